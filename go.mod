@@ -1,0 +1,3 @@
+module github.com/weirstream/weir
+
+go 1.26.8

@@ -1,0 +1,210 @@
+package weir
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+
+	"github.com/weirstream/weir/etime"
+	"github.com/weirstream/weir/internal/runtime"
+	"github.com/weirstream/weir/internal/winop"
+	"github.com/weirstream/weir/watermark"
+)
+
+// Env builds one job: create streams from sources, transform them with the
+// generic functions of this package, then call Execute once. An Env is not
+// safe for concurrent use while building.
+type Env struct {
+	opts    Options
+	job     *runtime.Job
+	err     error
+	ops     []*opStats
+	sources []*sourceStats
+	deadFn  func(DeadLetter)
+	dead    atomic.Int64
+	names   map[string]int
+}
+
+// DeadLetter is a record an operator refused as bad input (semantics W4).
+type DeadLetter = runtime.DeadLetter
+
+// NewEnv returns an Env; it refuses invalid options.
+func NewEnv(opts Options) (*Env, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	opts = opts.withDefaults()
+	e := &Env{opts: opts, names: map[string]int{}}
+	e.job = runtime.NewJob(runtime.Options{
+		BatchSize: opts.BatchSize, QueueBatches: opts.QueueBatches, Deterministic: opts.Deterministic,
+		Clock: opts.Clock, Logger: opts.Logger,
+	})
+	e.job.SetDeadLetters(func(d DeadLetter) {
+		e.dead.Add(1)
+		if e.deadFn != nil {
+			e.deadFn(d)
+		}
+	})
+	return e, nil
+}
+
+// Options returns the Env's options with defaults filled in.
+func (e *Env) Options() Options { return e.opts }
+
+// OnDeadLetter sets the receiver of dead letters (called serialized).
+func (e *Env) OnDeadLetter(fn func(DeadLetter)) { e.deadFn = fn }
+
+func (e *Env) fail(err error) {
+	if e.err == nil {
+		e.err = err
+	}
+}
+
+func (e *Env) uniqueName(base string) string {
+	n := e.names[base]
+	e.names[base] = n + 1
+	if n == 0 {
+		return base
+	}
+	return base + "-" + itoa(n)
+}
+
+// Stream is a typed stream of records with timestamps.
+type Stream[T any] struct{ n *node[T] }
+
+// node is one logical stream: the stage whose subtasks produce it and the
+// operators that consume it there.
+type node[T any] struct {
+	env       *Env
+	stage     *runtime.Stage
+	consumers []func(st *runtime.Subtask) runtime.Collector[T]
+}
+
+func newStream[T any](env *Env, stage *runtime.Stage) Stream[T] {
+	return Stream[T]{n: &node[T]{env: env, stage: stage}}
+}
+
+// Env returns the stream's Env.
+func (s Stream[T]) Env() *Env { return s.n.env }
+
+// consume adds an operator that reads s on each subtask of its stage.
+func (s Stream[T]) consume(c func(st *runtime.Subtask) runtime.Collector[T]) {
+	s.n.consumers = append(s.n.consumers, c)
+}
+
+// collector builds, for subtask st, the collector that receives s.
+func (n *node[T]) collector(st *runtime.Subtask) runtime.Collector[T] {
+	switch len(n.consumers) {
+	case 0:
+		return runtime.Func[T]{}
+	case 1:
+		return n.consumers[0](st)
+	}
+	f := make(runtime.Fanout[T], len(n.consumers))
+	for i, c := range n.consumers {
+		f[i] = c(st)
+	}
+	return f
+}
+
+// derived returns a stream produced by an operator chained onto s.
+func derived[T, U any](s Stream[T]) Stream[U] { return newStream[U](s.n.env, s.n.stage) }
+
+// Report is what a finished job did.
+type Report struct {
+	// Windows has the counters of each window operator, summed over its
+	// subtasks, by operator name.
+	Windows map[string]WindowCounters
+	// SourceRecords counts records emitted by each source.
+	SourceRecords map[string]int64
+	// DeadLetters counts bad input refused anywhere in the job.
+	DeadLetters int64
+}
+
+// WindowCounters are a window operator's exact counts (W4, W7, W8).
+type WindowCounters = winop.Counters
+
+// Execute runs the job to the end of its input, or until ctx is done (then
+// it returns ctx's error). A panic in user code fails the job with its cause.
+func (e *Env) Execute(ctx context.Context) (Report, error) {
+	if e.err != nil {
+		return Report{}, e.err
+	}
+	err := e.job.Run(ctx)
+	return e.Report(), err
+}
+
+// Report returns the counters so far; it is safe to call while the job runs.
+func (e *Env) Report() Report {
+	r := Report{Windows: map[string]WindowCounters{}, SourceRecords: map[string]int64{}}
+	for _, o := range e.ops {
+		r.Windows[o.name] = o.sum()
+	}
+	for _, s := range e.sources {
+		r.SourceRecords[s.name] = s.n.Load()
+	}
+	r.DeadLetters = e.dead.Load()
+	return r
+}
+
+// SubtaskWatermark is the input watermark state of one subtask.
+type SubtaskWatermark struct {
+	Stage     string
+	Subtask   int
+	Watermark etime.Time
+	Idle      bool
+	// Channels holds each input channel's state per input gate.
+	Channels [][]watermark.ChannelState
+}
+
+// Watermarks returns every subtask's watermark and per-channel state; it
+// is safe to call while the job runs.
+func (e *Env) Watermarks() []SubtaskWatermark {
+	var out []SubtaskWatermark
+	for _, s := range e.job.Stages() {
+		for _, st := range s.Subtasks() {
+			out = append(out, SubtaskWatermark{Stage: s.Name, Subtask: st.Index, Watermark: st.Watermark(), Idle: st.Idle(), Channels: st.Channels()})
+		}
+	}
+	return out
+}
+
+// Total sums the counters of every window operator.
+func (r Report) Total() WindowCounters {
+	var t WindowCounters
+	for _, c := range r.Windows {
+		addCounters(&t, c)
+	}
+	return t
+}
+
+func addCounters(t *WindowCounters, c WindowCounters) {
+	t.RecordsIn += c.RecordsIn
+	t.Accepted += c.Accepted
+	t.LateSideOutput += c.LateSideOutput
+	t.LateDropped += c.LateDropped
+	t.NoTimestamp += c.NoTimestamp
+	t.WindowMisses += c.WindowMisses
+	t.PartialSideOutput += c.PartialSideOutput
+	t.Retractions += c.Retractions
+	t.FiredEarly += c.FiredEarly
+	t.FiredOnTime += c.FiredOnTime
+	t.FiredLate += c.FiredLate
+}
+
+// errBuilt is returned when an operator is added after Execute.
+var errBuilt = errors.New("weir: the job has already been executed")
+
+func itoa(n int) string {
+	if n == 0 {
+		return "0"
+	}
+	var b [20]byte
+	i := len(b)
+	for n > 0 {
+		i--
+		b[i] = byte('0' + n%10)
+		n /= 10
+	}
+	return string(b[i:])
+}

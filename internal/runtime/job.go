@@ -1,0 +1,516 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/weirstream/weir/clock"
+	"github.com/weirstream/weir/etime"
+	"github.com/weirstream/weir/watermark"
+)
+
+// Options configures the runtime.
+type Options struct {
+	// BatchSize is how many elements an exchange buffers per target before
+	// it sends a batch.
+	BatchSize int
+	// QueueBatches is the capacity, in batches, of each subtask's input
+	// queue; a full queue blocks the sender (backpressure).
+	QueueBatches int
+	// Deterministic runs everything on one goroutine.
+	Deterministic bool
+	// Clock is processing time.
+	Clock clock.Clock
+	// Tick is how often a parallel subtask looks at processing time
+	// (periodic watermarks, processing-time timers).
+	Tick time.Duration
+	// Logger receives runtime events.
+	Logger *slog.Logger
+}
+
+// PollStatus is what a source poll did.
+type PollStatus uint8
+
+// The poll results.
+const (
+	// Emitted: the poll emitted something; poll again.
+	Emitted PollStatus = iota
+	// Waiting: nothing is available now; the source is not finished.
+	Waiting
+	// Done: the source is exhausted.
+	Done
+)
+
+// Poller is a source subtask's reader.
+type Poller interface {
+	// Poll emits zero or more elements into the source chain.
+	Poll() (PollStatus, error)
+	// Close releases the reader.
+	Close() error
+}
+
+// SourceSpec is how a source stage builds one subtask.
+type SourceSpec struct {
+	// Open builds the subtask's chain and returns its reader and the chain
+	// head's control (which gets the final watermark and Finish).
+	Open func(st *Subtask) (Poller, Control, error)
+	// FinalWatermark sends MAX when the source is done (J1). When false, a
+	// finished source only ends its channels.
+	FinalWatermark bool
+}
+
+// Job is a physical graph ready to run once.
+type Job struct {
+	opts   Options
+	stages []*Stage
+	ran    atomic.Bool
+	dead   DeadLetterFunc
+	deadMu sync.Mutex
+}
+
+// DeadLetter is bad input that an operator refused (W4).
+type DeadLetter struct {
+	Stage  string
+	Reason string
+	Detail string
+	Record any
+}
+
+// DeadLetterFunc receives dead letters; it is called from subtask
+// goroutines, serialized by the runtime.
+type DeadLetterFunc func(DeadLetter)
+
+// NewJob returns an empty job.
+func NewJob(opts Options) *Job {
+	if opts.BatchSize <= 0 {
+		opts.BatchSize = 256
+	}
+	if opts.QueueBatches <= 0 {
+		opts.QueueBatches = 8
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.Real{}
+	}
+	if opts.Tick <= 0 {
+		opts.Tick = 50 * time.Millisecond
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Job{opts: opts}
+}
+
+// Options returns the job's options with defaults filled in.
+func (j *Job) Options() Options { return j.opts }
+
+// SetDeadLetters sets the dead-letter receiver.
+func (j *Job) SetDeadLetters(f DeadLetterFunc) { j.dead = f }
+
+// Stages returns the job's stages in creation order.
+func (j *Job) Stages() []*Stage { return j.stages }
+
+// Stage is a set of parallel subtasks running the same operator chain.
+type Stage struct {
+	job   *Job
+	Name  string
+	Par   int
+	src   *SourceSpec
+	gates []*Gate
+	// build makes the chain of one subtask and returns one handler per gate.
+	build    func(st *Subtask) ([]GateHandler, Control, error)
+	subtasks []*Subtask
+}
+
+// Gate is one logical input of a stage; its channels are the upstream
+// subtasks that write to it.
+type Gate struct {
+	Channels int
+}
+
+// GateHandler receives the batches of one gate on a subtask.
+type GateHandler func(from int, b any)
+
+// AddSource adds a source stage with par subtasks.
+func (j *Job) AddSource(name string, par int, spec SourceSpec) *Stage {
+	s := &Stage{job: j, Name: name, Par: par, src: &spec}
+	j.stages = append(j.stages, s)
+	return s
+}
+
+// AddStage adds a stage with the given number of input gates; its chains are
+// built by build, called once per subtask when the job starts.
+func (j *Job) AddStage(name string, par, gates int, build func(st *Subtask) ([]GateHandler, Control, error)) *Stage {
+	s := &Stage{job: j, Name: name, Par: par, build: build}
+	for range gates {
+		s.gates = append(s.gates, &Gate{})
+	}
+	j.stages = append(j.stages, s)
+	return s
+}
+
+// Gate returns input gate g.
+func (s *Stage) Gate(g int) *Gate { return s.gates[g] }
+
+// Subtasks returns the stage's subtasks once the job is built.
+func (s *Stage) Subtasks() []*Subtask { return s.subtasks }
+
+// Subtask is one parallel instance of a stage.
+type Subtask struct {
+	stage *Stage
+	Index int
+	job   *Job
+
+	in       chan envelope
+	handlers []GateHandler
+	ctrl     Control
+	poller   Poller
+
+	valves   []*watermark.Valve
+	combined *watermark.Combined
+	gateOut  []gateOut
+	ended    []int // per gate: channels that ended
+	finished bool
+
+	procFns    []func(now etime.Time)
+	flushers   []func()
+	publishers []func()
+	closers    []func() error
+
+	wm     atomic.Int64 // the subtask's input watermark, for readers
+	idle   atomic.Bool
+	chanMu sync.Mutex
+	chans  [][]watermark.ChannelState
+}
+
+type gateOut struct {
+	st *Subtask
+	g  int
+}
+
+func (o gateOut) Watermark(wm etime.Time) {
+	if o.st.combined != nil {
+		o.st.combined.InputWatermark(o.g, wm, subtaskOut{o.st})
+		return
+	}
+	subtaskOut{o.st}.Watermark(wm)
+}
+
+func (o gateOut) Status(idle bool) {
+	if o.st.combined != nil {
+		o.st.combined.InputStatus(o.g, idle, subtaskOut{o.st})
+		return
+	}
+	subtaskOut{o.st}.Status(idle)
+}
+
+type subtaskOut struct{ st *Subtask }
+
+func (o subtaskOut) Watermark(wm etime.Time) {
+	o.st.wm.Store(int64(wm))
+	o.st.ctrl.Watermark(wm)
+}
+
+func (o subtaskOut) Status(idle bool) {
+	o.st.idle.Store(idle)
+	o.st.ctrl.Status(idle)
+}
+
+// Stage returns the subtask's stage.
+func (st *Subtask) Stage() *Stage { return st.stage }
+
+// Options returns the job's runtime options.
+func (st *Subtask) Options() Options { return st.job.opts }
+
+// OnProcessingTime registers fn to be called with the current processing
+// time: periodically in the parallel executor, when the driver advances
+// time in the deterministic one.
+func (st *Subtask) OnProcessingTime(fn func(now etime.Time)) { st.procFns = append(st.procFns, fn) }
+
+// OnFlush registers fn to run when the subtask's input is momentarily
+// drained (exchange writers flush partial batches there).
+func (st *Subtask) OnFlush(fn func()) { st.flushers = append(st.flushers, fn) }
+
+// OnPublish registers fn to run after each batch, so operators can publish
+// counters to concurrent readers cheaply.
+func (st *Subtask) OnPublish(fn func()) { st.publishers = append(st.publishers, fn) }
+
+// OnClose registers fn to run when the subtask stops.
+func (st *Subtask) OnClose(fn func() error) { st.closers = append(st.closers, fn) }
+
+// DeadLetter reports bad input.
+func (st *Subtask) DeadLetter(d DeadLetter) {
+	if d.Stage == "" {
+		d.Stage = st.stage.Name
+	}
+	if f := st.job.dead; f != nil {
+		st.job.deadMu.Lock()
+		f(d)
+		st.job.deadMu.Unlock()
+	}
+}
+
+// Watermark returns the subtask's current input watermark (MIN before the
+// first one). Safe for concurrent use.
+func (st *Subtask) Watermark() etime.Time { return etime.Time(st.wm.Load()) }
+
+// Idle reports whether the subtask's input is idle. Safe for concurrent use.
+func (st *Subtask) Idle() bool { return st.idle.Load() }
+
+// Channels returns the state of each input channel per gate. Safe for
+// concurrent use.
+func (st *Subtask) Channels() [][]watermark.ChannelState {
+	st.chanMu.Lock()
+	defer st.chanMu.Unlock()
+	out := make([][]watermark.ChannelState, len(st.chans))
+	for i, c := range st.chans {
+		out[i] = append([]watermark.ChannelState(nil), c...)
+	}
+	return out
+}
+
+func (st *Subtask) publishChannels() {
+	st.chanMu.Lock()
+	for g, v := range st.valves {
+		st.chans[g] = append(st.chans[g][:0], v.Channels()...)
+	}
+	st.chanMu.Unlock()
+}
+
+// InputWatermark feeds a watermark from channel from of gate g into the
+// subtask's valve.
+func (st *Subtask) inputWatermark(g, from int, wm etime.Time) {
+	st.valves[g].InputWatermark(from, wm, st.gateOut[g])
+	st.publishChannels()
+}
+
+func (st *Subtask) inputStatus(g, from int, idle bool) {
+	st.valves[g].InputStatus(from, idle, st.gateOut[g])
+	st.publishChannels()
+}
+
+func (st *Subtask) inputEnd(g int) {
+	st.ended[g]++
+	for i, n := range st.ended {
+		if n < st.stage.gates[i].Channels {
+			return
+		}
+	}
+	st.finished = true
+	st.ctrl.Finish()
+	st.flush()
+}
+
+func (st *Subtask) flush() {
+	for _, f := range st.flushers {
+		f()
+	}
+}
+
+func (st *Subtask) publish() {
+	for _, f := range st.publishers {
+		f()
+	}
+}
+
+func (st *Subtask) advanceProcessingTime(now etime.Time) {
+	for _, f := range st.procFns {
+		f(now)
+	}
+}
+
+// build creates the subtasks of every stage, upstream first.
+func (j *Job) build() error {
+	for _, s := range j.stages {
+		s.subtasks = make([]*Subtask, s.Par)
+		for i := range s.Par {
+			st := &Subtask{stage: s, Index: i, job: j}
+			if !j.opts.Deterministic {
+				st.in = make(chan envelope, j.opts.QueueBatches)
+			}
+			st.wm.Store(int64(etime.MinTime))
+			s.subtasks[i] = st
+		}
+	}
+	// Chains are built downstream first, so that exchange writers find
+	// their target subtasks ready.
+	for k := len(j.stages) - 1; k >= 0; k-- {
+		s := j.stages[k]
+		for _, st := range s.subtasks {
+			if s.src != nil {
+				p, ctrl, err := s.src.Open(st)
+				if err != nil {
+					return fmt.Errorf("weir: stage %s subtask %d: %w", s.Name, st.Index, err)
+				}
+				st.poller, st.ctrl = p, ctrl
+				continue
+			}
+			hs, ctrl, err := s.build(st)
+			if err != nil {
+				return fmt.Errorf("weir: stage %s subtask %d: %w", s.Name, st.Index, err)
+			}
+			st.handlers, st.ctrl = hs, ctrl
+			st.ended = make([]int, len(s.gates))
+			st.chans = make([][]watermark.ChannelState, len(s.gates))
+			for g, gt := range s.gates {
+				if gt.Channels == 0 {
+					return fmt.Errorf("weir: stage %s gate %d has no input", s.Name, g)
+				}
+				st.valves = append(st.valves, watermark.NewValve(gt.Channels))
+				st.gateOut = append(st.gateOut, gateOut{st: st, g: g})
+			}
+			if len(s.gates) > 1 {
+				st.combined = watermark.NewCombined(len(s.gates))
+			}
+		}
+	}
+	return nil
+}
+
+// ErrAlreadyRun is returned when a job is run twice.
+var ErrAlreadyRun = errors.New("weir: job already ran; build a new one")
+
+// Run builds and runs the job to the end of its input or until ctx is done.
+// A panic in user code fails the job with its cause and stack.
+func (j *Job) Run(ctx context.Context) error {
+	if j.ran.Swap(true) {
+		return ErrAlreadyRun
+	}
+	if err := j.build(); err != nil {
+		return err
+	}
+	if j.opts.Deterministic {
+		ex := &Executor{job: j}
+		return ex.runToEnd(ctx)
+	}
+	return j.runParallel(ctx)
+}
+
+func (j *Job) closeAll() error {
+	var errs []error
+	for _, s := range j.stages {
+		for _, st := range s.subtasks {
+			if st.poller != nil {
+				errs = append(errs, st.poller.Close())
+			}
+			for _, c := range st.closers {
+				errs = append(errs, c())
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// PanicError is a panic in operator or user code, turned into a job
+// failure.
+type PanicError struct {
+	Stage   string
+	Subtask int
+	Value   any
+	Stack   []byte
+}
+
+func (e *PanicError) Error() string {
+	return fmt.Sprintf("weir: stage %s subtask %d panicked: %v\n%s", e.Stage, e.Subtask, e.Value, e.Stack)
+}
+
+func (st *Subtask) guard(err *error) {
+	if r := recover(); r != nil {
+		*err = &PanicError{Stage: st.stage.Name, Subtask: st.Index, Value: r, Stack: debug.Stack()}
+	}
+}
+
+func (j *Job) runParallel(ctx context.Context) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var wg sync.WaitGroup
+	for _, s := range j.stages {
+		for _, st := range s.subtasks {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := st.runParallel(ctx); err != nil {
+					cancel(err)
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	err := context.Cause(ctx)
+	if err == context.Canceled && ctx.Err() != nil {
+		err = ctx.Err()
+	}
+	return errors.Join(err, j.closeAll())
+}
+
+func (st *Subtask) runParallel(ctx context.Context) (err error) {
+	defer st.guard(&err)
+	clk := st.job.opts.Clock
+	if st.poller != nil {
+		return st.runSource(ctx, clk)
+	}
+	tick := time.NewTicker(st.job.opts.Tick)
+	defer tick.Stop()
+	for !st.finished {
+		select {
+		case e := <-st.in:
+			st.handlers[e.gate](int(e.from), e.b)
+			st.publish()
+			if len(st.in) == 0 {
+				st.flush()
+			}
+		case <-tick.C:
+			st.advanceProcessingTime(clock.Millis(clk))
+			st.flush()
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	}
+	return nil
+}
+
+func (st *Subtask) runSource(ctx context.Context, clk clock.Clock) error {
+	next := time.Now()
+	for {
+		if err := ctx.Err(); err != nil {
+			return context.Cause(ctx)
+		}
+		status, err := st.poller.Poll()
+		if err != nil {
+			return fmt.Errorf("weir: source %s subtask %d: %w", st.stage.Name, st.Index, err)
+		}
+		st.publish()
+		if now := time.Now(); !now.Before(next) || status != Emitted {
+			st.advanceProcessingTime(clock.Millis(clk))
+			next = now.Add(st.job.opts.Tick)
+		}
+		switch status {
+		case Done:
+			st.endSource()
+			return nil
+		case Waiting:
+			st.flush()
+			select {
+			case <-ctx.Done():
+				return context.Cause(ctx)
+			case <-time.After(time.Millisecond):
+			}
+		}
+	}
+}
+
+func (st *Subtask) endSource() {
+	if st.stage.src.FinalWatermark {
+		st.wm.Store(int64(etime.MaxTime))
+		st.ctrl.Watermark(etime.MaxTime)
+	}
+	st.finished = true
+	st.ctrl.Finish()
+	st.flush()
+	st.publish()
+}

@@ -1,0 +1,650 @@
+// Package winop is the window operator: Flink's WindowOperator rule for rule
+// (semantics sections B to G) plus weir's additions (W1-W9). It is generic
+// over the key, the input, the window contents (an accumulator or a list)
+// and the output, and it is driven by its owner (a runtime subtask or the
+// deterministic executor) through ProcessElement, AdvanceWatermark and
+// AdvanceProcessingTime. It is not safe for concurrent use.
+package winop
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/weirstream/weir/etime"
+	"github.com/weirstream/weir/internal/timers"
+	"github.com/weirstream/weir/state"
+	"github.com/weirstream/weir/trigger"
+	"github.com/weirstream/weir/window"
+)
+
+// Output receives what the operator emits. Calls happen on the operator's
+// goroutine; a LateRecord's Windows slice belongs to the receiver.
+type Output[K comparable, IN, OUT any] interface {
+	Result(r window.Result[K, OUT])
+	Late(r window.LateRecord[K, IN])
+}
+
+// FireContext is what a window function sees when a window fires (E3): the
+// key, the actual (possibly merged) window, the firing kind, the pane index
+// this firing will carry, and the current watermark and processing time.
+type FireContext[K comparable, OUT any] struct {
+	Key            K
+	Window         window.Window
+	Firing         window.Firing
+	Pane           int64
+	Watermark      etime.Time
+	ProcessingTime etime.Time
+
+	emit    func(window.Result[K, OUT])
+	emitted int
+}
+
+// Emit sends one result of this firing downstream.
+func (c *FireContext[K, OUT]) Emit(v OUT) {
+	c.emitted++
+	c.emit(window.Result[K, OUT]{Key: c.Key, Window: c.Window, Firing: c.Firing, Pane: c.Pane, Watermark: c.Watermark, Value: v})
+}
+
+// WindowFunc turns the window contents into results; it is called only on
+// non-empty contents (E2) and must not keep acc.
+type WindowFunc[K comparable, ACC, OUT any] func(ctx *FireContext[K, OUT], acc *ACC)
+
+// EvictFunc removes elements from list contents before (before=true) or
+// after the window function runs (E5).
+type EvictFunc[ACC any] func(acc *ACC, w window.Window, before bool, wm etime.Time)
+
+// Config configures an Operator.
+type Config[K comparable, IN, ACC, OUT any] struct {
+	Assigner window.Assigner
+	// Trigger replaces the assigner's default trigger when set (D3).
+	Trigger  trigger.Trigger
+	Lateness etime.Duration
+	Contents Contents[IN, ACC]
+	Func     WindowFunc[K, ACC, OUT]
+	// Evict, when set, makes this an evicting window operator (E5); it
+	// requires list contents.
+	Evict EvictFunc[ACC]
+	// KeyEncoder gives the canonical key encoding that orders timers with
+	// equal timestamps (W5).
+	KeyEncoder timers.KeyEncoder[K]
+	// LateOutput routes too-late records to Output.Late; without it they are
+	// dropped and counted (B4).
+	LateOutput bool
+	// PartialOutput routes partial misses to Output.Late (W7).
+	PartialOutput bool
+	// Backend holds the operator's keyed state.
+	Backend state.Backend
+}
+
+// Counters are the operator's exact record and firing counts (W4, W7, W8).
+type Counters struct {
+	RecordsIn         int64 // elements processed
+	Accepted          int64 // added to at least one window
+	LateSideOutput    int64 // late for every window, sent to the late output
+	LateDropped       int64 // late for every window, dropped
+	NoTimestamp       int64 // refused by the assigner (MIN timestamp, A5)
+	WindowMisses      int64 // window assignments missed by accepted records (W7)
+	PartialSideOutput int64 // accepted records sent to the late output for missed windows
+	Retractions       int64 // retract lines (W8)
+	FiredEarly        int64
+	FiredOnTime       int64
+	FiredLate         int64
+}
+
+// ErrNonMergeableTrigger is returned when a merging assigner gets a trigger
+// that cannot merge (D3).
+var ErrNonMergeableTrigger = errors.New("weir: trigger cannot merge windows; session windows need a trigger whose CanMerge is true")
+
+// ErrGlobalLateness refuses allowed lateness on the global window (W6).
+var ErrGlobalLateness = errors.New("weir: the global window has no end, so allowed lateness does not apply to it; remove allowed_lateness or use a time window")
+
+type entry[ACC any] struct {
+	acc     ACC
+	has     bool // contents non-empty (E2)
+	slotSet uint8
+	slots   [trigger.MaxSlots]int64
+	panes   int64 // results emitted so far: the next pane index (W1)
+}
+
+type none struct{}
+
+// Operator is the window operator of one subtask.
+type Operator[K comparable, IN, ACC, OUT any] struct {
+	a        window.Assigner
+	trig     trigger.Trigger
+	lateness etime.Duration
+	contents Contents[IN, ACC]
+	fn       WindowFunc[K, ACC, OUT]
+	evict    EvictFunc[ACC]
+	lateOut  bool
+	partOut  bool
+	out      Output[K, IN, OUT]
+
+	entries state.Value[K, window.Window, entry[ACC]]
+	sets    state.Value[K, none, []window.Window]
+	panes   state.Value[K, window.Window, ACC]
+	// Pane mode (sliding windows): each element updates the pane of
+	// paneSize that holds it; a window's contents are merged from its
+	// panes when it fires.
+	paneMode           bool
+	paneSize, paneOffs etime.Duration
+	slide              etime.Duration
+
+	evt, proc *timers.Service[K]
+	wm, now   etime.Time
+
+	c       Counters
+	tctx    trigCtx[K, IN, ACC, OUT]
+	fctx    FireContext[K, OUT]
+	wins    []window.Window
+	missed  []window.Window
+	scratch ACC
+	absorb  []absorbed[ACC]
+}
+
+type absorbed[ACC any] struct {
+	w  window.Window
+	e  entry[ACC]
+	ok bool
+}
+
+// New builds a window operator; it refuses invalid combinations (D3, W6, B5).
+func New[K comparable, IN, ACC, OUT any](cfg Config[K, IN, ACC, OUT], out Output[K, IN, OUT]) (*Operator[K, IN, ACC, OUT], error) {
+	switch {
+	case cfg.Assigner == nil:
+		return nil, errors.New("weir: window operator needs a window assigner")
+	case cfg.Contents == nil || cfg.Func == nil:
+		return nil, errors.New("weir: window operator needs a window function")
+	case cfg.Backend == nil:
+		return nil, errors.New("weir: window operator needs a state backend")
+	case cfg.KeyEncoder == nil:
+		return nil, errors.New("weir: window operator needs a key encoder")
+	case cfg.Lateness < 0:
+		return nil, fmt.Errorf("weir: allowed lateness must be >= 0, got %dms", cfg.Lateness)
+	case cfg.Lateness > 0 && cfg.Assigner.Kind() == window.KindGlobal:
+		return nil, ErrGlobalLateness
+	}
+	trig := cfg.Trigger
+	if trig == nil {
+		trig = trigger.Default(cfg.Assigner)
+	}
+	if cfg.Assigner.Merging() && !trig.CanMerge() {
+		return nil, ErrNonMergeableTrigger
+	}
+	o := &Operator[K, IN, ACC, OUT]{
+		a: cfg.Assigner, trig: trig, lateness: cfg.Lateness, contents: cfg.Contents, fn: cfg.Func,
+		evict: cfg.Evict, lateOut: cfg.LateOutput, partOut: cfg.PartialOutput, out: out,
+		evt: timers.New(cfg.KeyEncoder), proc: timers.New(cfg.KeyEncoder),
+		wm: etime.MinTime, now: etime.MinTime,
+	}
+	o.entries = state.NewValue[K, window.Window, entry[ACC]](cfg.Backend, "window-contents")
+	if cfg.Assigner.Merging() {
+		o.sets = state.NewValue[K, none, []window.Window](cfg.Backend, "merging-windows")
+	}
+	if size, slide, offset, ok := window.SlidingGeometry(cfg.Assigner); ok && cfg.Evict == nil && trigger.NeverPurges(trig) {
+		o.paneMode = true
+		o.paneSize = gcd(size, slide)
+		o.paneOffs = offset
+		o.slide = slide
+		o.panes = state.NewValue[K, window.Window, ACC](cfg.Backend, "sliding-panes")
+	}
+	o.tctx.o = o
+	o.fctx.emit = out.Result
+	cfg.Contents.Reset(&o.scratch)
+	return o, nil
+}
+
+func gcd(a, b etime.Duration) etime.Duration {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
+}
+
+// Watermark returns the operator's current watermark.
+func (o *Operator[K, IN, ACC, OUT]) Watermark() etime.Time { return o.wm }
+
+// Counters returns a copy of the operator's counters.
+func (o *Operator[K, IN, ACC, OUT]) Counters() Counters { return o.c }
+
+// Trigger returns the trigger in use.
+func (o *Operator[K, IN, ACC, OUT]) Trigger() trigger.Trigger { return o.trig }
+
+// OpenWindows returns the number of live (key, window) entries.
+func (o *Operator[K, IN, ACC, OUT]) OpenWindows() int { return o.entries.Len() }
+
+// PendingTimers returns the number of registered event- and processing-time timers.
+func (o *Operator[K, IN, ACC, OUT]) PendingTimers() int { return o.evt.Len() + o.proc.Len() }
+
+func (o *Operator[K, IN, ACC, OUT]) cleanupTime(w window.Window) etime.Time {
+	return window.CleanupTime(o.a, w, o.lateness)
+}
+
+func (o *Operator[K, IN, ACC, OUT]) isWindowLate(w window.Window) bool {
+	return o.a.IsEventTime() && o.cleanupTime(w) <= o.wm
+}
+
+func (o *Operator[K, IN, ACC, OUT]) timerService() *timers.Service[K] {
+	if o.a.IsEventTime() {
+		return o.evt
+	}
+	return o.proc
+}
+
+func (o *Operator[K, IN, ACC, OUT]) registerCleanup(key K, w window.Window) {
+	if c := o.cleanupTime(w); c != etime.MaxTime {
+		o.timerService().Register(timers.Timer[K]{TS: c, Key: key, Window: w})
+	}
+}
+
+func (o *Operator[K, IN, ACC, OUT]) deleteCleanup(key K, w window.Window) {
+	if c := o.cleanupTime(w); c != etime.MaxTime {
+		o.timerService().Delete(timers.Timer[K]{TS: c, Key: key, Window: w})
+	}
+}
+
+// ProcessElement runs one keyed element through the operator (B1-B4, F4).
+// It returns window.ErrNoTimestamp for a record without a timestamp, which
+// the caller routes to dead letters; it never panics on input.
+func (o *Operator[K, IN, ACC, OUT]) ProcessElement(key K, v IN, ts etime.Time) error {
+	o.c.RecordsIn++
+	at := ts
+	if o.a.ProcessingTime() {
+		at = o.now
+	}
+	wins, err := o.a.AssignWindows(at, o.wins[:0])
+	o.wins = wins
+	if err != nil {
+		o.c.NoTimestamp++
+		return err
+	}
+	o.missed = o.missed[:0]
+	skipped := true
+	addedToPane := false
+	for _, w := range wins {
+		if o.sets != nil {
+			w = o.mergeWindow(key, w)
+		}
+		if o.isWindowLate(w) {
+			if o.sets != nil {
+				o.retire(key, w)
+			}
+			o.missed = append(o.missed, w)
+			continue
+		}
+		skipped = false
+		e := o.entries.Ref(key, w, true)
+		if o.paneMode {
+			if !addedToPane {
+				o.addToPane(key, v, ts)
+				addedToPane = true
+			}
+		} else {
+			if !e.has {
+				o.contents.Reset(&e.acc)
+			}
+			o.contents.Add(&e.acc, v, ts)
+		}
+		e.has = true
+		o.tctx.set(key, w, e)
+		res := o.trig.OnElement(&o.tctx, ts, w)
+		e = o.tctx.e
+		if res.IsFire() {
+			o.fire(key, w, e, o.elementFiring(w))
+		}
+		if res.IsPurge() {
+			o.purge(e)
+		}
+		o.registerCleanup(key, w)
+	}
+	if skipped {
+		lateness := o.wm.Sub(ts)
+		if o.lateOut {
+			o.c.LateSideOutput++
+			o.out.Late(window.LateRecord[K, IN]{Record: v, Timestamp: ts, Key: key, Windows: slices.Clone(o.wins), Watermark: o.wm, Lateness: lateness, Reason: window.Expired})
+		} else {
+			o.c.LateDropped++
+		}
+		return nil
+	}
+	o.c.Accepted++
+	if len(o.missed) > 0 {
+		o.c.WindowMisses += int64(len(o.missed))
+		if o.partOut {
+			o.c.PartialSideOutput++
+			o.out.Late(window.LateRecord[K, IN]{Record: v, Timestamp: ts, Key: key, Windows: slices.Clone(o.missed), Watermark: o.wm, Lateness: o.wm.Sub(ts), Reason: window.ExpiredPartial})
+		}
+	}
+	return nil
+}
+
+func (o *Operator[K, IN, ACC, OUT]) addToPane(key K, v IN, ts etime.Time) {
+	s := window.Start(ts, o.paneOffs, o.paneSize)
+	pw := window.Window{Start: s, End: s.Add(o.paneSize)}
+	p := o.panes.Ref(key, pw, false)
+	if p == nil {
+		p = o.panes.Ref(key, pw, true)
+		o.contents.Reset(p)
+	}
+	o.contents.Add(p, v, ts)
+}
+
+// elementFiring classifies a firing caused by an element or a merge (W2).
+func (o *Operator[K, IN, ACC, OUT]) elementFiring(w window.Window) window.Firing {
+	t := o.wm
+	if o.a.ProcessingTime() {
+		t = o.now
+	}
+	if t < w.MaxTimestamp() {
+		return window.Early
+	}
+	return window.Late
+}
+
+// timerFiring classifies a firing caused by a timer at t (W2, W9).
+func timerFiring(t etime.Time, w window.Window) window.Firing {
+	switch m := w.MaxTimestamp(); {
+	case t < m:
+		return window.Early
+	case t == m:
+		return window.OnTime
+	}
+	return window.Late
+}
+
+func (o *Operator[K, IN, ACC, OUT]) purge(e *entry[ACC]) {
+	if e == nil {
+		return
+	}
+	e.has = false
+	if !o.paneMode {
+		o.contents.Reset(&e.acc)
+	}
+}
+
+// fire calls the window function on the window's current contents (E1, E2).
+func (o *Operator[K, IN, ACC, OUT]) fire(key K, w window.Window, e *entry[ACC], kind window.Firing) {
+	if e == nil || !e.has {
+		return
+	}
+	acc := &e.acc
+	if o.paneMode {
+		acc = &o.scratch
+		o.contents.Reset(acc)
+		for s := w.Start; s < w.End; s = s.Add(o.paneSize) {
+			if p := o.panes.Ref(key, window.Window{Start: s, End: s.Add(o.paneSize)}, false); p != nil {
+				o.contents.Merge(acc, p)
+			}
+		}
+	}
+	if o.evict != nil {
+		o.evict(acc, w, true, o.wm)
+	}
+	f := &o.fctx
+	f.Key, f.Window, f.Firing, f.Pane, f.Watermark, f.ProcessingTime, f.emitted = key, w, kind, e.panes, o.wm, o.now, 0
+	o.fn(f, acc)
+	if o.evict != nil {
+		o.evict(acc, w, false, o.wm)
+	}
+	if f.emitted == 0 {
+		return
+	}
+	e.panes++
+	switch kind {
+	case window.Early:
+		o.c.FiredEarly++
+	case window.OnTime:
+		o.c.FiredOnTime++
+	default:
+		o.c.FiredLate++
+	}
+}
+
+// AdvanceWatermark sets the operator watermark and fires every event-time
+// timer at or below it in order (C2, C3, W5). Watermarks that do not
+// increase are ignored (C6).
+func (o *Operator[K, IN, ACC, OUT]) AdvanceWatermark(wm etime.Time) {
+	if wm <= o.wm {
+		return
+	}
+	o.wm = wm
+	o.runTimers(o.evt, wm, false)
+}
+
+// AdvanceProcessingTime sets the operator's processing time and fires every
+// processing-time timer at or below it.
+func (o *Operator[K, IN, ACC, OUT]) AdvanceProcessingTime(now etime.Time) {
+	if now <= o.now {
+		return
+	}
+	o.now = now
+	o.runTimers(o.proc, now, true)
+}
+
+// NextProcessingTimer returns the earliest processing-time timer, so the
+// owner knows when to call AdvanceProcessingTime.
+func (o *Operator[K, IN, ACC, OUT]) NextProcessingTimer() (etime.Time, bool) { return o.proc.Next() }
+
+func (o *Operator[K, IN, ACC, OUT]) runTimers(svc *timers.Service[K], upTo etime.Time, proc bool) {
+	for {
+		due := svc.PopDue(upTo)
+		if len(due) == 0 {
+			return
+		}
+		for _, t := range due {
+			if !svc.Has(t) {
+				continue
+			}
+			svc.Fired(t)
+			o.onTimer(t, proc)
+		}
+	}
+}
+
+// onTimer is C5 for either time domain.
+func (o *Operator[K, IN, ACC, OUT]) onTimer(t timers.Timer[K], proc bool) {
+	key, w := t.Key, t.Window
+	if o.sets != nil {
+		set, _ := o.sets.Get(key, none{})
+		if !slices.Contains(set, w) {
+			return // stale timer of a merged-away or retired window (C5.1, F7)
+		}
+	}
+	e := o.entries.Ref(key, w, false)
+	o.tctx.set(key, w, e)
+	var res trigger.Result
+	if proc {
+		res = o.trig.OnProcessingTime(&o.tctx, t.TS, w)
+	} else {
+		res = o.trig.OnEventTime(&o.tctx, t.TS, w)
+	}
+	e = o.tctx.e
+	if res.IsFire() {
+		o.fire(key, w, e, timerFiring(t.TS, w))
+	}
+	if res.IsPurge() {
+		o.purge(e)
+	}
+	if o.a.IsEventTime() != proc && t.TS == o.cleanupTime(w) {
+		o.clearAll(key, w)
+	}
+}
+
+// clearAll is cleanup (C5.3): it never emits.
+func (o *Operator[K, IN, ACC, OUT]) clearAll(key K, w window.Window) {
+	o.tctx.set(key, w, o.entries.Ref(key, w, false))
+	o.trig.Clear(&o.tctx, w)
+	o.entries.Delete(key, w)
+	if o.paneMode {
+		for s := w.Start; s < w.Start.Add(o.slide); s = s.Add(o.paneSize) {
+			o.panes.Delete(key, window.Window{Start: s, End: s.Add(o.paneSize)})
+		}
+	}
+	if o.sets != nil {
+		o.retire(key, w)
+	}
+}
+
+// retire removes w from key's merging set.
+func (o *Operator[K, IN, ACC, OUT]) retire(key K, w window.Window) {
+	p := o.sets.Ref(key, none{}, false)
+	if p == nil {
+		return
+	}
+	if i := slices.Index(*p, w); i >= 0 {
+		*p = slices.Delete(*p, i, i+1)
+	}
+	if len(*p) == 0 {
+		o.sets.Delete(key, none{})
+	}
+}
+
+// mergeWindow adds proto-window pw to key's merging set (F2-F4) and returns
+// the actual window the element goes to. The set is kept sorted by start,
+// and its members never touch each other.
+func (o *Operator[K, IN, ACC, OUT]) mergeWindow(key K, pw window.Window) window.Window {
+	p := o.sets.Ref(key, none{}, true)
+	set := *p
+	lo := 0
+	for lo < len(set) && set[lo].End < pw.Start {
+		lo++
+	}
+	hi := lo
+	merged := pw
+	for hi < len(set) && set[hi].Intersects(pw) {
+		merged = merged.Cover(set[hi])
+		hi++
+	}
+	switch {
+	case hi == lo: // touches nothing: a new session
+		*p = slices.Insert(set, lo, pw)
+		return pw
+	case hi == lo+1 && merged == set[lo]: // inside an existing window (F3)
+		return set[lo]
+	}
+	o.absorb = o.absorb[:0]
+	for _, w := range set[lo:hi] {
+		e, ok := o.entries.Get(key, w)
+		o.absorb = append(o.absorb, absorbed[ACC]{w: w, e: e, ok: ok})
+	}
+	set = slices.Delete(set, lo, hi)
+	*p = slices.Insert(set, lo, merged)
+	o.onMerge(key, merged)
+	return merged
+}
+
+// onMerge is the merge callback of F4 plus weir's retractions and pane
+// continuation (W1, W8).
+func (o *Operator[K, IN, ACC, OUT]) onMerge(key K, merged window.Window) {
+	var panes int64
+	for i := range o.absorb {
+		ab := &o.absorb[i]
+		if ab.ok && ab.e.panes > 0 {
+			o.c.Retractions++
+			o.out.Result(window.Result[K, OUT]{Key: key, Window: ab.w, Firing: window.Retract, Pane: ab.e.panes - 1, Watermark: o.wm})
+			panes = max(panes, ab.e.panes)
+		}
+	}
+	me := o.entries.Ref(key, merged, true)
+	o.tctx.set(key, merged, me)
+	o.tctx.merging = o.absorb
+	o.trig.OnMerge(&o.tctx, merged)
+	o.tctx.merging = nil
+	me = o.tctx.e
+	for i := range o.absorb {
+		ab := &o.absorb[i]
+		var ep *entry[ACC]
+		if ab.ok {
+			ep = &ab.e
+		}
+		o.tctx.set(key, ab.w, ep)
+		o.tctx.detached = true
+		o.trig.Clear(&o.tctx, ab.w)
+		o.tctx.detached = false
+		o.deleteCleanup(key, ab.w)
+		if ab.ok {
+			o.entries.Delete(key, ab.w)
+		}
+	}
+	me = o.entries.Ref(key, merged, true)
+	me.panes = max(me.panes, panes)
+	for i := range o.absorb {
+		ab := &o.absorb[i]
+		if !ab.ok || !ab.e.has {
+			continue
+		}
+		if !me.has {
+			o.contents.Reset(&me.acc)
+			me.has = true
+		}
+		o.contents.Merge(&me.acc, &ab.e.acc)
+	}
+}
+
+// trigCtx is the trigger.Context of one (key, window); one instance is
+// reused for every call.
+type trigCtx[K comparable, IN, ACC, OUT any] struct {
+	o   *Operator[K, IN, ACC, OUT]
+	key K
+	w   window.Window
+	e   *entry[ACC]
+	// detached: e is a copy of an absorbed window's entry; writes must not
+	// create a stored entry.
+	detached bool
+	merging  []absorbed[ACC]
+}
+
+func (c *trigCtx[K, IN, ACC, OUT]) set(key K, w window.Window, e *entry[ACC]) {
+	c.key, c.w, c.e = key, w, e
+}
+
+func (c *trigCtx[K, IN, ACC, OUT]) Watermark() etime.Time      { return c.o.wm }
+func (c *trigCtx[K, IN, ACC, OUT]) ProcessingTime() etime.Time { return c.o.now }
+func (c *trigCtx[K, IN, ACC, OUT]) CleanupTime() etime.Time    { return c.o.cleanupTime(c.w) }
+
+func (c *trigCtx[K, IN, ACC, OUT]) RegisterEventTimeTimer(t etime.Time) {
+	c.o.evt.Register(timers.Timer[K]{TS: t, Key: c.key, Window: c.w})
+}
+func (c *trigCtx[K, IN, ACC, OUT]) DeleteEventTimeTimer(t etime.Time) {
+	c.o.evt.Delete(timers.Timer[K]{TS: t, Key: c.key, Window: c.w})
+}
+func (c *trigCtx[K, IN, ACC, OUT]) RegisterProcessingTimeTimer(t etime.Time) {
+	c.o.proc.Register(timers.Timer[K]{TS: t, Key: c.key, Window: c.w})
+}
+func (c *trigCtx[K, IN, ACC, OUT]) DeleteProcessingTimeTimer(t etime.Time) {
+	c.o.proc.Delete(timers.Timer[K]{TS: t, Key: c.key, Window: c.w})
+}
+
+func (c *trigCtx[K, IN, ACC, OUT]) Slot(i int) (int64, bool) {
+	if c.e == nil || c.e.slotSet&(1<<i) == 0 {
+		return 0, false
+	}
+	return c.e.slots[i], true
+}
+
+func (c *trigCtx[K, IN, ACC, OUT]) SetSlot(i int, v int64) {
+	if c.e == nil {
+		if c.detached {
+			return
+		}
+		c.e = c.o.entries.Ref(c.key, c.w, true)
+	}
+	c.e.slots[i] = v
+	c.e.slotSet |= 1 << i
+}
+
+func (c *trigCtx[K, IN, ACC, OUT]) ClearSlot(i int) {
+	if c.e != nil {
+		c.e.slotSet &^= 1 << i
+	}
+}
+
+func (c *trigCtx[K, IN, ACC, OUT]) MergedSlot(i int, dst []int64) []int64 {
+	for _, ab := range c.merging {
+		if ab.ok && ab.e.slotSet&(1<<i) != 0 {
+			dst = append(dst, ab.e.slots[i])
+		}
+	}
+	return dst
+}

@@ -1,0 +1,93 @@
+package weir
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+
+	"github.com/weirstream/weir/etime"
+	"github.com/weirstream/weir/internal/runtime"
+	"github.com/weirstream/weir/state"
+)
+
+// Keyed is a stream partitioned by key: records with the same key go to the
+// same subtask (through key groups, so state can be rescaled later).
+type Keyed[K comparable, T any] struct {
+	s   Stream[T]
+	key func(T) K
+	enc func(dst []byte, k K) []byte
+}
+
+// KeyBy partitions s by key. Keys order timers that fire at the same time
+// by their canonical encoding (W5): the JSON array of the key values; use
+// KeyByEncoded to supply it for composite key types.
+func KeyBy[K comparable, T any](s Stream[T], key func(T) K) Keyed[K, T] {
+	return Keyed[K, T]{s: s, key: key, enc: DefaultKeyEncoder[K]()}
+}
+
+// KeyByEncoded is KeyBy with an explicit canonical key encoding.
+func KeyByEncoded[K comparable, T any](s Stream[T], key func(T) K, enc func(dst []byte, k K) []byte) Keyed[K, T] {
+	return Keyed[K, T]{s: s, key: key, enc: enc}
+}
+
+// DefaultKeyEncoder returns the canonical encoding of a single key value:
+// the JSON array holding it, such as ["a"] or [42].
+func DefaultKeyEncoder[K comparable]() func(dst []byte, k K) []byte {
+	var z K
+	switch any(z).(type) {
+	case string:
+		return func(dst []byte, k K) []byte {
+			dst = append(dst, '[')
+			dst = strconv.AppendQuote(dst, any(k).(string))
+			return append(dst, ']')
+		}
+	case int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64:
+		return func(dst []byte, k K) []byte {
+			dst = append(dst, '[')
+			dst = fmt.Append(dst, k)
+			return append(dst, ']')
+		}
+	}
+	return func(dst []byte, k K) []byte {
+		b, err := json.Marshal([]any{k})
+		if err != nil {
+			return fmt.Appendf(dst, "[%q]", fmt.Sprint(k))
+		}
+		return append(dst, b...)
+	}
+}
+
+// kv is a keyed record on an exchange: the key travels with the value so
+// it is computed once.
+type kv[K comparable, T any] struct {
+	k K
+	v T
+}
+
+// keyedEdge connects k's stage to gate g of stage to, partitioning by key
+// group, and returns the edge.
+func keyedEdge[K comparable, T, U any](k Keyed[K, T], to *runtime.Stage, g int, wrap func(T) U) *runtime.Edge[kv[K, U]] {
+	env := k.s.n.env
+	h := state.NewHasher[K]()
+	maxPar := env.opts.MaxParallelism
+	edge := runtime.Connect[kv[K, U]](k.s.n.stage, to, g, func(r kv[K, U], n int) int {
+		return state.SubtaskOf(state.KeyGroupOf(h.Hash(r.k), maxPar), maxPar, n)
+	})
+	k.s.consume(func(st *runtime.Subtask) runtime.Collector[T] {
+		return &keyOp[K, T, U]{key: k.key, wrap: wrap, down: edge.Writer(st)}
+	})
+	return edge
+}
+
+type keyOp[K comparable, T, U any] struct {
+	key  func(T) K
+	wrap func(T) U
+	down runtime.Collector[kv[K, U]]
+}
+
+func (o *keyOp[K, T, U]) Collect(ts etime.Time, v T) {
+	o.down.Collect(ts, kv[K, U]{k: o.key(v), v: o.wrap(v)})
+}
+func (o *keyOp[K, T, U]) Watermark(wm etime.Time) { o.down.Watermark(wm) }
+func (o *keyOp[K, T, U]) Status(idle bool)        { o.down.Status(idle) }
+func (o *keyOp[K, T, U]) Finish()                 { o.down.Finish() }

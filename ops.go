@@ -1,0 +1,258 @@
+package weir
+
+import (
+	"sync"
+	"time"
+
+	"github.com/weirstream/weir/etime"
+	"github.com/weirstream/weir/internal/runtime"
+	"github.com/weirstream/weir/watermark"
+)
+
+// Map applies f to every record; timestamps are kept.
+func Map[T, U any](s Stream[T], f func(T) U) Stream[U] {
+	out := derived[T, U](s)
+	s.consume(func(st *runtime.Subtask) runtime.Collector[T] {
+		return &mapOp[T, U]{f: f, down: out.n.collector(st)}
+	})
+	return out
+}
+
+type mapOp[T, U any] struct {
+	f    func(T) U
+	down runtime.Collector[U]
+}
+
+func (m *mapOp[T, U]) Collect(ts etime.Time, v T) { m.down.Collect(ts, m.f(v)) }
+func (m *mapOp[T, U]) Watermark(wm etime.Time)    { m.down.Watermark(wm) }
+func (m *mapOp[T, U]) Status(idle bool)           { m.down.Status(idle) }
+func (m *mapOp[T, U]) Finish()                    { m.down.Finish() }
+
+// Filter keeps the records for which keep returns true.
+func Filter[T any](s Stream[T], keep func(T) bool) Stream[T] {
+	out := derived[T, T](s)
+	s.consume(func(st *runtime.Subtask) runtime.Collector[T] {
+		return &filterOp[T]{keep: keep, down: out.n.collector(st)}
+	})
+	return out
+}
+
+type filterOp[T any] struct {
+	keep func(T) bool
+	down runtime.Collector[T]
+}
+
+func (f *filterOp[T]) Collect(ts etime.Time, v T) {
+	if f.keep(v) {
+		f.down.Collect(ts, v)
+	}
+}
+func (f *filterOp[T]) Watermark(wm etime.Time) { f.down.Watermark(wm) }
+func (f *filterOp[T]) Status(idle bool)        { f.down.Status(idle) }
+func (f *filterOp[T]) Finish()                 { f.down.Finish() }
+
+// FlatMap calls f for every record; f emits any number of results, which
+// keep the record's timestamp.
+func FlatMap[T, U any](s Stream[T], f func(v T, emit func(U))) Stream[U] {
+	out := derived[T, U](s)
+	s.consume(func(st *runtime.Subtask) runtime.Collector[T] {
+		op := &flatMapOp[T, U]{f: f, down: out.n.collector(st)}
+		op.emit = func(u U) { op.down.Collect(op.ts, u) }
+		return op
+	})
+	return out
+}
+
+type flatMapOp[T, U any] struct {
+	f    func(T, func(U))
+	down runtime.Collector[U]
+	ts   etime.Time
+	emit func(U)
+}
+
+func (m *flatMapOp[T, U]) Collect(ts etime.Time, v T) { m.ts = ts; m.f(v, m.emit) }
+func (m *flatMapOp[T, U]) Watermark(wm etime.Time)    { m.down.Watermark(wm) }
+func (m *flatMapOp[T, U]) Status(idle bool)           { m.down.Status(idle) }
+func (m *flatMapOp[T, U]) Finish()                    { m.down.Finish() }
+
+// WatermarkStrategy says how a stream gets its timestamps and watermarks
+// (semantics H). Build one with BoundedOutOfOrderness, Monotonous,
+// Punctuated or IngestionTime and refine it with its With methods.
+type WatermarkStrategy[T any] struct {
+	// Timestamp extracts a record's event timestamp; prev is the timestamp
+	// it arrived with (MinTime if none). A result of MinTime means "no
+	// timestamp": the window operator refuses such records as dead letters.
+	Timestamp func(v T, prev etime.Time) etime.Time
+	// Generator makes one watermark generator per source channel.
+	Generator func() watermark.Generator[T]
+	// Idleness marks a channel idle after this long without records (H3).
+	Idleness time.Duration
+	// Heartbeat advances a silent channel's watermark with processing time
+	// after this long without records (R3); 0 disables it.
+	Heartbeat time.Duration
+	// EveryRecord emits after every record instead of periodically: the
+	// schedule for deterministic replays.
+	EveryRecord bool
+	// Interval overrides Options.WatermarkInterval.
+	Interval time.Duration
+	// Ingestion stamps each record with processing time at this operator
+	// (ingestion time, R1), ignoring Timestamp.
+	Ingestion bool
+}
+
+// BoundedOutOfOrderness watermarks maxTs - bound - 1 (H1).
+func BoundedOutOfOrderness[T any](bound time.Duration, ts func(T) etime.Time) WatermarkStrategy[T] {
+	b := etime.FromDuration(bound)
+	return WatermarkStrategy[T]{
+		Timestamp: func(v T, _ etime.Time) etime.Time { return ts(v) },
+		Generator: func() watermark.Generator[T] { return watermark.BoundedOutOfOrderness[T](b) },
+	}
+}
+
+// Monotonous watermarks maxTs - 1, for ascending timestamps.
+func Monotonous[T any](ts func(T) etime.Time) WatermarkStrategy[T] {
+	return BoundedOutOfOrderness(0, ts)
+}
+
+// Punctuated takes watermarks from marker records: extract returns a
+// watermark and true for a marker (which still flows on as a record; drop
+// it with Filter if it is not data).
+func Punctuated[T any](ts func(T) etime.Time, extract func(v T, ts etime.Time) (etime.Time, bool)) WatermarkStrategy[T] {
+	return WatermarkStrategy[T]{
+		Timestamp: func(v T, _ etime.Time) etime.Time { return ts(v) },
+		Generator: func() watermark.Generator[T] { return watermark.Punctuated[T](extract) },
+	}
+}
+
+// IngestionTime stamps records with processing time where the strategy is
+// applied and emits monotonous watermarks on that axis.
+func IngestionTime[T any]() WatermarkStrategy[T] {
+	return WatermarkStrategy[T]{
+		Ingestion: true,
+		Generator: func() watermark.Generator[T] { return watermark.Monotonous[T]() },
+	}
+}
+
+// WithIdleness returns s with idle detection after timeout (H3).
+func (s WatermarkStrategy[T]) WithIdleness(timeout time.Duration) WatermarkStrategy[T] {
+	s.Idleness = timeout
+	return s
+}
+
+// WithHeartbeat returns s with the heartbeat of R3.
+func (s WatermarkStrategy[T]) WithHeartbeat(every time.Duration) WatermarkStrategy[T] {
+	s.Heartbeat = every
+	return s
+}
+
+// WithEveryRecord returns s emitting after every record.
+func (s WatermarkStrategy[T]) WithEveryRecord() WatermarkStrategy[T] {
+	s.EveryRecord = true
+	return s
+}
+
+// AssignTimestamps stamps records and generates watermarks per source
+// channel (never per key, L8). Upstream watermarks are replaced, except the
+// final MAX at end of input (H5).
+func AssignTimestamps[T any](s Stream[T], ws WatermarkStrategy[T]) Stream[T] {
+	out := derived[T, T](s)
+	env := s.n.env
+	interval := ws.Interval
+	if interval <= 0 {
+		interval = env.opts.WatermarkInterval
+	}
+	s.consume(func(st *runtime.Subtask) runtime.Collector[T] {
+		down := out.n.collector(st)
+		g := ws.Generator()
+		if ws.Idleness > 0 {
+			g = watermark.WithIdleness(g, ws.Idleness, env.opts.Clock)
+		}
+		if ws.Heartbeat > 0 {
+			g = watermark.WithHeartbeat(g, ws.Heartbeat, env.opts.Clock)
+		}
+		op := &tsOp[T]{ws: ws, gen: g, down: down, clk: env}
+		op.out = watermark.NewSourceOutput(ctrlOutput{down})
+		if !ws.EveryRecord {
+			iv := etime.FromDuration(interval)
+			last := etime.MinTime
+			st.OnProcessingTime(func(now etime.Time) {
+				if last == etime.MinTime || now.Sub(last) >= iv {
+					last = now
+					op.gen.OnPeriodicEmit(op.out)
+				}
+			})
+		}
+		return op
+	})
+	return out
+}
+
+type tsOp[T any] struct {
+	ws   WatermarkStrategy[T]
+	gen  watermark.Generator[T]
+	out  *watermark.SourceOutput
+	down runtime.Collector[T]
+	clk  *Env
+}
+
+func (o *tsOp[T]) Collect(prev etime.Time, v T) {
+	var ts etime.Time
+	if o.ws.Ingestion {
+		ts = etime.FromTime(o.clk.opts.Clock.Now())
+	} else {
+		ts = o.ws.Timestamp(v, prev)
+	}
+	if ts != etime.MinTime {
+		o.gen.OnEvent(v, ts, o.out)
+	}
+	o.down.Collect(ts, v)
+	if o.ws.EveryRecord {
+		o.gen.OnPeriodicEmit(o.out)
+	}
+}
+
+func (o *tsOp[T]) Watermark(wm etime.Time) {
+	if wm == etime.MaxTime {
+		o.out.EmitWatermark(wm)
+	}
+}
+func (o *tsOp[T]) Status(idle bool) {
+	if idle {
+		o.out.MarkIdle()
+	} else {
+		o.out.MarkActive()
+	}
+}
+func (o *tsOp[T]) Finish() { o.down.Finish() }
+
+// ForEach calls fn for every record of s. fn is called from the goroutines
+// of s's subtasks, possibly concurrently; ForEach does not lock.
+func ForEach[T any](s Stream[T], fn func(ts etime.Time, v T)) {
+	s.consume(func(*runtime.Subtask) runtime.Collector[T] {
+		return runtime.Func[T]{OnRecord: fn}
+	})
+}
+
+// Collected gathers a stream's records in memory, for tests and examples.
+type Collected[T any] struct {
+	mu    sync.Mutex
+	items []T
+}
+
+// Collect gathers every record of s.
+func Collect[T any](s Stream[T]) *Collected[T] {
+	c := &Collected[T]{}
+	ForEach(s, func(_ etime.Time, v T) {
+		c.mu.Lock()
+		c.items = append(c.items, v)
+		c.mu.Unlock()
+	})
+	return c
+}
+
+// Items returns a copy of what was collected so far, in arrival order.
+func (c *Collected[T]) Items() []T {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]T(nil), c.items...)
+}

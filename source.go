@@ -1,0 +1,163 @@
+package weir
+
+import (
+	"fmt"
+	"sync/atomic"
+
+	"github.com/weirstream/weir/etime"
+	"github.com/weirstream/weir/internal/runtime"
+	"github.com/weirstream/weir/watermark"
+)
+
+// ReadStatus is what one SourceReader.Read call did.
+type ReadStatus = runtime.PollStatus
+
+// The read results.
+const (
+	// Emitted: Read emitted something; it will be called again at once.
+	Emitted = runtime.Emitted
+	// Waiting: nothing is available now; Read will be called again later.
+	Waiting = runtime.Waiting
+	// Done: the reader is exhausted.
+	Done = runtime.Done
+)
+
+// Source is a connector's source: it opens one reader per source channel.
+type Source[T any] interface {
+	// Open returns the reader of channel ch of n. It is called once per
+	// channel when the job starts.
+	Open(ch, n int) (SourceReader[T], error)
+}
+
+// SourceReader reads one channel. Read and Close are called from the
+// channel's own goroutine.
+type SourceReader[T any] interface {
+	// Read emits what is available (a bounded amount) into out.
+	Read(out SourceOutput[T]) (ReadStatus, error)
+	// Close releases the reader; it is called once.
+	Close() error
+}
+
+// SourceOutput receives a reader's records and source-level watermarks.
+type SourceOutput[T any] interface {
+	// Emit sends a record with its timestamp (etime.MinTime: none yet).
+	Emit(ts etime.Time, v T)
+	// EmitWatermark sends a watermark; only strictly increasing ones pass
+	// (semantics H2).
+	EmitWatermark(wm etime.Time)
+	// MarkIdle and MarkActive change the channel's status (H3, H4).
+	MarkIdle()
+	MarkActive()
+}
+
+// SourceOptions configures a source stage.
+type SourceOptions struct {
+	// Channels is the number of parallel source channels. Default 1.
+	Channels int
+	// NoFinalWatermark skips the final MAX watermark at end of input, so
+	// windows still open stay unfired (replays of unfinished streams).
+	NoFinalWatermark bool
+}
+
+type sourceStats struct {
+	name string
+	n    atomic.Int64
+}
+
+// FromSource creates a stream from src.
+func FromSource[T any](env *Env, name string, src Source[T], o SourceOptions) Stream[T] {
+	if o.Channels <= 0 {
+		o.Channels = 1
+	}
+	name = env.uniqueName(name)
+	stats := &sourceStats{name: name}
+	env.sources = append(env.sources, stats)
+	var out Stream[T]
+	stage := env.job.AddSource(name, o.Channels, runtime.SourceSpec{
+		FinalWatermark: !o.NoFinalWatermark,
+		Open: func(st *runtime.Subtask) (runtime.Poller, runtime.Control, error) {
+			r, err := src.Open(st.Index, o.Channels)
+			if err != nil {
+				return nil, nil, fmt.Errorf("open source %s channel %d: %w", name, st.Index, err)
+			}
+			head := out.n.collector(st)
+			so := &srcOut[T]{head: head}
+			so.wm = watermark.NewSourceOutput(ctrlOutput{head})
+			p := &poller[T]{r: r, out: so, stats: stats}
+			st.OnPublish(p.publish)
+			return p, head, nil
+		},
+	})
+	out = newStream[T](env, stage)
+	return out
+}
+
+type poller[T any] struct {
+	r     SourceReader[T]
+	out   *srcOut[T]
+	stats *sourceStats
+	seen  int64
+}
+
+func (p *poller[T]) Poll() (runtime.PollStatus, error) { return p.r.Read(p.out) }
+func (p *poller[T]) Close() error                      { return p.r.Close() }
+func (p *poller[T]) publish() {
+	if d := p.out.n - p.seen; d != 0 {
+		p.stats.n.Add(d)
+		p.seen = p.out.n
+	}
+}
+
+type srcOut[T any] struct {
+	head runtime.Collector[T]
+	wm   *watermark.SourceOutput
+	n    int64
+}
+
+func (s *srcOut[T]) Emit(ts etime.Time, v T) {
+	s.n++
+	s.head.Collect(ts, v)
+}
+func (s *srcOut[T]) EmitWatermark(wm etime.Time) { s.wm.EmitWatermark(wm) }
+func (s *srcOut[T]) MarkIdle()                   { s.wm.MarkIdle() }
+func (s *srcOut[T]) MarkActive()                 { s.wm.MarkActive() }
+
+// ctrlOutput adapts a runtime.Control to a watermark.Output.
+type ctrlOutput struct{ c runtime.Control }
+
+func (o ctrlOutput) EmitWatermark(wm etime.Time) { o.c.Watermark(wm) }
+func (o ctrlOutput) MarkIdle()                   { o.c.Status(true) }
+func (o ctrlOutput) MarkActive()                 { o.c.Status(false) }
+
+// FromSlice creates a bounded single-channel stream of items without
+// timestamps (assign them with AssignTimestamps).
+func FromSlice[T any](env *Env, items []T) Stream[T] {
+	return FromSource[T](env, "slice", sliceSource[T]{items: items, batch: env.opts.BatchSize}, SourceOptions{})
+}
+
+type sliceSource[T any] struct {
+	items []T
+	batch int
+}
+
+func (s sliceSource[T]) Open(ch, n int) (SourceReader[T], error) {
+	return &sliceReader[T]{items: s.items, batch: s.batch}, nil
+}
+
+type sliceReader[T any] struct {
+	items []T
+	pos   int
+	batch int
+}
+
+func (r *sliceReader[T]) Read(out SourceOutput[T]) (ReadStatus, error) {
+	if r.pos >= len(r.items) {
+		return Done, nil
+	}
+	end := min(r.pos+r.batch, len(r.items))
+	for ; r.pos < end; r.pos++ {
+		out.Emit(etime.MinTime, r.items[r.pos])
+	}
+	return Emitted, nil
+}
+func (r *sliceReader[T]) Close() error { return nil }

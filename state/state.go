@@ -1,0 +1,350 @@
+// Package state is weir's keyed state: the backend interface, typed state
+// handles (Value, List, Map, Aggregating) and key groups.
+//
+// Keyed state is addressed by (key, namespace): the namespace is usually a
+// window. Keys are partitioned into key groups (default 128, the job's max
+// parallelism) so that state can be snapshotted, moved and rescaled by
+// key-group range later.
+//
+// Handles are created with generic constructors (Go methods cannot take type
+// parameters): NewValue, NewList, NewMap, NewAggregating. A backend either
+// keeps live Go values (a heap backend, such as memstate) or, later, encoded
+// bytes (pebblestate); the handle contracts below hold for both. Handles are
+// not safe for concurrent use: each operator instance owns its own.
+package state
+
+import (
+	"errors"
+	"hash/maphash"
+)
+
+// DefaultMaxParallelism is the default number of key groups.
+const DefaultMaxParallelism = 128
+
+// KeyGroup is a partition of the key space; state moves between subtasks in
+// whole key groups.
+type KeyGroup uint16
+
+// KeyGroupOf maps a key hash to its key group.
+func KeyGroupOf(hash uint64, maxParallelism int) KeyGroup {
+	return KeyGroup(hash % uint64(maxParallelism))
+}
+
+// SubtaskOf maps a key group to the subtask that owns it, for parallelism
+// par, as contiguous ranges (Flink's computeOperatorIndexForKeyGroup).
+func SubtaskOf(kg KeyGroup, maxParallelism, par int) int {
+	return int(kg) * par / maxParallelism
+}
+
+// KeyGroupRange is the inclusive range of key groups subtask i of par owns.
+func KeyGroupRange(i, maxParallelism, par int) (first, last KeyGroup) {
+	f := (i*maxParallelism + par - 1) / par
+	l := ((i+1)*maxParallelism+par-1)/par - 1
+	return KeyGroup(f), KeyGroup(l)
+}
+
+// Hasher hashes keys of type K with a seed that is fixed for the life of the
+// process; every subtask of a job must share one Hasher so keys route
+// consistently.
+type Hasher[K comparable] struct{ seed maphash.Seed }
+
+// NewHasher returns a Hasher with a fresh seed.
+func NewHasher[K comparable]() Hasher[K] { return Hasher[K]{seed: maphash.MakeSeed()} }
+
+// Hash returns the hash of k.
+func (h Hasher[K]) Hash(k K) uint64 { return maphash.Comparable(h.seed, k) }
+
+// ErrClosed is returned by a closed backend.
+var ErrClosed = errors.New("weir: state backend closed")
+
+// Backend stores the keyed state of one operator instance.
+type Backend interface {
+	// Name identifies the backend kind, such as "memory".
+	Name() string
+	// Close releases the backend's resources. It is idempotent.
+	Close() error
+}
+
+// Heap is embedded by backends that keep live Go values; the generic
+// constructors use its tables directly. The zero value is ready to use.
+type Heap struct {
+	tables []sizer
+}
+
+type sizer interface{ Len() int }
+
+// HeapBackend is implemented by backends built on Heap.
+type HeapBackend interface {
+	Backend
+	heap() *Heap
+}
+
+func (h *Heap) heap() *Heap { return h }
+
+// Entries returns the number of (key, namespace) entries over all tables.
+func (h *Heap) Entries() int {
+	n := 0
+	for _, t := range h.tables {
+		n += t.Len()
+	}
+	return n
+}
+
+var errNotHeap = errors.New("weir: state backend does not support typed heap state yet")
+
+func heapOf(b Backend) *Heap {
+	hb, ok := b.(HeapBackend)
+	if !ok {
+		panic(errNotHeap)
+	}
+	return hb.heap()
+}
+
+type entryKey[K comparable, N comparable] struct {
+	k K
+	n N
+}
+
+// Value is a single value per (key, namespace).
+type Value[K comparable, N comparable, V any] interface {
+	// Get returns the value and whether it exists.
+	Get(k K, n N) (V, bool)
+	// Put stores v.
+	Put(k K, n N, v V)
+	// Delete removes the value, if any.
+	Delete(k K, n N)
+	// Ref returns a pointer to the stored value so it can be updated in place
+	// without copying. With create it stores a zero value first when absent;
+	// without, it returns nil when absent. The pointer is valid until the
+	// next Put, Delete or Ref on the same handle.
+	Ref(k K, n N, create bool) *V
+	// Len returns the number of entries.
+	Len() int
+}
+
+// NewValue creates a Value handle named name on b.
+func NewValue[K comparable, N comparable, V any](b Backend, name string) Value[K, N, V] {
+	h := heapOf(b)
+	t := &heapValue[K, N, V]{m: make(map[entryKey[K, N]]*V)}
+	h.tables = append(h.tables, t)
+	return t
+}
+
+type heapValue[K comparable, N comparable, V any] struct {
+	m    map[entryKey[K, N]]*V
+	free []*V
+}
+
+func (t *heapValue[K, N, V]) Get(k K, n N) (V, bool) {
+	if p := t.m[entryKey[K, N]{k, n}]; p != nil {
+		return *p, true
+	}
+	var z V
+	return z, false
+}
+
+func (t *heapValue[K, N, V]) Put(k K, n N, v V) { *t.Ref(k, n, true) = v }
+
+func (t *heapValue[K, N, V]) Delete(k K, n N) {
+	ek := entryKey[K, N]{k, n}
+	if p := t.m[ek]; p != nil {
+		delete(t.m, ek)
+		var z V
+		*p = z
+		t.free = append(t.free, p)
+	}
+}
+
+func (t *heapValue[K, N, V]) Ref(k K, n N, create bool) *V {
+	ek := entryKey[K, N]{k, n}
+	if p := t.m[ek]; p != nil || !create {
+		return p
+	}
+	var p *V
+	if l := len(t.free); l > 0 {
+		p = t.free[l-1]
+		t.free = t.free[:l-1]
+	} else {
+		p = new(V)
+	}
+	t.m[ek] = p
+	return p
+}
+
+func (t *heapValue[K, N, V]) Len() int { return len(t.m) }
+
+// List is an ordered list of values per (key, namespace).
+type List[K comparable, N comparable, V any] interface {
+	// Get returns the list; the caller must not keep or modify it past the
+	// next call on the handle.
+	Get(k K, n N) []V
+	// Add appends v.
+	Add(k K, n N, v V)
+	// Put replaces the list (an empty list deletes it).
+	Put(k K, n N, vs []V)
+	// Delete removes the list.
+	Delete(k K, n N)
+	// Len returns the number of non-empty lists.
+	Len() int
+}
+
+// NewList creates a List handle named name on b.
+func NewList[K comparable, N comparable, V any](b Backend, name string) List[K, N, V] {
+	h := heapOf(b)
+	t := &heapList[K, N, V]{v: &heapValue[K, N, []V]{m: make(map[entryKey[K, N]]*[]V)}}
+	h.tables = append(h.tables, t)
+	return t
+}
+
+type heapList[K comparable, N comparable, V any] struct{ v *heapValue[K, N, []V] }
+
+func (t *heapList[K, N, V]) Get(k K, n N) []V {
+	if p := t.v.Ref(k, n, false); p != nil {
+		return *p
+	}
+	return nil
+}
+func (t *heapList[K, N, V]) Add(k K, n N, v V) {
+	p := t.v.Ref(k, n, true)
+	*p = append(*p, v)
+}
+func (t *heapList[K, N, V]) Put(k K, n N, vs []V) {
+	if len(vs) == 0 {
+		t.v.Delete(k, n)
+		return
+	}
+	p := t.v.Ref(k, n, true)
+	*p = append((*p)[:0], vs...)
+}
+func (t *heapList[K, N, V]) Delete(k K, n N) { t.v.Delete(k, n) }
+func (t *heapList[K, N, V]) Len() int        { return t.v.Len() }
+
+// Map is a map of user keys to values per (key, namespace).
+type Map[K comparable, N comparable, MK comparable, MV any] interface {
+	Get(k K, n N, mk MK) (MV, bool)
+	Put(k K, n N, mk MK, mv MV)
+	Delete(k K, n N, mk MK)
+	// Range calls fn for every entry of (k, n) until it returns false. The
+	// order is unspecified for heap backends; fn must not modify the map.
+	Range(k K, n N, fn func(mk MK, mv MV) bool)
+	// Clear removes every entry of (k, n).
+	Clear(k K, n N)
+	// Len returns the number of non-empty maps.
+	Len() int
+}
+
+// NewMap creates a Map handle named name on b.
+func NewMap[K comparable, N comparable, MK comparable, MV any](b Backend, name string) Map[K, N, MK, MV] {
+	h := heapOf(b)
+	t := &heapMap[K, N, MK, MV]{m: make(map[entryKey[K, N]]map[MK]MV)}
+	h.tables = append(h.tables, t)
+	return t
+}
+
+type heapMap[K comparable, N comparable, MK comparable, MV any] struct {
+	m map[entryKey[K, N]]map[MK]MV
+}
+
+func (t *heapMap[K, N, MK, MV]) Get(k K, n N, mk MK) (MV, bool) {
+	v, ok := t.m[entryKey[K, N]{k, n}][mk]
+	return v, ok
+}
+func (t *heapMap[K, N, MK, MV]) Put(k K, n N, mk MK, mv MV) {
+	ek := entryKey[K, N]{k, n}
+	mm := t.m[ek]
+	if mm == nil {
+		mm = make(map[MK]MV)
+		t.m[ek] = mm
+	}
+	mm[mk] = mv
+}
+func (t *heapMap[K, N, MK, MV]) Delete(k K, n N, mk MK) {
+	ek := entryKey[K, N]{k, n}
+	if mm := t.m[ek]; mm != nil {
+		delete(mm, mk)
+		if len(mm) == 0 {
+			delete(t.m, ek)
+		}
+	}
+}
+func (t *heapMap[K, N, MK, MV]) Range(k K, n N, fn func(MK, MV) bool) {
+	for mk, mv := range t.m[entryKey[K, N]{k, n}] {
+		if !fn(mk, mv) {
+			return
+		}
+	}
+}
+func (t *heapMap[K, N, MK, MV]) Clear(k K, n N) { delete(t.m, entryKey[K, N]{k, n}) }
+func (t *heapMap[K, N, MK, MV]) Len() int       { return len(t.m) }
+
+// AggregateFunc is an incremental aggregation: add, merge and result over an
+// accumulator (Flink's AggregateFunction). Add and Merge may modify and
+// return their first argument.
+type AggregateFunc[IN, ACC, OUT any] interface {
+	CreateAccumulator() ACC
+	Add(acc ACC, in IN) ACC
+	Merge(a, b ACC) ACC
+	Result(acc ACC) OUT
+}
+
+// Aggregating keeps one accumulator per (key, namespace).
+type Aggregating[K comparable, N comparable, IN, ACC, OUT any] interface {
+	// Add folds in into the accumulator, creating it when absent.
+	Add(k K, n N, in IN)
+	// Get returns the result of the accumulator and whether it exists.
+	Get(k K, n N) (OUT, bool)
+	// MergeNamespaces merges the accumulators of srcs into target and
+	// deletes them.
+	MergeNamespaces(k K, target N, srcs []N)
+	// Delete removes the accumulator.
+	Delete(k K, n N)
+	// Len returns the number of accumulators.
+	Len() int
+}
+
+// NewAggregating creates an Aggregating handle named name on b.
+func NewAggregating[K comparable, N comparable, IN, ACC, OUT any](b Backend, name string, f AggregateFunc[IN, ACC, OUT]) Aggregating[K, N, IN, ACC, OUT] {
+	return &aggregating[K, N, IN, ACC, OUT]{v: NewValue[K, N, ACC](b, name), f: f}
+}
+
+type aggregating[K comparable, N comparable, IN, ACC, OUT any] struct {
+	v Value[K, N, ACC]
+	f AggregateFunc[IN, ACC, OUT]
+}
+
+func (a *aggregating[K, N, IN, ACC, OUT]) Add(k K, n N, in IN) {
+	p := a.v.Ref(k, n, false)
+	if p == nil {
+		p = a.v.Ref(k, n, true)
+		*p = a.f.CreateAccumulator()
+	}
+	*p = a.f.Add(*p, in)
+}
+func (a *aggregating[K, N, IN, ACC, OUT]) Get(k K, n N) (OUT, bool) {
+	acc, ok := a.v.Get(k, n)
+	if !ok {
+		var z OUT
+		return z, false
+	}
+	return a.f.Result(acc), true
+}
+func (a *aggregating[K, N, IN, ACC, OUT]) MergeNamespaces(k K, target N, srcs []N) {
+	for _, s := range srcs {
+		if s == target {
+			continue
+		}
+		acc, ok := a.v.Get(k, s)
+		if !ok {
+			continue
+		}
+		a.v.Delete(k, s)
+		p := a.v.Ref(k, target, false)
+		if p == nil {
+			a.v.Put(k, target, acc)
+			continue
+		}
+		*p = a.f.Merge(*p, acc)
+	}
+}
+func (a *aggregating[K, N, IN, ACC, OUT]) Delete(k K, n N) { a.v.Delete(k, n) }
+func (a *aggregating[K, N, IN, ACC, OUT]) Len() int        { return a.v.Len() }

@@ -1,0 +1,305 @@
+package weir
+
+import (
+	"errors"
+	"sync"
+
+	"github.com/weirstream/weir/etime"
+	"github.com/weirstream/weir/internal/runtime"
+	"github.com/weirstream/weir/internal/winop"
+	"github.com/weirstream/weir/state"
+	"github.com/weirstream/weir/state/memstate"
+	"github.com/weirstream/weir/trigger"
+	"github.com/weirstream/weir/window"
+)
+
+// WindowOptions configures a window operator. The zero value is the
+// assigner's default trigger, no allowed lateness, and too-late records
+// dropped and counted.
+type WindowOptions struct {
+	// Name names the operator in reports (default "window").
+	Name string
+	// Trigger replaces the assigner's default trigger (D3).
+	Trigger trigger.Trigger
+	// AllowedLateness keeps window state until the watermark passes
+	// maxTimestamp + AllowedLateness (B2, B3); in milliseconds, saturating.
+	AllowedLateness etime.Duration
+	// LateOutput sends records late for every window to the Late stream
+	// (B4, W3) instead of dropping and counting them.
+	LateOutput bool
+	// PartialOutput also sends records that missed only some of their
+	// windows to the Late stream, with reason ExpiredPartial (W7).
+	PartialOutput bool
+	// Evictor evicts elements of full-list windows (E5); only Process
+	// accepts it.
+	Evictor *Evictor
+}
+
+// Windowed is a keyed stream with a window assigner, waiting for its window
+// function.
+type Windowed[K comparable, T any] struct {
+	k Keyed[K, T]
+	a window.Assigner
+	o WindowOptions
+}
+
+// Window groups k into windows of a.
+func Window[K comparable, T any](k Keyed[K, T], a window.Assigner, o WindowOptions) Windowed[K, T] {
+	return Windowed[K, T]{k: k, a: a, o: o}
+}
+
+// WindowOutput is what a window function produces: results and, when asked
+// for, the records that came too late.
+type WindowOutput[K comparable, T, R any] struct {
+	// Results holds every firing and retraction (W1, W8), timestamped with
+	// the window's maxTimestamp.
+	Results Stream[window.Result[K, R]]
+	// Late holds too-late records (W3) when LateOutput or PartialOutput is
+	// set, timestamped with their own timestamps.
+	Late Stream[window.LateRecord[K, T]]
+}
+
+// WindowContext is what a process function sees when its window fires:
+// key, window, firing kind, pane index, watermark, processing time; Emit
+// sends a result.
+type WindowContext[K comparable, R any] = winop.FireContext[K, R]
+
+// AggregateFunc is an incremental aggregation (add, merge, result).
+type AggregateFunc[T, ACC, R any] = state.AggregateFunc[T, ACC, R]
+
+// Aggregate applies f incrementally: each window keeps one accumulator (E1).
+func Aggregate[K comparable, T, ACC, R any](w Windowed[K, T], f AggregateFunc[T, ACC, R]) WindowOutput[K, T, R] {
+	return AggregateProcess(w, f, func(ctx *WindowContext[K, R], r R) { ctx.Emit(r) })
+}
+
+// AggregateProcess applies f incrementally and hands the result to p with
+// the window context (E1: the pre-aggregated value).
+func AggregateProcess[K comparable, T, ACC, R, OUT any](w Windowed[K, T], f AggregateFunc[T, ACC, R], p func(ctx *WindowContext[K, OUT], r R)) WindowOutput[K, T, OUT] {
+	if w.o.Evictor != nil {
+		w.k.s.n.env.fail(errors.New("weir: evictors need the full element list; use Process instead of an aggregate"))
+	}
+	return buildWindow(w, func() (winop.Contents[T, ACC], winop.WindowFunc[K, ACC, OUT], winop.EvictFunc[ACC]) {
+		return winop.AggContents[T, ACC, R]{F: f}, func(ctx *winop.FireContext[K, OUT], acc *ACC) { p(ctx, f.Result(*acc)) }, nil
+	})
+}
+
+// Reduce combines the elements of each window with f, incrementally.
+func Reduce[K comparable, T any](w Windowed[K, T], f func(a, b T) T) WindowOutput[K, T, T] {
+	return Aggregate(w, reduceAgg[T]{f: f})
+}
+
+type reduceAcc[T any] struct {
+	v  T
+	ok bool
+}
+
+type reduceAgg[T any] struct{ f func(a, b T) T }
+
+func (reduceAgg[T]) CreateAccumulator() reduceAcc[T] { return reduceAcc[T]{} }
+func (r reduceAgg[T]) Add(a reduceAcc[T], v T) reduceAcc[T] {
+	if !a.ok {
+		return reduceAcc[T]{v: v, ok: true}
+	}
+	a.v = r.f(a.v, v)
+	return a
+}
+func (r reduceAgg[T]) Merge(a, b reduceAcc[T]) reduceAcc[T] {
+	if !b.ok {
+		return a
+	}
+	return r.Add(a, b.v)
+}
+func (reduceAgg[T]) Result(a reduceAcc[T]) T { return a.v }
+
+// Process hands the full list of each window's elements, in arrival order,
+// to p (E1: full-list window functions; E5: evictors).
+func Process[K comparable, T, R any](w Windowed[K, T], p func(ctx *WindowContext[K, R], elems []T)) WindowOutput[K, T, R] {
+	ev := w.o.Evictor
+	return buildWindow(w, func() (winop.Contents[T, []winop.Elem[T]], winop.WindowFunc[K, []winop.Elem[T], R], winop.EvictFunc[[]winop.Elem[T]]) {
+		var scratch []T
+		fn := func(ctx *winop.FireContext[K, R], acc *[]winop.Elem[T]) {
+			scratch = scratch[:0]
+			for _, e := range *acc {
+				scratch = append(scratch, e.Value)
+			}
+			p(ctx, scratch)
+		}
+		var evict winop.EvictFunc[[]winop.Elem[T]]
+		if ev != nil {
+			evict = func(acc *[]winop.Elem[T], _ window.Window, before bool, _ etime.Time) {
+				if before != !ev.after {
+					return
+				}
+				*acc = evictElems(ev, *acc)
+			}
+		}
+		return winop.ListContents[T]{}, fn, evict
+	})
+}
+
+// Evictor removes elements from a full-list window before or after its
+// function runs (E5). Build one with CountEvictor or TimeEvictor.
+type Evictor struct {
+	count int
+	keep  etime.Duration
+	after bool
+}
+
+// CountEvictor keeps the last n elements (after: evict after the function).
+func CountEvictor(n int, after bool) *Evictor { return &Evictor{count: n, after: after} }
+
+// TimeEvictor keeps the elements whose timestamp is within keep of the
+// newest element's timestamp (after: evict after the function).
+func TimeEvictor(keep etime.Duration, after bool) *Evictor {
+	return &Evictor{keep: keep, count: -1, after: after}
+}
+
+// evictElems applies ev to es in place and returns what survives.
+func evictElems[T any](ev *Evictor, es []winop.Elem[T]) []winop.Elem[T] {
+	if ev.count >= 0 {
+		if len(es) <= ev.count {
+			return es
+		}
+		n := copy(es, es[len(es)-ev.count:])
+		clear(es[n:])
+		return es[:n]
+	}
+	if len(es) == 0 {
+		return es
+	}
+	newest := es[0].TS
+	for _, e := range es[1:] {
+		newest = etime.Max(newest, e.TS)
+	}
+	cut := newest.Add(-ev.keep)
+	out := es[:0]
+	for _, e := range es {
+		if e.TS > cut {
+			out = append(out, e)
+		}
+	}
+	clear(es[len(out):])
+	return out
+}
+
+// opStats publishes one window operator's counters per subtask.
+type opStats struct {
+	name string
+	mu   sync.Mutex
+	subs []winop.Counters
+}
+
+func (o *opStats) sum() winop.Counters {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var t winop.Counters
+	for _, c := range o.subs {
+		addCounters(&t, c)
+	}
+	return t
+}
+
+// buildWindow adds a window stage fed by w's keyed exchange.
+func buildWindow[K comparable, T, ACC, R any](w Windowed[K, T], mk func() (winop.Contents[T, ACC], winop.WindowFunc[K, ACC, R], winop.EvictFunc[ACC])) WindowOutput[K, T, R] {
+	env := w.k.s.n.env
+	name := w.o.Name
+	if name == "" {
+		name = "window"
+	}
+	name = env.uniqueName(name)
+	stats := &opStats{name: name, subs: make([]winop.Counters, env.opts.Parallelism)}
+	env.ops = append(env.ops, stats)
+	var out WindowOutput[K, T, R]
+	var edge *runtime.Edge[kv[K, T]]
+	stage := env.job.AddStage(name, env.opts.Parallelism, 1, func(st *runtime.Subtask) ([]runtime.GateHandler, runtime.Control, error) {
+		contents, fn, evict := mk()
+		res, late := out.Results.n.collector(st), out.Late.n.collector(st)
+		backend := env.opts.NewBackend()
+		st.OnClose(backend.Close)
+		op, err := winop.New(winop.Config[K, T, ACC, R]{
+			Assigner: w.a, Trigger: w.o.Trigger, Lateness: w.o.AllowedLateness,
+			Contents: contents, Func: fn, Evict: evict, KeyEncoder: w.k.enc,
+			LateOutput: w.o.LateOutput, PartialOutput: w.o.PartialOutput, Backend: backend,
+		}, winOutput[K, T, R]{res: res, late: late})
+		if err != nil {
+			return nil, nil, err
+		}
+		head := &winHead[K, T, ACC, R]{op: op, res: res, late: late, st: st}
+		st.OnProcessingTime(op.AdvanceProcessingTime)
+		i := st.Index
+		st.OnPublish(func() {
+			c := op.Counters()
+			stats.mu.Lock()
+			stats.subs[i] = c
+			stats.mu.Unlock()
+		})
+		return []runtime.GateHandler{edge.GateHandler(st, head)}, head, nil
+	})
+	edge = keyedEdge(w.k, stage, 0, func(v T) T { return v })
+	out.Results = newStream[window.Result[K, R]](env, stage)
+	out.Late = newStream[window.LateRecord[K, T]](env, stage)
+	if err := validateWindow(w); err != nil {
+		env.fail(err)
+	}
+	return out
+}
+
+// validateWindow refuses bad combinations when the job is built rather than
+// when it starts (D3, W6, B5).
+func validateWindow[K comparable, T any](w Windowed[K, T]) error {
+	if w.a == nil {
+		return errors.New("weir: Window needs an assigner")
+	}
+	_, err := winop.New(winop.Config[K, T, struct{}, struct{}]{
+		Assigner: w.a, Trigger: w.o.Trigger, Lateness: w.o.AllowedLateness,
+		Contents: nopContents[T]{}, Func: func(*winop.FireContext[K, struct{}], *struct{}) {},
+		KeyEncoder: w.k.enc, Backend: memstate.New(),
+	}, winOutput[K, T, struct{}]{res: runtime.Func[window.Result[K, struct{}]]{}, late: runtime.Func[window.LateRecord[K, T]]{}})
+	return err
+}
+
+type nopContents[T any] struct{}
+
+func (nopContents[T]) Reset(*struct{})              {}
+func (nopContents[T]) Add(*struct{}, T, etime.Time) {}
+func (nopContents[T]) Merge(*struct{}, *struct{})   {}
+
+type winOutput[K comparable, T, R any] struct {
+	res  runtime.Collector[window.Result[K, R]]
+	late runtime.Collector[window.LateRecord[K, T]]
+}
+
+func (o winOutput[K, T, R]) Result(r window.Result[K, R])   { o.res.Collect(r.Window.MaxTimestamp(), r) }
+func (o winOutput[K, T, R]) Late(r window.LateRecord[K, T]) { o.late.Collect(r.Timestamp, r) }
+
+// winHead feeds a window operator from its input gate.
+type winHead[K comparable, T, ACC, R any] struct {
+	op   *winop.Operator[K, T, ACC, R]
+	res  runtime.Collector[window.Result[K, R]]
+	late runtime.Collector[window.LateRecord[K, T]]
+	st   *runtime.Subtask
+}
+
+func (h *winHead[K, T, ACC, R]) Collect(ts etime.Time, r kv[K, T]) {
+	if err := h.op.ProcessElement(r.k, r.v, ts); err != nil {
+		h.st.DeadLetter(runtime.DeadLetter{Reason: "timestamp_missing", Detail: err.Error(), Record: r.v})
+	}
+}
+
+// Watermark advances the operator first, so every result the watermark
+// causes goes out before it (C2).
+func (h *winHead[K, T, ACC, R]) Watermark(wm etime.Time) {
+	h.op.AdvanceWatermark(wm)
+	h.res.Watermark(wm)
+	h.late.Watermark(wm)
+}
+
+func (h *winHead[K, T, ACC, R]) Status(idle bool) {
+	h.res.Status(idle)
+	h.late.Status(idle)
+}
+
+func (h *winHead[K, T, ACC, R]) Finish() {
+	h.res.Finish()
+	h.late.Finish()
+}

@@ -1,0 +1,302 @@
+// Package window defines the window value type and the window assigners:
+// tumbling, sliding, session (merging) and global, in event-time and
+// processing-time variants (semantics section A).
+//
+// Assigners are a closed set: the constructors validate their arguments and
+// return an error a person can act on. The rules are Flink's: windows are
+// half-open [start, end), maxTimestamp is end-1, starts are aligned with
+// Java's truncating remainder (A2), sliding windows come out in descending
+// start order (A4), and only event-time assigners take part in lateness (A8).
+package window
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/weirstream/weir/etime"
+)
+
+// Window is a half-open time interval [Start, End). The global window is the
+// special value Global.
+type Window struct {
+	Start, End etime.Time
+}
+
+// Global is the single window of GlobalWindows. Its MaxTimestamp is MaxTime.
+var Global = Window{Start: etime.MinTime, End: etime.MaxTime}
+
+// IsGlobal reports whether w is the global window.
+func (w Window) IsGlobal() bool { return w == Global }
+
+// MaxTimestamp is the largest timestamp inside w (End-1), or MaxTime for the
+// global window (A1).
+func (w Window) MaxTimestamp() etime.Time {
+	if w.IsGlobal() {
+		return etime.MaxTime
+	}
+	return w.End - 1
+}
+
+// Intersects reports whether w and o overlap or touch (F2: inclusive, so
+// [0,1000) and [1000,2000) intersect).
+func (w Window) Intersects(o Window) bool { return w.Start <= o.End && w.End >= o.Start }
+
+// Cover returns the smallest window containing w and o.
+func (w Window) Cover(o Window) Window {
+	return Window{Start: etime.Min(w.Start, o.Start), End: etime.Max(w.End, o.End)}
+}
+
+// Less orders windows by start, then end.
+func (w Window) Less(o Window) bool {
+	if w.Start != o.Start {
+		return w.Start < o.Start
+	}
+	return w.End < o.End
+}
+
+// String prints [start,end) or "global".
+func (w Window) String() string {
+	if w.IsGlobal() {
+		return "global"
+	}
+	return "[" + strconv.FormatInt(int64(w.Start), 10) + "," + strconv.FormatInt(int64(w.End), 10) + ")"
+}
+
+// Kind names an assigner family.
+type Kind uint8
+
+// The assigner kinds.
+const (
+	KindTumbling Kind = iota + 1
+	KindSliding
+	KindSession
+	KindGlobal
+)
+
+func (k Kind) String() string {
+	switch k {
+	case KindTumbling:
+		return "tumbling"
+	case KindSliding:
+		return "sliding"
+	case KindSession:
+		return "session"
+	case KindGlobal:
+		return "global"
+	}
+	return "unknown"
+}
+
+// ErrNoTimestamp is returned by time-window assigners for a record whose
+// timestamp is MinTime, which means "no timestamp assigned" (A5).
+var ErrNoTimestamp = errors.New("weir: record has no timestamp (MIN); assign timestamps before windowing")
+
+// Assigner maps a record timestamp to its windows. The set of assigners is
+// closed; build them with Tumbling, Sliding, Session, Global and their
+// processing-time variants. Assigners are immutable and safe to share.
+type Assigner interface {
+	// AssignWindows appends the windows of a record with timestamp ts (event
+	// time, or processing time for processing-time assigners) to dst, in the
+	// order the operator must handle them.
+	AssignWindows(ts etime.Time, dst []Window) ([]Window, error)
+	// IsEventTime reports whether lateness applies (A8).
+	IsEventTime() bool
+	// Merging reports whether windows of one key merge (sessions).
+	Merging() bool
+	// Kind tells the assigner family.
+	Kind() Kind
+	// ProcessingTime reports whether windows are assigned on processing time.
+	ProcessingTime() bool
+	// String describes the assigner, such as tumbling(5000).
+	String() string
+	sealed()
+}
+
+// Start returns the aligned window start of A2: floor alignment of ts to
+// offset + k*size, computed with Java's truncating remainder. size must be > 0.
+func Start(ts etime.Time, offset, size etime.Duration) etime.Time {
+	r := (int64(ts) - int64(offset)) % int64(size)
+	if r < 0 {
+		return ts - etime.Time(r+int64(size))
+	}
+	return ts - etime.Time(r)
+}
+
+type tumbling struct {
+	size, offset etime.Duration
+	proc         bool
+}
+
+// Tumbling returns event-time tumbling windows of the given size and offset
+// (A3). It refuses size <= 0 and |offset| >= size.
+func Tumbling(size, offset etime.Duration) (Assigner, error) {
+	return newTumbling(size, offset, false)
+}
+
+// TumblingProcessing is Tumbling on processing time.
+func TumblingProcessing(size, offset etime.Duration) (Assigner, error) {
+	return newTumbling(size, offset, true)
+}
+
+func newTumbling(size, offset etime.Duration, proc bool) (Assigner, error) {
+	if size <= 0 {
+		return nil, fmt.Errorf("weir: tumbling window size must be > 0, got %dms", size)
+	}
+	if offset >= size || -offset >= size {
+		return nil, fmt.Errorf("weir: tumbling window offset %dms must satisfy |offset| < size (%dms)", offset, size)
+	}
+	return tumbling{size: size, offset: offset % size, proc: proc}, nil
+}
+
+func (a tumbling) AssignWindows(ts etime.Time, dst []Window) ([]Window, error) {
+	if ts == etime.MinTime {
+		return dst, ErrNoTimestamp
+	}
+	s := Start(ts, a.offset, a.size)
+	return append(dst, Window{Start: s, End: s.Add(a.size)}), nil
+}
+func (a tumbling) IsEventTime() bool    { return !a.proc }
+func (a tumbling) Merging() bool        { return false }
+func (a tumbling) Kind() Kind           { return KindTumbling }
+func (a tumbling) ProcessingTime() bool { return a.proc }
+func (a tumbling) sealed()              {}
+func (a tumbling) String() string {
+	return fmt.Sprintf("tumbling(%d%s)", a.size, offStr(a.offset))
+}
+
+func offStr(o etime.Duration) string {
+	if o == 0 {
+		return ""
+	}
+	return fmt.Sprintf(",offset=%d", o)
+}
+
+type sliding struct {
+	size, slide, offset etime.Duration
+	proc                bool
+}
+
+// Sliding returns event-time sliding windows (A4). It needs size > 0,
+// slide > 0, |offset| < slide and size/slide <= 10,000,000.
+func Sliding(size, slide, offset etime.Duration) (Assigner, error) {
+	return newSliding(size, slide, offset, false)
+}
+
+// SlidingProcessing is Sliding on processing time.
+func SlidingProcessing(size, slide, offset etime.Duration) (Assigner, error) {
+	return newSliding(size, slide, offset, true)
+}
+
+func newSliding(size, slide, offset etime.Duration, proc bool) (Assigner, error) {
+	switch {
+	case size <= 0:
+		return nil, fmt.Errorf("weir: sliding window size must be > 0, got %dms", size)
+	case slide <= 0:
+		return nil, fmt.Errorf("weir: sliding window slide must be > 0, got %dms", slide)
+	case offset >= slide || -offset >= slide:
+		return nil, fmt.Errorf("weir: sliding window offset %dms must satisfy |offset| < slide (%dms)", offset, slide)
+	case size/slide > 10_000_000:
+		return nil, fmt.Errorf("weir: sliding window size/slide = %d exceeds 10,000,000 windows per record", size/slide)
+	}
+	return sliding{size: size, slide: slide, offset: offset, proc: proc}, nil
+}
+
+func (a sliding) AssignWindows(ts etime.Time, dst []Window) ([]Window, error) {
+	if ts == etime.MinTime {
+		return dst, ErrNoTimestamp
+	}
+	last := Start(ts, a.offset, a.slide)
+	lo := ts.Add(-a.size)
+	for s := last; s > lo; s = s.Add(-a.slide) {
+		dst = append(dst, Window{Start: s, End: s.Add(a.size)})
+		if s == etime.MinTime {
+			break
+		}
+	}
+	return dst, nil
+}
+func (a sliding) IsEventTime() bool    { return !a.proc }
+func (a sliding) Merging() bool        { return false }
+func (a sliding) Kind() Kind           { return KindSliding }
+func (a sliding) ProcessingTime() bool { return a.proc }
+func (a sliding) sealed()              {}
+func (a sliding) String() string {
+	return fmt.Sprintf("sliding(%d,%d%s)", a.size, a.slide, offStr(a.offset))
+}
+
+// Size and Slide expose a sliding assigner's geometry (for pane-based
+// storage). ok is false for other assigners.
+func SlidingGeometry(a Assigner) (size, slide, offset etime.Duration, ok bool) {
+	s, ok := a.(sliding)
+	return s.size, s.slide, s.offset, ok
+}
+
+// TumblingGeometry exposes a tumbling assigner's size and offset.
+func TumblingGeometry(a Assigner) (size, offset etime.Duration, ok bool) {
+	t, ok := a.(tumbling)
+	return t.size, t.offset, ok
+}
+
+type session struct {
+	gap  etime.Duration
+	proc bool
+}
+
+// Session returns event-time session windows with a fixed gap (A6): each
+// record gets the proto-window [ts, ts+gap) and touching windows merge.
+func Session(gap etime.Duration) (Assigner, error) { return newSession(gap, false) }
+
+// SessionProcessing is Session on processing time.
+func SessionProcessing(gap etime.Duration) (Assigner, error) { return newSession(gap, true) }
+
+func newSession(gap etime.Duration, proc bool) (Assigner, error) {
+	if gap <= 0 {
+		return nil, fmt.Errorf("weir: session gap must be > 0, got %dms", gap)
+	}
+	return session{gap: gap, proc: proc}, nil
+}
+
+func (a session) AssignWindows(ts etime.Time, dst []Window) ([]Window, error) {
+	if ts == etime.MinTime {
+		return dst, ErrNoTimestamp
+	}
+	return append(dst, Window{Start: ts, End: ts.Add(a.gap)}), nil
+}
+func (a session) IsEventTime() bool    { return !a.proc }
+func (a session) Merging() bool        { return true }
+func (a session) Kind() Kind           { return KindSession }
+func (a session) ProcessingTime() bool { return a.proc }
+func (a session) sealed()              {}
+func (a session) String() string       { return fmt.Sprintf("session(%d)", a.gap) }
+
+type global struct{}
+
+// GlobalWindows assigns every record to the single global window (A7). It is
+// not an event-time assigner: nothing is ever late (G1).
+func GlobalWindows() Assigner { return global{} }
+
+func (global) AssignWindows(_ etime.Time, dst []Window) ([]Window, error) {
+	return append(dst, Global), nil
+}
+func (global) IsEventTime() bool    { return false }
+func (global) Merging() bool        { return false }
+func (global) Kind() Kind           { return KindGlobal }
+func (global) ProcessingTime() bool { return false }
+func (global) sealed()              {}
+func (global) String() string       { return "global" }
+
+// CleanupTime is B3: maxTimestamp + lateness for event-time assigners,
+// saturating to MaxTime; maxTimestamp otherwise (a processing-time timer, or
+// MaxTime = never for the global window).
+func CleanupTime(a Assigner, w Window, lateness etime.Duration) etime.Time {
+	if a.IsEventTime() {
+		return w.MaxTimestamp().Add(lateness)
+	}
+	return w.MaxTimestamp()
+}
+
+// IsLate is B2: an event-time window is late once cleanupTime <= wm.
+func IsLate(a Assigner, w Window, lateness etime.Duration, wm etime.Time) bool {
+	return a.IsEventTime() && CleanupTime(a, w, lateness) <= wm
+}

@@ -208,3 +208,55 @@ func itoa(n int) string {
 	}
 	return string(b[i:])
 }
+
+// StateInfo is the size of window state.
+type StateInfo struct {
+	// OpenWindows counts live (key, window) entries.
+	OpenWindows int64
+	// Timers counts registered event- and processing-time timers.
+	Timers int64
+}
+
+// State sums the window state of every window operator; it is safe to call
+// while the job runs.
+func (e *Env) State() StateInfo {
+	var t StateInfo
+	for _, o := range e.ops {
+		o.mu.Lock()
+		for _, s := range o.state {
+			t.OpenWindows += s.OpenWindows
+			t.Timers += s.Timers
+		}
+		o.mu.Unlock()
+	}
+	return t
+}
+
+// Stepper drives a deterministic job step by step, for replays and
+// scenario tests: sources are polled only inside RunUntilQuiet, and
+// processing time moves only in AdvanceProcessingTime.
+type Stepper struct{ x *runtime.Executor }
+
+// Step builds the job for step-by-step driving instead of Execute. The Env
+// must have Options.Deterministic set.
+func (e *Env) Step() (*Stepper, error) {
+	if e.err != nil {
+		return nil, e.err
+	}
+	x, err := runtime.NewExecutor(e.job)
+	if err != nil {
+		return nil, err
+	}
+	return &Stepper{x: x}, nil
+}
+
+// RunUntilQuiet polls the sources until none has anything to emit; it
+// reports whether all of them are done.
+func (s *Stepper) RunUntilQuiet() (bool, error) { return s.x.RunUntilQuiet() }
+
+// AdvanceProcessingTime tells every operator that processing time is now
+// (periodic watermarks, processing-time timers).
+func (s *Stepper) AdvanceProcessingTime(now etime.Time) { s.x.AdvanceProcessingTime(now) }
+
+// Close releases the job's sources and state.
+func (s *Stepper) Close() error { return s.x.Close() }

@@ -256,3 +256,21 @@ func (c *Collected[T]) Items() []T {
 	defer c.mu.Unlock()
 	return append([]T(nil), c.items...)
 }
+
+// Observer receives a stream's records and its control elements; nil
+// fields are skipped. Its functions are called from the stream's subtask
+// goroutines, possibly concurrently.
+type Observer[T any] struct {
+	Record    func(ts etime.Time, v T)
+	Watermark func(wm etime.Time)
+	Status    func(idle bool)
+	Finish    func()
+}
+
+// Observe attaches o to s, as a sink that also sees watermarks, idle and
+// active status and end of input.
+func Observe[T any](s Stream[T], o Observer[T]) {
+	s.consume(func(*runtime.Subtask) runtime.Collector[T] {
+		return runtime.Func[T]{OnRecord: o.Record, OnWatermark: o.Watermark, OnStatus: o.Status, OnFinish: o.Finish}
+	})
+}

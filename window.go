@@ -184,9 +184,10 @@ func evictElems[T any](ev *Evictor, es []winop.Elem[T]) []winop.Elem[T] {
 
 // opStats publishes one window operator's counters per subtask.
 type opStats struct {
-	name string
-	mu   sync.Mutex
-	subs []winop.Counters
+	name  string
+	mu    sync.Mutex
+	subs  []winop.Counters
+	state []StateInfo
 }
 
 func (o *opStats) sum() winop.Counters {
@@ -207,7 +208,7 @@ func buildWindow[K comparable, T, ACC, R any](w Windowed[K, T], mk func() (winop
 		name = "window"
 	}
 	name = env.uniqueName(name)
-	stats := &opStats{name: name, subs: make([]winop.Counters, env.opts.Parallelism)}
+	stats := &opStats{name: name, subs: make([]winop.Counters, env.opts.Parallelism), state: make([]StateInfo, env.opts.Parallelism)}
 	env.ops = append(env.ops, stats)
 	var out WindowOutput[K, T, R]
 	var edge *runtime.Edge[kv[K, T]]
@@ -229,8 +230,10 @@ func buildWindow[K comparable, T, ACC, R any](w Windowed[K, T], mk func() (winop
 		i := st.Index
 		st.OnPublish(func() {
 			c := op.Counters()
+			si := StateInfo{OpenWindows: int64(op.OpenWindows()), Timers: int64(op.PendingTimers())}
 			stats.mu.Lock()
 			stats.subs[i] = c
+			stats.state[i] = si
 			stats.mu.Unlock()
 		})
 		return []runtime.GateHandler{edge.GateHandler(st, head)}, head, nil

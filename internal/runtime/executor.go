@@ -64,7 +64,16 @@ func (x *Executor) RunUntilQuiet() (done bool, err error) {
 			}
 		}
 		if !progress {
+			x.publishAll()
 			return done, nil
+		}
+	}
+}
+
+func (x *Executor) publishAll() {
+	for _, s := range x.job.stages {
+		for _, st := range s.subtasks {
+			st.publish()
 		}
 	}
 }
@@ -75,9 +84,9 @@ func (x *Executor) AdvanceProcessingTime(now etime.Time) {
 	for _, s := range x.job.stages {
 		for _, st := range s.subtasks {
 			st.advanceProcessingTime(now)
-			st.publish()
 		}
 	}
+	x.publishAll()
 }
 
 // Close releases sources and operators.

@@ -125,18 +125,45 @@ type Value[K comparable, N comparable, V any] interface {
 // NewValue creates a Value handle named name on b.
 func NewValue[K comparable, N comparable, V any](b Backend, name string) Value[K, N, V] {
 	h := heapOf(b)
-	t := &heapValue[K, N, V]{m: make(map[entryKey[K, N]]*V)}
+	t := newHeapValue[K, N, V]()
 	h.tables = append(h.tables, t)
 	return t
 }
 
+// heapValue stores values namespace-major: one map of keys per namespace
+// (window). Operators touch few live windows at a time, so the outer lookup
+// is usually the one-entry cache, and the inner map is keyed by K alone,
+// which the Go runtime hashes fastest for integer and string keys.
 type heapValue[K comparable, N comparable, V any] struct {
-	m    map[entryKey[K, N]]*V
-	free []*V
+	ns    map[N]map[K]*V
+	lastN N
+	last  map[K]*V
+	n     int
+	free  []*V
+}
+
+func newHeapValue[K comparable, N comparable, V any]() *heapValue[K, N, V] {
+	return &heapValue[K, N, V]{ns: make(map[N]map[K]*V)}
+}
+
+func (t *heapValue[K, N, V]) inner(n N, create bool) map[K]*V {
+	if t.last != nil && t.lastN == n {
+		return t.last
+	}
+	m := t.ns[n]
+	if m == nil {
+		if !create {
+			return nil
+		}
+		m = make(map[K]*V)
+		t.ns[n] = m
+	}
+	t.lastN, t.last = n, m
+	return m
 }
 
 func (t *heapValue[K, N, V]) Get(k K, n N) (V, bool) {
-	if p := t.m[entryKey[K, N]{k, n}]; p != nil {
+	if p := t.inner(n, false)[k]; p != nil {
 		return *p, true
 	}
 	var z V
@@ -146,18 +173,27 @@ func (t *heapValue[K, N, V]) Get(k K, n N) (V, bool) {
 func (t *heapValue[K, N, V]) Put(k K, n N, v V) { *t.Ref(k, n, true) = v }
 
 func (t *heapValue[K, N, V]) Delete(k K, n N) {
-	ek := entryKey[K, N]{k, n}
-	if p := t.m[ek]; p != nil {
-		delete(t.m, ek)
-		var z V
-		*p = z
-		t.free = append(t.free, p)
+	m := t.inner(n, false)
+	p := m[k]
+	if p == nil {
+		return
 	}
+	delete(m, k)
+	t.n--
+	if len(m) == 0 {
+		delete(t.ns, n)
+		if t.last != nil && t.lastN == n {
+			t.last = nil
+		}
+	}
+	var z V
+	*p = z
+	t.free = append(t.free, p)
 }
 
 func (t *heapValue[K, N, V]) Ref(k K, n N, create bool) *V {
-	ek := entryKey[K, N]{k, n}
-	if p := t.m[ek]; p != nil || !create {
+	m := t.inner(n, create)
+	if p := m[k]; p != nil || !create {
 		return p
 	}
 	var p *V
@@ -167,11 +203,12 @@ func (t *heapValue[K, N, V]) Ref(k K, n N, create bool) *V {
 	} else {
 		p = new(V)
 	}
-	t.m[ek] = p
+	m[k] = p
+	t.n++
 	return p
 }
 
-func (t *heapValue[K, N, V]) Len() int { return len(t.m) }
+func (t *heapValue[K, N, V]) Len() int { return t.n }
 
 // List is an ordered list of values per (key, namespace).
 type List[K comparable, N comparable, V any] interface {
@@ -191,7 +228,7 @@ type List[K comparable, N comparable, V any] interface {
 // NewList creates a List handle named name on b.
 func NewList[K comparable, N comparable, V any](b Backend, name string) List[K, N, V] {
 	h := heapOf(b)
-	t := &heapList[K, N, V]{v: &heapValue[K, N, []V]{m: make(map[entryKey[K, N]]*[]V)}}
+	t := &heapList[K, N, V]{v: newHeapValue[K, N, []V]()}
 	h.tables = append(h.tables, t)
 	return t
 }

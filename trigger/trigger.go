@@ -176,9 +176,9 @@ func (processingTime) String() string { return "processing_time" }
 // rounded with Java's truncating remainder.
 //
 // On the global window, weir stops interval firings at the final MAX
-// watermark: the pending interval timer fires once and registers no
-// successor when the watermark is MAX, so end of input cannot loop toward
-// MAX step by step (the D4 hazard).
+// watermark: the pending interval timer neither fires nor registers a
+// successor, and the window fires exactly once, on time, from its MAX timer,
+// so end of input cannot loop toward MAX step by step (the D4 hazard).
 func Continuous(interval etime.Duration) (Trigger, error) {
 	if interval <= 0 {
 		return nil, fmt.Errorf("weir: continuous trigger interval must be > 0, got %dms", interval)
@@ -213,9 +213,11 @@ func (c continuous) OnEventTime(ctx Context, t etime.Time, w window.Window) Resu
 		return Continue
 	}
 	if ctx.Watermark() == etime.MaxTime && w.IsGlobal() {
-		// D4 hazard: stop interval firings at the final watermark.
+		// D4 hazard: at the final watermark a global window's interval
+		// timers would climb toward MAX one interval at a time. Stop them;
+		// the window fires once, on time, from its MAX timer.
 		ctx.ClearSlot(slotFireTime)
-		return Fire
+		return Continue
 	}
 	next := etime.Min(t.Add(c.interval), w.MaxTimestamp())
 	ctx.SetSlot(slotFireTime, int64(next))

@@ -4,13 +4,16 @@
 // that share a timestamp (W5): window end, then the key's canonical encoding
 // compared bytewise, then window start.
 //
+// Timers are stored in groups of one (timestamp, window): every key's
+// end-of-window timer of a tumbling window is one group, so the heap holds
+// groups, not timers, and registering a timer is one map insert.
+//
 // A Service is owned by one operator instance and is not safe for concurrent
 // use.
 package timers
 
 import (
 	"bytes"
-	"container/heap"
 	"slices"
 
 	"github.com/weirstream/weir/etime"
@@ -27,81 +30,138 @@ type Timer[K comparable] struct {
 // KeyEncoder appends the canonical encoding of k to dst.
 type KeyEncoder[K comparable] func(dst []byte, k K) []byte
 
+type groupKey struct {
+	ts etime.Time
+	w  window.Window
+}
+
+type group[K comparable] struct {
+	groupKey
+	keys   map[K]struct{}
+	inHeap bool
+}
+
 // Service holds the timers of one time domain (event or processing time).
 type Service[K comparable] struct {
-	set  map[Timer[K]]struct{}
-	h    tsHeap[K]
-	enc  KeyEncoder[K]
+	groups map[groupKey]*group[K]
+	last   *group[K]
+	h      []*group[K] // min-heap by ts; may hold empty groups
+	n      int
+	enc    KeyEncoder[K]
+
 	due  []Timer[K]
 	keys []byte
 	offs []int
 	idx  []int
+	tmp  []Timer[K]
 }
 
 // New returns an empty service; enc orders timers with equal timestamps.
 func New[K comparable](enc KeyEncoder[K]) *Service[K] {
-	return &Service[K]{set: make(map[Timer[K]]struct{}), enc: enc}
+	return &Service[K]{groups: make(map[groupKey]*group[K]), enc: enc}
+}
+
+func (s *Service[K]) group(ts etime.Time, w window.Window, create bool) *group[K] {
+	gk := groupKey{ts, w}
+	if s.last != nil && s.last.groupKey == gk {
+		return s.last
+	}
+	g := s.groups[gk]
+	if g == nil {
+		if !create {
+			return nil
+		}
+		g = &group[K]{groupKey: gk, keys: make(map[K]struct{})}
+		s.groups[gk] = g
+	}
+	s.last = g
+	return g
 }
 
 // Register adds a timer; registering an existing timer is a no-op.
 func (s *Service[K]) Register(t Timer[K]) {
-	if _, ok := s.set[t]; ok {
+	g := s.group(t.TS, t.Window, true)
+	if _, ok := g.keys[t.Key]; ok {
 		return
 	}
-	s.set[t] = struct{}{}
-	heap.Push(&s.h, t)
-	// Deleted timers stay in the heap until popped; compact when they
-	// dominate so churn cannot grow the heap without bound.
-	if len(s.h) > 64 && len(s.h) > 4*len(s.set) {
-		s.compact()
+	g.keys[t.Key] = struct{}{}
+	s.n++
+	if !g.inHeap {
+		g.inHeap = true
+		s.push(g)
 	}
 }
 
 // Delete removes exactly timer t, if registered.
-func (s *Service[K]) Delete(t Timer[K]) { delete(s.set, t) }
+func (s *Service[K]) Delete(t Timer[K]) {
+	g := s.group(t.TS, t.Window, false)
+	if g == nil {
+		return
+	}
+	if _, ok := g.keys[t.Key]; !ok {
+		return
+	}
+	delete(g.keys, t.Key)
+	s.n--
+	s.maybeDrop(g)
+}
+
+// maybeDrop forgets an empty group that is not in the heap.
+func (s *Service[K]) maybeDrop(g *group[K]) {
+	if len(g.keys) == 0 && !g.inHeap {
+		delete(s.groups, g.groupKey)
+		if s.last == g {
+			s.last = nil
+		}
+	}
+}
 
 // Has reports whether t is registered.
 func (s *Service[K]) Has(t Timer[K]) bool {
-	_, ok := s.set[t]
+	g := s.group(t.TS, t.Window, false)
+	if g == nil {
+		return false
+	}
+	_, ok := g.keys[t.Key]
 	return ok
 }
 
 // Len returns the number of registered timers.
-func (s *Service[K]) Len() int { return len(s.set) }
+func (s *Service[K]) Len() int { return s.n }
 
 // Next returns the smallest registered timestamp.
 func (s *Service[K]) Next() (etime.Time, bool) {
 	for len(s.h) > 0 {
-		if _, ok := s.set[s.h[0]]; ok {
-			return s.h[0].TS, true
+		g := s.h[0]
+		if len(g.keys) > 0 {
+			return g.ts, true
 		}
-		heap.Pop(&s.h)
+		s.pop()
+		g.inHeap = false
+		s.maybeDrop(g)
 	}
 	return 0, false
 }
 
-// PopDue removes and returns every registered timer with the smallest
-// timestamp, if that timestamp is <= upTo, in deterministic order. The
-// returned slice is reused by the next call. Callers loop until it returns
-// nothing, so timers registered while firing are picked up (C2). Before
-// firing each returned timer, callers check Has: an earlier timer of the
-// batch may have deleted it.
+// PopDue returns every registered timer with the smallest timestamp, if
+// that timestamp is <= upTo, in deterministic order; the slice is reused by
+// the next call. The timers stay registered until Fired, so callers check
+// Has before running each (an earlier timer of the batch may delete it) and
+// loop until PopDue returns nothing, so timers registered while firing are
+// picked up (C2).
 func (s *Service[K]) PopDue(upTo etime.Time) []Timer[K] {
 	ts, ok := s.Next()
 	if !ok || ts > upTo {
 		return nil
 	}
 	s.due = s.due[:0]
-	for len(s.h) > 0 && s.h[0].TS == ts {
-		t := heap.Pop(&s.h).(Timer[K])
-		if _, ok := s.set[t]; !ok {
-			continue
+	for len(s.h) > 0 && s.h[0].ts == ts {
+		g := s.pop()
+		g.inHeap = false
+		for k := range g.keys {
+			s.due = append(s.due, Timer[K]{TS: g.ts, Key: k, Window: g.w})
 		}
-		// A timer deleted and registered again sits in the heap twice.
-		if len(s.due) > 0 && slices.Contains(s.due, t) {
-			continue
-		}
-		s.due = append(s.due, t)
+		s.maybeDrop(g)
 	}
 	if len(s.due) > 1 {
 		s.sortDue()
@@ -110,15 +170,27 @@ func (s *Service[K]) PopDue(upTo etime.Time) []Timer[K] {
 }
 
 // Fired removes t from the registered set; call it before running t.
-func (s *Service[K]) Fired(t Timer[K]) { delete(s.set, t) }
+func (s *Service[K]) Fired(t Timer[K]) { s.Delete(t) }
 
 // All returns every registered timer (unordered), for snapshots and tests.
 func (s *Service[K]) All() []Timer[K] {
-	out := make([]Timer[K], 0, len(s.set))
-	for t := range s.set {
-		out = append(out, t)
+	out := make([]Timer[K], 0, s.n)
+	for _, g := range s.groups {
+		for k := range g.keys {
+			out = append(out, Timer[K]{TS: g.ts, Key: k, Window: g.w})
+		}
 	}
 	return out
+}
+
+func cmpTime(a, b etime.Time) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
 }
 
 func (s *Service[K]) sortDue() {
@@ -133,57 +205,59 @@ func (s *Service[K]) sortDue() {
 	s.offs = append(s.offs, len(s.keys))
 	key := func(i int) []byte { return s.keys[s.offs[i]:s.offs[i+1]] }
 	slices.SortFunc(s.idx, func(a, b int) int {
-		ta, tb := s.due[a], s.due[b]
-		if ta.Window.End != tb.Window.End {
-			if ta.Window.End < tb.Window.End {
-				return -1
-			}
-			return 1
+		ta, tb := &s.due[a], &s.due[b]
+		if c := cmpTime(ta.Window.End, tb.Window.End); c != 0 {
+			return c
 		}
 		if c := bytes.Compare(key(a), key(b)); c != 0 {
 			return c
 		}
-		if ta.Window.Start != tb.Window.Start {
-			if ta.Window.Start < tb.Window.Start {
-				return -1
-			}
-			return 1
-		}
-		return 0
+		return cmpTime(ta.Window.Start, tb.Window.Start)
 	})
-	sorted := make([]Timer[K], len(s.due))
-	for i, j := range s.idx {
-		sorted[i] = s.due[j]
+	s.tmp = s.tmp[:0]
+	for _, j := range s.idx {
+		s.tmp = append(s.tmp, s.due[j])
 	}
-	copy(s.due, sorted)
+	s.due, s.tmp = s.tmp, s.due
 }
 
-func (s *Service[K]) compact() {
-	h := s.h[:0]
-	seen := make(map[Timer[K]]struct{}, len(s.set))
-	for _, t := range s.h {
-		if _, ok := s.set[t]; !ok {
-			continue
+func (s *Service[K]) push(g *group[K]) {
+	s.h = append(s.h, g)
+	h := s.h
+	i := len(h) - 1
+	for i > 0 {
+		p := (i - 1) / 2
+		if h[p].ts <= h[i].ts {
+			break
 		}
-		if _, dup := seen[t]; dup {
-			continue
-		}
-		seen[t] = struct{}{}
-		h = append(h, t)
+		h[p], h[i] = h[i], h[p]
+		i = p
 	}
+}
+
+func (s *Service[K]) pop() *group[K] {
+	h := s.h
+	g := h[0]
+	n := len(h) - 1
+	h[0] = h[n]
+	h[n] = nil
+	h = h[:n]
 	s.h = h
-	heap.Init(&s.h)
-}
-
-type tsHeap[K comparable] []Timer[K]
-
-func (h tsHeap[K]) Len() int           { return len(h) }
-func (h tsHeap[K]) Less(i, j int) bool { return h[i].TS < h[j].TS }
-func (h tsHeap[K]) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *tsHeap[K]) Push(x any)        { *h = append(*h, x.(Timer[K])) }
-func (h *tsHeap[K]) Pop() any {
-	old := *h
-	t := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return t
+	i := 0
+	for {
+		l := 2*i + 1
+		if l >= n {
+			break
+		}
+		m := l
+		if r := l + 1; r < n && h[r].ts < h[l].ts {
+			m = r
+		}
+		if h[i].ts <= h[m].ts {
+			break
+		}
+		h[i], h[m] = h[m], h[i]
+		i = m
+	}
+	return g
 }

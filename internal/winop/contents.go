@@ -19,7 +19,9 @@ type Contents[IN, ACC any] interface {
 }
 
 // AggContents stores an incremental accumulator (E1).
-type AggContents[IN, ACC, OUT any] struct{ F state.AggregateFunc[IN, ACC, OUT] }
+type AggContents[IN, ACC, OUT any] struct {
+	F state.AggregateFunc[IN, ACC, OUT]
+}
 
 // Reset implements Contents.
 func (c AggContents[IN, ACC, OUT]) Reset(acc *ACC) { *acc = c.F.CreateAccumulator() }

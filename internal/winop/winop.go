@@ -104,8 +104,20 @@ type entry[ACC any] struct {
 	has     bool // contents non-empty (E2)
 	slotSet uint8
 	slots   [trigger.MaxSlots]int64
-	panes   int64 // results emitted so far: the next pane index (W1)
+	panes   int64 // the next pane index (W1); a merged window inherits it
+	emitted bool  // this very window emitted a result (so a merge retracts it, W8)
+	// timers caches which of the window's two hot timers are registered
+	// (bitEnd: the event-time timer at maxTimestamp; bitCleanup: the
+	// cleanup timer), so the per-element registrations of B1 and D2 cost no
+	// timer-set lookup. It may say "not registered" wrongly (the set
+	// deduplicates), never "registered" wrongly.
+	timers uint8
 }
+
+const (
+	bitEnd uint8 = 1 << iota
+	bitCleanup
+)
 
 type none struct{}
 
@@ -232,10 +244,30 @@ func (o *Operator[K, IN, ACC, OUT]) timerService() *timers.Service[K] {
 	return o.proc
 }
 
-func (o *Operator[K, IN, ACC, OUT]) registerCleanup(key K, w window.Window) {
-	if c := o.cleanupTime(w); c != etime.MaxTime {
-		o.timerService().Register(timers.Timer[K]{TS: c, Key: key, Window: w})
+func (o *Operator[K, IN, ACC, OUT]) registerCleanup(key K, w window.Window, e *entry[ACC]) {
+	if e != nil && e.timers&bitCleanup != 0 {
+		return
 	}
+	c := o.cleanupTime(w)
+	if c == etime.MaxTime {
+		return
+	}
+	o.timerService().Register(timers.Timer[K]{TS: c, Key: key, Window: w})
+	if e != nil {
+		e.timers |= o.timerBits(c, w, false)
+	}
+}
+
+// timerBits tells which cached bits a timer at t of w stands for.
+func (o *Operator[K, IN, ACC, OUT]) timerBits(t etime.Time, w window.Window, proc bool) uint8 {
+	var b uint8
+	if !proc && t == w.MaxTimestamp() {
+		b |= bitEnd
+	}
+	if o.a.IsEventTime() != proc && t == o.cleanupTime(w) {
+		b |= bitCleanup
+	}
+	return b
 }
 
 func (o *Operator[K, IN, ACC, OUT]) deleteCleanup(key K, w window.Window) {
@@ -296,7 +328,7 @@ func (o *Operator[K, IN, ACC, OUT]) ProcessElement(key K, v IN, ts etime.Time) e
 		if res.IsPurge() {
 			o.purge(e)
 		}
-		o.registerCleanup(key, w)
+		o.registerCleanup(key, w, e)
 	}
 	if skipped {
 		lateness := o.wm.Sub(ts)
@@ -391,6 +423,7 @@ func (o *Operator[K, IN, ACC, OUT]) fire(key K, w window.Window, e *entry[ACC], 
 		return
 	}
 	e.panes++
+	e.emitted = true
 	switch kind {
 	case window.Early:
 		o.c.FiredEarly++
@@ -452,6 +485,9 @@ func (o *Operator[K, IN, ACC, OUT]) onTimer(t timers.Timer[K], proc bool) {
 		}
 	}
 	e := o.entries.Ref(key, w, false)
+	if e != nil {
+		e.timers &^= o.timerBits(t.TS, w, proc)
+	}
 	o.tctx.set(key, w, e)
 	var res trigger.Result
 	if proc {
@@ -540,11 +576,14 @@ func (o *Operator[K, IN, ACC, OUT]) onMerge(key K, merged window.Window) {
 	var panes int64
 	for i := range o.absorb {
 		ab := &o.absorb[i]
-		if ab.ok && ab.e.panes > 0 {
+		if !ab.ok {
+			continue
+		}
+		if ab.e.emitted {
 			o.c.Retractions++
 			o.out.Result(window.Result[K, OUT]{Key: key, Window: ab.w, Firing: window.Retract, Pane: ab.e.panes - 1, Watermark: o.wm})
-			panes = max(panes, ab.e.panes)
 		}
+		panes = max(panes, ab.e.panes)
 	}
 	me := o.entries.Ref(key, merged, true)
 	o.tctx.set(key, merged, me)
@@ -603,18 +642,39 @@ func (c *trigCtx[K, IN, ACC, OUT]) Watermark() etime.Time      { return c.o.wm }
 func (c *trigCtx[K, IN, ACC, OUT]) ProcessingTime() etime.Time { return c.o.now }
 func (c *trigCtx[K, IN, ACC, OUT]) CleanupTime() etime.Time    { return c.o.cleanupTime(c.w) }
 
-func (c *trigCtx[K, IN, ACC, OUT]) RegisterEventTimeTimer(t etime.Time) {
-	c.o.evt.Register(timers.Timer[K]{TS: t, Key: c.key, Window: c.w})
+func (c *trigCtx[K, IN, ACC, OUT]) register(t etime.Time, proc bool) {
+	var bits uint8
+	if c.e != nil && !c.detached {
+		bits = c.o.timerBits(t, c.w, proc)
+		if bits != 0 && c.e.timers&bits == bits {
+			return
+		}
+	}
+	svc := c.o.evt
+	if proc {
+		svc = c.o.proc
+	}
+	svc.Register(timers.Timer[K]{TS: t, Key: c.key, Window: c.w})
+	if bits != 0 {
+		c.e.timers |= bits
+	}
 }
-func (c *trigCtx[K, IN, ACC, OUT]) DeleteEventTimeTimer(t etime.Time) {
-	c.o.evt.Delete(timers.Timer[K]{TS: t, Key: c.key, Window: c.w})
+
+func (c *trigCtx[K, IN, ACC, OUT]) delete(t etime.Time, proc bool) {
+	svc := c.o.evt
+	if proc {
+		svc = c.o.proc
+	}
+	svc.Delete(timers.Timer[K]{TS: t, Key: c.key, Window: c.w})
+	if c.e != nil {
+		c.e.timers &^= c.o.timerBits(t, c.w, proc)
+	}
 }
-func (c *trigCtx[K, IN, ACC, OUT]) RegisterProcessingTimeTimer(t etime.Time) {
-	c.o.proc.Register(timers.Timer[K]{TS: t, Key: c.key, Window: c.w})
-}
-func (c *trigCtx[K, IN, ACC, OUT]) DeleteProcessingTimeTimer(t etime.Time) {
-	c.o.proc.Delete(timers.Timer[K]{TS: t, Key: c.key, Window: c.w})
-}
+
+func (c *trigCtx[K, IN, ACC, OUT]) RegisterEventTimeTimer(t etime.Time)      { c.register(t, false) }
+func (c *trigCtx[K, IN, ACC, OUT]) DeleteEventTimeTimer(t etime.Time)        { c.delete(t, false) }
+func (c *trigCtx[K, IN, ACC, OUT]) RegisterProcessingTimeTimer(t etime.Time) { c.register(t, true) }
+func (c *trigCtx[K, IN, ACC, OUT]) DeleteProcessingTimeTimer(t etime.Time)   { c.delete(t, true) }
 
 func (c *trigCtx[K, IN, ACC, OUT]) Slot(i int) (int64, bool) {
 	if c.e == nil || c.e.slotSet&(1<<i) == 0 {

@@ -346,9 +346,11 @@ func (endOfStream) OnEventTime(_ Context, t etime.Time, _ window.Window) Result 
 }
 func (endOfStream) OnProcessingTime(Context, etime.Time, window.Window) Result { return Continue }
 func (endOfStream) CanMerge() bool                                             { return true }
-func (endOfStream) OnMerge(ctx MergeContext, _ window.Window)                  { ctx.RegisterEventTimeTimer(etime.MaxTime) }
-func (endOfStream) Clear(ctx Context, _ window.Window)                         { ctx.DeleteEventTimeTimer(etime.MaxTime) }
-func (endOfStream) String() string                                             { return "end_of_stream" }
+func (endOfStream) OnMerge(ctx MergeContext, _ window.Window) {
+	ctx.RegisterEventTimeTimer(etime.MaxTime)
+}
+func (endOfStream) Clear(ctx Context, _ window.Window) { ctx.DeleteEventTimeTimer(etime.MaxTime) }
+func (endOfStream) String() string                     { return "end_of_stream" }
 
 // Final fires exactly once per window, when the watermark reaches the
 // window's cleanup time (maxTimestamp + allowed lateness), just before the
@@ -370,9 +372,11 @@ func (final) OnEventTime(ctx Context, t etime.Time, _ window.Window) Result {
 }
 func (final) OnProcessingTime(Context, etime.Time, window.Window) Result { return Continue }
 func (final) CanMerge() bool                                             { return true }
-func (final) OnMerge(ctx MergeContext, _ window.Window)                  { ctx.RegisterEventTimeTimer(ctx.CleanupTime()) }
-func (final) Clear(ctx Context, _ window.Window)                         { ctx.DeleteEventTimeTimer(ctx.CleanupTime()) }
-func (final) String() string                                             { return "final" }
+func (final) OnMerge(ctx MergeContext, _ window.Window) {
+	ctx.RegisterEventTimeTimer(ctx.CleanupTime())
+}
+func (final) Clear(ctx Context, _ window.Window) { ctx.DeleteEventTimeTimer(ctx.CleanupTime()) }
+func (final) String() string                     { return "final" }
 
 // Default returns the trigger a window assigner uses when none is given:
 // EventTime for event-time windows, ProcessingTime for processing-time

@@ -274,3 +274,14 @@ func Observe[T any](s Stream[T], o Observer[T]) {
 		return runtime.Func[T]{OnRecord: o.Record, OnWatermark: o.Watermark, OnStatus: o.Status, OnFinish: o.Finish}
 	})
 }
+
+// ForEachSerial is ForEach with calls serialized by a mutex, for sinks that
+// are not safe for concurrent use.
+func ForEachSerial[T any](s Stream[T], fn func(ts etime.Time, v T)) {
+	var mu sync.Mutex
+	ForEach(s, func(ts etime.Time, v T) {
+		mu.Lock()
+		fn(ts, v)
+		mu.Unlock()
+	})
+}

@@ -38,6 +38,7 @@ func Example() {
 	}
 	opts := weir.DefaultOptions()
 	opts.Deterministic = true // one goroutine: output in a fixed order
+	opts.Parallelism = 1
 	env, _ := weir.NewEnv(opts)
 	orders := weir.AssignTimestamps(weir.FromSlice(env, myOrders),
 		weir.BoundedOutOfOrderness(30*time.Second, func(o Order) etime.Time { return o.TS }).WithEveryRecord())

@@ -61,6 +61,7 @@ func DefaultKeyEncoder[K comparable]() func(dst []byte, k K) []byte {
 // it is computed once.
 type kv[K comparable, T any] struct {
 	k K
+	h uint64 // stable hash of k
 	v T
 }
 
@@ -68,13 +69,15 @@ type kv[K comparable, T any] struct {
 // group, and returns the edge.
 func keyedEdge[K comparable, T, U any](k Keyed[K, T], to *runtime.Stage, g int, wrap func(T) U) *runtime.Edge[kv[K, U]] {
 	env := k.s.n.env
-	h := state.NewHasher[K]()
 	maxPar := env.opts.MaxParallelism
+	// The partitioner runs on each upstream subtask's goroutine; the
+	// hasher's scratch buffer is per goroutine through the record's
+	// key hash computed in keyOp.
 	edge := runtime.Connect[kv[K, U]](k.s.n.stage, to, g, func(r kv[K, U], n int) int {
-		return state.SubtaskOf(state.KeyGroupOf(h.Hash(r.k), maxPar), maxPar, n)
+		return state.SubtaskOf(state.KeyGroupOf(r.h, maxPar), maxPar, n)
 	})
 	k.s.consume(func(st *runtime.Subtask) runtime.Collector[T] {
-		return &keyOp[K, T, U]{key: k.key, wrap: wrap, down: edge.Writer(st)}
+		return &keyOp[K, T, U]{key: k.key, wrap: wrap, down: edge.Writer(st), h: state.NewHasher(k.enc)}
 	})
 	return edge
 }
@@ -83,10 +86,12 @@ type keyOp[K comparable, T, U any] struct {
 	key  func(T) K
 	wrap func(T) U
 	down runtime.Collector[kv[K, U]]
+	h    *state.Hasher[K]
 }
 
 func (o *keyOp[K, T, U]) Collect(ts etime.Time, v T) {
-	o.down.Collect(ts, kv[K, U]{k: o.key(v), v: o.wrap(v)})
+	k := o.key(v)
+	o.down.Collect(ts, kv[K, U]{k: k, h: o.h.Hash(k), v: o.wrap(v)})
 }
 func (o *keyOp[K, T, U]) Watermark(wm etime.Time) { o.down.Watermark(wm) }
 func (o *keyOp[K, T, U]) Status(idle bool)        { o.down.Status(idle) }

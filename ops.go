@@ -4,6 +4,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/weirstream/weir/clock"
 	"github.com/weirstream/weir/etime"
 	"github.com/weirstream/weir/internal/runtime"
 	"github.com/weirstream/weir/watermark"
@@ -173,11 +174,13 @@ func AssignTimestamps[T any](s Stream[T], ws WatermarkStrategy[T]) Stream[T] {
 		op := &tsOp[T]{ws: ws, gen: g, down: down, clk: env}
 		op.out = watermark.NewSourceOutput(ctrlOutput{down})
 		if !ws.EveryRecord {
+			// As Flink, the first periodic emission is one interval after
+			// the operator starts, then every interval.
 			iv := etime.FromDuration(interval)
-			last := etime.MinTime
+			next := clock.Millis(env.opts.Clock).Add(iv)
 			st.OnProcessingTime(func(now etime.Time) {
-				if last == etime.MinTime || now.Sub(last) >= iv {
-					last = now
+				if now >= next {
+					next = now.Add(iv)
 					op.gen.OnPeriodicEmit(op.out)
 				}
 			})

@@ -85,7 +85,9 @@ func FromSource[T any](env *Env, name string, src Source[T], o SourceOptions) St
 			so.wm = watermark.NewSourceOutput(ctrlOutput{head})
 			p := &poller[T]{r: r, out: so, stats: stats}
 			st.OnPublish(p.publish)
-			return p, head, nil
+			// The runtime's final MAX goes through the channel's source
+			// output too, so an idle channel is reactivated by it (J3, H4).
+			return p, srcControl[T]{so}, nil
 		},
 	})
 	out = newStream[T](env, stage)
@@ -121,6 +123,19 @@ func (s *srcOut[T]) Emit(ts etime.Time, v T) {
 func (s *srcOut[T]) EmitWatermark(wm etime.Time) { s.wm.EmitWatermark(wm) }
 func (s *srcOut[T]) MarkIdle()                   { s.wm.MarkIdle() }
 func (s *srcOut[T]) MarkActive()                 { s.wm.MarkActive() }
+
+// srcControl is the control the runtime drives at end of input.
+type srcControl[T any] struct{ so *srcOut[T] }
+
+func (c srcControl[T]) Watermark(wm etime.Time) { c.so.wm.EmitWatermark(wm) }
+func (c srcControl[T]) Status(idle bool) {
+	if idle {
+		c.so.wm.MarkIdle()
+	} else {
+		c.so.wm.MarkActive()
+	}
+}
+func (c srcControl[T]) Finish() { c.so.head.Finish() }
 
 // ctrlOutput adapts a runtime.Control to a watermark.Output.
 type ctrlOutput struct{ c runtime.Control }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"sync"
 
+	"github.com/weirstream/weir/clock"
 	"github.com/weirstream/weir/etime"
 	"github.com/weirstream/weir/internal/runtime"
 	"github.com/weirstream/weir/internal/winop"
@@ -221,6 +222,7 @@ func buildWindow[K comparable, T, ACC, R any](w Windowed[K, T], mk func() (winop
 			Assigner: w.a, Trigger: w.o.Trigger, Lateness: w.o.AllowedLateness,
 			Contents: contents, Func: fn, Evict: evict, KeyEncoder: w.k.enc,
 			LateOutput: w.o.LateOutput, PartialOutput: w.o.PartialOutput, Backend: backend,
+			Now: func() etime.Time { return clock.Millis(env.opts.Clock) },
 		}, winOutput[K, T, R]{res: res, late: late})
 		if err != nil {
 			return nil, nil, err

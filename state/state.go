@@ -15,7 +15,6 @@ package state
 
 import (
 	"errors"
-	"hash/maphash"
 )
 
 // DefaultMaxParallelism is the default number of key groups.
@@ -43,16 +42,71 @@ func KeyGroupRange(i, maxParallelism, par int) (first, last KeyGroup) {
 	return KeyGroup(f), KeyGroup(l)
 }
 
-// Hasher hashes keys of type K with a seed that is fixed for the life of the
-// process; every subtask of a job must share one Hasher so keys route
-// consistently.
-type Hasher[K comparable] struct{ seed maphash.Seed }
+// Hasher hashes keys to key groups. The hash is stable across processes and
+// runs (it must be: key groups name state in checkpoints, and deterministic
+// runs route keys the same way every time). Integer and string keys are
+// hashed directly; other key types through their canonical encoding.
+type Hasher[K comparable] struct {
+	enc func(dst []byte, k K) []byte
+	buf []byte
+}
 
-// NewHasher returns a Hasher with a fresh seed.
-func NewHasher[K comparable]() Hasher[K] { return Hasher[K]{seed: maphash.MakeSeed()} }
+// NewHasher returns a Hasher; enc gives the canonical encoding of keys that
+// are neither integers nor strings (it may be nil for those).
+func NewHasher[K comparable](enc func(dst []byte, k K) []byte) *Hasher[K] {
+	return &Hasher[K]{enc: enc}
+}
 
-// Hash returns the hash of k.
-func (h Hasher[K]) Hash(k K) uint64 { return maphash.Comparable(h.seed, k) }
+// Hash returns the stable hash of k. It is not safe for concurrent use.
+func (h *Hasher[K]) Hash(k K) uint64 {
+	switch v := any(k).(type) {
+	case string:
+		return hashString(v)
+	case int:
+		return mix64(uint64(v))
+	case int64:
+		return mix64(uint64(v))
+	case int32:
+		return mix64(uint64(v))
+	case uint64:
+		return mix64(v)
+	case uint32:
+		return mix64(uint64(v))
+	case uint:
+		return mix64(uint64(v))
+	}
+	h.buf = h.enc(h.buf[:0], k)
+	return hashBytes(h.buf)
+}
+
+// mix64 is the murmur3 64-bit finalizer.
+func mix64(x uint64) uint64 {
+	x ^= x >> 33
+	x *= 0xff51afd7ed558ccd
+	x ^= x >> 33
+	x *= 0xc4ceb9fe1a85ec53
+	x ^= x >> 33
+	return x
+}
+
+// hashString is FNV-1a 64 followed by mix64.
+func hashString(s string) uint64 {
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(s); i++ {
+		h ^= uint64(s[i])
+		h *= 1099511628211
+	}
+	return mix64(h)
+}
+
+func hashBytes(b []byte) uint64 {
+	h := uint64(14695981039346656037)
+	for _, c := range b {
+		h ^= uint64(c)
+		h *= 1099511628211
+	}
+	return mix64(h)
+}
 
 // ErrClosed is returned by a closed backend.
 var ErrClosed = errors.New("weir: state backend closed")

@@ -403,6 +403,11 @@ func (r *run) assign(s weir.Stream[Rec]) (weir.Stream[Rec], error) {
 		ws = weir.Monotonous(ts)
 	case "ingestion":
 		ws = weir.IngestionTime[Rec]()
+	case "punctuated":
+		// A record with key "!wm" is a marker: its timestamp is the
+		// watermark. Markers flow on as records (they are filtered out
+		// after the assigner).
+		ws = weir.Punctuated(ts, func(v Rec, ts etime.Time) (etime.Time, bool) { return ts, v.Key == "!wm" })
 	default:
 		return s, fmt.Errorf("unknown watermarks %q", c.wmMode)
 	}
@@ -414,11 +419,13 @@ func (r *run) assign(s weir.Stream[Rec]) (weir.Stream[Rec], error) {
 	case "every_record":
 		ws = ws.WithEveryRecord()
 	case "periodic":
-		d, err := durs(eargs, 1)
-		if err != nil {
-			return s, err
+		if len(eargs) > 0 {
+			d, err := durs(eargs, 1)
+			if err != nil {
+				return s, err
+			}
+			ws.Interval = d[0].Std()
 		}
-		ws.Interval = d[0].Std()
 	default:
 		return s, fmt.Errorf("unknown emit %q", c.emit)
 	}
@@ -428,7 +435,11 @@ func (r *run) assign(s weir.Stream[Rec]) (weir.Stream[Rec], error) {
 	if c.heart > 0 {
 		ws = ws.WithHeartbeat(c.heart.Std())
 	}
-	return weir.AssignTimestamps(s, ws), nil
+	s = weir.AssignTimestamps(s, ws)
+	if name == "punctuated" {
+		s = weir.Filter(s, func(v Rec) bool { return v.Key != "!wm" })
+	}
+	return s, nil
 }
 
 func (r *run) emit(line string) {

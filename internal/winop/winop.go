@@ -75,6 +75,9 @@ type Config[K comparable, IN, ACC, OUT any] struct {
 	PartialOutput bool
 	// Backend holds the operator's keyed state.
 	Backend state.Backend
+	// Now reads processing time, for processing-time assigners and
+	// triggers; nil means "the last AdvanceProcessingTime".
+	Now func() etime.Time
 }
 
 // Counters are the operator's exact record and firing counts (W4, W7, W8).
@@ -145,6 +148,7 @@ type Operator[K comparable, IN, ACC, OUT any] struct {
 
 	evt, proc *timers.Service[K]
 	wm, now   etime.Time
+	clock     func() etime.Time
 
 	c       Counters
 	tctx    trigCtx[K, IN, ACC, OUT]
@@ -188,7 +192,7 @@ func New[K comparable, IN, ACC, OUT any](cfg Config[K, IN, ACC, OUT], out Output
 		a: cfg.Assigner, trig: trig, lateness: cfg.Lateness, contents: cfg.Contents, fn: cfg.Func,
 		evict: cfg.Evict, lateOut: cfg.LateOutput, partOut: cfg.PartialOutput, out: out,
 		evt: timers.New(cfg.KeyEncoder), proc: timers.New(cfg.KeyEncoder),
-		wm: etime.MinTime, now: etime.MinTime,
+		wm: etime.MinTime, now: etime.MinTime, clock: cfg.Now,
 	}
 	o.entries = state.NewValue[K, window.Window, entry[ACC]](cfg.Backend, "window-contents")
 	if cfg.Assigner.Merging() {
@@ -283,7 +287,7 @@ func (o *Operator[K, IN, ACC, OUT]) ProcessElement(key K, v IN, ts etime.Time) e
 	o.c.RecordsIn++
 	at := ts
 	if o.a.ProcessingTime() {
-		at = o.now
+		at = o.processingTime()
 	}
 	wins, err := o.a.AssignWindows(at, o.wins[:0])
 	o.wins = wins
@@ -362,11 +366,20 @@ func (o *Operator[K, IN, ACC, OUT]) addToPane(key K, v IN, ts etime.Time) {
 	o.contents.Add(p, v, ts)
 }
 
+// processingTime is the current processing time: the clock when the
+// operator has one, else the last AdvanceProcessingTime.
+func (o *Operator[K, IN, ACC, OUT]) processingTime() etime.Time {
+	if o.clock != nil {
+		return etime.Max(o.now, o.clock())
+	}
+	return o.now
+}
+
 // elementFiring classifies a firing caused by an element or a merge (W2).
 func (o *Operator[K, IN, ACC, OUT]) elementFiring(w window.Window) window.Firing {
 	t := o.wm
 	if o.a.ProcessingTime() {
-		t = o.now
+		t = o.processingTime()
 	}
 	if t < w.MaxTimestamp() {
 		return window.Early
@@ -414,7 +427,7 @@ func (o *Operator[K, IN, ACC, OUT]) fire(key K, w window.Window, e *entry[ACC], 
 		o.evict(acc, w, true, o.wm)
 	}
 	f := &o.fctx
-	f.Key, f.Window, f.Firing, f.Pane, f.Watermark, f.ProcessingTime, f.emitted = key, w, kind, e.panes, o.wm, o.now, 0
+	f.Key, f.Window, f.Firing, f.Pane, f.Watermark, f.ProcessingTime, f.emitted = key, w, kind, e.panes, o.wm, o.processingTime(), 0
 	o.fn(f, acc)
 	if o.evict != nil {
 		o.evict(acc, w, false, o.wm)
@@ -639,7 +652,7 @@ func (c *trigCtx[K, IN, ACC, OUT]) set(key K, w window.Window, e *entry[ACC]) {
 }
 
 func (c *trigCtx[K, IN, ACC, OUT]) Watermark() etime.Time      { return c.o.wm }
-func (c *trigCtx[K, IN, ACC, OUT]) ProcessingTime() etime.Time { return c.o.now }
+func (c *trigCtx[K, IN, ACC, OUT]) ProcessingTime() etime.Time { return c.o.processingTime() }
 func (c *trigCtx[K, IN, ACC, OUT]) CleanupTime() etime.Time    { return c.o.cleanupTime(c.w) }
 
 func (c *trigCtx[K, IN, ACC, OUT]) register(t etime.Time, proc bool) {

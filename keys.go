@@ -3,7 +3,7 @@ package weir
 import (
 	"encoding/json"
 	"fmt"
-	"strconv"
+	"unicode/utf8"
 
 	"github.com/weirstream/weir/etime"
 	"github.com/weirstream/weir/internal/runtime"
@@ -38,7 +38,7 @@ func DefaultKeyEncoder[K comparable]() func(dst []byte, k K) []byte {
 	case string:
 		return func(dst []byte, k K) []byte {
 			dst = append(dst, '[')
-			dst = strconv.AppendQuote(dst, any(k).(string))
+			dst = AppendJSONString(dst, any(k).(string))
 			return append(dst, ']')
 		}
 	case int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64:
@@ -55,6 +55,47 @@ func DefaultKeyEncoder[K comparable]() func(dst []byte, k K) []byte {
 		}
 		return append(dst, b...)
 	}
+}
+
+// AppendJSONString appends s as a JSON string, as encoding/json writes it
+// without HTML escaping: quote, backslash and control characters escaped,
+// U+2028 and U+2029 escaped, invalid UTF-8 replaced by U+FFFD, everything
+// else as raw UTF-8 bytes.
+func AppendJSONString(dst []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	dst = append(dst, '"')
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c == '"' || c == '\\':
+				dst = append(dst, '\\', c)
+			case c == '\n':
+				dst = append(dst, '\\', 'n')
+			case c == '\r':
+				dst = append(dst, '\\', 'r')
+			case c == '\t':
+				dst = append(dst, '\\', 't')
+			case c < 0x20:
+				dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+			default:
+				dst = append(dst, c)
+			}
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && n == 1:
+			dst = append(dst, `\ufffd`...)
+		case r == '\u2028' || r == '\u2029':
+			dst = append(dst, '\\', 'u', '2', '0', '2', hex[r&0xf])
+		default:
+			dst = append(dst, s[i:i+n]...)
+		}
+		i += n
+	}
+	return append(dst, '"')
 }
 
 // kv is a keyed record on an exchange: the key travels with the value so

@@ -107,8 +107,11 @@ type entry[ACC any] struct {
 	has     bool // contents non-empty (E2)
 	slotSet uint8
 	slots   [trigger.MaxSlots]int64
-	panes   int64 // the next pane index (W1); a merged window inherits it
-	emitted bool  // this very window emitted a result (so a merge retracts it, W8)
+	panes   int64 // the next pane index (W1)
+	// emitted: this window emitted a result itself. A merge retracts it
+	// (W8) and continues its pane index (W1); a merged window that has not
+	// emitted yet passes neither on.
+	emitted bool
 	// timers caches which of the window's two hot timers are registered
 	// (bitEnd: the event-time timer at maxTimestamp; bitCleanup: the
 	// cleanup timer), so the per-element registrations of B1 and D2 cost no
@@ -198,7 +201,10 @@ func New[K comparable, IN, ACC, OUT any](cfg Config[K, IN, ACC, OUT], out Output
 	if cfg.Assigner.Merging() {
 		o.sets = state.NewValue[K, none, []window.Window](cfg.Backend, "merging-windows")
 	}
-	if size, slide, offset, ok := window.SlidingGeometry(cfg.Assigner); ok && cfg.Evict == nil && trigger.NeverPurges(trig) {
+	// Pane mode needs contents whose merge is order-insensitive: a list
+	// must keep arrival order (E1), so lists are stored per window.
+	_, isList := any(cfg.Contents).(ListContents[IN])
+	if size, slide, offset, ok := window.SlidingGeometry(cfg.Assigner); ok && !isList && cfg.Evict == nil && trigger.NeverPurges(trig) {
 		o.paneMode = true
 		o.paneSize = gcd(size, slide)
 		o.paneOffs = offset
@@ -589,13 +595,11 @@ func (o *Operator[K, IN, ACC, OUT]) onMerge(key K, merged window.Window) {
 	var panes int64
 	for i := range o.absorb {
 		ab := &o.absorb[i]
-		if !ab.ok {
+		if !ab.ok || !ab.e.emitted {
 			continue
 		}
-		if ab.e.emitted {
-			o.c.Retractions++
-			o.out.Result(window.Result[K, OUT]{Key: key, Window: ab.w, Firing: window.Retract, Pane: ab.e.panes - 1, Watermark: o.wm})
-		}
+		o.c.Retractions++
+		o.out.Result(window.Result[K, OUT]{Key: key, Window: ab.w, Firing: window.Retract, Pane: ab.e.panes - 1, Watermark: o.wm})
 		panes = max(panes, ab.e.panes)
 	}
 	me := o.entries.Ref(key, merged, true)

@@ -402,3 +402,10 @@ func NeverPurges(t Trigger) bool {
 	}
 	return false
 }
+
+// IsEventTime reports whether t is the built-in EventTime trigger, which
+// the window operator runs inline on its hot path.
+func IsEventTime(t Trigger) bool {
+	_, ok := t.(eventTime)
+	return ok
+}

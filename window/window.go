@@ -114,13 +114,28 @@ type Assigner interface {
 }
 
 // Start returns the aligned window start of A2: floor alignment of ts to
-// offset + k*size, computed with Java's truncating remainder. size must be > 0.
+// offset + k*size. This is what Java's truncating remainder computes in
+// Flink's TimeWindow.getWindowStartWithOffset wherever that does not
+// overflow; near MinTime the start saturates to MinTime instead of wrapping.
+// size must be > 0.
 func Start(ts etime.Time, offset, size etime.Duration) etime.Time {
-	r := (int64(ts) - int64(offset)) % int64(size)
-	if r < 0 {
-		return ts - etime.Time(r+int64(size))
-	}
-	return ts - etime.Time(r)
+	return ts.Add(-floorMod(ts, offset, size))
+}
+
+// floorMod is (ts - offset) mod size in [0, size), computed without
+// overflow.
+func floorMod(ts etime.Time, offset, size etime.Duration) etime.Duration {
+	sz := int64(size)
+	return etime.Duration(((int64(ts)%sz-int64(offset)%sz)%sz + sz) % sz)
+}
+
+// Aligned returns the window of size that holds ts (A2, A3). At the ends
+// of the time axis the bound that does not fit saturates: within one size
+// of MinTime the start clamps to MinTime and the end is the true end; within
+// one size of MaxTime the end clamps to MaxTime.
+func Aligned(ts etime.Time, offset, size etime.Duration) Window {
+	m := floorMod(ts, offset, size)
+	return Window{Start: ts.Add(-m), End: ts.Add(size - m)}
 }
 
 type tumbling struct {
@@ -153,8 +168,7 @@ func (a tumbling) AssignWindows(ts etime.Time, dst []Window) ([]Window, error) {
 	if ts == etime.MinTime {
 		return dst, ErrNoTimestamp
 	}
-	s := Start(ts, a.offset, a.size)
-	return append(dst, Window{Start: s, End: s.Add(a.size)}), nil
+	return append(dst, Aligned(ts, a.offset, a.size)), nil
 }
 func (a tumbling) IsEventTime() bool    { return !a.proc }
 func (a tumbling) Merging() bool        { return false }
@@ -206,16 +220,16 @@ func (a sliding) AssignWindows(ts etime.Time, dst []Window) ([]Window, error) {
 	if ts == etime.MinTime {
 		return dst, ErrNoTimestamp
 	}
-	last := Start(ts, a.offset, a.slide)
-	lo := ts.Add(-a.size)
-	for s := last; s > lo; s = s.Add(-a.slide) {
-		dst = append(dst, Window{Start: s, End: s.Add(a.size)})
-		if s == etime.MinTime {
-			break
-		}
+	// The k-th window (descending start) starts at ts - m - k*slide and is
+	// kept while its start > ts - size, that is while m + k*slide < size.
+	// The offsets from ts never overflow; the bounds saturate at the ends of
+	// the time axis as in Aligned.
+	for d := floorMod(ts, a.offset, a.slide); d < a.size; d += a.slide {
+		dst = append(dst, Window{Start: ts.Add(-d), End: ts.Add(a.size - d)})
 	}
 	return dst, nil
 }
+
 func (a sliding) IsEventTime() bool    { return !a.proc }
 func (a sliding) Merging() bool        { return false }
 func (a sliding) Kind() Kind           { return KindSliding }

@@ -13,8 +13,9 @@
 package timers
 
 import (
-	"bytes"
 	"slices"
+	"strings"
+	"unsafe"
 
 	"github.com/weirstream/weir/etime"
 	"github.com/weirstream/weir/window"
@@ -49,11 +50,11 @@ type Service[K comparable] struct {
 	n      int
 	enc    KeyEncoder[K]
 
-	due  []Timer[K]
-	keys []byte
-	offs []int
-	idx  []int
-	tmp  []Timer[K]
+	due   []Timer[K]
+	keys  []byte
+	offs  []int
+	items []sortItem
+	tmp   []Timer[K]
 }
 
 // New returns an empty service; enc orders timers with equal timestamps.
@@ -193,32 +194,41 @@ func cmpTime(a, b etime.Time) int {
 	return 0
 }
 
+// sortDue orders the due timers (W5). Keys are encoded once into one
+// arena and compared as strings that view it.
 func (s *Service[K]) sortDue() {
 	s.keys = s.keys[:0]
 	s.offs = s.offs[:0]
-	s.idx = s.idx[:0]
-	for i, t := range s.due {
+	for _, t := range s.due {
 		s.offs = append(s.offs, len(s.keys))
 		s.keys = s.enc(s.keys, t.Key)
-		s.idx = append(s.idx, i)
 	}
 	s.offs = append(s.offs, len(s.keys))
-	key := func(i int) []byte { return s.keys[s.offs[i]:s.offs[i+1]] }
-	slices.SortFunc(s.idx, func(a, b int) int {
-		ta, tb := &s.due[a], &s.due[b]
-		if c := cmpTime(ta.Window.End, tb.Window.End); c != 0 {
+	arena := unsafe.String(unsafe.SliceData(s.keys), len(s.keys))
+	s.items = s.items[:0]
+	for i, t := range s.due {
+		s.items = append(s.items, sortItem{end: t.Window.End, start: t.Window.Start, key: arena[s.offs[i]:s.offs[i+1]], i: int32(i)})
+	}
+	slices.SortFunc(s.items, func(a, b sortItem) int {
+		if a.end != b.end {
+			return cmpTime(a.end, b.end)
+		}
+		if c := strings.Compare(a.key, b.key); c != 0 {
 			return c
 		}
-		if c := bytes.Compare(key(a), key(b)); c != 0 {
-			return c
-		}
-		return cmpTime(ta.Window.Start, tb.Window.Start)
+		return cmpTime(a.start, b.start)
 	})
 	s.tmp = s.tmp[:0]
-	for _, j := range s.idx {
-		s.tmp = append(s.tmp, s.due[j])
+	for _, it := range s.items {
+		s.tmp = append(s.tmp, s.due[it.i])
 	}
 	s.due, s.tmp = s.tmp, s.due
+}
+
+type sortItem struct {
+	end, start etime.Time
+	key        string
+	i          int32
 }
 
 func (s *Service[K]) push(g *group[K]) {

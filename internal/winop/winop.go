@@ -141,17 +141,26 @@ type Operator[K comparable, IN, ACC, OUT any] struct {
 
 	entries state.Value[K, window.Window, entry[ACC]]
 	sets    state.Value[K, none, []window.Window]
-	panes   state.Value[K, window.Window, ACC]
+	panes   state.Value[K, int64, ACC]
 	// Pane mode (sliding windows): each element updates the pane of
 	// paneSize that holds it; a window's contents are merged from its
-	// panes when it fires.
+	// panes when it fires. Panes are named by their index on the pane grid
+	// (floor((ts - offset) / paneSize)), which is exact at both ends of the
+	// time axis where window bounds saturate.
 	paneMode           bool
 	paneSize, paneOffs etime.Duration
+	panesPerWindow     int64
 	slide              etime.Duration
 
 	evt, proc *timers.Service[K]
 	wm, now   etime.Time
 	clock     func() etime.Time
+
+	// Hot-path facts cached at construction.
+	eventTime     bool
+	trigEventTime bool // the trigger is the built-in EventTime
+	tumbleSize    etime.Duration
+	tumbleOffs    etime.Duration
 
 	c       Counters
 	tctx    trigCtx[K, IN, ACC, OUT]
@@ -209,7 +218,13 @@ func New[K comparable, IN, ACC, OUT any](cfg Config[K, IN, ACC, OUT], out Output
 		o.paneSize = gcd(size, slide)
 		o.paneOffs = offset
 		o.slide = slide
-		o.panes = state.NewValue[K, window.Window, ACC](cfg.Backend, "sliding-panes")
+		o.panesPerWindow = int64(size / o.paneSize)
+		o.panes = state.NewValue[K, int64, ACC](cfg.Backend, "sliding-panes")
+	}
+	o.eventTime = cfg.Assigner.IsEventTime()
+	o.trigEventTime = trigger.IsEventTime(trig)
+	if size, offs, ok := window.TumblingGeometry(cfg.Assigner); ok {
+		o.tumbleSize, o.tumbleOffs = size, offs
 	}
 	o.tctx.o = o
 	o.fctx.emit = out.Result
@@ -239,16 +254,20 @@ func (o *Operator[K, IN, ACC, OUT]) OpenWindows() int { return o.entries.Len() }
 // PendingTimers returns the number of registered event- and processing-time timers.
 func (o *Operator[K, IN, ACC, OUT]) PendingTimers() int { return o.evt.Len() + o.proc.Len() }
 
+// cleanupTime is B3 (window.CleanupTime, inlined for the hot path).
 func (o *Operator[K, IN, ACC, OUT]) cleanupTime(w window.Window) etime.Time {
-	return window.CleanupTime(o.a, w, o.lateness)
+	if o.eventTime {
+		return w.MaxTimestamp().Add(o.lateness)
+	}
+	return w.MaxTimestamp()
 }
 
 func (o *Operator[K, IN, ACC, OUT]) isWindowLate(w window.Window) bool {
-	return o.a.IsEventTime() && o.cleanupTime(w) <= o.wm
+	return o.eventTime && o.cleanupTime(w) <= o.wm
 }
 
 func (o *Operator[K, IN, ACC, OUT]) timerService() *timers.Service[K] {
-	if o.a.IsEventTime() {
+	if o.eventTime {
 		return o.evt
 	}
 	return o.proc
@@ -274,7 +293,7 @@ func (o *Operator[K, IN, ACC, OUT]) timerBits(t etime.Time, w window.Window, pro
 	if !proc && t == w.MaxTimestamp() {
 		b |= bitEnd
 	}
-	if o.a.IsEventTime() != proc && t == o.cleanupTime(w) {
+	if o.eventTime != proc && t == o.cleanupTime(w) {
 		b |= bitCleanup
 	}
 	return b
@@ -295,12 +314,19 @@ func (o *Operator[K, IN, ACC, OUT]) ProcessElement(key K, v IN, ts etime.Time) e
 	if o.a.ProcessingTime() {
 		at = o.processingTime()
 	}
-	wins, err := o.a.AssignWindows(at, o.wins[:0])
-	o.wins = wins
-	if err != nil {
-		o.c.NoTimestamp++
-		return err
+	var wins []window.Window
+	if o.tumbleSize > 0 && at != etime.MinTime {
+		wins = append(o.wins[:0], window.Aligned(at, o.tumbleOffs, o.tumbleSize))
+	} else {
+		var err error
+		wins, err = o.a.AssignWindows(at, o.wins[:0])
+		if err != nil {
+			o.wins = wins
+			o.c.NoTimestamp++
+			return err
+		}
 	}
+	o.wins = wins
 	o.missed = o.missed[:0]
 	skipped := true
 	addedToPane := false
@@ -329,9 +355,21 @@ func (o *Operator[K, IN, ACC, OUT]) ProcessElement(key K, v IN, ts etime.Time) e
 			o.contents.Add(&e.acc, v, ts)
 		}
 		e.has = true
-		o.tctx.set(key, w, e)
-		res := o.trig.OnElement(&o.tctx, ts, w)
-		e = o.tctx.e
+		var res trigger.Result
+		if o.trigEventTime {
+			// The default trigger inlined (D2): fire when the window has
+			// ended, else make sure its end timer is registered.
+			if mt := w.MaxTimestamp(); mt <= o.wm {
+				res = trigger.Fire
+			} else if e.timers&bitEnd == 0 {
+				o.tctx.set(key, w, e)
+				o.tctx.RegisterEventTimeTimer(mt)
+			}
+		} else {
+			o.tctx.set(key, w, e)
+			res = o.trig.OnElement(&o.tctx, ts, w)
+			e = o.tctx.e
+		}
 		if res.IsFire() {
 			o.fire(key, w, e, o.elementFiring(w))
 		}
@@ -362,11 +400,10 @@ func (o *Operator[K, IN, ACC, OUT]) ProcessElement(key K, v IN, ts etime.Time) e
 }
 
 func (o *Operator[K, IN, ACC, OUT]) addToPane(key K, v IN, ts etime.Time) {
-	s := window.Start(ts, o.paneOffs, o.paneSize)
-	pw := window.Window{Start: s, End: s.Add(o.paneSize)}
-	p := o.panes.Ref(key, pw, false)
+	pi := o.paneIndex(ts)
+	p := o.panes.Ref(key, pi, false)
 	if p == nil {
-		p = o.panes.Ref(key, pw, true)
+		p = o.panes.Ref(key, pi, true)
 		o.contents.Reset(p)
 	}
 	o.contents.Add(p, v, ts)
@@ -379,6 +416,34 @@ func (o *Operator[K, IN, ACC, OUT]) processingTime() etime.Time {
 		return etime.Max(o.now, o.clock())
 	}
 	return o.now
+}
+
+// paneIndex is floor((ts - paneOffs) / paneSize), without overflow.
+func (o *Operator[K, IN, ACC, OUT]) paneIndex(ts etime.Time) int64 {
+	ps := int64(o.paneSize)
+	a, ra := floorDivMod(int64(ts), ps)
+	b, rb := floorDivMod(int64(o.paneOffs), ps)
+	if ra < rb {
+		return a - b - 1
+	}
+	return a - b
+}
+
+func floorDivMod(x, y int64) (q, r int64) {
+	q, r = x/y, x%y
+	if r < 0 {
+		q, r = q-1, r+y
+	}
+	return q, r
+}
+
+// firstPane is the index of w's first pane. A window's maxTimestamp is
+// exact unless its end saturated at MaxTime; then its start is exact.
+func (o *Operator[K, IN, ACC, OUT]) firstPane(w window.Window) int64 {
+	if w.End != etime.MaxTime {
+		return o.paneIndex(w.MaxTimestamp()) - o.panesPerWindow + 1
+	}
+	return o.paneIndex(w.Start)
 }
 
 // elementFiring classifies a firing caused by an element or a merge (W2).
@@ -423,8 +488,9 @@ func (o *Operator[K, IN, ACC, OUT]) fire(key K, w window.Window, e *entry[ACC], 
 	if o.paneMode {
 		acc = &o.scratch
 		o.contents.Reset(acc)
-		for s := w.Start; s < w.End; s = s.Add(o.paneSize) {
-			if p := o.panes.Ref(key, window.Window{Start: s, End: s.Add(o.paneSize)}, false); p != nil {
+		first := o.firstPane(w)
+		for pi := first; pi < first+o.panesPerWindow; pi++ {
+			if p := o.panes.Ref(key, pi, false); p != nil {
 				o.contents.Merge(acc, p)
 			}
 		}
@@ -521,7 +587,7 @@ func (o *Operator[K, IN, ACC, OUT]) onTimer(t timers.Timer[K], proc bool) {
 	if res.IsPurge() {
 		o.purge(e)
 	}
-	if o.a.IsEventTime() != proc && t.TS == o.cleanupTime(w) {
+	if o.eventTime != proc && t.TS == o.cleanupTime(w) {
 		o.clearAll(key, w)
 	}
 }
@@ -532,8 +598,11 @@ func (o *Operator[K, IN, ACC, OUT]) clearAll(key K, w window.Window) {
 	o.trig.Clear(&o.tctx, w)
 	o.entries.Delete(key, w)
 	if o.paneMode {
-		for s := w.Start; s < w.Start.Add(o.slide); s = s.Add(o.paneSize) {
-			o.panes.Delete(key, window.Window{Start: s, End: s.Add(o.paneSize)})
+		// The panes whose last window is w: those before the next
+		// window's first pane.
+		first := o.firstPane(w)
+		for pi := first; pi < first+int64(o.slide/o.paneSize); pi++ {
+			o.panes.Delete(key, pi)
 		}
 	}
 	if o.sets != nil {

@@ -3,6 +3,7 @@ package weir
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"unicode/utf8"
 
 	"github.com/weirstream/weir/etime"
@@ -41,10 +42,16 @@ func DefaultKeyEncoder[K comparable]() func(dst []byte, k K) []byte {
 			dst = AppendJSONString(dst, any(k).(string))
 			return append(dst, ']')
 		}
-	case int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64:
+	case int, int8, int16, int32, int64:
 		return func(dst []byte, k K) []byte {
 			dst = append(dst, '[')
-			dst = fmt.Append(dst, k)
+			dst = strconv.AppendInt(dst, toInt64(k), 10)
+			return append(dst, ']')
+		}
+	case uint, uint8, uint16, uint32, uint64, uintptr:
+		return func(dst []byte, k K) []byte {
+			dst = append(dst, '[')
+			dst = strconv.AppendUint(dst, toUint64(k), 10)
 			return append(dst, ']')
 		}
 	}
@@ -55,6 +62,41 @@ func DefaultKeyEncoder[K comparable]() func(dst []byte, k K) []byte {
 		}
 		return append(dst, b...)
 	}
+}
+
+// toInt64 and toUint64 convert integer keys without boxing them.
+func toInt64[K comparable](k K) int64 {
+	switch v := any(k).(type) {
+	case int:
+		return int64(v)
+	case int8:
+		return int64(v)
+	case int16:
+		return int64(v)
+	case int32:
+		return int64(v)
+	case int64:
+		return v
+	}
+	return 0
+}
+
+func toUint64[K comparable](k K) uint64 {
+	switch v := any(k).(type) {
+	case uint:
+		return uint64(v)
+	case uint8:
+		return uint64(v)
+	case uint16:
+		return uint64(v)
+	case uint32:
+		return uint64(v)
+	case uint64:
+		return v
+	case uintptr:
+		return uint64(v)
+	}
+	return 0
 }
 
 // AppendJSONString appends s as a JSON string, as encoding/json writes it

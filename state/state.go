@@ -194,6 +194,8 @@ type heapValue[K comparable, N comparable, V any] struct {
 	last  map[K]*V
 	n     int
 	free  []*V
+	// freeMaps holds emptied namespace maps for reuse.
+	freeMaps []map[K]*V
 }
 
 func newHeapValue[K comparable, N comparable, V any]() *heapValue[K, N, V] {
@@ -209,7 +211,12 @@ func (t *heapValue[K, N, V]) inner(n N, create bool) map[K]*V {
 		if !create {
 			return nil
 		}
-		m = make(map[K]*V)
+		if l := len(t.freeMaps); l > 0 {
+			m = t.freeMaps[l-1]
+			t.freeMaps = t.freeMaps[:l-1]
+		} else {
+			m = make(map[K]*V)
+		}
 		t.ns[n] = m
 	}
 	t.lastN, t.last = n, m
@@ -238,6 +245,11 @@ func (t *heapValue[K, N, V]) Delete(k K, n N) {
 		delete(t.ns, n)
 		if t.last != nil && t.lastN == n {
 			t.last = nil
+		}
+		// Namespaces come and go with windows; reuse their maps (small
+		// ones only, so one big window does not pin its memory).
+		if len(t.freeMaps) < 64 {
+			t.freeMaps = append(t.freeMaps, m)
 		}
 	}
 	var z V

@@ -49,6 +49,7 @@ type Service[K comparable] struct {
 	h      []*group[K] // min-heap by ts; may hold empty groups
 	n      int
 	enc    KeyEncoder[K]
+	free   []*group[K]
 
 	due   []Timer[K]
 	keys  []byte
@@ -72,7 +73,13 @@ func (s *Service[K]) group(ts etime.Time, w window.Window, create bool) *group[K
 		if !create {
 			return nil
 		}
-		g = &group[K]{groupKey: gk, keys: make(map[K]struct{})}
+		if l := len(s.free); l > 0 {
+			g = s.free[l-1]
+			s.free = s.free[:l-1]
+			g.groupKey = gk
+		} else {
+			g = &group[K]{groupKey: gk, keys: make(map[K]struct{})}
+		}
 		s.groups[gk] = g
 	}
 	s.last = g
@@ -113,6 +120,9 @@ func (s *Service[K]) maybeDrop(g *group[K]) {
 		delete(s.groups, g.groupKey)
 		if s.last == g {
 			s.last = nil
+		}
+		if len(s.free) < 256 {
+			s.free = append(s.free, g)
 		}
 	}
 }

@@ -189,13 +189,22 @@ func NewValue[K comparable, N comparable, V any](b Backend, name string) Value[K
 // is usually the one-entry cache, and the inner map is keyed by K alone,
 // which the Go runtime hashes fastest for integer and string keys.
 type heapValue[K comparable, N comparable, V any] struct {
-	ns    map[N]map[K]*V
-	lastN N
-	last  map[K]*V
+	ns map[N]map[K]*V
+	// cache holds the most recently used namespaces (sliding windows touch
+	// size/slide of them per element), replaced round robin.
+	cache [nsCache]nsEntry[K, N, V]
+	next  int
 	n     int
 	free  []*V
 	// freeMaps holds emptied namespace maps for reuse.
 	freeMaps []map[K]*V
+}
+
+const nsCache = 8
+
+type nsEntry[K comparable, N comparable, V any] struct {
+	n N
+	m map[K]*V
 }
 
 func newHeapValue[K comparable, N comparable, V any]() *heapValue[K, N, V] {
@@ -203,8 +212,10 @@ func newHeapValue[K comparable, N comparable, V any]() *heapValue[K, N, V] {
 }
 
 func (t *heapValue[K, N, V]) inner(n N, create bool) map[K]*V {
-	if t.last != nil && t.lastN == n {
-		return t.last
+	for i := range t.cache {
+		if c := &t.cache[i]; c.m != nil && c.n == n {
+			return c.m
+		}
 	}
 	m := t.ns[n]
 	if m == nil {
@@ -219,8 +230,17 @@ func (t *heapValue[K, N, V]) inner(n N, create bool) map[K]*V {
 		}
 		t.ns[n] = m
 	}
-	t.lastN, t.last = n, m
+	t.cache[t.next] = nsEntry[K, N, V]{n: n, m: m}
+	t.next = (t.next + 1) % nsCache
 	return m
+}
+
+func (t *heapValue[K, N, V]) forget(n N) {
+	for i := range t.cache {
+		if c := &t.cache[i]; c.m != nil && c.n == n {
+			*c = nsEntry[K, N, V]{}
+		}
+	}
 }
 
 func (t *heapValue[K, N, V]) Get(k K, n N) (V, bool) {
@@ -243,12 +263,10 @@ func (t *heapValue[K, N, V]) Delete(k K, n N) {
 	t.n--
 	if len(m) == 0 {
 		delete(t.ns, n)
-		if t.last != nil && t.lastN == n {
-			t.last = nil
-		}
+		t.forget(n)
 		// Namespaces come and go with windows; reuse their maps (small
 		// ones only, so one big window does not pin its memory).
-		if len(t.freeMaps) < 64 {
+		if len(t.freeMaps) < 4096 {
 			t.freeMaps = append(t.freeMaps, m)
 		}
 	}

@@ -121,7 +121,7 @@ func (s *Service[K]) maybeDrop(g *group[K]) {
 		if s.last == g {
 			s.last = nil
 		}
-		if len(s.free) < 256 {
+		if len(s.free) < 4096 {
 			s.free = append(s.free, g)
 		}
 	}

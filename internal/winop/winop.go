@@ -169,6 +169,8 @@ type Operator[K comparable, IN, ACC, OUT any] struct {
 	missed  []window.Window
 	scratch ACC
 	absorb  []absorbed[ACC]
+	// spareSets keeps the backing arrays of emptied merging sets for reuse.
+	spareSets [][]window.Window
 }
 
 type absorbed[ACC any] struct {
@@ -620,6 +622,9 @@ func (o *Operator[K, IN, ACC, OUT]) retire(key K, w window.Window) {
 		*p = slices.Delete(*p, i, i+1)
 	}
 	if len(*p) == 0 {
+		if cap(*p) <= 8 && len(o.spareSets) < 4096 {
+			o.spareSets = append(o.spareSets, (*p)[:0])
+		}
 		o.sets.Delete(key, none{})
 	}
 }
@@ -629,6 +634,12 @@ func (o *Operator[K, IN, ACC, OUT]) retire(key K, w window.Window) {
 // and its members never touch each other.
 func (o *Operator[K, IN, ACC, OUT]) mergeWindow(key K, pw window.Window) window.Window {
 	p := o.sets.Ref(key, none{}, true)
+	if *p == nil {
+		if l := len(o.spareSets); l > 0 {
+			*p = o.spareSets[l-1]
+			o.spareSets = o.spareSets[:l-1]
+		}
+	}
 	set := *p
 	lo := 0
 	for lo < len(set) && set[lo].End < pw.Start {

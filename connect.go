@@ -21,19 +21,21 @@ func CoGroup[K comparable, A, B, R any](a Keyed[K, A], b Keyed[K, B], asg window
 	tb := Map(b.s, func(v B) Either[A, B] { return Either[A, B]{IsB: true, B: v} })
 	ka := KeyByEncoded(ta, func(e Either[A, B]) K { return a.key(e.A) }, a.enc)
 	kb := KeyByEncoded(tb, func(e Either[A, B]) K { return b.key(e.B) }, b.enc)
-	var as []A
-	var bs []B
 	w := Windowed[K, Either[A, B]]{k: ka, a: asg, o: o}
-	out := Process(w, func(ctx *WindowContext[K, R], es []Either[A, B]) {
-		as, bs = as[:0], bs[:0]
-		for _, e := range es {
-			if e.IsB {
-				bs = append(bs, e.B)
-			} else {
-				as = append(as, e.A)
+	out := processEach(w, func() func(*WindowContext[K, R], []Either[A, B]) {
+		var as []A // scratch, one per subtask
+		var bs []B
+		return func(ctx *WindowContext[K, R], es []Either[A, B]) {
+			as, bs = as[:0], bs[:0]
+			for _, e := range es {
+				if e.IsB {
+					bs = append(bs, e.B)
+				} else {
+					as = append(as, e.A)
+				}
 			}
+			f(ctx, as, bs)
 		}
-		f(ctx, as, bs)
 	})
 	// Process connected ka; connect kb to the same gate (a union).
 	stage := out.Results.n.stage

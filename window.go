@@ -115,8 +115,15 @@ func (reduceAgg[T]) Result(a reduceAcc[T]) T { return a.v }
 // Process hands the full list of each window's elements, in arrival order,
 // to p (E1: full-list window functions; E5: evictors).
 func Process[K comparable, T, R any](w Windowed[K, T], p func(ctx *WindowContext[K, R], elems []T)) WindowOutput[K, T, R] {
+	return processEach(w, func() func(*WindowContext[K, R], []T) { return p })
+}
+
+// processEach is Process with a window function made per subtask, for
+// functions that keep scratch state.
+func processEach[K comparable, T, R any](w Windowed[K, T], newFn func() func(ctx *WindowContext[K, R], elems []T)) WindowOutput[K, T, R] {
 	ev := w.o.Evictor
 	return buildWindow(w, func() (winop.Contents[T, []winop.Elem[T]], winop.WindowFunc[K, []winop.Elem[T], R], winop.EvictFunc[[]winop.Elem[T]]) {
+		p := newFn()
 		var scratch []T
 		fn := func(ctx *winop.FireContext[K, R], acc *[]winop.Elem[T]) {
 			scratch = scratch[:0]

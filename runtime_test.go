@@ -1,0 +1,207 @@
+package weir_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/etime"
+	"github.com/weirstream/weir/window"
+)
+
+type person struct {
+	ID   int
+	Name string
+	TS   etime.Time
+}
+
+type auction struct {
+	Seller int
+	Item   string
+	TS     etime.Time
+}
+
+// TestWindowJoin joins persons and auctions by id in 10 s tumbling windows
+// (Nexmark Q8's shape) on both executors.
+func TestWindowJoin(t *testing.T) {
+	var persons []person
+	var auctions []auction
+	for i := range 50 {
+		persons = append(persons, person{ID: i, Name: fmt.Sprintf("p%d", i), TS: etime.Time(i * 400)})
+		auctions = append(auctions, auction{Seller: i % 10, Item: fmt.Sprintf("i%d", i), TS: etime.Time(i * 400)})
+	}
+	run := func(det bool, par int) []string {
+		opts := weir.DefaultOptions()
+		opts.Deterministic, opts.Parallelism = det, par
+		env, err := weir.NewEnv(opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ps := weir.AssignTimestamps(weir.FromSlice(env, persons), weir.Monotonous(func(p person) etime.Time { return p.TS }).WithEveryRecord())
+		as := weir.AssignTimestamps(weir.FromSlice(env, auctions), weir.Monotonous(func(a auction) etime.Time { return a.TS }).WithEveryRecord())
+		ten, _ := window.Tumbling(10_000, 0)
+		out := weir.Join(weir.KeyBy(ps, func(p person) int { return p.ID }), weir.KeyBy(as, func(a auction) int { return a.Seller }),
+			ten, weir.WindowOptions{}, func(p person, a auction) string { return p.Name + "/" + a.Item })
+		got := weir.Collect(out.Results)
+		if _, err := env.Execute(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		var lines []string
+		for _, r := range got.Items() {
+			lines = append(lines, fmt.Sprintf("%d %v %s", r.Key, r.Window, r.Value))
+		}
+		slices.Sort(lines)
+		return lines
+	}
+	want := run(true, 1)
+	// Person i (ts 400i) meets the auctions of seller i in the same 10 s
+	// window: auction j with j%10 == i and 400j in the same window.
+	var exp []string
+	for i := range 10 {
+		for j := i; j < 50; j += 10 {
+			if i*400/10_000 == j*400/10_000 {
+				w := window.Window{Start: etime.Time(i * 400 / 10_000 * 10_000), End: etime.Time(i*400/10_000*10_000 + 10_000)}
+				exp = append(exp, fmt.Sprintf("%d %v p%d/i%d", i, w, i, j))
+			}
+		}
+	}
+	slices.Sort(exp)
+	if !slices.Equal(want, exp) {
+		t.Fatalf("join:\n got %v\nwant %v", want, exp)
+	}
+	for _, par := range []int{1, 2, 4} {
+		if got := run(false, par); !slices.Equal(got, want) {
+			t.Fatalf("parallel %d: %v, want %v", par, got, want)
+		}
+	}
+}
+
+// endless emits records forever.
+type endless struct{}
+
+func (endless) Open(ch, n int) (weir.SourceReader[int], error) { return &endlessReader{}, nil }
+
+type endlessReader struct{ i int }
+
+func (r *endlessReader) Read(out weir.SourceOutput[int]) (weir.ReadStatus, error) {
+	for range 100 {
+		r.i++
+		out.Emit(etime.Time(r.i), r.i)
+	}
+	return weir.Emitted, nil
+}
+func (r *endlessReader) Close() error { return nil }
+
+// TestCancelStopsCleanly stops an endless job through its context; every
+// goroutine ends (goleak checks in TestMain) and Execute returns the
+// context's error.
+func TestCancelStopsCleanly(t *testing.T) {
+	opts := weir.DefaultOptions()
+	opts.Parallelism = 3
+	opts.QueueBatches = 1 // keep queues full so senders block
+	env, _ := weir.NewEnv(opts)
+	s := weir.FromSource[int](env, "endless", endless{}, weir.SourceOptions{Channels: 2})
+	tw, _ := window.Tumbling(1000, 0)
+	out := weir.Reduce(weir.Window(weir.KeyBy(s, func(i int) int { return i % 97 }), tw, weir.WindowOptions{}), func(a, b int) int { return a + b })
+	weir.ForEach(out.Results, func(etime.Time, window.Result[int, int]) { time.Sleep(time.Microsecond) })
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	_, err := env.Execute(ctx)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("err = %v, want the context's deadline", err)
+	}
+	if env.Report().SourceRecords["endless"] == 0 {
+		t.Fatal("nothing was read")
+	}
+}
+
+// TestPanicFailsJob: a panic in user code fails the job with its cause; it
+// does not take the process down.
+func TestPanicFailsJob(t *testing.T) {
+	for _, det := range []bool{true, false} {
+		opts := weir.DefaultOptions()
+		opts.Deterministic = det
+		env, _ := weir.NewEnv(opts)
+		s := weir.Map(weir.FromSlice(env, []int{1, 2, 3}), func(i int) int {
+			if i == 2 {
+				panic("bad record 2")
+			}
+			return i
+		})
+		weir.ForEach(s, func(etime.Time, int) {})
+		_, err := env.Execute(context.Background())
+		if err == nil || !strings.Contains(err.Error(), "bad record 2") {
+			t.Fatalf("det=%v: err = %v, want the panic's cause", det, err)
+		}
+	}
+}
+
+// TestBuildErrors: bad window combinations are refused when the job is
+// built (D3, W6, B5).
+func TestBuildErrors(t *testing.T) {
+	env, _ := weir.NewEnv(weir.DefaultOptions())
+	s := weir.FromSlice(env, []int{1})
+	weir.Reduce(weir.Window(weir.KeyBy(s, func(i int) int { return i }), window.GlobalWindows(), weir.WindowOptions{AllowedLateness: 5}), func(a, b int) int { return a })
+	if _, err := env.Execute(context.Background()); err == nil || !strings.Contains(err.Error(), "global window") {
+		t.Fatalf("global window with lateness: err = %v", err)
+	}
+	if err := (weir.Options{Parallelism: -1}).Validate(); err == nil || !strings.Contains(err.Error(), "Options.Parallelism") {
+		t.Fatalf("Validate: %v", err)
+	}
+}
+
+// TestWatermarksReadable: every subtask's watermark and channel states are
+// readable through the API.
+func TestWatermarksReadable(t *testing.T) {
+	opts := weir.DefaultOptions()
+	opts.Parallelism = 2
+	env, _ := weir.NewEnv(opts)
+	s := weir.AssignTimestamps(weir.FromSource[int](env, "n", sliceOf(100), weir.SourceOptions{Channels: 3}),
+		weir.Monotonous(func(i int) etime.Time { return etime.Time(i) }).WithEveryRecord())
+	tw, _ := window.Tumbling(10, 0)
+	weir.Reduce(weir.Window(weir.KeyBy(s, func(i int) int { return i % 5 }), tw, weir.WindowOptions{}), func(a, b int) int { return a + b })
+	if _, err := env.Execute(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var windowSubtasks int
+	for _, w := range env.Watermarks() {
+		if w.Stage != "window" {
+			continue
+		}
+		windowSubtasks++
+		if w.Watermark != etime.MaxTime || len(w.Channels) != 1 || len(w.Channels[0]) != 3 {
+			t.Fatalf("window subtask %d: %+v", w.Subtask, w)
+		}
+		for _, c := range w.Channels[0] {
+			if c.Watermark != etime.MaxTime {
+				t.Fatalf("channel: %+v", c)
+			}
+		}
+	}
+	if windowSubtasks != 2 {
+		t.Fatalf("%d window subtasks", windowSubtasks)
+	}
+}
+
+type sliceOf int
+
+func (n sliceOf) Open(ch, chans int) (weir.SourceReader[int], error) {
+	return &countReader{i: ch, step: chans, n: int(n)}, nil
+}
+
+type countReader struct{ i, step, n int }
+
+func (r *countReader) Read(out weir.SourceOutput[int]) (weir.ReadStatus, error) {
+	if r.i >= r.n {
+		return weir.Done, nil
+	}
+	out.Emit(etime.MinTime, r.i)
+	r.i += r.step
+	return weir.Emitted, nil
+}
+func (r *countReader) Close() error { return nil }

@@ -1,0 +1,131 @@
+package state_test
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/weirstream/weir/state"
+	"github.com/weirstream/weir/state/memstate"
+)
+
+type sum struct{}
+
+func (sum) CreateAccumulator() int { return 0 }
+func (sum) Add(a, v int) int       { return a + v }
+func (sum) Merge(a, b int) int     { return a + b }
+func (sum) Result(a int) int       { return a }
+
+func TestValue(t *testing.T) {
+	b := memstate.New()
+	v := state.NewValue[string, int, string](b, "v")
+	if _, ok := v.Get("a", 1); ok {
+		t.Fatal("empty value found")
+	}
+	v.Put("a", 1, "x")
+	v.Put("a", 2, "y")
+	v.Put("b", 1, "z")
+	if got, _ := v.Get("a", 1); got != "x" || v.Len() != 3 {
+		t.Fatalf("Get = %q, Len = %d", got, v.Len())
+	}
+	*v.Ref("a", 1, false) = "x2"
+	if got, _ := v.Get("a", 1); got != "x2" {
+		t.Fatalf("Ref update lost: %q", got)
+	}
+	if v.Ref("c", 1, false) != nil {
+		t.Fatal("Ref without create made an entry")
+	}
+	v.Delete("a", 1)
+	v.Delete("a", 1)
+	if _, ok := v.Get("a", 1); ok || v.Len() != 2 {
+		t.Fatal("Delete")
+	}
+	// A recycled entry starts from the zero value.
+	if p := v.Ref("d", 9, true); *p != "" {
+		t.Fatalf("recycled entry not zeroed: %q", *p)
+	}
+	if b.Entries() != 3 {
+		t.Fatalf("Entries = %d", b.Entries())
+	}
+}
+
+// TestValueNamespaceChurn moves through many namespaces, as windows do, so
+// the namespace cache and the recycled maps are exercised.
+func TestValueNamespaceChurn(t *testing.T) {
+	v := state.NewValue[int, int, int](memstate.New(), "v")
+	for ns := range 100 {
+		for k := range 20 {
+			*v.Ref(k, ns, true) += ns
+		}
+		if ns >= 3 {
+			for k := range 20 {
+				if got, _ := v.Get(k, ns-3); got != ns-3 {
+					t.Fatalf("ns %d key %d = %d", ns-3, k, got)
+				}
+				v.Delete(k, ns-3)
+			}
+		}
+	}
+	if v.Len() != 60 {
+		t.Fatalf("Len = %d, want 60", v.Len())
+	}
+}
+
+func TestListMapAggregating(t *testing.T) {
+	b := memstate.New()
+	l := state.NewList[string, int, int](b, "l")
+	l.Add("a", 0, 1)
+	l.Add("a", 0, 2)
+	if got := l.Get("a", 0); !slices.Equal(got, []int{1, 2}) {
+		t.Fatalf("list %v", got)
+	}
+	l.Put("a", 0, nil)
+	if l.Len() != 0 {
+		t.Fatal("empty Put keeps the list")
+	}
+
+	m := state.NewMap[string, int, string, int](b, "m")
+	m.Put("a", 0, "x", 1)
+	m.Put("a", 0, "y", 2)
+	n := 0
+	m.Range("a", 0, func(string, int) bool { n++; return true })
+	if v, ok := m.Get("a", 0, "y"); !ok || v != 2 || n != 2 {
+		t.Fatal("map")
+	}
+	m.Delete("a", 0, "x")
+	m.Clear("a", 0)
+	if m.Len() != 0 {
+		t.Fatal("map Clear")
+	}
+
+	ag := state.NewAggregating[string, int, int, int, int](b, "s", sum{})
+	ag.Add("a", 1, 3)
+	ag.Add("a", 1, 4)
+	ag.Add("a", 2, 10)
+	ag.MergeNamespaces("a", 3, []int{1, 2})
+	if got, _ := ag.Get("a", 3); got != 17 || ag.Len() != 1 {
+		t.Fatalf("merged = %d, len %d", got, ag.Len())
+	}
+}
+
+func TestKeyGroups(t *testing.T) {
+	const maxPar = 128
+	for _, par := range []int{1, 2, 3, 4, 7, 128} {
+		seen := 0
+		for i := range par {
+			first, last := state.KeyGroupRange(i, maxPar, par)
+			for kg := first; kg <= last; kg++ {
+				if got := state.SubtaskOf(kg, maxPar, par); got != i {
+					t.Fatalf("par %d: key group %d in range of %d but SubtaskOf = %d", par, kg, i, got)
+				}
+				seen++
+			}
+		}
+		if seen != maxPar {
+			t.Fatalf("par %d: ranges cover %d key groups", par, seen)
+		}
+	}
+	h := state.NewHasher[string](nil)
+	if h.Hash("order-42") != state.NewHasher[string](nil).Hash("order-42") {
+		t.Fatal("hash not stable")
+	}
+}

@@ -153,6 +153,12 @@ func (w *writer[T]) send(i int) {
 		b.elems = b.elems[:0]
 		return
 	}
-	t.in <- envelope{gate: w.gate, from: w.from, b: b}
+	select {
+	case t.in <- envelope{gate: w.gate, from: w.from, b: b}:
+	case <-w.owner.done:
+		// The job is stopping and the target may have returned already:
+		// unwind this subtask instead of blocking forever.
+		panic(errStopped)
+	}
 	w.bufs[i] = w.newBatch()
 }

@@ -167,6 +167,7 @@ type Subtask struct {
 	job   *Job
 
 	in       chan envelope
+	done     <-chan struct{} // the job's context, for blocking sends
 	handlers []GateHandler
 	ctrl     Control
 	poller   Poller
@@ -421,9 +422,17 @@ func (e *PanicError) Error() string {
 
 func (st *Subtask) guard(err *error) {
 	if r := recover(); r != nil {
+		if r == errStopped {
+			*err = errStopped
+			return
+		}
 		*err = &PanicError{Stage: st.stage.Name, Subtask: st.Index, Value: r, Stack: debug.Stack()}
 	}
 }
+
+// errStopped unwinds a subtask whose send was interrupted because the job
+// is stopping; it is not a failure of its own.
+var errStopped = errors.New("weir: subtask stopped")
 
 func (j *Job) runParallel(ctx context.Context) error {
 	ctx, cancel := context.WithCancelCause(ctx)
@@ -434,7 +443,7 @@ func (j *Job) runParallel(ctx context.Context) error {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				if err := st.runParallel(ctx); err != nil {
+				if err := st.runParallel(ctx); err != nil && err != errStopped {
 					cancel(err)
 				}
 			}()
@@ -450,6 +459,7 @@ func (j *Job) runParallel(ctx context.Context) error {
 
 func (st *Subtask) runParallel(ctx context.Context) (err error) {
 	defer st.guard(&err)
+	st.done = ctx.Done()
 	clk := st.job.opts.Clock
 	if st.poller != nil {
 		return st.runSource(ctx, clk)

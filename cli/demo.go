@@ -122,11 +122,9 @@ func Demo(ctx context.Context, w io.Writer, o DemoOptions) error {
 		Name: "orders_per_user", Trigger: early, AllowedLateness: etime.FromDuration(10 * time.Minute), LateOutput: true,
 	}), orderAgg{})
 	type final struct{ count, total int64 }
-	var byKind [5]int64
 	finals := map[window.Window]map[int]orderStats{}
 	var lateOrders int64
 	weir.ForEachSerial(out.Results, func(_ etime.Time, r window.Result[int, orderStats]) {
-		byKind[r.Firing]++
 		m := finals[r.Window]
 		if m == nil {
 			m = map[int]orderStats{}
@@ -162,6 +160,5 @@ func Demo(ctx context.Context, w io.Writer, o DemoOptions) error {
 		}
 		fmt.Fprintf(w, "    %s .. %s  orders=%d total=%d\n", win.Start.Wall().Format(time.RFC3339), win.End.Wall().Format(time.RFC3339), f.count, f.total)
 	}
-	_ = byKind
 	return nil
 }

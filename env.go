@@ -160,6 +160,9 @@ type SubtaskWatermark struct {
 // Watermarks returns every subtask's watermark and per-channel state; it
 // is safe to call while the job runs.
 func (e *Env) Watermarks() []SubtaskWatermark {
+	if !e.job.Built() {
+		return nil
+	}
 	var out []SubtaskWatermark
 	for _, s := range e.job.Stages() {
 		for _, st := range s.Subtasks() {
@@ -255,8 +258,9 @@ func (e *Env) Step() (*Stepper, error) {
 func (s *Stepper) RunUntilQuiet() (bool, error) { return s.x.RunUntilQuiet() }
 
 // AdvanceProcessingTime tells every operator that processing time is now
-// (periodic watermarks, processing-time timers).
-func (s *Stepper) AdvanceProcessingTime(now etime.Time) { s.x.AdvanceProcessingTime(now) }
+// (periodic watermarks, processing-time timers). A panic in user code comes
+// back as an error.
+func (s *Stepper) AdvanceProcessingTime(now etime.Time) error { return s.x.AdvanceProcessingTime(now) }
 
 // Close releases the job's sources and state.
 func (s *Stepper) Close() error { return s.x.Close() }

@@ -160,7 +160,7 @@ func keyedEdge[K comparable, T, U any](k Keyed[K, T], to *runtime.Stage, g int, 
 		return state.SubtaskOf(state.KeyGroupOf(r.h, maxPar), maxPar, n)
 	})
 	k.s.consume(func(st *runtime.Subtask) runtime.Collector[T] {
-		return &keyOp[K, T, U]{key: k.key, wrap: wrap, down: edge.Writer(st), h: state.NewHasher(k.enc)}
+		return &keyOp[K, T, U]{key: k.key, wrap: wrap, down: edge.Writer(st), h: state.NewHasher(k.enc), st: st}
 	})
 	return edge
 }
@@ -170,10 +170,17 @@ type keyOp[K comparable, T, U any] struct {
 	wrap func(T) U
 	down runtime.Collector[kv[K, U]]
 	h    *state.Hasher[K]
+	st   *runtime.Subtask
 }
 
 func (o *keyOp[K, T, U]) Collect(ts etime.Time, v T) {
 	k := o.key(v)
+	if k != k {
+		// A key that is not equal to itself (a NaN) could never be found
+		// in state again: refuse it as bad input.
+		o.st.DeadLetter(runtime.DeadLetter{Reason: "key_invalid", Detail: "the key is not equal to itself (NaN)", Record: v})
+		return
+	}
 	o.down.Collect(ts, kv[K, U]{k: k, h: o.h.Hash(k), v: o.wrap(v)})
 }
 func (o *keyOp[K, T, U]) Watermark(wm etime.Time) { o.down.Watermark(wm) }

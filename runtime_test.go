@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -205,3 +206,25 @@ func (r *countReader) Read(out weir.SourceOutput[int]) (weir.ReadStatus, error) 
 	return weir.Emitted, nil
 }
 func (r *countReader) Close() error { return nil }
+
+// TestNaNKeyIsDeadLetter: a key that is not equal to itself is refused as
+// bad input and counted, not lost in state.
+func TestNaNKeyIsDeadLetter(t *testing.T) {
+	opts := weir.DefaultOptions()
+	opts.Deterministic = true
+	env, _ := weir.NewEnv(opts)
+	var reasons []string
+	env.OnDeadLetter(func(d weir.DeadLetter) { reasons = append(reasons, d.Reason) })
+	s := weir.AssignTimestamps(weir.FromSlice(env, []float64{1, math.NaN(), 2}),
+		weir.Monotonous(func(float64) etime.Time { return 5 }).WithEveryRecord())
+	tw, _ := window.Tumbling(10, 0)
+	out := weir.Reduce(weir.Window(weir.KeyBy(s, func(f float64) float64 { return f }), tw, weir.WindowOptions{}), func(a, b float64) float64 { return a + b })
+	res := weir.Collect(out.Results)
+	rep, err := env.Execute(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Items()) != 2 || rep.DeadLetters != 1 || !slices.Equal(reasons, []string{"key_invalid"}) || env.State().OpenWindows != 0 {
+		t.Fatalf("results %v dead %d reasons %v state %+v", res.Items(), rep.DeadLetters, reasons, env.State())
+	}
+}

@@ -400,7 +400,9 @@ func (t *heapMap[K, N, MK, MV]) Len() int       { return len(t.m) }
 
 // AggregateFunc is an incremental aggregation: add, merge and result over an
 // accumulator (Flink's AggregateFunction). Add and Merge may modify and
-// return their first argument.
+// return their first argument, never their second. Result's value goes
+// downstream, possibly to another goroutine: when the accumulator holds
+// maps, slices or pointers, Result must return a copy.
 type AggregateFunc[IN, ACC, OUT any] interface {
 	CreateAccumulator() ACC
 	Add(acc ACC, in IN) ACC

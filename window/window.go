@@ -12,6 +12,7 @@ package window
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 
 	"github.com/weirstream/weir/etime"
@@ -138,6 +139,10 @@ func Aligned(ts etime.Time, offset, size etime.Duration) Window {
 	return Window{Start: ts.Add(-m), End: ts.Add(size - m)}
 }
 
+// MaxSize is the largest window size, slide or gap the constructors
+// accept: half the time axis, so that alignment arithmetic cannot overflow.
+const MaxSize = etime.Duration(math.MaxInt64 / 2)
+
 type tumbling struct {
 	size, offset etime.Duration
 	proc         bool
@@ -155,8 +160,8 @@ func TumblingProcessing(size, offset etime.Duration) (Assigner, error) {
 }
 
 func newTumbling(size, offset etime.Duration, proc bool) (Assigner, error) {
-	if size <= 0 {
-		return nil, fmt.Errorf("weir: tumbling window size must be > 0, got %dms", size)
+	if size <= 0 || size > MaxSize {
+		return nil, fmt.Errorf("weir: tumbling window size must be in 1..%d ms, got %dms", MaxSize, size)
 	}
 	if offset >= size || -offset >= size {
 		return nil, fmt.Errorf("weir: tumbling window offset %dms must satisfy |offset| < size (%dms)", offset, size)
@@ -204,10 +209,10 @@ func SlidingProcessing(size, slide, offset etime.Duration) (Assigner, error) {
 
 func newSliding(size, slide, offset etime.Duration, proc bool) (Assigner, error) {
 	switch {
-	case size <= 0:
-		return nil, fmt.Errorf("weir: sliding window size must be > 0, got %dms", size)
-	case slide <= 0:
-		return nil, fmt.Errorf("weir: sliding window slide must be > 0, got %dms", slide)
+	case size <= 0 || size > MaxSize:
+		return nil, fmt.Errorf("weir: sliding window size must be in 1..%d ms, got %dms", MaxSize, size)
+	case slide <= 0 || slide > MaxSize:
+		return nil, fmt.Errorf("weir: sliding window slide must be in 1..%d ms, got %dms", MaxSize, slide)
 	case offset >= slide || -offset >= slide:
 		return nil, fmt.Errorf("weir: sliding window offset %dms must satisfy |offset| < slide (%dms)", offset, slide)
 	case size/slide > 10_000_000:

@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"errors"
+	"runtime/debug"
 
 	"github.com/weirstream/weir/etime"
 )
@@ -13,6 +14,7 @@ import (
 type Executor struct {
 	job     *Job
 	started bool
+	cur     *Subtask // the source being polled, for panic reports
 }
 
 // NewExecutor builds j (which must use Options.Deterministic) for
@@ -27,17 +29,14 @@ func NewExecutor(j *Job) (*Executor, error) {
 	if err := j.build(); err != nil {
 		return nil, err
 	}
+	j.built.Store(true)
 	return &Executor{job: j, started: true}, nil
 }
 
 // RunUntilQuiet polls the sources until none emits anything or all are
 // done. It reports whether every source is done.
 func (x *Executor) RunUntilQuiet() (done bool, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = &PanicError{Stage: "deterministic", Value: r}
-		}
-	}()
+	defer x.guard(&err)
 	for {
 		progress := false
 		done = true
@@ -46,6 +45,7 @@ func (x *Executor) RunUntilQuiet() (done bool, err error) {
 				if st.poller == nil || st.finished {
 					continue
 				}
+				x.cur = st
 				status, err := st.poller.Poll()
 				if err != nil {
 					return false, err
@@ -78,15 +78,34 @@ func (x *Executor) publishAll() {
 	}
 }
 
-// AdvanceProcessingTime tells every subtask, upstream first, that
-// processing time is now.
-func (x *Executor) AdvanceProcessingTime(now etime.Time) {
+// AdvanceProcessingTime tells every subtask that has not finished,
+// upstream first, that processing time is now. As in the parallel
+// executor, a subtask whose input has ended sees no more processing time.
+// A panic in user code comes back as a *PanicError.
+func (x *Executor) AdvanceProcessingTime(now etime.Time) (err error) {
+	defer x.guard(&err)
 	for _, s := range x.job.stages {
 		for _, st := range s.subtasks {
-			st.advanceProcessingTime(now)
+			if !st.finished {
+				x.cur = st
+				st.advanceProcessingTime(now)
+			}
 		}
 	}
+	x.cur = nil
 	x.publishAll()
+	return nil
+}
+
+// guard turns a panic into a *PanicError naming the subtask being driven.
+func (x *Executor) guard(err *error) {
+	if r := recover(); r != nil {
+		pe := &PanicError{Stage: "deterministic", Value: r, Stack: debug.Stack()}
+		if x.cur != nil {
+			pe.Stage, pe.Subtask = x.cur.stage.Name, x.cur.Index
+		}
+		*err = pe
+	}
 }
 
 // Close releases sources and operators.
@@ -104,6 +123,8 @@ func (x *Executor) runToEnd(ctx context.Context) error {
 		if done {
 			return x.Close()
 		}
-		x.AdvanceProcessingTime(etime.FromTime(x.job.opts.Clock.Now()))
+		if err := x.AdvanceProcessingTime(etime.FromTime(x.job.opts.Clock.Now())); err != nil {
+			return errors.Join(err, x.Close())
+		}
 	}
 }

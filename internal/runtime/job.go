@@ -70,6 +70,7 @@ type Job struct {
 	opts   Options
 	stages []*Stage
 	ran    atomic.Bool
+	built  atomic.Bool // subtasks exist and may be read
 	dead   DeadLetterFunc
 	deadMu sync.Mutex
 }
@@ -114,6 +115,10 @@ func (j *Job) SetDeadLetters(f DeadLetterFunc) { j.dead = f }
 
 // Stages returns the job's stages in creation order.
 func (j *Job) Stages() []*Stage { return j.stages }
+
+// Built reports whether the job's subtasks exist, so that readers such as
+// Env.Watermarks may look at them.
+func (j *Job) Built() bool { return j.built.Load() }
 
 // Stage is a set of parallel subtasks running the same operator chain.
 type Stage struct {
@@ -385,6 +390,7 @@ func (j *Job) Run(ctx context.Context) error {
 	if err := j.build(); err != nil {
 		return err
 	}
+	j.built.Store(true)
 	if j.opts.Deterministic {
 		ex := &Executor{job: j}
 		return ex.runToEnd(ctx)
@@ -497,6 +503,9 @@ func (st *Subtask) runSource(ctx context.Context, clk clock.Clock) error {
 		st.publish()
 		if now := time.Now(); !now.Before(next) || status != Emitted {
 			st.advanceProcessingTime(clock.Millis(clk))
+			// Flush partial batches on every tick, so a busy source does
+			// not hold back records for quiet targets.
+			st.flush()
 			next = now.Add(st.job.opts.Tick)
 		}
 		switch status {

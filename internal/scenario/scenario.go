@@ -520,7 +520,9 @@ func (r *run) command(t *testing.T, d *datadriven.TestData) string {
 			return "error: " + err.Error() + "\n"
 		}
 		r.clk.Advance(time.Duration(ms) * time.Millisecond)
-		r.exec.AdvanceProcessingTime(clock.Millis(r.clk))
+		if err := r.exec.AdvanceProcessingTime(clock.Millis(r.clk)); err != nil {
+			return "error: " + err.Error() + "\n"
+		}
 	case "counters":
 		if _, err := r.exec.RunUntilQuiet(); err != nil {
 			return "error: " + err.Error() + "\n"

@@ -9,6 +9,7 @@ package winop
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 
 	"github.com/weirstream/weir/etime"
@@ -214,8 +215,16 @@ func New[K comparable, IN, ACC, OUT any](cfg Config[K, IN, ACC, OUT], out Output
 	}
 	// Pane mode needs contents whose merge is order-insensitive: a list
 	// must keep arrival order (E1), so lists are stored per window.
+	// It also needs accumulators that hold no pointers: a window's result
+	// is merged from its panes, and a merge that shares memory with a pane
+	// (a map, a slice) would let one window's firing change another's
+	// pane. And the panes per window must be few, or every firing walks
+	// thousands of them. Processing-time windows are assigned by arrival,
+	// not by timestamp, so they are stored per window too.
 	_, isList := any(cfg.Contents).(ListContents[IN])
-	if size, slide, offset, ok := window.SlidingGeometry(cfg.Assigner); ok && !isList && cfg.Evict == nil && trigger.NeverPurges(trig) {
+	if size, slide, offset, ok := window.SlidingGeometry(cfg.Assigner); ok && !isList && cfg.Evict == nil &&
+		trigger.NeverPurges(trig) && cfg.Assigner.IsEventTime() && !hasPointers(reflect.TypeFor[ACC]()) &&
+		size/gcd(size, slide) <= 4*(size/slide+1) {
 		o.paneMode = true
 		o.paneSize = gcd(size, slide)
 		o.paneOffs = offset
@@ -232,6 +241,23 @@ func New[K comparable, IN, ACC, OUT any](cfg Config[K, IN, ACC, OUT], out Output
 	o.fctx.emit = out.Result
 	cfg.Contents.Reset(&o.scratch)
 	return o, nil
+}
+
+// hasPointers reports whether values of t can share memory when copied.
+func hasPointers(t reflect.Type) bool {
+	switch t.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Chan, reflect.Func, reflect.Interface, reflect.UnsafePointer:
+		return true
+	case reflect.Array:
+		return t.Len() > 0 && hasPointers(t.Elem())
+	case reflect.Struct:
+		for i := range t.NumField() {
+			if hasPointers(t.Field(i).Type) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func gcd(a, b etime.Duration) etime.Duration {
@@ -285,7 +311,7 @@ func (o *Operator[K, IN, ACC, OUT]) registerCleanup(key K, w window.Window, e *e
 	}
 	o.timerService().Register(timers.Timer[K]{TS: c, Key: key, Window: w})
 	if e != nil {
-		e.timers |= o.timerBits(c, w, false)
+		e.timers |= o.timerBits(c, w, !o.eventTime)
 	}
 }
 

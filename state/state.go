@@ -194,6 +194,7 @@ type heapValue[K comparable, N comparable, V any] struct {
 	// size/slide of them per element), replaced round robin.
 	cache [nsCache]nsEntry[K, N, V]
 	next  int
+	hit   int // the slot of the last hit, tried first
 	n     int
 	free  []*V
 	// freeMaps holds emptied namespace maps for reuse.
@@ -212,8 +213,12 @@ func newHeapValue[K comparable, N comparable, V any]() *heapValue[K, N, V] {
 }
 
 func (t *heapValue[K, N, V]) inner(n N, create bool) map[K]*V {
+	if c := &t.cache[t.hit]; c.m != nil && c.n == n {
+		return c.m
+	}
 	for i := range t.cache {
 		if c := &t.cache[i]; c.m != nil && c.n == n {
+			t.hit = i
 			return c.m
 		}
 	}
@@ -231,6 +236,7 @@ func (t *heapValue[K, N, V]) inner(n N, create bool) map[K]*V {
 		t.ns[n] = m
 	}
 	t.cache[t.next] = nsEntry[K, N, V]{n: n, m: m}
+	t.hit = t.next
 	t.next = (t.next + 1) % nsCache
 	return m
 }

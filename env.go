@@ -2,7 +2,6 @@ package weir
 
 import (
 	"context"
-	"errors"
 	"sync/atomic"
 
 	"github.com/weirstream/weir/etime"
@@ -194,9 +193,6 @@ func addCounters(t *WindowCounters, c WindowCounters) {
 	t.FiredOnTime += c.FiredOnTime
 	t.FiredLate += c.FiredLate
 }
-
-// errBuilt is returned when an operator is added after Execute.
-var errBuilt = errors.New("weir: the job has already been executed")
 
 func itoa(n int) string {
 	if n == 0 {

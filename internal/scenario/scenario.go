@@ -543,7 +543,7 @@ func (r *run) command(t *testing.T, d *datadriven.TestData) string {
 		}
 		var b strings.Builder
 		for _, w := range r.env.Watermarks() {
-			if w.Channels == nil || len(w.Channels) == 0 {
+			if len(w.Channels) == 0 {
 				continue
 			}
 			fmt.Fprintf(&b, "%s/%d wm=%v idle=%v", w.Stage, w.Subtask, w.Watermark, w.Idle)

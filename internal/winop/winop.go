@@ -713,7 +713,6 @@ func (o *Operator[K, IN, ACC, OUT]) onMerge(key K, merged window.Window) {
 	o.tctx.merging = o.absorb
 	o.trig.OnMerge(&o.tctx, merged)
 	o.tctx.merging = nil
-	me = o.tctx.e
 	for i := range o.absorb {
 		ab := &o.absorb[i]
 		var ep *entry[ACC]

@@ -34,6 +34,10 @@ type WindowOptions struct {
 	// Evictor evicts elements of full-list windows (E5); only Process
 	// accepts it.
 	Evictor *Evictor
+	// SessionGap, with session windows, gives each element its own gap
+	// (dynamic-gap sessions, A6); it receives the element as any and a
+	// result <= 0 keeps the assigner's gap.
+	SessionGap func(v any) etime.Duration
 }
 
 // Windowed is a keyed stream with a window assigner, waiting for its window
@@ -230,6 +234,7 @@ func buildWindow[K comparable, T, ACC, R any](w Windowed[K, T], mk func() (winop
 			Contents: contents, Func: fn, Evict: evict, KeyEncoder: w.k.enc,
 			LateOutput: w.o.LateOutput, PartialOutput: w.o.PartialOutput, Backend: backend,
 			Now: func() etime.Time { return clock.Millis(env.opts.Clock) },
+			Gap: sessionGap[T](w.o.SessionGap),
 		}, winOutput[K, T, R]{res: res, late: late})
 		if err != nil {
 			return nil, nil, err
@@ -265,9 +270,16 @@ func validateWindow[K comparable, T any](w Windowed[K, T]) error {
 	_, err := winop.New(winop.Config[K, T, struct{}, struct{}]{
 		Assigner: w.a, Trigger: w.o.Trigger, Lateness: w.o.AllowedLateness,
 		Contents: nopContents[T]{}, Func: func(*winop.FireContext[K, struct{}], *struct{}) {},
-		KeyEncoder: w.k.enc, Backend: memstate.New(),
+		KeyEncoder: w.k.enc, Backend: memstate.New(), Gap: sessionGap[T](w.o.SessionGap),
 	}, winOutput[K, T, struct{}]{res: runtime.Func[window.Result[K, struct{}]]{}, late: runtime.Func[window.LateRecord[K, T]]{}})
 	return err
+}
+
+func sessionGap[T any](f func(any) etime.Duration) func(T) etime.Duration {
+	if f == nil {
+		return nil
+	}
+	return func(v T) etime.Duration { return f(v) }
 }
 
 type nopContents[T any] struct{}

@@ -195,6 +195,11 @@ func parseConfig(d *datadriven.TestData) (config, error) {
 		var err error
 		switch a.Key {
 		case "window":
+			if strings.HasPrefix(v, "dynamic-session(") {
+				// session(gap) where a record's value, when > 0, is its gap
+				v = strings.TrimPrefix(v, "dynamic-")
+				c.opts.SessionGap = func(r any) etime.Duration { return etime.Duration(r.(Rec).Val) }
+			}
 			c.window, err = parseAssigner(v)
 		case "lateness":
 			c.opts.AllowedLateness, err = parseDur(v)

@@ -79,6 +79,9 @@ type Config[K comparable, IN, ACC, OUT any] struct {
 	// Now reads processing time, for processing-time assigners and
 	// triggers; nil means "the last AdvanceProcessingTime".
 	Now func() etime.Time
+	// Gap, with a session assigner, gives each element its own session gap
+	// (dynamic-gap sessions, A6); a result <= 0 keeps the assigner's gap.
+	Gap func(IN) etime.Duration
 }
 
 // Counters are the operator's exact record and firing counts (W4, W7, W8).
@@ -156,6 +159,7 @@ type Operator[K comparable, IN, ACC, OUT any] struct {
 	evt, proc *timers.Service[K]
 	wm, now   etime.Time
 	clock     func() etime.Time
+	gap       func(IN) etime.Duration
 
 	// Hot-path facts cached at construction.
 	eventTime     bool
@@ -208,6 +212,12 @@ func New[K comparable, IN, ACC, OUT any](cfg Config[K, IN, ACC, OUT], out Output
 		evict: cfg.Evict, lateOut: cfg.LateOutput, partOut: cfg.PartialOutput, out: out,
 		evt: timers.New(cfg.KeyEncoder), proc: timers.New(cfg.KeyEncoder),
 		wm: etime.MinTime, now: etime.MinTime, clock: cfg.Now,
+	}
+	if cfg.Gap != nil {
+		if cfg.Assigner.Kind() != window.KindSession {
+			return nil, errors.New("weir: a per-element session gap needs session windows")
+		}
+		o.gap = cfg.Gap
 	}
 	o.entries = state.NewValue[K, window.Window, entry[ACC]](cfg.Backend, "window-contents")
 	if cfg.Assigner.Merging() {
@@ -352,6 +362,12 @@ func (o *Operator[K, IN, ACC, OUT]) ProcessElement(key K, v IN, ts etime.Time) e
 			o.wins = wins
 			o.c.NoTimestamp++
 			return err
+		}
+	}
+	if o.gap != nil && len(wins) == 1 {
+		// Dynamic-gap sessions (A6): the gap comes from the element.
+		if g := o.gap(v); g > 0 {
+			wins[0].End = wins[0].Start.Add(g)
 		}
 	}
 	o.wins = wins

@@ -1,0 +1,59 @@
+package weir_test
+
+import (
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestDependencyRules enforces the import rules of docs/DESIGN.md: the leaf
+// packages import only the leaves before them, the runtime knows nothing of
+// windows, and the root package imports no concrete connector and no state
+// backend other than the default in-memory one.
+func TestDependencyRules(t *testing.T) {
+	const mod = "github.com/weirstream/weir"
+	allowed := map[string][]string{
+		"etime":            {},
+		"clock":            {"etime"},
+		"window":           {"etime"},
+		"trigger":          {"etime", "window"},
+		"watermark":        {"etime", "clock"},
+		"state":            {},
+		"internal/timers":  {"etime", "window"},
+		"internal/runtime": {"etime", "clock", "watermark"},
+		".":                {"etime", "clock", "window", "trigger", "watermark", "state", "state/memstate", "internal/runtime", "internal/winop"},
+	}
+	for dir, ok := range allowed {
+		files, _ := filepath.Glob(filepath.Join(dir, "*.go"))
+		for _, f := range files {
+			if strings.HasSuffix(f, "_test.go") {
+				continue
+			}
+			src, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			af, err := parser.ParseFile(token.NewFileSet(), f, src, parser.ImportsOnly)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, imp := range af.Imports {
+				p := strings.Trim(imp.Path.Value, `"`)
+				if !strings.HasPrefix(p, mod+"/") {
+					continue
+				}
+				rel := strings.TrimPrefix(p, mod+"/")
+				found := false
+				for _, a := range ok {
+					found = found || a == rel
+				}
+				if !found {
+					t.Errorf("%s imports %s, which docs/DESIGN.md does not allow", f, rel)
+				}
+			}
+		}
+	}
+}

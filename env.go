@@ -2,6 +2,7 @@ package weir
 
 import (
 	"context"
+	"strconv"
 	"sync/atomic"
 
 	"github.com/weirstream/weir/etime"
@@ -65,7 +66,7 @@ func (e *Env) uniqueName(base string) string {
 	if n == 0 {
 		return base
 	}
-	return base + "-" + itoa(n)
+	return base + "-" + strconv.Itoa(n)
 }
 
 // Stream is a typed stream of records with timestamps.
@@ -137,7 +138,7 @@ func (e *Env) Execute(ctx context.Context) (Report, error) {
 func (e *Env) Report() Report {
 	r := Report{Windows: map[string]WindowCounters{}, SourceRecords: map[string]int64{}}
 	for _, o := range e.ops {
-		r.Windows[o.name] = o.sum()
+		r.Windows[o.name], _ = o.sum()
 	}
 	for _, s := range e.sources {
 		r.SourceRecords[s.name] = s.n.Load()
@@ -175,37 +176,9 @@ func (e *Env) Watermarks() []SubtaskWatermark {
 func (r Report) Total() WindowCounters {
 	var t WindowCounters
 	for _, c := range r.Windows {
-		addCounters(&t, c)
+		t.Add(c)
 	}
 	return t
-}
-
-func addCounters(t *WindowCounters, c WindowCounters) {
-	t.RecordsIn += c.RecordsIn
-	t.Accepted += c.Accepted
-	t.LateSideOutput += c.LateSideOutput
-	t.LateDropped += c.LateDropped
-	t.NoTimestamp += c.NoTimestamp
-	t.WindowMisses += c.WindowMisses
-	t.PartialSideOutput += c.PartialSideOutput
-	t.Retractions += c.Retractions
-	t.FiredEarly += c.FiredEarly
-	t.FiredOnTime += c.FiredOnTime
-	t.FiredLate += c.FiredLate
-}
-
-func itoa(n int) string {
-	if n == 0 {
-		return "0"
-	}
-	var b [20]byte
-	i := len(b)
-	for n > 0 {
-		i--
-		b[i] = byte('0' + n%10)
-		n /= 10
-	}
-	return string(b[i:])
 }
 
 // StateInfo is the size of window state.
@@ -221,12 +194,9 @@ type StateInfo struct {
 func (e *Env) State() StateInfo {
 	var t StateInfo
 	for _, o := range e.ops {
-		o.mu.Lock()
-		for _, s := range o.state {
-			t.OpenWindows += s.OpenWindows
-			t.Timers += s.Timers
-		}
-		o.mu.Unlock()
+		_, s := o.sum()
+		t.OpenWindows += s.OpenWindows
+		t.Timers += s.Timers
 	}
 	return t
 }

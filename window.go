@@ -9,7 +9,6 @@ import (
 	"github.com/weirstream/weir/internal/runtime"
 	"github.com/weirstream/weir/internal/winop"
 	"github.com/weirstream/weir/state"
-	"github.com/weirstream/weir/state/memstate"
 	"github.com/weirstream/weir/trigger"
 	"github.com/weirstream/weir/window"
 )
@@ -196,20 +195,28 @@ func evictElems[T any](ev *Evictor, es []winop.Elem[T]) []winop.Elem[T] {
 
 // opStats publishes one window operator's counters per subtask.
 type opStats struct {
-	name  string
-	mu    sync.Mutex
-	subs  []winop.Counters
-	state []StateInfo
+	name string
+	mu   sync.Mutex
+	subs []opSnapshot // by subtask
 }
 
-func (o *opStats) sum() winop.Counters {
+type opSnapshot struct {
+	c winop.Counters
+	s StateInfo
+}
+
+// sum adds up the subtasks' last published counters and state sizes.
+func (o *opStats) sum() (winop.Counters, StateInfo) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	var t winop.Counters
-	for _, c := range o.subs {
-		addCounters(&t, c)
+	var c winop.Counters
+	var s StateInfo
+	for _, sub := range o.subs {
+		c.Add(sub.c)
+		s.OpenWindows += sub.s.OpenWindows
+		s.Timers += sub.s.Timers
 	}
-	return t
+	return c, s
 }
 
 // buildWindow adds a window stage fed by w's keyed exchange.
@@ -220,7 +227,7 @@ func buildWindow[K comparable, T, ACC, R any](w Windowed[K, T], mk func() (winop
 		name = "window"
 	}
 	name = env.uniqueName(name)
-	stats := &opStats{name: name, subs: make([]winop.Counters, env.opts.Parallelism), state: make([]StateInfo, env.opts.Parallelism)}
+	stats := &opStats{name: name, subs: make([]opSnapshot, env.opts.Parallelism)}
 	env.ops = append(env.ops, stats)
 	var out WindowOutput[K, T, R]
 	var edge *runtime.Edge[kv[K, T]]
@@ -243,11 +250,9 @@ func buildWindow[K comparable, T, ACC, R any](w Windowed[K, T], mk func() (winop
 		st.OnProcessingTime(op.AdvanceProcessingTime)
 		i := st.Index
 		st.OnPublish(func() {
-			c := op.Counters()
-			si := StateInfo{OpenWindows: int64(op.OpenWindows()), Timers: int64(op.PendingTimers())}
+			snap := opSnapshot{c: op.Counters(), s: StateInfo{OpenWindows: int64(op.OpenWindows()), Timers: int64(op.PendingTimers())}}
 			stats.mu.Lock()
-			stats.subs[i] = c
-			stats.state[i] = si
+			stats.subs[i] = snap
 			stats.mu.Unlock()
 		})
 		return []runtime.GateHandler{edge.GateHandler(st, head)}, head, nil
@@ -264,14 +269,7 @@ func buildWindow[K comparable, T, ACC, R any](w Windowed[K, T], mk func() (winop
 // validateWindow refuses bad combinations when the job is built rather than
 // when it starts (D3, W6, B5).
 func validateWindow[K comparable, T any](w Windowed[K, T]) error {
-	if w.a == nil {
-		return errors.New("weir: Window needs an assigner")
-	}
-	_, err := winop.New(winop.Config[K, T, struct{}, struct{}]{
-		Assigner: w.a, Trigger: w.o.Trigger, Lateness: w.o.AllowedLateness,
-		Contents: nopContents[T]{}, Func: func(*winop.FireContext[K, struct{}], *struct{}) {},
-		KeyEncoder: w.k.enc, Backend: memstate.New(), Gap: sessionGap[T](w.o.SessionGap),
-	}, winOutput[K, T, struct{}]{res: runtime.Func[window.Result[K, struct{}]]{}, late: runtime.Func[window.LateRecord[K, T]]{}})
+	_, err := winop.Validate(winop.Spec{Assigner: w.a, Trigger: w.o.Trigger, Lateness: w.o.AllowedLateness, DynamicGap: w.o.SessionGap != nil})
 	return err
 }
 
@@ -281,12 +279,6 @@ func sessionGap[T any](f func(any) etime.Duration) func(T) etime.Duration {
 	}
 	return func(v T) etime.Duration { return f(v) }
 }
-
-type nopContents[T any] struct{}
-
-func (nopContents[T]) Reset(*struct{})              {}
-func (nopContents[T]) Add(*struct{}, T, etime.Time) {}
-func (nopContents[T]) Merge(*struct{}, *struct{})   {}
 
 type winOutput[K comparable, T, R any] struct {
 	res  runtime.Collector[window.Result[K, R]]

@@ -108,9 +108,6 @@ func hashBytes(b []byte) uint64 {
 	return mix64(h)
 }
 
-// ErrClosed is returned by a closed backend.
-var ErrClosed = errors.New("weir: state backend closed")
-
 // Backend stores the keyed state of one operator instance.
 type Backend interface {
 	// Name identifies the backend kind, such as "memory".

@@ -48,14 +48,6 @@ func (w Window) Cover(o Window) Window {
 	return Window{Start: etime.Min(w.Start, o.Start), End: etime.Max(w.End, o.End)}
 }
 
-// Less orders windows by start, then end.
-func (w Window) Less(o Window) bool {
-	if w.Start != o.Start {
-		return w.Start < o.Start
-	}
-	return w.End < o.End
-}
-
 // String prints [start,end) or "global".
 func (w Window) String() string {
 	if w.IsGlobal() {
@@ -305,17 +297,13 @@ func (global) ProcessingTime() bool { return false }
 func (global) sealed()              {}
 func (global) String() string       { return "global" }
 
-// CleanupTime is B3: maxTimestamp + lateness for event-time assigners,
+// CleanupTime is B3: maxTimestamp + lateness for event-time windows,
 // saturating to MaxTime; maxTimestamp otherwise (a processing-time timer, or
-// MaxTime = never for the global window).
-func CleanupTime(a Assigner, w Window, lateness etime.Duration) etime.Time {
-	if a.IsEventTime() {
+// MaxTime = never for the global window). eventTime is the assigner's
+// IsEventTime.
+func CleanupTime(eventTime bool, w Window, lateness etime.Duration) etime.Time {
+	if eventTime {
 		return w.MaxTimestamp().Add(lateness)
 	}
 	return w.MaxTimestamp()
-}
-
-// IsLate is B2: an event-time window is late once cleanupTime <= wm.
-func IsLate(a Assigner, w Window, lateness etime.Duration, wm etime.Time) bool {
-	return a.IsEventTime() && CleanupTime(a, w, lateness) <= wm
 }

@@ -29,10 +29,10 @@ func Connect[T any](from, to *Stage, g int, part func(v T, targets int) int) *Ed
 	return e
 }
 
-// Handler returns the gate handler for the downstream side of the edge:
-// head receives records; control elements go through the subtask's valve.
-// Build functions call it once per subtask and gate.
-func Handler[T any](st *Subtask, g int, head Collector[T], pool *sync.Pool) GateHandler {
+// handler returns the gate handler for the downstream side of an edge:
+// head receives records; control elements go through the subtask's valve;
+// batches go back to pool when it is set.
+func handler[T any](st *Subtask, g int, head Collector[T], pool *sync.Pool) GateHandler {
 	return func(from int, b any) {
 		bt := b.(*batch[T])
 		for i := range bt.elems {
@@ -59,9 +59,9 @@ func Handler[T any](st *Subtask, g int, head Collector[T], pool *sync.Pool) Gate
 // GateHandler returns the handler of this edge's gate for subtask st.
 func (e *Edge[T]) GateHandler(st *Subtask, head Collector[T]) GateHandler {
 	if st.job.opts.Deterministic {
-		return Handler[T](st, e.gate, head, nil)
+		return handler[T](st, e.gate, head, nil)
 	}
-	return Handler[T](st, e.gate, head, &e.pool)
+	return handler[T](st, e.gate, head, &e.pool)
 }
 
 // Writer returns the collector that upstream subtask st writes into.

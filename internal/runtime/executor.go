@@ -12,9 +12,8 @@ import (
 // polled in stage order, subtask order; every exchange delivers at once, so
 // an element is processed to the end of the graph before the next poll.
 type Executor struct {
-	job     *Job
-	started bool
-	cur     *Subtask // the source being polled, for panic reports
+	job *Job
+	cur *Subtask // the subtask being driven, for panic reports
 }
 
 // NewExecutor builds j (which must use Options.Deterministic) for
@@ -30,7 +29,7 @@ func NewExecutor(j *Job) (*Executor, error) {
 		return nil, err
 	}
 	j.built.Store(true)
-	return &Executor{job: j, started: true}, nil
+	return &Executor{job: j}, nil
 }
 
 // RunUntilQuiet polls the sources until none emits anything or all are

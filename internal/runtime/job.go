@@ -159,9 +159,6 @@ func (j *Job) AddStage(name string, par, gates int, build func(st *Subtask) ([]G
 	return s
 }
 
-// Gate returns input gate g.
-func (s *Stage) Gate(g int) *Gate { return s.gates[g] }
-
 // Subtasks returns the stage's subtasks once the job is built.
 func (s *Stage) Subtasks() []*Subtask { return s.subtasks }
 
@@ -226,12 +223,6 @@ func (o subtaskOut) Status(idle bool) {
 	o.st.idle.Store(idle)
 	o.st.ctrl.Status(idle)
 }
-
-// Stage returns the subtask's stage.
-func (st *Subtask) Stage() *Stage { return st.stage }
-
-// Options returns the job's runtime options.
-func (st *Subtask) Options() Options { return st.job.opts }
 
 // OnProcessingTime registers fn to be called with the current processing
 // time: periodically in the parallel executor, when the driver advances

@@ -183,17 +183,6 @@ func (s *Service[K]) PopDue(upTo etime.Time) []Timer[K] {
 // Fired removes t from the registered set; call it before running t.
 func (s *Service[K]) Fired(t Timer[K]) { s.Delete(t) }
 
-// All returns every registered timer (unordered), for snapshots and tests.
-func (s *Service[K]) All() []Timer[K] {
-	out := make([]Timer[K], 0, s.n)
-	for _, g := range s.groups {
-		for k := range g.keys {
-			out = append(out, Timer[K]{TS: g.ts, Key: k, Window: g.w})
-		}
-	}
-	return out
-}
-
 func cmpTime(a, b etime.Time) int {
 	switch {
 	case a < b:

@@ -99,6 +99,21 @@ type Counters struct {
 	FiredLate         int64
 }
 
+// Add adds o's counts to c.
+func (c *Counters) Add(o Counters) {
+	c.RecordsIn += o.RecordsIn
+	c.Accepted += o.Accepted
+	c.LateSideOutput += o.LateSideOutput
+	c.LateDropped += o.LateDropped
+	c.NoTimestamp += o.NoTimestamp
+	c.WindowMisses += o.WindowMisses
+	c.PartialSideOutput += o.PartialSideOutput
+	c.Retractions += o.Retractions
+	c.FiredEarly += o.FiredEarly
+	c.FiredOnTime += o.FiredOnTime
+	c.FiredLate += o.FiredLate
+}
+
 // ErrNonMergeableTrigger is returned when a merging assigner gets a trigger
 // that cannot merge (D3).
 var ErrNonMergeableTrigger = errors.New("weir: trigger cannot merge windows; session windows need a trigger whose CanMerge is true")
@@ -184,40 +199,60 @@ type absorbed[ACC any] struct {
 	ok bool
 }
 
-// New builds a window operator; it refuses invalid combinations (D3, W6, B5).
+// Spec is the part of a window operator's configuration that can be wrong
+// independently of types: what Validate checks.
+type Spec struct {
+	Assigner window.Assigner
+	Trigger  trigger.Trigger // nil: the assigner's default
+	Lateness etime.Duration
+	// DynamicGap says a per-element session gap is configured.
+	DynamicGap bool
+}
+
+// Validate refuses invalid combinations (D3, W6, B5) and returns the
+// trigger in effect. The root API calls it when a job is built, New when an
+// operator is created.
+func Validate(s Spec) (trigger.Trigger, error) {
+	switch {
+	case s.Assigner == nil:
+		return nil, errors.New("weir: window operator needs a window assigner")
+	case s.Lateness < 0:
+		return nil, fmt.Errorf("weir: allowed lateness must be >= 0, got %dms", s.Lateness)
+	case s.Lateness > 0 && s.Assigner.Kind() == window.KindGlobal:
+		return nil, ErrGlobalLateness
+	case s.DynamicGap && s.Assigner.Kind() != window.KindSession:
+		return nil, errors.New("weir: a per-element session gap needs session windows")
+	}
+	trig := s.Trigger
+	if trig == nil {
+		trig = trigger.Default(s.Assigner)
+	}
+	if s.Assigner.Merging() && !trig.CanMerge() {
+		return nil, ErrNonMergeableTrigger
+	}
+	return trig, nil
+}
+
+// New builds a window operator; it refuses what Validate refuses and
+// incomplete configurations.
 func New[K comparable, IN, ACC, OUT any](cfg Config[K, IN, ACC, OUT], out Output[K, IN, OUT]) (*Operator[K, IN, ACC, OUT], error) {
 	switch {
-	case cfg.Assigner == nil:
-		return nil, errors.New("weir: window operator needs a window assigner")
 	case cfg.Contents == nil || cfg.Func == nil:
 		return nil, errors.New("weir: window operator needs a window function")
 	case cfg.Backend == nil:
 		return nil, errors.New("weir: window operator needs a state backend")
 	case cfg.KeyEncoder == nil:
 		return nil, errors.New("weir: window operator needs a key encoder")
-	case cfg.Lateness < 0:
-		return nil, fmt.Errorf("weir: allowed lateness must be >= 0, got %dms", cfg.Lateness)
-	case cfg.Lateness > 0 && cfg.Assigner.Kind() == window.KindGlobal:
-		return nil, ErrGlobalLateness
 	}
-	trig := cfg.Trigger
-	if trig == nil {
-		trig = trigger.Default(cfg.Assigner)
-	}
-	if cfg.Assigner.Merging() && !trig.CanMerge() {
-		return nil, ErrNonMergeableTrigger
+	trig, err := Validate(Spec{Assigner: cfg.Assigner, Trigger: cfg.Trigger, Lateness: cfg.Lateness, DynamicGap: cfg.Gap != nil})
+	if err != nil {
+		return nil, err
 	}
 	o := &Operator[K, IN, ACC, OUT]{
 		a: cfg.Assigner, trig: trig, lateness: cfg.Lateness, contents: cfg.Contents, fn: cfg.Func,
 		evict: cfg.Evict, lateOut: cfg.LateOutput, partOut: cfg.PartialOutput, out: out,
 		evt: timers.New(cfg.KeyEncoder), proc: timers.New(cfg.KeyEncoder),
-		wm: etime.MinTime, now: etime.MinTime, clock: cfg.Now,
-	}
-	if cfg.Gap != nil {
-		if cfg.Assigner.Kind() != window.KindSession {
-			return nil, errors.New("weir: a per-element session gap needs session windows")
-		}
-		o.gap = cfg.Gap
+		wm: etime.MinTime, now: etime.MinTime, clock: cfg.Now, gap: cfg.Gap,
 	}
 	o.entries = state.NewValue[K, window.Window, entry[ACC]](cfg.Backend, "window-contents")
 	if cfg.Assigner.Merging() {
@@ -277,14 +312,8 @@ func gcd(a, b etime.Duration) etime.Duration {
 	return a
 }
 
-// Watermark returns the operator's current watermark.
-func (o *Operator[K, IN, ACC, OUT]) Watermark() etime.Time { return o.wm }
-
 // Counters returns a copy of the operator's counters.
 func (o *Operator[K, IN, ACC, OUT]) Counters() Counters { return o.c }
-
-// Trigger returns the trigger in use.
-func (o *Operator[K, IN, ACC, OUT]) Trigger() trigger.Trigger { return o.trig }
 
 // OpenWindows returns the number of live (key, window) entries.
 func (o *Operator[K, IN, ACC, OUT]) OpenWindows() int { return o.entries.Len() }
@@ -292,12 +321,8 @@ func (o *Operator[K, IN, ACC, OUT]) OpenWindows() int { return o.entries.Len() }
 // PendingTimers returns the number of registered event- and processing-time timers.
 func (o *Operator[K, IN, ACC, OUT]) PendingTimers() int { return o.evt.Len() + o.proc.Len() }
 
-// cleanupTime is B3 (window.CleanupTime, inlined for the hot path).
 func (o *Operator[K, IN, ACC, OUT]) cleanupTime(w window.Window) etime.Time {
-	if o.eventTime {
-		return w.MaxTimestamp().Add(o.lateness)
-	}
-	return w.MaxTimestamp()
+	return window.CleanupTime(o.eventTime, w, o.lateness)
 }
 
 func (o *Operator[K, IN, ACC, OUT]) isWindowLate(w window.Window) bool {
@@ -423,10 +448,9 @@ func (o *Operator[K, IN, ACC, OUT]) ProcessElement(key K, v IN, ts etime.Time) e
 		o.registerCleanup(key, w, e)
 	}
 	if skipped {
-		lateness := o.wm.Sub(ts)
 		if o.lateOut {
 			o.c.LateSideOutput++
-			o.out.Late(window.LateRecord[K, IN]{Record: v, Timestamp: ts, Key: key, Windows: slices.Clone(o.wins), Watermark: o.wm, Lateness: lateness, Reason: window.Expired})
+			o.emitLate(key, v, ts, o.wins, window.Expired)
 		} else {
 			o.c.LateDropped++
 		}
@@ -437,10 +461,17 @@ func (o *Operator[K, IN, ACC, OUT]) ProcessElement(key K, v IN, ts etime.Time) e
 		o.c.WindowMisses += int64(len(o.missed))
 		if o.partOut {
 			o.c.PartialSideOutput++
-			o.out.Late(window.LateRecord[K, IN]{Record: v, Timestamp: ts, Key: key, Windows: slices.Clone(o.missed), Watermark: o.wm, Lateness: o.wm.Sub(ts), Reason: window.ExpiredPartial})
+			o.emitLate(key, v, ts, o.missed, window.ExpiredPartial)
 		}
 	}
 	return nil
+}
+
+// emitLate sends a record that missed windows to the late output with the
+// W3 metadata; the receiver owns the windows slice.
+func (o *Operator[K, IN, ACC, OUT]) emitLate(key K, v IN, ts etime.Time, missed []window.Window, why window.Miss) {
+	o.out.Late(window.LateRecord[K, IN]{Record: v, Timestamp: ts, Key: key, Windows: slices.Clone(missed),
+		Watermark: o.wm, Lateness: o.wm.Sub(ts), Reason: why})
 }
 
 func (o *Operator[K, IN, ACC, OUT]) addToPane(key K, v IN, ts etime.Time) {
@@ -583,10 +614,6 @@ func (o *Operator[K, IN, ACC, OUT]) AdvanceProcessingTime(now etime.Time) {
 	o.now = now
 	o.runTimers(o.proc, now, true)
 }
-
-// NextProcessingTimer returns the earliest processing-time timer, so the
-// owner knows when to call AdvanceProcessingTime.
-func (o *Operator[K, IN, ACC, OUT]) NextProcessingTimer() (etime.Time, bool) { return o.proc.Next() }
 
 func (o *Operator[K, IN, ACC, OUT]) runTimers(svc *timers.Service[K], upTo etime.Time, proc bool) {
 	for {

@@ -39,7 +39,7 @@ func CoGroup[K comparable, A, B, R any](a Keyed[K, A], b Keyed[K, B], asg window
 	})
 	// Process connected ka; connect kb to the same gate (a union).
 	stage := out.Results.n.stage
-	keyedEdge(kb, stage, 0, func(v Either[A, B]) Either[A, B] { return v })
+	keyedEdge(kb, stage, 0)
 	return out
 }
 
@@ -66,8 +66,7 @@ func Connect[A, B, U any](a Stream[A], b Stream[B], fa func(A) U, fb func(B) U) 
 	var eb *runtime.Edge[B]
 	stage := env.job.AddStage(env.uniqueName("connect"), env.opts.Parallelism, 2, func(st *runtime.Subtask) ([]runtime.GateHandler, runtime.Control, error) {
 		down := out.n.collector(st)
-		ha := &mapOp[A, U]{f: fa, down: down}
-		hb := &mapOp[B, U]{f: fb, down: down}
+		ha, hb := newMapOp(fa, down), newMapOp(fb, down)
 		return []runtime.GateHandler{ea.GateHandler(st, ha), eb.GateHandler(st, hb)}, down, nil
 	})
 	ea = runtime.Connect[A](a.n.stage, stage, 0, nil)

@@ -34,33 +34,28 @@ func KeyByEncoded[K comparable, T any](s Stream[T], key func(T) K, enc func(dst 
 // DefaultKeyEncoder returns the canonical encoding of a single key value:
 // the JSON array holding it, such as ["a"] or [42].
 func DefaultKeyEncoder[K comparable]() func(dst []byte, k K) []byte {
+	var value func(dst []byte, k K) []byte
 	var z K
 	switch any(z).(type) {
 	case string:
-		return func(dst []byte, k K) []byte {
-			dst = append(dst, '[')
-			dst = AppendJSONString(dst, any(k).(string))
-			return append(dst, ']')
-		}
+		value = func(dst []byte, k K) []byte { return AppendJSONString(dst, any(k).(string)) }
 	case int, int8, int16, int32, int64:
-		return func(dst []byte, k K) []byte {
-			dst = append(dst, '[')
-			dst = strconv.AppendInt(dst, toInt64(k), 10)
-			return append(dst, ']')
-		}
+		value = func(dst []byte, k K) []byte { return strconv.AppendInt(dst, toInt64(k), 10) }
 	case uint, uint8, uint16, uint32, uint64, uintptr:
-		return func(dst []byte, k K) []byte {
-			dst = append(dst, '[')
-			dst = strconv.AppendUint(dst, toUint64(k), 10)
-			return append(dst, ']')
+		value = func(dst []byte, k K) []byte { return strconv.AppendUint(dst, toUint64(k), 10) }
+	default:
+		value = func(dst []byte, k K) []byte {
+			b, err := json.Marshal(k)
+			if err != nil {
+				return AppendJSONString(dst, fmt.Sprint(k))
+			}
+			return append(dst, b...)
 		}
 	}
 	return func(dst []byte, k K) []byte {
-		b, err := json.Marshal([]any{k})
-		if err != nil {
-			return fmt.Appendf(dst, "[%q]", fmt.Sprint(k))
-		}
-		return append(dst, b...)
+		dst = append(dst, '[')
+		dst = value(dst, k)
+		return append(dst, ']')
 	}
 }
 
@@ -149,31 +144,29 @@ type kv[K comparable, T any] struct {
 }
 
 // keyedEdge connects k's stage to gate g of stage to, partitioning by key
-// group, and returns the edge.
-func keyedEdge[K comparable, T, U any](k Keyed[K, T], to *runtime.Stage, g int, wrap func(T) U) *runtime.Edge[kv[K, U]] {
-	env := k.s.n.env
-	maxPar := env.opts.MaxParallelism
-	// The partitioner runs on each upstream subtask's goroutine; the
-	// hasher's scratch buffer is per goroutine through the record's
-	// key hash computed in keyOp.
-	edge := runtime.Connect[kv[K, U]](k.s.n.stage, to, g, func(r kv[K, U], n int) int {
+// group, and returns the edge. The key and its stable hash are computed
+// once, upstream, and travel with the record.
+func keyedEdge[K comparable, T any](k Keyed[K, T], to *runtime.Stage, g int) *runtime.Edge[kv[K, T]] {
+	maxPar := k.s.n.env.opts.MaxParallelism
+	edge := runtime.Connect[kv[K, T]](k.s.n.stage, to, g, func(r kv[K, T], n int) int {
 		return state.SubtaskOf(state.KeyGroupOf(r.h, maxPar), maxPar, n)
 	})
 	k.s.consume(func(st *runtime.Subtask) runtime.Collector[T] {
-		return &keyOp[K, T, U]{key: k.key, wrap: wrap, down: edge.Writer(st), h: state.NewHasher(k.enc), st: st}
+		down := edge.Writer(st)
+		return &keyOp[K, T]{forward: forward{down}, key: k.key, down: down, h: state.NewHasher(k.enc), st: st}
 	})
 	return edge
 }
 
-type keyOp[K comparable, T, U any] struct {
+type keyOp[K comparable, T any] struct {
+	forward
 	key  func(T) K
-	wrap func(T) U
-	down runtime.Collector[kv[K, U]]
+	down runtime.Collector[kv[K, T]]
 	h    *state.Hasher[K]
 	st   *runtime.Subtask
 }
 
-func (o *keyOp[K, T, U]) Collect(ts etime.Time, v T) {
+func (o *keyOp[K, T]) Collect(ts etime.Time, v T) {
 	k := o.key(v)
 	if k != k {
 		// A key that is not equal to itself (a NaN) could never be found
@@ -181,8 +174,5 @@ func (o *keyOp[K, T, U]) Collect(ts etime.Time, v T) {
 		o.st.DeadLetter(runtime.DeadLetter{Reason: "key_invalid", Detail: "the key is not equal to itself (NaN)", Record: v})
 		return
 	}
-	o.down.Collect(ts, kv[K, U]{k: k, h: o.h.Hash(k), v: o.wrap(v)})
+	o.down.Collect(ts, kv[K, T]{k: k, h: o.h.Hash(k), v: v})
 }
-func (o *keyOp[K, T, U]) Watermark(wm etime.Time) { o.down.Watermark(wm) }
-func (o *keyOp[K, T, U]) Status(idle bool)        { o.down.Status(idle) }
-func (o *keyOp[K, T, U]) Finish()                 { o.down.Finish() }

@@ -14,31 +14,38 @@ import (
 func Map[T, U any](s Stream[T], f func(T) U) Stream[U] {
 	out := derived[T, U](s)
 	s.consume(func(st *runtime.Subtask) runtime.Collector[T] {
-		return &mapOp[T, U]{f: f, down: out.n.collector(st)}
+		return newMapOp(f, out.n.collector(st))
 	})
 	return out
 }
 
+// forward passes control elements on unchanged; record operators embed it.
+type forward struct{ runtime.Control }
+
 type mapOp[T, U any] struct {
+	forward
 	f    func(T) U
 	down runtime.Collector[U]
 }
 
+func newMapOp[T, U any](f func(T) U, down runtime.Collector[U]) *mapOp[T, U] {
+	return &mapOp[T, U]{forward{down}, f, down}
+}
+
 func (m *mapOp[T, U]) Collect(ts etime.Time, v T) { m.down.Collect(ts, m.f(v)) }
-func (m *mapOp[T, U]) Watermark(wm etime.Time)    { m.down.Watermark(wm) }
-func (m *mapOp[T, U]) Status(idle bool)           { m.down.Status(idle) }
-func (m *mapOp[T, U]) Finish()                    { m.down.Finish() }
 
 // Filter keeps the records for which keep returns true.
 func Filter[T any](s Stream[T], keep func(T) bool) Stream[T] {
 	out := derived[T, T](s)
 	s.consume(func(st *runtime.Subtask) runtime.Collector[T] {
-		return &filterOp[T]{keep: keep, down: out.n.collector(st)}
+		down := out.n.collector(st)
+		return &filterOp[T]{forward{down}, keep, down}
 	})
 	return out
 }
 
 type filterOp[T any] struct {
+	forward
 	keep func(T) bool
 	down runtime.Collector[T]
 }
@@ -48,16 +55,14 @@ func (f *filterOp[T]) Collect(ts etime.Time, v T) {
 		f.down.Collect(ts, v)
 	}
 }
-func (f *filterOp[T]) Watermark(wm etime.Time) { f.down.Watermark(wm) }
-func (f *filterOp[T]) Status(idle bool)        { f.down.Status(idle) }
-func (f *filterOp[T]) Finish()                 { f.down.Finish() }
 
 // FlatMap calls f for every record; f emits any number of results, which
 // keep the record's timestamp.
 func FlatMap[T, U any](s Stream[T], f func(v T, emit func(U))) Stream[U] {
 	out := derived[T, U](s)
 	s.consume(func(st *runtime.Subtask) runtime.Collector[T] {
-		op := &flatMapOp[T, U]{f: f, down: out.n.collector(st)}
+		down := out.n.collector(st)
+		op := &flatMapOp[T, U]{forward: forward{down}, f: f, down: down}
 		op.emit = func(u U) { op.down.Collect(op.ts, u) }
 		return op
 	})
@@ -65,6 +70,7 @@ func FlatMap[T, U any](s Stream[T], f func(v T, emit func(U))) Stream[U] {
 }
 
 type flatMapOp[T, U any] struct {
+	forward
 	f    func(T, func(U))
 	down runtime.Collector[U]
 	ts   etime.Time
@@ -72,9 +78,6 @@ type flatMapOp[T, U any] struct {
 }
 
 func (m *flatMapOp[T, U]) Collect(ts etime.Time, v T) { m.ts = ts; m.f(v, m.emit) }
-func (m *flatMapOp[T, U]) Watermark(wm etime.Time)    { m.down.Watermark(wm) }
-func (m *flatMapOp[T, U]) Status(idle bool)           { m.down.Status(idle) }
-func (m *flatMapOp[T, U]) Finish()                    { m.down.Finish() }
 
 // WatermarkStrategy says how a stream gets its timestamps and watermarks
 // (semantics H). Build one with BoundedOutOfOrderness, Monotonous,
@@ -171,7 +174,7 @@ func AssignTimestamps[T any](s Stream[T], ws WatermarkStrategy[T]) Stream[T] {
 		if ws.Heartbeat > 0 {
 			g = watermark.WithHeartbeat(g, ws.Heartbeat, env.opts.Clock)
 		}
-		op := &tsOp[T]{ws: ws, gen: g, down: down, clk: env}
+		op := &tsOp[T]{ws: ws, gen: g, down: down, clk: env.opts.Clock}
 		op.out = watermark.NewSourceOutput(ctrlOutput{down})
 		if !ws.EveryRecord {
 			// As Flink, the first periodic emission is one interval after
@@ -195,13 +198,13 @@ type tsOp[T any] struct {
 	gen  watermark.Generator[T]
 	out  *watermark.SourceOutput
 	down runtime.Collector[T]
-	clk  *Env
+	clk  clock.Clock
 }
 
 func (o *tsOp[T]) Collect(prev etime.Time, v T) {
 	var ts etime.Time
 	if o.ws.Ingestion {
-		ts = etime.FromTime(o.clk.opts.Clock.Now())
+		ts = clock.Millis(o.clk)
 	} else {
 		ts = o.ws.Timestamp(v, prev)
 	}
@@ -219,21 +222,13 @@ func (o *tsOp[T]) Watermark(wm etime.Time) {
 		o.out.EmitWatermark(wm)
 	}
 }
-func (o *tsOp[T]) Status(idle bool) {
-	if idle {
-		o.out.MarkIdle()
-	} else {
-		o.out.MarkActive()
-	}
-}
-func (o *tsOp[T]) Finish() { o.down.Finish() }
+func (o *tsOp[T]) Status(idle bool) { markStatus(o.out, idle) }
+func (o *tsOp[T]) Finish()          { o.down.Finish() }
 
 // ForEach calls fn for every record of s. fn is called from the goroutines
 // of s's subtasks, possibly concurrently; ForEach does not lock.
 func ForEach[T any](s Stream[T], fn func(ts etime.Time, v T)) {
-	s.consume(func(*runtime.Subtask) runtime.Collector[T] {
-		return runtime.Func[T]{OnRecord: fn}
-	})
+	Observe(s, Observer[T]{Record: fn})
 }
 
 // Collected gathers a stream's records in memory, for tests and examples.

@@ -81,8 +81,7 @@ func FromSource[T any](env *Env, name string, src Source[T], o SourceOptions) St
 				return nil, nil, fmt.Errorf("open source %s channel %d: %w", name, st.Index, err)
 			}
 			head := out.n.collector(st)
-			so := &srcOut[T]{head: head}
-			so.wm = watermark.NewSourceOutput(ctrlOutput{head})
+			so := &srcOut[T]{head: head, SourceOutput: watermark.NewSourceOutput(ctrlOutput{head})}
 			p := &poller[T]{r: r, out: so, stats: stats}
 			st.OnPublish(p.publish)
 			// The runtime's final MAX goes through the channel's source
@@ -110,9 +109,11 @@ func (p *poller[T]) publish() {
 	}
 }
 
+// srcOut is a reader's SourceOutput: records go to the chain head,
+// watermarks and status through the channel's watermark.SourceOutput.
 type srcOut[T any] struct {
+	*watermark.SourceOutput
 	head runtime.Collector[T]
-	wm   *watermark.SourceOutput
 	n    int64
 }
 
@@ -120,22 +121,22 @@ func (s *srcOut[T]) Emit(ts etime.Time, v T) {
 	s.n++
 	s.head.Collect(ts, v)
 }
-func (s *srcOut[T]) EmitWatermark(wm etime.Time) { s.wm.EmitWatermark(wm) }
-func (s *srcOut[T]) MarkIdle()                   { s.wm.MarkIdle() }
-func (s *srcOut[T]) MarkActive()                 { s.wm.MarkActive() }
 
 // srcControl is the control the runtime drives at end of input.
 type srcControl[T any] struct{ so *srcOut[T] }
 
-func (c srcControl[T]) Watermark(wm etime.Time) { c.so.wm.EmitWatermark(wm) }
-func (c srcControl[T]) Status(idle bool) {
+func (c srcControl[T]) Watermark(wm etime.Time) { c.so.EmitWatermark(wm) }
+func (c srcControl[T]) Status(idle bool)        { markStatus(c.so, idle) }
+func (c srcControl[T]) Finish()                 { c.so.head.Finish() }
+
+// markStatus turns a runtime status change into a watermark.Output call.
+func markStatus(o watermark.Output, idle bool) {
 	if idle {
-		c.so.wm.MarkIdle()
+		o.MarkIdle()
 	} else {
-		c.so.wm.MarkActive()
+		o.MarkActive()
 	}
 }
-func (c srcControl[T]) Finish() { c.so.head.Finish() }
 
 // ctrlOutput adapts a runtime.Control to a watermark.Output.
 type ctrlOutput struct{ c runtime.Control }

@@ -233,7 +233,7 @@ func buildWindow[K comparable, T, ACC, R any](w Windowed[K, T], mk func() (winop
 	var edge *runtime.Edge[kv[K, T]]
 	stage := env.job.AddStage(name, env.opts.Parallelism, 1, func(st *runtime.Subtask) ([]runtime.GateHandler, runtime.Control, error) {
 		contents, fn, evict := mk()
-		res, late := out.Results.n.collector(st), out.Late.n.collector(st)
+		wout := winOutput[K, T, R]{res: out.Results.n.collector(st), late: out.Late.n.collector(st)}
 		backend := env.opts.NewBackend()
 		st.OnClose(backend.Close)
 		op, err := winop.New(winop.Config[K, T, ACC, R]{
@@ -242,11 +242,11 @@ func buildWindow[K comparable, T, ACC, R any](w Windowed[K, T], mk func() (winop
 			LateOutput: w.o.LateOutput, PartialOutput: w.o.PartialOutput, Backend: backend,
 			Now: func() etime.Time { return clock.Millis(env.opts.Clock) },
 			Gap: sessionGap[T](w.o.SessionGap),
-		}, winOutput[K, T, R]{res: res, late: late})
+		}, wout)
 		if err != nil {
 			return nil, nil, err
 		}
-		head := &winHead[K, T, ACC, R]{op: op, res: res, late: late, st: st}
+		head := &winHead[K, T, ACC, R]{op: op, out: wout, st: st}
 		st.OnProcessingTime(op.AdvanceProcessingTime)
 		i := st.Index
 		st.OnPublish(func() {
@@ -257,7 +257,7 @@ func buildWindow[K comparable, T, ACC, R any](w Windowed[K, T], mk func() (winop
 		})
 		return []runtime.GateHandler{edge.GateHandler(st, head)}, head, nil
 	})
-	edge = keyedEdge(w.k, stage, 0, func(v T) T { return v })
+	edge = keyedEdge(w.k, stage, 0)
 	out.Results = newStream[window.Result[K, R]](env, stage)
 	out.Late = newStream[window.LateRecord[K, T]](env, stage)
 	if err := validateWindow(w); err != nil {
@@ -290,10 +290,9 @@ func (o winOutput[K, T, R]) Late(r window.LateRecord[K, T]) { o.late.Collect(r.T
 
 // winHead feeds a window operator from its input gate.
 type winHead[K comparable, T, ACC, R any] struct {
-	op   *winop.Operator[K, T, ACC, R]
-	res  runtime.Collector[window.Result[K, R]]
-	late runtime.Collector[window.LateRecord[K, T]]
-	st   *runtime.Subtask
+	op  *winop.Operator[K, T, ACC, R]
+	out winOutput[K, T, R]
+	st  *runtime.Subtask
 }
 
 func (h *winHead[K, T, ACC, R]) Collect(ts etime.Time, r kv[K, T]) {
@@ -306,16 +305,16 @@ func (h *winHead[K, T, ACC, R]) Collect(ts etime.Time, r kv[K, T]) {
 // causes goes out before it (C2).
 func (h *winHead[K, T, ACC, R]) Watermark(wm etime.Time) {
 	h.op.AdvanceWatermark(wm)
-	h.res.Watermark(wm)
-	h.late.Watermark(wm)
+	h.out.res.Watermark(wm)
+	h.out.late.Watermark(wm)
 }
 
 func (h *winHead[K, T, ACC, R]) Status(idle bool) {
-	h.res.Status(idle)
-	h.late.Status(idle)
+	h.out.res.Status(idle)
+	h.out.late.Status(idle)
 }
 
 func (h *winHead[K, T, ACC, R]) Finish() {
-	h.res.Finish()
-	h.late.Finish()
+	h.out.res.Finish()
+	h.out.late.Finish()
 }

@@ -115,7 +115,7 @@ type Trigger interface {
 // element that arrives after that within the allowed lateness.
 func EventTime() Trigger { return eventTime{} }
 
-type eventTime struct{}
+type eventTime struct{ eventTimeOnly }
 
 func (eventTime) OnElement(ctx Context, _ etime.Time, w window.Window) Result {
 	if w.MaxTimestamp() <= ctx.Watermark() {
@@ -132,8 +132,6 @@ func (eventTime) OnEventTime(_ Context, t etime.Time, w window.Window) Result {
 	return Continue
 }
 
-func (eventTime) OnProcessingTime(Context, etime.Time, window.Window) Result { return Continue }
-func (eventTime) CanMerge() bool                                             { return true }
 func (eventTime) OnMerge(ctx MergeContext, w window.Window) {
 	if w.MaxTimestamp() > ctx.Watermark() {
 		ctx.RegisterEventTimeTimer(w.MaxTimestamp())
@@ -186,7 +184,10 @@ func Continuous(interval etime.Duration) (Trigger, error) {
 	return continuous{interval: interval}, nil
 }
 
-type continuous struct{ interval etime.Duration }
+type continuous struct {
+	interval etime.Duration
+	eventTimeOnly
+}
 
 const slotFireTime = 0
 
@@ -225,9 +226,6 @@ func (c continuous) OnEventTime(ctx Context, t etime.Time, w window.Window) Resu
 	return Fire
 }
 
-func (continuous) OnProcessingTime(Context, etime.Time, window.Window) Result { return Continue }
-func (continuous) CanMerge() bool                                             { return true }
-
 func (continuous) OnMerge(ctx MergeContext, w window.Window) {
 	var buf [8]int64
 	vals := ctx.MergedSlot(slotFireTime, buf[:0])
@@ -259,7 +257,10 @@ func Count(n int64) (Trigger, error) {
 	return count{n: n}, nil
 }
 
-type count struct{ n int64 }
+type count struct {
+	n int64
+	eventTimeOnly
+}
 
 const slotCount = 0
 
@@ -273,9 +274,7 @@ func (c count) OnElement(ctx Context, _ etime.Time, _ window.Window) Result {
 	ctx.SetSlot(slotCount, v)
 	return Continue
 }
-func (count) OnEventTime(Context, etime.Time, window.Window) Result      { return Continue }
-func (count) OnProcessingTime(Context, etime.Time, window.Window) Result { return Continue }
-func (count) CanMerge() bool                                             { return true }
+func (count) OnEventTime(Context, etime.Time, window.Window) Result { return Continue }
 func (count) OnMerge(ctx MergeContext, _ window.Window) {
 	var buf [8]int64
 	var s int64
@@ -318,65 +317,63 @@ func (p purging) String() string                            { return "purging(" 
 // Never never fires, not even at end of input (D7: GlobalWindows.create()).
 func Never() Trigger { return never{} }
 
-type never struct{}
+type never struct{ eventTimeOnly }
 
-func (never) OnElement(Context, etime.Time, window.Window) Result        { return Continue }
-func (never) OnEventTime(Context, etime.Time, window.Window) Result      { return Continue }
-func (never) OnProcessingTime(Context, etime.Time, window.Window) Result { return Continue }
-func (never) CanMerge() bool                                             { return true }
-func (never) OnMerge(MergeContext, window.Window)                        {}
-func (never) Clear(Context, window.Window)                               {}
-func (never) String() string                                             { return "never" }
+func (never) OnElement(Context, etime.Time, window.Window) Result   { return Continue }
+func (never) OnEventTime(Context, etime.Time, window.Window) Result { return Continue }
+func (never) OnMerge(MergeContext, window.Window)                   {}
+func (never) Clear(Context, window.Window)                          {}
+func (never) String() string                                        { return "never" }
 
 // EndOfStream fires exactly once, at the final MAX watermark (D7,
 // GlobalWindows.createWithEndOfStreamTrigger).
-func EndOfStream() Trigger { return endOfStream{} }
-
-type endOfStream struct{}
-
-func (endOfStream) OnElement(ctx Context, _ etime.Time, _ window.Window) Result {
-	ctx.RegisterEventTimeTimer(etime.MaxTime)
-	return Continue
-}
-func (endOfStream) OnEventTime(_ Context, t etime.Time, _ window.Window) Result {
-	if t == etime.MaxTime {
-		return Fire
-	}
-	return Continue
-}
-func (endOfStream) OnProcessingTime(Context, etime.Time, window.Window) Result { return Continue }
-func (endOfStream) CanMerge() bool                                             { return true }
-func (endOfStream) OnMerge(ctx MergeContext, _ window.Window) {
-	ctx.RegisterEventTimeTimer(etime.MaxTime)
-}
-func (endOfStream) Clear(ctx Context, _ window.Window) { ctx.DeleteEventTimeTimer(etime.MaxTime) }
-func (endOfStream) String() string                     { return "end_of_stream" }
+func EndOfStream() Trigger { return once{} }
 
 // Final fires exactly once per window, when the watermark reaches the
 // window's cleanup time (maxTimestamp + allowed lateness), just before the
 // window's state is cleared, with every element it accepted, late ones
 // included (semantics W9; Kafka Streams' suppress(untilWindowCloses)).
-func Final() Trigger { return final{} }
+func Final() Trigger { return once{atCleanup: true} }
 
-type final struct{}
+// once fires a window exactly once, from one event-time timer: at the
+// window's cleanup time (Final) or at MAX (EndOfStream).
+type once struct {
+	atCleanup bool
+	eventTimeOnly
+}
 
-func (final) OnElement(ctx Context, _ etime.Time, _ window.Window) Result {
-	ctx.RegisterEventTimeTimer(ctx.CleanupTime())
+func (o once) at(ctx Context) etime.Time {
+	if o.atCleanup {
+		return ctx.CleanupTime()
+	}
+	return etime.MaxTime
+}
+
+func (o once) OnElement(ctx Context, _ etime.Time, _ window.Window) Result {
+	ctx.RegisterEventTimeTimer(o.at(ctx))
 	return Continue
 }
-func (final) OnEventTime(ctx Context, t etime.Time, _ window.Window) Result {
-	if t == ctx.CleanupTime() {
+func (o once) OnEventTime(ctx Context, t etime.Time, _ window.Window) Result {
+	if t == o.at(ctx) {
 		return Fire
 	}
 	return Continue
 }
-func (final) OnProcessingTime(Context, etime.Time, window.Window) Result { return Continue }
-func (final) CanMerge() bool                                             { return true }
-func (final) OnMerge(ctx MergeContext, _ window.Window) {
-	ctx.RegisterEventTimeTimer(ctx.CleanupTime())
+func (o once) OnMerge(ctx MergeContext, _ window.Window) { ctx.RegisterEventTimeTimer(o.at(ctx)) }
+func (o once) Clear(ctx Context, _ window.Window)        { ctx.DeleteEventTimeTimer(o.at(ctx)) }
+func (o once) String() string {
+	if o.atCleanup {
+		return "final"
+	}
+	return "end_of_stream"
 }
-func (final) Clear(ctx Context, _ window.Window) { ctx.DeleteEventTimeTimer(ctx.CleanupTime()) }
-func (final) String() string                     { return "final" }
+
+// eventTimeOnly is embedded by built-in triggers that ignore processing time
+// and support merging windows.
+type eventTimeOnly struct{}
+
+func (eventTimeOnly) OnProcessingTime(Context, etime.Time, window.Window) Result { return Continue }
+func (eventTimeOnly) CanMerge() bool                                             { return true }
 
 // Default returns the trigger a window assigner uses when none is given:
 // EventTime for event-time windows, ProcessingTime for processing-time
@@ -397,7 +394,7 @@ func Default(a window.Assigner) Trigger {
 // windows still need.
 func NeverPurges(t Trigger) bool {
 	switch t.(type) {
-	case eventTime, continuous, count, final, endOfStream, never, processingTime:
+	case eventTime, continuous, count, once, never, processingTime:
 		return true
 	}
 	return false

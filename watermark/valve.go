@@ -126,9 +126,10 @@ func (v *Valve) Watermark() etime.Time { return v.last }
 func (v *Valve) Idle() bool { return v.idle }
 
 // Channels returns a copy of the channels' states, in channel order.
-func (v *Valve) Channels() []ChannelState {
-	return append([]ChannelState(nil), v.ch...)
-}
+func (v *Valve) Channels() []ChannelState { return v.AppendChannels(nil) }
+
+// AppendChannels appends the channels' states, in channel order, to dst.
+func (v *Valve) AppendChannels(dst []ChannelState) []ChannelState { return append(dst, v.ch...) }
 
 func (v *Valve) channel(ch int) *ChannelState {
 	if ch < 0 || ch >= len(v.ch) {

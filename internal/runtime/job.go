@@ -30,7 +30,7 @@ type Options struct {
 	// Tick is how often a parallel subtask looks at processing time
 	// (periodic watermarks, processing-time timers).
 	Tick time.Duration
-	// Logger receives runtime events.
+	// Logger receives runtime events: the failure that stops a job.
 	Logger *slog.Logger
 }
 
@@ -188,7 +188,10 @@ type Subtask struct {
 	wm     atomic.Int64 // the subtask's input watermark, for readers
 	idle   atomic.Bool
 	chanMu sync.Mutex
-	chans  [][]watermark.ChannelState
+	chans  [][]watermark.ChannelState // published copy of the valves' channels
+	// chansDirty: a valve changed since the last publishChannels; owned by
+	// the subtask's goroutine.
+	chansDirty bool
 }
 
 type gateOut struct {
@@ -271,24 +274,30 @@ func (st *Subtask) Channels() [][]watermark.ChannelState {
 	return out
 }
 
+// publishChannels copies the valves' channel states for readers; it runs
+// with the other publishers, once per batch, and only after a change.
 func (st *Subtask) publishChannels() {
+	if !st.chansDirty {
+		return
+	}
+	st.chansDirty = false
 	st.chanMu.Lock()
 	for g, v := range st.valves {
-		st.chans[g] = append(st.chans[g][:0], v.Channels()...)
+		st.chans[g] = v.AppendChannels(st.chans[g][:0])
 	}
 	st.chanMu.Unlock()
 }
 
-// InputWatermark feeds a watermark from channel from of gate g into the
+// inputWatermark feeds a watermark from channel from of gate g into the
 // subtask's valve.
 func (st *Subtask) inputWatermark(g, from int, wm etime.Time) {
 	st.valves[g].InputWatermark(from, wm, st.gateOut[g])
-	st.publishChannels()
+	st.chansDirty = true
 }
 
 func (st *Subtask) inputStatus(g, from int, idle bool) {
 	st.valves[g].InputStatus(from, idle, st.gateOut[g])
-	st.publishChannels()
+	st.chansDirty = true
 }
 
 func (st *Subtask) inputEnd(g int) {
@@ -310,6 +319,7 @@ func (st *Subtask) flush() {
 }
 
 func (st *Subtask) publish() {
+	st.publishChannels()
 	for _, f := range st.publishers {
 		f()
 	}
@@ -361,6 +371,7 @@ func (j *Job) build() error {
 				st.valves = append(st.valves, watermark.NewValve(gt.Channels))
 				st.gateOut = append(st.gateOut, gateOut{st: st, g: g})
 			}
+			st.chansDirty = true // publish the initial channel states
 			if len(s.gates) > 1 {
 				st.combined = watermark.NewCombined(len(s.gates))
 			}
@@ -441,6 +452,9 @@ func (j *Job) runParallel(ctx context.Context) error {
 			go func() {
 				defer wg.Done()
 				if err := st.runParallel(ctx); err != nil && err != errStopped {
+					if ctx.Err() == nil {
+						j.opts.Logger.Error("weir: subtask failed; stopping the job", "stage", st.stage.Name, "subtask", st.Index, "err", err)
+					}
 					cancel(err)
 				}
 			}()

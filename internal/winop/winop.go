@@ -329,24 +329,16 @@ func (o *Operator[K, IN, ACC, OUT]) isWindowLate(w window.Window) bool {
 	return o.eventTime && o.cleanupTime(w) <= o.wm
 }
 
-func (o *Operator[K, IN, ACC, OUT]) timerService() *timers.Service[K] {
-	if o.eventTime {
-		return o.evt
-	}
-	return o.proc
-}
-
+// registerCleanup registers w's cleanup timer (B1 step 6, B3); none when
+// the cleanup time saturated to MaxTime. It goes through the trigger
+// context so the entry's timer cache is used and kept.
 func (o *Operator[K, IN, ACC, OUT]) registerCleanup(key K, w window.Window, e *entry[ACC]) {
 	if e != nil && e.timers&bitCleanup != 0 {
 		return
 	}
-	c := o.cleanupTime(w)
-	if c == etime.MaxTime {
-		return
-	}
-	o.timerService().Register(timers.Timer[K]{TS: c, Key: key, Window: w})
-	if e != nil {
-		e.timers |= o.timerBits(c, w, !o.eventTime)
+	if c := o.cleanupTime(w); c != etime.MaxTime {
+		o.tctx.set(key, w, e)
+		o.tctx.register(c, !o.eventTime)
 	}
 }
 
@@ -362,9 +354,12 @@ func (o *Operator[K, IN, ACC, OUT]) timerBits(t etime.Time, w window.Window, pro
 	return b
 }
 
+// deleteCleanup deletes w's cleanup timer (F4: windows absorbed by a
+// merge).
 func (o *Operator[K, IN, ACC, OUT]) deleteCleanup(key K, w window.Window) {
 	if c := o.cleanupTime(w); c != etime.MaxTime {
-		o.timerService().Delete(timers.Timer[K]{TS: c, Key: key, Window: w})
+		o.tctx.set(key, w, nil)
+		o.tctx.delete(c, !o.eventTime)
 	}
 }
 
@@ -771,6 +766,8 @@ func (o *Operator[K, IN, ACC, OUT]) onMerge(key K, merged window.Window) {
 			o.entries.Delete(key, ab.w)
 		}
 	}
+	// Look the merged entry up again: the deletes above may have moved
+	// it (the state.Value.Ref contract).
 	me = o.entries.Ref(key, merged, true)
 	me.panes = max(me.panes, panes)
 	for i := range o.absorb {

@@ -274,7 +274,6 @@ func (sumAgg) CreateAccumulator() int64 { return 0 }
 func (sumAgg) Add(a int64, r Rec) int64 { return a + r.Val }
 func (sumAgg) Merge(a, b int64) int64   { return a + b }
 func (sumAgg) Result(a int64) int64     { return a }
-func fmtWindow(w window.Window) string  { return w.String() }
 func fmtRec(r Rec) string               { return fmt.Sprintf("%s@%v %d", r.Key, r.TS, r.Val) }
 func fmtWindows(ws []window.Window) string {
 	var b strings.Builder
@@ -350,10 +349,10 @@ func (r *run) build(parallel bool, sc *script, par, batch int, final bool) error
 	weir.Observe(results, weir.Observer[window.Result[string, string]]{
 		Record: func(_ etime.Time, p window.Result[string, string]) {
 			if p.Firing == window.Retract {
-				r.emit(fmt.Sprintf("retract %s %s pane=%d wm=%v", p.Key, fmtWindow(p.Window), p.Pane, p.Watermark))
+				r.emit(fmt.Sprintf("retract %s %s pane=%d wm=%v", p.Key, p.Window, p.Pane, p.Watermark))
 				return
 			}
-			r.emit(fmt.Sprintf("result %s %s %s pane=%d wm=%v %s", p.Key, fmtWindow(p.Window), p.Firing, p.Pane, p.Watermark, p.Value))
+			r.emit(fmt.Sprintf("result %s %s %s pane=%d wm=%v %s", p.Key, p.Window, p.Firing, p.Pane, p.Watermark, p.Value))
 		},
 		Watermark: func(wm etime.Time) {
 			if c.show["watermarks"] {

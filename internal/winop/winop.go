@@ -178,6 +178,7 @@ type Operator[K comparable, IN, ACC, OUT any] struct {
 
 	// Hot-path facts cached at construction.
 	eventTime     bool
+	procTime      bool // windows are assigned on processing time
 	trigEventTime bool // the trigger is the built-in EventTime
 	tumbleSize    etime.Duration
 	tumbleOffs    etime.Duration
@@ -278,6 +279,7 @@ func New[K comparable, IN, ACC, OUT any](cfg Config[K, IN, ACC, OUT], out Output
 		o.panes = state.NewValue[K, int64, ACC](cfg.Backend, "sliding-panes")
 	}
 	o.eventTime = cfg.Assigner.IsEventTime()
+	o.procTime = cfg.Assigner.ProcessingTime()
 	o.trigEventTime = trigger.IsEventTime(trig)
 	if size, offs, ok := window.TumblingGeometry(cfg.Assigner); ok {
 		o.tumbleSize, o.tumbleOffs = size, offs
@@ -369,7 +371,7 @@ func (o *Operator[K, IN, ACC, OUT]) deleteCleanup(key K, w window.Window) {
 func (o *Operator[K, IN, ACC, OUT]) ProcessElement(key K, v IN, ts etime.Time) error {
 	o.c.RecordsIn++
 	at := ts
-	if o.a.ProcessingTime() {
+	if o.procTime {
 		at = o.processingTime()
 	}
 	var wins []window.Window
@@ -519,7 +521,7 @@ func (o *Operator[K, IN, ACC, OUT]) firstPane(w window.Window) int64 {
 // elementFiring classifies a firing caused by an element or a merge (W2).
 func (o *Operator[K, IN, ACC, OUT]) elementFiring(w window.Window) window.Firing {
 	t := o.wm
-	if o.a.ProcessingTime() {
+	if o.procTime {
 		t = o.processingTime()
 	}
 	if t < w.MaxTimestamp() {

@@ -20,7 +20,7 @@ func runJob(b *testing.B, events []benchutil.Event, a window.Assigner, par int) 
 	}
 	s := weir.AssignTimestamps(weir.FromSlice(env, events),
 		weir.BoundedOutOfOrderness(benchutil.Bound*time.Millisecond, func(e benchutil.Event) etime.Time { return e.TS }))
-	out := weir.Aggregate(weir.Window(weir.KeyBy(s, func(e benchutil.Event) uint64 { return e.Key }), a, weir.WindowOptions{}), benchutil.Sum{})
+	out := weir.Aggregate(weir.Window(weir.KeyBy(s, func(e benchutil.Event) uint64 { return e.Key }), a, weir.WindowOptions{}), weir.Sum(func(e benchutil.Event) int64 { return e.V }))
 	weir.ForEach(out.Results, func(etime.Time, window.Result[uint64, int64]) {})
 	if _, err := env.Execute(context.Background()); err != nil {
 		b.Fatal(err)

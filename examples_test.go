@@ -16,13 +16,6 @@ type Order struct {
 	Amount int64
 }
 
-type sumAmount struct{}
-
-func (sumAmount) CreateAccumulator() int64   { return 0 }
-func (sumAmount) Add(a int64, o Order) int64 { return a + o.Amount }
-func (sumAmount) Merge(a, b int64) int64     { return a + b }
-func (sumAmount) Result(a int64) int64       { return a }
-
 // Example is the README's library example: 5-minute windows per user with
 // 30 s of out-of-orderness, 10 minutes of allowed lateness, and too-late
 // orders on the side output.
@@ -44,7 +37,7 @@ func Example() {
 		weir.BoundedOutOfOrderness(30*time.Second, func(o Order) etime.Time { return o.TS }).WithEveryRecord())
 	five, _ := window.Tumbling(etime.FromDuration(5*time.Minute), 0)
 	out := weir.Aggregate(weir.Window(weir.KeyBy(orders, func(o Order) string { return o.User }), five,
-		weir.WindowOptions{AllowedLateness: etime.FromDuration(10 * time.Minute), LateOutput: true}), sumAmount{})
+		weir.WindowOptions{AllowedLateness: etime.FromDuration(10 * time.Minute), LateOutput: true}), weir.Sum(func(o Order) int64 { return o.Amount }))
 	weir.ForEach(out.Results, func(_ etime.Time, r window.Result[string, int64]) {
 		fmt.Println(r.Key, r.Window, r.Firing, r.Pane, r.Value)
 	})

@@ -19,13 +19,6 @@ type ev struct {
 	V   int64
 }
 
-type evSum struct{}
-
-func (evSum) CreateAccumulator() int64 { return 0 }
-func (evSum) Add(a int64, e ev) int64  { return a + e.V }
-func (evSum) Merge(a, b int64) int64   { return a + b }
-func (evSum) Result(a int64) int64     { return a }
-
 // randomStream is an out-of-order stream: mostly within 300 ms of the
 // newest timestamp, some later, a few far too late.
 func randomStream(r *rand.Rand, n int) []ev {
@@ -91,7 +84,7 @@ func runProp(t *testing.T, j propJob, events []ev, det bool, par, batch int) pro
 	s := weir.AssignTimestamps(weir.FromSlice(env, events),
 		weir.BoundedOutOfOrderness(300*time.Millisecond, func(e ev) etime.Time { return e.TS }).WithEveryRecord())
 	o := weir.Aggregate(weir.Window(weir.KeyBy(s, func(e ev) string { return e.Key }), j.asg,
-		weir.WindowOptions{AllowedLateness: j.lateness, LateOutput: j.side}), evSum{})
+		weir.WindowOptions{AllowedLateness: j.lateness, LateOutput: j.side}), weir.Sum(func(e ev) int64 { return e.V }))
 	res := weir.Collect(o.Results)
 	late := weir.Collect(o.Late)
 	rep, err := env.Execute(context.Background())

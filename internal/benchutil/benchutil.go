@@ -111,7 +111,8 @@ func HandSessions(events []Event, gap etime.Duration) int {
 	return n
 }
 
-// Sum is the benchmark aggregate: the sum of V.
+// Sum is the benchmark aggregate, the sum of V, for the window operator's
+// own benchmark (which cannot import the root package's weir.Sum).
 type Sum struct{}
 
 // CreateAccumulator implements the aggregate function.

@@ -268,13 +268,7 @@ func parseConfig(d *datadriven.TestData) (config, error) {
 	return c, nil
 }
 
-type sumAgg struct{}
-
-func (sumAgg) CreateAccumulator() int64 { return 0 }
-func (sumAgg) Add(a int64, r Rec) int64 { return a + r.Val }
-func (sumAgg) Merge(a, b int64) int64   { return a + b }
-func (sumAgg) Result(a int64) int64     { return a }
-func fmtRec(r Rec) string               { return fmt.Sprintf("%s@%v %d", r.Key, r.TS, r.Val) }
+func fmtRec(r Rec) string { return fmt.Sprintf("%s@%v %d", r.Key, r.TS, r.Val) }
 func fmtWindows(ws []window.Window) string {
 	var b strings.Builder
 	for i, w := range ws {
@@ -325,7 +319,7 @@ func (r *run) build(parallel bool, sc *script, par, batch int, final bool) error
 	var late weir.Stream[window.LateRecord[string, Rec]]
 	switch c.fn {
 	case "sum":
-		o := weir.AggregateProcess(w, sumAgg{}, func(ctx *weir.WindowContext[string, string], v int64) {
+		o := weir.AggregateProcess(w, weir.Sum(func(r Rec) int64 { return r.Val }), func(ctx *weir.WindowContext[string, string], v int64) {
 			ctx.Emit("sum=" + strconv.FormatInt(v, 10))
 		})
 		results, late = o.Results, o.Late

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"runtime/debug"
+	"time"
 
 	"github.com/weirstream/weir/etime"
 )
@@ -124,6 +125,11 @@ func (x *Executor) runToEnd(ctx context.Context) error {
 		}
 		if err := x.AdvanceProcessingTime(etime.FromTime(x.job.opts.Clock.Now())); err != nil {
 			return errors.Join(err, x.Close())
+		}
+		// Some source is waiting for input: do not spin.
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Millisecond):
 		}
 	}
 }

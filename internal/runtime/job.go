@@ -107,9 +107,6 @@ func NewJob(opts Options) *Job {
 	return &Job{opts: opts}
 }
 
-// Options returns the job's options with defaults filled in.
-func (j *Job) Options() Options { return j.opts }
-
 // SetDeadLetters sets the dead-letter receiver.
 func (j *Job) SetDeadLetters(f DeadLetterFunc) { j.dead = f }
 

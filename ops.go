@@ -1,6 +1,7 @@
 package weir
 
 import (
+	"errors"
 	"sync"
 	"time"
 
@@ -79,6 +80,49 @@ type flatMapOp[T, U any] struct {
 
 func (m *flatMapOp[T, U]) Collect(ts etime.Time, v T) { m.ts = ts; m.f(v, m.emit) }
 
+// BadInput is the error a TryMap function returns to refuse a record as a
+// dead letter: Reason is a stable code (such as "json_malformed"), Detail
+// is for a person.
+type BadInput struct {
+	Reason string
+	Detail string
+}
+
+func (b *BadInput) Error() string { return b.Reason + ": " + b.Detail }
+
+// TryMap applies f to every record; a record for which f fails becomes a
+// dead letter (W4) and the job goes on. The dead letter's reason is the
+// error's BadInput.Reason when it has one, else "map_failed".
+func TryMap[T, U any](s Stream[T], f func(T) (U, error)) Stream[U] {
+	out := derived[T, U](s)
+	s.consume(func(st *runtime.Subtask) runtime.Collector[T] {
+		down := out.n.collector(st)
+		return &tryMapOp[T, U]{forward{down}, f, down, st}
+	})
+	return out
+}
+
+type tryMapOp[T, U any] struct {
+	forward
+	f    func(T) (U, error)
+	down runtime.Collector[U]
+	st   *runtime.Subtask
+}
+
+func (m *tryMapOp[T, U]) Collect(ts etime.Time, v T) {
+	u, err := m.f(v)
+	if err == nil {
+		m.down.Collect(ts, u)
+		return
+	}
+	d := runtime.DeadLetter{Reason: "map_failed", Detail: err.Error(), Record: v}
+	var bad *BadInput
+	if errors.As(err, &bad) {
+		d.Reason, d.Detail = bad.Reason, bad.Detail
+	}
+	m.st.DeadLetter(d)
+}
+
 // WatermarkStrategy says how a stream gets its timestamps and watermarks
 // (semantics H). Build one with BoundedOutOfOrderness, Monotonous,
 // Punctuated or IngestionTime and refine it with its With methods.
@@ -102,6 +146,17 @@ type WatermarkStrategy[T any] struct {
 	// Ingestion stamps each record with processing time at this operator
 	// (ingestion time, R1), ignoring Timestamp.
 	Ingestion bool
+	// Marker, when set, recognizes control records of a replayed stream:
+	// a marker is consumed here (it does not flow on) and emits its
+	// watermark, or marks its channel idle, on the channel it arrived on.
+	Marker func(v T) (Marker, bool)
+}
+
+// Marker is a control record of a replayed stream: a watermark (H2: only
+// an increase passes) or, with Idle, "this channel is idle" (H3).
+type Marker struct {
+	Watermark etime.Time
+	Idle      bool
 }
 
 // BoundedOutOfOrderness watermarks maxTs - bound - 1 (H1).
@@ -146,6 +201,12 @@ func (s WatermarkStrategy[T]) WithIdleness(timeout time.Duration) WatermarkStrat
 // WithHeartbeat returns s with the heartbeat of R3.
 func (s WatermarkStrategy[T]) WithHeartbeat(every time.Duration) WatermarkStrategy[T] {
 	s.Heartbeat = every
+	return s
+}
+
+// WithMarkers returns s recognizing control records with marker.
+func (s WatermarkStrategy[T]) WithMarkers(marker func(v T) (Marker, bool)) WatermarkStrategy[T] {
+	s.Marker = marker
 	return s
 }
 
@@ -202,6 +263,16 @@ type tsOp[T any] struct {
 }
 
 func (o *tsOp[T]) Collect(prev etime.Time, v T) {
+	if o.ws.Marker != nil {
+		if m, ok := o.ws.Marker(v); ok {
+			if m.Idle {
+				o.out.MarkIdle()
+			} else {
+				o.out.EmitWatermark(m.Watermark)
+			}
+			return
+		}
+	}
 	var ts etime.Time
 	if o.ws.Ingestion {
 		ts = clock.Millis(o.clk)

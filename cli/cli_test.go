@@ -3,42 +3,80 @@ package cli
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/cockroachdb/datadriven"
+	"go.uber.org/goleak"
 )
 
-// TestDemo runs the demo at a small size and checks that every order is
-// accounted for by the three layers.
-func TestDemo(t *testing.T) {
-	o := DefaultDemoOptions()
-	o.Orders = 50_000
-	var out bytes.Buffer
-	if err := Demo(context.Background(), &out, o); err != nil {
-		t.Fatal(err)
-	}
-	m := regexp.MustCompile(`conservation: (\d+) in = (\d+) accepted \+ (\d+) side output \+ (\d+) dropped`).FindStringSubmatch(out.String())
-	if m == nil {
-		t.Fatalf("no conservation line in:\n%s", out.String())
-	}
-	n := func(i int) int { v, _ := strconv.Atoi(m[i]); return v }
-	if n(1) != o.Orders || n(1) != n(2)+n(3)+n(4) || n(3) == 0 || n(4) != 0 {
-		t.Fatalf("conservation: %v\n%s", m, out.String())
-	}
-	for _, want := range []string{"layer 1", "layer 2", "layer 3"} {
-		if !strings.Contains(out.String(), want) {
-			t.Errorf("output lacks %q", want)
-		}
-	}
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// tookLine is the one summary line that depends on the machine.
+var tookLine = regexp.MustCompile(`(?m)^took .*\n`)
+
+// TestCommands runs the golden command scenarios in testdata/cli. Each
+// file is a sequence of:
+//
+//	file name=job.yaml      write the input to a file in the scenario's directory
+//	weir [stdin=FILE]       run the command line given as input; prints the
+//	                        exit code, stdout and stderr
+//	cat FILE                print a file the command wrote
+//	sql FILE QUERY          (results tables) print a query's rows
+//
+// Regenerate with -rewrite after reading the diff.
+func TestCommands(t *testing.T) {
+	datadriven.Walk(t, "../testdata/cli", func(t *testing.T, path string) {
+		dir := t.TempDir()
+		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
+			switch d.Cmd {
+			case "file":
+				var name string
+				d.ScanArgs(t, "name", &name)
+				if err := os.WriteFile(filepath.Join(dir, name), []byte(d.Input), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return ""
+			case "weir":
+				return runWeir(t, dir, d)
+			case "cat":
+				b, err := os.ReadFile(filepath.Join(dir, d.CmdArgs[0].Key))
+				if err != nil {
+					return err.Error()
+				}
+				return string(b)
+			}
+			t.Fatalf("unknown command %q", d.Cmd)
+			return ""
+		})
+	})
 }
 
-func TestMainUsage(t *testing.T) {
-	var out, errb bytes.Buffer
-	if code := Main(context.Background(), []string{"version"}, &out, &errb); code != 0 || !strings.HasPrefix(out.String(), "weir ") {
-		t.Fatalf("version: %d %q", code, out.String())
+func runWeir(t *testing.T, dir string, d *datadriven.TestData) string {
+	o := IO{Dir: dir, Stdin: strings.NewReader("")}
+	for _, a := range d.CmdArgs {
+		if a.Key == "stdin" {
+			b, err := os.ReadFile(filepath.Join(dir, a.Vals[0]))
+			if err != nil {
+				t.Fatal(err)
+			}
+			o.Stdin = bytes.NewReader(b)
+		}
 	}
-	if code := Main(context.Background(), []string{"nope"}, &out, &errb); code != 2 || !strings.Contains(errb.String(), "unknown command") {
-		t.Fatalf("unknown command: %d %q", code, errb.String())
+	var stdout, stderr bytes.Buffer
+	o.Stdout, o.Stderr = &stdout, &stderr
+	code := Main(context.Background(), strings.Fields(d.Input), o)
+	var b strings.Builder
+	fmt.Fprintf(&b, "exit %d\n", code)
+	if stdout.Len() > 0 {
+		fmt.Fprintf(&b, "stdout:\n%s", stdout.String())
 	}
+	if stderr.Len() > 0 {
+		fmt.Fprintf(&b, "stderr:\n%s", tookLine.ReplaceAllString(stderr.String(), ""))
+	}
+	return b.String()
 }

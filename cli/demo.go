@@ -1,164 +1,104 @@
-// Package cli holds weir's commands as library code, so they can be
-// golden-tested; cmd/weir only parses the command line and calls them.
 package cli
 
 import (
 	"context"
+	"database/sql"
+	_ "embed"
+	"flag"
 	"fmt"
 	"io"
-	"math/rand/v2"
-	"sort"
+	"os"
+	"path/filepath"
 	"time"
 
-	"github.com/weirstream/weir"
-	"github.com/weirstream/weir/etime"
-	"github.com/weirstream/weir/trigger"
-	"github.com/weirstream/weir/window"
+	"github.com/weirstream/weir/spec"
 )
 
-// DemoOptions configures the built-in orders demo.
-type DemoOptions struct {
-	Users    int
-	Orders   int
-	Span     time.Duration // event time covered
-	Start    time.Time
-	Seed     uint64
-	Parallel int
-}
+// DemoSpec is the job `weir demo` runs.
+//
+//go:embed demo/orders.yaml
+var DemoSpec []byte
 
-// DefaultDemoOptions returns the embedded defaults.
-func DefaultDemoOptions() DemoOptions {
-	return DemoOptions{
-		Users: 200, Orders: 2_000_000, Span: 2 * time.Hour,
-		Start: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), Seed: 42,
+// demoCmd runs the built-in orders job: its outputs go to a directory, then
+// it explains what each layer of the late-data defence did and how to look
+// at the results table.
+func demoCmd(ctx context.Context, args []string, o IO) int {
+	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
+	fs.SetOutput(o.Stderr)
+	dir := fs.String("dir", "weir-demo", "directory for the demo's outputs")
+	orders := fs.Int64("orders", 0, "number of orders (default: the spec's 2,000,000)")
+	par := fs.Int("parallelism", 0, "parallelism of the window operator (default: all cores)")
+	printSpec := fs.Bool("print-spec", false, "print the demo's job spec and exit")
+	if err := fs.Parse(args); err != nil {
+		return ExitUsage
 	}
-}
-
-// Order is one generated order.
-type Order struct {
-	User   int
-	TS     etime.Time
-	Amount int64
-}
-
-// orderSource generates orders in arrival order: most within 30 s of the
-// newest event time, 4% between 30 s and 10 min late, 1% later than that.
-type orderSource struct{ o DemoOptions }
-
-func (s orderSource) Open(ch, n int) (weir.SourceReader[Order], error) {
-	return &orderReader{o: s.o, r: rand.New(rand.NewPCG(s.o.Seed, 1))}, nil
-}
-
-type orderReader struct {
-	o DemoOptions
-	r *rand.Rand
-	i int
-}
-
-func (g *orderReader) Read(out weir.SourceOutput[Order]) (weir.ReadStatus, error) {
-	if g.i >= g.o.Orders {
-		return weir.Done, nil
+	if *printSpec {
+		o.Stdout.Write(DemoSpec)
+		return ExitOK
 	}
-	start := etime.FromTime(g.o.Start)
-	span := etime.FromDuration(g.o.Span)
-	for end := min(g.i+1024, g.o.Orders); g.i < end; g.i++ {
-		now := start + etime.Time(int64(span)*int64(g.i)/int64(g.o.Orders))
-		var delay etime.Duration
-		switch p := g.r.IntN(100); {
-		case p < 95:
-			delay = etime.Duration(g.r.IntN(30_000))
-		case p < 99:
-			delay = etime.Duration(30_000 + g.r.IntN(570_000))
-		default:
-			delay = etime.Duration(600_000 + g.r.IntN(3_000_000))
+	s, err := spec.Load(DemoSpec)
+	if err != nil {
+		fmt.Fprintln(o.Stderr, "weir demo: embedded spec:", err)
+		return ExitFailed
+	}
+	if *orders > 0 {
+		s.Source.Generator.Records = *orders
+	}
+	p, err := spec.Compile(s)
+	if err != nil {
+		fmt.Fprintln(o.Stderr, "weir demo: embedded spec:", err)
+		return ExitFailed
+	}
+	out := o.path(*dir)
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		fmt.Fprintln(o.Stderr, "weir demo:", err)
+		return ExitUsage
+	}
+	// A fresh table each run, so the demo's numbers are its own.
+	os.Remove(filepath.Join(out, "results.db"))
+	g := p.Generator
+	fmt.Fprintf(o.Stdout, "weir demo: %d orders from %d users over %v of event time, arriving out of order\n", g.Records, g.Keys, *g.Duration)
+	fmt.Fprintf(o.Stdout, "  5m tumbling windows per user; out-of-orderness bound 30s; allowed lateness 10m; early results every 1m\n")
+	fmt.Fprintf(o.Stdout, "  (the job spec: weir demo --print-spec)\n\n")
+	code := runPlan(ctx, p, out, runFlags{parallelism: *par}, time.Time{}, IO{Stdin: o.Stdin, Stdout: o.Stdout, Stderr: o.Stdout, Dir: o.Dir, Terminal: o.Terminal})
+	if code != ExitOK {
+		return code
+	}
+	fmt.Fprintln(o.Stdout)
+	if err := demoTable(o.Stdout, filepath.Join(out, "results.db")); err != nil {
+		fmt.Fprintln(o.Stderr, "weir demo: reading the results:", err)
+		return ExitFailed
+	}
+	rel := *dir
+	fmt.Fprintf(o.Stdout, "\nresults are upserted into %s (table order_stats, one row per user and window;\n", filepath.Join(rel, "results.db"))
+	fmt.Fprintf(o.Stdout, "late firings overwrote earlier rows, so re-running never double counts). Query it with:\n")
+	fmt.Fprintf(o.Stdout, "  sqlite3 %s \"SELECT user_id, window_start, orders, total, firing, pane FROM order_stats ORDER BY window_start, user_id LIMIT 10\"\n", filepath.Join(rel, "results.db"))
+	fmt.Fprintf(o.Stdout, "too-late orders (none lost): %s; bad records with their reason: %s\n", filepath.Join(rel, "late.jsonl"), filepath.Join(rel, "dead_letter.jsonl"))
+	return ExitOK
+}
+
+// demoTable prints the first windows of the results table, summed over
+// users.
+func demoTable(w io.Writer, path string) error {
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	rows, err := db.Query(`SELECT window_start, window_end, COUNT(*), SUM(orders), SUM(total), SUM(pane)
+		FROM order_stats GROUP BY window_start, window_end ORDER BY window_start LIMIT 3`)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	fmt.Fprintln(w, "first windows in the results table (summed over users):")
+	for rows.Next() {
+		var start, end, users, orders, total, panes int64
+		if err := rows.Scan(&start, &end, &users, &orders, &total, &panes); err != nil {
+			return err
 		}
-		out.Emit(etime.MinTime, Order{User: g.r.IntN(g.o.Users), TS: now.Add(-delay), Amount: 1 + g.r.Int64N(500)})
+		fmt.Fprintf(w, "  %s .. %s  users=%d orders=%d total=%d revisions=%d\n",
+			time.UnixMilli(start).UTC().Format("15:04"), time.UnixMilli(end).UTC().Format("15:04"), users, orders, total, panes+users)
 	}
-	return weir.Emitted, nil
-}
-
-func (g *orderReader) Close() error { return nil }
-
-type orderStats struct{ Count, Total int64 }
-
-type orderAgg struct{}
-
-func (orderAgg) CreateAccumulator() orderStats { return orderStats{} }
-func (orderAgg) Add(a orderStats, o Order) orderStats {
-	a.Count++
-	a.Total += o.Amount
-	return a
-}
-func (orderAgg) Merge(a, b orderStats) orderStats {
-	return orderStats{Count: a.Count + b.Count, Total: a.Total + b.Total}
-}
-func (orderAgg) Result(a orderStats) orderStats { return a }
-
-// Demo runs the orders job: 5-minute tumbling windows per user, 30 s of
-// out-of-orderness, 10 minutes of allowed lateness, early firings every
-// minute, too-late orders on the side output, and prints what each layer of
-// the late-data defence did.
-func Demo(ctx context.Context, w io.Writer, o DemoOptions) error {
-	opts := weir.DefaultOptions()
-	if o.Parallel > 0 {
-		opts.Parallelism = o.Parallel
-	}
-	env, err := weir.NewEnv(opts)
-	if err != nil {
-		return err
-	}
-	orders := weir.AssignTimestamps(
-		weir.FromSource[Order](env, "orders", orderSource{o}, weir.SourceOptions{}),
-		weir.BoundedOutOfOrderness(30*time.Second, func(o Order) etime.Time { return o.TS }).WithEveryRecord())
-	tumbling, err := window.Tumbling(etime.FromDuration(5*time.Minute), 0)
-	if err != nil {
-		return err
-	}
-	early, err := trigger.Continuous(etime.FromDuration(time.Minute))
-	if err != nil {
-		return err
-	}
-	out := weir.Aggregate(weir.Window(weir.KeyBy(orders, func(o Order) int { return o.User }), tumbling, weir.WindowOptions{
-		Name: "orders_per_user", Trigger: early, AllowedLateness: etime.FromDuration(10 * time.Minute), LateOutput: true,
-	}), orderAgg{})
-	type final struct{ count, total int64 }
-	finals := map[window.Window]map[int]orderStats{}
-	var lateOrders int64
-	weir.ForEachSerial(out.Results, func(_ etime.Time, r window.Result[int, orderStats]) {
-		m := finals[r.Window]
-		if m == nil {
-			m = map[int]orderStats{}
-			finals[r.Window] = m
-		}
-		m[r.Key] = r.Value
-	})
-	weir.ForEachSerial(out.Late, func(_ etime.Time, l window.LateRecord[int, Order]) { lateOrders++ })
-	began := time.Now()
-	rep, err := env.Execute(ctx)
-	if err != nil {
-		return err
-	}
-	c := rep.Total()
-	fmt.Fprintf(w, "weir demo: %d orders from %d users over %v of event time, in %v\n", o.Orders, o.Users, o.Span, time.Since(began).Round(time.Millisecond))
-	fmt.Fprintf(w, "  windows: 5m tumbling per user, bound 30s, allowed lateness 10m, early firings every 1m\n")
-	fmt.Fprintf(w, "  layer 1, out-of-orderness bound: %d orders accepted (window firings: %d early, %d on time)\n", c.Accepted, c.FiredEarly, c.FiredOnTime)
-	fmt.Fprintf(w, "  layer 2, allowed lateness:       %d late re-firings with the full updated result\n", c.FiredLate)
-	fmt.Fprintf(w, "  layer 3, side output:            %d orders too late for every window, kept (%d on the late stream)\n", c.LateSideOutput, lateOrders)
-	fmt.Fprintf(w, "  dropped: %d, dead letters: %d\n", c.LateDropped, rep.DeadLetters)
-	fmt.Fprintf(w, "  conservation: %d in = %d accepted + %d side output + %d dropped\n", c.RecordsIn, c.Accepted, c.LateSideOutput, c.LateDropped)
-	ws := make([]window.Window, 0, len(finals))
-	for win := range finals {
-		ws = append(ws, win)
-	}
-	sort.Slice(ws, func(i, j int) bool { return ws[i].Start < ws[j].Start })
-	fmt.Fprintf(w, "  first windows (latest result per window, summed over users):\n")
-	for _, win := range ws[:min(3, len(ws))] {
-		var f final
-		for _, s := range finals[win] {
-			f.count += s.Count
-			f.total += s.Total
-		}
-		fmt.Fprintf(w, "    %s .. %s  orders=%d total=%d\n", win.Start.Wall().Format(time.RFC3339), win.End.Wall().Format(time.RFC3339), f.count, f.total)
-	}
-	return nil
+	return rows.Err()
 }

@@ -1,54 +1,77 @@
+// Package cli holds weir's commands as library code, so they can be
+// golden-tested; cmd/weir only wires the process to them.
 package cli
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
+	"path/filepath"
 )
 
 // Version is weir's version.
 const Version = "0.1.0-dev"
 
-// Main runs the weir command line and returns the exit code: 0 ok, 1 the
-// job failed, 2 bad usage.
-func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+// IO is the process around a command.
+type IO struct {
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+	// Dir resolves relative paths on the command line (the working
+	// directory; "" means the process's).
+	Dir string
+	// Terminal says stderr is a terminal: long runs show a live progress
+	// line there.
+	Terminal bool
+}
+
+func (o IO) path(p string) string {
+	if o.Dir == "" || filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(o.Dir, p)
+}
+
+// Exit codes.
+const (
+	ExitOK     = 0
+	ExitFailed = 1 // the job failed
+	ExitUsage  = 2 // bad usage, bad spec or missing input
+)
+
+// Main runs the weir command line and returns the exit code. ctx being
+// done asks a running job to stop gracefully (Ctrl-C).
+func Main(ctx context.Context, args []string, o IO) int {
 	if len(args) == 0 {
-		usage(stderr)
-		return 2
+		usage(o.Stderr)
+		return ExitUsage
 	}
 	switch args[0] {
+	case "run":
+		return runCmd(ctx, args[1:], o)
+	case "validate":
+		return validateCmd(args[1:], o)
 	case "demo":
-		fs := flag.NewFlagSet("demo", flag.ContinueOnError)
-		fs.SetOutput(stderr)
-		o := DefaultDemoOptions()
-		fs.IntVar(&o.Orders, "orders", o.Orders, "number of orders to generate")
-		fs.IntVar(&o.Users, "users", o.Users, "number of users")
-		fs.IntVar(&o.Parallel, "parallelism", 0, "window parallelism (default: all cores)")
-		if err := fs.Parse(args[1:]); err != nil {
-			return 2
-		}
-		if err := Demo(ctx, stdout, o); err != nil {
-			fmt.Fprintln(stderr, "weir demo:", err)
-			return 1
-		}
-		return 0
+		return demoCmd(ctx, args[1:], o)
 	case "version":
-		fmt.Fprintln(stdout, "weir", Version)
-		return 0
+		fmt.Fprintln(o.Stdout, "weir", Version)
+		return ExitOK
 	case "help", "-h", "--help":
-		usage(stdout)
-		return 0
+		usage(o.Stdout)
+		return ExitOK
 	}
-	fmt.Fprintf(stderr, "weir: unknown command %q\n", args[0])
-	usage(stderr)
-	return 2
+	fmt.Fprintf(o.Stderr, "weir: unknown command %q\n", args[0])
+	usage(o.Stderr)
+	return ExitUsage
 }
 
 func usage(w io.Writer) {
-	fmt.Fprintln(w, `usage: weir <command>
+	fmt.Fprintln(w, `usage: weir <command> [arguments]
 
 commands:
-  demo      run the built-in orders job on embedded defaults
-  version   print the version`)
+  run JOB.yaml      run a job spec to the end of its input (or until Ctrl-C)
+  validate JOB.yaml check a job spec and explain every error
+  demo              run the built-in orders job on embedded defaults
+  version           print the version
+
+run 'weir <command> -h' for a command's flags`)
 }

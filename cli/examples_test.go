@@ -1,0 +1,102 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/weirstream/weir/spec"
+)
+
+// TestExamples runs every examples/*/job.yaml deterministically on a copy
+// of its directory and compares its summary with the example's
+// summary.golden.json (regenerate with -rewrite after reading the diff).
+func TestExamples(t *testing.T) {
+	dirs, err := filepath.Glob("../examples/*/job.yaml")
+	if err != nil || len(dirs) == 0 {
+		t.Fatalf("no examples: %v", err)
+	}
+	rewrite := false
+	if f := flag.Lookup("rewrite"); f != nil {
+		rewrite = f.Value.String() == "true"
+	}
+	for _, job := range dirs {
+		src := filepath.Dir(job)
+		t.Run(filepath.Base(src), func(t *testing.T) {
+			dir := t.TempDir()
+			entries, err := os.ReadDir(src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range entries {
+				b, err := os.ReadFile(filepath.Join(src, e.Name()))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(dir, e.Name()), b, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var stdout, stderr bytes.Buffer
+			code := Main(context.Background(), strings.Fields("run job.yaml --deterministic --now 2026-06-01T00:00:00Z --summary-json summary.json"),
+				IO{Dir: dir, Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: &stderr})
+			if code != ExitOK {
+				t.Fatalf("exit %d\n%s", code, stderr.String())
+			}
+			got, err := os.ReadFile(filepath.Join(dir, "summary.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(stderr.String(), "conservation holds") {
+				t.Errorf("conservation does not hold:\n%s", stderr.String())
+			}
+			golden := filepath.Join(src, "summary.golden.json")
+			if rewrite {
+				if err := os.WriteFile(golden, got, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run with -rewrite to create it)", err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("summary changed:\ngot  %s\nwant %s", got, want)
+			}
+		})
+	}
+}
+
+// TestDemo runs the demo at a small size: every order is accounted for by
+// the three layers, and the results table is readable.
+func TestDemo(t *testing.T) {
+	dir := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	code := Main(context.Background(), []string{"demo", "--orders", "40000"}, IO{Dir: dir, Stdout: &stdout, Stderr: &stderr})
+	out := stdout.String()
+	if code != ExitOK {
+		t.Fatalf("exit %d\n%s\n%s", code, out, stderr.String())
+	}
+	for _, want := range []string{"conservation holds", "allowed lateness:", "too late:", "dead letters:", "first windows in the results table", "sqlite3 weir-demo/results.db"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("demo output lacks %q:\n%s", want, out)
+		}
+	}
+	for _, f := range []string{"results.db", "late.jsonl", "dead_letter.jsonl"} {
+		if _, err := os.Stat(filepath.Join(dir, "weir-demo", f)); err != nil {
+			t.Error(err)
+		}
+	}
+	s, err := spec.Load(DemoSpec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := spec.Compile(s); err != nil {
+		t.Fatal(err)
+	}
+}

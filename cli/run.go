@@ -1,0 +1,274 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/weirstream/weir/etime"
+	"github.com/weirstream/weir/spec"
+)
+
+// loadSpec reads, parses and validates a spec file, printing every error.
+func loadSpec(path string, o IO) (*spec.Plan, bool) {
+	data, err := os.ReadFile(o.path(path))
+	if err != nil {
+		fmt.Fprintf(o.Stderr, "weir: %v\n", trimDir(err, o))
+		return nil, false
+	}
+	s, err := spec.Load(data)
+	if err == nil {
+		if s.Name == "" {
+			s.Name = strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+		}
+		var p *spec.Plan
+		if p, err = spec.Compile(s); err == nil {
+			return p, true
+		}
+	}
+	var es spec.Errors
+	if errors.As(err, &es) {
+		for _, e := range es {
+			fmt.Fprintf(o.Stderr, "%s: %v\n", path, e)
+		}
+		fmt.Fprintf(o.Stderr, "%s: %d error(s)\n", path, len(es))
+	} else {
+		fmt.Fprintf(o.Stderr, "%s: %v\n", path, err)
+	}
+	return nil, false
+}
+
+// trimDir removes the test working directory from error messages.
+func trimDir(err error, o IO) string {
+	s := err.Error()
+	if o.Dir != "" {
+		s = strings.ReplaceAll(s, o.Dir+string(filepath.Separator), "")
+	}
+	return s
+}
+
+func validateCmd(args []string, o IO) int {
+	fs := flag.NewFlagSet("validate", flag.ContinueOnError)
+	fs.SetOutput(o.Stderr)
+	fs.Usage = func() { fmt.Fprintln(o.Stderr, "usage: weir validate JOB.yaml") }
+	if err := fs.Parse(args); err != nil || fs.NArg() != 1 {
+		if err == nil {
+			fs.Usage()
+		}
+		return ExitUsage
+	}
+	p, ok := loadSpec(fs.Arg(0), o)
+	if !ok {
+		return ExitUsage
+	}
+	fmt.Fprintf(o.Stdout, "%s: ok: job %q, %s time, %s source, %s windows, %d aggregate(s)\n",
+		fs.Arg(0), p.Spec.Name, p.Time, p.Spec.Source.Type, p.Spec.Window.Type, len(p.Spec.Aggregate))
+	return ExitOK
+}
+
+// runFlags are weir run's flags.
+type runFlags struct {
+	deterministic bool
+	now           string
+	summaryJSON   string
+	parallelism   int
+	drain         bool
+}
+
+func runCmd(ctx context.Context, args []string, o IO) int {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs.SetOutput(o.Stderr)
+	var f runFlags
+	fs.BoolVar(&f.deterministic, "deterministic", false, "run on one goroutine with processing time fixed: byte-identical outputs run to run")
+	fs.StringVar(&f.now, "now", "", "processing time of a deterministic run: RFC 3339 or Unix milliseconds (default: the start time)")
+	fs.StringVar(&f.summaryJSON, "summary-json", "", "write the run's counters as one JSON object to this file")
+	fs.IntVar(&f.parallelism, "parallelism", 0, "parallelism of the window operator (default: all cores)")
+	fs.BoolVar(&f.drain, "drain", false, "on Ctrl-C, send the final watermark first so every open window fires")
+	fs.Usage = func() {
+		fmt.Fprintln(o.Stderr, "usage: weir run JOB.yaml [flags]")
+		fs.PrintDefaults()
+	}
+	// Flags may come before or after the spec path.
+	var paths []string
+	for len(args) > 0 {
+		if err := fs.Parse(args); err != nil {
+			return ExitUsage
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		paths = append(paths, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+	if len(paths) != 1 {
+		fs.Usage()
+		return ExitUsage
+	}
+	if f.parallelism < 0 {
+		fmt.Fprintln(o.Stderr, "weir run: --parallelism must be 1 or more")
+		return ExitUsage
+	}
+	var now time.Time
+	if f.now != "" {
+		if !f.deterministic {
+			fmt.Fprintln(o.Stderr, "weir run: --now needs --deterministic")
+			return ExitUsage
+		}
+		var err error
+		if now, err = parseNow(f.now); err != nil {
+			fmt.Fprintf(o.Stderr, "weir run: --now %q: use an RFC 3339 time such as 2026-01-01T00:00:00Z or Unix milliseconds\n", f.now)
+			return ExitUsage
+		}
+	} else if f.deterministic {
+		now = time.Now().UTC().Truncate(time.Millisecond)
+		fmt.Fprintf(o.Stderr, "processing time is fixed at %s (--now)\n", now.Format(time.RFC3339Nano))
+	}
+	p, ok := loadSpec(paths[0], o)
+	if !ok {
+		return ExitUsage
+	}
+	specDir := filepath.Dir(o.path(paths[0]))
+	return runPlan(ctx, p, specDir, f, now, o)
+}
+
+func parseNow(s string) (time.Time, error) {
+	if ms, err := strconv.ParseInt(s, 10, 64); err == nil {
+		return time.UnixMilli(ms).UTC(), nil
+	}
+	return time.Parse(time.RFC3339Nano, s)
+}
+
+// runPlan runs a validated plan and prints its summary.
+func runPlan(ctx context.Context, p *spec.Plan, dir string, f runFlags, now time.Time, o IO) int {
+	var stopping atomic.Bool
+	job, err := spec.Open(p, spec.RunOptions{
+		Dir: dir, Stdin: o.Stdin, Stdout: o.Stdout,
+		Deterministic: f.deterministic, Now: now, Parallelism: f.parallelism,
+		Stop: stopping.Load, Drain: f.drain,
+	})
+	if err != nil {
+		fmt.Fprintf(o.Stderr, "weir run: %s\n", trimDir(err, o))
+		return ExitUsage
+	}
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		select {
+		case <-ctx.Done():
+			stopping.Store(true)
+			how := "open windows stay unfired and are counted"
+			if f.drain {
+				how = "sending the final watermark first (--drain)"
+			}
+			fmt.Fprintf(o.Stderr, "\nstopping: %s; Ctrl-C again to abort\n", how)
+		case <-done:
+		}
+	}()
+	if o.Terminal {
+		stopProgress := showProgress(job, o.Stderr)
+		defer stopProgress()
+	}
+	began := time.Now()
+	sum, err := job.Run(context.WithoutCancel(ctx))
+	elapsed := time.Since(began)
+	printSummary(o.Stderr, p, sum, elapsed, stopping.Load())
+	if f.summaryJSON != "" {
+		if werr := os.WriteFile(o.path(f.summaryJSON), sum.JSON(), 0o644); werr != nil {
+			fmt.Fprintf(o.Stderr, "weir run: %v\n", werr)
+			return ExitFailed
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(o.Stderr, "weir run: job failed: %s\n", trimDir(err, o))
+		return ExitFailed
+	}
+	if !sum.Conserved() {
+		fmt.Fprintln(o.Stderr, "weir run: conservation violated (a bug in weir; please report it with the input)")
+		return ExitFailed
+	}
+	return ExitOK
+}
+
+// printSummary prints what the run did. Every line but the "took" line is
+// a pure function of the counters, so golden tests can compare it.
+func printSummary(w io.Writer, p *spec.Plan, s spec.Summary, elapsed time.Duration, stopped bool) {
+	g := s.Get
+	state := "finished"
+	if stopped {
+		state = "stopped"
+	}
+	fmt.Fprintf(w, "job %s %s: %d records in\n", p.Spec.Name, state, g("records_in"))
+	fmt.Fprintf(w, "  on time (within the out-of-orderness bound): %d accepted; window firings %d early, %d on time\n", g("accepted"), g("fired_early"), g("fired_on_time"))
+	fmt.Fprintf(w, "  allowed lateness: %d late re-firings with the full updated result\n", g("fired_late"))
+	fmt.Fprintf(w, "  too late: %d to the side output, %d dropped and counted\n", g("late_side_output"), g("late_dropped"))
+	if m := g("window_misses"); m > 0 {
+		fmt.Fprintf(w, "  partial misses: %d window assignments missed by accepted records (%d to late_partial)\n", m, g("late_partial"))
+	}
+	var reasons []string
+	for _, c := range s.Counters {
+		if r, ok := strings.CutPrefix(c.Name, "dead_letter_"); ok {
+			reasons = append(reasons, fmt.Sprintf("%s %d", r, c.Value))
+		}
+	}
+	dl := fmt.Sprint(g("dead_letter"))
+	if len(reasons) > 0 {
+		dl += " (" + strings.Join(reasons, ", ") + ")"
+	}
+	fmt.Fprintf(w, "  dead letters: %s\n", dl)
+	fmt.Fprintf(w, "  results: %d lines (%d retractions); open windows at the end: %d\n", g("results"), g("retractions"), g("open_windows"))
+	if n := g("timestamp_regressions"); n > 0 {
+		fmt.Fprintf(w, "  warning: %d records jumped back more than 1h in event time within their channel (upstream clock?)\n", n)
+	}
+	mark := "holds"
+	if !s.Conserved() {
+		mark = "VIOLATED"
+	}
+	fmt.Fprintf(w, "  conservation %s: %d in = %d accepted + %d side output + %d dropped + %d dead letters\n",
+		mark, g("records_in"), g("accepted"), g("late_side_output"), g("late_dropped"), g("dead_letter"))
+	rate := float64(g("records_in")) / max(elapsed.Seconds(), 1e-9)
+	fmt.Fprintf(w, "took %v (%.0f records/s)\n", elapsed.Round(time.Millisecond), rate)
+}
+
+// showProgress redraws one status line on w every half second; the
+// returned function stops it and clears the line.
+func showProgress(job *spec.Job, w io.Writer) (stop func()) {
+	quit := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(500 * time.Millisecond)
+		defer t.Stop()
+		began := time.Now()
+		var last int64
+		lastAt := began
+		for {
+			select {
+			case <-quit:
+				fmt.Fprint(w, "\r\033[K")
+				return
+			case now := <-t.C:
+				pr := job.Progress()
+				rate := float64(pr.RecordsIn-last) / now.Sub(lastAt).Seconds()
+				last, lastAt = pr.RecordsIn, now
+				wm, lag := "none yet", "-"
+				if pr.Watermark != etime.MinTime && pr.Watermark != etime.MaxTime {
+					wm = pr.Watermark.Wall().Format(time.RFC3339)
+					lag = time.Since(pr.Watermark.Wall()).Round(time.Second).String()
+				} else if pr.Watermark == etime.MaxTime {
+					wm, lag = "end", "0s"
+				}
+				fmt.Fprintf(w, "\r\033[K%d records (%.0f/s)  watermark %s  lag %s  late re-fires %d  side output %d  dead letters %d",
+					pr.RecordsIn, rate, wm, lag, pr.LateFired, pr.SideOutput, pr.DeadLetters)
+			}
+		}
+	}()
+	return func() { close(quit); <-finished }
+}

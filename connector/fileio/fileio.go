@@ -1,0 +1,441 @@
+// Package fileio is the line source of weir's declarative jobs: it reads
+// JSON lines or CSV from a file or from an io.Reader (stdin) and emits
+// [Line] values as a weir.Source with one or more source channels.
+//
+// The source does framing and the replay control lines only. Decoding the
+// fields of a record and validating its timestamp is the job of a later
+// operator, which also turns Bad lines into dead letters and Watermark and
+// Idle lines into per-channel watermarks and idleness.
+//
+// # Framing
+//
+// Lines end with "\n"; one trailing "\r" is removed, and so is a UTF-8
+// byte order mark at the start of the input. Blank lines (only
+// white space, as bytes.TrimSpace sees it) are skipped and not emitted; a
+// last line without "\n" counts. A line longer than Options.MaxLine bytes
+// becomes a Bad line "line_too_long" holding its first MaxLine bytes; the
+// rest of the line is read through without being buffered (such a line is
+// Bad even when it is all white space). A line that is not valid UTF-8 is
+// a Bad line "utf8_invalid".
+//
+// # JSON lines
+//
+// A line is a Data line whose Text is the line without surrounding white
+// space. Only a line containing the bytes `"$` is parsed here, for its
+// control keys (keys are compared after JSON unescaping, but a line whose
+// only "$" is escaped, as in "\u0024idle", is not parsed at all and stays
+// data):
+//
+//   - {"$channel": 2, ...}: the line belongs to source channel 2; the
+//     "$" keys are removed from a Data line's Text, the other keys keep
+//     their order and the raw text of their values (a string key that was
+//     written with escapes is re-escaped canonically);
+//   - {"$watermark": 1767225600000}: a Watermark line;
+//   - {"$idle": true}: an Idle line.
+//
+// Errors in control keys make Bad lines: "channel_invalid" and
+// "control_invalid". A line that is not valid JSON is left as Data for the
+// decoder to report.
+//
+// # CSV
+//
+// CSV follows encoding/csv (comma separator, RFC 4180 quoting, a quoted
+// field may span lines; the No of such a row is the line where it starts),
+// except that white-space-only lines between rows are skipped. The first
+// non-blank row is the header: it names the fields and is not emitted. Each
+// later row becomes a Data line whose Text is a JSON object with the
+// fields in header order: a cell that is a JSON number (and that
+// strconv.ParseFloat accepts) is a number, an empty cell is null, any
+// other cell a string. A row that cannot be parsed or has the wrong number
+// of fields is a Bad line "csv_malformed" with the raw row as Text. The
+// limit MaxLine applies to a whole row. CSV rows all belong to channel 0.
+//
+// # Channels
+//
+// A line without "$channel", and every Bad line, belongs to channel 0. Each
+// line is emitted by exactly one channel. A file read by a non-strict
+// source is opened by every channel, each emitting only its own lines. In
+// strict mode, and for an Options.Input, the channels share one cursor; in
+// strict mode a channel emits only while the next line of the input is its
+// own, so a round-robin poll of the channels (the deterministic executor)
+// reproduces the input order exactly.
+package fileio
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+
+	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/etime"
+)
+
+// Kind is the kind of a Line.
+type Kind uint8
+
+// The kinds of lines.
+const (
+	// Data is a record: Text is a JSON object (not validated for JSON lines
+	// without control keys).
+	Data Kind = iota
+	// Watermark is a {"$watermark": N} control line: Watermark holds N.
+	Watermark
+	// Idle is a {"$idle": true} control line.
+	Idle
+	// Bad is input that cannot become a record: Reason and Detail say why,
+	// Text holds the raw line (at most MaxLine bytes).
+	Bad
+)
+
+// String returns the kind's name.
+func (k Kind) String() string {
+	switch k {
+	case Data:
+		return "data"
+	case Watermark:
+		return "watermark"
+	case Idle:
+		return "idle"
+	case Bad:
+		return "bad"
+	}
+	return fmt.Sprintf("Kind(%d)", uint8(k))
+}
+
+// Line is one line (or CSV row) of the input. A Line is a value; its Text
+// is owned by the Line (a copy, never shared with the reader or with
+// another Line), so a Line may be kept and sent to other goroutines.
+type Line struct {
+	// Kind is what the line is.
+	Kind Kind
+	// Channel is the source channel the line belongs to (and that emits it).
+	Channel int
+	// No is the 1-based line number in the input (for a CSV row, the line
+	// where the row starts).
+	No int64
+	// Text is the record (Data) or the raw line (Bad); nil for Watermark
+	// and Idle lines.
+	Text []byte
+	// Watermark is the watermark of a Watermark line.
+	Watermark etime.Time
+	// Reason is a stable code for a Bad line: line_too_long, utf8_invalid,
+	// channel_invalid, control_invalid or csv_malformed.
+	Reason string
+	// Detail explains a Bad line to a person.
+	Detail string
+}
+
+// Format is the input format.
+type Format uint8
+
+// The formats.
+const (
+	// JSONL is one JSON object per line.
+	JSONL Format = iota
+	// CSV is comma-separated values with a header row.
+	CSV
+)
+
+// String returns the format's name.
+func (f Format) String() string {
+	switch f {
+	case JSONL:
+		return "jsonl"
+	case CSV:
+		return "csv"
+	}
+	return fmt.Sprintf("Format(%d)", uint8(f))
+}
+
+// Options configures a source. The functions Final and Stop are called
+// from the goroutines that call Read, possibly several at once.
+type Options struct {
+	// Path is the file to read; it is ignored when Input is set. A path
+	// that is not a regular file (a named pipe, /dev/stdin, a process
+	// substitution) is opened once by New and read like Input.
+	Path string
+	// Input is read instead of a file (stdin). It is read once, from one
+	// background goroutine, and shared by all channels. The source does not
+	// close it.
+	Input io.Reader
+	// Name names the input in error messages (default: Path, or "stdin").
+	Name string
+	// Format is the input format.
+	Format Format
+	// Channels is the number of source channels (default 1).
+	Channels int
+	// Strict is deterministic replay: the channels emit the lines strictly
+	// in input order, one channel after another.
+	Strict bool
+	// MaxLine is the longest line in bytes (default 1 MiB). For CSV it
+	// bounds a whole row.
+	MaxLine int
+	// Batch is the most lines a Read call emits (default 256).
+	Batch int
+	// Final says, when a channel reaches the end of input (or stops),
+	// whether it emits the final MAX watermark before returning Done. It is
+	// called once per channel at that moment. nil: always emit.
+	Final func() bool
+	// Stop, when non-nil and returning true, ends every channel as if the
+	// input had ended (Ctrl-C). It is checked at every Read.
+	Stop func() bool
+}
+
+// Default option values.
+const (
+	DefaultMaxLine = 1 << 20
+	DefaultBatch   = 256
+)
+
+// New returns the source described by o. A file that cannot be opened is
+// an error here (for example "open orders.jsonl: no such file or
+// directory"); so is, for a CSV file, a header with an empty or duplicate
+// name. For an Input, header errors are reported by the first Read that
+// reaches them.
+//
+// The source's Open may be called from several goroutines at once; each
+// channel is opened once.
+func New(o Options) (weir.Source[Line], error) {
+	if o.Channels <= 0 {
+		o.Channels = 1
+	}
+	if o.MaxLine <= 0 {
+		o.MaxLine = DefaultMaxLine
+	}
+	if o.Batch <= 0 {
+		o.Batch = DefaultBatch
+	}
+	if o.Format != JSONL && o.Format != CSV {
+		return nil, fmt.Errorf("fileio: unknown format %d", o.Format)
+	}
+	s := &source{o: o}
+	if o.Input != nil {
+		if s.o.Name == "" {
+			s.o.Name = "stdin"
+		}
+		s.cur = newCursor(s, o.Input, nil)
+		return s, nil
+	}
+	if o.Path == "" {
+		return nil, errors.New("fileio: no input: neither a path nor a reader")
+	}
+	if s.o.Name == "" {
+		s.o.Name = o.Path
+	}
+	f, err := os.Open(o.Path)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	switch {
+	case fi.IsDir():
+		f.Close()
+		return nil, fmt.Errorf("open %s: is a directory", o.Path)
+	case !fi.Mode().IsRegular():
+		// A pipe or a device can be read once only: share it as an Input.
+		s.cur = newCursor(s, f, f)
+		return s, nil
+	}
+	if o.Format == CSV {
+		p := s.newParser(f, 0)
+		err := p.readHeader()
+		f.Close()
+		if err != nil {
+			return nil, err
+		}
+	} else {
+		f.Close()
+	}
+	if o.Strict {
+		s.cur = newCursor(s, nil, nil)
+	}
+	return s, nil
+}
+
+// source is the weir.Source. Its options are read-only after New.
+type source struct {
+	o   Options
+	cur *cursor // the shared cursor; nil when each channel reads the file itself
+}
+
+func (s *source) newParser(r io.Reader, only int) *parser {
+	return newParser(newFramer(r, s.o.Name, s.o.MaxLine), s.o.Format, s.o.Channels, only)
+}
+
+// Open returns the reader of channel ch of n; n must be Options.Channels.
+// The reader is a *Reader.
+func (s *source) Open(ch, n int) (weir.SourceReader[Line], error) {
+	if n != s.o.Channels {
+		return nil, fmt.Errorf("fileio: %s: opened with %d channels, configured for %d", s.o.Name, n, s.o.Channels)
+	}
+	if ch < 0 || ch >= n {
+		return nil, fmt.Errorf("fileio: %s: channel %d out of range 0..%d", s.o.Name, ch, n-1)
+	}
+	r := &Reader{s: s, ch: ch}
+	switch {
+	case s.o.Format == CSV && ch > 0:
+		// CSV rows all belong to channel 0.
+		r.empty = true
+		if s.cur != nil {
+			if err := s.cur.open(); err != nil {
+				return nil, err
+			}
+			r.cur = s.cur
+		}
+	case s.cur != nil:
+		if err := s.cur.open(); err != nil {
+			return nil, err
+		}
+		r.cur = s.cur
+	default:
+		f, err := os.Open(s.o.Path)
+		if err != nil {
+			return nil, err
+		}
+		r.file = f
+		r.p = s.newParser(f, ch)
+	}
+	return r, nil
+}
+
+// item is a parsed line with the position after it.
+type item struct {
+	line Line
+	off  int64 // byte offset after the line
+	last int64 // number of the last input line the item consumed
+}
+
+// Reader reads one channel; Open returns it. Read and Close must be called
+// from one goroutine at a time (the channel's own); Position may be called
+// from any goroutine. Lines passed to Emit are owned by the receiver.
+type Reader struct {
+	s     *source
+	ch    int
+	empty bool     // no line can belong to this channel
+	cur   *cursor  // shared cursor, or nil
+	file  *os.File // own file (non-strict file mode)
+	p     *parser  // own parser (non-strict file mode)
+	done  bool
+	buf   []item
+
+	mu        sync.Mutex
+	off, line int64
+}
+
+// scanFactor bounds the lines a non-strict file reader parses in one Read
+// to scanFactor*Batch, so that a channel owning few lines still returns
+// regularly.
+const scanFactor = 16
+
+// Read emits up to Options.Batch lines of the channel with
+// out.Emit(etime.MinTime, line), control lines included. At the end of
+// input, or when Options.Stop says so, it emits the final MAX watermark
+// (unless Options.Final says not to) and returns weir.Done. A read error
+// fails the job: Read returns it, naming the input.
+//
+// Read returns weir.Emitted also when it emitted nothing but made
+// progress that another channel will emit (a shared cursor moved lines to
+// another channel's queue, or a channel's own file reader skipped many
+// lines of other channels); weir.Waiting when nothing is available now.
+func (r *Reader) Read(out weir.SourceOutput[Line]) (weir.ReadStatus, error) {
+	if r.done {
+		return weir.Done, nil
+	}
+	if r.s.o.Stop != nil && r.s.o.Stop() {
+		return r.finish(out), nil
+	}
+	if r.empty {
+		return r.finish(out), nil
+	}
+	if r.cur != nil {
+		items, status, err := r.cur.read(r.ch, r.buf[:0])
+		r.buf = items
+		r.emit(out, items)
+		clear(items)
+		if err != nil {
+			return 0, err
+		}
+		if status == weir.Done {
+			return r.finish(out), nil
+		}
+		return status, nil
+	}
+	batch := r.s.o.Batch
+	n := 0
+	for range scanFactor * batch {
+		it, ok, err := r.p.next()
+		if err == io.EOF {
+			return r.finish(out), nil
+		}
+		if err != nil {
+			return 0, err
+		}
+		if !ok {
+			continue // another channel's line
+		}
+		r.emit(out, []item{it})
+		if n++; n == batch {
+			break
+		}
+	}
+	return weir.Emitted, nil
+}
+
+func (r *Reader) emit(out weir.SourceOutput[Line], items []item) {
+	if len(items) == 0 {
+		return
+	}
+	for i := range items {
+		out.Emit(etime.MinTime, items[i].line)
+	}
+	last := &items[len(items)-1]
+	r.mu.Lock()
+	r.off, r.line = last.off, last.last
+	r.mu.Unlock()
+}
+
+// finish ends the channel: the final watermark unless Final says not.
+func (r *Reader) finish(out weir.SourceOutput[Line]) weir.ReadStatus {
+	r.done = true
+	if r.s.o.Final == nil || r.s.o.Final() {
+		out.EmitWatermark(etime.MaxTime)
+	}
+	return weir.Done
+}
+
+// Position returns the channel's position: the byte offset in the input
+// just after the last line the channel emitted, and the number of the last
+// input line that line consumed (for a CSV row spanning lines, its last
+// line). Both are 0 before the first emitted line. Lines of other
+// channels, and blank lines, after that offset are not accounted for: a
+// reader resuming at offset numbers the next line line+1 and must again
+// skip the lines that are not its own. Position is safe for concurrent
+// use with Read.
+func (r *Reader) Position() (offset, line int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.off, r.line
+}
+
+// Close releases the reader. Closing the last reader of a shared input
+// stops its background goroutine (see Options.Input).
+func (r *Reader) Close() error {
+	r.done = true
+	if r.cur != nil {
+		c := r.cur
+		r.cur = nil
+		return c.release()
+	}
+	if r.file != nil {
+		err := r.file.Close()
+		r.file = nil
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,170 @@
+// Package genio is a synthetic source of orders for demos, tests and
+// benchmarks. Each record is a JSON object
+//
+//	{"order_id": 17, "user_id": "u042", "amount": 250, "ts": 1767225600000}
+//
+// generated as a pure function of (seed, record index), so the stream is
+// the same whatever the number of channels: channel c of n emits the
+// records whose index is c modulo n, in index order.
+package genio
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/connector/fileio"
+	"github.com/weirstream/weir/etime"
+)
+
+// Band is one band of the disorder mix: a share of the records is delayed
+// by a uniform amount in [Min, Max] (milliseconds of event time).
+type Band struct {
+	Share    float64
+	Min, Max etime.Duration
+}
+
+// Options configures the generator.
+type Options struct {
+	// Records is the number of records.
+	Records int64
+	// Rate is records per second of event time; record i's undelayed
+	// timestamp is Start + i*1000/Rate ms.
+	Rate float64
+	// Keys is the number of distinct user_id values.
+	Keys int
+	// Start is the event time of record 0.
+	Start etime.Time
+	// Disorder lists the delay bands; records in no band are in order.
+	Disorder []Band
+	// Bad is the share of records made bad on purpose: malformed JSON, a
+	// missing timestamp, seconds instead of milliseconds, a timestamp ten
+	// years ahead, a non-numeric amount or a missing user_id.
+	Bad float64
+	// Seed selects the stream.
+	Seed uint64
+	// Batch is the number of records per Read (default 256).
+	Batch int
+	// Final and Stop are as in fileio.Options.
+	Final func() bool
+	Stop  func() bool
+}
+
+// New returns the generator as a source of lines.
+func New(o Options) (weir.Source[fileio.Line], error) {
+	if o.Rate <= 0 || o.Keys <= 0 || o.Records < 0 {
+		return nil, fmt.Errorf("genio: rate %v and keys %d must be positive, records %d not negative", o.Rate, o.Keys, o.Records)
+	}
+	if o.Batch <= 0 {
+		o.Batch = 256
+	}
+	return source{o}, nil
+}
+
+type source struct{ o Options }
+
+func (s source) Open(ch, n int) (weir.SourceReader[fileio.Line], error) {
+	return &reader{o: s.o, i: int64(ch), step: int64(n), ch: ch}, nil
+}
+
+type reader struct {
+	o    Options
+	i    int64
+	step int64
+	ch   int
+	buf  []byte
+}
+
+// mix is splitmix64's finalizer: a well-spread hash of x.
+func mix(x uint64) uint64 {
+	x += 0x9e3779b97f4a7c15
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
+	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
+	return x ^ (x >> 31)
+}
+
+// unit is a uniform float in [0, 1) from h.
+func unit(h uint64) float64 { return float64(h>>11) / (1 << 53) }
+
+func (r *reader) Read(out weir.SourceOutput[fileio.Line]) (weir.ReadStatus, error) {
+	if r.i >= r.o.Records || (r.o.Stop != nil && r.o.Stop()) {
+		if r.o.Final == nil || r.o.Final() {
+			out.EmitWatermark(etime.MaxTime)
+		}
+		return weir.Done, nil
+	}
+	for k := 0; k < r.o.Batch && r.i < r.o.Records; k++ {
+		out.Emit(etime.MinTime, fileio.Line{Kind: fileio.Data, Channel: r.ch, No: r.i + 1, Text: r.record(r.i)})
+		r.i += r.step
+	}
+	return weir.Emitted, nil
+}
+
+// record renders record i.
+func (r *reader) record(i int64) []byte {
+	o := &r.o
+	h := mix(o.Seed*0x100000001b3 ^ uint64(i))
+	ts := o.Start.Add(etime.Duration(float64(i) * 1000 / o.Rate))
+	p := unit(mix(h ^ 1))
+	for _, b := range o.Disorder {
+		if p < b.Share {
+			ts = ts.Add(-(b.Min + etime.Duration(unit(mix(h^2))*float64(b.Max-b.Min+1))))
+			break
+		}
+		p -= b.Share
+	}
+	user := mix(h^3) % uint64(o.Keys)
+	amount := 1 + int64(mix(h^4)%500)
+	kind := -1
+	if unit(mix(h^5)) < o.Bad {
+		kind = int(mix(h^6) % 6)
+	}
+	b := r.buf[:0]
+	b = append(b, `{"order_id":`...)
+	b = strconv.AppendInt(b, i, 10)
+	if kind != 5 {
+		b = append(b, `,"user_id":"u`...)
+		b = appendPadded(b, user)
+		b = append(b, '"')
+	}
+	b = append(b, `,"amount":`...)
+	if kind == 4 {
+		b = append(b, '"')
+		b = strconv.AppendInt(b, amount, 10)
+		b = append(b, '"')
+	} else {
+		b = strconv.AppendInt(b, amount, 10)
+	}
+	switch kind {
+	case 0:
+		b = append(b, `,"ts":`...) // malformed: the value is missing
+	case 1:
+		// no timestamp
+	case 2:
+		b = append(b, `,"ts":`...)
+		b = strconv.AppendInt(b, int64(ts)/1000, 10) // seconds
+	case 3:
+		b = append(b, `,"ts":`...)
+		b = strconv.AppendInt(b, int64(ts.Add(10*365*24*3600*1000)), 10)
+	default:
+		b = append(b, `,"ts":`...)
+		b = strconv.AppendInt(b, int64(ts), 10)
+	}
+	if kind != 0 {
+		b = append(b, '}')
+	}
+	r.buf = b
+	return append([]byte(nil), b...)
+}
+
+func appendPadded(b []byte, u uint64) []byte {
+	switch {
+	case u < 10:
+		b = append(b, "00"...)
+	case u < 100:
+		b = append(b, '0')
+	}
+	return strconv.AppendUint(b, u, 10)
+}
+
+func (r *reader) Close() error { return nil }

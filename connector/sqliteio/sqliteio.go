@@ -1,0 +1,749 @@
+// Package sqliteio is an idempotent upsert sink that keeps the newest
+// revision of every windowed result in a SQLite table.
+//
+// A window may fire several times (early, on time, then late), each time with
+// its full updated result and the next pane index 0, 1, 2, ...; a session
+// window absorbed by a merge is retracted. The sink stores, per (key, window),
+// the revision with the highest pane and deletes retracted windows:
+//
+//   - a result is an INSERT ... ON CONFLICT DO UPDATE that only replaces the
+//     stored row when the incoming pane is not older than the stored one, so
+//     a replayed older pane never overwrites a newer one;
+//   - a retraction is a DELETE of the row whose pane is not newer than the
+//     retraction's pane, so a retraction never deletes a newer revision.
+//
+// Replaying the same stream of rows any number of times, in any batch size,
+// leaves the same table. A retraction is a delete, not a tombstone: a revision
+// older than a retraction that arrives after it is inserted again. Replay
+// re-sends the retraction after it (the engine emits a window's results in
+// pane order), so the final table is the same.
+//
+// The table has the key columns, then window_start, window_end, firing, pane
+// and watermark, then the value columns, with PRIMARY KEY (keys...,
+// window_start, window_end). Keys and values arrive as JSON text and are
+// stored as SQLite values (see Column). The global window is stored as
+// (etime.MinTime, etime.MaxTime), the int64 extremes.
+package sqliteio
+
+import (
+	"bytes"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"net/url"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/weirstream/weir/etime"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+)
+
+// BusyTimeoutMillis is how long a statement waits for a lock held by another
+// connection to the database (PRAGMA busy_timeout) before failing with
+// SQLITE_BUSY.
+const BusyTimeoutMillis = 5000
+
+// The firing kinds of Row.Firing.
+const (
+	FiringEarly   = "early"
+	FiringOnTime  = "on_time"
+	FiringLate    = "late"
+	FiringRetract = "retract"
+)
+
+// The fixed columns between the key and the value columns.
+var fixedColumns = [...]string{"window_start", "window_end", "firing", "pane", "watermark"}
+
+// The firing strings boxed once, so binding them does not allocate.
+var (
+	boxedEarly  any = FiringEarly
+	boxedOnTime any = FiringOnTime
+	boxedLate   any = FiringLate
+)
+
+// Column is one named value; Value is the value's JSON text (a JSON number,
+// string, true/false, null, array or object).
+//
+// The value is stored as: an integer number (no fraction, no exponent) as
+// INTEGER, or REAL if it does not fit in an int64; any other number as REAL;
+// a string as TEXT holding the decoded string; true/false as INTEGER 1/0;
+// null as NULL; an array or object as TEXT holding its compact JSON (object
+// members keep their order, so {"a":1,"b":2} and {"b":2,"a":1} are different
+// keys). Whitespace around the value is ignored. Invalid JSON, including an
+// empty Value, makes Write fail.
+//
+// Keys compare by SQLite value: the string "1" and the number 1 are different
+// keys, the numbers 1 and 1.0 the same key. A key must not be null: SQLite
+// treats NULLs in a primary key as distinct, so a null key could not be
+// upserted idempotently.
+type Column struct {
+	Name  string
+	Value []byte
+}
+
+// Row is one result revision.
+type Row struct {
+	Keys       []Column   // the key fields, in the order given to Open
+	Start, End etime.Time // the window; the global window is (etime.MinTime, etime.MaxTime)
+	Firing     string     // "early", "on_time", "late" or "retract"
+	Pane       int64
+	Watermark  etime.Time
+	Values     []Column // the aggregates, in the order given to Open (ignored for retract)
+}
+
+// Options configures a Sink. The zero value is usable.
+type Options struct {
+	Table     string // default "results"
+	BatchRows int    // rows per transaction, default 1000
+}
+
+// DefaultTable and DefaultBatchRows are the defaults of Options.
+const (
+	DefaultTable     = "results"
+	DefaultBatchRows = 1000
+)
+
+// Sink writes rows to a SQLite table.
+//
+// A Sink is not safe for concurrent use: the caller serializes Write, Flush
+// and Close. While a batch is open the sink holds the database's write lock,
+// so other writers to the same file wait (up to BusyTimeoutMillis) until the
+// batch commits; readers in other connections see the table as of the last
+// commit.
+type Sink struct {
+	path      string
+	table     string
+	keyNames  []string
+	valNames  []string
+	batchRows int
+
+	db     *sql.DB
+	upsert *sql.Stmt // prepared at Open on the only connection
+	del    *sql.Stmt
+
+	tx    *sql.Tx
+	txUp  *sql.Stmt
+	txDel *sql.Stmt
+	n     int // rows in the open transaction
+
+	args   []any
+	buf    bytes.Buffer // compact JSON of arrays and objects
+	closed bool
+}
+
+// Open opens (creating if needed) the SQLite database at path and the table
+// o.Table in it, whose key columns are keyNames and value columns valueNames.
+//
+// Names are quoted, so any name is allowed except an empty one, one holding a
+// NUL byte, a duplicate (SQLite compares names case-insensitively, ASCII
+// only), or one of the fixed columns window_start, window_end, firing, pane
+// and watermark. keyNames may be empty (a non-keyed stream); then a table row
+// is identified by its window alone.
+//
+// If the table already exists it must have exactly the expected columns and
+// primary key; otherwise Open fails with an error listing both. Open sets
+// journal_mode=WAL, synchronous=FULL and busy_timeout, and uses a single
+// connection.
+func Open(path string, keyNames, valueNames []string, o Options) (*Sink, error) {
+	table := o.Table
+	if table == "" {
+		table = DefaultTable
+	}
+	if strings.IndexByte(table, 0) >= 0 {
+		return nil, fmt.Errorf("sqliteio: table name %q contains a NUL byte; choose another table name", table)
+	}
+	batch := o.BatchRows
+	if batch < 0 {
+		return nil, fmt.Errorf("sqliteio: Options.BatchRows is %d; use a positive number of rows per transaction, or 0 for the default %d", batch, DefaultBatchRows)
+	}
+	if batch == 0 {
+		batch = DefaultBatchRows
+	}
+	if err := checkNames(keyNames, valueNames); err != nil {
+		return nil, err
+	}
+
+	db, err := sql.Open("sqlite", dsn(path))
+	if err != nil {
+		return nil, fmt.Errorf("sqliteio: open %s: %w", path, err)
+	}
+	db.SetMaxOpenConns(1)
+	db.SetMaxIdleConns(1)
+	db.SetConnMaxLifetime(0)
+	db.SetConnMaxIdleTime(0)
+
+	s := &Sink{
+		path:      path,
+		table:     table,
+		keyNames:  append([]string(nil), keyNames...),
+		valNames:  append([]string(nil), valueNames...),
+		batchRows: batch,
+		db:        db,
+		args:      make([]any, 0, len(keyNames)+len(fixedColumns)+len(valueNames)),
+	}
+	if err := s.setup(); err != nil {
+		s.closeDB()
+		return nil, err
+	}
+	return s, nil
+}
+
+// dsn is the modernc.org/sqlite DSN for path: a file: URI (so a '?' or '#'
+// in the path is escaped, not taken for the query) with the per-connection
+// pragmas.
+func dsn(path string) string {
+	p := filepath.ToSlash(path)
+	var b strings.Builder
+	b.WriteString("file:")
+	switch {
+	case filepath.VolumeName(path) != "":
+		b.WriteString("///") // file:///C:/dir/x.db
+	case strings.HasPrefix(p, "/"):
+		b.WriteString("//") // an empty authority, so "//x" is not a host
+	}
+	for i := 0; i < len(p); i++ {
+		switch c := p[i]; c {
+		case '%', '?', '#':
+			fmt.Fprintf(&b, "%%%02X", c)
+		default:
+			b.WriteByte(c)
+		}
+	}
+	q := url.Values{}
+	q.Add("_pragma", "busy_timeout("+strconv.Itoa(BusyTimeoutMillis)+")")
+	q.Add("_pragma", "synchronous(FULL)")
+	q.Add("_txlock", "immediate")
+	b.WriteByte('?')
+	b.WriteString(q.Encode())
+	return b.String()
+}
+
+func (s *Sink) setup() error {
+	var mode string
+	if err := s.db.QueryRow("PRAGMA journal_mode=WAL").Scan(&mode); err != nil {
+		return fmt.Errorf("sqliteio: open %s: set journal_mode=WAL: %w", s.path, err)
+	}
+	if mode = strings.ToLower(mode); mode != "wal" && mode != "memory" {
+		return fmt.Errorf("sqliteio: open %s: journal_mode is %q after setting WAL; the file system may not support WAL", s.path, mode)
+	}
+
+	t := quote(s.table)
+	cols := s.columns()
+	pk := make([]string, 0, len(s.keyNames)+2)
+	for _, k := range s.keyNames {
+		pk = append(pk, quote(k))
+	}
+	pk = append(pk, quote("window_start"), quote("window_end"))
+
+	var b strings.Builder
+	b.WriteString("CREATE TABLE IF NOT EXISTS ")
+	b.WriteString(t)
+	b.WriteString(" (")
+	for _, k := range s.keyNames {
+		b.WriteString(quote(k))
+		b.WriteString(", ")
+	}
+	b.WriteString(`"window_start" INTEGER NOT NULL, "window_end" INTEGER NOT NULL, "firing" TEXT NOT NULL, "pane" INTEGER NOT NULL, "watermark" INTEGER NOT NULL`)
+	for _, v := range s.valNames {
+		b.WriteString(", ")
+		b.WriteString(quote(v))
+	}
+	b.WriteString(", PRIMARY KEY (")
+	b.WriteString(strings.Join(pk, ", "))
+	b.WriteString("))")
+	if _, err := s.db.Exec(b.String()); err != nil {
+		return fmt.Errorf("sqliteio: create table %s in %s: %w", t, s.path, err)
+	}
+	if err := s.checkSchema(cols); err != nil {
+		return err
+	}
+
+	// INSERT INTO t (cols) VALUES (?...) ON CONFLICT (pk) DO UPDATE SET
+	// firing=excluded.firing, ... WHERE excluded.pane >= t.pane
+	qcols := make([]string, len(cols))
+	marks := make([]string, len(cols))
+	for i, c := range cols {
+		qcols[i] = quote(c)
+		marks[i] = "?"
+	}
+	b.Reset()
+	fmt.Fprintf(&b, "INSERT INTO %s (%s) VALUES (%s) ON CONFLICT (%s) DO UPDATE SET ",
+		t, strings.Join(qcols, ", "), strings.Join(marks, ", "), strings.Join(pk, ", "))
+	for i, c := range qcols[len(s.keyNames)+2:] {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%s = excluded.%s", c, c)
+	}
+	fmt.Fprintf(&b, ` WHERE excluded."pane" >= %s."pane"`, t)
+	up, err := s.db.Prepare(b.String())
+	if err != nil {
+		return fmt.Errorf("sqliteio: prepare upsert into %s: %w", t, err)
+	}
+	s.upsert = up
+
+	// DELETE FROM t WHERE k1 = ? AND ... AND window_start = ? AND
+	// window_end = ? AND pane <= ?
+	b.Reset()
+	fmt.Fprintf(&b, "DELETE FROM %s WHERE ", t)
+	for _, c := range pk {
+		fmt.Fprintf(&b, "%s = ? AND ", c)
+	}
+	b.WriteString(`"pane" <= ?`)
+	del, err := s.db.Prepare(b.String())
+	if err != nil {
+		return fmt.Errorf("sqliteio: prepare delete from %s: %w", t, err)
+	}
+	s.del = del
+	return nil
+}
+
+// columns lists the table's columns in order.
+func (s *Sink) columns() []string {
+	c := make([]string, 0, len(s.keyNames)+len(fixedColumns)+len(s.valNames))
+	c = append(c, s.keyNames...)
+	c = append(c, fixedColumns[:]...)
+	return append(c, s.valNames...)
+}
+
+// checkSchema compares the table's columns and primary key with want.
+func (s *Sink) checkSchema(want []string) error {
+	rows, err := s.db.Query("SELECT name, pk FROM pragma_table_info(?) ORDER BY cid", s.table)
+	if err != nil {
+		return fmt.Errorf("sqliteio: read the columns of table %s: %w", quote(s.table), err)
+	}
+	defer rows.Close()
+	var found []string
+	var foundPK []int
+	for rows.Next() {
+		var name string
+		var pk int
+		if err := rows.Scan(&name, &pk); err != nil {
+			return fmt.Errorf("sqliteio: read the columns of table %s: %w", quote(s.table), err)
+		}
+		found = append(found, name)
+		foundPK = append(foundPK, pk)
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("sqliteio: read the columns of table %s: %w", quote(s.table), err)
+	}
+	nk := len(s.keyNames)
+	same := len(found) == len(want)
+	for i := 0; same && i < len(want); i++ {
+		pk := 0
+		if i < nk+2 {
+			pk = i + 1
+		}
+		same = foldEqual(found[i], want[i]) && foundPK[i] == pk
+	}
+	if same {
+		return nil
+	}
+	gotPK := make([]string, 0, nk+2)
+	for p := 1; p <= len(found); p++ {
+		for i, x := range foundPK {
+			if x == p {
+				gotPK = append(gotPK, found[i])
+			}
+		}
+	}
+	return fmt.Errorf("sqliteio: table %s in %s exists with other columns:\n"+
+		"  expected columns (%s), primary key (%s)\n"+
+		"  found    columns (%s), primary key (%s)\n"+
+		"use another table (Options.Table) or delete the table",
+		quote(s.table), s.path,
+		strings.Join(want, ", "), strings.Join(want[:nk+2], ", "),
+		strings.Join(found, ", "), strings.Join(gotPK, ", "))
+}
+
+// checkNames validates the user-supplied column names.
+func checkNames(keyNames, valueNames []string) error {
+	type seen struct {
+		kind string
+		pos  int
+	}
+	names := make(map[string]seen, len(keyNames)+len(valueNames))
+	check := func(kind string, i int, name string) error {
+		if name == "" {
+			return fmt.Errorf("sqliteio: %s column %d has an empty name; give every key and value column a name", kind, i+1)
+		}
+		if strings.IndexByte(name, 0) >= 0 {
+			return fmt.Errorf("sqliteio: %s column %d (%q) contains a NUL byte; remove it from the name", kind, i+1, name)
+		}
+		f := foldASCII(name)
+		for _, c := range fixedColumns {
+			if f == c {
+				return fmt.Errorf("sqliteio: %s column %q collides with the fixed column %q; rename it (for example to %q)", kind, name, c, kind+"_"+name)
+			}
+		}
+		if p, dup := names[f]; dup {
+			return fmt.Errorf("sqliteio: %s column %q (%s %d) has the same name as %s column %d (SQLite compares column names case-insensitively); rename one of them", kind, name, kind, i+1, p.kind, p.pos+1)
+		}
+		names[f] = seen{kind, i}
+		return nil
+	}
+	for i, n := range keyNames {
+		if err := check("key", i, n); err != nil {
+			return err
+		}
+	}
+	for i, n := range valueNames {
+		if err := check("value", i, n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// quote quotes a SQL identifier.
+func quote(name string) string {
+	return `"` + strings.ReplaceAll(name, `"`, `""`) + `"`
+}
+
+// foldASCII lower-cases ASCII letters, as SQLite does when it compares
+// identifiers.
+func foldASCII(s string) string {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; 'A' <= c && c <= 'Z' {
+			b := []byte(s)
+			for j := i; j < len(b); j++ {
+				if c := b[j]; 'A' <= c && c <= 'Z' {
+					b[j] = c + 'a' - 'A'
+				}
+			}
+			return string(b)
+		}
+	}
+	return s
+}
+
+func foldEqual(a, b string) bool { return foldASCII(a) == foldASCII(b) }
+
+// Path returns the database path given to Open.
+func (s *Sink) Path() string { return s.path }
+
+// ErrClosed is returned by Write and Flush after Close.
+var ErrClosed = errors.New("sqliteio: sink is closed")
+
+// Write applies r in the open transaction, beginning one if needed, and
+// commits the transaction once it holds Options.BatchRows rows. A result
+// (early, on_time, late) upserts the row unless the table holds a newer pane
+// of the window; a retraction deletes the window's row unless it holds a
+// newer pane.
+//
+// An invalid row (wrong number or names of keys or values, unknown firing,
+// invalid JSON, a null key) returns an error and changes nothing. If SQLite
+// fails, the open transaction is rolled back: every row written since the
+// last successful commit is lost and must be written again (writing is
+// idempotent, so replaying from an earlier point is safe).
+func (s *Sink) Write(r Row) error {
+	if s.closed {
+		return ErrClosed
+	}
+	if len(r.Keys) != len(s.keyNames) {
+		return fmt.Errorf("sqliteio: row has %d keys, the sink has %d (%s)", len(r.Keys), len(s.keyNames), strings.Join(s.keyNames, ", "))
+	}
+	var firing any
+	switch r.Firing {
+	case FiringEarly:
+		firing = boxedEarly
+	case FiringOnTime:
+		firing = boxedOnTime
+	case FiringLate:
+		firing = boxedLate
+	case FiringRetract:
+	default:
+		return fmt.Errorf("sqliteio: row has firing %q; want early, on_time, late or retract", r.Firing)
+	}
+	if firing != nil && len(r.Values) != len(s.valNames) {
+		return fmt.Errorf("sqliteio: row has %d values, the sink has %d (%s)", len(r.Values), len(s.valNames), strings.Join(s.valNames, ", "))
+	}
+
+	args := s.args[:0]
+	for i, c := range r.Keys {
+		if c.Name != s.keyNames[i] {
+			return fmt.Errorf("sqliteio: row key %d is %q, want %q (keys come in the order given to Open)", i+1, c.Name, s.keyNames[i])
+		}
+		v, err := s.value(c.Value)
+		if err != nil {
+			return fmt.Errorf("sqliteio: key %q: %w", c.Name, err)
+		}
+		if v == nil {
+			return fmt.Errorf("sqliteio: key %q is null; SQLite treats NULLs in a primary key as distinct, so a null key cannot be upserted idempotently: map null to a non-null value before the sink", c.Name)
+		}
+		args = append(args, v)
+	}
+	args = append(args, int64(r.Start), int64(r.End))
+	if firing == nil { // retract
+		args = append(args, r.Pane)
+	} else {
+		args = append(args, firing, r.Pane, int64(r.Watermark))
+		for i, c := range r.Values {
+			if c.Name != s.valNames[i] {
+				return fmt.Errorf("sqliteio: row value %d is %q, want %q (values come in the order given to Open)", i+1, c.Name, s.valNames[i])
+			}
+			v, err := s.value(c.Value)
+			if err != nil {
+				return fmt.Errorf("sqliteio: value %q: %w", c.Name, err)
+			}
+			args = append(args, v)
+		}
+	}
+	s.args = args
+
+	if s.tx == nil {
+		if err := s.begin(); err != nil {
+			return err
+		}
+	}
+	stmt := s.txUp
+	if firing == nil {
+		stmt = s.txDel
+	}
+	_, err := stmt.Exec(args...)
+	clear(args) // drop references to the row's strings
+	if err != nil {
+		s.rollback()
+		return fmt.Errorf("sqliteio: write to %s (the uncommitted batch was rolled back): %w", quote(s.table), err)
+	}
+	s.n++
+	if s.n >= s.batchRows {
+		return s.commit()
+	}
+	return nil
+}
+
+func (s *Sink) begin() error {
+	tx, err := s.db.Begin()
+	if err != nil {
+		return fmt.Errorf("sqliteio: begin a transaction on %s: %w", s.path, err)
+	}
+	s.tx = tx
+	s.txUp = tx.Stmt(s.upsert) // reuses the statement prepared on the connection
+	s.txDel = tx.Stmt(s.del)
+	s.n = 0
+	return nil
+}
+
+func (s *Sink) commit() error {
+	tx := s.tx
+	s.tx, s.txUp, s.txDel, s.n = nil, nil, nil, 0
+	if err := tx.Commit(); err != nil {
+		_ = tx.Rollback()
+		return fmt.Errorf("sqliteio: commit to %s (the batch was rolled back): %w", s.path, err)
+	}
+	return nil
+}
+
+func (s *Sink) rollback() {
+	if s.tx != nil {
+		_ = s.tx.Rollback()
+		s.tx, s.txUp, s.txDel, s.n = nil, nil, nil, 0
+	}
+}
+
+// Flush commits the open transaction, if any. When it returns nil every row
+// written so far is durable (synchronous=FULL).
+func (s *Sink) Flush() error {
+	if s.closed {
+		return ErrClosed
+	}
+	if s.tx == nil {
+		return nil
+	}
+	return s.commit()
+}
+
+// Close flushes and closes the database. It is idempotent: later calls
+// return nil.
+func (s *Sink) Close() error {
+	if s.closed {
+		return nil
+	}
+	err := s.Flush()
+	s.closed = true
+	s.rollback()
+	if cerr := s.closeDB(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+func (s *Sink) closeDB() error {
+	if s.upsert != nil {
+		_ = s.upsert.Close()
+	}
+	if s.del != nil {
+		_ = s.del.Close()
+	}
+	if err := s.db.Close(); err != nil {
+		return fmt.Errorf("sqliteio: close %s: %w", s.path, err)
+	}
+	return nil
+}
+
+// value converts JSON text to the SQLite value bound for it (see Column).
+func (s *Sink) value(b []byte) (any, error) {
+	b = trimSpace(b)
+	if len(b) == 0 {
+		return nil, errors.New("invalid JSON: empty value")
+	}
+	switch c := b[0]; {
+	case c == 'n':
+		if string(b) == "null" {
+			return nil, nil
+		}
+	case c == 't':
+		if string(b) == "true" {
+			return int64(1), nil
+		}
+	case c == 'f':
+		if string(b) == "false" {
+			return int64(0), nil
+		}
+	case c == '"':
+		if str, ok := simpleString(b); ok {
+			return str, nil
+		}
+		var str string
+		if err := json.Unmarshal(b, &str); err != nil {
+			return nil, invalid(b, err)
+		}
+		return str, nil
+	case c == '[' || c == '{':
+		s.buf.Reset()
+		if err := json.Compact(&s.buf, b); err != nil {
+			return nil, invalid(b, err)
+		}
+		return s.buf.String(), nil
+	case c == '-' || '0' <= c && c <= '9':
+		integer, ok := numberSyntax(b)
+		if !ok {
+			break
+		}
+		if integer {
+			if n, ok := parseInt(b); ok {
+				return n, nil
+			}
+		}
+		f, err := strconv.ParseFloat(string(b), 64)
+		if err != nil && !errors.Is(err, strconv.ErrRange) {
+			return nil, invalid(b, err)
+		}
+		return f, nil // ±Inf beyond the float64 range
+	}
+	return nil, invalid(b, nil)
+}
+
+func invalid(b []byte, err error) error {
+	const max = 64
+	t := string(b)
+	if len(t) > max {
+		t = t[:max] + "..."
+	}
+	if err != nil {
+		return fmt.Errorf("invalid JSON %q: %w", t, err)
+	}
+	return fmt.Errorf("invalid JSON %q", t)
+}
+
+func trimSpace(b []byte) []byte {
+	isSpace := func(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+	for len(b) > 0 && isSpace(b[0]) {
+		b = b[1:]
+	}
+	for len(b) > 0 && isSpace(b[len(b)-1]) {
+		b = b[:len(b)-1]
+	}
+	return b
+}
+
+// simpleString decodes a JSON string without escapes that is valid UTF-8.
+func simpleString(b []byte) (string, bool) {
+	if len(b) < 2 || b[len(b)-1] != '"' {
+		return "", false
+	}
+	in := b[1 : len(b)-1]
+	for _, c := range in {
+		if c < 0x20 || c == '"' || c == '\\' {
+			return "", false
+		}
+	}
+	if !utf8.Valid(in) {
+		return "", false
+	}
+	return string(in), true
+}
+
+// numberSyntax reports whether b is a JSON number and whether it is written
+// as an integer (no fraction, no exponent).
+func numberSyntax(b []byte) (integer, ok bool) {
+	i := 0
+	if b[i] == '-' {
+		i++
+	}
+	digits := func() int {
+		j := i
+		for i < len(b) && '0' <= b[i] && b[i] <= '9' {
+			i++
+		}
+		return i - j
+	}
+	switch {
+	case i < len(b) && b[i] == '0':
+		i++
+	case digits() == 0:
+		return false, false
+	}
+	integer = true
+	if i < len(b) && b[i] == '.' {
+		integer = false
+		i++
+		if digits() == 0 {
+			return false, false
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		integer = false
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		if digits() == 0 {
+			return false, false
+		}
+	}
+	return integer, i == len(b)
+}
+
+// parseInt parses a JSON integer, reporting false if it does not fit in an
+// int64.
+func parseInt(b []byte) (int64, bool) {
+	neg := b[0] == '-'
+	if neg {
+		b = b[1:]
+	}
+	var u uint64
+	for _, c := range b {
+		d := uint64(c - '0')
+		if u > (math.MaxUint64-d)/10 {
+			return 0, false
+		}
+		u = u*10 + d
+	}
+	if neg {
+		if u > 1<<63 {
+			return 0, false
+		}
+		return -int64(u), true // -(1<<63) wraps to itself
+	}
+	if u > math.MaxInt64 {
+		return 0, false
+	}
+	return int64(u), true
+}

@@ -1,0 +1,625 @@
+package sqliteio
+
+import (
+	"database/sql"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/weirstream/weir/etime"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// tb is the part of testing.TB that *rapid.T also has.
+type tb interface {
+	Helper()
+	Fatal(args ...any)
+	Fatalf(format string, args ...any)
+}
+
+// row builds a Row from alternating name, JSON pairs.
+func row(keys []string, start, end etime.Time, firing string, pane int64, wm etime.Time, values ...string) Row {
+	r := Row{Start: start, End: end, Firing: firing, Pane: pane, Watermark: wm}
+	for i := 0; i < len(keys); i += 2 {
+		r.Keys = append(r.Keys, Column{Name: keys[i], Value: []byte(keys[i+1])})
+	}
+	for i := 0; i < len(values); i += 2 {
+		r.Values = append(r.Values, Column{Name: values[i], Value: []byte(values[i+1])})
+	}
+	return r
+}
+
+func mustOpen(t testing.TB, path string, keys, values []string, o Options) *Sink {
+	t.Helper()
+	s, err := Open(path, keys, values, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func mustWrite(t testing.TB, s *Sink, rows ...Row) {
+	t.Helper()
+	for _, r := range rows {
+		if err := s.Write(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func mustClose(t testing.TB, s *Sink) {
+	t.Helper()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// query opens path read-only-ish with its own connection and runs q,
+// returning each row's cells printed as "typeof:value".
+func query(t tb, path, q string, args ...any) [][]string {
+	t.Helper()
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rows, err := db.Query(q, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out [][]string
+	for rows.Next() {
+		cells := make([]any, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range cells {
+			ptrs[i] = &cells[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			t.Fatal(err)
+		}
+		line := make([]string, len(cols))
+		for i, c := range cells {
+			switch c := c.(type) {
+			case nil:
+				line[i] = "null"
+			case int64:
+				line[i] = "int:" + strconv.FormatInt(c, 10)
+			case float64:
+				line[i] = "real:" + strconv.FormatFloat(c, 'g', -1, 64)
+			case string:
+				line[i] = "text:" + strconv.Quote(c)
+			case []byte:
+				line[i] = "blob:" + strconv.Quote(string(c))
+			default:
+				line[i] = fmt.Sprintf("%T:%v", c, c)
+			}
+		}
+		out = append(out, line)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// dump returns the whole table ordered by keys and window_start.
+func dump(t tb, path, table string, keys []string) string {
+	t.Helper()
+	order := make([]string, 0, len(keys)+2)
+	for _, k := range keys {
+		order = append(order, quote(k))
+	}
+	order = append(order, "window_start", "window_end")
+	var b strings.Builder
+	for _, r := range query(t, path, "SELECT * FROM "+quote(table)+" ORDER BY "+strings.Join(order, ", ")) {
+		b.WriteString(strings.Join(r, " "))
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+func TestUpsertOrder(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "out.db")
+	s := mustOpen(t, path, []string{"user"}, []string{"count", "sum"}, Options{})
+	k := []string{"user", `"alice"`}
+	mustWrite(t, s,
+		row(k, 0, 1000, "early", 0, -5, "count", "1", "sum", "1.5"),
+		row(k, 0, 1000, "on_time", 1, 999, "count", "2", "sum", "3"),
+		row(k, 0, 1000, "late", 2, 1500, "count", "3", "sum", "4.25"),
+	)
+	if err := s.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	want := `text:"alice" int:0 int:1000 text:"late" int:2 int:1500 int:3 real:4.25` + "\n"
+	if got := dump(t, path, "results", []string{"user"}); got != want {
+		t.Fatalf("after panes 0,1,2:\n%s\nwant\n%s", got, want)
+	}
+	// A replayed older pane does not overwrite the newer one.
+	mustWrite(t, s, row(k, 0, 1000, "on_time", 1, 999, "count", "2", "sum", "3"))
+	mustClose(t, s)
+	if got := dump(t, path, "results", []string{"user"}); got != want {
+		t.Fatalf("after replaying pane 1:\n%s\nwant\n%s", got, want)
+	}
+	// The same pane again is applied (it is the same revision).
+	s = mustOpen(t, path, []string{"user"}, []string{"count", "sum"}, Options{})
+	mustWrite(t, s, row(k, 0, 1000, "late", 2, 1500, "count", "3", "sum", "4.25"))
+	mustClose(t, s)
+	if got := dump(t, path, "results", []string{"user"}); got != want {
+		t.Fatalf("after replaying pane 2:\n%s\nwant\n%s", got, want)
+	}
+}
+
+// stream is a deterministic stream of about 2000 revisions over several
+// string and integer keys, tumbling and session windows, with retractions.
+func stream() []Row {
+	rng := rand.New(rand.NewPCG(1, 2))
+	var out []Row
+	users := []string{`"alice"`, `"bob"`, `"carol"`, `"d\"q"`, `"ünï"`}
+	for len(out) < 2000 {
+		u := users[rng.IntN(len(users))]
+		shard := strconv.Itoa(rng.IntN(4) - 1)
+		start := etime.Time(rng.IntN(50) * 1000)
+		end := start + etime.Time(1000*(1+rng.IntN(3)))
+		panes := 1 + rng.IntN(4)
+		k := []string{"user", u, "shard", shard}
+		for p := range panes {
+			firing := "late"
+			switch {
+			case p == 0 && panes > 1:
+				firing = "early"
+			case p <= 1:
+				firing = "on_time"
+			}
+			sum := strconv.FormatFloat(float64(rng.IntN(10000))/8, 'g', -1, 64)
+			tags := fmt.Sprintf(`[%d, "x"]`, p)
+			out = append(out, row(k, start, end, firing, int64(p), end+etime.Time(p*100),
+				"n", strconv.Itoa(p+1), "sum", sum, "tags", tags))
+		}
+		if rng.IntN(10) == 0 {
+			// Retract the window's last pane (absorbed by a session merge),
+			// or an older pane that must not delete it.
+			out = append(out, row(k, start, end, "retract", int64(panes-1-rng.IntN(2)), end+5000))
+		}
+	}
+	return out
+}
+
+func TestIdempotentReplay(t *testing.T) {
+	dir := t.TempDir()
+	keys, values := []string{"user", "shard"}, []string{"n", "sum", "tags"}
+	rows := stream()
+	write := func(path string, batch int) string {
+		s := mustOpen(t, path, keys, values, Options{Table: "agg", BatchRows: batch})
+		mustWrite(t, s, rows...)
+		mustClose(t, s)
+		return dump(t, path, "agg", keys)
+	}
+	a := filepath.Join(dir, "a.db")
+	first := write(a, 0)
+	if n := strings.Count(first, "\n"); n < 100 {
+		t.Fatalf("only %d rows in the table:\n%s", n, first)
+	}
+	if !strings.Contains(first, "text:\"d\\\"q\"") || !strings.Contains(first, "int:-1") {
+		t.Fatalf("expected string and integer keys in the table:\n%s", first)
+	}
+	if second := write(a, 0); second != first {
+		t.Fatalf("replay changed the table:\n%s\nfirst:\n%s", second, first)
+	}
+	if third := write(filepath.Join(dir, "b.db"), 7); third != first {
+		t.Fatalf("batch size 7 gives another table:\n%s\nbatch 1000:\n%s", third, first)
+	}
+	if fourth := write(filepath.Join(dir, "c.db"), 1); fourth != first {
+		t.Fatalf("batch size 1 gives another table:\n%s\nbatch 1000:\n%s", fourth, first)
+	}
+}
+
+func TestRetract(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "out.db")
+	s := mustOpen(t, path, []string{"k"}, []string{"v"}, Options{})
+	defer mustClose(t, s)
+	a, b := []string{"k", `"a"`}, []string{"k", `"b"`}
+	mustWrite(t, s,
+		row(a, 0, 10, "on_time", 0, 10, "v", "1"),
+		row(a, 0, 10, "late", 1, 20, "v", "2"),
+		row(b, 0, 10, "on_time", 0, 10, "v", "3"),
+		row(b, 0, 10, "late", 1, 20, "v", "4"),
+		row(a, 0, 10, "retract", 1, 30), // the last pane: deleted
+		row(b, 0, 10, "retract", 0, 30), // an older pane: kept
+		row(b, 5, 10, "retract", 9, 30), // no such window: nothing
+	)
+	if err := s.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	want := `text:"b" int:0 int:10 text:"late" int:1 int:20 int:4` + "\n"
+	if got := dump(t, path, "results", []string{"k"}); got != want {
+		t.Fatalf("got\n%s\nwant\n%s", got, want)
+	}
+	// Retract values are ignored, even if absent or invalid.
+	r := row(b, 0, 10, "retract", 1, 30, "bogus", "{")
+	mustWrite(t, s, r)
+	if err := s.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if got := dump(t, path, "results", []string{"k"}); got != "" {
+		t.Fatalf("got\n%s\nwant an empty table", got)
+	}
+}
+
+func TestGlobalWindow(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "out.db")
+	s := mustOpen(t, path, nil, []string{"total"}, Options{})
+	mustWrite(t, s,
+		row(nil, etime.MinTime, etime.MaxTime, "early", 0, etime.MinTime, "total", "5"),
+		row(nil, etime.MinTime, etime.MaxTime, "on_time", 1, etime.MaxTime, "total", "7"),
+	)
+	mustClose(t, s)
+	got := query(t, path, "SELECT window_start, window_end, watermark, total FROM results WHERE window_start = ? AND window_end = ?",
+		int64(math.MinInt64), int64(math.MaxInt64))
+	want := [][]string{{"int:-9223372036854775808", "int:9223372036854775807", "int:9223372036854775807", "int:7"}}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+}
+
+func TestTypeMapping(t *testing.T) {
+	cases := []struct {
+		json, typ, value string
+	}{
+		{`42`, "integer", "int:42"},
+		{`-0`, "integer", "int:0"},
+		{`-9223372036854775808`, "integer", "int:-9223372036854775808"},
+		{`9223372036854775807`, "integer", "int:9223372036854775807"},
+		{`9223372036854775808`, "real", "real:9.223372036854776e+18"},
+		{`-9223372036854775809`, "real", "real:-9.223372036854776e+18"},
+		{`100000000000000000000`, "real", "real:1e+20"},
+		{`1.5`, "real", "real:1.5"},
+		{`1.0`, "real", "real:1"},
+		{`-2e3`, "real", "real:-2000"},
+		{`1E-2`, "real", "real:0.01"},
+		{` 7 `, "integer", "int:7"},
+		{`"hi"`, "text", `text:"hi"`},
+		{`""`, "text", `text:""`},
+		{`"a\"b\\c\n\u00e9\ud83d\ude00"`, "text", `text:"a\"b\\c\né😀"`},
+		{`"ünï"`, "text", `text:"ünï"`},
+		{`"42"`, "text", `text:"42"`},
+		{`true`, "integer", "int:1"},
+		{`false`, "integer", "int:0"},
+		{`null`, "null", "null"},
+		{`[1, 2.5, "x", [ ], {"b": null}]`, "text", `text:"[1,2.5,\"x\",[],{\"b\":null}]"`},
+		{"{\n \"b\" : 1 ,\t\"a\": [true] }", "text", `text:"{\"b\":1,\"a\":[true]}"`},
+	}
+	path := filepath.Join(t.TempDir(), "types.db")
+	s := mustOpen(t, path, []string{"id"}, []string{"v"}, Options{})
+	for i, c := range cases {
+		mustWrite(t, s, row([]string{"id", strconv.Itoa(i)}, 0, 1, "on_time", 0, 1, "v", c.json))
+	}
+	mustClose(t, s)
+	got := query(t, path, "SELECT typeof(v), v FROM results ORDER BY id")
+	if len(got) != len(cases) {
+		t.Fatalf("%d rows, want %d", len(got), len(cases))
+	}
+	for i, c := range cases {
+		if got[i][0] != "text:"+strconv.Quote(c.typ) || got[i][1] != c.value {
+			t.Errorf("%s: got typeof %s value %s, want %s %s", c.json, got[i][0], got[i][1], c.typ, c.value)
+		}
+	}
+}
+
+func TestKeyTypes(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "keys.db")
+	s := mustOpen(t, path, []string{"k"}, []string{"v"}, Options{})
+	keys := []string{`1`, `"1"`, `1.0`, `true`, `[1]`, `{"a":1}`, `1.5`}
+	for i, k := range keys {
+		mustWrite(t, s, row([]string{"k", k}, 0, 1, "on_time", int64(i), 1, "v", strconv.Itoa(i)))
+	}
+	// null keys are refused.
+	err := s.Write(row([]string{"k", "null"}, 0, 1, "on_time", 0, 1, "v", "0"))
+	if err == nil || !strings.Contains(err.Error(), `key "k" is null`) {
+		t.Fatalf("null key: got %v", err)
+	}
+	mustClose(t, s)
+	// 1, 1.0 and true are the same SQLite value (the integer 1 and the real
+	// 1.0 compare equal); "1", [1], {"a":1} and 1.5 are distinct.
+	got := query(t, path, "SELECT typeof(k), k, v FROM results ORDER BY v")
+	want := `[[text:"text" text:"1" int:1] [text:"integer" int:1 int:3] [text:"text" text:"[1]" int:4] [text:"text" text:"{\"a\":1}" int:5] [text:"real" real:1.5 int:6]]`
+	if fmt.Sprint(got) != want {
+		t.Fatalf("got  %v\nwant %s", got, want)
+	}
+}
+
+func TestInvalidRows(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "out.db")
+	s := mustOpen(t, path, []string{"k"}, []string{"v"}, Options{BatchRows: 2})
+	defer mustClose(t, s)
+	good := row([]string{"k", `"a"`}, 0, 1, "on_time", 0, 1, "v", "1")
+	mustWrite(t, s, good)
+	for _, c := range []struct {
+		r    Row
+		want string
+	}{
+		{row([]string{"k", `"a"`}, 0, 1, "on_time", 1, 1, "v", "{"), `value "v": invalid JSON "{"`},
+		{row([]string{"k", `"a"`}, 0, 1, "on_time", 1, 1, "v", ""), `value "v": invalid JSON: empty value`},
+		{row([]string{"k", `'a'`}, 0, 1, "on_time", 1, 1, "v", "1"), `key "k": invalid JSON "'a'"`},
+		{row([]string{"k", `"a`}, 0, 1, "on_time", 1, 1, "v", "1"), `key "k": invalid JSON`},
+		{row([]string{"k", `"a"`}, 0, 1, "on_time", 1, 1, "v", "01"), `invalid JSON "01"`},
+		{row([]string{"k", `"a"`}, 0, 1, "on_time", 1, 1, "v", "1."), `invalid JSON "1."`},
+		{row([]string{"k", `"a"`}, 0, 1, "on_time", 1, 1, "v", "+1"), `invalid JSON "+1"`},
+		{row([]string{"k", `"a"`}, 0, 1, "on_time", 1, 1, "v", "NaN"), `invalid JSON "NaN"`},
+		{row([]string{"k", `"a"`}, 0, 1, "on_time", 1, 1, "v", "nul"), `invalid JSON "nul"`},
+		{row([]string{"k", `"a"`}, 0, 1, "on_time", 1, 1, "v", "1 2"), `invalid JSON "1 2"`},
+		{row([]string{"k", `"a"`}, 0, 1, "on_time", 1, 1, "v", "\"\x01\""), `invalid JSON`},
+		{row([]string{"k", `"a"`}, 0, 1, "on_time", 1, 1, "v", `[1,]`), `invalid JSON "[1,]"`},
+		{row([]string{"k", `"a"`}, 0, 1, "on_time", 1, 1, "v", `{"a":1}x`), `invalid JSON`},
+		{row([]string{"k", `"a"`}, 0, 1, "fired", 1, 1, "v", "1"), `firing "fired"`},
+		{row(nil, 0, 1, "on_time", 1, 1, "v", "1"), "row has 0 keys, the sink has 1 (k)"},
+		{row([]string{"k", `"a"`}, 0, 1, "on_time", 1, 1), "row has 0 values, the sink has 1 (v)"},
+		{row([]string{"x", `"a"`}, 0, 1, "on_time", 1, 1, "v", "1"), `row key 1 is "x", want "k"`},
+		{row([]string{"k", `"a"`}, 0, 1, "on_time", 1, 1, "w", "1"), `row value 1 is "w", want "v"`},
+	} {
+		err := s.Write(c.r)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("got %v, want an error containing %q", err, c.want)
+		}
+	}
+	// The invalid rows changed nothing and the batch is still open.
+	if err := s.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	want := `text:"a" int:0 int:1 text:"on_time" int:0 int:1 int:1` + "\n"
+	if got := dump(t, path, "results", []string{"k"}); got != want {
+		t.Fatalf("got\n%s\nwant\n%s", got, want)
+	}
+}
+
+func TestSchemaMismatch(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "out.db")
+	mustClose(t, mustOpen(t, path, []string{"k"}, []string{"v"}, Options{}))
+	for _, c := range []struct{ keys, values []string }{
+		{[]string{"k"}, []string{"v", "w"}},
+		{[]string{"k"}, nil},
+		{[]string{"k", "j"}, []string{"v"}},
+		{[]string{"v"}, []string{"k"}},
+		{nil, []string{"k", "v"}},
+	} {
+		_, err := Open(path, c.keys, c.values, Options{})
+		if err == nil {
+			t.Fatalf("keys %v values %v: no error", c.keys, c.values)
+		}
+		msg := err.Error()
+		for _, want := range []string{
+			`table "results" in ` + path + ` exists with other columns`,
+			"found    columns (k, window_start, window_end, firing, pane, watermark, v), primary key (k, window_start, window_end)",
+			"expected columns (" + strings.Join(append(append(append([]string(nil), c.keys...), fixedColumns[:]...), c.values...), ", ") + ")",
+			"use another table (Options.Table) or delete the table",
+		} {
+			if !strings.Contains(msg, want) {
+				t.Errorf("keys %v values %v: error\n%s\ndoes not contain\n%s", c.keys, c.values, msg, want)
+			}
+		}
+	}
+	// The same columns (names compare case-insensitively, like SQLite) and
+	// another table are fine.
+	mustClose(t, mustOpen(t, path, []string{"K"}, []string{"v"}, Options{}))
+	mustClose(t, mustOpen(t, path, []string{"k"}, []string{"v", "w"}, Options{Table: "other"}))
+}
+
+func TestNameValidation(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "out.db")
+	for _, c := range []struct {
+		keys, values []string
+		o            Options
+		want         string
+	}{
+		{[]string{""}, nil, Options{}, "key column 1 has an empty name"},
+		{[]string{"k"}, []string{"v", ""}, Options{}, "value column 2 has an empty name"},
+		{[]string{"k", "k"}, nil, Options{}, `key column "k" (key 2) has the same name as key column 1`},
+		{[]string{"k"}, []string{"K"}, Options{}, `value column "K" (value 1) has the same name as key column 1 (SQLite compares column names case-insensitively); rename one of them`},
+		{[]string{"pane"}, nil, Options{}, `key column "pane" collides with the fixed column "pane"; rename it (for example to "key_pane")`},
+		{nil, []string{"Window_Start"}, Options{}, `value column "Window_Start" collides with the fixed column "window_start"`},
+		{nil, []string{"firing"}, Options{}, `fixed column "firing"`},
+		{nil, []string{"watermark"}, Options{}, `fixed column "watermark"`},
+		{nil, []string{"window_end"}, Options{}, `fixed column "window_end"`},
+		{nil, []string{"a\x00b"}, Options{}, "contains a NUL byte"},
+		{nil, nil, Options{Table: "t\x00"}, "table name"},
+		{nil, nil, Options{BatchRows: -1}, "BatchRows is -1"},
+	} {
+		s, err := Open(path, c.keys, c.values, c.o)
+		if err == nil {
+			s.Close()
+			t.Errorf("keys %q values %q: no error", c.keys, c.values)
+			continue
+		}
+		if !strings.Contains(err.Error(), c.want) {
+			t.Errorf("keys %q values %q: error %q does not contain %q", c.keys, c.values, err, c.want)
+		}
+	}
+}
+
+func TestQuotedNames(t *testing.T) {
+	// Names and a path that need quoting or escaping.
+	dir := filepath.Join(t.TempDir(), "a?b#c%20d")
+	path := filepath.Join(dir, "out 1.db")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	keys := []string{`user "id"`, "select", "ключ"}
+	values := []string{`a"); DROP TABLE x; --`, "group by"}
+	o := Options{Table: `my "table"`}
+	s := mustOpen(t, path, keys, values, o)
+	mustWrite(t, s, row([]string{keys[0], `"u"`, keys[1], "1", keys[2], `"k"`}, 0, 1, "on_time", 0, 1, values[0], "1", values[1], `"g"`))
+	mustClose(t, s)
+	if got, want := s.Path(), path; got != want {
+		t.Fatalf("Path() = %q, want %q", got, want)
+	}
+	s = mustOpen(t, path, keys, values, o)
+	mustClose(t, s)
+	want := `text:"u" int:1 text:"k" int:0 int:1 text:"on_time" int:0 int:1 int:1 text:"g"` + "\n"
+	if got := dump(t, "file:"+strings.NewReplacer("%", "%25", "?", "%3F", "#", "%23").Replace(path), o.Table, keys); got != want {
+		t.Fatalf("got\n%s\nwant\n%s", got, want)
+	}
+}
+
+func TestWALAndClose(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "out.db")
+	s := mustOpen(t, path, []string{"k"}, []string{"v"}, Options{})
+	var mode string
+	if err := s.db.QueryRow("PRAGMA journal_mode").Scan(&mode); err != nil {
+		t.Fatal(err)
+	}
+	var timeout, sync int
+	if err := s.db.QueryRow("PRAGMA busy_timeout").Scan(&timeout); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.db.QueryRow("PRAGMA synchronous").Scan(&sync); err != nil {
+		t.Fatal(err)
+	}
+	if mode != "wal" || timeout != BusyTimeoutMillis || sync != 2 {
+		t.Fatalf("journal_mode %q busy_timeout %d synchronous %d, want wal %d 2", mode, timeout, sync, BusyTimeoutMillis)
+	}
+	// Rows are buffered until Flush.
+	mustWrite(t, s, row([]string{"k", `"a"`}, 0, 1, "on_time", 0, 1, "v", "1"))
+	if got := dump(t, path, "results", []string{"k"}); got != "" {
+		t.Fatalf("visible before Flush:\n%s", got)
+	}
+	if err := s.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if got := dump(t, path, "results", []string{"k"}); got == "" {
+		t.Fatal("not visible after Flush")
+	}
+	// Close flushes and is idempotent.
+	mustWrite(t, s, row([]string{"k", `"b"`}, 0, 1, "on_time", 0, 1, "v", "1"))
+	mustClose(t, s)
+	mustClose(t, s)
+	if got := dump(t, path, "results", []string{"k"}); strings.Count(got, "\n") != 2 {
+		t.Fatalf("Close did not flush:\n%s", got)
+	}
+	if err := s.Write(row([]string{"k", `"c"`}, 0, 1, "on_time", 0, 1, "v", "1")); err != ErrClosed {
+		t.Fatalf("Write after Close: %v", err)
+	}
+	if err := s.Flush(); err != ErrClosed {
+		t.Fatalf("Flush after Close: %v", err)
+	}
+}
+
+func TestBatchCommits(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "out.db")
+	s := mustOpen(t, path, []string{"k"}, []string{"v"}, Options{BatchRows: 3})
+	defer mustClose(t, s)
+	for i := range 7 {
+		mustWrite(t, s, row([]string{"k", strconv.Itoa(i)}, 0, 1, "on_time", 0, 1, "v", "1"))
+	}
+	// Two batches of 3 are committed, the 7th row is buffered.
+	if got := strings.Count(dump(t, path, "results", []string{"k"}), "\n"); got != 6 {
+		t.Fatalf("%d rows committed, want 6", got)
+	}
+}
+
+func TestSQLiteErrorRollsBack(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "out.db")
+	s := mustOpen(t, path, []string{"k"}, []string{"v"}, Options{})
+	defer mustClose(t, s)
+	mustWrite(t, s, row([]string{"k", `"a"`}, 0, 1, "on_time", 0, 1, "v", "1"))
+	if err := s.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	mustWrite(t, s, row([]string{"k", `"b"`}, 0, 1, "on_time", 0, 1, "v", "1"))
+	// Break the table behind the sink's back: the next write fails and the
+	// open batch (row b) is rolled back.
+	s.rollback()
+	if _, err := s.db.Exec(`CREATE TRIGGER boom BEFORE INSERT ON results WHEN NEW.k = 'c' BEGIN SELECT RAISE(ABORT, 'boom'); END`); err != nil {
+		t.Fatal(err)
+	}
+	mustWrite(t, s, row([]string{"k", `"b"`}, 0, 1, "on_time", 0, 1, "v", "1"))
+	err := s.Write(row([]string{"k", `"c"`}, 0, 1, "on_time", 0, 1, "v", "1"))
+	if err == nil || !strings.Contains(err.Error(), "boom") || !strings.Contains(err.Error(), "rolled back") {
+		t.Fatalf("got %v", err)
+	}
+	mustWrite(t, s, row([]string{"k", `"d"`}, 0, 1, "on_time", 0, 1, "v", "1"))
+	if err := s.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	want := "text:\"a\" int:0 int:1 text:\"on_time\" int:0 int:1 int:1\n" +
+		"text:\"d\" int:0 int:1 text:\"on_time\" int:0 int:1 int:1\n"
+	if got := dump(t, path, "results", []string{"k"}); got != want {
+		t.Fatalf("got\n%s\nwant\n%s", got, want)
+	}
+}
+
+func BenchmarkUpsert(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "bench.db")
+	s := mustOpen(b, path, []string{"user", "region"}, []string{"count", "sum", "last"}, Options{})
+	users := make([][]byte, 1000)
+	for i := range users {
+		users[i] = []byte(strconv.Quote("user-" + strconv.Itoa(i)))
+	}
+	r := Row{
+		Keys:   []Column{{Name: "user"}, {Name: "region", Value: []byte("7")}},
+		Values: []Column{{Name: "count"}, {Name: "sum", Value: []byte("1234.5")}, {Name: "last", Value: []byte(`"x"`)}},
+	}
+	var cnt []byte
+	i := 0
+	b.ReportAllocs()
+	for ; b.Loop(); i++ {
+		// 1000 users x 100 windows, each revised by 4 panes.
+		n := i / 4
+		r.Keys[0].Value = users[n%len(users)]
+		r.Start = etime.Time(n / len(users) % 100 * 60000)
+		r.End = r.Start + 60000
+		r.Pane = int64(i % 4)
+		r.Firing = "late"
+		if r.Pane == 0 {
+			r.Firing = "on_time"
+		}
+		r.Watermark = r.End + etime.Time(r.Pane)
+		cnt = strconv.AppendInt(cnt[:0], int64(i), 10)
+		r.Values[0].Value = cnt
+		if err := s.Write(r); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := s.Flush(); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(i)/b.Elapsed().Seconds(), "rows/s")
+	b.StopTimer()
+	mustClose(b, s)
+}
+
+func TestRelativeAndMemoryPaths(t *testing.T) {
+	t.Chdir(t.TempDir())
+	s := mustOpen(t, "rel.db", []string{"k"}, []string{"v"}, Options{})
+	mustWrite(t, s, row([]string{"k", "1"}, 0, 1, "on_time", 0, 1, "v", "1"))
+	mustClose(t, s)
+	if _, err := os.Stat("rel.db"); err != nil {
+		t.Fatal(err)
+	}
+	if got := dump(t, "rel.db", "results", []string{"k"}); strings.Count(got, "\n") != 1 {
+		t.Fatalf("got\n%s", got)
+	}
+	s = mustOpen(t, ":memory:", []string{"k"}, []string{"v"}, Options{})
+	mustWrite(t, s, row([]string{"k", "1"}, 0, 1, "on_time", 0, 1, "v", "1"))
+	if err := s.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := s.db.QueryRow("SELECT count(*) FROM results").Scan(&n); err != nil || n != 1 {
+		t.Fatalf("in-memory table has %d rows (%v), want 1", n, err)
+	}
+	mustClose(t, s)
+	if _, err := os.Stat(":memory:"); err == nil {
+		t.Fatal("a file named :memory: was created")
+	}
+}

@@ -1,0 +1,249 @@
+package spec
+
+import (
+	"math"
+	"slices"
+	"strconv"
+
+	"github.com/weirstream/weir/etime"
+)
+
+// acc is the accumulator of one window: one slot per aggregate. It is a
+// pointer and is updated in place; the window operator owns it.
+type acc struct{ s []slot }
+
+// slot is one aggregate's state. Which fields are used depends on the
+// function: n counts values; i/f/isF is an int64 or float sum (count, sum,
+// avg); v is min, max, first or last, with ts and no (line number) for
+// first and last; list and set serve collect and count_distinct.
+type slot struct {
+	n    int64
+	i    int64
+	f    float64
+	isF  bool
+	v    val
+	ts   etime.Time
+	no   int64
+	list []item
+	set  map[string]struct{}
+}
+
+type item struct {
+	no  int64
+	raw string
+}
+
+// aggFunc is the declarative aggregate: it implements
+// state.AggregateFunc[rec, *acc, []byte], where the result is the
+// aggregates as JSON values, each followed by a 0 byte.
+type aggFunc struct{ fns []string }
+
+func (a aggFunc) CreateAccumulator() *acc { return &acc{s: make([]slot, len(a.fns))} }
+
+func (a aggFunc) Add(ac *acc, r rec) *acc {
+	for i, fn := range a.fns {
+		s := &ac.s[i]
+		var v val
+		if i < len(r.vals) {
+			v = r.vals[i]
+		}
+		if v.kind == vNone {
+			continue
+		}
+		addVal(fn, s, v, r.ts, r.no)
+	}
+	return ac
+}
+
+func addVal(fn string, s *slot, v val, ts etime.Time, no int64) {
+	switch fn {
+	case "count":
+		s.n++
+	case "sum", "avg":
+		s.n++
+		addNumber(s, v)
+	case "min", "max":
+		if s.n == 0 || (fn == "min") == less(v, s.v) && !equal(v, s.v) {
+			s.v = v
+		}
+		s.n++
+	case "first":
+		if s.n == 0 || ts < s.ts || ts == s.ts && no < s.no {
+			s.v, s.ts, s.no = v, ts, no
+		}
+		s.n++
+	case "last":
+		if s.n == 0 || ts > s.ts || ts == s.ts && no >= s.no {
+			s.v, s.ts, s.no = v, ts, no
+		}
+		s.n++
+	case "collect":
+		s.n++
+		s.list = append(s.list, item{no: no, raw: v.raw})
+	case "count_distinct":
+		if s.set == nil {
+			s.set = map[string]struct{}{}
+		}
+		s.set[v.raw] = struct{}{}
+	}
+}
+
+// addNumber adds v to a sum that stays int64 until it overflows or meets a
+// float.
+func addNumber(s *slot, v val) {
+	if !s.isF && v.kind == vInt {
+		r := s.i + v.i
+		if (s.i >= 0) == (v.i >= 0) && (r >= 0) != (s.i >= 0) { // overflow
+			s.isF, s.f = true, float64(s.i)+float64(v.i)
+			return
+		}
+		s.i = r
+		return
+	}
+	if !s.isF {
+		s.isF, s.f = true, float64(s.i)
+	}
+	s.f += asFloat(v)
+}
+
+func asFloat(v val) float64 {
+	if v.kind == vInt {
+		return float64(v.i)
+	}
+	return v.f
+}
+
+func less(a, b val) bool {
+	if a.kind == vInt && b.kind == vInt {
+		return a.i < b.i
+	}
+	return asFloat(a) < asFloat(b)
+}
+
+func equal(a, b val) bool {
+	if a.kind == vInt && b.kind == vInt {
+		return a.i == b.i
+	}
+	return asFloat(a) == asFloat(b)
+}
+
+func (a aggFunc) Merge(x, y *acc) *acc {
+	out := a.CreateAccumulator()
+	for i, fn := range a.fns {
+		s, p, q := &out.s[i], &x.s[i], &y.s[i]
+		switch fn {
+		case "count":
+			s.n = p.n + q.n
+		case "sum", "avg":
+			*s = *p
+			s.list, s.set = nil, nil
+			if q.n > 0 {
+				s.n += q.n
+				if q.isF {
+					addNumber(s, val{kind: vFloat, f: q.f})
+				} else {
+					addNumber(s, val{kind: vInt, i: q.i})
+				}
+			}
+		case "min", "max", "first", "last":
+			*s = *p
+			if q.n > 0 {
+				n := s.n
+				if n == 0 {
+					*s = *q
+				} else {
+					addVal(fn, s, q.v, q.ts, q.no)
+					s.n = n + q.n
+				}
+			}
+		case "collect":
+			s.n = p.n + q.n
+			s.list = make([]item, 0, len(p.list)+len(q.list))
+			s.list = append(append(s.list, p.list...), q.list...)
+			slices.SortStableFunc(s.list, func(a, b item) int { return int(sign(a.no - b.no)) })
+		case "count_distinct":
+			s.set = make(map[string]struct{}, len(p.set)+len(q.set))
+			for k := range p.set {
+				s.set[k] = struct{}{}
+			}
+			for k := range q.set {
+				s.set[k] = struct{}{}
+			}
+		}
+	}
+	return out
+}
+
+func sign(x int64) int64 {
+	switch {
+	case x < 0:
+		return -1
+	case x > 0:
+		return 1
+	}
+	return 0
+}
+
+// Result renders each aggregate as JSON followed by a 0 byte. Empty
+// aggregates (no non-null input) are null, except count (0) and
+// count_distinct (0).
+func (a aggFunc) Result(ac *acc) []byte {
+	var b []byte
+	for i, fn := range a.fns {
+		s := &ac.s[i]
+		switch {
+		case fn == "count":
+			b = strconv.AppendInt(b, s.n, 10)
+		case fn == "count_distinct":
+			b = strconv.AppendInt(b, int64(len(s.set)), 10)
+		case fn == "collect":
+			b = append(b, '[')
+			for j, it := range s.list {
+				if j > 0 {
+					b = append(b, ',')
+				}
+				b = append(b, it.raw...)
+			}
+			b = append(b, ']')
+		case s.n == 0:
+			b = append(b, "null"...)
+		case fn == "sum":
+			if s.isF {
+				b = appendFloat(b, s.f)
+			} else {
+				b = strconv.AppendInt(b, s.i, 10)
+			}
+		case fn == "avg":
+			sum := s.f
+			if !s.isF {
+				sum = float64(s.i)
+			}
+			b = appendFloat(b, sum/float64(s.n))
+		case fn == "min", fn == "max":
+			b = appendVal(b, s.v)
+		default: // first, last
+			b = append(b, s.v.raw...)
+		}
+		b = append(b, 0)
+	}
+	return b
+}
+
+func appendVal(b []byte, v val) []byte {
+	switch v.kind {
+	case vInt:
+		return strconv.AppendInt(b, v.i, 10)
+	case vFloat:
+		return appendFloat(b, v.f)
+	}
+	return append(b, v.raw...)
+}
+
+// appendFloat writes f as JSON; infinities (a float sum that overflowed)
+// become null, since JSON has no infinity.
+func appendFloat(b []byte, f float64) []byte {
+	if math.IsInf(f, 0) || math.IsNaN(f) {
+		return append(b, "null"...)
+	}
+	return strconv.AppendFloat(b, f, 'g', -1, 64)
+}

@@ -1,0 +1,490 @@
+package spec
+
+import (
+	"fmt"
+	"math"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/weirstream/weir/etime"
+	"github.com/weirstream/weir/trigger"
+	"github.com/weirstream/weir/window"
+)
+
+// Plan is a validated spec with every default filled in and the window
+// assigner and trigger built.
+type Plan struct {
+	Spec *Spec
+
+	Time      string // event, processing or ingestion
+	Format    string // jsonl or csv
+	Channels  int
+	TSField   string
+	TSUnit    string
+	Checks    bool
+	MaxFuture etime.Duration
+	Final     bool
+
+	WMType      string // bounded_out_of_orderness, monotonous or punctuated
+	Bound       etime.Duration
+	IdleTimeout etime.Duration
+	EveryRecord bool
+	Interval    etime.Duration
+	Heartbeat   etime.Duration
+
+	Assigner window.Assigner
+	Trigger  trigger.Trigger // nil: the assigner's default
+	Lateness etime.Duration
+
+	Generator Generator
+	GenStart  etime.Time
+}
+
+// resultColumns are the fixed fields of a result line.
+var resultColumns = []string{"window_start", "window_end", "firing", "pane", "watermark"}
+
+var aggFns = []string{"count", "sum", "min", "max", "avg", "first", "last", "collect", "count_distinct"}
+
+var sqlName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// Compile validates s and returns its plan, or every problem as Errors.
+func Compile(s *Spec) (*Plan, error) {
+	c := &compiler{p: &Plan{Spec: s}}
+	c.compile()
+	if len(c.errs) > 0 {
+		return nil, c.errs
+	}
+	return c.p, nil
+}
+
+type compiler struct {
+	p    *Plan
+	errs Errors
+}
+
+func (c *compiler) add(path, msg, fix string) {
+	c.errs = append(c.errs, FieldError{Path: path, Msg: msg, Fix: fix})
+}
+
+// oneOf checks an enum field, defaulting an empty value to def (when def
+// is not empty).
+func (c *compiler) oneOf(path, v, def string, allowed ...string) string {
+	if v == "" && def != "" {
+		return def
+	}
+	for _, a := range allowed {
+		if v == a {
+			return v
+		}
+	}
+	if v == "" {
+		c.add(path, "missing", "use one of "+strings.Join(allowed, ", "))
+	} else {
+		c.add(path, fmt.Sprintf("unknown value %q", v), "use one of "+strings.Join(allowed, ", "))
+	}
+	return v
+}
+
+func durOr(d *Duration, def etime.Duration) etime.Duration {
+	if d == nil {
+		return def
+	}
+	return etime.Duration(*d)
+}
+
+func (c *compiler) nonNegative(path string, d *Duration) {
+	if d != nil && *d < 0 {
+		c.add(path, fmt.Sprintf("%v is negative", *d), "use 0 or a positive duration")
+	}
+}
+
+func (c *compiler) positive(path string, d *Duration, what string) {
+	if d != nil && *d <= 0 {
+		c.add(path, fmt.Sprintf("%v is not positive", *d), what+" must be positive, such as 1m")
+	}
+}
+
+func (c *compiler) compile() {
+	s, p := c.p.Spec, c.p
+	p.Time = c.oneOf("time", s.Time, "event", "event", "processing", "ingestion")
+	c.source()
+	c.watermark()
+	c.window()
+	c.trigger()
+	c.aggregates()
+	c.sinks()
+	_ = p
+}
+
+func (c *compiler) source() {
+	s, p := &c.p.Spec.Source, c.p
+	typ := c.oneOf("source.type", s.Type, "", "file", "stdin", "generator")
+	switch typ {
+	case "file":
+		if s.Path == "" {
+			c.add("source.path", "missing", "a file source needs the path of its input, such as orders.jsonl")
+		}
+	case "stdin", "generator":
+		if s.Path != "" {
+			c.add("source.path", "a "+typ+" source reads no file", "remove path, or use type: file")
+		}
+	}
+	if typ != "generator" && s.Generator != nil {
+		c.add("source.generator", "only a generator source takes generator settings", "use type: generator, or remove generator")
+	}
+	p.Format = c.oneOf("source.format", s.Format, "jsonl", "jsonl", "csv")
+	if typ == "generator" && s.Format != "" {
+		c.add("source.format", "a generator makes its own records", "remove format")
+	}
+	p.Channels = s.Channels
+	switch {
+	case s.Channels == 0:
+		p.Channels = 1
+	case s.Channels < 0 || s.Channels > 1024:
+		c.add("source.channels", fmt.Sprintf("%d is out of range", s.Channels), "use 1..1024")
+	}
+	p.Final = s.FinalWatermark == nil || *s.FinalWatermark
+
+	t := &s.Timestamp
+	p.TSField = t.Field
+	if p.TSField == "" {
+		p.TSField = "ts"
+	}
+	p.TSUnit = c.oneOf("source.timestamp.unit", t.Unit, "ms", "ms", "s", "us", "ns", "rfc3339")
+	p.Checks = t.Checks == nil || *t.Checks
+	c.positive("source.timestamp.max_future", t.MaxFuture, "max_future")
+	p.MaxFuture = durOr(t.MaxFuture, etime.FromDuration(time.Hour))
+	if p.Time != "event" && (t.Field != "" || t.Unit != "" || t.MaxFuture != nil || t.Checks != nil) {
+		c.add("source.timestamp", p.Time+" time takes no timestamp from records", "remove source.timestamp, or use time: event")
+	}
+	if typ == "generator" {
+		c.generator()
+		if p.TSField != "ts" || p.TSUnit != "ms" {
+			c.add("source.timestamp", "the generator writes its timestamps to field ts in milliseconds", "remove field and unit, or use field: ts, unit: ms")
+		}
+	}
+}
+
+func (c *compiler) generator() {
+	p := c.p
+	g := Generator{}
+	if p.Spec.Source.Generator != nil {
+		g = *p.Spec.Source.Generator
+	}
+	const path = "source.generator."
+	c.positive(path+"duration", g.Duration, "duration")
+	if g.Duration == nil {
+		d := Duration(etime.FromDuration(time.Hour))
+		g.Duration = &d
+	}
+	if g.Rate == 0 && g.Records > 0 && *g.Duration > 0 {
+		g.Rate = float64(g.Records) * 1000 / float64(*g.Duration)
+	} else if g.Rate == 0 {
+		g.Rate = 1000
+	} else if g.Rate < 0 || math.IsNaN(g.Rate) || math.IsInf(g.Rate, 0) {
+		c.add(path+"rate", fmt.Sprint(g.Rate, " is not a rate"), "use records per second of event time, such as 1000")
+	}
+	if g.Keys == 0 {
+		g.Keys = 100
+	} else if g.Keys < 0 {
+		c.add(path+"keys", fmt.Sprint(g.Keys, " is negative"), "use the number of distinct user_id values, such as 200")
+	}
+	if g.Records < 0 {
+		c.add(path+"records", fmt.Sprint(g.Records, " is negative"), "use 0 (rate × duration) or a positive count")
+	}
+	if g.Records == 0 && g.Rate > 0 && *g.Duration > 0 {
+		g.Records = int64(g.Rate * float64(*g.Duration) / 1000)
+	}
+	if g.Records > 1<<40 {
+		c.add(path+"records", fmt.Sprint(g.Records, " records is too many"), "use at most 2^40 records")
+	}
+	if g.Start == "" {
+		g.Start = "2026-01-01T00:00:00Z"
+	}
+	st, err := time.Parse(time.RFC3339Nano, g.Start)
+	if err != nil {
+		c.add(path+"start", fmt.Sprintf("%q is not an RFC 3339 time", g.Start), "use a time with a zone such as 2026-01-01T00:00:00Z")
+	}
+	p.GenStart = etime.FromTime(st)
+	var total float64
+	for i, b := range g.Disorder {
+		bp := fmt.Sprintf("%sdisorder[%d].", path, i)
+		if !(b.Share >= 0 && b.Share <= 1) {
+			c.add(bp+"share", fmt.Sprint(b.Share, " is not a share"), "use a fraction between 0 and 1, such as 0.04")
+		}
+		total += b.Share
+		c.nonNegative(bp+"min", b.Min)
+		if b.Max == nil {
+			c.add(bp+"max", "missing", "each band needs the largest delay, such as 30s")
+		} else if b.Min != nil && *b.Min > *b.Max {
+			c.add(bp+"max", fmt.Sprintf("%v is below min %v", *b.Max, *b.Min), "make max at least min")
+		}
+	}
+	if total > 1+1e-9 {
+		c.add(path+"disorder", fmt.Sprintf("shares sum to %g", total), "make the shares sum to 1 or less (the rest arrives in order)")
+	}
+	if !(g.Bad >= 0 && g.Bad < 1) {
+		c.add(path+"bad", fmt.Sprint(g.Bad, " is not a share"), "use a fraction below 1, such as 0.001")
+	}
+	if g.Seed == 0 {
+		g.Seed = 1
+	}
+	p.Generator = g
+}
+
+func (c *compiler) watermark() {
+	w, p := &c.p.Spec.Watermark, c.p
+	if p.Time == "processing" {
+		if *w != (Watermark{}) {
+			c.add("watermark", "processing time has no watermarks", "remove watermark, or use time: event")
+		}
+		return
+	}
+	if p.Time == "ingestion" {
+		if w.Type != "" || w.MaxOutOfOrderness != nil {
+			c.add("watermark.type", "ingestion time is in order, its watermarks are monotonous", "remove type and max_out_of_orderness")
+		}
+		p.WMType = "monotonous"
+	} else {
+		p.WMType = c.oneOf("watermark.type", w.Type, "bounded_out_of_orderness", "bounded_out_of_orderness", "monotonous", "punctuated")
+	}
+	switch p.WMType {
+	case "bounded_out_of_orderness":
+		if w.MaxOutOfOrderness == nil {
+			c.add("watermark.max_out_of_orderness", "missing", "bounded_out_of_orderness needs the bound on disorder, such as 30s")
+		}
+		c.nonNegative("watermark.max_out_of_orderness", w.MaxOutOfOrderness)
+		p.Bound = durOr(w.MaxOutOfOrderness, 0)
+	default:
+		if w.MaxOutOfOrderness != nil && p.Time == "event" {
+			c.add("watermark.max_out_of_orderness", p.WMType+" watermarks take no bound", "remove it, or use type: bounded_out_of_orderness")
+		}
+	}
+	c.nonNegative("watermark.idle_timeout", w.IdleTimeout)
+	p.IdleTimeout = durOr(w.IdleTimeout, 0)
+	c.nonNegative("watermark.heartbeat", w.Heartbeat)
+	p.Heartbeat = durOr(w.Heartbeat, 0)
+	p.EveryRecord = c.oneOf("watermark.emit", w.Emit, "periodic", "periodic", "every_record") == "every_record"
+	c.positive("watermark.interval", w.Interval, "the interval")
+	p.Interval = durOr(w.Interval, 200)
+	if p.Interval <= 0 {
+		p.Interval = 200
+	}
+}
+
+func (c *compiler) window() {
+	w, p := &c.p.Spec.Window, c.p
+	proc := p.Time == "processing"
+	typ := c.oneOf("window.type", w.Type, "", "tumbling", "sliding", "session", "global")
+	need := func(field string, d *Duration, fix string) etime.Duration {
+		if d == nil {
+			c.add("window."+field, "missing", typ+" windows need "+fix)
+			return 0
+		}
+		c.positive("window."+field, d, field)
+		return etime.Duration(*d)
+	}
+	refuse := func(field string, d *Duration) {
+		if d != nil {
+			c.add("window."+field, typ+" windows take no "+field, "remove it")
+		}
+	}
+	var err error
+	switch typ {
+	case "tumbling":
+		size := need("size", w.Size, "a size such as 5m")
+		refuse("slide", w.Slide)
+		refuse("gap", w.Gap)
+		if size > 0 {
+			if proc {
+				p.Assigner, err = window.TumblingProcessing(size, durOr(w.Offset, 0))
+			} else {
+				p.Assigner, err = window.Tumbling(size, durOr(w.Offset, 0))
+			}
+		}
+	case "sliding":
+		size := need("size", w.Size, "a size such as 10m")
+		slide := need("slide", w.Slide, "a slide such as 1m")
+		refuse("gap", w.Gap)
+		if size > 0 && slide > 0 {
+			if proc {
+				p.Assigner, err = window.SlidingProcessing(size, slide, durOr(w.Offset, 0))
+			} else {
+				p.Assigner, err = window.Sliding(size, slide, durOr(w.Offset, 0))
+			}
+		}
+	case "session":
+		gap := need("gap", w.Gap, "a gap such as 30m")
+		refuse("size", w.Size)
+		refuse("slide", w.Slide)
+		refuse("offset", w.Offset)
+		if gap > 0 {
+			if proc {
+				p.Assigner, err = window.SessionProcessing(gap)
+			} else {
+				p.Assigner, err = window.Session(gap)
+			}
+		}
+	case "global":
+		refuse("size", w.Size)
+		refuse("slide", w.Slide)
+		refuse("gap", w.Gap)
+		refuse("offset", w.Offset)
+		p.Assigner = window.GlobalWindows()
+	}
+	if err != nil {
+		c.add("window", err.Error(), "")
+	}
+	s := p.Spec
+	c.nonNegative("allowed_lateness", s.AllowedLateness)
+	p.Lateness = durOr(s.AllowedLateness, 0)
+	if s.AllowedLateness != nil && *s.AllowedLateness != 0 {
+		switch {
+		case typ == "global":
+			c.add("allowed_lateness", "the global window has no end, so lateness does not apply", "remove allowed_lateness or use a time window")
+		case proc:
+			c.add("allowed_lateness", "processing-time windows have no late records", "remove allowed_lateness, or use time: event")
+		}
+	}
+}
+
+func (c *compiler) trigger() {
+	s := c.p.Spec
+	if s.Trigger == nil {
+		return
+	}
+	c.p.Trigger = c.buildTrigger("trigger", s.Trigger)
+}
+
+func (c *compiler) buildTrigger(path string, t *Trigger) trigger.Trigger {
+	typ := c.oneOf(path+".type", t.Type, "", "event_time", "processing_time", "continuous", "count", "final", "purging")
+	if typ != "continuous" && t.Interval != nil {
+		c.add(path+".interval", typ+" takes no interval", "remove it, or use type: continuous")
+	}
+	if typ != "count" && t.Count != 0 {
+		c.add(path+".count", typ+" takes no count", "remove it, or use type: count")
+	}
+	if typ != "purging" && t.Nested != nil {
+		c.add(path+".nested", typ+" takes no nested trigger", "remove it, or use type: purging")
+	}
+	switch typ {
+	case "event_time":
+		return trigger.EventTime()
+	case "processing_time":
+		return trigger.ProcessingTime()
+	case "final":
+		return trigger.Final()
+	case "continuous":
+		if t.Interval == nil {
+			c.add(path+".interval", "missing", "continuous triggers need an interval such as 1m")
+			return nil
+		}
+		tr, err := trigger.Continuous(etime.Duration(*t.Interval))
+		if err != nil {
+			c.add(path+".interval", err.Error(), "use a positive interval such as 1m")
+		}
+		return tr
+	case "count":
+		tr, err := trigger.Count(t.Count)
+		if err != nil {
+			c.add(path+".count", "missing or not positive", "count triggers need a count such as 100")
+		}
+		return tr
+	case "purging":
+		if t.Nested == nil {
+			c.add(path+".nested", "missing", "purging wraps another trigger, such as nested: {type: count, count: 100}")
+			return nil
+		}
+		if n := c.buildTrigger(path+".nested", t.Nested); n != nil {
+			return trigger.Purging(n)
+		}
+	}
+	return nil
+}
+
+func (c *compiler) aggregates() {
+	s := c.p.Spec
+	names := map[string]string{}
+	for _, r := range resultColumns {
+		names[r] = "a result column"
+	}
+	for i, k := range s.Key {
+		path := fmt.Sprintf("key[%d]", i)
+		switch {
+		case k == "":
+			c.add(path, "empty field name", "name a record field")
+		case names[k] != "":
+			c.add(path, fmt.Sprintf("%q is %s", k, names[k]), "rename the field upstream, or key by another field")
+		default:
+			names[k] = "a key field"
+		}
+	}
+	if len(s.Aggregate) == 0 {
+		c.add("aggregate", "missing", "list at least one aggregate, such as [{name: orders, fn: count}]")
+	}
+	for i, a := range s.Aggregate {
+		path := fmt.Sprintf("aggregate[%d]", i)
+		switch {
+		case a.Name == "":
+			c.add(path+".name", "missing", "name the output field, such as total")
+		case names[a.Name] != "":
+			c.add(path+".name", fmt.Sprintf("%q is already %s", a.Name, names[a.Name]), "choose another name")
+		default:
+			names[a.Name] = "an aggregate"
+		}
+		fn := c.oneOf(path+".fn", a.Fn, "", aggFns...)
+		if a.Field == "" && fn != "count" && fn != "" {
+			c.add(path+".field", "missing", fn+" needs the record field it aggregates, such as amount")
+		}
+	}
+}
+
+func (c *compiler) sinks() {
+	s, p := &c.p.Spec.Sinks, c.p
+	if s.Results == nil {
+		s.Results = &Sink{Type: "stdout"}
+	}
+	paths := map[string]string{}
+	check := func(name string, k *Sink, sqlite bool) {
+		if k == nil {
+			return
+		}
+		path := "sinks." + name
+		allowed := []string{"jsonl", "stdout"}
+		if sqlite {
+			allowed = append(allowed, "sqlite")
+		}
+		typ := c.oneOf(path+".type", k.Type, "", allowed...)
+		switch typ {
+		case "jsonl", "sqlite":
+			if k.Path == "" {
+				c.add(path+".path", "missing", "a "+typ+" sink needs a file path, such as "+name+map[string]string{"jsonl": ".jsonl", "sqlite": ".db"}[typ])
+			} else if other, dup := paths[k.Path]; dup {
+				c.add(path+".path", fmt.Sprintf("%s is also the path of sinks.%s", k.Path, other), "give each sink its own file")
+			} else {
+				paths[k.Path] = name
+			}
+		case "stdout":
+			if k.Path != "" {
+				c.add(path+".path", "stdout takes no path", "remove path, or use type: jsonl")
+			}
+		}
+		if typ == "sqlite" {
+			if k.Table == "" {
+				k.Table = "results"
+			} else if !sqlName.MatchString(k.Table) {
+				c.add(path+".table", fmt.Sprintf("%q is not a plain SQL name", k.Table), "use letters, digits and _, such as order_stats")
+			}
+		} else if k.Table != "" {
+			c.add(path+".table", "only sqlite sinks have a table", "remove table")
+		}
+	}
+	check("results", s.Results, true)
+	check("late", s.Late, false)
+	check("late_partial", s.LatePartial, false)
+	check("dead_letter", s.DeadLetter, false)
+	if p.Time == "processing" && (s.Late != nil || s.LatePartial != nil) {
+		c.add("sinks.late", "processing-time windows have no late records", "remove the late sinks, or use time: event")
+	}
+}

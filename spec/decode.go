@@ -1,0 +1,343 @@
+package spec
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	"github.com/valyala/fastjson"
+
+	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/clock"
+	"github.com/weirstream/weir/connector/fileio"
+	"github.com/weirstream/weir/etime"
+)
+
+// rec is a decoded record on its way to the window operator.
+type rec struct {
+	ts   etime.Time
+	key  string // canonical JSON of the key values, separated by keySep
+	vals []val  // one input per aggregate
+	raw  []byte // the record as a JSON object (for the late output)
+	no   int64  // line number: arrival order for first/last ties
+	mark uint8  // markNone, markWatermark or markIdle
+	wm   etime.Time
+}
+
+const (
+	markNone uint8 = iota
+	markWatermark
+	markIdle
+)
+
+// keySep separates key values in rec.key; it cannot occur in compact JSON.
+const keySep = "\x00"
+
+// val is one aggregate input.
+type val struct {
+	kind uint8 // vNone, vInt, vFloat or vJSON
+	i    int64
+	f    float64
+	raw  string // vJSON: canonical JSON text
+}
+
+const (
+	vNone uint8 = iota // missing or null: aggregates skip it
+	vInt
+	vFloat
+	vJSON
+)
+
+// minValidTS is 2000-01-01T00:00:00Z: earlier timestamps are refused when
+// checks are on (R2).
+const minValidTS etime.Time = 946684800000
+
+// decoder turns lines into recs; it is shared by the source channels, so
+// it keeps no per-record state outside a pooled parser.
+type decoder struct {
+	p      *Plan
+	clk    clock.Clock
+	parser fastjson.ParserPool
+	// needs says, per aggregate, what kind of input it takes.
+	needs []need
+	// chMax is each channel's largest timestamp; only the channel's own
+	// goroutine touches its element.
+	chMax       []etime.Time
+	controls    atomic.Int64 // control lines seen
+	regressions atomic.Int64 // backward jumps of more than regressionJump
+	warn        func(ch int, from, to etime.Time)
+}
+
+// regressionJump is the backward jump of event time within one channel
+// that counts as a timestamp regression (R2: counted and warned about,
+// not an error).
+const regressionJump etime.Duration = 3600_000
+
+type need uint8
+
+const (
+	needNothing need = iota // count without a field
+	needPresent             // count with a field: present and not null
+	needNumber              // sum, min, max, avg
+	needJSON                // first, last, collect, count_distinct
+)
+
+func newDecoder(p *Plan, clk clock.Clock) *decoder {
+	d := &decoder{p: p, clk: clk, chMax: make([]etime.Time, p.Channels)}
+	for i := range d.chMax {
+		d.chMax[i] = etime.MinTime
+	}
+	for _, a := range p.Spec.Aggregate {
+		n := needJSON
+		switch a.Fn {
+		case "count":
+			n = needNothing
+			if a.Field != "" {
+				n = needPresent
+			}
+		case "sum", "min", "max", "avg":
+			n = needNumber
+		}
+		d.needs = append(d.needs, n)
+	}
+	return d
+}
+
+func bad(reason, format string, args ...any) error {
+	return &weir.BadInput{Reason: reason, Detail: fmt.Sprintf(format, args...)}
+}
+
+// decode is the TryMap function of the job's door: control lines become
+// markers, bad lines dead letters, and data lines recs.
+func (d *decoder) decode(l fileio.Line) (rec, error) {
+	switch l.Kind {
+	case fileio.Watermark:
+		d.controls.Add(1)
+		return rec{mark: markWatermark, wm: l.Watermark}, nil
+	case fileio.Idle:
+		d.controls.Add(1)
+		return rec{mark: markIdle}, nil
+	case fileio.Bad:
+		return rec{}, &weir.BadInput{Reason: l.Reason, Detail: l.Detail}
+	}
+	if !utf8.Valid(l.Text) {
+		return rec{}, bad("utf8_invalid", "the line is not valid UTF-8")
+	}
+	p := d.parser.Get()
+	defer d.parser.Put(p)
+	v, err := p.ParseBytes(l.Text)
+	if err != nil {
+		return rec{}, bad("json_malformed", "not valid JSON: %v", err)
+	}
+	o, err := v.Object()
+	if err != nil {
+		return rec{}, bad("json_malformed", "a record must be a JSON object, not %s", v.Type())
+	}
+	r := rec{raw: l.Text, no: l.No}
+	if d.p.Time == "event" {
+		if r.ts, err = d.timestamp(o.Get(d.p.TSField)); err != nil {
+			return rec{}, err
+		}
+		if ch := l.Channel; ch >= 0 && ch < len(d.chMax) {
+			if m := d.chMax[ch]; r.ts > m {
+				d.chMax[ch] = r.ts
+			} else if m != etime.MinTime && r.ts < m.Add(-regressionJump) {
+				if d.regressions.Add(1) == 1 && d.warn != nil {
+					d.warn(ch, m, r.ts)
+				}
+			}
+		}
+	}
+	if r.key, err = d.key(o); err != nil {
+		return rec{}, err
+	}
+	if len(d.needs) > 0 {
+		r.vals = make([]val, len(d.needs))
+	}
+	for i, n := range d.needs {
+		a := &d.p.Spec.Aggregate[i]
+		f := o.Get(a.Field)
+		if n == needNothing {
+			r.vals[i].kind = vJSON // count every record
+			continue
+		}
+		if f == nil || f.Type() == fastjson.TypeNull {
+			continue
+		}
+		switch n {
+		case needPresent:
+			r.vals[i].kind = vJSON
+		case needNumber:
+			if f.Type() != fastjson.TypeNumber {
+				return rec{}, bad("value_not_number", "field %q of %s needs a number, got %s", a.Field, a.Fn, short(f))
+			}
+			r.vals[i] = number(f)
+		case needJSON:
+			r.vals[i] = val{kind: vJSON, raw: canonical(f)}
+		}
+	}
+	return r, nil
+}
+
+// number converts a JSON number: int64 while it is an integer that fits.
+func number(f *fastjson.Value) val {
+	if i, err := f.Int64(); err == nil {
+		return val{kind: vInt, i: i}
+	}
+	return val{kind: vFloat, f: f.GetFloat64()}
+}
+
+// canonical is a value's JSON text with numbers written in one form, so
+// that 1, 1.0 and 1e0 are the same key or distinct value.
+func canonical(v *fastjson.Value) string {
+	if v.Type() == fastjson.TypeNumber {
+		n := number(v)
+		if n.kind == vInt {
+			return strconv.FormatInt(n.i, 10)
+		}
+		return strconv.FormatFloat(n.f, 'g', -1, 64)
+	}
+	return string(v.MarshalTo(nil))
+}
+
+func short(v *fastjson.Value) string {
+	s := string(v.MarshalTo(nil))
+	if len(s) > 40 {
+		s = s[:40] + "..."
+	}
+	return v.Type().String() + " " + s
+}
+
+func (d *decoder) key(o *fastjson.Object) (string, error) {
+	keys := d.p.Spec.Key
+	if len(keys) == 0 {
+		return "", nil
+	}
+	var b strings.Builder
+	for i, k := range keys {
+		f := o.Get(k)
+		if f == nil || f.Type() == fastjson.TypeNull {
+			return "", bad("key_missing", "key field %q is missing or null", k)
+		}
+		if i > 0 {
+			b.WriteString(keySep)
+		}
+		b.WriteString(canonical(f))
+	}
+	return b.String(), nil
+}
+
+// timestamp parses and checks a record's event time (R2).
+func (d *decoder) timestamp(f *fastjson.Value) (etime.Time, error) {
+	p := d.p
+	field := p.TSField
+	if f == nil || f.Type() == fastjson.TypeNull {
+		return 0, bad("timestamp_missing", "field %q is missing or null", field)
+	}
+	var ts etime.Time
+	if p.TSUnit == "rfc3339" {
+		if f.Type() != fastjson.TypeString {
+			return 0, bad("timestamp_unparsable", "field %q must be an RFC 3339 string with unit rfc3339, got %s", field, short(f))
+		}
+		s := string(f.GetStringBytes())
+		t, err := time.Parse(time.RFC3339Nano, s)
+		if err != nil {
+			if _, err2 := time.Parse("2006-01-02T15:04:05.999999999", s); err2 == nil {
+				return 0, bad("timestamp_no_zone", "field %q = %q has no time zone; add Z or an offset such as +08:00", field, s)
+			}
+			return 0, bad("timestamp_unparsable", "field %q = %q is not an RFC 3339 time", field, s)
+		}
+		ts = etime.FromTime(t)
+	} else {
+		if f.Type() != fastjson.TypeNumber {
+			fix := "send a number"
+			if f.Type() == fastjson.TypeString {
+				fix = "send a number, or set unit: rfc3339 for time strings"
+			}
+			return 0, bad("timestamp_unparsable", "field %q = %s is not a number of %s; %s", field, short(f), p.TSUnit, fix)
+		}
+		var ok bool
+		if ts, ok = toMillis(f, p.TSUnit); !ok {
+			return 0, bad("timestamp_unit", "field %q = %s does not fit in int64 milliseconds as %s", field, short(f), p.TSUnit)
+		}
+	}
+	if !p.Checks {
+		return ts, nil
+	}
+	if ts < 0 {
+		return 0, bad("timestamp_negative", "field %q = %d ms is before 1970", field, ts)
+	}
+	if ts < minValidTS {
+		if guess, ok := unitGuess(ts, p.TSUnit, true); ok {
+			return 0, bad("timestamp_unit", "field %q = %s is before 2000-01-01 as %s; it looks like %s: set source.timestamp.unit: %s", field, short(f), p.TSUnit, unitName(guess), guess)
+		}
+		return 0, bad("timestamp_too_old", "field %q is %s, before 2000-01-01", field, ts.Wall().Format(time.RFC3339))
+	}
+	now := clock.Millis(d.clk)
+	if ts > now.Add(p.MaxFuture) {
+		if guess, ok := unitGuess(ts, p.TSUnit, false); ok && guess != p.TSUnit {
+			return 0, bad("timestamp_unit", "field %q = %s is far in the future as %s; it looks like %s: set source.timestamp.unit: %s", field, short(f), p.TSUnit, unitName(guess), guess)
+		}
+		return 0, bad("timestamp_future", "field %q is %s, more than max_future %v ahead of processing time %s", field, ts.Wall().Format(time.RFC3339), Duration(p.MaxFuture), now.Wall().Format(time.RFC3339))
+	}
+	return ts, nil
+}
+
+var unitScale = map[string]float64{"s": 1e3, "ms": 1, "us": 1e-3, "ns": 1e-6}
+
+func unitName(u string) string {
+	return map[string]string{"s": "seconds", "ms": "milliseconds", "us": "microseconds", "ns": "nanoseconds"}[u]
+}
+
+// toMillis converts a JSON number in unit to milliseconds (floor),
+// refusing what does not fit.
+func toMillis(f *fastjson.Value, unit string) (etime.Time, bool) {
+	if i, err := f.Int64(); err == nil {
+		switch unit {
+		case "ms":
+			return etime.Time(i), true
+		case "s":
+			if i > math.MaxInt64/1000 || i < math.MinInt64/1000 {
+				return 0, false
+			}
+			return etime.Time(i * 1000), true
+		case "us":
+			return etime.Time(floorDiv(i, 1000)), true
+		case "ns":
+			return etime.Time(floorDiv(i, 1_000_000)), true
+		}
+	}
+	x := math.Floor(f.GetFloat64() * unitScale[unit])
+	if math.IsNaN(x) || x >= math.MaxInt64 || x < math.MinInt64 {
+		return 0, false
+	}
+	return etime.Time(x), true
+}
+
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && a < 0 {
+		q--
+	}
+	return q
+}
+
+// unitGuess finds the unit in which a timestamp read as unit would fall
+// between 2000 and 2100: tooSmall says the value read as unit was too early.
+func unitGuess(ts etime.Time, unit string, tooSmall bool) (string, bool) {
+	const lo, hi = float64(minValidTS), 4102444800000.0 // 2000 .. 2100
+	raw := float64(ts) / unitScale[unit]
+	for _, u := range []string{"s", "ms", "us", "ns"} {
+		if u == unit {
+			continue
+		}
+		if x := raw * unitScale[u]; x >= lo && x < hi && (x > float64(ts)) == tooSmall {
+			return u, true
+		}
+	}
+	return "", false
+}

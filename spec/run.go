@@ -1,0 +1,414 @@
+package spec
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/clock"
+	"github.com/weirstream/weir/connector/fileio"
+	"github.com/weirstream/weir/connector/genio"
+	"github.com/weirstream/weir/etime"
+	"github.com/weirstream/weir/watermark"
+	"github.com/weirstream/weir/window"
+)
+
+// RunOptions are how a spec is run, beside the spec itself.
+type RunOptions struct {
+	// Dir resolves relative paths in the spec (the spec file's directory).
+	Dir string
+	// Stdin is the input of a stdin source; Stdout receives stdout sinks.
+	Stdin  io.Reader
+	Stdout io.Writer
+	// Deterministic runs on one goroutine with processing time fixed at
+	// Now, watermarks emitted after every record and no idleness, so that
+	// outputs are byte-identical run to run.
+	Deterministic bool
+	// Now is processing time in a deterministic run.
+	Now time.Time
+	// Clock is processing time otherwise (default: the wall clock).
+	Clock clock.Clock
+	// Parallelism is the window operator's (default: GOMAXPROCS).
+	Parallelism int
+	// Stop, when it returns true, ends the sources as if their input had
+	// ended (Ctrl-C); open windows stay unfired unless Drain is set, which
+	// sends the final MAX watermark first.
+	Stop  func() bool
+	Drain bool
+	// Logger receives warnings (default: discard).
+	Logger *slog.Logger
+}
+
+// Job is a spec ready to run, with its sources and sinks open.
+type Job struct {
+	plan    *Plan
+	env     *weir.Env
+	srcName string
+	dec     *decoder
+	results resultSink
+	late    *lineSink
+	partial *lineSink
+	dead    *lineSink
+
+	nResults, nLate, nPartial atomic.Int64
+
+	mu struct {
+		sync.Mutex
+		err        error
+		deadReason map[string]int64
+	}
+	failed atomic.Bool
+}
+
+// Open builds the job of plan: it opens the input and the sinks, so a
+// missing file is reported here, before anything runs. File sinks are
+// truncated (a fresh run).
+func Open(plan *Plan, o RunOptions) (*Job, error) {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Stdout == nil {
+		o.Stdout = io.Discard
+	}
+	opts := weir.DefaultOptions()
+	opts.Logger = o.Logger
+	opts.Deterministic = o.Deterministic
+	if o.Parallelism > 0 {
+		opts.Parallelism = o.Parallelism
+		if opts.Parallelism > opts.MaxParallelism {
+			opts.MaxParallelism = opts.Parallelism
+		}
+	}
+	opts.WatermarkInterval = time.Duration(plan.Interval) * time.Millisecond
+	switch {
+	case o.Deterministic:
+		opts.Clock = clock.NewFake(o.Now)
+	case o.Clock != nil:
+		opts.Clock = o.Clock
+	}
+	env, err := weir.NewEnv(opts)
+	if err != nil {
+		return nil, err
+	}
+	j := &Job{plan: plan, env: env, dec: newDecoder(plan, opts.Clock)}
+	j.mu.deadReason = map[string]int64{}
+	if err := j.build(o); err != nil {
+		return nil, errors.Join(err, j.closeSinks())
+	}
+	return j, nil
+}
+
+func (j *Job) path(o RunOptions, p string) string {
+	if p == "" || filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(o.Dir, p)
+}
+
+func (j *Job) build(o RunOptions) error {
+	p := j.plan
+	s := p.Spec
+	stopped := func() bool { return j.failed.Load() || o.Stop != nil && o.Stop() }
+	final := func() bool {
+		if stopped() {
+			return o.Drain && !j.failed.Load()
+		}
+		return p.Final
+	}
+	var src weir.Source[fileio.Line]
+	var err error
+	switch s.Source.Type {
+	case "generator":
+		g := p.Generator
+		bands := make([]genio.Band, len(g.Disorder))
+		for i, b := range g.Disorder {
+			bands[i] = genio.Band{Share: b.Share, Min: durOr(b.Min, 0), Max: durOr(b.Max, 0)}
+		}
+		j.srcName = "generator"
+		src, err = genio.New(genio.Options{Records: g.Records, Rate: g.Rate, Keys: g.Keys, Start: p.GenStart,
+			Disorder: bands, Bad: g.Bad, Seed: g.Seed, Final: final, Stop: stopped})
+	default:
+		fo := fileio.Options{Format: fileio.JSONL, Channels: p.Channels, Strict: o.Deterministic, Final: final, Stop: stopped}
+		if p.Format == "csv" {
+			fo.Format = fileio.CSV
+		}
+		if s.Source.Type == "stdin" {
+			fo.Input, fo.Name = o.Stdin, "stdin"
+			if fo.Input == nil {
+				fo.Input = strings.NewReader("")
+			}
+		} else {
+			fo.Path, fo.Name = j.path(o, s.Source.Path), s.Source.Path
+		}
+		j.srcName = fo.Name
+		src, err = fileio.New(fo)
+	}
+	if err != nil {
+		return err
+	}
+	if err := j.openSinks(o); err != nil {
+		return err
+	}
+	env := j.env
+	env.OnDeadLetter(j.deadLetter)
+	lines := weir.FromSource(env, "source", src, weir.SourceOptions{Channels: p.Channels, NoFinalWatermark: true})
+	recs := weir.TryMap(lines, j.dec.decode)
+	isMark := func(r rec) (weir.Marker, bool) {
+		switch r.mark {
+		case markWatermark:
+			return weir.Marker{Watermark: r.wm}, true
+		case markIdle:
+			return weir.Marker{Idle: true}, true
+		}
+		return weir.Marker{}, false
+	}
+	switch p.Time {
+	case "event", "ingestion":
+		var ws weir.WatermarkStrategy[rec]
+		if p.Time == "ingestion" {
+			ws = weir.IngestionTime[rec]()
+		} else {
+			ws = weir.WatermarkStrategy[rec]{Timestamp: func(r rec, _ etime.Time) etime.Time { return r.ts }}
+			switch p.WMType {
+			case "bounded_out_of_orderness", "monotonous":
+				b := p.Bound
+				ws.Generator = func() watermark.Generator[rec] { return watermark.BoundedOutOfOrderness[rec](b) }
+			case "punctuated":
+				ws.Generator = func() watermark.Generator[rec] {
+					return watermark.Punctuated(func(rec, etime.Time) (etime.Time, bool) { return 0, false })
+				}
+			}
+		}
+		ws = ws.WithMarkers(isMark)
+		if !o.Deterministic && p.IdleTimeout > 0 {
+			ws = ws.WithIdleness(time.Duration(p.IdleTimeout) * time.Millisecond)
+		}
+		if p.Heartbeat > 0 {
+			ws = ws.WithHeartbeat(time.Duration(p.Heartbeat) * time.Millisecond)
+		}
+		if o.Deterministic || p.EveryRecord {
+			ws = ws.WithEveryRecord()
+		}
+		recs = weir.AssignTimestamps(recs, ws)
+	default:
+		recs = weir.Filter(recs, func(r rec) bool { _, m := isMark(r); return !m })
+	}
+	keyed := weir.KeyByEncoded(recs, func(r rec) string { return r.key }, appendKey)
+	fns := make([]string, len(s.Aggregate))
+	for i, a := range s.Aggregate {
+		fns[i] = a.Fn
+	}
+	out := weir.Aggregate(weir.Window(keyed, p.Assigner, weir.WindowOptions{
+		Name: "window", Trigger: p.Trigger, AllowedLateness: p.Lateness,
+		LateOutput: j.late != nil, PartialOutput: j.partial != nil,
+	}), aggFunc{fns: fns})
+	weir.ForEachSerial(out.Results, func(_ etime.Time, r window.Result[string, []byte]) {
+		j.check(j.results.write(r))
+		j.nResults.Add(1)
+	})
+	if j.late != nil || j.partial != nil {
+		var buf []byte
+		weir.ForEachSerial(out.Late, func(_ etime.Time, l window.LateRecord[string, rec]) {
+			buf = j.appendLate(buf[:0], l)
+			if l.Reason == window.ExpiredPartial {
+				j.check(j.partial.write(buf))
+				j.nPartial.Add(1)
+			} else {
+				j.check(j.late.write(buf))
+				j.nLate.Add(1)
+			}
+		})
+	}
+	return nil
+}
+
+// appendKey is the canonical key encoding (W5 order): the JSON array of
+// the key values.
+func appendKey(dst []byte, k string) []byte {
+	dst = append(dst, '[')
+	dst = append(dst, strings.ReplaceAll(k, keySep, ",")...)
+	return append(dst, ']')
+}
+
+// check records a sink's first error and stops the sources: the job ends
+// and Run returns the error.
+func (j *Job) check(err error) {
+	if err == nil {
+		return
+	}
+	j.mu.Lock()
+	if j.mu.err == nil {
+		j.mu.err = err
+	}
+	j.mu.Unlock()
+	j.failed.Store(true)
+}
+
+// Run runs the job to its end and closes its sinks; ctx cancellation
+// aborts it (a graceful stop goes through RunOptions.Stop instead).
+func (j *Job) Run(ctx context.Context) (Summary, error) {
+	rep, err := j.env.Execute(ctx)
+	open := j.env.State().OpenWindows
+	err = errors.Join(err, j.closeSinks())
+	j.mu.Lock()
+	err = errors.Join(j.mu.err, err)
+	j.mu.Unlock()
+	return j.summary(rep, open), err
+}
+
+// Progress is a live view of a running job, safe to take concurrently.
+type Progress struct {
+	RecordsIn, LateFired, SideOutput, DeadLetters, Results int64
+	// Watermark is the window operator's (the minimum over its subtasks).
+	Watermark etime.Time
+}
+
+// Progress returns the job's progress so far.
+func (j *Job) Progress() Progress {
+	rep := j.env.Report()
+	t := rep.Total()
+	wm := etime.MaxTime
+	seen := false
+	for _, w := range j.env.Watermarks() {
+		if w.Stage == "window" {
+			wm, seen = min(wm, w.Watermark), true
+		}
+	}
+	if !seen {
+		wm = etime.MinTime
+	}
+	return Progress{
+		RecordsIn: j.recordsIn(rep), LateFired: t.FiredLate, SideOutput: t.LateSideOutput,
+		DeadLetters: rep.DeadLetters, Results: j.nResults.Load(), Watermark: wm,
+	}
+}
+
+func (j *Job) recordsIn(rep weir.Report) int64 {
+	var n int64
+	for _, c := range rep.SourceRecords {
+		n += c
+	}
+	return n - j.dec.controls.Load()
+}
+
+func (j *Job) deadLetter(d weir.DeadLetter) {
+	j.mu.Lock()
+	j.mu.deadReason[d.Reason]++
+	j.mu.Unlock()
+	if j.dead == nil {
+		return
+	}
+	line := deadLine{Source: j.srcName, Reason: d.Reason, Detail: d.Detail}
+	switch r := d.Record.(type) {
+	case fileio.Line:
+		line.Line, line.Raw = r.No, string(r.Text)
+	case rec:
+		line.Line, line.Raw = r.no, string(r.raw)
+	default:
+		line.Raw = fmt.Sprint(r)
+	}
+	j.check(j.dead.writeJSON(line))
+}
+
+type deadLine struct {
+	Source string `json:"source"`
+	Line   int64  `json:"line"`
+	Raw    string `json:"raw"`
+	Reason string `json:"reason"`
+	Detail string `json:"detail"`
+}
+
+// Summary is what a run did: the counters of the summary JSON.
+type Summary struct {
+	// Counters in output order; conservation (W4): records_in = accepted
+	// + late_side_output + late_dropped + dead_letter.
+	Counters []Counter
+}
+
+// Counter is one named count.
+type Counter struct {
+	Name  string
+	Value int64
+}
+
+// Get returns a counter's value (0 if absent).
+func (s Summary) Get(name string) int64 {
+	for _, c := range s.Counters {
+		if c.Name == name {
+			return c.Value
+		}
+	}
+	return 0
+}
+
+// JSON renders the summary as one flat JSON object of integers.
+func (s Summary) JSON() []byte {
+	b := []byte{'{'}
+	for i, c := range s.Counters {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = fmt.Appendf(b, "%q:%d", c.Name, c.Value)
+	}
+	return append(b, '}', '\n')
+}
+
+// Conserved reports whether the summary satisfies conservation (W4).
+func (s Summary) Conserved() bool {
+	return s.Get("records_in") == s.Get("accepted")+s.Get("late_side_output")+s.Get("late_dropped")+s.Get("dead_letter")
+}
+
+func (j *Job) summary(rep weir.Report, open int64) Summary {
+	t := rep.Total()
+	var s Summary
+	add := func(name string, v int64) { s.Counters = append(s.Counters, Counter{name, v}) }
+	add("records_in", j.recordsIn(rep))
+	add("accepted", t.Accepted)
+	add("late_side_output", t.LateSideOutput)
+	add("late_dropped", t.LateDropped)
+	add("dead_letter", rep.DeadLetters)
+	add("results", j.nResults.Load())
+	add("fired_early", t.FiredEarly)
+	add("fired_on_time", t.FiredOnTime)
+	add("fired_late", t.FiredLate)
+	add("retractions", t.Retractions)
+	add("window_misses", t.WindowMisses)
+	add("late_partial", t.PartialSideOutput)
+	add("late_lines", j.nLate.Load())
+	add("late_partial_lines", j.nPartial.Load())
+	add("open_windows", open)
+	add("control_lines", j.dec.controls.Load())
+	add("timestamp_regressions", j.dec.regressions.Load())
+	j.mu.Lock()
+	reasons := make([]string, 0, len(j.mu.deadReason))
+	for r := range j.mu.deadReason {
+		reasons = append(reasons, r)
+	}
+	sortStrings(reasons)
+	for _, r := range reasons {
+		add("dead_letter_"+r, j.mu.deadReason[r])
+	}
+	j.mu.Unlock()
+	return s
+}
+
+func (j *Job) closeSinks() error {
+	var errs []error
+	for _, s := range []*lineSink{j.late, j.partial, j.dead} {
+		if s != nil {
+			errs = append(errs, s.close())
+		}
+	}
+	if j.results != nil {
+		errs = append(errs, j.results.close())
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,224 @@
+package spec
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/connector/sqliteio"
+	"github.com/weirstream/weir/etime"
+	"github.com/weirstream/weir/window"
+)
+
+// lineSink writes JSON lines to a file (truncated at open) or to stdout.
+// Calls are serialized by the job.
+type lineSink struct {
+	w *bufio.Writer
+	f *os.File // nil for stdout
+}
+
+func openLineSink(path string, stdout io.Writer) (*lineSink, error) {
+	if path == "" {
+		return &lineSink{w: bufio.NewWriterSize(stdout, 64<<10)}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	return &lineSink{w: bufio.NewWriterSize(f, 256<<10), f: f}, nil
+}
+
+func (s *lineSink) write(line []byte) error {
+	s.w.Write(line)
+	return s.w.WriteByte('\n')
+}
+
+func (s *lineSink) writeJSON(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return s.write(b)
+}
+
+func (s *lineSink) close() error {
+	err := s.w.Flush()
+	if s.f != nil {
+		if err == nil {
+			err = s.f.Sync()
+		}
+		if cerr := s.f.Close(); err == nil {
+			err = cerr
+		}
+		s.f = nil
+	}
+	return err
+}
+
+// resultSink receives window results.
+type resultSink interface {
+	write(r window.Result[string, []byte]) error
+	close() error
+}
+
+func (j *Job) openSinks(o RunOptions) error {
+	s := &j.plan.Spec.Sinks
+	open := func(k *Sink) (*lineSink, error) {
+		if k == nil {
+			return nil, nil
+		}
+		return openLineSink(j.path(o, k.Path), o.Stdout)
+	}
+	var err error
+	if j.late, err = open(s.Late); err != nil {
+		return err
+	}
+	if j.partial, err = open(s.LatePartial); err != nil {
+		return err
+	}
+	if j.dead, err = open(s.DeadLetter); err != nil {
+		return err
+	}
+	r := s.Results
+	if r.Type == "sqlite" {
+		names := make([]string, len(j.plan.Spec.Aggregate))
+		for i, a := range j.plan.Spec.Aggregate {
+			names[i] = a.Name
+		}
+		db, err := sqliteio.Open(j.path(o, r.Path), j.plan.Spec.Key, names, sqliteio.Options{Table: r.Table})
+		if err != nil {
+			return err
+		}
+		j.results = &sqliteResults{db: db, keys: j.plan.Spec.Key, vals: names}
+		return nil
+	}
+	ls, err := open(r)
+	if err != nil {
+		return err
+	}
+	j.results = &jsonlResults{s: ls, plan: j.plan}
+	return nil
+}
+
+// jsonlResults writes results as JSON lines: key fields, window, firing,
+// pane, watermark, then the aggregates.
+type jsonlResults struct {
+	s    *lineSink
+	plan *Plan
+	buf  []byte
+}
+
+func (w *jsonlResults) write(r window.Result[string, []byte]) error {
+	b := append(w.buf[:0], '{')
+	keys := w.plan.Spec.Key
+	vals := splitKey(r.Key, len(keys))
+	for i, k := range keys {
+		b = weir.AppendJSONString(b, k)
+		b = append(b, ':')
+		b = append(b, vals[i]...)
+		b = append(b, ',')
+	}
+	if r.Window != window.Global {
+		b = append(b, `"window_start":`...)
+		b = strconv.AppendInt(b, int64(r.Window.Start), 10)
+		b = append(b, `,"window_end":`...)
+		b = strconv.AppendInt(b, int64(r.Window.End), 10)
+		b = append(b, ',')
+	}
+	b = append(b, `"firing":"`...)
+	b = append(b, r.Firing.String()...)
+	b = append(b, `","pane":`...)
+	b = strconv.AppendInt(b, r.Pane, 10)
+	b = append(b, `,"watermark":`...)
+	b = strconv.AppendInt(b, int64(r.Watermark), 10)
+	if r.Firing != window.Retract {
+		rest := r.Value
+		for _, a := range w.plan.Spec.Aggregate {
+			b = append(b, ',')
+			b = weir.AppendJSONString(b, a.Name)
+			b = append(b, ':')
+			n := slices.Index(rest, 0)
+			b = append(b, rest[:n]...)
+			rest = rest[n+1:]
+		}
+	}
+	b = append(b, '}')
+	w.buf = b
+	return w.s.write(b)
+}
+
+func (w *jsonlResults) close() error { return w.s.close() }
+
+// sqliteResults upserts results by (key, window) with the pane guard.
+type sqliteResults struct {
+	db         *sqliteio.Sink
+	keys, vals []string
+	row        sqliteio.Row
+}
+
+func (w *sqliteResults) write(r window.Result[string, []byte]) error {
+	row := &w.row
+	row.Keys = row.Keys[:0]
+	for i, v := range splitKey(r.Key, len(w.keys)) {
+		row.Keys = append(row.Keys, sqliteio.Column{Name: w.keys[i], Value: []byte(v)})
+	}
+	row.Start, row.End = r.Window.Start, r.Window.End
+	if r.Window == window.Global {
+		row.Start, row.End = etime.MinTime, etime.MaxTime
+	}
+	row.Firing, row.Pane, row.Watermark = r.Firing.String(), r.Pane, r.Watermark
+	row.Values = row.Values[:0]
+	rest := r.Value
+	for _, name := range w.vals {
+		n := slices.Index(rest, 0)
+		if n < 0 {
+			break
+		}
+		row.Values = append(row.Values, sqliteio.Column{Name: name, Value: rest[:n]})
+		rest = rest[n+1:]
+	}
+	return w.db.Write(*row)
+}
+
+func (w *sqliteResults) close() error { return w.db.Close() }
+
+func splitKey(k string, n int) []string {
+	if n == 0 {
+		return nil
+	}
+	return strings.SplitN(k, keySep, n)
+}
+
+// appendLate renders a too-late record: the record, its key, the windows
+// it missed, the watermark at arrival and how late it was.
+func (j *Job) appendLate(b []byte, l window.LateRecord[string, rec]) []byte {
+	b = append(b, `{"record":`...)
+	b = append(b, l.Record.raw...)
+	b = append(b, `,"key":{`...)
+	keys := j.plan.Spec.Key
+	for i, v := range splitKey(l.Key, len(keys)) {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = weir.AppendJSONString(b, keys[i])
+		b = append(b, ':')
+		b = append(b, v...)
+	}
+	b = append(b, `},"windows":[`...)
+	for i, w := range l.Windows {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = fmt.Appendf(b, "[%d,%d]", int64(w.Start), int64(w.End))
+	}
+	b = fmt.Appendf(b, `],"watermark":%d,"lateness_ms":%d}`, int64(l.Watermark), int64(l.Lateness))
+	return b
+}
+
+func sortStrings(s []string) { slices.Sort(s) }

@@ -1,0 +1,186 @@
+// Package spec is weir's declarative job: the YAML (or JSON) job spec, its
+// loader, which reports every error with its field path and a fix, and the
+// builder that turns a spec into a running weir job.
+//
+// The field names below are the YAML names (the `yaml` tags). Durations
+// accept a string such as "250ms" or "10m", or an integer number of
+// milliseconds; on the event-time axis they are int64 milliseconds and
+// saturate, so a lateness of 9223372036854775807 is valid.
+package spec
+
+// Spec is one job.
+type Spec struct {
+	// Name names the job in logs and summaries.
+	Name string `yaml:"name"`
+	// Time is the job's time semantics (R1): event (default), processing or
+	// ingestion.
+	Time string `yaml:"time"`
+	// Source says where records come from.
+	Source Source `yaml:"source"`
+	// Watermark says how event-time watermarks are generated.
+	Watermark Watermark `yaml:"watermark"`
+	// Key lists the fields that key the windows; empty means one key for
+	// every record.
+	Key []string `yaml:"key"`
+	// Window is the window assigner.
+	Window Window `yaml:"window"`
+	// AllowedLateness keeps window state this long after the window's end
+	// (semantics B2, B3).
+	AllowedLateness *Duration `yaml:"allowed_lateness"`
+	// Trigger replaces the window's default trigger.
+	Trigger *Trigger `yaml:"trigger"`
+	// Aggregate lists the per-window aggregates, in output order.
+	Aggregate []Aggregate `yaml:"aggregate"`
+	// Sinks says where results, late records and dead letters go.
+	Sinks Sinks `yaml:"sinks"`
+}
+
+// Source is the job's input.
+type Source struct {
+	// Type is file, stdin or generator.
+	Type string `yaml:"type"`
+	// Path is the input file (type file).
+	Path string `yaml:"path"`
+	// Format is jsonl (default) or csv (a header row names the fields).
+	Format string `yaml:"format"`
+	// Channels is the number of parallel source channels (default 1);
+	// replay lines say which channel a line belongs to.
+	Channels int `yaml:"channels"`
+	// FinalWatermark, when false, ends the job at end of input without the
+	// final MAX watermark, leaving open windows unfired (default true).
+	FinalWatermark *bool `yaml:"final_watermark"`
+	// Timestamp says where event time comes from.
+	Timestamp Timestamp `yaml:"timestamp"`
+	// Generator configures type generator.
+	Generator *Generator `yaml:"generator"`
+}
+
+// Timestamp is the event-time field of records and its checks (R2).
+type Timestamp struct {
+	// Field names the record field that holds event time (default ts).
+	Field string `yaml:"field"`
+	// Unit is ms (default), s, us, ns or rfc3339.
+	Unit string `yaml:"unit"`
+	// Checks refuses missing, negative, pre-2000, wrong-unit and future
+	// timestamps as dead letters (default true).
+	Checks *bool `yaml:"checks"`
+	// MaxFuture is how far ahead of processing time a timestamp may be
+	// (default 1h).
+	MaxFuture *Duration `yaml:"max_future"`
+}
+
+// Generator is a synthetic source of orders: each record is
+// {"order_id", "user_id", "amount", "ts"}.
+type Generator struct {
+	// Records is the number of records to generate; zero derives it from
+	// Rate and Duration.
+	Records int64 `yaml:"records"`
+	// Rate is records per second of event time (default 1000).
+	Rate float64 `yaml:"rate"`
+	// Keys is the number of distinct user_id values (default 100).
+	Keys int `yaml:"keys"`
+	// Duration is the event time the records span (default 1h).
+	Duration *Duration `yaml:"duration"`
+	// Start is the event time of the first record, RFC 3339 (default
+	// 2026-01-01T00:00:00Z).
+	Start string `yaml:"start"`
+	// Disorder lists delay bands: each record is delayed (its timestamp
+	// moved back from the generator's clock) by a uniform amount within a
+	// band chosen by share. Default: all records in order.
+	Disorder []DelayBand `yaml:"disorder"`
+	// Bad is the share of records that are malformed on purpose (bad JSON,
+	// missing or wrong-unit timestamps), to exercise dead letters.
+	Bad float64 `yaml:"bad"`
+	// Seed makes the generator reproducible (default 1).
+	Seed uint64 `yaml:"seed"`
+}
+
+// DelayBand is one band of a generator's disorder mix.
+type DelayBand struct {
+	// Share is the fraction of records in this band (shares sum to 1 or
+	// less; the rest is in order).
+	Share float64 `yaml:"share"`
+	// Min and Max bound the delay.
+	Min *Duration `yaml:"min"`
+	Max *Duration `yaml:"max"`
+}
+
+// Watermark configures watermark generation (R3, R4).
+type Watermark struct {
+	// Type is bounded_out_of_orderness (default), monotonous or punctuated
+	// (only the replay lines' $watermark values).
+	Type string `yaml:"type"`
+	// MaxOutOfOrderness is the bound of bounded_out_of_orderness.
+	MaxOutOfOrderness *Duration `yaml:"max_out_of_orderness"`
+	// IdleTimeout marks a channel idle after this long without records
+	// (0: never).
+	IdleTimeout *Duration `yaml:"idle_timeout"`
+	// Emit is periodic (default) or every_record.
+	Emit string `yaml:"emit"`
+	// Interval is the periodic emission interval (default 200ms).
+	Interval *Duration `yaml:"interval"`
+	// Heartbeat, when positive, advances a silent channel's watermark with
+	// processing time.
+	Heartbeat *Duration `yaml:"heartbeat"`
+}
+
+// Window is the window assigner (R6).
+type Window struct {
+	// Type is tumbling, sliding, session or global.
+	Type string `yaml:"type"`
+	// Size is the length of tumbling and sliding windows.
+	Size *Duration `yaml:"size"`
+	// Slide is the distance between sliding windows' starts.
+	Slide *Duration `yaml:"slide"`
+	// Gap is a session's inactivity gap.
+	Gap *Duration `yaml:"gap"`
+	// Offset shifts tumbling and sliding windows' alignment.
+	Offset *Duration `yaml:"offset"`
+}
+
+// Trigger replaces the window's default trigger (R7).
+type Trigger struct {
+	// Type is event_time, processing_time, continuous, count, final or
+	// purging.
+	Type string `yaml:"type"`
+	// Interval is continuous's early-firing interval.
+	Interval *Duration `yaml:"interval"`
+	// Count is count's element count.
+	Count int64 `yaml:"count"`
+	// Nested is the trigger that purging wraps.
+	Nested *Trigger `yaml:"nested"`
+}
+
+// Aggregate is one per-window aggregate (R11).
+type Aggregate struct {
+	// Name is the output field.
+	Name string `yaml:"name"`
+	// Fn is count, sum, min, max, avg, first, last, collect or
+	// count_distinct.
+	Fn string `yaml:"fn"`
+	// Field is the input field; count without a field counts records.
+	Field string `yaml:"field"`
+}
+
+// Sinks says where each output goes.
+type Sinks struct {
+	Results     *Sink `yaml:"results"`
+	Late        *Sink `yaml:"late"`
+	LatePartial *Sink `yaml:"late_partial"`
+	DeadLetter  *Sink `yaml:"dead_letter"`
+}
+
+// Sink is one output.
+type Sink struct {
+	// Type is jsonl, stdout or (results only) sqlite.
+	Type string `yaml:"type"`
+	// Path is the file (jsonl, sqlite).
+	Path string `yaml:"path"`
+	// Table is the SQLite table (default results).
+	Table string `yaml:"table"`
+}
+
+// Duration is a length of time in milliseconds. In a spec it is a string
+// such as "250ms", "10m" or "1h30m" (units ms, s, m, h, d), or an integer
+// number of milliseconds; values beyond the int64 range saturate.
+type Duration int64

@@ -65,7 +65,7 @@ func demoCmd(ctx context.Context, args []string, o IO) int {
 		return code
 	}
 	fmt.Fprintln(o.Stdout)
-	if err := demoTable(o.Stdout, filepath.Join(out, "results.db")); err != nil {
+	if err := demoTable(o.Stdout, filepath.Join(out, "results.db"), int64(p.GenStart)); err != nil {
 		fmt.Fprintln(o.Stderr, "weir demo: reading the results:", err)
 		return ExitFailed
 	}
@@ -77,16 +77,16 @@ func demoCmd(ctx context.Context, args []string, o IO) int {
 	return ExitOK
 }
 
-// demoTable prints the first windows of the results table, summed over
-// users.
-func demoTable(w io.Writer, path string) error {
+// demoTable prints the first windows of the results table from the
+// generator's start, summed over users.
+func demoTable(w io.Writer, path string, start int64) error {
 	db, err := sql.Open("sqlite", path)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
 	rows, err := db.Query(`SELECT window_start, window_end, COUNT(*), SUM(orders), SUM(total), SUM(pane)
-		FROM order_stats GROUP BY window_start, window_end ORDER BY window_start LIMIT 3`)
+		FROM order_stats WHERE window_start >= ? GROUP BY window_start, window_end ORDER BY window_start LIMIT 3`, start)
 	if err != nil {
 		return err
 	}

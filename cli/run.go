@@ -206,8 +206,8 @@ func printSummary(w io.Writer, p *spec.Plan, s spec.Summary, elapsed time.Durati
 		state = "stopped"
 	}
 	fmt.Fprintf(w, "job %s %s: %d records in\n", p.Spec.Name, state, g("records_in"))
-	fmt.Fprintf(w, "  on time (within the out-of-orderness bound): %d accepted; window firings %d early, %d on time\n", g("accepted"), g("fired_early"), g("fired_on_time"))
-	fmt.Fprintf(w, "  allowed lateness: %d late re-firings with the full updated result\n", g("fired_late"))
+	fmt.Fprintf(w, "  on time (within the out-of-orderness bound): %d records; window firings %d early, %d on time\n", g("accepted")-g("accepted_late"), g("fired_early"), g("fired_on_time"))
+	fmt.Fprintf(w, "  allowed lateness: %d late records accepted, %d late re-firings with the full updated result\n", g("accepted_late"), g("fired_late"))
 	fmt.Fprintf(w, "  too late: %d to the side output, %d dropped and counted\n", g("late_side_output"), g("late_dropped"))
 	if m := g("window_misses"); m > 0 {
 		fmt.Fprintf(w, "  partial misses: %d window assignments missed by accepted records (%d to late_partial)\n", m, g("late_partial"))
@@ -231,7 +231,7 @@ func printSummary(w io.Writer, p *spec.Plan, s spec.Summary, elapsed time.Durati
 	if !s.Conserved() {
 		mark = "VIOLATED"
 	}
-	fmt.Fprintf(w, "  conservation %s: %d in = %d accepted + %d side output + %d dropped + %d dead letters\n",
+	fmt.Fprintf(w, "  conservation %s: %d in = %d accepted (on time or late) + %d side output + %d dropped + %d dead letters\n",
 		mark, g("records_in"), g("accepted"), g("late_side_output"), g("late_dropped"), g("dead_letter"))
 	rate := float64(g("records_in")) / max(elapsed.Seconds(), 1e-9)
 	fmt.Fprintf(w, "took %v (%.0f records/s)\n", elapsed.Round(time.Millisecond), rate)

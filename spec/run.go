@@ -372,6 +372,7 @@ func (j *Job) summary(rep weir.Report, open int64) Summary {
 	add := func(name string, v int64) { s.Counters = append(s.Counters, Counter{name, v}) }
 	add("records_in", j.recordsIn(rep))
 	add("accepted", t.Accepted)
+	add("accepted_late", t.AcceptedLate)
 	add("late_side_output", t.LateSideOutput)
 	add("late_dropped", t.LateDropped)
 	add("dead_letter", rep.DeadLetters)

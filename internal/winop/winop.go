@@ -88,6 +88,7 @@ type Config[K comparable, IN, ACC, OUT any] struct {
 type Counters struct {
 	RecordsIn         int64 // elements processed
 	Accepted          int64 // added to at least one window
+	AcceptedLate      int64 // accepted, and late (B2) for a window it was added to: allowed lateness at work
 	LateSideOutput    int64 // late for every window, sent to the late output
 	LateDropped       int64 // late for every window, dropped
 	NoTimestamp       int64 // refused by the assigner (MIN timestamp, A5)
@@ -103,6 +104,7 @@ type Counters struct {
 func (c *Counters) Add(o Counters) {
 	c.RecordsIn += o.RecordsIn
 	c.Accepted += o.Accepted
+	c.AcceptedLate += o.AcceptedLate
 	c.LateSideOutput += o.LateSideOutput
 	c.LateDropped += o.LateDropped
 	c.NoTimestamp += o.NoTimestamp
@@ -395,6 +397,7 @@ func (o *Operator[K, IN, ACC, OUT]) ProcessElement(key K, v IN, ts etime.Time) e
 	o.wins = wins
 	o.missed = o.missed[:0]
 	skipped := true
+	late := false
 	addedToPane := false
 	for _, w := range wins {
 		if o.sets != nil {
@@ -408,6 +411,7 @@ func (o *Operator[K, IN, ACC, OUT]) ProcessElement(key K, v IN, ts etime.Time) e
 			continue
 		}
 		skipped = false
+		late = late || o.eventTime && w.MaxTimestamp() <= o.wm
 		e := o.entries.Ref(key, w, true)
 		if o.paneMode {
 			if !addedToPane {
@@ -454,6 +458,9 @@ func (o *Operator[K, IN, ACC, OUT]) ProcessElement(key K, v IN, ts etime.Time) e
 		return nil
 	}
 	o.c.Accepted++
+	if late {
+		o.c.AcceptedLate++
+	}
 	if len(o.missed) > 0 {
 		o.c.WindowMisses += int64(len(o.missed))
 		if o.partOut {

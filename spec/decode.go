@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
-	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
@@ -59,9 +59,14 @@ const minValidTS etime.Time = 946684800000
 // decoder turns lines into recs; it is shared by the source channels, so
 // it keeps no per-record state outside a pooled parser.
 type decoder struct {
-	p      *Plan
-	clk    clock.Clock
-	parser fastjson.ParserPool
+	p       *Plan
+	clk     clock.Clock
+	scratch sync.Pool // *scratch
+	// now is a recent reading of the clock: a timestamp below now +
+	// max_future passes without reading the clock again (the clock only
+	// moves forward, so a stale now can only make the check stricter, and
+	// then the clock is read).
+	now atomic.Int64
 	// needs says, per aggregate, what kind of input it takes.
 	needs []need
 	// chMax is each channel's largest timestamp; only the channel's own
@@ -71,6 +76,20 @@ type decoder struct {
 	regressions atomic.Int64 // backward jumps of more than regressionJump
 	warn        func(ch int, from, to etime.Time)
 }
+
+// scratch is per-goroutine decoding state, taken from a pool: the parser,
+// a buffer, a slab that aggregate inputs are cut from (one allocation per
+// slab, not per record), and interned keys.
+type scratch struct {
+	p    fastjson.Parser
+	buf  []byte
+	slab []val
+	keys map[string]string
+}
+
+// maxInterned bounds the interned keys of one scratch; past it the table
+// starts over.
+const maxInterned = 1 << 16
 
 // regressionJump is the backward jump of event time within one channel
 // that counts as a timestamp regression (R2: counted and warned about,
@@ -127,9 +146,12 @@ func (d *decoder) decode(l fileio.Line) (rec, error) {
 	if !utf8.Valid(l.Text) {
 		return rec{}, bad("utf8_invalid", "the line is not valid UTF-8")
 	}
-	p := d.parser.Get()
-	defer d.parser.Put(p)
-	v, err := p.ParseBytes(l.Text)
+	sc, _ := d.scratch.Get().(*scratch)
+	if sc == nil {
+		sc = &scratch{keys: map[string]string{}}
+	}
+	defer d.scratch.Put(sc)
+	v, err := sc.p.ParseBytes(l.Text)
 	if err != nil {
 		return rec{}, bad("json_malformed", "not valid JSON: %v", err)
 	}
@@ -152,11 +174,15 @@ func (d *decoder) decode(l fileio.Line) (rec, error) {
 			}
 		}
 	}
-	if r.key, err = d.key(o); err != nil {
+	if r.key, err = d.key(o, sc); err != nil {
 		return rec{}, err
 	}
-	if len(d.needs) > 0 {
-		r.vals = make([]val, len(d.needs))
+	if n := len(d.needs); n > 0 {
+		if len(sc.slab)+n > cap(sc.slab) {
+			sc.slab = make([]val, 0, max(n*256, 1024))
+		}
+		r.vals = sc.slab[len(sc.slab) : len(sc.slab)+n : len(sc.slab)+n]
+		sc.slab = sc.slab[:len(sc.slab)+n]
 	}
 	for i, n := range d.needs {
 		a := &d.p.Spec.Aggregate[i]
@@ -193,15 +219,20 @@ func number(f *fastjson.Value) val {
 
 // canonical is a value's JSON text with numbers written in one form, so
 // that 1, 1.0 and 1e0 are the same key or distinct value.
-func canonical(v *fastjson.Value) string {
-	if v.Type() == fastjson.TypeNumber {
+func canonical(v *fastjson.Value) string { return string(appendCanonical(nil, v)) }
+
+func appendCanonical(b []byte, v *fastjson.Value) []byte {
+	switch v.Type() {
+	case fastjson.TypeNumber:
 		n := number(v)
 		if n.kind == vInt {
-			return strconv.FormatInt(n.i, 10)
+			return strconv.AppendInt(b, n.i, 10)
 		}
-		return strconv.FormatFloat(n.f, 'g', -1, 64)
+		return strconv.AppendFloat(b, n.f, 'g', -1, 64)
+	case fastjson.TypeString:
+		return weir.AppendJSONString(b, string(v.GetStringBytes()))
 	}
-	return string(v.MarshalTo(nil))
+	return v.MarshalTo(b)
 }
 
 func short(v *fastjson.Value) string {
@@ -212,23 +243,34 @@ func short(v *fastjson.Value) string {
 	return v.Type().String() + " " + s
 }
 
-func (d *decoder) key(o *fastjson.Object) (string, error) {
+// key renders the record's key, interned so that a repeated key costs no
+// allocation.
+func (d *decoder) key(o *fastjson.Object, sc *scratch) (string, error) {
 	keys := d.p.Spec.Key
 	if len(keys) == 0 {
 		return "", nil
 	}
-	var b strings.Builder
+	b := sc.buf[:0]
 	for i, k := range keys {
 		f := o.Get(k)
 		if f == nil || f.Type() == fastjson.TypeNull {
 			return "", bad("key_missing", "key field %q is missing or null", k)
 		}
 		if i > 0 {
-			b.WriteString(keySep)
+			b = append(b, keySep...)
 		}
-		b.WriteString(canonical(f))
+		b = appendCanonical(b, f)
 	}
-	return b.String(), nil
+	sc.buf = b
+	if s, ok := sc.keys[string(b)]; ok {
+		return s, nil
+	}
+	if len(sc.keys) >= maxInterned {
+		clear(sc.keys)
+	}
+	s := string(b)
+	sc.keys[s] = s
+	return s, nil
 }
 
 // timestamp parses and checks a record's event time (R2).
@@ -277,7 +319,11 @@ func (d *decoder) timestamp(f *fastjson.Value) (etime.Time, error) {
 		}
 		return 0, bad("timestamp_too_old", "field %q is %s, before 2000-01-01", field, ts.Wall().Format(time.RFC3339))
 	}
-	now := clock.Millis(d.clk)
+	now := etime.Time(d.now.Load())
+	if ts > now.Add(p.MaxFuture) {
+		now = clock.Millis(d.clk)
+		d.now.Store(int64(now))
+	}
 	if ts > now.Add(p.MaxFuture) {
 		if guess, ok := unitGuess(ts, p.TSUnit, false); ok && guess != p.TSUnit {
 			return 0, bad("timestamp_unit", "field %q = %s is far in the future as %s; it looks like %s: set source.timestamp.unit: %s", field, short(f), p.TSUnit, unitName(guess), guess)

@@ -25,6 +25,13 @@ func TestDependencyRules(t *testing.T) {
 		"internal/timers":  {"etime", "window"},
 		"internal/runtime": {"etime", "clock", "watermark"},
 		".":                {"etime", "clock", "window", "trigger", "watermark", "state", "state/memstate", "internal/runtime", "internal/winop"},
+		// Connectors build on the public API only.
+		"connector/fileio":   {".", "etime"},
+		"connector/genio":    {".", "etime", "connector/fileio"},
+		"connector/sqliteio": {"etime"},
+		// The job spec is a user of the public API, like any Go program.
+		"spec": {".", "etime", "clock", "window", "trigger", "watermark", "connector/fileio", "connector/genio", "connector/sqliteio"},
+		"cli":  {"spec", "etime"},
 	}
 	for dir, ok := range allowed {
 		files, _ := filepath.Glob(filepath.Join(dir, "*.go"))

@@ -24,15 +24,12 @@ func loadSpec(path string, o IO) (*spec.Plan, bool) {
 		fmt.Fprintf(o.Stderr, "weir: %v\n", trimDir(err, o))
 		return nil, false
 	}
-	s, err := spec.Load(data)
+	p, err := spec.Parse(data)
 	if err == nil {
-		if s.Name == "" {
-			s.Name = strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+		if p.Spec.Name == "" {
+			p.Spec.Name = strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
 		}
-		var p *spec.Plan
-		if p, err = spec.Compile(s); err == nil {
-			return p, true
-		}
+		return p, true
 	}
 	var es spec.Errors
 	if errors.As(err, &es) {

@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"regexp"
@@ -47,6 +48,35 @@ var resultColumns = []string{"window_start", "window_end", "firing", "pane", "wa
 var aggFns = []string{"count", "sum", "min", "max", "avg", "first", "last", "collect", "count_distinct"}
 
 var sqlName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// Parse loads and compiles a spec. When the document has structural
+// errors it still compiles what could be read, so that every problem is
+// reported at once; a semantic error on a field that already has a
+// structural one is left out.
+func Parse(data []byte) (*Plan, error) {
+	s, err := Load(data)
+	if err == nil {
+		return Compile(s)
+	}
+	var les Errors
+	if s == nil || !errors.As(err, &les) {
+		return nil, err
+	}
+	_, cerr := Compile(s)
+	var ces Errors
+	if errors.As(cerr, &ces) {
+	next:
+		for _, c := range ces {
+			for _, l := range les {
+				if c.Path == l.Path || strings.HasPrefix(c.Path, l.Path+".") || strings.HasPrefix(l.Path, c.Path+".") {
+					continue next
+				}
+			}
+			les = append(les, c)
+		}
+	}
+	return nil, les
+}
 
 // Compile validates s and returns its plan, or every problem as Errors.
 func Compile(s *Spec) (*Plan, error) {

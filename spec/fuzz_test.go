@@ -27,10 +27,18 @@ func FuzzLoad(f *testing.F) {
 			if s == nil {
 				t.Fatal("Load returned neither a spec nor an error")
 			}
-			return
 		}
-		if s != nil {
-			t.Error("Load returned both a spec and an error")
+		// Parse compiles whatever Load could read: it must not panic, and
+		// its errors are Errors too.
+		p, perr := Parse(data)
+		if (p == nil) == (perr == nil) {
+			t.Fatalf("Parse returned plan %v and error %v", p != nil, perr)
+		}
+		if err == nil {
+			if perr != nil && !errors.As(perr, new(Errors)) {
+				t.Fatalf("Parse error %T %q is not Errors", perr, perr)
+			}
+			return
 		}
 		var es Errors
 		if !errors.As(err, &es) || len(es) == 0 {

@@ -36,8 +36,10 @@ const (
 // Load checks only structure and types: unknown or repeated fields, values
 // of the wrong kind, malformed numbers and durations. It does not check
 // required fields, allowed values or cross-field rules. When anything is
-// wrong it returns a nil *Spec and an error of type Errors listing every
-// problem in document order, each with its field path (such as
+// wrong it returns an error of type Errors listing every problem in
+// document order, and, when the document was a mapping, the spec as far as
+// it could be filled (Parse compiles it to report the remaining problems
+// too); each with its field path (such as
 // "window.size" or "aggregate[1].fn"), its line and usually a fix. A null
 // or empty value leaves a field at its zero value (nil for pointers).
 //
@@ -80,7 +82,7 @@ func Load(data []byte) (*Spec, error) {
 	w.value(reflect.ValueOf(&s).Elem(), root, "", 0)
 	if len(w.errs) > 0 {
 		slices.SortStableFunc(w.errs, func(a, b FieldError) int { return cmp.Compare(a.Line, b.Line) })
-		return nil, w.errs
+		return &s, w.errs
 	}
 	return &s, nil
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"time"
 )
 
 // Version is weir's version.
@@ -20,8 +21,9 @@ type IO struct {
 	// directory; "" means the process's).
 	Dir string
 	// Terminal says stderr is a terminal: long runs show a live progress
-	// line there.
-	Terminal bool
+	// line there, redrawn every ProgressEvery (default 500ms).
+	Terminal      bool
+	ProgressEvery time.Duration
 }
 
 func (o IO) path(p string) string {

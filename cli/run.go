@@ -170,7 +170,11 @@ func runPlan(ctx context.Context, p *spec.Plan, dir string, f runFlags, now time
 		}
 	}()
 	if o.Terminal {
-		stopProgress := showProgress(job, o.Stderr)
+		every := o.ProgressEvery
+		if every <= 0 {
+			every = 500 * time.Millisecond
+		}
+		stopProgress := showProgress(job, o.Stderr, every)
 		defer stopProgress()
 	}
 	began := time.Now()
@@ -234,14 +238,14 @@ func printSummary(w io.Writer, p *spec.Plan, s spec.Summary, elapsed time.Durati
 	fmt.Fprintf(w, "took %v (%.0f records/s)\n", elapsed.Round(time.Millisecond), rate)
 }
 
-// showProgress redraws one status line on w every half second; the
-// returned function stops it and clears the line.
-func showProgress(job *spec.Job, w io.Writer) (stop func()) {
+// showProgress redraws one status line on w every interval; the returned
+// function stops it and clears the line.
+func showProgress(job *spec.Job, w io.Writer, every time.Duration) (stop func()) {
 	quit := make(chan struct{})
 	finished := make(chan struct{})
 	go func() {
 		defer close(finished)
-		t := time.NewTicker(500 * time.Millisecond)
+		t := time.NewTicker(every)
 		defer t.Stop()
 		began := time.Now()
 		var last int64

@@ -1,0 +1,137 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/weirstream/weir/spec"
+)
+
+const stdinJob = `
+name: live
+source: {type: stdin}
+watermark: {max_out_of_orderness: 1s, emit: every_record}
+key: [k]
+window: {type: tumbling, size: 10s}
+aggregate: [{name: n, fn: count}]
+sinks:
+  results: {type: jsonl, path: out.jsonl}
+`
+
+// syncBuffer is a bytes.Buffer safe for the progress goroutine.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestInterrupt stops a live run on stdin as Ctrl-C does: the job ends
+// without the final watermark (the open window is counted, not fired), the
+// sinks are flushed, and the summary says it stopped. With --drain the open
+// window fires first.
+func TestInterrupt(t *testing.T) {
+	for _, drain := range []bool{false, true} {
+		t.Run(fmt.Sprint("drain=", drain), func(t *testing.T) {
+			dir := t.TempDir()
+			if err := os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(stdinJob), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			pr, pw := io.Pipe()
+			defer pw.Close()
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			var stderr syncBuffer
+			args := []string{"run", "job.yaml"}
+			if drain {
+				args = append(args, "--drain")
+			}
+			done := make(chan int)
+			go func() {
+				done <- Main(ctx, args, IO{Dir: dir, Stdin: pr, Stdout: io.Discard, Stderr: &stderr, Terminal: true, ProgressEvery: time.Millisecond})
+			}()
+			// Records: the first window [0,10s) closes with the watermark
+			// after 12 s; the second stays open while the stream is live.
+			for _, ts := range []int64{1767225600000, 1767225601000, 1767225612000} {
+				fmt.Fprintf(pw, `{"k": "a", "ts": %d}`+"\n", ts)
+			}
+			for !strings.Contains(stderr.String(), "3 records (") { // the progress line
+				time.Sleep(time.Millisecond)
+			}
+			cancel()
+			var code int
+			select {
+			case code = <-done:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the run did not stop")
+			}
+			out := stderr.String()
+			if code != ExitOK || !strings.Contains(out, "job live stopped") || !strings.Contains(out, "conservation holds") {
+				t.Fatalf("exit %d:\n%s", code, out)
+			}
+			results, _ := os.ReadFile(filepath.Join(dir, "out.jsonl"))
+			lines := strings.Count(string(results), "\n")
+			open := strings.Contains(out, "open windows at the end: 0")
+			if drain != open || lines == 0 {
+				t.Fatalf("drain=%v: %d result lines, summary:\n%s", drain, lines, out)
+			}
+		})
+	}
+}
+
+// TestProgress shows the live progress line of a run on a terminal.
+func TestProgress(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(stdinJob), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p, ok := loadSpec("job.yaml", IO{Dir: dir, Stderr: io.Discard})
+	if !ok {
+		t.Fatal("spec")
+	}
+	pr, pw := io.Pipe()
+	job, err := openForTest(p, dir, pr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var w syncBuffer
+	stop := showProgress(job, &w, 5*time.Millisecond)
+	done := make(chan error)
+	go func() { _, err := job.Run(context.Background()); done <- err }()
+	fmt.Fprintln(pw, `{"k": "a", "ts": 1767225600000}`)
+	for !strings.Contains(w.String(), "1 records") {
+		time.Sleep(5 * time.Millisecond)
+	}
+	stop()
+	pw.Close()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"records/s", "watermark", "lag", "late re-fires", "side output", "dead letters"} {
+		if !strings.Contains(w.String(), want) && !strings.Contains(w.String(), strings.Split(want, "/")[0]) {
+			t.Errorf("progress lacks %q: %q", want, w.String())
+		}
+	}
+}
+
+func openForTest(p *spec.Plan, dir string, stdin io.Reader) (*spec.Job, error) {
+	return spec.Open(p, spec.RunOptions{Dir: dir, Stdin: stdin})
+}

@@ -65,6 +65,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"sync"
 
@@ -156,11 +157,20 @@ type Options struct {
 	// that is not a regular file (a named pipe, /dev/stdin, a process
 	// substitution) is opened once by New and read like Input.
 	Path string
-	// Input is read instead of a file (stdin). It is read once, from one
-	// background goroutine, and shared by all channels. The source does not
-	// close it.
+	// Input is read instead of a file (stdin). It is read once, by one
+	// background goroutine started at the first Read, and shared by all
+	// channels; Read takes what that goroutine has parsed and never waits
+	// for input. Without Strict, a channel that meets another channel's
+	// line queues it for that channel; these queues are unbounded.
+	//
+	// The goroutine ends at the end of input, at a read error, or when the
+	// last reader is closed. If it is blocked inside Input.Read then (a
+	// terminal or a pipe with no writer activity), it ends only when that
+	// Read returns: the source does not close Input, so for a real stdin
+	// the goroutine may stay blocked until the process exits.
 	Input io.Reader
-	// Name names the input in error messages (default: Path, or "stdin").
+	// Name names the input in error messages, those of opening Path
+	// included (default: Path, or "stdin").
 	Name string
 	// Format is the input format.
 	Format Format
@@ -224,7 +234,7 @@ func New(o Options) (weir.Source[Line], error) {
 	if s.o.Name == "" {
 		s.o.Name = o.Path
 	}
-	f, err := os.Open(o.Path)
+	f, err := s.open()
 	if err != nil {
 		return nil, err
 	}
@@ -236,7 +246,7 @@ func New(o Options) (weir.Source[Line], error) {
 	switch {
 	case fi.IsDir():
 		f.Close()
-		return nil, fmt.Errorf("open %s: is a directory", o.Path)
+		return nil, fmt.Errorf("open %s: is a directory", s.o.Name)
 	case !fi.Mode().IsRegular():
 		// A pipe or a device can be read once only: share it as an Input.
 		s.cur = newCursor(s, f, f)
@@ -262,6 +272,16 @@ func New(o Options) (weir.Source[Line], error) {
 type source struct {
 	o   Options
 	cur *cursor // the shared cursor; nil when each channel reads the file itself
+}
+
+// open opens the file; an error names it by Options.Name.
+func (s *source) open() (*os.File, error) {
+	f, err := os.Open(s.o.Path)
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		pe.Path = s.o.Name
+	}
+	return f, err
 }
 
 func (s *source) newParser(r io.Reader, only int) *parser {
@@ -294,7 +314,7 @@ func (s *source) Open(ch, n int) (weir.SourceReader[Line], error) {
 		}
 		r.cur = s.cur
 	default:
-		f, err := os.Open(s.o.Path)
+		f, err := s.open()
 		if err != nil {
 			return nil, err
 		}

@@ -529,6 +529,10 @@ func TestMissingFile(t *testing.T) {
 	if err == nil || err.Error() != "open orders.jsonl: no such file or directory" {
 		t.Errorf("error %v", err)
 	}
+	_, err = New(Options{Path: filepath.Join(t.TempDir(), "orders.jsonl"), Name: "orders.jsonl"})
+	if err == nil || err.Error() != "open orders.jsonl: no such file or directory" {
+		t.Errorf("error %v", err)
+	}
 	os.Mkdir("dir", 0o755)
 	if _, err := New(Options{Path: "dir"}); err == nil || err.Error() != "open dir: is a directory" {
 		t.Errorf("error %v", err)
@@ -672,4 +676,69 @@ func TestBOM(t *testing.T) {
 	long := strings.Repeat("x", max)
 	res = mustRun(t, Options{MaxLine: max, Input: strings.NewReader("\ufeff" + long + "\n" + long + "x\n{}")})
 	check(t, "long", res, "1:0:data:"+long, "2:0:bad:line_too_long", "3:0:data:{}")
+}
+
+// nopOut discards what a reader emits.
+type nopOut struct{ n int }
+
+func (o *nopOut) Emit(ts etime.Time, l Line)  { o.n++ }
+func (o *nopOut) EmitWatermark(wm etime.Time) {}
+func (o *nopOut) MarkIdle()                   {}
+func (o *nopOut) MarkActive()                 {}
+
+func BenchmarkRead(b *testing.B) {
+	const lines = 100000
+	jsonl := strings.Repeat(`{"order_id":17,"user_id":"u042","amount":250,"ts":1767225600000}`+"\n", lines)
+	csv := "order_id,user_id,amount,ts\n" + strings.Repeat("17,u042,250,1767225600000\n", lines)
+	for _, c := range []struct {
+		name string
+		data string
+		o    Options
+	}{
+		{"jsonl-file", jsonl, Options{}},
+		{"jsonl-file-strict", jsonl, Options{Strict: true}},
+		{"jsonl-stdin", jsonl, Options{Input: strings.NewReader("")}},
+		{"csv-file", csv, Options{Format: CSV}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			path := writeFile(b, "in", c.data)
+			b.SetBytes(int64(len(c.data)))
+			for b.Loop() {
+				o := c.o
+				if o.Input != nil {
+					o.Input = strings.NewReader(c.data)
+				} else {
+					o.Path = path
+				}
+				src, err := New(o)
+				if err != nil {
+					b.Fatal(err)
+				}
+				r, err := src.Open(0, 1)
+				if err != nil {
+					b.Fatal(err)
+				}
+				out := &nopOut{}
+				for {
+					st, err := r.Read(out)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if st == weir.Done {
+						break
+					}
+				}
+				r.Close()
+				if out.n != lines {
+					b.Fatalf("%d lines", out.n)
+				}
+			}
+		})
+	}
+}
+
+func TestDeepJSON(t *testing.T) {
+	deep := `{"$channel":1,"a":` + strings.Repeat("[", 400000) + strings.Repeat("]", 400000) + "}"
+	res := mustRun(t, Options{Channels: 2, Input: strings.NewReader(deep + "\n")})
+	check(t, "deep", res, "1:0:data:"+deep)
 }

@@ -101,12 +101,11 @@ func (p *parser) nextJSONL() (item, bool, error) {
 // control classifies a line that may have control keys.
 func (p *parser) control(no int64, line, trimmed []byte) (item, bool, error) {
 	data := Line{Kind: Data, No: no}
-	if fastjson.ValidateBytes(trimmed) != nil {
-		return p.item(data, trimmed) // json_malformed, for the decoder to report
-	}
+	// Parse first: it bounds the nesting depth, which Validate does not.
+	// Validate then rejects what the lenient parser lets through.
 	v, err := p.json.ParseBytes(trimmed)
-	if err != nil {
-		return p.item(data, trimmed)
+	if err != nil || fastjson.ValidateBytes(trimmed) != nil {
+		return p.item(data, trimmed) // json_malformed, for the decoder to report
 	}
 	o, err := v.Object()
 	if err != nil {

@@ -54,7 +54,7 @@ func (c *cursor) open() error {
 		return errors.New("fileio: " + c.s.o.Name + ": the input was read already and cannot be opened again")
 	}
 	if c.in == nil && c.file == nil {
-		f, err := os.Open(c.s.o.Path)
+		f, err := c.s.open()
 		if err != nil {
 			return err
 		}
@@ -120,7 +120,7 @@ func (c *cursor) peek() (*item, bool) {
 					c.end = io.ErrUnexpectedEOF
 					return nil, false
 				}
-				c.pending = append(c.pending, m.items...)
+				c.pending = m.items // the feed sends each slice once
 				if m.end != nil {
 					c.end = m.end
 				}
@@ -240,7 +240,7 @@ func (f *feedReader) Read(b []byte) (int, error) {
 
 func startFeed(s *source, in io.Reader) *feed {
 	fd := &feed{out: make(chan message, 16), quit: make(chan struct{})}
-	var batch []item
+	batch := make([]item, 0, s.o.Batch)
 	send := func(m message) bool {
 		select {
 		case fd.out <- m:
@@ -254,7 +254,7 @@ func startFeed(s *source, in io.Reader) *feed {
 			return true
 		}
 		ok := send(message{items: batch})
-		batch = nil
+		batch = make([]item, 0, s.o.Batch)
 		return ok
 	}
 	p := s.newParser(&feedReader{r: in, flush: flush}, -1)

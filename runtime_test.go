@@ -228,3 +228,66 @@ func TestNaNKeyIsDeadLetter(t *testing.T) {
 		t.Fatalf("results %v dead %d reasons %v state %+v", res.Items(), rep.DeadLetters, reasons, env.State())
 	}
 }
+
+// TestTryMapAndMarkers: TryMap turns a failing record into a dead letter
+// with the BadInput's reason, and marker records set their channel's
+// watermark and idleness without flowing on as records.
+func TestTryMapAndMarkers(t *testing.T) {
+	type ev struct {
+		ts   etime.Time
+		mark string // "", "wm" or "idle"
+	}
+	opts := weir.DefaultOptions()
+	opts.Deterministic = true
+	env, _ := weir.NewEnv(opts)
+	var dead []weir.DeadLetter
+	env.OnDeadLetter(func(d weir.DeadLetter) { dead = append(dead, d) })
+	raw := weir.FromSlice(env, []string{"1000", "x", "wm:9999", "3000", "12000", "oops", "wm:30000"})
+	evs := weir.TryMap(raw, func(s string) (ev, error) {
+		if w, ok := strings.CutPrefix(s, "wm:"); ok {
+			var n int64
+			fmt.Sscan(w, &n)
+			return ev{ts: etime.Time(n), mark: "wm"}, nil
+		}
+		var n int64
+		if _, err := fmt.Sscan(s, &n); err != nil {
+			if s == "oops" {
+				return ev{}, errors.New("plain error")
+			}
+			return ev{}, &weir.BadInput{Reason: "not_a_number", Detail: s}
+		}
+		return ev{ts: etime.Time(n)}, nil
+	})
+	ws := weir.WatermarkStrategy[ev]{Timestamp: func(e ev, _ etime.Time) etime.Time { return e.ts }}
+	ws.Generator = weir.Punctuated(func(e ev) etime.Time { return e.ts }, func(ev, etime.Time) (etime.Time, bool) { return 0, false }).Generator
+	ws = ws.WithMarkers(func(e ev) (weir.Marker, bool) {
+		return weir.Marker{Watermark: e.ts}, e.mark == "wm"
+	}).WithEveryRecord()
+	stamped := weir.AssignTimestamps(evs, ws)
+	tw, _ := window.Tumbling(10_000, 0)
+	out := weir.Aggregate(weir.Window(weir.KeyBy(stamped, func(ev) string { return "k" }), tw, weir.WindowOptions{LateOutput: true}),
+		weir.Sum(func(e ev) int64 { return 1 }))
+	res := weir.Collect(out.Results)
+	late := weir.Collect(out.Late)
+	rep, err := env.Execute(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 1000 is in [0,10000), which fires at marker 9999 with one record; 3000
+	// then arrives too late; 12000 fires at the marker 30000.
+	var got []string
+	for _, r := range res.Items() {
+		got = append(got, fmt.Sprintf("%v %v %d wm=%d", r.Window, r.Firing, r.Value, r.Watermark))
+	}
+	want := []string{"[0,10000) on_time 1 wm=9999", "[10000,20000) on_time 1 wm=30000"}
+	if !slices.Equal(got, want) || len(late.Items()) != 1 || late.Items()[0].Record.ts != 3000 {
+		t.Fatalf("results %q late %v", got, late.Items())
+	}
+	if len(dead) != 2 || dead[0].Reason != "not_a_number" || dead[0].Record != "x" || dead[1].Reason != "map_failed" || rep.DeadLetters != 2 {
+		t.Fatalf("dead letters %+v", dead)
+	}
+	// Markers are not records: 3 records reached the window.
+	if c := rep.Total(); c.RecordsIn != 3 {
+		t.Fatalf("window saw %d records, want 3", c.RecordsIn)
+	}
+}

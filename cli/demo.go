@@ -55,12 +55,14 @@ func demoCmd(ctx context.Context, args []string, o IO) int {
 		return ExitUsage
 	}
 	// A fresh table each run, so the demo's numbers are its own.
-	os.Remove(filepath.Join(out, "results.db"))
+	for _, f := range []string{"results.db", "results.db-wal", "results.db-shm"} {
+		os.Remove(filepath.Join(out, f))
+	}
 	g := p.Generator
 	fmt.Fprintf(o.Stdout, "weir demo: %d orders from %d users over %v of event time, arriving out of order\n", g.Records, g.Keys, *g.Duration)
 	fmt.Fprintf(o.Stdout, "  5m tumbling windows per user; out-of-orderness bound 30s; allowed lateness 10m; early results every 1m\n")
 	fmt.Fprintf(o.Stdout, "  (the job spec: weir demo --print-spec)\n\n")
-	code := runPlan(ctx, p, out, runFlags{parallelism: *par}, time.Time{}, IO{Stdin: o.Stdin, Stdout: o.Stdout, Stderr: o.Stdout, Dir: o.Dir, Terminal: o.Terminal})
+	code := runPlan(ctx, p, out, runFlags{parallelism: *par}, time.Time{}, IO{Stdin: o.Stdin, Stdout: o.Stdout, Stderr: o.Stdout, Dir: o.Dir})
 	if code != ExitOK {
 		return code
 	}

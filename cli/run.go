@@ -150,6 +150,7 @@ func runPlan(ctx context.Context, p *spec.Plan, dir string, f runFlags, now time
 		Dir: dir, Stdin: o.Stdin, Stdout: o.Stdout,
 		Deterministic: f.deterministic, Now: now, Parallelism: f.parallelism,
 		Stop: stopping.Load, Drain: f.drain,
+		Warn: func(msg string) { fmt.Fprintln(o.Stderr, "warning:", msg) },
 	})
 	if err != nil {
 		fmt.Fprintf(o.Stderr, "weir run: %s\n", trimDir(err, o))

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"time"
@@ -224,7 +225,11 @@ func (c *compiler) generator() {
 		c.add(path+"records", fmt.Sprint(g.Records, " is negative"), "use 0 (rate × duration) or a positive count")
 	}
 	if g.Records == 0 && g.Rate > 0 && *g.Duration > 0 {
-		g.Records = int64(g.Rate * float64(*g.Duration) / 1000)
+		if n := g.Rate * float64(*g.Duration) / 1000; n > 1<<40 {
+			g.Records = 1<<40 + 1 // refused below
+		} else {
+			g.Records = int64(n)
+		}
 	}
 	if g.Records > 1<<40 {
 		c.add(path+"records", fmt.Sprint(g.Records, " records is too many"), "use at most 2^40 records")
@@ -278,6 +283,10 @@ func (c *compiler) watermark() {
 		p.WMType = "monotonous"
 	} else {
 		p.WMType = c.oneOf("watermark.type", w.Type, "bounded_out_of_orderness", "bounded_out_of_orderness", "monotonous", "punctuated")
+	}
+	if p.WMType == "punctuated" && p.Spec.Source.Type == "generator" {
+		c.add("watermark.type", "punctuated watermarks come from $watermark lines, which a generator does not write",
+			"use bounded_out_of_orderness for a generator")
 	}
 	switch p.WMType {
 	case "bounded_out_of_orderness":
@@ -382,6 +391,10 @@ func (c *compiler) window() {
 func (c *compiler) trigger() {
 	s := c.p.Spec
 	if s.Trigger == nil {
+		if s.Window.Type == "global" {
+			c.add("trigger", "missing; the global window never ends, so without a trigger it never fires",
+				"add a trigger such as {type: count, count: 100} or {type: final} (one result at the end of input)")
+		}
 		return
 	}
 	c.p.Trigger = c.buildTrigger("trigger", s.Trigger)
@@ -397,6 +410,11 @@ func (c *compiler) buildTrigger(path string, t *Trigger) trigger.Trigger {
 	}
 	if typ != "purging" && t.Nested != nil {
 		c.add(path+".nested", typ+" takes no nested trigger", "remove it, or use type: purging")
+	}
+	if c.p.Time == "processing" && (typ == "event_time" || typ == "continuous" || typ == "final") {
+		c.add(path+".type", typ+" is an event-time trigger, and processing-time records carry no event time",
+			"use processing_time or count, or use time: event")
+		return nil
 	}
 	switch typ {
 	case "event_time":
@@ -435,19 +453,21 @@ func (c *compiler) buildTrigger(path string, t *Trigger) trigger.Trigger {
 
 func (c *compiler) aggregates() {
 	s := c.p.Spec
+	// Names compare without case: SQL column names do.
 	names := map[string]string{}
 	for _, r := range resultColumns {
 		names[r] = "a result column"
 	}
+	lower := strings.ToLower
 	for i, k := range s.Key {
 		path := fmt.Sprintf("key[%d]", i)
 		switch {
 		case k == "":
 			c.add(path, "empty field name", "name a record field")
-		case names[k] != "":
-			c.add(path, fmt.Sprintf("%q is %s", k, names[k]), "rename the field upstream, or key by another field")
+		case names[lower(k)] != "":
+			c.add(path, fmt.Sprintf("%q is %s", k, names[lower(k)]), "rename the field upstream, or key by another field")
 		default:
-			names[k] = "a key field"
+			names[lower(k)] = "a key field"
 		}
 	}
 	if len(s.Aggregate) == 0 {
@@ -458,10 +478,10 @@ func (c *compiler) aggregates() {
 		switch {
 		case a.Name == "":
 			c.add(path+".name", "missing", "name the output field, such as total")
-		case names[a.Name] != "":
-			c.add(path+".name", fmt.Sprintf("%q is already %s", a.Name, names[a.Name]), "choose another name")
+		case names[lower(a.Name)] != "":
+			c.add(path+".name", fmt.Sprintf("%q is already %s (names compare without case)", a.Name, names[lower(a.Name)]), "choose another name")
 		default:
-			names[a.Name] = "an aggregate"
+			names[lower(a.Name)] = "an aggregate"
 		}
 		fn := c.oneOf(path+".fn", a.Fn, "", aggFns...)
 		if a.Field == "" && fn != "count" && fn != "" {
@@ -476,6 +496,9 @@ func (c *compiler) sinks() {
 		s.Results = &Sink{Type: "stdout"}
 	}
 	paths := map[string]string{}
+	if c.p.Spec.Source.Type == "file" && c.p.Spec.Source.Path != "" {
+		paths[filepath.Clean(c.p.Spec.Source.Path)] = "source"
+	}
 	check := func(name string, k *Sink, sqlite bool) {
 		if k == nil {
 			return
@@ -490,10 +513,14 @@ func (c *compiler) sinks() {
 		case "jsonl", "sqlite":
 			if k.Path == "" {
 				c.add(path+".path", "missing", "a "+typ+" sink needs a file path, such as "+name+map[string]string{"jsonl": ".jsonl", "sqlite": ".db"}[typ])
-			} else if other, dup := paths[k.Path]; dup {
-				c.add(path+".path", fmt.Sprintf("%s is also the path of sinks.%s", k.Path, other), "give each sink its own file")
+			} else if other, dup := paths[filepath.Clean(k.Path)]; dup {
+				what := "sinks." + other
+				if other == "source" {
+					what = "the source (the sink would destroy its input)"
+				}
+				c.add(path+".path", fmt.Sprintf("%s is also the path of %s", k.Path, what), "give each sink its own file")
 			} else {
-				paths[k.Path] = name
+				paths[filepath.Clean(k.Path)] = name
 			}
 		case "stdout":
 			if k.Path != "" {

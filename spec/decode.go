@@ -151,6 +151,11 @@ func (d *decoder) decode(l fileio.Line) (rec, error) {
 		sc = &scratch{keys: map[string]string{}}
 	}
 	defer d.scratch.Put(sc)
+	// fastjson's parser is lenient (NaN, 01, raw control characters);
+	// its validator is not.
+	if err := fastjson.ValidateBytes(l.Text); err != nil {
+		return rec{}, bad("json_malformed", "not valid JSON: %v", err)
+	}
 	v, err := sc.p.ParseBytes(l.Text)
 	if err != nil {
 		return rec{}, bad("json_malformed", "not valid JSON: %v", err)
@@ -201,7 +206,9 @@ func (d *decoder) decode(l fileio.Line) (rec, error) {
 			if f.Type() != fastjson.TypeNumber {
 				return rec{}, bad("value_not_number", "field %q of %s needs a number, got %s", a.Field, a.Fn, short(f))
 			}
-			r.vals[i] = number(f)
+			if r.vals[i] = number(f); r.vals[i].kind == vFloat && (math.IsInf(r.vals[i].f, 0) || math.IsNaN(r.vals[i].f)) {
+				return rec{}, bad("value_out_of_range", "field %q of %s is %s, beyond float64", a.Field, a.Fn, short(f))
+			}
 		case needJSON:
 			r.vals[i] = val{kind: vJSON, raw: canonical(f)}
 		}
@@ -228,11 +235,32 @@ func appendCanonical(b []byte, v *fastjson.Value) []byte {
 		if n.kind == vInt {
 			return strconv.AppendInt(b, n.i, 10)
 		}
+		raw := v.MarshalTo(b)
+		if isIntLiteral(raw[len(b):]) || math.IsInf(n.f, 0) {
+			// Beyond int64 or float64: the text as written, so that
+			// distinct numbers stay distinct.
+			return raw
+		}
+		if n.f == 0 {
+			return append(b, '0') // -0 is 0
+		}
 		return strconv.AppendFloat(b, n.f, 'g', -1, 64)
 	case fastjson.TypeString:
 		return weir.AppendJSONString(b, string(v.GetStringBytes()))
 	}
 	return v.MarshalTo(b)
+}
+
+func isIntLiteral(s []byte) bool {
+	if len(s) > 0 && s[0] == '-' {
+		s = s[1:]
+	}
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return len(s) > 0
 }
 
 func short(v *fastjson.Value) string {
@@ -306,6 +334,9 @@ func (d *decoder) timestamp(f *fastjson.Value) (etime.Time, error) {
 		if ts, ok = toMillis(f, p.TSUnit); !ok {
 			return 0, bad("timestamp_unit", "field %q = %s does not fit in int64 milliseconds as %s", field, short(f), p.TSUnit)
 		}
+	}
+	if ts == etime.MinTime {
+		return 0, bad("timestamp_out_of_range", "field %q is the smallest int64, which weir reserves for \"no timestamp\"", field)
 	}
 	if !p.Checks {
 		return ts, nil

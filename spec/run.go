@@ -43,8 +43,11 @@ type RunOptions struct {
 	// sends the final MAX watermark first.
 	Stop  func() bool
 	Drain bool
-	// Logger receives warnings (default: discard).
+	// Logger receives the engine's log (default: discard).
 	Logger *slog.Logger
+	// Warn, when set, is told about suspicious input as it happens (a
+	// channel's event time jumping back by more than an hour).
+	Warn func(msg string)
 }
 
 // Job is a spec ready to run, with its sources and sinks open.
@@ -87,7 +90,12 @@ func Open(plan *Plan, o RunOptions) (*Job, error) {
 			opts.MaxParallelism = opts.Parallelism
 		}
 	}
-	opts.WatermarkInterval = time.Duration(plan.Interval) * time.Millisecond
+	if o.Deterministic && o.Parallelism == 0 {
+		// The order of result lines depends on the parallelism; a
+		// deterministic run must not depend on the machine's cores.
+		opts.Parallelism = 1
+	}
+	opts.WatermarkInterval = plan.Interval.Std()
 	switch {
 	case o.Deterministic:
 		opts.Clock = clock.NewFake(o.Now)
@@ -99,6 +107,12 @@ func Open(plan *Plan, o RunOptions) (*Job, error) {
 		return nil, err
 	}
 	j := &Job{plan: plan, env: env, dec: newDecoder(plan, opts.Clock)}
+	if o.Warn != nil {
+		j.dec.warn = func(ch int, from, to etime.Time) {
+			o.Warn(fmt.Sprintf("channel %d: event time jumped back from %s to %s (more than 1h; counted in timestamp_regressions, warned once)",
+				ch, from.Wall().Format(time.RFC3339), to.Wall().Format(time.RFC3339)))
+		}
+	}
 	j.mu.deadReason = map[string]int64{}
 	if err := j.build(o); err != nil {
 		return nil, errors.Join(err, j.closeSinks())
@@ -189,10 +203,10 @@ func (j *Job) build(o RunOptions) error {
 		}
 		ws = ws.WithMarkers(isMark)
 		if !o.Deterministic && p.IdleTimeout > 0 {
-			ws = ws.WithIdleness(time.Duration(p.IdleTimeout) * time.Millisecond)
+			ws = ws.WithIdleness(p.IdleTimeout.Std())
 		}
 		if p.Heartbeat > 0 {
-			ws = ws.WithHeartbeat(time.Duration(p.Heartbeat) * time.Millisecond)
+			ws = ws.WithHeartbeat(p.Heartbeat.Std())
 		}
 		if o.Deterministic || p.EveryRecord {
 			ws = ws.WithEveryRecord()
@@ -211,20 +225,25 @@ func (j *Job) build(o RunOptions) error {
 		LateOutput: j.late != nil, PartialOutput: j.partial != nil,
 	}), aggFunc{fns: fns})
 	weir.ForEachSerial(out.Results, func(_ etime.Time, r window.Result[string, []byte]) {
-		j.check(j.results.write(r))
+		if err := j.results.write(r); err != nil {
+			j.check(err)
+			return
+		}
 		j.nResults.Add(1)
 	})
 	if j.late != nil || j.partial != nil {
 		var buf []byte
 		weir.ForEachSerial(out.Late, func(_ etime.Time, l window.LateRecord[string, rec]) {
 			buf = j.appendLate(buf[:0], l)
+			s, n := j.late, &j.nLate
 			if l.Reason == window.ExpiredPartial {
-				j.check(j.partial.write(buf))
-				j.nPartial.Add(1)
-			} else {
-				j.check(j.late.write(buf))
-				j.nLate.Add(1)
+				s, n = j.partial, &j.nPartial
 			}
+			if err := s.write(buf); err != nil {
+				j.check(err)
+				return
+			}
+			n.Add(1)
 		})
 	}
 	return nil
@@ -310,6 +329,9 @@ func (j *Job) deadLetter(d weir.DeadLetter) {
 	switch r := d.Record.(type) {
 	case fileio.Line:
 		line.Line, line.Raw = r.No, string(r.Text)
+		if r.Raw != nil {
+			line.Raw = string(r.Raw)
+		}
 	case rec:
 		line.Line, line.Raw = r.no, string(r.raw)
 	default:
@@ -405,7 +427,7 @@ func (j *Job) closeSinks() error {
 	var errs []error
 	for _, s := range []*lineSink{j.late, j.partial, j.dead} {
 		if s != nil {
-			errs = append(errs, s.close())
+			errs = append(errs, s.close()) // idempotent: sinks may share stdout
 		}
 	}
 	if j.results != nil {

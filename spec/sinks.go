@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/connector/sqliteio"
@@ -17,10 +18,13 @@ import (
 )
 
 // lineSink writes JSON lines to a file (truncated at open) or to stdout.
-// Calls are serialized by the job.
+// Results, late records and dead letters are written from different
+// goroutines, and several sinks may share stdout: the mutex keeps lines
+// whole.
 type lineSink struct {
-	w *bufio.Writer
-	f *os.File // nil for stdout
+	mu sync.Mutex
+	w  *bufio.Writer
+	f  *os.File // nil for stdout
 }
 
 func openLineSink(path string, stdout io.Writer) (*lineSink, error) {
@@ -35,6 +39,8 @@ func openLineSink(path string, stdout io.Writer) (*lineSink, error) {
 }
 
 func (s *lineSink) write(line []byte) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	s.w.Write(line)
 	return s.w.WriteByte('\n')
 }
@@ -48,6 +54,8 @@ func (s *lineSink) writeJSON(v any) error {
 }
 
 func (s *lineSink) close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	err := s.w.Flush()
 	if s.f != nil {
 		if err == nil {
@@ -69,11 +77,26 @@ type resultSink interface {
 
 func (j *Job) openSinks(o RunOptions) error {
 	s := &j.plan.Spec.Sinks
+	var stdout *lineSink
+	var src os.FileInfo
+	if t := j.plan.Spec.Source.Type; t == "file" {
+		src, _ = os.Stat(j.path(o, j.plan.Spec.Source.Path))
+	}
 	open := func(k *Sink) (*lineSink, error) {
-		if k == nil {
+		switch {
+		case k == nil:
 			return nil, nil
+		case k.Type == "stdout":
+			if stdout == nil {
+				stdout, _ = openLineSink("", o.Stdout)
+			}
+			return stdout, nil
 		}
-		return openLineSink(j.path(o, k.Path), o.Stdout)
+		path := j.path(o, k.Path)
+		if fi, err := os.Stat(path); err == nil && src != nil && os.SameFile(fi, src) {
+			return nil, fmt.Errorf("sink %s is the input file %s; writing it would destroy the input", k.Path, j.plan.Spec.Source.Path)
+		}
+		return openLineSink(path, o.Stdout)
 	}
 	var err error
 	if j.late, err = open(s.Late); err != nil {
@@ -91,7 +114,11 @@ func (j *Job) openSinks(o RunOptions) error {
 		for i, a := range j.plan.Spec.Aggregate {
 			names[i] = a.Name
 		}
-		db, err := sqliteio.Open(j.path(o, r.Path), j.plan.Spec.Key, names, sqliteio.Options{Table: r.Table})
+		path := j.path(o, r.Path)
+		if fi, err := os.Stat(path); err == nil && src != nil && os.SameFile(fi, src) {
+			return fmt.Errorf("sink %s is the input file %s; writing it would destroy the input", r.Path, j.plan.Spec.Source.Path)
+		}
+		db, err := sqliteio.Open(path, j.plan.Spec.Key, names, sqliteio.Options{Table: r.Table})
 		if err != nil {
 			return err
 		}

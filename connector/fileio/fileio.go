@@ -119,6 +119,10 @@ type Line struct {
 	// Text is the record (Data) or the raw line (Bad); nil for Watermark
 	// and Idle lines.
 	Text []byte
+	// Raw is the input as read when it differs from Text: a data line
+	// whose $ keys were removed, or a CSV row (Text is its JSON object).
+	// It is nil otherwise; dead letters report Raw when it is set.
+	Raw []byte
 	// Watermark is the watermark of a Watermark line.
 	Watermark etime.Time
 	// Reason is a stable code for a Bad line: line_too_long, utf8_invalid,

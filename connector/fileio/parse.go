@@ -198,7 +198,7 @@ func (p *parser) control(no int64, line, trimmed []byte) (item, bool, error) {
 	})
 	b = append(b, '}')
 	p.scratch = b
-	return p.item(Line{Kind: Data, Channel: ch, No: no}, b)
+	return p.item(Line{Kind: Data, Channel: ch, No: no, Raw: bytes.Clone(trimmed)}, b)
 }
 
 // intValue returns the value of a JSON integer written without fraction or
@@ -369,7 +369,7 @@ func (p *parser) nextCSV() (item, bool, error) {
 	}
 	b = append(b, '}')
 	p.scratch = b
-	return p.item(Line{Kind: Data, No: r.start}, b)
+	return p.item(Line{Kind: Data, No: r.start, Raw: bytes.Clone(r.raw)}, b)
 }
 
 // readHeader reads the header row. An input without rows has no header

@@ -171,6 +171,9 @@ type Value[K comparable, N comparable, V any] interface {
 	Ref(k K, n N, create bool) *V
 	// Len returns the number of entries.
 	Len() int
+	// Range calls fn for every entry until fn returns false (snapshots).
+	// The order is unspecified; fn must not add or delete entries.
+	Range(fn func(k K, n N, v *V) bool)
 }
 
 // NewValue creates a Value handle named name on b.
@@ -296,6 +299,16 @@ func (t *heapValue[K, N, V]) Ref(k K, n N, create bool) *V {
 }
 
 func (t *heapValue[K, N, V]) Len() int { return t.n }
+
+func (t *heapValue[K, N, V]) Range(fn func(k K, n N, v *V) bool) {
+	for n, m := range t.ns {
+		for k, p := range m {
+			if !fn(k, n, p) {
+				return
+			}
+		}
+	}
+}
 
 // List is an ordered list of values per (key, namespace).
 type List[K comparable, N comparable, V any] interface {

@@ -270,3 +270,15 @@ func (s *Service[K]) pop() *group[K] {
 	}
 	return g
 }
+
+// Range calls fn for every registered timer until fn returns false
+// (snapshots). The order is unspecified.
+func (s *Service[K]) Range(fn func(t Timer[K]) bool) {
+	for gk, g := range s.groups {
+		for k := range g.keys {
+			if !fn(Timer[K]{TS: gk.ts, Key: k, Window: gk.w}) {
+				return
+			}
+		}
+	}
+}

@@ -82,6 +82,13 @@ type Config[K comparable, IN, ACC, OUT any] struct {
 	// Gap, with a session assigner, gives each element its own session gap
 	// (dynamic-gap sessions, A6); a result <= 0 keeps the assigner's gap.
 	Gap func(IN) etime.Duration
+	// KeyCodec and AccCodec encode keys and window contents for
+	// snapshots; KeyGroup maps a key to its key group, so that a restore
+	// takes only the key groups of its subtask. Snapshot and Restore need
+	// all three.
+	KeyCodec state.Codec[K]
+	AccCodec state.Codec[ACC]
+	KeyGroup func(K) state.KeyGroup
 }
 
 // Counters are the operator's exact record and firing counts (W4, W7, W8).
@@ -185,6 +192,10 @@ type Operator[K comparable, IN, ACC, OUT any] struct {
 	tumbleSize    etime.Duration
 	tumbleOffs    etime.Duration
 
+	keyCodec state.Codec[K]
+	accCodec state.Codec[ACC]
+	keyGroup func(K) state.KeyGroup
+
 	c       Counters
 	tctx    trigCtx[K, IN, ACC, OUT]
 	fctx    FireContext[K, OUT]
@@ -256,6 +267,7 @@ func New[K comparable, IN, ACC, OUT any](cfg Config[K, IN, ACC, OUT], out Output
 		evict: cfg.Evict, lateOut: cfg.LateOutput, partOut: cfg.PartialOutput, out: out,
 		evt: timers.New(cfg.KeyEncoder), proc: timers.New(cfg.KeyEncoder),
 		wm: etime.MinTime, now: etime.MinTime, clock: cfg.Now, gap: cfg.Gap,
+		keyCodec: cfg.KeyCodec, accCodec: cfg.AccCodec, keyGroup: cfg.KeyGroup,
 	}
 	o.entries = state.NewValue[K, window.Window, entry[ACC]](cfg.Backend, "window-contents")
 	if cfg.Assigner.Merging() {

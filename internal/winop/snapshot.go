@@ -1,0 +1,223 @@
+package winop
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/weirstream/weir/etime"
+	"github.com/weirstream/weir/internal/timers"
+	"github.com/weirstream/weir/state"
+	"github.com/weirstream/weir/window"
+)
+
+// The operator snapshot format (docs/format/window-operator.md): a magic
+// and version, the watermark, processing time and counters, then tagged
+// records, each starting with its key group so that a restore can take
+// only its own, and a final end tag.
+const snapshotMagic = "weir-winop-1"
+
+const (
+	tagEnd uint64 = iota
+	tagEntry
+	tagSet
+	tagPane
+	tagEventTimer
+	tagProcTimer
+)
+
+var errNoCodec = errors.New("weir: window operator snapshot needs key and accumulator codecs and a key-group function")
+
+// Snapshot appends the operator's whole state to dst: every window's
+// contents, trigger slots and pane index, the merging sets, the sliding
+// panes, both timer sets, the watermark and the counters.
+func (o *Operator[K, IN, ACC, OUT]) Snapshot(dst []byte) ([]byte, error) {
+	if o.keyCodec == nil || o.accCodec == nil || o.keyGroup == nil {
+		return dst, errNoCodec
+	}
+	w := state.Writer{Buf: append(dst, snapshotMagic...)}
+	w.Int(int64(o.wm))
+	w.Int(int64(o.now))
+	for _, c := range o.c.fields() {
+		w.Int(*c)
+	}
+	var err error
+	head := func(tag uint64, k K) bool {
+		w.Uint(tag)
+		w.Uint(uint64(o.keyGroup(k)))
+		if e := state.WriteValue(&w, o.keyCodec, k); e != nil {
+			err = e
+			return false
+		}
+		return true
+	}
+	win := func(x window.Window) { w.Int(int64(x.Start)); w.Int(int64(x.End)) }
+	o.entries.Range(func(k K, x window.Window, e *entry[ACC]) bool {
+		if !head(tagEntry, k) {
+			return false
+		}
+		win(x)
+		flags := uint64(e.slotSet)
+		if e.has {
+			flags |= 1 << 8
+		}
+		if e.emitted {
+			flags |= 1 << 9
+		}
+		w.Uint(flags)
+		for i := range e.slots {
+			if e.slotSet&(1<<i) != 0 {
+				w.Int(e.slots[i])
+			}
+		}
+		w.Int(e.panes)
+		if e := state.WriteValue(&w, o.accCodec, e.acc); e != nil {
+			err = e
+			return false
+		}
+		return true
+	})
+	if err == nil && o.sets != nil {
+		o.sets.Range(func(k K, _ none, ws *[]window.Window) bool {
+			if !head(tagSet, k) {
+				return false
+			}
+			w.Uint(uint64(len(*ws)))
+			for _, x := range *ws {
+				win(x)
+			}
+			return true
+		})
+	}
+	if err == nil && o.panes != nil {
+		o.panes.Range(func(k K, idx int64, acc *ACC) bool {
+			if !head(tagPane, k) {
+				return false
+			}
+			w.Int(idx)
+			if e := state.WriteValue(&w, o.accCodec, *acc); e != nil {
+				err = e
+				return false
+			}
+			return true
+		})
+	}
+	for _, ts := range []struct {
+		tag uint64
+		s   *timers.Service[K]
+	}{{tagEventTimer, o.evt}, {tagProcTimer, o.proc}} {
+		if err != nil {
+			break
+		}
+		ts.s.Range(func(t timers.Timer[K]) bool {
+			if !head(ts.tag, t.Key) {
+				return false
+			}
+			w.Int(int64(t.TS))
+			win(t.Window)
+			return true
+		})
+	}
+	if err != nil {
+		return dst, err
+	}
+	w.Uint(tagEnd)
+	return w.Buf, nil
+}
+
+// Restore adds the state of snapshot src for the key groups [first, last]
+// to the operator, which must not have processed anything yet. The
+// watermark is the largest of the snapshots restored (they are equal when
+// they come from one aligned checkpoint). With counters, the snapshot's
+// counters are added to the operator's: a rescaled restore gives every old
+// subtask's counters to one new subtask, so totals stay exact.
+func (o *Operator[K, IN, ACC, OUT]) Restore(src []byte, first, last state.KeyGroup, counters bool) error {
+	if o.keyCodec == nil || o.accCodec == nil || o.keyGroup == nil {
+		return errNoCodec
+	}
+	if len(src) < len(snapshotMagic) || string(src[:len(snapshotMagic)]) != snapshotMagic {
+		return errors.New("weir: not a window operator snapshot (bad magic)")
+	}
+	r := state.Reader{Buf: src[len(snapshotMagic):]}
+	o.wm = max(o.wm, etime.Time(r.Int()))
+	o.now = max(o.now, etime.Time(r.Int()))
+	var c Counters
+	for _, f := range c.fields() {
+		*f = r.Int()
+	}
+	if counters {
+		o.c.Add(c)
+	}
+	win := func() window.Window { s := r.Int(); return window.Window{Start: etime.Time(s), End: etime.Time(r.Int())} }
+	for r.Err == nil {
+		tag := r.Uint()
+		if tag == tagEnd || r.Err != nil {
+			break
+		}
+		kg := state.KeyGroup(r.Uint())
+		k := state.ReadValue(&r, o.keyCodec)
+		mine := kg >= first && kg <= last
+		switch tag {
+		case tagEntry:
+			x := win()
+			flags := r.Uint()
+			var e entry[ACC]
+			e.slotSet = uint8(flags)
+			e.has = flags&(1<<8) != 0
+			e.emitted = flags&(1<<9) != 0
+			for i := range e.slots {
+				if e.slotSet&(1<<i) != 0 {
+					e.slots[i] = r.Int()
+				}
+			}
+			e.panes = r.Int()
+			e.acc = state.ReadValue(&r, o.accCodec)
+			if mine && r.Err == nil {
+				*o.entries.Ref(k, x, true) = e
+			}
+		case tagSet:
+			n := r.Uint()
+			if n > uint64(len(r.Buf)) {
+				r.Err = errors.New("weir: corrupt merging set length")
+				break
+			}
+			ws := make([]window.Window, 0, n)
+			for range n {
+				ws = append(ws, win())
+			}
+			if mine && r.Err == nil {
+				o.sets.Put(k, none{}, ws)
+			}
+		case tagPane:
+			idx := r.Int()
+			acc := state.ReadValue(&r, o.accCodec)
+			if mine && r.Err == nil {
+				if o.panes == nil {
+					return errors.New("weir: the snapshot has sliding panes but this operator does not use them; the window or the aggregate changed")
+				}
+				o.panes.Put(k, idx, acc)
+			}
+		case tagEventTimer, tagProcTimer:
+			ts := etime.Time(r.Int())
+			x := win()
+			if mine && r.Err == nil {
+				s := o.evt
+				if tag == tagProcTimer {
+					s = o.proc
+				}
+				s.Register(timers.Timer[K]{TS: ts, Key: k, Window: x})
+			}
+		default:
+			return fmt.Errorf("weir: window operator snapshot: unknown record tag %d", tag)
+		}
+	}
+	if r.Err != nil {
+		return fmt.Errorf("weir: window operator snapshot is corrupt: %w", r.Err)
+	}
+	return nil
+}
+
+// fields lists the counters in snapshot order.
+func (c *Counters) fields() []*int64 {
+	return []*int64{&c.RecordsIn, &c.Accepted, &c.AcceptedLate, &c.LateSideOutput, &c.LateDropped, &c.NoTimestamp,
+		&c.WindowMisses, &c.PartialSideOutput, &c.Retractions, &c.FiredEarly, &c.FiredOnTime, &c.FiredLate}
+}

@@ -1,0 +1,183 @@
+package winop
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/weirstream/weir/etime"
+	"github.com/weirstream/weir/state"
+	"github.com/weirstream/weir/state/memstate"
+	"github.com/weirstream/weir/trigger"
+	"github.com/weirstream/weir/window"
+)
+
+type snapEvent struct {
+	key uint64
+	ts  etime.Time
+}
+
+type snapSum struct{}
+
+func (snapSum) CreateAccumulator() int64               { return 0 }
+func (snapSum) Add(a int64, e snapEvent) int64         { return a + int64(e.key) + 1 }
+func (snapSum) Merge(a, b int64) int64                 { return a + b }
+func (snapSum) Result(a int64) int64                   { return a }
+func kgOf(k uint64) state.KeyGroup                     { return state.KeyGroup(k % 128) }
+func (c *lines) Result(r window.Result[uint64, int64]) { *c = append(*c, fmt.Sprint("R ", r)) }
+func (c *lines) Late(r window.LateRecord[uint64, snapEvent]) {
+	*c = append(*c, fmt.Sprint("L ", r.Key, r.Record, r.Windows, r.Watermark, r.Reason))
+}
+
+type lines []string
+
+// TestSnapshotRestore cuts a stream at several points: a snapshot taken
+// there and restored into a fresh operator (or split by key groups into
+// two, a rescale) continues exactly as the uncut operator does, for
+// tumbling windows with early firings and lateness, pane-mode sliding
+// windows, and merging sessions with lateness.
+func TestSnapshotRestore(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	var evs []snapEvent
+	for i := range 4000 {
+		d := r.IntN(300)
+		if r.IntN(20) == 0 {
+			d = 500 + r.IntN(3000) // late, some beyond the lateness
+		}
+		evs = append(evs, snapEvent{key: r.Uint64N(40), ts: etime.Time(i*5 - d)})
+	}
+	cont, _ := trigger.Continuous(200)
+	cases := []struct {
+		name string
+		a    window.Assigner
+		trig trigger.Trigger
+	}{
+		{"tumbling", mustA(window.Tumbling(1000, 0)), cont},
+		{"sliding", mustA(window.Sliding(1000, 250, 0)), nil},
+		{"session", mustA(window.Session(60)), nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			newOp := func(out *lines) *Operator[uint64, snapEvent, int64, int64] {
+				op, err := New(Config[uint64, snapEvent, int64, int64]{
+					Assigner: c.a, Trigger: c.trig, Lateness: 800,
+					Contents:   AggContents[snapEvent, int64, int64]{F: snapSum{}},
+					Func:       func(ctx *FireContext[uint64, int64], acc *int64) { ctx.Emit(*acc) },
+					KeyEncoder: encU64, Backend: memstate.New(), LateOutput: true,
+					KeyCodec: state.CodecFor[uint64](), AccCodec: state.CodecFor[int64](), KeyGroup: kgOf,
+				}, out)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return op
+			}
+			feed := func(op *Operator[uint64, snapEvent, int64, int64], from, to int) {
+				maxTs := etime.MinTime
+				for i := range to {
+					maxTs = max(maxTs, evs[i].ts)
+					if i < from {
+						continue
+					}
+					_ = op.ProcessElement(evs[i].key, evs[i], evs[i].ts)
+					if i%50 == 49 {
+						op.AdvanceWatermark(maxTs - 500 - 1)
+					}
+				}
+			}
+			var ref lines
+			refOp := newOp(&ref)
+			for _, cut := range []int{1, 777, 2000, 3999} {
+				ref = ref[:0]
+				refOp = newOp(&ref)
+				feed(refOp, 0, cut)
+				before := len(ref)
+				snap, err := refOp.Snapshot(nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				feed(refOp, cut, len(evs))
+				refOp.AdvanceWatermark(etime.MaxTime)
+				want := slices.Clone(ref[before:])
+
+				var one lines
+				op := newOp(&one)
+				if err := op.Restore(snap, 0, 127, true); err != nil {
+					t.Fatal(err)
+				}
+				feed(op, cut, len(evs))
+				op.AdvanceWatermark(etime.MaxTime)
+				if !slices.Equal(one, want) {
+					t.Fatalf("cut %d: restored output differs:\n got %d lines %v\nwant %d lines %v", cut, len(one), head(one), len(want), head(want))
+				}
+				if op.Counters() != refOp.Counters() {
+					t.Fatalf("cut %d: counters %+v, want %+v", cut, op.Counters(), refOp.Counters())
+				}
+
+				// Rescale 1 -> 2: each half takes its key groups and sees
+				// only its keys; together they give the same lines.
+				var a, b lines
+				opA, opB := newOp(&a), newOp(&b)
+				if err := opA.Restore(snap, 0, 63, true); err != nil {
+					t.Fatal(err)
+				}
+				if err := opB.Restore(snap, 64, 127, false); err != nil {
+					t.Fatal(err)
+				}
+				maxTs := etime.MinTime
+				for i := range evs {
+					maxTs = max(maxTs, evs[i].ts)
+					if i >= cut {
+						o := opA
+						if kgOf(evs[i].key) >= 64 {
+							o = opB
+						}
+						_ = o.ProcessElement(evs[i].key, evs[i], evs[i].ts)
+					}
+					if i >= cut && i%50 == 49 {
+						opA.AdvanceWatermark(maxTs - 500 - 1)
+						opB.AdvanceWatermark(maxTs - 500 - 1)
+					}
+				}
+				opA.AdvanceWatermark(etime.MaxTime)
+				opB.AdvanceWatermark(etime.MaxTime)
+				got := append(slices.Clone(a), b...)
+				slices.Sort(got)
+				slices.Sort(want)
+				if !slices.Equal(got, want) {
+					t.Fatalf("cut %d: rescaled output differs: got %d lines, want %d", cut, len(got), len(want))
+				}
+				sum := opA.Counters()
+				sum.Add(opB.Counters())
+				if sum != refOp.Counters() {
+					t.Fatalf("cut %d: rescaled counters %+v, want %+v", cut, sum, refOp.Counters())
+				}
+			}
+		})
+	}
+}
+
+func head(l lines) lines { return l[:min(5, len(l))] }
+
+func TestRestoreRefusesGarbage(t *testing.T) {
+	op, _ := New(Config[uint64, snapEvent, int64, int64]{
+		Assigner: mustA(window.Tumbling(10, 0)), Contents: AggContents[snapEvent, int64, int64]{F: snapSum{}},
+		Func: func(ctx *FireContext[uint64, int64], acc *int64) {}, KeyEncoder: encU64, Backend: memstate.New(),
+		KeyCodec: state.CodecFor[uint64](), AccCodec: state.CodecFor[int64](), KeyGroup: kgOf,
+	}, &lines{})
+	_ = op.ProcessElement(1, snapEvent{1, 5}, 5)
+	snap, err := op.Snapshot(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range [][]byte{nil, []byte("nope"), snap[:len(snap)-3]} {
+		fresh, _ := New(Config[uint64, snapEvent, int64, int64]{
+			Assigner: mustA(window.Tumbling(10, 0)), Contents: AggContents[snapEvent, int64, int64]{F: snapSum{}},
+			Func: func(ctx *FireContext[uint64, int64], acc *int64) {}, KeyEncoder: encU64, Backend: memstate.New(),
+			KeyCodec: state.CodecFor[uint64](), AccCodec: state.CodecFor[int64](), KeyGroup: kgOf,
+		}, &lines{})
+		if err := fresh.Restore(bad, 0, 127, true); err == nil {
+			t.Errorf("restore of %d bytes of garbage succeeded", len(bad))
+		}
+	}
+}

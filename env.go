@@ -3,7 +3,6 @@ package weir
 import (
 	"context"
 	"strconv"
-	"sync/atomic"
 
 	"github.com/weirstream/weir/etime"
 	"github.com/weirstream/weir/internal/runtime"
@@ -21,7 +20,6 @@ type Env struct {
 	ops     []*opStats
 	sources []*sourceStats
 	deadFn  func(DeadLetter)
-	dead    atomic.Int64
 	names   map[string]int
 }
 
@@ -37,10 +35,9 @@ func NewEnv(opts Options) (*Env, error) {
 	e := &Env{opts: opts, names: map[string]int{}}
 	e.job = runtime.NewJob(runtime.Options{
 		BatchSize: opts.BatchSize, QueueBatches: opts.QueueBatches, Deterministic: opts.Deterministic,
-		Clock: opts.Clock, Logger: opts.Logger,
+		Clock: opts.Clock, Logger: opts.Logger, Checkpoint: opts.Checkpoint.runtime(),
 	})
 	e.job.SetDeadLetters(func(d DeadLetter) {
-		e.dead.Add(1)
 		if e.deadFn != nil {
 			e.deadFn(d)
 		}
@@ -143,7 +140,9 @@ func (e *Env) Report() Report {
 	for _, s := range e.sources {
 		r.SourceRecords[s.name] = s.n.Load()
 	}
-	r.DeadLetters = e.dead.Load()
+	if e.job.Built() {
+		r.DeadLetters = e.job.DeadLetters()
+	}
 	return r
 }
 
@@ -227,6 +226,10 @@ func (s *Stepper) RunUntilQuiet() (bool, error) { return s.x.RunUntilQuiet() }
 // (periodic watermarks, processing-time timers). A panic in user code comes
 // back as an error.
 func (s *Stepper) AdvanceProcessingTime(now etime.Time) error { return s.x.AdvanceProcessingTime(now) }
+
+// Checkpoint takes a checkpoint now (Options.Checkpoint must be set); it
+// returns its id, or 0 when none could start.
+func (s *Stepper) Checkpoint() int64 { return s.x.Checkpoint() }
 
 // Close releases the job's sources and state.
 func (s *Stepper) Close() error { return s.x.Close() }

@@ -2,12 +2,14 @@ package weir
 
 import (
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
 	"github.com/weirstream/weir/clock"
 	"github.com/weirstream/weir/etime"
 	"github.com/weirstream/weir/internal/runtime"
+	"github.com/weirstream/weir/state"
 	"github.com/weirstream/weir/watermark"
 )
 
@@ -237,6 +239,21 @@ func AssignTimestamps[T any](s Stream[T], ws WatermarkStrategy[T]) Stream[T] {
 		}
 		op := &tsOp[T]{ws: ws, gen: g, down: down, clk: env.opts.Clock}
 		op.out = watermark.NewSourceOutput(ctrlOutput{down})
+		if b, ok := st.Restored("timestamps")[st.Index]; ok {
+			r := state.Reader{Buf: b}
+			gs, os := r.Bytes(), r.Bytes()
+			if r.Err != nil || watermark.RestoreState(op.gen, gs) != nil || op.out.RestoreState(os) != nil {
+				panic(fmt.Errorf("weir: corrupt timestamp state in the checkpoint (subtask %d)", st.Index))
+			}
+		}
+		if st.Checkpointing() {
+			st.OnSnapshot("timestamps", func(dst []byte) ([]byte, error) {
+				w := state.Writer{Buf: dst}
+				w.Bytes(watermark.AppendState(nil, op.gen))
+				w.Bytes(op.out.AppendState(nil))
+				return w.Buf, nil
+			})
+		}
 		if !ws.EveryRecord {
 			// As Flink, the first periodic emission is one interval after
 			// the operator starts, then every interval.

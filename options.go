@@ -40,6 +40,8 @@ type Options struct {
 	// NewBackend creates the state backend of one operator instance.
 	// Default: the in-memory backend.
 	NewBackend func() state.Backend
+	// Checkpoint enables checkpoints and restore.
+	Checkpoint CheckpointOptions
 }
 
 // DefaultOptions returns the defaults.
@@ -106,6 +108,9 @@ func (o Options) Validate() error {
 	}
 	if o.WatermarkInterval < 0 {
 		errs = append(errs, fmt.Errorf("weir: Options.WatermarkInterval = %v; use a positive duration such as 200ms", o.WatermarkInterval))
+	}
+	if err := o.Checkpoint.validate(); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

@@ -2,10 +2,12 @@ package weir
 
 import (
 	"fmt"
+	"strconv"
 	"sync/atomic"
 
 	"github.com/weirstream/weir/etime"
 	"github.com/weirstream/weir/internal/runtime"
+	"github.com/weirstream/weir/state"
 	"github.com/weirstream/weir/watermark"
 )
 
@@ -84,6 +86,10 @@ func FromSource[T any](env *Env, name string, src Source[T], o SourceOptions) St
 			so := &srcOut[T]{head: head, SourceOutput: watermark.NewSourceOutput(ctrlOutput{head})}
 			p := &poller[T]{r: r, out: so, stats: stats}
 			st.OnPublish(p.publish)
+			if err := p.checkpointing(st, name); err != nil {
+				r.Close()
+				return nil, nil, err
+			}
 			// The runtime's final MAX goes through the channel's source
 			// output too, so an idle channel is reactivated by it (J3, H4).
 			return p, srcControl[T]{so}, nil
@@ -101,6 +107,50 @@ type poller[T any] struct {
 }
 
 func (p *poller[T]) Poll() (runtime.PollStatus, error) { return p.r.Read(p.out) }
+
+// checkpointing restores the reader's position, its source output and its
+// record count from a restored checkpoint, and registers their snapshot.
+func (p *poller[T]) checkpointing(st *runtime.Subtask, name string) error {
+	cr, ok := p.r.(CheckpointedReader)
+	if b, restored := st.Restored("source")[st.Index]; restored {
+		if !ok {
+			return fmt.Errorf("source %s cannot resume from a checkpoint: its reader is not a CheckpointedReader", name)
+		}
+		r := state.Reader{Buf: b}
+		pos := r.Bytes()
+		out := r.Bytes()
+		n := r.Int()
+		if r.Err != nil {
+			return fmt.Errorf("source %s channel %d: corrupt checkpoint: %w", name, st.Index, r.Err)
+		}
+		if err := cr.RestorePosition(pos); err != nil {
+			return fmt.Errorf("source %s channel %d: %w", name, st.Index, err)
+		}
+		if err := p.out.SourceOutput.RestoreState(out); err != nil {
+			return fmt.Errorf("source %s channel %d: %w", name, st.Index, err)
+		}
+		p.out.n, p.seen = n, n
+		p.stats.n.Add(n)
+	}
+	if !st.Checkpointing() {
+		return nil
+	}
+	if !ok {
+		return fmt.Errorf("source %s cannot be checkpointed: its reader is not a CheckpointedReader", name)
+	}
+	st.OnSnapshot("source", func(dst []byte) ([]byte, error) {
+		pos, err := cr.SnapshotPosition()
+		if err != nil {
+			return dst, err
+		}
+		w := state.Writer{Buf: dst}
+		w.Bytes(pos)
+		w.Bytes(p.out.SourceOutput.AppendState(nil))
+		w.Int(p.out.n)
+		return w.Buf, nil
+	})
+	return nil
+}
 func (p *poller[T]) Close() error                      { return p.r.Close() }
 func (p *poller[T]) publish() {
 	if d := p.out.n - p.seen; d != 0 {
@@ -177,3 +227,18 @@ func (r *sliceReader[T]) Read(out SourceOutput[T]) (ReadStatus, error) {
 	return Emitted, nil
 }
 func (r *sliceReader[T]) Close() error { return nil }
+
+// SnapshotPosition implements CheckpointedReader.
+func (r *sliceReader[T]) SnapshotPosition() ([]byte, error) {
+	return strconv.AppendInt(nil, int64(r.pos), 10), nil
+}
+
+// RestorePosition implements CheckpointedReader.
+func (r *sliceReader[T]) RestorePosition(pos []byte) error {
+	n, err := strconv.Atoi(string(pos))
+	if err != nil || n < 0 || n > len(r.items) {
+		return fmt.Errorf("weir: slice source cannot resume at %q of %d items", pos, len(r.items))
+	}
+	r.pos = n
+	return nil
+}

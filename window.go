@@ -2,6 +2,7 @@ package weir
 
 import (
 	"errors"
+	"fmt"
 	"sync"
 
 	"github.com/weirstream/weir/clock"
@@ -82,7 +83,7 @@ func AggregateProcess[K comparable, T, ACC, R, OUT any](w Windowed[K, T], f Aggr
 	if w.o.Evictor != nil {
 		w.k.s.n.env.fail(errors.New("weir: evictors need the full element list; use Process instead of an aggregate"))
 	}
-	return buildWindow(w, func() (winop.Contents[T, ACC], winop.WindowFunc[K, ACC, OUT], winop.EvictFunc[ACC]) {
+	return buildWindow(w, state.CodecFor[ACC](), func() (winop.Contents[T, ACC], winop.WindowFunc[K, ACC, OUT], winop.EvictFunc[ACC]) {
 		return winop.AggContents[T, ACC, R]{F: f}, func(ctx *winop.FireContext[K, OUT], acc *ACC) { p(ctx, f.Result(*acc)) }, nil
 	})
 }
@@ -92,28 +93,30 @@ func Reduce[K comparable, T any](w Windowed[K, T], f func(a, b T) T) WindowOutpu
 	return Aggregate(w, reduceAgg[T]{f: f})
 }
 
+// reduceAcc's fields are exported so that the gob codec can checkpoint
+// it.
 type reduceAcc[T any] struct {
-	v  T
-	ok bool
+	V  T
+	OK bool
 }
 
 type reduceAgg[T any] struct{ f func(a, b T) T }
 
 func (reduceAgg[T]) CreateAccumulator() reduceAcc[T] { return reduceAcc[T]{} }
 func (r reduceAgg[T]) Add(a reduceAcc[T], v T) reduceAcc[T] {
-	if !a.ok {
-		return reduceAcc[T]{v: v, ok: true}
+	if !a.OK {
+		return reduceAcc[T]{V: v, OK: true}
 	}
-	a.v = r.f(a.v, v)
+	a.V = r.f(a.V, v)
 	return a
 }
 func (r reduceAgg[T]) Merge(a, b reduceAcc[T]) reduceAcc[T] {
-	if !b.ok {
+	if !b.OK {
 		return a
 	}
-	return r.Add(a, b.v)
+	return r.Add(a, b.V)
 }
-func (reduceAgg[T]) Result(a reduceAcc[T]) T { return a.v }
+func (reduceAgg[T]) Result(a reduceAcc[T]) T { return a.V }
 
 // Process hands the full list of each window's elements, in arrival order,
 // to p (E1: full-list window functions; E5: evictors).
@@ -125,7 +128,7 @@ func Process[K comparable, T, R any](w Windowed[K, T], p func(ctx *WindowContext
 // functions that keep scratch state.
 func processEach[K comparable, T, R any](w Windowed[K, T], newFn func() func(ctx *WindowContext[K, R], elems []T)) WindowOutput[K, T, R] {
 	ev := w.o.Evictor
-	return buildWindow(w, func() (winop.Contents[T, []winop.Elem[T]], winop.WindowFunc[K, []winop.Elem[T], R], winop.EvictFunc[[]winop.Elem[T]]) {
+	return buildWindow(w, listCodec[T]{state.CodecFor[T]()}, func() (winop.Contents[T, []winop.Elem[T]], winop.WindowFunc[K, []winop.Elem[T], R], winop.EvictFunc[[]winop.Elem[T]]) {
 		p := newFn()
 		var scratch []T
 		fn := func(ctx *winop.FireContext[K, R], acc *[]winop.Elem[T]) {
@@ -220,7 +223,7 @@ func (o *opStats) sum() (winop.Counters, StateInfo) {
 }
 
 // buildWindow adds a window stage fed by w's keyed exchange.
-func buildWindow[K comparable, T, ACC, R any](w Windowed[K, T], mk func() (winop.Contents[T, ACC], winop.WindowFunc[K, ACC, R], winop.EvictFunc[ACC])) WindowOutput[K, T, R] {
+func buildWindow[K comparable, T, ACC, R any](w Windowed[K, T], accCodec state.Codec[ACC], mk func() (winop.Contents[T, ACC], winop.WindowFunc[K, ACC, R], winop.EvictFunc[ACC])) WindowOutput[K, T, R] {
 	env := w.k.s.n.env
 	name := w.o.Name
 	if name == "" {
@@ -236,7 +239,11 @@ func buildWindow[K comparable, T, ACC, R any](w Windowed[K, T], mk func() (winop
 		wout := winOutput[K, T, R]{res: out.Results.n.collector(st), late: out.Late.n.collector(st)}
 		backend := env.opts.NewBackend()
 		st.OnClose(backend.Close)
+		maxPar := env.opts.MaxParallelism
+		hasher := state.NewHasher(w.k.enc)
 		op, err := winop.New(winop.Config[K, T, ACC, R]{
+			KeyCodec: state.CodecFor[K](), AccCodec: accCodec,
+			KeyGroup: func(k K) state.KeyGroup { return state.KeyGroupOf(hasher.Hash(k), maxPar) },
 			Assigner: w.a, Trigger: w.o.Trigger, Lateness: w.o.AllowedLateness,
 			Contents: contents, Func: fn, Evict: evict, KeyEncoder: w.k.enc,
 			LateOutput: w.o.LateOutput, PartialOutput: w.o.PartialOutput, Backend: backend,
@@ -245,6 +252,12 @@ func buildWindow[K comparable, T, ACC, R any](w Windowed[K, T], mk func() (winop
 		}, wout)
 		if err != nil {
 			return nil, nil, err
+		}
+		if err := restoreWindow(st, op, maxPar, env.opts.Parallelism); err != nil {
+			return nil, nil, err
+		}
+		if st.Checkpointing() {
+			st.OnSnapshot("window", op.Snapshot)
 		}
 		head := &winHead[K, T, ACC, R]{op: op, out: wout, st: st}
 		st.OnProcessingTime(op.AdvanceProcessingTime)
@@ -264,6 +277,23 @@ func buildWindow[K comparable, T, ACC, R any](w Windowed[K, T], mk func() (winop
 		env.fail(err)
 	}
 	return out
+}
+
+// restoreWindow gives op the key groups of its subtask from every old
+// subtask's snapshot (the parallelism may have changed); subtask 0 also
+// takes every old subtask's counters, so totals stay exact.
+func restoreWindow[K comparable, T, ACC, R any](st *runtime.Subtask, op *winop.Operator[K, T, ACC, R], maxPar, par int) error {
+	parts := st.Restored("window")
+	if len(parts) == 0 {
+		return nil
+	}
+	first, last := state.KeyGroupRange(st.Index, maxPar, par)
+	for old, b := range parts {
+		if err := op.Restore(b, first, last, st.Index == 0); err != nil {
+			return fmt.Errorf("restore from subtask %d: %w", old, err)
+		}
+	}
+	return nil
 }
 
 // validateWindow refuses bad combinations when the job is built rather than
@@ -317,4 +347,33 @@ func (h *winHead[K, T, ACC, R]) Status(idle bool) {
 func (h *winHead[K, T, ACC, R]) Finish() {
 	h.out.res.Finish()
 	h.out.late.Finish()
+}
+
+// listCodec encodes a full-list window's elements with their timestamps.
+type listCodec[T any] struct{ c state.Codec[T] }
+
+func (l listCodec[T]) Append(dst []byte, v []winop.Elem[T]) ([]byte, error) {
+	w := state.Writer{Buf: dst}
+	w.Uint(uint64(len(v)))
+	for _, e := range v {
+		w.Int(int64(e.TS))
+		if err := state.WriteValue(&w, l.c, e.Value); err != nil {
+			return dst, err
+		}
+	}
+	return w.Buf, nil
+}
+
+func (l listCodec[T]) Decode(src []byte) ([]winop.Elem[T], error) {
+	r := state.Reader{Buf: src}
+	n := r.Uint()
+	if n > uint64(len(src)) {
+		return nil, errors.New("weir: corrupt element list")
+	}
+	out := make([]winop.Elem[T], 0, n)
+	for range n {
+		ts := etime.Time(r.Int())
+		out = append(out, winop.Elem[T]{TS: ts, Value: state.ReadValue(&r, l.c)})
+	}
+	return out, r.Err
 }

@@ -53,10 +53,12 @@ type batch[T any] struct {
 	elems []elem[T]
 }
 
-// envelope carries one batch to a subtask's input queue.
+// envelope carries one batch, or a checkpoint barrier, to a subtask's
+// input queue.
 type envelope struct {
 	gate, from int32
-	b          any // *batch[T] of the gate's element type
+	b          any   // *batch[T] of the gate's element type
+	barrier    int64 // a checkpoint barrier instead of a batch
 }
 
 // Func adapts plain functions to a Collector, for sinks and tests.

@@ -76,6 +76,7 @@ func (e *Edge[T]) Writer(st *Subtask) Collector[T] {
 		w.bufs[i] = w.newBatch()
 	}
 	st.OnFlush(w.flush)
+	st.OnBarrier(w.barrier)
 	return w
 }
 
@@ -143,22 +144,39 @@ func (w *writer[T]) flush() {
 	}
 }
 
+// barrier sends checkpoint barrier id to every target, after what is
+// buffered.
+func (w *writer[T]) barrier(id int64) {
+	w.flush()
+	for _, t := range w.targets {
+		w.put(t, envelope{gate: w.gate, from: w.from, barrier: id})
+	}
+}
+
 func (w *writer[T]) send(i int) {
 	b := w.bufs[i]
 	t := w.targets[i]
-	if w.det {
-		// Synchronous delivery; the batch is reused at once.
-		t.handlers[w.gate](int(w.from), b)
-		clear(b.elems)
-		b.elems = b.elems[:0]
+	if w.put(t, envelope{gate: w.gate, from: w.from, b: b}) || !w.det {
+		w.bufs[i] = w.newBatch()
 		return
 	}
+	// Synchronous delivery that did not hold the batch: reuse it at once.
+	clear(b.elems)
+	b.elems = b.elems[:0]
+}
+
+// put delivers e: synchronously in the deterministic executor (reporting
+// whether the target held the batch), else through the target's queue.
+func (w *writer[T]) put(t *Subtask, e envelope) (held bool) {
+	if w.det {
+		return t.deliver(e)
+	}
 	select {
-	case t.in <- envelope{gate: w.gate, from: w.from, b: b}:
+	case t.in <- e:
 	case <-w.owner.done:
 		// The job is stopping and the target may have returned already:
 		// unwind this subtask instead of blocking forever.
 		panic(errStopped)
 	}
-	w.bufs[i] = w.newBatch()
+	return false
 }

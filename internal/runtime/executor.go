@@ -38,6 +38,7 @@ func NewExecutor(j *Job) (*Executor, error) {
 func (x *Executor) RunUntilQuiet() (done bool, err error) {
 	defer x.guard(&err)
 	for {
+		x.maybeCheckpoint()
 		progress := false
 		done = true
 		for _, s := range x.job.stages {
@@ -68,6 +69,36 @@ func (x *Executor) RunUntilQuiet() (done bool, err error) {
 			return done, nil
 		}
 	}
+}
+
+// maybeCheckpoint starts a due checkpoint: barriers go into every source
+// at once, between two polls, and flow to the end of the graph at once.
+func (x *Executor) maybeCheckpoint() {
+	if c := x.job.coord; c != nil && c.due(time.Now()) {
+		x.Checkpoint()
+	}
+}
+
+// Checkpoint starts a checkpoint now, for tests and crash hooks; it
+// reports the id, or 0 when none may start.
+func (x *Executor) Checkpoint() int64 {
+	c := x.job.coord
+	if c == nil {
+		return 0
+	}
+	id := c.trigger(time.Now())
+	if id == 0 {
+		return 0
+	}
+	for _, s := range x.job.stages {
+		for _, st := range s.subtasks {
+			if st.poller != nil && !st.finished {
+				x.cur = st
+				st.injectBarrier(id)
+			}
+		}
+	}
+	return id
 }
 
 func (x *Executor) publishAll() {

@@ -32,6 +32,8 @@ type Options struct {
 	Tick time.Duration
 	// Logger receives runtime events: the failure that stops a job.
 	Logger *slog.Logger
+	// Checkpoint, when set, takes aligned checkpoints and restores.
+	Checkpoint *CheckpointOptions
 }
 
 // PollStatus is what a source poll did.
@@ -73,14 +75,25 @@ type Job struct {
 	built  atomic.Bool // subtasks exist and may be read
 	dead   DeadLetterFunc
 	deadMu sync.Mutex
+
+	coord      *coordinator
+	preCommit  []func(id int64, write func(name string, data []byte) error) error
+	onBarriers []func(stage string, idx int, id int64)
+}
+
+// OnBarrier registers fn to run on each subtask's goroutine when a
+// checkpoint barrier passes it (sinks close an epoch there).
+func (j *Job) OnBarrier(fn func(stage string, idx int, id int64)) {
+	j.onBarriers = append(j.onBarriers, fn)
 }
 
 // DeadLetter is bad input that an operator refused (W4).
 type DeadLetter struct {
-	Stage  string
-	Reason string
-	Detail string
-	Record any
+	Stage   string
+	Subtask int
+	Reason  string
+	Detail  string
+	Record  any
 }
 
 // DeadLetterFunc receives dead letters; it is called from subtask
@@ -109,6 +122,18 @@ func NewJob(opts Options) *Job {
 
 // SetDeadLetters sets the dead-letter receiver.
 func (j *Job) SetDeadLetters(f DeadLetterFunc) { j.dead = f }
+
+// DeadLetters counts the dead letters of every subtask, restored ones
+// included. Safe for concurrent use.
+func (j *Job) DeadLetters() int64 {
+	var n int64
+	for _, s := range j.stages {
+		for _, st := range s.subtasks {
+			n += st.dead.Load()
+		}
+	}
+	return n
+}
 
 // Stages returns the job's stages in creation order.
 func (j *Job) Stages() []*Stage { return j.stages }
@@ -182,6 +207,12 @@ type Subtask struct {
 	publishers []func()
 	closers    []func() error
 
+	snapshots  []snapshotter
+	barrierFns []func(id int64)
+	injected   int64 // the newest checkpoint this subtask snapshotted
+	align      alignment
+
+	dead   atomic.Int64 // dead letters, including restored ones
 	wm     atomic.Int64 // the subtask's input watermark, for readers
 	idle   atomic.Bool
 	chanMu sync.Mutex
@@ -242,9 +273,11 @@ func (st *Subtask) OnClose(fn func() error) { st.closers = append(st.closers, fn
 
 // DeadLetter reports bad input.
 func (st *Subtask) DeadLetter(d DeadLetter) {
+	st.dead.Add(1)
 	if d.Stage == "" {
 		d.Stage = st.stage.Name
 	}
+	d.Subtask = st.Index
 	if f := st.job.dead; f != nil {
 		st.job.deadMu.Lock()
 		f(d)
@@ -299,14 +332,27 @@ func (st *Subtask) inputStatus(g, from int, idle bool) {
 
 func (st *Subtask) inputEnd(g int) {
 	st.ended[g]++
+	if st.align.id != 0 {
+		// A channel ended inside an alignment: its source finished
+		// without the barrier, so the checkpoint is abandoned.
+		st.releaseAlignment()
+	}
 	for i, n := range st.ended {
 		if n < st.stage.gates[i].Channels {
 			return
 		}
 	}
-	st.finished = true
+	st.finish()
 	st.ctrl.Finish()
 	st.flush()
+}
+
+// finish marks the subtask finished; no checkpoint can include it now.
+func (st *Subtask) finish() {
+	st.finished = true
+	if c := st.job.coord; c != nil {
+		c.finished()
+	}
 }
 
 func (st *Subtask) flush() {
@@ -341,38 +387,61 @@ func (j *Job) build() error {
 			s.subtasks[i] = st
 		}
 	}
+	if o := j.opts.Checkpoint; o != nil && o.Store != nil && o.Interval > 0 {
+		j.coord = newCoordinator(j, o)
+	}
 	// Chains are built downstream first, so that exchange writers find
 	// their target subtasks ready.
 	for k := len(j.stages) - 1; k >= 0; k-- {
 		s := j.stages[k]
 		for _, st := range s.subtasks {
-			if s.src != nil {
-				p, ctrl, err := s.src.Open(st)
-				if err != nil {
-					return fmt.Errorf("weir: stage %s subtask %d: %w", s.Name, st.Index, err)
-				}
-				st.poller, st.ctrl = p, ctrl
-				continue
-			}
-			hs, ctrl, err := s.build(st)
-			if err != nil {
-				return fmt.Errorf("weir: stage %s subtask %d: %w", s.Name, st.Index, err)
-			}
-			st.handlers, st.ctrl = hs, ctrl
-			st.ended = make([]int, len(s.gates))
-			st.chans = make([][]watermark.ChannelState, len(s.gates))
-			for g, gt := range s.gates {
-				if gt.Channels == 0 {
-					return fmt.Errorf("weir: stage %s gate %d has no input", s.Name, g)
-				}
-				st.valves = append(st.valves, watermark.NewValve(gt.Channels))
-				st.gateOut = append(st.gateOut, gateOut{st: st, g: g})
-			}
-			st.chansDirty = true // publish the initial channel states
-			if len(s.gates) > 1 {
-				st.combined = watermark.NewCombined(len(s.gates))
+			if err := st.buildChain(); err != nil {
+				return err
 			}
 		}
+	}
+	return nil
+}
+
+// buildChain builds the subtask's operator chain and restores what the
+// runtime keeps (valves, dead-letter counts); a panic while building (a
+// corrupt checkpoint part) becomes an error.
+func (st *Subtask) buildChain() (err error) {
+	s := st.stage
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("weir: stage %s subtask %d: %v", s.Name, st.Index, r)
+		}
+	}()
+	st.restoreDeadLetters()
+	if s.src != nil {
+		p, ctrl, err := s.src.Open(st)
+		if err != nil {
+			return fmt.Errorf("weir: stage %s subtask %d: %w", s.Name, st.Index, err)
+		}
+		st.poller, st.ctrl = p, ctrl
+		return nil
+	}
+	hs, ctrl, err := s.build(st)
+	if err != nil {
+		return fmt.Errorf("weir: stage %s subtask %d: %w", s.Name, st.Index, err)
+	}
+	st.handlers, st.ctrl = hs, ctrl
+	st.ended = make([]int, len(s.gates))
+	st.chans = make([][]watermark.ChannelState, len(s.gates))
+	for g, gt := range s.gates {
+		if gt.Channels == 0 {
+			return fmt.Errorf("weir: stage %s gate %d has no input", s.Name, g)
+		}
+		st.valves = append(st.valves, watermark.NewValve(gt.Channels))
+		st.gateOut = append(st.gateOut, gateOut{st: st, g: g})
+	}
+	st.chansDirty = true // publish the initial channel states
+	if len(s.gates) > 1 {
+		st.combined = watermark.NewCombined(len(s.gates))
+	}
+	if err := st.restoreValves(); err != nil {
+		return err
 	}
 	return nil
 }
@@ -457,12 +526,43 @@ func (j *Job) runParallel(ctx context.Context) error {
 			}()
 		}
 	}
+	stopTrigger := j.runCheckpointTrigger(ctx)
 	wg.Wait()
+	stopTrigger()
 	err := context.Cause(ctx)
 	if err == context.Canceled && ctx.Err() != nil {
 		err = ctx.Err()
 	}
 	return errors.Join(err, j.closeAll())
+}
+
+// runCheckpointTrigger starts the goroutine that starts checkpoints on
+// the interval; the returned function stops it and waits for it.
+func (j *Job) runCheckpointTrigger(ctx context.Context) (stop func()) {
+	c := j.coord
+	if c == nil {
+		return func() {}
+	}
+	quit := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(min(c.opts.Interval/4+time.Millisecond, 100*time.Millisecond))
+		defer t.Stop()
+		for {
+			select {
+			case <-quit:
+				return
+			case <-ctx.Done():
+				return
+			case now := <-t.C:
+				if c.due(now) {
+					c.trigger(now)
+				}
+			}
+		}
+	}()
+	return func() { close(quit); <-done }
 }
 
 func (st *Subtask) runParallel(ctx context.Context) (err error) {
@@ -477,7 +577,7 @@ func (st *Subtask) runParallel(ctx context.Context) (err error) {
 	for !st.finished {
 		select {
 		case e := <-st.in:
-			st.handlers[e.gate](int(e.from), e.b)
+			st.deliver(e)
 			st.publish()
 			if len(st.in) == 0 {
 				st.flush()
@@ -498,6 +598,7 @@ func (st *Subtask) runSource(ctx context.Context, clk clock.Clock) error {
 		if err := ctx.Err(); err != nil {
 			return context.Cause(ctx)
 		}
+		st.maybeInject()
 		status, err := st.poller.Poll()
 		if err != nil {
 			return fmt.Errorf("weir: source %s subtask %d: %w", st.stage.Name, st.Index, err)
@@ -526,11 +627,12 @@ func (st *Subtask) runSource(ctx context.Context, clk clock.Clock) error {
 }
 
 func (st *Subtask) endSource() {
+	st.maybeInject() // a requested barrier goes before the end
 	if st.stage.src.FinalWatermark {
 		st.wm.Store(int64(etime.MaxTime))
 		st.ctrl.Watermark(etime.MaxTime)
 	}
-	st.finished = true
+	st.finish()
 	st.ctrl.Finish()
 	st.flush()
 	st.publish()

@@ -1,0 +1,103 @@
+package weir
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/weirstream/weir/internal/runtime"
+)
+
+// CheckpointOptions enables checkpoints (R13): aligned barrier snapshots
+// of source positions, watermark state and operator state, from which a
+// job restores after a crash with exactly the results of a run that never
+// crashed. The zero value takes none.
+type CheckpointOptions struct {
+	// Interval between checkpoints; 0 disables them.
+	Interval time.Duration
+	// Store receives the checkpoints.
+	Store CheckpointStore
+	// Restore, when set, is the checkpoint the job starts from; NextID is
+	// then its id + 1.
+	Restore CheckpointView
+	NextID  int64
+	// OnComplete, when set, is called after each checkpoint commits.
+	OnComplete func(id int64)
+	// OnError, when set, is told about a checkpoint that failed; the job
+	// goes on and the next one tries again.
+	OnError func(id int64, err error)
+}
+
+// CheckpointStore starts checkpoints (internal/checkpoint has the on-disk
+// one).
+type CheckpointStore = runtime.CheckpointStore
+
+// PendingCheckpoint collects one checkpoint's parts.
+type PendingCheckpoint = runtime.PendingCheckpoint
+
+// CheckpointView reads the parts of a restored checkpoint.
+type CheckpointView = runtime.RestoreView
+
+// CheckpointedReader is a SourceReader that can be checkpointed: it says
+// where it is, and a fresh reader resumes there. A job with checkpoints
+// refuses sources whose readers are not CheckpointedReaders.
+type CheckpointedReader interface {
+	// SnapshotPosition returns the reader's position after everything it
+	// emitted so far.
+	SnapshotPosition() ([]byte, error)
+	// RestorePosition makes a freshly opened reader resume at pos.
+	RestorePosition(pos []byte) error
+}
+
+// Subtask names one parallel instance of a stage, for sinks that keep
+// per-subtask state.
+type Subtask struct {
+	Stage string
+	Index int
+}
+
+// OnBarrier registers fn to be called, on the subtask's goroutine, when
+// checkpoint id's barrier passes a subtask: everything the subtask emitted
+// before belongs to the checkpoint, nothing after. Sinks use it to close
+// an epoch of output.
+func (e *Env) OnBarrier(fn func(s Subtask, id int64)) {
+	e.job.OnBarrier(func(stage string, idx int, id int64) { fn(Subtask{stage, idx}, id) })
+}
+
+// OnPreCommit registers fn to run when checkpoint id has every subtask's
+// parts, just before it commits: a sink makes its output of the epoch
+// durable and writes a part saying how far it goes.
+func (e *Env) OnPreCommit(fn func(id int64, write func(name string, data []byte) error) error) {
+	e.job.PreCommit(fn)
+}
+
+// Restored returns the part name written by OnPreCommit in the restored
+// checkpoint, if any.
+func (e *Env) Restored(name string) ([]byte, bool) {
+	r := e.opts.Checkpoint.Restore
+	if r == nil {
+		return nil, false
+	}
+	b, ok := r.Parts(preCommitStage, name)[0]
+	return b, ok
+}
+
+// preCommitStage is the pseudo-stage of the parts OnPreCommit writes.
+const preCommitStage = "job"
+
+func (o CheckpointOptions) runtime() *runtime.CheckpointOptions {
+	if o.Interval <= 0 && o.Restore == nil {
+		return nil
+	}
+	return &runtime.CheckpointOptions{Interval: o.Interval, Store: o.Store, NextID: o.NextID, Restore: o.Restore,
+		OnComplete: o.OnComplete, OnError: o.OnError}
+}
+
+func (o CheckpointOptions) validate() error {
+	if o.Interval < 0 {
+		return fmt.Errorf("weir: Options.Checkpoint.Interval = %v; use a positive interval such as 5s, or 0 for none", o.Interval)
+	}
+	if o.Interval > 0 && o.Store == nil {
+		return fmt.Errorf("weir: Options.Checkpoint.Interval is set but Store is nil; give it a store")
+	}
+	return nil
+}

@@ -1,0 +1,478 @@
+package runtime
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/weirstream/weir/etime"
+	"github.com/weirstream/weir/watermark"
+)
+
+// Checkpoints are aligned barrier snapshots (Chandy-Lamport, as Flink):
+//
+//  1. The coordinator starts checkpoint id and asks every source subtask to
+//     inject a barrier. A source snapshots its position and its chain, then
+//     sends the barrier on every output channel, between two records.
+//  2. A subtask that receives the barrier on one input channel stops
+//     processing that channel (its batches are held in arrival order) until
+//     the barrier has come on every channel; then it snapshots its valves
+//     and its chain, forwards the barrier, and processes what it held.
+//  3. Every subtask writes its parts to the pending checkpoint and
+//     acknowledges. The last acknowledgement runs the pre-commit hooks
+//     (sinks make their output of the epoch durable and record how far it
+//     goes) and commits the checkpoint (the manifest, last).
+//
+// A subtask that finishes (end of input) while a checkpoint is pending
+// aborts it; no checkpoint starts once a source has finished. The
+// deterministic executor injects barriers into all sources at once between
+// two polls, so its barriers never overtake data and nothing is held.
+
+// CheckpointOptions enables checkpoints.
+type CheckpointOptions struct {
+	// Interval between checkpoints (processing time of the wall clock).
+	Interval time.Duration
+	// Store receives the checkpoints.
+	Store CheckpointStore
+	// NextID is the first checkpoint id (the restored one + 1).
+	NextID int64
+	// Restore, when set, is the checkpoint the job starts from.
+	Restore RestoreView
+	// OnComplete, when set, is called after each checkpoint commits.
+	OnComplete func(id int64)
+	// OnError, when set, is told about a checkpoint that failed (the job
+	// goes on; the next checkpoint will try again).
+	OnError func(id int64, err error)
+}
+
+// CheckpointStore starts checkpoints.
+type CheckpointStore interface {
+	Begin(id int64) (PendingCheckpoint, error)
+}
+
+// PendingCheckpoint collects the parts of one checkpoint. WritePart is
+// called concurrently from subtask goroutines.
+type PendingCheckpoint interface {
+	WritePart(name string, data []byte) error
+	Commit() error
+	Abort() error
+}
+
+// RestoreView reads the parts of a restored checkpoint.
+type RestoreView interface {
+	// Parts returns the part called name of every subtask of stage that
+	// wrote one, by the subtask's index in the run that wrote it.
+	Parts(stage, name string) map[int][]byte
+}
+
+// SnapshotFunc appends a part's bytes to dst.
+type SnapshotFunc func(dst []byte) ([]byte, error)
+
+type snapshotter struct {
+	name string
+	fn   SnapshotFunc
+}
+
+// OnSnapshot registers a part of the subtask's checkpoint, named
+// "stage/index/name" in the store. fn runs on the subtask's goroutine when
+// the barrier passes the subtask: everything before it has been processed,
+// nothing after it.
+func (st *Subtask) OnSnapshot(name string, fn SnapshotFunc) {
+	st.snapshots = append(st.snapshots, snapshotter{name, fn})
+}
+
+// OnBarrier registers fn to forward a barrier downstream (exchange
+// writers).
+func (st *Subtask) OnBarrier(fn func(id int64)) { st.barrierFns = append(st.barrierFns, fn) }
+
+// Restored returns the part called name of every subtask of this stage in
+// the restored checkpoint, by old subtask index; nil without a restore.
+func (st *Subtask) Restored(name string) map[int][]byte {
+	cp := st.job.opts.Checkpoint
+	if cp == nil || cp.Restore == nil {
+		return nil
+	}
+	return cp.Restore.Parts(st.stage.Name, name)
+}
+
+// Checkpointing reports whether the job takes checkpoints.
+func (st *Subtask) Checkpointing() bool { return st.job.coord != nil }
+
+// PreCommit registers fn to run when checkpoint id has every part, just
+// before it commits; it may write more parts (sinks record how far their
+// durable output goes). It runs on whichever subtask goroutine
+// acknowledged last.
+func (j *Job) PreCommit(fn func(id int64, write func(name string, data []byte) error) error) {
+	j.preCommit = append(j.preCommit, fn)
+}
+
+// preCommitStage is the pseudo-stage of the parts pre-commit hooks write.
+const preCommitStage = "job"
+
+// partName names a subtask's part in the store.
+func partName(stage string, idx int, name string) string {
+	return stage + "/" + strconv.Itoa(idx) + "/" + name
+}
+
+// coordinator runs checkpoints for one job.
+type coordinator struct {
+	job  *Job
+	opts *CheckpointOptions
+	// request is the newest checkpoint id the sources must inject.
+	request atomic.Int64
+	total   int
+
+	mu struct {
+		sync.Mutex
+		next     int64
+		pending  PendingCheckpoint
+		id       int64 // the pending checkpoint, 0 if none
+		acks     int
+		stopped  bool // a source finished: no more checkpoints
+		lastTrig time.Time
+	}
+}
+
+func newCoordinator(j *Job, o *CheckpointOptions) *coordinator {
+	c := &coordinator{job: j, opts: o}
+	c.mu.next = max(o.NextID, 1)
+	c.mu.lastTrig = time.Now()
+	for _, s := range j.stages {
+		c.total += s.Par
+	}
+	return c
+}
+
+// due reports whether a checkpoint should start now.
+func (c *coordinator) due(now time.Time) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return !c.mu.stopped && c.mu.id == 0 && now.Sub(c.mu.lastTrig) >= c.opts.Interval
+}
+
+// trigger starts the next checkpoint; it returns 0 when none may start.
+func (c *coordinator) trigger(now time.Time) int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.mu.stopped || c.mu.id != 0 {
+		return 0
+	}
+	id := c.mu.next
+	p, err := c.opts.Store.Begin(id)
+	if err != nil {
+		c.failLocked(id, err)
+		return 0
+	}
+	c.mu.next++
+	c.mu.lastTrig = now
+	c.mu.pending, c.mu.id, c.mu.acks = p, id, 0
+	c.request.Store(id)
+	return id
+}
+
+func (c *coordinator) failLocked(id int64, err error) {
+	if c.opts.OnError != nil {
+		c.opts.OnError(id, err)
+	}
+	c.job.opts.Logger.Warn("weir: checkpoint failed", "id", id, "err", err)
+}
+
+// ack records that subtask st wrote its parts of id.
+func (c *coordinator) ack(id int64, parts map[string][]byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.mu.id != id {
+		return // aborted meanwhile
+	}
+	for name, data := range parts {
+		if err := c.mu.pending.WritePart(name, data); err != nil {
+			c.abortLocked(err)
+			return
+		}
+	}
+	c.mu.acks++
+	if c.mu.acks < c.total {
+		return
+	}
+	write := func(name string, data []byte) error {
+		return c.mu.pending.WritePart(partName(preCommitStage, 0, name), data)
+	}
+	for _, f := range c.job.preCommit {
+		if err := f(id, write); err != nil {
+			c.abortLocked(err)
+			return
+		}
+	}
+	if err := c.mu.pending.Commit(); err != nil {
+		c.abortLocked(err)
+		return
+	}
+	c.mu.pending, c.mu.id = nil, 0
+	if c.opts.OnComplete != nil {
+		c.opts.OnComplete(id)
+	}
+}
+
+func (c *coordinator) abortLocked(err error) {
+	id := c.mu.id
+	if c.mu.pending != nil {
+		err = errors.Join(err, c.mu.pending.Abort())
+	}
+	c.mu.pending, c.mu.id = nil, 0
+	if err != nil {
+		c.failLocked(id, err)
+	}
+}
+
+// finished is told that a subtask finished: a pending checkpoint cannot
+// complete any more, and no new one may start.
+func (c *coordinator) finished() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.mu.stopped = true
+	if c.mu.id != 0 {
+		c.abortLocked(nil)
+	}
+}
+
+// checkpoint snapshots the subtask for checkpoint id, forwards the barrier
+// and acknowledges. It runs on the subtask's goroutine.
+func (st *Subtask) checkpoint(id int64) {
+	c := st.job.coord
+	parts := map[string][]byte{}
+	var err error
+	for g, v := range st.valves {
+		parts[partName(st.stage.Name, st.Index, "valve/"+strconv.Itoa(g))] = encodeValve(v.Snapshot())
+	}
+	parts[partName(st.stage.Name, st.Index, "dead-letters")] = strconv.AppendInt(nil, st.dead.Load(), 10)
+	for _, s := range st.snapshots {
+		var b []byte
+		if b, err = s.fn(nil); err != nil {
+			err = fmt.Errorf("weir: stage %s subtask %d: snapshot %s: %w", st.stage.Name, st.Index, s.name, err)
+			break
+		}
+		parts[partName(st.stage.Name, st.Index, s.name)] = b
+	}
+	for _, f := range st.job.onBarriers {
+		f(st.stage.Name, st.Index, id)
+	}
+	for _, f := range st.barrierFns {
+		f(id)
+	}
+	if err != nil {
+		c.mu.Lock()
+		if c.mu.id == id {
+			c.abortLocked(err)
+		}
+		c.mu.Unlock()
+		return
+	}
+	c.ack(id, parts)
+}
+
+// injectBarrier starts checkpoint id at a source subtask.
+func (st *Subtask) injectBarrier(id int64) {
+	st.injected = id
+	st.flush()
+	st.checkpoint(id)
+}
+
+// maybeInject injects the newest requested barrier, if this source has not
+// yet.
+func (st *Subtask) maybeInject() {
+	if c := st.job.coord; c != nil {
+		if id := c.request.Load(); id > st.injected {
+			st.injectBarrier(id)
+		}
+	}
+}
+
+// alignment is a subtask's progress through one checkpoint's barriers.
+type alignment struct {
+	id    int64
+	got   [][]bool
+	n     int
+	stash []envelope
+}
+
+// deliver hands an envelope to the subtask: held when its channel is
+// blocked by an alignment, a barrier, or a batch for the gate's handler.
+// It reports whether the batch was held (the sender must not reuse it).
+func (st *Subtask) deliver(e envelope) bool {
+	a := &st.align
+	if a.id != 0 && a.got[e.gate][e.from] {
+		a.stash = append(a.stash, e)
+		return true
+	}
+	if e.barrier != 0 {
+		st.onBarrier(int(e.gate), int(e.from), e.barrier)
+		return false
+	}
+	st.handlers[e.gate](int(e.from), e.b)
+	return false
+}
+
+func (st *Subtask) onBarrier(g, from int, id int64) {
+	a := &st.align
+	if a.id == 0 {
+		if id <= st.injected {
+			return // a barrier of an abandoned checkpoint
+		}
+		a.id = id
+		if a.got == nil {
+			a.got = make([][]bool, len(st.stage.gates))
+			for i, gt := range st.stage.gates {
+				a.got[i] = make([]bool, gt.Channels)
+			}
+		}
+	}
+	if id != a.id {
+		// A newer barrier overtook an abandoned checkpoint: start over.
+		st.releaseAlignment()
+		st.onBarrier(g, from, id)
+		return
+	}
+	a.got[g][from] = true
+	a.n++
+	need := 0
+	for i, gt := range st.stage.gates {
+		need += gt.Channels - st.ended[i]
+	}
+	if a.n < need {
+		return
+	}
+	st.injected = id
+	st.flush()
+	st.checkpoint(id)
+	st.releaseAlignment()
+}
+
+// releaseAlignment ends the current alignment and processes what it held.
+func (st *Subtask) releaseAlignment() {
+	a := &st.align
+	held := a.stash
+	a.stash = nil
+	a.id, a.n = 0, 0
+	for _, row := range a.got {
+		clear(row)
+	}
+	for _, e := range held {
+		st.deliver(e)
+	}
+}
+
+// encodeValve and restoreValve carry a valve's channel states.
+func encodeValve(s watermark.ValveState) []byte {
+	var b []byte
+	b = strconv.AppendInt(b, int64(s.Watermark), 10)
+	for _, c := range s.Channels {
+		b = append(b, ' ')
+		b = strconv.AppendInt(b, int64(c.Watermark), 10)
+		if c.Idle {
+			b = append(b, 'i')
+		}
+		if c.Aligned {
+			b = append(b, 'a')
+		}
+	}
+	return b
+}
+
+func decodeValve(b []byte) (watermark.ValveState, error) {
+	var s watermark.ValveState
+	fields := splitSpace(b)
+	if len(fields) == 0 {
+		return s, errors.New("weir: empty valve state")
+	}
+	v, err := strconv.ParseInt(fields[0], 10, 64)
+	if err != nil {
+		return s, err
+	}
+	s.Watermark = etime.Time(v)
+	for _, f := range fields[1:] {
+		var c watermark.ChannelState
+		for len(f) > 0 && (f[len(f)-1] == 'i' || f[len(f)-1] == 'a') {
+			if f[len(f)-1] == 'i' {
+				c.Idle = true
+			} else {
+				c.Aligned = true
+			}
+			f = f[:len(f)-1]
+		}
+		w, err := strconv.ParseInt(f, 10, 64)
+		if err != nil {
+			return s, err
+		}
+		c.Watermark = etime.Time(w)
+		s.Channels = append(s.Channels, c)
+	}
+	return s, nil
+}
+
+func splitSpace(b []byte) []string {
+	var out []string
+	start := 0
+	for i := 0; i <= len(b); i++ {
+		if i == len(b) || b[i] == ' ' {
+			if i > start {
+				out = append(out, string(b[start:i]))
+			}
+			start = i + 1
+		}
+	}
+	return out
+}
+
+// restoreValves sets the subtask's valves from the restored checkpoint:
+// exactly when the gate has as many channels as before, else every channel
+// at the old output watermark (which gives the same output).
+func (st *Subtask) restoreValves() error {
+	for g := range st.valves {
+		parts := st.Restored("valve/" + strconv.Itoa(g))
+		if len(parts) == 0 {
+			continue
+		}
+		b, ok := parts[st.Index]
+		if !ok {
+			for _, any := range parts {
+				b = any
+				break
+			}
+		}
+		s, err := decodeValve(b)
+		if err != nil {
+			return fmt.Errorf("weir: stage %s: valve state: %w", st.stage.Name, err)
+		}
+		if n := st.stage.gates[g].Channels; len(s.Channels) != n {
+			out := s.Watermark
+			s.Channels = make([]watermark.ChannelState, n)
+			for i := range s.Channels {
+				s.Channels[i] = watermark.ChannelState{Watermark: out, Aligned: true}
+			}
+		}
+		st.valves[g] = watermark.RestoreValve(s)
+		if s.Watermark != etime.MinTime {
+			st.wm.Store(int64(s.Watermark))
+		}
+		st.chansDirty = true
+	}
+	return nil
+}
+
+// restoreDeadLetters restores the subtask's dead-letter count: its own when
+// the stage has as many subtasks as before, else subtask 0 takes them all.
+func (st *Subtask) restoreDeadLetters() {
+	parts := st.Restored("dead-letters")
+	for old, b := range parts {
+		if old == st.Index && len(parts) == st.stage.Par || st.Index == 0 && len(parts) != st.stage.Par {
+			n, err := strconv.ParseInt(string(b), 10, 64)
+			if err != nil {
+				panic(fmt.Errorf("corrupt dead-letter count in the checkpoint: %w", err))
+			}
+			st.dead.Add(n)
+		}
+	}
+}

@@ -166,3 +166,110 @@ func TestCheckpointRestore(t *testing.T) {
 		}
 	}
 }
+
+// epochSink collects outputs per subtask and remembers, per checkpoint,
+// how far each subtask's output went when the barrier passed it.
+type epochSink struct {
+	mu     sync.Mutex
+	out    map[weir.Subtask][]string
+	marks  map[int64]map[weir.Subtask]int
+	barred map[weir.Subtask]bool
+}
+
+func newEpochSink(env *weir.Env) *epochSink {
+	e := &epochSink{out: map[weir.Subtask][]string{}, marks: map[int64]map[weir.Subtask]int{}}
+	env.OnBarrier(func(s weir.Subtask, id int64) {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		if e.marks[id] == nil {
+			e.marks[id] = map[weir.Subtask]int{}
+		}
+		e.marks[id][s] = len(e.out[s])
+	})
+	return e
+}
+
+func (e *epochSink) add(s weir.Subtask, line string) {
+	e.mu.Lock()
+	e.out[s] = append(e.out[s], line)
+	e.mu.Unlock()
+}
+
+// upTo returns the outputs that belong to checkpoint id, and all outputs.
+func (e *epochSink) upTo(id int64) (before, all []string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for s, lines := range e.out {
+		before = append(before, lines[:e.marks[id][s]]...)
+		all = append(all, lines...)
+	}
+	return before, all
+}
+
+// TestCheckpointParallel checkpoints a parallel run every few
+// milliseconds; restoring from a checkpoint (with another parallelism too)
+// gives, with the outputs that belonged to it, exactly the uninterrupted
+// run's outputs as a multiset.
+func TestCheckpointParallel(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	var evs []ckEvent
+	for i := range 200_000 {
+		d := r.IntN(150)
+		if r.IntN(15) == 0 {
+			d = 300 + r.IntN(1500)
+		}
+		evs = append(evs, ckEvent{Key: r.IntN(500), TS: etime.Time(i/5 - d), V: 1})
+	}
+	build := func(par int, ck weir.CheckpointOptions) (*weir.Env, *epochSink) {
+		opts := weir.DefaultOptions()
+		opts.Parallelism = par
+		opts.Checkpoint = ck
+		env, err := weir.NewEnv(opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sink := newEpochSink(env)
+		src := weir.AssignTimestamps(weir.FromSlice(env, evs),
+			weir.BoundedOutOfOrderness(200*time.Millisecond, func(e ckEvent) etime.Time { return e.TS }).WithEveryRecord())
+		tum, _ := window.Tumbling(1000, 0)
+		out := weir.Aggregate(weir.Window(weir.KeyBy(src, func(e ckEvent) int { return e.Key }), tum,
+			weir.WindowOptions{AllowedLateness: 500, LateOutput: true}), weir.Sum(func(e ckEvent) int64 { return e.V }))
+		weir.ForEachSubtask(out.Results, func(s weir.Subtask) func(etime.Time, window.Result[int, int64]) {
+			return func(_ etime.Time, r window.Result[int, int64]) { sink.add(s, fmt.Sprint(r)) }
+		})
+		weir.ForEachSubtask(out.Late, func(s weir.Subtask) func(etime.Time, window.LateRecord[int, ckEvent]) {
+			return func(_ etime.Time, l window.LateRecord[int, ckEvent]) { sink.add(s, fmt.Sprint("late ", l.Record)) }
+		})
+		return env, sink
+	}
+	store := &memStore{}
+	env, sink := build(2, weir.CheckpointOptions{Interval: 2 * time.Millisecond, Store: store})
+	rep, err := env.Execute(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(store.done) == 0 {
+		t.Skip("the run ended before its first checkpoint (a very fast machine)")
+	}
+	ids := slices.Sorted(maps.Keys(store.done))
+	for _, id := range []int64{ids[0], ids[len(ids)-1]} {
+		for _, par := range []int{2, 3} {
+			env2, sink2 := build(par, weir.CheckpointOptions{Restore: view(store.done[id]), NextID: id + 1})
+			rep2, err := env2.Execute(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			before, all := sink.upTo(id)
+			_, after := sink2.upTo(0)
+			got := append(before, after...)
+			slices.Sort(got)
+			slices.Sort(all)
+			if !slices.Equal(got, all) {
+				t.Fatalf("checkpoint %d of %d, parallelism %d: %d lines, want %d", id, len(ids), par, len(got), len(all))
+			}
+			if rep2.Total() != rep.Total() {
+				t.Fatalf("counters %+v, want %+v", rep2.Total(), rep.Total())
+			}
+		}
+	}
+}

@@ -361,6 +361,16 @@ func Observe[T any](s Stream[T], o Observer[T]) {
 	})
 }
 
+// ForEachSubtask attaches a sink built once per subtask of s's stage:
+// newFn receives the subtask's identity (to match OnBarrier calls, for
+// sinks that commit with checkpoints) and returns the function that
+// receives that subtask's records, on its goroutine.
+func ForEachSubtask[T any](s Stream[T], newFn func(sub Subtask) func(ts etime.Time, v T)) {
+	s.consume(func(st *runtime.Subtask) runtime.Collector[T] {
+		return runtime.Func[T]{OnRecord: newFn(Subtask{Stage: st.StageName(), Index: st.Index})}
+	})
+}
+
 // ForEachSerial is ForEach with calls serialized by a mutex, for sinks that
 // are not safe for concurrent use.
 func ForEachSerial[T any](s Stream[T], fn func(ts etime.Time, v T)) {

@@ -285,6 +285,9 @@ func (st *Subtask) DeadLetter(d DeadLetter) {
 	}
 }
 
+// StageName returns the name of the subtask's stage.
+func (st *Subtask) StageName() string { return st.stage.Name }
+
 // Watermark returns the subtask's current input watermark (MIN before the
 // first one). Safe for concurrent use.
 func (st *Subtask) Watermark() etime.Time { return etime.Time(st.wm.Load()) }

@@ -24,6 +24,9 @@ type IO struct {
 	// line there, redrawn every ProgressEvery (default 500ms).
 	Terminal      bool
 	ProgressEvery time.Duration
+	// Getenv reads the environment (test hooks such as WEIR_TEST_CRASH);
+	// nil reads nothing.
+	Getenv func(string) string
 }
 
 func (o IO) path(p string) string {

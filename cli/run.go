@@ -78,6 +78,9 @@ type runFlags struct {
 	summaryJSON   string
 	parallelism   int
 	drain         bool
+	checkpointDir string
+	interval      time.Duration
+	fresh         bool
 }
 
 func runCmd(ctx context.Context, args []string, o IO) int {
@@ -89,6 +92,9 @@ func runCmd(ctx context.Context, args []string, o IO) int {
 	fs.StringVar(&f.summaryJSON, "summary-json", "", "write the run's counters as one JSON object to this file")
 	fs.IntVar(&f.parallelism, "parallelism", 0, "parallelism of the window operator (default: all cores)")
 	fs.BoolVar(&f.drain, "drain", false, "on Ctrl-C, send the final watermark first so every open window fires")
+	fs.StringVar(&f.checkpointDir, "checkpoint-dir", "", "take checkpoints in this directory and resume from the newest one (overrides checkpoint.dir)")
+	fs.DurationVar(&f.interval, "checkpoint-interval", 0, "time between checkpoints (overrides checkpoint.interval; default 5s)")
+	fs.BoolVar(&f.fresh, "fresh", false, "ignore existing checkpoints and start over (file sinks start over too)")
 	fs.Usage = func() {
 		fmt.Fprintln(o.Stderr, "usage: weir run JOB.yaml [flags]")
 		fs.PrintDefaults()
@@ -132,6 +138,10 @@ func runCmd(ctx context.Context, args []string, o IO) int {
 	if !ok {
 		return ExitUsage
 	}
+	if f.interval < 0 {
+		fmt.Fprintln(o.Stderr, "weir run: --checkpoint-interval must be positive, such as 5s")
+		return ExitUsage
+	}
 	specDir := filepath.Dir(o.path(paths[0]))
 	return runPlan(ctx, p, specDir, f, now, o)
 }
@@ -146,11 +156,18 @@ func parseNow(s string) (time.Time, error) {
 // runPlan runs a validated plan and prints its summary.
 func runPlan(ctx context.Context, p *spec.Plan, dir string, f runFlags, now time.Time, o IO) int {
 	var stopping atomic.Bool
+	cpDir := ""
+	if f.checkpointDir != "" {
+		cpDir = o.path(f.checkpointDir)
+	}
 	job, err := spec.Open(p, spec.RunOptions{
 		Dir: dir, Stdin: o.Stdin, Stdout: o.Stdout,
 		Deterministic: f.deterministic, Now: now, Parallelism: f.parallelism,
 		Stop: stopping.Load, Drain: f.drain,
-		Warn: func(msg string) { fmt.Fprintln(o.Stderr, "warning:", msg) },
+		Warn:          func(msg string) { fmt.Fprintln(o.Stderr, "warning:", msg) },
+		Info:          func(msg string) { fmt.Fprintln(o.Stderr, msg) },
+		CheckpointDir: cpDir, CheckpointInterval: f.interval, Fresh: f.fresh,
+		Crash: crashHook(o.Getenv),
 	})
 	if err != nil {
 		fmt.Fprintf(o.Stderr, "weir run: %s\n", trimDir(err, o))
@@ -273,4 +290,26 @@ func showProgress(job *spec.Job, w io.Writer, every time.Duration) (stop func())
 		}
 	}()
 	return func() { close(quit); <-finished }
+}
+
+// crashHook implements WEIR_TEST_CRASH=<point>:<n> for crash tests: the
+// process kills itself (SIGKILL, no cleanup) the n-th time checkpointing
+// reaches the named point (part-written, before-manifest, after-manifest,
+// after-retain, sink-committed).
+func crashHook(getenv func(string) string) func(point string) {
+	if getenv == nil {
+		return nil
+	}
+	spec := getenv("WEIR_TEST_CRASH")
+	point, nth, ok := strings.Cut(spec, ":")
+	n, err := strconv.Atoi(nth)
+	if !ok || err != nil || n <= 0 {
+		return nil
+	}
+	var hits atomic.Int64
+	return func(p string) {
+		if p == point && hits.Add(1) == int64(n) {
+			killSelf()
+		}
+	}
 }

@@ -1,11 +1,13 @@
 package spec
 
 import (
+	"errors"
 	"math"
 	"slices"
 	"strconv"
 
 	"github.com/weirstream/weir/etime"
+	"github.com/weirstream/weir/state"
 )
 
 // acc is the accumulator of one window: one slot per aggregate. It is a
@@ -24,11 +26,11 @@ type slot struct {
 	v    val
 	ts   etime.Time
 	no   int64
-	list []item
+	list []collected
 	set  map[string]struct{}
 }
 
-type item struct {
+type collected struct {
 	no  int64
 	raw string
 }
@@ -79,7 +81,7 @@ func addVal(fn string, s *slot, v val, ts etime.Time, no int64) {
 		s.n++
 	case "collect":
 		s.n++
-		s.list = append(s.list, item{no: no, raw: v.raw})
+		s.list = append(s.list, collected{no: no, raw: v.raw})
 	case "count_distinct":
 		if s.set == nil {
 			s.set = map[string]struct{}{}
@@ -158,9 +160,9 @@ func (a aggFunc) Merge(x, y *acc) *acc {
 			}
 		case "collect":
 			s.n = p.n + q.n
-			s.list = make([]item, 0, len(p.list)+len(q.list))
+			s.list = make([]collected, 0, len(p.list)+len(q.list))
 			s.list = append(append(s.list, p.list...), q.list...)
-			slices.SortStableFunc(s.list, func(a, b item) int { return int(sign(a.no - b.no)) })
+			slices.SortStableFunc(s.list, func(a, b collected) int { return int(sign(a.no - b.no)) })
 		case "count_distinct":
 			s.set = make(map[string]struct{}, len(p.set)+len(q.set))
 			for k := range p.set {
@@ -246,4 +248,79 @@ func appendFloat(b []byte, f float64) []byte {
 		return append(b, "null"...)
 	}
 	return strconv.AppendFloat(b, f, 'g', -1, 64)
+}
+
+// MarshalBinary encodes the accumulator for checkpoints.
+func (a *acc) MarshalBinary() ([]byte, error) {
+	w := state.Writer{}
+	w.Uint(uint64(len(a.s)))
+	for i := range a.s {
+		s := &a.s[i]
+		w.Int(s.n)
+		w.Int(s.i)
+		w.Uint(math.Float64bits(s.f))
+		flags := uint64(s.v.kind)
+		if s.isF {
+			flags |= 1 << 8
+		}
+		w.Uint(flags)
+		w.Int(s.v.i)
+		w.Uint(math.Float64bits(s.v.f))
+		w.Bytes([]byte(s.v.raw))
+		w.Int(int64(s.ts))
+		w.Int(s.no)
+		w.Uint(uint64(len(s.list)))
+		for _, c := range s.list {
+			w.Int(c.no)
+			w.Bytes([]byte(c.raw))
+		}
+		keys := make([]string, 0, len(s.set))
+		for k := range s.set {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys) // the same state gives the same bytes
+		w.Uint(uint64(len(keys)))
+		for _, k := range keys {
+			w.Bytes([]byte(k))
+		}
+	}
+	return w.Buf, nil
+}
+
+// UnmarshalBinary decodes what MarshalBinary wrote.
+func (a *acc) UnmarshalBinary(b []byte) error {
+	r := state.Reader{Buf: b}
+	n := r.Uint()
+	if n > uint64(len(b)) {
+		return errors.New("spec: corrupt accumulator")
+	}
+	a.s = make([]slot, n)
+	for i := range a.s {
+		s := &a.s[i]
+		s.n = r.Int()
+		s.i = r.Int()
+		s.f = math.Float64frombits(r.Uint())
+		flags := r.Uint()
+		s.v.kind = uint8(flags)
+		s.isF = flags&(1<<8) != 0
+		s.v.i = r.Int()
+		s.v.f = math.Float64frombits(r.Uint())
+		s.v.raw = string(r.Bytes())
+		s.ts = etime.Time(r.Int())
+		s.no = r.Int()
+		if k := r.Uint(); k > 0 && k <= uint64(len(b)) {
+			s.list = make([]collected, k)
+			for j := range s.list {
+				s.list[j].no = r.Int()
+				s.list[j].raw = string(r.Bytes())
+			}
+		}
+		if k := r.Uint(); k > 0 && k <= uint64(len(b)) {
+			s.set = make(map[string]struct{}, k)
+			for range k {
+				s.set[string(r.Bytes())] = struct{}{}
+			}
+		}
+	}
+	return r.Err
 }

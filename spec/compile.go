@@ -145,6 +145,18 @@ func (c *compiler) compile() {
 	c.trigger()
 	c.aggregates()
 	c.sinks()
+	if k := s.Checkpoint; k != nil {
+		if k.Dir == "" {
+			c.add("checkpoint.dir", "missing", "name the directory for checkpoints, such as checkpoints")
+		}
+		c.positive("checkpoint.interval", k.Interval, "the interval")
+		if k.Retain < 0 {
+			c.add("checkpoint.retain", fmt.Sprint(k.Retain, " is negative"), "keep 1 or more checkpoints (default 3)")
+		}
+		if s.Source.Type == "stdin" {
+			c.add("checkpoint", "a stdin source cannot be checkpointed: a restore could not read it again", "read from a file, or remove checkpoint")
+		}
+	}
 	_ = p
 }
 

@@ -72,9 +72,19 @@ type decoder struct {
 	// chMax is each channel's largest timestamp; only the channel's own
 	// goroutine touches its element.
 	chMax       []etime.Time
-	controls    atomic.Int64 // control lines seen
-	regressions atomic.Int64 // backward jumps of more than regressionJump
+	controls    atomic.Int64 // control lines seen (live, for progress)
+	regressions atomic.Int64 // backward jumps of more than regressionJump (live)
 	warn        func(ch int, from, to etime.Time)
+	// note counts a control line or a regression in the job's output
+	// counters (exact across checkpoints).
+	note func(ch int, k itemKind)
+}
+
+func (d *decoder) control(ch int) {
+	d.controls.Add(1)
+	if d.note != nil {
+		d.note(ch, itemControl)
+	}
 }
 
 // scratch is per-goroutine decoding state, taken from a pool: the parser,
@@ -135,10 +145,10 @@ func bad(reason, format string, args ...any) error {
 func (d *decoder) decode(l fileio.Line) (rec, error) {
 	switch l.Kind {
 	case fileio.Watermark:
-		d.controls.Add(1)
+		d.control(l.Channel)
 		return rec{mark: markWatermark, wm: l.Watermark}, nil
 	case fileio.Idle:
-		d.controls.Add(1)
+		d.control(l.Channel)
 		return rec{mark: markIdle}, nil
 	case fileio.Bad:
 		return rec{}, &weir.BadInput{Reason: l.Reason, Detail: l.Detail}
@@ -173,6 +183,9 @@ func (d *decoder) decode(l fileio.Line) (rec, error) {
 			if m := d.chMax[ch]; r.ts > m {
 				d.chMax[ch] = r.ts
 			} else if m != etime.MinTime && r.ts < m.Add(-regressionJump) {
+				if d.note != nil {
+					d.note(ch, itemRegression)
+				}
 				if d.regressions.Add(1) == 1 && d.warn != nil {
 					d.warn(ch, m, r.ts)
 				}

@@ -3,6 +3,7 @@ package spec
 import (
 	"context"
 	"errors"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -48,6 +49,17 @@ type RunOptions struct {
 	// Warn, when set, is told about suspicious input as it happens (a
 	// channel's event time jumping back by more than an hour).
 	Warn func(msg string)
+	// CheckpointDir and CheckpointInterval override the spec's checkpoint
+	// settings; Fresh ignores existing checkpoints (a fresh run).
+	CheckpointDir      string
+	CheckpointInterval time.Duration
+	Fresh              bool
+	// Crash, when set, is called at named points of checkpointing (crash
+	// tests kill the process there).
+	Crash func(point string)
+	// Info, when set, is told what the job does that a person should know
+	// (resuming from a checkpoint).
+	Info func(msg string)
 }
 
 // Job is a spec ready to run, with its sources and sinks open.
@@ -60,16 +72,19 @@ type Job struct {
 	late    *lineSink
 	partial *lineSink
 	dead    *lineSink
-
-	nResults, nLate, nPartial atomic.Int64
+	files   map[string]*lineSink // file sinks by sink name
+	out     *output
+	ck      *checkpoints // nil without checkpoints
 
 	mu struct {
 		sync.Mutex
-		err        error
-		deadReason map[string]int64
+		err error
 	}
 	failed atomic.Bool
 }
+
+// lineSinks returns the file sinks by sink name.
+func (j *Job) lineSinks() map[string]*lineSink { return j.files }
 
 // Open builds the job of plan: it opens the input and the sinks, so a
 // missing file is reported here, before anything runs. File sinks are
@@ -102,20 +117,30 @@ func Open(plan *Plan, o RunOptions) (*Job, error) {
 	case o.Clock != nil:
 		opts.Clock = o.Clock
 	}
-	env, err := weir.NewEnv(opts)
+	j := &Job{plan: plan, dec: newDecoder(plan, opts.Clock)}
+	ck, err := openCheckpoints(plan, o)
 	if err != nil {
 		return nil, err
 	}
-	j := &Job{plan: plan, env: env, dec: newDecoder(plan, opts.Clock)}
+	j.ck = ck
+	if ck != nil {
+		// A checkpoint that fails fails the run: silently running on
+		// without them would break the promise of exact recovery.
+		opts.Checkpoint = ck.options(j.check)
+	}
+	if j.env, err = weir.NewEnv(opts); err != nil {
+		return nil, errors.Join(err, ck.close())
+	}
+	j.out = newOutput(j, ck != nil, o.Deterministic)
+	j.dec.note = func(ch int, k itemKind) { j.out.add(weir.Subtask{Stage: "source", Index: ch}, item{kind: k}) }
 	if o.Warn != nil {
 		j.dec.warn = func(ch int, from, to etime.Time) {
 			o.Warn(fmt.Sprintf("channel %d: event time jumped back from %s to %s (more than 1h; counted in timestamp_regressions, warned once)",
 				ch, from.Wall().Format(time.RFC3339), to.Wall().Format(time.RFC3339)))
 		}
 	}
-	j.mu.deadReason = map[string]int64{}
 	if err := j.build(o); err != nil {
-		return nil, errors.Join(err, j.closeSinks())
+		return nil, errors.Join(err, j.closeSinks(), ck.close())
 	}
 	return j, nil
 }
@@ -168,11 +193,35 @@ func (j *Job) build(o RunOptions) error {
 	if err != nil {
 		return err
 	}
-	if err := j.openSinks(o); err != nil {
+	var offsets map[string]int64
+	if j.ck != nil && j.ck.restored != nil {
+		b, ok := j.ck.view.part("job/0/output")
+		if !ok {
+			return fmt.Errorf("checkpoint %d has no output part", j.ck.restored.ID)
+		}
+		if err := j.out.restore(b); err != nil {
+			return err
+		}
+		offsets = j.out.c.Offsets
+		if offsets == nil {
+			offsets = map[string]int64{}
+		}
+	}
+	if err := j.openSinks(o, offsets); err != nil {
 		return err
 	}
 	env := j.env
 	env.OnDeadLetter(j.deadLetter)
+	if j.ck != nil {
+		env.OnBarrier(j.out.epochs.barrier)
+		env.OnPreCommit(func(id int64, write func(string, []byte) error) error {
+			err := j.out.preCommit(id, write)
+			if err == nil && o.Crash != nil {
+				o.Crash("sink-committed")
+			}
+			return err
+		})
+	}
 	lines := weir.FromSource(env, "source", src, weir.SourceOptions{Channels: p.Channels, NoFinalWatermark: true})
 	recs := weir.TryMap(lines, j.dec.decode)
 	isMark := func(r rec) (weir.Marker, bool) {
@@ -224,26 +273,18 @@ func (j *Job) build(o RunOptions) error {
 		Name: "window", Trigger: p.Trigger, AllowedLateness: p.Lateness,
 		LateOutput: j.late != nil, PartialOutput: j.partial != nil,
 	}), aggFunc{fns: fns})
-	weir.ForEachSerial(out.Results, func(_ etime.Time, r window.Result[string, []byte]) {
-		if err := j.results.write(r); err != nil {
-			j.check(err)
-			return
-		}
-		j.nResults.Add(1)
+	weir.ForEachSubtask(out.Results, func(sub weir.Subtask) func(etime.Time, window.Result[string, []byte]) {
+		return func(_ etime.Time, r window.Result[string, []byte]) { j.out.add(sub, item{kind: itemResult, res: r}) }
 	})
 	if j.late != nil || j.partial != nil {
-		var buf []byte
-		weir.ForEachSerial(out.Late, func(_ etime.Time, l window.LateRecord[string, rec]) {
-			buf = j.appendLate(buf[:0], l)
-			s, n := j.late, &j.nLate
-			if l.Reason == window.ExpiredPartial {
-				s, n = j.partial, &j.nPartial
+		weir.ForEachSubtask(out.Late, func(sub weir.Subtask) func(etime.Time, window.LateRecord[string, rec]) {
+			return func(_ etime.Time, l window.LateRecord[string, rec]) {
+				it := item{kind: itemLate, line: j.appendLate(nil, l)}
+				if l.Reason == window.ExpiredPartial {
+					it.kind = itemPartial
+				}
+				j.out.add(sub, it)
 			}
-			if err := s.write(buf); err != nil {
-				j.check(err)
-				return
-			}
-			n.Add(1)
 		})
 	}
 	return nil
@@ -276,7 +317,8 @@ func (j *Job) check(err error) {
 func (j *Job) Run(ctx context.Context) (Summary, error) {
 	rep, err := j.env.Execute(ctx)
 	open := j.env.State().OpenWindows
-	err = errors.Join(err, j.closeSinks())
+	j.out.finish()
+	err = errors.Join(err, j.closeSinks(), j.ck.close())
 	j.mu.Lock()
 	err = errors.Join(j.mu.err, err)
 	j.mu.Unlock()
@@ -305,23 +347,24 @@ func (j *Job) Progress() Progress {
 		wm = etime.MinTime
 	}
 	return Progress{
-		RecordsIn: j.recordsIn(rep), LateFired: t.FiredLate, SideOutput: t.LateSideOutput,
-		DeadLetters: rep.DeadLetters, Results: j.nResults.Load(), Watermark: wm,
+		RecordsIn: j.recordsIn(rep, j.dec.controls.Load()), LateFired: t.FiredLate, SideOutput: t.LateSideOutput,
+		DeadLetters: rep.DeadLetters, Results: j.out.counters().Results, Watermark: wm,
 	}
 }
 
-func (j *Job) recordsIn(rep weir.Report) int64 {
+// recordsIn is the data records read: lines emitted by the source minus
+// control lines.
+func (j *Job) recordsIn(rep weir.Report, controls int64) int64 {
 	var n int64
 	for _, c := range rep.SourceRecords {
 		n += c
 	}
-	return n - j.dec.controls.Load()
+	return n - controls
 }
 
 func (j *Job) deadLetter(d weir.DeadLetter) {
-	j.mu.Lock()
-	j.mu.deadReason[d.Reason]++
-	j.mu.Unlock()
+	it := item{kind: itemDead, reason: d.Reason}
+	defer func() { j.out.add(weir.Subtask{Stage: d.Stage, Index: d.Subtask}, it) }()
 	if j.dead == nil {
 		return
 	}
@@ -337,7 +380,9 @@ func (j *Job) deadLetter(d weir.DeadLetter) {
 	default:
 		line.Raw = fmt.Sprint(r)
 	}
-	j.check(j.dead.writeJSON(line))
+	b, err := json.Marshal(line)
+	j.check(err)
+	it.line = b
 }
 
 type deadLine struct {
@@ -390,36 +435,35 @@ func (s Summary) Conserved() bool {
 
 func (j *Job) summary(rep weir.Report, open int64) Summary {
 	t := rep.Total()
+	oc := j.out.counters()
 	var s Summary
 	add := func(name string, v int64) { s.Counters = append(s.Counters, Counter{name, v}) }
-	add("records_in", j.recordsIn(rep))
+	add("records_in", j.recordsIn(rep, oc.Controls))
 	add("accepted", t.Accepted)
 	add("accepted_late", t.AcceptedLate)
 	add("late_side_output", t.LateSideOutput)
 	add("late_dropped", t.LateDropped)
 	add("dead_letter", rep.DeadLetters)
-	add("results", j.nResults.Load())
+	add("results", oc.Results)
 	add("fired_early", t.FiredEarly)
 	add("fired_on_time", t.FiredOnTime)
 	add("fired_late", t.FiredLate)
 	add("retractions", t.Retractions)
 	add("window_misses", t.WindowMisses)
 	add("late_partial", t.PartialSideOutput)
-	add("late_lines", j.nLate.Load())
-	add("late_partial_lines", j.nPartial.Load())
+	add("late_lines", oc.Late)
+	add("late_partial_lines", oc.Partial)
 	add("open_windows", open)
-	add("control_lines", j.dec.controls.Load())
-	add("timestamp_regressions", j.dec.regressions.Load())
-	j.mu.Lock()
-	reasons := make([]string, 0, len(j.mu.deadReason))
-	for r := range j.mu.deadReason {
+	add("control_lines", oc.Controls)
+	add("timestamp_regressions", oc.Regressions)
+	reasons := make([]string, 0, len(oc.Dead))
+	for r := range oc.Dead {
 		reasons = append(reasons, r)
 	}
 	sortStrings(reasons)
 	for _, r := range reasons {
-		add("dead_letter_"+r, j.mu.deadReason[r])
+		add("dead_letter_"+r, oc.Dead[r])
 	}
-	j.mu.Unlock()
 	return s
 }
 

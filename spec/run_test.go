@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -254,6 +255,81 @@ func TestStop(t *testing.T) {
 		}
 		if open := s.Get("open_windows"); (open == 0) == !drain {
 			t.Fatalf("drain=%v: open windows %d", drain, open)
+		}
+	}
+}
+
+// TestCheckpointResume crashes a deterministic run at each crash point of
+// checkpointing (in process: the hook panics, which fails the job), then
+// resumes from the checkpoint directory until the run finishes: every
+// output file and the summary equal those of a run without checkpoints.
+func TestCheckpointResume(t *testing.T) {
+	job := fmt.Sprintf(orderJob, "jsonl", "out.jsonl")
+	files := []string{"out.jsonl", "late.jsonl", "bad.jsonl"}
+	read := func(dir string) map[string]string {
+		m := map[string]string{}
+		for _, f := range files {
+			b, err := os.ReadFile(filepath.Join(dir, f))
+			if err != nil {
+				t.Fatal(err)
+			}
+			m[f] = string(b)
+		}
+		return m
+	}
+	refDir, refSum := runSpec(t, job, nil, RunOptions{Deterministic: true})
+	want := read(refDir)
+	for _, point := range []string{"part-written", "before-manifest", "after-manifest", "after-retain", "sink-committed"} {
+		for _, nth := range []int{1, 7} {
+			t.Run(fmt.Sprint(point, nth), func(t *testing.T) {
+				dir := t.TempDir()
+				s, err := Parse([]byte(job))
+				if err != nil {
+					t.Fatal(err)
+				}
+				crashes := 0
+				for attempt := 0; ; attempt++ {
+					if attempt > 5 {
+						t.Fatal("the run never finished")
+					}
+					hits := 0
+					o := RunOptions{Dir: dir, Deterministic: true, Now: testNow, CheckpointDir: filepath.Join(dir, "ck"),
+						CheckpointInterval: time.Millisecond,
+						Crash: func(p string) {
+							if p == point && attempt == 0 {
+								if hits++; hits == nth {
+									panic("crash at " + p)
+								}
+							}
+						}}
+					j, err := Open(s, o)
+					if err != nil {
+						t.Fatalf("attempt %d: %v", attempt, err)
+					}
+					sum, err := j.Run(context.Background())
+					if err != nil {
+						if attempt > 0 {
+							t.Fatalf("attempt %d: %v", attempt, err)
+						}
+						crashes++
+						continue
+					}
+					if crashes == 0 {
+						t.Fatal("the crash hook never fired")
+					}
+					if got := read(dir); !maps.Equal(got, want) {
+						for _, f := range files {
+							if got[f] != want[f] {
+								t.Fatalf("%s differs after a crash and resume: %d bytes, want %d", f, len(got[f]), len(want[f]))
+							}
+						}
+					}
+					if !bytes.Equal(sum.JSON(), refSum.JSON()) {
+						t.Fatalf("summary after resume:\n%s\nwant\n%s", sum.JSON(), refSum.JSON())
+					}
+					return
+				}
+			})
 		}
 	}
 }

@@ -2,7 +2,6 @@ package spec
 
 import (
 	"bufio"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -27,15 +26,53 @@ type lineSink struct {
 	f  *os.File // nil for stdout
 }
 
-func openLineSink(path string, stdout io.Writer) (*lineSink, error) {
+// openLineSink opens a file sink: truncated for a fresh run, or cut back
+// to offset when a restore says how far the checkpoint's output went
+// (offset < 0: fresh).
+func openLineSink(path string, stdout io.Writer, offset int64) (*lineSink, error) {
 	if path == "" {
 		return &lineSink{w: bufio.NewWriterSize(stdout, 64<<10)}, nil
 	}
-	f, err := os.Create(path)
+	flags := os.O_RDWR | os.O_CREATE | os.O_TRUNC
+	if offset >= 0 {
+		flags = os.O_RDWR | os.O_CREATE
+	}
+	f, err := os.OpenFile(path, flags, 0o644)
 	if err != nil {
 		return nil, err
 	}
+	if offset >= 0 {
+		if fi, err := f.Stat(); err != nil || fi.Size() < offset {
+			f.Close()
+			return nil, fmt.Errorf("%s is shorter than the checkpoint says (%d bytes); it was changed outside weir: start over with --fresh", path, offset)
+		}
+		if err := f.Truncate(offset); err != nil {
+			f.Close()
+			return nil, err
+		}
+		if _, err := f.Seek(offset, io.SeekStart); err != nil {
+			f.Close()
+			return nil, err
+		}
+	}
 	return &lineSink{w: bufio.NewWriterSize(f, 256<<10), f: f}, nil
+}
+
+// sync flushes the sink and, for a file, fsyncs it and returns its length
+// (-1 for stdout).
+func (s *lineSink) sync() (int64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.w.Flush(); err != nil {
+		return 0, err
+	}
+	if s.f == nil {
+		return -1, nil
+	}
+	if err := s.f.Sync(); err != nil {
+		return 0, err
+	}
+	return s.f.Seek(0, io.SeekCurrent)
 }
 
 func (s *lineSink) write(line []byte) error {
@@ -43,14 +80,6 @@ func (s *lineSink) write(line []byte) error {
 	defer s.mu.Unlock()
 	s.w.Write(line)
 	return s.w.WriteByte('\n')
-}
-
-func (s *lineSink) writeJSON(v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	return s.write(b)
 }
 
 func (s *lineSink) close() error {
@@ -75,20 +104,22 @@ type resultSink interface {
 	close() error
 }
 
-func (j *Job) openSinks(o RunOptions) error {
+// openSinks opens the sinks; offsets, from a restored checkpoint, say how
+// long each file sink was when it was taken.
+func (j *Job) openSinks(o RunOptions, offsets map[string]int64) error {
 	s := &j.plan.Spec.Sinks
 	var stdout *lineSink
 	var src os.FileInfo
 	if t := j.plan.Spec.Source.Type; t == "file" {
 		src, _ = os.Stat(j.path(o, j.plan.Spec.Source.Path))
 	}
-	open := func(k *Sink) (*lineSink, error) {
+	open := func(name string, k *Sink) (*lineSink, error) {
 		switch {
 		case k == nil:
 			return nil, nil
 		case k.Type == "stdout":
 			if stdout == nil {
-				stdout, _ = openLineSink("", o.Stdout)
+				stdout, _ = openLineSink("", o.Stdout, -1)
 			}
 			return stdout, nil
 		}
@@ -96,16 +127,25 @@ func (j *Job) openSinks(o RunOptions) error {
 		if fi, err := os.Stat(path); err == nil && src != nil && os.SameFile(fi, src) {
 			return nil, fmt.Errorf("sink %s is the input file %s; writing it would destroy the input", k.Path, j.plan.Spec.Source.Path)
 		}
-		return openLineSink(path, o.Stdout)
+		offset := int64(-1)
+		if offsets != nil {
+			offset = offsets[name] // 0 when the checkpoint had none written yet
+		}
+		ls, err := openLineSink(path, o.Stdout, offset)
+		if err == nil {
+			j.files[name] = ls
+		}
+		return ls, err
 	}
+	j.files = map[string]*lineSink{}
 	var err error
-	if j.late, err = open(s.Late); err != nil {
+	if j.late, err = open("late", s.Late); err != nil {
 		return err
 	}
-	if j.partial, err = open(s.LatePartial); err != nil {
+	if j.partial, err = open("late_partial", s.LatePartial); err != nil {
 		return err
 	}
-	if j.dead, err = open(s.DeadLetter); err != nil {
+	if j.dead, err = open("dead_letter", s.DeadLetter); err != nil {
 		return err
 	}
 	r := s.Results
@@ -125,7 +165,7 @@ func (j *Job) openSinks(o RunOptions) error {
 		j.results = &sqliteResults{db: db, keys: j.plan.Spec.Key, vals: names}
 		return nil
 	}
-	ls, err := open(r)
+	ls, err := open("results", r)
 	if err != nil {
 		return err
 	}

@@ -33,6 +33,19 @@ type Spec struct {
 	Aggregate []Aggregate `yaml:"aggregate"`
 	// Sinks says where results, late records and dead letters go.
 	Sinks Sinks `yaml:"sinks"`
+	// Checkpoint enables checkpoints, from which a run resumes after a
+	// crash with exactly the outputs of a run that never crashed (R13).
+	Checkpoint *CheckpointSpec `yaml:"checkpoint"`
+}
+
+// CheckpointSpec configures checkpoints.
+type CheckpointSpec struct {
+	// Dir holds the checkpoints (relative to the spec's directory).
+	Dir string `yaml:"dir"`
+	// Interval between checkpoints (default 5s).
+	Interval *Duration `yaml:"interval"`
+	// Retain is how many complete checkpoints are kept (default 3).
+	Retain int `yaml:"retain"`
 }
 
 // Source is the job's input.

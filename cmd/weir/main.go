@@ -19,5 +19,5 @@ func main() {
 	}()
 	fi, err := os.Stderr.Stat()
 	terminal := err == nil && fi.Mode()&os.ModeCharDevice != 0
-	os.Exit(cli.Main(ctx, os.Args[1:], cli.IO{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Terminal: terminal}))
+	os.Exit(cli.Main(ctx, os.Args[1:], cli.IO{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Terminal: terminal, Getenv: os.Getenv}))
 }

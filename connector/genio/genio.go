@@ -11,6 +11,7 @@ package genio
 import (
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/connector/fileio"
@@ -168,3 +169,22 @@ func appendPadded(b []byte, u uint64) []byte {
 }
 
 func (r *reader) Close() error { return nil }
+
+// SnapshotPosition implements weir.CheckpointedReader: the index of the
+// next record of this channel.
+func (r *reader) SnapshotPosition() ([]byte, error) {
+	return strconv.AppendInt([]byte("genio1:"), r.i, 10), nil
+}
+
+// RestorePosition implements weir.CheckpointedReader.
+func (r *reader) RestorePosition(pos []byte) error {
+	s, ok := strings.CutPrefix(string(pos), "genio1:")
+	i, err := strconv.ParseInt(s, 10, 64)
+	if !ok || err != nil || i < 0 || i%r.step != int64(r.ch) && i < r.o.Records {
+		return fmt.Errorf("genio: channel %d cannot resume at %q: not a position of this generator and channel", r.ch, pos)
+	}
+	r.i = i
+	return nil
+}
+
+var _ weir.CheckpointedReader = (*reader)(nil)

@@ -1,0 +1,192 @@
+package spec
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/etime"
+	"github.com/weirstream/weir/internal/checkpoint"
+)
+
+// checkpoints is a job's checkpoint store and, when the run resumes, the
+// checkpoint it resumes from.
+type checkpoints struct {
+	store    *checkpoint.Store
+	interval time.Duration
+	meta     []byte
+	restored *checkpoint.Checkpoint
+	view     partView
+}
+
+// openCheckpoints opens the checkpoint directory of the run, if it has one,
+// and finds the newest complete checkpoint unless the run is fresh. A
+// checkpoint written by an incompatible spec is refused, naming the fields
+// that changed.
+func openCheckpoints(p *Plan, o RunOptions) (*checkpoints, error) {
+	dir, interval, retain := "", 5*time.Second, 0
+	if c := p.Spec.Checkpoint; c != nil {
+		dir, retain = c.Dir, c.Retain
+		if c.Interval != nil {
+			interval = etime.Duration(*c.Interval).Std()
+		}
+	}
+	if o.CheckpointDir != "" {
+		dir = o.CheckpointDir
+	} else if dir != "" && !filepath.IsAbs(dir) {
+		dir = filepath.Join(o.Dir, dir)
+	}
+	if o.CheckpointInterval > 0 {
+		interval = o.CheckpointInterval
+	}
+	if dir == "" {
+		return nil, nil
+	}
+	store, err := checkpoint.Open(dir, checkpoint.Options{Retain: retain, Crash: o.Crash, Logger: o.Logger})
+	if err != nil {
+		return nil, err
+	}
+	c := &checkpoints{store: store, interval: interval, meta: fingerprint(p)}
+	if o.Fresh {
+		return c, nil
+	}
+	cp, ok, err := store.Latest()
+	if err != nil {
+		store.Close()
+		return nil, err
+	}
+	if !ok {
+		return c, nil
+	}
+	if err := compatible(c.meta, cp.Meta); err != nil {
+		store.Close()
+		return nil, fmt.Errorf("checkpoint %d in %s: %w", cp.ID, dir, err)
+	}
+	c.restored = cp
+	c.view = partView{}
+	for _, name := range cp.Parts {
+		b, err := store.ReadPart(cp, name)
+		if err != nil {
+			store.Close()
+			return nil, err
+		}
+		c.view[name] = b
+	}
+	if o.Info != nil {
+		o.Info(fmt.Sprintf("resuming from checkpoint %d in %s (--fresh starts over)", cp.ID, dir))
+	}
+	return c, nil
+}
+
+func (c *checkpoints) options(fail func(error)) weir.CheckpointOptions {
+	o := weir.CheckpointOptions{Interval: c.interval, Store: storeAdapter{c.store, c.meta},
+		OnError: func(id int64, err error) { fail(fmt.Errorf("checkpoint %d failed: %w", id, err)) }}
+	if c.restored != nil {
+		o.Restore = c.view
+		o.NextID = c.restored.ID + 1
+	}
+	return o
+}
+
+func (c *checkpoints) close() error {
+	if c == nil {
+		return nil
+	}
+	return c.store.Close()
+}
+
+// storeAdapter commits each checkpoint with the spec's fingerprint.
+type storeAdapter struct {
+	s    *checkpoint.Store
+	meta []byte
+}
+
+func (a storeAdapter) Begin(id int64) (weir.PendingCheckpoint, error) {
+	p, err := a.s.Begin(id)
+	if err != nil {
+		return nil, err
+	}
+	return pendingAdapter{p, a.meta}, nil
+}
+
+type pendingAdapter struct {
+	*checkpoint.Pending
+	meta []byte
+}
+
+func (p pendingAdapter) Commit() error { return p.Pending.Commit(p.meta) }
+
+// partView serves a restored checkpoint's parts, named
+// "stage/index/name".
+type partView map[string][]byte
+
+func (v partView) part(name string) ([]byte, bool) {
+	b, ok := v[name]
+	return b, ok
+}
+
+// Parts implements weir.CheckpointView.
+func (v partView) Parts(stage, name string) map[int][]byte {
+	out := map[int][]byte{}
+	prefix := stage + "/"
+	for k, b := range v {
+		rest, ok := strings.CutPrefix(k, prefix)
+		if !ok {
+			continue
+		}
+		idx, n, ok := strings.Cut(rest, "/")
+		if !ok || n != name {
+			continue
+		}
+		if i, err := strconv.Atoi(idx); err == nil {
+			out[i] = b
+		}
+	}
+	return out
+}
+
+// fingerprint is what a checkpoint's state depends on: a restore under a
+// spec that differs in any of these fields would misread the state or the
+// positions. Parallelism may change.
+func fingerprint(p *Plan) []byte {
+	s := p.Spec
+	src := s.Source
+	src.FinalWatermark = nil
+	m := map[string]any{
+		"time": p.Time, "source": src, "watermark": s.Watermark, "key": s.Key, "window": s.Window,
+		"allowed_lateness": s.AllowedLateness, "trigger": s.Trigger, "aggregate": s.Aggregate, "sinks": s.Sinks,
+	}
+	b, _ := json.Marshal(m)
+	return b
+}
+
+// compatible names the fields in which the checkpoint's spec differs.
+func compatible(now, then []byte) error {
+	var a, b map[string]json.RawMessage
+	if json.Unmarshal(now, &a) != nil || json.Unmarshal(then, &b) != nil {
+		return fmt.Errorf("it was not written by this version of weir's job runner; start over with --fresh")
+	}
+	var diff []string
+	for k := range a {
+		if !bytes.Equal(a[k], b[k]) {
+			diff = append(diff, k)
+		}
+	}
+	for k := range b {
+		if _, ok := a[k]; !ok {
+			diff = append(diff, k)
+		}
+	}
+	if len(diff) == 0 {
+		return nil
+	}
+	slices.Sort(diff)
+	return fmt.Errorf("it was written by a job whose %s differ from this spec's; restore with the spec that wrote it, or start over with --fresh (the outputs start over too)",
+		strings.Join(diff, ", "))
+}

@@ -1,0 +1,111 @@
+package spec
+
+import (
+	"cmp"
+	"slices"
+	"sync"
+
+	"github.com/weirstream/weir"
+)
+
+// epochs buffers a sink's output per subtask between checkpoints, so that
+// what reaches the sink's file is exactly what checkpoints cover (R13):
+//
+//   - add buffers an item of subtask s's current epoch;
+//   - barrier closes s's epoch for checkpoint id (everything s emitted
+//     before the barrier belongs to id, nothing after);
+//   - take, at the checkpoint's pre-commit, returns the closed epochs of id
+//     and of any earlier, aborted checkpoints, in subtask order, for the
+//     sink to write and make durable.
+//
+// In a deterministic run barriers pass every subtask at one instant, so one
+// shared buffer keeps the items in processing order: the file is then
+// byte-identical to a run without checkpoints.
+type epochs[T any] struct {
+	mu     sync.Mutex
+	shared bool
+	cur    map[weir.Subtask][]T
+	staged map[int64]map[weir.Subtask][]T
+}
+
+func newEpochs[T any](shared bool) *epochs[T] {
+	return &epochs[T]{shared: shared, cur: map[weir.Subtask][]T{}, staged: map[int64]map[weir.Subtask][]T{}}
+}
+
+func (e *epochs[T]) key(s weir.Subtask) weir.Subtask {
+	if e.shared {
+		return weir.Subtask{}
+	}
+	return s
+}
+
+func (e *epochs[T]) add(s weir.Subtask, v T) {
+	e.mu.Lock()
+	k := e.key(s)
+	e.cur[k] = append(e.cur[k], v)
+	e.mu.Unlock()
+}
+
+func (e *epochs[T]) barrier(s weir.Subtask, id int64) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	k := e.key(s)
+	items := e.cur[k]
+	if len(items) == 0 {
+		return
+	}
+	delete(e.cur, k)
+	if e.staged[id] == nil {
+		e.staged[id] = map[weir.Subtask][]T{}
+	}
+	e.staged[id][k] = append(e.staged[id][k], items...)
+}
+
+// take returns the items of checkpoint id and earlier ones, oldest
+// checkpoint first, then by subtask.
+func (e *epochs[T]) take(id int64) []T {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var ids []int64
+	for i := range e.staged {
+		if i <= id {
+			ids = append(ids, i)
+		}
+	}
+	slices.Sort(ids)
+	var out []T
+	for _, i := range ids {
+		subs := make([]weir.Subtask, 0, len(e.staged[i]))
+		for s := range e.staged[i] {
+			subs = append(subs, s)
+		}
+		slices.SortFunc(subs, func(a, b weir.Subtask) int {
+			return cmp.Or(cmp.Compare(a.Stage, b.Stage), cmp.Compare(a.Index, b.Index))
+		})
+		for _, s := range subs {
+			out = append(out, e.staged[i][s]...)
+		}
+		delete(e.staged, i)
+	}
+	return out
+}
+
+// rest returns everything not yet taken (the end of a run), in the same
+// order.
+func (e *epochs[T]) rest() []T {
+	out := e.take(1<<63 - 1)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	subs := make([]weir.Subtask, 0, len(e.cur))
+	for s := range e.cur {
+		subs = append(subs, s)
+	}
+	slices.SortFunc(subs, func(a, b weir.Subtask) int {
+		return cmp.Or(cmp.Compare(a.Stage, b.Stage), cmp.Compare(a.Index, b.Index))
+	})
+	for _, s := range subs {
+		out = append(out, e.cur[s]...)
+	}
+	clear(e.cur)
+	return out
+}

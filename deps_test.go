@@ -16,21 +16,22 @@ import (
 func TestDependencyRules(t *testing.T) {
 	const mod = "github.com/weirstream/weir"
 	allowed := map[string][]string{
-		"etime":            {},
-		"clock":            {"etime"},
-		"window":           {"etime"},
-		"trigger":          {"etime", "window"},
-		"watermark":        {"etime", "clock"},
-		"state":            {},
-		"internal/timers":  {"etime", "window"},
-		"internal/runtime": {"etime", "clock", "watermark"},
-		".":                {"etime", "clock", "window", "trigger", "watermark", "state", "state/memstate", "internal/runtime", "internal/winop"},
+		"etime":               {},
+		"clock":               {"etime"},
+		"window":              {"etime"},
+		"trigger":             {"etime", "window"},
+		"watermark":           {"etime", "clock"},
+		"state":               {},
+		"internal/timers":     {"etime", "window"},
+		"internal/runtime":    {"etime", "clock", "watermark"},
+		"internal/checkpoint": {},
+		".":                   {"etime", "clock", "window", "trigger", "watermark", "state", "state/memstate", "internal/runtime", "internal/winop"},
 		// Connectors build on the public API only.
 		"connector/fileio":   {".", "etime"},
 		"connector/genio":    {".", "etime", "connector/fileio"},
 		"connector/sqliteio": {"etime"},
 		// The job spec is a user of the public API, like any Go program.
-		"spec": {".", "etime", "clock", "window", "trigger", "watermark", "connector/fileio", "connector/genio", "connector/sqliteio"},
+		"spec": {".", "etime", "clock", "window", "trigger", "watermark", "state", "internal/checkpoint", "connector/fileio", "connector/genio", "connector/sqliteio"},
 		"cli":  {"spec", "etime"},
 	}
 	for dir, ok := range allowed {

@@ -1,0 +1,226 @@
+package cli
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// crashRecords is the size of the crash test's input: 1,000,000 by
+// default; WEIR_CRASH_RECORDS changes it (CI may lower it, a long run may
+// raise it).
+func crashRecords(t *testing.T) int {
+	if s := os.Getenv("WEIR_CRASH_RECORDS"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n <= 0 {
+			t.Fatalf("WEIR_CRASH_RECORDS=%q", s)
+		}
+		return n
+	}
+	return 1_000_000
+}
+
+var (
+	buildOnce sync.Once
+	weirBin   string
+	buildErr  error
+)
+
+// weirBinary builds cmd/weir once per test binary (without the race
+// detector, so that the crash runs go at full speed).
+func weirBinary(t *testing.T) string {
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "weir-crash-bin")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		weirBin = filepath.Join(dir, "weir")
+		out, err := exec.Command("go", "build", "-o", weirBin, "../cmd/weir").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return weirBin
+}
+
+const crashJob = `
+name: crash-%[1]s
+source:
+  type: generator
+  generator:
+    records: %[2]d
+    keys: 5000
+    duration: 2h
+    disorder:
+      - {share: 0.9, max: 20s}
+      - {share: 0.08, min: 20s, max: 5m}
+      - {share: 0.02, min: 5m, max: 30m}
+    bad: 0.001
+    seed: 11
+watermark: {max_out_of_orderness: 20s%[4]s}
+key: [user_id]
+window: %[3]s
+allowed_lateness: 3m
+aggregate:
+  - {name: orders, fn: count}
+  - {name: total, fn: sum, field: amount}
+  - {name: biggest, fn: max, field: amount}
+sinks:
+  results: {type: jsonl, path: results.jsonl}
+  late: {type: jsonl, path: late.jsonl}
+  dead_letter: {type: jsonl, path: bad.jsonl}
+`
+
+var crashOutputs = []string{"results.jsonl", "late.jsonl", "bad.jsonl", "summary.json"}
+
+// crashRun runs weir in dir with env; it reports whether the process was
+// killed (by its crash hook or by the test).
+func crashRun(t *testing.T, dir string, args []string, env []string, killAfter time.Duration) (killed bool) {
+	t.Helper()
+	cmd := exec.Command(weirBinary(t), args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var timer *time.Timer
+	if killAfter > 0 {
+		timer = time.AfterFunc(killAfter, func() { cmd.Process.Kill() })
+		defer timer.Stop()
+	}
+	err := cmd.Wait()
+	if err == nil {
+		return false
+	}
+	if ee, ok := err.(*exec.ExitError); ok && !ee.Exited() {
+		return true // killed by a signal
+	}
+	t.Fatalf("weir %v: %v\n%s", args, err, stderr.String())
+	return false
+}
+
+func readOutputs(t *testing.T, dir string) map[string][]byte {
+	m := map[string][]byte{}
+	for _, f := range crashOutputs {
+		b, err := os.ReadFile(filepath.Join(dir, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m[f] = b
+	}
+	return m
+}
+
+// TestCrashRecovery runs weir as a subprocess over a million generated
+// records with late data (tumbling windows with early firings, and
+// sessions), kills it again and again, at every named crash point
+// (WEIR_TEST_CRASH) and at random moments (SIGKILL), restarting it each
+// time from its checkpoints; the final outputs are byte-identical to an
+// uninterrupted deterministic run, and so is the summary, so no record was
+// judged late differently after a restore. A parallel variant, whose
+// watermarks follow its records, compares the outputs as sorted lines.
+func TestCrashRecovery(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: the crash test runs weir many times")
+	}
+	n := crashRecords(t)
+	cases := []struct {
+		name, window, emit string
+		parallel              bool
+	}{
+		{"tumbling", "{type: tumbling, size: 1m}", ", emit: every_record", false},
+		{"sessions", "{type: session, gap: 30s}", "", false},
+		{"parallel", "{type: tumbling, size: 1m}", ", emit: every_record", true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			records := n
+			interval := "150ms"
+			if c.parallel {
+				records = max(n/2, 1000)
+				interval = "40ms"
+			}
+			spec := fmt.Sprintf(crashJob, c.name, records, c.window, c.emit)
+			if c.name == "tumbling" {
+				spec = strings.Replace(spec, "allowed_lateness: 3m", "allowed_lateness: 3m\ntrigger: {type: continuous, interval: 30s}", 1)
+			}
+			refArgs := []string{"run", "job.yaml", "--summary-json", "summary.json"}
+			if c.parallel {
+				refArgs = append(refArgs, "--parallelism", "2")
+			} else {
+				refArgs = append(refArgs, "--deterministic", "--now", "2026-06-01T00:00:00Z")
+			}
+			args := append(slices.Clone(refArgs), "--checkpoint-dir", "ck", "--checkpoint-interval", interval)
+			ref := t.TempDir()
+			os.WriteFile(filepath.Join(ref, "job.yaml"), []byte(spec), 0o644)
+			if crashRun(t, ref, refArgs, nil, 0) {
+				t.Fatal("the reference run was killed")
+			}
+			want := readOutputs(t, ref)
+
+			dir := t.TempDir()
+			os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(spec), 0o644)
+			plan := []string{"part-written:3", "before-manifest:2", "after-manifest:2", "sink-committed:2", "after-retain:2", "", "", ""}
+			r := rand.New(rand.NewPCG(uint64(len(c.name)), 7))
+			kills := 0
+			for i := 0; ; i++ {
+				if i > 40 {
+					t.Fatal("the run never finished")
+				}
+				var env []string
+				var after time.Duration
+				if i < len(plan) {
+					if plan[i] != "" {
+						env = []string{"WEIR_TEST_CRASH=" + plan[i]}
+					} else {
+						after = time.Duration(150+r.IntN(900)) * time.Millisecond
+					}
+				}
+				if !crashRun(t, dir, args, env, after) {
+					break
+				}
+				kills++
+			}
+			if kills < 3 {
+				t.Fatalf("only %d kills happened; the test proves little (a machine much faster than expected?)", kills)
+			}
+			got := readOutputs(t, dir)
+			for _, f := range crashOutputs {
+				a, b := got[f], want[f]
+				if c.parallel && f != "summary.json" {
+					// Lines come in another order; a dead letter's detail
+					// may name the wall-clock time.
+					a, b = sortedLines(a), sortedLines(b)
+				}
+				if !bytes.Equal(a, b) {
+					t.Errorf("%s after %d kills differs from the uninterrupted run (%d bytes, want %d)", f, kills, len(got[f]), len(want[f]))
+				}
+			}
+			t.Logf("%d records, %d kills, outputs identical", records, kills)
+		})
+	}
+}
+
+var detail = regexp.MustCompile(`"detail":"(?:[^"\\]|\\.)*"`)
+
+func sortedLines(b []byte) []byte {
+	lines := strings.Split(string(detail.ReplaceAll(b, nil)), "\n")
+	slices.Sort(lines)
+	return []byte(strings.Join(lines, "\n"))
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -19,6 +20,7 @@ import (
 // checkpoint it resumes from.
 type checkpoints struct {
 	store    *checkpoint.Store
+	dir      string
 	interval time.Duration
 	meta     []byte
 	restored *checkpoint.Checkpoint
@@ -52,8 +54,22 @@ func openCheckpoints(p *Plan, o RunOptions) (*checkpoints, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &checkpoints{store: store, interval: interval, meta: fingerprint(p)}
-	if o.Fresh {
+	c := &checkpoints{store: store, dir: dir, interval: interval, meta: fingerprint(p)}
+	marker := filepath.Join(dir, finishedMarker)
+	_, statErr := os.Stat(marker)
+	finished := statErr == nil
+	if o.Fresh || finished {
+		if finished && !o.Fresh && o.Info != nil {
+			o.Info(fmt.Sprintf("the run that wrote %s finished; starting over", dir))
+		}
+		if err := store.RemoveAll(); err != nil {
+			store.Close()
+			return nil, err
+		}
+		if err := os.Remove(marker); err != nil && !os.IsNotExist(err) {
+			store.Close()
+			return nil, err
+		}
 		return c, nil
 	}
 	cp, ok, err := store.Latest()
@@ -92,6 +108,18 @@ func (c *checkpoints) options(fail func(error)) weir.CheckpointOptions {
 		o.NextID = c.restored.ID + 1
 	}
 	return o
+}
+
+// finishedMarker, in a checkpoint directory, says the run that wrote it
+// read all its input: the next run starts over instead of resuming.
+const finishedMarker = "FINISHED"
+
+// finished marks the run complete.
+func (c *checkpoints) finished() error {
+	if c == nil {
+		return nil
+	}
+	return os.WriteFile(filepath.Join(c.dir, finishedMarker), []byte("the run finished; the next run starts over\n"), 0o644)
 }
 
 func (c *checkpoints) close() error {

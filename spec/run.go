@@ -73,6 +73,7 @@ type Job struct {
 	partial *lineSink
 	dead    *lineSink
 	files   map[string]*lineSink // file sinks by sink name
+	stop    func() bool
 	out     *output
 	ck      *checkpoints // nil without checkpoints
 
@@ -117,7 +118,7 @@ func Open(plan *Plan, o RunOptions) (*Job, error) {
 	case o.Clock != nil:
 		opts.Clock = o.Clock
 	}
-	j := &Job{plan: plan, dec: newDecoder(plan, opts.Clock)}
+	j := &Job{plan: plan, dec: newDecoder(plan, opts.Clock), stop: o.Stop}
 	ck, err := openCheckpoints(plan, o)
 	if err != nil {
 		return nil, err
@@ -144,6 +145,10 @@ func Open(plan *Plan, o RunOptions) (*Job, error) {
 	}
 	return j, nil
 }
+
+// stopped reports whether the run was asked to stop (Ctrl-C) rather than
+// reading all its input.
+func (j *Job) stopped() bool { return j.stop != nil && j.stop() }
 
 func (j *Job) path(o RunOptions, p string) string {
 	if p == "" || filepath.IsAbs(p) {
@@ -318,7 +323,11 @@ func (j *Job) Run(ctx context.Context) (Summary, error) {
 	rep, err := j.env.Execute(ctx)
 	open := j.env.State().OpenWindows
 	j.out.finish()
-	err = errors.Join(err, j.closeSinks(), j.ck.close())
+	err = errors.Join(err, j.closeSinks())
+	if err == nil && !j.stopped() {
+		err = j.ck.finished()
+	}
+	err = errors.Join(err, j.ck.close())
 	j.mu.Lock()
 	err = errors.Join(j.mu.err, err)
 	j.mu.Unlock()

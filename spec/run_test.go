@@ -9,6 +9,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -331,5 +332,107 @@ func TestCheckpointResume(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestCheckpointRescaleAndRefusal: a run with parallelism 4 that crashes
+// resumes with parallelism 2 (and 1 -> 4) and ends with the same results,
+// as sorted lines, and the same summary; a checkpoint written by a spec
+// with another window or aggregate is refused, naming the fields; a
+// finished run's directory makes the next run start over.
+func TestCheckpointRescaleAndRefusal(t *testing.T) {
+	job := fmt.Sprintf(orderJob, "jsonl", "out.jsonl")
+	sorted := func(dir string) string {
+		b, err := os.ReadFile(filepath.Join(dir, "out.jsonl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+		slices.Sort(lines)
+		return strings.Join(lines, "\n")
+	}
+	refDir, refSum := runSpec(t, job, nil, RunOptions{Deterministic: true, Parallelism: 4})
+	want := sorted(refDir)
+	s, err := Parse([]byte(job))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pars := range [][2]int{{4, 2}, {1, 4}} {
+		dir := t.TempDir()
+		ck := filepath.Join(dir, "ck")
+		hits := 0
+		j, err := Open(s, RunOptions{Dir: dir, Deterministic: true, Now: testNow, Parallelism: pars[0], CheckpointDir: ck,
+			CheckpointInterval: time.Millisecond, Crash: func(p string) {
+				if p == "after-manifest" {
+					if hits++; hits == 5 {
+						panic("crash")
+					}
+				}
+			}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := j.Run(context.Background()); err == nil {
+			t.Fatal("the crash did not happen")
+		}
+		var info []string
+		j, err = Open(s, RunOptions{Dir: dir, Deterministic: true, Now: testNow, Parallelism: pars[1], CheckpointDir: ck,
+			CheckpointInterval: time.Millisecond, Info: func(m string) { info = append(info, m) }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum, err := j.Run(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(info) != 1 || !strings.Contains(info[0], "resuming from checkpoint") {
+			t.Fatalf("info %q", info)
+		}
+		if got := sorted(dir); got != want {
+			t.Fatalf("%d -> %d: results differ", pars[0], pars[1])
+		}
+		if !bytes.Equal(sum.JSON(), refSum.JSON()) {
+			t.Fatalf("%d -> %d: summary\n%s\nwant\n%s", pars[0], pars[1], sum.JSON(), refSum.JSON())
+		}
+		// The run finished: the next one starts over.
+		info = nil
+		j, err = Open(s, RunOptions{Dir: dir, Deterministic: true, Now: testNow, CheckpointDir: ck, Info: func(m string) { info = append(info, m) }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		j.Run(context.Background())
+		if len(info) != 1 || !strings.Contains(info[0], "starting over") {
+			t.Fatalf("after a finished run: info %q", info)
+		}
+	}
+
+	// A crashed run's checkpoint, then a changed spec.
+	dir := t.TempDir()
+	ck := filepath.Join(dir, "ck")
+	hits := 0
+	j, _ := Open(s, RunOptions{Dir: dir, Deterministic: true, Now: testNow, CheckpointDir: ck, CheckpointInterval: time.Millisecond,
+		Crash: func(p string) {
+			if p == "after-manifest" {
+				if hits++; hits == 2 {
+					panic("crash")
+				}
+			}
+		}})
+	j.Run(context.Background())
+	changed := strings.Replace(strings.Replace(job, "size: 1m", "size: 2m", 1), "fn: count_distinct", "fn: count", 1)
+	s2, err := Parse([]byte(changed))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Open(s2, RunOptions{Dir: dir, Deterministic: true, Now: testNow, CheckpointDir: ck})
+	if err == nil || !strings.Contains(err.Error(), "aggregate, window differ") || !strings.Contains(err.Error(), "--fresh") {
+		t.Fatalf("a changed spec must be refused naming its fields: %v", err)
+	}
+	j, err = Open(s2, RunOptions{Dir: dir, Deterministic: true, Now: testNow, CheckpointDir: ck, Fresh: true})
+	if err != nil {
+		t.Fatalf("--fresh: %v", err)
+	}
+	if _, err := j.Run(context.Background()); err != nil {
+		t.Fatal(err)
 	}
 }

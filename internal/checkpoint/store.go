@@ -604,3 +604,39 @@ func syncDir(dir string) error {
 	}
 	return err
 }
+
+// RemoveAll removes every checkpoint of the store (a fresh start): the
+// next Begin may use any positive id. It must not run while a checkpoint
+// is pending.
+func (s *Store) RemoveAll() error {
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	s.commitMu.Lock()
+	defer s.commitMu.Unlock()
+	s.fsMu.Lock()
+	defer s.fsMu.Unlock()
+	s.mu.Lock()
+	pending := len(s.pending)
+	s.mu.Unlock()
+	if pending > 0 {
+		return errors.New("checkpoint: RemoveAll while a checkpoint is pending")
+	}
+	dirs, err := s.scan()
+	if err != nil {
+		return fmt.Errorf("checkpoint: RemoveAll: %w", err)
+	}
+	for _, d := range dirs {
+		if err := os.RemoveAll(d.path); err != nil {
+			return fmt.Errorf("checkpoint: RemoveAll: %w", err)
+		}
+	}
+	if err := syncDir(s.dir); err != nil {
+		return fmt.Errorf("checkpoint: RemoveAll: %w", err)
+	}
+	s.mu.Lock()
+	s.newest = 0
+	clear(s.damaged)
+	s.mu.Unlock()
+	return nil
+}

@@ -445,3 +445,37 @@ func TestFileNames(t *testing.T) {
 		}
 	}
 }
+
+func TestRemoveAll(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id := int64(1); id <= 3; id++ {
+		p, err := s.Begin(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.WritePart("a", []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Commit(nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.RemoveAll(); err != nil {
+		t.Fatal(err)
+	}
+	if ids, _ := s.List(); len(ids) != 0 {
+		t.Fatalf("after RemoveAll: %v", ids)
+	}
+	if _, ok, _ := s.Latest(); ok {
+		t.Fatal("a checkpoint survived RemoveAll")
+	}
+	p, err := s.Begin(1)
+	if err != nil {
+		t.Fatalf("Begin(1) after RemoveAll: %v", err)
+	}
+	p.Abort()
+}

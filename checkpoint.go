@@ -70,6 +70,11 @@ func (e *Env) OnPreCommit(fn func(id int64, write func(name string, data []byte)
 	e.job.PreCommit(fn)
 }
 
+// RequestCheckpoint asks for a checkpoint as soon as possible, whatever
+// the interval (a graceful stop takes one first). Safe for concurrent use
+// while the job runs; a no-op without checkpoints.
+func (e *Env) RequestCheckpoint() { e.job.RequestCheckpoint() }
+
 // Restored returns the part name written by OnPreCommit in the restored
 // checkpoint, if any.
 func (e *Env) Restored(name string) ([]byte, bool) {

@@ -178,12 +178,15 @@ func runPlan(ctx context.Context, p *spec.Plan, dir string, f runFlags, now time
 	go func() {
 		select {
 		case <-ctx.Done():
-			stopping.Store(true)
 			how := "open windows stay unfired and are counted"
 			if f.drain {
 				how = "sending the final watermark first (--drain)"
 			}
 			fmt.Fprintf(o.Stderr, "\nstopping: %s; Ctrl-C again to abort\n", how)
+			if id := job.Checkpoint(10 * time.Second); id > 0 {
+				fmt.Fprintf(o.Stderr, "took checkpoint %d: the next run resumes from it\n", id)
+			}
+			stopping.Store(true)
 		case <-done:
 		}
 	}()

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/weirstream/weir"
@@ -21,6 +22,7 @@ import (
 type checkpoints struct {
 	store    *checkpoint.Store
 	dir      string
+	last     atomic.Int64 // the newest checkpoint this run completed
 	interval time.Duration
 	meta     []byte
 	restored *checkpoint.Checkpoint
@@ -102,7 +104,8 @@ func openCheckpoints(p *Plan, o RunOptions) (*checkpoints, error) {
 
 func (c *checkpoints) options(fail func(error)) weir.CheckpointOptions {
 	o := weir.CheckpointOptions{Interval: c.interval, Store: storeAdapter{c.store, c.meta},
-		OnError: func(id int64, err error) { fail(fmt.Errorf("checkpoint %d failed: %w", id, err)) }}
+		OnError:    func(id int64, err error) { fail(fmt.Errorf("checkpoint %d failed: %w", id, err)) },
+		OnComplete: func(id int64) { c.last.Store(id) }}
 	if c.restored != nil {
 		o.Restore = c.view
 		o.NextID = c.restored.ID + 1

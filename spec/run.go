@@ -146,6 +146,25 @@ func Open(plan *Plan, o RunOptions) (*Job, error) {
 	return j, nil
 }
 
+// Checkpoint takes a checkpoint now, for a graceful stop: it returns the
+// id of the first checkpoint completed after the call, or 0 when the job
+// has no checkpoints or none completed within timeout.
+func (j *Job) Checkpoint(timeout time.Duration) int64 {
+	if j.ck == nil {
+		return 0
+	}
+	before := j.ck.last.Load()
+	j.env.RequestCheckpoint()
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		if id := j.ck.last.Load(); id > before {
+			return id
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return 0
+}
+
 // stopped reports whether the run was asked to stop (Ctrl-C) rather than
 // reading all its input.
 func (j *Job) stopped() bool { return j.stop != nil && j.stop() }

@@ -123,7 +123,9 @@ type coordinator struct {
 	opts *CheckpointOptions
 	// request is the newest checkpoint id the sources must inject.
 	request atomic.Int64
-	total   int
+	// force asks for a checkpoint now, whatever the interval.
+	force atomic.Bool
+	total int
 
 	mu struct {
 		sync.Mutex
@@ -150,7 +152,15 @@ func newCoordinator(j *Job, o *CheckpointOptions) *coordinator {
 func (c *coordinator) due(now time.Time) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return !c.mu.stopped && c.mu.id == 0 && now.Sub(c.mu.lastTrig) >= c.opts.Interval
+	return !c.mu.stopped && c.mu.id == 0 && (c.force.Load() || now.Sub(c.mu.lastTrig) >= c.opts.Interval)
+}
+
+// RequestCheckpoint asks for a checkpoint as soon as possible (a graceful
+// stop takes one). Safe for concurrent use; a no-op without checkpoints.
+func (j *Job) RequestCheckpoint() {
+	if j.coord != nil {
+		j.coord.force.Store(true)
+	}
 }
 
 // trigger starts the next checkpoint; it returns 0 when none may start.
@@ -168,6 +178,7 @@ func (c *coordinator) trigger(now time.Time) int64 {
 	}
 	c.mu.next++
 	c.mu.lastTrig = now
+	c.force.Store(false)
 	c.mu.pending, c.mu.id, c.mu.acks = p, id, 0
 	c.request.Store(id)
 	return id

@@ -59,6 +59,18 @@
 // strict mode a channel emits only while the next line of the input is its
 // own, so a round-robin poll of the channels (the deterministic executor)
 // reproduces the input order exactly.
+//
+// # Checkpoints
+//
+// A *Reader is a weir.CheckpointedReader when it reads a regular file.
+// A non-strict channel's position is the byte offset and line number after
+// the last line it read (its own, emitted, or another channel's); a strict
+// source's channels share one position, after the last line any channel
+// took. A restored reader seeks there and goes on numbering lines; a CSV
+// reader takes the header from the file as New read it. A position is
+// refused when the file no longer fits it (it is shorter, the position is
+// not at the end of a line, or the CSV header differs). An Options.Input,
+// or a path that is not a regular file, cannot be checkpointed.
 package fileio
 
 import (
@@ -230,6 +242,7 @@ func New(o Options) (weir.Source[Line], error) {
 			s.o.Name = "stdin"
 		}
 		s.cur = newCursor(s, o.Input, nil)
+		s.once = true
 		return s, nil
 	}
 	if o.Path == "" {
@@ -254,6 +267,7 @@ func New(o Options) (weir.Source[Line], error) {
 	case !fi.Mode().IsRegular():
 		// A pipe or a device can be read once only: share it as an Input.
 		s.cur = newCursor(s, f, f)
+		s.once = true
 		return s, nil
 	}
 	if o.Format == CSV {
@@ -263,6 +277,8 @@ func New(o Options) (weir.Source[Line], error) {
 		if err != nil {
 			return nil, err
 		}
+		// Kept for a restore, which resumes after the header.
+		s.keys, s.headerEnd, s.headerSum = p.keys, p.f.off, headerSum(p.keys)
 	} else {
 		f.Close()
 	}
@@ -276,6 +292,16 @@ func New(o Options) (weir.Source[Line], error) {
 type source struct {
 	o   Options
 	cur *cursor // the shared cursor; nil when each channel reads the file itself
+	// once: the input is read once (an Input, or a path that is not a
+	// regular file) and cannot be checkpointed.
+	once bool
+
+	// The CSV header of a file as New read it, for a restore: its JSON
+	// keys (shared read-only by the parsers of restored readers), the byte
+	// offset after it and its checksum.
+	keys      [][]byte
+	headerEnd int64
+	headerSum uint64
 }
 
 // open opens the file; an error names it by Options.Name.
@@ -347,9 +373,13 @@ type Reader struct {
 	p     *parser  // own parser (non-strict file mode)
 	done  bool
 	buf   []item
+	read  bool // Read was called (a restore must come before)
 
 	mu        sync.Mutex
-	off, line int64
+	off, line int64 // after the last emitted line (Position)
+	// after the last line the own parser consumed, emitted or skipped as
+	// another channel's (the checkpoint position in non-strict file mode)
+	scanOff, scanLine int64
 }
 
 // scanFactor bounds the lines a non-strict file reader parses in one Read
@@ -368,6 +398,7 @@ const scanFactor = 16
 // another channel's queue, or a channel's own file reader skipped many
 // lines of other channels); weir.Waiting when nothing is available now.
 func (r *Reader) Read(out weir.SourceOutput[Line]) (weir.ReadStatus, error) {
+	r.read = true
 	if r.done {
 		return weir.Done, nil
 	}
@@ -395,6 +426,7 @@ func (r *Reader) Read(out weir.SourceOutput[Line]) (weir.ReadStatus, error) {
 	for range scanFactor * batch {
 		it, ok, err := r.p.next()
 		if err == io.EOF {
+			r.scanned()
 			return r.finish(out), nil
 		}
 		if err != nil {
@@ -408,7 +440,16 @@ func (r *Reader) Read(out weir.SourceOutput[Line]) (weir.ReadStatus, error) {
 			break
 		}
 	}
+	r.scanned()
 	return weir.Emitted, nil
+}
+
+// scanned records how far the own parser has read: every line before is
+// emitted or another channel's.
+func (r *Reader) scanned() {
+	r.mu.Lock()
+	r.scanOff, r.scanLine = r.p.f.off, r.p.f.no
+	r.mu.Unlock()
 }
 
 func (r *Reader) emit(out weir.SourceOutput[Line], items []item) {
@@ -436,10 +477,11 @@ func (r *Reader) finish(out weir.SourceOutput[Line]) weir.ReadStatus {
 // Position returns the channel's position: the byte offset in the input
 // just after the last line the channel emitted, and the number of the last
 // input line that line consumed (for a CSV row spanning lines, its last
-// line). Both are 0 before the first emitted line. Lines of other
-// channels, and blank lines, after that offset are not accounted for: a
-// reader resuming at offset numbers the next line line+1 and must again
-// skip the lines that are not its own. Position is safe for concurrent
+// line). Before the first emitted line, both are 0, or after
+// RestorePosition the restored position. Lines of other channels, and
+// blank lines, after that offset are not accounted for: a reader resuming
+// at offset numbers the next line line+1 and must again skip the lines
+// that are not its own. Position is safe for concurrent
 // use with Read.
 func (r *Reader) Position() (offset, line int64) {
 	r.mu.Lock()

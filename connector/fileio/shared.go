@@ -36,6 +36,11 @@ type cursor struct {
 	head    int    // the first pending item not yet taken
 	end     error  // io.EOF or a read error once the input is exhausted
 	queues  [][]item
+
+	// The position after the last item taken by any channel (a strict
+	// file's checkpoint position), and whether a restore set it.
+	off, line int64
+	restored  bool
 }
 
 func newCursor(s *source, in io.Reader, file *os.File) *cursor {
@@ -92,7 +97,7 @@ func (c *cursor) start() {
 	c.started = true
 	if c.in != nil {
 		c.fd = startFeed(c.s, c.in)
-	} else {
+	} else if c.p == nil { // not made by a restore
 		c.p = c.s.newParser(c.file, -1)
 	}
 }
@@ -139,6 +144,7 @@ func (c *cursor) pop() item {
 	it := c.pending[c.head]
 	c.pending[c.head] = item{}
 	c.head++
+	c.off, c.line = it.off, it.last
 	return it
 }
 

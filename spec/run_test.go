@@ -436,3 +436,67 @@ func TestCheckpointRescaleAndRefusal(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestCheckpointResumeFile is TestCheckpointResume with a file source on
+// two channels ($channel routing, control lines).
+func TestCheckpointResumeFile(t *testing.T) {
+	var in strings.Builder
+	for i := range 20000 {
+		ts := 1767225600000 + int64(i)*100 - int64(i%7)*1500
+		fmt.Fprintf(&in, `{"k": "u%d", "v": %d, "ts": %d, "$channel": %d}`+"\n", i%37, i%11, ts, (i/100)%2)
+		if i%500 == 499 {
+			fmt.Fprintf(&in, `{"$watermark": %d, "$channel": %d}`+"\n", ts-3000, (i/500)%2)
+		}
+	}
+	job := `
+name: file
+source: {type: file, path: in.jsonl, channels: 2}
+watermark: {max_out_of_orderness: 2s}
+key: [k]
+window: {type: session, gap: 3s}
+allowed_lateness: 5s
+aggregate: [{name: sum, fn: sum, field: v}, {name: n, fn: count}]
+sinks:
+  results: {type: jsonl, path: out.jsonl}
+  late: {type: jsonl, path: late.jsonl}
+`
+	files := map[string]string{"in.jsonl": in.String()}
+	refDir, refSum := runSpec(t, job, files, RunOptions{Deterministic: true})
+	want, _ := os.ReadFile(filepath.Join(refDir, "out.jsonl"))
+	s, err := Parse([]byte(job))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, nth := range []int{1, 4, 9} {
+		dir := t.TempDir()
+		os.WriteFile(filepath.Join(dir, "in.jsonl"), []byte(in.String()), 0o644)
+		ck := filepath.Join(dir, "ck")
+		hits := 0
+		j, err := Open(s, RunOptions{Dir: dir, Deterministic: true, Now: testNow, CheckpointDir: ck, CheckpointInterval: 5 * time.Millisecond,
+			Crash: func(p string) {
+				if p == "sink-committed" {
+					if hits++; hits == nth {
+						panic("crash")
+					}
+				}
+			}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := j.Run(context.Background()); err == nil {
+			t.Fatalf("crash %d did not happen", nth)
+		}
+		j, err = Open(s, RunOptions{Dir: dir, Deterministic: true, Now: testNow, CheckpointDir: ck, CheckpointInterval: time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum, err := j.Run(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _ := os.ReadFile(filepath.Join(dir, "out.jsonl"))
+		if !bytes.Equal(got, want) || !bytes.Equal(sum.JSON(), refSum.JSON()) {
+			t.Fatalf("crash %d: results %d bytes (want %d), summary\n%s\nwant\n%s", nth, len(got), len(want), sum.JSON(), refSum.JSON())
+		}
+	}
+}

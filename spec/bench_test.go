@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -182,4 +183,68 @@ func handLoop(b *testing.B, in, out string) int {
 		fmt.Fprintf(w, `{"user_id":%q,"window_start":%d,"window_end":%d,"orders":%d,"total":%d}`+"\n", k.user, k.start, k.start+60_000, a.n, a.sum)
 	}
 	return records
+}
+
+// BenchmarkCheckpointCost runs a job holding WEIR_BENCH_KEYS (default
+// 200,000) keys of aggregate state in 1-hour windows over 4x as many
+// generated records, without checkpoints and with checkpoints every 1 s
+// and 5 s, and reports records/s, the number of checkpoints and the size
+// of the last one:
+//
+//	WEIR_BENCH_KEYS=1000000 go test -run x -bench CheckpointCost -benchtime 1x ./spec/
+func BenchmarkCheckpointCost(b *testing.B) {
+	keys := 200_000
+	if s := os.Getenv("WEIR_BENCH_KEYS"); s != "" {
+		fmt.Sscan(s, &keys)
+	}
+	job := fmt.Sprintf(`
+name: ckcost
+source:
+  type: generator
+  generator: {records: %d, keys: %d, duration: 50m, seed: 2}
+watermark: {max_out_of_orderness: 5s}
+key: [user_id]
+window: {type: tumbling, size: 1h}
+aggregate: [{name: n, fn: count}, {name: total, fn: sum, field: amount}]
+sinks:
+  results: {type: jsonl, path: out.jsonl}
+`, 4*keys, keys)
+	s, err := Parse([]byte(job))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, iv := range []time.Duration{0, 5 * time.Second, time.Second} {
+		b.Run(fmt.Sprint("interval=", iv), func(b *testing.B) {
+			for range b.N {
+				dir := b.TempDir()
+				o := RunOptions{Dir: dir, Parallelism: 2}
+				if iv > 0 {
+					o.CheckpointDir, o.CheckpointInterval = filepath.Join(dir, "ck"), iv
+				}
+				j, err := Open(s, o)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := j.Run(context.Background()); err != nil {
+					b.Fatal(err)
+				}
+				if iv > 0 {
+					var size int64
+					var n int
+					filepath.Walk(filepath.Join(dir, "ck"), func(p string, fi os.FileInfo, err error) error {
+						if err == nil && fi.Mode().IsRegular() {
+							size += fi.Size()
+						}
+						if err == nil && fi.IsDir() && strings.HasPrefix(fi.Name(), "chk-") {
+							n++
+						}
+						return nil
+					})
+					b.ReportMetric(float64(j.ck.last.Load()), "checkpoints")
+					b.ReportMetric(float64(size)/float64(max(n, 1))/1e6, "MB/checkpoint")
+				}
+			}
+			b.ReportMetric(float64(4*keys)*float64(b.N)/b.Elapsed().Seconds(), "records/s")
+		})
+	}
 }

@@ -251,8 +251,12 @@ func appendFloat(b []byte, f float64) []byte {
 }
 
 // MarshalBinary encodes the accumulator for checkpoints.
-func (a *acc) MarshalBinary() ([]byte, error) {
-	w := state.Writer{}
+func (a *acc) MarshalBinary() ([]byte, error) { return a.AppendBinary(nil) }
+
+// AppendBinary appends the accumulator's encoding to dst (checkpoints use
+// it to encode without a buffer per window).
+func (a *acc) AppendBinary(dst []byte) ([]byte, error) {
+	w := state.Writer{Buf: dst}
 	w.Uint(uint64(len(a.s)))
 	for i := range a.s {
 		s := &a.s[i]

@@ -126,14 +126,17 @@ type coordinator struct {
 	// force asks for a checkpoint now, whatever the interval.
 	force atomic.Bool
 	total int
+	// writers are the goroutines writing parts; the job waits for them.
+	writers sync.WaitGroup
 
 	mu struct {
 		sync.Mutex
 		next     int64
 		pending  PendingCheckpoint
 		id       int64 // the pending checkpoint, 0 if none
-		acks     int
-		stopped  bool // a source finished: no more checkpoints
+		acks     int   // subtasks that took their snapshot
+		written  int   // subtasks whose parts are written
+		stopped  bool  // a source finished: no more checkpoints
 		lastTrig time.Time
 	}
 }
@@ -179,7 +182,7 @@ func (c *coordinator) trigger(now time.Time) int64 {
 	c.mu.next++
 	c.mu.lastTrig = now
 	c.force.Store(false)
-	c.mu.pending, c.mu.id, c.mu.acks = p, id, 0
+	c.mu.pending, c.mu.id, c.mu.acks, c.mu.written = p, id, 0, 0
 	c.request.Store(id)
 	return id
 }
@@ -191,25 +194,53 @@ func (c *coordinator) failLocked(id int64, err error) {
 	c.job.opts.Logger.Warn("weir: checkpoint failed", "id", id, "err", err)
 }
 
-// ack records that subtask st wrote its parts of id.
+// ack records that a subtask took its snapshot of id. Its parts are
+// written (and fsynced) off the subtask's goroutine in the parallel
+// executor, so processing goes on while they reach the disk; the last
+// write runs the pre-commit hooks and commits.
 func (c *coordinator) ack(id int64, parts map[string][]byte) {
+	c.mu.Lock()
+	if c.mu.id != id {
+		c.mu.Unlock()
+		return // aborted meanwhile
+	}
+	p := c.mu.pending
+	c.mu.acks++
+	c.mu.Unlock()
+	if c.job.opts.Deterministic {
+		c.write(id, p, parts)
+		return
+	}
+	c.writers.Add(1)
+	go func() {
+		defer c.writers.Done()
+		c.write(id, p, parts)
+	}()
+}
+
+// write writes one subtask's parts of checkpoint id.
+func (c *coordinator) write(id int64, p PendingCheckpoint, parts map[string][]byte) {
+	var err error
+	for name, data := range parts {
+		if err = p.WritePart(name, data); err != nil {
+			break
+		}
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.mu.id != id {
 		return // aborted meanwhile
 	}
-	for name, data := range parts {
-		if err := c.mu.pending.WritePart(name, data); err != nil {
-			c.abortLocked(err)
-			return
-		}
+	if err != nil {
+		c.abortLocked(err)
+		return
 	}
-	c.mu.acks++
-	if c.mu.acks < c.total {
+	c.mu.written++
+	if c.mu.written < c.total {
 		return
 	}
 	write := func(name string, data []byte) error {
-		return c.mu.pending.WritePart(partName(preCommitStage, 0, name), data)
+		return p.WritePart(partName(preCommitStage, 0, name), data)
 	}
 	for _, f := range c.job.preCommit {
 		if err := f(id, write); err != nil {
@@ -217,7 +248,7 @@ func (c *coordinator) ack(id int64, parts map[string][]byte) {
 			return
 		}
 	}
-	if err := c.mu.pending.Commit(); err != nil {
+	if err := p.Commit(); err != nil {
 		c.abortLocked(err)
 		return
 	}
@@ -244,7 +275,9 @@ func (c *coordinator) finished() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.mu.stopped = true
-	if c.mu.id != 0 {
+	if c.mu.id != 0 && c.mu.acks < c.total {
+		// Some subtask will never snapshot this checkpoint. (One whose
+		// every snapshot is taken completes as its parts are written.)
 		c.abortLocked(nil)
 	}
 }

@@ -532,6 +532,9 @@ func (j *Job) runParallel(ctx context.Context) error {
 	stopTrigger := j.runCheckpointTrigger(ctx)
 	wg.Wait()
 	stopTrigger()
+	if j.coord != nil {
+		j.coord.writers.Wait()
+	}
 	err := context.Cause(ctx)
 	if err == context.Canceled && ctx.Err() != nil {
 		err = ctx.Err()

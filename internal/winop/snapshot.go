@@ -34,7 +34,13 @@ func (o *Operator[K, IN, ACC, OUT]) Snapshot(dst []byte) ([]byte, error) {
 	if o.keyCodec == nil || o.accCodec == nil || o.keyGroup == nil {
 		return dst, errNoCodec
 	}
+	if dst == nil && o.lastSnap > 0 {
+		// Size the buffer from the last snapshot, so a large state is not
+		// copied again and again while the buffer grows.
+		dst = make([]byte, 0, o.lastSnap+o.lastSnap/8)
+	}
 	w := state.Writer{Buf: append(dst, snapshotMagic...)}
+	defer func() { o.lastSnap = len(w.Buf) }()
 	w.Int(int64(o.wm))
 	w.Int(int64(o.now))
 	for _, c := range o.c.fields() {

@@ -195,6 +195,7 @@ type Operator[K comparable, IN, ACC, OUT any] struct {
 	keyCodec state.Codec[K]
 	accCodec state.Codec[ACC]
 	keyGroup func(K) state.KeyGroup
+	lastSnap int // the size of the last snapshot
 
 	c       Counters
 	tctx    trigCtx[K, IN, ACC, OUT]

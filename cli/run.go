@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -81,6 +82,7 @@ type runFlags struct {
 	checkpointDir string
 	interval      time.Duration
 	fresh         bool
+	restarts      int
 }
 
 func runCmd(ctx context.Context, args []string, o IO) int {
@@ -95,6 +97,7 @@ func runCmd(ctx context.Context, args []string, o IO) int {
 	fs.StringVar(&f.checkpointDir, "checkpoint-dir", "", "take checkpoints in this directory and resume from the newest one (overrides checkpoint.dir)")
 	fs.DurationVar(&f.interval, "checkpoint-interval", 0, "time between checkpoints (overrides checkpoint.interval; default 5s)")
 	fs.BoolVar(&f.fresh, "fresh", false, "ignore existing checkpoints and start over (file sinks start over too)")
+	fs.IntVar(&f.restarts, "restarts", 3, "with checkpoints: how often a failing job restarts from its newest checkpoint (backoff 1s, doubling)")
 	fs.Usage = func() {
 		fmt.Fprintln(o.Stderr, "usage: weir run JOB.yaml [flags]")
 		fs.PrintDefaults()
@@ -160,7 +163,7 @@ func runPlan(ctx context.Context, p *spec.Plan, dir string, f runFlags, now time
 	if f.checkpointDir != "" {
 		cpDir = o.path(f.checkpointDir)
 	}
-	job, err := spec.Open(p, spec.RunOptions{
+	ro := spec.RunOptions{
 		Dir: dir, Stdin: o.Stdin, Stdout: o.Stdout,
 		Deterministic: f.deterministic, Now: now, Parallelism: f.parallelism,
 		Stop: stopping.Load, Drain: f.drain,
@@ -168,10 +171,14 @@ func runPlan(ctx context.Context, p *spec.Plan, dir string, f runFlags, now time
 		Info:          func(msg string) { fmt.Fprintln(o.Stderr, msg) },
 		CheckpointDir: cpDir, CheckpointInterval: f.interval, Fresh: f.fresh,
 		Crash: crashHook(o.Getenv),
-	})
-	if err != nil {
-		fmt.Fprintf(o.Stderr, "weir run: %s\n", trimDir(err, o))
-		return ExitUsage
+	}
+	// The job of the current attempt (a restart opens a new one).
+	var cur atomic.Pointer[spec.Job]
+	var ready = make(chan struct{})
+	var readyOnce sync.Once
+	onOpen := func(j *spec.Job) {
+		cur.Store(j)
+		readyOnce.Do(func() { close(ready) })
 	}
 	done := make(chan struct{})
 	defer close(done)
@@ -183,8 +190,10 @@ func runPlan(ctx context.Context, p *spec.Plan, dir string, f runFlags, now time
 				how = "sending the final watermark first (--drain)"
 			}
 			fmt.Fprintf(o.Stderr, "\nstopping: %s; Ctrl-C again to abort\n", how)
-			if id := job.Checkpoint(10 * time.Second); id > 0 {
-				fmt.Fprintf(o.Stderr, "took checkpoint %d: the next run resumes from it\n", id)
+			if j := cur.Load(); j != nil {
+				if id := j.Checkpoint(10 * time.Second); id > 0 {
+					fmt.Fprintf(o.Stderr, "took checkpoint %d: the next run resumes from it\n", id)
+				}
 			}
 			stopping.Store(true)
 		case <-done:
@@ -195,11 +204,18 @@ func runPlan(ctx context.Context, p *spec.Plan, dir string, f runFlags, now time
 		if every <= 0 {
 			every = 500 * time.Millisecond
 		}
-		stopProgress := showProgress(job, o.Stderr, every)
+		stopProgress := showProgress(cur.Load, ready, o.Stderr, every)
 		defer stopProgress()
 	}
 	began := time.Now()
-	sum, err := job.Run(context.WithoutCancel(ctx))
+	policy := spec.RestartPolicy{Max: f.restarts, Backoff: time.Second, OnRestart: func(n int, cause error) {
+		fmt.Fprintf(o.Stderr, "weir run: the job failed (%s); restart %d of %d from its newest checkpoint\n", trimDir(cause, o), n, f.restarts)
+	}}
+	sum, err := spec.RunRestarting(context.WithoutCancel(ctx), p, ro, policy, onOpen)
+	if len(sum.Counters) == 0 {
+		fmt.Fprintf(o.Stderr, "weir run: %s\n", trimDir(err, o))
+		return ExitUsage
+	}
 	elapsed := time.Since(began)
 	printSummary(o.Stderr, p, sum, elapsed, stopping.Load())
 	if f.summaryJSON != "" {
@@ -259,9 +275,10 @@ func printSummary(w io.Writer, p *spec.Plan, s spec.Summary, elapsed time.Durati
 	fmt.Fprintf(w, "took %v (%.0f records/s)\n", elapsed.Round(time.Millisecond), rate)
 }
 
-// showProgress redraws one status line on w every interval; the returned
-// function stops it and clears the line.
-func showProgress(job *spec.Job, w io.Writer, every time.Duration) (stop func()) {
+// showProgress redraws one status line on w every interval, for the job
+// that job returns (once ready is closed); the returned function stops it
+// and clears the line.
+func showProgress(job func() *spec.Job, ready <-chan struct{}, w io.Writer, every time.Duration) (stop func()) {
 	quit := make(chan struct{})
 	finished := make(chan struct{})
 	go func() {
@@ -277,7 +294,12 @@ func showProgress(job *spec.Job, w io.Writer, every time.Duration) (stop func())
 				fmt.Fprint(w, "\r\033[K")
 				return
 			case now := <-t.C:
-				pr := job.Progress()
+				select {
+				case <-ready:
+				default:
+					continue
+				}
+				pr := job().Progress()
 				rate := float64(pr.RecordsIn-last) / now.Sub(lastAt).Seconds()
 				last, lastAt = pr.RecordsIn, now
 				wm, lag := "none yet", "-"

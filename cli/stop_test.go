@@ -113,7 +113,9 @@ func TestProgress(t *testing.T) {
 		t.Fatal(err)
 	}
 	var w syncBuffer
-	stop := showProgress(job, &w, 5*time.Millisecond)
+	ready := make(chan struct{})
+	close(ready)
+	stop := showProgress(func() *spec.Job { return job }, ready, &w, 5*time.Millisecond)
 	done := make(chan error)
 	go func() { _, err := job.Run(context.Background()); done <- err }()
 	fmt.Fprintln(pw, `{"k": "a", "ts": 1767225600000}`)

@@ -507,3 +507,45 @@ func (j *Job) closeSinks() error {
 	}
 	return errors.Join(errs...)
 }
+
+// RestartPolicy says how a job with checkpoints recovers from a failure
+// inside one process: it restarts from its newest checkpoint up to Max
+// times, waiting Backoff, then twice as long each time (Flink's
+// exponential-delay restart strategy). A job without checkpoints does not
+// restart: it would start over and repeat its output.
+type RestartPolicy struct {
+	Max     int
+	Backoff time.Duration
+	// OnRestart, when set, is told about each restart and its cause.
+	OnRestart func(n int, cause error)
+}
+
+// RunRestarting opens and runs plan, restarting it from its newest
+// checkpoint when it fails, as p says. The summary counts the restarts.
+// Build-time errors (a missing input, a bad checkpoint) are not retried.
+func RunRestarting(ctx context.Context, plan *Plan, o RunOptions, p RestartPolicy, onOpen func(*Job)) (Summary, error) {
+	wait := p.Backoff
+	for n := 0; ; n++ {
+		j, err := Open(plan, o)
+		if err != nil {
+			return Summary{}, err
+		}
+		if onOpen != nil {
+			onOpen(j)
+		}
+		sum, err := j.Run(ctx)
+		if err == nil || j.ck == nil || n >= p.Max || ctx.Err() != nil || j.stopped() {
+			sum.Counters = append(sum.Counters, Counter{"restarts", int64(n)})
+			return sum, err
+		}
+		if p.OnRestart != nil {
+			p.OnRestart(n+1, err)
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(wait):
+		}
+		wait *= 2
+		o.Fresh = false // a restart resumes, whatever the first run was told
+	}
+}

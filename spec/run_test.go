@@ -500,3 +500,44 @@ sinks:
 		}
 	}
 }
+
+// TestRestartStrategy: a job whose checkpointing fails (a crash point that
+// panics once) restarts from its newest checkpoint inside the process and
+// ends with the outputs of a run that never failed; the summary counts the
+// restart.
+func TestRestartStrategy(t *testing.T) {
+	job := fmt.Sprintf(orderJob, "jsonl", "out.jsonl")
+	refDir, refSum := runSpec(t, job, nil, RunOptions{Deterministic: true})
+	want, _ := os.ReadFile(filepath.Join(refDir, "out.jsonl"))
+	p, err := Parse([]byte(job))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	hits := 0
+	var causes []error
+	sum, err := RunRestarting(context.Background(), p, RunOptions{Dir: dir, Deterministic: true, Now: testNow,
+		CheckpointDir: filepath.Join(dir, "ck"), CheckpointInterval: time.Millisecond,
+		Crash: func(point string) {
+			if point == "before-manifest" {
+				if hits++; hits == 3 {
+					panic("disk on fire")
+				}
+			}
+		}}, RestartPolicy{Max: 2, Backoff: time.Millisecond, OnRestart: func(n int, err error) { causes = append(causes, err) }}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := os.ReadFile(filepath.Join(dir, "out.jsonl"))
+	if !bytes.Equal(got, want) {
+		t.Fatalf("results after a restart: %d bytes, want %d", len(got), len(want))
+	}
+	if sum.Get("restarts") != 1 || len(causes) != 1 || !strings.Contains(causes[0].Error(), "disk on fire") {
+		t.Fatalf("restarts %d, causes %v", sum.Get("restarts"), causes)
+	}
+	for _, c := range refSum.Counters {
+		if sum.Get(c.Name) != c.Value {
+			t.Fatalf("%s = %d after a restart, want %d", c.Name, sum.Get(c.Name), c.Value)
+		}
+	}
+}

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/etime"
@@ -50,10 +49,7 @@ func cutRunCount(t testing.TB, o Options, pos [][]byte, cut int) (res *result, s
 			t.Fatalf("restore channel %d: %v", ch, err)
 		}
 	}
-	res = &result{}
-	for ch := range rs {
-		res.chans = append(res.chans, &fakeOut{ch: ch, order: &res.order})
-	}
+	res = newResult(n)
 	snaps, before = make([][]byte, n), make([]int, n)
 	snap := func(ch int) {
 		if snaps[ch] != nil {
@@ -65,47 +61,20 @@ func cutRunCount(t testing.TB, o Options, pos [][]byte, cut int) (res *result, s
 		}
 		snaps[ch], before[ch] = p, len(res.chans[ch].lines)
 	}
-	done := make([]bool, n)
 	own := make([]int, n)
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		all, progress := true, false
-		for ch, r := range rs {
-			if cut >= 0 && o.Strict && reads == cut {
-				for ch := range rs {
-					snap(ch)
-				}
-			}
-			if cut >= 0 && !o.Strict && own[ch] == cut+ch {
+	err = pollInto(t, rs, res, func(ch, ownReads, all int) {
+		own[ch], reads = ownReads, all
+		if cut >= 0 && o.Strict && reads == cut {
+			for ch := range rs {
 				snap(ch)
 			}
-			if done[ch] {
-				continue
-			}
-			all = false
-			st, err := r.Read(res.chans[ch])
-			reads++
-			own[ch]++
-			if err != nil {
-				t.Fatalf("read channel %d: %v", ch, err)
-			}
-			switch st {
-			case weir.Done:
-				done[ch] = true
-				progress = true
-			case weir.Emitted:
-				progress = true
-			}
 		}
-		if all {
-			break
+		if cut >= 0 && !o.Strict && ownReads == cut+ch {
+			snap(ch)
 		}
-		if !progress {
-			if time.Now().After(deadline) {
-				t.Fatal("the source does not end")
-			}
-			time.Sleep(50 * time.Microsecond)
-		}
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 	for ch := range rs {
 		snap(ch)

@@ -71,22 +71,50 @@ func openAll(t testing.TB, src weir.Source[Line], n int) []weir.SourceReader[Lin
 // until all are done or one fails.
 func poll(t testing.TB, rs []weir.SourceReader[Line]) (*result, error) {
 	t.Helper()
+	res := newResult(len(rs))
+	if err := pollInto(t, rs, res, nil); err != nil {
+		return res, err
+	}
+	for _, o := range res.chans {
+		if len(o.bad) > 0 {
+			t.Fatalf("channel %d: %v", o.ch, o.bad)
+		}
+	}
+	return res, nil
+}
+
+func newResult(n int) *result {
 	res := &result{}
-	for ch := range rs {
+	for ch := range n {
 		res.chans = append(res.chans, &fakeOut{ch: ch, order: &res.order})
 	}
+	return res
+}
+
+// pollInto polls rs round robin into res until every channel is done;
+// before, when set, runs before each channel's Read (with that channel's
+// Read count so far and the count over all channels).
+func pollInto(t testing.TB, rs []weir.SourceReader[Line], res *result, before func(ch, own, reads int)) error {
+	t.Helper()
+	own := make([]int, len(rs))
+	reads := 0
 	done := make([]bool, len(rs))
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		all, progress := true, false
 		for ch, r := range rs {
+			if before != nil {
+				before(ch, own[ch], reads)
+			}
 			if done[ch] {
 				continue
 			}
 			all = false
 			st, err := r.Read(res.chans[ch])
+			own[ch]++
+			reads++
 			if err != nil {
-				return res, err
+				return err
 			}
 			switch st {
 			case weir.Done:
@@ -106,12 +134,7 @@ func poll(t testing.TB, rs []weir.SourceReader[Line]) (*result, error) {
 			time.Sleep(50 * time.Microsecond)
 		}
 	}
-	for _, o := range res.chans {
-		if len(o.bad) > 0 {
-			t.Fatalf("channel %d: %v", o.ch, o.bad)
-		}
-	}
-	return res, nil
+	return nil
 }
 
 // run opens src's n channels, polls them to the end and closes them.

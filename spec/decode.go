@@ -3,6 +3,7 @@ package spec
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -78,6 +79,41 @@ type decoder struct {
 	// note counts a control line or a regression in the job's output
 	// counters (exact across checkpoints).
 	note func(ch int, k itemKind)
+	// staged holds each channel's largest timestamp as its barrier of a
+	// checkpoint passed, for the checkpoint's output part.
+	stagedMu sync.Mutex
+	staged   map[int64][]etime.Time
+}
+
+// barrier records channel ch's largest timestamp for checkpoint id; it
+// runs on the channel's goroutine, the only one that touches chMax[ch].
+func (d *decoder) barrier(ch int, id int64) {
+	if ch < 0 || ch >= len(d.chMax) {
+		return
+	}
+	d.stagedMu.Lock()
+	defer d.stagedMu.Unlock()
+	if d.staged == nil {
+		d.staged = map[int64][]etime.Time{}
+	}
+	if d.staged[id] == nil {
+		d.staged[id] = slices.Clone(d.chMax)
+	}
+	d.staged[id][ch] = d.chMax[ch]
+}
+
+// maxAt returns the channels' largest timestamps as of checkpoint id and
+// forgets that checkpoint and older ones.
+func (d *decoder) maxAt(id int64) []etime.Time {
+	d.stagedMu.Lock()
+	defer d.stagedMu.Unlock()
+	out := d.staged[id]
+	for i := range d.staged {
+		if i <= id {
+			delete(d.staged, i)
+		}
+	}
+	return out
 }
 
 func (d *decoder) control(ch int) {

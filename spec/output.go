@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/etime"
 	"github.com/weirstream/weir/window"
 )
 
@@ -35,6 +36,9 @@ type outCounters struct {
 	Dead        map[string]int64 `json:"dead"`
 	// Offsets are the committed lengths of the sink files, by sink name.
 	Offsets map[string]int64 `json:"offsets"`
+	// ChannelMax is each source channel's largest timestamp, from which
+	// backward jumps (timestamp_regressions) are measured.
+	ChannelMax []etime.Time `json:"channel_max,omitempty"`
 }
 
 type itemKind uint8
@@ -117,6 +121,7 @@ func (o *output) preCommit(id int64, write func(name string, data []byte) error)
 	if err := o.sync(); err != nil {
 		return err
 	}
+	o.c.ChannelMax = o.j.dec.maxAt(id)
 	b, err := json.Marshal(o.c)
 	if err != nil {
 		return err

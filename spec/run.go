@@ -22,6 +22,10 @@ import (
 	"github.com/weirstream/weir/window"
 )
 
+// sourceStage names the job's source stage (the first stage, so the name
+// is not made unique).
+const sourceStage = "source"
+
 // RunOptions are how a spec is run, beside the spec itself.
 type RunOptions struct {
 	// Dir resolves relative paths in the spec (the spec file's directory).
@@ -133,7 +137,7 @@ func Open(plan *Plan, o RunOptions) (*Job, error) {
 		return nil, errors.Join(err, ck.close())
 	}
 	j.out = newOutput(j, ck != nil, o.Deterministic)
-	j.dec.note = func(ch int, k itemKind) { j.out.add(weir.Subtask{Stage: "source", Index: ch}, item{kind: k}) }
+	j.dec.note = func(ch int, k itemKind) { j.out.add(weir.Subtask{Stage: sourceStage, Index: ch}, item{kind: k}) }
 	if o.Warn != nil {
 		j.dec.warn = func(ch int, from, to etime.Time) {
 			o.Warn(fmt.Sprintf("channel %d: event time jumped back from %s to %s (more than 1h; counted in timestamp_regressions, warned once)",
@@ -230,6 +234,9 @@ func (j *Job) build(o RunOptions) error {
 		if offsets == nil {
 			offsets = map[string]int64{}
 		}
+		if cm := j.out.c.ChannelMax; len(cm) == len(j.dec.chMax) {
+			copy(j.dec.chMax, cm)
+		}
 	}
 	if err := j.openSinks(o, offsets); err != nil {
 		return err
@@ -237,7 +244,12 @@ func (j *Job) build(o RunOptions) error {
 	env := j.env
 	env.OnDeadLetter(j.deadLetter)
 	if j.ck != nil {
-		env.OnBarrier(j.out.epochs.barrier)
+		env.OnBarrier(func(s weir.Subtask, id int64) {
+			j.out.epochs.barrier(s, id)
+			if s.Stage == sourceStage {
+				j.dec.barrier(s.Index, id)
+			}
+		})
 		env.OnPreCommit(func(id int64, write func(string, []byte) error) error {
 			err := j.out.preCommit(id, write)
 			if err == nil && o.Crash != nil {
@@ -246,7 +258,7 @@ func (j *Job) build(o RunOptions) error {
 			return err
 		})
 	}
-	lines := weir.FromSource(env, "source", src, weir.SourceOptions{Channels: p.Channels, NoFinalWatermark: true})
+	lines := weir.FromSource(env, sourceStage, src, weir.SourceOptions{Channels: p.Channels, NoFinalWatermark: true})
 	recs := weir.TryMap(lines, j.dec.decode)
 	isMark := func(r rec) (weir.Marker, bool) {
 		switch r.mark {
@@ -343,13 +355,15 @@ func (j *Job) Run(ctx context.Context) (Summary, error) {
 	open := j.env.State().OpenWindows
 	j.out.finish()
 	err = errors.Join(err, j.closeSinks())
-	if err == nil && !j.stopped() {
-		err = j.ck.finished()
-	}
-	err = errors.Join(err, j.ck.close())
 	j.mu.Lock()
 	err = errors.Join(j.mu.err, err)
 	j.mu.Unlock()
+	// Only a run that read all its input, without failing, is finished:
+	// a failed or stopped one must be resumed.
+	if err == nil && !j.failed.Load() && !j.stopped() {
+		err = j.ck.finished()
+	}
+	err = errors.Join(err, j.ck.close())
 	return j.summary(rep, open), err
 }
 

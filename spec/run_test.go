@@ -541,3 +541,99 @@ func TestRestartStrategy(t *testing.T) {
 		}
 	}
 }
+
+// TestFailedRunResumes: a run whose checkpointing fails is not
+// "finished": the next run resumes from its newest checkpoint instead of
+// starting over.
+func TestFailedRunResumes(t *testing.T) {
+	job := fmt.Sprintf(orderJob, "jsonl", "out.jsonl")
+	p, err := Parse([]byte(job))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	ck := filepath.Join(dir, "ck")
+	hits := 0
+	j, err := Open(p, RunOptions{Dir: dir, Deterministic: true, Now: testNow, CheckpointDir: ck, CheckpointInterval: time.Millisecond,
+		Crash: func(point string) {
+			if point == "before-manifest" {
+				if hits++; hits == 4 {
+					panic("no space left on device")
+				}
+			}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := j.Run(context.Background()); err == nil {
+		t.Fatal("the run should fail")
+	}
+	if _, err := os.Stat(filepath.Join(ck, finishedMarker)); err == nil {
+		t.Fatal("a failed run wrote the finished marker")
+	}
+	var info []string
+	j, err = Open(p, RunOptions{Dir: dir, Deterministic: true, Now: testNow, CheckpointDir: ck, Info: func(m string) { info = append(info, m) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := j.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if len(info) != 1 || !strings.Contains(info[0], "resuming from checkpoint 3") {
+		t.Fatalf("info %q", info)
+	}
+}
+
+// TestRegressionsAcrossRestore: a backward jump whose high point is before
+// a checkpoint and whose low point is after it is still counted after a
+// restore (each channel's largest timestamp is in the checkpoint).
+func TestRegressionsAcrossRestore(t *testing.T) {
+	var in strings.Builder
+	fmt.Fprintf(&in, `{"k": 1, "ts": %d, "$channel": 1}`+"\n", 1767225600000+3*3600_000)
+	for i := range 3000 {
+		fmt.Fprintf(&in, `{"k": %d, "ts": %d}`+"\n", i%5, 1767225600000+int64(i))
+	}
+	fmt.Fprintf(&in, `{"k": 1, "ts": %d, "$channel": 1}`+"\n", 1767225600000)
+	job := `
+name: jumps
+source: {type: file, path: in.jsonl, channels: 2, timestamp: {checks: false}}
+watermark: {max_out_of_orderness: 1s}
+key: [k]
+window: {type: tumbling, size: 1m}
+aggregate: [{name: n, fn: count}]
+sinks:
+  results: {type: jsonl, path: out.jsonl}
+`
+	files := map[string]string{"in.jsonl": in.String()}
+	_, ref := runSpec(t, job, files, RunOptions{Deterministic: true})
+	if ref.Get("timestamp_regressions") != 1 {
+		t.Fatalf("reference run: %s", ref.JSON())
+	}
+	p, _ := Parse([]byte(job))
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "in.jsonl"), []byte(in.String()), 0o644)
+	ck := filepath.Join(dir, "ck")
+	hits := 0
+	j, _ := Open(p, RunOptions{Dir: dir, Deterministic: true, Now: testNow, CheckpointDir: ck, CheckpointInterval: time.Nanosecond,
+		Crash: func(point string) {
+			if point == "after-manifest" {
+				if hits++; hits == 3 {
+					panic("crash")
+				}
+			}
+		}})
+	if _, err := j.Run(context.Background()); err == nil {
+		t.Fatal("no crash")
+	}
+	j, err := Open(p, RunOptions{Dir: dir, Deterministic: true, Now: testNow, CheckpointDir: ck})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := j.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(sum.JSON(), ref.JSON()) {
+		t.Fatalf("summary after restore\n%s\nwant\n%s", sum.JSON(), ref.JSON())
+	}
+}

@@ -373,6 +373,9 @@ func (st *Subtask) onBarrier(g, from int, id int64) {
 			}
 		}
 	}
+	if id < a.id {
+		return // a barrier of an abandoned, older checkpoint
+	}
 	if id != a.id {
 		// A newer barrier overtook an abandoned checkpoint: start over.
 		st.releaseAlignment()
@@ -474,6 +477,7 @@ func splitSpace(b []byte) []string {
 // exactly when the gate has as many channels as before, else every channel
 // at the old output watermark (which gives the same output).
 func (st *Subtask) restoreValves() error {
+	restored := false
 	for g := range st.valves {
 		parts := st.Restored("valve/" + strconv.Itoa(g))
 		if len(parts) == 0 {
@@ -498,13 +502,33 @@ func (st *Subtask) restoreValves() error {
 			}
 		}
 		st.valves[g] = watermark.RestoreValve(s)
-		if s.Watermark != etime.MinTime {
-			st.wm.Store(int64(s.Watermark))
-		}
 		st.chansDirty = true
+		restored = true
 	}
+	if !restored {
+		return nil
+	}
+	// The subtask's watermark is its gate's, or, with two inputs, the
+	// combination of both gates' restored watermarks (fed to a fresh
+	// combiner without emitting anything: downstream restores its own).
+	wm, idle := st.valves[0].Watermark(), st.valves[0].Idle()
+	if st.combined != nil {
+		for g, v := range st.valves {
+			st.combined.InputWatermark(g, v.Watermark(), discard{})
+			st.combined.InputStatus(g, v.Idle(), discard{})
+		}
+		wm, idle = st.combined.Watermark(), st.combined.Idle()
+	}
+	st.wm.Store(int64(wm))
+	st.idle.Store(idle)
 	return nil
 }
+
+// discard is a valve output that forwards nothing.
+type discard struct{}
+
+func (discard) Watermark(etime.Time) {}
+func (discard) Status(bool)          {}
 
 // restoreDeadLetters restores the subtask's dead-letter count: its own when
 // the stage has as many subtasks as before, else subtask 0 takes them all.

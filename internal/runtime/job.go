@@ -337,8 +337,13 @@ func (st *Subtask) inputEnd(g int) {
 	st.ended[g]++
 	if st.align.id != 0 {
 		// A channel ended inside an alignment: its source finished
-		// without the barrier, so the checkpoint is abandoned.
+		// without the barrier, so the checkpoint is abandoned. What the
+		// alignment held may end the other channels (and finish the
+		// subtask) while it is replayed.
 		st.releaseAlignment()
+		if st.finished {
+			return
+		}
 	}
 	for i, n := range st.ended {
 		if n < st.stage.gates[i].Channels {

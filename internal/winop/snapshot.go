@@ -159,9 +159,10 @@ func (o *Operator[K, IN, ACC, OUT]) Restore(src []byte, first, last state.KeyGro
 		if tag == tagEnd || r.Err != nil {
 			break
 		}
-		kg := state.KeyGroup(r.Uint())
+		r.Uint() // the key group when written; recomputed below, in case the key-group count changed
 		k := state.ReadValue(&r, o.keyCodec)
-		mine := kg >= first && kg <= last
+		kg := o.keyGroup(k)
+		mine := r.Err == nil && kg >= first && kg <= last
 		switch tag {
 		case tagEntry:
 			x := win()

@@ -108,8 +108,12 @@ func checkpointJob(t *testing.T, evs []ckEvent, par int, ck weir.CheckpointOptio
 	var out []string
 	add := func(s string) { mu.Lock(); out = append(out, s); mu.Unlock() }
 	weir.ForEachSerial(a.Results, func(_ etime.Time, r window.Result[int, int64]) { add(fmt.Sprint("T ", r)) })
-	weir.ForEachSerial(a.Late, func(_ etime.Time, l window.LateRecord[int, ckEvent]) { add(fmt.Sprint("L ", l.Key, l.Record, l.Watermark)) })
-	weir.ForEachSerial(b.Results, func(_ etime.Time, r window.Result[int, ckEvent]) { add(fmt.Sprint("S ", r.Key, r.Window, r.Firing, r.Pane, r.Value.V)) })
+	weir.ForEachSerial(a.Late, func(_ etime.Time, l window.LateRecord[int, ckEvent]) {
+		add(fmt.Sprint("L ", l.Key, l.Record, l.Watermark))
+	})
+	weir.ForEachSerial(b.Results, func(_ etime.Time, r window.Result[int, ckEvent]) {
+		add(fmt.Sprint("S ", r.Key, r.Window, r.Firing, r.Pane, r.Value.V))
+	})
 	return env, func() []string { mu.Lock(); defer mu.Unlock(); return slices.Clone(out) }
 }
 
@@ -309,7 +313,11 @@ func TestCheckpointRestoreConnect(t *testing.T) {
 			weir.WindowOptions{AllowedLateness: 200, LateOutput: true}), weir.Sum(func(e ckEvent) int64 { return e.V }))
 		var mu sync.Mutex
 		var lines []string
-		weir.ForEachSerial(out.Results, func(_ etime.Time, r window.Result[int, int64]) { mu.Lock(); lines = append(lines, fmt.Sprint(r)); mu.Unlock() })
+		weir.ForEachSerial(out.Results, func(_ etime.Time, r window.Result[int, int64]) {
+			mu.Lock()
+			lines = append(lines, fmt.Sprint(r))
+			mu.Unlock()
+		})
 		weir.ForEachSerial(out.Late, func(_ etime.Time, l window.LateRecord[int, ckEvent]) {
 			mu.Lock()
 			lines = append(lines, fmt.Sprint("late ", l.Record))

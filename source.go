@@ -151,7 +151,7 @@ func (p *poller[T]) checkpointing(st *runtime.Subtask, name string) error {
 	})
 	return nil
 }
-func (p *poller[T]) Close() error                      { return p.r.Close() }
+func (p *poller[T]) Close() error { return p.r.Close() }
 func (p *poller[T]) publish() {
 	if d := p.out.n - p.seen; d != 0 {
 		p.stats.n.Add(d)

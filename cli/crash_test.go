@@ -142,7 +142,7 @@ func TestCrashRecovery(t *testing.T) {
 	n := crashRecords(t)
 	cases := []struct {
 		name, window, emit string
-		parallel              bool
+		parallel           bool
 	}{
 		{"tumbling", "{type: tumbling, size: 1m}", ", emit: every_record", false},
 		{"sessions", "{type: session, gap: 30s}", "", false},

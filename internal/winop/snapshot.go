@@ -153,7 +153,10 @@ func (o *Operator[K, IN, ACC, OUT]) Restore(src []byte, first, last state.KeyGro
 	if counters {
 		o.c.Add(c)
 	}
-	win := func() window.Window { s := r.Int(); return window.Window{Start: etime.Time(s), End: etime.Time(r.Int())} }
+	win := func() window.Window {
+		s := r.Int()
+		return window.Window{Start: etime.Time(s), End: etime.Time(r.Int())}
+	}
 	for r.Err == nil {
 		tag := r.Uint()
 		if tag == tagEnd || r.Err != nil {

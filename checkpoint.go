@@ -71,9 +71,10 @@ func (e *Env) OnPreCommit(fn func(id int64, write func(name string, data []byte)
 }
 
 // RequestCheckpoint asks for a checkpoint as soon as possible, whatever
-// the interval (a graceful stop takes one first). Safe for concurrent use
-// while the job runs; a no-op without checkpoints.
-func (e *Env) RequestCheckpoint() { e.job.RequestCheckpoint() }
+// the interval (a graceful stop takes one first). It reports false when
+// none can start: the job has no checkpoints, or a subtask already
+// finished its input. Safe for concurrent use while the job runs.
+func (e *Env) RequestCheckpoint() bool { return e.job.RequestCheckpoint() }
 
 // Restored returns the part name written by OnPreCommit in the restored
 // checkpoint, if any.

@@ -158,7 +158,9 @@ func (j *Job) Checkpoint(timeout time.Duration) int64 {
 		return 0
 	}
 	before := j.ck.last.Load()
-	j.env.RequestCheckpoint()
+	if !j.env.RequestCheckpoint() {
+		return 0
+	}
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
 		if id := j.ck.last.Load(); id > before {

@@ -159,11 +159,21 @@ func (c *coordinator) due(now time.Time) bool {
 }
 
 // RequestCheckpoint asks for a checkpoint as soon as possible (a graceful
-// stop takes one). Safe for concurrent use; a no-op without checkpoints.
-func (j *Job) RequestCheckpoint() {
-	if j.coord != nil {
-		j.coord.force.Store(true)
+// stop takes one). It reports false when none can start any more (no
+// checkpoints, or a subtask finished). Safe for concurrent use.
+func (j *Job) RequestCheckpoint() bool {
+	c := j.coord
+	if c == nil {
+		return false
 	}
+	c.mu.Lock()
+	stopped := c.mu.stopped
+	c.mu.Unlock()
+	if stopped {
+		return false
+	}
+	c.force.Store(true)
+	return true
 }
 
 // trigger starts the next checkpoint; it returns 0 when none may start.
@@ -274,6 +284,9 @@ func (c *coordinator) abortLocked(err error) {
 func (c *coordinator) finished() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if !c.mu.stopped {
+		c.job.opts.Logger.Info("weir: a subtask finished its input; no further checkpoints are taken")
+	}
 	c.mu.stopped = true
 	if c.mu.id != 0 && c.mu.acks < c.total {
 		// Some subtask will never snapshot this checkpoint. (One whose

@@ -1,0 +1,89 @@
+package runtime
+
+import (
+	"testing"
+	"time"
+
+	"github.com/weirstream/weir/etime"
+)
+
+type nopStore struct{ committed []int64 }
+
+type nopPending struct {
+	s  *nopStore
+	id int64
+}
+
+func (s *nopStore) Begin(id int64) (PendingCheckpoint, error) { return nopPending{s, id}, nil }
+func (p nopPending) WritePart(string, []byte) error           { return nil }
+func (p nopPending) Commit() error                            { p.s.committed = append(p.s.committed, p.id); return nil }
+func (p nopPending) Abort() error                             { return nil }
+
+type nopCtrl struct{ finished int }
+
+func (nopCtrl) Watermark(etime.Time) {}
+func (nopCtrl) Status(bool)          {}
+func (c *nopCtrl) Finish()           { c.finished++ }
+
+// alignSubtask builds one subtask with a gate of two channels whose
+// handler records which channel's batches it processed.
+func alignSubtask(t *testing.T) (*Subtask, *[]int, *nopStore) {
+	t.Helper()
+	store := &nopStore{}
+	j := NewJob(Options{Deterministic: true, Checkpoint: &CheckpointOptions{Interval: time.Hour, Store: store}})
+	s := &Stage{job: j, Name: "s", Par: 1, gates: []*Gate{{Channels: 2}}}
+	j.stages = []*Stage{s}
+	st := &Subtask{stage: s, job: j, ended: []int{0}}
+	var seen []int
+	st.handlers = []GateHandler{func(from int, b any) { seen = append(seen, from) }}
+	j.coord = newCoordinator(j, j.opts.Checkpoint)
+	return st, &seen, store
+}
+
+// TestStaleBarrier: a barrier of an aborted checkpoint that arrives while
+// a newer checkpoint aligns does not cancel the newer alignment; the newer
+// checkpoint completes and nothing stays held.
+func TestStaleBarrier(t *testing.T) {
+	st, seen, store := alignSubtask(t)
+	c := st.job.coord
+	// Checkpoint 5 starts and is abandoned; 6 starts.
+	c.trigger(time.Now())
+	c.mu.Lock()
+	c.abortLocked(nil)
+	c.mu.Unlock()
+	if id := c.trigger(time.Now()); id != 2 {
+		t.Fatalf("trigger: %d", id)
+	}
+	st.deliver(envelope{gate: 0, from: 1, barrier: 2}) // the newer barrier on channel 1
+	st.deliver(envelope{gate: 0, from: 1, b: "held"})  // held: channel 1 is aligned
+	st.deliver(envelope{gate: 0, from: 0, barrier: 1}) // a stale barrier on channel 0
+	st.deliver(envelope{gate: 0, from: 0, b: "data"})  // channel 0 still flows
+	st.deliver(envelope{gate: 0, from: 0, barrier: 2}) // alignment completes
+	if len(store.committed) != 1 || store.committed[0] != 2 {
+		t.Fatalf("committed %v, want [2]", store.committed)
+	}
+	if len(st.align.stash) != 0 || len(*seen) != 2 {
+		t.Fatalf("held %d, processed %v", len(st.align.stash), *seen)
+	}
+}
+
+// TestEndDuringAlignment: a channel that ends inside an alignment, while
+// the held batches end the other channel, finishes the subtask once.
+func TestEndDuringAlignment(t *testing.T) {
+	st, _, _ := alignSubtask(t)
+	ctrl := &nopCtrl{}
+	st.ctrl = ctrl
+	st.handlers = []GateHandler{func(from int, b any) {
+		if b == "end" {
+			st.inputEnd(0)
+		}
+	}}
+	c := st.job.coord
+	c.trigger(time.Now())
+	st.deliver(envelope{gate: 0, from: 1, barrier: 1})
+	st.deliver(envelope{gate: 0, from: 1, b: "end"}) // held
+	st.deliver(envelope{gate: 0, from: 0, b: "end"}) // ends channel 0 inside the alignment
+	if ctrl.finished != 1 {
+		t.Fatalf("Finish called %d times, want 1", ctrl.finished)
+	}
+}

@@ -1,0 +1,77 @@
+package memstate
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+
+	"pgregory.net/rapid"
+
+	"github.com/weirstream/weir/state"
+)
+
+// TestKVValueMatchesHeap drives the KV-backed Value (with a tiny cache, so
+// entries are evicted and reloaded all the time) and the heap Value with
+// the same random operations: every observation agrees.
+func TestKVValueMatchesHeap(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		heap := state.NewValue[string, int, int64](New(), "v")
+		kv := state.NewKVValue[string, int, int64](NewKV(), 7, state.CodecFor[string](), state.CodecFor[int](), state.CodecFor[int64](),
+			func(k string) state.KeyGroup { return state.KeyGroup(len(k) % 5) }, rapid.IntRange(1, 6).Draw(t, "cache"))
+		keys := []string{"a", "bb", "ccc", "dddd", "", "ff"}
+		for i := range rapid.IntRange(1, 200).Draw(t, "ops") {
+			k := rapid.SampledFrom(keys).Draw(t, "k")
+			n := rapid.IntRange(-2, 3).Draw(t, "n")
+			switch op := rapid.IntRange(0, 6).Draw(t, "op"); op {
+			case 0:
+				v := rapid.Int64().Draw(t, "v")
+				heap.Put(k, n, v)
+				kv.Put(k, n, v)
+			case 1:
+				d := rapid.Int64Range(-5, 5).Draw(t, "d")
+				create := rapid.Bool().Draw(t, "create")
+				ph, pk := heap.Ref(k, n, create), kv.Ref(k, n, create)
+				if (ph == nil) != (pk == nil) {
+					t.Fatalf("op %d: Ref(%q, %d, %v): heap %v kv %v", i, k, n, create, ph != nil, pk != nil)
+				}
+				if ph != nil {
+					*ph += d
+					*pk += d
+				}
+			case 2:
+				heap.Delete(k, n)
+				kv.Delete(k, n)
+			case 3:
+				vh, okh := heap.Get(k, n)
+				vk, okk := kv.Get(k, n)
+				if vh != vk || okh != okk {
+					t.Fatalf("op %d: Get(%q, %d): heap %d,%v kv %d,%v", i, k, n, vh, okh, vk, okk)
+				}
+			case 4:
+				kv.Evict()
+			case 5:
+				kv.Flush()
+			case 6:
+				if a, b := dump(heap), dump(kv); !slices.Equal(a, b) {
+					t.Fatalf("op %d: Range: heap %v kv %v", i, a, b)
+				}
+			}
+			if heap.Len() != kv.Len() {
+				t.Fatalf("op %d: Len: heap %d kv %d", i, heap.Len(), kv.Len())
+			}
+		}
+		if a, b := dump(heap), dump(kv); !slices.Equal(a, b) {
+			t.Fatalf("end: heap %v kv %v", a, b)
+		}
+	})
+}
+
+func dump(v state.Value[string, int, int64]) []string {
+	var out []string
+	v.Range(func(k string, n int, x *int64) bool {
+		out = append(out, fmt.Sprintf("%q/%d=%d", k, n, *x))
+		return true
+	})
+	slices.Sort(out)
+	return out
+}

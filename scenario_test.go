@@ -9,6 +9,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/weirstream/weir/internal/scenario"
+	"github.com/weirstream/weir/state"
+	"github.com/weirstream/weir/state/memstate"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -35,8 +37,15 @@ func TestScenarios(t *testing.T) {
 		t.Fatal("no scenario files under testdata/")
 	}
 	for _, f := range files {
-		t.Run(strings.TrimSuffix(strings.TrimPrefix(f, "testdata"+string(filepath.Separator)), ".txt"), func(t *testing.T) {
+		name := strings.TrimSuffix(strings.TrimPrefix(f, "testdata"+string(filepath.Separator)), ".txt")
+		t.Run(name, func(t *testing.T) {
 			scenario.Run(t, f)
+		})
+		// The same scenario with window state in a KV behind two-entry
+		// caches, so entries are written back and reloaded all the time:
+		// the code path of the Pebble backend must give the same panes.
+		t.Run(name+"/kv", func(t *testing.T) {
+			scenario.RunWithBackend(t, f, func() state.Backend { return memstate.NewKVBackend(2) })
 		})
 	}
 }

@@ -181,3 +181,27 @@ func (t *KVValue[K, N, V]) Range(fn func(k K, n N, v *V) bool) {
 }
 
 var _ Value[int, int, int] = (*KVValue[int, int, int])(nil)
+
+// KVBackend is a Backend whose Values can live in a KV: window operators
+// put their window contents, merging sets and panes there (as KVValues,
+// caching CacheSize entries each) instead of in Go maps.
+type KVBackend interface {
+	Backend
+	KV() KV
+	CacheSize() int
+}
+
+// NewKVBackend returns a KVBackend over kv; handles that have no KV form
+// stay in memory (it embeds a Heap). Close closes kv.
+func NewKVBackend(kv KV, cacheSize int) Backend { return &kvBackend{kv: kv, cache: cacheSize} }
+
+type kvBackend struct {
+	Heap
+	kv    KV
+	cache int
+}
+
+func (b *kvBackend) Name() string   { return "kv" }
+func (b *kvBackend) KV() KV         { return b.kv }
+func (b *kvBackend) CacheSize() int { return b.cache }
+func (b *kvBackend) Close() error   { return b.kv.Close() }

@@ -22,6 +22,7 @@ import (
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/clock"
 	"github.com/weirstream/weir/etime"
+	"github.com/weirstream/weir/state"
 	"github.com/weirstream/weir/window"
 )
 
@@ -155,10 +156,16 @@ type run struct {
 	out     []string
 	procCmd bool
 	ended   bool
+
+	newBackend func() state.Backend
 }
 
 // Run runs the scenario file at path.
-func Run(t *testing.T, path string) {
+func Run(t *testing.T, path string) { RunWithBackend(t, path, nil) }
+
+// RunWithBackend runs the scenario file at path with window state in the
+// backends newBackend makes (nil: the default in-memory one).
+func RunWithBackend(t *testing.T, path string, newBackend func() state.Backend) {
 	var cur *run
 	finish := func() {
 		if cur != nil {
@@ -173,7 +180,7 @@ func Run(t *testing.T, path string) {
 			if err != nil {
 				return "error: " + err.Error() + "\n"
 			}
-			r := &run{cfg: cfg, sc: &script{}, clk: clock.NewFake(time.UnixMilli(0))}
+			r := &run{cfg: cfg, sc: &script{}, clk: clock.NewFake(time.UnixMilli(0)), newBackend: newBackend}
 			if err := r.build(false, r.sc, r.cfg.par, 0, r.cfg.final); err != nil {
 				return "error: " + err.Error() + "\n"
 			}
@@ -287,6 +294,9 @@ func (r *run) build(parallel bool, sc *script, par, batch int, final bool) error
 	opts.Deterministic = !parallel
 	opts.Parallelism = par
 	opts.Clock = r.clk
+	if r.newBackend != nil {
+		opts.NewBackend = r.newBackend
+	}
 	if batch > 0 {
 		opts.BatchSize = batch
 	}

@@ -196,6 +196,7 @@ type Operator[K comparable, IN, ACC, OUT any] struct {
 	accCodec state.Codec[ACC]
 	keyGroup func(K) state.KeyGroup
 	lastSnap int // the size of the last snapshot
+	evicters []func()
 
 	c       Counters
 	tctx    trigCtx[K, IN, ACC, OUT]
@@ -270,9 +271,12 @@ func New[K comparable, IN, ACC, OUT any](cfg Config[K, IN, ACC, OUT], out Output
 		wm: etime.MinTime, now: etime.MinTime, clock: cfg.Now, gap: cfg.Gap,
 		keyCodec: cfg.KeyCodec, accCodec: cfg.AccCodec, keyGroup: cfg.KeyGroup,
 	}
-	o.entries = state.NewValue[K, window.Window, entry[ACC]](cfg.Backend, "window-contents")
+	if _, kv := cfg.Backend.(state.KVBackend); kv && (cfg.KeyCodec == nil || cfg.AccCodec == nil || cfg.KeyGroup == nil) {
+		return nil, errors.New("weir: a KV state backend needs key and accumulator codecs and a key-group function")
+	}
+	o.entries = newValue[K, window.Window, entry[ACC]](o, cfg.Backend, "window-contents", tagKVEntries, windowCodec{}, entryCodec[ACC]{cfg.AccCodec})
 	if cfg.Assigner.Merging() {
-		o.sets = state.NewValue[K, none, []window.Window](cfg.Backend, "merging-windows")
+		o.sets = newValue[K, none, []window.Window](o, cfg.Backend, "merging-windows", tagKVSets, noneCodec{}, windowsCodec{})
 	}
 	// Pane mode needs contents whose merge is order-insensitive: a list
 	// must keep arrival order (E1), so lists are stored per window.
@@ -291,7 +295,7 @@ func New[K comparable, IN, ACC, OUT any](cfg Config[K, IN, ACC, OUT], out Output
 		o.paneOffs = offset
 		o.slide = slide
 		o.panesPerWindow = int64(size / o.paneSize)
-		o.panes = state.NewValue[K, int64, ACC](cfg.Backend, "sliding-panes")
+		o.panes = newValue[K, int64, ACC](o, cfg.Backend, "sliding-panes", tagKVPanes, state.CodecFor[int64](), cfg.AccCodec)
 	}
 	o.eventTime = cfg.Assigner.IsEventTime()
 	o.procTime = cfg.Assigner.ProcessingTime()
@@ -384,6 +388,7 @@ func (o *Operator[K, IN, ACC, OUT]) deleteCleanup(key K, w window.Window) {
 // It returns window.ErrNoTimestamp for a record without a timestamp, which
 // the caller routes to dead letters; it never panics on input.
 func (o *Operator[K, IN, ACC, OUT]) ProcessElement(key K, v IN, ts etime.Time) error {
+	o.evictCaches()
 	o.c.RecordsIn++
 	at := ts
 	if o.procTime {
@@ -615,6 +620,7 @@ func (o *Operator[K, IN, ACC, OUT]) fire(key K, w window.Window, e *entry[ACC], 
 // timer at or below it in order (C2, C3, W5). Watermarks that do not
 // increase are ignored (C6).
 func (o *Operator[K, IN, ACC, OUT]) AdvanceWatermark(wm etime.Time) {
+	o.evictCaches()
 	if wm <= o.wm {
 		return
 	}
@@ -625,6 +631,7 @@ func (o *Operator[K, IN, ACC, OUT]) AdvanceWatermark(wm etime.Time) {
 // AdvanceProcessingTime sets the operator's processing time and fires every
 // processing-time timer at or below it.
 func (o *Operator[K, IN, ACC, OUT]) AdvanceProcessingTime(now etime.Time) {
+	o.evictCaches()
 	if now <= o.now {
 		return
 	}

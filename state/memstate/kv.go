@@ -222,3 +222,8 @@ func (m *kv) Close() error {
 	m.del = nil
 	return nil
 }
+
+// NewKVBackend returns a state backend whose window state lives in an
+// in-memory KV behind caches of cacheSize entries: the same code path as
+// the Pebble backend, without the disk (tests run every scenario on it).
+func NewKVBackend(cacheSize int) state.Backend { return state.NewKVBackend(NewKV(), cacheSize) }

@@ -1,0 +1,135 @@
+package winop
+
+import (
+	"errors"
+
+	"github.com/weirstream/weir/etime"
+	"github.com/weirstream/weir/state"
+	"github.com/weirstream/weir/window"
+)
+
+// The tags of the operator's values in a KV backend.
+const (
+	tagKVEntries byte = 1 + iota
+	tagKVSets
+	tagKVPanes
+)
+
+// newValue makes one of the operator's values: in the backend's KV when
+// it has one (behind a write-back cache, evicted between records), else in
+// memory.
+func newValue[K comparable, N comparable, V any, IN, ACC, OUT any](o *Operator[K, IN, ACC, OUT], b state.Backend, name string, tag byte, nc state.Codec[N], vc state.Codec[V]) state.Value[K, N, V] {
+	if kb, ok := b.(state.KVBackend); ok && o.keyCodec != nil && o.keyGroup != nil {
+		v := state.NewKVValue[K, N, V](kb.KV(), tag, o.keyCodec, nc, vc, o.keyGroup, kb.CacheSize())
+		o.evicters = append(o.evicters, v.Evict)
+		return v
+	}
+	return state.NewValue[K, N, V](b, name)
+}
+
+// evict writes cached state back to the KV and trims the caches; the
+// operator calls it where it holds no state pointers (between records).
+func (o *Operator[K, IN, ACC, OUT]) evictCaches() {
+	for _, e := range o.evicters {
+		e()
+	}
+}
+
+var errCorruptState = errors.New("weir: corrupt window state")
+
+// windowCodec encodes a window as two varints.
+type windowCodec struct{}
+
+func (windowCodec) Append(dst []byte, w window.Window) ([]byte, error) {
+	w2 := state.Writer{Buf: dst}
+	w2.Int(int64(w.Start))
+	w2.Int(int64(w.End))
+	return w2.Buf, nil
+}
+
+func (windowCodec) Decode(src []byte) (window.Window, error) {
+	r := state.Reader{Buf: src}
+	w := window.Window{Start: etime.Time(r.Int()), End: etime.Time(r.Int())}
+	if r.Err != nil || len(r.Buf) != 0 {
+		return w, errCorruptState
+	}
+	return w, nil
+}
+
+// windowsCodec encodes a merging set.
+type windowsCodec struct{}
+
+func (windowsCodec) Append(dst []byte, ws []window.Window) ([]byte, error) {
+	w := state.Writer{Buf: dst}
+	w.Uint(uint64(len(ws)))
+	for _, x := range ws {
+		w.Int(int64(x.Start))
+		w.Int(int64(x.End))
+	}
+	return w.Buf, nil
+}
+
+func (windowsCodec) Decode(src []byte) ([]window.Window, error) {
+	r := state.Reader{Buf: src}
+	n := r.Uint()
+	if n > uint64(len(src)) {
+		return nil, errCorruptState
+	}
+	ws := make([]window.Window, 0, n)
+	for range n {
+		s := etime.Time(r.Int())
+		ws = append(ws, window.Window{Start: s, End: etime.Time(r.Int())})
+	}
+	return ws, r.Err
+}
+
+// noneCodec encodes the empty namespace of merging sets.
+type noneCodec struct{}
+
+func (noneCodec) Append(dst []byte, _ none) ([]byte, error) { return dst, nil }
+func (noneCodec) Decode([]byte) (none, error)               { return none{}, nil }
+
+// entryCodec encodes a window's entry: flags, trigger slots, pane index and
+// contents. The timer cache is not kept (it may say "not registered"
+// wrongly, never the reverse).
+type entryCodec[ACC any] struct{ acc state.Codec[ACC] }
+
+func (c entryCodec[ACC]) Append(dst []byte, e entry[ACC]) ([]byte, error) {
+	w := state.Writer{Buf: dst}
+	flags := uint64(e.slotSet)
+	if e.has {
+		flags |= 1 << 8
+	}
+	if e.emitted {
+		flags |= 1 << 9
+	}
+	w.Uint(flags)
+	for i := range e.slots {
+		if e.slotSet&(1<<i) != 0 {
+			w.Int(e.slots[i])
+		}
+	}
+	w.Int(e.panes)
+	return c.acc.Append(w.Buf, e.acc)
+}
+
+func (c entryCodec[ACC]) Decode(src []byte) (entry[ACC], error) {
+	r := state.Reader{Buf: src}
+	var e entry[ACC]
+	flags := r.Uint()
+	e.slotSet = uint8(flags)
+	e.has = flags&(1<<8) != 0
+	e.emitted = flags&(1<<9) != 0
+	for i := range e.slots {
+		if e.slotSet&(1<<i) != 0 {
+			e.slots[i] = r.Int()
+		}
+	}
+	e.panes = r.Int()
+	if r.Err != nil {
+		return e, errCorruptState
+	}
+	var err error
+	e.acc, err = c.acc.Decode(r.Buf)
+	return e, err
+}

@@ -41,6 +41,8 @@ type Plan struct {
 
 	Generator Generator
 	GenStart  etime.Time
+
+	Backend string // memory or pebble
 }
 
 // resultColumns are the fixed fields of a result line.
@@ -145,6 +147,15 @@ func (c *compiler) compile() {
 	c.trigger()
 	c.aggregates()
 	c.sinks()
+	if st := s.State; st != nil {
+		p.Backend = c.oneOf("state.backend", st.Backend, "memory", "memory", "pebble")
+		if st.Cache < 0 {
+			c.add("state.cache", fmt.Sprint(st.Cache, " is negative"), "use the number of live windows to keep in memory, such as 100000")
+		}
+		if p.Backend == "memory" && (st.Dir != "" || st.Cache != 0) {
+			c.add("state", "dir and cache are settings of the pebble backend", "remove them, or use backend: pebble")
+		}
+	}
 	if k := s.Checkpoint; k != nil {
 		if k.Dir == "" {
 			c.add("checkpoint.dir", "missing", "name the directory for checkpoints, such as checkpoints")

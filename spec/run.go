@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -18,6 +19,8 @@ import (
 	"github.com/weirstream/weir/connector/fileio"
 	"github.com/weirstream/weir/connector/genio"
 	"github.com/weirstream/weir/etime"
+	"github.com/weirstream/weir/state"
+	"github.com/weirstream/weir/state/pebblestate"
 	"github.com/weirstream/weir/watermark"
 	"github.com/weirstream/weir/window"
 )
@@ -78,6 +81,8 @@ type Job struct {
 	dead    *lineSink
 	files   map[string]*lineSink // file sinks by sink name
 	stop    func() bool
+	// removeState removes the pebble backend's scratch directory.
+	removeState func()
 	out     *output
 	ck      *checkpoints // nil without checkpoints
 
@@ -110,6 +115,14 @@ func Open(plan *Plan, o RunOptions) (*Job, error) {
 			opts.MaxParallelism = opts.Parallelism
 		}
 	}
+	var removeState func()
+	if plan.Backend == "pebble" {
+		nb, remove, err := pebbleBackend(plan, o)
+		if err != nil {
+			return nil, err
+		}
+		opts.NewBackend, removeState = nb, remove
+	}
 	if o.Deterministic && o.Parallelism == 0 {
 		// The order of result lines depends on the parallelism; a
 		// deterministic run must not depend on the machine's cores.
@@ -122,9 +135,10 @@ func Open(plan *Plan, o RunOptions) (*Job, error) {
 	case o.Clock != nil:
 		opts.Clock = o.Clock
 	}
-	j := &Job{plan: plan, dec: newDecoder(plan, opts.Clock), stop: o.Stop}
+	j := &Job{plan: plan, dec: newDecoder(plan, opts.Clock), stop: o.Stop, removeState: removeState}
 	ck, err := openCheckpoints(plan, o)
 	if err != nil {
+		j.cleanup()
 		return nil, err
 	}
 	j.ck = ck
@@ -134,6 +148,7 @@ func Open(plan *Plan, o RunOptions) (*Job, error) {
 		opts.Checkpoint = ck.options(j.check)
 	}
 	if j.env, err = weir.NewEnv(opts); err != nil {
+		j.cleanup()
 		return nil, errors.Join(err, ck.close())
 	}
 	j.out = newOutput(j, ck != nil, o.Deterministic)
@@ -145,6 +160,7 @@ func Open(plan *Plan, o RunOptions) (*Job, error) {
 		}
 	}
 	if err := j.build(o); err != nil {
+		j.cleanup()
 		return nil, errors.Join(err, j.closeSinks(), ck.close())
 	}
 	return j, nil
@@ -169,6 +185,44 @@ func (j *Job) Checkpoint(timeout time.Duration) int64 {
 		time.Sleep(5 * time.Millisecond)
 	}
 	return 0
+}
+
+// cleanup removes the job's scratch state (the operators' backends are
+// closed by the runtime when the job ends).
+func (j *Job) cleanup() {
+	if j.removeState != nil {
+		j.removeState()
+	}
+}
+
+// pebbleBackend makes the backends of the pebble state option: one Pebble
+// database per operator instance under the state directory, behind caches
+// of live windows.
+func pebbleBackend(p *Plan, o RunOptions) (func() state.Backend, func(), error) {
+	st := p.Spec.State
+	base, remove := st.Dir, func() {}
+	if base == "" {
+		d, err := os.MkdirTemp("", "weir-state-")
+		if err != nil {
+			return nil, nil, err
+		}
+		base, remove = d, func() { os.RemoveAll(d) }
+	} else if !filepath.IsAbs(base) {
+		base = filepath.Join(o.Dir, base)
+	}
+	cache := st.Cache
+	if cache == 0 {
+		cache = 100_000
+	}
+	var n atomic.Int64
+	return func() state.Backend {
+		dir := filepath.Join(base, fmt.Sprintf("op-%d-%d", os.Getpid(), n.Add(1)))
+		kv, err := pebblestate.Open(dir, pebblestate.Options{RemoveOnClose: true})
+		if err != nil {
+			panic(err) // the job fails to build, with this cause
+		}
+		return state.NewKVBackend(kv, cache)
+	}, remove, nil
 }
 
 // stopped reports whether the run was asked to stop (Ctrl-C) rather than
@@ -366,6 +420,7 @@ func (j *Job) Run(ctx context.Context) (Summary, error) {
 		err = j.ck.finished()
 	}
 	err = errors.Join(err, j.ck.close())
+	j.cleanup()
 	return j.summary(rep, open), err
 }
 

@@ -36,6 +36,22 @@ type Spec struct {
 	// Checkpoint enables checkpoints, from which a run resumes after a
 	// crash with exactly the outputs of a run that never crashed (R13).
 	Checkpoint *CheckpointSpec `yaml:"checkpoint"`
+	// State chooses where window state lives (R12).
+	State *StateSpec `yaml:"state"`
+}
+
+// StateSpec chooses the state backend.
+type StateSpec struct {
+	// Backend is memory (default: Go maps) or pebble (on disk, behind a
+	// cache of live windows).
+	Backend string `yaml:"backend"`
+	// Dir is the pebble backend's scratch directory (default: a new
+	// directory in the system's temporary directory, removed at the end);
+	// checkpoints, not this directory, make state durable.
+	Dir string `yaml:"dir"`
+	// Cache is the number of live windows each operator instance keeps
+	// decoded in memory with the pebble backend (default 100000).
+	Cache int `yaml:"cache"`
 }
 
 // CheckpointSpec configures checkpoints.

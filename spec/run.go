@@ -83,8 +83,8 @@ type Job struct {
 	stop    func() bool
 	// removeState removes the pebble backend's scratch directory.
 	removeState func()
-	out     *output
-	ck      *checkpoints // nil without checkpoints
+	out         *output
+	ck          *checkpoints // nil without checkpoints
 
 	mu struct {
 		sync.Mutex

@@ -9,7 +9,8 @@
 // groups, not timers, and registering a timer is one map insert.
 //
 // A Service is owned by one operator instance and is not safe for concurrent
-// use.
+// use. KVService is the same service with its timers in a state.KV (large
+// state); Timers is what both implement.
 package timers
 
 import (
@@ -20,6 +21,30 @@ import (
 	"github.com/weirstream/weir/etime"
 	"github.com/weirstream/weir/window"
 )
+
+// Timers is a timer service: Service keeps timers in memory, KVService in
+// a KV.
+type Timers[K comparable] interface {
+	// Register adds a timer; registering an existing timer is a no-op.
+	Register(t Timer[K])
+	// Delete removes exactly timer t, if registered.
+	Delete(t Timer[K])
+	// Has reports whether t is registered.
+	Has(t Timer[K]) bool
+	// Len returns the number of registered timers.
+	Len() int
+	// Next returns the smallest registered timestamp.
+	Next() (etime.Time, bool)
+	// PopDue returns the timers with the smallest timestamp if it is <=
+	// upTo, in W5 order; see Service.PopDue.
+	PopDue(upTo etime.Time) []Timer[K]
+	// Fired removes t; call it before running t.
+	Fired(t Timer[K])
+	// Range calls fn for every timer until it returns false.
+	Range(fn func(t Timer[K]) bool)
+}
+
+var _ Timers[int] = (*Service[int])(nil)
 
 // Timer is one registered timer.
 type Timer[K comparable] struct {
@@ -52,10 +77,7 @@ type Service[K comparable] struct {
 	free   []*group[K]
 
 	due   []Timer[K]
-	keys  []byte
-	offs  []int
-	items []sortItem
-	tmp   []Timer[K]
+	order sorter[K]
 }
 
 // New returns an empty service; enc orders timers with equal timestamps.
@@ -193,22 +215,34 @@ func cmpTime(a, b etime.Time) int {
 	return 0
 }
 
-// sortDue orders the due timers (W5). Keys are encoded once into one
-// arena and compared as strings that view it.
-func (s *Service[K]) sortDue() {
-	s.keys = s.keys[:0]
-	s.offs = s.offs[:0]
-	for _, t := range s.due {
-		s.offs = append(s.offs, len(s.keys))
-		s.keys = s.enc(s.keys, t.Key)
+// sortDue orders the due timers (W5).
+func (s *Service[K]) sortDue() { s.due = s.order.sort(s.due, s.enc) }
+
+// sorter orders due timers by W5: window end, key encoding, window start.
+// Keys are encoded once into one arena and compared as strings that view
+// it. Its buffers are reused from call to call.
+type sorter[K comparable] struct {
+	keys  []byte
+	offs  []int
+	items []sortItem
+	tmp   []Timer[K]
+}
+
+// sort returns due in W5 order (the slice may be another one).
+func (o *sorter[K]) sort(due []Timer[K], enc KeyEncoder[K]) []Timer[K] {
+	o.keys = o.keys[:0]
+	o.offs = o.offs[:0]
+	for _, t := range due {
+		o.offs = append(o.offs, len(o.keys))
+		o.keys = enc(o.keys, t.Key)
 	}
-	s.offs = append(s.offs, len(s.keys))
-	arena := unsafe.String(unsafe.SliceData(s.keys), len(s.keys))
-	s.items = s.items[:0]
-	for i, t := range s.due {
-		s.items = append(s.items, sortItem{end: t.Window.End, start: t.Window.Start, key: arena[s.offs[i]:s.offs[i+1]], i: int32(i)})
+	o.offs = append(o.offs, len(o.keys))
+	arena := unsafe.String(unsafe.SliceData(o.keys), len(o.keys))
+	o.items = o.items[:0]
+	for i, t := range due {
+		o.items = append(o.items, sortItem{end: t.Window.End, start: t.Window.Start, key: arena[o.offs[i]:o.offs[i+1]], i: int32(i)})
 	}
-	slices.SortFunc(s.items, func(a, b sortItem) int {
+	slices.SortFunc(o.items, func(a, b sortItem) int {
 		if a.end != b.end {
 			return cmpTime(a.end, b.end)
 		}
@@ -217,11 +251,13 @@ func (s *Service[K]) sortDue() {
 		}
 		return cmpTime(a.start, b.start)
 	})
-	s.tmp = s.tmp[:0]
-	for _, it := range s.items {
-		s.tmp = append(s.tmp, s.due[it.i])
+	o.tmp = o.tmp[:0]
+	for _, it := range o.items {
+		o.tmp = append(o.tmp, due[it.i])
 	}
-	s.due, s.tmp = s.tmp, s.due
+	out := o.tmp
+	o.tmp = due
+	return out
 }
 
 type sortItem struct {

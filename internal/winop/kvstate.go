@@ -13,6 +13,8 @@ const (
 	tagKVEntries byte = 1 + iota
 	tagKVSets
 	tagKVPanes
+	tagKVEventTimers
+	tagKVProcTimers
 )
 
 // newValue makes one of the operator's values: in the backend's KV when

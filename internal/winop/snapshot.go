@@ -109,7 +109,7 @@ func (o *Operator[K, IN, ACC, OUT]) Snapshot(dst []byte) ([]byte, error) {
 	}
 	for _, ts := range []struct {
 		tag uint64
-		s   *timers.Service[K]
+		s   timers.Timers[K]
 	}{{tagEventTimer, o.evt}, {tagProcTimer, o.proc}} {
 		if err != nil {
 			break

@@ -180,7 +180,7 @@ type Operator[K comparable, IN, ACC, OUT any] struct {
 	panesPerWindow     int64
 	slide              etime.Duration
 
-	evt, proc *timers.Service[K]
+	evt, proc timers.Timers[K]
 	wm, now   etime.Time
 	clock     func() etime.Time
 	gap       func(IN) etime.Duration
@@ -273,6 +273,10 @@ func New[K comparable, IN, ACC, OUT any](cfg Config[K, IN, ACC, OUT], out Output
 	}
 	if _, kv := cfg.Backend.(state.KVBackend); kv && (cfg.KeyCodec == nil || cfg.AccCodec == nil || cfg.KeyGroup == nil) {
 		return nil, errors.New("weir: a KV state backend needs key and accumulator codecs and a key-group function")
+	}
+	if kb, ok := cfg.Backend.(state.KVBackend); ok {
+		o.evt = timers.NewKV(kb.KV(), tagKVEventTimers, cfg.KeyEncoder, cfg.KeyCodec, cfg.KeyGroup)
+		o.proc = timers.NewKV(kb.KV(), tagKVProcTimers, cfg.KeyEncoder, cfg.KeyCodec, cfg.KeyGroup)
 	}
 	o.entries = newValue[K, window.Window, entry[ACC]](o, cfg.Backend, "window-contents", tagKVEntries, windowCodec{}, entryCodec[ACC]{cfg.AccCodec})
 	if cfg.Assigner.Merging() {
@@ -639,7 +643,7 @@ func (o *Operator[K, IN, ACC, OUT]) AdvanceProcessingTime(now etime.Time) {
 	o.runTimers(o.proc, now, true)
 }
 
-func (o *Operator[K, IN, ACC, OUT]) runTimers(svc *timers.Service[K], upTo etime.Time, proc bool) {
+func (o *Operator[K, IN, ACC, OUT]) runTimers(svc timers.Timers[K], upTo etime.Time, proc bool) {
 	for {
 		due := svc.PopDue(upTo)
 		if len(due) == 0 {

@@ -26,7 +26,12 @@ type KVService[K comparable] struct {
 	kg   func(K) state.KeyGroup
 	enc  KeyEncoder[K]
 	n    int
-	mins map[state.KeyGroup]etime.Time
+	// mins holds, per key group with timers, a lower bound of its
+	// timestamps: exact unless the group is in stale, whose minimum is
+	// looked up again (from the bound on, so that deleted timers before
+	// it are not scanned again) when Next needs it.
+	mins  map[state.KeyGroup]etime.Time
+	stale map[state.KeyGroup]bool
 
 	buf   []byte
 	due   []Timer[K]
@@ -38,7 +43,7 @@ var _ Timers[int] = (*KVService[int])(nil)
 // NewKV returns an empty KV-backed service; enc orders timers with equal
 // timestamps (W5), kc encodes keys and kg maps them to key groups.
 func NewKV[K comparable](kv state.KV, tag byte, enc KeyEncoder[K], kc state.Codec[K], kg func(K) state.KeyGroup) *KVService[K] {
-	return &KVService[K]{kv: kv, tag: tag, kc: kc, kg: kg, enc: enc, mins: map[state.KeyGroup]etime.Time{}}
+	return &KVService[K]{kv: kv, tag: tag, kc: kc, kg: kg, enc: enc, mins: map[state.KeyGroup]etime.Time{}, stale: map[state.KeyGroup]bool{}}
 }
 
 func orderedTime(dst []byte, t etime.Time) []byte {
@@ -110,13 +115,15 @@ func (s *KVService[K]) Delete(t Timer[K]) {
 	s.n--
 	kg := s.kg(t.Key)
 	if s.mins[kg] == t.TS {
-		s.refreshMin(kg)
+		s.stale[kg] = true
 	}
 }
 
-// refreshMin finds key group kg's smallest timestamp again.
+// refreshMin finds key group kg's smallest timestamp again, seeking from
+// its lower bound.
 func (s *KVService[K]) refreshMin(kg state.KeyGroup) {
-	start := s.prefix(nil, kg)
+	delete(s.stale, kg)
+	start := orderedTime(s.prefix(nil, kg), s.mins[kg])
 	end := append(state.AppendKeyGroup(nil, kg), s.tag+1)
 	found := false
 	must(s.kv.Scan(start, end, func(k, _ []byte) bool {
@@ -141,6 +148,9 @@ func (s *KVService[K]) Len() int { return s.n }
 
 // Next implements Timers.
 func (s *KVService[K]) Next() (etime.Time, bool) {
+	for kg := range s.stale {
+		s.refreshMin(kg)
+	}
 	first, ok := etime.MaxTime, false
 	for _, m := range s.mins {
 		if !ok || m < first {

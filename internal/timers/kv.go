@@ -20,12 +20,12 @@ import (
 // Like Service it is owned by one operator instance; a KV error (a broken
 // disk) panics, which fails the job.
 type KVService[K comparable] struct {
-	kv   state.KV
-	tag  byte
-	kc   state.Codec[K]
-	kg   func(K) state.KeyGroup
-	enc  KeyEncoder[K]
-	n    int
+	kv  state.KV
+	tag byte
+	kc  state.Codec[K]
+	kg  func(K) state.KeyGroup
+	enc KeyEncoder[K]
+	n   int
 	// mins holds, per key group with timers, a lower bound of its
 	// timestamps: exact unless the group is in stale, whose minimum is
 	// looked up again (from the bound on, so that deleted timers before

@@ -22,7 +22,7 @@ func TestDependencyRules(t *testing.T) {
 		"trigger":             {"etime", "window"},
 		"watermark":           {"etime", "clock"},
 		"state":               {},
-		"internal/timers":     {"etime", "window"},
+		"internal/timers":     {"etime", "window", "state"},
 		"internal/runtime":    {"etime", "clock", "watermark"},
 		"internal/checkpoint": {},
 		".":                   {"etime", "clock", "window", "trigger", "watermark", "state", "state/memstate", "internal/runtime", "internal/winop"},

@@ -14,7 +14,7 @@ import (
 // and version, the watermark, processing time and counters, then tagged
 // records, each starting with its key group so that a restore can take
 // only its own, and a final end tag.
-const snapshotMagic = "weir-winop-1"
+const snapshotMagic = "weir-winop-2"
 
 const (
 	tagEnd uint64 = iota
@@ -57,26 +57,13 @@ func (o *Operator[K, IN, ACC, OUT]) Snapshot(dst []byte) ([]byte, error) {
 		return true
 	}
 	win := func(x window.Window) { w.Int(int64(x.Start)); w.Int(int64(x.End)) }
+	ec := entryCodec[ACC]{o.accCodec}
 	o.entries.Range(func(k K, x window.Window, e *entry[ACC]) bool {
 		if !head(tagEntry, k) {
 			return false
 		}
 		win(x)
-		flags := uint64(e.slotSet)
-		if e.has {
-			flags |= 1 << 8
-		}
-		if e.emitted {
-			flags |= 1 << 9
-		}
-		w.Uint(flags)
-		for i := range e.slots {
-			if e.slotSet&(1<<i) != 0 {
-				w.Int(e.slots[i])
-			}
-		}
-		w.Int(e.panes)
-		if e := state.WriteValue(&w, o.accCodec, e.acc); e != nil {
+		if e := state.WriteValue(&w, ec, *e); e != nil {
 			err = e
 			return false
 		}
@@ -87,11 +74,8 @@ func (o *Operator[K, IN, ACC, OUT]) Snapshot(dst []byte) ([]byte, error) {
 			if !head(tagSet, k) {
 				return false
 			}
-			w.Uint(uint64(len(*ws)))
-			for _, x := range *ws {
-				win(x)
-			}
-			return true
+			err = state.WriteValue(&w, windowsCodec{}, *ws)
+			return err == nil
 		})
 	}
 	if err == nil && o.panes != nil {
@@ -169,31 +153,12 @@ func (o *Operator[K, IN, ACC, OUT]) Restore(src []byte, first, last state.KeyGro
 		switch tag {
 		case tagEntry:
 			x := win()
-			flags := r.Uint()
-			var e entry[ACC]
-			e.slotSet = uint8(flags)
-			e.has = flags&(1<<8) != 0
-			e.emitted = flags&(1<<9) != 0
-			for i := range e.slots {
-				if e.slotSet&(1<<i) != 0 {
-					e.slots[i] = r.Int()
-				}
-			}
-			e.panes = r.Int()
-			e.acc = state.ReadValue(&r, o.accCodec)
+			e := state.ReadValue(&r, entryCodec[ACC]{o.accCodec})
 			if mine && r.Err == nil {
 				*o.entries.Ref(k, x, true) = e
 			}
 		case tagSet:
-			n := r.Uint()
-			if n > uint64(len(r.Buf)) {
-				r.Err = errors.New("weir: corrupt merging set length")
-				break
-			}
-			ws := make([]window.Window, 0, n)
-			for range n {
-				ws = append(ws, win())
-			}
+			ws := state.ReadValue(&r, windowsCodec{})
 			if mine && r.Err == nil {
 				o.sets.Put(k, none{}, ws)
 			}

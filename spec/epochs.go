@@ -2,6 +2,7 @@ package spec
 
 import (
 	"cmp"
+	"maps"
 	"slices"
 	"sync"
 
@@ -75,14 +76,7 @@ func (e *epochs[T]) take(id int64) []T {
 	slices.Sort(ids)
 	var out []T
 	for _, i := range ids {
-		subs := make([]weir.Subtask, 0, len(e.staged[i]))
-		for s := range e.staged[i] {
-			subs = append(subs, s)
-		}
-		slices.SortFunc(subs, func(a, b weir.Subtask) int {
-			return cmp.Or(cmp.Compare(a.Stage, b.Stage), cmp.Compare(a.Index, b.Index))
-		})
-		for _, s := range subs {
+		for _, s := range bySubtask(e.staged[i]) {
 			out = append(out, e.staged[i][s]...)
 		}
 		delete(e.staged, i)
@@ -96,16 +90,16 @@ func (e *epochs[T]) rest() []T {
 	out := e.take(1<<63 - 1)
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	subs := make([]weir.Subtask, 0, len(e.cur))
-	for s := range e.cur {
-		subs = append(subs, s)
-	}
-	slices.SortFunc(subs, func(a, b weir.Subtask) int {
-		return cmp.Or(cmp.Compare(a.Stage, b.Stage), cmp.Compare(a.Index, b.Index))
-	})
-	for _, s := range subs {
+	for _, s := range bySubtask(e.cur) {
 		out = append(out, e.cur[s]...)
 	}
 	clear(e.cur)
 	return out
+}
+
+// bySubtask returns m's subtasks in order: by stage, then index.
+func bySubtask[T any](m map[weir.Subtask][]T) []weir.Subtask {
+	return slices.SortedFunc(maps.Keys(m), func(a, b weir.Subtask) int {
+		return cmp.Or(cmp.Compare(a.Stage, b.Stage), cmp.Compare(a.Index, b.Index))
+	})
 }

@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -555,12 +557,7 @@ func (j *Job) summary(rep weir.Report, open int64) Summary {
 	add("open_windows", open)
 	add("control_lines", oc.Controls)
 	add("timestamp_regressions", oc.Regressions)
-	reasons := make([]string, 0, len(oc.Dead))
-	for r := range oc.Dead {
-		reasons = append(reasons, r)
-	}
-	sortStrings(reasons)
-	for _, r := range reasons {
+	for _, r := range slices.Sorted(maps.Keys(oc.Dead)) {
 		add("dead_letter_"+r, oc.Dead[r])
 	}
 	return s

@@ -260,6 +260,28 @@ func TestStop(t *testing.T) {
 	}
 }
 
+// crashRun runs plan with o until checkpointing reaches point for the
+// nth time, where the crash hook panics, which fails the run as a crash
+// would (in process). The test fails if the run does not fail.
+func crashRun(t *testing.T, plan *Plan, o RunOptions, point string, nth int) {
+	t.Helper()
+	hits := 0
+	o.Crash = func(at string) {
+		if at == point {
+			if hits++; hits == nth {
+				panic("crash at " + at)
+			}
+		}
+	}
+	j, err := Open(plan, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := j.Run(context.Background()); err == nil {
+		t.Fatalf("the crash at %s #%d did not happen", point, nth)
+	}
+}
+
 // TestCheckpointResume crashes a deterministic run at each crash point of
 // checkpointing (in process: the hook panics, which fails the job), then
 // resumes from the checkpoint directory until the run finishes: every
@@ -360,23 +382,9 @@ func TestCheckpointRescaleAndRefusal(t *testing.T) {
 	for _, pars := range [][2]int{{4, 2}, {1, 4}} {
 		dir := t.TempDir()
 		ck := filepath.Join(dir, "ck")
-		hits := 0
-		j, err := Open(s, RunOptions{Dir: dir, Deterministic: true, Now: testNow, Parallelism: pars[0], CheckpointDir: ck,
-			CheckpointInterval: time.Millisecond, Crash: func(p string) {
-				if p == "after-manifest" {
-					if hits++; hits == 5 {
-						panic("crash")
-					}
-				}
-			}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := j.Run(context.Background()); err == nil {
-			t.Fatal("the crash did not happen")
-		}
+		crashRun(t, s, RunOptions{Dir: dir, Deterministic: true, Now: testNow, Parallelism: pars[0], CheckpointDir: ck, CheckpointInterval: time.Millisecond}, "after-manifest", 5)
 		var info []string
-		j, err = Open(s, RunOptions{Dir: dir, Deterministic: true, Now: testNow, Parallelism: pars[1], CheckpointDir: ck,
+		j, err := Open(s, RunOptions{Dir: dir, Deterministic: true, Now: testNow, Parallelism: pars[1], CheckpointDir: ck,
 			CheckpointInterval: time.Millisecond, Info: func(m string) { info = append(info, m) }})
 		if err != nil {
 			t.Fatal(err)
@@ -409,16 +417,7 @@ func TestCheckpointRescaleAndRefusal(t *testing.T) {
 	// A crashed run's checkpoint, then a changed spec.
 	dir := t.TempDir()
 	ck := filepath.Join(dir, "ck")
-	hits := 0
-	j, _ := Open(s, RunOptions{Dir: dir, Deterministic: true, Now: testNow, CheckpointDir: ck, CheckpointInterval: time.Millisecond,
-		Crash: func(p string) {
-			if p == "after-manifest" {
-				if hits++; hits == 2 {
-					panic("crash")
-				}
-			}
-		}})
-	j.Run(context.Background())
+	crashRun(t, s, RunOptions{Dir: dir, Deterministic: true, Now: testNow, CheckpointDir: ck, CheckpointInterval: time.Millisecond}, "after-manifest", 2)
 	changed := strings.Replace(strings.Replace(job, "size: 1m", "size: 2m", 1), "fn: count_distinct", "fn: count", 1)
 	s2, err := Parse([]byte(changed))
 	if err != nil {
@@ -428,7 +427,7 @@ func TestCheckpointRescaleAndRefusal(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "aggregate, window differ") || !strings.Contains(err.Error(), "--fresh") {
 		t.Fatalf("a changed spec must be refused naming its fields: %v", err)
 	}
-	j, err = Open(s2, RunOptions{Dir: dir, Deterministic: true, Now: testNow, CheckpointDir: ck, Fresh: true})
+	j, err := Open(s2, RunOptions{Dir: dir, Deterministic: true, Now: testNow, CheckpointDir: ck, Fresh: true})
 	if err != nil {
 		t.Fatalf("--fresh: %v", err)
 	}
@@ -471,22 +470,8 @@ sinks:
 		dir := t.TempDir()
 		os.WriteFile(filepath.Join(dir, "in.jsonl"), []byte(in.String()), 0o644)
 		ck := filepath.Join(dir, "ck")
-		hits := 0
-		j, err := Open(s, RunOptions{Dir: dir, Deterministic: true, Now: testNow, CheckpointDir: ck, CheckpointInterval: 5 * time.Millisecond,
-			Crash: func(p string) {
-				if p == "sink-committed" {
-					if hits++; hits == nth {
-						panic("crash")
-					}
-				}
-			}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := j.Run(context.Background()); err == nil {
-			t.Fatalf("crash %d did not happen", nth)
-		}
-		j, err = Open(s, RunOptions{Dir: dir, Deterministic: true, Now: testNow, CheckpointDir: ck, CheckpointInterval: time.Millisecond})
+		crashRun(t, s, RunOptions{Dir: dir, Deterministic: true, Now: testNow, CheckpointDir: ck, CheckpointInterval: 5 * time.Millisecond}, "sink-committed", nth)
+		j, err := Open(s, RunOptions{Dir: dir, Deterministic: true, Now: testNow, CheckpointDir: ck, CheckpointInterval: time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -553,26 +538,12 @@ func TestFailedRunResumes(t *testing.T) {
 	}
 	dir := t.TempDir()
 	ck := filepath.Join(dir, "ck")
-	hits := 0
-	j, err := Open(p, RunOptions{Dir: dir, Deterministic: true, Now: testNow, CheckpointDir: ck, CheckpointInterval: time.Millisecond,
-		Crash: func(point string) {
-			if point == "before-manifest" {
-				if hits++; hits == 4 {
-					panic("no space left on device")
-				}
-			}
-		}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := j.Run(context.Background()); err == nil {
-		t.Fatal("the run should fail")
-	}
+	crashRun(t, p, RunOptions{Dir: dir, Deterministic: true, Now: testNow, CheckpointDir: ck, CheckpointInterval: time.Millisecond}, "before-manifest", 4)
 	if _, err := os.Stat(filepath.Join(ck, finishedMarker)); err == nil {
 		t.Fatal("a failed run wrote the finished marker")
 	}
 	var info []string
-	j, err = Open(p, RunOptions{Dir: dir, Deterministic: true, Now: testNow, CheckpointDir: ck, Info: func(m string) { info = append(info, m) }})
+	j, err := Open(p, RunOptions{Dir: dir, Deterministic: true, Now: testNow, CheckpointDir: ck, Info: func(m string) { info = append(info, m) }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -613,18 +584,7 @@ sinks:
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "in.jsonl"), []byte(in.String()), 0o644)
 	ck := filepath.Join(dir, "ck")
-	hits := 0
-	j, _ := Open(p, RunOptions{Dir: dir, Deterministic: true, Now: testNow, CheckpointDir: ck, CheckpointInterval: time.Nanosecond,
-		Crash: func(point string) {
-			if point == "after-manifest" {
-				if hits++; hits == 3 {
-					panic("crash")
-				}
-			}
-		}})
-	if _, err := j.Run(context.Background()); err == nil {
-		t.Fatal("no crash")
-	}
+	crashRun(t, p, RunOptions{Dir: dir, Deterministic: true, Now: testNow, CheckpointDir: ck, CheckpointInterval: time.Nanosecond}, "after-manifest", 3)
 	j, err := Open(p, RunOptions{Dir: dir, Deterministic: true, Now: testNow, CheckpointDir: ck})
 	if err != nil {
 		t.Fatal(err)
@@ -653,22 +613,8 @@ func TestPebbleState(t *testing.T) {
 		}
 		dir := t.TempDir()
 		ck := filepath.Join(dir, "ck")
-		hits := 0
-		j, err := Open(p, RunOptions{Dir: dir, Deterministic: true, Now: testNow, CheckpointDir: ck, CheckpointInterval: time.Millisecond,
-			Crash: func(point string) {
-				if point == "after-manifest" {
-					if hits++; hits == 5 {
-						panic("crash")
-					}
-				}
-			}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := j.Run(context.Background()); err == nil {
-			t.Fatal("no crash")
-		}
-		j, err = Open(p, RunOptions{Dir: dir, Deterministic: true, Now: testNow, CheckpointDir: ck})
+		crashRun(t, p, RunOptions{Dir: dir, Deterministic: true, Now: testNow, CheckpointDir: ck, CheckpointInterval: time.Millisecond}, "after-manifest", 5)
+		j, err := Open(p, RunOptions{Dir: dir, Deterministic: true, Now: testNow, CheckpointDir: ck})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -287,5 +287,3 @@ func (j *Job) appendLate(b []byte, l window.LateRecord[string, rec]) []byte {
 	b = fmt.Appendf(b, `],"watermark":%d,"lateness_ms":%d}`, int64(l.Watermark), int64(l.Lateness))
 	return b
 }
-
-func sortStrings(s []string) { slices.Sort(s) }

@@ -248,3 +248,46 @@ sinks:
 		})
 	}
 }
+
+// BenchmarkStateBackend runs a session job with WEIR_BENCH_KEYS (default
+// 200,000) distinct keys, one record each, so every key holds a live
+// session window until the end, on the memory and the pebble backends:
+//
+//	WEIR_BENCH_KEYS=1000000 go test -run x -bench StateBackend -benchtime 1x ./spec/
+func BenchmarkStateBackend(b *testing.B) {
+	keys := 200_000
+	if s := os.Getenv("WEIR_BENCH_KEYS"); s != "" {
+		fmt.Sscan(s, &keys)
+	}
+	for _, backend := range []string{"memory", "pebble"} {
+		b.Run("backend="+backend, func(b *testing.B) {
+			job := fmt.Sprintf(`
+name: sessions
+source:
+  type: generator
+  generator: {records: %d, keys: %d, duration: 20m, seed: 3}
+watermark: {max_out_of_orderness: 5s}
+key: [user_id]
+window: {type: session, gap: 30m}
+aggregate: [{name: n, fn: count}, {name: total, fn: sum, field: amount}]
+state: {backend: %s}
+sinks:
+  results: {type: jsonl, path: out.jsonl}
+`, keys, keys, backend)
+			s, err := Parse([]byte(job))
+			if err != nil {
+				b.Fatal(err)
+			}
+			for range b.N {
+				j, err := Open(s, RunOptions{Dir: b.TempDir(), Parallelism: 2})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := j.Run(context.Background()); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(keys)*float64(b.N)/b.Elapsed().Seconds(), "records/s")
+		})
+	}
+}

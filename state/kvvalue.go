@@ -107,6 +107,20 @@ func (t *KVValue[K, N, V]) Ref(k K, n N, create bool) *V {
 	return &c.v
 }
 
+// Create is Ref(k, n, true) for an entry the caller knows does not exist:
+// it skips the lookup.
+func (t *KVValue[K, N, V]) Create(k K, n N) *V {
+	ek := entryKey[K, N]{k, n}
+	if c := t.cache[ek]; c != nil {
+		c.dirty = true
+		return &c.v
+	}
+	t.n++
+	c := &cached[V]{dirty: true}
+	t.cache[ek] = c
+	return &c.v
+}
+
 // Delete implements Value.
 func (t *KVValue[K, N, V]) Delete(k K, n N) {
 	ek := entryKey[K, N]{k, n}

@@ -3,11 +3,19 @@ package timers
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
+	"unsafe"
+
+	"github.com/google/btree"
 
 	"github.com/weirstream/weir/etime"
 	"github.com/weirstream/weir/state"
 	"github.com/weirstream/weir/window"
 )
+
+// DefaultHeadCache is the number of each key group's earliest timers a
+// KVService keeps in memory.
+const DefaultHeadCache = 256
 
 // KVService is the timer service with its timers in a state.KV, for state
 // larger than memory. A timer is the key
@@ -15,35 +23,76 @@ import (
 //	[key group][tag][timestamp][window end][window start][key]
 //
 // with the times as order-preserving big-endian bytes and an empty value,
-// so each key group's timers are a range in time order. The service keeps
-// in memory only the smallest timestamp of each key group with timers.
+// so each key group's timers are a range in time order.
+//
+// Every timer is in the KV. In front of it, each key group with timers has
+// a head cache: an ordered set holding exactly the group's timers whose KV
+// key is below the group's bound (all of them when it has none), so the
+// group's earliest timers are in memory (Flink keeps such a cache in front
+// of RocksDB timers too). Registering, deleting and looking up a timer
+// below the bound, finding the next timestamp and popping due timers touch
+// only memory and write-only KV operations; a timer at or above the bound
+// costs a KV lookup. A group's cache holds at most 2×head timers (trimmed
+// back to head, lowering its bound) and is refilled from the KV, head
+// timers at a time, when it runs empty; popping a timestamp whose timers do
+// not fit in the cache extends it to hold all of them.
+//
 // Like Service it is owned by one operator instance; a KV error (a broken
 // disk) panics, which fails the job.
 type KVService[K comparable] struct {
-	kv  state.KV
-	tag byte
-	kc  state.Codec[K]
-	kg  func(K) state.KeyGroup
-	enc KeyEncoder[K]
-	n   int
-	// mins holds, per key group with timers, a lower bound of its
-	// timestamps: exact unless the group is in stale, whose minimum is
-	// looked up again (from the bound on, so that deleted timers before
-	// it are not scanned again) when Next needs it.
-	mins  map[state.KeyGroup]etime.Time
-	stale map[state.KeyGroup]bool
+	kv   state.KV
+	tag  byte
+	kc   state.Codec[K]
+	kg   func(K) state.KeyGroup
+	enc  KeyEncoder[K]
+	head int
+	n    int
+
+	groups map[state.KeyGroup]*kvGroup[K]
+	h      []*kvGroup[K] // min-heap of the groups with timers, by minimum
 
 	buf   []byte
 	due   []Timer[K]
 	order sorter[K]
 }
 
+// kvTimer is a cached timer with its KV key.
+type kvTimer[K comparable] struct {
+	key string
+	t   Timer[K]
+}
+
+func lessKVTimer[K comparable](a, b kvTimer[K]) bool { return a.key < b.key }
+
+// kvGroup is one key group's head cache.
+type kvGroup[K comparable] struct {
+	kg    state.KeyGroup
+	cache *btree.BTreeG[kvTimer[K]]
+	// bound: when partial, the cache holds exactly the timers with keys
+	// below bound, and the KV may hold more from bound on.
+	bound   string
+	partial bool
+	min     etime.Time // the smallest cached timestamp, when the cache is not empty
+	at      int        // index in the heap
+}
+
+// below reports whether key is in the range the cache holds exactly.
+func (g *kvGroup[K]) below(key []byte) bool {
+	return !g.partial || unsafe.String(unsafe.SliceData(key), len(key)) < g.bound
+}
+
 var _ Timers[int] = (*KVService[int])(nil)
 
-// NewKV returns an empty KV-backed service; enc orders timers with equal
+// NewKV returns an empty KV-backed service with a head cache of
+// DefaultHeadCache timers per key group; enc orders timers with equal
 // timestamps (W5), kc encodes keys and kg maps them to key groups.
 func NewKV[K comparable](kv state.KV, tag byte, enc KeyEncoder[K], kc state.Codec[K], kg func(K) state.KeyGroup) *KVService[K] {
-	return &KVService[K]{kv: kv, tag: tag, kc: kc, kg: kg, enc: enc, mins: map[state.KeyGroup]etime.Time{}, stale: map[state.KeyGroup]bool{}}
+	return NewKVHead(kv, tag, enc, kc, kg, DefaultHeadCache)
+}
+
+// NewKVHead is NewKV with head cached timers per key group (at least 1).
+func NewKVHead[K comparable](kv state.KV, tag byte, enc KeyEncoder[K], kc state.Codec[K], kg func(K) state.KeyGroup, head int) *KVService[K] {
+	return &KVService[K]{kv: kv, tag: tag, kc: kc, kg: kg, enc: enc, head: max(head, 1), groups: map[state.KeyGroup]*kvGroup[K]{}}
 }
 
 func orderedTime(dst []byte, t etime.Time) []byte {
@@ -52,9 +101,14 @@ func orderedTime(dst []byte, t etime.Time) []byte {
 
 func readTime(b []byte) etime.Time { return etime.Time(binary.BigEndian.Uint64(b) ^ (1 << 63)) }
 
-// prefix is the start of key group kg's timers (with ts, of those at ts).
+// prefix is the start of key group kg's timers.
 func (s *KVService[K]) prefix(dst []byte, kg state.KeyGroup) []byte {
 	return append(state.AppendKeyGroup(dst, kg), s.tag)
+}
+
+// groupEnd is the end of key group kg's timers.
+func (s *KVService[K]) groupEnd(kg state.KeyGroup) []byte {
+	return append(state.AppendKeyGroup(nil, kg), s.tag+1)
 }
 
 func (s *KVService[K]) key(t Timer[K]) []byte {
@@ -87,77 +141,160 @@ func (s *KVService[K]) decode(key []byte) Timer[K] {
 	return t
 }
 
-// Register implements Timers.
-func (s *KVService[K]) Register(t Timer[K]) {
-	key := s.key(t)
+// probe is a cache item to look key up with; it views key.
+func probe[K comparable](key []byte) kvTimer[K] {
+	return kvTimer[K]{key: unsafe.String(unsafe.SliceData(key), len(key))}
+}
+
+// group returns kg's cache, creating an empty, complete one.
+func (s *KVService[K]) group(kg state.KeyGroup) *kvGroup[K] {
+	g := s.groups[kg]
+	if g == nil {
+		g = &kvGroup[K]{kg: kg, cache: btree.NewG(16, lessKVTimer[K]), at: -1}
+		s.groups[kg] = g
+	}
+	return g
+}
+
+// kvHas reports whether the KV holds key.
+func (s *KVService[K]) kvHas(key []byte) bool {
 	_, ok, err := s.kv.Get(key)
 	must(err)
-	if ok {
+	return ok
+}
+
+// Register implements Timers.
+func (s *KVService[K]) Register(t Timer[K]) { s.register(t, false) }
+
+// RegisterNew implements Timers: above the head cache's bound it writes
+// without looking the timer up.
+func (s *KVService[K]) RegisterNew(t Timer[K]) { s.register(t, true) }
+
+func (s *KVService[K]) register(t Timer[K], isNew bool) {
+	key := s.key(t)
+	g := s.group(s.kg(t.Key))
+	if !g.below(key) {
+		if isNew || !s.kvHas(key) {
+			must(s.kv.Set(key, nil))
+			s.n++
+		}
+		return
+	}
+	if g.cache.Has(probe[K](key)) {
 		return
 	}
 	must(s.kv.Set(key, nil))
 	s.n++
-	kg := s.kg(t.Key)
-	if m, ok := s.mins[kg]; !ok || t.TS < m {
-		s.mins[kg] = t.TS
+	g.cache.ReplaceOrInsert(kvTimer[K]{key: string(key), t: t})
+	if g.cache.Len() > 2*s.head {
+		s.trim(g)
+	}
+	s.fix(g)
+}
+
+// trim shrinks g's cache to head timers, lowering its bound.
+func (s *KVService[K]) trim(g *kvGroup[K]) {
+	for g.cache.Len() > s.head {
+		it, _ := g.cache.DeleteMax()
+		g.bound, g.partial = it.key, true
 	}
 }
 
 // Delete implements Timers.
 func (s *KVService[K]) Delete(t Timer[K]) {
 	key := s.key(t)
-	_, ok, err := s.kv.Get(key)
-	must(err)
-	if !ok {
+	g := s.groups[s.kg(t.Key)]
+	if g == nil {
+		return // no timers in the group
+	}
+	if !g.below(key) {
+		if s.kvHas(key) {
+			must(s.kv.Delete(key))
+			s.n--
+		}
+		return
+	}
+	if _, ok := g.cache.Delete(probe[K](key)); !ok {
 		return
 	}
 	must(s.kv.Delete(key))
 	s.n--
-	kg := s.kg(t.Key)
-	if s.mins[kg] == t.TS {
-		s.stale[kg] = true
-	}
-}
-
-// refreshMin finds key group kg's smallest timestamp again, seeking from
-// its lower bound.
-func (s *KVService[K]) refreshMin(kg state.KeyGroup) {
-	delete(s.stale, kg)
-	start := orderedTime(s.prefix(nil, kg), s.mins[kg])
-	end := append(state.AppendKeyGroup(nil, kg), s.tag+1)
-	found := false
-	must(s.kv.Scan(start, end, func(k, _ []byte) bool {
-		s.mins[kg] = readTime(k[3:])
-		found = true
-		return false
-	}))
-	if !found {
-		delete(s.mins, kg)
-	}
+	s.fix(g)
 }
 
 // Has implements Timers.
 func (s *KVService[K]) Has(t Timer[K]) bool {
-	_, ok, err := s.kv.Get(s.key(t))
-	must(err)
-	return ok
+	key := s.key(t)
+	g := s.groups[s.kg(t.Key)]
+	switch {
+	case g == nil:
+		return false
+	case g.below(key):
+		return g.cache.Has(probe[K](key))
+	}
+	return s.kvHas(key)
 }
 
 // Len implements Timers.
 func (s *KVService[K]) Len() int { return s.n }
 
+// load adds to g's cache the timers of the KV from its bound on: at least
+// head of them, and all that share the timestamp of the last one loaded
+// when sameTS is set. It lifts the bound past what it loaded.
+func (s *KVService[K]) load(g *kvGroup[K], sameTS bool) {
+	start := []byte(g.bound)
+	n := 0
+	var last etime.Time
+	g.partial = false
+	must(s.kv.Scan(start, s.groupEnd(g.kg), func(k, _ []byte) bool {
+		t := s.decode(k)
+		if n >= s.head && (!sameTS || t.TS != last) {
+			g.bound, g.partial = string(k), true
+			return false
+		}
+		g.cache.ReplaceOrInsert(kvTimer[K]{key: string(k), t: t})
+		last = t.TS
+		n++
+		return true
+	}))
+	if !g.partial {
+		g.bound = ""
+	}
+}
+
+// fix restores g's place in the heap after its cache changed, refilling
+// the cache from the KV when it ran empty, and forgets a group without
+// timers.
+func (s *KVService[K]) fix(g *kvGroup[K]) {
+	if g.cache.Len() == 0 && g.partial {
+		s.load(g, false)
+	}
+	if g.cache.Len() == 0 {
+		if g.at >= 0 {
+			s.heapRemove(g.at)
+		}
+		delete(s.groups, g.kg)
+		return
+	}
+	m, _ := g.cache.Min()
+	g.min = m.t.TS
+	if g.at < 0 {
+		g.at = len(s.h)
+		s.h = append(s.h, g)
+		s.up(g.at)
+		return
+	}
+	if !s.down(g.at) {
+		s.up(g.at)
+	}
+}
+
 // Next implements Timers.
 func (s *KVService[K]) Next() (etime.Time, bool) {
-	for kg := range s.stale {
-		s.refreshMin(kg)
+	if len(s.h) == 0 {
+		return 0, false
 	}
-	first, ok := etime.MaxTime, false
-	for _, m := range s.mins {
-		if !ok || m < first {
-			first, ok = m, true
-		}
-	}
-	return first, ok
+	return s.h[0].min, true
 }
 
 // PopDue implements Timers: the timers with the smallest timestamp, from
@@ -169,41 +306,114 @@ func (s *KVService[K]) PopDue(upTo etime.Time) []Timer[K] {
 		return nil
 	}
 	s.due = s.due[:0]
-	for kg, m := range s.mins {
-		if m != ts {
-			continue
-		}
-		start := orderedTime(s.prefix(nil, kg), ts)
-		end := orderedTime(s.prefix(nil, kg), ts+1)
-		if ts == etime.MaxTime {
-			end = append(state.AppendKeyGroup(nil, kg), s.tag+1)
-		}
-		must(s.kv.Scan(start, end, func(k, _ []byte) bool {
-			s.due = append(s.due, s.decode(k))
-			return true
-		}))
-	}
+	s.collect(0, ts)
 	if len(s.due) > 1 {
 		s.due = s.order.sort(s.due, s.enc)
 	}
 	return s.due
 }
 
+// collect appends the timers at ts of the groups in the heap from index i
+// on whose minimum is ts.
+func (s *KVService[K]) collect(i int, ts etime.Time) {
+	if i >= len(s.h) || s.h[i].min != ts {
+		return
+	}
+	g := s.h[i]
+	for {
+		complete := true
+		g.cache.Ascend(func(it kvTimer[K]) bool {
+			if it.t.TS != ts {
+				complete = false
+				return false
+			}
+			s.due = append(s.due, it.t)
+			return true
+		})
+		if !complete || !g.partial {
+			break
+		}
+		// Every cached timer is at ts and the KV may hold more: cache
+		// them all (they are about to fire) and look again.
+		s.due = s.due[:len(s.due)-g.cache.Len()]
+		s.load(g, true)
+	}
+	s.collect(2*i+1, ts)
+	s.collect(2*i+2, ts)
+}
+
 // Fired implements Timers.
 func (s *KVService[K]) Fired(t Timer[K]) { s.Delete(t) }
 
-// Range implements Timers, in key-group order.
+// Range implements Timers, in key order (key group, then time).
 func (s *KVService[K]) Range(fn func(t Timer[K]) bool) {
-	for kg := range s.mins {
-		start := s.prefix(nil, kg)
-		end := append(state.AppendKeyGroup(nil, kg), s.tag+1)
+	kgs := make([]state.KeyGroup, 0, len(s.groups))
+	for kg := range s.groups {
+		kgs = append(kgs, kg)
+	}
+	slices.Sort(kgs)
+	for _, kg := range kgs {
 		stop := false
-		must(s.kv.Scan(start, end, func(k, _ []byte) bool {
+		must(s.kv.Scan(s.prefix(nil, kg), s.groupEnd(kg), func(k, _ []byte) bool {
 			stop = !fn(s.decode(k))
 			return !stop
 		}))
 		if stop {
 			return
 		}
+	}
+}
+
+// The heap of groups by minimum.
+
+func (s *KVService[K]) swap(i, j int) {
+	s.h[i], s.h[j] = s.h[j], s.h[i]
+	s.h[i].at, s.h[j].at = i, j
+}
+
+func (s *KVService[K]) up(i int) {
+	for i > 0 {
+		p := (i - 1) / 2
+		if s.h[p].min <= s.h[i].min {
+			return
+		}
+		s.swap(i, p)
+		i = p
+	}
+}
+
+// down sifts i down and reports whether it moved.
+func (s *KVService[K]) down(i int) bool {
+	i0 := i
+	n := len(s.h)
+	for {
+		l := 2*i + 1
+		if l >= n {
+			break
+		}
+		m := l
+		if r := l + 1; r < n && s.h[r].min < s.h[l].min {
+			m = r
+		}
+		if s.h[i].min <= s.h[m].min {
+			break
+		}
+		s.swap(i, m)
+		i = m
+	}
+	return i > i0
+}
+
+func (s *KVService[K]) heapRemove(i int) {
+	n := len(s.h) - 1
+	g := s.h[i]
+	if i != n {
+		s.swap(i, n)
+	}
+	s.h[n] = nil
+	s.h = s.h[:n]
+	g.at = -1
+	if i < n && !s.down(i) {
+		s.up(i)
 	}
 }

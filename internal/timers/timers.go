@@ -27,6 +27,9 @@ import (
 type Timers[K comparable] interface {
 	// Register adds a timer; registering an existing timer is a no-op.
 	Register(t Timer[K])
+	// RegisterNew adds a timer the caller knows is not registered (of a
+	// window just created): it may skip the lookup Register does.
+	RegisterNew(t Timer[K])
 	// Delete removes exactly timer t, if registered.
 	Delete(t Timer[K])
 	// Has reports whether t is registered.
@@ -121,6 +124,9 @@ func (s *Service[K]) Register(t Timer[K]) {
 		s.push(g)
 	}
 }
+
+// RegisterNew is Register: the lookup costs nothing in memory.
+func (s *Service[K]) RegisterNew(t Timer[K]) { s.Register(t) }
 
 // Delete removes exactly timer t, if registered.
 func (s *Service[K]) Delete(t Timer[K]) {

@@ -196,6 +196,9 @@ type Operator[K comparable, IN, ACC, OUT any] struct {
 	accCodec state.Codec[ACC]
 	keyGroup func(K) state.KeyGroup
 	lastSnap int // the size of the last snapshot
+	// fresh: the element being processed created its window, which
+	// therefore has no timers yet.
+	fresh bool
 	evicters []func()
 
 	c       Counters
@@ -422,8 +425,9 @@ func (o *Operator[K, IN, ACC, OUT]) ProcessElement(key K, v IN, ts etime.Time) e
 	late := false
 	addedToPane := false
 	for _, w := range wins {
+		fresh := false // a new session of a key without windows
 		if o.sets != nil {
-			w = o.mergeWindow(key, w)
+			w, fresh = o.mergeWindow(key, w)
 		}
 		if o.isWindowLate(w) {
 			if o.sets != nil {
@@ -434,7 +438,13 @@ func (o *Operator[K, IN, ACC, OUT]) ProcessElement(key K, v IN, ts etime.Time) e
 		}
 		skipped = false
 		late = late || o.eventTime && w.MaxTimestamp() <= o.wm
-		e := o.entries.Ref(key, w, true)
+		var e *entry[ACC]
+		if fresh {
+			e = o.newEntry(key, w)
+		} else {
+			e = o.entries.Ref(key, w, true)
+		}
+		o.fresh = fresh
 		if o.paneMode {
 			if !addedToPane {
 				o.addToPane(key, v, ts)
@@ -469,6 +479,7 @@ func (o *Operator[K, IN, ACC, OUT]) ProcessElement(key K, v IN, ts etime.Time) e
 			o.purge(e)
 		}
 		o.registerCleanup(key, w, e)
+		o.fresh = false
 	}
 	if skipped {
 		if o.lateOut {
@@ -727,11 +738,14 @@ func (o *Operator[K, IN, ACC, OUT]) retire(key K, w window.Window) {
 }
 
 // mergeWindow adds proto-window pw to key's merging set (F2-F4) and returns
-// the actual window the element goes to. The set is kept sorted by start,
-// and its members never touch each other.
-func (o *Operator[K, IN, ACC, OUT]) mergeWindow(key K, pw window.Window) window.Window {
+// the actual window the element goes to, and whether the key had no
+// windows (then the window is new and has neither an entry nor timers:
+// triggers delete their timers when cleared). The set is kept sorted by
+// start, and its members never touch each other.
+func (o *Operator[K, IN, ACC, OUT]) mergeWindow(key K, pw window.Window) (window.Window, bool) {
 	p := o.sets.Ref(key, none{}, true)
-	if *p == nil {
+	fresh := *p == nil // sets are never stored empty
+	if fresh {
 		if l := len(o.spareSets); l > 0 {
 			*p = o.spareSets[l-1]
 			o.spareSets = o.spareSets[:l-1]
@@ -751,9 +765,9 @@ func (o *Operator[K, IN, ACC, OUT]) mergeWindow(key K, pw window.Window) window.
 	switch {
 	case hi == lo: // touches nothing: a new session
 		*p = slices.Insert(set, lo, pw)
-		return pw
+		return pw, fresh
 	case hi == lo+1 && merged == set[lo]: // inside an existing window (F3)
-		return set[lo]
+		return set[lo], false
 	}
 	o.absorb = o.absorb[:0]
 	for _, w := range set[lo:hi] {
@@ -763,7 +777,18 @@ func (o *Operator[K, IN, ACC, OUT]) mergeWindow(key K, pw window.Window) window.
 	set = slices.Delete(set, lo, hi)
 	*p = slices.Insert(set, lo, merged)
 	o.onMerge(key, merged)
-	return merged
+	return merged, false
+}
+
+// newEntry returns the entry of (key, w), which the caller knows does not
+// exist: a KV backend skips the lookup.
+func (o *Operator[K, IN, ACC, OUT]) newEntry(key K, w window.Window) *entry[ACC] {
+	if c, ok := o.entries.(interface {
+		Create(K, window.Window) *entry[ACC]
+	}); ok {
+		return c.Create(key, w)
+	}
+	return o.entries.Ref(key, w, true)
 }
 
 // onMerge is the merge callback of F4 plus weir's retractions and pane
@@ -849,7 +874,11 @@ func (c *trigCtx[K, IN, ACC, OUT]) register(t etime.Time, proc bool) {
 	if proc {
 		svc = c.o.proc
 	}
-	svc.Register(timers.Timer[K]{TS: t, Key: c.key, Window: c.w})
+	if c.o.fresh && !c.detached {
+		svc.RegisterNew(timers.Timer[K]{TS: t, Key: c.key, Window: c.w})
+	} else {
+		svc.Register(timers.Timer[K]{TS: t, Key: c.key, Window: c.w})
+	}
 	if bits != 0 {
 		c.e.timers |= bits
 	}

@@ -18,13 +18,14 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
+	"github.com/cockroachdb/pebble/v2/sstable"
 
 	"github.com/weirstream/weir/state"
 )
 
 // Default sizes.
 const (
-	DefaultCacheSize    = 64 << 20
+	DefaultCacheSize    = 128 << 20
 	DefaultMemTableSize = 32 << 20
 )
 
@@ -39,7 +40,7 @@ const pointDeleteMax = 32
 
 // Options configure a KV. The zero value gives the defaults.
 type Options struct {
-	// CacheSize is the block cache size in bytes (default 64 MiB).
+	// CacheSize is the block cache size in bytes (default 128 MiB).
 	CacheSize int64
 	// MemTableSize is the size of one memtable in bytes (default 32 MiB).
 	// Up to two memtables (one being flushed) are in memory at a time.
@@ -100,6 +101,9 @@ func Open(dir string, o Options) (*KV, error) {
 		// Bloom filters make the lookups of absent keys (Set's accounting
 		// of new keys, Get of missing state) skip the tables.
 		po.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
+		// Uncompressed blocks: state is read back at random, block by
+		// block, and the directory is scratch space.
+		po.Levels[i].Compression = func() *sstable.CompressionProfile { return sstable.NoCompression }
 	}
 	db, err := pebble.Open(dir, po)
 	if err != nil {

@@ -1,0 +1,126 @@
+package timers
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"testing"
+
+	"pgregory.net/rapid"
+
+	"github.com/weirstream/weir/etime"
+	"github.com/weirstream/weir/state"
+	"github.com/weirstream/weir/state/memstate"
+	"github.com/weirstream/weir/window"
+)
+
+func encInt(dst []byte, k int) []byte { return strconv.AppendInt(dst, int64(k), 10) }
+
+// TestKVServiceMatchesService drives the in-memory service and KV services
+// with tiny head caches (so that trimming, refilling and extending happen
+// all the time) with the same random operations, and checks that they
+// agree on every answer, including the order of due timers.
+func TestKVServiceMatchesService(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		head := rapid.IntRange(1, 4).Draw(t, "head")
+		groups := rapid.IntRange(1, 4).Draw(t, "groups")
+		ref := New(encInt)
+		kv := NewKVHead(memstate.NewKV(), 9, encInt, state.CodecFor[int](), func(k int) state.KeyGroup { return state.KeyGroup(k % groups) }, head)
+		genTimer := rapid.Custom(func(t *rapid.T) Timer[int] {
+			ts := etime.Time(rapid.IntRange(0, 12).Draw(t, "ts"))
+			start := ts - etime.Time(rapid.IntRange(0, 2).Draw(t, "len"))
+			return Timer[int]{TS: ts, Key: rapid.IntRange(0, 9).Draw(t, "key"), Window: window.Window{Start: start, End: ts + 1}}
+		})
+		for i := range rapid.IntRange(1, 200).Draw(t, "ops") {
+			switch op := rapid.IntRange(0, 9).Draw(t, "op"); {
+			case op < 5:
+				x := genTimer.Draw(t, "t")
+				ref.Register(x)
+				if !kv.Has(x) && op == 4 {
+					kv.RegisterNew(x)
+				} else {
+					kv.Register(x)
+				}
+			case op < 7:
+				x := genTimer.Draw(t, "t")
+				ref.Delete(x)
+				kv.Delete(x)
+			case op < 8:
+				x := genTimer.Draw(t, "t")
+				if a, b := ref.Has(x), kv.Has(x); a != b {
+					t.Fatalf("op %d: Has(%+v) = %v, want %v", i, x, b, a)
+				}
+			default:
+				upTo := etime.Time(rapid.IntRange(0, 12).Draw(t, "upTo"))
+				a := slices.Clone(ref.PopDue(upTo))
+				b := slices.Clone(kv.PopDue(upTo))
+				if fmt.Sprint(a) != fmt.Sprint(b) {
+					t.Fatalf("op %d: PopDue(%d) = %v, want %v", i, upTo, b, a)
+				}
+				// Fire them as operators do (each unless an earlier one
+				// deleted it); firing may delete a due timer or register
+				// a later one.
+				for j, x := range a {
+					if ref.Has(x) != kv.Has(x) {
+						t.Fatalf("op %d: Has(%+v) differs while firing", i, x)
+					}
+					if !ref.Has(x) {
+						continue
+					}
+					ref.Fired(x)
+					kv.Fired(x)
+					switch j % 3 {
+					case 0:
+						later := Timer[int]{TS: x.TS + etime.Time(j%4), Key: x.Key + 1, Window: x.Window}
+						ref.Register(later)
+						kv.Register(later)
+					case 1:
+						if j+1 < len(a) {
+							ref.Delete(a[j+1])
+							kv.Delete(a[j+1])
+						}
+					}
+				}
+			}
+			if ref.Len() != kv.Len() {
+				t.Fatalf("op %d: Len %d, want %d", i, kv.Len(), ref.Len())
+			}
+			a, aok := ref.Next()
+			b, bok := kv.Next()
+			if a != b || aok != bok {
+				t.Fatalf("op %d: Next = %d %v, want %d %v", i, b, bok, a, aok)
+			}
+		}
+		if a, b := rangeAll(ref), rangeAll(kv); !slices.Equal(a, b) {
+			t.Fatalf("Range:\n%v\nwant\n%v", b, a)
+		}
+		// Draining fires everything in the same order.
+		for {
+			a := slices.Clone(ref.PopDue(etime.MaxTime))
+			b := slices.Clone(kv.PopDue(etime.MaxTime))
+			if fmt.Sprint(a) != fmt.Sprint(b) {
+				t.Fatalf("drain: PopDue = %v, want %v", b, a)
+			}
+			if len(a) == 0 {
+				break
+			}
+			for _, x := range a {
+				ref.Fired(x)
+				kv.Fired(x)
+			}
+		}
+		if kv.Len() != 0 || len(kv.groups) != 0 || len(kv.h) != 0 {
+			t.Fatalf("drained service holds %d timers, %d groups, heap %d", kv.Len(), len(kv.groups), len(kv.h))
+		}
+	})
+}
+
+func rangeAll(s Timers[int]) []string {
+	var out []string
+	s.Range(func(t Timer[int]) bool {
+		out = append(out, fmt.Sprint(t))
+		return true
+	})
+	slices.Sort(out)
+	return out
+}

@@ -198,7 +198,7 @@ type Operator[K comparable, IN, ACC, OUT any] struct {
 	lastSnap int // the size of the last snapshot
 	// fresh: the element being processed created its window, which
 	// therefore has no timers yet.
-	fresh bool
+	fresh    bool
 	evicters []func()
 
 	c       Counters

@@ -180,12 +180,41 @@ func (r Report) Total() WindowCounters {
 	return t
 }
 
-// StateInfo is the size of window state.
+// StateInfo is the size of window state, as last published by the
+// subtasks (after each batch).
 type StateInfo struct {
 	// OpenWindows counts live (key, window) entries.
 	OpenWindows int64
 	// Timers counts registered event- and processing-time timers.
 	Timers int64
+	// Bytes is the encoded size of the state's keys and values, as the
+	// pebble backend and checkpoints store them: counted by the KV
+	// backends, estimated from a sample of entries by the in-memory one
+	// (whose Go memory use is larger).
+	Bytes int64
+}
+
+func (s *StateInfo) add(o StateInfo) {
+	s.OpenWindows += o.OpenWindows
+	s.Timers += o.Timers
+	s.Bytes += o.Bytes
+}
+
+// OperatorState is one window operator's state, summed over its subtasks.
+type OperatorState struct {
+	StateInfo
+	// Peak is the state when its Bytes were largest.
+	Peak StateInfo
+	// OverBudget counts the times the state passed Options.StateBudget.
+	OverBudget int
+}
+
+// Add adds o's sizes, peaks and budget warnings to s (the peaks of
+// several operators add up to a bound on their joint peak).
+func (s *OperatorState) Add(o OperatorState) {
+	s.StateInfo.add(o.StateInfo)
+	s.Peak.add(o.Peak)
+	s.OverBudget += o.OverBudget
 }
 
 // State sums the window state of every window operator; it is safe to call
@@ -194,10 +223,19 @@ func (e *Env) State() StateInfo {
 	var t StateInfo
 	for _, o := range e.ops {
 		_, s := o.sum()
-		t.OpenWindows += s.OpenWindows
-		t.Timers += s.Timers
+		t.add(s)
 	}
 	return t
+}
+
+// OperatorStates returns each window operator's state by operator name; it
+// is safe to call while the job runs.
+func (e *Env) OperatorStates() map[string]OperatorState {
+	m := make(map[string]OperatorState, len(e.ops))
+	for _, o := range e.ops {
+		m[o.name] = o.state()
+	}
+	return m
 }
 
 // Stepper drives a deterministic job step by step, for replays and

@@ -42,6 +42,10 @@ type Options struct {
 	NewBackend func() state.Backend
 	// Checkpoint enables checkpoints and restore.
 	Checkpoint CheckpointOptions
+	// StateBudget, when positive, is the state size in bytes (StateInfo
+	// Bytes, summed over the subtasks) above which a window operator logs
+	// a warning on Logger, once each time it passes it.
+	StateBudget int64
 }
 
 // DefaultOptions returns the defaults.
@@ -108,6 +112,9 @@ func (o Options) Validate() error {
 	}
 	if o.WatermarkInterval < 0 {
 		errs = append(errs, fmt.Errorf("weir: Options.WatermarkInterval = %v; use a positive duration such as 200ms", o.WatermarkInterval))
+	}
+	if o.StateBudget < 0 {
+		errs = append(errs, fmt.Errorf("weir: Options.StateBudget = %d; use a size in bytes, or 0 for none", o.StateBudget))
 	}
 	if err := o.Checkpoint.validate(); err != nil {
 		errs = append(errs, err)

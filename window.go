@@ -3,6 +3,7 @@ package weir
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 
 	"github.com/weirstream/weir/clock"
@@ -198,9 +199,14 @@ func evictElems[T any](ev *Evictor, es []winop.Elem[T]) []winop.Elem[T] {
 
 // opStats publishes one window operator's counters per subtask.
 type opStats struct {
-	name string
-	mu   sync.Mutex
-	subs []opSnapshot // by subtask
+	name   string
+	budget int64 // Options.StateBudget
+	log    *slog.Logger
+	mu     sync.Mutex
+	subs   []opSnapshot // by subtask
+	peak   StateInfo
+	over   bool // above the budget since the last warning
+	warned int
 }
 
 type opSnapshot struct {
@@ -212,14 +218,50 @@ type opSnapshot struct {
 func (o *opStats) sum() (winop.Counters, StateInfo) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	return o.sumLocked()
+}
+
+func (o *opStats) sumLocked() (winop.Counters, StateInfo) {
 	var c winop.Counters
 	var s StateInfo
 	for _, sub := range o.subs {
 		c.Add(sub.c)
-		s.OpenWindows += sub.s.OpenWindows
-		s.Timers += sub.s.Timers
+		s.add(sub.s)
 	}
 	return c, s
+}
+
+// publish records subtask i's counters and state size, keeps the peak, and
+// warns when the operator's state passes the budget (once per crossing:
+// it warns again after it has fallen below 90% of the budget).
+func (o *opStats) publish(i int, snap opSnapshot) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.subs[i] = snap
+	_, s := o.sumLocked()
+	if s.Bytes > o.peak.Bytes {
+		o.peak = s
+	}
+	if o.budget <= 0 {
+		return
+	}
+	switch {
+	case !o.over && s.Bytes > o.budget:
+		o.over = true
+		o.warned++
+		o.log.Warn("window state passed its budget; the job goes on (fewer keys, shorter windows or allowed lateness, or the on-disk backend would shrink it)",
+			"operator", o.name, "bytes", s.Bytes, "budget", o.budget, "windows", s.OpenWindows, "timers", s.Timers)
+	case o.over && s.Bytes < o.budget-o.budget/10:
+		o.over = false
+	}
+}
+
+// state returns the operator's state size now and at its peak.
+func (o *opStats) state() OperatorState {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	_, s := o.sumLocked()
+	return OperatorState{StateInfo: s, Peak: o.peak, OverBudget: o.warned}
 }
 
 // buildWindow adds a window stage fed by w's keyed exchange.
@@ -230,7 +272,7 @@ func buildWindow[K comparable, T, ACC, R any](w Windowed[K, T], accCodec state.C
 		name = "window"
 	}
 	name = env.uniqueName(name)
-	stats := &opStats{name: name, subs: make([]opSnapshot, env.opts.Parallelism)}
+	stats := &opStats{name: name, subs: make([]opSnapshot, env.opts.Parallelism), budget: env.opts.StateBudget, log: env.opts.Logger}
 	env.ops = append(env.ops, stats)
 	var out WindowOutput[K, T, R]
 	var edge *runtime.Edge[kv[K, T]]
@@ -263,10 +305,8 @@ func buildWindow[K comparable, T, ACC, R any](w Windowed[K, T], accCodec state.C
 		st.OnProcessingTime(op.AdvanceProcessingTime)
 		i := st.Index
 		st.OnPublish(func() {
-			snap := opSnapshot{c: op.Counters(), s: StateInfo{OpenWindows: int64(op.OpenWindows()), Timers: int64(op.PendingTimers())}}
-			stats.mu.Lock()
-			stats.subs[i] = snap
-			stats.mu.Unlock()
+			sz := op.StateSize()
+			stats.publish(i, opSnapshot{c: op.Counters(), s: StateInfo{OpenWindows: sz.Windows, Timers: sz.Timers, Bytes: sz.Bytes}})
 		})
 		return []runtime.GateHandler{edge.GateHandler(st, head)}, head, nil
 	})

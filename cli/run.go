@@ -6,14 +6,17 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/etime"
 	"github.com/weirstream/weir/spec"
 )
@@ -168,6 +171,7 @@ func runPlan(ctx context.Context, p *spec.Plan, dir string, f runFlags, now time
 		Deterministic: f.deterministic, Now: now, Parallelism: f.parallelism,
 		Stop: stopping.Load, Drain: f.drain,
 		Warn:          func(msg string) { fmt.Fprintln(o.Stderr, "warning:", msg) },
+		Logger:        slog.New(warnHandler{w: o.Stderr}),
 		Info:          func(msg string) { fmt.Fprintln(o.Stderr, msg) },
 		CheckpointDir: cpDir, CheckpointInterval: f.interval, Fresh: f.fresh,
 		Crash: crashHook(o.Getenv),
@@ -217,7 +221,11 @@ func runPlan(ctx context.Context, p *spec.Plan, dir string, f runFlags, now time
 		return ExitUsage
 	}
 	elapsed := time.Since(began)
-	printSummary(o.Stderr, p, sum, elapsed, stopping.Load())
+	var peak weir.StateInfo
+	if j := cur.Load(); j != nil {
+		peak = j.State().Peak
+	}
+	printSummary(o.Stderr, p, sum, elapsed, peak, stopping.Load())
 	if f.summaryJSON != "" {
 		if werr := os.WriteFile(o.path(f.summaryJSON), sum.JSON(), 0o644); werr != nil {
 			fmt.Fprintf(o.Stderr, "weir run: %v\n", werr)
@@ -235,9 +243,10 @@ func runPlan(ctx context.Context, p *spec.Plan, dir string, f runFlags, now time
 	return ExitOK
 }
 
-// printSummary prints what the run did. Every line but the "took" line is
-// a pure function of the counters, so golden tests can compare it.
-func printSummary(w io.Writer, p *spec.Plan, s spec.Summary, elapsed time.Duration, stopped bool) {
+// printSummary prints what the run did. Every line but the "took" line
+// (time and state size) is a pure function of the counters, so golden
+// tests can compare it.
+func printSummary(w io.Writer, p *spec.Plan, s spec.Summary, elapsed time.Duration, peak weir.StateInfo, stopped bool) {
 	g := s.Get
 	state := "finished"
 	if stopped {
@@ -272,8 +281,64 @@ func printSummary(w io.Writer, p *spec.Plan, s spec.Summary, elapsed time.Durati
 	fmt.Fprintf(w, "  conservation %s: %d in = %d accepted (on time or late) + %d side output + %d dropped + %d dead letters\n",
 		mark, g("records_in"), g("accepted"), g("late_side_output"), g("late_dropped"), g("dead_letter"))
 	rate := float64(g("records_in")) / max(elapsed.Seconds(), 1e-9)
-	fmt.Fprintf(w, "took %v (%.0f records/s)\n", elapsed.Round(time.Millisecond), rate)
+	fmt.Fprintf(w, "took %v (%.0f records/s); window state peak %s in %d windows\n", elapsed.Round(time.Millisecond), rate, humanBytes(peak.Bytes), peak.OpenWindows)
 }
+
+// humanBytes formats n bytes with an SI unit.
+func humanBytes(n int64) string {
+	const units = "kMGT"
+	if n < 1000 {
+		return fmt.Sprintf("%d B", n)
+	}
+	f, i := float64(n)/1000, 0
+	for f >= 1000 && i < len(units)-1 {
+		f /= 1000
+		i++
+	}
+	return fmt.Sprintf("%.1f %cB", f, units[i])
+}
+
+// warnHandler prints the engine's warnings and errors (a state budget
+// passed, a failed checkpoint) as "warning: message (key=value ...)" lines
+// and drops the rest.
+type warnHandler struct {
+	w     io.Writer
+	attrs []slog.Attr
+}
+
+func (h warnHandler) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelWarn }
+
+func (h warnHandler) Handle(_ context.Context, r slog.Record) error {
+	var b strings.Builder
+	if r.Level >= slog.LevelError {
+		b.WriteString("error: ")
+	} else {
+		b.WriteString("warning: ")
+	}
+	b.WriteString(r.Message)
+	sep := " ("
+	add := func(a slog.Attr) bool {
+		fmt.Fprintf(&b, "%s%s=%v", sep, a.Key, a.Value)
+		sep = " "
+		return true
+	}
+	for _, a := range h.attrs {
+		add(a)
+	}
+	r.Attrs(add)
+	if sep == " " {
+		b.WriteString(")")
+	}
+	b.WriteString("\n")
+	_, err := io.WriteString(h.w, b.String())
+	return err
+}
+
+func (h warnHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return warnHandler{w: h.w, attrs: append(slices.Clip(h.attrs), as...)}
+}
+
+func (h warnHandler) WithGroup(string) slog.Handler { return h }
 
 // showProgress redraws one status line on w every interval, for the job
 // that job returns (once ready is closed); the returned function stops it
@@ -309,8 +374,8 @@ func showProgress(job func() *spec.Job, ready <-chan struct{}, w io.Writer, ever
 				} else if pr.Watermark == etime.MaxTime {
 					wm, lag = "end", "0s"
 				}
-				fmt.Fprintf(w, "\r\033[K%d records (%.0f/s)  watermark %s  lag %s  late re-fires %d  side output %d  dead letters %d",
-					pr.RecordsIn, rate, wm, lag, pr.LateFired, pr.SideOutput, pr.DeadLetters)
+				fmt.Fprintf(w, "\r\033[K%d records (%.0f/s)  watermark %s  lag %s  late re-fires %d  side output %d  dead letters %d  state %s in %d windows",
+					pr.RecordsIn, rate, wm, lag, pr.LateFired, pr.SideOutput, pr.DeadLetters, humanBytes(pr.State.Bytes), pr.State.OpenWindows)
 			}
 		}
 	}()

@@ -43,6 +43,8 @@ type Plan struct {
 	GenStart  etime.Time
 
 	Backend string // memory or pebble
+	// StateBudget is state.budget in bytes (0: none).
+	StateBudget int64
 }
 
 // resultColumns are the fixed fields of a result line.
@@ -154,6 +156,12 @@ func (c *compiler) compile() {
 		}
 		if p.Backend == "memory" && (st.Dir != "" || st.Cache != 0) {
 			c.add("state", "dir and cache are settings of the pebble backend", "remove them, or use backend: pebble")
+		}
+		if st.Budget != nil {
+			if *st.Budget <= 0 {
+				c.add("state.budget", "must be positive", byteSizeFix)
+			}
+			p.StateBudget = int64(*st.Budget)
 		}
 	}
 	if k := s.Checkpoint; k != nil {

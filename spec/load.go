@@ -166,6 +166,14 @@ func (w *walker) value(v reflect.Value, n *yaml.Node, path string, depth int) {
 		v.Set(p)
 		v = p.Elem()
 	}
+	if v.Type() == reflect.TypeFor[ByteSize]() {
+		if b, msg := byteSizeValue(n); msg != "" {
+			w.fail(path, n, msg, byteSizeFix)
+		} else {
+			v.SetInt(int64(b))
+		}
+		return
+	}
 	if v.Type() == reflect.TypeFor[Duration]() {
 		if d, msg, fix := durationValue(n); msg != "" {
 			w.fail(path, n, msg, fix)
@@ -384,6 +392,47 @@ func durationValue(n *yaml.Node) (d Duration, msg, fix string) {
 		return 0, err.Error(), durationFix
 	}
 	return d, "", ""
+}
+
+const byteSizeFix = "write a size such as 512MiB, 2GB or 1073741824 (bytes)"
+
+// byteSizeValue decodes a ByteSize node: an integer (bytes) or a number
+// and a unit. It returns a message on error.
+func byteSizeValue(n *yaml.Node) (ByteSize, string) {
+	if n.Kind != yaml.ScalarNode {
+		return 0, "want a size, got " + describe(n)
+	}
+	b, err := ParseByteSize(n.Value)
+	if err != nil {
+		return 0, err.Error()
+	}
+	return b, ""
+}
+
+// ParseByteSize parses an integer number of bytes, or a number (with an
+// optional fraction) and one of the units B, KB, MB, GB, TB, KiB, MiB,
+// GiB, TiB (case-insensitive, with an optional space).
+func ParseByteSize(s string) (ByteSize, error) {
+	t := strings.TrimSpace(s)
+	i := strings.IndexFunc(t, func(r rune) bool { return (r < '0' || r > '9') && r != '.' })
+	num, unit := t, ""
+	if i >= 0 {
+		num, unit = t[:i], strings.TrimSpace(t[i:])
+	}
+	mult, ok := map[string]float64{"": 1, "b": 1, "kb": 1e3, "mb": 1e6, "gb": 1e9, "tb": 1e12,
+		"kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40}[strings.ToLower(unit)]
+	if !ok {
+		return 0, fmt.Errorf("unknown size unit %q in %q", unit, s)
+	}
+	f, err := strconv.ParseFloat(num, 64)
+	if num == "" || err != nil {
+		return 0, fmt.Errorf("%q is not a size", s)
+	}
+	v := f * mult
+	if v >= math.MaxInt64 {
+		return 0, fmt.Errorf("%q is too large", s)
+	}
+	return ByteSize(v), nil
 }
 
 // unitMillis is the length of a duration unit in milliseconds.

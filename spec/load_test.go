@@ -428,3 +428,16 @@ func TestParseDurationSaturates(t *testing.T) {
 		}
 	})
 }
+
+func TestParseByteSize(t *testing.T) {
+	for in, want := range map[string]ByteSize{"0": 0, "1073741824": 1 << 30, "512MiB": 512 << 20, "2GB": 2e9, "1.5 kB": 1500, "200B": 200, "1 TiB": 1 << 40} {
+		if got, err := ParseByteSize(in); err != nil || got != want {
+			t.Errorf("ParseByteSize(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "MB", "2 parsecs", "1e3", "-5", "1..2GB", "99999999999TB"} {
+		if got, err := ParseByteSize(in); err == nil {
+			t.Errorf("ParseByteSize(%q) = %d, want an error", in, got)
+		}
+	}
+}

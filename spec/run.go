@@ -110,6 +110,7 @@ func Open(plan *Plan, o RunOptions) (*Job, error) {
 	}
 	opts := weir.DefaultOptions()
 	opts.Logger = o.Logger
+	opts.StateBudget = plan.StateBudget
 	opts.Deterministic = o.Deterministic
 	if o.Parallelism > 0 {
 		opts.Parallelism = o.Parallelism
@@ -431,6 +432,18 @@ type Progress struct {
 	RecordsIn, LateFired, SideOutput, DeadLetters, Results int64
 	// Watermark is the window operator's (the minimum over its subtasks).
 	Watermark etime.Time
+	// State is the size of the window state.
+	State weir.StateInfo
+}
+
+// State returns the window operator's state size, now and at its peak; it
+// is safe to call while the job runs.
+func (j *Job) State() weir.OperatorState {
+	var t weir.OperatorState
+	for _, s := range j.env.OperatorStates() {
+		t.Add(s)
+	}
+	return t
 }
 
 // Progress returns the job's progress so far.
@@ -449,7 +462,7 @@ func (j *Job) Progress() Progress {
 	}
 	return Progress{
 		RecordsIn: j.recordsIn(rep, j.dec.controls.Load()), LateFired: t.FiredLate, SideOutput: t.LateSideOutput,
-		DeadLetters: rep.DeadLetters, Results: j.out.counters().Results, Watermark: wm,
+		DeadLetters: rep.DeadLetters, Results: j.out.counters().Results, Watermark: wm, State: j.env.State(),
 	}
 }
 

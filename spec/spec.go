@@ -52,7 +52,16 @@ type StateSpec struct {
 	// Cache is the number of live windows each operator instance keeps
 	// decoded in memory with the pebble backend (default 100000).
 	Cache int `yaml:"cache"`
+	// Budget, when set, is the window state size (encoded keys and
+	// values, summed over subtasks) above which the job warns, such as
+	// 512MiB or 2GB (an integer is bytes).
+	Budget *ByteSize `yaml:"budget"`
 }
+
+// ByteSize is a size in bytes, written as an integer or a number with a
+// unit: B, KB, MB, GB, TB (powers of 1000) or KiB, MiB, GiB, TiB (powers
+// of 1024).
+type ByteSize int64
 
 // CheckpointSpec configures checkpoints.
 type CheckpointSpec struct {

@@ -27,12 +27,14 @@ type KVValue[K comparable, N comparable, V any] struct {
 	max   int
 	cache map[entryKey[K, N]]*cached[V]
 	n     int
+	bytes int64 // stored key and value bytes
 	buf   []byte
 }
 
 type cached[V any] struct {
 	v     V
 	dirty bool
+	size  int // the stored key and value bytes; 0 when not stored yet
 }
 
 // NewKVValue returns a Value with tag in kv, caching at most cacheSize
@@ -58,17 +60,17 @@ func must(err error) {
 	}
 }
 
-// load reads (k, n) from the KV.
-func (t *KVValue[K, N, V]) load(k K, n N) (V, bool) {
-	var z V
-	b, ok, err := t.kv.Get(t.key(k, n))
+// load reads (k, n) from the KV; size is its stored bytes.
+func (t *KVValue[K, N, V]) load(k K, n N) (v V, size int, ok bool) {
+	key := t.key(k, n)
+	b, ok, err := t.kv.Get(key)
 	must(err)
 	if !ok {
-		return z, false
+		return v, 0, false
 	}
-	v, err := t.vc.Decode(b)
+	v, err = t.vc.Decode(b)
 	must(err)
-	return v, true
+	return v, len(key) + len(b), true
 }
 
 // Get implements Value.
@@ -77,9 +79,9 @@ func (t *KVValue[K, N, V]) Get(k K, n N) (V, bool) {
 	if c := t.cache[ek]; c != nil {
 		return c.v, true
 	}
-	v, ok := t.load(k, n)
+	v, size, ok := t.load(k, n)
 	if ok {
-		t.cache[ek] = &cached[V]{v: v}
+		t.cache[ek] = &cached[V]{v: v, size: size}
 	}
 	return v, ok
 }
@@ -95,14 +97,14 @@ func (t *KVValue[K, N, V]) Ref(k K, n N, create bool) *V {
 		c.dirty = true
 		return &c.v
 	}
-	v, ok := t.load(k, n)
+	v, size, ok := t.load(k, n)
 	if !ok {
 		if !create {
 			return nil
 		}
 		t.n++
 	}
-	c := &cached[V]{v: v, dirty: true}
+	c := &cached[V]{v: v, dirty: true, size: size}
 	t.cache[ek] = c
 	return &c.v
 }
@@ -124,22 +126,33 @@ func (t *KVValue[K, N, V]) Create(k K, n N) *V {
 // Delete implements Value.
 func (t *KVValue[K, N, V]) Delete(k K, n N) {
 	ek := entryKey[K, N]{k, n}
-	_, inCache := t.cache[ek]
+	c, inCache := t.cache[ek]
 	delete(t.cache, ek)
 	key := t.key(k, n)
-	if !inCache {
-		_, ok, err := t.kv.Get(key)
+	size := 0
+	if inCache {
+		size = c.size
+	} else {
+		b, ok, err := t.kv.Get(key)
 		must(err)
 		if !ok {
 			return
 		}
+		size = len(key) + len(b)
 	}
-	must(t.kv.Delete(key))
+	if size > 0 { // else it was never written back
+		must(t.kv.Delete(key))
+		t.bytes -= int64(size)
+	}
 	t.n--
 }
 
 // Len implements Value.
 func (t *KVValue[K, N, V]) Len() int { return t.n }
+
+// Bytes returns the key and value bytes of the entries written back to the
+// KV (entries created since the last Evict or Flush are not counted yet).
+func (t *KVValue[K, N, V]) Bytes() int64 { return t.bytes }
 
 // Flush writes every dirty entry back to the KV (the cache stays).
 func (t *KVValue[K, N, V]) Flush() {
@@ -151,7 +164,11 @@ func (t *KVValue[K, N, V]) Flush() {
 		var err error
 		vb, err = t.vc.Append(vb[:0], c.v)
 		must(err)
-		must(t.kv.Set(t.key(ek.k, ek.n), vb))
+		key := t.key(ek.k, ek.n)
+		must(t.kv.Set(key, vb))
+		size := len(key) + len(vb)
+		t.bytes += int64(size - c.size)
+		c.size = size
 		c.dirty = false
 	}
 }

@@ -51,7 +51,9 @@ func (x *Executor) RunUntilQuiet() (done bool, err error) {
 				if err != nil {
 					return false, err
 				}
-				st.publish()
+				// The poll ran the records through the whole graph
+				// (exchanges are synchronous): every subtask publishes.
+				x.publishAll()
 				switch status {
 				case Emitted:
 					progress = true

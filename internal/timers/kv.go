@@ -40,13 +40,14 @@ const DefaultHeadCache = 256
 // Like Service it is owned by one operator instance; a KV error (a broken
 // disk) panics, which fails the job.
 type KVService[K comparable] struct {
-	kv   state.KV
-	tag  byte
-	kc   state.Codec[K]
-	kg   func(K) state.KeyGroup
-	enc  KeyEncoder[K]
-	head int
-	n    int
+	kv    state.KV
+	tag   byte
+	kc    state.Codec[K]
+	kg    func(K) state.KeyGroup
+	enc   KeyEncoder[K]
+	head  int
+	n     int
+	bytes int64 // the timers' key bytes
 
 	groups map[state.KeyGroup]*kvGroup[K]
 	h      []*kvGroup[K] // min-heap of the groups with timers, by minimum
@@ -177,6 +178,7 @@ func (s *KVService[K]) register(t Timer[K], isNew bool) {
 		if isNew || !s.kvHas(key) {
 			must(s.kv.Set(key, nil))
 			s.n++
+			s.bytes += int64(len(key))
 		}
 		return
 	}
@@ -185,6 +187,7 @@ func (s *KVService[K]) register(t Timer[K], isNew bool) {
 	}
 	must(s.kv.Set(key, nil))
 	s.n++
+	s.bytes += int64(len(key))
 	g.cache.ReplaceOrInsert(kvTimer[K]{key: string(key), t: t})
 	if g.cache.Len() > 2*s.head {
 		s.trim(g)
@@ -211,6 +214,7 @@ func (s *KVService[K]) Delete(t Timer[K]) {
 		if s.kvHas(key) {
 			must(s.kv.Delete(key))
 			s.n--
+			s.bytes -= int64(len(key))
 		}
 		return
 	}
@@ -219,6 +223,7 @@ func (s *KVService[K]) Delete(t Timer[K]) {
 	}
 	must(s.kv.Delete(key))
 	s.n--
+	s.bytes -= int64(len(key))
 	s.fix(g)
 }
 
@@ -237,6 +242,9 @@ func (s *KVService[K]) Has(t Timer[K]) bool {
 
 // Len implements Timers.
 func (s *KVService[K]) Len() int { return s.n }
+
+// Bytes returns the bytes of the timers' KV keys.
+func (s *KVService[K]) Bytes() int64 { return s.bytes }
 
 // load adds to g's cache the timers of the KV from its bound on: at least
 // head of them, and all that share the timestamp of the last one loaded

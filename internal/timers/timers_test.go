@@ -94,6 +94,14 @@ func TestKVServiceMatchesService(t *testing.T) {
 		if a, b := rangeAll(ref), rangeAll(kv); !slices.Equal(a, b) {
 			t.Fatalf("Range:\n%v\nwant\n%v", b, a)
 		}
+		var keyBytes int64
+		kv.Range(func(x Timer[int]) bool {
+			keyBytes += int64(len(kv.key(x)))
+			return true
+		})
+		if kv.Bytes() != keyBytes {
+			t.Fatalf("Bytes = %d, want %d", kv.Bytes(), keyBytes)
+		}
 		// Draining fires everything in the same order.
 		for {
 			a := slices.Clone(ref.PopDue(etime.MaxTime))
@@ -109,7 +117,7 @@ func TestKVServiceMatchesService(t *testing.T) {
 				kv.Fired(x)
 			}
 		}
-		if kv.Len() != 0 || len(kv.groups) != 0 || len(kv.h) != 0 {
+		if kv.Len() != 0 || kv.Bytes() != 0 || len(kv.groups) != 0 || len(kv.h) != 0 {
 			t.Fatalf("drained service holds %d timers, %d groups, heap %d", kv.Len(), len(kv.groups), len(kv.h))
 		}
 	})

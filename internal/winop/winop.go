@@ -195,7 +195,8 @@ type Operator[K comparable, IN, ACC, OUT any] struct {
 	keyCodec state.Codec[K]
 	accCodec state.Codec[ACC]
 	keyGroup func(K) state.KeyGroup
-	lastSnap int // the size of the last snapshot
+	lastSnap int             // the size of the last snapshot
+	sizes    [3]sizeEstimate // of entries, sets and panes (in memory)
 	// fresh: the element being processed created its window, which
 	// therefore has no timers yet.
 	fresh    bool

@@ -1,0 +1,118 @@
+package winop
+
+import (
+	"unsafe"
+
+	"github.com/weirstream/weir/state"
+)
+
+// StateSize is the size of an operator instance's state.
+type StateSize struct {
+	// Windows counts live (key, window) entries.
+	Windows int64
+	// Timers counts registered event- and processing-time timers.
+	Timers int64
+	// Bytes is the encoded size of the keys and values, as the on-disk
+	// backend and checkpoints store them: counted for a KV backend (except
+	// entries created since the cache was last written back), estimated
+	// for the in-memory one from a sample of its entries (its Go memory
+	// use is larger: maps and pointers).
+	Bytes int64
+}
+
+// sampleEntries is how many entries of each value an estimate encodes;
+// resampleEvery is how many StateSize calls an estimate serves.
+const (
+	sampleEntries = 16
+	resampleEvery = 256
+)
+
+// sizeEstimate is the mean encoded size of one value's entries.
+type sizeEstimate struct {
+	calls int
+	mean  float64
+	key   float64 // the mean encoded key size
+}
+
+// byteCounter is implemented by KV-backed values and timers.
+type byteCounter interface{ Bytes() int64 }
+
+// StateSize returns the size of the operator's state. It is cheap (the
+// estimate of an in-memory backend is refreshed every few hundred calls)
+// and, like every method, must be called from the operator's goroutine.
+func (o *Operator[K, IN, ACC, OUT]) StateSize() StateSize {
+	s := StateSize{Windows: int64(o.entries.Len()), Timers: int64(o.evt.Len() + o.proc.Len())}
+	var ec state.Codec[entry[ACC]]
+	if o.accCodec != nil {
+		ec = entryCodec[ACC]{o.accCodec}
+	}
+	s.Bytes = valueBytes(o.entries, &o.sizes[0], o.keyCodec, windowCodec{}, ec)
+	if o.sets != nil {
+		s.Bytes += valueBytes(o.sets, &o.sizes[1], o.keyCodec, noneCodec{}, windowsCodec{})
+	}
+	if o.panes != nil {
+		s.Bytes += valueBytes(o.panes, &o.sizes[2], o.keyCodec, state.CodecFor[int64](), o.accCodec)
+	}
+	for _, t := range []any{o.evt, o.proc} {
+		if b, ok := t.(byteCounter); ok {
+			s.Bytes += b.Bytes()
+		} else {
+			// In memory: the timestamp and window (24 bytes) and the key.
+			s.Bytes += int64(t.(interface{ Len() int }).Len()) * int64(24+o.sizes[0].key)
+		}
+	}
+	return s
+}
+
+// valueBytes is v's byte count when it keeps one (in a KV), else its length
+// times the mean encoded size of a sample of its entries; without codecs
+// the sample is measured by the Go sizes of its types.
+func valueBytes[K comparable, N comparable, V any](v state.Value[K, N, V], est *sizeEstimate, kc state.Codec[K], nc state.Codec[N], vc state.Codec[V]) int64 {
+	if b, ok := v.(byteCounter); ok {
+		return b.Bytes()
+	}
+	n := v.Len()
+	if n == 0 {
+		return 0
+	}
+	if est.calls%resampleEvery == 0 {
+		sample(est, v, kc, nc, vc)
+	}
+	est.calls++
+	return int64(est.mean * float64(n))
+}
+
+// sample measures up to sampleEntries entries of v.
+func sample[K comparable, N comparable, V any](est *sizeEstimate, v state.Value[K, N, V], kc state.Codec[K], nc state.Codec[N], vc state.Codec[V]) {
+	if kc == nil || vc == nil {
+		var k K
+		var ns N
+		var x V
+		est.key = float64(unsafe.Sizeof(k))
+		est.mean = float64(unsafe.Sizeof(k) + unsafe.Sizeof(ns) + unsafe.Sizeof(x))
+		return
+	}
+	var buf []byte
+	var total, keys, count int
+	v.Range(func(k K, n N, x *V) bool {
+		b, err := kc.Append(buf[:0], k)
+		if err != nil {
+			return false
+		}
+		keys += len(b)
+		if b, err = nc.Append(b, n); err == nil {
+			b, err = vc.Append(b, *x)
+		}
+		if err != nil {
+			return false
+		}
+		total += len(b) + 4 // the key group, tag and length prefix
+		buf = b
+		count++
+		return count < sampleEntries
+	})
+	if count > 0 {
+		est.mean = float64(total) / float64(count)
+		est.key = float64(keys) / float64(count)
+	}
+}

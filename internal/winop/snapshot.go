@@ -142,6 +142,9 @@ func (o *Operator[K, IN, ACC, OUT]) Restore(src []byte, first, last state.KeyGro
 		return window.Window{Start: etime.Time(s), End: etime.Time(r.Int())}
 	}
 	for r.Err == nil {
+		// A large state restored into a KV backend must not pile up
+		// in its caches.
+		o.evictCaches()
 		tag := r.Uint()
 		if tag == tagEnd || r.Err != nil {
 			break
@@ -155,12 +158,14 @@ func (o *Operator[K, IN, ACC, OUT]) Restore(src []byte, first, last state.KeyGro
 			x := win()
 			e := state.ReadValue(&r, entryCodec[ACC]{o.accCodec})
 			if mine && r.Err == nil {
-				*o.entries.Ref(k, x, true) = e
+				// Each key is in one old subtask's snapshot, once:
+				// nothing restored exists yet.
+				*create(o.entries, k, x) = e
 			}
 		case tagSet:
 			ws := state.ReadValue(&r, windowsCodec{})
 			if mine && r.Err == nil {
-				o.sets.Put(k, none{}, ws)
+				*create(o.sets, k, none{}) = ws
 			}
 		case tagPane:
 			idx := r.Int()
@@ -169,7 +174,7 @@ func (o *Operator[K, IN, ACC, OUT]) Restore(src []byte, first, last state.KeyGro
 				if o.panes == nil {
 					return errors.New("weir: the snapshot has sliding panes but this operator does not use them; the window or the aggregate changed")
 				}
-				o.panes.Put(k, idx, acc)
+				*create(o.panes, k, idx) = acc
 			}
 		case tagEventTimer, tagProcTimer:
 			ts := etime.Time(r.Int())
@@ -179,7 +184,7 @@ func (o *Operator[K, IN, ACC, OUT]) Restore(src []byte, first, last state.KeyGro
 				if tag == tagProcTimer {
 					s = o.proc
 				}
-				s.Register(timers.Timer[K]{TS: ts, Key: k, Window: x})
+				s.RegisterNew(timers.Timer[K]{TS: ts, Key: k, Window: x})
 			}
 		default:
 			return fmt.Errorf("weir: window operator snapshot: unknown record tag %d", tag)

@@ -9,6 +9,7 @@ import (
 	"github.com/weirstream/weir/etime"
 	"github.com/weirstream/weir/state"
 	"github.com/weirstream/weir/state/memstate"
+	"github.com/weirstream/weir/state/pebblestate"
 	"github.com/weirstream/weir/trigger"
 	"github.com/weirstream/weir/window"
 )
@@ -184,47 +185,65 @@ func TestRestoreRefusesGarbage(t *testing.T) {
 
 // BenchmarkSnapshot measures a window operator's snapshot (what a
 // checkpoint costs the subtask that takes it) and its restore against the
-// state size: keys with one open tumbling window each, an int64
-// accumulator and two timers.
+// state size, on the in-memory and the pebble backend: keys with one open
+// tumbling window each, an int64 accumulator and two timers.
 //
 //	go test -run x -bench Snapshot ./internal/winop/
 func BenchmarkSnapshot(b *testing.B) {
-	for _, keys := range []int{10_000, 100_000, 1_000_000} {
-		op, _ := New(Config[uint64, snapEvent, int64, int64]{
+	backends := map[string]func(b *testing.B) state.Backend{
+		"memory": func(*testing.B) state.Backend { return memstate.New() },
+		"pebble": func(b *testing.B) state.Backend {
+			kv, err := pebblestate.Open(b.TempDir()+"/db", pebblestate.Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			return state.NewKVBackend(kv, 100_000)
+		},
+	}
+	newOp := func(backend state.Backend) *Operator[uint64, snapEvent, int64, int64] {
+		op, err := New(Config[uint64, snapEvent, int64, int64]{
 			Assigner: mustA(window.Tumbling(1000, 0)), Lateness: 100,
 			Contents:   AggContents[snapEvent, int64, int64]{F: snapSum{}},
 			Func:       func(ctx *FireContext[uint64, int64], acc *int64) { ctx.Emit(*acc) },
-			KeyEncoder: encU64, Backend: memstate.New(),
+			KeyEncoder: encU64, Backend: backend,
 			KeyCodec: state.CodecFor[uint64](), AccCodec: state.CodecFor[int64](), KeyGroup: kgOf,
 		}, &lines{})
-		for k := range keys {
-			_ = op.ProcessElement(uint64(k), snapEvent{key: uint64(k), ts: 5}, 5)
+		if err != nil {
+			b.Fatal(err)
 		}
-		var snap []byte
-		b.Run(fmt.Sprintf("snapshot/keys=%d", keys), func(b *testing.B) {
-			for b.Loop() {
-				var err error
-				if snap, err = op.Snapshot(nil); err != nil {
-					b.Fatal(err)
-				}
+		return op
+	}
+	for _, name := range []string{"memory", "pebble"} {
+		for _, keys := range []int{10_000, 100_000, 1_000_000} {
+			backend := backends[name](b)
+			op := newOp(backend)
+			for k := range keys {
+				_ = op.ProcessElement(uint64(k), snapEvent{key: uint64(k), ts: 5}, 5)
 			}
-			b.ReportMetric(float64(len(snap))/1e6, "MB")
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*keys), "ns/key")
-		})
-		b.Run(fmt.Sprintf("restore/keys=%d", keys), func(b *testing.B) {
-			for b.Loop() {
-				fresh, _ := New(Config[uint64, snapEvent, int64, int64]{
-					Assigner: mustA(window.Tumbling(1000, 0)), Lateness: 100,
-					Contents:   AggContents[snapEvent, int64, int64]{F: snapSum{}},
-					Func:       func(ctx *FireContext[uint64, int64], acc *int64) { ctx.Emit(*acc) },
-					KeyEncoder: encU64, Backend: memstate.New(),
-					KeyCodec: state.CodecFor[uint64](), AccCodec: state.CodecFor[int64](), KeyGroup: kgOf,
-				}, &lines{})
-				if err := fresh.Restore(snap, 0, 127, true); err != nil {
-					b.Fatal(err)
+			var snap []byte
+			b.Run(fmt.Sprintf("%s/snapshot/keys=%d", name, keys), func(b *testing.B) {
+				for b.Loop() {
+					var err error
+					if snap, err = op.Snapshot(nil); err != nil {
+						b.Fatal(err)
+					}
 				}
-			}
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*keys), "ns/key")
-		})
+				b.ReportMetric(float64(len(snap))/1e6, "MB")
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*keys), "ns/key")
+			})
+			b.Run(fmt.Sprintf("%s/restore/keys=%d", name, keys), func(b *testing.B) {
+				for b.Loop() {
+					bk := backends[name](b)
+					if err := newOp(bk).Restore(snap, 0, 127, true); err != nil {
+						b.Fatal(err)
+					}
+					b.StopTimer()
+					_ = bk.Close()
+					b.StartTimer()
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*keys), "ns/key")
+			})
+			_ = backend.Close()
+		}
 	}
 }

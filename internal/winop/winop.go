@@ -784,12 +784,16 @@ func (o *Operator[K, IN, ACC, OUT]) mergeWindow(key K, pw window.Window) (window
 // newEntry returns the entry of (key, w), which the caller knows does not
 // exist: a KV backend skips the lookup.
 func (o *Operator[K, IN, ACC, OUT]) newEntry(key K, w window.Window) *entry[ACC] {
-	if c, ok := o.entries.(interface {
-		Create(K, window.Window) *entry[ACC]
-	}); ok {
-		return c.Create(key, w)
+	return create(o.entries, key, w)
+}
+
+// create is v.Ref(k, n, true) for an entry the caller knows does not
+// exist: a KV-backed value skips the lookup.
+func create[K comparable, N comparable, V any](v state.Value[K, N, V], k K, n N) *V {
+	if c, ok := v.(interface{ Create(K, N) *V }); ok {
+		return c.Create(k, n)
 	}
-	return o.entries.Ref(key, w, true)
+	return v.Ref(k, n, true)
 }
 
 // onMerge is the merge callback of F4 plus weir's retractions and pane

@@ -193,10 +193,7 @@ func handLoop(b *testing.B, in, out string) int {
 //
 //	WEIR_BENCH_KEYS=1000000 go test -run x -bench CheckpointCost -benchtime 1x ./spec/
 func BenchmarkCheckpointCost(b *testing.B) {
-	keys := 200_000
-	if s := os.Getenv("WEIR_BENCH_KEYS"); s != "" {
-		fmt.Sscan(s, &keys)
-	}
+	keys := benchKeys()
 	job := fmt.Sprintf(`
 name: ckcost
 source:
@@ -255,10 +252,7 @@ sinks:
 //
 //	WEIR_BENCH_KEYS=1000000 go test -run x -bench StateBackend -benchtime 1x ./spec/
 func BenchmarkStateBackend(b *testing.B) {
-	keys := 200_000
-	if s := os.Getenv("WEIR_BENCH_KEYS"); s != "" {
-		fmt.Sscan(s, &keys)
-	}
+	keys := benchKeys()
 	for _, backend := range []string{"memory", "pebble"} {
 		b.Run("backend="+backend, func(b *testing.B) {
 			job := fmt.Sprintf(`
@@ -290,4 +284,13 @@ sinks:
 			b.ReportMetric(float64(keys)*float64(b.N)/b.Elapsed().Seconds(), "records/s")
 		})
 	}
+}
+
+// benchKeys is WEIR_BENCH_KEYS, default 200,000.
+func benchKeys() int {
+	keys := 200_000
+	if s := os.Getenv("WEIR_BENCH_KEYS"); s != "" {
+		fmt.Sscan(s, &keys)
+	}
+	return keys
 }

@@ -83,12 +83,9 @@ func (e *Env) Restored(name string) ([]byte, bool) {
 	if r == nil {
 		return nil, false
 	}
-	b, ok := r.Parts(preCommitStage, name)[0]
+	b, ok := r.Parts(runtime.PreCommitStage, name)[0]
 	return b, ok
 }
-
-// preCommitStage is the pseudo-stage of the parts OnPreCommit writes.
-const preCommitStage = "job"
 
 func (o CheckpointOptions) runtime() *runtime.CheckpointOptions {
 	if o.Interval <= 0 && o.Restore == nil {

@@ -135,7 +135,7 @@ func (e *Env) Execute(ctx context.Context) (Report, error) {
 func (e *Env) Report() Report {
 	r := Report{Windows: map[string]WindowCounters{}, SourceRecords: map[string]int64{}}
 	for _, o := range e.ops {
-		r.Windows[o.name], _ = o.sum()
+		r.Windows[o.name] = o.counters()
 	}
 	for _, s := range e.sources {
 		r.SourceRecords[s.name] = s.n.Load()
@@ -222,8 +222,7 @@ func (s *OperatorState) Add(o OperatorState) {
 func (e *Env) State() StateInfo {
 	var t StateInfo
 	for _, o := range e.ops {
-		_, s := o.sum()
-		t.add(s)
+		t.add(o.state().StateInfo)
 	}
 	return t
 }
@@ -264,10 +263,6 @@ func (s *Stepper) RunUntilQuiet() (bool, error) { return s.x.RunUntilQuiet() }
 // (periodic watermarks, processing-time timers). A panic in user code comes
 // back as an error.
 func (s *Stepper) AdvanceProcessingTime(now etime.Time) error { return s.x.AdvanceProcessingTime(now) }
-
-// Checkpoint takes a checkpoint now (Options.Checkpoint must be set); it
-// returns its id, or 0 when none could start.
-func (s *Stepper) Checkpoint() int64 { return s.x.Checkpoint() }
 
 // Close releases the job's sources and state.
 func (s *Stepper) Close() error { return s.x.Close() }

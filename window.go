@@ -214,21 +214,23 @@ type opSnapshot struct {
 	s StateInfo
 }
 
-// sum adds up the subtasks' last published counters and state sizes.
-func (o *opStats) sum() (winop.Counters, StateInfo) {
+// counters adds up the subtasks' last published counters.
+func (o *opStats) counters() winop.Counters {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	return o.sumLocked()
-}
-
-func (o *opStats) sumLocked() (winop.Counters, StateInfo) {
 	var c winop.Counters
-	var s StateInfo
 	for _, sub := range o.subs {
 		c.Add(sub.c)
+	}
+	return c
+}
+
+func (o *opStats) stateLocked() StateInfo {
+	var s StateInfo
+	for _, sub := range o.subs {
 		s.add(sub.s)
 	}
-	return c, s
+	return s
 }
 
 // publish records subtask i's counters and state size, keeps the peak, and
@@ -238,7 +240,7 @@ func (o *opStats) publish(i int, snap opSnapshot) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.subs[i] = snap
-	_, s := o.sumLocked()
+	s := o.stateLocked()
 	if s.Bytes > o.peak.Bytes {
 		o.peak = s
 	}
@@ -260,8 +262,7 @@ func (o *opStats) publish(i int, snap opSnapshot) {
 func (o *opStats) state() OperatorState {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	_, s := o.sumLocked()
-	return OperatorState{StateInfo: s, Peak: o.peak, OverBudget: o.warned}
+	return OperatorState{StateInfo: o.stateLocked(), Peak: o.peak, OverBudget: o.warned}
 }
 
 // buildWindow adds a window stage fed by w's keyed exchange.

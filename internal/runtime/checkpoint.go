@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -109,8 +110,8 @@ func (j *Job) PreCommit(fn func(id int64, write func(name string, data []byte) e
 	j.preCommit = append(j.preCommit, fn)
 }
 
-// preCommitStage is the pseudo-stage of the parts pre-commit hooks write.
-const preCommitStage = "job"
+// PreCommitStage is the pseudo-stage of the parts pre-commit hooks write.
+const PreCommitStage = "job"
 
 // partName names a subtask's part in the store.
 func partName(stage string, idx int, name string) string {
@@ -123,9 +124,7 @@ type coordinator struct {
 	opts *CheckpointOptions
 	// request is the newest checkpoint id the sources must inject.
 	request atomic.Int64
-	// force asks for a checkpoint now, whatever the interval.
-	force atomic.Bool
-	total int
+	total   int
 	// writers are the goroutines writing parts; the job waits for them.
 	writers sync.WaitGroup
 
@@ -138,6 +137,7 @@ type coordinator struct {
 		written  int   // subtasks whose parts are written
 		stopped  bool  // a source finished: no more checkpoints
 		lastTrig time.Time
+		force    bool // a checkpoint is asked for now, whatever the interval
 	}
 }
 
@@ -155,7 +155,7 @@ func newCoordinator(j *Job, o *CheckpointOptions) *coordinator {
 func (c *coordinator) due(now time.Time) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return !c.mu.stopped && c.mu.id == 0 && (c.force.Load() || now.Sub(c.mu.lastTrig) >= c.opts.Interval)
+	return !c.mu.stopped && c.mu.id == 0 && (c.mu.force || now.Sub(c.mu.lastTrig) >= c.opts.Interval)
 }
 
 // RequestCheckpoint asks for a checkpoint as soon as possible (a graceful
@@ -167,13 +167,9 @@ func (j *Job) RequestCheckpoint() bool {
 		return false
 	}
 	c.mu.Lock()
-	stopped := c.mu.stopped
-	c.mu.Unlock()
-	if stopped {
-		return false
-	}
-	c.force.Store(true)
-	return true
+	defer c.mu.Unlock()
+	c.mu.force = !c.mu.stopped
+	return c.mu.force
 }
 
 // trigger starts the next checkpoint; it returns 0 when none may start.
@@ -191,7 +187,7 @@ func (c *coordinator) trigger(now time.Time) int64 {
 	}
 	c.mu.next++
 	c.mu.lastTrig = now
-	c.force.Store(false)
+	c.mu.force = false
 	c.mu.pending, c.mu.id, c.mu.acks, c.mu.written = p, id, 0, 0
 	c.request.Store(id)
 	return id
@@ -250,7 +246,7 @@ func (c *coordinator) write(id int64, p PendingCheckpoint, parts map[string][]by
 		return
 	}
 	write := func(name string, data []byte) error {
-		return p.WritePart(partName(preCommitStage, 0, name), data)
+		return p.WritePart(partName(PreCommitStage, 0, name), data)
 	}
 	for _, f := range c.job.preCommit {
 		if err := f(id, write); err != nil {
@@ -443,7 +439,7 @@ func encodeValve(s watermark.ValveState) []byte {
 
 func decodeValve(b []byte) (watermark.ValveState, error) {
 	var s watermark.ValveState
-	fields := splitSpace(b)
+	fields := strings.Fields(string(b))
 	if len(fields) == 0 {
 		return s, errors.New("weir: empty valve state")
 	}
@@ -472,20 +468,6 @@ func decodeValve(b []byte) (watermark.ValveState, error) {
 	return s, nil
 }
 
-func splitSpace(b []byte) []string {
-	var out []string
-	start := 0
-	for i := 0; i <= len(b); i++ {
-		if i == len(b) || b[i] == ' ' {
-			if i > start {
-				out = append(out, string(b[start:i]))
-			}
-			start = i + 1
-		}
-	}
-	return out
-}
-
 // restoreValves sets the subtask's valves from the restored checkpoint:
 // exactly when the gate has as many channels as before, else every channel
 // at the old output watermark (which gives the same output).
@@ -498,8 +480,8 @@ func (st *Subtask) restoreValves() error {
 		}
 		b, ok := parts[st.Index]
 		if !ok {
-			for _, any := range parts {
-				b = any
+			for _, p := range parts {
+				b = p
 				break
 			}
 		}
@@ -545,15 +527,16 @@ func (discard) Status(bool)          {}
 
 // restoreDeadLetters restores the subtask's dead-letter count: its own when
 // the stage has as many subtasks as before, else subtask 0 takes them all.
-func (st *Subtask) restoreDeadLetters() {
+func (st *Subtask) restoreDeadLetters() error {
 	parts := st.Restored("dead-letters")
 	for old, b := range parts {
 		if old == st.Index && len(parts) == st.stage.Par || st.Index == 0 && len(parts) != st.stage.Par {
 			n, err := strconv.ParseInt(string(b), 10, 64)
 			if err != nil {
-				panic(fmt.Errorf("corrupt dead-letter count in the checkpoint: %w", err))
+				return fmt.Errorf("corrupt dead-letter count in the checkpoint: %w", err)
 			}
 			st.dead.Add(n)
 		}
 	}
+	return nil
 }

@@ -46,7 +46,7 @@ func alignSubtask(t *testing.T) (*Subtask, *[]int, *nopStore) {
 func TestStaleBarrier(t *testing.T) {
 	st, seen, store := alignSubtask(t)
 	c := st.job.coord
-	// Checkpoint 5 starts and is abandoned; 6 starts.
+	// Checkpoint 1 starts and is abandoned; 2 starts.
 	c.trigger(time.Now())
 	c.mu.Lock()
 	c.abortLocked(nil)

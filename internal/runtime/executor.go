@@ -6,6 +6,7 @@ import (
 	"runtime/debug"
 	"time"
 
+	"github.com/weirstream/weir/clock"
 	"github.com/weirstream/weir/etime"
 )
 
@@ -29,7 +30,6 @@ func NewExecutor(j *Job) (*Executor, error) {
 	if err := j.build(); err != nil {
 		return nil, err
 	}
-	j.built.Store(true)
 	return &Executor{job: j}, nil
 }
 
@@ -156,7 +156,7 @@ func (x *Executor) runToEnd(ctx context.Context) error {
 		if done {
 			return x.Close()
 		}
-		if err := x.AdvanceProcessingTime(etime.FromTime(x.job.opts.Clock.Now())); err != nil {
+		if err := x.AdvanceProcessingTime(clock.Millis(x.job.opts.Clock)); err != nil {
 			return errors.Join(err, x.Close())
 		}
 		// Some source is waiting for input: do not spin.

@@ -408,6 +408,7 @@ func (j *Job) build() error {
 			}
 		}
 	}
+	j.built.Store(true)
 	return nil
 }
 
@@ -421,7 +422,9 @@ func (st *Subtask) buildChain() (err error) {
 			err = fmt.Errorf("weir: stage %s subtask %d: %v", s.Name, st.Index, r)
 		}
 	}()
-	st.restoreDeadLetters()
+	if err := st.restoreDeadLetters(); err != nil {
+		return fmt.Errorf("weir: stage %s subtask %d: %w", s.Name, st.Index, err)
+	}
 	if s.src != nil {
 		p, ctrl, err := s.src.Open(st)
 		if err != nil {
@@ -466,7 +469,6 @@ func (j *Job) Run(ctx context.Context) error {
 	if err := j.build(); err != nil {
 		return err
 	}
-	j.built.Store(true)
 	if j.opts.Deterministic {
 		ex := &Executor{job: j}
 		return ex.runToEnd(ctx)

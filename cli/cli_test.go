@@ -26,7 +26,6 @@ var tookLine = regexp.MustCompile(`(?m)^took .*\n`)
 //	weir [stdin=FILE]       run the command line given as input; prints the
 //	                        exit code, stdout and stderr
 //	cat FILE                print a file the command wrote
-//	sql FILE QUERY          (results tables) print a query's rows
 //
 // Regenerate with -rewrite after reading the diff.
 func TestCommands(t *testing.T) {

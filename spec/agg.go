@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"cmp"
 	"errors"
 	"math"
 	"slices"
@@ -162,7 +163,7 @@ func (a aggFunc) Merge(x, y *acc) *acc {
 			s.n = p.n + q.n
 			s.list = make([]collected, 0, len(p.list)+len(q.list))
 			s.list = append(append(s.list, p.list...), q.list...)
-			slices.SortStableFunc(s.list, func(a, b collected) int { return int(sign(a.no - b.no)) })
+			slices.SortStableFunc(s.list, func(a, b collected) int { return cmp.Compare(a.no, b.no) })
 		case "count_distinct":
 			s.set = make(map[string]struct{}, len(p.set)+len(q.set))
 			for k := range p.set {
@@ -174,16 +175,6 @@ func (a aggFunc) Merge(x, y *acc) *acc {
 		}
 	}
 	return out
-}
-
-func sign(x int64) int64 {
-	switch {
-	case x < 0:
-		return -1
-	case x > 0:
-		return 1
-	}
-	return 0
 }
 
 // Result renders each aggregate as JSON followed by a 0 byte. Empty

@@ -43,8 +43,8 @@ func openCheckpoints(p *Plan, o RunOptions) (*checkpoints, error) {
 	}
 	if o.CheckpointDir != "" {
 		dir = o.CheckpointDir
-	} else if dir != "" && !filepath.IsAbs(dir) {
-		dir = filepath.Join(o.Dir, dir)
+	} else {
+		dir = o.path(dir)
 	}
 	if o.CheckpointInterval > 0 {
 		interval = o.CheckpointInterval
@@ -156,11 +156,6 @@ func (p pendingAdapter) Commit() error { return p.Pending.Commit(p.meta) }
 // partView serves a restored checkpoint's parts, named
 // "stage/index/name".
 type partView map[string][]byte
-
-func (v partView) part(name string) ([]byte, bool) {
-	b, ok := v[name]
-	return b, ok
-}
 
 // Parts implements weir.CheckpointView.
 func (v partView) Parts(stage, name string) map[int][]byte {

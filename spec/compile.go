@@ -176,7 +176,6 @@ func (c *compiler) compile() {
 			c.add("checkpoint", "a stdin source cannot be checkpointed: a restore could not read it again", "read from a file, or remove checkpoint")
 		}
 	}
-	_ = p
 }
 
 func (c *compiler) source() {

@@ -8,7 +8,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	"github.com/valyala/fastjson"
 
@@ -72,10 +71,10 @@ type decoder struct {
 	needs []need
 	// chMax is each channel's largest timestamp; only the channel's own
 	// goroutine touches its element.
-	chMax       []etime.Time
-	controls    atomic.Int64 // control lines seen (live, for progress)
-	regressions atomic.Int64 // backward jumps of more than regressionJump (live)
-	warn        func(ch int, from, to etime.Time)
+	chMax    []etime.Time
+	controls atomic.Int64 // control lines seen (live, for progress)
+	warned   atomic.Bool  // a backward jump was warned about
+	warn     func(ch int, from, to etime.Time)
 	// note counts a control line or a regression in the job's output
 	// counters (exact across checkpoints).
 	note func(ch int, k itemKind)
@@ -189,9 +188,6 @@ func (d *decoder) decode(l fileio.Line) (rec, error) {
 	case fileio.Bad:
 		return rec{}, &weir.BadInput{Reason: l.Reason, Detail: l.Detail}
 	}
-	if !utf8.Valid(l.Text) {
-		return rec{}, bad("utf8_invalid", "the line is not valid UTF-8")
-	}
 	sc, _ := d.scratch.Get().(*scratch)
 	if sc == nil {
 		sc = &scratch{keys: map[string]string{}}
@@ -222,7 +218,7 @@ func (d *decoder) decode(l fileio.Line) (rec, error) {
 				if d.note != nil {
 					d.note(ch, itemRegression)
 				}
-				if d.regressions.Add(1) == 1 && d.warn != nil {
+				if d.warn != nil && d.warned.CompareAndSwap(false, true) {
 					d.warn(ch, m, r.ts)
 				}
 			}
@@ -240,11 +236,11 @@ func (d *decoder) decode(l fileio.Line) (rec, error) {
 	}
 	for i, n := range d.needs {
 		a := &d.p.Spec.Aggregate[i]
-		f := o.Get(a.Field)
 		if n == needNothing {
 			r.vals[i].kind = vJSON // count every record
 			continue
 		}
+		f := o.Get(a.Field)
 		if f == nil || f.Type() == fastjson.TypeNull {
 			continue
 		}

@@ -145,7 +145,7 @@ func (o *output) finish() {
 // sync flushes and fsyncs every sink and records the file lengths.
 func (o *output) sync() error {
 	o.c.Offsets = map[string]int64{}
-	for name, s := range o.j.lineSinks() {
+	for name, s := range o.j.files {
 		n, err := s.sync()
 		if err != nil {
 			return fmt.Errorf("sink %s: %w", name, err)
@@ -154,10 +154,10 @@ func (o *output) sync() error {
 			o.c.Offsets[name] = n
 		}
 	}
-	if r, ok := o.j.results.(*sqliteResults); ok {
-		return r.db.Flush()
+	if o.j.results == nil {
+		return nil
 	}
-	return nil
+	return o.j.results.commit()
 }
 
 // restore starts from a checkpoint's counters and cuts the sink files back

@@ -95,9 +95,6 @@ type Job struct {
 	failed atomic.Bool
 }
 
-// lineSinks returns the file sinks by sink name.
-func (j *Job) lineSinks() map[string]*lineSink { return j.files }
-
 // Open builds the job of plan: it opens the input and the sinks, so a
 // missing file is reported here, before anything runs. File sinks are
 // truncated (a fresh run).
@@ -210,8 +207,8 @@ func pebbleBackend(p *Plan, o RunOptions) (func() state.Backend, func(), error) 
 			return nil, nil, err
 		}
 		base, remove = d, func() { os.RemoveAll(d) }
-	} else if !filepath.IsAbs(base) {
-		base = filepath.Join(o.Dir, base)
+	} else {
+		base = o.path(base)
 	}
 	cache := st.Cache
 	if cache == 0 {
@@ -232,7 +229,8 @@ func pebbleBackend(p *Plan, o RunOptions) (func() state.Backend, func(), error) 
 // reading all its input.
 func (j *Job) stopped() bool { return j.stop != nil && j.stop() }
 
-func (j *Job) path(o RunOptions, p string) string {
+// path resolves p against the spec's directory (empty stays empty).
+func (o RunOptions) path(p string) string {
 	if p == "" || filepath.IsAbs(p) {
 		return p
 	}
@@ -242,7 +240,7 @@ func (j *Job) path(o RunOptions, p string) string {
 func (j *Job) build(o RunOptions) error {
 	p := j.plan
 	s := p.Spec
-	stopped := func() bool { return j.failed.Load() || o.Stop != nil && o.Stop() }
+	stopped := func() bool { return j.failed.Load() || j.stopped() }
 	final := func() bool {
 		if stopped() {
 			return o.Drain && !j.failed.Load()
@@ -272,7 +270,7 @@ func (j *Job) build(o RunOptions) error {
 				fo.Input = strings.NewReader("")
 			}
 		} else {
-			fo.Path, fo.Name = j.path(o, s.Source.Path), s.Source.Path
+			fo.Path, fo.Name = o.path(s.Source.Path), s.Source.Path
 		}
 		j.srcName = fo.Name
 		src, err = fileio.New(fo)
@@ -282,7 +280,7 @@ func (j *Job) build(o RunOptions) error {
 	}
 	var offsets map[string]int64
 	if j.ck != nil && j.ck.restored != nil {
-		b, ok := j.ck.view.part("job/0/output")
+		b, ok := j.env.Restored("output")
 		if !ok {
 			return fmt.Errorf("checkpoint %d has no output part", j.ck.restored.ID)
 		}

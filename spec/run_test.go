@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/weirstream/weir/clock"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -222,7 +224,7 @@ func TestSQLiteIdempotent(t *testing.T) {
 	// its watermarks follow the records (every_record): which records are
 	// late then depends only on the input, not on timing.
 	perRecord := strings.Replace(job, "max_out_of_orderness: 20s}", "max_out_of_orderness: 20s, emit: every_record}", 1)
-	pdir, _ := runSpec(t, perRecord, nil, RunOptions{Parallelism: 2, Clock: fixedClock{testNow}})
+	pdir, _ := runSpec(t, perRecord, nil, RunOptions{Parallelism: 2, Clock: clock.NewFake(testNow)})
 	if par := dump(pdir); par != once {
 		t.Fatal("a parallel run's table differs from the deterministic one")
 	}
@@ -238,10 +240,6 @@ func TestSQLiteIdempotent(t *testing.T) {
 		t.Fatalf("rows count %d orders, accepted %d", total, s1.Get("accepted"))
 	}
 }
-
-type fixedClock struct{ t time.Time }
-
-func (c fixedClock) Now() time.Time { return c.t }
 
 // TestStop ends a run early, as Ctrl-C does: without --drain the open
 // windows stay unfired and are counted; with it they fire.

@@ -101,6 +101,9 @@ func (s *lineSink) close() error {
 // resultSink receives window results.
 type resultSink interface {
 	write(r window.Result[string, []byte]) error
+	// commit makes what was written durable at a checkpoint (a file's
+	// sync is done with the other files).
+	commit() error
 	close() error
 }
 
@@ -111,7 +114,15 @@ func (j *Job) openSinks(o RunOptions, offsets map[string]int64) error {
 	var stdout *lineSink
 	var src os.FileInfo
 	if t := j.plan.Spec.Source.Type; t == "file" {
-		src, _ = os.Stat(j.path(o, j.plan.Spec.Source.Path))
+		src, _ = os.Stat(o.path(j.plan.Spec.Source.Path))
+	}
+	// sinkPath resolves a sink's path, refusing the input file.
+	sinkPath := func(k *Sink) (string, error) {
+		path := o.path(k.Path)
+		if fi, err := os.Stat(path); err == nil && src != nil && os.SameFile(fi, src) {
+			return "", fmt.Errorf("sink %s is the input file %s; writing it would destroy the input", k.Path, j.plan.Spec.Source.Path)
+		}
+		return path, nil
 	}
 	open := func(name string, k *Sink) (*lineSink, error) {
 		switch {
@@ -123,9 +134,9 @@ func (j *Job) openSinks(o RunOptions, offsets map[string]int64) error {
 			}
 			return stdout, nil
 		}
-		path := j.path(o, k.Path)
-		if fi, err := os.Stat(path); err == nil && src != nil && os.SameFile(fi, src) {
-			return nil, fmt.Errorf("sink %s is the input file %s; writing it would destroy the input", k.Path, j.plan.Spec.Source.Path)
+		path, err := sinkPath(k)
+		if err != nil {
+			return nil, err
 		}
 		offset := int64(-1)
 		if offsets != nil {
@@ -154,9 +165,9 @@ func (j *Job) openSinks(o RunOptions, offsets map[string]int64) error {
 		for i, a := range j.plan.Spec.Aggregate {
 			names[i] = a.Name
 		}
-		path := j.path(o, r.Path)
-		if fi, err := os.Stat(path); err == nil && src != nil && os.SameFile(fi, src) {
-			return fmt.Errorf("sink %s is the input file %s; writing it would destroy the input", r.Path, j.plan.Spec.Source.Path)
+		path, err := sinkPath(r)
+		if err != nil {
+			return err
 		}
 		db, err := sqliteio.Open(path, j.plan.Spec.Key, names, sqliteio.Options{Table: r.Table})
 		if err != nil {
@@ -220,7 +231,8 @@ func (w *jsonlResults) write(r window.Result[string, []byte]) error {
 	return w.s.write(b)
 }
 
-func (w *jsonlResults) close() error { return w.s.close() }
+func (w *jsonlResults) close() error  { return w.s.close() }
+func (w *jsonlResults) commit() error { return nil }
 
 // sqliteResults upserts results by (key, window) with the pane guard.
 type sqliteResults struct {
@@ -253,7 +265,8 @@ func (w *sqliteResults) write(r window.Result[string, []byte]) error {
 	return w.db.Write(*row)
 }
 
-func (w *sqliteResults) close() error { return w.db.Close() }
+func (w *sqliteResults) close() error  { return w.db.Close() }
+func (w *sqliteResults) commit() error { return w.db.Flush() }
 
 func splitKey(k string, n int) []string {
 	if n == 0 {

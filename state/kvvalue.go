@@ -109,8 +109,7 @@ func (t *KVValue[K, N, V]) Ref(k K, n N, create bool) *V {
 	return &c.v
 }
 
-// Create is Ref(k, n, true) for an entry the caller knows does not exist:
-// it skips the lookup.
+// Create implements Value: it skips the lookup.
 func (t *KVValue[K, N, V]) Create(k K, n N) *V {
 	ek := entryKey[K, N]{k, n}
 	if c := t.cache[ek]; c != nil {

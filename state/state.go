@@ -169,6 +169,10 @@ type Value[K comparable, N comparable, V any] interface {
 	// without, it returns nil when absent. The pointer is valid until the
 	// next Put, Delete or Ref on the same handle.
 	Ref(k K, n N, create bool) *V
+	// Create is Ref(k, n, true) for an entry the caller knows does not
+	// exist (a window just created, a restore): a backend may skip the
+	// lookup. Calling it for an existing entry is a bug.
+	Create(k K, n N) *V
 	// Len returns the number of entries.
 	Len() int
 	// Range calls fn for every entry until fn returns false (snapshots).
@@ -270,8 +274,9 @@ func (t *heapValue[K, N, V]) Delete(k K, n N) {
 	if len(m) == 0 {
 		delete(t.ns, n)
 		t.forget(n)
-		// Namespaces come and go with windows; reuse their maps (small
-		// ones only, so one big window does not pin its memory).
+		// Namespaces come and go with windows; reuse up to 4096 of
+		// their maps. An emptied map keeps the room it grew to, so a
+		// burst of large windows can pin that memory until reuse.
 		if len(t.freeMaps) < 4096 {
 			t.freeMaps = append(t.freeMaps, m)
 		}
@@ -280,6 +285,8 @@ func (t *heapValue[K, N, V]) Delete(k K, n N) {
 	*p = z
 	t.free = append(t.free, p)
 }
+
+func (t *heapValue[K, N, V]) Create(k K, n N) *V { return t.Ref(k, n, true) }
 
 func (t *heapValue[K, N, V]) Ref(k K, n N, create bool) *V {
 	m := t.inner(n, create)

@@ -2,8 +2,6 @@ package fileio
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -271,18 +269,7 @@ func TestResumeStdin(t *testing.T) {
 }
 
 func TestResumePipe(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "fifo")
-	if err := mkfifo(path); err != nil {
-		t.Skip("no named pipes:", err)
-	}
-	go func() {
-		f, err := os.OpenFile(path, os.O_WRONLY, 0)
-		if err != nil {
-			return
-		}
-		f.WriteString("{}\n")
-		f.Close()
-	}()
+	path := fifo(t, "{}\n")
 	src, err := New(Options{Path: path})
 	if err != nil {
 		t.Fatal(err)

@@ -648,18 +648,7 @@ func TestBatch(t *testing.T) {
 
 // TestNamedPipe reads a FIFO given as a path: it is read once and shared.
 func TestNamedPipe(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "fifo")
-	if err := mkfifo(path); err != nil {
-		t.Skip("no named pipes:", err)
-	}
-	go func() {
-		f, err := os.OpenFile(path, os.O_WRONLY, 0)
-		if err != nil {
-			return
-		}
-		f.WriteString("{}\n{\"$channel\":1}\n")
-		f.Close()
-	}()
+	path := fifo(t, "{}\n{\"$channel\":1}\n")
 	res := mustRun(t, Options{Path: path, Channels: 2, Strict: true})
 	check(t, "fifo", res, `1:0:data:{}`, `2:1:data:{}`)
 }

@@ -234,3 +234,22 @@ func describe(l Line) string {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// fifo makes a named pipe in a temporary directory and writes data into it
+// from a goroutine; it skips the test where named pipes do not exist.
+func fifo(t testing.TB, data string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "fifo")
+	if err := mkfifo(path); err != nil {
+		t.Skip("no named pipes:", err)
+	}
+	go func() {
+		f, err := os.OpenFile(path, os.O_WRONLY, 0)
+		if err != nil {
+			return
+		}
+		f.WriteString(data)
+		f.Close()
+	}()
+	return path
+}

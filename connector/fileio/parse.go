@@ -9,6 +9,7 @@ import (
 
 	"github.com/valyala/fastjson"
 
+	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/etime"
 )
 
@@ -192,7 +193,7 @@ func (p *parser) control(no int64, line, trimmed []byte) (item, bool, error) {
 			b = append(b, ',')
 		}
 		first = false
-		b = appendJSONString(b, k)
+		b = weir.AppendJSONString(b, string(k))
 		b = append(b, ':')
 		b = v.MarshalTo(b)
 	})
@@ -242,40 +243,6 @@ func invalidUTF8(b []byte) int {
 		i += n
 	}
 	return -1
-}
-
-const hexDigits = "0123456789abcdef"
-
-// appendJSONString appends s as a JSON string. s is valid UTF-8.
-func appendJSONString(b, s []byte) []byte {
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' {
-			continue
-		}
-		b = append(b, s[start:i]...)
-		switch c {
-		case '"', '\\':
-			b = append(b, '\\', c)
-		case '\n':
-			b = append(b, '\\', 'n')
-		case '\r':
-			b = append(b, '\\', 'r')
-		case '\t':
-			b = append(b, '\\', 't')
-		case '\b':
-			b = append(b, '\\', 'b')
-		case '\f':
-			b = append(b, '\\', 'f')
-		default:
-			b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-		}
-		start = i + 1
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
 }
 
 // isJSONNumber reports whether s is a number in JSON's grammar that
@@ -332,9 +299,6 @@ func (p *parser) nextCSV() (item, bool, error) {
 			return item{}, false, err
 		}
 	}
-	if p.only > 0 {
-		return item{}, false, io.EOF
-	}
 	r, err := p.nextRow()
 	if err != nil {
 		return item{}, false, err
@@ -364,7 +328,7 @@ func (p *parser) nextCSV() (item, bool, error) {
 		case isJSONNumber(cell):
 			b = append(b, cell...)
 		default:
-			b = appendJSONString(b, cell)
+			b = weir.AppendJSONString(b, string(cell))
 		}
 	}
 	b = append(b, '}')
@@ -404,7 +368,7 @@ func (p *parser) readHeader() error {
 			return fmt.Errorf("%s: csv header (line %d): duplicate column name %q (columns %d and %d)", name, r.start, f, j+1, i+1)
 		}
 		seen[f] = i
-		k := appendJSONString(nil, []byte(f))
+		k := weir.AppendJSONString(nil, f)
 		p.keys = append(p.keys, append(k, ':'))
 	}
 	return nil
@@ -465,7 +429,6 @@ type csvRow struct {
 	col    int   // bytes of the current line fed so far
 	state  csvState
 	raw    []byte // the raw row, lines joined by "\n", at most max bytes
-	rawLen int
 	over   bool   // the row is longer than max
 	fields []byte // the fields' contents, concatenated
 	ends   []int  // the end of each field in fields
@@ -476,7 +439,7 @@ type csvRow struct {
 func (r *csvRow) begin(no int64) {
 	r.start, r.no, r.col = no, no, 0
 	r.state = csvFieldStart
-	r.raw, r.rawLen, r.over = r.raw[:0], 0, false
+	r.raw, r.over = r.raw[:0], false
 	r.fields, r.ends = r.fields[:0], r.ends[:0]
 	r.perr, r.bad8 = "", -1
 }
@@ -492,19 +455,17 @@ func (r *csvRow) keep(b []byte) {
 	if r.over {
 		return
 	}
-	if r.rawLen+len(b) > r.max {
+	if len(r.raw)+len(b) > r.max {
 		r.over = true
-		r.raw = append(r.raw, b[:r.max-r.rawLen]...)
-		r.rawLen = r.max + 1
+		r.raw = append(r.raw, b[:r.max-len(r.raw)]...)
 		return
 	}
 	if r.bad8 < 0 {
 		if i := invalidUTF8(b); i >= 0 {
-			r.bad8 = r.rawLen + i
+			r.bad8 = len(r.raw) + i
 		}
 	}
 	r.raw = append(r.raw, b...)
-	r.rawLen += len(b)
 }
 
 func (r *csvRow) add(c byte) {

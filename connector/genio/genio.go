@@ -57,7 +57,7 @@ func New(o Options) (weir.Source[fileio.Line], error) {
 		return nil, fmt.Errorf("genio: rate %v and keys %d must be positive, records %d not negative", o.Rate, o.Keys, o.Records)
 	}
 	if o.Batch <= 0 {
-		o.Batch = 256
+		o.Batch = fileio.DefaultBatch
 	}
 	return source{o}, nil
 }

@@ -234,11 +234,13 @@ func (s *Sink) setup() error {
 
 	t := quote(s.table)
 	cols := s.columns()
-	pk := make([]string, 0, len(s.keyNames)+2)
-	for _, k := range s.keyNames {
-		pk = append(pk, quote(k))
+	qcols := make([]string, len(cols))
+	marks := make([]string, len(cols))
+	for i, c := range cols {
+		qcols[i] = quote(c)
+		marks[i] = "?"
 	}
-	pk = append(pk, quote("window_start"), quote("window_end"))
+	pk := qcols[:len(s.keyNames)+2] // the keys, window_start and window_end
 
 	var b strings.Builder
 	b.WriteString("CREATE TABLE IF NOT EXISTS ")
@@ -265,12 +267,6 @@ func (s *Sink) setup() error {
 
 	// INSERT INTO t (cols) VALUES (?...) ON CONFLICT (pk) DO UPDATE SET
 	// firing=excluded.firing, ... WHERE excluded.pane >= t.pane
-	qcols := make([]string, len(cols))
-	marks := make([]string, len(cols))
-	for i, c := range cols {
-		qcols[i] = quote(c)
-		marks[i] = "?"
-	}
 	b.Reset()
 	fmt.Fprintf(&b, "INSERT INTO %s (%s) VALUES (%s) ON CONFLICT (%s) DO UPDATE SET ",
 		t, strings.Join(qcols, ", "), strings.Join(marks, ", "), strings.Join(pk, ", "))
@@ -534,7 +530,6 @@ func (s *Sink) commit() error {
 	tx := s.tx
 	s.tx, s.txUp, s.txDel, s.n = nil, nil, nil, 0
 	if err := tx.Commit(); err != nil {
-		_ = tx.Rollback()
 		return fmt.Errorf("sqliteio: commit to %s (the batch was rolled back): %w", s.path, err)
 	}
 	return nil
@@ -565,9 +560,8 @@ func (s *Sink) Close() error {
 	if s.closed {
 		return nil
 	}
-	err := s.Flush()
+	err := s.Flush() // it commits or, failing, rolls back any transaction
 	s.closed = true
-	s.rollback()
 	if cerr := s.closeDB(); err == nil {
 		err = cerr
 	}

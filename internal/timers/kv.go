@@ -173,21 +173,17 @@ func (s *KVService[K]) RegisterNew(t Timer[K]) { s.register(t, true) }
 
 func (s *KVService[K]) register(t Timer[K], isNew bool) {
 	key := s.key(t)
-	g := s.group(s.kg(t.Key))
+	g := s.group(state.KeyGroupOfKey(key))
 	if !g.below(key) {
 		if isNew || !s.kvHas(key) {
-			must(s.kv.Set(key, nil))
-			s.n++
-			s.bytes += int64(len(key))
+			s.set(key)
 		}
 		return
 	}
 	if g.cache.Has(probe[K](key)) {
 		return
 	}
-	must(s.kv.Set(key, nil))
-	s.n++
-	s.bytes += int64(len(key))
+	s.set(key)
 	g.cache.ReplaceOrInsert(kvTimer[K]{key: string(key), t: t})
 	if g.cache.Len() > 2*s.head {
 		s.trim(g)
@@ -206,31 +202,41 @@ func (s *KVService[K]) trim(g *kvGroup[K]) {
 // Delete implements Timers.
 func (s *KVService[K]) Delete(t Timer[K]) {
 	key := s.key(t)
-	g := s.groups[s.kg(t.Key)]
+	g := s.groups[state.KeyGroupOfKey(key)]
 	if g == nil {
 		return // no timers in the group
 	}
 	if !g.below(key) {
 		if s.kvHas(key) {
-			must(s.kv.Delete(key))
-			s.n--
-			s.bytes -= int64(len(key))
+			s.remove(key)
 		}
 		return
 	}
 	if _, ok := g.cache.Delete(probe[K](key)); !ok {
 		return
 	}
+	s.remove(key)
+	s.fix(g)
+}
+
+// set writes a new timer's key and counts it.
+func (s *KVService[K]) set(key []byte) {
+	must(s.kv.Set(key, nil))
+	s.n++
+	s.bytes += int64(len(key))
+}
+
+// remove deletes a registered timer's key and uncounts it.
+func (s *KVService[K]) remove(key []byte) {
 	must(s.kv.Delete(key))
 	s.n--
 	s.bytes -= int64(len(key))
-	s.fix(g)
 }
 
 // Has implements Timers.
 func (s *KVService[K]) Has(t Timer[K]) bool {
 	key := s.key(t)
-	g := s.groups[s.kg(t.Key)]
+	g := s.groups[state.KeyGroupOfKey(key)]
 	switch {
 	case g == nil:
 		return false

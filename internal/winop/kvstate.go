@@ -21,12 +21,18 @@ const (
 // it has one (behind a write-back cache, evicted between records), else in
 // memory.
 func newValue[K comparable, N comparable, V any, IN, ACC, OUT any](o *Operator[K, IN, ACC, OUT], b state.Backend, name string, tag byte, nc state.Codec[N], vc state.Codec[V]) state.Value[K, N, V] {
-	if kb, ok := b.(state.KVBackend); ok && o.keyCodec != nil && o.keyGroup != nil {
+	if kb, ok := b.(state.KVBackend); ok { // New checked the codecs
 		v := state.NewKVValue[K, N, V](kb.KV(), tag, o.keyCodec, nc, vc, o.keyGroup, kb.CacheSize())
 		o.evicters = append(o.evicters, v.Evict)
 		return v
 	}
 	return state.NewValue[K, N, V](b, name)
+}
+
+// hasCodecs reports whether the operator can encode its state (KV
+// backends, snapshots).
+func (o *Operator[K, IN, ACC, OUT]) hasCodecs() bool {
+	return o.keyCodec != nil && o.accCodec != nil && o.keyGroup != nil
 }
 
 // evict writes cached state back to the KV and trims the caches; the
@@ -39,23 +45,34 @@ func (o *Operator[K, IN, ACC, OUT]) evictCaches() {
 
 var errCorruptState = errors.New("weir: corrupt window state")
 
+// writeWindow appends a window as two varints (start, end).
+func writeWindow(w *state.Writer, x window.Window) {
+	w.Int(int64(x.Start))
+	w.Int(int64(x.End))
+}
+
+// readWindow reads what writeWindow wrote.
+func readWindow(r *state.Reader) window.Window {
+	s := etime.Time(r.Int())
+	return window.Window{Start: s, End: etime.Time(r.Int())}
+}
+
 // windowCodec encodes a window as two varints.
 type windowCodec struct{}
 
-func (windowCodec) Append(dst []byte, w window.Window) ([]byte, error) {
-	w2 := state.Writer{Buf: dst}
-	w2.Int(int64(w.Start))
-	w2.Int(int64(w.End))
-	return w2.Buf, nil
+func (windowCodec) Append(dst []byte, x window.Window) ([]byte, error) {
+	w := state.Writer{Buf: dst}
+	writeWindow(&w, x)
+	return w.Buf, nil
 }
 
 func (windowCodec) Decode(src []byte) (window.Window, error) {
 	r := state.Reader{Buf: src}
-	w := window.Window{Start: etime.Time(r.Int()), End: etime.Time(r.Int())}
+	x := readWindow(&r)
 	if r.Err != nil || len(r.Buf) != 0 {
-		return w, errCorruptState
+		return x, errCorruptState
 	}
-	return w, nil
+	return x, nil
 }
 
 // windowsCodec encodes a merging set.
@@ -65,8 +82,7 @@ func (windowsCodec) Append(dst []byte, ws []window.Window) ([]byte, error) {
 	w := state.Writer{Buf: dst}
 	w.Uint(uint64(len(ws)))
 	for _, x := range ws {
-		w.Int(int64(x.Start))
-		w.Int(int64(x.End))
+		writeWindow(&w, x)
 	}
 	return w.Buf, nil
 }
@@ -79,8 +95,7 @@ func (windowsCodec) Decode(src []byte) ([]window.Window, error) {
 	}
 	ws := make([]window.Window, 0, n)
 	for range n {
-		s := etime.Time(r.Int())
-		ws = append(ws, window.Window{Start: s, End: etime.Time(r.Int())})
+		ws = append(ws, readWindow(&r))
 	}
 	return ws, r.Err
 }

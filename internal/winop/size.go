@@ -3,6 +3,7 @@ package winop
 import (
 	"unsafe"
 
+	"github.com/weirstream/weir/internal/timers"
 	"github.com/weirstream/weir/state"
 )
 
@@ -53,12 +54,12 @@ func (o *Operator[K, IN, ACC, OUT]) StateSize() StateSize {
 	if o.panes != nil {
 		s.Bytes += valueBytes(o.panes, &o.sizes[2], o.keyCodec, state.CodecFor[int64](), o.accCodec)
 	}
-	for _, t := range []any{o.evt, o.proc} {
+	for _, t := range [...]timers.Timers[K]{o.evt, o.proc} {
 		if b, ok := t.(byteCounter); ok {
 			s.Bytes += b.Bytes()
 		} else {
 			// In memory: the timestamp and window (24 bytes) and the key.
-			s.Bytes += int64(t.(interface{ Len() int }).Len()) * int64(24+o.sizes[0].key)
+			s.Bytes += int64(t.Len()) * int64(24+o.sizes[0].key)
 		}
 	}
 	return s

@@ -10,7 +10,7 @@ import (
 	"github.com/weirstream/weir/window"
 )
 
-// The operator snapshot format (docs/format/window-operator.md): a magic
+// The operator snapshot format (docs/format/checkpoint-parts.md, "Window operators"): a magic
 // and version, the watermark, processing time and counters, then tagged
 // records, each starting with its key group so that a restore can take
 // only its own, and a final end tag.
@@ -31,7 +31,7 @@ var errNoCodec = errors.New("weir: window operator snapshot needs key and accumu
 // contents, trigger slots and pane index, the merging sets, the sliding
 // panes, both timer sets, the watermark and the counters.
 func (o *Operator[K, IN, ACC, OUT]) Snapshot(dst []byte) ([]byte, error) {
-	if o.keyCodec == nil || o.accCodec == nil || o.keyGroup == nil {
+	if !o.hasCodecs() {
 		return dst, errNoCodec
 	}
 	if dst == nil && o.lastSnap > 0 {
@@ -56,13 +56,12 @@ func (o *Operator[K, IN, ACC, OUT]) Snapshot(dst []byte) ([]byte, error) {
 		}
 		return true
 	}
-	win := func(x window.Window) { w.Int(int64(x.Start)); w.Int(int64(x.End)) }
 	ec := entryCodec[ACC]{o.accCodec}
 	o.entries.Range(func(k K, x window.Window, e *entry[ACC]) bool {
 		if !head(tagEntry, k) {
 			return false
 		}
-		win(x)
+		writeWindow(&w, x)
 		if e := state.WriteValue(&w, ec, *e); e != nil {
 			err = e
 			return false
@@ -103,7 +102,7 @@ func (o *Operator[K, IN, ACC, OUT]) Snapshot(dst []byte) ([]byte, error) {
 				return false
 			}
 			w.Int(int64(t.TS))
-			win(t.Window)
+			writeWindow(&w, t.Window)
 			return true
 		})
 	}
@@ -121,7 +120,7 @@ func (o *Operator[K, IN, ACC, OUT]) Snapshot(dst []byte) ([]byte, error) {
 // counters are added to the operator's: a rescaled restore gives every old
 // subtask's counters to one new subtask, so totals stay exact.
 func (o *Operator[K, IN, ACC, OUT]) Restore(src []byte, first, last state.KeyGroup, counters bool) error {
-	if o.keyCodec == nil || o.accCodec == nil || o.keyGroup == nil {
+	if !o.hasCodecs() {
 		return errNoCodec
 	}
 	if len(src) < len(snapshotMagic) || string(src[:len(snapshotMagic)]) != snapshotMagic {
@@ -137,10 +136,6 @@ func (o *Operator[K, IN, ACC, OUT]) Restore(src []byte, first, last state.KeyGro
 	if counters {
 		o.c.Add(c)
 	}
-	win := func() window.Window {
-		s := r.Int()
-		return window.Window{Start: etime.Time(s), End: etime.Time(r.Int())}
-	}
 	for r.Err == nil {
 		// A large state restored into a KV backend must not pile up
 		// in its caches.
@@ -155,17 +150,17 @@ func (o *Operator[K, IN, ACC, OUT]) Restore(src []byte, first, last state.KeyGro
 		mine := r.Err == nil && kg >= first && kg <= last
 		switch tag {
 		case tagEntry:
-			x := win()
+			x := readWindow(&r)
 			e := state.ReadValue(&r, entryCodec[ACC]{o.accCodec})
 			if mine && r.Err == nil {
 				// Each key is in one old subtask's snapshot, once:
 				// nothing restored exists yet.
-				*create(o.entries, k, x) = e
+				*o.entries.Create(k, x) = e
 			}
 		case tagSet:
 			ws := state.ReadValue(&r, windowsCodec{})
 			if mine && r.Err == nil {
-				*create(o.sets, k, none{}) = ws
+				*o.sets.Create(k, none{}) = ws
 			}
 		case tagPane:
 			idx := r.Int()
@@ -174,11 +169,11 @@ func (o *Operator[K, IN, ACC, OUT]) Restore(src []byte, first, last state.KeyGro
 				if o.panes == nil {
 					return errors.New("weir: the snapshot has sliding panes but this operator does not use them; the window or the aggregate changed")
 				}
-				*create(o.panes, k, idx) = acc
+				*o.panes.Create(k, idx) = acc
 			}
 		case tagEventTimer, tagProcTimer:
 			ts := etime.Time(r.Int())
-			x := win()
+			x := readWindow(&r)
 			if mine && r.Err == nil {
 				s := o.evt
 				if tag == tagProcTimer {

@@ -109,18 +109,10 @@ type Counters struct {
 
 // Add adds o's counts to c.
 func (c *Counters) Add(o Counters) {
-	c.RecordsIn += o.RecordsIn
-	c.Accepted += o.Accepted
-	c.AcceptedLate += o.AcceptedLate
-	c.LateSideOutput += o.LateSideOutput
-	c.LateDropped += o.LateDropped
-	c.NoTimestamp += o.NoTimestamp
-	c.WindowMisses += o.WindowMisses
-	c.PartialSideOutput += o.PartialSideOutput
-	c.Retractions += o.Retractions
-	c.FiredEarly += o.FiredEarly
-	c.FiredOnTime += o.FiredOnTime
-	c.FiredLate += o.FiredLate
+	dst, src := c.fields(), o.fields()
+	for i := range dst {
+		*dst[i] += *src[i]
+	}
 }
 
 // ErrNonMergeableTrigger is returned when a merging assigner gets a trigger
@@ -271,16 +263,17 @@ func New[K comparable, IN, ACC, OUT any](cfg Config[K, IN, ACC, OUT], out Output
 	o := &Operator[K, IN, ACC, OUT]{
 		a: cfg.Assigner, trig: trig, lateness: cfg.Lateness, contents: cfg.Contents, fn: cfg.Func,
 		evict: cfg.Evict, lateOut: cfg.LateOutput, partOut: cfg.PartialOutput, out: out,
-		evt: timers.New(cfg.KeyEncoder), proc: timers.New(cfg.KeyEncoder),
 		wm: etime.MinTime, now: etime.MinTime, clock: cfg.Now, gap: cfg.Gap,
 		keyCodec: cfg.KeyCodec, accCodec: cfg.AccCodec, keyGroup: cfg.KeyGroup,
 	}
-	if _, kv := cfg.Backend.(state.KVBackend); kv && (cfg.KeyCodec == nil || cfg.AccCodec == nil || cfg.KeyGroup == nil) {
-		return nil, errors.New("weir: a KV state backend needs key and accumulator codecs and a key-group function")
-	}
 	if kb, ok := cfg.Backend.(state.KVBackend); ok {
+		if !o.hasCodecs() {
+			return nil, errors.New("weir: a KV state backend needs key and accumulator codecs and a key-group function")
+		}
 		o.evt = timers.NewKV(kb.KV(), tagKVEventTimers, cfg.KeyEncoder, cfg.KeyCodec, cfg.KeyGroup)
 		o.proc = timers.NewKV(kb.KV(), tagKVProcTimers, cfg.KeyEncoder, cfg.KeyCodec, cfg.KeyGroup)
+	} else {
+		o.evt, o.proc = timers.New(cfg.KeyEncoder), timers.New(cfg.KeyEncoder)
 	}
 	o.entries = newValue[K, window.Window, entry[ACC]](o, cfg.Backend, "window-contents", tagKVEntries, windowCodec{}, entryCodec[ACC]{cfg.AccCodec})
 	if cfg.Assigner.Merging() {
@@ -343,12 +336,6 @@ func gcd(a, b etime.Duration) etime.Duration {
 
 // Counters returns a copy of the operator's counters.
 func (o *Operator[K, IN, ACC, OUT]) Counters() Counters { return o.c }
-
-// OpenWindows returns the number of live (key, window) entries.
-func (o *Operator[K, IN, ACC, OUT]) OpenWindows() int { return o.entries.Len() }
-
-// PendingTimers returns the number of registered event- and processing-time timers.
-func (o *Operator[K, IN, ACC, OUT]) PendingTimers() int { return o.evt.Len() + o.proc.Len() }
 
 func (o *Operator[K, IN, ACC, OUT]) cleanupTime(w window.Window) etime.Time {
 	return window.CleanupTime(o.eventTime, w, o.lateness)
@@ -441,7 +428,7 @@ func (o *Operator[K, IN, ACC, OUT]) ProcessElement(key K, v IN, ts etime.Time) e
 		late = late || o.eventTime && w.MaxTimestamp() <= o.wm
 		var e *entry[ACC]
 		if fresh {
-			e = o.newEntry(key, w)
+			e = o.entries.Create(key, w)
 		} else {
 			e = o.entries.Ref(key, w, true)
 		}
@@ -779,21 +766,6 @@ func (o *Operator[K, IN, ACC, OUT]) mergeWindow(key K, pw window.Window) (window
 	*p = slices.Insert(set, lo, merged)
 	o.onMerge(key, merged)
 	return merged, false
-}
-
-// newEntry returns the entry of (key, w), which the caller knows does not
-// exist: a KV backend skips the lookup.
-func (o *Operator[K, IN, ACC, OUT]) newEntry(key K, w window.Window) *entry[ACC] {
-	return create(o.entries, key, w)
-}
-
-// create is v.Ref(k, n, true) for an entry the caller knows does not
-// exist: a KV-backed value skips the lookup.
-func create[K comparable, N comparable, V any](v state.Value[K, N, V], k K, n N) *V {
-	if c, ok := v.(interface{ Create(K, N) *V }); ok {
-		return c.Create(k, n)
-	}
-	return v.Ref(k, n, true)
 }
 
 // onMerge is the merge callback of F4 plus weir's retractions and pane

@@ -30,7 +30,12 @@ func TestKVValueMatchesHeap(t *testing.T) {
 			case 1:
 				d := rapid.Int64Range(-5, 5).Draw(t, "d")
 				create := rapid.Bool().Draw(t, "create")
-				ph, pk := heap.Ref(k, n, create), kv.Ref(k, n, create)
+				var ph, pk *int64
+				if _, exists := heap.Get(k, n); create && !exists && rapid.Bool().Draw(t, "new") {
+					ph, pk = heap.Create(k, n), kv.Create(k, n)
+				} else {
+					ph, pk = heap.Ref(k, n, create), kv.Ref(k, n, create)
+				}
 				if (ph == nil) != (pk == nil) {
 					t.Fatalf("op %d: Ref(%q, %d, %v): heap %v kv %v", i, k, n, create, ph != nil, pk != nil)
 				}

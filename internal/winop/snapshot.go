@@ -10,11 +10,11 @@ import (
 	"github.com/weirstream/weir/window"
 )
 
-// The operator snapshot format (docs/format/checkpoint-parts.md, "Window operators"): a magic
-// and version, the watermark, processing time and counters, then tagged
-// records, each starting with its key group so that a restore can take
-// only its own, and a final end tag.
-const snapshotMagic = "weir-winop-2"
+// The operator snapshot format (docs/format/checkpoint-parts.md, "Window
+// operators"): a magic and version, the watermark, processing time and
+// counters, then tagged records, each starting with its key (a restore
+// keeps the keys of its key groups), and a final end tag.
+const snapshotMagic = "weir-winop-3"
 
 const (
 	tagEnd uint64 = iota
@@ -49,7 +49,6 @@ func (o *Operator[K, IN, ACC, OUT]) Snapshot(dst []byte) ([]byte, error) {
 	var err error
 	head := func(tag uint64, k K) bool {
 		w.Uint(tag)
-		w.Uint(uint64(o.keyGroup(k)))
 		if e := state.WriteValue(&w, o.keyCodec, k); e != nil {
 			err = e
 			return false
@@ -144,7 +143,6 @@ func (o *Operator[K, IN, ACC, OUT]) Restore(src []byte, first, last state.KeyGro
 		if tag == tagEnd || r.Err != nil {
 			break
 		}
-		r.Uint() // the key group when written; recomputed below, in case the key-group count changed
 		k := state.ReadValue(&r, o.keyCodec)
 		kg := o.keyGroup(k)
 		mine := r.Err == nil && kg >= first && kg <= last

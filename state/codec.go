@@ -172,20 +172,26 @@ func (w *Writer) Uint(v uint64) { w.Buf = binary.AppendUvarint(w.Buf, v) }
 // WriteValue appends v's encoding by c, length-prefixed.
 func WriteValue[T any](w *Writer, c Codec[T], v T) error {
 	start := len(w.Buf)
-	// Reserve room for a length of up to 2^35 bytes, then move the value
-	// if the length is shorter: values are usually small.
-	w.Buf = append(w.Buf, 0, 0, 0, 0, 0)
+	// Reserve one byte for the length, which is all a value shorter than
+	// 128 bytes needs (most are); a longer one is moved to make room.
+	w.Buf = append(w.Buf, 0)
 	b, err := c.Append(w.Buf, v)
 	if err != nil {
 		w.Buf = w.Buf[:start]
 		return err
 	}
-	n := len(b) - start - 5
+	n := len(b) - start - 1
+	if n < 0x80 {
+		b[start] = byte(n)
+		w.Buf = b
+		return nil
+	}
 	var lenBuf [binary.MaxVarintLen64]byte
 	k := binary.PutUvarint(lenBuf[:], uint64(n))
+	b = append(b, lenBuf[:k-1]...) // room for the longer length
+	copy(b[start+k:], b[start+1:start+1+n])
 	copy(b[start:], lenBuf[:k])
-	copy(b[start+k:], b[start+5:])
-	w.Buf = b[:start+k+n]
+	w.Buf = b
 	return nil
 }
 

@@ -57,9 +57,15 @@ func TestCodecs(t *testing.T) {
 	roundTrip(t, binAcc{3, 9}, func(a, b binAcc) bool { return a == b })
 	roundTrip(t, &binAcc{4, -1}, func(a, b *binAcc) bool { return *a == *b })
 	roundTrip(t, gobbed{"x", []int{1, 2}}, func(a, b gobbed) bool { return a.A == b.A && len(a.B) == 2 && a.B[1] == 2 })
-	// A long value needs a longer length prefix than the reserved one.
-	long := string(make([]byte, 300))
-	roundTrip(t, long, func(a, b string) bool { return a == b })
+	// A value of 128 bytes or more needs a longer length prefix than the
+	// reserved byte; the value is moved after it.
+	for _, n := range []int{127, 128, 300, 16383, 16384, 1 << 21} {
+		long := make([]byte, n)
+		for i := range long {
+			long[i] = byte(i * 7)
+		}
+		roundTrip(t, string(long), func(a, b string) bool { return a == b })
+	}
 	var w Writer
 	if err := WriteValue(&w, CodecFor[unexported](), unexported{1}); err == nil {
 		t.Fatal("a type gob cannot encode must fail with a clear error")

@@ -176,7 +176,8 @@ type Value[K comparable, N comparable, V any] interface {
 	// Len returns the number of entries.
 	Len() int
 	// Range calls fn for every entry until fn returns false (snapshots).
-	// The order is unspecified; fn must not add or delete entries.
+	// The order is unspecified; fn must not add or delete entries. Each v
+	// stays valid until Range returns (a snapshot reads ahead).
 	Range(fn func(k K, n N, v *V) bool)
 }
 

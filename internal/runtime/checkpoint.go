@@ -55,7 +55,8 @@ type CheckpointStore interface {
 }
 
 // PendingCheckpoint collects the parts of one checkpoint. WritePart is
-// called concurrently from subtask goroutines.
+// called concurrently from subtask goroutines; it must not keep data after
+// it returns (the buffer is reused for the next checkpoint).
 type PendingCheckpoint interface {
 	WritePart(name string, data []byte) error
 	Commit() error
@@ -69,12 +70,25 @@ type RestoreView interface {
 	Parts(stage, name string) map[int][]byte
 }
 
-// SnapshotFunc appends a part's bytes to dst.
+// SnapshotFunc appends a part's bytes to dst. dst is empty: nil, or the
+// buffer of the part's previous checkpoint once that has been written, so
+// a large part does not cost a new buffer each time.
 type SnapshotFunc func(dst []byte) ([]byte, error)
 
 type snapshotter struct {
 	name string
 	fn   SnapshotFunc
+	// spare is the buffer of the last checkpoint's part, handed back by
+	// the goroutine that wrote it.
+	spare *atomic.Pointer[[]byte]
+}
+
+// part is one part of a subtask's checkpoint; a buffer with a spare goes
+// back to its snapshotter once written.
+type part struct {
+	name  string
+	data  []byte
+	spare *atomic.Pointer[[]byte]
 }
 
 // OnSnapshot registers a part of the subtask's checkpoint, named
@@ -82,7 +96,7 @@ type snapshotter struct {
 // the barrier passes the subtask: everything before it has been processed,
 // nothing after it.
 func (st *Subtask) OnSnapshot(name string, fn SnapshotFunc) {
-	st.snapshots = append(st.snapshots, snapshotter{name, fn})
+	st.snapshots = append(st.snapshots, snapshotter{name, fn, new(atomic.Pointer[[]byte])})
 }
 
 // OnBarrier registers fn to forward a barrier downstream (exchange
@@ -204,7 +218,7 @@ func (c *coordinator) failLocked(id int64, err error) {
 // written (and fsynced) off the subtask's goroutine in the parallel
 // executor, so processing goes on while they reach the disk; the last
 // write runs the pre-commit hooks and commits.
-func (c *coordinator) ack(id int64, parts map[string][]byte) {
+func (c *coordinator) ack(id int64, parts []part) {
 	c.mu.Lock()
 	if c.mu.id != id {
 		c.mu.Unlock()
@@ -225,11 +239,15 @@ func (c *coordinator) ack(id int64, parts map[string][]byte) {
 }
 
 // write writes one subtask's parts of checkpoint id.
-func (c *coordinator) write(id int64, p PendingCheckpoint, parts map[string][]byte) {
+func (c *coordinator) write(id int64, p PendingCheckpoint, parts []part) {
 	var err error
-	for name, data := range parts {
-		if err = p.WritePart(name, data); err != nil {
+	for _, pt := range parts {
+		if err = p.WritePart(pt.name, pt.data); err != nil {
 			break
+		}
+		if pt.spare != nil {
+			b := pt.data[:0]
+			pt.spare.Store(&b)
 		}
 	}
 	c.mu.Lock()
@@ -295,19 +313,23 @@ func (c *coordinator) finished() {
 // and acknowledges. It runs on the subtask's goroutine.
 func (st *Subtask) checkpoint(id int64) {
 	c := st.job.coord
-	parts := map[string][]byte{}
+	var parts []part
 	var err error
 	for g, v := range st.valves {
-		parts[partName(st.stage.Name, st.Index, "valve/"+strconv.Itoa(g))] = encodeValve(v.Snapshot())
+		parts = append(parts, part{name: partName(st.stage.Name, st.Index, "valve/"+strconv.Itoa(g)), data: encodeValve(v.Snapshot())})
 	}
-	parts[partName(st.stage.Name, st.Index, "dead-letters")] = strconv.AppendInt(nil, st.dead.Load(), 10)
+	parts = append(parts, part{name: partName(st.stage.Name, st.Index, "dead-letters"), data: strconv.AppendInt(nil, st.dead.Load(), 10)})
 	for _, s := range st.snapshots {
+		var dst []byte
+		if p := s.spare.Swap(nil); p != nil {
+			dst = *p
+		}
 		var b []byte
-		if b, err = s.fn(nil); err != nil {
+		if b, err = s.fn(dst); err != nil {
 			err = fmt.Errorf("weir: stage %s subtask %d: snapshot %s: %w", st.stage.Name, st.Index, s.name, err)
 			break
 		}
-		parts[partName(st.stage.Name, st.Index, s.name)] = b
+		parts = append(parts, part{partName(st.stage.Name, st.Index, s.name), b, s.spare})
 	}
 	for _, f := range st.job.onBarriers {
 		f(st.stage.Name, st.Index, id)

@@ -3,6 +3,7 @@ package winop
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/weirstream/weir/etime"
 	"github.com/weirstream/weir/internal/timers"
@@ -12,17 +13,18 @@ import (
 
 // The operator snapshot format (docs/format/checkpoint-parts.md, "Window
 // operators"): a magic and version, the watermark, processing time and
-// counters, then tagged records, each starting with its key (a restore
-// keeps the keys of its key groups), and a final end tag.
-const snapshotMagic = "weir-winop-3"
+// counters, then tagged records and a final end tag. Window contents and
+// timers come in runs that share a window (and a timestamp): the runs of
+// an in-memory state are long, since it is stored window by window.
+const snapshotMagic = "weir-winop-4"
 
 const (
 	tagEnd uint64 = iota
-	tagEntry
+	tagEntries
 	tagSet
 	tagPane
-	tagEventTimer
-	tagProcTimer
+	tagEventTimers
+	tagProcTimers
 )
 
 var errNoCodec = errors.New("weir: window operator snapshot needs key and accumulator codecs and a key-group function")
@@ -34,42 +36,72 @@ func (o *Operator[K, IN, ACC, OUT]) Snapshot(dst []byte) ([]byte, error) {
 	if !o.hasCodecs() {
 		return dst, errNoCodec
 	}
-	if dst == nil && o.lastSnap > 0 {
+	if n := o.lastSnap + o.lastSnap/8; cap(dst)-len(dst) < n {
 		// Size the buffer from the last snapshot, so a large state is not
 		// copied again and again while the buffer grows.
-		dst = make([]byte, 0, o.lastSnap+o.lastSnap/8)
+		dst = append(make([]byte, 0, len(dst)+n), dst...)
 	}
 	w := state.Writer{Buf: append(dst, snapshotMagic...)}
-	defer func() { o.lastSnap = len(w.Buf) }()
+	defer func() { o.lastSnap = len(w.Buf) - len(dst) }()
 	w.Int(int64(o.wm))
 	w.Int(int64(o.now))
 	for _, c := range o.c.fields() {
 		w.Int(*c)
 	}
 	var err error
-	head := func(tag uint64, k K) bool {
-		w.Uint(tag)
+	key := func(k K) bool {
 		if e := state.WriteValue(&w, o.keyCodec, k); e != nil {
 			err = e
 			return false
 		}
 		return true
 	}
-	ec := entryCodec[ACC]{o.accCodec}
-	o.entries.Range(func(k K, x window.Window, e *entry[ACC]) bool {
-		if !head(tagEntry, k) {
-			return false
+
+	// The codec as an interface once: converting it per window allocates.
+	var ec state.Codec[entry[ACC]] = entryCodec[ACC]{o.accCodec}
+	var wins [readAhead]windowItem[K, ACC]
+	nw := 0
+	writeWindows := func() bool {
+		for i := range nw {
+			touchKey(&o.touch, &wins[i].k)
+			touchEntry(&o.touch, wins[i].e)
 		}
-		writeWindow(&w, x)
-		if e := state.WriteValue(&w, ec, *e); e != nil {
-			err = e
-			return false
+		for i := range nw {
+			touchAcc(&o.touch, wins[i].e.acc)
 		}
+		for i := 0; i < nw; {
+			run := runLen(wins[i:nw], func(a, b *windowItem[K, ACC]) bool { return a.x == b.x })
+			w.Uint(tagEntries)
+			writeWindow(&w, wins[i].x)
+			w.Uint(uint64(run))
+			for _, it := range wins[i : i+run] {
+				if !key(it.k) {
+					return false
+				}
+				if e := state.WriteValue(&w, ec, *it.e); e != nil {
+					err = e
+					return false
+				}
+			}
+			i += run
+		}
+		clear(wins[:nw])
+		nw = 0
 		return true
+	}
+	o.entries.Range(func(k K, x window.Window, e *entry[ACC]) bool {
+		wins[nw] = windowItem[K, ACC]{k, x, e}
+		nw++
+		return nw < readAhead || writeWindows()
 	})
+	if err == nil {
+		writeWindows()
+	}
+
 	if err == nil && o.sets != nil {
 		o.sets.Range(func(k K, _ none, ws *[]window.Window) bool {
-			if !head(tagSet, k) {
+			w.Uint(tagSet)
+			if !key(k) {
 				return false
 			}
 			err = state.WriteValue(&w, windowsCodec{}, *ws)
@@ -78,7 +110,8 @@ func (o *Operator[K, IN, ACC, OUT]) Snapshot(dst []byte) ([]byte, error) {
 	}
 	if err == nil && o.panes != nil {
 		o.panes.Range(func(k K, idx int64, acc *ACC) bool {
-			if !head(tagPane, k) {
+			w.Uint(tagPane)
+			if !key(k) {
 				return false
 			}
 			w.Int(idx)
@@ -89,27 +122,61 @@ func (o *Operator[K, IN, ACC, OUT]) Snapshot(dst []byte) ([]byte, error) {
 			return true
 		})
 	}
-	for _, ts := range []struct {
+
+	var ts [readAhead]timers.Timer[K]
+	nt := 0
+	writeTimers := func(tag uint64) bool {
+		for i := range nt {
+			touchKey(&o.touch, &ts[i].Key)
+		}
+		for i := 0; i < nt; {
+			run := runLen(ts[i:nt], func(a, b *timers.Timer[K]) bool { return a.TS == b.TS && a.Window == b.Window })
+			w.Uint(tag)
+			w.Int(int64(ts[i].TS))
+			writeWindow(&w, ts[i].Window)
+			w.Uint(uint64(run))
+			for _, t := range ts[i : i+run] {
+				if !key(t.Key) {
+					return false
+				}
+			}
+			i += run
+		}
+		clear(ts[:nt])
+		nt = 0
+		return true
+	}
+	for _, s := range []struct {
 		tag uint64
 		s   timers.Timers[K]
-	}{{tagEventTimer, o.evt}, {tagProcTimer, o.proc}} {
+	}{{tagEventTimers, o.evt}, {tagProcTimers, o.proc}} {
 		if err != nil {
 			break
 		}
-		ts.s.Range(func(t timers.Timer[K]) bool {
-			if !head(ts.tag, t.Key) {
-				return false
-			}
-			w.Int(int64(t.TS))
-			writeWindow(&w, t.Window)
-			return true
+		s.s.Range(func(t timers.Timer[K]) bool {
+			ts[nt] = t
+			nt++
+			return nt < readAhead || writeTimers(s.tag)
 		})
+		if err == nil {
+			writeTimers(s.tag)
+		}
 	}
 	if err != nil {
 		return dst, err
 	}
 	w.Uint(tagEnd)
 	return w.Buf, nil
+}
+
+// runLen is the length of the run of items at the start of items that
+// are the same as the first by same.
+func runLen[T any](items []T, same func(a, b *T) bool) int {
+	n := 1
+	for n < len(items) && same(&items[0], &items[n]) {
+		n++
+	}
+	return n
 }
 
 // Restore adds the state of snapshot src for the key groups [first, last]
@@ -123,6 +190,9 @@ func (o *Operator[K, IN, ACC, OUT]) Restore(src []byte, first, last state.KeyGro
 		return errNoCodec
 	}
 	if len(src) < len(snapshotMagic) || string(src[:len(snapshotMagic)]) != snapshotMagic {
+		if len(src) >= len(snapshotMagic) && strings.HasPrefix(string(src), "weir-winop-") {
+			return fmt.Errorf("weir: the window operator snapshot is format %q, this weir reads %q; start over (--fresh)", src[:len(snapshotMagic)], snapshotMagic)
+		}
 		return errors.New("weir: not a window operator snapshot (bad magic)")
 	}
 	r := state.Reader{Buf: src[len(snapshotMagic):]}
@@ -135,6 +205,17 @@ func (o *Operator[K, IN, ACC, OUT]) Restore(src []byte, first, last state.KeyGro
 	if counters {
 		o.c.Add(c)
 	}
+	var ec state.Codec[entry[ACC]] = entryCodec[ACC]{o.accCodec}
+	// key reads a record's key and reports whether its key group is
+	// restored here.
+	key := func() (K, bool) {
+		k := state.ReadValue(&r, o.keyCodec)
+		if r.Err != nil {
+			return k, false
+		}
+		kg := o.keyGroup(k)
+		return k, kg >= first && kg <= last
+	}
 	for r.Err == nil {
 		// A large state restored into a KV backend must not pile up
 		// in its caches.
@@ -143,24 +224,26 @@ func (o *Operator[K, IN, ACC, OUT]) Restore(src []byte, first, last state.KeyGro
 		if tag == tagEnd || r.Err != nil {
 			break
 		}
-		k := state.ReadValue(&r, o.keyCodec)
-		kg := o.keyGroup(k)
-		mine := r.Err == nil && kg >= first && kg <= last
 		switch tag {
-		case tagEntry:
+		case tagEntries:
 			x := readWindow(&r)
-			e := state.ReadValue(&r, entryCodec[ACC]{o.accCodec})
-			if mine && r.Err == nil {
-				// Each key is in one old subtask's snapshot, once:
-				// nothing restored exists yet.
-				*o.entries.Create(k, x) = e
+			for n := r.Uint(); n > 0 && r.Err == nil; n-- {
+				k, mine := key()
+				e := state.ReadValue(&r, ec)
+				if mine && r.Err == nil {
+					// Each key is in one old subtask's snapshot,
+					// once: nothing restored exists yet.
+					*o.entries.Create(k, x) = e
+				}
 			}
 		case tagSet:
+			k, mine := key()
 			ws := state.ReadValue(&r, windowsCodec{})
 			if mine && r.Err == nil {
 				*o.sets.Create(k, none{}) = ws
 			}
 		case tagPane:
+			k, mine := key()
 			idx := r.Int()
 			acc := state.ReadValue(&r, o.accCodec)
 			if mine && r.Err == nil {
@@ -169,15 +252,17 @@ func (o *Operator[K, IN, ACC, OUT]) Restore(src []byte, first, last state.KeyGro
 				}
 				*o.panes.Create(k, idx) = acc
 			}
-		case tagEventTimer, tagProcTimer:
+		case tagEventTimers, tagProcTimers:
 			ts := etime.Time(r.Int())
 			x := readWindow(&r)
-			if mine && r.Err == nil {
-				s := o.evt
-				if tag == tagProcTimer {
-					s = o.proc
+			s := o.evt
+			if tag == tagProcTimers {
+				s = o.proc
+			}
+			for n := r.Uint(); n > 0 && r.Err == nil; n-- {
+				if k, mine := key(); mine {
+					s.RegisterNew(timers.Timer[K]{TS: ts, Key: k, Window: x})
 				}
-				s.RegisterNew(timers.Timer[K]{TS: ts, Key: k, Window: x})
 			}
 		default:
 			return fmt.Errorf("weir: window operator snapshot: unknown record tag %d", tag)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/weirstream/weir/etime"
@@ -171,14 +172,19 @@ func TestRestoreRefusesGarbage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, bad := range [][]byte{nil, []byte("nope"), snap[:len(snap)-3]} {
+	older := append([]byte("weir-winop-3"), snap[len(snapshotMagic):]...)
+	for _, bad := range [][]byte{nil, []byte("nope"), snap[:len(snap)-3], older} {
 		fresh, _ := New(Config[uint64, snapEvent, int64, int64]{
 			Assigner: mustA(window.Tumbling(10, 0)), Contents: AggContents[snapEvent, int64, int64]{F: snapSum{}},
 			Func: func(ctx *FireContext[uint64, int64], acc *int64) {}, KeyEncoder: encU64, Backend: memstate.New(),
 			KeyCodec: state.CodecFor[uint64](), AccCodec: state.CodecFor[int64](), KeyGroup: kgOf,
 		}, &lines{})
-		if err := fresh.Restore(bad, 0, 127, true); err == nil {
+		err := fresh.Restore(bad, 0, 127, true)
+		if err == nil {
 			t.Errorf("restore of %d bytes of garbage succeeded", len(bad))
+		}
+		if string(bad) == string(older) && !strings.Contains(fmt.Sprint(err), `format "weir-winop-3"`) {
+			t.Errorf("a snapshot of an older format must say so: %v", err)
 		}
 	}
 }

@@ -187,7 +187,8 @@ type Operator[K comparable, IN, ACC, OUT any] struct {
 	keyCodec state.Codec[K]
 	accCodec state.Codec[ACC]
 	keyGroup func(K) state.KeyGroup
-	lastSnap int             // the size of the last snapshot
+	lastSnap int // the size of the last snapshot
+	touch    toucher
 	sizes    [3]sizeEstimate // of entries, sets and panes (in memory)
 	// fresh: the element being processed created its window, which
 	// therefore has no timers yet.
@@ -265,6 +266,7 @@ func New[K comparable, IN, ACC, OUT any](cfg Config[K, IN, ACC, OUT], out Output
 		evict: cfg.Evict, lateOut: cfg.LateOutput, partOut: cfg.PartialOutput, out: out,
 		wm: etime.MinTime, now: etime.MinTime, clock: cfg.Now, gap: cfg.Gap,
 		keyCodec: cfg.KeyCodec, accCodec: cfg.AccCodec, keyGroup: cfg.KeyGroup,
+		touch: newToucher[K](),
 	}
 	if kb, ok := cfg.Backend.(state.KVBackend); ok {
 		if !o.hasCodecs() {

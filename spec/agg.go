@@ -3,6 +3,7 @@ package spec
 import (
 	"cmp"
 	"errors"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -318,14 +319,12 @@ func (a *acc) AppendBinary(dst []byte) ([]byte, error) {
 			w.Int(c.no)
 			w.Bytes([]byte(c.raw))
 		}
-		keys := make([]string, 0, len(s.set))
-		for k := range s.set {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys) // the same state gives the same bytes
-		w.Uint(uint64(len(keys)))
-		for _, k := range keys {
-			w.Bytes([]byte(k))
+		w.Uint(uint64(len(s.set)))
+		if len(s.set) > 0 {
+			// Sorted: the same state gives the same bytes.
+			for _, k := range slices.Sorted(maps.Keys(s.set)) {
+				w.Bytes([]byte(k))
+			}
 		}
 	}
 	return w.Buf, nil

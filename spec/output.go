@@ -76,11 +76,11 @@ func (o *output) add(s weir.Subtask, it item) {
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.apply(it)
+	o.apply(&it)
 }
 
 // apply writes or counts one item; o.mu is held.
-func (o *output) apply(it item) {
+func (o *output) apply(it *item) {
 	j := o.j
 	var err error
 	switch it.kind {
@@ -112,12 +112,9 @@ func (o *output) apply(it item) {
 // preCommit applies the items checkpoint id covers, makes the files
 // durable and writes the counters and file lengths as the part "output".
 func (o *output) preCommit(id int64, write func(name string, data []byte) error) error {
-	items := o.epochs.take(id)
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	for _, it := range items {
-		o.apply(it)
-	}
+	o.epochs.take(id, o.apply)
 	if err := o.sync(); err != nil {
 		return err
 	}
@@ -134,12 +131,9 @@ func (o *output) finish() {
 	if o.epochs == nil {
 		return
 	}
-	items := o.epochs.rest()
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	for _, it := range items {
-		o.apply(it)
-	}
+	o.epochs.rest(o.apply)
 }
 
 // sync flushes and fsyncs every sink and records the file lengths.

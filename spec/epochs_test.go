@@ -1,0 +1,54 @@
+package spec
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/weirstream/weir"
+)
+
+// TestEpochs checks that take returns exactly the items of the checkpoints
+// it covers (oldest checkpoint first, then by subtask, each subtask's in
+// order, across many chunks) and rest the others.
+func TestEpochs(t *testing.T) {
+	e := newEpochs[int](false)
+	a, b := weir.Subtask{Stage: "w", Index: 0}, weir.Subtask{Stage: "w", Index: 1}
+	for i := range 10000 {
+		e.add(b, 100000+i)
+		e.add(a, i)
+	}
+	e.barrier(a, 1)
+	e.add(a, -1) // after a's barrier: not in checkpoint 1
+	e.barrier(b, 1)
+	e.add(b, -2)
+	var got []int
+	e.take(1, func(v *int) { got = append(got, *v) })
+	var want []int
+	for i := range 10000 {
+		want = append(want, i)
+	}
+	for i := range 10000 {
+		want = append(want, 100000+i)
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("take(1): %d items, want %d in order", len(got), len(want))
+	}
+	got = nil
+	e.take(2, func(v *int) { got = append(got, *v) })
+	if len(got) != 0 {
+		t.Fatalf("take(2) before any barrier of 2: %v", got)
+	}
+	e.barrier(a, 2) // checkpoint 2 is then aborted; 3 covers it
+	e.add(a, -3)
+	e.barrier(a, 3)
+	got = nil
+	e.take(3, func(v *int) { got = append(got, *v) })
+	if !slices.Equal(got, []int{-1, -3}) {
+		t.Fatalf("take(3) = %v, want [-1 -3]", got)
+	}
+	got = nil
+	e.rest(func(v *int) { got = append(got, *v) })
+	if !slices.Equal(got, []int{-2}) {
+		t.Fatalf("rest = %v, want [-2]", got)
+	}
+}

@@ -43,15 +43,15 @@ type Query struct {
 
 // Queries lists the queries by name.
 var Queries = map[string]*Query{
-	"q0":     {Name: "q0", Rows: "every bid: A auction, B bidder, C price, End its time", Weir: q0, Hand: handQ0},
-	"q1":     {Name: "q1", Rows: "every bid in euro: A auction, B bidder, C price*908/1000, End its time", Weir: q1, Hand: handQ1},
-	"q2":     {Name: "q2", Rows: "bids on auctions divisible by 123: A auction, C price", Weir: q2, Hand: handQ2},
-	"count":  {Name: "count", Rows: "bids per auction per tumbling 10 s window: A auction, B count", Weir: qCount, Hand: handCount},
-	"q5":     {Name: "q5", Rows: "the auctions with the most bids per sliding window (10 s, every 2 s): A auction, B count", Weir: q5, Hand: handQ5},
-	"q7":     {Name: "q7", Rows: "the highest bids per tumbling 10 s window: A auction, B bidder, C price", Weir: q7, Hand: handQ7},
-	"q8":     {Name: "q8", Rows: "people who opened an auction in the tumbling 10 s window they joined in: A person, S name", Weir: q8, Hand: handQ8},
-	"q11":    {Name: "q11", Rows: "bids per bidder session (gap 10 s): A bidder, B count", Weir: q11, Hand: handQ11},
-	"q12":    {Name: "q12", Rows: "bids per bidder per processing-time 10 s window, compared as totals per bidder: A bidder, B count", Weir: q12, Hand: handQ12, Totals: totalsByA, Linger: true},
+	"q0":    {Name: "q0", Rows: "every bid: A auction, B bidder, C price, End its time", Weir: q0, Hand: handQ0},
+	"q1":    {Name: "q1", Rows: "every bid in euro: A auction, B bidder, C price*908/1000, End its time", Weir: q1, Hand: handQ1},
+	"q2":    {Name: "q2", Rows: "bids on auctions divisible by 123: A auction, C price", Weir: q2, Hand: handQ2},
+	"count": {Name: "count", Rows: "bids per auction per tumbling 10 s window: A auction, B count", Weir: qCount, Hand: handCount},
+	"q5":    {Name: "q5", Rows: "the auctions with the most bids per sliding window (10 s, every 2 s): A auction, B count", Weir: q5, Hand: handQ5},
+	"q7":    {Name: "q7", Rows: "the highest bids per tumbling 10 s window: A auction, B bidder, C price", Weir: q7, Hand: handQ7},
+	"q8":    {Name: "q8", Rows: "people who opened an auction in the tumbling 10 s window they joined in: A person, S name", Weir: q8, Hand: handQ8},
+	"q11":   {Name: "q11", Rows: "bids per bidder session (gap 10 s): A bidder, B count", Weir: q11, Hand: handQ11},
+	"q12":   {Name: "q12", Rows: "bids per bidder per processing-time 10 s window, compared as totals per bidder: A bidder, B count", Weir: q12, Hand: handQ12, Totals: totalsByA, Linger: true},
 }
 
 // QueryNames lists the query names in order.

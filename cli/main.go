@@ -57,6 +57,8 @@ func Main(ctx context.Context, args []string, o IO) int {
 		return validateCmd(args[1:], o)
 	case "demo":
 		return demoCmd(ctx, args[1:], o)
+	case "bench":
+		return benchCmd(ctx, args[1:], o)
 	case "version":
 		fmt.Fprintln(o.Stdout, "weir", Version)
 		return ExitOK
@@ -76,6 +78,7 @@ commands:
   run JOB.yaml      run a job spec to the end of its input (or until Ctrl-C)
   validate JOB.yaml check a job spec and explain every error
   demo              run the built-in orders job on embedded defaults
+  bench nexmark     time a Nexmark query on weir against a hand-written loop
   version           print the version
 
 run 'weir <command> -h' for a command's flags`)

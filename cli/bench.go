@@ -128,4 +128,3 @@ type benchReport struct {
 func rate(r nexmark.Result) float64 {
 	return float64(r.Events) / max(r.Elapsed.Seconds(), 1e-9)
 }
-

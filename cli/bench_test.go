@@ -1,0 +1,40 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// TestBenchNexmarkSmoke runs a CI-sized weir bench nexmark over every
+// query, at parallelism 1 and 2, and requires the JSON report with rows
+// equal to the hand loop's. (Rates are not checked: speed lives in the
+// benchmark, not in tests.)
+func TestBenchNexmarkSmoke(t *testing.T) {
+	for _, par := range []string{"1", "2"} {
+		var stdout, stderr bytes.Buffer
+		code := Main(context.Background(), strings.Fields("bench nexmark --query all --events 30000 --json --parallelism "+par), IO{Stdout: &stdout, Stderr: &stderr})
+		if code != ExitOK {
+			t.Fatalf("parallelism %s: exit %d: %s%s", par, code, stdout.String(), stderr.String())
+		}
+		lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
+		if len(lines) != 9 {
+			t.Fatalf("parallelism %s: %d report lines, want one per query (9):\n%s", par, len(lines), stdout.String())
+		}
+		for _, l := range lines {
+			var r benchReport
+			if err := json.Unmarshal([]byte(l), &r); err != nil {
+				t.Fatalf("not JSON: %q: %v", l, err)
+			}
+			if !r.RowsMatch || r.Rows == 0 || r.Events != 30000 || r.Weir <= 0 || r.Hand <= 0 || r.Ratio <= 0 {
+				t.Errorf("parallelism %s: %s", par, l)
+			}
+		}
+	}
+	var stderr bytes.Buffer
+	if code := Main(context.Background(), strings.Fields("bench nexmark --query q99"), IO{Stdout: &bytes.Buffer{}, Stderr: &stderr}); code != ExitUsage || !strings.Contains(stderr.String(), "no query") {
+		t.Errorf("an unknown query: exit %d, %q", code, stderr.String())
+	}
+}

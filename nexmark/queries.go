@@ -27,8 +27,9 @@ type Query struct {
 	Name string
 	// Rows says what a row holds.
 	Rows string
-	// Weir builds the query on a stream of timestamped events.
-	Weir func(events weir.Stream[Event]) weir.Stream[Row]
+	// Weir builds the query on a stream of timestamped events (pointers:
+	// an 80-byte event is not copied from operator to operator).
+	Weir func(events weir.Stream[*Event]) weir.Stream[Row]
 	// Hand is the hand-written loop over the events in order.
 	Hand func(events []Event, emit func(*Row))
 	// Totals, when set, turns rows into what is compared (Q12: processing
@@ -74,13 +75,17 @@ func must(a window.Assigner, err error) window.Assigner {
 	return a
 }
 
-func bids(events weir.Stream[Event]) weir.Stream[Bid] {
-	return weir.Map(weir.Filter(events, func(e Event) bool { return e.Kind == KindBid }), func(e Event) Bid { return e.Bid })
+func bids(events weir.Stream[*Event]) weir.Stream[Bid] {
+	return weir.FlatMap(events, func(e *Event, emit func(Bid)) {
+		if e.Kind == KindBid {
+			emit(e.Bid)
+		}
+	})
 }
 
 func bidRow(b Bid) Row { return Row{A: b.Auction, B: b.Bidder, C: b.Price, End: b.DateTime} }
 
-func q0(events weir.Stream[Event]) weir.Stream[Row] { return weir.Map(bids(events), bidRow) }
+func q0(events weir.Stream[*Event]) weir.Stream[Row] { return weir.Map(bids(events), bidRow) }
 
 func euro(b Bid) Row {
 	r := bidRow(b)
@@ -88,9 +93,9 @@ func euro(b Bid) Row {
 	return r
 }
 
-func q1(events weir.Stream[Event]) weir.Stream[Row] { return weir.Map(bids(events), euro) }
+func q1(events weir.Stream[*Event]) weir.Stream[Row] { return weir.Map(bids(events), euro) }
 
-func q2(events weir.Stream[Event]) weir.Stream[Row] {
+func q2(events weir.Stream[*Event]) weir.Stream[Row] {
 	sel := weir.Filter(bids(events), func(b Bid) bool { return b.Auction%auctionSkip == 0 })
 	return weir.Map(sel, func(b Bid) Row { return Row{A: b.Auction, C: b.Price} })
 }
@@ -99,12 +104,12 @@ func countRow(r window.Result[int64, int64]) Row {
 	return Row{Start: r.Window.Start, End: r.Window.End, A: r.Key, B: r.Value}
 }
 
-func countPerAuction(events weir.Stream[Event], a window.Assigner) weir.Stream[window.Result[int64, int64]] {
+func countPerAuction(events weir.Stream[*Event], a window.Assigner) weir.Stream[window.Result[int64, int64]] {
 	k := weir.KeyBy(bids(events), func(b Bid) int64 { return b.Auction })
 	return weir.Aggregate(weir.Window(k, a, weir.WindowOptions{}), weir.Sum(func(Bid) int64 { return 1 })).Results
 }
 
-func qCount(events weir.Stream[Event]) weir.Stream[Row] {
+func qCount(events weir.Stream[*Event]) weir.Stream[Row] {
 	return weir.Map(countPerAuction(events, must(window.Tumbling(windowSize, 0))), countRow)
 }
 
@@ -155,12 +160,12 @@ func maxPerWindow(rows weir.Stream[Row], every etime.Duration, agg topAgg) weir.
 	})
 }
 
-func q5(events weir.Stream[Event]) weir.Stream[Row] {
+func q5(events weir.Stream[*Event]) weir.Stream[Row] {
 	counts := weir.Map(countPerAuction(events, must(window.Sliding(windowSize, slide, 0))), countRow)
 	return maxPerWindow(counts, slide, topAgg{})
 }
 
-func q7(events weir.Stream[Event]) weir.Stream[Row] {
+func q7(events weir.Stream[*Event]) weir.Stream[Row] {
 	// Per auction first (parallel), then per window: the highest bids.
 	k := weir.KeyBy(bids(events), func(b Bid) int64 { return b.Auction })
 	w := weir.Window(k, must(window.Tumbling(windowSize, 0)), weir.WindowOptions{})
@@ -181,9 +186,17 @@ func (t bidTop) Add(acc top, b Bid) top {
 	return t.topAgg.Add(acc, Row{A: b.Auction, B: b.Bidder, C: b.Price})
 }
 
-func q8(events weir.Stream[Event]) weir.Stream[Row] {
-	people := weir.Map(weir.Filter(events, func(e Event) bool { return e.Kind == KindPerson }), func(e Event) *Person { return e.Person })
-	auctions := weir.Map(weir.Filter(events, func(e Event) bool { return e.Kind == KindAuction }), func(e Event) int64 { return e.Auction.Seller })
+func q8(events weir.Stream[*Event]) weir.Stream[Row] {
+	people := weir.FlatMap(events, func(e *Event, emit func(*Person)) {
+		if e.Kind == KindPerson {
+			emit(e.Person)
+		}
+	})
+	auctions := weir.FlatMap(events, func(e *Event, emit func(int64)) {
+		if e.Kind == KindAuction {
+			emit(e.Auction.Seller)
+		}
+	})
 	out := weir.CoGroup(weir.KeyBy(people, func(p *Person) int64 { return p.ID }), weir.KeyBy(auctions, func(s int64) int64 { return s }),
 		must(window.Tumbling(windowSize, 0)), weir.WindowOptions{},
 		func(ctx *weir.WindowContext[int64, Row], ps []*Person, sellers []int64) {
@@ -197,13 +210,13 @@ func q8(events weir.Stream[Event]) weir.Stream[Row] {
 	return weir.Map(out.Results, func(r window.Result[int64, Row]) Row { return r.Value })
 }
 
-func q11(events weir.Stream[Event]) weir.Stream[Row] {
+func q11(events weir.Stream[*Event]) weir.Stream[Row] {
 	k := weir.KeyBy(bids(events), func(b Bid) int64 { return b.Bidder })
 	res := weir.Aggregate(weir.Window(k, must(window.Session(sessionGap)), weir.WindowOptions{}), weir.Sum(func(Bid) int64 { return 1 })).Results
 	return weir.Map(res, countRow)
 }
 
-func q12(events weir.Stream[Event]) weir.Stream[Row] {
+func q12(events weir.Stream[*Event]) weir.Stream[Row] {
 	k := weir.KeyBy(bids(events), func(b Bid) int64 { return b.Bidder })
 	res := weir.Aggregate(weir.Window(k, must(window.TumblingProcessing(windowSize, 0)), weir.WindowOptions{}), weir.Sum(func(Bid) int64 { return 1 })).Results
 	return weir.Map(res, func(r window.Result[int64, int64]) Row { return Row{A: r.Key, B: r.Value} })

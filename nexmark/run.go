@@ -54,7 +54,7 @@ func (f *finish) record(t time.Time) {
 	}
 }
 
-func (s source) Open(ch, n int) (weir.SourceReader[Event], error) {
+func (s source) Open(ch, n int) (weir.SourceReader[*Event], error) {
 	return &reader{s: s, next: int64(ch) * block, step: int64(n) * block}, nil
 }
 
@@ -64,7 +64,7 @@ type reader struct {
 	until      time.Time // lingering until then
 }
 
-func (r *reader) Read(out weir.SourceOutput[Event]) (weir.ReadStatus, error) {
+func (r *reader) Read(out weir.SourceOutput[*Event]) (weir.ReadStatus, error) {
 	if r.next >= r.s.n {
 		if !r.s.linger {
 			return weir.Done, nil
@@ -83,14 +83,19 @@ func (r *reader) Read(out weir.SourceOutput[Event]) (weir.ReadStatus, error) {
 		return weir.Done, nil
 	}
 	end := min(r.next+block, r.s.n)
-	for i := r.next; i < end; i++ {
-		var e Event
-		if r.s.gen != nil {
-			e = r.s.gen.Event(i)
-		} else {
-			e = r.s.events[i]
+	if r.s.gen != nil {
+		// Generated events live in a block of their own: downstream may
+		// keep pointers to them.
+		evs := make([]Event, end-r.next)
+		for i := range evs {
+			evs[i] = r.s.gen.Event(r.next + int64(i))
+			out.Emit(evs[i].Time(), &evs[i])
 		}
-		out.Emit(e.Time(), e)
+	} else {
+		for i := r.next; i < end; i++ {
+			e := &r.s.events[i]
+			out.Emit(e.Time(), e)
+		}
 	}
 	r.next += r.step
 	return weir.Emitted, nil
@@ -142,8 +147,8 @@ func RunWeir(ctx context.Context, q *Query, in Input, p int, keep bool) (Result,
 	if err != nil {
 		return Result{}, err
 	}
-	events := weir.FromSource[Event](env, "nexmark", src, weir.SourceOptions{Channels: p})
-	events = weir.AssignTimestamps(events, weir.BoundedOutOfOrderness(Bound, func(e Event) etime.Time { return e.Time() }))
+	events := weir.FromSource[*Event](env, "nexmark", src, weir.SourceOptions{Channels: p})
+	events = weir.AssignTimestamps(events, weir.BoundedOutOfOrderness(Bound, func(e *Event) etime.Time { return e.Time() }))
 	var mu sync.Mutex
 	var res Result
 	type sink struct {

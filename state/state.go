@@ -279,6 +279,7 @@ func (t *heapValue[K, N, V]) Delete(k K, n N) {
 		// their maps. An emptied map keeps the room it grew to, so a
 		// burst of large windows can pin that memory until reuse.
 		if len(t.freeMaps) < 4096 {
+			clear(m) // drops the tombstones, which would make it grow again as it refills
 			t.freeMaps = append(t.freeMaps, m)
 		}
 	}

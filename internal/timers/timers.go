@@ -150,6 +150,9 @@ func (s *Service[K]) maybeDrop(g *group[K]) {
 			s.last = nil
 		}
 		if len(s.free) < 4096 {
+			// clear drops the tombstones of the deleted keys, which
+			// would otherwise make the map grow again as it refills.
+			clear(g.keys)
 			s.free = append(s.free, g)
 		}
 	}
@@ -246,11 +249,20 @@ func (o *sorter[K]) sort(due []Timer[K], enc KeyEncoder[K]) []Timer[K] {
 	arena := unsafe.String(unsafe.SliceData(o.keys), len(o.keys))
 	o.items = o.items[:0]
 	for i, t := range due {
-		o.items = append(o.items, sortItem{end: t.Window.End, start: t.Window.Start, key: arena[o.offs[i]:o.offs[i+1]], i: int32(i)})
+		key := arena[o.offs[i]:o.offs[i+1]]
+		o.items = append(o.items, sortItem{end: t.Window.End, start: t.Window.Start, prefix: keyPrefix(key), key: key, i: int32(i)})
 	}
 	slices.SortFunc(o.items, func(a, b sortItem) int {
 		if a.end != b.end {
 			return cmpTime(a.end, b.end)
+		}
+		// Keys whose first 8 bytes differ compare as those bytes do; most
+		// keys (integers, short strings) are told apart here.
+		if a.prefix != b.prefix {
+			if a.prefix < b.prefix {
+				return -1
+			}
+			return 1
 		}
 		if c := strings.Compare(a.key, b.key); c != 0 {
 			return c
@@ -268,8 +280,25 @@ func (o *sorter[K]) sort(due []Timer[K], enc KeyEncoder[K]) []Timer[K] {
 
 type sortItem struct {
 	end, start etime.Time
+	prefix     uint64 // the key's first 8 bytes, big-endian, zero-padded
 	key        string
 	i          int32
+}
+
+// keyPrefix is the first 8 bytes of k as a big-endian integer, padded with
+// zeros. Two keys with different prefixes compare as their prefixes: the
+// first byte where the prefixes differ is either a byte where the keys
+// differ, or a byte that one key has (non-zero) and the other, shorter
+// one does not, which bytewise order also puts second.
+func keyPrefix(k string) uint64 {
+	var p uint64
+	for i := range 8 {
+		p <<= 8
+		if i < len(k) {
+			p |= uint64(k[i])
+		}
+	}
+	return p
 }
 
 func (s *Service[K]) push(g *group[K]) {

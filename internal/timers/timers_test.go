@@ -1,9 +1,12 @@
 package timers
 
 import (
+	"cmp"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	"pgregory.net/rapid"
@@ -131,4 +134,28 @@ func rangeAll(s Timers[int]) []string {
 	})
 	slices.Sort(out)
 	return out
+}
+
+// TestKeyPrefixOrder checks that keys with different prefixes compare as
+// their prefixes, on random short keys over a small alphabet (with zero
+// bytes and common prefixes, the cases that could go wrong).
+func TestKeyPrefixOrder(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	key := func() string {
+		b := make([]byte, r.IntN(11))
+		for i := range b {
+			b[i] = []byte{0, 1, 'a', 0xff}[r.IntN(4)]
+		}
+		return string(b)
+	}
+	for range 200_000 {
+		a, b := key(), key()
+		pa, pb := keyPrefix(a), keyPrefix(b)
+		if pa == pb {
+			continue
+		}
+		if want, got := strings.Compare(a, b), cmp.Compare(pa, pb); want != got {
+			t.Fatalf("%q vs %q: bytewise %d, by prefix %d", a, b, want, got)
+		}
+	}
 }

@@ -3,8 +3,10 @@ package weir
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"strconv"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/weirstream/weir/etime"
 	"github.com/weirstream/weir/internal/runtime"
@@ -34,15 +36,43 @@ func KeyByEncoded[K comparable, T any](s Stream[T], key func(T) K, enc func(dst 
 // DefaultKeyEncoder returns the canonical encoding of a single key value:
 // the JSON array holding it, such as ["a"] or [42].
 func DefaultKeyEncoder[K comparable]() func(dst []byte, k K) []byte {
+	// Strings and integers, named or not, are read by their kind: boxing
+	// an integer in an interface allocates, and JSON-encoding a named one
+	// is slower still. (K's kind is its memory layout, so the casts hold.)
 	var value func(dst []byte, k K) []byte
-	var z K
-	switch any(z).(type) {
-	case string:
-		value = func(dst []byte, k K) []byte { return AppendJSONString(dst, any(k).(string)) }
-	case int, int8, int16, int32, int64:
-		value = func(dst []byte, k K) []byte { return strconv.AppendInt(dst, toInt64(k), 10) }
-	case uint, uint8, uint16, uint32, uint64, uintptr:
-		value = func(dst []byte, k K) []byte { return strconv.AppendUint(dst, toUint64(k), 10) }
+	switch reflect.TypeFor[K]().Kind() {
+	case reflect.String:
+		value = func(dst []byte, k K) []byte { return AppendJSONString(dst, *(*string)(unsafe.Pointer(&k))) }
+	case reflect.Int:
+		value = func(dst []byte, k K) []byte { return strconv.AppendInt(dst, int64(*(*int)(unsafe.Pointer(&k))), 10) }
+	case reflect.Int8:
+		value = func(dst []byte, k K) []byte { return strconv.AppendInt(dst, int64(*(*int8)(unsafe.Pointer(&k))), 10) }
+	case reflect.Int16:
+		value = func(dst []byte, k K) []byte { return strconv.AppendInt(dst, int64(*(*int16)(unsafe.Pointer(&k))), 10) }
+	case reflect.Int32:
+		value = func(dst []byte, k K) []byte { return strconv.AppendInt(dst, int64(*(*int32)(unsafe.Pointer(&k))), 10) }
+	case reflect.Int64:
+		value = func(dst []byte, k K) []byte { return strconv.AppendInt(dst, *(*int64)(unsafe.Pointer(&k)), 10) }
+	case reflect.Uint:
+		value = func(dst []byte, k K) []byte { return strconv.AppendUint(dst, uint64(*(*uint)(unsafe.Pointer(&k))), 10) }
+	case reflect.Uint8:
+		value = func(dst []byte, k K) []byte {
+			return strconv.AppendUint(dst, uint64(*(*uint8)(unsafe.Pointer(&k))), 10)
+		}
+	case reflect.Uint16:
+		value = func(dst []byte, k K) []byte {
+			return strconv.AppendUint(dst, uint64(*(*uint16)(unsafe.Pointer(&k))), 10)
+		}
+	case reflect.Uint32:
+		value = func(dst []byte, k K) []byte {
+			return strconv.AppendUint(dst, uint64(*(*uint32)(unsafe.Pointer(&k))), 10)
+		}
+	case reflect.Uint64:
+		value = func(dst []byte, k K) []byte { return strconv.AppendUint(dst, *(*uint64)(unsafe.Pointer(&k)), 10) }
+	case reflect.Uintptr:
+		value = func(dst []byte, k K) []byte {
+			return strconv.AppendUint(dst, uint64(*(*uintptr)(unsafe.Pointer(&k))), 10)
+		}
 	default:
 		value = func(dst []byte, k K) []byte {
 			b, err := json.Marshal(k)
@@ -57,41 +87,6 @@ func DefaultKeyEncoder[K comparable]() func(dst []byte, k K) []byte {
 		dst = value(dst, k)
 		return append(dst, ']')
 	}
-}
-
-// toInt64 and toUint64 convert integer keys without boxing them.
-func toInt64[K comparable](k K) int64 {
-	switch v := any(k).(type) {
-	case int:
-		return int64(v)
-	case int8:
-		return int64(v)
-	case int16:
-		return int64(v)
-	case int32:
-		return int64(v)
-	case int64:
-		return v
-	}
-	return 0
-}
-
-func toUint64[K comparable](k K) uint64 {
-	switch v := any(k).(type) {
-	case uint:
-		return uint64(v)
-	case uint8:
-		return uint64(v)
-	case uint16:
-		return uint64(v)
-	case uint32:
-		return uint64(v)
-	case uint64:
-		return v
-	case uintptr:
-		return uint64(v)
-	}
-	return 0
 }
 
 // AppendJSONString appends s as a JSON string, as encoding/json writes it

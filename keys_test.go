@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/etime"
 )
 
 func TestAppendJSONStringMatchesEncodingJSON(t *testing.T) {
@@ -23,6 +24,27 @@ func TestAppendJSONStringMatchesEncodingJSON(t *testing.T) {
 		}
 		if back != want {
 			t.Errorf("%q: round trip %q, want %q", s, back, want)
+		}
+	}
+}
+
+// TestDefaultKeyEncoderNamedKinds checks that named string and integer key
+// types encode as their kinds do (by layout, without boxing).
+func TestDefaultKeyEncoderNamedKinds(t *testing.T) {
+	type myInt int64
+	type myU8 uint8
+	type myStr string
+	for _, c := range []struct{ got, want string }{
+		{string(weir.DefaultKeyEncoder[myInt]()(nil, -5)), "[-5]"},
+		{string(weir.DefaultKeyEncoder[etime.Time]()(nil, 1436918400000)), "[1436918400000]"},
+		{string(weir.DefaultKeyEncoder[myU8]()(nil, 255)), "[255]"},
+		{string(weir.DefaultKeyEncoder[myStr]()(nil, `a"b`)), `["a\"b"]`},
+		{string(weir.DefaultKeyEncoder[int16]()(nil, -300)), "[-300]"},
+		{string(weir.DefaultKeyEncoder[uintptr]()(nil, 7)), "[7]"},
+		{string(weir.DefaultKeyEncoder[[2]int]()(nil, [2]int{1, 2})), "[[1,2]]"},
+	} {
+		if c.got != c.want {
+			t.Errorf("got %s, want %s", c.got, c.want)
 		}
 	}
 }

@@ -391,6 +391,20 @@ func (o *Operator[K, IN, ACC, OUT]) ProcessElement(key K, v IN, ts etime.Time) e
 	if o.procTime {
 		at = o.processingTime()
 	}
+	if o.paneMode && o.trigEventTime && at != etime.MinTime {
+		// The fast path of sliding windows: an element of a pane that
+		// exists, none of whose windows has ended yet, only updates the
+		// pane. Those windows got their entries, end and cleanup timers
+		// from the pane's first element, and none was late then (the
+		// watermark only grows), so the loop below would change nothing.
+		if end := window.Start(at, o.paneOffs, o.paneSize).Add(o.paneSize); end-1 > o.wm {
+			if p := o.panes.Ref(key, o.paneIndex(at), false); p != nil {
+				o.contents.Add(p, v, ts)
+				o.c.Accepted++
+				return nil
+			}
+		}
+	}
 	var wins []window.Window
 	if o.tumbleSize > 0 && at != etime.MinTime {
 		wins = append(o.wins[:0], window.Aligned(at, o.tumbleOffs, o.tumbleSize))

@@ -189,6 +189,73 @@ func NewValue[K comparable, N comparable, V any](b Backend, name string) Value[K
 	return t
 }
 
+// NewKeyedValue creates a Value handle named name on b that stores one
+// entry per (key, namespace) in one map. It suits namespaces that belong
+// to a single key, such as session windows, where NewValue's layout (a map
+// of keys per namespace) would hold a map per window. KV backends store
+// both kinds alike.
+func NewKeyedValue[K comparable, N comparable, V any](b Backend, name string) Value[K, N, V] {
+	h := heapOf(b)
+	t := &pairValue[K, N, V]{m: make(map[entryKey[K, N]]*V)}
+	h.tables = append(h.tables, t)
+	return t
+}
+
+type pairValue[K comparable, N comparable, V any] struct {
+	m    map[entryKey[K, N]]*V
+	free []*V
+}
+
+func (t *pairValue[K, N, V]) Get(k K, n N) (V, bool) {
+	if p := t.m[entryKey[K, N]{k, n}]; p != nil {
+		return *p, true
+	}
+	var z V
+	return z, false
+}
+
+func (t *pairValue[K, N, V]) Put(k K, n N, v V) { *t.Ref(k, n, true) = v }
+
+func (t *pairValue[K, N, V]) Delete(k K, n N) {
+	ek := entryKey[K, N]{k, n}
+	p := t.m[ek]
+	if p == nil {
+		return
+	}
+	delete(t.m, ek)
+	var z V
+	*p = z
+	t.free = append(t.free, p)
+}
+
+func (t *pairValue[K, N, V]) Create(k K, n N) *V { return t.Ref(k, n, true) }
+
+func (t *pairValue[K, N, V]) Ref(k K, n N, create bool) *V {
+	ek := entryKey[K, N]{k, n}
+	if p := t.m[ek]; p != nil || !create {
+		return p
+	}
+	var p *V
+	if l := len(t.free); l > 0 {
+		p = t.free[l-1]
+		t.free = t.free[:l-1]
+	} else {
+		p = new(V)
+	}
+	t.m[ek] = p
+	return p
+}
+
+func (t *pairValue[K, N, V]) Len() int { return len(t.m) }
+
+func (t *pairValue[K, N, V]) Range(fn func(k K, n N, v *V) bool) {
+	for ek, p := range t.m {
+		if !fn(ek.k, ek.n, p) {
+			return
+		}
+	}
+}
+
 // heapValue stores values namespace-major: one map of keys per namespace
 // (window). Operators touch few live windows at a time, so the outer lookup
 // is usually the one-entry cache, and the inner map is keyed by K alone,

@@ -277,9 +277,12 @@ func New[K comparable, IN, ACC, OUT any](cfg Config[K, IN, ACC, OUT], out Output
 	} else {
 		o.evt, o.proc = timers.New(cfg.KeyEncoder), timers.New(cfg.KeyEncoder)
 	}
-	o.entries = newValue[K, window.Window, entry[ACC]](o, cfg.Backend, "window-contents", tagKVEntries, windowCodec{}, entryCodec[ACC]{cfg.AccCodec})
-	if cfg.Assigner.Merging() {
-		o.sets = newValue[K, none, []window.Window](o, cfg.Backend, "merging-windows", tagKVSets, noneCodec{}, windowsCodec{})
+	// Session windows belong to one key each: their entries are stored
+	// key-major, not a map of keys per window.
+	merging := cfg.Assigner.Merging()
+	o.entries = newValue[K, window.Window, entry[ACC]](o, cfg.Backend, "window-contents", tagKVEntries, windowCodec{}, entryCodec[ACC]{cfg.AccCodec}, merging)
+	if merging {
+		o.sets = newValue[K, none, []window.Window](o, cfg.Backend, "merging-windows", tagKVSets, noneCodec{}, windowsCodec{}, false)
 	}
 	// Pane mode needs contents whose merge is order-insensitive: a list
 	// must keep arrival order (E1), so lists are stored per window.
@@ -298,7 +301,7 @@ func New[K comparable, IN, ACC, OUT any](cfg Config[K, IN, ACC, OUT], out Output
 		o.paneOffs = offset
 		o.slide = slide
 		o.panesPerWindow = int64(size / o.paneSize)
-		o.panes = newValue[K, int64, ACC](o, cfg.Backend, "sliding-panes", tagKVPanes, state.CodecFor[int64](), cfg.AccCodec)
+		o.panes = newValue[K, int64, ACC](o, cfg.Backend, "sliding-panes", tagKVPanes, state.CodecFor[int64](), cfg.AccCodec, false)
 	}
 	o.eventTime = cfg.Assigner.IsEventTime()
 	o.procTime = cfg.Assigner.ProcessingTime()

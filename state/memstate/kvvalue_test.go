@@ -11,11 +11,13 @@ import (
 )
 
 // TestKVValueMatchesHeap drives the KV-backed Value (with a tiny cache, so
-// entries are evicted and reloaded all the time) and the heap Value with
-// the same random operations: every observation agrees.
+// entries are evicted and reloaded all the time), the heap Value and the
+// key-major heap Value with the same random operations: every observation
+// agrees.
 func TestKVValueMatchesHeap(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		heap := state.NewValue[string, int, int64](New(), "v")
+		keyed := state.NewKeyedValue[string, int, int64](New(), "v")
 		kv := state.NewKVValue[string, int, int64](NewKV(), 7, state.CodecFor[string](), state.CodecFor[int](), state.CodecFor[int64](),
 			func(k string) state.KeyGroup { return state.KeyGroup(len(k) % 5) }, rapid.IntRange(1, 6).Draw(t, "cache"))
 		keys := []string{"a", "bb", "ccc", "dddd", "", "ff"}
@@ -27,46 +29,50 @@ func TestKVValueMatchesHeap(t *testing.T) {
 				v := rapid.Int64().Draw(t, "v")
 				heap.Put(k, n, v)
 				kv.Put(k, n, v)
+				keyed.Put(k, n, v)
 			case 1:
 				d := rapid.Int64Range(-5, 5).Draw(t, "d")
 				create := rapid.Bool().Draw(t, "create")
-				var ph, pk *int64
+				var ph, pk, py *int64
 				if _, exists := heap.Get(k, n); create && !exists && rapid.Bool().Draw(t, "new") {
-					ph, pk = heap.Create(k, n), kv.Create(k, n)
+					ph, pk, py = heap.Create(k, n), kv.Create(k, n), keyed.Create(k, n)
 				} else {
-					ph, pk = heap.Ref(k, n, create), kv.Ref(k, n, create)
+					ph, pk, py = heap.Ref(k, n, create), kv.Ref(k, n, create), keyed.Ref(k, n, create)
 				}
-				if (ph == nil) != (pk == nil) {
-					t.Fatalf("op %d: Ref(%q, %d, %v): heap %v kv %v", i, k, n, create, ph != nil, pk != nil)
+				if (ph == nil) != (pk == nil) || (ph == nil) != (py == nil) {
+					t.Fatalf("op %d: Ref(%q, %d, %v): heap %v kv %v keyed %v", i, k, n, create, ph != nil, pk != nil, py != nil)
 				}
 				if ph != nil {
 					*ph += d
 					*pk += d
+					*py += d
 				}
 			case 2:
 				heap.Delete(k, n)
 				kv.Delete(k, n)
+				keyed.Delete(k, n)
 			case 3:
 				vh, okh := heap.Get(k, n)
 				vk, okk := kv.Get(k, n)
-				if vh != vk || okh != okk {
-					t.Fatalf("op %d: Get(%q, %d): heap %d,%v kv %d,%v", i, k, n, vh, okh, vk, okk)
+				vy, oky := keyed.Get(k, n)
+				if vh != vk || okh != okk || vh != vy || okh != oky {
+					t.Fatalf("op %d: Get(%q, %d): heap %d,%v kv %d,%v keyed %d,%v", i, k, n, vh, okh, vk, okk, vy, oky)
 				}
 			case 4:
 				kv.Evict()
 			case 5:
 				kv.Flush()
 			case 6:
-				if a, b := dump(heap), dump(kv); !slices.Equal(a, b) {
-					t.Fatalf("op %d: Range: heap %v kv %v", i, a, b)
+				if a, b, c := dump(heap), dump(kv), dump(keyed); !slices.Equal(a, b) || !slices.Equal(a, c) {
+					t.Fatalf("op %d: Range: heap %v kv %v keyed %v", i, a, b, c)
 				}
 			}
-			if heap.Len() != kv.Len() {
-				t.Fatalf("op %d: Len: heap %d kv %d", i, heap.Len(), kv.Len())
+			if heap.Len() != kv.Len() || heap.Len() != keyed.Len() {
+				t.Fatalf("op %d: Len: heap %d kv %d keyed %d", i, heap.Len(), kv.Len(), keyed.Len())
 			}
 		}
-		if a, b := dump(heap), dump(kv); !slices.Equal(a, b) {
-			t.Fatalf("end: heap %v kv %v", a, b)
+		if a, b, c := dump(heap), dump(kv), dump(keyed); !slices.Equal(a, b) || !slices.Equal(a, c) {
+			t.Fatalf("end: heap %v kv %v keyed %v", a, b, c)
 		}
 	})
 }

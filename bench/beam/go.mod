@@ -2,7 +2,10 @@ module github.com/weirstream/weir/bench/beam
 
 go 1.26.8
 
-require github.com/weirstream/weir v0.0.0
+require (
+	github.com/apache/beam/sdks/v2 v2.77.0
+	github.com/weirstream/weir v0.0.0
+)
 
 require (
 	cel.dev/expr v0.25.2 // indirect
@@ -18,7 +21,6 @@ require (
 	github.com/GoogleCloudPlatform/opentelemetry-operations-go/exporter/metric v0.57.0 // indirect
 	github.com/GoogleCloudPlatform/opentelemetry-operations-go/internal/resourcemapping v0.57.0 // indirect
 	github.com/Microsoft/go-winio v0.6.2 // indirect
-	github.com/apache/beam/sdks/v2 v2.77.0
 	github.com/avast/retry-go/v4 v4.7.0 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/cncf/xds/go v0.0.0-20260202195803-dba9d589def2 // indirect

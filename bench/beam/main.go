@@ -3,7 +3,7 @@
 // events of weir's Beam-compatible generator, and checks its rows
 // against weir's hand-written loops.
 //
-//	go run . --query count --events 1000000 [--json] [--runner prism|direct]
+//	go run . --query count --events 1000000 [--json] [--runner prism|direct] [--weir P]
 //
 // It is a module of its own so that weir's go.mod gains none of Beam's
 // dependencies.
@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"os"
 	"reflect"
+	"runtime/pprof"
 	"slices"
 	"sync"
 	"syscall"
@@ -25,6 +26,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/window"
+	beamlog "github.com/apache/beam/sdks/v2/go/pkg/beam/log"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners/direct"
@@ -193,25 +195,34 @@ type result struct {
 	CPUSeconds     float64 `json:"cpu_s"`
 	HandRows       int     `json:"hand_rows"`
 	HandEventsPerS float64 `json:"hand_events_per_s"`
-	Diff           string  `json:"diff,omitempty"`
+	// weir on the same events in the same process (RunWeir), when asked.
+	WeirParallelism   int     `json:"weir_parallelism,omitempty"`
+	WeirEventsPerS    float64 `json:"weir_events_per_s,omitempty"`
+	WeirEventsPerCPU  float64 `json:"weir_events_per_cpu_s,omitempty"`
+	WeirRowsMatchHand *bool   `json:"weir_rows_match_hand,omitempty"`
+	Diff              string  `json:"diff,omitempty"`
 }
 
 func main() {
 	query := flag.String("query", "count", "query: count, q5 or q11")
 	n := flag.Int("events", 1_000_000, "number of Nexmark events (bids are ~92% of them)")
 	asJSON := flag.Bool("json", false, "print one JSON object")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the Beam run to this file")
+	weirP := flag.Int("weir", 0, "also run weir on the same events with this parallelism (0: don't)")
+	logLevel := flag.String("beam_log_level", "warn", "Beam's slog level: debug, info, warn or error (prism logs each job's steps at info)")
 	flag.Parse()
+	beamlog.LogLevel = *logLevel // beam.Init sets up slog with it
 	beam.Init()
 	if *runners.Runner == "" {
 		*runners.Runner = "prism"
 	}
-	if err := run(*query, *n, *runners.Runner, *asJSON); err != nil {
+	if err := run(*query, *n, *runners.Runner, *asJSON, *weirP, *cpuProfile); err != nil {
 		fmt.Fprintln(os.Stderr, "beam bench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(query string, n int, runner string, asJSON bool) error {
+func run(query string, n int, runner string, asJSON bool, weirP int, cpuProfile string) error {
 	q, err := nexmark.Lookup(query)
 	if err != nil {
 		return err
@@ -242,11 +253,24 @@ func run(query string, n int, runner string, asJSON bool) error {
 		return fmt.Errorf("no runner %q (have prism, direct)", runner)
 	}
 
+	if cpuProfile != "" {
+		f, err := os.Create(cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+	}
 	cpu0, t0 := cpuTime(), time.Now()
 	if _, err := execute(context.Background(), p); err != nil {
 		return fmt.Errorf("pipeline: %w", err)
 	}
 	wall, cpu := time.Since(t0), cpuTime()-cpu0
+	if cpuProfile != "" {
+		pprof.StopCPUProfile()
+	}
 
 	hand := nexmark.RunHand(q, nexmark.Input{Events: events}, true)
 	nexmark.SortRows(rows)
@@ -259,6 +283,19 @@ func run(query string, n int, runner string, asJSON bool) error {
 		HandEventsPerS: float64(n) / hand.Elapsed.Seconds(),
 	}
 	res.RowsMatch, res.Diff = compare(rows, hand.Rows)
+	if weirP > 0 {
+		cpu0 := cpuTime()
+		w, err := nexmark.RunWeir(context.Background(), q, nexmark.Input{Events: events}, weirP, true)
+		if err != nil {
+			return fmt.Errorf("weir: %w", err)
+		}
+		cpu := cpuTime() - cpu0
+		res.WeirParallelism = weirP
+		res.WeirEventsPerS = float64(n) / w.Elapsed.Seconds()
+		res.WeirEventsPerCPU = float64(n) / cpu.Seconds()
+		match := slices.Equal(w.Rows, hand.Rows)
+		res.WeirRowsMatchHand = &match
+	}
 	if asJSON {
 		return json.NewEncoder(os.Stdout).Encode(res)
 	}
@@ -266,6 +303,10 @@ func run(query string, n int, runner string, asJSON bool) error {
 	fmt.Printf("beam: %.2f s wall, %.2f s CPU: %.0f events/s, %.0f events/CPU-s\n",
 		wall.Seconds(), cpu.Seconds(), res.EventsPerS, res.EventsPerCPU)
 	fmt.Printf("hand loop (1 core): %.0f events/s\n", res.HandEventsPerS)
+	if weirP > 0 {
+		fmt.Printf("weir (parallelism %d): %.0f events/s, %.0f events/CPU-s, rows match the hand loop: %v\n",
+			weirP, res.WeirEventsPerS, res.WeirEventsPerCPU, *res.WeirRowsMatchHand)
+	}
 	fmt.Printf("rows: beam %d, hand loop %d, match: %v\n", res.Rows, res.HandRows, res.RowsMatch)
 	if res.Diff != "" {
 		fmt.Println(res.Diff)
@@ -294,8 +335,19 @@ func compare(beamRows, hand []nexmark.Row) (bool, string) {
 			j++
 		}
 	}
-	return false, fmt.Sprintf("%d rows only in beam (first: %v), %d only in the hand loop (first: %v)",
-		len(onlyBeam), onlyBeam[:min(5, len(onlyBeam))], len(onlyHand), onlyHand[:min(5, len(onlyHand))])
+	return false, fmt.Sprintf("%d rows only in beam (first: %v), %d only in the hand loop (first: %v); ignoring the windows' bounds the rows match: %v",
+		len(onlyBeam), onlyBeam[:min(5, len(onlyBeam))], len(onlyHand), onlyHand[:min(5, len(onlyHand))],
+		slices.Equal(withoutWindows(beamRows), withoutWindows(hand)))
+}
+
+// withoutWindows returns the rows without their windows' bounds, sorted.
+func withoutWindows(rows []nexmark.Row) []nexmark.Row {
+	out := slices.Clone(rows)
+	for i := range out {
+		out[i].Start, out[i].End = 0, 0
+	}
+	nexmark.SortRows(out)
+	return out
 }
 
 // less is nexmark.SortRows's order.

@@ -1,11 +1,13 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -28,6 +30,7 @@ func benchCmd(ctx context.Context, args []string, o IO) int {
 	ooo := fs.Int64("out-of-order", 1000, "out-of-order group size of the generator (1000: 0.1 s of disorder at 10,000 events/s)")
 	evRate := fs.Int64("rate", 10_000, "event rate in events per second of event time (1000000 gives ~600k auctions per window)")
 	extra := fs.Bool("extra", false, "generate Beam's padding strings (about 70 bytes per bid)")
+	runs := fs.Int("runs", 1, "runs of each side, in turn; the medians are reported")
 	fs.Usage = func() {
 		fmt.Fprintln(o.Stderr, `usage: weir bench nexmark [--query q5] [--events N] [--parallelism N] [--json] [--with-generation]
 
@@ -39,7 +42,7 @@ same rows, and prints both rates and their ratio.`)
 	if err := fs.Parse(args[1:]); err != nil {
 		return ExitUsage
 	}
-	if fs.NArg() != 0 || *events <= 0 || *par <= 0 {
+	if fs.NArg() != 0 || *events <= 0 || *par <= 0 || *runs <= 0 {
 		fs.Usage()
 		return ExitUsage
 	}
@@ -77,19 +80,29 @@ same rows, and prints both rates and their ratio.`)
 	}
 	code := ExitOK
 	for _, q := range qs {
-		runtime.GC()
-		hand := nexmark.RunHand(q, in, false)
-		runtime.GC()
-		got, err := nexmark.RunWeir(ctx, q, in, *par, false)
-		if err != nil {
-			fmt.Fprintf(o.Stderr, "weir: bench nexmark %s: %v\n", q.Name, err)
-			return ExitFailed
+		var weirRuns, handRuns []measured
+		var got, hand nexmark.Result
+		for range *runs {
+			var m measured
+			hand, m = timed(func() (nexmark.Result, error) { return nexmark.RunHand(q, in, false), nil })
+			handRuns = append(handRuns, m)
+			got, m = timed(func() (nexmark.Result, error) { return nexmark.RunWeir(ctx, q, in, *par, false) })
+			if m.err != nil {
+				fmt.Fprintf(o.Stderr, "weir: bench nexmark %s: %v\n", q.Name, m.err)
+				return ExitFailed
+			}
+			weirRuns = append(weirRuns, m)
 		}
+		wm, hm := median(weirRuns), median(handRuns)
 		r := benchReport{
-			Query: q.Name, Events: *events, Parallelism: *par, WithGeneration: *withGen,
-			Weir: rate(got), Hand: rate(hand), Rows: got.Digest.N, RowsMatch: got.Digest == hand.Digest,
+			Query: q.Name, Events: *events, Parallelism: *par, WithGeneration: *withGen, Runs: *runs,
+			Weir: wm.rate, Hand: hm.rate, Rows: got.Digest.N, RowsMatch: got.Digest == hand.Digest,
+			WeirCPU: wm.cpuRate, HandCPU: hm.cpuRate,
 		}
 		r.Ratio = r.Weir / r.Hand
+		if r.HandCPU > 0 {
+			r.CPURatio = r.WeirCPU / r.HandCPU
+		}
 		if !r.RowsMatch {
 			code = ExitFailed
 		}
@@ -104,9 +117,9 @@ same rows, and prints both rates and their ratio.`)
 		}
 		fmt.Fprintf(o.Stdout, "nexmark %s, %d events, parallelism %d%s: %s\n", q.Name, *events, *par,
 			map[bool]string{true: ", generation timed", false: ""}[*withGen], q.Rows)
-		fmt.Fprintf(o.Stdout, "  weir       %8.2f M events/s  (%s)\n", r.Weir/1e6, got.Elapsed.Round(time.Millisecond))
-		fmt.Fprintf(o.Stdout, "  hand loop  %8.2f M events/s  (%s)\n", r.Hand/1e6, hand.Elapsed.Round(time.Millisecond))
-		fmt.Fprintf(o.Stdout, "  ratio      %8.3f\n", r.Ratio)
+		fmt.Fprintf(o.Stdout, "  weir       %8.2f M events/s  %8.2f M events/CPU-s\n", r.Weir/1e6, r.WeirCPU/1e6)
+		fmt.Fprintf(o.Stdout, "  hand loop  %8.2f M events/s  %8.2f M events/CPU-s\n", r.Hand/1e6, r.HandCPU/1e6)
+		fmt.Fprintf(o.Stdout, "  ratio      %8.3f            %8.3f per CPU-second\n", r.Ratio, r.CPURatio)
 		fmt.Fprintf(o.Stdout, "  rows       %d, %s\n", r.Rows, match)
 	}
 	return code
@@ -123,8 +136,36 @@ type benchReport struct {
 	Ratio          float64 `json:"ratio"`
 	Rows           int64   `json:"rows"`
 	RowsMatch      bool    `json:"rows_match"`
+	Runs           int     `json:"runs"`
+	// Per CPU-second of the process (weir uses several goroutines, the
+	// hand loop one): 0 where CPU time is not measured.
+	WeirCPU  float64 `json:"weir_events_per_cpu_s"`
+	HandCPU  float64 `json:"hand_events_per_cpu_s"`
+	CPURatio float64 `json:"cpu_ratio"`
 }
 
-func rate(r nexmark.Result) float64 {
-	return float64(r.Events) / max(r.Elapsed.Seconds(), 1e-9)
+// measured is one timed run: events per wall second and per CPU-second.
+type measured struct {
+	rate, cpuRate float64
+	err           error
+}
+
+// timed runs f after a GC and measures its rates.
+func timed(f func() (nexmark.Result, error)) (nexmark.Result, measured) {
+	runtime.GC()
+	cpu0 := cpuTime()
+	res, err := f()
+	cpu := cpuTime() - cpu0
+	m := measured{err: err, rate: float64(res.Events) / max(res.Elapsed.Seconds(), 1e-9)}
+	if cpu > 0 {
+		m.cpuRate = float64(res.Events) / cpu.Seconds()
+	}
+	return res, m
+}
+
+// median returns the run with the median wall rate.
+func median(ms []measured) measured {
+	s := slices.Clone(ms)
+	slices.SortFunc(s, func(a, b measured) int { return cmp.Compare(a.rate, b.rate) })
+	return s[len(s)/2]
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/weirstream/weir/internal/benchutil"
 	"github.com/weirstream/weir/nexmark"
 )
 
@@ -153,9 +154,9 @@ type measured struct {
 // timed runs f after a GC and measures its rates.
 func timed(f func() (nexmark.Result, error)) (nexmark.Result, measured) {
 	runtime.GC()
-	cpu0 := cpuTime()
+	cpu0 := benchutil.CPUTime()
 	res, err := f()
-	cpu := cpuTime() - cpu0
+	cpu := benchutil.CPUTime() - cpu0
 	m := measured{err: err, rate: float64(res.Events) / max(res.Elapsed.Seconds(), 1e-9)}
 	if cpu > 0 {
 		m.cpuRate = float64(res.Events) / cpu.Seconds()

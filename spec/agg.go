@@ -62,35 +62,25 @@ func (a *acc) Touch() byte {
 func newAcc(n int) *acc {
 	switch n {
 	case 1:
-		x := new(struct {
-			a acc
-			s [1]slot
-		})
-		x.a.s = x.s[:]
-		return &x.a
+		return colocated(func(s *[1]slot) []slot { return s[:] })
 	case 2:
-		x := new(struct {
-			a acc
-			s [2]slot
-		})
-		x.a.s = x.s[:]
-		return &x.a
+		return colocated(func(s *[2]slot) []slot { return s[:] })
 	case 3:
-		x := new(struct {
-			a acc
-			s [3]slot
-		})
-		x.a.s = x.s[:]
-		return &x.a
+		return colocated(func(s *[3]slot) []slot { return s[:] })
 	case 4:
-		x := new(struct {
-			a acc
-			s [4]slot
-		})
-		x.a.s = x.s[:]
-		return &x.a
+		return colocated(func(s *[4]slot) []slot { return s[:] })
 	}
 	return &acc{s: make([]slot, n)}
+}
+
+// colocated allocates an accumulator and the slot array A in one object.
+func colocated[A any](slots func(*A) []slot) *acc {
+	x := new(struct {
+		a acc
+		s A
+	})
+	x.a.s = slots(&x.s)
+	return &x.a
 }
 
 func (a aggFunc) Add(ac *acc, r rec) *acc {

@@ -16,6 +16,7 @@ import (
 	"github.com/weirstream/weir/connector/fileio"
 	"github.com/weirstream/weir/connector/genio"
 	"github.com/weirstream/weir/etime"
+	"github.com/weirstream/weir/internal/benchutil"
 )
 
 const benchRecords = 200_000
@@ -214,7 +215,7 @@ sinks:
 	}
 	for _, iv := range []time.Duration{0, 5 * time.Second, time.Second} {
 		b.Run(fmt.Sprint("interval=", iv), func(b *testing.B) {
-			cpu0 := cpuTime()
+			cpu0 := benchutil.CPUTime()
 			for range b.N {
 				dir := b.TempDir()
 				o := RunOptions{Dir: dir, Parallelism: 2}
@@ -244,7 +245,7 @@ sinks:
 					b.ReportMetric(float64(size)/float64(max(n, 1))/1e6, "MB/checkpoint")
 				}
 			}
-			b.ReportMetric((cpuTime()-cpu0).Seconds()/float64(b.N), "cpu-s/op")
+			b.ReportMetric((benchutil.CPUTime()-cpu0).Seconds()/float64(b.N), "cpu-s/op")
 			b.ReportMetric(float64(16*keys)*float64(b.N)/b.Elapsed().Seconds(), "records/s")
 		})
 	}

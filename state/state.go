@@ -235,13 +235,7 @@ func (t *pairValue[K, N, V]) Ref(k K, n N, create bool) *V {
 	if p := t.m[ek]; p != nil || !create {
 		return p
 	}
-	var p *V
-	if l := len(t.free); l > 0 {
-		p = t.free[l-1]
-		t.free = t.free[:l-1]
-	} else {
-		p = new(V)
-	}
+	p := reuse(&t.free)
 	t.m[ek] = p
 	return p
 }
@@ -254,6 +248,17 @@ func (t *pairValue[K, N, V]) Range(fn func(k K, n N, v *V) bool) {
 			return
 		}
 	}
+}
+
+// reuse returns a value from free (deleted values are zeroed there), or
+// a new one.
+func reuse[V any](free *[]*V) *V {
+	if l := len(*free); l > 0 {
+		p := (*free)[l-1]
+		*free = (*free)[:l-1]
+		return p
+	}
+	return new(V)
 }
 
 // heapValue stores values namespace-major: one map of keys per namespace
@@ -362,13 +367,7 @@ func (t *heapValue[K, N, V]) Ref(k K, n N, create bool) *V {
 	if p := m[k]; p != nil || !create {
 		return p
 	}
-	var p *V
-	if l := len(t.free); l > 0 {
-		p = t.free[l-1]
-		t.free = t.free[:l-1]
-	} else {
-		p = new(V)
-	}
+	p := reuse(&t.free)
 	m[k] = p
 	t.n++
 	return p

@@ -133,7 +133,9 @@ func (topAgg) CreateAccumulator() top { return top{} }
 func (a topAgg) Add(t top, r Row) top {
 	switch s := a.score(&r); {
 	case len(t.rows) == 0 || s > t.max:
-		t.max, t.rows = s, append(t.rows[:0:0], r)
+		// The window owns its accumulator, and the FlatMap after it copies
+		// the rows out as they are emitted: the array can be reused.
+		t.max, t.rows = s, append(t.rows[:0], r)
 	case s == t.max:
 		t.rows = append(t.rows, r)
 	}

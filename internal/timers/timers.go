@@ -66,8 +66,8 @@ type groupKey struct {
 
 type group[K comparable] struct {
 	groupKey
-	keys   map[K]struct{}
-	inHeap bool
+	keys map[K]struct{}
+	idx  int // position in the heap, -1 when not in it
 }
 
 // Service holds the timers of one time domain (event or processing time).
@@ -103,7 +103,7 @@ func (s *Service[K]) group(ts etime.Time, w window.Window, create bool) *group[K
 			s.free = s.free[:l-1]
 			g.groupKey = gk
 		} else {
-			g = &group[K]{groupKey: gk, keys: make(map[K]struct{})}
+			g = &group[K]{groupKey: gk, keys: make(map[K]struct{}), idx: -1}
 		}
 		s.groups[gk] = g
 	}
@@ -119,8 +119,7 @@ func (s *Service[K]) Register(t Timer[K]) {
 	}
 	g.keys[t.Key] = struct{}{}
 	s.n++
-	if !g.inHeap {
-		g.inHeap = true
+	if g.idx < 0 {
 		s.push(g)
 	}
 }
@@ -142,9 +141,14 @@ func (s *Service[K]) Delete(t Timer[K]) {
 	s.maybeDrop(g)
 }
 
-// maybeDrop forgets an empty group that is not in the heap.
+// maybeDrop forgets an empty group (taking it out of the heap), so that
+// it and its map are reused: session windows make a group per window,
+// emptied by every merge.
 func (s *Service[K]) maybeDrop(g *group[K]) {
-	if len(g.keys) == 0 && !g.inHeap {
+	if len(g.keys) == 0 {
+		if g.idx >= 0 {
+			s.remove(g.idx)
+		}
 		delete(s.groups, g.groupKey)
 		if s.last == g {
 			s.last = nil
@@ -178,8 +182,7 @@ func (s *Service[K]) Next() (etime.Time, bool) {
 		if len(g.keys) > 0 {
 			return g.ts, true
 		}
-		s.pop()
-		g.inHeap = false
+		s.remove(0)
 		s.maybeDrop(g)
 	}
 	return 0, false
@@ -198,8 +201,8 @@ func (s *Service[K]) PopDue(upTo etime.Time) []Timer[K] {
 	}
 	s.due = s.due[:0]
 	for len(s.h) > 0 && s.h[0].ts == ts {
-		g := s.pop()
-		g.inHeap = false
+		g := s.h[0]
+		s.remove(0)
 		for k := range g.keys {
 			s.due = append(s.due, Timer[K]{TS: g.ts, Key: k, Window: g.w})
 		}
@@ -301,45 +304,66 @@ func keyPrefix(k string) uint64 {
 	return p
 }
 
+// The heap of groups by timestamp; each group knows its position.
+
 func (s *Service[K]) push(g *group[K]) {
+	g.idx = len(s.h)
 	s.h = append(s.h, g)
+	s.up(g.idx)
+}
+
+// remove takes the group at position i out of the heap.
+func (s *Service[K]) remove(i int) {
 	h := s.h
-	i := len(h) - 1
+	n := len(h) - 1
+	h[i].idx = -1
+	if i != n {
+		h[i] = h[n]
+		h[i].idx = i
+	}
+	h[n] = nil
+	s.h = h[:n]
+	if i < n {
+		s.down(i)
+		s.up(i)
+	}
+}
+
+func (s *Service[K]) swap(i, j int) {
+	h := s.h
+	h[i], h[j] = h[j], h[i]
+	h[i].idx, h[j].idx = i, j
+}
+
+func (s *Service[K]) up(i int) {
 	for i > 0 {
 		p := (i - 1) / 2
-		if h[p].ts <= h[i].ts {
-			break
+		if s.h[p].ts <= s.h[i].ts {
+			return
 		}
-		h[p], h[i] = h[i], h[p]
+		s.swap(p, i)
 		i = p
 	}
 }
 
-func (s *Service[K]) pop() *group[K] {
+func (s *Service[K]) down(i int) {
 	h := s.h
-	g := h[0]
-	n := len(h) - 1
-	h[0] = h[n]
-	h[n] = nil
-	h = h[:n]
-	s.h = h
-	i := 0
+	n := len(h)
 	for {
 		l := 2*i + 1
 		if l >= n {
-			break
+			return
 		}
 		m := l
 		if r := l + 1; r < n && h[r].ts < h[l].ts {
 			m = r
 		}
 		if h[i].ts <= h[m].ts {
-			break
+			return
 		}
-		h[i], h[m] = h[m], h[i]
+		s.swap(i, m)
 		i = m
 	}
-	return g
 }
 
 // Range calls fn for every registered timer until fn returns false

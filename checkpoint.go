@@ -31,7 +31,9 @@ type CheckpointOptions struct {
 // one).
 type CheckpointStore = runtime.CheckpointStore
 
-// PendingCheckpoint collects one checkpoint's parts.
+// PendingCheckpoint collects one checkpoint's parts. WritePart is called
+// concurrently and must not keep data after it returns: the buffer is
+// reused for the next checkpoint.
 type PendingCheckpoint = runtime.PendingCheckpoint
 
 // CheckpointView reads the parts of a restored checkpoint.

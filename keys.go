@@ -1,6 +1,7 @@
 package weir
 
 import (
+	"encoding"
 	"encoding/json"
 	"fmt"
 	"reflect"
@@ -40,7 +41,14 @@ func DefaultKeyEncoder[K comparable]() func(dst []byte, k K) []byte {
 	// an integer in an interface allocates, and JSON-encoding a named one
 	// is slower still. (K's kind is its memory layout, so the casts hold.)
 	var value func(dst []byte, k K) []byte
-	switch reflect.TypeFor[K]().Kind() {
+	t := reflect.TypeFor[K]()
+	kind := t.Kind()
+	for _, m := range []reflect.Type{reflect.TypeFor[json.Marshaler](), reflect.TypeFor[encoding.TextMarshaler]()} {
+		if t.Implements(m) || reflect.PointerTo(t).Implements(m) {
+			kind = reflect.Invalid // its own JSON, as json.Marshal writes it
+		}
+	}
+	switch kind {
 	case reflect.String:
 		value = func(dst []byte, k K) []byte { return AppendJSONString(dst, *(*string)(unsafe.Pointer(&k))) }
 	case reflect.Int:

@@ -2,6 +2,7 @@ package weir_test
 
 import (
 	"encoding/json"
+	"strconv"
 	"testing"
 
 	"github.com/weirstream/weir"
@@ -46,5 +47,16 @@ func TestDefaultKeyEncoderNamedKinds(t *testing.T) {
 		if c.got != c.want {
 			t.Errorf("got %s, want %s", c.got, c.want)
 		}
+	}
+}
+
+// textLevel has its own text form, which its key encoding must keep.
+type textLevel int
+
+func (l textLevel) MarshalText() ([]byte, error) { return []byte("L" + strconv.Itoa(int(l))), nil }
+
+func TestDefaultKeyEncoderKeepsMarshalers(t *testing.T) {
+	if got := string(weir.DefaultKeyEncoder[textLevel]()(nil, 3)); got != `["L3"]` {
+		t.Fatalf("got %s, want [\"L3\"]", got)
 	}
 }

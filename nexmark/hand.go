@@ -1,6 +1,7 @@
 package nexmark
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/weirstream/weir/etime"
@@ -9,7 +10,10 @@ import (
 // The hand-written loops: what a programmer would write for each query
 // without an engine, over the events in order, with the same watermark
 // (the largest timestamp so far - Bound - 1) and the same window rules.
-// They are the benchmark's baseline and its correctness oracle.
+// They are the benchmark's baseline and its correctness oracle. They
+// assume no event is late (the generator's disorder stays inside Bound:
+// CheckDisorder); weir would drop late events at moments that depend on
+// its periodic watermark, which no loop can replay.
 
 var bound = etime.FromDuration(Bound)
 
@@ -127,12 +131,15 @@ func handQ5(events []Event, emit func(*Row)) {
 	panes := tumbling[map[int64]int64]{size: slide, make: func() map[int64]int64 { return map[int64]int64{} }}
 	var wm watermark
 	merged := map[int64]int64{}
-	var nextEnd etime.Time // the end of the next window to fire; 0: none yet
+	var nextEnd etime.Time // the end of the next window to fire
+	fired := false
 	fire := func(upTo etime.Time) {
 		if len(panes.open) == 0 {
 			return
 		}
-		if nextEnd == 0 {
+		if !fired {
+			// Until a window has fired, the first one is that of the
+			// oldest pane so far (a later bid may open an older pane).
 			first := panes.open[0].start
 			for _, p := range panes.open {
 				first = min(first, p.start)
@@ -140,6 +147,7 @@ func handQ5(events []Event, emit func(*Row)) {
 			nextEnd = first + etime.Time(slide)
 		}
 		for nextEnd-1 <= upTo && len(panes.open) > 0 {
+			fired = true
 			start := nextEnd - etime.Time(windowSize)
 			clear(merged)
 			for _, p := range panes.open {
@@ -278,6 +286,17 @@ func handQ11(events []Event, emit func(*Row)) {
 		}
 	})
 	expire(etime.MaxTime)
+}
+
+// CheckDisorder refuses a config whose out-of-order groups span Bound or
+// more of event time: its late events would make the rows of weir and of
+// the loops differ.
+func CheckDisorder(c Config) error {
+	span := time.Duration(c.OutOfOrderGroupSize) * time.Second * time.Duration(c.Generators) / time.Duration(c.Rate)
+	if span >= Bound {
+		return fmt.Errorf("nexmark: out-of-order groups of %d events at %d events/s span %s of event time, not less than the watermark bound %s: events would be late", c.OutOfOrderGroupSize, c.Rate, span, Bound)
+	}
+	return nil
 }
 
 func handQ12(events []Event, emit func(*Row)) {

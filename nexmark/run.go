@@ -72,9 +72,11 @@ func (r *reader) Read(out weir.SourceOutput[*Event]) (weir.ReadStatus, error) {
 		now := time.Now()
 		if r.until.IsZero() {
 			r.s.done.record(now)
-			// Past the end of the processing-time window open now.
+			// Past the end of the processing-time window open a second
+			// from now: the window operator has taken every queued
+			// element by then, into a window that has fired.
 			size := windowSize.Std()
-			r.until = now.Truncate(size).Add(size + 100*time.Millisecond)
+			r.until = now.Add(time.Second).Truncate(size).Add(size + 200*time.Millisecond)
 		}
 		if now.Before(r.until) {
 			time.Sleep(min(r.until.Sub(now), 10*time.Millisecond))
@@ -195,7 +197,10 @@ func RunHand(q *Query, in Input, keep bool) Result {
 	if in.Generate != nil {
 		// Generation is timed with the loop: the loops need the events
 		// in order in one slice.
-		g, _ := NewGenerator(*in.Generate)
+		g, err := NewGenerator(*in.Generate)
+		if err != nil {
+			panic(err) // RunWeir and the CLI validate the config first
+		}
 		events = make([]Event, in.N)
 		for i := range events {
 			events[i] = g.Event(int64(i))

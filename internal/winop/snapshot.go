@@ -227,7 +227,11 @@ func (o *Operator[K, IN, ACC, OUT]) Restore(src []byte, first, last state.KeyGro
 		switch tag {
 		case tagEntries:
 			x := readWindow(&r)
-			for n := r.Uint(); n > 0 && r.Err == nil; n-- {
+			n := r.Uint()
+			if n == 0 && r.Err == nil {
+				return errors.New("weir: window operator snapshot is corrupt: an empty run")
+			}
+			for ; n > 0 && r.Err == nil; n-- {
 				k, mine := key()
 				e := state.ReadValue(&r, ec)
 				if mine && r.Err == nil {
@@ -259,7 +263,11 @@ func (o *Operator[K, IN, ACC, OUT]) Restore(src []byte, first, last state.KeyGro
 			if tag == tagProcTimers {
 				s = o.proc
 			}
-			for n := r.Uint(); n > 0 && r.Err == nil; n-- {
+			n := r.Uint()
+			if n == 0 && r.Err == nil {
+				return errors.New("weir: window operator snapshot is corrupt: an empty run")
+			}
+			for ; n > 0 && r.Err == nil; n-- {
 				if k, mine := key(); mine {
 					s.RegisterNew(timers.Timer[K]{TS: ts, Key: k, Window: x})
 				}

@@ -19,8 +19,8 @@ const readAhead = 32
 // toucher reads one byte behind a string key and the memory of an
 // accumulator that has a Touch method (see accToucher).
 type toucher struct {
-	key  bool
-	sink byte // the bytes read go here, so the reads are kept
+	key, acc bool
+	sink     byte // the bytes read go here, so the reads are kept
 }
 
 // accToucher is implemented by accumulators that are pointers to several
@@ -28,8 +28,13 @@ type toucher struct {
 // their sum.
 type accToucher interface{ Touch() byte }
 
-func newToucher[K any]() toucher {
-	return toucher{key: reflect.TypeFor[K]().Kind() == reflect.String}
+func newToucher[K, ACC any]() toucher {
+	return toucher{
+		key: reflect.TypeFor[K]().Kind() == reflect.String,
+		// Decided once: converting a non-pointer ACC to an interface
+		// to ask would allocate per window.
+		acc: reflect.TypeFor[ACC]().Implements(reflect.TypeFor[accToucher]()),
+	}
 }
 
 // touchKey reads the first byte of a string key.
@@ -46,8 +51,8 @@ func touchEntry[ACC any](t *toucher, e *entry[ACC]) { t.sink += e.timers }
 
 // touchAcc reads the accumulator's memory, if it says how.
 func touchAcc[ACC any](t *toucher, acc ACC) {
-	if a, ok := any(acc).(accToucher); ok {
-		t.sink += a.Touch()
+	if t.acc {
+		t.sink += any(acc).(accToucher).Touch()
 	}
 }
 

@@ -266,7 +266,7 @@ func New[K comparable, IN, ACC, OUT any](cfg Config[K, IN, ACC, OUT], out Output
 		evict: cfg.Evict, lateOut: cfg.LateOutput, partOut: cfg.PartialOutput, out: out,
 		wm: etime.MinTime, now: etime.MinTime, clock: cfg.Now, gap: cfg.Gap,
 		keyCodec: cfg.KeyCodec, accCodec: cfg.AccCodec, keyGroup: cfg.KeyGroup,
-		touch: newToucher[K](),
+		touch: newToucher[K, ACC](),
 	}
 	if kb, ok := cfg.Backend.(state.KVBackend); ok {
 		if !o.hasCodecs() {

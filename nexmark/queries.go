@@ -104,10 +104,28 @@ func countRow(r window.Result[int64, int64]) Row {
 	return Row{Start: r.Window.Start, End: r.Window.End, A: r.Key, B: r.Value}
 }
 
-func countPerAuction(events weir.Stream[*Event], a window.Assigner) weir.Stream[window.Result[int64, int64]] {
-	k := weir.KeyBy(bids(events), func(b Bid) int64 { return b.Auction })
-	return weir.Aggregate(weir.Window(k, a, weir.WindowOptions{}), weir.Sum(func(Bid) int64 { return 1 })).Results
+// bidField projects each bid to one field (what a SQL engine would keep
+// of a bid for a count by that field): 8 bytes cross the exchange instead
+// of the bid.
+func bidField(events weir.Stream[*Event], field func(*Bid) int64) weir.Stream[int64] {
+	return weir.FlatMap(events, func(e *Event, emit func(int64)) {
+		if e.Kind == KindBid {
+			emit(field(&e.Bid))
+		}
+	})
 }
+
+// countBy counts the values per value in windows of a.
+func countBy(vs weir.Stream[int64], a window.Assigner) weir.Stream[window.Result[int64, int64]] {
+	k := weir.KeyBy(vs, func(v int64) int64 { return v })
+	return weir.Aggregate(weir.Window(k, a, weir.WindowOptions{}), weir.Sum(func(int64) int64 { return 1 })).Results
+}
+
+func countPerAuction(events weir.Stream[*Event], a window.Assigner) weir.Stream[window.Result[int64, int64]] {
+	return countBy(bidField(events, func(b *Bid) int64 { return b.Auction }), a)
+}
+
+func bidder(b *Bid) int64 { return b.Bidder }
 
 func qCount(events weir.Stream[*Event]) weir.Stream[Row] {
 	return weir.Map(countPerAuction(events, must(window.Tumbling(windowSize, 0))), countRow)
@@ -213,14 +231,11 @@ func q8(events weir.Stream[*Event]) weir.Stream[Row] {
 }
 
 func q11(events weir.Stream[*Event]) weir.Stream[Row] {
-	k := weir.KeyBy(bids(events), func(b Bid) int64 { return b.Bidder })
-	res := weir.Aggregate(weir.Window(k, must(window.Session(sessionGap)), weir.WindowOptions{}), weir.Sum(func(Bid) int64 { return 1 })).Results
-	return weir.Map(res, countRow)
+	return weir.Map(countBy(bidField(events, bidder), must(window.Session(sessionGap))), countRow)
 }
 
 func q12(events weir.Stream[*Event]) weir.Stream[Row] {
-	k := weir.KeyBy(bids(events), func(b Bid) int64 { return b.Bidder })
-	res := weir.Aggregate(weir.Window(k, must(window.TumblingProcessing(windowSize, 0)), weir.WindowOptions{}), weir.Sum(func(Bid) int64 { return 1 })).Results
+	res := countBy(bidField(events, bidder), must(window.TumblingProcessing(windowSize, 0)))
 	return weir.Map(res, func(r window.Result[int64, int64]) Row { return Row{A: r.Key, B: r.Value} })
 }
 

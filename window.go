@@ -366,6 +366,9 @@ type winHead[K comparable, T, ACC, R any] struct {
 	st  *runtime.Subtask
 }
 
+// StartBatch implements runtime.BatchStarter.
+func (h *winHead[K, T, ACC, R]) StartBatch() { h.op.SampleClock() }
+
 func (h *winHead[K, T, ACC, R]) Collect(ts etime.Time, r kv[K, T]) {
 	if err := h.op.ProcessElement(r.k, r.v, ts); err != nil {
 		h.st.DeadLetter(runtime.DeadLetter{Reason: "timestamp_missing", Detail: err.Error(), Record: r.v})

@@ -31,6 +31,13 @@ type Collector[T any] interface {
 	Control
 }
 
+// BatchStarter is implemented by gate heads that want to know when a
+// batch from an exchange begins (the parallel executor only: the
+// deterministic one keeps every clock reading per record). A window
+// operator reads the processing-time clock there once instead of per
+// record.
+type BatchStarter interface{ StartBatch() }
+
 type kind uint8
 
 const (

@@ -33,8 +33,15 @@ func Connect[T any](from, to *Stage, g int, part func(v T, targets int) int) *Ed
 // head receives records; control elements go through the subtask's valve;
 // batches go back to pool when it is set.
 func handler[T any](st *Subtask, g int, head Collector[T], pool *sync.Pool) GateHandler {
+	starter, _ := head.(BatchStarter)
+	if pool == nil {
+		starter = nil // deterministic: no batch sampling
+	}
 	return func(from int, b any) {
 		bt := b.(*batch[T])
+		if starter != nil {
+			starter.StartBatch()
+		}
 		for i := range bt.elems {
 			e := &bt.elems[i]
 			switch e.kind {

@@ -175,6 +175,8 @@ type Operator[K comparable, IN, ACC, OUT any] struct {
 	evt, proc timers.Timers[K]
 	wm, now   etime.Time
 	clock     func() etime.Time
+	sample    etime.Time // the clock at the start of the batch
+	sampled   bool       // SampleClock is in use
 	gap       func(IN) etime.Duration
 
 	// Hot-path facts cached at construction.
@@ -529,12 +531,28 @@ func (o *Operator[K, IN, ACC, OUT]) addToPane(key K, v IN, ts etime.Time) {
 }
 
 // processingTime is the current processing time: the clock when the
-// operator has one, else the last AdvanceProcessingTime.
+// operator has one (or its reading at the start of the batch, see
+// SampleClock), else the last AdvanceProcessingTime.
 func (o *Operator[K, IN, ACC, OUT]) processingTime() etime.Time {
+	if o.sampled {
+		return etime.Max(o.now, o.sample)
+	}
 	if o.clock != nil {
 		return etime.Max(o.now, o.clock())
 	}
 	return o.now
+}
+
+// SampleClock reads the processing-time clock once, for the records of a
+// batch that are assigned processing-time windows: a clock reading costs
+// more than the rest of a record's work on some machines, and records of
+// one batch arrive within microseconds of each other. From the first call
+// on, processing time advances with each batch and with
+// AdvanceProcessingTime.
+func (o *Operator[K, IN, ACC, OUT]) SampleClock() {
+	if o.procTime && o.clock != nil {
+		o.sample, o.sampled = o.clock(), true
+	}
 }
 
 // paneIndex is floor((ts - paneOffs) / paneSize), without overflow.

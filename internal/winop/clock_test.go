@@ -1,0 +1,53 @@
+package winop
+
+import (
+	"testing"
+
+	"github.com/weirstream/weir/etime"
+	"github.com/weirstream/weir/state"
+	"github.com/weirstream/weir/state/memstate"
+	"github.com/weirstream/weir/window"
+)
+
+// TestSampleClock checks that after SampleClock a processing-time window
+// operator assigns records by the sampled time without reading the clock
+// per record, and that time still advances with the next sample.
+func TestSampleClock(t *testing.T) {
+	now, reads := etime.Time(1_000), 0
+	op, err := New(Config[uint64, snapEvent, int64, int64]{
+		Assigner: mustA(window.TumblingProcessing(10, 0)), Contents: AggContents[snapEvent, int64, int64]{F: snapSum{}},
+		Func: func(ctx *FireContext[uint64, int64], acc *int64) { ctx.Emit(*acc) }, KeyEncoder: encU64, Backend: memstate.New(),
+		KeyCodec: state.CodecFor[uint64](), AccCodec: state.CodecFor[int64](), KeyGroup: kgOf,
+		Now: func() etime.Time { reads++; return now },
+	}, &lines{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Without sampling, every record reads the clock.
+	_ = op.ProcessElement(1, snapEvent{1, 0}, 0)
+	if reads == 0 {
+		t.Fatal("an unsampled record did not read the clock")
+	}
+	op.SampleClock()
+	reads = 0
+	now = 1_005 // the clock moves, the batch's records keep the sample
+	for range 100 {
+		_ = op.ProcessElement(1, snapEvent{1, 0}, 0)
+	}
+	if reads != 0 {
+		t.Fatalf("records of a sampled batch read the clock %d times", reads)
+	}
+	now = 1_012
+	op.SampleClock()
+	_ = op.ProcessElement(2, snapEvent{2, 0}, 0)
+	// Key 1's records went to [1000, 1010) (sampled at 1000), key 2's to
+	// [1010, 1020).
+	var wins []window.Window
+	op.entries.Range(func(k uint64, w window.Window, _ *entry[int64]) bool {
+		wins = append(wins, w)
+		return true
+	})
+	if len(wins) != 2 || !(wins[0].Start == 1000 || wins[1].Start == 1000) || !(wins[0].Start == 1010 || wins[1].Start == 1010) {
+		t.Fatalf("windows %v, want [1000,1010) for the sampled batch and [1010,1020) for the next", wins)
+	}
+}

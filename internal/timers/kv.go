@@ -50,7 +50,7 @@ type KVService[K comparable] struct {
 	bytes int64 // the timers' key bytes
 
 	groups map[state.KeyGroup]*kvGroup[K]
-	h      []*kvGroup[K] // min-heap of the groups with timers, by minimum
+	h      posHeap[*kvGroup[K]] // the groups with timers, by minimum
 
 	buf   []byte
 	due   []Timer[K]
@@ -76,6 +76,9 @@ type kvGroup[K comparable] struct {
 	min     etime.Time // the smallest cached timestamp, when the cache is not empty
 	at      int        // index in the heap
 }
+
+func (g *kvGroup[K]) heapTS() etime.Time { return g.min }
+func (g *kvGroup[K]) heapPos() *int      { return &g.at }
 
 // below reports whether key is in the range the cache holds exactly.
 func (g *kvGroup[K]) below(key []byte) bool {
@@ -285,7 +288,7 @@ func (s *KVService[K]) fix(g *kvGroup[K]) {
 	}
 	if g.cache.Len() == 0 {
 		if g.at >= 0 {
-			s.heapRemove(g.at)
+			s.h.remove(g.at)
 		}
 		delete(s.groups, g.kg)
 		return
@@ -293,14 +296,10 @@ func (s *KVService[K]) fix(g *kvGroup[K]) {
 	m, _ := g.cache.Min()
 	g.min = m.t.TS
 	if g.at < 0 {
-		g.at = len(s.h)
-		s.h = append(s.h, g)
-		s.up(g.at)
+		s.h.push(g)
 		return
 	}
-	if !s.down(g.at) {
-		s.up(g.at)
-	}
+	s.h.fix(g.at)
 }
 
 // Next implements Timers.
@@ -375,59 +374,5 @@ func (s *KVService[K]) Range(fn func(t Timer[K]) bool) {
 		if stop {
 			return
 		}
-	}
-}
-
-// The heap of groups by minimum.
-
-func (s *KVService[K]) swap(i, j int) {
-	s.h[i], s.h[j] = s.h[j], s.h[i]
-	s.h[i].at, s.h[j].at = i, j
-}
-
-func (s *KVService[K]) up(i int) {
-	for i > 0 {
-		p := (i - 1) / 2
-		if s.h[p].min <= s.h[i].min {
-			return
-		}
-		s.swap(i, p)
-		i = p
-	}
-}
-
-// down sifts i down and reports whether it moved.
-func (s *KVService[K]) down(i int) bool {
-	i0 := i
-	n := len(s.h)
-	for {
-		l := 2*i + 1
-		if l >= n {
-			break
-		}
-		m := l
-		if r := l + 1; r < n && s.h[r].min < s.h[l].min {
-			m = r
-		}
-		if s.h[i].min <= s.h[m].min {
-			break
-		}
-		s.swap(i, m)
-		i = m
-	}
-	return i > i0
-}
-
-func (s *KVService[K]) heapRemove(i int) {
-	n := len(s.h) - 1
-	g := s.h[i]
-	if i != n {
-		s.swap(i, n)
-	}
-	s.h[n] = nil
-	s.h = s.h[:n]
-	g.at = -1
-	if i < n && !s.down(i) {
-		s.up(i)
 	}
 }

@@ -59,6 +59,9 @@ type Timer[K comparable] struct {
 // KeyEncoder appends the canonical encoding of k to dst.
 type KeyEncoder[K comparable] func(dst []byte, k K) []byte
 
+func (g *group[K]) heapTS() etime.Time { return g.ts }
+func (g *group[K]) heapPos() *int      { return &g.idx }
+
 type groupKey struct {
 	ts etime.Time
 	w  window.Window
@@ -74,7 +77,7 @@ type group[K comparable] struct {
 type Service[K comparable] struct {
 	groups map[groupKey]*group[K]
 	last   *group[K]
-	h      []*group[K] // min-heap by ts; may hold empty groups
+	h      posHeap[*group[K]] // by ts
 	n      int
 	enc    KeyEncoder[K]
 	free   []*group[K]
@@ -120,7 +123,7 @@ func (s *Service[K]) Register(t Timer[K]) {
 	g.keys[t.Key] = struct{}{}
 	s.n++
 	if g.idx < 0 {
-		s.push(g)
+		s.h.push(g)
 	}
 }
 
@@ -147,7 +150,7 @@ func (s *Service[K]) Delete(t Timer[K]) {
 func (s *Service[K]) maybeDrop(g *group[K]) {
 	if len(g.keys) == 0 {
 		if g.idx >= 0 {
-			s.remove(g.idx)
+			s.h.remove(g.idx)
 		}
 		delete(s.groups, g.groupKey)
 		if s.last == g {
@@ -182,7 +185,7 @@ func (s *Service[K]) Next() (etime.Time, bool) {
 		if len(g.keys) > 0 {
 			return g.ts, true
 		}
-		s.remove(0)
+		s.h.remove(0)
 		s.maybeDrop(g)
 	}
 	return 0, false
@@ -202,7 +205,7 @@ func (s *Service[K]) PopDue(upTo etime.Time) []Timer[K] {
 	s.due = s.due[:0]
 	for len(s.h) > 0 && s.h[0].ts == ts {
 		g := s.h[0]
-		s.remove(0)
+		s.h.remove(0)
 		for k := range g.keys {
 			s.due = append(s.due, Timer[K]{TS: g.ts, Key: k, Window: g.w})
 		}
@@ -302,68 +305,6 @@ func keyPrefix(k string) uint64 {
 		}
 	}
 	return p
-}
-
-// The heap of groups by timestamp; each group knows its position.
-
-func (s *Service[K]) push(g *group[K]) {
-	g.idx = len(s.h)
-	s.h = append(s.h, g)
-	s.up(g.idx)
-}
-
-// remove takes the group at position i out of the heap.
-func (s *Service[K]) remove(i int) {
-	h := s.h
-	n := len(h) - 1
-	h[i].idx = -1
-	if i != n {
-		h[i] = h[n]
-		h[i].idx = i
-	}
-	h[n] = nil
-	s.h = h[:n]
-	if i < n {
-		s.down(i)
-		s.up(i)
-	}
-}
-
-func (s *Service[K]) swap(i, j int) {
-	h := s.h
-	h[i], h[j] = h[j], h[i]
-	h[i].idx, h[j].idx = i, j
-}
-
-func (s *Service[K]) up(i int) {
-	for i > 0 {
-		p := (i - 1) / 2
-		if s.h[p].ts <= s.h[i].ts {
-			return
-		}
-		s.swap(p, i)
-		i = p
-	}
-}
-
-func (s *Service[K]) down(i int) {
-	h := s.h
-	n := len(h)
-	for {
-		l := 2*i + 1
-		if l >= n {
-			return
-		}
-		m := l
-		if r := l + 1; r < n && h[r].ts < h[l].ts {
-			m = r
-		}
-		if h[i].ts <= h[m].ts {
-			return
-		}
-		s.swap(i, m)
-		i = m
-	}
 }
 
 // Range calls fn for every registered timer until fn returns false

@@ -181,6 +181,24 @@ type Value[K comparable, N comparable, V any] interface {
 	Range(fn func(k K, n N, v *V) bool)
 }
 
+// Namespaces is implemented by Value handles that store their entries
+// namespace by namespace in memory (NewValue on a heap backend). An
+// operator whose timers belong to whole namespaces (a tumbling window's
+// end fires every key of the window) walks and drops a namespace at once
+// instead of looking up each key.
+type Namespaces[K comparable, N comparable, V any] interface {
+	Value[K, N, V]
+	// NamespaceLen returns the number of entries of namespace n.
+	NamespaceLen(n N) int
+	// RangeNamespace calls fn for every entry of namespace n, in no
+	// particular order, until fn returns false. fn must not add or delete
+	// entries; each v stays valid until the next Put, Delete, Ref or
+	// DropNamespace.
+	RangeNamespace(n N, fn func(k K, v *V) bool)
+	// DropNamespace deletes every entry of namespace n.
+	DropNamespace(n N)
+}
+
 // NewValue creates a Value handle named name on b.
 func NewValue[K comparable, N comparable, V any](b Backend, name string) Value[K, N, V] {
 	h := heapOf(b)
@@ -345,19 +363,24 @@ func (t *heapValue[K, N, V]) Delete(k K, n N) {
 	delete(m, k)
 	t.n--
 	if len(m) == 0 {
-		delete(t.ns, n)
-		t.forget(n)
-		// Namespaces come and go with windows; reuse up to 4096 of
-		// their maps. An emptied map keeps the room it grew to, so a
-		// burst of large windows can pin that memory until reuse.
-		if len(t.freeMaps) < 4096 {
-			clear(m) // drops the tombstones, which would make it grow again as it refills
-			t.freeMaps = append(t.freeMaps, m)
-		}
+		t.dropMap(n, m)
 	}
 	var z V
 	*p = z
 	t.free = append(t.free, p)
+}
+
+// dropMap forgets namespace n, whose map is m. Namespaces come and go with
+// windows; up to 4096 of their maps are reused. A reused map keeps the
+// room it grew to, so a burst of large windows can pin that memory until
+// reuse.
+func (t *heapValue[K, N, V]) dropMap(n N, m map[K]*V) {
+	delete(t.ns, n)
+	t.forget(n)
+	if len(t.freeMaps) < 4096 {
+		clear(m) // drops the tombstones, which would make it grow again as it refills
+		t.freeMaps = append(t.freeMaps, m)
+	}
 }
 
 func (t *heapValue[K, N, V]) Create(k K, n N) *V { return t.Ref(k, n, true) }
@@ -374,6 +397,42 @@ func (t *heapValue[K, N, V]) Ref(k K, n N, create bool) *V {
 }
 
 func (t *heapValue[K, N, V]) Len() int { return t.n }
+
+// NamespaceLen implements Namespaces. It leaves the namespace cache as it
+// is: state-size reports call it between records.
+func (t *heapValue[K, N, V]) NamespaceLen(n N) int {
+	for i := range t.cache {
+		if c := &t.cache[i]; c.m != nil && c.n == n {
+			return len(c.m)
+		}
+	}
+	return len(t.ns[n])
+}
+
+// RangeNamespace implements Namespaces.
+func (t *heapValue[K, N, V]) RangeNamespace(n N, fn func(k K, v *V) bool) {
+	for k, p := range t.inner(n, false) {
+		if !fn(k, p) {
+			return
+		}
+	}
+}
+
+// DropNamespace implements Namespaces: the values go back to the free
+// list, the map to the spare maps.
+func (t *heapValue[K, N, V]) DropNamespace(n N) {
+	m := t.inner(n, false)
+	if m == nil {
+		return
+	}
+	var z V
+	for _, p := range m {
+		*p = z
+		t.free = append(t.free, p)
+	}
+	t.n -= len(m)
+	t.dropMap(n, m)
+}
 
 func (t *heapValue[K, N, V]) Range(fn func(k K, n N, v *V) bool) {
 	for n, m := range t.ns {

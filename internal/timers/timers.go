@@ -234,43 +234,25 @@ func cmpTime(a, b etime.Time) int {
 func (s *Service[K]) sortDue() { s.due = s.order.sort(s.due, s.enc) }
 
 // sorter orders due timers by W5: window end, key encoding, window start.
-// Keys are encoded once into one arena and compared as strings that view
-// it. Its buffers are reused from call to call.
+// Its buffers are reused from call to call.
 type sorter[K comparable] struct {
-	keys  []byte
-	offs  []int
+	keys  keyArena
 	items []sortItem
 	tmp   []Timer[K]
 }
 
 // sort returns due in W5 order (the slice may be another one).
 func (o *sorter[K]) sort(due []Timer[K], enc KeyEncoder[K]) []Timer[K] {
-	o.keys = o.keys[:0]
-	o.offs = o.offs[:0]
-	for _, t := range due {
-		o.offs = append(o.offs, len(o.keys))
-		o.keys = enc(o.keys, t.Key)
-	}
-	o.offs = append(o.offs, len(o.keys))
-	arena := unsafe.String(unsafe.SliceData(o.keys), len(o.keys))
+	encodeKeys(&o.keys, len(due), func(i int) K { return due[i].Key }, enc)
 	o.items = o.items[:0]
 	for i, t := range due {
-		key := arena[o.offs[i]:o.offs[i+1]]
-		o.items = append(o.items, sortItem{end: t.Window.End, start: t.Window.Start, prefix: keyPrefix(key), key: key, i: int32(i)})
+		o.items = append(o.items, sortItem{end: t.Window.End, start: t.Window.Start, keyItem: o.keys.item(i)})
 	}
 	slices.SortFunc(o.items, func(a, b sortItem) int {
 		if a.end != b.end {
 			return cmpTime(a.end, b.end)
 		}
-		// Keys whose first 8 bytes differ compare as those bytes do; most
-		// keys (integers, short strings) are told apart here.
-		if a.prefix != b.prefix {
-			if a.prefix < b.prefix {
-				return -1
-			}
-			return 1
-		}
-		if c := strings.Compare(a.key, b.key); c != 0 {
+		if c := cmpKeys(&a.keyItem, &b.keyItem); c != 0 {
 			return c
 		}
 		return cmpTime(a.start, b.start)
@@ -286,9 +268,77 @@ func (o *sorter[K]) sort(due []Timer[K], enc KeyEncoder[K]) []Timer[K] {
 
 type sortItem struct {
 	end, start etime.Time
-	prefix     uint64 // the key's first 8 bytes, big-endian, zero-padded
-	key        string
-	i          int32
+	keyItem
+}
+
+// KeyOrder sorts keys by W5's tie-break: their canonical encoding compared
+// bytewise. An operator that fires a whole window at once sorts the
+// window's keys with it. Its buffers are reused from call to call.
+type KeyOrder[K comparable] struct {
+	keys  keyArena
+	items []keyItem
+	perm  []int32
+}
+
+// Sort returns the positions of keys in W5 order; the slice is reused by
+// the next call.
+func (o *KeyOrder[K]) Sort(keys []K, enc KeyEncoder[K]) []int32 {
+	encodeKeys(&o.keys, len(keys), func(i int) K { return keys[i] }, enc)
+	o.items = o.items[:0]
+	for i := range keys {
+		o.items = append(o.items, o.keys.item(i))
+	}
+	slices.SortFunc(o.items, func(a, b keyItem) int { return cmpKeys(&a, &b) })
+	o.perm = o.perm[:0]
+	for _, it := range o.items {
+		o.perm = append(o.perm, it.i)
+	}
+	return o.perm
+}
+
+// keyArena holds the encodings of a batch of keys in one buffer, viewed
+// as strings.
+type keyArena struct {
+	buf   []byte
+	offs  []int
+	arena string
+}
+
+// encodeKeys fills a with the encodings of the n keys key(0) ... key(n-1).
+func encodeKeys[K comparable](a *keyArena, n int, key func(int) K, enc KeyEncoder[K]) {
+	a.buf = a.buf[:0]
+	a.offs = a.offs[:0]
+	for i := range n {
+		a.offs = append(a.offs, len(a.buf))
+		a.buf = enc(a.buf, key(i))
+	}
+	a.offs = append(a.offs, len(a.buf))
+	a.arena = unsafe.String(unsafe.SliceData(a.buf), len(a.buf))
+}
+
+// item returns the sort item of the i-th key.
+func (a *keyArena) item(i int) keyItem {
+	k := a.arena[a.offs[i]:a.offs[i+1]]
+	return keyItem{prefix: keyPrefix(k), key: k, i: int32(i)}
+}
+
+type keyItem struct {
+	prefix uint64 // the key's first 8 bytes, big-endian, zero-padded
+	key    string
+	i      int32
+}
+
+// cmpKeys compares two keys' encodings bytewise. Keys whose first 8 bytes
+// differ compare as those bytes do; most keys (integers, short strings)
+// are told apart there.
+func cmpKeys(a, b *keyItem) int {
+	if a.prefix != b.prefix {
+		if a.prefix < b.prefix {
+			return -1
+		}
+		return 1
+	}
+	return strings.Compare(a.key, b.key)
 }
 
 // keyPrefix is the first 8 bytes of k as a big-endian integer, padded with

@@ -43,6 +43,9 @@ type byteCounter interface{ Bytes() int64 }
 // and, like every method, must be called from the operator's goroutine.
 func (o *Operator[K, IN, ACC, OUT]) StateSize() StateSize {
 	s := StateSize{Windows: int64(o.entries.Len()), Timers: int64(o.evt.Len() + o.proc.Len())}
+	if o.al != nil {
+		s.Windows, s.Timers = o.alignedSize()
+	}
 	var ec state.Codec[entry[ACC]]
 	if o.accCodec != nil {
 		ec = entryCodec[ACC]{o.accCodec}
@@ -60,6 +63,13 @@ func (o *Operator[K, IN, ACC, OUT]) StateSize() StateSize {
 		} else {
 			// In memory: the timestamp and window (24 bytes) and the key.
 			s.Bytes += int64(t.Len()) * int64(24+o.sizes[0].key)
+		}
+	}
+	if o.al != nil {
+		s.Bytes += s.Timers * int64(24+o.sizes[0].key)
+		if o.paneMode {
+			s.Bytes -= int64(o.entries.Len()) * int64(o.sizes[0].mean)
+			s.Bytes += s.Windows * int64(o.sizes[0].mean)
 		}
 	}
 	return s

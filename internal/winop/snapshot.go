@@ -94,6 +94,13 @@ func (o *Operator[K, IN, ACC, OUT]) Snapshot(dst []byte) ([]byte, error) {
 		nw++
 		return nw < readAhead || writeWindows()
 	})
+	if err == nil && o.al != nil {
+		o.rangeAlignedEntries(func(k K, x window.Window, e *entry[ACC]) bool {
+			wins[nw] = windowItem[K, ACC]{k, x, e}
+			nw++
+			return nw < readAhead || writeWindows()
+		})
+	}
 	if err == nil {
 		writeWindows()
 	}
@@ -153,11 +160,18 @@ func (o *Operator[K, IN, ACC, OUT]) Snapshot(dst []byte) ([]byte, error) {
 		if err != nil {
 			break
 		}
-		s.s.Range(func(t timers.Timer[K]) bool {
+		add := func(t timers.Timer[K]) bool {
 			ts[nt] = t
 			nt++
 			return nt < readAhead || writeTimers(s.tag)
-		})
+		}
+		if s.tag == tagEventTimers && o.al != nil {
+			// Window-major: written as the per-key timers they stand
+			// for, so any operator can restore them.
+			o.rangeAlignedTimers(add)
+		} else {
+			s.s.Range(add)
+		}
 		if err == nil {
 			writeTimers(s.tag)
 		}
@@ -234,7 +248,7 @@ func (o *Operator[K, IN, ACC, OUT]) Restore(src []byte, first, last state.KeyGro
 			for ; n > 0 && r.Err == nil; n-- {
 				k, mine := key()
 				e := state.ReadValue(&r, ec)
-				if mine && r.Err == nil {
+				if mine && r.Err == nil && !o.implied(e) {
 					// Each key is in one old subtask's snapshot,
 					// once: nothing restored exists yet.
 					*o.entries.Create(k, x) = e
@@ -268,7 +282,13 @@ func (o *Operator[K, IN, ACC, OUT]) Restore(src []byte, first, last state.KeyGro
 				return errors.New("weir: window operator snapshot is corrupt: an empty run")
 			}
 			for ; n > 0 && r.Err == nil; n-- {
-				if k, mine := key(); mine {
+				k, mine := key()
+				switch {
+				case !mine:
+				case tag == tagEventTimers && o.al != nil:
+					// Window-major: the key's timer is its window's.
+					o.al.timers.Register(timers.Timer[none]{TS: ts, Window: x})
+				default:
 					s.RegisterNew(timers.Timer[K]{TS: ts, Key: k, Window: x})
 				}
 			}
@@ -280,6 +300,13 @@ func (o *Operator[K, IN, ACC, OUT]) Restore(src []byte, first, last state.KeyGro
 		return fmt.Errorf("weir: window operator snapshot is corrupt: %w", r.Err)
 	}
 	return nil
+}
+
+// implied reports whether a restored entry need not be stored: a sliding
+// window's entry that has not fired yet is implied by the window's panes
+// in window-major mode (rangeAlignedEntries writes it back).
+func (o *Operator[K, IN, ACC, OUT]) implied(e entry[ACC]) bool {
+	return o.al != nil && o.paneMode && e.has && e.panes == 0 && !e.emitted && e.slotSet == 0
 }
 
 // fields lists the counters in snapshot order.

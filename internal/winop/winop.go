@@ -197,11 +197,15 @@ type Operator[K comparable, IN, ACC, OUT any] struct {
 	fresh    bool
 	evicters []func()
 
-	c       Counters
-	tctx    trigCtx[K, IN, ACC, OUT]
-	fctx    FireContext[K, OUT]
-	wins    []window.Window
-	missed  []window.Window
+	c      Counters
+	tctx   trigCtx[K, IN, ACC, OUT]
+	fctx   FireContext[K, OUT]
+	wins   []window.Window
+	missed []window.Window
+	live   []window.Window // the windows not late, in window-major mode
+	// al is the window-major state (aligned.go), nil when per-key timers
+	// are in use.
+	al      *alignedState[K, ACC]
 	scratch ACC
 	absorb  []absorbed[ACC]
 	// spareSets keeps the backing arrays of emptied merging sets for reuse.
@@ -314,6 +318,7 @@ func New[K comparable, IN, ACC, OUT any](cfg Config[K, IN, ACC, OUT], out Output
 	o.tctx.o = o
 	o.fctx.emit = out.Result
 	cfg.Contents.Reset(&o.scratch)
+	o.initAligned(cfg.KeyEncoder)
 	return o, nil
 }
 
@@ -430,6 +435,7 @@ func (o *Operator[K, IN, ACC, OUT]) ProcessElement(key K, v IN, ts etime.Time) e
 	}
 	o.wins = wins
 	o.missed = o.missed[:0]
+	o.live = o.live[:0]
 	skipped := true
 	late := false
 	addedToPane := false
@@ -447,6 +453,10 @@ func (o *Operator[K, IN, ACC, OUT]) ProcessElement(key K, v IN, ts etime.Time) e
 		}
 		skipped = false
 		late = late || o.eventTime && w.MaxTimestamp() <= o.wm
+		if o.al != nil {
+			o.live = append(o.live, w)
+			continue
+		}
 		var e *entry[ACC]
 		if fresh {
 			e = o.entries.Create(key, w)
@@ -489,6 +499,9 @@ func (o *Operator[K, IN, ACC, OUT]) ProcessElement(key K, v IN, ts etime.Time) e
 		}
 		o.registerCleanup(key, w, e)
 		o.fresh = false
+	}
+	if len(o.live) > 0 {
+		o.processAligned(key, v, ts, o.live)
 	}
 	if skipped {
 		if o.lateOut {
@@ -632,6 +645,12 @@ func (o *Operator[K, IN, ACC, OUT]) fire(key K, w window.Window, e *entry[ACC], 
 			}
 		}
 	}
+	o.emitFiring(key, w, e, acc, kind)
+}
+
+// emitFiring calls the window function on acc, the contents of (key, w),
+// whose entry is e, and counts the firing if it emitted.
+func (o *Operator[K, IN, ACC, OUT]) emitFiring(key K, w window.Window, e *entry[ACC], acc *ACC, kind window.Firing) {
 	if o.evict != nil {
 		o.evict(acc, w, true, o.wm)
 	}
@@ -665,6 +684,10 @@ func (o *Operator[K, IN, ACC, OUT]) AdvanceWatermark(wm etime.Time) {
 		return
 	}
 	o.wm = wm
+	if o.al != nil {
+		o.runAligned(wm)
+		return
+	}
 	o.runTimers(o.evt, wm, false)
 }
 

@@ -1,0 +1,188 @@
+package winop
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/weirstream/weir/etime"
+	"github.com/weirstream/weir/state"
+	"github.com/weirstream/weir/state/memstate"
+	"github.com/weirstream/weir/state/pebblestate"
+	"github.com/weirstream/weir/window"
+)
+
+// TestAlignedMatchesPerKeyTimers runs random out-of-order streams through
+// a window-major operator (in-memory state) and through one with a timer
+// per (key, window) (the Pebble backend): for tumbling and pane-mode
+// sliding windows, with and without allowed lateness, their output lines
+// (in W5 order), counters and state sizes are the same. A snapshot of
+// either, taken at a cut, restores into the other and continues exactly
+// as the uncut operator does.
+func TestAlignedMatchesPerKeyTimers(t *testing.T) {
+	pebble := func(t *testing.T) state.Backend {
+		kv, err := pebblestate.Open(t.TempDir()+"/db", pebblestate.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := state.NewKVBackend(kv, 1000)
+		t.Cleanup(func() { _ = b.Close() })
+		return b
+	}
+	backends := []struct {
+		name    string
+		new     func(t *testing.T) state.Backend
+		aligned bool
+	}{{"memory", func(*testing.T) state.Backend { return memstate.New() }, true}, {"pebble", pebble, false}}
+
+	for _, c := range []struct {
+		name     string
+		a        window.Assigner
+		lateness etime.Duration
+	}{
+		{"tumbling", mustA(window.Tumbling(1000, 0)), 0},
+		{"tumbling-lateness", mustA(window.Tumbling(1000, 0)), 800},
+		{"sliding", mustA(window.Sliding(1000, 250, 0)), 0},
+		{"sliding-lateness", mustA(window.Sliding(1000, 250, 0)), 800},
+		{"sliding-uneven", mustA(window.Sliding(1000, 400, 100)), 300},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := rand.New(rand.NewPCG(7, uint64(len(c.name))))
+			var evs []snapEvent
+			for i := range 3000 {
+				d := r.IntN(300)
+				if r.IntN(15) == 0 {
+					d = 400 + r.IntN(2500) // late, some beyond the lateness
+				}
+				evs = append(evs, snapEvent{key: r.Uint64N(60), ts: etime.Time(i*4 - d)})
+			}
+			newOp := func(t *testing.T, b state.Backend, out *lines) *Operator[uint64, snapEvent, int64, int64] {
+				op, err := New(Config[uint64, snapEvent, int64, int64]{
+					Assigner: c.a, Lateness: c.lateness,
+					Contents:   AggContents[snapEvent, int64, int64]{F: snapSum{}},
+					Func:       func(ctx *FireContext[uint64, int64], acc *int64) { ctx.Emit(*acc) },
+					KeyEncoder: encU64, Backend: b, LateOutput: true, PartialOutput: true,
+					KeyCodec: state.CodecFor[uint64](), AccCodec: state.CodecFor[int64](), KeyGroup: kgOf,
+				}, out)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return op
+			}
+			// feed runs evs[from:to], advancing the watermark every 40
+			// records, and records the state size at each advance.
+			feed := func(op *Operator[uint64, snapEvent, int64, int64], from, to int, sizes *[]StateSize) {
+				maxTs := etime.MinTime
+				for i := range to {
+					maxTs = max(maxTs, evs[i].ts)
+					if i < from {
+						continue
+					}
+					_ = op.ProcessElement(evs[i].key, evs[i], evs[i].ts)
+					if i%40 == 39 {
+						op.AdvanceWatermark(maxTs - 300 - 1)
+						if sizes != nil {
+							sz := op.StateSize()
+							sz.Bytes = 0
+							*sizes = append(*sizes, sz)
+						}
+					}
+				}
+			}
+
+			var outs [2]lines
+			var sizes [2][]StateSize
+			var ops [2]*Operator[uint64, snapEvent, int64, int64]
+			for i, b := range backends {
+				ops[i] = newOp(t, b.new(t), &outs[i])
+				if got := ops[i].al != nil; got != b.aligned {
+					t.Fatalf("%s: window-major %v, want %v", b.name, got, b.aligned)
+				}
+				feed(ops[i], 0, len(evs), &sizes[i])
+				ops[i].AdvanceWatermark(etime.MaxTime)
+			}
+			if len(outs[0]) < 100 {
+				t.Fatalf("only %d lines", len(outs[0]))
+			}
+			if !slices.Equal(outs[0], outs[1]) {
+				i := 0
+				for i < min(len(outs[0]), len(outs[1])) && outs[0][i] == outs[1][i] {
+					i++
+				}
+				t.Fatalf("outputs differ at line %d of %d/%d:\n window-major %v\n per-key      %v", i, len(outs[0]), len(outs[1]), outs[0][i:min(i+3, len(outs[0]))], outs[1][i:min(i+3, len(outs[1]))])
+			}
+			if ops[0].Counters() != ops[1].Counters() {
+				t.Fatalf("counters %+v, want %+v", ops[0].Counters(), ops[1].Counters())
+			}
+			if _, _, _, sliding := window.SlidingGeometry(c.a); !sliding && !slices.Equal(sizes[0], sizes[1]) {
+				t.Fatalf("state sizes differ:\n window-major %v\n per-key      %v", sizes[0][:5], sizes[1][:5])
+			}
+			for i := range sizes[0] {
+				// Sliding windows estimate from their largest pane.
+				if a, p := sizes[0][i], sizes[1][i]; a.Windows > p.Windows || a.Timers > p.Timers || (p.Windows > 0) != (a.Windows > 0) {
+					t.Fatalf("advance %d: state size %+v, per-key %+v", i, a, p)
+				}
+			}
+
+			// Cut, snapshot one kind, restore into the other.
+			for _, cut := range []int{500, 1700} {
+				for from, to := range []int{1, 0} {
+					var ref lines
+					src := newOp(t, backends[from].new(t), &ref)
+					feed(src, 0, cut, nil)
+					snap, err := src.Snapshot(nil)
+					if err != nil {
+						t.Fatal(err)
+					}
+					before := len(ref)
+					feed(src, cut, len(evs), nil)
+					src.AdvanceWatermark(etime.MaxTime)
+					want := ref[before:]
+
+					var got lines
+					dst := newOp(t, backends[to].new(t), &got)
+					if err := dst.Restore(snap, 0, 127, true); err != nil {
+						t.Fatal(err)
+					}
+					feed(dst, cut, len(evs), nil)
+					dst.AdvanceWatermark(etime.MaxTime)
+					if !slices.Equal(got, want) {
+						t.Fatalf("cut %d, %s -> %s: %d lines, want %d; first %v, want %v", cut, backends[from].name, backends[to].name, len(got), len(want), head(got), head(want))
+					}
+					if dst.Counters() != src.Counters() {
+						t.Fatalf("cut %d, %s -> %s: counters %+v, want %+v", cut, backends[from].name, backends[to].name, dst.Counters(), src.Counters())
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestAlignedFiringOrder checks W5 on a window-major operator: keys fire
+// in the bytewise order of their encodings, not numerically.
+func TestAlignedFiringOrder(t *testing.T) {
+	var out lines
+	op, err := New(Config[uint64, snapEvent, int64, int64]{
+		Assigner:   mustA(window.Tumbling(1000, 0)),
+		Contents:   AggContents[snapEvent, int64, int64]{F: snapSum{}},
+		Func:       func(ctx *FireContext[uint64, int64], acc *int64) { ctx.Emit(*acc) },
+		KeyEncoder: encU64, Backend: memstate.New(),
+	}, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []uint64{9, 100, 10, 2, 1000} {
+		_ = op.ProcessElement(k, snapEvent{key: k, ts: 5}, 5)
+	}
+	op.AdvanceWatermark(999)
+	var keys []string
+	for _, l := range out {
+		var k uint64
+		_, _ = fmt.Sscanf(l, "R {%d", &k)
+		keys = append(keys, fmt.Sprint(k))
+	}
+	if want := []string{"10", "100", "1000", "2", "9"}; !slices.Equal(keys, want) {
+		t.Fatalf("firing order %v, want %v (lines %v)", keys, want, out)
+	}
+}

@@ -275,25 +275,92 @@ type sortItem struct {
 // bytewise. An operator that fires a whole window at once sorts the
 // window's keys with it. Its buffers are reused from call to call.
 type KeyOrder[K comparable] struct {
-	keys  keyArena
-	items []keyItem
-	perm  []int32
+	keys       keyArena
+	items, tmp []prefixItem
+	perm       []int32
+}
+
+type prefixItem struct {
+	prefix uint64 // see keyPrefix
+	i      int32
 }
 
 // Sort returns the positions of keys in W5 order; the slice is reused by
-// the next call.
+// the next call. Keys are radix-sorted on their first 8 bytes (which tell
+// integers and short strings apart), then runs with equal first bytes are
+// sorted by their whole encodings.
 func (o *KeyOrder[K]) Sort(keys []K, enc KeyEncoder[K]) []int32 {
 	encodeKeys(&o.keys, len(keys), func(i int) K { return keys[i] }, enc)
 	o.items = o.items[:0]
 	for i := range keys {
-		o.items = append(o.items, o.keys.item(i))
+		o.items = append(o.items, prefixItem{keyPrefix(o.keys.key(i)), int32(i)})
 	}
-	slices.SortFunc(o.items, func(a, b keyItem) int { return cmpKeys(&a, &b) })
+	o.tmp = slices.Grow(o.tmp[:0], len(o.items))[:len(o.items)]
+	items := radixSort(o.items, o.tmp)
+	for i := 0; i < len(items); {
+		j := i + 1
+		for j < len(items) && items[j].prefix == items[i].prefix {
+			j++
+		}
+		if j-i > 1 {
+			slices.SortFunc(items[i:j], func(a, b prefixItem) int {
+				return strings.Compare(o.keys.key(int(a.i)), o.keys.key(int(b.i)))
+			})
+		}
+		i = j
+	}
 	o.perm = o.perm[:0]
-	for _, it := range o.items {
+	for _, it := range items {
 		o.perm = append(o.perm, it.i)
 	}
 	return o.perm
+}
+
+// radixSort sorts items by prefix: least significant byte first, skipping
+// the bytes that all items share. It returns items or tmp, whichever holds
+// the result; tmp must be as long as items.
+func radixSort(items, tmp []prefixItem) []prefixItem {
+	if len(items) < 32 {
+		slices.SortFunc(items, func(a, b prefixItem) int { return cmpUint(a.prefix, b.prefix) })
+		return items
+	}
+	and, or := ^uint64(0), uint64(0)
+	for _, it := range items {
+		and &= it.prefix
+		or |= it.prefix
+	}
+	diff := and ^ or
+	for shift := uint(0); shift < 64; shift += 8 {
+		if (diff>>shift)&0xff == 0 {
+			continue
+		}
+		var count [256]int
+		for _, it := range items {
+			count[(it.prefix>>shift)&0xff]++
+		}
+		sum := 0
+		for b, c := range count {
+			count[b] = sum
+			sum += c
+		}
+		for _, it := range items {
+			d := (it.prefix >> shift) & 0xff
+			tmp[count[d]] = it
+			count[d]++
+		}
+		items, tmp = tmp, items
+	}
+	return items
+}
+
+func cmpUint(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
 }
 
 // keyArena holds the encodings of a batch of keys in one buffer, viewed
@@ -316,9 +383,12 @@ func encodeKeys[K comparable](a *keyArena, n int, key func(int) K, enc KeyEncode
 	a.arena = unsafe.String(unsafe.SliceData(a.buf), len(a.buf))
 }
 
+// key returns the encoding of the i-th key.
+func (a *keyArena) key(i int) string { return a.arena[a.offs[i]:a.offs[i+1]] }
+
 // item returns the sort item of the i-th key.
 func (a *keyArena) item(i int) keyItem {
-	k := a.arena[a.offs[i]:a.offs[i+1]]
+	k := a.key(i)
 	return keyItem{prefix: keyPrefix(k), key: k, i: int32(i)}
 }
 
@@ -333,10 +403,7 @@ type keyItem struct {
 // are told apart there.
 func cmpKeys(a, b *keyItem) int {
 	if a.prefix != b.prefix {
-		if a.prefix < b.prefix {
-			return -1
-		}
-		return 1
+		return cmpUint(a.prefix, b.prefix)
 	}
 	return strings.Compare(a.key, b.key)
 }

@@ -159,3 +159,35 @@ func TestKeyPrefixOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestKeyOrder checks KeyOrder.Sort against a plain sort of the encodings,
+// for batches on both sides of the radix threshold, with keys that share
+// long prefixes and keys that differ only after their first 8 bytes.
+func TestKeyOrder(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	enc := func(dst []byte, k string) []byte { return append(dst, k...) }
+	var o KeyOrder[string]
+	for _, n := range []int{0, 1, 5, 31, 32, 33, 500, 5000} {
+		for range 3 {
+			keys := make([]string, n)
+			for i := range keys {
+				b := []byte("[common-prefix-")
+				b = b[:r.IntN(len(b)+1)]
+				for range r.IntN(6) {
+					b = append(b, []byte{0, '1', '9', 'a', 0xff}[r.IntN(5)])
+				}
+				keys[i] = string(b)
+			}
+			perm := o.Sort(keys, enc)
+			got := make([]string, len(perm))
+			for i, p := range perm {
+				got[i] = keys[p]
+			}
+			want := slices.Clone(keys)
+			slices.Sort(want)
+			if !slices.Equal(got, want) {
+				t.Fatalf("n=%d: order differs", n)
+			}
+		}
+	}
+}

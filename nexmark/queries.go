@@ -187,9 +187,15 @@ func q5(events weir.Stream[*Event]) weir.Stream[Row] {
 
 func q7(events weir.Stream[*Event]) weir.Stream[Row] {
 	// Per auction first (parallel), then per window: the highest bids.
-	k := weir.KeyBy(bids(events), func(b Bid) int64 { return b.Auction })
+	// Only the fields the query reads cross the exchange.
+	priced := weir.FlatMap(events, func(e *Event, emit func(pricedBid)) {
+		if e.Kind == KindBid {
+			emit(pricedBid{Auction: e.Bid.Auction, Bidder: e.Bid.Bidder, Price: e.Bid.Price})
+		}
+	})
+	k := weir.KeyBy(priced, func(b pricedBid) int64 { return b.Auction })
 	w := weir.Window(k, must(window.Tumbling(windowSize, 0)), weir.WindowOptions{})
-	perAuction := weir.Aggregate(w, weir.AggregateFunc[Bid, top, []Row](bidTop{topAgg{byC: true}}))
+	perAuction := weir.Aggregate(w, weir.AggregateFunc[pricedBid, top, []Row](bidTop{topAgg{byC: true}}))
 	rows := weir.FlatMap(perAuction.Results, func(r window.Result[int64, []Row], emit func(Row)) {
 		for _, row := range r.Value {
 			row.Start, row.End = r.Window.Start, r.Window.End
@@ -199,10 +205,13 @@ func q7(events weir.Stream[*Event]) weir.Stream[Row] {
 	return maxPerWindow(rows, windowSize, topAgg{byC: true})
 }
 
+// pricedBid is the part of a bid that q7 reads.
+type pricedBid struct{ Auction, Bidder, Price int64 }
+
 // bidTop keeps an auction's highest bids.
 type bidTop struct{ topAgg }
 
-func (t bidTop) Add(acc top, b Bid) top {
+func (t bidTop) Add(acc top, b pricedBid) top {
 	return t.topAgg.Add(acc, Row{A: b.Auction, B: b.Bidder, C: b.Price})
 }
 

@@ -14,6 +14,7 @@
 package timers
 
 import (
+	"cmp"
 	"slices"
 	"strings"
 	"unsafe"
@@ -220,16 +221,6 @@ func (s *Service[K]) PopDue(upTo etime.Time) []Timer[K] {
 // Fired removes t from the registered set; call it before running t.
 func (s *Service[K]) Fired(t Timer[K]) { s.Delete(t) }
 
-func cmpTime(a, b etime.Time) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
 // sortDue orders the due timers (W5).
 func (s *Service[K]) sortDue() { s.due = s.order.sort(s.due, s.enc) }
 
@@ -250,12 +241,12 @@ func (o *sorter[K]) sort(due []Timer[K], enc KeyEncoder[K]) []Timer[K] {
 	}
 	slices.SortFunc(o.items, func(a, b sortItem) int {
 		if a.end != b.end {
-			return cmpTime(a.end, b.end)
+			return cmp.Compare(a.end, b.end)
 		}
 		if c := cmpKeys(&a.keyItem, &b.keyItem); c != 0 {
 			return c
 		}
-		return cmpTime(a.start, b.start)
+		return cmp.Compare(a.start, b.start)
 	})
 	o.tmp = o.tmp[:0]
 	for _, it := range o.items {
@@ -321,7 +312,7 @@ func (o *KeyOrder[K]) Sort(keys []K, enc KeyEncoder[K]) []int32 {
 // the result; tmp must be as long as items.
 func radixSort(items, tmp []prefixItem) []prefixItem {
 	if len(items) < 32 {
-		slices.SortFunc(items, func(a, b prefixItem) int { return cmpUint(a.prefix, b.prefix) })
+		slices.SortFunc(items, func(a, b prefixItem) int { return cmp.Compare(a.prefix, b.prefix) })
 		return items
 	}
 	and, or := ^uint64(0), uint64(0)
@@ -351,16 +342,6 @@ func radixSort(items, tmp []prefixItem) []prefixItem {
 		items, tmp = tmp, items
 	}
 	return items
-}
-
-func cmpUint(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // keyArena holds the encodings of a batch of keys in one buffer, viewed
@@ -403,7 +384,7 @@ type keyItem struct {
 // are told apart there.
 func cmpKeys(a, b *keyItem) int {
 	if a.prefix != b.prefix {
-		return cmpUint(a.prefix, b.prefix)
+		return cmp.Compare(a.prefix, b.prefix)
 	}
 	return strings.Compare(a.key, b.key)
 }

@@ -70,25 +70,16 @@ func TestAlignedMatchesPerKeyTimers(t *testing.T) {
 				}
 				return op
 			}
-			// feed runs evs[from:to], advancing the watermark every 40
-			// records, and records the state size at each advance.
+			// feed runs evs[from:to] and records the state size at each
+			// watermark advance.
 			feed := func(op *Operator[uint64, snapEvent, int64, int64], from, to int, sizes *[]StateSize) {
-				maxTs := etime.MinTime
-				for i := range to {
-					maxTs = max(maxTs, evs[i].ts)
-					if i < from {
-						continue
+				feedEvents(op, evs, from, to, 40, 300, func() {
+					if sizes != nil {
+						sz := op.StateSize()
+						sz.Bytes = 0
+						*sizes = append(*sizes, sz)
 					}
-					_ = op.ProcessElement(evs[i].key, evs[i], evs[i].ts)
-					if i%40 == 39 {
-						op.AdvanceWatermark(maxTs - 300 - 1)
-						if sizes != nil {
-							sz := op.StateSize()
-							sz.Bytes = 0
-							*sizes = append(*sizes, sz)
-						}
-					}
-				}
+				})
 			}
 
 			var outs [2]lines

@@ -75,17 +75,7 @@ func TestSnapshotRestore(t *testing.T) {
 				return op
 			}
 			feed := func(op *Operator[uint64, snapEvent, int64, int64], from, to int) {
-				maxTs := etime.MinTime
-				for i := range to {
-					maxTs = max(maxTs, evs[i].ts)
-					if i < from {
-						continue
-					}
-					_ = op.ProcessElement(evs[i].key, evs[i], evs[i].ts)
-					if i%50 == 49 {
-						op.AdvanceWatermark(maxTs - 500 - 1)
-					}
-				}
+				feedEvents(op, evs, from, to, 50, 500, nil)
 			}
 			var ref lines
 			refOp := newOp(&ref)
@@ -160,6 +150,27 @@ func TestSnapshotRestore(t *testing.T) {
 }
 
 func head(l lines) lines { return l[:min(5, len(l))] }
+
+// feedEvents runs evs[from:to] through op, advancing the watermark to the
+// largest timestamp so far - bound - 1 every `every` records (counted
+// from the stream's start, so a restored operator advances where the
+// uncut one did), and calls advanced after each advance.
+func feedEvents(op *Operator[uint64, snapEvent, int64, int64], evs []snapEvent, from, to, every int, bound etime.Duration, advanced func()) {
+	maxTs := etime.MinTime
+	for i := range to {
+		maxTs = max(maxTs, evs[i].ts)
+		if i < from {
+			continue
+		}
+		_ = op.ProcessElement(evs[i].key, evs[i], evs[i].ts)
+		if i%every == every-1 {
+			op.AdvanceWatermark(maxTs.Add(-bound) - 1)
+			if advanced != nil {
+				advanced()
+			}
+		}
+	}
+}
 
 func TestRestoreRefusesGarbage(t *testing.T) {
 	op, _ := New(Config[uint64, snapEvent, int64, int64]{

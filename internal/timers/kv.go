@@ -358,6 +358,12 @@ func (s *KVService[K]) collect(i int, ts etime.Time) {
 // Fired implements Timers.
 func (s *KVService[K]) Fired(t Timer[K]) { s.Delete(t) }
 
+// Order implements Timers.
+func (s *KVService[K]) Order(due []Timer[K]) []Timer[K] {
+	s.due = s.order.sort(due, s.enc)
+	return s.due
+}
+
 // Range implements Timers, in key order (key group, then time).
 func (s *KVService[K]) Range(fn func(t Timer[K]) bool) {
 	kgs := make([]state.KeyGroup, 0, len(s.groups))

@@ -44,6 +44,10 @@ type Timers[K comparable] interface {
 	PopDue(upTo etime.Time) []Timer[K]
 	// Fired removes t; call it before running t.
 	Fired(t Timer[K])
+	// Order sorts due (the last PopDue's timers, with timers the caller
+	// added at the same timestamp) into W5 order and returns it, maybe
+	// in another slice; it replaces the slice PopDue returned.
+	Order(due []Timer[K]) []Timer[K]
 	// Range calls fn for every timer until it returns false.
 	Range(fn func(t Timer[K]) bool)
 }
@@ -220,6 +224,12 @@ func (s *Service[K]) PopDue(upTo etime.Time) []Timer[K] {
 
 // Fired removes t from the registered set; call it before running t.
 func (s *Service[K]) Fired(t Timer[K]) { s.Delete(t) }
+
+// Order implements Timers.
+func (s *Service[K]) Order(due []Timer[K]) []Timer[K] {
+	s.due = s.order.sort(due, s.enc)
+	return s.due
+}
 
 // sortDue orders the due timers (W5).
 func (s *Service[K]) sortDue() { s.due = s.order.sort(s.due, s.enc) }

@@ -177,3 +177,124 @@ func TestAlignedFiringOrder(t *testing.T) {
 		t.Fatalf("firing order %v, want %v (lines %v)", keys, want, out)
 	}
 }
+
+// TestLazySessionsMatchEager runs random out-of-order streams through
+// session windows with lazy timers (resolveStale) and with Flink's eager
+// timers (F4): output lines, counters and state sizes (the timer count
+// included) are the same at every watermark, with and without allowed
+// lateness, in memory and on Pebble. A snapshot of either, taken at a cut,
+// restores into a lazy operator that continues as the uncut one does.
+func TestLazySessionsMatchEager(t *testing.T) {
+	for _, lateness := range []etime.Duration{0, 800} {
+		for _, backend := range []string{"memory", "pebble"} {
+			t.Run(fmt.Sprintf("lateness=%d/%s", lateness, backend), func(t *testing.T) {
+				newBackend := func() state.Backend {
+					if backend == "memory" {
+						return memstate.New()
+					}
+					kv, err := pebblestate.Open(t.TempDir()+"/db", pebblestate.Options{})
+					if err != nil {
+						t.Fatal(err)
+					}
+					b := state.NewKVBackend(kv, 1000)
+					t.Cleanup(func() { _ = b.Close() })
+					return b
+				}
+				r := rand.New(rand.NewPCG(11, uint64(lateness)))
+				var evs []snapEvent
+				for i := range 3000 {
+					d := r.IntN(400)
+					if r.IntN(12) == 0 {
+						d = 400 + r.IntN(2500)
+					}
+					evs = append(evs, snapEvent{key: r.Uint64N(25), ts: etime.Time(i*6 - d)})
+				}
+				newOp := func(out *lines, lazy bool) *Operator[uint64, snapEvent, int64, int64] {
+					op, err := New(Config[uint64, snapEvent, int64, int64]{
+						Assigner: mustA(window.Session(90)), Lateness: lateness,
+						Contents:   AggContents[snapEvent, int64, int64]{F: snapSum{}},
+						Func:       func(ctx *FireContext[uint64, int64], acc *int64) { ctx.Emit(*acc) },
+						KeyEncoder: encU64, Backend: newBackend(), LateOutput: true,
+						KeyCodec: state.CodecFor[uint64](), AccCodec: state.CodecFor[int64](), KeyGroup: kgOf,
+					}, out)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if !op.lazy {
+						t.Fatal("sessions with the event-time trigger are not lazy")
+					}
+					op.lazy = lazy
+					return op
+				}
+				run := func(op *Operator[uint64, snapEvent, int64, int64], from, to int, sizes *[]StateSize) {
+					feedEvents(op, evs, from, to, 30, 300, func() {
+						if sizes != nil {
+							sz := op.StateSize()
+							sz.Bytes = 0
+							*sizes = append(*sizes, sz)
+						}
+					})
+				}
+				var outs [2]lines
+				var sizes [2][]StateSize
+				var ops [2]*Operator[uint64, snapEvent, int64, int64]
+				for i, lazy := range []bool{true, false} {
+					ops[i] = newOp(&outs[i], lazy)
+					run(ops[i], 0, len(evs), &sizes[i])
+					ops[i].AdvanceWatermark(etime.MaxTime)
+				}
+				if c := ops[0].Counters(); len(outs[0]) < 100 || c.FiredOnTime > c.Accepted*3/4 || lateness > 0 && c.Retractions == 0 {
+					t.Fatalf("%d lines, %+v: the stream does not exercise merges", len(outs[0]), c)
+				}
+				if !slices.Equal(outs[0], outs[1]) {
+					i := 0
+					for i < min(len(outs[0]), len(outs[1])) && outs[0][i] == outs[1][i] {
+						i++
+					}
+					t.Fatalf("outputs differ at line %d of %d/%d:\n lazy  %v\n eager %v", i, len(outs[0]), len(outs[1]), outs[0][i:min(i+3, len(outs[0]))], outs[1][i:min(i+3, len(outs[1]))])
+				}
+				if ops[0].Counters() != ops[1].Counters() {
+					t.Fatalf("counters %+v, want %+v", ops[0].Counters(), ops[1].Counters())
+				}
+				for i := range sizes[0] {
+					if sizes[0][i] != sizes[1][i] {
+						t.Fatalf("advance %d: state size %+v, eager %+v", i, sizes[0][i], sizes[1][i])
+					}
+				}
+				for _, cut := range []int{600, 2100} {
+					for _, srcLazy := range []bool{true, false} {
+						var ref lines
+						src := newOp(&ref, srcLazy)
+						run(src, 0, cut, nil)
+						snap, err := src.Snapshot(nil)
+						if err != nil {
+							t.Fatal(err)
+						}
+						before := len(ref)
+						run(src, cut, len(evs), nil)
+						src.AdvanceWatermark(etime.MaxTime)
+						var got lines
+						var gotSizes, wantSizes []StateSize
+						dst := newOp(&got, true)
+						if err := dst.Restore(snap, 0, 127, true); err != nil {
+							t.Fatal(err)
+						}
+						run(dst, cut, len(evs), &gotSizes)
+						dst.AdvanceWatermark(etime.MaxTime)
+						if !slices.Equal(got, ref[before:]) || dst.Counters() != src.Counters() {
+							t.Fatalf("cut %d, from lazy=%v: %d lines, want %d", cut, srcLazy, len(got), len(ref)-before)
+						}
+						// The restored operator reports the eager sizes too.
+						var eager lines
+						e := newOp(&eager, false)
+						run(e, 0, cut, nil)
+						run(e, cut, len(evs), &wantSizes)
+						if !slices.Equal(gotSizes, wantSizes) {
+							t.Fatalf("cut %d, from lazy=%v: restored state sizes differ", cut, srcLazy)
+						}
+					}
+				}
+			})
+		}
+	}
+}

@@ -42,7 +42,7 @@ type byteCounter interface{ Bytes() int64 }
 // estimate of an in-memory backend is refreshed every few hundred calls)
 // and, like every method, must be called from the operator's goroutine.
 func (o *Operator[K, IN, ACC, OUT]) StateSize() StateSize {
-	s := StateSize{Windows: int64(o.entries.Len()), Timers: int64(o.evt.Len() + o.proc.Len())}
+	s := StateSize{Windows: int64(o.entries.Len()), Timers: int64(o.evt.Len() + o.proc.Len() - o.excess)}
 	if o.al != nil {
 		s.Windows, s.Timers = o.alignedSize()
 	}

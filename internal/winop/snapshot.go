@@ -259,6 +259,11 @@ func (o *Operator[K, IN, ACC, OUT]) Restore(src []byte, first, last state.KeyGro
 			ws := state.ReadValue(&r, windowsCodec{})
 			if mine && r.Err == nil {
 				*o.sets.Create(k, none{}) = ws
+				if o.lazy {
+					for _, w := range ws {
+						o.excess -= o.eagerTimers(w)
+					}
+				}
 			}
 		case tagPane:
 			k, mine := key()
@@ -290,6 +295,9 @@ func (o *Operator[K, IN, ACC, OUT]) Restore(src []byte, first, last state.KeyGro
 					o.al.timers.Register(timers.Timer[none]{TS: ts, Window: x})
 				default:
 					s.RegisterNew(timers.Timer[K]{TS: ts, Key: k, Window: x})
+					if o.lazy && tag == tagEventTimers {
+						o.excess++ // less the set windows' eager timers, above
+					}
 				}
 			}
 		default:

@@ -208,6 +208,17 @@ type Operator[K comparable, IN, ACC, OUT any] struct {
 	al      *alignedState[K, ACC]
 	scratch ACC
 	absorb  []absorbed[ACC]
+	// lazy: session windows with the built-in event-time trigger move
+	// their timers lazily (resolveStale); newWin: the element being
+	// processed made a new session window (not a merge).
+	lazy, newWin bool
+	// excess counts the timers lazy sessions hold beyond the eager
+	// timers of semantics F4 (stale timers not moved yet, several that
+	// will move to one window), so state sizes report F4's count.
+	excess int
+	// mergedE is the merged window's entry after a merge, valid until the
+	// next state access.
+	mergedE *entry[ACC]
 	// spareSets keeps the backing arrays of emptied merging sets for reuse.
 	spareSets [][]window.Window
 }
@@ -319,6 +330,7 @@ func New[K comparable, IN, ACC, OUT any](cfg Config[K, IN, ACC, OUT], out Output
 	o.fctx.emit = out.Result
 	cfg.Contents.Reset(&o.scratch)
 	o.initAligned(cfg.KeyEncoder)
+	o.lazy = merging && o.trigEventTime && o.eventTime
 	return o, nil
 }
 
@@ -458,9 +470,12 @@ func (o *Operator[K, IN, ACC, OUT]) ProcessElement(key K, v IN, ts etime.Time) e
 			continue
 		}
 		var e *entry[ACC]
-		if fresh {
+		switch {
+		case fresh:
 			e = o.entries.Create(key, w)
-		} else {
+		case o.mergedE != nil:
+			e = o.mergedE // the merge's entry, looked up already
+		default:
 			e = o.entries.Ref(key, w, true)
 		}
 		o.fresh = fresh
@@ -482,7 +497,7 @@ func (o *Operator[K, IN, ACC, OUT]) ProcessElement(key K, v IN, ts etime.Time) e
 			// ended, else make sure its end timer is registered.
 			if mt := w.MaxTimestamp(); mt <= o.wm {
 				res = trigger.Fire
-			} else if e.timers&bitEnd == 0 {
+			} else if e.timers&bitEnd == 0 && (!o.lazy || o.newWin) {
 				o.tctx.set(key, w, e)
 				o.tctx.RegisterEventTimeTimer(mt)
 			}
@@ -497,7 +512,9 @@ func (o *Operator[K, IN, ACC, OUT]) ProcessElement(key K, v IN, ts etime.Time) e
 		if res.IsPurge() {
 			o.purge(e)
 		}
-		o.registerCleanup(key, w, e)
+		if !o.lazy || o.newWin {
+			o.registerCleanup(key, w, e)
+		}
 		o.fresh = false
 	}
 	if len(o.live) > 0 {
@@ -708,6 +725,9 @@ func (o *Operator[K, IN, ACC, OUT]) runTimers(svc timers.Timers[K], upTo etime.T
 		if len(due) == 0 {
 			return
 		}
+		if o.lazy && !proc {
+			due = o.resolveStale(svc, due)
+		}
 		for _, t := range due {
 			if !svc.Has(t) {
 				continue
@@ -716,6 +736,93 @@ func (o *Operator[K, IN, ACC, OUT]) runTimers(svc timers.Timers[K], upTo etime.T
 			o.onTimer(t, proc)
 		}
 	}
+}
+
+// eagerTimers is the number of timers a session window w in the merging
+// set has with eager timers (Flink's): its end timer until the watermark
+// passes it, and its cleanup timer (one timer when they coincide).
+func (o *Operator[K, IN, ACC, OUT]) eagerTimers(w window.Window) int {
+	n := 0
+	mt, c := w.MaxTimestamp(), o.cleanupTime(w)
+	if mt > o.wm {
+		n++
+	}
+	if c != etime.MaxTime && (c != mt || mt <= o.wm) {
+		n++
+	}
+	return n
+}
+
+// endPending reports whether a window being absorbed has not ended yet,
+// so its end timer (or a stale one that moves to it) is pending.
+func (o *Operator[K, IN, ACC, OUT]) endPending() bool {
+	for i := range o.absorb {
+		if o.absorb[i].w.MaxTimestamp() > o.wm {
+			return true
+		}
+	}
+	return false
+}
+
+// resolveStale moves the stale timers of due to the windows that absorbed
+// their windows, for lazy sessions. With the built-in event-time trigger
+// a merge would delete the absorbed windows' end and cleanup timers and
+// register the merged window's: every bid that extends a session would
+// move two timers. Lazy sessions register timers only for new windows and
+// leave them in place through merges; when such a timer comes due, its
+// window is gone from the merging set, and its timer moves to the set's
+// window that covers it (whose end and cleanup time are no earlier). A
+// timer moved to the timestamp being fired joins this batch, which is
+// sorted again, so firings keep W5's order exactly; a window fired and
+// cleared leaves its stale timers nothing to move to. Snapshots keep the
+// stale timers, which a restore resolves the same way.
+func (o *Operator[K, IN, ACC, OUT]) resolveStale(svc timers.Timers[K], due []timers.Timer[K]) []timers.Timer[K] {
+	n := len(due)
+	for i := range n {
+		t := due[i]
+		set, _ := o.sets.Get(t.Key, none{})
+		if slices.Contains(set, t.Window) || !svc.Has(t) {
+			continue
+		}
+		svc.Fired(t) // consumed: the firing loop skips it
+		o.excess--
+		w := t.Window
+		j := slices.IndexFunc(set, func(s window.Window) bool { return s.Start <= w.Start && w.End <= s.End })
+		if j < 0 {
+			continue
+		}
+		s := set[j]
+		var at [2]etime.Time
+		k := 0
+		if t.TS == w.MaxTimestamp() {
+			at[k] = s.MaxTimestamp()
+			k++
+		}
+		if t.TS == o.cleanupTime(w) {
+			if c := o.cleanupTime(s); c != etime.MaxTime && (k == 0 || c != at[0]) {
+				at[k] = c
+				k++
+			}
+		}
+		for _, ts := range at[:k] {
+			nt := timers.Timer[K]{TS: ts, Key: t.Key, Window: s}
+			if svc.Has(nt) {
+				continue // registered already; at t.TS it is in this batch
+			}
+			svc.Register(nt)
+			o.excess++
+			if e := o.entries.Ref(t.Key, s, false); e != nil {
+				e.timers |= o.timerBits(ts, s, false)
+			}
+			if ts == t.TS {
+				due = append(due, nt)
+			}
+		}
+	}
+	if len(due) > n {
+		due = svc.Order(due)
+	}
+	return due
 }
 
 // onTimer is C5 for either time domain.
@@ -791,6 +898,7 @@ func (o *Operator[K, IN, ACC, OUT]) retire(key K, w window.Window) {
 // triggers delete their timers when cleared). The set is kept sorted by
 // start, and its members never touch each other.
 func (o *Operator[K, IN, ACC, OUT]) mergeWindow(key K, pw window.Window) (window.Window, bool) {
+	o.newWin, o.mergedE = false, nil
 	p := o.sets.Ref(key, none{}, true)
 	fresh := *p == nil // sets are never stored empty
 	if fresh {
@@ -812,6 +920,7 @@ func (o *Operator[K, IN, ACC, OUT]) mergeWindow(key K, pw window.Window) (window
 	}
 	switch {
 	case hi == lo: // touches nothing: a new session
+		o.newWin = true
 		*p = slices.Insert(set, lo, pw)
 		return pw, fresh
 	case hi == lo+1 && merged == set[lo]: // inside an existing window (F3)
@@ -841,29 +950,43 @@ func (o *Operator[K, IN, ACC, OUT]) onMerge(key K, merged window.Window) {
 		o.out.Result(window.Result[K, OUT]{Key: key, Window: ab.w, Firing: window.Retract, Pane: ab.e.panes - 1, Watermark: o.wm})
 		panes = max(panes, ab.e.panes)
 	}
-	me := o.entries.Ref(key, merged, true)
-	o.tctx.set(key, merged, me)
-	o.tctx.merging = o.absorb
-	o.trig.OnMerge(&o.tctx, merged)
-	o.tctx.merging = nil
-	for i := range o.absorb {
-		ab := &o.absorb[i]
-		var ep *entry[ACC]
-		if ab.ok {
-			ep = &ab.e
+	var me *entry[ACC]
+	if o.lazy {
+		o.excess += o.lazyMerge(key, merged)
+		me = o.entries.Ref(key, merged, true)
+		// An absorbed window whose end is still ahead brings its pending
+		// end timer along (resolveStale); when all have ended, their end
+		// timers have fired, and the merged window needs its own.
+		if mt := merged.MaxTimestamp(); mt > o.wm && !o.endPending() {
+			o.tctx.set(key, merged, me)
+			o.tctx.RegisterEventTimeTimer(mt)
+			o.excess++
 		}
-		o.tctx.set(key, ab.w, ep)
-		o.tctx.detached = true
-		o.trig.Clear(&o.tctx, ab.w)
-		o.tctx.detached = false
-		o.deleteCleanup(key, ab.w)
-		if ab.ok {
-			o.entries.Delete(key, ab.w)
+	} else {
+		me = o.entries.Ref(key, merged, true)
+		o.tctx.set(key, merged, me)
+		o.tctx.merging = o.absorb
+		o.trig.OnMerge(&o.tctx, merged)
+		o.tctx.merging = nil
+		for i := range o.absorb {
+			ab := &o.absorb[i]
+			var ep *entry[ACC]
+			if ab.ok {
+				ep = &ab.e
+			}
+			o.tctx.set(key, ab.w, ep)
+			o.tctx.detached = true
+			o.trig.Clear(&o.tctx, ab.w)
+			o.tctx.detached = false
+			o.deleteCleanup(key, ab.w)
+			if ab.ok {
+				o.entries.Delete(key, ab.w)
+			}
 		}
+		// Look the merged entry up again: the deletes above may have
+		// moved it (the state.Value.Ref contract).
+		me = o.entries.Ref(key, merged, true)
 	}
-	// Look the merged entry up again: the deletes above may have moved
-	// it (the state.Value.Ref contract).
-	me = o.entries.Ref(key, merged, true)
 	me.panes = max(me.panes, panes)
 	for i := range o.absorb {
 		ab := &o.absorb[i]
@@ -876,6 +999,26 @@ func (o *Operator[K, IN, ACC, OUT]) onMerge(key K, merged window.Window) {
 		}
 		o.contents.Merge(&me.acc, &ab.e.acc)
 	}
+	o.mergedE = me
+}
+
+// lazyMerge deletes the absorbed windows' entries for a lazy merge, which
+// leaves their timers in place, and returns the change in excess timers:
+// the absorbed windows' eager timers stay (to move to merged later), and
+// merged's are among them.
+func (o *Operator[K, IN, ACC, OUT]) lazyMerge(key K, merged window.Window) int {
+	n := 0
+	for i := range o.absorb {
+		ab := &o.absorb[i]
+		n += o.eagerTimers(ab.w)
+		if ab.ok {
+			o.entries.Delete(key, ab.w)
+		}
+	}
+	if !o.isWindowLate(merged) {
+		n -= o.eagerTimers(merged)
+	}
+	return n
 }
 
 // trigCtx is the trigger.Context of one (key, window); one instance is

@@ -30,6 +30,9 @@ func TestDependencyRules(t *testing.T) {
 		"connector/fileio":   {".", "etime"},
 		"connector/genio":    {".", "etime", "connector/fileio"},
 		"connector/sqliteio": {"etime"},
+		"connector/kafkaio":  {".", "etime", "clock", "watermark"},
+		"connector/natsio":   {".", "etime", "clock"},
+		"connector/pgio":     {"etime"},
 		// The job spec is a user of the public API, like any Go program.
 		"spec": {".", "etime", "clock", "window", "trigger", "watermark", "state", "state/pebblestate", "internal/checkpoint", "connector/fileio", "connector/genio", "connector/sqliteio"},
 		// The Nexmark benchmark is a user of the public API too.

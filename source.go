@@ -52,6 +52,15 @@ type SourceOutput[T any] interface {
 	MarkActive()
 }
 
+// DeadLetterOutput is implemented by the SourceOutput the engine gives
+// readers: a reader sends a record it cannot use (undecodable, a bad
+// timestamp) to the dead-letter output with a stable reason code instead
+// of emitting it. The record counts as read and as a dead letter (W4), so
+// conservation holds.
+type DeadLetterOutput interface {
+	DeadLetter(reason, detail string, record any)
+}
+
 // SourceOptions configures a source stage.
 type SourceOptions struct {
 	// Channels is the number of parallel source channels. Default 1.
@@ -83,7 +92,7 @@ func FromSource[T any](env *Env, name string, src Source[T], o SourceOptions) St
 				return nil, nil, fmt.Errorf("open source %s channel %d: %w", name, st.Index, err)
 			}
 			head := out.n.collector(st)
-			so := &srcOut[T]{head: head, SourceOutput: watermark.NewSourceOutput(ctrlOutput{head})}
+			so := &srcOut[T]{head: head, SourceOutput: watermark.NewSourceOutput(ctrlOutput{head}), st: st}
 			p := &poller[T]{r: r, out: so, stats: stats}
 			st.OnPublish(p.publish)
 			if err := p.checkpointing(st, name); err != nil {
@@ -165,11 +174,18 @@ type srcOut[T any] struct {
 	*watermark.SourceOutput
 	head runtime.Collector[T]
 	n    int64
+	st   *runtime.Subtask
 }
 
 func (s *srcOut[T]) Emit(ts etime.Time, v T) {
 	s.n++
 	s.head.Collect(ts, v)
+}
+
+// DeadLetter implements DeadLetterOutput.
+func (s *srcOut[T]) DeadLetter(reason, detail string, record any) {
+	s.n++
+	s.st.DeadLetter(runtime.DeadLetter{Reason: reason, Detail: detail, Record: record})
 }
 
 // srcControl is the control the runtime drives at end of input.

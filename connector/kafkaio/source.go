@@ -1,0 +1,714 @@
+// Package kafkaio reads Kafka topics into weir and writes results to
+// Kafka, on franz-go.
+//
+// The source gives every partition its own watermark generator, as
+// Flink's KafkaSource does, and combines the partitions a source channel
+// reads: the channel's watermark is the minimum over its partitions that
+// are not idle, and it never decreases (watermark.Combined), so a skewed
+// or empty partition can neither stall nor rush the job unseen, and a
+// partition that becomes active again holds the watermark back until it
+// catches up instead of turning its backlog into late data.
+//
+// Idleness is backlog-aware: a partition is idle only when nothing of it
+// arrived for the idle timeout (not counting time it was paused), it is
+// caught up to the broker's last stable offset (asked for; a poll says
+// nothing about a quiet partition), and nothing of it is buffered in the
+// reader. A slow partition with a backlog is never idle.
+//
+// Watermark alignment (SourceOptions.MaxDrift, Flink's FLIP-182 at
+// partition level): a partition whose watermark runs more than the drift
+// ahead of the slowest active partition of its channel is paused (its
+// records stay in Kafka, nothing is dropped) until the slowest catches up;
+// pause time is counted.
+//
+// Partitions are assigned to source channels statically (partition p to
+// channel p mod n); positions live in weir's checkpoints, not in a
+// consumer group. A channel without partitions marks itself idle.
+package kafkaio
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/clock"
+	"github.com/weirstream/weir/etime"
+	"github.com/weirstream/weir/watermark"
+)
+
+// Record is one Kafka record as the source reads it.
+type Record struct {
+	Topic     string
+	Partition int32
+	Offset    int64
+	Key       []byte
+	Value     []byte
+	Headers   []Header
+	// Timestamp is the record's Kafka timestamp (create or log-append
+	// time, as the topic says), in milliseconds.
+	Timestamp etime.Time
+}
+
+// Header is a Kafka record header.
+type Header struct {
+	Key   string
+	Value []byte
+}
+
+// StartKind says where a source without a checkpoint starts reading.
+type StartKind uint8
+
+// The start positions.
+const (
+	// StartEarliest reads every partition from its first offset.
+	StartEarliest StartKind = iota
+	// StartLatest reads only records produced after the job starts.
+	StartLatest
+	// StartTime reads from the first record whose timestamp is >= Start.Time.
+	StartTime
+	// StartCommitted reads from the offsets committed by SourceOptions.Group
+	// (partitions without a commit from their first offset).
+	StartCommitted
+)
+
+// Start is a start position.
+type Start struct {
+	Kind StartKind
+	Time etime.Time // for StartTime
+}
+
+// SourceOptions configures a Kafka source of values of type T.
+type SourceOptions[T any] struct {
+	// Brokers are the seed brokers (host:port).
+	Brokers []string
+	// Topic is the topic to read.
+	Topic string
+	// Group is the consumer group whose committed offsets StartCommitted
+	// reads. weir does not consume through the group: positions are kept
+	// in its checkpoints.
+	Group string
+	// Start applies when the job has no checkpoint.
+	Start Start
+	// Decode turns a record into a value and its event timestamp. An error
+	// sends the record to the dead-letter output (a *weir.BadInput error
+	// gives the reason code; others are "decode_failed"), where it is
+	// counted; it does not move the watermark. Raw decodes nothing.
+	Decode func(r *Record) (T, etime.Time, error)
+	// Watermarks makes the watermark generator of each partition; nil is
+	// bounded out-of-orderness 0 (monotonous).
+	Watermarks func() watermark.Generator[T]
+	// WatermarkInterval is how often generators emit, idleness is
+	// checked and alignment is decided (processing time); default 200ms.
+	WatermarkInterval time.Duration
+	// IdleTimeout marks a caught-up partition idle after this long without
+	// records; 0 never marks partitions idle.
+	IdleTimeout time.Duration
+	// MaxDrift, when > 0, pauses partitions whose watermark is more than
+	// this ahead of the slowest active partition of the channel.
+	MaxDrift etime.Duration
+	// MaxFuture, when > 0, sends records whose timestamp is more than this
+	// ahead of processing time to the dead-letter output
+	// ("timestamp_future", R2), so one future-dated record cannot move its
+	// partition's watermark.
+	MaxFuture etime.Duration
+	// StopAtEnd makes the source bounded: it ends once every partition
+	// reached the last stable offset it had when the job started.
+	StopAtEnd bool
+	// Clock is processing time; nil is the real clock.
+	Clock clock.Clock
+	// ClientOptions are passed to franz-go (TLS, SASL, fetch sizes).
+	ClientOptions []kgo.Opt
+	// MaxPollRecords bounds the records one Read emits; default 1024.
+	MaxPollRecords int
+	// Logger receives partition status changes; nil logs nothing.
+	Logger *slog.Logger
+}
+
+// Raw is a Decode for sources of *Record: the record itself, at its Kafka
+// timestamp.
+func Raw(r *Record) (*Record, etime.Time, error) {
+	c := *r
+	return &c, r.Timestamp, nil
+}
+
+// Validate refuses incomplete or contradictory options, naming the field.
+func (o *SourceOptions[T]) Validate() error {
+	switch {
+	case len(o.Brokers) == 0:
+		return errors.New("kafkaio: SourceOptions.Brokers is empty: give at least one host:port")
+	case o.Topic == "":
+		return errors.New("kafkaio: SourceOptions.Topic is empty")
+	case o.Decode == nil:
+		return errors.New("kafkaio: SourceOptions.Decode is nil: use kafkaio.Raw for records as they are")
+	case o.Start.Kind == StartCommitted && o.Group == "":
+		return errors.New("kafkaio: SourceOptions.Start is StartCommitted but Group is empty: name the consumer group")
+	case o.Start.Kind > StartCommitted:
+		return fmt.Errorf("kafkaio: SourceOptions.Start.Kind %d is unknown", o.Start.Kind)
+	case o.WatermarkInterval < 0 || o.IdleTimeout < 0 || o.MaxDrift < 0 || o.MaxFuture < 0 || o.MaxPollRecords < 0:
+		return errors.New("kafkaio: SourceOptions durations and MaxPollRecords must be >= 0")
+	}
+	return nil
+}
+
+// NewSource returns a source reading o.Topic.
+func NewSource[T any](o SourceOptions[T]) (weir.Source[T], error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	if o.WatermarkInterval == 0 {
+		o.WatermarkInterval = 200 * time.Millisecond
+	}
+	if o.MaxPollRecords == 0 {
+		o.MaxPollRecords = 1024
+	}
+	if o.Watermarks == nil {
+		o.Watermarks = func() watermark.Generator[T] { return watermark.BoundedOutOfOrderness[T](0) }
+	}
+	if o.Clock == nil {
+		o.Clock = clock.Real{}
+	}
+	return &source[T]{o: o}, nil
+}
+
+type source[T any] struct{ o SourceOptions[T] }
+
+// Open implements weir.Source: it looks the topic's partitions up and
+// takes those of channel ch.
+func (s *source[T]) Open(ch, n int) (weir.SourceReader[T], error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	adm, err := newAdmin(s.o.Brokers, s.o.ClientOptions)
+	if err != nil {
+		return nil, err
+	}
+	parts, err := topicPartitions(ctx, adm, s.o.Topic)
+	if err != nil {
+		adm.Close()
+		return nil, err
+	}
+	r := &reader[T]{o: &s.o, adm: adm, byID: map[int32]*partition[T]{}}
+	for _, p := range parts {
+		if int(p)%n == ch {
+			r.parts = append(r.parts, &partition[T]{id: p, next: -1})
+		}
+	}
+	r.combined = watermark.NewCombined(max(1, len(r.parts)))
+	for i, p := range r.parts {
+		p.idx = i
+		p.gen = s.o.Watermarks()
+		p.out = partOut[T]{r: r, p: p}
+		p.wm = etime.MinTime
+		r.byID[p.id] = p
+	}
+	return r, nil
+}
+
+func newAdmin(brokers []string, opts []kgo.Opt) (*kadm.Client, error) {
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(brokers...)}, opts...)...)
+	if err != nil {
+		return nil, fmt.Errorf("kafkaio: %w", err)
+	}
+	return kadm.NewClient(cl), nil
+}
+
+// topicPartitions returns the partitions of topic, sorted.
+func topicPartitions(ctx context.Context, adm *kadm.Client, topic string) ([]int32, error) {
+	md, err := adm.Metadata(ctx, topic)
+	if err != nil {
+		return nil, fmt.Errorf("kafkaio: metadata of topic %q: %w", topic, err)
+	}
+	td, ok := md.Topics[topic]
+	if !ok || errors.Is(td.Err, kerr.UnknownTopicOrPartition) || len(td.Partitions) == 0 {
+		return nil, fmt.Errorf("kafkaio: topic %q does not exist (brokers %v)", topic, md.Brokers.NodeIDs())
+	}
+	if td.Err != nil {
+		return nil, fmt.Errorf("kafkaio: topic %q: %w", topic, td.Err)
+	}
+	var ps []int32
+	for p := range td.Partitions {
+		ps = append(ps, p)
+	}
+	slices.Sort(ps)
+	return ps, nil
+}
+
+// partition is one partition a reader reads.
+type partition[T any] struct {
+	id   int32
+	idx  int   // input of the reader's Combined
+	next int64 // the offset of the next record to emit; -1 before start
+	gen  watermark.Generator[T]
+	out  partOut[T]
+	wm   etime.Time // the generator's last watermark
+
+	lastActive  time.Time // last record, start or resume
+	idle        bool
+	paused      bool
+	pausedSince time.Time
+	pausedFor   time.Duration
+	end         int64 // StopAtEnd: the last stable offset at start
+}
+
+// partOut feeds a partition generator's output into the reader's
+// combination of partitions.
+type partOut[T any] struct {
+	r *reader[T]
+	p *partition[T]
+}
+
+func (o partOut[T]) EmitWatermark(wm etime.Time) {
+	if wm <= o.p.wm {
+		return
+	}
+	o.p.wm = wm
+	o.r.combined.InputWatermark(o.p.idx, wm, channelOut[T]{o.r})
+}
+
+// The generator's own idleness is not used: idleness is backlog-aware
+// (reader.checkIdle).
+func (partOut[T]) MarkIdle()   {}
+func (partOut[T]) MarkActive() {}
+
+// reader reads the partitions of one source channel.
+type reader[T any] struct {
+	o        *SourceOptions[T]
+	adm      *kadm.Client
+	cl       *kgo.Client
+	parts    []*partition[T]
+	byID     map[int32]*partition[T]
+	combined *watermark.Combined
+	out      weir.SourceOutput[T] // the current Read's output
+	started  bool
+	lastTick time.Time
+}
+
+// channelOut receives the combination's output (a watermark.ValveOutput)
+// and passes it to the channel.
+type channelOut[T any] struct{ r *reader[T] }
+
+func (c channelOut[T]) Watermark(wm etime.Time) { c.r.out.EmitWatermark(wm) }
+func (c channelOut[T]) Status(idle bool) {
+	if idle {
+		c.r.out.MarkIdle()
+	} else {
+		c.r.out.MarkActive()
+	}
+}
+
+// Read implements weir.SourceReader.
+func (r *reader[T]) Read(out weir.SourceOutput[T]) (weir.ReadStatus, error) {
+	r.out = out
+	now := r.o.Clock.Now()
+	if !r.started {
+		if err := r.start(now); err != nil {
+			return weir.Waiting, err
+		}
+	}
+	if len(r.parts) == 0 {
+		if !r.combined.Idle() {
+			r.combined.InputStatus(0, true, channelOut[T]{r})
+		}
+		if r.o.StopAtEnd {
+			return weir.Done, nil
+		}
+		return weir.Waiting, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	fetches := r.cl.PollRecords(ctx, r.o.MaxPollRecords)
+	cancel()
+	if err := fetchError(fetches); err != nil {
+		return weir.Waiting, err
+	}
+	n := 0
+	fetches.EachRecord(func(kr *kgo.Record) {
+		if r.emit(kr, now) {
+			n++
+		}
+	})
+	if now.Sub(r.lastTick) >= r.o.WatermarkInterval {
+		r.lastTick = now
+		if err := r.tick(now); err != nil {
+			return weir.Waiting, err
+		}
+	}
+	if r.o.StopAtEnd && r.atEnd() {
+		return weir.Done, nil
+	}
+	if n > 0 {
+		return weir.Emitted, nil
+	}
+	return weir.Waiting, nil
+}
+
+// fetchError returns the first fetch error that is not the poll's own
+// timeout.
+func fetchError(f kgo.Fetches) error {
+	for _, e := range f.Errors() {
+		if errors.Is(e.Err, context.DeadlineExceeded) || errors.Is(e.Err, context.Canceled) {
+			continue
+		}
+		return fmt.Errorf("kafkaio: topic %q partition %d: %w", e.Topic, e.Partition, e.Err)
+	}
+	return nil
+}
+
+// emit decodes and emits one record; it reports whether the record was
+// emitted (not dead-lettered or skipped).
+func (r *reader[T]) emit(kr *kgo.Record, now time.Time) bool {
+	p := r.byID[kr.Partition]
+	if p == nil || kr.Offset < p.next {
+		return false // not ours, or a record from before a restored position
+	}
+	p.next = kr.Offset + 1
+	p.lastActive = now
+	if p.idle {
+		p.idle = false
+		r.combined.InputStatus(p.idx, false, channelOut[T]{r})
+		r.log("partition active", p)
+	}
+	rec := Record{Topic: kr.Topic, Partition: kr.Partition, Offset: kr.Offset, Key: kr.Key, Value: kr.Value,
+		Timestamp: etime.FromTime(kr.Timestamp)}
+	for _, h := range kr.Headers {
+		rec.Headers = append(rec.Headers, Header{Key: h.Key, Value: h.Value})
+	}
+	v, ts, err := r.o.Decode(&rec)
+	if err == nil && r.o.MaxFuture > 0 && ts > etime.FromTime(now).Add(r.o.MaxFuture) {
+		err = &weir.BadInput{Reason: "timestamp_future", Detail: fmt.Sprintf("timestamp %s is more than max_future %v ahead of processing time %s",
+			ts.Wall().Format(time.RFC3339), time.Duration(r.o.MaxFuture)*time.Millisecond, now.UTC().Format(time.RFC3339))}
+	}
+	if err != nil {
+		reason, detail := "decode_failed", err.Error()
+		var bad *weir.BadInput
+		if errors.As(err, &bad) {
+			reason, detail = bad.Reason, bad.Detail
+		}
+		if d, ok := r.out.(weir.DeadLetterOutput); ok {
+			d.DeadLetter(reason, fmt.Sprintf("%s (topic %s partition %d offset %d)", detail, kr.Topic, kr.Partition, kr.Offset), &rec)
+		}
+		return false
+	}
+	p.gen.OnEvent(v, ts, p.out)
+	r.out.Emit(ts, v)
+	return true
+}
+
+func (r *reader[T]) log(msg string, p *partition[T]) {
+	if r.o.Logger != nil {
+		r.o.Logger.Info("kafka "+msg, "topic", r.o.Topic, "partition", p.id, "next_offset", p.next, "watermark", p.wm)
+	}
+}
+
+// start resolves every partition's start offset (a restored position, or
+// the configured start) and starts consuming.
+func (r *reader[T]) start(now time.Time) error {
+	r.started = true
+	r.lastTick = now
+	for _, p := range r.parts {
+		p.lastActive = now
+	}
+	if len(r.parts) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := r.resolveStart(ctx); err != nil {
+		return err
+	}
+	if r.o.StopAtEnd {
+		ends, err := r.lso(ctx)
+		if err != nil {
+			return err
+		}
+		for _, p := range r.parts {
+			p.end = ends[p.id]
+		}
+	}
+	offsets := map[int32]kgo.Offset{}
+	for _, p := range r.parts {
+		offsets[p.id] = kgo.NewOffset().At(p.next)
+	}
+	opts := append([]kgo.Opt{
+		kgo.SeedBrokers(r.o.Brokers...),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{r.o.Topic: offsets}),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		// A resumed or quiet partition is fetched again within this.
+		kgo.FetchMaxWait(250 * time.Millisecond),
+	}, r.o.ClientOptions...)
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return fmt.Errorf("kafkaio: %w", err)
+	}
+	r.cl = cl
+	return nil
+}
+
+// resolveStart sets the next offset of every partition without one (not
+// restored) from the start option.
+func (r *reader[T]) resolveStart(ctx context.Context) error {
+	if !slices.ContainsFunc(r.parts, func(p *partition[T]) bool { return p.next < 0 }) {
+		return nil
+	}
+	var listed kadm.ListedOffsets
+	var err error
+	switch r.o.Start.Kind {
+	case StartEarliest, StartCommitted:
+		listed, err = r.adm.ListStartOffsets(ctx, r.o.Topic)
+	case StartLatest:
+		listed, err = r.adm.ListEndOffsets(ctx, r.o.Topic)
+	case StartTime:
+		listed, err = r.adm.ListOffsetsAfterMilli(ctx, int64(r.o.Start.Time), r.o.Topic)
+	}
+	if err == nil {
+		err = listed.Error()
+	}
+	if err != nil {
+		return fmt.Errorf("kafkaio: start offsets of topic %q: %w", r.o.Topic, err)
+	}
+	fresh := slices.DeleteFunc(slices.Clone(r.parts), func(p *partition[T]) bool { return p.next >= 0 })
+	for _, p := range fresh {
+		if l, ok := listed.Lookup(r.o.Topic, p.id); ok {
+			p.next = l.Offset
+		} else {
+			p.next = 0
+		}
+	}
+	if r.o.Start.Kind == StartCommitted {
+		committed, err := r.adm.FetchOffsets(ctx, r.o.Group)
+		if err == nil {
+			err = committed.Error()
+		}
+		if err != nil {
+			return fmt.Errorf("kafkaio: committed offsets of group %q: %w", r.o.Group, err)
+		}
+		for _, p := range fresh {
+			if c, ok := committed.Lookup(r.o.Topic, p.id); ok && c.At >= 0 {
+				p.next = c.At
+			}
+		}
+	}
+	return nil
+}
+
+// lso returns the last stable offset of every partition of the topic.
+func (r *reader[T]) lso(ctx context.Context) (map[int32]int64, error) {
+	listed, err := r.adm.ListCommittedOffsets(ctx, r.o.Topic)
+	if err == nil {
+		err = listed.Error()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("kafkaio: end offsets of topic %q: %w", r.o.Topic, err)
+	}
+	out := map[int32]int64{}
+	for _, p := range r.parts {
+		if l, ok := listed.Lookup(r.o.Topic, p.id); ok {
+			out[p.id] = l.Offset
+		}
+	}
+	return out, nil
+}
+
+func (r *reader[T]) atEnd() bool {
+	for _, p := range r.parts {
+		if p.next < p.end {
+			return false
+		}
+	}
+	return true
+}
+
+// tick is the periodic work: generators emit, idleness, alignment.
+func (r *reader[T]) tick(now time.Time) error {
+	for _, p := range r.parts {
+		p.gen.OnPeriodicEmit(p.out)
+	}
+	if err := r.checkIdle(now); err != nil {
+		return err
+	}
+	r.align(now)
+	return nil
+}
+
+// checkIdle marks idle the partitions that had no record for the idle
+// timeout (pauses excluded) and are caught up to the last stable offset.
+func (r *reader[T]) checkIdle(now time.Time) error {
+	if r.o.IdleTimeout <= 0 {
+		return nil
+	}
+	var quiet []*partition[T]
+	for _, p := range r.parts {
+		if !p.idle && !p.paused && now.Sub(p.lastActive) >= r.o.IdleTimeout {
+			quiet = append(quiet, p)
+		}
+	}
+	if len(quiet) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	ends, err := r.lso(ctx)
+	if err != nil {
+		// Not knowing the backlog, keep the partitions active: a wrong
+		// "idle" turns a backlog into late data, a wrong "active" only
+		// delays results.
+		if r.o.Logger != nil {
+			r.o.Logger.Warn("kafka idleness check failed", "topic", r.o.Topic, "err", err)
+		}
+		return nil
+	}
+	for _, p := range quiet {
+		if end, ok := ends[p.id]; ok && p.next >= end {
+			p.idle = true
+			r.combined.InputStatus(p.idx, true, channelOut[T]{r})
+			r.log("partition idle", p)
+		}
+	}
+	return nil
+}
+
+// align pauses the partitions whose watermark is more than MaxDrift
+// ahead of the slowest active partition, and resumes those that are not.
+func (r *reader[T]) align(now time.Time) {
+	if r.o.MaxDrift <= 0 {
+		return
+	}
+	lo := etime.MaxTime
+	for _, p := range r.parts {
+		if !p.idle {
+			lo = etime.Min(lo, p.wm)
+		}
+	}
+	if lo == etime.MaxTime {
+		return
+	}
+	limit := lo.Add(r.o.MaxDrift)
+	var pause, resume []int32
+	for _, p := range r.parts {
+		switch ahead := !p.idle && p.wm > limit; {
+		case ahead && !p.paused:
+			p.paused, p.pausedSince = true, now
+			pause = append(pause, p.id)
+			r.log("partition paused (alignment)", p)
+		case !ahead && p.paused:
+			p.paused = false
+			p.pausedFor += now.Sub(p.pausedSince)
+			p.lastActive = now // pause time does not count towards idleness
+			resume = append(resume, p.id)
+			r.log("partition resumed", p)
+		}
+	}
+	if len(pause) > 0 {
+		r.cl.PauseFetchPartitions(map[string][]int32{r.o.Topic: pause})
+	}
+	if len(resume) > 0 {
+		r.cl.ResumeFetchPartitions(map[string][]int32{r.o.Topic: resume})
+	}
+}
+
+// PartitionStatus is the state of one partition a source channel reads.
+type PartitionStatus struct {
+	Partition  int32
+	NextOffset int64
+	Watermark  etime.Time
+	Idle       bool
+	Paused     bool
+	// PausedFor is the total time the partition was paused by alignment.
+	PausedFor time.Duration
+}
+
+// Status returns the state of the reader's partitions; call it from the
+// reader's goroutine (between reads), or after the job ended.
+func (r *reader[T]) Status() []PartitionStatus {
+	now := r.o.Clock.Now()
+	out := make([]PartitionStatus, 0, len(r.parts))
+	for _, p := range r.parts {
+		ps := PartitionStatus{Partition: p.id, NextOffset: p.next, Watermark: p.wm, Idle: p.idle, Paused: p.paused, PausedFor: p.pausedFor}
+		if p.paused {
+			ps.PausedFor += now.Sub(p.pausedSince)
+		}
+		out = append(out, ps)
+	}
+	return out
+}
+
+// Close implements weir.SourceReader.
+func (r *reader[T]) Close() error {
+	if r.cl != nil {
+		r.cl.Close()
+	}
+	r.adm.Close()
+	return nil
+}
+
+// position is a reader's checkpointed position: per partition the next
+// offset and the watermark generator's state.
+type position struct {
+	Version    int            `json:"v"`
+	Topic      string         `json:"topic"`
+	Partitions []partPosition `json:"partitions"`
+}
+
+type partPosition struct {
+	Partition int32      `json:"p"`
+	Next      int64      `json:"next"`
+	Watermark etime.Time `json:"wm"`
+	Idle      bool       `json:"idle,omitempty"`
+	Generator []byte     `json:"gen,omitempty"`
+}
+
+const positionVersion = 1
+
+// SnapshotPosition implements weir.CheckpointedReader.
+func (r *reader[T]) SnapshotPosition() ([]byte, error) {
+	pos := position{Version: positionVersion, Topic: r.o.Topic}
+	for _, p := range r.parts {
+		pos.Partitions = append(pos.Partitions, partPosition{Partition: p.id, Next: p.next, Watermark: p.wm, Idle: p.idle,
+			Generator: watermark.AppendState(nil, p.gen)})
+	}
+	return json.Marshal(pos)
+}
+
+// RestorePosition implements weir.CheckpointedReader. A partition of the
+// channel that the position does not name (added to the topic since)
+// starts at the configured start.
+func (r *reader[T]) RestorePosition(b []byte) error {
+	var pos position
+	if err := json.Unmarshal(b, &pos); err != nil {
+		return fmt.Errorf("kafkaio: corrupt source position: %w", err)
+	}
+	if pos.Version != positionVersion {
+		return fmt.Errorf("kafkaio: source position version %d, this weir reads %d", pos.Version, positionVersion)
+	}
+	if pos.Topic != r.o.Topic {
+		return fmt.Errorf("kafkaio: the checkpoint read topic %q, the source reads %q; start over (--fresh) or keep the topic", pos.Topic, r.o.Topic)
+	}
+	for _, pp := range pos.Partitions {
+		p := r.byID[pp.Partition]
+		if p == nil {
+			return fmt.Errorf("kafkaio: the checkpoint's partition %d of topic %q is not read by this channel: restore with the parallelism the checkpoint was taken with", pp.Partition, r.o.Topic)
+		}
+		p.next = pp.Next
+		if err := watermark.RestoreState(p.gen, pp.Generator); err != nil {
+			return fmt.Errorf("kafkaio: partition %d: %w", pp.Partition, err)
+		}
+		p.wm = pp.Watermark
+		r.combined.InputWatermark(p.idx, pp.Watermark, discard{})
+	}
+	return nil
+}
+
+// discard is a watermark.ValveOutput that drops what it receives: a
+// restore rebuilds the combination's state, the channel's output state is
+// restored by the engine.
+type discard struct{}
+
+func (discard) Watermark(etime.Time) {}
+func (discard) Status(bool)          {}

@@ -1,0 +1,407 @@
+package kafkaio
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/clock"
+	"github.com/weirstream/weir/etime"
+	"github.com/weirstream/weir/watermark"
+	"github.com/weirstream/weir/window"
+)
+
+// cluster starts an in-process Kafka (kfake) with topic of n partitions.
+func cluster(t testing.TB, topic string, n int) []string {
+	t.Helper()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(int32(n), topic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c.ListenAddrs()
+}
+
+// produce writes "key,ts" records to the given partitions, synchronously.
+func produce(t testing.TB, brokers []string, topic string, recs ...*kgo.Record) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if err := cl.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func rec(p int32, key string, ts etime.Time) *kgo.Record {
+	return &kgo.Record{Partition: p, Key: []byte(key), Value: fmt.Appendf(nil, "%s,%d", key, ts), Timestamp: ts.Wall()}
+}
+
+type event struct {
+	Key string
+	TS  etime.Time
+	P   int32
+	Off int64
+}
+
+// decodeEvent parses "key,ts".
+func decodeEvent(r *Record) (event, etime.Time, error) {
+	k, ts, ok := strings.Cut(string(r.Value), ",")
+	n, err := strconv.ParseInt(ts, 10, 64)
+	if !ok || err != nil {
+		return event{}, 0, &weir.BadInput{Reason: "bad_value", Detail: fmt.Sprintf("%q is not key,ts", r.Value)}
+	}
+	return event{Key: k, TS: etime.Time(n), P: r.Partition, Off: r.Offset}, etime.Time(n), nil
+}
+
+// out is a SourceOutput that records what a reader does.
+type out struct {
+	recs []event
+	wms  []etime.Time
+	idle bool
+	dead []string
+}
+
+func (o *out) Emit(_ etime.Time, v event)         { o.recs = append(o.recs, v) }
+func (o *out) EmitWatermark(wm etime.Time)        { o.wms = append(o.wms, wm) }
+func (o *out) MarkIdle()                          { o.idle = true }
+func (o *out) MarkActive()                        { o.idle = false }
+func (o *out) DeadLetter(reason, _ string, _ any) { o.dead = append(o.dead, reason) }
+func (o *out) wm() etime.Time                     { return o.last(etime.MinTime) }
+func (o *out) last(def etime.Time) etime.Time     { return lastOr(o.wms, def) }
+func lastOr(s []etime.Time, def etime.Time) etime.Time {
+	if len(s) == 0 {
+		return def
+	}
+	return s[len(s)-1]
+}
+
+// harness drives one reader on a fake clock.
+type harness struct {
+	t   *testing.T
+	r   *reader[event]
+	o   *out
+	clk *clock.Fake
+}
+
+func newHarness(t *testing.T, brokers []string, topic string, mod func(*SourceOptions[event])) *harness {
+	clk := clock.NewFake(time.UnixMilli(1_000_000))
+	o := SourceOptions[event]{Brokers: brokers, Topic: topic, Decode: decodeEvent, Clock: clk,
+		WatermarkInterval: 100 * time.Millisecond}
+	if mod != nil {
+		mod(&o)
+	}
+	src, err := NewSource(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rd, err := src.Open(0, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &harness{t: t, r: rd.(*reader[event]), o: &out{}, clk: clk}
+	t.Cleanup(func() { _ = h.r.Close() })
+	return h
+}
+
+// readUntil reads (advancing the fake clock by step per read) until cond
+// holds, failing after 10 s of real time.
+func (h *harness) readUntil(step time.Duration, what string, cond func() bool) {
+	h.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			h.t.Fatalf("timed out waiting for %s; watermarks %v, %d records, status %+v", what, h.o.wms, len(h.o.recs), h.r.Status())
+		}
+		if _, err := h.r.Read(h.o); err != nil {
+			h.t.Fatal(err)
+		}
+		h.clk.Advance(step)
+	}
+}
+
+func (h *harness) status(p int32) PartitionStatus {
+	for _, s := range h.r.Status() {
+		if s.Partition == p {
+			return s
+		}
+	}
+	h.t.Fatalf("no partition %d", p)
+	return PartitionStatus{}
+}
+
+// TestSilentPartitionIdleOnlyWhenCaughtUp: a partition that never gets a
+// record holds the watermark at MinTime until the idle timeout, then is
+// idle and the others carry the watermark. A quiet partition with a
+// backlog (records the reader has not taken yet) is never idle.
+func TestSilentPartitionIdleOnlyWhenCaughtUp(t *testing.T) {
+	brokers := cluster(t, "in", 3)
+	for i := range 50 {
+		produce(t, brokers, "in", rec(0, "a", etime.Time(1000+i*10)), rec(1, "b", etime.Time(1000+i*10)))
+	}
+	h := newHarness(t, brokers, "in", func(o *SourceOptions[event]) { o.IdleTimeout = 2 * time.Second })
+	h.readUntil(10*time.Millisecond, "100 records", func() bool { return len(h.o.recs) == 100 })
+	if h.o.wm() != etime.MinTime {
+		t.Fatalf("watermark %v before the silent partition is idle, want none", h.o.wm())
+	}
+	// Partitions 0 and 1 keep getting records; 2 stays silent.
+	ts := etime.Time(1500)
+	for !h.status(2).Idle {
+		produce(t, brokers, "in", rec(0, "a", ts), rec(1, "b", ts+5))
+		want := h.status(0).NextOffset + 1
+		h.readUntil(time.Millisecond, "the new records", func() bool { return h.status(0).NextOffset == want && h.status(1).NextOffset == want })
+		h.clk.Advance(300 * time.Millisecond)
+		ts += 100
+		if ts > 5000 {
+			t.Fatal("partition 2 never went idle")
+		}
+	}
+	if h.status(0).Idle || h.status(1).Idle || h.o.idle {
+		t.Fatalf("only partition 2 should be idle: %+v", h.r.Status())
+	}
+	h.readUntil(100*time.Millisecond, "the watermark of partitions 0 and 1", func() bool { return h.o.wm() == ts-100-1 })
+
+	// Partition 2 gets records the reader has not taken: a backlog. With
+	// the idle timeout long passed, it must not be idle.
+	h2 := newHarness(t, brokers, "in", func(o *SourceOptions[event]) { o.IdleTimeout = 2 * time.Second })
+	before := len(h.o.recs)
+	h2.readUntil(10*time.Millisecond, "partitions 0 and 1", func() bool { return len(h2.o.recs) == before })
+	produce(t, brokers, "in", rec(2, "c", 500))
+	h2.clk.Advance(5 * time.Second)
+	if err := h2.r.tick(h2.clk.Now()); err != nil { // no poll: the record is still in Kafka
+		t.Fatal(err)
+	}
+	if h2.status(2).Idle {
+		t.Fatal("partition 2 has a backlog but was marked idle")
+	}
+	h2.readUntil(10*time.Millisecond, "the backlog record", func() bool { return len(h2.o.recs) == before+1 })
+	if got := h2.o.recs[before]; got.TS != 500 {
+		t.Fatalf("backlog record %+v", got)
+	}
+	for _, wm := range h2.o.wms {
+		if wm >= 500 {
+			t.Fatalf("watermark %v passed the backlog record at 500 before it was read: %v", wm, h2.o.wms)
+		}
+	}
+}
+
+// TestFutureRecordDoesNotMoveWatermark: with max_future, a record dated
+// far ahead is a dead letter and its partition's watermark stays.
+func TestFutureRecordDoesNotMoveWatermark(t *testing.T) {
+	brokers := cluster(t, "in", 1)
+	now := etime.Time(1_000_000)
+	produce(t, brokers, "in", rec(0, "a", now-100), rec(0, "a", now+10*3_600_000), rec(0, "a", now-50),
+		&kgo.Record{Partition: 0, Value: []byte("garbage")})
+	h := newHarness(t, brokers, "in", func(o *SourceOptions[event]) { o.MaxFuture = 3_600_000 })
+	h.readUntil(10*time.Millisecond, "the records", func() bool { return len(h.o.recs)+len(h.o.dead) == 4 })
+	h.readUntil(100*time.Millisecond, "a watermark", func() bool { return len(h.o.wms) > 0 })
+	if !slices.Equal(h.o.dead, []string{"timestamp_future", "bad_value"}) {
+		t.Fatalf("dead letters %v", h.o.dead)
+	}
+	if h.o.wm() != now-51 {
+		t.Fatalf("watermark %v, want %v (the future record must not count)", h.o.wm(), now-51)
+	}
+}
+
+// TestReactivatedPartitionHoldsWatermark: an idle partition that gets a
+// record with an old timestamp holds the channel's watermark back until
+// it catches up, so its records are not late.
+func TestReactivatedPartitionHoldsWatermark(t *testing.T) {
+	brokers := cluster(t, "in", 2)
+	for i := range 20 {
+		produce(t, brokers, "in", rec(0, "a", etime.Time(10_000+i*100)))
+	}
+	h := newHarness(t, brokers, "in", func(o *SourceOptions[event]) { o.IdleTimeout = time.Second })
+	// Partition 0 keeps getting records; 1 is silent and goes idle.
+	ts := etime.Time(12_000)
+	next := int64(20)
+	for !h.status(1).Idle {
+		produce(t, brokers, "in", rec(0, "a", ts))
+		next++
+		h.readUntil(time.Millisecond, "the new record", func() bool { return h.status(0).NextOffset == next })
+		h.clk.Advance(300 * time.Millisecond)
+		ts += 100
+	}
+	h.readUntil(100*time.Millisecond, "partition 0's watermark", func() bool { return h.o.wm() == ts-100-1 })
+	held := h.o.wm()
+	produce(t, brokers, "in", rec(1, "b", 5000))
+	for range 10 {
+		produce(t, brokers, "in", rec(0, "a", ts))
+		ts += 100
+	}
+	h.readUntil(10*time.Millisecond, "partition 1's record", func() bool { return h.status(1).Watermark == 4999 })
+	if h.status(1).Idle {
+		t.Fatal("partition 1 got a record but is still idle")
+	}
+	h.readUntil(10*time.Millisecond, "partition 0's records", func() bool { return h.status(0).NextOffset == next+10 })
+	h.clk.Advance(time.Second)
+	h.readUntil(10*time.Millisecond, "a tick", func() bool { return h.status(0).Watermark == ts-100-1 })
+	if wm := h.o.wm(); wm != held {
+		t.Fatalf("channel watermark %v: partition 1 (at 4999) must hold it at %v while partition 0 runs ahead", wm, held)
+	}
+	produce(t, brokers, "in", rec(1, "b", 50_000))
+	h.readUntil(100*time.Millisecond, "partition 1 catches up", func() bool { return h.o.wm() >= ts-100-1 })
+}
+
+// TestAlignmentPausesFastPartition: with max_drift, a partition running
+// ahead is paused, not dropped; pause time is counted; it resumes when
+// the slow one catches up and every record is read exactly once.
+func TestAlignmentPausesFastPartition(t *testing.T) {
+	brokers := cluster(t, "in", 2)
+	var fast []*kgo.Record
+	for i := range 200 {
+		fast = append(fast, rec(0, "f", etime.Time(i*100)))
+	}
+	produce(t, brokers, "in", fast...)
+	produce(t, brokers, "in", rec(1, "s", 0), rec(1, "s", 100))
+	h := newHarness(t, brokers, "in", func(o *SourceOptions[event]) { o.MaxDrift = 1000 })
+	h.readUntil(100*time.Millisecond, "partition 0 paused", func() bool { return h.status(0).Paused })
+	h.clk.Advance(3 * time.Second)
+	if got := h.status(0).PausedFor; got < 3*time.Second {
+		t.Fatalf("paused for %v, want >= 3s", got)
+	}
+	var slow []*kgo.Record
+	for i := range 200 {
+		slow = append(slow, rec(1, "s", etime.Time(200+i*100)))
+	}
+	produce(t, brokers, "in", slow...)
+	h.readUntil(50*time.Millisecond, "every record", func() bool { return len(h.o.recs) == 402 })
+	seen := map[[2]int64]int{}
+	for _, e := range h.o.recs {
+		seen[[2]int64{int64(e.P), e.Off}]++
+	}
+	if len(seen) != 402 {
+		t.Fatalf("%d distinct records of 402", len(seen))
+	}
+	if h.status(0).Paused {
+		t.Fatal("partition 0 still paused after partition 1 caught up")
+	}
+}
+
+// TestRestorePosition: a reader restored from another's position resumes
+// after the last record emitted, with its watermark state: nothing lost,
+// nothing twice.
+func TestRestorePosition(t *testing.T) {
+	brokers := cluster(t, "in", 3)
+	var all []*kgo.Record
+	for i := range 300 {
+		all = append(all, rec(int32(i%3), "k", etime.Time(i*10)))
+	}
+	produce(t, brokers, "in", all...)
+	bounded := func(o *SourceOptions[event]) {
+		o.Watermarks = func() watermark.Generator[event] { return watermark.BoundedOutOfOrderness[event](50) }
+		o.MaxPollRecords = 10
+	}
+	h := newHarness(t, brokers, "in", bounded)
+	h.readUntil(100*time.Millisecond, "some records and a watermark", func() bool { return len(h.o.recs) >= 100 && h.o.wm() > etime.MinTime })
+	pos, err := h.r.SnapshotPosition()
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := slices.Clone(h.o.recs)
+	wm := h.o.wm()
+
+	h2 := newHarness(t, brokers, "in", bounded)
+	if err := h2.r.RestorePosition(pos); err != nil {
+		t.Fatal(err)
+	}
+	h2.readUntil(100*time.Millisecond, "the rest", func() bool { return len(first)+len(h2.o.recs) >= 300 })
+	h2.readUntil(100*time.Millisecond, "a tick", func() bool { return len(h2.o.wms) > 0 })
+	got := map[[2]int64]int{}
+	for _, e := range append(first, h2.o.recs...) {
+		got[[2]int64{int64(e.P), e.Off}]++
+	}
+	if len(got) != 300 || len(first)+len(h2.o.recs) != 300 {
+		t.Fatalf("%d distinct of %d read, want 300 exactly once", len(got), len(first)+len(h2.o.recs))
+	}
+	if h2.o.wms[0] < wm {
+		t.Fatalf("restored watermark %v went back from %v", h2.o.wms[0], wm)
+	}
+	// Another topic's position is refused.
+	h3 := newHarness(t, brokers, "in", nil)
+	h3.r.o.Topic = "other"
+	if err := h3.r.RestorePosition(pos); err == nil || !strings.Contains(err.Error(), "topic") {
+		t.Fatalf("restoring another topic's position: %v", err)
+	}
+}
+
+// TestSourceEndToEnd runs a windowed count over a 6-partition topic read
+// by two channels: the counts equal a plain group-by of what was produced,
+// and every record is counted once.
+func TestSourceEndToEnd(t *testing.T) {
+	brokers := cluster(t, "in", 6)
+	want := map[string]int64{}
+	var recs []*kgo.Record
+	for i := range 6000 {
+		p := int32(i % 6)
+		ts := etime.Time(i * 7)
+		key := fmt.Sprintf("k%d", i%13)
+		recs = append(recs, rec(p, key, ts))
+		want[fmt.Sprintf("%s@%d", key, ts/1000*1000)]++
+	}
+	recs = append(recs, &kgo.Record{Partition: 2, Value: []byte("not an event")}, &kgo.Record{Partition: 5, Value: []byte("nor this")})
+	produce(t, brokers, "in", recs...)
+	src, err := NewSource(SourceOptions[event]{Brokers: brokers, Topic: "in", Decode: decodeEvent, StopAtEnd: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, err := weir.NewEnv(weir.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := weir.FromSource(env, "kafka", src, weir.SourceOptions{Channels: 2})
+	a, _ := window.Tumbling(1000, 0)
+	counts := weir.Aggregate(weir.Window(weir.KeyBy(s, func(e event) string { return e.Key }), a, weir.WindowOptions{}),
+		weir.Sum(func(event) int64 { return 1 }))
+	res := weir.Collect(counts.Results)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rep, err := env.Execute(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Conservation: every record read is counted in a window or is a dead
+	// letter.
+	wc := rep.Windows["window"]
+	if rep.DeadLetters != 2 || rep.SourceRecords["kafka"] != 6002 || wc.Accepted != 6000 {
+		t.Fatalf("dead letters %d, source records %d, accepted %d: want 2, 6002, 6000 (%+v)", rep.DeadLetters, rep.SourceRecords["kafka"], wc.Accepted, rep)
+	}
+	got := map[string]int64{}
+	for _, r := range res.Items() {
+		got[fmt.Sprintf("%s@%d", r.Key, r.Window.Start)] += r.Value
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%d windows, want %d", len(got), len(want))
+	}
+	for k, n := range want {
+		if got[k] != n {
+			t.Fatalf("%s: %d, want %d", k, got[k], n)
+		}
+	}
+}
+
+func TestValidate(t *testing.T) {
+	for _, c := range []struct {
+		o    SourceOptions[event]
+		want string
+	}{
+		{SourceOptions[event]{Topic: "t", Decode: decodeEvent}, "Brokers"},
+		{SourceOptions[event]{Brokers: []string{"x:1"}, Decode: decodeEvent}, "Topic"},
+		{SourceOptions[event]{Brokers: []string{"x:1"}, Topic: "t"}, "Decode"},
+		{SourceOptions[event]{Brokers: []string{"x:1"}, Topic: "t", Decode: decodeEvent, Start: Start{Kind: StartCommitted}}, "Group"},
+	} {
+		if _, err := NewSource(c.o); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: %v, want an error naming %s", c.o, err, c.want)
+		}
+	}
+}

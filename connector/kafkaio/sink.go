@@ -1,0 +1,279 @@
+package kafkaio
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// SinkOptions configures a transactional Kafka sink.
+type SinkOptions struct {
+	// Brokers are the seed brokers (host:port).
+	Brokers []string
+	// TransactionalID identifies the sink's producer across restarts: it
+	// must be stable for the job and unique to it (weir uses
+	// "weir-<job>-<sink>"). A restarted sink with the same id fences off
+	// and aborts the transaction its crashed predecessor left open.
+	TransactionalID string
+	// MarkerTopic receives one marker per checkpoint, inside the
+	// checkpoint's transaction: key TransactionalID, value the checkpoint
+	// id. It must exist (one partition is enough; a compacted topic keeps
+	// only the newest marker per sink).
+	MarkerTopic string
+	// TransactionTimeout is how long the broker keeps a transaction open
+	// before aborting it; default 60s. A checkpoint's transaction is open
+	// from its pre-commit to its commit.
+	TransactionTimeout time.Duration
+	// ClientOptions are passed to franz-go (TLS, SASL, batching).
+	ClientOptions []kgo.Opt
+	// Logger receives transaction aborts; nil logs nothing.
+	Logger *slog.Logger
+}
+
+// Validate refuses incomplete options, naming the field.
+func (o *SinkOptions) Validate() error {
+	switch {
+	case len(o.Brokers) == 0:
+		return errors.New("kafkaio: SinkOptions.Brokers is empty: give at least one host:port")
+	case o.TransactionalID == "":
+		return errors.New("kafkaio: SinkOptions.TransactionalID is empty: give the job a stable, unique id")
+	case o.MarkerTopic == "":
+		return errors.New("kafkaio: SinkOptions.MarkerTopic is empty: name the topic that records committed checkpoints")
+	case o.TransactionTimeout < 0:
+		return errors.New("kafkaio: SinkOptions.TransactionTimeout must be >= 0")
+	}
+	return nil
+}
+
+// Sink writes records to Kafka exactly once with weir's checkpoints: the
+// output of each checkpoint's epoch goes into one transaction, together
+// with a marker naming the checkpoint.
+//
+// The protocol, for checkpoint n:
+//
+//  1. pre-commit (the engine has every part of checkpoint n): the
+//     epoch's records and marker n are produced in a transaction and
+//     flushed (PreCommit);
+//  2. the engine writes checkpoint n's manifest;
+//  3. the transaction is committed (Commit).
+//
+// franz-go cannot resume a transaction after a crash, so checkpoint n
+// counts as complete only once marker n is visible to read_committed
+// readers: a restore takes the newest checkpoint whose id is at most
+// LastCommitted's answer. A crash between 2 and 3 leaves checkpoint n on
+// disk with its transaction open: the restarted sink (same
+// TransactionalID) aborts it, the job restores checkpoint n-1 and
+// produces epoch n again. A crash between 1 and 2 leaves no checkpoint n
+// at all. Either way read_committed readers see every record once.
+//
+// A Sink is used from one goroutine (the checkpoint coordinator's).
+type Sink struct {
+	o    SinkOptions
+	cl   *kgo.Client
+	open bool // a transaction is open
+}
+
+// OpenSink connects the sink's transactional producer. A transaction a
+// crashed predecessor with the same TransactionalID left open is aborted
+// when the first transaction begins (the broker fences the old producer).
+func OpenSink(o SinkOptions) (*Sink, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	if o.TransactionTimeout == 0 {
+		o.TransactionTimeout = 60 * time.Second
+	}
+	opts := append([]kgo.Opt{
+		kgo.SeedBrokers(o.Brokers...),
+		kgo.TransactionalID(o.TransactionalID),
+		kgo.TransactionTimeout(o.TransactionTimeout),
+		kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)),
+		// Records are produced in bursts at pre-commit: fill batches.
+		kgo.ProducerLinger(5 * time.Millisecond),
+		kgo.ProducerBatchMaxBytes(1 << 20),
+	}, o.ClientOptions...)
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("kafkaio: %w", err)
+	}
+	return &Sink{o: o, cl: cl}, nil
+}
+
+// begin opens a transaction if none is open.
+func (s *Sink) begin() error {
+	if s.open {
+		return nil
+	}
+	if err := s.cl.BeginTransaction(); err != nil {
+		return fmt.Errorf("kafkaio: begin transaction: %w", err)
+	}
+	s.open = true
+	return nil
+}
+
+// Produce adds a record to the current transaction (opening one). The
+// record's Topic must be set. Errors surface at PreCommit.
+func (s *Sink) Produce(r *kgo.Record) error {
+	if err := s.begin(); err != nil {
+		return err
+	}
+	s.cl.Produce(context.Background(), r, nil)
+	return nil
+}
+
+// PreCommit adds checkpoint id's marker to the transaction and waits until
+// every record of it is written. On error the transaction is aborted and
+// the checkpoint must fail.
+func (s *Sink) PreCommit(ctx context.Context, id int64) error {
+	if err := s.begin(); err != nil {
+		return err
+	}
+	marker := &kgo.Record{Topic: s.o.MarkerTopic, Key: []byte(s.o.TransactionalID), Value: strconv.AppendInt(nil, id, 10)}
+	s.cl.Produce(ctx, marker, nil)
+	if err := s.cl.Flush(ctx); err != nil {
+		s.abort(ctx, err)
+		return fmt.Errorf("kafkaio: flush of checkpoint %d: %w", id, err)
+	}
+	return nil
+}
+
+// Commit commits the transaction PreCommit flushed. When it fails, the
+// checkpoint's marker is not visible and a restore takes the checkpoint
+// before; the job must stop (a later checkpoint cannot repair it).
+func (s *Sink) Commit(ctx context.Context) error {
+	if !s.open {
+		return nil
+	}
+	s.open = false
+	if err := s.cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		return fmt.Errorf("kafkaio: commit transaction: %w", err)
+	}
+	return nil
+}
+
+// Abort drops the open transaction, if any (a checkpoint that failed).
+func (s *Sink) Abort(ctx context.Context) error {
+	if !s.open {
+		return nil
+	}
+	return s.abort(ctx, nil)
+}
+
+func (s *Sink) abort(ctx context.Context, cause error) error {
+	s.open = false
+	if s.o.Logger != nil {
+		s.o.Logger.Warn("kafka transaction aborted", "transactional_id", s.o.TransactionalID, "cause", cause)
+	}
+	if err := s.cl.AbortBufferedRecords(ctx); err != nil {
+		return fmt.Errorf("kafkaio: abort: %w", err)
+	}
+	if err := s.cl.EndTransaction(ctx, kgo.TryAbort); err != nil {
+		return fmt.Errorf("kafkaio: abort transaction: %w", err)
+	}
+	return nil
+}
+
+// Close aborts an open transaction and closes the producer.
+func (s *Sink) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err := s.Abort(ctx)
+	s.cl.Close()
+	return err
+}
+
+// LastCommitted returns the newest checkpoint id whose marker the sink
+// with o.TransactionalID committed, as read_committed readers see it; ok
+// is false when there is none. Call it before OpenSink: a transaction
+// left open by a crash is invisible here (it is aborted once the sink
+// begins its first transaction).
+func LastCommitted(ctx context.Context, o SinkOptions) (id int64, ok bool, err error) {
+	if err := o.Validate(); err != nil {
+		return 0, false, err
+	}
+	adm, err := newAdmin(o.Brokers, o.ClientOptions)
+	if err != nil {
+		return 0, false, err
+	}
+	defer adm.Close()
+	starts, err := adm.ListStartOffsets(ctx, o.MarkerTopic)
+	if err == nil {
+		err = starts.Error()
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("kafkaio: marker topic %q: %w", o.MarkerTopic, err)
+	}
+	// Read up to the last stable offset: records after it belong to open
+	// transactions, which do not count.
+	ends, err := adm.ListCommittedOffsets(ctx, o.MarkerTopic)
+	if err == nil {
+		err = ends.Error()
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("kafkaio: marker topic %q: %w", o.MarkerTopic, err)
+	}
+	from := map[int32]kgo.Offset{}
+	remaining := map[int32]int64{}
+	ends.Each(func(l kadm.ListedOffset) {
+		if s, ok := starts.Lookup(l.Topic, l.Partition); ok && l.Offset > s.Offset {
+			from[l.Partition] = kgo.NewOffset().At(s.Offset)
+			remaining[l.Partition] = l.Offset
+		}
+	})
+	if len(from) == 0 {
+		return 0, false, nil
+	}
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(o.Brokers...),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{o.MarkerTopic: from}),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.FetchMaxWait(100 * time.Millisecond)}, o.ClientOptions...)...)
+	if err != nil {
+		return 0, false, fmt.Errorf("kafkaio: %w", err)
+	}
+	defer cl.Close()
+	// Poll until every partition's visible records below its last stable
+	// offset are read. Records of aborted transactions and control
+	// records are never returned, so a partition whose last records are
+	// such is done when a poll brings nothing more.
+	for len(remaining) > 0 {
+		pctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+		f := cl.PollFetches(pctx)
+		cancel()
+		if err := ctx.Err(); err != nil {
+			return 0, false, err
+		}
+		if err := fetchError(f); err != nil {
+			return 0, false, err
+		}
+		if f.NumRecords() == 0 {
+			break
+		}
+		f.EachPartition(func(p kgo.FetchTopicPartition) {
+			for _, r := range p.Records {
+				if string(r.Key) == o.TransactionalID {
+					if n, err := strconv.ParseInt(string(r.Value), 10, 64); err == nil && (!ok || n > id) {
+						id, ok = n, true
+					}
+				}
+			}
+			if end, in := remaining[p.Partition]; in && nextOffset(p) >= end {
+				delete(remaining, p.Partition)
+			}
+		})
+	}
+	return id, ok, nil
+}
+
+// nextOffset is the offset after the last record of a fetched partition,
+// or its last stable offset when the fetch held only control records.
+func nextOffset(p kgo.FetchTopicPartition) int64 {
+	if n := len(p.Records); n > 0 {
+		return p.Records[n-1].Offset + 1
+	}
+	return p.LastStableOffset
+}

@@ -1,0 +1,134 @@
+package kafkaio
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// readCommitted reads every record of topic that read_committed readers
+// see, until the last stable offset.
+func readCommitted(t *testing.T, brokers []string, topic string) []string {
+	t.Helper()
+	adm, err := newAdmin(brokers, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer adm.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ends, err := adm.ListCommittedOffsets(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[int32]int64{}
+	for p, l := range ends[topic] {
+		if l.Offset > 0 {
+			want[p] = l.Offset
+		}
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(topic), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(100*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	var out []string
+	for len(want) > 0 {
+		pctx, cancel := context.WithTimeout(ctx, time.Second)
+		f := cl.PollFetches(pctx)
+		cancel()
+		if ctx.Err() != nil {
+			t.Fatalf("reading %s: %v (left %v, read %d)", topic, ctx.Err(), want, len(out))
+		}
+		if f.NumRecords() == 0 {
+			break // the rest is aborted or control records
+		}
+		f.EachPartition(func(p kgo.FetchTopicPartition) {
+			for _, r := range p.Records {
+				out = append(out, string(r.Key)+"="+string(r.Value))
+			}
+			if end, ok := want[p.Partition]; ok && nextOffset(p) >= end {
+				delete(want, p.Partition)
+			}
+		})
+	}
+	return out
+}
+
+// TestSinkExactlyOnceAcrossCrash: checkpoint 1 commits; checkpoint 2's
+// transaction is flushed but its sink "crashes" before committing. The
+// marker says checkpoint 1 is the last complete one; a new sink with the
+// same transactional id produces epoch 2 again: read_committed readers see
+// every record once.
+func TestSinkExactlyOnceAcrossCrash(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, "out"), kfake.SeedTopics(1, "markers"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	brokers := c.ListenAddrs()
+	o := SinkOptions{Brokers: brokers, TransactionalID: "weir-test-results", MarkerTopic: "markers", TransactionTimeout: 10 * time.Second}
+	ctx := context.Background()
+	epoch := func(s *Sink, n int) {
+		for i := range 10 {
+			if err := s.Produce(&kgo.Record{Topic: "out", Key: fmt.Appendf(nil, "e%d-%d", n, i), Value: []byte("v")}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if _, ok, err := LastCommitted(ctx, o); err != nil || ok {
+		t.Fatalf("before any checkpoint: ok=%v err=%v", ok, err)
+	}
+	s, err := OpenSink(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	epoch(s, 1)
+	if err := s.PreCommit(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	epoch(s, 2)
+	if err := s.PreCommit(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	// Crash: the process dies with checkpoint 2's transaction open (the
+	// client is closed only at the end of the test, as the broker would
+	// eventually time it out).
+	t.Cleanup(func() { s.cl.Close() })
+
+	id, ok, err := LastCommitted(ctx, o)
+	if err != nil || !ok || id != 1 {
+		t.Fatalf("last committed checkpoint: %d %v %v, want 1", id, ok, err)
+	}
+	s2, err := OpenSink(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	epoch(s2, 2) // replayed from checkpoint 1
+	if err := s2.PreCommit(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	if err := s2.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if id, ok, err := LastCommitted(ctx, o); err != nil || !ok || id != 2 {
+		t.Fatalf("last committed checkpoint: %d %v %v, want 2", id, ok, err)
+	}
+	got := readCommitted(t, brokers, "out")
+	seen := map[string]int{}
+	for _, r := range got {
+		seen[r]++
+	}
+	if len(got) != 20 || len(seen) != 20 {
+		t.Fatalf("read_committed saw %d records (%d distinct), want 20 once each: %v", len(got), len(seen), got)
+	}
+}

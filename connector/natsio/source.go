@@ -1,0 +1,571 @@
+package natsio
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/etime"
+)
+
+// Message is one JetStream message. A Message owns its Data and Headers:
+// they are shared with nothing else and may be kept.
+type Message struct {
+	// Subject is the subject the message was published to.
+	Subject string
+	// Data is the payload.
+	Data []byte
+	// Headers are the message headers; nil when there are none.
+	Headers nats.Header
+	// Sequence is the message's sequence in its stream.
+	Sequence uint64
+	// Published is the time the stream stored the message (milliseconds).
+	Published etime.Time
+}
+
+// Start is where a source starts reading when it does not resume from a
+// checkpoint. The zero value is the earliest message of the stream.
+type Start struct {
+	seq uint64
+	at  time.Time
+}
+
+// StartAtSequence starts at stream sequence seq (or at the first message
+// after it that the stream still holds and the filter accepts). 0 is the
+// earliest message.
+func StartAtSequence(seq uint64) Start { return Start{seq: seq} }
+
+// StartAtTime starts at the first message stored at or after t.
+func StartAtTime(t time.Time) Start { return Start{at: t} }
+
+// String describes the start position.
+func (s Start) String() string {
+	switch {
+	case !s.at.IsZero():
+		return "time " + s.at.UTC().Format(time.RFC3339Nano)
+	case s.seq > 0:
+		return "sequence " + strconv.FormatUint(s.seq, 10)
+	}
+	return "earliest"
+}
+
+// SourceOptions configures a source.
+type SourceOptions struct {
+	// URL is the NATS server URL (default nats.DefaultURL,
+	// nats://127.0.0.1:4222); several URLs are separated by commas.
+	URL string
+	// ConnectOptions are passed to nats.Connect after the source's own
+	// (credentials, TLS, reconnect policy). By default the client
+	// reconnects as nats.go does (60 attempts, 2 s apart); when it gives up,
+	// Read fails. A nats.ClosedHandler given here replaces the one that
+	// makes Read fail then.
+	ConnectOptions []nats.Option
+	// Stream is the JetStream stream to read. Required.
+	Stream string
+	// Subjects, when not empty, keeps only the messages whose subject
+	// matches one of these subjects (wildcards allowed).
+	Subjects []string
+	// Start is where to start without a checkpoint (default: the earliest
+	// message).
+	Start Start
+	// StopAtEnd makes the source bounded: channel 0 returns weir.Done once
+	// it has emitted every message (that the filter accepts) up to the
+	// stream's last sequence at Open; later messages are not emitted.
+	// Replays and tests use it. Without it a source never ends. The idle
+	// channels (all but 0) end at once, and a job takes no checkpoint
+	// after a source channel ended: use one channel for a bounded job with
+	// checkpoints.
+	StopAtEnd bool
+	// Timestamp, when set, gives a record's timestamp instead of its
+	// publish time. A message for which it returns false is still emitted,
+	// with etime.MinTime ("no timestamp"), so that timestamp assignment and
+	// dead letters downstream deal with it. It is called on the reading
+	// channel's goroutine.
+	Timestamp func(Message) (etime.Time, bool)
+	// Logger receives warnings (consumer resets, messages removed by
+	// retention before they were read). Default: discard.
+	Logger *slog.Logger
+	// FetchBatch is the most messages one Read emits, and the number of
+	// messages the client buffers ahead (default 256).
+	FetchBatch int
+	// FetchWait is the longest a Read waits for a first message before it
+	// returns weir.Waiting (default 100ms).
+	FetchWait time.Duration
+	// ResetAttempts is how many times in a row the ordered consumer tries
+	// to recreate itself after losing its server-side consumer (a
+	// reconnect, a missed heartbeat), waiting 1 s, 2 s, 4 s, 8 s, then
+	// 10 s between attempts, before Read fails (default 6, about 25 s).
+	ResetAttempts int
+}
+
+// Default option values.
+const (
+	DefaultFetchBatch    = 256
+	DefaultFetchWait     = 100 * time.Millisecond
+	DefaultResetAttempts = 6
+)
+
+// apiTimeout bounds each JetStream API request the source and the sink
+// make themselves (stream lookups, consumer creation and deletion).
+const apiTimeout = 10 * time.Second
+
+// positionPrefix versions the encoding of positions.
+const positionPrefix = "natsio1:"
+
+// NewSource returns a source reading o.Stream. Options are checked, and the
+// server contacted, when a channel is opened.
+func NewSource(o SourceOptions) weir.Source[Message] {
+	if o.URL == "" {
+		o.URL = nats.DefaultURL
+	}
+	if o.FetchBatch <= 0 {
+		o.FetchBatch = DefaultFetchBatch
+	}
+	if o.FetchWait <= 0 {
+		o.FetchWait = DefaultFetchWait
+	}
+	if o.ResetAttempts <= 0 {
+		o.ResetAttempts = DefaultResetAttempts
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	o.Subjects = append([]string(nil), o.Subjects...)
+	o.ConnectOptions = append([]nats.Option(nil), o.ConnectOptions...)
+	return &source{o: o}
+}
+
+// source is the weir.Source; its options are read-only after NewSource.
+type source struct{ o SourceOptions }
+
+// Open returns the reader of channel ch of n. Channel 0 connects to the
+// server and looks the stream up (an error here names what is missing);
+// the other channels are idle readers and connect to nothing. Open may be
+// called from several goroutines at once.
+func (s *source) Open(ch, n int) (weir.SourceReader[Message], error) {
+	o := &s.o
+	if o.Stream == "" {
+		return nil, errors.New("natsio: SourceOptions.Stream is empty; name the JetStream stream to read")
+	}
+	if ch < 0 || ch >= n {
+		return nil, fmt.Errorf("natsio: channel %d out of range 0..%d", ch, n-1)
+	}
+	if ch > 0 {
+		return &idleReader{stream: o.Stream, stopAtEnd: o.StopAtEnd}, nil
+	}
+	r := &reader{
+		o:     o,
+		log:   o.Logger.With("stream", o.Stream),
+		msgs:  make(chan jetstream.Msg, o.FetchBatch),
+		stop:  make(chan struct{}),
+		fatal: make(chan struct{}),
+		timer: time.NewTimer(time.Hour),
+	}
+	r.timer.Stop()
+	opts := append([]nats.Option{
+		nats.Name("weir natsio source " + o.Stream),
+		nats.ClosedHandler(r.onClosed),
+	}, o.ConnectOptions...)
+	nc, err := nats.Connect(o.URL, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("natsio: connect to %s: %w", o.URL, err)
+	}
+	r.nc = nc
+	js, err := jetstream.New(nc)
+	if err != nil {
+		r.Close()
+		return nil, fmt.Errorf("natsio: %s: %w", o.URL, err)
+	}
+	r.js = js
+	ctx, cancel := context.WithTimeout(context.Background(), apiTimeout)
+	defer cancel()
+	st, err := js.Stream(ctx, o.Stream)
+	if err != nil {
+		r.Close()
+		return nil, fmt.Errorf("natsio: stream %q at %s: %w", o.Stream, o.URL, err)
+	}
+	info := st.CachedInfo()
+	if info.Config.Retention == jetstream.WorkQueuePolicy {
+		r.Close()
+		return nil, fmt.Errorf("natsio: stream %q has work-queue retention, which ordered consumers cannot read; use limits retention", o.Stream)
+	}
+	if info.Config.Retention == jetstream.InterestPolicy {
+		r.log.Warn("natsio: the stream has interest retention: messages delivered to every consumer are removed, so a checkpoint may not be replayable; use limits retention")
+	}
+	r.end = info.State.LastSeq
+	return r, nil
+}
+
+// reader reads the stream on channel 0. Read, Close, SnapshotPosition and
+// RestorePosition are called from the channel's goroutine; the consumer's
+// callbacks run on goroutines of the NATS client and reach the reader only
+// through msgs and fail.
+type reader struct {
+	o   *SourceOptions
+	log *slog.Logger
+	nc  *nats.Conn
+	js  jetstream.JetStream
+
+	cons jetstream.Consumer
+	cc   jetstream.ConsumeContext
+
+	msgs  chan jetstream.Msg // messages handed over by the consumer
+	stop  chan struct{}      // closed by Close: the handler gives up
+	timer *time.Timer        // FetchWait; owned by Read
+
+	// The position: the stream sequence of the last emitted message, when
+	// has is set (from a message or RestorePosition).
+	last uint64
+	has  bool
+
+	end     uint64 // the stream's last sequence at Open (StopAtEnd)
+	started bool   // the consumer was created (RestorePosition no longer allowed)
+	done    bool   // StopAtEnd reached
+	checked bool   // the first message after the start was checked for a gap
+	closed  bool
+
+	failOnce sync.Once
+	fatal    chan struct{} // closed when failure is set
+	failure  error
+}
+
+// handle is the consumer's message handler. It hands the message to Read,
+// waiting while Read has not taken the previous ones (backpressure: the
+// client then stops asking the server for more), until Close.
+func (r *reader) handle(m jetstream.Msg) {
+	select {
+	case r.msgs <- m:
+	case <-r.stop:
+	}
+}
+
+// onConsumeError is told about the consumer's errors. The ordered consumer
+// recovers from most by recreating itself; those are logged. A stream that
+// no longer exists, a consumer that could not be recreated and a closed
+// connection fail the reader.
+func (r *reader) onConsumeError(_ jetstream.ConsumeContext, err error) {
+	var apiErr *jetstream.APIError
+	switch {
+	case errors.Is(err, jetstream.ErrStreamNotFound):
+		r.fail(fmt.Errorf("natsio: stream %q no longer exists", r.o.Stream))
+	case errors.Is(err, jetstream.ErrConnectionClosed), errors.Is(err, nats.ErrConnectionClosed):
+		r.fail(fmt.Errorf("natsio: stream %q: connection to %s closed", r.o.Stream, r.o.URL))
+	case errors.As(err, &apiErr), errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout):
+		// Only the consumer's re-creation, after its last attempt, reports
+		// API errors and timeouts: the consumer is gone for good.
+		r.fail(fmt.Errorf("natsio: stream %q: cannot recreate the ordered consumer: %w", r.o.Stream, err))
+	default:
+		r.log.Warn("natsio: consumer error; the ordered consumer recovers", "err", err)
+	}
+}
+
+// onClosed is the connection's closed handler: a connection closed by
+// anything but Close (the client gave up reconnecting) fails the reader.
+func (r *reader) onClosed(*nats.Conn) {
+	select {
+	case <-r.stop:
+	default:
+		r.fail(fmt.Errorf("natsio: stream %q: connection to %s closed (reconnect attempts exhausted)", r.o.Stream, r.o.URL))
+	}
+}
+
+func (r *reader) fail(err error) {
+	r.failOnce.Do(func() {
+		r.failure = err
+		close(r.fatal)
+	})
+}
+
+// start creates the ordered consumer at the restored position or at
+// Options.Start, and starts consuming. It reports whether there is nothing
+// to read (StopAtEnd only).
+func (r *reader) start() (empty bool, err error) {
+	r.started = true
+	o := r.o
+	if o.StopAtEnd && (r.end == 0 || r.has && r.last >= r.end) {
+		return true, nil
+	}
+	cfg := jetstream.OrderedConsumerConfig{
+		FilterSubjects:   o.Subjects,
+		DeliverPolicy:    jetstream.DeliverAllPolicy,
+		MaxResetAttempts: o.ResetAttempts,
+	}
+	switch {
+	case r.has:
+		cfg.DeliverPolicy = jetstream.DeliverByStartSequencePolicy
+		cfg.OptStartSeq = r.last + 1
+	case !o.Start.at.IsZero():
+		t := o.Start.at
+		cfg.DeliverPolicy = jetstream.DeliverByStartTimePolicy
+		cfg.OptStartTime = &t
+	case o.Start.seq > 0:
+		cfg.DeliverPolicy = jetstream.DeliverByStartSequencePolicy
+		cfg.OptStartSeq = o.Start.seq
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), apiTimeout)
+	defer cancel()
+	cons, err := r.js.OrderedConsumer(ctx, o.Stream, cfg)
+	if err != nil {
+		return false, fmt.Errorf("natsio: stream %q: create ordered consumer: %w", o.Stream, err)
+	}
+	r.cons = cons
+	if info := cons.CachedInfo(); o.StopAtEnd && info != nil && info.NumPending == 0 {
+		return true, nil
+	}
+	cc, err := cons.Consume(r.handle,
+		jetstream.PullMaxMessages(o.FetchBatch),
+		jetstream.ConsumeErrHandler(r.onConsumeError))
+	if err != nil {
+		return false, fmt.Errorf("natsio: stream %q: consume: %w", o.Stream, err)
+	}
+	r.cc = cc
+	return false, nil
+}
+
+// Read emits up to FetchBatch messages in stream order. It waits at most
+// FetchWait for the first one and returns weir.Waiting if none came. With
+// StopAtEnd it returns weir.Done once caught up with the stream's last
+// sequence at Open. A failure of the consumer or of the connection that
+// the client cannot recover from is returned as an error.
+func (r *reader) Read(out weir.SourceOutput[Message]) (weir.ReadStatus, error) {
+	if r.closed {
+		return 0, errors.New("natsio: Read after Close")
+	}
+	if r.done {
+		return weir.Done, nil
+	}
+	select {
+	case <-r.fatal:
+		return 0, r.failure
+	default:
+	}
+	if !r.started {
+		empty, err := r.start()
+		if err != nil {
+			return 0, err
+		}
+		if empty {
+			r.done = true
+			return weir.Done, nil
+		}
+	}
+	var m jetstream.Msg
+	select {
+	case m = <-r.msgs:
+	default:
+		r.timer.Reset(r.o.FetchWait)
+		select {
+		case m = <-r.msgs:
+			r.timer.Stop()
+		case <-r.timer.C:
+			return weir.Waiting, nil
+		case <-r.fatal:
+			r.timer.Stop()
+			return 0, r.failure
+		}
+	}
+	n := 0
+	for {
+		emitted, err := r.emit(out, m)
+		if err != nil {
+			return 0, err
+		}
+		if emitted {
+			n++
+		}
+		if r.done || n == r.o.FetchBatch {
+			break
+		}
+		select {
+		case m = <-r.msgs:
+			continue
+		default:
+		}
+		break
+	}
+	if n == 0 {
+		if r.done {
+			return weir.Done, nil
+		}
+		return weir.Waiting, nil
+	}
+	return weir.Emitted, nil
+}
+
+// emit emits m unless it is a duplicate or, with StopAtEnd, past the end.
+func (r *reader) emit(out weir.SourceOutput[Message], m jetstream.Msg) (bool, error) {
+	md, err := m.Metadata()
+	if err != nil {
+		return false, fmt.Errorf("natsio: stream %q: message on %q without JetStream metadata: %w", r.o.Stream, m.Subject(), err)
+	}
+	seq := md.Sequence.Stream
+	if r.has && seq <= r.last {
+		// The ordered consumer never redelivers; should a reset ever hand
+		// over a message again, it is not emitted twice.
+		r.log.Warn("natsio: skipped a message delivered twice", "seq", seq, "last", r.last)
+		return false, nil
+	}
+	if r.o.StopAtEnd && seq > r.end {
+		r.done = true
+		return false, nil
+	}
+	if !r.checked {
+		r.checked = true
+		if r.has && len(r.o.Subjects) == 0 && seq != r.last+1 {
+			r.log.Warn("natsio: messages after the restored position were removed by the stream's retention",
+				"from", r.last+1, "to", seq-1)
+		}
+	}
+	msg := Message{
+		Subject:   m.Subject(),
+		Data:      m.Data(),
+		Headers:   m.Headers(),
+		Sequence:  seq,
+		Published: etime.FromTime(md.Timestamp),
+	}
+	if len(msg.Headers) == 0 {
+		msg.Headers = nil
+	}
+	ts := msg.Published
+	if r.o.Timestamp != nil {
+		var ok bool
+		if ts, ok = r.o.Timestamp(msg); !ok {
+			ts = etime.MinTime
+		}
+	}
+	out.Emit(ts, msg)
+	r.last, r.has = seq, true
+	if r.o.StopAtEnd && (seq >= r.end || md.NumPending == 0) {
+		r.done = true
+	}
+	return true, nil
+}
+
+// Close stops the consumer, deletes it on the server and closes the
+// connection. The client's goroutines end shortly after.
+func (r *reader) Close() error {
+	if r.closed {
+		return nil
+	}
+	r.closed = true
+	close(r.stop)
+	if r.cc != nil {
+		r.cc.Stop()
+	}
+	if r.cons != nil && r.nc != nil && r.nc.IsConnected() {
+		if info := r.cons.CachedInfo(); info != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			if derr := r.js.DeleteConsumer(ctx, r.o.Stream, info.Name); derr != nil && !errors.Is(derr, jetstream.ErrConsumerNotFound) {
+				// The server removes it after its inactivity threshold.
+				r.log.Debug("natsio: delete ordered consumer", "consumer", info.Name, "err", derr)
+			}
+			cancel()
+		}
+	}
+	if r.nc != nil {
+		r.nc.Close()
+	}
+	r.timer.Stop()
+	return nil
+}
+
+// SnapshotPosition implements weir.CheckpointedReader: the stream sequence
+// of the last emitted message.
+func (r *reader) SnapshotPosition() ([]byte, error) {
+	return appendPosition(nil, r.o.Stream, r.last, r.has), nil
+}
+
+// RestorePosition implements weir.CheckpointedReader: the next Read
+// resumes after the position's sequence. It must be called before the
+// first Read. A position of another stream is refused.
+func (r *reader) RestorePosition(pos []byte) error {
+	if r.started {
+		return errors.New("natsio: RestorePosition after the first Read")
+	}
+	seq, has, err := parsePosition(pos, r.o.Stream)
+	if err != nil {
+		return err
+	}
+	r.last, r.has = seq, has
+	return nil
+}
+
+func appendPosition(dst []byte, stream string, seq uint64, has bool) []byte {
+	dst = append(dst, positionPrefix...)
+	dst = append(dst, stream...)
+	dst = append(dst, ':')
+	if !has {
+		return append(dst, '-')
+	}
+	return strconv.AppendUint(dst, seq, 10)
+}
+
+// parsePosition decodes a position of stream; has is false for a position
+// taken before any message.
+func parsePosition(pos []byte, stream string) (seq uint64, has bool, err error) {
+	rest, ok := strings.CutPrefix(string(pos), positionPrefix)
+	i := strings.LastIndexByte(rest, ':')
+	if !ok || i < 0 {
+		return 0, false, fmt.Errorf("natsio: stream %q cannot resume at %q: not a natsio position", stream, pos)
+	}
+	if got := rest[:i]; got != stream {
+		return 0, false, fmt.Errorf("natsio: stream %q cannot resume at a position of stream %q (%q)", stream, got, pos)
+	}
+	if rest[i+1:] == "-" {
+		return 0, false, nil
+	}
+	seq, err = strconv.ParseUint(rest[i+1:], 10, 64)
+	if err != nil {
+		return 0, false, fmt.Errorf("natsio: stream %q cannot resume at %q: bad sequence", stream, pos)
+	}
+	return seq, true, nil
+}
+
+// idleReader is a channel other than 0: it emits nothing. It marks itself
+// idle, so the watermark is channel 0's; it ends at once with StopAtEnd and
+// otherwise waits forever, so that a job's checkpoints go on (no
+// checkpoint starts once a source channel has finished).
+type idleReader struct {
+	stream    string
+	stopAtEnd bool
+	marked    bool
+}
+
+func (r *idleReader) Read(out weir.SourceOutput[Message]) (weir.ReadStatus, error) {
+	if r.stopAtEnd {
+		return weir.Done, nil
+	}
+	if !r.marked {
+		r.marked = true
+		out.MarkIdle()
+	}
+	return weir.Waiting, nil
+}
+
+func (r *idleReader) Close() error { return nil }
+
+// SnapshotPosition implements weir.CheckpointedReader.
+func (r *idleReader) SnapshotPosition() ([]byte, error) {
+	return appendPosition(nil, r.stream, 0, false), nil
+}
+
+// RestorePosition implements weir.CheckpointedReader: any position of the
+// stream is accepted (an idle channel has nothing to resume).
+func (r *idleReader) RestorePosition(pos []byte) error {
+	_, _, err := parsePosition(pos, r.stream)
+	return err
+}
+
+var (
+	_ weir.CheckpointedReader = (*reader)(nil)
+	_ weir.CheckpointedReader = (*idleReader)(nil)
+)

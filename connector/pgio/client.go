@@ -1,0 +1,365 @@
+package pgio
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"syscall"
+	"time"
+	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// client is the connection, retry policy and table shared by Sink and
+// RecordSink.
+type client struct {
+	ctx   context.Context // the ctx given to Open: bounds the sink's life
+	cfg   *pgx.ConnConfig
+	conn  *pgx.Conn // nil or closed: reconnect on next use
+	opts  Options
+	table string // as given
+	qt    string // quoted
+}
+
+// newClient validates o and the connection string; it does not connect.
+func newClient(ctx context.Context, connString, table string, o Options) (*client, error) {
+	if ctx == nil {
+		return nil, errors.New("pgio: Open with a nil context; pass the job's context (context.Background() for no limit)")
+	}
+	if err := checkIdent("table name", table); err != nil {
+		return nil, err
+	}
+	switch {
+	case o.MinBackoff < 0:
+		return nil, fmt.Errorf("pgio: Options.MinBackoff is %v; use a positive duration, or 0 for the default %v", o.MinBackoff, DefaultMinBackoff)
+	case o.MaxBackoff < 0:
+		return nil, fmt.Errorf("pgio: Options.MaxBackoff is %v; use a positive duration, or 0 for the default %v", o.MaxBackoff, DefaultMaxBackoff)
+	case o.RetryFor < 0:
+		return nil, fmt.Errorf("pgio: Options.RetryFor is %v; use a positive duration, or 0 to retry until the context is cancelled", o.RetryFor)
+	}
+	if o.MinBackoff == 0 {
+		o.MinBackoff = DefaultMinBackoff
+	}
+	if o.MaxBackoff == 0 {
+		o.MaxBackoff = DefaultMaxBackoff
+	}
+	if o.MinBackoff > o.MaxBackoff {
+		o.MinBackoff = o.MaxBackoff
+	}
+	cfg, err := pgx.ParseConfig(connString)
+	if err != nil {
+		// pgx redacts the password in its parse errors.
+		return nil, fmt.Errorf("pgio: parse the connection string: %w", err)
+	}
+	if _, ok := cfg.RuntimeParams["application_name"]; !ok {
+		cfg.RuntimeParams["application_name"] = "weir-pgio"
+	}
+	return &client{
+		ctx:   ctx,
+		cfg:   cfg,
+		opts:  o,
+		table: table,
+		qt:    pgx.Identifier{table}.Sanitize(),
+	}, nil
+}
+
+// merge returns a context done when ctx or the Open context is done, whose
+// cause is the cause of the first one done.
+func (c *client) merge(ctx context.Context) (context.Context, context.CancelFunc) {
+	m, cancel := context.WithCancelCause(ctx)
+	stop := context.AfterFunc(c.ctx, func() { cancel(context.Cause(c.ctx)) })
+	return m, func() {
+		stop()
+		cancel(context.Canceled)
+	}
+}
+
+// run calls attempt on a live connection until it succeeds, fails with an
+// error that is not transient, ctx is done, or Options.RetryFor has passed,
+// waiting between attempts with exponential backoff. what names the
+// operation in errors and log records.
+func (c *client) run(ctx context.Context, what string, attempt func(ctx context.Context, conn *pgx.Conn) error) error {
+	start := time.Now()
+	backoff := c.opts.MinBackoff
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	for n := 1; ; n++ {
+		err := c.try(ctx, attempt)
+		if err == nil {
+			if n > 1 && c.opts.Logger != nil {
+				c.opts.Logger.Info("pgio: Postgres is available again", "table", c.table, "op", what, "attempts", n, "waited", time.Since(start).Round(time.Millisecond))
+			}
+			return nil
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("pgio: %s: stopped waiting for Postgres after %d attempts in %v: %w (last error: %w)",
+				what, n, time.Since(start).Round(time.Millisecond), context.Cause(ctx), err)
+		}
+		if !transient(err) {
+			return err
+		}
+		if c.opts.RetryFor > 0 && time.Since(start)+backoff > c.opts.RetryFor {
+			return fmt.Errorf("pgio: %s: gave up after %d attempts in %v (Options.RetryFor is %v): %w",
+				what, n, time.Since(start).Round(time.Millisecond), c.opts.RetryFor, err)
+		}
+		if c.opts.Logger != nil {
+			c.opts.Logger.Warn("pgio: Postgres unavailable, retrying", "table", c.table, "op", what, "attempt", n, "retry_in", backoff, "error", err)
+		}
+		if timer == nil {
+			timer = time.NewTimer(backoff)
+		} else {
+			timer.Reset(backoff)
+		}
+		select {
+		case <-timer.C:
+		case <-ctx.Done():
+			return fmt.Errorf("pgio: %s: stopped waiting for Postgres after %d attempts in %v: %w (last error: %w)",
+				what, n, time.Since(start).Round(time.Millisecond), context.Cause(ctx), err)
+		}
+		backoff = min(2*backoff, c.opts.MaxBackoff)
+	}
+}
+
+// try connects if needed and calls attempt once. A connection that is left
+// in a transaction or broken is closed, so the next try starts afresh.
+func (c *client) try(ctx context.Context, attempt func(ctx context.Context, conn *pgx.Conn) error) error {
+	if c.conn != nil && c.conn.IsClosed() {
+		c.conn = nil
+	}
+	if c.conn == nil {
+		conn, err := pgx.ConnectConfig(ctx, c.cfg)
+		if err != nil {
+			return fmt.Errorf("pgio: connect: %w", err)
+		}
+		c.conn = conn
+	}
+	err := attempt(ctx, c.conn)
+	if err != nil && !c.conn.IsClosed() && c.conn.PgConn().TxStatus() != 'I' {
+		c.closeConn()
+	}
+	return err
+}
+
+func (c *client) closeConn() {
+	if c.conn == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	_ = c.conn.Close(ctx) // sends Terminate; the socket is closed even if that fails
+	cancel()
+	c.conn = nil
+}
+
+// retryable marks an error as transient.
+type retryable struct{ err error }
+
+func (r retryable) Error() string { return r.err.Error() }
+func (r retryable) Unwrap() error { return r.err }
+
+// transient reports whether err is worth retrying: the server or the network
+// is (probably briefly) unavailable, or the transaction lost a race with
+// another one.
+func transient(err error) bool {
+	if errors.As(err, new(retryable)) {
+		return true
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch c := pgErr.Code; {
+		case strings.HasPrefix(c, "08"): // connection exception
+			return true
+		case c == "40001", // serialization_failure
+			c == "40P01", // deadlock_detected
+			c == "55P03", // lock_not_available
+			c == "53300", // too_many_connections
+			c == "57P01", // admin_shutdown
+			c == "57P02", // crash_shutdown
+			c == "57P03": // cannot_connect_now (starting up, recovery)
+			return true
+		}
+		return false
+	}
+	// The caller checks its own context before asking, so a context error
+	// here is an internal timeout such as connect_timeout: retried below.
+	var dnsErr *net.DNSError
+	if errors.As(err, &dnsErr) {
+		return !dnsErr.IsNotFound // a misspelled host name does not get better
+	}
+	var certErr *tls.CertificateVerificationError
+	var unknownAuth x509.UnknownAuthorityError
+	var hostErr x509.HostnameError
+	if errors.As(err, &certErr) || errors.As(err, &unknownAuth) || errors.As(err, &hostErr) {
+		return false
+	}
+	var netErr net.Error
+	switch {
+	case errors.As(err, &netErr),
+		pgconn.Timeout(err),
+		errors.Is(err, io.EOF),
+		errors.Is(err, io.ErrUnexpectedEOF),
+		errors.Is(err, net.ErrClosed),
+		errors.Is(err, syscall.ECONNREFUSED),
+		errors.Is(err, syscall.ECONNRESET),
+		errors.Is(err, syscall.ECONNABORTED),
+		errors.Is(err, syscall.EPIPE),
+		errors.Is(err, syscall.EHOSTUNREACH),
+		errors.Is(err, syscall.ENETUNREACH),
+		errors.Is(err, syscall.ETIMEDOUT):
+		return true
+	}
+	var connectErr *pgconn.ConnectError
+	return errors.As(err, &connectErr) // a failed dial not classified above
+}
+
+// checkIdent validates a Postgres identifier; field names it in the error
+// ("table name", "key column 2").
+func checkIdent(field, name string) error {
+	switch {
+	case name == "":
+		return fmt.Errorf("pgio: %s is empty; give it a name", field)
+	case !utf8.ValidString(name):
+		return fmt.Errorf("pgio: %s %q is not valid UTF-8", field, name)
+	case strings.IndexByte(name, 0) >= 0:
+		return fmt.Errorf("pgio: %s %q contains a NUL byte; remove it", field, name)
+	case len(name) > MaxIdentifierLen:
+		return fmt.Errorf("pgio: %s %q is %d bytes long; Postgres identifiers are at most %d bytes (longer ones are silently truncated), so shorten it", field, name, len(name), MaxIdentifierLen)
+	}
+	return nil
+}
+
+// tableColumns reads the columns (name and type as format_type prints it) and
+// primary key columns of the table named qt (quoted) as the connection's
+// search_path resolves it. exists is false if there is no such table.
+func tableColumns(ctx context.Context, conn *pgx.Conn, qt string) (cols [][2]string, pk []string, exists bool, err error) {
+	var oid *uint32
+	if err := conn.QueryRow(ctx, "SELECT to_regclass($1)::oid", qt).Scan(&oid); err != nil {
+		return nil, nil, false, err
+	}
+	if oid == nil {
+		return nil, nil, false, nil
+	}
+	rows, err := conn.Query(ctx, `SELECT attname, format_type(atttypid, atttypmod) FROM pg_catalog.pg_attribute
+		WHERE attrelid = $1 AND attnum > 0 AND NOT attisdropped ORDER BY attnum`, *oid)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	for rows.Next() {
+		var name, typ string
+		if err := rows.Scan(&name, &typ); err != nil {
+			rows.Close()
+			return nil, nil, false, err
+		}
+		cols = append(cols, [2]string{name, typ})
+	}
+	if err := rows.Err(); err != nil {
+		return nil, nil, false, err
+	}
+	rows, err = conn.Query(ctx, `SELECT a.attname FROM pg_catalog.pg_index i
+		CROSS JOIN unnest(i.indkey::int2[]) WITH ORDINALITY AS k(attnum, ord)
+		JOIN pg_catalog.pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
+		WHERE i.indrelid = $1 AND i.indisprimary ORDER BY k.ord`, *oid)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			rows.Close()
+			return nil, nil, false, err
+		}
+		pk = append(pk, name)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, nil, false, err
+	}
+	return cols, pk, true, nil
+}
+
+// compareSchema compares a table's columns and primary key with the wanted
+// ones and describes every difference; it returns nil if there is none.
+// Column order does not matter, primary key order does not either (ON
+// CONFLICT only needs a unique index on the same set of columns).
+func compareSchema(qt string, want [][2]string, wantPK []string, got [][2]string, gotPK []string) error {
+	gotType := make(map[string]string, len(got))
+	for _, c := range got {
+		gotType[c[0]] = c[1]
+	}
+	wantType := make(map[string]string, len(want))
+	var diffs []string
+	for _, c := range want {
+		wantType[c[0]] = c[1]
+		switch t, ok := gotType[c[0]]; {
+		case !ok:
+			diffs = append(diffs, fmt.Sprintf("column %s (%s) is missing", quoteIdent(c[0]), c[1]))
+		case t != c[1]:
+			diffs = append(diffs, fmt.Sprintf("column %s has type %s, expected %s", quoteIdent(c[0]), t, c[1]))
+		}
+	}
+	for _, c := range got {
+		if _, ok := wantType[c[0]]; !ok {
+			diffs = append(diffs, fmt.Sprintf("column %s (%s) is not expected", quoteIdent(c[0]), c[1]))
+		}
+	}
+	samePK := len(gotPK) == len(wantPK)
+	if samePK {
+		in := make(map[string]bool, len(gotPK))
+		for _, k := range gotPK {
+			in[k] = true
+		}
+		for _, k := range wantPK {
+			samePK = samePK && in[k]
+		}
+	}
+	if !samePK {
+		diffs = append(diffs, fmt.Sprintf("the primary key is (%s), expected (%s)", joinIdents(gotPK), joinIdents(wantPK)))
+	}
+	if len(diffs) == 0 {
+		return nil
+	}
+	wantCols := make([]string, len(want))
+	for i, c := range want {
+		wantCols[i] = quoteIdent(c[0]) + " " + c[1]
+	}
+	gotCols := make([]string, len(got))
+	for i, c := range got {
+		gotCols[i] = quoteIdent(c[0]) + " " + c[1]
+	}
+	return fmt.Errorf("pgio: table %s exists with other columns than this sink needs:\n  - %s\n"+
+		"  expected columns (%s), primary key (%s)\n"+
+		"  found    columns (%s), primary key (%s)\n"+
+		"use another table name, or drop or alter the table",
+		qt, strings.Join(diffs, "\n  - "),
+		strings.Join(wantCols, ", "), joinIdents(wantPK),
+		strings.Join(gotCols, ", "), joinIdents(gotPK))
+}
+
+func quoteIdent(name string) string { return pgx.Identifier{name}.Sanitize() }
+
+func joinIdents(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = quoteIdent(n)
+	}
+	return strings.Join(q, ", ")
+}
+
+// createRace marks the errors two sessions creating the same table at once
+// may get from CREATE TABLE IF NOT EXISTS as retryable.
+func createRace(err error) error {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && (pgErr.Code == "23505" || pgErr.Code == "42P07") {
+		return retryable{err}
+	}
+	return err
+}

@@ -1,0 +1,598 @@
+// Package pgio is an idempotent upsert sink that keeps the newest revision of
+// every windowed result in a Postgres table, and an append-only sink of late
+// or rejected records (dead letters) into another.
+//
+// # Results
+//
+// A window may fire several times (early, on time, then late), each time with
+// its full updated result and the next pane index 0, 1, 2, ...; a session
+// window absorbed by a merge is retracted. Sink stores, per (key, window), the
+// revision with the highest pane and deletes retracted windows:
+//
+//   - a result (firing early, on_time or late) is
+//     INSERT ... ON CONFLICT (keys..., window_start, window_end) DO UPDATE ...
+//     WHERE t.pane <= excluded.pane: the stored row is only replaced by a
+//     revision whose pane is not older (the pane guard), so a replayed older
+//     pane never overwrites a newer one, and the same pane again rewrites the
+//     same values;
+//   - a retraction is DELETE ... WHERE keys and window match AND pane <= the
+//     retraction's pane, so a retraction never deletes a newer revision.
+//
+// Replaying the same rows any number of times, flushed in any batch sizes,
+// leaves the same table: each statement is idempotent and the statements of
+// a (key, window) are applied in the order written. A retraction is a
+// delete, not a tombstone: a revision older than a retraction that arrives
+// after it is inserted again. A replay re-sends the retraction after it (the
+// engine emits a window's revisions in pane order), so the final table is
+// the same.
+//
+// The table has the key columns, then window_start, window_end, firing, pane
+// and watermark, then the value columns, with PRIMARY KEY (keys...,
+// window_start, window_end). Open creates it if it is missing; if it exists
+// it must have the same columns with the same types (see Open). Keys and
+// values arrive as JSON text and are stored as jsonb (see Column); window
+// bounds, pane and watermark are bigint (etime.Time milliseconds; the global
+// window is (etime.MinTime, etime.MaxTime), the int64 extremes) and firing is
+// text.
+//
+// # Flush
+//
+// Write only validates and buffers a row in memory; the buffer grows until
+// the next successful Flush. Flush sends every buffered row in one
+// transaction (a pipelined pgx.Batch: one round trip for the rows, one for
+// the commit). When Flush returns nil, every row written before it is
+// committed. When it returns an error, the transaction was rolled back (or,
+// if the connection failed during COMMIT, it is unknown whether it
+// committed, which is harmless since writing is idempotent) and the rows
+// stay buffered: calling Flush again sends them again. Close discards the
+// buffer; the engine calls Flush at each checkpoint's pre-commit and replays
+// from the last checkpoint after a failure.
+//
+// # Retries
+//
+// When Postgres is unavailable (connection refused or reset, the server
+// shutting down or starting up, too many connections) or a transaction loses
+// a race (serialization failure, deadlock, lock not available), Flush — and
+// Open — reconnect and retry the whole batch, waiting Options.MinBackoff,
+// then twice as long each time up to Options.MaxBackoff, logging each retry
+// to Options.Logger. By default they retry until the context given to Open
+// (or to FlushContext) is cancelled: the job waits for the database, it does
+// not fail. Options.RetryFor bounds the total time instead. Any other error
+// (a syntax error, a constraint or type violation, a permission error) fails
+// at once and names the statement and the row.
+//
+// # Records
+//
+// RecordSink appends late records and dead letters, with a reason and
+// metadata, to a table (id BIGSERIAL PRIMARY KEY, reason TEXT, record JSONB,
+// meta JSONB, arrived_at TIMESTAMPTZ DEFAULT now()). Its writes are buffered
+// and committed by Flush like results, with the same retries, but they are
+// appends, not upserts: a replay after a failure appends the replayed
+// records again (at-least-once).
+//
+// The database should use the UTF8 encoding: jsonb strings are text in the
+// database's encoding.
+package pgio
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/weirstream/weir/etime"
+)
+
+// The firing kinds of Row.Firing.
+const (
+	FiringEarly   = "early"
+	FiringOnTime  = "on_time"
+	FiringLate    = "late"
+	FiringRetract = "retract"
+)
+
+// MaxIdentifierLen is the longest table or column name, in bytes, that Open
+// accepts: Postgres silently truncates longer identifiers (NAMEDATALEN-1).
+const MaxIdentifierLen = 63
+
+// The defaults of Options.
+const (
+	DefaultMinBackoff = 100 * time.Millisecond
+	DefaultMaxBackoff = 5 * time.Second
+)
+
+// The fixed columns between the key and the value columns.
+var fixedColumns = [...]string{"window_start", "window_end", "firing", "pane", "watermark"}
+
+// Column is one named value; Value is the value's JSON text (a JSON number,
+// string, true/false, null, array or object).
+//
+// Every key and value column is stored as jsonb holding the JSON value; a
+// JSON null is the jsonb null, not SQL NULL, so a null key is a key like any
+// other. Keys compare as jsonb values: the string "1" and the number 1 are
+// different keys; the numbers 1 and 1.0 are the same key, as are two objects
+// with the same members in another order (the table keeps the spelling that
+// was inserted first). Whitespace is not kept.
+//
+// Write refuses a Value that is not valid JSON (including an empty one), that
+// is not valid UTF-8, or that jsonb cannot hold: a \u0000 escape, an unpaired
+// surrogate escape, or a number beyond the range of Postgres numeric.
+type Column struct {
+	Name  string
+	Value []byte
+}
+
+// Row is one result revision.
+type Row struct {
+	Keys       []Column   // the key fields, in the order given to Open
+	Start, End etime.Time // the window; the global window is (etime.MinTime, etime.MaxTime)
+	Firing     string     // "early", "on_time", "late" or "retract"
+	Pane       int64
+	Watermark  etime.Time
+	Values     []Column // the aggregates, in the order given to Open (ignored for retract)
+}
+
+// Options configures a Sink or a RecordSink. The zero value is usable.
+type Options struct {
+	// MinBackoff is the wait before the first retry; default
+	// DefaultMinBackoff. Each further wait is twice as long, up to
+	// MaxBackoff.
+	MinBackoff time.Duration
+	// MaxBackoff is the longest wait between two retries; default
+	// DefaultMaxBackoff.
+	MaxBackoff time.Duration
+	// RetryFor bounds the time Open or a Flush spends retrying; after it
+	// they return the last error. 0 (the default) retries until the context
+	// is cancelled.
+	RetryFor time.Duration
+	// Logger, if not nil, receives a warning for each retry and a message
+	// when Postgres is available again.
+	Logger *slog.Logger
+}
+
+// ErrClosed is returned by Write, WriteRecord and Flush after Close.
+var ErrClosed = errors.New("pgio: sink is closed")
+
+// Sink writes result rows to a Postgres table over one connection.
+//
+// A Sink is not safe for concurrent use: the caller serializes Write, Flush
+// and Close. To stop a Flush that is waiting for the server, cancel its
+// context (or the one given to Open).
+type Sink struct {
+	c        *client
+	keyNames []string
+	valNames []string
+	upsert   string // INSERT ... ON CONFLICT ... DO UPDATE ... WHERE pane guard
+	del      string // DELETE ... WHERE key, window, pane guard
+
+	ops    []op
+	cols   []string // the column texts of ops, nk or nk+nv per op
+	closed bool
+}
+
+// op is one buffered row.
+type op struct {
+	firing               string // "" for a retraction
+	start, end, pane, wm int64
+	col                  int // index of the row's first column in Sink.cols
+}
+
+// Open connects to the database of connString (a URL or keyword/value
+// string, as pgx.ParseConfig reads it) and opens, creating it if needed, the
+// result table named table, whose key columns are keyNames and value columns
+// valueNames.
+//
+// ctx bounds Open and, for the life of the sink, every Flush: cancel it to
+// stop a Flush that is waiting for the server. While the server is
+// unavailable Open retries like Flush (see Options).
+//
+// Every name is quoted, so any name is allowed except: an empty one, one
+// longer than MaxIdentifierLen bytes, one that is not valid UTF-8 or holds a
+// NUL byte, and, for key and value columns, one of the fixed columns
+// window_start, window_end, firing, pane and watermark or two names that are
+// equal ignoring case (Postgres itself tells "A" and "a" apart, but the
+// tools that fold unquoted names to lower case would not). keyNames may be
+// empty (a non-keyed stream); then a row is identified by its window alone.
+// The table name is a single identifier resolved through the connection's
+// search_path (set search_path in the connection string to choose a
+// schema).
+//
+// If the table exists it must have the same columns (in any order) with the
+// same types, and a primary key on the keys, window_start and window_end;
+// otherwise Open fails with an error listing every difference.
+func Open(ctx context.Context, connString, table string, keyNames, valueNames []string, o Options) (*Sink, error) {
+	c, err := newClient(ctx, connString, table, o)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkNames(keyNames, valueNames); err != nil {
+		return nil, err
+	}
+	s := &Sink{
+		c:        c,
+		keyNames: append([]string(nil), keyNames...),
+		valNames: append([]string(nil), valueNames...),
+	}
+	s.buildSQL()
+	if err := c.run(ctx, "open table "+c.qt, s.setup); err != nil {
+		c.closeConn()
+		return nil, err
+	}
+	return s, nil
+}
+
+// checkNames validates the key and value column names.
+func checkNames(keyNames, valueNames []string) error {
+	type seen struct {
+		field string
+		name  string
+	}
+	names := make(map[string]seen, len(keyNames)+len(valueNames))
+	check := func(kind string, i int, name string) error {
+		field := fmt.Sprintf("%s column %d", kind, i+1)
+		if err := checkIdent(field+" name", name); err != nil {
+			return err
+		}
+		f := strings.ToLower(name)
+		for _, c := range fixedColumns {
+			if f == c {
+				return fmt.Errorf("pgio: %s name %q collides with the fixed column %q; rename it (for example to %q)", field, name, c, kind+"_"+name)
+			}
+		}
+		if p, dup := names[f]; dup {
+			return fmt.Errorf("pgio: %s name %q is the same as %s name %q (names are compared ignoring case); rename one of them", field, name, p.field, p.name)
+		}
+		names[f] = seen{field, name}
+		return nil
+	}
+	for i, n := range keyNames {
+		if err := check("key", i, n); err != nil {
+			return err
+		}
+	}
+	for i, n := range valueNames {
+		if err := check("value", i, n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// columns lists the table's columns, with their types, in order.
+func (s *Sink) columns() [][2]string {
+	c := make([][2]string, 0, len(s.keyNames)+len(fixedColumns)+len(s.valNames))
+	for _, k := range s.keyNames {
+		c = append(c, [2]string{k, "jsonb"})
+	}
+	c = append(c,
+		[2]string{"window_start", "bigint"},
+		[2]string{"window_end", "bigint"},
+		[2]string{"firing", "text"},
+		[2]string{"pane", "bigint"},
+		[2]string{"watermark", "bigint"})
+	for _, v := range s.valNames {
+		c = append(c, [2]string{v, "jsonb"})
+	}
+	return c
+}
+
+// primaryKey lists the primary key columns.
+func (s *Sink) primaryKey() []string {
+	return append(append([]string(nil), s.keyNames...), "window_start", "window_end")
+}
+
+func (s *Sink) buildSQL() {
+	t := s.c.qt
+	cols := s.columns()
+	nk := len(s.keyNames)
+	qcols := make([]string, len(cols))
+	params := make([]string, len(cols))
+	for i, c := range cols {
+		qcols[i] = quoteIdent(c[0])
+		params[i] = fmt.Sprintf("$%d::%s", i+1, c[1])
+	}
+	pk := strings.Join(qcols[:nk+2], ", ")
+
+	// INSERT INTO t AS t (cols) VALUES ($1::jsonb, ...) ON CONFLICT (pk) DO
+	// UPDATE SET firing = excluded.firing, ... WHERE t.pane <= excluded.pane
+	var b strings.Builder
+	fmt.Fprintf(&b, "INSERT INTO %s AS t (%s) VALUES (%s) ON CONFLICT (%s) DO UPDATE SET ",
+		t, strings.Join(qcols, ", "), strings.Join(params, ", "), pk)
+	for i, c := range qcols[nk+2:] {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%s = excluded.%s", c, c)
+	}
+	b.WriteString(` WHERE t."pane" <= excluded."pane"`)
+	s.upsert = b.String()
+
+	// DELETE FROM t AS t WHERE t.k1 = $1::jsonb AND ... AND
+	// t.window_start = $n::bigint AND t.window_end = $n+1::bigint AND
+	// t.pane <= $n+2::bigint
+	b.Reset()
+	fmt.Fprintf(&b, "DELETE FROM %s AS t WHERE ", t)
+	for i, c := range qcols[:nk+2] {
+		fmt.Fprintf(&b, "t.%s = %s AND ", c, params[i])
+	}
+	fmt.Fprintf(&b, `t."pane" <= $%d::bigint`, nk+3)
+	s.del = b.String()
+}
+
+// setup creates the table if it is missing and checks its columns.
+func (s *Sink) setup(ctx context.Context, conn *pgx.Conn) error {
+	want, wantPK := s.columns(), s.primaryKey()
+	got, gotPK, exists, err := tableColumns(ctx, conn, s.c.qt)
+	if err != nil {
+		return fmt.Errorf("pgio: read the columns of table %s: %w", s.c.qt, err)
+	}
+	if !exists {
+		q := make([]string, len(want))
+		for i, c := range want {
+			q[i] = quoteIdent(c[0]) + " " + c[1] + " NOT NULL"
+			if i >= len(s.keyNames)+len(fixedColumns) {
+				q[i] = quoteIdent(c[0]) + " " + c[1] // values may be SQL NULL if someone writes them
+			}
+		}
+		create := fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s (%s, PRIMARY KEY (%s))", s.c.qt, strings.Join(q, ", "), joinIdents(wantPK))
+		if _, err := conn.Exec(ctx, create); err != nil {
+			return fmt.Errorf("pgio: create table %s: %w\n  statement: %s", s.c.qt, createRace(err), create)
+		}
+		if got, gotPK, _, err = tableColumns(ctx, conn, s.c.qt); err != nil {
+			return fmt.Errorf("pgio: read the columns of table %s: %w", s.c.qt, err)
+		}
+	}
+	return compareSchema(s.c.qt, want, wantPK, got, gotPK)
+}
+
+// Table returns the table name given to Open.
+func (s *Sink) Table() string { return s.c.table }
+
+// Pending returns the number of rows written since the last successful
+// Flush.
+func (s *Sink) Pending() int { return len(s.ops) }
+
+// Write validates r and buffers it for the next Flush. It does not touch the
+// database. A result (early, on_time, late) will upsert the row unless the
+// table holds a newer pane of the window; a retraction will delete the
+// window's row unless it holds a newer pane. Write copies what it keeps of
+// r, so the caller may reuse r's slices.
+//
+// An invalid row (wrong number or names of keys or values, unknown firing,
+// a Value jsonb cannot hold, see Column) returns an error and is not
+// buffered.
+func (s *Sink) Write(r Row) error {
+	if s.closed {
+		return ErrClosed
+	}
+	if len(r.Keys) != len(s.keyNames) {
+		return fmt.Errorf("pgio: row has %d keys, the sink has %d (%s)", len(r.Keys), len(s.keyNames), strings.Join(s.keyNames, ", "))
+	}
+	var firing string
+	switch r.Firing {
+	case FiringEarly:
+		firing = FiringEarly
+	case FiringOnTime:
+		firing = FiringOnTime
+	case FiringLate:
+		firing = FiringLate
+	case FiringRetract:
+	default:
+		return fmt.Errorf("pgio: row has firing %q; want early, on_time, late or retract", r.Firing)
+	}
+	if firing != "" && len(r.Values) != len(s.valNames) {
+		return fmt.Errorf("pgio: row has %d values, the sink has %d (%s)", len(r.Values), len(s.valNames), strings.Join(s.valNames, ", "))
+	}
+	size := 0
+	for i, c := range r.Keys {
+		if c.Name != s.keyNames[i] {
+			return fmt.Errorf("pgio: row key %d is %q, want %q (keys come in the order given to Open)", i+1, c.Name, s.keyNames[i])
+		}
+		if err := checkJSON(c.Value); err != nil {
+			return fmt.Errorf("pgio: key %q: %w", c.Name, err)
+		}
+		size += len(c.Value)
+	}
+	if firing != "" {
+		for i, c := range r.Values {
+			if c.Name != s.valNames[i] {
+				return fmt.Errorf("pgio: row value %d is %q, want %q (values come in the order given to Open)", i+1, c.Name, s.valNames[i])
+			}
+			if err := checkJSON(c.Value); err != nil {
+				return fmt.Errorf("pgio: value %q: %w", c.Name, err)
+			}
+			size += len(c.Value)
+		}
+	}
+
+	// One string holds all the row's column texts; the columns are
+	// substrings of it.
+	var b strings.Builder
+	b.Grow(size)
+	for _, c := range r.Keys {
+		b.Write(c.Value)
+	}
+	if firing != "" {
+		for _, c := range r.Values {
+			b.Write(c.Value)
+		}
+	}
+	text := b.String()
+	o := op{firing: firing, start: int64(r.Start), end: int64(r.End), pane: r.Pane, wm: int64(r.Watermark), col: len(s.cols)}
+	at := 0
+	for _, c := range r.Keys {
+		s.cols = append(s.cols, text[at:at+len(c.Value)])
+		at += len(c.Value)
+	}
+	if firing != "" {
+		for _, c := range r.Values {
+			s.cols = append(s.cols, text[at:at+len(c.Value)])
+			at += len(c.Value)
+		}
+	}
+	s.ops = append(s.ops, o)
+	return nil
+}
+
+// Flush commits every row written since the last successful Flush in one
+// transaction, retrying while the server is unavailable until the context
+// given to Open is cancelled (or Options.RetryFor has passed). When it
+// returns nil every row written before it is committed. When it returns an
+// error the rows stay buffered, and the next Flush sends them again. With
+// no buffered row it returns nil at once, without contacting the server.
+func (s *Sink) Flush() error {
+	return s.FlushContext(context.Background())
+}
+
+// FlushContext is Flush, also stopping when ctx is done: then it returns an
+// error that wraps ctx's error (context.Canceled or
+// context.DeadlineExceeded, or the cause).
+func (s *Sink) FlushContext(ctx context.Context) error {
+	if s.closed {
+		return ErrClosed
+	}
+	if len(s.ops) == 0 {
+		return nil
+	}
+	ctx, cancel := s.c.merge(ctx)
+	defer cancel()
+	what := fmt.Sprintf("flush %d rows to %s", len(s.ops), s.c.qt)
+	if err := s.c.run(ctx, what, s.send); err != nil {
+		return err
+	}
+	clear(s.cols) // drop the references to the texts
+	s.ops, s.cols = s.ops[:0], s.cols[:0]
+	return nil
+}
+
+// send applies the buffered rows in one transaction.
+func (s *Sink) send(ctx context.Context, conn *pgx.Conn) error {
+	nk, nv := len(s.keyNames), len(s.valNames)
+	b := &pgx.Batch{QueuedQueries: make([]*pgx.QueuedQuery, 0, len(s.ops)+1)}
+	b.BeginTx(pgx.TxOptions{})
+	for _, o := range s.ops {
+		if o.firing == "" {
+			args := make([]any, 0, nk+3)
+			for _, c := range s.cols[o.col : o.col+nk] {
+				args = append(args, c)
+			}
+			b.Queue(s.del, append(args, o.start, o.end, o.pane)...)
+			continue
+		}
+		args := make([]any, 0, nk+len(fixedColumns)+nv)
+		for _, c := range s.cols[o.col : o.col+nk] {
+			args = append(args, c)
+		}
+		args = append(args, o.start, o.end, o.firing, o.pane, o.wm)
+		for _, c := range s.cols[o.col+nk : o.col+nk+nv] {
+			args = append(args, c)
+		}
+		b.Queue(s.upsert, args...)
+	}
+	return sendBatch(ctx, conn, b, len(s.ops), fmt.Sprintf("flush %d rows to %s", len(s.ops), s.c.qt), func(i int) (string, string) {
+		o := s.ops[i]
+		stmt := s.upsert
+		if o.firing == "" {
+			stmt = s.del
+		}
+		return s.describe(o), stmt
+	})
+}
+
+// sendBatch sends b, begun with BeginTx and holding n statements after the
+// BEGIN, and commits. what prefixes errors; describe returns the row and the
+// SQL of statement i, for the error of a statement the server refuses.
+func sendBatch(ctx context.Context, conn *pgx.Conn, b *pgx.Batch, n int, what string, describe func(i int) (row, stmt string)) error {
+	br := conn.SendBatch(ctx, b)
+	tx := br.Tx()
+	fail := func(err error) error {
+		_ = br.Close()
+		_ = tx.Rollback(ctx) // if it fails, the connection is not idle and is closed
+		return err
+	}
+	if _, err := br.Exec(); err != nil {
+		// The BEGIN, or preparing the batch's statements, failed.
+		var prep pgx.ErrPreprocessingBatch
+		if !transient(err) && errors.As(err, &prep) && prep.SQL() != "" {
+			return fail(fmt.Errorf("pgio: %s: %w\n  statement: %s", what, err, prep.SQL()))
+		}
+		return fail(fmt.Errorf("pgio: %s: %w", what, err))
+	}
+	for i := range n {
+		if _, err := br.Exec(); err != nil {
+			var pgErr *pgconn.PgError
+			if errors.As(err, &pgErr) && !transient(err) {
+				row, stmt := describe(i)
+				return fail(fmt.Errorf("pgio: %s: the server refused row %d of the batch (%s): %w\n  statement: %s",
+					what, i+1, row, err, stmt))
+			}
+			return fail(fmt.Errorf("pgio: %s: %w", what, err))
+		}
+	}
+	if err := br.Close(); err != nil {
+		return fail(fmt.Errorf("pgio: %s: %w", what, err))
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("pgio: %s: commit: %w", what, err)
+	}
+	return nil
+}
+
+// describe renders a buffered row for an error message.
+func (s *Sink) describe(o op) string {
+	var b strings.Builder
+	b.WriteString("keys (")
+	for i, k := range s.keyNames {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(k)
+		b.WriteByte('=')
+		b.WriteString(clipString(s.cols[o.col+i]))
+	}
+	fmt.Fprintf(&b, "), window [%d, %d), ", o.start, o.end)
+	if o.firing == "" {
+		fmt.Fprintf(&b, "retract pane %d", o.pane)
+		return b.String()
+	}
+	fmt.Fprintf(&b, "firing %s, pane %d, watermark %d, values (", o.firing, o.pane, o.wm)
+	for i, v := range s.valNames {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(v)
+		b.WriteByte('=')
+		b.WriteString(clipString(s.cols[o.col+len(s.keyNames)+i]))
+	}
+	b.WriteByte(')')
+	return b.String()
+}
+
+func clipString(s string) string {
+	const max = 64
+	if len(s) > max {
+		return s[:max] + "..."
+	}
+	return s
+}
+
+// Close drops the rows written since the last successful Flush (the engine
+// flushes before it closes; a failed job replays from its last checkpoint)
+// and closes the connection. It is idempotent and returns nil.
+func (s *Sink) Close() error {
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	if n := len(s.ops); n > 0 && s.c.opts.Logger != nil {
+		s.c.opts.Logger.Warn("pgio: closing with unflushed rows; they are dropped", "table", s.c.table, "rows", n)
+	}
+	s.ops, s.cols = nil, nil
+	s.c.closeConn()
+	return nil
+}

@@ -1,0 +1,192 @@
+package pgio
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// RecordSink appends late records and dead letters to a Postgres table
+// (id BIGSERIAL PRIMARY KEY, reason TEXT, record JSONB, meta JSONB,
+// arrived_at TIMESTAMPTZ DEFAULT now()) over one connection.
+//
+// Records are buffered by WriteRecord and committed by Flush in one
+// transaction, with the retries of Sink. They are appended, not upserted:
+// a replay after a failure appends the replayed records again, so the table
+// holds every record at least once (id gives the order of arrival;
+// duplicates have equal reason, record and meta).
+//
+// A RecordSink is not safe for concurrent use.
+type RecordSink struct {
+	c      *client
+	insert string
+	recs   []record
+	closed bool
+}
+
+type record struct {
+	reason string
+	record any // string (JSON text) or nil (SQL NULL)
+	meta   any
+}
+
+// The record table's columns and primary key.
+var recordColumns = [][2]string{
+	{"id", "bigint"},
+	{"reason", "text"},
+	{"record", "jsonb"},
+	{"meta", "jsonb"},
+	{"arrived_at", "timestamp with time zone"},
+}
+
+// OpenRecords connects to the database of connString and opens, creating it
+// if needed, the record table named table. ctx, connString, table and o are
+// as for Open; an existing table must have the columns of a record table
+// (in any order) with primary key (id).
+func OpenRecords(ctx context.Context, connString, table string, o Options) (*RecordSink, error) {
+	c, err := newClient(ctx, connString, table, o)
+	if err != nil {
+		return nil, err
+	}
+	s := &RecordSink{
+		c:      c,
+		insert: fmt.Sprintf(`INSERT INTO %s ("reason", "record", "meta") VALUES ($1::text, $2::jsonb, $3::jsonb)`, c.qt),
+	}
+	if err := c.run(ctx, "open record table "+c.qt, s.setup); err != nil {
+		c.closeConn()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *RecordSink) setup(ctx context.Context, conn *pgx.Conn) error {
+	wantPK := []string{"id"}
+	got, gotPK, exists, err := tableColumns(ctx, conn, s.c.qt)
+	if err != nil {
+		return fmt.Errorf("pgio: read the columns of table %s: %w", s.c.qt, err)
+	}
+	if !exists {
+		create := fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s ("id" BIGSERIAL PRIMARY KEY, "reason" TEXT NOT NULL, "record" JSONB, "meta" JSONB, "arrived_at" TIMESTAMPTZ NOT NULL DEFAULT now())`, s.c.qt)
+		if _, err := conn.Exec(ctx, create); err != nil {
+			return fmt.Errorf("pgio: create table %s: %w\n  statement: %s", s.c.qt, createRace(err), create)
+		}
+		if got, gotPK, _, err = tableColumns(ctx, conn, s.c.qt); err != nil {
+			return fmt.Errorf("pgio: read the columns of table %s: %w", s.c.qt, err)
+		}
+	}
+	return compareSchema(s.c.qt, recordColumns, wantPK, got, gotPK)
+}
+
+// Table returns the table name given to OpenRecords.
+func (s *RecordSink) Table() string { return s.c.table }
+
+// Pending returns the number of records written since the last successful
+// Flush.
+func (s *RecordSink) Pending() int { return len(s.recs) }
+
+// WriteRecord buffers one record for the next Flush; it copies what it
+// keeps, so the caller may reuse the slices.
+//
+// reason says why the record is here ("late", a parse error, ...); invalid
+// UTF-8 and NUL bytes in it are replaced by U+FFFD. rec is the record as
+// received: if it is JSON that jsonb can hold (see Column) it is stored as
+// is; otherwise (a dead letter may well not be JSON) it is stored as a JSON
+// string of its text, with invalid UTF-8 and NUL replaced by U+FFFD. meta is
+// JSON metadata (the source, offset, event time, watermark...); it must be
+// valid, or WriteRecord fails. An empty record or meta is stored as SQL
+// NULL.
+func (s *RecordSink) WriteRecord(reason string, rec, meta []byte) error {
+	if s.closed {
+		return ErrClosed
+	}
+	r := struct{ rec, meta any }{}
+	if len(meta) > 0 {
+		if err := checkJSON(meta); err != nil {
+			return fmt.Errorf("pgio: record meta: %w", err)
+		}
+		r.meta = string(meta)
+	}
+	if len(rec) > 0 {
+		if checkJSON(rec) == nil {
+			r.rec = string(rec)
+		} else {
+			b, err := json.Marshal(sanitizeText(string(rec)))
+			if err != nil {
+				return fmt.Errorf("pgio: record: %w", err) // unreachable: a string always marshals
+			}
+			r.rec = string(b)
+		}
+	}
+	s.recs = append(s.recs, record{reason: sanitizeText(reason), record: r.rec, meta: r.meta})
+	return nil
+}
+
+// sanitizeText replaces invalid UTF-8 and NUL bytes, which Postgres text
+// cannot hold, by U+FFFD.
+func sanitizeText(s string) string {
+	if utf8.ValidString(s) && strings.IndexByte(s, 0) < 0 {
+		return s
+	}
+	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
+}
+
+// Flush commits every record written since the last successful Flush in one
+// transaction, with the guarantees and retries of Sink.Flush.
+func (s *RecordSink) Flush() error {
+	return s.FlushContext(context.Background())
+}
+
+// FlushContext is Flush, also stopping when ctx is done, like
+// Sink.FlushContext.
+func (s *RecordSink) FlushContext(ctx context.Context) error {
+	if s.closed {
+		return ErrClosed
+	}
+	if len(s.recs) == 0 {
+		return nil
+	}
+	ctx, cancel := s.c.merge(ctx)
+	defer cancel()
+	what := fmt.Sprintf("flush %d records to %s", len(s.recs), s.c.qt)
+	if err := s.c.run(ctx, what, s.send); err != nil {
+		return err
+	}
+	clear(s.recs)
+	s.recs = s.recs[:0]
+	return nil
+}
+
+func (s *RecordSink) send(ctx context.Context, conn *pgx.Conn) error {
+	b := &pgx.Batch{QueuedQueries: make([]*pgx.QueuedQuery, 0, len(s.recs)+1)}
+	b.BeginTx(pgx.TxOptions{})
+	for _, r := range s.recs {
+		b.Queue(s.insert, r.reason, r.record, r.meta)
+	}
+	return sendBatch(ctx, conn, b, len(s.recs), fmt.Sprintf("flush %d records to %s", len(s.recs), s.c.qt), func(i int) (string, string) {
+		r := s.recs[i]
+		desc := "reason " + clipString(r.reason)
+		if r.record != nil {
+			desc += ", record " + clipString(r.record.(string))
+		}
+		return desc, s.insert
+	})
+}
+
+// Close drops the records written since the last successful Flush and
+// closes the connection. It is idempotent and returns nil.
+func (s *RecordSink) Close() error {
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	if n := len(s.recs); n > 0 && s.c.opts.Logger != nil {
+		s.c.opts.Logger.Warn("pgio: closing with unflushed records; they are dropped", "table", s.c.table, "records", n)
+	}
+	s.recs = nil
+	s.c.closeConn()
+	return nil
+}

@@ -2,8 +2,11 @@ package spec
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/weirstream/weir/connector/kafkaio"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -27,6 +30,10 @@ type checkpoints struct {
 	meta     []byte
 	restored *checkpoint.Checkpoint
 	view     partView
+	// nextID is the first id of this run: above every checkpoint in the
+	// directory, also those newer than the restored one whose output a
+	// transactional sink never committed.
+	nextID int64
 }
 
 // openCheckpoints opens the checkpoint directory of the run, if it has one,
@@ -74,10 +81,33 @@ func openCheckpoints(p *Plan, o RunOptions) (*checkpoints, error) {
 		}
 		return c, nil
 	}
-	cp, ok, err := store.Latest()
+	// A kafka results sink commits a checkpoint's output after the
+	// checkpoint: only a checkpoint whose transaction committed counts.
+	limit := int64(math.MaxInt64)
+	if r := p.Spec.Sinks.Results; r != nil && r.Type == "kafka" {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		id, ok, err := kafkaio.LastCommitted(ctx, kafkaSinkOptions(r, txnID(p)))
+		cancel()
+		if err != nil {
+			store.Close()
+			return nil, err
+		}
+		if limit = -1; ok {
+			limit = id
+		}
+	}
+	cp, ok, err := store.LatestAtMost(limit)
 	if err != nil {
 		store.Close()
 		return nil, err
+	}
+	ids, err := store.List()
+	if err != nil {
+		store.Close()
+		return nil, err
+	}
+	for _, id := range ids {
+		c.nextID = max(c.nextID, id+1)
 	}
 	if !ok {
 		return c, nil
@@ -102,13 +132,19 @@ func openCheckpoints(p *Plan, o RunOptions) (*checkpoints, error) {
 	return c, nil
 }
 
-func (c *checkpoints) options(fail func(error)) weir.CheckpointOptions {
+func (c *checkpoints) options(fail func(error), committed func(id int64) error) weir.CheckpointOptions {
 	o := weir.CheckpointOptions{Interval: c.interval, Store: storeAdapter{c.store, c.meta},
-		OnError:    func(id int64, err error) { fail(fmt.Errorf("checkpoint %d failed: %w", id, err)) },
-		OnComplete: func(id int64) { c.last.Store(id) }}
+		OnError: func(id int64, err error) { fail(fmt.Errorf("checkpoint %d failed: %w", id, err)) },
+		OnComplete: func(id int64) {
+			if err := committed(id); err != nil {
+				fail(fmt.Errorf("checkpoint %d: %w", id, err))
+				return
+			}
+			c.last.Store(id)
+		}}
 	if c.restored != nil {
 		o.Restore = c.view
-		o.NextID = c.restored.ID + 1
+		o.NextID = max(c.restored.ID+1, c.nextID)
 	}
 	return o
 }

@@ -42,6 +42,12 @@ type Plan struct {
 	Generator Generator
 	GenStart  etime.Time
 
+	// Kafka sources: the start position, the Kafka timestamp as event
+	// time, and watermark alignment.
+	KafkaStart  KafkaStart
+	TSFromKafka bool
+	MaxDrift    etime.Duration
+
 	Backend string // memory or pebble
 	// StateBudget is state.budget in bytes (0: none).
 	StateBudget int64
@@ -180,13 +186,14 @@ func (c *compiler) compile() {
 
 func (c *compiler) source() {
 	s, p := &c.p.Spec.Source, c.p
-	typ := c.oneOf("source.type", s.Type, "", "file", "stdin", "generator")
+	typ := c.oneOf("source.type", s.Type, "", "file", "stdin", "generator", "kafka")
+	c.kafkaSource(typ)
 	switch typ {
 	case "file":
 		if s.Path == "" {
 			c.add("source.path", "missing", "a file source needs the path of its input, such as orders.jsonl")
 		}
-	case "stdin", "generator":
+	case "stdin", "generator", "kafka":
 		if s.Path != "" {
 			c.add("source.path", "a "+typ+" source reads no file", "remove path, or use type: file")
 		}
@@ -208,6 +215,16 @@ func (c *compiler) source() {
 	p.Final = s.FinalWatermark == nil || *s.FinalWatermark
 
 	t := &s.Timestamp
+	switch c.oneOf("source.timestamp.source", t.Source, "record", "record", "kafka") {
+	case "kafka":
+		p.TSFromKafka = true
+		if typ != "kafka" {
+			c.add("source.timestamp.source", "only a kafka source has Kafka timestamps", "remove source, or use source: record")
+		}
+		if t.Field != "" || t.Unit != "" {
+			c.add("source.timestamp", "the Kafka timestamp is in milliseconds and in no field", "remove field and unit, or use source: record")
+		}
+	}
 	p.TSField = t.Field
 	if p.TSField == "" {
 		p.TSField = "ts"
@@ -332,6 +349,18 @@ func (c *compiler) watermark() {
 	}
 	c.nonNegative("watermark.idle_timeout", w.IdleTimeout)
 	p.IdleTimeout = durOr(w.IdleTimeout, 0)
+	c.nonNegative("watermark.max_drift", w.MaxDrift)
+	p.MaxDrift = durOr(w.MaxDrift, 0)
+	if p.Spec.Source.Type == "kafka" {
+		if p.WMType == "punctuated" {
+			c.add("watermark.type", "punctuated watermarks come from $watermark lines of a file", "use bounded_out_of_orderness or monotonous for kafka")
+		}
+		if w.Emit == "every_record" || w.Heartbeat != nil {
+			c.add("watermark", "a kafka source emits watermarks per partition, periodically", "remove emit and heartbeat")
+		}
+	} else if w.MaxDrift != nil {
+		c.add("watermark.max_drift", "watermark alignment pauses Kafka partitions", "remove max_drift, or read a kafka source")
+	}
 	c.nonNegative("watermark.heartbeat", w.Heartbeat)
 	p.Heartbeat = durOr(w.Heartbeat, 0)
 	p.EveryRecord = c.oneOf("watermark.emit", w.Emit, "periodic", "periodic", "every_record") == "every_record"
@@ -536,8 +565,9 @@ func (c *compiler) sinks() {
 		path := "sinks." + name
 		allowed := []string{"jsonl", "stdout"}
 		if sqlite {
-			allowed = append(allowed, "sqlite")
+			allowed = append(allowed, "sqlite", "kafka")
 		}
+		c.kafkaSink(path, k)
 		typ := c.oneOf(path+".type", k.Type, "", allowed...)
 		switch typ {
 		case "jsonl", "sqlite":

@@ -118,6 +118,11 @@ func (o *output) preCommit(id int64, write func(name string, data []byte) error)
 	if err := o.sync(); err != nil {
 		return err
 	}
+	if t, ok := o.j.results.(txnSink); ok {
+		if err := t.preCommit(id); err != nil {
+			return err
+		}
+	}
 	o.c.ChannelMax = o.j.dec.maxAt(id)
 	b, err := json.Marshal(o.c)
 	if err != nil {

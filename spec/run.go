@@ -20,6 +20,7 @@ import (
 	"github.com/weirstream/weir/clock"
 	"github.com/weirstream/weir/connector/fileio"
 	"github.com/weirstream/weir/connector/genio"
+	"github.com/weirstream/weir/connector/kafkaio"
 	"github.com/weirstream/weir/etime"
 	"github.com/weirstream/weir/state"
 	"github.com/weirstream/weir/state/pebblestate"
@@ -93,6 +94,9 @@ type Job struct {
 		err error
 	}
 	failed atomic.Bool
+	// execFailed: the run ended with an error; a transactional sink
+	// aborts what no checkpoint covers instead of committing it.
+	execFailed bool
 }
 
 // Open builds the job of plan: it opens the input and the sinks, so a
@@ -145,7 +149,7 @@ func Open(plan *Plan, o RunOptions) (*Job, error) {
 	if ck != nil {
 		// A checkpoint that fails fails the run: silently running on
 		// without them would break the promise of exact recovery.
-		opts.Checkpoint = ck.options(j.check)
+		opts.Checkpoint = ck.options(j.check, j.committed)
 	}
 	if j.env, err = weir.NewEnv(opts); err != nil {
 		j.cleanup()
@@ -250,6 +254,8 @@ func (j *Job) build(o RunOptions) error {
 	var src weir.Source[fileio.Line]
 	var err error
 	switch s.Source.Type {
+	case "kafka":
+		// Read by kafkaRecords below.
 	case "generator":
 		g := p.Generator
 		bands := make([]genio.Band, len(g.Disorder))
@@ -315,8 +321,17 @@ func (j *Job) build(o RunOptions) error {
 			return err
 		})
 	}
-	lines := weir.FromSource(env, sourceStage, src, weir.SourceOptions{Channels: p.Channels, NoFinalWatermark: true})
-	recs := weir.TryMap(lines, j.dec.decode)
+	var recs weir.Stream[rec]
+	if s.Source.Type == "kafka" {
+		// Records are decoded, stamped and watermarked per partition in
+		// the reader.
+		if recs, err = j.kafkaRecords(env); err != nil {
+			return err
+		}
+	} else {
+		lines := weir.FromSource(env, sourceStage, src, weir.SourceOptions{Channels: p.Channels, NoFinalWatermark: true})
+		recs = weir.TryMap(lines, j.dec.decode)
+	}
 	isMark := func(r rec) (weir.Marker, bool) {
 		switch r.mark {
 		case markWatermark:
@@ -326,8 +341,9 @@ func (j *Job) build(o RunOptions) error {
 		}
 		return weir.Marker{}, false
 	}
-	switch p.Time {
-	case "event", "ingestion":
+	switch {
+	case s.Source.Type == "kafka":
+	case p.Time == "event", p.Time == "ingestion":
 		var ws weir.WatermarkStrategy[rec]
 		if p.Time == "ingestion" {
 			ws = weir.IngestionTime[rec]()
@@ -409,6 +425,7 @@ func (j *Job) check(err error) {
 // aborts it (a graceful stop goes through RunOptions.Stop instead).
 func (j *Job) Run(ctx context.Context) (Summary, error) {
 	rep, err := j.env.Execute(ctx)
+	j.execFailed = err != nil
 	open := j.env.State().OpenWindows
 	j.out.finish()
 	err = errors.Join(err, j.closeSinks())
@@ -489,6 +506,8 @@ func (j *Job) deadLetter(d weir.DeadLetter) {
 		}
 	case rec:
 		line.Line, line.Raw = r.no, string(r.raw)
+	case *kafkaio.Record:
+		line.Line, line.Raw = r.Offset, string(r.Value)
 	default:
 		line.Raw = fmt.Sprint(r)
 	}

@@ -160,6 +160,14 @@ func (j *Job) openSinks(o RunOptions, offsets map[string]int64) error {
 		return err
 	}
 	r := s.Results
+	if r.Type == "kafka" {
+		k, err := openKafkaResults(j, r)
+		if err != nil {
+			return err
+		}
+		j.results = k
+		return nil
+	}
 	if r.Type == "sqlite" {
 		names := make([]string, len(j.plan.Spec.Aggregate))
 		for i, a := range j.plan.Spec.Aggregate {
@@ -193,8 +201,45 @@ type jsonlResults struct {
 }
 
 func (w *jsonlResults) write(r window.Result[string, []byte]) error {
-	b := append(w.buf[:0], '{')
-	keys := w.plan.Spec.Key
+	w.buf = appendResult(w.buf[:0], w.plan, r)
+	return w.s.write(w.buf)
+}
+
+// appendResult renders a result as a JSON object: key fields, window,
+// firing, pane, watermark, then the aggregates.
+func appendResult(b []byte, plan *Plan, r window.Result[string, []byte]) []byte {
+	start := len(b)
+	b = appendResultKey(b, plan, r)
+	if len(b)-start == 2 { // {}: no key fields, the global window
+		b = b[:len(b)-1]
+	} else {
+		b[len(b)-1] = ','
+	}
+	b = append(b, `"firing":"`...)
+	b = append(b, r.Firing.String()...)
+	b = append(b, `","pane":`...)
+	b = strconv.AppendInt(b, r.Pane, 10)
+	b = append(b, `,"watermark":`...)
+	b = strconv.AppendInt(b, int64(r.Watermark), 10)
+	if r.Firing != window.Retract {
+		rest := r.Value
+		for _, a := range plan.Spec.Aggregate {
+			b = append(b, ',')
+			b = weir.AppendJSONString(b, a.Name)
+			b = append(b, ':')
+			n := slices.Index(rest, 0)
+			b = append(b, rest[:n]...)
+			rest = rest[n+1:]
+		}
+	}
+	return append(b, '}')
+}
+
+// appendResultKey renders what identifies a result's row, its key fields
+// and window, as a JSON object (a Kafka record key).
+func appendResultKey(b []byte, plan *Plan, r window.Result[string, []byte]) []byte {
+	b = append(b, '{')
+	keys := plan.Spec.Key
 	vals := splitKey(r.Key, len(keys))
 	for i, k := range keys {
 		b = weir.AppendJSONString(b, k)
@@ -209,26 +254,12 @@ func (w *jsonlResults) write(r window.Result[string, []byte]) error {
 		b = strconv.AppendInt(b, int64(r.Window.End), 10)
 		b = append(b, ',')
 	}
-	b = append(b, `"firing":"`...)
-	b = append(b, r.Firing.String()...)
-	b = append(b, `","pane":`...)
-	b = strconv.AppendInt(b, r.Pane, 10)
-	b = append(b, `,"watermark":`...)
-	b = strconv.AppendInt(b, int64(r.Watermark), 10)
-	if r.Firing != window.Retract {
-		rest := r.Value
-		for _, a := range w.plan.Spec.Aggregate {
-			b = append(b, ',')
-			b = weir.AppendJSONString(b, a.Name)
-			b = append(b, ':')
-			n := slices.Index(rest, 0)
-			b = append(b, rest[:n]...)
-			rest = rest[n+1:]
-		}
+	if b[len(b)-1] == ',' {
+		b[len(b)-1] = '}'
+	} else {
+		b = append(b, '}')
 	}
-	b = append(b, '}')
-	w.buf = b
-	return w.s.write(b)
+	return b
 }
 
 func (w *jsonlResults) close() error  { return w.s.close() }

@@ -75,7 +75,7 @@ type CheckpointSpec struct {
 
 // Source is the job's input.
 type Source struct {
-	// Type is file, stdin or generator.
+	// Type is file, stdin, generator or kafka.
 	Type string `yaml:"type"`
 	// Path is the input file (type file).
 	Path string `yaml:"path"`
@@ -91,10 +91,47 @@ type Source struct {
 	Timestamp Timestamp `yaml:"timestamp"`
 	// Generator configures type generator.
 	Generator *Generator `yaml:"generator"`
+	// Kafka configures type kafka.
+	Kafka *KafkaSource `yaml:"kafka"`
+}
+
+// KafkaSource reads a Kafka topic. Every partition has its own watermark
+// generator (the watermark section) and idleness; a channel's watermark
+// is the minimum over its partitions that are not idle. Partition p is
+// read by channel p mod channels; positions live in the checkpoints.
+type KafkaSource struct {
+	// Brokers are the seed brokers, host:port.
+	Brokers []string `yaml:"brokers"`
+	// Topic is the topic to read; its values are JSON records.
+	Topic string `yaml:"topic"`
+	// Group is the consumer group whose committed offsets start: committed
+	// reads (weir itself keeps its positions in its checkpoints).
+	Group string `yaml:"group"`
+	// Start is earliest (default), latest, committed, or an RFC 3339 time
+	// (the first record at or after it), for a run without a checkpoint.
+	Start string `yaml:"start"`
+	// StopAtEnd ends the job once every partition reached the end it had
+	// at start (a bounded replay); by default the job runs until stopped.
+	StopAtEnd bool `yaml:"stop_at_end"`
+	// TLS connects with TLS (the system's roots).
+	TLS bool `yaml:"tls"`
+	// SASL authenticates.
+	SASL *SASL `yaml:"sasl"`
+}
+
+// SASL is Kafka authentication.
+type SASL struct {
+	// Mechanism is plain, scram-sha-256 or scram-sha-512.
+	Mechanism string `yaml:"mechanism"`
+	User      string `yaml:"user"`
+	Password  string `yaml:"password"`
 }
 
 // Timestamp is the event-time field of records and its checks (R2).
 type Timestamp struct {
+	// Source is record (default: a field of the record) or kafka (the
+	// Kafka record timestamp; kafka sources only).
+	Source string `yaml:"source"`
 	// Field names the record field that holds event time (default ts).
 	Field string `yaml:"field"`
 	// Unit is ms (default), s, us, ns or rfc3339.
@@ -160,6 +197,10 @@ type Watermark struct {
 	// Heartbeat, when positive, advances a silent channel's watermark with
 	// processing time.
 	Heartbeat *Duration `yaml:"heartbeat"`
+	// MaxDrift (kafka sources) pauses partitions whose watermark runs more
+	// than this ahead of the slowest active partition of their channel,
+	// until it catches up (watermark alignment); pause time is counted.
+	MaxDrift *Duration `yaml:"max_drift"`
 }
 
 // Window is the window assigner (R6).
@@ -210,12 +251,23 @@ type Sinks struct {
 
 // Sink is one output.
 type Sink struct {
-	// Type is jsonl, stdout or (results only) sqlite.
+	// Type is jsonl, stdout, or (results only) sqlite or kafka.
 	Type string `yaml:"type"`
 	// Path is the file (jsonl, sqlite).
 	Path string `yaml:"path"`
 	// Table is the SQLite table (default results).
 	Table string `yaml:"table"`
+	// Brokers, Topic, MarkerTopic, TLS and SASL configure a kafka sink:
+	// results keyed by their key fields and window (a compacted topic
+	// keeps the newest firing), the firing kind and pane in headers,
+	// exactly once with checkpoints (a transaction per checkpoint, with a
+	// marker in MarkerTopic, default <topic>-weir-checkpoints, which must
+	// exist).
+	Brokers     []string `yaml:"brokers"`
+	Topic       string   `yaml:"topic"`
+	MarkerTopic string   `yaml:"marker_topic"`
+	TLS         bool     `yaml:"tls"`
+	SASL        *SASL    `yaml:"sasl"`
 }
 
 // Duration is a length of time in milliseconds. In a spec it is a string

@@ -157,6 +157,19 @@ func (s *Sink) Commit(ctx context.Context) error {
 	return nil
 }
 
+// Finish commits what was produced since the last checkpoint, without a
+// marker: the end of a bounded run, which no checkpoint covers.
+func (s *Sink) Finish(ctx context.Context) error {
+	if !s.open {
+		return nil
+	}
+	if err := s.cl.Flush(ctx); err != nil {
+		s.abort(ctx, err)
+		return fmt.Errorf("kafkaio: flush: %w", err)
+	}
+	return s.Commit(ctx)
+}
+
 // Abort drops the open transaction, if any (a checkpoint that failed).
 func (s *Sink) Abort(ctx context.Context) error {
 	if !s.open {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -241,6 +242,13 @@ type Checkpoint struct {
 // checkpoints whose parts it found damaged: they no longer count for
 // Begin's id check nor for retention (see Begin).
 func (s *Store) Latest() (cp *Checkpoint, ok bool, err error) {
+	return s.LatestAtMost(math.MaxInt64)
+}
+
+// LatestAtMost is Latest among the checkpoints with an id <= limit: a job
+// whose sink commits after the checkpoint (a Kafka transaction) restores
+// the newest checkpoint whose output the sink committed.
+func (s *Store) LatestAtMost(limit int64) (cp *Checkpoint, ok bool, err error) {
 	if s.closed.Load() {
 		return nil, false, ErrClosed
 	}
@@ -254,7 +262,7 @@ func (s *Store) Latest() (cp *Checkpoint, ok bool, err error) {
 	defer func() { s.markDamaged(damaged, dirs) }()
 	for i := len(dirs) - 1; i >= 0; i-- {
 		d := dirs[i]
-		if s.isPending(d.id) {
+		if s.isPending(d.id) || d.id > limit {
 			continue
 		}
 		err := d.err

@@ -479,3 +479,25 @@ func TestRemoveAll(t *testing.T) {
 	}
 	p.Abort()
 }
+
+// TestLatestAtMost: the newest checkpoint at or below a limit (a sink that
+// commits after the checkpoint names the last one it committed).
+func TestLatestAtMost(t *testing.T) {
+	s, err := Open(t.TempDir(), Options{Retain: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for id := int64(1); id <= 4; id++ {
+		commit(t, s, id, partsOf(id), nil)
+	}
+	for _, c := range []struct {
+		limit, want int64
+		ok          bool
+	}{{10, 4, true}, {4, 4, true}, {3, 3, true}, {2, 2, true}, {1, 0, false}, {-1, 0, false}} {
+		cp, ok, err := s.LatestAtMost(c.limit)
+		if err != nil || ok != c.ok || ok && cp.ID != c.want {
+			t.Fatalf("LatestAtMost(%d) = %v %v %v, want %d %v (checkpoint 1 was pruned: 3 are kept)", c.limit, cp, ok, err, c.want, c.ok)
+		}
+	}
+}

@@ -1,0 +1,260 @@
+package spec
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
+
+	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/connector/fileio"
+	"github.com/weirstream/weir/connector/kafkaio"
+	"github.com/weirstream/weir/etime"
+	"github.com/weirstream/weir/watermark"
+	"github.com/weirstream/weir/window"
+)
+
+// KafkaStart is a kafka source's compiled start position.
+type KafkaStart = kafkaio.Start
+
+// kafkaSource checks source.kafka.
+func (c *compiler) kafkaSource(typ string) {
+	s, p := &c.p.Spec.Source, c.p
+	if typ != "kafka" {
+		if s.Kafka != nil {
+			c.add("source.kafka", "only a kafka source takes kafka settings", "use type: kafka, or remove kafka")
+		}
+		return
+	}
+	k := s.Kafka
+	if k == nil {
+		c.add("source.kafka", "missing", "a kafka source needs brokers and a topic: kafka: {brokers: [127.0.0.1:9092], topic: orders}")
+		return
+	}
+	c.brokers("source.kafka", k.Brokers)
+	if k.Topic == "" {
+		c.add("source.kafka.topic", "missing", "name the topic to read, such as orders")
+	}
+	switch st := strings.TrimSpace(k.Start); st {
+	case "", "earliest":
+		p.KafkaStart = kafkaio.Start{Kind: kafkaio.StartEarliest}
+	case "latest":
+		p.KafkaStart = kafkaio.Start{Kind: kafkaio.StartLatest}
+	case "committed":
+		p.KafkaStart = kafkaio.Start{Kind: kafkaio.StartCommitted}
+		if k.Group == "" {
+			c.add("source.kafka.group", "missing", "start: committed reads the offsets of a consumer group: name it")
+		}
+	default:
+		t, err := time.Parse(time.RFC3339, st)
+		if err != nil {
+			c.add("source.kafka.start", fmt.Sprintf("%q is not earliest, latest, committed or an RFC 3339 time", st), "such as earliest or 2026-11-30T00:00:00Z")
+		}
+		p.KafkaStart = kafkaio.Start{Kind: kafkaio.StartTime, Time: etime.FromTime(t)}
+	}
+	c.sasl("source.kafka.sasl", k.SASL)
+	if s.Format != "" && s.Format != "jsonl" {
+		c.add("source.format", "kafka record values are JSON objects", "remove format")
+	}
+	if p.Time == "ingestion" {
+		c.add("time", "a kafka source has event time (a field, or the Kafka timestamp) or processing time", "use time: event or time: processing")
+	}
+	if s.FinalWatermark != nil && *s.FinalWatermark && !k.StopAtEnd {
+		c.add("source.final_watermark", "a kafka source that runs until stopped has no end of input", "remove final_watermark, or set kafka.stop_at_end")
+	}
+}
+
+// kafkaSink checks a sink's kafka settings.
+func (c *compiler) kafkaSink(path string, k *Sink) {
+	if k.Type != "kafka" {
+		if len(k.Brokers) > 0 || k.Topic != "" || k.MarkerTopic != "" || k.TLS || k.SASL != nil {
+			c.add(path, "brokers, topic, marker_topic, tls and sasl are settings of a kafka sink", "remove them, or use type: kafka")
+		}
+		return
+	}
+	c.brokers(path, k.Brokers)
+	if k.Topic == "" {
+		c.add(path+".topic", "missing", "name the topic for results, such as order-stats")
+	}
+	if k.Path != "" || k.Table != "" {
+		c.add(path, "a kafka sink writes a topic", "remove path and table")
+	}
+	if k.MarkerTopic == "" && k.Topic != "" {
+		k.MarkerTopic = k.Topic + "-weir-checkpoints"
+	}
+	c.sasl(path+".sasl", k.SASL)
+}
+
+func (c *compiler) brokers(path string, bs []string) {
+	if len(bs) == 0 {
+		c.add(path+".brokers", "missing", "list the seed brokers, such as [127.0.0.1:9092]")
+	}
+	for i, b := range bs {
+		host, port, ok := strings.Cut(b, ":")
+		if n, err := strconv.Atoi(port); !ok || host == "" || err != nil || n <= 0 || n > 65535 {
+			c.add(fmt.Sprintf("%s.brokers[%d]", path, i), fmt.Sprintf("%q is not host:port", b), "such as 127.0.0.1:9092")
+		}
+	}
+}
+
+func (c *compiler) sasl(path string, s *SASL) {
+	if s == nil {
+		return
+	}
+	c.oneOf(path+".mechanism", s.Mechanism, "", "plain", "scram-sha-256", "scram-sha-512")
+	if s.User == "" {
+		c.add(path+".user", "missing", "give the user name")
+	}
+}
+
+// kafkaOpts are the client options of TLS and SASL settings.
+func kafkaOpts(useTLS bool, s *SASL) []kgo.Opt {
+	var opts []kgo.Opt
+	if useTLS {
+		opts = append(opts, kgo.DialTLSConfig(&tls.Config{MinVersion: tls.VersionTLS12}))
+	}
+	if s != nil {
+		switch s.Mechanism {
+		case "plain":
+			opts = append(opts, kgo.SASL(plain.Auth{User: s.User, Pass: s.Password}.AsMechanism()))
+		case "scram-sha-256":
+			opts = append(opts, kgo.SASL(scram.Auth{User: s.User, Pass: s.Password}.AsSha256Mechanism()))
+		case "scram-sha-512":
+			opts = append(opts, kgo.SASL(scram.Auth{User: s.User, Pass: s.Password}.AsSha512Mechanism()))
+		}
+	}
+	return opts
+}
+
+// kafkaRecords is the stream of a kafka source: records decoded, with
+// their timestamps and per-partition watermarks, in the reader.
+func (j *Job) kafkaRecords(env *weir.Env) (weir.Stream[rec], error) {
+	p := j.plan
+	k := p.Spec.Source.Kafka
+	channels := p.Channels
+	decode := func(r *kafkaio.Record) (rec, etime.Time, error) {
+		v, err := j.dec.decode(fileio.Line{Kind: fileio.Data, Channel: int(r.Partition) % channels, No: r.Offset + 1, Text: r.Value})
+		if err != nil {
+			return rec{}, 0, err
+		}
+		if p.TSFromKafka {
+			v.ts = r.Timestamp
+		}
+		return v, v.ts, nil
+	}
+	o := kafkaio.SourceOptions[rec]{Brokers: k.Brokers, Topic: k.Topic, Group: k.Group, Start: p.KafkaStart, Decode: decode,
+		WatermarkInterval: p.Interval.Std(), IdleTimeout: p.IdleTimeout.Std(), MaxDrift: p.MaxDrift, StopAtEnd: k.StopAtEnd,
+		Clock: j.env.Options().Clock, ClientOptions: kafkaOpts(k.TLS, k.SASL), Logger: j.env.Options().Logger}
+	if p.TSFromKafka && p.Checks {
+		o.MaxFuture = p.MaxFuture
+	}
+	if p.Time == "event" {
+		bound := p.Bound
+		o.Watermarks = func() watermark.Generator[rec] { return watermark.BoundedOutOfOrderness[rec](bound) }
+	}
+	src, err := kafkaio.NewSource(o)
+	if err != nil {
+		return weir.Stream[rec]{}, err
+	}
+	j.srcName = "kafka:" + k.Topic
+	return weir.FromSource(env, sourceStage, src, weir.SourceOptions{Channels: channels, NoFinalWatermark: !(k.StopAtEnd && p.Final)}), nil
+}
+
+// txnSink is a results sink that commits a checkpoint's output in a
+// transaction after the checkpoint: preCommit makes the epoch's output
+// durable but invisible, committed makes it visible.
+type txnSink interface {
+	preCommit(id int64) error
+	committed() error
+}
+
+// committed is told that checkpoint id is complete.
+func (j *Job) committed(int64) error {
+	if t, ok := j.results.(txnSink); ok {
+		return t.committed()
+	}
+	return nil
+}
+
+// txnID is the transactional id of the job's kafka results sink: stable
+// across restarts, unique to the job's name.
+func txnID(p *Plan) string {
+	name := p.Spec.Name
+	if name == "" {
+		name = "job"
+	}
+	return "weir-" + name + "-results"
+}
+
+func (j *Job) txnID() string { return txnID(j.plan) }
+
+// kafkaResults writes results to a Kafka topic, keyed by their key fields
+// and window, with the firing kind and pane in headers; one transaction
+// per checkpoint (kafkaio.Sink).
+type kafkaResults struct {
+	s     *kafkaio.Sink
+	topic string
+	j     *Job
+	line  []byte
+}
+
+func openKafkaResults(j *Job, k *Sink) (*kafkaResults, error) {
+	s, err := kafkaio.OpenSink(kafkaSinkOptions(k, j.txnID()))
+	if err != nil {
+		return nil, err
+	}
+	return &kafkaResults{s: s, topic: k.Topic, j: j}, nil
+}
+
+func kafkaSinkOptions(k *Sink, txnID string) kafkaio.SinkOptions {
+	return kafkaio.SinkOptions{Brokers: k.Brokers, TransactionalID: txnID, MarkerTopic: k.MarkerTopic, ClientOptions: kafkaOpts(k.TLS, k.SASL)}
+}
+
+func (w *kafkaResults) write(r window.Result[string, []byte]) error {
+	w.line = appendResult(w.line[:0], w.j.plan, r)
+	key := appendResultKey(nil, w.j.plan, r)
+	return w.s.Produce(&kgo.Record{Topic: w.topic, Key: key, Value: append([]byte(nil), w.line...), Headers: []kgo.RecordHeader{
+		{Key: "weir-firing", Value: []byte(r.Firing.String())},
+		{Key: "weir-pane", Value: strconv.AppendInt(nil, r.Pane, 10)},
+	}})
+}
+
+// commit is a no-op: the checkpoint's transaction is flushed by
+// preCommit and committed once the checkpoint is (committed).
+func (w *kafkaResults) commit() error { return nil }
+
+func (w *kafkaResults) preCommit(id int64) error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	return w.s.PreCommit(ctx, id)
+}
+
+func (w *kafkaResults) committed() error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	return w.s.Commit(ctx)
+}
+
+// close commits what the end of a run that ended well produced (no
+// checkpoint covers it), or aborts it after a failure (a restart produces
+// it again), and closes the producer.
+func (w *kafkaResults) close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var err error
+	if w.j.execFailed || w.j.failed.Load() {
+		err = w.s.Abort(ctx)
+	} else {
+		err = w.s.Finish(ctx)
+	}
+	if cerr := w.s.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}

@@ -1,0 +1,254 @@
+package spec
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// kafkaJob reads orders from topic in (4 partitions) and writes counts
+// and sums per user and 1 s window to topic out, exactly once.
+const kafkaJob = `
+name: %s
+source:
+  type: kafka
+  channels: 2
+  kafka: {brokers: [%s], topic: in, stop_at_end: true}
+watermark: {max_out_of_orderness: 500ms, idle_timeout: 1s, interval: 5ms}
+key: [user_id]
+window: {type: tumbling, size: 1s}
+aggregate:
+  - {name: orders, fn: count}
+  - {name: total, fn: sum, field: amount}
+sinks:
+  results: {type: kafka, brokers: [%s], topic: out}
+  dead_letter: {type: jsonl, path: bad.jsonl}
+`
+
+// kafkaCluster starts kfake with the job's topics and n orders (and two
+// bad records) in topic in.
+func kafkaCluster(t *testing.T, n int) string {
+	t.Helper()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(4, "in"), kfake.SeedTopics(3, "out"), kfake.SeedTopics(1, "out-weir-checkpoints"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	brokers := c.ListenAddrs()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.DefaultProduceTopic("in"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	var recs []*kgo.Record
+	for i := range n {
+		// Per partition in order, across partitions interleaved.
+		v := fmt.Sprintf(`{"user_id":"u%d","amount":%d,"ts":%d}`, i%7, i%10, 1767225600000+int64(i)*5)
+		recs = append(recs, &kgo.Record{Partition: int32(i % 4), Value: []byte(v)})
+	}
+	recs = append(recs, &kgo.Record{Partition: 1, Value: []byte(`{"user_id":"u1"}`)}, &kgo.Record{Partition: 2, Value: []byte(`not json`)})
+	if err := cl.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	return brokers[0]
+}
+
+// committedResults reads topic out as read_committed readers see it: each
+// result once per line, without the watermark field (it depends on when
+// a firing happened).
+func committedResults(t *testing.T, broker string) []string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(broker), kgo.ConsumeTopics("out"), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(100*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ends, err := kadm.NewClient(cl).ListCommittedOffsets(ctx, "out")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for {
+		pctx, pcancel := context.WithTimeout(ctx, time.Second)
+		f := cl.PollFetches(pctx)
+		pcancel()
+		if f.NumRecords() == 0 {
+			break
+		}
+		f.EachRecord(func(r *kgo.Record) {
+			var m map[string]any
+			if err := json.Unmarshal(r.Value, &m); err != nil {
+				t.Fatalf("result %q: %v", r.Value, err)
+			}
+			delete(m, "watermark")
+			b, _ := json.Marshal(m)
+			var hdr []string
+			for _, h := range r.Headers {
+				hdr = append(hdr, h.Key+"="+string(h.Value))
+			}
+			out = append(out, string(r.Key)+" "+string(b)+" "+strings.Join(hdr, ","))
+		})
+	}
+	if ctx.Err() != nil {
+		t.Fatalf("reading out: %v (ends %v)", ctx.Err(), ends)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestKafkaJob runs a spec from Kafka to Kafka on kfake: the results are
+// a plain group-by of what was produced, every record is accounted for,
+// and a run that crashes at a checkpoint's commit points and resumes
+// leaves exactly the same read_committed results as an uninterrupted run.
+func TestKafkaJob(t *testing.T) {
+	const n = 60000
+	ref := kafkaCluster(t, n)
+	sum, err := runKafka(t, "ref", ref, t.TempDir(), RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sum.Conserved() || sum.Get("records_in") != n+2 || sum.Get("dead_letter") != 2 || sum.Get("accepted") != n {
+		t.Fatalf("summary %s", sum.JSON())
+	}
+	want := committedResults(t, ref)
+	// The group-by: windows of 1 s per user.
+	type cell struct{ orders, total int64 }
+	cells := map[string]cell{}
+	for i := range n {
+		ts := 1767225600000 + int64(i)*5
+		k := fmt.Sprintf("u%d@%d", i%7, ts/1000*1000)
+		c := cells[k]
+		c.orders++
+		c.total += int64(i % 10)
+		cells[k] = c
+	}
+	if len(want) != len(cells) {
+		t.Fatalf("%d results, want %d windows", len(want), len(cells))
+	}
+	for _, line := range want {
+		var key struct {
+			User  string `json:"user_id"`
+			Start int64  `json:"window_start"`
+		}
+		k, rest, _ := strings.Cut(line, " ")
+		if err := json.Unmarshal([]byte(k), &key); err != nil {
+			t.Fatal(err)
+		}
+		c := cells[fmt.Sprintf("%s@%d", key.User, key.Start)]
+		if !strings.Contains(rest, fmt.Sprintf(`"orders":%d,`, c.orders)) || !strings.Contains(rest, fmt.Sprintf(`"total":%d,`, c.total)) ||
+			!strings.HasSuffix(rest, "weir-firing=on_time,weir-pane=0") {
+			t.Fatalf("result %s, want orders %d total %d", line, c.orders, c.total)
+		}
+	}
+
+	for _, point := range []string{"sink-committed", "after-manifest"} {
+		t.Run(point, func(t *testing.T) {
+			broker := kafkaCluster(t, n)
+			dir := t.TempDir()
+			// The crash is a real one: a child process runs the job and
+			// exits at the point once its transaction holds results, leaving
+			// the transaction open and its files as they are.
+			cmd := exec.Command(os.Args[0], "-test.run=^TestKafkaCrashChild$", "-test.v")
+			cmd.Env = append(os.Environ(), "WEIR_KAFKA_CHILD="+strings.Join([]string{broker, dir, point}, ","))
+			out, err := cmd.CombinedOutput()
+			if code := cmd.ProcessState.ExitCode(); code != 3 {
+				t.Fatalf("child exited %d (%v), want 3 (crashed at %s):\n%s", code, err, point, out)
+			}
+			if _, err := runKafka(t, "crash", broker, dir, RunOptions{CheckpointDir: filepath.Join(dir, "ck"), CheckpointInterval: time.Millisecond}); err != nil {
+				t.Fatalf("resumed run: %v", err)
+			}
+			got := committedResults(t, broker)
+			if !slices.Equal(got, want) {
+				gs, ws := map[string]int{}, map[string]int{}
+				for _, l := range got {
+					gs[l]++
+				}
+				for _, l := range want {
+					ws[l]++
+				}
+				var diff []string
+				for l := range ws {
+					gs[l] += 0
+				}
+				for _, l := range slices.Sorted(maps.Keys(gs)) {
+					if gs[l] != ws[l] {
+						diff = append(diff, fmt.Sprintf("%dx (want %d) %s", gs[l], ws[l], l))
+					}
+				}
+				t.Fatalf("after a crash at %s: %d results, want %d; differing: %v", point, len(got), len(want), diff[:min(5, len(diff))])
+			}
+		})
+	}
+}
+
+// runKafka runs kafkaJob named name against broker.
+func runKafka(t *testing.T, name, broker, dir string, o RunOptions) (Summary, error) {
+	p, err := Parse([]byte(fmt.Sprintf(kafkaJob, name, broker, broker)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Dir = dir
+	j, err := Open(p, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	return j.Run(ctx)
+}
+
+// TestKafkaCrashChild is TestKafkaJob's child process: it runs the job
+// with checkpoints and exits with status 3 at the crash point once the
+// checkpoint's open transaction holds results.
+func TestKafkaCrashChild(t *testing.T) {
+	arg := os.Getenv("WEIR_KAFKA_CHILD")
+	if arg == "" {
+		t.Skip("the child process of TestKafkaJob")
+	}
+	parts := strings.Split(arg, ",")
+	broker, dir, point := parts[0], parts[1], parts[2]
+	adm, err := kadm.NewOptClient(kgo.SeedBrokers(broker))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// openResults reports whether the open transaction holds results: the
+	// high watermark of topic out is above its last stable offset.
+	openResults := func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		hwm, err1 := adm.ListEndOffsets(ctx, "out")
+		lso, err2 := adm.ListCommittedOffsets(ctx, "out")
+		if err1 != nil || err2 != nil {
+			return false
+		}
+		open := false
+		hwm.Each(func(l kadm.ListedOffset) {
+			if s, ok := lso.Lookup(l.Topic, l.Partition); ok && l.Offset > s.Offset {
+				open = true
+			}
+		})
+		return open
+	}
+	_, err = runKafka(t, "crash", broker, dir, RunOptions{CheckpointDir: filepath.Join(dir, "ck"), CheckpointInterval: time.Millisecond,
+		Crash: func(p string) {
+			if p == point && openResults() {
+				os.Exit(3)
+			}
+		}})
+	t.Fatalf("the run ended (%v) without reaching %s with results in the transaction", err, point)
+}

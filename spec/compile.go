@@ -565,7 +565,7 @@ func (c *compiler) sinks() {
 		path := "sinks." + name
 		allowed := []string{"jsonl", "stdout"}
 		if sqlite {
-			allowed = append(allowed, "sqlite", "kafka")
+			allowed = append(allowed, "sqlite", "postgres", "kafka")
 		}
 		c.kafkaSink(path, k)
 		typ := c.oneOf(path+".type", k.Type, "", allowed...)
@@ -587,14 +587,24 @@ func (c *compiler) sinks() {
 				c.add(path+".path", "stdout takes no path", "remove path, or use type: jsonl")
 			}
 		}
-		if typ == "sqlite" {
+		if typ == "postgres" {
+			if k.URL == "" {
+				c.add(path+".url", "missing", "give the connection string, such as postgres://weir@127.0.0.1:5432/weir")
+			}
+			if k.Path != "" {
+				c.add(path+".path", "a postgres sink writes a table", "remove path")
+			}
+		} else if k.URL != "" {
+			c.add(path+".url", "only postgres sinks have a url", "remove url")
+		}
+		if typ == "sqlite" || typ == "postgres" {
 			if k.Table == "" {
 				k.Table = "results"
 			} else if !sqlName.MatchString(k.Table) {
 				c.add(path+".table", fmt.Sprintf("%q is not a plain SQL name", k.Table), "use letters, digits and _, such as order_stats")
 			}
 		} else if k.Table != "" {
-			c.add(path+".table", "only sqlite sinks have a table", "remove table")
+			c.add(path+".table", "only sqlite and postgres sinks have a table", "remove table")
 		}
 	}
 	check("results", s.Results, true)

@@ -2,7 +2,10 @@ package spec
 
 import (
 	"bufio"
+	"context"
+	"errors"
 	"fmt"
+	"github.com/weirstream/weir/connector/pgio"
 	"io"
 	"os"
 	"slices"
@@ -168,11 +171,19 @@ func (j *Job) openSinks(o RunOptions, offsets map[string]int64) error {
 		j.results = k
 		return nil
 	}
-	if r.Type == "sqlite" {
-		names := make([]string, len(j.plan.Spec.Aggregate))
-		for i, a := range j.plan.Spec.Aggregate {
-			names[i] = a.Name
+	names := make([]string, len(j.plan.Spec.Aggregate))
+	for i, a := range j.plan.Spec.Aggregate {
+		names[i] = a.Name
+	}
+	if r.Type == "postgres" {
+		db, err := pgio.Open(context.Background(), r.URL, r.Table, j.plan.Spec.Key, names, pgio.Options{Logger: j.env.Options().Logger})
+		if err != nil {
+			return err
 		}
+		j.results = &pgResults{db: db, j: j, vals: names}
+		return nil
+	}
+	if r.Type == "sqlite" {
 		path, err := sinkPath(r)
 		if err != nil {
 			return err
@@ -274,26 +285,79 @@ type sqliteResults struct {
 
 func (w *sqliteResults) write(r window.Result[string, []byte]) error {
 	row := &w.row
-	row.Keys = row.Keys[:0]
-	for i, v := range splitKey(r.Key, len(w.keys)) {
-		row.Keys = append(row.Keys, sqliteio.Column{Name: w.keys[i], Value: []byte(v)})
-	}
-	row.Start, row.End = r.Window.Start, r.Window.End
-	if r.Window == window.Global {
-		row.Start, row.End = etime.MinTime, etime.MaxTime
-	}
+	row.Keys, row.Values = row.Keys[:0], row.Values[:0]
+	row.Start, row.End = tableWindow(r.Window)
 	row.Firing, row.Pane, row.Watermark = r.Firing.String(), r.Pane, r.Watermark
-	row.Values = row.Values[:0]
+	columns(r, w.keys, w.vals, func(key bool, name string, v []byte) {
+		if key {
+			row.Keys = append(row.Keys, sqliteio.Column{Name: name, Value: v})
+		} else {
+			row.Values = append(row.Values, sqliteio.Column{Name: name, Value: v})
+		}
+	})
+	return w.db.Write(*row)
+}
+
+// tableWindow is a window's bounds in a table: the global window is
+// (MinTime, MaxTime).
+func tableWindow(w window.Window) (etime.Time, etime.Time) {
+	if w == window.Global {
+		return etime.MinTime, etime.MaxTime
+	}
+	return w.Start, w.End
+}
+
+// columns calls add for each key field and each aggregate of a result,
+// with its JSON value.
+func columns(r window.Result[string, []byte], keys, vals []string, add func(key bool, name string, v []byte)) {
+	for i, v := range splitKey(r.Key, len(keys)) {
+		add(true, keys[i], []byte(v))
+	}
 	rest := r.Value
-	for _, name := range w.vals {
+	for _, name := range vals {
 		n := slices.Index(rest, 0)
 		if n < 0 {
 			break
 		}
-		row.Values = append(row.Values, sqliteio.Column{Name: name, Value: rest[:n]})
+		add(false, name, rest[:n])
 		rest = rest[n+1:]
 	}
+}
+
+// pgResults upserts results into Postgres with the pane guard, committed
+// at each checkpoint (and at the end of a run that ended well).
+type pgResults struct {
+	db   *pgio.Sink
+	j    *Job
+	vals []string
+	row  pgio.Row
+}
+
+func (w *pgResults) write(r window.Result[string, []byte]) error {
+	row := &w.row
+	row.Keys, row.Values = row.Keys[:0], row.Values[:0]
+	row.Start, row.End = tableWindow(r.Window)
+	row.Firing, row.Pane, row.Watermark = r.Firing.String(), r.Pane, r.Watermark
+	columns(r, w.j.plan.Spec.Key, w.vals, func(key bool, name string, v []byte) {
+		if key {
+			row.Keys = append(row.Keys, pgio.Column{Name: name, Value: v})
+		} else {
+			row.Values = append(row.Values, pgio.Column{Name: name, Value: v})
+		}
+	})
 	return w.db.Write(*row)
+}
+
+func (w *pgResults) commit() error { return w.db.Flush() }
+
+// close flushes what the end of a run that ended well produced (a failed
+// run replays it from its checkpoint) and closes the connection.
+func (w *pgResults) close() error {
+	var err error
+	if !w.j.execFailed && !w.j.failed.Load() {
+		err = w.db.Flush()
+	}
+	return errors.Join(err, w.db.Close())
 }
 
 func (w *sqliteResults) close() error  { return w.db.Close() }

@@ -251,12 +251,16 @@ type Sinks struct {
 
 // Sink is one output.
 type Sink struct {
-	// Type is jsonl, stdout, or (results only) sqlite or kafka.
+	// Type is jsonl, stdout, or (results only) sqlite, postgres or kafka.
 	Type string `yaml:"type"`
 	// Path is the file (jsonl, sqlite).
 	Path string `yaml:"path"`
-	// Table is the SQLite table (default results).
+	// Table is the SQLite or Postgres table (default results).
 	Table string `yaml:"table"`
+	// URL is the Postgres connection string (postgres), such as
+	// postgres://user@127.0.0.1:5432/db; it may name the password or
+	// leave it to PGPASSWORD and ~/.pgpass.
+	URL string `yaml:"url"`
 	// Brokers, Topic, MarkerTopic, TLS and SASL configure a kafka sink:
 	// results keyed by their key fields and window (a compacted topic
 	// keeps the newest firing), the firing kind and pane in headers,

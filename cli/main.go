@@ -59,6 +59,8 @@ func Main(ctx context.Context, args []string, o IO) int {
 		return demoCmd(ctx, args[1:], o)
 	case "bench":
 		return benchCmd(ctx, args[1:], o)
+	case "dev":
+		return devCmd(ctx, args[1:], o)
 	case "version":
 		fmt.Fprintln(o.Stdout, "weir", Version)
 		return ExitOK
@@ -79,6 +81,7 @@ commands:
   validate JOB.yaml check a job spec and explain every error
   demo              run the built-in orders job on embedded defaults
   bench nexmark     time a Nexmark query on weir against a hand-written loop
+  dev kafka         start an in-process Kafka on 127.0.0.1:9092 to try kafka jobs
   version           print the version
 
 run 'weir <command> -h' for a command's flags`)

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/jackc/pgx/v5"
 	"maps"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -39,7 +41,9 @@ sinks:
 
 // kafkaCluster starts kfake with the job's topics and n orders (and two
 // bad records) in topic in.
-func kafkaCluster(t *testing.T, n int) string {
+func kafkaCluster(t *testing.T, n int) string { return kafkaClusterN(t, n) }
+
+func kafkaClusterN(t testing.TB, n int) string {
 	t.Helper()
 	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(4, "in"), kfake.SeedTopics(3, "out"), kfake.SeedTopics(1, "out-weir-checkpoints"))
 	if err != nil {
@@ -251,4 +255,71 @@ func TestKafkaCrashChild(t *testing.T) {
 			}
 		}})
 	t.Fatalf("the run ended (%v) without reaching %s with results in the transaction", err, point)
+}
+
+// BenchmarkKafkaJob runs kafkaJob (Kafka to Kafka, exactly once) over
+// WEIR_BENCH_RECORDS records (default 500,000) on kfake, with and without
+// checkpoints every second, and reports records per second. With
+// WEIR_PG_URL or the local Postgres, it also runs the job into Postgres.
+//
+//	go test -run x -bench KafkaJob -benchtime 3x ./spec/
+func BenchmarkKafkaJob(b *testing.B) {
+	n := 500_000
+	if s := os.Getenv("WEIR_BENCH_RECORDS"); s != "" {
+		fmt.Sscan(s, &n)
+	}
+	for _, c := range []struct {
+		name string
+		ck   time.Duration
+		sink string
+	}{{"kafka", 0, "kafka"}, {"kafka-checkpoint-1s", time.Second, "kafka"}, {"postgres-checkpoint-1s", time.Second, "postgres"}} {
+		b.Run(c.name, func(b *testing.B) {
+			var url string
+			if c.sink == "postgres" {
+				url = os.Getenv("WEIR_PG_URL")
+				if url == "" {
+					url = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
+				}
+			}
+			for range b.N {
+				b.StopTimer()
+				broker := kafkaClusterN(b, n)
+				dir := b.TempDir()
+				job := fmt.Sprintf(kafkaJob, "bench", broker, broker)
+				table := fmt.Sprintf("weir_bench_%d", rand.Uint32())
+				if c.sink == "postgres" {
+					job = strings.Replace(job, "results: {type: kafka, brokers: ["+broker+"], topic: out}", "results: {type: postgres, url: '"+url+"', table: "+table+"}", 1)
+				}
+				p, err := Parse([]byte(job))
+				if err != nil {
+					b.Fatal(err)
+				}
+				o := RunOptions{Dir: dir}
+				if c.ck > 0 {
+					o.CheckpointDir, o.CheckpointInterval = filepath.Join(dir, "ck"), c.ck
+				}
+				j, err := Open(p, o)
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+				sum, err := j.Run(context.Background())
+				b.StopTimer()
+				if err != nil {
+					b.Fatal(err)
+				}
+				if sum.Get("records_in") != int64(n+2) {
+					b.Fatalf("records in %d", sum.Get("records_in"))
+				}
+				if c.sink == "postgres" {
+					if conn, err := pgx.Connect(context.Background(), url); err == nil {
+						_, _ = conn.Exec(context.Background(), "DROP TABLE IF EXISTS "+table)
+						_ = conn.Close(context.Background())
+					}
+				}
+				b.StartTimer()
+			}
+			b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "records/s")
+		})
+	}
 }

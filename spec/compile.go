@@ -3,6 +3,7 @@ package spec
 import (
 	"errors"
 	"fmt"
+	"github.com/weirstream/weir/connector/natsio"
 	"math"
 	"path/filepath"
 	"regexp"
@@ -46,7 +47,10 @@ type Plan struct {
 	// time, and watermark alignment.
 	KafkaStart  KafkaStart
 	TSFromKafka bool
-	MaxDrift    etime.Duration
+	// NATS sources: the start position, the publish time as event time.
+	NATSStart  natsio.Start
+	TSFromNATS bool
+	MaxDrift   etime.Duration
 
 	Backend string // memory or pebble
 	// StateBudget is state.budget in bytes (0: none).
@@ -186,14 +190,15 @@ func (c *compiler) compile() {
 
 func (c *compiler) source() {
 	s, p := &c.p.Spec.Source, c.p
-	typ := c.oneOf("source.type", s.Type, "", "file", "stdin", "generator", "kafka")
+	typ := c.oneOf("source.type", s.Type, "", "file", "stdin", "generator", "kafka", "nats")
 	c.kafkaSource(typ)
+	c.natsSource(typ)
 	switch typ {
 	case "file":
 		if s.Path == "" {
 			c.add("source.path", "missing", "a file source needs the path of its input, such as orders.jsonl")
 		}
-	case "stdin", "generator", "kafka":
+	case "stdin", "generator", "kafka", "nats":
 		if s.Path != "" {
 			c.add("source.path", "a "+typ+" source reads no file", "remove path, or use type: file")
 		}
@@ -215,7 +220,15 @@ func (c *compiler) source() {
 	p.Final = s.FinalWatermark == nil || *s.FinalWatermark
 
 	t := &s.Timestamp
-	switch c.oneOf("source.timestamp.source", t.Source, "record", "record", "kafka") {
+	switch c.oneOf("source.timestamp.source", t.Source, "record", "record", "kafka", "nats") {
+	case "nats":
+		p.TSFromNATS = true
+		if typ != "nats" {
+			c.add("source.timestamp.source", "only a nats source has publish times", "remove source, or use source: record")
+		}
+		if t.Field != "" || t.Unit != "" {
+			c.add("source.timestamp", "the publish time is in no field", "remove field and unit, or use source: record")
+		}
 	case "kafka":
 		p.TSFromKafka = true
 		if typ != "kafka" {
@@ -351,6 +364,9 @@ func (c *compiler) watermark() {
 	p.IdleTimeout = durOr(w.IdleTimeout, 0)
 	c.nonNegative("watermark.max_drift", w.MaxDrift)
 	p.MaxDrift = durOr(w.MaxDrift, 0)
+	if p.Spec.Source.Type == "nats" && p.WMType == "punctuated" {
+		c.add("watermark.type", "punctuated watermarks come from $watermark lines of a file", "use bounded_out_of_orderness or monotonous for nats")
+	}
 	if p.Spec.Source.Type == "kafka" {
 		if p.WMType == "punctuated" {
 			c.add("watermark.type", "punctuated watermarks come from $watermark lines of a file", "use bounded_out_of_orderness or monotonous for kafka")
@@ -565,7 +581,7 @@ func (c *compiler) sinks() {
 		path := "sinks." + name
 		allowed := []string{"jsonl", "stdout"}
 		if sqlite {
-			allowed = append(allowed, "sqlite", "postgres", "kafka")
+			allowed = append(allowed, "sqlite", "postgres", "kafka", "nats")
 		}
 		c.kafkaSink(path, k)
 		typ := c.oneOf(path+".type", k.Type, "", allowed...)
@@ -587,15 +603,28 @@ func (c *compiler) sinks() {
 				c.add(path+".path", "stdout takes no path", "remove path, or use type: jsonl")
 			}
 		}
-		if typ == "postgres" {
+		switch typ {
+		case "postgres":
 			if k.URL == "" {
 				c.add(path+".url", "missing", "give the connection string, such as postgres://weir@127.0.0.1:5432/weir")
 			}
 			if k.Path != "" {
 				c.add(path+".path", "a postgres sink writes a table", "remove path")
 			}
-		} else if k.URL != "" {
-			c.add(path+".url", "only postgres sinks have a url", "remove url")
+		case "nats":
+			if k.Subject == "" {
+				c.add(path+".subject", "missing", "name the subject results are published to; a JetStream stream must store it")
+			}
+			if k.Path != "" || k.Table != "" {
+				c.add(path, "a nats sink publishes to a subject", "remove path and table")
+			}
+		default:
+			if k.URL != "" {
+				c.add(path+".url", "only postgres and nats sinks have a url", "remove url")
+			}
+		}
+		if typ != "nats" && k.Subject != "" {
+			c.add(path+".subject", "only nats sinks have a subject", "remove subject")
 		}
 		if typ == "sqlite" || typ == "postgres" {
 			if k.Table == "" {

@@ -254,8 +254,8 @@ func (j *Job) build(o RunOptions) error {
 	var src weir.Source[fileio.Line]
 	var err error
 	switch s.Source.Type {
-	case "kafka":
-		// Read by kafkaRecords below.
+	case "kafka", "nats":
+		// Read by kafkaRecords and natsRecords below.
 	case "generator":
 		g := p.Generator
 		bands := make([]genio.Band, len(g.Disorder))
@@ -322,13 +322,16 @@ func (j *Job) build(o RunOptions) error {
 		})
 	}
 	var recs weir.Stream[rec]
-	if s.Source.Type == "kafka" {
+	switch s.Source.Type {
+	case "kafka":
 		// Records are decoded, stamped and watermarked per partition in
 		// the reader.
 		if recs, err = j.kafkaRecords(env); err != nil {
 			return err
 		}
-	} else {
+	case "nats":
+		recs = j.natsRecords(env)
+	default:
 		lines := weir.FromSource(env, sourceStage, src, weir.SourceOptions{Channels: p.Channels, NoFinalWatermark: true})
 		recs = weir.TryMap(lines, j.dec.decode)
 	}

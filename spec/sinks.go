@@ -163,6 +163,14 @@ func (j *Job) openSinks(o RunOptions, offsets map[string]int64) error {
 		return err
 	}
 	r := s.Results
+	if r.Type == "nats" {
+		k, err := openNATSResults(j, r)
+		if err != nil {
+			return err
+		}
+		j.results = k
+		return nil
+	}
 	if r.Type == "kafka" {
 		k, err := openKafkaResults(j, r)
 		if err != nil {

@@ -75,7 +75,7 @@ type CheckpointSpec struct {
 
 // Source is the job's input.
 type Source struct {
-	// Type is file, stdin, generator or kafka.
+	// Type is file, stdin, generator, kafka or nats.
 	Type string `yaml:"type"`
 	// Path is the input file (type file).
 	Path string `yaml:"path"`
@@ -93,6 +93,26 @@ type Source struct {
 	Generator *Generator `yaml:"generator"`
 	// Kafka configures type kafka.
 	Kafka *KafkaSource `yaml:"kafka"`
+	// NATS configures type nats.
+	NATS *NATSSource `yaml:"nats"`
+}
+
+// NATSSource reads a NATS JetStream stream in stream order (an ordered
+// consumer); the stream sequence is kept in the checkpoints, so a restore
+// replays from it with nothing lost, twice or reordered. One channel reads
+// a stream.
+type NATSSource struct {
+	// URL is the server (default nats://127.0.0.1:4222).
+	URL string `yaml:"url"`
+	// Stream is the JetStream stream; its message data are JSON records.
+	Stream string `yaml:"stream"`
+	// Subjects keeps only messages of these subjects (wildcards allowed).
+	Subjects []string `yaml:"subjects"`
+	// Start is earliest (default), a stream sequence number, or an RFC
+	// 3339 time, for a run without a checkpoint.
+	Start string `yaml:"start"`
+	// StopAtEnd ends the job at the stream's last message at start.
+	StopAtEnd bool `yaml:"stop_at_end"`
 }
 
 // KafkaSource reads a Kafka topic. Every partition has its own watermark
@@ -129,8 +149,9 @@ type SASL struct {
 
 // Timestamp is the event-time field of records and its checks (R2).
 type Timestamp struct {
-	// Source is record (default: a field of the record) or kafka (the
-	// Kafka record timestamp; kafka sources only).
+	// Source is record (default: a field of the record), kafka (the
+	// Kafka record timestamp; kafka sources) or nats (the JetStream
+	// publish time; nats sources).
 	Source string `yaml:"source"`
 	// Field names the record field that holds event time (default ts).
 	Field string `yaml:"field"`
@@ -251,16 +272,22 @@ type Sinks struct {
 
 // Sink is one output.
 type Sink struct {
-	// Type is jsonl, stdout, or (results only) sqlite, postgres or kafka.
+	// Type is jsonl, stdout, or (results only) sqlite, postgres, kafka or
+	// nats.
 	Type string `yaml:"type"`
 	// Path is the file (jsonl, sqlite).
 	Path string `yaml:"path"`
 	// Table is the SQLite or Postgres table (default results).
 	Table string `yaml:"table"`
 	// URL is the Postgres connection string (postgres), such as
-	// postgres://user@127.0.0.1:5432/db; it may name the password or
-	// leave it to PGPASSWORD and ~/.pgpass.
+	// postgres://user@127.0.0.1:5432/db (it may leave the password to
+	// PGPASSWORD and ~/.pgpass), or the NATS server (nats).
 	URL string `yaml:"url"`
+	// Subject receives the results of a nats sink, published to a
+	// JetStream stream with a message id per (key, window, pane), so that
+	// a replay after a restore is dropped as duplicates within the
+	// stream's duplicate window.
+	Subject string `yaml:"subject"`
 	// Brokers, Topic, MarkerTopic, TLS and SASL configure a kafka sink:
 	// results keyed by their key fields and window (a compacted topic
 	// keeps the newest firing), the firing kind and pane in headers,

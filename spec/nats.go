@@ -1,0 +1,112 @@
+package spec
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/connector/fileio"
+	"github.com/weirstream/weir/connector/natsio"
+	"github.com/weirstream/weir/window"
+)
+
+// natsSource checks source.nats.
+func (c *compiler) natsSource(typ string) {
+	s, p := &c.p.Spec.Source, c.p
+	if typ != "nats" {
+		if s.NATS != nil {
+			c.add("source.nats", "only a nats source takes nats settings", "use type: nats, or remove nats")
+		}
+		return
+	}
+	n := s.NATS
+	if n == nil {
+		c.add("source.nats", "missing", "a nats source needs a stream: nats: {url: nats://127.0.0.1:4222, stream: ORDERS}")
+		return
+	}
+	if n.Stream == "" {
+		c.add("source.nats.stream", "missing", "name the JetStream stream to read, such as ORDERS")
+	}
+	switch st := strings.TrimSpace(n.Start); {
+	case st == "" || st == "earliest":
+	default:
+		if seq, err := strconv.ParseUint(st, 10, 64); err == nil && seq > 0 {
+			p.NATSStart = natsio.StartAtSequence(seq)
+		} else if t, err := time.Parse(time.RFC3339, st); err == nil {
+			p.NATSStart = natsio.StartAtTime(t)
+		} else {
+			c.add("source.nats.start", fmt.Sprintf("%q is not earliest, a stream sequence or an RFC 3339 time", st), "such as earliest, 1000 or 2026-11-30T00:00:00Z")
+		}
+	}
+	if s.Format != "" && s.Format != "jsonl" {
+		c.add("source.format", "nats message data are JSON objects", "remove format")
+	}
+	if s.FinalWatermark != nil && *s.FinalWatermark && !n.StopAtEnd {
+		c.add("source.final_watermark", "a nats source that runs until stopped has no end of input", "remove final_watermark, or set nats.stop_at_end")
+	}
+}
+
+// natsRecords is the stream of a nats source, decoded.
+func (j *Job) natsRecords(env *weir.Env) weir.Stream[rec] {
+	p := j.plan
+	n := p.Spec.Source.NATS
+	src := natsio.NewSource(natsio.SourceOptions{URL: n.URL, Stream: n.Stream, Subjects: n.Subjects, Start: p.NATSStart,
+		StopAtEnd: n.StopAtEnd, Logger: j.env.Options().Logger})
+	j.srcName = "nats:" + n.Stream
+	msgs := weir.FromSource(env, sourceStage, src, weir.SourceOptions{Channels: p.Channels, NoFinalWatermark: !(n.StopAtEnd && p.Final)})
+	return weir.TryMap(msgs, func(m natsio.Message) (rec, error) {
+		v, err := j.dec.decode(fileio.Line{Kind: fileio.Data, No: int64(m.Sequence), Text: m.Data})
+		if err == nil && p.TSFromNATS {
+			v.ts = m.Published
+		}
+		return v, err
+	})
+}
+
+// natsResults publishes result lines to a subject, each with a message id
+// of its key, window and pane, flushed at each checkpoint.
+type natsResults struct {
+	s       *natsio.Sink
+	subject string
+	j       *Job
+	line    []byte
+}
+
+func openNATSResults(j *Job, k *Sink) (*natsResults, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s, err := natsio.OpenSink(ctx, natsio.SinkOptions{URL: k.URL, Subject: k.Subject, Logger: j.env.Options().Logger})
+	if err != nil {
+		return nil, err
+	}
+	return &natsResults{s: s, subject: k.Subject, j: j}, nil
+}
+
+func (w *natsResults) write(r window.Result[string, []byte]) error {
+	w.line = appendResult(w.line[:0], w.j.plan, r)
+	id := appendResultKey(nil, w.j.plan, r)
+	id = strconv.AppendInt(append(id, '#'), r.Pane, 10)
+	if r.Firing == window.Retract {
+		id = append(id, "#retract"...)
+	}
+	return w.s.Publish(string(id), w.subject, w.line, map[string]string{"weir-firing": r.Firing.String(), "weir-pane": strconv.FormatInt(r.Pane, 10)})
+}
+
+func (w *natsResults) commit() error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	return w.s.Flush(ctx)
+}
+
+// close flushes what a run that ended well published last, and closes.
+func (w *natsResults) close() error {
+	var err error
+	if !w.j.execFailed && !w.j.failed.Load() {
+		err = w.commit()
+	}
+	return errors.Join(err, w.s.Close())
+}

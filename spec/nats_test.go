@@ -1,0 +1,102 @@
+package spec
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// TestNATSJob runs a spec from a JetStream stream to another on an
+// embedded nats-server: the results are a plain group-by of what was
+// published (the publish time as event time), each published once, and
+// every record is accounted for.
+func TestNATSJob(t *testing.T) {
+	s, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Start()
+	if !s.ReadyForConnections(10 * time.Second) {
+		t.Fatal("embedded nats-server not ready")
+	}
+	t.Cleanup(func() { s.Shutdown(); s.WaitForShutdown() })
+	url := s.ClientURL()
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for name, subj := range map[string]string{"ORDERS": "orders.>", "RESULTS": "results.>"} {
+		if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: name, Subjects: []string{subj}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const n = 2000
+	want := map[string]int{}
+	for i := range n {
+		ts := int64(1767225600000 + i*10)
+		if _, err := js.Publish(ctx, "orders.new", fmt.Appendf(nil, `{"user_id":"u%d","amount":%d,"ts":%d}`, i%3, i%10, ts)); err != nil {
+			t.Fatal(err)
+		}
+		want[fmt.Sprintf("u%d@%d", i%3, ts/5000*5000)]++
+	}
+	if _, err := js.Publish(ctx, "orders.new", []byte(`not json`)); err != nil {
+		t.Fatal(err)
+	}
+	job := fmt.Sprintf(`name: nats
+source:
+  type: nats
+  nats: {url: '%s', stream: ORDERS, stop_at_end: true}
+watermark: {max_out_of_orderness: 1s}
+key: [user_id]
+window: {type: tumbling, size: 5s}
+aggregate:
+  - {name: orders, fn: count}
+sinks:
+  results: {type: nats, url: '%s', subject: results.orders}
+`, url, url)
+	_, sum := runSpec(t, job, nil, RunOptions{})
+	if !sum.Conserved() || sum.Get("records_in") != n+1 || sum.Get("dead_letter") != 1 {
+		t.Fatalf("summary %s", sum.JSON())
+	}
+	stream, err := js.Stream(ctx, "RESULTS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := stream.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if int(info.State.Msgs) != len(want) {
+		t.Fatalf("%d results published, want %d", info.State.Msgs, len(want))
+	}
+	for seq := uint64(1); seq <= info.State.LastSeq; seq++ {
+		m, err := stream.GetMsg(ctx, seq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r struct {
+			User   string `json:"user_id"`
+			Start  int64  `json:"window_start"`
+			Orders int    `json:"orders"`
+		}
+		if err := json.Unmarshal(m.Data, &r); err != nil {
+			t.Fatal(err)
+		}
+		if k := fmt.Sprintf("%s@%d", r.User, r.Start); want[k] != r.Orders {
+			t.Fatalf("%s: %d orders, want %d", k, r.Orders, want[k])
+		}
+	}
+}

@@ -579,9 +579,11 @@ func (c *compiler) sinks() {
 			return
 		}
 		path := "sinks." + name
-		allowed := []string{"jsonl", "stdout"}
+		allowed := []string{"jsonl", "stdout", "kafka"}
 		if sqlite {
-			allowed = append(allowed, "sqlite", "postgres", "kafka", "nats")
+			allowed = append(allowed, "sqlite", "postgres", "nats")
+		} else if k.Type == "kafka" && (s.Results == nil || s.Results.Type != "kafka") {
+			c.add(path+".type", "a kafka sink for "+name+" writes in the results sink's transactions", "use kafka results too, or a jsonl sink")
 		}
 		c.kafkaSink(path, k)
 		typ := c.oneOf(path+".type", k.Type, "", allowed...)

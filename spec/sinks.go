@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/weirstream/weir/connector/pgio"
 	"io"
 	"os"
@@ -27,6 +28,10 @@ type lineSink struct {
 	mu sync.Mutex
 	w  *bufio.Writer
 	f  *os.File // nil for stdout
+	// topic, with kafka, sends the lines to a Kafka topic instead, in the
+	// results sink's transaction of each checkpoint.
+	topic string
+	kafka *kafkaResults
 }
 
 // openLineSink opens a file sink: truncated for a fresh run, or cut back
@@ -66,6 +71,9 @@ func openLineSink(path string, stdout io.Writer, offset int64) (*lineSink, error
 func (s *lineSink) sync() (int64, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.kafka != nil {
+		return -1, nil // the results sink's transaction makes it durable
+	}
 	if err := s.w.Flush(); err != nil {
 		return 0, err
 	}
@@ -81,6 +89,9 @@ func (s *lineSink) sync() (int64, error) {
 func (s *lineSink) write(line []byte) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.kafka != nil {
+		return s.kafka.s.Produce(&kgo.Record{Topic: s.topic, Value: append([]byte(nil), line...)})
+	}
 	s.w.Write(line)
 	return s.w.WriteByte('\n')
 }
@@ -88,6 +99,9 @@ func (s *lineSink) write(line []byte) error {
 func (s *lineSink) close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.kafka != nil {
+		return nil // the results sink closes the producer
+	}
 	err := s.w.Flush()
 	if s.f != nil {
 		if err == nil {
@@ -131,6 +145,12 @@ func (j *Job) openSinks(o RunOptions, offsets map[string]int64) error {
 		switch {
 		case k == nil:
 			return nil, nil
+		case k.Type == "kafka":
+			kr, _ := j.results.(*kafkaResults)
+			if kr == nil {
+				return nil, fmt.Errorf("sinks.%s: a kafka sink for %s needs kafka results (one transaction holds both)", name, name)
+			}
+			return &lineSink{topic: k.Topic, kafka: kr}, nil
 		case k.Type == "stdout":
 			if stdout == nil {
 				stdout, _ = openLineSink("", o.Stdout, -1)
@@ -152,6 +172,9 @@ func (j *Job) openSinks(o RunOptions, offsets map[string]int64) error {
 		return ls, err
 	}
 	j.files = map[string]*lineSink{}
+	if err := j.openResults(s.Results, open, sinkPath); err != nil {
+		return err
+	}
 	var err error
 	if j.late, err = open("late", s.Late); err != nil {
 		return err
@@ -162,16 +185,20 @@ func (j *Job) openSinks(o RunOptions, offsets map[string]int64) error {
 	if j.dead, err = open("dead_letter", s.DeadLetter); err != nil {
 		return err
 	}
-	r := s.Results
-	if r.Type == "nats" {
+	return nil
+}
+
+// openResults opens the results sink.
+func (j *Job) openResults(r *Sink, open func(string, *Sink) (*lineSink, error), sinkPath func(*Sink) (string, error)) error {
+	switch r.Type {
+	case "nats":
 		k, err := openNATSResults(j, r)
 		if err != nil {
 			return err
 		}
 		j.results = k
 		return nil
-	}
-	if r.Type == "kafka" {
+	case "kafka":
 		k, err := openKafkaResults(j, r)
 		if err != nil {
 			return err
@@ -183,15 +210,15 @@ func (j *Job) openSinks(o RunOptions, offsets map[string]int64) error {
 	for i, a := range j.plan.Spec.Aggregate {
 		names[i] = a.Name
 	}
-	if r.Type == "postgres" {
+	switch r.Type {
+	case "postgres":
 		db, err := pgio.Open(context.Background(), r.URL, r.Table, j.plan.Spec.Key, names, pgio.Options{Logger: j.env.Options().Logger})
 		if err != nil {
 			return err
 		}
 		j.results = &pgResults{db: db, j: j, vals: names}
 		return nil
-	}
-	if r.Type == "sqlite" {
+	case "sqlite":
 		path, err := sinkPath(r)
 		if err != nil {
 			return err

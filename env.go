@@ -2,7 +2,9 @@ package weir
 
 import (
 	"context"
+	"slices"
 	"strconv"
+	"sync"
 
 	"github.com/weirstream/weir/etime"
 	"github.com/weirstream/weir/internal/runtime"
@@ -21,6 +23,9 @@ type Env struct {
 	sources []*sourceStats
 	deadFn  func(DeadLetter)
 	names   map[string]int
+
+	listenMu  sync.Mutex
+	listeners []CheckpointListener
 }
 
 // DeadLetter is a record an operator refused as bad input (semantics W4).
@@ -33,9 +38,19 @@ func NewEnv(opts Options) (*Env, error) {
 	}
 	opts = opts.withDefaults()
 	e := &Env{opts: opts, names: map[string]int{}}
+	ck := opts.Checkpoint.runtime()
+	if ck != nil {
+		user := ck.OnComplete
+		ck.OnComplete = func(id int64) {
+			e.checkpointComplete(id)
+			if user != nil {
+				user(id)
+			}
+		}
+	}
 	e.job = runtime.NewJob(runtime.Options{
 		BatchSize: opts.BatchSize, QueueBatches: opts.QueueBatches, Deterministic: opts.Deterministic,
-		Clock: opts.Clock, Logger: opts.Logger, Checkpoint: opts.Checkpoint.runtime(),
+		Clock: opts.Clock, Logger: opts.Logger, Checkpoint: ck,
 	})
 	e.job.SetDeadLetters(func(d DeadLetter) {
 		if e.deadFn != nil {
@@ -43,6 +58,17 @@ func NewEnv(opts Options) (*Env, error) {
 		}
 	})
 	return e, nil
+}
+
+// checkpointComplete tells the source readers that listen that checkpoint
+// id committed.
+func (e *Env) checkpointComplete(id int64) {
+	e.listenMu.Lock()
+	ls := slices.Clone(e.listeners)
+	e.listenMu.Unlock()
+	for _, l := range ls {
+		l.CheckpointComplete(id)
+	}
 }
 
 // Options returns the Env's options with defaults filled in.

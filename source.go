@@ -61,6 +61,18 @@ type DeadLetterOutput interface {
 	DeadLetter(reason, detail string, record any)
 }
 
+// CheckpointListener is implemented by readers that act on checkpoints
+// beyond their position, such as committing offsets to a consumer group
+// so that lag tools see them. CheckpointTaken is called on the reader's
+// goroutine right after SnapshotPosition, with the checkpoint's id;
+// CheckpointComplete is called from another goroutine once checkpoint id
+// has committed (an aborted checkpoint is never completed, and a later
+// one completes the earlier ones).
+type CheckpointListener interface {
+	CheckpointTaken(id int64)
+	CheckpointComplete(id int64)
+}
+
 // SourceOptions configures a source stage.
 type SourceOptions struct {
 	// Channels is the number of parallel source channels. Default 1.
@@ -98,6 +110,12 @@ func FromSource[T any](env *Env, name string, src Source[T], o SourceOptions) St
 			if err := p.checkpointing(st, name); err != nil {
 				r.Close()
 				return nil, nil, err
+			}
+			if l, ok := r.(CheckpointListener); ok && st.Checkpointing() {
+				st.OnBarrier(l.CheckpointTaken)
+				env.listenMu.Lock()
+				env.listeners = append(env.listeners, l)
+				env.listenMu.Unlock()
 			}
 			// The runtime's final MAX goes through the channel's source
 			// output too, so an idle channel is reactivated by it (J3, H4).

@@ -3,7 +3,6 @@ package spec
 import (
 	"fmt"
 	"math"
-	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -96,7 +95,14 @@ func (d *decoder) barrier(ch int, id int64) {
 		d.staged = map[int64][]etime.Time{}
 	}
 	if d.staged[id] == nil {
-		d.staged[id] = slices.Clone(d.chMax)
+		// Every channel passes the barrier before the checkpoint
+		// completes and sets its own element; reading the others' here
+		// would race with their goroutines.
+		s := make([]etime.Time, len(d.chMax))
+		for i := range s {
+			s[i] = etime.MinTime
+		}
+		d.staged[id] = s
 	}
 	d.staged[id][ch] = d.chMax[ch]
 }

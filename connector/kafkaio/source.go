@@ -33,6 +33,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -93,8 +94,9 @@ type SourceOptions[T any] struct {
 	// Topic is the topic to read.
 	Topic string
 	// Group is the consumer group whose committed offsets StartCommitted
-	// reads. weir does not consume through the group: positions are kept
-	// in its checkpoints.
+	// reads, and to which the offsets of each completed checkpoint are
+	// committed so that lag tools see the job's progress. weir does not
+	// consume through the group: positions are kept in its checkpoints.
 	Group string
 	// Start applies when the job has no checkpoint.
 	Start Start
@@ -289,6 +291,18 @@ type reader[T any] struct {
 	out      weir.SourceOutput[T] // the current Read's output
 	started  bool
 	lastTick time.Time
+
+	// Group commits (SourceOptions.Group): the offsets of the last
+	// snapshot, and of each checkpoint taken and not completed yet.
+	snap   map[int32]int64
+	mu     sync.Mutex
+	taken  []takenCheckpoint
+	closed bool
+}
+
+type takenCheckpoint struct {
+	id      int64
+	offsets map[int32]int64
 }
 
 // channelOut receives the combination's output (a watermark.ValveOutput)
@@ -639,8 +653,53 @@ func (r *reader[T]) Status() []PartitionStatus {
 	return out
 }
 
+// CheckpointTaken implements weir.CheckpointListener: it remembers the
+// offsets of checkpoint id's snapshot.
+func (r *reader[T]) CheckpointTaken(id int64) {
+	if r.o.Group == "" || r.snap == nil {
+		return
+	}
+	r.mu.Lock()
+	r.taken = append(r.taken, takenCheckpoint{id, r.snap})
+	r.mu.Unlock()
+}
+
+// CheckpointComplete implements weir.CheckpointListener: it commits the
+// offsets of checkpoint id to SourceOptions.Group, for lag tools only
+// (weir restores from its checkpoints, never from the group). A failed
+// commit is logged; the next checkpoint commits again.
+func (r *reader[T]) CheckpointComplete(id int64) {
+	r.mu.Lock()
+	var offsets map[int32]int64
+	for len(r.taken) > 0 && r.taken[0].id <= id {
+		offsets = r.taken[0].offsets
+		r.taken = r.taken[1:]
+	}
+	closed := r.closed
+	r.mu.Unlock()
+	if offsets == nil || closed {
+		return
+	}
+	os := kadm.Offsets{}
+	for p, at := range offsets {
+		os.Add(kadm.Offset{Topic: r.o.Topic, Partition: p, At: at, LeaderEpoch: -1})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	resp, err := r.adm.CommitOffsets(ctx, r.o.Group, os)
+	if err == nil {
+		err = resp.Error()
+	}
+	if err != nil && r.o.Logger != nil {
+		r.o.Logger.Warn("kafka offset commit failed (for monitoring only)", "topic", r.o.Topic, "group", r.o.Group, "checkpoint", id, "err", err)
+	}
+}
+
 // Close implements weir.SourceReader.
 func (r *reader[T]) Close() error {
+	r.mu.Lock()
+	r.closed = true
+	r.mu.Unlock()
 	if r.cl != nil {
 		r.cl.Close()
 	}
@@ -669,7 +728,11 @@ const positionVersion = 1
 // SnapshotPosition implements weir.CheckpointedReader.
 func (r *reader[T]) SnapshotPosition() ([]byte, error) {
 	pos := position{Version: positionVersion, Topic: r.o.Topic}
+	r.snap = make(map[int32]int64, len(r.parts))
 	for _, p := range r.parts {
+		if p.next >= 0 {
+			r.snap[p.id] = p.next
+		}
 		pos.Partitions = append(pos.Partitions, partPosition{Partition: p.id, Next: p.next, Watermark: p.wm, Idle: p.idle,
 			Generator: watermark.AppendState(nil, p.gen)})
 	}

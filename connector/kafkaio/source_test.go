@@ -2,13 +2,17 @@ package kafkaio
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -403,5 +407,44 @@ func TestValidate(t *testing.T) {
 		if _, err := NewSource(c.o); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: %v, want an error naming %s", c.o, err, c.want)
 		}
+	}
+}
+
+// TestGroupCommitAfterCheckpoint: with a group, the offsets of a
+// checkpoint's snapshot are committed when the checkpoint completes, not
+// the reader's later position, and not before.
+func TestGroupCommitAfterCheckpoint(t *testing.T) {
+	brokers := cluster(t, "in", 2)
+	for i := range 20 {
+		produce(t, brokers, "in", rec(int32(i%2), "k", etime.Time(i*10)))
+	}
+	h := newHarness(t, brokers, "in", func(o *SourceOptions[event]) { o.Group = "watchers"; o.MaxPollRecords = 4 })
+	h.readUntil(10*time.Millisecond, "some records", func() bool { return len(h.o.recs) >= 8 })
+	if _, err := h.r.SnapshotPosition(); err != nil {
+		t.Fatal(err)
+	}
+	h.r.CheckpointTaken(7)
+	at := map[int32]int64{0: h.status(0).NextOffset, 1: h.status(1).NextOffset}
+	h.readUntil(10*time.Millisecond, "the rest", func() bool { return len(h.o.recs) == 20 })
+	committed := func() map[int32]int64 {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		os, err := h.r.adm.FetchOffsets(ctx, "watchers")
+		if errors.Is(err, kerr.GroupIDNotFound) {
+			return nil
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[int32]int64{}
+		os.Each(func(o kadm.OffsetResponse) { out[o.Partition] = o.At })
+		return out
+	}
+	if got := committed(); len(got) != 0 {
+		t.Fatalf("offsets committed before the checkpoint completed: %v", got)
+	}
+	h.r.CheckpointComplete(7)
+	if got := committed(); !maps.Equal(got, at) {
+		t.Fatalf("committed %v, want the checkpoint's %v", got, at)
 	}
 }

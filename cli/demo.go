@@ -29,6 +29,7 @@ func demoCmd(ctx context.Context, args []string, o IO) int {
 	orders := fs.Int64("orders", 0, "number of orders (default: the spec's 2,000,000)")
 	par := fs.Int("parallelism", 0, "parallelism of the window operator (default: all cores)")
 	printSpec := fs.Bool("print-spec", false, "print the demo's job spec and exit")
+	kafka := fs.Bool("kafka", false, "run the demo through an in-process Kafka: orders produced to a 6-partition topic, results, late orders and dead letters to topics, exactly once")
 	if err := fs.Parse(args); err != nil {
 		return ExitUsage
 	}
@@ -62,6 +63,9 @@ func demoCmd(ctx context.Context, args []string, o IO) int {
 	fmt.Fprintf(o.Stdout, "weir demo: %d orders from %d users over %v of event time, arriving out of order\n", g.Records, g.Keys, *g.Duration)
 	fmt.Fprintf(o.Stdout, "  5m tumbling windows per user; out-of-orderness bound 30s; allowed lateness 10m; early results every 1m\n")
 	fmt.Fprintf(o.Stdout, "  (the job spec: weir demo --print-spec)\n\n")
+	if *kafka {
+		return kafkaDemo(ctx, s, p, out, *par, o)
+	}
 	code := runPlan(ctx, p, out, runFlags{parallelism: *par}, time.Time{}, IO{Stdin: o.Stdin, Stdout: o.Stdout, Stderr: o.Stdout, Dir: o.Dir})
 	if code != ExitOK {
 		return code

@@ -125,3 +125,22 @@ sinks:
 		t.Fatalf("the results count %d orders, want %d", orders, n)
 	}
 }
+
+// TestDemoKafka runs `weir demo --kafka` on a small input: the orders go
+// through an in-process Kafka, conservation holds, and the results, late
+// orders and dead letters are read back from their topics.
+func TestDemoKafka(t *testing.T) {
+	var out bytes.Buffer
+	code := Main(context.Background(), []string{"demo", "--kafka", "--orders", "20000", "--dir", t.TempDir()}, IO{Stdout: &out, Stderr: &out})
+	if code != ExitOK {
+		t.Fatalf("exit %d:\n%s", code, out.String())
+	}
+	for _, want := range []string{"produced 20000 records", "conservation holds: 20000 in", "read_committed: ", "dead letters in orders-dead"} {
+		if !strings.Contains(out.String(), want) {
+			t.Fatalf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+	if strings.Contains(out.String(), "read_committed: 0 results") {
+		t.Fatalf("no results read back:\n%s", out.String())
+	}
+}

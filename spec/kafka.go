@@ -137,9 +137,11 @@ func kafkaOpts(useTLS bool, s *SASL) []kgo.Opt {
 func (j *Job) kafkaRecords(env *weir.Env) (weir.Stream[rec], error) {
 	p := j.plan
 	k := p.Spec.Source.Kafka
-	channels := p.Channels
 	decode := func(r *kafkaio.Record) (rec, etime.Time, error) {
-		v, err := j.dec.decode(fileio.Line{Kind: fileio.Data, Channel: int(r.Partition) % channels, No: r.Offset + 1, Text: r.Value})
+		// Channel -1: the decoder's backward-jump count is per channel,
+		// and a channel interleaves its partitions (counting it per
+		// partition is not done yet).
+		v, err := j.dec.decode(fileio.Line{Kind: fileio.Data, Channel: -1, No: r.Offset + 1, Text: r.Value})
 		if err != nil {
 			return rec{}, 0, err
 		}
@@ -163,7 +165,7 @@ func (j *Job) kafkaRecords(env *weir.Env) (weir.Stream[rec], error) {
 		return weir.Stream[rec]{}, err
 	}
 	j.srcName = "kafka:" + k.Topic
-	return weir.FromSource(env, sourceStage, src, weir.SourceOptions{Channels: channels, NoFinalWatermark: !(k.StopAtEnd && p.Final)}), nil
+	return weir.FromSource(env, sourceStage, src, weir.SourceOptions{Channels: p.Channels, NoFinalWatermark: !(k.StopAtEnd && p.Final)}), nil
 }
 
 // txnSink is a results sink that commits a checkpoint's output in a

@@ -233,6 +233,16 @@ func pebbleBackend(p *Plan, o RunOptions) (func() state.Backend, func(), error) 
 // reading all its input.
 func (j *Job) stopped() bool { return j.stop != nil && j.stop() }
 
+// GeneratorOptions are the options of a generator source's records.
+func (p *Plan) GeneratorOptions() genio.Options {
+	g := p.Generator
+	bands := make([]genio.Band, len(g.Disorder))
+	for i, b := range g.Disorder {
+		bands[i] = genio.Band{Share: b.Share, Min: durOr(b.Min, 0), Max: durOr(b.Max, 0)}
+	}
+	return genio.Options{Records: g.Records, Rate: g.Rate, Keys: g.Keys, Start: p.GenStart, Disorder: bands, Bad: g.Bad, Seed: g.Seed}
+}
+
 // path resolves p against the spec's directory (empty stays empty).
 func (o RunOptions) path(p string) string {
 	if p == "" || filepath.IsAbs(p) {
@@ -257,14 +267,10 @@ func (j *Job) build(o RunOptions) error {
 	case "kafka", "nats":
 		// Read by kafkaRecords and natsRecords below.
 	case "generator":
-		g := p.Generator
-		bands := make([]genio.Band, len(g.Disorder))
-		for i, b := range g.Disorder {
-			bands[i] = genio.Band{Share: b.Share, Min: durOr(b.Min, 0), Max: durOr(b.Max, 0)}
-		}
 		j.srcName = "generator"
-		src, err = genio.New(genio.Options{Records: g.Records, Rate: g.Rate, Keys: g.Keys, Start: p.GenStart,
-			Disorder: bands, Bad: g.Bad, Seed: g.Seed, Final: final, Stop: stopped})
+		gen := p.GeneratorOptions()
+		gen.Final, gen.Stop = final, stopped
+		src, err = genio.New(gen)
 	default:
 		fo := fileio.Options{Format: fileio.JSONL, Channels: p.Channels, Strict: o.Deterministic, Final: final, Stop: stopped}
 		if p.Format == "csv" {

@@ -85,15 +85,15 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/weirstream/weir/etime"
+	"github.com/weirstream/weir/connector/internal/tablerow"
 )
 
 // The firing kinds of Row.Firing.
 const (
-	FiringEarly   = "early"
-	FiringOnTime  = "on_time"
-	FiringLate    = "late"
-	FiringRetract = "retract"
+	FiringEarly   = tablerow.FiringEarly
+	FiringOnTime  = tablerow.FiringOnTime
+	FiringLate    = tablerow.FiringLate
+	FiringRetract = tablerow.FiringRetract
 )
 
 // MaxIdentifierLen is the longest table or column name, in bytes, that Open
@@ -122,20 +122,10 @@ var fixedColumns = [...]string{"window_start", "window_end", "firing", "pane", "
 // Write refuses a Value that is not valid JSON (including an empty one), that
 // is not valid UTF-8, or that jsonb cannot hold: a \u0000 escape, an unpaired
 // surrogate escape, or a number beyond the range of Postgres numeric.
-type Column struct {
-	Name  string
-	Value []byte
-}
+type Column = tablerow.Column
 
 // Row is one result revision.
-type Row struct {
-	Keys       []Column   // the key fields, in the order given to Open
-	Start, End etime.Time // the window; the global window is (etime.MinTime, etime.MaxTime)
-	Firing     string     // "early", "on_time", "late" or "retract"
-	Pane       int64
-	Watermark  etime.Time
-	Values     []Column // the aggregates, in the order given to Open (ignored for retract)
-}
+type Row = tablerow.Row
 
 // Options configures a Sink or a RecordSink. The zero value is usable.
 type Options struct {
@@ -370,23 +360,12 @@ func (s *Sink) Write(r Row) error {
 	if s.closed {
 		return ErrClosed
 	}
-	if len(r.Keys) != len(s.keyNames) {
-		return fmt.Errorf("pgio: row has %d keys, the sink has %d (%s)", len(r.Keys), len(s.keyNames), strings.Join(s.keyNames, ", "))
+	firing, _, err := tablerow.Check("pgio", &r, s.keyNames, s.valNames)
+	if err != nil {
+		return err
 	}
-	var firing string
-	switch r.Firing {
-	case FiringEarly:
-		firing = FiringEarly
-	case FiringOnTime:
-		firing = FiringOnTime
-	case FiringLate:
-		firing = FiringLate
-	case FiringRetract:
-	default:
-		return fmt.Errorf("pgio: row has firing %q; want early, on_time, late or retract", r.Firing)
-	}
-	if firing != "" && len(r.Values) != len(s.valNames) {
-		return fmt.Errorf("pgio: row has %d values, the sink has %d (%s)", len(r.Values), len(s.valNames), strings.Join(s.valNames, ", "))
+	if firing == FiringRetract {
+		firing = ""
 	}
 	size := 0
 	for i, c := range r.Keys {

@@ -38,7 +38,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/weirstream/weir/etime"
+	"github.com/weirstream/weir/connector/internal/tablerow"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
 )
@@ -50,10 +50,10 @@ const BusyTimeoutMillis = 5000
 
 // The firing kinds of Row.Firing.
 const (
-	FiringEarly   = "early"
-	FiringOnTime  = "on_time"
-	FiringLate    = "late"
-	FiringRetract = "retract"
+	FiringEarly   = tablerow.FiringEarly
+	FiringOnTime  = tablerow.FiringOnTime
+	FiringLate    = tablerow.FiringLate
+	FiringRetract = tablerow.FiringRetract
 )
 
 // The fixed columns between the key and the value columns.
@@ -81,20 +81,10 @@ var (
 // keys, the numbers 1 and 1.0 the same key. A key must not be null: SQLite
 // treats NULLs in a primary key as distinct, so a null key could not be
 // upserted idempotently.
-type Column struct {
-	Name  string
-	Value []byte
-}
+type Column = tablerow.Column
 
 // Row is one result revision.
-type Row struct {
-	Keys       []Column   // the key fields, in the order given to Open
-	Start, End etime.Time // the window; the global window is (etime.MinTime, etime.MaxTime)
-	Firing     string     // "early", "on_time", "late" or "retract"
-	Pane       int64
-	Watermark  etime.Time
-	Values     []Column // the aggregates, in the order given to Open (ignored for retract)
-}
+type Row = tablerow.Row
 
 // Options configures a Sink. The zero value is usable.
 type Options struct {
@@ -441,23 +431,18 @@ func (s *Sink) Write(r Row) error {
 	if s.closed {
 		return ErrClosed
 	}
-	if len(r.Keys) != len(s.keyNames) {
-		return fmt.Errorf("sqliteio: row has %d keys, the sink has %d (%s)", len(r.Keys), len(s.keyNames), strings.Join(s.keyNames, ", "))
+	f, _, err := tablerow.Check("sqliteio", &r, s.keyNames, s.valNames)
+	if err != nil {
+		return err
 	}
-	var firing any
-	switch r.Firing {
+	var firing any // nil for a retraction
+	switch f {
 	case FiringEarly:
 		firing = boxedEarly
 	case FiringOnTime:
 		firing = boxedOnTime
 	case FiringLate:
 		firing = boxedLate
-	case FiringRetract:
-	default:
-		return fmt.Errorf("sqliteio: row has firing %q; want early, on_time, late or retract", r.Firing)
-	}
-	if firing != nil && len(r.Values) != len(s.valNames) {
-		return fmt.Errorf("sqliteio: row has %d values, the sink has %d (%s)", len(r.Values), len(s.valNames), strings.Join(s.valNames, ", "))
 	}
 
 	args := s.args[:0]
@@ -501,7 +486,7 @@ func (s *Sink) Write(r Row) error {
 	if firing == nil {
 		stmt = s.txDel
 	}
-	_, err := stmt.Exec(args...)
+	_, err = stmt.Exec(args...)
 	clear(args) // drop references to the row's strings
 	if err != nil {
 		s.rollback()

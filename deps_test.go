@@ -31,6 +31,7 @@ func TestDependencyRules(t *testing.T) {
 		"connector/genio":             {".", "etime", "connector/fileio"},
 		"connector/sqliteio":          {"etime", "connector/internal/tablerow"},
 		"connector/internal/tablerow": {"etime"},
+		"connector/connectortest":     {".", "etime"},
 		"connector/kafkaio":           {".", "etime", "clock", "watermark"},
 		"connector/natsio":            {".", "etime", "clock"},
 		"connector/pgio":              {"etime", "connector/internal/tablerow"},

@@ -1,0 +1,173 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+const kafkaCrashJob = `
+name: %[1]s
+source:
+  type: kafka
+  channels: 2
+  kafka: {brokers: ['%[2]s'], topic: in, stop_at_end: true}
+watermark: {max_out_of_orderness: 2s, idle_timeout: 1s}
+key: [user_id]
+window: {type: tumbling, size: 1s}
+aggregate:
+  - {name: orders, fn: count}
+  - {name: total, fn: sum, field: amount}
+sinks:
+  results: {type: kafka, brokers: ['%[2]s'], topic: %[1]s-out}
+  dead_letter: {type: kafka, brokers: ['%[2]s'], topic: %[1]s-bad}
+`
+
+// TestKafkaCrashRecovery runs Kafka and weir as separate OS processes:
+// `weir dev kafka` (kfake) holds a 6-partition input topic that this test
+// process produces to; `weir run` reads it and writes results and dead
+// letters to topics, exactly once, with checkpoints, and is killed with
+// SIGKILL again and again, at named crash points and at random moments,
+// and restarted each time. Afterwards the read_committed topics equal
+// those of an uninterrupted run of the same job.
+func TestKafkaCrashRecovery(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: the crash test runs weir many times")
+	}
+	bin := weirBinary(t)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	args := []string{"dev", "kafka", "--port", strconv.Itoa(port), "--topic", "in:6"}
+	for _, job := range []string{"ref", "crash"} {
+		args = append(args, "--topic", job+"-out:3", "--topic", job+"-out-weir-checkpoints", "--topic", job+"-bad")
+	}
+	kafka := exec.Command(bin, args...)
+	if err := kafka.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { kafka.Process.Kill(); kafka.Wait() })
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if c, err := net.Dial("tcp", addr); err == nil {
+			c.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("weir dev kafka did not listen")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+
+	// The input: every record within the out-of-orderness bound of its
+	// partition, so no record is late whatever the order partitions are
+	// read in, and the results do not depend on timing.
+	n := max(crashRecords(t)/2, 20000)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic("in"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(5, 6))
+	for i := range n {
+		ts := 1767225600000 + int64(i)*2 - int64(r.IntN(1000))
+		v := fmt.Appendf(nil, `{"user_id":"u%d","amount":%d,"ts":%d}`, i%97, i%10, ts)
+		if i%5000 == 17 {
+			v = []byte(`{"user_id":"bad"}`) // a dead letter
+		}
+		cl.Produce(context.Background(), &kgo.Record{Key: fmt.Appendf(nil, "u%d", i%97), Value: v}, nil)
+	}
+	if err := cl.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	cl.Close()
+
+	run := func(job string, env []string, killAfter time.Duration) bool {
+		dir := filepath.Join(t.TempDir(), "..", job) // shared by the restarts of one job
+		os.MkdirAll(dir, 0o755)
+		os.WriteFile(filepath.Join(dir, "job.yaml"), fmt.Appendf(nil, kafkaCrashJob, job, addr), 0o644)
+		return crashRun(t, dir, []string{"run", "job.yaml", "--checkpoint-dir", "ck", "--checkpoint-interval", "50ms"}, env, killAfter)
+	}
+	if run("ref", nil, 0) {
+		t.Fatal("the reference run was killed")
+	}
+	plan := []string{"sink-committed:2", "after-manifest:2", "", "before-manifest:3", "", ""}
+	kills := 0
+	for i := 0; ; i++ {
+		if i > 30 {
+			t.Fatal("the run never finished")
+		}
+		var env []string
+		var after time.Duration
+		if i < len(plan) {
+			if plan[i] != "" {
+				env = []string{"WEIR_TEST_CRASH=" + plan[i]}
+			} else {
+				after = time.Duration(100+r.IntN(500)) * time.Millisecond
+			}
+		}
+		if !run("crash", env, after) {
+			break
+		}
+		kills++
+	}
+	if kills < 3 {
+		t.Fatalf("only %d kills happened; the test proves little", kills)
+	}
+	for _, topic := range []string{"out", "bad"} {
+		want, got := readTopic(t, addr, "ref-"+topic), readTopic(t, addr, "crash-"+topic)
+		if len(want) == 0 {
+			t.Fatalf("the reference run wrote nothing to ref-%s", topic)
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("crash-%s after %d kills: %d records, want %d as in ref-%s", topic, kills, len(got), len(want), topic)
+		}
+	}
+	t.Logf("%d records, %d kills, read_committed results and dead letters identical", n, kills)
+}
+
+// readTopic reads topic as read_committed readers see it, without the
+// fields that depend on when a firing happened, sorted.
+func readTopic(t *testing.T, addr, topic string) []string {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics(topic), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(100*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	var out []string
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		f := cl.PollFetches(ctx)
+		cancel()
+		if f.NumRecords() == 0 {
+			break
+		}
+		f.EachRecord(func(r *kgo.Record) {
+			var m map[string]any
+			if err := json.Unmarshal(r.Value, &m); err != nil {
+				t.Fatalf("%s: %q: %v", topic, r.Value, err)
+			}
+			delete(m, "watermark")
+			delete(m, "detail")
+			b, _ := json.Marshal(m)
+			out = append(out, string(r.Key)+" "+string(b))
+		})
+	}
+	slices.Sort(out)
+	return out
+}

@@ -11,9 +11,11 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -40,7 +42,8 @@ sinks:
 // letters to topics, exactly once, with checkpoints, and is killed with
 // SIGKILL again and again, at named crash points and at random moments,
 // and restarted each time. Afterwards the read_committed topics equal
-// those of an uninterrupted run of the same job.
+// those of an uninterrupted run of the same job. The same is done with
+// the results in Postgres: the tables are equal.
 func TestKafkaCrashRecovery(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: the crash test runs weir many times")
@@ -95,38 +98,48 @@ func TestKafkaCrashRecovery(t *testing.T) {
 	}
 	cl.Close()
 
-	run := func(job string, env []string, killAfter time.Duration) bool {
-		dir := filepath.Join(t.TempDir(), "..", job) // shared by the restarts of one job
-		os.MkdirAll(dir, 0o755)
-		os.WriteFile(filepath.Join(dir, "job.yaml"), fmt.Appendf(nil, kafkaCrashJob, job, addr), 0o644)
+	dirs := map[string]string{}
+	run := func(job, spec string, env []string, killAfter time.Duration) bool {
+		dir := dirs[job] // shared by the restarts of one job
+		if dir == "" {
+			dir = t.TempDir()
+			dirs[job] = dir
+			os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(spec), 0o644)
+		}
 		return crashRun(t, dir, []string{"run", "job.yaml", "--checkpoint-dir", "ck", "--checkpoint-interval", "50ms"}, env, killAfter)
 	}
-	if run("ref", nil, 0) {
+	// crashAndResume runs the job with kills until it finishes; it returns
+	// the number of kills.
+	crashAndResume := func(job, spec string) int {
+		plan := []string{"sink-committed:2", "after-manifest:2", "", "before-manifest:3", "", ""}
+		kills := 0
+		for i := 0; ; i++ {
+			if i > 30 {
+				t.Fatal("the run never finished")
+			}
+			var env []string
+			var after time.Duration
+			if i < len(plan) {
+				if plan[i] != "" {
+					env = []string{"WEIR_TEST_CRASH=" + plan[i]}
+				} else {
+					after = time.Duration(100+r.IntN(500)) * time.Millisecond
+				}
+			}
+			if !run(job, spec, env, after) {
+				break
+			}
+			kills++
+		}
+		if kills < 3 {
+			t.Fatalf("%s: only %d kills happened; the test proves little", job, kills)
+		}
+		return kills
+	}
+	if run("ref", fmt.Sprintf(kafkaCrashJob, "ref", addr), nil, 0) {
 		t.Fatal("the reference run was killed")
 	}
-	plan := []string{"sink-committed:2", "after-manifest:2", "", "before-manifest:3", "", ""}
-	kills := 0
-	for i := 0; ; i++ {
-		if i > 30 {
-			t.Fatal("the run never finished")
-		}
-		var env []string
-		var after time.Duration
-		if i < len(plan) {
-			if plan[i] != "" {
-				env = []string{"WEIR_TEST_CRASH=" + plan[i]}
-			} else {
-				after = time.Duration(100+r.IntN(500)) * time.Millisecond
-			}
-		}
-		if !run("crash", env, after) {
-			break
-		}
-		kills++
-	}
-	if kills < 3 {
-		t.Fatalf("only %d kills happened; the test proves little", kills)
-	}
+	kills := crashAndResume("crash", fmt.Sprintf(kafkaCrashJob, "crash", addr))
 	for _, topic := range []string{"out", "bad"} {
 		want, got := readTopic(t, addr, "ref-"+topic), readTopic(t, addr, "crash-"+topic)
 		if len(want) == 0 {
@@ -137,6 +150,83 @@ func TestKafkaCrashRecovery(t *testing.T) {
 		}
 	}
 	t.Logf("%d records, %d kills, read_committed results and dead letters identical", n, kills)
+
+	// The same input into Postgres: the crashed and resumed job's table
+	// equals the uninterrupted job's.
+	url, ok := postgresURL(t)
+	if !ok {
+		return
+	}
+	tables := map[string]string{}
+	for _, job := range []string{"pgref", "pgcrash"} {
+		tables[job] = fmt.Sprintf("weir_%s_%d", job, r.Uint32())
+		spec := strings.Replace(fmt.Sprintf(kafkaCrashJob, job, addr),
+			"results: {type: kafka, brokers: ['"+addr+"'], topic: "+job+"-out}", "results: {type: postgres, url: '"+url+"', table: "+tables[job]+"}", 1)
+		spec = strings.Replace(spec, "dead_letter: {type: kafka, brokers: ['"+addr+"'], topic: "+job+"-bad}", "dead_letter: {type: jsonl, path: bad.jsonl}", 1)
+		if job == "pgref" {
+			if run(job, spec, nil, 0) {
+				t.Fatal("the reference run was killed")
+			}
+		} else {
+			kills = crashAndResume(job, spec)
+		}
+	}
+	want, got := pgTable(t, url, tables["pgref"]), pgTable(t, url, tables["pgcrash"])
+	if len(want) == 0 || !slices.Equal(got, want) {
+		t.Fatalf("Postgres after %d kills: %d rows, want %d as uninterrupted", kills, len(got), len(want))
+	}
+	t.Logf("Postgres: %d kills, %d rows identical", kills, len(want))
+}
+
+// postgresURL returns the test Postgres, or false (skipping nothing else)
+// when it is not reachable; WEIR_REQUIRE_SERVICES=1 makes that a failure.
+func postgresURL(t *testing.T) (string, bool) {
+	u := os.Getenv("WEIR_PG_URL")
+	if u == "" {
+		u = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, u)
+	if err != nil {
+		if os.Getenv("WEIR_REQUIRE_SERVICES") == "1" {
+			t.Fatalf("Postgres not reachable (%v) (WEIR_REQUIRE_SERVICES=1)", err)
+		}
+		t.Logf("Postgres not reachable (%v): its part of the test is skipped; set WEIR_PG_URL or start it", err)
+		return "", false
+	}
+	conn.Close(ctx)
+	return u, true
+}
+
+// pgTable returns a table's rows as sorted text, and drops the table.
+func pgTable(t *testing.T, url, table string) []string {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	defer conn.Exec(ctx, "DROP TABLE IF EXISTS "+table)
+	rows, err := conn.Query(ctx, "SELECT user_id::text, window_start, firing, pane, orders::text, total::text FROM "+table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for rows.Next() {
+		var user, firing, orders, total string
+		var start, pane int64
+		if err := rows.Scan(&user, &start, &firing, &pane, &orders, &total); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, fmt.Sprint(user, start, firing, pane, orders, total))
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // readTopic reads topic as read_committed readers see it, without the

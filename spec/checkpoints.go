@@ -109,6 +109,13 @@ func openCheckpoints(p *Plan, o RunOptions) (*checkpoints, error) {
 	for _, id := range ids {
 		c.nextID = max(c.nextID, id+1)
 	}
+	if !ok && limit >= 0 && len(ids) > 0 {
+		// The sink committed output up to checkpoint limit, but that
+		// checkpoint is gone: starting over would repeat the output,
+		// resuming later would lose some.
+		store.Close()
+		return nil, fmt.Errorf("%s holds checkpoints %v but none at or below %d, the newest whose Kafka transaction committed: retention removed it or its marker left the topic; start over with --fresh (the results topic then receives everything again) and raise checkpoint.retain", dir, ids, limit)
+	}
 	if !ok {
 		return c, nil
 	}

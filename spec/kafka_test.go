@@ -16,8 +16,10 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/weirstream/weir/internal/checkpoint"
 )
 
 // kafkaJob reads orders from topic in (4 partitions) and writes counts
@@ -340,5 +342,41 @@ func BenchmarkKafkaJob(b *testing.B) {
 			}
 			b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "records/s")
 		})
+	}
+}
+
+// TestKafkaRestoreRefusesLostCheckpoint: the Kafka sink committed output
+// up to checkpoint 3, but only checkpoint 5 is left (retention removed the
+// others): the run refuses to start rather than repeat or lose output.
+func TestKafkaRestoreRefusesLostCheckpoint(t *testing.T) {
+	broker := kafkaCluster(t, 10)
+	p, err := Parse([]byte(fmt.Sprintf(kafkaJob, "lost", broker, broker, broker)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(broker))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if err := cl.ProduceSync(context.Background(), &kgo.Record{Topic: "out-weir-checkpoints", Key: []byte(txnID(p)), Value: []byte("3")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	store, err := checkpoint.Open(dir, checkpoint.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pc, err := store.Begin(5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pc.Commit(fingerprint(p)); err != nil {
+		t.Fatal(err)
+	}
+	store.Close()
+	_, err = Open(p, RunOptions{Dir: t.TempDir(), CheckpointDir: dir})
+	if err == nil || !strings.Contains(err.Error(), "none at or below 3") {
+		t.Fatalf("opening with a lost checkpoint: %v", err)
 	}
 }

@@ -55,11 +55,20 @@ type alignedState[K comparable, ACC any] struct {
 
 func noneEncoder(dst []byte, _ none) []byte { return dst }
 
+// maxAlignedPanes is the most panes per window for which sliding windows
+// fire window-major (10 s every 2 s has 5).
+const maxAlignedPanes = 16
+
 // initAligned turns on window-major firing when the operator qualifies:
 // the built-in event-time trigger, tumbling windows or sliding windows in
 // pane mode, event time, no evictor, and in-memory state.
 func (o *Operator[K, IN, ACC, OUT]) initAligned(enc timers.KeyEncoder[K]) {
 	if !o.trigEventTime || !o.eventTime || o.evict != nil || o.sets != nil || (o.tumbleSize == 0 && !o.paneMode) {
+		return
+	}
+	if o.paneMode && o.panesPerWindow > maxAlignedPanes {
+		// Snapshots and state sizes walk each window's panes: with many
+		// panes per window that costs more than per-key timers save.
 		return
 	}
 	ents, ok := o.entries.(state.Namespaces[K, window.Window, entry[ACC]])

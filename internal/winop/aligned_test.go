@@ -183,7 +183,8 @@ func TestAlignedFiringOrder(t *testing.T) {
 // timers (F4): output lines, counters and state sizes (the timer count
 // included) are the same at every watermark, with and without allowed
 // lateness, in memory and on Pebble. A snapshot of either, taken at a cut,
-// restores into a lazy operator that continues as the uncut one does.
+// restores into either (a lazy snapshot holds eager timers) and continues
+// as the uncut operator does.
 func TestLazySessionsMatchEager(t *testing.T) {
 	for _, lateness := range []etime.Duration{0, 800} {
 		for _, backend := range []string{"memory", "pebble"} {
@@ -262,7 +263,8 @@ func TestLazySessionsMatchEager(t *testing.T) {
 					}
 				}
 				for _, cut := range []int{600, 2100} {
-					for _, srcLazy := range []bool{true, false} {
+					for _, c := range [][2]bool{{true, true}, {false, true}, {true, false}} {
+						srcLazy, dstLazy := c[0], c[1]
 						var ref lines
 						src := newOp(&ref, srcLazy)
 						run(src, 0, cut, nil)
@@ -275,14 +277,14 @@ func TestLazySessionsMatchEager(t *testing.T) {
 						src.AdvanceWatermark(etime.MaxTime)
 						var got lines
 						var gotSizes, wantSizes []StateSize
-						dst := newOp(&got, true)
+						dst := newOp(&got, dstLazy)
 						if err := dst.Restore(snap, 0, 127, true); err != nil {
 							t.Fatal(err)
 						}
 						run(dst, cut, len(evs), &gotSizes)
 						dst.AdvanceWatermark(etime.MaxTime)
 						if !slices.Equal(got, ref[before:]) || dst.Counters() != src.Counters() {
-							t.Fatalf("cut %d, from lazy=%v: %d lines, want %d", cut, srcLazy, len(got), len(ref)-before)
+							t.Fatalf("cut %d, lazy %v -> %v: %d lines, want %d", cut, srcLazy, dstLazy, len(got), len(ref)-before)
 						}
 						// The restored operator reports the eager sizes too.
 						var eager lines
@@ -290,11 +292,33 @@ func TestLazySessionsMatchEager(t *testing.T) {
 						run(e, 0, cut, nil)
 						run(e, cut, len(evs), &wantSizes)
 						if !slices.Equal(gotSizes, wantSizes) {
-							t.Fatalf("cut %d, from lazy=%v: restored state sizes differ", cut, srcLazy)
+							t.Fatalf("cut %d, lazy %v -> %v: restored state sizes differ", cut, srcLazy, dstLazy)
 						}
 					}
 				}
 			})
+		}
+	}
+}
+
+// TestAlignedOnlyFewPanes: sliding windows of many panes keep per-key
+// timers (a snapshot walks each window's panes).
+func TestAlignedOnlyFewPanes(t *testing.T) {
+	for _, c := range []struct {
+		a    window.Assigner
+		want bool
+	}{{mustA(window.Sliding(10_000, 2_000, 0)), true}, {mustA(window.Sliding(600_000, 1_000, 0)), false}} {
+		op, err := New(Config[uint64, snapEvent, int64, int64]{
+			Assigner:   c.a,
+			Contents:   AggContents[snapEvent, int64, int64]{F: snapSum{}},
+			Func:       func(ctx *FireContext[uint64, int64], acc *int64) { ctx.Emit(*acc) },
+			KeyEncoder: encU64, Backend: memstate.New(),
+		}, &lines{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := op.al != nil; got != c.want || !op.paneMode {
+			t.Fatalf("%v: window-major %v (pane mode %v), want %v", c.a, got, op.paneMode, c.want)
 		}
 	}
 }

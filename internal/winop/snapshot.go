@@ -165,11 +165,18 @@ func (o *Operator[K, IN, ACC, OUT]) Snapshot(dst []byte) ([]byte, error) {
 			nt++
 			return nt < readAhead || writeTimers(s.tag)
 		}
-		if s.tag == tagEventTimers && o.al != nil {
+		switch {
+		case s.tag == tagEventTimers && o.al != nil:
 			// Window-major: written as the per-key timers they stand
 			// for, so any operator can restore them.
 			o.rangeAlignedTimers(add)
-		} else {
+		case s.tag == tagEventTimers && o.lazy:
+			// Lazy sessions: written as the eager timers (F4) of the
+			// merging sets' windows, not the stale ones held, so an
+			// operator with eager timers (an older weir, another
+			// trigger) restores them too.
+			o.rangeEagerSessionTimers(add)
+		default:
 			s.s.Range(add)
 		}
 		if err == nil {

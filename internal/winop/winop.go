@@ -753,6 +753,25 @@ func (o *Operator[K, IN, ACC, OUT]) eagerTimers(w window.Window) int {
 	return n
 }
 
+// rangeEagerSessionTimers calls fn for the timers eager sessions (F4)
+// would hold: per window of every merging set, its end timer until the
+// watermark passes it and its cleanup timer (one timer when they are the
+// same).
+func (o *Operator[K, IN, ACC, OUT]) rangeEagerSessionTimers(fn func(t timers.Timer[K]) bool) {
+	o.sets.Range(func(k K, _ none, ws *[]window.Window) bool {
+		for _, w := range *ws {
+			mt, c := w.MaxTimestamp(), o.cleanupTime(w)
+			if mt > o.wm && !fn(timers.Timer[K]{TS: mt, Key: k, Window: w}) {
+				return false
+			}
+			if c != etime.MaxTime && (c != mt || mt <= o.wm) && !fn(timers.Timer[K]{TS: c, Key: k, Window: w}) {
+				return false
+			}
+		}
+		return true
+	})
+}
+
 // endPending reports whether a window being absorbed has not ended yet,
 // so its end timer (or a stale one that moves to it) is pending.
 func (o *Operator[K, IN, ACC, OUT]) endPending() bool {

@@ -208,7 +208,7 @@ func (o *Operator[K, IN, ACC, OUT]) firePanes(w window.Window) {
 	a := o.al
 	a.accs = a.accs[:0]
 	first := o.firstPane(w)
-	for pi := first; pi < first+o.panesPerWindow; pi++ {
+	for pi := range o.paneRange(first, o.panesPerWindow) {
 		a.panes.RangeNamespace(pi, func(k K, p *ACC) bool {
 			i, ok := a.idx[k]
 			if !ok {
@@ -247,8 +247,7 @@ func (o *Operator[K, IN, ACC, OUT]) clearWindow(w window.Window) {
 	a.entries.DropNamespace(w)
 	if o.paneMode {
 		// The panes whose last window is w (see clearAll).
-		first := o.firstPane(w)
-		for pi := first; pi < first+int64(o.slide/o.paneSize); pi++ {
+		for pi := range o.ownPanes(w) {
 			a.panes.DropNamespace(pi)
 		}
 	}
@@ -270,7 +269,10 @@ func (o *Operator[K, IN, ACC, OUT]) alignedKeys(w window.Window, fn func(k K) bo
 	defer clear(a.idx)
 	ok := true
 	first := o.firstPane(w)
-	for pi := first; ok && pi < first+o.panesPerWindow; pi++ {
+	for pi := range o.paneRange(first, o.panesPerWindow) {
+		if !ok {
+			break
+		}
 		a.panes.RangeNamespace(pi, func(k K, _ *ACC) bool {
 			if _, seen := a.idx[k]; !seen {
 				a.idx[k] = 0
@@ -339,7 +341,7 @@ func (o *Operator[K, IN, ACC, OUT]) alignedSize() (windows, nTimers int64) {
 		n := a.entries.NamespaceLen(w)
 		if o.paneMode {
 			first := o.firstPane(w)
-			for pi := first; pi < first+o.panesPerWindow; pi++ {
+			for pi := range o.paneRange(first, o.panesPerWindow) {
 				n = max(n, a.panes.NamespaceLen(pi))
 			}
 		}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/weirstream/weir/etime"
@@ -319,6 +320,49 @@ func TestAlignedOnlyFewPanes(t *testing.T) {
 		}
 		if got := op.al != nil; got != c.want || !op.paneMode {
 			t.Fatalf("%v: window-major %v (pane mode %v), want %v", c.a, got, op.paneMode, c.want)
+		}
+	}
+}
+
+// TestPanesAtTheEndsOfTime: 1 ms panes (sliding 11 ms every 5 ms) next to
+// MaxTime and MinTime, where pane indices reach the ends of int64: both
+// kinds of operator fire every window with its element.
+func TestPanesAtTheEndsOfTime(t *testing.T) {
+	for _, ts := range []etime.Time{etime.MaxTime - 3, etime.MinTime + 1} {
+		for _, backend := range []string{"memory", "pebble"} {
+			var b state.Backend = memstate.New()
+			if backend == "pebble" {
+				kv, err := pebblestate.Open(t.TempDir()+"/db", pebblestate.Options{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				b = state.NewKVBackend(kv, 100)
+				defer b.Close()
+			}
+			var out lines
+			op, err := New(Config[uint64, snapEvent, int64, int64]{
+				Assigner:   mustA(window.Sliding(11, 5, 0)),
+				Contents:   AggContents[snapEvent, int64, int64]{F: snapSum{}},
+				Func:       func(ctx *FireContext[uint64, int64], acc *int64) { ctx.Emit(*acc) },
+				KeyEncoder: encU64, Backend: b,
+				KeyCodec: state.CodecFor[uint64](), AccCodec: state.CodecFor[int64](), KeyGroup: kgOf,
+			}, &out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !op.paneMode {
+				t.Fatal("not in pane mode")
+			}
+			_ = op.ProcessElement(1, snapEvent{key: 1, ts: ts}, ts)
+			op.AdvanceWatermark(etime.MaxTime)
+			if len(out) == 0 {
+				t.Fatalf("%s, ts %v: no firing", backend, ts)
+			}
+			for _, l := range out {
+				if !strings.HasSuffix(l, " 2}") {
+					t.Fatalf("%s, ts %v: firing %q, want the element's sum 2 in every window: %v", backend, ts, l, out)
+				}
+			}
 		}
 	}
 }

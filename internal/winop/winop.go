@@ -9,6 +9,7 @@ package winop
 import (
 	"errors"
 	"fmt"
+	"iter"
 	"reflect"
 	"slices"
 
@@ -605,12 +606,49 @@ func floorDivMod(x, y int64) (q, r int64) {
 }
 
 // firstPane is the index of w's first pane. A window's maxTimestamp is
-// exact unless its end saturated at MaxTime; then its start is exact.
+// exact unless its end saturated at MaxTime; then its start is exact. A
+// first pane below the int64 range (a window whose start saturated at
+// MinTime, with 1 ms panes) is the start's pane: no record lies below it.
 func (o *Operator[K, IN, ACC, OUT]) firstPane(w window.Window) int64 {
 	if w.End != etime.MaxTime {
-		return o.paneIndex(w.MaxTimestamp()) - o.panesPerWindow + 1
+		last := o.paneIndex(w.MaxTimestamp())
+		if first := last - o.panesPerWindow + 1; first <= last {
+			return first
+		}
 	}
 	return o.paneIndex(w.Start)
+}
+
+// ownPanes yields the panes whose last window is w: from w's first pane to
+// the one before the next window's first pane. Windows whose start
+// saturated at MinTime share their first pane, so only the last of them
+// owns panes.
+func (o *Operator[K, IN, ACC, OUT]) ownPanes(w window.Window) iter.Seq[int64] {
+	first, step := o.firstPane(w), int64(o.slide/o.paneSize)
+	if w.End == etime.MaxTime {
+		return o.paneRange(first, step) // starts are exact here
+	}
+	// The next window's first pane: last + step - panesPerWindow + 1,
+	// which may lie below the int64 range.
+	last := o.paneIndex(w.MaxTimestamp())
+	next := last - (o.panesPerWindow - step) + 1
+	if next > last+1 || next <= first {
+		return o.paneRange(first, 0)
+	}
+	return o.paneRange(first, next-first)
+}
+
+// paneRange yields the n pane indices from first on, stopping at the end
+// of the int64 range (a window whose end saturated at MaxTime).
+func (o *Operator[K, IN, ACC, OUT]) paneRange(first, n int64) iter.Seq[int64] {
+	return func(yield func(int64) bool) {
+		for i := range n {
+			pi := first + i
+			if pi < first || !yield(pi) {
+				return
+			}
+		}
+	}
 }
 
 // elementFiring classifies a firing caused by an element or a merge (W2).
@@ -656,7 +694,7 @@ func (o *Operator[K, IN, ACC, OUT]) fire(key K, w window.Window, e *entry[ACC], 
 		acc = &o.scratch
 		o.contents.Reset(acc)
 		first := o.firstPane(w)
-		for pi := first; pi < first+o.panesPerWindow; pi++ {
+		for pi := range o.paneRange(first, o.panesPerWindow) {
 			if p := o.panes.Ref(key, pi, false); p != nil {
 				o.contents.Merge(acc, p)
 			}
@@ -884,8 +922,7 @@ func (o *Operator[K, IN, ACC, OUT]) clearAll(key K, w window.Window) {
 	if o.paneMode {
 		// The panes whose last window is w: those before the next
 		// window's first pane.
-		first := o.firstPane(w)
-		for pi := first; pi < first+int64(o.slide/o.paneSize); pi++ {
+		for pi := range o.ownPanes(w) {
 			o.panes.Delete(key, pi)
 		}
 	}

@@ -178,25 +178,8 @@ func TestCrashRecovery(t *testing.T) {
 			os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(spec), 0o644)
 			plan := []string{"part-written:3", "before-manifest:2", "after-manifest:2", "sink-committed:2", "after-retain:2", "", "", ""}
 			r := rand.New(rand.NewPCG(uint64(len(c.name)), 7))
-			kills := 0
-			for i := 0; ; i++ {
-				if i > 40 {
-					t.Fatal("the run never finished")
-				}
-				var env []string
-				var after time.Duration
-				if i < len(plan) {
-					if plan[i] != "" {
-						env = []string{"WEIR_TEST_CRASH=" + plan[i]}
-					} else {
-						after = time.Duration(150+r.IntN(900)) * time.Millisecond
-					}
-				}
-				if !crashRun(t, dir, args, env, after) {
-					break
-				}
-				kills++
-			}
+			kills := killUntilDone(t, plan, func() time.Duration { return time.Duration(150+r.IntN(900)) * time.Millisecond },
+				func(env []string, after time.Duration) bool { return crashRun(t, dir, args, env, after) })
 			if kills < 3 {
 				t.Fatalf("only %d kills happened; the test proves little (a machine much faster than expected?)", kills)
 			}
@@ -214,6 +197,32 @@ func TestCrashRecovery(t *testing.T) {
 			}
 			t.Logf("%d records, %d kills, outputs identical", records, kills)
 		})
+	}
+}
+
+// killUntilDone runs a job until it finishes: the runs of plan crash at
+// the named point (WEIR_TEST_CRASH) or, for "", are killed after a random
+// delay; later runs are left alone. It returns the number of kills.
+func killUntilDone(t *testing.T, plan []string, delay func() time.Duration, run func(env []string, killAfter time.Duration) (killed bool)) int {
+	t.Helper()
+	kills := 0
+	for i := 0; ; i++ {
+		if i > 40 {
+			t.Fatal("the run never finished")
+		}
+		var env []string
+		var after time.Duration
+		if i < len(plan) {
+			if plan[i] != "" {
+				env = []string{"WEIR_TEST_CRASH=" + plan[i]}
+			} else {
+				after = delay()
+			}
+		}
+		if !run(env, after) {
+			return kills
+		}
+		kills++
 	}
 }
 

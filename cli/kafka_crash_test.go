@@ -112,25 +112,8 @@ func TestKafkaCrashRecovery(t *testing.T) {
 	// the number of kills.
 	crashAndResume := func(job, spec string) int {
 		plan := []string{"sink-committed:2", "after-manifest:2", "", "before-manifest:3", "", ""}
-		kills := 0
-		for i := 0; ; i++ {
-			if i > 30 {
-				t.Fatal("the run never finished")
-			}
-			var env []string
-			var after time.Duration
-			if i < len(plan) {
-				if plan[i] != "" {
-					env = []string{"WEIR_TEST_CRASH=" + plan[i]}
-				} else {
-					after = time.Duration(100+r.IntN(500)) * time.Millisecond
-				}
-			}
-			if !run(job, spec, env, after) {
-				break
-			}
-			kills++
-		}
+		kills := killUntilDone(t, plan, func() time.Duration { return time.Duration(100+r.IntN(500)) * time.Millisecond },
+			func(env []string, after time.Duration) bool { return run(job, spec, env, after) })
 		if kills < 3 {
 			t.Fatalf("%s: only %d kills happened; the test proves little", job, kills)
 		}

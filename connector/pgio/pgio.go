@@ -107,7 +107,7 @@ const (
 )
 
 // The fixed columns between the key and the value columns.
-var fixedColumns = [...]string{"window_start", "window_end", "firing", "pane", "watermark"}
+var fixedColumns = tablerow.FixedColumns
 
 // Column is one named value; Value is the value's JSON text (a JSON number,
 // string, true/false, null, array or object).
@@ -218,39 +218,8 @@ func Open(ctx context.Context, connString, table string, keyNames, valueNames []
 
 // checkNames validates the key and value column names.
 func checkNames(keyNames, valueNames []string) error {
-	type seen struct {
-		field string
-		name  string
-	}
-	names := make(map[string]seen, len(keyNames)+len(valueNames))
-	check := func(kind string, i int, name string) error {
-		field := fmt.Sprintf("%s column %d", kind, i+1)
-		if err := checkIdent(field+" name", name); err != nil {
-			return err
-		}
-		f := strings.ToLower(name)
-		for _, c := range fixedColumns {
-			if f == c {
-				return fmt.Errorf("pgio: %s name %q collides with the fixed column %q; rename it (for example to %q)", field, name, c, kind+"_"+name)
-			}
-		}
-		if p, dup := names[f]; dup {
-			return fmt.Errorf("pgio: %s name %q is the same as %s name %q (names are compared ignoring case); rename one of them", field, name, p.field, p.name)
-		}
-		names[f] = seen{field, name}
-		return nil
-	}
-	for i, n := range keyNames {
-		if err := check("key", i, n); err != nil {
-			return err
-		}
-	}
-	for i, n := range valueNames {
-		if err := check("value", i, n); err != nil {
-			return err
-		}
-	}
-	return nil
+	return tablerow.CheckNames("pgio", keyNames, valueNames, fixedColumns[:], strings.ToLower,
+		func(field, name string) error { return checkIdent(field+" name", name) })
 }
 
 // columns lists the table's columns, with their types, in order.

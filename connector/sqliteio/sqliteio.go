@@ -57,7 +57,7 @@ const (
 )
 
 // The fixed columns between the key and the value columns.
-var fixedColumns = [...]string{"window_start", "window_end", "firing", "pane", "watermark"}
+var fixedColumns = tablerow.FixedColumns
 
 // The firing strings boxed once, so binding them does not allocate.
 var (
@@ -349,41 +349,15 @@ func (s *Sink) checkSchema(want []string) error {
 
 // checkNames validates the user-supplied column names.
 func checkNames(keyNames, valueNames []string) error {
-	type seen struct {
-		kind string
-		pos  int
-	}
-	names := make(map[string]seen, len(keyNames)+len(valueNames))
-	check := func(kind string, i int, name string) error {
+	return tablerow.CheckNames("sqliteio", keyNames, valueNames, fixedColumns[:], foldASCII, func(field, name string) error {
 		if name == "" {
-			return fmt.Errorf("sqliteio: %s column %d has an empty name; give every key and value column a name", kind, i+1)
+			return fmt.Errorf("sqliteio: %s has an empty name; give every key and value column a name", field)
 		}
 		if strings.IndexByte(name, 0) >= 0 {
-			return fmt.Errorf("sqliteio: %s column %d (%q) contains a NUL byte; remove it from the name", kind, i+1, name)
+			return fmt.Errorf("sqliteio: %s (%q) contains a NUL byte; remove it from the name", field, name)
 		}
-		f := foldASCII(name)
-		for _, c := range fixedColumns {
-			if f == c {
-				return fmt.Errorf("sqliteio: %s column %q collides with the fixed column %q; rename it (for example to %q)", kind, name, c, kind+"_"+name)
-			}
-		}
-		if p, dup := names[f]; dup {
-			return fmt.Errorf("sqliteio: %s column %q (%s %d) has the same name as %s column %d (SQLite compares column names case-insensitively); rename one of them", kind, name, kind, i+1, p.kind, p.pos+1)
-		}
-		names[f] = seen{kind, i}
 		return nil
-	}
-	for i, n := range keyNames {
-		if err := check("key", i, n); err != nil {
-			return err
-		}
-	}
-	for i, n := range valueNames {
-		if err := check("value", i, n); err != nil {
-			return err
-		}
-	}
-	return nil
+	})
 }
 
 // quote quotes a SQL identifier.

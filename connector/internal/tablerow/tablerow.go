@@ -5,6 +5,7 @@ package tablerow
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/weirstream/weir/etime"
@@ -17,6 +18,9 @@ const (
 	FiringLate    = "late"
 	FiringRetract = "retract"
 )
+
+// FixedColumns are the columns between the key and the value columns.
+var FixedColumns = [...]string{"window_start", "window_end", "firing", "pane", "watermark"}
 
 // Column is one named value; Value is the value's JSON text. How a table
 // stores it is the sink's (see its Column documentation).
@@ -55,4 +59,33 @@ func Check(pkg string, r *Row, keyNames, valueNames []string) (firing string, re
 		return "", false, fmt.Errorf("%s: row has %d values, the sink has %d (%s)", pkg, len(r.Values), len(valueNames), strings.Join(valueNames, ", "))
 	}
 	return firing, false, nil
+}
+
+// CheckNames refuses key and value column names that valid refuses, that
+// collide with a fixed column, or that repeat one another once folded as
+// the database compares names; pkg prefixes the errors, which name the
+// column.
+func CheckNames(pkg string, keyNames, valueNames, fixed []string, fold func(string) string, valid func(field, name string) error) error {
+	type seen struct{ field, name string }
+	names := make(map[string]seen, len(keyNames)+len(valueNames))
+	for _, cols := range [...]struct {
+		kind  string
+		names []string
+	}{{"key", keyNames}, {"value", valueNames}} {
+		for i, name := range cols.names {
+			field := fmt.Sprintf("%s column %d", cols.kind, i+1)
+			if err := valid(field, name); err != nil {
+				return err
+			}
+			f := fold(name)
+			if slices.Contains(fixed, f) {
+				return fmt.Errorf("%s: %s name %q collides with the fixed column %q; rename it (for example to %q)", pkg, field, name, f, cols.kind+"_"+name)
+			}
+			if p, dup := names[f]; dup {
+				return fmt.Errorf("%s: %s name %q is the same as %s name %q (the database compares names ignoring case); rename one of them", pkg, field, name, p.field, p.name)
+			}
+			names[f] = seen{field, name}
+		}
+	}
+	return nil
 }

@@ -74,13 +74,7 @@ func TestAlignedMatchesPerKeyTimers(t *testing.T) {
 			// feed runs evs[from:to] and records the state size at each
 			// watermark advance.
 			feed := func(op *Operator[uint64, snapEvent, int64, int64], from, to int, sizes *[]StateSize) {
-				feedEvents(op, evs, from, to, 40, 300, func() {
-					if sizes != nil {
-						sz := op.StateSize()
-						sz.Bytes = 0
-						*sizes = append(*sizes, sz)
-					}
-				})
+				feedEvents(op, evs, from, to, 40, 300, recordSizes(op, sizes))
 			}
 
 			var outs [2]lines
@@ -229,13 +223,7 @@ func TestLazySessionsMatchEager(t *testing.T) {
 					return op
 				}
 				run := func(op *Operator[uint64, snapEvent, int64, int64], from, to int, sizes *[]StateSize) {
-					feedEvents(op, evs, from, to, 30, 300, func() {
-						if sizes != nil {
-							sz := op.StateSize()
-							sz.Bytes = 0
-							*sizes = append(*sizes, sz)
-						}
-					})
+					feedEvents(op, evs, from, to, 30, 300, recordSizes(op, sizes))
 				}
 				var outs [2]lines
 				var sizes [2][]StateSize
@@ -363,6 +351,18 @@ func TestPanesAtTheEndsOfTime(t *testing.T) {
 					t.Fatalf("%s, ts %v: firing %q, want the element's sum 2 in every window: %v", backend, ts, l, out)
 				}
 			}
+		}
+	}
+}
+
+// recordSizes returns a feedEvents callback that appends the operator's
+// state size, without its byte estimate, to sizes (nil: records nothing).
+func recordSizes(op *Operator[uint64, snapEvent, int64, int64], sizes *[]StateSize) func() {
+	return func() {
+		if sizes != nil {
+			sz := op.StateSize()
+			sz.Bytes = 0
+			*sizes = append(*sizes, sz)
 		}
 	}
 }

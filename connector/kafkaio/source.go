@@ -197,7 +197,7 @@ func (s *source[T]) Open(ch, n int) (weir.SourceReader[T], error) {
 		adm.Close()
 		return nil, err
 	}
-	r := &reader[T]{o: &s.o, adm: adm, byID: map[int32]*partition[T]{}}
+	r := &reader[T]{o: &s.o, adm: adm, byID: map[int32]*partition[T]{}, channels: n}
 	for _, p := range parts {
 		if int(p)%n == ch {
 			r.parts = append(r.parts, &partition[T]{id: p, next: -1})
@@ -289,6 +289,7 @@ type reader[T any] struct {
 	byID     map[int32]*partition[T]
 	combined *watermark.Combined
 	out      weir.SourceOutput[T] // the current Read's output
+	channels int                  // the source's channel count
 	started  bool
 	lastTick time.Time
 
@@ -712,6 +713,7 @@ func (r *reader[T]) Close() error {
 type position struct {
 	Version    int            `json:"v"`
 	Topic      string         `json:"topic"`
+	Channels   int            `json:"channels"`
 	Partitions []partPosition `json:"partitions"`
 }
 
@@ -727,7 +729,7 @@ const positionVersion = 1
 
 // SnapshotPosition implements weir.CheckpointedReader.
 func (r *reader[T]) SnapshotPosition() ([]byte, error) {
-	pos := position{Version: positionVersion, Topic: r.o.Topic}
+	pos := position{Version: positionVersion, Topic: r.o.Topic, Channels: r.channels}
 	r.snap = make(map[int32]int64, len(r.parts))
 	for _, p := range r.parts {
 		if p.next >= 0 {
@@ -749,6 +751,12 @@ func (r *reader[T]) RestorePosition(b []byte) error {
 	}
 	if pos.Version != positionVersion {
 		return fmt.Errorf("kafkaio: source position version %d, this weir reads %d", pos.Version, positionVersion)
+	}
+	if pos.Channels != r.channels {
+		// Partitions move between channels with the count, and a channel
+		// restores only its own position: refuse rather than read a
+		// partition again from the start.
+		return fmt.Errorf("kafkaio: the checkpoint was taken with %d source channels, this job has %d: restore with %d channels", pos.Channels, r.channels, pos.Channels)
 	}
 	if pos.Topic != r.o.Topic {
 		return fmt.Errorf("kafkaio: the checkpoint read topic %q, the source reads %q; start over (--fresh) or keep the topic", pos.Topic, r.o.Topic)

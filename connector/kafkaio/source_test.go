@@ -448,3 +448,31 @@ func TestGroupCommitAfterCheckpoint(t *testing.T) {
 		t.Fatalf("committed %v, want the checkpoint's %v", got, at)
 	}
 }
+
+// TestRestoreRefusesOtherChannelCount: partitions move between channels
+// with the channel count, so a position is restored only with the count
+// it was taken with.
+func TestRestoreRefusesOtherChannelCount(t *testing.T) {
+	brokers := cluster(t, "in", 4)
+	src, err := NewSource(SourceOptions[event]{Brokers: brokers, Topic: "in", Decode: decodeEvent, StopAtEnd: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r4, err := src.Open(0, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r4.Close()
+	pos, err := r4.(weir.CheckpointedReader).SnapshotPosition()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2, err := src.Open(0, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r2.Close()
+	if err := r2.(weir.CheckpointedReader).RestorePosition(pos); err == nil || !strings.Contains(err.Error(), "restore with 4 channels") {
+		t.Fatalf("restoring a 4-channel position into 2 channels: %v", err)
+	}
+}

@@ -6,13 +6,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/connector/fileio"
 	"github.com/weirstream/weir/connector/genio"
+	"github.com/weirstream/weir/connector/kafkaio"
 	"github.com/weirstream/weir/etime"
 	"github.com/weirstream/weir/spec"
 )
@@ -143,23 +143,7 @@ func (o *lineOut) MarkActive()              {}
 
 // topicCounts counts the records read_committed readers see in topics.
 func topicCounts(ctx context.Context, broker string, topics ...string) (map[string]int64, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(broker), kgo.ConsumeTopics(topics...), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(100*time.Millisecond))
-	if err != nil {
-		return nil, err
-	}
-	defer cl.Close()
-	if _, err := kadm.NewClient(cl).ListCommittedOffsets(ctx, topics...); err != nil {
-		return nil, err
-	}
 	counts := map[string]int64{}
-	for {
-		pctx, cancel := context.WithTimeout(ctx, time.Second)
-		f := cl.PollFetches(pctx)
-		cancel()
-		if f.NumRecords() == 0 {
-			return counts, ctx.Err()
-		}
-		f.EachRecord(func(r *kgo.Record) { counts[r.Topic]++ })
-	}
+	err := kafkaio.ReadCommitted(ctx, []string{broker}, topics, time.Second, func(r *kgo.Record) { counts[r.Topic]++ })
+	return counts, err
 }

@@ -17,6 +17,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/weirstream/weir/connector/kafkaio"
 )
 
 const kafkaCrashJob = `
@@ -216,30 +218,21 @@ func pgTable(t *testing.T, url, table string) []string {
 // fields that depend on when a firing happened, sorted.
 func readTopic(t *testing.T, addr, topic string) []string {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics(topic), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(100*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
 	var out []string
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		f := cl.PollFetches(ctx)
-		cancel()
-		if f.NumRecords() == 0 {
-			break
+	err := kafkaio.ReadCommitted(ctx, []string{addr}, []string{topic}, 2*time.Second, func(r *kgo.Record) {
+		var m map[string]any
+		if err := json.Unmarshal(r.Value, &m); err != nil {
+			t.Fatalf("%s: %q: %v", topic, r.Value, err)
 		}
-		f.EachRecord(func(r *kgo.Record) {
-			var m map[string]any
-			if err := json.Unmarshal(r.Value, &m); err != nil {
-				t.Fatalf("%s: %q: %v", topic, r.Value, err)
-			}
-			delete(m, "watermark")
-			delete(m, "detail")
-			b, _ := json.Marshal(m)
-			out = append(out, string(r.Key)+" "+string(b))
-		})
+		delete(m, "watermark")
+		delete(m, "detail")
+		b, _ := json.Marshal(m)
+		out = append(out, string(r.Key)+" "+string(b))
+	})
+	if err != nil {
+		t.Fatalf("reading %s: %v", topic, err)
 	}
 	slices.Sort(out)
 	return out

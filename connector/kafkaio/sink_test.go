@@ -14,48 +14,13 @@ import (
 // see, until the last stable offset.
 func readCommitted(t *testing.T, brokers []string, topic string) []string {
 	t.Helper()
-	adm, err := newAdmin(brokers, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer adm.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	ends, err := adm.ListCommittedOffsets(ctx, topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := map[int32]int64{}
-	for p, l := range ends[topic] {
-		if l.Offset > 0 {
-			want[p] = l.Offset
-		}
-	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(topic), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(100*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
 	var out []string
-	for len(want) > 0 {
-		pctx, cancel := context.WithTimeout(ctx, time.Second)
-		f := cl.PollFetches(pctx)
-		cancel()
-		if ctx.Err() != nil {
-			t.Fatalf("reading %s: %v (left %v, read %d)", topic, ctx.Err(), want, len(out))
-		}
-		if f.NumRecords() == 0 {
-			break // the rest is aborted or control records
-		}
-		f.EachPartition(func(p kgo.FetchTopicPartition) {
-			for _, r := range p.Records {
-				out = append(out, string(r.Key)+"="+string(r.Value))
-			}
-			if end, ok := want[p.Partition]; ok && nextOffset(p) >= end {
-				delete(want, p.Partition)
-			}
-		})
+	if err := ReadCommitted(ctx, brokers, []string{topic}, time.Second, func(r *kgo.Record) {
+		out = append(out, string(r.Key)+"="+string(r.Value))
+	}); err != nil {
+		t.Fatalf("reading %s: %v", topic, err)
 	}
 	return out
 }

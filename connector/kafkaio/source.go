@@ -100,7 +100,9 @@ type SourceOptions[T any] struct {
 	Group string
 	// Start applies when the job has no checkpoint.
 	Start Start
-	// Decode turns a record into a value and its event timestamp. An error
+	// Decode turns a record into a value and its event timestamp; the
+	// record is reused for the next one, so Decode must copy what it keeps
+	// (Raw copies it). An error
 	// sends the record to the dead-letter output (a *weir.BadInput error
 	// gives the reason code; others are "decode_failed"), where it is
 	// counted; it does not move the watermark. Raw decodes nothing.
@@ -139,6 +141,7 @@ type SourceOptions[T any] struct {
 // timestamp.
 func Raw(r *Record) (*Record, etime.Time, error) {
 	c := *r
+	c.Headers = slices.Clone(r.Headers)
 	return &c, r.Timestamp, nil
 }
 
@@ -290,6 +293,7 @@ type reader[T any] struct {
 	combined *watermark.Combined
 	out      weir.SourceOutput[T] // the current Read's output
 	channels int                  // the source's channel count
+	rec      Record               // reused by emit for every record
 	started  bool
 	lastTick time.Time
 
@@ -390,15 +394,17 @@ func (r *reader[T]) emit(kr *kgo.Record, now time.Time) bool {
 		r.combined.InputStatus(p.idx, false, channelOut[T]{r})
 		r.log("partition active", p)
 	}
-	rec := Record{Topic: kr.Topic, Partition: kr.Partition, Offset: kr.Offset, Key: kr.Key, Value: kr.Value,
-		Timestamp: etime.FromTime(kr.Timestamp)}
+	// One Record is reused for every record: Decode must not keep it.
+	rec := &r.rec
+	*rec = Record{Topic: kr.Topic, Partition: kr.Partition, Offset: kr.Offset, Key: kr.Key, Value: kr.Value,
+		Timestamp: etime.FromTime(kr.Timestamp), Headers: rec.Headers[:0]}
 	for _, h := range kr.Headers {
 		rec.Headers = append(rec.Headers, Header{Key: h.Key, Value: h.Value})
 	}
-	v, ts, err := r.o.Decode(&rec)
+	v, ts, err := r.o.Decode(rec)
 	if err == nil && r.o.MaxFuture > 0 && ts > etime.FromTime(now).Add(r.o.MaxFuture) {
 		err = &weir.BadInput{Reason: "timestamp_future", Detail: fmt.Sprintf("timestamp %s is more than max_future %v ahead of processing time %s",
-			ts.Wall().Format(time.RFC3339), time.Duration(r.o.MaxFuture)*time.Millisecond, now.UTC().Format(time.RFC3339))}
+			ts.Wall().Format(time.RFC3339), r.o.MaxFuture.Std(), now.UTC().Format(time.RFC3339))}
 	}
 	if err != nil {
 		reason, detail := "decode_failed", err.Error()
@@ -407,7 +413,9 @@ func (r *reader[T]) emit(kr *kgo.Record, now time.Time) bool {
 			reason, detail = bad.Reason, bad.Detail
 		}
 		if d, ok := r.out.(weir.DeadLetterOutput); ok {
-			d.DeadLetter(reason, fmt.Sprintf("%s (topic %s partition %d offset %d)", detail, kr.Topic, kr.Partition, kr.Offset), &rec)
+			kept := *rec // the dead letter keeps it
+			kept.Headers = slices.Clone(rec.Headers)
+			d.DeadLetter(reason, fmt.Sprintf("%s (topic %s partition %d offset %d)", detail, kr.Topic, kr.Partition, kr.Offset), &kept)
 		}
 		return false
 	}

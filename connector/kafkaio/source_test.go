@@ -476,3 +476,30 @@ func TestRestoreRefusesOtherChannelCount(t *testing.T) {
 		t.Fatalf("restoring a 4-channel position into 2 channels: %v", err)
 	}
 }
+
+// TestRawKeepsHeaders: the reader reuses its Record, so Raw's copies must
+// not share headers.
+func TestRawKeepsHeaders(t *testing.T) {
+	brokers := cluster(t, "in", 1)
+	produce(t, brokers, "in", &kgo.Record{Partition: 0, Value: []byte("a"), Headers: []kgo.RecordHeader{{Key: "h", Value: []byte("1")}}},
+		&kgo.Record{Partition: 0, Value: []byte("b"), Headers: []kgo.RecordHeader{{Key: "h", Value: []byte("2")}}})
+	src, err := NewSource(SourceOptions[*Record]{Brokers: brokers, Topic: "in", Decode: Raw, StopAtEnd: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, err := weir.NewEnv(weir.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := weir.Collect(weir.FromSource(env, "kafka", src, weir.SourceOptions{}))
+	if _, err := env.Execute(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range res.Items() {
+		got = append(got, string(r.Value)+"="+string(r.Headers[0].Value))
+	}
+	if !slices.Equal(got, []string{"a=1", "b=2"}) {
+		t.Fatalf("records %v", got)
+	}
+}

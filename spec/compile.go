@@ -579,9 +579,9 @@ func (c *compiler) sinks() {
 			return
 		}
 		path := "sinks." + name
-		allowed := []string{"jsonl", "stdout", "kafka"}
+		allowed := []string{"jsonl", "stdout", "kafka", "postgres", "nats"}
 		if sqlite {
-			allowed = append(allowed, "sqlite", "postgres", "nats")
+			allowed = append(allowed, "sqlite")
 		} else if k.Type == "kafka" && (s.Results == nil || s.Results.Type != "kafka") {
 			c.add(path+".type", "a kafka sink for "+name+" writes in the results sink's transactions", "use kafka results too, or a jsonl sink")
 		}
@@ -630,7 +630,7 @@ func (c *compiler) sinks() {
 		}
 		if typ == "sqlite" || typ == "postgres" {
 			if k.Table == "" {
-				k.Table = "results"
+				k.Table = name // results, late, late_partial or dead_letter
 			} else if !sqlName.MatchString(k.Table) {
 				c.add(path+".table", fmt.Sprintf("%q is not a plain SQL name", k.Table), "use letters, digits and _, such as order_stats")
 			}
@@ -642,6 +642,21 @@ func (c *compiler) sinks() {
 	check("late", s.Late, false)
 	check("late_partial", s.LatePartial, false)
 	check("dead_letter", s.DeadLetter, false)
+	// Two sinks must not share a Postgres table.
+	tables := map[string]string{}
+	for _, n := range []struct {
+		name string
+		k    *Sink
+	}{{"results", s.Results}, {"late", s.Late}, {"late_partial", s.LatePartial}, {"dead_letter", s.DeadLetter}} {
+		if n.k == nil || n.k.Type != "postgres" || n.k.Table == "" {
+			continue
+		}
+		t := n.k.URL + "\x00" + strings.ToLower(n.k.Table)
+		if other, dup := tables[t]; dup {
+			c.add("sinks."+n.name+".table", fmt.Sprintf("%s is also the table of sinks.%s in the same database", n.k.Table, other), "give each sink its own table")
+		}
+		tables[t] = n.name
+	}
 	if p.Time == "processing" && (s.Late != nil || s.LatePartial != nil) {
 		c.add("sinks.late", "processing-time windows have no late records", "remove the late sinks, or use time: event")
 	}

@@ -24,6 +24,7 @@ type rec struct {
 	raw  []byte // the record as a JSON object (for the late output)
 	no   int64  // line number: arrival order for first/last ties
 	mark uint8  // markNone, markWatermark or markIdle
+	part int32  // the Kafka partition (other sources: 0)
 	wm   etime.Time
 }
 

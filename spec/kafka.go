@@ -148,6 +148,7 @@ func (j *Job) kafkaRecords(env *weir.Env) (weir.Stream[rec], error) {
 		if p.TSFromKafka {
 			v.ts = r.Timestamp
 		}
+		v.part = r.Partition
 		return v, v.ts, nil
 	}
 	o := kafkaio.SourceOptions[rec]{Brokers: k.Brokers, Topic: k.Topic, Group: k.Group, Start: p.KafkaStart, Decode: decode,

@@ -77,13 +77,29 @@ type natsResults struct {
 }
 
 func openNATSResults(j *Job, k *Sink) (*natsResults, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	s, err := natsio.OpenSink(ctx, natsio.SinkOptions{URL: k.URL, Subject: k.Subject, Logger: j.env.Options().Logger})
+	s, err := openNATSSink(j, k)
 	if err != nil {
 		return nil, err
 	}
 	return &natsResults{s: s, subject: k.Subject, j: j}, nil
+}
+
+func openNATSSink(j *Job, k *Sink) (*natsio.Sink, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return natsio.OpenSink(ctx, natsio.SinkOptions{URL: k.URL, Subject: k.Subject, Logger: j.env.Options().Logger})
+}
+
+// natsRecords publishes late records or dead letters, each with the
+// message id prefix + entry id, so a replay is dropped as duplicates;
+// it commits and closes as natsResults does.
+type natsRecords struct {
+	natsResults
+	prefix string
+}
+
+func (w *natsRecords) writeRecord(it *item) error {
+	return w.s.Publish(w.prefix+it.id, w.subject, it.line, map[string]string{"weir-reason": it.reason})
 }
 
 func (w *natsResults) write(r window.Result[string, []byte]) error {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -38,7 +39,7 @@ func TestNATSJob(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	for name, subj := range map[string]string{"ORDERS": "orders.>", "RESULTS": "results.>"} {
+	for name, subj := range map[string]string{"ORDERS": "orders.>", "RESULTS": "results.>", "LATE": "late.>"} {
 		if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: name, Subjects: []string{subj}}); err != nil {
 			t.Fatal(err)
 		}
@@ -55,21 +56,47 @@ func TestNATSJob(t *testing.T) {
 	if _, err := js.Publish(ctx, "orders.new", []byte(`not json`)); err != nil {
 		t.Fatal(err)
 	}
+	// Too late: its window ended long before.
+	if _, err := js.Publish(ctx, "orders.new", []byte(`{"user_id":"u0","amount":1,"ts":1767225600000}`)); err != nil {
+		t.Fatal(err)
+	}
 	job := fmt.Sprintf(`name: nats
 source:
   type: nats
   nats: {url: '%s', stream: ORDERS, stop_at_end: true}
-watermark: {max_out_of_orderness: 1s}
+watermark: {max_out_of_orderness: 1s, emit: every_record}
 key: [user_id]
 window: {type: tumbling, size: 5s}
 aggregate:
   - {name: orders, fn: count}
 sinks:
-  results: {type: nats, url: '%s', subject: results.orders}
+  results: {type: nats, url: '%[2]s', subject: results.orders}
+  late: {type: nats, url: '%[2]s', subject: late.records}
+  dead_letter: {type: nats, url: '%[2]s', subject: late.bad}
 `, url, url)
-	_, sum := runSpec(t, job, nil, RunOptions{})
-	if !sum.Conserved() || sum.Get("records_in") != n+1 || sum.Get("dead_letter") != 1 {
-		t.Fatalf("summary %s", sum.JSON())
+	// Twice: the second run publishes the same message ids, which the
+	// streams drop as duplicates.
+	for range 2 {
+		_, sum := runSpec(t, job, nil, RunOptions{})
+		if !sum.Conserved() || sum.Get("records_in") != n+2 || sum.Get("dead_letter") != 1 || sum.Get("late_side_output") != 1 {
+			t.Fatalf("summary %s", sum.JSON())
+		}
+	}
+	lateStream, err := js.Stream(ctx, "LATE")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for subj, want := range map[string]string{"late.records": `"id":"2002","record":{"user_id":"u0"`, "late.bad": `"id":"2001","source":"nats:ORDERS","line":2001,"raw":"not json"`} {
+		m, err := lateStream.GetLastMsgForSubject(ctx, subj)
+		if err != nil {
+			t.Fatalf("%s: %v", subj, err)
+		}
+		if !strings.Contains(string(m.Data), want) || m.Sequence > 2 {
+			t.Fatalf("%s: seq %d %s, want it to hold %s", subj, m.Sequence, m.Data, want)
+		}
+	}
+	if info, err := lateStream.Info(ctx); err != nil || info.State.Msgs != 2 {
+		t.Fatalf("LATE stream: %v, %+v; want 2 messages", err, info)
 	}
 	stream, err := js.Stream(ctx, "RESULTS")
 	if err != nil {

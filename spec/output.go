@@ -3,6 +3,7 @@ package spec
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"sync"
 
 	"github.com/weirstream/weir"
@@ -57,6 +58,35 @@ type item struct {
 	line   []byte // late, partial and dead lines
 	res    window.Result[string, []byte]
 	reason string
+	// id, raw and meta are a late record or dead letter as an entry of a
+	// table or a message stream: its stable id (entryID), the record as
+	// received, and the line's other fields as a JSON object. reason is
+	// the miss (window_expired, window_expired_partial) or the dead
+	// letter's reason.
+	id   string
+	raw  []byte
+	meta []byte
+}
+
+// entryID is the stable id of a record, from its position in the source:
+// "partition:offset" for Kafka, the stream sequence for NATS, the line
+// number for a file. A replay from a checkpoint reads the record at the
+// same position, so sinks that keep ids (Postgres, NATS) store each late
+// record and dead letter once however often it is replayed.
+func entryID(kafka bool, part int32, offset int64) string {
+	if kafka {
+		return strconv.FormatInt(int64(part), 10) + ":" + strconv.FormatInt(offset, 10)
+	}
+	return strconv.FormatInt(offset, 10)
+}
+
+// position returns where r was read: whether from Kafka (r.part is the
+// partition) and the offset, stream sequence or line number.
+func (j *Job) position(r rec) (kafka bool, pos int64) {
+	if j.plan.Spec.Source.Type == "kafka" {
+		return true, r.no - 1 // no is the offset + 1
+	}
+	return false, r.no
 }
 
 func newOutput(j *Job, checkpoints, deterministic bool) *output {
@@ -89,17 +119,17 @@ func (o *output) apply(it *item) {
 			o.c.Results++
 		}
 	case itemLate:
-		if err = j.late.write(it.line); err == nil {
+		if err = j.late.writeRecord(it); err == nil {
 			o.c.Late++
 		}
 	case itemPartial:
-		if err = j.partial.write(it.line); err == nil {
+		if err = j.partial.writeRecord(it); err == nil {
 			o.c.Partial++
 		}
 	case itemDead:
 		o.c.Dead[it.reason]++
 		if j.dead != nil {
-			err = j.dead.write(it.line)
+			err = j.dead.writeRecord(it)
 		}
 	case itemControl:
 		o.c.Controls++
@@ -156,7 +186,15 @@ func (o *output) sync() error {
 	if o.j.results == nil {
 		return nil
 	}
-	return o.j.results.commit()
+	if err := o.j.results.commit(); err != nil {
+		return err
+	}
+	for _, s := range o.j.recordSinks() {
+		if err := s.commit(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // restore starts from a checkpoint's counters and cuts the sink files back

@@ -115,7 +115,16 @@ func TestPostgresResults(t *testing.T) {
 	if _, err := conn.Exec(context.Background(), `DROP TABLE `+table); err != nil {
 		t.Fatal(err)
 	}
-	s, err := Parse([]byte(pgJob))
+	crashAndResume(t, pgJob, 5)
+	check("a crashed and resumed run")
+}
+
+// crashAndResume runs job with checkpoints every millisecond, crashing it
+// at the n-th sink commit, then runs it again from its checkpoint to the
+// end.
+func crashAndResume(t *testing.T, job string, n int) {
+	t.Helper()
+	s, err := Parse([]byte(job))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +134,7 @@ func TestPostgresResults(t *testing.T) {
 		o := RunOptions{Dir: dir, Deterministic: true, Now: testNow, CheckpointDir: filepath.Join(dir, "ck"), CheckpointInterval: time.Millisecond,
 			Crash: func(p string) {
 				if p == "sink-committed" && attempt == 0 {
-					if hits++; hits == 5 {
+					if hits++; hits == n {
 						panic("crash at " + p)
 					}
 				}
@@ -142,5 +151,114 @@ func TestPostgresResults(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// TestPostgresLateAndDeadLetters sends the orders job's late records and
+// dead letters to Postgres tables: each holds exactly the entries of the
+// jsonl files of the same run, by entry id, also after a crash after a
+// sink commit (whose checkpoint never completed, so the resumed run writes
+// those entries again).
+func TestPostgresLateAndDeadLetters(t *testing.T) {
+	url, conn := pgURL(t)
+	late, dead := fmt.Sprintf("weir_late_%d", rand.Uint32()), fmt.Sprintf("weir_dead_%d", rand.Uint32())
+	drop := func() {
+		_, _ = conn.Exec(context.Background(), `DROP TABLE IF EXISTS `+late+`, `+dead)
+	}
+	t.Cleanup(drop)
+	refDir, refSum := runSpec(t, fmt.Sprintf(orderJob, "jsonl", "out.jsonl"), nil, RunOptions{Deterministic: true})
+	// want: id -> reason and record, from the files.
+	want := map[string]string{}
+	for _, f := range []string{"late.jsonl", "bad.jsonl"} {
+		b, err := os.ReadFile(filepath.Join(refDir, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for line := range strings.SplitSeq(strings.TrimSpace(string(b)), "\n") {
+			var e struct {
+				ID     string          `json:"id"`
+				Record json.RawMessage `json:"record"`
+				Raw    string          `json:"raw"`
+				Reason string          `json:"reason"`
+			}
+			if err := json.Unmarshal([]byte(line), &e); err != nil {
+				t.Fatal(err)
+			}
+			if e.Reason == "" {
+				e.Reason = "window_expired"
+			}
+			rec := string(e.Record)
+			if rec == "" {
+				rec = e.Raw
+			}
+			if _, dup := want[f+e.ID]; dup || e.ID == "" {
+				t.Fatalf("%s: id %q twice or empty", f, e.ID)
+			}
+			want[f+e.ID] = e.Reason + " " + compactJSON(t, rec)
+		}
+	}
+	if len(want) < 100 {
+		t.Fatalf("only %d late records and dead letters; the test proves little", len(want))
+	}
+	rows := func() map[string]string {
+		got := map[string]string{}
+		for table, f := range map[string]string{late: "late.jsonl", dead: "bad.jsonl"} {
+			rs, err := conn.Query(context.Background(), `SELECT id, reason, record::text FROM `+table)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for rs.Next() {
+				var id, reason, rec string
+				if err := rs.Scan(&id, &reason, &rec); err != nil {
+					t.Fatal(err)
+				}
+				var v any
+				if json.Unmarshal([]byte(rec), &v) == nil {
+					if s, ok := v.(string); ok { // a dead letter that is not JSON
+						rec = s
+					}
+				}
+				got[f+id] = reason + " " + compactJSON(t, rec)
+			}
+			if err := rs.Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return got
+	}
+	check := func(what string) {
+		t.Helper()
+		got := rows()
+		if len(got) != len(want) {
+			t.Fatalf("%s: %d rows, want %d", what, len(got), len(want))
+		}
+		for k, v := range want {
+			if got[k] != v {
+				t.Fatalf("%s: entry %s is %q, want %q", what, k, got[k], v)
+			}
+		}
+	}
+	job := strings.Replace(fmt.Sprintf(orderJob, "jsonl", "out.jsonl"), "late: {type: jsonl, path: late.jsonl}", "late: {type: postgres, url: '"+url+"', table: "+late+"}", 1)
+	job = strings.Replace(job, "dead_letter: {type: jsonl, path: bad.jsonl}", "dead_letter: {type: postgres, url: '"+url+"', table: "+dead+"}", 1)
+	_, sum := runSpec(t, job, nil, RunOptions{Deterministic: true})
+	if !slices.Equal(sum.JSON(), refSum.JSON()) {
+		t.Fatalf("summary %s, want %s", sum.JSON(), refSum.JSON())
+	}
+	check("a run")
+	drop()
+	crashAndResume(t, job, 20)
 	check("a crashed and resumed run")
+}
+
+// compactJSON is s with insignificant space removed when it is JSON (jsonb
+// reorders keys too, so objects are compared decoded and re-encoded).
+func compactJSON(t *testing.T, s string) string {
+	var v any
+	if json.Unmarshal([]byte(s), &v) != nil {
+		return s
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/weirstream/weir/connector/fileio"
 	"github.com/weirstream/weir/connector/genio"
 	"github.com/weirstream/weir/connector/kafkaio"
+	"github.com/weirstream/weir/connector/natsio"
 	"github.com/weirstream/weir/etime"
 	"github.com/weirstream/weir/state"
 	"github.com/weirstream/weir/state/pebblestate"
@@ -79,9 +80,9 @@ type Job struct {
 	srcName string
 	dec     *decoder
 	results resultSink
-	late    *lineSink
-	partial *lineSink
-	dead    *lineSink
+	late    recordSink
+	partial recordSink
+	dead    recordSink
 	files   map[string]*lineSink // file sinks by sink name
 	stop    func() bool
 	// removeState removes the pebble backend's scratch directory.
@@ -397,7 +398,7 @@ func (j *Job) build(o RunOptions) error {
 	if j.late != nil || j.partial != nil {
 		weir.ForEachSubtask(out.Late, func(sub weir.Subtask) func(etime.Time, window.LateRecord[string, rec]) {
 			return func(_ etime.Time, l window.LateRecord[string, rec]) {
-				it := item{kind: itemLate, line: j.appendLate(nil, l)}
+				it := j.lateItem(l)
 				if l.Reason == window.ExpiredPartial {
 					it.kind = itemPartial
 				}
@@ -507,6 +508,7 @@ func (j *Job) deadLetter(d weir.DeadLetter) {
 		return
 	}
 	line := deadLine{Source: j.srcName, Reason: d.Reason, Detail: d.Detail}
+	kafka, part := false, int32(0)
 	switch r := d.Record.(type) {
 	case fileio.Line:
 		line.Line, line.Raw = r.No, string(r.Text)
@@ -514,23 +516,39 @@ func (j *Job) deadLetter(d weir.DeadLetter) {
 			line.Raw = string(r.Raw)
 		}
 	case rec:
-		line.Line, line.Raw = r.no, string(r.raw)
+		kafka, line.Line = j.position(r)
+		line.Raw, part = string(r.raw), r.part
 	case *kafkaio.Record:
 		line.Line, line.Raw = r.Offset, string(r.Value)
+		kafka, part = true, r.Partition
+	case natsio.Message:
+		line.Line, line.Raw = int64(r.Sequence), string(r.Data)
 	default:
 		line.Raw = fmt.Sprint(r)
 	}
+	if kafka {
+		p := part
+		line.Partition = &p
+	}
+	line.ID = entryID(kafka, part, line.Line)
 	b, err := json.Marshal(line)
 	j.check(err)
-	it.line = b
+	it.line, it.id, it.raw = b, line.ID, []byte(line.Raw)
+	line.ID, line.Raw, line.Reason = "", "", ""
+	it.meta, err = json.Marshal(line)
+	j.check(err)
 }
 
+// deadLine is a dead letter's line. Line is the line number of a file,
+// the offset of a Kafka record (in Partition) or a NATS stream sequence.
 type deadLine struct {
-	Source string `json:"source"`
-	Line   int64  `json:"line"`
-	Raw    string `json:"raw"`
-	Reason string `json:"reason"`
-	Detail string `json:"detail"`
+	ID        string `json:"id,omitempty"`
+	Source    string `json:"source"`
+	Partition *int32 `json:"partition,omitempty"`
+	Line      int64  `json:"line"`
+	Raw       string `json:"raw,omitempty"`
+	Reason    string `json:"reason,omitempty"`
+	Detail    string `json:"detail"`
 }
 
 // Summary is what a run did: the counters of the summary JSON.
@@ -604,10 +622,8 @@ func (j *Job) summary(rep weir.Report, open int64) Summary {
 
 func (j *Job) closeSinks() error {
 	var errs []error
-	for _, s := range []*lineSink{j.late, j.partial, j.dead} {
-		if s != nil {
-			errs = append(errs, s.close()) // idempotent: sinks may share stdout
-		}
+	for _, s := range j.recordSinks() {
+		errs = append(errs, s.close()) // idempotent: sinks may share stdout
 	}
 	if j.results != nil {
 		errs = append(errs, j.results.close())

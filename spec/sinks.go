@@ -87,13 +87,72 @@ func (s *lineSink) sync() (int64, error) {
 }
 
 func (s *lineSink) write(line []byte) error {
+	return s.writeKeyed(nil, line)
+}
+
+// writeKeyed writes a line; a Kafka record gets key as its key.
+func (s *lineSink) writeKeyed(key, line []byte) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.kafka != nil {
-		return s.kafka.s.Produce(&kgo.Record{Topic: s.topic, Value: append([]byte(nil), line...)})
+		return s.kafka.s.Produce(&kgo.Record{Topic: s.topic, Key: key, Value: append([]byte(nil), line...)})
 	}
 	s.w.Write(line)
 	return s.w.WriteByte('\n')
+}
+
+// writeRecord writes a late record's or dead letter's line (to Kafka
+// keyed by its entry id).
+func (s *lineSink) writeRecord(it *item) error {
+	if s.kafka != nil {
+		return s.writeKeyed([]byte(it.id), it.line)
+	}
+	return s.write(it.line)
+}
+
+// commit is done by sync (files) or by the results sink's transaction.
+func (s *lineSink) commit() error { return nil }
+
+// recordSink receives late records and dead letters.
+type recordSink interface {
+	writeRecord(it *item) error
+	// commit makes what was written durable at a checkpoint (files are
+	// synced with the other files).
+	commit() error
+	close() error
+}
+
+// recordSinks returns the job's open late and dead-letter sinks.
+func (j *Job) recordSinks() []recordSink {
+	var ss []recordSink
+	for _, s := range []recordSink{j.late, j.partial, j.dead} {
+		if s != nil {
+			ss = append(ss, s)
+		}
+	}
+	return ss
+}
+
+// pgRecords stores late records or dead letters in a Postgres table, each
+// once by its entry id, committed at each checkpoint.
+type pgRecords struct {
+	db *pgio.RecordSink
+	j  *Job
+}
+
+func (w *pgRecords) writeRecord(it *item) error {
+	return w.db.WriteRecord(it.id, it.reason, it.raw, it.meta)
+}
+
+func (w *pgRecords) commit() error { return w.db.Flush() }
+
+// close flushes what a run that ended well wrote last, and closes.
+func (w *pgRecords) close() error {
+	var err error
+	if !w.j.execFailed && !w.j.failed.Load() {
+		err = w.db.Flush()
+	}
+	return errors.Join(err, w.db.Close())
 }
 
 func (s *lineSink) close() error {
@@ -143,8 +202,6 @@ func (j *Job) openSinks(o RunOptions, offsets map[string]int64) error {
 	}
 	open := func(name string, k *Sink) (*lineSink, error) {
 		switch {
-		case k == nil:
-			return nil, nil
 		case k.Type == "kafka":
 			kr, _ := j.results.(*kafkaResults)
 			if kr == nil {
@@ -176,16 +233,37 @@ func (j *Job) openSinks(o RunOptions, offsets map[string]int64) error {
 		return err
 	}
 	var err error
-	if j.late, err = open("late", s.Late); err != nil {
+	if j.late, err = j.openRecords("late", s.Late, open); err != nil {
 		return err
 	}
-	if j.partial, err = open("late_partial", s.LatePartial); err != nil {
+	if j.partial, err = j.openRecords("late_partial", s.LatePartial, open); err != nil {
 		return err
 	}
-	if j.dead, err = open("dead_letter", s.DeadLetter); err != nil {
+	if j.dead, err = j.openRecords("dead_letter", s.DeadLetter, open); err != nil {
 		return err
 	}
 	return nil
+}
+
+// openRecords opens a late or dead-letter sink (nil when k is nil).
+func (j *Job) openRecords(name string, k *Sink, open func(string, *Sink) (*lineSink, error)) (recordSink, error) {
+	switch {
+	case k == nil:
+		return nil, nil
+	case k.Type == "postgres":
+		db, err := pgio.OpenRecords(context.Background(), k.URL, k.Table, pgio.Options{Logger: j.env.Options().Logger})
+		if err != nil {
+			return nil, fmt.Errorf("sinks.%s: %w", name, err)
+		}
+		return &pgRecords{db: db, j: j}, nil
+	case k.Type == "nats":
+		s, err := openNATSSink(j, k)
+		if err != nil {
+			return nil, fmt.Errorf("sinks.%s: %w", name, err)
+		}
+		return &natsRecords{natsResults: natsResults{s: s, subject: k.Subject, j: j}, prefix: name + "/"}, nil
+	}
+	return open(name, k)
 }
 
 // openResults opens the results sink.
@@ -405,12 +483,27 @@ func splitKey(k string, n int) []string {
 	return strings.SplitN(k, keySep, n)
 }
 
-// appendLate renders a too-late record: the record, its key, the windows
-// it missed, the watermark at arrival and how late it was.
-func (j *Job) appendLate(b []byte, l window.LateRecord[string, rec]) []byte {
-	b = append(b, `{"record":`...)
-	b = append(b, l.Record.raw...)
-	b = append(b, `,"key":{`...)
+// lateItem is a too-late record as an item: its line has the entry id,
+// the record, its key, the windows it missed, the watermark at arrival and
+// how late it was; its meta is the line without id and record.
+func (j *Job) lateItem(l window.LateRecord[string, rec]) item {
+	r := l.Record
+	kafka, pos := j.position(r)
+	id := entryID(kafka, r.part, pos)
+	meta := j.appendLateMeta(nil, l)
+	line := append(make([]byte, 0, len(id)+len(r.raw)+len(meta)+20), `{"id":"`...)
+	line = append(line, id...)
+	line = append(line, `","record":`...)
+	line = append(line, r.raw...)
+	line = append(line, ',')
+	line = append(line, meta[1:]...)
+	return item{kind: itemLate, line: line, id: id, raw: r.raw, meta: meta, reason: l.Reason.String()}
+}
+
+// appendLateMeta renders what a too-late record missed: its key, the
+// windows it missed, the watermark at arrival and how late it was.
+func (j *Job) appendLateMeta(b []byte, l window.LateRecord[string, rec]) []byte {
+	b = append(b, `{"key":{`...)
 	keys := j.plan.Spec.Key
 	for i, v := range splitKey(l.Key, len(keys)) {
 		if i > 0 {

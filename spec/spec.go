@@ -272,8 +272,9 @@ type Sinks struct {
 
 // Sink is one output.
 type Sink struct {
-	// Type is jsonl, stdout, or (results only) sqlite, postgres, kafka or
-	// nats.
+	// Type is jsonl, stdout, kafka, postgres, nats, or (results only)
+	// sqlite. Late and dead-letter sinks of type postgres or nats store
+	// each record once by its entry id (its source position).
 	Type string `yaml:"type"`
 	// Path is the file (jsonl, sqlite).
 	Path string `yaml:"path"`

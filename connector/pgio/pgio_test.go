@@ -1073,18 +1073,21 @@ func TestRecords(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { r.Close() })
-	write := func(reason string, rec, meta []byte) {
+	write := func(id, reason string, rec, meta []byte) {
 		t.Helper()
-		if err := r.WriteRecord(reason, rec, meta); err != nil {
+		if err := r.WriteRecord(id, reason, rec, meta); err != nil {
 			t.Fatal(err)
 		}
 	}
-	write("late", []byte(`{"user": "alice", "ts": 5}`), []byte(`{"watermark": 10, "window_end": 6}`))
-	write("parse error: bad\x00reason\xff", []byte("not json \x00 \xff {"), []byte(`{"offset": 7}`))
-	write("empty", nil, nil)
-	write("string", []byte(`"\u0000"`), nil) // JSON jsonb cannot hold: stored as its text
-	if err := r.WriteRecord("bad meta", nil, []byte("{")); err == nil || !strings.Contains(err.Error(), "record meta: invalid JSON") {
+	write("0:1", "late", []byte(`{"user": "alice", "ts": 5}`), []byte(`{"watermark": 10, "window_end": 6}`))
+	write("0:2", "parse error: bad\x00reason\xff", []byte("not json \x00 \xff {"), []byte(`{"offset": 7}`))
+	write("0:3", "empty", nil, nil)
+	write("0:4", "string", []byte(`"\u0000"`), nil) // JSON jsonb cannot hold: stored as its text
+	if err := r.WriteRecord("0:5", "bad meta", nil, []byte("{")); err == nil || !strings.Contains(err.Error(), "record meta: invalid JSON") {
 		t.Fatalf("WriteRecord with invalid meta = %v", err)
+	}
+	if err := r.WriteRecord("", "no id", nil, nil); err == nil || !strings.Contains(err.Error(), "without an id") {
+		t.Fatalf("WriteRecord without an id = %v", err)
 	}
 	if n := d.count(t, table); n != 0 || r.Pending() != 4 {
 		t.Fatalf("before Flush: %d records in the table, %d pending; want 0, 4", n, r.Pending())
@@ -1095,21 +1098,24 @@ func TestRecords(t *testing.T) {
 	q := `SELECT id::text, reason, record::text, meta::text, (arrived_at > now() - interval '1 minute')::text FROM ` + quoteIdent(table) + ` ORDER BY id`
 	got := d.query(t, q)
 	want := [][]string{
-		{"1", "late", `{"ts": 5, "user": "alice"}`, `{"watermark": 10, "window_end": 6}`, "true"},
-		{"2", "parse error: bad\uFFFDreason\uFFFD", `"not json ` + "\uFFFD \uFFFD" + ` {"`, `{"offset": 7}`, "true"},
-		{"3", "empty", "NULL", "NULL", "true"},
-		{"4", "string", `"\"\\u0000\""`, "NULL", "true"},
+		{"0:1", "late", `{"ts": 5, "user": "alice"}`, `{"watermark": 10, "window_end": 6}`, "true"},
+		{"0:2", "parse error: bad\uFFFDreason\uFFFD", `"not json ` + "\uFFFD \uFFFD" + ` {"`, `{"offset": 7}`, "true"},
+		{"0:3", "empty", "NULL", "NULL", "true"},
+		{"0:4", "string", `"\"\\u0000\""`, "NULL", "true"},
 	}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("got\n%q\nwant\n%q", got, want)
 	}
-	// Appends, not upserts: a replay appends again (at-least-once).
-	write("late", []byte(`{"user": "alice", "ts": 5}`), []byte(`{"watermark": 10, "window_end": 6}`))
+	// A replay writes the same ids again and changes nothing, even with
+	// other contents; a new id is added.
+	write("0:1", "late", []byte(`{"user": "alice", "ts": 5}`), []byte(`{"watermark": 10, "window_end": 6}`))
+	write("0:2", "other", []byte(`{}`), nil)
+	write("1:1", "late", []byte(`2`), nil)
 	if err := r.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	if n := d.count(t, table); n != 5 {
-		t.Fatalf("%d records after a replayed one, want 5", n)
+	if got := d.query(t, q); fmt.Sprint(got[:4]) != fmt.Sprint(want) || len(got) != 5 || got[4][0] != "1:1" {
+		t.Fatalf("after a replay:\n%q", got)
 	}
 	// Reopening works; a result table is refused.
 	r2, err := OpenRecords(context.Background(), d.url, table, Options{})
@@ -1126,7 +1132,7 @@ func TestRecords(t *testing.T) {
 	if err := r.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.WriteRecord("x", nil, nil); !errors.Is(err, ErrClosed) {
+	if err := r.WriteRecord("x", "x", nil, nil); !errors.Is(err, ErrClosed) {
 		t.Fatalf("WriteRecord after Close = %v", err)
 	}
 }
@@ -1141,7 +1147,7 @@ func TestRecordsRetry(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { r.Close() })
-	if err := r.WriteRecord("late", []byte(`1`), nil); err != nil {
+	if err := r.WriteRecord("0:7", "late", []byte(`1`), nil); err != nil {
 		t.Fatal(err)
 	}
 	p.stop()

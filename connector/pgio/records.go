@@ -10,15 +10,16 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// RecordSink appends late records and dead letters to a Postgres table
-// (id BIGSERIAL PRIMARY KEY, reason TEXT, record JSONB, meta JSONB,
-// arrived_at TIMESTAMPTZ DEFAULT now()) over one connection.
+// RecordSink stores late records and dead letters in a Postgres table
+// (id TEXT PRIMARY KEY, reason TEXT, record JSONB, meta JSONB, arrived_at
+// TIMESTAMPTZ DEFAULT now()) over one connection.
 //
-// Records are buffered by WriteRecord and committed by Flush in one
-// transaction, with the retries of Sink. They are appended, not upserted:
-// a replay after a failure appends the replayed records again, so the table
-// holds every record at least once (id gives the order of arrival;
-// duplicates have equal reason, record and meta).
+// Each record has a stable id chosen by the caller (weir uses its source
+// position, such as a Kafka partition and offset). Records are buffered by
+// WriteRecord and committed by Flush in one transaction, with the retries
+// of Sink, as INSERT ... ON CONFLICT (id) DO NOTHING: a replay after a
+// failure writes the same ids again and changes nothing, so the table holds
+// every record exactly once, with the arrived_at of its first write.
 //
 // A RecordSink is not safe for concurrent use.
 type RecordSink struct {
@@ -29,6 +30,7 @@ type RecordSink struct {
 }
 
 type record struct {
+	id     string
 	reason string
 	record any // string (JSON text) or nil (SQL NULL)
 	meta   any
@@ -36,7 +38,7 @@ type record struct {
 
 // The record table's columns and primary key.
 var recordColumns = [][2]string{
-	{"id", "bigint"},
+	{"id", "text"},
 	{"reason", "text"},
 	{"record", "jsonb"},
 	{"meta", "jsonb"},
@@ -46,7 +48,8 @@ var recordColumns = [][2]string{
 // OpenRecords connects to the database of connString and opens, creating it
 // if needed, the record table named table. ctx, connString, table and o are
 // as for Open; an existing table must have the columns of a record table
-// (in any order) with primary key (id).
+// (in any order) with primary key (id); a table of the older layout (a
+// bigint id) is refused.
 func OpenRecords(ctx context.Context, connString, table string, o Options) (*RecordSink, error) {
 	c, err := newClient(ctx, connString, table, o)
 	if err != nil {
@@ -54,7 +57,7 @@ func OpenRecords(ctx context.Context, connString, table string, o Options) (*Rec
 	}
 	s := &RecordSink{
 		c:      c,
-		insert: fmt.Sprintf(`INSERT INTO %s ("reason", "record", "meta") VALUES ($1::text, $2::jsonb, $3::jsonb)`, c.qt),
+		insert: fmt.Sprintf(`INSERT INTO %s ("id", "reason", "record", "meta") VALUES ($1::text, $2::text, $3::jsonb, $4::jsonb) ON CONFLICT ("id") DO NOTHING`, c.qt),
 	}
 	if err := c.run(ctx, "open record table "+c.qt, s.setup); err != nil {
 		c.closeConn()
@@ -70,7 +73,7 @@ func (s *RecordSink) setup(ctx context.Context, conn *pgx.Conn) error {
 		return fmt.Errorf("pgio: read the columns of table %s: %w", s.c.qt, err)
 	}
 	if !exists {
-		create := fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s ("id" BIGSERIAL PRIMARY KEY, "reason" TEXT NOT NULL, "record" JSONB, "meta" JSONB, "arrived_at" TIMESTAMPTZ NOT NULL DEFAULT now())`, s.c.qt)
+		create := fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s ("id" TEXT PRIMARY KEY, "reason" TEXT NOT NULL, "record" JSONB, "meta" JSONB, "arrived_at" TIMESTAMPTZ NOT NULL DEFAULT now())`, s.c.qt)
 		if _, err := conn.Exec(ctx, create); err != nil {
 			return fmt.Errorf("pgio: create table %s: %w\n  statement: %s", s.c.qt, createRace(err), create)
 		}
@@ -91,7 +94,8 @@ func (s *RecordSink) Pending() int { return len(s.recs) }
 // WriteRecord buffers one record for the next Flush; it copies what it
 // keeps, so the caller may reuse the slices.
 //
-// reason says why the record is here ("late", a parse error, ...); invalid
+// id identifies the record: a record whose id the table holds already is
+// not written again (it must not be empty). reason says why the record is here ("late", a parse error, ...); invalid
 // UTF-8 and NUL bytes in it are replaced by U+FFFD. rec is the record as
 // received: if it is JSON that jsonb can hold (see Column) it is stored as
 // is; otherwise (a dead letter may well not be JSON) it is stored as a JSON
@@ -99,9 +103,12 @@ func (s *RecordSink) Pending() int { return len(s.recs) }
 // JSON metadata (the source, offset, event time, watermark...); it must be
 // valid, or WriteRecord fails. An empty record or meta is stored as SQL
 // NULL.
-func (s *RecordSink) WriteRecord(reason string, rec, meta []byte) error {
+func (s *RecordSink) WriteRecord(id, reason string, rec, meta []byte) error {
 	if s.closed {
 		return ErrClosed
+	}
+	if id == "" {
+		return fmt.Errorf("pgio: record without an id (reason %q)", reason)
 	}
 	r := struct{ rec, meta any }{}
 	if len(meta) > 0 {
@@ -121,7 +128,7 @@ func (s *RecordSink) WriteRecord(reason string, rec, meta []byte) error {
 			r.rec = string(b)
 		}
 	}
-	s.recs = append(s.recs, record{reason: sanitizeText(reason), record: r.rec, meta: r.meta})
+	s.recs = append(s.recs, record{id: sanitizeText(id), reason: sanitizeText(reason), record: r.rec, meta: r.meta})
 	return nil
 }
 
@@ -164,11 +171,11 @@ func (s *RecordSink) send(ctx context.Context, conn *pgx.Conn) error {
 	b := &pgx.Batch{QueuedQueries: make([]*pgx.QueuedQuery, 0, len(s.recs)+1)}
 	b.BeginTx(pgx.TxOptions{})
 	for _, r := range s.recs {
-		b.Queue(s.insert, r.reason, r.record, r.meta)
+		b.Queue(s.insert, r.id, r.reason, r.record, r.meta)
 	}
 	return sendBatch(ctx, conn, b, len(s.recs), fmt.Sprintf("flush %d records to %s", len(s.recs), s.c.qt), func(i int) (string, string) {
 		r := s.recs[i]
-		desc := "reason " + clipString(r.reason)
+		desc := "id " + clipString(r.id) + ", reason " + clipString(r.reason)
 		if r.record != nil {
 			desc += ", record " + clipString(r.record.(string))
 		}

@@ -702,7 +702,7 @@ func TestSchemaMismatch(t *testing.T) {
 	if err == nil {
 		r.Close()
 	}
-	if err == nil || !strings.Contains(err.Error(), `column "id" (bigint) is missing`) {
+	if err == nil || !strings.Contains(err.Error(), `column "id" (text) is missing`) {
 		t.Fatalf("OpenRecords on a result table = %v", err)
 	}
 }

@@ -94,7 +94,10 @@ func OpenSink(o SinkOptions) (*Sink, error) {
 		kgo.TransactionalID(o.TransactionalID),
 		kgo.TransactionTimeout(o.TransactionTimeout),
 		kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)),
-		// Records are produced in bursts at pre-commit: fill batches.
+		// Records are produced in bursts at pre-commit: fill batches. An
+		// A/B on kfake (linger 0, 5 ms, 20 ms; batches of 256 KiB, 1 MiB,
+		// 4 MiB) found no difference beyond the noise (docs/PERFORMANCE.md);
+		// these are the middle values.
 		kgo.ProducerLinger(5 * time.Millisecond),
 		kgo.ProducerBatchMaxBytes(1 << 20),
 	}, o.ClientOptions...)

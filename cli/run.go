@@ -16,8 +16,13 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/etime"
+	"github.com/weirstream/weir/internal/admin"
+	"github.com/weirstream/weir/metrics"
 	"github.com/weirstream/weir/spec"
 )
 
@@ -86,6 +91,7 @@ type runFlags struct {
 	interval      time.Duration
 	fresh         bool
 	restarts      int
+	http          string
 }
 
 func runCmd(ctx context.Context, args []string, o IO) int {
@@ -100,6 +106,7 @@ func runCmd(ctx context.Context, args []string, o IO) int {
 	fs.StringVar(&f.checkpointDir, "checkpoint-dir", "", "take checkpoints in this directory and resume from the newest one (overrides checkpoint.dir)")
 	fs.DurationVar(&f.interval, "checkpoint-interval", 0, "time between checkpoints (overrides checkpoint.interval; default 5s)")
 	fs.BoolVar(&f.fresh, "fresh", false, "ignore existing checkpoints and start over (file sinks start over too)")
+	fs.StringVar(&f.http, "http", "", "serve Prometheus metrics at http://ADDR/metrics while the job runs, such as 127.0.0.1:8080 (a bare :PORT listens on loopback)")
 	fs.IntVar(&f.restarts, "restarts", 3, "with checkpoints: how often a failing job restarts from its newest checkpoint (backoff 1s, doubling)")
 	fs.Usage = func() {
 		fmt.Fprintln(o.Stderr, "usage: weir run JOB.yaml [flags]")
@@ -203,6 +210,23 @@ func runPlan(ctx context.Context, p *spec.Plan, dir string, f runFlags, now time
 		case <-done:
 		}
 	}()
+	if f.http != "" {
+		reg := prometheus.NewRegistry()
+		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+			metrics.NewCollector(func() *weir.Env {
+				if j := cur.Load(); j != nil {
+					return j.Env()
+				}
+				return nil
+			}, metrics.Options{}))
+		srv, err := admin.Start(f.http, reg)
+		if err != nil {
+			fmt.Fprintf(o.Stderr, "weir run: --http: %v\n", err)
+			return ExitUsage
+		}
+		defer srv.Close()
+		fmt.Fprintf(o.Stderr, "metrics at http://%s/metrics\n", srv.Addr())
+	}
 	if o.Terminal {
 		every := o.ProgressEvery
 		if every <= 0 {

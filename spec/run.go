@@ -171,6 +171,10 @@ func Open(plan *Plan, o RunOptions) (*Job, error) {
 	return j, nil
 }
 
+// Env is the job's engine environment, for observers (metrics) while it
+// runs.
+func (j *Job) Env() *weir.Env { return j.env }
+
 // Checkpoint takes a checkpoint now, for a graceful stop: it returns the
 // id of the first checkpoint completed after the call, or 0 when the job
 // has no checkpoints or none completed within timeout.

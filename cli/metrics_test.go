@@ -1,0 +1,90 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestRunMetrics: weir run --http serves /metrics while a live job runs on
+// stdin: the counts of the records fed so far, the watermark, and Go's
+// own series; /healthz answers; the server stops with the job.
+func TestRunMetrics(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(stdinJob), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pr, pw := io.Pipe()
+	var stderr syncBuffer
+	done := make(chan int)
+	go func() {
+		done <- Main(context.Background(), []string{"run", "job.yaml", "--http", "127.0.0.1:0"}, IO{Dir: dir, Stdin: pr, Stdout: io.Discard, Stderr: &stderr})
+	}()
+	// One record on time, one window closed by the third, one too late.
+	for _, ts := range []int64{1767225600000, 1767225612000, 1767225601000} {
+		fmt.Fprintf(pw, `{"k": "a", "ts": %d}`+"\n", ts)
+	}
+	addr := regexp.MustCompile(`metrics at (http://\S+)/metrics`)
+	var base string
+	for deadline := time.Now().Add(10 * time.Second); base == ""; time.Sleep(5 * time.Millisecond) {
+		if m := addr.FindStringSubmatch(stderr.String()); m != nil {
+			base = m[1]
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no metrics address in %q", stderr.String())
+		}
+	}
+	get := func(path string) string {
+		t.Helper()
+		resp, err := http.Get(base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != 200 {
+			t.Fatalf("GET %s: %s %s", path, resp.Status, b)
+		}
+		return string(b)
+	}
+	if h := get("/healthz"); h != "ok\n" {
+		t.Fatalf("/healthz = %q", h)
+	}
+	want := []string{
+		`weir_window_records_total{operator="window",outcome="on_time"} 2`,
+		`weir_window_records_total{operator="window",outcome="dropped"} 1`,
+		`weir_window_firings_total{kind="on_time",operator="window"} 1`,
+		`weir_operator_watermark_timestamp_seconds{operator="window",subtask="0"} 1.767225610999e+09`,
+		`go_goroutines `,
+	}
+	var text string
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		text = get("/metrics")
+		missing := ""
+		for _, w := range want {
+			if !strings.Contains(text, w) {
+				missing = w
+			}
+		}
+		if missing == "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/metrics has no %s:\n%s", missing, text)
+		}
+	}
+	pw.Close()
+	if code := <-done; code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	if _, err := http.Get(base + "/healthz"); err == nil {
+		t.Fatal("the admin server still answers after the run")
+	}
+}

@@ -1,0 +1,120 @@
+package metrics_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"go.uber.org/goleak"
+
+	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/clock"
+	"github.com/weirstream/weir/etime"
+	"github.com/weirstream/weir/metrics"
+	"github.com/weirstream/weir/window"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+type order struct {
+	user   string
+	ts     etime.Time
+	amount int64
+}
+
+// job is the README example: 5-minute windows, 30 s out-of-orderness, 10
+// minutes of allowed lateness, a side output; one record on time in a
+// late re-firing, one too late, processing time fixed at 1 hour.
+func job(t *testing.T) *weir.Env {
+	t.Helper()
+	minute := etime.Time(60_000)
+	orders := []order{
+		{"ann", 1 * minute, 10},
+		{"bob", 2 * minute, 5},
+		{"ann", 6 * minute, 7},
+		{"ann", 4 * minute, 1},  // late, within the lateness: accepted, [0,5m) re-fires
+		{"ann", 20 * minute, 2}, // the watermark jumps to 20m - 30s - 1
+		{"bob", 3 * minute, 9},  // too late: side output
+	}
+	opts := weir.DefaultOptions()
+	opts.Deterministic = true
+	opts.Parallelism = 1
+	opts.Clock = clock.NewFake(time.UnixMilli(3_600_000))
+	env, err := weir.NewEnv(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := weir.AssignTimestamps(weir.FromSlice(env, orders),
+		weir.BoundedOutOfOrderness(30*time.Second, func(o order) etime.Time { return o.ts }).WithEveryRecord())
+	five, _ := window.Tumbling(5*minute.Sub(0), 0)
+	out := weir.Aggregate(weir.Window(weir.KeyBy(s, func(o order) string { return o.user }), five,
+		weir.WindowOptions{Name: "orders", AllowedLateness: 10 * minute.Sub(0), LateOutput: true}), weir.Sum(func(o order) int64 { return o.amount }))
+	weir.ForEach(out.Results, func(etime.Time, window.Result[string, int64]) {})
+	weir.ForEach(out.Late, func(etime.Time, window.LateRecord[string, order]) {})
+	return env
+}
+
+// TestCollector: the series of a run with known counts, and promlint finds
+// nothing to fix.
+func TestCollector(t *testing.T) {
+	var env *weir.Env
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(metrics.NewCollector(func() *weir.Env { return env }, metrics.Options{}))
+	// Before the job exists: no series, no error.
+	if n, err := testutil.GatherAndCount(reg); err != nil || n != 0 {
+		t.Fatalf("before the job: %d series, %v", n, err)
+	}
+	env = job(t)
+	if _, err := env.Execute(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	want := `
+# HELP weir_window_records_total Records a window operator processed, by outcome: on_time, late_accepted (within the allowed lateness), side_output and dropped (too late for every window), no_timestamp; they add up to its records in.
+# TYPE weir_window_records_total counter
+weir_window_records_total{operator="orders",outcome="dropped"} 0
+weir_window_records_total{operator="orders",outcome="late_accepted"} 1
+weir_window_records_total{operator="orders",outcome="no_timestamp"} 0
+weir_window_records_total{operator="orders",outcome="on_time"} 4
+weir_window_records_total{operator="orders",outcome="side_output"} 1
+# HELP weir_window_firings_total Results emitted by a window operator, by firing kind: early, on_time, late, retract.
+# TYPE weir_window_firings_total counter
+weir_window_firings_total{kind="early",operator="orders"} 0
+weir_window_firings_total{kind="late",operator="orders"} 1
+weir_window_firings_total{kind="on_time",operator="orders"} 4
+weir_window_firings_total{kind="retract",operator="orders"} 0
+# HELP weir_dead_letters_total Bad input refused anywhere in the job (malformed records, bad timestamps, ...).
+# TYPE weir_dead_letters_total counter
+weir_dead_letters_total 0
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "weir_window_records_total", "weir_window_firings_total", "weir_dead_letters_total"); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := testutil.GatherAndCount(reg, "weir_window_records_total", "weir_window_firings_total", "weir_dead_letters_total"); err != nil || n != 10 {
+		t.Fatalf("%d series, %v; want 10", n, err)
+	}
+	// At the end of input the watermark is +Inf and the lag 0 (not 292
+	// million years); the source and the operator are both listed.
+	want = `
+# HELP weir_operator_watermark_lag_seconds Processing time minus the operator subtask's input watermark, at scrape time; NaN before its first watermark.
+# TYPE weir_operator_watermark_lag_seconds gauge
+weir_operator_watermark_lag_seconds{operator="orders",subtask="0"} 0
+weir_operator_watermark_lag_seconds{operator="slice",subtask="0"} 0
+# HELP weir_operator_watermark_timestamp_seconds Input watermark of an operator subtask (event time, Unix seconds); NaN before its first watermark (see weir_operator_has_watermark).
+# TYPE weir_operator_watermark_timestamp_seconds gauge
+weir_operator_watermark_timestamp_seconds{operator="orders",subtask="0"} +Inf
+weir_operator_watermark_timestamp_seconds{operator="slice",subtask="0"} +Inf
+# HELP weir_source_records_total Records emitted by each source.
+# TYPE weir_source_records_total counter
+weir_source_records_total{source="slice"} 6
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "weir_operator_watermark_lag_seconds", "weir_operator_watermark_timestamp_seconds", "weir_source_records_total"); err != nil {
+		t.Fatal(err)
+	}
+	probs, err := testutil.GatherAndLint(reg)
+	if err != nil || len(probs) != 0 {
+		t.Fatalf("promlint: %v %v", probs, err)
+	}
+}

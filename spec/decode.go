@@ -3,6 +3,7 @@ package spec
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -69,19 +70,22 @@ type decoder struct {
 	now atomic.Int64
 	// needs says, per aggregate, what kind of input it takes.
 	needs []need
-	// chMax is each channel's largest timestamp; only the channel's own
-	// goroutine touches its element.
-	chMax    []etime.Time
+	// chMax holds, per channel, the largest timestamp of each of its
+	// slots: one slot for a file channel, one per partition for a Kafka
+	// channel (slot p / channels of channel p % channels: Kafka partitions
+	// are spread over channels so). Only the channel's own goroutine
+	// touches its slots.
+	chMax    [][]etime.Time
 	controls atomic.Int64 // control lines seen (live, for progress)
 	warned   atomic.Bool  // a backward jump was warned about
-	warn     func(ch int, from, to etime.Time)
+	warn     func(where string, from, to etime.Time)
 	// note counts a control line or a regression in the job's output
 	// counters (exact across checkpoints).
 	note func(ch int, k itemKind)
 	// staged holds each channel's largest timestamp as its barrier of a
 	// checkpoint passed, for the checkpoint's output part.
 	stagedMu sync.Mutex
-	staged   map[int64][]etime.Time
+	staged   map[int64][][]etime.Time
 }
 
 // barrier records channel ch's largest timestamp for checkpoint id; it
@@ -93,24 +97,20 @@ func (d *decoder) barrier(ch int, id int64) {
 	d.stagedMu.Lock()
 	defer d.stagedMu.Unlock()
 	if d.staged == nil {
-		d.staged = map[int64][]etime.Time{}
+		d.staged = map[int64][][]etime.Time{}
 	}
 	if d.staged[id] == nil {
 		// Every channel passes the barrier before the checkpoint
 		// completes and sets its own element; reading the others' here
 		// would race with their goroutines.
-		s := make([]etime.Time, len(d.chMax))
-		for i := range s {
-			s[i] = etime.MinTime
-		}
-		d.staged[id] = s
+		d.staged[id] = make([][]etime.Time, len(d.chMax))
 	}
-	d.staged[id][ch] = d.chMax[ch]
+	d.staged[id][ch] = slices.Clone(d.chMax[ch])
 }
 
-// maxAt returns the channels' largest timestamps as of checkpoint id and
-// forgets that checkpoint and older ones.
-func (d *decoder) maxAt(id int64) []etime.Time {
+// maxAt returns the channels' slots' largest timestamps as of checkpoint
+// id and forgets that checkpoint and older ones.
+func (d *decoder) maxAt(id int64) [][]etime.Time {
 	d.stagedMu.Lock()
 	defer d.stagedMu.Unlock()
 	out := d.staged[id]
@@ -158,9 +158,9 @@ const (
 )
 
 func newDecoder(p *Plan, clk clock.Clock) *decoder {
-	d := &decoder{p: p, clk: clk, chMax: make([]etime.Time, p.Channels)}
+	d := &decoder{p: p, clk: clk, chMax: make([][]etime.Time, p.Channels)}
 	for i := range d.chMax {
-		d.chMax[i] = etime.MinTime
+		d.chMax[i] = []etime.Time{etime.MinTime}
 	}
 	for _, a := range p.Spec.Aggregate {
 		n := needJSON
@@ -184,7 +184,12 @@ func bad(reason, format string, args ...any) error {
 
 // decode is the TryMap function of the job's door: control lines become
 // markers, bad lines dead letters, and data lines recs.
-func (d *decoder) decode(l fileio.Line) (rec, error) {
+func (d *decoder) decode(l fileio.Line) (rec, error) { return d.decodeSlot(l, 0) }
+
+// decodeSlot decodes a line of slot slot of its channel (a Kafka
+// partition; files have one slot per channel), whose backward jumps in
+// event time are counted apart from the other slots'.
+func (d *decoder) decodeSlot(l fileio.Line, slot int) (rec, error) {
 	switch l.Kind {
 	case fileio.Watermark:
 		d.control(l.Channel)
@@ -218,15 +223,22 @@ func (d *decoder) decode(l fileio.Line) (rec, error) {
 		if r.ts, err = d.timestamp(o.Get(d.p.TSField)); err != nil {
 			return rec{}, err
 		}
-		if ch := l.Channel; ch >= 0 && ch < len(d.chMax) {
-			if m := d.chMax[ch]; r.ts > m {
-				d.chMax[ch] = r.ts
+		if ch := l.Channel; ch >= 0 && ch < len(d.chMax) && slot >= 0 {
+			for len(d.chMax[ch]) <= slot {
+				d.chMax[ch] = append(d.chMax[ch], etime.MinTime)
+			}
+			if m := d.chMax[ch][slot]; r.ts > m {
+				d.chMax[ch][slot] = r.ts
 			} else if m != etime.MinTime && r.ts < m.Add(-regressionJump) {
 				if d.note != nil {
 					d.note(ch, itemRegression)
 				}
 				if d.warn != nil && d.warned.CompareAndSwap(false, true) {
-					d.warn(ch, m, r.ts)
+					where := fmt.Sprintf("channel %d", ch)
+					if d.p.Spec.Source.Type == "kafka" {
+						where = fmt.Sprintf("partition %d", slot*len(d.chMax)+ch)
+					}
+					d.warn(where, m, r.ts)
 				}
 			}
 		}

@@ -138,10 +138,10 @@ func (j *Job) kafkaRecords(env *weir.Env) (weir.Stream[rec], error) {
 	p := j.plan
 	k := p.Spec.Source.Kafka
 	decode := func(r *kafkaio.Record) (rec, etime.Time, error) {
-		// Channel -1: the decoder's backward-jump count is per channel,
-		// and a channel interleaves its partitions (counting it per
-		// partition is not done yet).
-		v, err := j.dec.decode(fileio.Line{Kind: fileio.Data, Channel: -1, No: r.Offset + 1, Text: r.Value})
+		// Backward jumps are counted per partition: partition p is read
+		// by channel p % channels, as its slot p / channels.
+		ch := int(r.Partition) % p.Channels
+		v, err := j.dec.decodeSlot(fileio.Line{Kind: fileio.Data, Channel: ch, No: r.Offset + 1, Text: r.Value}, int(r.Partition)/p.Channels)
 		if err != nil {
 			return rec{}, 0, err
 		}

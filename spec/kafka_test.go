@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -368,5 +369,55 @@ func TestKafkaRestoreRefusesLostCheckpoint(t *testing.T) {
 	_, err = Open(p, RunOptions{Dir: t.TempDir(), CheckpointDir: dir})
 	if err == nil || !strings.Contains(err.Error(), "none at or below 3") {
 		t.Fatalf("opening with a lost checkpoint: %v", err)
+	}
+}
+
+// TestKafkaRegressionsPerPartition: backward jumps of event time are
+// counted per partition. Four partitions on two channels run two hours
+// apart from each other, which is no regression; one record of partition
+// 2 that jumps back two hours within its partition is one, and is warned
+// about by its partition.
+func TestKafkaRegressionsPerPartition(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(4, "in"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	broker := c.ListenAddrs()[0]
+	cl, err := kgo.NewClient(kgo.SeedBrokers(broker), kgo.DefaultProduceTopic("in"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	const hour = 3600_000
+	var recs []*kgo.Record
+	for i := range 400 {
+		part := int32(i % 4)
+		ts := 1767225600000 + int64(part)*2*hour + int64(i)*10
+		recs = append(recs, &kgo.Record{Partition: part, Value: fmt.Appendf(nil, `{"user_id":"u","ts":%d}`, ts)})
+	}
+	recs = append(recs, &kgo.Record{Partition: 2, Value: fmt.Appendf(nil, `{"user_id":"u","ts":%d}`, 1767225600000+2*hour-2*hour+10)})
+	if err := cl.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	job := fmt.Sprintf(`name: reg
+source:
+  type: kafka
+  channels: 2
+  kafka: {brokers: [%s], topic: in, stop_at_end: true}
+watermark: {max_out_of_orderness: 1s, idle_timeout: 1s}
+key: [user_id]
+window: {type: tumbling, size: 1s}
+aggregate: [{name: n, fn: count}]
+sinks: {results: {type: jsonl, path: out.jsonl}}
+`, broker)
+	var warnings []string
+	var mu sync.Mutex
+	_, sum := runSpec(t, job, nil, RunOptions{Warn: func(m string) { mu.Lock(); warnings = append(warnings, m); mu.Unlock() }})
+	if sum.Get("timestamp_regressions") != 1 || !sum.Conserved() {
+		t.Fatalf("summary %s", sum.JSON())
+	}
+	if len(warnings) != 1 || !strings.HasPrefix(warnings[0], "partition 2: event time jumped back") {
+		t.Fatalf("warnings %q", warnings)
 	}
 }

@@ -37,9 +37,12 @@ type outCounters struct {
 	Dead        map[string]int64 `json:"dead"`
 	// Offsets are the committed lengths of the sink files, by sink name.
 	Offsets map[string]int64 `json:"offsets"`
-	// ChannelMax is each source channel's largest timestamp, from which
-	// backward jumps (timestamp_regressions) are measured.
-	ChannelMax []etime.Time `json:"channel_max,omitempty"`
+	// SlotMax is, per source channel, the largest timestamp of each of
+	// its slots (a file channel, a Kafka partition), from which backward
+	// jumps (timestamp_regressions) are measured. Checkpoints before it
+	// had ChannelMax, one per channel.
+	SlotMax    [][]etime.Time `json:"slot_max,omitempty"`
+	ChannelMax []etime.Time   `json:"channel_max,omitempty"`
 }
 
 type itemKind uint8
@@ -153,7 +156,7 @@ func (o *output) preCommit(id int64, write func(name string, data []byte) error)
 			return err
 		}
 	}
-	o.c.ChannelMax = o.j.dec.maxAt(id)
+	o.c.SlotMax, o.c.ChannelMax = o.j.dec.maxAt(id), nil
 	b, err := json.Marshal(o.c)
 	if err != nil {
 		return err

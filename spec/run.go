@@ -159,9 +159,9 @@ func Open(plan *Plan, o RunOptions) (*Job, error) {
 	j.out = newOutput(j, ck != nil, o.Deterministic)
 	j.dec.note = func(ch int, k itemKind) { j.out.add(weir.Subtask{Stage: sourceStage, Index: ch}, item{kind: k}) }
 	if o.Warn != nil {
-		j.dec.warn = func(ch int, from, to etime.Time) {
-			o.Warn(fmt.Sprintf("channel %d: event time jumped back from %s to %s (more than 1h; counted in timestamp_regressions, warned once)",
-				ch, from.Wall().Format(time.RFC3339), to.Wall().Format(time.RFC3339)))
+		j.dec.warn = func(where string, from, to etime.Time) {
+			o.Warn(fmt.Sprintf("%s: event time jumped back from %s to %s (more than 1h; counted in timestamp_regressions, warned once)",
+				where, from.Wall().Format(time.RFC3339), to.Wall().Format(time.RFC3339)))
 		}
 	}
 	if err := j.build(o); err != nil {
@@ -308,8 +308,14 @@ func (j *Job) build(o RunOptions) error {
 		if offsets == nil {
 			offsets = map[string]int64{}
 		}
-		if cm := j.out.c.ChannelMax; len(cm) == len(j.dec.chMax) {
-			copy(j.dec.chMax, cm)
+		if cm := j.out.c.SlotMax; len(cm) == len(j.dec.chMax) {
+			for i := range cm {
+				j.dec.chMax[i] = slices.Clone(cm[i])
+			}
+		} else if cm := j.out.c.ChannelMax; len(cm) == len(j.dec.chMax) { // older checkpoints
+			for i := range cm {
+				j.dec.chMax[i] = []etime.Time{cm[i]}
+			}
 		}
 	}
 	if err := j.openSinks(o, offsets); err != nil {

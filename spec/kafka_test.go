@@ -301,6 +301,7 @@ func BenchmarkKafkaJob(b *testing.B) {
 				table := fmt.Sprintf("weir_bench_%d", rand.Uint32())
 				if c.sink == "postgres" {
 					job = strings.Replace(job, "results: {type: kafka, brokers: ["+broker+"], topic: out}", "results: {type: postgres, url: '"+url+"', table: "+table+"}", 1)
+					job = strings.Replace(job, "dead_letter: {type: kafka, brokers: ["+broker+"], topic: bad}", "dead_letter: {type: jsonl, path: bad.jsonl}", 1)
 				}
 				p, err := Parse([]byte(job))
 				if err != nil {

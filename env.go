@@ -4,7 +4,9 @@ import (
 	"context"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
+	"time"
 
 	"github.com/weirstream/weir/etime"
 	"github.com/weirstream/weir/internal/runtime"
@@ -24,8 +26,9 @@ type Env struct {
 	deadFn  func(DeadLetter)
 	names   map[string]int
 
-	listenMu  sync.Mutex
+	listenMu  sync.Mutex // guards listeners and reporters
 	listeners []CheckpointListener
+	reporters []reporter
 }
 
 // DeadLetter is a record an operator refused as bad input (semantics W4).
@@ -192,6 +195,59 @@ func (e *Env) Watermarks() []SubtaskWatermark {
 	for _, s := range e.job.Stages() {
 		for _, st := range s.Subtasks() {
 			out = append(out, SubtaskWatermark{Stage: s.Name, Subtask: st.Index, Watermark: st.Watermark(), Idle: st.Idle(), Channels: st.Channels()})
+		}
+	}
+	return out
+}
+
+// reporter is a source reader that reports its inputs.
+type reporter struct {
+	source  string
+	channel int
+	r       InputReporter
+}
+
+// SourceInputs returns the inputs of every source channel whose reader
+// reports them (InputReporter), by source and channel; it is safe to call
+// while the job runs.
+func (e *Env) SourceInputs() []SourceInputs {
+	e.listenMu.Lock()
+	rs := slices.Clone(e.reporters)
+	e.listenMu.Unlock()
+	slices.SortFunc(rs, func(a, b reporter) int {
+		if a.source != b.source {
+			return strings.Compare(a.source, b.source)
+		}
+		return a.channel - b.channel
+	})
+	out := make([]SourceInputs, 0, len(rs))
+	for _, r := range rs {
+		out = append(out, SourceInputs{Source: r.source, Channel: r.channel, Inputs: r.r.Inputs()})
+	}
+	return out
+}
+
+// SubtaskStats is how one subtask spent its time and what it received:
+// Busy + Backpressured + Idle is its running time; RecordsIn counts the
+// records it received from upstream subtasks; QueueLen/QueueCap are its
+// input queue, in batches. Times are zero in deterministic runs.
+type SubtaskStats struct {
+	Stage   string
+	Subtask int
+	runtime.SubtaskStats
+}
+
+// SubtaskStats returns every subtask's time and record accounting; it is
+// safe to call while the job runs.
+func (e *Env) SubtaskStats() []SubtaskStats {
+	if !e.job.Built() {
+		return nil
+	}
+	now := time.Now()
+	var out []SubtaskStats
+	for _, s := range e.job.Stages() {
+		for _, st := range s.Subtasks() {
+			out = append(out, SubtaskStats{Stage: s.Name, Subtask: st.Index, SubtaskStats: st.Stats(now)})
 		}
 	}
 	return out

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync/atomic"
+	"time"
 
 	"github.com/weirstream/weir/etime"
 	"github.com/weirstream/weir/internal/runtime"
@@ -82,6 +83,43 @@ type SourceOptions struct {
 	NoFinalWatermark bool
 }
 
+// InputReporter is an optional SourceReader ability: a reader of several
+// inputs (a Kafka reader's partitions) reports their state for metrics and
+// the dashboard. Inputs is called from other goroutines while the job
+// runs, so a reader publishes a copy (at its watermark ticks, say) and
+// Inputs returns the newest one; the caller does not modify it.
+type InputReporter interface {
+	Inputs() []InputStatus
+}
+
+// InputStatus is the state of one input of a source reader.
+type InputStatus struct {
+	// Name identifies the input within its source, such as "partition 3".
+	Name string
+	// Watermark is the input's own watermark (etime.MinTime: none yet).
+	Watermark etime.Time
+	// Idle: marked idle (no record for the idle timeout and caught up).
+	Idle bool
+	// Paused: held back by watermark alignment; PausedFor is the total
+	// pause time so far.
+	Paused    bool
+	PausedFor time.Duration
+	// Backlog is how many records are there to read (the broker's last
+	// stable offset minus the position), -1 when unknown.
+	Backlog int64
+	// LastRecord is the processing time of the input's last record (zero:
+	// none yet); MaxEventTime its largest event time (MinTime: none).
+	LastRecord   time.Time
+	MaxEventTime etime.Time
+}
+
+// SourceInputs is the state of the inputs of one source channel.
+type SourceInputs struct {
+	Source  string
+	Channel int
+	Inputs  []InputStatus
+}
+
 type sourceStats struct {
 	name string
 	n    atomic.Int64
@@ -110,6 +148,11 @@ func FromSource[T any](env *Env, name string, src Source[T], o SourceOptions) St
 			if err := p.checkpointing(st, name); err != nil {
 				r.Close()
 				return nil, nil, err
+			}
+			if ir, ok := r.(InputReporter); ok {
+				env.listenMu.Lock()
+				env.reporters = append(env.reporters, reporter{source: name, channel: st.Index, r: ir})
+				env.listenMu.Unlock()
 			}
 			if l, ok := r.(CheckpointListener); ok && st.Checkpointing() {
 				st.OnBarrier(l.CheckpointTaken)

@@ -27,6 +27,26 @@
 //	state_timers{operator}                             registered timers
 //	state_bytes{operator}                              encoded state size (estimated in memory)
 //	dead_letters_total                                 bad input refused anywhere in the job
+//	subtask_busy_seconds_total{operator,subtask}       time processing; with the next two it adds up to
+//	subtask_backpressured_seconds_total{...}           the running time: blocked on a full downstream
+//	subtask_idle_seconds_total{...}                    queue, waiting for input (rate() gives fractions)
+//	subtask_records_in_total{operator,subtask}         records received from upstream subtasks
+//	subtask_queue_length{operator,subtask}             input queue, in batches, and its capacity
+//	subtask_queue_capacity{operator,subtask}
+//	operator_skew_ratio{operator}                      skew of records in over the subtasks
+//	                                                   since the previous scrape: mean absolute deviation
+//	                                                   over mean, capped at 1 (0: even)
+//	source_input_watermark_timestamp_seconds{source,input}
+//	                                                   watermark of a source input (a Kafka partition);
+//	                                                   NaN before its first
+//	source_input_idle{source,input}                    1 while marked idle (quiet and caught up)
+//	source_input_paused{source,input}                  1 while paused by watermark alignment
+//	source_input_paused_seconds_total{source,input}    pause time so far
+//	source_input_backlog_records{source,input}         records left to read (NaN: unknown yet)
+//	source_input_last_record_timestamp_seconds{source,input}
+//	                                                   processing time of its last record (NaN: none)
+//	source_input_max_event_timestamp_seconds{source,input}
+//	                                                   its largest event time (NaN: none)
 //
 // Jobs add their own series through Options.Extra (the spec runner adds
 // dead letters by reason and its sinks' counts).
@@ -36,6 +56,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -56,6 +77,9 @@ type Options struct {
 type Collector struct {
 	env func() *weir.Env
 	o   Options
+
+	mu   sync.Mutex
+	prev map[string][]int64 // records in per subtask at the previous scrape, by operator
 }
 
 // NewCollector returns a Collector of the Env env returns at each scrape:
@@ -96,10 +120,43 @@ var (
 		"Encoded size of a window operator's state (estimated from a sample for in-memory state).", []string{"operator"}, nil)
 	deadLetters = prometheus.NewDesc("weir_dead_letters_total",
 		"Bad input refused anywhere in the job (malformed records, bad timestamps, ...).", nil, nil)
+	subLabels = []string{"operator", "subtask"}
+	busy      = prometheus.NewDesc("weir_subtask_busy_seconds_total",
+		"Time an operator subtask spent processing.", subLabels, nil)
+	backpressured = prometheus.NewDesc("weir_subtask_backpressured_seconds_total",
+		"Time an operator subtask was blocked sending to a full downstream queue.", subLabels, nil)
+	idleTime = prometheus.NewDesc("weir_subtask_idle_seconds_total",
+		"Time an operator subtask waited for input (a source: for data).", subLabels, nil)
+	recordsIn = prometheus.NewDesc("weir_subtask_records_in_total",
+		"Records an operator subtask received from upstream subtasks.", subLabels, nil)
+	queueLen = prometheus.NewDesc("weir_subtask_queue_length",
+		"Batches waiting in an operator subtask's input queue.", subLabels, nil)
+	queueCap = prometheus.NewDesc("weir_subtask_queue_capacity",
+		"Capacity of an operator subtask's input queue, in batches.", subLabels, nil)
+	skew = prometheus.NewDesc("weir_operator_skew_ratio",
+		"Skew of records in over an operator's subtasks since the previous scrape: mean absolute deviation over mean, at most 1.",
+		[]string{"operator"}, nil)
+	inLabels = []string{"source", "input"}
+	inWM     = prometheus.NewDesc("weir_source_input_watermark_timestamp_seconds",
+		"Watermark of a source input such as a Kafka partition (event time, Unix seconds); NaN before its first.", inLabels, nil)
+	inIdle = prometheus.NewDesc("weir_source_input_idle",
+		"1 while a source input is marked idle (no record for the idle timeout, and caught up).", inLabels, nil)
+	inPaused = prometheus.NewDesc("weir_source_input_paused",
+		"1 while a source input is paused by watermark alignment (max_drift).", inLabels, nil)
+	inPausedFor = prometheus.NewDesc("weir_source_input_paused_seconds_total",
+		"Time a source input was paused by watermark alignment.", inLabels, nil)
+	inBacklog = prometheus.NewDesc("weir_source_input_backlog_records",
+		"Records of a source input not read yet (the broker's last stable offset minus the position); NaN while unknown.", inLabels, nil)
+	inLast = prometheus.NewDesc("weir_source_input_last_record_timestamp_seconds",
+		"Processing time of a source input's last record (Unix seconds); NaN before its first.", inLabels, nil)
+	inMaxTS = prometheus.NewDesc("weir_source_input_max_event_timestamp_seconds",
+		"Largest event time read from a source input (Unix seconds); NaN before its first record.", inLabels, nil)
 )
 
 var descs = []*prometheus.Desc{sourceRecords, windowRecords, partialLate, windowMisses, firings,
-	wmTimestamp, hasWM, wmLag, idle, stateWindows, stateTimers, stateBytes, deadLetters}
+	wmTimestamp, hasWM, wmLag, idle, stateWindows, stateTimers, stateBytes, deadLetters,
+	busy, backpressured, idleTime, recordsIn, queueLen, queueCap, skew,
+	inWM, inIdle, inPaused, inPausedFor, inBacklog, inLast, inMaxTS}
 
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
@@ -148,13 +205,12 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	now := etime.FromTime(env.Options().Clock.Now())
 	for _, s := range env.Watermarks() {
 		sub := strconv.Itoa(s.Subtask)
-		ts, lag, has := math.NaN(), math.NaN(), 0.0
+		ts, lag, has := timestamp(s.Watermark), math.NaN(), 0.0
 		if s.Watermark != etime.MinTime {
 			has = 1
-			ts = float64(s.Watermark) / 1000
 			lag = float64(now-s.Watermark) / 1000
 			if s.Watermark == etime.MaxTime { // the end of input
-				ts, lag = math.Inf(1), 0
+				lag = 0
 			}
 		}
 		gauge(wmTimestamp, ts, s.Stage, sub)
@@ -162,6 +218,8 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		gauge(wmLag, lag, s.Stage, sub)
 		gauge(idle, b2f(s.Idle), s.Stage, sub)
 	}
+	c.collectSubtasks(env, ch)
+	c.collectInputs(env, gauge, ch)
 	states := env.OperatorStates()
 	for _, op := range sortedKeys(states) {
 		st := states[op]
@@ -169,6 +227,108 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		gauge(stateTimers, float64(st.Timers), op)
 		gauge(stateBytes, float64(st.Bytes), op)
 	}
+}
+
+// collectSubtasks adds the subtasks' time and record accounting and each
+// operator's skew since the previous scrape.
+func (c *Collector) collectSubtasks(env *weir.Env, ch chan<- prometheus.Metric) {
+	counter := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, labels...)
+	}
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	byOp := map[string][]int64{}
+	var ops []string
+	for _, s := range env.SubtaskStats() {
+		sub := strconv.Itoa(s.Subtask)
+		counter(busy, s.Busy.Seconds(), s.Stage, sub)
+		counter(backpressured, s.Backpressured.Seconds(), s.Stage, sub)
+		counter(idleTime, s.Idle.Seconds(), s.Stage, sub)
+		counter(recordsIn, float64(s.RecordsIn), s.Stage, sub)
+		gauge(queueLen, float64(s.QueueLen), s.Stage, sub)
+		gauge(queueCap, float64(s.QueueCap), s.Stage, sub)
+		if _, ok := byOp[s.Stage]; !ok {
+			ops = append(ops, s.Stage)
+		}
+		byOp[s.Stage] = append(byOp[s.Stage], s.RecordsIn)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.prev == nil {
+		c.prev = map[string][]int64{}
+	}
+	for _, op := range ops {
+		now, prev := byOp[op], c.prev[op]
+		delta := make([]float64, len(now))
+		for i := range now {
+			delta[i] = float64(now[i])
+			if len(prev) == len(now) {
+				delta[i] -= float64(prev[i])
+			}
+		}
+		gauge(skew, Skew(delta), op)
+		c.prev[op] = now
+	}
+}
+
+// collectInputs adds the source inputs' series.
+func (c *Collector) collectInputs(env *weir.Env, gauge func(*prometheus.Desc, float64, ...string), ch chan<- prometheus.Metric) {
+	for _, si := range env.SourceInputs() {
+		for _, in := range si.Inputs {
+			l := []string{si.Source, in.Name}
+			gauge(inWM, timestamp(in.Watermark), l...)
+			gauge(inIdle, b2f(in.Idle), l...)
+			gauge(inPaused, b2f(in.Paused), l...)
+			ch <- prometheus.MustNewConstMetric(inPausedFor, prometheus.CounterValue, in.PausedFor.Seconds(), l...)
+			backlog := math.NaN()
+			if in.Backlog >= 0 {
+				backlog = float64(in.Backlog)
+			}
+			gauge(inBacklog, backlog, l...)
+			last := math.NaN()
+			if !in.LastRecord.IsZero() {
+				last = float64(in.LastRecord.UnixMilli()) / 1000
+			}
+			gauge(inLast, last, l...)
+			gauge(inMaxTS, timestamp(in.MaxEventTime), l...)
+		}
+	}
+}
+
+// timestamp is an event time in Unix seconds: NaN for MinTime (none),
+// +Inf for MaxTime (the end of input).
+func timestamp(t etime.Time) float64 {
+	switch t {
+	case etime.MinTime:
+		return math.NaN()
+	case etime.MaxTime:
+		return math.Inf(1)
+	}
+	return float64(t) / 1000
+}
+
+// Skew is a data skew score of per-subtask counts in the manner of
+// Flink's FLIP-418: the mean absolute deviation over the mean, at most 1;
+// 0 for even counts or no data. 1 1 1 5 10 gives 0.87, 4 5 5 5 5 gives
+// 0.07.
+func Skew(counts []float64) float64 {
+	if len(counts) == 0 {
+		return 0
+	}
+	var sum float64
+	for _, v := range counts {
+		sum += v
+	}
+	mean := sum / float64(len(counts))
+	if mean <= 0 {
+		return 0
+	}
+	var dev float64
+	for _, v := range counts {
+		dev += math.Abs(v - mean)
+	}
+	return min(dev/float64(len(counts))/mean, 1)
 }
 
 func b2f(b bool) float64 {

@@ -2,6 +2,8 @@ package metrics_test
 
 import (
 	"context"
+	"fmt"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -115,6 +117,96 @@ weir_source_records_total{source="slice"} 6
 	}
 	probs, err := testutil.GatherAndLint(reg)
 	if err != nil || len(probs) != 0 {
+		t.Fatalf("promlint: %v %v", probs, err)
+	}
+}
+
+// TestSkew: the mean absolute deviation over the mean, capped at 1.
+func TestSkew(t *testing.T) {
+	for _, c := range []struct {
+		counts []float64
+		want   float64
+	}{
+		{[]float64{1, 1, 1, 5, 10}, 0.867}, // 15.6/5 over 3.6
+		{[]float64{1, 1, 5, 5, 5}, 0.565},
+		{[]float64{4, 5, 5, 5, 5}, 0.067},
+		{[]float64{7, 7, 7}, 0},
+		{[]float64{0, 0}, 0},
+		{nil, 0},
+		{[]float64{0, 0, 0, 100}, 1}, // 1.5, capped
+	} {
+		if got := metrics.Skew(c.counts); math.Abs(got-c.want) > 0.0005 {
+			t.Errorf("Skew(%v) = %.3f, want %.2f", c.counts, got, c.want)
+		}
+	}
+}
+
+// TestSubtaskSeries: a parallel run accounts each subtask's time (busy,
+// backpressured and idle add up to its running time, so each series is
+// there and not negative) and the records its window subtasks received.
+func TestSubtaskSeries(t *testing.T) {
+	const n = 200_000
+	orders := make([]order, n)
+	for i := range orders {
+		orders[i] = order{user: fmt.Sprint("u", i%50), ts: etime.Time(i), amount: 1}
+	}
+	opts := weir.DefaultOptions()
+	opts.Parallelism = 2
+	env, err := weir.NewEnv(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := weir.AssignTimestamps(weir.FromSlice(env, orders), weir.BoundedOutOfOrderness(time.Second, func(o order) etime.Time { return o.ts }))
+	ten, _ := window.Tumbling(10_000, 0)
+	out := weir.Aggregate(weir.Window(weir.KeyBy(s, func(o order) string { return o.user }), ten, weir.WindowOptions{Name: "w"}), weir.Sum(func(o order) int64 { return o.amount }))
+	weir.ForEach(out.Results, func(etime.Time, window.Result[string, int64]) {})
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(metrics.NewCollector(func() *weir.Env { return env }, metrics.Options{}))
+	began := time.Now()
+	if _, err := env.Execute(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	elapsed := time.Since(began).Seconds()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sums := map[string]float64{} // by series name and operator
+	seen := map[string]int{}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			op := ""
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "operator" {
+					op = l.GetValue()
+				}
+			}
+			v := m.GetCounter().GetValue() + m.GetGauge().GetValue()
+			if v < 0 || math.IsNaN(v) && strings.HasPrefix(mf.GetName(), "weir_subtask") {
+				t.Errorf("%s{operator=%q} = %v", mf.GetName(), op, v)
+			}
+			sums[mf.GetName()+"/"+op] += v
+			seen[mf.GetName()]++
+		}
+	}
+	if got := sums["weir_subtask_records_in_total/w"]; got != n {
+		t.Errorf("window subtasks received %v records, want %d", got, n)
+	}
+	for _, name := range []string{"weir_subtask_busy_seconds_total", "weir_subtask_backpressured_seconds_total", "weir_subtask_idle_seconds_total", "weir_subtask_queue_capacity"} {
+		if seen[name] < 3 { // the source and two window subtasks
+			t.Errorf("%s: %d series, want 3", name, seen[name])
+		}
+	}
+	// Per window subtask, busy + backpressured + idle is its running time
+	// (at most the run's).
+	total := sums["weir_subtask_busy_seconds_total/w"] + sums["weir_subtask_backpressured_seconds_total/w"] + sums["weir_subtask_idle_seconds_total/w"]
+	if total <= 0 || total > 2*elapsed*1.01 {
+		t.Errorf("window subtasks' time adds up to %.3fs; the run took %.3fs", total, elapsed)
+	}
+	if s := sums["weir_operator_skew_ratio/w"]; s < 0 || s > 1 {
+		t.Errorf("skew %v", s)
+	}
+	if probs, err := testutil.GatherAndLint(reg); err != nil || len(probs) != 0 {
 		t.Fatalf("promlint: %v %v", probs, err)
 	}
 }

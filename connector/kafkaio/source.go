@@ -33,7 +33,9 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -203,7 +205,7 @@ func (s *source[T]) Open(ch, n int) (weir.SourceReader[T], error) {
 	r := &reader[T]{o: &s.o, adm: adm, byID: map[int32]*partition[T]{}, channels: n}
 	for _, p := range parts {
 		if int(p)%n == ch {
-			r.parts = append(r.parts, &partition[T]{id: p, next: -1})
+			r.parts = append(r.parts, &partition[T]{id: p, next: -1, lso: -1, maxTS: etime.MinTime})
 		}
 	}
 	r.combined = watermark.NewCombined(max(1, len(r.parts)))
@@ -261,6 +263,12 @@ type partition[T any] struct {
 	pausedSince time.Time
 	pausedFor   time.Duration
 	end         int64 // StopAtEnd: the last stable offset at start
+
+	// For Inputs: the newest last stable offset the broker reported (-1:
+	// none yet), the last record's arrival and the largest event time.
+	lso        int64
+	lastRecord time.Time
+	maxTS      etime.Time
 }
 
 // partOut feeds a partition generator's output into the reader's
@@ -294,6 +302,7 @@ type reader[T any] struct {
 	out      weir.SourceOutput[T] // the current Read's output
 	channels int                  // the source's channel count
 	rec      Record               // reused by emit for every record
+	inputs   atomic.Pointer[[]weir.InputStatus]
 	started  bool
 	lastTick time.Time
 
@@ -348,6 +357,11 @@ func (r *reader[T]) Read(out weir.SourceOutput[T]) (weir.ReadStatus, error) {
 		return weir.Waiting, err
 	}
 	n := 0
+	fetches.EachPartition(func(fp kgo.FetchTopicPartition) {
+		if p := r.byID[fp.Partition]; p != nil && fp.LastStableOffset >= 0 {
+			p.lso = fp.LastStableOffset
+		}
+	})
 	fetches.EachRecord(func(kr *kgo.Record) {
 		if r.emit(kr, now) {
 			n++
@@ -360,6 +374,7 @@ func (r *reader[T]) Read(out weir.SourceOutput[T]) (weir.ReadStatus, error) {
 		}
 	}
 	if r.o.StopAtEnd && r.atEnd() {
+		r.publishInputs(now)
 		return weir.Done, nil
 	}
 	if n > 0 {
@@ -388,7 +403,7 @@ func (r *reader[T]) emit(kr *kgo.Record, now time.Time) bool {
 		return false // not ours, or a record from before a restored position
 	}
 	p.next = kr.Offset + 1
-	p.lastActive = now
+	p.lastActive, p.lastRecord = now, now
 	if p.idle {
 		p.idle = false
 		r.combined.InputStatus(p.idx, false, channelOut[T]{r})
@@ -420,6 +435,7 @@ func (r *reader[T]) emit(kr *kgo.Record, now time.Time) bool {
 		return false
 	}
 	p.gen.OnEvent(v, ts, p.out)
+	p.maxTS = max(p.maxTS, ts)
 	r.out.Emit(ts, v)
 	return true
 }
@@ -453,6 +469,7 @@ func (r *reader[T]) start(now time.Time) error {
 		}
 		for _, p := range r.parts {
 			p.end = ends[p.id]
+			p.lso = max(p.lso, p.end)
 		}
 	}
 	offsets := map[int32]kgo.Offset{}
@@ -563,6 +580,27 @@ func (r *reader[T]) tick(now time.Time) error {
 		return err
 	}
 	r.align(now)
+	r.publishInputs(now)
+	return nil
+}
+
+// publishInputs publishes the partitions' state for Inputs.
+func (r *reader[T]) publishInputs(now time.Time) {
+	st := r.status(now)
+	in := make([]weir.InputStatus, len(st))
+	for i, s := range st {
+		in[i] = weir.InputStatus{Name: "partition " + strconv.Itoa(int(s.Partition)), Watermark: s.Watermark, Idle: s.Idle, Paused: s.Paused,
+			PausedFor: s.PausedFor, Backlog: s.Backlog, LastRecord: s.LastRecord, MaxEventTime: s.MaxEventTime}
+	}
+	r.inputs.Store(&in)
+}
+
+// Inputs implements weir.InputReporter: the partitions as of the last
+// watermark tick.
+func (r *reader[T]) Inputs() []weir.InputStatus {
+	if in := r.inputs.Load(); in != nil {
+		return *in
+	}
 	return nil
 }
 
@@ -594,6 +632,9 @@ func (r *reader[T]) checkIdle(now time.Time) error {
 		return nil
 	}
 	for _, p := range quiet {
+		if end, ok := ends[p.id]; ok {
+			p.lso = max(p.lso, end)
+		}
 		if end, ok := ends[p.id]; ok && p.next >= end {
 			p.idle = true
 			r.combined.InputStatus(p.idx, true, channelOut[T]{r})
@@ -651,17 +692,29 @@ type PartitionStatus struct {
 	Paused     bool
 	// PausedFor is the total time the partition was paused by alignment.
 	PausedFor time.Duration
+	// Backlog is the broker's newest reported last stable offset minus
+	// NextOffset (-1: not known yet).
+	Backlog int64
+	// LastRecord is when the partition's last record was read (zero:
+	// none); MaxEventTime is its largest event time (MinTime: none).
+	LastRecord   time.Time
+	MaxEventTime etime.Time
 }
 
 // Status returns the state of the reader's partitions; call it from the
 // reader's goroutine (between reads), or after the job ended.
-func (r *reader[T]) Status() []PartitionStatus {
-	now := r.o.Clock.Now()
+func (r *reader[T]) Status() []PartitionStatus { return r.status(r.o.Clock.Now()) }
+
+func (r *reader[T]) status(now time.Time) []PartitionStatus {
 	out := make([]PartitionStatus, 0, len(r.parts))
 	for _, p := range r.parts {
-		ps := PartitionStatus{Partition: p.id, NextOffset: p.next, Watermark: p.wm, Idle: p.idle, Paused: p.paused, PausedFor: p.pausedFor}
+		ps := PartitionStatus{Partition: p.id, NextOffset: p.next, Watermark: p.wm, Idle: p.idle, Paused: p.paused, PausedFor: p.pausedFor,
+			Backlog: -1, LastRecord: p.lastRecord, MaxEventTime: p.maxTS}
 		if p.paused {
 			ps.PausedFor += now.Sub(p.pausedSince)
+		}
+		if p.lso >= 0 && p.next >= 0 {
+			ps.Backlog = max(p.lso-p.next, 0)
 		}
 		out = append(out, ps)
 	}

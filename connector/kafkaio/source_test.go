@@ -174,6 +174,12 @@ func TestSilentPartitionIdleOnlyWhenCaughtUp(t *testing.T) {
 		t.Fatalf("only partition 2 should be idle: %+v", h.r.Status())
 	}
 	h.readUntil(100*time.Millisecond, "the watermark of partitions 0 and 1", func() bool { return h.o.wm() == ts-100-1 })
+	// What metrics and the dashboard see (weir.InputReporter).
+	in := h.r.Inputs()
+	if len(in) != 3 || in[2].Name != "partition 2" || !in[2].Idle || in[2].Backlog != 0 || !in[2].LastRecord.IsZero() || in[2].MaxEventTime != etime.MinTime ||
+		in[0].Idle || in[0].Backlog != 0 || in[0].LastRecord.IsZero() || in[0].MaxEventTime != ts-100 || in[1].MaxEventTime != ts-100+5 {
+		t.Fatalf("inputs %+v", in)
+	}
 
 	// Partition 2 gets records the reader has not taken: a backlog. With
 	// the idle timeout long passed, it must not be idle.
@@ -187,6 +193,9 @@ func TestSilentPartitionIdleOnlyWhenCaughtUp(t *testing.T) {
 	}
 	if h2.status(2).Idle {
 		t.Fatal("partition 2 has a backlog but was marked idle")
+	}
+	if in := h2.r.Inputs(); len(in) != 3 || in[2].Backlog != 1 || in[2].Idle {
+		t.Fatalf("inputs %+v: partition 2 should show its backlog of 1", in)
 	}
 	h2.readUntil(10*time.Millisecond, "the backlog record", func() bool { return len(h2.o.recs) == before+1 })
 	if got := h2.o.recs[before]; got.TS != 500 {

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"sync"
+	"time"
 
 	"github.com/weirstream/weir/etime"
 )
@@ -42,10 +43,12 @@ func handler[T any](st *Subtask, g int, head Collector[T], pool *sync.Pool) Gate
 		if starter != nil {
 			starter.StartBatch()
 		}
+		n := 0
 		for i := range bt.elems {
 			e := &bt.elems[i]
 			switch e.kind {
 			case kRecord:
+				n++
 				head.Collect(e.ts, e.v)
 			case kWatermark:
 				st.inputWatermark(g, from, e.ts)
@@ -55,6 +58,7 @@ func handler[T any](st *Subtask, g int, head Collector[T], pool *sync.Pool) Gate
 				st.inputEnd(g)
 			}
 		}
+		st.recordsIn.Add(int64(n))
 		if pool != nil {
 			clear(bt.elems)
 			bt.elems = bt.elems[:0]
@@ -180,10 +184,18 @@ func (w *writer[T]) put(t *Subtask, e envelope) (held bool) {
 	}
 	select {
 	case t.in <- e:
+		return false
+	default:
+	}
+	// The target's queue is full: the wait is backpressure.
+	start := time.Now()
+	select {
+	case t.in <- e:
 	case <-w.owner.done:
 		// The job is stopping and the target may have returned already:
 		// unwind this subtask instead of blocking forever.
 		panic(errStopped)
 	}
+	w.owner.bpNs.Add(int64(time.Since(start)))
 	return false
 }

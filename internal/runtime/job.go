@@ -220,6 +220,46 @@ type Subtask struct {
 	// chansDirty: a valve changed since the last publishChannels; owned by
 	// the subtask's goroutine.
 	chansDirty bool
+
+	// Time and record accounting (Stats), parallel runs only: nanoseconds
+	// spent waiting for input or, for a source, for data (idle), and
+	// blocked on a full downstream queue (backpressured); the rest of the
+	// running time is busy. Added per wait or per batch, never per record.
+	startNs, endNs atomic.Int64 // Unix nanoseconds; 0: not yet
+	idleNs         atomic.Int64
+	bpNs           atomic.Int64
+	recordsIn      atomic.Int64 // records received through exchanges
+}
+
+// SubtaskStats is how a subtask spent its time and what it received, for
+// metrics: Busy + Backpressured + Idle is its running time (Flink's
+// busyTimeMsPerSecond and friends, as totals).
+type SubtaskStats struct {
+	Busy, Backpressured, Idle time.Duration
+	// RecordsIn counts records received through exchanges (not those a
+	// source reads).
+	RecordsIn int64
+	// QueueLen and QueueCap are the subtask's input queue (batches); 0
+	// for sources and in deterministic runs.
+	QueueLen, QueueCap int
+}
+
+// Stats returns the subtask's accounting as of now; it is safe to call
+// while the job runs. Before the subtask starts, and in deterministic
+// runs, the times are zero.
+func (st *Subtask) Stats(now time.Time) SubtaskStats {
+	s := SubtaskStats{RecordsIn: st.recordsIn.Load(), QueueLen: len(st.in), QueueCap: cap(st.in)}
+	start := st.startNs.Load()
+	if start == 0 {
+		return s
+	}
+	end := st.endNs.Load()
+	if end == 0 {
+		end = now.UnixNano()
+	}
+	s.Idle, s.Backpressured = time.Duration(st.idleNs.Load()), time.Duration(st.bpNs.Load())
+	s.Busy = max(time.Duration(end-start)-s.Idle-s.Backpressured, 0)
+	return s
 }
 
 type gateOut struct {
@@ -580,6 +620,8 @@ func (j *Job) runCheckpointTrigger(ctx context.Context) (stop func()) {
 
 func (st *Subtask) runParallel(ctx context.Context) (err error) {
 	defer st.guard(&err)
+	st.startNs.Store(time.Now().UnixNano())
+	defer func() { st.endNs.Store(time.Now().UnixNano()) }()
 	st.done = ctx.Done()
 	clk := st.job.opts.Clock
 	if st.poller != nil {
@@ -587,19 +629,41 @@ func (st *Subtask) runParallel(ctx context.Context) (err error) {
 	}
 	tick := time.NewTicker(st.job.opts.Tick)
 	defer tick.Stop()
-	for !st.finished {
-		select {
-		case e := <-st.in:
+	// step handles a batch (got) or a tick (ticked).
+	step := func(e envelope, got, ticked bool) {
+		switch {
+		case got:
 			st.deliver(e)
 			st.publish()
 			if len(st.in) == 0 {
 				st.flush()
 			}
-		case <-tick.C:
+		case ticked:
 			st.advanceProcessingTime(clock.Millis(clk))
 			st.flush()
+		}
+	}
+	for !st.finished {
+		select {
+		case e := <-st.in:
+			step(e, true, false)
+		case <-tick.C:
+			step(envelope{}, false, true)
 		case <-ctx.Done():
 			return context.Cause(ctx)
+		default:
+			// Nothing to do: the wait is idle time.
+			start := time.Now()
+			select {
+			case e := <-st.in:
+				st.idleNs.Add(int64(time.Since(start)))
+				step(e, true, false)
+			case <-tick.C:
+				st.idleNs.Add(int64(time.Since(start)))
+				step(envelope{}, false, true)
+			case <-ctx.Done():
+				return context.Cause(ctx)
+			}
 		}
 	}
 	return nil
@@ -630,11 +694,13 @@ func (st *Subtask) runSource(ctx context.Context, clk clock.Clock) error {
 			return nil
 		case Waiting:
 			st.flush()
+			start := time.Now()
 			select {
 			case <-ctx.Done():
 				return context.Cause(ctx)
 			case <-time.After(time.Millisecond):
 			}
+			st.idleNs.Add(int64(time.Since(start)))
 		}
 	}
 }

@@ -150,6 +150,27 @@ type Report struct {
 // WindowCounters are a window operator's exact counts (W4, W7, W8).
 type WindowCounters = winop.Counters
 
+// WindowHists are a window operator's lateness and firing-delay
+// distributions, for metrics.
+type WindowHists = winop.Hists
+
+// CheckpointStats counts the job's checkpoints (zero without them).
+type CheckpointStats = runtime.CheckpointStats
+
+// CheckpointStats returns the job's checkpoint counts; it is safe to call
+// while the job runs.
+func (e *Env) CheckpointStats() CheckpointStats { return e.job.CheckpointStats() }
+
+// WindowHists returns each window operator's distributions by operator
+// name, summed over its subtasks; it is safe to call while the job runs.
+func (e *Env) WindowHists() map[string]WindowHists {
+	m := make(map[string]WindowHists, len(e.ops))
+	for _, o := range e.ops {
+		m[o.name] = o.hists()
+	}
+	return m
+}
+
 // Execute runs the job to the end of its input, or until ctx is done (then
 // it returns ctx's error). A panic in user code fails the job with its cause.
 func (e *Env) Execute(ctx context.Context) (Report, error) {

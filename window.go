@@ -211,6 +211,7 @@ type opStats struct {
 
 type opSnapshot struct {
 	c winop.Counters
+	h winop.Hists
 	s StateInfo
 }
 
@@ -223,6 +224,18 @@ func (o *opStats) counters() winop.Counters {
 		c.Add(sub.c)
 	}
 	return c
+}
+
+// hists adds up the subtasks' last published distributions.
+func (o *opStats) hists() winop.Hists {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var h winop.Hists
+	for _, sub := range o.subs {
+		h.Lateness.Add(sub.h.Lateness)
+		h.FiringDelay.Add(sub.h.FiringDelay)
+	}
+	return h
 }
 
 func (o *opStats) stateLocked() StateInfo {
@@ -307,7 +320,7 @@ func buildWindow[K comparable, T, ACC, R any](w Windowed[K, T], accCodec state.C
 		i := st.Index
 		st.OnPublish(func() {
 			sz := op.StateSize()
-			stats.publish(i, opSnapshot{c: op.Counters(), s: StateInfo{OpenWindows: sz.Windows, Timers: sz.Timers, Bytes: sz.Bytes}})
+			stats.publish(i, opSnapshot{c: op.Counters(), h: op.Hists(), s: StateInfo{OpenWindows: sz.Windows, Timers: sz.Timers, Bytes: sz.Bytes}})
 		})
 		return []runtime.GateHandler{edge.GateHandler(st, head)}, head, nil
 	})

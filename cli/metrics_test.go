@@ -45,7 +45,7 @@ func TestRunMetrics(t *testing.T) {
 		t.Helper()
 		resp, err := http.Get(base + path)
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("%v\n%s", err, stderr.String())
 		}
 		defer resp.Body.Close()
 		b, _ := io.ReadAll(resp.Body)
@@ -63,6 +63,9 @@ func TestRunMetrics(t *testing.T) {
 		`weir_window_firings_total{kind="on_time",operator="window"} 1`,
 		`weir_operator_watermark_timestamp_seconds{operator="window",subtask="0"} 1.767225610999e+09`,
 		`go_goroutines `,
+		`weir_window_lateness_seconds_count{operator="window"} 1`,
+		`weir_subtask_busy_seconds_total{operator="window",subtask="0"} `,
+		`weir_subtask_records_in_total{operator="window",subtask="`,
 	}
 	var text string
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {

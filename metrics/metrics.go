@@ -47,6 +47,16 @@
 //	                                                   processing time of its last record (NaN: none)
 //	source_input_max_event_timestamp_seconds{source,input}
 //	                                                   its largest event time (NaN: none)
+//	window_lateness_seconds{operator}                  histogram of watermark minus timestamp of records
+//	                                                   behind the watermark (accepted late, side output,
+//	                                                   dropped); on-time records are not observed
+//	window_firing_delay_seconds{operator}              histogram of processing time minus window end of
+//	                                                   on-time firings
+//	checkpoints_total{result}                          completed and failed checkpoints
+//	checkpoint_in_progress                             1 while one is pending
+//	checkpoint_last_completed_timestamp_seconds        when the newest completed (NaN: none yet)
+//	checkpoint_last_size_bytes                         the bytes of its parts
+//	checkpoint_duration_seconds                        histogram of trigger-to-commit times
 //
 // Jobs add their own series through Options.Extra (the spec runner adds
 // dead letters by reason and its sinks' counts).
@@ -62,6 +72,7 @@ import (
 
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/etime"
+	"github.com/weirstream/weir/internal/hist"
 )
 
 // Options configures a Collector.
@@ -153,7 +164,24 @@ var (
 		"Largest event time read from a source input (Unix seconds); NaN before its first record.", inLabels, nil)
 )
 
-var descs = []*prometheus.Desc{sourceRecords, windowRecords, partialLate, windowMisses, firings,
+var (
+	lateness = prometheus.NewDesc("weir_window_lateness_seconds",
+		"Watermark minus timestamp of records behind the watermark (accepted within the lateness, side output or dropped).", []string{"operator"}, nil)
+	firingDelay = prometheus.NewDesc("weir_window_firing_delay_seconds",
+		"Processing time minus window end of on-time firings of event-time windows.", []string{"operator"}, nil)
+	checkpoints = prometheus.NewDesc("weir_checkpoints_total",
+		"Checkpoints by result: completed or failed.", []string{"result"}, nil)
+	ckInProgress = prometheus.NewDesc("weir_checkpoint_in_progress",
+		"1 while a checkpoint is pending.", nil, nil)
+	ckLast = prometheus.NewDesc("weir_checkpoint_last_completed_timestamp_seconds",
+		"When the newest checkpoint completed (Unix seconds); NaN before the first.", nil, nil)
+	ckSize = prometheus.NewDesc("weir_checkpoint_last_size_bytes",
+		"The bytes of the newest completed checkpoint's parts.", nil, nil)
+	ckDuration = prometheus.NewDesc("weir_checkpoint_duration_seconds",
+		"Time from a checkpoint's trigger to its commit.", nil, nil)
+)
+
+var descs = []*prometheus.Desc{lateness, firingDelay, checkpoints, ckInProgress, ckLast, ckSize, ckDuration, sourceRecords, windowRecords, partialLate, windowMisses, firings,
 	wmTimestamp, hasWM, wmLag, idle, stateWindows, stateTimers, stateBytes, deadLetters,
 	busy, backpressured, idleTime, recordsIn, queueLen, queueCap, skew,
 	inWM, inIdle, inPaused, inPausedFor, inBacklog, inLast, inMaxTS}
@@ -219,6 +247,23 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		gauge(idle, b2f(s.Idle), s.Stage, sub)
 	}
 	c.collectSubtasks(env, ch)
+	hs := env.WindowHists()
+	for _, op := range sortedKeys(hs) {
+		ch <- histogram(lateness, hs[op].Lateness, op)
+		ch <- histogram(firingDelay, hs[op].FiringDelay, op)
+	}
+	if cs := env.CheckpointStats(); cs.Completed+cs.Failed > 0 || cs.InProgress {
+		counter(checkpoints, cs.Completed, "completed")
+		counter(checkpoints, cs.Failed, "failed")
+		gauge(ckInProgress, b2f(cs.InProgress))
+		last := math.NaN()
+		if !cs.LastCompleted.IsZero() {
+			last = float64(cs.LastCompleted.UnixMilli()) / 1000
+		}
+		gauge(ckLast, last)
+		gauge(ckSize, float64(cs.LastSize))
+		ch <- histogram(ckDuration, cs.Durations)
+	}
 	c.collectInputs(env, gauge, ch)
 	states := env.OperatorStates()
 	for _, op := range sortedKeys(states) {
@@ -294,6 +339,10 @@ func (c *Collector) collectInputs(env *weir.Env, gauge func(*prometheus.Desc, fl
 			gauge(inMaxTS, timestamp(in.MaxEventTime), l...)
 		}
 	}
+}
+
+func histogram(d *prometheus.Desc, h hist.H, labels ...string) prometheus.Metric {
+	return prometheus.MustNewConstHistogram(d, h.Count(), h.Sum, h.Cumulative(), labels...)
 }
 
 // timestamp is an event time in Unix seconds: NaN for MinTime (none),

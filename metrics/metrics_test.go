@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/weirstream/weir/clock"
 	"github.com/weirstream/weir/etime"
 	"github.com/weirstream/weir/metrics"
+	"github.com/weirstream/weir/spec"
 	"github.com/weirstream/weir/window"
 )
 
@@ -115,6 +117,49 @@ weir_source_records_total{source="slice"} 6
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "weir_operator_watermark_lag_seconds", "weir_operator_watermark_timestamp_seconds", "weir_source_records_total"); err != nil {
 		t.Fatal(err)
 	}
+	// Lateness: the 4-minute order arrived 89.999 s behind the watermark
+	// (6m - 30s - 1ms), the too-late one 989.999 s; on-time firings came
+	// out at 1 h processing time, 3300, 3300, 3000 and 2100 s after their
+	// windows' ends.
+	want = `
+# HELP weir_window_firing_delay_seconds Processing time minus window end of on-time firings of event-time windows.
+# TYPE weir_window_firing_delay_seconds histogram
+weir_window_firing_delay_seconds_bucket{operator="orders",le="0.1"} 0
+weir_window_firing_delay_seconds_bucket{operator="orders",le="0.5"} 0
+weir_window_firing_delay_seconds_bucket{operator="orders",le="1"} 0
+weir_window_firing_delay_seconds_bucket{operator="orders",le="5"} 0
+weir_window_firing_delay_seconds_bucket{operator="orders",le="15"} 0
+weir_window_firing_delay_seconds_bucket{operator="orders",le="30"} 0
+weir_window_firing_delay_seconds_bucket{operator="orders",le="60"} 0
+weir_window_firing_delay_seconds_bucket{operator="orders",le="120"} 0
+weir_window_firing_delay_seconds_bucket{operator="orders",le="300"} 0
+weir_window_firing_delay_seconds_bucket{operator="orders",le="600"} 0
+weir_window_firing_delay_seconds_bucket{operator="orders",le="1800"} 0
+weir_window_firing_delay_seconds_bucket{operator="orders",le="3600"} 4
+weir_window_firing_delay_seconds_bucket{operator="orders",le="+Inf"} 4
+weir_window_firing_delay_seconds_sum{operator="orders"} 11700
+weir_window_firing_delay_seconds_count{operator="orders"} 4
+# HELP weir_window_lateness_seconds Watermark minus timestamp of records behind the watermark (accepted within the lateness, side output or dropped).
+# TYPE weir_window_lateness_seconds histogram
+weir_window_lateness_seconds_bucket{operator="orders",le="0.1"} 0
+weir_window_lateness_seconds_bucket{operator="orders",le="0.5"} 0
+weir_window_lateness_seconds_bucket{operator="orders",le="1"} 0
+weir_window_lateness_seconds_bucket{operator="orders",le="5"} 0
+weir_window_lateness_seconds_bucket{operator="orders",le="15"} 0
+weir_window_lateness_seconds_bucket{operator="orders",le="30"} 0
+weir_window_lateness_seconds_bucket{operator="orders",le="60"} 0
+weir_window_lateness_seconds_bucket{operator="orders",le="120"} 1
+weir_window_lateness_seconds_bucket{operator="orders",le="300"} 1
+weir_window_lateness_seconds_bucket{operator="orders",le="600"} 1
+weir_window_lateness_seconds_bucket{operator="orders",le="1800"} 2
+weir_window_lateness_seconds_bucket{operator="orders",le="3600"} 2
+weir_window_lateness_seconds_bucket{operator="orders",le="+Inf"} 2
+weir_window_lateness_seconds_sum{operator="orders"} 1079.998
+weir_window_lateness_seconds_count{operator="orders"} 2
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "weir_window_lateness_seconds", "weir_window_firing_delay_seconds"); err != nil {
+		t.Fatal(err)
+	}
 	probs, err := testutil.GatherAndLint(reg)
 	if err != nil || len(probs) != 0 {
 		t.Fatalf("promlint: %v %v", probs, err)
@@ -205,6 +250,54 @@ func TestSubtaskSeries(t *testing.T) {
 	}
 	if s := sums["weir_operator_skew_ratio/w"]; s < 0 || s > 1 {
 		t.Errorf("skew %v", s)
+	}
+	if probs, err := testutil.GatherAndLint(reg); err != nil || len(probs) != 0 {
+		t.Fatalf("promlint: %v %v", probs, err)
+	}
+}
+
+// TestCheckpointSeries: a spec job with checkpoints every millisecond
+// counts them, their sizes and durations.
+func TestCheckpointSeries(t *testing.T) {
+	dir := t.TempDir()
+	p, err := spec.Parse([]byte(`name: ck
+source: {type: generator, generator: {records: 200000, keys: 50, seed: 1}}
+watermark: {max_out_of_orderness: 1s}
+key: [user_id]
+window: {type: tumbling, size: 1m}
+aggregate: [{name: n, fn: count}]
+sinks: {results: {type: jsonl, path: out.jsonl}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := spec.Open(p, spec.RunOptions{Dir: dir, CheckpointDir: filepath.Join(dir, "ck"), CheckpointInterval: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(metrics.NewCollector(j.Env, metrics.Options{}))
+	if _, err := j.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			name := mf.GetName()
+			for _, l := range m.GetLabel() {
+				name += "/" + l.GetValue()
+			}
+			got[name] = m.GetCounter().GetValue() + m.GetGauge().GetValue() + float64(m.GetHistogram().GetSampleCount())
+		}
+	}
+	done := got["weir_checkpoints_total/completed"]
+	if done < 1 || got["weir_checkpoints_total/failed"] != 0 || got["weir_checkpoint_duration_seconds"] != done ||
+		got["weir_checkpoint_last_size_bytes"] <= 0 || got["weir_checkpoint_in_progress"] != 0 || math.IsNaN(got["weir_checkpoint_last_completed_timestamp_seconds"]) {
+		t.Fatalf("checkpoint series: %v", got)
 	}
 	if probs, err := testutil.GatherAndLint(reg); err != nil || len(probs) != 0 {
 		t.Fatalf("promlint: %v %v", probs, err)

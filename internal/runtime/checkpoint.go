@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/weirstream/weir/etime"
+	"github.com/weirstream/weir/internal/hist"
 	"github.com/weirstream/weir/watermark"
 )
 
@@ -151,8 +152,39 @@ type coordinator struct {
 		written  int   // subtasks whose parts are written
 		stopped  bool  // a source finished: no more checkpoints
 		lastTrig time.Time
-		force    bool // a checkpoint is asked for now, whatever the interval
+		force    bool  // a checkpoint is asked for now, whatever the interval
+		size     int64 // bytes written for the pending checkpoint so far
+		stats    CheckpointStats
 	}
+}
+
+// CheckpointStats counts a job's checkpoints, for metrics.
+type CheckpointStats struct {
+	Completed, Failed int64
+	// InProgress: a checkpoint is pending.
+	InProgress bool
+	// LastCompleted is when the newest checkpoint committed (zero: none),
+	// LastDuration how long it took from trigger to commit, LastSize the
+	// bytes of its parts.
+	LastCompleted time.Time
+	LastDuration  time.Duration
+	LastSize      int64
+	// Durations are the completed checkpoints' durations.
+	Durations hist.H
+}
+
+// CheckpointStats returns the job's checkpoint counts; the zero value
+// without checkpoints. Safe for concurrent use.
+func (j *Job) CheckpointStats() CheckpointStats {
+	c := j.coord
+	if c == nil {
+		return CheckpointStats{}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := c.mu.stats
+	s.InProgress = c.mu.id != 0
+	return s
 }
 
 func newCoordinator(j *Job, o *CheckpointOptions) *coordinator {
@@ -202,12 +234,13 @@ func (c *coordinator) trigger(now time.Time) int64 {
 	c.mu.next++
 	c.mu.lastTrig = now
 	c.mu.force = false
-	c.mu.pending, c.mu.id, c.mu.acks, c.mu.written = p, id, 0, 0
+	c.mu.pending, c.mu.id, c.mu.acks, c.mu.written, c.mu.size = p, id, 0, 0, 0
 	c.request.Store(id)
 	return id
 }
 
 func (c *coordinator) failLocked(id int64, err error) {
+	c.mu.stats.Failed++
 	if c.opts.OnError != nil {
 		c.opts.OnError(id, err)
 	}
@@ -241,10 +274,12 @@ func (c *coordinator) ack(id int64, parts []part) {
 // write writes one subtask's parts of checkpoint id.
 func (c *coordinator) write(id int64, p PendingCheckpoint, parts []part) {
 	var err error
+	var size int64
 	for _, pt := range parts {
 		if err = p.WritePart(pt.name, pt.data); err != nil {
 			break
 		}
+		size += int64(len(pt.data))
 		if pt.spare != nil {
 			b := pt.data[:0]
 			pt.spare.Store(&b)
@@ -260,6 +295,7 @@ func (c *coordinator) write(id int64, p PendingCheckpoint, parts []part) {
 		return
 	}
 	c.mu.written++
+	c.mu.size += size
 	if c.mu.written < c.total {
 		return
 	}
@@ -277,6 +313,11 @@ func (c *coordinator) write(id int64, p PendingCheckpoint, parts []part) {
 		return
 	}
 	c.mu.pending, c.mu.id = nil, 0
+	now := time.Now()
+	st := &c.mu.stats
+	st.Completed++
+	st.LastCompleted, st.LastDuration, st.LastSize = now, now.Sub(c.mu.lastTrig), c.mu.size
+	st.Durations.Observe(st.LastDuration.Seconds())
 	if c.opts.OnComplete != nil {
 		c.opts.OnComplete(id)
 	}

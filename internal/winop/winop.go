@@ -14,6 +14,7 @@ import (
 	"slices"
 
 	"github.com/weirstream/weir/etime"
+	"github.com/weirstream/weir/internal/hist"
 	"github.com/weirstream/weir/internal/timers"
 	"github.com/weirstream/weir/state"
 	"github.com/weirstream/weir/trigger"
@@ -199,6 +200,7 @@ type Operator[K comparable, IN, ACC, OUT any] struct {
 	evicters []func()
 
 	c      Counters
+	h      Hists
 	tctx   trigCtx[K, IN, ACC, OUT]
 	fctx   FireContext[K, OUT]
 	wins   []window.Window
@@ -362,6 +364,22 @@ func gcd(a, b etime.Duration) etime.Duration {
 // Counters returns a copy of the operator's counters.
 func (o *Operator[K, IN, ACC, OUT]) Counters() Counters { return o.c }
 
+// Hists are an operator's distributions for metrics; unlike Counters they
+// are not part of checkpoints (a restore starts them empty).
+type Hists struct {
+	// Lateness: watermark minus timestamp, in seconds, of each record
+	// behind the watermark (accepted within the lateness, side output or
+	// dropped); on-time records are not observed.
+	Lateness hist.H
+	// FiringDelay: processing time minus window end, in seconds, of each
+	// on-time firing of an event-time window (how long after its end, by
+	// the clock, a window's result came out).
+	FiringDelay hist.H
+}
+
+// Hists returns the operator's distributions so far.
+func (o *Operator[K, IN, ACC, OUT]) Hists() Hists { return o.h }
+
 func (o *Operator[K, IN, ACC, OUT]) cleanupTime(w window.Window) etime.Time {
 	return window.CleanupTime(o.eventTime, w, o.lateness)
 }
@@ -520,6 +538,9 @@ func (o *Operator[K, IN, ACC, OUT]) ProcessElement(key K, v IN, ts etime.Time) e
 	}
 	if len(o.live) > 0 {
 		o.processAligned(key, v, ts, o.live)
+	}
+	if (skipped || late) && o.eventTime && at <= o.wm {
+		o.h.Lateness.Observe(float64(o.wm-at) / 1000)
 	}
 	if skipped {
 		if o.lateOut {
@@ -725,6 +746,9 @@ func (o *Operator[K, IN, ACC, OUT]) emitFiring(key K, w window.Window, e *entry[
 		o.c.FiredEarly++
 	case window.OnTime:
 		o.c.FiredOnTime++
+		if o.eventTime {
+			o.h.FiringDelay.Observe(float64(o.processingTime()-w.End) / 1000)
+		}
 	default:
 		o.c.FiredLate++
 	}

@@ -248,6 +248,38 @@ func (e *Env) SourceInputs() []SourceInputs {
 	return out
 }
 
+// StageInfo is one stage of the job graph: an operator (or a chain of
+// operators) run by Parallelism subtasks.
+type StageInfo struct {
+	Name        string
+	Parallelism int
+	Source      bool
+	// Gates are the stage's logical inputs; each lists the upstream
+	// stages whose subtasks are its channels, in channel order.
+	Gates [][]GateFrom
+}
+
+// GateFrom says that channels Base to Base+Par-1 of a gate are the
+// subtasks of stage Stage.
+type GateFrom = runtime.GateFrom
+
+// Graph returns the job's stages, upstream first (nil before the job is
+// built).
+func (e *Env) Graph() []StageInfo {
+	if !e.job.Built() {
+		return nil
+	}
+	var out []StageInfo
+	for _, s := range e.job.Stages() {
+		si := StageInfo{Name: s.Name, Parallelism: s.Par, Source: s.IsSource()}
+		for _, g := range s.Gates() {
+			si.Gates = append(si.Gates, g.From)
+		}
+		out = append(out, si)
+	}
+	return out
+}
+
 // SubtaskStats is how one subtask spent its time and what it received:
 // Busy + Backpressured + Idle is its running time; RecordsIn counts the
 // records it received from upstream subtasks; QueueLen/QueueCap are its

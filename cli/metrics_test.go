@@ -1,13 +1,16 @@
 package cli
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -83,10 +86,54 @@ func TestRunMetrics(t *testing.T) {
 			t.Fatalf("/metrics has no %s:\n%s", missing, text)
 		}
 	}
+	// The monitor's API: a snapshot with the window operator and its
+	// watermark, and an event stream that starts with the history.
+	var snap struct {
+		Operators []struct {
+			Name      string `json:"name"`
+			Watermark *int64 `json:"watermark"`
+		} `json:"operators"`
+		Totals struct {
+			RecordsIn int64 `json:"records_in"`
+		} `json:"totals"`
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if err := json.Unmarshal([]byte(get("/api/v1/snapshot")), &snap); err != nil {
+			t.Fatal(err)
+		}
+		if snap.Totals.RecordsIn == 3 && len(snap.Operators) == 2 && snap.Operators[1].Watermark != nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("snapshot %+v", snap)
+		}
+	}
+	if w := *snap.Operators[1].Watermark; snap.Operators[1].Name != "window" || w != 1767225610999 {
+		t.Fatalf("window operator %+v", snap.Operators[1])
+	}
+	resp, err := http.Get(base + "/api/v1/events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := bufio.NewReader(resp.Body)
+	var events []string
+	for len(events) < 3 {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			t.Fatalf("events %v: %v", events, err)
+		}
+		if ev, ok := strings.CutPrefix(line, "event: "); ok {
+			events = append(events, strings.TrimSpace(ev))
+		}
+	}
+	if !slices.Equal(events, []string{"history", "snapshot", "point"}) {
+		t.Fatalf("events %v", events)
+	}
 	pw.Close()
 	if code := <-done; code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
+	resp.Body.Close() // the stream ended with the server
 	if _, err := http.Get(base + "/healthz"); err == nil {
 		t.Fatal("the admin server still answers after the run")
 	}

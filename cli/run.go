@@ -22,6 +22,7 @@ import (
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/etime"
 	"github.com/weirstream/weir/internal/admin"
+	"github.com/weirstream/weir/internal/monitor"
 	"github.com/weirstream/weir/metrics"
 	"github.com/weirstream/weir/spec"
 )
@@ -211,21 +212,17 @@ func runPlan(ctx context.Context, p *spec.Plan, dir string, f runFlags, now time
 		}
 	}()
 	if f.http != "" {
-		reg := prometheus.NewRegistry()
-		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-			metrics.NewCollector(func() *weir.Env {
-				if j := cur.Load(); j != nil {
-					return j.Env()
-				}
-				return nil
-			}, metrics.Options{}))
-		srv, err := admin.Start(f.http, reg)
+		stop, err := serveAdmin(f.http, p, func() *weir.Env {
+			if j := cur.Load(); j != nil {
+				return j.Env()
+			}
+			return nil
+		}, o)
 		if err != nil {
 			fmt.Fprintf(o.Stderr, "weir run: --http: %v\n", err)
 			return ExitUsage
 		}
-		defer srv.Close()
-		fmt.Fprintf(o.Stderr, "metrics at http://%s/metrics\n", srv.Addr())
+		defer stop()
 	}
 	if o.Terminal {
 		every := o.ProgressEvery
@@ -426,4 +423,44 @@ func crashHook(getenv func(string) string) func(point string) {
 			killSelf()
 		}
 	}
+}
+
+// serveAdmin starts the admin server of a running job (metrics, the
+// monitor's API) and the monitor's sampling; stop ends both.
+func serveAdmin(addr string, p *spec.Plan, env func() *weir.Env, o IO) (stop func(), err error) {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		metrics.NewCollector(env, metrics.Options{}))
+	mon := monitor.New(monitor.Options{Info: jobInfo(p), Env: env})
+	srv, err := admin.Start(addr, reg, mon)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		mon.Run(ctx)
+	}()
+	fmt.Fprintf(o.Stderr, "metrics at http://%s/metrics\n", srv.Addr())
+	return func() {
+		cancel()
+		<-sampled
+		srv.Close()
+	}, nil
+}
+
+// jobInfo is what the monitor judges a job against: its bound, lateness,
+// window size (or session gap) and idle timeout.
+func jobInfo(p *spec.Plan) monitor.JobInfo {
+	w := p.Spec.Window
+	size := int64(0)
+	switch {
+	case w.Size != nil:
+		size = int64(*w.Size)
+	case w.Gap != nil:
+		size = int64(*w.Gap)
+	}
+	return monitor.JobInfo{Name: p.Spec.Name, BoundMS: int64(p.Bound), LatenessMS: int64(p.Lateness), WindowMS: size,
+		IdleMS: int64(p.IdleTimeout), Parallelism: p.Channels}
 }

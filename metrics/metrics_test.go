@@ -303,3 +303,69 @@ sinks: {results: {type: jsonl, path: out.jsonl}}
 		t.Fatalf("promlint: %v %v", probs, err)
 	}
 }
+
+// BenchmarkScrapeCost runs the same parallel job without metrics and with
+// a scrape every 10 ms (a hundred times Prometheus' usual rate), in turn,
+// and reports their throughput ratio (1: free). The engine's own
+// accounting is always on; its cost is an A/B of binaries (see
+// docs/PERFORMANCE.md).
+//
+//	go test -run '^$' -bench ScrapeCost -benchtime 10x ./metrics/
+func BenchmarkScrapeCost(b *testing.B) {
+	const n = 2_000_000
+	orders := make([]order, n)
+	for i := range orders {
+		orders[i] = order{user: fmt.Sprint("u", i%1000), ts: etime.Time(i), amount: 1}
+	}
+	run := func(scrape bool) time.Duration {
+		opts := weir.DefaultOptions()
+		opts.Parallelism = 2
+		env, err := weir.NewEnv(opts)
+		if err != nil {
+			b.Fatal(err)
+		}
+		s := weir.AssignTimestamps(weir.FromSlice(env, orders), weir.BoundedOutOfOrderness(time.Second, func(o order) etime.Time { return o.ts }))
+		ten, _ := window.Tumbling(10_000, 0)
+		out := weir.Aggregate(weir.Window(weir.KeyBy(s, func(o order) string { return o.user }), ten, weir.WindowOptions{Name: "w"}), weir.Sum(func(o order) int64 { return o.amount }))
+		weir.ForEach(out.Results, func(etime.Time, window.Result[string, int64]) {})
+		stop := make(chan struct{})
+		done := make(chan struct{})
+		if scrape {
+			reg := prometheus.NewRegistry()
+			reg.MustRegister(metrics.NewCollector(func() *weir.Env { return env }, metrics.Options{}))
+			go func() {
+				defer close(done)
+				t := time.NewTicker(10 * time.Millisecond)
+				defer t.Stop()
+				for {
+					select {
+					case <-stop:
+						return
+					case <-t.C:
+						if _, err := reg.Gather(); err != nil {
+							panic(err)
+						}
+					}
+				}
+			}()
+		} else {
+			close(done)
+		}
+		began := time.Now()
+		if _, err := env.Execute(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+		d := time.Since(began)
+		close(stop)
+		<-done
+		return d
+	}
+	var plain, scraped time.Duration
+	for range b.N {
+		plain += run(false)
+		scraped += run(true)
+	}
+	b.ReportMetric(float64(n)*float64(b.N)/plain.Seconds(), "records/s")
+	b.ReportMetric(float64(n)*float64(b.N)/scraped.Seconds(), "scraped-records/s")
+	b.ReportMetric(plain.Seconds()/scraped.Seconds(), "ratio")
+}

@@ -1,9 +1,13 @@
 // Package admin serves a running job's read-only admin endpoints on one
-// HTTP server: /metrics (Prometheus text or OpenMetrics) and /healthz.
+// HTTP server: /metrics (Prometheus text or OpenMetrics), /healthz, and,
+// with a monitor, /api/v1/snapshot, /api/v1/history and /api/v1/events
+// (server-sent events: the history first, then a point and a snapshot
+// each second).
 package admin
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -12,20 +16,23 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/weirstream/weir/internal/monitor"
 )
 
 // Server is a running admin server; Close stops it.
 type Server struct {
-	srv  *http.Server
-	ln   net.Listener
-	done chan error
+	srv     *http.Server
+	ln      net.Listener
+	done    chan error
+	closing chan struct{} // closed by Close: event streams end
 }
 
-// Start listens on addr and serves the endpoints until Close. An address
-// without a host (":8080") listens on loopback only: the admin server is
-// meant for the machine the job runs on, and exposing it is a choice the
-// caller makes by naming a host.
-func Start(addr string, g prometheus.Gatherer) (*Server, error) {
+// Start listens on addr and serves the endpoints until Close; mon may be
+// nil (no /api). An address without a host (":8080") listens on loopback
+// only: the admin server is meant for the machine the job runs on, and
+// exposing it is a choice the caller makes by naming a host.
+func Start(addr string, g prometheus.Gatherer, mon *monitor.Monitor) (*Server, error) {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return nil, fmt.Errorf("admin address %q: %w (use host:port, such as 127.0.0.1:8080)", addr, err)
@@ -37,24 +44,81 @@ func Start(addr string, g prometheus.Gatherer) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("admin server: %w", err)
 	}
+	s := &Server{ln: ln, done: make(chan error, 1), closing: make(chan struct{})}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{EnableOpenMetrics: true}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		fmt.Fprintln(w, "ok")
 	})
-	s := &Server{srv: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}, ln: ln, done: make(chan error, 1)}
+	if mon != nil {
+		mux.HandleFunc("GET /api/v1/snapshot", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, mon.Snapshot()) })
+		mux.HandleFunc("GET /api/v1/history", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, mon.History()) })
+		mux.HandleFunc("GET /api/v1/events", func(w http.ResponseWriter, r *http.Request) { s.events(w, r, mon) })
+	}
+	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() { s.done <- s.srv.Serve(ln) }()
 	return s, nil
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	if err := json.NewEncoder(w).Encode(v); err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+	}
+}
+
+// events streams the history, then each new point with the snapshot,
+// until the client leaves or the server closes.
+func (s *Server) events(w http.ResponseWriter, r *http.Request, mon *monitor.Monitor) {
+	fl, ok := w.(http.Flusher)
+	if !ok {
+		http.Error(w, "streaming not supported", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-store")
+	points, unsubscribe := mon.Subscribe()
+	defer unsubscribe()
+	send := func(event string, v any) bool {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return false
+		}
+		if _, err := fmt.Fprintf(w, "event: %s\ndata: %s\n\n", event, b); err != nil {
+			return false
+		}
+		return true
+	}
+	if !send("history", mon.History()) || !send("snapshot", mon.Snapshot()) {
+		return
+	}
+	fl.Flush()
+	for {
+		select {
+		case <-r.Context().Done():
+			return
+		case <-s.closing:
+			return
+		case p := <-points:
+			if !send("point", p) || !send("snapshot", mon.Snapshot()) {
+				return
+			}
+			fl.Flush()
+		}
+	}
 }
 
 // Addr is the address the server listens on (with the port chosen when
 // the address said port 0).
 func (s *Server) Addr() string { return s.ln.Addr().String() }
 
-// Close stops the server, waiting up to 5 seconds for requests in flight
-// (a scrape). It is not safe to call twice.
+// Close ends the event streams and stops the server, waiting up to 5
+// seconds for requests in flight (a scrape). It is not safe to call
+// twice.
 func (s *Server) Close() error {
+	close(s.closing)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	err := s.srv.Shutdown(ctx)

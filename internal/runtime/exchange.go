@@ -25,6 +25,7 @@ type Edge[T any] struct {
 func Connect[T any](from, to *Stage, g int, part func(v T, targets int) int) *Edge[T] {
 	gt := to.gates[g]
 	e := &Edge[T]{to: to, gate: g, base: gt.Channels, part: part}
+	gt.From = append(gt.From, GateFrom{Stage: from.Name, Base: gt.Channels, Par: from.Par})
 	gt.Channels += from.Par
 	e.pool.New = func() any { return &batch[T]{} }
 	return e

@@ -158,7 +158,28 @@ type Stage struct {
 // subtasks that write to it.
 type Gate struct {
 	Channels int
+	// From says which stage's subtasks the channels are, in order.
+	From []GateFrom
 }
+
+// GateFrom is one upstream stage of a gate: channels Base to
+// Base+Par-1 are its subtasks 0 to Par-1.
+type GateFrom struct {
+	Stage     string
+	Base, Par int
+}
+
+// Gates returns the stage's gates (nil for a source).
+func (s *Stage) Gates() []Gate {
+	out := make([]Gate, len(s.gates))
+	for i, g := range s.gates {
+		out[i] = Gate{Channels: g.Channels, From: append([]GateFrom(nil), g.From...)}
+	}
+	return out
+}
+
+// IsSource reports whether the stage is a source.
+func (s *Stage) IsSource() bool { return s.src != nil }
 
 // GateHandler receives the batches of one gate on a subtask.
 type GateHandler func(from int, b any)
@@ -676,7 +697,13 @@ func (st *Subtask) runSource(ctx context.Context, clk clock.Clock) error {
 			return context.Cause(ctx)
 		}
 		st.maybeInject()
+		polled := time.Now()
 		status, err := st.poller.Poll()
+		if status == Waiting {
+			// A read that found nothing waited for data (a Kafka poll
+			// blocks up to its timeout): idle, not busy.
+			st.idleNs.Add(int64(time.Since(polled)))
+		}
 		if err != nil {
 			return fmt.Errorf("weir: source %s subtask %d: %w", st.stage.Name, st.Index, err)
 		}

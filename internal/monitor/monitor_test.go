@@ -1,0 +1,157 @@
+package monitor_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"go.uber.org/goleak"
+
+	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/internal/monitor"
+	"github.com/weirstream/weir/spec"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// TestSilentPartitionHolds runs a Kafka job whose partition 2 never gets
+// a record: the snapshot names it as the input that holds the window
+// operator's watermark, with the chain back to it and the reason; once
+// the idle timeout has passed it is idle and partitions 0 and 1 carry
+// the watermark. Snapshots and history encode as JSON (no NaN).
+func TestSilentPartitionHolds(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, "in"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	broker := c.ListenAddrs()[0]
+	cl, err := kgo.NewClient(kgo.SeedBrokers(broker), kgo.DefaultProduceTopic("in"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	var recs []*kgo.Record
+	for i := range 1000 {
+		recs = append(recs, &kgo.Record{Partition: int32(i % 2), Value: fmt.Appendf(nil, `{"user_id":"u%d","ts":%d}`, i%5, 1767225600000+int64(i)*100)})
+	}
+	if err := cl.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	p, err := spec.Parse(fmt.Appendf(nil, `name: silent
+source:
+  type: kafka
+  kafka: {brokers: ['%s'], topic: in}
+watermark: {max_out_of_orderness: 1s, idle_timeout: 2s, interval: 20ms}
+key: [user_id]
+window: {type: tumbling, size: 10s}
+aggregate: [{name: n, fn: count}]
+sinks: {results: {type: jsonl, path: out.jsonl}}
+`, broker))
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := spec.Open(p, spec.RunOptions{Dir: t.TempDir(), Parallelism: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { _, err := j.Run(ctx); done <- err }()
+	m := monitor.New(monitor.Options{Info: monitor.JobInfo{Name: "silent", BoundMS: 1000, WindowMS: 10000, IdleMS: 2000}, Env: func() *weir.Env { return j.Env() }})
+	var s *monitor.Snapshot
+	wait := func(what string, cond func(*monitor.Snapshot) bool) {
+		t.Helper()
+		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			m.Sample()
+			if s = m.Snapshot(); s != nil && cond(s) {
+				return
+			}
+			if time.Now().After(deadline) {
+				b, _ := json.MarshalIndent(s, "", " ")
+				t.Fatalf("waiting for %s:\n%s", what, b)
+			}
+		}
+	}
+	window := func(s *monitor.Snapshot) *monitor.Holder {
+		for i := range s.Holders {
+			if s.Holders[i].Operator == "window" {
+				return &s.Holders[i]
+			}
+		}
+		return nil
+	}
+	// Partitions 0 and 1 are read; 2 holds the watermark at "none".
+	wait("partition 2 holding", func(s *monitor.Snapshot) bool {
+		h := window(s)
+		return s.Totals.RecordsIn == 1000 && h != nil && len(h.Chain) == 2 && strings.HasSuffix(h.Chain[1], "partition 2")
+	})
+	h := window(s)
+	if !strings.HasPrefix(h.Chain[0], "window[") || !strings.HasPrefix(h.Chain[1], "source[0] partition 2") ||
+		!strings.Contains(h.Reason, "partition 2 has no watermark yet (backlog 0; no record yet)") {
+		t.Fatalf("holder %+v", h)
+	}
+	var win *monitor.Operator
+	for i := range s.Operators {
+		if s.Operators[i].Name == "window" {
+			win = &s.Operators[i]
+		}
+	}
+	if win == nil || win.Watermark != nil || win.WatermarkWhy == "" || win.LagS != nil {
+		t.Fatalf("window operator %+v: no watermark yet, and it must say why", win)
+	}
+	// Partitions 0 and 1 keep getting records; after the idle timeout
+	// partition 2 is idle, 0 or 1 holds, and the window operator has a
+	// watermark and a lag.
+	stop := make(chan struct{})
+	produced := make(chan int64)
+	go func() {
+		ts := int64(1767225600000 + 1000*100)
+		defer func() { produced <- ts }()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+			for p := range int32(2) {
+				cl.Produce(context.Background(), &kgo.Record{Partition: p, Value: fmt.Appendf(nil, `{"user_id":"u1","ts":%d}`, ts)}, nil)
+			}
+			ts += 100
+		}
+	}()
+	wait("partition 2 idle", func(s *monitor.Snapshot) bool {
+		h := window(s)
+		return h != nil && len(h.Chain) == 2 && !strings.HasSuffix(h.Chain[1], "partition 2")
+	})
+	close(stop)
+	<-produced
+	src := s.Operators[0]
+	if !src.Source || src.Subtasks[0].Inputs[2].State != "idle" || src.Subtasks[0].Inputs[2].Why == "" {
+		t.Fatalf("source %+v", src)
+	}
+	for _, op := range s.Operators {
+		if op.Name == "window" && (op.Watermark == nil || op.LagS == nil || *op.Watermark < 1767225600000+999*100-1000-1) {
+			t.Fatalf("window %+v", op)
+		}
+	}
+	if len(m.History()) < 2 {
+		t.Fatalf("%d history points", len(m.History()))
+	}
+	for _, v := range []any{s, m.History()} {
+		if _, err := json.Marshal(v); err != nil {
+			t.Fatalf("JSON: %v", err)
+		}
+	}
+	cancel()
+	if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+		t.Fatal(err)
+	}
+}

@@ -81,6 +81,14 @@ type SourceOptions struct {
 	// NoFinalWatermark skips the final MAX watermark at end of input, so
 	// windows still open stay unfired (replays of unfinished streams).
 	NoFinalWatermark bool
+	// Stop, when set, is asked before each read: once it returns true,
+	// every channel ends as at the end of its input (a graceful stop of
+	// an unbounded source, Ctrl-C).
+	Stop func() bool
+	// Final, when set, decides when a channel ends (its input ended, or
+	// Stop) whether the final MAX watermark is sent, instead of
+	// NoFinalWatermark.
+	Final func() bool
 }
 
 // InputReporter is an optional SourceReader ability: a reader of several
@@ -113,6 +121,13 @@ type InputStatus struct {
 	MaxEventTime etime.Time
 }
 
+// WaitReporter is an optional SourceReader ability: Waited returns how
+// long its last Read blocked waiting for data (a Kafka poll), so that
+// metrics count the wait as idle time, not busy time.
+type WaitReporter interface {
+	Waited() time.Duration
+}
+
 // SourceInputs is the state of the inputs of one source channel.
 type SourceInputs struct {
 	Source  string
@@ -135,7 +150,7 @@ func FromSource[T any](env *Env, name string, src Source[T], o SourceOptions) St
 	env.sources = append(env.sources, stats)
 	var out Stream[T]
 	stage := env.job.AddSource(name, o.Channels, runtime.SourceSpec{
-		FinalWatermark: !o.NoFinalWatermark,
+		FinalWatermark: !o.NoFinalWatermark && o.Final == nil,
 		Open: func(st *runtime.Subtask) (runtime.Poller, runtime.Control, error) {
 			r, err := src.Open(st.Index, o.Channels)
 			if err != nil {
@@ -143,7 +158,7 @@ func FromSource[T any](env *Env, name string, src Source[T], o SourceOptions) St
 			}
 			head := out.n.collector(st)
 			so := &srcOut[T]{head: head, SourceOutput: watermark.NewSourceOutput(ctrlOutput{head}), st: st}
-			p := &poller[T]{r: r, out: so, stats: stats}
+			p := &poller[T]{r: r, out: so, stats: stats, stop: o.Stop, final: o.Final}
 			st.OnPublish(p.publish)
 			if err := p.checkpointing(st, name); err != nil {
 				r.Close()
@@ -174,9 +189,36 @@ type poller[T any] struct {
 	out   *srcOut[T]
 	stats *sourceStats
 	seen  int64
+	stop  func() bool // SourceOptions.Stop
+	final func() bool // SourceOptions.Final
 }
 
-func (p *poller[T]) Poll() (runtime.PollStatus, error) { return p.r.Read(p.out) }
+func (p *poller[T]) Poll() (runtime.PollStatus, error) {
+	if p.stop != nil && p.stop() {
+		return p.end(), nil
+	}
+	st, err := p.r.Read(p.out)
+	if st == Done && err == nil {
+		return p.end(), nil
+	}
+	return st, err
+}
+
+// Waited implements runtime.Waiter for readers that report their waits.
+func (p *poller[T]) Waited() time.Duration {
+	if w, ok := p.r.(WaitReporter); ok {
+		return w.Waited()
+	}
+	return 0
+}
+
+// end ends the channel, with the final watermark when Final says so.
+func (p *poller[T]) end() runtime.PollStatus {
+	if p.final != nil && p.final() {
+		p.out.EmitWatermark(etime.MaxTime)
+	}
+	return Done
+}
 
 // checkpointing restores the reader's position, its source output and its
 // record count from a restored checkpoint, and registers their snapshot.

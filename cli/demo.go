@@ -29,6 +29,8 @@ func demoCmd(ctx context.Context, args []string, o IO) int {
 	orders := fs.Int64("orders", 0, "number of orders (default: the spec's 2,000,000)")
 	par := fs.Int("parallelism", 0, "parallelism of the window operator (default: all cores)")
 	printSpec := fs.Bool("print-spec", false, "print the demo's job spec and exit")
+	httpAddr := fs.String("http", "127.0.0.1:0", "serve the live dashboard (and /metrics) here while the demo runs; empty: none")
+	keep := fs.Bool("keep-serving", false, "after the run, keep serving the dashboard with the final state until Ctrl-C")
 	kafka := fs.Bool("kafka", false, "run the demo through an in-process Kafka: orders produced to a 6-partition topic, results, late orders and dead letters to topics, exactly once")
 	if err := fs.Parse(args); err != nil {
 		return ExitUsage
@@ -63,10 +65,11 @@ func demoCmd(ctx context.Context, args []string, o IO) int {
 	fmt.Fprintf(o.Stdout, "weir demo: %d orders from %d users over %v of event time, arriving out of order\n", g.Records, g.Keys, *g.Duration)
 	fmt.Fprintf(o.Stdout, "  5m tumbling windows per user; out-of-orderness bound 30s; allowed lateness 10m; early results every 1m\n")
 	fmt.Fprintf(o.Stdout, "  (the job spec: weir demo --print-spec)\n\n")
+	rf := runFlags{parallelism: *par, http: *httpAddr, keepServing: *keep}
 	if *kafka {
-		return kafkaDemo(ctx, s, p, out, *par, o)
+		return kafkaDemo(ctx, s, p, out, rf, o)
 	}
-	code := runPlan(ctx, p, out, runFlags{parallelism: *par}, time.Time{}, IO{Stdin: o.Stdin, Stdout: o.Stdout, Stderr: o.Stdout, Dir: o.Dir})
+	code := runPlan(ctx, p, out, rf, time.Time{}, IO{Stdin: o.Stdin, Stdout: o.Stdout, Stderr: o.Stdout, Dir: o.Dir})
 	if code != ExitOK {
 		return code
 	}

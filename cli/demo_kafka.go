@@ -31,7 +31,7 @@ const (
 // job reads them with a watermark per partition and writes its results,
 // too-late orders and dead letters to topics, exactly once. s is the demo
 // spec, changed here.
-func kafkaDemo(ctx context.Context, s *spec.Spec, p *spec.Plan, dir string, par int, o IO) int {
+func kafkaDemo(ctx context.Context, s *spec.Spec, p *spec.Plan, dir string, rf runFlags, o IO) int {
 	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(6, demoOrders), kfake.SeedTopics(3, demoStats),
 		kfake.SeedTopics(1, demoLate, demoDead, demoMarkers))
 	if err != nil {
@@ -64,7 +64,7 @@ func kafkaDemo(ctx context.Context, s *spec.Spec, p *spec.Plan, dir string, par 
 		fmt.Fprintln(o.Stderr, "weir demo: the kafka spec:", err)
 		return ExitFailed
 	}
-	if code := runPlan(ctx, kp, dir, runFlags{parallelism: par}, time.Time{}, IO{Stdin: o.Stdin, Stdout: o.Stdout, Stderr: o.Stdout, Dir: o.Dir}); code != ExitOK {
+	if code := runPlan(ctx, kp, dir, rf, time.Time{}, IO{Stdin: o.Stdin, Stdout: o.Stdout, Stderr: o.Stdout, Dir: o.Dir}); code != ExitOK {
 		return code
 	}
 	counts, err := topicCounts(ctx, broker, demoStats, demoLate, demoDead)

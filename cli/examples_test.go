@@ -82,7 +82,7 @@ func TestDemo(t *testing.T) {
 	if code != ExitOK {
 		t.Fatalf("exit %d\n%s\n%s", code, out, stderr.String())
 	}
-	for _, want := range []string{"conservation holds", "allowed lateness:", "too late:", "dead letters:", "first windows in the results table", "sqlite3 weir-demo/results.db"} {
+	for _, want := range []string{"dashboard at http://127.0.0.1:", "conservation holds", "allowed lateness:", "too late:", "dead letters:", "first windows in the results table", "sqlite3 weir-demo/results.db"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("demo output lacks %q:\n%s", want, out)
 		}

@@ -34,7 +34,7 @@ func TestRunMetrics(t *testing.T) {
 	for _, ts := range []int64{1767225600000, 1767225612000, 1767225601000} {
 		fmt.Fprintf(pw, `{"k": "a", "ts": %d}`+"\n", ts)
 	}
-	addr := regexp.MustCompile(`metrics at (http://\S+)/metrics`)
+	addr := regexp.MustCompile(`dashboard at (http://\S+)/ `)
 	var base string
 	for deadline := time.Now().Add(10 * time.Second); base == ""; time.Sleep(5 * time.Millisecond) {
 		if m := addr.FindStringSubmatch(stderr.String()); m != nil {

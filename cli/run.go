@@ -93,6 +93,7 @@ type runFlags struct {
 	fresh         bool
 	restarts      int
 	http          string
+	keepServing   bool // after the run, serve the dashboard until ctx is done
 }
 
 func runCmd(ctx context.Context, args []string, o IO) int {
@@ -212,17 +213,18 @@ func runPlan(ctx context.Context, p *spec.Plan, dir string, f runFlags, now time
 		}
 	}()
 	if f.http != "" {
-		stop, err := serveAdmin(f.http, p, func() *weir.Env {
-			if j := cur.Load(); j != nil {
-				return j.Env()
-			}
-			return nil
-		}, o)
+		stop, err := serveAdmin(f.http, p, cur.Load, o)
 		if err != nil {
 			fmt.Fprintf(o.Stderr, "weir run: --http: %v\n", err)
 			return ExitUsage
 		}
 		defer stop()
+		if f.keepServing {
+			defer func() {
+				fmt.Fprintln(o.Stderr, "the dashboard keeps serving the final state; Ctrl-C to end")
+				<-ctx.Done()
+			}()
+		}
 	}
 	if o.Terminal {
 		every := o.ProgressEvery
@@ -427,11 +429,32 @@ func crashHook(getenv func(string) string) func(point string) {
 
 // serveAdmin starts the admin server of a running job (metrics, the
 // monitor's API) and the monitor's sampling; stop ends both.
-func serveAdmin(addr string, p *spec.Plan, env func() *weir.Env, o IO) (stop func(), err error) {
+func serveAdmin(addr string, p *spec.Plan, job func() *spec.Job, o IO) (stop func(), err error) {
+	env := func() *weir.Env {
+		if j := job(); j != nil {
+			return j.Env()
+		}
+		return nil
+	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		metrics.NewCollector(env, metrics.Options{}))
-	mon := monitor.New(monitor.Options{Info: jobInfo(p), Env: env})
+	mon := monitor.New(monitor.Options{Info: jobInfo(p), Env: env, RecentLate: func() []monitor.LateEntry {
+		j := job()
+		if j == nil {
+			return nil
+		}
+		var out []monitor.LateEntry
+		for _, l := range j.RecentLate() {
+			why := "too late for every window it belongs to (beyond the allowed lateness)"
+			if l.Reason == "window_expired_partial" {
+				why = "too late for some of its windows; counted in the others"
+			}
+			out = append(out, monitor.LateEntry{ID: l.ID, Key: l.Key, TS: int64(l.TS), Watermark: int64(l.Watermark),
+				LatenessMS: l.LatenessMS, Windows: l.Windows, Why: l.Reason + ": " + why})
+		}
+		return out
+	}})
 	srv, err := admin.Start(addr, reg, mon)
 	if err != nil {
 		return nil, err
@@ -442,7 +465,7 @@ func serveAdmin(addr string, p *spec.Plan, env func() *weir.Env, o IO) (stop fun
 		defer close(sampled)
 		mon.Run(ctx)
 	}()
-	fmt.Fprintf(o.Stderr, "metrics at http://%s/metrics\n", srv.Addr())
+	fmt.Fprintf(o.Stderr, "dashboard at http://%s/ (metrics at /metrics)\n", srv.Addr())
 	return func() {
 		cancel()
 		<-sampled

@@ -166,7 +166,7 @@ func (j *Job) kafkaRecords(env *weir.Env) (weir.Stream[rec], error) {
 		return weir.Stream[rec]{}, err
 	}
 	j.srcName = "kafka:" + k.Topic
-	return weir.FromSource(env, sourceStage, src, weir.SourceOptions{Channels: p.Channels, NoFinalWatermark: !(k.StopAtEnd && p.Final)}), nil
+	return weir.FromSource(env, sourceStage, src, j.unboundedOptions(k.StopAtEnd)), nil
 }
 
 // txnSink is a results sink that commits a checkpoint's output in a

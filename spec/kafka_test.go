@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -420,5 +421,67 @@ sinks: {results: {type: jsonl, path: out.jsonl}}
 	}
 	if len(warnings) != 1 || !strings.HasPrefix(warnings[0], "partition 2: event time jumped back") {
 		t.Fatalf("warnings %q", warnings)
+	}
+}
+
+// TestKafkaStopAndDrain: an unbounded Kafka job stops on request (Ctrl-C)
+// as at the end of its input: without drain its open windows stay
+// unfired and are counted; with drain the final watermark fires them.
+func TestKafkaStopAndDrain(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "in"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	broker := c.ListenAddrs()[0]
+	cl, err := kgo.NewClient(kgo.SeedBrokers(broker), kgo.DefaultProduceTopic("in"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	var recs []*kgo.Record
+	for i := range 100 {
+		recs = append(recs, &kgo.Record{Partition: int32(i % 2), Value: fmt.Appendf(nil, `{"user_id":"u%d","ts":%d}`, i%3, 1767225600000+int64(i)*100)})
+	}
+	if err := cl.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	job := fmt.Sprintf(`name: stop
+source:
+  type: kafka
+  kafka: {brokers: [%s], topic: in}
+watermark: {max_out_of_orderness: 1s, interval: 10ms}
+key: [user_id]
+window: {type: tumbling, size: 1s}
+aggregate: [{name: n, fn: count}]
+sinks: {results: {type: jsonl, path: out.jsonl}}
+`, broker)
+	for _, drain := range []bool{false, true} {
+		p, err := Parse([]byte(job))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var j *Job
+		var stop atomic.Bool
+		j, err = Open(p, RunOptions{Dir: t.TempDir(), Drain: drain, Stop: stop.Load})
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			for j.Env().Report().SourceRecords[sourceStage] < 100 {
+				time.Sleep(5 * time.Millisecond)
+			}
+			stop.Store(true)
+		}()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		sum, err := j.Run(ctx)
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		open := sum.Get("open_windows")
+		if !sum.Conserved() || sum.Get("records_in") != 100 || drain && open != 0 || !drain && open == 0 {
+			t.Fatalf("drain=%v: summary %s", drain, sum.JSON())
+		}
 	}
 }

@@ -57,7 +57,7 @@ func (j *Job) natsRecords(env *weir.Env) weir.Stream[rec] {
 	src := natsio.NewSource(natsio.SourceOptions{URL: n.URL, Stream: n.Stream, Subjects: n.Subjects, Start: p.NATSStart,
 		StopAtEnd: n.StopAtEnd, Logger: j.env.Options().Logger})
 	j.srcName = "nats:" + n.Stream
-	msgs := weir.FromSource(env, sourceStage, src, weir.SourceOptions{Channels: p.Channels, NoFinalWatermark: !(n.StopAtEnd && p.Final)})
+	msgs := weir.FromSource(env, sourceStage, src, j.unboundedOptions(n.StopAtEnd))
 	return weir.TryMap(msgs, func(m natsio.Message) (rec, error) {
 		v, err := j.dec.decode(fileio.Line{Kind: fileio.Data, No: int64(m.Sequence), Text: m.Data})
 		if err == nil && p.TSFromNATS {

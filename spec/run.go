@@ -84,7 +84,9 @@ type Job struct {
 	partial recordSink
 	dead    recordSink
 	files   map[string]*lineSink // file sinks by sink name
+	recent  recentLate
 	stop    func() bool
+	drain   bool // RunOptions.Drain
 	// removeState removes the pebble backend's scratch directory.
 	removeState func()
 	out         *output
@@ -140,7 +142,7 @@ func Open(plan *Plan, o RunOptions) (*Job, error) {
 	case o.Clock != nil:
 		opts.Clock = o.Clock
 	}
-	j := &Job{plan: plan, dec: newDecoder(plan, opts.Clock), stop: o.Stop, removeState: removeState}
+	j := &Job{plan: plan, dec: newDecoder(plan, opts.Clock), stop: o.Stop, drain: o.Drain, removeState: removeState}
 	ck, err := openCheckpoints(plan, o)
 	if err != nil {
 		j.cleanup()
@@ -237,6 +239,23 @@ func pebbleBackend(p *Plan, o RunOptions) (func() state.Backend, func(), error) 
 // stopped reports whether the run was asked to stop (Ctrl-C) rather than
 // reading all its input.
 func (j *Job) stopped() bool { return j.stop != nil && j.stop() }
+
+// unboundedOptions are the source options of a Kafka or NATS source: it
+// ends at a stop (Ctrl-C) as at the end of its input, and sends the final
+// watermark only at the end of a bounded read (stopAtEnd, unless
+// final_watermark is off) or at a stop with drain.
+func (j *Job) unboundedOptions(stopAtEnd bool) weir.SourceOptions {
+	return weir.SourceOptions{Channels: j.plan.Channels, Stop: func() bool { return j.failed.Load() || j.stopped() },
+		Final: func() bool {
+			if j.failed.Load() {
+				return false
+			}
+			if j.stopped() {
+				return j.drain
+			}
+			return stopAtEnd && j.plan.Final
+		}}
+}
 
 // GeneratorOptions are the options of a generator source's records.
 func (p *Plan) GeneratorOptions() genio.Options {

@@ -497,7 +497,57 @@ func (j *Job) lateItem(l window.LateRecord[string, rec]) item {
 	line = append(line, r.raw...)
 	line = append(line, ',')
 	line = append(line, meta[1:]...)
+	j.recent.add(l, id)
 	return item{kind: itemLate, line: line, id: id, raw: r.raw, meta: meta, reason: l.Reason.String()}
+}
+
+// LateRecord is a too-late record as RecentLate lists it.
+type LateRecord struct {
+	ID         string
+	Key        string // the key values as a JSON array
+	TS         etime.Time
+	Watermark  etime.Time
+	LatenessMS int64
+	Windows    string // the missed windows, [start,end) in ms
+	Reason     string // window_expired or window_expired_partial
+}
+
+// recentLate keeps the newest too-late records for the dashboard; late
+// records come from several subtasks.
+type recentLate struct {
+	mu   sync.Mutex
+	ring [50]LateRecord
+	n    int
+}
+
+func (r *recentLate) add(l window.LateRecord[string, rec], id string) {
+	var ws strings.Builder
+	for i, w := range l.Windows {
+		if i > 0 {
+			ws.WriteByte(' ')
+		}
+		ws.WriteString(w.String())
+	}
+	e := LateRecord{ID: id, Key: string(appendKey(nil, l.Key)), TS: l.Timestamp, Watermark: l.Watermark,
+		LatenessMS: int64(l.Lateness), Windows: ws.String(), Reason: l.Reason.String()}
+	r.mu.Lock()
+	r.ring[r.n%len(r.ring)] = e
+	r.n++
+	r.mu.Unlock()
+}
+
+// RecentLate returns the job's newest too-late records (at most 50),
+// oldest first; it is safe to call while the job runs.
+func (j *Job) RecentLate() []LateRecord {
+	r := &j.recent
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := min(r.n, len(r.ring))
+	out := make([]LateRecord, 0, n)
+	for i := r.n - n; i < r.n; i++ {
+		out = append(out, r.ring[i%len(r.ring)])
+	}
+	return out
 }
 
 // appendLateMeta renders what a too-late record missed: its key, the

@@ -303,6 +303,7 @@ type reader[T any] struct {
 	channels int                  // the source's channel count
 	rec      Record               // reused by emit for every record
 	inputs   atomic.Pointer[[]weir.InputStatus]
+	waited   time.Duration // the last Read's poll
 	started  bool
 	lastTick time.Time
 
@@ -351,7 +352,9 @@ func (r *reader[T]) Read(out weir.SourceOutput[T]) (weir.ReadStatus, error) {
 		return weir.Waiting, nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	polled := time.Now()
 	fetches := r.cl.PollRecords(ctx, r.o.MaxPollRecords)
+	r.waited = time.Since(polled) // fetches run in the background: a poll only waits
 	cancel()
 	if err := fetchError(fetches); err != nil {
 		return weir.Waiting, err
@@ -594,6 +597,10 @@ func (r *reader[T]) publishInputs(now time.Time) {
 	}
 	r.inputs.Store(&in)
 }
+
+// Waited implements weir.WaitReporter: how long the last Read's poll
+// waited for fetched records.
+func (r *reader[T]) Waited() time.Duration { return r.waited }
 
 // Inputs implements weir.InputReporter: the partitions as of the last
 // watermark tick.

@@ -1,12 +1,14 @@
 // Package admin serves a running job's read-only admin endpoints on one
 // HTTP server: /metrics (Prometheus text or OpenMetrics), /healthz, and,
-// with a monitor, /api/v1/snapshot, /api/v1/history and /api/v1/events
-// (server-sent events: the history first, then a point and a snapshot
-// each second).
+// with a monitor, the dashboard at / and its API: /api/v1/snapshot,
+// /api/v1/history and /api/v1/events (server-sent events: the history
+// first, then a point and a snapshot each second).
 package admin
 
 import (
 	"context"
+	"embed"
+	"io/fs"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,6 +21,12 @@ import (
 
 	"github.com/weirstream/weir/internal/monitor"
 )
+
+// static is the dashboard: a page, its script and style, and uPlot
+// (vendored from npm, see static/vendor/README.md).
+//
+//go:embed static
+var static embed.FS
 
 // Server is a running admin server; Close stops it.
 type Server struct {
@@ -55,6 +63,8 @@ func Start(addr string, g prometheus.Gatherer, mon *monitor.Monitor) (*Server, e
 		mux.HandleFunc("GET /api/v1/snapshot", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, mon.Snapshot()) })
 		mux.HandleFunc("GET /api/v1/history", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, mon.History()) })
 		mux.HandleFunc("GET /api/v1/events", func(w http.ResponseWriter, r *http.Request) { s.events(w, r, mon) })
+		page, _ := fs.Sub(static, "static")
+		mux.Handle("GET /", http.FileServerFS(page))
 	}
 	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() { s.done <- s.srv.Serve(ln) }()

@@ -58,6 +58,8 @@ type Options struct {
 	History int
 	// Now is processing time (default time.Now).
 	Now func() time.Time
+	// RecentLate, when set, returns the newest too-late records.
+	RecentLate func() []LateEntry
 }
 
 // Monitor samples a job every interval into a ring of points and keeps
@@ -120,6 +122,9 @@ func (m *Monitor) Sample() {
 	}
 	now := m.o.Now()
 	s := take(env, m.o.Info, now)
+	if m.o.RecentLate != nil {
+		s.RecentLate = m.o.RecentLate()
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.holdingFor(&s, now)

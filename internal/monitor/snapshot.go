@@ -40,6 +40,21 @@ type Snapshot struct {
 	// lowest subtask watermark and the chain back to a source input.
 	Holders []Holder `json:"holders"`
 	Totals  Totals   `json:"totals"`
+	// RecentLate are the newest too-late records, oldest first.
+	RecentLate []LateEntry `json:"recent_late"`
+}
+
+// LateEntry is one too-late record, as the dashboard lists it.
+type LateEntry struct {
+	ID         string `json:"id"`
+	Key        string `json:"key"`
+	TS         int64  `json:"ts"`
+	Watermark  int64  `json:"watermark"`
+	LatenessMS int64  `json:"lateness_ms"`
+	Windows    string `json:"windows"`
+	// Why is the reason in words (window_expired: too late for every
+	// window; window_expired_partial: for some).
+	Why string `json:"why"`
 }
 
 // Operator is one stage of the job graph.
@@ -244,6 +259,7 @@ func take(env *weir.Env, info JobInfo, now time.Time) Snapshot {
 		}
 		s.Operators = append(s.Operators, op)
 	}
+	sourceWatermarks(s.Operators, nowT)
 	for _, n := range rep.SourceRecords {
 		s.Totals.RecordsIn += n
 	}
@@ -255,6 +271,50 @@ func take(env *weir.Env, info JobInfo, now time.Time) Snapshot {
 	}
 	s.Holders = holders(s.Operators)
 	return s
+}
+
+// sourceWatermarks sets each source subtask's watermark to what it sent
+// downstream (the channel state its downstream subtasks keep; a source
+// has no input watermark of its own), and its operator's watermark.
+func sourceWatermarks(ops []Operator, now etime.Time) {
+	sent := map[Ref]*int64{}
+	idle := map[Ref]bool{}
+	for i := range ops {
+		for _, st := range ops[i].Subtasks {
+			for _, in := range st.Inputs {
+				if in.Upstream == nil {
+					continue
+				}
+				r := *in.Upstream
+				if in.Watermark != nil && (sent[r] == nil || *in.Watermark > *sent[r]) {
+					sent[r] = in.Watermark
+				}
+				idle[r] = idle[r] || in.State == "idle"
+			}
+		}
+	}
+	for i := range ops {
+		op := &ops[i]
+		if !op.Source {
+			continue
+		}
+		for j := range op.Subtasks {
+			st := &op.Subtasks[j]
+			r := Ref{Operator: op.Name, Subtask: st.Index}
+			switch {
+			case idle[r]:
+				st.Watermark, st.State, st.Why = sent[r], "idle", "every input of this channel is idle"
+			case sent[r] != nil && st.Watermark == nil:
+				st.Watermark, st.State, st.Why = sent[r], "active", ""
+			}
+			if st.Watermark == nil && st.State == "no watermark yet" {
+				if h := holdingInput(st); h != nil {
+					st.Why = "input " + h.Name + ": " + h.Why
+				}
+			}
+		}
+		op.Watermark, op.WatermarkWhy, op.LagS, op.SpreadS = operatorWatermark(op.Subtasks, now)
+	}
 }
 
 // channelInputs names a subtask's channels by the upstream subtask each

@@ -57,6 +57,12 @@ type Poller interface {
 	Close() error
 }
 
+// Waiter is an optional Poller ability: Waited says how long its last
+// Poll blocked waiting for data, which counts as idle time.
+type Waiter interface {
+	Waited() time.Duration
+}
+
 // SourceSpec is how a source stage builds one subtask.
 type SourceSpec struct {
 	// Open builds the subtask's chain and returns its reader and the chain
@@ -703,6 +709,8 @@ func (st *Subtask) runSource(ctx context.Context, clk clock.Clock) error {
 			// A read that found nothing waited for data (a Kafka poll
 			// blocks up to its timeout): idle, not busy.
 			st.idleNs.Add(int64(time.Since(polled)))
+		} else if w, ok := st.poller.(Waiter); ok {
+			st.idleNs.Add(int64(w.Waited()))
 		}
 		if err != nil {
 			return fmt.Errorf("weir: source %s subtask %d: %w", st.stage.Name, st.Index, err)

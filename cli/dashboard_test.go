@@ -1,0 +1,139 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// TestDashboardInChromium serves the dashboard of a live Kafka job whose
+// partition 2 never gets a record, and drives it in Debian's headless
+// Chromium with playwright-core (internal/admin/browsertest/dashboard.mjs):
+// the page goes live, names partition 2 as idle, shows the holder chain,
+// a watermark cell changes, the charts are drawn, no NaN and no console
+// error; it saves a screenshot (WEIR_SCREENSHOT, default in the test's
+// temporary directory). Without Chromium, Node or the npm packages it
+// skips, unless WEIR_BROWSER_TESTS=1 (.ci/run) makes that a failure.
+func TestDashboardInChromium(t *testing.T) {
+	need := func(what string, ok bool) {
+		if ok {
+			return
+		}
+		msg := what + " is missing: install Debian's chromium and run npm ci in internal/admin/browsertest"
+		if os.Getenv("WEIR_BROWSER_TESTS") == "1" {
+			t.Fatal(msg + " (WEIR_BROWSER_TESTS=1)")
+		}
+		t.Skip(msg)
+	}
+	chromium := os.Getenv("WEIR_CHROMIUM")
+	if chromium == "" {
+		chromium = "/usr/bin/chromium"
+	}
+	_, err := os.Stat(chromium)
+	need(chromium, err == nil)
+	_, err = exec.LookPath("node")
+	need("node", err == nil)
+	script, _ := filepath.Abs("../internal/admin/browsertest/dashboard.mjs")
+	_, err = os.Stat(filepath.Join(filepath.Dir(script), "node_modules", "playwright-core"))
+	need("playwright-core", err == nil)
+
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, "orders"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	broker := c.ListenAddrs()[0]
+	cl, err := kgo.NewClient(kgo.SeedBrokers(broker), kgo.DefaultProduceTopic("orders"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	// Partitions 0 and 1 get orders every 20 ms, 100 ms of event time
+	// apart, and now and then one an hour old (too late); 2 gets none.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	produced := make(chan struct{})
+	go func() {
+		defer close(produced)
+		ts := time.Now().UnixMilli() - 60_000
+		for i := 0; ; i++ {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+			for p := range int32(2) {
+				at := ts
+				if i%25 == 7 && p == 0 {
+					at -= 3600_000
+				}
+				cl.Produce(ctx, &kgo.Record{Partition: p, Value: fmt.Appendf(nil, `{"user_id":"u%d","amount":%d,"ts":%d}`, i%7, i%10, at)}, nil)
+			}
+			ts += 100
+		}
+	}()
+	dir := t.TempDir()
+	job := fmt.Sprintf(`name: dashboard
+source:
+  type: kafka
+  channels: 1
+  kafka: {brokers: ['%s'], topic: orders}
+watermark: {max_out_of_orderness: 2s, idle_timeout: 1s, interval: 50ms}
+key: [user_id]
+window: {type: tumbling, size: 1s}
+allowed_lateness: 1s
+aggregate: [{name: orders, fn: count}, {name: total, fn: sum, field: amount}]
+sinks:
+  results: {type: jsonl, path: out.jsonl}
+  late: {type: jsonl, path: late.jsonl}
+`, broker)
+	if err := os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(job), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stderr syncBuffer
+	done := make(chan int)
+	go func() {
+		done <- Main(ctx, []string{"run", "job.yaml", "--http", "127.0.0.1:0", "--parallelism", "2"}, IO{Dir: dir, Stdin: nil, Stdout: io.Discard, Stderr: &stderr})
+	}()
+	addr := regexp.MustCompile(`dashboard at (http://\S+/) `)
+	var url string
+	for deadline := time.Now().Add(20 * time.Second); url == ""; time.Sleep(10 * time.Millisecond) {
+		if m := addr.FindStringSubmatch(stderr.String()); m != nil {
+			url = m[1]
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no dashboard address in %q", stderr.String())
+		}
+	}
+	shot := os.Getenv("WEIR_SCREENSHOT")
+	if shot == "" {
+		shot = filepath.Join(dir, "dashboard.png")
+	}
+	nctx, ncancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer ncancel()
+	out, err := exec.CommandContext(nctx, "node", script, url, shot, "partition 2").CombinedOutput()
+	t.Logf("%s", out)
+	if err != nil {
+		t.Fatalf("dashboard check failed: %v\nweir: %s", err, stderr.String())
+	}
+	if fi, err := os.Stat(shot); err != nil || fi.Size() == 0 {
+		t.Fatalf("no screenshot at %s: %v", shot, err)
+	}
+	cancel()
+	<-produced
+	// The run stops as on Ctrl-C (the first cancel asks for a graceful stop).
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("weir run did not stop")
+	}
+}

@@ -8,10 +8,10 @@ package admin
 import (
 	"context"
 	"embed"
-	"io/fs"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"net/http"
 	"time"

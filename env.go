@@ -327,9 +327,17 @@ type StateInfo struct {
 	// backends, estimated from a sample of entries by the in-memory one
 	// (whose Go memory use is larger).
 	Bytes int64
+	// Oldest is the earliest pending event-time timer (a window end or
+	// cleanup time the watermark has to reach), when HasOldest; unknown
+	// for on-disk timers.
+	Oldest    etime.Time
+	HasOldest bool
 }
 
 func (s *StateInfo) add(o StateInfo) {
+	if o.HasOldest && (!s.HasOldest || o.Oldest < s.Oldest) {
+		s.Oldest, s.HasOldest = o.Oldest, true
+	}
 	s.OpenWindows += o.OpenWindows
 	s.Timers += o.Timers
 	s.Bytes += o.Bytes

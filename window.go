@@ -320,7 +320,8 @@ func buildWindow[K comparable, T, ACC, R any](w Windowed[K, T], accCodec state.C
 		i := st.Index
 		st.OnPublish(func() {
 			sz := op.StateSize()
-			stats.publish(i, opSnapshot{c: op.Counters(), h: op.Hists(), s: StateInfo{OpenWindows: sz.Windows, Timers: sz.Timers, Bytes: sz.Bytes}})
+			stats.publish(i, opSnapshot{c: op.Counters(), h: op.Hists(), s: StateInfo{OpenWindows: sz.Windows, Timers: sz.Timers, Bytes: sz.Bytes,
+				Oldest: sz.Oldest, HasOldest: sz.Oldest != etime.MinTime}})
 		})
 		return []runtime.GateHandler{edge.GateHandler(st, head)}, head, nil
 	})

@@ -439,21 +439,21 @@ func serveAdmin(addr string, p *spec.Plan, job func() *spec.Job, o IO) (stop fun
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		metrics.NewCollector(env, metrics.Options{}))
-	mon := monitor.New(monitor.Options{Info: jobInfo(p), Env: env, RecentLate: func() []monitor.LateEntry {
+	mon := monitor.New(monitor.Options{Info: jobInfo(p), Env: env, Extra: func() monitor.Extra {
 		j := job()
 		if j == nil {
-			return nil
+			return monitor.Extra{}
 		}
-		var out []monitor.LateEntry
+		x := monitor.Extra{Counters: j.Counters(), RestoredAt: j.RestoredAt()}
 		for _, l := range j.RecentLate() {
 			why := "too late for every window it belongs to (beyond the allowed lateness)"
 			if l.Reason == "window_expired_partial" {
 				why = "too late for some of its windows; counted in the others"
 			}
-			out = append(out, monitor.LateEntry{ID: l.ID, Key: l.Key, TS: int64(l.TS), Watermark: int64(l.Watermark),
+			x.RecentLate = append(x.RecentLate, monitor.LateEntry{ID: l.ID, Key: l.Key, TS: int64(l.TS), Watermark: int64(l.Watermark),
 				LatenessMS: l.LatenessMS, Windows: l.Windows, Why: l.Reason + ": " + why})
 		}
-		return out
+		return x
 	}})
 	srv, err := admin.Start(addr, reg, mon)
 	if err != nil {

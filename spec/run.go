@@ -87,6 +87,8 @@ type Job struct {
 	recent  recentLate
 	stop    func() bool
 	drain   bool // RunOptions.Drain
+	// restoredAt is when Open restored a checkpoint (zero: fresh).
+	restoredAt time.Time
 	// removeState removes the pebble backend's scratch directory.
 	removeState func()
 	out         *output
@@ -316,6 +318,7 @@ func (j *Job) build(o RunOptions) error {
 	}
 	var offsets map[string]int64
 	if j.ck != nil && j.ck.restored != nil {
+		j.restoredAt = time.Now()
 		b, ok := j.env.Restored("output")
 		if !ok {
 			return fmt.Errorf("checkpoint %d has no output part", j.ck.restored.ID)
@@ -519,6 +522,22 @@ func (j *Job) Progress() Progress {
 		DeadLetters: rep.DeadLetters, Results: j.out.counters().Results, Watermark: wm, State: j.env.State(),
 	}
 }
+
+// Counters returns the summary's counters so far, by name; it is safe to
+// call while the job runs (with checkpoints, the output's counts move at
+// each checkpoint).
+func (j *Job) Counters() map[string]int64 {
+	m := map[string]int64{}
+	for _, c := range j.summary(j.env.Report(), 0).Counters {
+		m[c.Name] = c.Value
+	}
+	delete(m, "open_windows")
+	return m
+}
+
+// RestoredAt is when the job was opened from a checkpoint (zero: it
+// started fresh).
+func (j *Job) RestoredAt() time.Time { return j.restoredAt }
 
 // recordsIn is the data records read: lines emitted by the source minus
 // control lines.

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/metrics"
 )
 
 // Point is one second of history: per operator, the numbers the
@@ -29,7 +30,13 @@ type OpPoint struct {
 	Busy          *float64 `json:"busy"`
 	Backpressured *float64 `json:"backpressured"`
 	RecordsPerS   *float64 `json:"records_per_s"`
-	StateBytes    int64    `json:"state_bytes"`
+	// Skew is the records in over its subtasks in the interval: mean
+	// absolute deviation over mean (0: even).
+	Skew       *float64 `json:"skew"`
+	StateBytes int64    `json:"state_bytes"`
+	// OldestTimerAgeS is processing time minus the oldest pending
+	// event-time timer (null: none).
+	OldestTimerAgeS *float64 `json:"oldest_timer_age_s"`
 	// Late records per second by outcome (window operators).
 	LateAcceptedPerS *float64 `json:"late_accepted_per_s,omitempty"`
 	SideOutputPerS   *float64 `json:"side_output_per_s,omitempty"`
@@ -44,6 +51,19 @@ type OpPoint struct {
 type JobPoint struct {
 	RecordsInPerS *float64 `json:"records_in_per_s"`
 	Checkpoints   int64    `json:"checkpoints"`
+	// Backlog sums the source inputs' backlogs (null: none reported).
+	Backlog *int64 `json:"backlog"`
+	// MaxEventAheadS is the largest event time read minus processing
+	// time (null: not reported); positive means future-dated records.
+	MaxEventAheadS *float64 `json:"max_event_ahead_s"`
+	// Regressions and DeadLetters are totals so far.
+	Regressions int64 `json:"regressions"`
+	DeadLetters int64 `json:"dead_letters"`
+	LateTotal   int64 `json:"late_total"`
+	RecordsIn   int64 `json:"records_in"`
+	// CheckpointS is the newest checkpoint's start delay, max over
+	// subtasks (null: none yet).
+	CheckpointDelayS *float64 `json:"checkpoint_delay_s"`
 }
 
 // Options configures a Monitor.
@@ -58,8 +78,8 @@ type Options struct {
 	History int
 	// Now is processing time (default time.Now).
 	Now func() time.Time
-	// RecentLate, when set, returns the newest too-late records.
-	RecentLate func() []LateEntry
+	// Extra, when set, returns what the job adds to each snapshot.
+	Extra func() Extra
 }
 
 // Monitor samples a job every interval into a ring of points and keeps
@@ -76,7 +96,9 @@ type Monitor struct {
 		snap   *Snapshot
 		prev   *Snapshot
 		prevAt time.Time
-		since  map[string]time.Time // holder chain end -> since when
+		since  map[string]time.Time   // holder chain end -> since when
+		idle   map[string]bool        // source input -> idle at the last sample
+		flips  map[string][]time.Time // source input -> its idle/active changes
 		subs   map[chan Point]struct{}
 	}
 }
@@ -95,6 +117,8 @@ func New(o Options) *Monitor {
 	m := &Monitor{o: o}
 	m.mu.ring = make([]Point, o.History)
 	m.mu.since = map[string]time.Time{}
+	m.mu.idle = map[string]bool{}
+	m.mu.flips = map[string][]time.Time{}
 	m.mu.subs = map[chan Point]struct{}{}
 	return m
 }
@@ -122,12 +146,18 @@ func (m *Monitor) Sample() {
 	}
 	now := m.o.Now()
 	s := take(env, m.o.Info, now)
-	if m.o.RecentLate != nil {
-		s.RecentLate = m.o.RecentLate()
+	if m.o.Extra != nil {
+		x := m.o.Extra()
+		s.RecentLate, s.Counters = x.RecentLate, x.Counters
+		if !x.RestoredAt.IsZero() {
+			t := x.RestoredAt.UnixMilli()
+			s.RestoredAt = &t
+		}
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.holdingFor(&s, now)
+	m.countFlips(&s, now)
 	p := point(&s, m.mu.prev, now.Sub(m.mu.prevAt))
 	m.mu.ring[m.mu.next] = p
 	m.mu.next = (m.mu.next + 1) % len(m.mu.ring)
@@ -166,6 +196,34 @@ func (m *Monitor) holdingFor(s *Snapshot, now time.Time) {
 	}
 }
 
+// countFlips counts each source input's idle/active changes over the
+// last 10 minutes.
+func (m *Monitor) countFlips(s *Snapshot, now time.Time) {
+	for i := range s.Operators {
+		op := &s.Operators[i]
+		if !op.Source {
+			continue
+		}
+		for j := range op.Subtasks {
+			for k := range op.Subtasks[j].Inputs {
+				in := &op.Subtasks[j].Inputs[k]
+				key := op.Name + "\x00" + in.Name
+				idle := in.State == "idle"
+				if was, ok := m.mu.idle[key]; ok && was != idle {
+					m.mu.flips[key] = append(m.mu.flips[key], now)
+				}
+				m.mu.idle[key] = idle
+				fl := m.mu.flips[key]
+				for len(fl) > 0 && now.Sub(fl[0]) > 10*time.Minute {
+					fl = fl[1:]
+				}
+				m.mu.flips[key] = fl
+				in.IdleFlips = len(fl)
+			}
+		}
+	}
+}
+
 // Snapshot returns the newest snapshot (nil before the first sample).
 func (m *Monitor) Snapshot() *Snapshot {
 	m.mu.Lock()
@@ -200,7 +258,36 @@ func (m *Monitor) Subscribe() (<-chan Point, func()) {
 
 // point derives a history point from a snapshot and the previous one.
 func point(s, prev *Snapshot, dt time.Duration) Point {
-	p := Point{T: s.Now, Ops: map[string]OpPoint{}, Job: JobPoint{Checkpoints: s.Totals.Checkpoints}}
+	p := Point{T: s.Now, Ops: map[string]OpPoint{}, Job: JobPoint{Checkpoints: s.Totals.Checkpoints, Regressions: s.Counters["timestamp_regressions"],
+		DeadLetters: s.Totals.DeadLetters, LateTotal: s.Totals.SideOutput + s.Totals.Dropped, RecordsIn: s.Totals.RecordsIn}}
+	var backlog *int64
+	var ahead *float64
+	var ckDelay *float64
+	for i := range s.Operators {
+		for _, st := range s.Operators[i].Subtasks {
+			if st.CheckpointDelayS > 0 && (ckDelay == nil || st.CheckpointDelayS > *ckDelay) {
+				ckDelay = fptr(st.CheckpointDelayS)
+			}
+			if !s.Operators[i].Source {
+				continue
+			}
+			for _, in := range st.Inputs {
+				if in.Backlog != nil {
+					if backlog == nil {
+						backlog = new(int64)
+					}
+					*backlog += *in.Backlog
+				}
+				if in.MaxEventTime != nil {
+					a := float64(*in.MaxEventTime-s.Now) / 1000
+					if ahead == nil || a > *ahead {
+						ahead = &a
+					}
+				}
+			}
+		}
+	}
+	p.Job.Backlog, p.Job.MaxEventAheadS, p.Job.CheckpointDelayS = backlog, ahead, ckDelay
 	secs := dt.Seconds()
 	var prevOps map[string]*Operator
 	if prev != nil && secs > 0 {
@@ -218,16 +305,22 @@ func point(s, prev *Snapshot, dt time.Duration) Point {
 			o.StateBytes = w.StateBytes
 			o.LatenessP50S, o.LatenessP99S = w.LatenessP50S, w.LatenessP99S
 			o.FiringDelayP50S, o.FiringDelayP99S = w.FiringDelayP50S, w.FiringDelayP99S
+			if w.OldestTimer != nil && *w.OldestTimer < s.Now {
+				o.OldestTimerAgeS = fptr(float64(s.Now-*w.OldestTimer) / 1000)
+			}
 		}
 		if po := prevOps[op.Name]; po != nil && len(po.Subtasks) == len(op.Subtasks) {
 			var busy, bp float64
 			var recs int64
+			deltas := make([]float64, len(op.Subtasks))
 			for j := range op.Subtasks {
 				a, b := &op.Subtasks[j], &po.Subtasks[j]
 				busy = max(busy, (a.BusyS-b.BusyS)/secs)
 				bp = max(bp, (a.BackpressuredS-b.BackpressuredS)/secs)
 				recs += a.RecordsIn - b.RecordsIn
+				deltas[j] = float64(a.RecordsIn - b.RecordsIn)
 			}
+			o.Skew = fptr(metrics.Skew(deltas))
 			busy, bp = min(max(busy, 0), 1), min(max(bp, 0), 1)
 			o.Busy, o.Backpressured = &busy, &bp
 			r := float64(recs) / secs

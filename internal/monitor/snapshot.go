@@ -42,6 +42,19 @@ type Snapshot struct {
 	Totals  Totals   `json:"totals"`
 	// RecentLate are the newest too-late records, oldest first.
 	RecentLate []LateEntry `json:"recent_late"`
+	// Counters are the job's own counts beyond the engine's (the spec
+	// runner's: timestamp_regressions, dead_letter_<reason>, ...).
+	Counters map[string]int64 `json:"counters"`
+	// RestoredAt is when the job last resumed from a checkpoint (Unix
+	// ms; null: it started fresh).
+	RestoredAt *int64 `json:"restored_at"`
+}
+
+// Extra is what a job adds to its snapshots beyond the engine's view.
+type Extra struct {
+	RecentLate []LateEntry
+	Counters   map[string]int64
+	RestoredAt time.Time
 }
 
 // LateEntry is one too-late record, as the dashboard lists it.
@@ -94,8 +107,13 @@ type WindowOut struct {
 	// Lateness and firing delay quantiles in seconds (0 without data).
 	LatenessP50S    float64 `json:"lateness_p50_s"`
 	LatenessP99S    float64 `json:"lateness_p99_s"`
+	LatenessP999S   float64 `json:"lateness_p999_s"`
+	LatenessCount   uint64  `json:"lateness_count"`
 	FiringDelayP50S float64 `json:"firing_delay_p50_s"`
 	FiringDelayP99S float64 `json:"firing_delay_p99_s"`
+	// OldestTimer is the earliest pending event-time timer (a window end
+	// or cleanup time the watermark must reach; null: none or unknown).
+	OldestTimer *int64 `json:"oldest_timer"`
 }
 
 // Subtask is one subtask of an operator.
@@ -114,6 +132,8 @@ type Subtask struct {
 	RecordsIn      int64   `json:"records_in"`
 	Queue          int     `json:"queue"`
 	QueueCap       int     `json:"queue_cap"`
+	// CheckpointDelayS is the newest checkpoint's start delay here.
+	CheckpointDelayS float64 `json:"checkpoint_delay_s"`
 }
 
 // Input is one input of a subtask.
@@ -129,6 +149,11 @@ type Input struct {
 	// LastRecordAgeS: seconds since its last record (null: none yet or
 	// not known).
 	LastRecordAgeS *float64 `json:"last_record_age_s"`
+	// MaxEventTime is the largest event time read (sources; null: none
+	// or not reported).
+	MaxEventTime *int64 `json:"max_event_time"`
+	// IdleFlips counts its idle/active changes in the last 10 minutes.
+	IdleFlips int `json:"idle_flips"`
 	// Holding: this input's watermark is the subtask's.
 	Holding bool `json:"holding"`
 	// Upstream is the operator and subtask the channel comes from.
@@ -225,6 +250,7 @@ func take(env *weir.Env, info JobInfo, now time.Time) Snapshot {
 				st := &op.Subtasks[x.Subtask]
 				st.BusyS, st.BackpressuredS, st.IdleS = x.Busy.Seconds(), x.Backpressured.Seconds(), x.Idle.Seconds()
 				st.RecordsIn, st.Queue, st.QueueCap = x.RecordsIn, x.QueueLen, x.QueueCap
+				st.CheckpointDelayS = x.CheckpointDelay.Seconds()
 			}
 		}
 		if g.Source {
@@ -250,7 +276,11 @@ func take(env *weir.Env, info JobInfo, now time.Time) Snapshot {
 				FiredEarly: c.FiredEarly, FiredOnTime: c.FiredOnTime, FiredLate: c.FiredLate, Retractions: c.Retractions,
 				StateBytes: st.Bytes, Windows: st.OpenWindows, Timers: st.Timers,
 				LatenessP50S: h.Lateness.Quantile(0.5), LatenessP99S: h.Lateness.Quantile(0.99),
+				LatenessP999S: h.Lateness.Quantile(0.999), LatenessCount: h.Lateness.Count(),
 				FiringDelayP50S: h.FiringDelay.Quantile(0.5), FiringDelayP99S: h.FiringDelay.Quantile(0.99)}
+			if st.HasOldest {
+				op.Window.OldestTimer = wmPtr(st.Oldest)
+			}
 			s.Totals.OnTime += op.Window.OnTime
 			s.Totals.LateAccepted += c.AcceptedLate
 			s.Totals.SideOutput += c.LateSideOutput
@@ -350,7 +380,7 @@ func channelInputs(g weir.StageInfo, w weir.SubtaskWatermark) []Input {
 func sourceInputs(in []weir.InputStatus, now time.Time) []Input {
 	out := make([]Input, 0, len(in))
 	for _, x := range in {
-		i := Input{Name: x.Name, Watermark: wmPtr(x.Watermark), State: "active"}
+		i := Input{Name: x.Name, Watermark: wmPtr(x.Watermark), State: "active", MaxEventTime: wmPtr(x.MaxEventTime)}
 		if x.Backlog >= 0 {
 			b := x.Backlog
 			i.Backlog = &b

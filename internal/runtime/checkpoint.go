@@ -139,6 +139,8 @@ type coordinator struct {
 	opts *CheckpointOptions
 	// request is the newest checkpoint id the sources must inject.
 	request atomic.Int64
+	// triggered is when it was triggered (Unix ns), for start delays.
+	triggered atomic.Int64
 	total   int
 	// writers are the goroutines writing parts; the job waits for them.
 	writers sync.WaitGroup
@@ -235,6 +237,7 @@ func (c *coordinator) trigger(now time.Time) int64 {
 	c.mu.lastTrig = now
 	c.mu.force = false
 	c.mu.pending, c.mu.id, c.mu.acks, c.mu.written, c.mu.size = p, id, 0, 0, 0
+	c.triggered.Store(now.UnixNano())
 	c.request.Store(id)
 	return id
 }
@@ -354,6 +357,9 @@ func (c *coordinator) finished() {
 // and acknowledges. It runs on the subtask's goroutine.
 func (st *Subtask) checkpoint(id int64) {
 	c := st.job.coord
+	if t := c.triggered.Load(); t != 0 && !st.job.opts.Deterministic {
+		st.ckDelayNs.Store(time.Now().UnixNano() - t)
+	}
 	var parts []part
 	var err error
 	for g, v := range st.valves {

@@ -256,6 +256,10 @@ type Subtask struct {
 	idleNs         atomic.Int64
 	bpNs           atomic.Int64
 	recordsIn      atomic.Int64 // records received through exchanges
+	// ckDelayNs is the newest checkpoint's start delay here: from its
+	// trigger to this subtask's snapshot (the barrier's way through the
+	// queues and the alignment of its inputs).
+	ckDelayNs atomic.Int64
 }
 
 // SubtaskStats is how a subtask spent its time and what it received, for
@@ -269,13 +273,16 @@ type SubtaskStats struct {
 	// QueueLen and QueueCap are the subtask's input queue (batches); 0
 	// for sources and in deterministic runs.
 	QueueLen, QueueCap int
+	// CheckpointDelay is the newest checkpoint's start delay at this
+	// subtask: from its trigger to the subtask's snapshot.
+	CheckpointDelay time.Duration
 }
 
 // Stats returns the subtask's accounting as of now; it is safe to call
 // while the job runs. Before the subtask starts, and in deterministic
 // runs, the times are zero.
 func (st *Subtask) Stats(now time.Time) SubtaskStats {
-	s := SubtaskStats{RecordsIn: st.recordsIn.Load(), QueueLen: len(st.in), QueueCap: cap(st.in)}
+	s := SubtaskStats{RecordsIn: st.recordsIn.Load(), QueueLen: len(st.in), QueueCap: cap(st.in), CheckpointDelay: time.Duration(st.ckDelayNs.Load())}
 	start := st.startNs.Load()
 	if start == 0 {
 		return s

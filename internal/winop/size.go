@@ -3,6 +3,7 @@ package winop
 import (
 	"unsafe"
 
+	"github.com/weirstream/weir/etime"
 	"github.com/weirstream/weir/internal/timers"
 	"github.com/weirstream/weir/state"
 )
@@ -11,6 +12,10 @@ import (
 type StateSize struct {
 	// Windows counts live (key, window) entries.
 	Windows int64
+	// Oldest is the earliest pending event-time timer (a window end or a
+	// cleanup time the watermark must reach), MinTime when there is none
+	// or it is not known cheaply (on-disk timers).
+	Oldest etime.Time
 	// Timers counts registered event- and processing-time timers.
 	Timers int64
 	// Bytes is the encoded size of the keys and values, as the on-disk
@@ -42,9 +47,17 @@ type byteCounter interface{ Bytes() int64 }
 // estimate of an in-memory backend is refreshed every few hundred calls)
 // and, like every method, must be called from the operator's goroutine.
 func (o *Operator[K, IN, ACC, OUT]) StateSize() StateSize {
-	s := StateSize{Windows: int64(o.entries.Len()), Timers: int64(o.evt.Len() + o.proc.Len() - o.excess)}
+	s := StateSize{Windows: int64(o.entries.Len()), Timers: int64(o.evt.Len() + o.proc.Len() - o.excess), Oldest: etime.MinTime}
+	if m, ok := o.evt.(*timers.Service[K]); ok {
+		if t, ok := m.Next(); ok {
+			s.Oldest = t
+		}
+	}
 	if o.al != nil {
 		s.Windows, s.Timers = o.alignedSize()
+		if t, ok := o.al.timers.Next(); ok && (s.Oldest == etime.MinTime || t < s.Oldest) {
+			s.Oldest = t
+		}
 	}
 	var ec state.Codec[entry[ACC]]
 	if o.accCodec != nil {

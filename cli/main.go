@@ -61,6 +61,8 @@ func Main(ctx context.Context, args []string, o IO) int {
 		return benchCmd(ctx, args[1:], o)
 	case "dev":
 		return devCmd(ctx, args[1:], o)
+	case "doctor":
+		return doctorCmd(ctx, args[1:], o)
 	case "version":
 		fmt.Fprintln(o.Stdout, "weir", Version)
 		return ExitOK
@@ -82,6 +84,7 @@ commands:
   demo              run the built-in orders job on embedded defaults
   bench nexmark     time a Nexmark query on weir against a hand-written loop
   dev kafka         start an in-process Kafka on 127.0.0.1:9092 to try kafka jobs
+  doctor            diagnose a running job (its --http address) or a saved dump
   version           print the version
 
 run 'weir <command> -h' for a command's flags`)

@@ -455,7 +455,7 @@ func serveAdmin(addr string, p *spec.Plan, job func() *spec.Job, o IO) (stop fun
 		}
 		return x
 	}})
-	srv, err := admin.Start(addr, reg, mon)
+	srv, err := admin.Start(addr, reg, mon, doctorThresholds(p))
 	if err != nil {
 		return nil, err
 	}

@@ -159,6 +159,25 @@ func (c *compiler) compile() {
 	c.trigger()
 	c.aggregates()
 	c.sinks()
+	if d := s.Doctor; d != nil {
+		c.positive("doctor.lag_high", d.LagHigh, "the threshold")
+		c.positive("doctor.future", d.Future, "the threshold")
+		c.positive("doctor.hold", d.Hold, "the threshold")
+		c.positive("doctor.checkpoint_delay", d.CheckpointDelay, "the threshold")
+		for _, f := range []struct {
+			path   string
+			v, max float64
+			fix    string
+		}{{"doctor.late_rise", d.LateRise, math.Inf(1), "a factor above 1, such as 3"}, {"doctor.late_min_share", d.LateMinShare, 1, "a share of the input, such as 0.001"},
+			{"doctor.busy_high", d.BusyHigh, 1, "a fraction of time, such as 0.9"}, {"doctor.skew_high", d.SkewHigh, 1, "a ratio up to 1, such as 0.5"}} {
+			if f.v < 0 || f.v > f.max {
+				c.add(f.path, fmt.Sprintf("%v is out of range", f.v), f.fix)
+			}
+		}
+		if d.IdleFlips < 0 {
+			c.add("doctor.idle_flips", fmt.Sprintf("%d is negative", d.IdleFlips), "a count of changes in 10 minutes, such as 3")
+		}
+	}
 	if st := s.State; st != nil {
 		p.Backend = c.oneOf("state.backend", st.Backend, "memory", "memory", "pebble")
 		if st.Cache < 0 {

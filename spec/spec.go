@@ -38,6 +38,37 @@ type Spec struct {
 	Checkpoint *CheckpointSpec `yaml:"checkpoint"`
 	// State chooses where window state lives (R12).
 	State *StateSpec `yaml:"state"`
+	// Doctor overrides the thresholds weir doctor judges the job by;
+	// unset fields follow the job's own bound, window and idle timeout.
+	Doctor *DoctorSpec `yaml:"doctor"`
+}
+
+// DoctorSpec are weir doctor's thresholds for this job.
+type DoctorSpec struct {
+	// LagHigh: lag above it is high (default bound + max(window, 30s)).
+	LagHigh *Duration `yaml:"lag_high"`
+	// LateRise: the late rate of the last 2 minutes above this many
+	// times its usual rate is a jump (default 3)...
+	LateRise float64 `yaml:"late_rise"`
+	// ...if it is also above this share of the input (default 0.001).
+	LateMinShare float64 `yaml:"late_min_share"`
+	// BusyHigh: an operator busier than this fraction is a bottleneck
+	// (default 0.9).
+	BusyHigh float64 `yaml:"busy_high"`
+	// SkewHigh: more skew of records over subtasks is high (default 0.5).
+	SkewHigh float64 `yaml:"skew_high"`
+	// Future: event time this far ahead of the clock is future-dated
+	// (default max(5m, bound)).
+	Future *Duration `yaml:"future"`
+	// Hold: an input holding the watermark longer is held up (default
+	// max(idle_timeout, 2 × bound, 10s)).
+	Hold *Duration `yaml:"hold"`
+	// IdleFlips: more idle/active changes of an input in 10 minutes are
+	// flapping (default 3).
+	IdleFlips int `yaml:"idle_flips"`
+	// CheckpointDelay: a checkpoint start delay above it is high
+	// (default 10s).
+	CheckpointDelay *Duration `yaml:"checkpoint_delay"`
 }
 
 // StateSpec chooses the state backend.

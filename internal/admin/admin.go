@@ -1,8 +1,9 @@
 // Package admin serves a running job's read-only admin endpoints on one
 // HTTP server: /metrics (Prometheus text or OpenMetrics), /healthz, and,
 // with a monitor, the dashboard at / and its API: /api/v1/snapshot,
-// /api/v1/history and /api/v1/events (server-sent events: the history
-// first, then a point and a snapshot each second).
+// /api/v1/history, /api/v1/events (server-sent events: the history
+// first, then a point and a snapshot each second), /api/v1/dump (what
+// weir doctor reads) and /api/v1/doctor (its report).
 package admin
 
 import (
@@ -19,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/weirstream/weir/internal/doctor"
 	"github.com/weirstream/weir/internal/monitor"
 )
 
@@ -40,7 +42,7 @@ type Server struct {
 // nil (no /api). An address without a host (":8080") listens on loopback
 // only: the admin server is meant for the machine the job runs on, and
 // exposing it is a choice the caller makes by naming a host.
-func Start(addr string, g prometheus.Gatherer, mon *monitor.Monitor) (*Server, error) {
+func Start(addr string, g prometheus.Gatherer, mon *monitor.Monitor, th doctor.Thresholds) (*Server, error) {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return nil, fmt.Errorf("admin address %q: %w (use host:port, such as 127.0.0.1:8080)", addr, err)
@@ -62,6 +64,27 @@ func Start(addr string, g prometheus.Gatherer, mon *monitor.Monitor) (*Server, e
 	if mon != nil {
 		mux.HandleFunc("GET /api/v1/snapshot", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, mon.Snapshot()) })
 		mux.HandleFunc("GET /api/v1/history", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, mon.History()) })
+		dump := func() (doctor.Dump, bool) {
+			s := mon.Snapshot()
+			if s == nil {
+				return doctor.Dump{}, false
+			}
+			return doctor.Dump{Snapshot: *s, History: mon.History(), Thresholds: th}, true
+		}
+		mux.HandleFunc("GET /api/v1/dump", func(w http.ResponseWriter, _ *http.Request) {
+			if d, ok := dump(); ok {
+				writeJSON(w, d)
+				return
+			}
+			http.Error(w, "the job has not started yet", http.StatusServiceUnavailable)
+		})
+		mux.HandleFunc("GET /api/v1/doctor", func(w http.ResponseWriter, _ *http.Request) {
+			if d, ok := dump(); ok {
+				writeJSON(w, doctor.Diagnose(d, doctor.Thresholds{}))
+				return
+			}
+			http.Error(w, "the job has not started yet", http.StatusServiceUnavailable)
+		})
 		mux.HandleFunc("GET /api/v1/events", func(w http.ResponseWriter, r *http.Request) { s.events(w, r, mon) })
 		page, _ := fs.Sub(static, "static")
 		mux.Handle("GET /", http.FileServerFS(page))

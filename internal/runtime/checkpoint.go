@@ -141,7 +141,7 @@ type coordinator struct {
 	request atomic.Int64
 	// triggered is when it was triggered (Unix ns), for start delays.
 	triggered atomic.Int64
-	total   int
+	total     int
 	// writers are the goroutines writing parts; the job waits for them.
 	writers sync.WaitGroup
 

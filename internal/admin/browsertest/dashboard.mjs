@@ -2,8 +2,9 @@
 // Chromium: node dashboard.mjs URL SCREENSHOT.png PARTITION
 // It checks that the page goes live, names the silent PARTITION as idle
 // in the source's input table and shows a holder chain, that a watermark
-// cell changes as the job runs, that the charts are drawn, and that the
-// console logs no error; it saves a screenshot. Exit 0: all held.
+// cell changes as the job runs, that the charts are drawn, that the
+// doctor's panel shows a diagnosis, and that the console logs no error
+// and the page no NaN; it saves a screenshot. Exit 0: all held.
 import { chromium } from "playwright-core";
 
 const [url, shot, silent] = process.argv.slice(2);
@@ -46,6 +47,8 @@ try {
     for (let i = 3; i < d.length; i += 4) if (d[i] !== 0) return true;
     return false;
   }, null, { timeout: 20000 });
+  // The doctor's panel has a diagnosis and the badge a verdict.
+  await page.waitForFunction(() => document.querySelector("#doctor .quadrant") !== null && document.getElementById("docbadge").dataset.worst, null, { timeout: 20000 });
   const nan = await page.evaluate(() => document.body.innerText.includes("NaN"));
   if (nan) fail("the page shows NaN");
 

@@ -280,6 +280,32 @@ function emptyWhy(def, s) {
   return "nothing measured yet";
 }
 
+// ---- doctor ------------------------------------------------------------
+
+function renderDoctor(r) {
+  const worst = r.findings && r.findings.length ? (r.findings.some((f) => f.severity === "critical") ? "critical" : r.findings.some((f) => f.severity === "warning") ? "warning" : "ok") : "ok";
+  const n = (r.findings || []).filter((f) => f.severity !== "info").length;
+  const badge = $("docbadge");
+  badge.dataset.worst = worst;
+  badge.textContent = n === 0 ? "healthy" : n + (n === 1 ? " finding" : " findings");
+  let html = '<p class="quadrant"><b>' + esc(r.quadrant) + "</b> — " + esc(r.quadrant_why) + "</p>";
+  if (!r.findings || r.findings.length === 0) html += '<p class="hint">No findings.</p>';
+  for (const f of r.findings || []) {
+    html += '<div class="finding ' + esc(f.severity) + '" data-rule="' + esc(f.rule) + '"><b>' + esc(f.rule) + " " + esc(f.severity) + "</b> " + esc(f.where) + ": " + esc(f.title) +
+      '<div class="ev">evidence: ' + esc(f.evidence) + '</div><div class="fix">fix: ' + esc(f.fix) + "</div></div>";
+  }
+  $("doctor").innerHTML = html;
+}
+
+async function pollDoctor() {
+  try {
+    const resp = await fetch("api/v1/doctor");
+    if (resp.ok) renderDoctor(await resp.json());
+  } catch (e) {
+    // The job ended or the network failed: the status says so.
+  }
+}
+
 // ---- wiring ------------------------------------------------------------
 
 function render() {
@@ -302,7 +328,11 @@ function connect() {
   es.addEventListener("history", (e) => { points = JSON.parse(e.data) || []; });
   es.addEventListener("snapshot", (e) => {
     const s = JSON.parse(e.data);
-    if (s) { snap = s; setStatus("live", "live"); render(); }
+    if (s) {
+      const first = snap === null;
+      snap = s; setStatus("live", "live"); render();
+      if (first) pollDoctor();
+    }
   });
   es.addEventListener("point", (e) => {
     points.push(JSON.parse(e.data));
@@ -316,3 +346,4 @@ function connect() {
 }
 
 connect();
+setInterval(pollDoctor, 5000);

@@ -1,0 +1,133 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/weirstream/weir/internal/doctor"
+	"github.com/weirstream/weir/spec"
+)
+
+// Exit codes of weir doctor: healthy, findings of warning severity or
+// above, cannot read the job.
+const (
+	doctorHealthy  = 0
+	doctorFindings = 1
+	doctorNoJob    = 2
+)
+
+// doctorCmd reads a running job's admin endpoint (weir run --http) or a
+// saved dump and prints the diagnosis: where the job stands (data arrives
+// slowly or processing is slow), then the findings by severity, each with
+// the evidence, where, and the spec field to change.
+func doctorCmd(ctx context.Context, args []string, o IO) int {
+	fs := flag.NewFlagSet("doctor", flag.ContinueOnError)
+	fs.SetOutput(o.Stderr)
+	addr := fs.String("addr", "", "the job's admin address (weir run --http), such as 127.0.0.1:8080")
+	from := fs.String("from", "", "a saved dump (JSON from /api/v1/dump or --save) instead of a running job")
+	save := fs.String("save", "", "also save the dump read from --addr to this file (for a bug report)")
+	asJSON := fs.Bool("json", false, "print the report as JSON")
+	specPath := fs.String("spec", "", "a job spec whose doctor: block overrides the thresholds")
+	fs.Usage = func() {
+		fmt.Fprintln(o.Stderr, "usage: weir doctor --addr HOST:PORT | --from DUMP.json [--json] [--save DUMP.json] [--spec JOB.yaml]")
+		fmt.Fprintln(o.Stderr, "exit status: 0 healthy, 1 findings of warning severity or above, 2 the job could not be read")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return ExitUsage
+	}
+	if (*addr == "") == (*from == "") || fs.NArg() > 0 {
+		fs.Usage()
+		return ExitUsage
+	}
+	var body []byte
+	var err error
+	if *from != "" {
+		body, err = os.ReadFile(o.path(*from))
+	} else {
+		body, err = fetchDump(ctx, *addr)
+		if err == nil && *save != "" {
+			err = os.WriteFile(o.path(*save), body, 0o644)
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(o.Stderr, "weir doctor:", err)
+		return doctorNoJob
+	}
+	var d doctor.Dump
+	if err := json.Unmarshal(body, &d); err != nil {
+		fmt.Fprintln(o.Stderr, "weir doctor: not a dump of /api/v1/dump:", err)
+		return doctorNoJob
+	}
+	var th doctor.Thresholds
+	if *specPath != "" {
+		p, ok := loadSpec(*specPath, o)
+		if !ok {
+			return ExitUsage
+		}
+		th = doctorThresholds(p)
+	}
+	r := doctor.Diagnose(d, th)
+	if *asJSON {
+		enc := json.NewEncoder(o.Stdout)
+		enc.SetIndent("", "  ")
+		enc.Encode(r)
+	} else {
+		fmt.Fprintf(o.Stdout, "weir doctor: job %s\n", d.Snapshot.Job.Name)
+		io.WriteString(o.Stdout, r.Text())
+	}
+	if r.Worst() >= doctor.Warning {
+		return doctorFindings
+	}
+	return doctorHealthy
+}
+
+func fetchDump(ctx context.Context, addr string) ([]byte, error) {
+	url := addr
+	if !strings.Contains(url, "://") {
+		url = "http://" + url
+	}
+	url = strings.TrimSuffix(url, "/") + "/api/v1/dump"
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("%w (is the job running with --http %s?)", err, addr)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("%s: %s %s", url, resp.Status, strings.TrimSpace(string(b)))
+	}
+	return b, nil
+}
+
+// doctorThresholds are the spec's doctor: block in the doctor's terms.
+func doctorThresholds(p *spec.Plan) doctor.Thresholds {
+	d := p.Spec.Doctor
+	if d == nil {
+		return doctor.Thresholds{}
+	}
+	sec := func(v *spec.Duration) float64 {
+		if v == nil {
+			return 0
+		}
+		return float64(*v) / 1000
+	}
+	return doctor.Thresholds{LagHighS: sec(d.LagHigh), LateRise: d.LateRise, LateMinShare: d.LateMinShare, BusyHigh: d.BusyHigh,
+		SkewHigh: d.SkewHigh, FutureS: sec(d.Future), HoldS: sec(d.Hold), IdleFlips: d.IdleFlips, CheckpointDelayS: sec(d.CheckpointDelay)}
+}

@@ -1,0 +1,227 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/weirstream/weir/internal/doctor"
+	"github.com/weirstream/weir/internal/monitor"
+	"github.com/weirstream/weir/spec"
+)
+
+// startAdmin runs args (a run or demo with --http 127.0.0.1:0) in the
+// background and returns the admin address and a function that stops
+// the run and returns its exit code and output.
+func startAdmin(t *testing.T, dir string, args []string) (string, func() (int, string)) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	var out syncBuffer
+	done := make(chan int, 1)
+	go func() { done <- Main(ctx, args, IO{Dir: dir, Stdout: &out, Stderr: &out}) }()
+	re := regexp.MustCompile(`dashboard at http://(\S+)/ `)
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if m := re.FindStringSubmatch(out.String()); m != nil {
+			return m[1], func() (int, string) {
+				cancel()
+				select {
+				case code := <-done:
+					return code, out.String()
+				case <-time.After(30 * time.Second):
+					t.Fatalf("weir %v did not stop:\n%s", args, out.String())
+					return 0, ""
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			cancel()
+			t.Fatalf("no dashboard address:\n%s", out.String())
+		}
+	}
+}
+
+func runDoctor(t *testing.T, dir string, args ...string) (int, string) {
+	t.Helper()
+	var out bytes.Buffer
+	code := Main(context.Background(), append([]string{"doctor"}, args...), IO{Dir: dir, Stdout: &out, Stderr: &out})
+	return code, out.String()
+}
+
+// TestDoctorSilentPartition: a live Kafka job whose partition 2 never
+// gets a record and that has no idle timeout: weir doctor names the
+// partition as the idle input that holds the window operator's
+// watermark (D5), with the spec field to change, and exits 1. The
+// spec's doctor: block shortens how long a hold must last. A saved dump
+// gives the same diagnosis offline.
+func TestDoctorSilentPartition(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, "orders"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	broker := c.ListenAddrs()[0]
+	cl, err := kgo.NewClient(kgo.SeedBrokers(broker), kgo.DefaultProduceTopic("orders"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	var recs []*kgo.Record
+	for i := range 2000 {
+		recs = append(recs, &kgo.Record{Partition: int32(i % 2), Value: fmt.Appendf(nil, `{"user_id":"u%d","ts":%d}`, i%7, time.Now().UnixMilli()-60_000+int64(i)*10)})
+	}
+	if err := cl.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	job := fmt.Sprintf(`name: silent
+source:
+  type: kafka
+  kafka: {brokers: ['%s'], topic: orders}
+watermark: {max_out_of_orderness: 2s, interval: 50ms}
+key: [user_id]
+window: {type: tumbling, size: 1s}
+aggregate: [{name: n, fn: count}]
+sinks: {results: {type: jsonl, path: out.jsonl}}
+doctor: {hold: 1s}
+`, broker)
+	if err := os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(job), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	addr, stop := startAdmin(t, dir, []string{"run", "job.yaml", "--http", "127.0.0.1:0"})
+	var code int
+	var out string
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		code, out = runDoctor(t, dir, "--addr", addr, "--save", "dump.json")
+		if code == doctorFindings {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("exit %d:\n%s", code, out)
+		}
+	}
+	for _, want := range []string{"the job: no watermark yet", "D5 warning source[0] partition 2: an idle or empty input holds window's watermark",
+		"chain window[0] source[0] ← source[0] partition 2", "fix: set watermark.idle_timeout (now not set)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("doctor output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "D19") {
+		t.Errorf("D19 besides D5 (the holder explains it):\n%s", out)
+	}
+	// Offline, from the saved dump: the same findings.
+	code2, out2 := runDoctor(t, dir, "--from", "dump.json")
+	if code2 != doctorFindings || !strings.Contains(out2, "D5 warning source[0] partition 2") {
+		t.Fatalf("from the dump: exit %d\n%s", code2, out2)
+	}
+	if code, out := stop(); code != ExitOK {
+		t.Fatalf("run exit %d\n%s", code, out)
+	}
+	// A job that cannot be reached: exit 2.
+	if code, out := runDoctor(t, dir, "--addr", "127.0.0.1:1"); code != doctorNoJob {
+		t.Fatalf("unreachable: exit %d\n%s", code, out)
+	}
+}
+
+// TestDoctorHealthyDemo: weir doctor finds nothing of warning severity
+// on the demo, a replay of historical orders, while it runs and after
+// (the replay may be reported as information, D3).
+func TestDoctorHealthyDemo(t *testing.T) {
+	dir := t.TempDir()
+	addr, stop := startAdmin(t, dir, []string{"demo", "--orders", "400000", "--http", "127.0.0.1:0", "--keep-serving"})
+	reports := 0
+	var out string
+	for {
+		code, o := runDoctor(t, dir, "--addr", addr)
+		if code == doctorNoJob && reports == 0 {
+			time.Sleep(50 * time.Millisecond) // not sampled yet
+			continue
+		}
+		if code != doctorHealthy {
+			t.Fatalf("exit %d on the healthy demo:\n%s", code, o)
+		}
+		reports++
+		out = o
+		if reports >= 5 {
+			break
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	if strings.Contains(out, " warning ") || strings.Contains(out, " critical ") {
+		t.Fatalf("findings on the demo:\n%s", out)
+	}
+	if code, o := stop(); code != ExitOK {
+		t.Fatalf("demo exit %d\n%s", code, o)
+	}
+}
+
+// TestDoctorDuringReplay runs the demo job (a replay of historical
+// orders) with the monitor sampling every 20 ms and diagnoses every
+// sample while it runs: never a finding of warning severity, and the
+// replay is recognized as old data by design (D3, information).
+func TestDoctorDuringReplay(t *testing.T) {
+	s, err := spec.Load(DemoSpec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Source.Generator.Records = 600_000
+	p, err := spec.Compile(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := spec.Open(p, spec.RunOptions{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mon := monitor.New(monitor.Options{Info: jobInfo(p), Env: j.Env, Every: 20 * time.Millisecond,
+		Extra: func() monitor.Extra { return monitor.Extra{Counters: j.Counters()} }})
+	points, unsubscribe := mon.Subscribe()
+	defer unsubscribe()
+	ctx, cancel := context.WithCancel(context.Background())
+	sampled := make(chan struct{})
+	go func() { defer close(sampled); mon.Run(ctx) }()
+	ran := make(chan error, 1)
+	go func() { _, err := j.Run(context.Background()); ran <- err }()
+	samples, d3 := 0, false
+	check := func() {
+		snap := mon.Snapshot()
+		if snap == nil {
+			return
+		}
+		r := doctor.Diagnose(doctor.Dump{Snapshot: *snap, History: mon.History(), Thresholds: doctorThresholds(p)}, doctor.Thresholds{})
+		if r.Worst() >= doctor.Warning {
+			t.Fatalf("sample %d:\n%s", samples, r.Text())
+		}
+		for _, f := range r.Findings {
+			d3 = d3 || f.Rule == "D3"
+		}
+		samples++
+	}
+	for done := false; !done; {
+		select {
+		case <-points:
+			check()
+		case err := <-ran:
+			if err != nil {
+				t.Fatal(err)
+			}
+			done = true
+		}
+	}
+	mon.Sample()
+	check()
+	cancel()
+	<-sampled
+	if samples < 3 || !d3 {
+		t.Fatalf("%d samples diagnosed, D3 seen %v: the run was too short to judge", samples, d3)
+	}
+	t.Logf("%d samples diagnosed, none with a warning", samples)
+}

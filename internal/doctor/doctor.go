@@ -1,0 +1,462 @@
+// Package doctor diagnoses a running job from its monitor snapshot and
+// history: it first places the job in "data arrives slowly" or
+// "processing is slow" (the seeds' advice: look at watermark lag and late
+// volume first), then checks rules D1 to D19 of the design notes, each
+// with thresholds relative to the job's own bound B, allowed lateness L,
+// window size W and idle timeout I. Every finding says where (operator,
+// subtask, input), shows the numbers that triggered it, and names the job
+// spec's field to change.
+package doctor
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/weirstream/weir/internal/monitor"
+)
+
+// Severity ranks findings.
+type Severity int
+
+const (
+	Info Severity = iota
+	Warning
+	Critical
+)
+
+func (s Severity) String() string {
+	return [...]string{"info", "warning", "critical"}[s]
+}
+
+// MarshalText writes the severity's name.
+func (s Severity) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// Finding is one diagnosis.
+type Finding struct {
+	Rule     string   `json:"rule"`
+	Severity Severity `json:"severity"`
+	// Title is the likely cause in one sentence.
+	Title string `json:"title"`
+	// Where is the operator, subtask and input it concerns.
+	Where string `json:"where"`
+	// Evidence are the numbers that triggered it.
+	Evidence string `json:"evidence"`
+	// Fix says what to change, by the job spec's field paths.
+	Fix string `json:"fix"`
+}
+
+// Report is the doctor's answer.
+type Report struct {
+	// Quadrant places the job: healthy, "processing fell behind just
+	// now", "data arrives slowly or is old", or "processing is slow";
+	// QuadrantWhy gives the numbers.
+	Quadrant    string    `json:"quadrant"`
+	QuadrantWhy string    `json:"quadrant_why"`
+	Findings    []Finding `json:"findings"`
+}
+
+// Worst returns the highest severity among the findings (Info when
+// there are none).
+func (r Report) Worst() Severity {
+	w := Info
+	for _, f := range r.Findings {
+		w = max(w, f.Severity)
+	}
+	return w
+}
+
+// Thresholds are the knobs of the rules; a zero field takes its default,
+// which Defaults computes from the job (the spec's doctor: block may set
+// any of them).
+type Thresholds struct {
+	// LagHighS: lag above it is high. Default B + max(W, 30 s).
+	LagHighS float64 `yaml:"lag_high_s" json:"lag_high_s"`
+	// LateRise: the late rate of the last 2 minutes above this many
+	// times its median over the history is a jump (default 3), if it is
+	// also above LateMinShare of the input (default 0.001: seed 002 saw
+	// under 0.1% in production).
+	LateRise     float64 `yaml:"late_rise" json:"late_rise"`
+	LateMinShare float64 `yaml:"late_min_share" json:"late_min_share"`
+	// BusyHigh: a busier operator is a bottleneck (default 0.9).
+	BusyHigh float64 `yaml:"busy_high" json:"busy_high"`
+	// SkewHigh: more skew of records over subtasks is high (default 0.5).
+	SkewHigh float64 `yaml:"skew_high" json:"skew_high"`
+	// FutureS: event time this far ahead of the clock is future-dated
+	// (default max(5 min, B)).
+	FutureS float64 `yaml:"future_s" json:"future_s"`
+	// HoldS: an input holding the watermark longer is held up (default
+	// max(I, 2B, 10 s)).
+	HoldS float64 `yaml:"hold_s" json:"hold_s"`
+	// IdleFlips: more idle/active changes of an input in 10 minutes are
+	// flapping (default 3).
+	IdleFlips int `yaml:"idle_flips" json:"idle_flips"`
+	// CheckpointDelayS: a start delay above it is high (default 10 s).
+	CheckpointDelayS float64 `yaml:"checkpoint_delay_s" json:"checkpoint_delay_s"`
+}
+
+// over fills t's zero fields from u.
+func (t Thresholds) over(u Thresholds) Thresholds {
+	for _, f := range []struct{ dst, src *float64 }{{&t.LagHighS, &u.LagHighS}, {&t.LateRise, &u.LateRise}, {&t.LateMinShare, &u.LateMinShare},
+		{&t.BusyHigh, &u.BusyHigh}, {&t.SkewHigh, &u.SkewHigh}, {&t.FutureS, &u.FutureS}, {&t.HoldS, &u.HoldS}, {&t.CheckpointDelayS, &u.CheckpointDelayS}} {
+		if *f.dst == 0 {
+			*f.dst = *f.src
+		}
+	}
+	if t.IdleFlips == 0 {
+		t.IdleFlips = u.IdleFlips
+	}
+	return t
+}
+
+// Defaults fills the zero fields of t from the job.
+func (t Thresholds) Defaults(j monitor.JobInfo) Thresholds {
+	b, w, i := float64(j.BoundMS)/1000, float64(j.WindowMS)/1000, float64(j.IdleMS)/1000
+	set := func(v *float64, d float64) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	set(&t.LagHighS, b+max(w, 30))
+	set(&t.LateRise, 3)
+	set(&t.LateMinShare, 0.001)
+	set(&t.BusyHigh, 0.9)
+	set(&t.SkewHigh, 0.5)
+	set(&t.FutureS, max(300, b))
+	set(&t.HoldS, max(i, 2*b, 10))
+	if t.IdleFlips == 0 {
+		t.IdleFlips = 3
+	}
+	set(&t.CheckpointDelayS, 10)
+	return t
+}
+
+// Dump is what the doctor reads: a snapshot and the history before it
+// (oldest first), as /api/v1/snapshot and /api/v1/history serve them.
+type Dump struct {
+	Snapshot monitor.Snapshot `json:"snapshot"`
+	History  []monitor.Point  `json:"history"`
+	// Thresholds are the job's (its spec's doctor: block).
+	Thresholds Thresholds `json:"thresholds"`
+}
+
+// Diagnose runs the rules on d with d's thresholds, t's non-zero fields
+// taking precedence.
+func Diagnose(d Dump, t Thresholds) Report {
+	t = t.over(d.Thresholds)
+	c := newCase(d, t.Defaults(d.Snapshot.Job))
+	r := c.quadrant()
+	for _, rule := range rules {
+		r.Findings = append(r.Findings, rule(c)...)
+	}
+	slices.SortStableFunc(r.Findings, func(a, b Finding) int {
+		if a.Severity != b.Severity {
+			return cmp.Compare(b.Severity, a.Severity)
+		}
+		return cmp.Compare(ruleNo(a.Rule), ruleNo(b.Rule))
+	})
+	return r
+}
+
+func ruleNo(r string) int {
+	var n int
+	fmt.Sscanf(r, "D%d", &n)
+	return n
+}
+
+// Text renders a report for a terminal.
+func (r Report) Text() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "the job: %s (%s)\n", r.Quadrant, r.QuadrantWhy)
+	if len(r.Findings) == 0 {
+		b.WriteString("no findings\n")
+	}
+	for _, f := range r.Findings {
+		fmt.Fprintf(&b, "%s %s %s: %s\n", f.Rule, f.Severity, f.Where, f.Title)
+		fmt.Fprintf(&b, "  evidence: %s\n", f.Evidence)
+		fmt.Fprintf(&b, "  fix: %s\n", f.Fix)
+	}
+	return b.String()
+}
+
+// ---- the case: series and helpers over the history ----------------------
+
+type kase struct {
+	d   Dump
+	t   Thresholds
+	s   *monitor.Snapshot
+	h   []monitor.Point
+	b   float64  // bound, s
+	l   float64  // lateness, s
+	w   float64  // window, s
+	i   float64  // idle timeout, s
+	ops []string // operators with inputs, in graph order
+	win []string // window operators
+}
+
+func newCase(d Dump, t Thresholds) *kase {
+	j := d.Snapshot.Job
+	c := &kase{d: d, t: t, s: &d.Snapshot, h: d.History,
+		b: float64(j.BoundMS) / 1000, l: float64(j.LatenessMS) / 1000, w: float64(j.WindowMS) / 1000, i: float64(j.IdleMS) / 1000}
+	for _, op := range d.Snapshot.Operators {
+		if !op.Source {
+			c.ops = append(c.ops, op.Name)
+		}
+		if op.Window != nil {
+			c.win = append(c.win, op.Name)
+		}
+	}
+	return c
+}
+
+// span is the history's length in seconds.
+func (c *kase) span() float64 {
+	if len(c.h) < 2 {
+		return 0
+	}
+	return float64(c.h[len(c.h)-1].T-c.h[0].T) / 1000
+}
+
+// series returns f over the history: times (s from the first point) and
+// values, skipping points where f has no value.
+func (c *kase) series(f func(p monitor.Point) (float64, bool)) (ts, vs []float64) {
+	if len(c.h) == 0 {
+		return nil, nil
+	}
+	t0 := c.h[0].T
+	for _, p := range c.h {
+		if v, ok := f(p); ok && !math.IsNaN(v) {
+			ts = append(ts, float64(p.T-t0)/1000)
+			vs = append(vs, v)
+		}
+	}
+	return ts, vs
+}
+
+func opVal(op string, f func(monitor.OpPoint) *float64) func(p monitor.Point) (float64, bool) {
+	return func(p monitor.Point) (float64, bool) {
+		o, ok := p.Ops[op]
+		if !ok {
+			return 0, false
+		}
+		v := f(o)
+		if v == nil {
+			return 0, false
+		}
+		return *v, true
+	}
+}
+
+// lateRate is the job's too-late records per second (side output and
+// dropped) over the window operators.
+func (c *kase) lateRate(p monitor.Point) (float64, bool) {
+	var sum float64
+	any := false
+	for _, w := range c.win {
+		o := p.Ops[w]
+		for _, v := range []*float64{o.SideOutputPerS, o.DroppedPerS, o.LateAcceptedPerS} {
+			if v != nil {
+				sum += *v
+				any = true
+			}
+		}
+	}
+	return sum, any
+}
+
+func (c *kase) maxOver(ops []string, f func(monitor.OpPoint) *float64) func(p monitor.Point) (float64, bool) {
+	return func(p monitor.Point) (float64, bool) {
+		v, any := 0.0, false
+		for _, op := range ops {
+			if o, ok := p.Ops[op]; ok && f(o) != nil {
+				v, any = max(v, *f(o)), true
+			}
+		}
+		return v, any
+	}
+}
+
+// trend fits a line to the series: slope per second and R².
+func trend(ts, vs []float64) (slope, r2 float64) {
+	n := float64(len(ts))
+	if n < 3 {
+		return 0, 0
+	}
+	var st, sv, stt, stv, svv float64
+	for i := range ts {
+		st += ts[i]
+		sv += vs[i]
+		stt += ts[i] * ts[i]
+		stv += ts[i] * vs[i]
+		svv += vs[i] * vs[i]
+	}
+	den := n*stt - st*st
+	if den == 0 {
+		return 0, 0
+	}
+	slope = (n*stv - st*sv) / den
+	vt := n*svv - sv*sv
+	if vt <= 0 {
+		return slope, 0
+	}
+	r := (n*stv - st*sv) / math.Sqrt(den*vt)
+	return slope, r * r
+}
+
+// rising reports whether the series rises steadily over at least 3
+// minutes: a positive slope with R² > 0.6 and a total rise above min.
+func rising(ts, vs []float64, min float64) bool {
+	if len(ts) < 3 || ts[len(ts)-1]-ts[0] < 180 {
+		return false
+	}
+	s, r2 := trend(ts, vs)
+	return s > 0 && r2 > 0.6 && s*(ts[len(ts)-1]-ts[0]) > min
+}
+
+func last(vs []float64) float64 {
+	if len(vs) == 0 {
+		return math.NaN()
+	}
+	return vs[len(vs)-1]
+}
+
+func median(vs []float64) float64 {
+	if len(vs) == 0 {
+		return 0
+	}
+	s := slices.Clone(vs)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+// recentAndBefore splits a series at the last 2 minutes.
+func recentAndBefore(ts, vs []float64) (recent, before []float64) {
+	if len(ts) == 0 {
+		return nil, nil
+	}
+	cut := ts[len(ts)-1] - 120
+	for i := range ts {
+		if ts[i] > cut {
+			recent = append(recent, vs[i])
+		} else {
+			before = append(before, vs[i])
+		}
+	}
+	return recent, before
+}
+
+func mean(vs []float64) float64 {
+	if len(vs) == 0 {
+		return 0
+	}
+	var s float64
+	for _, v := range vs {
+		s += v
+	}
+	return s / float64(len(vs))
+}
+
+// secs formats seconds for evidence.
+func secs(s float64) string {
+	switch a := math.Abs(s); {
+	case math.IsNaN(s):
+		return "unknown"
+	case a < 1:
+		return fmt.Sprintf("%.0fms", s*1000)
+	case a < 120:
+		return fmt.Sprintf("%.1fs", s)
+	case a < 7200:
+		return fmt.Sprintf("%.1fm", s/60)
+	case a < 3*86400:
+		return fmt.Sprintf("%.1fh", s/3600)
+	}
+	return fmt.Sprintf("%.0fd", s/86400)
+}
+
+// dur formats seconds as a spec duration (rounded up to whole seconds).
+func dur(s float64) string {
+	s = math.Ceil(s)
+	switch {
+	case s >= 3600 && math.Mod(s, 3600) == 0:
+		return fmt.Sprintf("%.0fh", s/3600)
+	case s >= 60 && math.Mod(s, 60) == 0:
+		return fmt.Sprintf("%.0fm", s/60)
+	}
+	return fmt.Sprintf("%.0fs", s)
+}
+
+// lag returns the operators' lag now (max over operators with inputs)
+// and the series of it.
+func (c *kase) lag() (now float64, ts, vs []float64) {
+	ts, vs = c.series(c.maxOver(c.ops, func(o monitor.OpPoint) *float64 { return o.LagS }))
+	return last(vs), ts, vs
+}
+
+func (c *kase) backlog() (now float64, ts, vs []float64, known bool) {
+	ts, vs = c.series(func(p monitor.Point) (float64, bool) {
+		if p.Job.Backlog == nil {
+			return 0, false
+		}
+		return float64(*p.Job.Backlog), true
+	})
+	return last(vs), ts, vs, len(vs) > 0
+}
+
+func (c *kase) busiest() (op string, busy float64) {
+	if len(c.h) == 0 {
+		return "", math.NaN()
+	}
+	busy = math.NaN()
+	for name, o := range c.h[len(c.h)-1].Ops {
+		if o.Busy != nil && (math.IsNaN(busy) || *o.Busy > busy || *o.Busy == busy && name < op) {
+			op, busy = name, *o.Busy
+		}
+	}
+	return op, busy
+}
+
+func (c *kase) operator(name string) *monitor.Operator {
+	for i := range c.s.Operators {
+		if c.s.Operators[i].Name == name {
+			return &c.s.Operators[i]
+		}
+	}
+	return nil
+}
+
+// quadrant places the job (design notes 5.3).
+func (c *kase) quadrant() Report {
+	lag, lts, lvs := c.lag()
+	back, bts, bvs, known := c.backlog()
+	lagHigh := !math.IsNaN(lag) && (lag > c.t.LagHighS || rising(lts, lvs, max(c.b, 5)))
+	growing := known && back > 0 && rising(bts, bvs, 0)
+	why := fmt.Sprintf("lag %s against %s allowed for bound + window; ", secs(lag), secs(c.t.LagHighS))
+	if math.IsNaN(lag) {
+		why = "no watermark yet; "
+	}
+	if known {
+		why += fmt.Sprintf("source backlog %.0f", back)
+		if growing {
+			why += " and growing"
+		}
+	} else {
+		why += "source backlog not reported"
+	}
+	if span := c.span(); span < 180 {
+		why += fmt.Sprintf("; history covers %s (trend rules need 3 minutes)", secs(span))
+	}
+	q := "healthy"
+	switch {
+	case math.IsNaN(lag):
+		q = "no watermark yet"
+	case lagHigh && growing:
+		q = "processing is slow"
+	case lagHigh:
+		q = "data arrives slowly or is old"
+	case growing:
+		q = "processing fell behind just now"
+	}
+	return Report{Quadrant: q, QuadrantWhy: why}
+}

@@ -1,0 +1,541 @@
+package doctor
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/weirstream/weir/internal/monitor"
+)
+
+// rules are D1 to D19 of the design notes (observability.md 5.2).
+var rules = []func(c *kase) []Finding{
+	d1UpstreamDelay, d2Bottleneck, d3OldData, d4WatermarkTooFast, d5d6Holder, d7Skew, d8Future, d9Unit,
+	d10Regression, d11TimerBacklog, d12LatenessTooLarge, d13d14State, d15d16Checkpoints, d17AfterRestore,
+	d18Flapping, d19NoWatermark,
+}
+
+// lateJump reports whether the late rate of the last 2 minutes is above
+// LateRise times its median before, and above LateMinShare of the input.
+func (c *kase) lateJump() (jump bool, recent, before float64) {
+	ts, vs := c.series(c.lateRate)
+	r, b := recentAndBefore(ts, vs)
+	if len(r) == 0 || len(b) < 3 {
+		return false, mean(r), median(b)
+	}
+	recent, before = mean(r), median(b)
+	in := 0.0
+	if p := c.h[len(c.h)-1].Job.RecordsInPerS; p != nil {
+		in = *p
+	}
+	return recent > c.t.LateRise*before && recent > c.t.LateMinShare*in && recent > 0, recent, before
+}
+
+func (c *kase) latenessP99() float64 {
+	_, vs := c.series(c.maxOver(c.win, func(o monitor.OpPoint) *float64 { return &o.LatenessP99S }))
+	return last(vs)
+}
+
+// D1: lag and late records rise together while the source is caught up
+// and nothing is busy: the data arrives slowly (upstream delay).
+// ended reports whether an operator got the final watermark (its input
+// ended): lag is 0 then, and judged no further.
+func (c *kase) ended() bool {
+	for _, op := range c.s.Operators {
+		if op.Watermark != nil && *op.Watermark >= math.MaxInt64-1000 {
+			return true
+		}
+	}
+	return false
+}
+
+func (c *kase) busiestText() string {
+	op, busy := c.busiest()
+	if math.IsNaN(busy) {
+		return "busy time not measured yet"
+	}
+	return fmt.Sprintf("busiest %s at %.0f%%", op, 100*busy)
+}
+
+func d1UpstreamDelay(c *kase) []Finding {
+	lag, lts, lvs := c.lag()
+	jump, recent, before := c.lateJump()
+	back, _, _, known := c.backlog()
+	_, busy := c.busiest()
+	if !rising(lts, lvs, max(c.b, 5)) || !jump || known && back > 0 || !math.IsNaN(busy) && busy > 0.5 {
+		return nil
+	}
+	slope, r2 := trend(lts, lvs)
+	p99 := c.latenessP99()
+	return []Finding{{Rule: "D1", Severity: Warning, Where: c.ops[0],
+		Title:    "data arrives slowly: the watermark lag and the late records rise together while the source is caught up and the job is not busy (an upstream delay)",
+		Evidence: fmt.Sprintf("lag %s rising at %.2fs/s (R² %.2f); late records %.1f/s, %.1f/s before; backlog %s; %s", secs(lag), slope, r2, recent, before, backlogText(back, known), c.busiestText()),
+		Fix:      fmt.Sprintf("fix the upstream delay (producer retries, network); if it is the new normal, raise watermark.max_out_of_orderness toward the p99 lateness (%s) and keep sinks.late for the rest", dur(math.Max(p99, c.b)))}}
+}
+
+func backlogText(b float64, known bool) string {
+	if !known {
+		return "not reported"
+	}
+	return fmt.Sprintf("%.0f", b)
+}
+
+// D2: lag high or rising and the backlog growing, with an operator busy
+// above BusyHigh: processing is slow, that operator is the bottleneck.
+func d2Bottleneck(c *kase) []Finding {
+	lag, lts, lvs := c.lag()
+	back, bts, bvs, known := c.backlog()
+	if !known || !rising(bts, bvs, 0) || !(lag > c.t.LagHighS || rising(lts, lvs, max(c.b, 5))) {
+		return nil
+	}
+	// The first operator, in graph order, that is busy: upstream of it
+	// the others are backpressured by it.
+	p := c.h[len(c.h)-1]
+	for _, op := range c.s.Operators {
+		o := p.Ops[op.Name]
+		if o.Busy == nil || *o.Busy < c.t.BusyHigh {
+			continue
+		}
+		var up []string
+		for _, u := range op.Upstream {
+			if uo := p.Ops[u]; uo.Backpressured != nil {
+				up = append(up, fmt.Sprintf("%s backpressured %.0f%%", u, 100**uo.Backpressured))
+			}
+		}
+		return []Finding{{Rule: "D2", Severity: Critical, Where: op.Name,
+			Title:    "processing is slow: " + op.Name + " is the bottleneck (busy all the time while its input queues and the source backlog grow)",
+			Evidence: fmt.Sprintf("%s busy %.0f%%; %s; backlog %.0f and growing; lag %s", op.Name, 100**o.Busy, strings.Join(append(up, "queues "+queues(&op)), "; "), back, secs(lag)),
+			Fix:      "give " + op.Name + " more subtasks (source.channels and the run's --parallelism), aggregate incrementally instead of collecting, batch the sink"}}
+	}
+	return nil
+}
+
+func queues(op *monitor.Operator) string {
+	var q []string
+	for _, st := range op.Subtasks {
+		if st.QueueCap > 0 {
+			q = append(q, fmt.Sprintf("%d/%d", st.Queue, st.QueueCap))
+		}
+	}
+	if len(q) == 0 {
+		return "none"
+	}
+	return strings.Join(q, " ")
+}
+
+// D3: lag high but steady, the source caught up, little busy and no late
+// jump: the job replays history (old data by design, not a fault).
+func d3OldData(c *kase) []Finding {
+	lag, _, _ := c.lag()
+	back, _, _, known := c.backlog()
+	if math.IsNaN(lag) || lag < math.Max(c.t.LagHighS, 3600) || known && back > 0 {
+		return nil
+	}
+	if jump, _, _ := c.lateJump(); jump {
+		return nil
+	}
+	return []Finding{{Rule: "D3", Severity: Info, Where: c.ops[0],
+		Title:    "old data by design: the watermark is far behind the clock because the job reads history (a replay or backfill), not because anything is late",
+		Evidence: fmt.Sprintf("lag %s (the data's event time is from %s ago); backlog %s", secs(lag), secs(lag), backlogText(back, known)),
+		Fix:      "nothing to fix; silence lag alerts while replaying, and judge lateness by the late counts, not the lag"}}
+}
+
+// D4: the late rate jumps while the lag is normal or falling: the
+// watermark runs ahead of the data (bound too small, or a fast input).
+func d4WatermarkTooFast(c *kase) []Finding {
+	jump, recent, before := c.lateJump()
+	lag, lts, lvs := c.lag()
+	if !jump || lag > c.t.LagHighS || rising(lts, lvs, max(c.b, 5)) || c.justRestored() {
+		return nil // (a jump right after a restore is D17's)
+	}
+	p99 := c.latenessP99()
+	fix := fmt.Sprintf("raise watermark.max_out_of_orderness toward the observed p99 lateness (%s; now %s)", dur(math.Max(p99, c.b)), dur(c.b))
+	if c.hasKafka() {
+		fix += "; with several partitions, set watermark.max_drift so a fast partition cannot run ahead of a slow one"
+	}
+	return []Finding{{Rule: "D4", Severity: Warning, Where: c.win0(),
+		Title:    "the watermark runs ahead of the data: late records jumped while the lag is normal",
+		Evidence: fmt.Sprintf("late records %.1f/s in the last 2 minutes, %.1f/s before (×%.0f); lag %s; lateness p99 %s against bound %s", recent, before, recent/math.Max(before, 1e-9), secs(lag), secs(p99), secs(c.b)),
+		Fix:      fix + "; see D18 if inputs flip between idle and active"}}
+}
+
+func (c *kase) win0() string {
+	if len(c.win) > 0 {
+		return c.win[0]
+	}
+	if len(c.ops) > 0 {
+		return c.ops[0]
+	}
+	return "job"
+}
+
+func (c *kase) hasKafka() bool {
+	for _, op := range c.s.Operators {
+		for _, st := range op.Subtasks {
+			for _, in := range st.Inputs {
+				if strings.HasPrefix(in.Name, "partition ") {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// sourceInput finds the source input a holder chain ends at.
+func (c *kase) sourceInput(h monitor.Holder) (*monitor.Input, string) {
+	if len(h.Chain) == 0 {
+		return nil, ""
+	}
+	end := h.Chain[len(h.Chain)-1] // "source[0] partition 2"
+	for i := range c.s.Operators {
+		op := &c.s.Operators[i]
+		if !op.Source {
+			continue
+		}
+		for j := range op.Subtasks {
+			st := &op.Subtasks[j]
+			for k := range st.Inputs {
+				if fmt.Sprintf("%s[%d] %s", op.Name, st.Index, st.Inputs[k].Name) == end {
+					return &st.Inputs[k], end
+				}
+			}
+		}
+	}
+	return nil, end
+}
+
+// D5 and D6: one source input holds an operator's watermark for longer
+// than max(I, 2B): without backlog it is idle or empty (D5), with a
+// backlog it is behind (D6).
+func d5d6Holder(c *kase) []Finding {
+	var out []Finding
+	for _, h := range c.s.Holders {
+		in, where := c.sourceInput(h)
+		if in == nil || h.HoldingForS < c.t.HoldS || in.State != "active" && in.State != "no watermark yet" {
+			continue
+		}
+		age := "no record yet"
+		if in.LastRecordAgeS != nil {
+			age = "last record " + secs(*in.LastRecordAgeS) + " ago"
+		}
+		if in.Backlog != nil && *in.Backlog > 0 {
+			out = append(out, Finding{Rule: "D6", Severity: Warning, Where: where,
+				Title:    "a lagging input holds " + h.Operator + "'s watermark: it has data waiting, so it is behind, not idle (marking it idle would turn its backlog into late data)",
+				Evidence: fmt.Sprintf("holding for %s; backlog %d; %s; chain %s", secs(h.HoldingForS), *in.Backlog, age, strings.Join(h.Chain, " ← ")),
+				Fix:      "set watermark.max_drift so faster inputs pause until it catches up; add source.channels (consumers) or rebalance the partitions; never idle out an input with a backlog"})
+			continue
+		}
+		if in.LastRecordAgeS != nil && *in.LastRecordAgeS < math.Max(c.i, 2*c.b) {
+			continue // it is getting records: a normal holder
+		}
+		fix := fmt.Sprintf("set watermark.idle_timeout (now %s) so a quiet input that is caught up stops holding the watermark; keep source.channels at most the number of partitions", idleText(c.i))
+		out = append(out, Finding{Rule: "D5", Severity: Warning, Where: where,
+			Title:    "an idle or empty input holds " + h.Operator + "'s watermark: it gets no records and has no backlog, so windows do not fire",
+			Evidence: fmt.Sprintf("holding for %s (more than %s); backlog %s; %s; watermark %s; chain %s", secs(h.HoldingForS), secs(c.t.HoldS), ptrText(in.Backlog), age, wmText(in.Watermark), strings.Join(h.Chain, " ← ")),
+			Fix:      fix})
+	}
+	return out
+}
+
+func idleText(i float64) string {
+	if i == 0 {
+		return "not set"
+	}
+	return dur(i)
+}
+
+func ptrText(p *int64) string {
+	if p == nil {
+		return "not reported"
+	}
+	return fmt.Sprint(*p)
+}
+
+func wmText(w *int64) string {
+	if w == nil {
+		return "none yet"
+	}
+	return time.UnixMilli(*w).UTC().Format(time.RFC3339)
+}
+
+// D7: an operator's subtask watermarks spread wider than the bound and
+// its records are skewed over subtasks: a hot key or skewed data.
+func d7Skew(c *kase) []Finding {
+	if len(c.h) == 0 {
+		return nil
+	}
+	var out []Finding
+	p := c.h[len(c.h)-1]
+	for _, op := range c.ops {
+		o := p.Ops[op]
+		if o.SpreadS == nil || o.Skew == nil || *o.SpreadS <= c.b || *o.Skew <= c.t.SkewHigh {
+			continue
+		}
+		out = append(out, Finding{Rule: "D7", Severity: Warning, Where: op,
+			Title:    "key or data skew: a few subtasks of " + op + " get most records and their watermarks drift apart",
+			Evidence: fmt.Sprintf("records skew %.0f%% over subtasks (above %.0f%%); subtask watermark spread %s against bound %s", 100**o.Skew, 100*c.t.SkewHigh, secs(*o.SpreadS), secs(c.b)),
+			Fix:      "salt the hot key and aggregate in two steps, or key by a finer field (key); more subtasks do not help a single hot key"})
+	}
+	return out
+}
+
+// D8: event time ahead of the clock: future-dated records poisoned the
+// watermark.
+func d8Future(c *kase) []Finding {
+	ahead := math.NaN()
+	if len(c.h) > 0 && c.h[len(c.h)-1].Job.MaxEventAheadS != nil {
+		ahead = *c.h[len(c.h)-1].Job.MaxEventAheadS
+	}
+	where := "source"
+	for _, op := range c.s.Operators {
+		if op.Watermark != nil && *op.Watermark < math.MaxInt64-1000 {
+			if a := float64(*op.Watermark-c.s.Now) / 1000; math.IsNaN(ahead) || a > ahead {
+				ahead, where = a, op.Name
+			}
+		}
+	}
+	if math.IsNaN(ahead) || ahead <= c.t.FutureS {
+		return nil
+	}
+	return []Finding{{Rule: "D8", Severity: Critical, Where: where,
+		Title:    "future-dated timestamps: event time runs ahead of the clock, so the watermark passed records that are still to come and they will all be late",
+		Evidence: fmt.Sprintf("event time %s ahead of processing time (more than %s)", secs(ahead), secs(c.t.FutureS)),
+		Fix:      "keep timestamp.checks on and set timestamp.max_future (future records become dead letters instead of moving the watermark); fix the producer's clock"}}
+}
+
+// D9: timestamps in the wrong unit or field: event times near 1970 or
+// far in the future, or dead letters that say so.
+func d9Unit(c *kase) []Finding {
+	var ev []string
+	var bad int64
+	for _, r := range []string{"timestamp_unit", "timestamp_too_old", "timestamp_negative"} {
+		if n := c.s.Counters["dead_letter_"+r]; n > 0 {
+			ev = append(ev, fmt.Sprintf("%d dead letters %s", n, r))
+			bad += n
+		}
+	}
+	// A few such records are bad input the checks caught (dead letters
+	// with their reason); many mean the spec reads the wrong unit.
+	many := float64(bad) > 0.01*float64(c.s.Totals.RecordsIn)
+	for _, op := range c.s.Operators {
+		if op.Watermark == nil || *op.Watermark >= math.MaxInt64-1000 {
+			continue
+		}
+		y := time.UnixMilli(*op.Watermark).UTC().Year()
+		if y < 2000 || y > 2200 {
+			ev = append(ev, fmt.Sprintf("%s's watermark is in the year %d", op.Name, y))
+		}
+	}
+	if len(ev) == 0 {
+		return nil
+	}
+	if !many && !strings.Contains(strings.Join(ev, ";"), "year") {
+		return []Finding{{Rule: "D9", Severity: Info, Where: "timestamp",
+			Title:    "a few records had timestamps in the wrong unit or range; the checks made them dead letters",
+			Evidence: fmt.Sprintf("%s, of %d records in", strings.Join(ev, "; "), c.s.Totals.RecordsIn),
+			Fix:      "nothing in the spec; fix the producers that send them (sinks.dead_letter has each with its reason)"}}
+	}
+	return []Finding{{Rule: "D9", Severity: Critical, Where: "timestamp",
+		Title:    "timestamps are read in the wrong unit or from the wrong field (seconds taken as milliseconds, or the reverse)",
+		Evidence: strings.Join(ev, "; "),
+		Fix:      "set timestamp.unit to the unit the records use (s, ms, us, ns), or timestamp.field to the right field"}}
+}
+
+// D10: event time jumps back by more than an hour within a channel.
+func d10Regression(c *kase) []Finding {
+	_, vs := c.series(func(p monitor.Point) (float64, bool) { return float64(p.Job.Regressions), true })
+	if len(vs) < 2 || last(vs) <= vs[0] {
+		return nil
+	}
+	return []Finding{{Rule: "D10", Severity: Warning, Where: "source",
+		Title:    "event time jumps back within an input: an upstream clock regression, or a replay written into a live topic",
+		Evidence: fmt.Sprintf("%.0f backward jumps of more than an hour in the history, %.0f in all", last(vs)-vs[0], last(vs)),
+		Fix:      "check the producer's clock; replay history with a separate job (source.kafka.start) instead of into the live topic"}}
+}
+
+// D11: the firing delay is far above the lag: timers fire late because
+// the window operator is overloaded at window ends.
+func d11TimerBacklog(c *kase) []Finding {
+	if len(c.win) == 0 || len(c.h) == 0 {
+		return nil
+	}
+	if c.ended() {
+		return nil // the final watermark fired everything at once
+	}
+	_, lag := c.series(c.maxOver(c.win, func(o monitor.OpPoint) *float64 { return o.LagS }))
+	_, fd := c.series(c.maxOver(c.win, func(o monitor.OpPoint) *float64 { return &o.FiringDelayP99S }))
+	l, f := last(lag), last(fd)
+	if math.IsNaN(l) || math.IsNaN(f) || l > c.t.LagHighS || f <= 2*l+math.Max(c.b, 10) {
+		return nil
+	}
+	return []Finding{{Rule: "D11", Severity: Warning, Where: c.win[0],
+		Title:    "timer backlog: windows fire long after the watermark passed their end, so the window operator is overloaded when many windows end together",
+		Evidence: fmt.Sprintf("firing delay p99 %s against lag %s; %s", secs(f), secs(l), c.busiestText()),
+		Fix:      "aggregate incrementally, stagger the windows with window.offset, or add subtasks"}}
+}
+
+// D12: the allowed lateness is far larger than the lateness observed.
+func d12LatenessTooLarge(c *kase) []Finding {
+	if c.l < 60 {
+		return nil
+	}
+	for _, name := range c.win {
+		op := c.operator(name)
+		if op == nil || op.Window.LatenessCount < 100 {
+			continue
+		}
+		if p := op.Window.LatenessP999S; p < c.l/4 {
+			return []Finding{{Rule: "D12", Severity: Info, Where: name,
+				Title:    "the allowed lateness is larger than needed: it keeps window state for lateness that does not occur",
+				Evidence: fmt.Sprintf("lateness p99.9 %s over %d late records; allowed lateness %s; state %d bytes", secs(p), op.Window.LatenessCount, secs(c.l), op.Window.StateBytes),
+				Fix:      fmt.Sprintf("lower allowed_lateness to about %s; sinks.late keeps the rare later records for a backfill", dur(math.Max(p*1.5, 1)))}}
+		}
+	}
+	return nil
+}
+
+// D13 and D14: state grows for 10 minutes. With the oldest pending
+// timer far behind the clock, cleanup is stuck (the watermark does not
+// advance); otherwise the state grows by design.
+func d13d14State(c *kase) []Finding {
+	var out []Finding
+	for _, name := range c.win {
+		ts, vs := c.series(func(p monitor.Point) (float64, bool) { o, ok := p.Ops[name]; return float64(o.StateBytes), ok })
+		if len(ts) < 3 || ts[len(ts)-1]-ts[0] < 600 || !rising(ts, vs, 0) {
+			continue
+		}
+		_, ages := c.series(opVal(name, func(o monitor.OpPoint) *float64 { return o.OldestTimerAgeS }))
+		lag, lts, lvs := c.lag()
+		stuck := last(ages) > c.l+c.w+c.b+c.t.HoldS && rising(lts, lvs, max(c.b, 5))
+		if stuck {
+			out = append(out, Finding{Rule: "D13", Severity: Warning, Where: name,
+				Title:    "state cleanup is stuck: the watermark does not advance, so no window's cleanup time comes and the state only grows",
+				Evidence: fmt.Sprintf("state %.0f → %.0f bytes in %s; oldest pending timer %s behind the clock; lag %s and rising", vs[0], last(vs), secs(ts[len(ts)-1]-ts[0]), secs(last(ages)), secs(lag)),
+				Fix:      "make the watermark advance: see the holder of " + name + "'s watermark (D5, D6); set watermark.idle_timeout"})
+			continue
+		}
+		out = append(out, Finding{Rule: "D14", Severity: Info, Where: name,
+			Title:    "state grows by design: the watermark advances, so more keys or larger windows hold more state",
+			Evidence: fmt.Sprintf("state %.0f → %.0f bytes in %s while the watermark advances", vs[0], last(vs), secs(ts[len(ts)-1]-ts[0])),
+			Fix:      "if it is too much: aggregate instead of collecting, a smaller window.size or allowed_lateness, or the pebble state backend"})
+	}
+	return out
+}
+
+// D15 and D16: checkpoints held up. Every subtask slow to take them
+// means backpressure delays the barriers (D15); one subtask much slower
+// than the others means skew or a slow input there (D16).
+func d15d16Checkpoints(c *kase) []Finding {
+	var delays []float64
+	var slowest string
+	var worst float64
+	for _, op := range c.s.Operators {
+		for _, st := range op.Subtasks {
+			if st.CheckpointDelayS <= 0 {
+				continue
+			}
+			delays = append(delays, st.CheckpointDelayS)
+			if st.CheckpointDelayS > worst {
+				worst, slowest = st.CheckpointDelayS, fmt.Sprintf("%s[%d]", op.Name, st.Index)
+			}
+		}
+	}
+	if len(delays) == 0 {
+		return nil
+	}
+	med := median(delays)
+	switch {
+	case med > c.t.CheckpointDelayS:
+		return []Finding{{Rule: "D15", Severity: Warning, Where: "checkpoints",
+			Title:    "checkpoints are slow on every subtask: backpressure holds the barriers in the queues",
+			Evidence: fmt.Sprintf("start delay median %s over %d subtasks (above %s), slowest %s at %s", secs(med), len(delays), secs(c.t.CheckpointDelayS), slowest, secs(worst)),
+			Fix:      "relieve the bottleneck first (D2); a longer checkpoint.interval meanwhile"}}
+	case worst > c.t.CheckpointDelayS && worst > 3*med:
+		return []Finding{{Rule: "D16", Severity: Warning, Where: slowest,
+			Title:    "checkpoints wait for one subtask: it is skewed or one of its inputs is slow",
+			Evidence: fmt.Sprintf("start delay %s at %s, median %s over %d subtasks", secs(worst), slowest, secs(med), len(delays)),
+			Fix:      "see D7 (skew) and the holder of its watermark; rebalance its inputs"}}
+	}
+	return nil
+}
+
+// justRestored reports a restore within the last 2 minutes.
+func (c *kase) justRestored() bool {
+	return c.s.RestoredAt != nil && c.s.Now-*c.s.RestoredAt <= 120_000
+}
+
+// D17: late records jump right after a restore: watermarks or timers
+// were not restored with the state (never expected in weir).
+func d17AfterRestore(c *kase) []Finding {
+	if !c.justRestored() || len(c.h) == 0 {
+		return nil
+	}
+	since := float64(c.s.Now-*c.s.RestoredAt) / 1000
+	ts, vs := c.series(c.lateRate)
+	var after, before []float64
+	for i := range ts {
+		if float64(c.h[0].T)/1000+ts[i] >= float64(*c.s.RestoredAt)/1000 {
+			after = append(after, vs[i])
+		} else {
+			before = append(before, vs[i])
+		}
+	}
+	if mean(after) <= math.Max(c.t.LateRise*median(before), 1) {
+		return nil
+	}
+	return []Finding{{Rule: "D17", Severity: Critical, Where: "restore",
+		Title:    "late records spiked right after the job resumed from a checkpoint: watermarks or timers did not come back with the state",
+		Evidence: fmt.Sprintf("late records %.1f/s in the %s since the restore, %.1f/s before", mean(after), secs(since), median(before)),
+		Fix:      "report this: weir checkpoints watermarks per input and channel; check the checkpoint directory was not mixed between jobs"}}
+}
+
+// D18: an input flips between idle and active: the idle timeout is too
+// short for its rate, so each reactivation finds the watermark moved on.
+func d18Flapping(c *kase) []Finding {
+	var out []Finding
+	for _, op := range c.s.Operators {
+		for _, st := range op.Subtasks {
+			for _, in := range st.Inputs {
+				if in.IdleFlips <= c.t.IdleFlips {
+					continue
+				}
+				out = append(out, Finding{Rule: "D18", Severity: Warning, Where: fmt.Sprintf("%s[%d] %s", op.Name, st.Index, in.Name),
+					Title:    "an input flips between idle and active: the idle timeout is shorter than the gaps of a slow input",
+					Evidence: fmt.Sprintf("%d idle/active changes in 10 minutes (more than %d); idle timeout %s", in.IdleFlips, c.t.IdleFlips, idleText(c.i)),
+					Fix:      fmt.Sprintf("raise watermark.idle_timeout above the input's longest quiet gap (now %s)", idleText(c.i))})
+			}
+		}
+	}
+	return out
+}
+
+// D19: records flow but no operator has a watermark.
+func d19NoWatermark(c *kase) []Finding {
+	if c.s.Totals.RecordsIn == 0 || len(c.ops) == 0 {
+		return nil
+	}
+	for _, h := range c.s.Holders {
+		if in, _ := c.sourceInput(h); in != nil && in.Watermark == nil {
+			return nil // a source input without a watermark holds it: D5 or D6 says which
+		}
+	}
+	var whys []string
+	for _, name := range c.ops {
+		op := c.operator(name)
+		if op.Watermark != nil {
+			return nil
+		}
+		whys = append(whys, name+": "+op.WatermarkWhy)
+	}
+	if c.span() < c.t.HoldS {
+		return nil // too early to tell
+	}
+	slices.Sort(whys)
+	return []Finding{{Rule: "D19", Severity: Critical, Where: strings.Join(c.ops, ", "),
+		Title:    "records flow but no watermark ever came: no window will fire",
+		Evidence: fmt.Sprintf("%d records in; %s", c.s.Totals.RecordsIn, strings.Join(whys, "; ")),
+		Fix:      "check timestamp.field and watermark (a watermark strategy per input); set watermark.idle_timeout for inputs that get no records"}}
+}

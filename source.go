@@ -112,6 +112,8 @@ type InputStatus struct {
 	// pause time so far.
 	Paused    bool
 	PausedFor time.Duration
+	// IdleFor is the total time it was marked idle.
+	IdleFor time.Duration
 	// Backlog is how many records are there to read (the broker's last
 	// stable offset minus the position), -1 when unknown.
 	Backlog int64

@@ -69,6 +69,8 @@ func TestRunMetrics(t *testing.T) {
 		`weir_window_lateness_seconds_count{operator="window"} 1`,
 		`weir_subtask_busy_seconds_total{operator="window",subtask="0"} `,
 		`weir_subtask_records_in_total{operator="window",subtask="`,
+		`weir_restores_total 0`,
+		`weir_restore_last_timestamp_seconds NaN`,
 	}
 	var text string
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {

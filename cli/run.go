@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -189,7 +190,11 @@ func runPlan(ctx context.Context, p *spec.Plan, dir string, f runFlags, now time
 	var cur atomic.Pointer[spec.Job]
 	var ready = make(chan struct{})
 	var readyOnce sync.Once
+	var restores atomic.Int64 // attempts opened from a checkpoint
 	onOpen := func(j *spec.Job) {
+		if !j.RestoredAt().IsZero() {
+			restores.Add(1)
+		}
 		cur.Store(j)
 		readyOnce.Do(func() { close(ready) })
 	}
@@ -213,7 +218,7 @@ func runPlan(ctx context.Context, p *spec.Plan, dir string, f runFlags, now time
 		}
 	}()
 	if f.http != "" {
-		stop, err := serveAdmin(f.http, p, cur.Load, o)
+		stop, err := serveAdmin(f.http, p, cur.Load, restores.Load, o)
 		if err != nil {
 			fmt.Fprintf(o.Stderr, "weir run: --http: %v\n", err)
 			return ExitUsage
@@ -429,7 +434,7 @@ func crashHook(getenv func(string) string) func(point string) {
 
 // serveAdmin starts the admin server of a running job (metrics, the
 // monitor's API) and the monitor's sampling; stop ends both.
-func serveAdmin(addr string, p *spec.Plan, job func() *spec.Job, o IO) (stop func(), err error) {
+func serveAdmin(addr string, p *spec.Plan, job func() *spec.Job, restores func() int64, o IO) (stop func(), err error) {
 	env := func() *weir.Env {
 		if j := job(); j != nil {
 			return j.Env()
@@ -438,7 +443,14 @@ func serveAdmin(addr string, p *spec.Plan, job func() *spec.Job, o IO) (stop fun
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		metrics.NewCollector(env, metrics.Options{}))
+		metrics.NewCollector(env, metrics.Options{ExtraDescs: []*prometheus.Desc{restoresDesc, restoreLastDesc}, Extra: func(ch chan<- prometheus.Metric) {
+			ch <- prometheus.MustNewConstMetric(restoresDesc, prometheus.CounterValue, float64(restores()))
+			last := math.NaN()
+			if j := job(); j != nil && !j.RestoredAt().IsZero() {
+				last = float64(j.RestoredAt().UnixMilli()) / 1000
+			}
+			ch <- prometheus.MustNewConstMetric(restoreLastDesc, prometheus.GaugeValue, last)
+		}}))
 	mon := monitor.New(monitor.Options{Info: jobInfo(p), Env: env, Extra: func() monitor.Extra {
 		j := job()
 		if j == nil {
@@ -472,6 +484,13 @@ func serveAdmin(addr string, p *spec.Plan, job func() *spec.Job, o IO) (stop fun
 		srv.Close()
 	}, nil
 }
+
+var (
+	restoresDesc = prometheus.NewDesc("weir_restores_total",
+		"Times the job was opened from a checkpoint in this process (a resume at start, or a restart after a failure).", nil, nil)
+	restoreLastDesc = prometheus.NewDesc("weir_restore_last_timestamp_seconds",
+		"When the running attempt was restored from a checkpoint (Unix seconds); NaN if it started fresh.", nil, nil)
+)
 
 // jobInfo is what the monitor judges a job against: its bound, lateness,
 // window size (or session gap) and idle timeout.

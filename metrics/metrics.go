@@ -26,6 +26,9 @@
 //	state_windows{operator}                            open (key, window) entries
 //	state_timers{operator}                             registered timers
 //	state_bytes{operator}                              encoded state size (estimated in memory)
+//	state_oldest_timer_timestamp_seconds{operator}     the earliest pending event-time timer, a window end
+//	                                                   or cleanup time the watermark must reach (NaN: none,
+//	                                                   or on-disk timers); far behind now: cleanup is stuck
 //	dead_letters_total                                 bad input refused anywhere in the job
 //	subtask_busy_seconds_total{operator,subtask}       time processing; with the next two it adds up to
 //	subtask_backpressured_seconds_total{...}           the running time: blocked on a full downstream
@@ -42,6 +45,7 @@
 //	source_input_idle{source,input}                    1 while marked idle (quiet and caught up)
 //	source_input_paused{source,input}                  1 while paused by watermark alignment
 //	source_input_paused_seconds_total{source,input}    pause time so far
+//	source_input_idle_seconds_total{source,input}      time marked idle so far
 //	source_input_backlog_records{source,input}         records left to read (NaN: unknown yet)
 //	source_input_last_record_timestamp_seconds{source,input}
 //	                                                   processing time of its last record (NaN: none)
@@ -156,6 +160,11 @@ var (
 		"1 while a source input is paused by watermark alignment (max_drift).", inLabels, nil)
 	inPausedFor = prometheus.NewDesc("weir_source_input_paused_seconds_total",
 		"Time a source input was paused by watermark alignment.", inLabels, nil)
+	inIdleFor = prometheus.NewDesc("weir_source_input_idle_seconds_total",
+		"Time a source input was marked idle.", inLabels, nil)
+	stateOldest = prometheus.NewDesc("weir_state_oldest_timer_timestamp_seconds",
+		"The earliest pending event-time timer of a window operator (a window end or cleanup time the watermark must reach, Unix seconds); NaN when there is none or it is kept on disk.",
+		[]string{"operator"}, nil)
 	inBacklog = prometheus.NewDesc("weir_source_input_backlog_records",
 		"Records of a source input not read yet (the broker's last stable offset minus the position); NaN while unknown.", inLabels, nil)
 	inLast = prometheus.NewDesc("weir_source_input_last_record_timestamp_seconds",
@@ -184,7 +193,7 @@ var (
 var descs = []*prometheus.Desc{lateness, firingDelay, checkpoints, ckInProgress, ckLast, ckSize, ckDuration, sourceRecords, windowRecords, partialLate, windowMisses, firings,
 	wmTimestamp, hasWM, wmLag, idle, stateWindows, stateTimers, stateBytes, deadLetters,
 	busy, backpressured, idleTime, recordsIn, queueLen, queueCap, skew,
-	inWM, inIdle, inPaused, inPausedFor, inBacklog, inLast, inMaxTS}
+	inWM, inIdle, inPaused, inPausedFor, inIdleFor, inBacklog, inLast, inMaxTS, stateOldest}
 
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
@@ -271,6 +280,11 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		gauge(stateWindows, float64(st.OpenWindows), op)
 		gauge(stateTimers, float64(st.Timers), op)
 		gauge(stateBytes, float64(st.Bytes), op)
+		oldest := math.NaN()
+		if st.HasOldest {
+			oldest = timestamp(st.Oldest)
+		}
+		gauge(stateOldest, oldest, op)
 	}
 }
 
@@ -326,6 +340,7 @@ func (c *Collector) collectInputs(env *weir.Env, gauge func(*prometheus.Desc, fl
 			gauge(inIdle, b2f(in.Idle), l...)
 			gauge(inPaused, b2f(in.Paused), l...)
 			ch <- prometheus.MustNewConstMetric(inPausedFor, prometheus.CounterValue, in.PausedFor.Seconds(), l...)
+			ch <- prometheus.MustNewConstMetric(inIdleFor, prometheus.CounterValue, in.IdleFor.Seconds(), l...)
 			backlog := math.NaN()
 			if in.Backlog >= 0 {
 				backlog = float64(in.Backlog)

@@ -262,7 +262,9 @@ type partition[T any] struct {
 	paused      bool
 	pausedSince time.Time
 	pausedFor   time.Duration
-	end         int64 // StopAtEnd: the last stable offset at start
+	idleSince   time.Time
+	idleFor     time.Duration // time marked idle, before idleSince
+	end         int64         // StopAtEnd: the last stable offset at start
 
 	// For Inputs: the newest last stable offset the broker reported (-1:
 	// none yet), the last record's arrival and the largest event time.
@@ -409,6 +411,7 @@ func (r *reader[T]) emit(kr *kgo.Record, now time.Time) bool {
 	p.lastActive, p.lastRecord = now, now
 	if p.idle {
 		p.idle = false
+		p.idleFor += now.Sub(p.idleSince)
 		r.combined.InputStatus(p.idx, false, channelOut[T]{r})
 		r.log("partition active", p)
 	}
@@ -593,7 +596,7 @@ func (r *reader[T]) publishInputs(now time.Time) {
 	in := make([]weir.InputStatus, len(st))
 	for i, s := range st {
 		in[i] = weir.InputStatus{Name: "partition " + strconv.Itoa(int(s.Partition)), Watermark: s.Watermark, Idle: s.Idle, Paused: s.Paused,
-			PausedFor: s.PausedFor, Backlog: s.Backlog, LastRecord: s.LastRecord, MaxEventTime: s.MaxEventTime}
+			PausedFor: s.PausedFor, IdleFor: s.IdleFor, Backlog: s.Backlog, LastRecord: s.LastRecord, MaxEventTime: s.MaxEventTime}
 	}
 	r.inputs.Store(&in)
 }
@@ -643,7 +646,7 @@ func (r *reader[T]) checkIdle(now time.Time) error {
 			p.lso = max(p.lso, end)
 		}
 		if end, ok := ends[p.id]; ok && p.next >= end {
-			p.idle = true
+			p.idle, p.idleSince = true, now
 			r.combined.InputStatus(p.idx, true, channelOut[T]{r})
 			r.log("partition idle", p)
 		}
@@ -697,8 +700,9 @@ type PartitionStatus struct {
 	Watermark  etime.Time
 	Idle       bool
 	Paused     bool
-	// PausedFor is the total time the partition was paused by alignment.
-	PausedFor time.Duration
+	// PausedFor is the total time the partition was paused by alignment,
+	// IdleFor the total time it was marked idle.
+	PausedFor, IdleFor time.Duration
 	// Backlog is the broker's newest reported last stable offset minus
 	// NextOffset (-1: not known yet).
 	Backlog int64
@@ -719,6 +723,10 @@ func (r *reader[T]) status(now time.Time) []PartitionStatus {
 			Backlog: -1, LastRecord: p.lastRecord, MaxEventTime: p.maxTS}
 		if p.paused {
 			ps.PausedFor += now.Sub(p.pausedSince)
+		}
+		ps.IdleFor = p.idleFor
+		if p.idle {
+			ps.IdleFor += now.Sub(p.idleSince)
 		}
 		if p.lso >= 0 && p.next >= 0 {
 			ps.Backlog = max(p.lso-p.next, 0)

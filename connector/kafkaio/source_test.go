@@ -174,10 +174,14 @@ func TestSilentPartitionIdleOnlyWhenCaughtUp(t *testing.T) {
 		t.Fatalf("only partition 2 should be idle: %+v", h.r.Status())
 	}
 	h.readUntil(100*time.Millisecond, "the watermark of partitions 0 and 1", func() bool { return h.o.wm() == ts-100-1 })
+	h.clk.Advance(time.Second)
+	if got := h.status(2).IdleFor; got < time.Second {
+		t.Fatalf("partition 2 idle for %v, want >= 1s", got)
+	}
 	// What metrics and the dashboard see (weir.InputReporter).
 	in := h.r.Inputs()
 	if len(in) != 3 || in[2].Name != "partition 2" || !in[2].Idle || in[2].Backlog != 0 || !in[2].LastRecord.IsZero() || in[2].MaxEventTime != etime.MinTime ||
-		in[0].Idle || in[0].Backlog != 0 || in[0].LastRecord.IsZero() || in[0].MaxEventTime != ts-100 || in[1].MaxEventTime != ts-100+5 {
+		in[0].IdleFor != 0 || in[0].Idle || in[0].Backlog != 0 || in[0].LastRecord.IsZero() || in[0].MaxEventTime != ts-100 || in[1].MaxEventTime != ts-100+5 {
 		t.Fatalf("inputs %+v", in)
 	}
 

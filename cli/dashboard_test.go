@@ -11,8 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/weirstream/weir/internal/kafkatest"
 )
 
 // TestDashboardInChromium serves the dashboard of a live Kafka job whose
@@ -46,17 +47,7 @@ func TestDashboardInChromium(t *testing.T) {
 	_, err = os.Stat(filepath.Join(filepath.Dir(script), "node_modules", "playwright-core"))
 	need("playwright-core", err == nil)
 
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, "orders"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	broker := c.ListenAddrs()[0]
-	cl, err := kgo.NewClient(kgo.SeedBrokers(broker), kgo.DefaultProduceTopic("orders"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	broker, cl := kafkatest.Topic(t, "orders", 3)
 	// Partitions 0 and 1 get orders every 20 ms, 100 ms of event time
 	// apart, and now and then one an hour old (too late); 2 gets none.
 	ctx, cancel := context.WithCancel(context.Background())

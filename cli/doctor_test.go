@@ -11,8 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/weirstream/weir/internal/kafkatest"
 
 	"github.com/weirstream/weir/internal/doctor"
 	"github.com/weirstream/weir/internal/monitor"
@@ -63,17 +64,7 @@ func runDoctor(t *testing.T, dir string, args ...string) (int, string) {
 // spec's doctor: block shortens how long a hold must last. A saved dump
 // gives the same diagnosis offline.
 func TestDoctorSilentPartition(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, "orders"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	broker := c.ListenAddrs()[0]
-	cl, err := kgo.NewClient(kgo.SeedBrokers(broker), kgo.DefaultProduceTopic("orders"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	broker, cl := kafkatest.Topic(t, "orders", 3)
 	var recs []*kgo.Record
 	for i := range 2000 {
 		recs = append(recs, &kgo.Record{Partition: int32(i % 2), Value: fmt.Appendf(nil, `{"user_id":"u%d","ts":%d}`, i%7, time.Now().UnixMilli()-60_000+int64(i)*10)})

@@ -21,6 +21,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/weirstream/weir/internal/kafkatest"
+
 	"github.com/weirstream/weir/connector/kafkaio"
 	"github.com/weirstream/weir/internal/checkpoint"
 )
@@ -380,17 +382,7 @@ func TestKafkaRestoreRefusesLostCheckpoint(t *testing.T) {
 // 2 that jumps back two hours within its partition is one, and is warned
 // about by its partition.
 func TestKafkaRegressionsPerPartition(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(4, "in"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	broker := c.ListenAddrs()[0]
-	cl, err := kgo.NewClient(kgo.SeedBrokers(broker), kgo.DefaultProduceTopic("in"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	broker, cl := kafkatest.Topic(t, "in", 4)
 	const hour = 3600_000
 	var recs []*kgo.Record
 	for i := range 400 {
@@ -428,17 +420,7 @@ sinks: {results: {type: jsonl, path: out.jsonl}}
 // as at the end of its input: without drain its open windows stay
 // unfired and are counted; with drain the final watermark fires them.
 func TestKafkaStopAndDrain(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "in"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	broker := c.ListenAddrs()[0]
-	cl, err := kgo.NewClient(kgo.SeedBrokers(broker), kgo.DefaultProduceTopic("in"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	broker, cl := kafkatest.Topic(t, "in", 2)
 	var recs []*kgo.Record
 	for i := range 100 {
 		recs = append(recs, &kgo.Record{Partition: int32(i % 2), Value: fmt.Appendf(nil, `{"user_id":"u%d","ts":%d}`, i%3, 1767225600000+int64(i)*100)})

@@ -9,8 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/weirstream/weir/internal/kafkatest"
 	"go.uber.org/goleak"
 
 	"github.com/weirstream/weir"
@@ -26,17 +27,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // the idle timeout has passed it is idle and partitions 0 and 1 carry
 // the watermark. Snapshots and history encode as JSON (no NaN).
 func TestSilentPartitionHolds(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, "in"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	broker := c.ListenAddrs()[0]
-	cl, err := kgo.NewClient(kgo.SeedBrokers(broker), kgo.DefaultProduceTopic("in"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	broker, cl := kafkatest.Topic(t, "in", 3)
 	var recs []*kgo.Record
 	for i := range 1000 {
 		recs = append(recs, &kgo.Record{Partition: int32(i % 2), Value: fmt.Appendf(nil, `{"user_id":"u%d","ts":%d}`, i%5, 1767225600000+int64(i)*100)})

@@ -320,8 +320,9 @@ func buildWindow[K comparable, T, ACC, R any](w Windowed[K, T], accCodec state.C
 		i := st.Index
 		st.OnPublish(func() {
 			sz := op.StateSize()
+			oldest, has := op.OldestTimer()
 			stats.publish(i, opSnapshot{c: op.Counters(), h: op.Hists(), s: StateInfo{OpenWindows: sz.Windows, Timers: sz.Timers, Bytes: sz.Bytes,
-				Oldest: sz.Oldest, HasOldest: sz.Oldest != etime.MinTime}})
+				Oldest: oldest, HasOldest: has}})
 		})
 		return []runtime.GateHandler{edge.GateHandler(st, head)}, head, nil
 	})

@@ -12,10 +12,6 @@ import (
 type StateSize struct {
 	// Windows counts live (key, window) entries.
 	Windows int64
-	// Oldest is the earliest pending event-time timer (a window end or a
-	// cleanup time the watermark must reach), MinTime when there is none
-	// or it is not known cheaply (on-disk timers).
-	Oldest etime.Time
 	// Timers counts registered event- and processing-time timers.
 	Timers int64
 	// Bytes is the encoded size of the keys and values, as the on-disk
@@ -46,18 +42,30 @@ type byteCounter interface{ Bytes() int64 }
 // StateSize returns the size of the operator's state. It is cheap (the
 // estimate of an in-memory backend is refreshed every few hundred calls)
 // and, like every method, must be called from the operator's goroutine.
-func (o *Operator[K, IN, ACC, OUT]) StateSize() StateSize {
-	s := StateSize{Windows: int64(o.entries.Len()), Timers: int64(o.evt.Len() + o.proc.Len() - o.excess), Oldest: etime.MinTime}
-	if m, ok := o.evt.(*timers.Service[K]); ok {
-		if t, ok := m.Next(); ok {
-			s.Oldest = t
+// OldestTimer returns the earliest pending event-time timer (a window
+// end or cleanup time the watermark must reach), for metrics: false when
+// there is none, or when the timers are on disk (a seek per call would
+// cost too much). With lazy session timers it may be an absorbed
+// window's timer, which is earlier than any live one.
+func (o *Operator[K, IN, ACC, OUT]) OldestTimer() (etime.Time, bool) {
+	oldest, ok := etime.MaxTime, false
+	if m, isMem := o.evt.(*timers.Service[K]); isMem {
+		if t, has := m.Next(); has {
+			oldest, ok = t, true
 		}
 	}
 	if o.al != nil {
-		s.Windows, s.Timers = o.alignedSize()
-		if t, ok := o.al.timers.Next(); ok && (s.Oldest == etime.MinTime || t < s.Oldest) {
-			s.Oldest = t
+		if t, has := o.al.timers.Next(); has && t < oldest {
+			oldest, ok = t, true
 		}
+	}
+	return oldest, ok
+}
+
+func (o *Operator[K, IN, ACC, OUT]) StateSize() StateSize {
+	s := StateSize{Windows: int64(o.entries.Len()), Timers: int64(o.evt.Len() + o.proc.Len() - o.excess)}
+	if o.al != nil {
+		s.Windows, s.Timers = o.alignedSize()
 	}
 	var ec state.Codec[entry[ACC]]
 	if o.accCodec != nil {

@@ -116,7 +116,12 @@ doctor: {hold: 1s}
 	if code, out := stop(); code != ExitOK {
 		t.Fatalf("run exit %d\n%s", code, out)
 	}
-	// A job that cannot be reached: exit 2.
+	// A file that is not a dump: exit 2, with the reason.
+	os.WriteFile(filepath.Join(dir, "bad.json"), []byte("{not json"), 0o644)
+	if code, out := runDoctor(t, dir, "--from", "bad.json"); code != doctorNoJob || !strings.Contains(out, "not a dump") {
+		t.Fatalf("bad dump: exit %d\n%s", code, out)
+	}
+		// A job that cannot be reached: exit 2.
 	if code, out := runDoctor(t, dir, "--addr", "127.0.0.1:1"); code != doctorNoJob {
 		t.Fatalf("unreachable: exit %d\n%s", code, out)
 	}

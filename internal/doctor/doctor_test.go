@@ -386,3 +386,24 @@ func TestDefaults(t *testing.T) {
 		t.Fatalf("override lost: %+v", th)
 	}
 }
+
+// TestDegenerateDumps: dumps a user may hand weir doctor --from (empty,
+// no history, operators without subtasks or windows, a source only) give
+// a report, never a panic.
+func TestDegenerateDumps(t *testing.T) {
+	w := int64(5)
+	for i, d := range []Dump{
+		{},
+		{Snapshot: monitor.Snapshot{Operators: []monitor.Operator{{Name: "source", Source: true}}}},
+		{Snapshot: monitor.Snapshot{Operators: []monitor.Operator{{Name: "w", Watermark: &w}}, Holders: []monitor.Holder{{Operator: "w"}}},
+			History: []monitor.Point{{T: 1}, {T: 2, Ops: map[string]monitor.OpPoint{"w": {}}}}},
+		{Snapshot: monitor.Snapshot{Operators: []monitor.Operator{{Name: "w", Window: &monitor.WindowOut{}, Subtasks: []monitor.Subtask{{Inputs: []monitor.Input{{Name: "x"}}}}}},
+			Holders: []monitor.Holder{{Operator: "w", Chain: []string{"a", "b"}, HoldingForS: 1e9}}, Totals: monitor.Totals{RecordsIn: 5}}},
+	} {
+		r := Diagnose(d, Thresholds{})
+		if r.Quadrant == "" {
+			t.Errorf("dump %d: no quadrant", i)
+		}
+		_ = r.Text()
+	}
+}

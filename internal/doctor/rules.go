@@ -69,7 +69,7 @@ func d1UpstreamDelay(c *kase) []Finding {
 	}
 	slope, r2 := trend(lts, lvs)
 	p99 := c.latenessP99()
-	return []Finding{{Rule: "D1", Severity: Warning, Where: c.ops[0],
+	return []Finding{{Rule: "D1", Severity: Warning, Where: c.win0(),
 		Title:    "data arrives slowly: the watermark lag and the late records rise together while the source is caught up and the job is not busy (an upstream delay)",
 		Evidence: fmt.Sprintf("lag %s rising at %.2fs/s (R² %.2f); late records %.1f/s, %.1f/s before; backlog %s; %s", secs(lag), slope, r2, recent, before, backlogText(back, known), c.busiestText()),
 		Fix:      fmt.Sprintf("fix the upstream delay (producer retries, network); if it is the new normal, raise watermark.max_out_of_orderness toward the p99 lateness (%s) and keep sinks.late for the rest", dur(math.Max(p99, c.b)))}}
@@ -136,7 +136,7 @@ func d3OldData(c *kase) []Finding {
 	if jump, _, _ := c.lateJump(); jump {
 		return nil
 	}
-	return []Finding{{Rule: "D3", Severity: Info, Where: c.ops[0],
+	return []Finding{{Rule: "D3", Severity: Info, Where: c.win0(),
 		Title:    "old data by design: the watermark is far behind the clock because the job reads history (a replay or backfill), not because anything is late",
 		Evidence: fmt.Sprintf("lag %s (the data's event time is from %s ago); backlog %s", secs(lag), secs(lag), backlogText(back, known)),
 		Fix:      "nothing to fix; silence lag alerts while replaying, and judge lateness by the late counts, not the lag"}}

@@ -26,6 +26,7 @@ func TestDependencyRules(t *testing.T) {
 		"internal/runtime":    {"etime", "clock", "watermark", "internal/hist"},
 		"internal/hist":       {},
 		"internal/checkpoint": {},
+		"internal/ledger":     {},
 		".":                   {"etime", "clock", "window", "trigger", "watermark", "state", "state/memstate", "internal/runtime", "internal/winop"},
 		// Connectors build on the public API only.
 		"connector/fileio":            {".", "etime"},
@@ -37,7 +38,7 @@ func TestDependencyRules(t *testing.T) {
 		"connector/natsio":            {".", "etime", "clock"},
 		"connector/pgio":              {"etime", "connector/internal/tablerow"},
 		// The job spec is a user of the public API, like any Go program.
-		"spec": {".", "etime", "clock", "window", "trigger", "watermark", "state", "state/pebblestate", "internal/checkpoint", "connector/fileio", "connector/genio", "connector/sqliteio", "connector/kafkaio", "connector/pgio", "connector/natsio"},
+		"spec": {".", "etime", "clock", "window", "trigger", "watermark", "state", "state/pebblestate", "internal/checkpoint", "internal/ledger", "connector/fileio", "connector/genio", "connector/sqliteio", "connector/kafkaio", "connector/pgio", "connector/natsio"},
 		// The Nexmark benchmark is a user of the public API too.
 		"nexmark": {".", "etime", "window"},
 		// Metrics read a job through the public API; the admin server
@@ -46,7 +47,7 @@ func TestDependencyRules(t *testing.T) {
 		"internal/admin":   {"internal/monitor", "internal/doctor"},
 		"internal/doctor":  {"internal/monitor"},
 		"internal/monitor": {".", "etime", "metrics"},
-		"cli":              {".", "spec", "etime", "nexmark", "internal/benchutil", "connector/fileio", "connector/genio", "connector/kafkaio", "metrics", "internal/admin", "internal/monitor", "internal/doctor"},
+		"cli":              {".", "spec", "etime", "nexmark", "internal/benchutil", "connector/fileio", "connector/genio", "connector/kafkaio", "metrics", "internal/admin", "internal/monitor", "internal/doctor", "internal/ledger"},
 	}
 	for dir, ok := range allowed {
 		files, _ := filepath.Glob(filepath.Join(dir, "*.go"))

@@ -82,7 +82,9 @@ func demoCmd(ctx context.Context, args []string, o IO) int {
 	fmt.Fprintf(o.Stdout, "\nresults are upserted into %s (table order_stats, one row per user and window;\n", filepath.Join(rel, "results.db"))
 	fmt.Fprintf(o.Stdout, "late firings overwrote earlier rows, so re-running never double counts). Query it with:\n")
 	fmt.Fprintf(o.Stdout, "  sqlite3 %s \"SELECT user_id, window_start, orders, total, firing, pane FROM order_stats ORDER BY window_start, user_id LIMIT 10\"\n", filepath.Join(rel, "results.db"))
-	fmt.Fprintf(o.Stdout, "too-late orders (none lost): %s; bad records with their reason: %s\n", filepath.Join(rel, "late.jsonl"), filepath.Join(rel, "dead_letter.jsonl"))
+	fmt.Fprintf(o.Stdout, "too-late orders (none lost) are in the ledger %s; to count or list them:\n", filepath.Join(rel, "ledger", p.Spec.Name))
+	fmt.Fprintf(o.Stdout, "  weir demo --print-spec > %s && weir ledger stats %s\n", filepath.Join(rel, "demo.yaml"), filepath.Join(rel, "demo.yaml"))
+	fmt.Fprintf(o.Stdout, "bad records with their reason: %s\n", filepath.Join(rel, "dead_letter.jsonl"))
 	return ExitOK
 }
 

@@ -121,7 +121,7 @@ doctor: {hold: 1s}
 	if code, out := runDoctor(t, dir, "--from", "bad.json"); code != doctorNoJob || !strings.Contains(out, "not a dump") {
 		t.Fatalf("bad dump: exit %d\n%s", code, out)
 	}
-		// A job that cannot be reached: exit 2.
+	// A job that cannot be reached: exit 2.
 	if code, out := runDoctor(t, dir, "--addr", "127.0.0.1:1"); code != doctorNoJob {
 		t.Fatalf("unreachable: exit %d\n%s", code, out)
 	}

@@ -87,7 +87,7 @@ func TestDemo(t *testing.T) {
 			t.Errorf("demo output lacks %q:\n%s", want, out)
 		}
 	}
-	for _, f := range []string{"results.db", "late.jsonl", "dead_letter.jsonl"} {
+	for _, f := range []string{"results.db", "ledger/orders-demo", "dead_letter.jsonl"} {
 		if _, err := os.Stat(filepath.Join(dir, "weir-demo", f)); err != nil {
 			t.Error(err)
 		}

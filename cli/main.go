@@ -63,6 +63,8 @@ func Main(ctx context.Context, args []string, o IO) int {
 		return devCmd(ctx, args[1:], o)
 	case "doctor":
 		return doctorCmd(ctx, args[1:], o)
+	case "ledger":
+		return ledgerCmd(args[1:], o)
 	case "version":
 		fmt.Fprintln(o.Stdout, "weir", Version)
 		return ExitOK
@@ -85,6 +87,7 @@ commands:
   bench nexmark     time a Nexmark query on weir against a hand-written loop
   dev kafka         start an in-process Kafka on 127.0.0.1:9092 to try kafka jobs
   doctor            diagnose a running job (its --http address) or a saved dump
+  ledger ls|stats   list or count a job's too-late records in its ledger
   version           print the version
 
 run 'weir <command> -h' for a command's flags`)

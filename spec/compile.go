@@ -599,6 +599,9 @@ func (c *compiler) sinks() {
 		}
 		path := "sinks." + name
 		allowed := []string{"jsonl", "stdout", "kafka", "postgres", "nats"}
+		if name == "late" || name == "late_partial" {
+			allowed = append(allowed, "ledger")
+		}
 		if sqlite {
 			allowed = append(allowed, "sqlite")
 		} else if k.Type == "kafka" && (s.Results == nil || s.Results.Type != "kafka") {
@@ -623,6 +626,17 @@ func (c *compiler) sinks() {
 			if k.Path != "" {
 				c.add(path+".path", "stdout takes no path", "remove path, or use type: jsonl")
 			}
+		case "ledger":
+			if k.Dir == "" {
+				c.add(path+".dir", "missing", "a ledger needs a directory, such as ledger")
+			}
+			if k.Path != "" {
+				c.add(path+".path", "a ledger writes segments in a directory", "use dir instead of path")
+			}
+			c.positive(path+".retention", k.Retention, "the retention")
+		}
+		if typ != "ledger" && (k.Dir != "" || k.Retention != nil) {
+			c.add(path, "only ledger sinks have dir and retention", "remove them, or use type: ledger")
 		}
 		switch typ {
 		case "postgres":

@@ -8,6 +8,7 @@ import (
 
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/etime"
+	"github.com/weirstream/weir/internal/ledger"
 	"github.com/weirstream/weir/window"
 )
 
@@ -37,6 +38,8 @@ type outCounters struct {
 	Dead        map[string]int64 `json:"dead"`
 	// Offsets are the committed lengths of the sink files, by sink name.
 	Offsets map[string]int64 `json:"offsets"`
+	// Ledgers are the committed positions of ledger sinks, by sink name.
+	Ledgers map[string]ledger.Pos `json:"ledgers,omitempty"`
 	// SlotMax is, per source channel, the largest timestamp of each of
 	// its slots (a file channel, a Kafka partition), from which backward
 	// jumps (timestamp_regressions) are measured. Checkpoints before it
@@ -69,6 +72,8 @@ type item struct {
 	id   string
 	raw  []byte
 	meta []byte
+	// arrived is the processing time a late record arrived (Unix ms).
+	arrived int64
 }
 
 // entryID is the stable id of a record, from its position in the source:
@@ -195,6 +200,12 @@ func (o *output) sync() error {
 	for _, s := range o.j.recordSinks() {
 		if err := s.commit(); err != nil {
 			return err
+		}
+	}
+	if len(o.j.ledgers) > 0 {
+		o.c.Ledgers = map[string]ledger.Pos{}
+		for name, l := range o.j.ledgers {
+			o.c.Ledgers[name] = l.position()
 		}
 	}
 	return nil

@@ -121,8 +121,8 @@ func TestPostgresResults(t *testing.T) {
 
 // crashAndResume runs job with checkpoints every millisecond, crashing it
 // at the n-th sink commit, then runs it again from its checkpoint to the
-// end.
-func crashAndResume(t *testing.T, job string, n int) {
+// end; it returns the run's directory.
+func crashAndResume(t *testing.T, job string, n int) string {
 	t.Helper()
 	s, err := Parse([]byte(job))
 	if err != nil {
@@ -151,6 +151,7 @@ func crashAndResume(t *testing.T, job string, n int) {
 			t.Fatal(err)
 		}
 	}
+	return dir
 }
 
 // TestPostgresLateAndDeadLetters sends the orders job's late records and

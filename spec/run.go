@@ -84,6 +84,8 @@ type Job struct {
 	partial recordSink
 	dead    recordSink
 	files   map[string]*lineSink // file sinks by sink name
+	ledgers map[string]*ledgerSink
+	runDir  string // RunOptions.Dir: relative paths start there
 	recent  recentLate
 	stop    func() bool
 	drain   bool // RunOptions.Drain
@@ -144,7 +146,7 @@ func Open(plan *Plan, o RunOptions) (*Job, error) {
 	case o.Clock != nil:
 		opts.Clock = o.Clock
 	}
-	j := &Job{plan: plan, dec: newDecoder(plan, opts.Clock), stop: o.Stop, drain: o.Drain, removeState: removeState}
+	j := &Job{plan: plan, dec: newDecoder(plan, opts.Clock), stop: o.Stop, drain: o.Drain, removeState: removeState, runDir: o.Dir}
 	ck, err := openCheckpoints(plan, o)
 	if err != nil {
 		j.cleanup()

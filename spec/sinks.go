@@ -9,14 +9,17 @@ import (
 	"github.com/weirstream/weir/connector/pgio"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/connector/sqliteio"
 	"github.com/weirstream/weir/etime"
+	"github.com/weirstream/weir/internal/ledger"
 	"github.com/weirstream/weir/window"
 )
 
@@ -233,23 +236,43 @@ func (j *Job) openSinks(o RunOptions, offsets map[string]int64) error {
 		return err
 	}
 	var err error
-	if j.late, err = j.openRecords("late", s.Late, open); err != nil {
+	j.ledgers = map[string]*ledgerSink{}
+	if j.late, err = j.openRecords("late", s.Late, open, offsets != nil); err != nil {
 		return err
 	}
-	if j.partial, err = j.openRecords("late_partial", s.LatePartial, open); err != nil {
+	if s.LatePartial == nil && s.Late != nil && s.Late.Type == "ledger" {
+		j.partial = j.late // the ledger holds partial misses too (W7)
+	} else if j.partial, err = j.openRecords("late_partial", s.LatePartial, open, offsets != nil); err != nil {
 		return err
 	}
-	if j.dead, err = j.openRecords("dead_letter", s.DeadLetter, open); err != nil {
+	if j.dead, err = j.openRecords("dead_letter", s.DeadLetter, open, offsets != nil); err != nil {
 		return err
 	}
 	return nil
 }
 
 // openRecords opens a late or dead-letter sink (nil when k is nil).
-func (j *Job) openRecords(name string, k *Sink, open func(string, *Sink) (*lineSink, error)) (recordSink, error) {
+func (j *Job) openRecords(name string, k *Sink, open func(string, *Sink) (*lineSink, error), restoring bool) (recordSink, error) {
 	switch {
 	case k == nil:
 		return nil, nil
+	case k.Type == "ledger":
+		var pos *ledger.Pos
+		if restoring {
+			p := j.out.c.Ledgers[name] // the zero Pos when the checkpoint had none yet
+			pos = &p
+		}
+		retention := time.Duration(0)
+		if k.Retention != nil {
+			retention = time.Duration(*k.Retention) * time.Millisecond
+		}
+		w, err := ledger.Open(LedgerDir(j.plan, j.runDir, k), pos, retention, j.env.Options().Clock.Now())
+		if err != nil {
+			return nil, fmt.Errorf("sinks.%s: %w", name, err)
+		}
+		l := &ledgerSink{w: w}
+		j.ledgers[name] = l
+		return l, nil
 	case k.Type == "postgres":
 		db, err := pgio.OpenRecords(context.Background(), k.URL, k.Table, pgio.Options{Logger: j.env.Options().Logger})
 		if err != nil {
@@ -498,7 +521,78 @@ func (j *Job) lateItem(l window.LateRecord[string, rec]) item {
 	line = append(line, ',')
 	line = append(line, meta[1:]...)
 	j.recent.add(l, id)
-	return item{kind: itemLate, line: line, id: id, raw: r.raw, meta: meta, reason: l.Reason.String()}
+	return item{kind: itemLate, line: line, id: id, raw: r.raw, meta: meta, reason: l.Reason.String(),
+		arrived: j.env.Options().Clock.Now().UnixMilli()}
+}
+
+// LedgerDir is the directory of a job's ledger: the sink's dir (relative
+// to dir, the spec's directory), then the job's name.
+func LedgerDir(p *Plan, dir string, k *Sink) string {
+	d := k.Dir
+	if !filepath.IsAbs(d) {
+		d = filepath.Join(dir, d)
+	}
+	name := p.Spec.Name
+	if name == "" {
+		name = "job"
+	}
+	return filepath.Join(d, strings.NewReplacer("/", "_", "\\", "_", "..", "_").Replace(name))
+}
+
+// ledgerSink appends too-late records to the job's ledger; the late and
+// late_partial outputs may share it.
+type ledgerSink struct {
+	mu     sync.Mutex
+	w      *ledger.Writer
+	pos    ledger.Pos
+	buf    []byte
+	closed bool
+}
+
+func (l *ledgerSink) writeRecord(it *item) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	b := append(l.buf[:0], `{"id":`...)
+	b = weir.AppendJSONString(b, it.id)
+	b = append(b, `,"kind":"late","reason":`...)
+	b = weir.AppendJSONString(b, it.reason)
+	b = append(b, ',')
+	b = append(b, it.meta[1:len(it.meta)-1]...)
+	b = append(b, `,"arrived_at":`...)
+	b = strconv.AppendInt(b, it.arrived, 10)
+	b = append(b, `,"record":`...)
+	b = append(b, it.raw...)
+	b = append(b, '}')
+	l.buf = b
+	return l.w.Append(b, time.UnixMilli(it.arrived))
+}
+
+func (l *ledgerSink) commit() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	pos, err := l.w.Commit()
+	if err == nil {
+		l.pos = pos
+	}
+	return err
+}
+
+func (l *ledgerSink) position() ledger.Pos {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.pos
+}
+
+// close commits and closes; it is idempotent (late and late_partial may
+// share the sink).
+func (l *ledgerSink) close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return nil
+	}
+	l.closed = true
+	return l.w.Close()
 }
 
 // LateRecord is a too-late record as RecentLate lists it.
@@ -563,7 +657,9 @@ func (j *Job) appendLateMeta(b []byte, l window.LateRecord[string, rec]) []byte 
 		b = append(b, ':')
 		b = append(b, v...)
 	}
-	b = append(b, `},"windows":[`...)
+	b = append(b, `},"ts":`...)
+	b = strconv.AppendInt(b, int64(l.Timestamp), 10)
+	b = append(b, `,"windows":[`...)
 	for i, w := range l.Windows {
 		if i > 0 {
 			b = append(b, ',')

@@ -303,8 +303,8 @@ type Sinks struct {
 
 // Sink is one output.
 type Sink struct {
-	// Type is jsonl, stdout, kafka, postgres, nats, or (results only)
-	// sqlite. Late and dead-letter sinks of type postgres or nats store
+	// Type is jsonl, stdout, kafka, postgres, nats, (results only)
+	// sqlite, or (late only) ledger. Late and dead-letter sinks of type postgres or nats store
 	// each record once by its entry id (its source position).
 	Type string `yaml:"type"`
 	// Path is the file (jsonl, sqlite).
@@ -320,6 +320,12 @@ type Sink struct {
 	// a replay after a restore is dropped as duplicates within the
 	// stream's duplicate window.
 	Subject string `yaml:"subject"`
+	// Dir and Retention configure a ledger (late records only): entries
+	// are kept under Dir/<job name>/day=YYYY-MM-DD/, checksummed per line,
+	// committed with the checkpoints; day directories older than
+	// Retention (default: kept) are removed.
+	Dir       string    `yaml:"dir"`
+	Retention *Duration `yaml:"retention"`
 	// Brokers, Topic, MarkerTopic, TLS and SASL configure a kafka sink:
 	// results keyed by their key fields and window (a compacted topic
 	// keeps the newest firing), the firing kind and pane in headers,

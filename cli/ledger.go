@@ -1,0 +1,232 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/weirstream/weir/internal/ledger"
+	"github.com/weirstream/weir/spec"
+)
+
+// ledgerCmd looks at a job's late-data ledger: weir ledger ls|stats JOB.yaml.
+func ledgerCmd(args []string, o IO) int {
+	if len(args) == 0 || args[0] != "ls" && args[0] != "stats" {
+		fmt.Fprintln(o.Stderr, "usage: weir ledger ls JOB.yaml [--key FIELD=VALUE] [--reason R] [--window START..END] [--since DURATION] [--limit N]")
+		fmt.Fprintln(o.Stderr, "       weir ledger stats JOB.yaml [--since DURATION]")
+		return ExitUsage
+	}
+	cmd := args[0]
+	fs := flag.NewFlagSet("ledger "+cmd, flag.ContinueOnError)
+	fs.SetOutput(o.Stderr)
+	since := fs.Duration("since", 0, "only entries that arrived within this long before now (0: all)")
+	var key, reason, windows *string
+	var limit *int
+	if cmd == "ls" {
+		key = fs.String("key", "", "only entries of this key: FIELD=VALUE (a JSON value, or a plain string)")
+		reason = fs.String("reason", "", "only entries with this reason: window_expired or window_expired_partial")
+		windows = fs.String("window", "", "only entries that missed a window overlapping START..END (Unix ms or RFC 3339)")
+		limit = fs.Int("limit", 100, "print at most this many entries (0: all)")
+	}
+	var paths []string
+	rest := args[1:]
+	for len(rest) > 0 {
+		if err := fs.Parse(rest); err != nil {
+			return ExitUsage
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		paths = append(paths, fs.Arg(0))
+		rest = fs.Args()[1:]
+	}
+	if len(paths) != 1 {
+		fmt.Fprintf(o.Stderr, "weir ledger %s: give one job spec\n", cmd)
+		return ExitUsage
+	}
+	p, ok := loadSpec(paths[0], o)
+	if !ok {
+		return ExitUsage
+	}
+	k := p.Spec.Sinks.Late
+	if k == nil || k.Type != "ledger" {
+		fmt.Fprintf(o.Stderr, "weir ledger: %s has no ledger; set sinks.late: {type: ledger, dir: ledger}\n", paths[0])
+		return ExitUsage
+	}
+	dir := spec.LedgerDir(p, filepath.Dir(o.path(paths[0])), k)
+	keep := func(e ledger.Entry) bool {
+		return *since == 0 || time.UnixMilli(e.ArrivedAt).After(time.Now().Add(-*since))
+	}
+	if cmd == "ls" {
+		f, err := lsFilter(*key, *reason, *windows)
+		if err != nil {
+			fmt.Fprintln(o.Stderr, "weir ledger ls:", err)
+			return ExitUsage
+		}
+		base := keep
+		keep = func(e ledger.Entry) bool { return base(e) && f(e) }
+	}
+	var entries []ledger.Entry
+	bad, err := ledger.Scan(dir, func(e ledger.Entry) error {
+		if keep(e) {
+			entries = append(entries, e)
+		}
+		return nil
+	})
+	if err != nil {
+		fmt.Fprintln(o.Stderr, "weir ledger:", err)
+		return ExitFailed
+	}
+	for _, c := range bad {
+		fmt.Fprintf(o.Stderr, "warning: %s line %d: %s (the entry is unreadable; the others are fine)\n", filepath.Join(dir, c.Segment), c.Line, c.Reason)
+	}
+	if cmd == "ls" {
+		for i, e := range entries {
+			if *limit > 0 && i == *limit {
+				fmt.Fprintf(o.Stdout, "... %d more (--limit 0 for all)\n", len(entries)-i)
+				break
+			}
+			fmt.Fprintf(o.Stdout, "%s %s key=%s ts=%s windows=%s watermark=%s late_by=%s arrived=%s record=%s\n",
+				e.ID, e.Reason, e.Key, msTime(e.TS), windowsText(e.Windows), msTime(e.Watermark), (time.Duration(e.LatenessMS) * time.Millisecond).String(),
+				msTime(e.ArrivedAt), compact(e.Record))
+		}
+		return ExitOK
+	}
+	shown := dir
+	if rel, err := filepath.Rel(filepath.Dir(o.path(paths[0])), dir); err == nil {
+		shown = rel
+	}
+	ledgerStats(o.Stdout, shown, entries, len(bad))
+	return ExitOK
+}
+
+// lsFilter builds the entry filter of weir ledger ls.
+func lsFilter(key, reason, windows string) (func(ledger.Entry) bool, error) {
+	var field string
+	var value []byte
+	if key != "" {
+		f, v, ok := strings.Cut(key, "=")
+		if !ok {
+			return nil, fmt.Errorf("--key %q: use FIELD=VALUE, such as user_id=u17", key)
+		}
+		field, value = f, []byte(v)
+		if !json.Valid(value) {
+			value, _ = json.Marshal(v)
+		}
+		value = compact(value)
+	}
+	lo, hi := int64(math.MinInt64), int64(math.MaxInt64)
+	if windows != "" {
+		a, b, ok := strings.Cut(windows, "..")
+		var err1, err2 error
+		lo, err1 = parseMs(a)
+		hi, err2 = parseMs(b)
+		if !ok || err1 != nil || err2 != nil {
+			return nil, fmt.Errorf("--window %q: use START..END in Unix ms or RFC 3339", windows)
+		}
+	}
+	return func(e ledger.Entry) bool {
+		if reason != "" && e.Reason != reason {
+			return false
+		}
+		if field != "" {
+			var m map[string]json.RawMessage
+			if json.Unmarshal(e.Key, &m) != nil || !bytes.Equal(compact(m[field]), value) {
+				return false
+			}
+		}
+		if windows != "" {
+			return slices.ContainsFunc(e.Windows, func(w [2]int64) bool { return w[0] < hi && w[1] > lo })
+		}
+		return true
+	}, nil
+}
+
+func parseMs(s string) (int64, error) {
+	if ms, err := strconv.ParseInt(s, 10, 64); err == nil {
+		return ms, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	return t.UnixMilli(), err
+}
+
+func compact(b []byte) []byte {
+	var out bytes.Buffer
+	if json.Compact(&out, b) != nil {
+		return b
+	}
+	return out.Bytes()
+}
+
+func msTime(ms int64) string { return time.UnixMilli(ms).UTC().Format("2006-01-02T15:04:05.000Z") }
+
+func windowsText(ws [][2]int64) string {
+	var parts []string
+	for _, w := range ws {
+		parts = append(parts, "["+time.UnixMilli(w[0]).UTC().Format("15:04:05")+","+time.UnixMilli(w[1]).UTC().Format("15:04:05")+")")
+	}
+	return strings.Join(parts, "")
+}
+
+// ledgerStats prints counts by arrival day, reason, key and input
+// (Kafka partition, from the entry id) and lateness percentiles.
+func ledgerStats(w io.Writer, dir string, entries []ledger.Entry, bad int) {
+	fmt.Fprintf(w, "ledger %s: %d entries", dir, len(entries))
+	if bad > 0 {
+		fmt.Fprintf(w, ", %d unreadable lines", bad)
+	}
+	fmt.Fprintln(w)
+	if len(entries) == 0 {
+		return
+	}
+	count := func(title string, by func(e ledger.Entry) string, top int) {
+		m := map[string]int{}
+		for _, e := range entries {
+			m[by(e)]++
+		}
+		keys := make([]string, 0, len(m))
+		for k := range m {
+			keys = append(keys, k)
+		}
+		slices.SortFunc(keys, func(a, b string) int {
+			if m[a] != m[b] && top > 0 {
+				return m[b] - m[a]
+			}
+			return strings.Compare(a, b)
+		})
+		fmt.Fprintf(w, "by %s:\n", title)
+		for i, k := range keys {
+			if top > 0 && i == top {
+				fmt.Fprintf(w, "  ... %d more\n", len(keys)-i)
+				break
+			}
+			fmt.Fprintf(w, "  %-40s %d\n", k, m[k])
+		}
+	}
+	count("arrival day", func(e ledger.Entry) string { return time.UnixMilli(e.ArrivedAt).UTC().Format(time.DateOnly) }, 0)
+	count("reason", func(e ledger.Entry) string { return e.Reason }, 0)
+	count("key (top 10)", func(e ledger.Entry) string { return string(compact(e.Key)) }, 10)
+	count("input", func(e ledger.Entry) string {
+		if p, _, ok := strings.Cut(e.ID, ":"); ok {
+			return "partition " + p
+		}
+		return "the source"
+	}, 10)
+	late := make([]int64, len(entries))
+	for i, e := range entries {
+		late[i] = e.LatenessMS
+	}
+	slices.Sort(late)
+	q := func(p float64) time.Duration {
+		return time.Duration(late[min(len(late)-1, int(p*float64(len(late))))]) * time.Millisecond
+	}
+	fmt.Fprintf(w, "lateness: p50 %v, p90 %v, p99 %v, max %v\n", q(0.5), q(0.9), q(0.99), time.Duration(late[len(late)-1])*time.Millisecond)
+}

@@ -24,6 +24,9 @@ type IO struct {
 	// line there, redrawn every ProgressEvery (default 500ms).
 	Terminal      bool
 	ProgressEvery time.Duration
+	// LateEvery is how often a run compares its share of too-late records
+	// with the spec's alert levels (default 10s).
+	LateEvery time.Duration
 	// Getenv reads the environment (test hooks such as WEIR_TEST_CRASH);
 	// nil reads nothing.
 	Getenv func(string) string

@@ -70,6 +70,9 @@ func TestRunMetrics(t *testing.T) {
 		`weir_subtask_busy_seconds_total{operator="window",subtask="0"} `,
 		`weir_subtask_records_in_total{operator="window",subtask="`,
 		`weir_restores_total 0`,
+		`weir_late_ratio_warning 0.001`,
+		`weir_late_ratio_critical 0.01`,
+		"\nweir_late_ratio ",
 		`weir_restore_last_timestamp_seconds NaN`,
 	}
 	var text string
@@ -138,5 +141,53 @@ func TestRunMetrics(t *testing.T) {
 	resp.Body.Close() // the stream ended with the server
 	if _, err := http.Get(base + "/healthz"); err == nil {
 		t.Fatal("the admin server still answers after the run")
+	}
+}
+
+// TestLateRatioWarning: a run warns once when the share of too-late
+// records crosses the spec's critical level, names the spec field, and
+// says when it is back to normal.
+func TestLateRatioWarning(t *testing.T) {
+	dir := t.TempDir()
+	job := strings.Replace(stdinJob, "key: [k]", "key: [k]\nalerts: {late_ratio: 0.05, late_ratio_critical: 0.2}", 1)
+	if err := os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(job), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pr, pw := io.Pipe()
+	var stderr syncBuffer
+	done := make(chan int)
+	go func() {
+		done <- Main(context.Background(), []string{"run", "job.yaml"}, IO{Dir: dir, Stdin: pr, Stdout: io.Discard, Stderr: &stderr, LateEvery: 20 * time.Millisecond})
+	}()
+	send := func(ts int64) { fmt.Fprintf(pw, `{"k": "a", "ts": %d}`+"\n", ts) }
+	wait := func(what string) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); !strings.Contains(stderr.String(), what); time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("no %q in:\n%s", what, stderr.String())
+			}
+		}
+	}
+	// The watermark passes 20 s; then half the records are a minute old.
+	send(1767225620000)
+	time.Sleep(50 * time.Millisecond)
+	for i := range 20 {
+		send(1767225620000 + int64(i))
+		send(1767225560000) // too late
+	}
+	wait("above alerts.late_ratio_critical 20%")
+	// Then only on-time records: back to normal.
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(stderr.String(), "back to"); time.Sleep(10 * time.Millisecond) {
+		send(1767225621000)
+		if time.Now().After(deadline) {
+			t.Fatalf("never back to normal:\n%s", stderr.String())
+		}
+	}
+	if n := strings.Count(stderr.String(), "warning: too-late records"); n != 1 {
+		t.Fatalf("%d warnings, want 1:\n%s", n, stderr.String())
+	}
+	pw.Close()
+	if code := <-done; code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
 }

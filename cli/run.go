@@ -231,6 +231,8 @@ func runPlan(ctx context.Context, p *spec.Plan, dir string, f runFlags, now time
 			}()
 		}
 	}
+	stopWatch := watchLate(p, cur.Load, o)
+	defer stopWatch()
 	if o.Terminal {
 		every := o.ProgressEvery
 		if every <= 0 {
@@ -435,6 +437,7 @@ func crashHook(getenv func(string) string) func(point string) {
 // serveAdmin starts the admin server of a running job (metrics, the
 // monitor's API) and the monitor's sampling; stop ends both.
 func serveAdmin(addr string, p *spec.Plan, job func() *spec.Job, restores func() int64, o IO) (stop func(), err error) {
+	var ratio lateRatio
 	env := func() *weir.Env {
 		if j := job(); j != nil {
 			return j.Env()
@@ -443,7 +446,10 @@ func serveAdmin(addr string, p *spec.Plan, job func() *spec.Job, restores func()
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		metrics.NewCollector(env, metrics.Options{ExtraDescs: []*prometheus.Desc{restoresDesc, restoreLastDesc}, Extra: func(ch chan<- prometheus.Metric) {
+		metrics.NewCollector(env, metrics.Options{ExtraDescs: []*prometheus.Desc{restoresDesc, restoreLastDesc, lateRatioDesc, lateWarnDesc, lateCritDesc}, Extra: func(ch chan<- prometheus.Metric) {
+			ch <- prometheus.MustNewConstMetric(lateRatioDesc, prometheus.GaugeValue, ratio.since(job()))
+			ch <- prometheus.MustNewConstMetric(lateWarnDesc, prometheus.GaugeValue, p.LateRatioWarn)
+			ch <- prometheus.MustNewConstMetric(lateCritDesc, prometheus.GaugeValue, p.LateRatioCrit)
 			ch <- prometheus.MustNewConstMetric(restoresDesc, prometheus.CounterValue, float64(restores()))
 			last := math.NaN()
 			if j := job(); j != nil && !j.RestoredAt().IsZero() {
@@ -485,12 +491,114 @@ func serveAdmin(addr string, p *spec.Plan, job func() *spec.Job, restores func()
 	}, nil
 }
 
+// lateRatio computes the share of too-late records since the previous
+// scrape.
+type lateRatio struct {
+	mu       sync.Mutex
+	job      *spec.Job
+	late, in int64
+	last     float64
+}
+
+// since returns the share of too-late records in the input since the
+// previous call (NaN before any input; the last value while none came).
+func (r *lateRatio) since(j *spec.Job) float64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if j == nil {
+		return math.NaN()
+	}
+	late, in := lateShare(j)
+	if j != r.job {
+		r.job, r.late, r.in, r.last = j, 0, 0, math.NaN()
+	}
+	if in > r.in {
+		r.last = float64(late-r.late) / float64(in-r.in)
+	}
+	r.late, r.in = late, in
+	return r.last
+}
+
 var (
+	lateRatioDesc = prometheus.NewDesc("weir_late_ratio",
+		"Too-late records (side output and dropped) as a share of the records in since the previous scrape; NaN before any input.", nil, nil)
+	lateWarnDesc = prometheus.NewDesc("weir_late_ratio_warning",
+		"The spec's warning level for weir_late_ratio (alerts.late_ratio).", nil, nil)
+	lateCritDesc = prometheus.NewDesc("weir_late_ratio_critical",
+		"The spec's critical level for weir_late_ratio (alerts.late_ratio_critical).", nil, nil)
 	restoresDesc = prometheus.NewDesc("weir_restores_total",
 		"Times the job was opened from a checkpoint in this process (a resume at start, or a restart after a failure).", nil, nil)
 	restoreLastDesc = prometheus.NewDesc("weir_restore_last_timestamp_seconds",
 		"When the running attempt was restored from a checkpoint (Unix seconds); NaN if it started fresh.", nil, nil)
 )
+
+// lateShare is the job's too-late records and records in so far.
+func lateShare(j *spec.Job) (late, in int64) {
+	c := j.Counters()
+	return c["late_side_output"] + c["late_dropped"], c["records_in"]
+}
+
+// watchLate warns when the share of too-late records over the last
+// interval crosses the spec's alert levels (alerts.late_ratio and
+// late_ratio_critical), once per crossing, and when it falls back; stop
+// ends the watch.
+func watchLate(p *spec.Plan, job func() *spec.Job, o IO) (stop func()) {
+	every := o.LateEvery
+	if every <= 0 {
+		every = 10 * time.Second
+	}
+	quit, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(every)
+		defer t.Stop()
+		var cur *spec.Job
+		var late0, in0 int64
+		level := 0 // 0 normal, 1 warning, 2 critical
+		for {
+			select {
+			case <-quit:
+				return
+			case <-t.C:
+			}
+			j := job()
+			if j == nil {
+				continue
+			}
+			late, in := lateShare(j)
+			if j != cur { // a new attempt: counts start where it restored
+				cur, late0, in0 = j, late, in
+				continue
+			}
+			dl, di := late-late0, in-in0
+			late0, in0 = late, in
+			if di <= 0 {
+				continue
+			}
+			r := float64(dl) / float64(di)
+			now := 0
+			switch {
+			case r > p.LateRatioCrit:
+				now = 2
+			case r > p.LateRatioWarn:
+				now = 1
+			}
+			switch {
+			case now > level:
+				field, lim := "alerts.late_ratio", p.LateRatioWarn
+				if now == 2 {
+					field, lim = "alerts.late_ratio_critical", p.LateRatioCrit
+				}
+				fmt.Fprintf(o.Stderr, "warning: too-late records were %.2f%% of the input over the last %v (%d of %d), above %s %g%%: an upstream delay, or a watermark that runs ahead of the data (weir doctor tells which)\n",
+					100*r, every, dl, di, field, 100*lim)
+			case now == 0 && level > 0:
+				fmt.Fprintf(o.Stderr, "too-late records are back to %.2f%% of the input (%d of %d over the last %v)\n", 100*r, dl, di, every)
+			}
+			level = now
+		}
+	}()
+	return func() { close(quit); <-done }
+}
 
 // jobInfo is what the monitor judges a job against: its bound, lateness,
 // window size (or session gap) and idle timeout.

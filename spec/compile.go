@@ -39,6 +39,9 @@ type Plan struct {
 	Assigner window.Assigner
 	Trigger  trigger.Trigger // nil: the assigner's default
 	Lateness etime.Duration
+	// LateRatioWarn and LateRatioCrit are the alert levels of the share
+	// of too-late records (alerts).
+	LateRatioWarn, LateRatioCrit float64
 
 	Generator Generator
 	GenStart  etime.Time
@@ -159,6 +162,24 @@ func (c *compiler) compile() {
 	c.trigger()
 	c.aggregates()
 	c.sinks()
+	p.LateRatioWarn, p.LateRatioCrit = 0.001, 0.01
+	if a := s.Alerts; a != nil {
+		for _, f := range []struct {
+			path string
+			v    float64
+			dst  *float64
+		}{{"alerts.late_ratio", a.LateRatio, &p.LateRatioWarn}, {"alerts.late_ratio_critical", a.LateRatioCritical, &p.LateRatioCrit}} {
+			switch {
+			case f.v < 0 || f.v > 1:
+				c.add(f.path, fmt.Sprintf("%v is not a share of the input", f.v), "use a share between 0 and 1, such as 0.001 for 0.1%")
+			case f.v > 0:
+				*f.dst = f.v
+			}
+		}
+		if p.LateRatioWarn > p.LateRatioCrit {
+			c.add("alerts.late_ratio", fmt.Sprintf("%v is above late_ratio_critical %v", p.LateRatioWarn, p.LateRatioCrit), "make the warning level the lower one")
+		}
+	}
 	if d := s.Doctor; d != nil {
 		c.positive("doctor.lag_high", d.LagHigh, "the threshold")
 		c.positive("doctor.future", d.Future, "the threshold")

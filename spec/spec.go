@@ -38,9 +38,23 @@ type Spec struct {
 	Checkpoint *CheckpointSpec `yaml:"checkpoint"`
 	// State chooses where window state lives (R12).
 	State *StateSpec `yaml:"state"`
+	// Alerts sets the share of too-late records (side output and dropped)
+	// above which the job warns: in its log, in weir_late_ratio against
+	// weir_late_ratio_warning and weir_late_ratio_critical, and for
+	// Prometheus alert rules.
+	Alerts *AlertsSpec `yaml:"alerts"`
 	// Doctor overrides the thresholds weir doctor judges the job by;
 	// unset fields follow the job's own bound, window and idle timeout.
 	Doctor *DoctorSpec `yaml:"doctor"`
+}
+
+// AlertsSpec are the job's alert thresholds.
+type AlertsSpec struct {
+	// LateRatio is the warning level (default 0.001: seed 002 saw under
+	// 0.1% of traffic late in production); LateRatioCritical the critical
+	// one (default 0.01).
+	LateRatio         float64 `yaml:"late_ratio"`
+	LateRatioCritical float64 `yaml:"late_ratio_critical"`
 }
 
 // DoctorSpec are weir doctor's thresholds for this job.

@@ -191,20 +191,7 @@ func TestSkew(t *testing.T) {
 // there and not negative) and the records its window subtasks received.
 func TestSubtaskSeries(t *testing.T) {
 	const n = 200_000
-	orders := make([]order, n)
-	for i := range orders {
-		orders[i] = order{user: fmt.Sprint("u", i%50), ts: etime.Time(i), amount: 1}
-	}
-	opts := weir.DefaultOptions()
-	opts.Parallelism = 2
-	env, err := weir.NewEnv(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := weir.AssignTimestamps(weir.FromSlice(env, orders), weir.BoundedOutOfOrderness(time.Second, func(o order) etime.Time { return o.ts }))
-	ten, _ := window.Tumbling(10_000, 0)
-	out := weir.Aggregate(weir.Window(weir.KeyBy(s, func(o order) string { return o.user }), ten, weir.WindowOptions{Name: "w"}), weir.Sum(func(o order) int64 { return o.amount }))
-	weir.ForEach(out.Results, func(etime.Time, window.Result[string, int64]) {})
+	env := parallelJob(t, orders(n, 50))
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(metrics.NewCollector(func() *weir.Env { return env }, metrics.Options{}))
 	began := time.Now()
@@ -313,21 +300,9 @@ sinks: {results: {type: jsonl, path: out.jsonl}}
 //	go test -run '^$' -bench ScrapeCost -benchtime 10x ./metrics/
 func BenchmarkScrapeCost(b *testing.B) {
 	const n = 2_000_000
-	orders := make([]order, n)
-	for i := range orders {
-		orders[i] = order{user: fmt.Sprint("u", i%1000), ts: etime.Time(i), amount: 1}
-	}
+	in := orders(n, 1000)
 	run := func(scrape bool) time.Duration {
-		opts := weir.DefaultOptions()
-		opts.Parallelism = 2
-		env, err := weir.NewEnv(opts)
-		if err != nil {
-			b.Fatal(err)
-		}
-		s := weir.AssignTimestamps(weir.FromSlice(env, orders), weir.BoundedOutOfOrderness(time.Second, func(o order) etime.Time { return o.ts }))
-		ten, _ := window.Tumbling(10_000, 0)
-		out := weir.Aggregate(weir.Window(weir.KeyBy(s, func(o order) string { return o.user }), ten, weir.WindowOptions{Name: "w"}), weir.Sum(func(o order) int64 { return o.amount }))
-		weir.ForEach(out.Results, func(etime.Time, window.Result[string, int64]) {})
+		env := parallelJob(b, in)
 		stop := make(chan struct{})
 		done := make(chan struct{})
 		if scrape {
@@ -368,4 +343,30 @@ func BenchmarkScrapeCost(b *testing.B) {
 	b.ReportMetric(float64(n)*float64(b.N)/plain.Seconds(), "records/s")
 	b.ReportMetric(float64(n)*float64(b.N)/scraped.Seconds(), "scraped-records/s")
 	b.ReportMetric(plain.Seconds()/scraped.Seconds(), "ratio")
+}
+
+// orders returns n orders of users users, one per millisecond.
+func orders(n, users int) []order {
+	out := make([]order, n)
+	for i := range out {
+		out[i] = order{user: fmt.Sprint("u", i%users), ts: etime.Time(i), amount: 1}
+	}
+	return out
+}
+
+// parallelJob builds, at parallelism 2, 10-second tumbling sums of the
+// orders per user, in a window operator named w.
+func parallelJob(tb testing.TB, in []order) *weir.Env {
+	tb.Helper()
+	opts := weir.DefaultOptions()
+	opts.Parallelism = 2
+	env, err := weir.NewEnv(opts)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	s := weir.AssignTimestamps(weir.FromSlice(env, in), weir.BoundedOutOfOrderness(time.Second, func(o order) etime.Time { return o.ts }))
+	ten, _ := window.Tumbling(10_000, 0)
+	out := weir.Aggregate(weir.Window(weir.KeyBy(s, func(o order) string { return o.user }), ten, weir.WindowOptions{Name: "w"}), weir.Sum(func(o order) int64 { return o.amount }))
+	weir.ForEach(out.Results, func(etime.Time, window.Result[string, int64]) {})
+	return env
 }

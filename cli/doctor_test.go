@@ -221,3 +221,92 @@ func TestDoctorDuringReplay(t *testing.T) {
 	}
 	t.Logf("%d samples diagnosed, none with a warning", samples)
 }
+
+// TestDoctorFutureRecord: a file job with the timestamp checks off reads
+// one record dated two hours ahead of the clock: its watermark runs ahead
+// of processing time and weir doctor says so (D8, critical), naming the
+// spec field that would have stopped it.
+func TestDoctorFutureRecord(t *testing.T) {
+	dir := t.TempDir()
+	now := time.Now().UnixMilli()
+	var in strings.Builder
+	for i := range 200 {
+		fmt.Fprintf(&in, `{"user_id":"u%d","ts":%d}`+"\n", i%5, now-60_000+int64(i)*100)
+	}
+	fmt.Fprintf(&in, `{"user_id":"u1","ts":%d}`+"\n", now+2*3600_000)
+	if err := os.WriteFile(filepath.Join(dir, "in.jsonl"), []byte(in.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := spec.Load([]byte(`name: future
+source: {type: file, path: in.jsonl, final_watermark: false, timestamp: {field: ts, checks: false}}
+watermark: {max_out_of_orderness: 5s, emit: every_record}
+key: [user_id]
+window: {type: tumbling, size: 1m}
+aggregate: [{name: n, fn: count}]
+sinks: {results: {type: jsonl, path: out.jsonl}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := spec.Compile(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := spec.Open(p, spec.RunOptions{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := j.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	mon := monitor.New(monitor.Options{Info: jobInfo(p), Env: j.Env})
+	mon.Sample()
+	r := doctor.Diagnose(doctor.Dump{Snapshot: *mon.Snapshot(), History: mon.History()}, doctor.Thresholds{})
+	if r.Worst() != doctor.Critical || !strings.Contains(r.Text(), "D8 critical") || !strings.Contains(r.Text(), "timestamp.max_future") {
+		t.Fatalf("report:\n%s", r.Text())
+	}
+}
+
+// TestDoctorLatenessTooLarge: a job keeps an hour of allowed lateness
+// while its late records are at most 20 s late: weir doctor suggests a
+// smaller allowed lateness (D12, information) from the lateness it saw.
+func TestDoctorLatenessTooLarge(t *testing.T) {
+	s, err := spec.Load([]byte(`name: lateness
+source:
+  type: generator
+  generator:
+    records: 50000
+    keys: 50
+    duration: 1h
+    disorder:
+      - {share: 0.9, max: 5s}
+      - {share: 0.1, min: 10s, max: 20s}
+    seed: 7
+watermark: {max_out_of_orderness: 5s}
+key: [user_id]
+window: {type: tumbling, size: 1m}
+allowed_lateness: 1h
+aggregate: [{name: n, fn: count}]
+sinks: {results: {type: jsonl, path: out.jsonl}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := spec.Compile(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := spec.Open(p, spec.RunOptions{Dir: t.TempDir(), Deterministic: true, Now: time.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := j.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	mon := monitor.New(monitor.Options{Info: jobInfo(p), Env: j.Env})
+	mon.Sample()
+	r := doctor.Diagnose(doctor.Dump{Snapshot: *mon.Snapshot(), History: mon.History()}, doctor.Thresholds{})
+	if !strings.Contains(r.Text(), "D12 info") || !strings.Contains(r.Text(), "lower allowed_lateness to about") || r.Worst() >= doctor.Warning {
+		t.Fatalf("report:\n%s", r.Text())
+	}
+}

@@ -84,6 +84,7 @@ func demoCmd(ctx context.Context, args []string, o IO) int {
 	fmt.Fprintf(o.Stdout, "  sqlite3 %s \"SELECT user_id, window_start, orders, total, firing, pane FROM order_stats ORDER BY window_start, user_id LIMIT 10\"\n", filepath.Join(rel, "results.db"))
 	fmt.Fprintf(o.Stdout, "too-late orders (none lost) are in the ledger %s; to count or list them:\n", filepath.Join(rel, "ledger", p.Spec.Name))
 	fmt.Fprintf(o.Stdout, "  weir demo --print-spec > %s && weir ledger stats %s\n", filepath.Join(rel, "demo.yaml"), filepath.Join(rel, "demo.yaml"))
+	fmt.Fprintf(o.Stdout, "and to fold them into the results table (each window's next revision; idempotent): weir backfill %s\n", filepath.Join(rel, "demo.yaml"))
 	fmt.Fprintf(o.Stdout, "bad records with their reason: %s\n", filepath.Join(rel, "dead_letter.jsonl"))
 	return ExitOK
 }

@@ -68,6 +68,8 @@ func Main(ctx context.Context, args []string, o IO) int {
 		return doctorCmd(ctx, args[1:], o)
 	case "ledger":
 		return ledgerCmd(args[1:], o)
+	case "backfill":
+		return backfillCmd(args[1:], o)
 	case "version":
 		fmt.Fprintln(o.Stdout, "weir", Version)
 		return ExitOK
@@ -91,6 +93,7 @@ commands:
   dev kafka         start an in-process Kafka on 127.0.0.1:9092 to try kafka jobs
   doctor            diagnose a running job (its --http address) or a saved dump
   ledger ls|stats   list or count a job's too-late records in its ledger
+  backfill JOB.yaml fold the ledger's too-late records into the results table
   version           print the version
 
 run 'weir <command> -h' for a command's flags`)

@@ -1,0 +1,61 @@
+package cli
+
+import (
+	"flag"
+	"fmt"
+	"path/filepath"
+
+	"github.com/weirstream/weir/spec"
+)
+
+// backfillCmd folds a job's late-data ledger into its results table:
+// weir backfill JOB.yaml [--dry-run].
+func backfillCmd(args []string, o IO) int {
+	fs := flag.NewFlagSet("backfill", flag.ContinueOnError)
+	fs.SetOutput(o.Stderr)
+	dry := fs.Bool("dry-run", false, "show what would change and write nothing")
+	verbose := fs.Bool("v", false, "print each window revised")
+	fs.Usage = func() {
+		fmt.Fprintln(o.Stderr, "usage: weir backfill JOB.yaml [--dry-run] [-v]")
+		fmt.Fprintln(o.Stderr, "folds the too-late records of the job's ledger into its results table: each window they missed gets its next revision (firing backfill); running it again changes nothing")
+		fs.PrintDefaults()
+	}
+	var paths []string
+	for len(args) > 0 {
+		if err := fs.Parse(args); err != nil {
+			return ExitUsage
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		paths = append(paths, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+	if len(paths) != 1 {
+		fs.Usage()
+		return ExitUsage
+	}
+	p, ok := loadSpec(paths[0], o)
+	if !ok {
+		return ExitUsage
+	}
+	bo := spec.BackfillOptions{Dir: filepath.Dir(o.path(paths[0])), DryRun: *dry}
+	if *verbose {
+		bo.Out = o.Stdout
+	}
+	rep, err := spec.Backfill(p, bo)
+	if err != nil {
+		fmt.Fprintln(o.Stderr, "weir backfill:", err)
+		return ExitFailed
+	}
+	verb := "applied"
+	if *dry {
+		verb = "would apply"
+	}
+	fmt.Fprintf(o.Stdout, "backfill: %d ledger entries; %s %d to %d windows (each its next revision, firing backfill); %d already applied", rep.Entries, verb, rep.Applied, rep.Windows, rep.AlreadyApplied)
+	if rep.Unreadable > 0 {
+		fmt.Fprintf(o.Stdout, "; %d records no longer decode (see weir ledger ls)", rep.Unreadable)
+	}
+	fmt.Fprintln(o.Stdout)
+	return ExitOK
+}

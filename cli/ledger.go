@@ -154,6 +154,9 @@ func parseMs(s string) (int64, error) {
 	if ms, err := strconv.ParseInt(s, 10, 64); err == nil {
 		return ms, nil
 	}
+	if d, err := time.Parse(time.DateOnly, s); err == nil {
+		return d.UnixMilli(), nil
+	}
 	t, err := time.Parse(time.RFC3339Nano, s)
 	return t.UnixMilli(), err
 }

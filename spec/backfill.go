@@ -24,6 +24,9 @@ type BackfillOptions struct {
 	DryRun bool
 	// Out, when set, is told about each window changed.
 	Out io.Writer
+	// Filter, when set, chooses the entries to apply (by key, reason,
+	// window or arrival); the others are left for a later run.
+	Filter func(ledger.Entry) bool
 }
 
 // BackfillReport counts what a backfill did.
@@ -74,6 +77,14 @@ func Backfill(p *Plan, o BackfillOptions) (BackfillReport, error) {
 	}
 	agg := aggFunc{fns: fns}
 	dec := newDecoder(p, clock.Real{})
+	dir := LedgerDir(p, o.Dir, s.Sinks.Late)
+	if !o.DryRun {
+		unlock, err := ledger.Lock(dir)
+		if err != nil {
+			return rep, err
+		}
+		defer unlock()
+	}
 
 	// Group the entries by key and window, in window-end then key order.
 	type group struct {
@@ -84,7 +95,10 @@ func Backfill(p *Plan, o BackfillOptions) (BackfillReport, error) {
 	}
 	groups := map[[3]string]*group{}
 	var order []*group
-	_, err := ledger.Scan(LedgerDir(p, o.Dir, s.Sinks.Late), func(e ledger.Entry) error {
+	_, err := ledger.Scan(dir, func(e ledger.Entry) error {
+		if o.Filter != nil && !o.Filter(e) {
+			return nil
+		}
 		rep.Entries++
 		key := string(compactJSONBytes(e.Key))
 		for _, w := range e.Windows {

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/weirstream/weir/internal/ledger"
 )
 
 const backfillJob = `
@@ -133,6 +135,19 @@ func TestBackfillOracle(t *testing.T) {
 			if !maps.Equal(again, got) || !maps.Equal(firings2, firings) || rep2.Applied != 0 || rep2.AlreadyApplied != rep.Applied || rep2.Windows != 0 {
 				t.Fatalf("second backfill: %+v", rep2)
 			}
+			// While another backfill holds the ledger's lock, a run is
+			// refused (a dry run, which writes nothing, is not).
+			unlock, err := ledger.Lock(LedgerDir(s, dir, s.Spec.Sinks.Late))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := Backfill(s, BackfillOptions{Dir: dir}); err == nil || !strings.Contains(err.Error(), "another backfill") {
+				t.Fatalf("a backfill beside a running one: %v", err)
+			}
+			if _, err := Backfill(s, BackfillOptions{Dir: dir, DryRun: true}); err != nil {
+				t.Fatal(err)
+			}
+			unlock()
 			t.Logf("%d ledger entries, %d windows revised: %s", rep.Entries, rep.Windows, slices.Sorted(maps.Keys(firings)))
 		})
 	}

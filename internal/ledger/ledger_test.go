@@ -105,3 +105,23 @@ func TestCorruption(t *testing.T) {
 		t.Fatal("a non-object entry was accepted")
 	}
 }
+
+// TestLock: one holder at a time; released by unlock.
+func TestLock(t *testing.T) {
+	dir := t.TempDir()
+	unlock, err := Lock(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Lock(dir); err == nil || !strings.Contains(err.Error(), "another backfill") {
+		t.Fatalf("second lock: %v", err)
+	}
+	if err := unlock(); err != nil {
+		t.Fatal(err)
+	}
+	unlock, err = Lock(dir)
+	if err != nil {
+		t.Fatalf("after unlock: %v", err)
+	}
+	unlock()
+}

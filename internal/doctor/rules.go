@@ -264,7 +264,7 @@ func wmText(w *int64) string {
 // D7: an operator's subtask watermarks spread wider than the bound and
 // its records are skewed over subtasks: a hot key or skewed data.
 func d7Skew(c *kase) []Finding {
-	if len(c.h) == 0 {
+	if len(c.h) == 0 || c.ended() {
 		return nil
 	}
 	var out []Finding

@@ -256,6 +256,10 @@ func (m *Monitor) Subscribe() (<-chan Point, func()) {
 	}
 }
 
+// minSkewRecords is the fewest records in an interval whose spread over
+// subtasks says anything about skew (a last batch or two does not).
+const minSkewRecords = 100
+
 // point derives a history point from a snapshot and the previous one.
 func point(s, prev *Snapshot, dt time.Duration) Point {
 	p := Point{T: s.Now, Ops: map[string]OpPoint{}, Job: JobPoint{Checkpoints: s.Totals.Checkpoints, Regressions: s.Counters["timestamp_regressions"],
@@ -320,7 +324,9 @@ func point(s, prev *Snapshot, dt time.Duration) Point {
 				recs += a.RecordsIn - b.RecordsIn
 				deltas[j] = float64(a.RecordsIn - b.RecordsIn)
 			}
-			o.Skew = fptr(metrics.Skew(deltas))
+			if recs >= minSkewRecords {
+				o.Skew = fptr(metrics.Skew(deltas))
+			}
 			busy, bp = min(max(busy, 0), 1), min(max(bp, 0), 1)
 			o.Busy, o.Backpressured = &busy, &bp
 			r := float64(recs) / secs

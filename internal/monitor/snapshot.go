@@ -461,9 +461,14 @@ func operatorWatermark(subs []Subtask, now etime.Time) (*int64, string, *float64
 		if lo == nil || *w < *lo {
 			lo = w
 		}
-		if hi == nil || *w > *hi {
+		// A subtask past the end of its input (MAX) is not spread: the
+		// others get the final watermark in a moment.
+		if etime.Time(*w) != etime.MaxTime && (hi == nil || *w > *hi) {
 			hi = w
 		}
+	}
+	if hi == nil {
+		hi = lo
 	}
 	if lo == nil {
 		return nil, "every subtask is idle", nil, nil

@@ -26,16 +26,9 @@ func backfillCmd(args []string, o IO) int {
 		fmt.Fprintln(o.Stderr, "folds the too-late records of the job's ledger into its results table: each window they missed gets its next revision (firing backfill); running it again changes nothing")
 		fs.PrintDefaults()
 	}
-	var paths []string
-	for len(args) > 0 {
-		if err := fs.Parse(args); err != nil {
-			return ExitUsage
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		paths = append(paths, fs.Arg(0))
-		args = fs.Args()[1:]
+	paths, ok := parsePaths(fs, args)
+	if !ok {
+		return ExitUsage
 	}
 	if len(paths) != 1 {
 		fs.Usage()

@@ -237,31 +237,14 @@ func TestDoctorFutureRecord(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "in.jsonl"), []byte(in.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	s, err := spec.Load([]byte(`name: future
+	r := diagnoseRun(t, `name: future
 source: {type: file, path: in.jsonl, final_watermark: false, timestamp: {field: ts, checks: false}}
 watermark: {max_out_of_orderness: 5s, emit: every_record}
 key: [user_id]
 window: {type: tumbling, size: 1m}
 aggregate: [{name: n, fn: count}]
 sinks: {results: {type: jsonl, path: out.jsonl}}
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := spec.Compile(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	j, err := spec.Open(p, spec.RunOptions{Dir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := j.Run(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	mon := monitor.New(monitor.Options{Info: jobInfo(p), Env: j.Env})
-	mon.Sample()
-	r := doctor.Diagnose(doctor.Dump{Snapshot: *mon.Snapshot(), History: mon.History()}, doctor.Thresholds{})
+`, spec.RunOptions{Dir: dir})
 	if r.Worst() != doctor.Critical || !strings.Contains(r.Text(), "D8 critical") || !strings.Contains(r.Text(), "timestamp.max_future") {
 		t.Fatalf("report:\n%s", r.Text())
 	}
@@ -271,7 +254,7 @@ sinks: {results: {type: jsonl, path: out.jsonl}}
 // while its late records are at most 20 s late: weir doctor suggests a
 // smaller allowed lateness (D12, information) from the lateness it saw.
 func TestDoctorLatenessTooLarge(t *testing.T) {
-	s, err := spec.Load([]byte(`name: lateness
+	r := diagnoseRun(t, `name: lateness
 source:
   type: generator
   generator:
@@ -288,15 +271,21 @@ window: {type: tumbling, size: 1m}
 allowed_lateness: 1h
 aggregate: [{name: n, fn: count}]
 sinks: {results: {type: jsonl, path: out.jsonl}}
-`))
+`, spec.RunOptions{Dir: t.TempDir(), Deterministic: true, Now: time.Now()})
+	if !strings.Contains(r.Text(), "D12 info") || !strings.Contains(r.Text(), "lower allowed_lateness to about") || r.Worst() >= doctor.Warning {
+		t.Fatalf("report:\n%s", r.Text())
+	}
+}
+
+// diagnoseRun runs a job spec to its end, samples it once and returns
+// weir doctor's report on it.
+func diagnoseRun(t *testing.T, yaml string, o spec.RunOptions) doctor.Report {
+	t.Helper()
+	p, err := spec.Parse([]byte(yaml))
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := spec.Compile(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	j, err := spec.Open(p, spec.RunOptions{Dir: t.TempDir(), Deterministic: true, Now: time.Now()})
+	j, err := spec.Open(p, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -305,8 +294,5 @@ sinks: {results: {type: jsonl, path: out.jsonl}}
 	}
 	mon := monitor.New(monitor.Options{Info: jobInfo(p), Env: j.Env})
 	mon.Sample()
-	r := doctor.Diagnose(doctor.Dump{Snapshot: *mon.Snapshot(), History: mon.History()}, doctor.Thresholds{})
-	if !strings.Contains(r.Text(), "D12 info") || !strings.Contains(r.Text(), "lower allowed_lateness to about") || r.Worst() >= doctor.Warning {
-		t.Fatalf("report:\n%s", r.Text())
-	}
+	return doctor.Diagnose(doctor.Dump{Snapshot: *mon.Snapshot(), History: mon.History()}, doctor.Thresholds{})
 }

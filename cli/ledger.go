@@ -36,17 +36,9 @@ func ledgerCmd(args []string, o IO) int {
 		windows = fs.String("window", "", "only entries that missed a window overlapping START..END (Unix ms or RFC 3339)")
 		limit = fs.Int("limit", 100, "print at most this many entries (0: all)")
 	}
-	var paths []string
-	rest := args[1:]
-	for len(rest) > 0 {
-		if err := fs.Parse(rest); err != nil {
-			return ExitUsage
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		paths = append(paths, fs.Arg(0))
-		rest = fs.Args()[1:]
+	paths, ok := parsePaths(fs, args[1:])
+	if !ok {
+		return ExitUsage
 	}
 	if len(paths) != 1 {
 		fmt.Fprintf(o.Stderr, "weir ledger %s: give one job spec\n", cmd)

@@ -115,17 +115,9 @@ func runCmd(ctx context.Context, args []string, o IO) int {
 		fmt.Fprintln(o.Stderr, "usage: weir run JOB.yaml [flags]")
 		fs.PrintDefaults()
 	}
-	// Flags may come before or after the spec path.
-	var paths []string
-	for len(args) > 0 {
-		if err := fs.Parse(args); err != nil {
-			return ExitUsage
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		paths = append(paths, fs.Arg(0))
-		args = fs.Args()[1:]
+	paths, ok := parsePaths(fs, args)
+	if !ok {
+		return ExitUsage
 	}
 	if len(paths) != 1 {
 		fs.Usage()
@@ -160,6 +152,23 @@ func runCmd(ctx context.Context, args []string, o IO) int {
 	}
 	specDir := filepath.Dir(o.path(paths[0]))
 	return runPlan(ctx, p, specDir, f, now, o)
+}
+
+// parsePaths parses flags that may come before or after the paths (the
+// spec files); false: a flag was refused (fs has printed why).
+func parsePaths(fs *flag.FlagSet, args []string) ([]string, bool) {
+	var paths []string
+	for len(args) > 0 {
+		if err := fs.Parse(args); err != nil {
+			return nil, false
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		paths = append(paths, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+	return paths, true
 }
 
 func parseNow(s string) (time.Time, error) {

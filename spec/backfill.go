@@ -6,12 +6,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"path/filepath"
 	"slices"
 	"strings"
 
 	"github.com/weirstream/weir/clock"
 	"github.com/weirstream/weir/connector/fileio"
+	"github.com/weirstream/weir/connector/sqliteio"
 	"github.com/weirstream/weir/etime"
 	"github.com/weirstream/weir/internal/ledger"
 )
@@ -100,7 +100,7 @@ func Backfill(p *Plan, o BackfillOptions) (BackfillReport, error) {
 			return nil
 		}
 		rep.Entries++
-		key := string(compactJSONBytes(e.Key))
+		key := string(e.Key) // compact, as the live job wrote it
 		for _, w := range e.Windows {
 			k := [3]string{key, fmt.Sprint(w[0]), fmt.Sprint(w[1])}
 			g := groups[k]
@@ -123,7 +123,7 @@ func Backfill(p *Plan, o BackfillOptions) (BackfillReport, error) {
 		return strings.Compare(a.key, b.key)
 	})
 
-	db, err := sql.Open("sqlite", "file:"+filepath.ToSlash(filepathJoin(o.Dir, s.Sinks.Results.Path))+"?_pragma=busy_timeout(10000)")
+	db, err := sql.Open("sqlite", sqliteio.DSN(RunOptions{Dir: o.Dir}.path(s.Sinks.Results.Path)))
 	if err != nil {
 		return rep, err
 	}
@@ -133,38 +133,58 @@ func Backfill(p *Plan, o BackfillOptions) (BackfillReport, error) {
 			return rep, err
 		}
 	}
+	// A dry run before any backfill finds no applied table: nothing is
+	// applied yet.
+	var n int
+	if err := db.QueryRow(`SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = ?`, appliedTable).Scan(&n); err != nil {
+		return rep, err
+	}
+	noneApplied := n == 0
 	table := quoteSQL(s.Sinks.Results.Table)
 	var cols []string
 	for _, a := range s.Aggregate {
 		cols = append(cols, quoteSQL(a.Name))
 	}
-	var where []string
+	var conds []string
 	for _, k := range s.Key {
-		where = append(where, quoteSQL(k)+" = ?")
+		conds = append(conds, quoteSQL(k)+" = ?")
 	}
-	where = append(where, "window_start = ?", "window_end = ?")
-	selectRow := `SELECT pane, ` + strings.Join(cols, ", ") + ` FROM ` + table + ` WHERE ` + strings.Join(where, " AND ")
+	where := strings.Join(append(conds, "window_start = ?", "window_end = ?"), " AND ")
+	sqlRow := rowSQL{
+		sel: `SELECT pane, ` + strings.Join(cols, ", ") + ` FROM ` + table + ` WHERE ` + where,
+		upd: `UPDATE ` + table + ` SET ` + strings.Join(cols, " = ?, ") + ` = ?, firing = 'backfill', pane = ? WHERE ` + where,
+		ins: `INSERT INTO ` + table + ` (` + strings.Join(append(append(quoteAll(s.Key), "window_start", "window_end", "firing", "pane", "watermark"), cols...), ", ") +
+			`) VALUES (` + strings.TrimSuffix(strings.Repeat("?, ", len(s.Key)+5+len(cols)), ", ") + `)`,
+	}
 
 	for _, g := range order {
-		var keyVals map[string]any
+		var keyVals map[string]json.RawMessage
 		if err := json.Unmarshal([]byte(g.key), &keyVals); err != nil {
 			return rep, fmt.Errorf("ledger entry key %s: %w", g.key, err)
 		}
 		args := make([]any, 0, len(s.Key)+2)
 		for _, k := range s.Key {
-			args = append(args, sqlValue(keyVals[k]))
+			v, err := sqliteio.Value(keyVals[k])
+			if err != nil {
+				return rep, fmt.Errorf("ledger entry key %s: %w", g.key, err)
+			}
+			args = append(args, v)
 		}
 		args = append(args, g.start, g.end)
-		if err := backfillWindow(db, o, &rep, g.key, g.start, g.end, g.entries, args, selectRow, table, cols, s.Key, agg, dec); err != nil {
+		if err := backfillWindow(db, o, &rep, g.key, g.start, g.end, g.entries, args, sqlRow, agg, dec, noneApplied); err != nil {
 			return rep, err
 		}
 	}
 	return rep, nil
 }
 
+// rowSQL are the statements on one results row, whose WHERE (or VALUES)
+// takes the key values, window_start and window_end.
+type rowSQL struct{ sel, upd, ins string }
+
 // backfillWindow folds one window's entries in one transaction.
 func backfillWindow(db *sql.DB, o BackfillOptions, rep *BackfillReport, key string, start, end int64, entries []ledger.Entry,
-	args []any, selectRow, table string, cols, keyNames []string, agg aggFunc, dec *decoder) error {
+	args []any, q rowSQL, agg aggFunc, dec *decoder, noneApplied bool) error {
 	tx, err := db.Begin()
 	if err != nil {
 		return err
@@ -172,10 +192,14 @@ func backfillWindow(db *sql.DB, o BackfillOptions, rep *BackfillReport, key stri
 	defer tx.Rollback()
 	var fresh []ledger.Entry
 	for _, e := range entries {
+		if noneApplied {
+			fresh = append(fresh, e)
+			continue
+		}
 		var one int
 		err := tx.QueryRow(`SELECT 1 FROM `+appliedTable+` WHERE id = ? AND key = ? AND window_start = ? AND window_end = ?`, e.ID, key, start, end).Scan(&one)
 		switch {
-		case err == sql.ErrNoRows || o.DryRun && err != nil && strings.Contains(err.Error(), "no such table"):
+		case err == sql.ErrNoRows:
 			fresh = append(fresh, e)
 		case err != nil:
 			return err
@@ -190,12 +214,12 @@ func backfillWindow(db *sql.DB, o BackfillOptions, rep *BackfillReport, key stri
 	// max are their own accumulators), or empty if it never fired.
 	ac := agg.CreateAccumulator()
 	pane := int64(-1)
-	vals := make([]any, len(cols))
+	vals := make([]any, len(agg.fns))
 	ptrs := []any{&pane}
 	for i := range vals {
 		ptrs = append(ptrs, &vals[i])
 	}
-	switch err := tx.QueryRow(selectRow, args...).Scan(ptrs...); {
+	switch err := tx.QueryRow(q.sel, args...).Scan(ptrs...); {
 	case err == sql.ErrNoRows:
 		pane = -1
 	case err != nil:
@@ -218,33 +242,28 @@ func backfillWindow(db *sql.DB, o BackfillOptions, rep *BackfillReport, key stri
 	}
 	rep.Applied += applied
 	rep.Windows++
-	result := splitResult(agg.Result(ac), len(cols))
+	result := splitResult(agg.Result(ac), len(agg.fns))
 	if o.Out != nil {
 		fmt.Fprintf(o.Out, "window %s [%d,%d): %d entries, pane %d -> %d: %s\n", key, start, end, applied, pane, pane+1, strings.Join(result, " "))
 	}
 	if o.DryRun {
 		return nil
 	}
-	set := make([]any, 0, len(cols)+2)
+	set := make([]any, 0, len(result)+1)
 	for _, v := range result {
-		set = append(set, jsonSQL(v))
+		x, err := sqliteio.Value([]byte(v))
+		if err != nil {
+			return err
+		}
+		set = append(set, x)
 	}
-	if pane < 0 {
-		names := append(append(quoteAll(keyNames), "window_start", "window_end", "firing", "pane", "watermark"), cols...)
-		marks := strings.TrimSuffix(strings.Repeat("?, ", len(names)), ", ")
-		ins := append(append(slices.Clone(args), "backfill", int64(0), end), set...)
-		if _, err := tx.Exec(`INSERT INTO `+table+` (`+strings.Join(names, ", ")+`) VALUES (`+marks+`)`, ins...); err != nil {
-			return err
-		}
+	if pane < 0 { // the window never fired: its first row
+		_, err = tx.Exec(q.ins, append(append(slices.Clone(args), "backfill", int64(0), end), set...)...)
 	} else {
-		var assign []string
-		for _, c := range cols {
-			assign = append(assign, c+" = ?")
-		}
-		upd := append(append(set, pane+1), args...)
-		if _, err := tx.Exec(`UPDATE `+table+` SET `+strings.Join(assign, ", ")+`, firing = 'backfill', pane = ? WHERE `+strings.TrimPrefix(selectRow[strings.Index(selectRow, " WHERE ")+len(" WHERE "):], ""), upd...); err != nil {
-			return err
-		}
+		_, err = tx.Exec(q.upd, append(append(set, pane+1), args...)...)
+	}
+	if err != nil {
+		return err
 	}
 	for _, e := range fresh {
 		if _, err := tx.Exec(`INSERT INTO `+appliedTable+` (id, key, window_start, window_end) VALUES (?, ?, ?, ?)`, e.ID, key, start, end); err != nil {
@@ -300,26 +319,6 @@ func splitResult(b []byte, n int) []string {
 	return out
 }
 
-// jsonSQL is a JSON number or null as a SQLite value.
-func jsonSQL(s string) any {
-	var v any
-	if json.Unmarshal([]byte(s), &v) != nil || v == nil {
-		return nil
-	}
-	if f, ok := v.(float64); ok && f == float64(int64(f)) && !strings.ContainsAny(s, ".eE") {
-		return int64(f)
-	}
-	return v
-}
-
-// sqlValue is a decoded JSON key value as the SQLite sink stores it.
-func sqlValue(v any) any {
-	if f, ok := v.(float64); ok && f == float64(int64(f)) {
-		return int64(f)
-	}
-	return v
-}
-
 func quoteSQL(name string) string { return `"` + strings.ReplaceAll(name, `"`, `""`) + `"` }
 
 func quoteAll(names []string) []string {
@@ -327,21 +326,5 @@ func quoteAll(names []string) []string {
 	for i, n := range names {
 		out[i] = quoteSQL(n)
 	}
-	return out
-}
-
-func filepathJoin(dir, p string) string {
-	if dir == "" || filepath.IsAbs(p) {
-		return p
-	}
-	return filepath.Join(dir, p)
-}
-
-func compactJSONBytes(b []byte) []byte {
-	var v any
-	if json.Unmarshal(b, &v) != nil {
-		return b
-	}
-	out, _ := json.Marshal(v)
 	return out
 }

@@ -158,7 +158,7 @@ func Open(path string, keyNames, valueNames []string, o Options) (*Sink, error) 
 		return nil, err
 	}
 
-	db, err := sql.Open("sqlite", dsn(path))
+	db, err := sql.Open("sqlite", DSN(path))
 	if err != nil {
 		return nil, fmt.Errorf("sqliteio: open %s: %w", path, err)
 	}
@@ -183,10 +183,14 @@ func Open(path string, keyNames, valueNames []string, o Options) (*Sink, error) 
 	return s, nil
 }
 
-// dsn is the modernc.org/sqlite DSN for path: a file: URI (so a '?' or '#'
-// in the path is escaped, not taken for the query) with the per-connection
-// pragmas.
-func dsn(path string) string {
+// DSN is the modernc.org/sqlite data source name the Sink opens path
+// with: a file: URI (so a '?' or '#' in the path is escaped, not taken
+// for the query), a busy timeout, synchronous=FULL and
+// immediate transactions (a writer takes the lock when it begins, so
+// two writers wait for each other instead of failing at their first
+// write). Programs that write beside a Sink (a backfill) open the file
+// with it too.
+func DSN(path string) string {
 	p := filepath.ToSlash(path)
 	var b strings.Builder
 	b.WriteString("file:")
@@ -541,7 +545,19 @@ func (s *Sink) closeDB() error {
 }
 
 // value converts JSON text to the SQLite value bound for it (see Column).
-func (s *Sink) value(b []byte) (any, error) {
+func (s *Sink) value(b []byte) (any, error) { return jsonValue(b, &s.buf) }
+
+// Value converts a JSON value to the SQLite value a Sink stores for it:
+// null as NULL, booleans as 1 and 0, numbers as INTEGER or REAL, strings
+// as TEXT, arrays and objects as their compact JSON text. Readers that
+// look rows up or write them beside a Sink (a backfill) use it, so that
+// they compare and store exactly as the sink does.
+func Value(b []byte) (any, error) {
+	var buf bytes.Buffer
+	return jsonValue(b, &buf)
+}
+
+func jsonValue(b []byte, buf *bytes.Buffer) (any, error) {
 	b = trimSpace(b)
 	if len(b) == 0 {
 		return nil, errors.New("invalid JSON: empty value")
@@ -569,11 +585,11 @@ func (s *Sink) value(b []byte) (any, error) {
 		}
 		return str, nil
 	case c == '[' || c == '{':
-		s.buf.Reset()
-		if err := json.Compact(&s.buf, b); err != nil {
+		buf.Reset()
+		if err := json.Compact(buf, b); err != nil {
 			return nil, invalid(b, err)
 		}
-		return s.buf.String(), nil
+		return buf.String(), nil
 	case c == '-' || '0' <= c && c <= '9':
 		integer, ok := numberSyntax(b)
 		if !ok {

@@ -253,17 +253,17 @@ func opVal(op string, f func(monitor.OpPoint) *float64) func(p monitor.Point) (f
 // dropped) over the window operators.
 func (c *kase) lateRate(p monitor.Point) (float64, bool) {
 	var sum float64
-	any := false
+	measured := false
 	for _, w := range c.win {
 		o := p.Ops[w]
 		for _, v := range []*float64{o.SideOutputPerS, o.DroppedPerS, o.LateAcceptedPerS} {
 			if v != nil {
 				sum += *v
-				any = true
+				measured = true
 			}
 		}
 	}
-	return sum, any
+	return sum, measured
 }
 
 func (c *kase) maxOver(ops []string, f func(monitor.OpPoint) *float64) func(p monitor.Point) (float64, bool) {

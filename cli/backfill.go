@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/weirstream/weir/internal/ledger"
@@ -20,9 +21,10 @@ func backfillCmd(args []string, o IO) int {
 	key := fs.String("key", "", "only entries of this key: FIELD=VALUE")
 	reason := fs.String("reason", "", "only entries with this reason: window_expired or window_expired_partial")
 	windows := fs.String("window", "", "only entries that missed a window overlapping START..END (Unix ms or RFC 3339)")
+	verify := fs.Bool("verify", false, "then recompute the complete answer (every input record, grouped without watermarks) and compare the results table with it; exit 1 if they differ")
 	arrived := fs.String("arrived", "", "only entries that arrived in FROM..TO (dates such as 2026-11-29..2026-11-30, RFC 3339 times or Unix ms; TO excluded)")
 	fs.Usage = func() {
-		fmt.Fprintln(o.Stderr, "usage: weir backfill JOB.yaml [--dry-run] [-v] [--arrived FROM..TO] [--key FIELD=VALUE] [--reason R] [--window START..END]")
+		fmt.Fprintln(o.Stderr, "usage: weir backfill JOB.yaml [--dry-run] [-v] [--verify] [--arrived FROM..TO] [--key FIELD=VALUE] [--reason R] [--window START..END]")
 		fmt.Fprintln(o.Stderr, "folds the too-late records of the job's ledger into its results table: each window they missed gets its next revision (firing backfill); running it again changes nothing")
 		fs.PrintDefaults()
 	}
@@ -54,7 +56,7 @@ func backfillCmd(args []string, o IO) int {
 		g := f
 		f = func(e ledger.Entry) bool { return g(e) && e.ArrivedAt >= from && e.ArrivedAt < to }
 	}
-	bo := spec.BackfillOptions{Dir: filepath.Dir(o.path(paths[0])), DryRun: *dry, Filter: f}
+	bo := spec.BackfillOptions{Dir: filepath.Dir(o.path(paths[0])), DryRun: *dry, Filter: f, Crash: crashHook(o.Getenv)}
 	if *verbose {
 		bo.Out = o.Stdout
 	}
@@ -63,14 +65,60 @@ func backfillCmd(args []string, o IO) int {
 		fmt.Fprintln(o.Stderr, "weir backfill:", err)
 		return ExitFailed
 	}
+	fmt.Fprintf(o.Stdout, "side output: %s records in %s windows (ledger cut: %s)\n", thousands(rep.Entries), thousands(rep.LateWindows), rep.Cut)
 	verb := "applied"
 	if *dry {
 		verb = "would apply"
 	}
-	fmt.Fprintf(o.Stdout, "backfill: %d ledger entries; %s %d to %d windows (each its next revision, firing backfill); %d already applied", rep.Entries, verb, rep.Applied, rep.Windows, rep.AlreadyApplied)
+	fmt.Fprintf(o.Stdout, "backfill %s %s entries, %s windows revised (each its next revision, firing backfill); %s already applied\n", verb, thousands(rep.Applied), thousands(rep.Windows), thousands(rep.AlreadyApplied))
+	code := ExitOK
 	if rep.Unreadable > 0 {
-		fmt.Fprintf(o.Stdout, "; %d records no longer decode (see weir ledger ls)", rep.Unreadable)
+		fmt.Fprintf(o.Stdout, "%d records no longer decode (see weir ledger ls); they were not applied\n", rep.Unreadable)
+		code = ExitFailed
 	}
-	fmt.Fprintln(o.Stdout)
-	return ExitOK
+	if rep.WindowOpen > 0 {
+		fmt.Fprintf(o.Stdout, "%d entries left alone: their window is still open at the live job's checkpointed watermark %s (the live job fires it)\n", rep.WindowOpen, rep.Watermark)
+	}
+	if rep.Refused > 0 {
+		fmt.Fprintf(o.Stdout, "%d entries refused: %s\n", rep.Refused, rep.RefusedReason)
+		code = ExitFailed
+	}
+	if *verify {
+		ans, err := spec.Complete(p, bo.Dir)
+		if err != nil {
+			fmt.Fprintln(o.Stderr, "weir backfill: --verify:", err)
+			return ExitFailed
+		}
+		diffs, n, err := ans.Compare(p, bo.Dir, 5)
+		if err != nil {
+			fmt.Fprintln(o.Stderr, "weir backfill: --verify:", err)
+			return ExitFailed
+		}
+		if n == 0 {
+			fmt.Fprintf(o.Stdout, "results now equal the complete answer: %s windows, from all %s input records grouped without watermarks\n", thousands(ans.Windows()), thousands(int(ans.Records)))
+		} else {
+			verb := "differ"
+			if *dry {
+				verb = "differ (before the backfill)"
+			}
+			fmt.Fprintf(o.Stdout, "%s of %s windows %s from the complete answer (all %s input records grouped without watermarks), such as:\n", thousands(n), thousands(ans.Windows()), verb, thousands(int(ans.Records)))
+			for _, d := range diffs {
+				fmt.Fprintln(o.Stdout, "  "+d)
+			}
+			code = ExitFailed
+		}
+	}
+	return code
+}
+
+// thousands writes n with commas between groups of three digits.
+func thousands(n int) string {
+	s := strconv.Itoa(n)
+	if n < 0 {
+		return "-" + thousands(-n)
+	}
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
 }

@@ -2,12 +2,15 @@ package spec
 
 import (
 	"cmp"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"maps"
 	"math"
 	"slices"
 	"strconv"
 
+	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/etime"
 	"github.com/weirstream/weir/state"
 )
@@ -39,8 +42,42 @@ type collected struct {
 
 // aggFunc is the declarative aggregate: it implements
 // state.AggregateFunc[rec, *acc, []byte], where the result is the
-// aggregates as JSON values, each followed by a 0 byte.
-type aggFunc struct{ fns []string }
+// aggregates as JSON values, each followed by a 0 byte. With withAcc the
+// result has one value more, the accumulators (see appendAccs), for the
+// accColumn of SQL results.
+type aggFunc struct {
+	fns     []string
+	withAcc bool
+}
+
+// accColumn is the results column of SQL sinks that keeps the
+// accumulators of the aggregates whose value is not their own
+// accumulator (avg, first, last, collect, count_distinct), so that a
+// backfill can fold late records into a published window. Jobs whose
+// aggregates are all count, sum, min and max have no such column.
+const accColumn = "weir_acc"
+
+// keepsAccs reports whether the job's results keep an accColumn: its
+// results go to a SQL table and some aggregate is not its own
+// accumulator.
+func (p *Plan) keepsAccs() bool {
+	r := p.Spec.Sinks.Results
+	fns := make([]string, len(p.Spec.Aggregate))
+	for i, a := range p.Spec.Aggregate {
+		fns[i] = a.Fn
+	}
+	return r != nil && (r.Type == "sqlite" || r.Type == "postgres") && needsAccColumn(fns)
+}
+
+// ownAcc reports whether an aggregate's published value is its whole
+// accumulator.
+func ownAcc(fn string) bool { return fn == "count" || fn == "sum" || fn == "min" || fn == "max" }
+
+// needsAccColumn reports whether a job with these aggregates keeps an
+// accColumn in its SQL results.
+func needsAccColumn(fns []string) bool {
+	return slices.ContainsFunc(fns, func(fn string) bool { return !ownAcc(fn) })
+}
 
 func (a aggFunc) CreateAccumulator() *acc { return newAcc(len(a.fns)) }
 
@@ -259,7 +296,140 @@ func (a aggFunc) Result(ac *acc) []byte {
 		}
 		b = append(b, 0)
 	}
+	if a.withAcc {
+		b = weir.AppendJSONString(b, string(a.appendAccs(nil, ac)))
+		b = append(b, 0)
+	}
 	return b
+}
+
+// appendAccs renders the accumulators as a JSON array, one element per
+// aggregate: null for count, sum, min and max (their value is their
+// accumulator) and for an aggregate without input; [sum, n] for avg;
+// [value, ts, no] for first and last; [[no, value], ...] for collect; the
+// sorted distinct values for count_distinct. The results row stores it as
+// a JSON string, so that a store that rewrites JSON (Postgres jsonb)
+// keeps the values byte for byte. seedAccs reads it back.
+func (a aggFunc) appendAccs(b []byte, ac *acc) []byte {
+	b = append(b, '[')
+	for i, fn := range a.fns {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		s := &ac.s[i]
+		switch {
+		case fn == "collect":
+			b = append(b, '[')
+			for j, it := range s.list {
+				if j > 0 {
+					b = append(b, ',')
+				}
+				b = append(b, '[')
+				b = strconv.AppendInt(b, it.no, 10)
+				b = append(b, ',')
+				b = append(b, it.raw...)
+				b = append(b, ']')
+			}
+			b = append(b, ']')
+		case fn == "count_distinct":
+			b = append(b, '[')
+			for j, k := range slices.Sorted(maps.Keys(s.set)) {
+				if j > 0 {
+					b = append(b, ',')
+				}
+				b = append(b, k...)
+			}
+			b = append(b, ']')
+		case ownAcc(fn) || s.n == 0:
+			b = append(b, "null"...)
+		case fn == "avg":
+			b = append(b, '[')
+			if s.isF {
+				b = strconv.AppendFloat(b, s.f, 'g', -1, 64) // not appendFloat: an infinite sum stays
+			} else {
+				b = strconv.AppendInt(b, s.i, 10)
+			}
+			b = append(b, ',')
+			b = strconv.AppendInt(b, s.n, 10)
+			b = append(b, ']')
+		default: // first, last
+			b = append(b, '[')
+			b = append(b, s.v.raw...)
+			b = append(b, ',')
+			b = strconv.AppendInt(b, int64(s.ts), 10)
+			b = append(b, ',')
+			b = strconv.AppendInt(b, s.no, 10)
+			b = append(b, ']')
+		}
+	}
+	return append(b, ']')
+}
+
+// seedAccs sets the slots of the aggregates that are not their own
+// accumulator from what appendAccs wrote.
+func (a aggFunc) seedAccs(ac *acc, text string) error {
+	var parts []json.RawMessage
+	if err := json.Unmarshal([]byte(text), &parts); err != nil || len(parts) != len(a.fns) {
+		return fmt.Errorf("the %s column holds %.60q, not %d accumulators", accColumn, text, len(a.fns))
+	}
+	for i, fn := range a.fns {
+		s, p := &ac.s[i], parts[i]
+		if ownAcc(fn) || string(p) == "null" {
+			continue
+		}
+		var err error
+		switch fn {
+		case "avg":
+			var x [2]json.Number
+			if err = json.Unmarshal(p, &x); err == nil {
+				var n int64
+				if n, err = x[1].Int64(); err == nil {
+					s.n = n
+					if i, ierr := x[0].Int64(); ierr == nil {
+						s.i = i
+					} else {
+						s.isF = true
+						s.f, err = strconv.ParseFloat(string(x[0]), 64)
+					}
+				}
+			}
+		case "first", "last":
+			var x []json.RawMessage
+			if err = json.Unmarshal(p, &x); err == nil && len(x) == 3 {
+				var ts int64
+				if err = json.Unmarshal(x[1], &ts); err == nil {
+					err = json.Unmarshal(x[2], &s.no)
+				}
+				s.v, s.ts, s.n = val{kind: vJSON, raw: string(x[0])}, etime.Time(ts), 1
+			} else if err == nil {
+				err = errors.New("want [value, ts, no]")
+			}
+		case "collect":
+			var x [][2]json.RawMessage
+			if err = json.Unmarshal(p, &x); err == nil {
+				s.list = make([]collected, len(x))
+				for j, it := range x {
+					if err = json.Unmarshal(it[0], &s.list[j].no); err != nil {
+						break
+					}
+					s.list[j].raw = string(it[1])
+				}
+				s.n = int64(len(x))
+			}
+		case "count_distinct":
+			var x []json.RawMessage
+			if err = json.Unmarshal(p, &x); err == nil {
+				s.set = make(map[string]struct{}, len(x))
+				for _, k := range x {
+					s.set[string(k)] = struct{}{}
+				}
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("the %s column's accumulator of %s (aggregate %d): %v", accColumn, fn, i, err)
+		}
+	}
+	return nil
 }
 
 func appendVal(b []byte, v val) []byte {

@@ -4,15 +4,22 @@ import (
 	"cmp"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx"
 
 	"github.com/weirstream/weir/clock"
 	"github.com/weirstream/weir/connector/fileio"
 	"github.com/weirstream/weir/connector/sqliteio"
 	"github.com/weirstream/weir/etime"
+	"github.com/weirstream/weir/internal/checkpoint"
 	"github.com/weirstream/weir/internal/ledger"
 )
 
@@ -27,55 +34,72 @@ type BackfillOptions struct {
 	// Filter, when set, chooses the entries to apply (by key, reason,
 	// window or arrival); the others are left for a later run.
 	Filter func(ledger.Entry) bool
+	// Crash, when set, is called at the named points of each window's
+	// transaction (crash tests): backfill-begun after it began,
+	// backfill-written before it commits, backfill-committed after.
+	Crash func(point string)
 }
 
 // BackfillReport counts what a backfill did.
 type BackfillReport struct {
-	// Entries scanned in the ledger; Applied folded into windows;
-	// AlreadyApplied skipped (a previous backfill applied them);
-	// Unreadable entries whose record no longer decodes.
-	Entries, Applied, AlreadyApplied, Unreadable int
+	// Entries scanned in the ledger (up to the cut, through the filter)
+	// and LateWindows the distinct windows they missed.
+	Entries, LateWindows int
+	// Applied entries folded into windows (an entry of a sliding window
+	// counts once per window it missed); AlreadyApplied skipped, a
+	// previous backfill applied them; Unreadable entries whose record no
+	// longer decodes.
+	Applied, AlreadyApplied, Unreadable int
+	// WindowOpen counts entries of windows the live job has not closed
+	// at its checkpointed watermark: left alone, the live job owns them.
+	WindowOpen int
+	// Refused counts entries refused for the reason RefusedReason (a
+	// window kind backfill cannot revise).
+	Refused       int
+	RefusedReason string
 	// Windows revised (or, with DryRun, that would be).
 	Windows int
+	// Cut says how far the ledger was read, Watermark the live job's
+	// checkpointed watermark (etime.MaxTime: the job ended).
+	Cut       string
+	Watermark etime.Time
 }
 
-// backfillFns are the aggregates whose stored result is their own
-// accumulator, so a results row can be folded into.
-var backfillFns = []string{"count", "sum", "min", "max"}
-
-// appliedTable records, in the results database, which ledger entry was
-// folded into which window, in the transaction that updates the window.
-const appliedTable = "weir_backfill_applied"
-
 // Backfill folds the entries of the job's late-data ledger into the
-// results table of its SQLite sink: per (key, window) it loads the row,
-// folds the entries not applied yet with the job's own aggregate code,
-// and writes the next revision (pane + 1, firing backfill) together with
-// the applied entry ids, in one transaction. Running it again changes
-// nothing; a run killed half way and run again ends in the same state.
-// Every window an entry names had expired when the entry arrived (that is
-// why it is in the ledger), so the live job no longer writes it.
+// results table of its SQLite or Postgres sink.
 //
-// Supported: tumbling and sliding windows; count, sum, min and max.
+// It first fixes its cut: the ledger position and the watermark of the
+// live job's newest checkpoint (the whole ledger and the end of input when
+// the job has no checkpoints or its run finished), so that it reads only
+// entries a restore of the live job can no longer cut away. Per (key,
+// window) of those entries, in one transaction, it loads the row and its
+// accumulator (count, sum, min and max are their own accumulators; the
+// others are kept in the row's accColumn), skips the entries already
+// applied, folds the rest with the job's own aggregate code, and writes
+// the next revision (pane + 1, firing backfill, the cut's watermark)
+// together with the applied entry ids. Running it again changes nothing;
+// a run killed half way and run again ends in the same state. A window
+// the live job has not closed at the cut's watermark is left alone
+// (WindowOpen); every window an entry names had expired when the entry
+// arrived, so this is a safety net.
+//
+// Tumbling and sliding windows are revised; entries of session windows
+// are refused (a late record can merge sessions, whose old rows would
+// have to be retracted).
 func Backfill(p *Plan, o BackfillOptions) (BackfillReport, error) {
 	var rep BackfillReport
 	s := p.Spec
 	switch {
 	case s.Sinks.Late == nil || s.Sinks.Late.Type != "ledger":
 		return rep, fmt.Errorf("backfill reads the late-data ledger: set sinks.late: {type: ledger, dir: ledger}")
-	case s.Sinks.Results.Type != "sqlite":
-		return rep, fmt.Errorf("backfill folds into a sqlite results table for now (sinks.results.type is %s)", s.Sinks.Results.Type)
-	case s.Window.Type != "tumbling" && s.Window.Type != "sliding":
-		return rep, fmt.Errorf("backfill supports tumbling and sliding windows for now; %s windows would need their merged sessions retracted", s.Window.Type)
+	case s.Sinks.Results.Type != "sqlite" && s.Sinks.Results.Type != "postgres":
+		return rep, fmt.Errorf("backfill folds into the accumulators of a sqlite or postgres results table; sinks.results.type is %s, whose published results weir cannot revise in place", s.Sinks.Results.Type)
 	}
 	fns := make([]string, len(s.Aggregate))
 	for i, a := range s.Aggregate {
-		if !slices.Contains(backfillFns, a.Fn) {
-			return rep, fmt.Errorf("aggregate[%d] %s: backfill folds count, sum, min and max, whose stored value is their accumulator; %s needs its accumulator stored (not yet)", i, a.Name, a.Fn)
-		}
 		fns[i] = a.Fn
 	}
-	agg := aggFunc{fns: fns}
+	agg := aggFunc{fns: fns, withAcc: p.keepsAccs()}
 	dec := newDecoder(p, clock.Real{})
 	dir := LedgerDir(p, o.Dir, s.Sinks.Late)
 	if !o.DryRun {
@@ -84,6 +108,14 @@ func Backfill(p *Plan, o BackfillOptions) (BackfillReport, error) {
 			return rep, err
 		}
 		defer unlock()
+	}
+	cut, wm, desc, err := backfillCut(p, o.Dir)
+	if err != nil {
+		return rep, err
+	}
+	rep.Cut, rep.Watermark = desc, wm
+	if s.Window.Type == "session" {
+		rep.RefusedReason = "session windows: a late record can merge sessions, whose published rows would have to be retracted; weir does not revise session windows"
 	}
 
 	// Group the entries by key and window, in window-end then key order.
@@ -95,14 +127,14 @@ func Backfill(p *Plan, o BackfillOptions) (BackfillReport, error) {
 	}
 	groups := map[[3]string]*group{}
 	var order []*group
-	_, err := ledger.Scan(dir, func(e ledger.Entry) error {
+	_, err = ledger.ScanTo(dir, cut, func(e ledger.Entry) error {
 		if o.Filter != nil && !o.Filter(e) {
 			return nil
 		}
 		rep.Entries++
 		key := string(e.Key) // compact, as the live job wrote it
 		for _, w := range e.Windows {
-			k := [3]string{key, fmt.Sprint(w[0]), fmt.Sprint(w[1])}
+			k := [3]string{key, strconv.FormatInt(w[0], 10), strconv.FormatInt(w[1], 10)}
 			g := groups[k]
 			if g == nil {
 				g = &group{key: key, start: w[0], end: w[1]}
@@ -116,164 +148,404 @@ func Backfill(p *Plan, o BackfillOptions) (BackfillReport, error) {
 	if err != nil {
 		return rep, err
 	}
+	rep.LateWindows = len(order)
 	slices.SortFunc(order, func(a, b *group) int {
 		if c := cmp.Compare(a.end, b.end); c != 0 {
 			return c
 		}
 		return strings.Compare(a.key, b.key)
 	})
+	if len(order) == 0 || rep.RefusedReason != "" {
+		rep.Refused = rep.Entries
+		return rep, nil
+	}
 
-	db, err := sql.Open("sqlite", sqliteio.DSN(RunOptions{Dir: o.Dir}.path(s.Sinks.Results.Path)))
+	db, err := openResultsDB(p, o.Dir, len(agg.fns), !o.DryRun)
 	if err != nil {
 		return rep, err
 	}
-	defer db.Close()
-	if !o.DryRun {
-		if _, err := db.Exec(`CREATE TABLE IF NOT EXISTS ` + appliedTable + ` (id TEXT NOT NULL, key TEXT NOT NULL, window_start INTEGER NOT NULL, window_end INTEGER NOT NULL, PRIMARY KEY (id, key, window_start, window_end))`); err != nil {
-			return rep, err
-		}
-	}
-	// A dry run before any backfill finds no applied table: nothing is
-	// applied yet.
-	var n int
-	if err := db.QueryRow(`SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = ?`, appliedTable).Scan(&n); err != nil {
-		return rep, err
-	}
-	noneApplied := n == 0
-	table := quoteSQL(s.Sinks.Results.Table)
-	var cols []string
-	for _, a := range s.Aggregate {
-		cols = append(cols, quoteSQL(a.Name))
-	}
-	var conds []string
-	for _, k := range s.Key {
-		conds = append(conds, quoteSQL(k)+" = ?")
-	}
-	where := strings.Join(append(conds, "window_start = ?", "window_end = ?"), " AND ")
-	sqlRow := rowSQL{
-		sel: `SELECT pane, ` + strings.Join(cols, ", ") + ` FROM ` + table + ` WHERE ` + where,
-		upd: `UPDATE ` + table + ` SET ` + strings.Join(cols, " = ?, ") + ` = ?, firing = 'backfill', pane = ? WHERE ` + where,
-		ins: `INSERT INTO ` + table + ` (` + strings.Join(append(append(quoteAll(s.Key), "window_start", "window_end", "firing", "pane", "watermark"), cols...), ", ") +
-			`) VALUES (` + strings.TrimSuffix(strings.Repeat("?, ", len(s.Key)+5+len(cols)), ", ") + `)`,
-	}
-
+	defer db.close()
 	for _, g := range order {
+		if etime.Time(g.end-1).Add(p.Lateness) > wm {
+			// The live job still holds the window: it fires it itself.
+			rep.WindowOpen += len(g.entries)
+			continue
+		}
 		var keyVals map[string]json.RawMessage
 		if err := json.Unmarshal([]byte(g.key), &keyVals); err != nil {
 			return rep, fmt.Errorf("ledger entry key %s: %w", g.key, err)
 		}
 		args := make([]any, 0, len(s.Key)+2)
 		for _, k := range s.Key {
-			v, err := sqliteio.Value(keyVals[k])
+			v, err := db.arg(keyVals[k])
 			if err != nil {
 				return rep, fmt.Errorf("ledger entry key %s: %w", g.key, err)
 			}
 			args = append(args, v)
 		}
 		args = append(args, g.start, g.end)
-		if err := backfillWindow(db, o, &rep, g.key, g.start, g.end, g.entries, args, sqlRow, agg, dec, noneApplied); err != nil {
-			return rep, err
+		w := backfillWindow{db: db, o: &o, rep: &rep, agg: agg, dec: dec, wm: wm, key: g.key, start: g.start, end: g.end, args: args}
+		if err := w.apply(g.entries); err != nil {
+			return rep, fmt.Errorf("window %s [%d,%d): %w", g.key, g.start, g.end, err)
 		}
 	}
 	return rep, nil
 }
 
-// rowSQL are the statements on one results row, whose WHERE (or VALUES)
-// takes the key values, window_start and window_end.
-type rowSQL struct{ sel, upd, ins string }
+// backfillCut finds how far a backfill reads the ledger and the live
+// job's watermark: the newest checkpoint's ledger position and output
+// watermark. A job without checkpoints, or whose run finished, has its
+// whole ledger read at the end of input; a job that has not completed a
+// checkpoint yet has committed nothing.
+func backfillCut(p *Plan, dir string) (*ledger.Pos, etime.Time, string, error) {
+	c := p.Spec.Checkpoint
+	if c == nil || c.Dir == "" {
+		return nil, etime.MaxTime, "all of it; the job has no checkpoints, so its run is taken as ended", nil
+	}
+	cdir := RunOptions{Dir: dir}.path(c.Dir)
+	if _, err := os.Stat(filepath.Join(cdir, finishedMarker)); err == nil {
+		return nil, etime.MaxTime, "all of it; the job's run finished", nil
+	}
+	none := &ledger.Pos{}
+	st, err := checkpoint.OpenReadOnly(cdir)
+	if errors.Is(err, os.ErrNotExist) {
+		return none, etime.MinTime, "nothing yet; the job has not completed a checkpoint", nil
+	}
+	if err != nil {
+		return nil, 0, "", err
+	}
+	defer st.Close()
+	// The live job may remove the newest checkpoint's predecessor while
+	// it is read: try again.
+	for try := 0; ; try++ {
+		cp, ok, err := st.Latest()
+		if err != nil {
+			return nil, 0, "", err
+		}
+		if !ok {
+			return none, etime.MinTime, "nothing yet; the job has not completed a checkpoint", nil
+		}
+		b, err := st.ReadPart(cp, "output")
+		if err != nil {
+			if try < 3 {
+				continue
+			}
+			return nil, 0, "", err
+		}
+		var oc outCounters
+		if err := json.Unmarshal(b, &oc); err != nil {
+			return nil, 0, "", fmt.Errorf("checkpoint %d: corrupt output part: %w", cp.ID, err)
+		}
+		pos := oc.Ledgers["late"]
+		return &pos, oc.Watermark, fmt.Sprintf("checkpoint %d: %s up to byte %d; live watermark %s", cp.ID, cmp.Or(pos.Segment, "empty"), pos.Length, oc.Watermark), nil
+	}
+}
 
-// backfillWindow folds one window's entries in one transaction.
-func backfillWindow(db *sql.DB, o BackfillOptions, rep *BackfillReport, key string, start, end int64, entries []ledger.Entry,
-	args []any, q rowSQL, agg aggFunc, dec *decoder, noneApplied bool) error {
-	tx, err := db.Begin()
+// resultsDB is the results table of a SQLite or Postgres sink, with the
+// statements a backfill runs on one row: their WHERE (or VALUES) takes
+// the key values, window_start and window_end. In Postgres, keys and
+// values are jsonb and are passed as JSON text.
+type resultsDB struct {
+	db *sql.DB
+	pg bool
+	// sel reads pane, the values and the accumulators; upd and ins write
+	// the next revision; applied lists a window's applied ids and mark
+	// adds one.
+	sel, upd, ins, applied, mark string
+	// noneApplied: the applied table did not exist (a dry run before any
+	// backfill).
+	noneApplied bool
+}
+
+// openResultsDB opens the job's results table; with create it creates
+// the applied table beside it (named after it, _backfill_applied).
+func openResultsDB(p *Plan, dir string, nvals int, create bool) (*resultsDB, error) {
+	s := p.Spec
+	r := s.Sinks.Results
+	d := &resultsDB{pg: r.Type == "postgres"}
+	var err error
+	if d.pg {
+		d.db, err = sql.Open("pgx", r.URL)
+	} else {
+		d.db, err = sql.Open("sqlite", sqliteio.DSN(RunOptions{Dir: dir}.path(r.Path)))
+	}
+	if err != nil {
+		return nil, err
+	}
+	table := cmp.Or(r.Table, "results")
+	applied := quoteSQL(table + "_backfill_applied")
+	if create {
+		if _, err := d.db.Exec(`CREATE TABLE IF NOT EXISTS ` + applied + ` (key TEXT NOT NULL, window_start BIGINT NOT NULL, window_end BIGINT NOT NULL, id TEXT NOT NULL, PRIMARY KEY (key, window_start, window_end, id))`); err != nil {
+			d.db.Close()
+			return nil, fmt.Errorf("create %s: %w", applied, err)
+		}
+	} else {
+		q := `SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = ?`
+		if d.pg {
+			q = `SELECT COUNT(*) FROM pg_tables WHERE tablename = $1 AND schemaname = ANY (current_schemas(false))`
+		}
+		var n int
+		if err := d.db.QueryRow(q, table+"_backfill_applied").Scan(&n); err != nil {
+			d.db.Close()
+			return nil, err
+		}
+		d.noneApplied = n == 0
+	}
+	jsonPH, text := "?", func(c string) string { return c }
+	if d.pg {
+		jsonPH, text = "?::jsonb", func(c string) string { return c + "::text" }
+	}
+	var cols, sels []string
+	for _, a := range s.Aggregate {
+		cols = append(cols, quoteSQL(a.Name))
+	}
+	if p.keepsAccs() {
+		cols = append(cols, quoteSQL(accColumn))
+	}
+	for _, c := range cols {
+		sels = append(sels, text(c))
+	}
+	var conds []string
+	for _, k := range s.Key {
+		conds = append(conds, quoteSQL(k)+" = "+jsonPH)
+	}
+	where := strings.Join(append(conds, "window_start = ?", "window_end = ?"), " AND ")
+	t := quoteSQL(table)
+	d.sel = `SELECT pane, ` + strings.Join(sels, ", ") + ` FROM ` + t + ` WHERE ` + where
+	if d.pg {
+		d.sel += ` FOR UPDATE`
+	}
+	d.upd = `UPDATE ` + t + ` SET ` + strings.Join(cols, " = "+jsonPH+", ") + ` = ` + jsonPH + `, firing = 'backfill', pane = ?, watermark = ? WHERE ` + where
+	vals := slices.Repeat([]string{jsonPH}, len(s.Key))
+	vals = append(vals, "?", "?", "?", "?", "?")
+	vals = append(vals, slices.Repeat([]string{jsonPH}, len(cols))...)
+	d.ins = `INSERT INTO ` + t + ` (` + strings.Join(append(append(quoteAll(s.Key), resultColumns...), cols...), ", ") + `) VALUES (` + strings.Join(vals, ", ") + `)`
+	d.applied = `SELECT id FROM ` + applied + ` WHERE key = ? AND window_start = ? AND window_end = ?`
+	d.mark = `INSERT INTO ` + applied + ` (key, window_start, window_end, id) VALUES (?, ?, ?, ?)`
+	if d.pg {
+		for _, q := range []*string{&d.sel, &d.upd, &d.ins, &d.applied, &d.mark} {
+			*q = dollars(*q)
+		}
+	}
+	return d, nil
+}
+
+// dollars numbers the ? placeholders of q as Postgres wants them ($1, $2,
+// ...); the statements here have no ? inside quotes.
+func dollars(q string) string {
+	var b strings.Builder
+	n := 0
+	for _, c := range q {
+		if c == '?' {
+			n++
+			b.WriteString("$" + strconv.Itoa(n))
+			continue
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}
+
+func (d *resultsDB) close() error { return d.db.Close() }
+
+// arg is the argument for a JSON key or value: as the SQLite sink stores
+// it, or the JSON text for a jsonb parameter.
+func (d *resultsDB) arg(v []byte) (any, error) {
+	if d.pg {
+		if len(v) == 0 {
+			return "null", nil
+		}
+		return string(v), nil
+	}
+	return sqliteio.Value(v)
+}
+
+// value turns a column read by sel into what the SQLite driver would
+// give: Postgres columns are read as JSON text.
+func (d *resultsDB) value(v any) (any, error) {
+	if !d.pg || v == nil {
+		return v, nil
+	}
+	s, ok := v.(string)
+	if !ok {
+		return nil, fmt.Errorf("unexpected %T", v)
+	}
+	return sqliteio.Value([]byte(s))
+}
+
+// backfillWindow is one window's backfill.
+type backfillWindow struct {
+	db         *resultsDB
+	o          *BackfillOptions
+	rep        *BackfillReport
+	agg        aggFunc
+	dec        *decoder
+	wm         etime.Time
+	key        string
+	start, end int64
+	args       []any // the row's key values, window_start, window_end
+}
+
+func (w *backfillWindow) crash(point string) {
+	if w.o.Crash != nil {
+		w.o.Crash(point)
+	}
+}
+
+// apply folds the entries not applied yet into the window, in one
+// transaction.
+func (w *backfillWindow) apply(entries []ledger.Entry) error {
+	tx, err := w.db.db.Begin()
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback()
+	w.crash("backfill-begun")
+	done := map[string]bool{}
+	if !w.db.noneApplied {
+		rows, err := tx.Query(w.db.applied, w.key, w.start, w.end)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return err
+			}
+			done[id] = true
+		}
+		if err := rows.Close(); err != nil {
+			return err
+		}
+	}
 	var fresh []ledger.Entry
 	for _, e := range entries {
-		if noneApplied {
-			fresh = append(fresh, e)
+		if done[e.ID] {
+			w.rep.AlreadyApplied++
 			continue
 		}
-		var one int
-		err := tx.QueryRow(`SELECT 1 FROM `+appliedTable+` WHERE id = ? AND key = ? AND window_start = ? AND window_end = ?`, e.ID, key, start, end).Scan(&one)
-		switch {
-		case err == sql.ErrNoRows:
-			fresh = append(fresh, e)
-		case err != nil:
-			return err
-		default:
-			rep.AlreadyApplied++
-		}
+		done[e.ID] = true // a ledger holds an id once; never fold it twice
+		fresh = append(fresh, e)
 	}
 	if len(fresh) == 0 {
 		return nil
 	}
-	// The window's accumulator: its row's values (count, sum, min and
-	// max are their own accumulators), or empty if it never fired.
-	ac := agg.CreateAccumulator()
-	pane := int64(-1)
-	vals := make([]any, len(agg.fns))
-	ptrs := []any{&pane}
-	for i := range vals {
-		ptrs = append(ptrs, &vals[i])
-	}
-	switch err := tx.QueryRow(q.sel, args...).Scan(ptrs...); {
-	case err == sql.ErrNoRows:
-		pane = -1
-	case err != nil:
+	ac, pane, err := w.load(tx)
+	if err != nil {
 		return err
-	default:
-		for i, fn := range agg.fns {
-			seedSlot(fn, &ac.s[i], vals[i])
-		}
 	}
 	applied := 0
 	for _, e := range fresh {
-		r, err := dec.decode(fileio.Line{Kind: fileio.Data, Text: e.Record})
+		r, err := w.dec.decode(fileio.Line{Kind: fileio.Data, No: entryNo(e.ID), Text: e.Record})
 		if err != nil {
-			rep.Unreadable++
+			w.rep.Unreadable++
 			continue
 		}
 		r.ts = etime.Time(e.TS)
-		agg.Add(ac, r)
+		w.agg.Add(ac, r)
 		applied++
 	}
-	rep.Applied += applied
-	rep.Windows++
-	result := splitResult(agg.Result(ac), len(agg.fns))
-	if o.Out != nil {
-		fmt.Fprintf(o.Out, "window %s [%d,%d): %d entries, pane %d -> %d: %s\n", key, start, end, applied, pane, pane+1, strings.Join(result, " "))
+	for i, fn := range w.agg.fns {
+		if fn == "collect" { // in input order, as a run without late records has it
+			slices.SortStableFunc(ac.s[i].list, func(a, b collected) int { return cmp.Compare(a.no, b.no) })
+		}
 	}
-	if o.DryRun {
+	w.rep.Applied += applied
+	w.rep.Windows++
+	n := len(w.agg.fns)
+	result := splitResult(w.agg.Result(ac), n+1)
+	if w.o.Out != nil {
+		fmt.Fprintf(w.o.Out, "window %s [%d,%d): %d entries, pane %d -> %d: %s\n", w.key, w.start, w.end, applied, pane, pane+1, strings.Join(result[:n], " "))
+	}
+	if w.o.DryRun {
 		return nil
 	}
-	set := make([]any, 0, len(result)+1)
+	set := make([]any, 0, len(result)+2)
 	for _, v := range result {
-		x, err := sqliteio.Value([]byte(v))
+		x, err := w.db.arg([]byte(v))
 		if err != nil {
 			return err
 		}
 		set = append(set, x)
 	}
 	if pane < 0 { // the window never fired: its first row
-		_, err = tx.Exec(q.ins, append(append(slices.Clone(args), "backfill", int64(0), end), set...)...)
+		_, err = tx.Exec(w.db.ins, append(append(slices.Clone(w.args), "backfill", int64(0), int64(w.wm)), set...)...)
 	} else {
-		_, err = tx.Exec(q.upd, append(append(set, pane+1), args...)...)
+		_, err = tx.Exec(w.db.upd, append(append(set, pane+1, int64(w.wm)), w.args...)...)
 	}
 	if err != nil {
 		return err
 	}
 	for _, e := range fresh {
-		if _, err := tx.Exec(`INSERT INTO `+appliedTable+` (id, key, window_start, window_end) VALUES (?, ?, ?, ?)`, e.ID, key, start, end); err != nil {
+		if _, err := tx.Exec(w.db.mark, w.key, w.start, w.end, e.ID); err != nil {
 			return err
 		}
 	}
-	return tx.Commit()
+	w.crash("backfill-written")
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	w.crash("backfill-committed")
+	return nil
 }
 
-// seedSlot sets an aggregate's slot from its stored value.
+// load reads the window's row into an accumulator, with its pane (-1
+// when the window never fired).
+func (w *backfillWindow) load(tx *sql.Tx) (*acc, int64, error) {
+	ac := w.agg.CreateAccumulator()
+	pane := int64(-1)
+	n := len(w.agg.fns)
+	if w.agg.withAcc {
+		n++
+	}
+	vals := make([]any, n)
+	ptrs := []any{&pane}
+	for i := range vals {
+		ptrs = append(ptrs, &vals[i])
+	}
+	switch err := tx.QueryRow(w.db.sel, w.args...).Scan(ptrs...); {
+	case err == sql.ErrNoRows:
+		return ac, -1, nil
+	case err != nil:
+		return nil, 0, err
+	}
+	for i := range vals {
+		v, err := w.db.value(vals[i])
+		if err != nil {
+			return nil, 0, fmt.Errorf("column %d: %w", i+1, err)
+		}
+		vals[i] = v
+	}
+	for i, fn := range w.agg.fns {
+		seedSlot(fn, &ac.s[i], vals[i])
+	}
+	if w.agg.withAcc {
+		text, ok := vals[n-1].(string)
+		if !ok {
+			return nil, 0, fmt.Errorf("the row has no %s: it was written before weir kept accumulators; rerun the job into a new table", accColumn)
+		}
+		if err := w.agg.seedAccs(ac, text); err != nil {
+			return nil, 0, err
+		}
+	}
+	return ac, pane, nil
+}
+
+// entryNo is the line number (the arrival order first, last and collect
+// use) of the record with ledger entry id: the line or stream sequence,
+// or for Kafka ("partition:offset") the offset + 1, as the live job
+// numbers it.
+func entryNo(id string) int64 {
+	if _, off, ok := strings.Cut(id, ":"); ok {
+		n, _ := strconv.ParseInt(off, 10, 64)
+		return n + 1
+	}
+	n, _ := strconv.ParseInt(id, 10, 64)
+	return n
+}
+
+// seedSlot sets count, sum, min or max from its stored value.
 func seedSlot(fn string, s *slot, v any) {
 	x, ok := numberVal(v)
 	switch fn {

@@ -1,13 +1,15 @@
 package spec
 
 import (
+	"context"
 	"database/sql"
 	"fmt"
-	"maps"
+	"math/rand/v2"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/weirstream/weir/internal/ledger"
 )
@@ -34,121 +36,204 @@ aggregate:
   - {name: total, fn: sum, field: amount}
   - {name: biggest, fn: max, field: amount}
   - {name: smallest, fn: min, field: amount}
+  - {name: mean, fn: avg, field: amount}
+  - {name: first_order, fn: first, field: order_id}
+  - {name: last_order, fn: last, field: order_id}
+  - {name: amounts, fn: count_distinct, field: amount}
+  - {name: order_ids, fn: collect, field: order_id}
 sinks:
   results: {type: sqlite, path: results.db}
   late: {type: ledger, dir: ledger}
 `
 
-// table reads the results table: per (user, window) its aggregates, and
-// the firings by kind.
-func table(t *testing.T, path string) (map[string]string, map[string]int) {
+// dumpTable reads a SQLite results table whole, in order, as text: two
+// dumps are equal when every row, revision and firing is.
+func dumpTable(t *testing.T, path string) string {
 	t.Helper()
 	db, err := sql.Open("sqlite", "file:"+path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	rows, err := db.Query(`SELECT user_id, window_start, window_end, orders, total, biggest, smallest, firing FROM results`)
+	var b strings.Builder
+	for _, q := range []string{`SELECT * FROM results ORDER BY user_id, window_start`, `SELECT * FROM results_backfill_applied ORDER BY 1, 2, 3, 4`} {
+		rows, err := db.Query(q)
+		if err != nil {
+			if strings.Contains(err.Error(), "no such table") {
+				continue
+			}
+			t.Fatal(err)
+		}
+		cols, _ := rows.Columns()
+		for rows.Next() {
+			vals := make([]any, len(cols))
+			ptrs := make([]any, len(cols))
+			for i := range vals {
+				ptrs[i] = &vals[i]
+			}
+			if err := rows.Scan(ptrs...); err != nil {
+				t.Fatal(err)
+			}
+			fmt.Fprintln(&b, vals...)
+		}
+		rows.Close()
+	}
+	return b.String()
+}
+
+// firings counts a SQLite results table's rows by firing kind.
+func firings(t *testing.T, path string) map[string]int {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rows, err := db.Query(`SELECT firing, COUNT(*) FROM results GROUP BY firing`)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer rows.Close()
-	out, firings := map[string]string{}, map[string]int{}
+	out := map[string]int{}
 	for rows.Next() {
-		var user, firing string
-		var start, end int64
-		var orders, total, biggest, smallest any
-		if err := rows.Scan(&user, &start, &end, &orders, &total, &biggest, &smallest, &firing); err != nil {
+		var f string
+		var n int
+		if err := rows.Scan(&f, &n); err != nil {
 			t.Fatal(err)
 		}
-		out[fmt.Sprintf("%s@%d-%d", user, start, end)] = fmt.Sprint(orders, total, biggest, smallest)
-		firings[firing]++
+		out[f] = n
 	}
-	return out, firings
+	return out
 }
 
-// TestBackfillOracle: a stream with 1% of records beyond the allowed
-// lateness, a live run (those records go to the ledger), then a
-// backfill: the results table equals the answer over all records (a run
-// whose bound covers all the disorder, so nothing is late). A second
-// backfill changes nothing. Tumbling and sliding windows.
+// TestBackfillOracle: a stream with 95% of records within the bound, 4%
+// within the allowed lateness and 1% beyond it; a live run (those go to
+// the ledger), then a backfill. The results table then equals the
+// complete answer, every record grouped by key and window without
+// watermarks, for every aggregate (count, sum, min and max are their own
+// accumulators; avg, first, last, count_distinct and collect keep theirs
+// in the row). A dry run changes nothing, a second backfill changes
+// nothing. Tumbling and sliding windows, SQLite and Postgres.
 func TestBackfillOracle(t *testing.T) {
 	for _, w := range []string{"{type: tumbling, size: 1m}", "{type: sliding, size: 2m, slide: 1m}"} {
-		t.Run(strings.TrimSuffix(strings.Fields(w)[1], ","), func(t *testing.T) {
-			dir, sum := runSpec(t, fmt.Sprintf(backfillJob, "10s", w), nil, RunOptions{Deterministic: true})
-			late := sum.Get("late_side_output") + sum.Get("late_partial")
-			if late < 50 {
-				t.Fatalf("only %d records in the ledger: %s", late, sum.JSON())
-			}
-			oracleDir, osum := runSpec(t, fmt.Sprintf(backfillJob, "1h", w), nil, RunOptions{Deterministic: true})
-			if osum.Get("late_side_output")+osum.Get("late_dropped")+osum.Get("accepted_late") != 0 {
-				t.Fatalf("the oracle run had late records: %s", osum.JSON())
-			}
-			want, _ := table(t, filepath.Join(oracleDir, "results.db"))
-			before, _ := table(t, filepath.Join(dir, "results.db"))
-			if maps.Equal(before, want) {
-				t.Fatal("the live run already equals the oracle: the test proves nothing")
-			}
-			s, err := Parse([]byte(fmt.Sprintf(backfillJob, "10s", w)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			var out strings.Builder
-			// A dry run changes nothing.
-			rep, err := Backfill(s, BackfillOptions{Dir: dir, DryRun: true, Out: &out})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if now, _ := table(t, filepath.Join(dir, "results.db")); !maps.Equal(now, before) || rep.Applied == 0 {
-				t.Fatalf("dry run: changed the table or applied nothing (%+v)", rep)
-			}
-			rep, err = Backfill(s, BackfillOptions{Dir: dir})
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, firings := table(t, filepath.Join(dir, "results.db"))
-			if !maps.Equal(got, want) {
-				n := 0
-				for k, v := range want {
-					if got[k] != v && n < 5 {
-						t.Errorf("%s: %q, want %q", k, got[k], v)
-						n++
-					}
-				}
-				for k := range got {
-					if _, ok := want[k]; !ok && n < 10 {
-						t.Errorf("%s: %q, not in the oracle", k, got[k])
-						n++
-					}
-				}
-				t.Fatalf("after the backfill (%+v): %d rows, want %d", rep, len(got), len(want))
-			}
-			if rep.Entries != int(sum.Get("late_side_output")+sum.Get("late_partial")) || firings["backfill"] != rep.Windows || rep.Windows == 0 {
-				t.Fatalf("report %+v, firings %v, %d late", rep, firings, late)
-			}
-			// Again: nothing changes, every entry is already applied.
-			rep2, err := Backfill(s, BackfillOptions{Dir: dir})
-			if err != nil {
-				t.Fatal(err)
-			}
-			again, firings2 := table(t, filepath.Join(dir, "results.db"))
-			if !maps.Equal(again, got) || !maps.Equal(firings2, firings) || rep2.Applied != 0 || rep2.AlreadyApplied != rep.Applied || rep2.Windows != 0 {
-				t.Fatalf("second backfill: %+v", rep2)
-			}
-			// While another backfill holds the ledger's lock, a run is
-			// refused (a dry run, which writes nothing, is not).
-			unlock, err := ledger.Lock(LedgerDir(s, dir, s.Spec.Sinks.Late))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := Backfill(s, BackfillOptions{Dir: dir}); err == nil || !strings.Contains(err.Error(), "another backfill") {
-				t.Fatalf("a backfill beside a running one: %v", err)
-			}
-			if _, err := Backfill(s, BackfillOptions{Dir: dir, DryRun: true}); err != nil {
-				t.Fatal(err)
-			}
-			unlock()
-			t.Logf("%d ledger entries, %d windows revised: %s", rep.Entries, rep.Windows, slices.Sorted(maps.Keys(firings)))
-		})
+		for _, store := range []string{"sqlite", "postgres"} {
+			t.Run(strings.TrimSuffix(strings.Fields(w)[1], ",")+"/"+store, func(t *testing.T) {
+				testBackfillOracle(t, fmt.Sprintf(backfillJob, "10s", w), store)
+			})
+		}
 	}
+}
+
+func testBackfillOracle(t *testing.T, job, store string) {
+	dump := func(dir string) string { return dumpTable(t, filepath.Join(dir, "results.db")) }
+	if store == "postgres" {
+		url, conn := pgURL(t)
+		table := fmt.Sprintf("weir_bf_%d", rand.Uint32())
+		t.Cleanup(func() {
+			_, _ = conn.Exec(context.Background(), `DROP TABLE IF EXISTS `+table)
+			_, _ = conn.Exec(context.Background(), `DROP TABLE IF EXISTS `+table+`_backfill_applied`)
+		})
+		job = strings.Replace(job, "{type: sqlite, path: results.db}", "{type: postgres, url: '"+url+"', table: "+table+"}", 1)
+		dump = func(string) string { return dumpPG(t, conn, table) }
+	}
+	dir, sum := runSpec(t, job, nil, RunOptions{Deterministic: true})
+	if sum.Get("late_side_output") < 50 || sum.Get("accepted_late") < 200 {
+		t.Fatalf("the stream does not exercise the layers: %s", sum.JSON())
+	}
+	p, err := Parse([]byte(job))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ans, err := Complete(p, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in := sum.Get("records_in"); ans.Records+ans.Bad != in || ans.Records == 0 {
+		t.Fatalf("the complete answer read %d records and %d bad lines; the run read %d", ans.Records, ans.Bad, in)
+	}
+	diffs, n, err := ans.Compare(p, dir, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n == 0 {
+		t.Fatal("the live run already equals the complete answer: the test proves nothing")
+	}
+	t.Logf("before the backfill, %d of %d windows differ from the complete answer, such as %s", n, ans.Windows(), diffs[0])
+	before := dump(dir)
+	var out strings.Builder
+	// A dry run changes nothing.
+	rep, err := Backfill(p, BackfillOptions{Dir: dir, DryRun: true, Out: &out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dump(dir) != before || rep.Applied == 0 {
+		t.Fatalf("dry run: changed the table or applied nothing (%+v)", rep)
+	}
+	rep, err = Backfill(p, BackfillOptions{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diffs, n, err := ans.Compare(p, dir, 5); err != nil || n > 0 {
+		t.Fatalf("after the backfill (%+v), %d windows differ from the complete answer (%v): %s", rep, n, err, strings.Join(diffs, "\n"))
+	}
+	if rep.Entries != int(sum.Get("late_side_output")+sum.Get("late_partial")) || rep.Windows != rep.LateWindows || rep.Windows == 0 || rep.WindowOpen != 0 {
+		t.Fatalf("report %+v; run %s", rep, sum.JSON())
+	}
+	after := dump(dir)
+	// Again: nothing changes, every entry is already applied.
+	rep2, err := Backfill(p, BackfillOptions{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dump(dir) != after || rep2.Applied != 0 || rep2.AlreadyApplied != rep.Applied || rep2.Windows != 0 {
+		t.Fatalf("second backfill: %+v", rep2)
+	}
+	if store != "sqlite" {
+		return
+	}
+	if f := firings(t, filepath.Join(dir, "results.db")); f["backfill"] != rep.Windows {
+		t.Fatalf("firings %v, %d windows revised", f, rep.Windows)
+	}
+	// While another backfill holds the ledger's lock, a run is refused (a
+	// dry run, which writes nothing, is not).
+	unlock, err := ledger.Lock(LedgerDir(p, dir, p.Spec.Sinks.Late))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Backfill(p, BackfillOptions{Dir: dir}); err == nil || !strings.Contains(err.Error(), "another backfill") {
+		t.Fatalf("a backfill beside a running one: %v", err)
+	}
+	if _, err := Backfill(p, BackfillOptions{Dir: dir, DryRun: true}); err != nil {
+		t.Fatal(err)
+	}
+	unlock()
+	t.Logf("%d ledger entries, %d windows revised", rep.Entries, rep.Windows)
+}
+
+// dumpPG reads a Postgres results table and its applied table whole, in
+// order, as text.
+func dumpPG(t *testing.T, conn *pgx.Conn, table string) string {
+	t.Helper()
+	var b strings.Builder
+	for _, q := range []string{`SELECT * FROM ` + table + ` ORDER BY 1, 2`, `SELECT * FROM ` + table + `_backfill_applied ORDER BY 1, 2, 3, 4`} {
+		rows, err := conn.Query(context.Background(), q)
+		if err != nil {
+			if strings.Contains(err.Error(), "does not exist") {
+				continue
+			}
+			t.Fatal(err)
+		}
+		for rows.Next() {
+			vals, err := rows.Values()
+			if err != nil {
+				t.Fatal(err)
+			}
+			fmt.Fprintln(&b, vals...)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil && !strings.Contains(err.Error(), "does not exist") {
+			t.Fatal(err)
+		}
+	}
+	return b.String()
 }

@@ -573,6 +573,7 @@ func (c *compiler) aggregates() {
 	for _, r := range resultColumns {
 		names[r] = "a result column"
 	}
+	names[accColumn] = "the column of SQL results that keeps accumulators"
 	lower := strings.ToLower
 	for i, k := range s.Key {
 		path := fmt.Sprintf("key[%d]", i)

@@ -46,6 +46,11 @@ type outCounters struct {
 	// had ChannelMax, one per channel.
 	SlotMax    [][]etime.Time `json:"slot_max,omitempty"`
 	ChannelMax []etime.Time   `json:"channel_max,omitempty"`
+	// Watermark is the highest operator watermark among the results and
+	// late records written: at a checkpoint, a lower bound of the window
+	// operator's watermark, so every window whose cleanup time is at or
+	// below it is closed for good (a backfill may revise it).
+	Watermark etime.Time `json:"watermark,omitempty"`
 }
 
 type itemKind uint8
@@ -72,8 +77,10 @@ type item struct {
 	id   string
 	raw  []byte
 	meta []byte
-	// arrived is the processing time a late record arrived (Unix ms).
+	// arrived is the processing time a late record arrived (Unix ms),
+	// wm the operator's watermark then.
 	arrived int64
+	wm      etime.Time
 }
 
 // entryID is the stable id of a record, from its position in the source:
@@ -125,14 +132,17 @@ func (o *output) apply(it *item) {
 	case itemResult:
 		if err = j.results.write(it.res); err == nil {
 			o.c.Results++
+			o.c.Watermark = max(o.c.Watermark, it.res.Watermark)
 		}
 	case itemLate:
 		if err = j.late.writeRecord(it); err == nil {
 			o.c.Late++
+			o.c.Watermark = max(o.c.Watermark, it.wm)
 		}
 	case itemPartial:
 		if err = j.partial.writeRecord(it); err == nil {
 			o.c.Partial++
+			o.c.Watermark = max(o.c.Watermark, it.wm)
 		}
 	case itemDead:
 		o.c.Dead[it.reason]++

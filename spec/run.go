@@ -279,6 +279,37 @@ func (o RunOptions) path(p string) string {
 	return filepath.Join(o.Dir, p)
 }
 
+// lineSource is the job's source of lines, with its name, for the source
+// types read as lines (a generator, a file, stdin); nil for Kafka and
+// NATS, which are read apart. final and stopped are the source's end
+// hooks (see fileio.Options).
+func (p *Plan) lineSource(o RunOptions, final, stopped func() bool) (weir.Source[fileio.Line], string, error) {
+	s := p.Spec
+	switch s.Source.Type {
+	case "kafka", "nats":
+		return nil, "", nil
+	case "generator":
+		gen := p.GeneratorOptions()
+		gen.Final, gen.Stop = final, stopped
+		src, err := genio.New(gen)
+		return src, "generator", err
+	}
+	fo := fileio.Options{Format: fileio.JSONL, Channels: p.Channels, Strict: o.Deterministic, Final: final, Stop: stopped}
+	if p.Format == "csv" {
+		fo.Format = fileio.CSV
+	}
+	if s.Source.Type == "stdin" {
+		fo.Input, fo.Name = o.Stdin, "stdin"
+		if fo.Input == nil {
+			fo.Input = strings.NewReader("")
+		}
+	} else {
+		fo.Path, fo.Name = o.path(s.Source.Path), s.Source.Path
+	}
+	src, err := fileio.New(fo)
+	return src, fo.Name, err
+}
+
 func (j *Job) build(o RunOptions) error {
 	p := j.plan
 	s := p.Spec
@@ -289,34 +320,12 @@ func (j *Job) build(o RunOptions) error {
 		}
 		return p.Final
 	}
-	var src weir.Source[fileio.Line]
-	var err error
-	switch s.Source.Type {
-	case "kafka", "nats":
-		// Read by kafkaRecords and natsRecords below.
-	case "generator":
-		j.srcName = "generator"
-		gen := p.GeneratorOptions()
-		gen.Final, gen.Stop = final, stopped
-		src, err = genio.New(gen)
-	default:
-		fo := fileio.Options{Format: fileio.JSONL, Channels: p.Channels, Strict: o.Deterministic, Final: final, Stop: stopped}
-		if p.Format == "csv" {
-			fo.Format = fileio.CSV
-		}
-		if s.Source.Type == "stdin" {
-			fo.Input, fo.Name = o.Stdin, "stdin"
-			if fo.Input == nil {
-				fo.Input = strings.NewReader("")
-			}
-		} else {
-			fo.Path, fo.Name = o.path(s.Source.Path), s.Source.Path
-		}
-		j.srcName = fo.Name
-		src, err = fileio.New(fo)
-	}
+	src, name, err := p.lineSource(o, final, stopped)
 	if err != nil {
 		return err
+	}
+	if src != nil {
+		j.srcName = name
 	}
 	var offsets map[string]int64
 	if j.ck != nil && j.ck.restored != nil {
@@ -425,7 +434,7 @@ func (j *Job) build(o RunOptions) error {
 	out := weir.Aggregate(weir.Window(keyed, p.Assigner, weir.WindowOptions{
 		Name: "window", Trigger: p.Trigger, AllowedLateness: p.Lateness,
 		LateOutput: j.late != nil, PartialOutput: j.partial != nil,
-	}), aggFunc{fns: fns})
+	}), aggFunc{fns: fns, withAcc: p.keepsAccs()})
 	weir.ForEachSubtask(out.Results, func(sub weir.Subtask) func(etime.Time, window.Result[string, []byte]) {
 		return func(_ etime.Time, r window.Result[string, []byte]) { j.out.add(sub, item{kind: itemResult, res: r}) }
 	})

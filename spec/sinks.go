@@ -311,6 +311,9 @@ func (j *Job) openResults(r *Sink, open func(string, *Sink) (*lineSink, error), 
 	for i, a := range j.plan.Spec.Aggregate {
 		names[i] = a.Name
 	}
+	if j.plan.keepsAccs() {
+		names = append(names, accColumn)
+	}
 	switch r.Type {
 	case "postgres":
 		db, err := pgio.Open(context.Background(), r.URL, r.Table, j.plan.Spec.Key, names, pgio.Options{Logger: j.env.Options().Logger})
@@ -522,7 +525,7 @@ func (j *Job) lateItem(l window.LateRecord[string, rec]) item {
 	line = append(line, meta[1:]...)
 	j.recent.add(l, id)
 	return item{kind: itemLate, line: line, id: id, raw: r.raw, meta: meta, reason: l.Reason.String(),
-		arrived: j.env.Options().Clock.Now().UnixMilli()}
+		arrived: j.env.Options().Clock.Now().UnixMilli(), wm: l.Watermark}
 }
 
 // LedgerDir is the directory of a job's ledger: the sink's dir (relative

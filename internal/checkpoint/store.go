@@ -126,6 +126,16 @@ func Open(dir string, o Options) (*Store, error) {
 	return s, nil
 }
 
+// OpenReadOnly opens the store in dir to read it beside the process that
+// writes it (a backfill reads the live job's newest checkpoint): it
+// creates and removes nothing. Begin must not be called on it.
+func OpenReadOnly(dir string) (*Store, error) {
+	if _, err := os.Stat(dir); err != nil {
+		return nil, fmt.Errorf("checkpoint: %w", err)
+	}
+	return newStore(dir, Options{}), nil
+}
+
 // newStore returns a Store on dir with the defaults of o filled in,
 // without touching the file system.
 func newStore(dir string, o Options) *Store {

@@ -240,17 +240,32 @@ type Corrupt struct {
 // crashed writer beyond the committed length is removed at restore and
 // never seen here).
 func Scan(dir string, fn func(e Entry) error) ([]Corrupt, error) {
+	return ScanTo(dir, nil, fn)
+}
+
+// ScanTo is Scan up to a cut: with a position (a checkpoint's), only
+// what it covers, the segments before its segment and that segment up to
+// its length; what was written after the checkpoint (and a restore may
+// still cut away) is left out.
+func ScanTo(dir string, cut *Pos, fn func(e Entry) error) ([]Corrupt, error) {
 	segs, err := Segments(dir)
 	if err != nil {
 		return nil, err
 	}
 	var bad []Corrupt
 	for _, s := range segs {
+		if cut != nil && (cut.Segment == "" || s > cut.Segment) {
+			break
+		}
 		f, err := os.Open(filepath.Join(dir, s))
 		if err != nil {
 			return bad, err
 		}
-		r := bufio.NewReaderSize(f, 64<<10)
+		var in io.Reader = f
+		if cut != nil && s == cut.Segment {
+			in = io.LimitReader(f, cut.Length)
+		}
+		r := bufio.NewReaderSize(in, 64<<10)
 		for line := 1; ; line++ {
 			b, err := r.ReadBytes('\n')
 			if len(b) > 0 {

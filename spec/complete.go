@@ -1,0 +1,273 @@
+package spec
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/clock"
+	"github.com/weirstream/weir/connector/fileio"
+	"github.com/weirstream/weir/connector/sqliteio"
+	"github.com/weirstream/weir/etime"
+	"github.com/weirstream/weir/window"
+)
+
+// Answer is the complete answer of a job: every record of its input
+// grouped by key and window with its aggregates, without watermarks (a
+// batch group-by), which is what its results hold once every late record
+// is in them.
+type Answer struct {
+	// Records aggregated, and Bad input lines (dead letters).
+	Records, Bad int64
+	// rows are the aggregates by row identity (rowID).
+	rows map[string][]string
+}
+
+// Windows is the number of (key, window) rows of the answer.
+func (a *Answer) Windows() int { return len(a.rows) }
+
+// Complete computes the complete answer of a job whose source can be
+// read again (a generator or a file) and whose windows are tumbling or
+// sliding, reading the source from the start.
+func Complete(p *Plan, dir string) (*Answer, error) {
+	s := p.Spec
+	if p.Time != "event" {
+		return nil, fmt.Errorf("the complete answer is computed for event time; this job uses %s time", p.Time)
+	}
+	if t := s.Window.Type; t != "tumbling" && t != "sliding" {
+		return nil, fmt.Errorf("the complete answer is computed for tumbling and sliding windows, not %s", t)
+	}
+	never := func() bool { return false }
+	always := func() bool { return true }
+	src, _, err := p.lineSource(RunOptions{Dir: dir}, always, never)
+	if err != nil {
+		return nil, err
+	}
+	if src == nil || s.Source.Type == "stdin" {
+		return nil, fmt.Errorf("the complete answer reads the input again: a %s source cannot be read again here", s.Source.Type)
+	}
+	fns := make([]string, len(s.Aggregate))
+	for i, a := range s.Aggregate {
+		fns[i] = a.Fn
+	}
+	agg := aggFunc{fns: fns}
+	dec := newDecoder(p, clock.Real{})
+	accs := map[string]*acc{}
+	a := &Answer{rows: map[string][]string{}}
+	var wins []window.Window
+	out := &collectLines{}
+	for ch := range p.Channels {
+		r, err := src.Open(ch, p.Channels)
+		if err != nil {
+			return nil, err
+		}
+		for {
+			st, err := r.Read(out)
+			for _, l := range out.lines {
+				switch l.Kind {
+				case fileio.Data:
+				case fileio.Bad:
+					a.Bad++
+					continue
+				default:
+					continue
+				}
+				rec, derr := dec.decode(l)
+				if derr != nil {
+					a.Bad++
+					continue
+				}
+				a.Records++
+				wins, err = p.Assigner.AssignWindows(rec.ts, wins[:0])
+				if err != nil {
+					a.Bad++
+					continue
+				}
+				for _, w := range wins {
+					id := rowID(rec.key, len(s.Key), w)
+					ac := accs[id]
+					if ac == nil {
+						ac = agg.CreateAccumulator()
+						accs[id] = ac
+					}
+					agg.Add(ac, rec)
+				}
+			}
+			out.lines = out.lines[:0]
+			a.Bad += out.dead
+			out.dead = 0
+			if err != nil {
+				r.Close()
+				return nil, err
+			}
+			if st == weir.Done {
+				break
+			}
+			if st == weir.Waiting {
+				time.Sleep(time.Millisecond)
+			}
+		}
+		if err := r.Close(); err != nil {
+			return nil, err
+		}
+	}
+	for id, ac := range accs {
+		for i, fn := range fns {
+			if fn == "collect" { // input order
+				slices.SortStableFunc(ac.s[i].list, func(a, b collected) int { return cmp.Compare(a.no, b.no) })
+			}
+		}
+		vals := splitResult(agg.Result(ac), len(fns))
+		for i, v := range vals {
+			vals[i] = sqlCanonical([]byte(v))
+		}
+		a.rows[id] = vals
+	}
+	return a, nil
+}
+
+// rowID identifies a results row: its key values, as canonical values,
+// and its window.
+func rowID(key string, nk int, w window.Window) string {
+	var b strings.Builder
+	for _, k := range splitKey(key, nk) {
+		b.WriteString(sqlCanonical([]byte(k)))
+		b.WriteByte('|')
+	}
+	fmt.Fprintf(&b, "%d,%d", int64(w.Start), int64(w.End))
+	return b.String()
+}
+
+// sqlCanonical renders a JSON value as the SQLite sink stores it, so that
+// the answer and a table compare as the table would.
+func sqlCanonical(v []byte) string {
+	x, err := sqliteio.Value(v)
+	if err != nil {
+		return "invalid " + string(v)
+	}
+	return fmt.Sprintf("%T:%v", x, x)
+}
+
+// shown is a row identity or value without its type prefixes (they keep
+// 1 and "1" apart when comparing).
+func shown(s string) string {
+	parts := strings.Split(s, "|")
+	for i, p := range parts {
+		if _, v, ok := strings.Cut(p, ":"); ok {
+			parts[i] = v
+		}
+	}
+	return strings.Join(parts, " ")
+}
+
+func shownRow(vals []string, ok bool) string {
+	if !ok {
+		return "no row"
+	}
+	out := make([]string, len(vals))
+	for i, v := range vals {
+		out[i] = shown(v)
+	}
+	return "[" + strings.Join(out, " ") + "]"
+}
+
+// collectLines is a SourceOutput that keeps what a reader emits.
+type collectLines struct {
+	lines []fileio.Line
+	dead  int64
+}
+
+func (c *collectLines) Emit(_ etime.Time, l fileio.Line) { c.lines = append(c.lines, l) }
+func (c *collectLines) EmitWatermark(etime.Time)         {}
+func (c *collectLines) MarkIdle()                        {}
+func (c *collectLines) MarkActive()                      {}
+func (c *collectLines) DeadLetter(string, string, any)   { c.dead++ }
+
+// Compare compares the job's results table with the answer and returns
+// the rows that differ (at most limit of them, described) and their
+// number.
+func (a *Answer) Compare(p *Plan, dir string, limit int) ([]string, int, error) {
+	db, err := openResultsDB(p, dir, len(p.Spec.Aggregate), false)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer db.close()
+	s := p.Spec
+	var cols []string
+	text := func(c string) string {
+		if db.pg {
+			return c + "::text"
+		}
+		return c
+	}
+	for _, k := range s.Key {
+		cols = append(cols, text(quoteSQL(k)))
+	}
+	cols = append(cols, "window_start", "window_end")
+	for _, ag := range s.Aggregate {
+		cols = append(cols, text(quoteSQL(ag.Name)))
+	}
+	rows, err := db.db.Query(`SELECT ` + strings.Join(cols, ", ") + ` FROM ` + quoteSQL(cmp.Or(s.Sinks.Results.Table, "results")))
+	if err != nil {
+		return nil, 0, err
+	}
+	defer rows.Close()
+	got := map[string][]string{}
+	nk := len(s.Key)
+	for rows.Next() {
+		vals := make([]any, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			return nil, 0, err
+		}
+		var id strings.Builder
+		row := make([]string, 0, len(s.Aggregate))
+		for i, v := range vals {
+			if i == nk || i == nk+1 { // the window
+				continue
+			}
+			if v, err = db.value(v); err != nil {
+				return nil, 0, err
+			}
+			c := fmt.Sprintf("%T:%v", v, v)
+			if i < nk {
+				id.WriteString(c)
+				id.WriteByte('|')
+			} else {
+				row = append(row, c)
+			}
+		}
+		fmt.Fprintf(&id, "%d,%d", vals[nk], vals[nk+1])
+		got[id.String()] = row
+	}
+	if err := rows.Err(); err != nil {
+		return nil, 0, err
+	}
+	var diffs []string
+	n := 0
+	for _, id := range slices.Sorted(maps.Keys(a.rows)) {
+		want := a.rows[id]
+		if g, ok := got[id]; !ok || !slices.Equal(g, want) {
+			n++
+			if len(diffs) < limit {
+				diffs = append(diffs, fmt.Sprintf("%s: %s, complete answer %s", shown(id), shownRow(g, ok), shownRow(want, true)))
+			}
+		}
+	}
+	for _, id := range slices.Sorted(maps.Keys(got)) {
+		if _, ok := a.rows[id]; !ok {
+			n++
+			if len(diffs) < limit {
+				diffs = append(diffs, fmt.Sprintf("%s: %s, not in the complete answer", shown(id), shownRow(got[id], true)))
+			}
+		}
+	}
+	return diffs, n, nil
+}

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -211,6 +212,20 @@ func TestCrashRecovery(t *testing.T) {
 				}
 				if !bytes.Equal(a, b) {
 					t.Errorf("%s after %d kills differs from the uninterrupted run (%d bytes, want %d)", f, kills, len(got[f]), len(want[f]))
+				}
+			}
+			if c.ledger {
+				// No entry lost or twice: one per too-late record and
+				// partial miss the summary counts.
+				var sum struct {
+					Late    int `json:"late_side_output"`
+					Partial int `json:"late_partial"`
+				}
+				if err := json.Unmarshal(got["summary.json"], &sum); err != nil {
+					t.Fatal(err)
+				}
+				if n := bytes.Count(got["late.jsonl"], []byte("\n")); n != sum.Late+sum.Partial || n == 0 {
+					t.Errorf("the ledger holds %d entries; the summary counts %d too-late records and %d partial misses", n, sum.Late, sum.Partial)
 				}
 			}
 			t.Logf("%d records, %d kills, outputs identical", records, kills)

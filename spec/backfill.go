@@ -21,6 +21,7 @@ import (
 	"github.com/weirstream/weir/etime"
 	"github.com/weirstream/weir/internal/checkpoint"
 	"github.com/weirstream/weir/internal/ledger"
+	"github.com/weirstream/weir/internal/runtime"
 )
 
 // BackfillOptions configures Backfill.
@@ -225,7 +226,7 @@ func backfillCut(p *Plan, dir string) (*ledger.Pos, etime.Time, string, error) {
 		if !ok {
 			return none, etime.MinTime, "nothing yet; the job has not completed a checkpoint", nil
 		}
-		b, err := st.ReadPart(cp, "output")
+		b, err := st.ReadPart(cp, runtime.PreCommitPart("output"))
 		if err != nil {
 			if try < 3 {
 				continue

@@ -1,0 +1,245 @@
+package cli
+
+import (
+	"bytes"
+	"database/sql"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// backfillCrashJob is a job whose ledger has a few thousand entries in
+// about as many windows, so that a backfill takes long enough to be
+// killed at random moments.
+const backfillCrashJob = `
+name: bfcrash
+source:
+  type: generator
+  generator:
+    records: %d
+    keys: 200
+    duration: 2h
+    disorder:
+      - {share: 0.95, max: 10s}
+      - {share: 0.04, min: 10s, max: 2m}
+      - {share: 0.01, min: 5m, max: 20m}
+    seed: 5
+watermark: {max_out_of_orderness: 10s}
+key: [user_id]
+window: {type: sliding, size: 2m, slide: 1m}
+allowed_lateness: 2m
+aggregate:
+  - {name: orders, fn: count}
+  - {name: total, fn: sum, field: amount}
+  - {name: mean, fn: avg, field: amount}
+  - {name: last_order, fn: last, field: order_id}
+  - {name: amounts, fn: count_distinct, field: amount}
+sinks:
+  results: {type: sqlite, path: results.db}
+  late: {type: ledger, dir: ledger}
+  dead_letter: {type: jsonl, path: bad.jsonl}
+%s`
+
+// dumpSQLite is every row of a SQLite database's tables, in order, as
+// text: equal dumps mean equal rows, revisions, firings and applied ids.
+func dumpSQLite(t *testing.T, path string) string {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var b strings.Builder
+	for _, table := range []string{"results", "results_backfill_applied"} {
+		rows, err := db.Query(`SELECT * FROM ` + table + ` ORDER BY 1, 2, 3, 4`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cols, _ := rows.Columns()
+		for rows.Next() {
+			vals := make([]any, len(cols))
+			ptrs := make([]any, len(cols))
+			for i := range vals {
+				ptrs[i] = &vals[i]
+			}
+			if err := rows.Scan(ptrs...); err != nil {
+				t.Fatal(err)
+			}
+			fmt.Fprintln(&b, vals...)
+		}
+		rows.Close()
+	}
+	return b.String()
+}
+
+// weirIn runs the weir binary in dir and returns its exit code and
+// output; killAfter > 0 kills it then (the code is then -1).
+func weirIn(t *testing.T, dir string, env []string, killAfter time.Duration, args ...string) (int, string) {
+	t.Helper()
+	cmd := exec.Command(weirBinary(t), args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if killAfter > 0 {
+		timer := time.AfterFunc(killAfter, func() { cmd.Process.Kill() })
+		defer timer.Stop()
+	}
+	err := cmd.Wait()
+	if ee, ok := err.(*exec.ExitError); ok {
+		if !ee.Exited() {
+			return -1, out.String()
+		}
+		return ee.ExitCode(), out.String()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return 0, out.String()
+}
+
+func copyDir(t *testing.T, from, to string) {
+	t.Helper()
+	if out, err := exec.Command("cp", "-a", from+"/.", to).CombinedOutput(); err != nil {
+		t.Fatalf("cp: %v\n%s", err, out)
+	}
+}
+
+// TestBackfillCrash kills weir backfill at each named crash point of a
+// window's transaction and at random moments, re-running it each time:
+// the final database (results, revisions, firings, applied ids) is
+// byte-identical to an uninterrupted backfill's, and equals the complete
+// answer.
+func TestBackfillCrash(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: the crash test runs weir many times")
+	}
+	records := max(crashRecords(t)/5, 20000)
+	live := t.TempDir()
+	os.WriteFile(filepath.Join(live, "job.yaml"), []byte(fmt.Sprintf(backfillCrashJob, records, "")), 0o644)
+	if code, out := weirIn(t, live, nil, 0, "run", "job.yaml", "--deterministic", "--now", "2026-06-01T00:00:00Z"); code != 0 {
+		t.Fatalf("weir run: exit %d\n%s", code, out)
+	}
+	ref, dir := t.TempDir(), t.TempDir()
+	copyDir(t, live, ref)
+	copyDir(t, live, dir)
+	if code, out := weirIn(t, ref, nil, 0, "backfill", "job.yaml", "--verify"); code != 0 {
+		t.Fatalf("weir backfill: exit %d\n%s", code, out)
+	}
+	want := dumpSQLite(t, filepath.Join(ref, "results.db"))
+
+	r := rand.New(rand.NewPCG(3, 4))
+	plan := []string{"backfill-begun:5", "backfill-written:50", "backfill-committed:100", "", "", "", "", ""}
+	kills := killUntilDone(t, plan, func() time.Duration { return time.Duration(100+r.IntN(600)) * time.Millisecond },
+		func(env []string, after time.Duration) bool {
+			code, out := weirIn(t, dir, env, after, "backfill", "job.yaml")
+			if code > 0 {
+				t.Fatalf("weir backfill: exit %d\n%s", code, out)
+			}
+			return code < 0
+		})
+	if kills < 5 {
+		t.Fatalf("only %d kills happened; the test proves little", kills)
+	}
+	if got := dumpSQLite(t, filepath.Join(dir, "results.db")); got != want {
+		t.Fatalf("after %d kills the database differs from an uninterrupted backfill's (%d bytes, want %d)", kills, len(got), len(want))
+	}
+	code, out := weirIn(t, dir, nil, 0, "backfill", "job.yaml", "--verify")
+	if code != 0 || !strings.Contains(out, "backfill applied 0 entries") || !strings.Contains(out, "results now equal the complete answer") {
+		t.Fatalf("a backfill after the crashes: exit %d\n%s", code, out)
+	}
+	t.Logf("%d records, %d kills; %s", records, kills, strings.SplitN(out, "\n", 2)[0])
+}
+
+// TestBackfillBesideLiveJob runs a backfill while the live job is down
+// half way (killed; its newest checkpoint is the backfill's cut): the
+// backfill reads only the ledger the checkpoint covers and touches no
+// window the live job still holds. The live job then resumes and
+// finishes, a second backfill applies the rest, and the results equal
+// the complete answer.
+func TestBackfillBesideLiveJob(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: runs weir several times")
+	}
+	records := max(crashRecords(t)/2, 50000)
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(fmt.Sprintf(backfillCrashJob, records, "checkpoint: {dir: ck, interval: 100ms}\n")), 0o644)
+	// Kill the live job after a few checkpoints (a crash point: the
+	// fourth checkpoint's sink commit).
+	code, out := weirIn(t, dir, []string{"WEIR_TEST_CRASH=sink-committed:4"}, 0, "run", "job.yaml", "--deterministic", "--now", "2026-06-01T00:00:00Z")
+	if code != -1 {
+		t.Fatalf("the live job was not killed: exit %d\n%s", code, out)
+	}
+	before := rowsByWindow(t, filepath.Join(dir, "results.db"))
+	code, out = weirIn(t, dir, nil, 0, "backfill", "job.yaml")
+	if code != 0 || !strings.Contains(out, "ledger cut: checkpoint ") {
+		t.Fatalf("backfill beside the live job: exit %d\n%s", code, out)
+	}
+	var wm int64
+	if _, err := fmt.Sscanf(out[strings.Index(out, "live watermark ")+len("live watermark "):], "%d", &wm); err != nil {
+		t.Fatalf("no live watermark in the report: %v\n%s", err, out)
+	}
+	const lateness = 2 * 60_000
+	after := rowsByWindow(t, filepath.Join(dir, "results.db"))
+	changed, open, stillOpen := 0, 0, 0
+	for k, row := range after {
+		if row.end-1+lateness > wm {
+			stillOpen++
+		}
+		if before[k] != row {
+			changed++
+			if row.end-1+lateness > wm {
+				open++
+			}
+		}
+	}
+	if changed == 0 || open > 0 || stillOpen == 0 {
+		t.Fatalf("the backfill beside the live job (watermark %d) changed %d windows, %d of them still open; %d windows are open\n%s", wm, changed, open, stillOpen, out)
+	}
+	code, out = weirIn(t, dir, nil, 0, "run", "job.yaml", "--deterministic", "--now", "2026-06-01T00:00:00Z")
+	if code != 0 || !strings.Contains(out, "resuming from checkpoint") {
+		t.Fatalf("the live job's resumed run: exit %d\n%s", code, out)
+	}
+	code, out = weirIn(t, dir, nil, 0, "backfill", "job.yaml", "--verify")
+	if code != 0 || !strings.Contains(out, "results now equal the complete answer") {
+		t.Fatalf("the backfill after the live job finished: exit %d\n%s", code, out)
+	}
+	t.Logf("beside the live job: %d windows revised; after it finished: %s", changed, strings.TrimSpace(out))
+}
+
+type tableRow struct {
+	end  int64
+	text string
+}
+
+// rowsByWindow reads the results table by (user, window).
+func rowsByWindow(t *testing.T, path string) map[string]tableRow {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rows, err := db.Query(`SELECT user_id, window_start, window_end, orders, total, firing, pane FROM results`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	out := map[string]tableRow{}
+	for rows.Next() {
+		var user, firing string
+		var start, end, orders, total, pane int64
+		if err := rows.Scan(&user, &start, &end, &orders, &total, &firing, &pane); err != nil {
+			t.Fatal(err)
+		}
+		out[fmt.Sprint(user, start)] = tableRow{end: end, text: fmt.Sprint(orders, total, firing, pane)}
+	}
+	return out
+}

@@ -21,10 +21,11 @@ func backfillCmd(args []string, o IO) int {
 	key := fs.String("key", "", "only entries of this key: FIELD=VALUE")
 	reason := fs.String("reason", "", "only entries with this reason: window_expired or window_expired_partial")
 	windows := fs.String("window", "", "only entries that missed a window overlapping START..END (Unix ms or RFC 3339)")
+	perTx := fs.Int("windows-per-tx", 64, "windows revised per transaction (each window's revision and applied ids always commit together)")
 	verify := fs.Bool("verify", false, "then recompute the complete answer (every input record, grouped without watermarks) and compare the results table with it; exit 1 if they differ")
 	arrived := fs.String("arrived", "", "only entries that arrived in FROM..TO (dates such as 2026-11-29..2026-11-30, RFC 3339 times or Unix ms; TO excluded)")
 	fs.Usage = func() {
-		fmt.Fprintln(o.Stderr, "usage: weir backfill JOB.yaml [--dry-run] [-v] [--verify] [--arrived FROM..TO] [--key FIELD=VALUE] [--reason R] [--window START..END]")
+		fmt.Fprintln(o.Stderr, "usage: weir backfill JOB.yaml [--dry-run] [-v] [--verify] [--windows-per-tx N] [--arrived FROM..TO] [--key FIELD=VALUE] [--reason R] [--window START..END]")
 		fmt.Fprintln(o.Stderr, "folds the too-late records of the job's ledger into its results table: each window they missed gets its next revision (firing backfill); running it again changes nothing")
 		fs.PrintDefaults()
 	}
@@ -34,6 +35,10 @@ func backfillCmd(args []string, o IO) int {
 	}
 	if len(paths) != 1 {
 		fs.Usage()
+		return ExitUsage
+	}
+	if *perTx < 1 {
+		fmt.Fprintf(o.Stderr, "weir backfill: --windows-per-tx %d: give at least 1\n", *perTx)
 		return ExitUsage
 	}
 	p, ok := loadSpec(paths[0], o)
@@ -56,7 +61,7 @@ func backfillCmd(args []string, o IO) int {
 		g := f
 		f = func(e ledger.Entry) bool { return g(e) && e.ArrivedAt >= from && e.ArrivedAt < to }
 	}
-	bo := spec.BackfillOptions{Dir: filepath.Dir(o.path(paths[0])), DryRun: *dry, Filter: f, Crash: crashHook(o.Getenv)}
+	bo := spec.BackfillOptions{Dir: filepath.Dir(o.path(paths[0])), DryRun: *dry, Filter: f, WindowsPerTx: *perTx, Crash: crashHook(o.Getenv)}
 	if *verbose {
 		bo.Out = o.Stdout
 	}

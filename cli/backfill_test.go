@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -136,10 +137,10 @@ func TestBackfillCrash(t *testing.T) {
 	want := dumpSQLite(t, filepath.Join(ref, "results.db"))
 
 	r := rand.New(rand.NewPCG(3, 4))
-	plan := []string{"backfill-begun:5", "backfill-written:50", "backfill-committed:100", "", "", "", "", ""}
-	kills := killUntilDone(t, plan, func() time.Duration { return time.Duration(100+r.IntN(600)) * time.Millisecond },
+	plan := []string{"backfill-begun:3", "backfill-written:50", "backfill-committed:100", "", "", "", "", ""}
+	kills := killUntilDone(t, plan, func() time.Duration { return time.Duration(50+r.IntN(500)) * time.Millisecond },
 		func(env []string, after time.Duration) bool {
-			code, out := weirIn(t, dir, env, after, "backfill", "job.yaml")
+			code, out := weirIn(t, dir, env, after, "backfill", "job.yaml", "--windows-per-tx", strconv.Itoa(1+r.IntN(3)))
 			if code > 0 {
 				t.Fatalf("weir backfill: exit %d\n%s", code, out)
 			}

@@ -35,7 +35,11 @@ type BackfillOptions struct {
 	// Filter, when set, chooses the entries to apply (by key, reason,
 	// window or arrival); the others are left for a later run.
 	Filter func(ledger.Entry) bool
-	// Crash, when set, is called at the named points of each window's
+	// WindowsPerTx is how many windows one transaction revises (0: 64).
+	// A window's new revision and its applied ids always commit
+	// together; more windows per transaction save a sync each.
+	WindowsPerTx int
+	// Crash, when set, is called at the named points of each
 	// transaction (crash tests): backfill-begun after it began,
 	// backfill-written before it commits, backfill-committed after.
 	Crash func(point string)
@@ -166,6 +170,27 @@ func Backfill(p *Plan, o BackfillOptions) (BackfillReport, error) {
 		return rep, err
 	}
 	defer db.close()
+	// Windows are revised WindowsPerTx to a transaction.
+	var tx *sql.Tx
+	inTx := 0
+	defer func() {
+		if tx != nil {
+			tx.Rollback()
+		}
+	}()
+	commit := func() error {
+		if tx == nil {
+			return nil
+		}
+		o.crash("backfill-written")
+		err := tx.Commit()
+		tx, inTx = nil, 0
+		if err != nil {
+			return err
+		}
+		o.crash("backfill-committed")
+		return nil
+	}
 	for _, g := range order {
 		if etime.Time(g.end-1).Add(p.Lateness) > wm {
 			// The live job still holds the window: it fires it itself.
@@ -185,12 +210,29 @@ func Backfill(p *Plan, o BackfillOptions) (BackfillReport, error) {
 			args = append(args, v)
 		}
 		args = append(args, g.start, g.end)
+		if tx == nil {
+			if tx, err = db.db.Begin(); err != nil {
+				return rep, err
+			}
+			o.crash("backfill-begun")
+		}
 		w := backfillWindow{db: db, o: &o, rep: &rep, agg: agg, dec: dec, wm: wm, key: g.key, start: g.start, end: g.end, args: args}
-		if err := w.apply(g.entries); err != nil {
+		if err := w.apply(tx, g.entries); err != nil {
 			return rep, fmt.Errorf("window %s [%d,%d): %w", g.key, g.start, g.end, err)
 		}
+		if inTx++; inTx >= cmp.Or(o.WindowsPerTx, 64) {
+			if err := commit(); err != nil {
+				return rep, err
+			}
+		}
 	}
-	return rep, nil
+	return rep, commit()
+}
+
+func (o *BackfillOptions) crash(point string) {
+	if o.Crash != nil {
+		o.Crash(point)
+	}
 }
 
 // backfillCut finds how far a backfill reads the ledger and the live
@@ -387,21 +429,8 @@ type backfillWindow struct {
 	args       []any // the row's key values, window_start, window_end
 }
 
-func (w *backfillWindow) crash(point string) {
-	if w.o.Crash != nil {
-		w.o.Crash(point)
-	}
-}
-
-// apply folds the entries not applied yet into the window, in one
-// transaction.
-func (w *backfillWindow) apply(entries []ledger.Entry) error {
-	tx, err := w.db.db.Begin()
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback()
-	w.crash("backfill-begun")
+// apply folds the entries not applied yet into the window, in tx.
+func (w *backfillWindow) apply(tx *sql.Tx, entries []ledger.Entry) error {
 	done := map[string]bool{}
 	if !w.db.noneApplied {
 		rows, err := tx.Query(w.db.applied, w.key, w.start, w.end)
@@ -483,11 +512,6 @@ func (w *backfillWindow) apply(entries []ledger.Entry) error {
 			return err
 		}
 	}
-	w.crash("backfill-written")
-	if err := tx.Commit(); err != nil {
-		return err
-	}
-	w.crash("backfill-committed")
 	return nil
 }
 

@@ -57,16 +57,16 @@ type aggFunc struct {
 // aggregates are all count, sum, min and max have no such column.
 const accColumn = "weir_acc"
 
-// keepsAccs reports whether the job's results keep an accColumn: its
-// results go to a SQL table and some aggregate is not its own
-// accumulator.
+// keepsAccs reports whether the job's results carry the accumulators of
+// the aggregates that are not their own (an accColumn of a SQL table, or
+// the archive's rows).
 func (p *Plan) keepsAccs() bool {
 	r := p.Spec.Sinks.Results
 	fns := make([]string, len(p.Spec.Aggregate))
 	for i, a := range p.Spec.Aggregate {
 		fns[i] = a.Fn
 	}
-	return r != nil && (r.Type == "sqlite" || r.Type == "postgres") && needsAccColumn(fns)
+	return r != nil && (r.Type == "sqlite" || r.Type == "postgres" || p.Spec.Archive != nil) && needsAccColumn(fns)
 }
 
 // ownAcc reports whether an aggregate's published value is its whole

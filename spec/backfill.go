@@ -58,6 +58,9 @@ type BackfillReport struct {
 	// WindowOpen counts entries of windows the live job has not closed
 	// at its checkpointed watermark: left alone, the live job owns them.
 	WindowOpen int
+	// HorizonExpired counts entries of windows the archive no longer
+	// keeps (older than archive.horizon): reported, not applied.
+	HorizonExpired int
 	// Refused counts entries refused for the reason RefusedReason (a
 	// window kind backfill cannot revise).
 	Refused       int
@@ -71,7 +74,8 @@ type BackfillReport struct {
 }
 
 // Backfill folds the entries of the job's late-data ledger into the
-// results table of its SQLite or Postgres sink.
+// results table of its SQLite or Postgres sink, or the archive of its
+// jsonl results.
 //
 // It first fixes its cut: the ledger position and the watermark of the
 // live job's newest checkpoint (the whole ledger and the end of input when
@@ -88,6 +92,14 @@ type BackfillReport struct {
 // (WindowOpen); every window an entry names had expired when the entry
 // arrived, so this is a safety net.
 //
+// A job with jsonl results keeps its windows' newest revisions in an
+// archive (the archive block) instead: the backfill folds into those and
+// appends each window's next revision to the corrections file
+// (CorrectionsPath), through an outbox in the archive, so a crash between
+// the archive's commit and the file's write publishes the same line
+// again. Windows older than the archive's horizon are reported
+// (HorizonExpired).
+//
 // Tumbling and sliding windows are revised; entries of session windows
 // are refused (a late record can merge sessions, whose old rows would
 // have to be retracted).
@@ -97,8 +109,8 @@ func Backfill(p *Plan, o BackfillOptions) (BackfillReport, error) {
 	switch {
 	case s.Sinks.Late == nil || s.Sinks.Late.Type != "ledger":
 		return rep, fmt.Errorf("backfill reads the late-data ledger: set sinks.late: {type: ledger, dir: ledger}")
-	case s.Sinks.Results.Type != "sqlite" && s.Sinks.Results.Type != "postgres":
-		return rep, fmt.Errorf("backfill folds into the accumulators of a sqlite or postgres results table; sinks.results.type is %s, whose published results weir cannot revise in place", s.Sinks.Results.Type)
+	case s.Archive == nil && s.Sinks.Results.Type != "sqlite" && s.Sinks.Results.Type != "postgres":
+		return rep, fmt.Errorf("backfill folds into the windows' stored accumulators: a sqlite or postgres results table keeps them in its rows; for %s results, set archive: {dir: archive} so that the job keeps its closed windows", s.Sinks.Results.Type)
 	}
 	fns := make([]string, len(s.Aggregate))
 	for i, a := range s.Aggregate {
@@ -165,68 +177,207 @@ func Backfill(p *Plan, o BackfillOptions) (BackfillReport, error) {
 		return rep, nil
 	}
 
-	db, err := openResultsDB(p, o.Dir, len(agg.fns), !o.DryRun)
+	var st windowStore
+	if s.Archive != nil {
+		st, err = openArchiveStore(p, o)
+	} else {
+		st, err = openSQLStore(p, o)
+	}
 	if err != nil {
 		return rep, err
 	}
-	defer db.close()
-	// Windows are revised WindowsPerTx to a transaction.
-	var tx *sql.Tx
-	inTx := 0
-	defer func() {
-		if tx != nil {
-			tx.Rollback()
-		}
-	}()
-	commit := func() error {
-		if tx == nil {
-			return nil
-		}
-		o.crash("backfill-written")
-		err := tx.Commit()
-		tx, inTx = nil, 0
-		if err != nil {
-			return err
-		}
-		o.crash("backfill-committed")
-		return nil
+	defer st.close()
+	horizon, err := st.horizon()
+	if err != nil {
+		return rep, err
 	}
+	inTx := 0
 	for _, g := range order {
 		if etime.Time(g.end-1).Add(p.Lateness) > wm {
 			// The live job still holds the window: it fires it itself.
 			rep.WindowOpen += len(g.entries)
 			continue
 		}
-		var keyVals map[string]json.RawMessage
-		if err := json.Unmarshal([]byte(g.key), &keyVals); err != nil {
-			return rep, fmt.Errorf("ledger entry key %s: %w", g.key, err)
+		if etime.Time(g.end) < horizon {
+			// The archive no longer has the window.
+			rep.HorizonExpired += len(g.entries)
+			continue
 		}
-		args := make([]any, 0, len(s.Key)+2)
-		for _, k := range s.Key {
-			v, err := db.arg(keyVals[k])
-			if err != nil {
-				return rep, fmt.Errorf("ledger entry key %s: %w", g.key, err)
-			}
-			args = append(args, v)
+		w := backfillWindow{o: &o, rep: &rep, agg: agg, dec: dec, wm: wm, key: g.key, start: g.start, end: g.end}
+		if err := st.begin(&w); err != nil {
+			return rep, fmt.Errorf("window %s [%d,%d): %w", g.key, g.start, g.end, err)
 		}
-		args = append(args, g.start, g.end)
-		if tx == nil {
-			if tx, err = db.db.Begin(); err != nil {
-				return rep, err
-			}
-			o.crash("backfill-begun")
-		}
-		w := backfillWindow{db: db, o: &o, rep: &rep, agg: agg, dec: dec, wm: wm, key: g.key, start: g.start, end: g.end, args: args}
-		if err := w.apply(tx, g.entries); err != nil {
+		if err := w.apply(st, g.entries); err != nil {
 			return rep, fmt.Errorf("window %s [%d,%d): %w", g.key, g.start, g.end, err)
 		}
 		if inTx++; inTx >= cmp.Or(o.WindowsPerTx, 64) {
-			if err := commit(); err != nil {
+			inTx = 0
+			if err := st.commit(); err != nil {
 				return rep, err
 			}
 		}
 	}
-	return rep, commit()
+	return rep, st.commit()
+}
+
+// windowStore is where a backfill finds and revises windows: a SQL
+// results table, or the archive of a job with file or Kafka results.
+// Windows are revised in batches: begin starts a window (and, first, a
+// batch), commit makes the batch's revisions and applied ids durable
+// together.
+type windowStore interface {
+	// horizon is the window end below which the store has no windows.
+	horizon() (etime.Time, error)
+	begin(w *backfillWindow) error
+	// applied returns the entry ids applied to the window.
+	applied(w *backfillWindow) (map[string]bool, error)
+	// load returns the window's accumulator and pane (-1: never fired).
+	load(w *backfillWindow) (*acc, int64, error)
+	// write records the window's next revision: its values (the
+	// aggregates, then the accumulators if the job keeps them) and the
+	// entry ids it applied.
+	write(w *backfillWindow, pane int64, values []string, ids []string) error
+	commit() error
+	close() error
+}
+
+// sqlStore is a SQLite or Postgres results table.
+type sqlStore struct {
+	db   *resultsDB
+	p    *Plan
+	o    *BackfillOptions
+	tx   *sql.Tx
+	args []any // the window's key values, window_start, window_end
+}
+
+func openSQLStore(p *Plan, o BackfillOptions) (*sqlStore, error) {
+	db, err := openResultsDB(p, o.Dir, len(p.Spec.Aggregate), !o.DryRun)
+	if err != nil {
+		return nil, err
+	}
+	return &sqlStore{db: db, p: p, o: &o}, nil
+}
+
+func (s *sqlStore) horizon() (etime.Time, error) { return etime.MinTime, nil }
+
+func (s *sqlStore) begin(w *backfillWindow) error {
+	var keyVals map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(w.key), &keyVals); err != nil {
+		return fmt.Errorf("ledger entry key: %w", err)
+	}
+	s.args = s.args[:0]
+	for _, k := range s.p.Spec.Key {
+		v, err := s.db.arg(keyVals[k])
+		if err != nil {
+			return fmt.Errorf("ledger entry key: %w", err)
+		}
+		s.args = append(s.args, v)
+	}
+	s.args = append(s.args, w.start, w.end)
+	if s.tx == nil {
+		tx, err := s.db.db.Begin()
+		if err != nil {
+			return err
+		}
+		s.tx = tx
+		s.o.crash("backfill-begun")
+	}
+	return nil
+}
+
+func (s *sqlStore) applied(w *backfillWindow) (map[string]bool, error) {
+	done := map[string]bool{}
+	if s.db.noneApplied {
+		return done, nil
+	}
+	rows, err := s.tx.Query(s.db.applied, w.key, w.start, w.end)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		done[id] = true
+	}
+	return done, rows.Err()
+}
+
+func (s *sqlStore) load(w *backfillWindow) (*acc, int64, error) {
+	n := len(w.agg.fns)
+	if w.agg.withAcc {
+		n++
+	}
+	vals := make([]any, n)
+	pane := int64(-1)
+	ptrs := []any{&pane}
+	for i := range vals {
+		ptrs = append(ptrs, &vals[i])
+	}
+	switch err := s.tx.QueryRow(s.db.sel, s.args...).Scan(ptrs...); {
+	case err == sql.ErrNoRows:
+		return w.agg.CreateAccumulator(), -1, nil
+	case err != nil:
+		return nil, 0, err
+	}
+	for i := range vals {
+		v, err := s.db.value(vals[i])
+		if err != nil {
+			return nil, 0, fmt.Errorf("column %d: %w", i+1, err)
+		}
+		vals[i] = v
+	}
+	ac, err := w.agg.seed(vals)
+	return ac, pane, err
+}
+
+func (s *sqlStore) write(w *backfillWindow, pane int64, values []string, ids []string) error {
+	set := make([]any, 0, len(values)+2)
+	for _, v := range values {
+		x, err := s.db.arg([]byte(v))
+		if err != nil {
+			return err
+		}
+		set = append(set, x)
+	}
+	var err error
+	if pane == 0 { // the window never fired: its first row
+		_, err = s.tx.Exec(s.db.ins, append(append(slices.Clone(s.args), "backfill", int64(0), int64(w.wm)), set...)...)
+	} else {
+		_, err = s.tx.Exec(s.db.upd, append(append(set, pane, int64(w.wm)), s.args...)...)
+	}
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		if _, err := s.tx.Exec(s.db.mark, w.key, w.start, w.end, id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *sqlStore) commit() error {
+	if s.tx == nil {
+		return nil
+	}
+	s.o.crash("backfill-written")
+	err := s.tx.Commit()
+	s.tx = nil
+	if err != nil {
+		return err
+	}
+	s.o.crash("backfill-committed")
+	return nil
+}
+
+func (s *sqlStore) close() error {
+	if s.tx != nil {
+		s.tx.Rollback()
+	}
+	return s.db.close()
 }
 
 func (o *BackfillOptions) crash(point string) {
@@ -418,36 +569,20 @@ func (d *resultsDB) value(v any) (any, error) {
 
 // backfillWindow is one window's backfill.
 type backfillWindow struct {
-	db         *resultsDB
 	o          *BackfillOptions
 	rep        *BackfillReport
 	agg        aggFunc
 	dec        *decoder
 	wm         etime.Time
-	key        string
+	key        string // the ledger's key object, compact JSON
 	start, end int64
-	args       []any // the row's key values, window_start, window_end
 }
 
-// apply folds the entries not applied yet into the window, in tx.
-func (w *backfillWindow) apply(tx *sql.Tx, entries []ledger.Entry) error {
-	done := map[string]bool{}
-	if !w.db.noneApplied {
-		rows, err := tx.Query(w.db.applied, w.key, w.start, w.end)
-		if err != nil {
-			return err
-		}
-		for rows.Next() {
-			var id string
-			if err := rows.Scan(&id); err != nil {
-				rows.Close()
-				return err
-			}
-			done[id] = true
-		}
-		if err := rows.Close(); err != nil {
-			return err
-		}
+// apply folds the entries not applied yet into the window.
+func (w *backfillWindow) apply(st windowStore, entries []ledger.Entry) error {
+	done, err := st.applied(w)
+	if err != nil {
+		return err
 	}
 	var fresh []ledger.Entry
 	for _, e := range entries {
@@ -461,7 +596,7 @@ func (w *backfillWindow) apply(tx *sql.Tx, entries []ledger.Entry) error {
 	if len(fresh) == 0 {
 		return nil
 	}
-	ac, pane, err := w.load(tx)
+	ac, pane, err := st.load(w)
 	if err != nil {
 		return err
 	}
@@ -484,77 +619,42 @@ func (w *backfillWindow) apply(tx *sql.Tx, entries []ledger.Entry) error {
 	w.rep.Applied += applied
 	w.rep.Windows++
 	n := len(w.agg.fns)
-	result := splitResult(w.agg.Result(ac), n+1)
+	if w.agg.withAcc {
+		n++
+	}
+	result := splitResult(w.agg.Result(ac), n)
 	if w.o.Out != nil {
-		fmt.Fprintf(w.o.Out, "window %s [%d,%d): %d entries, pane %d -> %d: %s\n", w.key, w.start, w.end, applied, pane, pane+1, strings.Join(result[:n], " "))
+		fmt.Fprintf(w.o.Out, "window %s [%d,%d): %d entries, pane %d -> %d: %s\n", w.key, w.start, w.end, applied, pane, pane+1, strings.Join(result[:len(w.agg.fns)], " "))
 	}
 	if w.o.DryRun {
 		return nil
 	}
-	set := make([]any, 0, len(result)+2)
-	for _, v := range result {
-		x, err := w.db.arg([]byte(v))
-		if err != nil {
-			return err
-		}
-		set = append(set, x)
+	ids := make([]string, len(fresh))
+	for i, e := range fresh {
+		ids[i] = e.ID
 	}
-	if pane < 0 { // the window never fired: its first row
-		_, err = tx.Exec(w.db.ins, append(append(slices.Clone(w.args), "backfill", int64(0), int64(w.wm)), set...)...)
-	} else {
-		_, err = tx.Exec(w.db.upd, append(append(set, pane+1, int64(w.wm)), w.args...)...)
-	}
-	if err != nil {
-		return err
-	}
-	for _, e := range fresh {
-		if _, err := tx.Exec(w.db.mark, w.key, w.start, w.end, e.ID); err != nil {
-			return err
-		}
-	}
-	return nil
+	return st.write(w, pane+1, result, ids)
 }
 
-// load reads the window's row into an accumulator, with its pane (-1
-// when the window never fired).
-func (w *backfillWindow) load(tx *sql.Tx) (*acc, int64, error) {
-	ac := w.agg.CreateAccumulator()
-	pane := int64(-1)
-	n := len(w.agg.fns)
-	if w.agg.withAcc {
-		n++
-	}
-	vals := make([]any, n)
-	ptrs := []any{&pane}
-	for i := range vals {
-		ptrs = append(ptrs, &vals[i])
-	}
-	switch err := tx.QueryRow(w.db.sel, w.args...).Scan(ptrs...); {
-	case err == sql.ErrNoRows:
-		return ac, -1, nil
-	case err != nil:
-		return nil, 0, err
-	}
-	for i := range vals {
-		v, err := w.db.value(vals[i])
-		if err != nil {
-			return nil, 0, fmt.Errorf("column %d: %w", i+1, err)
-		}
-		vals[i] = v
-	}
-	for i, fn := range w.agg.fns {
+// seed builds an accumulator from a window's stored values: the
+// aggregates as the SQLite driver gives them (count, sum, min and max are
+// their own accumulators), then, if the job keeps them, the
+// accumulators' text (see appendAccs).
+func (a aggFunc) seed(vals []any) (*acc, error) {
+	ac := a.CreateAccumulator()
+	for i, fn := range a.fns {
 		seedSlot(fn, &ac.s[i], vals[i])
 	}
-	if w.agg.withAcc {
-		text, ok := vals[n-1].(string)
+	if a.withAcc {
+		text, ok := vals[len(a.fns)].(string)
 		if !ok {
-			return nil, 0, fmt.Errorf("the row has no %s: it was written before weir kept accumulators; rerun the job into a new table", accColumn)
+			return nil, fmt.Errorf("the row has no %s: it was written before weir kept accumulators; rerun the job into a new table", accColumn)
 		}
-		if err := w.agg.seedAccs(ac, text); err != nil {
-			return nil, 0, err
+		if err := a.seedAccs(ac, text); err != nil {
+			return nil, err
 		}
 	}
-	return ac, pane, nil
+	return ac, nil
 }
 
 // entryNo is the line number (the arrival order first, last and collect

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -116,7 +117,7 @@ func firings(t *testing.T, path string) map[string]int {
 // nothing. Tumbling and sliding windows, SQLite and Postgres.
 func TestBackfillOracle(t *testing.T) {
 	for _, w := range []string{"{type: tumbling, size: 1m}", "{type: sliding, size: 2m, slide: 1m}"} {
-		for _, store := range []string{"sqlite", "postgres"} {
+		for _, store := range []string{"sqlite", "postgres", "jsonl"} {
 			t.Run(strings.TrimSuffix(strings.Fields(w)[1], ",")+"/"+store, func(t *testing.T) {
 				testBackfillOracle(t, fmt.Sprintf(backfillJob, "10s", w), store)
 			})
@@ -135,6 +136,19 @@ func testBackfillOracle(t *testing.T, job, store string) {
 		})
 		job = strings.Replace(job, "{type: sqlite, path: results.db}", "{type: postgres, url: '"+url+"', table: "+table+"}", 1)
 		dump = func(string) string { return dumpPG(t, conn, table) }
+	}
+	if store == "jsonl" {
+		// File results keep their windows in the archive; revisions go
+		// to the corrections file.
+		job = strings.Replace(job, "{type: sqlite, path: results.db}", "{type: jsonl, path: results.jsonl}", 1) + "archive: {dir: archive, horizon: 30d}\n"
+		dump = func(dir string) string {
+			var b strings.Builder
+			for _, f := range []string{"results.jsonl", "results.backfill.jsonl"} {
+				data, _ := os.ReadFile(filepath.Join(dir, f))
+				b.Write(data)
+			}
+			return b.String()
+		}
 	}
 	dir, sum := runSpec(t, job, nil, RunOptions{Deterministic: true})
 	if sum.Get("late_side_output") < 50 || sum.Get("accepted_late") < 200 {

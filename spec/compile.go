@@ -42,6 +42,8 @@ type Plan struct {
 	// LateRatioWarn and LateRatioCrit are the alert levels of the share
 	// of too-late records (alerts).
 	LateRatioWarn, LateRatioCrit float64
+	// ArchiveHorizon is archive.horizon (with an archive).
+	ArchiveHorizon etime.Duration
 
 	Generator Generator
 	GenStart  etime.Time
@@ -178,6 +180,21 @@ func (c *compiler) compile() {
 		}
 		if p.LateRatioWarn > p.LateRatioCrit {
 			c.add("alerts.late_ratio", fmt.Sprintf("%v is above late_ratio_critical %v", p.LateRatioWarn, p.LateRatioCrit), "make the warning level the lower one")
+		}
+	}
+	if a := s.Archive; a != nil {
+		c.positive("archive.horizon", a.Horizon, "the horizon")
+		p.ArchiveHorizon = etime.FromDuration(7 * 24 * time.Hour)
+		if a.Horizon != nil && *a.Horizon > 0 {
+			p.ArchiveHorizon = etime.Duration(*a.Horizon)
+		}
+		switch r := s.Sinks.Results; {
+		case a.Dir == "":
+			c.add("archive.dir", "missing", "name the archive's directory, such as archive")
+		case r != nil && r.Type != "jsonl" && r.Type != "kafka":
+			c.add("archive", fmt.Sprintf("a %s results table keeps each window's accumulators in its rows", r.Type), "remove the archive block (it serves jsonl and kafka results)")
+		case s.Window.Type != "tumbling" && s.Window.Type != "sliding":
+			c.add("archive", fmt.Sprintf("backfill revises tumbling and sliding windows, not %s windows", s.Window.Type), "remove the archive block")
 		}
 	}
 	if d := s.Doctor; d != nil {

@@ -1,9 +1,13 @@
 package spec
 
 import (
+	"bytes"
 	"cmp"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -191,63 +195,14 @@ func (c *collectLines) DeadLetter(string, string, any)   { c.dead++ }
 // the rows that differ (at most limit of them, described) and their
 // number.
 func (a *Answer) Compare(p *Plan, dir string, limit int) ([]string, int, error) {
-	db, err := openResultsDB(p, dir, len(p.Spec.Aggregate), false)
+	var got map[string][]string
+	var err error
+	if r := p.Spec.Sinks.Results; r.Type == "jsonl" {
+		got, err = latestLines(p, dir)
+	} else {
+		got, err = tableRows(p, dir)
+	}
 	if err != nil {
-		return nil, 0, err
-	}
-	defer db.close()
-	s := p.Spec
-	var cols []string
-	text := func(c string) string {
-		if db.pg {
-			return c + "::text"
-		}
-		return c
-	}
-	for _, k := range s.Key {
-		cols = append(cols, text(quoteSQL(k)))
-	}
-	cols = append(cols, "window_start", "window_end")
-	for _, ag := range s.Aggregate {
-		cols = append(cols, text(quoteSQL(ag.Name)))
-	}
-	rows, err := db.db.Query(`SELECT ` + strings.Join(cols, ", ") + ` FROM ` + quoteSQL(cmp.Or(s.Sinks.Results.Table, "results")))
-	if err != nil {
-		return nil, 0, err
-	}
-	defer rows.Close()
-	got := map[string][]string{}
-	nk := len(s.Key)
-	for rows.Next() {
-		vals := make([]any, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		if err := rows.Scan(ptrs...); err != nil {
-			return nil, 0, err
-		}
-		var id strings.Builder
-		row := make([]string, 0, len(s.Aggregate))
-		for i, v := range vals {
-			if i == nk || i == nk+1 { // the window
-				continue
-			}
-			if v, err = db.value(v); err != nil {
-				return nil, 0, err
-			}
-			c := fmt.Sprintf("%T:%v", v, v)
-			if i < nk {
-				id.WriteString(c)
-				id.WriteByte('|')
-			} else {
-				row = append(row, c)
-			}
-		}
-		fmt.Fprintf(&id, "%d,%d", vals[nk], vals[nk+1])
-		got[id.String()] = row
-	}
-	if err := rows.Err(); err != nil {
 		return nil, 0, err
 	}
 	var diffs []string
@@ -270,4 +225,118 @@ func (a *Answer) Compare(p *Plan, dir string, limit int) ([]string, int, error) 
 		}
 	}
 	return diffs, n, nil
+}
+
+// latestLines reads a jsonl results file and its corrections
+// (CorrectionsPath), keeping each window's highest pane (at equal panes,
+// the later line), by row identity.
+func latestLines(p *Plan, dir string) (map[string][]string, error) {
+	s := p.Spec
+	got := map[string][]string{}
+	panes := map[string]int64{}
+	results := RunOptions{Dir: dir}.path(s.Sinks.Results.Path)
+	for _, path := range []string{results, CorrectionsPath(p, dir)} {
+		b, err := os.ReadFile(path)
+		if errors.Is(err, os.ErrNotExist) && path != results {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		for no, line := range bytes.Split(bytes.TrimSuffix(b, []byte("\n")), []byte("\n")) {
+			if len(line) == 0 {
+				continue
+			}
+			var m map[string]json.RawMessage
+			if err := json.Unmarshal(line, &m); err != nil {
+				return nil, fmt.Errorf("%s:%d: %w", path, no+1, err)
+			}
+			var id strings.Builder
+			for _, k := range s.Key {
+				id.WriteString(sqlCanonical(m[k]))
+				id.WriteByte('|')
+			}
+			fmt.Fprintf(&id, "%s,%s", m["window_start"], m["window_end"])
+			var pane int64
+			var firing string
+			json.Unmarshal(m["pane"], &pane)
+			json.Unmarshal(m["firing"], &firing)
+			k := id.String()
+			if firing == "retract" {
+				delete(got, k)
+				delete(panes, k)
+				continue
+			}
+			if old, ok := panes[k]; ok && old > pane {
+				continue
+			}
+			row := make([]string, len(s.Aggregate))
+			for i, ag := range s.Aggregate {
+				row[i] = sqlCanonical(m[ag.Name])
+			}
+			got[k], panes[k] = row, pane
+		}
+	}
+	return got, nil
+}
+
+// tableRows reads a SQL results table by row identity.
+func tableRows(p *Plan, dir string) (map[string][]string, error) {
+	db, err := openResultsDB(p, dir, len(p.Spec.Aggregate), false)
+	if err != nil {
+		return nil, err
+	}
+	defer db.close()
+	s := p.Spec
+	var cols []string
+	text := func(c string) string {
+		if db.pg {
+			return c + "::text"
+		}
+		return c
+	}
+	for _, k := range s.Key {
+		cols = append(cols, text(quoteSQL(k)))
+	}
+	cols = append(cols, "window_start", "window_end")
+	for _, ag := range s.Aggregate {
+		cols = append(cols, text(quoteSQL(ag.Name)))
+	}
+	rows, err := db.db.Query(`SELECT ` + strings.Join(cols, ", ") + ` FROM ` + quoteSQL(cmp.Or(s.Sinks.Results.Table, "results")))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	got := map[string][]string{}
+	nk := len(s.Key)
+	for rows.Next() {
+		vals := make([]any, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			return nil, err
+		}
+		var id strings.Builder
+		row := make([]string, 0, len(s.Aggregate))
+		for i, v := range vals {
+			if i == nk || i == nk+1 { // the window
+				continue
+			}
+			if v, err = db.value(v); err != nil {
+				return nil, err
+			}
+			c := fmt.Sprintf("%T:%v", v, v)
+			if i < nk {
+				id.WriteString(c)
+				id.WriteByte('|')
+			} else {
+				row = append(row, c)
+			}
+		}
+		fmt.Fprintf(&id, "%d,%d", vals[nk], vals[nk+1])
+		got[id.String()] = row
+	}
+	return got, rows.Err()
 }

@@ -133,6 +133,10 @@ func (o *output) apply(it *item) {
 		if err = j.results.write(it.res); err == nil {
 			o.c.Results++
 			o.c.Watermark = max(o.c.Watermark, it.res.Watermark)
+			if j.archive != nil && it.res.Firing != window.Retract {
+				r := &it.res
+				err = j.archive.Put(r.Key, r.Window.Start, r.Window.End, r.Pane, r.Value)
+			}
 		}
 	case itemLate:
 		if err = j.late.writeRecord(it); err == nil {
@@ -206,6 +210,11 @@ func (o *output) sync() error {
 	}
 	if err := o.j.results.commit(); err != nil {
 		return err
+	}
+	if a := o.j.archive; a != nil {
+		if err := a.Commit(o.c.Watermark, o.j.plan.ArchiveHorizon); err != nil {
+			return fmt.Errorf("archive: %w", err)
+		}
 	}
 	for _, s := range o.j.recordSinks() {
 		if err := s.commit(); err != nil {

@@ -23,6 +23,7 @@ import (
 	"github.com/weirstream/weir/connector/kafkaio"
 	"github.com/weirstream/weir/connector/natsio"
 	"github.com/weirstream/weir/etime"
+	"github.com/weirstream/weir/internal/archive"
 	"github.com/weirstream/weir/state"
 	"github.com/weirstream/weir/state/pebblestate"
 	"github.com/weirstream/weir/watermark"
@@ -86,6 +87,9 @@ type Job struct {
 	files   map[string]*lineSink // file sinks by sink name
 	ledgers map[string]*ledgerSink
 	runDir  string // RunOptions.Dir: relative paths start there
+	// archive keeps each window's newest revision for backfill (jsonl
+	// and Kafka results with an archive block); nil otherwise.
+	archive *archive.Archive
 	recent  recentLate
 	stop    func() bool
 	drain   bool // RunOptions.Drain
@@ -686,6 +690,15 @@ func (j *Job) closeSinks() error {
 	}
 	if j.results != nil {
 		errs = append(errs, j.results.close())
+	}
+	if j.archive != nil {
+		// What the end of a run that ended well produced is kept; a
+		// failed run replays it from its checkpoint.
+		if !j.execFailed && !j.failed.Load() {
+			errs = append(errs, j.archive.Commit(j.out.c.Watermark, j.plan.ArchiveHorizon))
+		}
+		errs = append(errs, j.archive.Close())
+		j.archive = nil
 	}
 	return errors.Join(errs...)
 }

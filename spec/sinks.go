@@ -19,6 +19,7 @@ import (
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/connector/sqliteio"
 	"github.com/weirstream/weir/etime"
+	"github.com/weirstream/weir/internal/archive"
 	"github.com/weirstream/weir/internal/ledger"
 	"github.com/weirstream/weir/window"
 )
@@ -234,6 +235,13 @@ func (j *Job) openSinks(o RunOptions, offsets map[string]int64) error {
 	j.files = map[string]*lineSink{}
 	if err := j.openResults(s.Results, open, sinkPath); err != nil {
 		return err
+	}
+	if a := j.plan.Spec.Archive; a != nil {
+		ar, err := archive.Open(RunOptions{Dir: j.runDir}.path(a.Dir))
+		if err != nil {
+			return err
+		}
+		j.archive = ar
 	}
 	var err error
 	j.ledgers = map[string]*ledgerSink{}

@@ -43,9 +43,24 @@ type Spec struct {
 	// weir_late_ratio_warning and weir_late_ratio_critical, and for
 	// Prometheus alert rules.
 	Alerts *AlertsSpec `yaml:"alerts"`
+	// Archive keeps the newest revision of each window of a job whose
+	// results go to a jsonl file or a Kafka topic, so that weir backfill
+	// can fold too-late records into windows the job has closed (SQL
+	// results keep it in their rows).
+	Archive *ArchiveSpec `yaml:"archive"`
 	// Doctor overrides the thresholds weir doctor judges the job by;
 	// unset fields follow the job's own bound, window and idle timeout.
 	Doctor *DoctorSpec `yaml:"doctor"`
+}
+
+// ArchiveSpec configures the archive of closed windows.
+type ArchiveSpec struct {
+	// Dir is the archive's directory (relative to the spec's).
+	Dir string `yaml:"dir"`
+	// Horizon is how long after the watermark passed a window's end it
+	// is kept (default 7d); later, backfill reports its entries as
+	// beyond the horizon.
+	Horizon *Duration `yaml:"horizon"`
 }
 
 // AlertsSpec are the job's alert thresholds.

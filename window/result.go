@@ -19,6 +19,11 @@ const (
 	// Retract: a session window absorbed by a merge after it had emitted;
 	// downstream tables delete the row (W8). Not a firing: no pane index.
 	Retract
+	// Backfill: a revision published after the window was closed, with
+	// the too-late records of the late-data ledger folded in (weir
+	// backfill); its pane is the window's previous pane + 1. The engine
+	// itself never emits it.
+	Backfill
 )
 
 func (f Firing) String() string {
@@ -31,6 +36,8 @@ func (f Firing) String() string {
 		return "late"
 	case Retract:
 		return "retract"
+	case Backfill:
+		return "backfill"
 	}
 	return "unknown"
 }

@@ -79,7 +79,7 @@ func Open(dir string, o Options) (*KV, error) {
 		o.MemTableSize = DefaultMemTableSize
 	}
 	if o.Logger == nil {
-		o.Logger = quietLogger{}
+		o.Logger = QuietLogger{}
 	}
 	if ents, err := os.ReadDir(dir); err == nil && len(ents) > 0 {
 		return nil, fmt.Errorf("pebblestate: directory %s is not empty (a state directory is private scratch space; use a fresh one)", dir)
@@ -548,13 +548,14 @@ func (k *KV) Close() error {
 	return err
 }
 
-// quietLogger drops Pebble's informational messages.
-type quietLogger struct{}
+// QuietLogger drops Pebble's informational messages and passes errors on
+// (weir's other Pebble stores use it too).
+type QuietLogger struct{}
 
-func (quietLogger) Infof(string, ...any) {}
-func (quietLogger) Errorf(format string, args ...any) {
+func (QuietLogger) Infof(string, ...any) {}
+func (QuietLogger) Errorf(format string, args ...any) {
 	pebble.DefaultLogger.Errorf(format, args...)
 }
-func (quietLogger) Fatalf(format string, args ...any) {
+func (QuietLogger) Fatalf(format string, args ...any) {
 	pebble.DefaultLogger.Fatalf(format, args...)
 }

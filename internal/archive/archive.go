@@ -1,0 +1,276 @@
+// Package archive keeps, in Pebble, the newest published revision of each
+// window of a job whose results go to a file or a Kafka topic (sinks that
+// cannot be read back as a table), so that a backfill can fold too-late
+// records into a window the live job has closed. It is the SQL results
+// row of those sinks: per (key, window) the pane and the result bytes,
+// which hold the aggregates and the accumulators of those that are not
+// their own. Windows that ended more than a horizon before the watermark
+// are removed.
+//
+// Beside the rows it holds what backfill needs to be idempotent and to
+// survive a crash: the ledger entry ids applied to each window, written in
+// the batch that writes the window's new revision, and an outbox of
+// revisions committed but not yet published, which the next backfill
+// publishes first.
+//
+// Only one process may have an archive open (Pebble locks it): the live
+// job while it runs, or a backfill while the job is stopped.
+package archive
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/weirstream/weir/etime"
+	"github.com/weirstream/weir/state/pebblestate"
+)
+
+// Key prefixes: a window's row, an applied entry id, an outbox revision,
+// the horizon.
+const (
+	prefixRow     = 'r'
+	prefixApplied = 'a'
+	prefixOutbox  = 'o'
+	keyHorizon    = "h"
+)
+
+// Archive is an open archive. It is not safe for concurrent use.
+type Archive struct {
+	db    *pebble.DB
+	batch *pebble.Batch // the live job's writes since the last Commit
+	buf   []byte
+}
+
+// Open opens (creating) the archive in dir. While another process has it
+// open, Open fails saying so.
+func Open(dir string) (*Archive, error) {
+	db, err := pebble.Open(dir, &pebble.Options{Logger: pebblestate.QuietLogger{}, FormatMajorVersion: pebble.FormatNewest})
+	if err != nil {
+		return nil, fmt.Errorf("archive %s: %w (only one process may have it open: the live job while it runs, or a backfill while it is stopped)", dir, err)
+	}
+	return &Archive{db: db}, nil
+}
+
+// Close closes the archive, dropping writes not committed.
+func (a *Archive) Close() error {
+	if a.batch != nil {
+		a.batch.Close()
+		a.batch = nil
+	}
+	return a.db.Close()
+}
+
+// ordered maps a time to an unsigned integer of the same order.
+func ordered(t etime.Time) uint64 { return uint64(t) ^ 1<<63 }
+
+// windowKey is prefix, end, start, then (for rows and applied ids) the
+// key's length and the key: ordered by window end, so that the horizon is
+// a range deletion.
+func windowKey(dst []byte, prefix byte, key string, start, end etime.Time) []byte {
+	dst = append(dst, prefix)
+	dst = binary.BigEndian.AppendUint64(dst, ordered(end))
+	dst = binary.BigEndian.AppendUint64(dst, ordered(start))
+	dst = binary.AppendUvarint(dst, uint64(len(key)))
+	return append(dst, key...)
+}
+
+// Put records a published revision of a window (buffered until Commit).
+// A revision whose pane is not above the stored one is ignored, as an
+// upsert sink's pane guard does: a replay after a restore rewrites what
+// is there, and a live run never lowers a backfilled revision.
+func (a *Archive) Put(key string, start, end etime.Time, pane int64, value []byte) error {
+	if a.batch == nil {
+		a.batch = a.db.NewIndexedBatch()
+	}
+	a.buf = windowKey(a.buf[:0], prefixRow, key, start, end)
+	old, ok, err := get(a.batch, a.buf)
+	if err != nil {
+		return err
+	}
+	if ok {
+		p, _ := binary.Uvarint(old)
+		if int64(p) >= pane {
+			return nil
+		}
+	}
+	v := binary.AppendUvarint(make([]byte, 0, len(value)+4), uint64(pane))
+	return a.batch.Set(a.buf, append(v, value...), nil)
+}
+
+// Commit makes the writes since the last Commit durable, first removing
+// the windows (and their applied ids) that ended before the horizon cut:
+// watermark - horizon (horizon <= 0: keep every window).
+func (a *Archive) Commit(watermark etime.Time, horizon etime.Duration) error {
+	b := a.batch
+	if b == nil {
+		b = a.db.NewBatch()
+	}
+	a.batch = nil
+	defer b.Close()
+	if horizon > 0 && watermark > etime.MinTime && watermark < etime.MaxTime {
+		cut := watermark.Add(-horizon)
+		old, err := a.Horizon()
+		if err != nil {
+			return err
+		}
+		if cut > old {
+			for _, p := range []byte{prefixRow, prefixApplied} {
+				lo := binary.BigEndian.AppendUint64([]byte{p}, ordered(etime.MinTime))
+				hi := binary.BigEndian.AppendUint64([]byte{p}, ordered(cut))
+				if err := b.DeleteRange(lo, hi, nil); err != nil {
+					return err
+				}
+			}
+			if err := b.Set([]byte(keyHorizon), binary.BigEndian.AppendUint64(nil, ordered(cut)), nil); err != nil {
+				return err
+			}
+		}
+	}
+	return b.Commit(pebble.Sync)
+}
+
+// Horizon is the window end below which the archive has removed windows
+// (etime.MinTime: none removed).
+func (a *Archive) Horizon() (etime.Time, error) {
+	v, ok, err := get(a.db, []byte(keyHorizon))
+	if err != nil || !ok || len(v) != 8 {
+		return etime.MinTime, err
+	}
+	return etime.Time(binary.BigEndian.Uint64(v) ^ 1<<63), nil
+}
+
+// Row returns a window's newest revision: its pane and result bytes.
+func (a *Archive) Row(key string, start, end etime.Time) (pane int64, value []byte, ok bool, err error) {
+	v, ok, err := get(a.db, windowKey(nil, prefixRow, key, start, end))
+	if err != nil || !ok {
+		return 0, nil, false, err
+	}
+	p, n := binary.Uvarint(v)
+	if n <= 0 || p > math.MaxInt64 {
+		return 0, nil, false, fmt.Errorf("archive: corrupt row of %q [%d,%d)", key, start, end)
+	}
+	return int64(p), v[n:], true, nil
+}
+
+// Applied returns the ledger entry ids applied to a window.
+func (a *Archive) Applied(key string, start, end etime.Time) (map[string]bool, error) {
+	prefix := windowKey(nil, prefixApplied, key, start, end)
+	it, err := a.db.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: append(prefix[:len(prefix):len(prefix)], 0xff)})
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]bool{}
+	for ok := it.First(); ok; ok = it.Next() {
+		k := it.Key()
+		if len(k) > len(prefix) && string(k[:len(prefix)]) == string(prefix) {
+			out[string(k[len(prefix):])] = true
+		}
+	}
+	return out, errors.Join(it.Error(), it.Close())
+}
+
+// Revision is a backfill's write of one window: its new revision, the
+// entry ids it applied, and the line to publish (in the outbox until
+// Published).
+type Revision struct {
+	Key        string
+	Start, End etime.Time
+	Pane       int64
+	Value      []byte
+	IDs        []string
+	Line       []byte
+}
+
+// Outboxed is a revision committed and not yet published.
+type Outboxed struct {
+	Seq  uint64
+	Line []byte
+}
+
+// Apply writes revisions in one durable batch: each window's row, its
+// applied ids and its line in the outbox.
+func (a *Archive) Apply(revs []Revision) error {
+	b := a.db.NewBatch()
+	defer b.Close()
+	seq, err := a.nextSeq()
+	if err != nil {
+		return err
+	}
+	for _, r := range revs {
+		v := binary.AppendUvarint(nil, uint64(r.Pane))
+		if err := b.Set(windowKey(nil, prefixRow, r.Key, r.Start, r.End), append(v, r.Value...), nil); err != nil {
+			return err
+		}
+		prefix := windowKey(nil, prefixApplied, r.Key, r.Start, r.End)
+		for _, id := range r.IDs {
+			if err := b.Set(append(prefix[:len(prefix):len(prefix)], id...), nil, nil); err != nil {
+				return err
+			}
+		}
+		if err := b.Set(binary.BigEndian.AppendUint64([]byte{prefixOutbox}, seq), r.Line, nil); err != nil {
+			return err
+		}
+		seq++
+	}
+	return b.Commit(pebble.Sync)
+}
+
+// nextSeq is the sequence number after the outbox's last.
+func (a *Archive) nextSeq() (uint64, error) {
+	it, err := a.db.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixOutbox}, UpperBound: []byte{prefixOutbox + 1}})
+	if err != nil {
+		return 0, err
+	}
+	var seq uint64
+	if it.Last() && len(it.Key()) == 9 {
+		seq = binary.BigEndian.Uint64(it.Key()[1:]) + 1
+	}
+	return seq, errors.Join(it.Error(), it.Close())
+}
+
+// Outbox returns the revisions committed and not yet published, in order.
+func (a *Archive) Outbox() ([]Outboxed, error) {
+	it, err := a.db.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixOutbox}, UpperBound: []byte{prefixOutbox + 1}})
+	if err != nil {
+		return nil, err
+	}
+	var out []Outboxed
+	for ok := it.First(); ok; ok = it.Next() {
+		if len(it.Key()) == 9 {
+			out = append(out, Outboxed{Seq: binary.BigEndian.Uint64(it.Key()[1:]), Line: append([]byte(nil), it.Value()...)})
+		}
+	}
+	return out, errors.Join(it.Error(), it.Close())
+}
+
+// Published removes published revisions from the outbox.
+func (a *Archive) Published(seqs []uint64) error {
+	if len(seqs) == 0 {
+		return nil
+	}
+	b := a.db.NewBatch()
+	defer b.Close()
+	for _, s := range seqs {
+		if err := b.Delete(binary.BigEndian.AppendUint64([]byte{prefixOutbox}, s), nil); err != nil {
+			return err
+		}
+	}
+	return b.Commit(pebble.Sync)
+}
+
+// get reads key from the database or an indexed batch, copying the value.
+func get(r pebble.Reader, key []byte) ([]byte, bool, error) {
+	v, closer, err := r.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	out := append([]byte(nil), v...)
+	return out, true, closer.Close()
+}

@@ -84,6 +84,10 @@ func backfillCmd(args []string, o IO) int {
 	if rep.WindowOpen > 0 {
 		fmt.Fprintf(o.Stdout, "%d entries left alone: their window is still open at the live job's checkpointed watermark %s (the live job fires it)\n", rep.WindowOpen, rep.Watermark)
 	}
+	if rep.HorizonExpired > 0 {
+		fmt.Fprintf(o.Stdout, "%d entries not applied: their windows ended before the archive's horizon (archive.horizon) and are no longer kept; raise the horizon, or recompute those windows from the input\n", rep.HorizonExpired)
+		code = ExitFailed
+	}
 	if rep.Refused > 0 {
 		fmt.Fprintf(o.Stdout, "%d entries refused: %s\n", rep.Refused, rep.RefusedReason)
 		code = ExitFailed

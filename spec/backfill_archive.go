@@ -39,6 +39,7 @@ type archiveStore struct {
 	path string // the corrections file
 	key  string // the result key (values joined by keySep) of the window begun
 	revs []archive.Revision
+	open bool // a batch is begun
 }
 
 func openArchiveStore(p *Plan, o BackfillOptions) (*archiveStore, error) {
@@ -73,6 +74,10 @@ func (s *archiveStore) begin(w *backfillWindow) error {
 		parts[i] = string(keyVals[k]) // as the live job wrote it: its canonical value
 	}
 	s.key = strings.Join(parts, keySep)
+	if !s.open {
+		s.open = true
+		s.o.crash("backfill-begun")
+	}
 	return nil
 }
 
@@ -119,6 +124,7 @@ func (s *archiveStore) write(w *backfillWindow, pane int64, values []string, ids
 }
 
 func (s *archiveStore) commit() error {
+	s.open = false
 	if len(s.revs) == 0 {
 		return nil
 	}

@@ -251,3 +251,25 @@ func dumpPG(t *testing.T, conn *pgx.Conn, table string) string {
 	}
 	return b.String()
 }
+
+// TestBackfillHorizon: an archive keeps windows for its horizon only; a
+// backfill reports the entries of older windows (not applied, never
+// skipped silently) and applies the rest.
+func TestBackfillHorizon(t *testing.T) {
+	job := strings.Replace(fmt.Sprintf(backfillJob, "10s", "{type: tumbling, size: 1m}"), "{type: sqlite, path: results.db}", "{type: jsonl, path: results.jsonl}", 1) +
+		"archive: {dir: archive, horizon: 10m}\n"
+	dir, sum := runSpec(t, job, nil, RunOptions{Deterministic: true})
+	p, err := Parse([]byte(job))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Backfill(p, BackfillOptions{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	late := int(sum.Get("late_side_output"))
+	if rep.HorizonExpired == 0 || rep.Applied == 0 || rep.HorizonExpired+rep.Applied != late {
+		t.Fatalf("%d too-late records: %+v", late, rep)
+	}
+	t.Logf("%d entries applied, %d beyond the horizon", rep.Applied, rep.HorizonExpired)
+}

@@ -46,11 +46,20 @@ type outCounters struct {
 	// had ChannelMax, one per channel.
 	SlotMax    [][]etime.Time `json:"slot_max,omitempty"`
 	ChannelMax []etime.Time   `json:"channel_max,omitempty"`
-	// Watermark is the highest operator watermark among the results and
-	// late records written: at a checkpoint, a lower bound of the window
+	// Watermark is the highest finite operator watermark among the
+	// results and late records written: at a checkpoint, a lower bound of the window
 	// operator's watermark, so every window whose cleanup time is at or
 	// below it is closed for good (a backfill may revise it).
 	Watermark etime.Time `json:"watermark,omitempty"`
+}
+
+// noteWatermark raises Watermark to a finite operator watermark (the end
+// of input, MaxTime, is not one: a backfill learns it from the finished
+// marker, and the archive's horizon keeps counting from the data).
+func (c *outCounters) noteWatermark(wm etime.Time) {
+	if wm < etime.MaxTime {
+		c.Watermark = max(c.Watermark, wm)
+	}
 }
 
 type itemKind uint8
@@ -132,7 +141,7 @@ func (o *output) apply(it *item) {
 	case itemResult:
 		if err = j.results.write(it.res); err == nil {
 			o.c.Results++
-			o.c.Watermark = max(o.c.Watermark, it.res.Watermark)
+			o.c.noteWatermark(it.res.Watermark)
 			if j.archive != nil && it.res.Firing != window.Retract {
 				r := &it.res
 				err = j.archive.Put(r.Key, r.Window.Start, r.Window.End, r.Pane, r.Value)
@@ -141,12 +150,12 @@ func (o *output) apply(it *item) {
 	case itemLate:
 		if err = j.late.writeRecord(it); err == nil {
 			o.c.Late++
-			o.c.Watermark = max(o.c.Watermark, it.wm)
+			o.c.noteWatermark(it.wm)
 		}
 	case itemPartial:
 		if err = j.partial.writeRecord(it); err == nil {
 			o.c.Partial++
-			o.c.Watermark = max(o.c.Watermark, it.wm)
+			o.c.noteWatermark(it.wm)
 		}
 	case itemDead:
 		o.c.Dead[it.reason]++

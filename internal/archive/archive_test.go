@@ -1,0 +1,90 @@
+package archive
+
+import (
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestArchive(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "a")
+	a, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(dir); err == nil || !strings.Contains(err.Error(), "only one process") {
+		t.Fatalf("a second open: %v", err)
+	}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The pane guard: a lower or equal pane never replaces a row.
+	must(a.Put("u1", 0, 60_000, 0, []byte("1\x00")))
+	must(a.Put("u1", 0, 60_000, 2, []byte("3\x00")))
+	must(a.Put("u1", 0, 60_000, 1, []byte("2\x00")))
+	must(a.Put("u2", 60_000, 120_000, 0, []byte("7\x00")))
+	if _, _, ok, _ := a.Row("u1", 0, 60_000); ok {
+		t.Fatal("a row is visible before Commit")
+	}
+	must(a.Commit(100_000, 0))
+	pane, v, ok, err := a.Row("u1", 0, 60_000)
+	if err != nil || !ok || pane != 2 || string(v) != "3\x00" {
+		t.Fatalf("row u1: %d %q %v %v", pane, v, ok, err)
+	}
+	// A backfill's revision, its ids and its outbox line, in one batch.
+	must(a.Apply([]Revision{{Key: "u1", Start: 0, End: 60_000, Pane: 3, Value: []byte("4\x00"), IDs: []string{"17", "3:9"}, Line: []byte("line1\n")},
+		{Key: "u2", Start: 60_000, End: 120_000, Pane: 1, Value: []byte("8\x00"), IDs: []string{"21"}, Line: []byte("line2\n")}}))
+	ids, err := a.Applied("u1", 0, 60_000)
+	if err != nil || len(ids) != 2 || !ids["17"] || !ids["3:9"] {
+		t.Fatalf("applied: %v %v", ids, err)
+	}
+	// A key that is a prefix of another shares no applied ids.
+	if ids, _ := a.Applied("u", 0, 60_000); len(ids) != 0 {
+		t.Fatalf("applied of u: %v", ids)
+	}
+	out, err := a.Outbox()
+	if err != nil || len(out) != 2 || string(out[1].Line) != "line2\n" {
+		t.Fatalf("outbox: %v %v", out, err)
+	}
+	must(a.Published([]uint64{out[0].Seq}))
+	must(a.Close())
+
+	// Reopened: the outbox keeps what was not published, and sequence
+	// numbers go on.
+	a, err = Open(dir)
+	must(err)
+	defer a.Close()
+	out, _ = a.Outbox()
+	if len(out) != 1 || string(out[0].Line) != "line2\n" {
+		t.Fatalf("outbox after reopening: %v", out)
+	}
+	must(a.Apply([]Revision{{Key: "u2", Start: 60_000, End: 120_000, Pane: 2, Value: []byte("9\x00"), Line: []byte("line3\n")}}))
+	out, _ = a.Outbox()
+	if seqs := []uint64{out[0].Seq, out[1].Seq}; !slices.IsSorted(seqs) || seqs[0] == seqs[1] {
+		t.Fatalf("outbox sequence: %v", seqs)
+	}
+	// The horizon: windows that ended before watermark - horizon go,
+	// with their applied ids.
+	must(a.Commit(120_000, 30_000))
+	if h, _ := a.Horizon(); h != 90_000 {
+		t.Fatalf("horizon %d", h)
+	}
+	if _, _, ok, _ := a.Row("u1", 0, 60_000); ok {
+		t.Fatal("a window past the horizon is kept")
+	}
+	if ids, _ := a.Applied("u1", 0, 60_000); len(ids) != 0 {
+		t.Fatalf("applied ids past the horizon: %v", ids)
+	}
+	if _, _, ok, _ := a.Row("u2", 60_000, 120_000); !ok {
+		t.Fatal("a window inside the horizon is gone")
+	}
+	// A lower watermark never moves the horizon back.
+	must(a.Commit(100_000, 30_000))
+	if h, _ := a.Horizon(); h != 90_000 {
+		t.Fatalf("horizon moved back to %d", h)
+	}
+}

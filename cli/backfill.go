@@ -81,6 +81,10 @@ func backfillCmd(args []string, o IO) int {
 		fmt.Fprintf(o.Stdout, "%d records no longer decode (see weir ledger ls); they were not applied\n", rep.Unreadable)
 		code = ExitFailed
 	}
+	if rep.Corrupt > 0 {
+		fmt.Fprintf(o.Stdout, "%d ledger lines are corrupt (checksum or syntax) and were skipped; weir ledger ls names them\n", rep.Corrupt)
+		code = ExitFailed
+	}
 	if rep.WindowOpen > 0 {
 		fmt.Fprintf(o.Stdout, "%d entries left alone: their window is still open at the live job's checkpointed watermark %s (the live job fires it)\n", rep.WindowOpen, rep.Watermark)
 	}

@@ -55,6 +55,9 @@ type BackfillReport struct {
 	// previous backfill applied them; Unreadable entries whose record no
 	// longer decodes.
 	Applied, AlreadyApplied, Unreadable int
+	// Corrupt counts ledger lines whose checksum or syntax is wrong:
+	// skipped (weir ledger ls shows them).
+	Corrupt int
 	// WindowOpen counts entries of windows the live job has not closed
 	// at its checkpointed watermark: left alone, the live job owns them.
 	WindowOpen int
@@ -107,8 +110,6 @@ func Backfill(p *Plan, o BackfillOptions) (BackfillReport, error) {
 	var rep BackfillReport
 	s := p.Spec
 	switch {
-	case s.Sinks.Late == nil || s.Sinks.Late.Type != "ledger":
-		return rep, fmt.Errorf("backfill reads the late-data ledger: set sinks.late: {type: ledger, dir: ledger}")
 	case s.Archive == nil && s.Sinks.Results.Type != "sqlite" && s.Sinks.Results.Type != "postgres":
 		return rep, fmt.Errorf("backfill folds into the windows' stored accumulators: a sqlite or postgres results table keeps them in its rows; for %s results, set archive: {dir: archive} so that the job keeps its closed windows", s.Sinks.Results.Type)
 	}
@@ -118,17 +119,17 @@ func Backfill(p *Plan, o BackfillOptions) (BackfillReport, error) {
 	}
 	agg := aggFunc{fns: fns, withAcc: p.keepsAccs()}
 	dec := newDecoder(p, clock.Real{})
-	dir := LedgerDir(p, o.Dir, s.Sinks.Late)
-	if !o.DryRun {
-		unlock, err := ledger.Lock(dir)
-		if err != nil {
-			return rep, err
-		}
-		defer unlock()
+	src, err := openLedgerSource(p, o)
+	if err != nil {
+		return rep, err
 	}
+	defer src.close()
 	cut, wm, desc, err := backfillCut(p, o.Dir)
 	if err != nil {
 		return rep, err
+	}
+	if d := src.describe(); d != "" {
+		desc = fmt.Sprintf("%s; live watermark %s", d, wm)
 	}
 	rep.Cut, rep.Watermark = desc, wm
 	if s.Window.Type == "session" {
@@ -144,7 +145,7 @@ func Backfill(p *Plan, o BackfillOptions) (BackfillReport, error) {
 	}
 	groups := map[[3]string]*group{}
 	var order []*group
-	_, err = ledger.ScanTo(dir, cut, func(e ledger.Entry) error {
+	rep.Corrupt, err = src.scan(cut, func(e ledger.Entry) error {
 		if o.Filter != nil && !o.Filter(e) {
 			return nil
 		}

@@ -1,0 +1,160 @@
+package spec
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+
+	"github.com/weirstream/weir/internal/ledger"
+)
+
+// ledgerSource is the late-data ledger a backfill reads: the ledger
+// directory, or a Postgres late table.
+type ledgerSource interface {
+	// scan calls fn for the entries up to the cut (file ledgers: a
+	// checkpoint's position; nil: all) and returns the number of
+	// corrupt lines it skipped.
+	scan(cut *ledger.Pos, fn func(ledger.Entry) error) (int, error)
+	// describe names what scan reads, for the report.
+	describe() string
+	close() error
+}
+
+// openLedgerSource opens the job's ledger and, unless dry, takes the
+// single-writer lock of backfills over it.
+func openLedgerSource(p *Plan, o BackfillOptions) (ledgerSource, error) {
+	k := p.Spec.Sinks.Late
+	switch {
+	case k != nil && k.Type == "ledger":
+		src := &fileLedger{dir: LedgerDir(p, o.Dir, k)}
+		if !o.DryRun {
+			unlock, err := ledger.Lock(src.dir)
+			if err != nil {
+				return nil, err
+			}
+			src.unlock = unlock
+		}
+		return src, nil
+	case k != nil && k.Type == "postgres":
+		return openPGLedger(k.URL, k.Table, !o.DryRun)
+	}
+	return nil, fmt.Errorf("backfill reads the late-data ledger: set sinks.late: {type: ledger, dir: ledger} (or a postgres table)")
+}
+
+type fileLedger struct {
+	dir    string
+	unlock func() error
+}
+
+func (f *fileLedger) scan(cut *ledger.Pos, fn func(ledger.Entry) error) (int, error) {
+	bad, err := ledger.ScanTo(f.dir, cut, fn)
+	return len(bad), err
+}
+
+func (f *fileLedger) describe() string { return "" }
+
+func (f *fileLedger) close() error {
+	if f.unlock != nil {
+		return f.unlock()
+	}
+	return nil
+}
+
+// pgLedger is a Postgres late table (pgio.RecordSink: id, reason, record,
+// meta, arrived_at). Its rows are committed with the live job's
+// checkpoints; a backfill reads them in one snapshot taken at its start.
+// The single-writer lock is a session advisory lock on the table's name,
+// released when the connection ends (so a killed backfill never leaves
+// it held).
+type pgLedger struct {
+	db    *sql.DB
+	conn  *sql.Conn // holds the advisory lock
+	table string
+}
+
+func openPGLedger(url, table string, lock bool) (*pgLedger, error) {
+	db, err := sql.Open("pgx", url)
+	if err != nil {
+		return nil, err
+	}
+	l := &pgLedger{db: db, table: table}
+	if lock {
+		ctx := context.Background()
+		if l.conn, err = db.Conn(ctx); err != nil {
+			db.Close()
+			return nil, err
+		}
+		var ok bool
+		if err := l.conn.QueryRowContext(ctx, `SELECT pg_try_advisory_lock(hashtext($1))`, "weir backfill "+table).Scan(&ok); err != nil {
+			l.close()
+			return nil, err
+		}
+		if !ok {
+			l.close()
+			return nil, fmt.Errorf("another backfill of the ledger table %s is running (it holds the advisory lock on its name); wait for it to end", table)
+		}
+	}
+	return l, nil
+}
+
+func (l *pgLedger) describe() string {
+	return "the rows of table " + l.table + " committed at the start"
+}
+
+func (l *pgLedger) scan(_ *ledger.Pos, fn func(ledger.Entry) error) (int, error) {
+	ctx := context.Background()
+	tx, err := l.db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
+	if err != nil {
+		return 0, err
+	}
+	defer tx.Rollback()
+	rows, err := tx.QueryContext(ctx, `SELECT id, reason, record::text, meta::text, (extract(epoch FROM arrived_at) * 1000)::bigint FROM `+quoteSQL(l.table)+
+		` WHERE reason IN ('window_expired', 'window_expired_partial') ORDER BY arrived_at, id`)
+	if err != nil {
+		return 0, fmt.Errorf("ledger table %s: %w", l.table, err)
+	}
+	defer rows.Close()
+	bad := 0
+	for rows.Next() {
+		var e ledger.Entry
+		var record, meta sql.NullString
+		if err := rows.Scan(&e.ID, &e.Reason, &record, &meta, &e.ArrivedAt); err != nil {
+			return bad, err
+		}
+		var m struct {
+			Key        json.RawMessage `json:"key"`
+			TS         int64           `json:"ts"`
+			Windows    [][2]int64      `json:"windows"`
+			Watermark  int64           `json:"watermark"`
+			LatenessMS int64           `json:"lateness_ms"`
+		}
+		if !record.Valid || !meta.Valid || json.Unmarshal([]byte(meta.String), &m) != nil || len(m.Windows) == 0 {
+			bad++
+			continue
+		}
+		e.Kind, e.Record = "late", json.RawMessage(record.String)
+		e.Key, e.TS, e.Windows, e.Watermark, e.LatenessMS = compactBytes(m.Key), m.TS, m.Windows, m.Watermark, m.LatenessMS
+		if err := fn(e); err != nil {
+			return bad, err
+		}
+	}
+	return bad, rows.Err()
+}
+
+// compactBytes is b without the spaces jsonb puts in its text.
+func compactBytes(b []byte) []byte {
+	var out bytes.Buffer
+	if json.Compact(&out, b) != nil {
+		return b
+	}
+	return out.Bytes()
+}
+
+func (l *pgLedger) close() error {
+	if l.conn != nil {
+		l.conn.Close()
+	}
+	return l.db.Close()
+}

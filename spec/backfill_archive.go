@@ -1,11 +1,16 @@
 package spec
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/weirstream/weir/connector/sqliteio"
 	"github.com/weirstream/weir/etime"
@@ -26,17 +31,18 @@ func CorrectionsPath(p *Plan, dir string) string {
 	return base + ".backfill" + ext
 }
 
-// archiveStore is the archive of a job with jsonl results: a window's
-// new revision, its applied ids and its line go into the archive in one
-// batch (the line in the outbox), then the line is appended to the
-// corrections file and leaves the outbox. A crash between the two
-// publishes the line again at the next backfill: the same window and
+// archiveStore is the archive of a job with jsonl or Kafka results: a
+// window's new revision, its applied ids and its record go into the
+// archive in one batch (the record in the outbox), then the record is
+// published (appended to the corrections file, or produced to the
+// results topic) and leaves the outbox. A crash between the two
+// publishes the record again at the next backfill: the same window and
 // pane, byte for byte, which readers fold by pane.
 type archiveStore struct {
 	a    *archive.Archive
 	p    *Plan
 	o    *BackfillOptions
-	path string // the corrections file
+	pub  publisher
 	key  string // the result key (values joined by keySep) of the window begun
 	revs []archive.Revision
 	open bool // a batch is begun
@@ -44,14 +50,26 @@ type archiveStore struct {
 
 func openArchiveStore(p *Plan, o BackfillOptions) (*archiveStore, error) {
 	r := p.Spec.Sinks.Results
-	if r.Type != "jsonl" || r.Path == "" || r.Path == "-" {
-		return nil, fmt.Errorf("backfill publishes the revisions of archived windows to a jsonl results file; sinks.results is %s %s", r.Type, r.Path)
+	var pub publisher
+	switch {
+	case r.Type == "kafka":
+		cl, err := kgo.NewClient(append(kafkaOpts(r.TLS, r.SASL), kgo.SeedBrokers(r.Brokers...), kgo.DefaultProduceTopic(r.Topic),
+			kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(0))...)
+		if err != nil {
+			return nil, fmt.Errorf("sinks.results: %w", err)
+		}
+		pub = kafkaPublisher{cl}
+	case r.Type == "jsonl" && r.Path != "" && r.Path != "-":
+		pub = filePublisher(CorrectionsPath(p, o.Dir))
+	default:
+		return nil, fmt.Errorf("backfill publishes the revisions of archived windows to a jsonl results file or a Kafka topic; sinks.results is %s %s", r.Type, r.Path)
 	}
 	a, err := archive.Open(RunOptions{Dir: o.Dir}.path(p.Spec.Archive.Dir))
 	if err != nil {
+		pub.close()
 		return nil, err
 	}
-	st := &archiveStore{a: a, p: p, o: &o, path: CorrectionsPath(p, o.Dir)}
+	st := &archiveStore{a: a, p: p, o: &o, pub: pub}
 	if !o.DryRun {
 		// What a killed backfill committed and did not publish.
 		if err := st.publish(); err != nil {
@@ -118,8 +136,8 @@ func (s *archiveStore) write(w *backfillWindow, pane int64, values []string, ids
 	}
 	r := window.Result[string, []byte]{Key: s.key, Window: window.Window{Start: etime.Time(w.start), End: etime.Time(w.end)},
 		Firing: window.Backfill, Pane: pane, Watermark: w.wm, Value: value}
-	line := append(appendResult(nil, s.p, r), '\n')
-	s.revs = append(s.revs, archive.Revision{Key: s.key, Start: r.Window.Start, End: r.Window.End, Pane: pane, Value: value, IDs: ids, Line: line})
+	s.revs = append(s.revs, archive.Revision{Key: s.key, Start: r.Window.Start, End: r.Window.End, Pane: pane, Value: value, IDs: ids,
+		RecordKey: appendResultKey(nil, s.p, r), Line: appendResult(nil, s.p, r)})
 	return nil
 }
 
@@ -138,32 +156,77 @@ func (s *archiveStore) commit() error {
 	return s.publish()
 }
 
-// publish appends the outbox's lines to the corrections file, makes them
-// durable, then empties the outbox.
+// publish publishes the outbox's revisions, then empties the outbox.
 func (s *archiveStore) publish() error {
 	pending, err := s.a.Outbox()
 	if err != nil || len(pending) == 0 {
 		return err
 	}
-	f, err := os.OpenFile(s.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err := s.pub.publish(pending); err != nil {
+		return err
+	}
+	s.o.crash("backfill-published")
+	seqs := make([]uint64, len(pending))
+	for i, p := range pending {
+		seqs[i] = p.Seq
+	}
+	return s.a.Published(seqs)
+}
+
+func (s *archiveStore) close() error { return errors.Join(s.a.Close(), s.pub.close()) }
+
+// publisher publishes backfill revisions durably.
+type publisher interface {
+	publish(revs []archive.Outboxed) error
+	close() error
+}
+
+// filePublisher appends revisions to the corrections file and syncs it.
+type filePublisher string
+
+func (path filePublisher) publish(revs []archive.Outboxed) error {
+	f, err := os.OpenFile(string(path), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
 		return err
 	}
 	var b []byte
-	seqs := make([]uint64, len(pending))
-	for i, p := range pending {
-		b = append(b, p.Line...)
-		seqs[i] = p.Seq
+	for _, r := range revs {
+		b = append(append(b, r.Line...), '\n')
 	}
 	_, err = f.Write(b)
 	if err == nil {
 		err = f.Sync()
 	}
 	if err = errors.Join(err, f.Close()); err != nil {
-		return fmt.Errorf("corrections %s: %w", s.path, err)
+		return fmt.Errorf("corrections %s: %w", path, err)
 	}
-	s.o.crash("backfill-published")
-	return s.a.Published(seqs)
+	return nil
 }
 
-func (s *archiveStore) close() error { return s.a.Close() }
+func (filePublisher) close() error { return nil }
+
+// kafkaPublisher produces revisions to the results topic, keyed like the
+// live job's results (key fields and window), with their firing and pane
+// in headers, and waits for every in-sync replica. It is not
+// transactional: a crash before the outbox is emptied produces the same
+// records again, which readers fold by pane.
+type kafkaPublisher struct{ cl *kgo.Client }
+
+func (k kafkaPublisher) publish(revs []archive.Outboxed) error {
+	recs := make([]*kgo.Record, len(revs))
+	for i, r := range revs {
+		var m struct {
+			Pane int64 `json:"pane"`
+		}
+		json.Unmarshal(r.Line, &m)
+		recs[i] = &kgo.Record{Key: r.RecordKey, Value: r.Line, Headers: []kgo.RecordHeader{
+			{Key: "weir-firing", Value: []byte(window.Backfill.String())},
+			{Key: "weir-pane", Value: strconv.AppendInt(nil, m.Pane, 10)},
+		}}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	return k.cl.ProduceSync(ctx, recs...).FirstErr()
+}
+
+func (k kafkaPublisher) close() error { k.cl.Close(); return nil }

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/weirstream/weir/internal/ledger"
 )
@@ -117,7 +118,7 @@ func firings(t *testing.T, path string) map[string]int {
 // nothing. Tumbling and sliding windows, SQLite and Postgres.
 func TestBackfillOracle(t *testing.T) {
 	for _, w := range []string{"{type: tumbling, size: 1m}", "{type: sliding, size: 2m, slide: 1m}"} {
-		for _, store := range []string{"sqlite", "postgres", "jsonl", "pgledger"} {
+		for _, store := range []string{"sqlite", "postgres", "jsonl", "pgledger", "kafka"} {
 			t.Run(strings.TrimSuffix(strings.Fields(w)[1], ",")+"/"+store, func(t *testing.T) {
 				testBackfillOracle(t, fmt.Sprintf(backfillJob, "10s", w), store)
 			})
@@ -143,6 +144,18 @@ func testBackfillOracle(t *testing.T, job, store string) {
 		table := fmt.Sprintf("weir_bf_late_%d", rand.Uint32())
 		t.Cleanup(func() { _, _ = conn.Exec(context.Background(), `DROP TABLE IF EXISTS `+table) })
 		job = strings.Replace(job, "late: {type: ledger, dir: ledger}", "late: {type: postgres, url: '"+url+"', table: "+table+"}", 1)
+	}
+	if store == "kafka" {
+		// Kafka results keep their windows in the archive; revisions go
+		// to the results topic.
+		c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, "out"), kfake.SeedTopics(1, "out-weir-checkpoints"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(c.Close)
+		broker := c.ListenAddrs()[0]
+		job = strings.Replace(job, "{type: sqlite, path: results.db}", "{type: kafka, brokers: ["+broker+"], topic: out}", 1) + "archive: {dir: archive}\n"
+		dump = func(string) string { return strings.Join(committed(t, broker, "out"), "\n") }
 	}
 	if store == "jsonl" {
 		// File results keep their windows in the archive; revisions go

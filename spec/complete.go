@@ -3,6 +3,7 @@ package spec
 import (
 	"bytes"
 	"cmp"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,9 +13,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/weirstream/weir"
+
 	"github.com/weirstream/weir/clock"
 	"github.com/weirstream/weir/connector/fileio"
+	"github.com/weirstream/weir/connector/kafkaio"
 	"github.com/weirstream/weir/connector/sqliteio"
 	"github.com/weirstream/weir/etime"
 	"github.com/weirstream/weir/window"
@@ -197,8 +201,8 @@ func (c *collectLines) DeadLetter(string, string, any)   { c.dead++ }
 func (a *Answer) Compare(p *Plan, dir string, limit int) ([]string, int, error) {
 	var got map[string][]string
 	var err error
-	if r := p.Spec.Sinks.Results; r.Type == "jsonl" {
-		got, err = latestLines(p, dir)
+	if r := p.Spec.Sinks.Results; r.Type == "jsonl" || r.Type == "kafka" {
+		got, err = latestResults(p, dir)
 	} else {
 		got, err = tableRows(p, dir)
 	}
@@ -227,14 +231,25 @@ func (a *Answer) Compare(p *Plan, dir string, limit int) ([]string, int, error) 
 	return diffs, n, nil
 }
 
-// latestLines reads a jsonl results file and its corrections
-// (CorrectionsPath), keeping each window's highest pane (at equal panes,
-// the later line), by row identity.
-func latestLines(p *Plan, dir string) (map[string][]string, error) {
-	s := p.Spec
-	got := map[string][]string{}
-	panes := map[string]int64{}
-	results := RunOptions{Dir: dir}.path(s.Sinks.Results.Path)
+// latestResults reads the results of a job with jsonl or Kafka results:
+// the results file and its corrections (CorrectionsPath), or the results
+// topic as read_committed readers see it, keeping each window's highest
+// pane (at equal panes, the later one), by row identity.
+func latestResults(p *Plan, dir string) (map[string][]string, error) {
+	f := resultFold{p: p, got: map[string][]string{}, panes: map[string]int64{}}
+	r := p.Spec.Sinks.Results
+	if r.Type == "kafka" {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		var ferr error
+		err := kafkaio.ReadCommitted(ctx, r.Brokers, []string{r.Topic}, time.Second, func(rec *kgo.Record) {
+			if ferr == nil {
+				ferr = f.add(rec.Value)
+			}
+		}, kafkaOpts(r.TLS, r.SASL)...)
+		return f.got, errors.Join(err, ferr)
+	}
+	results := RunOptions{Dir: dir}.path(r.Path)
 	for _, path := range []string{results, CorrectionsPath(p, dir)} {
 		b, err := os.ReadFile(path)
 		if errors.Is(err, os.ErrNotExist) && path != results {
@@ -244,40 +259,55 @@ func latestLines(p *Plan, dir string) (map[string][]string, error) {
 			return nil, err
 		}
 		for no, line := range bytes.Split(bytes.TrimSuffix(b, []byte("\n")), []byte("\n")) {
-			if len(line) == 0 {
-				continue
-			}
-			var m map[string]json.RawMessage
-			if err := json.Unmarshal(line, &m); err != nil {
+			if err := f.add(line); err != nil {
 				return nil, fmt.Errorf("%s:%d: %w", path, no+1, err)
 			}
-			var id strings.Builder
-			for _, k := range s.Key {
-				id.WriteString(sqlCanonical(m[k]))
-				id.WriteByte('|')
-			}
-			fmt.Fprintf(&id, "%s,%s", m["window_start"], m["window_end"])
-			var pane int64
-			var firing string
-			json.Unmarshal(m["pane"], &pane)
-			json.Unmarshal(m["firing"], &firing)
-			k := id.String()
-			if firing == "retract" {
-				delete(got, k)
-				delete(panes, k)
-				continue
-			}
-			if old, ok := panes[k]; ok && old > pane {
-				continue
-			}
-			row := make([]string, len(s.Aggregate))
-			for i, ag := range s.Aggregate {
-				row[i] = sqlCanonical(m[ag.Name])
-			}
-			got[k], panes[k] = row, pane
 		}
 	}
-	return got, nil
+	return f.got, nil
+}
+
+// resultFold keeps the newest revision of each window among result lines.
+type resultFold struct {
+	p     *Plan
+	got   map[string][]string
+	panes map[string]int64
+}
+
+func (f *resultFold) add(line []byte) error {
+	if len(line) == 0 {
+		return nil
+	}
+	s := f.p.Spec
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(line, &m); err != nil {
+		return err
+	}
+	var id strings.Builder
+	for _, k := range s.Key {
+		id.WriteString(sqlCanonical(m[k]))
+		id.WriteByte('|')
+	}
+	fmt.Fprintf(&id, "%s,%s", m["window_start"], m["window_end"])
+	var pane int64
+	var firing string
+	json.Unmarshal(m["pane"], &pane)
+	json.Unmarshal(m["firing"], &firing)
+	k := id.String()
+	if firing == "retract" {
+		delete(f.got, k)
+		delete(f.panes, k)
+		return nil
+	}
+	if old, ok := f.panes[k]; ok && old > pane {
+		return nil
+	}
+	row := make([]string, len(s.Aggregate))
+	for i, ag := range s.Aggregate {
+		row[i] = sqlCanonical(m[ag.Name])
+	}
+	f.got[k], f.panes[k] = row, pane
+	return nil
 }
 
 // tableRows reads a SQL results table by row identity.

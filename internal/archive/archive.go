@@ -174,21 +174,23 @@ func (a *Archive) Applied(key string, start, end etime.Time) (map[string]bool, e
 }
 
 // Revision is a backfill's write of one window: its new revision, the
-// entry ids it applied, and the line to publish (in the outbox until
-// Published).
+// entry ids it applied, and the record to publish, RecordKey (a Kafka
+// record's key) and Line (in the outbox until Published).
 type Revision struct {
 	Key        string
 	Start, End etime.Time
 	Pane       int64
 	Value      []byte
 	IDs        []string
+	RecordKey  []byte
 	Line       []byte
 }
 
 // Outboxed is a revision committed and not yet published.
 type Outboxed struct {
-	Seq  uint64
-	Line []byte
+	Seq       uint64
+	RecordKey []byte
+	Line      []byte
 }
 
 // Apply writes revisions in one durable batch: each window's row, its
@@ -211,7 +213,9 @@ func (a *Archive) Apply(revs []Revision) error {
 				return err
 			}
 		}
-		if err := b.Set(binary.BigEndian.AppendUint64([]byte{prefixOutbox}, seq), r.Line, nil); err != nil {
+		rec := binary.AppendUvarint(nil, uint64(len(r.RecordKey)))
+		rec = append(append(rec, r.RecordKey...), r.Line...)
+		if err := b.Set(binary.BigEndian.AppendUint64([]byte{prefixOutbox}, seq), rec, nil); err != nil {
 			return err
 		}
 		seq++
@@ -240,9 +244,17 @@ func (a *Archive) Outbox() ([]Outboxed, error) {
 	}
 	var out []Outboxed
 	for ok := it.First(); ok; ok = it.Next() {
-		if len(it.Key()) == 9 {
-			out = append(out, Outboxed{Seq: binary.BigEndian.Uint64(it.Key()[1:]), Line: append([]byte(nil), it.Value()...)})
+		if len(it.Key()) != 9 {
+			continue
 		}
+		v := it.Value()
+		n, k := binary.Uvarint(v)
+		if k <= 0 || n > uint64(len(v)-k) {
+			it.Close()
+			return nil, fmt.Errorf("archive: corrupt outbox entry %d", binary.BigEndian.Uint64(it.Key()[1:]))
+		}
+		v = append([]byte(nil), v[k:]...)
+		out = append(out, Outboxed{Seq: binary.BigEndian.Uint64(it.Key()[1:]), RecordKey: v[:n], Line: v[n:]})
 	}
 	return out, errors.Join(it.Error(), it.Close())
 }

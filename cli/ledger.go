@@ -49,11 +49,10 @@ func ledgerCmd(args []string, o IO) int {
 		return ExitUsage
 	}
 	k := p.Spec.Sinks.Late
-	if k == nil || k.Type != "ledger" {
-		fmt.Fprintf(o.Stderr, "weir ledger: %s has no ledger; set sinks.late: {type: ledger, dir: ledger}\n", paths[0])
+	if k == nil || k.Type != "ledger" && k.Type != "postgres" && k.Type != "kafka" {
+		fmt.Fprintf(o.Stderr, "weir ledger: %s has no ledger; set sinks.late: {type: ledger, dir: ledger} (or a postgres table, or a kafka topic)\n", paths[0])
 		return ExitUsage
 	}
-	dir := spec.LedgerDir(p, filepath.Dir(o.path(paths[0])), k)
 	keep := func(e ledger.Entry) bool {
 		return *since == 0 || time.UnixMilli(e.ArrivedAt).After(time.Now().Add(-*since))
 	}
@@ -67,18 +66,37 @@ func ledgerCmd(args []string, o IO) int {
 		keep = func(e ledger.Entry) bool { return base(e) && f(e) }
 	}
 	var entries []ledger.Entry
-	bad, err := ledger.Scan(dir, func(e ledger.Entry) error {
+	collect := func(e ledger.Entry) error {
 		if keep(e) {
 			entries = append(entries, e)
 		}
 		return nil
-	})
-	if err != nil {
-		fmt.Fprintln(o.Stderr, "weir ledger:", err)
-		return ExitFailed
 	}
-	for _, c := range bad {
-		fmt.Fprintf(o.Stderr, "warning: %s line %d: %s (the entry is unreadable; the others are fine)\n", filepath.Join(dir, c.Segment), c.Line, c.Reason)
+	var shown string
+	var nbad int
+	if k.Type == "ledger" {
+		dir := spec.LedgerDir(p, filepath.Dir(o.path(paths[0])), k)
+		bad, err := ledger.Scan(dir, collect)
+		if err != nil {
+			fmt.Fprintln(o.Stderr, "weir ledger:", err)
+			return ExitFailed
+		}
+		for _, c := range bad {
+			fmt.Fprintf(o.Stderr, "warning: %s line %d: %s (the entry is unreadable; the others are fine)\n", filepath.Join(dir, c.Segment), c.Line, c.Reason)
+		}
+		shown, nbad = dir, len(bad)
+		if rel, err := filepath.Rel(filepath.Dir(o.path(paths[0])), dir); err == nil {
+			shown = rel
+		}
+	} else {
+		var err error
+		if nbad, shown, err = spec.ScanLedger(p, filepath.Dir(o.path(paths[0])), collect); err != nil {
+			fmt.Fprintln(o.Stderr, "weir ledger:", err)
+			return ExitFailed
+		}
+		if nbad > 0 {
+			fmt.Fprintf(o.Stderr, "warning: %d entries of %s are unreadable; the others are fine\n", nbad, shown)
+		}
 	}
 	if cmd == "ls" {
 		for i, e := range entries {
@@ -92,11 +110,7 @@ func ledgerCmd(args []string, o IO) int {
 		}
 		return ExitOK
 	}
-	shown := dir
-	if rel, err := filepath.Rel(filepath.Dir(o.path(paths[0])), dir); err == nil {
-		shown = rel
-	}
-	ledgerStats(o.Stdout, shown, entries, len(bad))
+	ledgerStats(o.Stdout, shown, entries, nbad)
 	return ExitOK
 }
 

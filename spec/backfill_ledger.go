@@ -5,7 +5,16 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/weirstream/weir/connector/kafkaio"
 
 	"github.com/weirstream/weir/internal/ledger"
 )
@@ -39,9 +48,53 @@ func openLedgerSource(p *Plan, o BackfillOptions) (ledgerSource, error) {
 		return src, nil
 	case k != nil && k.Type == "postgres":
 		return openPGLedger(k.URL, k.Table, !o.DryRun)
+	case k != nil && k.Type == "kafka":
+		// A Kafka ledger goes with Kafka results, whose backfill holds
+		// the archive, which one process at a time may open: that is the
+		// single-writer lock.
+		src := &kafkaLedger{sink: k, topics: map[string]string{k.Topic: "window_expired"}}
+		if lp := p.Spec.Sinks.LatePartial; lp != nil && lp.Type == "kafka" {
+			src.topics[lp.Topic] = "window_expired_partial"
+		}
+		return src, nil
 	}
-	return nil, fmt.Errorf("backfill reads the late-data ledger: set sinks.late: {type: ledger, dir: ledger} (or a postgres table)")
+	return nil, fmt.Errorf("backfill reads the late-data ledger: set sinks.late: {type: ledger, dir: ledger} (or a postgres table, or a kafka topic)")
 }
+
+// kafkaLedger is the late topic (and late_partial's, if it is Kafka too)
+// of a job with Kafka results: each record an entry's line, keyed by its
+// id, committed in the job's checkpoint transactions. A backfill reads
+// what read_committed readers see when it starts.
+type kafkaLedger struct {
+	sink   *Sink
+	topics map[string]string // topic: the reason of its entries
+}
+
+func (k *kafkaLedger) describe() string {
+	return "the committed records of topic " + strings.Join(slices.Sorted(maps.Keys(k.topics)), " and ")
+}
+
+func (k *kafkaLedger) scan(_ *ledger.Pos, fn func(ledger.Entry) error) (int, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	bad := 0
+	var ferr error
+	err := kafkaio.ReadCommitted(ctx, k.sink.Brokers, slices.Sorted(maps.Keys(k.topics)), time.Second, func(r *kgo.Record) {
+		var e ledger.Entry
+		if ferr != nil {
+			return
+		}
+		if json.Unmarshal(r.Value, &e) != nil || e.ID == "" || len(e.Windows) == 0 {
+			bad++
+			return
+		}
+		e.Kind, e.Reason, e.ArrivedAt = "late", k.topics[r.Topic], r.Timestamp.UnixMilli()
+		ferr = fn(e)
+	}, kafkaOpts(k.sink.TLS, k.sink.SASL)...)
+	return bad, errors.Join(err, ferr)
+}
+
+func (k *kafkaLedger) close() error { return nil }
 
 type fileLedger struct {
 	dir    string
@@ -157,4 +210,22 @@ func (l *pgLedger) close() error {
 		l.conn.Close()
 	}
 	return l.db.Close()
+}
+
+// ScanLedger calls fn for every entry of the job's late-data ledger (a
+// ledger directory, a Postgres table or Kafka topics) and returns the
+// number of entries it could not read and where it read. dir is the
+// spec's directory.
+func ScanLedger(p *Plan, dir string, fn func(ledger.Entry) error) (int, string, error) {
+	src, err := openLedgerSource(p, BackfillOptions{Dir: dir, DryRun: true})
+	if err != nil {
+		return 0, "", err
+	}
+	defer src.close()
+	where := src.describe()
+	if f, ok := src.(*fileLedger); ok {
+		where = f.dir
+	}
+	n, err := src.scan(nil, fn)
+	return n, where, err
 }

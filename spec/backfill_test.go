@@ -148,13 +148,15 @@ func testBackfillOracle(t *testing.T, job, store string) {
 	if store == "kafka" {
 		// Kafka results keep their windows in the archive; revisions go
 		// to the results topic.
-		c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, "out"), kfake.SeedTopics(1, "out-weir-checkpoints"))
+		c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, "out"), kfake.SeedTopics(1, "out-weir-checkpoints"), kfake.SeedTopics(2, "late"), kfake.SeedTopics(2, "late_partial"))
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(c.Close)
 		broker := c.ListenAddrs()[0]
+		// The ledger is Kafka topics too.
 		job = strings.Replace(job, "{type: sqlite, path: results.db}", "{type: kafka, brokers: ["+broker+"], topic: out}", 1) + "archive: {dir: archive}\n"
+		job = strings.Replace(job, "late: {type: ledger, dir: ledger}", "late: {type: kafka, brokers: ["+broker+"], topic: late}\n  late_partial: {type: kafka, brokers: ["+broker+"], topic: late_partial}", 1)
 		dump = func(string) string { return strings.Join(committed(t, broker, "out"), "\n") }
 	}
 	if store == "jsonl" {
@@ -212,6 +214,11 @@ func testBackfillOracle(t *testing.T, job, store string) {
 	}
 	if rep.Entries != int(sum.Get("late_side_output")+sum.Get("late_partial")) || rep.Windows != rep.LateWindows || rep.Windows == 0 || rep.WindowOpen != 0 {
 		t.Fatalf("report %+v; run %s", rep, sum.JSON())
+	}
+	// weir ledger reads the same entries, wherever the ledger is.
+	n = 0
+	if bad, where, err := ScanLedger(p, dir, func(ledger.Entry) error { n++; return nil }); err != nil || bad != 0 || n != rep.Entries {
+		t.Fatalf("ScanLedger of %s: %d entries, %d unreadable (%v); the backfill read %d", where, n, bad, err, rep.Entries)
 	}
 	after := dump(dir)
 	// Again: nothing changes, every entry is already applied.

@@ -22,10 +22,12 @@ func backfillCmd(args []string, o IO) int {
 	reason := fs.String("reason", "", "only entries with this reason: window_expired or window_expired_partial")
 	windows := fs.String("window", "", "only entries that missed a window overlapping START..END (Unix ms or RFC 3339)")
 	perTx := fs.Int("windows-per-tx", 64, "windows revised per transaction (each window's revision and applied ids always commit together)")
+	var accept []string
+	fs.Func("accept-spec", "also apply ledger entries written under this spec hash (after a change that keeps their meaning; repeatable)", func(v string) error { accept = append(accept, v); return nil })
 	verify := fs.Bool("verify", false, "then recompute the complete answer (every input record, grouped without watermarks) and compare the results table with it; exit 1 if they differ")
 	arrived := fs.String("arrived", "", "only entries that arrived in FROM..TO (dates such as 2026-11-29..2026-11-30, RFC 3339 times or Unix ms; TO excluded)")
 	fs.Usage = func() {
-		fmt.Fprintln(o.Stderr, "usage: weir backfill JOB.yaml [--dry-run] [-v] [--verify] [--windows-per-tx N] [--arrived FROM..TO] [--key FIELD=VALUE] [--reason R] [--window START..END]")
+		fmt.Fprintln(o.Stderr, "usage: weir backfill JOB.yaml [--dry-run] [-v] [--verify] [--windows-per-tx N] [--accept-spec HASH] [--arrived FROM..TO] [--key FIELD=VALUE] [--reason R] [--window START..END]")
 		fmt.Fprintln(o.Stderr, "folds the too-late records of the job's ledger into its results table: each window they missed gets its next revision (firing backfill); running it again changes nothing")
 		fs.PrintDefaults()
 	}
@@ -61,7 +63,7 @@ func backfillCmd(args []string, o IO) int {
 		g := f
 		f = func(e ledger.Entry) bool { return g(e) && e.ArrivedAt >= from && e.ArrivedAt < to }
 	}
-	bo := spec.BackfillOptions{Dir: filepath.Dir(o.path(paths[0])), DryRun: *dry, Filter: f, WindowsPerTx: *perTx, Crash: crashHook(o.Getenv)}
+	bo := spec.BackfillOptions{Dir: filepath.Dir(o.path(paths[0])), DryRun: *dry, Filter: f, WindowsPerTx: *perTx, AcceptSpec: accept, Crash: crashHook(o.Getenv)}
 	if *verbose {
 		bo.Out = o.Stdout
 	}
@@ -90,6 +92,10 @@ func backfillCmd(args []string, o IO) int {
 	}
 	if rep.HorizonExpired > 0 {
 		fmt.Fprintf(o.Stdout, "%d entries not applied: their windows ended before the archive's horizon (archive.horizon) and are no longer kept; raise the horizon, or recompute those windows from the input\n", rep.HorizonExpired)
+		code = ExitFailed
+	}
+	if rep.SpecMismatch > 0 {
+		fmt.Fprintf(o.Stdout, "%d entries refused: the ledger wrote them under another spec (key, window, aggregates or timestamps changed; this one is %s); if their meaning is unchanged, run again with --accept-spec and their hash (weir ledger ls shows it)\n", rep.SpecMismatch, rep.SpecHash)
 		code = ExitFailed
 	}
 	if rep.Refused > 0 {

@@ -104,9 +104,13 @@ func ledgerCmd(args []string, o IO) int {
 				fmt.Fprintf(o.Stdout, "... %d more (--limit 0 for all)\n", len(entries)-i)
 				break
 			}
-			fmt.Fprintf(o.Stdout, "%s %s key=%s ts=%s windows=%s watermark=%s late_by=%s arrived=%s record=%s\n",
+			spec := ""
+			if e.Spec != "" {
+				spec = " spec=" + e.Spec
+			}
+			fmt.Fprintf(o.Stdout, "%s %s key=%s ts=%s windows=%s watermark=%s late_by=%s arrived=%s%s record=%s\n",
 				e.ID, e.Reason, e.Key, msTime(e.TS), windowsText(e.Windows), msTime(e.Watermark), (time.Duration(e.LatenessMS) * time.Millisecond).String(),
-				msTime(e.ArrivedAt), compact(e.Record))
+				msTime(e.ArrivedAt), spec, compact(e.Record))
 		}
 		return ExitOK
 	}

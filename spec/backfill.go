@@ -2,6 +2,8 @@ package spec
 
 import (
 	"cmp"
+	"crypto/sha256"
+	"encoding/hex"
 	"database/sql"
 	"encoding/json"
 	"errors"
@@ -39,6 +41,9 @@ type BackfillOptions struct {
 	// A window's new revision and its applied ids always commit
 	// together; more windows per transaction save a sync each.
 	WindowsPerTx int
+	// AcceptSpec lists spec hashes (BackfillReport.SpecHash of an older
+	// spec) whose ledger entries are applied although the spec changed.
+	AcceptSpec []string
 	// Crash, when set, is called at the named points of each
 	// transaction (crash tests): backfill-begun after it began,
 	// backfill-written before it commits, backfill-committed after.
@@ -64,6 +69,10 @@ type BackfillReport struct {
 	// HorizonExpired counts entries of windows the archive no longer
 	// keeps (older than archive.horizon): reported, not applied.
 	HorizonExpired int
+	// SpecMismatch counts entries written under another spec (their
+	// hash differs from SpecHash): refused unless AcceptSpec names it.
+	SpecMismatch int
+	SpecHash     string
 	// Refused counts entries refused for the reason RefusedReason (a
 	// window kind backfill cannot revise).
 	Refused       int
@@ -131,7 +140,7 @@ func Backfill(p *Plan, o BackfillOptions) (BackfillReport, error) {
 	if d := src.describe(); d != "" {
 		desc = fmt.Sprintf("%s; live watermark %s", d, wm)
 	}
-	rep.Cut, rep.Watermark = desc, wm
+	rep.Cut, rep.Watermark, rep.SpecHash = desc, wm, specHash(p)
 	if s.Window.Type == "session" {
 		rep.RefusedReason = "session windows: a late record can merge sessions, whose published rows would have to be retracted; weir does not revise session windows"
 	}
@@ -150,6 +159,10 @@ func Backfill(p *Plan, o BackfillOptions) (BackfillReport, error) {
 			return nil
 		}
 		rep.Entries++
+		if e.Spec != "" && e.Spec != rep.SpecHash && !slices.Contains(o.AcceptSpec, e.Spec) {
+			rep.SpecMismatch++
+			return nil
+		}
 		key := string(e.Key) // compact, as the live job wrote it
 		for _, w := range e.Windows {
 			k := [3]string{key, strconv.FormatInt(w[0], 10), strconv.FormatInt(w[1], 10)}
@@ -173,8 +186,11 @@ func Backfill(p *Plan, o BackfillOptions) (BackfillReport, error) {
 		}
 		return strings.Compare(a.key, b.key)
 	})
-	if len(order) == 0 || rep.RefusedReason != "" {
-		rep.Refused = rep.Entries
+	if rep.RefusedReason != "" {
+		rep.Refused = rep.Entries - rep.SpecMismatch
+		return rep, nil
+	}
+	if len(order) == 0 {
 		return rep, nil
 	}
 
@@ -656,6 +672,18 @@ func (a aggFunc) seed(vals []any) (*acc, error) {
 		}
 	}
 	return ac, nil
+}
+
+// specHash identifies what a ledger entry means to a backfill: the key,
+// the window, the aggregates and how timestamps are read. A backfill
+// refuses entries written under another (their windows or accumulators
+// would not match), unless told to accept that hash.
+func specHash(p *Plan) string {
+	s := p.Spec
+	b, _ := json.Marshal(map[string]any{"time": p.Time, "ts_field": p.TSField, "ts_unit": p.TSUnit,
+		"key": s.Key, "window": s.Window, "aggregate": s.Aggregate})
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:4])
 }
 
 // entryNo is the line number (the arrival order first, last and collect

@@ -385,3 +385,30 @@ func TestBackfillSplitRuns(t *testing.T) {
 		})
 	}
 }
+
+// TestBackfillSpecMismatch: entries written under another spec (here the
+// window's size changed) are refused and counted, unless AcceptSpec names
+// their hash.
+func TestBackfillSpecMismatch(t *testing.T) {
+	job := fmt.Sprintf(backfillJob, "10s", "{type: tumbling, size: 1m}")
+	dir, _ := runSpec(t, job, nil, RunOptions{Deterministic: true})
+	old, err := Parse([]byte(job))
+	if err != nil {
+		t.Fatal(err)
+	}
+	changed, err := Parse([]byte(strings.Replace(job, "size: 1m", "size: 2m", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Backfill(changed, BackfillOptions{Dir: dir, DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.SpecMismatch == 0 || rep.SpecMismatch != rep.Entries || rep.Applied != 0 || rep.SpecHash != specHash(changed) {
+		t.Fatalf("under a changed spec: %+v", rep)
+	}
+	rep, err = Backfill(changed, BackfillOptions{Dir: dir, DryRun: true, AcceptSpec: []string{specHash(old)}})
+	if err != nil || rep.SpecMismatch != 0 || rep.Applied != rep.Entries {
+		t.Fatalf("accepting the old hash: %+v %v", rep, err)
+	}
+}

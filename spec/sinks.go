@@ -278,7 +278,7 @@ func (j *Job) openRecords(name string, k *Sink, open func(string, *Sink) (*lineS
 		if err != nil {
 			return nil, fmt.Errorf("sinks.%s: %w", name, err)
 		}
-		l := &ledgerSink{w: w}
+		l := &ledgerSink{w: w, spec: specHash(j.plan)}
 		j.ledgers[name] = l
 		return l, nil
 	case k.Type == "postgres":
@@ -555,6 +555,7 @@ func LedgerDir(p *Plan, dir string, k *Sink) string {
 type ledgerSink struct {
 	mu     sync.Mutex
 	w      *ledger.Writer
+	spec   string // specHash, in each entry
 	pos    ledger.Pos
 	buf    []byte
 	closed bool
@@ -571,7 +572,9 @@ func (l *ledgerSink) writeRecord(it *item) error {
 	b = append(b, it.meta[1:len(it.meta)-1]...)
 	b = append(b, `,"arrived_at":`...)
 	b = strconv.AppendInt(b, it.arrived, 10)
-	b = append(b, `,"record":`...)
+	b = append(b, `,"spec":"`...)
+	b = append(b, l.spec...)
+	b = append(b, `","record":`...)
 	b = append(b, it.raw...)
 	b = append(b, '}')
 	l.buf = b

@@ -221,6 +221,10 @@ type Entry struct {
 	LatenessMS int64      `json:"lateness_ms"`
 	// ArrivedAt is the processing time of its arrival (Unix ms).
 	ArrivedAt int64 `json:"arrived_at"`
+	// Spec is a hash of the job's definitions that give the entry its
+	// meaning (key, window, aggregates, timestamps); "" in entries
+	// written before weir recorded it, and in Postgres and Kafka ledgers.
+	Spec string `json:"spec,omitempty"`
 	// Record is the original record.
 	Record json.RawMessage `json:"record"`
 	// Segment and Line say where the entry is.

@@ -3,8 +3,8 @@ package spec
 import (
 	"cmp"
 	"crypto/sha256"
-	"encoding/hex"
 	"database/sql"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"

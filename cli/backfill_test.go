@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/weirstream/weir/internal/sqltest"
 )
 
 // backfillCrashJob is a job whose ledger has a few thousand entries in
@@ -47,8 +49,9 @@ sinks:
   dead_letter: {type: jsonl, path: bad.jsonl}
 %s`
 
-// dumpSQLite is every row of a SQLite database's tables, in order, as
-// text: equal dumps mean equal rows, revisions, firings and applied ids.
+// dumpSQLite is every row of a SQLite database's results and applied
+// tables, in order, as text: equal dumps mean equal rows, revisions,
+// firings and applied ids.
 func dumpSQLite(t *testing.T, path string) string {
 	t.Helper()
 	db, err := sql.Open("sqlite", "file:"+path)
@@ -56,27 +59,7 @@ func dumpSQLite(t *testing.T, path string) string {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	var b strings.Builder
-	for _, table := range []string{"results", "results_backfill_applied"} {
-		rows, err := db.Query(`SELECT * FROM ` + table + ` ORDER BY 1, 2, 3, 4`)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cols, _ := rows.Columns()
-		for rows.Next() {
-			vals := make([]any, len(cols))
-			ptrs := make([]any, len(cols))
-			for i := range vals {
-				ptrs[i] = &vals[i]
-			}
-			if err := rows.Scan(ptrs...); err != nil {
-				t.Fatal(err)
-			}
-			fmt.Fprintln(&b, vals...)
-		}
-		rows.Close()
-	}
-	return b.String()
+	return sqltest.Dump(t, db, `SELECT * FROM results ORDER BY 1, 2, 3, 4`, `SELECT * FROM results_backfill_applied ORDER BY 1, 2, 3, 4`)
 }
 
 // weirIn runs the weir binary in dir and returns its exit code and

@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/weirstream/weir/internal/ledger"
+	"github.com/weirstream/weir/internal/sqltest"
 )
 
 const backfillJob = `
@@ -48,8 +49,9 @@ sinks:
   late: {type: ledger, dir: ledger}
 `
 
-// dumpTable reads a SQLite results table whole, in order, as text: two
-// dumps are equal when every row, revision and firing is.
+// dumpTable reads a SQLite results table and its applied table whole, in
+// order, as text: two dumps are equal when every row, revision and firing
+// is.
 func dumpTable(t *testing.T, path string) string {
 	t.Helper()
 	db, err := sql.Open("sqlite", "file:"+path)
@@ -57,30 +59,7 @@ func dumpTable(t *testing.T, path string) string {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	var b strings.Builder
-	for _, q := range []string{`SELECT * FROM results ORDER BY user_id, window_start`, `SELECT * FROM results_backfill_applied ORDER BY 1, 2, 3, 4`} {
-		rows, err := db.Query(q)
-		if err != nil {
-			if strings.Contains(err.Error(), "no such table") {
-				continue
-			}
-			t.Fatal(err)
-		}
-		cols, _ := rows.Columns()
-		for rows.Next() {
-			vals := make([]any, len(cols))
-			ptrs := make([]any, len(cols))
-			for i := range vals {
-				ptrs[i] = &vals[i]
-			}
-			if err := rows.Scan(ptrs...); err != nil {
-				t.Fatal(err)
-			}
-			fmt.Fprintln(&b, vals...)
-		}
-		rows.Close()
-	}
-	return b.String()
+	return sqltest.Dump(t, db, `SELECT * FROM results ORDER BY user_id, window_start`, `SELECT * FROM results_backfill_applied ORDER BY 1, 2, 3, 4`)
 }
 
 // firings counts a SQLite results table's rows by firing kind.

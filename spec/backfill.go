@@ -161,7 +161,13 @@ func Backfill(p *Plan, o BackfillOptions) (BackfillReport, error) {
 		rep.Entries++
 		if e.Spec != "" && e.Spec != rep.SpecHash && !slices.Contains(o.AcceptSpec, e.Spec) {
 			rep.SpecMismatch++
+			if o.Out != nil {
+				fmt.Fprintf(o.Out, "entry %s refused: spec_mismatch (written under spec %s, this one is %s)\n", e.ID, e.Spec, rep.SpecHash)
+			}
 			return nil
+		}
+		if rep.RefusedReason != "" && o.Out != nil {
+			fmt.Fprintf(o.Out, "entry %s refused: unsupported_window_kind (%s)\n", e.ID, rep.RefusedReason)
 		}
 		key := string(e.Key) // compact, as the live job wrote it
 		for _, w := range e.Windows {

@@ -85,7 +85,14 @@ func (e *Env) Restored(name string) ([]byte, bool) {
 	if r == nil {
 		return nil, false
 	}
-	b, ok := r.Parts(runtime.PreCommitStage, name)[0]
+	return PreCommitPart(r, name)
+}
+
+// PreCommitPart returns the part name that OnPreCommit wrote into the
+// checkpoint v shows, if any: what a tool outside the job (a backfill
+// reading a live job's newest checkpoint) reads of it.
+func PreCommitPart(v CheckpointView, name string) ([]byte, bool) {
+	b, ok := v.Parts(runtime.PreCommitStage, name)[0]
 	return b, ok
 }
 

@@ -9,6 +9,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/etime"
@@ -345,7 +346,7 @@ func (a aggFunc) appendAccs(b []byte, ac *acc) []byte {
 		case fn == "avg":
 			b = append(b, '[')
 			if s.isF {
-				b = strconv.AppendFloat(b, s.f, 'g', -1, 64) // not appendFloat: an infinite sum stays
+				b = appendAccFloat(b, s.f)
 			} else {
 				b = strconv.AppendInt(b, s.i, 10)
 			}
@@ -365,6 +366,16 @@ func (a aggFunc) appendAccs(b []byte, ac *acc) []byte {
 	return append(b, ']')
 }
 
+// appendAccFloat writes a float sum of an accumulator: infinities and NaN
+// (a float sum that overflowed) as the strings "+Inf", "-Inf" and "NaN",
+// which JSON has no numbers for, so that they come back as they were.
+func appendAccFloat(b []byte, f float64) []byte {
+	if math.IsInf(f, 0) || math.IsNaN(f) {
+		return strconv.AppendQuote(b, strconv.FormatFloat(f, 'g', -1, 64))
+	}
+	return strconv.AppendFloat(b, f, 'g', -1, 64)
+}
+
 // seedAccs sets the slots of the aggregates that are not their own
 // accumulator from what appendAccs wrote.
 func (a aggFunc) seedAccs(ac *acc, text string) error {
@@ -380,16 +391,15 @@ func (a aggFunc) seedAccs(ac *acc, text string) error {
 		var err error
 		switch fn {
 		case "avg":
-			var x [2]json.Number
+			var x [2]json.RawMessage
 			if err = json.Unmarshal(p, &x); err == nil {
-				var n int64
-				if n, err = x[1].Int64(); err == nil {
-					s.n = n
-					if i, ierr := x[0].Int64(); ierr == nil {
+				if err = json.Unmarshal(x[1], &s.n); err == nil {
+					sum := strings.Trim(string(x[0]), `"`) // "+Inf" and the like are quoted
+					if i, ierr := strconv.ParseInt(sum, 10, 64); ierr == nil {
 						s.i = i
 					} else {
 						s.isF = true
-						s.f, err = strconv.ParseFloat(string(x[0]), 64)
+						s.f, err = strconv.ParseFloat(sum, 64)
 					}
 				}
 			}

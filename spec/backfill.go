@@ -17,13 +17,13 @@ import (
 
 	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx"
 
+	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/clock"
 	"github.com/weirstream/weir/connector/fileio"
 	"github.com/weirstream/weir/connector/sqliteio"
 	"github.com/weirstream/weir/etime"
 	"github.com/weirstream/weir/internal/checkpoint"
 	"github.com/weirstream/weir/internal/ledger"
-	"github.com/weirstream/weir/internal/runtime"
 )
 
 // BackfillOptions configures Backfill.
@@ -196,10 +196,12 @@ func Backfill(p *Plan, o BackfillOptions) (BackfillReport, error) {
 		rep.Refused = rep.Entries - rep.SpecMismatch
 		return rep, nil
 	}
-	if len(order) == 0 {
+	if len(order) == 0 && s.Archive == nil {
 		return rep, nil
 	}
 
+	// An archive store opens even with nothing to fold: opening publishes
+	// what a killed backfill committed and did not publish.
 	var st windowStore
 	if s.Archive != nil {
 		st, err = openArchiveStore(p, o)
@@ -216,9 +218,21 @@ func Backfill(p *Plan, o BackfillOptions) (BackfillReport, error) {
 	}
 	inTx := 0
 	for _, g := range order {
-		if etime.Time(g.end-1).Add(p.Lateness) > wm {
-			// The live job still holds the window: it fires it itself.
-			rep.WindowOpen += len(g.entries)
+		// Each entry's window closed at its own operator subtask's
+		// watermark when it arrived (that is why it is in the ledger) and
+		// at the checkpoint's; an entry for which either does not hold
+		// (a ledger written by hand, or by another job) leaves the window
+		// to the live job.
+		cleanup := etime.Time(g.end - 1).Add(p.Lateness)
+		closed := g.entries[:0:0]
+		for _, e := range g.entries {
+			if cleanup > wm || cleanup > etime.Time(e.Watermark) {
+				rep.WindowOpen++
+				continue
+			}
+			closed = append(closed, e)
+		}
+		if g.entries = closed; len(closed) == 0 {
 			continue
 		}
 		if etime.Time(g.end) < horizon {
@@ -410,11 +424,12 @@ func (o *BackfillOptions) crash(point string) {
 }
 
 // backfillCut finds how far a backfill reads the ledger and the live
-// job's watermark: the newest checkpoint's ledger position and output
-// watermark. A job without checkpoints, or whose run finished, has its
-// whole ledger read at the end of input; a job that has not completed a
-// checkpoint yet has committed nothing.
-func backfillCut(p *Plan, dir string) (*ledger.Pos, etime.Time, string, error) {
+// job's watermark: the newest checkpoint's ledger positions (by sink
+// name) and output watermark. A job without checkpoints, or whose run
+// finished, has its whole ledger read (nil positions) at the end of
+// input; a job that has not completed a checkpoint yet has committed
+// nothing (empty positions).
+func backfillCut(p *Plan, dir string) (map[string]ledger.Pos, etime.Time, string, error) {
 	c := p.Spec.Checkpoint
 	if c == nil || c.Dir == "" {
 		return nil, etime.MaxTime, "all of it; the job has no checkpoints, so its run is taken as ended", nil
@@ -423,7 +438,7 @@ func backfillCut(p *Plan, dir string) (*ledger.Pos, etime.Time, string, error) {
 	if _, err := os.Stat(filepath.Join(cdir, finishedMarker)); err == nil {
 		return nil, etime.MaxTime, "all of it; the job's run finished", nil
 	}
-	none := &ledger.Pos{}
+	none := map[string]ledger.Pos{}
 	st, err := checkpoint.OpenReadOnly(cdir)
 	if errors.Is(err, os.ErrNotExist) {
 		return none, etime.MinTime, "nothing yet; the job has not completed a checkpoint", nil
@@ -442,20 +457,52 @@ func backfillCut(p *Plan, dir string) (*ledger.Pos, etime.Time, string, error) {
 		if !ok {
 			return none, etime.MinTime, "nothing yet; the job has not completed a checkpoint", nil
 		}
-		b, err := st.ReadPart(cp, runtime.PreCommitPart("output"))
-		if err != nil {
+		view := &lazyView{st: st, cp: cp}
+		b, ok := weir.PreCommitPart(view, "output")
+		if err := view.err; err != nil || !ok {
 			if try < 3 {
 				continue
 			}
-			return nil, 0, "", err
+			return nil, 0, "", cmp.Or(err, fmt.Errorf("checkpoint %d has no output part", cp.ID))
 		}
-		var oc outCounters
+		oc := outCounters{Watermark: etime.MinTime}
 		if err := json.Unmarshal(b, &oc); err != nil {
 			return nil, 0, "", fmt.Errorf("checkpoint %d: corrupt output part: %w", cp.ID, err)
 		}
 		pos := oc.Ledgers["late"]
-		return &pos, oc.Watermark, fmt.Sprintf("checkpoint %d: %s up to byte %d; live watermark %s", cp.ID, cmp.Or(pos.Segment, "empty"), pos.Length, oc.Watermark), nil
+		if oc.Ledgers == nil {
+			oc.Ledgers = none
+		}
+		return oc.Ledgers, oc.Watermark, fmt.Sprintf("checkpoint %d: %s up to byte %d; live watermark %s", cp.ID, cmp.Or(pos.Segment, "empty"), pos.Length, oc.Watermark), nil
 	}
+}
+
+// lazyView is a weir.CheckpointView of a stored checkpoint that reads
+// only the parts asked for (a backfill wants the output's counters, not
+// the window state); err keeps the first read error.
+type lazyView struct {
+	st  *checkpoint.Store
+	cp  *checkpoint.Checkpoint
+	err error
+}
+
+func (v *lazyView) Parts(stage, name string) map[int][]byte {
+	out := map[int][]byte{}
+	for _, p := range v.cp.Parts {
+		rest, ok := strings.CutPrefix(p, stage+"/")
+		idx, n, ok2 := strings.Cut(rest, "/")
+		i, err := strconv.Atoi(idx)
+		if !ok || !ok2 || n != name || err != nil {
+			continue
+		}
+		b, err := v.st.ReadPart(v.cp, p)
+		if err != nil {
+			v.err = cmp.Or(v.err, err)
+			continue
+		}
+		out[i] = b
+	}
+	return out
 }
 
 // resultsDB is the results table of a SQLite or Postgres sink, with the
@@ -490,7 +537,8 @@ func openResultsDB(p *Plan, dir string, nvals int, create bool) (*resultsDB, err
 		return nil, err
 	}
 	table := cmp.Or(r.Table, "results")
-	applied := quoteSQL(table + "_backfill_applied")
+	appliedName := appliedTable(table)
+	applied := quoteSQL(appliedName)
 	if create {
 		if _, err := d.db.Exec(`CREATE TABLE IF NOT EXISTS ` + applied + ` (key TEXT NOT NULL, window_start BIGINT NOT NULL, window_end BIGINT NOT NULL, id TEXT NOT NULL, PRIMARY KEY (key, window_start, window_end, id))`); err != nil {
 			d.db.Close()
@@ -502,7 +550,7 @@ func openResultsDB(p *Plan, dir string, nvals int, create bool) (*resultsDB, err
 			q = `SELECT COUNT(*) FROM pg_tables WHERE tablename = $1 AND schemaname = ANY (current_schemas(false))`
 		}
 		var n int
-		if err := d.db.QueryRow(q, table+"_backfill_applied").Scan(&n); err != nil {
+		if err := d.db.QueryRow(q, appliedName).Scan(&n); err != nil {
 			d.db.Close()
 			return nil, err
 		}
@@ -547,13 +595,33 @@ func openResultsDB(p *Plan, dir string, nvals int, create bool) (*resultsDB, err
 	return d, nil
 }
 
+// appliedTable names the table of applied entry ids beside a results
+// table: <table>_backfill_applied, shortened with a hash of the whole
+// name beyond Postgres's 63 bytes.
+func appliedTable(table string) string {
+	name := table + "_backfill_applied"
+	if len(name) <= 63 {
+		return name
+	}
+	sum := sha256.Sum256([]byte(name))
+	return name[:54] + "_" + hex.EncodeToString(sum[:4])
+}
+
 // dollars numbers the ? placeholders of q as Postgres wants them ($1, $2,
-// ...); the statements here have no ? inside quotes.
+// ...), leaving alone a ? inside a quoted name ("vip?") or string.
 func dollars(q string) string {
 	var b strings.Builder
 	n := 0
+	var quote rune
 	for _, c := range q {
-		if c == '?' {
+		switch {
+		case quote != 0:
+			if c == quote {
+				quote = 0
+			}
+		case c == '"' || c == '\'':
+			quote = c
+		case c == '?':
 			n++
 			b.WriteString("$" + strconv.Itoa(n))
 			continue
@@ -623,16 +691,21 @@ func (w *backfillWindow) apply(st windowStore, entries []ledger.Entry) error {
 	if err != nil {
 		return err
 	}
-	applied := 0
+	var ids []string
 	for _, e := range fresh {
 		r, err := w.dec.decode(fileio.Line{Kind: fileio.Data, No: entryNo(e.ID), Text: e.Record})
 		if err != nil {
+			// Not applied, so not recorded: reported again by every run.
 			w.rep.Unreadable++
 			continue
 		}
 		r.ts = etime.Time(e.TS)
 		w.agg.Add(ac, r)
-		applied++
+		ids = append(ids, e.ID)
+	}
+	applied := len(ids)
+	if applied == 0 {
+		return nil
 	}
 	for i, fn := range w.agg.fns {
 		if fn == "collect" { // in input order, as a run without late records has it
@@ -651,10 +724,6 @@ func (w *backfillWindow) apply(st windowStore, entries []ledger.Entry) error {
 	}
 	if w.o.DryRun {
 		return nil
-	}
-	ids := make([]string, len(fresh))
-	for i, e := range fresh {
-		ids[i] = e.ID
 	}
 	return st.write(w, pane+1, result, ids)
 }

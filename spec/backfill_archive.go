@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/valyala/fastjson"
 
 	"github.com/weirstream/weir/connector/sqliteio"
 	"github.com/weirstream/weir/etime"
@@ -73,7 +75,7 @@ func openArchiveStore(p *Plan, o BackfillOptions) (*archiveStore, error) {
 	if !o.DryRun {
 		// What a killed backfill committed and did not publish.
 		if err := st.publish(); err != nil {
-			a.Close()
+			st.close()
 			return nil, err
 		}
 	}
@@ -89,7 +91,13 @@ func (s *archiveStore) begin(w *backfillWindow) error {
 	}
 	parts := make([]string, len(s.p.Spec.Key))
 	for i, k := range s.p.Spec.Key {
-		parts[i] = string(keyVals[k]) // as the live job wrote it: its canonical value
+		// The live job's canonical text (a Postgres ledger gives jsonb's,
+		// which writes numbers and escapes its own way).
+		v, err := fastjson.ParseBytes(keyVals[k])
+		if err != nil {
+			return fmt.Errorf("ledger entry key %s: %w", k, err)
+		}
+		parts[i] = canonical(v)
 	}
 	s.key = strings.Join(parts, keySep)
 	if !s.open {
@@ -185,9 +193,15 @@ type publisher interface {
 type filePublisher string
 
 func (path filePublisher) publish(revs []archive.Outboxed) error {
-	f, err := os.OpenFile(string(path), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	f, err := os.OpenFile(string(path), os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
 		return err
+	}
+	// A write torn by a crash (or a full disk) left part of a line: cut
+	// it, the outbox still has the whole one.
+	if err := cutTornTail(f); err != nil {
+		f.Close()
+		return fmt.Errorf("corrections %s: %w", path, err)
 	}
 	var b []byte
 	for _, r := range revs {
@@ -204,6 +218,31 @@ func (path filePublisher) publish(revs []archive.Outboxed) error {
 }
 
 func (filePublisher) close() error { return nil }
+
+// cutTornTail truncates f after its last newline.
+func cutTornTail(f *os.File) error {
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	end := fi.Size()
+	buf := make([]byte, 64<<10)
+	for end > 0 {
+		n := min(int64(len(buf)), end)
+		if _, err := f.ReadAt(buf[:n], end-n); err != nil {
+			return err
+		}
+		if i := bytes.LastIndexByte(buf[:n], '\n'); i >= 0 {
+			end = end - n + int64(i) + 1
+			break
+		}
+		end -= n
+	}
+	if end == fi.Size() {
+		return nil
+	}
+	return f.Truncate(end)
+}
 
 // kafkaPublisher produces revisions to the results topic, keyed like the
 // live job's results (key fields and window), with their firing and pane

@@ -20,13 +20,15 @@ import (
 )
 
 // ledgerSource is the late-data ledger a backfill reads: the ledger
-// directory, or a Postgres late table.
+// directory, a Postgres late table or Kafka late topics; with a
+// late_partial sink of its own, that one too.
 type ledgerSource interface {
 	// scan calls fn for the entries up to the cut (file ledgers: a
-	// checkpoint's position; nil: all) and returns the number of
-	// corrupt lines it skipped.
-	scan(cut *ledger.Pos, fn func(ledger.Entry) error) (int, error)
-	// describe names what scan reads, for the report.
+	// checkpoint's positions by sink name; nil: all) and returns the
+	// number of corrupt entries it skipped.
+	scan(cut map[string]ledger.Pos, fn func(ledger.Entry) error) (int, error)
+	// describe names what scan reads, for the report ("" for a ledger
+	// directory, which the checkpoint's cut describes).
 	describe() string
 	close() error
 }
@@ -34,31 +36,114 @@ type ledgerSource interface {
 // openLedgerSource opens the job's ledger and, unless dry, takes the
 // single-writer lock of backfills over it.
 func openLedgerSource(p *Plan, o BackfillOptions) (ledgerSource, error) {
-	k := p.Spec.Sinks.Late
-	switch {
-	case k != nil && k.Type == "ledger":
-		src := &fileLedger{dir: LedgerDir(p, o.Dir, k)}
-		if !o.DryRun {
-			unlock, err := ledger.Lock(src.dir)
-			if err != nil {
-				return nil, err
-			}
-			src.unlock = unlock
-		}
-		return src, nil
-	case k != nil && k.Type == "postgres":
-		return openPGLedger(k.URL, k.Table, !o.DryRun)
-	case k != nil && k.Type == "kafka":
+	late, partial := p.Spec.Sinks.Late, p.Spec.Sinks.LatePartial
+	if late != nil && late.Type == "kafka" {
 		// A Kafka ledger goes with Kafka results, whose backfill holds
 		// the archive, which one process at a time may open: that is the
 		// single-writer lock.
-		src := &kafkaLedger{sink: k, topics: map[string]string{k.Topic: "window_expired"}}
-		if lp := p.Spec.Sinks.LatePartial; lp != nil && lp.Type == "kafka" {
-			src.topics[lp.Topic] = "window_expired_partial"
+		src := &kafkaLedger{sink: late, topics: map[string]string{late.Topic: "window_expired"}}
+		if partial != nil && partial.Type == "kafka" {
+			src.topics[partial.Topic] = "window_expired_partial"
 		}
 		return src, nil
 	}
-	return nil, fmt.Errorf("backfill reads the late-data ledger: set sinks.late: {type: ledger, dir: ledger} (or a postgres table, or a kafka topic)")
+	var srcs multiLedger
+	for _, k := range []struct {
+		name string
+		sink *Sink
+	}{{"late", late}, {"late_partial", partial}} {
+		var src ledgerSource
+		switch {
+		case k.sink == nil:
+			continue
+		case k.sink.Type == "ledger":
+			f := &fileLedger{name: k.name, dir: LedgerDir(p, o.Dir, k.sink)}
+			if !o.DryRun {
+				unlock, err := ledger.Lock(f.dir)
+				if err != nil {
+					srcs.close()
+					return nil, err
+				}
+				f.unlock = unlock
+			}
+			src = f
+		case k.sink.Type == "postgres":
+			l, err := openPGLedger(k.sink.URL, k.sink.Table, !o.DryRun)
+			if err != nil {
+				srcs.close()
+				return nil, err
+			}
+			src = l
+		case k.name == "late":
+			return nil, fmt.Errorf("backfill reads the late-data ledger: set sinks.late: {type: ledger, dir: ledger} (or a postgres table, or a kafka topic); it is %s", k.sink.Type)
+		default:
+			srcs.close()
+			return nil, fmt.Errorf("sinks.late_partial is %s, which backfill cannot read: its records missed some of their sliding windows, and the results would stay short of them; leave it out (the ledger then holds them) or make it a ledger or a postgres table", k.sink.Type)
+		}
+		srcs = append(srcs, src)
+	}
+	if len(srcs) == 0 {
+		return nil, fmt.Errorf("backfill reads the late-data ledger: set sinks.late: {type: ledger, dir: ledger} (or a postgres table, or a kafka topic)")
+	}
+	return srcs, nil
+}
+
+// multiLedger reads the late and late_partial ledgers one after the other.
+type multiLedger []ledgerSource
+
+func (m multiLedger) scan(cut map[string]ledger.Pos, fn func(ledger.Entry) error) (int, error) {
+	bad := 0
+	for _, s := range m {
+		n, err := s.scan(cut, fn)
+		if bad += n; err != nil {
+			return bad, err
+		}
+	}
+	return bad, nil
+}
+
+func (m multiLedger) describe() string {
+	var d []string
+	for _, s := range m {
+		if x := s.describe(); x != "" {
+			d = append(d, x)
+		}
+	}
+	return strings.Join(d, " and ")
+}
+
+func (m multiLedger) close() error {
+	var errs []error
+	for _, s := range m {
+		errs = append(errs, s.close())
+	}
+	return errors.Join(errs...)
+}
+
+// fileLedger is a ledger directory; name is its sink's, under which
+// checkpoints keep its position.
+type fileLedger struct {
+	name, dir string
+	unlock    func() error
+}
+
+func (f *fileLedger) scan(cut map[string]ledger.Pos, fn func(ledger.Entry) error) (int, error) {
+	var pos *ledger.Pos
+	if cut != nil {
+		p := cut[f.name] // the zero Pos (nothing) when the checkpoint has none
+		pos = &p
+	}
+	bad, err := ledger.ScanTo(f.dir, pos, fn)
+	return len(bad), err
+}
+
+func (f *fileLedger) describe() string { return "" }
+
+func (f *fileLedger) close() error {
+	if f.unlock != nil {
+		return f.unlock()
+	}
+	return nil
 }
 
 // kafkaLedger is the late topic (and late_partial's, if it is Kafka too)
@@ -74,7 +159,7 @@ func (k *kafkaLedger) describe() string {
 	return "the committed records of topic " + strings.Join(slices.Sorted(maps.Keys(k.topics)), " and ")
 }
 
-func (k *kafkaLedger) scan(_ *ledger.Pos, fn func(ledger.Entry) error) (int, error) {
+func (k *kafkaLedger) scan(_ map[string]ledger.Pos, fn func(ledger.Entry) error) (int, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	bad := 0
@@ -95,25 +180,6 @@ func (k *kafkaLedger) scan(_ *ledger.Pos, fn func(ledger.Entry) error) (int, err
 }
 
 func (k *kafkaLedger) close() error { return nil }
-
-type fileLedger struct {
-	dir    string
-	unlock func() error
-}
-
-func (f *fileLedger) scan(cut *ledger.Pos, fn func(ledger.Entry) error) (int, error) {
-	bad, err := ledger.ScanTo(f.dir, cut, fn)
-	return len(bad), err
-}
-
-func (f *fileLedger) describe() string { return "" }
-
-func (f *fileLedger) close() error {
-	if f.unlock != nil {
-		return f.unlock()
-	}
-	return nil
-}
 
 // pgLedger is a Postgres late table (pgio.RecordSink: id, reason, record,
 // meta, arrived_at). Its rows are committed with the live job's
@@ -156,7 +222,7 @@ func (l *pgLedger) describe() string {
 	return "the rows of table " + l.table + " committed at the start"
 }
 
-func (l *pgLedger) scan(_ *ledger.Pos, fn func(ledger.Entry) error) (int, error) {
+func (l *pgLedger) scan(_ map[string]ledger.Pos, fn func(ledger.Entry) error) (int, error) {
 	ctx := context.Background()
 	tx, err := l.db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
 	if err != nil {
@@ -223,8 +289,8 @@ func ScanLedger(p *Plan, dir string, fn func(ledger.Entry) error) (int, string, 
 	}
 	defer src.close()
 	where := src.describe()
-	if f, ok := src.(*fileLedger); ok {
-		where = f.dir
+	if m, ok := src.(multiLedger); ok && where == "" {
+		where = m[0].(*fileLedger).dir
 	}
 	n, err := src.scan(nil, fn)
 	return n, where, err

@@ -189,6 +189,8 @@ func (c *compiler) compile() {
 			p.ArchiveHorizon = etime.Duration(*a.Horizon)
 		}
 		switch r := s.Sinks.Results; {
+		case p.ArchiveHorizon < p.Lateness:
+			c.add("archive.horizon", fmt.Sprintf("%v is shorter than allowed_lateness %v: late firings would be removed as they are archived", time.Duration(p.ArchiveHorizon)*time.Millisecond, time.Duration(p.Lateness)*time.Millisecond), "keep windows at least as long as the allowed lateness (and as long as backfills may come, such as 7d)")
 		case a.Dir == "":
 			c.add("archive.dir", "missing", "name the archive's directory, such as archive")
 		case r != nil && r.Type != "jsonl" && r.Type != "kafka":

@@ -47,10 +47,11 @@ type outCounters struct {
 	SlotMax    [][]etime.Time `json:"slot_max,omitempty"`
 	ChannelMax []etime.Time   `json:"channel_max,omitempty"`
 	// Watermark is the highest finite operator watermark among the
-	// results and late records written: at a checkpoint, a lower bound of the window
-	// operator's watermark, so every window whose cleanup time is at or
-	// below it is closed for good (a backfill may revise it).
-	Watermark etime.Time `json:"watermark,omitempty"`
+	// results and late records written (MinTime before any): what a
+	// backfill takes as the live job's watermark at a checkpoint, and
+	// what the archive's horizon counts from. (Each ledger entry carries
+	// its own subtask's watermark, which backfill checks too.)
+	Watermark etime.Time `json:"watermark"`
 }
 
 // noteWatermark raises Watermark to a finite operator watermark (the end
@@ -116,6 +117,7 @@ func (j *Job) position(r rec) (kafka bool, pos int64) {
 func newOutput(j *Job, checkpoints, deterministic bool) *output {
 	o := &output{j: j}
 	o.c.Dead = map[string]int64{}
+	o.c.Watermark = etime.MinTime
 	if checkpoints {
 		o.epochs = newEpochs[item](deterministic)
 	}
@@ -242,7 +244,7 @@ func (o *output) sync() error {
 // restore starts from a checkpoint's counters and cuts the sink files back
 // to what it covered.
 func (o *output) restore(b []byte) error {
-	var c outCounters
+	c := outCounters{Watermark: etime.MinTime} // older checkpoints lack it
 	if err := json.Unmarshal(b, &c); err != nil {
 		return fmt.Errorf("corrupt output part: %w", err)
 	}

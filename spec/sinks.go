@@ -130,7 +130,7 @@ type recordSink interface {
 func (j *Job) recordSinks() []recordSink {
 	var ss []recordSink
 	for _, s := range []recordSink{j.late, j.partial, j.dead} {
-		if s != nil {
+		if s != nil && !slices.Contains(ss, s) { // late and late_partial may share one
 			ss = append(ss, s)
 		}
 	}
@@ -248,8 +248,8 @@ func (j *Job) openSinks(o RunOptions, offsets map[string]int64) error {
 	if j.late, err = j.openRecords("late", s.Late, open, offsets != nil); err != nil {
 		return err
 	}
-	if s.LatePartial == nil && s.Late != nil && s.Late.Type == "ledger" {
-		j.partial = j.late // the ledger holds partial misses too (W7)
+	if s.LatePartial == nil && s.Late != nil && (s.Late.Type == "ledger" || s.Late.Type == "postgres") {
+		j.partial = j.late // the ledger holds partial misses too (W7), by their reason
 	} else if j.partial, err = j.openRecords("late_partial", s.LatePartial, open, offsets != nil); err != nil {
 		return err
 	}

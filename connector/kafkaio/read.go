@@ -5,14 +5,18 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // ReadCommitted calls fn for every record of topics that read_committed
 // readers see, from the start, in partition order, and returns once a
 // poll brings nothing for quiet (records of open transactions are
-// invisible, so they are not waited for). It is for tools, demos and
-// tests that look at a job's output topics.
+// invisible, so they are not waited for). While the topics' committed
+// end offsets say there is something to read and nothing came yet, it
+// waits up to firstWait instead of quiet: a busy broker or machine may
+// take longer than quiet to answer the first fetch. It is for tools,
+// demos and tests that look at a job's output topics.
 func ReadCommitted(ctx context.Context, brokers, topics []string, quiet time.Duration, fn func(r *kgo.Record), opts ...kgo.Opt) error {
 	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(topics...),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
@@ -21,8 +25,17 @@ func ReadCommitted(ctx context.Context, brokers, topics []string, quiet time.Dur
 		return fmt.Errorf("kafkaio: %w", err)
 	}
 	defer cl.Close()
+	wait := quiet
+	ends, err := kadm.NewClient(cl).ListCommittedOffsets(ctx, topics...)
+	if err == nil {
+		ends.Each(func(o kadm.ListedOffset) {
+			if o.Err == nil && o.Offset > 0 {
+				wait = max(quiet, firstWait)
+			}
+		})
+	}
 	for {
-		pctx, cancel := context.WithTimeout(ctx, quiet)
+		pctx, cancel := context.WithTimeout(ctx, wait)
 		f := cl.PollFetches(pctx)
 		cancel()
 		if err := ctx.Err(); err != nil {
@@ -34,6 +47,11 @@ func ReadCommitted(ctx context.Context, brokers, topics []string, quiet time.Dur
 		if f.NumRecords() == 0 {
 			return nil
 		}
+		wait = quiet
 		f.EachRecord(fn)
 	}
 }
+
+// firstWait bounds ReadCommitted's wait for the first records of topics
+// that have some.
+const firstWait = 30 * time.Second

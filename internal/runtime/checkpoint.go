@@ -129,10 +129,6 @@ func (j *Job) PreCommit(fn func(id int64, write func(name string, data []byte) e
 const PreCommitStage = "job"
 
 // partName names a subtask's part in the store.
-// PreCommitPart is the name under which a checkpoint stores the part
-// name a pre-commit hook wrote (to read it outside a restore).
-func PreCommitPart(name string) string { return partName(PreCommitStage, 0, name) }
-
 func partName(stage string, idx int, name string) string {
 	return stage + "/" + strconv.Itoa(idx) + "/" + name
 }

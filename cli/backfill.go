@@ -1,8 +1,10 @@
 package cli
 
 import (
+	"encoding/json"
 	"flag"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -24,10 +26,11 @@ func backfillCmd(args []string, o IO) int {
 	perTx := fs.Int("windows-per-tx", 64, "windows revised per transaction (each window's revision and applied ids always commit together)")
 	var accept []string
 	fs.Func("accept-spec", "also apply ledger entries written under this spec hash (after a change that keeps their meaning; repeatable)", func(v string) error { accept = append(accept, v); return nil })
+	report := fs.String("report", "", "also write the report as JSON to this file (for a scheduler or a monitor)")
 	verify := fs.Bool("verify", false, "then recompute the complete answer (every input record, grouped without watermarks) and compare the results table with it; exit 1 if they differ")
 	arrived := fs.String("arrived", "", "only entries that arrived in FROM..TO (dates such as 2026-11-29..2026-11-30, RFC 3339 times or Unix ms; TO excluded)")
 	fs.Usage = func() {
-		fmt.Fprintln(o.Stderr, "usage: weir backfill JOB.yaml [--dry-run] [-v] [--verify] [--windows-per-tx N] [--accept-spec HASH] [--arrived FROM..TO] [--key FIELD=VALUE] [--reason R] [--window START..END]")
+		fmt.Fprintln(o.Stderr, "usage: weir backfill JOB.yaml [--dry-run] [-v] [--verify] [--windows-per-tx N] [--accept-spec HASH] [--report FILE] [--arrived FROM..TO] [--key FIELD=VALUE] [--reason R] [--window START..END]")
 		fmt.Fprintln(o.Stderr, "folds the too-late records of the job's ledger into its results table: each window they missed gets its next revision (firing backfill); running it again changes nothing")
 		fs.PrintDefaults()
 	}
@@ -71,6 +74,13 @@ func backfillCmd(args []string, o IO) int {
 	if err != nil {
 		fmt.Fprintln(o.Stderr, "weir backfill:", err)
 		return ExitFailed
+	}
+	if *report != "" {
+		b, _ := json.MarshalIndent(rep, "", "  ")
+		if err := os.WriteFile(o.path(*report), append(b, '\n'), 0o644); err != nil {
+			fmt.Fprintln(o.Stderr, "weir backfill: --report:", err)
+			return ExitFailed
+		}
 	}
 	fmt.Fprintf(o.Stdout, "side output: %s records in %s windows (ledger cut: %s)\n", thousands(rep.Entries), thousands(rep.LateWindows), rep.Cut)
 	verb := "applied"

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"flag"
 	"os"
 	"path/filepath"
@@ -107,10 +108,18 @@ func TestDemo(t *testing.T) {
 	}
 	for i, want := range []string{"windows revised", "backfill applied 0 entries, 0 windows revised"} {
 		stdout.Reset()
-		code = Main(context.Background(), []string{"backfill", "weir-demo/demo.yaml", "--verify"}, IO{Dir: dir, Stdout: &stdout, Stderr: &stderr})
+		code = Main(context.Background(), []string{"backfill", "weir-demo/demo.yaml", "--verify", "--report", "report.json"}, IO{Dir: dir, Stdout: &stdout, Stderr: &stderr})
 		out = stdout.String()
 		if code != ExitOK || !strings.Contains(out, want) || !strings.Contains(out, "results now equal the complete answer") || i == 0 && strings.Contains(out, "applied 0 entries") {
 			t.Fatalf("backfill %d: exit %d\n%s\n%s", i+1, code, out, stderr.String())
+		}
+		var rep spec.BackfillReport
+		b, err := os.ReadFile(filepath.Join(dir, "report.json"))
+		if err == nil {
+			err = json.Unmarshal(b, &rep)
+		}
+		if err != nil || rep.Entries == 0 || (i == 0) != (rep.Applied == rep.Entries) || !strings.Contains(string(b), `"already_applied"`) {
+			t.Fatalf("backfill %d: report %s (%v)", i+1, b, err)
 		}
 	}
 }

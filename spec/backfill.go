@@ -54,35 +54,38 @@ type BackfillOptions struct {
 type BackfillReport struct {
 	// Entries scanned in the ledger (up to the cut, through the filter)
 	// and LateWindows the distinct windows they missed.
-	Entries, LateWindows int
+	Entries     int `json:"entries"`
+	LateWindows int `json:"late_windows"`
 	// Applied entries folded into windows (an entry of a sliding window
 	// counts once per window it missed); AlreadyApplied skipped, a
 	// previous backfill applied them; Unreadable entries whose record no
 	// longer decodes.
-	Applied, AlreadyApplied, Unreadable int
+	Applied        int `json:"applied"`
+	AlreadyApplied int `json:"already_applied"`
+	Unreadable     int `json:"unreadable"`
 	// Corrupt counts ledger lines whose checksum or syntax is wrong:
 	// skipped (weir ledger ls shows them).
-	Corrupt int
+	Corrupt int `json:"corrupt"`
 	// WindowOpen counts entries of windows the live job has not closed
 	// at its checkpointed watermark: left alone, the live job owns them.
-	WindowOpen int
+	WindowOpen int `json:"window_open"`
 	// HorizonExpired counts entries of windows the archive no longer
 	// keeps (older than archive.horizon): reported, not applied.
-	HorizonExpired int
+	HorizonExpired int `json:"horizon_expired"`
 	// SpecMismatch counts entries written under another spec (their
 	// hash differs from SpecHash): refused unless AcceptSpec names it.
-	SpecMismatch int
-	SpecHash     string
+	SpecMismatch int    `json:"spec_mismatch"`
+	SpecHash     string `json:"spec_hash"`
 	// Refused counts entries refused for the reason RefusedReason (a
 	// window kind backfill cannot revise).
-	Refused       int
-	RefusedReason string
+	Refused       int    `json:"refused"`
+	RefusedReason string `json:"refused_reason,omitempty"`
 	// Windows revised (or, with DryRun, that would be).
-	Windows int
+	Windows int `json:"windows_revised"`
 	// Cut says how far the ledger was read, Watermark the live job's
 	// checkpointed watermark (etime.MaxTime: the job ended).
-	Cut       string
-	Watermark etime.Time
+	Cut       string     `json:"cut"`
+	Watermark etime.Time `json:"watermark"`
 }
 
 // Backfill folds the entries of the job's late-data ledger into the

@@ -26,8 +26,9 @@ func TestDependencyRules(t *testing.T) {
 		"internal/runtime":    {"etime", "clock", "watermark", "internal/hist"},
 		"internal/hist":       {},
 		"internal/checkpoint": {},
-		"internal/ledger":     {},
-		"internal/archive":    {"etime", "state/pebblestate"},
+		"internal/flock":      {},
+		"internal/ledger":     {"internal/flock"},
+		"internal/archive":    {"etime", "state/pebblestate", "internal/flock"},
 		".":                   {"etime", "clock", "window", "trigger", "watermark", "state", "state/memstate", "internal/runtime", "internal/winop"},
 		// Connectors build on the public API only.
 		"connector/fileio":            {".", "etime"},

@@ -264,3 +264,70 @@ func rowsByWindow(t *testing.T, path string) map[string]tableRow {
 	}
 	return out
 }
+
+// TestBackfillDuringLiveRun runs backfills again and again while the live
+// job runs (checkpoints every 100 ms), for SQLite results and for jsonl
+// results with the archive, which the live job opens only for each
+// commit: some backfills apply entries while it runs, none fails other
+// than by waiting for the job's next checkpoint, the job ends well, and a
+// last backfill after it leaves the results equal to the complete answer.
+func TestBackfillDuringLiveRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: runs weir many times")
+	}
+	for _, store := range []string{"sqlite", "jsonl"} {
+		t.Run(store, func(t *testing.T) {
+			records := max(crashRecords(t), 100000)
+			job := fmt.Sprintf(backfillCrashJob, records, "checkpoint: {dir: ck, interval: 100ms}\n")
+			if store == "jsonl" {
+				job = strings.Replace(job, "{type: sqlite, path: results.db}", "{type: jsonl, path: results.jsonl}", 1) + "archive: {dir: archive}\n"
+			}
+			dir := t.TempDir()
+			os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(job), 0o644)
+			live := exec.Command(weirBinary(t), "run", "job.yaml")
+			live.Dir = dir
+			var liveOut bytes.Buffer
+			live.Stdout, live.Stderr = &liveOut, &liveOut
+			if err := live.Start(); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() { done <- live.Wait() }()
+			runs, applied, waited := 0, 0, 0
+			var liveErr error
+		loop:
+			for {
+				select {
+				case liveErr = <-done:
+					break loop
+				default:
+				}
+				code, out := weirIn(t, dir, nil, 0, "backfill", "job.yaml")
+				runs++
+				switch {
+				case code == 0:
+					var n int
+					if _, err := fmt.Sscanf(out[strings.Index(out, "backfill applied ")+len("backfill applied "):], "%d", &n); err == nil {
+						applied += n
+					}
+				case strings.Contains(out, "run again after its next checkpoint"):
+					waited++
+				default:
+					t.Fatalf("a backfill during the live run: exit %d\n%s", code, out)
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			if liveErr != nil {
+				t.Fatalf("the live run: %v\n%s", liveErr, liveOut.String())
+			}
+			if applied == 0 {
+				t.Fatalf("%d backfills during the live run applied nothing (the run was too short?)\n%s", runs, liveOut.String())
+			}
+			code, out := weirIn(t, dir, nil, 0, "backfill", "job.yaml", "--verify")
+			if code != 0 || !strings.Contains(out, "results now equal the complete answer") {
+				t.Fatalf("the backfill after the live run: exit %d\n%s", code, out)
+			}
+			t.Logf("%d records; %d backfills during the live run applied %d entries (%d waited for a checkpoint); after it: %s", records, runs, applied, waited, strings.SplitN(out, "\n", 3)[1])
+		})
+	}
+}

@@ -207,7 +207,7 @@ func Backfill(p *Plan, o BackfillOptions) (BackfillReport, error) {
 	// what a killed backfill committed and did not publish.
 	var st windowStore
 	if s.Archive != nil {
-		st, err = openArchiveStore(p, o)
+		st, err = openArchiveStore(p, o, wm)
 	} else {
 		st, err = openSQLStore(p, o)
 	}

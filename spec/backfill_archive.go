@@ -2,6 +2,7 @@ package spec
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -50,7 +51,11 @@ type archiveStore struct {
 	open bool // a batch is begun
 }
 
-func openArchiveStore(p *Plan, o BackfillOptions) (*archiveStore, error) {
+// openArchiveStore opens the archive for a backfill whose cut has the
+// live job's watermark wm: the live job must have archived what it wrote
+// up to there (a checkpoint's commit that found the archive busy leaves
+// that to a later one).
+func openArchiveStore(p *Plan, o BackfillOptions, wm etime.Time) (*archiveStore, error) {
 	r := p.Spec.Sinks.Results
 	var pub publisher
 	switch {
@@ -66,12 +71,28 @@ func openArchiveStore(p *Plan, o BackfillOptions) (*archiveStore, error) {
 	default:
 		return nil, fmt.Errorf("backfill publishes the revisions of archived windows to a jsonl results file or a Kafka topic; sinks.results is %s %s", r.Type, r.Path)
 	}
-	a, err := archive.Open(RunOptions{Dir: o.Dir}.path(p.Spec.Archive.Dir))
+	// The live job has the archive open for each commit (a moment):
+	// wait for it.
+	var a *archive.Archive
+	var err error
+	for deadline := time.Now().Add(archiveOpenWait); ; time.Sleep(20 * time.Millisecond) {
+		a, err = archive.Open(RunOptions{Dir: o.Dir}.path(p.Spec.Archive.Dir))
+		if !errors.Is(err, archive.ErrBusy) || time.Now().After(deadline) {
+			break
+		}
+	}
 	if err != nil {
 		pub.close()
+		if errors.Is(err, archive.ErrBusy) {
+			err = fmt.Errorf("%w for %v: another backfill runs, or the live job's commit is stuck", err, archiveOpenWait)
+		}
 		return nil, err
 	}
 	st := &archiveStore{a: a, p: p, o: &o, pub: pub}
+	if live, err := a.Live(); err != nil || wm < etime.MaxTime && live < wm {
+		st.close()
+		return nil, cmp.Or(err, fmt.Errorf("the live job has archived its results up to watermark %s, not yet up to its checkpoint's %s (a backfill had the archive at that checkpoint): run again after its next checkpoint", live, wm))
+	}
 	if !o.DryRun {
 		// What a killed backfill committed and did not publish.
 		if err := st.publish(); err != nil {
@@ -81,6 +102,9 @@ func openArchiveStore(p *Plan, o BackfillOptions) (*archiveStore, error) {
 	}
 	return st, nil
 }
+
+// archiveOpenWait bounds a backfill's wait for the archive.
+const archiveOpenWait = 30 * time.Second
 
 func (s *archiveStore) horizon() (etime.Time, error) { return s.a.Horizon() }
 

@@ -146,7 +146,7 @@ func (o *output) apply(it *item) {
 			o.c.noteWatermark(it.res.Watermark)
 			if j.archive != nil && it.res.Firing != window.Retract {
 				r := &it.res
-				err = j.archive.Put(r.Key, r.Window.Start, r.Window.End, r.Pane, r.Value)
+				j.archive.put(r.Key, r.Window.Start, r.Window.End, r.Pane, r.Value)
 			}
 		}
 	case itemLate:
@@ -223,7 +223,7 @@ func (o *output) sync() error {
 		return err
 	}
 	if a := o.j.archive; a != nil {
-		if err := a.Commit(o.c.Watermark, o.j.plan.ArchiveHorizon); err != nil {
+		if err := a.commit(o.c.Watermark, o.j.plan.ArchiveHorizon, 0); err != nil {
 			return fmt.Errorf("archive: %w", err)
 		}
 	}

@@ -23,7 +23,6 @@ import (
 	"github.com/weirstream/weir/connector/kafkaio"
 	"github.com/weirstream/weir/connector/natsio"
 	"github.com/weirstream/weir/etime"
-	"github.com/weirstream/weir/internal/archive"
 	"github.com/weirstream/weir/state"
 	"github.com/weirstream/weir/state/pebblestate"
 	"github.com/weirstream/weir/watermark"
@@ -89,7 +88,7 @@ type Job struct {
 	runDir  string // RunOptions.Dir: relative paths start there
 	// archive keeps each window's newest revision for backfill (jsonl
 	// and Kafka results with an archive block); nil otherwise.
-	archive *archive.Archive
+	archive *archiveWriter
 	recent  recentLate
 	stop    func() bool
 	drain   bool // RunOptions.Drain
@@ -695,9 +694,8 @@ func (j *Job) closeSinks() error {
 		// What the end of a run that ended well produced is kept; a
 		// failed run replays it from its checkpoint.
 		if !j.execFailed && !j.failed.Load() {
-			errs = append(errs, j.archive.Commit(j.out.c.Watermark, j.plan.ArchiveHorizon))
+			errs = append(errs, j.archive.commit(j.out.c.Watermark, j.plan.ArchiveHorizon, archiveWait))
 		}
-		errs = append(errs, j.archive.Close())
 		j.archive = nil
 	}
 	return errors.Join(errs...)

@@ -19,7 +19,6 @@ import (
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/connector/sqliteio"
 	"github.com/weirstream/weir/etime"
-	"github.com/weirstream/weir/internal/archive"
 	"github.com/weirstream/weir/internal/ledger"
 	"github.com/weirstream/weir/window"
 )
@@ -237,7 +236,7 @@ func (j *Job) openSinks(o RunOptions, offsets map[string]int64) error {
 		return err
 	}
 	if a := j.plan.Spec.Archive; a != nil {
-		ar, err := archive.Open(RunOptions{Dir: j.runDir}.path(a.Dir))
+		ar, err := newArchiveWriter(RunOptions{Dir: j.runDir}.path(a.Dir), j.env.Options().Logger)
 		if err != nil {
 			return err
 		}

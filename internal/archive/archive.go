@@ -13,8 +13,9 @@
 // revisions committed but not yet published, which the next backfill
 // publishes first.
 //
-// Only one process may have an archive open (Pebble locks it): the live
-// job while it runs, or a backfill while the job is stopped.
+// One process at a time has an archive open: a backfill for its whole
+// run, the live job for each commit (so a backfill can run beside it;
+// a live commit that finds the archive busy waits for the next one).
 package archive
 
 import (
@@ -22,10 +23,13 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/weirstream/weir/etime"
+	"github.com/weirstream/weir/internal/flock"
 	"github.com/weirstream/weir/state/pebblestate"
 )
 
@@ -36,23 +40,39 @@ const (
 	prefixApplied = 'a'
 	prefixOutbox  = 'o'
 	keyHorizon    = "h"
+	keyLive       = "l"
 )
+
+// ErrBusy is returned by Open while another process has the archive open.
+var ErrBusy = errors.New("archive: another process has it open")
 
 // Archive is an open archive. It is not safe for concurrent use.
 type Archive struct {
-	db    *pebble.DB
-	batch *pebble.Batch // the live job's writes since the last Commit
-	buf   []byte
+	db     *pebble.DB
+	unlock func() error
+	batch  *pebble.Batch // the live job's writes since the last Commit
+	buf    []byte
 }
 
-// Open opens (creating) the archive in dir. While another process has it
-// open, Open fails saying so.
+// Open opens (creating) the archive in dir; ErrBusy while another process
+// has it open.
 func Open(dir string) (*Archive, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	unlock, err := flock.TryLock(filepath.Join(dir, "WEIR-LOCK"))
+	if errors.Is(err, flock.ErrBusy) {
+		return nil, fmt.Errorf("%w: %s", ErrBusy, dir)
+	}
+	if err != nil {
+		return nil, err
+	}
 	db, err := pebble.Open(dir, &pebble.Options{Logger: pebblestate.QuietLogger{}, FormatMajorVersion: pebble.FormatNewest})
 	if err != nil {
-		return nil, fmt.Errorf("archive %s: %w (only one process may have it open: the live job while it runs, or a backfill while it is stopped)", dir, err)
+		unlock()
+		return nil, fmt.Errorf("archive %s: %w", dir, err)
 	}
-	return &Archive{db: db}, nil
+	return &Archive{db: db, unlock: unlock}, nil
 }
 
 // Close closes the archive, dropping writes not committed.
@@ -61,7 +81,7 @@ func (a *Archive) Close() error {
 		a.batch.Close()
 		a.batch = nil
 	}
-	return a.db.Close()
+	return errors.Join(a.db.Close(), a.unlock())
 }
 
 // ordered maps a time to an unsigned integer of the same order.
@@ -101,16 +121,20 @@ func (a *Archive) Put(key string, start, end etime.Time, pane int64, value []byt
 	return a.batch.Set(a.buf, append(v, value...), nil)
 }
 
-// Commit makes the writes since the last Commit durable, first removing
+// Commit makes the live job's writes since the last Commit durable, with
+// the job's watermark as the archive's live mark (Live), first removing
 // the windows (and their applied ids) that ended before the horizon cut:
 // watermark - horizon (horizon <= 0: keep every window).
 func (a *Archive) Commit(watermark etime.Time, horizon etime.Duration) error {
 	b := a.batch
 	if b == nil {
-		b = a.db.NewBatch()
+		b = a.db.NewIndexedBatch()
 	}
 	a.batch = nil
 	defer b.Close()
+	if err := b.Set([]byte(keyLive), binary.BigEndian.AppendUint64(nil, ordered(watermark)), nil); err != nil {
+		return err
+	}
 	if horizon > 0 && watermark > etime.MinTime && watermark < etime.MaxTime {
 		cut := watermark.Add(-horizon)
 		old, err := a.Horizon()
@@ -131,6 +155,17 @@ func (a *Archive) Commit(watermark etime.Time, horizon etime.Duration) error {
 		}
 	}
 	return b.Commit(pebble.Sync)
+}
+
+// Live is the watermark of the live job's last Commit (etime.MinTime:
+// none): every result the job wrote before it reached that watermark is
+// in the archive.
+func (a *Archive) Live() (etime.Time, error) {
+	v, ok, err := get(a.db, []byte(keyLive))
+	if err != nil || !ok || len(v) != 8 {
+		return etime.MinTime, err
+	}
+	return etime.Time(binary.BigEndian.Uint64(v) ^ 1<<63), nil
 }
 
 // Horizon is the window end below which the archive has removed windows

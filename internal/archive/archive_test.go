@@ -1,9 +1,9 @@
 package archive
 
 import (
+	"errors"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 )
 
@@ -13,7 +13,7 @@ func TestArchive(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Open(dir); err == nil || !strings.Contains(err.Error(), "only one process") {
+	if _, err := Open(dir); !errors.Is(err, ErrBusy) {
 		t.Fatalf("a second open: %v", err)
 	}
 	must := func(err error) {
@@ -31,6 +31,9 @@ func TestArchive(t *testing.T) {
 		t.Fatal("a row is visible before Commit")
 	}
 	must(a.Commit(100_000, 0))
+	if l, _ := a.Live(); l != 100_000 {
+		t.Fatalf("live mark %d", l)
+	}
 	pane, v, ok, err := a.Row("u1", 0, 60_000)
 	if err != nil || !ok || pane != 2 || string(v) != "3\x00" {
 		t.Fatalf("row u1: %d %q %v %v", pane, v, ok, err)

@@ -1,0 +1,26 @@
+//go:build !unix
+
+package flock
+
+import (
+	"errors"
+	"os"
+)
+
+// ErrBusy is returned by TryLock when another process holds the lock.
+var ErrBusy = errors.New("flock: held by another process")
+
+// TryLock takes the lock at path: without flock, an exclusively created
+// file, removed by unlock (a killed process leaves it; remove it by
+// hand).
+func TryLock(path string) (unlock func() error, err error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+	if errors.Is(err, os.ErrExist) {
+		return nil, ErrBusy
+	}
+	if err != nil {
+		return nil, err
+	}
+	f.Close()
+	return func() error { return os.Remove(path) }, nil
+}

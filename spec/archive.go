@@ -1,0 +1,90 @@
+package spec
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/weirstream/weir/etime"
+	"github.com/weirstream/weir/internal/archive"
+)
+
+// archiveWriter is the live job's side of the archive (jsonl and Kafka
+// results with an archive block). It keeps the revisions written since
+// the last commit and, at each commit (a checkpoint's, and the run's
+// end), opens the archive, applies them with the job's watermark as the
+// live mark, commits and closes it: between commits a backfill may have
+// the archive. A checkpoint's commit that finds it busy keeps the
+// revisions for the next one (a backfill then refuses to start until the
+// live mark reaches its cut); the run's last commit waits for it.
+type archiveWriter struct {
+	dir     string
+	pending []archivePut
+	log     *slog.Logger
+	busy    bool // the last commit found the archive busy
+}
+
+type archivePut struct {
+	key        string
+	start, end etime.Time
+	pane       int64
+	value      []byte
+}
+
+func newArchiveWriter(dir string, log *slog.Logger) (*archiveWriter, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("archive: %w", err)
+	}
+	return &archiveWriter{dir: dir, log: log}, nil
+}
+
+// put records a published revision for the next commit.
+func (w *archiveWriter) put(key string, start, end etime.Time, pane int64, value []byte) {
+	w.pending = append(w.pending, archivePut{key: key, start: start, end: end, pane: pane, value: append([]byte(nil), value...)})
+}
+
+// archiveWait bounds how long the run's last commit waits for a backfill
+// to release the archive.
+const archiveWait = 10 * time.Minute
+
+// commit writes the pending revisions; wait > 0 waits that long for a
+// busy archive (then fails), wait 0 keeps them for the next commit.
+func (w *archiveWriter) commit(wm etime.Time, horizon etime.Duration, wait time.Duration) error {
+	deadline := time.Now().Add(wait)
+	for {
+		a, err := archive.Open(w.dir)
+		if errors.Is(err, archive.ErrBusy) {
+			if wait == 0 {
+				if !w.busy && w.log != nil {
+					w.log.Info("archive busy (a backfill has it open): its revisions wait for the next checkpoint", "dir", w.dir, "pending", len(w.pending))
+				}
+				w.busy = true
+				return nil
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("archive %s: a backfill has had it open for %v; %d revisions of this run are not archived (end the backfill and resume the run)", w.dir, wait, len(w.pending))
+			}
+			time.Sleep(100 * time.Millisecond)
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		w.busy = false
+		for i := range w.pending {
+			p := &w.pending[i]
+			if err = a.Put(p.key, p.start, p.end, p.pane, p.value); err != nil {
+				break
+			}
+		}
+		if err == nil {
+			err = a.Commit(wm, horizon)
+		}
+		if err = errors.Join(err, a.Close()); err == nil {
+			w.pending = w.pending[:0]
+		}
+		return err
+	}
+}

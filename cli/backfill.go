@@ -34,19 +34,15 @@ func backfillCmd(args []string, o IO) int {
 		fmt.Fprintln(o.Stderr, "folds the too-late records of the job's ledger into its results table: each window they missed gets its next revision (firing backfill); running it again changes nothing")
 		fs.PrintDefaults()
 	}
-	paths, ok := parsePaths(fs, args)
+	path, ok := onePath(fs, args)
 	if !ok {
-		return ExitUsage
-	}
-	if len(paths) != 1 {
-		fs.Usage()
 		return ExitUsage
 	}
 	if *perTx < 1 {
 		fmt.Fprintf(o.Stderr, "weir backfill: --windows-per-tx %d: give at least 1\n", *perTx)
 		return ExitUsage
 	}
-	p, ok := loadSpec(paths[0], o)
+	p, ok := loadSpec(path, o)
 	if !ok {
 		return ExitUsage
 	}
@@ -66,7 +62,7 @@ func backfillCmd(args []string, o IO) int {
 		g := f
 		f = func(e ledger.Entry) bool { return g(e) && e.ArrivedAt >= from && e.ArrivedAt < to }
 	}
-	bo := spec.BackfillOptions{Dir: filepath.Dir(o.path(paths[0])), DryRun: *dry, Filter: f, WindowsPerTx: *perTx, AcceptSpec: accept, Crash: crashHook(o.Getenv)}
+	bo := spec.BackfillOptions{Dir: filepath.Dir(o.path(path)), DryRun: *dry, Filter: f, WindowsPerTx: *perTx, AcceptSpec: accept, Crash: crashHook(o.Getenv)}
 	if *verbose {
 		bo.Out = o.Stdout
 	}

@@ -115,12 +115,8 @@ func runCmd(ctx context.Context, args []string, o IO) int {
 		fmt.Fprintln(o.Stderr, "usage: weir run JOB.yaml [flags]")
 		fs.PrintDefaults()
 	}
-	paths, ok := parsePaths(fs, args)
+	path, ok := onePath(fs, args)
 	if !ok {
-		return ExitUsage
-	}
-	if len(paths) != 1 {
-		fs.Usage()
 		return ExitUsage
 	}
 	if f.parallelism < 0 {
@@ -142,7 +138,7 @@ func runCmd(ctx context.Context, args []string, o IO) int {
 		now = time.Now().UTC().Truncate(time.Millisecond)
 		fmt.Fprintf(o.Stderr, "processing time is fixed at %s (--now)\n", now.Format(time.RFC3339Nano))
 	}
-	p, ok := loadSpec(paths[0], o)
+	p, ok := loadSpec(path, o)
 	if !ok {
 		return ExitUsage
 	}
@@ -150,7 +146,7 @@ func runCmd(ctx context.Context, args []string, o IO) int {
 		fmt.Fprintln(o.Stderr, "weir run: --checkpoint-interval must be positive, such as 5s")
 		return ExitUsage
 	}
-	specDir := filepath.Dir(o.path(paths[0]))
+	specDir := filepath.Dir(o.path(path))
 	return runPlan(ctx, p, specDir, f, now, o)
 }
 
@@ -169,6 +165,20 @@ func parsePaths(fs *flag.FlagSet, args []string) ([]string, bool) {
 		args = fs.Args()[1:]
 	}
 	return paths, true
+}
+
+// onePath parses flags and the one spec path among them; with none or
+// several it prints the usage and reports false.
+func onePath(fs *flag.FlagSet, args []string) (string, bool) {
+	paths, ok := parsePaths(fs, args)
+	if ok && len(paths) != 1 {
+		fs.Usage()
+		ok = false
+	}
+	if !ok {
+		return "", false
+	}
+	return paths[0], true
 }
 
 func parseNow(s string) (time.Time, error) {

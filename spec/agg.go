@@ -63,12 +63,21 @@ const accColumn = "weir_acc"
 // the archive's rows).
 func (p *Plan) keepsAccs() bool {
 	r := p.Spec.Sinks.Results
+	return r != nil && (r.Type == "sqlite" || r.Type == "postgres" || p.Spec.Archive != nil) && needsAccColumn(p.aggFns())
+}
+
+// aggFns lists the functions of the job's aggregates, in order.
+func (p *Plan) aggFns() []string {
 	fns := make([]string, len(p.Spec.Aggregate))
 	for i, a := range p.Spec.Aggregate {
 		fns[i] = a.Fn
 	}
-	return r != nil && (r.Type == "sqlite" || r.Type == "postgres" || p.Spec.Archive != nil) && needsAccColumn(fns)
+	return fns
 }
+
+// aggregate is the job's aggregate function; withAcc as the live job's
+// results have it (keepsAccs).
+func (p *Plan) aggregate(withAcc bool) aggFunc { return aggFunc{fns: p.aggFns(), withAcc: withAcc} }
 
 // ownAcc reports whether an aggregate's published value is its whole
 // accumulator.
@@ -241,7 +250,7 @@ func (a aggFunc) Merge(x, y *acc) *acc {
 			s.n = p.n + q.n
 			s.list = make([]collected, 0, len(p.list)+len(q.list))
 			s.list = append(append(s.list, p.list...), q.list...)
-			slices.SortStableFunc(s.list, func(a, b collected) int { return cmp.Compare(a.no, b.no) })
+			inputOrder(s.list)
 		case "count_distinct":
 			s.set = make(map[string]struct{}, len(p.set)+len(q.set))
 			for k := range p.set {
@@ -253,6 +262,23 @@ func (a aggFunc) Merge(x, y *acc) *acc {
 		}
 	}
 	return out
+}
+
+// inputOrder sorts collected values by line number, their order in the
+// input.
+func inputOrder(list []collected) {
+	slices.SortStableFunc(list, func(a, b collected) int { return cmp.Compare(a.no, b.no) })
+}
+
+// collectInInputOrder puts ac's collect lists in input order, as a run in
+// which every record came in order has them (records folded in later,
+// by a backfill or a batch group-by, come at the end otherwise).
+func (a aggFunc) collectInInputOrder(ac *acc) {
+	for i, fn := range a.fns {
+		if fn == "collect" {
+			inputOrder(ac.s[i].list)
+		}
+	}
 }
 
 // Result renders each aggregate as JSON followed by a 0 byte. Empty

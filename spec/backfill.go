@@ -121,15 +121,10 @@ type BackfillReport struct {
 func Backfill(p *Plan, o BackfillOptions) (BackfillReport, error) {
 	var rep BackfillReport
 	s := p.Spec
-	switch {
-	case s.Archive == nil && s.Sinks.Results.Type != "sqlite" && s.Sinks.Results.Type != "postgres":
+	if s.Archive == nil && s.Sinks.Results.Type != "sqlite" && s.Sinks.Results.Type != "postgres" {
 		return rep, fmt.Errorf("backfill folds into the windows' stored accumulators: a sqlite or postgres results table keeps them in its rows; for %s results, set archive: {dir: archive} so that the job keeps its closed windows", s.Sinks.Results.Type)
 	}
-	fns := make([]string, len(s.Aggregate))
-	for i, a := range s.Aggregate {
-		fns[i] = a.Fn
-	}
-	agg := aggFunc{fns: fns, withAcc: p.keepsAccs()}
+	agg := p.aggregate(p.keepsAccs())
 	dec := newDecoder(p, clock.Real{})
 	src, err := openLedgerSource(p, o)
 	if err != nil {
@@ -149,13 +144,15 @@ func Backfill(p *Plan, o BackfillOptions) (BackfillReport, error) {
 	}
 
 	// Group the entries by key and window, in window-end then key order.
+	type window struct {
+		key        string // the key object, compact JSON
+		start, end int64
+	}
 	type group struct {
-		key     string // the key object, compact JSON
-		start   int64
-		end     int64
+		window
 		entries []ledger.Entry
 	}
-	groups := map[[3]string]*group{}
+	groups := map[window]*group{}
 	var order []*group
 	rep.Corrupt, err = src.scan(cut, func(e ledger.Entry) error {
 		if o.Filter != nil && !o.Filter(e) {
@@ -174,10 +171,10 @@ func Backfill(p *Plan, o BackfillOptions) (BackfillReport, error) {
 		}
 		key := string(e.Key) // compact, as the live job wrote it
 		for _, w := range e.Windows {
-			k := [3]string{key, strconv.FormatInt(w[0], 10), strconv.FormatInt(w[1], 10)}
+			k := window{key, w[0], w[1]}
 			g := groups[k]
 			if g == nil {
-				g = &group{key: key, start: w[0], end: w[1]}
+				g = &group{window: k}
 				groups[k] = g
 				order = append(order, g)
 			}
@@ -244,6 +241,9 @@ func Backfill(p *Plan, o BackfillOptions) (BackfillReport, error) {
 			continue
 		}
 		w := backfillWindow{o: &o, rep: &rep, agg: agg, dec: dec, wm: wm, key: g.key, start: g.start, end: g.end}
+		if err := json.Unmarshal([]byte(g.key), &w.keyVals); err != nil {
+			return rep, fmt.Errorf("window %s [%d,%d): ledger entry key: %w", g.key, g.start, g.end, err)
+		}
 		if err := st.begin(&w); err != nil {
 			return rep, fmt.Errorf("window %s [%d,%d): %w", g.key, g.start, g.end, err)
 		}
@@ -291,7 +291,7 @@ type sqlStore struct {
 }
 
 func openSQLStore(p *Plan, o BackfillOptions) (*sqlStore, error) {
-	db, err := openResultsDB(p, o.Dir, len(p.Spec.Aggregate), !o.DryRun)
+	db, err := openResultsDB(p, o.Dir, !o.DryRun)
 	if err != nil {
 		return nil, err
 	}
@@ -301,13 +301,9 @@ func openSQLStore(p *Plan, o BackfillOptions) (*sqlStore, error) {
 func (s *sqlStore) horizon() (etime.Time, error) { return etime.MinTime, nil }
 
 func (s *sqlStore) begin(w *backfillWindow) error {
-	var keyVals map[string]json.RawMessage
-	if err := json.Unmarshal([]byte(w.key), &keyVals); err != nil {
-		return fmt.Errorf("ledger entry key: %w", err)
-	}
 	s.args = s.args[:0]
 	for _, k := range s.p.Spec.Key {
-		v, err := s.db.arg(keyVals[k])
+		v, err := s.db.arg(w.keyVals[k])
 		if err != nil {
 			return fmt.Errorf("ledger entry key: %w", err)
 		}
@@ -526,7 +522,7 @@ type resultsDB struct {
 
 // openResultsDB opens the job's results table; with create it creates
 // the applied table beside it (named after it, _backfill_applied).
-func openResultsDB(p *Plan, dir string, nvals int, create bool) (*resultsDB, error) {
+func openResultsDB(p *Plan, dir string, create bool) (*resultsDB, error) {
 	s := p.Spec
 	r := s.Sinks.Results
 	d := &resultsDB{pg: r.Type == "postgres"}
@@ -559,9 +555,9 @@ func openResultsDB(p *Plan, dir string, nvals int, create bool) (*resultsDB, err
 		}
 		d.noneApplied = n == 0
 	}
-	jsonPH, text := "?", func(c string) string { return c }
+	jsonPH := "?"
 	if d.pg {
-		jsonPH, text = "?::jsonb", func(c string) string { return c + "::text" }
+		jsonPH = "?::jsonb"
 	}
 	var cols, sels []string
 	for _, a := range s.Aggregate {
@@ -571,7 +567,7 @@ func openResultsDB(p *Plan, dir string, nvals int, create bool) (*resultsDB, err
 		cols = append(cols, quoteSQL(accColumn))
 	}
 	for _, c := range cols {
-		sels = append(sels, text(c))
+		sels = append(sels, d.text(c))
 	}
 	var conds []string
 	for _, k := range s.Key {
@@ -636,6 +632,15 @@ func dollars(q string) string {
 
 func (d *resultsDB) close() error { return d.db.Close() }
 
+// text is a column read as value turns it back: Postgres jsonb as its
+// JSON text, SQLite as it is.
+func (d *resultsDB) text(col string) string {
+	if d.pg {
+		return col + "::text"
+	}
+	return col
+}
+
 // arg is the argument for a JSON key or value: as the SQLite sink stores
 // it, or the JSON text for a jsonb parameter.
 func (d *resultsDB) arg(v []byte) (any, error) {
@@ -669,6 +674,7 @@ type backfillWindow struct {
 	dec        *decoder
 	wm         etime.Time
 	key        string // the ledger's key object, compact JSON
+	keyVals    map[string]json.RawMessage
 	start, end int64
 }
 
@@ -710,11 +716,7 @@ func (w *backfillWindow) apply(st windowStore, entries []ledger.Entry) error {
 	if applied == 0 {
 		return nil
 	}
-	for i, fn := range w.agg.fns {
-		if fn == "collect" { // in input order, as a run without late records has it
-			slices.SortStableFunc(ac.s[i].list, func(a, b collected) int { return cmp.Compare(a.no, b.no) })
-		}
-	}
+	w.agg.collectInInputOrder(ac)
 	w.rep.Applied += applied
 	w.rep.Windows++
 	n := len(w.agg.fns)

@@ -109,15 +109,11 @@ const archiveOpenWait = 30 * time.Second
 func (s *archiveStore) horizon() (etime.Time, error) { return s.a.Horizon() }
 
 func (s *archiveStore) begin(w *backfillWindow) error {
-	var keyVals map[string]json.RawMessage
-	if err := json.Unmarshal([]byte(w.key), &keyVals); err != nil {
-		return fmt.Errorf("ledger entry key: %w", err)
-	}
 	parts := make([]string, len(s.p.Spec.Key))
 	for i, k := range s.p.Spec.Key {
 		// The live job's canonical text (a Postgres ledger gives jsonb's,
 		// which writes numbers and escapes its own way).
-		v, err := fastjson.ParseBytes(keyVals[k])
+		v, err := fastjson.ParseBytes(w.keyVals[k])
 		if err != nil {
 			return fmt.Errorf("ledger entry key %s: %w", k, err)
 		}

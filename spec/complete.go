@@ -58,11 +58,7 @@ func Complete(p *Plan, dir string) (*Answer, error) {
 	if src == nil || s.Source.Type == "stdin" {
 		return nil, fmt.Errorf("the complete answer reads the input again: a %s source cannot be read again here", s.Source.Type)
 	}
-	fns := make([]string, len(s.Aggregate))
-	for i, a := range s.Aggregate {
-		fns[i] = a.Fn
-	}
-	agg := aggFunc{fns: fns}
+	agg := p.aggregate(false)
 	dec := newDecoder(p, clock.Real{})
 	accs := map[string]*acc{}
 	a := &Answer{rows: map[string][]string{}}
@@ -124,12 +120,8 @@ func Complete(p *Plan, dir string) (*Answer, error) {
 		}
 	}
 	for id, ac := range accs {
-		for i, fn := range fns {
-			if fn == "collect" { // input order
-				slices.SortStableFunc(ac.s[i].list, func(a, b collected) int { return cmp.Compare(a.no, b.no) })
-			}
-		}
-		vals := splitResult(agg.Result(ac), len(fns))
+		agg.collectInInputOrder(ac)
+		vals := splitResult(agg.Result(ac), len(agg.fns))
 		for i, v := range vals {
 			vals[i] = sqlCanonical([]byte(v))
 		}
@@ -157,8 +149,12 @@ func sqlCanonical(v []byte) string {
 	if err != nil {
 		return "invalid " + string(v)
 	}
-	return fmt.Sprintf("%T:%v", x, x)
+	return valueText(x)
 }
+
+// valueText is a value as the SQLite driver gives it, with its type (so
+// that 1 and "1" differ).
+func valueText(v any) string { return fmt.Sprintf("%T:%v", v, v) }
 
 // shown is a row identity or value without its type prefixes (they keep
 // 1 and "1" apart when comparing).
@@ -312,25 +308,19 @@ func (f *resultFold) add(line []byte) error {
 
 // tableRows reads a SQL results table by row identity.
 func tableRows(p *Plan, dir string) (map[string][]string, error) {
-	db, err := openResultsDB(p, dir, len(p.Spec.Aggregate), false)
+	db, err := openResultsDB(p, dir, false)
 	if err != nil {
 		return nil, err
 	}
 	defer db.close()
 	s := p.Spec
 	var cols []string
-	text := func(c string) string {
-		if db.pg {
-			return c + "::text"
-		}
-		return c
-	}
 	for _, k := range s.Key {
-		cols = append(cols, text(quoteSQL(k)))
+		cols = append(cols, db.text(quoteSQL(k)))
 	}
 	cols = append(cols, "window_start", "window_end")
 	for _, ag := range s.Aggregate {
-		cols = append(cols, text(quoteSQL(ag.Name)))
+		cols = append(cols, db.text(quoteSQL(ag.Name)))
 	}
 	rows, err := db.db.Query(`SELECT ` + strings.Join(cols, ", ") + ` FROM ` + quoteSQL(cmp.Or(s.Sinks.Results.Table, "results")))
 	if err != nil {
@@ -357,7 +347,7 @@ func tableRows(p *Plan, dir string) (map[string][]string, error) {
 			if v, err = db.value(v); err != nil {
 				return nil, err
 			}
-			c := fmt.Sprintf("%T:%v", v, v)
+			c := valueText(v)
 			if i < nk {
 				id.WriteString(c)
 				id.WriteByte('|')

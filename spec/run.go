@@ -430,14 +430,10 @@ func (j *Job) build(o RunOptions) error {
 		recs = weir.Filter(recs, func(r rec) bool { _, m := isMark(r); return !m })
 	}
 	keyed := weir.KeyByEncoded(recs, func(r rec) string { return r.key }, appendKey)
-	fns := make([]string, len(s.Aggregate))
-	for i, a := range s.Aggregate {
-		fns[i] = a.Fn
-	}
 	out := weir.Aggregate(weir.Window(keyed, p.Assigner, weir.WindowOptions{
 		Name: "window", Trigger: p.Trigger, AllowedLateness: p.Lateness,
 		LateOutput: j.late != nil, PartialOutput: j.partial != nil,
-	}), aggFunc{fns: fns, withAcc: p.keepsAccs()})
+	}), p.aggregate(p.keepsAccs()))
 	weir.ForEachSubtask(out.Results, func(sub weir.Subtask) func(etime.Time, window.Result[string, []byte]) {
 		return func(_ etime.Time, r window.Result[string, []byte]) { j.out.add(sub, item{kind: itemResult, res: r}) }
 	})

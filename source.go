@@ -161,6 +161,7 @@ func FromSource[T any](env *Env, name string, src Source[T], o SourceOptions) St
 			head := out.n.collector(st)
 			so := &srcOut[T]{head: head, SourceOutput: watermark.NewSourceOutput(ctrlOutput{head}), st: st}
 			p := &poller[T]{r: r, out: so, stats: stats, stop: o.Stop, final: o.Final}
+			p.waits, _ = r.(WaitReporter)
 			st.OnPublish(p.publish)
 			if err := p.checkpointing(st, name); err != nil {
 				r.Close()
@@ -191,8 +192,9 @@ type poller[T any] struct {
 	out   *srcOut[T]
 	stats *sourceStats
 	seen  int64
-	stop  func() bool // SourceOptions.Stop
-	final func() bool // SourceOptions.Final
+	stop  func() bool  // SourceOptions.Stop
+	final func() bool  // SourceOptions.Final
+	waits WaitReporter // r, if it reports its waits
 }
 
 func (p *poller[T]) Poll() (runtime.PollStatus, error) {
@@ -208,8 +210,8 @@ func (p *poller[T]) Poll() (runtime.PollStatus, error) {
 
 // Waited implements runtime.Waiter for readers that report their waits.
 func (p *poller[T]) Waited() time.Duration {
-	if w, ok := p.r.(WaitReporter); ok {
-		return w.Waited()
+	if p.waits != nil {
+		return p.waits.Waited()
 	}
 	return 0
 }

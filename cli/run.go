@@ -513,10 +513,9 @@ func serveAdmin(addr string, p *spec.Plan, job func() *spec.Job, restores func()
 // lateRatio computes the share of too-late records since the previous
 // scrape.
 type lateRatio struct {
-	mu       sync.Mutex
-	job      *spec.Job
-	late, in int64
-	last     float64
+	mu   sync.Mutex
+	d    lateDelta
+	last float64
 }
 
 // since returns the share of too-late records in the input since the
@@ -527,15 +526,33 @@ func (r *lateRatio) since(j *spec.Job) float64 {
 	if j == nil {
 		return math.NaN()
 	}
-	late, in := lateShare(j)
-	if j != r.job {
-		r.job, r.late, r.in, r.last = j, 0, 0, math.NaN()
+	dl, di, fresh := r.d.next(j)
+	if fresh {
+		r.last = math.NaN()
 	}
-	if in > r.in {
-		r.last = float64(late-r.late) / float64(in-r.in)
+	if di > 0 {
+		r.last = float64(dl) / float64(di)
 	}
-	r.late, r.in = late, in
 	return r.last
+}
+
+// lateDelta follows a job's too-late records and records in from one
+// call to the next.
+type lateDelta struct {
+	job      *spec.Job
+	late, in int64
+}
+
+// next returns the too-late records and records in since the previous
+// call; fresh says j is a new attempt (its counts are taken from zero).
+func (d *lateDelta) next(j *spec.Job) (dl, di int64, fresh bool) {
+	late, in := lateShare(j)
+	if fresh = j != d.job; fresh {
+		d.job, d.late, d.in = j, 0, 0
+	}
+	dl, di = late-d.late, in-d.in
+	d.late, d.in = late, in
+	return dl, di, fresh
 }
 
 var (
@@ -571,8 +588,7 @@ func watchLate(p *spec.Plan, job func() *spec.Job, o IO) (stop func()) {
 		defer close(done)
 		t := time.NewTicker(every)
 		defer t.Stop()
-		var cur *spec.Job
-		var late0, in0 int64
+		var d lateDelta
 		level := 0 // 0 normal, 1 warning, 2 critical
 		for {
 			select {
@@ -584,14 +600,8 @@ func watchLate(p *spec.Plan, job func() *spec.Job, o IO) (stop func()) {
 			if j == nil {
 				continue
 			}
-			late, in := lateShare(j)
-			if j != cur { // a new attempt: counts start where it restored
-				cur, late0, in0 = j, late, in
-				continue
-			}
-			dl, di := late-late0, in-in0
-			late0, in0 = late, in
-			if di <= 0 {
+			dl, di, fresh := d.next(j)
+			if fresh || di <= 0 { // a new attempt: counts start where it restored
 				continue
 			}
 			r := float64(dl) / float64(di)

@@ -594,9 +594,8 @@ func (r *reader[T]) tick(now time.Time) error {
 func (r *reader[T]) publishInputs(now time.Time) {
 	st := r.status(now)
 	in := make([]weir.InputStatus, len(st))
-	for i, s := range st {
-		in[i] = weir.InputStatus{Name: "partition " + strconv.Itoa(int(s.Partition)), Watermark: s.Watermark, Idle: s.Idle, Paused: s.Paused,
-			PausedFor: s.PausedFor, IdleFor: s.IdleFor, Backlog: s.Backlog, LastRecord: s.LastRecord, MaxEventTime: s.MaxEventTime}
+	for i := range st {
+		in[i] = st[i].InputStatus
 	}
 	r.inputs.Store(&in)
 }
@@ -697,19 +696,11 @@ func (r *reader[T]) align(now time.Time) {
 type PartitionStatus struct {
 	Partition  int32
 	NextOffset int64
-	Watermark  etime.Time
-	Idle       bool
-	Paused     bool
-	// PausedFor is the total time the partition was paused by alignment,
-	// IdleFor the total time it was marked idle.
-	PausedFor, IdleFor time.Duration
-	// Backlog is the broker's newest reported last stable offset minus
-	// NextOffset (-1: not known yet).
-	Backlog int64
-	// LastRecord is when the partition's last record was read (zero:
-	// none); MaxEventTime is its largest event time (MinTime: none).
-	LastRecord   time.Time
-	MaxEventTime etime.Time
+	// InputStatus is the partition as an input of its source ("partition
+	// N"): its watermark, idle and pause state and times, its backlog
+	// (the broker's newest reported last stable offset minus NextOffset),
+	// its last record and largest event time.
+	weir.InputStatus
 }
 
 // Status returns the state of the reader's partitions; call it from the
@@ -719,8 +710,8 @@ func (r *reader[T]) Status() []PartitionStatus { return r.status(r.o.Clock.Now()
 func (r *reader[T]) status(now time.Time) []PartitionStatus {
 	out := make([]PartitionStatus, 0, len(r.parts))
 	for _, p := range r.parts {
-		ps := PartitionStatus{Partition: p.id, NextOffset: p.next, Watermark: p.wm, Idle: p.idle, Paused: p.paused, PausedFor: p.pausedFor,
-			Backlog: -1, LastRecord: p.lastRecord, MaxEventTime: p.maxTS}
+		ps := PartitionStatus{Partition: p.id, NextOffset: p.next, InputStatus: weir.InputStatus{Name: "partition " + strconv.Itoa(int(p.id)),
+			Watermark: p.wm, Idle: p.idle, Paused: p.paused, PausedFor: p.pausedFor, Backlog: -1, LastRecord: p.lastRecord, MaxEventTime: p.maxTS}}
 		if p.paused {
 			ps.PausedFor += now.Sub(p.pausedSince)
 		}

@@ -114,23 +114,8 @@ func (t Thresholds) over(u Thresholds) Thresholds {
 // Defaults fills the zero fields of t from the job.
 func (t Thresholds) Defaults(j monitor.JobInfo) Thresholds {
 	b, w, i := float64(j.BoundMS)/1000, float64(j.WindowMS)/1000, float64(j.IdleMS)/1000
-	set := func(v *float64, d float64) {
-		if *v == 0 {
-			*v = d
-		}
-	}
-	set(&t.LagHighS, b+max(w, 30))
-	set(&t.LateRise, 3)
-	set(&t.LateMinShare, 0.001)
-	set(&t.BusyHigh, 0.9)
-	set(&t.SkewHigh, 0.5)
-	set(&t.FutureS, max(300, b))
-	set(&t.HoldS, max(i, 2*b, 10))
-	if t.IdleFlips == 0 {
-		t.IdleFlips = 3
-	}
-	set(&t.CheckpointDelayS, 10)
-	return t
+	return t.over(Thresholds{LagHighS: b + max(w, 30), LateRise: 3, LateMinShare: 0.001, BusyHigh: 0.9, SkewHigh: 0.5,
+		FutureS: max(300, b), HoldS: max(i, 2*b, 10), IdleFlips: 3, CheckpointDelayS: 10})
 }
 
 // Dump is what the doctor reads: a snapshot and the history before it
@@ -184,7 +169,6 @@ func (r Report) Text() string {
 // ---- the case: series and helpers over the history ----------------------
 
 type kase struct {
-	d   Dump
 	t   Thresholds
 	s   *monitor.Snapshot
 	h   []monitor.Point
@@ -194,11 +178,21 @@ type kase struct {
 	i   float64  // idle timeout, s
 	ops []string // operators with inputs, in graph order
 	win []string // window operators
+
+	// The series several rules read, computed once: the lag (max over
+	// operators with inputs) now and over the history, and whether it
+	// rises beyond max(B, 5 s); the source backlog, whether any input
+	// reports it, and whether it grows; the late rate's jump (lateJump).
+	lag, back                         float64
+	lagTS, lagVS, backTS, backVS      []float64
+	lagRising, backKnown, backGrowing bool
+	jump                              bool
+	lateRecent, lateBefore            float64
 }
 
 func newCase(d Dump, t Thresholds) *kase {
 	j := d.Snapshot.Job
-	c := &kase{d: d, t: t, s: &d.Snapshot, h: d.History,
+	c := &kase{t: t, s: &d.Snapshot, h: d.History,
 		b: float64(j.BoundMS) / 1000, l: float64(j.LatenessMS) / 1000, w: float64(j.WindowMS) / 1000, i: float64(j.IdleMS) / 1000}
 	for _, op := range d.Snapshot.Operators {
 		if !op.Source {
@@ -208,8 +202,22 @@ func newCase(d Dump, t Thresholds) *kase {
 			c.win = append(c.win, op.Name)
 		}
 	}
+	c.lagTS, c.lagVS = c.series(c.maxOver(c.ops, func(o monitor.OpPoint) *float64 { return o.LagS }))
+	c.lag, c.lagRising = last(c.lagVS), rising(c.lagTS, c.lagVS, max(c.b, 5))
+	c.backTS, c.backVS = c.series(func(p monitor.Point) (float64, bool) {
+		if p.Job.Backlog == nil {
+			return 0, false
+		}
+		return float64(*p.Job.Backlog), true
+	})
+	c.back, c.backKnown = last(c.backVS), len(c.backVS) > 0
+	c.backGrowing = c.backKnown && rising(c.backTS, c.backVS, 0)
+	c.jump, c.lateRecent, c.lateBefore = c.lateJump()
 	return c
 }
+
+// lagHigh: the lag is above LagHighS or rising.
+func (c *kase) lagHigh() bool { return c.lag > c.t.LagHighS || c.lagRising }
 
 // span is the history's length in seconds.
 func (c *kase) span() float64 {
@@ -387,23 +395,6 @@ func dur(s float64) string {
 	return fmt.Sprintf("%.0fs", s)
 }
 
-// lag returns the operators' lag now (max over operators with inputs)
-// and the series of it.
-func (c *kase) lag() (now float64, ts, vs []float64) {
-	ts, vs = c.series(c.maxOver(c.ops, func(o monitor.OpPoint) *float64 { return o.LagS }))
-	return last(vs), ts, vs
-}
-
-func (c *kase) backlog() (now float64, ts, vs []float64, known bool) {
-	ts, vs = c.series(func(p monitor.Point) (float64, bool) {
-		if p.Job.Backlog == nil {
-			return 0, false
-		}
-		return float64(*p.Job.Backlog), true
-	})
-	return last(vs), ts, vs, len(vs) > 0
-}
-
 func (c *kase) busiest() (op string, busy float64) {
 	if len(c.h) == 0 {
 		return "", math.NaN()
@@ -428,10 +419,9 @@ func (c *kase) operator(name string) *monitor.Operator {
 
 // quadrant places the job (design notes 5.3).
 func (c *kase) quadrant() Report {
-	lag, lts, lvs := c.lag()
-	back, bts, bvs, known := c.backlog()
-	lagHigh := !math.IsNaN(lag) && (lag > c.t.LagHighS || rising(lts, lvs, max(c.b, 5)))
-	growing := known && back > 0 && rising(bts, bvs, 0)
+	lag, back, known := c.lag, c.back, c.backKnown
+	lagHigh := !math.IsNaN(lag) && c.lagHigh()
+	growing := back > 0 && c.backGrowing
 	why := fmt.Sprintf("lag %s against %s allowed for bound + window; ", secs(lag), secs(c.t.LagHighS))
 	if math.IsNaN(lag) {
 		why = "no watermark yet; "

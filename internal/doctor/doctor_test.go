@@ -2,7 +2,6 @@ package doctor
 
 import (
 	"encoding/json"
-	"math"
 	"strconv"
 	"strings"
 	"testing"
@@ -340,6 +339,15 @@ func build(t *testing.T, s *monitor.Snapshot, input string) {
 			for _, step := range strings.Split(strings.TrimSpace(chain), "|") {
 				h.Chain = append(h.Chain, strings.TrimSpace(step))
 			}
+			// The last step, "source[0] partition 2", names the source
+			// input, as the monitor's holders record it.
+			if last := h.Chain[len(h.Chain)-1]; strings.HasPrefix(last, "source[") {
+				var sub int
+				name, rest, _ := strings.Cut(last, "[")
+				idx, input, _ := strings.Cut(rest, "] ")
+				sub, _ = strconv.Atoi(idx)
+				h.Source = &monitor.SourceInput{Ref: monitor.Ref{Operator: name, Subtask: sub}, Input: input}
+			}
 			h.HoldingForS = float64(durArg(t, kv["for"])) / 1000
 			s.Holders = append(s.Holders, h)
 		case "counter":
@@ -361,7 +369,7 @@ func build(t *testing.T, s *monitor.Snapshot, input string) {
 	}
 	for i := range s.Operators {
 		op := &s.Operators[i]
-		if op.Watermark != nil && *op.Watermark < math.MaxInt64-1000 {
+		if op.Watermark != nil && !atEnd(op.Watermark) {
 			l := float64(now-*op.Watermark) / 1000
 			op.LagS = &l
 		}

@@ -40,11 +40,15 @@ func (c *kase) latenessP99() float64 {
 
 // D1: lag and late records rise together while the source is caught up
 // and nothing is busy: the data arrives slowly (upstream delay).
+// atEnd reports whether a watermark is the final one (etime.MaxTime, the
+// end of input), within a margin.
+func atEnd(wm *int64) bool { return wm != nil && *wm >= math.MaxInt64-1000 }
+
 // ended reports whether an operator got the final watermark (its input
 // ended): lag is 0 then, and judged no further.
 func (c *kase) ended() bool {
 	for _, op := range c.s.Operators {
-		if op.Watermark != nil && *op.Watermark >= math.MaxInt64-1000 {
+		if atEnd(op.Watermark) {
 			return true
 		}
 	}
@@ -60,14 +64,12 @@ func (c *kase) busiestText() string {
 }
 
 func d1UpstreamDelay(c *kase) []Finding {
-	lag, lts, lvs := c.lag()
-	jump, recent, before := c.lateJump()
-	back, _, _, known := c.backlog()
+	lag, recent, before, back, known := c.lag, c.lateRecent, c.lateBefore, c.back, c.backKnown
 	_, busy := c.busiest()
-	if !rising(lts, lvs, max(c.b, 5)) || !jump || known && back > 0 || !math.IsNaN(busy) && busy > 0.5 {
+	if !c.lagRising || !c.jump || known && back > 0 || !math.IsNaN(busy) && busy > 0.5 {
 		return nil
 	}
-	slope, r2 := trend(lts, lvs)
+	slope, r2 := trend(c.lagTS, c.lagVS)
 	p99 := c.latenessP99()
 	return []Finding{{Rule: "D1", Severity: Warning, Where: c.win0(),
 		Title:    "data arrives slowly: the watermark lag and the late records rise together while the source is caught up and the job is not busy (an upstream delay)",
@@ -85,9 +87,8 @@ func backlogText(b float64, known bool) string {
 // D2: lag high or rising and the backlog growing, with an operator busy
 // above BusyHigh: processing is slow, that operator is the bottleneck.
 func d2Bottleneck(c *kase) []Finding {
-	lag, lts, lvs := c.lag()
-	back, bts, bvs, known := c.backlog()
-	if !known || !rising(bts, bvs, 0) || !(lag > c.t.LagHighS || rising(lts, lvs, max(c.b, 5))) {
+	lag, back := c.lag, c.back
+	if !c.backGrowing || !c.lagHigh() {
 		return nil
 	}
 	// The first operator, in graph order, that is busy: upstream of it
@@ -128,12 +129,9 @@ func queues(op *monitor.Operator) string {
 // D3: lag high but steady, the source caught up, little busy and no late
 // jump: the job replays history (old data by design, not a fault).
 func d3OldData(c *kase) []Finding {
-	lag, _, _ := c.lag()
-	back, _, _, known := c.backlog()
-	if math.IsNaN(lag) || lag < math.Max(c.t.LagHighS, 3600) || known && back > 0 {
-		return nil
-	}
-	if jump, _, _ := c.lateJump(); jump {
+	lag := c.lag
+	back, known := c.back, c.backKnown
+	if math.IsNaN(lag) || lag < math.Max(c.t.LagHighS, 3600) || known && back > 0 || c.jump {
 		return nil
 	}
 	return []Finding{{Rule: "D3", Severity: Info, Where: c.win0(),
@@ -145,9 +143,8 @@ func d3OldData(c *kase) []Finding {
 // D4: the late rate jumps while the lag is normal or falling: the
 // watermark runs ahead of the data (bound too small, or a fast input).
 func d4WatermarkTooFast(c *kase) []Finding {
-	jump, recent, before := c.lateJump()
-	lag, lts, lvs := c.lag()
-	if !jump || lag > c.t.LagHighS || rising(lts, lvs, max(c.b, 5)) || c.justRestored() {
+	lag, recent, before := c.lag, c.lateRecent, c.lateBefore
+	if !c.jump || c.lagHigh() || c.justRestored() {
 		return nil // (a jump right after a restore is D17's)
 	}
 	p99 := c.latenessP99()
@@ -186,21 +183,23 @@ func (c *kase) hasKafka() bool {
 
 // sourceInput finds the source input a holder chain ends at.
 func (c *kase) sourceInput(h monitor.Holder) (*monitor.Input, string) {
-	if len(h.Chain) == 0 {
-		return nil, ""
+	var end string
+	if len(h.Chain) > 0 {
+		end = h.Chain[len(h.Chain)-1] // "source[0] partition 2"
 	}
-	end := h.Chain[len(h.Chain)-1] // "source[0] partition 2"
-	for i := range c.s.Operators {
-		op := &c.s.Operators[i]
-		if !op.Source {
-			continue
-		}
-		for j := range op.Subtasks {
-			st := &op.Subtasks[j]
-			for k := range st.Inputs {
-				if fmt.Sprintf("%s[%d] %s", op.Name, st.Index, st.Inputs[k].Name) == end {
-					return &st.Inputs[k], end
-				}
+	src := h.Source
+	if src == nil {
+		return nil, end
+	}
+	op := c.operator(src.Operator)
+	if op == nil {
+		return nil, end
+	}
+	for j := range op.Subtasks {
+		st := &op.Subtasks[j]
+		for k := range st.Inputs {
+			if st.Index == src.Subtask && st.Inputs[k].Name == src.Input {
+				return &st.Inputs[k], end
 			}
 		}
 	}
@@ -291,7 +290,7 @@ func d8Future(c *kase) []Finding {
 	}
 	where := "source"
 	for _, op := range c.s.Operators {
-		if op.Watermark != nil && *op.Watermark < math.MaxInt64-1000 {
+		if op.Watermark != nil && !atEnd(op.Watermark) {
 			if a := float64(*op.Watermark-c.s.Now) / 1000; math.IsNaN(ahead) || a > ahead {
 				ahead, where = a, op.Name
 			}
@@ -321,7 +320,7 @@ func d9Unit(c *kase) []Finding {
 	// with their reason); many mean the spec reads the wrong unit.
 	many := float64(bad) > 0.01*float64(c.s.Totals.RecordsIn)
 	for _, op := range c.s.Operators {
-		if op.Watermark == nil || *op.Watermark >= math.MaxInt64-1000 {
+		if op.Watermark == nil || atEnd(op.Watermark) {
 			continue
 		}
 		y := time.UnixMilli(*op.Watermark).UTC().Year()
@@ -408,8 +407,8 @@ func d13d14State(c *kase) []Finding {
 			continue
 		}
 		_, ages := c.series(opVal(name, func(o monitor.OpPoint) *float64 { return o.OldestTimerAgeS }))
-		lag, lts, lvs := c.lag()
-		stuck := last(ages) > c.l+c.w+c.b+c.t.HoldS && rising(lts, lvs, max(c.b, 5))
+		lag := c.lag
+		stuck := last(ages) > c.l+c.w+c.b+c.t.HoldS && c.lagRising
 		if stuck {
 			out = append(out, Finding{Rule: "D13", Severity: Warning, Where: name,
 				Title:    "state cleanup is stuck: the watermark does not advance, so no window's cleanup time comes and the state only grows",

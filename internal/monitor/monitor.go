@@ -93,9 +93,8 @@ type Monitor struct {
 		ring   []Point
 		next   int
 		full   bool
-		snap   *Snapshot
-		prev   *Snapshot
-		prevAt time.Time
+		snap   *Snapshot // the newest sample
+		snapAt time.Time
 		since  map[string]time.Time   // holder chain end -> since when
 		idle   map[string]bool        // source input -> idle at the last sample
 		flips  map[string][]time.Time // source input -> its idle/active changes
@@ -158,12 +157,11 @@ func (m *Monitor) Sample() {
 	defer m.mu.Unlock()
 	m.holdingFor(&s, now)
 	m.countFlips(&s, now)
-	p := point(&s, m.mu.prev, now.Sub(m.mu.prevAt))
+	p := point(&s, m.mu.snap, now.Sub(m.mu.snapAt))
 	m.mu.ring[m.mu.next] = p
 	m.mu.next = (m.mu.next + 1) % len(m.mu.ring)
 	m.mu.full = m.mu.full || m.mu.next == 0
-	m.mu.prev, m.mu.prevAt = &s, now
-	m.mu.snap = &s
+	m.mu.snap, m.mu.snapAt = &s, now
 	for c := range m.mu.subs {
 		select {
 		case c <- p:

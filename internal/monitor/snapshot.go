@@ -160,6 +160,12 @@ type Input struct {
 	Upstream *Ref `json:"upstream,omitempty"`
 }
 
+// SourceInput names an input of a source subtask.
+type SourceInput struct {
+	Ref
+	Input string `json:"input"`
+}
+
 // Ref names a subtask.
 type Ref struct {
 	Operator string `json:"operator"`
@@ -174,6 +180,9 @@ type Holder struct {
 	// Chain runs from the operator back to the source input that holds
 	// it, as "operator[subtask] input" steps.
 	Chain []string `json:"chain"`
+	// Source is the chain's last step when it is a source input (a
+	// Kafka partition, a file channel): what holds the watermark.
+	Source *SourceInput `json:"source,omitempty"`
 	// Reason says in words why the chain's last input holds.
 	Reason string `json:"reason"`
 	// HoldingForS is how long the same source input has held it (0 the
@@ -511,6 +520,9 @@ func holders(ops []Operator) []Holder {
 				h.Input = in.Name
 			}
 			if in.Upstream == nil {
+				if curOp.Source {
+					h.Source = &SourceInput{Ref: Ref{Operator: curOp.Name, Subtask: cur.Index}, Input: in.Name}
+				}
 				h.Reason = inputReason(in)
 				break
 			}

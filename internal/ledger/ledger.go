@@ -74,10 +74,17 @@ func Open(dir string, restored *Pos, retention time.Duration, now time.Time) (*W
 	if restored != nil {
 		// Check before changing anything: a refused restore leaves the
 		// ledger as it was.
+		present := false
 		if restored.Segment != "" {
 			p := filepath.Join(dir, restored.Segment)
 			fi, err := os.Stat(p)
-			if err != nil || fi.Size() < restored.Length {
+			switch {
+			case err == nil && fi.Size() >= restored.Length:
+				present = true
+			case os.IsNotExist(err) && retention > 0 && restored.Segment < retentionCut(now, retention):
+				// Retention removed its day after the checkpoint; later
+				// segments are still cut.
+			default:
 				return nil, fmt.Errorf("ledger segment %s is shorter than the checkpoint says (%d bytes); it was changed outside weir: start over with --fresh", p, restored.Length)
 			}
 		}
@@ -88,14 +95,14 @@ func Open(dir string, restored *Pos, retention time.Duration, now time.Time) (*W
 				}
 			}
 		}
-		if restored.Segment != "" {
+		if present {
 			if err := os.Truncate(filepath.Join(dir, restored.Segment), restored.Length); err != nil {
 				return nil, err
 			}
 		}
 	}
 	if retention > 0 {
-		cut := "day=" + now.UTC().Add(-retention).Format(time.DateOnly)
+		cut := retentionCut(now, retention)
 		days, _ := filepath.Glob(filepath.Join(dir, "day=*"))
 		for _, d := range days {
 			if filepath.Base(d) < cut {
@@ -105,7 +112,27 @@ func Open(dir string, restored *Pos, retention time.Duration, now time.Time) (*W
 			}
 		}
 	}
-	return &Writer{dir: dir}, nil
+	// A checkpoint before the first append records the ledger as it now
+	// stands (its last segment, whole), never the zero Pos, which a
+	// restore reads as "an empty ledger" and would remove every entry.
+	w := &Writer{dir: dir}
+	if segs, err = Segments(dir); err != nil {
+		return nil, err
+	}
+	if len(segs) > 0 {
+		last := segs[len(segs)-1]
+		fi, err := os.Stat(filepath.Join(dir, last))
+		if err != nil {
+			return nil, err
+		}
+		w.seg, w.size = last, fi.Size()
+	}
+	return w, nil
+}
+
+// retentionCut is the name of the oldest day directory retention keeps.
+func retentionCut(now time.Time, retention time.Duration) string {
+	return "day=" + now.UTC().Add(-retention).Format(time.DateOnly)
 }
 
 // Segments returns the ledger's segments, relative to dir, in order.

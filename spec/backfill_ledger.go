@@ -248,13 +248,14 @@ func (l *pgLedger) scan(_ map[string]ledger.Pos, fn func(ledger.Entry) error) (i
 			Windows    [][2]int64      `json:"windows"`
 			Watermark  int64           `json:"watermark"`
 			LatenessMS int64           `json:"lateness_ms"`
+			Spec       string          `json:"spec"`
 		}
 		if !record.Valid || !meta.Valid || json.Unmarshal([]byte(meta.String), &m) != nil || len(m.Windows) == 0 {
 			bad++
 			continue
 		}
 		e.Kind, e.Record = "late", json.RawMessage(record.String)
-		e.Key, e.TS, e.Windows, e.Watermark, e.LatenessMS = compactBytes(m.Key), m.TS, m.Windows, m.Watermark, m.LatenessMS
+		e.Key, e.TS, e.Windows, e.Watermark, e.LatenessMS, e.Spec = compactBytes(m.Key), m.TS, m.Windows, m.Watermark, m.LatenessMS, m.Spec
 		if err := fn(e); err != nil {
 			return bad, err
 		}

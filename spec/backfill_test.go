@@ -195,9 +195,16 @@ func testBackfillOracle(t *testing.T, job, store string) {
 	if rep.Entries != int(sum.Get("late_side_output")+sum.Get("late_partial")) || rep.Windows != rep.LateWindows || rep.Windows == 0 || rep.WindowOpen != 0 {
 		t.Fatalf("report %+v; run %s", rep, sum.JSON())
 	}
-	// weir ledger reads the same entries, wherever the ledger is.
+	// weir ledger reads the same entries, wherever the ledger is, each
+	// with the spec's hash (which the backfill checks).
 	n = 0
-	if bad, where, err := ScanLedger(p, dir, func(ledger.Entry) error { n++; return nil }); err != nil || bad != 0 || n != rep.Entries {
+	if bad, where, err := ScanLedger(p, dir, func(e ledger.Entry) error {
+		if e.Spec != rep.SpecHash {
+			return fmt.Errorf("entry %s has spec hash %q, want %q", e.ID, e.Spec, rep.SpecHash)
+		}
+		n++
+		return nil
+	}); err != nil || bad != 0 || n != rep.Entries {
 		t.Fatalf("ScanLedger of %s: %d entries, %d unreadable (%v); the backfill read %d", where, n, bad, err, rep.Entries)
 	}
 	after := dump(dir)

@@ -90,8 +90,10 @@ type Job struct {
 	// and Kafka results with an archive block); nil otherwise.
 	archive *archiveWriter
 	recent  recentLate
-	stop    func() bool
-	drain   bool // RunOptions.Drain
+	// specHash is specHash(plan), in every late entry's meta.
+	specHash string
+	stop     func() bool
+	drain    bool // RunOptions.Drain
 	// restoredAt is when Open restored a checkpoint (zero: fresh).
 	restoredAt time.Time
 	// removeState removes the pebble backend's scratch directory.
@@ -149,7 +151,7 @@ func Open(plan *Plan, o RunOptions) (*Job, error) {
 	case o.Clock != nil:
 		opts.Clock = o.Clock
 	}
-	j := &Job{plan: plan, dec: newDecoder(plan, opts.Clock), stop: o.Stop, drain: o.Drain, removeState: removeState, runDir: o.Dir}
+	j := &Job{plan: plan, dec: newDecoder(plan, opts.Clock), stop: o.Stop, drain: o.Drain, removeState: removeState, runDir: o.Dir, specHash: specHash(plan)}
 	ck, err := openCheckpoints(plan, o)
 	if err != nil {
 		j.cleanup()

@@ -277,7 +277,7 @@ func (j *Job) openRecords(name string, k *Sink, open func(string, *Sink) (*lineS
 		if err != nil {
 			return nil, fmt.Errorf("sinks.%s: %w", name, err)
 		}
-		l := &ledgerSink{w: w, spec: specHash(j.plan)}
+		l := &ledgerSink{w: w}
 		j.ledgers[name] = l
 		return l, nil
 	case k.Type == "postgres":
@@ -554,7 +554,6 @@ func LedgerDir(p *Plan, dir string, k *Sink) string {
 type ledgerSink struct {
 	mu     sync.Mutex
 	w      *ledger.Writer
-	spec   string // specHash, in each entry
 	pos    ledger.Pos
 	buf    []byte
 	closed bool
@@ -571,9 +570,7 @@ func (l *ledgerSink) writeRecord(it *item) error {
 	b = append(b, it.meta[1:len(it.meta)-1]...)
 	b = append(b, `,"arrived_at":`...)
 	b = strconv.AppendInt(b, it.arrived, 10)
-	b = append(b, `,"spec":"`...)
-	b = append(b, l.spec...)
-	b = append(b, `","record":`...)
+	b = append(b, `,"record":`...)
 	b = append(b, it.raw...)
 	b = append(b, '}')
 	l.buf = b
@@ -658,7 +655,8 @@ func (j *Job) RecentLate() []LateRecord {
 }
 
 // appendLateMeta renders what a too-late record missed: its key, the
-// windows it missed, the watermark at arrival and how late it was.
+// windows it missed, the watermark at arrival, how late it was and the
+// hash of the spec that gives those their meaning (specHash).
 func (j *Job) appendLateMeta(b []byte, l window.LateRecord[string, rec]) []byte {
 	b = append(b, `{"key":{`...)
 	keys := j.plan.Spec.Key
@@ -679,6 +677,7 @@ func (j *Job) appendLateMeta(b []byte, l window.LateRecord[string, rec]) []byte 
 		}
 		b = fmt.Appendf(b, "[%d,%d]", int64(w.Start), int64(w.End))
 	}
-	b = fmt.Appendf(b, `],"watermark":%d,"lateness_ms":%d}`, int64(l.Watermark), int64(l.Lateness))
-	return b
+	b = fmt.Appendf(b, `],"watermark":%d,"lateness_ms":%d,"spec":"`, int64(l.Watermark), int64(l.Lateness))
+	b = append(b, j.specHash...)
+	return append(b, `"}`...)
 }

@@ -250,7 +250,7 @@ type Entry struct {
 	ArrivedAt int64 `json:"arrived_at"`
 	// Spec is a hash of the job's definitions that give the entry its
 	// meaning (key, window, aggregates, timestamps); "" in entries
-	// written before weir recorded it, and in Postgres and Kafka ledgers.
+	// written before weir recorded it (a backfill accepts those).
 	Spec string `json:"spec,omitempty"`
 	// Record is the original record.
 	Record json.RawMessage `json:"record"`

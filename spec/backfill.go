@@ -135,7 +135,7 @@ func Backfill(p *Plan, o BackfillOptions) (BackfillReport, error) {
 	if err != nil {
 		return rep, err
 	}
-	if d := src.describe(); d != "" {
+	if d := src.describe(cut); d != "" {
 		desc = fmt.Sprintf("%s; live watermark %s", d, wm)
 	}
 	rep.Cut, rep.Watermark, rep.SpecHash = desc, wm, specHash(p)
@@ -428,7 +428,7 @@ func (o *BackfillOptions) crash(point string) {
 // finished, has its whole ledger read (nil positions) at the end of
 // input; a job that has not completed a checkpoint yet has committed
 // nothing (empty positions).
-func backfillCut(p *Plan, dir string) (map[string]ledger.Pos, etime.Time, string, error) {
+func backfillCut(p *Plan, dir string) (*ledgerCut, etime.Time, string, error) {
 	c := p.Spec.Checkpoint
 	if c == nil || c.Dir == "" {
 		return nil, etime.MaxTime, "all of it; the job has no checkpoints, so its run is taken as ended", nil
@@ -437,7 +437,7 @@ func backfillCut(p *Plan, dir string) (map[string]ledger.Pos, etime.Time, string
 	if _, err := os.Stat(filepath.Join(cdir, finishedMarker)); err == nil {
 		return nil, etime.MaxTime, "all of it; the job's run finished", nil
 	}
-	none := map[string]ledger.Pos{}
+	none := &ledgerCut{pos: map[string]ledger.Pos{}}
 	st, err := checkpoint.OpenReadOnly(cdir)
 	if errors.Is(err, os.ErrNotExist) {
 		return none, etime.MinTime, "nothing yet; the job has not completed a checkpoint", nil
@@ -470,9 +470,9 @@ func backfillCut(p *Plan, dir string) (map[string]ledger.Pos, etime.Time, string
 		}
 		pos := oc.Ledgers["late"]
 		if oc.Ledgers == nil {
-			oc.Ledgers = none
+			oc.Ledgers = none.pos
 		}
-		return oc.Ledgers, oc.Watermark, fmt.Sprintf("checkpoint %d: %s up to byte %d; live watermark %s", cp.ID, cmp.Or(pos.Segment, "empty"), pos.Length, oc.Watermark), nil
+		return &ledgerCut{pos: oc.Ledgers, epoch: oc.Epoch}, oc.Watermark, fmt.Sprintf("checkpoint %d: %s up to byte %d; live watermark %s", cp.ID, cmp.Or(pos.Segment, "empty"), pos.Length, oc.Watermark), nil
 	}
 }
 

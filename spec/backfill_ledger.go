@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -23,14 +24,23 @@ import (
 // directory, a Postgres late table or Kafka late topics; with a
 // late_partial sink of its own, that one too.
 type ledgerSource interface {
-	// scan calls fn for the entries up to the cut (file ledgers: a
-	// checkpoint's positions by sink name; nil: all) and returns the
-	// number of corrupt entries it skipped.
-	scan(cut map[string]ledger.Pos, fn func(ledger.Entry) error) (int, error)
-	// describe names what scan reads, for the report ("" for a ledger
-	// directory, which the checkpoint's cut describes).
-	describe() string
+	// scan calls fn for the entries up to the cut (nil: all) and returns
+	// the number of corrupt entries it skipped.
+	scan(cut *ledgerCut, fn func(ledger.Entry) error) (int, error)
+	// describe names what scan reads up to the cut, for the report (""
+	// for a ledger directory, which the checkpoint's cut describes).
+	describe(cut *ledgerCut) string
 	close() error
+}
+
+// ledgerCut is how much of the ledger a checkpoint of the live job
+// covers: the positions of ledger directories, by sink name (the zero Pos
+// when it had none), and the epoch of Postgres ledger rows
+// (outCounters.Epoch). Kafka ledgers are read read_committed, which is
+// their cut.
+type ledgerCut struct {
+	pos   map[string]ledger.Pos
+	epoch int64
 }
 
 // openLedgerSource opens the job's ledger and, unless dry, takes the
@@ -91,7 +101,7 @@ func openLedgerSource(p *Plan, o BackfillOptions) (ledgerSource, error) {
 // multiLedger reads the late and late_partial ledgers one after the other.
 type multiLedger []ledgerSource
 
-func (m multiLedger) scan(cut map[string]ledger.Pos, fn func(ledger.Entry) error) (int, error) {
+func (m multiLedger) scan(cut *ledgerCut, fn func(ledger.Entry) error) (int, error) {
 	bad := 0
 	for _, s := range m {
 		n, err := s.scan(cut, fn)
@@ -102,10 +112,10 @@ func (m multiLedger) scan(cut map[string]ledger.Pos, fn func(ledger.Entry) error
 	return bad, nil
 }
 
-func (m multiLedger) describe() string {
+func (m multiLedger) describe(cut *ledgerCut) string {
 	var d []string
 	for _, s := range m {
-		if x := s.describe(); x != "" {
+		if x := s.describe(cut); x != "" {
 			d = append(d, x)
 		}
 	}
@@ -127,17 +137,17 @@ type fileLedger struct {
 	unlock    func() error
 }
 
-func (f *fileLedger) scan(cut map[string]ledger.Pos, fn func(ledger.Entry) error) (int, error) {
+func (f *fileLedger) scan(cut *ledgerCut, fn func(ledger.Entry) error) (int, error) {
 	var pos *ledger.Pos
 	if cut != nil {
-		p := cut[f.name] // the zero Pos (nothing) when the checkpoint has none
+		p := cut.pos[f.name] // the zero Pos (nothing) when the checkpoint has none
 		pos = &p
 	}
 	bad, err := ledger.ScanTo(f.dir, pos, fn)
 	return len(bad), err
 }
 
-func (f *fileLedger) describe() string { return "" }
+func (f *fileLedger) describe(*ledgerCut) string { return "" }
 
 func (f *fileLedger) close() error {
 	if f.unlock != nil {
@@ -155,11 +165,11 @@ type kafkaLedger struct {
 	topics map[string]string // topic: the reason of its entries
 }
 
-func (k *kafkaLedger) describe() string {
+func (k *kafkaLedger) describe(*ledgerCut) string {
 	return "the committed records of topic " + strings.Join(slices.Sorted(maps.Keys(k.topics)), " and ")
 }
 
-func (k *kafkaLedger) scan(_ map[string]ledger.Pos, fn func(ledger.Entry) error) (int, error) {
+func (k *kafkaLedger) scan(_ *ledgerCut, fn func(ledger.Entry) error) (int, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	bad := 0
@@ -182,8 +192,11 @@ func (k *kafkaLedger) scan(_ map[string]ledger.Pos, fn func(ledger.Entry) error)
 func (k *kafkaLedger) close() error { return nil }
 
 // pgLedger is a Postgres late table (pgio.RecordSink: id, reason, record,
-// meta, arrived_at). Its rows are committed with the live job's
-// checkpoints; a backfill reads them in one snapshot taken at its start.
+// meta, arrived_at, epoch). Its rows are committed with the live job's
+// checkpoints, each checkpoint's as its epoch; a backfill reads those of
+// the cut's epochs and before (and rows of no epoch, from older weir) in
+// one snapshot taken at its start: a restore of the live job deletes the
+// rows of later epochs.
 // The single-writer lock is a session advisory lock on the table's name,
 // released when the connection ends (so a killed backfill never leaves
 // it held).
@@ -218,19 +231,26 @@ func openPGLedger(url, table string, lock bool) (*pgLedger, error) {
 	return l, nil
 }
 
-func (l *pgLedger) describe() string {
-	return "the rows of table " + l.table + " committed at the start"
+func (l *pgLedger) describe(cut *ledgerCut) string {
+	if cut == nil {
+		return "the rows of table " + l.table + " committed at the start"
+	}
+	return fmt.Sprintf("the rows of table %s up to checkpoint epoch %d", l.table, cut.epoch)
 }
 
-func (l *pgLedger) scan(_ map[string]ledger.Pos, fn func(ledger.Entry) error) (int, error) {
+func (l *pgLedger) scan(cut *ledgerCut, fn func(ledger.Entry) error) (int, error) {
 	ctx := context.Background()
 	tx, err := l.db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
 	if err != nil {
 		return 0, err
 	}
 	defer tx.Rollback()
+	upTo := int64(math.MaxInt64)
+	if cut != nil {
+		upTo = cut.epoch
+	}
 	rows, err := tx.QueryContext(ctx, `SELECT id, reason, record::text, meta::text, (extract(epoch FROM arrived_at) * 1000)::bigint FROM `+quoteSQL(l.table)+
-		` WHERE reason IN ('window_expired', 'window_expired_partial') ORDER BY arrived_at, id`)
+		` WHERE reason IN ('window_expired', 'window_expired_partial') AND (epoch IS NULL OR epoch <= $1) ORDER BY arrived_at, id`, upTo)
 	if err != nil {
 		return 0, fmt.Errorf("ledger table %s: %w", l.table, err)
 	}
@@ -289,7 +309,7 @@ func ScanLedger(p *Plan, dir string, fn func(ledger.Entry) error) (int, string, 
 		return 0, "", err
 	}
 	defer src.close()
-	where := src.describe()
+	where := src.describe(nil)
 	if m, ok := src.(multiLedger); ok && where == "" {
 		where = m[0].(*fileLedger).dir
 	}

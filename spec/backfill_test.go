@@ -559,3 +559,51 @@ func TestBackfillKafkaCrash(t *testing.T) {
 		})
 	}
 }
+
+// TestBackfillPGLedgerCut: a Postgres ledger's rows are flushed with each
+// checkpoint as its epoch; a live job killed after a checkpoint's flush
+// but before the checkpoint completed leaves rows of an epoch no
+// checkpoint covers, which its restore will delete (and perhaps write
+// again, or not). A backfill then reads only the rows of the newest
+// checkpoint's epoch and before.
+func TestBackfillPGLedgerCut(t *testing.T) {
+	url, conn := pgURL(t)
+	table := fmt.Sprintf("weir_bf_cut_%d", rand.Uint32())
+	t.Cleanup(func() { _, _ = conn.Exec(context.Background(), `DROP TABLE IF EXISTS `+table) })
+	job := strings.Replace(fmt.Sprintf(backfillJob, "10s", "{type: tumbling, size: 1m}"), "late: {type: ledger, dir: ledger}", "late: {type: postgres, url: '"+url+"', table: "+table+"}", 1) +
+		"checkpoint: {dir: ck, interval: 1ms}\n"
+	p, err := Parse([]byte(job))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	count := func(cond string, epoch int64) (n int) {
+		if err := conn.QueryRow(context.Background(), `SELECT count(*) FROM `+table+` WHERE `+cond, epoch).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	var j *Job
+	var epoch int64
+	j, err = Open(p, RunOptions{Dir: dir, Deterministic: true, Now: testNow, Crash: func(point string) {
+		// The third or a later sink commit that flushed late rows.
+		if point == "sink-committed" && j.out.c.Epoch >= 3 && count("epoch = $1", j.out.c.Epoch) > 0 {
+			epoch = j.out.c.Epoch
+			panic("crash at " + point)
+		}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := j.Run(context.Background()); err == nil || epoch == 0 {
+		t.Fatalf("the live job was not stopped at a sink commit with late rows (%v)", err)
+	}
+	covered, uncovered := count("epoch < $1", epoch), count("epoch >= $1", epoch)
+	rep, err := Backfill(p, BackfillOptions{Dir: dir, DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Entries != covered || covered == 0 || uncovered == 0 || !strings.Contains(rep.Cut, fmt.Sprintf("up to checkpoint epoch %d", epoch-1)) {
+		t.Fatalf("the backfill read %d entries (cut %q); rows of the checkpoint's epochs: %d, of the uncommitted epoch %d: %d", rep.Entries, rep.Cut, covered, epoch, uncovered)
+	}
+}

@@ -74,7 +74,7 @@ func TestLedgerSink(t *testing.T) {
 		t.Fatalf("ledger: %d entries, want %d\n%v\nwant\n%v", len(got), len(want), got[:3], want[:3])
 	}
 	// Crashed at the 20th sink commit, then resumed: the same entries.
-	crashDir := crashAndResume(t, job, 20)
+	crashDir := crashAndResume(t, job, 20, nil)
 	if got := ledgerEntries(t, filepath.Join(crashDir, "ledger", "orders")); !slices.Equal(got, want) {
 		t.Fatalf("after a crash: %d entries, want %d", len(got), len(want))
 	}

@@ -40,6 +40,10 @@ type outCounters struct {
 	Offsets map[string]int64 `json:"offsets"`
 	// Ledgers are the committed positions of ledger sinks, by sink name.
 	Ledgers map[string]ledger.Pos `json:"ledgers,omitempty"`
+	// Epoch is the epoch of the Postgres record tables' rows (late
+	// records, dead letters) this checkpoint covers: each checkpoint
+	// flushes them as the next epoch, and a restore deletes later ones.
+	Epoch int64 `json:"epoch,omitempty"`
 	// SlotMax is, per source channel, the largest timestamp of each of
 	// its slots (a file channel, a Kafka partition), from which backward
 	// jumps (timestamp_regressions) are measured. Checkpoints before it
@@ -227,6 +231,7 @@ func (o *output) sync() error {
 			return fmt.Errorf("archive: %w", err)
 		}
 	}
+	o.c.Epoch++ // the epoch of the rows the record sinks flush now
 	for _, s := range o.j.recordSinks() {
 		if err := s.commit(); err != nil {
 			return err

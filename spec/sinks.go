@@ -137,22 +137,48 @@ func (j *Job) recordSinks() []recordSink {
 }
 
 // pgRecords stores late records or dead letters in a Postgres table, each
-// once by its entry id, committed at each checkpoint.
+// once by its entry id, committed at each checkpoint as the checkpoint's
+// epoch (outCounters.Epoch).
 type pgRecords struct {
 	db *pgio.RecordSink
 	j  *Job
+}
+
+// cutRecords makes a record table match the checkpoint a run restores:
+// the rows of later epochs (flushed before a crash that came before their
+// checkpoint) go, since the replay writes what it judges late again. A
+// fresh run numbers its epochs on from the table's highest, so a later
+// restore of it never cuts the rows of an earlier run.
+func (j *Job) cutRecords(db *pgio.RecordSink, restoring bool) error {
+	ctx := context.Background()
+	if restoring {
+		n, err := db.Cut(ctx, j.out.c.Epoch)
+		if err == nil && n > 0 {
+			j.env.Options().Logger.Info("restore: removed the rows a later checkpoint would have covered", "table", db.Table(), "rows", n, "epoch", j.out.c.Epoch)
+		}
+		return err
+	}
+	e, err := db.MaxEpoch(ctx)
+	j.out.c.Epoch = max(j.out.c.Epoch, e)
+	return err
 }
 
 func (w *pgRecords) writeRecord(it *item) error {
 	return w.db.WriteRecord(it.id, it.reason, it.raw, it.meta)
 }
 
-func (w *pgRecords) commit() error { return w.db.Flush() }
+// commit flushes as the epoch output.sync has just begun.
+func (w *pgRecords) commit() error {
+	w.db.SetEpoch(w.j.out.c.Epoch)
+	return w.db.Flush()
+}
 
-// close flushes what a run that ended well wrote last, and closes.
+// close flushes what a run that ended well wrote last (as the epoch after
+// the last checkpoint's), and closes.
 func (w *pgRecords) close() error {
 	var err error
 	if !w.j.execFailed && !w.j.failed.Load() {
+		w.db.SetEpoch(w.j.out.c.Epoch + 1)
 		err = w.db.Flush()
 	}
 	return errors.Join(err, w.db.Close())
@@ -283,6 +309,10 @@ func (j *Job) openRecords(name string, k *Sink, open func(string, *Sink) (*lineS
 	case k.Type == "postgres":
 		db, err := pgio.OpenRecords(context.Background(), k.URL, k.Table, pgio.Options{Logger: j.env.Options().Logger})
 		if err != nil {
+			return nil, fmt.Errorf("sinks.%s: %w", name, err)
+		}
+		if err := j.cutRecords(db, restoring); err != nil {
+			db.Close()
 			return nil, fmt.Errorf("sinks.%s: %w", name, err)
 		}
 		return &pgRecords{db: db, j: j}, nil

@@ -1137,6 +1137,48 @@ func TestRecords(t *testing.T) {
 	}
 }
 
+// TestRecordEpochs: flushes stamp their rows with the epoch set; Cut
+// removes later epochs (not rows of none, nor what is not flushed yet);
+// MaxEpoch reads the highest; a table of the layout before epochs gets the
+// column, its rows keep NULL.
+func TestRecordEpochs(t *testing.T) {
+	d := connect(t)
+	table := d.table(t, "")
+	d.exec(t, `CREATE TABLE `+quoteIdent(table)+` ("id" TEXT PRIMARY KEY, "reason" TEXT NOT NULL, "record" JSONB, "meta" JSONB, "arrived_at" TIMESTAMPTZ NOT NULL DEFAULT now())`)
+	d.exec(t, `INSERT INTO `+quoteIdent(table)+` (id, reason) VALUES ('old', 'late')`)
+	ctx := context.Background()
+	r, err := OpenRecords(ctx, d.url, table, Options{})
+	if err != nil {
+		t.Fatalf("a table without the epoch column: %v", err)
+	}
+	t.Cleanup(func() { r.Close() })
+	if e, err := r.MaxEpoch(ctx); err != nil || e != 0 {
+		t.Fatalf("MaxEpoch of rows without epochs = %d, %v", e, err)
+	}
+	for epoch := int64(1); epoch <= 3; epoch++ {
+		r.WriteRecord(fmt.Sprint("e", epoch), "late", nil, nil)
+		r.SetEpoch(epoch)
+		if err := r.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.WriteRecord("pending", "late", nil, nil)
+	if e, err := r.MaxEpoch(ctx); err != nil || e != 3 {
+		t.Fatalf("MaxEpoch = %d, %v; want 3", e, err)
+	}
+	if n, err := r.Cut(ctx, 1); err != nil || n != 2 {
+		t.Fatalf("Cut(1) deleted %d rows (%v), want 2", n, err)
+	}
+	r.SetEpoch(2)
+	if err := r.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	got := d.query(t, `SELECT id, coalesce(epoch::text, 'NULL') FROM `+quoteIdent(table)+` ORDER BY id`)
+	if want := [][]string{{"e1", "1"}, {"old", "NULL"}, {"pending", "2"}}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("after Cut(1) and a flush as epoch 2: %q, want %q", got, want)
+	}
+}
+
 // TestRecordsRetry: record flushes wait for the server like result flushes.
 func TestRecordsRetry(t *testing.T) {
 	d := connect(t)

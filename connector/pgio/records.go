@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -12,7 +14,7 @@ import (
 
 // RecordSink stores late records and dead letters in a Postgres table
 // (id TEXT PRIMARY KEY, reason TEXT, record JSONB, meta JSONB, arrived_at
-// TIMESTAMPTZ DEFAULT now()) over one connection.
+// TIMESTAMPTZ DEFAULT now(), epoch BIGINT) over one connection.
 //
 // Each record has a stable id chosen by the caller (weir uses its source
 // position, such as a Kafka partition and offset). Records are buffered by
@@ -21,11 +23,18 @@ import (
 // failure writes the same ids again and changes nothing, so the table holds
 // every record exactly once, with the arrived_at of its first write.
 //
+// Each flush stamps its rows with the epoch set by SetEpoch, so a caller
+// that commits a flush with its checkpoints can undo what a checkpoint
+// never covered: after a crash between a flush and its checkpoint, Cut
+// removes the rows of later epochs before the replay writes them again
+// (the replay may judge a record differently: on time after all).
+//
 // A RecordSink is not safe for concurrent use.
 type RecordSink struct {
 	c      *client
 	insert string
 	recs   []record
+	epoch  any // int64, or nil (SQL NULL) before SetEpoch
 	closed bool
 }
 
@@ -43,13 +52,14 @@ var recordColumns = [][2]string{
 	{"record", "jsonb"},
 	{"meta", "jsonb"},
 	{"arrived_at", "timestamp with time zone"},
+	{"epoch", "bigint"},
 }
 
 // OpenRecords connects to the database of connString and opens, creating it
 // if needed, the record table named table. ctx, connString, table and o are
 // as for Open; an existing table must have the columns of a record table
 // (in any order) with primary key (id); a table of the older layout (a
-// bigint id) is refused.
+// bigint id) is refused, and one without the epoch column gets it.
 func OpenRecords(ctx context.Context, connString, table string, o Options) (*RecordSink, error) {
 	c, err := newClient(ctx, connString, table, o)
 	if err != nil {
@@ -57,7 +67,7 @@ func OpenRecords(ctx context.Context, connString, table string, o Options) (*Rec
 	}
 	s := &RecordSink{
 		c:      c,
-		insert: fmt.Sprintf(`INSERT INTO %s ("id", "reason", "record", "meta") VALUES ($1::text, $2::text, $3::jsonb, $4::jsonb) ON CONFLICT ("id") DO NOTHING`, c.qt),
+		insert: fmt.Sprintf(`INSERT INTO %s ("id", "reason", "record", "meta", "epoch") VALUES ($1::text, $2::text, $3::jsonb, $4::jsonb, $5::bigint) ON CONFLICT ("id") DO NOTHING`, c.qt),
 	}
 	if err := c.run(ctx, "open record table "+c.qt, s.setup); err != nil {
 		c.closeConn()
@@ -73,9 +83,19 @@ func (s *RecordSink) setup(ctx context.Context, conn *pgx.Conn) error {
 		return fmt.Errorf("pgio: read the columns of table %s: %w", s.c.qt, err)
 	}
 	if !exists {
-		create := fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s ("id" TEXT PRIMARY KEY, "reason" TEXT NOT NULL, "record" JSONB, "meta" JSONB, "arrived_at" TIMESTAMPTZ NOT NULL DEFAULT now())`, s.c.qt)
+		create := fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s ("id" TEXT PRIMARY KEY, "reason" TEXT NOT NULL, "record" JSONB, "meta" JSONB, "arrived_at" TIMESTAMPTZ NOT NULL DEFAULT now(), "epoch" BIGINT)`, s.c.qt)
 		if _, err := conn.Exec(ctx, create); err != nil {
 			return fmt.Errorf("pgio: create table %s: %w\n  statement: %s", s.c.qt, createRace(err), create)
+		}
+		if got, gotPK, _, err = tableColumns(ctx, conn, s.c.qt); err != nil {
+			return fmt.Errorf("pgio: read the columns of table %s: %w", s.c.qt, err)
+		}
+	} else if len(got) == len(recordColumns)-1 && !slices.ContainsFunc(got, func(c [2]string) bool { return c[0] == "epoch" }) {
+		// A record table of weir before epochs: its rows keep a NULL
+		// epoch, which no Cut removes.
+		alter := fmt.Sprintf(`ALTER TABLE %s ADD COLUMN IF NOT EXISTS "epoch" BIGINT`, s.c.qt)
+		if _, err := conn.Exec(ctx, alter); err != nil {
+			return fmt.Errorf("pgio: add the epoch column to table %s: %w\n  statement: %s", s.c.qt, err, alter)
 		}
 		if got, gotPK, _, err = tableColumns(ctx, conn, s.c.qt); err != nil {
 			return fmt.Errorf("pgio: read the columns of table %s: %w", s.c.qt, err)
@@ -141,6 +161,43 @@ func sanitizeText(s string) string {
 	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
 }
 
+// SetEpoch sets the epoch of the rows of the next flushes (until the next
+// SetEpoch); before it they have none (NULL).
+func (s *RecordSink) SetEpoch(epoch int64) { s.epoch = epoch }
+
+// Cut deletes the rows of epochs after epoch (those of no epoch stay) and
+// returns how many it deleted. Records written and not yet flushed are
+// kept.
+func (s *RecordSink) Cut(ctx context.Context, epoch int64) (int64, error) {
+	if s.closed {
+		return 0, ErrClosed
+	}
+	ctx, cancel := s.c.merge(ctx)
+	defer cancel()
+	var n int64
+	err := s.c.run(ctx, "cut "+s.c.qt+" back to epoch "+strconv.FormatInt(epoch, 10), func(ctx context.Context, conn *pgx.Conn) error {
+		tag, err := conn.Exec(ctx, `DELETE FROM `+s.c.qt+` WHERE "epoch" > $1`, epoch)
+		n = tag.RowsAffected()
+		return err
+	})
+	return n, err
+}
+
+// MaxEpoch returns the highest epoch of the table's rows (0 if none has
+// one).
+func (s *RecordSink) MaxEpoch(ctx context.Context) (int64, error) {
+	if s.closed {
+		return 0, ErrClosed
+	}
+	ctx, cancel := s.c.merge(ctx)
+	defer cancel()
+	var n int64
+	err := s.c.run(ctx, "read the epochs of "+s.c.qt, func(ctx context.Context, conn *pgx.Conn) error {
+		return conn.QueryRow(ctx, `SELECT coalesce(max("epoch"), 0) FROM `+s.c.qt).Scan(&n)
+	})
+	return n, err
+}
+
 // Flush commits every record written since the last successful Flush in one
 // transaction, with the guarantees and retries of Sink.Flush.
 func (s *RecordSink) Flush() error {
@@ -171,7 +228,7 @@ func (s *RecordSink) send(ctx context.Context, conn *pgx.Conn) error {
 	b := &pgx.Batch{QueuedQueries: make([]*pgx.QueuedQuery, 0, len(s.recs)+1)}
 	b.BeginTx(pgx.TxOptions{})
 	for _, r := range s.recs {
-		b.Queue(s.insert, r.id, r.reason, r.record, r.meta)
+		b.Queue(s.insert, r.id, r.reason, r.record, r.meta, s.epoch)
 	}
 	return sendBatch(ctx, conn, b, len(s.recs), fmt.Sprintf("flush %d records to %s", len(s.recs), s.c.qt), func(i int) (string, string) {
 		r := s.recs[i]

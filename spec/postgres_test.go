@@ -284,3 +284,57 @@ func compactJSON(t *testing.T, s string) string {
 	}
 	return string(b)
 }
+
+// TestPostgresWithoutCheckpoints: a job without checkpoints commits its
+// Postgres results and late records every 1,000 rows as it runs, not
+// only when the run ends (before, an endless source held every row in
+// memory and wrote none).
+func TestPostgresWithoutCheckpoints(t *testing.T) {
+	url, conn := pgURL(t)
+	table := fmt.Sprintf("weir_nock_%d", rand.Uint32())
+	t.Cleanup(func() { _, _ = conn.Exec(context.Background(), `DROP TABLE IF EXISTS `+table+`, `+table+`_late`) })
+	const records = 60000
+	job := fmt.Sprintf(`
+name: nock
+source:
+  type: generator
+  generator:
+    records: %d
+    keys: 50
+    duration: 60m
+    disorder:
+      - {share: 0.9, max: 5s}
+      - {share: 0.1, min: 5m, max: 10m}
+    seed: 3
+watermark: {max_out_of_orderness: 10s}
+key: [user_id]
+window: {type: tumbling, size: 1m}
+aggregate:
+  - {name: orders, fn: count}
+sinks:
+  results: {type: postgres, url: '%s', table: %s}
+  late: {type: postgres, url: '%s', table: %s_late}
+`, records, url, table, url, table)
+	count := func(table string) (n int) {
+		if err := conn.QueryRow(context.Background(), `SELECT count(*) FROM `+table).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	// The generator asks Stop before each batch: sample the tables then.
+	type sample struct{ results, late int }
+	var samples []sample
+	_, sum := runSpec(t, job, nil, RunOptions{Deterministic: true, Stop: func() bool {
+		samples = append(samples, sample{count(table), count(table + "_late")})
+		return false
+	}})
+	mid := samples[len(samples)*5/6]
+	midResults, midLate := mid.results, mid.late
+	if midResults == 0 || midLate == 0 {
+		t.Fatalf("with 5/6 of the input read, Postgres held %d results and %d late records", midResults, midLate)
+	}
+	if n := count(table + "_late"); int64(n) != sum.Get("late_side_output") || n <= midLate {
+		t.Fatalf("the late table holds %d rows at the end (%d midway); the summary counts %d", n, midLate, sum.Get("late_side_output"))
+	}
+	t.Logf("midway: %d result rows, %d late rows", midResults, midLate)
+}

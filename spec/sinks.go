@@ -164,7 +164,10 @@ func (j *Job) cutRecords(db *pgio.RecordSink, restoring bool) error {
 }
 
 func (w *pgRecords) writeRecord(it *item) error {
-	return w.db.WriteRecord(it.id, it.reason, it.raw, it.meta)
+	if err := w.db.WriteRecord(it.id, it.reason, it.raw, it.meta); err != nil {
+		return err
+	}
+	return w.j.flushUnchecked(w.db.Pending(), w.db.Flush)
 }
 
 // commit flushes as the epoch output.sync has just begun.
@@ -521,7 +524,25 @@ func (w *pgResults) write(r window.Result[string, []byte]) error {
 			row.Values = append(row.Values, pgio.Column{Name: name, Value: v})
 		}
 	})
-	return w.db.Write(*row)
+	if err := w.db.Write(*row); err != nil {
+		return err
+	}
+	return w.j.flushUnchecked(w.db.Pending(), w.db.Flush)
+}
+
+// uncheckedBatch is how many rows a Postgres sink of a job without
+// checkpoints buffers before it commits them (a job with checkpoints
+// commits them with each checkpoint); sqliteio's BatchRows is the same.
+const uncheckedBatch = 1000
+
+// flushUnchecked calls flush when the job has no checkpoints and a sink
+// holds uncheckedBatch rows, so that its rows appear as it runs (and
+// memory stays bounded), not only at the end of the run.
+func (j *Job) flushUnchecked(pending int, flush func() error) error {
+	if j.ck != nil || pending < uncheckedBatch {
+		return nil
+	}
+	return flush()
 }
 
 func (w *pgResults) commit() error { return w.db.Flush() }

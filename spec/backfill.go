@@ -424,10 +424,10 @@ func (o *BackfillOptions) crash(point string) {
 
 // backfillCut finds how far a backfill reads the ledger and the live
 // job's watermark: the newest checkpoint's ledger positions (by sink
-// name) and output watermark. A job without checkpoints, or whose run
-// finished, has its whole ledger read (nil positions) at the end of
-// input; a job that has not completed a checkpoint yet has committed
-// nothing (empty positions).
+// name), Postgres ledger epoch and output watermark. A job without
+// checkpoints, or whose run finished, has its whole ledger read (a nil
+// cut) at the end of input; a job that has not completed a checkpoint yet
+// has committed nothing (empty positions, epoch 0).
 func backfillCut(p *Plan, dir string) (*ledgerCut, etime.Time, string, error) {
 	c := p.Spec.Checkpoint
 	if c == nil || c.Dir == "" {

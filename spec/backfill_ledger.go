@@ -78,7 +78,7 @@ func openLedgerSource(p *Plan, o BackfillOptions) (ledgerSource, error) {
 			}
 			src = f
 		case k.sink.Type == "postgres":
-			l, err := openPGLedger(k.sink.URL, k.sink.Table, !o.DryRun)
+			l, err := openPGLedger(k.sink.URL, k.sink.Table, p.Spec.Name, !o.DryRun)
 			if err != nil {
 				srcs.close()
 				return nil, err
@@ -204,14 +204,15 @@ type pgLedger struct {
 	db    *sql.DB
 	conn  *sql.Conn // holds the advisory lock
 	table string
+	job   string // the job whose rows are read (with those of no job)
 }
 
-func openPGLedger(url, table string, lock bool) (*pgLedger, error) {
+func openPGLedger(url, table, job string, lock bool) (*pgLedger, error) {
 	db, err := sql.Open("pgx", url)
 	if err != nil {
 		return nil, err
 	}
-	l := &pgLedger{db: db, table: table}
+	l := &pgLedger{db: db, table: table, job: job}
 	if lock {
 		ctx := context.Background()
 		if l.conn, err = db.Conn(ctx); err != nil {
@@ -233,9 +234,9 @@ func openPGLedger(url, table string, lock bool) (*pgLedger, error) {
 
 func (l *pgLedger) describe(cut *ledgerCut) string {
 	if cut == nil {
-		return "the rows of table " + l.table + " committed at the start"
+		return "job " + l.job + "'s rows of table " + l.table + " committed at the start"
 	}
-	return fmt.Sprintf("the rows of table %s up to checkpoint epoch %d", l.table, cut.epoch)
+	return fmt.Sprintf("job %s's rows of table %s up to checkpoint epoch %d", l.job, l.table, cut.epoch)
 }
 
 func (l *pgLedger) scan(cut *ledgerCut, fn func(ledger.Entry) error) (int, error) {
@@ -245,12 +246,24 @@ func (l *pgLedger) scan(cut *ledgerCut, fn func(ledger.Entry) error) (int, error
 		return 0, err
 	}
 	defer tx.Rollback()
-	upTo := int64(math.MaxInt64)
-	if cut != nil {
-		upTo = cut.epoch
+	// A table no job of this weir has opened yet has no job and epoch
+	// columns: all of its rows are read.
+	var scoped bool
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) = 2 FROM pg_attribute WHERE attrelid = to_regclass($1) AND attname IN ('job', 'epoch') AND NOT attisdropped`, quoteSQL(l.table)).Scan(&scoped); err != nil {
+		return 0, fmt.Errorf("ledger table %s: %w", l.table, err)
 	}
-	rows, err := tx.QueryContext(ctx, `SELECT id, reason, record::text, meta::text, (extract(epoch FROM arrived_at) * 1000)::bigint FROM `+quoteSQL(l.table)+
-		` WHERE reason IN ('window_expired', 'window_expired_partial') AND (epoch IS NULL OR epoch <= $1) ORDER BY arrived_at, id`, upTo)
+	q := `SELECT id, reason, record::text, meta::text, (extract(epoch FROM arrived_at) * 1000)::bigint FROM ` + quoteSQL(l.table) +
+		` WHERE reason IN ('window_expired', 'window_expired_partial')`
+	var args []any
+	if scoped {
+		upTo := int64(math.MaxInt64)
+		if cut != nil {
+			upTo = cut.epoch
+		}
+		q += ` AND (job IS NULL OR job = $1) AND (epoch IS NULL OR epoch <= $2)`
+		args = append(args, l.job, upTo)
+	}
+	rows, err := tx.QueryContext(ctx, q+` ORDER BY arrived_at, id`, args...)
 	if err != nil {
 		return 0, fmt.Errorf("ledger table %s: %w", l.table, err)
 	}
@@ -262,20 +275,12 @@ func (l *pgLedger) scan(cut *ledgerCut, fn func(ledger.Entry) error) (int, error
 		if err := rows.Scan(&e.ID, &e.Reason, &record, &meta, &e.ArrivedAt); err != nil {
 			return bad, err
 		}
-		var m struct {
-			Key        json.RawMessage `json:"key"`
-			TS         int64           `json:"ts"`
-			Windows    [][2]int64      `json:"windows"`
-			Watermark  int64           `json:"watermark"`
-			LatenessMS int64           `json:"lateness_ms"`
-			Spec       string          `json:"spec"`
-		}
-		if !record.Valid || !meta.Valid || json.Unmarshal([]byte(meta.String), &m) != nil || len(m.Windows) == 0 {
+		// meta is the entry's line without id, reason and record.
+		if !record.Valid || !meta.Valid || json.Unmarshal([]byte(meta.String), &e) != nil || len(e.Windows) == 0 {
 			bad++
 			continue
 		}
-		e.Kind, e.Record = "late", json.RawMessage(record.String)
-		e.Key, e.TS, e.Windows, e.Watermark, e.LatenessMS, e.Spec = compactBytes(m.Key), m.TS, m.Windows, m.Watermark, m.LatenessMS, m.Spec
+		e.Kind, e.Record, e.Key = "late", json.RawMessage(record.String), compactBytes(e.Key)
 		if err := fn(e); err != nil {
 			return bad, err
 		}

@@ -230,7 +230,7 @@ func testBackfillOracle(t *testing.T, job, store string) {
 			t.Fatal(err)
 		}
 	case "pgledger":
-		l, err := openPGLedger(p.Spec.Sinks.Late.URL, p.Spec.Sinks.Late.Table, true)
+		l, err := openPGLedger(p.Spec.Sinks.Late.URL, p.Spec.Sinks.Late.Table, p.Spec.Name, true)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -605,5 +605,30 @@ func TestBackfillPGLedgerCut(t *testing.T) {
 	}
 	if rep.Entries != covered || covered == 0 || uncovered == 0 || !strings.Contains(rep.Cut, fmt.Sprintf("up to checkpoint epoch %d", epoch-1)) {
 		t.Fatalf("the backfill read %d entries (cut %q); rows of the checkpoint's epochs: %d, of the uncommitted epoch %d: %d", rep.Entries, rep.Cut, covered, epoch, uncovered)
+	}
+}
+
+// TestBackfillOldPGLedger: a Postgres late table of weir before jobs and
+// epochs, which no job of this weir has opened yet, is read whole.
+func TestBackfillOldPGLedger(t *testing.T) {
+	url, conn := pgURL(t)
+	table := fmt.Sprintf("weir_bf_old_%d", rand.Uint32())
+	ctx := context.Background()
+	t.Cleanup(func() { _, _ = conn.Exec(ctx, `DROP TABLE IF EXISTS `+table) })
+	if _, err := conn.Exec(ctx, `CREATE TABLE `+table+` ("id" TEXT PRIMARY KEY, "reason" TEXT NOT NULL, "record" JSONB, "meta" JSONB, "arrived_at" TIMESTAMPTZ NOT NULL DEFAULT now())`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, `INSERT INTO `+table+` VALUES ('7', 'window_expired', '{"user_id":"u001","amount":5,"ts":1767225600000}', '{"key":{"user_id":"u001"},"ts":1767225600000,"windows":[[1767225600000,1767225660000]],"watermark":1767229200000,"lateness_ms":3539999}')`); err != nil {
+		t.Fatal(err)
+	}
+	job := strings.Replace(fmt.Sprintf(backfillJob, "10s", "{type: tumbling, size: 1m}"), "late: {type: ledger, dir: ledger}", "late: {type: postgres, url: '"+url+"', table: "+table+"}", 1)
+	p, err := Parse([]byte(job))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	bad, where, err := ScanLedger(p, t.TempDir(), func(e ledger.Entry) error { ids = append(ids, e.ID+" "+string(e.Key)); return nil })
+	if err != nil || bad != 0 || strings.Join(ids, ",") != `7 {"user_id":"u001"}` {
+		t.Fatalf("ScanLedger of %s: %q, %d unreadable, %v", where, ids, bad, err)
 	}
 }

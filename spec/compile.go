@@ -731,6 +731,10 @@ func (c *compiler) sinks() {
 		}
 		tables[t] = n.name
 	}
+	// Each ledger cuts its own directory back on restore.
+	if l, lp := s.Late, s.LatePartial; l != nil && lp != nil && l.Type == "ledger" && lp.Type == "ledger" && filepath.Clean(l.Dir) == filepath.Clean(lp.Dir) {
+		c.add("sinks.late_partial.dir", fmt.Sprintf("%s is also the directory of the late ledger", lp.Dir), "leave late_partial out (the late ledger then holds partial misses too), or give it its own dir")
+	}
 	if p.Time == "processing" && (s.Late != nil || s.LatePartial != nil) {
 		c.add("sinks.late", "processing-time windows have no late records", "remove the late sinks, or use time: event")
 	}

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/weirstream/weir/connector/pgio"
 )
 
 // pgURL returns the test Postgres, skipping the test when it is not
@@ -138,7 +140,7 @@ func crashAndResume(t *testing.T, job string, n int, between func(epoch int64)) 
 			Crash: func(p string) {
 				if p == "sink-committed" && attempt == 0 {
 					if hits++; hits == n {
-						epoch = j.out.c.Epoch // under the output's lock, in preCommit
+						epoch = j.out.c.Epoch // on the checkpoint goroutine, the one that sets it
 						panic("crash at " + p)
 					}
 				}
@@ -263,7 +265,7 @@ func TestPostgresLateAndDeadLetters(t *testing.T) {
 			t.Fatalf("the crash's commit flushed epoch %d; a restore then cuts nothing the test can see", epoch)
 		}
 		for _, table := range []string{late, dead} {
-			if _, err := conn.Exec(context.Background(), `INSERT INTO `+table+` (id, reason, record, epoch) VALUES ('forged', 'window_expired', '{}', $1)`, epoch); err != nil {
+			if _, err := conn.Exec(context.Background(), `INSERT INTO `+table+` (id, reason, record, job, epoch) SELECT 'forged', 'window_expired', '{}', max(job), $1 FROM `+table, epoch); err != nil {
 				t.Fatalf("forging a row of the uncommitted epoch in %s: %v", table, err)
 			}
 		}
@@ -336,5 +338,47 @@ sinks:
 	if n := count(table + "_late"); int64(n) != sum.Get("late_side_output") || n <= midLate {
 		t.Fatalf("the late table holds %d rows at the end (%d midway); the summary counts %d", n, midLate, sum.Get("late_side_output"))
 	}
+	// Every batch is the job's rows of the run's one epoch.
+	var other int
+	if err := conn.QueryRow(context.Background(), `SELECT count(*) FROM `+table+`_late WHERE job IS DISTINCT FROM 'nock' OR epoch IS DISTINCT FROM 1`).Scan(&other); err != nil || other != 0 {
+		t.Fatalf("%d late rows are not job nock's of epoch 1 (%v)", other, err)
+	}
 	t.Logf("midway: %d result rows, %d late rows", midResults, midLate)
+}
+
+// TestPostgresEpochsAcrossRuns: a fresh run numbers its epochs on from its
+// job's highest in the table, so its restore cuts none of an earlier run's
+// rows; rows of another job are never cut.
+func TestPostgresEpochsAcrossRuns(t *testing.T) {
+	url, conn := pgURL(t)
+	late := fmt.Sprintf("weir_late_runs_%d", rand.Uint32())
+	t.Cleanup(func() { _, _ = conn.Exec(context.Background(), `DROP TABLE IF EXISTS `+late) })
+	job := strings.Replace(fmt.Sprintf(orderJob, "jsonl", "out.jsonl"), "late: {type: jsonl, path: late.jsonl}", "late: {type: postgres, url: '"+url+"', table: "+late+"}", 1)
+	// An earlier run of this job (epochs up to 100) and another job
+	// (epoch 1000) wrote to the table.
+	ctx := context.Background()
+	r, err := pgio.OpenRecords(ctx, url, late, pgio.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, who := range []struct {
+		job   string
+		epoch int64
+	}{{"orders", 100}, {"other", 1000}} {
+		r.WriteRecord(fmt.Sprint("earlier-", i), "window_expired", []byte(`{}`), nil)
+		r.SetEpoch(who.job, who.epoch)
+		if err := r.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.Close()
+	crashAndResume(t, job, 20, func(epoch int64) {
+		if epoch <= 100 {
+			t.Fatalf("the fresh run's 20th checkpoint flushed as epoch %d, not after the earlier run's 100", epoch)
+		}
+	})
+	var n int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM `+late+` WHERE id LIKE 'earlier-%'`).Scan(&n); err != nil || n != 2 {
+		t.Fatalf("%d of the 2 rows of an earlier run and another job survived the restore (%v)", n, err)
+	}
 }

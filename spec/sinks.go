@@ -137,52 +137,58 @@ func (j *Job) recordSinks() []recordSink {
 }
 
 // pgRecords stores late records or dead letters in a Postgres table, each
-// once by its entry id, committed at each checkpoint as the checkpoint's
-// epoch (outCounters.Epoch).
+// once by its entry id, committed at each checkpoint as the job's rows of
+// the checkpoint's epoch (outCounters.Epoch); without checkpoints, every
+// uncheckedBatch rows.
 type pgRecords struct {
 	db *pgio.RecordSink
 	j  *Job
 }
 
 // cutRecords makes a record table match the checkpoint a run restores:
-// the rows of later epochs (flushed before a crash that came before their
-// checkpoint) go, since the replay writes what it judges late again. A
-// fresh run numbers its epochs on from the table's highest, so a later
-// restore of it never cuts the rows of an earlier run.
+// the job's rows of later epochs (flushed before a crash that came before
+// their checkpoint) go, since the replay writes what it judges late
+// again. A fresh run numbers its epochs on from the job's highest in the
+// table, so a later restore of it never cuts the rows of an earlier run.
+// Rows are the job's by its name.
 func (j *Job) cutRecords(db *pgio.RecordSink, restoring bool) error {
 	ctx := context.Background()
 	if restoring {
-		n, err := db.Cut(ctx, j.out.c.Epoch)
+		n, err := db.Cut(ctx, j.plan.Spec.Name, j.out.c.Epoch)
 		if err == nil && n > 0 {
 			j.env.Options().Logger.Info("restore: removed the rows a later checkpoint would have covered", "table", db.Table(), "rows", n, "epoch", j.out.c.Epoch)
 		}
 		return err
 	}
-	e, err := db.MaxEpoch(ctx)
+	e, err := db.MaxEpoch(ctx, j.plan.Spec.Name)
 	j.out.c.Epoch = max(j.out.c.Epoch, e)
 	return err
 }
 
+// flushAs flushes the buffered rows as the job's rows of epoch.
+func (w *pgRecords) flushAs(epoch int64) error {
+	w.db.SetEpoch(w.j.plan.Spec.Name, epoch)
+	return w.db.Flush()
+}
+
+// writeRecord buffers; without checkpoints a full batch is flushed as
+// the epoch after the last (the run's only one).
 func (w *pgRecords) writeRecord(it *item) error {
 	if err := w.db.WriteRecord(it.id, it.reason, it.raw, it.meta); err != nil {
 		return err
 	}
-	return w.j.flushUnchecked(w.db.Pending(), w.db.Flush)
+	return w.j.flushUnchecked(w.db.Pending(), func() error { return w.flushAs(w.j.out.c.Epoch + 1) })
 }
 
-// commit flushes as the epoch output.sync has just begun.
-func (w *pgRecords) commit() error {
-	w.db.SetEpoch(w.j.out.c.Epoch)
-	return w.db.Flush()
-}
+// commit flushes as the epoch output.sync has just begun (o.mu is held).
+func (w *pgRecords) commit() error { return w.flushAs(w.j.out.c.Epoch) }
 
 // close flushes what a run that ended well wrote last (as the epoch after
-// the last checkpoint's), and closes.
+// the last checkpoint's: no restore follows a run that ended), and closes.
 func (w *pgRecords) close() error {
 	var err error
 	if !w.j.execFailed && !w.j.failed.Load() {
-		w.db.SetEpoch(w.j.out.c.Epoch + 1)
-		err = w.db.Flush()
+		err = w.flushAs(w.j.out.c.Epoch + 1)
 	}
 	return errors.Join(err, w.db.Close())
 }
@@ -504,7 +510,8 @@ func columns(r window.Result[string, []byte], keys, vals []string, add func(key 
 }
 
 // pgResults upserts results into Postgres with the pane guard, committed
-// at each checkpoint (and at the end of a run that ended well).
+// at each checkpoint, or without checkpoints every uncheckedBatch rows
+// (and at the end of a run that ended well).
 type pgResults struct {
 	db   *pgio.Sink
 	j    *Job
@@ -537,7 +544,9 @@ const uncheckedBatch = 1000
 
 // flushUnchecked calls flush when the job has no checkpoints and a sink
 // holds uncheckedBatch rows, so that its rows appear as it runs (and
-// memory stays bounded), not only at the end of the run.
+// memory stays bounded), not only at the end of the run. (With
+// checkpoints, rows are flushed only with them: a restore must be able to
+// cut back what no checkpoint covers.)
 func (j *Job) flushUnchecked(pending int, flush func() error) error {
 	if j.ck != nil || pending < uncheckedBatch {
 		return nil

@@ -1137,10 +1137,11 @@ func TestRecords(t *testing.T) {
 	}
 }
 
-// TestRecordEpochs: flushes stamp their rows with the epoch set; Cut
-// removes later epochs (not rows of none, nor what is not flushed yet);
-// MaxEpoch reads the highest; a table of the layout before epochs gets the
-// column, its rows keep NULL.
+// TestRecordEpochs: flushes stamp their rows with the job and epoch set;
+// Cut removes that job's later epochs (not rows of no epoch, nor of another
+// job, nor what is not flushed yet); MaxEpoch reads a job's highest. A
+// table of the layout before jobs and epochs gets the columns, its rows
+// keep NULL; a table of another layout is refused and left unaltered.
 func TestRecordEpochs(t *testing.T) {
 	d := connect(t)
 	table := d.table(t, "")
@@ -1149,33 +1150,53 @@ func TestRecordEpochs(t *testing.T) {
 	ctx := context.Background()
 	r, err := OpenRecords(ctx, d.url, table, Options{})
 	if err != nil {
-		t.Fatalf("a table without the epoch column: %v", err)
+		t.Fatalf("a table without the job and epoch columns: %v", err)
 	}
 	t.Cleanup(func() { r.Close() })
-	if e, err := r.MaxEpoch(ctx); err != nil || e != 0 {
+	if e, err := r.MaxEpoch(ctx, "a"); err != nil || e != 0 {
 		t.Fatalf("MaxEpoch of rows without epochs = %d, %v", e, err)
 	}
-	for epoch := int64(1); epoch <= 3; epoch++ {
-		r.WriteRecord(fmt.Sprint("e", epoch), "late", nil, nil)
-		r.SetEpoch(epoch)
+	flush := func(job string, epoch int64, ids ...string) {
+		t.Helper()
+		for _, id := range ids {
+			r.WriteRecord(id, "late", nil, nil)
+		}
+		r.SetEpoch(job, epoch)
 		if err := r.Flush(); err != nil {
 			t.Fatal(err)
 		}
 	}
+	flush("a", 1, "a1")
+	flush("a", 2, "a2")
+	flush("b", 5, "b5") // another job sharing the table
+	flush("a", 3, "a3")
 	r.WriteRecord("pending", "late", nil, nil)
-	if e, err := r.MaxEpoch(ctx); err != nil || e != 3 {
-		t.Fatalf("MaxEpoch = %d, %v; want 3", e, err)
+	if e, err := r.MaxEpoch(ctx, "a"); err != nil || e != 3 {
+		t.Fatalf("MaxEpoch(a) = %d, %v; want 3", e, err)
 	}
-	if n, err := r.Cut(ctx, 1); err != nil || n != 2 {
-		t.Fatalf("Cut(1) deleted %d rows (%v), want 2", n, err)
+	if n, err := r.Cut(ctx, "a", 1); err != nil || n != 2 {
+		t.Fatalf("Cut(a, 1) deleted %d rows (%v), want 2", n, err)
 	}
-	r.SetEpoch(2)
+	r.SetEpoch("a", 2)
 	if err := r.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	got := d.query(t, `SELECT id, coalesce(epoch::text, 'NULL') FROM `+quoteIdent(table)+` ORDER BY id`)
-	if want := [][]string{{"e1", "1"}, {"old", "NULL"}, {"pending", "2"}}; fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Fatalf("after Cut(1) and a flush as epoch 2: %q, want %q", got, want)
+	got := d.query(t, `SELECT id, coalesce(job, 'NULL'), coalesce(epoch::text, 'NULL') FROM `+quoteIdent(table)+` ORDER BY id`)
+	if want := [][]string{{"a1", "a", "1"}, {"b5", "b", "5"}, {"old", "NULL", "NULL"}, {"pending", "a", "2"}}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("after Cut(a, 1) and a flush as epoch 2: %q, want %q", got, want)
+	}
+
+	// The refused layout of older weir (a bigint id) keeps its columns.
+	old := d.table(t, "")
+	d.exec(t, `CREATE TABLE `+quoteIdent(old)+` ("id" BIGSERIAL PRIMARY KEY, "reason" TEXT NOT NULL, "record" JSONB, "meta" JSONB, "arrived_at" TIMESTAMPTZ NOT NULL DEFAULT now())`)
+	if r2, err := OpenRecords(ctx, d.url, old, Options{}); err == nil || !strings.Contains(err.Error(), `column "id" has type bigint`) {
+		if err == nil {
+			r2.Close()
+		}
+		t.Fatalf("OpenRecords on a table with a bigint id = %v", err)
+	}
+	if n := d.query(t, `SELECT count(*)::text FROM information_schema.columns WHERE table_name = $1`, old); n[0][0] != "5" {
+		t.Fatalf("the refused table now has %s columns", n[0][0])
 	}
 }
 

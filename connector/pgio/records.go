@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -14,7 +13,7 @@ import (
 
 // RecordSink stores late records and dead letters in a Postgres table
 // (id TEXT PRIMARY KEY, reason TEXT, record JSONB, meta JSONB, arrived_at
-// TIMESTAMPTZ DEFAULT now(), epoch BIGINT) over one connection.
+// TIMESTAMPTZ DEFAULT now(), job TEXT, epoch BIGINT) over one connection.
 //
 // Each record has a stable id chosen by the caller (weir uses its source
 // position, such as a Kafka partition and offset). Records are buffered by
@@ -23,18 +22,20 @@ import (
 // failure writes the same ids again and changes nothing, so the table holds
 // every record exactly once, with the arrived_at of its first write.
 //
-// Each flush stamps its rows with the epoch set by SetEpoch, so a caller
-// that commits a flush with its checkpoints can undo what a checkpoint
-// never covered: after a crash between a flush and its checkpoint, Cut
-// removes the rows of later epochs before the replay writes them again
-// (the replay may judge a record differently: on time after all).
+// Each flush stamps its rows with the job and epoch set by SetEpoch, so a
+// caller that commits a flush with its checkpoints can undo what a
+// checkpoint never covered: after a crash between a flush and its
+// checkpoint, Cut removes that job's rows of later epochs before the
+// replay writes them again (the replay may judge a record differently: on
+// time after all). Rows of other jobs sharing the table are never cut.
 //
 // A RecordSink is not safe for concurrent use.
 type RecordSink struct {
 	c      *client
 	insert string
 	recs   []record
-	epoch  any // int64, or nil (SQL NULL) before SetEpoch
+	job    any // string, or nil (SQL NULL) before SetEpoch
+	epoch  any // int64, or nil
 	closed bool
 }
 
@@ -52,14 +53,19 @@ var recordColumns = [][2]string{
 	{"record", "jsonb"},
 	{"meta", "jsonb"},
 	{"arrived_at", "timestamp with time zone"},
+	{"job", "text"},
 	{"epoch", "bigint"},
 }
+
+// recordBaseColumns are the columns of record tables before job and epoch.
+var recordBaseColumns = recordColumns[:5]
 
 // OpenRecords connects to the database of connString and opens, creating it
 // if needed, the record table named table. ctx, connString, table and o are
 // as for Open; an existing table must have the columns of a record table
 // (in any order) with primary key (id); a table of the older layout (a
-// bigint id) is refused, and one without the epoch column gets it.
+// bigint id) is refused, and one of the layout before job and epoch gets
+// those columns (which needs the ALTER privilege on it, once).
 func OpenRecords(ctx context.Context, connString, table string, o Options) (*RecordSink, error) {
 	c, err := newClient(ctx, connString, table, o)
 	if err != nil {
@@ -67,7 +73,7 @@ func OpenRecords(ctx context.Context, connString, table string, o Options) (*Rec
 	}
 	s := &RecordSink{
 		c:      c,
-		insert: fmt.Sprintf(`INSERT INTO %s ("id", "reason", "record", "meta", "epoch") VALUES ($1::text, $2::text, $3::jsonb, $4::jsonb, $5::bigint) ON CONFLICT ("id") DO NOTHING`, c.qt),
+		insert: fmt.Sprintf(`INSERT INTO %s ("id", "reason", "record", "meta", "job", "epoch") VALUES ($1::text, $2::text, $3::jsonb, $4::jsonb, $5::text, $6::bigint) ON CONFLICT ("id") DO NOTHING`, c.qt),
 	}
 	if err := c.run(ctx, "open record table "+c.qt, s.setup); err != nil {
 		c.closeConn()
@@ -82,26 +88,41 @@ func (s *RecordSink) setup(ctx context.Context, conn *pgx.Conn) error {
 	if err != nil {
 		return fmt.Errorf("pgio: read the columns of table %s: %w", s.c.qt, err)
 	}
-	if !exists {
-		create := fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s ("id" TEXT PRIMARY KEY, "reason" TEXT NOT NULL, "record" JSONB, "meta" JSONB, "arrived_at" TIMESTAMPTZ NOT NULL DEFAULT now(), "epoch" BIGINT)`, s.c.qt)
+	switch {
+	case !exists:
+		create := fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s ("id" TEXT PRIMARY KEY, "reason" TEXT NOT NULL, "record" JSONB, "meta" JSONB, "arrived_at" TIMESTAMPTZ NOT NULL DEFAULT now(), "job" TEXT, "epoch" BIGINT)`, s.c.qt)
 		if _, err := conn.Exec(ctx, create); err != nil {
 			return fmt.Errorf("pgio: create table %s: %w\n  statement: %s", s.c.qt, createRace(err), create)
 		}
-		if got, gotPK, _, err = tableColumns(ctx, conn, s.c.qt); err != nil {
-			return fmt.Errorf("pgio: read the columns of table %s: %w", s.c.qt, err)
-		}
-	} else if len(got) == len(recordColumns)-1 && !slices.ContainsFunc(got, func(c [2]string) bool { return c[0] == "epoch" }) {
-		// A record table of weir before epochs: its rows keep a NULL
-		// epoch, which no Cut removes.
-		alter := fmt.Sprintf(`ALTER TABLE %s ADD COLUMN IF NOT EXISTS "epoch" BIGINT`, s.c.qt)
+	case len(got) == len(recordBaseColumns) && compareSchema(s.c.qt, recordBaseColumns, wantPK, got, gotPK) == nil:
+		// A record table of weir before jobs and epochs: its rows keep
+		// NULL in both, which no Cut removes.
+		alter := fmt.Sprintf(`ALTER TABLE %s ADD COLUMN IF NOT EXISTS "job" TEXT, ADD COLUMN IF NOT EXISTS "epoch" BIGINT`, s.c.qt)
 		if _, err := conn.Exec(ctx, alter); err != nil {
-			return fmt.Errorf("pgio: add the epoch column to table %s: %w\n  statement: %s", s.c.qt, err, alter)
+			return fmt.Errorf("pgio: table %s has the record columns of an older weir; adding job and epoch failed (grant ALTER on it once, or run the statement yourself): %w\n  statement: %s", s.c.qt, err, alter)
 		}
-		if got, gotPK, _, err = tableColumns(ctx, conn, s.c.qt); err != nil {
-			return fmt.Errorf("pgio: read the columns of table %s: %w", s.c.qt, err)
-		}
+	default:
+		return compareSchema(s.c.qt, recordColumns, wantPK, got, gotPK)
+	}
+	// Cut and MaxEpoch look rows up by job and epoch.
+	index := fmt.Sprintf(`CREATE INDEX IF NOT EXISTS %s ON %s ("job", "epoch")`, quoteIdent(indexName(s.c.table, "_job_epoch")), s.c.qt)
+	if _, err := conn.Exec(ctx, index); err != nil {
+		return fmt.Errorf("pgio: index table %s: %w\n  statement: %s", s.c.qt, createRace(err), index)
+	}
+	if got, gotPK, _, err = tableColumns(ctx, conn, s.c.qt); err != nil {
+		return fmt.Errorf("pgio: read the columns of table %s: %w", s.c.qt, err)
 	}
 	return compareSchema(s.c.qt, recordColumns, wantPK, got, gotPK)
+}
+
+// indexName is table's name with suffix, cut so that it fits an
+// identifier.
+func indexName(table, suffix string) string {
+	b := []byte(table)
+	for len(b)+len(suffix) > MaxIdentifierLen || !utf8.Valid(b) {
+		b = b[:len(b)-1]
+	}
+	return string(b) + suffix
 }
 
 // Table returns the table name given to OpenRecords.
@@ -161,14 +182,14 @@ func sanitizeText(s string) string {
 	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
 }
 
-// SetEpoch sets the epoch of the rows of the next flushes (until the next
-// SetEpoch); before it they have none (NULL).
-func (s *RecordSink) SetEpoch(epoch int64) { s.epoch = epoch }
+// SetEpoch sets the job and epoch of the rows of the next flushes (until
+// the next SetEpoch); before it they have none (NULL).
+func (s *RecordSink) SetEpoch(job string, epoch int64) { s.job, s.epoch = job, epoch }
 
-// Cut deletes the rows of epochs after epoch (those of no epoch stay) and
-// returns how many it deleted. Records written and not yet flushed are
-// kept.
-func (s *RecordSink) Cut(ctx context.Context, epoch int64) (int64, error) {
+// Cut deletes job's rows of epochs after epoch (rows of no epoch, and of
+// other jobs, stay) and returns how many it deleted. Records written and
+// not yet flushed are kept.
+func (s *RecordSink) Cut(ctx context.Context, job string, epoch int64) (int64, error) {
 	if s.closed {
 		return 0, ErrClosed
 	}
@@ -176,16 +197,15 @@ func (s *RecordSink) Cut(ctx context.Context, epoch int64) (int64, error) {
 	defer cancel()
 	var n int64
 	err := s.c.run(ctx, "cut "+s.c.qt+" back to epoch "+strconv.FormatInt(epoch, 10), func(ctx context.Context, conn *pgx.Conn) error {
-		tag, err := conn.Exec(ctx, `DELETE FROM `+s.c.qt+` WHERE "epoch" > $1`, epoch)
+		tag, err := conn.Exec(ctx, `DELETE FROM `+s.c.qt+` WHERE "job" = $1 AND "epoch" > $2`, job, epoch)
 		n = tag.RowsAffected()
 		return err
 	})
 	return n, err
 }
 
-// MaxEpoch returns the highest epoch of the table's rows (0 if none has
-// one).
-func (s *RecordSink) MaxEpoch(ctx context.Context) (int64, error) {
+// MaxEpoch returns the highest epoch of job's rows (0 if none has one).
+func (s *RecordSink) MaxEpoch(ctx context.Context, job string) (int64, error) {
 	if s.closed {
 		return 0, ErrClosed
 	}
@@ -193,7 +213,7 @@ func (s *RecordSink) MaxEpoch(ctx context.Context) (int64, error) {
 	defer cancel()
 	var n int64
 	err := s.c.run(ctx, "read the epochs of "+s.c.qt, func(ctx context.Context, conn *pgx.Conn) error {
-		return conn.QueryRow(ctx, `SELECT coalesce(max("epoch"), 0) FROM `+s.c.qt).Scan(&n)
+		return conn.QueryRow(ctx, `SELECT coalesce(max("epoch"), 0) FROM `+s.c.qt+` WHERE "job" = $1`, job).Scan(&n)
 	})
 	return n, err
 }
@@ -228,7 +248,7 @@ func (s *RecordSink) send(ctx context.Context, conn *pgx.Conn) error {
 	b := &pgx.Batch{QueuedQueries: make([]*pgx.QueuedQuery, 0, len(s.recs)+1)}
 	b.BeginTx(pgx.TxOptions{})
 	for _, r := range s.recs {
-		b.Queue(s.insert, r.id, r.reason, r.record, r.meta, s.epoch)
+		b.Queue(s.insert, r.id, r.reason, r.record, r.meta, s.job, s.epoch)
 	}
 	return sendBatch(ctx, conn, b, len(s.recs), fmt.Sprintf("flush %d records to %s", len(s.recs), s.c.qt), func(i int) (string, string) {
 		r := s.recs[i]

@@ -48,13 +48,19 @@ type Pos struct {
 
 // Writer appends entries. It is not safe for concurrent use.
 type Writer struct {
-	dir  string
-	day  string // the open segment's day, "" before the first entry
-	seg  string // the open segment, relative to dir
-	f    *os.File
+	dir string
+	// day is the newest segment's day ("" in an empty ledger); seg is
+	// the segment, relative to dir, that Commit reports: the open one,
+	// or before the first Append the newest one there is, whole.
+	day  string
+	seg  string
+	f    *os.File // the open segment, nil before the first Append
 	w    *bufio.Writer
-	size int64 // the open segment's length, written or buffered
+	size int64 // seg's length, written or buffered
 	buf  []byte
+	// err is the first write error: every later Commit returns it, so no
+	// checkpoint records a length the file never reached.
+	err error
 }
 
 // Open opens the ledger in dir for appending. With a restored position,
@@ -62,7 +68,8 @@ type Writer struct {
 // its length and every later segment is removed, so the ledger holds
 // exactly what the checkpoint covered. Without one (a fresh run) it
 // keeps what is there and appends to new segments. Day directories older
-// than retention (0: keep all) are removed.
+// than retention (0: keep all) are removed; a restored position in a day
+// retention had removed cuts every later segment all the same.
 func Open(dir string, restored *Pos, retention time.Duration, now time.Time) (*Writer, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
@@ -126,6 +133,7 @@ func Open(dir string, restored *Pos, retention time.Duration, now time.Time) (*W
 			return nil, err
 		}
 		w.seg, w.size = last, fi.Size()
+		w.day = strings.TrimPrefix(filepath.Dir(last), "day=")
 	}
 	return w, nil
 }
@@ -150,14 +158,21 @@ func Segments(dir string) ([]string, error) {
 }
 
 // Append appends one entry: entry is a JSON object (without the crc
-// field); arrived is its arrival time, which decides its day.
+// field); arrived is its arrival time, which decides its day. A clock
+// that went back to an earlier day than the newest segment's keeps to
+// that segment's day: segments stay in order, so a restore's cut removes
+// only what came after the checkpoint.
 func (w *Writer) Append(entry []byte, arrived time.Time) error {
 	if len(entry) < 2 || entry[len(entry)-1] != '}' {
 		return errors.New("ledger: an entry must be a JSON object")
 	}
-	day := arrived.UTC().Format(time.DateOnly)
+	if w.err != nil {
+		return w.err
+	}
+	day := max(arrived.UTC().Format(time.DateOnly), w.day)
 	if w.f == nil || day != w.day || w.size >= SegmentBytes {
 		if err := w.roll(day); err != nil {
+			w.err = err
 			return err
 		}
 	}
@@ -169,6 +184,9 @@ func (w *Writer) Append(entry []byte, arrived time.Time) error {
 	w.buf = b
 	n, err := w.w.Write(b)
 	w.size += int64(n)
+	if err != nil {
+		w.err = err
+	}
 	return err
 }
 
@@ -199,10 +217,13 @@ func (w *Writer) roll(day string) error {
 
 func (w *Writer) seal() error {
 	if w.f == nil {
-		return nil
+		return w.err
 	}
 	err := errors.Join(w.w.Flush(), w.f.Sync(), w.f.Close())
 	w.f = nil
+	if err != nil && w.err == nil {
+		w.err = err
+	}
 	return err
 }
 
@@ -215,15 +236,22 @@ func syncDir(dir string) error {
 }
 
 // Commit makes every appended entry durable and returns the position a
-// checkpoint records.
+// checkpoint records. Before the first Append that is the newest segment
+// there is, whole (the zero Pos in an empty ledger). After a write error
+// it returns that error.
 func (w *Writer) Commit() (Pos, error) {
+	if w.err != nil {
+		return Pos{}, w.err
+	}
 	if w.f == nil {
 		return Pos{Segment: w.seg, Length: w.size}, nil
 	}
 	if err := w.w.Flush(); err != nil {
+		w.err = err
 		return Pos{}, err
 	}
 	if err := w.f.Sync(); err != nil {
+		w.err = err
 		return Pos{}, err
 	}
 	return Pos{Segment: w.seg, Length: w.size}, nil

@@ -174,3 +174,51 @@ func TestCommitBeforeAppend(t *testing.T) {
 		t.Fatalf("after a restore to a removed older day: ids %v", ids)
 	}
 }
+
+// TestClockBack: entries that arrive by a clock gone back to an earlier
+// day go to the newest day's directory, so a restore to a position after
+// them keeps the later day's entries.
+func TestClockBack(t *testing.T) {
+	dir := t.TempDir()
+	later := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	w, _ := Open(dir, nil, 0, later)
+	w.Append(entry(1), later)
+	w.Close()
+	earlier := later.Add(-48 * time.Hour)
+	w, _ = Open(dir, nil, 0, earlier)
+	w.Append(entry(2), earlier)
+	pos, err := w.Commit()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Append(entry(3), earlier)
+	w.Close()
+	if !strings.HasPrefix(pos.Segment, "day=2026-11-30") {
+		t.Fatalf("an entry of an earlier clock went to %s", pos.Segment)
+	}
+	if _, err := Open(dir, &pos, 0, earlier); err != nil {
+		t.Fatal(err)
+	}
+	if ids := scanIDs(t, dir); strings.Join(ids, ",") != "1,2" {
+		t.Fatalf("after a restore: ids %v", ids)
+	}
+}
+
+// TestWriteErrorSticks: after a write fails, Commit returns the error
+// every time, so no checkpoint records a length the segment never reached.
+func TestWriteErrorSticks(t *testing.T) {
+	dir := t.TempDir()
+	now := time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
+	w, _ := Open(dir, nil, 0, now)
+	w.Append(entry(1), now)
+	w.f.Close() // the disk goes away
+	w.Append(entry(2), now)
+	for range 2 {
+		if pos, err := w.Commit(); err == nil {
+			t.Fatalf("Commit after a failed write = %+v, nil", pos)
+		}
+	}
+	if err := w.Append(entry(3), now); err == nil {
+		t.Fatal("Append after a failed write succeeded")
+	}
+}

@@ -212,7 +212,7 @@ func TestPostgresLateAndDeadLetters(t *testing.T) {
 	rows := func() map[string]string {
 		got := map[string]string{}
 		for table, f := range map[string]string{late: "late.jsonl", dead: "bad.jsonl"} {
-			rs, err := conn.Query(context.Background(), `SELECT id, reason, record::text FROM `+table)
+			rs, err := conn.Query(context.Background(), `SELECT id, reason, record::text FROM `+table+` WHERE job = 'orders'`)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -255,6 +255,19 @@ func TestPostgresLateAndDeadLetters(t *testing.T) {
 	}
 	check("a run")
 	drop()
+	// Another job shares both tables and has stored records of every id
+	// this one writes, with higher epochs: they are neither in this
+	// job's way nor cut by its restore.
+	for _, table := range []string{late, dead} {
+		r, err := pgio.OpenRecords(context.Background(), url, table, pgio.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Close()
+		if _, err := conn.Exec(context.Background(), `INSERT INTO `+table+` (id, reason, job, epoch) SELECT g::text, 'window_expired', 'other', 5000 FROM generate_series(1, 40000) g`); err != nil {
+			t.Fatal(err)
+		}
+	}
 	// The crash came after the sink commit of a checkpoint that never
 	// completed: rows of its epoch are in the tables. Add one more to
 	// each, as if a record judged late (or a dead letter) before the crash
@@ -265,12 +278,18 @@ func TestPostgresLateAndDeadLetters(t *testing.T) {
 			t.Fatalf("the crash's commit flushed epoch %d; a restore then cuts nothing the test can see", epoch)
 		}
 		for _, table := range []string{late, dead} {
-			if _, err := conn.Exec(context.Background(), `INSERT INTO `+table+` (id, reason, record, job, epoch) SELECT 'forged', 'window_expired', '{}', max(job), $1 FROM `+table, epoch); err != nil {
+			if _, err := conn.Exec(context.Background(), `INSERT INTO `+table+` (id, reason, record, job, epoch) VALUES ('forged', 'window_expired', '{}', 'orders', $1)`, epoch); err != nil {
 				t.Fatalf("forging a row of the uncommitted epoch in %s: %v", table, err)
 			}
 		}
 	})
 	check("a crashed and resumed run")
+	for _, table := range []string{late, dead} {
+		var n int
+		if err := conn.QueryRow(context.Background(), `SELECT count(*) FROM `+table+` WHERE job = 'other'`).Scan(&n); err != nil || n != 40000 {
+			t.Fatalf("%s: %d of the other job's 40000 rows are left (%v)", table, n, err)
+		}
+	}
 }
 
 // compactJSON is s with insignificant space removed when it is JSON (jsonb

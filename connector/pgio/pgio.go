@@ -449,13 +449,14 @@ func (s *Sink) send(ctx context.Context, conn *pgx.Conn) error {
 			stmt = s.del
 		}
 		return s.describe(o), stmt
-	})
+	}, nil)
 }
 
 // sendBatch sends b, begun with BeginTx and holding n statements after the
 // BEGIN, and commits. what prefixes errors; describe returns the row and the
-// SQL of statement i, for the error of a statement the server refuses.
-func sendBatch(ctx context.Context, conn *pgx.Conn, b *pgx.Batch, n int, what string, describe func(i int) (row, stmt string)) error {
+// SQL of statement i, for the error of a statement the server refuses;
+// affected, if not nil, is told how many rows each statement changed.
+func sendBatch(ctx context.Context, conn *pgx.Conn, b *pgx.Batch, n int, what string, describe func(i int) (row, stmt string), affected func(i int, rows int64)) error {
 	br := conn.SendBatch(ctx, b)
 	tx := br.Tx()
 	fail := func(err error) error {
@@ -472,7 +473,11 @@ func sendBatch(ctx context.Context, conn *pgx.Conn, b *pgx.Batch, n int, what st
 		return fail(fmt.Errorf("pgio: %s: %w", what, err))
 	}
 	for i := range n {
-		if _, err := br.Exec(); err != nil {
+		tag, err := br.Exec()
+		if err == nil && affected != nil {
+			affected(i, tag.RowsAffected())
+		}
+		if err != nil {
 			var pgErr *pgconn.PgError
 			if errors.As(err, &pgErr) && !transient(err) {
 				row, stmt := describe(i)

@@ -1200,6 +1200,30 @@ func TestRecordEpochs(t *testing.T) {
 	}
 }
 
+// TestRecordJobs: ids are unique per job: two jobs sharing a table (the
+// default names are shared) both store their record of one id; a job's
+// record whose id it stored already is skipped and counted.
+func TestRecordJobs(t *testing.T) {
+	d := connect(t)
+	table := d.table(t, "")
+	r, err := OpenRecords(context.Background(), d.url, table, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	for _, job := range []string{"a", "b", "a"} {
+		r.WriteRecord("0:7", "late", []byte(`{"job":"`+job+`"}`), nil)
+		r.SetEpoch(job, 1)
+		if err := r.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := d.query(t, `SELECT job, id, record::text FROM `+quoteIdent(table)+` ORDER BY job`)
+	if want := [][]string{{"a", "0:7", `{"job": "a"}`}, {"b", "0:7", `{"job": "b"}`}}; fmt.Sprint(got) != fmt.Sprint(want) || r.Skipped() != 1 {
+		t.Fatalf("rows %q (want %q), %d skipped (want 1)", got, want, r.Skipped())
+	}
+}
+
 // TestRecordsRetry: record flushes wait for the server like result flushes.
 func TestRecordsRetry(t *testing.T) {
 	d := connect(t)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -12,15 +13,19 @@ import (
 )
 
 // RecordSink stores late records and dead letters in a Postgres table
-// (id TEXT PRIMARY KEY, reason TEXT, record JSONB, meta JSONB, arrived_at
-// TIMESTAMPTZ DEFAULT now(), job TEXT, epoch BIGINT) over one connection.
+// (id TEXT, reason TEXT, record JSONB, meta JSONB, arrived_at TIMESTAMPTZ
+// DEFAULT now(), job TEXT DEFAULT '', epoch BIGINT, PRIMARY KEY (job, id))
+// over one connection.
 //
 // Each record has a stable id chosen by the caller (weir uses its source
-// position, such as a Kafka partition and offset). Records are buffered by
-// WriteRecord and committed by Flush in one transaction, with the retries
-// of Sink, as INSERT ... ON CONFLICT (id) DO NOTHING: a replay after a
-// failure writes the same ids again and changes nothing, so the table holds
-// every record exactly once, with the arrived_at of its first write.
+// position, such as a Kafka partition and offset), unique within its job.
+// Records are buffered by WriteRecord and committed by Flush in one
+// transaction, with the retries of Sink, as INSERT ... ON CONFLICT (job,
+// id) DO NOTHING: a replay after a failure writes the same ids again and
+// changes nothing, so the table holds every record exactly once, with the
+// arrived_at of its first write. Records a flush did not store because
+// their id was there are counted (Skipped) and logged as a warning: they
+// may be other input under the same ids.
 //
 // Each flush stamps its rows with the job and epoch set by SetEpoch, so a
 // caller that commits a flush with its checkpoints can undo what a
@@ -36,7 +41,9 @@ type RecordSink struct {
 	recs   []record
 	job    any // string, or nil (SQL NULL) before SetEpoch
 	epoch  any // int64, or nil
-	closed bool
+	// skipped counts records not stored because their id was there.
+	skipped int64
+	closed  bool
 }
 
 type record struct {
@@ -46,7 +53,8 @@ type record struct {
 	meta   any
 }
 
-// The record table's columns and primary key.
+// The record table's columns. Its primary key is (job, id); tables made
+// by weir before jobs were recorded keep (id).
 var recordColumns = [][2]string{
 	{"id", "text"},
 	{"reason", "text"},
@@ -63,18 +71,16 @@ var recordBaseColumns = recordColumns[:5]
 // OpenRecords connects to the database of connString and opens, creating it
 // if needed, the record table named table. ctx, connString, table and o are
 // as for Open; an existing table must have the columns of a record table
-// (in any order) with primary key (id); a table of the older layout (a
-// bigint id) is refused, and one of the layout before job and epoch gets
-// those columns (which needs the ALTER privilege on it, once).
+// (in any order) with primary key (job, id); a table of the older layout
+// (a bigint id) is refused, and one of the layout before job and epoch
+// gets those columns (which needs the ALTER privilege on it, once) and
+// keeps its primary key (id), so ids stay unique across jobs there.
 func OpenRecords(ctx context.Context, connString, table string, o Options) (*RecordSink, error) {
 	c, err := newClient(ctx, connString, table, o)
 	if err != nil {
 		return nil, err
 	}
-	s := &RecordSink{
-		c:      c,
-		insert: fmt.Sprintf(`INSERT INTO %s ("id", "reason", "record", "meta", "job", "epoch") VALUES ($1::text, $2::text, $3::jsonb, $4::jsonb, $5::text, $6::bigint) ON CONFLICT ("id") DO NOTHING`, c.qt),
-	}
+	s := &RecordSink{c: c}
 	if err := c.run(ctx, "open record table "+c.qt, s.setup); err != nil {
 		c.closeConn()
 		return nil, err
@@ -83,18 +89,18 @@ func OpenRecords(ctx context.Context, connString, table string, o Options) (*Rec
 }
 
 func (s *RecordSink) setup(ctx context.Context, conn *pgx.Conn) error {
-	wantPK := []string{"id"}
+	oldPK := []string{"id"}
 	got, gotPK, exists, err := tableColumns(ctx, conn, s.c.qt)
 	if err != nil {
 		return fmt.Errorf("pgio: read the columns of table %s: %w", s.c.qt, err)
 	}
 	switch {
 	case !exists:
-		create := fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s ("id" TEXT PRIMARY KEY, "reason" TEXT NOT NULL, "record" JSONB, "meta" JSONB, "arrived_at" TIMESTAMPTZ NOT NULL DEFAULT now(), "job" TEXT, "epoch" BIGINT)`, s.c.qt)
+		create := fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s ("id" TEXT NOT NULL, "reason" TEXT NOT NULL, "record" JSONB, "meta" JSONB, "arrived_at" TIMESTAMPTZ NOT NULL DEFAULT now(), "job" TEXT NOT NULL DEFAULT '', "epoch" BIGINT, PRIMARY KEY ("job", "id"))`, s.c.qt)
 		if _, err := conn.Exec(ctx, create); err != nil {
 			return fmt.Errorf("pgio: create table %s: %w\n  statement: %s", s.c.qt, createRace(err), create)
 		}
-	case len(got) == len(recordBaseColumns) && compareSchema(s.c.qt, recordBaseColumns, wantPK, got, gotPK) == nil:
+	case len(got) == len(recordBaseColumns) && compareSchema(s.c.qt, recordBaseColumns, oldPK, got, gotPK) == nil:
 		// A record table of weir before jobs and epochs: its rows keep
 		// NULL in both, which no Cut removes.
 		alter := fmt.Sprintf(`ALTER TABLE %s ADD COLUMN IF NOT EXISTS "job" TEXT, ADD COLUMN IF NOT EXISTS "epoch" BIGINT`, s.c.qt)
@@ -102,7 +108,7 @@ func (s *RecordSink) setup(ctx context.Context, conn *pgx.Conn) error {
 			return fmt.Errorf("pgio: table %s has the record columns of an older weir; adding job and epoch failed (grant ALTER on it once, or run the statement yourself): %w\n  statement: %s", s.c.qt, err, alter)
 		}
 	default:
-		return compareSchema(s.c.qt, recordColumns, wantPK, got, gotPK)
+		return s.checkSchema(got, gotPK)
 	}
 	// Cut and MaxEpoch look rows up by job and epoch.
 	index := fmt.Sprintf(`CREATE INDEX IF NOT EXISTS %s ON %s ("job", "epoch")`, quoteIdent(indexName(s.c.table, "_job_epoch")), s.c.qt)
@@ -112,7 +118,22 @@ func (s *RecordSink) setup(ctx context.Context, conn *pgx.Conn) error {
 	if got, gotPK, _, err = tableColumns(ctx, conn, s.c.qt); err != nil {
 		return fmt.Errorf("pgio: read the columns of table %s: %w", s.c.qt, err)
 	}
-	return compareSchema(s.c.qt, recordColumns, wantPK, got, gotPK)
+	return s.checkSchema(got, gotPK)
+}
+
+// checkSchema compares a table with a record table, whose primary key is
+// (job, id), or (id) in a table of older weir, and makes the insert
+// statement for the key it has.
+func (s *RecordSink) checkSchema(got [][2]string, gotPK []string) error {
+	pk := []string{"job", "id"}
+	if slices.Equal(gotPK, []string{"id"}) {
+		pk = gotPK
+	}
+	if err := compareSchema(s.c.qt, recordColumns, pk, got, gotPK); err != nil {
+		return err
+	}
+	s.insert = fmt.Sprintf(`INSERT INTO %s ("id", "reason", "record", "meta", "job", "epoch") VALUES ($1::text, $2::text, $3::jsonb, $4::jsonb, coalesce($5::text, ''), $6::bigint) ON CONFLICT (%s) DO NOTHING`, s.c.qt, joinIdents(pk))
+	return nil
 }
 
 // indexName is table's name with suffix, cut so that it fits an
@@ -250,15 +271,33 @@ func (s *RecordSink) send(ctx context.Context, conn *pgx.Conn) error {
 	for _, r := range s.recs {
 		b.Queue(s.insert, r.id, r.reason, r.record, r.meta, s.job, s.epoch)
 	}
-	return sendBatch(ctx, conn, b, len(s.recs), fmt.Sprintf("flush %d records to %s", len(s.recs), s.c.qt), func(i int) (string, string) {
+	var skipped []string
+	err := sendBatch(ctx, conn, b, len(s.recs), fmt.Sprintf("flush %d records to %s", len(s.recs), s.c.qt), func(i int) (string, string) {
 		r := s.recs[i]
 		desc := "id " + clipString(r.id) + ", reason " + clipString(r.reason)
 		if r.record != nil {
 			desc += ", record " + clipString(r.record.(string))
 		}
 		return desc, s.insert
+	}, func(i int, rows int64) {
+		if rows == 0 {
+			skipped = append(skipped, s.recs[i].id)
+		}
 	})
+	if err == nil && len(skipped) > 0 {
+		// Committed: count them once, whatever attempts came before.
+		s.skipped += int64(len(skipped))
+		if s.c.opts.Logger != nil {
+			s.c.opts.Logger.Warn("pgio: records not stored: their ids are in the table already (a replay of what it holds, or other input under the same ids)",
+				"table", s.c.table, "job", s.job, "records", len(skipped), "first_id", skipped[0])
+		}
+	}
+	return err
 }
+
+// Skipped returns how many records flushes did not store because the
+// table held their id (for the job) already.
+func (s *RecordSink) Skipped() int64 { return s.skipped }
 
 // Close drops the records written since the last successful Flush and
 // closes the connection. It is idempotent and returns nil.

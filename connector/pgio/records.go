@@ -14,8 +14,8 @@ import (
 
 // RecordSink stores late records and dead letters in a Postgres table
 // (id TEXT, reason TEXT, record JSONB, meta JSONB, arrived_at TIMESTAMPTZ
-// DEFAULT now(), job TEXT DEFAULT '', epoch BIGINT, PRIMARY KEY (job, id))
-// over one connection.
+// DEFAULT now(), job TEXT (empty by default), epoch BIGINT, PRIMARY KEY
+// (job, id)) over one connection.
 //
 // Each record has a stable id chosen by the caller (weir uses its source
 // position, such as a Kafka partition and offset), unique within its job.

@@ -139,7 +139,7 @@ func (j *Job) recordSinks() []recordSink {
 // pgRecords stores late records or dead letters in a Postgres table, each
 // once by its entry id, committed at each checkpoint as the job's rows of
 // the checkpoint's epoch (outCounters.Epoch); without checkpoints, every
-// uncheckedBatch rows.
+// uncheckedBatch rows (flushDue).
 type pgRecords struct {
 	db *pgio.RecordSink
 	j  *Job
@@ -177,7 +177,10 @@ func (w *pgRecords) writeRecord(it *item) error {
 	if err := w.db.WriteRecord(it.id, it.reason, it.raw, it.meta); err != nil {
 		return err
 	}
-	return w.j.flushUnchecked(w.db.Pending(), func() error { return w.flushAs(w.j.out.c.Epoch + 1) })
+	if w.j.flushDue(w.db.Pending()) {
+		return w.flushAs(w.j.out.c.Epoch + 1)
+	}
+	return nil
 }
 
 // commit flushes as the epoch output.sync has just begun (o.mu is held).
@@ -511,7 +514,7 @@ func columns(r window.Result[string, []byte], keys, vals []string, add func(key 
 
 // pgResults upserts results into Postgres with the pane guard, committed
 // at each checkpoint, or without checkpoints every uncheckedBatch rows
-// (and at the end of a run that ended well).
+// (flushDue), and at the end of a run that ended well.
 type pgResults struct {
 	db   *pgio.Sink
 	j    *Job
@@ -534,7 +537,10 @@ func (w *pgResults) write(r window.Result[string, []byte]) error {
 	if err := w.db.Write(*row); err != nil {
 		return err
 	}
-	return w.j.flushUnchecked(w.db.Pending(), w.db.Flush)
+	if w.j.flushDue(w.db.Pending()) {
+		return w.db.Flush()
+	}
+	return nil
 }
 
 // uncheckedBatch is how many rows a Postgres sink of a job without
@@ -542,17 +548,12 @@ func (w *pgResults) write(r window.Result[string, []byte]) error {
 // commits them with each checkpoint); sqliteio's BatchRows is the same.
 const uncheckedBatch = 1000
 
-// flushUnchecked calls flush when the job has no checkpoints and a sink
-// holds uncheckedBatch rows, so that its rows appear as it runs (and
-// memory stays bounded), not only at the end of the run. (With
-// checkpoints, rows are flushed only with them: a restore must be able to
-// cut back what no checkpoint covers.)
-func (j *Job) flushUnchecked(pending int, flush func() error) error {
-	if j.ck != nil || pending < uncheckedBatch {
-		return nil
-	}
-	return flush()
-}
+// flushDue says whether a Postgres sink holding pending rows flushes them
+// now: when the job has no checkpoints and it holds uncheckedBatch rows,
+// so that its rows appear as it runs (and memory stays bounded), not only
+// at the end of the run. (With checkpoints, rows are flushed only with
+// them: a restore must be able to cut back what no checkpoint covers.)
+func (j *Job) flushDue(pending int) bool { return j.ck == nil && pending >= uncheckedBatch }
 
 func (w *pgResults) commit() error { return w.db.Flush() }
 

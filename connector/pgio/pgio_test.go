@@ -1064,15 +1064,23 @@ func TestRetry(t *testing.T) {
 	})
 }
 
-// TestRecords: the record table for late data and dead letters.
-func TestRecords(t *testing.T) {
-	d := connect(t)
+// openRecords opens a record table of a new name for the test; it is
+// closed when the test ends.
+func openRecords(t *testing.T, d *db) (*RecordSink, string) {
+	t.Helper()
 	table := d.table(t, "")
 	r, err := OpenRecords(context.Background(), d.url, table, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { r.Close() })
+	return r, table
+}
+
+// TestRecords: the record table for late data and dead letters.
+func TestRecords(t *testing.T) {
+	d := connect(t)
+	r, table := openRecords(t, d)
 	write := func(id, reason string, rec, meta []byte) {
 		t.Helper()
 		if err := r.WriteRecord(id, reason, rec, meta); err != nil {
@@ -1205,12 +1213,7 @@ func TestRecordEpochs(t *testing.T) {
 // record whose id it stored already is skipped and counted.
 func TestRecordJobs(t *testing.T) {
 	d := connect(t)
-	table := d.table(t, "")
-	r, err := OpenRecords(context.Background(), d.url, table, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { r.Close() })
+	r, table := openRecords(t, d)
 	for _, job := range []string{"a", "b", "a"} {
 		r.WriteRecord("0:7", "late", []byte(`{"job":"`+job+`"}`), nil)
 		r.SetEpoch(job, 1)

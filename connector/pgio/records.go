@@ -39,8 +39,8 @@ type RecordSink struct {
 	c      *client
 	insert string
 	recs   []record
-	job    any // string, or nil (SQL NULL) before SetEpoch
-	epoch  any // int64, or nil
+	job    string // "" before SetEpoch
+	epoch  any    // int64, or nil (SQL NULL) before SetEpoch
 	// skipped counts records not stored because their id was there.
 	skipped int64
 	closed  bool
@@ -65,8 +65,12 @@ var recordColumns = [][2]string{
 	{"epoch", "bigint"},
 }
 
-// recordBaseColumns are the columns of record tables before job and epoch.
-var recordBaseColumns = recordColumns[:5]
+// recordBaseColumns are the columns of record tables before job and epoch,
+// and oldRecordPK their primary key, which such tables keep.
+var (
+	recordBaseColumns = recordColumns[:5]
+	oldRecordPK       = []string{"id"}
+)
 
 // OpenRecords connects to the database of connString and opens, creating it
 // if needed, the record table named table. ctx, connString, table and o are
@@ -89,7 +93,6 @@ func OpenRecords(ctx context.Context, connString, table string, o Options) (*Rec
 }
 
 func (s *RecordSink) setup(ctx context.Context, conn *pgx.Conn) error {
-	oldPK := []string{"id"}
 	got, gotPK, exists, err := tableColumns(ctx, conn, s.c.qt)
 	if err != nil {
 		return fmt.Errorf("pgio: read the columns of table %s: %w", s.c.qt, err)
@@ -100,7 +103,7 @@ func (s *RecordSink) setup(ctx context.Context, conn *pgx.Conn) error {
 		if _, err := conn.Exec(ctx, create); err != nil {
 			return fmt.Errorf("pgio: create table %s: %w\n  statement: %s", s.c.qt, createRace(err), create)
 		}
-	case len(got) == len(recordBaseColumns) && compareSchema(s.c.qt, recordBaseColumns, oldPK, got, gotPK) == nil:
+	case len(got) == len(recordBaseColumns) && compareSchema(s.c.qt, recordBaseColumns, oldRecordPK, got, gotPK) == nil:
 		// A record table of weir before jobs and epochs: its rows keep
 		// NULL in both, which no Cut removes.
 		alter := fmt.Sprintf(`ALTER TABLE %s ADD COLUMN IF NOT EXISTS "job" TEXT, ADD COLUMN IF NOT EXISTS "epoch" BIGINT`, s.c.qt)
@@ -126,13 +129,13 @@ func (s *RecordSink) setup(ctx context.Context, conn *pgx.Conn) error {
 // statement for the key it has.
 func (s *RecordSink) checkSchema(got [][2]string, gotPK []string) error {
 	pk := []string{"job", "id"}
-	if slices.Equal(gotPK, []string{"id"}) {
-		pk = gotPK
+	if slices.Equal(gotPK, oldRecordPK) {
+		pk = oldRecordPK
 	}
 	if err := compareSchema(s.c.qt, recordColumns, pk, got, gotPK); err != nil {
 		return err
 	}
-	s.insert = fmt.Sprintf(`INSERT INTO %s ("id", "reason", "record", "meta", "job", "epoch") VALUES ($1::text, $2::text, $3::jsonb, $4::jsonb, coalesce($5::text, ''), $6::bigint) ON CONFLICT (%s) DO NOTHING`, s.c.qt, joinIdents(pk))
+	s.insert = fmt.Sprintf(`INSERT INTO %s ("id", "reason", "record", "meta", "job", "epoch") VALUES ($1::text, $2::text, $3::jsonb, $4::jsonb, $5::text, $6::bigint) ON CONFLICT (%s) DO NOTHING`, s.c.qt, joinIdents(pk))
 	return nil
 }
 
@@ -204,20 +207,15 @@ func sanitizeText(s string) string {
 }
 
 // SetEpoch sets the job and epoch of the rows of the next flushes (until
-// the next SetEpoch); before it they have none (NULL).
+// the next SetEpoch); before it they have job "" and no epoch (NULL).
 func (s *RecordSink) SetEpoch(job string, epoch int64) { s.job, s.epoch = job, epoch }
 
 // Cut deletes job's rows of epochs after epoch (rows of no epoch, and of
 // other jobs, stay) and returns how many it deleted. Records written and
 // not yet flushed are kept.
 func (s *RecordSink) Cut(ctx context.Context, job string, epoch int64) (int64, error) {
-	if s.closed {
-		return 0, ErrClosed
-	}
-	ctx, cancel := s.c.merge(ctx)
-	defer cancel()
 	var n int64
-	err := s.c.run(ctx, "cut "+s.c.qt+" back to epoch "+strconv.FormatInt(epoch, 10), func(ctx context.Context, conn *pgx.Conn) error {
+	err := s.run(ctx, "cut "+s.c.qt+" back to epoch "+strconv.FormatInt(epoch, 10), func(ctx context.Context, conn *pgx.Conn) error {
 		tag, err := conn.Exec(ctx, `DELETE FROM `+s.c.qt+` WHERE "job" = $1 AND "epoch" > $2`, job, epoch)
 		n = tag.RowsAffected()
 		return err
@@ -227,13 +225,8 @@ func (s *RecordSink) Cut(ctx context.Context, job string, epoch int64) (int64, e
 
 // MaxEpoch returns the highest epoch of job's rows (0 if none has one).
 func (s *RecordSink) MaxEpoch(ctx context.Context, job string) (int64, error) {
-	if s.closed {
-		return 0, ErrClosed
-	}
-	ctx, cancel := s.c.merge(ctx)
-	defer cancel()
 	var n int64
-	err := s.c.run(ctx, "read the epochs of "+s.c.qt, func(ctx context.Context, conn *pgx.Conn) error {
+	err := s.run(ctx, "read the epochs of "+s.c.qt, func(ctx context.Context, conn *pgx.Conn) error {
 		return conn.QueryRow(ctx, `SELECT coalesce(max("epoch"), 0) FROM `+s.c.qt+` WHERE "job" = $1`, job).Scan(&n)
 	})
 	return n, err
@@ -248,21 +241,26 @@ func (s *RecordSink) Flush() error {
 // FlushContext is Flush, also stopping when ctx is done, like
 // Sink.FlushContext.
 func (s *RecordSink) FlushContext(ctx context.Context) error {
-	if s.closed {
-		return ErrClosed
-	}
-	if len(s.recs) == 0 {
+	if len(s.recs) == 0 && !s.closed {
 		return nil
 	}
-	ctx, cancel := s.c.merge(ctx)
-	defer cancel()
-	what := fmt.Sprintf("flush %d records to %s", len(s.recs), s.c.qt)
-	if err := s.c.run(ctx, what, s.send); err != nil {
+	if err := s.run(ctx, fmt.Sprintf("flush %d records to %s", len(s.recs), s.c.qt), s.send); err != nil {
 		return err
 	}
 	clear(s.recs)
 	s.recs = s.recs[:0]
 	return nil
+}
+
+// run is client.run while the sink is open, also stopping when the Open
+// context is done.
+func (s *RecordSink) run(ctx context.Context, what string, attempt func(ctx context.Context, conn *pgx.Conn) error) error {
+	if s.closed {
+		return ErrClosed
+	}
+	ctx, cancel := s.c.merge(ctx)
+	defer cancel()
+	return s.c.run(ctx, what, attempt)
 }
 
 func (s *RecordSink) send(ctx context.Context, conn *pgx.Conn) error {

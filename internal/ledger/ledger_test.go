@@ -205,7 +205,8 @@ func TestClockBack(t *testing.T) {
 }
 
 // TestWriteErrorSticks: after a write fails, Commit returns the error
-// every time, so no checkpoint records a length the segment never reached.
+// every time, also once the failed segment is sealed (a new day's entry),
+// so no checkpoint records a length the segment never reached.
 func TestWriteErrorSticks(t *testing.T) {
 	dir := t.TempDir()
 	now := time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
@@ -213,12 +214,13 @@ func TestWriteErrorSticks(t *testing.T) {
 	w.Append(entry(1), now)
 	w.f.Close() // the disk goes away
 	w.Append(entry(2), now)
-	for range 2 {
-		if pos, err := w.Commit(); err == nil {
-			t.Fatalf("Commit after a failed write = %+v, nil", pos)
-		}
+	if pos, err := w.Commit(); err == nil {
+		t.Fatalf("Commit after a failed write = %+v, nil", pos)
 	}
-	if err := w.Append(entry(3), now); err == nil {
+	if err := w.Append(entry(3), now.Add(24*time.Hour)); err == nil {
 		t.Fatal("Append after a failed write succeeded")
+	}
+	if pos, err := w.Commit(); err == nil {
+		t.Fatalf("Commit after a failed write and a new day = %+v, nil", pos)
 	}
 }

@@ -23,7 +23,7 @@ func backfillCmd(args []string, o IO) int {
 	key := fs.String("key", "", "only entries of this key: FIELD=VALUE")
 	reason := fs.String("reason", "", "only entries with this reason: window_expired or window_expired_partial")
 	windows := fs.String("window", "", "only entries that missed a window overlapping START..END (Unix ms or RFC 3339)")
-	perTx := fs.Int("windows-per-tx", 64, "windows revised per transaction (each window's revision and applied ids always commit together)")
+	perTx := fs.Int("windows-per-tx", spec.DefaultWindowsPerTx, "windows revised per transaction (each window's revision and applied ids always commit together)")
 	var accept []string
 	fs.Func("accept-spec", "also apply ledger entries written under this spec hash (after a change that keeps their meaning; repeatable)", func(v string) error { accept = append(accept, v); return nil })
 	report := fs.String("report", "", "also write the report as JSON to this file (for a scheduler or a monitor)")

@@ -51,6 +51,15 @@ type aggFunc struct {
 	withAcc bool
 }
 
+// width is how many values a result of a carries: one per aggregate,
+// and the accumulators' text if it keeps them.
+func (a aggFunc) width() int {
+	if a.withAcc {
+		return len(a.fns) + 1
+	}
+	return len(a.fns)
+}
+
 // accColumn is the results column of SQL sinks that keeps the
 // accumulators of the aggregates whose value is not their own
 // accumulator (avg, first, last, collect, count_distinct), so that a

@@ -52,39 +52,31 @@ const archiveWait = 10 * time.Minute
 // commit writes the pending revisions; wait > 0 waits that long for a
 // busy archive (then fails), wait 0 keeps them for the next commit.
 func (w *archiveWriter) commit(wm etime.Time, horizon etime.Duration, wait time.Duration) error {
-	deadline := time.Now().Add(wait)
-	for {
-		a, err := archive.Open(w.dir)
-		if errors.Is(err, archive.ErrBusy) {
-			if wait == 0 {
-				if !w.busy && w.log != nil {
-					w.log.Info("archive busy (a backfill has it open): its revisions wait for the next checkpoint", "dir", w.dir, "pending", len(w.pending))
-				}
-				w.busy = true
-				return nil
-			}
-			if time.Now().After(deadline) {
-				return fmt.Errorf("archive %s: a backfill has had it open for %v; %d revisions of this run are not archived (end the backfill and resume the run)", w.dir, wait, len(w.pending))
-			}
-			time.Sleep(100 * time.Millisecond)
-			continue
+	a, err := archive.OpenWait(w.dir, wait, 100*time.Millisecond)
+	switch {
+	case errors.Is(err, archive.ErrBusy) && wait == 0:
+		if !w.busy && w.log != nil {
+			w.log.Info("archive busy (a backfill has it open): its revisions wait for the next checkpoint", "dir", w.dir, "pending", len(w.pending))
 		}
-		if err != nil {
-			return err
-		}
-		w.busy = false
-		for i := range w.pending {
-			p := &w.pending[i]
-			if err = a.Put(p.key, p.start, p.end, p.pane, p.value); err != nil {
-				break
-			}
-		}
-		if err == nil {
-			err = a.Commit(wm, horizon)
-		}
-		if err = errors.Join(err, a.Close()); err == nil {
-			w.pending = w.pending[:0]
-		}
+		w.busy = true
+		return nil
+	case errors.Is(err, archive.ErrBusy):
+		return fmt.Errorf("archive %s: a backfill has had it open for %v; %d revisions of this run are not archived (end the backfill and resume the run)", w.dir, wait, len(w.pending))
+	case err != nil:
 		return err
 	}
+	w.busy = false
+	for i := range w.pending {
+		p := &w.pending[i]
+		if err = a.Put(p.key, p.start, p.end, p.pane, p.value); err != nil {
+			break
+		}
+	}
+	if err == nil {
+		err = a.Commit(wm, horizon)
+	}
+	if err = errors.Join(err, a.Close()); err == nil {
+		w.pending = w.pending[:0]
+	}
+	return err
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/weirstream/weir/etime"
 	"github.com/weirstream/weir/internal/checkpoint"
 	"github.com/weirstream/weir/internal/ledger"
+	"github.com/weirstream/weir/window"
 )
 
 // BackfillOptions configures Backfill.
@@ -37,7 +38,8 @@ type BackfillOptions struct {
 	// Filter, when set, chooses the entries to apply (by key, reason,
 	// window or arrival); the others are left for a later run.
 	Filter func(ledger.Entry) bool
-	// WindowsPerTx is how many windows one transaction revises (0: 64).
+	// WindowsPerTx is how many windows one transaction revises (0:
+	// DefaultWindowsPerTx).
 	// A window's new revision and its applied ids always commit
 	// together; more windows per transaction save a sync each.
 	WindowsPerTx int
@@ -50,6 +52,9 @@ type BackfillOptions struct {
 	Crash func(point string)
 }
 
+// DefaultWindowsPerTx is BackfillOptions.WindowsPerTx's default.
+const DefaultWindowsPerTx = 64
+
 // BackfillReport counts what a backfill did.
 type BackfillReport struct {
 	// Entries scanned in the ledger (up to the cut, through the filter)
@@ -57,9 +62,10 @@ type BackfillReport struct {
 	Entries     int `json:"entries"`
 	LateWindows int `json:"late_windows"`
 	// Applied entries folded into windows (an entry of a sliding window
-	// counts once per window it missed); AlreadyApplied skipped, a
-	// previous backfill applied them; Unreadable entries whose record no
-	// longer decodes.
+	// counts once per window it missed, here and in AlreadyApplied,
+	// WindowOpen and HorizonExpired); AlreadyApplied skipped, a previous
+	// backfill applied them; Unreadable entries whose record no longer
+	// decodes (each once).
 	Applied        int `json:"applied"`
 	AlreadyApplied int `json:"already_applied"`
 	Unreadable     int `json:"unreadable"`
@@ -144,15 +150,15 @@ func Backfill(p *Plan, o BackfillOptions) (BackfillReport, error) {
 	}
 
 	// Group the entries by key and window, in window-end then key order.
-	type window struct {
+	type keyWindow struct {
 		key        string // the key object, compact JSON
 		start, end int64
 	}
 	type group struct {
-		window
-		entries []ledger.Entry
+		keyWindow
+		entries []decodedEntry
 	}
-	groups := map[window]*group{}
+	groups := map[keyWindow]*group{}
 	var order []*group
 	rep.Corrupt, err = src.scan(cut, func(e ledger.Entry) error {
 		if o.Filter != nil && !o.Filter(e) {
@@ -169,16 +175,27 @@ func Backfill(p *Plan, o BackfillOptions) (BackfillReport, error) {
 		if rep.RefusedReason != "" && o.Out != nil {
 			fmt.Fprintf(o.Out, "entry %s refused: unsupported_window_kind (%s)\n", e.ID, rep.RefusedReason)
 		}
+		de := decodedEntry{id: e.ID, watermark: etime.Time(e.Watermark)}
+		if rep.RefusedReason == "" { // refused entries are only counted
+			r, err := dec.decode(fileio.Line{Kind: fileio.Data, No: entryNo(e.ID), Text: e.Record})
+			if err != nil {
+				// Not applied, so not recorded: reported again by every run.
+				rep.Unreadable++
+				return nil
+			}
+			r.ts = etime.Time(e.TS)
+			de.r = r
+		}
 		key := string(e.Key) // compact, as the live job wrote it
 		for _, w := range e.Windows {
-			k := window{key, w[0], w[1]}
+			k := keyWindow{key, w[0], w[1]}
 			g := groups[k]
 			if g == nil {
-				g = &group{window: k}
+				g = &group{keyWindow: k}
 				groups[k] = g
 				order = append(order, g)
 			}
-			g.entries = append(g.entries, e)
+			g.entries = append(g.entries, de)
 		}
 		return nil
 	})
@@ -223,10 +240,10 @@ func Backfill(p *Plan, o BackfillOptions) (BackfillReport, error) {
 		// at the checkpoint's; an entry for which either does not hold
 		// (a ledger written by hand, or by another job) leaves the window
 		// to the live job.
-		cleanup := etime.Time(g.end - 1).Add(p.Lateness)
+		cleanup := window.CleanupTime(true, window.Window{Start: etime.Time(g.start), End: etime.Time(g.end)}, p.Lateness)
 		closed := g.entries[:0:0]
 		for _, e := range g.entries {
-			if cleanup > wm || cleanup > etime.Time(e.Watermark) {
+			if cleanup > wm || cleanup > e.watermark {
 				rep.WindowOpen++
 				continue
 			}
@@ -240,7 +257,7 @@ func Backfill(p *Plan, o BackfillOptions) (BackfillReport, error) {
 			rep.HorizonExpired += len(g.entries)
 			continue
 		}
-		w := backfillWindow{o: &o, rep: &rep, agg: agg, dec: dec, wm: wm, key: g.key, start: g.start, end: g.end}
+		w := backfillWindow{o: &o, rep: &rep, agg: agg, wm: wm, key: g.key, start: g.start, end: g.end}
 		if err := json.Unmarshal([]byte(g.key), &w.keyVals); err != nil {
 			return rep, fmt.Errorf("window %s [%d,%d): ledger entry key: %w", g.key, g.start, g.end, err)
 		}
@@ -250,7 +267,7 @@ func Backfill(p *Plan, o BackfillOptions) (BackfillReport, error) {
 		if err := w.apply(st, g.entries); err != nil {
 			return rep, fmt.Errorf("window %s [%d,%d): %w", g.key, g.start, g.end, err)
 		}
-		if inTx++; inTx >= cmp.Or(o.WindowsPerTx, 64) {
+		if inTx++; inTx >= cmp.Or(o.WindowsPerTx, DefaultWindowsPerTx) {
 			inTx = 0
 			if err := st.commit(); err != nil {
 				return rep, err
@@ -342,10 +359,7 @@ func (s *sqlStore) applied(w *backfillWindow) (map[string]bool, error) {
 }
 
 func (s *sqlStore) load(w *backfillWindow) (*acc, int64, error) {
-	n := len(w.agg.fns)
-	if w.agg.withAcc {
-		n++
-	}
+	n := w.agg.width()
 	vals := make([]any, n)
 	pane := int64(-1)
 	ptrs := []any{&pane}
@@ -671,58 +685,52 @@ type backfillWindow struct {
 	o          *BackfillOptions
 	rep        *BackfillReport
 	agg        aggFunc
-	dec        *decoder
 	wm         etime.Time
 	key        string // the ledger's key object, compact JSON
 	keyVals    map[string]json.RawMessage
 	start, end int64
 }
 
+// decodedEntry is a ledger entry whose record a backfill has decoded (once,
+// however many windows it missed): its id, the watermark it arrived at
+// and the record, stamped with its event time.
+type decodedEntry struct {
+	id        string
+	watermark etime.Time
+	r         rec
+}
+
 // apply folds the entries not applied yet into the window.
-func (w *backfillWindow) apply(st windowStore, entries []ledger.Entry) error {
+func (w *backfillWindow) apply(st windowStore, entries []decodedEntry) error {
 	done, err := st.applied(w)
 	if err != nil {
 		return err
 	}
-	var fresh []ledger.Entry
-	for _, e := range entries {
-		if done[e.ID] {
+	var ids []string
+	var fresh []*rec
+	for i, e := range entries {
+		if done[e.id] {
 			w.rep.AlreadyApplied++
 			continue
 		}
-		done[e.ID] = true // a ledger holds an id once; never fold it twice
-		fresh = append(fresh, e)
+		done[e.id] = true // a ledger holds an id once; never fold it twice
+		ids, fresh = append(ids, e.id), append(fresh, &entries[i].r)
 	}
-	if len(fresh) == 0 {
+	if len(ids) == 0 {
 		return nil
 	}
 	ac, pane, err := st.load(w)
 	if err != nil {
 		return err
 	}
-	var ids []string
-	for _, e := range fresh {
-		r, err := w.dec.decode(fileio.Line{Kind: fileio.Data, No: entryNo(e.ID), Text: e.Record})
-		if err != nil {
-			// Not applied, so not recorded: reported again by every run.
-			w.rep.Unreadable++
-			continue
-		}
-		r.ts = etime.Time(e.TS)
-		w.agg.Add(ac, r)
-		ids = append(ids, e.ID)
+	for _, r := range fresh {
+		w.agg.Add(ac, *r)
 	}
 	applied := len(ids)
-	if applied == 0 {
-		return nil
-	}
 	w.agg.collectInInputOrder(ac)
 	w.rep.Applied += applied
 	w.rep.Windows++
-	n := len(w.agg.fns)
-	if w.agg.withAcc {
-		n++
-	}
+	n := w.agg.width()
 	result := splitResult(w.agg.Result(ac), n)
 	if w.o.Out != nil {
 		fmt.Fprintf(w.o.Out, "window %s [%d,%d): %d entries, pane %d -> %d: %s\n", w.key, w.start, w.end, applied, pane, pane+1, strings.Join(result[:len(w.agg.fns)], " "))

@@ -73,14 +73,7 @@ func openArchiveStore(p *Plan, o BackfillOptions, wm etime.Time) (*archiveStore,
 	}
 	// The live job has the archive open for each commit (a moment):
 	// wait for it.
-	var a *archive.Archive
-	var err error
-	for deadline := time.Now().Add(archiveOpenWait); ; time.Sleep(20 * time.Millisecond) {
-		a, err = archive.Open(RunOptions{Dir: o.Dir}.path(p.Spec.Archive.Dir))
-		if !errors.Is(err, archive.ErrBusy) || time.Now().After(deadline) {
-			break
-		}
-	}
+	a, err := archive.OpenWait(RunOptions{Dir: o.Dir}.path(p.Spec.Archive.Dir), archiveOpenWait, 20*time.Millisecond)
 	if err != nil {
 		pub.close()
 		if errors.Is(err, archive.ErrBusy) {
@@ -139,10 +132,7 @@ func (s *archiveStore) load(w *backfillWindow) (*acc, int64, error) {
 	if !ok {
 		return w.agg.CreateAccumulator(), -1, nil
 	}
-	n := len(w.agg.fns)
-	if w.agg.withAcc {
-		n++
-	}
+	n := w.agg.width()
 	parts := splitResult(value, n)
 	if len(parts) != n {
 		return nil, 0, fmt.Errorf("the archive's row has %d values, want %d", len(parts), n)

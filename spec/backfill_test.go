@@ -416,8 +416,9 @@ func TestBackfillForgedEntries(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, e := range []string{
-		// No timestamp: it does not decode.
-		`{"id":"x1","kind":"late","reason":"window_expired","key":{"user_id":"u001"},"ts":1767225600000,"windows":[[1767225600000,1767225660000]],"watermark":1767229200000,"lateness_ms":1,"arrived_at":0,"record":{"user_id":"u001","amount":5}}`,
+		// No timestamp: it does not decode (counted once, though it
+		// names two windows).
+		`{"id":"x1","kind":"late","reason":"window_expired","key":{"user_id":"u001"},"ts":1767225600000,"windows":[[1767225600000,1767225660000],[1767225660000,1767225720000]],"watermark":1767229200000,"lateness_ms":1,"arrived_at":0,"record":{"user_id":"u001","amount":5}}`,
 		// Its watermark (1767225600000) is before the window's cleanup.
 		`{"id":"x2","kind":"late","reason":"window_expired","key":{"user_id":"u001"},"ts":1767225600000,"windows":[[1767225600000,1767225660000]],"watermark":1767225600000,"lateness_ms":1,"arrived_at":0,"record":{"user_id":"u001","amount":5,"ts":1767225600000}}`,
 	} {

@@ -25,6 +25,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 
@@ -52,6 +53,19 @@ type Archive struct {
 	unlock func() error
 	batch  *pebble.Batch // the live job's writes since the last Commit
 	buf    []byte
+}
+
+// OpenWait is Open, trying again every poll while another process has
+// the archive open, for up to wait (0: once); then it returns ErrBusy.
+func OpenWait(dir string, wait, poll time.Duration) (*Archive, error) {
+	deadline := time.Now().Add(wait)
+	for {
+		a, err := Open(dir)
+		if !errors.Is(err, ErrBusy) || !time.Now().Before(deadline) {
+			return a, err
+		}
+		time.Sleep(poll)
+	}
 }
 
 // Open opens (creating) the archive in dir; ErrBusy while another process
@@ -160,18 +174,15 @@ func (a *Archive) Commit(watermark etime.Time, horizon etime.Duration) error {
 // Live is the watermark of the live job's last Commit (etime.MinTime:
 // none): every result the job wrote before it reached that watermark is
 // in the archive.
-func (a *Archive) Live() (etime.Time, error) {
-	v, ok, err := get(a.db, []byte(keyLive))
-	if err != nil || !ok || len(v) != 8 {
-		return etime.MinTime, err
-	}
-	return etime.Time(binary.BigEndian.Uint64(v) ^ 1<<63), nil
-}
+func (a *Archive) Live() (etime.Time, error) { return a.readTime(keyLive) }
 
 // Horizon is the window end below which the archive has removed windows
 // (etime.MinTime: none removed).
-func (a *Archive) Horizon() (etime.Time, error) {
-	v, ok, err := get(a.db, []byte(keyHorizon))
+func (a *Archive) Horizon() (etime.Time, error) { return a.readTime(keyHorizon) }
+
+// readTime reads the time stored under key (etime.MinTime: none).
+func (a *Archive) readTime(key string) (etime.Time, error) {
+	v, ok, err := get(a.db, []byte(key))
 	if err != nil || !ok || len(v) != 8 {
 		return etime.MinTime, err
 	}

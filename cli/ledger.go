@@ -72,32 +72,16 @@ func ledgerCmd(args []string, o IO) int {
 		}
 		return nil
 	}
-	var shown string
-	var nbad int
-	if k.Type == "ledger" {
-		dir := spec.LedgerDir(p, filepath.Dir(o.path(paths[0])), k)
-		bad, err := ledger.Scan(dir, collect)
-		if err != nil {
-			fmt.Fprintln(o.Stderr, "weir ledger:", err)
-			return ExitFailed
-		}
-		for _, c := range bad {
-			fmt.Fprintf(o.Stderr, "warning: %s line %d: %s (the entry is unreadable; the others are fine)\n", filepath.Join(dir, c.Segment), c.Line, c.Reason)
-		}
-		shown, nbad = dir, len(bad)
-		if rel, err := filepath.Rel(filepath.Dir(o.path(paths[0])), dir); err == nil {
-			shown = rel
-		}
-	} else {
-		var err error
-		if nbad, shown, err = spec.ScanLedger(p, filepath.Dir(o.path(paths[0])), collect); err != nil {
-			fmt.Fprintln(o.Stderr, "weir ledger:", err)
-			return ExitFailed
-		}
-		if nbad > 0 {
-			fmt.Fprintf(o.Stderr, "warning: %d entries of %s are unreadable; the others are fine\n", nbad, shown)
-		}
+	specDir := filepath.Dir(o.path(paths[0]))
+	bad, where, err := spec.ScanLedger(p, specDir, collect)
+	if err != nil {
+		fmt.Fprintln(o.Stderr, "weir ledger:", err)
+		return ExitFailed
 	}
+	for _, b := range bad {
+		fmt.Fprintf(o.Stderr, "warning: %s (the entry is unreadable; the others are fine)\n", b)
+	}
+	shown, nbad := strings.Join(where, " and "), len(bad)
 	if cmd == "ls" {
 		for i, e := range entries {
 			if *limit > 0 && i == *limit {

@@ -160,7 +160,7 @@ func Backfill(p *Plan, o BackfillOptions) (BackfillReport, error) {
 	}
 	groups := map[keyWindow]*group{}
 	var order []*group
-	rep.Corrupt, err = src.scan(cut, func(e ledger.Entry) error {
+	corrupt, err := src.scan(cut, func(e ledger.Entry) error {
 		if o.Filter != nil && !o.Filter(e) {
 			return nil
 		}
@@ -199,6 +199,12 @@ func Backfill(p *Plan, o BackfillOptions) (BackfillReport, error) {
 		}
 		return nil
 	})
+	rep.Corrupt = len(corrupt)
+	if o.Out != nil {
+		for _, c := range corrupt {
+			fmt.Fprintf(o.Out, "entry unreadable: %s\n", c)
+		}
+	}
 	if err != nil {
 		return rep, err
 	}

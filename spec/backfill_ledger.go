@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -25,8 +26,8 @@ import (
 // late_partial sink of its own, that one too.
 type ledgerSource interface {
 	// scan calls fn for the entries up to the cut (nil: all) and returns
-	// the number of corrupt entries it skipped.
-	scan(cut *ledgerCut, fn func(ledger.Entry) error) (int, error)
+	// the corrupt entries it skipped, each said where it is and why.
+	scan(cut *ledgerCut, fn func(ledger.Entry) error) ([]string, error)
 	// describe names what scan reads up to the cut, for the report (""
 	// for a ledger directory, which the checkpoint's cut describes).
 	describe(cut *ledgerCut) string
@@ -101,11 +102,11 @@ func openLedgerSource(p *Plan, o BackfillOptions) (ledgerSource, error) {
 // multiLedger reads the late and late_partial ledgers one after the other.
 type multiLedger []ledgerSource
 
-func (m multiLedger) scan(cut *ledgerCut, fn func(ledger.Entry) error) (int, error) {
-	bad := 0
+func (m multiLedger) scan(cut *ledgerCut, fn func(ledger.Entry) error) ([]string, error) {
+	var bad []string
 	for _, s := range m {
-		n, err := s.scan(cut, fn)
-		if bad += n; err != nil {
+		b, err := s.scan(cut, fn)
+		if bad = append(bad, b...); err != nil {
 			return bad, err
 		}
 	}
@@ -137,14 +138,18 @@ type fileLedger struct {
 	unlock    func() error
 }
 
-func (f *fileLedger) scan(cut *ledgerCut, fn func(ledger.Entry) error) (int, error) {
+func (f *fileLedger) scan(cut *ledgerCut, fn func(ledger.Entry) error) ([]string, error) {
 	var pos *ledger.Pos
 	if cut != nil {
 		p := cut.pos[f.name] // the zero Pos (nothing) when the checkpoint has none
 		pos = &p
 	}
-	bad, err := ledger.ScanTo(f.dir, pos, fn)
-	return len(bad), err
+	corrupt, err := ledger.ScanTo(f.dir, pos, fn)
+	bad := make([]string, len(corrupt))
+	for i, c := range corrupt {
+		bad[i] = fmt.Sprintf("%s line %d: %s", filepath.Join(f.dir, c.Segment), c.Line, c.Reason)
+	}
+	return bad, err
 }
 
 func (f *fileLedger) describe(*ledgerCut) string { return "" }
@@ -169,10 +174,10 @@ func (k *kafkaLedger) describe(*ledgerCut) string {
 	return "the committed records of topic " + strings.Join(slices.Sorted(maps.Keys(k.topics)), " and ")
 }
 
-func (k *kafkaLedger) scan(_ *ledgerCut, fn func(ledger.Entry) error) (int, error) {
+func (k *kafkaLedger) scan(_ *ledgerCut, fn func(ledger.Entry) error) ([]string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	bad := 0
+	var bad []string
 	var ferr error
 	err := kafkaio.ReadCommitted(ctx, k.sink.Brokers, slices.Sorted(maps.Keys(k.topics)), time.Second, func(r *kgo.Record) {
 		var e ledger.Entry
@@ -180,7 +185,7 @@ func (k *kafkaLedger) scan(_ *ledgerCut, fn func(ledger.Entry) error) (int, erro
 			return
 		}
 		if json.Unmarshal(r.Value, &e) != nil || e.ID == "" || len(e.Windows) == 0 {
-			bad++
+			bad = append(bad, fmt.Sprintf("topic %s partition %d offset %d: not a ledger entry", r.Topic, r.Partition, r.Offset))
 			return
 		}
 		e.Kind, e.Reason, e.ArrivedAt = "late", k.topics[r.Topic], r.Timestamp.UnixMilli()
@@ -239,18 +244,18 @@ func (l *pgLedger) describe(cut *ledgerCut) string {
 	return fmt.Sprintf("job %s's rows of table %s up to checkpoint epoch %d", l.job, l.table, cut.epoch)
 }
 
-func (l *pgLedger) scan(cut *ledgerCut, fn func(ledger.Entry) error) (int, error) {
+func (l *pgLedger) scan(cut *ledgerCut, fn func(ledger.Entry) error) ([]string, error) {
 	ctx := context.Background()
 	tx, err := l.db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	defer tx.Rollback()
 	// A table no job of this weir has opened yet has no job and epoch
 	// columns: all of its rows are read.
 	var scoped bool
 	if err := tx.QueryRowContext(ctx, `SELECT count(*) = 2 FROM pg_attribute WHERE attrelid = to_regclass($1) AND attname IN ('job', 'epoch') AND NOT attisdropped`, quoteSQL(l.table)).Scan(&scoped); err != nil {
-		return 0, fmt.Errorf("ledger table %s: %w", l.table, err)
+		return nil, fmt.Errorf("ledger table %s: %w", l.table, err)
 	}
 	q := `SELECT id, reason, record::text, meta::text, (extract(epoch FROM arrived_at) * 1000)::bigint FROM ` + quoteSQL(l.table) +
 		` WHERE reason IN ('window_expired', 'window_expired_partial')`
@@ -265,10 +270,10 @@ func (l *pgLedger) scan(cut *ledgerCut, fn func(ledger.Entry) error) (int, error
 	}
 	rows, err := tx.QueryContext(ctx, q+` ORDER BY arrived_at, id`, args...)
 	if err != nil {
-		return 0, fmt.Errorf("ledger table %s: %w", l.table, err)
+		return nil, fmt.Errorf("ledger table %s: %w", l.table, err)
 	}
 	defer rows.Close()
-	bad := 0
+	var bad []string
 	for rows.Next() {
 		var e ledger.Entry
 		var record, meta sql.NullString
@@ -277,7 +282,7 @@ func (l *pgLedger) scan(cut *ledgerCut, fn func(ledger.Entry) error) (int, error
 		}
 		// meta is the entry's line without id, reason and record.
 		if !record.Valid || !meta.Valid || json.Unmarshal([]byte(meta.String), &e) != nil || len(e.Windows) == 0 {
-			bad++
+			bad = append(bad, fmt.Sprintf("table %s, entry %s: no readable record or meta", l.table, e.ID))
 			continue
 		}
 		e.Kind, e.Record, e.Key = "late", json.RawMessage(record.String), compactBytes(e.Key)
@@ -305,19 +310,31 @@ func (l *pgLedger) close() error {
 }
 
 // ScanLedger calls fn for every entry of the job's late-data ledger (a
-// ledger directory, a Postgres table or Kafka topics) and returns the
-// number of entries it could not read and where it read. dir is the
-// spec's directory.
-func ScanLedger(p *Plan, dir string, fn func(ledger.Entry) error) (int, string, error) {
+// ledger directory, a Postgres table or Kafka topics; and late_partial's,
+// if it has its own) and returns the entries it could not read, each said
+// where it is and why, and where it read (ledger directories by their
+// path from dir, the spec's directory).
+func ScanLedger(p *Plan, dir string, fn func(ledger.Entry) error) (bad, where []string, err error) {
 	src, err := openLedgerSource(p, BackfillOptions{Dir: dir, DryRun: true})
 	if err != nil {
-		return 0, "", err
+		return nil, nil, err
 	}
 	defer src.close()
-	where := src.describe(nil)
-	if m, ok := src.(multiLedger); ok && where == "" {
-		where = m[0].(*fileLedger).dir
+	srcs, ok := src.(multiLedger)
+	if !ok {
+		srcs = multiLedger{src}
 	}
-	n, err := src.scan(nil, fn)
-	return n, where, err
+	for _, s := range srcs {
+		if f, ok := s.(*fileLedger); ok {
+			rel, err := filepath.Rel(dir, f.dir)
+			if err != nil {
+				rel = f.dir
+			}
+			where = append(where, rel)
+		} else {
+			where = append(where, s.describe(nil))
+		}
+	}
+	bad, err = src.scan(nil, fn)
+	return bad, where, err
 }

@@ -18,32 +18,51 @@ import (
 // live mark, commits and closes it: between commits a backfill may have
 // the archive. A checkpoint's commit that finds it busy keeps the
 // revisions for the next one (a backfill then refuses to start until the
-// live mark reaches its cut); the run's last commit waits for it.
+// live mark reaches its cut); the run's last commit waits for it. A job
+// without checkpoints commits every uncheckedBatch windows (due).
 type archiveWriter struct {
-	dir     string
-	pending []archivePut
+	dir string
+	// pending is each window's newest revision since the last commit
+	// (the archive keeps only the newest anyway).
+	pending map[archiveWindow]*archivePut
 	log     *slog.Logger
 	busy    bool // the last commit found the archive busy
 }
 
-type archivePut struct {
+type archiveWindow struct {
 	key        string
 	start, end etime.Time
-	pane       int64
-	value      []byte
+}
+
+type archivePut struct {
+	pane  int64
+	value []byte
 }
 
 func newArchiveWriter(dir string, log *slog.Logger) (*archiveWriter, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("archive: %w", err)
 	}
-	return &archiveWriter{dir: dir, log: log}, nil
+	return &archiveWriter{dir: dir, log: log, pending: map[archiveWindow]*archivePut{}}, nil
 }
 
-// put records a published revision for the next commit.
+// put records a published revision for the next commit, unless one of a
+// higher pane of its window is there already.
 func (w *archiveWriter) put(key string, start, end etime.Time, pane int64, value []byte) {
-	w.pending = append(w.pending, archivePut{key: key, start: start, end: end, pane: pane, value: append([]byte(nil), value...)})
+	k := archiveWindow{key, start, end}
+	p := w.pending[k]
+	if p == nil {
+		p = &archivePut{pane: -1}
+		w.pending[k] = p
+	}
+	if pane > p.pane {
+		p.pane, p.value = pane, append(p.value[:0], value...)
+	}
 }
+
+// due says whether a job without checkpoints commits now: it holds
+// uncheckedBatch windows.
+func (w *archiveWriter) due() bool { return len(w.pending) >= uncheckedBatch }
 
 // archiveWait bounds how long the run's last commit waits for a backfill
 // to release the archive.
@@ -66,9 +85,8 @@ func (w *archiveWriter) commit(wm etime.Time, horizon etime.Duration, wait time.
 		return err
 	}
 	w.busy = false
-	for i := range w.pending {
-		p := &w.pending[i]
-		if err = a.Put(p.key, p.start, p.end, p.pane, p.value); err != nil {
+	for k, p := range w.pending {
+		if err = a.Put(k.key, k.start, k.end, p.pane, p.value); err != nil {
 			break
 		}
 	}
@@ -76,7 +94,7 @@ func (w *archiveWriter) commit(wm etime.Time, horizon etime.Duration, wait time.
 		err = a.Commit(wm, horizon)
 	}
 	if err = errors.Join(err, a.Close()); err == nil {
-		w.pending = w.pending[:0]
+		clear(w.pending)
 	}
 	return err
 }

@@ -151,6 +151,9 @@ func (o *output) apply(it *item) {
 			if j.archive != nil && it.res.Firing != window.Retract {
 				r := &it.res
 				j.archive.put(r.Key, r.Window.Start, r.Window.End, r.Pane, r.Value)
+				if j.ck == nil && j.archive.due() {
+					err = j.archive.commit(o.c.Watermark, j.plan.ArchiveHorizon, 0)
+				}
 			}
 		}
 	case itemLate:

@@ -4,11 +4,9 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
@@ -67,7 +65,7 @@ func openArchiveStore(p *Plan, o BackfillOptions, wm etime.Time) (*archiveStore,
 		}
 		pub = kafkaPublisher{cl}
 	case r.Type == "jsonl" && r.Path != "" && r.Path != "-":
-		pub = filePublisher(CorrectionsPath(p, o.Dir))
+		pub = &filePublisher{path: CorrectionsPath(p, o.Dir)}
 	default:
 		return nil, fmt.Errorf("backfill publishes the revisions of archived windows to a jsonl results file or a Kafka topic; sinks.results is %s %s", r.Type, r.Path)
 	}
@@ -200,34 +198,49 @@ type publisher interface {
 }
 
 // filePublisher appends revisions to the corrections file and syncs it.
-type filePublisher string
+// It opens the file at its first publish (under the archive's lock, and
+// never in a dry run), cutting a line a crash (or a full disk) tore: the
+// outbox still has the whole one. (A write that fails fails the backfill,
+// whose next run cuts again.)
+type filePublisher struct {
+	path string
+	f    *os.File
+	buf  []byte
+}
 
-func (path filePublisher) publish(revs []archive.Outboxed) error {
-	f, err := os.OpenFile(string(path), os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o644)
-	if err != nil {
-		return err
+func (p *filePublisher) publish(revs []archive.Outboxed) error {
+	if p.f == nil {
+		f, err := os.OpenFile(p.path, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o644)
+		if err != nil {
+			return err
+		}
+		if err := cutTornTail(f); err != nil {
+			f.Close()
+			return fmt.Errorf("corrections %s: %w", p.path, err)
+		}
+		p.f = f
 	}
-	// A write torn by a crash (or a full disk) left part of a line: cut
-	// it, the outbox still has the whole one.
-	if err := cutTornTail(f); err != nil {
-		f.Close()
-		return fmt.Errorf("corrections %s: %w", path, err)
-	}
-	var b []byte
+	b := p.buf[:0]
 	for _, r := range revs {
 		b = append(append(b, r.Line...), '\n')
 	}
-	_, err = f.Write(b)
+	p.buf = b
+	_, err := p.f.Write(b)
 	if err == nil {
-		err = f.Sync()
+		err = p.f.Sync()
 	}
-	if err = errors.Join(err, f.Close()); err != nil {
-		return fmt.Errorf("corrections %s: %w", path, err)
+	if err != nil {
+		return fmt.Errorf("corrections %s: %w", p.path, err)
 	}
 	return nil
 }
 
-func (filePublisher) close() error { return nil }
+func (p *filePublisher) close() error {
+	if p.f == nil {
+		return nil
+	}
+	return p.f.Close()
+}
 
 // cutTornTail truncates f after its last newline.
 func cutTornTail(f *os.File) error {
@@ -264,14 +277,7 @@ type kafkaPublisher struct{ cl *kgo.Client }
 func (k kafkaPublisher) publish(revs []archive.Outboxed) error {
 	recs := make([]*kgo.Record, len(revs))
 	for i, r := range revs {
-		var m struct {
-			Pane int64 `json:"pane"`
-		}
-		json.Unmarshal(r.Line, &m)
-		recs[i] = &kgo.Record{Key: r.RecordKey, Value: r.Line, Headers: []kgo.RecordHeader{
-			{Key: "weir-firing", Value: []byte(window.Backfill.String())},
-			{Key: "weir-pane", Value: strconv.AppendInt(nil, m.Pane, 10)},
-		}}
+		recs[i] = &kgo.Record{Key: r.RecordKey, Value: r.Line, Headers: resultHeaders(window.Backfill, r.Pane)}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

@@ -222,10 +222,16 @@ func kafkaSinkOptions(k *Sink, txnID string) kafkaio.SinkOptions {
 func (w *kafkaResults) write(r window.Result[string, []byte]) error {
 	w.line = appendResult(w.line[:0], w.j.plan, r)
 	key := appendResultKey(nil, w.j.plan, r)
-	return w.s.Produce(&kgo.Record{Topic: w.topic, Key: key, Value: append([]byte(nil), w.line...), Headers: []kgo.RecordHeader{
-		{Key: "weir-firing", Value: []byte(r.Firing.String())},
-		{Key: "weir-pane", Value: strconv.AppendInt(nil, r.Pane, 10)},
-	}})
+	return w.s.Produce(&kgo.Record{Topic: w.topic, Key: key, Value: append([]byte(nil), w.line...), Headers: resultHeaders(r.Firing, r.Pane)})
+}
+
+// resultHeaders are the headers of a result record in Kafka: its firing
+// kind and pane, by which readers fold revisions.
+func resultHeaders(firing window.Firing, pane int64) []kgo.RecordHeader {
+	return []kgo.RecordHeader{
+		{Key: "weir-firing", Value: []byte(firing.String())},
+		{Key: "weir-pane", Value: strconv.AppendInt(nil, pane, 10)},
+	}
 }
 
 // commit is a no-op: the checkpoint's transaction is flushed by

@@ -235,6 +235,7 @@ type Revision struct {
 // Outboxed is a revision committed and not yet published.
 type Outboxed struct {
 	Seq       uint64
+	Pane      int64
 	RecordKey []byte
 	Line      []byte
 }
@@ -259,7 +260,8 @@ func (a *Archive) Apply(revs []Revision) error {
 				return err
 			}
 		}
-		rec := binary.AppendUvarint(nil, uint64(len(r.RecordKey)))
+		rec := binary.AppendUvarint(nil, uint64(r.Pane))
+		rec = binary.AppendUvarint(rec, uint64(len(r.RecordKey)))
 		rec = append(append(rec, r.RecordKey...), r.Line...)
 		if err := b.Set(binary.BigEndian.AppendUint64([]byte{prefixOutbox}, seq), rec, nil); err != nil {
 			return err
@@ -294,13 +296,17 @@ func (a *Archive) Outbox() ([]Outboxed, error) {
 			continue
 		}
 		v := it.Value()
-		n, k := binary.Uvarint(v)
-		if k <= 0 || n > uint64(len(v)-k) {
+		pane, kp := binary.Uvarint(v)
+		if kp <= 0 {
+			kp = len(v) + 1 // corrupt
+		}
+		n, k := binary.Uvarint(v[min(kp, len(v)):])
+		if kp > len(v) || k <= 0 || n > uint64(len(v)-kp-k) {
 			it.Close()
 			return nil, fmt.Errorf("archive: corrupt outbox entry %d", binary.BigEndian.Uint64(it.Key()[1:]))
 		}
-		v = append([]byte(nil), v[k:]...)
-		out = append(out, Outboxed{Seq: binary.BigEndian.Uint64(it.Key()[1:]), RecordKey: v[:n], Line: v[n:]})
+		v = append([]byte(nil), v[kp+k:]...)
+		out = append(out, Outboxed{Seq: binary.BigEndian.Uint64(it.Key()[1:]), Pane: int64(pane), RecordKey: v[:n], Line: v[n:]})
 	}
 	return out, errors.Join(it.Error(), it.Close())
 }

@@ -61,7 +61,7 @@ func TestArchive(t *testing.T) {
 	must(err)
 	defer a.Close()
 	out, _ = a.Outbox()
-	if len(out) != 1 || string(out[0].Line) != "line2\n" {
+	if len(out) != 1 || string(out[0].Line) != "line2\n" || out[0].Pane != 1 {
 		t.Fatalf("outbox after reopening: %v", out)
 	}
 	must(a.Apply([]Revision{{Key: "u2", Start: 60_000, End: 120_000, Pane: 2, Value: []byte("9\x00"), Line: []byte("line3\n")}}))

@@ -508,10 +508,8 @@ type lazyView struct {
 func (v *lazyView) Parts(stage, name string) map[int][]byte {
 	out := map[int][]byte{}
 	for _, p := range v.cp.Parts {
-		rest, ok := strings.CutPrefix(p, stage+"/")
-		idx, n, ok2 := strings.Cut(rest, "/")
-		i, err := strconv.Atoi(idx)
-		if !ok || !ok2 || n != name || err != nil {
+		i, ok := partIndex(p, stage, name)
+		if !ok {
 			continue
 		}
 		b, err := v.st.ReadPart(v.cp, p)

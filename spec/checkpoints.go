@@ -203,21 +203,27 @@ type partView map[string][]byte
 // Parts implements weir.CheckpointView.
 func (v partView) Parts(stage, name string) map[int][]byte {
 	out := map[int][]byte{}
-	prefix := stage + "/"
 	for k, b := range v {
-		rest, ok := strings.CutPrefix(k, prefix)
-		if !ok {
-			continue
-		}
-		idx, n, ok := strings.Cut(rest, "/")
-		if !ok || n != name {
-			continue
-		}
-		if i, err := strconv.Atoi(idx); err == nil {
+		if i, ok := partIndex(k, stage, name); ok {
 			out[i] = b
 		}
 	}
 	return out
+}
+
+// partIndex is the index of the part named "stage/index/name", false for
+// a part of another stage or name.
+func partIndex(part, stage, name string) (int, bool) {
+	rest, ok := strings.CutPrefix(part, stage+"/")
+	if !ok {
+		return 0, false
+	}
+	idx, n, ok := strings.Cut(rest, "/")
+	if !ok || n != name {
+		return 0, false
+	}
+	i, err := strconv.Atoi(idx)
+	return i, err == nil
 }
 
 // fingerprint is what a checkpoint's state depends on: a restore under a

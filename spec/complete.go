@@ -10,6 +10,7 @@ import (
 	"maps"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -130,15 +131,28 @@ func Complete(p *Plan, dir string) (*Answer, error) {
 	return a, nil
 }
 
-// rowID identifies a results row: its key values, as canonical values,
-// and its window.
+// rowID identifies a results row of the answer: its key values, as
+// canonical values, and its window.
 func rowID(key string, nk int, w window.Window) string {
+	keys := splitKey(key, nk)
+	for i, k := range keys {
+		keys[i] = sqlCanonical([]byte(k))
+	}
+	return rowIdentity(keys, strconv.FormatInt(int64(w.Start), 10), strconv.FormatInt(int64(w.End), 10))
+}
+
+// rowIdentity is the one form of a row's identity the answer and the
+// results it is compared with share: the canonical texts of its key
+// values, then its window's start and end in ms.
+func rowIdentity(keys []string, start, end string) string {
 	var b strings.Builder
-	for _, k := range splitKey(key, nk) {
-		b.WriteString(sqlCanonical([]byte(k)))
+	for _, k := range keys {
+		b.WriteString(k)
 		b.WriteByte('|')
 	}
-	fmt.Fprintf(&b, "%d,%d", int64(w.Start), int64(w.End))
+	b.WriteString(start)
+	b.WriteByte(',')
+	b.WriteString(end)
 	return b.String()
 }
 
@@ -279,17 +293,15 @@ func (f *resultFold) add(line []byte) error {
 	if err := json.Unmarshal(line, &m); err != nil {
 		return err
 	}
-	var id strings.Builder
-	for _, k := range s.Key {
-		id.WriteString(sqlCanonical(m[k]))
-		id.WriteByte('|')
+	keys := make([]string, len(s.Key))
+	for i, k := range s.Key {
+		keys[i] = sqlCanonical(m[k])
 	}
-	fmt.Fprintf(&id, "%s,%s", m["window_start"], m["window_end"])
+	k := rowIdentity(keys, string(m["window_start"]), string(m["window_end"]))
 	var pane int64
 	var firing string
 	json.Unmarshal(m["pane"], &pane)
 	json.Unmarshal(m["firing"], &firing)
-	k := id.String()
 	if firing == "retract" {
 		delete(f.got, k)
 		delete(f.panes, k)
@@ -338,7 +350,7 @@ func tableRows(p *Plan, dir string) (map[string][]string, error) {
 		if err := rows.Scan(ptrs...); err != nil {
 			return nil, err
 		}
-		var id strings.Builder
+		keys := make([]string, 0, nk)
 		row := make([]string, 0, len(s.Aggregate))
 		for i, v := range vals {
 			if i == nk || i == nk+1 { // the window
@@ -347,16 +359,13 @@ func tableRows(p *Plan, dir string) (map[string][]string, error) {
 			if v, err = db.value(v); err != nil {
 				return nil, err
 			}
-			c := valueText(v)
-			if i < nk {
-				id.WriteString(c)
-				id.WriteByte('|')
+			if c := valueText(v); i < nk {
+				keys = append(keys, c)
 			} else {
 				row = append(row, c)
 			}
 		}
-		fmt.Fprintf(&id, "%d,%d", vals[nk], vals[nk+1])
-		got[id.String()] = row
+		got[rowIdentity(keys, fmt.Sprint(vals[nk]), fmt.Sprint(vals[nk+1]))] = row
 	}
 	return got, rows.Err()
 }

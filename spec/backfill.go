@@ -20,6 +20,7 @@ import (
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/clock"
 	"github.com/weirstream/weir/connector/fileio"
+	"github.com/weirstream/weir/connector/pgio"
 	"github.com/weirstream/weir/connector/sqliteio"
 	"github.com/weirstream/weir/etime"
 	"github.com/weirstream/weir/internal/checkpoint"
@@ -617,11 +618,11 @@ func openResultsDB(p *Plan, dir string, create bool) (*resultsDB, error) {
 // name beyond Postgres's 63 bytes.
 func appliedTable(table string) string {
 	name := table + "_backfill_applied"
-	if len(name) <= 63 {
+	if len(name) <= pgio.MaxIdentifierLen {
 		return name
 	}
 	sum := sha256.Sum256([]byte(name))
-	return name[:54] + "_" + hex.EncodeToString(sum[:4])
+	return name[:pgio.MaxIdentifierLen-9] + "_" + hex.EncodeToString(sum[:4])
 }
 
 // dollars numbers the ? placeholders of q as Postgres wants them ($1, $2,

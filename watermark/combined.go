@@ -19,9 +19,13 @@ import (
 //     Unlike the valve's channels (I4), there is no alignment: an input that
 //     becomes active again with an older watermark takes part in the minimum
 //     at once and holds the combined watermark back until it passes it.
-//   - When every input is idle the combination outputs Status(true), with no
-//     watermark flush. When an input becomes active again it outputs
-//     Status(false).
+//   - When the last active input goes idle, the combination first outputs
+//     the maximum watermark over all inputs, if it is greater than the last
+//     output, and then Status(true) (H6, FLINK-38454): a backlog read
+//     quickly and followed by silence fires its windows without waiting for
+//     new data, whatever order the inputs went idle in. An input that never
+//     sent a watermark counts as MinTime, so it adds nothing to the
+//     maximum. When an input becomes active again it outputs Status(false).
 //   - A watermark on an idle input makes that input active again, as in
 //     Flink.
 //
@@ -29,7 +33,7 @@ import (
 // is output before any watermark it makes possible (Flink outputs the
 // watermark first, and omits the status change when a watermark reactivates an
 // input), so downstream never receives a watermark while it believes the input
-// idle. A change to idle comes with no watermark.
+// idle. A change to idle comes after the flushed maximum, never before it.
 //
 // Input indexes come from the engine: an index out of range panics.
 // A Combined is not safe for concurrent use.
@@ -95,6 +99,14 @@ func (c *Combined) update(out ValveOutput) {
 	}
 	if allIdle {
 		if !c.idle {
+			hi := etime.MinTime
+			for _, in := range c.in {
+				hi = etime.Max(hi, in.wm)
+			}
+			if hi > c.last {
+				c.last = hi
+				out.Watermark(hi)
+			}
 			c.idle = true
 			out.Status(true)
 		}

@@ -30,7 +30,9 @@
 //
 // A [Combined] combines the logical inputs of a two- or multi-input operator
 // (Flink's IndexedCombinedWatermarkStatus, I5): the minimum over non-idle
-// inputs, where a reactivated input does hold the result back.
+// inputs, where a reactivated input does hold the result back. Both flush the
+// maximum over their inputs when the last active one goes idle (I3, H6), so
+// a backlog followed by silence fires its windows without new data.
 //
 // # Concurrency
 //

@@ -474,21 +474,38 @@ func TestCombined(t *testing.T) {
 			{"wm 0 25", ""},      // still behind 30
 			{"wm 0 35", "wm 35"}, // passes it
 		}},
-		{"all idle: status only, no flush", 3, []step{
+		{"all idle: the maximum is flushed, then the status (H6)", 3, []step{
 			{"wm 0 10", ""},
 			{"wm 1 20", ""},
 			{"wm 2 30", "wm 10"},
 			{"idle 1", ""},
 			{"idle 2", ""},
-			{"idle 0", "status idle"},
+			{"idle 0", "wm 30, status idle"},
 			{"idle 0", ""},
+		}},
+		{"all idle: the flush does not depend on the order inputs went idle", 2, []step{
+			{"wm 0 5", ""},
+			{"idle 0", ""}, // input 1 has no watermark yet: the minimum is -inf
+			{"wm 1 4", "wm 4"},
+			{"idle 1", "wm 5, status idle"},
+		}},
+		{"all idle: inputs without a watermark add nothing", 3, []step{
+			{"idle 1", ""},
+			{"idle 2", ""},
+			{"idle 0", "status idle"},
+		}},
+		{"all idle: nothing flushed below the last output", 2, []step{
+			{"wm 0 10", ""},
+			{"wm 1 20", "wm 10"},
+			{"idle 0", "wm 20"},
+			{"idle 1", "status idle"},
 		}},
 		{"reactivation after all idle: status first, then watermark", 2, []step{
 			{"wm 0 10", ""},
 			{"wm 1 20", "wm 10"},
 			{"idle 1", ""},
-			{"idle 0", "status idle"},
-			{"active 1", "status active, wm 20"},
+			{"idle 0", "wm 20, status idle"},
+			{"active 1", "status active"},
 			{"active 0", ""},     // 10 holds back
 			{"wm 0 25", ""},      // min(25, 20) = 20: nothing new
 			{"wm 1 30", "wm 25"}, // now input 0 is the minimum

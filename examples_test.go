@@ -30,11 +30,12 @@ func Example() {
 		{"bob", etime.Time(3 * minute), 9},  // more than 10 minutes late: side output
 	}
 	opts := weir.DefaultOptions()
-	opts.Deterministic = true // one goroutine: output in a fixed order
-	opts.Parallelism = 1
+	opts.Parallelism = 1 // one window subtask: output in a fixed order
 	env, _ := weir.NewEnv(opts)
+	// As in the README: the default periodic watermark; a slice is read
+	// as a backlog, with a watermark after every record (W10).
 	orders := weir.AssignTimestamps(weir.FromSlice(env, myOrders),
-		weir.BoundedOutOfOrderness(30*time.Second, func(o Order) etime.Time { return o.TS }).WithEveryRecord())
+		weir.BoundedOutOfOrderness(30*time.Second, func(o Order) etime.Time { return o.TS }))
 	five, _ := window.Tumbling(etime.FromDuration(5*time.Minute), 0)
 	out := weir.Aggregate(weir.Window(weir.KeyBy(orders, func(o Order) string { return o.User }), five,
 		weir.WindowOptions{AllowedLateness: etime.FromDuration(10 * time.Minute), LateOutput: true}), weir.Sum(func(o Order) int64 { return o.Amount }))

@@ -143,6 +143,11 @@ type WatermarkStrategy[T any] struct {
 	// EveryRecord emits after every record instead of periodically: the
 	// schedule for deterministic replays.
 	EveryRecord bool
+	// BacklogEvery overrides SourceOptions.BacklogEvery and
+	// Options.BacklogWatermarkEvery: while the source channel reads a
+	// backlog, the generator emits after every this many records instead
+	// of periodically (W10); negative: never.
+	BacklogEvery int
 	// Interval overrides Options.WatermarkInterval.
 	Interval time.Duration
 	// Ingestion stamps each record with processing time at this operator
@@ -237,11 +242,21 @@ func AssignTimestamps[T any](s Stream[T], ws WatermarkStrategy[T]) Stream[T] {
 		if ws.Heartbeat > 0 {
 			g = watermark.WithHeartbeat(g, ws.Heartbeat, env.opts.Clock)
 		}
-		op := &tsOp[T]{ws: ws, gen: g, down: down, clk: env.opts.Clock}
+		every := ws.BacklogEvery
+		if every == 0 {
+			every = st.BacklogEvery()
+		}
+		if every == 0 {
+			every = env.opts.BacklogWatermarkEvery
+		}
+		op := &tsOp[T]{ws: ws, gen: g, down: down, clk: env.opts.Clock, st: st, every: max(every, 0)}
 		op.out = watermark.NewSourceOutput(ctrlOutput{down})
 		if b, ok := st.Restored("timestamps")[st.Index]; ok {
 			r := state.Reader{Buf: b}
 			gs, os := r.Bytes(), r.Bytes()
+			if len(r.Buf) > 0 { // checkpoints of older weir end here
+				op.n = int(r.Int())
+			}
 			if r.Err != nil || watermark.RestoreState(op.gen, gs) != nil || op.out.RestoreState(os) != nil {
 				panic(fmt.Errorf("weir: corrupt timestamp state in the checkpoint (subtask %d)", st.Index))
 			}
@@ -251,6 +266,9 @@ func AssignTimestamps[T any](s Stream[T], ws WatermarkStrategy[T]) Stream[T] {
 				w := state.Writer{Buf: dst}
 				w.Bytes(watermark.AppendState(nil, op.gen))
 				w.Bytes(op.out.AppendState(nil))
+				// The records since the last backlog emission: a restored
+				// replay emits where the uninterrupted one did (W10).
+				w.Int(int64(op.n))
 				return w.Buf, nil
 			})
 		}
@@ -259,10 +277,15 @@ func AssignTimestamps[T any](s Stream[T], ws WatermarkStrategy[T]) Stream[T] {
 			// the operator starts, then every interval.
 			iv := etime.FromDuration(interval)
 			next := clock.Millis(env.opts.Clock).Add(iv)
+			// While the channel reads a backlog, emission goes by record
+			// count instead (W10); the clock takes over once it is caught
+			// up.
 			st.OnProcessingTime(func(now etime.Time) {
 				if now >= next {
 					next = now.Add(iv)
-					op.gen.OnPeriodicEmit(op.out)
+					if op.every == 0 || !st.Backlog() {
+						op.gen.OnPeriodicEmit(op.out)
+					}
 				}
 			})
 		}
@@ -277,6 +300,10 @@ type tsOp[T any] struct {
 	out  *watermark.SourceOutput
 	down runtime.Collector[T]
 	clk  clock.Clock
+	st   *runtime.Subtask
+	// every is the backlog emission period in records (0: none), n the
+	// records since the last backlog emission.
+	every, n int
 }
 
 func (o *tsOp[T]) Collect(prev etime.Time, v T) {
@@ -300,8 +327,14 @@ func (o *tsOp[T]) Collect(prev etime.Time, v T) {
 		o.gen.OnEvent(v, ts, o.out)
 	}
 	o.down.Collect(ts, v)
-	if o.ws.EveryRecord {
+	switch {
+	case o.ws.EveryRecord:
 		o.gen.OnPeriodicEmit(o.out)
+	case o.every > 0 && o.st.Backlog():
+		if o.n++; o.n >= o.every {
+			o.n = 0
+			o.gen.OnPeriodicEmit(o.out)
+		}
 	}
 }
 

@@ -33,6 +33,14 @@ type Options struct {
 	// WatermarkInterval is the processing-time period of periodic watermark
 	// emission (Flink's pipeline.auto-watermark-interval). Default 200ms.
 	WatermarkInterval time.Duration
+	// BacklogWatermarkEvery is how many records of a source channel pass
+	// between two watermark emissions while the channel reads a backlog
+	// (semantics W10): then the generator emits after every this many
+	// records instead of on the processing-time period, so a replay
+	// classifies its records the same at any read speed. Default
+	// DefaultBacklogWatermarkEvery; negative: periodic emission only, as
+	// Flink.
+	BacklogWatermarkEvery int
 	// Clock is processing time. Default: the wall clock.
 	Clock clock.Clock
 	// Logger receives job events. Default: discard.
@@ -48,6 +56,11 @@ type Options struct {
 	StateBudget int64
 }
 
+// DefaultBacklogWatermarkEvery is the default of
+// Options.BacklogWatermarkEvery: a watermark after every 1,000 records of
+// a channel reading a backlog (W10).
+const DefaultBacklogWatermarkEvery = 1000
+
 // DefaultOptions returns the defaults.
 func DefaultOptions() Options {
 	return Options{
@@ -56,6 +69,7 @@ func DefaultOptions() Options {
 		BatchSize:         256,
 		QueueBatches:      8,
 		WatermarkInterval: 200 * time.Millisecond,
+		BacklogWatermarkEvery: DefaultBacklogWatermarkEvery,
 		Clock:             clock.Real{},
 		Logger:            slog.New(slog.DiscardHandler),
 		NewBackend:        func() state.Backend { return memstate.New() },
@@ -79,6 +93,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.WatermarkInterval == 0 {
 		o.WatermarkInterval = d.WatermarkInterval
+	}
+	if o.BacklogWatermarkEvery == 0 {
+		o.BacklogWatermarkEvery = d.BacklogWatermarkEvery
 	}
 	if o.Clock == nil {
 		o.Clock = d.Clock

@@ -89,6 +89,10 @@ type SourceOptions struct {
 	// Stop) whether the final MAX watermark is sent, instead of
 	// NoFinalWatermark.
 	Final func() bool
+	// BacklogEvery, when > 0, is the backlog emission period (W10) of the
+	// watermark strategies applied right behind this source, unless a
+	// strategy sets its own: Options.BacklogWatermarkEvery otherwise.
+	BacklogEvery int
 }
 
 // InputReporter is an optional SourceReader ability: a reader of several
@@ -158,6 +162,11 @@ func FromSource[T any](env *Env, name string, src Source[T], o SourceOptions) St
 			if err != nil {
 				return nil, nil, fmt.Errorf("open source %s channel %d: %w", name, st.Index, err)
 			}
+			// A channel starts as reading a backlog: whatever is there at
+			// start is history, read as fast as it can be (W10). The chain
+			// behind it (built by collector) reads the period.
+			st.SetBacklog(true)
+			st.SetBacklogEvery(o.BacklogEvery)
 			head := out.n.collector(st)
 			so := &srcOut[T]{head: head, SourceOutput: watermark.NewSourceOutput(ctrlOutput{head}), st: st}
 			p := &poller[T]{r: r, out: so, stats: stats, stop: o.Stop, final: o.Final}
@@ -205,6 +214,9 @@ func (p *poller[T]) Poll() (runtime.PollStatus, error) {
 	if st == Done && err == nil {
 		return p.end(), nil
 	}
+	// A read that emitted has more to read at once: the channel reads a
+	// backlog (W10) until a read finds nothing.
+	p.out.st.SetBacklog(st == Emitted)
 	return st, err
 }
 
@@ -321,7 +333,9 @@ func (o ctrlOutput) MarkActive()                 { o.c.Status(false) }
 // FromSlice creates a bounded single-channel stream of items without
 // timestamps (assign them with AssignTimestamps).
 func FromSlice[T any](env *Env, items []T) Stream[T] {
-	return FromSource[T](env, "slice", sliceSource[T]{items: items, batch: env.opts.BatchSize}, SourceOptions{})
+	// A slice is history known in full: a watermark after every record
+	// makes it classify as its deterministic replay does (W10).
+	return FromSource[T](env, "slice", sliceSource[T]{items: items, batch: env.opts.BatchSize}, SourceOptions{BacklogEvery: 1})
 }
 
 type sliceSource[T any] struct {

@@ -144,3 +144,118 @@ func TestDemoKafka(t *testing.T) {
 		t.Fatalf("no results read back:\n%s", out.String())
 	}
 }
+
+// startDevKafka runs `weir dev kafka` in the test on a free port with the
+// given --topic arguments and returns its address; it stops with the test.
+func startDevKafka(t *testing.T, topics ...string) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	args := []string{"dev", "kafka", "--port", strconv.Itoa(port)}
+	for _, tp := range topics {
+		args = append(args, "--topic", tp)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var devOut bytes.Buffer
+	done := make(chan int)
+	go func() { done <- Main(ctx, args, IO{Stdout: &devOut, Stderr: &devOut}) }()
+	t.Cleanup(func() {
+		cancel()
+		if code := <-done; code != ExitOK {
+			t.Errorf("weir dev kafka exited %d: %s", code, devOut.String())
+		}
+	})
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if c, err := net.Dial("tcp", addr); err == nil {
+			c.Close()
+			return addr
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("weir dev kafka did not listen on %s: %s", addr, devOut.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestIdlePartitionsFlush (H6): kcat writes a backlog into two of six
+// partitions (partition 0 30 s of event time, partition 1 only 10 s) and
+// then nothing more. An unbounded job reads the backlog quickly; every
+// partition goes idle, and the channel flushes the maximum over its
+// partitions first, so both complete windows fire without new data. (When
+// the combination went idle without that flush, the watermark stayed at
+// partition 1's 9 s and nothing fired.)
+func TestIdlePartitionsFlush(t *testing.T) {
+	kc := kcat(t)
+	addr := startDevKafka(t, "in:6")
+	const t0 = 1767225600000
+	for _, part := range []struct {
+		p, n int
+	}{{0, 3000}, {1, 1000}} {
+		var in strings.Builder
+		for i := range part.n {
+			fmt.Fprintf(&in, `{"user_id":"u%d","amount":1,"ts":%d}`+"\n", i%5, t0+int64(i)*10)
+		}
+		produce := exec.Command(kc, "-P", "-b", addr, "-t", "in", "-p", strconv.Itoa(part.p))
+		produce.Stdin = strings.NewReader(in.String())
+		if out, err := produce.CombinedOutput(); err != nil {
+			t.Fatalf("kcat -P -p %d: %v: %s", part.p, err, out)
+		}
+	}
+	dir := t.TempDir()
+	job := fmt.Sprintf(`name: idle
+source:
+  type: kafka
+  kafka: {brokers: [%s], topic: in}
+watermark: {max_out_of_orderness: 1s, idle_timeout: 1s}
+key: [user_id]
+window: {type: tumbling, size: 10s}
+aggregate: [{name: orders, fn: count}]
+sinks:
+  results: {type: jsonl, path: out.jsonl}
+`, addr)
+	if err := os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(job), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	var stdout, stderr bytes.Buffer
+	done := make(chan int)
+	go func() { done <- Main(ctx, []string{"run", "job.yaml"}, IO{Dir: dir, Stdout: &stdout, Stderr: &stderr}) }()
+	// Windows [0,10) and [10,20) of 5 users: 10 results, within a few idle
+	// timeouts.
+	var lines []string
+	for deadline := time.Now().Add(20 * time.Second); len(lines) < 10; {
+		if time.Now().After(deadline) {
+			stop()
+			<-done
+			t.Fatalf("%d results after 20 s, want 10 (the watermark must reach 20 s when every partition is idle):\n%s%s", len(lines), stdout.String(), stderr.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+		b, _ := os.ReadFile(filepath.Join(dir, "out.jsonl"))
+		lines = strings.Split(strings.TrimSpace(string(b)), "\n")
+		if len(b) == 0 {
+			lines = nil
+		}
+	}
+	stop()
+	if code := <-done; code != ExitOK {
+		t.Fatalf("weir run exited %d: %s %s", code, stdout.String(), stderr.String())
+	}
+	orders := 0
+	for _, l := range lines[:10] {
+		var c int
+		if _, err := fmt.Sscanf(l[strings.Index(l, `"orders":`)+9:], "%d", &c); err != nil {
+			t.Fatalf("result %q: %v", l, err)
+		}
+		orders += c
+	}
+	// [0,10) holds 1000 records of each partition, [10,20) 1000 of partition 0.
+	if orders != 3000 {
+		t.Fatalf("the two windows count %d orders, want 3000:\n%s", orders, strings.Join(lines, "\n"))
+	}
+}

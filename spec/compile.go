@@ -3,6 +3,8 @@ package spec
 import (
 	"errors"
 	"fmt"
+	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/connector/kafkaio"
 	"github.com/weirstream/weir/connector/natsio"
 	"math"
 	"path/filepath"
@@ -35,6 +37,9 @@ type Plan struct {
 	EveryRecord bool
 	Interval    etime.Duration
 	Heartbeat   etime.Duration
+	// BacklogEvery: records between watermarks while a channel or
+	// partition reads a backlog (W10); 0: periodic emission only.
+	BacklogEvery int
 
 	Assigner window.Assigner
 	Trigger  trigger.Trigger // nil: the assigner's default
@@ -420,7 +425,13 @@ func (c *compiler) watermark() {
 		}
 	}
 	c.nonNegative("watermark.idle_timeout", w.IdleTimeout)
-	p.IdleTimeout = durOr(w.IdleTimeout, 0)
+	idle := etime.Duration(0)
+	if typ := p.Spec.Source.Type; typ == "kafka" || typ == "nats" {
+		// Brokers' partitions and channels may stay empty for good: without
+		// idleness one of them holds the watermark back forever (H6).
+		idle = etime.FromDuration(kafkaio.DefaultIdleTimeout)
+	}
+	p.IdleTimeout = durOr(w.IdleTimeout, idle)
 	c.nonNegative("watermark.max_drift", w.MaxDrift)
 	p.MaxDrift = durOr(w.MaxDrift, 0)
 	if p.Spec.Source.Type == "nats" && p.WMType == "punctuated" {
@@ -443,6 +454,13 @@ func (c *compiler) watermark() {
 	p.Interval = durOr(w.Interval, 200)
 	if p.Interval <= 0 {
 		p.Interval = 200
+	}
+	p.BacklogEvery = weir.DefaultBacklogWatermarkEvery
+	if w.BacklogEvery != nil {
+		if *w.BacklogEvery < 0 {
+			c.add("watermark.backlog_every", fmt.Sprintf("%d is negative", *w.BacklogEvery), "use a number of records such as 1000, or 0 for periodic emission only")
+		}
+		p.BacklogEvery = max(*w.BacklogEvery, 0)
 	}
 }
 

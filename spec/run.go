@@ -427,6 +427,10 @@ func (j *Job) build(o RunOptions) error {
 		if o.Deterministic || p.EveryRecord {
 			ws = ws.WithEveryRecord()
 		}
+		ws.BacklogEvery = p.BacklogEvery
+		if ws.BacklogEvery == 0 {
+			ws.BacklogEvery = -1 // the spec's 0 is "periodic only"
+		}
 		recs = weir.AssignTimestamps(recs, ws)
 	default:
 		recs = weir.Filter(recs, func(r rec) bool { _, m := isMark(r); return !m })
@@ -478,7 +482,9 @@ func (j *Job) check(err error) {
 // Run runs the job to its end and closes its sinks; ctx cancellation
 // aborts it (a graceful stop goes through RunOptions.Stop instead).
 func (j *Job) Run(ctx context.Context) (Summary, error) {
+	stopFlusher := j.startFlusher()
 	rep, err := j.env.Execute(ctx)
+	stopFlusher()
 	j.execFailed = err != nil
 	open := j.env.State().OpenWindows
 	j.out.finish()

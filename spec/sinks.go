@@ -196,6 +196,51 @@ func (w *pgRecords) close() error {
 	return errors.Join(err, w.db.Close())
 }
 
+// flush writes what is buffered to the file or stdout, whole lines only
+// (a line is written under s.mu), without a sync.
+func (s *lineSink) flush() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.kafka != nil || s.f == nil && s.w == nil {
+		return nil
+	}
+	return s.w.Flush()
+}
+
+// fileFlushInterval is how often a job without checkpoints flushes its
+// file sinks, so that a live job's results can be read as they come
+// (tail -f) instead of when 256 KiB have gathered or the run ends.
+const fileFlushInterval = time.Second
+
+// startFlusher starts, for a job without checkpoints (whose file sinks
+// are written as results come, not at checkpoints), a goroutine that
+// flushes them every fileFlushInterval; the returned stop ends it and
+// waits for it. With checkpoints, files are synced at each checkpoint.
+func (j *Job) startFlusher() (stop func()) {
+	if j.ck != nil || len(j.files) == 0 {
+		return func() {}
+	}
+	done, exited := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(exited)
+		t := time.NewTicker(fileFlushInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				for _, f := range j.files {
+					if err := f.flush(); err != nil {
+						j.env.Options().Logger.Warn("flushing a file sink failed", "err", err)
+					}
+				}
+			}
+		}
+	}()
+	return func() { close(done); <-exited }
+}
+
 func (s *lineSink) close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()

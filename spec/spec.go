@@ -269,12 +269,18 @@ type Watermark struct {
 	// MaxOutOfOrderness is the bound of bounded_out_of_orderness.
 	MaxOutOfOrderness *Duration `yaml:"max_out_of_orderness"`
 	// IdleTimeout marks a channel idle after this long without records
-	// (0: never).
+	// (0: never). Default: 1m for kafka and nats sources, whose partitions
+	// may stay empty, 0 for the others.
 	IdleTimeout *Duration `yaml:"idle_timeout"`
 	// Emit is periodic (default) or every_record.
 	Emit string `yaml:"emit"`
 	// Interval is the periodic emission interval (default 200ms).
 	Interval *Duration `yaml:"interval"`
+	// BacklogEvery: while a channel (a Kafka partition) reads a backlog,
+	// its watermark is emitted after every this many of its records
+	// instead of every interval (W10), so a replay is classified the same
+	// at any speed. Default 1000; 0: periodic emission only.
+	BacklogEvery *int `yaml:"backlog_every"`
 	// Heartbeat, when positive, advances a silent channel's watermark with
 	// processing time.
 	Heartbeat *Duration `yaml:"heartbeat"`

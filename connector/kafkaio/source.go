@@ -115,8 +115,20 @@ type SourceOptions[T any] struct {
 	// WatermarkInterval is how often generators emit, idleness is
 	// checked and alignment is decided (processing time); default 200ms.
 	WatermarkInterval time.Duration
+	// BacklogEvery: while a partition has a backlog (its next offset is
+	// behind the last stable offset the broker reported), its generator
+	// emits after every this many of its records instead of on the
+	// WatermarkInterval (semantics W10), so a backlog is classified the
+	// same at any read speed and cannot be read whole before the first
+	// watermark. 0 is weir.DefaultBacklogWatermarkEvery; negative: periodic
+	// emission only.
+	BacklogEvery int
 	// IdleTimeout marks a caught-up partition idle after this long without
-	// records; 0 never marks partitions idle.
+	// records; 0 is DefaultIdleTimeout and a negative value never marks
+	// partitions idle. Idleness is backlog-aware, so it cannot turn a
+	// backlog into late data; without it, one empty partition holds the
+	// channel's watermark back for good (Flink's withIdleness, which the
+	// source articles call mandatory).
 	IdleTimeout time.Duration
 	// MaxDrift, when > 0, pauses partitions whose watermark is more than
 	// this ahead of the slowest active partition of the channel.
@@ -139,6 +151,10 @@ type SourceOptions[T any] struct {
 	Logger *slog.Logger
 }
 
+// DefaultIdleTimeout is the idle timeout of a source whose
+// SourceOptions.IdleTimeout is 0: one minute, as the source articles use.
+const DefaultIdleTimeout = time.Minute
+
 // Raw is a Decode for sources of *Record: the record itself, at its Kafka
 // timestamp.
 func Raw(r *Record) (*Record, etime.Time, error) {
@@ -160,8 +176,8 @@ func (o *SourceOptions[T]) Validate() error {
 		return errors.New("kafkaio: SourceOptions.Start is StartCommitted but Group is empty: name the consumer group")
 	case o.Start.Kind > StartCommitted:
 		return fmt.Errorf("kafkaio: SourceOptions.Start.Kind %d is unknown", o.Start.Kind)
-	case o.WatermarkInterval < 0 || o.IdleTimeout < 0 || o.MaxDrift < 0 || o.MaxFuture < 0 || o.MaxPollRecords < 0:
-		return errors.New("kafkaio: SourceOptions durations and MaxPollRecords must be >= 0")
+	case o.WatermarkInterval < 0 || o.MaxDrift < 0 || o.MaxFuture < 0 || o.MaxPollRecords < 0:
+		return errors.New("kafkaio: SourceOptions durations (but IdleTimeout) and MaxPollRecords must be >= 0")
 	}
 	return nil
 }
@@ -176,6 +192,12 @@ func NewSource[T any](o SourceOptions[T]) (weir.Source[T], error) {
 	}
 	if o.MaxPollRecords == 0 {
 		o.MaxPollRecords = 1024
+	}
+	if o.IdleTimeout == 0 {
+		o.IdleTimeout = DefaultIdleTimeout
+	}
+	if o.BacklogEvery == 0 {
+		o.BacklogEvery = weir.DefaultBacklogWatermarkEvery
 	}
 	if o.Watermarks == nil {
 		o.Watermarks = func() watermark.Generator[T] { return watermark.BoundedOutOfOrderness[T](0) }
@@ -256,6 +278,13 @@ type partition[T any] struct {
 	gen  watermark.Generator[T]
 	out  partOut[T]
 	wm   etime.Time // the generator's last watermark
+	// records since the generator's last backlog emission (W10)
+	sinceEmit int
+	// inBacklog: the last Read emitted records of the partition and left
+	// it behind the last stable offset its fetch reported (W10); the
+	// periodic emission skips it. A Read without records of the
+	// partition clears it, so a stale offset cannot stop emission.
+	inBacklog bool
 
 	lastActive  time.Time // last record, start or resume
 	idle        bool
@@ -367,6 +396,9 @@ func (r *reader[T]) Read(out weir.SourceOutput[T]) (weir.ReadStatus, error) {
 			p.lso = fp.LastStableOffset
 		}
 	})
+	for _, p := range r.parts {
+		p.inBacklog = false
+	}
 	fetches.EachRecord(func(kr *kgo.Record) {
 		if r.emit(kr, now) {
 			n++
@@ -443,6 +475,15 @@ func (r *reader[T]) emit(kr *kgo.Record, now time.Time) bool {
 	p.gen.OnEvent(v, ts, p.out)
 	p.maxTS = max(p.maxTS, ts)
 	r.out.Emit(ts, v)
+	// W10: while records up to the last stable offset this fetch reported
+	// are still to come, the partition reads a backlog and its generator
+	// emits by record count.
+	if p.inBacklog = r.o.BacklogEvery > 0 && p.next < p.lso; p.inBacklog {
+		if p.sinceEmit++; p.sinceEmit >= r.o.BacklogEvery {
+			p.sinceEmit = 0
+			p.gen.OnPeriodicEmit(p.out)
+		}
+	}
 	return true
 }
 
@@ -580,7 +621,9 @@ func (r *reader[T]) atEnd() bool {
 // tick is the periodic work: generators emit, idleness, alignment.
 func (r *reader[T]) tick(now time.Time) error {
 	for _, p := range r.parts {
-		p.gen.OnPeriodicEmit(p.out)
+		if !p.inBacklog {
+			p.gen.OnPeriodicEmit(p.out)
+		}
 	}
 	if err := r.checkIdle(now); err != nil {
 		return err
@@ -796,6 +839,8 @@ type partPosition struct {
 	Watermark etime.Time `json:"wm"`
 	Idle      bool       `json:"idle,omitempty"`
 	Generator []byte     `json:"gen,omitempty"`
+	// SinceEmit: records since the last backlog emission (W10).
+	SinceEmit int `json:"since_emit,omitempty"`
 }
 
 const positionVersion = 1
@@ -809,7 +854,7 @@ func (r *reader[T]) SnapshotPosition() ([]byte, error) {
 			r.snap[p.id] = p.next
 		}
 		pos.Partitions = append(pos.Partitions, partPosition{Partition: p.id, Next: p.next, Watermark: p.wm, Idle: p.idle,
-			Generator: watermark.AppendState(nil, p.gen)})
+			Generator: watermark.AppendState(nil, p.gen), SinceEmit: p.sinceEmit})
 	}
 	return json.Marshal(pos)
 }
@@ -843,7 +888,7 @@ func (r *reader[T]) RestorePosition(b []byte) error {
 		if err := watermark.RestoreState(p.gen, pp.Generator); err != nil {
 			return fmt.Errorf("kafkaio: partition %d: %w", pp.Partition, err)
 		}
-		p.wm = pp.Watermark
+		p.wm, p.sinceEmit = pp.Watermark, pp.SinceEmit
 		r.combined.InputWatermark(p.idx, pp.Watermark, discard{})
 	}
 	return nil

@@ -261,8 +261,13 @@ func TestReactivatedPartitionHoldsWatermark(t *testing.T) {
 		t.Fatal("partition 1 got a record but is still idle")
 	}
 	h.readUntil(10*time.Millisecond, "partition 0's records", func() bool { return h.status(0).NextOffset == next+10 })
-	h.clk.Advance(time.Second)
+	// A tick, well within the idle timeout: both partitions stay active
+	// (were both idle, the maximum would be flushed, H6).
+	h.clk.Advance(200 * time.Millisecond)
 	h.readUntil(10*time.Millisecond, "a tick", func() bool { return h.status(0).Watermark == ts-100-1 })
+	if h.status(0).Idle || h.status(1).Idle {
+		t.Fatalf("a partition went idle within the idle timeout: %+v", h.r.Status())
+	}
 	if wm := h.o.wm(); wm != held {
 		t.Fatalf("channel watermark %v: partition 1 (at 4999) must hold it at %v while partition 0 runs ahead", wm, held)
 	}
@@ -318,6 +323,7 @@ func TestRestorePosition(t *testing.T) {
 	bounded := func(o *SourceOptions[event]) {
 		o.Watermarks = func() watermark.Generator[event] { return watermark.BoundedOutOfOrderness[event](50) }
 		o.MaxPollRecords = 10
+		o.BacklogEvery = 20 // watermarks during the backlog (W10), before the snapshot
 	}
 	h := newHarness(t, brokers, "in", bounded)
 	h.readUntil(100*time.Millisecond, "some records and a watermark", func() bool { return len(h.o.recs) >= 100 && h.o.wm() > etime.MinTime })
@@ -515,4 +521,27 @@ func TestRawKeepsHeaders(t *testing.T) {
 	if !slices.Equal(got, []string{"a=1", "b=2"}) {
 		t.Fatalf("records %v", got)
 	}
+}
+
+// TestBacklogWatermarks (W10): a partition's backlog gets a watermark
+// after every BacklogEvery of its records, with processing time standing
+// still, and none after its last record (caught up, the periodic schedule
+// applies again): a backlog cannot be read whole before the first
+// watermark.
+func TestBacklogWatermarks(t *testing.T) {
+	brokers := cluster(t, "in", 1)
+	var all []*kgo.Record
+	for i := range 4500 {
+		all = append(all, rec(0, "k", etime.Time(i*10)))
+	}
+	produce(t, brokers, "in", all...)
+	h := newHarness(t, brokers, "in", func(o *SourceOptions[event]) { o.BacklogEvery = 1000; o.MaxPollRecords = 300 })
+	h.readUntil(0, "every record", func() bool { return len(h.o.recs) == 4500 })
+	// Monotonous: after the n-th record the watermark is its timestamp - 1.
+	want := []etime.Time{9989, 19989, 29989, 39989}
+	if !slices.Equal(h.o.wms, want) {
+		t.Fatalf("watermarks %v, want %v (one per 1,000 records of the backlog)", h.o.wms, want)
+	}
+	h.clk.Advance(time.Second)
+	h.readUntil(0, "the periodic watermark once caught up", func() bool { return h.o.wm() == 44989 })
 }

@@ -239,6 +239,12 @@ type Subtask struct {
 	injected   int64 // the newest checkpoint this subtask snapshotted
 	align      alignment
 
+	// backlog: the subtask's source reads a backlog (its last read had
+	// more at once, W10); owned by the subtask's goroutine.
+	backlog bool
+	// backlogEvery: the source's own backlog emission period (0: none).
+	backlogEvery int
+
 	dead   atomic.Int64 // dead letters, including restored ones
 	wm     atomic.Int64 // the subtask's input watermark, for readers
 	idle   atomic.Bool
@@ -344,6 +350,23 @@ func (st *Subtask) OnPublish(fn func()) { st.publishers = append(st.publishers, 
 
 // OnClose registers fn to run when the subtask stops.
 func (st *Subtask) OnClose(fn func() error) { st.closers = append(st.closers, fn) }
+
+// SetBacklog records whether the subtask's source is reading a backlog
+// (W10). The source's poller calls it on the subtask's goroutine; operators
+// chained behind the source read it there with Backlog.
+func (st *Subtask) SetBacklog(b bool) { st.backlog = b }
+
+// Backlog reports what SetBacklog last recorded: false for a subtask
+// without a source of its own (behind an exchange).
+func (st *Subtask) Backlog() bool { return st.backlog }
+
+// SetBacklogEvery records the source's own backlog emission period in
+// records (0: none, the strategy's or the job's applies); BacklogEvery
+// returns it. Both run on the subtask's goroutine.
+func (st *Subtask) SetBacklogEvery(n int) { st.backlogEvery = n }
+
+// BacklogEvery returns what SetBacklogEvery recorded.
+func (st *Subtask) BacklogEvery() int { return st.backlogEvery }
 
 // DeadLetter reports bad input.
 func (st *Subtask) DeadLetter(d DeadLetter) {

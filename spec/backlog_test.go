@@ -1,0 +1,109 @@
+package spec
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/weirstream/weir/clock"
+	"github.com/weirstream/weir/etime"
+)
+
+// racingClock is processing time that runs ahead by step at every look:
+// to a periodic watermark it is a replay so slow that every interval has
+// passed between two reads.
+type racingClock struct {
+	mu   sync.Mutex
+	now  time.Time
+	step time.Duration
+}
+
+func (c *racingClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(c.step)
+	return c.now
+}
+
+// disorderedOrders returns n orders one second apart in event time, a
+// tenth of them pushed back by up to 40 s, as jsonl.
+func disorderedOrders(n int, seed uint64) (string, []etime.Time) {
+	rng := rand.New(rand.NewPCG(seed, 1))
+	var b strings.Builder
+	ts := make([]etime.Time, n)
+	base := etime.Time(1767225600000)
+	for i := range n {
+		t := base.Add(etime.Duration(i) * 1000)
+		if rng.IntN(10) == 0 {
+			t = t.Add(-etime.Duration(rng.IntN(40_000)))
+		}
+		ts[i] = t
+		fmt.Fprintf(&b, `{"user_id":"u%d","amount":1,"ts":%d}`+"\n", rng.IntN(5), t)
+	}
+	return b.String(), ts
+}
+
+// W10: a file replay's three layers do not depend on its read speed. The
+// same file is replayed with a clock that never moves (no periodic
+// watermark during the read), with the wall clock, and with a clock
+// racing ahead (a periodic watermark due at every look); each run must
+// classify exactly as a watermark after every 1,000 records does, which
+// the test computes on its own.
+func TestReplaySpeed(t *testing.T) {
+	const n, every = 20_000, 1000
+	const bound, size, lateness = 5_000, 10_000, 5_000
+	body, ts := disorderedOrders(n, 7)
+
+	// The oracle: tumbling windows of size, a watermark of maxTs - bound - 1
+	// after every every-th record (W10), B2-B4 per record.
+	var onTime, late, tooLate int64
+	wm, maxTS := etime.MinTime, etime.MinTime
+	for i, t := range ts {
+		end := t - t%size + size
+		switch {
+		case end-1+lateness <= wm:
+			tooLate++
+		case end-1 <= wm:
+			late++
+		default:
+			onTime++
+		}
+		maxTS = max(maxTS, t)
+		if (i+1)%every == 0 {
+			wm = max(wm, maxTS.Add(-bound-1))
+		}
+	}
+	if late == 0 || tooLate == 0 {
+		t.Fatalf("the input must exercise every layer: %d on time, %d late, %d too late", onTime, late, tooLate)
+	}
+
+	job := `
+name: speed
+source: {type: file, path: in.jsonl}
+watermark: {max_out_of_orderness: 5s, interval: 1ms}
+key: [user_id]
+window: {type: tumbling, size: 10s}
+allowed_lateness: 5s
+aggregate: [{name: total, fn: sum, field: amount}]
+sinks:
+  results: {type: jsonl, path: out.jsonl}
+  late: {type: jsonl, path: late.jsonl}
+`
+	clocks := map[string]clock.Clock{
+		"stopped": clock.NewFake(testNow),
+		"wall":    clock.Real{},
+		"racing":  &racingClock{now: testNow, step: time.Second},
+	}
+	for name, c := range clocks {
+		t.Run(name, func(t *testing.T) {
+			_, sum := runSpec(t, job, map[string]string{"in.jsonl": body}, RunOptions{Clock: c, Parallelism: 2})
+			got := [3]int64{sum.Get("accepted") - sum.Get("accepted_late"), sum.Get("accepted_late"), sum.Get("late_side_output")}
+			if want := [3]int64{onTime, late, tooLate}; got != want {
+				t.Errorf("on time, late, too late = %v, want %v (a watermark after every %d records)", got, want, every)
+			}
+		})
+	}
+}

@@ -32,6 +32,15 @@ type WindowOptions struct {
 	// PartialOutput also sends records that missed only some of their
 	// windows to the Late stream, with reason ExpiredPartial (W7).
 	PartialOutput bool
+	// LateFiringInterval, when > 0, throttles late firings (W11): a late
+	// record within the allowed lateness is added to its window at once,
+	// but the window fires at most once per this much processing time
+	// (the first late record schedules the firing, later ones join it),
+	// and a firing still pending when the window is cleaned up is emitted
+	// then, so the last revision always comes out. Classification and
+	// counters are unchanged; only the number of late panes differs.
+	// Default 0: a late firing per late record, as Flink.
+	LateFiringInterval etime.Duration
 	// Evictor evicts elements of full-list windows (E5); only Process
 	// accepts it.
 	Evictor *Evictor
@@ -303,6 +312,7 @@ func buildWindow[K comparable, T, ACC, R any](w Windowed[K, T], accCodec state.C
 			Assigner: w.a, Trigger: w.o.Trigger, Lateness: w.o.AllowedLateness,
 			Contents: contents, Func: fn, Evict: evict, KeyEncoder: w.k.enc,
 			LateOutput: w.o.LateOutput, PartialOutput: w.o.PartialOutput, Backend: backend,
+			LateFiringInterval: w.o.LateFiringInterval,
 			Now: func() etime.Time { return clock.Millis(env.opts.Clock) },
 			Gap: sessionGap[T](w.o.SessionGap),
 		}, wout)
@@ -355,7 +365,8 @@ func restoreWindow[K comparable, T, ACC, R any](st *runtime.Subtask, op *winop.O
 // validateWindow refuses bad combinations when the job is built rather than
 // when it starts (D3, W6, B5).
 func validateWindow[K comparable, T any](w Windowed[K, T]) error {
-	_, err := winop.Validate(winop.Spec{Assigner: w.a, Trigger: w.o.Trigger, Lateness: w.o.AllowedLateness, DynamicGap: w.o.SessionGap != nil})
+	_, err := winop.Validate(winop.Spec{Assigner: w.a, Trigger: w.o.Trigger, Lateness: w.o.AllowedLateness, DynamicGap: w.o.SessionGap != nil,
+		LateFiringInterval: w.o.LateFiringInterval})
 	return err
 }
 

@@ -28,20 +28,21 @@ func (c *racingClock) Now() time.Time {
 	return c.now
 }
 
-// disorderedOrders returns n orders one second apart in event time, a
-// tenth of them pushed back by up to 40 s, as jsonl.
-func disorderedOrders(n int, seed uint64) (string, []etime.Time) {
+// disorderedOrders returns n orders step ms apart in event time, one in
+// every tenth pushed back by up to 40 s, for users u0 to u(users-1), as
+// jsonl.
+func disorderedOrders(n int, step etime.Duration, users int, seed uint64) (string, []etime.Time) {
 	rng := rand.New(rand.NewPCG(seed, 1))
 	var b strings.Builder
 	ts := make([]etime.Time, n)
 	base := etime.Time(1767225600000)
 	for i := range n {
-		t := base.Add(etime.Duration(i) * 1000)
+		t := base.Add(etime.Duration(i) * step)
 		if rng.IntN(10) == 0 {
 			t = t.Add(-etime.Duration(rng.IntN(40_000)))
 		}
 		ts[i] = t
-		fmt.Fprintf(&b, `{"user_id":"u%d","amount":1,"ts":%d}`+"\n", rng.IntN(5), t)
+		fmt.Fprintf(&b, `{"user_id":"u%d","amount":1,"ts":%d}`+"\n", rng.IntN(users), t)
 	}
 	return b.String(), ts
 }
@@ -55,7 +56,7 @@ func disorderedOrders(n int, seed uint64) (string, []etime.Time) {
 func TestReplaySpeed(t *testing.T) {
 	const n, every = 20_000, 1000
 	const bound, size, lateness = 5_000, 10_000, 5_000
-	body, ts := disorderedOrders(n, 7)
+	body, ts := disorderedOrders(n, 1000, 5, 7)
 
 	// The oracle: tumbling windows of size, a watermark of maxTs - bound - 1
 	// after every every-th record (W10), B2-B4 per record.

@@ -44,6 +44,8 @@ type Plan struct {
 	Assigner window.Assigner
 	Trigger  trigger.Trigger // nil: the assigner's default
 	Lateness etime.Duration
+	// LateFiringInterval throttles late firings (W11); 0: none.
+	LateFiringInterval etime.Duration
 	// LateRatioWarn and LateRatioCrit are the alert levels of the share
 	// of too-late records (alerts).
 	LateRatioWarn, LateRatioCrit float64
@@ -536,6 +538,18 @@ func (c *compiler) window() {
 			c.add("allowed_lateness", "the global window has no end, so lateness does not apply", "remove allowed_lateness or use a time window")
 		case proc:
 			c.add("allowed_lateness", "processing-time windows have no late records", "remove allowed_lateness, or use time: event")
+		}
+	}
+	c.nonNegative("late_firing_interval", s.LateFiringInterval)
+	p.LateFiringInterval = durOr(s.LateFiringInterval, 0)
+	if p.LateFiringInterval > 0 {
+		switch {
+		case p.Lateness == 0:
+			c.add("late_firing_interval", "late firings come only from allowed lateness, which is 0", "set allowed_lateness (such as 2m), or remove late_firing_interval")
+		case typ == "session":
+			c.add("late_firing_interval", "the late-firing throttle does not support session windows yet", "remove late_firing_interval, or use tumbling or sliding windows")
+		case s.Trigger != nil && s.Trigger.Type == "purging":
+			c.add("late_firing_interval", "a purging trigger clears the window at each firing, which a deferred firing would find empty", "remove late_firing_interval, or the purging trigger")
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/weirstream/weir/etime"
@@ -40,6 +41,26 @@ func TestIdleTimeoutDefaults(t *testing.T) {
 		}
 		if p.BacklogEvery != 1000 {
 			t.Errorf("%s: backlog_every %d, want the default 1000", c.source, p.BacklogEvery)
+		}
+	}
+}
+
+// TestLateFiringIntervalRefusals: the throttle is refused where it cannot
+// work, naming the field and the fix.
+func TestLateFiringIntervalRefusals(t *testing.T) {
+	for _, c := range []struct{ extra, want string }{
+		{"window: {type: tumbling, size: 10s}\nlate_firing_interval: 1m", "late_firing_interval: late firings come only from allowed lateness"},
+		{"window: {type: session, gap: 10s}\nallowed_lateness: 1m\nlate_firing_interval: 1m", "does not support session windows"},
+		{"window: {type: tumbling, size: 10s}\nallowed_lateness: 1m\nlate_firing_interval: -1s", "late_firing_interval: -1s is negative"},
+		{"window: {type: tumbling, size: 10s}\nallowed_lateness: 1m\nlate_firing_interval: 1m\ntrigger: {type: purging, nested: {type: count, count: 2}}", "a purging trigger clears"},
+	} {
+		yaml := "name: j\nsource: {type: file, path: in.jsonl}\nwatermark: {max_out_of_orderness: 1s}\nkey: [k]\n" + c.extra + "\naggregate: [{name: n, fn: count}]\n"
+		s, err := Load([]byte(yaml))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Compile(s); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: got %v, want an error containing %q", c.extra, err, c.want)
 		}
 	}
 }

@@ -437,7 +437,7 @@ func (j *Job) build(o RunOptions) error {
 	}
 	keyed := weir.KeyByEncoded(recs, func(r rec) string { return r.key }, appendKey)
 	out := weir.Aggregate(weir.Window(keyed, p.Assigner, weir.WindowOptions{
-		Name: "window", Trigger: p.Trigger, AllowedLateness: p.Lateness,
+		Name: "window", Trigger: p.Trigger, AllowedLateness: p.Lateness, LateFiringInterval: p.LateFiringInterval,
 		LateOutput: j.late != nil, PartialOutput: j.partial != nil,
 	}), p.aggregate(p.keepsAccs()))
 	weir.ForEachSubtask(out.Results, func(sub weir.Subtask) func(etime.Time, window.Result[string, []byte]) {

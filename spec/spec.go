@@ -27,6 +27,11 @@ type Spec struct {
 	// AllowedLateness keeps window state this long after the window's end
 	// (semantics B2, B3).
 	AllowedLateness *Duration `yaml:"allowed_lateness"`
+	// LateFiringInterval throttles late firings (W11): a window fires at
+	// most once per this much processing time for its late records, and
+	// a pending firing is emitted when the window is cleaned up. Default
+	// 0: a late firing per late record.
+	LateFiringInterval *Duration `yaml:"late_firing_interval"`
 	// Trigger replaces the window's default trigger.
 	Trigger *Trigger `yaml:"trigger"`
 	// Aggregate lists the per-window aggregates, in output order.

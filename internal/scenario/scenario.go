@@ -218,6 +218,8 @@ func parseConfig(d *datadriven.TestData) (config, error) {
 			c.opts.LateOutput = v == "side"
 		case "partial":
 			c.opts.PartialOutput = v == "side"
+		case "late-firing":
+			c.opts.LateFiringInterval, err = parseDur(v)
 		case "evictor":
 			name, args, err2 := call(v)
 			if err2 != nil {

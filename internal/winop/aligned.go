@@ -63,7 +63,7 @@ const maxAlignedPanes = 16
 // the built-in event-time trigger, tumbling windows or sliding windows in
 // pane mode, event time, no evictor, and in-memory state.
 func (o *Operator[K, IN, ACC, OUT]) initAligned(enc timers.KeyEncoder[K]) {
-	if !o.trigEventTime || !o.eventTime || o.evict != nil || o.sets != nil || (o.tumbleSize == 0 && !o.paneMode) {
+	if !o.trigEventTime || !o.eventTime || o.evict != nil || o.sets != nil || o.lateEvery > 0 || (o.tumbleSize == 0 && !o.paneMode) {
 		return
 	}
 	if o.paneMode && o.panesPerWindow > maxAlignedPanes {

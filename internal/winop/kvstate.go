@@ -123,6 +123,9 @@ func (c entryCodec[ACC]) Append(dst []byte, e entry[ACC]) ([]byte, error) {
 	if e.emitted {
 		flags |= 1 << 9
 	}
+	if e.lateSet {
+		flags |= 1 << 10
+	}
 	w.Uint(flags)
 	for i := range e.slots {
 		if e.slotSet&(1<<i) != 0 {
@@ -130,6 +133,9 @@ func (c entryCodec[ACC]) Append(dst []byte, e entry[ACC]) ([]byte, error) {
 		}
 	}
 	w.Int(e.panes)
+	if e.lateSet {
+		w.Int(int64(e.lateDue))
+	}
 	return c.acc.Append(w.Buf, e.acc)
 }
 
@@ -140,12 +146,16 @@ func (c entryCodec[ACC]) Decode(src []byte) (entry[ACC], error) {
 	e.slotSet = uint8(flags)
 	e.has = flags&(1<<8) != 0
 	e.emitted = flags&(1<<9) != 0
+	e.lateSet = flags&(1<<10) != 0
 	for i := range e.slots {
 		if e.slotSet&(1<<i) != 0 {
 			e.slots[i] = r.Int()
 		}
 	}
 	e.panes = r.Int()
+	if e.lateSet {
+		e.lateDue = etime.Time(r.Int())
+	}
 	if r.Err != nil {
 		return e, errCorruptState
 	}

@@ -76,6 +76,11 @@ type Config[K comparable, IN, ACC, OUT any] struct {
 	LateOutput bool
 	// PartialOutput routes partial misses to Output.Late (W7).
 	PartialOutput bool
+	// LateFiringInterval, when > 0, throttles late firings (W11): a late
+	// element within the allowed lateness is added at once, but its
+	// window fires at most once per this much processing time, and a
+	// firing still pending at the window's cleanup time is emitted then.
+	LateFiringInterval etime.Duration
 	// Backend holds the operator's keyed state.
 	Backend state.Backend
 	// Now reads processing time, for processing-time assigners and
@@ -130,6 +135,10 @@ type entry[ACC any] struct {
 	slotSet uint8
 	slots   [trigger.MaxSlots]int64
 	panes   int64 // the next pane index (W1)
+	// lateSet: a throttled late firing (W11) is due at lateDue
+	// (processing time), registered as a processing-time timer.
+	lateSet bool
+	lateDue etime.Time
 	// emitted: this window emitted a result itself. A merge retracts it
 	// (W8) and continues its pane index (W1); a merged window that has not
 	// emitted yet passes neither on.
@@ -160,6 +169,8 @@ type Operator[K comparable, IN, ACC, OUT any] struct {
 	lateOut  bool
 	partOut  bool
 	out      Output[K, IN, OUT]
+	// lateEvery is Config.LateFiringInterval (0: late firings at once).
+	lateEvery etime.Duration
 
 	entries state.Value[K, window.Window, entry[ACC]]
 	sets    state.Value[K, none, []window.Window]
@@ -240,6 +251,8 @@ type Spec struct {
 	Lateness etime.Duration
 	// DynamicGap says a per-element session gap is configured.
 	DynamicGap bool
+	// LateFiringInterval is Config.LateFiringInterval.
+	LateFiringInterval etime.Duration
 }
 
 // Validate refuses invalid combinations (D3, W6, B5) and returns the
@@ -263,6 +276,14 @@ func Validate(s Spec) (trigger.Trigger, error) {
 	if s.Assigner.Merging() && !trig.CanMerge() {
 		return nil, ErrNonMergeableTrigger
 	}
+	switch d := s.LateFiringInterval; {
+	case d < 0:
+		return nil, fmt.Errorf("weir: the late-firing interval must be >= 0, got %dms", d)
+	case d > 0 && s.Assigner.Merging():
+		return nil, errors.New("weir: the late-firing throttle does not support session windows yet; remove it or use time windows")
+	case d > 0 && !trigger.NeverPurges(trig):
+		return nil, errors.New("weir: the late-firing throttle needs a built-in trigger that never purges (a deferred firing would find purged contents)")
+	}
 	return trig, nil
 }
 
@@ -277,13 +298,14 @@ func New[K comparable, IN, ACC, OUT any](cfg Config[K, IN, ACC, OUT], out Output
 	case cfg.KeyEncoder == nil:
 		return nil, errors.New("weir: window operator needs a key encoder")
 	}
-	trig, err := Validate(Spec{Assigner: cfg.Assigner, Trigger: cfg.Trigger, Lateness: cfg.Lateness, DynamicGap: cfg.Gap != nil})
+	trig, err := Validate(Spec{Assigner: cfg.Assigner, Trigger: cfg.Trigger, Lateness: cfg.Lateness, DynamicGap: cfg.Gap != nil,
+		LateFiringInterval: cfg.LateFiringInterval})
 	if err != nil {
 		return nil, err
 	}
 	o := &Operator[K, IN, ACC, OUT]{
 		a: cfg.Assigner, trig: trig, lateness: cfg.Lateness, contents: cfg.Contents, fn: cfg.Func,
-		evict: cfg.Evict, lateOut: cfg.LateOutput, partOut: cfg.PartialOutput, out: out,
+		evict: cfg.Evict, lateOut: cfg.LateOutput, partOut: cfg.PartialOutput, out: out, lateEvery: cfg.LateFiringInterval,
 		wm: etime.MinTime, now: etime.MinTime, clock: cfg.Now, gap: cfg.Gap,
 		keyCodec: cfg.KeyCodec, accCodec: cfg.AccCodec, keyGroup: cfg.KeyGroup,
 		touch: newToucher[K, ACC](),
@@ -526,7 +548,11 @@ func (o *Operator[K, IN, ACC, OUT]) ProcessElement(key K, v IN, ts etime.Time) e
 			e = o.tctx.e
 		}
 		if res.IsFire() {
-			o.fire(key, w, e, o.elementFiring(w))
+			if kind := o.elementFiring(w); kind == window.Late && o.lateEvery > 0 {
+				o.deferLate(key, w, e)
+			} else {
+				o.fire(key, w, e, kind)
+			}
 		}
 		if res.IsPurge() {
 			o.purge(e)
@@ -919,6 +945,9 @@ func (o *Operator[K, IN, ACC, OUT]) onTimer(t timers.Timer[K], proc bool) {
 	if e != nil {
 		e.timers &^= o.timerBits(t.TS, w, proc)
 	}
+	if proc && o.lateTimer(t, e) {
+		e = o.entries.Ref(key, w, false) // a firing may move entries
+	}
 	o.tctx.set(key, w, e)
 	var res trigger.Result
 	if proc {
@@ -934,8 +963,41 @@ func (o *Operator[K, IN, ACC, OUT]) onTimer(t timers.Timer[K], proc bool) {
 		o.purge(e)
 	}
 	if o.eventTime != proc && t.TS == o.cleanupTime(w) {
+		if e != nil && e.lateSet {
+			// W11: the last revision reaches the sinks before the state
+			// goes, unless the trigger has just fired it.
+			if !res.IsFire() {
+				o.fire(key, w, e, window.Late)
+			}
+			o.tctx.set(key, w, e)
+			o.tctx.delete(e.lateDue, true)
+			e.lateSet = false
+		}
 		o.clearAll(key, w)
 	}
+}
+
+// deferLate schedules the throttled late firing of (key, w) (W11): the
+// first late element registers a processing-time timer lateEvery from
+// now, and later ones join it.
+func (o *Operator[K, IN, ACC, OUT]) deferLate(key K, w window.Window, e *entry[ACC]) {
+	if e == nil || e.lateSet {
+		return
+	}
+	e.lateSet, e.lateDue = true, o.processingTime().Add(o.lateEvery)
+	o.tctx.set(key, w, e)
+	o.tctx.register(e.lateDue, true)
+}
+
+// lateTimer fires (key, w)'s throttled late firing if t is its timer
+// (W11); it reports whether it was.
+func (o *Operator[K, IN, ACC, OUT]) lateTimer(t timers.Timer[K], e *entry[ACC]) bool {
+	if e == nil || !e.lateSet || t.TS != e.lateDue {
+		return false
+	}
+	e.lateSet = false
+	o.fire(t.Key, t.Window, e, window.Late)
+	return true
 }
 
 // clearAll is cleanup (C5.3): it never emits.

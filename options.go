@@ -64,15 +64,15 @@ const DefaultBacklogWatermarkEvery = 1000
 // DefaultOptions returns the defaults.
 func DefaultOptions() Options {
 	return Options{
-		Parallelism:       goruntime.GOMAXPROCS(0),
-		MaxParallelism:    state.DefaultMaxParallelism,
-		BatchSize:         256,
-		QueueBatches:      8,
-		WatermarkInterval: 200 * time.Millisecond,
+		Parallelism:           goruntime.GOMAXPROCS(0),
+		MaxParallelism:        state.DefaultMaxParallelism,
+		BatchSize:             256,
+		QueueBatches:          8,
+		WatermarkInterval:     200 * time.Millisecond,
 		BacklogWatermarkEvery: DefaultBacklogWatermarkEvery,
-		Clock:             clock.Real{},
-		Logger:            slog.New(slog.DiscardHandler),
-		NewBackend:        func() state.Backend { return memstate.New() },
+		Clock:                 clock.Real{},
+		Logger:                slog.New(slog.DiscardHandler),
+		NewBackend:            func() state.Backend { return memstate.New() },
 	}
 }
 

@@ -313,8 +313,8 @@ func buildWindow[K comparable, T, ACC, R any](w Windowed[K, T], accCodec state.C
 			Contents: contents, Func: fn, Evict: evict, KeyEncoder: w.k.enc,
 			LateOutput: w.o.LateOutput, PartialOutput: w.o.PartialOutput, Backend: backend,
 			LateFiringInterval: w.o.LateFiringInterval,
-			Now: func() etime.Time { return clock.Millis(env.opts.Clock) },
-			Gap: sessionGap[T](w.o.SessionGap),
+			Now:                func() etime.Time { return clock.Millis(env.opts.Clock) },
+			Gap:                sessionGap[T](w.o.SessionGap),
 		}, wout)
 		if err != nil {
 			return nil, nil, err

@@ -56,6 +56,22 @@ type Windowed[K comparable, T any] struct {
 	k Keyed[K, T]
 	a window.Assigner
 	o WindowOptions
+	// promised: see CountTrailing.
+	promised func(T) etime.Time
+}
+
+// CountTrailing returns w counting the records accepted on time only
+// because the watermark trailed (WindowCounters.OnTimeTrailing): promised
+// gives, for a record, the watermark its channel's out-of-orderness bound
+// promises at its arrival (the newest timestamp of its channel before it,
+// minus the bound, minus 1), and a record on time under the operator's
+// watermark but in a window that watermark would have closed is counted.
+// Watermarks emitted periodically, or every N records during a backlog
+// (W10), trail the records; summaries use the count so that "on time"
+// means "within the bound".
+func CountTrailing[K comparable, T any](w Windowed[K, T], promised func(T) etime.Time) Windowed[K, T] {
+	w.promised = promised
+	return w
 }
 
 // Window groups k into windows of a.
@@ -312,9 +328,9 @@ func buildWindow[K comparable, T, ACC, R any](w Windowed[K, T], accCodec state.C
 			Assigner: w.a, Trigger: w.o.Trigger, Lateness: w.o.AllowedLateness,
 			Contents: contents, Func: fn, Evict: evict, KeyEncoder: w.k.enc,
 			LateOutput: w.o.LateOutput, PartialOutput: w.o.PartialOutput, Backend: backend,
-			LateFiringInterval: w.o.LateFiringInterval,
-			Now:                func() etime.Time { return clock.Millis(env.opts.Clock) },
-			Gap:                sessionGap[T](w.o.SessionGap),
+			LateFiringInterval: w.o.LateFiringInterval, Promised: w.promised,
+			Now: func() etime.Time { return clock.Millis(env.opts.Clock) },
+			Gap: sessionGap[T](w.o.SessionGap),
 		}, wout)
 		if err != nil {
 			return nil, nil, err

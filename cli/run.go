@@ -302,7 +302,10 @@ func printSummary(w io.Writer, p *spec.Plan, s spec.Summary, elapsed time.Durati
 		state = "stopped"
 	}
 	fmt.Fprintf(w, "job %s %s: %d records in\n", p.Spec.Name, state, g("records_in"))
-	fmt.Fprintf(w, "  on time (within the out-of-orderness bound): %d records; window firings %d early, %d on time\n", g("accepted")-g("accepted_late"), g("fired_early"), g("fired_on_time"))
+	fmt.Fprintf(w, "  on time (within the out-of-orderness bound): %d records; window firings %d early, %d on time\n", g("accepted")-g("accepted_late")-g("on_time_trailing"), g("fired_early"), g("fired_on_time"))
+	if n := g("on_time_trailing"); n > 0 {
+		fmt.Fprintf(w, "  on time only because the watermark trailed: %d records more than the bound out of order, in windows the bound's watermark would have closed\n", n)
+	}
 	fmt.Fprintf(w, "  allowed lateness: %d late records accepted, %d late re-firings with the full updated result\n", g("accepted_late"), g("fired_late"))
 	fmt.Fprintf(w, "  too late: %d to the side output, %d dropped and counted\n", g("late_side_output"), g("late_dropped"))
 	if m := g("window_misses"); m > 0 {

@@ -108,3 +108,45 @@ sinks:
 		})
 	}
 }
+
+// W10's labels: with backlog emission off and processing time standing
+// still, a file is read whole before its first watermark, every record is
+// on time, and the summary must not call them all "within the bound": the
+// records that a watermark after every record would have made late or too
+// late are counted as on time only because the watermark trailed.
+func TestTrailingCounted(t *testing.T) {
+	const bound, size = 5_000, 10_000
+	body, ts := disorderedOrders(20_000, 1000, 5, 7)
+	var want int64
+	maxTS := etime.MinTime
+	for _, t := range ts {
+		if maxTS != etime.MinTime && t-t%size+size-1 <= maxTS.Add(-bound-1) {
+			want++
+		}
+		maxTS = max(maxTS, t)
+	}
+	job := `
+name: labels
+source: {type: file, path: in.jsonl}
+watermark: {max_out_of_orderness: 5s, backlog_every: 0}
+key: [user_id]
+window: {type: tumbling, size: 10s}
+allowed_lateness: 5s
+aggregate: [{name: n, fn: count}]
+sinks:
+  results: {type: jsonl, path: out.jsonl}
+`
+	_, sum := runSpec(t, job, map[string]string{"in.jsonl": body}, RunOptions{Clock: clock.NewFake(testNow), Parallelism: 2})
+	if sum.Get("accepted_late") != 0 || sum.Get("accepted") != 20_000 {
+		t.Fatalf("every record must be on time without a watermark: %s", sum.JSON())
+	}
+	if got := sum.Get("on_time_trailing"); got != want || want == 0 {
+		t.Fatalf("on_time_trailing %d, want %d (late for a record-by-record watermark)", got, want)
+	}
+	// A watermark after every record trails nothing: the records it made
+	// late are late, none is counted as trailing.
+	_, sum = runSpec(t, strings.Replace(job, "backlog_every: 0", "backlog_every: 1", 1), map[string]string{"in.jsonl": body}, RunOptions{Clock: clock.NewFake(testNow), Parallelism: 2})
+	if got := sum.Get("on_time_trailing"); got != 0 || sum.Get("accepted_late")+sum.Get("late_side_output") == 0 {
+		t.Fatalf("with a watermark after every record: %d counted as trailing, want 0: %s", got, sum.JSON())
+	}
+}

@@ -27,6 +27,10 @@ type rec struct {
 	mark uint8  // markNone, markWatermark or markIdle
 	part int32  // the Kafka partition (other sources: 0)
 	wm   etime.Time
+	// promised is the watermark the bound promises at the record's
+	// arrival: its channel's (partition's) newest timestamp before it,
+	// minus the bound, minus 1 (MinTime: none yet).
+	promised etime.Time
 }
 
 const (
@@ -218,7 +222,7 @@ func (d *decoder) decodeSlot(l fileio.Line, slot int) (rec, error) {
 	if err != nil {
 		return rec{}, bad("json_malformed", "a record must be a JSON object, not %s", v.Type())
 	}
-	r := rec{raw: l.Text, no: l.No}
+	r := rec{raw: l.Text, no: l.No, promised: etime.MinTime}
 	if d.p.Time == "event" {
 		if r.ts, err = d.timestamp(o.Get(d.p.TSField)); err != nil {
 			return rec{}, err
@@ -226,6 +230,9 @@ func (d *decoder) decodeSlot(l fileio.Line, slot int) (rec, error) {
 		if ch := l.Channel; ch >= 0 && ch < len(d.chMax) && slot >= 0 {
 			for len(d.chMax[ch]) <= slot {
 				d.chMax[ch] = append(d.chMax[ch], etime.MinTime)
+			}
+			if m := d.chMax[ch][slot]; m != etime.MinTime {
+				r.promised = m.Add(-d.p.Bound).Add(-1)
 			}
 			if m := d.chMax[ch][slot]; r.ts > m {
 				d.chMax[ch][slot] = r.ts

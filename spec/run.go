@@ -436,10 +436,16 @@ func (j *Job) build(o RunOptions) error {
 		recs = weir.Filter(recs, func(r rec) bool { _, m := isMark(r); return !m })
 	}
 	keyed := weir.KeyByEncoded(recs, func(r rec) string { return r.key }, appendKey)
-	out := weir.Aggregate(weir.Window(keyed, p.Assigner, weir.WindowOptions{
+	windowed := weir.Window(keyed, p.Assigner, weir.WindowOptions{
 		Name: "window", Trigger: p.Trigger, AllowedLateness: p.Lateness, LateFiringInterval: p.LateFiringInterval,
 		LateOutput: j.late != nil, PartialOutput: j.partial != nil,
-	}), p.aggregate(p.keepsAccs()))
+	})
+	if p.Time == "event" && p.WMType != "punctuated" {
+		// "On time" in the summary means within the bound: records the
+		// bound's watermark would have made late are counted apart.
+		windowed = weir.CountTrailing(windowed, func(r rec) etime.Time { return r.promised })
+	}
+	out := weir.Aggregate(windowed, p.aggregate(p.keepsAccs()))
 	weir.ForEachSubtask(out.Results, func(sub weir.Subtask) func(etime.Time, window.Result[string, []byte]) {
 		return func(_ etime.Time, r window.Result[string, []byte]) { j.out.add(sub, item{kind: itemResult, res: r}) }
 	})
@@ -665,6 +671,7 @@ func (j *Job) summary(rep weir.Report, open int64) Summary {
 	add("records_in", j.recordsIn(rep, oc.Controls))
 	add("accepted", t.Accepted)
 	add("accepted_late", t.AcceptedLate)
+	add("on_time_trailing", t.OnTimeTrailing)
 	add("late_side_output", t.LateSideOutput)
 	add("late_dropped", t.LateDropped)
 	add("dead_letter", rep.DeadLetters)

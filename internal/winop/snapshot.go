@@ -25,6 +25,9 @@ const (
 	tagPane
 	tagEventTimers
 	tagProcTimers
+	// tagTrailing: Counters.OnTimeTrailing (snapshots of older weir have
+	// none).
+	tagTrailing
 )
 
 var errNoCodec = errors.New("weir: window operator snapshot needs key and accumulator codecs and a key-group function")
@@ -186,6 +189,8 @@ func (o *Operator[K, IN, ACC, OUT]) Snapshot(dst []byte) ([]byte, error) {
 	if err != nil {
 		return dst, err
 	}
+	w.Uint(tagTrailing)
+	w.Int(o.c.OnTimeTrailing)
 	w.Uint(tagEnd)
 	return w.Buf, nil
 }
@@ -246,6 +251,10 @@ func (o *Operator[K, IN, ACC, OUT]) Restore(src []byte, first, last state.KeyGro
 			break
 		}
 		switch tag {
+		case tagTrailing:
+			if n := r.Int(); counters {
+				o.c.OnTimeTrailing += n
+			}
 		case tagEntries:
 			x := readWindow(&r)
 			n := r.Uint()

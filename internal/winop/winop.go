@@ -81,6 +81,10 @@ type Config[K comparable, IN, ACC, OUT any] struct {
 	// window fires at most once per this much processing time, and a
 	// firing still pending at the window's cleanup time is emitted then.
 	LateFiringInterval etime.Duration
+	// Promised, when set, gives the watermark an element's channel's
+	// out-of-orderness bound promises at its arrival, for
+	// Counters.OnTimeTrailing.
+	Promised func(IN) etime.Time
 	// Backend holds the operator's keyed state.
 	Backend state.Backend
 	// Now reads processing time, for processing-time assigners and
@@ -112,6 +116,12 @@ type Counters struct {
 	FiredEarly        int64
 	FiredOnTime       int64
 	FiredLate         int64
+	// OnTimeTrailing: accepted on time (not late for any window it was
+	// added to), but late for one of them under the watermark its
+	// channel's bound promised at its arrival (Config.Promised): records
+	// more than the bound out of order, on time only because the
+	// watermark trailed.
+	OnTimeTrailing int64
 }
 
 // Add adds o's counts to c.
@@ -120,6 +130,7 @@ func (c *Counters) Add(o Counters) {
 	for i := range dst {
 		*dst[i] += *src[i]
 	}
+	c.OnTimeTrailing += o.OnTimeTrailing
 }
 
 // ErrNonMergeableTrigger is returned when a merging assigner gets a trigger
@@ -171,6 +182,8 @@ type Operator[K comparable, IN, ACC, OUT any] struct {
 	out      Output[K, IN, OUT]
 	// lateEvery is Config.LateFiringInterval (0: late firings at once).
 	lateEvery etime.Duration
+	// promised is Config.Promised, nil for processing-time windows.
+	promised func(IN) etime.Time
 
 	entries state.Value[K, window.Window, entry[ACC]]
 	sets    state.Value[K, none, []window.Window]
@@ -306,6 +319,7 @@ func New[K comparable, IN, ACC, OUT any](cfg Config[K, IN, ACC, OUT], out Output
 	o := &Operator[K, IN, ACC, OUT]{
 		a: cfg.Assigner, trig: trig, lateness: cfg.Lateness, contents: cfg.Contents, fn: cfg.Func,
 		evict: cfg.Evict, lateOut: cfg.LateOutput, partOut: cfg.PartialOutput, out: out, lateEvery: cfg.LateFiringInterval,
+
 		wm: etime.MinTime, now: etime.MinTime, clock: cfg.Now, gap: cfg.Gap,
 		keyCodec: cfg.KeyCodec, accCodec: cfg.AccCodec, keyGroup: cfg.KeyGroup,
 		touch: newToucher[K, ACC](),
@@ -346,6 +360,9 @@ func New[K comparable, IN, ACC, OUT any](cfg Config[K, IN, ACC, OUT], out Output
 		o.panes = newValue[K, int64, ACC](o, cfg.Backend, "sliding-panes", tagKVPanes, state.CodecFor[int64](), cfg.AccCodec, false)
 	}
 	o.eventTime = cfg.Assigner.IsEventTime()
+	if o.eventTime {
+		o.promised = cfg.Promised
+	}
 	o.procTime = cfg.Assigner.ProcessingTime()
 	o.trigEventTime = trigger.IsEventTime(trig)
 	if size, offs, ok := window.TumblingGeometry(cfg.Assigner); ok {
@@ -464,6 +481,11 @@ func (o *Operator[K, IN, ACC, OUT]) ProcessElement(key K, v IN, ts etime.Time) e
 			if p := o.panes.Ref(key, o.paneIndex(at), false); p != nil {
 				o.contents.Add(p, v, ts)
 				o.c.Accepted++
+				if o.promised != nil {
+					// The earliest-ending window of at ends at the first
+					// slide boundary after it.
+					o.noteTrailing(v, window.Start(at, o.paneOffs, o.slide).Add(o.slide)-1)
+				}
 				return nil
 			}
 		}
@@ -492,6 +514,7 @@ func (o *Operator[K, IN, ACC, OUT]) ProcessElement(key K, v IN, ts etime.Time) e
 	skipped := true
 	late := false
 	addedToPane := false
+	firstMT := etime.MaxTime // the earliest maxTimestamp of the windows added to
 	for _, w := range wins {
 		fresh := false // a new session of a key without windows
 		if o.sets != nil {
@@ -506,6 +529,7 @@ func (o *Operator[K, IN, ACC, OUT]) ProcessElement(key K, v IN, ts etime.Time) e
 		}
 		skipped = false
 		late = late || o.eventTime && w.MaxTimestamp() <= o.wm
+		firstMT = etime.Min(firstMT, w.MaxTimestamp())
 		if o.al != nil {
 			o.live = append(o.live, w)
 			continue
@@ -580,6 +604,8 @@ func (o *Operator[K, IN, ACC, OUT]) ProcessElement(key K, v IN, ts etime.Time) e
 	o.c.Accepted++
 	if late {
 		o.c.AcceptedLate++
+	} else if o.promised != nil {
+		o.noteTrailing(v, firstMT)
 	}
 	if len(o.missed) > 0 {
 		o.c.WindowMisses += int64(len(o.missed))
@@ -974,6 +1000,15 @@ func (o *Operator[K, IN, ACC, OUT]) onTimer(t timers.Timer[K], proc bool) {
 			e.lateSet = false
 		}
 		o.clearAll(key, w)
+	}
+}
+
+// noteTrailing counts an on-time element as OnTimeTrailing when the
+// watermark promised at its arrival would have closed its earliest window
+// (whose maxTimestamp is mt).
+func (o *Operator[K, IN, ACC, OUT]) noteTrailing(v IN, mt etime.Time) {
+	if mt <= o.promised(v) {
+		o.c.OnTimeTrailing++
 	}
 }
 

@@ -1,14 +1,19 @@
 package spec
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/weirstream/weir/clock"
+	"github.com/weirstream/weir/connector/fileio"
 	"github.com/weirstream/weir/etime"
 )
 
@@ -148,5 +153,54 @@ sinks:
 	_, sum = runSpec(t, strings.Replace(job, "backlog_every: 0", "backlog_every: 1", 1), map[string]string{"in.jsonl": body}, RunOptions{Clock: clock.NewFake(testNow), Parallelism: 2})
 	if got := sum.Get("on_time_trailing"); got != 0 || sum.Get("accepted_late")+sum.Get("late_side_output") == 0 {
 		t.Fatalf("with a watermark after every record: %d counted as trailing, want 0: %s", got, sum.JSON())
+	}
+}
+
+// TestResumeRewrittenInput: a job crashes after a checkpoint, and its input
+// file is then rewritten in place with lines of the same lengths. The
+// resume is refused at once, naming the file and --fresh, and the restart
+// policy does not retry it (a retry would meet the same file).
+func TestResumeRewrittenInput(t *testing.T) {
+	line := func(i, v int) string {
+		return fmt.Sprintf(`{"k":"u%d","v":%d,"ts":%d}`+"\n", i%7, v, 1767225600000+int64(i)*100)
+	}
+	var a, b strings.Builder
+	for i := range 5000 {
+		a.WriteString(line(i, 1))
+		b.WriteString(line(i, 2))
+	}
+	job := `
+name: rewrite
+source: {type: file, path: in.jsonl}
+watermark: {max_out_of_orderness: 1s}
+key: [k]
+window: {type: tumbling, size: 10s}
+aggregate: [{name: sum, fn: sum, field: v}]
+sinks:
+  results: {type: jsonl, path: out.jsonl}
+`
+	s, err := Parse([]byte(job))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.jsonl")
+	if err := os.WriteFile(in, []byte(a.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ck := filepath.Join(dir, "ck")
+	o := RunOptions{Dir: dir, Deterministic: true, Now: testNow, CheckpointDir: ck, CheckpointInterval: 5 * time.Millisecond}
+	crashRun(t, s, o, "sink-committed", 3)
+	if err := os.WriteFile(in, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	restarts := 0
+	start := time.Now()
+	_, err = RunRestarting(context.Background(), s, o, RestartPolicy{Max: 3, Backoff: 5 * time.Second, OnRestart: func(int, error) { restarts++ }}, nil)
+	if !errors.Is(err, fileio.ErrInputChanged) || !strings.Contains(err.Error(), "--fresh") {
+		t.Fatalf("resume onto a rewritten file: %v, want fileio.ErrInputChanged naming --fresh", err)
+	}
+	if restarts != 0 || time.Since(start) > 4*time.Second {
+		t.Fatalf("the refusal was retried: %d restarts in %v", restarts, time.Since(start))
 	}
 }

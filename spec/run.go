@@ -724,6 +724,13 @@ type RestartPolicy struct {
 	OnRestart func(n int, cause error)
 }
 
+// inputChanged reports whether err says the input is not the one the
+// checkpoint read: a restart would meet the same input, so it is not
+// retried.
+func inputChanged(err error) bool {
+	return errors.Is(err, fileio.ErrInputChanged) || errors.Is(err, kafkaio.ErrTopicChanged)
+}
+
 // RunRestarting opens and runs plan, restarting it from its newest
 // checkpoint when it fails, as p says. The summary counts the restarts.
 // Build-time errors (a missing input, a bad checkpoint) are not retried.
@@ -738,7 +745,7 @@ func RunRestarting(ctx context.Context, plan *Plan, o RunOptions, p RestartPolic
 			onOpen(j)
 		}
 		sum, err := j.Run(ctx)
-		if err == nil || j.ck == nil || n >= p.Max || ctx.Err() != nil || j.stopped() {
+		if err == nil || j.ck == nil || n >= p.Max || ctx.Err() != nil || j.stopped() || inputChanged(err) {
 			sum.Counters = append(sum.Counters, Counter{"restarts", int64(n)})
 			return sum, err
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc64"
 	"hash/fnv"
 	"io"
 	"os"
@@ -20,18 +21,23 @@ var _ weir.CheckpointedReader = (*Reader)(nil)
 // file, read by New).
 //
 // Encoded, it is posMagic, posVersion, the format, the mode, the offset
-// and the line number as uvarints, and for CSV the header checksum (8
-// bytes, big endian).
+// and the line number as uvarints, for CSV the header checksum (8 bytes,
+// big endian), and (version 2) the CRC-64 of the file's first off bytes (8
+// bytes, big endian), so that a resume onto a file rewritten in place,
+// even with lines of equal lengths, is refused (positions of version 1
+// have no sum and are checked as before).
 type position struct {
 	format    Format
 	shared    bool // taken by a strict source's shared cursor
 	off, line int64
 	header    uint64 // CSV: headerSum of the header
+	sum       uint64 // the CRC-64 of bytes [0, off)
+	hasSum    bool   // false for positions of version 1
 }
 
 const (
 	posMagic   = "wfio"
-	posVersion = 1
+	posVersion = 2
 
 	modeOwn    = 'o' // a channel reading the file itself
 	modeShared = 's' // the shared cursor of a strict source
@@ -40,7 +46,11 @@ const (
 func (p position) encode() []byte {
 	b := make([]byte, 0, 32)
 	b = append(b, posMagic...)
-	b = append(b, posVersion, byte(p.format))
+	v := byte(1)
+	if p.hasSum {
+		v = posVersion
+	}
+	b = append(b, v, byte(p.format))
 	if p.shared {
 		b = append(b, modeShared)
 	} else {
@@ -50,6 +60,9 @@ func (p position) encode() []byte {
 	b = binary.AppendUvarint(b, uint64(p.line))
 	if p.format == CSV {
 		b = binary.BigEndian.AppendUint64(b, p.header)
+	}
+	if p.hasSum {
+		b = binary.BigEndian.AppendUint64(b, p.sum)
 	}
 	return b
 }
@@ -62,9 +75,10 @@ func (s *source) decode(b []byte) (position, error) {
 		return p, fmt.Errorf("fileio: %s: the checkpoint's position (%d bytes) is not one of a file source", name, len(b))
 	}
 	b = b[len(posMagic):]
-	if b[0] != posVersion {
-		return p, fmt.Errorf("fileio: %s: the checkpoint's position has version %d; this weir reads version %d", name, b[0], posVersion)
+	if b[0] != posVersion && b[0] != 1 {
+		return p, fmt.Errorf("fileio: %s: the checkpoint's position has version %d; this weir reads versions 1 and %d", name, b[0], posVersion)
 	}
+	p.hasSum = b[0] >= 2
 	p.format = Format(b[1])
 	if p.format != JSONL && p.format != CSV {
 		return p, fmt.Errorf("fileio: %s: corrupt checkpoint position: unknown format %d", name, b[1])
@@ -97,6 +111,13 @@ func (s *source) decode(b []byte) (position, error) {
 		p.header = binary.BigEndian.Uint64(b)
 		b = b[8:]
 	}
+	if p.hasSum {
+		if len(b) < 8 {
+			return p, fmt.Errorf("fileio: %s: corrupt checkpoint position: truncated", name)
+		}
+		p.sum = binary.BigEndian.Uint64(b)
+		b = b[8:]
+	}
 	if len(b) > 0 {
 		return p, fmt.Errorf("fileio: %s: corrupt checkpoint position: %d bytes too many", name, len(b))
 	}
@@ -116,9 +137,68 @@ func headerSum(keys [][]byte) uint64 {
 	return h.Sum64()
 }
 
-// position returns the position of this source at off and line.
-func (s *source) position(shared bool, off, line int64) position {
-	return position{format: s.o.Format, shared: shared, off: off, line: line, header: s.headerSum}
+// position returns the position of this source at off and line, with
+// the sum of the bytes before off that ps (read through f) keeps.
+func (s *source) position(shared bool, off, line int64, ps *prefixSum, f *os.File) (position, error) {
+	sum, err := ps.upTo(f, off)
+	if err != nil {
+		return position{}, fmt.Errorf("fileio: %s: %w", s.o.Name, err)
+	}
+	return position{format: s.o.Format, shared: shared, off: off, line: line, header: s.headerSum, sum: sum, hasSum: true}, nil
+}
+
+// crcTable is the CRC-64 table of input identity sums.
+var crcTable = crc64.MakeTable(crc64.ECMA)
+
+// prefixSum is the running CRC-64 of a file's first off bytes, the input
+// identity a checkpoint position carries. It advances by reading the new
+// bytes again at each snapshot (from the page cache, with ReadAt, which
+// leaves the reading handle's offset alone), so the hot path never hashes
+// and a run reads its input twice at most. Its owner serializes calls.
+type prefixSum struct {
+	off int64
+	crc uint64
+	buf []byte
+}
+
+// upTo returns the sum of bytes [0, to) of f, advancing from the last
+// call; a to behind the last one (never the case for a reader's
+// positions) starts over.
+func (ps *prefixSum) upTo(f *os.File, to int64) (uint64, error) {
+	if to < ps.off {
+		ps.off, ps.crc = 0, 0
+	}
+	if ps.buf == nil && to > ps.off {
+		ps.buf = make([]byte, 256<<10)
+	}
+	for ps.off < to {
+		n := int(min(int64(len(ps.buf)), to-ps.off))
+		m, err := f.ReadAt(ps.buf[:n], ps.off)
+		ps.crc = crc64.Update(ps.crc, crcTable, ps.buf[:m])
+		ps.off += int64(m)
+		if err != nil && !(err == io.EOF && ps.off == to) {
+			if err == io.EOF {
+				return 0, fmt.Errorf("the input file is shorter (%d bytes) than its position (byte %d): it changed; start over with --fresh", ps.off, to)
+			}
+			return 0, err
+		}
+	}
+	return ps.crc, nil
+}
+
+// ErrInputChanged is returned by a restore onto an input file that is not
+// the one the checkpoint read (shorter, rewritten, another CSV header):
+// resuming would mix two inputs, and retrying cannot help.
+var ErrInputChanged = errors.New("fileio: the input file changed since the checkpoint")
+
+// inputChanged is an ErrInputChanged with its own message.
+type inputChanged struct{ msg string }
+
+func (e *inputChanged) Error() string        { return e.msg }
+func (e *inputChanged) Is(target error) bool { return target == ErrInputChanged }
+
+func changed(format string, args ...any) error {
+	return &inputChanged{fmt.Sprintf(format, args...)}
 }
 
 // errOnce is the error of checkpointing an input that is read once.
@@ -127,42 +207,56 @@ func (s *source) errOnce() error {
 }
 
 // check verifies that the file f still fits position p: the position is
-// within the file at the end of a line, and a CSV header is the same.
-func (s *source) check(f *os.File, p position) error {
+// within the file at the end of a line, a CSV header is the same, and the
+// bytes before it have the checkpoint's sum. It returns the prefix sum at
+// p, for the restored reader's next positions. Every refusal wraps
+// ErrInputChanged.
+func (s *source) check(f *os.File, p position) (prefixSum, error) {
+	var ps prefixSum
 	fi, err := f.Stat()
 	if err != nil {
-		return fmt.Errorf("fileio: %s: %w", s.o.Name, err)
+		return ps, fmt.Errorf("fileio: %s: %w", s.o.Name, err)
 	}
 	size := fi.Size()
 	if p.off > size {
-		return fmt.Errorf("fileio: %s: the input file is shorter (%d bytes) than the checkpoint's position (byte %d): it changed; start over with --fresh", s.o.Name, size, p.off)
+		return ps, changed("fileio: %s: the input file is shorter (%d bytes) than the checkpoint's position (byte %d): it changed; start over with --fresh", s.o.Name, size, p.off)
 	}
 	if p.off == 0 {
-		return nil // from the start: nothing was read
+		return ps, nil // from the start: nothing was read
 	}
 	if p.off < size {
 		var b [1]byte
 		if _, err := f.ReadAt(b[:], p.off-1); err != nil {
-			return fmt.Errorf("fileio: read %s: %w", s.o.Name, err)
+			return ps, fmt.Errorf("fileio: read %s: %w", s.o.Name, err)
 		}
 		if b[0] != '\n' {
-			return fmt.Errorf("fileio: %s: the checkpoint's position (byte %d, line %d) is not at the end of a line: the input file changed; start over with --fresh", s.o.Name, p.off, p.line)
+			return ps, changed("fileio: %s: the checkpoint's position (byte %d, line %d) is not at the end of a line: the input file changed; start over with --fresh", s.o.Name, p.off, p.line)
 		}
 	}
 	if s.o.Format == CSV && (p.header != s.headerSum || p.off < s.headerEnd) {
-		return fmt.Errorf("fileio: %s: the CSV header is not the one of the checkpoint: the input file changed; start over with --fresh", s.o.Name)
+		return ps, changed("fileio: %s: the CSV header is not the one of the checkpoint: the input file changed; start over with --fresh", s.o.Name)
 	}
-	return nil
+	if p.hasSum {
+		sum, err := ps.upTo(f, p.off)
+		if err != nil {
+			return ps, fmt.Errorf("fileio: %s: %w", s.o.Name, err)
+		}
+		if sum != p.sum {
+			return ps, changed("fileio: %s: the first %d bytes of the input file are not the ones the checkpoint read: it was rewritten; start over with --fresh, or put the file back", s.o.Name, p.off)
+		}
+	}
+	return ps, nil
 }
 
 // resume returns a parser of f (keeping the lines of channel only, or all
 // for -1) that resumes at p, and positions f for it.
-func (s *source) resume(f *os.File, p position, only int) (*parser, error) {
-	if err := s.check(f, p); err != nil {
-		return nil, err
+func (s *source) resume(f *os.File, p position, only int) (*parser, prefixSum, error) {
+	ps, err := s.check(f, p)
+	if err != nil {
+		return nil, ps, err
 	}
 	if _, err := f.Seek(p.off, io.SeekStart); err != nil {
-		return nil, fmt.Errorf("fileio: %s: %w", s.o.Name, err)
+		return nil, ps, fmt.Errorf("fileio: %s: %w", s.o.Name, err)
 	}
 	np := s.newParser(f, only)
 	if p.off > 0 {
@@ -171,7 +265,7 @@ func (s *source) resume(f *os.File, p position, only int) (*parser, error) {
 			np.headerDone, np.keys = true, s.keys
 		}
 	}
-	return np, nil
+	return np, ps, nil
 }
 
 // SnapshotPosition implements weir.CheckpointedReader. It is called
@@ -193,11 +287,24 @@ func (r *Reader) SnapshotPosition() ([]byte, error) {
 		c := r.cur
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		return s.position(true, c.off, c.line).encode(), nil
+		p, err := s.position(true, c.off, c.line, &c.sum, c.file)
+		return p.encode(), err
 	}
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	return s.position(false, r.scanOff, r.scanLine).encode(), nil
+	off, line := r.scanOff, r.scanLine
+	r.mu.Unlock()
+	f := r.file
+	if f == nil && off > r.sum.off {
+		// A channel without a file of its own (no lines of its own) has
+		// position 0; this only guards a future change.
+		var err error
+		if f, err = s.open(); err != nil {
+			return nil, err
+		}
+		defer f.Close()
+	}
+	p, err := s.position(false, off, line, &r.sum, f)
+	return p.encode(), err
 }
 
 // RestorePosition implements weir.CheckpointedReader: the reader, opened
@@ -238,13 +345,15 @@ func (r *Reader) RestorePosition(pos []byte) error {
 			return err
 		}
 		defer f.Close()
-		return s.check(f, p)
+		ps, err := s.check(f, p)
+		r.sum = ps
+		return err
 	}
-	np, err := s.resume(r.file, p, r.ch)
+	np, ps, err := s.resume(r.file, p, r.ch)
 	if err != nil {
 		return err
 	}
-	r.p = np
+	r.p, r.sum = np, ps
 	r.mu.Lock()
 	r.off, r.line = p.off, p.line
 	r.scanOff, r.scanLine = p.off, p.line
@@ -271,11 +380,11 @@ func (c *cursor) restore(p position) error {
 	case !p.shared && c.s.o.Channels > 1:
 		return fmt.Errorf("fileio: %s: the checkpoint was taken by a non-strict run, whose channels have positions of their own; a strict run with %d channels cannot resume from it", name, c.s.o.Channels)
 	}
-	np, err := c.s.resume(c.file, p, -1)
+	np, ps, err := c.s.resume(c.file, p, -1)
 	if err != nil {
 		return err
 	}
-	c.p = np
+	c.p, c.sum = np, ps
 	c.off, c.line = p.off, p.line
 	c.restored = true
 	return nil

@@ -1,7 +1,10 @@
 package fileio
 
 import (
+	"errors"
 	"fmt"
+	"hash/crc64"
+	"os"
 	"reflect"
 	"slices"
 	"strings"
@@ -214,7 +217,8 @@ func TestResumeStrictPending(t *testing.T) {
 		pos = append(pos, p)
 		r.Close()
 	}
-	if want := (position{format: JSONL, shared: true, off: 8, line: 1}).encode(); string(pos[0]) != string(want) || string(pos[1]) != string(want) {
+	sum := crc64.Checksum([]byte(`{"a":1}`+"\n"), crcTable)
+	if want := (position{format: JSONL, shared: true, off: 8, line: 1, sum: sum, hasSum: true}).encode(); string(pos[0]) != string(want) || string(pos[1]) != string(want) {
 		t.Fatalf("positions %q %q, want %q", pos[0], pos[1], want)
 	}
 	res, _, _ := cutRun(t, o, pos, -1)
@@ -292,7 +296,7 @@ func TestResumeBadPositions(t *testing.T) {
 		"nil":           nil,
 		"text":          []byte("hello, world"),
 		"magic only":    []byte(posMagic),
-		"version":       []byte(posMagic + "\x02\x00o\x00\x00"),
+		"version":       []byte(posMagic + "\x03\x00o\x00\x00"),
 		"format":        []byte(posMagic + "\x01\x07o\x00\x00"),
 		"mode":          []byte(posMagic + "\x01\x00x\x00\x00"),
 		"no numbers":    head,
@@ -485,4 +489,42 @@ func FuzzResume(f *testing.F) {
 		}
 		checkResume(t, o, int(cut&0xff)%64, int(cut>>8)%16)
 	})
+}
+
+// TestResumeRewrittenFile: a file rewritten in place with lines of the same
+// lengths fits every old position, so only the sum of the bytes a
+// checkpoint covered tells the files apart: the restore is refused with
+// ErrInputChanged; the file as it was resumes.
+func TestResumeRewrittenFile(t *testing.T) {
+	path := writeFile(t, "in", "{\"a\":1}\n{\"a\":2}\n{\"a\":3}\n")
+	for _, strict := range []bool{false, true} {
+		o := Options{Path: path, Channels: 1, Strict: strict}
+		src, err := New(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rs := openAll(t, src, 1)
+		r := rs[0].(*Reader)
+		if _, err := r.Read(&fakeOut{}); err != nil {
+			t.Fatal(err)
+		}
+		pos, err := r.SnapshotPosition()
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Close()
+		if err := restoreErr(t, o, 0, pos); err != nil {
+			t.Fatalf("strict %v: the same file: %v", strict, err)
+		}
+		if err := os.WriteFile(path, []byte("{\"a\":7}\n{\"a\":8}\n{\"a\":9}\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		err = restoreErr(t, o, 0, pos)
+		if !errors.Is(err, ErrInputChanged) || !strings.Contains(err.Error(), "are not the ones the checkpoint read") {
+			t.Fatalf("strict %v: a rewritten file: %v, want ErrInputChanged", strict, err)
+		}
+		if err := os.WriteFile(path, []byte("{\"a\":1}\n{\"a\":2}\n{\"a\":3}\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 }

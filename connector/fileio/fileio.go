@@ -380,6 +380,9 @@ type Reader struct {
 	// after the last line the own parser consumed, emitted or skipped as
 	// another channel's (the checkpoint position in non-strict file mode)
 	scanOff, scanLine int64
+	// sum is the input identity of the checkpoint position (prefixSum),
+	// used on the channel's goroutine only.
+	sum prefixSum
 }
 
 // scanFactor bounds the lines a non-strict file reader parses in one Read

@@ -41,6 +41,8 @@ type cursor struct {
 	// file's checkpoint position), and whether a restore set it.
 	off, line int64
 	restored  bool
+	// sum is the input identity of the position (prefixSum); under mu.
+	sum prefixSum
 }
 
 func newCursor(s *source, in io.Reader, file *os.File) *cursor {

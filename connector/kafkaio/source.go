@@ -219,12 +219,12 @@ func (s *source[T]) Open(ch, n int) (weir.SourceReader[T], error) {
 	if err != nil {
 		return nil, err
 	}
-	parts, err := topicPartitions(ctx, adm, s.o.Topic)
+	parts, id, err := topicPartitions(ctx, adm, s.o.Topic)
 	if err != nil {
 		adm.Close()
 		return nil, err
 	}
-	r := &reader[T]{o: &s.o, adm: adm, byID: map[int32]*partition[T]{}, channels: n}
+	r := &reader[T]{o: &s.o, adm: adm, byID: map[int32]*partition[T]{}, channels: n, topicID: id, topicParts: len(parts)}
 	for _, p := range parts {
 		if int(p)%n == ch {
 			r.parts = append(r.parts, &partition[T]{id: p, next: -1, lso: -1, maxTS: etime.MinTime})
@@ -250,25 +250,31 @@ func newAdmin(brokers []string, opts []kgo.Opt) (*kadm.Client, error) {
 }
 
 // topicPartitions returns the partitions of topic, sorted.
-func topicPartitions(ctx context.Context, adm *kadm.Client, topic string) ([]int32, error) {
+func topicPartitions(ctx context.Context, adm *kadm.Client, topic string) ([]int32, kadm.TopicID, error) {
 	md, err := adm.Metadata(ctx, topic)
 	if err != nil {
-		return nil, fmt.Errorf("kafkaio: metadata of topic %q: %w", topic, err)
+		return nil, kadm.TopicID{}, fmt.Errorf("kafkaio: metadata of topic %q: %w", topic, err)
 	}
 	td, ok := md.Topics[topic]
 	if !ok || errors.Is(td.Err, kerr.UnknownTopicOrPartition) || len(td.Partitions) == 0 {
-		return nil, fmt.Errorf("kafkaio: topic %q does not exist (brokers %v)", topic, md.Brokers.NodeIDs())
+		return nil, kadm.TopicID{}, fmt.Errorf("kafkaio: topic %q does not exist (brokers %v)", topic, md.Brokers.NodeIDs())
 	}
 	if td.Err != nil {
-		return nil, fmt.Errorf("kafkaio: topic %q: %w", topic, td.Err)
+		return nil, kadm.TopicID{}, fmt.Errorf("kafkaio: topic %q: %w", topic, td.Err)
 	}
 	var ps []int32
 	for p := range td.Partitions {
 		ps = append(ps, p)
 	}
 	slices.Sort(ps)
-	return ps, nil
+	return ps, td.ID, nil
 }
+
+// ErrTopicChanged is returned by a restore onto a topic that is not the
+// one the checkpoint read: deleted and created again under its name (its
+// topic id differs), or with fewer partitions. Offsets of the old topic
+// mean nothing in the new one, and retrying cannot help.
+var ErrTopicChanged = errors.New("kafkaio: the topic changed since the checkpoint")
 
 // partition is one partition a reader reads.
 type partition[T any] struct {
@@ -332,6 +338,11 @@ type reader[T any] struct {
 	combined *watermark.Combined
 	out      weir.SourceOutput[T] // the current Read's output
 	channels int                  // the source's channel count
+	// topicID and topicParts identify the topic read (checkpoints keep
+	// them): its id (zero when the broker reports none) and partition
+	// count at Open.
+	topicID    kadm.TopicID
+	topicParts int
 	rec      Record               // reused by emit for every record
 	inputs   atomic.Pointer[[]weir.InputStatus]
 	waited   time.Duration // the last Read's poll
@@ -831,6 +842,10 @@ type position struct {
 	Topic      string         `json:"topic"`
 	Channels   int            `json:"channels"`
 	Partitions []partPosition `json:"partitions"`
+	// TopicID and TopicPartitions identify the topic read (positions of
+	// older weir have neither).
+	TopicID         string `json:"topic_id,omitempty"` // base64, as kadm prints it
+	TopicPartitions int    `json:"topic_partitions,omitempty"`
 }
 
 type partPosition struct {
@@ -847,7 +862,10 @@ const positionVersion = 1
 
 // SnapshotPosition implements weir.CheckpointedReader.
 func (r *reader[T]) SnapshotPosition() ([]byte, error) {
-	pos := position{Version: positionVersion, Topic: r.o.Topic, Channels: r.channels}
+	pos := position{Version: positionVersion, Topic: r.o.Topic, Channels: r.channels, TopicPartitions: r.topicParts}
+	if r.topicID != (kadm.TopicID{}) {
+		pos.TopicID = r.topicID.String()
+	}
 	r.snap = make(map[int32]int64, len(r.parts))
 	for _, p := range r.parts {
 		if p.next >= 0 {
@@ -878,6 +896,13 @@ func (r *reader[T]) RestorePosition(b []byte) error {
 	}
 	if pos.Topic != r.o.Topic {
 		return fmt.Errorf("kafkaio: the checkpoint read topic %q, the source reads %q; start over (--fresh) or keep the topic", pos.Topic, r.o.Topic)
+	}
+	if pos.TopicID != "" && r.topicID != (kadm.TopicID{}) && pos.TopicID != r.topicID.String() {
+		return fmt.Errorf("%w: topic %q has id %s, the checkpoint read id %s: it was deleted and created again, and its offsets are not the checkpoint's; start over with --fresh",
+			ErrTopicChanged, r.o.Topic, r.topicID, pos.TopicID)
+	}
+	if pos.TopicPartitions > r.topicParts {
+		return fmt.Errorf("%w: topic %q has %d partitions, the checkpoint read %d; start over with --fresh", ErrTopicChanged, r.o.Topic, r.topicParts, pos.TopicPartitions)
 	}
 	for _, pp := range pos.Partitions {
 		p := r.byID[pp.Partition]

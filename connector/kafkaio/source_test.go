@@ -545,3 +545,38 @@ func TestBacklogWatermarks(t *testing.T) {
 	h.clk.Advance(time.Second)
 	h.readUntil(0, "the periodic watermark once caught up", func() bool { return h.o.wm() == 44989 })
 }
+
+// TestRestoreRecreatedTopic: a topic deleted and created again under its
+// name has a new topic id; a checkpoint of the old one is refused with
+// ErrTopicChanged (its offsets would point into other records), and so is
+// one that read more partitions than the topic has.
+func TestRestoreRecreatedTopic(t *testing.T) {
+	brokers := cluster(t, "in", 2)
+	produce(t, brokers, "in", rec(0, "a", 1000), rec(1, "b", 2000))
+	h := newHarness(t, brokers, "in", nil)
+	h.readUntil(10*time.Millisecond, "both records", func() bool { return len(h.o.recs) == 2 })
+	pos, err := h.r.SnapshotPosition()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h2 := newHarness(t, brokers, "in", nil); h2.r.RestorePosition(pos) != nil {
+		t.Fatalf("the same topic: %v", h2.r.RestorePosition(pos))
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	ctx := context.Background()
+	if _, err := adm.DeleteTopics(ctx, "in"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := adm.CreateTopic(ctx, 1, 1, nil, "in"); err != nil {
+		t.Fatal(err)
+	}
+	h3 := newHarness(t, brokers, "in", nil)
+	if err := h3.r.RestorePosition(pos); !errors.Is(err, ErrTopicChanged) || !strings.Contains(err.Error(), "deleted and created again") {
+		t.Fatalf("a recreated topic: %v, want ErrTopicChanged", err)
+	}
+}

@@ -343,11 +343,11 @@ type reader[T any] struct {
 	// count at Open.
 	topicID    kadm.TopicID
 	topicParts int
-	rec      Record               // reused by emit for every record
-	inputs   atomic.Pointer[[]weir.InputStatus]
-	waited   time.Duration // the last Read's poll
-	started  bool
-	lastTick time.Time
+	rec        Record // reused by emit for every record
+	inputs     atomic.Pointer[[]weir.InputStatus]
+	waited     time.Duration // the last Read's poll
+	started    bool
+	lastTick   time.Time
 
 	// Group commits (SourceOptions.Group): the offsets of the last
 	// snapshot, and of each checkpoint taken and not completed yet.

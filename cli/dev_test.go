@@ -34,37 +34,7 @@ func kcat(t *testing.T) string {
 // results with read_committed.
 func TestDevKafkaWithKcat(t *testing.T) {
 	kc := kcat(t)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-
-	ctx, cancel := context.WithCancel(context.Background())
-	var devOut bytes.Buffer
-	done := make(chan int)
-	go func() {
-		done <- Main(ctx, []string{"dev", "kafka", "--port", strconv.Itoa(port), "--topic", "in:3", "--topic", "out:2", "--topic", "out-weir-checkpoints"},
-			IO{Stdout: &devOut, Stderr: &devOut})
-	}()
-	defer func() {
-		cancel()
-		if code := <-done; code != ExitOK {
-			t.Errorf("weir dev kafka exited %d: %s", code, devOut.String())
-		}
-	}()
-	for deadline := time.Now().Add(10 * time.Second); ; {
-		if c, err := net.Dial("tcp", addr); err == nil {
-			c.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("weir dev kafka did not listen on %s: %s", addr, devOut.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	addr := startDevKafka(t, "in:3", "out:2", "out-weir-checkpoints")
 
 	dir := t.TempDir()
 	var in strings.Builder

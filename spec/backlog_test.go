@@ -12,9 +12,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/weirstream/weir/clock"
 	"github.com/weirstream/weir/connector/fileio"
 	"github.com/weirstream/weir/etime"
+	"github.com/weirstream/weir/internal/kafkatest"
 )
 
 // racingClock is processing time that runs ahead by step at every look:
@@ -52,6 +55,35 @@ func disorderedOrders(n int, step etime.Duration, users int, seed uint64) (strin
 	return b.String(), ts
 }
 
+// classifyEvery is the oracle of W10: the records' on time, late and too
+// late counts in tumbling windows of size with the allowed lateness, under
+// a watermark of maxTs - bound - 1 after every every-th record (B2-B4 per
+// record). It fails the test unless every layer is exercised.
+func classifyEvery(t *testing.T, ts []etime.Time, every int, bound, size, lateness etime.Duration) [3]int64 {
+	t.Helper()
+	var c [3]int64
+	wm, maxTS := etime.MinTime, etime.MinTime
+	for i, x := range ts {
+		end := x - x%etime.Time(size) + etime.Time(size)
+		switch {
+		case end-1+etime.Time(lateness) <= wm:
+			c[2]++
+		case end-1 <= wm:
+			c[1]++
+		default:
+			c[0]++
+		}
+		maxTS = max(maxTS, x)
+		if (i+1)%every == 0 {
+			wm = max(wm, maxTS.Add(-bound-1))
+		}
+	}
+	if c[1] == 0 || c[2] == 0 {
+		t.Fatalf("the input must exercise every layer: on time, late, too late %v", c)
+	}
+	return c
+}
+
 // W10: a file replay's three layers do not depend on its read speed. The
 // same file is replayed with a clock that never moves (no periodic
 // watermark during the read), with the wall clock, and with a clock
@@ -63,28 +95,7 @@ func TestReplaySpeed(t *testing.T) {
 	const bound, size, lateness = 5_000, 10_000, 5_000
 	body, ts := disorderedOrders(n, 1000, 5, 7)
 
-	// The oracle: tumbling windows of size, a watermark of maxTs - bound - 1
-	// after every every-th record (W10), B2-B4 per record.
-	var onTime, late, tooLate int64
-	wm, maxTS := etime.MinTime, etime.MinTime
-	for i, t := range ts {
-		end := t - t%size + size
-		switch {
-		case end-1+lateness <= wm:
-			tooLate++
-		case end-1 <= wm:
-			late++
-		default:
-			onTime++
-		}
-		maxTS = max(maxTS, t)
-		if (i+1)%every == 0 {
-			wm = max(wm, maxTS.Add(-bound-1))
-		}
-	}
-	if late == 0 || tooLate == 0 {
-		t.Fatalf("the input must exercise every layer: %d on time, %d late, %d too late", onTime, late, tooLate)
-	}
+	want := classifyEvery(t, ts, every, bound, size, lateness)
 
 	job := `
 name: speed
@@ -107,7 +118,7 @@ sinks:
 		t.Run(name, func(t *testing.T) {
 			_, sum := runSpec(t, job, map[string]string{"in.jsonl": body}, RunOptions{Clock: c, Parallelism: 2})
 			got := [3]int64{sum.Get("accepted") - sum.Get("accepted_late"), sum.Get("accepted_late"), sum.Get("late_side_output")}
-			if want := [3]int64{onTime, late, tooLate}; got != want {
+			if got != want {
 				t.Errorf("on time, late, too late = %v, want %v (a watermark after every %d records)", got, want, every)
 			}
 		})
@@ -202,5 +213,49 @@ sinks:
 	}
 	if restarts != 0 || time.Since(start) > 4*time.Second {
 		t.Fatalf("the refusal was retried: %d restarts in %v", restarts, time.Since(start))
+	}
+}
+
+// W10 on Kafka: a backlog of one partition is classified as a watermark
+// after every 1,000 of its records classifies it, whether the clock stands
+// still, runs, or races ahead (a periodic watermark due at every look); it
+// cannot be read whole before the first watermark.
+func TestKafkaReplaySpeed(t *testing.T) {
+	const n = 20_000
+	body, ts := disorderedOrders(n, 1000, 5, 9)
+	want := classifyEvery(t, ts, 1000, 5_000, 10_000, 5_000)
+	broker, cl := kafkatest.Topic(t, "in", 1)
+	var recs []*kgo.Record
+	for _, l := range strings.Split(strings.TrimSpace(body), "\n") {
+		recs = append(recs, &kgo.Record{Partition: 0, Value: []byte(l)})
+	}
+	if err := cl.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	job := fmt.Sprintf(`name: kspeed
+source:
+  type: kafka
+  kafka: {brokers: [%s], topic: in, stop_at_end: true}
+watermark: {max_out_of_orderness: 5s, interval: 1ms}
+key: [user_id]
+window: {type: tumbling, size: 10s}
+allowed_lateness: 5s
+aggregate: [{name: n, fn: count}]
+sinks:
+  results: {type: jsonl, path: out.jsonl}
+  late: {type: jsonl, path: late.jsonl}
+`, broker)
+	for name, c := range map[string]clock.Clock{
+		"stopped": clock.NewFake(testNow),
+		"wall":    clock.Real{},
+		"racing":  &racingClock{now: testNow, step: time.Second},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, sum := runSpec(t, job, nil, RunOptions{Clock: c, Parallelism: 2})
+			got := [3]int64{sum.Get("accepted") - sum.Get("accepted_late"), sum.Get("accepted_late"), sum.Get("late_side_output")}
+			if got != want {
+				t.Errorf("on time, late, too late = %v, want %v (a watermark after every 1000 records)", got, want)
+			}
+		})
 	}
 }

@@ -286,11 +286,6 @@ type partition[T any] struct {
 	wm   etime.Time // the generator's last watermark
 	// records since the generator's last backlog emission (W10)
 	sinceEmit int
-	// inBacklog: the last Read emitted records of the partition and left
-	// it behind the last stable offset its fetch reported (W10); the
-	// periodic emission skips it. A Read without records of the
-	// partition clears it, so a stale offset cannot stop emission.
-	inBacklog bool
 
 	lastActive  time.Time // last record, start or resume
 	idle        bool
@@ -407,17 +402,15 @@ func (r *reader[T]) Read(out weir.SourceOutput[T]) (weir.ReadStatus, error) {
 			p.lso = fp.LastStableOffset
 		}
 	})
-	for _, p := range r.parts {
-		p.inBacklog = false
-	}
 	fetches.EachRecord(func(kr *kgo.Record) {
 		if r.emit(kr, now) {
 			n++
 		}
 	})
 	if now.Sub(r.lastTick) >= r.o.WatermarkInterval {
+		prev := r.lastTick
 		r.lastTick = now
-		if err := r.tick(now); err != nil {
+		if err := r.tick(now, prev); err != nil {
 			return weir.Waiting, err
 		}
 	}
@@ -489,7 +482,7 @@ func (r *reader[T]) emit(kr *kgo.Record, now time.Time) bool {
 	// W10: while records up to the last stable offset this fetch reported
 	// are still to come, the partition reads a backlog and its generator
 	// emits by record count.
-	if p.inBacklog = r.o.BacklogEvery > 0 && p.next < p.lso; p.inBacklog {
+	if r.o.BacklogEvery > 0 && p.next < p.lso {
 		if p.sinceEmit++; p.sinceEmit >= r.o.BacklogEvery {
 			p.sinceEmit = 0
 			p.gen.OnPeriodicEmit(p.out)
@@ -629,10 +622,15 @@ func (r *reader[T]) atEnd() bool {
 	return true
 }
 
-// tick is the periodic work: generators emit, idleness, alignment.
-func (r *reader[T]) tick(now time.Time) error {
+// tick is the periodic work: generators emit, idleness, alignment. A
+// partition reading its backlog (W10: behind the last stable offset its
+// newest fetch reported, and records of it arrived since the previous
+// tick, at prev) emits by record count instead; one that delivered
+// nothing for a whole interval is treated as caught up, so a stale offset
+// cannot stop its emission.
+func (r *reader[T]) tick(now, prev time.Time) error {
 	for _, p := range r.parts {
-		if !p.inBacklog {
+		if !(r.o.BacklogEvery > 0 && p.next < p.lso && p.lastRecord.After(prev)) {
 			p.gen.OnPeriodicEmit(p.out)
 		}
 	}

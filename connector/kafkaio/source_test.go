@@ -192,7 +192,7 @@ func TestSilentPartitionIdleOnlyWhenCaughtUp(t *testing.T) {
 	h2.readUntil(10*time.Millisecond, "partitions 0 and 1", func() bool { return len(h2.o.recs) == before })
 	produce(t, brokers, "in", rec(2, "c", 500))
 	h2.clk.Advance(5 * time.Second)
-	if err := h2.r.tick(h2.clk.Now()); err != nil { // no poll: the record is still in Kafka
+	if err := h2.r.tick(h2.clk.Now(), h2.r.lastTick); err != nil { // no poll: the record is still in Kafka
 		t.Fatal(err)
 	}
 	if h2.status(2).Idle {

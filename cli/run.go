@@ -226,7 +226,7 @@ func runPlan(ctx context.Context, p *spec.Plan, dir string, f runFlags, now time
 			if f.drain {
 				how = "sending the final watermark first (--drain)"
 			}
-			fmt.Fprintf(o.Stderr, "\nstopping: %s; Ctrl-C again to abort\n", how)
+			fmt.Fprintf(o.Stderr, "\nstopping: %s; Ctrl-C (or SIGTERM) again to abort\n", how)
 			if j := cur.Load(); j != nil {
 				if id := j.Checkpoint(10 * time.Second); id > 0 {
 					fmt.Fprintf(o.Stderr, "took checkpoint %d: the next run resumes from it\n", id)

@@ -1,0 +1,180 @@
+//go:build unix
+
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// endlessJob generates records for far longer than a test runs, with dead
+// letters (bad records) and many result lines.
+const endlessJob = `
+name: endless
+source:
+  type: generator
+  generator: {records: 200000000, keys: 1000, duration: 4000h, bad: 0.01, seed: 3}
+watermark: {max_out_of_orderness: 10s}
+key: [user_id]
+window: {type: tumbling, size: 1m}
+aggregate: [{name: n, fn: count}, {name: total, fn: sum, field: amount}]
+sinks:
+  results: {type: jsonl, path: results.jsonl}
+  dead_letter: {type: jsonl, path: bad.jsonl}
+`
+
+// weirProc is a weir run started as a subprocess.
+type weirProc struct {
+	cmd    *exec.Cmd
+	stderr syncBuffer
+	done   chan struct{}
+	err    error // cmd.Wait's, once done is closed
+}
+
+// startWeir starts the weir binary in dir with args; the test kills it
+// at its end if it is still running.
+func startWeir(t *testing.T, dir string, args ...string) *weirProc {
+	t.Helper()
+	p := &weirProc{cmd: exec.Command(weirBinary(t), args...), done: make(chan struct{})}
+	p.cmd.Dir = dir
+	p.cmd.Stderr = &p.stderr
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		p.err = p.cmd.Wait()
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		p.cmd.Process.Kill()
+		<-p.done
+	})
+	return p
+}
+
+// wait waits up to timeout for the process to exit and returns its exit
+// code; false if it is still running.
+func (p *weirProc) wait(timeout time.Duration) (code int, exited bool) {
+	select {
+	case <-p.done:
+	case <-time.After(timeout):
+		return 0, false
+	}
+	return p.cmd.ProcessState.ExitCode(), true // -1: killed by a signal
+}
+
+// running reports whether the process has not exited.
+func (p *weirProc) running() bool {
+	select {
+	case <-p.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// waitUntil polls cond every 10ms for up to timeout.
+func waitUntil(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", timeout, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func fileSize(path string) int64 {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return 0
+	}
+	return fi.Size()
+}
+
+// wholeLines checks that every line of the file is a whole JSON object and
+// that it ends with a newline; it returns the number of lines.
+func wholeLines(t *testing.T, path string) int {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) > 0 && b[len(b)-1] != '\n' {
+		i := max(0, len(b)-80)
+		t.Fatalf("%s ends in a torn line: ...%q", filepath.Base(path), b[i:])
+	}
+	lines := bytes.Split(bytes.TrimSuffix(b, []byte("\n")), []byte("\n"))
+	if len(b) == 0 {
+		return 0
+	}
+	for i, l := range lines {
+		if !json.Valid(l) {
+			t.Fatalf("%s line %d is not whole JSON: %q", filepath.Base(path), i+1, l)
+		}
+	}
+	return len(lines)
+}
+
+// summaryCount reads a count from the summary's line "  <label>: N".
+func summaryCount(t *testing.T, summary, label string) int {
+	t.Helper()
+	m := regexp.MustCompile(`(?m)^  ` + regexp.QuoteMeta(label) + `: (\d+)`).FindStringSubmatch(summary)
+	if m == nil {
+		t.Fatalf("no %q in the summary:\n%s", label, summary)
+	}
+	n, _ := strconv.Atoi(m[1])
+	return n
+}
+
+// checkStopped checks that p stopped gracefully after a signal: exit 0, a
+// summary saying it stopped, and whole result and dead-letter files whose
+// line counts are the summary's.
+func checkStopped(t *testing.T, p *weirProc, dir, name string) {
+	t.Helper()
+	code, exited := p.wait(20 * time.Second)
+	if !exited {
+		t.Fatalf("weir did not stop within 20s of SIGTERM:\n%s", p.stderr.String())
+	}
+	out := p.stderr.String()
+	if code != ExitOK || !strings.Contains(out, "job "+name+" stopped") || !strings.Contains(out, "conservation holds") {
+		t.Fatalf("after SIGTERM: exit %d (%v), want a clean exit and a summary; stderr:\n%s", code, p.err, out)
+	}
+	if got, want := wholeLines(t, filepath.Join(dir, "results.jsonl")), summaryCount(t, out, "results"); got != want {
+		t.Fatalf("results.jsonl has %d lines, the summary says %d", got, want)
+	}
+	if got, want := wholeLines(t, filepath.Join(dir, "bad.jsonl")), summaryCount(t, out, "dead letters"); got != want || got == 0 {
+		t.Fatalf("bad.jsonl has %d lines, the summary says %d dead letters", got, want)
+	}
+}
+
+// TestSIGTERM stops a job without checkpoints as systemd, Docker,
+// Kubernetes and timeout do, with SIGTERM: it stops as on Ctrl-C, so the
+// result and dead-letter files end with whole lines (the bufio buffers
+// are flushed), the summary is printed and the exit is clean.
+func TestSIGTERM(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(endlessJob), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := startWeir(t, dir, "run", "job.yaml")
+	// Past the first 256 KiB buffer: a kill would leave a torn line.
+	waitUntil(t, 30*time.Second, "results", func() bool { return fileSize(filepath.Join(dir, "results.jsonl")) > 300<<10 || !p.running() })
+	if !p.running() {
+		t.Fatalf("the run ended early:\n%s", p.stderr.String())
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	checkStopped(t, p, dir, "endless")
+}

@@ -192,3 +192,39 @@ checkpoint: {dir: ck, interval: 1h}
 		}
 	}
 }
+
+// smallJob is a job (name, results file, more) of 20,000 generated
+// records.
+const smallJob = `
+name: %s
+source:
+  type: generator
+  generator: {records: 20000, keys: 50, duration: 1h, seed: 1}
+watermark: {max_out_of_orderness: 10s}
+key: [user_id]
+window: {type: tumbling, size: 1m}
+aggregate: [{name: n, fn: count}]
+sinks:
+  results: {type: jsonl, path: %s}
+%s`
+
+// TestFailedRunSummary: the summary of a run that failed says so (its
+// results could not be written: /dev/full refuses every write), not
+// "finished", and the exit code is 1.
+func TestFailedRunSummary(t *testing.T) {
+	if _, err := os.Stat("/dev/full"); err != nil {
+		t.Skip("no /dev/full")
+	}
+	dir := t.TempDir()
+	job := fmt.Sprintf(smallJob, "full", "/dev/full", "")
+	if err := os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(job), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stderr syncBuffer
+	code := Main(context.Background(), []string{"run", "job.yaml"}, IO{Dir: dir, Stdout: io.Discard, Stderr: &stderr})
+	out := stderr.String()
+	if code != ExitFailed || !strings.Contains(out, "job full failed: ") || strings.Contains(out, "finished") ||
+		!strings.Contains(out, "no space left on device") {
+		t.Fatalf("exit %d, want %d, a summary saying the job failed, and why:\n%s", code, ExitFailed, out)
+	}
+}

@@ -5,6 +5,7 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -177,4 +178,81 @@ func TestSIGTERM(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkStopped(t, p, dir, "endless")
+}
+
+// TestSecondRunRefused: while a run holds its checkpoint directory and
+// its file outputs, a second run on the same checkpoint directory, and
+// one with its own checkpoint directory but the same output files, are
+// refused at once, naming the lock file and the first run's pid; the
+// first runs on unharmed (its files are whole and match its summary).
+// The locks die with their process: after a kill -9 the next run on the
+// same directory resumes.
+func TestSecondRunRefused(t *testing.T) {
+	dir := t.TempDir()
+	job := endlessJob + "checkpoint: {dir: ck, interval: 100ms}\n"
+	if err := os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(job), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	hasCheckpoint := func() bool {
+		ents, _ := os.ReadDir(filepath.Join(dir, "ck"))
+		for _, e := range ents {
+			if strings.HasPrefix(e.Name(), "chk-") {
+				return true
+			}
+		}
+		return false
+	}
+	first := startWeir(t, dir, "run", "job.yaml")
+	waitUntil(t, 30*time.Second, "a checkpoint", func() bool { return hasCheckpoint() || !first.running() })
+	pid := fmt.Sprintf("pid %d", first.cmd.Process.Pid)
+	for _, c := range []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"same checkpoint directory", []string{"run", "job.yaml"}, []string{"checkpoint directory ck is in use", pid, filepath.Join("ck", ".run.lock")}},
+		{"same outputs", []string{"run", "job.yaml", "--checkpoint-dir", "ck2", "--fresh"}, []string{"sinks.results results.jsonl is in use", pid, ".results.jsonl.run.lock"}},
+	} {
+		second := startWeir(t, dir, c.args...)
+		code, exited := second.wait(10 * time.Second)
+		out := second.stderr.String()
+		if !exited {
+			t.Fatalf("%s: the second run was not refused (still running after 10s):\n%s", c.name, out)
+		}
+		for _, w := range c.want {
+			if code != ExitUsage || !strings.Contains(out, w) {
+				t.Fatalf("%s: exit %d, want %d and %q in:\n%s", c.name, code, ExitUsage, w, out)
+			}
+		}
+		if strings.Contains(out, "restart") {
+			t.Fatalf("%s: a refused run was retried:\n%s", c.name, out)
+		}
+		if !first.running() {
+			t.Fatalf("%s: the first run ended:\n%s", c.name, first.stderr.String())
+		}
+	}
+	if err := first.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	checkStopped(t, first, dir, "endless")
+
+	// kill -9 leaves the lock files, but not their locks.
+	killed := startWeir(t, dir, "run", "job.yaml")
+	waitUntil(t, 30*time.Second, "the resumed run's checkpoint", func() bool {
+		return strings.Contains(killed.stderr.String(), "resuming from checkpoint") || !killed.running()
+	})
+	time.Sleep(200 * time.Millisecond)
+	killed.cmd.Process.Kill()
+	if code, _ := killed.wait(10 * time.Second); code != -1 {
+		t.Fatalf("the run was not killed (exit %d):\n%s", code, killed.stderr.String())
+	}
+	next := startWeir(t, dir, "run", "job.yaml")
+	waitUntil(t, 30*time.Second, "the next run", func() bool {
+		return strings.Contains(next.stderr.String(), "resuming from checkpoint") || !next.running()
+	})
+	time.Sleep(200 * time.Millisecond)
+	if err := next.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	checkStopped(t, next, dir, "endless")
 }

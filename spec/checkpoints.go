@@ -41,21 +41,17 @@ type checkpoints struct {
 // checkpoint written by an incompatible spec is refused, naming the fields
 // that changed.
 func openCheckpoints(p *Plan, o RunOptions) (*checkpoints, error) {
-	dir, interval, retain := "", 5*time.Second, 0
+	interval, retain := 5*time.Second, 0
 	if c := p.Spec.Checkpoint; c != nil {
-		dir, retain = c.Dir, c.Retain
+		retain = c.Retain
 		if c.Interval != nil {
 			interval = etime.Duration(*c.Interval).Std()
 		}
 	}
-	if o.CheckpointDir != "" {
-		dir = o.CheckpointDir
-	} else {
-		dir = o.path(dir)
-	}
 	if o.CheckpointInterval > 0 {
 		interval = o.CheckpointInterval
 	}
+	dir := checkpointDir(p, o)
 	if dir == "" {
 		return nil, nil
 	}
@@ -137,6 +133,18 @@ func openCheckpoints(p *Plan, o RunOptions) (*checkpoints, error) {
 		o.Info(fmt.Sprintf("resuming from checkpoint %d in %s (--fresh starts over)", cp.ID, dir))
 	}
 	return c, nil
+}
+
+// checkpointDir is the run's checkpoint directory ("" without
+// checkpoints): RunOptions.CheckpointDir, else the spec's checkpoint.dir.
+func checkpointDir(p *Plan, o RunOptions) string {
+	if o.CheckpointDir != "" {
+		return o.CheckpointDir
+	}
+	if c := p.Spec.Checkpoint; c != nil {
+		return o.path(c.Dir)
+	}
+	return ""
 }
 
 func (c *checkpoints) options(fail func(error), committed func(id int64) error) weir.CheckpointOptions {

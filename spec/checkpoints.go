@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"github.com/weirstream/weir/connector/kafkaio"
 	"math"
@@ -92,11 +93,16 @@ func openCheckpoints(p *Plan, o RunOptions) (*checkpoints, error) {
 			limit = id
 		}
 	}
-	cp, ok, err := store.LatestAtMost(limit)
+	cp, skipped, err := store.Resumable(limit)
 	if err != nil {
 		store.Close()
 		return nil, err
 	}
+	if cp == nil && len(skipped) > 0 {
+		store.Close()
+		return nil, &DamagedError{Dir: dir, Skipped: skipped}
+	}
+	ok := cp != nil
 	ids, err := store.List()
 	if err != nil {
 		store.Close()
@@ -134,6 +140,33 @@ func openCheckpoints(p *Plan, o RunOptions) (*checkpoints, error) {
 	}
 	return c, nil
 }
+
+// ErrNoValidCheckpoint is matched (errors.Is) by the error of a run
+// refused because every checkpoint in its directory fails verification;
+// the error is a *DamagedError.
+var ErrNoValidCheckpoint = errors.New("spec: no checkpoint verifies")
+
+// DamagedError is a checkpoint directory none of whose checkpoints
+// verifies. The run is refused rather than started over: the outputs
+// hold what those checkpoints covered (a ledger, a table or a topic keeps
+// even what none covered), so only the user can say to start over.
+type DamagedError struct {
+	Dir     string
+	Skipped []checkpoint.Skipped // newest first
+}
+
+func (e *DamagedError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "no checkpoint in %s verifies, so the run cannot resume from one:", e.Dir)
+	for _, s := range e.Skipped {
+		fmt.Fprintf(&b, "\n  checkpoint %d: %s", s.ID, s.Reason)
+	}
+	b.WriteString("\nweir does not start over on its own, since the outputs hold what those checkpoints covered: start over with --fresh (the outputs start over too), or put back the checkpoint files")
+	return b.String()
+}
+
+// Is makes errors.Is(err, ErrNoValidCheckpoint) match.
+func (e *DamagedError) Is(target error) bool { return target == ErrNoValidCheckpoint }
 
 // checkpointDir is the run's checkpoint directory ("" without
 // checkpoints): RunOptions.CheckpointDir, else the spec's checkpoint.dir.

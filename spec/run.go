@@ -122,7 +122,9 @@ type Job struct {
 // missing file is reported here, before anything runs. File sinks are
 // truncated (a fresh run). First it locks the checkpoint directory and
 // the file outputs until the job's run ends: while another run holds one,
-// Open changes nothing and returns a *LockedError (ErrLocked).
+// Open changes nothing and returns a *LockedError (ErrLocked). When no
+// checkpoint of the directory verifies, it returns a *DamagedError
+// (ErrNoValidCheckpoint) unless the run is fresh.
 func Open(plan *Plan, o RunOptions) (*Job, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -730,7 +732,9 @@ type RestartPolicy struct {
 // The run's locks are taken once, before the first attempt, and held
 // until the last ends, so no other run takes them between attempts.
 // Build-time errors are permanent, never retried: another run holding the
-// locks (ErrLocked), a missing input, a bad checkpoint.
+// locks (ErrLocked), no checkpoint that verifies (ErrNoValidCheckpoint),
+// a missing input, a checkpoint of another spec. A restart that fails to
+// open returns the failed attempt's summary with both errors.
 func RunRestarting(ctx context.Context, plan *Plan, o RunOptions, p RestartPolicy, onOpen func(*Job)) (sum Summary, err error) {
 	locks, err := lockRun(plan, o)
 	if err != nil {
@@ -739,19 +743,24 @@ func RunRestarting(ctx context.Context, plan *Plan, o RunOptions, p RestartPolic
 	defer func() { err = errors.Join(err, locks.release()) }()
 	o.locks = locks
 	wait := p.Backoff
+	var failed error // the previous attempt's
 	for n := 0; ; n++ {
 		j, err := Open(plan, o)
 		if err != nil {
-			return Summary{}, err
+			if failed != nil {
+				err = fmt.Errorf("%w; restart %d could not open the job: %w", failed, n, err)
+			}
+			return sum, err
 		}
 		if onOpen != nil {
 			onOpen(j)
 		}
 		sum, err = j.Run(ctx)
+		sum.Counters = append(sum.Counters, Counter{"restarts", int64(n)})
 		if err == nil || j.ck == nil || n >= p.Max || ctx.Err() != nil || j.stopped() {
-			sum.Counters = append(sum.Counters, Counter{"restarts", int64(n)})
 			return sum, err
 		}
+		failed = err
 		if p.OnRestart != nil {
 			p.OnRestart(n+1, err)
 		}

@@ -96,18 +96,23 @@ func lockRun(p *Plan, o RunOptions) (*runLocks, error) {
 		if t.path == "" {
 			continue
 		}
-		lock := lockName(t.path)
+		var lock string
 		if t.dir {
 			if err := os.MkdirAll(t.path, 0o755); err != nil {
-				return nil, errors.Join(err, l.release())
+				return nil, errors.Join(fmt.Errorf("%s: %w", t.what, err), l.release())
 			}
-			lock = filepath.Join(t.path, dirLock)
+			lock = realPath(filepath.Join(t.path, dirLock))
 		} else if _, err := os.Stat(filepath.Dir(t.path)); err != nil {
 			continue // opening the file fails, saying why
 		} else if fi, err := os.Stat(t.path); err == nil && !fi.Mode().IsRegular() {
 			continue // /dev/null, a pipe: nothing two runs could spoil
+		} else {
+			file := t.path
+			if target, err := filepath.EvalSymlinks(file); err == nil {
+				file = target // a link to another run's output is that output
+			}
+			lock = realPath(lockName(file))
 		}
-		lock = realPath(lock)
 		if slices.Contains(taken, lock) {
 			continue // two outputs of this run in one file
 		}

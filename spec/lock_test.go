@@ -73,7 +73,14 @@ checkpoint: {dir: %s}
 			t.Fatalf("%s: Open = %v, want a *LockedError of %s by %s (%s)", c.name, err, c.what, pid, c.lock)
 		}
 	}
-	// Each other output on its own.
+	// Each other output on its own, and the results file through a
+	// symbolic link.
+	if err := os.Symlink("out.jsonl", filepath.Join(dir, "link.jsonl")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(parse("link.jsonl", "ledger2", "bad2.jsonl", "archive2", "ck2"), RunOptions{Dir: dir}); !errors.Is(err, ErrLocked) {
+		t.Fatalf("results through a link: Open = %v", err)
+	}
 	for what, p2 := range map[string]*Plan{
 		"sinks.late ledger": parse("out2.jsonl", "ledger", "bad2.jsonl", "archive2", "ck2"),
 		"sinks.dead_letter": parse("out2.jsonl", "ledger2", "bad.jsonl", "archive2", "ck2"),

@@ -115,10 +115,10 @@ func wholeLines(t *testing.T, path string) int {
 		i := max(0, len(b)-80)
 		t.Fatalf("%s ends in a torn line: ...%q", filepath.Base(path), b[i:])
 	}
-	lines := bytes.Split(bytes.TrimSuffix(b, []byte("\n")), []byte("\n"))
 	if len(b) == 0 {
 		return 0
 	}
+	lines := bytes.Split(bytes.TrimSuffix(b, []byte("\n")), []byte("\n"))
 	for i, l := range lines {
 		if !json.Valid(l) {
 			t.Fatalf("%s line %d is not whole JSON: %q", filepath.Base(path), i+1, l)
@@ -246,6 +246,12 @@ func TestSecondRunRefused(t *testing.T) {
 	if code, _ := killed.wait(10 * time.Second); code != -1 {
 		t.Fatalf("the run was not killed (exit %d):\n%s", code, killed.stderr.String())
 	}
+	for _, f := range []string{filepath.Join("ck", ".run.lock"), ".results.jsonl.run.lock", ".bad.jsonl.run.lock"} {
+		b, _ := os.ReadFile(filepath.Join(dir, f))
+		if got := strings.TrimSpace(string(b)); got != strconv.Itoa(killed.cmd.Process.Pid) {
+			t.Fatalf("%s holds %q, want the killed run's pid %d", f, got, killed.cmd.Process.Pid)
+		}
+	}
 	next := startWeir(t, dir, "run", "job.yaml")
 	waitUntil(t, 30*time.Second, "the next run", func() bool {
 		return strings.Contains(next.stderr.String(), "resuming from checkpoint") || !next.running()
@@ -255,4 +261,39 @@ func TestSecondRunRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkStopped(t, next, dir, "endless")
+}
+
+// TestSecondSignal: a second SIGTERM during the graceful stop kills the
+// process, as a second Ctrl-C does. The results go to a FIFO nobody reads,
+// so the run blocks on its first full pipe and the graceful stop cannot
+// end; the test signals again until the process is gone (a second signal
+// that arrives before the first has been handled is ignored).
+func TestSecondSignal(t *testing.T) {
+	dir := t.TempDir()
+	if err := syscall.Mkfifo(filepath.Join(dir, "results.jsonl"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(endlessJob), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := startWeir(t, dir, "run", "job.yaml")
+	// The job is open once its lock names it.
+	pid := strconv.Itoa(p.cmd.Process.Pid)
+	waitUntil(t, 30*time.Second, "the job to open", func() bool {
+		b, _ := os.ReadFile(filepath.Join(dir, ".bad.jsonl.run.lock"))
+		return strings.TrimSpace(string(b)) == pid || !p.running()
+	})
+	time.Sleep(300 * time.Millisecond)
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 10*time.Second, "the graceful stop", func() bool { return strings.Contains(p.stderr.String(), "stopping:") || !p.running() })
+	for p.running() {
+		p.cmd.Process.Signal(syscall.SIGTERM)
+		p.wait(100 * time.Millisecond)
+	}
+	ws, _ := p.cmd.ProcessState.Sys().(syscall.WaitStatus)
+	if out := p.stderr.String(); !ws.Signaled() || ws.Signal() != syscall.SIGTERM || !strings.Contains(out, "stopping:") || strings.Contains(out, "job endless") {
+		t.Fatalf("want a graceful stop begun, then killed by the second SIGTERM; %v, stderr:\n%s", p.cmd.ProcessState, out)
+	}
 }

@@ -277,9 +277,9 @@ func TestDamagedCheckpoints(t *testing.T) {
 	if strings.Contains(out, "job damaged") {
 		t.Fatalf("a refused run ran:\n%s", out)
 	}
-	stderr = syncBuffer{}
-	code = Main(context.Background(), []string{"run", "job.yaml", "--fresh"}, IO{Dir: dir, Stdout: io.Discard, Stderr: &stderr})
-	if out := stderr.String(); code != ExitOK || !strings.Contains(out, "job damaged finished: 20000 records in") || strings.Contains(out, "resuming") {
+	var fresh syncBuffer
+	code = Main(context.Background(), []string{"run", "job.yaml", "--fresh"}, IO{Dir: dir, Stdout: io.Discard, Stderr: &fresh})
+	if out := fresh.String(); code != ExitOK || !strings.Contains(out, "job damaged finished: 20000 records in") || strings.Contains(out, "resuming") {
 		t.Fatalf("--fresh: exit %d:\n%s", code, out)
 	}
 }

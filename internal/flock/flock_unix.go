@@ -4,7 +4,7 @@
 // the process dies, so a killed process never leaves one held. The lock
 // file records the holder's process id (Holder reads it); the file itself
 // stays, empty, after unlock: removing it would let a process that opened
-// it just before lock a file that is no longer the one others lock.
+// it just before the removal lock a file that others no longer lock.
 package flock
 
 import (

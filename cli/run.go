@@ -226,7 +226,7 @@ func runPlan(ctx context.Context, p *spec.Plan, dir string, f runFlags, now time
 			if f.drain {
 				how = "sending the final watermark first (--drain)"
 			}
-			fmt.Fprintf(o.Stderr, "\nstopping: %s; Ctrl-C again to abort\n", how)
+			fmt.Fprintf(o.Stderr, "\nstopping: %s; Ctrl-C (or SIGTERM) again to abort\n", how)
 			if j := cur.Load(); j != nil {
 				if id := j.Checkpoint(10 * time.Second); id > 0 {
 					fmt.Fprintf(o.Stderr, "took checkpoint %d: the next run resumes from it\n", id)
@@ -274,7 +274,14 @@ func runPlan(ctx context.Context, p *spec.Plan, dir string, f runFlags, now time
 	if j := cur.Load(); j != nil {
 		peak = j.State().Peak
 	}
-	printSummary(o.Stderr, p, sum, elapsed, peak, stopping.Load())
+	state := "finished"
+	switch {
+	case err != nil:
+		state = "failed"
+	case stopping.Load():
+		state = "stopped"
+	}
+	printSummary(o.Stderr, p, sum, elapsed, peak, state)
 	if f.summaryJSON != "" {
 		if werr := os.WriteFile(o.path(f.summaryJSON), sum.JSON(), 0o644); werr != nil {
 			fmt.Fprintf(o.Stderr, "weir run: %v\n", werr)
@@ -292,15 +299,12 @@ func runPlan(ctx context.Context, p *spec.Plan, dir string, f runFlags, now time
 	return ExitOK
 }
 
-// printSummary prints what the run did. Every line but the "took" line
-// (time and state size) is a pure function of the counters, so golden
-// tests can compare it.
-func printSummary(w io.Writer, p *spec.Plan, s spec.Summary, elapsed time.Duration, peak weir.StateInfo, stopped bool) {
+// printSummary prints what the run did; state is how it ended:
+// finished, stopped or failed. Every line but the "took" line (time and
+// state size) is a pure function of the counters, so golden tests can
+// compare it.
+func printSummary(w io.Writer, p *spec.Plan, s spec.Summary, elapsed time.Duration, peak weir.StateInfo, state string) {
 	g := s.Get
-	state := "finished"
-	if stopped {
-		state = "stopped"
-	}
 	fmt.Fprintf(w, "job %s %s: %d records in\n", p.Spec.Name, state, g("records_in"))
 	fmt.Fprintf(w, "  on time (within the out-of-orderness bound): %d records; window firings %d early, %d on time\n", g("accepted")-g("accepted_late")-g("on_time_trailing"), g("fired_early"), g("fired_on_time"))
 	if n := g("on_time_trailing"); n > 0 {

@@ -192,3 +192,94 @@ checkpoint: {dir: ck, interval: 1h}
 		}
 	}
 }
+
+// smallJob is a job (name, results file, more) of 20,000 generated
+// records.
+const smallJob = `
+name: %s
+source:
+  type: generator
+  generator: {records: 20000, keys: 50, duration: 1h, seed: 1}
+watermark: {max_out_of_orderness: 10s}
+key: [user_id]
+window: {type: tumbling, size: 1m}
+aggregate: [{name: n, fn: count}]
+sinks:
+  results: {type: jsonl, path: %s}
+%s`
+
+// TestFailedRunSummary: the summary of a run that failed says so (its
+// results could not be written: /dev/full refuses every write), not
+// "finished", and the exit code is 1.
+func TestFailedRunSummary(t *testing.T) {
+	if _, err := os.Stat("/dev/full"); err != nil {
+		t.Skip("no /dev/full")
+	}
+	dir := t.TempDir()
+	job := fmt.Sprintf(smallJob, "full", "/dev/full", "")
+	if err := os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(job), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stderr syncBuffer
+	code := Main(context.Background(), []string{"run", "job.yaml"}, IO{Dir: dir, Stdout: io.Discard, Stderr: &stderr})
+	out := stderr.String()
+	if code != ExitFailed || !strings.Contains(out, "job full failed: ") || strings.Contains(out, "finished") ||
+		!strings.Contains(out, "no space left on device") {
+		t.Fatalf("exit %d, want %d, a summary saying the job failed, and why:\n%s", code, ExitFailed, out)
+	}
+}
+
+// TestDamagedCheckpoints: when no checkpoint verifies, weir run refuses
+// (exit 2) with each checkpoint and why and the --fresh hint, instead of
+// starting over; with --fresh it starts over.
+func TestDamagedCheckpoints(t *testing.T) {
+	dir := t.TempDir()
+	job := fmt.Sprintf(smallJob, "damaged", "out.jsonl", "checkpoint: {dir: ck}\n")
+	if err := os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(job), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p, ok := loadSpec("job.yaml", IO{Dir: dir, Stderr: io.Discard})
+	if !ok {
+		t.Fatal("spec")
+	}
+	// A run that fails after its second checkpoint.
+	hits := 0
+	j, err := spec.Open(p, spec.RunOptions{Dir: dir, Deterministic: true, CheckpointInterval: time.Millisecond, Crash: func(point string) {
+		if point == "after-manifest" {
+			if hits++; hits == 2 {
+				panic("crash")
+			}
+		}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := j.Run(context.Background()); err == nil {
+		t.Fatal("the crash did not happen")
+	}
+	chks, _ := filepath.Glob(filepath.Join(dir, "ck", "chk-*", "MANIFEST"))
+	if len(chks) != 2 {
+		t.Fatalf("manifests %q, want 2", chks)
+	}
+	for _, m := range chks {
+		b, _ := os.ReadFile(m)
+		b[len(b)-1] ^= 0x40
+		os.WriteFile(m, b, 0o644)
+	}
+	var stderr syncBuffer
+	code := Main(context.Background(), []string{"run", "job.yaml"}, IO{Dir: dir, Stdout: io.Discard, Stderr: &stderr})
+	out := stderr.String()
+	for _, want := range []string{"no checkpoint in ck verifies", "\n  checkpoint 2: MANIFEST", "\n  checkpoint 1: MANIFEST", "--fresh"} {
+		if code != ExitUsage || !strings.Contains(out, want) {
+			t.Fatalf("exit %d, want %d and %q in:\n%s", code, ExitUsage, want, out)
+		}
+	}
+	if strings.Contains(out, "job damaged") {
+		t.Fatalf("a refused run ran:\n%s", out)
+	}
+	var fresh syncBuffer
+	code = Main(context.Background(), []string{"run", "job.yaml", "--fresh"}, IO{Dir: dir, Stdout: io.Discard, Stderr: &fresh})
+	if out := fresh.String(); code != ExitOK || !strings.Contains(out, "job damaged finished: 20000 records in") || strings.Contains(out, "resuming") {
+		t.Fatalf("--fresh: exit %d:\n%s", code, out)
+	}
+}

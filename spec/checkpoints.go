@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"github.com/weirstream/weir/connector/kafkaio"
 	"math"
@@ -41,21 +42,17 @@ type checkpoints struct {
 // checkpoint written by an incompatible spec is refused, naming the fields
 // that changed.
 func openCheckpoints(p *Plan, o RunOptions) (*checkpoints, error) {
-	dir, interval, retain := "", 5*time.Second, 0
+	interval, retain := 5*time.Second, 0
 	if c := p.Spec.Checkpoint; c != nil {
-		dir, retain = c.Dir, c.Retain
+		retain = c.Retain
 		if c.Interval != nil {
 			interval = etime.Duration(*c.Interval).Std()
 		}
 	}
-	if o.CheckpointDir != "" {
-		dir = o.CheckpointDir
-	} else {
-		dir = o.path(dir)
-	}
 	if o.CheckpointInterval > 0 {
 		interval = o.CheckpointInterval
 	}
+	dir := checkpointDir(p, o)
 	if dir == "" {
 		return nil, nil
 	}
@@ -96,11 +93,16 @@ func openCheckpoints(p *Plan, o RunOptions) (*checkpoints, error) {
 			limit = id
 		}
 	}
-	cp, ok, err := store.LatestAtMost(limit)
+	cp, skipped, err := store.Resumable(limit)
 	if err != nil {
 		store.Close()
 		return nil, err
 	}
+	if cp == nil && len(skipped) > 0 {
+		store.Close()
+		return nil, &DamagedError{Dir: dir, Skipped: skipped}
+	}
+	ok := cp != nil
 	ids, err := store.List()
 	if err != nil {
 		store.Close()
@@ -137,6 +139,45 @@ func openCheckpoints(p *Plan, o RunOptions) (*checkpoints, error) {
 		o.Info(fmt.Sprintf("resuming from checkpoint %d in %s (--fresh starts over)", cp.ID, dir))
 	}
 	return c, nil
+}
+
+// ErrNoValidCheckpoint is matched (errors.Is) by the error of a run
+// refused because every checkpoint in its directory fails verification;
+// the error is a *DamagedError.
+var ErrNoValidCheckpoint = errors.New("spec: no checkpoint verifies")
+
+// DamagedError is a checkpoint directory none of whose checkpoints
+// verifies. The run is refused rather than started over: the outputs
+// hold what those checkpoints covered (a ledger, a table or a topic keeps
+// even what none covered), so only the user can say to start over.
+type DamagedError struct {
+	Dir     string
+	Skipped []checkpoint.Skipped // newest first
+}
+
+func (e *DamagedError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "no checkpoint in %s verifies, so the run cannot resume from one:", e.Dir)
+	for _, s := range e.Skipped {
+		fmt.Fprintf(&b, "\n  checkpoint %d: %s", s.ID, s.Reason)
+	}
+	b.WriteString("\nweir does not start over on its own, since the outputs hold what those checkpoints covered: start over with --fresh (the outputs start over too), or put back the checkpoint files")
+	return b.String()
+}
+
+// Is makes errors.Is(err, ErrNoValidCheckpoint) match.
+func (e *DamagedError) Is(target error) bool { return target == ErrNoValidCheckpoint }
+
+// checkpointDir is the run's checkpoint directory ("" without
+// checkpoints): RunOptions.CheckpointDir, else the spec's checkpoint.dir.
+func checkpointDir(p *Plan, o RunOptions) string {
+	if o.CheckpointDir != "" {
+		return o.CheckpointDir
+	}
+	if c := p.Spec.Checkpoint; c != nil {
+		return o.path(c.Dir)
+	}
+	return ""
 }
 
 func (c *checkpoints) options(fail func(error), committed func(id int64) error) weir.CheckpointOptions {

@@ -71,6 +71,10 @@ type RunOptions struct {
 	// Info, when set, is told what the job does that a person should know
 	// (resuming from a checkpoint).
 	Info func(msg string)
+
+	// locks, set by RunRestarting, are the run's locks, held across its
+	// attempts; nil: Open takes them and Run releases them.
+	locks *runLocks
 }
 
 // Job is a spec ready to run, with its sources and sinks open.
@@ -98,8 +102,11 @@ type Job struct {
 	restoredAt time.Time
 	// removeState removes the pebble backend's scratch directory.
 	removeState func()
-	out         *output
-	ck          *checkpoints // nil without checkpoints
+	// locks are the run's locks when the job took them (Open without
+	// RunRestarting), released with the scratch state.
+	locks *runLocks
+	out   *output
+	ck    *checkpoints // nil without checkpoints
 
 	mu struct {
 		sync.Mutex
@@ -113,7 +120,11 @@ type Job struct {
 
 // Open builds the job of plan: it opens the input and the sinks, so a
 // missing file is reported here, before anything runs. File sinks are
-// truncated (a fresh run).
+// truncated (a fresh run). First it locks the checkpoint directory and
+// the file outputs until the job's run ends: while another run holds one,
+// Open changes nothing and returns a *LockedError (ErrLocked). When no
+// checkpoint of the directory verifies, it returns a *DamagedError
+// (ErrNoValidCheckpoint) unless the run is fresh.
 func Open(plan *Plan, o RunOptions) (*Job, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -152,10 +163,16 @@ func Open(plan *Plan, o RunOptions) (*Job, error) {
 		opts.Clock = o.Clock
 	}
 	j := &Job{plan: plan, dec: newDecoder(plan, opts.Clock), stop: o.Stop, drain: o.Drain, removeState: removeState, runDir: o.Dir, specHash: specHash(plan)}
+	if o.locks == nil {
+		locks, err := lockRun(plan, o)
+		if err != nil {
+			return nil, errors.Join(err, j.cleanup())
+		}
+		j.locks = locks
+	}
 	ck, err := openCheckpoints(plan, o)
 	if err != nil {
-		j.cleanup()
-		return nil, err
+		return nil, errors.Join(err, j.cleanup())
 	}
 	j.ck = ck
 	if ck != nil {
@@ -164,8 +181,7 @@ func Open(plan *Plan, o RunOptions) (*Job, error) {
 		opts.Checkpoint = ck.options(j.check, j.committed)
 	}
 	if j.env, err = weir.NewEnv(opts); err != nil {
-		j.cleanup()
-		return nil, errors.Join(err, ck.close())
+		return nil, errors.Join(err, ck.close(), j.cleanup())
 	}
 	j.out = newOutput(j, ck != nil, o.Deterministic)
 	j.dec.note = func(ch int, k itemKind) { j.out.add(weir.Subtask{Stage: sourceStage, Index: ch}, item{kind: k}) }
@@ -176,8 +192,7 @@ func Open(plan *Plan, o RunOptions) (*Job, error) {
 		}
 	}
 	if err := j.build(o); err != nil {
-		j.cleanup()
-		return nil, errors.Join(err, j.closeSinks(), ck.close())
+		return nil, errors.Join(err, j.closeSinks(), ck.close(), j.cleanup())
 	}
 	return j, nil
 }
@@ -208,11 +223,13 @@ func (j *Job) Checkpoint(timeout time.Duration) int64 {
 }
 
 // cleanup removes the job's scratch state (the operators' backends are
-// closed by the runtime when the job ends).
-func (j *Job) cleanup() {
+// closed by the runtime when the job ends) and releases the locks it
+// took, after everything else is closed.
+func (j *Job) cleanup() error {
 	if j.removeState != nil {
 		j.removeState()
 	}
+	return j.locks.release()
 }
 
 // pebbleBackend makes the backends of the pebble state option: one Pebble
@@ -503,8 +520,7 @@ func (j *Job) Run(ctx context.Context) (Summary, error) {
 	if err == nil && !j.failed.Load() && !j.stopped() {
 		err = j.ck.finished()
 	}
-	err = errors.Join(err, j.ck.close())
-	j.cleanup()
+	err = errors.Join(err, j.ck.close(), j.cleanup())
 	return j.summary(rep, open), err
 }
 
@@ -733,22 +749,38 @@ func inputChanged(err error) bool {
 
 // RunRestarting opens and runs plan, restarting it from its newest
 // checkpoint when it fails, as p says. The summary counts the restarts.
-// Build-time errors (a missing input, a bad checkpoint) are not retried.
-func RunRestarting(ctx context.Context, plan *Plan, o RunOptions, p RestartPolicy, onOpen func(*Job)) (Summary, error) {
+// The run's locks are taken once, before the first attempt, and held
+// until the last ends, so no other run takes them between attempts.
+// Build-time errors are permanent, never retried: another run holding the
+// locks (ErrLocked), no checkpoint that verifies (ErrNoValidCheckpoint),
+// a missing input, a checkpoint of another spec. A restart that fails to
+// open returns the failed attempt's summary with both errors.
+func RunRestarting(ctx context.Context, plan *Plan, o RunOptions, p RestartPolicy, onOpen func(*Job)) (sum Summary, err error) {
+	locks, err := lockRun(plan, o)
+	if err != nil {
+		return Summary{}, err
+	}
+	defer func() { err = errors.Join(err, locks.release()) }()
+	o.locks = locks
 	wait := p.Backoff
+	var failed error // the previous attempt's
 	for n := 0; ; n++ {
 		j, err := Open(plan, o)
 		if err != nil {
-			return Summary{}, err
+			if failed != nil {
+				err = fmt.Errorf("%w; restart %d could not open the job: %w", failed, n, err)
+			}
+			return sum, err
 		}
 		if onOpen != nil {
 			onOpen(j)
 		}
-		sum, err := j.Run(ctx)
+		sum, err = j.Run(ctx)
+		sum.Counters = append(sum.Counters, Counter{"restarts", int64(n)})
 		if err == nil || j.ck == nil || n >= p.Max || ctx.Err() != nil || j.stopped() || inputChanged(err) {
-			sum.Counters = append(sum.Counters, Counter{"restarts", int64(n)})
 			return sum, err
 		}
+		failed = err
 		if p.OnRestart != nil {
 			p.OnRestart(n+1, err)
 		}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -550,6 +551,106 @@ func TestFailedRunResumes(t *testing.T) {
 	}
 	if len(info) != 1 || !strings.Contains(info[0], "resuming from checkpoint 3") {
 		t.Fatalf("info %q", info)
+	}
+}
+
+// TestDamagedCheckpointsRefused: when no checkpoint of the directory
+// verifies, the run is refused, naming each checkpoint and why, with the
+// --fresh hint, and it changes no output; with Fresh it starts over and
+// ends as a run that never had checkpoints.
+func TestDamagedCheckpointsRefused(t *testing.T) {
+	job := fmt.Sprintf(orderJob, "jsonl", "out.jsonl")
+	refDir, refSum := runSpec(t, job, nil, RunOptions{Deterministic: true})
+	want, _ := os.ReadFile(filepath.Join(refDir, "out.jsonl"))
+	p, err := Parse([]byte(job))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	ck := filepath.Join(dir, "ck")
+	crashRun(t, p, RunOptions{Dir: dir, Deterministic: true, Now: testNow, CheckpointDir: ck, CheckpointInterval: time.Millisecond}, "after-manifest", 5)
+	chks, _ := filepath.Glob(filepath.Join(ck, "chk-*"))
+	if len(chks) < 2 {
+		t.Fatalf("checkpoints %q, want several", chks)
+	}
+	// Damage each: the newest's manifest, every other one's first part.
+	for i, c := range chks {
+		file := filepath.Join(c, "MANIFEST")
+		if i < len(chks)-1 {
+			parts, _ := filepath.Glob(filepath.Join(c, "part-*"))
+			file = parts[0]
+		}
+		b, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b[len(b)/2] ^= 0x40
+		os.WriteFile(file, b, 0o644)
+	}
+	before, _ := os.ReadFile(filepath.Join(dir, "out.jsonl"))
+	_, err = Open(p, RunOptions{Dir: dir, Deterministic: true, Now: testNow, CheckpointDir: ck})
+	var de *DamagedError
+	if !errors.Is(err, ErrNoValidCheckpoint) || !errors.As(err, &de) || len(de.Skipped) != len(chks) || !strings.Contains(err.Error(), "--fresh") {
+		t.Fatalf("Open = %v, want a *DamagedError of %d checkpoints with the --fresh hint", err, len(chks))
+	}
+	msg := err.Error()
+	for _, s := range de.Skipped {
+		if !strings.Contains(msg, fmt.Sprintf("checkpoint %d: ", s.ID)) || s.Reason == "" {
+			t.Fatalf("checkpoint %d (%q) is not in the refusal:\n%s", s.ID, s.Reason, msg)
+		}
+	}
+	if !strings.Contains(msg, "MANIFEST") || !strings.Contains(msg, "CRC-32C mismatch") {
+		t.Fatalf("the refusal does not say why:\n%s", msg)
+	}
+	if after, _ := os.ReadFile(filepath.Join(dir, "out.jsonl")); !bytes.Equal(after, before) {
+		t.Fatalf("the refused run changed out.jsonl (%d bytes, was %d)", len(after), len(before))
+	}
+	var info []string
+	j, err := Open(p, RunOptions{Dir: dir, Deterministic: true, Now: testNow, CheckpointDir: ck, Fresh: true, Info: func(m string) { info = append(info, m) }})
+	if err != nil {
+		t.Fatalf("--fresh: %v", err)
+	}
+	sum, err := j.Run(context.Background())
+	if err != nil || !j.RestoredAt().IsZero() || len(info) > 0 {
+		t.Fatalf("--fresh: %v, restored at %v, info %q", err, j.RestoredAt(), info)
+	}
+	got, _ := os.ReadFile(filepath.Join(dir, "out.jsonl"))
+	if !bytes.Equal(got, want) || !bytes.Equal(sum.JSON(), refSum.JSON()) {
+		t.Fatalf("--fresh: results %d bytes (want %d), summary\n%s\nwant\n%s", len(got), len(want), sum.JSON(), refSum.JSON())
+	}
+}
+
+// TestRestartRefused: a restart whose Open is refused (every checkpoint
+// was damaged after the failure) is not retried; RunRestarting returns the
+// failed attempt's summary with both errors.
+func TestRestartRefused(t *testing.T) {
+	p, err := Parse([]byte(fmt.Sprintf(orderJob, "jsonl", "out.jsonl")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	ck := filepath.Join(dir, "ck")
+	hits, restarts := 0, 0
+	sum, err := RunRestarting(context.Background(), p, RunOptions{Dir: dir, Deterministic: true, Now: testNow,
+		CheckpointDir: ck, CheckpointInterval: time.Millisecond,
+		Crash: func(point string) {
+			if point == "after-manifest" {
+				if hits++; hits == 2 {
+					panic("disk on fire")
+				}
+			}
+		}}, RestartPolicy{Max: 3, Backoff: time.Millisecond, OnRestart: func(int, error) {
+		restarts++
+		manifests, _ := filepath.Glob(filepath.Join(ck, "chk-*", "MANIFEST"))
+		for _, m := range manifests {
+			os.WriteFile(m, []byte("garbage"), 0o644)
+		}
+	}}, nil)
+	if !errors.Is(err, ErrNoValidCheckpoint) || !strings.Contains(err.Error(), "disk on fire") || restarts != 1 {
+		t.Fatalf("RunRestarting = %v after %d restarts, want the crash and the refusal, once", err, restarts)
+	}
+	if sum.Get("records_in") == 0 || sum.Get("restarts") != 0 {
+		t.Fatalf("summary of the failed attempt: %s", sum.JSON())
 	}
 }
 

@@ -1,21 +1,23 @@
 // Command weir runs weir jobs. It only wires the process to package cli:
-// the first Ctrl-C asks the running job to stop gracefully, a second one
-// kills the process.
+// the first Ctrl-C or SIGTERM (systemd, Docker, Kubernetes, timeout) asks
+// the running job to stop gracefully, a second one of either kills the
+// process.
 package main
 
 import (
 	"context"
 	"os"
 	"os/signal"
+	"syscall"
 
 	"github.com/weirstream/weir/cli"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	go func() {
 		<-ctx.Done()
-		stop() // restore the default: the next Ctrl-C kills the process
+		stop() // restore the defaults: the next Ctrl-C or SIGTERM kills the process
 	}()
 	fi, err := os.Stderr.Stat()
 	terminal := err == nil && fi.Mode()&os.ModeCharDevice != 0

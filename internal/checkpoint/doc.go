@@ -31,5 +31,6 @@
 // docs/format/checkpoint.md.
 //
 // A directory must be used by one Store (in one process) at a time; the
-// package takes no file lock. The package starts no goroutines.
+// package takes no file lock (weir run takes one, see package spec). The
+// package starts no goroutines.
 package checkpoint

@@ -252,21 +252,31 @@ type Checkpoint struct {
 // checkpoints whose parts it found damaged: they no longer count for
 // Begin's id check nor for retention (see Begin).
 func (s *Store) Latest() (cp *Checkpoint, ok bool, err error) {
-	return s.LatestAtMost(math.MaxInt64)
+	cp, _, err = s.Resumable(math.MaxInt64)
+	return cp, cp != nil, err
 }
 
-// LatestAtMost is Latest among the checkpoints with an id <= limit: a job
-// whose sink commits after the checkpoint (a Kafka transaction) restores
-// the newest checkpoint whose output the sink committed.
-func (s *Store) LatestAtMost(limit int64) (cp *Checkpoint, ok bool, err error) {
+// Skipped is a checkpoint that Latest or Resumable passed over, and why.
+type Skipped struct {
+	ID     int64
+	Reason string // such as `part "window/0": CRC-32C mismatch in file ...`
+}
+
+// Resumable is Latest among the checkpoints with an id <= limit (a job
+// whose sink commits after the checkpoint, a Kafka transaction, restores
+// the newest checkpoint whose output the sink committed), and it returns
+// every checkpoint it skipped on the way, newest first, with the reason:
+// cp is nil when none verifies, and then skipped says whether there were
+// any to verify.
+func (s *Store) Resumable(limit int64) (cp *Checkpoint, skipped []Skipped, err error) {
 	if s.closed.Load() {
-		return nil, false, ErrClosed
+		return nil, nil, ErrClosed
 	}
 	s.fsMu.RLock()
 	defer s.fsMu.RUnlock()
 	dirs, err := s.scan()
 	if err != nil {
-		return nil, false, fmt.Errorf("checkpoint: Latest: %w", err)
+		return nil, nil, fmt.Errorf("checkpoint: Latest: %w", err)
 	}
 	var damaged []int64
 	defer func() { s.markDamaged(damaged, dirs) }()
@@ -282,18 +292,19 @@ func (s *Store) LatestAtMost(limit int64) (cp *Checkpoint, ok bool, err error) {
 		if err == nil {
 			err = verifyParts(d.path, d.m)
 			if err == nil {
-				return newCheckpoint(d.m), true, nil
+				return newCheckpoint(d.m), skipped, nil
 			}
 			if errors.Is(err, ErrCorrupt) {
 				damaged = append(damaged, d.id)
 			}
 		}
 		if !d.incomplete && !errors.Is(err, ErrCorrupt) {
-			return nil, false, fmt.Errorf("checkpoint: Latest: checkpoint %d: %w", d.id, err)
+			return nil, nil, fmt.Errorf("checkpoint: Latest: checkpoint %d: %w", d.id, err)
 		}
 		s.log.Warn("checkpoint: skipping checkpoint", "id", d.id, "dir", d.path, "reason", describe(err))
+		skipped = append(skipped, Skipped{ID: d.id, Reason: describe(err)})
 	}
-	return nil, false, nil
+	return nil, skipped, nil
 }
 
 // markDamaged records the ids (with valid manifests) whose parts Latest

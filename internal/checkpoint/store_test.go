@@ -480,10 +480,12 @@ func TestRemoveAll(t *testing.T) {
 	p.Abort()
 }
 
-// TestLatestAtMost: the newest checkpoint at or below a limit (a sink that
-// commits after the checkpoint names the last one it committed).
-func TestLatestAtMost(t *testing.T) {
-	s, err := Open(t.TempDir(), Options{Retain: 3})
+// TestResumable: the newest checkpoint at or below a limit (a sink that
+// commits after the checkpoint names the last one it committed), and the
+// damaged ones passed over on the way, each with its reason.
+func TestResumable(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir, Options{Retain: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -493,11 +495,24 @@ func TestLatestAtMost(t *testing.T) {
 	}
 	for _, c := range []struct {
 		limit, want int64
-		ok          bool
-	}{{10, 4, true}, {4, 4, true}, {3, 3, true}, {2, 2, true}, {1, 0, false}, {-1, 0, false}} {
-		cp, ok, err := s.LatestAtMost(c.limit)
-		if err != nil || ok != c.ok || ok && cp.ID != c.want {
-			t.Fatalf("LatestAtMost(%d) = %v %v %v, want %d %v (checkpoint 1 was pruned: 3 are kept)", c.limit, cp, ok, err, c.want, c.ok)
+	}{{10, 4}, {4, 4}, {3, 3}, {2, 2}, {1, 0}, {-1, 0}} {
+		cp, skipped, err := s.Resumable(c.limit)
+		if err != nil || len(skipped) > 0 || (cp == nil) != (c.want == 0) || cp != nil && cp.ID != c.want {
+			t.Fatalf("Resumable(%d) = %v %v %v, want %d (checkpoint 1 was pruned: 3 are kept)", c.limit, cp, skipped, err, c.want)
 		}
+	}
+	flipByte(t, manifestPath(dir, 4), func(int) int { return 0 })
+	truncate(t, partPath(t, dir, 3, "window/1"), func(n int64) int64 { return n - 1 })
+	cp, skipped, err := s.Resumable(10)
+	if err != nil || cp == nil || cp.ID != 2 {
+		t.Fatalf("Resumable(10) = %v %v, want checkpoint 2", cp, err)
+	}
+	if len(skipped) != 2 || skipped[0].ID != 4 || !strings.Contains(skipped[0].Reason, "MANIFEST") ||
+		skipped[1].ID != 3 || !strings.Contains(skipped[1].Reason, `part "window/1"`) {
+		t.Fatalf("skipped %+v, want 4 (its manifest) and 3 (part window/1)", skipped)
+	}
+	flipByte(t, partPath(t, dir, 2, "source/0"), func(n int) int { return n / 2 })
+	if cp, skipped, err = s.Resumable(10); err != nil || cp != nil || len(skipped) != 3 {
+		t.Fatalf("every checkpoint damaged: Resumable(10) = %v %+v %v, want none and 3 skipped", cp, skipped, err)
 	}
 }

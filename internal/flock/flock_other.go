@@ -11,8 +11,8 @@ import (
 var ErrBusy = errors.New("flock: held by another process")
 
 // TryLock takes the lock at path: without flock, an exclusively created
-// file, removed by unlock (a killed process leaves it; remove it by
-// hand).
+// file holding the process id, removed by unlock (a killed process leaves
+// it; remove it by hand).
 func TryLock(path string) (unlock func() error, err error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
 	if errors.Is(err, os.ErrExist) {
@@ -21,6 +21,13 @@ func TryLock(path string) (unlock func() error, err error) {
 	if err != nil {
 		return nil, err
 	}
-	f.Close()
+	err = writePID(f)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(path)
+		return nil, err
+	}
 	return func() error { return os.Remove(path) }, nil
 }

@@ -1,7 +1,10 @@
 //go:build unix
 
 // Package flock takes exclusive file locks that the kernel releases when
-// the process dies, so a killed process never leaves one held.
+// the process dies, so a killed process never leaves one held. The lock
+// file records the holder's process id (Holder reads it); the file itself
+// stays, empty, after unlock: removing it would let a process that opened
+// it just before the removal lock a file that others no longer lock.
 package flock
 
 import (
@@ -14,8 +17,10 @@ import (
 var ErrBusy = errors.New("flock: held by another process")
 
 // TryLock takes the exclusive lock of the file at path (created if
-// missing) without waiting: ErrBusy when another process holds it.
-// unlock releases it.
+// missing) without waiting: ErrBusy when another process holds it, or
+// this process through another TryLock of the same path. It writes the
+// process id into the file; unlock empties the file and releases the
+// lock.
 func TryLock(path string) (unlock func() error, err error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
@@ -28,5 +33,9 @@ func TryLock(path string) (unlock func() error, err error) {
 		}
 		return nil, err
 	}
-	return f.Close, nil
+	if err := writePID(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() error { return errors.Join(f.Truncate(0), f.Close()) }, nil
 }

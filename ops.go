@@ -242,8 +242,11 @@ func AssignTimestamps[T any](s Stream[T], ws WatermarkStrategy[T]) Stream[T] {
 		if ws.Heartbeat > 0 {
 			g = watermark.WithHeartbeat(g, ws.Heartbeat, env.opts.Clock)
 		}
+		// The strategy's period, else the source's, else the job's; a
+		// job that turns backlog emission off (negative) turns it off for
+		// every source.
 		every := ws.BacklogEvery
-		if every == 0 {
+		if every == 0 && env.opts.BacklogWatermarkEvery > 0 {
 			every = st.BacklogEvery()
 		}
 		if every == 0 {

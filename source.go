@@ -127,6 +127,16 @@ type InputStatus struct {
 	MaxEventTime etime.Time
 }
 
+// BacklogReporter is an optional SourceReader ability: Backlog reports,
+// after a Read, whether more records are there to be read at once, which
+// makes the channel's watermarks come by record count (W10). Without it, a
+// read that returned Emitted counts as reading a backlog; a reader that
+// waits for data and returns Emitted for a live trickle (a NATS consumer,
+// stdin) should say better. It is called on the reader's goroutine.
+type BacklogReporter interface {
+	Backlog() bool
+}
+
 // WaitReporter is an optional SourceReader ability: Waited returns how
 // long its last Read blocked waiting for data (a Kafka poll), so that
 // metrics count the wait as idle time, not busy time.
@@ -171,6 +181,7 @@ func FromSource[T any](env *Env, name string, src Source[T], o SourceOptions) St
 			so := &srcOut[T]{head: head, SourceOutput: watermark.NewSourceOutput(ctrlOutput{head}), st: st}
 			p := &poller[T]{r: r, out: so, stats: stats, stop: o.Stop, final: o.Final}
 			p.waits, _ = r.(WaitReporter)
+			p.backlog, _ = r.(BacklogReporter)
 			st.OnPublish(p.publish)
 			if err := p.checkpointing(st, name); err != nil {
 				r.Close()
@@ -204,6 +215,8 @@ type poller[T any] struct {
 	stop  func() bool  // SourceOptions.Stop
 	final func() bool  // SourceOptions.Final
 	waits WaitReporter // r, if it reports its waits
+	// backlog is r, if it reports its backlog (W10)
+	backlog BacklogReporter
 }
 
 func (p *poller[T]) Poll() (runtime.PollStatus, error) {
@@ -214,9 +227,13 @@ func (p *poller[T]) Poll() (runtime.PollStatus, error) {
 	if st == Done && err == nil {
 		return p.end(), nil
 	}
-	// A read that emitted has more to read at once: the channel reads a
-	// backlog (W10) until a read finds nothing.
-	p.out.st.SetBacklog(st == Emitted)
+	// The channel reads a backlog (W10) while its reader says so, or, for
+	// a reader that does not tell, while its reads emit.
+	if p.backlog != nil {
+		p.out.st.SetBacklog(p.backlog.Backlog())
+	} else {
+		p.out.st.SetBacklog(st == Emitted)
+	}
 	return st, err
 }
 

@@ -13,7 +13,10 @@ import (
 	"github.com/weirstream/weir"
 )
 
-var _ weir.CheckpointedReader = (*Reader)(nil)
+var (
+	_ weir.CheckpointedReader = (*Reader)(nil)
+	_ weir.BacklogReporter    = (*Reader)(nil)
+)
 
 // A position is where a reader resumes: a byte offset in the file at the
 // start of a line, the number of the line before it, and for CSV a

@@ -447,6 +447,16 @@ func (r *Reader) Read(out weir.SourceOutput[Line]) (weir.ReadStatus, error) {
 	return weir.Emitted, nil
 }
 
+// Backlog implements weir.BacklogReporter (W10): a regular file is a
+// backlog until its end; stdin or a pipe only while lines it read ahead
+// wait to be taken, so a live trickle gets periodic watermarks.
+func (r *Reader) Backlog() bool {
+	if r.cur != nil {
+		return r.cur.backlog(r.ch)
+	}
+	return true
+}
+
 // scanned records how far the own parser has read: every line before is
 // emitted or another channel's.
 func (r *Reader) scanned() {

@@ -104,6 +104,23 @@ func (c *cursor) start() {
 	}
 }
 
+// backlog reports whether lines are there for channel ch to take at once
+// (W10): always for a file the cursor reads itself, for an Input only
+// while lines it read ahead wait in the cursor or the feed.
+func (c *cursor) backlog(ch int) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case c.in == nil:
+		return true
+	case c.head < len(c.pending):
+		return true
+	case c.queues != nil && len(c.queues[ch]) > 0:
+		return true
+	}
+	return c.fd != nil && len(c.fd.out) > 0
+}
+
 // peek returns the next pending item, reading more if the input can give
 // it without blocking.
 func (c *cursor) peek() (*item, bool) {

@@ -443,6 +443,10 @@ func (r *reader[T]) emit(kr *kgo.Record, now time.Time) bool {
 	if p == nil || kr.Offset < p.next {
 		return false // not ours, or a record from before a restored position
 	}
+	if kr.Attrs.IsControl() {
+		p.next = kr.Offset + 1 // a commit or abort marker: no record
+		return false
+	}
 	p.next = kr.Offset + 1
 	p.lastActive, p.lastRecord = now, now
 	if p.idle {
@@ -531,6 +535,11 @@ func (r *reader[T]) start(now time.Time) error {
 		kgo.SeedBrokers(r.o.Brokers...),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{r.o.Topic: offsets}),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		// Transaction markers are delivered (and not emitted) so that a
+		// partition's next offset passes them: on a transactional topic
+		// the last stable offset lies beyond the last record, and a reader
+		// that never reached it would neither be caught up (W10) nor idle.
+		kgo.KeepControlRecords(),
 		// A resumed or quiet partition is fetched again within this.
 		kgo.FetchMaxWait(250 * time.Millisecond),
 		// 256 KiB per partition and fetch (franz-go's default is 1 MiB):

@@ -580,3 +580,37 @@ func TestRestoreRecreatedTopic(t *testing.T) {
 		t.Fatalf("a recreated topic: %v, want ErrTopicChanged", err)
 	}
 }
+
+// TestTransactionalTopicCatchesUp: on a topic written in transactions
+// (weir's own results are), the commit marker takes the offset after the
+// last record, so the last stable offset lies beyond it. The reader passes
+// the marker: its next offset reaches the last stable offset, the
+// partition is caught up (periodic watermarks, W10) and goes idle.
+func TestTransactionalTopicCatchesUp(t *testing.T) {
+	brokers := cluster(t, "in", 1)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.DefaultProduceTopic("in"),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.TransactionalID("txn-test"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx := context.Background()
+	if err := cl.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 10 {
+		if err := cl.ProduceSync(ctx, rec(0, "a", etime.Time(1000+i*10))).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t, brokers, "in", func(o *SourceOptions[event]) { o.IdleTimeout = time.Second })
+	h.readUntil(10*time.Millisecond, "the records", func() bool { return len(h.o.recs) == 10 })
+	h.readUntil(100*time.Millisecond, "the commit marker passed", func() bool { return h.status(0).NextOffset == 11 })
+	h.readUntil(100*time.Millisecond, "the partition idle", func() bool { return h.status(0).Idle })
+	if len(h.o.recs) != 10 || len(h.o.dead) != 0 {
+		t.Fatalf("%d records and dead letters %v, want 10 and none (a marker is no record)", len(h.o.recs), h.o.dead)
+	}
+}

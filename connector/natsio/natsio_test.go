@@ -1126,3 +1126,32 @@ func (o *countOut) Emit(etime.Time, natsio.Message) { o.n++ }
 func (o *countOut) EmitWatermark(etime.Time)        {}
 func (o *countOut) MarkIdle()                       {}
 func (o *countOut) MarkActive()                     {}
+
+// TestSourceBacklog (W10): the reader reports a backlog while the stream
+// holds messages it has not emitted, and none once it is caught up with a
+// live stream, although its reads of new messages return Emitted.
+func TestSourceBacklog(t *testing.T) {
+	s := runServer(t, t.TempDir(), -1)
+	js := connect(t, s.ClientURL())
+	createStream(t, js, "ORDERS", "orders.>")
+	publish(t, js, "orders.u%d", 7, 0, 3000)
+	r := open(t, natsio.NewSource(natsio.SourceOptions{URL: s.ClientURL(), Stream: "ORDERS", FetchBatch: 100}), 0, 1)
+	defer r.Close()
+	br, ok := r.(weir.BacklogReporter)
+	if !ok {
+		t.Fatalf("reader %T is not a weir.BacklogReporter", r)
+	}
+	out := &fakeOut{}
+	drain(t, r, out, 100)
+	if !br.Backlog() {
+		t.Fatalf("after %d of 3000 messages: no backlog reported", len(out.recs))
+	}
+	drain(t, r, out, 3000)
+	if br.Backlog() {
+		t.Fatal("caught up with the stream, yet a backlog is reported")
+	}
+	publish(t, js, "orders.u%d", 7, 3000, 1)
+	if st := drain(t, r, out, 3001); st != weir.Emitted || br.Backlog() {
+		t.Fatalf("a live message: status %v backlog %v, want Emitted and no backlog", st, br.Backlog())
+	}
+}

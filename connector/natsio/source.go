@@ -232,6 +232,9 @@ type reader struct {
 	done    bool   // StopAtEnd reached
 	checked bool   // the first message after the start was checked for a gap
 	closed  bool
+	// pending is the last message's count of stream messages after it not
+	// yet delivered to the consumer (Backlog).
+	pending uint64
 
 	failOnce sync.Once
 	fatal    chan struct{} // closed when failure is set
@@ -401,6 +404,12 @@ func (r *reader) Read(out weir.SourceOutput[Message]) (weir.ReadStatus, error) {
 	return weir.Emitted, nil
 }
 
+// Backlog implements weir.BacklogReporter: the stream holds messages after
+// the last one emitted, delivered to the reader or not yet (W10). A
+// caught-up consumer of a live stream is not reading a backlog, although
+// its reads emit.
+func (r *reader) Backlog() bool { return r.pending > 0 || len(r.msgs) > 0 }
+
 // emit emits m unless it is a duplicate or, with StopAtEnd, past the end.
 func (r *reader) emit(out weir.SourceOutput[Message], m jetstream.Msg) (bool, error) {
 	md, err := m.Metadata()
@@ -444,6 +453,7 @@ func (r *reader) emit(out weir.SourceOutput[Message], m jetstream.Msg) (bool, er
 	}
 	out.Emit(ts, msg)
 	r.last, r.has = seq, true
+	r.pending = md.NumPending
 	if r.o.StopAtEnd && (seq >= r.end || md.NumPending == 0) {
 		r.done = true
 	}
@@ -567,5 +577,6 @@ func (r *idleReader) RestorePosition(pos []byte) error {
 
 var (
 	_ weir.CheckpointedReader = (*reader)(nil)
+	_ weir.BacklogReporter    = (*reader)(nil)
 	_ weir.CheckpointedReader = (*idleReader)(nil)
 )

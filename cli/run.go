@@ -465,7 +465,8 @@ func serveAdmin(addr string, p *spec.Plan, job func() *spec.Job, restores func()
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		metrics.NewCollector(env, metrics.Options{ExtraDescs: []*prometheus.Desc{restoresDesc, restoreLastDesc, lateRatioDesc, lateWarnDesc, lateCritDesc}, Extra: func(ch chan<- prometheus.Metric) {
+		metrics.NewCollector(env, metrics.Options{ExtraDescs: []*prometheus.Desc{restoresDesc, restoreLastDesc, lateRatioDesc, lateWarnDesc, lateCritDesc, sinkCallDesc}, Extra: func(ch chan<- prometheus.Metric) {
+			sinkCallAges(job(), ch)
 			ch <- prometheus.MustNewConstMetric(lateRatioDesc, prometheus.GaugeValue, ratio.since(job()))
 			ch <- prometheus.MustNewConstMetric(lateWarnDesc, prometheus.GaugeValue, p.LateRatioWarn)
 			ch <- prometheus.MustNewConstMetric(lateCritDesc, prometheus.GaugeValue, p.LateRatioCrit)
@@ -476,7 +477,7 @@ func serveAdmin(addr string, p *spec.Plan, job func() *spec.Job, restores func()
 			}
 			ch <- prometheus.MustNewConstMetric(restoreLastDesc, prometheus.GaugeValue, last)
 		}}))
-	mon := monitor.New(monitor.Options{Info: jobInfo(p), Env: env, Extra: func() monitor.Extra {
+	mon := monitor.New(monitor.Options{Info: jobInfo(p), Env: env, Sinks: sinkCalls(job), StuckAfter: o.StuckAfter, Extra: func() monitor.Extra {
 		j := job()
 		if j == nil {
 			return monitor.Extra{}

@@ -100,6 +100,8 @@ type Job struct {
 	removeState func()
 	out         *output
 	ck          *checkpoints // nil without checkpoints
+	// sinkNames are the open sinks, set once they are open (SinkCalls).
+	sinkNames []string
 
 	mu struct {
 		sync.Mutex
@@ -359,6 +361,7 @@ func (j *Job) build(o RunOptions) error {
 	if err := j.openSinks(o, offsets); err != nil {
 		return err
 	}
+	j.sinkNames = j.listSinks()
 	env := j.env
 	env.OnDeadLetter(j.deadLetter)
 	if j.ck != nil {

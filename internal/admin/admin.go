@@ -4,6 +4,11 @@
 // /api/v1/history, /api/v1/events (server-sent events: the history
 // first, then a point and a snapshot each second), /api/v1/dump (what
 // weir doctor reads) and /api/v1/doctor (its report).
+//
+// Nothing it serves waits for the job: /metrics and the snapshot read
+// what the engine and the sinks publish, and what has been stuck for the
+// monitor's StuckAfter (a checkpoint, a sink call) is reported in the
+// snapshot and makes /healthz answer 503 with the reason.
 package admin
 
 import (
@@ -30,6 +35,9 @@ import (
 //go:embed static
 var static embed.FS
 
+// scrapeTimeout bounds a /metrics answer: past it, it is a 503.
+const scrapeTimeout = 10 * time.Second
+
 // Server is a running admin server; Close stops it.
 type Server struct {
 	srv     *http.Server
@@ -39,7 +47,7 @@ type Server struct {
 }
 
 // Start listens on addr and serves the endpoints until Close; mon may be
-// nil (no /api). An address without a host (":8080") listens on loopback
+// nil (no /api). What mon reports stuck makes /healthz answer 503. An address without a host (":8080") listens on loopback
 // only: the admin server is meant for the machine the job runs on, and
 // exposing it is a choice the caller makes by naming a host.
 func Start(addr string, g prometheus.Gatherer, mon *monitor.Monitor, th doctor.Thresholds) (*Server, error) {
@@ -56,9 +64,23 @@ func Start(addr string, g prometheus.Gatherer, mon *monitor.Monitor, th doctor.T
 	}
 	s := &Server{ln: ln, done: make(chan error, 1), closing: make(chan struct{})}
 	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{EnableOpenMetrics: true}))
+	// A scrape gathers once however many wait for it (CoalesceGather),
+	// answers 503 past scrapeTimeout rather than hang, and serves what
+	// it gathered when a collector fails.
+	mux.Handle("GET /metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{EnableOpenMetrics: true, CoalesceGather: true,
+		Timeout: scrapeTimeout, ErrorHandling: promhttp.ContinueOnError}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Header().Set("Cache-Control", "no-store")
+		if mon != nil {
+			if stuck := mon.Stuck(); len(stuck) > 0 {
+				w.WriteHeader(http.StatusServiceUnavailable)
+				for _, st := range stuck {
+					fmt.Fprintln(w, st.Why)
+				}
+				return
+			}
+		}
 		fmt.Fprintln(w, "ok")
 	})
 	if mon != nil {

@@ -1,12 +1,15 @@
 package cli
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -248,5 +251,159 @@ sinks:
 				}
 			}
 		})
+	}
+}
+
+// TestHTTPWarnsNotLoopback: --http on an address beyond loopback says on
+// stderr that the server is unauthenticated, naming the address; a
+// loopback address gets no such line.
+func TestHTTPWarnsNotLoopback(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(stdinJob), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, addr := range []string{"0.0.0.0:0", "127.0.0.1:0"} {
+		var stderr syncBuffer
+		code := Main(context.Background(), []string{"run", "job.yaml", "--http", addr},
+			IO{Dir: dir, Stdin: strings.NewReader(`{"k":"a","ts":1767225600000}` + "\n"), Stdout: io.Discard, Stderr: &stderr})
+		if code != ExitOK {
+			t.Fatalf("--http %s: exit %d: %s", addr, code, stderr.String())
+		}
+		warned := regexp.MustCompile(`(?m)^warning: .*0\.0\.0\.0:\d+.*unauthenticated`).MatchString(stderr.String())
+		if want := addr == "0.0.0.0:0"; warned != want {
+			t.Errorf("--http %s: warned %v, want %v:\n%s", addr, warned, want, stderr.String())
+		}
+	}
+}
+
+// openFDs counts the open files of process pid (Linux: /proc).
+func openFDs(pid int) (int, error) {
+	es, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	return len(es), err
+}
+
+// TestAdminSurvivesIdleConnections runs weir with --http in a child
+// process limited to 256 open files and holds 400 idle keep-alive
+// connections to its admin server (the incident: idle connections took
+// every descriptor, a checkpoint failed, the job exited). The server
+// keeps under its connection limit, closing idle connections to make
+// room, so /metrics answers a fresh connection at once, checkpoints go
+// on completing while the connections are held, none fails, and the job
+// stops cleanly.
+func TestAdminSurvivesIdleConnections(t *testing.T) {
+	if _, err := os.Stat("/proc/self/fd"); err != nil {
+		t.Skip("needs /proc")
+	}
+	const limit, idle = 256, 400
+	dir := t.TempDir()
+	job := `name: fds
+source:
+  type: generator
+  generator: {records: 1000000000, keys: 100, duration: 10000h, seed: 1}
+watermark: {max_out_of_orderness: 1s}
+key: [user_id]
+window: {type: tumbling, size: 1h}
+aggregate: [{name: n, fn: count}]
+sinks:
+  results: {type: jsonl, path: out.jsonl}
+checkpoint: {dir: ck, interval: 100ms}
+`
+	if err := os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(job), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("sh", "-c", fmt.Sprintf(`ulimit -n %d && exec "$0" "$@"`, limit), weirBinary(t), "run", "job.yaml", "--http", "127.0.0.1:0", "--parallelism", "1")
+	cmd.Dir = dir
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	defer func() {
+		cmd.Process.Kill()
+		<-exited
+	}()
+	base := adminURL(t, stderr.String)
+	host := strings.TrimPrefix(base, "http://")
+	checkpoints := func() (completed, failed float64) {
+		code, page, _, err := get(base+"/metrics", 5*time.Second)
+		if err != nil || code != http.StatusOK {
+			t.Fatalf("/metrics: %d %v\nweir's stderr:\n%s", code, err, stderr.String())
+		}
+		completed, _ = metricValue(page, `weir_checkpoints_total{result="completed"}`)
+		failed, _ = metricValue(page, `weir_checkpoints_total{result="failed"}`)
+		return completed, failed
+	}
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if n, _ := checkpoints(); n >= 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no checkpoint completed: %s", stderr.String())
+		}
+	}
+	before, _ := checkpoints()
+
+	// 400 keep-alive connections, each one request, all kept open.
+	conns := make([]net.Conn, 0, idle)
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	for range idle {
+		c, err := net.Dial("tcp", host)
+		if err != nil {
+			t.Fatalf("dial: %v", err)
+		}
+		conns = append(conns, c)
+		fmt.Fprintf(c, "GET /healthz HTTP/1.1\r\nHost: %s\r\n\r\n", host)
+	}
+	deadline := time.Now().Add(3 * time.Second)
+	answered := 0
+	for _, c := range conns {
+		c.SetReadDeadline(deadline)
+		if resp, err := http.ReadResponse(bufio.NewReader(c), nil); err == nil {
+			resp.Body.Close()
+			answered++
+		}
+	}
+	maxFDs, _ := openFDs(cmd.Process.Pid)
+	t.Logf("%d of %d connections answered; weir holds %d files (limit %d)", answered, idle, maxFDs, limit)
+
+	code, _, took, err := get(base+"/metrics", 2*time.Second)
+	if err != nil || code != http.StatusOK {
+		t.Fatalf("/metrics on a fresh connection with %d idle ones held: %d %v (after %v)\nweir's stderr:\n%s", idle, code, err, took, stderr.String())
+	}
+	t.Logf("/metrics answered a fresh connection in %v", took)
+	// Checkpoints go on while the connections are held.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		n, failed := checkpoints()
+		if failed > 0 {
+			t.Fatalf("%v checkpoints failed:\n%s", failed, stderr.String())
+		}
+		if n >= before+3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("checkpoints stopped at %v (before the connections: %v):\n%s", n, before, stderr.String())
+		}
+		if fds, err := openFDs(cmd.Process.Pid); err == nil {
+			maxFDs = max(maxFDs, fds)
+		}
+	}
+	if maxFDs >= limit {
+		t.Errorf("weir held %d files, its limit is %d", maxFDs, limit)
+	}
+	cmd.Process.Signal(os.Interrupt)
+	select {
+	case err := <-exited:
+		exited <- err
+		if err != nil || strings.Contains(stderr.String(), "checkpoint failed") || strings.Contains(stderr.String(), "job failed") {
+			t.Fatalf("weir: %v\n%s", err, stderr.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("weir did not stop on SIGINT:\n%s", stderr.String())
 	}
 }

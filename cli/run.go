@@ -493,7 +493,8 @@ func serveAdmin(addr string, p *spec.Plan, job func() *spec.Job, restores func()
 		}
 		return x
 	}})
-	srv, err := admin.Start(addr, reg, mon, doctorThresholds(p))
+	srv, err := admin.Start(admin.Options{Addr: addr, Gatherer: reg, Registerer: reg, Monitor: mon, Thresholds: doctorThresholds(p),
+		Logger: slog.New(warnHandler{w: o.Stderr})})
 	if err != nil {
 		return nil, err
 	}

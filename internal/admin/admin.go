@@ -241,6 +241,8 @@ func Start(o Options) (*Server, error) {
 		page, _ := fs.Sub(static, "static")
 		mux.Handle("GET /", http.FileServerFS(page))
 	}
+	// The server's own complaints (accept retries, clients' malformed
+	// requests) are about clients: debug level, never the job's stderr.
 	s.srv = &http.Server{Handler: mux, ConnState: ln.track,
 		ReadHeaderTimeout: o.ReadHeaderTimeout, ReadTimeout: o.ReadTimeout, WriteTimeout: o.WriteTimeout, IdleTimeout: o.IdleTimeout,
 		ErrorLog: slog.NewLogLogger(o.Logger.Handler(), slog.LevelDebug)}

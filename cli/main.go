@@ -27,6 +27,9 @@ type IO struct {
 	// LateEvery is how often a run compares its share of too-late records
 	// with the spec's alert levels (default 10s).
 	LateEvery time.Duration
+	// StuckAfter is how long a checkpoint or a sink call may go on
+	// before the admin server (--http) reports it stuck (default 10s).
+	StuckAfter time.Duration
 	// Getenv reads the environment (test hooks such as WEIR_TEST_CRASH);
 	// nil reads nothing.
 	Getenv func(string) string

@@ -472,7 +472,8 @@ func serveAdmin(addr string, p *spec.Plan, job func() *spec.Job, restores func()
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		metrics.NewCollector(env, metrics.Options{ExtraDescs: []*prometheus.Desc{restoresDesc, restoreLastDesc, lateRatioDesc, lateWarnDesc, lateCritDesc}, Extra: func(ch chan<- prometheus.Metric) {
+		metrics.NewCollector(env, metrics.Options{ExtraDescs: []*prometheus.Desc{restoresDesc, restoreLastDesc, lateRatioDesc, lateWarnDesc, lateCritDesc, sinkCallDesc}, Extra: func(ch chan<- prometheus.Metric) {
+			sinkCallAges(job(), ch)
 			ch <- prometheus.MustNewConstMetric(lateRatioDesc, prometheus.GaugeValue, ratio.since(job()))
 			ch <- prometheus.MustNewConstMetric(lateWarnDesc, prometheus.GaugeValue, p.LateRatioWarn)
 			ch <- prometheus.MustNewConstMetric(lateCritDesc, prometheus.GaugeValue, p.LateRatioCrit)
@@ -483,7 +484,7 @@ func serveAdmin(addr string, p *spec.Plan, job func() *spec.Job, restores func()
 			}
 			ch <- prometheus.MustNewConstMetric(restoreLastDesc, prometheus.GaugeValue, last)
 		}}))
-	mon := monitor.New(monitor.Options{Info: jobInfo(p), Env: env, Extra: func() monitor.Extra {
+	mon := monitor.New(monitor.Options{Info: jobInfo(p), Env: env, Sinks: sinkCalls(job), StuckAfter: o.StuckAfter, Extra: func() monitor.Extra {
 		j := job()
 		if j == nil {
 			return monitor.Extra{}
@@ -499,7 +500,8 @@ func serveAdmin(addr string, p *spec.Plan, job func() *spec.Job, restores func()
 		}
 		return x
 	}})
-	srv, err := admin.Start(addr, reg, mon, doctorThresholds(p))
+	srv, err := admin.Start(admin.Options{Addr: addr, Gatherer: reg, Registerer: reg, Monitor: mon, Thresholds: doctorThresholds(p),
+		Logger: slog.New(warnHandler{w: o.Stderr})})
 	if err != nil {
 		return nil, err
 	}

@@ -58,6 +58,8 @@
 //	                                                   on-time firings
 //	checkpoints_total{result}                          completed and failed checkpoints
 //	checkpoint_in_progress                             1 while one is pending
+//	checkpoint_in_progress_age_seconds                 how long the pending one has been in progress (0: none);
+//	                                                   a checkpoint stuck behind a sink shows here
 //	checkpoint_last_completed_timestamp_seconds        when the newest completed (NaN: none yet)
 //	checkpoint_last_size_bytes                         the bytes of its parts
 //	checkpoint_duration_seconds                        histogram of trigger-to-commit times
@@ -71,6 +73,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -85,6 +88,9 @@ type Options struct {
 	// series; it must describe them in ExtraDescs.
 	Extra      func(ch chan<- prometheus.Metric)
 	ExtraDescs []*prometheus.Desc
+	// Now is the wall clock checkpoint ages are measured on (default
+	// time.Now).
+	Now func() time.Time
 }
 
 // Collector is a prometheus.Collector over a job's Env. It is safe for
@@ -102,6 +108,9 @@ type Collector struct {
 // (then only Extra's series are collected). Register it on the job's
 // registry, never on a global one.
 func NewCollector(env func() *weir.Env, o Options) *Collector {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
 	return &Collector{env: env, o: o}
 }
 
@@ -182,6 +191,8 @@ var (
 		"Checkpoints by result: completed or failed.", []string{"result"}, nil)
 	ckInProgress = prometheus.NewDesc("weir_checkpoint_in_progress",
 		"1 while a checkpoint is pending.", nil, nil)
+	ckAge = prometheus.NewDesc("weir_checkpoint_in_progress_age_seconds",
+		"How long the pending checkpoint has been in progress, from its trigger (0: none is).", nil, nil)
 	ckLast = prometheus.NewDesc("weir_checkpoint_last_completed_timestamp_seconds",
 		"When the newest checkpoint completed (Unix seconds); NaN before the first.", nil, nil)
 	ckSize = prometheus.NewDesc("weir_checkpoint_last_size_bytes",
@@ -190,7 +201,7 @@ var (
 		"Time from a checkpoint's trigger to its commit.", nil, nil)
 )
 
-var descs = []*prometheus.Desc{lateness, firingDelay, checkpoints, ckInProgress, ckLast, ckSize, ckDuration, sourceRecords, windowRecords, partialLate, windowMisses, firings,
+var descs = []*prometheus.Desc{lateness, firingDelay, checkpoints, ckInProgress, ckAge, ckLast, ckSize, ckDuration, sourceRecords, windowRecords, partialLate, windowMisses, firings,
 	wmTimestamp, hasWM, wmLag, idle, stateWindows, stateTimers, stateBytes, deadLetters,
 	busy, backpressured, idleTime, recordsIn, queueLen, queueCap, skew,
 	inWM, inIdle, inPaused, inPausedFor, inIdleFor, inBacklog, inLast, inMaxTS, stateOldest}
@@ -265,6 +276,11 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		counter(checkpoints, cs.Completed, "completed")
 		counter(checkpoints, cs.Failed, "failed")
 		gauge(ckInProgress, b2f(cs.InProgress))
+		age := 0.0
+		if f := cs.InFlight; f.ID != 0 {
+			age = max(c.o.Now().Sub(f.Started).Seconds(), 0)
+		}
+		gauge(ckAge, age)
 		last := math.NaN()
 		if !cs.LastCompleted.IsZero() {
 			last = float64(cs.LastCompleted.UnixMilli()) / 1000

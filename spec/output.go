@@ -3,8 +3,10 @@ package spec
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/etime"
@@ -24,8 +26,28 @@ type output struct {
 	j      *Job
 	epochs *epochs[item] // nil without checkpoints
 
-	mu sync.Mutex // guards the applied state below (items come from many subtasks)
+	// mu serializes applying items (they come from many subtasks) and
+	// syncing the sinks, and guards c. It is held across sink I/O, so
+	// observers never take it: they read pub.
+	mu sync.Mutex
 	c  outCounters
+	// pub is what observers read without waiting for a sink: c's counts
+	// (Results, Late, Partial, Controls, Regressions, Dead) are written
+	// with both mu and pub held, so either lock reads them; call is the
+	// sink call in progress (mu serializes them: there is one at most).
+	pub struct {
+		sync.Mutex
+		call SinkCall
+	}
+}
+
+// SinkCall is a call into one of the job's sinks: the sink (results,
+// late, late_partial, dead_letter, archive), the call (write, sync,
+// pre-commit, commit) and when it began; Call is empty and Since zero
+// while none is in progress.
+type SinkCall struct {
+	Sink, Call string
+	Since      time.Time
 }
 
 // outCounters are the output's exact counts, part of each checkpoint.
@@ -139,42 +161,78 @@ func (o *output) add(s weir.Subtask, it item) {
 	o.apply(&it)
 }
 
+// calling records that a call into a sink begins; o.mu is held.
+func (o *output) calling(sink, call string) {
+	o.pub.Lock()
+	o.pub.call = SinkCall{Sink: sink, Call: call, Since: time.Now()}
+	o.pub.Unlock()
+}
+
+// done records that the call returned and, when n is set, adds one to
+// that count of o.c; o.mu is held.
+func (o *output) done(n *int64) {
+	o.pub.Lock()
+	o.pub.call = SinkCall{}
+	if n != nil {
+		*n++
+	}
+	o.pub.Unlock()
+}
+
 // apply writes or counts one item; o.mu is held.
 func (o *output) apply(it *item) {
 	j := o.j
 	var err error
+	counted := func(n *int64) {
+		if err != nil {
+			n = nil
+		}
+		o.done(n)
+	}
 	switch it.kind {
 	case itemResult:
-		if err = j.results.write(it.res); err == nil {
-			o.c.Results++
+		o.calling("results", "write")
+		err = j.results.write(it.res)
+		counted(&o.c.Results)
+		if err == nil {
 			o.c.noteWatermark(it.res.Watermark)
 			if j.archive != nil && it.res.Firing != window.Retract {
 				r := &it.res
 				j.archive.put(r.Key, r.Window.Start, r.Window.End, r.Pane, r.Value)
 				if j.ck == nil && j.archive.due() {
+					o.calling("archive", "commit")
 					err = j.archive.commit(o.c.Watermark, j.plan.ArchiveHorizon, 0)
+					o.done(nil)
 				}
 			}
 		}
 	case itemLate:
-		if err = j.late.writeRecord(it); err == nil {
-			o.c.Late++
+		o.calling("late", "write")
+		err = j.late.writeRecord(it)
+		counted(&o.c.Late)
+		if err == nil {
 			o.c.noteWatermark(it.wm)
 		}
 	case itemPartial:
-		if err = j.partial.writeRecord(it); err == nil {
-			o.c.Partial++
+		o.calling(j.sinkName(j.partial), "write")
+		err = j.partial.writeRecord(it)
+		counted(&o.c.Partial)
+		if err == nil {
 			o.c.noteWatermark(it.wm)
 		}
 	case itemDead:
+		o.pub.Lock()
 		o.c.Dead[it.reason]++
+		o.pub.Unlock()
 		if j.dead != nil {
+			o.calling("dead_letter", "write")
 			err = j.dead.writeRecord(it)
+			o.done(nil)
 		}
 	case itemControl:
-		o.c.Controls++
+		o.done(&o.c.Controls)
 	case itemRegression:
-		o.c.Regressions++
+		o.done(&o.c.Regressions)
 	}
 	j.check(err)
 }
@@ -189,7 +247,10 @@ func (o *output) preCommit(id int64, write func(name string, data []byte) error)
 		return err
 	}
 	if t, ok := o.j.results.(txnSink); ok {
-		if err := t.preCommit(id); err != nil {
+		o.calling("results", "pre-commit")
+		err := t.preCommit(id)
+		o.done(nil)
+		if err != nil {
 			return err
 		}
 	}
@@ -215,7 +276,9 @@ func (o *output) finish() {
 func (o *output) sync() error {
 	o.c.Offsets = map[string]int64{}
 	for name, s := range o.j.files {
+		o.calling(name, "sync")
 		n, err := s.sync()
+		o.done(nil)
 		if err != nil {
 			return fmt.Errorf("sink %s: %w", name, err)
 		}
@@ -226,17 +289,26 @@ func (o *output) sync() error {
 	if o.j.results == nil {
 		return nil
 	}
-	if err := o.j.results.commit(); err != nil {
+	o.calling("results", "commit")
+	err := o.j.results.commit()
+	o.done(nil)
+	if err != nil {
 		return err
 	}
 	if a := o.j.archive; a != nil {
-		if err := a.commit(o.c.Watermark, o.j.plan.ArchiveHorizon, 0); err != nil {
+		o.calling("archive", "commit")
+		err := a.commit(o.c.Watermark, o.j.plan.ArchiveHorizon, 0)
+		o.done(nil)
+		if err != nil {
 			return fmt.Errorf("archive: %w", err)
 		}
 	}
 	o.c.Epoch++ // the epoch of the rows the record sinks flush now
 	for _, s := range o.j.recordSinks() {
-		if err := s.commit(); err != nil {
+		o.calling(s.name, "commit")
+		err := s.commit()
+		o.done(nil)
+		if err != nil {
 			return err
 		}
 	}
@@ -259,17 +331,25 @@ func (o *output) restore(b []byte) error {
 	if c.Dead == nil {
 		c.Dead = map[string]int64{}
 	}
+	o.pub.Lock()
 	o.c = c
+	o.pub.Unlock()
 	return nil
 }
 
+// counters returns the output's counts (the counts only: not the file
+// offsets, ledger positions or watermark) without waiting for a sink
+// call in progress. Safe for concurrent use.
 func (o *output) counters() outCounters {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	c := o.c
-	c.Dead = make(map[string]int64, len(o.c.Dead))
-	for k, v := range o.c.Dead {
-		c.Dead[k] = v
-	}
-	return c
+	o.pub.Lock()
+	defer o.pub.Unlock()
+	return outCounters{Results: o.c.Results, Late: o.c.Late, Partial: o.c.Partial, Controls: o.c.Controls,
+		Regressions: o.c.Regressions, Dead: maps.Clone(o.c.Dead)}
+}
+
+// call returns the sink call in progress. Safe for concurrent use.
+func (o *output) call() SinkCall {
+	o.pub.Lock()
+	defer o.pub.Unlock()
+	return o.pub.call
 }

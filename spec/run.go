@@ -107,6 +107,8 @@ type Job struct {
 	locks *runLocks
 	out   *output
 	ck    *checkpoints // nil without checkpoints
+	// sinkNames are the open sinks, set once they are open (SinkCalls).
+	sinkNames []string
 
 	mu struct {
 		sync.Mutex
@@ -376,6 +378,7 @@ func (j *Job) build(o RunOptions) error {
 	if err := j.openSinks(o, offsets); err != nil {
 		return err
 	}
+	j.sinkNames = j.listSinks()
 	env := j.env
 	env.OnDeadLetter(j.deadLetter)
 	if j.ck != nil {

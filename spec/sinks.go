@@ -125,15 +125,64 @@ type recordSink interface {
 	close() error
 }
 
+// namedSink is a record sink with the name of its spec field.
+type namedSink struct {
+	recordSink
+	name string
+}
+
 // recordSinks returns the job's open late and dead-letter sinks.
-func (j *Job) recordSinks() []recordSink {
-	var ss []recordSink
+func (j *Job) recordSinks() []namedSink {
+	var ss []namedSink
 	for _, s := range []recordSink{j.late, j.partial, j.dead} {
-		if s != nil && !slices.Contains(ss, s) { // late and late_partial may share one
-			ss = append(ss, s)
+		if s != nil && !slices.ContainsFunc(ss, func(n namedSink) bool { return n.recordSink == s }) { // late and late_partial may share one
+			ss = append(ss, namedSink{s, j.sinkName(s)})
 		}
 	}
 	return ss
+}
+
+// sinkName is the spec field of a record sink: late, late_partial (when
+// it is not the late sink's) or dead_letter.
+func (j *Job) sinkName(s recordSink) string {
+	switch s {
+	case j.late:
+		return "late"
+	case j.partial:
+		return "late_partial"
+	}
+	return "dead_letter"
+}
+
+// SinkCalls returns one entry per sink of the job (results, late,
+// late_partial, dead_letter, archive), with the call in progress, if
+// any; it never waits for a sink, and is safe to call while the job
+// runs. The job calls its sinks one at a time.
+func (j *Job) SinkCalls() []SinkCall {
+	out := make([]SinkCall, len(j.sinkNames))
+	cur := j.out.call()
+	for i, name := range j.sinkNames {
+		out[i].Sink = name
+		if name == cur.Sink {
+			out[i] = cur
+		}
+	}
+	return out
+}
+
+// listSinks names the open sinks, for SinkCalls.
+func (j *Job) listSinks() []string {
+	var names []string
+	if j.results != nil {
+		names = append(names, "results")
+	}
+	for _, s := range j.recordSinks() {
+		names = append(names, s.name)
+	}
+	if j.archive != nil {
+		names = append(names, "archive")
+	}
+	return names
 }
 
 // pgRecords stores late records or dead letters in a Postgres table, each

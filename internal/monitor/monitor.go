@@ -2,7 +2,10 @@ package monitor
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/weirstream/weir"
@@ -80,6 +83,12 @@ type Options struct {
 	Now func() time.Time
 	// Extra, when set, returns what the job adds to each snapshot.
 	Extra func() Extra
+	// Sinks, when set, returns the job's sinks with the call in progress
+	// of each; like Env's readers it must never wait for a sink.
+	Sinks func() []SinkCall
+	// StuckAfter is how long a checkpoint, a sink call or the sampling
+	// itself may go on before Stuck reports it (default 10s).
+	StuckAfter time.Duration
 }
 
 // Monitor samples a job every interval into a ring of points and keeps
@@ -87,6 +96,8 @@ type Options struct {
 // its goroutine; it stops when ctx is done.
 type Monitor struct {
 	o Options
+	// sampling is when the Sample in progress began (Unix ns; 0: none).
+	sampling atomic.Int64
 
 	mu struct {
 		sync.Mutex
@@ -112,6 +123,9 @@ func New(o Options) *Monitor {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.StuckAfter <= 0 {
+		o.StuckAfter = 10 * time.Second
 	}
 	m := &Monitor{o: o}
 	m.mu.ring = make([]Point, o.History)
@@ -144,7 +158,15 @@ func (m *Monitor) Sample() {
 		return
 	}
 	now := m.o.Now()
+	m.sampling.Store(now.UnixNano())
+	defer m.sampling.Store(0)
 	s := take(env, m.o.Info, now)
+	var sinks []SinkCall
+	if m.o.Sinks != nil {
+		sinks = m.o.Sinks()
+	}
+	s.Sinks = sinkCalls(sinks, now)
+	s.Stuck = stuck(env.CheckpointStats(), sinks, now, m.o.StuckAfter)
 	if m.o.Extra != nil {
 		x := m.o.Extra()
 		s.RecentLate, s.Counters = x.RecentLate, x.Counters
@@ -223,10 +245,59 @@ func (m *Monitor) countFlips(s *Snapshot, now time.Time) {
 }
 
 // Snapshot returns the newest snapshot (nil before the first sample).
+// It never waits for a sample: when one has been blocked for StuckAfter,
+// the snapshot returned is the previous one with that said in Stuck.
 func (m *Monitor) Snapshot() *Snapshot {
 	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.mu.snap
+	s := m.mu.snap
+	m.mu.Unlock()
+	if s == nil {
+		return nil
+	}
+	if st, ok := m.sampleStuck(m.o.Now(), s); ok {
+		c := *s
+		c.Stuck = append(slices.Clip(s.Stuck), st)
+		return &c
+	}
+	return s
+}
+
+// Stuck reports, as of now, what has been in progress for StuckAfter or
+// longer: the job's checkpoint, a sink call, a sample of the job. It
+// waits for none of them (the health check calls it).
+func (m *Monitor) Stuck() []Stuck {
+	now := m.o.Now()
+	var out []Stuck
+	if env := m.o.Env(); env != nil {
+		var sinks []SinkCall
+		if m.o.Sinks != nil {
+			sinks = m.o.Sinks()
+		}
+		out = stuck(env.CheckpointStats(), sinks, now, m.o.StuckAfter)
+	}
+	m.mu.Lock()
+	s := m.mu.snap
+	m.mu.Unlock()
+	if st, ok := m.sampleStuck(now, s); ok {
+		out = append(out, st)
+	}
+	return out
+}
+
+// sampleStuck reports a sample in progress for StuckAfter or longer;
+// prev is the newest snapshot (nil: none yet).
+func (m *Monitor) sampleStuck(now time.Time, prev *Snapshot) (Stuck, bool) {
+	began := m.sampling.Load()
+	if began == 0 || now.Sub(time.Unix(0, began)) < m.o.StuckAfter {
+		return Stuck{}, false
+	}
+	since := time.Unix(0, began)
+	served := "none was taken yet"
+	if prev != nil {
+		served = "the snapshot served is from " + time.UnixMilli(prev.Now).UTC().Format(time.RFC3339)
+	}
+	return Stuck{What: "monitor", Name: "sample", Phase: "sample", Since: since.UnixMilli(), ForS: now.Sub(since).Seconds(),
+		Why: fmt.Sprintf("taking a snapshot of the job has been blocked for %.0fs; %s", now.Sub(since).Seconds(), served)}, true
 }
 
 // History returns the points, oldest first.

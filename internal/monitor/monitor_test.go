@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -151,5 +152,54 @@ sinks: {results: {type: jsonl, path: out.jsonl}}
 	cancel()
 	if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
 		t.Fatal(err)
+	}
+}
+
+// TestBlockedSampleReported: a sample that blocks (here in Extra) does
+// not block Snapshot, which serves the previous snapshot with the blocked
+// sample in its stuck list once StuckAfter has passed, as Stuck (the
+// health check) does; the next snapshot has no such entry.
+func TestBlockedSampleReported(t *testing.T) {
+	env, err := weir.NewEnv(weir.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var now atomic.Int64
+	now.Store(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC).UnixNano())
+	entered, release := make(chan struct{}), make(chan struct{})
+	var calls atomic.Int64
+	m := monitor.New(monitor.Options{Env: func() *weir.Env { return env }, StuckAfter: 10 * time.Second,
+		Now: func() time.Time { return time.Unix(0, now.Load()) },
+		Extra: func() monitor.Extra {
+			if calls.Add(1) == 2 {
+				close(entered)
+				<-release
+			}
+			return monitor.Extra{}
+		}})
+	m.Sample()
+	first := m.Snapshot()
+	if first == nil || len(first.Stuck) != 0 || len(m.Stuck()) != 0 {
+		t.Fatalf("first snapshot %+v, stuck %v", first, m.Stuck())
+	}
+	now.Add(int64(time.Second))
+	sampled := make(chan struct{})
+	go func() { defer close(sampled); m.Sample() }()
+	<-entered
+	if s := m.Snapshot(); len(s.Stuck) != 0 {
+		t.Fatalf("reported before StuckAfter: %+v", s.Stuck)
+	}
+	now.Add(int64(11 * time.Second))
+	s := m.Snapshot()
+	if s.Now != first.Now || len(s.Stuck) != 1 || s.Stuck[0].What != "monitor" || s.Stuck[0].ForS != 11 || len(first.Stuck) != 0 {
+		t.Fatalf("while the sample blocks: now %d (first %d), stuck %+v", s.Now, first.Now, s.Stuck)
+	}
+	if st := m.Stuck(); len(st) != 1 || st[0].What != "monitor" {
+		t.Fatalf("Stuck while the sample blocks: %+v", st)
+	}
+	close(release)
+	<-sampled
+	if s := m.Snapshot(); len(s.Stuck) != 0 || s.Now == first.Now || len(m.Stuck()) != 0 {
+		t.Fatalf("after the sample: now %d, stuck %+v", s.Now, s.Stuck)
 	}
 }

@@ -48,6 +48,64 @@ type Snapshot struct {
 	// RestoredAt is when the job last resumed from a checkpoint (Unix
 	// ms; null: it started fresh).
 	RestoredAt *int64 `json:"restored_at"`
+	// Sinks are the job's sinks, each with the call in progress, if any.
+	Sinks []SinkCallOut `json:"sinks"`
+	// Stuck lists what had been in progress for Options.StuckAfter or
+	// longer when the snapshot was taken (empty: nothing): the
+	// checkpoint, a sink call, or (added when a snapshot is served) the
+	// sampling of the job itself.
+	Stuck []Stuck `json:"stuck"`
+}
+
+// SinkCall is a call into one of the job's sinks, as the job reports it:
+// the sink, the call (write, sync, pre-commit, commit) and when it began
+// (Call empty and Since zero: none in progress).
+type SinkCall struct {
+	Sink, Call string
+	Since      time.Time
+}
+
+// SinkCallOut is a sink in a snapshot: its call in progress (call empty,
+// since and for_s null: none).
+type SinkCallOut struct {
+	Sink  string   `json:"sink"`
+	Call  string   `json:"call"`
+	Since *int64   `json:"since"`
+	ForS  *float64 `json:"for_s"`
+}
+
+// Stuck is something that has been in progress too long.
+type Stuck struct {
+	// What is checkpoint, sink or monitor; Name the checkpoint's id, the
+	// sink (results, late, ...) or "sample".
+	What string `json:"what"`
+	Name string `json:"name"`
+	// Phase is the checkpoint's phase (begin, snapshots, parts,
+	// pre-commit, commit) or the sink's call (write, sync, pre-commit,
+	// commit).
+	Phase string `json:"phase"`
+	// Since is when it began (Unix ms), ForS how long it has lasted.
+	Since int64   `json:"since"`
+	ForS  float64 `json:"for_s"`
+	// Why says it in words.
+	Why string `json:"why"`
+}
+
+// CheckpointInFlight is the checkpoint in progress.
+type CheckpointInFlight struct {
+	ID int64 `json:"id"`
+	// Started is when it was triggered (Unix ms), AgeS how long ago.
+	Started int64   `json:"started"`
+	AgeS    float64 `json:"age_s"`
+	// Phase is what it waits for (begin, snapshots, parts, pre-commit,
+	// commit), since PhaseSince (Unix ms).
+	Phase      string `json:"phase"`
+	PhaseSince int64  `json:"phase_since"`
+	// Acked of Subtasks took their snapshot; Written have their parts
+	// written.
+	Acked    int `json:"acked"`
+	Written  int `json:"written"`
+	Subtasks int `json:"subtasks"`
 }
 
 // Extra is what a job adds to its snapshots beyond the engine's view.
@@ -202,6 +260,56 @@ type Totals struct {
 	Checkpoints  int64 `json:"checkpoints"`
 	// LastCheckpointAgeS is null before the first checkpoint.
 	LastCheckpointAgeS *float64 `json:"last_checkpoint_age_s"`
+	// CheckpointInFlight is the checkpoint in progress (null: none).
+	CheckpointInFlight *CheckpointInFlight `json:"checkpoint_in_flight"`
+}
+
+// sinkCalls converts the sinks' calls for a snapshot.
+func sinkCalls(calls []SinkCall, now time.Time) []SinkCallOut {
+	out := make([]SinkCallOut, 0, len(calls))
+	for _, c := range calls {
+		o := SinkCallOut{Sink: c.Sink, Call: c.Call}
+		if !c.Since.IsZero() {
+			ms := c.Since.UnixMilli()
+			o.Since, o.ForS = &ms, fptr(now.Sub(c.Since).Seconds())
+		}
+		out = append(out, o)
+	}
+	return out
+}
+
+// stuck lists the checkpoint and the sink calls in progress for after or
+// longer at now (an empty list, not nil, when none is).
+func stuck(cs weir.CheckpointStats, sinks []SinkCall, now time.Time, after time.Duration) []Stuck {
+	out := []Stuck{}
+	if f := cs.InFlight; f.ID != 0 && now.Sub(f.Started) >= after {
+		var at string
+		switch f.Phase {
+		case "begin":
+			at = "the checkpoint store is opening it"
+		case "snapshots":
+			at = fmt.Sprintf("%d of %d subtasks have taken their snapshot (the others are busy, backpressured or waiting for barriers)", f.Acked, f.Subtasks)
+		case "parts":
+			at = fmt.Sprintf("the parts of %d of %d subtasks are written", f.Written, f.Subtasks)
+		case "pre-commit":
+			at = "the sinks are making its output durable"
+		case "commit":
+			at = "the checkpoint store is committing it"
+		}
+		age := now.Sub(f.Started).Seconds()
+		out = append(out, Stuck{What: "checkpoint", Name: strconv.FormatInt(f.ID, 10), Phase: f.Phase, Since: f.Started.UnixMilli(), ForS: age,
+			Why: fmt.Sprintf("checkpoint %d has been in progress for %.0fs (since %s), in phase %s for %.0fs: %s",
+				f.ID, age, f.Started.UTC().Format(time.RFC3339), f.Phase, now.Sub(f.PhaseSince).Seconds(), at)})
+	}
+	for _, c := range sinks {
+		if c.Since.IsZero() || now.Sub(c.Since) < after {
+			continue
+		}
+		age := now.Sub(c.Since).Seconds()
+		out = append(out, Stuck{What: "sink", Name: c.Sink, Phase: c.Call, Since: c.Since.UnixMilli(), ForS: age,
+			Why: fmt.Sprintf("sink %s has been in a %s call for %.0fs (since %s)", c.Sink, c.Call, age, c.Since.UTC().Format(time.RFC3339))})
+	}
+	return out
 }
 
 func wmPtr(t etime.Time) *int64 {
@@ -307,6 +415,10 @@ func take(env *weir.Env, info JobInfo, now time.Time) Snapshot {
 	s.Totals.Checkpoints = cs.Completed
 	if !cs.LastCompleted.IsZero() {
 		s.Totals.LastCheckpointAgeS = fptr(now.Sub(cs.LastCompleted).Seconds())
+	}
+	if f := cs.InFlight; f.ID != 0 {
+		s.Totals.CheckpointInFlight = &CheckpointInFlight{ID: f.ID, Started: f.Started.UnixMilli(), AgeS: now.Sub(f.Started).Seconds(),
+			Phase: f.Phase, PhaseSince: f.PhaseSince.UnixMilli(), Acked: f.Acked, Written: f.Written, Subtasks: f.Subtasks}
 	}
 	s.Holders = holders(s.Operators)
 	return s

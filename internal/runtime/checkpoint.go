@@ -158,6 +158,15 @@ type coordinator struct {
 		size     int64 // bytes written for the pending checkpoint so far
 		stats    CheckpointStats
 	}
+	// pub is what CheckpointStats returns: mu.stats and the pending
+	// checkpoint's progress, copied at each change under pub's own lock
+	// (taken with mu held, never the other way round). Readers never
+	// wait for mu, which the store's Begin and Commit and the pre-commit
+	// hooks (sinks making an epoch durable) hold for as long as they take.
+	pub struct {
+		sync.Mutex
+		stats CheckpointStats
+	}
 }
 
 // CheckpointStats counts a job's checkpoints, for metrics.
@@ -173,7 +182,39 @@ type CheckpointStats struct {
 	LastSize      int64
 	// Durations are the completed checkpoints' durations.
 	Durations hist.H
+	// InFlight is the pending checkpoint (ID 0: none).
+	InFlight InFlightCheckpoint
 }
+
+// InFlightCheckpoint is a checkpoint in progress: since when, and what it
+// waits for.
+type InFlightCheckpoint struct {
+	ID int64
+	// Started is when it was triggered.
+	Started time.Time
+	// Phase is what it waits for (PhaseBegin, ...), since PhaseSince.
+	Phase      string
+	PhaseSince time.Time
+	// Acked subtasks of Subtasks took their snapshot; the parts of
+	// Written of them are written.
+	Acked, Written, Subtasks int
+}
+
+// The phases of a checkpoint in progress.
+const (
+	// PhaseBegin: the store opens it (CheckpointStore.Begin).
+	PhaseBegin = "begin"
+	// PhaseSnapshots: the barriers travel; some subtask has not taken
+	// its snapshot yet (it is busy, backpressured, or aligning).
+	PhaseSnapshots = "snapshots"
+	// PhaseParts: every snapshot is taken; parts are being written.
+	PhaseParts = "parts"
+	// PhasePreCommit: the pre-commit hooks run (sinks make the epoch's
+	// output durable).
+	PhasePreCommit = "pre-commit"
+	// PhaseCommit: the store commits it (the manifest).
+	PhaseCommit = "commit"
+)
 
 // CheckpointStats returns the job's checkpoint counts; the zero value
 // without checkpoints. Safe for concurrent use.
@@ -182,11 +223,38 @@ func (j *Job) CheckpointStats() CheckpointStats {
 	if c == nil {
 		return CheckpointStats{}
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	s := c.mu.stats
-	s.InProgress = c.mu.id != 0
-	return s
+	c.pub.Lock()
+	defer c.pub.Unlock()
+	return c.pub.stats
+}
+
+// publishLocked publishes the stats and the progress of checkpoint id
+// (0: none pending), triggered at started; phase is PhaseBegin,
+// PhasePreCommit or PhaseCommit, or "" for the one the counts say. c.mu
+// is held.
+func (c *coordinator) publishLocked(id int64, started time.Time, phase string) {
+	now := time.Now()
+	c.pub.Lock()
+	defer c.pub.Unlock()
+	f := c.pub.stats.InFlight
+	if f.ID != id {
+		f = InFlightCheckpoint{ID: id, Started: started}
+	}
+	if id != 0 {
+		if phase == "" {
+			phase = PhaseSnapshots
+			if c.mu.acks == c.total {
+				phase = PhaseParts
+			}
+		}
+		if f.Phase != phase {
+			f.Phase, f.PhaseSince = phase, now
+		}
+		f.Acked, f.Written, f.Subtasks = c.mu.acks, c.mu.written, c.total
+	}
+	c.pub.stats = c.mu.stats
+	c.pub.stats.InFlight = f
+	c.pub.stats.InProgress = id != 0
 }
 
 func newCoordinator(j *Job, o *CheckpointOptions) *coordinator {
@@ -228,15 +296,18 @@ func (c *coordinator) trigger(now time.Time) int64 {
 		return 0
 	}
 	id := c.mu.next
+	c.publishLocked(id, now, PhaseBegin)
 	p, err := c.opts.Store.Begin(id)
 	if err != nil {
 		c.failLocked(id, err)
+		c.publishLocked(0, time.Time{}, "")
 		return 0
 	}
 	c.mu.next++
 	c.mu.lastTrig = now
 	c.mu.force = false
 	c.mu.pending, c.mu.id, c.mu.acks, c.mu.written, c.mu.size = p, id, 0, 0, 0
+	c.publishLocked(id, now, "")
 	c.triggered.Store(now.UnixNano())
 	c.request.Store(id)
 	return id
@@ -262,6 +333,7 @@ func (c *coordinator) ack(id int64, parts []part) {
 	}
 	p := c.mu.pending
 	c.mu.acks++
+	c.publishLocked(id, c.mu.lastTrig, "")
 	c.mu.Unlock()
 	if c.job.opts.Deterministic {
 		c.write(id, p, parts)
@@ -300,17 +372,20 @@ func (c *coordinator) write(id int64, p PendingCheckpoint, parts []part) {
 	c.mu.written++
 	c.mu.size += size
 	if c.mu.written < c.total {
+		c.publishLocked(id, c.mu.lastTrig, "")
 		return
 	}
 	write := func(name string, data []byte) error {
 		return p.WritePart(partName(PreCommitStage, 0, name), data)
 	}
+	c.publishLocked(id, c.mu.lastTrig, PhasePreCommit)
 	for _, f := range c.job.preCommit {
 		if err := f(id, write); err != nil {
 			c.abortLocked(err)
 			return
 		}
 	}
+	c.publishLocked(id, c.mu.lastTrig, PhaseCommit)
 	if err := p.Commit(); err != nil {
 		c.abortLocked(err)
 		return
@@ -321,6 +396,7 @@ func (c *coordinator) write(id int64, p PendingCheckpoint, parts []part) {
 	st.Completed++
 	st.LastCompleted, st.LastDuration, st.LastSize = now, now.Sub(c.mu.lastTrig), c.mu.size
 	st.Durations.Observe(st.LastDuration.Seconds())
+	c.publishLocked(0, time.Time{}, "")
 	if c.opts.OnComplete != nil {
 		c.opts.OnComplete(id)
 	}
@@ -335,6 +411,7 @@ func (c *coordinator) abortLocked(err error) {
 	if err != nil {
 		c.failLocked(id, err)
 	}
+	c.publishLocked(0, time.Time{}, "")
 }
 
 // finished is told that a subtask finished: a pending checkpoint cannot

@@ -87,3 +87,48 @@ func TestEndDuringAlignment(t *testing.T) {
 		t.Fatalf("Finish called %d times, want 1", ctrl.finished)
 	}
 }
+
+// TestCheckpointStatsWhilePreCommitBlocks: while a pre-commit hook (a
+// sink making the epoch durable) blocks, CheckpointStats answers at once
+// with the checkpoint in flight and its phase; it used to wait for the
+// coordinator's lock, which the hook's caller holds.
+func TestCheckpointStatsWhilePreCommitBlocks(t *testing.T) {
+	st, _, store := alignSubtask(t)
+	j := st.job
+	entered, release := make(chan struct{}), make(chan struct{})
+	j.PreCommit(func(int64, func(string, []byte) error) error {
+		close(entered)
+		<-release
+		return nil
+	})
+	began := time.Now()
+	if id := j.coord.trigger(began); id != 1 {
+		t.Fatalf("trigger: %d", id)
+	}
+	if s := j.CheckpointStats(); s.InFlight.ID != 1 || s.InFlight.Phase != PhaseSnapshots || !s.InProgress || s.InFlight.Started != began {
+		t.Fatalf("after the trigger: %+v", s)
+	}
+	delivered := make(chan struct{})
+	go func() {
+		defer close(delivered)
+		st.deliver(envelope{gate: 0, from: 0, barrier: 1})
+		st.deliver(envelope{gate: 0, from: 1, barrier: 1}) // the snapshot, then the blocking pre-commit
+	}()
+	<-entered
+	got := make(chan CheckpointStats, 1)
+	go func() { got <- j.CheckpointStats() }()
+	select {
+	case s := <-got:
+		f := s.InFlight
+		if f.ID != 1 || f.Phase != PhasePreCommit || f.Acked != 1 || f.Written != 1 || f.Subtasks != 1 || !s.InProgress || s.Completed != 0 {
+			t.Errorf("during the pre-commit: %+v", s)
+		}
+	case <-time.After(5 * time.Second):
+		t.Error("CheckpointStats waited for the blocked pre-commit")
+	}
+	close(release)
+	<-delivered
+	if s := j.CheckpointStats(); s.Completed != 1 || s.InProgress || s.InFlight.ID != 0 || len(store.committed) != 1 {
+		t.Fatalf("after the commit: %+v, committed %v", s, store.committed)
+	}
+}

@@ -146,7 +146,10 @@ func (j *Job) kafkaRecords(env *weir.Env) (weir.Stream[rec], error) {
 			return rec{}, 0, err
 		}
 		if p.TSFromKafka {
-			v.ts = r.Timestamp
+			// The decoder's promised watermark followed the record's own
+			// field, not the Kafka timestamp the window uses: such records
+			// are not judged as trailing.
+			v.ts, v.promised = r.Timestamp, etime.MinTime
 		}
 		v.part = r.Partition
 		return v, v.ts, nil

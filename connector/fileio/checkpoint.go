@@ -289,8 +289,13 @@ func (r *Reader) SnapshotPosition() ([]byte, error) {
 	if r.cur != nil {
 		c := r.cur
 		c.mu.Lock()
-		defer c.mu.Unlock()
-		p, err := s.position(true, c.off, c.line, &c.sum, c.file)
+		off, line := c.off, c.line
+		c.mu.Unlock()
+		// The sum reads the file again: not under c.mu, which the other
+		// channels' reads take. ReadAt leaves the cursor's offset alone.
+		c.sumMu.Lock()
+		defer c.sumMu.Unlock()
+		p, err := s.position(true, off, line, &c.sum, c.file)
 		return p.encode(), err
 	}
 	r.mu.Lock()

@@ -41,8 +41,10 @@ type cursor struct {
 	// file's checkpoint position), and whether a restore set it.
 	off, line int64
 	restored  bool
-	// sum is the input identity of the position (prefixSum); under mu.
-	sum prefixSum
+	// sum is the input identity of the position (prefixSum), under sumMu
+	// (not mu: advancing it reads the file).
+	sumMu sync.Mutex
+	sum   prefixSum
 }
 
 func newCursor(s *source, in io.Reader, file *os.File) *cursor {

@@ -333,7 +333,10 @@ func (o *Operator[K, IN, ACC, OUT]) implied(e entry[ACC]) bool {
 	return o.al != nil && o.paneMode && e.has && e.panes == 0 && !e.emitted && e.slotSet == 0
 }
 
-// fields lists the counters in snapshot order.
+// fields lists the counters in snapshot order. It is the snapshot's fixed
+// layout: a counter added later (OnTimeTrailing) is written under a tag of
+// its own (tagTrailing) and added in Counters.Add, so that older snapshots
+// still restore.
 func (c *Counters) fields() []*int64 {
 	return []*int64{&c.RecordsIn, &c.Accepted, &c.AcceptedLate, &c.LateSideOutput, &c.LateDropped, &c.NoTimestamp,
 		&c.WindowMisses, &c.PartialSideOutput, &c.Retractions, &c.FiredEarly, &c.FiredOnTime, &c.FiredLate}

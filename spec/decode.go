@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/weirstream/weir/clock"
 	"github.com/weirstream/weir/connector/fileio"
 	"github.com/weirstream/weir/etime"
+	"github.com/weirstream/weir/internal/jsonnum"
 )
 
 // rec is a decoded record on its way to the window operator.
@@ -220,7 +222,7 @@ func (d *decoder) decodeSlot(l fileio.Line, slot int) (rec, error) {
 	}
 	r := rec{raw: l.Text, no: l.No}
 	if d.p.Time == "event" {
-		if r.ts, err = d.timestamp(o.Get(d.p.TSField)); err != nil {
+		if r.ts, err = d.timestamp(field(o, d.p.TSField)); err != nil {
 			return rec{}, err
 		}
 		if ch := l.Channel; ch >= 0 && ch < len(d.chMax) && slot >= 0 {
@@ -259,7 +261,7 @@ func (d *decoder) decodeSlot(l fileio.Line, slot int) (rec, error) {
 			r.vals[i].kind = vJSON // count every record
 			continue
 		}
-		f := o.Get(a.Field)
+		f := field(o, a.Field)
 		if f == nil || f.Type() == fastjson.TypeNull {
 			continue
 		}
@@ -288,43 +290,73 @@ func number(f *fastjson.Value) val {
 	return val{kind: vFloat, f: f.GetFloat64()}
 }
 
-// canonical is a value's JSON text with numbers written in one form, so
-// that 1, 1.0 and 1e0 are the same key or distinct value.
+// canonical is a value's JSON text in one form, so that two values have
+// the same text exactly when they are the same JSON value: numbers as
+// jsonnum writes them (1, 1.0 and 1e0 are 1; numbers beyond int64 and
+// float64 keep every digit), strings with one escaping, object members
+// sorted by name, a repeated member's last value (as field reads a
+// record's fields), and arrays and objects without spaces.
 func canonical(v *fastjson.Value) string { return string(appendCanonical(nil, v)) }
 
 func appendCanonical(b []byte, v *fastjson.Value) []byte {
 	switch v.Type() {
 	case fastjson.TypeNumber:
-		n := number(v)
-		if n.kind == vInt {
-			return strconv.AppendInt(b, n.i, 10)
+		if i, err := v.Int64(); err == nil {
+			return strconv.AppendInt(b, i, 10)
 		}
-		raw := v.MarshalTo(b)
-		if isIntLiteral(raw[len(b):]) || math.IsInf(n.f, 0) {
-			// Beyond int64 or float64: the text as written, so that
-			// distinct numbers stay distinct.
-			return raw
-		}
-		if n.f == 0 {
-			return append(b, '0') // -0 is 0
-		}
-		return strconv.AppendFloat(b, n.f, 'g', -1, 64)
+		// The literal, copied off b: the canonical text may be longer.
+		var lit [64]byte
+		return jsonnum.AppendCanonical(b, v.MarshalTo(lit[:0]))
 	case fastjson.TypeString:
 		return weir.AppendJSONString(b, string(v.GetStringBytes()))
+	case fastjson.TypeArray:
+		b = append(b, '[')
+		for i, e := range v.GetArray() {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendCanonical(b, e)
+		}
+		return append(b, ']')
+	case fastjson.TypeObject:
+		o, _ := v.Object()
+		type member struct {
+			name string
+			v    *fastjson.Value
+		}
+		ms := make([]member, 0, o.Len())
+		o.Visit(func(k []byte, v *fastjson.Value) { ms = append(ms, member{string(k), v}) })
+		// Sorted by name, and among members of one name the last.
+		slices.SortStableFunc(ms, func(x, y member) int { return strings.Compare(x.name, y.name) })
+		b = append(b, '{')
+		for i, m := range ms {
+			if i+1 < len(ms) && ms[i+1].name == m.name {
+				continue
+			}
+			if b[len(b)-1] != '{' {
+				b = append(b, ',')
+			}
+			b = weir.AppendJSONString(b, m.name)
+			b = append(b, ':')
+			b = appendCanonical(b, m.v)
+		}
+		return append(b, '}')
 	}
 	return v.MarshalTo(b)
 }
 
-func isIntLiteral(s []byte) bool {
-	if len(s) > 0 && s[0] == '-' {
-		s = s[1:]
-	}
-	for _, c := range s {
-		if c < '0' || c > '9' {
-			return false
+// field is the record's field name: the last one of that name when the
+// record repeats it, as encoding/json, Jackson (and so Flink's and Kafka
+// Streams' JSON formats) and JSON.parse read it. Keys, timestamps and
+// aggregate inputs are all read through it.
+func field(o *fastjson.Object, name string) *fastjson.Value {
+	var last *fastjson.Value
+	o.Visit(func(k []byte, v *fastjson.Value) {
+		if string(k) == name {
+			last = v
 		}
-	}
-	return len(s) > 0
+	})
+	return last
 }
 
 func short(v *fastjson.Value) string {
@@ -344,7 +376,7 @@ func (d *decoder) key(o *fastjson.Object, sc *scratch) (string, error) {
 	}
 	b := sc.buf[:0]
 	for i, k := range keys {
-		f := o.Get(k)
+		f := field(o, k)
 		if f == nil || f.Type() == fastjson.TypeNull {
 			return "", bad("key_missing", "key field %q is missing or null", k)
 		}

@@ -34,7 +34,7 @@ func TestDependencyRules(t *testing.T) {
 		// Connectors build on the public API only.
 		"connector/fileio":            {".", "etime"},
 		"connector/genio":             {".", "etime", "connector/fileio"},
-		"connector/sqliteio":          {"etime", "connector/internal/tablerow"},
+		"connector/sqliteio":          {"etime", "connector/internal/tablerow", "internal/jsonnum"},
 		"connector/internal/tablerow": {"etime"},
 		"connector/connectortest":     {".", "etime"},
 		"connector/kafkaio":           {".", "etime", "clock", "watermark"},

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/valyala/fastjson"
 	"github.com/weirstream/weir"
 
 	"github.com/weirstream/weir/clock"
@@ -22,6 +23,7 @@ import (
 	"github.com/weirstream/weir/connector/kafkaio"
 	"github.com/weirstream/weir/connector/sqliteio"
 	"github.com/weirstream/weir/etime"
+	"github.com/weirstream/weir/internal/jsonnum"
 	"github.com/weirstream/weir/window"
 )
 
@@ -131,12 +133,18 @@ func Complete(p *Plan, dir string) (*Answer, error) {
 	return a, nil
 }
 
-// rowID identifies a results row of the answer: its key values, as
-// canonical values, and its window.
+// rowID identifies a results row of the answer: its key values (the
+// decoder's canonical texts), as the SQLite sink stores them, and its
+// window.
 func rowID(key string, nk int, w window.Window) string {
 	keys := splitKey(key, nk)
 	for i, k := range keys {
-		keys[i] = sqlCanonical([]byte(k))
+		x, err := sqliteio.Value([]byte(k))
+		if err != nil {
+			keys[i] = "invalid " + k
+			continue
+		}
+		keys[i] = valueText(x)
 	}
 	return rowIdentity(keys, strconv.FormatInt(int64(w.Start), 10), strconv.FormatInt(int64(w.End), 10))
 }
@@ -156,19 +164,55 @@ func rowIdentity(keys []string, start, end string) string {
 	return b.String()
 }
 
-// sqlCanonical renders a JSON value as the SQLite sink stores it, so that
-// the answer and a table compare as the table would.
+// sqlCanonical renders a JSON value as the SQLite sink stores it once it
+// is written canonically, so that the answer, a results file and a
+// table compare as the table would.
 func sqlCanonical(v []byte) string {
-	x, err := sqliteio.Value(v)
+	x, err := sqlValue(v)
 	if err != nil {
 		return "invalid " + string(v)
 	}
 	return valueText(x)
 }
 
-// valueText is a value as the SQLite driver gives it, with its type (so
-// that 1 and "1" differ).
-func valueText(v any) string { return fmt.Sprintf("%T:%v", v, v) }
+// sqlValue is the SQLite value of a JSON value written canonically (as
+// the live job writes keys; jsonb writes numbers and orders object
+// members its own way).
+func sqlValue(v []byte) (any, error) {
+	c, err := CanonicalJSON(v)
+	if err != nil {
+		return nil, err
+	}
+	return sqliteio.Value(c)
+}
+
+// CanonicalJSON is a JSON value's text written canonically, as the job
+// writes key values (numbers exactly in one form, object members sorted
+// by name and a repeated member's last value, no spaces), so two texts
+// of one value are equal bytes.
+func CanonicalJSON(v []byte) ([]byte, error) {
+	x, err := fastjson.ParseBytes(v)
+	if err != nil {
+		return nil, err
+	}
+	return appendCanonical(nil, x), nil
+}
+
+// valueText is a value as the SQLite driver gives it, with its type, so
+// that 1 and "1" differ: a number (INTEGER, REAL, or a BLOB of its
+// canonical text) as its canonical text, so that an INTEGER and a REAL
+// of one number are equal, as SQLite compares them.
+func valueText(v any) string {
+	switch x := v.(type) {
+	case int64:
+		return "number:" + strconv.FormatInt(x, 10)
+	case float64:
+		return "number:" + string(jsonnum.AppendCanonical(nil, strconv.AppendFloat(nil, x, 'g', -1, 64)))
+	case []byte:
+		return "number:" + string(x)
+	}
+	return fmt.Sprintf("%T:%v", v, v)
+}
 
 // shown is a row identity or value without its type prefixes (they keep
 // 1 and "1" apart when comparing).

@@ -1,7 +1,11 @@
 package spec
 
 import (
+	"context"
+	"database/sql"
+	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -85,4 +89,221 @@ func TestDuplicateFields(t *testing.T) {
 	if d := cmp.Diff(want, got); d != "" {
 		t.Fatalf("results (-want +got):\n%s", d)
 	}
+}
+
+// distinctKeys are keys that only exact numbers tell apart (integers
+// beyond int64, numbers beyond float64's range or precision, a number
+// and the string of its digits); key i's record has amount 2^i. Then
+// three records whose keys are earlier ones written otherwise.
+var distinctKeys = []string{`9223372036854775808`, `9223372036854775809`, `1e400`, `1e500`, `"9223372036854775809"`, `0.1`, `0.1000000000000000001`, `1e20`,
+	`9223372036854775809.0`, `10e399`, `100000000000000000000`}
+
+// distinctWant is each key's row: its canonical text, count and total.
+var distinctWant = []string{
+	"9223372036854775808 n=1 total=1",
+	"1e+500 n=1 total=8",
+	`"9223372036854775809" n=1 total=16`,
+	"0.1 n=1 total=32",
+	"0.1000000000000000001 n=1 total=64",
+	"9223372036854775809 n=2 total=258",
+	"1e+400 n=2 total=516",
+	"100000000000000000000 n=2 total=1152",
+}
+
+// TestDistinctKeys runs a job with distinctKeys into each kind of table
+// or file sink: every distinct key keeps its own row and result (in
+// SQLite, as the number's exact type: INTEGER, REAL or a BLOB of its
+// canonical text), and the complete answer agrees with the results row
+// for row.
+func TestDistinctKeys(t *testing.T) {
+	const ts = 1780272000000
+	var in strings.Builder
+	for i, k := range distinctKeys {
+		fmt.Fprintf(&in, `{"k":%s,"amount":%d,"ts":%d}`+"\n", k, 1<<i, ts)
+	}
+	for _, sink := range []string{"sqlite", "postgres", "jsonl"} {
+		t.Run(sink, func(t *testing.T) {
+			var job string
+			var rows func(dir string) []string
+			switch sink {
+			case "sqlite":
+				job = fmt.Sprintf(keyJob, "{type: sqlite, path: results.db}")
+				rows = func(dir string) []string {
+					db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "results.db"))
+					if err != nil {
+						t.Fatal(err)
+					}
+					defer db.Close()
+					return queryRows(t, db, `SELECT typeof(k) || ' ' || CAST(k AS TEXT), n, total FROM results ORDER BY total`)
+				}
+			case "postgres":
+				url, conn := pgURL(t)
+				table := fmt.Sprintf("weir_keys_%d", rand.Uint32())
+				t.Cleanup(func() { _, _ = conn.Exec(context.Background(), `DROP TABLE IF EXISTS `+table) })
+				job = fmt.Sprintf(keyJob, "{type: postgres, url: '"+url+"', table: "+table+"}")
+				rows = func(string) []string {
+					db, err := sql.Open("pgx", url)
+					if err != nil {
+						t.Fatal(err)
+					}
+					defer db.Close()
+					return queryRows(t, db, `SELECT k::text, n::text, total::text FROM `+table+` ORDER BY (total#>>'{}')::numeric`)
+				}
+			case "jsonl":
+				job = fmt.Sprintf(keyJob, "{type: jsonl, path: out.jsonl}")
+				rows = func(dir string) []string {
+					var out []string
+					for _, l := range resultLines(t, filepath.Join(dir, "out.jsonl")) {
+						var m map[string]json.RawMessage
+						if err := json.Unmarshal([]byte(l), &m); err != nil {
+							t.Fatal(err)
+						}
+						out = append(out, fmt.Sprintf("%s n=%s total=%s", m["k"], m["n"], m["total"]))
+					}
+					slices.SortFunc(out, func(a, b string) int { return cmpTotal(a) - cmpTotal(b) })
+					return out
+				}
+			}
+			dir, _ := runSpec(t, job, map[string]string{"in.jsonl": in.String()}, RunOptions{Deterministic: true})
+			want := distinctWant
+			switch sink {
+			case "sqlite":
+				types := []string{"blob", "blob", "text", "real", "blob", "blob", "blob", "real"}
+				want = slices.Clone(want)
+				for i, w := range want {
+					want[i] = types[i] + " " + strings.ReplaceAll(w, `"`, "")
+				}
+				want[7] = "real 1.0e+20 n=2 total=1152" // SQLite writes a REAL so
+			case "postgres":
+				want = slices.Clone(want)
+				want[1] = strings.Replace(want[1], "1e+500", "1"+strings.Repeat("0", 500), 1) // numeric as jsonb writes it
+				want[6] = strings.Replace(want[6], "1e+400", "1"+strings.Repeat("0", 400), 1)
+			}
+			if d := cmp.Diff(want, rows(dir)); d != "" {
+				t.Fatalf("rows (-want +got):\n%s", d)
+			}
+			p := compileSpec(t, job)
+			ans, err := Complete(p, dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			diffs, n, err := ans.Compare(p, dir, 10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n != 0 || ans.Windows() != len(distinctWant) {
+				t.Fatalf("the results differ from the complete answer of %d windows in %d rows: %v", ans.Windows(), n, diffs)
+			}
+		})
+	}
+}
+
+// TestBackfillDistinctKeys backfills too-late records whose keys are
+// written otherwise than the on-time records of their windows (and, in a
+// Postgres ledger, as jsonb writes them: 1e400 in full, object members
+// in its own order): each entry revises its own key's row, no other, and
+// the table then equals the complete answer.
+func TestBackfillDistinctKeys(t *testing.T) {
+	const ts = 1780272000000
+	var in strings.Builder
+	for _, k := range []string{`9223372036854775808`, `9223372036854775809`, `1e400`, `1e500`, `{"b":2,"aa":1}`} {
+		fmt.Fprintf(&in, `{"k":%s,"amount":1,"ts":%d}`+"\n", k, ts)
+	}
+	fmt.Fprintf(&in, `{"k":"x","amount":1,"ts":%d}`+"\n", ts+20000) // closes the window
+	for i, k := range []string{`9223372036854775809.0`, `10e399`, `{"aa":1,"b":2}`} {
+		fmt.Fprintf(&in, `{"k":%s,"amount":%d,"ts":%d}`+"\n", k, 10<<i, ts+1000)
+	}
+	for _, ledger := range []string{"file", "postgres"} {
+		t.Run(ledger, func(t *testing.T) {
+			late := "{type: ledger, dir: ledger}"
+			if ledger == "postgres" {
+				url, conn := pgURL(t)
+				table := fmt.Sprintf("weir_keys_late_%d", rand.Uint32())
+				t.Cleanup(func() { _, _ = conn.Exec(context.Background(), `DROP TABLE IF EXISTS `+table) })
+				late = "{type: postgres, url: '" + url + "', table: " + table + "}"
+			}
+			job := strings.Replace(fmt.Sprintf(keyJob, "{type: sqlite, path: results.db}"), "watermark: {max_out_of_orderness: 1s}", "watermark: {max_out_of_orderness: 1s, emit: every_record}", 1) +
+				"  late: " + late + "\n"
+			dir, sum := runSpec(t, job, map[string]string{"in.jsonl": in.String()}, RunOptions{Deterministic: true})
+			if sum.Get("late_side_output") != 3 {
+				t.Fatalf("%d records too late, want 3", sum.Get("late_side_output"))
+			}
+			p := compileSpec(t, job)
+			rep, err := Backfill(p, BackfillOptions{Dir: dir})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.Applied != 3 || rep.Windows != 3 {
+				t.Fatalf("applied %d entries to %d windows, want 3 and 3: %+v", rep.Applied, rep.Windows, rep)
+			}
+			db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "results.db"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			got := queryRows(t, db, `SELECT CAST(k AS TEXT) || ' ' || firing || ' ' || pane, n, total FROM results ORDER BY total, k`)
+			want := []string{
+				`x on_time 0 n=1 total=1`, // TEXT, then BLOBs by their bytes
+				`1e+500 on_time 0 n=1 total=1`,
+				`9223372036854775808 on_time 0 n=1 total=1`,
+				`9223372036854775809 backfill 1 n=2 total=11`,
+				`1e+400 backfill 1 n=2 total=21`,
+				`{"aa":1,"b":2} backfill 1 n=2 total=41`,
+			}
+			if d := cmp.Diff(want, got); d != "" {
+				t.Fatalf("rows (-want +got):\n%s", d)
+			}
+			ans, err := Complete(p, dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diffs, n, err := ans.Compare(p, dir, 10); err != nil || n != 0 {
+				t.Fatalf("%d rows differ from the complete answer (%v): %v", n, err, diffs)
+			}
+		})
+	}
+}
+
+// queryRows reads rows of three columns (text, count, total) as
+// "text n=count total=total".
+func queryRows(t *testing.T, db *sql.DB, q string) []string {
+	t.Helper()
+	rows, err := db.Query(q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var got []string
+	for rows.Next() {
+		var k, n, total string
+		if err := rows.Scan(&k, &n, &total); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, fmt.Sprintf("%s n=%s total=%s", k, n, total))
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+// cmpTotal is the total of a "k n=N total=T" row.
+func cmpTotal(row string) int {
+	var total int
+	fmt.Sscan(row[strings.LastIndex(row, "=")+1:], &total)
+	return total
+}
+
+// compileSpec loads and compiles a YAML spec.
+func compileSpec(t *testing.T, yaml string) *Plan {
+	t.Helper()
+	s, err := Load([]byte(yaml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Compile(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

@@ -43,23 +43,18 @@ func (a *Answer) Windows() int { return len(a.rows) }
 
 // Complete computes the complete answer of a job whose source can be
 // read again (a generator or a file) and whose windows are tumbling or
-// sliding, reading the source from the start.
+// sliding, reading the source from the start. CheckComplete says,
+// without reading anything, whether it can.
 func Complete(p *Plan, dir string) (*Answer, error) {
 	s := p.Spec
-	if p.Time != "event" {
-		return nil, fmt.Errorf("the complete answer is computed for event time; this job uses %s time", p.Time)
-	}
-	if t := s.Window.Type; t != "tumbling" && t != "sliding" {
-		return nil, fmt.Errorf("the complete answer is computed for tumbling and sliding windows, not %s", t)
+	if err := CheckComplete(p, dir); err != nil {
+		return nil, err
 	}
 	never := func() bool { return false }
 	always := func() bool { return true }
 	src, _, err := p.lineSource(RunOptions{Dir: dir}, always, never)
 	if err != nil {
 		return nil, err
-	}
-	if src == nil || s.Source.Type == "stdin" {
-		return nil, fmt.Errorf("the complete answer reads the input again: a %s source cannot be read again here", s.Source.Type)
 	}
 	agg := p.aggregate(false)
 	dec := newDecoder(p, clock.Real{})
@@ -235,6 +230,37 @@ func shownRow(vals []string, ok bool) string {
 		out[i] = shown(v)
 	}
 	return "[" + strings.Join(out, " ") + "]"
+}
+
+// CheckComplete returns why the complete answer of the job (its spec's
+// directory dir) cannot be computed, or nil if Complete can compute it:
+// event time, tumbling or sliding windows, and a source it can read
+// again from the start (a generator, or a file that is there; not stdin,
+// Kafka or NATS). It reads nothing but the file's metadata, so a caller
+// that writes before it computes the answer (weir backfill --verify)
+// asks first and writes nothing when it cannot.
+func CheckComplete(p *Plan, dir string) error {
+	s := p.Spec
+	if p.Time != "event" {
+		return fmt.Errorf("the complete answer is computed for event time; this job uses %s time", p.Time)
+	}
+	if t := s.Window.Type; t != "tumbling" && t != "sliding" {
+		return fmt.Errorf("the complete answer is computed for tumbling and sliding windows, not %s", t)
+	}
+	switch t := s.Source.Type; t {
+	case "generator":
+		return nil
+	case "file":
+		path := RunOptions{Dir: dir}.path(s.Source.Path)
+		if _, err := os.Stat(path); err != nil {
+			return fmt.Errorf("the complete answer reads the input again, and the source file cannot be read: %w", err)
+		}
+		return nil
+	case "stdin":
+		return errors.New("the complete answer reads every input record again, and a stdin source cannot be read again; save the input to a file and verify with a copy of the spec whose source is {type: file, path: ...}, or leave out --verify")
+	default:
+		return fmt.Errorf("the complete answer reads every input record again, and weir reads it again only from a file or generator source, not a %s source; verify with a copy of the spec whose source is a file holding the same records, or leave out --verify", t)
+	}
 }
 
 // collectLines is a SourceOutput that keeps what a reader emits.

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/valyala/fastjson"
 
@@ -207,6 +208,13 @@ func (d *decoder) decodeSlot(l fileio.Line, slot int) (rec, error) {
 		sc = &scratch{keys: map[string]string{}}
 	}
 	defer d.scratch.Put(sc)
+	// A file's lines are checked when they are framed; Kafka and NATS
+	// records, and ledger entries, are checked here: fastjson takes
+	// invalid UTF-8, and canonical text writes every invalid byte as
+	// U+FFFD, which would make distinct keys one.
+	if i, ok := invalidUTF8(l.Text); ok {
+		return rec{}, bad("utf8_invalid", "invalid UTF-8 at byte offset %d of the record", i)
+	}
 	// fastjson's parser is lenient (NaN, 01, raw control characters);
 	// its validator is not.
 	if err := fastjson.ValidateBytes(l.Text); err != nil {
@@ -329,13 +337,15 @@ func appendCanonical(b []byte, v *fastjson.Value) []byte {
 		// Sorted by name, and among members of one name the last.
 		slices.SortStableFunc(ms, func(x, y member) int { return strings.Compare(x.name, y.name) })
 		b = append(b, '{')
+		first := true
 		for i, m := range ms {
 			if i+1 < len(ms) && ms[i+1].name == m.name {
 				continue
 			}
-			if b[len(b)-1] != '{' {
+			if !first {
 				b = append(b, ',')
 			}
+			first = false
 			b = weir.AppendJSONString(b, m.name)
 			b = append(b, ':')
 			b = appendCanonical(b, m.v)
@@ -357,6 +367,22 @@ func field(o *fastjson.Object, name string) *fastjson.Value {
 		}
 	})
 	return last
+}
+
+// invalidUTF8 returns the offset of the first byte of b that is not
+// UTF-8, if there is one.
+func invalidUTF8(b []byte) (int, bool) {
+	if utf8.Valid(b) {
+		return 0, false
+	}
+	for i := 0; i < len(b); {
+		r, n := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && n == 1 {
+			return i, true
+		}
+		i += n
+	}
+	return 0, false
 }
 
 func short(v *fastjson.Value) string {

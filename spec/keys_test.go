@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -11,8 +12,13 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/clock"
+	"github.com/weirstream/weir/connector/fileio"
 )
 
 // keyJob sums amount by k in 10 s windows; %s is the results sink.
@@ -182,7 +188,10 @@ func TestDistinctKeys(t *testing.T) {
 			if d := cmp.Diff(want, rows(dir)); d != "" {
 				t.Fatalf("rows (-want +got):\n%s", d)
 			}
-			p := compileSpec(t, job)
+			p, err := Parse([]byte(job))
+			if err != nil {
+				t.Fatal(err)
+			}
 			ans, err := Complete(p, dir)
 			if err != nil {
 				t.Fatal(err)
@@ -228,7 +237,10 @@ func TestBackfillDistinctKeys(t *testing.T) {
 			if sum.Get("late_side_output") != 3 {
 				t.Fatalf("%d records too late, want 3", sum.Get("late_side_output"))
 			}
-			p := compileSpec(t, job)
+			p, err := Parse([]byte(job))
+			if err != nil {
+				t.Fatal(err)
+			}
 			rep, err := Backfill(p, BackfillOptions{Dir: dir})
 			if err != nil {
 				t.Fatal(err)
@@ -294,16 +306,60 @@ func cmpTotal(row string) int {
 	return total
 }
 
-// compileSpec loads and compiles a YAML spec.
-func compileSpec(t *testing.T, yaml string) *Plan {
-	t.Helper()
-	s, err := Load([]byte(yaml))
+// TestUTF8Keys: a record that is not UTF-8 is a dead letter whatever its
+// source (fastjson takes it, and canonical text would write both keys
+// "\xae" and "\xff" as "\ufffd", one key); a key holding U+FFFD
+// itself is a key like any other.
+func TestUTF8Keys(t *testing.T) {
+	p, err := Parse([]byte(fmt.Sprintf(keyJob, "{type: jsonl, path: out.jsonl}")))
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := Compile(s)
-	if err != nil {
-		t.Fatal(err)
+	d := newDecoder(p, clock.NewFake(testNow))
+	for _, c := range []struct{ line, err string }{
+		{"{\"k\":\"\xae\",\"ts\":1780272000000}", "utf8_invalid: invalid UTF-8 at byte offset 6 of the record"},
+		{"{\"k\":\"\xff\",\"ts\":1780272000000}", "utf8_invalid: invalid UTF-8 at byte offset 6 of the record"},
+		{"{\"k\":\"\ufffd\",\"ts\":1780272000000}", ""},
+	} {
+		r, err := d.decode(fileio.Line{Kind: fileio.Data, No: 1, Text: []byte(c.line)})
+		var got string
+		if b, ok := err.(*weir.BadInput); ok {
+			got = b.Reason + ": " + b.Detail
+		} else if err != nil {
+			t.Fatalf("%q: %v", c.line, err)
+		}
+		if got != c.err {
+			t.Errorf("%q: got %q, want %q", c.line, got, c.err)
+		}
+		if err == nil && r.key != "\"\ufffd\"" {
+			t.Errorf("%q: key %q", c.line, r.key)
+		}
 	}
-	return p
+}
+
+// FuzzCanonicalJSON: the canonical text of any JSON value is valid JSON,
+// its own canonical text, and a value the SQLite sink stores.
+func FuzzCanonicalJSON(f *testing.F) {
+	for _, s := range []string{`1`, `-0.0`, `1e400`, `9223372036854775809.0`, `"a\u00e9\n"`, `{"b":1,"a":[1.0,{"d":2,"c":null}],"b":2}`, `[1e6,0.1000000000000000001]`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if !json.Valid(b) || !utf8.Valid(b) {
+			return // a dead letter before any key is read
+		}
+		c, err := CanonicalJSON(b)
+		if err != nil {
+			return // fastjson's own limits (nesting depth)
+		}
+		if !json.Valid(c) {
+			t.Fatalf("canonical %q of %q is not valid JSON", c, b)
+		}
+		cc, err := CanonicalJSON(c)
+		if err != nil || !bytes.Equal(cc, c) {
+			t.Fatalf("canonical %q of %q is not its own canonical text: %q, %v", c, b, cc, err)
+		}
+		if _, err := sqlValue(c); err != nil {
+			t.Fatalf("the SQLite sink refuses %q (canonical of %q): %v", c, b, err)
+		}
+	})
 }

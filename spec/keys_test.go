@@ -188,20 +188,8 @@ func TestDistinctKeys(t *testing.T) {
 			if d := cmp.Diff(want, rows(dir)); d != "" {
 				t.Fatalf("rows (-want +got):\n%s", d)
 			}
-			p, err := Parse([]byte(job))
-			if err != nil {
-				t.Fatal(err)
-			}
-			ans, err := Complete(p, dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			diffs, n, err := ans.Compare(p, dir, 10)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if n != 0 || ans.Windows() != len(distinctWant) {
-				t.Fatalf("the results differ from the complete answer of %d windows in %d rows: %v", ans.Windows(), n, diffs)
+			if n := equalsComplete(t, job, dir); n != len(distinctWant) {
+				t.Fatalf("the complete answer has %d windows, want %d", n, len(distinctWant))
 			}
 		})
 	}
@@ -265,15 +253,28 @@ func TestBackfillDistinctKeys(t *testing.T) {
 			if d := cmp.Diff(want, got); d != "" {
 				t.Fatalf("rows (-want +got):\n%s", d)
 			}
-			ans, err := Complete(p, dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if diffs, n, err := ans.Compare(p, dir, 10); err != nil || n != 0 {
-				t.Fatalf("%d rows differ from the complete answer (%v): %v", n, err, diffs)
-			}
+			equalsComplete(t, job, dir)
 		})
 	}
+}
+
+// equalsComplete fails the test unless the results of the job (run in
+// dir) equal its complete answer; it returns the answer's windows.
+func equalsComplete(t *testing.T, job, dir string) int {
+	t.Helper()
+	p, err := Parse([]byte(job))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ans, err := Complete(p, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	diffs, n, err := ans.Compare(p, dir, 10)
+	if err != nil || n != 0 {
+		t.Fatalf("%d of %d windows differ from the complete answer (%v): %v", n, ans.Windows(), err, diffs)
+	}
+	return ans.Windows()
 }
 
 // queryRows reads rows of three columns (text, count, total) as

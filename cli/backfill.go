@@ -66,6 +66,14 @@ func backfillCmd(args []string, o IO) int {
 	if *verbose {
 		bo.Out = o.Stdout
 	}
+	if *verify {
+		// Before anything is applied: a backfill that cannot be verified
+		// is not begun.
+		if err := spec.CheckComplete(p, bo.Dir); err != nil {
+			fmt.Fprintf(o.Stderr, "weir backfill: --verify: %v (nothing was applied)\n", err)
+			return ExitUsage
+		}
+	}
 	rep, err := spec.Backfill(p, bo)
 	if err != nil {
 		fmt.Fprintln(o.Stderr, "weir backfill:", err)

@@ -115,7 +115,7 @@ func lsFilter(key, reason, windows string) (func(ledger.Entry) bool, error) {
 		if !json.Valid(value) {
 			value, _ = json.Marshal(v)
 		}
-		value = compact(value)
+		value = canonical(value)
 	}
 	lo, hi := int64(math.MinInt64), int64(math.MaxInt64)
 	if windows != "" {
@@ -133,7 +133,7 @@ func lsFilter(key, reason, windows string) (func(ledger.Entry) bool, error) {
 		}
 		if field != "" {
 			var m map[string]json.RawMessage
-			if json.Unmarshal(e.Key, &m) != nil || !bytes.Equal(compact(m[field]), value) {
+			if json.Unmarshal(e.Key, &m) != nil || !bytes.Equal(canonical(m[field]), value) {
 				return false
 			}
 		}
@@ -153,6 +153,16 @@ func parseMs(s string) (int64, error) {
 	}
 	t, err := time.Parse(time.RFC3339Nano, s)
 	return t.UnixMilli(), err
+}
+
+// canonical is a key value's canonical text (spec.CanonicalJSON), so that
+// --key k=1.0 finds the key 1 and a Postgres ledger's jsonb text is
+// compared as the job wrote the key; b itself if it is not JSON.
+func canonical(b []byte) []byte {
+	if c, err := spec.CanonicalJSON(b); err == nil {
+		return c
+	}
+	return b
 }
 
 func compact(b []byte) []byte {

@@ -327,9 +327,16 @@ func (s *sqlStore) horizon() (etime.Time, error) { return etime.MinTime, nil }
 func (s *sqlStore) begin(w *backfillWindow) error {
 	s.args = s.args[:0]
 	for _, k := range s.p.Spec.Key {
-		v, err := s.db.arg(w.keyVals[k])
+		// As the live job wrote it: canonical (a Postgres ledger gives
+		// jsonb's text, which writes numbers and orders members its own
+		// way).
+		c, err := CanonicalJSON(w.keyVals[k])
 		if err != nil {
-			return fmt.Errorf("ledger entry key: %w", err)
+			return fmt.Errorf("ledger entry key %s: %w", k, err)
+		}
+		v, err := s.db.arg(c)
+		if err != nil {
+			return fmt.Errorf("ledger entry key %s: %w", k, err)
 		}
 		s.args = append(s.args, v)
 	}
@@ -673,7 +680,8 @@ func (d *resultsDB) arg(v []byte) (any, error) {
 }
 
 // value turns a column read by sel into what the SQLite driver would
-// give: Postgres columns are read as JSON text.
+// give: Postgres columns are read as JSON text (jsonb's, written
+// canonically first).
 func (d *resultsDB) value(v any) (any, error) {
 	if !d.pg || v == nil {
 		return v, nil
@@ -682,7 +690,7 @@ func (d *resultsDB) value(v any) (any, error) {
 	if !ok {
 		return nil, fmt.Errorf("unexpected %T", v)
 	}
-	return sqliteio.Value([]byte(s))
+	return sqlValue([]byte(s))
 }
 
 // backfillWindow is one window's backfill.

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/valyala/fastjson"
 
 	"github.com/weirstream/weir/connector/sqliteio"
 	"github.com/weirstream/weir/etime"
@@ -104,11 +103,11 @@ func (s *archiveStore) begin(w *backfillWindow) error {
 	for i, k := range s.p.Spec.Key {
 		// The live job's canonical text (a Postgres ledger gives jsonb's,
 		// which writes numbers and escapes its own way).
-		v, err := fastjson.ParseBytes(w.keyVals[k])
+		c, err := CanonicalJSON(w.keyVals[k])
 		if err != nil {
 			return fmt.Errorf("ledger entry key %s: %w", k, err)
 		}
-		parts[i] = canonical(v)
+		parts[i] = string(c)
 	}
 	s.key = strings.Join(parts, keySep)
 	if !s.open {

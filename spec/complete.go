@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/valyala/fastjson"
 	"github.com/weirstream/weir"
 
 	"github.com/weirstream/weir/clock"
@@ -22,6 +23,7 @@ import (
 	"github.com/weirstream/weir/connector/kafkaio"
 	"github.com/weirstream/weir/connector/sqliteio"
 	"github.com/weirstream/weir/etime"
+	"github.com/weirstream/weir/internal/jsonnum"
 	"github.com/weirstream/weir/window"
 )
 
@@ -41,23 +43,18 @@ func (a *Answer) Windows() int { return len(a.rows) }
 
 // Complete computes the complete answer of a job whose source can be
 // read again (a generator or a file) and whose windows are tumbling or
-// sliding, reading the source from the start.
+// sliding, reading the source from the start. CheckComplete says,
+// without reading anything, whether it can.
 func Complete(p *Plan, dir string) (*Answer, error) {
 	s := p.Spec
-	if p.Time != "event" {
-		return nil, fmt.Errorf("the complete answer is computed for event time; this job uses %s time", p.Time)
-	}
-	if t := s.Window.Type; t != "tumbling" && t != "sliding" {
-		return nil, fmt.Errorf("the complete answer is computed for tumbling and sliding windows, not %s", t)
+	if err := CheckComplete(p, dir); err != nil {
+		return nil, err
 	}
 	never := func() bool { return false }
 	always := func() bool { return true }
 	src, _, err := p.lineSource(RunOptions{Dir: dir}, always, never)
 	if err != nil {
 		return nil, err
-	}
-	if src == nil || s.Source.Type == "stdin" {
-		return nil, fmt.Errorf("the complete answer reads the input again: a %s source cannot be read again here", s.Source.Type)
 	}
 	agg := p.aggregate(false)
 	dec := newDecoder(p, clock.Real{})
@@ -131,12 +128,18 @@ func Complete(p *Plan, dir string) (*Answer, error) {
 	return a, nil
 }
 
-// rowID identifies a results row of the answer: its key values, as
-// canonical values, and its window.
+// rowID identifies a results row of the answer: its key values (the
+// decoder's canonical texts), as the SQLite sink stores them, and its
+// window.
 func rowID(key string, nk int, w window.Window) string {
 	keys := splitKey(key, nk)
 	for i, k := range keys {
-		keys[i] = sqlCanonical([]byte(k))
+		x, err := sqliteio.Value([]byte(k))
+		if err != nil {
+			keys[i] = "invalid " + k
+			continue
+		}
+		keys[i] = valueText(x)
 	}
 	return rowIdentity(keys, strconv.FormatInt(int64(w.Start), 10), strconv.FormatInt(int64(w.End), 10))
 }
@@ -156,19 +159,55 @@ func rowIdentity(keys []string, start, end string) string {
 	return b.String()
 }
 
-// sqlCanonical renders a JSON value as the SQLite sink stores it, so that
-// the answer and a table compare as the table would.
+// sqlCanonical renders a JSON value as the SQLite sink stores it once it
+// is written canonically, so that the answer, a results file and a
+// table compare as the table would.
 func sqlCanonical(v []byte) string {
-	x, err := sqliteio.Value(v)
+	x, err := sqlValue(v)
 	if err != nil {
 		return "invalid " + string(v)
 	}
 	return valueText(x)
 }
 
-// valueText is a value as the SQLite driver gives it, with its type (so
-// that 1 and "1" differ).
-func valueText(v any) string { return fmt.Sprintf("%T:%v", v, v) }
+// sqlValue is the SQLite value of a JSON value written canonically (as
+// the live job writes keys; jsonb writes numbers and orders object
+// members its own way).
+func sqlValue(v []byte) (any, error) {
+	c, err := CanonicalJSON(v)
+	if err != nil {
+		return nil, err
+	}
+	return sqliteio.Value(c)
+}
+
+// CanonicalJSON is a JSON value's text written canonically, as the job
+// writes key values (numbers exactly in one form, object members sorted
+// by name and a repeated member's last value, no spaces), so two texts
+// of one value are equal bytes.
+func CanonicalJSON(v []byte) ([]byte, error) {
+	x, err := fastjson.ParseBytes(v)
+	if err != nil {
+		return nil, err
+	}
+	return appendCanonical(nil, x), nil
+}
+
+// valueText is a value as the SQLite driver gives it, with its type, so
+// that 1 and "1" differ: a number (INTEGER, REAL, or a BLOB of its
+// canonical text) as its canonical text, so that an INTEGER and a REAL
+// of one number are equal, as SQLite compares them.
+func valueText(v any) string {
+	switch x := v.(type) {
+	case int64:
+		return "number:" + strconv.FormatInt(x, 10)
+	case float64:
+		return "number:" + string(jsonnum.AppendCanonical(nil, strconv.AppendFloat(nil, x, 'g', -1, 64)))
+	case []byte:
+		return "number:" + string(x)
+	}
+	return fmt.Sprintf("%T:%v", v, v)
+}
 
 // shown is a row identity or value without its type prefixes (they keep
 // 1 and "1" apart when comparing).
@@ -191,6 +230,37 @@ func shownRow(vals []string, ok bool) string {
 		out[i] = shown(v)
 	}
 	return "[" + strings.Join(out, " ") + "]"
+}
+
+// CheckComplete returns why the complete answer of the job (its spec's
+// directory dir) cannot be computed, or nil if Complete can compute it:
+// event time, tumbling or sliding windows, and a source it can read
+// again from the start (a generator, or a file that is there; not stdin,
+// Kafka or NATS). It reads nothing but the file's metadata, so a caller
+// that writes before it computes the answer (weir backfill --verify)
+// asks first and writes nothing when it cannot.
+func CheckComplete(p *Plan, dir string) error {
+	s := p.Spec
+	if p.Time != "event" {
+		return fmt.Errorf("the complete answer is computed for event time; this job uses %s time", p.Time)
+	}
+	if t := s.Window.Type; t != "tumbling" && t != "sliding" {
+		return fmt.Errorf("the complete answer is computed for tumbling and sliding windows, not %s", t)
+	}
+	switch t := s.Source.Type; t {
+	case "generator":
+		return nil
+	case "file":
+		path := RunOptions{Dir: dir}.path(s.Source.Path)
+		if _, err := os.Stat(path); err != nil {
+			return fmt.Errorf("the complete answer reads the input again, and the source file cannot be read: %w", err)
+		}
+		return nil
+	case "stdin":
+		return errors.New("the complete answer reads every input record again, and a stdin source cannot be read again; save the input to a file and verify with a copy of the spec whose source is {type: file, path: ...}, or leave out --verify")
+	default:
+		return fmt.Errorf("the complete answer reads every input record again, and weir reads it again only from a file or generator source, not a %s source; verify with a copy of the spec whose source is a file holding the same records, or leave out --verify", t)
+	}
 }
 
 // collectLines is a SourceOutput that keeps what a reader emits.

@@ -5,9 +5,11 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/valyala/fastjson"
 
@@ -15,6 +17,7 @@ import (
 	"github.com/weirstream/weir/clock"
 	"github.com/weirstream/weir/connector/fileio"
 	"github.com/weirstream/weir/etime"
+	"github.com/weirstream/weir/internal/jsonnum"
 )
 
 // rec is a decoded record on its way to the window operator.
@@ -209,6 +212,13 @@ func (d *decoder) decodeSlot(l fileio.Line, slot int) (rec, error) {
 		sc = &scratch{keys: map[string]string{}}
 	}
 	defer d.scratch.Put(sc)
+	// A file's lines are checked when they are framed; Kafka and NATS
+	// records, and ledger entries, are checked here: fastjson takes
+	// invalid UTF-8, and canonical text writes every invalid byte as
+	// U+FFFD, which would make distinct keys one.
+	if i, ok := invalidUTF8(l.Text); ok {
+		return rec{}, bad("utf8_invalid", "invalid UTF-8 at byte offset %d of the record", i)
+	}
 	// fastjson's parser is lenient (NaN, 01, raw control characters);
 	// its validator is not.
 	if err := fastjson.ValidateBytes(l.Text); err != nil {
@@ -224,7 +234,7 @@ func (d *decoder) decodeSlot(l fileio.Line, slot int) (rec, error) {
 	}
 	r := rec{raw: l.Text, no: l.No, promised: etime.MinTime}
 	if d.p.Time == "event" {
-		if r.ts, err = d.timestamp(o.Get(d.p.TSField)); err != nil {
+		if r.ts, err = d.timestamp(field(o, d.p.TSField)); err != nil {
 			return rec{}, err
 		}
 		if ch := l.Channel; ch >= 0 && ch < len(d.chMax) && slot >= 0 {
@@ -266,7 +276,7 @@ func (d *decoder) decodeSlot(l fileio.Line, slot int) (rec, error) {
 			r.vals[i].kind = vJSON // count every record
 			continue
 		}
-		f := o.Get(a.Field)
+		f := field(o, a.Field)
 		if f == nil || f.Type() == fastjson.TypeNull {
 			continue
 		}
@@ -295,43 +305,91 @@ func number(f *fastjson.Value) val {
 	return val{kind: vFloat, f: f.GetFloat64()}
 }
 
-// canonical is a value's JSON text with numbers written in one form, so
-// that 1, 1.0 and 1e0 are the same key or distinct value.
+// canonical is a value's JSON text in one form, so that two values have
+// the same text exactly when they are the same JSON value: numbers as
+// jsonnum writes them (1, 1.0 and 1e0 are 1; numbers beyond int64 and
+// float64 keep every digit), strings with one escaping, object members
+// sorted by name, a repeated member's last value (as field reads a
+// record's fields), and arrays and objects without spaces.
 func canonical(v *fastjson.Value) string { return string(appendCanonical(nil, v)) }
 
 func appendCanonical(b []byte, v *fastjson.Value) []byte {
 	switch v.Type() {
 	case fastjson.TypeNumber:
-		n := number(v)
-		if n.kind == vInt {
-			return strconv.AppendInt(b, n.i, 10)
+		if i, err := v.Int64(); err == nil {
+			return strconv.AppendInt(b, i, 10)
 		}
-		raw := v.MarshalTo(b)
-		if isIntLiteral(raw[len(b):]) || math.IsInf(n.f, 0) {
-			// Beyond int64 or float64: the text as written, so that
-			// distinct numbers stay distinct.
-			return raw
-		}
-		if n.f == 0 {
-			return append(b, '0') // -0 is 0
-		}
-		return strconv.AppendFloat(b, n.f, 'g', -1, 64)
+		// The literal, copied off b: the canonical text may be longer.
+		var lit [64]byte
+		return jsonnum.AppendCanonical(b, v.MarshalTo(lit[:0]))
 	case fastjson.TypeString:
 		return weir.AppendJSONString(b, string(v.GetStringBytes()))
+	case fastjson.TypeArray:
+		b = append(b, '[')
+		for i, e := range v.GetArray() {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendCanonical(b, e)
+		}
+		return append(b, ']')
+	case fastjson.TypeObject:
+		o, _ := v.Object()
+		type member struct {
+			name string
+			v    *fastjson.Value
+		}
+		ms := make([]member, 0, o.Len())
+		o.Visit(func(k []byte, v *fastjson.Value) { ms = append(ms, member{string(k), v}) })
+		// Sorted by name, and among members of one name the last.
+		slices.SortStableFunc(ms, func(x, y member) int { return strings.Compare(x.name, y.name) })
+		b = append(b, '{')
+		first := true
+		for i, m := range ms {
+			if i+1 < len(ms) && ms[i+1].name == m.name {
+				continue
+			}
+			if !first {
+				b = append(b, ',')
+			}
+			first = false
+			b = weir.AppendJSONString(b, m.name)
+			b = append(b, ':')
+			b = appendCanonical(b, m.v)
+		}
+		return append(b, '}')
 	}
 	return v.MarshalTo(b)
 }
 
-func isIntLiteral(s []byte) bool {
-	if len(s) > 0 && s[0] == '-' {
-		s = s[1:]
-	}
-	for _, c := range s {
-		if c < '0' || c > '9' {
-			return false
+// field is the record's field name: the last one of that name when the
+// record repeats it, as encoding/json, Jackson (and so Flink's and Kafka
+// Streams' JSON formats) and JSON.parse read it. Keys, timestamps and
+// aggregate inputs are all read through it.
+func field(o *fastjson.Object, name string) *fastjson.Value {
+	var last *fastjson.Value
+	o.Visit(func(k []byte, v *fastjson.Value) {
+		if string(k) == name {
+			last = v
 		}
+	})
+	return last
+}
+
+// invalidUTF8 returns the offset of the first byte of b that is not
+// UTF-8, if there is one.
+func invalidUTF8(b []byte) (int, bool) {
+	if utf8.Valid(b) {
+		return 0, false
 	}
-	return len(s) > 0
+	for i := 0; i < len(b); {
+		r, n := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && n == 1 {
+			return i, true
+		}
+		i += n
+	}
+	return 0, false
 }
 
 func short(v *fastjson.Value) string {
@@ -351,7 +409,7 @@ func (d *decoder) key(o *fastjson.Object, sc *scratch) (string, error) {
 	}
 	b := sc.buf[:0]
 	for i, k := range keys {
-		f := o.Get(k)
+		f := field(o, k)
 		if f == nil || f.Type() == fastjson.TypeNull {
 			return "", bad("key_missing", "key field %q is missing or null", k)
 		}

@@ -39,6 +39,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/weirstream/weir/connector/internal/tablerow"
+	"github.com/weirstream/weir/internal/jsonnum"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
 )
@@ -69,18 +70,26 @@ var (
 // Column is one named value; Value is the value's JSON text (a JSON number,
 // string, true/false, null, array or object).
 //
-// The value is stored as: an integer number (no fraction, no exponent) as
-// INTEGER, or REAL if it does not fit in an int64; any other number as REAL;
-// a string as TEXT holding the decoded string; true/false as INTEGER 1/0;
-// null as NULL; an array or object as TEXT holding its compact JSON (object
-// members keep their order, so {"a":1,"b":2} and {"b":2,"a":1} are different
-// keys). Whitespace around the value is ignored. Invalid JSON, including an
-// empty Value, makes Write fail.
+// The value is stored as: an integer number (no fraction, no exponent) that
+// fits in an int64 as INTEGER; any other number that a float64 holds exactly
+// (its digits are a float64's shortest text, as strconv writes it) as REAL;
+// any other number (an integer beyond int64, a number beyond float64's
+// precision or range) as a BLOB holding its canonical JSON text (see
+// internal/jsonnum: 9223372036854775809.0 is 9223372036854775809, 10e399 is
+// 1e+400); a string as TEXT holding the decoded string; true/false as
+// INTEGER 1/0; null as NULL; an array or object as TEXT holding its compact
+// JSON (object members keep their order, so {"a":1,"b":2} and {"b":2,"a":1}
+// are different keys: weir's spec writes keys canonically, members sorted).
+// Whitespace around the value is ignored. Invalid JSON, including an empty
+// Value, makes Write fail.
 //
-// Keys compare by SQLite value: the string "1" and the number 1 are different
-// keys, the numbers 1 and 1.0 the same key. A key must not be null: SQLite
-// treats NULLs in a primary key as distinct, so a null key could not be
-// upserted idempotently.
+// Keys compare by SQLite value, and no two numbers share one: the string "1"
+// and the number 1 are different keys, the numbers 1 and 1.0 the same key,
+// 9223372036854775808 (REAL) and 9223372036854775809 (BLOB) different keys,
+// as are 1e400 and 1e500, and the BLOB number 9223372036854775809 and the
+// TEXT string "9223372036854775809". A key must not be null: SQLite treats
+// NULLs in a primary key as distinct, so a null key could not be upserted
+// idempotently.
 type Column = tablerow.Column
 
 // Row is one result revision.
@@ -548,8 +557,9 @@ func (s *Sink) closeDB() error {
 func (s *Sink) value(b []byte) (any, error) { return jsonValue(b, &s.buf) }
 
 // Value converts a JSON value to the SQLite value a Sink stores for it:
-// null as NULL, booleans as 1 and 0, numbers as INTEGER or REAL, strings
-// as TEXT, arrays and objects as their compact JSON text. Readers that
+// null as NULL, booleans as 1 and 0, numbers as INTEGER, REAL or (beyond
+// both) a BLOB of their canonical text, strings as TEXT, arrays and
+// objects as their compact JSON text (see Column). Readers that
 // look rows up or write them beside a Sink (a backfill) use it, so that
 // they compare and store exactly as the sink does.
 func Value(b []byte) (any, error) {
@@ -600,13 +610,21 @@ func jsonValue(b []byte, buf *bytes.Buffer) (any, error) {
 				return n, nil
 			}
 		}
-		f, err := strconv.ParseFloat(string(b), 64)
-		if err != nil && !errors.Is(err, strconv.ErrRange) {
-			return nil, invalid(b, err)
+		var lit [64]byte
+		c := jsonnum.AppendCanonical(lit[:0], b)
+		if f, err := strconv.ParseFloat(string(b), 64); err == nil && exactFloat(c, f) {
+			return f, nil
 		}
-		return f, nil // ±Inf beyond the float64 range
+		return bytes.Clone(c), nil // a BLOB: beyond int64 and float64
 	}
 	return nil, invalid(b, nil)
+}
+
+// exactFloat reports whether f is the number whose canonical text is c:
+// whether c is a float64's shortest text, written canonically.
+func exactFloat(c []byte, f float64) bool {
+	var short, fc [64]byte
+	return bytes.Equal(jsonnum.AppendCanonical(fc[:0], strconv.AppendFloat(short[:0], f, 'g', -1, 64)), c)
 }
 
 func invalid(b []byte, err error) error {

@@ -281,9 +281,16 @@ func TestTypeMapping(t *testing.T) {
 		{`-0`, "integer", "int:0"},
 		{`-9223372036854775808`, "integer", "int:-9223372036854775808"},
 		{`9223372036854775807`, "integer", "int:9223372036854775807"},
-		{`9223372036854775808`, "real", "real:9.223372036854776e+18"},
-		{`-9223372036854775809`, "real", "real:-9.223372036854776e+18"},
+		{`9223372036854775808`, "blob", `blob:"9223372036854775808"`},
+		{`-9223372036854775809`, "blob", `blob:"-9223372036854775809"`},
+		{`9223372036854775809.0`, "blob", `blob:"9223372036854775809"`},
+		{`9223372036854776000`, "real", "real:9.223372036854776e+18"},
 		{`100000000000000000000`, "real", "real:1e+20"},
+		{`1e400`, "blob", `blob:"1e+400"`},
+		{`-10E399`, "blob", `blob:"-1e+400"`},
+		{`1e-400`, "blob", `blob:"1e-400"`},
+		{`0.1000000000000000001`, "blob", `blob:"0.1000000000000000001"`},
+		{`0.1`, "real", "real:0.1"},
 		{`1.5`, "real", "real:1.5"},
 		{`1.0`, "real", "real:1"},
 		{`-2e3`, "real", "real:-2000"},
@@ -334,6 +341,31 @@ func TestKeyTypes(t *testing.T) {
 	// 1.0 compare equal); "1", [1], {"a":1} and 1.5 are distinct.
 	got := query(t, path, "SELECT typeof(k), k, v FROM results ORDER BY v")
 	want := `[[text:"text" text:"1" int:1] [text:"integer" int:1 int:3] [text:"text" text:"[1]" int:4] [text:"text" text:"{\"a\":1}" int:5] [text:"real" real:1.5 int:6]]`
+	if fmt.Sprint(got) != want {
+		t.Fatalf("got  %v\nwant %s", got, want)
+	}
+}
+
+// TestBigNumberKeys writes keys that neither an int64 nor a float64 tells
+// apart: each keeps its own row and value, an upsert of another spelling
+// of one of them replaces that row only, and the string of the same
+// digits is another key.
+func TestBigNumberKeys(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "keys.db")
+	s := mustOpen(t, path, []string{"k"}, []string{"v"}, Options{})
+	keys := []string{`9223372036854775808`, `9223372036854775809`, `1e400`, `1e500`, `"9223372036854775809"`, `0.1`, `0.1000000000000000001`}
+	for i, k := range keys {
+		mustWrite(t, s, row([]string{"k", k}, 0, 1, "on_time", 0, 1, "v", strconv.Itoa(i)))
+	}
+	// Pane 1 of two of them, spelled otherwise.
+	mustWrite(t, s, row([]string{"k", `9223372036854775809.000`}, 0, 1, "late", 1, 1, "v", "11"))
+	mustWrite(t, s, row([]string{"k", `10e399`}, 0, 1, "late", 1, 1, "v", "12"))
+	mustClose(t, s)
+	got := query(t, path, "SELECT typeof(k), k, pane, v FROM results ORDER BY v")
+	want := `[[text:"blob" blob:"9223372036854775808" int:0 int:0] [text:"blob" blob:"1e+500" int:0 int:3] ` +
+		`[text:"text" text:"9223372036854775809" int:0 int:4] [text:"real" real:0.1 int:0 int:5] ` +
+		`[text:"blob" blob:"0.1000000000000000001" int:0 int:6] [text:"blob" blob:"9223372036854775809" int:1 int:11] ` +
+		`[text:"blob" blob:"1e+400" int:1 int:12]]`
 	if fmt.Sprint(got) != want {
 		t.Fatalf("got  %v\nwant %s", got, want)
 	}

@@ -1,0 +1,41 @@
+package cli
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/weirstream/weir/internal/ledger"
+)
+
+// TestKeyFilterCanonical: --key (weir ledger ls, weir backfill) compares
+// key values canonically, as the job does: another spelling of a number,
+// an object's members in another order, and a Postgres ledger's jsonb
+// text (numbers in full, members in its own order) find the entry.
+func TestKeyFilterCanonical(t *testing.T) {
+	jsonbBig := "1" + strings.Repeat("0", 400) // 1e400 as jsonb writes it
+	for _, c := range []struct {
+		flag, key string
+		match     bool
+	}{
+		{"k=1.0", `{"k":1}`, true},
+		{"k=10e399", `{"k":1e+400}`, true},
+		{"k=1e400", `{"k": ` + jsonbBig + `}`, true},
+		{"k=1e500", `{"k": ` + jsonbBig + `}`, false},
+		{"k=9223372036854775809", `{"k":9223372036854775808}`, false},
+		{"k=9223372036854775809.0", `{"k":9223372036854775809}`, true},
+		{`k={"b":1,"aa":2}`, `{"k":{"aa":2,"b":1}}`, true},
+		{`k={"aa":2,"b":1}`, `{"k": {"b": 1, "aa": 2}}`, true},
+		{`k={"aa":2,"b":3}`, `{"k": {"b": 1, "aa": 2}}`, false},
+		{"k=u17", `{"k":"u17"}`, true},
+		{"k=17", `{"k":"17"}`, false},
+	} {
+		f, err := lsFilter(c.flag, "", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := f(ledger.Entry{Key: json.RawMessage(c.key)}); got != c.match {
+			t.Errorf("--key %s on key %.60s: match %v, want %v", c.flag, c.key, got, c.match)
+		}
+	}
+}

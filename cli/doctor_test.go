@@ -100,7 +100,7 @@ doctor: {hold: 1s}
 		}
 	}
 	for _, want := range []string{"the job: no watermark yet", "D5 warning source[0] partition 2: an idle or empty input holds window's watermark",
-		"chain window[0] source[0] ← source[0] partition 2", "fix: set watermark.idle_timeout (now not set)"} {
+		"chain window[0] source[0] ← source[0] partition 2", "fix: set watermark.idle_timeout (now 1m)"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("doctor output lacks %q:\n%s", want, out)
 		}

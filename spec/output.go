@@ -26,16 +26,26 @@ type output struct {
 
 	mu sync.Mutex // guards the applied state below (items come from many subtasks)
 	c  outCounters
+	// warned holds the aggregates and overflow kinds warned about.
+	warned map[string]bool
+	// width is how many values a result carries (aggFunc.width).
+	width int
 }
 
 // outCounters are the output's exact counts, part of each checkpoint.
 type outCounters struct {
-	Results     int64            `json:"results"`
-	Late        int64            `json:"late"`
-	Partial     int64            `json:"partial"`
-	Controls    int64            `json:"controls"`
-	Regressions int64            `json:"regressions"`
-	Dead        map[string]int64 `json:"dead"`
+	Results     int64 `json:"results"`
+	Late        int64 `json:"late"`
+	Partial     int64 `json:"partial"`
+	Controls    int64 `json:"controls"`
+	Regressions int64 `json:"regressions"`
+	// DecimalOverflow counts results with a decimal sum or avg that went
+	// beyond 38 digits and fell back to float64, one per result and
+	// aggregate; FloatOverflow those with a float sum beyond float64,
+	// which they write as null.
+	DecimalOverflow int64            `json:"decimal_overflow,omitempty"`
+	FloatOverflow   int64            `json:"float_overflow,omitempty"`
+	Dead            map[string]int64 `json:"dead"`
 	// Offsets are the committed lengths of the sink files, by sink name.
 	Offsets map[string]int64 `json:"offsets"`
 	// Ledgers are the committed positions of ledger sinks, by sink name.
@@ -119,7 +129,7 @@ func (j *Job) position(r rec) (kafka bool, pos int64) {
 }
 
 func newOutput(j *Job, checkpoints, deterministic bool) *output {
-	o := &output{j: j}
+	o := &output{j: j, width: j.plan.aggregate(j.plan.keepsAccs()).width()}
 	o.c.Dead = map[string]int64{}
 	o.c.Watermark = etime.MinTime
 	if checkpoints {
@@ -147,6 +157,9 @@ func (o *output) apply(it *item) {
 	case itemResult:
 		if err = j.results.write(it.res); err == nil {
 			o.c.Results++
+			if it.res.Firing != window.Retract {
+				o.noteOverflows(it.res.Value)
+			}
 			o.c.noteWatermark(it.res.Watermark)
 			if j.archive != nil && it.res.Firing != window.Retract {
 				r := &it.res
@@ -177,6 +190,35 @@ func (o *output) apply(it *item) {
 		o.c.Regressions++
 	}
 	j.check(err)
+}
+
+// noteOverflows counts the sums of a result that overflowed (see
+// aggFunc.Result) and warns once per aggregate and kind; o.mu is held.
+func (o *output) noteOverflows(v []byte) {
+	p := o.j.plan
+	ov := resultOverflows(v, o.width)
+	for i, c := range ov {
+		if i >= len(p.Spec.Aggregate) || c == overNone {
+			continue
+		}
+		what := "decimal_overflow: a decimal sum went beyond 38 digits; it is a float64 from here on (declare type: float to have float sums from the start)"
+		if c == overInfinite {
+			o.c.FloatOverflow++
+			what = "float_overflow: a float sum went beyond float64 (±1.8e308) and is written as null"
+		} else {
+			o.c.DecimalOverflow++
+		}
+		a := p.Spec.Aggregate[i]
+		if k := a.Name + string(c); !o.warned[k] {
+			if o.warned == nil {
+				o.warned = map[string]bool{}
+			}
+			o.warned[k] = true
+			if o.j.warn != nil {
+				o.j.warn(fmt.Sprintf("aggregate %q (%s of %s): %s; counted in the summary, warned once", a.Name, a.Fn, a.Field, what))
+			}
+		}
+	}
 }
 
 // preCommit applies the items checkpoint id covers, makes the files

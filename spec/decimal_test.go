@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"encoding/hex"
 	"fmt"
 	"math/big"
 	"math/rand/v2"
@@ -370,4 +371,90 @@ func TestSumOverflow(t *testing.T) {
 			t.Errorf("type %q, %v: summary %s, warnings %q", c.typ, c.amounts, sum.JSON(), warnings)
 		}
 	}
+}
+
+// TestOldCheckpointAccumulators: accumulators that a checkpoint of weir
+// before decimals holds (encoded by it: a float sum of 0.1, 0.2 and 7,
+// an int sum of 3 and 4) restore as they were, and go on: the float sum
+// as a float, the int sum as an int; a decimal accumulator survives the
+// encoding exactly.
+func TestOldCheckpointAccumulators(t *testing.T) {
+	p, err := Parse([]byte(decimalJob))
+	if err != nil {
+		t.Fatal(err)
+	}
+	agg := p.aggregate(false)
+	dec := newDecoder(p, clock.Real{})
+	add := func(ac *acc, amount string) {
+		r, err := dec.decode(fileio.Line{Kind: fileio.Data, No: 9, Text: []byte(`{"k":"a","ts":1767225600000,"amount":` + amount + `}`)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		agg.Add(ac, r)
+	}
+	for _, c := range []struct{ old, was, amount, now string }{
+		{"040600b3e6cc99b3e6cc8e408002000000000000000600b3e6cc99b3e6cc8e4080020000000000000006000002009ab3e6cc99b3e6dc3f0000000000060000010e000000000000",
+			"7.3 2.433333333333333 0.1 7", "1", "8.3 2.075 0.1 7"},
+		{"04040e000000000000000000040e00000000000000000004000001060000000000000400000108000000000000",
+			"7 3.5 3 4", "5", "12 4 3 5"},
+	} {
+		b, err := hex.DecodeString(c.old)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ac := new(acc)
+		if err := ac.UnmarshalBinary(b); err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Join(splitResult(agg.Result(ac), 4), " "); got != c.was {
+			t.Errorf("restored %s, want %s", got, c.was)
+		}
+		add(ac, c.amount)
+		if got := strings.Join(splitResult(agg.Result(ac), 4), " "); got != c.now {
+			t.Errorf("restored, then %s: %s, want %s", c.amount, got, c.now)
+		}
+	}
+	ac := agg.CreateAccumulator()
+	for _, a := range []string{"12345678901234567890123456.789", "-0.001", "1.10", "7"} {
+		add(ac, a)
+	}
+	b, err := ac.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	back := new(acc)
+	if err := back.UnmarshalBinary(b); err != nil {
+		t.Fatal(err)
+	}
+	want := "12345678901234567890123464.888 3086419725308641972530866.222000 -0.001 12345678901234567890123456.789"
+	if got := strings.Join(splitResult(agg.Result(back), 4), " "); got != want {
+		t.Errorf("decimals through a checkpoint: %s, want %s", got, want)
+	}
+}
+
+// FuzzParseDec: parseDec never panics, agrees with math/big on the value
+// of every number it accepts, and its text reads back as the same value
+// at the same scale.
+func FuzzParseDec(f *testing.F) {
+	for _, s := range []string{"0", "-0.00", "1.10", "1e3", "1.5E-2", "99999999999999999999999999999999999999", "0." + strings.Repeat("0", 37) + "1", "1e-400", "-12.5e+1"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		d, ok := parseDec([]byte(s))
+		if !ok {
+			return
+		}
+		want, okBig := new(big.Rat).SetString(s)
+		if !okBig {
+			t.Fatalf("parseDec accepts %q, math/big does not", s)
+		}
+		if d.big().Cmp(want) != 0 {
+			t.Fatalf("parseDec(%q) = %s", s, appendDec(nil, d))
+		}
+		text := appendDec(nil, d)
+		back, ok := parseDec(text)
+		if !ok || back != d {
+			t.Fatalf("%q prints %s, which reads back as %v %v", s, text, back, ok)
+		}
+	})
 }

@@ -29,6 +29,26 @@ aggregate:
   - {name: biggest, fn: max, field: amount}
 `
 
+// decimalAgg returns decimalJob's aggregate function and a function that
+// decodes an order of key a with that amount (JSON text) and line number
+// no.
+func decimalAgg(t testing.TB) (aggFunc, func(no int64, amount string) rec) {
+	t.Helper()
+	p, err := Parse([]byte(decimalJob))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec := newDecoder(p, clock.Real{})
+	return p.aggregate(false), func(no int64, amount string) rec {
+		t.Helper()
+		r, err := dec.decode(fileio.Line{Kind: fileio.Data, No: no, Text: []byte(`{"k":"a","ts":1767225600000,"amount":` + amount + `}`)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+}
+
 // randDecimal is a random JSON number: an integer (a fifth of them, some
 // beyond int64) or a decimal with 1 to 6 fraction digits (trailing zeros
 // kept, as written), of up to 24 digits, and its exact value.
@@ -58,12 +78,7 @@ func randDecimal(r *rand.Rand) (string, *big.Rat) {
 // rounded half up to max(6, that scale) digits, min and max with the
 // most fraction digits among equal values.
 func TestDecimalSumsAgainstBig(t *testing.T) {
-	p, err := Parse([]byte(decimalJob))
-	if err != nil {
-		t.Fatal(err)
-	}
-	agg := p.aggregate(false)
-	dec := newDecoder(p, clock.Real{})
+	agg, order := decimalAgg(t)
 	r := rand.New(rand.NewPCG(17, 4))
 	for round := range 300 {
 		n := 1 + r.IntN(60)
@@ -100,10 +115,7 @@ func TestDecimalSumsAgainstBig(t *testing.T) {
 		}
 		recs := make([]rec, n)
 		for i, s := range texts {
-			l := fileio.Line{Kind: fileio.Data, No: int64(i + 1), Text: fmt.Appendf(nil, `{"k":"a","ts":1767225600000,"amount":%s}`, s)}
-			if recs[i], err = dec.decode(l); err != nil {
-				t.Fatal(err)
-			}
+			recs[i] = order(int64(i+1), s)
 		}
 		var first []string
 		for order := range 4 {
@@ -379,19 +391,8 @@ func TestSumOverflow(t *testing.T) {
 // as a float, the int sum as an int; a decimal accumulator survives the
 // encoding exactly.
 func TestOldCheckpointAccumulators(t *testing.T) {
-	p, err := Parse([]byte(decimalJob))
-	if err != nil {
-		t.Fatal(err)
-	}
-	agg := p.aggregate(false)
-	dec := newDecoder(p, clock.Real{})
-	add := func(ac *acc, amount string) {
-		r, err := dec.decode(fileio.Line{Kind: fileio.Data, No: 9, Text: []byte(`{"k":"a","ts":1767225600000,"amount":` + amount + `}`)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		agg.Add(ac, r)
-	}
+	agg, order := decimalAgg(t)
+	add := func(ac *acc, amount string) { agg.Add(ac, order(9, amount)) }
 	for _, c := range []struct{ old, was, amount, now string }{
 		{"040600b3e6cc99b3e6cc8e408002000000000000000600b3e6cc99b3e6cc8e4080020000000000000006000002009ab3e6cc99b3e6dc3f0000000000060000010e000000000000",
 			"7.3 2.433333333333333 0.1 7", "1", "8.3 2.075 0.1 7"},

@@ -651,6 +651,9 @@ func (c *compiler) aggregates() {
 			}
 			c.add(path+".type", fmt.Sprintf("unknown value %q", a.Type), fix)
 		}
+		if a.Type == "decimal" {
+			s.Aggregate[i].Type = "" // the default: one spec hash with or without it
+		}
 	}
 }
 

@@ -459,3 +459,18 @@ func FuzzParseDec(f *testing.F) {
 		}
 	})
 }
+
+// TestDecimalTypeHash: type: decimal is the default, so a spec that says
+// it has the hash (which ledger entries carry) of one that does not.
+func TestDecimalTypeHash(t *testing.T) {
+	hash := func(typ string) string {
+		p, err := Parse([]byte(fmt.Sprintf(sumJob, typ, "", "")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return specHash(p)
+	}
+	if a, b, c := hash(""), hash(", type: decimal"), hash(", type: float"); a != b || a == c {
+		t.Fatalf("spec hashes: default %s, decimal %s, float %s", a, b, c)
+	}
+}

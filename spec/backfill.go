@@ -89,6 +89,11 @@ type BackfillReport struct {
 	RefusedReason string `json:"refused_reason,omitempty"`
 	// Windows revised (or, with DryRun, that would be).
 	Windows int `json:"windows_revised"`
+	// DecimalOverflow and FloatOverflow count the sums and averages of
+	// revised windows that went beyond 38 digits (float64 from there) or
+	// beyond float64 (written as null), as the live job's summary does.
+	DecimalOverflow int `json:"decimal_overflow,omitempty"`
+	FloatOverflow   int `json:"float_overflow,omitempty"`
 	// Cut says how far the ledger was read, Watermark the live job's
 	// checkpointed watermark (etime.MaxTime: the job ended).
 	Cut       string     `json:"cut"`
@@ -740,7 +745,16 @@ func (w *backfillWindow) apply(st windowStore, entries []decodedEntry) error {
 	w.rep.Applied += applied
 	w.rep.Windows++
 	n := w.agg.width()
-	result := splitResult(w.agg.Result(ac), n)
+	value := w.agg.Result(ac)
+	for _, c := range resultOverflows(value, n) {
+		switch c {
+		case overDecimal:
+			w.rep.DecimalOverflow++
+		case overInfinite:
+			w.rep.FloatOverflow++
+		}
+	}
+	result := splitResult(value, n)
 	if w.o.Out != nil {
 		fmt.Fprintf(w.o.Out, "window %s [%d,%d): %d entries, pane %d -> %d: %s\n", w.key, w.start, w.end, applied, pane, pane+1, strings.Join(result[:len(w.agg.fns)], " "))
 	}

@@ -474,3 +474,39 @@ func TestDecimalTypeHash(t *testing.T) {
 		t.Fatalf("spec hashes: default %s, decimal %s, float %s", a, b, c)
 	}
 }
+
+// TestBackfillOverflow: a backfill that folds a late amount into a
+// decimal sum of 38 digits (kept exactly by the archive) counts the
+// fallback to float64 in its report.
+func TestBackfillOverflow(t *testing.T) {
+	job := `
+name: bfover
+source: {type: file, path: in.jsonl}
+watermark: {max_out_of_orderness: 1s}
+window: {type: tumbling, size: 1m}
+aggregate: [{name: total, fn: sum, field: amount}]
+sinks:
+  results: {type: jsonl, path: results.jsonl}
+  late: {type: ledger, dir: ledger}
+archive: {dir: archive, horizon: 30d}
+`
+	in := `{"ts":1767225600000,"amount":` + strings.Repeat("9", 38) + `}
+{"ts":1767225700000,"amount":1}
+{"ts":1767225600001,"amount":1}
+`
+	dir, sum := runSpec(t, job, map[string]string{"in.jsonl": in}, RunOptions{Deterministic: true})
+	if sum.Get("late_side_output") != 1 || sum.Get("decimal_overflow") != 0 {
+		t.Fatalf("live run: %s", sum.JSON())
+	}
+	p, err := Parse([]byte(job))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Backfill(p, BackfillOptions{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Windows != 1 || rep.DecimalOverflow != 1 || rep.FloatOverflow != 0 {
+		t.Fatalf("report %+v", rep)
+	}
+}

@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"context"
 	"encoding/hex"
 	"fmt"
 	"math/big"
@@ -201,8 +202,8 @@ func articleOrders(seed uint64, n int) []string {
 // TestBackfillFractionalAmounts is the articles' case: orders with
 // amounts of two decimals, live with late ones in the ledger, then a
 // backfill; the results equal the complete answer (weir backfill
-// --verify), for SQLite results and for jsonl results with an archive,
-// whose sums are compared digit for digit. In float64 the live sum plus
+// --verify), for SQLite and Postgres results and for jsonl results with
+// an archive, whose sums are compared digit for digit. In float64 the live sum plus
 // the late amounts differs from the sum in file order (16452.050000000003
 // against 16452.05). The same orders in another arrival order give the
 // same text.
@@ -224,8 +225,17 @@ sinks:
   results: %s
   late: {type: ledger, dir: ledger}
 `
-	for _, results := range []string{"sqlite, path: results.db", "jsonl, path: results.jsonl"} {
+	for _, results := range []string{"sqlite, path: results.db", "jsonl, path: results.jsonl", "postgres"} {
 		t.Run(strings.TrimSuffix(strings.Fields(results)[0], ","), func(t *testing.T) {
+			if results == "postgres" {
+				url, conn := pgURL(t)
+				table := fmt.Sprintf("weir_dec_%d", rand.Uint32())
+				t.Cleanup(func() {
+					_, _ = conn.Exec(context.Background(), `DROP TABLE IF EXISTS `+table)
+					_, _ = conn.Exec(context.Background(), `DROP TABLE IF EXISTS `+table+`_backfill_applied`)
+				})
+				results = "postgres, url: '" + url + "', table: " + table
+			}
 			yaml := fmt.Sprintf(job, "{type: "+results+"}")
 			if strings.HasPrefix(results, "jsonl") {
 				yaml += "archive: {dir: archive, horizon: 30d}\n"

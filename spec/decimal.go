@@ -251,6 +251,10 @@ func parseDec(t []byte) (dec, bool) {
 			if digits++; digits > maxDecDigits {
 				return dec{}, false
 			}
+			if digits <= 19 { // fits a uint64: the common case, no 128-bit step
+				lo = lo*10 + uint64(c-'0')
+				continue
+			}
 			var ok bool
 			if hi, lo, ok = mulPow10(hi, lo, 1); !ok {
 				return dec{}, false

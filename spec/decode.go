@@ -320,8 +320,27 @@ func number(f *fastjson.Value) val {
 // It reads the number's text once, without fastjson's Int64, whose error
 // for a number with a fraction allocates.
 func decNumber(f *fastjson.Value, sc *scratch) val {
-	sc.num = f.MarshalTo(sc.num[:0]) // a number's text as written
-	d, ok := parseDec(sc.num)
+	t := f.MarshalTo(sc.num[:0]) // a number's text as written
+	sc.num = t
+	if n := len(t); n > 0 && n <= 18 { // an integer of up to 17 digits: int64 at once
+		i, neg := 0, t[0] == '-'
+		if neg {
+			i = 1
+		}
+		x, ok := int64(0), i < n
+		for ; i < n && ok; i++ {
+			c := t[i]
+			ok = c >= '0' && c <= '9'
+			x = x*10 + int64(c-'0')
+		}
+		if ok {
+			if neg {
+				x = -x
+			}
+			return val{kind: vInt, i: x}
+		}
+	}
+	d, ok := parseDec(t)
 	switch {
 	case !ok:
 		return val{kind: vFloat, f: f.GetFloat64()}

@@ -1,7 +1,6 @@
 package spec
 
 import (
-	"context"
 	"encoding/hex"
 	"fmt"
 	"math/big"
@@ -129,15 +128,7 @@ func TestDecimalSumsAgainstBig(t *testing.T) {
 				for _, rc := range recs[i : i+k] {
 					agg.Add(ac, rc)
 				}
-				b, err := ac.MarshalBinary()
-				if err != nil {
-					t.Fatal(err)
-				}
-				back := new(acc)
-				if err := back.UnmarshalBinary(b); err != nil {
-					t.Fatal(err)
-				}
-				parts = append(parts, back)
+				parts = append(parts, throughCheckpoint(t, ac))
 				i += k
 			}
 			for len(parts) > 1 {
@@ -155,6 +146,21 @@ func TestDecimalSumsAgainstBig(t *testing.T) {
 			}
 		}
 	}
+}
+
+// throughCheckpoint returns ac encoded as a checkpoint holds it and
+// decoded again.
+func throughCheckpoint(t *testing.T, ac *acc) *acc {
+	t.Helper()
+	b, err := ac.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	back := new(acc)
+	if err := back.UnmarshalBinary(b); err != nil {
+		t.Fatal(err)
+	}
+	return back
 }
 
 func orZero(x *big.Rat) *big.Rat {
@@ -228,12 +234,7 @@ sinks:
 	for _, results := range []string{"sqlite, path: results.db", "jsonl, path: results.jsonl", "postgres"} {
 		t.Run(strings.TrimSuffix(strings.Fields(results)[0], ","), func(t *testing.T) {
 			if results == "postgres" {
-				url, conn := pgURL(t)
-				table := fmt.Sprintf("weir_dec_%d", rand.Uint32())
-				t.Cleanup(func() {
-					_, _ = conn.Exec(context.Background(), `DROP TABLE IF EXISTS `+table)
-					_, _ = conn.Exec(context.Background(), `DROP TABLE IF EXISTS `+table+`_backfill_applied`)
-				})
+				url, table, _ := pgResultsTable(t, "weir_dec")
 				results = "postgres, url: '" + url + "', table: " + table
 			}
 			yaml := fmt.Sprintf(job, "{type: "+results+"}")
@@ -429,14 +430,7 @@ func TestOldCheckpointAccumulators(t *testing.T) {
 	for _, a := range []string{"12345678901234567890123456.789", "-0.001", "1.10", "7"} {
 		add(ac, a)
 	}
-	b, err := ac.MarshalBinary()
-	if err != nil {
-		t.Fatal(err)
-	}
-	back := new(acc)
-	if err := back.UnmarshalBinary(b); err != nil {
-		t.Fatal(err)
-	}
+	back := throughCheckpoint(t, ac)
 	want := "12345678901234567890123464.888 3086419725308641972530866.222000 -0.001 12345678901234567890123456.789"
 	if got := strings.Join(splitResult(agg.Result(back), 4), " "); got != want {
 		t.Errorf("decimals through a checkpoint: %s, want %s", got, want)

@@ -112,6 +112,9 @@ func backfillCmd(args []string, o IO) int {
 		fmt.Fprintf(o.Stdout, "%d entries refused: the ledger wrote them under another spec (key, window, aggregates or timestamps changed; this one is %s); if their meaning is unchanged, run again with --accept-spec and their hash (weir ledger ls shows it)\n", rep.SpecMismatch, rep.SpecHash)
 		code = ExitFailed
 	}
+	if n := rep.DecimalOverflow + rep.FloatOverflow; n > 0 {
+		fmt.Fprintf(o.Stdout, "warning: %d sums or averages of revised windows overflowed: %d went beyond 38 digits and were computed in float64 from there (decimal_overflow), %d beyond float64 and were written as null (float_overflow)\n", n, rep.DecimalOverflow, rep.FloatOverflow)
+	}
 	if rep.Refused > 0 {
 		fmt.Fprintf(o.Stdout, "%d entries refused: %s\n", rep.Refused, rep.RefusedReason)
 		code = ExitFailed

@@ -327,6 +327,12 @@ func printSummary(w io.Writer, p *spec.Plan, s spec.Summary, elapsed time.Durati
 	}
 	fmt.Fprintf(w, "  dead letters: %s\n", dl)
 	fmt.Fprintf(w, "  results: %d lines (%d retractions); open windows at the end: %d\n", g("results"), g("retractions"), g("open_windows"))
+	if n := g("decimal_overflow"); n > 0 {
+		fmt.Fprintf(w, "  warning: %d sums or averages in results went beyond 38 digits and were computed in float64 from there (decimal_overflow)\n", n)
+	}
+	if n := g("float_overflow"); n > 0 {
+		fmt.Fprintf(w, "  warning: %d sums or averages in results went beyond float64 and were written as null (float_overflow)\n", n)
+	}
 	if n := g("timestamp_regressions"); n > 0 {
 		fmt.Fprintf(w, "  warning: %d records jumped back more than 1h in event time within their channel (upstream clock?)\n", n)
 	}

@@ -21,14 +21,20 @@ import (
 type acc struct{ s []slot }
 
 // slot is one aggregate's state. Which fields are used depends on the
-// function: n counts values; i/f/isF is an int64 or float sum (count, sum,
-// avg); v is min, max, first or last, with ts and no (line number) for
-// first and last; list and set serve collect and count_distinct.
+// function: n counts values; the sum of sum and avg is i (int64) until it
+// meets a fraction or overflows int64, then d (isD, an exact decimal),
+// or f (isF, float64: an aggregate of type float, or a decimal sum beyond
+// 38 digits, which sets over); v is min, max, first or last, with ts and
+// no (line number) for first and last; list and set serve collect and
+// count_distinct.
 type slot struct {
 	n    int64
 	i    int64
+	d    dec
 	f    float64
 	isF  bool
+	isD  bool
+	over bool // a decimal sum fell back to float64 (decimal_overflow)
 	v    val
 	ts   etime.Time
 	no   int64
@@ -46,10 +52,17 @@ type collected struct {
 // aggregates as JSON values, each followed by a 0 byte. With withAcc the
 // result has one value more, the accumulators (see appendAccs), for the
 // accColumn of SQL results.
+//
+// float says, per aggregate, that it was declared type: float (its sums
+// are float64 from the start); nil when none is.
 type aggFunc struct {
 	fns     []string
+	float   []bool
 	withAcc bool
 }
+
+// isFloat reports whether aggregate i keeps float64 sums.
+func (a aggFunc) isFloat(i int) bool { return i < len(a.float) && a.float[i] }
 
 // width is how many values a result of a carries: one per aggregate,
 // and the accumulators' text if it keeps them.
@@ -86,7 +99,18 @@ func (p *Plan) aggFns() []string {
 
 // aggregate is the job's aggregate function; withAcc as the live job's
 // results have it (keepsAccs).
-func (p *Plan) aggregate(withAcc bool) aggFunc { return aggFunc{fns: p.aggFns(), withAcc: withAcc} }
+func (p *Plan) aggregate(withAcc bool) aggFunc {
+	a := aggFunc{fns: p.aggFns(), withAcc: withAcc}
+	for i, ag := range p.Spec.Aggregate {
+		if ag.Type == "float" {
+			if a.float == nil {
+				a.float = make([]bool, len(p.Spec.Aggregate))
+			}
+			a.float[i] = true
+		}
+	}
+	return a
+}
 
 // ownAcc reports whether an aggregate's published value is its whole
 // accumulator.
@@ -149,20 +173,22 @@ func (a aggFunc) Add(ac *acc, r rec) *acc {
 		if v.kind == vNone {
 			continue
 		}
-		addVal(fn, s, v, r.ts, r.no)
+		addVal(fn, s, v, r.ts, r.no, a.isFloat(i))
 	}
 	return ac
 }
 
-func addVal(fn string, s *slot, v val, ts etime.Time, no int64) {
+func addVal(fn string, s *slot, v val, ts etime.Time, no int64, float bool) {
 	switch fn {
 	case "count":
 		s.n++
 	case "sum", "avg":
 		s.n++
-		addNumber(s, v)
+		addNumber(s, v, float)
 	case "min", "max":
-		if s.n == 0 || (fn == "min") == less(v, s.v) && !equal(v, s.v) {
+		if s.n == 0 {
+			s.v = v
+		} else if c := cmpVal(v, s.v); fn == "min" && c < 0 || fn == "max" && c > 0 || c == 0 && moreDigits(v, s.v) {
 			s.v = v
 		}
 		s.n++
@@ -187,44 +213,82 @@ func addVal(fn string, s *slot, v val, ts etime.Time, no int64) {
 	}
 }
 
-// addNumber adds v to a sum that stays int64 until it overflows or meets a
-// float.
-func addNumber(s *slot, v val) {
-	if !s.isF && v.kind == vInt {
+// addNumber adds v to a sum. The sum stays int64 while its inputs are
+// integers and it fits; then it is an exact decimal (a dec); a float
+// input, or a decimal sum beyond 38 digits, makes it float64. float is the
+// aggregate's type: float (an int64 overflow goes to float64 there, as a
+// float sum needs no decimal; its float inputs are no overflow).
+func addNumber(s *slot, v val, float bool) {
+	switch {
+	case s.isF:
+		s.f += asFloat(v)
+	case s.isD:
+		if v.kind != vFloat {
+			if d, ok := addDec(s.d, v.dec()); ok {
+				s.d = d
+				return
+			}
+		}
+		s.isD, s.isF, s.over, s.f = false, true, true, s.d.float()+asFloat(v)
+	case v.kind == vInt:
 		r := s.i + v.i
 		if (s.i >= 0) == (v.i >= 0) && (r >= 0) != (s.i >= 0) { // overflow
-			s.isF, s.f = true, float64(s.i)+float64(v.i)
+			if float {
+				s.isF, s.f = true, float64(s.i)+float64(v.i)
+			} else {
+				s.isD = true
+				s.d, _ = addDec(decFromInt(s.i), decFromInt(v.i)) // below 2^64: fits
+			}
 			return
 		}
 		s.i = r
-		return
+	case v.kind == vDec:
+		s.isD, s.d = true, decFromInt(s.i)
+		addNumber(s, v, float)
+	default: // vFloat
+		s.isF, s.f, s.over = true, float64(s.i)+v.f, s.over || !float
 	}
-	if !s.isF {
-		s.isF, s.f = true, float64(s.i)
+}
+
+// mergeNumber adds the sum of q to s's (both of one aggregate).
+func mergeNumber(s, q *slot, float bool) {
+	switch {
+	case q.isF:
+		addNumber(s, val{kind: vFloat, f: q.f}, true)
+		s.over = s.over || q.over
+	case q.isD:
+		addNumber(s, decVal(q.d), float)
+	default:
+		addNumber(s, val{kind: vInt, i: q.i}, float)
 	}
-	s.f += asFloat(v)
 }
 
 func asFloat(v val) float64 {
-	if v.kind == vInt {
+	switch v.kind {
+	case vInt:
 		return float64(v.i)
+	case vDec:
+		return v.dec().float()
 	}
 	return v.f
 }
 
-func less(a, b val) bool {
-	if a.kind == vInt && b.kind == vInt {
-		return a.i < b.i
+// cmpVal compares two numbers: exactly when both are integers or
+// decimals (1.10 equals 1.1), as float64 when either is a float.
+func cmpVal(a, b val) int {
+	switch {
+	case a.kind == vInt && b.kind == vInt:
+		return cmp.Compare(a.i, b.i)
+	case a.kind == vFloat || b.kind == vFloat:
+		return cmp.Compare(asFloat(a), asFloat(b))
 	}
-	return asFloat(a) < asFloat(b)
+	return cmpDec(a.dec(), b.dec())
 }
 
-func equal(a, b val) bool {
-	if a.kind == vInt && b.kind == vInt {
-		return a.i == b.i
-	}
-	return asFloat(a) == asFloat(b)
-}
+// moreDigits breaks a tie of min or max between equal values so that the
+// result does not depend on the order of the input: the one written with
+// more fraction digits (1.10 over 1.1) is kept.
+func moreDigits(a, b val) bool { return a.kind == vDec && (b.kind != vDec || a.scale > b.scale) }
 
 func (a aggFunc) Merge(x, y *acc) *acc {
 	out := a.CreateAccumulator()
@@ -238,11 +302,7 @@ func (a aggFunc) Merge(x, y *acc) *acc {
 			s.list, s.set = nil, nil
 			if q.n > 0 {
 				s.n += q.n
-				if q.isF {
-					addNumber(s, val{kind: vFloat, f: q.f})
-				} else {
-					addNumber(s, val{kind: vInt, i: q.i})
-				}
+				mergeNumber(s, q, a.isFloat(i))
 			}
 		case "min", "max", "first", "last":
 			*s = *p
@@ -251,7 +311,7 @@ func (a aggFunc) Merge(x, y *acc) *acc {
 				if n == 0 {
 					*s = *q
 				} else {
-					addVal(fn, s, q.v, q.ts, q.no)
+					addVal(fn, s, q.v, q.ts, q.no, a.isFloat(i))
 					s.n = n + q.n
 				}
 			}
@@ -292,7 +352,15 @@ func (a aggFunc) collectInInputOrder(ac *acc) {
 
 // Result renders each aggregate as JSON followed by a 0 byte. Empty
 // aggregates (no non-null input) are null, except count (0) and
-// count_distinct (0).
+// count_distinct (0). A decimal sum has the largest scale of its inputs
+// (0.10 + 0.2 is 0.30), a decimal avg is rounded half up to max(6, that
+// scale) digits; a float sum that overflowed to ±Inf (or NaN) is null.
+//
+// When a sum or avg fell back to float64 or overflowed float64, the
+// result has one segment more after its values (width of them), which
+// splitResult and the sinks do not read: overflowMark, then a byte per
+// aggregate (see appendOverflows), then a 0 byte. The output counts it
+// (resultOverflows).
 func (a aggFunc) Result(ac *acc) []byte {
 	var b []byte
 	for i, fn := range a.fns {
@@ -313,16 +381,18 @@ func (a aggFunc) Result(ac *acc) []byte {
 			b = append(b, ']')
 		case s.n == 0:
 			b = append(b, "null"...)
+		case fn == "sum" && s.isD:
+			b = appendDec(b, s.d)
+		case fn == "sum" && s.isF:
+			b = appendFloat(b, s.f)
 		case fn == "sum":
-			if s.isF {
-				b = appendFloat(b, s.f)
-			} else {
-				b = strconv.AppendInt(b, s.i, 10)
-			}
+			b = strconv.AppendInt(b, s.i, 10)
+		case fn == "avg" && s.isD:
+			b = appendAvg(b, s.d, s.n)
 		case fn == "avg":
 			sum := s.f
 			if !s.isF {
-				sum = float64(s.i)
+				sum = float64(s.i) // integers: a float64 average, as before decimals
 			}
 			b = appendFloat(b, sum/float64(s.n))
 		case fn == "min", fn == "max":
@@ -336,12 +406,72 @@ func (a aggFunc) Result(ac *acc) []byte {
 		b = weir.AppendJSONString(b, string(a.appendAccs(nil, ac)))
 		b = append(b, 0)
 	}
+	return a.appendOverflows(b, ac)
+}
+
+// overflowMark starts the segment of a result that says which of its
+// sums overflowed (Result).
+const overflowMark = 1
+
+// The bytes of the overflow segment, one per aggregate.
+const (
+	overNone     = '.' // exact, or an aggregate without a sum
+	overDecimal  = 'd' // a decimal sum beyond 38 digits: a float64 now
+	overInfinite = 'i' // a float sum beyond float64: written as null
+)
+
+// appendOverflows appends the overflow segment if a sum or avg of ac
+// overflowed (see Result).
+func (a aggFunc) appendOverflows(b []byte, ac *acc) []byte {
+	start := -1
+	for i, fn := range a.fns {
+		s := &ac.s[i]
+		c := byte(overNone)
+		switch {
+		case fn != "sum" && fn != "avg" || s.n == 0:
+		case s.isF && !isFinite(s.f):
+			c = overInfinite
+		case s.over:
+			c = overDecimal
+		}
+		if c != overNone && start < 0 {
+			start = len(b)
+			b = append(b, overflowMark)
+			for range i {
+				b = append(b, overNone)
+			}
+		}
+		if start >= 0 {
+			b = append(b, c)
+		}
+	}
+	if start >= 0 {
+		b = append(b, 0)
+	}
 	return b
+}
+
+// resultOverflows returns the overflow segment of a result of width
+// values (one byte per aggregate), or nil when nothing overflowed.
+func resultOverflows(v []byte, width int) []byte {
+	for range width {
+		n := slices.Index(v, 0)
+		if n < 0 {
+			return nil
+		}
+		v = v[n+1:]
+	}
+	if len(v) < 2 || v[0] != overflowMark {
+		return nil
+	}
+	return v[1 : len(v)-1]
 }
 
 // appendAccs renders the accumulators as a JSON array, one element per
 // aggregate: null for count, sum, min and max (their value is their
-// accumulator) and for an aggregate without input; [sum, n] for avg;
+// accumulator) and for an aggregate without input; [sum, n] for avg (an
+// exact decimal sum as its text; a float sum of a decimal aggregate, one
+// that overflowed, as a quoted string);
 // [value, ts, no] for first and last; [[no, value], ...] for collect; the
 // sorted distinct values for count_distinct. The results row stores it as
 // a JSON string, so that a store that rewrites JSON (Postgres jsonb)
@@ -380,9 +510,16 @@ func (a aggFunc) appendAccs(b []byte, ac *acc) []byte {
 			b = append(b, "null"...)
 		case fn == "avg":
 			b = append(b, '[')
-			if s.isF {
+			switch {
+			case s.isD:
+				b = appendDec(b, s.d)
+			case s.isF && !a.isFloat(i):
+				// Quoted: a decimal sum that fell back to float64
+				// stays one when it is read back.
+				b = strconv.AppendQuote(b, strconv.FormatFloat(s.f, 'g', -1, 64))
+			case s.isF:
 				b = appendAccFloat(b, s.f)
-			} else {
+			default:
 				b = strconv.AppendInt(b, s.i, 10)
 			}
 			b = append(b, ',')
@@ -429,13 +566,7 @@ func (a aggFunc) seedAccs(ac *acc, text string) error {
 			var x [2]json.RawMessage
 			if err = json.Unmarshal(p, &x); err == nil {
 				if err = json.Unmarshal(x[1], &s.n); err == nil {
-					sum := strings.Trim(string(x[0]), `"`) // "+Inf" and the like are quoted
-					if i, ierr := strconv.ParseInt(sum, 10, 64); ierr == nil {
-						s.i = i
-					} else {
-						s.isF = true
-						s.f, err = strconv.ParseFloat(sum, 64)
-					}
+					err = a.seedSum(s, i, string(x[0]))
 				}
 			}
 		case "first", "last":
@@ -477,8 +608,31 @@ func (a aggFunc) seedAccs(ac *acc, text string) error {
 	return nil
 }
 
+// seedSum sets the sum of slot s of aggregate i from its text in an
+// accumulator (appendAccs): an integer, a decimal, or a float; quoted (a
+// float of a decimal aggregate, "+Inf" and the like), it is a float.
+// Texts of weir before decimals wrote float sums unquoted: a decimal
+// aggregate reads them as the decimal they print.
+func (a aggFunc) seedSum(s *slot, i int, text string) error {
+	sum, quoted := strings.CutPrefix(text, `"`)
+	if quoted {
+		sum = strings.TrimSuffix(sum, `"`)
+	} else if n, err := strconv.ParseInt(sum, 10, 64); err == nil {
+		s.i = n
+		return nil
+	} else if d, ok := parseDec([]byte(sum)); ok && !a.isFloat(i) {
+		s.isD, s.d = true, d
+		return nil
+	}
+	f, err := strconv.ParseFloat(sum, 64)
+	s.isF, s.f, s.over = true, f, !a.isFloat(i)
+	return err
+}
+
 func appendVal(b []byte, v val) []byte {
 	switch v.kind {
+	case vDec:
+		return appendDec(b, v.dec())
 	case vInt:
 		return strconv.AppendInt(b, v.i, 10)
 	case vFloat:
@@ -513,6 +667,12 @@ func (a *acc) AppendBinary(dst []byte) ([]byte, error) {
 		if s.isF {
 			flags |= 1 << 8
 		}
+		if s.isD {
+			flags |= 1 << 9
+		}
+		if s.over {
+			flags |= 1 << 10
+		}
 		w.Uint(flags)
 		w.Int(s.v.i)
 		w.Uint(math.Float64bits(s.v.f))
@@ -530,6 +690,16 @@ func (a *acc) AppendBinary(dst []byte) ([]byte, error) {
 			for _, k := range slices.Sorted(maps.Keys(s.set)) {
 				w.Bytes([]byte(k))
 			}
+		}
+		// Decimals, after what checkpoints before them held.
+		if s.isD {
+			w.Int(s.d.hi)
+			w.Uint(s.d.lo)
+			w.Uint(uint64(s.d.scale))
+		}
+		if s.v.kind == vDec {
+			w.Int(s.v.hi)
+			w.Uint(uint64(s.v.scale))
 		}
 	}
 	return w.Buf, nil
@@ -551,6 +721,8 @@ func (a *acc) UnmarshalBinary(b []byte) error {
 		flags := r.Uint()
 		s.v.kind = uint8(flags)
 		s.isF = flags&(1<<8) != 0
+		s.isD = flags&(1<<9) != 0
+		s.over = flags&(1<<10) != 0
 		s.v.i = r.Int()
 		s.v.f = math.Float64frombits(r.Uint())
 		s.v.raw = string(r.Bytes())
@@ -568,6 +740,15 @@ func (a *acc) UnmarshalBinary(b []byte) error {
 			for range k {
 				s.set[string(r.Bytes())] = struct{}{}
 			}
+		}
+		if s.isD {
+			s.d.hi = r.Int()
+			s.d.lo = r.Uint()
+			s.d.scale = uint8(min(r.Uint(), maxDecDigits))
+		}
+		if s.v.kind == vDec {
+			s.v.hi = r.Int()
+			s.v.scale = uint8(min(r.Uint(), maxDecDigits))
 		}
 	}
 	return r.Err

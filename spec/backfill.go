@@ -89,6 +89,11 @@ type BackfillReport struct {
 	RefusedReason string `json:"refused_reason,omitempty"`
 	// Windows revised (or, with DryRun, that would be).
 	Windows int `json:"windows_revised"`
+	// DecimalOverflow and FloatOverflow count the sums and averages of
+	// revised windows that went beyond 38 digits (float64 from there) or
+	// beyond float64 (written as null), as the live job's summary does.
+	DecimalOverflow int `json:"decimal_overflow,omitempty"`
+	FloatOverflow   int `json:"float_overflow,omitempty"`
 	// Cut says how far the ledger was read, Watermark the live job's
 	// checkpointed watermark (etime.MaxTime: the job ended).
 	Cut       string     `json:"cut"`
@@ -387,6 +392,10 @@ func (s *sqlStore) load(w *backfillWindow) (*acc, int64, error) {
 		return nil, 0, err
 	}
 	for i := range vals {
+		if t, ok := vals[i].(string); ok && s.db.pg && isNumberText(t) {
+			vals[i] = numText(t) // jsonb keeps a number's digits
+			continue
+		}
 		v, err := s.db.value(vals[i])
 		if err != nil {
 			return nil, 0, fmt.Errorf("column %d: %w", i+1, err)
@@ -744,7 +753,16 @@ func (w *backfillWindow) apply(st windowStore, entries []decodedEntry) error {
 	w.rep.Applied += applied
 	w.rep.Windows++
 	n := w.agg.width()
-	result := splitResult(w.agg.Result(ac), n)
+	value := w.agg.Result(ac)
+	for _, c := range resultOverflows(value, n) {
+		switch c {
+		case overDecimal:
+			w.rep.DecimalOverflow++
+		case overInfinite:
+			w.rep.FloatOverflow++
+		}
+	}
+	result := splitResult(value, n)
 	if w.o.Out != nil {
 		fmt.Fprintf(w.o.Out, "window %s [%d,%d): %d entries, pane %d -> %d: %s\n", w.key, w.start, w.end, applied, pane, pane+1, strings.Join(result[:len(w.agg.fns)], " "))
 	}
@@ -761,7 +779,7 @@ func (w *backfillWindow) apply(st windowStore, entries []decodedEntry) error {
 func (a aggFunc) seed(vals []any) (*acc, error) {
 	ac := a.CreateAccumulator()
 	for i, fn := range a.fns {
-		seedSlot(fn, &ac.s[i], vals[i])
+		seedSlot(fn, &ac.s[i], vals[i], a.isFloat(i))
 	}
 	if a.withAcc {
 		text, ok := vals[len(a.fns)].(string)
@@ -800,9 +818,10 @@ func entryNo(id string) int64 {
 	return n
 }
 
-// seedSlot sets count, sum, min or max from its stored value.
-func seedSlot(fn string, s *slot, v any) {
-	x, ok := numberVal(v)
+// seedSlot sets count, sum, min or max from its stored value; float is
+// the aggregate's type: float.
+func seedSlot(fn string, s *slot, v any, float bool) {
+	x, ok := numberVal(v, float)
 	switch fn {
 	case "count":
 		if ok {
@@ -814,10 +833,13 @@ func seedSlot(fn string, s *slot, v any) {
 		}
 		s.n = 1
 		if fn == "sum" {
-			if x.kind == vInt {
+			switch x.kind {
+			case vInt:
 				s.i = x.i
-			} else {
-				s.isF, s.f = true, x.f
+			case vDec:
+				s.isD, s.d = true, x.dec()
+			default:
+				s.isF, s.f, s.over = true, x.f, !float
 			}
 		} else {
 			s.v = x
@@ -825,15 +847,47 @@ func seedSlot(fn string, s *slot, v any) {
 	}
 }
 
-func numberVal(v any) (val, bool) {
+// numText is a stored JSON number as its text, for a store that keeps
+// the text (the archive, Postgres jsonb), so that a decimal comes back
+// exactly.
+type numText string
+
+// numberVal turns a stored count, sum, min or max into a val: a float64
+// (SQLite's REAL) of a decimal aggregate is the decimal it prints, the
+// shortest that reads back as it (exact for the 15 digits REAL keeps),
+// with at least one fraction digit: the sink stored a number with a
+// fraction as REAL (100.00 as 100), and what is folded into it must stay
+// REAL, not become an INTEGER.
+func numberVal(v any, float bool) (val, bool) {
 	switch x := v.(type) {
 	case int64:
 		return val{kind: vInt, i: x}, true
 	case float64:
+		if !float && isFinite(x) {
+			var buf [32]byte
+			if d, ok := parseDec(strconv.AppendFloat(buf[:0], x, 'g', -1, 64)); ok {
+				if d1, ok := d.rescale(max(d.scale, 1)); ok {
+					return decVal(d1), true
+				}
+			}
+		}
 		return val{kind: vFloat, f: x}, true
+	case numText:
+		if i, err := strconv.ParseInt(string(x), 10, 64); err == nil {
+			return val{kind: vInt, i: i}, true
+		}
+		if d, ok := parseDec([]byte(x)); ok && !float {
+			return decVal(d), true
+		}
+		if f, err := strconv.ParseFloat(string(x), 64); err == nil || errors.Is(err, strconv.ErrRange) {
+			return val{kind: vFloat, f: f}, true
+		}
 	}
 	return val{}, false
 }
+
+// isNumberText reports whether a stored JSON value is a number.
+func isNumberText(v string) bool { return v != "" && (v[0] == '-' || v[0] >= '0' && v[0] <= '9') }
 
 // splitResult splits aggFunc.Result into its JSON values.
 func splitResult(b []byte, n int) []string {

@@ -136,6 +136,10 @@ func (s *archiveStore) load(w *backfillWindow) (*acc, int64, error) {
 	}
 	vals := make([]any, n)
 	for i, v := range parts {
+		if isNumberText(v) {
+			vals[i] = numText(v) // exact: the archive keeps the text
+			continue
+		}
 		if vals[i], err = sqliteio.Value([]byte(v)); err != nil {
 			return nil, 0, err
 		}

@@ -109,15 +109,22 @@ func TestBackfillOracle(t *testing.T) {
 	}
 }
 
+// pgResultsTable names a fresh Postgres results table (prefix and a
+// random number) that the test drops, with its applied table, at its end.
+func pgResultsTable(t *testing.T, prefix string) (url, table string, conn *pgx.Conn) {
+	url, conn = pgURL(t)
+	table = fmt.Sprintf("%s_%d", prefix, rand.Uint32())
+	t.Cleanup(func() {
+		_, _ = conn.Exec(context.Background(), `DROP TABLE IF EXISTS `+table)
+		_, _ = conn.Exec(context.Background(), `DROP TABLE IF EXISTS `+table+`_backfill_applied`)
+	})
+	return url, table, conn
+}
+
 func testBackfillOracle(t *testing.T, job, store string) {
 	dump := func(dir string) string { return dumpTable(t, filepath.Join(dir, "results.db")) }
 	if store == "postgres" {
-		url, conn := pgURL(t)
-		table := fmt.Sprintf("weir_bf_%d", rand.Uint32())
-		t.Cleanup(func() {
-			_, _ = conn.Exec(context.Background(), `DROP TABLE IF EXISTS `+table)
-			_, _ = conn.Exec(context.Background(), `DROP TABLE IF EXISTS `+table+`_backfill_applied`)
-		})
+		url, table, conn := pgResultsTable(t, "weir_bf")
 		job = strings.Replace(job, "{type: sqlite, path: results.db}", "{type: postgres, url: '"+url+"', table: "+table+"}", 1)
 		dump = func(string) string { return dumpPG(t, conn, table) }
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/valyala/fastjson"
 
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/clock"
 	"github.com/weirstream/weir/connector/fileio"
 	"github.com/weirstream/weir/connector/genio"
 	"github.com/weirstream/weir/etime"
@@ -298,4 +299,41 @@ func benchKeys() int {
 		fmt.Sscan(s, &keys)
 	}
 	return keys
+}
+
+// BenchmarkAggregateAdd decodes an order and adds it to an accumulator of
+// sum, avg, min and max of its amount: integer amounts (the int64 fast
+// path) and amounts of two decimals (exact decimals; float64 before
+// them). Neither allocates per record.
+//
+//	go test -run x -bench AggregateAdd -benchmem ./spec/
+func BenchmarkAggregateAdd(b *testing.B) {
+	p, err := Parse([]byte(decimalJob))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, amounts := range []struct{ name, format string }{{"int", "%d"}, {"decimal", "%d.%02d"}} {
+		b.Run(amounts.name, func(b *testing.B) {
+			dec := newDecoder(p, clock.Real{})
+			agg := p.aggregate(false)
+			lines := make([][]byte, 1024)
+			for i := range lines {
+				args := []any{i * 37 % 100_000}
+				if amounts.name == "decimal" {
+					args = append(args, i%100)
+				}
+				lines[i] = fmt.Appendf(nil, `{"k":"a","ts":1767225600000,"amount":`+amounts.format+`}`, args...)
+			}
+			ac := agg.CreateAccumulator()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := range b.N {
+				r, err := dec.decode(fileio.Line{Kind: fileio.Data, No: int64(i), Text: lines[i%len(lines)]})
+				if err != nil {
+					b.Fatal(err)
+				}
+				agg.Add(ac, r)
+			}
+		})
+	}
 }

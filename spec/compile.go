@@ -654,6 +654,20 @@ func (c *compiler) aggregates() {
 		if a.Field == "" && fn != "count" && fn != "" {
 			c.add(path+".field", "missing", fn+" needs the record field it aggregates, such as amount")
 		}
+		switch numeric := fn == "sum" || fn == "avg" || fn == "min" || fn == "max"; {
+		case a.Type == "":
+		case !numeric && fn != "":
+			c.add(path+".type", fn+" takes no type", "remove type: it is for sum, avg, min and max (decimal or float)")
+		case a.Type != "decimal" && a.Type != "float":
+			fix := "use decimal (exact, the default) or float (float64)"
+			if s := suggest(a.Type, []string{"decimal", "float"}); strings.HasPrefix(s, "did you mean") {
+				fix = s + " (" + fix + ")"
+			}
+			c.add(path+".type", fmt.Sprintf("unknown value %q", a.Type), fix)
+		}
+		if a.Type == "decimal" {
+			s.Aggregate[i].Type = "" // the default: one spec hash with or without it
+		}
 	}
 }
 

@@ -121,7 +121,7 @@ func Complete(p *Plan, dir string) (*Answer, error) {
 		agg.collectInInputOrder(ac)
 		vals := splitResult(agg.Result(ac), len(agg.fns))
 		for i, v := range vals {
-			vals[i] = sqlCanonical([]byte(v))
+			vals[i] = p.valueCanonical([]byte(v))
 		}
 		a.rows[id] = vals
 	}
@@ -157,6 +157,20 @@ func rowIdentity(keys []string, start, end string) string {
 	b.WriteByte(',')
 	b.WriteString(end)
 	return b.String()
+}
+
+// valueCanonical renders an aggregate's JSON value as the job's results
+// keep it, for comparing: as sqlCanonical for SQL tables (a REAL keeps
+// 15 digits), and a number with a fraction or beyond int64 as its exact
+// text for jsonl and Kafka results, which keep the text (a decimal sum
+// is then compared digit for digit).
+func (p *Plan) valueCanonical(v []byte) string {
+	if r := p.Spec.Sinks.Results; r != nil && (r.Type == "jsonl" || r.Type == "kafka") && isNumberText(string(v)) {
+		if _, err := strconv.ParseInt(string(v), 10, 64); err != nil {
+			return "number:" + string(v)
+		}
+	}
+	return sqlCanonical(v)
 }
 
 // sqlCanonical renders a JSON value as the SQLite sink stores it once it
@@ -382,7 +396,7 @@ func (f *resultFold) add(line []byte) error {
 	}
 	row := make([]string, len(s.Aggregate))
 	for i, ag := range s.Aggregate {
-		row[i] = sqlCanonical(m[ag.Name])
+		row[i] = f.p.valueCanonical(m[ag.Name])
 	}
 	f.got[k], f.panes[k] = row, pane
 	return nil

@@ -47,18 +47,32 @@ const keySep = "\x00"
 
 // val is one aggregate input.
 type val struct {
-	kind uint8 // vNone, vInt, vFloat or vJSON
-	i    int64
-	f    float64
-	raw  string // vJSON: canonical JSON text
+	kind  uint8 // vNone, vInt, vFloat, vJSON or vDec
+	scale uint8 // vDec: the dec's scale
+	i     int64 // vInt; vDec: the low 64 bits of the dec's mantissa
+	hi    int64 // vDec: the high 64 bits of the dec's mantissa
+	f     float64
+	raw   string // vJSON: canonical JSON text
 }
 
+// The kinds are numbered as checkpoints store them.
 const (
 	vNone uint8 = iota // missing or null: aggregates skip it
 	vInt
 	vFloat
 	vJSON
+	vDec // a JSON number with a fraction or beyond int64, exactly
 )
+
+// dec returns a vDec's decimal (an int's, at scale 0, for vInt).
+func (v val) dec() dec {
+	if v.kind == vInt {
+		return decFromInt(v.i)
+	}
+	return dec{hi: v.hi, lo: uint64(v.i), scale: v.scale}
+}
+
+func decVal(d dec) val { return val{kind: vDec, scale: d.scale, i: int64(d.lo), hi: d.hi} }
 
 // minValidTS is 2000-01-01T00:00:00Z: earlier timestamps are refused when
 // checks are on (R2).
@@ -142,6 +156,7 @@ func (d *decoder) control(ch int) {
 type scratch struct {
 	p    fastjson.Parser
 	buf  []byte
+	num  []byte // a number's text (decNumber)
 	slab []val
 	keys map[string]string
 }
@@ -160,7 +175,8 @@ type need uint8
 const (
 	needNothing need = iota // count without a field
 	needPresent             // count with a field: present and not null
-	needNumber              // sum, min, max, avg
+	needNumber              // sum, min, max, avg: exact decimals
+	needFloat               // sum, min, max, avg of type float: float64
 	needJSON                // first, last, collect, count_distinct
 )
 
@@ -179,6 +195,9 @@ func newDecoder(p *Plan, clk clock.Clock) *decoder {
 			}
 		case "sum", "min", "max", "avg":
 			n = needNumber
+			if a.Type == "float" {
+				n = needFloat
+			}
 		}
 		d.needs = append(d.needs, n)
 	}
@@ -283,11 +302,16 @@ func (d *decoder) decodeSlot(l fileio.Line, slot int) (rec, error) {
 		switch n {
 		case needPresent:
 			r.vals[i].kind = vJSON
-		case needNumber:
+		case needNumber, needFloat:
 			if f.Type() != fastjson.TypeNumber {
 				return rec{}, bad("value_not_number", "field %q of %s needs a number, got %s", a.Field, a.Fn, short(f))
 			}
-			if r.vals[i] = number(f); r.vals[i].kind == vFloat && (math.IsInf(r.vals[i].f, 0) || math.IsNaN(r.vals[i].f)) {
+			if n == needNumber {
+				r.vals[i] = decNumber(f, sc)
+			} else {
+				r.vals[i] = number(f)
+			}
+			if r.vals[i].kind == vFloat && (math.IsInf(r.vals[i].f, 0) || math.IsNaN(r.vals[i].f)) {
 				return rec{}, bad("value_out_of_range", "field %q of %s is %s, beyond float64", a.Field, a.Fn, short(f))
 			}
 		case needJSON:
@@ -303,6 +327,44 @@ func number(f *fastjson.Value) val {
 		return val{kind: vInt, i: i}
 	}
 	return val{kind: vFloat, f: f.GetFloat64()}
+}
+
+// decNumber converts a JSON number for an exact aggregate: int64 while it
+// is an integer that fits, else a dec, else (more than 38 digits, or a
+// scale above 38) a float64, which the aggregate counts as a
+// decimal_overflow.
+//
+// It reads the number's text once, without fastjson's Int64, whose error
+// for a number with a fraction allocates.
+func decNumber(f *fastjson.Value, sc *scratch) val {
+	t := f.MarshalTo(sc.num[:0]) // a number's text as written
+	sc.num = t
+	if n := len(t); n > 0 && n <= 18 { // an integer of up to 17 digits: int64 at once
+		i, neg := 0, t[0] == '-'
+		if neg {
+			i = 1
+		}
+		x, ok := int64(0), i < n
+		for ; i < n && ok; i++ {
+			c := t[i]
+			ok = c >= '0' && c <= '9'
+			x = x*10 + int64(c-'0')
+		}
+		if ok {
+			if neg {
+				x = -x
+			}
+			return val{kind: vInt, i: x}
+		}
+	}
+	d, ok := parseDec(t)
+	switch {
+	case !ok:
+		return val{kind: vFloat, f: f.GetFloat64()}
+	case d.scale == 0 && d.hi == int64(d.lo)>>63: // fits int64
+		return val{kind: vInt, i: int64(d.lo)}
+	}
+	return decVal(d)
 }
 
 // canonical is a value's JSON text in one form, so that two values have

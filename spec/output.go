@@ -31,10 +31,15 @@ type output struct {
 	// observers never take it: they read pub.
 	mu sync.Mutex
 	c  outCounters
+	// warned holds the aggregates and overflow kinds warned about.
+	warned map[string]bool
+	// width is how many values a result carries (aggFunc.width).
+	width int
 	// pub is what observers read without waiting for a sink: c's counts
-	// (Results, Late, Partial, Controls, Regressions, Dead) are written
-	// with both mu and pub held, so either lock reads them; call is the
-	// sink call in progress (mu serializes them: there is one at most).
+	// (Results, Late, Partial, Controls, Regressions, Dead, DecimalOverflow,
+	// FloatOverflow) are written with both mu and pub held, so either lock
+	// reads them; call is the sink call in progress (mu serializes them:
+	// there is one at most).
 	pub struct {
 		sync.Mutex
 		call SinkCall
@@ -52,12 +57,18 @@ type SinkCall struct {
 
 // outCounters are the output's exact counts, part of each checkpoint.
 type outCounters struct {
-	Results     int64            `json:"results"`
-	Late        int64            `json:"late"`
-	Partial     int64            `json:"partial"`
-	Controls    int64            `json:"controls"`
-	Regressions int64            `json:"regressions"`
-	Dead        map[string]int64 `json:"dead"`
+	Results     int64 `json:"results"`
+	Late        int64 `json:"late"`
+	Partial     int64 `json:"partial"`
+	Controls    int64 `json:"controls"`
+	Regressions int64 `json:"regressions"`
+	// DecimalOverflow counts results with a decimal sum or avg that went
+	// beyond 38 digits and fell back to float64, one per result and
+	// aggregate; FloatOverflow those with a float sum beyond float64,
+	// which they write as null.
+	DecimalOverflow int64            `json:"decimal_overflow,omitempty"`
+	FloatOverflow   int64            `json:"float_overflow,omitempty"`
+	Dead            map[string]int64 `json:"dead"`
 	// Offsets are the committed lengths of the sink files, by sink name.
 	Offsets map[string]int64 `json:"offsets"`
 	// Ledgers are the committed positions of ledger sinks, by sink name.
@@ -141,7 +152,7 @@ func (j *Job) position(r rec) (kafka bool, pos int64) {
 }
 
 func newOutput(j *Job, checkpoints, deterministic bool) *output {
-	o := &output{j: j}
+	o := &output{j: j, width: j.plan.aggregate(j.plan.keepsAccs()).width()}
 	o.c.Dead = map[string]int64{}
 	o.c.Watermark = etime.MinTime
 	if checkpoints {
@@ -195,6 +206,9 @@ func (o *output) apply(it *item) {
 		err = j.results.write(it.res)
 		counted(&o.c.Results)
 		if err == nil {
+			if it.res.Firing != window.Retract {
+				o.noteOverflows(it.res.Value)
+			}
 			o.c.noteWatermark(it.res.Watermark)
 			if j.archive != nil && it.res.Firing != window.Retract {
 				r := &it.res
@@ -235,6 +249,37 @@ func (o *output) apply(it *item) {
 		o.done(&o.c.Regressions)
 	}
 	j.check(err)
+}
+
+// noteOverflows counts the sums of a result that overflowed (see
+// aggFunc.Result) and warns once per aggregate and kind; o.mu is held.
+func (o *output) noteOverflows(v []byte) {
+	p := o.j.plan
+	ov := resultOverflows(v, o.width)
+	for i, c := range ov {
+		if i >= len(p.Spec.Aggregate) || c == overNone {
+			continue
+		}
+		what := "decimal_overflow: a decimal sum went beyond 38 digits; it is a float64 from here on (declare type: float to have float sums from the start)"
+		o.pub.Lock()
+		if c == overInfinite {
+			o.c.FloatOverflow++
+			what = "float_overflow: a float sum went beyond float64 (±1.8e308) and is written as null"
+		} else {
+			o.c.DecimalOverflow++
+		}
+		o.pub.Unlock()
+		a := p.Spec.Aggregate[i]
+		if k := a.Name + string(c); !o.warned[k] {
+			if o.warned == nil {
+				o.warned = map[string]bool{}
+			}
+			o.warned[k] = true
+			if o.j.warn != nil {
+				o.j.warn(fmt.Sprintf("aggregate %q (%s of %s): %s; counted in the summary, warned once", a.Name, a.Fn, a.Field, what))
+			}
+		}
+	}
 }
 
 // preCommit applies the items checkpoint id covers, makes the files
@@ -344,7 +389,7 @@ func (o *output) counters() outCounters {
 	o.pub.Lock()
 	defer o.pub.Unlock()
 	return outCounters{Results: o.c.Results, Late: o.c.Late, Partial: o.c.Partial, Controls: o.c.Controls,
-		Regressions: o.c.Regressions, Dead: maps.Clone(o.c.Dead)}
+		Regressions: o.c.Regressions, Dead: maps.Clone(o.c.Dead), DecimalOverflow: o.c.DecimalOverflow, FloatOverflow: o.c.FloatOverflow}
 }
 
 // call returns the sink call in progress. Safe for concurrent use.

@@ -109,6 +109,8 @@ type Job struct {
 	ck    *checkpoints // nil without checkpoints
 	// sinkNames are the open sinks, set once they are open (SinkCalls).
 	sinkNames []string
+	// warn is RunOptions.Warn (nil: no warnings).
+	warn func(msg string)
 
 	mu struct {
 		sync.Mutex
@@ -186,6 +188,7 @@ func Open(plan *Plan, o RunOptions) (*Job, error) {
 		return nil, errors.Join(err, ck.close(), j.cleanup())
 	}
 	j.out = newOutput(j, ck != nil, o.Deterministic)
+	j.warn = o.Warn
 	j.dec.note = func(ch int, k itemKind) { j.out.add(weir.Subtask{Stage: sourceStage, Index: ch}, item{kind: k}) }
 	if o.Warn != nil {
 		j.dec.warn = func(where string, from, to etime.Time) {
@@ -706,6 +709,14 @@ func (j *Job) summary(rep weir.Report, open int64) Summary {
 	add("open_windows", open)
 	add("control_lines", oc.Controls)
 	add("timestamp_regressions", oc.Regressions)
+	// Only when they happened, so that summaries of jobs without them
+	// read as they did before decimals.
+	if oc.DecimalOverflow > 0 {
+		add("decimal_overflow", oc.DecimalOverflow)
+	}
+	if oc.FloatOverflow > 0 {
+		add("float_overflow", oc.FloatOverflow)
+	}
 	for _, r := range slices.Sorted(maps.Keys(oc.Dead)) {
 		add("dead_letter_"+r, oc.Dead[r])
 	}

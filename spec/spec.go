@@ -331,6 +331,11 @@ type Aggregate struct {
 	Fn string `yaml:"fn"`
 	// Field is the input field; count without a field counts records.
 	Field string `yaml:"field"`
+	// Type is how sum, avg, min and max read numbers: decimal (the
+	// default: exact, 38 significant digits, as SQL's DECIMAL(38, s)) or
+	// float (float64 arithmetic, as sums of fractions were before decimals). Empty means decimal; it is
+	// left out of the spec hash then, so that older ledgers still match.
+	Type string `yaml:"type" json:",omitempty"`
 }
 
 // Sinks says where each output goes.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/etime"
@@ -26,6 +27,13 @@ type output struct {
 
 	mu sync.Mutex // guards the applied state below (items come from many subtasks)
 	c  outCounters
+	// flushing: items applied now are covered by a checkpoint being
+	// committed (preCommit), or are the end of a run that did not fail
+	// (finish), so a Postgres sink may commit them in batches as they
+	// come (flushDue) instead of in one transaction.
+	flushing bool
+	// seen is what liveCounters last read (its copy is never written).
+	seen atomic.Pointer[outCounters]
 }
 
 // outCounters are the output's exact counts, part of each checkpoint.
@@ -124,8 +132,25 @@ func newOutput(j *Job, checkpoints, deterministic bool) *output {
 	o.c.Watermark = etime.MinTime
 	if checkpoints {
 		o.epochs = newEpochs[item](deterministic)
+		limit := int64(DefaultMaxBuffered)
+		if c := j.plan.Spec.Checkpoint; c != nil && c.MaxBuffered > 0 {
+			limit = int64(c.MaxBuffered)
+		}
+		// Past the bound with no commit under way, a checkpoint now
+		// lets the next add wait for its commit instead of growing.
+		o.epochs.setLimit(limit, func() { j.env.RequestCheckpoint() })
 	}
 	return o
+}
+
+// buffered returns the output items held for checkpoints not yet
+// committed, now and at the most (0 without checkpoints: items are
+// written as they come).
+func (o *output) buffered() (now, peak int64) {
+	if o.epochs == nil {
+		return 0, 0
+	}
+	return o.epochs.held()
 }
 
 // add applies it now, or buffers it in subtask s's epoch.
@@ -184,6 +209,10 @@ func (o *output) apply(it *item) {
 func (o *output) preCommit(id int64, write func(name string, data []byte) error) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	o.epochs.beginCommit()
+	defer o.epochs.endCommit()
+	o.flushing = true
+	defer func() { o.flushing = false }()
 	o.epochs.take(id, o.apply)
 	if err := o.sync(); err != nil {
 		return err
@@ -208,6 +237,7 @@ func (o *output) finish() {
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	o.flushing = !o.j.execFailed && !o.j.failed.Load()
 	o.epochs.rest(o.apply)
 }
 
@@ -266,10 +296,32 @@ func (o *output) restore(b []byte) error {
 func (o *output) counters() outCounters {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	return o.copyLocked()
+}
+
+// copyLocked copies the counters; o.mu is held.
+func (o *output) copyLocked() outCounters {
 	c := o.c
 	c.Dead = make(map[string]int64, len(o.c.Dead))
 	for k, v := range o.c.Dead {
 		c.Dead[k] = v
 	}
+	return c
+}
+
+// liveCounters returns the counters for a view of the running job
+// (progress, metrics) without waiting for o.mu: while a commit holds it
+// (a sink waiting for its database), they are those of the last call
+// that found it free.
+func (o *output) liveCounters() outCounters {
+	if !o.mu.TryLock() {
+		if c := o.seen.Load(); c != nil {
+			return *c
+		}
+		return outCounters{Dead: map[string]int64{}, Watermark: etime.MinTime}
+	}
+	c := o.copyLocked()
+	o.mu.Unlock()
+	o.seen.Store(&c)
 	return c
 }

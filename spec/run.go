@@ -100,6 +100,13 @@ type Job struct {
 	removeState func()
 	out         *output
 	ck          *checkpoints // nil without checkpoints
+	// sinkCtx bounds the sinks' lives (Postgres sinks are opened with it):
+	// it is cancelled when Run's ctx is (an abort), and at the end of the
+	// run. stopping is done once the run stops (RunOptions.Stop), fails,
+	// or is aborted: sinks retrying an unavailable database give up then
+	// (pgio.Options.Stopping) instead of holding the stop back.
+	sinkCtx, stopping         context.Context
+	cancelSinks, stopRetrying context.CancelFunc
 
 	mu struct {
 		sync.Mutex
@@ -152,6 +159,8 @@ func Open(plan *Plan, o RunOptions) (*Job, error) {
 		opts.Clock = o.Clock
 	}
 	j := &Job{plan: plan, dec: newDecoder(plan, opts.Clock), stop: o.Stop, drain: o.Drain, removeState: removeState, runDir: o.Dir, specHash: specHash(plan)}
+	j.sinkCtx, j.cancelSinks = context.WithCancel(context.Background())
+	j.stopping, j.stopRetrying = context.WithCancel(context.Background())
 	ck, err := openCheckpoints(plan, o)
 	if err != nil {
 		j.cleanup()
@@ -202,6 +211,9 @@ func (j *Job) Checkpoint(timeout time.Duration) int64 {
 		if id := j.ck.last.Load(); id > before {
 			return id
 		}
+		if j.sinkUnavailable() {
+			return 0 // no checkpoint commits while a sink waits for its database
+		}
 		time.Sleep(5 * time.Millisecond)
 	}
 	return 0
@@ -213,7 +225,63 @@ func (j *Job) cleanup() {
 	if j.removeState != nil {
 		j.removeState()
 	}
+	j.stopRetrying()
+	j.cancelSinks()
 }
+
+// stopInterval is how often a running job looks whether it was asked to
+// stop (RunOptions.Stop is polled) or has failed, to tell its sinks.
+const stopInterval = 50 * time.Millisecond
+
+// watchStop starts the goroutine that tells the sinks the run stops:
+// stopping is done once the run stops or fails or ctx is done, and ctx
+// being done also cancels sinkCtx (an abort). The returned function ends
+// the goroutine and waits for it; Run calls it before closing the sinks
+// (then cleanup ends both contexts).
+func (j *Job) watchStop(ctx context.Context) (stop func()) {
+	quit, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(stopInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-quit:
+				return
+			case <-ctx.Done():
+				j.stopRetrying()
+				j.cancelSinks()
+				return
+			case <-t.C:
+				if j.failed.Load() || j.stopped() {
+					j.stopRetrying()
+				}
+			}
+		}
+	}()
+	return func() { close(quit); <-done }
+}
+
+// sinkUnavailable reports whether a Postgres sink is failing to reach its
+// database (the job is waiting for it). Safe for concurrent use.
+func (j *Job) sinkUnavailable() bool {
+	if r, ok := j.results.(*pgResults); ok && r.db.Unavailable() {
+		return true
+	}
+	for _, s := range j.recordSinks() {
+		if r, ok := s.(*pgRecords); ok && r.db.Unavailable() {
+			return true
+		}
+	}
+	return false
+}
+
+// Buffered returns how many output items (results, late records, dead
+// letters) the job holds in memory for checkpoints that have not
+// committed, now and at the most so far: at most checkpoint.max_buffered
+// while a checkpoint's commit waits for a sink. It is safe to call while
+// the job runs; 0 without checkpoints (items are written as they come).
+func (j *Job) Buffered() (now, peak int64) { return j.out.buffered() }
 
 // pebbleBackend makes the backends of the pebble state option: one Pebble
 // database per operator instance under the state directory, behind caches
@@ -483,12 +551,14 @@ func (j *Job) check(err error) {
 // aborts it (a graceful stop goes through RunOptions.Stop instead).
 func (j *Job) Run(ctx context.Context) (Summary, error) {
 	stopFlusher := j.startFlusher()
+	stopWatch := j.watchStop(ctx)
 	rep, err := j.env.Execute(ctx)
 	stopFlusher()
 	j.execFailed = err != nil
 	open := j.env.State().OpenWindows
 	j.out.finish()
 	err = errors.Join(err, j.closeSinks())
+	stopWatch()
 	j.mu.Lock()
 	err = errors.Join(j.mu.err, err)
 	j.mu.Unlock()
@@ -499,7 +569,7 @@ func (j *Job) Run(ctx context.Context) (Summary, error) {
 	}
 	err = errors.Join(err, j.ck.close())
 	j.cleanup()
-	return j.summary(rep, open), err
+	return j.summary(rep, open, false), err
 }
 
 // Progress is a live view of a running job, safe to take concurrently.
@@ -537,7 +607,7 @@ func (j *Job) Progress() Progress {
 	}
 	return Progress{
 		RecordsIn: j.recordsIn(rep, j.dec.controls.Load()), LateFired: t.FiredLate, SideOutput: t.LateSideOutput,
-		DeadLetters: rep.DeadLetters, Results: j.out.counters().Results, Watermark: wm, State: j.env.State(),
+		DeadLetters: rep.DeadLetters, Results: j.out.liveCounters().Results, Watermark: wm, State: j.env.State(),
 	}
 }
 
@@ -546,7 +616,7 @@ func (j *Job) Progress() Progress {
 // each checkpoint).
 func (j *Job) Counters() map[string]int64 {
 	m := map[string]int64{}
-	for _, c := range j.summary(j.env.Report(), 0).Counters {
+	for _, c := range j.summary(j.env.Report(), 0, true).Counters {
 		m[c.Name] = c.Value
 	}
 	delete(m, "open_windows")
@@ -657,9 +727,14 @@ func (s Summary) Conserved() bool {
 	return s.Get("records_in") == s.Get("accepted")+s.Get("late_side_output")+s.Get("late_dropped")+s.Get("dead_letter")
 }
 
-func (j *Job) summary(rep weir.Report, open int64) Summary {
+func (j *Job) summary(rep weir.Report, open int64, live bool) Summary {
 	t := rep.Total()
-	oc := j.out.counters()
+	var oc outCounters
+	if live {
+		oc = j.out.liveCounters()
+	} else {
+		oc = j.out.counters()
+	}
 	var s Summary
 	add := func(name string, v int64) { s.Counters = append(s.Counters, Counter{name, v}) }
 	add("records_in", j.recordsIn(rep, oc.Controls))

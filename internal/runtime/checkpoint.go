@@ -144,6 +144,10 @@ type coordinator struct {
 	total     int
 	// writers are the goroutines writing parts; the job waits for them.
 	writers sync.WaitGroup
+	// poke wakes the trigger goroutine of a parallel run when a
+	// checkpoint is requested (capacity 1; a full channel is a pending
+	// wake-up).
+	poke chan struct{}
 
 	mu struct {
 		sync.Mutex
@@ -190,7 +194,7 @@ func (j *Job) CheckpointStats() CheckpointStats {
 }
 
 func newCoordinator(j *Job, o *CheckpointOptions) *coordinator {
-	c := &coordinator{job: j, opts: o}
+	c := &coordinator{job: j, opts: o, poke: make(chan struct{}, 1)}
 	c.mu.next = max(o.NextID, 1)
 	c.mu.lastTrig = time.Now()
 	for _, s := range j.stages {
@@ -217,6 +221,12 @@ func (j *Job) RequestCheckpoint() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.mu.force = !c.mu.stopped
+	if c.mu.force {
+		select {
+		case c.poke <- struct{}{}: // the trigger goroutine looks now, not at its next tick
+		default:
+		}
+	}
 	return c.mu.force
 }
 
@@ -302,16 +312,14 @@ func (c *coordinator) write(id int64, p PendingCheckpoint, parts []part) {
 	if c.mu.written < c.total {
 		return
 	}
-	write := func(name string, data []byte) error {
-		return p.WritePart(partName(PreCommitStage, 0, name), data)
-	}
-	for _, f := range c.job.preCommit {
-		if err := f(id, write); err != nil {
-			c.abortLocked(err)
-			return
-		}
-	}
-	if err := p.Commit(); err != nil {
+	// Every subtask has taken its snapshot: nothing else touches the
+	// pending checkpoint now, and no other starts while c.mu.id is set.
+	// The pre-commit hooks (sinks waiting for a database) and the commit
+	// run without c.mu, so that stats and requests do not wait for them.
+	c.mu.Unlock()
+	err = c.commit(id, p)
+	c.mu.Lock()
+	if err != nil {
 		c.abortLocked(err)
 		return
 	}
@@ -324,6 +332,20 @@ func (c *coordinator) write(id int64, p PendingCheckpoint, parts []part) {
 	if c.opts.OnComplete != nil {
 		c.opts.OnComplete(id)
 	}
+}
+
+// commit runs the pre-commit hooks of checkpoint id, then commits it; it
+// runs on the goroutine that wrote the last parts, without c.mu.
+func (c *coordinator) commit(id int64, p PendingCheckpoint) error {
+	write := func(name string, data []byte) error {
+		return p.WritePart(partName(PreCommitStage, 0, name), data)
+	}
+	for _, f := range c.job.preCommit {
+		if err := f(id, write); err != nil {
+			return err
+		}
+	}
+	return p.Commit()
 }
 
 func (c *coordinator) abortLocked(err error) {

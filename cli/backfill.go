@@ -66,6 +66,7 @@ func backfillCmd(args []string, o IO) int {
 	if *verbose {
 		bo.Out = o.Stdout
 	}
+	bo.Warn = func(msg string) { fmt.Fprintln(o.Stderr, "warning:", msg) }
 	rep, err := spec.Backfill(p, bo)
 	if err != nil {
 		fmt.Fprintln(o.Stderr, "weir backfill:", err)

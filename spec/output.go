@@ -136,8 +136,9 @@ func newOutput(j *Job, checkpoints, deterministic bool) *output {
 		if c := j.plan.Spec.Checkpoint; c != nil && c.MaxBuffered > 0 {
 			limit = int64(c.MaxBuffered)
 		}
-		// Past the bound with no commit under way, a checkpoint now
-		// lets the next add wait for its commit instead of growing.
+		// At half the bound with no commit under way, a checkpoint now,
+		// so that adds past the bound wait for its commit instead of
+		// growing.
 		o.epochs.setLimit(limit, func() { j.env.RequestCheckpoint() })
 	}
 	return o

@@ -279,8 +279,10 @@ func (j *Job) sinkUnavailable() bool {
 // Buffered returns how many output items (results, late records, dead
 // letters) the job holds in memory for checkpoints that have not
 // committed, now and at the most so far: at most checkpoint.max_buffered
-// while a checkpoint's commit waits for a sink. It is safe to call while
-// the job runs; 0 without checkpoints (items are written as they come).
+// while a checkpoint's commit waits for a sink, unless more had gathered
+// before that commit began (see CheckpointSpec.MaxBuffered). It is safe
+// to call while the job runs; 0 without checkpoints (items are written as
+// they come).
 func (j *Job) Buffered() (now, peak int64) { return j.out.buffered() }
 
 // pebbleBackend makes the backends of the pebble state option: one Pebble

@@ -137,7 +137,8 @@ type CheckpointSpec struct {
 	// a sink, subtasks that would buffer more wait too, so the queues fill
 	// and the sources stop reading; at half of it with no commit under
 	// way, a checkpoint is taken early, so that its commit has begun
-	// before the bound is reached.
+	// before the bound is reached (what the subtasks emit while its
+	// barriers pass, beyond the other half, is held too until it begins).
 	MaxBuffered int `yaml:"max_buffered"`
 }
 

@@ -114,6 +114,22 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
+// startPGProxy starts a proxy in front of the Postgres of url, closed
+// when the test ends, and returns it with url through it.
+func startPGProxy(t *testing.T, url string) (*pgproxy.Proxy, string) {
+	t.Helper()
+	p, err := pgproxy.Start(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	purl, err := p.ConnString(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, purl
+}
+
 // outageRun is a job of outageJob running in the background.
 type outageRun struct {
 	j    *Job
@@ -195,15 +211,7 @@ func TestPostgresOutageBounded(t *testing.T) {
 	t.Cleanup(func() { _, _ = conn.Exec(context.Background(), `DROP TABLE IF EXISTS `+table) })
 	const records, maxBuffered = 150_000, 20_000
 	want := outageWant(t, records)
-	p, err := pgproxy.Start(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	purl, err := p.ConnString(url)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, purl := startPGProxy(t, url)
 	r := startOutageRun(t, outageJob(purl, table, records, maxBuffered), t.TempDir(), RunOptions{})
 	p.Stall() // after Open: the table exists; every commit stalls
 	stalled := time.Now()
@@ -266,15 +274,7 @@ func TestPostgresOutageStop(t *testing.T) {
 	t.Cleanup(func() { _, _ = conn.Exec(context.Background(), `DROP TABLE IF EXISTS `+table) })
 	const records = 150_000
 	want := outageWant(t, records)
-	p, err := pgproxy.Start(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	purl, err := p.ConnString(url)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, purl := startPGProxy(t, url)
 	job, dir := outageJob(purl, table, records, 20_000), t.TempDir()
 	var stop, refused atomic.Bool
 	var once sync.Once
@@ -339,15 +339,8 @@ func TestPostgresWrongPort(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	p, err := pgproxy.Start(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	purl, err := p.ConnString(url)
+	p, purl := startPGProxy(t, url)
 	p.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
 	job := strings.Replace(outageJob(strings.Replace(purl, p.Addr(), addr, 1), "weir_wrong_port", 10, 100), "timeout: 1s", "timeout: 1s, connect_retry_for: 500ms", 1)
 	s, err := Parse([]byte(job))
 	if err != nil {
@@ -370,15 +363,7 @@ func TestPostgresWrongPort(t *testing.T) {
 // (Before, it exited at the first reset.)
 func TestBackfillRetriesReset(t *testing.T) {
 	url, conn := pgURL(t)
-	p, err := pgproxy.Start(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	purl, err := p.ConnString(url)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, purl := startPGProxy(t, url)
 	run := func(through string) (string, BackfillReport, []string) {
 		table := fmt.Sprintf("weir_bf_reset_%d", rand.Uint32())
 		t.Cleanup(func() {

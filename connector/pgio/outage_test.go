@@ -8,8 +8,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/weirstream/weir/internal/pgproxy"
 )
 
 // waitLog waits up to d for logs to contain want and returns how long it
@@ -34,15 +32,8 @@ func waitLog(t *testing.T, logs *syncBuffer, want string, d time.Duration) time.
 func TestStall(t *testing.T) {
 	d := connect(t)
 	table := d.table(t, "")
-	p, err := pgproxy.Start(d.url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	cs, err := p.ConnString(d.url)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := startProxy(t, d.url)
+	cs := p.connString(t, d.url)
 	var logs syncBuffer
 	const timeout = 500 * time.Millisecond
 	o := Options{MinBackoff: 10 * time.Millisecond, MaxBackoff: 50 * time.Millisecond, Timeout: timeout,
@@ -95,16 +86,9 @@ func TestWrongPort(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	ln.Close() // a free port: connections are refused
-	p, err := pgproxy.Start(d.url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cs, err := p.ConnString(d.url)
+	p := startProxy(t, d.url)
+	cs := strings.Replace(p.connString(t, d.url), p.Addr(), addr, 1)
 	p.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cs = strings.Replace(cs, p.Addr(), addr, 1)
 	var logs syncBuffer
 	o := Options{MinBackoff: 10 * time.Millisecond, MaxBackoff: 100 * time.Millisecond, ConnectRetryFor: 500 * time.Millisecond,
 		Logger: slog.New(slog.NewTextHandler(&logs, nil))}

@@ -52,7 +52,9 @@ type RunOptions struct {
 	Parallelism int
 	// Stop, when it returns true, ends the sources as if their input had
 	// ended (Ctrl-C); open windows stay unfired unless Drain is set, which
-	// sends the final MAX watermark first.
+	// sends the final MAX watermark first. In a parallel run it is also
+	// asked every 50ms by a goroutine that tells sinks waiting for a
+	// database to give up, so it must be safe for concurrent use.
 	Stop  func() bool
 	Drain bool
 	// Logger receives the engine's log (default: discard).
@@ -94,6 +96,8 @@ type Job struct {
 	specHash string
 	stop     func() bool
 	drain    bool // RunOptions.Drain
+	// deterministic is RunOptions.Deterministic.
+	deterministic bool
 	// restoredAt is when Open restored a checkpoint (zero: fresh).
 	restoredAt time.Time
 	// removeState removes the pebble backend's scratch directory.
@@ -158,7 +162,7 @@ func Open(plan *Plan, o RunOptions) (*Job, error) {
 	case o.Clock != nil:
 		opts.Clock = o.Clock
 	}
-	j := &Job{plan: plan, dec: newDecoder(plan, opts.Clock), stop: o.Stop, drain: o.Drain, removeState: removeState, runDir: o.Dir, specHash: specHash(plan)}
+	j := &Job{plan: plan, dec: newDecoder(plan, opts.Clock), stop: o.Stop, drain: o.Drain, deterministic: o.Deterministic, removeState: removeState, runDir: o.Dir, specHash: specHash(plan)}
 	j.sinkCtx, j.cancelSinks = context.WithCancel(context.Background())
 	j.stopping, j.stopRetrying = context.WithCancel(context.Background())
 	ck, err := openCheckpoints(plan, o)
@@ -234,7 +238,9 @@ func (j *Job) cleanup() {
 const stopInterval = 50 * time.Millisecond
 
 // watchStop starts the goroutine that tells the sinks the run stops:
-// stopping is done once the run stops or fails or ctx is done, and ctx
+// stopping is done once the run stops (a parallel run's RunOptions.Stop;
+// a deterministic run's sinks wait on its one goroutine) or fails or ctx
+// is done, and ctx
 // being done also cancels sinkCtx (an abort). The returned function ends
 // the goroutine and waits for it; Run calls it before closing the sinks
 // (then cleanup ends both contexts).
@@ -253,7 +259,9 @@ func (j *Job) watchStop(ctx context.Context) (stop func()) {
 				j.cancelSinks()
 				return
 			case <-t.C:
-				if j.failed.Load() || j.stopped() {
+				// A deterministic run's Stop is asked on its one goroutine
+				// only (tests sample their sinks in it).
+				if j.failed.Load() || !j.deterministic && j.stopped() {
 					j.stopRetrying()
 				}
 			}

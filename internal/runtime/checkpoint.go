@@ -317,8 +317,10 @@ func (c *coordinator) write(id int64, p PendingCheckpoint, parts []part) {
 	// The pre-commit hooks (sinks waiting for a database) and the commit
 	// run without c.mu, so that stats and requests do not wait for them.
 	c.mu.Unlock()
-	err = c.commit(id, p)
-	c.mu.Lock()
+	err = func() error {
+		defer c.mu.Lock() // also when a hook panics: the deferred Unlock above needs it held
+		return c.commit(id, p)
+	}()
 	if err != nil {
 		c.abortLocked(err)
 		return

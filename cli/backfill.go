@@ -74,6 +74,7 @@ func backfillCmd(args []string, o IO) int {
 			return ExitUsage
 		}
 	}
+	bo.Warn = func(msg string) { fmt.Fprintln(o.Stderr, "warning:", msg) }
 	rep, err := spec.Backfill(p, bo)
 	if err != nil {
 		fmt.Fprintln(o.Stderr, "weir backfill:", err)

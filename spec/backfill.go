@@ -1,7 +1,9 @@
 package spec
 
 import (
+	"bytes"
 	"cmp"
+	"context"
 	"crypto/sha256"
 	"database/sql"
 	"encoding/hex"
@@ -14,6 +16,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx"
 
@@ -51,6 +54,9 @@ type BackfillOptions struct {
 	// transaction (crash tests): backfill-begun after it began,
 	// backfill-written before it commits, backfill-committed after.
 	Crash func(point string)
+	// Warn, when set, is told about each retry of a batch that failed
+	// because Postgres was unavailable.
+	Warn func(msg string)
 }
 
 // DefaultWindowsPerTx is BackfillOptions.WindowsPerTx's default.
@@ -245,7 +251,8 @@ func Backfill(p *Plan, o BackfillOptions) (BackfillReport, error) {
 	if err != nil {
 		return rep, err
 	}
-	inTx := 0
+	var batch []backfillWindow
+	perTx := cmp.Or(o.WindowsPerTx, DefaultWindowsPerTx)
 	for _, g := range order {
 		// Each entry's window closed at its own operator subtask's
 		// watermark when it arrived (that is why it is in the ledger) and
@@ -269,24 +276,97 @@ func Backfill(p *Plan, o BackfillOptions) (BackfillReport, error) {
 			rep.HorizonExpired += len(g.entries)
 			continue
 		}
-		w := backfillWindow{o: &o, rep: &rep, agg: agg, wm: wm, key: g.key, start: g.start, end: g.end}
+		w := backfillWindow{o: &o, rep: &rep, agg: agg, wm: wm, key: g.key, start: g.start, end: g.end, entries: g.entries}
 		if err := json.Unmarshal([]byte(g.key), &w.keyVals); err != nil {
 			return rep, fmt.Errorf("window %s [%d,%d): ledger entry key: %w", g.key, g.start, g.end, err)
 		}
-		if err := st.begin(&w); err != nil {
-			return rep, fmt.Errorf("window %s [%d,%d): %w", g.key, g.start, g.end, err)
-		}
-		if err := w.apply(st, g.entries); err != nil {
-			return rep, fmt.Errorf("window %s [%d,%d): %w", g.key, g.start, g.end, err)
-		}
-		if inTx++; inTx >= cmp.Or(o.WindowsPerTx, DefaultWindowsPerTx) {
-			inTx = 0
-			if err := st.commit(); err != nil {
+		if batch = append(batch, w); len(batch) >= perTx {
+			if err := reviseBatch(p, &o, st, &rep, batch); err != nil {
 				return rep, err
 			}
+			batch = batch[:0]
 		}
 	}
-	return rep, st.commit()
+	return rep, reviseBatch(p, &o, st, &rep, batch)
+}
+
+// retrier is a window store whose transactions may fail for a while (a
+// Postgres table): a batch that fails with a transient error is rolled
+// back and revised again.
+type retrier interface {
+	transient(err error) bool
+	rollback()
+}
+
+// reviseBatch revises the windows of batch in one transaction. In a
+// Postgres results table a transient error (a connection reset or
+// refused, no answer within the sink's timeout) rolls it back, and it is
+// revised again from its first window, as the live sink retries: waiting
+// pgio.DefaultMinBackoff, doubling up to pgio.DefaultMaxBackoff, for the
+// sink's retry_for (default its connect_retry_for, default
+// pgio.DefaultConnectRetryFor), each retry told to o.Warn. The report's
+// counts and the lines for o.Out are those of the try that committed.
+func reviseBatch(p *Plan, o *BackfillOptions, st windowStore, rep *BackfillReport, batch []backfillWindow) error {
+	if len(batch) == 0 {
+		return st.commit()
+	}
+	r, _ := st.(retrier)
+	limit := pgio.DefaultConnectRetryFor
+	if k := p.Spec.Sinks.Results; k.RetryFor != nil {
+		limit = time.Duration(*k.RetryFor) * time.Millisecond
+	} else if k.ConnectRetryFor != nil {
+		limit = time.Duration(*k.ConnectRetryFor) * time.Millisecond
+	}
+	start, backoff := time.Now(), pgio.DefaultMinBackoff
+	bo := *o
+	for attempt := 1; ; attempt++ {
+		saved := *rep
+		var out bytes.Buffer
+		if o.Out != nil {
+			bo.Out = &out
+		}
+		err := func() error {
+			for i := range batch {
+				w := &batch[i]
+				w.o, w.rep = &bo, rep
+				if err := st.begin(w); err != nil {
+					return fmt.Errorf("window %s [%d,%d): %w", w.key, w.start, w.end, err)
+				}
+				if err := w.apply(st, w.entries); err != nil {
+					return fmt.Errorf("window %s [%d,%d): %w", w.key, w.start, w.end, err)
+				}
+			}
+			return st.commit()
+		}()
+		if err == nil || r == nil || !r.transient(err) || time.Since(start)+backoff > limit {
+			if o.Out != nil {
+				o.Out.Write(out.Bytes())
+			}
+			if err != nil && r != nil && r.transient(err) {
+				return fmt.Errorf("gave up after %d attempts in %v (retry_for %v): %w", attempt, time.Since(start).Round(time.Millisecond), limit, err)
+			}
+			return err
+		}
+		r.rollback()
+		*rep = saved
+		if o.Warn != nil {
+			o.Warn(fmt.Sprintf("backfill: Postgres unavailable (%v); revising the batch of %d windows again in %v (attempt %d)", err, len(batch), backoff, attempt+1))
+		}
+		time.Sleep(backoff)
+		backoff = min(2*backoff, pgio.DefaultMaxBackoff)
+	}
+}
+
+func (s *sqlStore) transient(err error) bool { return s.db.pg && pgio.Transient(err) }
+
+// rollback ends a failed batch's transaction (on a broken connection,
+// database/sql drops it from the pool).
+func (s *sqlStore) rollback() {
+	if s.tx != nil {
+		_ = s.tx.Rollback()
+		s.tx = nil
+		s.cancel()
+	}
 }
 
 // windowStore is where a backfill finds and revises windows: a SQL
@@ -317,6 +397,11 @@ type sqlStore struct {
 	o    *BackfillOptions
 	tx   *sql.Tx
 	args []any // the window's key values, window_start, window_end
+	// timeout bounds each Postgres transaction (the sink's timeout): a
+	// stalled connection fails it, and reviseBatch tries it again;
+	// cancel ends the transaction's context.
+	timeout time.Duration
+	cancel  context.CancelFunc
 }
 
 func openSQLStore(p *Plan, o BackfillOptions) (*sqlStore, error) {
@@ -324,7 +409,11 @@ func openSQLStore(p *Plan, o BackfillOptions) (*sqlStore, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &sqlStore{db: db, p: p, o: &o}, nil
+	st := &sqlStore{db: db, p: p, o: &o, timeout: pgio.DefaultTimeout}
+	if k := p.Spec.Sinks.Results.Timeout; k != nil {
+		st.timeout = time.Duration(*k) * time.Millisecond
+	}
+	return st, nil
 }
 
 func (s *sqlStore) horizon() (etime.Time, error) { return etime.MinTime, nil }
@@ -347,11 +436,16 @@ func (s *sqlStore) begin(w *backfillWindow) error {
 	}
 	s.args = append(s.args, w.start, w.end)
 	if s.tx == nil {
-		tx, err := s.db.db.Begin()
+		ctx, cancel := context.Background(), context.CancelFunc(func() {})
+		if s.db.pg {
+			ctx, cancel = context.WithTimeout(context.Background(), s.timeout)
+		}
+		tx, err := s.db.db.BeginTx(ctx, nil)
 		if err != nil {
+			cancel()
 			return err
 		}
-		s.tx = tx
+		s.tx, s.cancel = tx, cancel
 		s.o.crash("backfill-begun")
 	}
 	return nil
@@ -439,6 +533,7 @@ func (s *sqlStore) commit() error {
 	s.o.crash("backfill-written")
 	err := s.tx.Commit()
 	s.tx = nil
+	s.cancel()
 	if err != nil {
 		return err
 	}
@@ -447,9 +542,7 @@ func (s *sqlStore) commit() error {
 }
 
 func (s *sqlStore) close() error {
-	if s.tx != nil {
-		s.tx.Rollback()
-	}
+	s.rollback()
 	return s.db.close()
 }
 
@@ -711,6 +804,7 @@ type backfillWindow struct {
 	key        string // the ledger's key object, compact JSON
 	keyVals    map[string]json.RawMessage
 	start, end int64
+	entries    []decodedEntry // the ledger entries that missed the window
 }
 
 // decodedEntry is a ledger entry whose record a backfill has decoded (once,

@@ -248,6 +248,9 @@ func (c *compiler) compile() {
 		if k.Retain < 0 {
 			c.add("checkpoint.retain", fmt.Sprint(k.Retain, " is negative"), "keep 1 or more checkpoints (default 3)")
 		}
+		if k.MaxBuffered < 0 {
+			c.add("checkpoint.max_buffered", fmt.Sprint(k.MaxBuffered, " is negative"), fmt.Sprintf("give the most output items held for a checkpoint, such as %d (the default)", DefaultMaxBuffered))
+		}
 		if s.Source.Type == "stdin" {
 			c.add("checkpoint", "a stdin source cannot be checkpointed: a restore could not read it again", "read from a file, or remove checkpoint")
 		}
@@ -733,6 +736,12 @@ func (c *compiler) sinks() {
 			if k.Path != "" {
 				c.add(path+".path", "a postgres sink writes a table", "remove path")
 			}
+			c.positive(path+".timeout", k.Timeout, "the timeout")
+			c.positive(path+".retry_for", k.RetryFor, "the retry time")
+			c.positive(path+".connect_retry_for", k.ConnectRetryFor, "the retry time")
+			if k.BatchRows < 0 {
+				c.add(path+".batch_rows", fmt.Sprint(k.BatchRows, " is negative"), "give the rows per transaction, such as 1000 (the default)")
+			}
 		case "nats":
 			if k.Subject == "" {
 				c.add(path+".subject", "missing", "name the subject results are published to; a JetStream stream must store it")
@@ -744,6 +753,9 @@ func (c *compiler) sinks() {
 			if k.URL != "" {
 				c.add(path+".url", "only postgres and nats sinks have a url", "remove url")
 			}
+		}
+		if typ != "postgres" && (k.Timeout != nil || k.RetryFor != nil || k.ConnectRetryFor != nil || k.BatchRows != 0) {
+			c.add(path, "only postgres sinks have timeout, retry_for, connect_retry_for and batch_rows", "remove them")
 		}
 		if typ != "nats" && k.Subject != "" {
 			c.add(path+".subject", "only nats sinks have a subject", "remove subject")

@@ -22,11 +22,30 @@ import (
 // In a deterministic run barriers pass every subtask at one instant, so one
 // shared buffer keeps the items in processing order: the file is then
 // byte-identical to a run without checkpoints.
+//
+// The items held are bounded (setLimit): while a checkpoint's items are
+// being written (committing, between beginCommit and endCommit: a
+// pre-commit waiting for a sink), add waits as long as limit items are
+// held, so the subtasks stop and backpressure reaches the sources. Only
+// then: a subtask blocked at another time could be one whose barrier the
+// next checkpoint needs. So that a commit is under way before the bound
+// is reached, add calls full (which asks for a checkpoint now) when half
+// of it is held with no commit under way; the bound holds as long as the
+// subtasks emit less than the other half while that checkpoint's
+// barriers pass (the results of the records in the queues), and beyond it
+// nothing waits until the commit begins.
 type epochs[T any] struct {
 	mu     sync.Mutex
 	shared bool
 	cur    map[weir.Subtask]*chunks[T]
 	staged map[int64]map[weir.Subtask]*chunks[T]
+	// n counts the items held: in cur and staged, and taken but not yet
+	// handed to the sink; peak is n's highest.
+	n, peak    int64
+	limit      int64  // 0: no bound
+	full       func() // called (e.mu not held) when n reaches limit/2 and no commit is under way
+	committing bool
+	drained    sync.Cond // signalled when n drops or committing ends; L is &mu
 }
 
 // chunks is an append-only list kept in chunks that double up to
@@ -58,7 +77,39 @@ func (l *chunks[T]) each(fn func(*T)) {
 }
 
 func newEpochs[T any](shared bool) *epochs[T] {
-	return &epochs[T]{shared: shared, cur: map[weir.Subtask]*chunks[T]{}, staged: map[int64]map[weir.Subtask]*chunks[T]{}}
+	e := &epochs[T]{shared: shared, cur: map[weir.Subtask]*chunks[T]{}, staged: map[int64]map[weir.Subtask]*chunks[T]{}}
+	e.drained.L = &e.mu
+	return e
+}
+
+// setLimit bounds the items held to limit (0: no bound); full is called
+// when half of it is reached while no commit is under way. Call it
+// before the job runs.
+func (e *epochs[T]) setLimit(limit int64, full func()) {
+	e.limit, e.full = limit, full
+}
+
+// beginCommit and endCommit bracket the writing of a checkpoint's items
+// (the pre-commit, on the coordinator's goroutine): meanwhile add waits
+// while the bound is reached.
+func (e *epochs[T]) beginCommit() {
+	e.mu.Lock()
+	e.committing = true
+	e.mu.Unlock()
+}
+
+func (e *epochs[T]) endCommit() {
+	e.mu.Lock()
+	e.committing = false
+	e.mu.Unlock()
+	e.drained.Broadcast()
+}
+
+// held returns the number of items held now and at the most.
+func (e *epochs[T]) held() (n, peak int64) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.n, e.peak
 }
 
 func (e *epochs[T]) key(s weir.Subtask) weir.Subtask {
@@ -68,8 +119,18 @@ func (e *epochs[T]) key(s weir.Subtask) weir.Subtask {
 	return s
 }
 
+// add buffers v in subtask s's epoch, on s's goroutine; it waits while
+// the bound is reached and a commit is under way (see epochs).
 func (e *epochs[T]) add(s weir.Subtask, v T) {
 	e.mu.Lock()
+	for e.limit > 0 && e.n >= e.limit && e.committing {
+		e.drained.Wait()
+	}
+	e.n++
+	e.peak = max(e.peak, e.n)
+	if e.limit > 0 && e.n == (e.limit+1)/2 && !e.committing && e.full != nil {
+		defer e.full()
+	}
 	k := e.key(s)
 	l := e.cur[k]
 	if l == nil {
@@ -103,16 +164,29 @@ func (e *epochs[T]) barrier(s weir.Subtask, id int64) {
 // checkpoint first, then by subtask, and forgets them. fn runs with the
 // epochs unlocked.
 func (e *epochs[T]) take(id int64, fn func(*T)) {
-	for _, l := range e.takeLists(id, false) {
-		l.each(fn)
-	}
+	e.handOver(e.takeLists(id, false), fn)
 }
 
 // rest calls fn with everything not yet taken (the end of a run), in the
 // same order.
 func (e *epochs[T]) rest(fn func(*T)) {
-	for _, l := range e.takeLists(1<<63-1, true) {
-		l.each(fn)
+	e.handOver(e.takeLists(1<<63-1, true), fn)
+}
+
+// handOver calls fn with the items of ls, chunk by chunk, forgetting each
+// chunk once done with it: the items count as held until then.
+func (e *epochs[T]) handOver(ls []*chunks[T], fn func(*T)) {
+	for _, l := range ls {
+		for i, c := range l.c {
+			for j := range c {
+				fn(&c[j])
+			}
+			l.c[i] = nil
+			e.mu.Lock()
+			e.n -= int64(len(c))
+			e.mu.Unlock()
+			e.drained.Broadcast()
+		}
 	}
 }
 

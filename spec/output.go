@@ -35,6 +35,11 @@ type output struct {
 	warned map[string]bool
 	// width is how many values a result carries (aggFunc.width).
 	width int
+	// flushing: items applied now are covered by a checkpoint being
+	// committed (preCommit), or are the end of a run that did not fail
+	// (finish), so a Postgres sink may commit them in batches as they
+	// come (flushDue) instead of in one transaction.
+	flushing bool
 	// pub is what observers read without waiting for a sink: c's counts
 	// (Results, Late, Partial, Controls, Regressions, Dead, DecimalOverflow,
 	// FloatOverflow) are written with both mu and pub held, so either lock
@@ -157,8 +162,26 @@ func newOutput(j *Job, checkpoints, deterministic bool) *output {
 	o.c.Watermark = etime.MinTime
 	if checkpoints {
 		o.epochs = newEpochs[item](deterministic)
+		limit := int64(DefaultMaxBuffered)
+		if c := j.plan.Spec.Checkpoint; c != nil && c.MaxBuffered > 0 {
+			limit = int64(c.MaxBuffered)
+		}
+		// At half the bound with no commit under way, a checkpoint now,
+		// so that adds past the bound wait for its commit instead of
+		// growing.
+		o.epochs.setLimit(limit, func() { j.env.RequestCheckpoint() })
 	}
 	return o
+}
+
+// buffered returns the output items held for checkpoints not yet
+// committed, now and at the most (0 without checkpoints: items are
+// written as they come).
+func (o *output) buffered() (now, peak int64) {
+	if o.epochs == nil {
+		return 0, 0
+	}
+	return o.epochs.held()
 }
 
 // add applies it now, or buffers it in subtask s's epoch.
@@ -287,6 +310,10 @@ func (o *output) noteOverflows(v []byte) {
 func (o *output) preCommit(id int64, write func(name string, data []byte) error) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	o.epochs.beginCommit()
+	defer o.epochs.endCommit()
+	o.flushing = true
+	defer func() { o.flushing = false }()
 	o.epochs.take(id, o.apply)
 	if err := o.sync(); err != nil {
 		return err
@@ -314,6 +341,7 @@ func (o *output) finish() {
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	o.flushing = !o.j.execFailed && !o.j.failed.Load()
 	o.epochs.rest(o.apply)
 }
 

@@ -52,7 +52,9 @@ type RunOptions struct {
 	Parallelism int
 	// Stop, when it returns true, ends the sources as if their input had
 	// ended (Ctrl-C); open windows stay unfired unless Drain is set, which
-	// sends the final MAX watermark first.
+	// sends the final MAX watermark first. In a parallel run it is also
+	// asked every 50ms by a goroutine that tells sinks waiting for a
+	// database to give up, so it must be safe for concurrent use.
 	Stop  func() bool
 	Drain bool
 	// Logger receives the engine's log (default: discard).
@@ -98,6 +100,8 @@ type Job struct {
 	specHash string
 	stop     func() bool
 	drain    bool // RunOptions.Drain
+	// deterministic is RunOptions.Deterministic.
+	deterministic bool
 	// restoredAt is when Open restored a checkpoint (zero: fresh).
 	restoredAt time.Time
 	// removeState removes the pebble backend's scratch directory.
@@ -111,6 +115,13 @@ type Job struct {
 	sinkNames []string
 	// warn is RunOptions.Warn (nil: no warnings).
 	warn func(msg string)
+	// sinkCtx bounds the sinks' lives (Postgres sinks are opened with it):
+	// it is cancelled when Run's ctx is (an abort), and at the end of the
+	// run. stopping is done once the run stops (RunOptions.Stop), fails,
+	// or is aborted: sinks retrying an unavailable database give up then
+	// (pgio.Options.Stopping) instead of holding the stop back.
+	sinkCtx, stopping         context.Context
+	cancelSinks, stopRetrying context.CancelFunc
 
 	mu struct {
 		sync.Mutex
@@ -166,7 +177,9 @@ func Open(plan *Plan, o RunOptions) (*Job, error) {
 	case o.Clock != nil:
 		opts.Clock = o.Clock
 	}
-	j := &Job{plan: plan, dec: newDecoder(plan, opts.Clock), stop: o.Stop, drain: o.Drain, removeState: removeState, runDir: o.Dir, specHash: specHash(plan)}
+	j := &Job{plan: plan, dec: newDecoder(plan, opts.Clock), stop: o.Stop, drain: o.Drain, deterministic: o.Deterministic, removeState: removeState, runDir: o.Dir, specHash: specHash(plan)}
+	j.sinkCtx, j.cancelSinks = context.WithCancel(context.Background())
+	j.stopping, j.stopRetrying = context.WithCancel(context.Background())
 	if o.locks == nil {
 		locks, err := lockRun(plan, o)
 		if err != nil {
@@ -222,6 +235,9 @@ func (j *Job) Checkpoint(timeout time.Duration) int64 {
 		if id := j.ck.last.Load(); id > before {
 			return id
 		}
+		if j.sinkUnavailable() {
+			return 0 // no checkpoint commits while a sink waits for its database
+		}
 		time.Sleep(5 * time.Millisecond)
 	}
 	return 0
@@ -234,8 +250,70 @@ func (j *Job) cleanup() error {
 	if j.removeState != nil {
 		j.removeState()
 	}
+	j.stopRetrying()
+	j.cancelSinks()
 	return j.locks.release()
 }
+
+// stopInterval is how often a running job looks whether it was asked to
+// stop (RunOptions.Stop is polled) or has failed, to tell its sinks.
+const stopInterval = 50 * time.Millisecond
+
+// watchStop starts the goroutine that tells the sinks the run stops:
+// stopping is done once the run stops (a parallel run's RunOptions.Stop;
+// a deterministic run's sinks wait on its one goroutine) or fails or ctx
+// is done, and ctx
+// being done also cancels sinkCtx (an abort). The returned function ends
+// the goroutine and waits for it; Run calls it before closing the sinks
+// (then cleanup ends both contexts).
+func (j *Job) watchStop(ctx context.Context) (stop func()) {
+	quit, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(stopInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-quit:
+				return
+			case <-ctx.Done():
+				j.stopRetrying()
+				j.cancelSinks()
+				return
+			case <-t.C:
+				// A deterministic run's Stop is asked on its one goroutine
+				// only (tests sample their sinks in it).
+				if j.failed.Load() || !j.deterministic && j.stopped() {
+					j.stopRetrying()
+				}
+			}
+		}
+	}()
+	return func() { close(quit); <-done }
+}
+
+// sinkUnavailable reports whether a Postgres sink is failing to reach its
+// database (the job is waiting for it). Safe for concurrent use.
+func (j *Job) sinkUnavailable() bool {
+	if r, ok := j.results.(*pgResults); ok && r.db.Unavailable() {
+		return true
+	}
+	for _, s := range j.recordSinks() {
+		if r, ok := s.recordSink.(*pgRecords); ok && r.db.Unavailable() {
+			return true
+		}
+	}
+	return false
+}
+
+// Buffered returns how many output items (results, late records, dead
+// letters) the job holds in memory for checkpoints that have not
+// committed, now and at the most so far: at most checkpoint.max_buffered
+// while a checkpoint's commit waits for a sink, unless more had gathered
+// before that commit began (see CheckpointSpec.MaxBuffered). It is safe
+// to call while the job runs; 0 without checkpoints (items are written as
+// they come).
+func (j *Job) Buffered() (now, peak int64) { return j.out.buffered() }
 
 // pebbleBackend makes the backends of the pebble state option: one Pebble
 // database per operator instance under the state directory, behind caches
@@ -512,12 +590,14 @@ func (j *Job) check(err error) {
 // aborts it (a graceful stop goes through RunOptions.Stop instead).
 func (j *Job) Run(ctx context.Context) (Summary, error) {
 	stopFlusher := j.startFlusher()
+	stopWatch := j.watchStop(ctx)
 	rep, err := j.env.Execute(ctx)
 	stopFlusher()
 	j.execFailed = err != nil
 	open := j.env.State().OpenWindows
 	j.out.finish()
 	err = errors.Join(err, j.closeSinks())
+	stopWatch()
 	j.mu.Lock()
 	err = errors.Join(j.mu.err, err)
 	j.mu.Unlock()

@@ -190,8 +190,9 @@ func (j *Job) listSinks() []string {
 // the checkpoint's epoch (outCounters.Epoch); without checkpoints, every
 // uncheckedBatch rows (flushDue).
 type pgRecords struct {
-	db *pgio.RecordSink
-	j  *Job
+	db    *pgio.RecordSink
+	j     *Job
+	batch int // rows per transaction (batchRows)
 }
 
 // cutRecords makes a record table match the checkpoint a run restores:
@@ -226,7 +227,7 @@ func (w *pgRecords) writeRecord(it *item) error {
 	if err := w.db.WriteRecord(it.id, it.reason, it.raw, it.meta); err != nil {
 		return err
 	}
-	if w.j.flushDue(w.db.Pending()) {
+	if w.j.flushDue(w.db.Pending(), w.batch) {
 		return w.flushAs(w.j.out.c.Epoch + 1)
 	}
 	return nil
@@ -413,7 +414,7 @@ func (j *Job) openRecords(name string, k *Sink, open func(string, *Sink) (*lineS
 		j.ledgers[name] = l
 		return l, nil
 	case k.Type == "postgres":
-		db, err := pgio.OpenRecords(context.Background(), k.URL, k.Table, pgio.Options{Logger: j.env.Options().Logger})
+		db, err := pgio.OpenRecords(j.sinkCtx, k.URL, k.Table, j.pgOptions(name, k))
 		if err != nil {
 			return nil, fmt.Errorf("sinks.%s: %w", name, err)
 		}
@@ -421,7 +422,7 @@ func (j *Job) openRecords(name string, k *Sink, open func(string, *Sink) (*lineS
 			db.Close()
 			return nil, fmt.Errorf("sinks.%s: %w", name, err)
 		}
-		return &pgRecords{db: db, j: j}, nil
+		return &pgRecords{db: db, j: j, batch: batchRows(k)}, nil
 	case k.Type == "nats":
 		s, err := openNATSSink(j, k)
 		if err != nil {
@@ -459,11 +460,11 @@ func (j *Job) openResults(r *Sink, open func(string, *Sink) (*lineSink, error), 
 	}
 	switch r.Type {
 	case "postgres":
-		db, err := pgio.Open(context.Background(), r.URL, r.Table, j.plan.Spec.Key, names, pgio.Options{Logger: j.env.Options().Logger})
+		db, err := pgio.Open(j.sinkCtx, r.URL, r.Table, j.plan.Spec.Key, names, j.pgOptions("results", r))
 		if err != nil {
-			return err
+			return fmt.Errorf("sinks.results: %w", err)
 		}
-		j.results = &pgResults{db: db, j: j, vals: names}
+		j.results = &pgResults{db: db, j: j, vals: names, batch: batchRows(r)}
 		return nil
 	case "sqlite":
 		path, err := sinkPath(r)
@@ -610,10 +611,11 @@ func columns(r window.Result[string, []byte], keys, vals []string, add func(key 
 // at each checkpoint, or without checkpoints every uncheckedBatch rows
 // (flushDue), and at the end of a run that ended well.
 type pgResults struct {
-	db   *pgio.Sink
-	j    *Job
-	vals []string
-	row  pgio.Row
+	db    *pgio.Sink
+	j     *Job
+	vals  []string
+	row   pgio.Row
+	batch int // rows per transaction (batchRows)
 }
 
 func (w *pgResults) write(r window.Result[string, []byte]) error {
@@ -631,23 +633,53 @@ func (w *pgResults) write(r window.Result[string, []byte]) error {
 	if err := w.db.Write(*row); err != nil {
 		return err
 	}
-	if w.j.flushDue(w.db.Pending()) {
+	if w.j.flushDue(w.db.Pending(), w.batch) {
 		return w.db.Flush()
 	}
 	return nil
 }
 
-// uncheckedBatch is how many rows a Postgres sink of a job without
-// checkpoints buffers before it commits them (a job with checkpoints
-// commits them with each checkpoint); sqliteio's BatchRows is the same.
+// uncheckedBatch is how many rows a Postgres sink buffers before it
+// commits them unless batch_rows says otherwise (and how many windows
+// the archive of a job without checkpoints gathers); sqliteio's
+// BatchRows is the same.
 const uncheckedBatch = 1000
 
-// flushDue says whether a Postgres sink holding pending rows flushes them
-// now: when the job has no checkpoints and it holds uncheckedBatch rows,
-// so that its rows appear as it runs (and memory stays bounded), not only
-// at the end of the run. (With checkpoints, rows are flushed only with
-// them: a restore must be able to cut back what no checkpoint covers.)
-func (j *Job) flushDue(pending int) bool { return j.ck == nil && pending >= uncheckedBatch }
+// batchRows is a Postgres sink's batch_rows, or its default.
+func batchRows(k *Sink) int {
+	if k.BatchRows > 0 {
+		return k.BatchRows
+	}
+	return uncheckedBatch
+}
+
+// flushDue says whether a Postgres sink holding pending rows commits them
+// now: when it holds batch rows and they are covered (a job without
+// checkpoints, or the output is applying what a checkpoint covers, or the
+// end of a run that did not fail: output.flushing), so that rows appear
+// as the job runs and a checkpoint's rows go in transactions of batch
+// rows, not in one (memory and transactions stay bounded). (Rows no
+// checkpoint covers are not flushed: a restore must be able to cut back
+// what no checkpoint covers.) o.mu is held.
+func (j *Job) flushDue(pending, batch int) bool {
+	return pending >= batch && (j.ck == nil || j.out.flushing)
+}
+
+// pgOptions are the pgio options of the Postgres sink k, called name:
+// its timeouts, its logger naming it, and the job's stop.
+func (j *Job) pgOptions(name string, k *Sink) pgio.Options {
+	o := pgio.Options{Logger: j.env.Options().Logger.With("sink", name), Stopping: j.stopping}
+	if k.Timeout != nil {
+		o.Timeout = time.Duration(*k.Timeout) * time.Millisecond
+	}
+	if k.RetryFor != nil {
+		o.RetryFor = time.Duration(*k.RetryFor) * time.Millisecond
+	}
+	if k.ConnectRetryFor != nil {
+		o.ConnectRetryFor = time.Duration(*k.ConnectRetryFor) * time.Millisecond
+	}
+	return o
+}
 
 func (w *pgResults) commit() error { return w.db.Flush() }
 

@@ -136,7 +136,19 @@ type CheckpointSpec struct {
 	Interval *Duration `yaml:"interval"`
 	// Retain is how many complete checkpoints are kept (default 3).
 	Retain int `yaml:"retain"`
+	// MaxBuffered bounds the output (results, late records, dead
+	// letters) held in memory for checkpoints that have not committed
+	// (default DefaultMaxBuffered): while a checkpoint's commit waits for
+	// a sink, subtasks that would buffer more wait too, so the queues fill
+	// and the sources stop reading; at half of it with no commit under
+	// way, a checkpoint is taken early, so that its commit has begun
+	// before the bound is reached (what the subtasks emit while its
+	// barriers pass, beyond the other half, is held too until it begins).
+	MaxBuffered int `yaml:"max_buffered"`
 }
+
+// DefaultMaxBuffered is checkpoint.max_buffered's default.
+const DefaultMaxBuffered = 100_000
 
 // Source is the job's input.
 type Source struct {
@@ -382,6 +394,20 @@ type Sink struct {
 	MarkerTopic string   `yaml:"marker_topic"`
 	TLS         bool     `yaml:"tls"`
 	SASL        *SASL    `yaml:"sasl"`
+	// Timeout, RetryFor, ConnectRetryFor and BatchRows configure a
+	// postgres sink. Timeout is the deadline of every connect, statement
+	// batch and commit (default 30s): a stalled connection is logged and
+	// retried. While Postgres is unavailable the sink retries, and the
+	// job waits (the sources stop reading), for RetryFor (default: until
+	// stopped); until it has connected once (a wrong port), for
+	// ConnectRetryFor (default 2m), then the job fails naming the address.
+	// BatchRows is how many rows one transaction commits (default 1000):
+	// a checkpoint's rows are committed in batches. They are not part of
+	// a checkpoint's fingerprint: changing them keeps the checkpoints.
+	Timeout         *Duration `yaml:"timeout" json:"-"`
+	RetryFor        *Duration `yaml:"retry_for" json:"-"`
+	ConnectRetryFor *Duration `yaml:"connect_retry_for" json:"-"`
+	BatchRows       int       `yaml:"batch_rows" json:"-"`
 }
 
 // Duration is a length of time in milliseconds. In a spec it is a string

@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unicode/utf8"
@@ -26,6 +28,13 @@ type client struct {
 	opts  Options
 	table string // as given
 	qt    string // quoted
+	addr  string // host:port (or the socket directory), for messages
+	// connected: a connection succeeded once (Open's bound,
+	// Options.ConnectRetryFor, applies until then).
+	connected bool
+	// failing: the last attempt failed with a transient error, and no
+	// attempt has succeeded since. Read by any goroutine (Unavailable).
+	failing atomic.Bool
 }
 
 // newClient validates o and the connection string; it does not connect.
@@ -43,6 +52,16 @@ func newClient(ctx context.Context, connString, table string, o Options) (*clien
 		return nil, fmt.Errorf("pgio: Options.MaxBackoff is %v; use a positive duration, or 0 for the default %v", o.MaxBackoff, DefaultMaxBackoff)
 	case o.RetryFor < 0:
 		return nil, fmt.Errorf("pgio: Options.RetryFor is %v; use a positive duration, or 0 to retry until the context is cancelled", o.RetryFor)
+	case o.Timeout < 0:
+		return nil, fmt.Errorf("pgio: Options.Timeout is %v; use a positive duration, or 0 for the default %v", o.Timeout, DefaultTimeout)
+	case o.ConnectRetryFor < 0:
+		return nil, fmt.Errorf("pgio: Options.ConnectRetryFor is %v; use a positive duration, or 0 for the default %v", o.ConnectRetryFor, DefaultConnectRetryFor)
+	}
+	if o.Timeout == 0 {
+		o.Timeout = DefaultTimeout
+	}
+	if o.ConnectRetryFor == 0 {
+		o.ConnectRetryFor = DefaultConnectRetryFor
 	}
 	if o.MinBackoff == 0 {
 		o.MinBackoff = DefaultMinBackoff
@@ -61,12 +80,17 @@ func newClient(ctx context.Context, connString, table string, o Options) (*clien
 	if _, ok := cfg.RuntimeParams["application_name"]; !ok {
 		cfg.RuntimeParams["application_name"] = "weir-pgio"
 	}
+	addr := net.JoinHostPort(cfg.Host, strconv.Itoa(int(cfg.Port)))
+	if strings.HasPrefix(cfg.Host, "/") {
+		addr = fmt.Sprintf("%s/.s.PGSQL.%d", cfg.Host, cfg.Port)
+	}
 	return &client{
 		ctx:   ctx,
 		cfg:   cfg,
 		opts:  o,
 		table: table,
 		qt:    pgx.Identifier{table}.Sanitize(),
+		addr:  addr,
 	}, nil
 }
 
@@ -82,9 +106,14 @@ func (c *client) merge(ctx context.Context) (context.Context, context.CancelFunc
 }
 
 // run calls attempt on a live connection until it succeeds, fails with an
-// error that is not transient, ctx is done, or Options.RetryFor has passed,
-// waiting between attempts with exponential backoff. what names the
-// operation in errors and log records.
+// error that is not transient, ctx is done, Options.Stopping is done, or
+// the retry bound has passed (Options.ConnectRetryFor until a connection
+// has succeeded once, then Options.RetryFor), waiting between attempts
+// with exponential backoff. Each attempt, connecting included, has
+// Options.Timeout: an attempt that gets no answer in time (a stalled
+// connection) is logged and retried on a new connection. what names the
+// operation in errors and log records. It runs on the caller's goroutine
+// (the one that serializes the sink's calls).
 func (c *client) run(ctx context.Context, what string, attempt func(ctx context.Context, conn *pgx.Conn) error) error {
 	start := time.Now()
 	backoff := c.opts.MinBackoff
@@ -94,9 +123,18 @@ func (c *client) run(ctx context.Context, what string, attempt func(ctx context.
 			timer.Stop()
 		}
 	}()
+	var stopping <-chan struct{}
+	if c.opts.Stopping != nil {
+		stopping = c.opts.Stopping.Done()
+	}
+	stopped := func(n int, err error) error {
+		return fmt.Errorf("pgio: %s: stopped waiting for Postgres at %s after %d attempts in %v: the job is stopping (last error: %w)",
+			what, c.addr, n, time.Since(start).Round(time.Millisecond), err)
+	}
 	for n := 1; ; n++ {
-		err := c.try(ctx, attempt)
+		err := c.try(ctx, n > 1 || c.failing.Load(), attempt)
 		if err == nil {
+			c.failing.Store(false)
 			if n > 1 && c.opts.Logger != nil {
 				c.opts.Logger.Info("pgio: Postgres is available again", "table", c.table, "op", what, "attempts", n, "waited", time.Since(start).Round(time.Millisecond))
 			}
@@ -109,12 +147,28 @@ func (c *client) run(ctx context.Context, what string, attempt func(ctx context.
 		if !transient(err) {
 			return err
 		}
-		if c.opts.RetryFor > 0 && time.Since(start)+backoff > c.opts.RetryFor {
-			return fmt.Errorf("pgio: %s: gave up after %d attempts in %v (Options.RetryFor is %v): %w",
-				what, n, time.Since(start).Round(time.Millisecond), c.opts.RetryFor, err)
+		c.failing.Store(true)
+		if c.opts.Stopping != nil && c.opts.Stopping.Err() != nil {
+			return stopped(n, err)
+		}
+		limit, option := c.opts.RetryFor, "Options.RetryFor"
+		if !c.connected && (c.opts.RetryFor == 0 || c.opts.ConnectRetryFor < c.opts.RetryFor) {
+			limit, option = c.opts.ConnectRetryFor, "Options.ConnectRetryFor"
+		}
+		if limit > 0 && time.Since(start)+backoff > limit {
+			if !c.connected {
+				return fmt.Errorf("pgio: %s: cannot reach Postgres at %s: gave up after %d attempts in %v (%s is %v): %w",
+					what, c.addr, n, time.Since(start).Round(time.Millisecond), option, limit, err)
+			}
+			return fmt.Errorf("pgio: %s: gave up after %d attempts in %v (%s is %v): %w",
+				what, n, time.Since(start).Round(time.Millisecond), option, limit, err)
 		}
 		if c.opts.Logger != nil {
-			c.opts.Logger.Warn("pgio: Postgres unavailable, retrying", "table", c.table, "op", what, "attempt", n, "retry_in", backoff, "error", err)
+			msg := "pgio: Postgres unavailable, retrying"
+			if errors.As(err, new(stallError)) {
+				msg = "pgio: Postgres stalled (no answer within the timeout), reconnecting and retrying"
+			}
+			c.opts.Logger.Warn(msg, "table", c.table, "address", c.addr, "op", what, "attempt", n, "retry_in", backoff, "error", err)
 		}
 		if timer == nil {
 			timer = time.NewTimer(backoff)
@@ -123,6 +177,8 @@ func (c *client) run(ctx context.Context, what string, attempt func(ctx context.
 		}
 		select {
 		case <-timer.C:
+		case <-stopping:
+			return stopped(n, err)
 		case <-ctx.Done():
 			return fmt.Errorf("pgio: %s: stopped waiting for Postgres after %d attempts in %v: %w (last error: %w)",
 				what, n, time.Since(start).Round(time.Millisecond), context.Cause(ctx), err)
@@ -131,22 +187,49 @@ func (c *client) run(ctx context.Context, what string, attempt func(ctx context.
 	}
 }
 
-// try connects if needed and calls attempt once. A connection that is left
-// in a transaction or broken is closed, so the next try starts afresh.
-func (c *client) try(ctx context.Context, attempt func(ctx context.Context, conn *pgx.Conn) error) error {
+// stallError is an attempt that got no answer within Options.Timeout.
+type stallError struct {
+	err error
+}
+
+func (e stallError) Error() string { return e.err.Error() }
+func (e stallError) Unwrap() error { return e.err }
+
+// try connects if needed and calls attempt once, within Options.Timeout;
+// retrying (a retry, or the sink is failing) lets Options.Stopping cancel
+// the attempt too. A connection that is left in a transaction or broken
+// is closed, so the next try starts afresh.
+func (c *client) try(ctx context.Context, retrying bool, attempt func(ctx context.Context, conn *pgx.Conn) error) error {
+	actx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
+	defer cancel()
+	if retrying && c.opts.Stopping != nil {
+		stop := context.AfterFunc(c.opts.Stopping, cancel)
+		defer stop()
+	}
+	// stalled marks an error of an attempt whose deadline passed.
+	stalled := func(err error) error {
+		if ctx.Err() == nil && errors.Is(actx.Err(), context.DeadlineExceeded) {
+			return stallError{fmt.Errorf("no answer from %s within %v (Options.Timeout): %w", c.addr, c.opts.Timeout, err)}
+		}
+		return err
+	}
 	if c.conn != nil && c.conn.IsClosed() {
 		c.conn = nil
 	}
 	if c.conn == nil {
-		conn, err := pgx.ConnectConfig(ctx, c.cfg)
+		conn, err := pgx.ConnectConfig(actx, c.cfg)
 		if err != nil {
-			return fmt.Errorf("pgio: connect: %w", err)
+			return stalled(fmt.Errorf("pgio: connect to %s: %w", c.addr, err))
 		}
 		c.conn = conn
+		c.connected = true
 	}
-	err := attempt(ctx, c.conn)
-	if err != nil && !c.conn.IsClosed() && c.conn.PgConn().TxStatus() != 'I' {
-		c.closeConn()
+	err := attempt(actx, c.conn)
+	if err != nil {
+		err = stalled(err)
+		if !c.conn.IsClosed() && (c.conn.PgConn().TxStatus() != 'I' || errors.As(err, new(stallError))) {
+			c.closeConn()
+		}
 	}
 	return err
 }
@@ -167,11 +250,18 @@ type retryable struct{ err error }
 func (r retryable) Error() string { return r.err.Error() }
 func (r retryable) Unwrap() error { return r.err }
 
+// Transient reports whether err, from pgx or database/sql over pgx, is
+// worth retrying: the server or the network is (probably briefly)
+// unavailable, or the transaction lost a race with another one. A
+// context error counts (an internal timeout): the caller checks its own
+// context first.
+func Transient(err error) bool { return transient(err) }
+
 // transient reports whether err is worth retrying: the server or the network
 // is (probably briefly) unavailable, or the transaction lost a race with
 // another one.
 func transient(err error) bool {
-	if errors.As(err, new(retryable)) {
+	if errors.As(err, new(retryable)) || errors.As(err, new(stallError)) {
 		return true
 	}
 	var pgErr *pgconn.PgError

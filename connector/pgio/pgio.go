@@ -51,14 +51,23 @@
 // # Retries
 //
 // When Postgres is unavailable (connection refused or reset, the server
-// shutting down or starting up, too many connections) or a transaction loses
-// a race (serialization failure, deadlock, lock not available), Flush — and
-// Open — reconnect and retry the whole batch, waiting Options.MinBackoff,
-// then twice as long each time up to Options.MaxBackoff, logging each retry
-// to Options.Logger. By default they retry until the context given to Open
-// (or to FlushContext) is cancelled: the job waits for the database, it does
-// not fail. Options.RetryFor bounds the total time instead. Any other error
-// (a syntax error, a constraint or type violation, a permission error) fails
+// shutting down or starting up, too many connections, no answer within
+// Options.Timeout) or a transaction loses a race (serialization failure,
+// deadlock, lock not available), Flush — and Open — reconnect and retry
+// the whole batch, waiting Options.MinBackoff, then twice as long each time
+// up to Options.MaxBackoff, logging each retry to Options.Logger with the
+// table, the server's address and the operation. Every attempt (connect,
+// statements, commit) has the deadline Options.Timeout (default 30s), so a
+// stalled connection is noticed, logged as a stall, and replaced.
+//
+// Until a connection has succeeded once (a wrong port, a server not
+// started), Open gives up after Options.ConnectRetryFor (default 2m) with
+// an error naming the address. After that, by default they retry until the
+// context given to Open (or to FlushContext) is cancelled or
+// Options.Stopping is done: the job waits for the database, it does not
+// fail; the caller blocks meanwhile, which is what holds a job's sources
+// back. Options.RetryFor bounds the total time instead. Any other error (a
+// syntax error, a constraint or type violation, a permission error) fails
 // at once and names the statement and the row.
 //
 // # Records
@@ -102,8 +111,10 @@ const MaxIdentifierLen = 63
 
 // The defaults of Options.
 const (
-	DefaultMinBackoff = 100 * time.Millisecond
-	DefaultMaxBackoff = 5 * time.Second
+	DefaultMinBackoff      = 100 * time.Millisecond
+	DefaultMaxBackoff      = 5 * time.Second
+	DefaultTimeout         = 30 * time.Second
+	DefaultConnectRetryFor = 2 * time.Minute
 )
 
 // The fixed columns between the key and the value columns.
@@ -136,10 +147,27 @@ type Options struct {
 	// MaxBackoff is the longest wait between two retries; default
 	// DefaultMaxBackoff.
 	MaxBackoff time.Duration
-	// RetryFor bounds the time Open or a Flush spends retrying; after it
-	// they return the last error. 0 (the default) retries until the context
-	// is cancelled.
+	// RetryFor bounds the time a Flush (or Open) spends retrying; after it
+	// it returns the last error. 0 (the default) retries until the context
+	// is cancelled or Stopping is done.
 	RetryFor time.Duration
+	// ConnectRetryFor bounds the time spent retrying until a connection
+	// has succeeded once (a wrong host or port, a server not started): the
+	// error then names the address. Default DefaultConnectRetryFor; a
+	// smaller RetryFor bounds it too.
+	ConnectRetryFor time.Duration
+	// Timeout is the deadline of each attempt: connecting, each flush's
+	// statements and its commit. An attempt without an answer in time (a
+	// stalled connection: TCP open, no bytes) is logged as a stall and
+	// retried on a new connection. Default DefaultTimeout.
+	Timeout time.Duration
+	// Stopping, if not nil, is done when the caller is stopping (Ctrl-C):
+	// a Flush that is retrying gives up at once, ending its backoff wait
+	// and cancelling an attempt made after a failure, and returns an
+	// error. A Flush whose first attempt is under way (the server was not
+	// known to be failing) lets it finish within Timeout, so a stop
+	// while Postgres is healthy still commits.
+	Stopping context.Context
 	// Logger, if not nil, receives a warning for each retry and a message
 	// when Postgres is available again.
 	Logger *slog.Logger
@@ -315,6 +343,12 @@ func (s *Sink) Table() string { return s.c.table }
 // Pending returns the number of rows written since the last successful
 // Flush.
 func (s *Sink) Pending() int { return len(s.ops) }
+
+// Unavailable reports whether the sink's last attempt to reach Postgres
+// failed with an error it retries, with no success since (the server is
+// away, refusing or stalled). Unlike the other methods it is safe to call
+// from any goroutine while another one flushes.
+func (s *Sink) Unavailable() bool { return s.c.failing.Load() }
 
 // Write validates r and buffers it for the next Flush. It does not touch the
 // database. A result (early, on_time, late) will upsert the row unless the

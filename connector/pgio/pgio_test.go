@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net"
-	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -22,6 +21,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/weirstream/weir/etime"
+	"github.com/weirstream/weir/internal/pgproxy"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -768,154 +768,39 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// proxy forwards TCP connections from a local port to the test server; stop
-// closes the port and kills the live connections, restart opens the same
-// port again.
-type proxy struct {
-	network, target string // the server
-	addr            string // the proxy's 127.0.0.1:port
-
-	mu    sync.Mutex
-	ln    net.Listener // nil while stopped
-	conns map[net.Conn]bool
-	wg    sync.WaitGroup
-}
+// proxy is a pgproxy.Proxy in front of the test server: stop refuses
+// connections and kills the live ones, restart listens on the same port
+// again.
+type proxy struct{ *pgproxy.Proxy }
 
 func startProxy(t testing.TB, connString string) *proxy {
 	t.Helper()
-	cfg, err := pgx.ParseConfig(connString)
+	p, err := pgproxy.Start(connString)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &proxy{network: "tcp", target: net.JoinHostPort(cfg.Host, strconv.Itoa(int(cfg.Port))), conns: map[net.Conn]bool{}}
-	if strings.HasPrefix(cfg.Host, "/") {
-		p.network, p.target = "unix", fmt.Sprintf("%s/.s.PGSQL.%d", cfg.Host, cfg.Port)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.addr = ln.Addr().String()
-	p.serve(ln)
-	t.Cleanup(p.stop)
-	return p
+	t.Cleanup(p.Close)
+	return &proxy{p}
 }
 
 // connString is connString with the proxy as its host.
 func (p *proxy) connString(t testing.TB, connString string) string {
-	host, port, _ := net.SplitHostPort(p.addr)
-	if strings.HasPrefix(connString, "postgres://") || strings.HasPrefix(connString, "postgresql://") {
-		u, err := url.Parse(connString)
-		if err != nil {
-			t.Fatal(err)
-		}
-		u.Host = p.addr
-		q := u.Query()
-		q.Del("host")
-		q.Del("port")
-		u.RawQuery = q.Encode()
-		return u.String()
-	}
-	return connString + " host=" + host + " port=" + port
-}
-
-func (p *proxy) serve(ln net.Listener) {
-	p.mu.Lock()
-	p.ln = ln
-	p.mu.Unlock()
-	p.wg.Add(1)
-	go func() {
-		defer p.wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			p.wg.Add(1)
-			go p.forward(c)
-		}
-	}()
-}
-
-// track registers c to be killed by stop; false if stopped already.
-func (p *proxy) track(c net.Conn) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.ln == nil {
-		return false
-	}
-	p.conns[c] = true
-	return true
-}
-
-func (p *proxy) forward(client net.Conn) {
-	defer p.wg.Done()
-	defer client.Close()
-	if !p.track(client) {
-		return
-	}
-	server, err := net.DialTimeout(p.network, p.target, 5*time.Second)
+	cs, err := p.ConnString(connString)
 	if err != nil {
-		return
+		t.Fatal(err)
 	}
-	defer server.Close()
-	if !p.track(server) {
-		return
-	}
-	done := make(chan struct{}, 2)
-	go func() { io.Copy(server, client); done <- struct{}{} }()
-	go func() { io.Copy(client, server); done <- struct{}{} }()
-	<-done
-	client.Close()
-	server.Close()
-	<-done
-	p.mu.Lock()
-	delete(p.conns, client)
-	delete(p.conns, server)
-	p.mu.Unlock()
+	return cs
 }
 
-// stop closes the port and the live connections and waits for the
-// forwarding goroutines. It is idempotent.
-func (p *proxy) stop() {
-	p.mu.Lock()
-	if p.ln != nil {
-		p.ln.Close()
-		p.ln = nil
-	}
-	for c := range p.conns {
-		c.Close()
-	}
-	clear(p.conns)
-	p.mu.Unlock()
-	p.wg.Wait()
-}
+func (p *proxy) stop()          { p.Refuse() }
+func (p *proxy) restart() error { return p.Heal() }
 
 // ensureUp restarts the proxy if it is stopped, so that a failed subtest
 // does not leave the next one without a server.
 func (p *proxy) ensureUp(t testing.TB) {
-	p.mu.Lock()
-	up := p.ln != nil
-	p.mu.Unlock()
-	if !up {
-		if err := p.restart(); err != nil {
-			t.Error(err)
-		}
+	if err := p.Heal(); err != nil {
+		t.Error(err)
 	}
-}
-
-// restart listens on the same port again.
-func (p *proxy) restart() error {
-	var err error
-	for range 100 {
-		var ln net.Listener
-		if ln, err = net.Listen("tcp", p.addr); err == nil {
-			p.serve(ln)
-			return nil
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return fmt.Errorf("proxy: listen on %s again: %w", p.addr, err)
 }
 
 // TestRetry: a Flush while the server is away waits and succeeds once it is

@@ -156,6 +156,9 @@ func (s *RecordSink) Table() string { return s.c.table }
 // Flush.
 func (s *RecordSink) Pending() int { return len(s.recs) }
 
+// Unavailable is Sink.Unavailable: safe to call from any goroutine.
+func (s *RecordSink) Unavailable() bool { return s.c.failing.Load() }
+
 // WriteRecord buffers one record for the next Flush; it copies what it
 // keeps, so the caller may reuse the slices.
 //

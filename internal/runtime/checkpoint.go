@@ -144,6 +144,10 @@ type coordinator struct {
 	total     int
 	// writers are the goroutines writing parts; the job waits for them.
 	writers sync.WaitGroup
+	// poke wakes the trigger goroutine of a parallel run when a
+	// checkpoint is requested (capacity 1; a full channel is a pending
+	// wake-up).
+	poke chan struct{}
 
 	mu struct {
 		sync.Mutex
@@ -258,7 +262,7 @@ func (c *coordinator) publishLocked(id int64, started time.Time, phase string) {
 }
 
 func newCoordinator(j *Job, o *CheckpointOptions) *coordinator {
-	c := &coordinator{job: j, opts: o}
+	c := &coordinator{job: j, opts: o, poke: make(chan struct{}, 1)}
 	c.mu.next = max(o.NextID, 1)
 	c.mu.lastTrig = time.Now()
 	for _, s := range j.stages {
@@ -285,6 +289,12 @@ func (j *Job) RequestCheckpoint() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.mu.force = !c.mu.stopped
+	if c.mu.force {
+		select {
+		case c.poke <- struct{}{}: // the trigger goroutine looks now, not at its next tick
+		default:
+		}
+	}
 	return c.mu.force
 }
 
@@ -375,18 +385,17 @@ func (c *coordinator) write(id int64, p PendingCheckpoint, parts []part) {
 		c.publishLocked(id, c.mu.lastTrig, "")
 		return
 	}
-	write := func(name string, data []byte) error {
-		return p.WritePart(partName(PreCommitStage, 0, name), data)
-	}
 	c.publishLocked(id, c.mu.lastTrig, PhasePreCommit)
-	for _, f := range c.job.preCommit {
-		if err := f(id, write); err != nil {
-			c.abortLocked(err)
-			return
-		}
-	}
-	c.publishLocked(id, c.mu.lastTrig, PhaseCommit)
-	if err := p.Commit(); err != nil {
+	// Every subtask has taken its snapshot: nothing else touches the
+	// pending checkpoint now, and no other starts while c.mu.id is set.
+	// The pre-commit hooks (sinks waiting for a database) and the commit
+	// run without c.mu, so that stats and requests do not wait for them.
+	c.mu.Unlock()
+	err = func() error {
+		defer c.mu.Lock() // also when a hook panics: the deferred Unlock above needs it held
+		return c.commit(id, p)
+	}()
+	if err != nil {
 		c.abortLocked(err)
 		return
 	}
@@ -399,6 +408,31 @@ func (c *coordinator) write(id int64, p PendingCheckpoint, parts []part) {
 	c.publishLocked(0, time.Time{}, "")
 	if c.opts.OnComplete != nil {
 		c.opts.OnComplete(id)
+	}
+}
+
+// commit runs the pre-commit hooks of checkpoint id, then commits it; it
+// runs on the goroutine that wrote the last parts, without c.mu.
+func (c *coordinator) commit(id int64, p PendingCheckpoint) error {
+	write := func(name string, data []byte) error {
+		return p.WritePart(partName(PreCommitStage, 0, name), data)
+	}
+	for _, f := range c.job.preCommit {
+		if err := f(id, write); err != nil {
+			return err
+		}
+	}
+	c.publishPhase(id, PhaseCommit)
+	return p.Commit()
+}
+
+// publishPhase moves the published in-flight checkpoint id to phase. It
+// needs c.pub only: the commit runs without c.mu.
+func (c *coordinator) publishPhase(id int64, phase string) {
+	c.pub.Lock()
+	defer c.pub.Unlock()
+	if f := &c.pub.stats.InFlight; f.ID == id && f.Phase != phase {
+		f.Phase, f.PhaseSince = phase, time.Now()
 	}
 }
 

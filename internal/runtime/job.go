@@ -669,6 +669,10 @@ func (j *Job) runCheckpointTrigger(ctx context.Context) (stop func()) {
 				if c.due(now) {
 					c.trigger(now)
 				}
+			case <-c.poke:
+				if now := time.Now(); c.due(now) {
+					c.trigger(now)
+				}
 			}
 		}
 	}()

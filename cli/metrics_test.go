@@ -168,9 +168,12 @@ func TestLateRatioWarning(t *testing.T) {
 			}
 		}
 	}
-	// The watermark passes 20 s; then half the records are a minute old.
+	// The watermark passes 20 s (a periodic watermark, 200 ms, while the
+	// reader is caught up: during the burst below stdin has lines waiting,
+	// a backlog, whose watermarks come by count, W10); then half the
+	// records are a minute old.
 	send(1767225620000)
-	time.Sleep(50 * time.Millisecond)
+	time.Sleep(400 * time.Millisecond)
 	for i := range 20 {
 		send(1767225620000 + int64(i))
 		send(1767225560000) // too late

@@ -223,7 +223,7 @@ const (
 // CheckpointStats returns the job's checkpoint counts; the zero value
 // without checkpoints. Safe for concurrent use.
 func (j *Job) CheckpointStats() CheckpointStats {
-	c := j.coord
+	c := j.coordPub.Load()
 	if c == nil {
 		return CheckpointStats{}
 	}
@@ -282,7 +282,7 @@ func (c *coordinator) due(now time.Time) bool {
 // stop takes one). It reports false when none can start any more (no
 // checkpoints, or a subtask finished). Safe for concurrent use.
 func (j *Job) RequestCheckpoint() bool {
-	c := j.coord
+	c := j.coordPub.Load()
 	if c == nil {
 		return false
 	}

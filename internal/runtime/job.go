@@ -82,7 +82,11 @@ type Job struct {
 	dead   DeadLetterFunc
 	deadMu sync.Mutex
 
-	coord      *coordinator
+	coord *coordinator
+	// coordPub publishes coord to goroutines other than the job's
+	// (CheckpointStats, RequestCheckpoint), which may ask while Run builds
+	// the job.
+	coordPub   atomic.Pointer[coordinator]
 	preCommit  []func(id int64, write func(name string, data []byte) error) error
 	onBarriers []func(stage string, idx int, id int64)
 }
@@ -494,6 +498,7 @@ func (j *Job) build() error {
 	}
 	if o := j.opts.Checkpoint; o != nil && o.Store != nil && o.Interval > 0 {
 		j.coord = newCoordinator(j, o)
+		j.coordPub.Store(j.coord)
 	}
 	// Chains are built downstream first, so that exchange writers find
 	// their target subtasks ready.

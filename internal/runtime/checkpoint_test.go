@@ -37,6 +37,7 @@ func alignSubtask(t *testing.T) (*Subtask, *[]int, *nopStore) {
 	var seen []int
 	st.handlers = []GateHandler{func(from int, b any) { seen = append(seen, from) }}
 	j.coord = newCoordinator(j, j.opts.Checkpoint)
+	j.coordPub.Store(j.coord)
 	return st, &seen, store
 }
 

@@ -109,17 +109,24 @@ sinks:
   results: {type: jsonl, path: out.jsonl}
   late: {type: jsonl, path: late.jsonl}
 `
-	clocks := map[string]clock.Clock{
+	checkAtEverySpeed(t, job, map[string]string{"in.jsonl": body}, want)
+}
+
+// checkAtEverySpeed runs job with a clock that never moves, the wall
+// clock and a racing one, and checks that each run classifies its
+// records as want (on time, late, too late).
+func checkAtEverySpeed(t *testing.T, job string, files map[string]string, want [3]int64) {
+	t.Helper()
+	for name, c := range map[string]clock.Clock{
 		"stopped": clock.NewFake(testNow),
 		"wall":    clock.Real{},
 		"racing":  &racingClock{now: testNow, step: time.Second},
-	}
-	for name, c := range clocks {
+	} {
 		t.Run(name, func(t *testing.T) {
-			_, sum := runSpec(t, job, map[string]string{"in.jsonl": body}, RunOptions{Clock: c, Parallelism: 2})
+			_, sum := runSpec(t, job, files, RunOptions{Clock: c, Parallelism: 2})
 			got := [3]int64{sum.Get("accepted") - sum.Get("accepted_late"), sum.Get("accepted_late"), sum.Get("late_side_output")}
 			if got != want {
-				t.Errorf("on time, late, too late = %v, want %v (a watermark after every %d records)", got, want, every)
+				t.Errorf("on time, late, too late = %v, want %v (a watermark after every 1000 records)", got, want)
 			}
 		})
 	}
@@ -245,17 +252,5 @@ sinks:
   results: {type: jsonl, path: out.jsonl}
   late: {type: jsonl, path: late.jsonl}
 `, broker)
-	for name, c := range map[string]clock.Clock{
-		"stopped": clock.NewFake(testNow),
-		"wall":    clock.Real{},
-		"racing":  &racingClock{now: testNow, step: time.Second},
-	} {
-		t.Run(name, func(t *testing.T) {
-			_, sum := runSpec(t, job, nil, RunOptions{Clock: c, Parallelism: 2})
-			got := [3]int64{sum.Get("accepted") - sum.Get("accepted_late"), sum.Get("accepted_late"), sum.Get("late_side_output")}
-			if got != want {
-				t.Errorf("on time, late, too late = %v, want %v (a watermark after every 1000 records)", got, want)
-			}
-		})
-	}
+	checkAtEverySpeed(t, job, nil, want)
 }

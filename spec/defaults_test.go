@@ -3,6 +3,7 @@ package spec
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/weirstream/weir/etime"
 )
@@ -62,5 +63,14 @@ func TestLateFiringIntervalRefusals(t *testing.T) {
 		if _, err := Compile(s); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%q: got %v, want an error containing %q", c.extra, err, c.want)
 		}
+	}
+}
+
+// TestZeroIsOff: the spec's 0 ("off") reaches the library as negative, whose
+// 0 would mean its default (a 1m idle timeout, a watermark every 1,000
+// records).
+func TestZeroIsOff(t *testing.T) {
+	if zeroIsOff(0) != -1 || zeroIsOff(time.Duration(0)) != -1 || zeroIsOff(5*time.Second) != 5*time.Second || zeroIsOff(1000) != 1000 {
+		t.Fatal("zeroIsOff must map 0 to -1 and keep other values")
 	}
 }

@@ -154,16 +154,8 @@ func (j *Job) kafkaRecords(env *weir.Env) (weir.Stream[rec], error) {
 		v.part = r.Partition
 		return v, v.ts, nil
 	}
-	idle := p.IdleTimeout.Std()
-	if idle == 0 {
-		idle = -1 // the spec's 0 is "never"; the library's 0 is its default
-	}
-	backlog := p.BacklogEvery
-	if backlog == 0 {
-		backlog = -1
-	}
 	o := kafkaio.SourceOptions[rec]{Brokers: k.Brokers, Topic: k.Topic, Group: k.Group, Start: p.KafkaStart, Decode: decode,
-		WatermarkInterval: p.Interval.Std(), IdleTimeout: idle, BacklogEvery: backlog, MaxDrift: p.MaxDrift, StopAtEnd: k.StopAtEnd,
+		WatermarkInterval: p.Interval.Std(), IdleTimeout: zeroIsOff(p.IdleTimeout.Std()), BacklogEvery: zeroIsOff(p.BacklogEvery), MaxDrift: p.MaxDrift, StopAtEnd: k.StopAtEnd,
 		Clock: j.env.Options().Clock, ClientOptions: kafkaOpts(k.TLS, k.SASL), Logger: j.env.Options().Logger}
 	if p.TSFromKafka && p.Checks {
 		o.MaxFuture = p.MaxFuture

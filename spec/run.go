@@ -528,10 +528,7 @@ func (j *Job) build(o RunOptions) error {
 		if o.Deterministic || p.EveryRecord {
 			ws = ws.WithEveryRecord()
 		}
-		ws.BacklogEvery = p.BacklogEvery
-		if ws.BacklogEvery == 0 {
-			ws.BacklogEvery = -1 // the spec's 0 is "periodic only"
-		}
+		ws.BacklogEvery = zeroIsOff(p.BacklogEvery)
 		recs = weir.AssignTimestamps(recs, ws)
 	default:
 		recs = weir.Filter(recs, func(r rec) bool { _, m := isMark(r); return !m })
@@ -832,6 +829,16 @@ type RestartPolicy struct {
 	Backoff time.Duration
 	// OnRestart, when set, is told about each restart and its cause.
 	OnRestart func(n int, cause error)
+}
+
+// zeroIsOff maps a spec setting whose 0 means "off" (idle_timeout,
+// backlog_every) to the library's option, whose 0 means its default and
+// a negative value "off".
+func zeroIsOff[T int | time.Duration](v T) T {
+	if v == 0 {
+		return -1
+	}
+	return v
 }
 
 // inputChanged reports whether err says the input is not the one the

@@ -59,7 +59,7 @@ func dumpSQLite(t *testing.T, path string) string {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	return sqltest.Dump(t, db, `SELECT * FROM results ORDER BY 1, 2, 3, 4`, `SELECT * FROM results_backfill_applied ORDER BY 1, 2, 3, 4`)
+	return sqltest.Dump(t, db, `SELECT * FROM results ORDER BY 1, 2, 3, 4`, `SELECT * FROM results_backfill_applied ORDER BY 1, 2, 3, 4, 5`)
 }
 
 // weirIn runs the weir binary in dir and returns its exit code and

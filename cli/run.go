@@ -92,6 +92,7 @@ type runFlags struct {
 	checkpointDir string
 	interval      time.Duration
 	fresh         bool
+	appendRuns    bool
 	restarts      int
 	http          string
 	keepServing   bool // after the run, serve the dashboard until ctx is done
@@ -108,7 +109,8 @@ func runCmd(ctx context.Context, args []string, o IO) int {
 	fs.BoolVar(&f.drain, "drain", false, "on Ctrl-C, send the final watermark first so every open window fires")
 	fs.StringVar(&f.checkpointDir, "checkpoint-dir", "", "take checkpoints in this directory and resume from the newest one (overrides checkpoint.dir)")
 	fs.DurationVar(&f.interval, "checkpoint-interval", 0, "time between checkpoints (overrides checkpoint.interval; default 5s)")
-	fs.BoolVar(&f.fresh, "fresh", false, "ignore existing checkpoints and start over (file sinks start over too)")
+	fs.BoolVar(&f.fresh, "fresh", false, "ignore existing checkpoints and start a new run (the job's outputs start over too, unless --append)")
+	fs.BoolVar(&f.appendRuns, "append", false, "at a fresh start, keep earlier runs' outputs (files, ledger, archive, table rows) and add this run's to them; backfill then uses every run's ledger entries")
 	fs.StringVar(&f.http, "http", "", "serve Prometheus metrics at http://ADDR/metrics while the job runs, such as 127.0.0.1:8080 (a bare :PORT listens on loopback)")
 	fs.IntVar(&f.restarts, "restarts", 3, "with checkpoints: how often a failing job restarts from its newest checkpoint (backoff 1s, doubling)")
 	fs.Usage = func() {
@@ -202,7 +204,7 @@ func runPlan(ctx context.Context, p *spec.Plan, dir string, f runFlags, now time
 		Warn:          func(msg string) { fmt.Fprintln(o.Stderr, "warning:", msg) },
 		Logger:        slog.New(warnHandler{w: o.Stderr}),
 		Info:          func(msg string) { fmt.Fprintln(o.Stderr, msg) },
-		CheckpointDir: cpDir, CheckpointInterval: f.interval, Fresh: f.fresh,
+		CheckpointDir: cpDir, CheckpointInterval: f.interval, Fresh: f.fresh, Append: f.appendRuns,
 		Crash: crashHook(o.Getenv),
 	}
 	// The job of the current attempt (a restart opens a new one).

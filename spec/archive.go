@@ -22,6 +22,7 @@ import (
 // without checkpoints commits every uncheckedBatch windows (due).
 type archiveWriter struct {
 	dir string
+	run int64 // the run whose revisions these are (Job.run)
 	// pending is each window's newest revision since the last commit
 	// (the archive keeps only the newest anyway).
 	pending map[archiveWindow]*archivePut
@@ -39,11 +40,31 @@ type archivePut struct {
 	value []byte
 }
 
-func newArchiveWriter(dir string, log *slog.Logger) (*archiveWriter, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("archive: %w", err)
+// newArchiveWriter prepares the archive in dir for the live job. At a
+// fresh start (fresh) it empties the archive unless keep (--append), and
+// returns the newest run it holds then (0: none), which the new run's id
+// must exceed.
+func newArchiveWriter(dir string, log *slog.Logger, fresh, keep bool) (*archiveWriter, int64, error) {
+	if fresh && !keep {
+		if err := archive.Reset(dir); err != nil {
+			return nil, 0, fmt.Errorf("archive: starting it over for a new run: %w", err)
+		}
 	}
-	return &archiveWriter{dir: dir, log: log, pending: map[archiveWindow]*archivePut{}}, nil
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, 0, fmt.Errorf("archive: %w", err)
+	}
+	var last int64
+	if fresh && keep {
+		a, err := archive.OpenWait(dir, archiveOpenWait, 100*time.Millisecond)
+		if err != nil {
+			return nil, 0, fmt.Errorf("archive: %w", err)
+		}
+		last, err = a.Run()
+		if err = errors.Join(err, a.Close()); err != nil {
+			return nil, 0, fmt.Errorf("archive: %w", err)
+		}
+	}
+	return &archiveWriter{dir: dir, log: log, pending: map[archiveWindow]*archivePut{}}, last, nil
 }
 
 // put records a published revision for the next commit, unless one of a
@@ -86,12 +107,12 @@ func (w *archiveWriter) commit(wm etime.Time, horizon etime.Duration, wait time.
 	}
 	w.busy = false
 	for k, p := range w.pending {
-		if err = a.Put(k.key, k.start, k.end, p.pane, p.value); err != nil {
+		if err = a.Put(k.key, k.start, k.end, w.run, p.pane, p.value); err != nil {
 			break
 		}
 	}
 	if err == nil {
-		err = a.Commit(wm, horizon)
+		err = a.Commit(wm, horizon, w.run)
 	}
 	if err = errors.Join(err, a.Close()); err == nil {
 		clear(w.pending)

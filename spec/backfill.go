@@ -76,6 +76,10 @@ type BackfillReport struct {
 	Applied        int `json:"applied"`
 	AlreadyApplied int `json:"already_applied"`
 	Unreadable     int `json:"unreadable"`
+	// EarlierRuns counts entries of runs before the one whose outputs
+	// the results hold (outCounters.Since), in a ledger that keeps them
+	// (a Kafka topic): skipped.
+	EarlierRuns int `json:"earlier_runs,omitempty"`
 	// Corrupt counts ledger lines whose checksum or syntax is wrong:
 	// skipped (weir ledger ls shows them).
 	Corrupt int `json:"corrupt"`
@@ -149,7 +153,7 @@ func Backfill(p *Plan, o BackfillOptions) (BackfillReport, error) {
 		return rep, err
 	}
 	defer src.close()
-	cut, wm, desc, err := backfillCut(p, o.Dir)
+	cut, wm, desc, since, err := backfillCut(p, o.Dir)
 	if err != nil {
 		return rep, err
 	}
@@ -176,6 +180,12 @@ func Backfill(p *Plan, o BackfillOptions) (BackfillReport, error) {
 		if o.Filter != nil && !o.Filter(e) {
 			return nil
 		}
+		if e.Run != 0 && e.Run < since {
+			// An earlier run's, in a ledger that cannot start over (a
+			// Kafka topic): the results hold this run's only.
+			rep.EarlierRuns++
+			return nil
+		}
 		rep.Entries++
 		if e.Spec != "" && e.Spec != rep.SpecHash && !slices.Contains(o.AcceptSpec, e.Spec) {
 			rep.SpecMismatch++
@@ -187,7 +197,7 @@ func Backfill(p *Plan, o BackfillOptions) (BackfillReport, error) {
 		if rep.RefusedReason != "" && o.Out != nil {
 			fmt.Fprintf(o.Out, "entry %s refused: unsupported_window_kind (%s)\n", e.ID, rep.RefusedReason)
 		}
-		de := decodedEntry{id: e.ID, watermark: etime.Time(e.Watermark)}
+		de := decodedEntry{id: appliedID(e), watermark: etime.Time(e.Watermark)}
 		if rep.RefusedReason == "" { // refused entries are only counted
 			r, err := dec.decode(fileio.Line{Kind: fileio.Data, No: entryNo(e.ID), Text: e.Record})
 			if err != nil {
@@ -419,7 +429,7 @@ func openSQLStore(p *Plan, o BackfillOptions) (*sqlStore, error) {
 func (s *sqlStore) horizon() (etime.Time, error) { return etime.MinTime, nil }
 
 func (s *sqlStore) begin(w *backfillWindow) error {
-	s.args = s.args[:0]
+	s.args = append(s.args[:0], s.p.Spec.Name)
 	for _, k := range s.p.Spec.Key {
 		// As the live job wrote it: canonical (a Postgres ledger gives
 		// jsonb's text, which writes numbers and orders members its own
@@ -456,7 +466,7 @@ func (s *sqlStore) applied(w *backfillWindow) (map[string]bool, error) {
 	if s.db.noneApplied {
 		return done, nil
 	}
-	rows, err := s.tx.Query(s.db.applied, w.key, w.start, w.end)
+	rows, err := s.tx.Query(s.db.applied, s.p.Spec.Name, w.key, w.start, w.end)
 	if err != nil {
 		return nil, err
 	}
@@ -475,12 +485,16 @@ func (s *sqlStore) load(w *backfillWindow) (*acc, int64, error) {
 	n := w.agg.width()
 	vals := make([]any, n)
 	pane := int64(-1)
-	ptrs := []any{&pane}
+	ptrs := []any{&w.run, &pane}
 	for i := range vals {
 		ptrs = append(ptrs, &vals[i])
 	}
 	switch err := s.tx.QueryRow(s.db.sel, s.args...).Scan(ptrs...); {
 	case err == sql.ErrNoRows:
+		// The window never fired: its first row is the newest run's.
+		if err := s.tx.QueryRow(s.db.maxRun, s.p.Spec.Name).Scan(&w.run); err != nil {
+			return nil, 0, err
+		}
 		return w.agg.CreateAccumulator(), -1, nil
 	case err != nil:
 		return nil, 0, err
@@ -511,7 +525,7 @@ func (s *sqlStore) write(w *backfillWindow, pane int64, values []string, ids []s
 	}
 	var err error
 	if pane == 0 { // the window never fired: its first row
-		_, err = s.tx.Exec(s.db.ins, append(append(slices.Clone(s.args), "backfill", int64(0), int64(w.wm)), set...)...)
+		_, err = s.tx.Exec(s.db.ins, append(append(slices.Clone(s.args), "backfill", w.run, int64(0), int64(w.wm)), set...)...)
 	} else {
 		_, err = s.tx.Exec(s.db.upd, append(append(set, pane, int64(w.wm)), s.args...)...)
 	}
@@ -519,7 +533,7 @@ func (s *sqlStore) write(w *backfillWindow, pane int64, values []string, ids []s
 		return err
 	}
 	for _, id := range ids {
-		if _, err := s.tx.Exec(s.db.mark, w.key, w.start, w.end, id); err != nil {
+		if _, err := s.tx.Exec(s.db.mark, s.p.Spec.Name, w.key, w.start, w.end, id); err != nil {
 			return err
 		}
 	}
@@ -557,34 +571,53 @@ func (o *BackfillOptions) crash(point string) {
 // name), Postgres ledger epoch and output watermark. A job without
 // checkpoints, or whose run finished, has its whole ledger read (a nil
 // cut) at the end of input; a job that has not completed a checkpoint yet
-// has committed nothing (empty positions, epoch 0).
-func backfillCut(p *Plan, dir string) (*ledgerCut, etime.Time, string, error) {
+// has committed nothing (empty positions, epoch 0). since is the oldest
+// run whose entries count (outCounters.Since; 0: every run's).
+func backfillCut(p *Plan, dir string) (cut *ledgerCut, wm etime.Time, desc string, since int64, err error) {
 	c := p.Spec.Checkpoint
 	if c == nil || c.Dir == "" {
-		return nil, etime.MaxTime, "all of it; the job has no checkpoints, so its run is taken as ended", nil
+		return nil, etime.MaxTime, "all of it; the job has no checkpoints, so its run is taken as ended", 0, nil
 	}
 	cdir := RunOptions{Dir: dir}.path(c.Dir)
-	if _, err := os.Stat(filepath.Join(cdir, finishedMarker)); err == nil {
-		return nil, etime.MaxTime, "all of it; the job's run finished", nil
-	}
 	none := &ledgerCut{pos: map[string]ledger.Pos{}}
+	oc, id, err := latestCounters(cdir)
+	if err != nil {
+		return nil, 0, "", 0, err
+	}
+	if _, err := os.Stat(filepath.Join(cdir, finishedMarker)); err == nil {
+		if oc != nil {
+			since = oc.Since
+		}
+		return nil, etime.MaxTime, "all of it; the job's run finished", since, nil
+	}
+	if oc == nil {
+		return none, etime.MinTime, "nothing yet; the job has not completed a checkpoint", 0, nil
+	}
+	pos := oc.Ledgers["late"]
+	if oc.Ledgers == nil {
+		oc.Ledgers = none.pos
+	}
+	return &ledgerCut{pos: oc.Ledgers, epoch: oc.Epoch, run: oc.Run}, oc.Watermark,
+		fmt.Sprintf("checkpoint %d: %s up to byte %d; live watermark %s", id, cmp.Or(pos.Segment, "empty"), pos.Length, oc.Watermark), oc.Since, nil
+}
+
+// latestCounters reads the output counters of the newest checkpoint in
+// cdir (nil: none yet).
+func latestCounters(cdir string) (*outCounters, int64, error) {
 	st, err := checkpoint.OpenReadOnly(cdir)
 	if errors.Is(err, os.ErrNotExist) {
-		return none, etime.MinTime, "nothing yet; the job has not completed a checkpoint", nil
+		return nil, 0, nil
 	}
 	if err != nil {
-		return nil, 0, "", err
+		return nil, 0, err
 	}
 	defer st.Close()
 	// The live job may remove the newest checkpoint's predecessor while
 	// it is read: try again.
 	for try := 0; ; try++ {
 		cp, ok, err := st.Latest()
-		if err != nil {
-			return nil, 0, "", err
-		}
-		if !ok {
-			return none, etime.MinTime, "nothing yet; the job has not completed a checkpoint", nil
+		if err != nil || !ok {
+			return nil, 0, err
 		}
 		view := &lazyView{st: st, cp: cp}
 		b, ok := weir.PreCommitPart(view, "output")
@@ -592,17 +625,13 @@ func backfillCut(p *Plan, dir string) (*ledgerCut, etime.Time, string, error) {
 			if try < 3 {
 				continue
 			}
-			return nil, 0, "", cmp.Or(err, fmt.Errorf("checkpoint %d has no output part", cp.ID))
+			return nil, 0, cmp.Or(err, fmt.Errorf("checkpoint %d has no output part", cp.ID))
 		}
-		oc := outCounters{Watermark: etime.MinTime}
-		if err := json.Unmarshal(b, &oc); err != nil {
-			return nil, 0, "", fmt.Errorf("checkpoint %d: corrupt output part: %w", cp.ID, err)
+		oc := &outCounters{Watermark: etime.MinTime}
+		if err := json.Unmarshal(b, oc); err != nil {
+			return nil, 0, fmt.Errorf("checkpoint %d: corrupt output part: %w", cp.ID, err)
 		}
-		pos := oc.Ledgers["late"]
-		if oc.Ledgers == nil {
-			oc.Ledgers = none.pos
-		}
-		return &ledgerCut{pos: oc.Ledgers, epoch: oc.Epoch}, oc.Watermark, fmt.Sprintf("checkpoint %d: %s up to byte %d; live watermark %s", cp.ID, cmp.Or(pos.Segment, "empty"), pos.Length, oc.Watermark), nil
+		return oc, cp.ID, nil
 	}
 }
 
@@ -643,6 +672,8 @@ type resultsDB struct {
 	// the next revision; applied lists a window's applied ids and mark
 	// adds one.
 	sel, upd, ins, applied, mark string
+	// maxRun reads the newest run of the job's rows.
+	maxRun string
 	// noneApplied: the applied table did not exist (a dry run before any
 	// backfill).
 	noneApplied bool
@@ -667,9 +698,20 @@ func openResultsDB(p *Plan, dir string, create bool) (*resultsDB, error) {
 	appliedName := appliedTable(table)
 	applied := quoteSQL(appliedName)
 	if create {
-		if _, err := d.db.Exec(`CREATE TABLE IF NOT EXISTS ` + applied + ` (key TEXT NOT NULL, window_start BIGINT NOT NULL, window_end BIGINT NOT NULL, id TEXT NOT NULL, PRIMARY KEY (key, window_start, window_end, id))`); err != nil {
+		if _, err := d.db.Exec(`CREATE TABLE IF NOT EXISTS ` + applied + ` (job TEXT NOT NULL, key TEXT NOT NULL, window_start BIGINT NOT NULL, window_end BIGINT NOT NULL, id TEXT NOT NULL, PRIMARY KEY (job, key, window_start, window_end, id))`); err != nil {
 			d.db.Close()
 			return nil, fmt.Errorf("create %s: %w", applied, err)
+		}
+		// One of weir before runs has no job column (and its results
+		// table, no job and run: the sink refuses that one too).
+		q, arg := `SELECT COUNT(*) FROM pragma_table_info(?) WHERE name = 'job'`, appliedName
+		if d.pg {
+			q, arg = `SELECT COUNT(*) FROM pg_attribute WHERE attrelid = to_regclass($1) AND attname = 'job' AND NOT attisdropped`, applied
+		}
+		var n int
+		if err := d.db.QueryRow(q, arg).Scan(&n); err != nil || n == 0 {
+			d.db.Close()
+			return nil, cmp.Or(err, fmt.Errorf("table %s was made by a weir before runs (it has no job column): drop it, with the results table %s, and run the job again", applied, quoteSQL(table)))
 		}
 	} else {
 		q := `SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = ?`
@@ -697,25 +739,26 @@ func openResultsDB(p *Plan, dir string, create bool) (*resultsDB, error) {
 	for _, c := range cols {
 		sels = append(sels, d.text(c))
 	}
-	var conds []string
+	conds := []string{`"job" = ?`}
 	for _, k := range s.Key {
 		conds = append(conds, quoteSQL(k)+" = "+jsonPH)
 	}
 	where := strings.Join(append(conds, "window_start = ?", "window_end = ?"), " AND ")
 	t := quoteSQL(table)
-	d.sel = `SELECT pane, ` + strings.Join(sels, ", ") + ` FROM ` + t + ` WHERE ` + where
+	d.sel = `SELECT run, pane, ` + strings.Join(sels, ", ") + ` FROM ` + t + ` WHERE ` + where
 	if d.pg {
 		d.sel += ` FOR UPDATE`
 	}
 	d.upd = `UPDATE ` + t + ` SET ` + strings.Join(cols, " = "+jsonPH+", ") + ` = ` + jsonPH + `, firing = 'backfill', pane = ?, watermark = ? WHERE ` + where
-	vals := slices.Repeat([]string{jsonPH}, len(s.Key))
-	vals = append(vals, "?", "?", "?", "?", "?")
+	vals := append([]string{"?"}, slices.Repeat([]string{jsonPH}, len(s.Key))...)
+	vals = append(vals, slices.Repeat([]string{"?"}, len(resultColumns))...)
 	vals = append(vals, slices.Repeat([]string{jsonPH}, len(cols))...)
-	d.ins = `INSERT INTO ` + t + ` (` + strings.Join(append(append(quoteAll(s.Key), resultColumns...), cols...), ", ") + `) VALUES (` + strings.Join(vals, ", ") + `)`
-	d.applied = `SELECT id FROM ` + applied + ` WHERE key = ? AND window_start = ? AND window_end = ?`
-	d.mark = `INSERT INTO ` + applied + ` (key, window_start, window_end, id) VALUES (?, ?, ?, ?)`
+	d.ins = `INSERT INTO ` + t + ` (` + strings.Join(append(append(append([]string{`"job"`}, quoteAll(s.Key)...), resultColumns...), cols...), ", ") + `) VALUES (` + strings.Join(vals, ", ") + `)`
+	d.maxRun = `SELECT COALESCE(MAX(run), 0) FROM ` + t + ` WHERE "job" = ?`
+	d.applied = `SELECT id FROM ` + applied + ` WHERE job = ? AND key = ? AND window_start = ? AND window_end = ?`
+	d.mark = `INSERT INTO ` + applied + ` (job, key, window_start, window_end, id) VALUES (?, ?, ?, ?, ?)`
 	if d.pg {
-		for _, q := range []*string{&d.sel, &d.upd, &d.ins, &d.applied, &d.mark} {
+		for _, q := range []*string{&d.sel, &d.upd, &d.ins, &d.maxRun, &d.applied, &d.mark} {
 			*q = dollars(*q)
 		}
 	}
@@ -805,6 +848,10 @@ type backfillWindow struct {
 	keyVals    map[string]json.RawMessage
 	start, end int64
 	entries    []decodedEntry // the ledger entries that missed the window
+	// run is the run of the window's stored revision (set by load; the
+	// newest run's for a window that never fired): its next revision
+	// is that run's next pane.
+	run int64
 }
 
 // decodedEntry is a ledger entry whose record a backfill has decoded (once,
@@ -885,6 +932,17 @@ func (a aggFunc) seed(vals []any) (*acc, error) {
 		}
 	}
 	return ac, nil
+}
+
+// appliedID is what identifies a ledger entry among the entry ids
+// applied to a window: its run and id ("run/id"; the id alone in entries
+// of weir before runs), since a later run kept beside it (--append) may
+// read other input at the same positions.
+func appliedID(e ledger.Entry) string {
+	if e.Run == 0 {
+		return e.ID
+	}
+	return strconv.FormatInt(e.Run, 10) + "/" + e.ID
 }
 
 // specHash identifies what a ledger entry means to a backfill: the key,

@@ -122,13 +122,15 @@ func (s *archiveStore) applied(w *backfillWindow) (map[string]bool, error) {
 }
 
 func (s *archiveStore) load(w *backfillWindow) (*acc, int64, error) {
-	pane, value, ok, err := s.a.Row(s.key, etime.Time(w.start), etime.Time(w.end))
+	run, pane, value, ok, err := s.a.Row(s.key, etime.Time(w.start), etime.Time(w.end))
 	if err != nil {
 		return nil, 0, err
 	}
 	if !ok {
-		return w.agg.CreateAccumulator(), -1, nil
+		w.run, err = s.a.Run() // never fired: the newest run's first revision
+		return w.agg.CreateAccumulator(), -1, err
 	}
+	w.run = run
 	n := w.agg.width()
 	parts := splitResult(value, n)
 	if len(parts) != n {
@@ -155,8 +157,8 @@ func (s *archiveStore) write(w *backfillWindow, pane int64, values []string, ids
 	}
 	r := window.Result[string, []byte]{Key: s.key, Window: window.Window{Start: etime.Time(w.start), End: etime.Time(w.end)},
 		Firing: window.Backfill, Pane: pane, Watermark: w.wm, Value: value}
-	s.revs = append(s.revs, archive.Revision{Key: s.key, Start: r.Window.Start, End: r.Window.End, Pane: pane, Value: value, IDs: ids,
-		RecordKey: appendResultKey(nil, s.p, r), Line: appendResult(nil, s.p, r)})
+	s.revs = append(s.revs, archive.Revision{Key: s.key, Start: r.Window.Start, End: r.Window.End, Run: w.run, Pane: pane, Value: value, IDs: ids,
+		RecordKey: appendResultKey(nil, s.p, r), Line: appendResult(nil, s.p, w.run, r)})
 	return nil
 }
 
@@ -280,7 +282,7 @@ type kafkaPublisher struct{ cl *kgo.Client }
 func (k kafkaPublisher) publish(revs []archive.Outboxed) error {
 	recs := make([]*kgo.Record, len(revs))
 	for i, r := range revs {
-		recs[i] = &kgo.Record{Key: r.RecordKey, Value: r.Line, Headers: resultHeaders(window.Backfill, r.Pane)}
+		recs[i] = &kgo.Record{Key: r.RecordKey, Value: r.Line, Headers: resultHeaders(window.Backfill, r.Run, r.Pane)}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

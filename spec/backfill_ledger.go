@@ -42,6 +42,7 @@ type ledgerSource interface {
 type ledgerCut struct {
 	pos   map[string]ledger.Pos
 	epoch int64
+	run   int64 // the run of the checkpoint (its epochs are that run's)
 }
 
 // openLedgerSource opens the job's ledger and, unless dry, takes the

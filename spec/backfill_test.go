@@ -263,7 +263,7 @@ func testBackfillOracle(t *testing.T, job, store string) {
 func dumpPG(t *testing.T, conn *pgx.Conn, table string) string {
 	t.Helper()
 	var b strings.Builder
-	for _, q := range []string{`SELECT * FROM ` + table + ` ORDER BY 1, 2`, `SELECT * FROM ` + table + `_backfill_applied ORDER BY 1, 2, 3, 4`} {
+	for _, q := range []string{`SELECT * FROM ` + table + ` ORDER BY 1, 2, 3, 4`, `SELECT * FROM ` + table + `_backfill_applied ORDER BY 1, 2, 3, 4, 5`} {
 		rows, err := conn.Query(context.Background(), q)
 		if err != nil {
 			if strings.Contains(err.Error(), "does not exist") {

@@ -70,7 +70,7 @@ type Plan struct {
 }
 
 // resultColumns are the fixed fields of a result line.
-var resultColumns = []string{"window_start", "window_end", "firing", "pane", "watermark"}
+var resultColumns = []string{"window_start", "window_end", "firing", "run", "pane", "watermark"}
 
 var aggFns = []string{"count", "sum", "min", "max", "avg", "first", "last", "collect", "count_distinct"}
 
@@ -628,6 +628,7 @@ func (c *compiler) aggregates() {
 		names[r] = "a result column"
 	}
 	names[accColumn] = "the column of SQL results that keeps accumulators"
+	names["job"] = "the column of SQL results that names the job"
 	lower := strings.ToLower
 	for i, k := range s.Key {
 		path := fmt.Sprintf("key[%d]", i)

@@ -328,9 +328,12 @@ func (a *Answer) Compare(p *Plan, dir string, limit int) ([]string, int, error) 
 // latestResults reads the results of a job with jsonl or Kafka results:
 // the results file and its corrections (CorrectionsPath), or the results
 // topic as read_committed readers see it, keeping each window's highest
-// pane (at equal panes, the later one), by row identity.
+// (run, pane) (at equal ones, the later), by row identity, and of those
+// the windows of the newest run (a topic, or files kept with --append,
+// hold earlier runs too; the complete answer is of this run's input).
 func latestResults(p *Plan, dir string) (map[string][]string, error) {
-	f := resultFold{p: p, got: map[string][]string{}, panes: map[string]int64{}}
+	f := resultFold{p: p, got: map[string][]string{}, revs: map[string][2]int64{}}
+	defer f.newestRun()
 	r := p.Spec.Sinks.Results
 	if r.Type == "kafka" {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -361,11 +364,25 @@ func latestResults(p *Plan, dir string) (map[string][]string, error) {
 	return f.got, nil
 }
 
-// resultFold keeps the newest revision of each window among result lines.
+// resultFold keeps the newest revision, by (run, pane), of each window
+// among result lines.
 type resultFold struct {
-	p     *Plan
-	got   map[string][]string
-	panes map[string]int64
+	p    *Plan
+	got  map[string][]string
+	revs map[string][2]int64 // the (run, pane) of got's rows
+}
+
+// newestRun keeps the rows of the newest run only.
+func (f *resultFold) newestRun() {
+	var last int64
+	for _, r := range f.revs {
+		last = max(last, r[0])
+	}
+	for k, r := range f.revs {
+		if r[0] != last {
+			delete(f.got, k)
+		}
+	}
 }
 
 func (f *resultFold) add(line []byte) error {
@@ -382,23 +399,25 @@ func (f *resultFold) add(line []byte) error {
 		keys[i] = sqlCanonical(m[k])
 	}
 	k := rowIdentity(keys, string(m["window_start"]), string(m["window_end"]))
-	var pane int64
+	var rev [2]int64 // run, pane
 	var firing string
-	json.Unmarshal(m["pane"], &pane)
+	json.Unmarshal(m["run"], &rev[0])
+	json.Unmarshal(m["pane"], &rev[1])
 	json.Unmarshal(m["firing"], &firing)
-	if firing == "retract" {
-		delete(f.got, k)
-		delete(f.panes, k)
+	old, ok := f.revs[k]
+	if ok && (old[0] > rev[0] || old[0] == rev[0] && old[1] > rev[1]) {
 		return nil
 	}
-	if old, ok := f.panes[k]; ok && old > pane {
+	if firing == "retract" {
+		delete(f.got, k)
+		delete(f.revs, k)
 		return nil
 	}
 	row := make([]string, len(s.Aggregate))
 	for i, ag := range s.Aggregate {
 		row[i] = f.p.valueCanonical(m[ag.Name])
 	}
-	f.got[k], f.panes[k] = row, pane
+	f.got[k], f.revs[k] = row, rev
 	return nil
 }
 
@@ -418,7 +437,14 @@ func tableRows(p *Plan, dir string) (map[string][]string, error) {
 	for _, ag := range s.Aggregate {
 		cols = append(cols, db.text(quoteSQL(ag.Name)))
 	}
-	rows, err := db.db.Query(`SELECT ` + strings.Join(cols, ", ") + ` FROM ` + quoteSQL(cmp.Or(s.Sinks.Results.Table, "results")))
+	// The job's rows of its newest run (--append keeps earlier runs'
+	// rows beside them; the complete answer is of this run's input).
+	t := quoteSQL(cmp.Or(s.Sinks.Results.Table, "results"))
+	q := `SELECT ` + strings.Join(cols, ", ") + ` FROM ` + t + ` WHERE "job" = ? AND run = (SELECT MAX(run) FROM ` + t + ` WHERE "job" = ?)`
+	if db.pg {
+		q = dollars(q)
+	}
+	rows, err := db.db.Query(q, s.Name, s.Name)
 	if err != nil {
 		return nil, err
 	}

@@ -201,7 +201,7 @@ func txnID(p *Plan) string {
 func (j *Job) txnID() string { return txnID(j.plan) }
 
 // kafkaResults writes results to a Kafka topic, keyed by their key fields
-// and window, with the firing kind and pane in headers; one transaction
+// and window, with the firing kind, run and pane in headers; one transaction
 // per checkpoint (kafkaio.Sink).
 type kafkaResults struct {
 	s     *kafkaio.Sink
@@ -223,16 +223,19 @@ func kafkaSinkOptions(k *Sink, txnID string) kafkaio.SinkOptions {
 }
 
 func (w *kafkaResults) write(r window.Result[string, []byte]) error {
-	w.line = appendResult(w.line[:0], w.j.plan, r)
+	w.line = appendResult(w.line[:0], w.j.plan, w.j.run, r)
 	key := appendResultKey(nil, w.j.plan, r)
-	return w.s.Produce(&kgo.Record{Topic: w.topic, Key: key, Value: append([]byte(nil), w.line...), Headers: resultHeaders(r.Firing, r.Pane)})
+	return w.s.Produce(&kgo.Record{Topic: w.topic, Key: key, Value: append([]byte(nil), w.line...), Headers: resultHeaders(r.Firing, w.j.run, r.Pane)})
 }
 
 // resultHeaders are the headers of a result record in Kafka: its firing
-// kind and pane, by which readers fold revisions.
-func resultHeaders(firing window.Firing, pane int64) []kgo.RecordHeader {
+// kind, run and pane, by which readers fold revisions: the highest (run,
+// pane) of a window wins, so a new run's pane 0 replaces an earlier
+// run's pane 5 (a topic cannot be started over as a file can).
+func resultHeaders(firing window.Firing, run, pane int64) []kgo.RecordHeader {
 	return []kgo.RecordHeader{
 		{Key: "weir-firing", Value: []byte(firing.String())},
+		{Key: "weir-run", Value: strconv.AppendInt(nil, run, 10)},
 		{Key: "weir-pane", Value: strconv.AppendInt(nil, pane, 10)},
 	}
 }

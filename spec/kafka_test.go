@@ -81,15 +81,33 @@ func kafkaClusterN(t testing.TB, n int) string {
 // a firing happened).
 func committedResults(t *testing.T, broker string) []string { return committed(t, broker, "out") }
 
-// committed reads topic as read_committed readers see it, sorted.
+// committed reads topic as read_committed readers see it, sorted, with
+// the run ids of its results (header weir-run, field run) as R; every
+// record must carry one run.
 func committed(t *testing.T, broker, topic string) []string {
 	t.Helper()
+	runsSeen := map[string]map[string]bool{}
+	defer func() {
+		if topic == "out" && len(runsSeen[topic]) != 1 {
+			t.Errorf("results of %d runs %v, want one run's", len(runsSeen[topic]), runsSeen[topic])
+		}
+	}()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	var out []string
 	err := kafkaio.ReadCommitted(ctx, []string{broker}, []string{topic}, time.Second, func(r *kgo.Record) {
 		var hdr []string
 		for _, h := range r.Headers {
+			if h.Key == "weir-run" {
+				// A run's id is when it began: the same in every record
+				// of one run (however often it resumed), another in a
+				// reference run.
+				if runs := runsSeen[topic]; runs == nil {
+					runsSeen[topic] = map[string]bool{}
+				}
+				runsSeen[topic][string(h.Value)] = true
+				h.Value = []byte("R")
+			}
 			hdr = append(hdr, h.Key+"="+string(h.Value))
 		}
 		out = append(out, string(r.Key)+" "+stableJSON(t, r.Value)+" "+strings.Join(hdr, ","))
@@ -111,6 +129,9 @@ func stableJSON(t testing.TB, line []byte) string {
 	}
 	delete(m, "watermark")
 	delete(m, "detail")
+	if _, ok := m["run"]; ok {
+		m["run"] = "R"
+	}
 	b, _ := json.Marshal(m)
 	return string(b)
 }
@@ -159,7 +180,7 @@ func TestKafkaJob(t *testing.T) {
 		}
 		c := cells[fmt.Sprintf("%s@%d", key.User, key.Start)]
 		if !strings.Contains(rest, fmt.Sprintf(`"orders":%d,`, c.orders)) || !strings.Contains(rest, fmt.Sprintf(`"total":%d,`, c.total)) ||
-			!strings.HasSuffix(rest, "weir-firing=on_time,weir-pane=0") {
+			!strings.Contains(rest, "weir-firing=on_time,weir-run=") || !strings.HasSuffix(rest, ",weir-pane=0") {
 			t.Fatalf("result %s, want orders %d total %d", line, c.orders, c.total)
 		}
 	}

@@ -67,9 +67,9 @@ func TestKeyCanonical(t *testing.T) {
 	}
 	got := resultLines(t, filepath.Join(dir, "out.jsonl"))
 	want := []string{
-		`{"k":[1000000,{"x":"s","y":1}],"window_start":1780272000000,"window_end":1780272010000,"firing":"on_time","pane":0,"watermark":9223372036854775807,"n":2,"total":48}`,
-		`{"k":{"a":1,"b":2},"window_start":1780272000000,"window_end":1780272010000,"firing":"on_time","pane":0,"watermark":9223372036854775807,"n":1,"total":64}`,
-		`{"k":{"a":2,"b":1},"window_start":1780272000000,"window_end":1780272010000,"firing":"on_time","pane":0,"watermark":9223372036854775807,"n":4,"total":15}`,
+		`{"k":[1000000,{"x":"s","y":1}],"window_start":1780272000000,"window_end":1780272010000,"firing":"on_time","run":1780272000000,"pane":0,"watermark":9223372036854775807,"n":2,"total":48}`,
+		`{"k":{"a":1,"b":2},"window_start":1780272000000,"window_end":1780272010000,"firing":"on_time","run":1780272000000,"pane":0,"watermark":9223372036854775807,"n":1,"total":64}`,
+		`{"k":{"a":2,"b":1},"window_start":1780272000000,"window_end":1780272010000,"firing":"on_time","run":1780272000000,"pane":0,"watermark":9223372036854775807,"n":4,"total":15}`,
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Fatalf("results (-want +got):\n%s", d)
@@ -90,7 +90,7 @@ func TestDuplicateFields(t *testing.T) {
 	}
 	got := resultLines(t, filepath.Join(dir, "out.jsonl"))
 	want := []string{
-		`{"k":"b","window_start":1780272020000,"window_end":1780272030000,"firing":"on_time","pane":0,"watermark":9223372036854775807,"n":2,"total":5}`,
+		`{"k":"b","window_start":1780272020000,"window_end":1780272030000,"firing":"on_time","run":1780272000000,"pane":0,"watermark":9223372036854775807,"n":2,"total":5}`,
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Fatalf("results (-want +got):\n%s", d)

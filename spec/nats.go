@@ -103,13 +103,13 @@ func (w *natsRecords) writeRecord(it *item) error {
 }
 
 func (w *natsResults) write(r window.Result[string, []byte]) error {
-	w.line = appendResult(w.line[:0], w.j.plan, r)
+	w.line = appendResult(w.line[:0], w.j.plan, w.j.run, r)
 	id := appendResultKey(nil, w.j.plan, r)
 	id = strconv.AppendInt(append(id, '#'), r.Pane, 10)
 	if r.Firing == window.Retract {
 		id = append(id, "#retract"...)
 	}
-	return w.s.Publish(string(id), w.subject, w.line, map[string]string{"weir-firing": r.Firing.String(), "weir-pane": strconv.FormatInt(r.Pane, 10)})
+	return w.s.Publish(string(id), w.subject, w.line, map[string]string{"weir-firing": r.Firing.String(), "weir-run": strconv.FormatInt(w.j.run, 10), "weir-pane": strconv.FormatInt(r.Pane, 10)})
 }
 
 func (w *natsResults) commit() error {

@@ -86,7 +86,7 @@ sinks:
 	if err != nil {
 		t.Fatal(err)
 	}
-	for subj, want := range map[string]string{"late.records": `"id":"2002","record":{"user_id":"u0"`, "late.bad": `"id":"2001","source":"nats:ORDERS","line":2001,"raw":"not json"`} {
+	for subj, want := range map[string]string{"late.records": `"id":"2002","record":{"user_id":"u0"`, "late.bad": `"source":"nats:ORDERS","line":2001,"raw":"not json"`} {
 		m, err := lateStream.GetLastMsgForSubject(ctx, subj)
 		if err != nil {
 			t.Fatalf("%s: %v", subj, err)

@@ -62,6 +62,11 @@ type SinkCall struct {
 
 // outCounters are the output's exact counts, part of each checkpoint.
 type outCounters struct {
+	// Run is the run's id (runID), which every durable output carries;
+	// Since is the oldest run whose outputs the job's outputs still hold
+	// (Run itself unless a fresh start was told to append).
+	Run   int64 `json:"run"`
+	Since int64 `json:"since,omitempty"`
 	Results     int64 `json:"results"`
 	Late        int64 `json:"late"`
 	Partial     int64 `json:"partial"`

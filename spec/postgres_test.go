@@ -278,7 +278,7 @@ func TestPostgresLateAndDeadLetters(t *testing.T) {
 			t.Fatalf("the crash's commit flushed epoch %d; a restore then cuts nothing the test can see", epoch)
 		}
 		for _, table := range []string{late, dead} {
-			if _, err := conn.Exec(context.Background(), `INSERT INTO `+table+` (id, reason, record, job, epoch) VALUES ('forged', 'window_expired', '{}', 'orders', $1)`, epoch); err != nil {
+			if _, err := conn.Exec(context.Background(), `INSERT INTO `+table+` (id, reason, record, job, epoch, run) VALUES ('forged', 'window_expired', '{}', 'orders', $1, (SELECT max(run) FROM `+table+` WHERE job = 'orders'))`, epoch); err != nil {
 				t.Fatalf("forging a row of the uncommitted epoch in %s: %v", table, err)
 			}
 		}
@@ -365,39 +365,65 @@ sinks:
 	t.Logf("midway: %d result rows, %d late rows", midResults, midLate)
 }
 
-// TestPostgresEpochsAcrossRuns: a fresh run numbers its epochs on from its
-// job's highest in the table, so its restore cuts none of an earlier run's
-// rows; rows of another job are never cut.
-func TestPostgresEpochsAcrossRuns(t *testing.T) {
+// TestPostgresRunsInRecordTables: a fresh start of a job removes its own
+// rows of earlier runs from a late table and keeps another job's; with
+// Append it keeps its own too; a restore cuts only its run's later
+// epochs.
+func TestPostgresRunsInRecordTables(t *testing.T) {
 	url, conn := pgURL(t)
+	for _, appendRuns := range []bool{false, true} {
+		late := fmt.Sprintf("weir_late_runs_%d", rand.Uint32())
+		t.Cleanup(func() { _, _ = conn.Exec(context.Background(), `DROP TABLE IF EXISTS `+late) })
+		job := strings.Replace(fmt.Sprintf(orderJob, "jsonl", "out.jsonl"), "late: {type: jsonl, path: late.jsonl}", "late: {type: postgres, url: '"+url+"', table: "+late+"}", 1)
+		// An earlier run of this job (epoch 100) and another job (epoch
+		// 1000) wrote to the table.
+		ctx := context.Background()
+		r, err := pgio.OpenRecords(ctx, url, late, pgio.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, who := range []struct {
+			job   string
+			epoch int64
+		}{{"orders", 100}, {"other", 1000}} {
+			r.WriteRecord(fmt.Sprint("earlier-", i), "window_expired", []byte(`{}`), nil)
+			r.SetEpoch(who.job, 1, who.epoch)
+			if err := r.Flush(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		r.Close()
+		s, err := Parse([]byte(job))
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir := t.TempDir()
+		j, err := Open(s, RunOptions{Dir: dir, Deterministic: true, Now: testNow, Append: appendRuns})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := j.Run(ctx); err != nil {
+			t.Fatal(err)
+		}
+		var mine, other, runs int
+		if err := conn.QueryRow(ctx, `SELECT count(*) FILTER (WHERE job = 'orders' AND id LIKE 'earlier-%'), count(*) FILTER (WHERE job = 'other'), count(DISTINCT run) FILTER (WHERE job = 'orders') FROM `+late).Scan(&mine, &other, &runs); err != nil {
+			t.Fatal(err)
+		}
+		wantMine, wantRuns := 0, 1
+		if appendRuns {
+			wantMine, wantRuns = 1, 2
+		}
+		if mine != wantMine || other != 1 || runs != wantRuns {
+			t.Fatalf("append %v: the job's earlier rows %d (want %d), the other job's %d (want 1), the job's runs %d (want %d)", appendRuns, mine, wantMine, other, runs, wantRuns)
+		}
+	}
+	// A crash and a resume: the restore cuts the run's later epochs only.
 	late := fmt.Sprintf("weir_late_runs_%d", rand.Uint32())
 	t.Cleanup(func() { _, _ = conn.Exec(context.Background(), `DROP TABLE IF EXISTS `+late) })
 	job := strings.Replace(fmt.Sprintf(orderJob, "jsonl", "out.jsonl"), "late: {type: jsonl, path: late.jsonl}", "late: {type: postgres, url: '"+url+"', table: "+late+"}", 1)
-	// An earlier run of this job (epochs up to 100) and another job
-	// (epoch 1000) wrote to the table.
-	ctx := context.Background()
-	r, err := pgio.OpenRecords(ctx, url, late, pgio.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, who := range []struct {
-		job   string
-		epoch int64
-	}{{"orders", 100}, {"other", 1000}} {
-		r.WriteRecord(fmt.Sprint("earlier-", i), "window_expired", []byte(`{}`), nil)
-		r.SetEpoch(who.job, who.epoch)
-		if err := r.Flush(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	r.Close()
-	crashAndResume(t, job, 20, func(epoch int64) {
-		if epoch <= 100 {
-			t.Fatalf("the fresh run's 20th checkpoint flushed as epoch %d, not after the earlier run's 100", epoch)
-		}
-	})
+	crashAndResume(t, job, 20, nil)
 	var n int
-	if err := conn.QueryRow(ctx, `SELECT count(*) FROM `+late+` WHERE id LIKE 'earlier-%'`).Scan(&n); err != nil || n != 2 {
-		t.Fatalf("%d of the 2 rows of an earlier run and another job survived the restore (%v)", n, err)
+	if err := conn.QueryRow(context.Background(), `SELECT count(DISTINCT run) FROM `+late+` WHERE job = 'orders'`).Scan(&n); err != nil || n != 1 {
+		t.Fatalf("the resumed run's rows are of %d runs (%v), want 1: a resume is the same run", n, err)
 	}
 }

@@ -67,6 +67,11 @@ type RunOptions struct {
 	CheckpointDir      string
 	CheckpointInterval time.Duration
 	Fresh              bool
+	// Append, at a fresh start, keeps what earlier runs wrote to the
+	// job's outputs (its files, ledger, archive and table rows) instead of
+	// starting them over, and backfill then uses every run's ledger
+	// entries: the daily-file pattern. A resumed run ignores it.
+	Append bool
 	// Crash, when set, is called at named points of checkpointing (crash
 	// tests kill the process there).
 	Crash func(point string)
@@ -104,6 +109,12 @@ type Job struct {
 	deterministic bool
 	// restoredAt is when Open restored a checkpoint (zero: fresh).
 	restoredAt time.Time
+	// run is the run's id (outCounters.Run), set before any record
+	// flows; appendRuns is RunOptions.Append at a fresh start (false on a
+	// resume: the outputs are cut back to the checkpoint instead).
+	run        int64
+	appendRuns bool
+	fresh      bool // the run starts here (no checkpoint restored)
 	// removeState removes the pebble backend's scratch directory.
 	removeState func()
 	// locks are the run's locks when the job took them (Open without
@@ -456,8 +467,25 @@ func (j *Job) build(o RunOptions) error {
 			}
 		}
 	}
+	if offsets == nil {
+		// A fresh start begins a run: its id is the processing-time
+		// millisecond it began, raised above every run the outputs
+		// hold (openSinks notes them).
+		j.out.c.Run = max(j.env.Options().Clock.Now().UnixMilli(), 1)
+		j.fresh, j.appendRuns = true, o.Append
+	}
 	if err := j.openSinks(o, offsets); err != nil {
 		return err
+	}
+	if offsets == nil {
+		j.out.c.Since = j.out.c.Run
+		if o.Append {
+			j.out.c.Since = 0 // every earlier run's outputs stay
+		}
+	}
+	j.run = j.out.c.Run
+	if j.archive != nil {
+		j.archive.run = j.run
 	}
 	j.sinkNames = j.listSinks()
 	env := j.env
@@ -678,7 +706,7 @@ func (j *Job) deadLetter(d weir.DeadLetter) {
 	if j.dead == nil {
 		return
 	}
-	line := deadLine{Source: j.srcName, Reason: d.Reason, Detail: d.Detail}
+	line := deadLine{Run: j.run, Source: j.srcName, Reason: d.Reason, Detail: d.Detail}
 	kafka, part := false, int32(0)
 	switch r := d.Record.(type) {
 	case fileio.Line:
@@ -714,6 +742,7 @@ func (j *Job) deadLetter(d weir.DeadLetter) {
 // the offset of a Kafka record (in Partition) or a NATS stream sequence.
 type deadLine struct {
 	ID        string `json:"id,omitempty"`
+	Run       int64  `json:"run,omitempty"`
 	Source    string `json:"source"`
 	Partition *int32 `json:"partition,omitempty"`
 	Line      int64  `json:"line"`

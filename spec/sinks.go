@@ -2,11 +2,10 @@ package spec
 
 import (
 	"bufio"
-	"context"
+	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
-	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/weirstream/weir/connector/pgio"
 	"io"
 	"os"
 	"path/filepath"
@@ -16,7 +15,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/connector/pgio"
 	"github.com/weirstream/weir/connector/sqliteio"
 	"github.com/weirstream/weir/etime"
 	"github.com/weirstream/weir/internal/ledger"
@@ -37,26 +39,34 @@ type lineSink struct {
 	kafka *kafkaResults
 }
 
-// openLineSink opens a file sink: truncated for a fresh run, or cut back
-// to offset when a restore says how far the checkpoint's output went
-// (offset < 0: fresh).
+// openLineSink opens a file sink: truncated for a fresh run (offset
+// freshOffset), kept and appended to for a fresh run told to append
+// (appendOffset), or cut back to where a restored checkpoint says it
+// ended (offset >= 0).
 func openLineSink(path string, stdout io.Writer, offset int64) (*lineSink, error) {
 	if path == "" {
 		return &lineSink{w: bufio.NewWriterSize(stdout, 64<<10)}, nil
 	}
-	flags := os.O_RDWR | os.O_CREATE | os.O_TRUNC
-	if offset >= 0 {
-		flags = os.O_RDWR | os.O_CREATE
+	flags := os.O_RDWR | os.O_CREATE
+	if offset == freshOffset {
+		flags |= os.O_TRUNC
 	}
 	f, err := os.OpenFile(path, flags, 0o644)
 	if err != nil {
 		return nil, err
 	}
-	if offset >= 0 {
+	if offset == appendOffset {
+		if offset, err = wholeLines(f); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+	} else if offset >= 0 {
 		if fi, err := f.Stat(); err != nil || fi.Size() < offset {
 			f.Close()
 			return nil, fmt.Errorf("%s is shorter than the checkpoint says (%d bytes); it was changed outside weir: start over with --fresh", path, offset)
 		}
+	}
+	if offset >= 0 {
 		if err := f.Truncate(offset); err != nil {
 			f.Close()
 			return nil, err
@@ -67,6 +77,35 @@ func openLineSink(path string, stdout io.Writer, offset int64) (*lineSink, error
 		}
 	}
 	return &lineSink{w: bufio.NewWriterSize(f, 256<<10), f: f}, nil
+}
+
+// The offsets of openLineSink that are not a checkpoint's.
+const (
+	freshOffset  = -1
+	appendOffset = -2
+)
+
+// wholeLines is the length of f up to the end of its last whole line:
+// what an earlier run that crashed without a checkpoint left after it (a
+// torn line) is cut away before a run appends.
+func wholeLines(f *os.File) (int64, error) {
+	fi, err := f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	end := fi.Size()
+	buf := make([]byte, 64<<10)
+	for pos := end; pos > 0; {
+		n := min(pos, int64(len(buf)))
+		pos -= n
+		if _, err := f.ReadAt(buf[:n], pos); err != nil {
+			return 0, err
+		}
+		if i := bytes.LastIndexByte(buf[:n], '\n'); i >= 0 {
+			return pos + int64(i) + 1, nil
+		}
+	}
+	return 0, nil
 }
 
 // sync flushes the sink and, for a file, fsyncs it and returns its length
@@ -196,28 +235,27 @@ type pgRecords struct {
 }
 
 // cutRecords makes a record table match the checkpoint a run restores:
-// the job's rows of later epochs (flushed before a crash that came before
+// the run's rows of later epochs (flushed before a crash that came before
 // their checkpoint) go, since the replay writes what it judges late
-// again. A fresh run numbers its epochs on from the job's highest in the
-// table, so a later restore of it never cuts the rows of an earlier run.
-// Rows are the job's by its name.
+// again. A fresh start removes the job's rows of earlier runs unless it
+// appends (startTable). Rows are the job's by its name, the run's by its
+// id.
 func (j *Job) cutRecords(db *pgio.RecordSink, restoring bool) error {
-	ctx := context.Background()
+	ctx := j.sinkCtx
+	name := j.plan.Spec.Name
 	if restoring {
-		n, err := db.Cut(ctx, j.plan.Spec.Name, j.out.c.Epoch)
+		n, err := db.Cut(ctx, name, j.out.c.Run, j.out.c.Epoch)
 		if err == nil && n > 0 {
 			j.env.Options().Logger.Info("restore: removed the rows a later checkpoint would have covered", "table", db.Table(), "rows", n, "epoch", j.out.c.Epoch)
 		}
 		return err
 	}
-	e, err := db.MaxEpoch(ctx, j.plan.Spec.Name)
-	j.out.c.Epoch = max(j.out.c.Epoch, e)
-	return err
+	return j.startTable("sinks", db.Table(), func() (int64, error) { return db.MaxRun(ctx, name) }, func() (int64, error) { return db.Reset(ctx, name) })
 }
 
-// flushAs flushes the buffered rows as the job's rows of epoch.
+// flushAs flushes the buffered rows as the run's rows of epoch.
 func (w *pgRecords) flushAs(epoch int64) error {
-	w.db.SetEpoch(w.j.plan.Spec.Name, epoch)
+	w.db.SetEpoch(w.j.plan.Spec.Name, w.j.run, epoch)
 	return w.db.Flush()
 }
 
@@ -346,7 +384,7 @@ func (j *Job) openSinks(o RunOptions, offsets map[string]int64) error {
 			return &lineSink{topic: k.Topic, kafka: kr}, nil
 		case k.Type == "stdout":
 			if stdout == nil {
-				stdout, _ = openLineSink("", o.Stdout, -1)
+				stdout, _ = openLineSink("", o.Stdout, freshOffset)
 			}
 			return stdout, nil
 		}
@@ -354,9 +392,12 @@ func (j *Job) openSinks(o RunOptions, offsets map[string]int64) error {
 		if err != nil {
 			return nil, err
 		}
-		offset := int64(-1)
-		if offsets != nil {
+		offset := int64(freshOffset)
+		switch {
+		case offsets != nil:
 			offset = offsets[name] // 0 when the checkpoint had none written yet
+		case j.appendRuns:
+			offset = appendOffset
 		}
 		ls, err := openLineSink(path, o.Stdout, offset)
 		if err == nil {
@@ -369,11 +410,18 @@ func (j *Job) openSinks(o RunOptions, offsets map[string]int64) error {
 		return err
 	}
 	if a := j.plan.Spec.Archive; a != nil {
-		ar, err := newArchiveWriter(RunOptions{Dir: j.runDir}.path(a.Dir), j.env.Options().Logger)
+		ar, last, err := newArchiveWriter(RunOptions{Dir: j.runDir}.path(a.Dir), j.env.Options().Logger, j.fresh, j.appendRuns)
 		if err != nil {
 			return err
 		}
+		j.noteRun(last)
 		j.archive = ar
+		if r := s.Results; j.fresh && !j.appendRuns && r.Type == "jsonl" && r.Path != "" && r.Path != "-" {
+			// The corrections of earlier runs' backfills go with them.
+			if err := os.Remove(CorrectionsPath(j.plan, j.runDir)); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return err
+			}
+		}
 	}
 	var err error
 	j.ledgers = map[string]*ledgerSink{}
@@ -397,16 +445,29 @@ func (j *Job) openRecords(name string, k *Sink, open func(string, *Sink) (*lineS
 	case k == nil:
 		return nil, nil
 	case k.Type == "ledger":
+		dir := LedgerDir(j.plan, j.runDir, k)
 		var pos *ledger.Pos
-		if restoring {
+		switch {
+		case restoring:
 			p := j.out.c.Ledgers[name] // the zero Pos when the checkpoint had none yet
 			pos = &p
+		case j.appendRuns:
+			// Earlier runs' entries stay; this run's id goes above theirs.
+			last, ok, err := ledger.Last(dir)
+			if err != nil {
+				return nil, fmt.Errorf("sinks.%s: %w", name, err)
+			}
+			if ok {
+				j.noteRun(last.Run)
+			}
+		default:
+			pos = &ledger.Pos{} // a new run: the ledger starts over
 		}
 		retention := time.Duration(0)
 		if k.Retention != nil {
 			retention = time.Duration(*k.Retention) * time.Millisecond
 		}
-		w, err := ledger.Open(LedgerDir(j.plan, j.runDir, k), pos, retention, j.env.Options().Clock.Now())
+		w, err := ledger.Open(dir, pos, retention, j.env.Options().Clock.Now())
 		if err != nil {
 			return nil, fmt.Errorf("sinks.%s: %w", name, err)
 		}
@@ -460,48 +521,92 @@ func (j *Job) openResults(r *Sink, open func(string, *Sink) (*lineSink, error), 
 	}
 	switch r.Type {
 	case "postgres":
-		db, err := pgio.Open(j.sinkCtx, r.URL, r.Table, j.plan.Spec.Key, names, j.pgOptions("results", r))
+		o := j.pgOptions("results", r)
+		o.Job = j.plan.Spec.Name
+		db, err := pgio.Open(j.sinkCtx, r.URL, r.Table, j.plan.Spec.Key, names, o)
 		if err != nil {
 			return fmt.Errorf("sinks.results: %w", err)
 		}
 		j.results = &pgResults{db: db, j: j, vals: names, batch: batchRows(r)}
+		if err := j.startTable("sinks.results", r.Table, func() (int64, error) { return db.MaxRun(j.sinkCtx) }, func() (int64, error) { return db.Reset(j.sinkCtx) }); err != nil {
+			return err
+		}
 		return nil
 	case "sqlite":
 		path, err := sinkPath(r)
 		if err != nil {
 			return err
 		}
-		db, err := sqliteio.Open(path, j.plan.Spec.Key, names, sqliteio.Options{Table: r.Table})
+		db, err := sqliteio.Open(path, j.plan.Spec.Key, names, sqliteio.Options{Table: r.Table, Job: j.plan.Spec.Name})
 		if err != nil {
 			return err
 		}
-		j.results = &sqliteResults{db: db, keys: j.plan.Spec.Key, vals: names}
+		j.results = &sqliteResults{db: db, j: j, keys: j.plan.Spec.Key, vals: names}
+		if err := j.startTable("sinks.results", cmp.Or(r.Table, sqliteio.DefaultTable), db.MaxRun, db.Reset); err != nil {
+			return err
+		}
 		return nil
 	}
 	ls, err := open("results", r)
 	if err != nil {
 		return err
 	}
-	j.results = &jsonlResults{s: ls, plan: j.plan}
+	j.results = &jsonlResults{s: ls, plan: j.plan, j: j}
 	return nil
 }
 
+// startTable begins the run in a table of the job's: at a fresh start it
+// notes the highest run the job's rows there hold (the new run's id goes
+// above it) and, unless the run appends (RunOptions.Append), removes the
+// job's rows, as a fresh start truncates the job's files. Other jobs'
+// rows stay.
+func (j *Job) startTable(what, table string, maxRun, reset func() (int64, error)) error {
+	if !j.fresh {
+		return nil
+	}
+	last, err := maxRun()
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	j.noteRun(last)
+	if j.appendRuns {
+		return nil
+	}
+	n, err := reset()
+	if err != nil {
+		return fmt.Errorf("%s: starting the job's rows over for a new run: %w", what, err)
+	}
+	if n > 0 {
+		j.env.Options().Logger.Info("a new run: removed the job's rows of earlier runs (--append keeps them)", "sink", what, "table", table, "rows", n)
+	}
+	return nil
+}
+
+// noteRun raises the id of a run being started above last, a run the
+// job's outputs hold.
+func (j *Job) noteRun(last int64) {
+	if last >= j.out.c.Run {
+		j.out.c.Run = last + 1
+	}
+}
+
 // jsonlResults writes results as JSON lines: key fields, window, firing,
-// pane, watermark, then the aggregates.
+// run, pane, watermark, then the aggregates.
 type jsonlResults struct {
 	s    *lineSink
 	plan *Plan
+	j    *Job
 	buf  []byte
 }
 
 func (w *jsonlResults) write(r window.Result[string, []byte]) error {
-	w.buf = appendResult(w.buf[:0], w.plan, r)
+	w.buf = appendResult(w.buf[:0], w.plan, w.j.run, r)
 	return w.s.write(w.buf)
 }
 
 // appendResult renders a result as a JSON object: key fields, window,
 // firing, pane, watermark, then the aggregates.
-func appendResult(b []byte, plan *Plan, r window.Result[string, []byte]) []byte {
+func appendResult(b []byte, plan *Plan, run int64, r window.Result[string, []byte]) []byte {
 	start := len(b)
 	b = appendResultKey(b, plan, r)
 	if len(b)-start == 2 { // {}: no key fields, the global window
@@ -511,7 +616,9 @@ func appendResult(b []byte, plan *Plan, r window.Result[string, []byte]) []byte 
 	}
 	b = append(b, `"firing":"`...)
 	b = append(b, r.Firing.String()...)
-	b = append(b, `","pane":`...)
+	b = append(b, `","run":`...)
+	b = strconv.AppendInt(b, run, 10)
+	b = append(b, `,"pane":`...)
 	b = strconv.AppendInt(b, r.Pane, 10)
 	b = append(b, `,"watermark":`...)
 	b = strconv.AppendInt(b, int64(r.Watermark), 10)
@@ -559,9 +666,11 @@ func appendResultKey(b []byte, plan *Plan, r window.Result[string, []byte]) []by
 func (w *jsonlResults) close() error  { return w.s.close() }
 func (w *jsonlResults) commit() error { return nil }
 
-// sqliteResults upserts results by (key, window) with the pane guard.
+// sqliteResults upserts results by (job, key, window) with the (run,
+// pane) guard.
 type sqliteResults struct {
 	db         *sqliteio.Sink
+	j          *Job
 	keys, vals []string
 	row        sqliteio.Row
 }
@@ -570,7 +679,7 @@ func (w *sqliteResults) write(r window.Result[string, []byte]) error {
 	row := &w.row
 	row.Keys, row.Values = row.Keys[:0], row.Values[:0]
 	row.Start, row.End = tableWindow(r.Window)
-	row.Firing, row.Pane, row.Watermark = r.Firing.String(), r.Pane, r.Watermark
+	row.Firing, row.Run, row.Pane, row.Watermark = r.Firing.String(), w.j.run, r.Pane, r.Watermark
 	columns(r, w.keys, w.vals, func(key bool, name string, v []byte) {
 		if key {
 			row.Keys = append(row.Keys, sqliteio.Column{Name: name, Value: v})
@@ -607,7 +716,8 @@ func columns(r window.Result[string, []byte], keys, vals []string, add func(key 
 	}
 }
 
-// pgResults upserts results into Postgres with the pane guard, committed
+// pgResults upserts results into Postgres with the (run, pane) guard,
+// as the job's rows (pgio.Options.Job), committed
 // at each checkpoint, or without checkpoints every uncheckedBatch rows
 // (flushDue), and at the end of a run that ended well.
 type pgResults struct {
@@ -622,7 +732,7 @@ func (w *pgResults) write(r window.Result[string, []byte]) error {
 	row := &w.row
 	row.Keys, row.Values = row.Keys[:0], row.Values[:0]
 	row.Start, row.End = tableWindow(r.Window)
-	row.Firing, row.Pane, row.Watermark = r.Firing.String(), r.Pane, r.Watermark
+	row.Firing, row.Run, row.Pane, row.Watermark = r.Firing.String(), w.j.run, r.Pane, r.Watermark
 	columns(r, w.j.plan.Spec.Key, w.vals, func(key bool, name string, v []byte) {
 		if key {
 			row.Keys = append(row.Keys, pgio.Column{Name: name, Value: v})
@@ -842,8 +952,8 @@ func (j *Job) RecentLate() []LateRecord {
 }
 
 // appendLateMeta renders what a too-late record missed: its key, the
-// windows it missed, the watermark at arrival, how late it was and the
-// hash of the spec that gives those their meaning (specHash).
+// windows it missed, the watermark at arrival, how late it was, the hash
+// of the spec that gives those their meaning (specHash) and the run.
 func (j *Job) appendLateMeta(b []byte, l window.LateRecord[string, rec]) []byte {
 	b = append(b, `{"key":{`...)
 	keys := j.plan.Spec.Key
@@ -866,5 +976,7 @@ func (j *Job) appendLateMeta(b []byte, l window.LateRecord[string, rec]) []byte 
 	}
 	b = fmt.Appendf(b, `],"watermark":%d,"lateness_ms":%d,"spec":"`, int64(l.Watermark), int64(l.Lateness))
 	b = append(b, j.specHash...)
-	return append(b, `"}`...)
+	b = append(b, `","run":`...)
+	b = strconv.AppendInt(b, j.run, 10)
+	return append(b, '}')
 }

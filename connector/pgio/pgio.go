@@ -10,13 +10,15 @@
 // revision with the highest pane and deletes retracted windows:
 //
 //   - a result (firing early, on_time or late) is
-//     INSERT ... ON CONFLICT (keys..., window_start, window_end) DO UPDATE ...
-//     WHERE t.pane <= excluded.pane: the stored row is only replaced by a
-//     revision whose pane is not older (the pane guard), so a replayed older
-//     pane never overwrites a newer one, and the same pane again rewrites the
-//     same values;
-//   - a retraction is DELETE ... WHERE keys and window match AND pane <= the
-//     retraction's pane, so a retraction never deletes a newer revision.
+//     INSERT ... ON CONFLICT (job, keys..., window_start, window_end) DO
+//     UPDATE ... WHERE (t.run, t.pane) <= (excluded.run, excluded.pane): the
+//     stored row is only replaced by a revision whose (run, pane) is not
+//     older (the pane guard), so a replayed older pane never overwrites a
+//     newer one, the same pane again rewrites the same values, and a later
+//     run's pane 0 replaces an earlier run's pane 5;
+//   - a retraction is DELETE ... WHERE job, keys and window match AND
+//     (run, pane) <= the retraction's, so a retraction never deletes a
+//     newer revision.
 //
 // Replaying the same rows any number of times, flushed in any batch sizes,
 // leaves the same table: each statement is idempotent and the statements of
@@ -26,14 +28,16 @@
 // engine emits a window's revisions in pane order), so the final table is
 // the same.
 //
-// The table has the key columns, then window_start, window_end, firing, pane
-// and watermark, then the value columns, with PRIMARY KEY (keys...,
-// window_start, window_end). Open creates it if it is missing; if it exists
+// The table has the job column (Options.Job: jobs may share a table; a
+// sink writes and removes, Reset, its job's rows only), the key columns,
+// then window_start, window_end, firing, run, pane and watermark, then the
+// value columns, with PRIMARY KEY (job, keys..., window_start,
+// window_end). Open creates it if it is missing; if it exists
 // it must have the same columns with the same types (see Open). Keys and
 // values arrive as JSON text and are stored as jsonb (see Column); window
-// bounds, pane and watermark are bigint (etime.Time milliseconds; the global
-// window is (etime.MinTime, etime.MaxTime), the int64 extremes) and firing is
-// text.
+// bounds, run, pane and watermark are bigint (etime.Time milliseconds; the global
+// window is (etime.MinTime, etime.MaxTime), the int64 extremes) and firing and
+// job are text.
 //
 // # Flush
 //
@@ -72,12 +76,11 @@
 //
 // # Records
 //
-// RecordSink appends late records and dead letters, with a reason and
-// metadata, to a table (id BIGSERIAL PRIMARY KEY, reason TEXT, record JSONB,
-// meta JSONB, arrived_at TIMESTAMPTZ DEFAULT now()). Its writes are buffered
-// and committed by Flush like results, with the same retries, but they are
-// appends, not upserts: a replay after a failure appends the replayed
-// records again (at-least-once).
+// RecordSink stores late records and dead letters, with a reason and
+// metadata, in a table keyed by (job, run, id), each once by the id its
+// caller gives (see RecordSink). Its writes are buffered and committed by
+// Flush like results, with the same retries; a replay after a failure
+// writes the same ids again and changes nothing.
 //
 // The database should use the UTF8 encoding: jsonb strings are text in the
 // database's encoding.
@@ -88,6 +91,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"time"
 
@@ -171,6 +175,9 @@ type Options struct {
 	// Logger, if not nil, receives a warning for each retry and a message
 	// when Postgres is available again.
 	Logger *slog.Logger
+	// Job is the job whose result rows a Sink writes (the job column);
+	// default "". A RecordSink takes its job from SetEpoch.
+	Job string
 }
 
 // ErrClosed is returned by Write, WriteRecord and Flush after Close.
@@ -183,6 +190,7 @@ var ErrClosed = errors.New("pgio: sink is closed")
 // context (or the one given to Open).
 type Sink struct {
 	c        *client
+	job      string // Options.Job
 	keyNames []string
 	valNames []string
 	upsert   string // INSERT ... ON CONFLICT ... DO UPDATE ... WHERE pane guard
@@ -195,9 +203,9 @@ type Sink struct {
 
 // op is one buffered row.
 type op struct {
-	firing               string // "" for a retraction
-	start, end, pane, wm int64
-	col                  int // index of the row's first column in Sink.cols
+	firing                    string // "" for a retraction
+	start, end, run, pane, wm int64
+	col                       int // index of the row's first column in Sink.cols
 }
 
 // Open connects to the database of connString (a URL or keyword/value
@@ -212,7 +220,7 @@ type op struct {
 // Every name is quoted, so any name is allowed except: an empty one, one
 // longer than MaxIdentifierLen bytes, one that is not valid UTF-8 or holds a
 // NUL byte, and, for key and value columns, one of the fixed columns
-// window_start, window_end, firing, pane and watermark or two names that are
+// job, window_start, window_end, firing, run, pane and watermark or two names that are
 // equal ignoring case (Postgres itself tells "A" and "a" apart, but the
 // tools that fold unquoted names to lower case would not). keyNames may be
 // empty (a non-keyed stream); then a row is identified by its window alone.
@@ -221,8 +229,10 @@ type op struct {
 // schema).
 //
 // If the table exists it must have the same columns (in any order) with the
-// same types, and a primary key on the keys, window_start and window_end;
-// otherwise Open fails with an error listing every difference.
+// same types, and a primary key on the job, the keys, window_start and
+// window_end; otherwise Open fails with an error listing every difference
+// (a table of weir before runs lacks job and run: use another table or
+// drop it).
 func Open(ctx context.Context, connString, table string, keyNames, valueNames []string, o Options) (*Sink, error) {
 	c, err := newClient(ctx, connString, table, o)
 	if err != nil {
@@ -233,6 +243,7 @@ func Open(ctx context.Context, connString, table string, keyNames, valueNames []
 	}
 	s := &Sink{
 		c:        c,
+		job:      o.Job,
 		keyNames: append([]string(nil), keyNames...),
 		valNames: append([]string(nil), valueNames...),
 	}
@@ -246,13 +257,14 @@ func Open(ctx context.Context, connString, table string, keyNames, valueNames []
 
 // checkNames validates the key and value column names.
 func checkNames(keyNames, valueNames []string) error {
-	return tablerow.CheckNames("pgio", keyNames, valueNames, fixedColumns[:], strings.ToLower,
+	return tablerow.CheckNames("pgio", keyNames, valueNames, tablerow.Reserved, strings.ToLower,
 		func(field, name string) error { return checkIdent(field+" name", name) })
 }
 
 // columns lists the table's columns, with their types, in order.
 func (s *Sink) columns() [][2]string {
-	c := make([][2]string, 0, len(s.keyNames)+len(fixedColumns)+len(s.valNames))
+	c := make([][2]string, 0, 1+len(s.keyNames)+len(fixedColumns)+len(s.valNames))
+	c = append(c, [2]string{tablerow.JobColumn, "text"})
 	for _, k := range s.keyNames {
 		c = append(c, [2]string{k, "jsonb"})
 	}
@@ -260,6 +272,7 @@ func (s *Sink) columns() [][2]string {
 		[2]string{"window_start", "bigint"},
 		[2]string{"window_end", "bigint"},
 		[2]string{"firing", "text"},
+		[2]string{"run", "bigint"},
 		[2]string{"pane", "bigint"},
 		[2]string{"watermark", "bigint"})
 	for _, v := range s.valNames {
@@ -270,13 +283,13 @@ func (s *Sink) columns() [][2]string {
 
 // primaryKey lists the primary key columns.
 func (s *Sink) primaryKey() []string {
-	return append(append([]string(nil), s.keyNames...), "window_start", "window_end")
+	return append(append([]string{tablerow.JobColumn}, s.keyNames...), "window_start", "window_end")
 }
 
 func (s *Sink) buildSQL() {
 	t := s.c.qt
 	cols := s.columns()
-	nk := len(s.keyNames)
+	nk := 1 + len(s.keyNames) // the job and the keys
 	qcols := make([]string, len(cols))
 	params := make([]string, len(cols))
 	for i, c := range cols {
@@ -296,18 +309,18 @@ func (s *Sink) buildSQL() {
 		}
 		fmt.Fprintf(&b, "%s = excluded.%s", c, c)
 	}
-	b.WriteString(` WHERE t."pane" <= excluded."pane"`)
+	b.WriteString(` WHERE (t."run", t."pane") <= (excluded."run", excluded."pane")`)
 	s.upsert = b.String()
 
 	// DELETE FROM t AS t WHERE t.k1 = $1::jsonb AND ... AND
 	// t.window_start = $n::bigint AND t.window_end = $n+1::bigint AND
-	// t.pane <= $n+2::bigint
+	// (t.run, t.pane) <= ($n+2::bigint, $n+3::bigint)
 	b.Reset()
 	fmt.Fprintf(&b, "DELETE FROM %s AS t WHERE ", t)
 	for i, c := range qcols[:nk+2] {
 		fmt.Fprintf(&b, "t.%s = %s AND ", c, params[i])
 	}
-	fmt.Fprintf(&b, `t."pane" <= $%d::bigint`, nk+3)
+	fmt.Fprintf(&b, `(t."run", t."pane") <= ($%d::bigint, $%d::bigint)`, nk+3, nk+4)
 	s.del = b.String()
 }
 
@@ -322,7 +335,7 @@ func (s *Sink) setup(ctx context.Context, conn *pgx.Conn) error {
 		q := make([]string, len(want))
 		for i, c := range want {
 			q[i] = quoteIdent(c[0]) + " " + c[1] + " NOT NULL"
-			if i >= len(s.keyNames)+len(fixedColumns) {
+			if i >= 1+len(s.keyNames)+len(fixedColumns) {
 				q[i] = quoteIdent(c[0]) + " " + c[1] // values may be SQL NULL if someone writes them
 			}
 		}
@@ -339,6 +352,40 @@ func (s *Sink) setup(ctx context.Context, conn *pgx.Conn) error {
 
 // Table returns the table name given to Open.
 func (s *Sink) Table() string { return s.c.table }
+
+// Reset removes the rows of the sink's job (a fresh start of the job that
+// does not keep earlier runs), with the retries of Flush, and returns how
+// many; other jobs' rows stay. Rows written and not flushed are dropped.
+func (s *Sink) Reset(ctx context.Context) (int64, error) {
+	if s.closed {
+		return 0, ErrClosed
+	}
+	clear(s.cols)
+	s.ops, s.cols = s.ops[:0], s.cols[:0]
+	var n int64
+	ctx, cancel := s.c.merge(ctx)
+	defer cancel()
+	err := s.c.run(ctx, "remove the rows of job "+strconv.Quote(s.job)+" from "+s.c.qt, func(ctx context.Context, conn *pgx.Conn) error {
+		tag, err := conn.Exec(ctx, `DELETE FROM `+s.c.qt+` WHERE "job" = $1`, s.job)
+		n = tag.RowsAffected()
+		return err
+	})
+	return n, err
+}
+
+// MaxRun is the highest run among the rows of the sink's job (0: none).
+func (s *Sink) MaxRun(ctx context.Context) (int64, error) {
+	if s.closed {
+		return 0, ErrClosed
+	}
+	var n int64
+	ctx, cancel := s.c.merge(ctx)
+	defer cancel()
+	err := s.c.run(ctx, "read the runs of job "+strconv.Quote(s.job)+" in "+s.c.qt, func(ctx context.Context, conn *pgx.Conn) error {
+		return conn.QueryRow(ctx, `SELECT COALESCE(MAX("run"), 0) FROM `+s.c.qt+` WHERE "job" = $1`, s.job).Scan(&n)
+	})
+	return n, err
+}
 
 // Pending returns the number of rows written since the last successful
 // Flush.
@@ -405,7 +452,7 @@ func (s *Sink) Write(r Row) error {
 		}
 	}
 	text := b.String()
-	o := op{firing: firing, start: int64(r.Start), end: int64(r.End), pane: r.Pane, wm: int64(r.Watermark), col: len(s.cols)}
+	o := op{firing: firing, start: int64(r.Start), end: int64(r.End), run: r.Run, pane: r.Pane, wm: int64(r.Watermark), col: len(s.cols)}
 	at := 0
 	for _, c := range r.Keys {
 		s.cols = append(s.cols, text[at:at+len(c.Value)])
@@ -459,18 +506,20 @@ func (s *Sink) send(ctx context.Context, conn *pgx.Conn) error {
 	b.BeginTx(pgx.TxOptions{})
 	for _, o := range s.ops {
 		if o.firing == "" {
-			args := make([]any, 0, nk+3)
+			args := make([]any, 0, nk+5)
+			args = append(args, s.job)
 			for _, c := range s.cols[o.col : o.col+nk] {
 				args = append(args, c)
 			}
-			b.Queue(s.del, append(args, o.start, o.end, o.pane)...)
+			b.Queue(s.del, append(args, o.start, o.end, o.run, o.pane)...)
 			continue
 		}
-		args := make([]any, 0, nk+len(fixedColumns)+nv)
+		args := make([]any, 0, 1+nk+len(fixedColumns)+nv)
+		args = append(args, s.job)
 		for _, c := range s.cols[o.col : o.col+nk] {
 			args = append(args, c)
 		}
-		args = append(args, o.start, o.end, o.firing, o.pane, o.wm)
+		args = append(args, o.start, o.end, o.firing, o.run, o.pane, o.wm)
 		for _, c := range s.cols[o.col+nk : o.col+nk+nv] {
 			args = append(args, c)
 		}
@@ -544,10 +593,10 @@ func (s *Sink) describe(o op) string {
 	}
 	fmt.Fprintf(&b, "), window [%d, %d), ", o.start, o.end)
 	if o.firing == "" {
-		fmt.Fprintf(&b, "retract pane %d", o.pane)
+		fmt.Fprintf(&b, "retract run %d pane %d", o.run, o.pane)
 		return b.String()
 	}
-	fmt.Fprintf(&b, "firing %s, pane %d, watermark %d, values (", o.firing, o.pane, o.wm)
+	fmt.Fprintf(&b, "firing %s, run %d, pane %d, watermark %d, values (", o.firing, o.run, o.pane, o.wm)
 	for i, v := range s.valNames {
 		if i > 0 {
 			b.WriteString(", ")

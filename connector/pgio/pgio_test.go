@@ -143,10 +143,11 @@ func (d *db) query(t testing.TB, q string, args ...any) [][]string {
 }
 
 // dump returns the whole table, one row per line as Postgres prints a row,
-// ordered by the keys and the window.
+// ordered by the job, the keys and the window.
 func (d *db) dump(t testing.TB, table string, keys []string) string {
 	t.Helper()
-	order := make([]string, 0, len(keys)+2)
+	order := make([]string, 0, len(keys)+3)
+	order = append(order, `dump_row_."job"`)
 	for _, k := range keys {
 		order = append(order, "dump_row_."+quoteIdent(k))
 	}
@@ -168,7 +169,7 @@ func (d *db) count(t testing.TB, table string) int {
 	return n
 }
 
-// row builds a Row from alternating name, JSON pairs.
+// row builds a Row of run 0 from alternating name, JSON pairs.
 func row(keys []string, start, end etime.Time, firing string, pane int64, wm etime.Time, values ...string) Row {
 	r := Row{Start: start, End: end, Firing: firing, Pane: pane, Watermark: wm}
 	for i := 0; i < len(keys); i += 2 {
@@ -177,6 +178,12 @@ func row(keys []string, start, end etime.Time, firing string, pane int64, wm eti
 	for i := 0; i < len(values); i += 2 {
 		r.Values = append(r.Values, Column{Name: values[i], Value: []byte(values[i+1])})
 	}
+	return r
+}
+
+// inRun returns r with run run.
+func inRun(run int64, r Row) Row {
+	r.Run = run
 	return r
 }
 
@@ -227,8 +234,8 @@ func TestUpsertPaneGuard(t *testing.T) {
 		row(b, 0, 1000, "on_time", 1, 999, "count", "20", "sum", "2"),
 	)
 	mustFlush(t, s)
-	want := `("""alice""",0,1000,late,2,1500,3,4.25)` + "\n" +
-		`("""bob""",0,1000,late,2,1600,30,"{""x"": [1, 2]}")` + "\n"
+	want := `("","""alice""",0,1000,late,0,2,1500,3,4.25)` + "\n" +
+		`("","""bob""",0,1000,late,0,2,1600,30,"{""x"": [1, 2]}")` + "\n"
 	if got := d.dump(t, table, []string{"user"}); got != want {
 		t.Fatalf("after panes 0, 2, 1:\n%s\nwant (pane 2 kept):\n%s", got, want)
 	}
@@ -241,14 +248,14 @@ func TestUpsertPaneGuard(t *testing.T) {
 	}
 	mustWrite(t, s, row(a, 0, 1000, "late", 2, 1700, "count", "4", "sum", "5"))
 	mustFlush(t, s)
-	want = strings.Replace(want, "late,2,1500,3,4.25", "late,2,1700,4,5", 1)
+	want = strings.Replace(want, "late,0,2,1500,3,4.25", "late,0,2,1700,4,5", 1)
 	if got := d.dump(t, table, []string{"user"}); got != want {
 		t.Fatalf("after an equal pane with other values:\n%s\nwant:\n%s", got, want)
 	}
 	// A newer pane replaces.
 	mustWrite(t, s, row(a, 0, 1000, "late", 3, 1800, "count", "5", "sum", "6"))
 	mustFlush(t, s)
-	want = strings.Replace(want, "late,2,1700,4,5", "late,3,1800,5,6", 1)
+	want = strings.Replace(want, "late,0,2,1700,4,5", "late,0,3,1800,5,6", 1)
 	if got := d.dump(t, table, []string{"user"}); got != want {
 		t.Fatalf("after pane 3:\n%s\nwant:\n%s", got, want)
 	}
@@ -274,7 +281,7 @@ func TestRetract(t *testing.T) {
 		row(b, 5, 10, "retract", 9, 30), // no such window: nothing
 	)
 	mustFlush(t, s)
-	want := `("""b""",0,10,late,1,20,4)` + "\n"
+	want := `("","""b""",0,10,late,0,1,20,4)` + "\n"
 	if got := d.dump(t, table, []string{"k"}); got != want {
 		t.Fatalf("got\n%s\nwant\n%s", got, want)
 	}
@@ -292,15 +299,18 @@ func TestRetract(t *testing.T) {
 		row(a, 0, 10, "late", 2, 40, "v", "8"),
 	)
 	mustFlush(t, s)
-	if got, want := d.dump(t, table, []string{"k"}), `("""a""",0,10,late,2,40,8)`+"\n"; got != want {
+	if got, want := d.dump(t, table, []string{"k"}), `("","""a""",0,10,late,0,2,40,8)`+"\n"; got != want {
 		t.Fatalf("got\n%s\nwant\n%s", got, want)
 	}
 }
 
 // stream is a deterministic stream of about 2000 revisions over string and
-// integer keys, several windows, with retractions, some of an older pane.
+// integer keys, several windows, in runs 0 to 2, with retractions, some of
+// an older pane. A window's revisions come in (run, pane) order, but a
+// window written again later may be of an older run or pane.
 func stream() []Row {
 	rng := rand.New(rand.NewPCG(1, 2))
+	runs := rand.New(rand.NewPCG(3, 4)) // apart, so rng gives the same rows as before runs
 	var out []Row
 	users := []string{`"alice"`, `"bob"`, `"carol"`, `"d\"q"`, `"ünï"`, `null`}
 	for len(out) < 2000 {
@@ -309,6 +319,7 @@ func stream() []Row {
 		start := etime.Time(rng.IntN(50) * 1000)
 		end := start + etime.Time(1000*(1+rng.IntN(3)))
 		panes := 1 + rng.IntN(4)
+		run := int64(runs.IntN(3))
 		k := []string{"user", u, "shard", shard}
 		for p := range panes {
 			firing := "late"
@@ -320,13 +331,13 @@ func stream() []Row {
 			}
 			sum := strconv.FormatFloat(float64(rng.IntN(10000))/8, 'g', -1, 64)
 			tags := fmt.Sprintf(`[%d, "x", {"p": %d}]`, p, rng.IntN(3))
-			out = append(out, row(k, start, end, firing, int64(p), end+etime.Time(p*100),
-				"n", strconv.Itoa(p+1), "sum", sum, "tags", tags))
+			out = append(out, inRun(run, row(k, start, end, firing, int64(p), end+etime.Time(p*100),
+				"n", strconv.Itoa(p+1), "sum", sum, "tags", tags)))
 		}
 		if rng.IntN(8) == 0 {
 			// Retract the window's last pane, or an older pane that must
 			// not delete it.
-			out = append(out, row(k, start, end, "retract", int64(panes-1-rng.IntN(2)), end+5000))
+			out = append(out, inRun(run, row(k, start, end, "retract", int64(panes-1-rng.IntN(2)), end+5000)))
 		}
 	}
 	return out
@@ -344,18 +355,20 @@ func model(rows []Row) []Row {
 		fmt.Fprint(&b, r.Start, ",", r.End)
 		return b.String()
 	}
+	// notNewer reports whether a's (run, pane) is not after b's.
+	notNewer := func(a, b Row) bool { return a.Run < b.Run || a.Run == b.Run && a.Pane <= b.Pane }
 	state := map[string]Row{}
 	var order []string
 	for _, r := range rows {
 		k := id(r)
 		cur, ok := state[k]
 		if r.Firing == FiringRetract {
-			if ok && cur.Pane <= r.Pane {
+			if ok && notNewer(cur, r) {
 				delete(state, k)
 			}
 			continue
 		}
-		if !ok || cur.Pane <= r.Pane {
+		if !ok || notNewer(cur, r) {
 			if !ok {
 				order = append(order, k)
 			}
@@ -401,8 +414,11 @@ func TestReplayIdempotent(t *testing.T) {
 	if n := strings.Count(first, "\n"); n < 100 {
 		t.Fatalf("only %d rows in the table:\n%s", n, first)
 	}
-	if !strings.Contains(first, `"""d\\""q"""`) || !strings.Contains(first, `(null,-1,`) {
+	if !strings.Contains(first, `"""d\\""q"""`) || !strings.Contains(first, `("",null,-1,`) {
 		t.Fatalf("expected escaped string, null and negative keys in the table:\n%s", first)
+	}
+	if got := d.query(t, `SELECT count(DISTINCT run)::text FROM `+quoteIdent(onceT)); fmt.Sprint(got) != "[[3]]" {
+		t.Fatalf("the table holds rows of %v runs, want 3", got)
 	}
 
 	// The model's final rows, written alone, give the same table.
@@ -478,7 +494,7 @@ func TestNoKeys(t *testing.T) {
 		row(nil, 10, 20, "retract", 0, 20),
 	)
 	mustFlush(t, s)
-	if got, want := d.dump(t, table, nil), "(0,10,on_time,1,10,7)\n"; got != want {
+	if got, want := d.dump(t, table, nil), `("",0,10,on_time,0,1,10,7)`+"\n"; got != want {
 		t.Fatalf("got\n%s\nwant\n%s", got, want)
 	}
 }
@@ -604,7 +620,7 @@ func TestIdentifiers(t *testing.T) {
 	mustWrite(t, s, Row{Keys: r.Keys, Start: 0, End: 10, Firing: "late", Pane: 1, Watermark: 20, Values: r.Values})
 	mustFlush(t, s)
 	got := d.query(t, `SELECT attname::text FROM pg_attribute WHERE attrelid = to_regclass($1) AND attnum > 0 AND NOT attisdropped ORDER BY attnum`, quoteIdent(table))
-	want := append(append(append([]string(nil), keys...), fixedColumns[:]...), values...)
+	want := append(append(append([]string{"job"}, keys...), fixedColumns[:]...), values...)
 	if fmt.Sprint(got) != fmt.Sprint(func() (w [][]string) {
 		for _, n := range want {
 			w = append(w, []string{n})
@@ -613,7 +629,7 @@ func TestIdentifiers(t *testing.T) {
 	}()) {
 		t.Fatalf("columns of %q:\n%q\nwant\n%q", table, got, want)
 	}
-	if got, want := d.dump(t, table, keys), "(0,1,2,3,0,10,late,1,20,10,11,12,13)\n"; got != want {
+	if got, want := d.dump(t, table, keys), `("",0,1,2,3,0,10,late,0,1,20,10,11,12,13)`+"\n"; got != want {
 		t.Fatalf("got\n%s\nwant\n%s", got, want)
 	}
 	// Reopening the same table works.
@@ -640,6 +656,8 @@ func TestIdentifiers(t *testing.T) {
 		{tn, []string{"Window_Start"}, nil, `key column 1 name "Window_Start" collides with the fixed column "window_start"`},
 		{tn, nil, []string{"v", "pane"}, `value column 2 name "pane" collides with the fixed column "pane"`},
 		{tn, nil, []string{"watermark"}, `collides with the fixed column "watermark"`},
+		{tn, []string{"Job"}, nil, `key column 1 name "Job" collides with the fixed column "job"`},
+		{tn, nil, []string{"v", "run"}, `value column 2 name "run" collides with the fixed column "run"`},
 	}
 	for _, c := range cases {
 		s, err := Open(context.Background(), d.url, c.table, c.keys, c.values, Options{})
@@ -672,8 +690,8 @@ func TestSchemaMismatch(t *testing.T) {
 		{[]string{"k"}, []string{"a", "c"}, []string{`column "c" (jsonb) is missing`, `column "b" (jsonb) is not expected`}},
 		{[]string{"k"}, []string{"a"}, []string{`column "b" (jsonb) is not expected`}},
 		{[]string{"k"}, []string{"A", "b"}, []string{`column "A" (jsonb) is missing`, `column "a" (jsonb) is not expected`}},
-		{[]string{"k", "a"}, []string{"b"}, []string{`the primary key is ("k", "window_start", "window_end"), expected ("k", "a", "window_start", "window_end")`}},
-		{nil, []string{"k", "a", "b"}, []string{`the primary key is ("k", "window_start", "window_end"), expected ("window_start", "window_end")`}},
+		{[]string{"k", "a"}, []string{"b"}, []string{`the primary key is ("job", "k", "window_start", "window_end"), expected ("job", "k", "a", "window_start", "window_end")`}},
+		{nil, []string{"k", "a", "b"}, []string{`the primary key is ("job", "k", "window_start", "window_end"), expected ("job", "window_start", "window_end")`}},
 	}
 	for _, c := range cases {
 		s, err := Open(context.Background(), d.url, table, c.keys, c.values, Options{})
@@ -697,6 +715,25 @@ func TestSchemaMismatch(t *testing.T) {
 		!strings.Contains(err.Error(), `column "pane" has type integer, expected bigint`) {
 		t.Fatalf("Open after changing types = %v", err)
 	}
+	// A result table of weir before jobs and runs is refused, naming both
+	// columns and the primary key, and left unaltered.
+	pre := d.table(t, "")
+	d.exec(t, `CREATE TABLE `+quoteIdent(pre)+` ("k" jsonb NOT NULL, "window_start" bigint NOT NULL, "window_end" bigint NOT NULL, "firing" text NOT NULL, "pane" bigint NOT NULL, "watermark" bigint NOT NULL, "v" jsonb, PRIMARY KEY ("k", "window_start", "window_end"))`)
+	if s, err := Open(context.Background(), d.url, pre, []string{"k"}, []string{"v"}, Options{}); err == nil {
+		s.Close()
+		t.Errorf("Open on a result table without job and run succeeded")
+	} else {
+		for _, w := range []string{`column "job" (text) is missing`, `column "run" (bigint) is missing`,
+			`the primary key is ("k", "window_start", "window_end"), expected ("job", "k", "window_start", "window_end")`, quoteIdent(pre)} {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("Open on a result table without job and run = %v\nwant it to contain %q", err, w)
+			}
+		}
+	}
+	if n := d.query(t, `SELECT count(*)::text FROM information_schema.columns WHERE table_name = $1`, pre); n[0][0] != "7" {
+		t.Fatalf("the refused table now has %s columns, want 7", n[0][0])
+	}
+
 	// A record table is not a result table, and the other way round.
 	r, err := OpenRecords(context.Background(), d.url, table, Options{})
 	if err == nil {
@@ -718,7 +755,7 @@ func TestNonTransientError(t *testing.T) {
 	d.exec(t, "ALTER TABLE "+quoteIdent(table)+" ADD CONSTRAINT small_pane CHECK (pane < 100)")
 	mustWrite(t, s,
 		row([]string{"k", `"a"`}, 0, 10, "on_time", 1, 10, "v", "1"),
-		row([]string{"k", `"b"`}, 0, 10, "on_time", 100, 10, "v", "2"),
+		inRun(2, row([]string{"k", `"b"`}, 0, 10, "on_time", 100, 10, "v", "2")),
 	)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -729,7 +766,7 @@ func TestNonTransientError(t *testing.T) {
 	if ctx.Err() != nil {
 		t.Fatalf("Flush = %v: it retried a non-transient error", err)
 	}
-	for _, w := range []string{`row 2 of the batch`, `keys (k="b"), window [0, 10), firing on_time, pane 100`, "23514", "small_pane", "statement: INSERT INTO " + quoteIdent(table)} {
+	for _, w := range []string{`row 2 of the batch`, `keys (k="b"), window [0, 10), firing on_time, run 2, pane 100`, "23514", "small_pane", "statement: INSERT INTO " + quoteIdent(table)} {
 		if !strings.Contains(err.Error(), w) {
 			t.Errorf("error %q\ndoes not contain %q", err, w)
 		}
@@ -1030,11 +1067,13 @@ func TestRecords(t *testing.T) {
 	}
 }
 
-// TestRecordEpochs: flushes stamp their rows with the job and epoch set;
-// Cut removes that job's later epochs (not rows of no epoch, nor of another
-// job, nor what is not flushed yet); MaxEpoch reads a job's highest. A
-// table of the layout before jobs and epochs gets the columns, its rows
-// keep NULL; a table of another layout is refused and left unaltered.
+// TestRecordEpochs: flushes stamp their rows with the job, run and epoch
+// set; Cut removes that job's run's later epochs (not rows of no epoch, nor
+// of another job, nor what is not flushed yet); MaxEpoch reads a job's
+// run's highest. A table of the layout before jobs and epochs gets the
+// columns (run too) and keeps its primary key (id), its rows keep NULL job
+// and epoch and are run 0; a table of another layout is refused and left
+// unaltered.
 func TestRecordEpochs(t *testing.T) {
 	d := connect(t)
 	table := d.table(t, "")
@@ -1046,38 +1085,49 @@ func TestRecordEpochs(t *testing.T) {
 		t.Fatalf("a table without the job and epoch columns: %v", err)
 	}
 	t.Cleanup(func() { r.Close() })
-	if e, err := r.MaxEpoch(ctx, "a"); err != nil || e != 0 {
+	if got := d.query(t, `SELECT a.attname::text FROM pg_index i CROSS JOIN unnest(i.indkey::int2[]) AS k(attnum)
+		JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
+		WHERE i.indrelid = to_regclass($1) AND i.indisprimary`, quoteIdent(table)); fmt.Sprint(got) != "[[id]]" {
+		t.Fatalf("the primary key of the table of before jobs is now %q, want (id)", got)
+	}
+	if e, err := r.MaxEpoch(ctx, "a", 1); err != nil || e != 0 {
 		t.Fatalf("MaxEpoch of rows without epochs = %d, %v", e, err)
 	}
-	flush := func(job string, epoch int64, ids ...string) {
+	flush := func(job string, run, epoch int64, ids ...string) {
 		t.Helper()
 		for _, id := range ids {
 			r.WriteRecord(id, "late", nil, nil)
 		}
-		r.SetEpoch(job, epoch)
+		r.SetEpoch(job, run, epoch)
 		if err := r.Flush(); err != nil {
 			t.Fatal(err)
 		}
 	}
-	flush("a", 1, "a1")
-	flush("a", 2, "a2")
-	flush("b", 5, "b5") // another job sharing the table
-	flush("a", 3, "a3")
+	flush("a", 1, 1, "a1")
+	flush("a", 1, 2, "a2")
+	flush("b", 1, 5, "b5") // another job sharing the table
+	flush("a", 1, 3, "a3")
 	r.WriteRecord("pending", "late", nil, nil)
-	if e, err := r.MaxEpoch(ctx, "a"); err != nil || e != 3 {
-		t.Fatalf("MaxEpoch(a) = %d, %v; want 3", e, err)
+	if e, err := r.MaxEpoch(ctx, "a", 1); err != nil || e != 3 {
+		t.Fatalf("MaxEpoch(a, 1) = %d, %v; want 3", e, err)
 	}
-	if n, err := r.Cut(ctx, "a", 1); err != nil || n != 2 {
-		t.Fatalf("Cut(a, 1) deleted %d rows (%v), want 2", n, err)
+	if n, err := r.Cut(ctx, "a", 1, 1); err != nil || n != 2 {
+		t.Fatalf("Cut(a, 1, 1) deleted %d rows (%v), want 2", n, err)
 	}
-	r.SetEpoch("a", 2)
+	r.SetEpoch("a", 1, 2)
 	if err := r.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	got := d.query(t, `SELECT id, coalesce(job, 'NULL'), coalesce(epoch::text, 'NULL') FROM `+quoteIdent(table)+` ORDER BY id`)
-	if want := [][]string{{"a1", "a", "1"}, {"b5", "b", "5"}, {"old", "NULL", "NULL"}, {"pending", "a", "2"}}; fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Fatalf("after Cut(a, 1) and a flush as epoch 2: %q, want %q", got, want)
+	got := d.query(t, `SELECT id, coalesce(job, 'NULL'), run::text, coalesce(epoch::text, 'NULL') FROM `+quoteIdent(table)+` ORDER BY id`)
+	if want := [][]string{{"a1", "a", "1", "1"}, {"b5", "b", "1", "5"}, {"old", "NULL", "0", "NULL"}, {"pending", "a", "1", "2"}}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("after Cut(a, 1, 1) and a flush as epoch 2: %q, want %q", got, want)
 	}
+	// Reopening the migrated table works and changes nothing.
+	r2, err := OpenRecords(ctx, d.url, table, Options{})
+	if err != nil {
+		t.Fatalf("reopening the migrated table: %v", err)
+	}
+	r2.Close()
 
 	// The refused layout of older weir (a bigint id) keeps its columns.
 	old := d.table(t, "")
@@ -1101,7 +1151,7 @@ func TestRecordJobs(t *testing.T) {
 	r, table := openRecords(t, d)
 	for _, job := range []string{"a", "b", "a"} {
 		r.WriteRecord("0:7", "late", []byte(`{"job":"`+job+`"}`), nil)
-		r.SetEpoch(job, 1)
+		r.SetEpoch(job, 1, 1)
 		if err := r.Flush(); err != nil {
 			t.Fatal(err)
 		}

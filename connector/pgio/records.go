@@ -14,25 +14,27 @@ import (
 
 // RecordSink stores late records and dead letters in a Postgres table
 // (id TEXT, reason TEXT, record JSONB, meta JSONB, arrived_at TIMESTAMPTZ
-// DEFAULT now(), job TEXT (empty by default), epoch BIGINT, PRIMARY KEY
-// (job, id)) over one connection.
+// DEFAULT now(), job TEXT (empty by default), epoch BIGINT, run BIGINT,
+// PRIMARY KEY (job, run, id)) over one connection.
 //
 // Each record has a stable id chosen by the caller (weir uses its source
-// position, such as a Kafka partition and offset), unique within its job.
+// position, such as a Kafka partition and offset), unique within its job's
+// run (a later run may read other input at the same positions).
 // Records are buffered by WriteRecord and committed by Flush in one
 // transaction, with the retries of Sink, as INSERT ... ON CONFLICT (job,
-// id) DO NOTHING: a replay after a failure writes the same ids again and
+// run, id) DO NOTHING: a replay after a failure writes the same ids again and
 // changes nothing, so the table holds every record exactly once, with the
 // arrived_at of its first write. Records a flush did not store because
 // their id was there are counted (Skipped) and logged as a warning: they
 // may be other input under the same ids.
 //
-// Each flush stamps its rows with the job and epoch set by SetEpoch, so a
-// caller that commits a flush with its checkpoints can undo what a
+// Each flush stamps its rows with the job, run and epoch set by SetEpoch,
+// so a caller that commits a flush with its checkpoints can undo what a
 // checkpoint never covered: after a crash between a flush and its
-// checkpoint, Cut removes that job's rows of later epochs before the
+// checkpoint, Cut removes that run's rows of later epochs before the
 // replay writes them again (the replay may judge a record differently: on
-// time after all). Rows of other jobs sharing the table are never cut.
+// time after all); a fresh start of the job removes its rows (Reset).
+// Rows of other jobs sharing the table are never cut.
 //
 // A RecordSink is not safe for concurrent use.
 type RecordSink struct {
@@ -40,6 +42,7 @@ type RecordSink struct {
 	insert string
 	recs   []record
 	job    string // "" before SetEpoch
+	runID  int64  // 0 before SetEpoch
 	epoch  any    // int64, or nil (SQL NULL) before SetEpoch
 	// skipped counts records not stored because their id was there.
 	skipped int64
@@ -53,8 +56,8 @@ type record struct {
 	meta   any
 }
 
-// The record table's columns. Its primary key is (job, id); tables made
-// by weir before jobs were recorded keep (id).
+// The record table's columns. Its primary key is (job, run, id); tables
+// made by weir before jobs were recorded keep (id).
 var recordColumns = [][2]string{
 	{"id", "text"},
 	{"reason", "text"},
@@ -63,6 +66,7 @@ var recordColumns = [][2]string{
 	{"arrived_at", "timestamp with time zone"},
 	{"job", "text"},
 	{"epoch", "bigint"},
+	{"run", "bigint"},
 }
 
 // recordBaseColumns are the columns of record tables before job and epoch,
@@ -75,10 +79,12 @@ var (
 // OpenRecords connects to the database of connString and opens, creating it
 // if needed, the record table named table. ctx, connString, table and o are
 // as for Open; an existing table must have the columns of a record table
-// (in any order) with primary key (job, id); a table of the older layout
-// (a bigint id) is refused, and one of the layout before job and epoch
-// gets those columns (which needs the ALTER privilege on it, once) and
-// keeps its primary key (id), so ids stay unique across jobs there.
+// (in any order) with primary key (job, run, id); a table of the older
+// layout (a bigint id) is refused, one of the layout before runs gets the
+// run column and the primary key (job, run, id), and one of the layout
+// before job and epoch gets those columns and keeps its primary key (id),
+// so ids stay unique across jobs and runs there (both need the ALTER
+// privilege on the table, once).
 func OpenRecords(ctx context.Context, connString, table string, o Options) (*RecordSink, error) {
 	c, err := newClient(ctx, connString, table, o)
 	if err != nil {
@@ -93,24 +99,56 @@ func OpenRecords(ctx context.Context, connString, table string, o Options) (*Rec
 }
 
 func (s *RecordSink) setup(ctx context.Context, conn *pgx.Conn) error {
+	err := s.setupOnce(ctx, conn)
+	if err != nil && !transient(err) {
+		// Another opener may have been migrating the table between our
+		// reads of its columns and of its key: look again once.
+		if again := s.setupOnce(ctx, conn); again == nil {
+			return nil
+		}
+	}
+	return err
+}
+
+func (s *RecordSink) setupOnce(ctx context.Context, conn *pgx.Conn) error {
 	got, gotPK, exists, err := tableColumns(ctx, conn, s.c.qt)
 	if err != nil {
 		return fmt.Errorf("pgio: read the columns of table %s: %w", s.c.qt, err)
 	}
 	switch {
 	case !exists:
-		create := fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s ("id" TEXT NOT NULL, "reason" TEXT NOT NULL, "record" JSONB, "meta" JSONB, "arrived_at" TIMESTAMPTZ NOT NULL DEFAULT now(), "job" TEXT NOT NULL DEFAULT '', "epoch" BIGINT, PRIMARY KEY ("job", "id"))`, s.c.qt)
+		create := fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s ("id" TEXT NOT NULL, "reason" TEXT NOT NULL, "record" JSONB, "meta" JSONB, "arrived_at" TIMESTAMPTZ NOT NULL DEFAULT now(), "job" TEXT NOT NULL DEFAULT '', "epoch" BIGINT, "run" BIGINT NOT NULL DEFAULT 0, PRIMARY KEY ("job", "run", "id"))`, s.c.qt)
 		if _, err := conn.Exec(ctx, create); err != nil {
 			return fmt.Errorf("pgio: create table %s: %w\n  statement: %s", s.c.qt, createRace(err), create)
 		}
 	case len(got) == len(recordBaseColumns) && compareSchema(s.c.qt, recordBaseColumns, oldRecordPK, got, gotPK) == nil:
 		// A record table of weir before jobs and epochs: its rows keep
 		// NULL in both, which no Cut removes.
-		alter := fmt.Sprintf(`ALTER TABLE %s ADD COLUMN IF NOT EXISTS "job" TEXT, ADD COLUMN IF NOT EXISTS "epoch" BIGINT`, s.c.qt)
+		alter := fmt.Sprintf(`ALTER TABLE %s ADD COLUMN IF NOT EXISTS "job" TEXT, ADD COLUMN IF NOT EXISTS "epoch" BIGINT, ADD COLUMN IF NOT EXISTS "run" BIGINT NOT NULL DEFAULT 0`, s.c.qt)
 		if _, err := conn.Exec(ctx, alter); err != nil {
 			return fmt.Errorf("pgio: table %s has the record columns of an older weir; adding job and epoch failed (grant ALTER on it once, or run the statement yourself): %w\n  statement: %s", s.c.qt, err, alter)
 		}
+	case len(got) == len(recordColumns)-1 && compareSchema(s.c.qt, recordColumns[:len(recordColumns)-1], []string{"job", "id"}, got, gotPK) == nil:
+		// A record table of weir before runs: its rows are run 0.
+		var pkName string
+		if err := conn.QueryRow(ctx, `SELECT conname FROM pg_constraint WHERE conrelid = to_regclass($1) AND contype = 'p'`, s.c.qt).Scan(&pkName); err != nil {
+			return fmt.Errorf("pgio: read the primary key of table %s: %w", s.c.qt, err)
+		}
+		alter := fmt.Sprintf(`ALTER TABLE %s ADD COLUMN IF NOT EXISTS "run" BIGINT NOT NULL DEFAULT 0, DROP CONSTRAINT %s, ADD PRIMARY KEY ("job", "run", "id")`, s.c.qt, quoteIdent(pkName))
+		if _, err := conn.Exec(ctx, alter); err != nil {
+			return fmt.Errorf("pgio: table %s has the record columns of weir before runs; adding run failed (grant ALTER on it once, or run the statement yourself): %w\n  statement: %s", s.c.qt, err, alter)
+		}
 	default:
+		if len(got) == len(recordColumns)-1 && compareSchema(s.c.qt, recordColumns[:len(recordColumns)-1], oldRecordPK, got, gotPK) == nil {
+			// Before runs and before jobs: it keeps its key (id).
+			alter := fmt.Sprintf(`ALTER TABLE %s ADD COLUMN IF NOT EXISTS "run" BIGINT NOT NULL DEFAULT 0`, s.c.qt)
+			if _, err := conn.Exec(ctx, alter); err != nil {
+				return fmt.Errorf("pgio: adding the run column to table %s failed (grant ALTER on it once, or run the statement yourself): %w\n  statement: %s", s.c.qt, err, alter)
+			}
+			if got, gotPK, _, err = tableColumns(ctx, conn, s.c.qt); err != nil {
+				return fmt.Errorf("pgio: read the columns of table %s: %w", s.c.qt, err)
+			}
+		}
 		return s.checkSchema(got, gotPK)
 	}
 	// Cut and MaxEpoch look rows up by job and epoch.
@@ -125,17 +163,17 @@ func (s *RecordSink) setup(ctx context.Context, conn *pgx.Conn) error {
 }
 
 // checkSchema compares a table with a record table, whose primary key is
-// (job, id), or (id) in a table of older weir, and makes the insert
+// (job, run, id), or (id) in a table of older weir, and makes the insert
 // statement for the key it has.
 func (s *RecordSink) checkSchema(got [][2]string, gotPK []string) error {
-	pk := []string{"job", "id"}
+	pk := []string{"job", "run", "id"}
 	if slices.Equal(gotPK, oldRecordPK) {
 		pk = oldRecordPK
 	}
 	if err := compareSchema(s.c.qt, recordColumns, pk, got, gotPK); err != nil {
 		return err
 	}
-	s.insert = fmt.Sprintf(`INSERT INTO %s ("id", "reason", "record", "meta", "job", "epoch") VALUES ($1::text, $2::text, $3::jsonb, $4::jsonb, $5::text, $6::bigint) ON CONFLICT (%s) DO NOTHING`, s.c.qt, joinIdents(pk))
+	s.insert = fmt.Sprintf(`INSERT INTO %s ("id", "reason", "record", "meta", "job", "epoch", "run") VALUES ($1::text, $2::text, $3::jsonb, $4::jsonb, $5::text, $6::bigint, $7::bigint) ON CONFLICT (%s) DO NOTHING`, s.c.qt, joinIdents(pk))
 	return nil
 }
 
@@ -209,28 +247,53 @@ func sanitizeText(s string) string {
 	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
 }
 
-// SetEpoch sets the job and epoch of the rows of the next flushes (until
-// the next SetEpoch); before it they have job "" and no epoch (NULL).
-func (s *RecordSink) SetEpoch(job string, epoch int64) { s.job, s.epoch = job, epoch }
+// SetEpoch sets the job, run and epoch of the rows of the next flushes
+// (until the next SetEpoch); before it they have job "", run 0 and no
+// epoch (NULL).
+func (s *RecordSink) SetEpoch(job string, run, epoch int64) {
+	s.job, s.runID, s.epoch = job, run, epoch
+}
 
-// Cut deletes job's rows of epochs after epoch (rows of no epoch, and of
-// other jobs, stay) and returns how many it deleted. Records written and
-// not yet flushed are kept.
-func (s *RecordSink) Cut(ctx context.Context, job string, epoch int64) (int64, error) {
+// Cut deletes the rows of job's run of epochs after epoch (rows of no
+// epoch, of other runs and of other jobs stay) and returns how many it
+// deleted. Records written and not yet flushed are kept.
+func (s *RecordSink) Cut(ctx context.Context, job string, run, epoch int64) (int64, error) {
 	var n int64
 	err := s.run(ctx, "cut "+s.c.qt+" back to epoch "+strconv.FormatInt(epoch, 10), func(ctx context.Context, conn *pgx.Conn) error {
-		tag, err := conn.Exec(ctx, `DELETE FROM `+s.c.qt+` WHERE "job" = $1 AND "epoch" > $2`, job, epoch)
+		tag, err := conn.Exec(ctx, `DELETE FROM `+s.c.qt+` WHERE "job" = $1 AND "run" = $2 AND "epoch" > $3`, job, run, epoch)
 		n = tag.RowsAffected()
 		return err
 	})
 	return n, err
 }
 
-// MaxEpoch returns the highest epoch of job's rows (0 if none has one).
-func (s *RecordSink) MaxEpoch(ctx context.Context, job string) (int64, error) {
+// Reset deletes every row of job (a fresh start of the job that does not
+// keep earlier runs) and returns how many; other jobs' rows stay.
+func (s *RecordSink) Reset(ctx context.Context, job string) (int64, error) {
+	var n int64
+	err := s.run(ctx, "remove the rows of job "+strconv.Quote(job)+" from "+s.c.qt, func(ctx context.Context, conn *pgx.Conn) error {
+		tag, err := conn.Exec(ctx, `DELETE FROM `+s.c.qt+` WHERE "job" = $1`, job)
+		n = tag.RowsAffected()
+		return err
+	})
+	return n, err
+}
+
+// MaxEpoch returns the highest epoch of the rows of job's run (0 if none
+// has one).
+func (s *RecordSink) MaxEpoch(ctx context.Context, job string, run int64) (int64, error) {
 	var n int64
 	err := s.run(ctx, "read the epochs of "+s.c.qt, func(ctx context.Context, conn *pgx.Conn) error {
-		return conn.QueryRow(ctx, `SELECT coalesce(max("epoch"), 0) FROM `+s.c.qt+` WHERE "job" = $1`, job).Scan(&n)
+		return conn.QueryRow(ctx, `SELECT coalesce(max("epoch"), 0) FROM `+s.c.qt+` WHERE "job" = $1 AND "run" = $2`, job, run).Scan(&n)
+	})
+	return n, err
+}
+
+// MaxRun returns the highest run of job's rows (0 if none).
+func (s *RecordSink) MaxRun(ctx context.Context, job string) (int64, error) {
+	var n int64
+	err := s.run(ctx, "read the runs of "+s.c.qt, func(ctx context.Context, conn *pgx.Conn) error {
+		return conn.QueryRow(ctx, `SELECT coalesce(max("run"), 0) FROM `+s.c.qt+` WHERE "job" = $1`, job).Scan(&n)
 	})
 	return n, err
 }
@@ -270,7 +333,7 @@ func (s *RecordSink) send(ctx context.Context, conn *pgx.Conn) error {
 	b := &pgx.Batch{QueuedQueries: make([]*pgx.QueuedQuery, 0, len(s.recs)+1)}
 	b.BeginTx(pgx.TxOptions{})
 	for _, r := range s.recs {
-		b.Queue(s.insert, r.id, r.reason, r.record, r.meta, s.job, s.epoch)
+		b.Queue(s.insert, r.id, r.reason, r.record, r.meta, s.job, s.epoch, s.runID)
 	}
 	var skipped []string
 	err := sendBatch(ctx, conn, b, len(s.recs), fmt.Sprintf("flush %d records to %s", len(s.recs), s.c.qt), func(i int) (string, string) {

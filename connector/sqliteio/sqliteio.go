@@ -3,14 +3,16 @@
 //
 // A window may fire several times (early, on time, then late), each time with
 // its full updated result and the next pane index 0, 1, 2, ...; a session
-// window absorbed by a merge is retracted. The sink stores, per (key, window),
-// the revision with the highest pane and deletes retracted windows:
+// window absorbed by a merge is retracted; a later run of the job starts
+// again at pane 0. The sink stores, per (job, key, window), the revision
+// with the highest (run, pane) and deletes retracted windows:
 //
 //   - a result is an INSERT ... ON CONFLICT DO UPDATE that only replaces the
-//     stored row when the incoming pane is not older than the stored one, so
-//     a replayed older pane never overwrites a newer one;
-//   - a retraction is a DELETE of the row whose pane is not newer than the
-//     retraction's pane, so a retraction never deletes a newer revision.
+//     stored row when the incoming (run, pane) is not older than the stored
+//     one, so a replayed older pane never overwrites a newer one, and a
+//     later run's pane 0 replaces an earlier run's pane 5;
+//   - a retraction is a DELETE of the row whose (run, pane) is not newer
+//     than the retraction's, so a retraction never deletes a newer revision.
 //
 // Replaying the same stream of rows any number of times, in any batch size,
 // leaves the same table. A retraction is a delete, not a tombstone: a revision
@@ -18,9 +20,11 @@
 // re-sends the retraction after it (the engine emits a window's results in
 // pane order), so the final table is the same.
 //
-// The table has the key columns, then window_start, window_end, firing, pane
-// and watermark, then the value columns, with PRIMARY KEY (keys...,
-// window_start, window_end). Keys and values arrive as JSON text and are
+// The table has the job column (Options.Job: jobs may share a table), the
+// key columns, then window_start, window_end, firing, run, pane and
+// watermark, then the value columns, with PRIMARY KEY (job, keys...,
+// window_start, window_end). A sink writes and removes (Reset) the rows of
+// its job only. Keys and values arrive as JSON text and are
 // stored as SQLite values (see Column). The global window is stored as
 // (etime.MinTime, etime.MaxTime), the int64 extremes.
 package sqliteio
@@ -99,6 +103,9 @@ type Row = tablerow.Row
 type Options struct {
 	Table     string // default "results"
 	BatchRows int    // rows per transaction, default 1000
+	// Job is the job whose rows the sink writes (the job column);
+	// default "".
+	Job string
 }
 
 // DefaultTable and DefaultBatchRows are the defaults of Options.
@@ -117,6 +124,7 @@ const (
 type Sink struct {
 	path      string
 	table     string
+	job       string
 	keyNames  []string
 	valNames  []string
 	batchRows int
@@ -140,8 +148,8 @@ type Sink struct {
 //
 // Names are quoted, so any name is allowed except an empty one, one holding a
 // NUL byte, a duplicate (SQLite compares names case-insensitively, ASCII
-// only), or one of the fixed columns window_start, window_end, firing, pane
-// and watermark. keyNames may be empty (a non-keyed stream); then a table row
+// only), or one of the fixed columns job, window_start, window_end, firing,
+// run, pane and watermark. keyNames may be empty (a non-keyed stream); then a table row
 // is identified by its window alone.
 //
 // If the table already exists it must have exactly the expected columns and
@@ -179,11 +187,12 @@ func Open(path string, keyNames, valueNames []string, o Options) (*Sink, error) 
 	s := &Sink{
 		path:      path,
 		table:     table,
+		job:       o.Job,
 		keyNames:  append([]string(nil), keyNames...),
 		valNames:  append([]string(nil), valueNames...),
 		batchRows: batch,
 		db:        db,
-		args:      make([]any, 0, len(keyNames)+len(fixedColumns)+len(valueNames)),
+		args:      make([]any, 0, 1+len(keyNames)+len(fixedColumns)+len(valueNames)),
 	}
 	if err := s.setup(); err != nil {
 		s.closeDB()
@@ -243,17 +252,17 @@ func (s *Sink) setup() error {
 		qcols[i] = quote(c)
 		marks[i] = "?"
 	}
-	pk := qcols[:len(s.keyNames)+2] // the keys, window_start and window_end
+	pk := qcols[:1+len(s.keyNames)+2] // the job, the keys, window_start and window_end
 
 	var b strings.Builder
 	b.WriteString("CREATE TABLE IF NOT EXISTS ")
 	b.WriteString(t)
-	b.WriteString(" (")
+	b.WriteString(` ("job" TEXT NOT NULL, `)
 	for _, k := range s.keyNames {
 		b.WriteString(quote(k))
 		b.WriteString(", ")
 	}
-	b.WriteString(`"window_start" INTEGER NOT NULL, "window_end" INTEGER NOT NULL, "firing" TEXT NOT NULL, "pane" INTEGER NOT NULL, "watermark" INTEGER NOT NULL`)
+	b.WriteString(`"window_start" INTEGER NOT NULL, "window_end" INTEGER NOT NULL, "firing" TEXT NOT NULL, "run" INTEGER NOT NULL, "pane" INTEGER NOT NULL, "watermark" INTEGER NOT NULL`)
 	for _, v := range s.valNames {
 		b.WriteString(", ")
 		b.WriteString(quote(v))
@@ -269,31 +278,32 @@ func (s *Sink) setup() error {
 	}
 
 	// INSERT INTO t (cols) VALUES (?...) ON CONFLICT (pk) DO UPDATE SET
-	// firing=excluded.firing, ... WHERE excluded.pane >= t.pane
+	// firing=excluded.firing, ... WHERE (excluded.run, excluded.pane) >=
+	// (t.run, t.pane)
 	b.Reset()
 	fmt.Fprintf(&b, "INSERT INTO %s (%s) VALUES (%s) ON CONFLICT (%s) DO UPDATE SET ",
 		t, strings.Join(qcols, ", "), strings.Join(marks, ", "), strings.Join(pk, ", "))
-	for i, c := range qcols[len(s.keyNames)+2:] {
+	for i, c := range qcols[len(pk):] {
 		if i > 0 {
 			b.WriteString(", ")
 		}
 		fmt.Fprintf(&b, "%s = excluded.%s", c, c)
 	}
-	fmt.Fprintf(&b, ` WHERE excluded."pane" >= %s."pane"`, t)
+	fmt.Fprintf(&b, ` WHERE excluded."run" > %[1]s."run" OR excluded."run" = %[1]s."run" AND excluded."pane" >= %[1]s."pane"`, t)
 	up, err := s.db.Prepare(b.String())
 	if err != nil {
 		return fmt.Errorf("sqliteio: prepare upsert into %s: %w", t, err)
 	}
 	s.upsert = up
 
-	// DELETE FROM t WHERE k1 = ? AND ... AND window_start = ? AND
-	// window_end = ? AND pane <= ?
+	// DELETE FROM t WHERE job = ? AND k1 = ? AND ... AND window_start = ?
+	// AND window_end = ? AND (run < ? OR run = ? AND pane <= ?)
 	b.Reset()
 	fmt.Fprintf(&b, "DELETE FROM %s WHERE ", t)
 	for _, c := range pk {
 		fmt.Fprintf(&b, "%s = ? AND ", c)
 	}
-	b.WriteString(`"pane" <= ?`)
+	b.WriteString(`("run" < ? OR "run" = ? AND "pane" <= ?)`)
 	del, err := s.db.Prepare(b.String())
 	if err != nil {
 		return fmt.Errorf("sqliteio: prepare delete from %s: %w", t, err)
@@ -304,7 +314,8 @@ func (s *Sink) setup() error {
 
 // columns lists the table's columns in order.
 func (s *Sink) columns() []string {
-	c := make([]string, 0, len(s.keyNames)+len(fixedColumns)+len(s.valNames))
+	c := make([]string, 0, 1+len(s.keyNames)+len(fixedColumns)+len(s.valNames))
+	c = append(c, tablerow.JobColumn)
 	c = append(c, s.keyNames...)
 	c = append(c, fixedColumns[:]...)
 	return append(c, s.valNames...)
@@ -331,7 +342,7 @@ func (s *Sink) checkSchema(want []string) error {
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("sqliteio: read the columns of table %s: %w", quote(s.table), err)
 	}
-	nk := len(s.keyNames)
+	nk := 1 + len(s.keyNames) // the job and the keys
 	same := len(found) == len(want)
 	for i := 0; same && i < len(want); i++ {
 		pk := 0
@@ -354,15 +365,25 @@ func (s *Sink) checkSchema(want []string) error {
 	return fmt.Errorf("sqliteio: table %s in %s exists with other columns:\n"+
 		"  expected columns (%s), primary key (%s)\n"+
 		"  found    columns (%s), primary key (%s)\n"+
-		"use another table (Options.Table) or delete the table",
+		"use another table (Options.Table) or delete the table%s",
 		quote(s.table), s.path,
 		strings.Join(want, ", "), strings.Join(want[:nk+2], ", "),
-		strings.Join(found, ", "), strings.Join(gotPK, ", "))
+		strings.Join(found, ", "), strings.Join(gotPK, ", "), oldLayout(found))
+}
+
+// oldLayout explains a table without the job and run columns.
+func oldLayout(found []string) string {
+	for _, c := range found {
+		if foldEqual(c, "run") {
+			return ""
+		}
+	}
+	return " (a table of weir before runs lacks job and run)"
 }
 
 // checkNames validates the user-supplied column names.
 func checkNames(keyNames, valueNames []string) error {
-	return tablerow.CheckNames("sqliteio", keyNames, valueNames, fixedColumns[:], foldASCII, func(field, name string) error {
+	return tablerow.CheckNames("sqliteio", keyNames, valueNames, tablerow.Reserved, foldASCII, func(field, name string) error {
 		if name == "" {
 			return fmt.Errorf("sqliteio: %s has an empty name; give every key and value column a name", field)
 		}
@@ -397,6 +418,34 @@ func foldASCII(s string) string {
 
 func foldEqual(a, b string) bool { return foldASCII(a) == foldASCII(b) }
 
+// Reset removes the rows of the sink's job (a fresh start of the job
+// that does not keep earlier runs) and returns how many; other jobs' rows
+// stay. It commits an open transaction first.
+func (s *Sink) Reset() (int64, error) {
+	if err := s.Flush(); err != nil {
+		return 0, err
+	}
+	res, err := s.db.Exec(fmt.Sprintf(`DELETE FROM %s WHERE "job" = ?`, quote(s.table)), s.job)
+	if err != nil {
+		return 0, fmt.Errorf("sqliteio: remove the rows of job %q from %s: %w", s.job, quote(s.table), err)
+	}
+	return res.RowsAffected()
+}
+
+// MaxRun is the highest run among the rows of the sink's job (0: none).
+// It commits an open transaction first (the sink has one connection).
+func (s *Sink) MaxRun() (int64, error) {
+	if err := s.Flush(); err != nil {
+		return 0, err
+	}
+	var n int64
+	err := s.db.QueryRow(fmt.Sprintf(`SELECT COALESCE(MAX("run"), 0) FROM %s WHERE "job" = ?`, quote(s.table)), s.job).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("sqliteio: read the runs of job %q in %s: %w", s.job, quote(s.table), err)
+	}
+	return n, nil
+}
+
 // Path returns the database path given to Open.
 func (s *Sink) Path() string { return s.path }
 
@@ -405,9 +454,9 @@ var ErrClosed = errors.New("sqliteio: sink is closed")
 
 // Write applies r in the open transaction, beginning one if needed, and
 // commits the transaction once it holds Options.BatchRows rows. A result
-// (early, on_time, late) upserts the row unless the table holds a newer pane
-// of the window; a retraction deletes the window's row unless it holds a
-// newer pane.
+// (early, on_time, late) upserts the row unless the table holds a newer
+// (run, pane) of the window; a retraction deletes the window's row unless
+// it holds a newer (run, pane).
 //
 // An invalid row (wrong number or names of keys or values, unknown firing,
 // invalid JSON, a null key) returns an error and changes nothing. If SQLite
@@ -432,7 +481,7 @@ func (s *Sink) Write(r Row) error {
 		firing = boxedLate
 	}
 
-	args := s.args[:0]
+	args := append(s.args[:0], s.job)
 	for i, c := range r.Keys {
 		if c.Name != s.keyNames[i] {
 			return fmt.Errorf("sqliteio: row key %d is %q, want %q (keys come in the order given to Open)", i+1, c.Name, s.keyNames[i])
@@ -448,9 +497,9 @@ func (s *Sink) Write(r Row) error {
 	}
 	args = append(args, int64(r.Start), int64(r.End))
 	if firing == nil { // retract
-		args = append(args, r.Pane)
+		args = append(args, r.Run, r.Run, r.Pane)
 	} else {
-		args = append(args, firing, r.Pane, int64(r.Watermark))
+		args = append(args, firing, r.Run, r.Pane, int64(r.Watermark))
 		for i, c := range r.Values {
 			if c.Name != s.valNames[i] {
 				return fmt.Errorf("sqliteio: row value %d is %q, want %q (values come in the order given to Open)", i+1, c.Name, s.valNames[i])

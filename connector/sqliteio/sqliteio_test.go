@@ -114,10 +114,17 @@ func query(t tb, path, q string, args ...any) [][]string {
 	return out
 }
 
-// dump returns the whole table ordered by keys and window_start.
+// inRun returns r written by run (row leaves Run 0).
+func inRun(run int64, r Row) Row {
+	r.Run = run
+	return r
+}
+
+// dump returns the whole table ordered by job, keys and window.
 func dump(t tb, path, table string, keys []string) string {
 	t.Helper()
-	order := make([]string, 0, len(keys)+2)
+	order := make([]string, 0, 1+len(keys)+2)
+	order = append(order, "job")
 	for _, k := range keys {
 		order = append(order, quote(k))
 	}
@@ -142,7 +149,7 @@ func TestUpsertOrder(t *testing.T) {
 	if err := s.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	want := `text:"alice" int:0 int:1000 text:"late" int:2 int:1500 int:3 real:4.25` + "\n"
+	want := `text:"" text:"alice" int:0 int:1000 text:"late" int:0 int:2 int:1500 int:3 real:4.25` + "\n"
 	if got := dump(t, path, "results", []string{"user"}); got != want {
 		t.Fatalf("after panes 0,1,2:\n%s\nwant\n%s", got, want)
 	}
@@ -242,7 +249,7 @@ func TestRetract(t *testing.T) {
 	if err := s.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	want := `text:"b" int:0 int:10 text:"late" int:1 int:20 int:4` + "\n"
+	want := `text:"" text:"b" int:0 int:10 text:"late" int:0 int:1 int:20 int:4` + "\n"
 	if got := dump(t, path, "results", []string{"k"}); got != want {
 		t.Fatalf("got\n%s\nwant\n%s", got, want)
 	}
@@ -409,7 +416,7 @@ func TestInvalidRows(t *testing.T) {
 	if err := s.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	want := `text:"a" int:0 int:1 text:"on_time" int:0 int:1 int:1` + "\n"
+	want := `text:"" text:"a" int:0 int:1 text:"on_time" int:0 int:0 int:1 int:1` + "\n"
 	if got := dump(t, path, "results", []string{"k"}); got != want {
 		t.Fatalf("got\n%s\nwant\n%s", got, want)
 	}
@@ -430,10 +437,11 @@ func TestSchemaMismatch(t *testing.T) {
 			t.Fatalf("keys %v values %v: no error", c.keys, c.values)
 		}
 		msg := err.Error()
+		pk := append(append([]string{"job"}, c.keys...), "window_start", "window_end")
 		for _, want := range []string{
 			`table "results" in ` + path + ` exists with other columns`,
-			"found    columns (k, window_start, window_end, firing, pane, watermark, v), primary key (k, window_start, window_end)",
-			"expected columns (" + strings.Join(append(append(append([]string(nil), c.keys...), fixedColumns[:]...), c.values...), ", ") + ")",
+			"found    columns (job, k, window_start, window_end, firing, run, pane, watermark, v), primary key (job, k, window_start, window_end)",
+			"expected columns (" + strings.Join(append(append(append([]string{"job"}, c.keys...), fixedColumns[:]...), c.values...), ", ") + "), primary key (" + strings.Join(pk, ", ") + ")",
 			"use another table (Options.Table) or delete the table",
 		} {
 			if !strings.Contains(msg, want) {
@@ -463,6 +471,10 @@ func TestNameValidation(t *testing.T) {
 		{nil, []string{"firing"}, Options{}, `fixed column "firing"`},
 		{nil, []string{"watermark"}, Options{}, `fixed column "watermark"`},
 		{nil, []string{"window_end"}, Options{}, `fixed column "window_end"`},
+		{[]string{"job"}, nil, Options{}, `key column 1 name "job" collides with the fixed column "job"; rename it (for example to "key_job")`},
+		{nil, []string{"Job"}, Options{}, `value column 1 name "Job" collides with the fixed column "job"`},
+		{[]string{"k", "RUN"}, nil, Options{}, `key column 2 name "RUN" collides with the fixed column "run"`},
+		{nil, []string{"run"}, Options{}, `value column 1 name "run" collides with the fixed column "run"; rename it (for example to "value_run")`},
 		{nil, []string{"a\x00b"}, Options{}, "contains a NUL byte"},
 		{nil, nil, Options{Table: "t\x00"}, "table name"},
 		{nil, nil, Options{BatchRows: -1}, "BatchRows is -1"},
@@ -497,7 +509,7 @@ func TestQuotedNames(t *testing.T) {
 	}
 	s = mustOpen(t, path, keys, values, o)
 	mustClose(t, s)
-	want := `text:"u" int:1 text:"k" int:0 int:1 text:"on_time" int:0 int:1 int:1 text:"g"` + "\n"
+	want := `text:"" text:"u" int:1 text:"k" int:0 int:1 text:"on_time" int:0 int:0 int:1 int:1 text:"g"` + "\n"
 	if got := dump(t, "file:"+strings.NewReplacer("%", "%25", "?", "%3F", "#", "%23").Replace(path), o.Table, keys); got != want {
 		t.Fatalf("got\n%s\nwant\n%s", got, want)
 	}
@@ -583,8 +595,8 @@ func TestSQLiteErrorRollsBack(t *testing.T) {
 	if err := s.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	want := "text:\"a\" int:0 int:1 text:\"on_time\" int:0 int:1 int:1\n" +
-		"text:\"d\" int:0 int:1 text:\"on_time\" int:0 int:1 int:1\n"
+	want := "text:\"\" text:\"a\" int:0 int:1 text:\"on_time\" int:0 int:0 int:1 int:1\n" +
+		"text:\"\" text:\"d\" int:0 int:1 text:\"on_time\" int:0 int:0 int:1 int:1\n"
 	if got := dump(t, path, "results", []string{"k"}); got != want {
 		t.Fatalf("got\n%s\nwant\n%s", got, want)
 	}
@@ -653,5 +665,207 @@ func TestRelativeAndMemoryPaths(t *testing.T) {
 	mustClose(t, s)
 	if _, err := os.Stat(":memory:"); err == nil {
 		t.Fatal("a file named :memory: was created")
+	}
+}
+
+// TestRunGuard checks that (run, pane) orders a window's revisions: a later
+// run's pane 0 replaces an earlier run's pane 5, an earlier run's higher
+// pane written afterwards does not replace it, and an earlier run's
+// retraction does not delete it, while the later run's own retraction does.
+func TestRunGuard(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "out.db")
+	s := mustOpen(t, path, []string{"k"}, []string{"v"}, Options{Job: "j"})
+	defer mustClose(t, s)
+	k := []string{"k", `"a"`}
+	check := func(when, want string) {
+		t.Helper()
+		if err := s.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		if got := dump(t, path, "results", []string{"k"}); got != want {
+			t.Fatalf("%s: got\n%s\nwant\n%s", when, got, want)
+		}
+	}
+	mustWrite(t, s, inRun(1, row(k, 0, 10, "late", 5, 50, "v", "15")))
+	check("after run 1 pane 5", `text:"j" text:"a" int:0 int:10 text:"late" int:1 int:5 int:50 int:15`+"\n")
+
+	run2 := `text:"j" text:"a" int:0 int:10 text:"on_time" int:2 int:0 int:10 int:20` + "\n"
+	mustWrite(t, s, inRun(2, row(k, 0, 10, "on_time", 0, 10, "v", "20")))
+	check("after run 2 pane 0", run2)
+
+	mustWrite(t, s, inRun(1, row(k, 0, 10, "late", 9, 90, "v", "19")))
+	check("after run 1 pane 9 (written after run 2 pane 0)", run2)
+
+	// In one batch too: the guard is per statement, not per commit.
+	mustWrite(t, s,
+		inRun(1, row(k, 0, 10, "late", 9, 90, "v", "19")),
+		inRun(2, row(k, 0, 10, "on_time", 0, 10, "v", "20")),
+		inRun(1, row(k, 0, 10, "late", 7, 70, "v", "17")),
+	)
+	check("after a batch of runs 1, 2, 1", run2)
+
+	mustWrite(t, s, inRun(1, row(k, 0, 10, "retract", 9, 99)))
+	check("after a retraction of run 1 pane 9", run2)
+	mustWrite(t, s, inRun(1, row(k, 0, 10, "retract", 1<<40, 99)))
+	check("after a retraction of run 1 with a huge pane", run2)
+
+	if n, err := s.MaxRun(); err != nil || n != 2 {
+		t.Fatalf("MaxRun = %d, %v; want 2", n, err)
+	}
+
+	// Run 2's retraction, at a higher pane, deletes its row, and so does
+	// a later run's retraction at a lower pane.
+	mustWrite(t, s, inRun(2, row(k, 0, 10, "retract", 3, 99)))
+	check("after a retraction of run 2 pane 3", "")
+	mustWrite(t, s, inRun(3, row(k, 0, 10, "late", 4, 40, "v", "34")))
+	mustWrite(t, s, inRun(4, row(k, 0, 10, "retract", 0, 99)))
+	check("after run 3 pane 4 retracted by run 4 pane 0", "")
+	// A retraction is a delete, not a tombstone: an older run's revision
+	// written after it is inserted again.
+	mustWrite(t, s, inRun(1, row(k, 0, 10, "late", 9, 90, "v", "19")))
+	check("after run 1 pane 9 (written after the retractions)", `text:"j" text:"a" int:0 int:10 text:"late" int:1 int:9 int:90 int:19`+"\n")
+}
+
+// TestJobsShareTable writes the same key and window from two jobs into one
+// table: each job keeps its own row, with its own guard, retractions and
+// MaxRun, and Reset removes the resetting job's rows only.
+func TestJobsShareTable(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "out.db")
+	keys, values := []string{"k"}, []string{"v"}
+	a := mustOpen(t, path, keys, values, Options{Table: "shared", Job: "a"})
+	defer mustClose(t, a)
+	b := mustOpen(t, path, keys, values, Options{Table: "shared", Job: "b"})
+	defer mustClose(t, b)
+	x, y, z := []string{"k", `"x"`}, []string{"k", `"y"`}, []string{"k", `"z"`}
+
+	// The two sinks share the file's write lock: each commits before the
+	// other writes.
+	mustWrite(t, b, inRun(2, row(x, 0, 10, "on_time", 0, 10, "v", "20")))
+	if err := b.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	// Job a's run 1 is not older than job b's run 2: they are other rows.
+	mustWrite(t, a,
+		inRun(1, row(x, 0, 10, "on_time", 0, 10, "v", "10")),
+		inRun(3, row(y, 0, 10, "late", 1, 20, "v", "11")),
+		inRun(1, row(z, 0, 10, "on_time", 0, 10, "v", "12")),
+		// A retraction deletes the retracting job's row only.
+		inRun(9, row(x, 0, 10, "retract", 9, 99)),
+		inRun(1, row(x, 0, 10, "on_time", 0, 10, "v", "10")),
+		inRun(9, row(z, 0, 10, "retract", 9, 99)),
+	)
+	if err := a.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	want := `text:"a" text:"x" int:0 int:10 text:"on_time" int:1 int:0 int:10 int:10` + "\n" +
+		`text:"a" text:"y" int:0 int:10 text:"late" int:3 int:1 int:20 int:11` + "\n" +
+		`text:"b" text:"x" int:0 int:10 text:"on_time" int:2 int:0 int:10 int:20` + "\n"
+	if got := dump(t, path, "shared", keys); got != want {
+		t.Fatalf("got\n%s\nwant\n%s", got, want)
+	}
+
+	c := mustOpen(t, path, keys, values, Options{Table: "shared", Job: "c"})
+	for _, m := range []struct {
+		s    *Sink
+		want int64
+	}{{a, 3}, {b, 2}, {c, 0}} {
+		if n, err := m.s.MaxRun(); err != nil || n != m.want {
+			t.Fatalf("job %q: MaxRun = %d, %v; want %d", m.s.job, n, err, m.want)
+		}
+	}
+	// Resetting a job without rows removes nothing.
+	if n, err := c.Reset(); err != nil || n != 0 {
+		t.Fatalf("job c: Reset = %d, %v; want 0", n, err)
+	}
+	mustClose(t, c)
+
+	// Reset commits the open batch first, and removes its rows too.
+	mustWrite(t, a, inRun(3, row(z, 20, 30, "on_time", 0, 30, "v", "13")))
+	if n, err := a.Reset(); err != nil || n != 3 {
+		t.Fatalf("job a: Reset = %d, %v; want 3", n, err)
+	}
+	wantB := `text:"b" text:"x" int:0 int:10 text:"on_time" int:2 int:0 int:10 int:20` + "\n"
+	if got := dump(t, path, "shared", keys); got != wantB {
+		t.Fatalf("after Reset of job a: got\n%s\nwant\n%s", got, wantB)
+	}
+	if n, err := a.MaxRun(); err != nil || n != 0 {
+		t.Fatalf("job a after Reset: MaxRun = %d, %v; want 0", n, err)
+	}
+	if n, err := b.MaxRun(); err != nil || n != 2 {
+		t.Fatalf("job b after Reset of job a: MaxRun = %d, %v; want 2", n, err)
+	}
+	if n, err := a.Reset(); err != nil || n != 0 {
+		t.Fatalf("job a: second Reset = %d, %v; want 0", n, err)
+	}
+
+	// After its Reset, job a starts again from run 1.
+	mustWrite(t, a, inRun(1, row(y, 0, 10, "early", 0, 5, "v", "1")))
+	if err := a.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	want = `text:"a" text:"y" int:0 int:10 text:"early" int:1 int:0 int:5 int:1` + "\n" + wantB
+	if got := dump(t, path, "shared", keys); got != want {
+		t.Fatalf("after job a's new run 1: got\n%s\nwant\n%s", got, want)
+	}
+
+	// Reset after Close fails.
+	mustClose(t, b)
+	if _, err := b.Reset(); err != ErrClosed {
+		t.Fatalf("Reset after Close: %v, want ErrClosed", err)
+	}
+}
+
+// TestOldLayoutRefused opens a table made by a weir before runs (no job
+// and no run columns): Open refuses it, saying to use another table or
+// delete it, and leaves it as it was.
+func TestOldLayoutRefused(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "out.db")
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, q := range []string{
+		`CREATE TABLE "results" ("k", "window_start" INTEGER NOT NULL, "window_end" INTEGER NOT NULL, "firing" TEXT NOT NULL, "pane" INTEGER NOT NULL, "watermark" INTEGER NOT NULL, "v", PRIMARY KEY ("k", "window_start", "window_end"))`,
+		`INSERT INTO "results" VALUES ('a', 0, 10, 'on_time', 3, 10, 7)`,
+	} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const old = `[[text:"a" int:0 int:10 text:"on_time" int:3 int:10 int:7]]`
+
+	s, err := Open(path, []string{"k"}, []string{"v"}, Options{Job: "j"})
+	if err == nil {
+		s.Close()
+		t.Fatal("Open accepted a table without job and run")
+	}
+	for _, want := range []string{
+		`table "results" in ` + path + ` exists with other columns`,
+		"expected columns (job, k, window_start, window_end, firing, run, pane, watermark, v), primary key (job, k, window_start, window_end)",
+		"found    columns (k, window_start, window_end, firing, pane, watermark, v), primary key (k, window_start, window_end)",
+		"use another table (Options.Table) or delete the table",
+		"lacks job and run",
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error\n%s\ndoes not contain\n%s", err, want)
+		}
+	}
+	if got := fmt.Sprint(query(t, path, `SELECT * FROM "results"`)); got != old {
+		t.Fatalf("the old table changed: got %s, want %s", got, old)
+	}
+
+	// Another table in the same file is fine, and so is the table once
+	// deleted.
+	mustClose(t, mustOpen(t, path, []string{"k"}, []string{"v"}, Options{Table: "results2", Job: "j"}))
+	if _, err := db.Exec(`DROP TABLE "results"`); err != nil {
+		t.Fatal(err)
+	}
+	s = mustOpen(t, path, []string{"k"}, []string{"v"}, Options{Job: "j"})
+	mustWrite(t, s, inRun(1, row([]string{"k", `"a"`}, 0, 10, "on_time", 0, 10, "v", "7")))
+	mustClose(t, s)
+	want := `text:"j" text:"a" int:0 int:10 text:"on_time" int:1 int:0 int:10 int:7` + "\n"
+	if got := dump(t, path, "results", []string{"k"}); got != want {
+		t.Fatalf("got\n%s\nwant\n%s", got, want)
 	}
 }

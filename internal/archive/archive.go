@@ -25,6 +25,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -35,14 +36,24 @@ import (
 )
 
 // Key prefixes: a window's row, an applied entry id, an outbox revision,
-// the horizon.
+// the horizon, the live mark, the newest run and the format.
 const (
 	prefixRow     = 'r'
 	prefixApplied = 'a'
 	prefixOutbox  = 'o'
 	keyHorizon    = "h"
 	keyLive       = "l"
+	keyRun        = "n"
+	keyFormat     = "v"
 )
+
+// format is the layout of rows and outbox entries: 2 since they carry the
+// run of their revision. An archive of an earlier layout is refused (a
+// fresh start of the job resets it: Reset).
+const format = "2"
+
+// ErrFormat is returned by Open for an archive of an earlier layout.
+var ErrFormat = errors.New("archive: written by an earlier weir without runs; start the job over with --fresh, which resets it")
 
 // ErrBusy is returned by Open while another process has the archive open.
 var ErrBusy = errors.New("archive: another process has it open")
@@ -86,7 +97,66 @@ func Open(dir string) (*Archive, error) {
 		unlock()
 		return nil, fmt.Errorf("archive %s: %w", dir, err)
 	}
-	return &Archive{db: db, unlock: unlock}, nil
+	a := &Archive{db: db, unlock: unlock}
+	v, ok, err := get(db, []byte(keyFormat))
+	switch {
+	case err != nil:
+	case ok && string(v) != format:
+		err = fmt.Errorf("%w (%s, format %q)", ErrFormat, dir, v)
+	case !ok:
+		var empty bool
+		if empty, err = a.empty(); err == nil && !empty {
+			err = fmt.Errorf("%w (%s)", ErrFormat, dir)
+		} else if err == nil {
+			err = db.Set([]byte(keyFormat), []byte(format), pebble.Sync)
+		}
+	}
+	if err != nil {
+		a.Close()
+		return nil, err
+	}
+	return a, nil
+}
+
+// empty says whether the archive holds nothing.
+func (a *Archive) empty() (bool, error) {
+	it, err := a.db.NewIter(nil)
+	if err != nil {
+		return false, err
+	}
+	ok := it.First()
+	return !ok, errors.Join(it.Error(), it.Close())
+}
+
+// Reset empties the archive in dir, as a job's fresh start does with
+// all its outputs (whatever the layout of what is there), keeping files
+// whose names begin with a dot (the caller's locks); ErrBusy while
+// another process has it open.
+func Reset(dir string) error {
+	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	unlock, err := flock.TryLock(filepath.Join(dir, "WEIR-LOCK"))
+	switch {
+	case errors.Is(err, flock.ErrBusy):
+		return fmt.Errorf("%w: %s", ErrBusy, dir)
+	case err != nil:
+		return err
+	}
+	defer unlock()
+	names, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, n := range names {
+		if n.Name() == "WEIR-LOCK" || strings.HasPrefix(n.Name(), ".") {
+			continue // the locks, the caller's too (a run lock)
+		}
+		if err := os.RemoveAll(filepath.Join(dir, n.Name())); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Close closes the archive, dropping writes not committed.
@@ -113,10 +183,11 @@ func windowKey(dst []byte, prefix byte, key string, start, end etime.Time) []byt
 }
 
 // Put records a published revision of a window (buffered until Commit).
-// A revision whose pane is not above the stored one is ignored, as an
-// upsert sink's pane guard does: a replay after a restore rewrites what
-// is there, and a live run never lowers a backfilled revision.
-func (a *Archive) Put(key string, start, end etime.Time, pane int64, value []byte) error {
+// A revision whose (run, pane) is not above the stored one's is ignored,
+// as an upsert sink's guard does: a replay after a restore rewrites what
+// is there, a live run never lowers a backfilled revision, and a later
+// run's revision (kept beside earlier runs) replaces an earlier run's.
+func (a *Archive) Put(key string, start, end etime.Time, run, pane int64, value []byte) error {
 	if a.batch == nil {
 		a.batch = a.db.NewIndexedBatch()
 	}
@@ -126,20 +197,47 @@ func (a *Archive) Put(key string, start, end etime.Time, pane int64, value []byt
 		return err
 	}
 	if ok {
-		p, _ := binary.Uvarint(old)
-		if int64(p) >= pane {
+		if r, p, _, err := decodeRow(old); err == nil && (r > run || r == run && p >= pane) {
 			return nil
 		}
 	}
-	v := binary.AppendUvarint(make([]byte, 0, len(value)+4), uint64(pane))
-	return a.batch.Set(a.buf, append(v, value...), nil)
+	return a.batch.Set(a.buf, encodeRow(run, pane, value), nil)
+}
+
+// encodeRow is a row's value: the pane, the run, then the result bytes.
+func encodeRow(run, pane int64, value []byte) []byte {
+	v := binary.AppendUvarint(make([]byte, 0, len(value)+12), uint64(pane))
+	v = binary.AppendUvarint(v, uint64(run))
+	return append(v, value...)
+}
+
+func decodeRow(v []byte) (run, pane int64, value []byte, err error) {
+	p, n := binary.Uvarint(v)
+	if n <= 0 || p > math.MaxInt64 {
+		return 0, 0, nil, errors.New("corrupt row")
+	}
+	r, m := binary.Uvarint(v[n:])
+	if m <= 0 || r > math.MaxInt64 {
+		return 0, 0, nil, errors.New("corrupt row")
+	}
+	return int64(r), int64(p), v[n+m:], nil
+}
+
+// Run is the newest run whose revisions the archive holds (0: none).
+func (a *Archive) Run() (int64, error) {
+	v, ok, err := get(a.db, []byte(keyRun))
+	if err != nil || !ok || len(v) != 8 {
+		return 0, err
+	}
+	return int64(binary.BigEndian.Uint64(v)), nil
 }
 
 // Commit makes the live job's writes since the last Commit durable, with
-// the job's watermark as the archive's live mark (Live), first removing
+// the job's watermark as the archive's live mark (Live) and its run as
+// the newest (Run) unless a later one is there, first removing
 // the windows (and their applied ids) that ended before the horizon cut:
 // watermark - horizon (horizon <= 0: keep every window).
-func (a *Archive) Commit(watermark etime.Time, horizon etime.Duration) error {
+func (a *Archive) Commit(watermark etime.Time, horizon etime.Duration, run int64) error {
 	b := a.batch
 	if b == nil {
 		b = a.db.NewIndexedBatch()
@@ -148,6 +246,14 @@ func (a *Archive) Commit(watermark etime.Time, horizon etime.Duration) error {
 	defer b.Close()
 	if err := b.Set([]byte(keyLive), binary.BigEndian.AppendUint64(nil, ordered(watermark)), nil); err != nil {
 		return err
+	}
+	if old, err := a.Run(); err != nil || run > old {
+		if err == nil {
+			err = b.Set([]byte(keyRun), binary.BigEndian.AppendUint64(nil, uint64(run)), nil)
+		}
+		if err != nil {
+			return err
+		}
 	}
 	if horizon > 0 && watermark > etime.MinTime && watermark < etime.MaxTime {
 		cut := watermark.Add(-horizon)
@@ -189,17 +295,17 @@ func (a *Archive) readTime(key string) (etime.Time, error) {
 	return etime.Time(binary.BigEndian.Uint64(v) ^ 1<<63), nil
 }
 
-// Row returns a window's newest revision: its pane and result bytes.
-func (a *Archive) Row(key string, start, end etime.Time) (pane int64, value []byte, ok bool, err error) {
+// Row returns a window's newest revision: its run, pane and result bytes.
+func (a *Archive) Row(key string, start, end etime.Time) (run, pane int64, value []byte, ok bool, err error) {
 	v, ok, err := get(a.db, windowKey(nil, prefixRow, key, start, end))
 	if err != nil || !ok {
-		return 0, nil, false, err
+		return 0, 0, nil, false, err
 	}
-	p, n := binary.Uvarint(v)
-	if n <= 0 || p > math.MaxInt64 {
-		return 0, nil, false, fmt.Errorf("archive: corrupt row of %q [%d,%d)", key, start, end)
+	run, pane, value, err = decodeRow(v)
+	if err != nil {
+		return 0, 0, nil, false, fmt.Errorf("archive: corrupt row of %q [%d,%d)", key, start, end)
 	}
-	return int64(p), v[n:], true, nil
+	return run, pane, value, true, nil
 }
 
 // Applied returns the ledger entry ids applied to a window.
@@ -225,7 +331,7 @@ func (a *Archive) Applied(key string, start, end etime.Time) (map[string]bool, e
 type Revision struct {
 	Key        string
 	Start, End etime.Time
-	Pane       int64
+	Run, Pane  int64
 	Value      []byte
 	IDs        []string
 	RecordKey  []byte
@@ -235,7 +341,7 @@ type Revision struct {
 // Outboxed is a revision committed and not yet published.
 type Outboxed struct {
 	Seq       uint64
-	Pane      int64
+	Run, Pane int64
 	RecordKey []byte
 	Line      []byte
 }
@@ -250,8 +356,7 @@ func (a *Archive) Apply(revs []Revision) error {
 		return err
 	}
 	for _, r := range revs {
-		v := binary.AppendUvarint(nil, uint64(r.Pane))
-		if err := b.Set(windowKey(nil, prefixRow, r.Key, r.Start, r.End), append(v, r.Value...), nil); err != nil {
+		if err := b.Set(windowKey(nil, prefixRow, r.Key, r.Start, r.End), encodeRow(r.Run, r.Pane, r.Value), nil); err != nil {
 			return err
 		}
 		prefix := windowKey(nil, prefixApplied, r.Key, r.Start, r.End)
@@ -261,6 +366,7 @@ func (a *Archive) Apply(revs []Revision) error {
 			}
 		}
 		rec := binary.AppendUvarint(nil, uint64(r.Pane))
+		rec = binary.AppendUvarint(rec, uint64(r.Run))
 		rec = binary.AppendUvarint(rec, uint64(len(r.RecordKey)))
 		rec = append(append(rec, r.RecordKey...), r.Line...)
 		if err := b.Set(binary.BigEndian.AppendUint64([]byte{prefixOutbox}, seq), rec, nil); err != nil {
@@ -296,17 +402,23 @@ func (a *Archive) Outbox() ([]Outboxed, error) {
 			continue
 		}
 		v := it.Value()
-		pane, kp := binary.Uvarint(v)
-		if kp <= 0 {
-			kp = len(v) + 1 // corrupt
+		var fields [3]uint64 // pane, run, key length
+		off, ok := 0, true
+		for i := range fields {
+			x, n := binary.Uvarint(v[off:])
+			if n <= 0 {
+				ok = false
+				break
+			}
+			fields[i], off = x, off+n
 		}
-		n, k := binary.Uvarint(v[min(kp, len(v)):])
-		if kp > len(v) || k <= 0 || n > uint64(len(v)-kp-k) {
+		if !ok || fields[2] > uint64(len(v)-off) {
 			it.Close()
 			return nil, fmt.Errorf("archive: corrupt outbox entry %d", binary.BigEndian.Uint64(it.Key()[1:]))
 		}
-		v = append([]byte(nil), v[kp+k:]...)
-		out = append(out, Outboxed{Seq: binary.BigEndian.Uint64(it.Key()[1:]), Pane: int64(pane), RecordKey: v[:n], Line: v[n:]})
+		v = append([]byte(nil), v[off:]...)
+		n := fields[2]
+		out = append(out, Outboxed{Seq: binary.BigEndian.Uint64(it.Key()[1:]), Pane: int64(fields[0]), Run: int64(fields[1]), RecordKey: v[:n], Line: v[n:]})
 	}
 	return out, errors.Join(it.Error(), it.Close())
 }

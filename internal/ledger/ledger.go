@@ -280,6 +280,11 @@ type Entry struct {
 	// meaning (key, window, aggregates, timestamps); "" in entries
 	// written before weir recorded it (a backfill accepts those).
 	Spec string `json:"spec,omitempty"`
+	// Run is the id of the job's run that wrote the entry (0 in entries
+	// written before weir recorded runs): an entry is identified by its
+	// run and ID, since a later run may read other input at the same
+	// positions.
+	Run int64 `json:"run,omitempty"`
 	// Record is the original record.
 	Record json.RawMessage `json:"record"`
 	// Segment and Line say where the entry is.
@@ -350,6 +355,31 @@ func ScanTo(dir string, cut *Pos, fn func(e Entry) error) ([]Corrupt, error) {
 		f.Close()
 	}
 	return bad, nil
+}
+
+// Last returns the ledger's newest readable entry (false: none), reading
+// the newest segments only.
+func Last(dir string) (Entry, bool, error) {
+	segs, err := Segments(dir)
+	if err != nil {
+		return Entry{}, false, err
+	}
+	for i := len(segs) - 1; i >= 0; i-- {
+		b, err := os.ReadFile(filepath.Join(dir, segs[i]))
+		if err != nil {
+			return Entry{}, false, err
+		}
+		for len(b) > 0 {
+			b = bytes.TrimRight(b, "\n")
+			j := bytes.LastIndexByte(b, '\n')
+			if e, why := parse(b[j+1:]); why == "" {
+				e.Segment = segs[i]
+				return e, true, nil
+			}
+			b = b[:max(j, 0)]
+		}
+	}
+	return Entry{}, false, nil
 }
 
 // parse checks a line's checksum and decodes it.

@@ -19,8 +19,17 @@ const (
 	FiringRetract = "retract"
 )
 
+// JobColumn is the first column, the job whose row it is: jobs may share
+// a table, and a job's fresh start removes its own rows only.
+const JobColumn = "job"
+
 // FixedColumns are the columns between the key and the value columns.
-var FixedColumns = [...]string{"window_start", "window_end", "firing", "pane", "watermark"}
+// run and pane order a window's revisions: the highest (run, pane) wins,
+// so a later run's pane 0 replaces an earlier run's pane 5.
+var FixedColumns = [...]string{"window_start", "window_end", "firing", "run", "pane", "watermark"}
+
+// Reserved are the names no key or value column may take.
+var Reserved = append([]string{JobColumn}, FixedColumns[:]...)
 
 // Column is one named value; Value is the value's JSON text. How a table
 // stores it is the sink's (see its Column documentation).
@@ -34,6 +43,7 @@ type Row struct {
 	Keys       []Column   // the key fields, in the order given to Open
 	Start, End etime.Time // the window; the global window is (etime.MinTime, etime.MaxTime)
 	Firing     string     // "early", "on_time", "late" or "retract"
+	Run        int64      // the run of the job that wrote it (ordered: a later run's is higher)
 	Pane       int64
 	Watermark  etime.Time
 	Values     []Column // the aggregates, in the order given to Open (ignored for retract)

@@ -65,8 +65,8 @@ type outCounters struct {
 	// Run is the run's id (runID), which every durable output carries;
 	// Since is the oldest run whose outputs the job's outputs still hold
 	// (Run itself unless a fresh start was told to append).
-	Run   int64 `json:"run"`
-	Since int64 `json:"since,omitempty"`
+	Run         int64 `json:"run"`
+	Since       int64 `json:"since,omitempty"`
 	Results     int64 `json:"results"`
 	Late        int64 `json:"late"`
 	Partial     int64 `json:"partial"`

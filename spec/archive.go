@@ -46,8 +46,19 @@ type archivePut struct {
 // must exceed.
 func newArchiveWriter(dir string, log *slog.Logger, fresh, keep bool) (*archiveWriter, int64, error) {
 	if fresh && !keep {
-		if err := archive.Reset(dir); err != nil {
-			return nil, 0, fmt.Errorf("archive: starting it over for a new run: %w", err)
+		// A backfill may have it open for a moment: wait for it, as a
+		// commit does.
+		deadline := time.Now().Add(archiveOpenWait)
+		for {
+			err := archive.Reset(dir)
+			if errors.Is(err, archive.ErrBusy) && time.Now().Before(deadline) {
+				time.Sleep(20 * time.Millisecond)
+				continue
+			}
+			if err != nil {
+				return nil, 0, fmt.Errorf("archive: starting it over for a new run: %w", err)
+			}
+			break
 		}
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {

@@ -263,10 +263,12 @@ func readTopic(t *testing.T, addr, topic string) []string {
 		delete(m, "watermark")
 		delete(m, "lateness_ms")
 		delete(m, "detail")
-		if run, ok := m["run"]; ok {
-			runs[fmt.Sprint(run)] = true
-			m["run"] = "R" // the reference run has another id
+		run, ok := m["run"]
+		if !ok {
+			t.Errorf("%s: a record without a run: %.100s", topic, r.Value)
 		}
+		runs[fmt.Sprint(run)] = true
+		m["run"] = "R" // the reference run has another id
 		b, _ := json.Marshal(m)
 		out = append(out, string(r.Key)+" "+string(b))
 	})

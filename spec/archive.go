@@ -48,17 +48,8 @@ func newArchiveWriter(dir string, log *slog.Logger, fresh, keep bool) (*archiveW
 	if fresh && !keep {
 		// A backfill may have it open for a moment: wait for it, as a
 		// commit does.
-		deadline := time.Now().Add(archiveOpenWait)
-		for {
-			err := archive.Reset(dir)
-			if errors.Is(err, archive.ErrBusy) && time.Now().Before(deadline) {
-				time.Sleep(20 * time.Millisecond)
-				continue
-			}
-			if err != nil {
-				return nil, 0, fmt.Errorf("archive: starting it over for a new run: %w", err)
-			}
-			break
+		if err := archive.ResetWait(dir, archiveOpenWait, archivePoll); err != nil {
+			return nil, 0, fmt.Errorf("archive: starting it over for a new run: %w", err)
 		}
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -66,7 +57,7 @@ func newArchiveWriter(dir string, log *slog.Logger, fresh, keep bool) (*archiveW
 	}
 	var last int64
 	if fresh && keep {
-		a, err := archive.OpenWait(dir, archiveOpenWait, 100*time.Millisecond)
+		a, err := archive.OpenWait(dir, archiveOpenWait, archivePoll)
 		if err != nil {
 			return nil, 0, fmt.Errorf("archive: %w", err)
 		}
@@ -96,6 +87,9 @@ func (w *archiveWriter) put(key string, start, end etime.Time, pane int64, value
 // uncheckedBatch windows.
 func (w *archiveWriter) due() bool { return len(w.pending) >= uncheckedBatch }
 
+// archivePoll is how often the live job tries a busy archive again.
+const archivePoll = 100 * time.Millisecond
+
 // archiveWait bounds how long the run's last commit waits for a backfill
 // to release the archive.
 const archiveWait = 10 * time.Minute
@@ -103,7 +97,7 @@ const archiveWait = 10 * time.Minute
 // commit writes the pending revisions; wait > 0 waits that long for a
 // busy archive (then fails), wait 0 keeps them for the next commit.
 func (w *archiveWriter) commit(wm etime.Time, horizon etime.Duration, wait time.Duration) error {
-	a, err := archive.OpenWait(w.dir, wait, 100*time.Millisecond)
+	a, err := archive.OpenWait(w.dir, wait, archivePoll)
 	switch {
 	case errors.Is(err, archive.ErrBusy) && wait == 0:
 		if !w.busy && w.log != nil {

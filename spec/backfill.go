@@ -199,7 +199,7 @@ func Backfill(p *Plan, o BackfillOptions) (BackfillReport, error) {
 		}
 		de := decodedEntry{id: appliedID(e), watermark: etime.Time(e.Watermark)}
 		if rep.RefusedReason == "" { // refused entries are only counted
-			r, err := dec.decode(fileio.Line{Kind: fileio.Data, No: entryNo(e.ID), Text: e.Record})
+			r, err := dec.decode(fileio.Line{Kind: fileio.Data, No: entryNo(e.ID), Text: e.Record, Unchecked: true})
 			if err != nil {
 				// Not applied, so not recorded: reported again by every run.
 				rep.Unreadable++
@@ -321,12 +321,8 @@ func reviseBatch(p *Plan, o *BackfillOptions, st windowStore, rep *BackfillRepor
 		return st.commit()
 	}
 	r, _ := st.(retrier)
-	limit := pgio.DefaultConnectRetryFor
-	if k := p.Spec.Sinks.Results; k.RetryFor != nil {
-		limit = time.Duration(*k.RetryFor) * time.Millisecond
-	} else if k.ConnectRetryFor != nil {
-		limit = time.Duration(*k.ConnectRetryFor) * time.Millisecond
-	}
+	t := pgTimes(p.Spec.Sinks.Results)
+	limit := cmp.Or(t.RetryFor, t.ConnectRetryFor, pgio.DefaultConnectRetryFor)
 	start, backoff := time.Now(), pgio.DefaultMinBackoff
 	bo := *o
 	for attempt := 1; ; attempt++ {
@@ -412,6 +408,9 @@ type sqlStore struct {
 	// cancel ends the transaction's context.
 	timeout time.Duration
 	cancel  context.CancelFunc
+	// newest is the newest run of the job's rows: a window that never
+	// fired gets its first row as that run's.
+	newest int64
 }
 
 func openSQLStore(p *Plan, o BackfillOptions) (*sqlStore, error) {
@@ -419,9 +418,10 @@ func openSQLStore(p *Plan, o BackfillOptions) (*sqlStore, error) {
 	if err != nil {
 		return nil, err
 	}
-	st := &sqlStore{db: db, p: p, o: &o, timeout: pgio.DefaultTimeout}
-	if k := p.Spec.Sinks.Results.Timeout; k != nil {
-		st.timeout = time.Duration(*k) * time.Millisecond
+	st := &sqlStore{db: db, p: p, o: &o, timeout: cmp.Or(pgTimes(p.Spec.Sinks.Results).Timeout, pgio.DefaultTimeout)}
+	if err := db.db.QueryRow(db.maxRun, p.Spec.Name).Scan(&st.newest); err != nil {
+		db.close()
+		return nil, err
 	}
 	return st, nil
 }
@@ -491,10 +491,7 @@ func (s *sqlStore) load(w *backfillWindow) (*acc, int64, error) {
 	}
 	switch err := s.tx.QueryRow(s.db.sel, s.args...).Scan(ptrs...); {
 	case err == sql.ErrNoRows:
-		// The window never fired: its first row is the newest run's.
-		if err := s.tx.QueryRow(s.db.maxRun, s.p.Spec.Name).Scan(&w.run); err != nil {
-			return nil, 0, err
-		}
+		w.run = s.newest // the window never fired
 		return w.agg.CreateAccumulator(), -1, nil
 	case err != nil:
 		return nil, 0, err

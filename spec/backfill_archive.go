@@ -46,6 +46,9 @@ type archiveStore struct {
 	key  string // the result key (values joined by keySep) of the window begun
 	revs []archive.Revision
 	open bool // a batch is begun
+	// newest is the newest run the archive holds (the backfill has it to
+	// itself): a window that never fired gets that run's first revision.
+	newest int64
 }
 
 // openArchiveStore opens the archive for a backfill whose cut has the
@@ -79,6 +82,10 @@ func openArchiveStore(p *Plan, o BackfillOptions, wm etime.Time) (*archiveStore,
 		return nil, err
 	}
 	st := &archiveStore{a: a, p: p, o: &o, pub: pub}
+	if st.newest, err = a.Run(); err != nil {
+		st.close()
+		return nil, err
+	}
 	if live, err := a.Live(); err != nil || wm < etime.MaxTime && live < wm {
 		st.close()
 		return nil, cmp.Or(err, fmt.Errorf("the live job has archived its results up to watermark %s, not yet up to its checkpoint's %s (a backfill had the archive at that checkpoint): run again after its next checkpoint", live, wm))
@@ -127,8 +134,8 @@ func (s *archiveStore) load(w *backfillWindow) (*acc, int64, error) {
 		return nil, 0, err
 	}
 	if !ok {
-		w.run, err = s.a.Run() // never fired: the newest run's first revision
-		return w.agg.CreateAccumulator(), -1, err
+		w.run = s.newest // never fired: the newest run's first revision
+		return w.agg.CreateAccumulator(), -1, nil
 	}
 	w.run = run
 	n := w.agg.width()

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"math"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -253,21 +252,28 @@ func (l *pgLedger) scan(cut *ledgerCut, fn func(ledger.Entry) error) ([]string, 
 	}
 	defer tx.Rollback()
 	// A table no job of this weir has opened yet has no job and epoch
-	// columns: all of its rows are read.
-	var scoped bool
-	if err := tx.QueryRowContext(ctx, `SELECT count(*) = 2 FROM pg_attribute WHERE attrelid = to_regclass($1) AND attname IN ('job', 'epoch') AND NOT attisdropped`, quoteSQL(l.table)).Scan(&scoped); err != nil {
+	// columns: all of its rows are read. Epochs count within a run: the
+	// cut covers its run's epochs up to its own, and earlier runs' rows
+	// (kept with --append) whole.
+	var scoped, runs bool
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FILTER (WHERE attname IN ('job', 'epoch')) = 2, count(*) FILTER (WHERE attname = 'run') = 1 FROM pg_attribute WHERE attrelid = to_regclass($1) AND NOT attisdropped`, quoteSQL(l.table)).Scan(&scoped, &runs); err != nil {
 		return nil, fmt.Errorf("ledger table %s: %w", l.table, err)
 	}
 	q := `SELECT id, reason, record::text, meta::text, (extract(epoch FROM arrived_at) * 1000)::bigint FROM ` + quoteSQL(l.table) +
 		` WHERE reason IN ('window_expired', 'window_expired_partial')`
 	var args []any
 	if scoped {
-		upTo := int64(math.MaxInt64)
-		if cut != nil {
-			upTo = cut.epoch
+		q += ` AND (job IS NULL OR job = $1)`
+		args = append(args, l.job)
+		switch {
+		case cut == nil:
+		case runs:
+			q += ` AND (epoch IS NULL OR run < $2 OR run = $2 AND epoch <= $3)`
+			args = append(args, cut.run, cut.epoch)
+		default:
+			q += ` AND (epoch IS NULL OR epoch <= $2)`
+			args = append(args, cut.epoch)
 		}
-		q += ` AND (job IS NULL OR job = $1) AND (epoch IS NULL OR epoch <= $2)`
-		args = append(args, l.job, upTo)
 	}
 	rows, err := tx.QueryContext(ctx, q+` ORDER BY arrived_at, id`, args...)
 	if err != nil {

@@ -113,12 +113,19 @@ func TestBackfillOracle(t *testing.T) {
 // random number) that the test drops, with its applied table, at its end.
 func pgResultsTable(t *testing.T, prefix string) (url, table string, conn *pgx.Conn) {
 	url, conn = pgURL(t)
-	table = fmt.Sprintf("%s_%d", prefix, rand.Uint32())
+	return url, pgTable(t, conn, prefix), conn
+}
+
+// pgTable names a fresh Postgres table (prefix and a random number) that
+// the test drops at its end, with the applied table a backfill makes
+// beside a results table.
+func pgTable(t *testing.T, conn *pgx.Conn, prefix string) string {
+	table := fmt.Sprintf("%s_%d", prefix, rand.Uint32())
 	t.Cleanup(func() {
 		_, _ = conn.Exec(context.Background(), `DROP TABLE IF EXISTS `+table)
 		_, _ = conn.Exec(context.Background(), `DROP TABLE IF EXISTS `+table+`_backfill_applied`)
 	})
-	return url, table, conn
+	return table
 }
 
 func testBackfillOracle(t *testing.T, job, store string) {
@@ -131,8 +138,7 @@ func testBackfillOracle(t *testing.T, job, store string) {
 	if store == "pgledger" {
 		// The ledger in a Postgres table, the results in SQLite.
 		url, conn := pgURL(t)
-		table := fmt.Sprintf("weir_bf_late_%d", rand.Uint32())
-		t.Cleanup(func() { _, _ = conn.Exec(context.Background(), `DROP TABLE IF EXISTS `+table) })
+		table := pgTable(t, conn, "weir_bf_late")
 		job = strings.Replace(job, "late: {type: ledger, dir: ledger}", "late: {type: postgres, url: '"+url+"', table: "+table+"}", 1)
 	}
 	if store == "kafka" {
@@ -579,8 +585,7 @@ func TestBackfillKafkaCrash(t *testing.T) {
 // checkpoint's epoch and before.
 func TestBackfillPGLedgerCut(t *testing.T) {
 	url, conn := pgURL(t)
-	table := fmt.Sprintf("weir_bf_cut_%d", rand.Uint32())
-	t.Cleanup(func() { _, _ = conn.Exec(context.Background(), `DROP TABLE IF EXISTS `+table) })
+	table := pgTable(t, conn, "weir_bf_cut")
 	job := strings.Replace(fmt.Sprintf(backfillJob, "10s", "{type: tumbling, size: 1m}"), "late: {type: ledger, dir: ledger}", "late: {type: postgres, url: '"+url+"', table: "+table+"}", 1) +
 		"checkpoint: {dir: ck, interval: 1ms}\n"
 	p, err := Parse([]byte(job))

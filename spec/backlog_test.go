@@ -183,7 +183,7 @@ func TestResumeRewrittenInput(t *testing.T) {
 		return fmt.Sprintf(`{"k":"u%d","v":%d,"ts":%d}`+"\n", i%7, v, 1767225600000+int64(i)*100)
 	}
 	var a, b strings.Builder
-	for i := range 5000 {
+	for i := range 20000 {
 		a.WriteString(line(i, 1))
 		b.WriteString(line(i, 2))
 	}
@@ -207,8 +207,8 @@ sinks:
 		t.Fatal(err)
 	}
 	ck := filepath.Join(dir, "ck")
-	o := RunOptions{Dir: dir, Deterministic: true, Now: testNow, CheckpointDir: ck, CheckpointInterval: 5 * time.Millisecond}
-	crashRun(t, s, o, "sink-committed", 3)
+	o := RunOptions{Dir: dir, Deterministic: true, Now: testNow, CheckpointDir: ck, CheckpointInterval: time.Millisecond}
+	crashRun(t, s, o, "sink-committed", 2)
 	if err := os.WriteFile(in, []byte(b.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}

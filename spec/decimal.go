@@ -316,7 +316,10 @@ func finishDec(neg bool, hi, lo uint64, digits, frac, exp int, seen bool) (dec, 
 		scale = 0
 	}
 	if scale > maxDecDigits {
-		return dec{}, false
+		if hi|lo != 0 {
+			return dec{}, false
+		}
+		scale = maxDecDigits // a zero written with more fraction digits is still exact
 	}
 	return fromAbs(neg, hi, lo, uint8(scale))
 }

@@ -351,7 +351,7 @@ func TestFloatType(t *testing.T) {
 		}
 	}
 	// The type is checked, with a suggestion.
-	_, err := Parse([]byte(strings.Replace(fmt.Sprintf(sumJob, ", type: flaot", "", ""), "", "", 1)))
+	_, err := Parse([]byte(fmt.Sprintf(sumJob, ", type: flaot", "", "")))
 	if err == nil || !strings.Contains(err.Error(), `aggregate[0].type: unknown value "flaot"`) || !strings.Contains(err.Error(), `did you mean "float"?`) {
 		t.Fatalf("type: flaot: %v", err)
 	}
@@ -441,7 +441,7 @@ func TestOldCheckpointAccumulators(t *testing.T) {
 // of every number it accepts, and its text reads back as the same value
 // at the same scale.
 func FuzzParseDec(f *testing.F) {
-	for _, s := range []string{"0", "-0.00", "1.10", "1e3", "1.5E-2", "99999999999999999999999999999999999999", "0." + strings.Repeat("0", 37) + "1", "1e-400", "-12.5e+1"} {
+	for _, s := range []string{"0", "-0.00", "1.10", "1e3", "1.5E-2", "99999999999999999999999999999999999999", "0." + strings.Repeat("0", 37) + "1", "1e-400", "-12.5e+1", "0." + strings.Repeat("0", 45), "0e-50"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -462,6 +462,16 @@ func FuzzParseDec(f *testing.F) {
 			t.Fatalf("%q prints %s, which reads back as %v %v", s, text, back, ok)
 		}
 	})
+}
+
+// TestZeroBeyondScale: a zero written with more fraction digits than a
+// decimal keeps is exact, not a decimal_overflow.
+func TestZeroBeyondScale(t *testing.T) {
+	for _, s := range []string{"0." + strings.Repeat("0", 45), "-0e-50"} {
+		if d, ok := parseDec([]byte(s)); !ok || d.big().Sign() != 0 {
+			t.Errorf("parseDec(%q) = %s, %v; want an exact zero", s, appendDec(nil, d), ok)
+		}
+	}
 }
 
 // TestDecimalTypeHash: type: decimal is the default, so a spec that says

@@ -9,7 +9,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	"github.com/valyala/fastjson"
 
@@ -235,8 +234,10 @@ func (d *decoder) decodeSlot(l fileio.Line, slot int) (rec, error) {
 	// records, and ledger entries, are checked here: fastjson takes
 	// invalid UTF-8, and canonical text writes every invalid byte as
 	// U+FFFD, which would make distinct keys one.
-	if i, ok := invalidUTF8(l.Text); ok {
-		return rec{}, bad("utf8_invalid", "invalid UTF-8 at byte offset %d of the record", i)
+	if l.Unchecked {
+		if i := fileio.InvalidUTF8(l.Text); i >= 0 {
+			return rec{}, bad("utf8_invalid", "invalid UTF-8 at byte offset %d of the record", i)
+		}
 	}
 	// fastjson's parser is lenient (NaN, 01, raw control characters);
 	// its validator is not.
@@ -436,22 +437,6 @@ func field(o *fastjson.Object, name string) *fastjson.Value {
 		}
 	})
 	return last
-}
-
-// invalidUTF8 returns the offset of the first byte of b that is not
-// UTF-8, if there is one.
-func invalidUTF8(b []byte) (int, bool) {
-	if utf8.Valid(b) {
-		return 0, false
-	}
-	for i := 0; i < len(b); {
-		r, n := utf8.DecodeRune(b[i:])
-		if r == utf8.RuneError && n == 1 {
-			return i, true
-		}
-		i += n
-	}
-	return 0, false
 }
 
 func short(v *fastjson.Value) string {

@@ -141,7 +141,7 @@ func (j *Job) kafkaRecords(env *weir.Env) (weir.Stream[rec], error) {
 		// Backward jumps are counted per partition: partition p is read
 		// by channel p % channels, as its slot p / channels.
 		ch := int(r.Partition) % p.Channels
-		v, err := j.dec.decodeSlot(fileio.Line{Kind: fileio.Data, Channel: ch, No: r.Offset + 1, Text: r.Value}, int(r.Partition)/p.Channels)
+		v, err := j.dec.decodeSlot(fileio.Line{Kind: fileio.Data, Channel: ch, No: r.Offset + 1, Text: r.Value, Unchecked: true}, int(r.Partition)/p.Channels)
 		if err != nil {
 			return rec{}, 0, err
 		}

@@ -97,6 +97,9 @@ func committed(t *testing.T, broker, topic string) []string {
 	var out []string
 	err := kafkaio.ReadCommitted(ctx, []string{broker}, []string{topic}, time.Second, func(r *kgo.Record) {
 		var hdr []string
+		if topic == "out" && !slices.ContainsFunc(r.Headers, func(h kgo.RecordHeader) bool { return h.Key == "weir-run" }) {
+			t.Errorf("result %s carries no weir-run header", r.Value)
+		}
 		for _, h := range r.Headers {
 			if h.Key == "weir-run" {
 				// A run's id is when it began: the same in every record

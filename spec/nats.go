@@ -59,7 +59,7 @@ func (j *Job) natsRecords(env *weir.Env) weir.Stream[rec] {
 	j.srcName = "nats:" + n.Stream
 	msgs := weir.FromSource(env, sourceStage, src, j.unboundedOptions(n.StopAtEnd))
 	return weir.TryMap(msgs, func(m natsio.Message) (rec, error) {
-		v, err := j.dec.decode(fileio.Line{Kind: fileio.Data, No: int64(m.Sequence), Text: m.Data})
+		v, err := j.dec.decode(fileio.Line{Kind: fileio.Data, No: int64(m.Sequence), Text: m.Data, Unchecked: true})
 		if err == nil && p.TSFromNATS {
 			v.ts = m.Published
 		}
@@ -68,7 +68,7 @@ func (j *Job) natsRecords(env *weir.Env) weir.Stream[rec] {
 }
 
 // natsResults publishes result lines to a subject, each with a message id
-// of its key, window and pane, flushed at each checkpoint.
+// of its key, window, run and pane, flushed at each checkpoint.
 type natsResults struct {
 	s       *natsio.Sink
 	subject string
@@ -91,7 +91,7 @@ func openNATSSink(j *Job, k *Sink) (*natsio.Sink, error) {
 }
 
 // natsRecords publishes late records or dead letters, each with the
-// message id prefix + entry id, so a replay is dropped as duplicates;
+// message id prefix + run/entry id, so a replay is dropped as duplicates;
 // it commits and closes as natsResults does.
 type natsRecords struct {
 	natsResults
@@ -99,12 +99,15 @@ type natsRecords struct {
 }
 
 func (w *natsRecords) writeRecord(it *item) error {
-	return w.s.Publish(w.prefix+it.id, w.subject, it.line, map[string]string{"weir-reason": it.reason})
+	// The run is in the message id: a later run's record at the same
+	// position is another message, not a duplicate JetStream drops.
+	return w.s.Publish(w.prefix+strconv.FormatInt(w.j.run, 10)+"/"+it.id, w.subject, it.line, map[string]string{"weir-reason": it.reason})
 }
 
 func (w *natsResults) write(r window.Result[string, []byte]) error {
 	w.line = appendResult(w.line[:0], w.j.plan, w.j.run, r)
 	id := appendResultKey(nil, w.j.plan, r)
+	id = strconv.AppendInt(append(id, '#'), w.j.run, 10)
 	id = strconv.AppendInt(append(id, '#'), r.Pane, 10)
 	if r.Firing == window.Retract {
 		id = append(id, "#retract"...)

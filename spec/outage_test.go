@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
@@ -207,8 +206,7 @@ func (r *outageRun) settle(t *testing.T) int64 {
 // memory while the commit hung, without a line.)
 func TestPostgresOutageBounded(t *testing.T) {
 	url, conn := pgURL(t)
-	table := fmt.Sprintf("weir_outage_%d", rand.Uint32())
-	t.Cleanup(func() { _, _ = conn.Exec(context.Background(), `DROP TABLE IF EXISTS `+table) })
+	table := pgTable(t, conn, "weir_outage")
 	const records, maxBuffered = 150_000, 20_000
 	want := outageWant(t, records)
 	p, purl := startPGProxy(t, url)
@@ -270,8 +268,7 @@ func TestPostgresOutageBounded(t *testing.T) {
 // ever and the stop never finished.)
 func TestPostgresOutageStop(t *testing.T) {
 	url, conn := pgURL(t)
-	table := fmt.Sprintf("weir_outage_stop_%d", rand.Uint32())
-	t.Cleanup(func() { _, _ = conn.Exec(context.Background(), `DROP TABLE IF EXISTS `+table) })
+	table := pgTable(t, conn, "weir_outage_stop")
 	const records = 150_000
 	want := outageWant(t, records)
 	p, purl := startPGProxy(t, url)
@@ -365,11 +362,7 @@ func TestBackfillRetriesReset(t *testing.T) {
 	url, conn := pgURL(t)
 	p, purl := startPGProxy(t, url)
 	run := func(through string) (string, BackfillReport, []string) {
-		table := fmt.Sprintf("weir_bf_reset_%d", rand.Uint32())
-		t.Cleanup(func() {
-			_, _ = conn.Exec(context.Background(), `DROP TABLE IF EXISTS `+table)
-			_, _ = conn.Exec(context.Background(), `DROP TABLE IF EXISTS `+table+`_backfill_applied`)
-		})
+		table := pgTable(t, conn, "weir_bf_reset")
 		job := strings.Replace(fmt.Sprintf(backfillJob, "10s", "{type: tumbling, size: 1m}"), "{type: sqlite, path: results.db}",
 			"{type: postgres, url: '"+through+"', table: "+table+", timeout: 5s, retry_for: 1m}", 1)
 		dir, _ := runSpec(t, job, nil, RunOptions{Deterministic: true})

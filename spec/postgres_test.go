@@ -45,8 +45,7 @@ func pgURL(t *testing.T) (string, *pgx.Conn) {
 // resumes from its checkpoint leaves the same table.
 func TestPostgresResults(t *testing.T) {
 	url, conn := pgURL(t)
-	table := fmt.Sprintf("weir_spec_%d", rand.Uint32())
-	t.Cleanup(func() { _, _ = conn.Exec(context.Background(), `DROP TABLE IF EXISTS `+table) })
+	table := pgTable(t, conn, "weir_spec")
 	pgJob := strings.Replace(fmt.Sprintf(orderJob, "postgres", "unused"), "path: unused", "url: '"+url+"', table: "+table, 1)
 
 	refDir, refSum := runSpec(t, fmt.Sprintf(orderJob, "jsonl", "out.jsonl"), nil, RunOptions{Deterministic: true})
@@ -372,8 +371,7 @@ sinks:
 func TestPostgresRunsInRecordTables(t *testing.T) {
 	url, conn := pgURL(t)
 	for _, appendRuns := range []bool{false, true} {
-		late := fmt.Sprintf("weir_late_runs_%d", rand.Uint32())
-		t.Cleanup(func() { _, _ = conn.Exec(context.Background(), `DROP TABLE IF EXISTS `+late) })
+		late := pgTable(t, conn, "weir_late_runs")
 		job := strings.Replace(fmt.Sprintf(orderJob, "jsonl", "out.jsonl"), "late: {type: jsonl, path: late.jsonl}", "late: {type: postgres, url: '"+url+"', table: "+late+"}", 1)
 		// An earlier run of this job (epoch 100) and another job (epoch
 		// 1000) wrote to the table.
@@ -417,13 +415,76 @@ func TestPostgresRunsInRecordTables(t *testing.T) {
 			t.Fatalf("append %v: the job's earlier rows %d (want %d), the other job's %d (want 1), the job's runs %d (want %d)", appendRuns, mine, wantMine, other, runs, wantRuns)
 		}
 	}
-	// A crash and a resume: the restore cuts the run's later epochs only.
-	late := fmt.Sprintf("weir_late_runs_%d", rand.Uint32())
-	t.Cleanup(func() { _, _ = conn.Exec(context.Background(), `DROP TABLE IF EXISTS `+late) })
+	// A crash and a resume: the restore cuts the run's later epochs only,
+	// never another job's rows, whatever their epochs.
+	late := pgTable(t, conn, "weir_late_runs")
 	job := strings.Replace(fmt.Sprintf(orderJob, "jsonl", "out.jsonl"), "late: {type: jsonl, path: late.jsonl}", "late: {type: postgres, url: '"+url+"', table: "+late+"}", 1)
+	r, err := pgio.OpenRecords(context.Background(), url, late, pgio.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.WriteRecord("other-1", "window_expired", []byte(`{}`), nil)
+	r.SetEpoch("other", 1, 1000)
+	if err := r.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
 	crashAndResume(t, job, 20, nil)
-	var n int
-	if err := conn.QueryRow(context.Background(), `SELECT count(DISTINCT run) FROM `+late+` WHERE job = 'orders'`).Scan(&n); err != nil || n != 1 {
-		t.Fatalf("the resumed run's rows are of %d runs (%v), want 1: a resume is the same run", n, err)
+	var n, other int
+	if err := conn.QueryRow(context.Background(), `SELECT count(DISTINCT run) FILTER (WHERE job = 'orders'), count(*) FILTER (WHERE job = 'other') FROM `+late).Scan(&n, &other); err != nil || n != 1 || other != 1 {
+		t.Fatalf("the resumed run's rows are of %d runs, want 1 (a resume is the same run); the other job's rows %d, want 1 (%v)", n, other, err)
+	}
+}
+
+// TestPostgresLedgerCutAcrossRuns: a Postgres ledger kept across runs
+// (--append) is cut by the live run's checkpoint only in that run: an
+// earlier run's rows, whatever their epochs (they count within their own
+// run), are read whole, the live run's up to its checkpoint's epoch.
+func TestPostgresLedgerCutAcrossRuns(t *testing.T) {
+	url, conn := pgURL(t)
+	late := pgTable(t, conn, "weir_late_cut")
+	job := strings.Replace(fmt.Sprintf(orderJob, "sqlite", "results.db"), "late: {type: jsonl, path: late.jsonl}", "late: {type: postgres, url: '"+url+"', table: "+late+"}", 1) + "checkpoint: {dir: ck}\n"
+	dir := t.TempDir()
+	// Run 1 ends, after many checkpoints (many epochs).
+	_, first := runSpec(t, job, nil, RunOptions{Dir: dir, Deterministic: true, CheckpointInterval: time.Millisecond})
+	// Run 2, on other input, appends, and crashes after its second
+	// checkpoint's sink commit: its newest checkpoint has a low epoch.
+	p, err := Parse([]byte(strings.Replace(job, "seed: 3", "seed: 4", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hits := 0
+	j, err := Open(p, RunOptions{Dir: dir, Deterministic: true, Now: testNow.Add(time.Hour), CheckpointInterval: time.Millisecond, Append: true,
+		Crash: func(point string) {
+			if point == "sink-committed" {
+				if hits++; hits == 3 {
+					panic("crash at " + point)
+				}
+			}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := j.Run(context.Background()); err == nil {
+		t.Fatal("the crash hook never fired")
+	}
+	cut, _, _, _, err := backfillCut(p, dir)
+	if err != nil || cut == nil {
+		t.Fatalf("cut %v, %v", cut, err)
+	}
+	ctx := context.Background()
+	var runs, firstRows, firstAbove, live int
+	if err := conn.QueryRow(ctx, `SELECT count(DISTINCT run), count(*) FILTER (WHERE run < $1), count(*) FILTER (WHERE run < $1 AND epoch > $2), count(*) FILTER (WHERE run = $1 AND epoch <= $2) FROM `+late+` WHERE job = 'orders'`, cut.run, cut.epoch).Scan(&runs, &firstRows, &firstAbove, &live); err != nil {
+		t.Fatal(err)
+	}
+	if runs != 2 || firstRows != int(first.Get("late_side_output")) || firstAbove == 0 {
+		t.Fatalf("%d runs in the table, the first's %d rows (its summary: %d), %d of them above the cut's epoch %d: the test needs both runs and such rows", runs, firstRows, first.Get("late_side_output"), firstAbove, cut.epoch)
+	}
+	rep, err := Backfill(p, BackfillOptions{Dir: dir, DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Entries != firstRows+live {
+		t.Fatalf("the backfill read %d entries, want the first run's %d and the live run's %d up to its checkpoint", rep.Entries, firstRows, live)
 	}
 }

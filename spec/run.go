@@ -267,14 +267,14 @@ func (j *Job) cleanup() error {
 }
 
 // stopInterval is how often a running job looks whether it was asked to
-// stop (RunOptions.Stop is polled) or has failed, to tell its sinks.
+// stop (RunOptions.Stop is polled), to tell its sinks.
 const stopInterval = 50 * time.Millisecond
 
 // watchStop starts the goroutine that tells the sinks the run stops:
 // stopping is done once the run stops (a parallel run's RunOptions.Stop;
-// a deterministic run's sinks wait on its one goroutine) or fails or ctx
-// is done, and ctx
-// being done also cancels sinkCtx (an abort). The returned function ends
+// a deterministic run's sinks wait on its one goroutine) or ctx is done
+// (a failure does it at once: check), and ctx being done also cancels
+// sinkCtx (an abort). The returned function ends
 // the goroutine and waits for it; Run calls it before closing the sinks
 // (then cleanup ends both contexts).
 func (j *Job) watchStop(ctx context.Context) (stop func()) {
@@ -294,7 +294,7 @@ func (j *Job) watchStop(ctx context.Context) (stop func()) {
 			case <-t.C:
 				// A deterministic run's Stop is asked on its one goroutine
 				// only (tests sample their sinks in it).
-				if j.failed.Load() || !j.deterministic && j.stopped() {
+				if !j.deterministic && j.stopped() {
 					j.stopRetrying()
 				}
 			}
@@ -609,6 +609,7 @@ func (j *Job) check(err error) {
 	}
 	j.mu.Unlock()
 	j.failed.Store(true)
+	j.stopRetrying() // sinks waiting for a database give up: the run failed
 }
 
 // Run runs the job to its end and closes its sinks; ctx cancellation

@@ -25,6 +25,16 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 var testNow = time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
 
+// readOut is the results file out.jsonl of a run in dir.
+func readOut(t *testing.T, dir string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "out.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
 // runSpec writes files into a fresh directory, runs the YAML spec there
 // deterministically and returns the directory and the summary.
 func runSpec(t *testing.T, yaml string, files map[string]string, o RunOptions) (string, Summary) {
@@ -460,7 +470,7 @@ sinks:
 `
 	files := map[string]string{"in.jsonl": in.String()}
 	refDir, refSum := runSpec(t, job, files, RunOptions{Deterministic: true})
-	want, _ := os.ReadFile(filepath.Join(refDir, "out.jsonl"))
+	want := readOut(t, refDir)
 	s, err := Parse([]byte(job))
 	if err != nil {
 		t.Fatal(err)
@@ -478,7 +488,7 @@ sinks:
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, _ := os.ReadFile(filepath.Join(dir, "out.jsonl"))
+		got := readOut(t, dir)
 		if !bytes.Equal(got, want) || !bytes.Equal(sum.JSON(), refSum.JSON()) {
 			t.Fatalf("crash %d: results %d bytes (want %d), summary\n%s\nwant\n%s", nth, len(got), len(want), sum.JSON(), refSum.JSON())
 		}
@@ -492,7 +502,7 @@ sinks:
 func TestRestartStrategy(t *testing.T) {
 	job := fmt.Sprintf(orderJob, "jsonl", "out.jsonl")
 	refDir, refSum := runSpec(t, job, nil, RunOptions{Deterministic: true})
-	want, _ := os.ReadFile(filepath.Join(refDir, "out.jsonl"))
+	want := readOut(t, refDir)
 	p, err := Parse([]byte(job))
 	if err != nil {
 		t.Fatal(err)
@@ -512,7 +522,7 @@ func TestRestartStrategy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, _ := os.ReadFile(filepath.Join(dir, "out.jsonl"))
+	got := readOut(t, dir)
 	if !bytes.Equal(got, want) {
 		t.Fatalf("results after a restart: %d bytes, want %d", len(got), len(want))
 	}
@@ -561,7 +571,7 @@ func TestFailedRunResumes(t *testing.T) {
 func TestDamagedCheckpointsRefused(t *testing.T) {
 	job := fmt.Sprintf(orderJob, "jsonl", "out.jsonl")
 	refDir, refSum := runSpec(t, job, nil, RunOptions{Deterministic: true})
-	want, _ := os.ReadFile(filepath.Join(refDir, "out.jsonl"))
+	want := readOut(t, refDir)
 	p, err := Parse([]byte(job))
 	if err != nil {
 		t.Fatal(err)
@@ -587,7 +597,7 @@ func TestDamagedCheckpointsRefused(t *testing.T) {
 		b[len(b)/2] ^= 0x40
 		os.WriteFile(file, b, 0o644)
 	}
-	before, _ := os.ReadFile(filepath.Join(dir, "out.jsonl"))
+	before := readOut(t, dir)
 	_, err = Open(p, RunOptions{Dir: dir, Deterministic: true, Now: testNow, CheckpointDir: ck})
 	var de *DamagedError
 	if !errors.Is(err, ErrNoValidCheckpoint) || !errors.As(err, &de) || len(de.Skipped) != len(chks) || !strings.Contains(err.Error(), "--fresh") {
@@ -602,7 +612,7 @@ func TestDamagedCheckpointsRefused(t *testing.T) {
 	if !strings.Contains(msg, "MANIFEST") || !strings.Contains(msg, "CRC-32C mismatch") {
 		t.Fatalf("the refusal does not say why:\n%s", msg)
 	}
-	if after, _ := os.ReadFile(filepath.Join(dir, "out.jsonl")); !bytes.Equal(after, before) {
+	if after := readOut(t, dir); !bytes.Equal(after, before) {
 		t.Fatalf("the refused run changed out.jsonl (%d bytes, was %d)", len(after), len(before))
 	}
 	var info []string
@@ -614,7 +624,7 @@ func TestDamagedCheckpointsRefused(t *testing.T) {
 	if err != nil || !j.RestoredAt().IsZero() || len(info) > 0 {
 		t.Fatalf("--fresh: %v, restored at %v, info %q", err, j.RestoredAt(), info)
 	}
-	got, _ := os.ReadFile(filepath.Join(dir, "out.jsonl"))
+	got := readOut(t, dir)
 	if !bytes.Equal(got, want) || !bytes.Equal(sum.JSON(), refSum.JSON()) {
 		t.Fatalf("--fresh: results %d bytes (want %d), summary\n%s\nwant\n%s", len(got), len(want), sum.JSON(), refSum.JSON())
 	}
@@ -705,7 +715,7 @@ func TestPebbleState(t *testing.T) {
 	for _, window := range []string{"{type: tumbling, size: 1m}", "{type: session, gap: 20s}"} {
 		job := strings.Replace(fmt.Sprintf(orderJob, "jsonl", "out.jsonl"), "{type: tumbling, size: 1m}", window, 1)
 		refDir, refSum := runSpec(t, job, nil, RunOptions{Deterministic: true})
-		want, _ := os.ReadFile(filepath.Join(refDir, "out.jsonl"))
+		want := readOut(t, refDir)
 		p, err := Parse([]byte(job + "state: {backend: pebble, cache: 10}\n"))
 		if err != nil {
 			t.Fatal(err)
@@ -721,7 +731,7 @@ func TestPebbleState(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, _ := os.ReadFile(filepath.Join(dir, "out.jsonl"))
+		got := readOut(t, dir)
 		if !bytes.Equal(got, want) || !bytes.Equal(sum.JSON(), refSum.JSON()) {
 			t.Fatalf("%s: pebble run differs: %d bytes (want %d)\n%s\n%s", window, len(got), len(want), sum.JSON(), refSum.JSON())
 		}

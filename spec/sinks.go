@@ -556,20 +556,19 @@ func (j *Job) openResults(r *Sink, open func(string, *Sink) (*lineSink, error), 
 }
 
 // startTable begins the run in a table of the job's: at a fresh start it
-// notes the highest run the job's rows there hold (the new run's id goes
-// above it) and, unless the run appends (RunOptions.Append), removes the
-// job's rows, as a fresh start truncates the job's files. Other jobs'
-// rows stay.
+// removes the job's rows, as a fresh start truncates the job's files, or,
+// when the run appends (RunOptions.Append), notes the highest run they
+// hold, which the new run's id goes above. Other jobs' rows stay.
 func (j *Job) startTable(what, table string, maxRun, reset func() (int64, error)) error {
 	if !j.fresh {
 		return nil
 	}
-	last, err := maxRun()
-	if err != nil {
-		return fmt.Errorf("%s: %w", what, err)
-	}
-	j.noteRun(last)
 	if j.appendRuns {
+		last, err := maxRun()
+		if err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		j.noteRun(last)
 		return nil
 	}
 	n, err := reset()
@@ -778,17 +777,15 @@ func (j *Job) flushDue(pending, batch int) bool {
 // pgOptions are the pgio options of the Postgres sink k, called name:
 // its timeouts, its logger naming it, and the job's stop.
 func (j *Job) pgOptions(name string, k *Sink) pgio.Options {
-	o := pgio.Options{Logger: j.env.Options().Logger.With("sink", name), Stopping: j.stopping}
-	if k.Timeout != nil {
-		o.Timeout = time.Duration(*k.Timeout) * time.Millisecond
-	}
-	if k.RetryFor != nil {
-		o.RetryFor = time.Duration(*k.RetryFor) * time.Millisecond
-	}
-	if k.ConnectRetryFor != nil {
-		o.ConnectRetryFor = time.Duration(*k.ConnectRetryFor) * time.Millisecond
-	}
+	o := pgTimes(k)
+	o.Logger, o.Stopping = j.env.Options().Logger.With("sink", name), j.stopping
 	return o
+}
+
+// pgTimes are the Postgres sink k's timeout, retry_for and
+// connect_retry_for as pgio options (zero where unset: pgio's defaults).
+func pgTimes(k *Sink) pgio.Options {
+	return pgio.Options{Timeout: durOr(k.Timeout, 0).Std(), RetryFor: durOr(k.RetryFor, 0).Std(), ConnectRetryFor: durOr(k.ConnectRetryFor, 0).Std()}
 }
 
 func (w *pgResults) commit() error { return w.db.Flush() }

@@ -142,6 +142,10 @@ type Line struct {
 	Reason string
 	// Detail explains a Bad line to a person.
 	Detail string
+	// Unchecked says Text did not come through a Reader, which turns
+	// invalid UTF-8 into Bad lines (a Kafka or NATS record, a ledger
+	// entry): whoever decodes it checks it (InvalidUTF8).
+	Unchecked bool
 }
 
 // Format is the input format.

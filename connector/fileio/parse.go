@@ -89,7 +89,7 @@ func (p *parser) nextJSONL() (item, bool, error) {
 			// Data or Bad: channel 0's.
 			return item{}, false, nil
 		}
-		if i := invalidUTF8(line); i >= 0 {
+		if i := InvalidUTF8(line); i >= 0 {
 			return p.bad(no, line, "utf8_invalid", "invalid UTF-8 at byte offset %d of the line", i)
 		}
 		if !ctl {
@@ -225,9 +225,9 @@ func clip(s string) string {
 	return s[:i] + "..."
 }
 
-// invalidUTF8 returns the offset of the first invalid UTF-8 sequence in b,
+// InvalidUTF8 returns the offset of the first invalid UTF-8 sequence in b,
 // or -1.
-func invalidUTF8(b []byte) int {
+func InvalidUTF8(b []byte) int {
 	if utf8.Valid(b) {
 		return -1
 	}
@@ -461,7 +461,7 @@ func (r *csvRow) keep(b []byte) {
 		return
 	}
 	if r.bad8 < 0 {
-		if i := invalidUTF8(b); i >= 0 {
+		if i := InvalidUTF8(b); i >= 0 {
 			r.bad8 = len(r.raw) + i
 		}
 	}

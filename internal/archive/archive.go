@@ -69,11 +69,25 @@ type Archive struct {
 // OpenWait is Open, trying again every poll while another process has
 // the archive open, for up to wait (0: once); then it returns ErrBusy.
 func OpenWait(dir string, wait, poll time.Duration) (*Archive, error) {
+	var a *Archive
+	err := whileBusy(wait, poll, func() (err error) { a, err = Open(dir); return err })
+	return a, err
+}
+
+// ResetWait is Reset, trying again every poll while another process has
+// the archive open, for up to wait; then it returns ErrBusy.
+func ResetWait(dir string, wait, poll time.Duration) error {
+	return whileBusy(wait, poll, func() error { return Reset(dir) })
+}
+
+// whileBusy calls try until it returns anything but ErrBusy, every poll
+// for up to wait.
+func whileBusy(wait, poll time.Duration, try func() error) error {
 	deadline := time.Now().Add(wait)
 	for {
-		a, err := Open(dir)
+		err := try()
 		if !errors.Is(err, ErrBusy) || !time.Now().Before(deadline) {
-			return a, err
+			return err
 		}
 		time.Sleep(poll)
 	}

@@ -46,7 +46,6 @@ type RecordSink struct {
 	epoch  any    // int64, or nil (SQL NULL) before SetEpoch
 	// skipped counts records not stored because their id was there.
 	skipped int64
-	closed  bool
 }
 
 type record struct {
@@ -210,7 +209,7 @@ func (s *RecordSink) Unavailable() bool { return s.c.failing.Load() }
 // valid, or WriteRecord fails. An empty record or meta is stored as SQL
 // NULL.
 func (s *RecordSink) WriteRecord(id, reason string, rec, meta []byte) error {
-	if s.closed {
+	if s.c.closed {
 		return ErrClosed
 	}
 	if id == "" {
@@ -259,7 +258,7 @@ func (s *RecordSink) SetEpoch(job string, run, epoch int64) {
 // deleted. Records written and not yet flushed are kept.
 func (s *RecordSink) Cut(ctx context.Context, job string, run, epoch int64) (int64, error) {
 	var n int64
-	err := s.run(ctx, "cut "+s.c.qt+" back to epoch "+strconv.FormatInt(epoch, 10), func(ctx context.Context, conn *pgx.Conn) error {
+	err := s.c.do(ctx, "cut "+s.c.qt+" back to epoch "+strconv.FormatInt(epoch, 10), func(ctx context.Context, conn *pgx.Conn) error {
 		tag, err := conn.Exec(ctx, `DELETE FROM `+s.c.qt+` WHERE "job" = $1 AND "run" = $2 AND "epoch" > $3`, job, run, epoch)
 		n = tag.RowsAffected()
 		return err
@@ -270,20 +269,14 @@ func (s *RecordSink) Cut(ctx context.Context, job string, run, epoch int64) (int
 // Reset deletes every row of job (a fresh start of the job that does not
 // keep earlier runs) and returns how many; other jobs' rows stay.
 func (s *RecordSink) Reset(ctx context.Context, job string) (int64, error) {
-	var n int64
-	err := s.run(ctx, "remove the rows of job "+strconv.Quote(job)+" from "+s.c.qt, func(ctx context.Context, conn *pgx.Conn) error {
-		tag, err := conn.Exec(ctx, `DELETE FROM `+s.c.qt+` WHERE "job" = $1`, job)
-		n = tag.RowsAffected()
-		return err
-	})
-	return n, err
+	return s.c.deleteJob(ctx, job)
 }
 
 // MaxEpoch returns the highest epoch of the rows of job's run (0 if none
 // has one).
 func (s *RecordSink) MaxEpoch(ctx context.Context, job string, run int64) (int64, error) {
 	var n int64
-	err := s.run(ctx, "read the epochs of "+s.c.qt, func(ctx context.Context, conn *pgx.Conn) error {
+	err := s.c.do(ctx, "read the epochs of "+s.c.qt, func(ctx context.Context, conn *pgx.Conn) error {
 		return conn.QueryRow(ctx, `SELECT coalesce(max("epoch"), 0) FROM `+s.c.qt+` WHERE "job" = $1 AND "run" = $2`, job, run).Scan(&n)
 	})
 	return n, err
@@ -291,11 +284,7 @@ func (s *RecordSink) MaxEpoch(ctx context.Context, job string, run int64) (int64
 
 // MaxRun returns the highest run of job's rows (0 if none).
 func (s *RecordSink) MaxRun(ctx context.Context, job string) (int64, error) {
-	var n int64
-	err := s.run(ctx, "read the runs of "+s.c.qt, func(ctx context.Context, conn *pgx.Conn) error {
-		return conn.QueryRow(ctx, `SELECT coalesce(max("run"), 0) FROM `+s.c.qt+` WHERE "job" = $1`, job).Scan(&n)
-	})
-	return n, err
+	return s.c.maxRun(ctx, job)
 }
 
 // Flush commits every record written since the last successful Flush in one
@@ -307,26 +296,15 @@ func (s *RecordSink) Flush() error {
 // FlushContext is Flush, also stopping when ctx is done, like
 // Sink.FlushContext.
 func (s *RecordSink) FlushContext(ctx context.Context) error {
-	if len(s.recs) == 0 && !s.closed {
+	if len(s.recs) == 0 && !s.c.closed {
 		return nil
 	}
-	if err := s.run(ctx, fmt.Sprintf("flush %d records to %s", len(s.recs), s.c.qt), s.send); err != nil {
+	if err := s.c.do(ctx, fmt.Sprintf("flush %d records to %s", len(s.recs), s.c.qt), s.send); err != nil {
 		return err
 	}
 	clear(s.recs)
 	s.recs = s.recs[:0]
 	return nil
-}
-
-// run is client.run while the sink is open, also stopping when the Open
-// context is done.
-func (s *RecordSink) run(ctx context.Context, what string, attempt func(ctx context.Context, conn *pgx.Conn) error) error {
-	if s.closed {
-		return ErrClosed
-	}
-	ctx, cancel := s.c.merge(ctx)
-	defer cancel()
-	return s.c.run(ctx, what, attempt)
 }
 
 func (s *RecordSink) send(ctx context.Context, conn *pgx.Conn) error {
@@ -366,14 +344,13 @@ func (s *RecordSink) Skipped() int64 { return s.skipped }
 // Close drops the records written since the last successful Flush and
 // closes the connection. It is idempotent and returns nil.
 func (s *RecordSink) Close() error {
-	if s.closed {
+	if s.c.closed {
 		return nil
 	}
-	s.closed = true
 	if n := len(s.recs); n > 0 && s.c.opts.Logger != nil {
 		s.c.opts.Logger.Warn("pgio: closing with unflushed records; they are dropped", "table", s.c.table, "records", n)
 	}
 	s.recs = nil
-	s.c.closeConn()
+	s.c.close()
 	return nil
 }

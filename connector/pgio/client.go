@@ -466,14 +466,25 @@ func compareSchema(qt string, want [][2]string, wantPK []string, got [][2]string
 	for i, c := range got {
 		gotCols[i] = quoteIdent(c[0]) + " " + c[1]
 	}
-	return fmt.Errorf("pgio: table %s exists with other columns than this sink needs:\n  - %s\n"+
+	return schemaError{fmt.Errorf("pgio: table %s exists with other columns than this sink needs:\n  - %s\n"+
 		"  expected columns (%s), primary key (%s)\n"+
 		"  found    columns (%s), primary key (%s)\n"+
 		"use another table name, or drop or alter the table",
 		qt, strings.Join(diffs, "\n  - "),
 		strings.Join(wantCols, ", "), joinIdents(wantPK),
-		strings.Join(gotCols, ", "), joinIdents(gotPK))
+		strings.Join(gotCols, ", "), joinIdents(gotPK))}
 }
+
+// schemaError is a table whose columns or primary key are not the ones
+// expected (compareSchema), or not the ones just read (a statement made
+// for them failed because they had changed). Besides a table that is
+// simply not the sink's, another session migrating the table at the same
+// time can cause one: an opener that migrates tables looks again once
+// (RecordSink.setup).
+type schemaError struct{ err error }
+
+func (e schemaError) Error() string { return e.err.Error() }
+func (e schemaError) Unwrap() error { return e.err }
 
 func quoteIdent(name string) string { return pgx.Identifier{name}.Sanitize() }
 

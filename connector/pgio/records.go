@@ -3,6 +3,7 @@ package pgio
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -10,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // RecordSink stores late records and dead letters in a Postgres table
@@ -99,11 +101,13 @@ func OpenRecords(ctx context.Context, connString, table string, o Options) (*Rec
 
 func (s *RecordSink) setup(ctx context.Context, conn *pgx.Conn) error {
 	err := s.setupOnce(ctx, conn)
-	if err != nil && !transient(err) {
+	if errors.As(err, new(schemaError)) {
 		// Another opener may have been migrating the table between our
-		// reads of its columns and of its key: look again once.
-		if again := s.setupOnce(ctx, conn); again == nil {
-			return nil
+		// reads of its columns and of its key, or between those reads and
+		// our migration: look again once. Other errors (a failed ALTER, no
+		// privilege) would only fail again.
+		if again := s.setupOnce(ctx, conn); again == nil || transient(again) {
+			return again // nil, or for client.run to retry
 		}
 	}
 	return err
@@ -114,6 +118,7 @@ func (s *RecordSink) setupOnce(ctx context.Context, conn *pgx.Conn) error {
 	if err != nil {
 		return fmt.Errorf("pgio: read the columns of table %s: %w", s.c.qt, err)
 	}
+	beforeRuns := recordColumns[:len(recordColumns)-1]
 	switch {
 	case !exists:
 		create := fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s ("id" TEXT NOT NULL, "reason" TEXT NOT NULL, "record" JSONB, "meta" JSONB, "arrived_at" TIMESTAMPTZ NOT NULL DEFAULT now(), "job" TEXT NOT NULL DEFAULT '', "epoch" BIGINT, "run" BIGINT NOT NULL DEFAULT 0, PRIMARY KEY ("job", "run", "id"))`, s.c.qt)
@@ -127,7 +132,7 @@ func (s *RecordSink) setupOnce(ctx context.Context, conn *pgx.Conn) error {
 		if _, err := conn.Exec(ctx, alter); err != nil {
 			return fmt.Errorf("pgio: table %s has the record columns of an older weir; adding job and epoch failed (grant ALTER on it once, or run the statement yourself): %w\n  statement: %s", s.c.qt, err, alter)
 		}
-	case len(got) == len(recordColumns)-1 && compareSchema(s.c.qt, recordColumns[:len(recordColumns)-1], []string{"job", "id"}, got, gotPK) == nil:
+	case len(got) == len(beforeRuns) && compareSchema(s.c.qt, beforeRuns, []string{"job", "id"}, got, gotPK) == nil:
 		// A record table of weir before runs: its rows are run 0.
 		var pkName string
 		if err := conn.QueryRow(ctx, `SELECT conname FROM pg_constraint WHERE conrelid = to_regclass($1) AND contype = 'p'`, s.c.qt).Scan(&pkName); err != nil {
@@ -135,19 +140,22 @@ func (s *RecordSink) setupOnce(ctx context.Context, conn *pgx.Conn) error {
 		}
 		alter := fmt.Sprintf(`ALTER TABLE %s ADD COLUMN IF NOT EXISTS "run" BIGINT NOT NULL DEFAULT 0, DROP CONSTRAINT %s, ADD PRIMARY KEY ("job", "run", "id")`, s.c.qt, quoteIdent(pkName))
 		if _, err := conn.Exec(ctx, alter); err != nil {
+			var pgErr *pgconn.PgError
+			if errors.As(err, &pgErr) && pgErr.Code == "42704" { // undefined_object
+				// The key just read is gone: another opener migrated
+				// the table meanwhile.
+				err = schemaError{err}
+			}
 			return fmt.Errorf("pgio: table %s has the record columns of weir before runs; adding run failed (grant ALTER on it once, or run the statement yourself): %w\n  statement: %s", s.c.qt, err, alter)
 		}
-	default:
-		if len(got) == len(recordColumns)-1 && compareSchema(s.c.qt, recordColumns[:len(recordColumns)-1], oldRecordPK, got, gotPK) == nil {
-			// Before runs and before jobs: it keeps its key (id).
-			alter := fmt.Sprintf(`ALTER TABLE %s ADD COLUMN IF NOT EXISTS "run" BIGINT NOT NULL DEFAULT 0`, s.c.qt)
-			if _, err := conn.Exec(ctx, alter); err != nil {
-				return fmt.Errorf("pgio: adding the run column to table %s failed (grant ALTER on it once, or run the statement yourself): %w\n  statement: %s", s.c.qt, err, alter)
-			}
-			if got, gotPK, _, err = tableColumns(ctx, conn, s.c.qt); err != nil {
-				return fmt.Errorf("pgio: read the columns of table %s: %w", s.c.qt, err)
-			}
+	case len(got) == len(beforeRuns) && compareSchema(s.c.qt, beforeRuns, oldRecordPK, got, gotPK) == nil:
+		// A record table of weir before runs and before jobs, that an
+		// earlier weir gave job and epoch: it keeps its key (id).
+		alter := fmt.Sprintf(`ALTER TABLE %s ADD COLUMN IF NOT EXISTS "run" BIGINT NOT NULL DEFAULT 0`, s.c.qt)
+		if _, err := conn.Exec(ctx, alter); err != nil {
+			return fmt.Errorf("pgio: adding the run column to table %s failed (grant ALTER on it once, or run the statement yourself): %w\n  statement: %s", s.c.qt, err, alter)
 		}
+	default:
 		return s.checkSchema(got, gotPK)
 	}
 	// Cut and MaxEpoch look rows up by job and epoch.

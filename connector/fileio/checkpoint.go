@@ -181,7 +181,8 @@ func (ps *prefixSum) upTo(f *os.File, to int64) (uint64, error) {
 		ps.off += int64(m)
 		if err != nil && !(err == io.EOF && ps.off == to) {
 			if err == io.EOF {
-				return 0, fmt.Errorf("the input file is shorter (%d bytes) than its position (byte %d): it changed; start over with --fresh", ps.off, to)
+				// Truncated since its size was read: refused, not retried.
+				return 0, changed("the input file is shorter (%d bytes) than its position (byte %d): it changed; start over with --fresh", ps.off, to)
 			}
 			return 0, err
 		}
@@ -303,8 +304,10 @@ func (r *Reader) SnapshotPosition() ([]byte, error) {
 	r.mu.Unlock()
 	f := r.file
 	if f == nil && off > r.sum.off {
-		// A channel without a file of its own (no lines of its own) has
-		// position 0; this only guards a future change.
+		// The reader is closed (Close drops its file) and has read past
+		// its last snapshot's sum: open the file again to take it
+		// (TestSnapshotAfterClose). A channel that never had a file of its
+		// own (no lines of its own) has position 0 and does not get here.
 		var err error
 		if f, err = s.open(); err != nil {
 			return nil, err

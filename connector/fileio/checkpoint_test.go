@@ -1,6 +1,7 @@
 package fileio
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"hash/crc64"
@@ -526,5 +527,77 @@ func TestResumeRewrittenFile(t *testing.T) {
 		if err := os.WriteFile(path, []byte("{\"a\":1}\n{\"a\":2}\n{\"a\":3}\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestTruncatedWhileHashing: a file shorter than the position its sum is
+// taken to (truncated after its size was read, or while a reader read
+// it) is refused with ErrInputChanged, which the restart policy does not
+// retry: by the prefix sum itself (check hashes after Stat), and by a
+// snapshot of a reader whose file was truncated under it.
+func TestTruncatedWhileHashing(t *testing.T) {
+	path := writeFile(t, "in", "{\"a\":1}\n{\"a\":2}\n{\"a\":3}\n")
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var ps prefixSum
+	_, err = ps.upTo(f, 100)
+	if !errors.Is(err, ErrInputChanged) || !strings.Contains(err.Error(), "is shorter (24 bytes) than its position (byte 100)") {
+		t.Fatalf("the sum of a file of 24 bytes up to byte 100: %v, want ErrInputChanged saying it is shorter", err)
+	}
+
+	o := Options{Path: path, Channels: 1}
+	src, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := openAll(t, src, 1)[0].(*Reader)
+	defer r.Close()
+	if _, err := r.Read(&fakeOut{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(path, 4); err != nil {
+		t.Fatal(err)
+	}
+	_, err = r.SnapshotPosition()
+	if !errors.Is(err, ErrInputChanged) || !strings.Contains(err.Error(), "is shorter (4 bytes)") {
+		t.Fatalf("a snapshot after the file was truncated: %v, want ErrInputChanged saying it is shorter", err)
+	}
+}
+
+// TestSnapshotAfterClose: a non-strict reader closed after reading lines
+// since its last snapshot still snapshots its position (the file is
+// opened again to take the sum).
+func TestSnapshotAfterClose(t *testing.T) {
+	path := writeFile(t, "in", "{\"a\":1}\n{\"a\":2}\n{\"a\":3}\n")
+	o := Options{Path: path, Channels: 1}
+	src, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := openAll(t, src, 1)[0].(*Reader)
+	if _, err := r.Read(&fakeOut{}); err != nil {
+		t.Fatal(err)
+	}
+	want, err := r.SnapshotPosition()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A second reader, read as far, but closed before its snapshot.
+	src2, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2 := openAll(t, src2, 1)[0].(*Reader)
+	if _, err := r2.Read(&fakeOut{}); err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	r2.Close()
+	got, err := r2.SnapshotPosition()
+	if err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("snapshot after Close: %x, %v; want %x", got, err, want)
 	}
 }

@@ -303,6 +303,14 @@ type partition[T any] struct {
 	maxTS      etime.Time
 }
 
+// backlog reports whether the partition reads a backlog that its
+// generator emits by record count, every records (W10): backlog emission
+// is on (every > 0) and records up to the last stable offset the newest
+// fetch reported are still to come.
+func (p *partition[T]) backlog(every int) bool {
+	return every > 0 && p.next < p.lso
+}
+
 // partOut feeds a partition generator's output into the reader's
 // combination of partitions.
 type partOut[T any] struct {
@@ -486,7 +494,7 @@ func (r *reader[T]) emit(kr *kgo.Record, now time.Time) bool {
 	// W10: while records up to the last stable offset this fetch reported
 	// are still to come, the partition reads a backlog and its generator
 	// emits by record count.
-	if r.o.BacklogEvery > 0 && p.next < p.lso {
+	if p.backlog(r.o.BacklogEvery) {
 		if p.sinceEmit++; p.sinceEmit >= r.o.BacklogEvery {
 			p.sinceEmit = 0
 			p.gen.OnPeriodicEmit(p.out)
@@ -639,7 +647,7 @@ func (r *reader[T]) atEnd() bool {
 // cannot stop its emission.
 func (r *reader[T]) tick(now, prev time.Time) error {
 	for _, p := range r.parts {
-		if !(r.o.BacklogEvery > 0 && p.next < p.lso && p.lastRecord.After(prev)) {
+		if !(p.backlog(r.o.BacklogEvery) && p.lastRecord.After(prev)) {
 			p.gen.OnPeriodicEmit(p.out)
 		}
 	}

@@ -2,6 +2,7 @@ package kafkaio
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -549,7 +550,8 @@ func TestBacklogWatermarks(t *testing.T) {
 // TestRestoreRecreatedTopic: a topic deleted and created again under its
 // name has a new topic id; a checkpoint of the old one is refused with
 // ErrTopicChanged (its offsets would point into other records), and so is
-// one that read more partitions than the topic has.
+// one without a topic id (of weir before topic ids) that read more
+// partitions than the topic has.
 func TestRestoreRecreatedTopic(t *testing.T) {
 	brokers := cluster(t, "in", 2)
 	produce(t, brokers, "in", rec(0, "a", 1000), rec(1, "b", 2000))
@@ -578,6 +580,25 @@ func TestRestoreRecreatedTopic(t *testing.T) {
 	h3 := newHarness(t, brokers, "in", nil)
 	if err := h3.r.RestorePosition(pos); !errors.Is(err, ErrTopicChanged) || !strings.Contains(err.Error(), "deleted and created again") {
 		t.Fatalf("a recreated topic: %v, want ErrTopicChanged", err)
+	}
+
+	// Without a topic id only the partition count tells: the checkpoint
+	// read 2, the topic has 1.
+	var p position
+	if err := json.Unmarshal(pos, &p); err != nil {
+		t.Fatal(err)
+	}
+	if p.TopicID == "" || p.TopicPartitions != 2 {
+		t.Fatalf("the checkpoint has topic id %q and %d partitions, want an id and 2", p.TopicID, p.TopicPartitions)
+	}
+	p.TopicID = ""
+	noID, err := json.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h4 := newHarness(t, brokers, "in", nil)
+	if err := h4.r.RestorePosition(noID); !errors.Is(err, ErrTopicChanged) || !strings.Contains(err.Error(), `topic "in" has 1 partitions, the checkpoint read 2`) {
+		t.Fatalf("a checkpoint without a topic id that read more partitions than the topic has: %v, want ErrTopicChanged naming the partition counts", err)
 	}
 }
 

@@ -35,6 +35,8 @@ type client struct {
 	// failing: the last attempt failed with a transient error, and no
 	// attempt has succeeded since. Read by any goroutine (Unavailable).
 	failing atomic.Bool
+	// closed: the sink is closed (do returns ErrClosed).
+	closed bool
 }
 
 // newClient validates o and the connection string; it does not connect.
@@ -103,6 +105,45 @@ func (c *client) merge(ctx context.Context) (context.Context, context.CancelFunc
 		stop()
 		cancel(context.Canceled)
 	}
+}
+
+// do is run while the sink is open (ErrClosed after close), also stopping
+// when the Open context is done.
+func (c *client) do(ctx context.Context, what string, attempt func(ctx context.Context, conn *pgx.Conn) error) error {
+	if c.closed {
+		return ErrClosed
+	}
+	ctx, cancel := c.merge(ctx)
+	defer cancel()
+	return c.run(ctx, what, attempt)
+}
+
+// deleteJob deletes every row of job from the table, with the retries of
+// do, and returns how many.
+func (c *client) deleteJob(ctx context.Context, job string) (int64, error) {
+	var n int64
+	err := c.do(ctx, "remove the rows of job "+strconv.Quote(job)+" from "+c.qt, func(ctx context.Context, conn *pgx.Conn) error {
+		tag, err := conn.Exec(ctx, `DELETE FROM `+c.qt+` WHERE "job" = $1`, job)
+		n = tag.RowsAffected()
+		return err
+	})
+	return n, err
+}
+
+// maxRun returns the highest run among job's rows (0 if none), with the
+// retries of do.
+func (c *client) maxRun(ctx context.Context, job string) (int64, error) {
+	var n int64
+	err := c.do(ctx, "read the runs of job "+strconv.Quote(job)+" in "+c.qt, func(ctx context.Context, conn *pgx.Conn) error {
+		return conn.QueryRow(ctx, `SELECT coalesce(max("run"), 0) FROM `+c.qt+` WHERE "job" = $1`, job).Scan(&n)
+	})
+	return n, err
+}
+
+// close marks the sink closed and closes the connection.
+func (c *client) close() {
+	c.closed = true
+	c.closeConn()
 }
 
 // run calls attempt on a live connection until it succeeds, fails with an
@@ -425,14 +466,25 @@ func compareSchema(qt string, want [][2]string, wantPK []string, got [][2]string
 	for i, c := range got {
 		gotCols[i] = quoteIdent(c[0]) + " " + c[1]
 	}
-	return fmt.Errorf("pgio: table %s exists with other columns than this sink needs:\n  - %s\n"+
+	return schemaError{fmt.Errorf("pgio: table %s exists with other columns than this sink needs:\n  - %s\n"+
 		"  expected columns (%s), primary key (%s)\n"+
 		"  found    columns (%s), primary key (%s)\n"+
 		"use another table name, or drop or alter the table",
 		qt, strings.Join(diffs, "\n  - "),
 		strings.Join(wantCols, ", "), joinIdents(wantPK),
-		strings.Join(gotCols, ", "), joinIdents(gotPK))
+		strings.Join(gotCols, ", "), joinIdents(gotPK))}
 }
+
+// schemaError is a table whose columns or primary key are not the ones
+// expected (compareSchema), or not the ones just read (a statement made
+// for them failed because they had changed). Besides a table that is
+// simply not the sink's, another session migrating the table at the same
+// time can cause one: an opener that migrates tables looks again once
+// (RecordSink.setup).
+type schemaError struct{ err error }
+
+func (e schemaError) Error() string { return e.err.Error() }
+func (e schemaError) Unwrap() error { return e.err }
 
 func quoteIdent(name string) string { return pgx.Identifier{name}.Sanitize() }
 

@@ -91,7 +91,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strconv"
 	"strings"
 	"time"
 
@@ -196,9 +195,8 @@ type Sink struct {
 	upsert   string // INSERT ... ON CONFLICT ... DO UPDATE ... WHERE pane guard
 	del      string // DELETE ... WHERE key, window, pane guard
 
-	ops    []op
-	cols   []string // the column texts of ops, nk or nk+nv per op
-	closed bool
+	ops  []op
+	cols []string // the column texts of ops, nk or nk+nv per op
 }
 
 // op is one buffered row.
@@ -357,34 +355,17 @@ func (s *Sink) Table() string { return s.c.table }
 // does not keep earlier runs), with the retries of Flush, and returns how
 // many; other jobs' rows stay. Rows written and not flushed are dropped.
 func (s *Sink) Reset(ctx context.Context) (int64, error) {
-	if s.closed {
+	if s.c.closed {
 		return 0, ErrClosed
 	}
 	clear(s.cols)
 	s.ops, s.cols = s.ops[:0], s.cols[:0]
-	var n int64
-	ctx, cancel := s.c.merge(ctx)
-	defer cancel()
-	err := s.c.run(ctx, "remove the rows of job "+strconv.Quote(s.job)+" from "+s.c.qt, func(ctx context.Context, conn *pgx.Conn) error {
-		tag, err := conn.Exec(ctx, `DELETE FROM `+s.c.qt+` WHERE "job" = $1`, s.job)
-		n = tag.RowsAffected()
-		return err
-	})
-	return n, err
+	return s.c.deleteJob(ctx, s.job)
 }
 
 // MaxRun is the highest run among the rows of the sink's job (0: none).
 func (s *Sink) MaxRun(ctx context.Context) (int64, error) {
-	if s.closed {
-		return 0, ErrClosed
-	}
-	var n int64
-	ctx, cancel := s.c.merge(ctx)
-	defer cancel()
-	err := s.c.run(ctx, "read the runs of job "+strconv.Quote(s.job)+" in "+s.c.qt, func(ctx context.Context, conn *pgx.Conn) error {
-		return conn.QueryRow(ctx, `SELECT COALESCE(MAX("run"), 0) FROM `+s.c.qt+` WHERE "job" = $1`, s.job).Scan(&n)
-	})
-	return n, err
+	return s.c.maxRun(ctx, s.job)
 }
 
 // Pending returns the number of rows written since the last successful
@@ -407,7 +388,7 @@ func (s *Sink) Unavailable() bool { return s.c.failing.Load() }
 // a Value jsonb cannot hold, see Column) returns an error and is not
 // buffered.
 func (s *Sink) Write(r Row) error {
-	if s.closed {
+	if s.c.closed {
 		return ErrClosed
 	}
 	firing, _, err := tablerow.Check("pgio", &r, s.keyNames, s.valNames)
@@ -482,16 +463,14 @@ func (s *Sink) Flush() error {
 // error that wraps ctx's error (context.Canceled or
 // context.DeadlineExceeded, or the cause).
 func (s *Sink) FlushContext(ctx context.Context) error {
-	if s.closed {
+	if s.c.closed {
 		return ErrClosed
 	}
 	if len(s.ops) == 0 {
 		return nil
 	}
-	ctx, cancel := s.c.merge(ctx)
-	defer cancel()
 	what := fmt.Sprintf("flush %d rows to %s", len(s.ops), s.c.qt)
-	if err := s.c.run(ctx, what, s.send); err != nil {
+	if err := s.c.do(ctx, what, s.send); err != nil {
 		return err
 	}
 	clear(s.cols) // drop the references to the texts
@@ -621,14 +600,13 @@ func clipString(s string) string {
 // flushes before it closes; a failed job replays from its last checkpoint)
 // and closes the connection. It is idempotent and returns nil.
 func (s *Sink) Close() error {
-	if s.closed {
+	if s.c.closed {
 		return nil
 	}
-	s.closed = true
 	if n := len(s.ops); n > 0 && s.c.opts.Logger != nil {
 		s.c.opts.Logger.Warn("pgio: closing with unflushed rows; they are dropped", "table", s.c.table, "rows", n)
 	}
 	s.ops, s.cols = nil, nil
-	s.c.closeConn()
+	s.c.close()
 	return nil
 }

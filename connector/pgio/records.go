@@ -3,6 +3,7 @@ package pgio
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -10,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // RecordSink stores late records and dead letters in a Postgres table
@@ -46,7 +48,6 @@ type RecordSink struct {
 	epoch  any    // int64, or nil (SQL NULL) before SetEpoch
 	// skipped counts records not stored because their id was there.
 	skipped int64
-	closed  bool
 }
 
 type record struct {
@@ -100,11 +101,13 @@ func OpenRecords(ctx context.Context, connString, table string, o Options) (*Rec
 
 func (s *RecordSink) setup(ctx context.Context, conn *pgx.Conn) error {
 	err := s.setupOnce(ctx, conn)
-	if err != nil && !transient(err) {
+	if errors.As(err, new(schemaError)) {
 		// Another opener may have been migrating the table between our
-		// reads of its columns and of its key: look again once.
-		if again := s.setupOnce(ctx, conn); again == nil {
-			return nil
+		// reads of its columns and of its key, or between those reads and
+		// our migration: look again once. Other errors (a failed ALTER, no
+		// privilege) would only fail again.
+		if again := s.setupOnce(ctx, conn); again == nil || transient(again) {
+			return again // nil, or for client.run to retry
 		}
 	}
 	return err
@@ -115,6 +118,7 @@ func (s *RecordSink) setupOnce(ctx context.Context, conn *pgx.Conn) error {
 	if err != nil {
 		return fmt.Errorf("pgio: read the columns of table %s: %w", s.c.qt, err)
 	}
+	beforeRuns := recordColumns[:len(recordColumns)-1]
 	switch {
 	case !exists:
 		create := fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s ("id" TEXT NOT NULL, "reason" TEXT NOT NULL, "record" JSONB, "meta" JSONB, "arrived_at" TIMESTAMPTZ NOT NULL DEFAULT now(), "job" TEXT NOT NULL DEFAULT '', "epoch" BIGINT, "run" BIGINT NOT NULL DEFAULT 0, PRIMARY KEY ("job", "run", "id"))`, s.c.qt)
@@ -128,7 +132,7 @@ func (s *RecordSink) setupOnce(ctx context.Context, conn *pgx.Conn) error {
 		if _, err := conn.Exec(ctx, alter); err != nil {
 			return fmt.Errorf("pgio: table %s has the record columns of an older weir; adding job and epoch failed (grant ALTER on it once, or run the statement yourself): %w\n  statement: %s", s.c.qt, err, alter)
 		}
-	case len(got) == len(recordColumns)-1 && compareSchema(s.c.qt, recordColumns[:len(recordColumns)-1], []string{"job", "id"}, got, gotPK) == nil:
+	case len(got) == len(beforeRuns) && compareSchema(s.c.qt, beforeRuns, []string{"job", "id"}, got, gotPK) == nil:
 		// A record table of weir before runs: its rows are run 0.
 		var pkName string
 		if err := conn.QueryRow(ctx, `SELECT conname FROM pg_constraint WHERE conrelid = to_regclass($1) AND contype = 'p'`, s.c.qt).Scan(&pkName); err != nil {
@@ -136,19 +140,22 @@ func (s *RecordSink) setupOnce(ctx context.Context, conn *pgx.Conn) error {
 		}
 		alter := fmt.Sprintf(`ALTER TABLE %s ADD COLUMN IF NOT EXISTS "run" BIGINT NOT NULL DEFAULT 0, DROP CONSTRAINT %s, ADD PRIMARY KEY ("job", "run", "id")`, s.c.qt, quoteIdent(pkName))
 		if _, err := conn.Exec(ctx, alter); err != nil {
+			var pgErr *pgconn.PgError
+			if errors.As(err, &pgErr) && pgErr.Code == "42704" { // undefined_object
+				// The key just read is gone: another opener migrated
+				// the table meanwhile.
+				err = schemaError{err}
+			}
 			return fmt.Errorf("pgio: table %s has the record columns of weir before runs; adding run failed (grant ALTER on it once, or run the statement yourself): %w\n  statement: %s", s.c.qt, err, alter)
 		}
-	default:
-		if len(got) == len(recordColumns)-1 && compareSchema(s.c.qt, recordColumns[:len(recordColumns)-1], oldRecordPK, got, gotPK) == nil {
-			// Before runs and before jobs: it keeps its key (id).
-			alter := fmt.Sprintf(`ALTER TABLE %s ADD COLUMN IF NOT EXISTS "run" BIGINT NOT NULL DEFAULT 0`, s.c.qt)
-			if _, err := conn.Exec(ctx, alter); err != nil {
-				return fmt.Errorf("pgio: adding the run column to table %s failed (grant ALTER on it once, or run the statement yourself): %w\n  statement: %s", s.c.qt, err, alter)
-			}
-			if got, gotPK, _, err = tableColumns(ctx, conn, s.c.qt); err != nil {
-				return fmt.Errorf("pgio: read the columns of table %s: %w", s.c.qt, err)
-			}
+	case len(got) == len(beforeRuns) && compareSchema(s.c.qt, beforeRuns, oldRecordPK, got, gotPK) == nil:
+		// A record table of weir before runs and before jobs, that an
+		// earlier weir gave job and epoch: it keeps its key (id).
+		alter := fmt.Sprintf(`ALTER TABLE %s ADD COLUMN IF NOT EXISTS "run" BIGINT NOT NULL DEFAULT 0`, s.c.qt)
+		if _, err := conn.Exec(ctx, alter); err != nil {
+			return fmt.Errorf("pgio: adding the run column to table %s failed (grant ALTER on it once, or run the statement yourself): %w\n  statement: %s", s.c.qt, err, alter)
 		}
+	default:
 		return s.checkSchema(got, gotPK)
 	}
 	// Cut and MaxEpoch look rows up by job and epoch.
@@ -210,7 +217,7 @@ func (s *RecordSink) Unavailable() bool { return s.c.failing.Load() }
 // valid, or WriteRecord fails. An empty record or meta is stored as SQL
 // NULL.
 func (s *RecordSink) WriteRecord(id, reason string, rec, meta []byte) error {
-	if s.closed {
+	if s.c.closed {
 		return ErrClosed
 	}
 	if id == "" {
@@ -259,7 +266,7 @@ func (s *RecordSink) SetEpoch(job string, run, epoch int64) {
 // deleted. Records written and not yet flushed are kept.
 func (s *RecordSink) Cut(ctx context.Context, job string, run, epoch int64) (int64, error) {
 	var n int64
-	err := s.run(ctx, "cut "+s.c.qt+" back to epoch "+strconv.FormatInt(epoch, 10), func(ctx context.Context, conn *pgx.Conn) error {
+	err := s.c.do(ctx, "cut "+s.c.qt+" back to epoch "+strconv.FormatInt(epoch, 10), func(ctx context.Context, conn *pgx.Conn) error {
 		tag, err := conn.Exec(ctx, `DELETE FROM `+s.c.qt+` WHERE "job" = $1 AND "run" = $2 AND "epoch" > $3`, job, run, epoch)
 		n = tag.RowsAffected()
 		return err
@@ -270,20 +277,14 @@ func (s *RecordSink) Cut(ctx context.Context, job string, run, epoch int64) (int
 // Reset deletes every row of job (a fresh start of the job that does not
 // keep earlier runs) and returns how many; other jobs' rows stay.
 func (s *RecordSink) Reset(ctx context.Context, job string) (int64, error) {
-	var n int64
-	err := s.run(ctx, "remove the rows of job "+strconv.Quote(job)+" from "+s.c.qt, func(ctx context.Context, conn *pgx.Conn) error {
-		tag, err := conn.Exec(ctx, `DELETE FROM `+s.c.qt+` WHERE "job" = $1`, job)
-		n = tag.RowsAffected()
-		return err
-	})
-	return n, err
+	return s.c.deleteJob(ctx, job)
 }
 
 // MaxEpoch returns the highest epoch of the rows of job's run (0 if none
 // has one).
 func (s *RecordSink) MaxEpoch(ctx context.Context, job string, run int64) (int64, error) {
 	var n int64
-	err := s.run(ctx, "read the epochs of "+s.c.qt, func(ctx context.Context, conn *pgx.Conn) error {
+	err := s.c.do(ctx, "read the epochs of "+s.c.qt, func(ctx context.Context, conn *pgx.Conn) error {
 		return conn.QueryRow(ctx, `SELECT coalesce(max("epoch"), 0) FROM `+s.c.qt+` WHERE "job" = $1 AND "run" = $2`, job, run).Scan(&n)
 	})
 	return n, err
@@ -291,11 +292,7 @@ func (s *RecordSink) MaxEpoch(ctx context.Context, job string, run int64) (int64
 
 // MaxRun returns the highest run of job's rows (0 if none).
 func (s *RecordSink) MaxRun(ctx context.Context, job string) (int64, error) {
-	var n int64
-	err := s.run(ctx, "read the runs of "+s.c.qt, func(ctx context.Context, conn *pgx.Conn) error {
-		return conn.QueryRow(ctx, `SELECT coalesce(max("run"), 0) FROM `+s.c.qt+` WHERE "job" = $1`, job).Scan(&n)
-	})
-	return n, err
+	return s.c.maxRun(ctx, job)
 }
 
 // Flush commits every record written since the last successful Flush in one
@@ -307,26 +304,15 @@ func (s *RecordSink) Flush() error {
 // FlushContext is Flush, also stopping when ctx is done, like
 // Sink.FlushContext.
 func (s *RecordSink) FlushContext(ctx context.Context) error {
-	if len(s.recs) == 0 && !s.closed {
+	if len(s.recs) == 0 && !s.c.closed {
 		return nil
 	}
-	if err := s.run(ctx, fmt.Sprintf("flush %d records to %s", len(s.recs), s.c.qt), s.send); err != nil {
+	if err := s.c.do(ctx, fmt.Sprintf("flush %d records to %s", len(s.recs), s.c.qt), s.send); err != nil {
 		return err
 	}
 	clear(s.recs)
 	s.recs = s.recs[:0]
 	return nil
-}
-
-// run is client.run while the sink is open, also stopping when the Open
-// context is done.
-func (s *RecordSink) run(ctx context.Context, what string, attempt func(ctx context.Context, conn *pgx.Conn) error) error {
-	if s.closed {
-		return ErrClosed
-	}
-	ctx, cancel := s.c.merge(ctx)
-	defer cancel()
-	return s.c.run(ctx, what, attempt)
 }
 
 func (s *RecordSink) send(ctx context.Context, conn *pgx.Conn) error {
@@ -366,14 +352,13 @@ func (s *RecordSink) Skipped() int64 { return s.skipped }
 // Close drops the records written since the last successful Flush and
 // closes the connection. It is idempotent and returns nil.
 func (s *RecordSink) Close() error {
-	if s.closed {
+	if s.c.closed {
 		return nil
 	}
-	s.closed = true
 	if n := len(s.recs); n > 0 && s.c.opts.Logger != nil {
 		s.c.opts.Logger.Warn("pgio: closing with unflushed records; they are dropped", "table", s.c.table, "records", n)
 	}
 	s.recs = nil
-	s.c.closeConn()
+	s.c.close()
 	return nil
 }

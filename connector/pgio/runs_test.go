@@ -3,7 +3,9 @@ package pgio
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -404,4 +406,59 @@ func TestRecordMigrateRuns(t *testing.T) {
 			t.Fatalf("%d rows, %d skipped after writing id 0:1 in run 1; want 2, 1", n, r.Skipped())
 		}
 	})
+}
+
+// TestRecordOpenConcurrently: openers of one record table of the (job, id)
+// layout at once all succeed, whichever migrates it, with its primary key
+// named as Postgres names it or otherwise (then an opener that read the
+// old key's name finds it gone), and the table ends up with the key (job,
+// run, id) and its row.
+func TestRecordOpenConcurrently(t *testing.T) {
+	d := connect(t)
+	ctx := context.Background()
+	for _, name := range []string{"", "custom_record_key"} {
+		t.Run("key name "+strconv.Quote(name), func(t *testing.T) {
+			table := d.table(t, "")
+			qt := quoteIdent(table)
+			pk := `PRIMARY KEY ("job","id")`
+			if name != "" {
+				pk = `CONSTRAINT ` + quoteIdent(name) + ` ` + pk
+			}
+			d.exec(t, `CREATE TABLE `+qt+` ("id" TEXT NOT NULL, "reason" TEXT NOT NULL, "record" JSONB, "meta" JSONB, "arrived_at" TIMESTAMPTZ NOT NULL DEFAULT now(), "job" TEXT NOT NULL DEFAULT '', "epoch" BIGINT, `+pk+`)`)
+			d.exec(t, `CREATE INDEX `+quoteIdent(indexName(table, "_job_epoch"))+` ON `+qt+` ("job", "epoch")`)
+			d.exec(t, `INSERT INTO `+qt+` (id, reason, job, epoch) VALUES ('0:1', 'late', 'a', 3)`)
+
+			const openers = 4
+			var (
+				start = make(chan struct{})
+				wg    sync.WaitGroup
+				sinks [openers]*RecordSink
+				errs  [openers]error
+			)
+			for i := range openers {
+				wg.Go(func() {
+					<-start
+					sinks[i], errs[i] = OpenRecords(ctx, d.url, table, Options{})
+				})
+			}
+			close(start)
+			wg.Wait()
+			for i, err := range errs {
+				if err != nil {
+					t.Errorf("opener %d: %v", i, err)
+					continue
+				}
+				sinks[i].Close()
+			}
+			if t.Failed() {
+				return
+			}
+			if pk := d.primaryKeyOf(t, table); fmt.Sprint(pk) != "[job run id]" {
+				t.Fatalf("primary key after the concurrent openers = %q, want (job, run, id)", pk)
+			}
+			if got, want := fmt.Sprint(d.query(t, `SELECT job, run::text, id FROM `+qt)), `[[a 0 0:1]]`; got != want {
+				t.Fatalf("rows after the concurrent openers: %s, want %s", got, want)
+			}
+		})
+	}
 }

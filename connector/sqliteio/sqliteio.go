@@ -659,14 +659,27 @@ func jsonValue(b []byte, buf *bytes.Buffer) (any, error) {
 				return n, nil
 			}
 		}
+		f, err := strconv.ParseFloat(string(b), 64)
+		if err == nil && shortestFloat(b, f) {
+			return f, nil
+		}
 		var lit [64]byte
 		c := jsonnum.AppendCanonical(lit[:0], b)
-		if f, err := strconv.ParseFloat(string(b), 64); err == nil && exactFloat(c, f) {
+		if err == nil && exactFloat(c, f) {
 			return f, nil
 		}
 		return bytes.Clone(c), nil // a BLOB: beyond int64 and float64
 	}
 	return nil, invalid(b, nil)
+}
+
+// shortestFloat reports whether b is f's shortest text as
+// strconv.AppendFloat(f, 'g', -1) writes it, the text weir writes floats
+// in: then b is exactly f, with no need to canonicalize it (exactFloat of
+// its canonical text holds).
+func shortestFloat(b []byte, f float64) bool {
+	var short [32]byte
+	return bytes.Equal(strconv.AppendFloat(short[:0], f, 'g', -1, 64), b)
 }
 
 // exactFloat reports whether f is the number whose canonical text is c:

@@ -90,6 +90,13 @@ type decoder struct {
 	now atomic.Int64
 	// needs says, per aggregate, what kind of input it takes.
 	needs []need
+	// fields are the record fields the job reads (the timestamp, the
+	// keys, the aggregates' inputs), each once; tsAt, keyAt and aggAt are
+	// the index in fields of the timestamp, each key and each aggregate's
+	// input (-1: none). gather reads them all in one pass.
+	fields       []string
+	tsAt         int
+	keyAt, aggAt []int
 	// chMax holds, per channel, the largest timestamp of each of its
 	// slots: one slot for a file channel, one per partition for a Kafka
 	// channel (slot p / channels of channel p % channels: Kafka partitions
@@ -154,6 +161,7 @@ func (d *decoder) control(ch int) {
 // slab, not per record), and interned keys.
 type scratch struct {
 	p    fastjson.Parser
+	got  []*fastjson.Value // the record's fields, by decoder.fields
 	buf  []byte
 	num  []byte // a number's text (decNumber)
 	slab []val
@@ -200,7 +208,49 @@ func newDecoder(p *Plan, clk clock.Clock) *decoder {
 		}
 		d.needs = append(d.needs, n)
 	}
+	d.tsAt = -1
+	if p.Time == "event" {
+		d.tsAt = d.fieldAt(p.TSField)
+	}
+	for _, k := range p.Spec.Key {
+		d.keyAt = append(d.keyAt, d.fieldAt(k))
+	}
+	for i, a := range p.Spec.Aggregate {
+		at := -1
+		if d.needs[i] != needNothing {
+			at = d.fieldAt(a.Field)
+		}
+		d.aggAt = append(d.aggAt, at)
+	}
 	return d
+}
+
+// fieldAt is the index of name in d.fields, added if it is not there.
+func (d *decoder) fieldAt(name string) int {
+	if i := slices.Index(d.fields, name); i >= 0 {
+		return i
+	}
+	d.fields = append(d.fields, name)
+	return len(d.fields) - 1
+}
+
+// gather reads the fields the job needs from o into sc.got in one pass
+// over its members; a field that appears twice has its last value, as
+// encoding/json reads it, and a missing one is nil.
+func (d *decoder) gather(o *fastjson.Object, sc *scratch) {
+	if cap(sc.got) < len(d.fields) {
+		sc.got = make([]*fastjson.Value, len(d.fields))
+	}
+	sc.got = sc.got[:len(d.fields)]
+	clear(sc.got)
+	o.Visit(func(k []byte, v *fastjson.Value) {
+		for i, f := range d.fields {
+			if string(k) == f {
+				sc.got[i] = v
+				return
+			}
+		}
+	})
 }
 
 func bad(reason, format string, args ...any) error {
@@ -253,8 +303,9 @@ func (d *decoder) decodeSlot(l fileio.Line, slot int) (rec, error) {
 		return rec{}, bad("json_malformed", "a record must be a JSON object, not %s", v.Type())
 	}
 	r := rec{raw: l.Text, no: l.No, promised: etime.MinTime}
-	if d.p.Time == "event" {
-		if r.ts, err = d.timestamp(field(o, d.p.TSField)); err != nil {
+	d.gather(o, sc)
+	if d.tsAt >= 0 {
+		if r.ts, err = d.timestamp(sc.got[d.tsAt]); err != nil {
 			return rec{}, err
 		}
 		if ch := l.Channel; ch >= 0 && ch < len(d.chMax) && slot >= 0 {
@@ -280,7 +331,7 @@ func (d *decoder) decodeSlot(l fileio.Line, slot int) (rec, error) {
 			}
 		}
 	}
-	if r.key, err = d.key(o, sc); err != nil {
+	if r.key, err = d.key(sc); err != nil {
 		return rec{}, err
 	}
 	if n := len(d.needs); n > 0 {
@@ -296,7 +347,7 @@ func (d *decoder) decodeSlot(l fileio.Line, slot int) (rec, error) {
 			r.vals[i].kind = vJSON // count every record
 			continue
 		}
-		f := field(o, a.Field)
+		f := sc.got[d.aggAt[i]]
 		if f == nil || f.Type() == fastjson.TypeNull {
 			continue
 		}
@@ -425,20 +476,6 @@ func appendCanonical(b []byte, v *fastjson.Value) []byte {
 	return v.MarshalTo(b)
 }
 
-// field is the record's field name: the last one of that name when the
-// record repeats it, as encoding/json, Jackson (and so Flink's and Kafka
-// Streams' JSON formats) and JSON.parse read it. Keys, timestamps and
-// aggregate inputs are all read through it.
-func field(o *fastjson.Object, name string) *fastjson.Value {
-	var last *fastjson.Value
-	o.Visit(func(k []byte, v *fastjson.Value) {
-		if string(k) == name {
-			last = v
-		}
-	})
-	return last
-}
-
 func short(v *fastjson.Value) string {
 	s := string(v.MarshalTo(nil))
 	if len(s) > 40 {
@@ -449,14 +486,14 @@ func short(v *fastjson.Value) string {
 
 // key renders the record's key, interned so that a repeated key costs no
 // allocation.
-func (d *decoder) key(o *fastjson.Object, sc *scratch) (string, error) {
+func (d *decoder) key(sc *scratch) (string, error) {
 	keys := d.p.Spec.Key
 	if len(keys) == 0 {
 		return "", nil
 	}
 	b := sc.buf[:0]
 	for i, k := range keys {
-		f := field(o, k)
+		f := sc.got[d.keyAt[i]]
 		if f == nil || f.Type() == fastjson.TypeNull {
 			return "", bad("key_missing", "key field %q is missing or null", k)
 		}

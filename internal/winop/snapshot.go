@@ -327,10 +327,11 @@ func (o *Operator[K, IN, ACC, OUT]) Restore(src []byte, first, last state.KeyGro
 }
 
 // implied reports whether a restored entry need not be stored: a sliding
-// window's entry that has not fired yet is implied by the window's panes
-// in window-major mode (rangeAlignedEntries writes it back).
+// window's entry that has not fired yet and has no throttled late firing
+// pending (W11) is implied by the window's panes in window-major mode
+// (rangeAlignedEntries writes it back).
 func (o *Operator[K, IN, ACC, OUT]) implied(e entry[ACC]) bool {
-	return o.al != nil && o.paneMode && e.has && e.panes == 0 && !e.emitted && e.slotSet == 0
+	return o.al != nil && o.paneMode && e.has && e.panes == 0 && !e.emitted && e.slotSet == 0 && !e.lateSet
 }
 
 // fields lists the counters in snapshot order. It is the snapshot's fixed

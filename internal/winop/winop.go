@@ -130,7 +130,6 @@ func (c *Counters) Add(o Counters) {
 	for i := range dst {
 		*dst[i] += *src[i]
 	}
-	c.OnTimeTrailing += o.OnTimeTrailing
 }
 
 // ErrNonMergeableTrigger is returned when a merging assigner gets a trigger

@@ -83,18 +83,6 @@ func (p *weirProc) running() bool {
 	}
 }
 
-// waitUntil polls cond every 10ms for up to timeout.
-func waitUntil(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 func fileSize(path string) int64 {
 	fi, err := os.Stat(path)
 	if err != nil {
@@ -288,10 +276,11 @@ func TestSecondSignal(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitUntil(t, 10*time.Second, "the graceful stop", func() bool { return strings.Contains(p.stderr.String(), "stopping:") || !p.running() })
-	for p.running() {
+	waitUntil(t, 10*time.Second, "a second SIGTERM to end weir", func() bool {
 		p.cmd.Process.Signal(syscall.SIGTERM)
-		p.wait(100 * time.Millisecond)
-	}
+		_, exited := p.wait(100 * time.Millisecond)
+		return exited
+	}, p.stderr.String)
 	ws, _ := p.cmd.ProcessState.Sys().(syscall.WaitStatus)
 	if out := p.stderr.String(); !ws.Signaled() || ws.Signal() != syscall.SIGTERM || !strings.Contains(out, "stopping:") || strings.Contains(out, "job endless") {
 		t.Fatalf("want a graceful stop begun, then killed by the second SIGTERM; %v, stderr:\n%s", p.cmd.ProcessState, out)

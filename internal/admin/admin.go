@@ -105,6 +105,16 @@ type Options struct {
 // DefaultMaxConns is Options.MaxConns when the open-file limit allows it.
 const DefaultMaxConns = 128
 
+// defaultMaxConns is the default Options.MaxConns under an open-file
+// limit (0: unknown): DefaultMaxConns, or a quarter of a limit too low
+// for it (at least 1).
+func defaultMaxConns(limit uint64) int {
+	if limit > 0 && limit/4 < DefaultMaxConns {
+		return max(int(limit/4), 1)
+	}
+	return DefaultMaxConns
+}
+
 func (o Options) withDefaults() Options {
 	def := func(d *time.Duration, v time.Duration) {
 		if *d <= 0 {
@@ -118,10 +128,7 @@ func (o Options) withDefaults() Options {
 	def(&o.IdleGrace, time.Second)
 	def(&o.ScrapeTimeout, 10*time.Second)
 	if o.MaxConns <= 0 {
-		o.MaxConns = DefaultMaxConns
-		if n := fdLimit(); n > 0 && n/4 < uint64(o.MaxConns) {
-			o.MaxConns = max(int(n/4), 1)
-		}
+		o.MaxConns = defaultMaxConns(fdLimit())
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)

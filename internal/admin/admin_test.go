@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"strings"
@@ -153,11 +154,26 @@ func TestConnLimit(t *testing.T) {
 }
 
 // TestDefaultMaxConns: the default limit is a quarter of the open-file
-// limit when that is low.
+// limit when that is low, else DefaultMaxConns; an explicit one stays.
 func TestDefaultMaxConns(t *testing.T) {
-	o := Options{}.withDefaults()
-	if n := fdLimit(); n > 0 && uint64(o.MaxConns) > max(n/4, 1) || o.MaxConns > DefaultMaxConns || o.MaxConns < 1 {
-		t.Fatalf("MaxConns %d with an open-file limit of %d", o.MaxConns, fdLimit())
+	for _, c := range []struct {
+		limit uint64
+		want  int
+	}{
+		{0, DefaultMaxConns}, // unknown
+		{1, 1}, {3, 1}, {4, 1}, {8, 2},
+		{256, 64}, {511, 127}, {512, DefaultMaxConns}, {1024, DefaultMaxConns},
+		{1 << 20, DefaultMaxConns}, {math.MaxUint64, DefaultMaxConns}, // RLIM_INFINITY
+	} {
+		if got := defaultMaxConns(c.limit); got != c.want {
+			t.Errorf("defaultMaxConns(%d) = %d, want %d", c.limit, got, c.want)
+		}
+	}
+	if o, want := (Options{}).withDefaults(), defaultMaxConns(fdLimit()); o.MaxConns != want {
+		t.Errorf("MaxConns %d with an open-file limit of %d, want %d", o.MaxConns, fdLimit(), want)
+	}
+	if o := (Options{MaxConns: 1000}).withDefaults(); o.MaxConns != 1000 {
+		t.Errorf("an explicit MaxConns of 1000 became %d", o.MaxConns)
 	}
 }
 

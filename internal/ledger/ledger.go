@@ -358,28 +358,70 @@ func ScanTo(dir string, cut *Pos, fn func(e Entry) error) ([]Corrupt, error) {
 }
 
 // Last returns the ledger's newest readable entry (false: none), reading
-// the newest segments only.
+// the newest segments only, each backwards from its end.
 func Last(dir string) (Entry, bool, error) {
 	segs, err := Segments(dir)
 	if err != nil {
 		return Entry{}, false, err
 	}
 	for i := len(segs) - 1; i >= 0; i-- {
-		b, err := os.ReadFile(filepath.Join(dir, segs[i]))
+		e, ok, err := lastIn(filepath.Join(dir, segs[i]))
 		if err != nil {
 			return Entry{}, false, err
 		}
-		for len(b) > 0 {
-			b = bytes.TrimRight(b, "\n")
-			j := bytes.LastIndexByte(b, '\n')
-			if e, why := parse(b[j+1:]); why == "" {
-				e.Segment = segs[i]
-				return e, true, nil
-			}
-			b = b[:max(j, 0)]
+		if ok {
+			e.Segment = segs[i]
+			return e, true, nil
 		}
 	}
 	return Entry{}, false, nil
+}
+
+// lastChunk is how much lastIn reads at a time, at first.
+var lastChunk = 64 << 10
+
+// lastIn returns the last readable entry of the segment at path, reading
+// it backwards in chunks from its end: only as far as its last readable
+// line (a torn or rotten line is skipped, as Scan skips it). A line longer
+// than the chunk doubles the next read, so even a segment-long line costs
+// linear time.
+func lastIn(path string) (Entry, bool, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return Entry{}, false, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return Entry{}, false, err
+	}
+	// buf holds the file's bytes [off, off+len(buf)), not yet looked at.
+	off := fi.Size()
+	var buf []byte
+	for {
+		buf = bytes.TrimRight(buf, "\n")
+		j := bytes.LastIndexByte(buf, '\n')
+		if j < 0 && off > 0 {
+			// The line may begin in an earlier chunk.
+			n := int64(max(lastChunk, len(buf)))
+			n = min(n, off)
+			off -= n
+			nb := make([]byte, int(n)+len(buf))
+			if _, err := f.ReadAt(nb[:n], off); err != nil {
+				return Entry{}, false, err
+			}
+			copy(nb[n:], buf)
+			buf = nb
+			continue
+		}
+		if len(buf) == 0 {
+			return Entry{}, false, nil
+		}
+		if e, why := parse(buf[j+1:]); why == "" {
+			return e, true, nil
+		}
+		buf = buf[:max(j, 0)]
+	}
 }
 
 // parse checks a line's checksum and decodes it.

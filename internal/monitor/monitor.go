@@ -160,13 +160,14 @@ func (m *Monitor) Sample() {
 	now := m.o.Now()
 	m.sampling.Store(now.UnixNano())
 	defer m.sampling.Store(0)
-	s := take(env, m.o.Info, now)
+	cs := env.CheckpointStats()
+	s := take(env, cs, m.o.Info, now)
 	var sinks []SinkCall
 	if m.o.Sinks != nil {
 		sinks = m.o.Sinks()
 	}
 	s.Sinks = sinkCalls(sinks, now)
-	s.Stuck = stuck(env.CheckpointStats(), sinks, now, m.o.StuckAfter)
+	s.Stuck = stuck(cs, sinks, now, m.o.StuckAfter)
 	if m.o.Extra != nil {
 		x := m.o.Extra()
 		s.RecentLate, s.Counters = x.RecentLate, x.Counters

@@ -322,8 +322,9 @@ func wmPtr(t etime.Time) *int64 {
 
 func fptr(v float64) *float64 { return &v }
 
-// take builds a snapshot of env at now.
-func take(env *weir.Env, info JobInfo, now time.Time) Snapshot {
+// take builds a snapshot of env at now; cs is env's checkpoint stats,
+// read once by the caller, which also judges them (stuck).
+func take(env *weir.Env, cs weir.CheckpointStats, info JobInfo, now time.Time) Snapshot {
 	s := Snapshot{Job: info, Now: now.UnixMilli()}
 	nowT := etime.FromTime(now)
 	graph := env.Graph()
@@ -411,7 +412,6 @@ func take(env *weir.Env, info JobInfo, now time.Time) Snapshot {
 		s.Totals.RecordsIn += n
 	}
 	s.Totals.DeadLetters = rep.DeadLetters
-	cs := env.CheckpointStats()
 	s.Totals.Checkpoints = cs.Completed
 	if !cs.LastCompleted.IsZero() {
 		s.Totals.LastCheckpointAgeS = fptr(now.Sub(cs.LastCompleted).Seconds())

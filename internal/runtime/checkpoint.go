@@ -115,7 +115,7 @@ func (st *Subtask) Restored(name string) map[int][]byte {
 }
 
 // Checkpointing reports whether the job takes checkpoints.
-func (st *Subtask) Checkpointing() bool { return st.job.coord != nil }
+func (st *Subtask) Checkpointing() bool { return st.job.coord.Load() != nil }
 
 // PreCommit registers fn to run when checkpoint id has every part, just
 // before it commits; it may write more parts (sinks record how far their
@@ -223,7 +223,7 @@ const (
 // CheckpointStats returns the job's checkpoint counts; the zero value
 // without checkpoints. Safe for concurrent use.
 func (j *Job) CheckpointStats() CheckpointStats {
-	c := j.coordPub.Load()
+	c := j.coord.Load()
 	if c == nil {
 		return CheckpointStats{}
 	}
@@ -282,7 +282,7 @@ func (c *coordinator) due(now time.Time) bool {
 // stop takes one). It reports false when none can start any more (no
 // checkpoints, or a subtask finished). Safe for concurrent use.
 func (j *Job) RequestCheckpoint() bool {
-	c := j.coordPub.Load()
+	c := j.coord.Load()
 	if c == nil {
 		return false
 	}
@@ -467,7 +467,7 @@ func (c *coordinator) finished() {
 // checkpoint snapshots the subtask for checkpoint id, forwards the barrier
 // and acknowledges. It runs on the subtask's goroutine.
 func (st *Subtask) checkpoint(id int64) {
-	c := st.job.coord
+	c := st.job.coord.Load()
 	if t := c.triggered.Load(); t != 0 && !st.job.opts.Deterministic {
 		st.ckDelayNs.Store(time.Now().UnixNano() - t)
 	}
@@ -516,7 +516,7 @@ func (st *Subtask) injectBarrier(id int64) {
 // maybeInject injects the newest requested barrier, if this source has not
 // yet.
 func (st *Subtask) maybeInject() {
-	if c := st.job.coord; c != nil {
+	if c := st.job.coord.Load(); c != nil {
 		if id := c.request.Load(); id > st.injected {
 			st.injectBarrier(id)
 		}

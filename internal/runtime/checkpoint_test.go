@@ -36,8 +36,7 @@ func alignSubtask(t *testing.T) (*Subtask, *[]int, *nopStore) {
 	st := &Subtask{stage: s, job: j, ended: []int{0}}
 	var seen []int
 	st.handlers = []GateHandler{func(from int, b any) { seen = append(seen, from) }}
-	j.coord = newCoordinator(j, j.opts.Checkpoint)
-	j.coordPub.Store(j.coord)
+	j.coord.Store(newCoordinator(j, j.opts.Checkpoint))
 	return st, &seen, store
 }
 
@@ -46,7 +45,7 @@ func alignSubtask(t *testing.T) (*Subtask, *[]int, *nopStore) {
 // checkpoint completes and nothing stays held.
 func TestStaleBarrier(t *testing.T) {
 	st, seen, store := alignSubtask(t)
-	c := st.job.coord
+	c := st.job.coord.Load()
 	// Checkpoint 1 starts and is abandoned; 2 starts.
 	c.trigger(time.Now())
 	c.mu.Lock()
@@ -79,7 +78,7 @@ func TestEndDuringAlignment(t *testing.T) {
 			st.inputEnd(0)
 		}
 	}}
-	c := st.job.coord
+	c := st.job.coord.Load()
 	c.trigger(time.Now())
 	st.deliver(envelope{gate: 0, from: 1, barrier: 1})
 	st.deliver(envelope{gate: 0, from: 1, b: "end"}) // held
@@ -103,7 +102,7 @@ func TestCheckpointStatsWhilePreCommitBlocks(t *testing.T) {
 		return nil
 	})
 	began := time.Now()
-	if id := j.coord.trigger(began); id != 1 {
+	if id := j.coord.Load().trigger(began); id != 1 {
 		t.Fatalf("trigger: %d", id)
 	}
 	if s := j.CheckpointStats(); s.InFlight.ID != 1 || s.InFlight.Phase != PhaseSnapshots || !s.InProgress || s.InFlight.Started != began {

@@ -76,7 +76,7 @@ func (x *Executor) RunUntilQuiet() (done bool, err error) {
 // maybeCheckpoint starts a due checkpoint: barriers go into every source
 // at once, between two polls, and flow to the end of the graph at once.
 func (x *Executor) maybeCheckpoint() {
-	if c := x.job.coord; c != nil && c.due(time.Now()) {
+	if c := x.job.coord.Load(); c != nil && c.due(time.Now()) {
 		x.Checkpoint()
 	}
 }
@@ -84,7 +84,7 @@ func (x *Executor) maybeCheckpoint() {
 // Checkpoint starts a checkpoint now, for tests and crash hooks; it
 // reports the id, or 0 when none may start.
 func (x *Executor) Checkpoint() int64 {
-	c := x.job.coord
+	c := x.job.coord.Load()
 	if c == nil {
 		return 0
 	}

@@ -82,11 +82,12 @@ type Job struct {
 	dead   DeadLetterFunc
 	deadMu sync.Mutex
 
-	coord *coordinator
-	// coordPub publishes coord to goroutines other than the job's
+	// coord is the checkpoint coordinator, nil without checkpoints. It is
+	// stored once, by build, before the subtasks and the trigger start;
+	// it is atomic for the goroutines other than the job's
 	// (CheckpointStats, RequestCheckpoint), which may ask while Run builds
 	// the job.
-	coordPub   atomic.Pointer[coordinator]
+	coord      atomic.Pointer[coordinator]
 	preCommit  []func(id int64, write func(name string, data []byte) error) error
 	onBarriers []func(stage string, idx int, id int64)
 }
@@ -459,7 +460,7 @@ func (st *Subtask) inputEnd(g int) {
 // finish marks the subtask finished; no checkpoint can include it now.
 func (st *Subtask) finish() {
 	st.finished = true
-	if c := st.job.coord; c != nil {
+	if c := st.job.coord.Load(); c != nil {
 		c.finished()
 	}
 }
@@ -497,8 +498,7 @@ func (j *Job) build() error {
 		}
 	}
 	if o := j.opts.Checkpoint; o != nil && o.Store != nil && o.Interval > 0 {
-		j.coord = newCoordinator(j, o)
-		j.coordPub.Store(j.coord)
+		j.coord.Store(newCoordinator(j, o))
 	}
 	// Chains are built downstream first, so that exchange writers find
 	// their target subtasks ready.
@@ -641,8 +641,8 @@ func (j *Job) runParallel(ctx context.Context) error {
 	stopTrigger := j.runCheckpointTrigger(ctx)
 	wg.Wait()
 	stopTrigger()
-	if j.coord != nil {
-		j.coord.writers.Wait()
+	if c := j.coord.Load(); c != nil {
+		c.writers.Wait()
 	}
 	err := context.Cause(ctx)
 	if err == context.Canceled && ctx.Err() != nil {
@@ -654,7 +654,7 @@ func (j *Job) runParallel(ctx context.Context) error {
 // runCheckpointTrigger starts the goroutine that starts checkpoints on
 // the interval; the returned function stops it and waits for it.
 func (j *Job) runCheckpointTrigger(ctx context.Context) (stop func()) {
-	c := j.coord
+	c := j.coord.Load()
 	if c == nil {
 		return func() {}
 	}
@@ -665,19 +665,18 @@ func (j *Job) runCheckpointTrigger(ctx context.Context) (stop func()) {
 		t := time.NewTicker(min(c.opts.Interval/4+time.Millisecond, 100*time.Millisecond))
 		defer t.Stop()
 		for {
+			var now time.Time
 			select {
 			case <-quit:
 				return
 			case <-ctx.Done():
 				return
-			case now := <-t.C:
-				if c.due(now) {
-					c.trigger(now)
-				}
-			case <-c.poke:
-				if now := time.Now(); c.due(now) {
-					c.trigger(now)
-				}
+			case now = <-t.C:
+			case <-c.poke: // RequestCheckpoint: look now, not at the next tick
+				now = time.Now()
+			}
+			if c.due(now) {
+				c.trigger(now)
 			}
 		}
 	}()

@@ -24,6 +24,11 @@ import (
 // and at its on-time firing when it has allowed lateness (to carry the
 // pane index, W1, to its late firings).
 //
+// The late-firing throttle (W11) works per key in either mode: a deferred
+// late firing is marked in the (key, window) entry and has a per-key
+// processing-time timer (fireOnElement, deferLate), and clearWindow emits
+// the firings still pending before it drops the window (flushLate).
+//
 // Snapshots are written as the per-key timers and entries would be
 // (snapshotAligned), so a checkpoint restores into an operator of either
 // kind (the state backend may change across a restore).
@@ -63,7 +68,7 @@ const maxAlignedPanes = 16
 // the built-in event-time trigger, tumbling windows or sliding windows in
 // pane mode, event time, no evictor, and in-memory state.
 func (o *Operator[K, IN, ACC, OUT]) initAligned(enc timers.KeyEncoder[K]) {
-	if !o.trigEventTime || !o.eventTime || o.evict != nil || o.sets != nil || o.lateEvery > 0 || (o.tumbleSize == 0 && !o.paneMode) {
+	if !o.trigEventTime || !o.eventTime || o.evict != nil || o.sets != nil || (o.tumbleSize == 0 && !o.paneMode) {
 		return
 	}
 	if o.paneMode && o.panesPerWindow > maxAlignedPanes {
@@ -135,7 +140,7 @@ func (o *Operator[K, IN, ACC, OUT]) processAligned(key K, v IN, ts etime.Time, w
 			if w.MaxTimestamp() <= o.wm {
 				e := o.entries.Ref(key, w, true)
 				e.has = true
-				o.fire(key, w, e, o.elementFiring(w))
+				o.fireOnElement(key, w, e)
 			}
 		}
 		return
@@ -149,7 +154,7 @@ func (o *Operator[K, IN, ACC, OUT]) processAligned(key K, v IN, ts etime.Time, w
 	}
 	o.contents.Add(&e.acc, v, ts)
 	if w.MaxTimestamp() <= o.wm {
-		o.fire(key, w, e, o.elementFiring(w))
+		o.fireOnElement(key, w, e)
 	}
 }
 
@@ -241,9 +246,24 @@ func (o *Operator[K, IN, ACC, OUT]) firePanes(w window.Window) {
 }
 
 // clearWindow is cleanup (C5.3) for every key of w at once: it never
-// emits.
+// emits, but for the throttled late firings still pending (W11), which
+// come out first, in W5 order.
 func (o *Operator[K, IN, ACC, OUT]) clearWindow(w window.Window) {
 	a := o.al
+	if o.lateEvery > 0 {
+		a.keys, a.ents = a.keys[:0], a.ents[:0]
+		a.entries.RangeNamespace(w, func(k K, e *entry[ACC]) bool {
+			if e.lateSet {
+				a.keys = append(a.keys, k)
+				a.ents = append(a.ents, e)
+			}
+			return true
+		})
+		for _, i := range a.order.Sort(a.keys, a.enc) {
+			o.flushLate(a.keys[i], w, a.ents[i], true)
+		}
+		clear(a.ents)
+	}
 	a.entries.DropNamespace(w)
 	if o.paneMode {
 		// The panes whose last window is w (see clearAll).

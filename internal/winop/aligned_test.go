@@ -20,7 +20,9 @@ import (
 // sliding windows, with and without allowed lateness, their output lines
 // (in W5 order), counters and state sizes are the same. A snapshot of
 // either, taken at a cut, restores into the other and continues exactly
-// as the uncut operator does.
+// as the uncut operator does. With the late-firing throttle (W11) the
+// operator stays window-major, and its deferred late firings (by their
+// processing-time timers or at cleanup) match the per-key operator's.
 func TestAlignedMatchesPerKeyTimers(t *testing.T) {
 	pebble := func(t *testing.T) state.Backend {
 		kv, err := pebblestate.Open(t.TempDir()+"/db", pebblestate.Options{})
@@ -41,12 +43,18 @@ func TestAlignedMatchesPerKeyTimers(t *testing.T) {
 		name     string
 		a        window.Assigner
 		lateness etime.Duration
+		// throttle is the late-firing interval (W11); processing time
+		// follows the watermark.
+		throttle etime.Duration
 	}{
-		{"tumbling", mustA(window.Tumbling(1000, 0)), 0},
-		{"tumbling-lateness", mustA(window.Tumbling(1000, 0)), 800},
-		{"sliding", mustA(window.Sliding(1000, 250, 0)), 0},
-		{"sliding-lateness", mustA(window.Sliding(1000, 250, 0)), 800},
-		{"sliding-uneven", mustA(window.Sliding(1000, 400, 100)), 300},
+		{"tumbling", mustA(window.Tumbling(1000, 0)), 0, 0},
+		{"tumbling-lateness", mustA(window.Tumbling(1000, 0)), 800, 0},
+		{"sliding", mustA(window.Sliding(1000, 250, 0)), 0, 0},
+		{"sliding-lateness", mustA(window.Sliding(1000, 250, 0)), 800, 0},
+		{"sliding-uneven", mustA(window.Sliding(1000, 400, 100)), 300, 0},
+		{"tumbling-throttled", mustA(window.Tumbling(1000, 0)), 800, 300},
+		{"sliding-throttled", mustA(window.Sliding(1000, 250, 0)), 800, 300},
+		{"sliding-uneven-throttled", mustA(window.Sliding(1000, 400, 100)), 800, 400},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r := rand.New(rand.NewPCG(7, uint64(len(c.name))))
@@ -60,7 +68,7 @@ func TestAlignedMatchesPerKeyTimers(t *testing.T) {
 			}
 			newOp := func(t *testing.T, b state.Backend, out *lines) *Operator[uint64, snapEvent, int64, int64] {
 				op, err := New(Config[uint64, snapEvent, int64, int64]{
-					Assigner: c.a, Lateness: c.lateness,
+					Assigner: c.a, Lateness: c.lateness, LateFiringInterval: c.throttle,
 					Contents:   AggContents[snapEvent, int64, int64]{F: snapSum{}},
 					Func:       func(ctx *FireContext[uint64, int64], acc *int64) { ctx.Emit(*acc) },
 					KeyEncoder: encU64, Backend: b, LateOutput: true, PartialOutput: true,
@@ -72,9 +80,16 @@ func TestAlignedMatchesPerKeyTimers(t *testing.T) {
 				return op
 			}
 			// feed runs evs[from:to] and records the state size at each
-			// watermark advance.
+			// watermark advance (throttled: after moving processing time
+			// to the watermark, which fires the deferred late firings due).
 			feed := func(op *Operator[uint64, snapEvent, int64, int64], from, to int, sizes *[]StateSize) {
-				feedEvents(op, evs, from, to, 40, 300, recordSizes(op, sizes))
+				record := recordSizes(op, sizes)
+				feedEvents(op, evs, from, to, 40, 300, func() {
+					if c.throttle > 0 {
+						op.AdvanceProcessingTime(op.wm)
+					}
+					record()
+				})
 			}
 
 			var outs [2]lines
@@ -100,6 +115,23 @@ func TestAlignedMatchesPerKeyTimers(t *testing.T) {
 			}
 			if ops[0].Counters() != ops[1].Counters() {
 				t.Fatalf("counters %+v, want %+v", ops[0].Counters(), ops[1].Counters())
+			}
+			if c.throttle > 0 {
+				// W11: the same counters as without the throttle, but
+				// fewer late firings (deferred ones join).
+				var plain lines
+				un := newOp(t, memstate.New(), &plain)
+				un.lateEvery = 0
+				feedEvents(un, evs, 0, len(evs), 40, 300, nil)
+				un.AdvanceWatermark(etime.MaxTime)
+				got, want := ops[0].Counters(), un.Counters()
+				if got.FiredLate == 0 || got.FiredLate >= want.FiredLate {
+					t.Fatalf("throttled: %d late firings, %d without the throttle", got.FiredLate, want.FiredLate)
+				}
+				got.FiredLate = want.FiredLate
+				if got != want {
+					t.Fatalf("throttled counters %+v, without the throttle %+v", ops[0].Counters(), want)
+				}
 			}
 			if _, _, _, sliding := window.SlidingGeometry(c.a); !sliding && !slices.Equal(sizes[0], sizes[1]) {
 				t.Fatalf("state sizes differ:\n window-major %v\n per-key      %v", sizes[0][:5], sizes[1][:5])

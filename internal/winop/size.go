@@ -64,8 +64,12 @@ func (o *Operator[K, IN, ACC, OUT]) OldestTimer() (etime.Time, bool) {
 
 func (o *Operator[K, IN, ACC, OUT]) StateSize() StateSize {
 	s := StateSize{Windows: int64(o.entries.Len()), Timers: int64(o.evt.Len() + o.proc.Len() - o.excess)}
+	var alignedTimers int64
 	if o.al != nil {
-		s.Windows, s.Timers = o.alignedSize()
+		// The processing-time timers (throttled late firings, W11) are
+		// per key in either mode.
+		s.Windows, alignedTimers = o.alignedSize()
+		s.Timers = alignedTimers + int64(o.proc.Len())
 	}
 	var ec state.Codec[entry[ACC]]
 	if o.accCodec != nil {
@@ -87,7 +91,7 @@ func (o *Operator[K, IN, ACC, OUT]) StateSize() StateSize {
 		}
 	}
 	if o.al != nil {
-		s.Bytes += s.Timers * int64(24+o.sizes[0].key)
+		s.Bytes += alignedTimers * int64(24+o.sizes[0].key)
 		if o.paneMode {
 			s.Bytes -= int64(o.entries.Len()) * int64(o.sizes[0].mean)
 			s.Bytes += s.Windows * int64(o.sizes[0].mean)

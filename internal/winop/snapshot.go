@@ -48,7 +48,7 @@ func (o *Operator[K, IN, ACC, OUT]) Snapshot(dst []byte) ([]byte, error) {
 	defer func() { o.lastSnap = len(w.Buf) - len(dst) }()
 	w.Int(int64(o.wm))
 	w.Int(int64(o.now))
-	for _, c := range o.c.fields() {
+	for _, c := range o.c.fields()[:fixedCounters] {
 		w.Int(*c)
 	}
 	var err error
@@ -225,7 +225,7 @@ func (o *Operator[K, IN, ACC, OUT]) Restore(src []byte, first, last state.KeyGro
 	o.wm = max(o.wm, etime.Time(r.Int()))
 	o.now = max(o.now, etime.Time(r.Int()))
 	var c Counters
-	for _, f := range c.fields() {
+	for _, f := range c.fields()[:fixedCounters] {
 		*f = r.Int()
 	}
 	if counters {
@@ -327,17 +327,24 @@ func (o *Operator[K, IN, ACC, OUT]) Restore(src []byte, first, last state.KeyGro
 }
 
 // implied reports whether a restored entry need not be stored: a sliding
-// window's entry that has not fired yet is implied by the window's panes
-// in window-major mode (rangeAlignedEntries writes it back).
+// window's entry that has not fired yet and has no throttled late firing
+// pending (W11) is implied by the window's panes in window-major mode
+// (rangeAlignedEntries writes it back).
 func (o *Operator[K, IN, ACC, OUT]) implied(e entry[ACC]) bool {
-	return o.al != nil && o.paneMode && e.has && e.panes == 0 && !e.emitted && e.slotSet == 0
+	return o.al != nil && o.paneMode && e.has && e.panes == 0 && !e.emitted && e.slotSet == 0 && !e.lateSet
 }
 
-// fields lists the counters in snapshot order. It is the snapshot's fixed
-// layout: a counter added later (OnTimeTrailing) is written under a tag of
-// its own (tagTrailing) and added in Counters.Add, so that older snapshots
-// still restore.
+// fields lists every counter, for Counters.Add and snapshots. The first
+// fixedCounters are the snapshot's fixed layout, written in this order
+// after the processing time; a counter added later (OnTimeTrailing) comes
+// after them and is written under a tag of its own (tagTrailing), so that
+// older snapshots still restore.
 func (c *Counters) fields() []*int64 {
 	return []*int64{&c.RecordsIn, &c.Accepted, &c.AcceptedLate, &c.LateSideOutput, &c.LateDropped, &c.NoTimestamp,
-		&c.WindowMisses, &c.PartialSideOutput, &c.Retractions, &c.FiredEarly, &c.FiredOnTime, &c.FiredLate}
+		&c.WindowMisses, &c.PartialSideOutput, &c.Retractions, &c.FiredEarly, &c.FiredOnTime, &c.FiredLate,
+		&c.OnTimeTrailing}
 }
+
+// fixedCounters is the number of counters in the snapshot's fixed layout
+// (the first of fields).
+const fixedCounters = 12

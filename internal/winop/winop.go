@@ -130,7 +130,6 @@ func (c *Counters) Add(o Counters) {
 	for i := range dst {
 		*dst[i] += *src[i]
 	}
-	c.OnTimeTrailing += o.OnTimeTrailing
 }
 
 // ErrNonMergeableTrigger is returned when a merging assigner gets a trigger
@@ -572,11 +571,7 @@ func (o *Operator[K, IN, ACC, OUT]) ProcessElement(key K, v IN, ts etime.Time) e
 			e = o.tctx.e
 		}
 		if res.IsFire() {
-			if kind := o.elementFiring(w); kind == window.Late && o.lateEvery > 0 {
-				o.deferLate(key, w, e)
-			} else {
-				o.fire(key, w, e, kind)
-			}
+			o.fireOnElement(key, w, e)
 		}
 		if res.IsPurge() {
 			o.purge(e)
@@ -989,16 +984,9 @@ func (o *Operator[K, IN, ACC, OUT]) onTimer(t timers.Timer[K], proc bool) {
 		o.purge(e)
 	}
 	if o.eventTime != proc && t.TS == o.cleanupTime(w) {
-		if e != nil && e.lateSet {
-			// W11: the last revision reaches the sinks before the state
-			// goes, unless the trigger has just fired it.
-			if !res.IsFire() {
-				o.fire(key, w, e, window.Late)
-			}
-			o.tctx.set(key, w, e)
-			o.tctx.delete(e.lateDue, true)
-			e.lateSet = false
-		}
+		// W11: the last revision reaches the sinks before the state goes,
+		// unless the trigger has just fired it.
+		o.flushLate(key, w, e, !res.IsFire())
 		o.clearAll(key, w)
 	}
 }
@@ -1010,6 +998,36 @@ func (o *Operator[K, IN, ACC, OUT]) noteTrailing(v IN, mt etime.Time) {
 	if mt <= o.promised(v) {
 		o.c.OnTimeTrailing++
 	}
+}
+
+// fireOnElement fires (key, w), whose entry is e, for an element that
+// made its trigger fire (W2), or, when the firing is late and late
+// firings are throttled, defers it (W11). Every element firing goes
+// through it, window-major or not.
+func (o *Operator[K, IN, ACC, OUT]) fireOnElement(key K, w window.Window, e *entry[ACC]) {
+	kind := o.elementFiring(w)
+	if kind == window.Late && o.lateEvery > 0 {
+		o.deferLate(key, w, e)
+		return
+	}
+	o.fire(key, w, e, kind)
+}
+
+// flushLate is W11 at cleanup: a throttled late firing of (key, w) still
+// pending is emitted (when fire is set) and its timer deleted, before the
+// window's state is cleared. Every cleanup goes through it, window-major
+// or not.
+func (o *Operator[K, IN, ACC, OUT]) flushLate(key K, w window.Window, e *entry[ACC], fire bool) {
+	if e == nil || !e.lateSet {
+		return
+	}
+	due := e.lateDue
+	e.lateSet = false
+	if fire {
+		o.fire(key, w, e, window.Late)
+	}
+	o.tctx.set(key, w, nil) // the firing may have moved e; no cached bits are at stake
+	o.tctx.delete(due, true)
 }
 
 // deferLate schedules the throttled late firing of (key, w) (W11): the

@@ -85,12 +85,13 @@ func (l *limitListener) Accept() (net.Conn, error) {
 		if !full || victim != nil {
 			return lc, nil
 		}
-		// A fresh socket's send buffer is empty: the write does not
-		// block, and the deadline makes sure of it.
+		// Counted before the answer, so whoever reads the 503 sees
+		// the count. A fresh socket's send buffer is empty: the write
+		// does not block, and the deadline makes sure of it.
+		l.refused()
 		c.SetWriteDeadline(now.Add(100 * time.Millisecond))
 		c.Write(refusal)
 		c.Close()
-		l.refused()
 	}
 }
 

@@ -129,5 +129,5 @@ func doctorThresholds(p *spec.Plan) doctor.Thresholds {
 		return float64(*v) / 1000
 	}
 	return doctor.Thresholds{LagHighS: sec(d.LagHigh), LateRise: d.LateRise, LateMinShare: d.LateMinShare, BusyHigh: d.BusyHigh,
-		SkewHigh: d.SkewHigh, FutureS: sec(d.Future), HoldS: sec(d.Hold), IdleFlips: d.IdleFlips, CheckpointDelayS: sec(d.CheckpointDelay)}
+		SkewHigh: d.SkewHigh, FutureS: sec(d.Future), HoldS: sec(d.Hold), NoWatermarkS: sec(d.NoWatermark), IdleFlips: d.IdleFlips, CheckpointDelayS: sec(d.CheckpointDelay)}
 }

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -57,14 +58,14 @@ func runDoctor(t *testing.T, dir string, args ...string) (int, string) {
 	return code, out.String()
 }
 
-// TestDoctorSilentPartition: a live Kafka job whose partition 2 never
-// gets a record and that has no idle timeout: weir doctor names the
-// partition as the idle input that holds the window operator's
-// watermark (D5), with the spec field to change, and exits 1. The
-// spec's doctor: block shortens how long a hold must last. A saved dump
-// gives the same diagnosis offline.
+// TestDoctorSilentPartition: a live Kafka job of 6 partitions, 4 of
+// which never get a record, with the default idle timeout (1m): no
+// window can fire, and within seconds, long before the idle timeout,
+// weir doctor names the empty partitions as holding the window
+// operator's watermark at none (D5), with the spec field to change and
+// --drain, and exits 1. A saved dump gives the same diagnosis offline.
 func TestDoctorSilentPartition(t *testing.T) {
-	broker, cl := kafkatest.Topic(t, "orders", 3)
+	broker, cl := kafkatest.Topic(t, "orders", 6)
 	var recs []*kgo.Record
 	for i := range 2000 {
 		recs = append(recs, &kgo.Record{Partition: int32(i % 2), Value: fmt.Appendf(nil, `{"user_id":"u%d","ts":%d}`, i%7, time.Now().UnixMilli()-60_000+int64(i)*10)})
@@ -82,7 +83,6 @@ key: [user_id]
 window: {type: tumbling, size: 1s}
 aggregate: [{name: n, fn: count}]
 sinks: {results: {type: jsonl, path: out.jsonl}}
-doctor: {hold: 1s}
 `, broker)
 	if err := os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(job), 0o644); err != nil {
 		t.Fatal(err)
@@ -90,7 +90,8 @@ doctor: {hold: 1s}
 	addr, stop := startAdmin(t, dir, []string{"run", "job.yaml", "--http", "127.0.0.1:0"})
 	var code int
 	var out string
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+	started := time.Now()
+	for deadline := started.Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
 		code, out = runDoctor(t, dir, "--addr", addr, "--save", "dump.json")
 		if code == doctorFindings {
 			break
@@ -99,8 +100,12 @@ doctor: {hold: 1s}
 			t.Fatalf("exit %d:\n%s", code, out)
 		}
 	}
-	for _, want := range []string{"the job: no watermark yet", "D5 warning source[0] partition 2: an idle or empty input holds window's watermark",
-		"chain window[0] source[0] ← source[0] partition 2", "fix: set watermark.idle_timeout (now 1m)"} {
+	if took := time.Since(started); took > 50*time.Second {
+		t.Errorf("the finding came after %v, past the idle timeout", took)
+	}
+	for _, want := range []string{"the job: no watermark yet", "D5 warning source[0] partition 2: no window can fire: records were read but window has no watermark yet",
+		"4 inputs have sent no record yet (source[0] partition 2, source[0] partition 3, source[0] partition 4, source[0] partition 5)",
+		"the idle timeout (1m) is not reached yet", "chain window[0] source[0] ← source[0] partition 2", "fix: set watermark.idle_timeout (now 1m)", "weir run --drain"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("doctor output lacks %q:\n%s", want, out)
 		}
@@ -295,4 +300,101 @@ func diagnoseRun(t *testing.T, yaml string, o spec.RunOptions) doctor.Report {
 	mon := monitor.New(monitor.Options{Info: jobInfo(p), Env: j.Env})
 	mon.Sample()
 	return doctor.Diagnose(doctor.Dump{Snapshot: *mon.Snapshot(), History: mon.History()}, doctor.Thresholds{})
+}
+
+// TestDoctorHealthyStart: a live Kafka job starts on four minutes of
+// history (with records late within the allowed lateness) and goes on
+// with live records. Its first watermark fires the windows of the
+// history minutes after their end, and the catch-up fires more; once
+// caught up the job is healthy, and no sample, from the first to the
+// last, gives a finding of warning severity (before, D11 called it a
+// timer backlog on every start).
+func TestDoctorHealthyStart(t *testing.T) {
+	broker, cl := kafkatest.Topic(t, "orders", 2)
+	now := time.Now().UnixMilli()
+	var recs []*kgo.Record
+	for i := range 48_000 {
+		ts := now - 240_000 + int64(i)*5
+		if i%30 == 0 {
+			ts -= 20_000 // late, within the lateness
+		}
+		recs = append(recs, &kgo.Record{Partition: int32(i % 2), Value: fmt.Appendf(nil, `{"user_id":"u%d","ts":%d}`, i%7, ts)})
+	}
+	if err := cl.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	p, err := spec.Parse(fmt.Appendf(nil, `name: start
+source:
+  type: kafka
+  kafka: {brokers: ['%s'], topic: orders}
+watermark: {max_out_of_orderness: 2s, interval: 50ms}
+key: [user_id]
+window: {type: tumbling, size: 10s}
+allowed_lateness: 1m
+aggregate: [{name: n, fn: count}]
+sinks: {results: {type: jsonl, path: out.jsonl}}
+`, broker))
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := spec.Open(p, spec.RunOptions{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mon := monitor.New(monitor.Options{Info: jobInfo(p), Env: j.Env, Every: 100 * time.Millisecond,
+		Extra: func() monitor.Extra { return monitor.Extra{Counters: j.Counters()} }})
+	points, unsubscribe := mon.Subscribe()
+	defer unsubscribe()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sampled := make(chan struct{})
+	go func() { defer close(sampled); mon.Run(ctx) }()
+	ran := make(chan error, 1)
+	go func() { _, err := j.Run(ctx); ran <- err }()
+	// Live records, each partition every 10 ms, some late.
+	produced := make(chan struct{})
+	go func() {
+		defer close(produced)
+		for i := 0; ctx.Err() == nil; i++ {
+			ts := time.Now().UnixMilli()
+			if i%30 == 0 {
+				ts -= 20_000
+			}
+			cl.Produce(ctx, &kgo.Record{Partition: int32(i % 2), Value: fmt.Appendf(nil, `{"user_id":"u%d","ts":%d}`, i%7, ts)}, nil)
+			time.Sleep(5 * time.Millisecond)
+		}
+	}()
+	samples := 0
+	for end := time.After(8 * time.Second); samples >= 0; {
+		select {
+		case <-points:
+			snap := mon.Snapshot()
+			if snap == nil {
+				continue
+			}
+			r := doctor.Diagnose(doctor.Dump{Snapshot: *snap, History: mon.History()}, doctor.Thresholds{})
+			if r.Worst() >= doctor.Warning {
+				t.Fatalf("sample %d of a healthy start:\n%s", samples, r.Text())
+			}
+			samples++
+		case <-end:
+			snap := mon.Snapshot()
+			w := snap.Operators[len(snap.Operators)-1].Window
+			if samples < 20 || w == nil || w.FiredOnTime == 0 || w.LateAccepted == 0 {
+				t.Fatalf("%d samples; window %+v: the run did not fire on time and late", samples, w)
+			}
+			if snap.Operators[len(snap.Operators)-1].LagS == nil || *snap.Operators[len(snap.Operators)-1].LagS > 10 {
+				t.Fatalf("not caught up: %+v", snap.Operators[len(snap.Operators)-1])
+			}
+			samples = -1
+		case err := <-ran:
+			t.Fatalf("the job ended: %v", err)
+		}
+	}
+	cancel()
+	<-produced
+	<-sampled
+	if err := <-ran; err != nil && !errors.Is(err, context.Canceled) {
+		t.Fatal(err)
+	}
 }

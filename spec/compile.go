@@ -211,6 +211,7 @@ func (c *compiler) compile() {
 		c.positive("doctor.future", d.Future, "the threshold")
 		c.positive("doctor.hold", d.Hold, "the threshold")
 		c.positive("doctor.checkpoint_delay", d.CheckpointDelay, "the threshold")
+		c.positive("doctor.no_watermark", d.NoWatermark, "the threshold")
 		for _, f := range []struct {
 			path   string
 			v, max float64

@@ -95,8 +95,12 @@ type DoctorSpec struct {
 	// (default max(5m, bound)).
 	Future *Duration `yaml:"future"`
 	// Hold: an input holding the watermark longer is held up (default
-	// max(idle_timeout, 2 × bound, 10s)).
+	// the window size, within max(idle_timeout, 10s) and at least
+	// max(2 × bound, 5s)).
 	Hold *Duration `yaml:"hold"`
+	// NoWatermark: records were read but an input that has sent none
+	// holds the watermark at none this long (default 5s).
+	NoWatermark *Duration `yaml:"no_watermark"`
 	// IdleFlips: more idle/active changes of an input in 10 minutes are
 	// flapping (default 3).
 	IdleFlips int `yaml:"idle_flips"`

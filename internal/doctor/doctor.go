@@ -88,8 +88,12 @@ type Thresholds struct {
 	// (default max(5 min, B)).
 	FutureS float64 `yaml:"future_s" json:"future_s"`
 	// HoldS: an input holding the watermark longer is held up (default
-	// max(I, 2B, 10 s)).
+	// W, within max(I, 10 s) and at least max(2B, 5 s): a hold longer
+	// than the window keeps a window from firing).
 	HoldS float64 `yaml:"hold_s" json:"hold_s"`
+	// NoWatermarkS: records were read but an input that has sent none
+	// holds the operator's watermark at none this long (default 5 s).
+	NoWatermarkS float64 `yaml:"no_watermark_s" json:"no_watermark_s"`
 	// IdleFlips: more idle/active changes of an input in 10 minutes are
 	// flapping (default 3).
 	IdleFlips int `yaml:"idle_flips" json:"idle_flips"`
@@ -100,7 +104,7 @@ type Thresholds struct {
 // over fills t's zero fields from u.
 func (t Thresholds) over(u Thresholds) Thresholds {
 	for _, f := range []struct{ dst, src *float64 }{{&t.LagHighS, &u.LagHighS}, {&t.LateRise, &u.LateRise}, {&t.LateMinShare, &u.LateMinShare},
-		{&t.BusyHigh, &u.BusyHigh}, {&t.SkewHigh, &u.SkewHigh}, {&t.FutureS, &u.FutureS}, {&t.HoldS, &u.HoldS}, {&t.CheckpointDelayS, &u.CheckpointDelayS}} {
+		{&t.BusyHigh, &u.BusyHigh}, {&t.SkewHigh, &u.SkewHigh}, {&t.FutureS, &u.FutureS}, {&t.HoldS, &u.HoldS}, {&t.NoWatermarkS, &u.NoWatermarkS}, {&t.CheckpointDelayS, &u.CheckpointDelayS}} {
 		if *f.dst == 0 {
 			*f.dst = *f.src
 		}
@@ -115,7 +119,7 @@ func (t Thresholds) over(u Thresholds) Thresholds {
 func (t Thresholds) Defaults(j monitor.JobInfo) Thresholds {
 	b, w, i := float64(j.BoundMS)/1000, float64(j.WindowMS)/1000, float64(j.IdleMS)/1000
 	return t.over(Thresholds{LagHighS: b + max(w, 30), LateRise: 3, LateMinShare: 0.001, BusyHigh: 0.9, SkewHigh: 0.5,
-		FutureS: max(300, b), HoldS: max(i, 2*b, 10), IdleFlips: 3, CheckpointDelayS: 10})
+		FutureS: max(300, b), HoldS: max(2*b, 5, min(w, max(i, 10))), NoWatermarkS: 5, IdleFlips: 3, CheckpointDelayS: 10})
 }
 
 // Dump is what the doctor reads: a snapshot and the history before it

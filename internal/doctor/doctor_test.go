@@ -115,6 +115,10 @@ func value(t *testing.T, expr string, i, n int, minutes float64) *float64 {
 	case strings.HasPrefix(expr, "ramp("):
 		a := args("ramp")
 		v = a[0] + (a[1]-a[0])*frac
+	case strings.HasPrefix(expr, "seq("):
+		// seq(a, b, c): the i-th point's value, the last one repeating.
+		a := args("seq")
+		v = a[min(i, len(a)-1)]
 	case strings.HasPrefix(expr, "step("):
 		a := args("step")
 		v = a[0]
@@ -316,6 +320,7 @@ func build(t *testing.T, s *monitor.Snapshot, input string) {
 				c, _ := strconv.Atoi(kv["lateness_count"])
 				op.Window.LatenessCount = uint64(c)
 				op.Window.StateBytes, _ = strconv.ParseInt(kv["state"], 10, 64)
+				op.Window.Windows, _ = strconv.ParseInt(kv["windows"], 10, 64)
 			}
 			s.Operators = append(s.Operators, op)
 		case "input":
@@ -332,6 +337,9 @@ func build(t *testing.T, s *monitor.Snapshot, input string) {
 				in.LastRecordAgeS = &a
 			}
 			in.IdleFlips, _ = strconv.Atoi(kv["flips"])
+			if m := kv["max"]; m != "" {
+				in.MaxEventTime = wm(m)
+			}
 			op.Subtasks[i].Inputs = append(op.Subtasks[i].Inputs, in)
 		case "holder":
 			h := monitor.Holder{Operator: words[0], Subtask: 0}
@@ -389,6 +397,14 @@ func TestDefaults(t *testing.T) {
 	th := Thresholds{}.Defaults(monitor.JobInfo{BoundMS: 30_000, WindowMS: 300_000, IdleMS: 60_000})
 	if th.LagHighS != 330 || th.HoldS != 60 || th.FutureS != 300 || th.LateRise != 3 {
 		t.Fatalf("%+v", th)
+	}
+	// A hold longer than a short window is a finding, within the idle
+	// timeout and not below twice the bound.
+	if th := (Thresholds{}).Defaults(monitor.JobInfo{BoundMS: 2_000, WindowMS: 1_000, IdleMS: 60_000}); th.HoldS != 5 || th.NoWatermarkS != 5 {
+		t.Fatalf("a 1s window: %+v", th)
+	}
+	if th := (Thresholds{}).Defaults(monitor.JobInfo{BoundMS: 5_000, WindowMS: 60_000}); th.HoldS != 10 {
+		t.Fatalf("no idle timeout: %+v", th)
 	}
 	if th := (Thresholds{LagHighS: 5}).Defaults(monitor.JobInfo{}); th.LagHighS != 5 {
 		t.Fatalf("override lost: %+v", th)

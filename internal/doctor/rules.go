@@ -10,11 +10,12 @@ import (
 	"github.com/weirstream/weir/internal/monitor"
 )
 
-// rules are D1 to D19 of the design notes (observability.md 5.2).
+// rules are D1 to D19 of the design notes (observability.md 5.2), and
+// D20 (the inputs went quiet with windows waiting).
 var rules = []func(c *kase) []Finding{
 	d1UpstreamDelay, d2Bottleneck, d3OldData, d4WatermarkTooFast, d5d6Holder, d7Skew, d8Future, d9Unit,
 	d10Regression, d11TimerBacklog, d12LatenessTooLarge, d13d14State, d15d16Checkpoints, d17AfterRestore,
-	d18Flapping, d19NoWatermark,
+	d18Flapping, d19NoWatermark, d20QuietEnd,
 }
 
 // lateJump reports whether the late rate of the last 2 minutes is above
@@ -207,13 +208,20 @@ func (c *kase) sourceInput(h monitor.Holder) (*monitor.Input, string) {
 }
 
 // D5 and D6: one source input holds an operator's watermark for longer
-// than max(I, 2B): without backlog it is idle or empty (D5), with a
-// backlog it is behind (D6).
+// than HoldS: with a backlog it is behind (D6); without one it gets no
+// records (D5). Before the operator has any watermark, an input that
+// has sent no record holds it at none, and no window can fire: that is
+// D5 as soon as records were read and NoWatermarkS passed, however
+// long HoldS is (the idle timeout, say, is a minute away). When every
+// input has gone quiet, D20 says so instead.
 func d5d6Holder(c *kase) []Finding {
 	var out []Finding
+	if c.quietEnd() {
+		return nil
+	}
 	for _, h := range c.s.Holders {
 		in, where := c.sourceInput(h)
-		if in == nil || h.HoldingForS < c.t.HoldS || in.State != "active" && in.State != "no watermark yet" {
+		if in == nil || in.State != "active" && in.State != "no watermark yet" {
 			continue
 		}
 		age := "no record yet"
@@ -221,22 +229,193 @@ func d5d6Holder(c *kase) []Finding {
 			age = "last record " + secs(*in.LastRecordAgeS) + " ago"
 		}
 		if in.Backlog != nil && *in.Backlog > 0 {
+			if h.HoldingForS < c.t.HoldS {
+				continue
+			}
 			out = append(out, Finding{Rule: "D6", Severity: Warning, Where: where,
 				Title:    "a lagging input holds " + h.Operator + "'s watermark: it has data waiting, so it is behind, not idle (marking it idle would turn its backlog into late data)",
 				Evidence: fmt.Sprintf("holding for %s; backlog %d; %s; chain %s", secs(h.HoldingForS), *in.Backlog, age, strings.Join(h.Chain, " ← ")),
 				Fix:      "set watermark.max_drift so faster inputs pause until it catches up; add source.channels (consumers) or rebalance the partitions; never idle out an input with a backlog"})
 			continue
 		}
-		if in.LastRecordAgeS != nil && *in.LastRecordAgeS < math.Max(c.i, 2*c.b) {
+		op := c.operator(h.Operator)
+		none := op != nil && op.Watermark == nil && in.Watermark == nil && c.s.Totals.RecordsIn > 0
+		switch {
+		case none && h.HoldingForS >= c.t.NoWatermarkS:
+		case h.HoldingForS < c.t.HoldS:
+			continue
+		case in.LastRecordAgeS != nil && *in.LastRecordAgeS < math.Max(c.i, 2*c.b):
 			continue // it is getting records: a normal holder
 		}
-		fix := fmt.Sprintf("set watermark.idle_timeout (now %s) so a quiet input that is caught up stops holding the watermark; keep source.channels at most the number of partitions", idleText(c.i))
-		out = append(out, Finding{Rule: "D5", Severity: Warning, Where: where,
-			Title:    "an idle or empty input holds " + h.Operator + "'s watermark: it gets no records and has no backlog, so windows do not fire",
-			Evidence: fmt.Sprintf("holding for %s (more than %s); backlog %s; %s; watermark %s; chain %s", secs(h.HoldingForS), secs(c.t.HoldS), ptrText(in.Backlog), age, wmText(in.Watermark), strings.Join(h.Chain, " ← ")),
-			Fix:      fix})
+		out = append(out, c.emptyInput(h, in, where, age, none))
 	}
 	return out
+}
+
+// emptyInput is D5's finding for holder h, whose source input in gets
+// no records: the reason it still holds (no idle timeout, or one not
+// reached yet; faster inputs paused for it) and the fixes.
+func (c *kase) emptyInput(h monitor.Holder, in *monitor.Input, where, age string, none bool) Finding {
+	title := "an idle or empty input holds " + h.Operator + "'s watermark: it gets no records and has no backlog, so windows do not fire"
+	if none {
+		title = "no window can fire: records were read but " + h.Operator + " has no watermark yet, because an input that has sent no record holds it at none"
+	}
+	why := "no idle timeout is set, so it holds until a record comes"
+	if c.i > 0 {
+		why = fmt.Sprintf("the idle timeout (%s) is not reached yet", dur(c.i))
+		if in.LastRecordAgeS != nil {
+			why += fmt.Sprintf(": it counts as idle in %s", secs(math.Max(c.i-*in.LastRecordAgeS, 0)))
+		}
+	}
+	if n := c.pausedInputs(); n > 0 {
+		why += fmt.Sprintf("; %d faster inputs are paused by watermark.max_drift until it catches up", n)
+	}
+	var empty []string
+	if none {
+		empty = c.emptyInputs()
+	}
+	limit := c.t.HoldS
+	if none {
+		limit = c.t.NoWatermarkS
+	}
+	ev := fmt.Sprintf("holding for %s (more than %s); backlog %s; %s; watermark %s; %s; chain %s", secs(h.HoldingForS), secs(limit), ptrText(in.Backlog), age, wmText(in.Watermark), why, strings.Join(h.Chain, " ← "))
+	if len(empty) > 1 {
+		ev = fmt.Sprintf("%d records in; %d inputs have sent no record yet (%s); ", c.s.Totals.RecordsIn, len(empty), strings.Join(empty, ", ")) + ev
+	} else if none {
+		ev = fmt.Sprintf("%d records in; ", c.s.Totals.RecordsIn) + ev
+	}
+	return Finding{Rule: "D5", Severity: Warning, Where: where, Title: title, Evidence: ev,
+		Fix: fmt.Sprintf("set watermark.idle_timeout (now %s) so a quiet input that is caught up stops holding the watermark; keep source.channels at most the number of partitions; at the end of a bounded replay stop with Ctrl-C under weir run --drain, which fires every open window", idleText(c.i))}
+}
+
+// emptyInputs names the source inputs that have sent no record, nor a
+// watermark, and are not idle.
+func (c *kase) emptyInputs() []string {
+	var out []string
+	for _, op := range c.s.Operators {
+		if !op.Source {
+			continue
+		}
+		for _, st := range op.Subtasks {
+			for _, in := range st.Inputs {
+				if in.Watermark == nil && in.LastRecordAgeS == nil && in.State != "idle" {
+					out = append(out, fmt.Sprintf("%s[%d] %s", op.Name, st.Index, in.Name))
+				}
+			}
+		}
+	}
+	return out
+}
+
+// pausedInputs counts the source inputs watermark alignment pauses.
+func (c *kase) pausedInputs() int {
+	n := 0
+	for _, op := range c.s.Operators {
+		for _, st := range op.Subtasks {
+			for _, in := range st.Inputs {
+				if op.Source && in.State == "paused" {
+					n++
+				}
+			}
+		}
+	}
+	return n
+}
+
+// quietEnd reports whether the inputs have all gone quiet while windows
+// wait (quiet).
+func (c *kase) quietEnd() bool {
+	q, _, _, _ := c.quiet()
+	return q
+}
+
+// quiet reports whether records were read, every source input is idle
+// or has had no record for HoldS (and has had one) and has no backlog, the final
+// watermark has not come, and records above the lowest window
+// watermark were read (their windows cannot have fired), or, where the
+// sources do not report event times, window state is left. It returns
+// the newest event time read (nil: not reported), the count of source
+// inputs and the shortest time since one of them had a record (NaN:
+// none has had one, or all are idle).
+func (c *kase) quiet() (quiet bool, maxTS *int64, inputs int, since float64) {
+	since = math.NaN()
+	if c.s.Totals.RecordsIn == 0 || c.ended() || len(c.win) == 0 {
+		return false, nil, 0, since
+	}
+	for _, op := range c.s.Operators {
+		if !op.Source {
+			continue
+		}
+		for _, st := range op.Subtasks {
+			for _, in := range st.Inputs {
+				if in.Backlog != nil && *in.Backlog > 0 {
+					return false, nil, 0, since
+				}
+				if in.State != "idle" && (in.LastRecordAgeS == nil || *in.LastRecordAgeS < c.t.HoldS) {
+					// Getting records, or none yet: an input that
+					// never had one holds the watermark, D5's case.
+					return false, nil, 0, since
+				}
+				if a := in.LastRecordAgeS; a != nil && in.State != "idle" && !(*a >= since) {
+					since = *a
+				}
+				if in.MaxEventTime != nil && (maxTS == nil || *in.MaxEventTime > *maxTS) {
+					maxTS = in.MaxEventTime
+				}
+				inputs++
+			}
+		}
+	}
+	if inputs == 0 {
+		return false, nil, 0, since
+	}
+	for _, name := range c.win {
+		op := c.operator(name)
+		switch {
+		case maxTS != nil && (op.Watermark == nil || *maxTS > *op.Watermark):
+			return true, maxTS, inputs, since
+		case maxTS == nil && op.Window != nil && op.Window.Windows > 0:
+			return true, nil, inputs, since
+		}
+	}
+	return false, nil, 0, since
+}
+
+// D20: the inputs have gone quiet and the last windows wait for a
+// watermark that will not come until records do.
+func d20QuietEnd(c *kase) []Finding {
+	quiet, maxTS, inputs, since := c.quiet()
+	if !quiet {
+		return nil
+	}
+	name := c.win[0]
+	op := c.operator(name)
+	ev := fmt.Sprintf("no record for %s on any of the %d source inputs (idle or quiet for more than %s), none with a backlog", secs(since), inputs, secs(c.t.HoldS))
+	if math.IsNaN(since) {
+		ev = fmt.Sprintf("every one of the %d source inputs is idle, none with a backlog", inputs)
+	}
+	if maxTS != nil {
+		ev += fmt.Sprintf("; records up to %s were read, %s's watermark is %s, so the windows of the last %s of data have not fired", wmText(maxTS), name, wmText(op.Watermark), secs(float64(*maxTS-wmOr(op.Watermark, *maxTS-int64(c.b*1000)))/1000))
+	}
+	if op.Window != nil {
+		ev += fmt.Sprintf("; %d windows in state", op.Window.Windows)
+	}
+	fix := "if the input is complete (a bounded replay), stop with Ctrl-C under weir run --drain, which sends the final watermark so every open window fires; "
+	if c.i > 0 {
+		fix += fmt.Sprintf("for a live source that pauses, the last windows fire when records resume (with every input idle after watermark.idle_timeout, now %s, the watermark only reaches the largest one seen)", dur(c.i))
+	} else {
+		fix += "for a live source that pauses, the last windows fire when records resume; set watermark.idle_timeout so idle inputs at least let the watermark reach the largest one seen"
+	}
+	return []Finding{{Rule: "D20", Severity: Warning, Where: name,
+		Title:    "the inputs have gone quiet: the last windows wait for a watermark that will not come until more records arrive",
+		Evidence: ev, Fix: fix}}
+}
+
+func wmOr(w *int64, or int64) int64 {
+	if w == nil {
+		return or
+	}
+	return *w
 }
 
 func idleText(i float64) string {
@@ -356,23 +535,39 @@ func d10Regression(c *kase) []Finding {
 }
 
 // D11: the firing delay is far above the lag: timers fire late because
-// the window operator is overloaded at window ends.
+// the window operator is overloaded at window ends. Each history point
+// has the firing delay of its own interval's firings (the windows the
+// first watermark fired are not in it: they ended before the job had a
+// watermark), and the rule wants it in every point of the last 2
+// minutes that had firings, at least two, with the lag normal in each:
+// one interval in which a replay caught up, or the start of a job, is
+// not a backlog.
 func d11TimerBacklog(c *kase) []Finding {
-	if len(c.win) == 0 || len(c.h) == 0 {
-		return nil
+	if len(c.win) == 0 || len(c.h) == 0 || c.ended() {
+		return nil // (the final watermark fires everything at once)
 	}
-	if c.ended() {
-		return nil // the final watermark fired everything at once
+	lagOf := c.maxOver(c.win, func(o monitor.OpPoint) *float64 { return o.LagS })
+	delayOf := c.maxOver(c.win, func(o monitor.OpPoint) *float64 { return &o.FiringDelayP99S })
+	cut := c.h[len(c.h)-1].T - 120_000
+	var l, f float64
+	n := 0
+	for _, p := range c.h {
+		fd, ok := delayOf(p)
+		if p.T < cut || !ok || fd == 0 {
+			continue // too old, or no window fired in the interval
+		}
+		lag, ok := lagOf(p)
+		if !ok || lag > c.t.LagHighS || fd <= 2*lag+math.Max(c.b, 10) {
+			return nil
+		}
+		l, f, n = lag, fd, n+1
 	}
-	_, lag := c.series(c.maxOver(c.win, func(o monitor.OpPoint) *float64 { return o.LagS }))
-	_, fd := c.series(c.maxOver(c.win, func(o monitor.OpPoint) *float64 { return &o.FiringDelayP99S }))
-	l, f := last(lag), last(fd)
-	if math.IsNaN(l) || math.IsNaN(f) || l > c.t.LagHighS || f <= 2*l+math.Max(c.b, 10) {
+	if n < 2 {
 		return nil
 	}
 	return []Finding{{Rule: "D11", Severity: Warning, Where: c.win[0],
 		Title:    "timer backlog: windows fire long after the watermark passed their end, so the window operator is overloaded when many windows end together",
-		Evidence: fmt.Sprintf("firing delay p99 %s against lag %s; %s", secs(f), secs(l), c.busiestText()),
+		Evidence: fmt.Sprintf("firing delay p99 %s against lag %s, in each of the %d intervals with firings in the last 2 minutes; %s", secs(f), secs(l), n, c.busiestText()),
 		Fix:      "aggregate incrementally, stagger the windows with window.offset, or add subtasks"}}
 }
 

@@ -33,6 +33,16 @@ func (h *H) Add(o H) {
 	h.Sum += o.Sum
 }
 
+// Sub takes o's observations out of h, where h has them all (h is a
+// later copy of o's histogram): what was observed in between. A count
+// that would go below zero (h is not a later copy) becomes zero.
+func (h *H) Sub(o H) {
+	for i, c := range o.Counts {
+		h.Counts[i] -= min(c, h.Counts[i])
+	}
+	h.Sum = max(h.Sum-o.Sum, 0)
+}
+
 // Count is the number of observations.
 func (h *H) Count() uint64 {
 	var n uint64

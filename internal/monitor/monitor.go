@@ -46,8 +46,11 @@ type OpPoint struct {
 	DroppedPerS      *float64 `json:"dropped_per_s,omitempty"`
 	LatenessP50S     float64  `json:"lateness_p50_s"`
 	LatenessP99S     float64  `json:"lateness_p99_s"`
-	FiringDelayP50S  float64  `json:"firing_delay_p50_s"`
-	FiringDelayP99S  float64  `json:"firing_delay_p99_s"`
+	// FiringDelay quantiles are over the firings since the previous
+	// point (0: none fired), so that the start of a job or a replay
+	// caught up long ago does not weigh on every later point.
+	FiringDelayP50S float64 `json:"firing_delay_p50_s"`
+	FiringDelayP99S float64 `json:"firing_delay_p99_s"`
 }
 
 // JobPoint is the job as a whole at one moment.
@@ -378,7 +381,11 @@ func point(s, prev *Snapshot, dt time.Duration) Point {
 		if w := op.Window; w != nil {
 			o.StateBytes = w.StateBytes
 			o.LatenessP50S, o.LatenessP99S = w.LatenessP50S, w.LatenessP99S
-			o.FiringDelayP50S, o.FiringDelayP99S = w.FiringDelayP50S, w.FiringDelayP99S
+			fd := w.firingDelay
+			if po := prevOps[op.Name]; po != nil && po.Window != nil {
+				fd.Sub(po.Window.firingDelay)
+			}
+			o.FiringDelayP50S, o.FiringDelayP99S = fd.Quantile(0.5), fd.Quantile(0.99)
 			if w.OldestTimer != nil && *w.OldestTimer < s.Now {
 				o.OldestTimerAgeS = fptr(float64(s.Now-*w.OldestTimer) / 1000)
 			}

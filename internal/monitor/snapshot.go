@@ -16,6 +16,7 @@ import (
 
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/etime"
+	"github.com/weirstream/weir/internal/hist"
 )
 
 // JobInfo is what the job's spec says, for relative judgements: the
@@ -169,6 +170,9 @@ type WindowOut struct {
 	LatenessCount   uint64  `json:"lateness_count"`
 	FiringDelayP50S float64 `json:"firing_delay_p50_s"`
 	FiringDelayP99S float64 `json:"firing_delay_p99_s"`
+	// firingDelay is the histogram behind them, kept so that a history
+	// point can take the quantiles of the firings in its own interval.
+	firingDelay hist.H
 	// OldestTimer is the earliest pending event-time timer (a window end
 	// or cleanup time the watermark must reach; null: none or unknown).
 	OldestTimer *int64 `json:"oldest_timer"`
@@ -395,7 +399,7 @@ func take(env *weir.Env, cs weir.CheckpointStats, info JobInfo, now time.Time) S
 				StateBytes: st.Bytes, Windows: st.OpenWindows, Timers: st.Timers,
 				LatenessP50S: h.Lateness.Quantile(0.5), LatenessP99S: h.Lateness.Quantile(0.99),
 				LatenessP999S: h.Lateness.Quantile(0.999), LatenessCount: h.Lateness.Count(),
-				FiringDelayP50S: h.FiringDelay.Quantile(0.5), FiringDelayP99S: h.FiringDelay.Quantile(0.99)}
+				FiringDelayP50S: h.FiringDelay.Quantile(0.5), FiringDelayP99S: h.FiringDelay.Quantile(0.99), firingDelay: h.FiringDelay}
 			if st.HasOldest {
 				op.Window.OldestTimer = wmPtr(st.Oldest)
 			}

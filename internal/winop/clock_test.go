@@ -51,3 +51,39 @@ func TestSampleClock(t *testing.T) {
 		t.Fatalf("windows %v, want [1000,1010) for the sampled batch and [1010,1020) for the next", wins)
 	}
 }
+
+// TestFiringDelaySkipsTheStart: the windows the first watermark fires
+// ended before the operator had a watermark (records read at the start
+// of a job, or of a replay), so their firing delay is not observed;
+// later on-time firings are, as processing time minus window end.
+func TestFiringDelaySkipsTheStart(t *testing.T) {
+	now := etime.Time(600_000) // the clock: 10 minutes
+	op, err := New(Config[uint64, snapEvent, int64, int64]{
+		Assigner: mustA(window.Tumbling(60_000, 0)), Contents: AggContents[snapEvent, int64, int64]{F: snapSum{}},
+		Func: func(ctx *FireContext[uint64, int64], acc *int64) { ctx.Emit(*acc) }, KeyEncoder: encU64, Backend: memstate.New(),
+		KeyCodec: state.CodecFor[uint64](), AccCodec: state.CodecFor[int64](), KeyGroup: kgOf,
+		Now: func() etime.Time { return now },
+	}, &lines{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Records of the first minutes, read before any watermark.
+	for ts := etime.Time(0); ts < 540_000; ts += 30_000 {
+		_ = op.ProcessElement(1, snapEvent{1, 0}, ts)
+	}
+	op.AdvanceWatermark(590_000)
+	if fired := op.Counters().FiredOnTime; fired != 9 {
+		t.Fatalf("the first watermark fired %d windows, want 9", fired)
+	}
+	if n := op.h.FiringDelay.Count(); n != 0 {
+		t.Fatalf("firing delay observed %d times for windows that ended before the first watermark", n)
+	}
+	// A window that ends after the first watermark fires 5 s after its end.
+	_ = op.ProcessElement(1, snapEvent{1, 0}, 595_000)
+	now = 605_000
+	op.AdvanceWatermark(600_000)
+	h := op.Hists().FiringDelay
+	if n := h.Count(); n != 1 || h.Sum != 5 {
+		t.Fatalf("firing delay: %d observations summing to %vs, want 1 of 5s", n, h.Sum)
+	}
+}

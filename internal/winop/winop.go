@@ -199,6 +199,11 @@ type Operator[K comparable, IN, ACC, OUT any] struct {
 
 	evt, proc timers.Timers[K]
 	wm, now   etime.Time
+	// delayFrom: windows ending at or before it fired at the operator's
+	// first watermark, which their firing delay would only blame for
+	// the records read before it (the start of a job, or a replay), so
+	// FiringDelay skips them.
+	delayFrom etime.Time
 	clock     func() etime.Time
 	sample    etime.Time // the clock at the start of the batch
 	sampled   bool       // SampleClock is in use
@@ -319,7 +324,7 @@ func New[K comparable, IN, ACC, OUT any](cfg Config[K, IN, ACC, OUT], out Output
 		a: cfg.Assigner, trig: trig, lateness: cfg.Lateness, contents: cfg.Contents, fn: cfg.Func,
 		evict: cfg.Evict, lateOut: cfg.LateOutput, partOut: cfg.PartialOutput, out: out, lateEvery: cfg.LateFiringInterval,
 
-		wm: etime.MinTime, now: etime.MinTime, clock: cfg.Now, gap: cfg.Gap,
+		wm: etime.MinTime, now: etime.MinTime, delayFrom: etime.MinTime, clock: cfg.Now, gap: cfg.Gap,
 		keyCodec: cfg.KeyCodec, accCodec: cfg.AccCodec, keyGroup: cfg.KeyGroup,
 		touch: newToucher[K, ACC](),
 	}
@@ -411,7 +416,10 @@ type Hists struct {
 	Lateness hist.H
 	// FiringDelay: processing time minus window end, in seconds, of each
 	// on-time firing of an event-time window (how long after its end, by
-	// the clock, a window's result came out).
+	// the clock, a window's result came out), except the windows the
+	// operator's first watermark fires: they ended before it had one, so
+	// their delay is the age of the records read before it, not a
+	// firing backlog.
 	FiringDelay hist.H
 }
 
@@ -793,7 +801,7 @@ func (o *Operator[K, IN, ACC, OUT]) emitFiring(key K, w window.Window, e *entry[
 		o.c.FiredEarly++
 	case window.OnTime:
 		o.c.FiredOnTime++
-		if o.eventTime {
+		if o.eventTime && w.MaxTimestamp() > o.delayFrom {
 			o.h.FiringDelay.Observe(float64(o.processingTime()-w.End) / 1000)
 		}
 	default:
@@ -808,6 +816,9 @@ func (o *Operator[K, IN, ACC, OUT]) AdvanceWatermark(wm etime.Time) {
 	o.evictCaches()
 	if wm <= o.wm {
 		return
+	}
+	if o.wm == etime.MinTime {
+		o.delayFrom = wm
 	}
 	o.wm = wm
 	if o.al != nil {

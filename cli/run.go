@@ -277,8 +277,9 @@ func runPlan(ctx context.Context, p *spec.Plan, dir string, f runFlags, now time
 		peak = j.State().Peak
 	}
 	state := "finished"
+	dead := allDead(sum)
 	switch {
-	case err != nil:
+	case err != nil || dead != "":
 		state = "failed"
 	case stopping.Load():
 		state = "stopped"
@@ -298,7 +299,39 @@ func runPlan(ctx context.Context, p *spec.Plan, dir string, f runFlags, now time
 		fmt.Fprintln(o.Stderr, "weir run: conservation violated (a bug in weir; please report it with the input)")
 		return ExitFailed
 	}
+	if dead != "" {
+		fmt.Fprintf(o.Stderr, "weir run: the job failed: %s\n", dead)
+		return ExitFailed
+	}
 	return ExitOK
+}
+
+// allDead says why, when every record of a run that read some became a
+// dead letter (empty otherwise): the most common reason with its first
+// detail, and the missing field's warning if the field watch found one.
+func allDead(s spec.Summary) string {
+	in := s.Get("records_in")
+	if in == 0 || s.Get("dead_letter") != in {
+		return ""
+	}
+	var top string
+	var n int64
+	for _, c := range s.Counters {
+		if r, ok := strings.CutPrefix(c.Name, "dead_letter_"); ok && c.Value > n {
+			top, n = r, c.Value
+		}
+	}
+	why := fmt.Sprintf("every one of the %d records became a dead letter, %d of them %s", in, n, top)
+	if d := s.FirstDead[top]; d != "" {
+		why += " (the first: " + d + ")"
+	}
+	for _, f := range s.Fields {
+		if f.Fatal() {
+			why += "; " + f.String()
+			break
+		}
+	}
+	return why
 }
 
 // printSummary prints what the run did; state is how it ended:
@@ -328,6 +361,12 @@ func printSummary(w io.Writer, p *spec.Plan, s spec.Summary, elapsed time.Durati
 		dl += " (" + strings.Join(reasons, ", ") + ")"
 	}
 	fmt.Fprintf(w, "  dead letters: %s\n", dl)
+	if h := s.FirstDead["timestamp_unit"]; h != "" {
+		fmt.Fprintf(w, "  hint: %d timestamps in the wrong unit; the first: %s\n", g("dead_letter_timestamp_unit"), h)
+	}
+	for _, f := range s.Fields {
+		fmt.Fprintf(w, "  warning: %s\n", f)
+	}
 	fmt.Fprintf(w, "  results: %d lines (%d retractions); open windows at the end: %d\n", g("results"), g("retractions"), g("open_windows"))
 	if n := g("decimal_overflow"); n > 0 {
 		fmt.Fprintf(w, "  warning: %d sums or averages in results went beyond 38 digits and were computed in float64 from there (decimal_overflow)\n", n)
@@ -498,6 +537,9 @@ func serveAdmin(addr string, p *spec.Plan, job func() *spec.Job, restores func()
 			return monitor.Extra{}
 		}
 		x := monitor.Extra{Counters: j.Counters(), RestoredAt: j.RestoredAt()}
+		for _, f := range j.FieldWarnings() {
+			x.MissingFields = append(x.MissingFields, monitor.MissingField{Field: f.Field, Path: f.Path, Records: f.Records, Effect: f.Effect, Fatal: f.Fatal(), Fix: f.Fix})
+		}
 		for _, l := range j.RecentLate() {
 			why := "too late for every window it belongs to (beyond the allowed lateness)"
 			if l.Reason == "window_expired_partial" {

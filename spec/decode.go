@@ -109,6 +109,10 @@ type decoder struct {
 	// note counts a control line or a regression in the job's output
 	// counters (exact across checkpoints).
 	note func(ch int, k itemKind)
+	// watch catches a misspelled field name (fieldwatch.go); warnField
+	// (nil: none) hears each field it finds missing, once.
+	watch     fieldWatch
+	warnField func(FieldWarning)
 	// staged holds each channel's largest timestamp as its barrier of a
 	// checkpoint passed, for the checkpoint's output part.
 	stagedMu sync.Mutex
@@ -222,6 +226,7 @@ func newDecoder(p *Plan, clk clock.Clock) *decoder {
 		}
 		d.aggAt = append(d.aggAt, at)
 	}
+	d.watch.seen = make([]atomic.Bool, len(d.fields))
 	return d
 }
 
@@ -304,6 +309,9 @@ func (d *decoder) decodeSlot(l fileio.Line, slot int) (rec, error) {
 	}
 	r := rec{raw: l.Text, no: l.No, promised: etime.MinTime}
 	d.gather(o, sc)
+	if !d.watch.done.Load() {
+		d.observe(o, sc)
+	}
 	if d.tsAt >= 0 {
 		if r.ts, err = d.timestamp(sc.got[d.tsAt]); err != nil {
 			return rec{}, err

@@ -86,17 +86,20 @@ type RunOptions struct {
 
 // Job is a spec ready to run, with its sources and sinks open.
 type Job struct {
-	plan    *Plan
-	env     *weir.Env
-	srcName string
-	dec     *decoder
-	results resultSink
-	late    recordSink
-	partial recordSink
-	dead    recordSink
-	files   map[string]*lineSink // file sinks by sink name
-	ledgers map[string]*ledgerSink
-	runDir  string // RunOptions.Dir: relative paths start there
+	// firstDead maps a dead-letter reason to the first such dead
+	// letter's detail (string to string), for the summary.
+	firstDead sync.Map
+	plan      *Plan
+	env       *weir.Env
+	srcName   string
+	dec       *decoder
+	results   resultSink
+	late      recordSink
+	partial   recordSink
+	dead      recordSink
+	files     map[string]*lineSink // file sinks by sink name
+	ledgers   map[string]*ledgerSink
+	runDir    string // RunOptions.Dir: relative paths start there
 	// archive keeps each window's newest revision for backfill (jsonl
 	// and Kafka results with an archive block); nil otherwise.
 	archive *archiveWriter
@@ -215,6 +218,7 @@ func Open(plan *Plan, o RunOptions) (*Job, error) {
 	j.warn = o.Warn
 	j.dec.note = func(ch int, k itemKind) { j.out.add(weir.Subtask{Stage: sourceStage, Index: ch}, item{kind: k}) }
 	if o.Warn != nil {
+		j.dec.warnField = func(w FieldWarning) { o.Warn(w.String()) }
 		j.dec.warn = func(where string, from, to etime.Time) {
 			o.Warn(fmt.Sprintf("%s: event time jumped back from %s to %s (more than 1h; counted in timestamp_regressions, warned once)",
 				where, from.Wall().Format(time.RFC3339), to.Wall().Format(time.RFC3339)))
@@ -618,6 +622,7 @@ func (j *Job) Run(ctx context.Context) (Summary, error) {
 	stopFlusher := j.startFlusher()
 	stopWatch := j.watchStop(ctx)
 	rep, err := j.env.Execute(ctx)
+	j.dec.judge() // a run shorter than the field watch
 	stopFlusher()
 	j.execFailed = err != nil
 	open := j.env.State().OpenWindows
@@ -702,6 +707,9 @@ func (j *Job) recordsIn(rep weir.Report, controls int64) int64 {
 }
 
 func (j *Job) deadLetter(d weir.DeadLetter) {
+	if _, ok := j.firstDead.Load(d.Reason); !ok {
+		j.firstDead.LoadOrStore(d.Reason, d.Detail)
+	}
 	it := item{kind: itemDead, reason: d.Reason}
 	defer func() { j.out.add(weir.Subtask{Stage: d.Stage, Index: d.Subtask}, it) }()
 	if j.dead == nil {
@@ -757,6 +765,14 @@ type Summary struct {
 	// Counters in output order; conservation (W4): records_in = accepted
 	// + late_side_output + late_dropped + dead_letter.
 	Counters []Counter
+	// Fields are the fields the spec reads that never appeared in the
+	// run's first records (a misspelled name, a CSV header that does
+	// not match).
+	Fields []FieldWarning
+	// FirstDead is, per dead-letter reason, the detail of the first
+	// such dead letter of this process (the hint of timestamp_unit, the
+	// field of key_missing).
+	FirstDead map[string]string
 }
 
 // Counter is one named count.
@@ -827,8 +843,20 @@ func (j *Job) summary(rep weir.Report, open int64) Summary {
 	for _, r := range slices.Sorted(maps.Keys(oc.Dead)) {
 		add("dead_letter_"+r, oc.Dead[r])
 	}
+	s.Fields = j.dec.fieldWarnings()
+	j.firstDead.Range(func(k, v any) bool {
+		if s.FirstDead == nil {
+			s.FirstDead = map[string]string{}
+		}
+		s.FirstDead[k.(string)] = v.(string)
+		return true
+	})
 	return s
 }
+
+// FieldWarnings are the fields the spec reads that the first records
+// did not have (nil until the job has looked at enough records).
+func (j *Job) FieldWarnings() []FieldWarning { return j.dec.fieldWarnings() }
 
 func (j *Job) closeSinks() error {
 	var errs []error

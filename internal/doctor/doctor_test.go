@@ -1,6 +1,7 @@
 package doctor
 
 import (
+	"fmt"
 	"encoding/json"
 	"strconv"
 	"strings"
@@ -369,6 +370,15 @@ func build(t *testing.T, s *monitor.Snapshot, input string) {
 		case "restored":
 			r := now + durArg(t, words[0])
 			s.RestoredAt = &r
+		case "missing":
+			// missing path=key field=user_id records=1000 fatal=1 like=userId
+			n, _ := strconv.ParseInt(kv["records"], 10, 64)
+			m := monitor.MissingField{Field: kv["field"], Path: kv["path"], Records: n, Fatal: kv["fatal"] == "1",
+				Effect: "every record becomes a dead letter (key_missing)", Fix: fmt.Sprintf("did you mean %q?", kv["like"])}
+			if !m.Fatal {
+				m.Effect = "its results are null"
+			}
+			s.MissingFields = append(s.MissingFields, m)
 		case "records_in":
 			s.Totals.RecordsIn, _ = strconv.ParseInt(words[0], 10, 64)
 		default:

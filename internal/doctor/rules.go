@@ -10,12 +10,13 @@ import (
 	"github.com/weirstream/weir/internal/monitor"
 )
 
-// rules are D1 to D19 of the design notes (observability.md 5.2), and
-// D20 (the inputs went quiet with windows waiting).
+// rules are D1 to D19 of the design notes (observability.md 5.2), D20
+// (the inputs went quiet with windows waiting) and D21 (a field the spec
+// reads is not in the records).
 var rules = []func(c *kase) []Finding{
 	d1UpstreamDelay, d2Bottleneck, d3OldData, d4WatermarkTooFast, d5d6Holder, d7Skew, d8Future, d9Unit,
 	d10Regression, d11TimerBacklog, d12LatenessTooLarge, d13d14State, d15d16Checkpoints, d17AfterRestore,
-	d18Flapping, d19NoWatermark, d20QuietEnd,
+	d18Flapping, d19NoWatermark, d20QuietEnd, d21MissingField,
 }
 
 // lateJump reports whether the late rate of the last 2 minutes is above
@@ -716,6 +717,11 @@ func d19NoWatermark(c *kase) []Finding {
 			return nil // a source input without a watermark holds it: D5 or D6 says which
 		}
 	}
+	for _, m := range c.s.MissingFields {
+		if m.Fatal {
+			return nil // every record is a dead letter: D21 says why
+		}
+	}
 	var whys []string
 	for _, name := range c.ops {
 		op := c.operator(name)
@@ -732,4 +738,23 @@ func d19NoWatermark(c *kase) []Finding {
 		Title:    "records flow but no watermark ever came: no window will fire",
 		Evidence: fmt.Sprintf("%d records in; %s", c.s.Totals.RecordsIn, strings.Join(whys, "; ")),
 		Fix:      "check timestamp.field and watermark (a watermark strategy per input); set watermark.idle_timeout for inputs that get no records"}}
+}
+
+// D21: a field the spec reads never appeared in the job's first
+// records: a misspelled name. Without a timestamp or key field every
+// record is a dead letter (critical); without an aggregate's field its
+// results are null.
+func d21MissingField(c *kase) []Finding {
+	var out []Finding
+	for _, m := range c.s.MissingFields {
+		sev := Warning
+		if m.Fatal {
+			sev = Critical
+		}
+		out = append(out, Finding{Rule: "D21", Severity: sev, Where: m.Path,
+			Title:    fmt.Sprintf("the spec reads field %q, which the records do not have (a misspelled name, or a CSV header that does not match)", m.Field),
+			Evidence: fmt.Sprintf("%s %q was in none of the first %d records; %s; %d dead letters of %d records in", m.Path, m.Field, m.Records, m.Effect, c.s.Counters["dead_letter"], c.s.Totals.RecordsIn),
+			Fix:      fmt.Sprintf("set %s to the records' name for it: %s", m.Path, m.Fix)})
+	}
+	return out
 }

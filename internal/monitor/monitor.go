@@ -173,7 +173,7 @@ func (m *Monitor) Sample() {
 	s.Stuck = stuck(cs, sinks, now, m.o.StuckAfter)
 	if m.o.Extra != nil {
 		x := m.o.Extra()
-		s.RecentLate, s.Counters = x.RecentLate, x.Counters
+		s.RecentLate, s.Counters, s.MissingFields = x.RecentLate, x.Counters, x.MissingFields
 		if !x.RestoredAt.IsZero() {
 			t := x.RestoredAt.UnixMilli()
 			s.RestoredAt = &t

@@ -46,6 +46,9 @@ type Snapshot struct {
 	// Counters are the job's own counts beyond the engine's (the spec
 	// runner's: timestamp_regressions, dead_letter_<reason>, ...).
 	Counters map[string]int64 `json:"counters"`
+	// MissingFields are the fields the spec reads that the job's first
+	// records did not have.
+	MissingFields []MissingField `json:"missing_fields,omitempty"`
 	// RestoredAt is when the job last resumed from a checkpoint (Unix
 	// ms; null: it started fresh).
 	RestoredAt *int64 `json:"restored_at"`
@@ -111,9 +114,26 @@ type CheckpointInFlight struct {
 
 // Extra is what a job adds to its snapshots beyond the engine's view.
 type Extra struct {
-	RecentLate []LateEntry
-	Counters   map[string]int64
-	RestoredAt time.Time
+	RecentLate    []LateEntry
+	Counters      map[string]int64
+	RestoredAt    time.Time
+	MissingFields []MissingField
+}
+
+// MissingField is a field the job's spec reads that none of its first
+// records had (a misspelled name in the spec, a CSV header that does
+// not match it).
+type MissingField struct {
+	Field string `json:"field"`
+	// Path is where the spec names it (key, aggregate[0].field, ...).
+	Path    string `json:"path"`
+	Records int64  `json:"records"`
+	// Effect says what the job does without it; Fatal that every
+	// record becomes a dead letter.
+	Effect string `json:"effect"`
+	Fatal  bool   `json:"fatal"`
+	// Fix is the did-you-mean, or the fields the records have.
+	Fix string `json:"fix"`
 }
 
 // LateEntry is one too-late record, as the dashboard lists it.

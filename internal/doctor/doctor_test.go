@@ -1,8 +1,8 @@
 package doctor
 
 import (
-	"fmt"
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"

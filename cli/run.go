@@ -54,6 +54,14 @@ func loadSpec(path string, o IO) (*spec.Plan, bool) {
 	return nil, false
 }
 
+// printWarnings prints the spec's warnings (weir validate and run do;
+// the other commands stay quiet about them).
+func printWarnings(path string, p *spec.Plan, o IO) {
+	for _, w := range p.Warnings {
+		fmt.Fprintf(o.Stderr, "%s: warning: %v\n", path, w)
+	}
+}
+
 // trimDir removes the test working directory from error messages.
 func trimDir(err error, o IO) string {
 	s := err.Error()
@@ -77,8 +85,13 @@ func validateCmd(args []string, o IO) int {
 	if !ok {
 		return ExitUsage
 	}
-	fmt.Fprintf(o.Stdout, "%s: ok: job %q, %s time, %s source, %s windows, %d aggregate(s)\n",
-		fs.Arg(0), p.Spec.Name, p.Time, p.Spec.Source.Type, p.Spec.Window.Type, len(p.Spec.Aggregate))
+	printWarnings(fs.Arg(0), p, o)
+	warns := ""
+	if n := len(p.Warnings); n > 0 {
+		warns = fmt.Sprintf("; %d warning(s) above", n)
+	}
+	fmt.Fprintf(o.Stdout, "%s: ok: job %q, %s time, %s source, %s windows, %d aggregate(s)%s\n",
+		fs.Arg(0), p.Spec.Name, p.Time, p.Spec.Source.Type, p.Spec.Window.Type, len(p.Spec.Aggregate), warns)
 	return ExitOK
 }
 
@@ -144,6 +157,7 @@ func runCmd(ctx context.Context, args []string, o IO) int {
 	if !ok {
 		return ExitUsage
 	}
+	printWarnings(path, p, o)
 	if f.interval < 0 {
 		fmt.Fprintln(o.Stderr, "weir run: --checkpoint-interval must be positive, such as 5s")
 		return ExitUsage

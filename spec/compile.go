@@ -9,6 +9,7 @@ import (
 	"math"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -21,6 +22,10 @@ import (
 // assigner and trigger built.
 type Plan struct {
 	Spec *Spec
+	// Warnings are the spec's (Spec.Warnings) and what compiling found
+	// questionable but not wrong: a ledger without the archive that
+	// weir backfill needs, say. A job with warnings runs.
+	Warnings Errors
 
 	Time      string // event, processing or ingestion
 	Format    string // jsonl or csv
@@ -107,7 +112,7 @@ func Parse(data []byte) (*Plan, error) {
 
 // Compile validates s and returns its plan, or every problem as Errors.
 func Compile(s *Spec) (*Plan, error) {
-	c := &compiler{p: &Plan{Spec: s}}
+	c := &compiler{p: &Plan{Spec: s, Warnings: slices.Clone(s.Warnings)}}
 	c.compile()
 	if len(c.errs) > 0 {
 		return nil, c.errs
@@ -122,6 +127,11 @@ type compiler struct {
 
 func (c *compiler) add(path, msg, fix string) {
 	c.errs = append(c.errs, FieldError{Path: path, Msg: msg, Fix: fix})
+}
+
+// warn adds a warning to the plan.
+func (c *compiler) warn(path, msg, fix string) {
+	c.p.Warnings = append(c.p.Warnings, FieldError{Path: path, Msg: msg, Fix: fix})
 }
 
 // oneOf checks an enum field, defaulting an empty value to def (when def
@@ -188,6 +198,10 @@ func (c *compiler) compile() {
 		if p.LateRatioWarn > p.LateRatioCrit {
 			c.add("alerts.late_ratio", fmt.Sprintf("%v is above late_ratio_critical %v", p.LateRatioWarn, p.LateRatioCrit), "make the warning level the lower one")
 		}
+	}
+	if r, l := s.Sinks.Results, s.Sinks.Late; s.Archive == nil && r != nil && (r.Type == "jsonl" || r.Type == "kafka") && l != nil && (l.Type == "ledger" || l.Type == "kafka" || l.Type == "postgres") {
+		c.warn("archive", fmt.Sprintf("sinks.late (%s) keeps the too-late records for weir backfill, which cannot merge them into %s results without an archive of the closed windows", l.Type, r.Type),
+			"add archive: {dir: archive} (or a sqlite or postgres results table, which keeps the windows in its rows)")
 	}
 	if a := s.Archive; a != nil {
 		c.positive("archive.horizon", a.Horizon, "the horizon")

@@ -80,6 +80,7 @@ func Load(data []byte) (*Spec, error) {
 	var s Spec
 	w := walker{}
 	w.value(reflect.ValueOf(&s).Elem(), root, "", 0)
+	s.Warnings = w.warns
 	if len(w.errs) > 0 {
 		slices.SortStableFunc(w.errs, func(a, b FieldError) int { return cmp.Compare(a.Line, b.Line) })
 		return &s, w.errs
@@ -115,6 +116,7 @@ func syntaxError(err error) Errors {
 // collecting every problem instead of stopping at the first.
 type walker struct {
 	errs       Errors
+	warns      Errors
 	inAlias    int  // > 0 while walking the target of an alias
 	aliasNodes int  // nodes walked while inAlias > 0
 	stopped    bool // the alias budget ran out: walk no further
@@ -178,6 +180,10 @@ func (w *walker) value(v reflect.Value, n *yaml.Node, path string, depth int) {
 		if d, msg, fix := durationValue(n); msg != "" {
 			w.fail(path, n, msg, fix)
 		} else {
+			if _, bare := wholeNumber(n); bare && d > 0 && d < 1000 {
+				w.warns = append(w.warns, FieldError{Path: path, Line: n.Line, Msg: fmt.Sprintf("the bare number %d is read as %d milliseconds", d, d),
+					Fix: fmt.Sprintf("write %dms to say so, or %ds if you meant seconds", d, d)})
+			}
 			v.SetInt(int64(d))
 		}
 		return

@@ -10,6 +10,9 @@ package spec
 
 // Spec is one job.
 type Spec struct {
+	// Warnings are what Load found questionable but not wrong, such as a
+	// bare number read as milliseconds (not part of the YAML).
+	Warnings Errors `yaml:"-"`
 	// Name names the job in logs and summaries.
 	Name string `yaml:"name"`
 	// Time is the job's time semantics (R1): event (default), processing or

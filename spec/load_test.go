@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"pgregory.net/rapid"
 )
 
@@ -177,10 +178,25 @@ func TestLoadOK(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Load: %v", err)
 			}
-			if diff := cmp.Diff(tc.want, got); diff != "" {
+			// (Warnings: TestBareNumberWarning.)
+			if diff := cmp.Diff(tc.want, got, cmpopts.IgnoreFields(Spec{}, "Warnings")); diff != "" {
 				t.Errorf("Load (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestBareNumberWarning: a bare number below 1000 for a duration is read
+// as milliseconds and warned about with its path, line and the fix; one
+// of 1000 or more, 0, or a duration with its unit is not.
+func TestBareNumberWarning(t *testing.T) {
+	s, err := Load([]byte("allowed_lateness: 10\nwatermark: {max_out_of_orderness: 5000, interval: 200ms}\nwindow: {size: 0}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "allowed_lateness: the bare number 10 is read as 10 milliseconds; write 10ms to say so, or 10s if you meant seconds (line 1)"
+	if len(s.Warnings) != 1 || s.Warnings[0].Error() != want {
+		t.Fatalf("warnings %v, want one: %s", s.Warnings, want)
 	}
 }
 

@@ -60,7 +60,8 @@ func runSized(t *testing.T, backend func() state.Backend, budget int64) (weir.Op
 // TestStateSize checks the state-size counters: windows and timers are
 // exact at their peak and zero after the final watermark on both backends,
 // the KV backend counts its bytes and the in-memory estimate is close to
-// that count, and a state budget warns once, naming the operator.
+// that count, and a state budget warns once, naming the operator, and
+// again each time the state doubles past it.
 func TestStateSize(t *testing.T) {
 	mem, log := runSized(t, func() state.Backend { return memstate.New() }, 0)
 	if log != "" {
@@ -80,6 +81,12 @@ func TestStateSize(t *testing.T) {
 	over, log := runSized(t, func() state.Backend { return memstate.New() }, mem.Peak.Bytes/2)
 	if over.OverBudget != 1 || strings.Count(log, "passed its budget") != 1 || !strings.Contains(log, "operator=hourly") {
 		t.Fatalf("budget %d: %d warnings, log:\n%s", mem.Peak.Bytes/2, over.OverBudget, log)
+	}
+	// Far past the budget, it warns again each time the state doubles,
+	// with the resident memory beside the encoded size.
+	far, log := runSized(t, func() state.Backend { return memstate.New() }, mem.Peak.Bytes/10)
+	if far.OverBudget < 3 || strings.Count(log, "doubled again past its budget") != far.OverBudget-1 || !strings.Contains(log, "rss=") {
+		t.Fatalf("budget %d, peak %d: %d warnings, log:\n%s", mem.Peak.Bytes/10, far.Peak.Bytes, far.OverBudget, log)
 	}
 	if _, err := weir.NewEnv(weir.Options{StateBudget: -1}); err == nil || !strings.Contains(err.Error(), "StateBudget") {
 		t.Fatalf("negative budget: %v", err)

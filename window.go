@@ -8,6 +8,7 @@ import (
 
 	"github.com/weirstream/weir/clock"
 	"github.com/weirstream/weir/etime"
+	"github.com/weirstream/weir/internal/procmem"
 	"github.com/weirstream/weir/internal/runtime"
 	"github.com/weirstream/weir/internal/winop"
 	"github.com/weirstream/weir/state"
@@ -230,7 +231,10 @@ type opStats struct {
 	mu     sync.Mutex
 	subs   []opSnapshot // by subtask
 	peak   StateInfo
-	over   bool // above the budget since the last warning
+	// next is the size whose passing warns next: the budget, then twice
+	// the size that last warned, and the budget again once the state
+	// fell below 90% of it; warned counts the warnings.
+	next   int64
 	warned int
 }
 
@@ -272,8 +276,10 @@ func (o *opStats) stateLocked() StateInfo {
 }
 
 // publish records subtask i's counters and state size, keeps the peak, and
-// warns when the operator's state passes the budget (once per crossing:
-// it warns again after it has fallen below 90% of the budget).
+// warns when the operator's state passes the budget, and again each time
+// it doubles past it (it warns at the budget again after it has fallen
+// below 90% of it), with the process's resident memory beside the
+// encoded size.
 func (o *opStats) publish(i int, snap opSnapshot) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -285,14 +291,20 @@ func (o *opStats) publish(i int, snap opSnapshot) {
 	if o.budget <= 0 {
 		return
 	}
+	if o.next == 0 {
+		o.next = o.budget
+	}
 	switch {
-	case !o.over && s.Bytes > o.budget:
-		o.over = true
+	case s.Bytes > o.next:
+		msg := "window state passed its budget; the job goes on (fewer keys, shorter windows or allowed lateness, or the on-disk backend would shrink it)"
+		if o.next > o.budget {
+			msg = fmt.Sprintf("window state doubled again past its budget, to %.0f times it; the job goes on (fewer keys, shorter windows or allowed lateness, or the on-disk backend would shrink it)", float64(s.Bytes)/float64(o.budget))
+		}
+		o.next = 2 * s.Bytes
 		o.warned++
-		o.log.Warn("window state passed its budget; the job goes on (fewer keys, shorter windows or allowed lateness, or the on-disk backend would shrink it)",
-			"operator", o.name, "bytes", s.Bytes, "budget", o.budget, "windows", s.OpenWindows, "timers", s.Timers)
-	case o.over && s.Bytes < o.budget-o.budget/10:
-		o.over = false
+		o.log.Warn(msg, "operator", o.name, "bytes", s.Bytes, "budget", o.budget, "rss", procmem.RSS(), "windows", s.OpenWindows, "timers", s.Timers)
+	case o.next > o.budget && s.Bytes < o.budget-o.budget/10:
+		o.next = o.budget
 	}
 }
 

@@ -143,6 +143,9 @@ type Report struct {
 	Windows map[string]WindowCounters
 	// SourceRecords counts records emitted by each source.
 	SourceRecords map[string]int64
+	// SourceRestored is, of SourceRecords, what each source had emitted
+	// by the checkpoint the job resumed from (0: it started fresh).
+	SourceRestored map[string]int64
 	// DeadLetters counts bad input refused anywhere in the job.
 	DeadLetters int64
 }
@@ -183,12 +186,13 @@ func (e *Env) Execute(ctx context.Context) (Report, error) {
 
 // Report returns the counters so far; it is safe to call while the job runs.
 func (e *Env) Report() Report {
-	r := Report{Windows: map[string]WindowCounters{}, SourceRecords: map[string]int64{}}
+	r := Report{Windows: map[string]WindowCounters{}, SourceRecords: map[string]int64{}, SourceRestored: map[string]int64{}}
 	for _, o := range e.ops {
 		r.Windows[o.name] = o.counters()
 	}
 	for _, s := range e.sources {
 		r.SourceRecords[s.name] = s.n.Load()
+		r.SourceRestored[s.name] = s.restored.Load()
 	}
 	if e.job.Built() {
 		r.DeadLetters = e.job.DeadLetters()

@@ -153,7 +153,9 @@ type SourceInputs struct {
 
 type sourceStats struct {
 	name string
-	n    atomic.Int64
+	// n counts the records emitted; restored those of n that the
+	// checkpoint restored (emitted by an earlier process).
+	n, restored atomic.Int64
 }
 
 // FromSource creates a stream from src.
@@ -276,6 +278,7 @@ func (p *poller[T]) checkpointing(st *runtime.Subtask, name string) error {
 		}
 		p.out.n, p.seen = n, n
 		p.stats.n.Add(n)
+		p.stats.restored.Add(n)
 	}
 	if !st.Checkpointing() {
 		return nil

@@ -226,11 +226,13 @@ func runPlan(ctx context.Context, p *spec.Plan, dir string, f runFlags, now time
 	var ready = make(chan struct{})
 	var readyOnce sync.Once
 	var restores atomic.Int64 // attempts opened from a checkpoint
+	var first atomic.Pointer[spec.Job] // the job as this process first opened it
 	onOpen := func(j *spec.Job) {
 		if !j.RestoredAt().IsZero() {
 			restores.Add(1)
 		}
 		cur.Store(j)
+		first.CompareAndSwap(nil, j)
 		readyOnce.Do(func() { close(ready) })
 	}
 	done := make(chan struct{})
@@ -298,7 +300,11 @@ func runPlan(ctx context.Context, p *spec.Plan, dir string, f runFlags, now time
 	case stopping.Load():
 		state = "stopped"
 	}
-	printSummary(o.Stderr, p, sum, elapsed, peak, state)
+	var resumedAt int64 // records earlier processes of the run read
+	if j := first.Load(); j != nil {
+		resumedAt = j.ResumedRecords()
+	}
+	printSummary(o.Stderr, p, sum, elapsed, peak, state, resumedAt)
 	if f.summaryJSON != "" {
 		if werr := os.WriteFile(o.path(f.summaryJSON), sum.JSON(), 0o644); werr != nil {
 			fmt.Fprintf(o.Stderr, "weir run: %v\n", werr)
@@ -349,10 +355,11 @@ func allDead(s spec.Summary) string {
 }
 
 // printSummary prints what the run did; state is how it ended:
-// finished, stopped or failed. Every line but the "took" line (time and
-// state size) is a pure function of the counters, so golden tests can
-// compare it.
-func printSummary(w io.Writer, p *spec.Plan, s spec.Summary, elapsed time.Duration, peak weir.StateInfo, state string) {
+// finished, stopped or failed; resumedAt the records an earlier process
+// of the run had read (its checkpoint's records_in), which the rate
+// leaves out. Every line but the "took" line (time and state size) is a
+// pure function of the counters, so golden tests can compare it.
+func printSummary(w io.Writer, p *spec.Plan, s spec.Summary, elapsed time.Duration, peak weir.StateInfo, state string, resumedAt int64) {
 	g := s.Get
 	fmt.Fprintf(w, "job %s %s: %d records in\n", p.Spec.Name, state, g("records_in"))
 	fmt.Fprintf(w, "  on time (within the out-of-orderness bound): %d records; window firings %d early, %d on time\n", g("accepted")-g("accepted_late")-g("on_time_trailing"), g("fired_early"), g("fired_on_time"))
@@ -397,8 +404,12 @@ func printSummary(w io.Writer, p *spec.Plan, s spec.Summary, elapsed time.Durati
 	}
 	fmt.Fprintf(w, "  conservation %s: %d in = %d accepted (on time or late) + %d side output + %d dropped + %d dead letters\n",
 		mark, g("records_in"), g("accepted"), g("late_side_output"), g("late_dropped"), g("dead_letter"))
-	rate := float64(g("records_in")) / max(elapsed.Seconds(), 1e-9)
-	fmt.Fprintf(w, "took %v (%.0f records/s); window state peak %s in %d windows\n", elapsed.Round(time.Millisecond), rate, humanBytes(peak.Bytes), peak.OpenWindows)
+	read := g("records_in") - resumedAt
+	rate := fmt.Sprintf("%.0f records/s", float64(read)/max(elapsed.Seconds(), 1e-9))
+	if resumedAt > 0 {
+		rate += fmt.Sprintf(" over the %d records this process read; %d before the resume", read, resumedAt)
+	}
+	fmt.Fprintf(w, "took %v (%s); window state peak %s in %d windows\n", elapsed.Round(time.Millisecond), rate, humanBytes(peak.Bytes), peak.OpenWindows)
 }
 
 // humanBytes formats n bytes with an SI unit.

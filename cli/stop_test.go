@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -183,6 +185,17 @@ checkpoint: {dir: ck, interval: 1h}
 	code, out = run(dir, context.Background())
 	if code != ExitOK || !strings.Contains(out, "resuming from checkpoint") {
 		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	// The rate is over this process's records: the summary counts the
+	// run's 400,000, of which the first process read some.
+	m := regexp.MustCompile(`over the (\d+) records this process read; (\d+) before the resume`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("no rate over this process's records:\n%s", out)
+	}
+	this, _ := strconv.Atoi(m[1])
+	before, _ := strconv.Atoi(m[2])
+	if before <= 0 || this <= 0 || this+before != 400000 {
+		t.Fatalf("this process %d + before %d records, want 400000 in all:\n%s", this, before, out)
 	}
 	for _, f := range []string{"out.jsonl", "late.jsonl"} {
 		a, _ := os.ReadFile(filepath.Join(dir, f))

@@ -49,6 +49,9 @@ type output struct {
 		sync.Mutex
 		call SinkCall
 	}
+	// restoredControls is Controls as the checkpoint resumed from had
+	// it (pub held).
+	restoredControls int64
 }
 
 // SinkCall is a call into one of the job's sinks: the sink (results,
@@ -411,6 +414,7 @@ func (o *output) restore(b []byte) error {
 	}
 	o.pub.Lock()
 	o.c = c
+	o.restoredControls = c.Controls
 	o.pub.Unlock()
 	return nil
 }

@@ -854,6 +854,19 @@ func (j *Job) summary(rep weir.Report, open int64) Summary {
 	return s
 }
 
+// ResumedRecords is, of the summary's records_in, what earlier processes
+// of the run had read by the checkpoint this one resumed from (0: it
+// started fresh): the rest is this process's.
+func (j *Job) ResumedRecords() int64 {
+	var n int64
+	for _, c := range j.env.Report().SourceRestored {
+		n += c
+	}
+	j.out.pub.Lock()
+	defer j.out.pub.Unlock()
+	return n - j.out.restoredControls
+}
+
 // FieldWarnings are the fields the spec reads that the first records
 // did not have (nil until the job has looked at enough records).
 func (j *Job) FieldWarnings() []FieldWarning { return j.dec.fieldWarnings() }

@@ -647,7 +647,7 @@ func watchLate(p *spec.Plan, job func() *spec.Job, o IO) (stop func()) {
 }
 
 // jobInfo is what the monitor judges a job against: its bound, lateness,
-// window size (or session gap) and idle timeout.
+// window size (or session gap), idle timeout and watermark interval.
 func jobInfo(p *spec.Plan) monitor.JobInfo {
 	w := p.Spec.Window
 	size := int64(0)
@@ -657,6 +657,10 @@ func jobInfo(p *spec.Plan) monitor.JobInfo {
 	case w.Gap != nil:
 		size = int64(*w.Gap)
 	}
+	interval := int64(p.Interval)
+	if p.EveryRecord {
+		interval = 0
+	}
 	return monitor.JobInfo{Name: p.Spec.Name, BoundMS: int64(p.Bound), LatenessMS: int64(p.Lateness), WindowMS: size,
-		IdleMS: int64(p.IdleTimeout), Parallelism: p.Channels}
+		IdleMS: int64(p.IdleTimeout), Parallelism: p.Channels, WatermarkIntervalMS: interval}
 }

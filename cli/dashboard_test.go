@@ -7,7 +7,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"net/http"
+	"net/http/httptest"
 	"regexp"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,10 +24,15 @@ import (
 // partition 2 never gets a record, and drives it in Debian's headless
 // Chromium with playwright-core (internal/admin/browsertest/dashboard.mjs):
 // the page goes live, names partition 2 as idle, shows the holder chain,
-// a watermark cell changes, the charts are drawn, no NaN and no console
-// error; it saves a screenshot (WEIR_SCREENSHOT, default in the test's
-// temporary directory). Without Chromium, Node or the npm packages it
-// skips, unless WEIR_BROWSER_TESTS=1 (.ci/run) makes that a failure.
+// the graph is green while records come on time (the lag a little over
+// the bound, as a healthy job's is), a watermark cell changes; then the
+// records are dated 10 s ahead of the clock and the lag card shows a
+// negative lag, still green; the charts are drawn with their y-axis
+// labels unclipped, no NaN and no console error; it saves a screenshot
+// (WEIR_SCREENSHOT, default in the test's temporary directory). The job
+// takes no checkpoints: /metrics has their series at 0 all the same.
+// Without Chromium, Node or the npm packages it skips, unless
+// WEIR_BROWSER_TESTS=1 (.ci/run) makes that a failure.
 func TestDashboardInChromium(t *testing.T) {
 	need := func(what string, ok bool) {
 		if ok {
@@ -48,20 +57,29 @@ func TestDashboardInChromium(t *testing.T) {
 	need("playwright-core", err == nil)
 
 	broker, cl := kafkatest.Topic(t, "orders", 3)
-	// Partitions 0 and 1 get orders every 20 ms, 100 ms of event time
-	// apart, and now and then one an hour old (too late); 2 gets none.
+	// Partitions 0 and 1 get orders every 20 ms dated now (a healthy
+	// live job), and now and then one an hour old (too late); 2 gets
+	// none. When the page asks (GET /ahead on the control server), the
+	// orders are dated 10 s ahead of the clock: the watermark passes it.
+	var ahead atomic.Int64
+	ctl := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/ahead" {
+			ahead.Store(10_000)
+		}
+	}))
+	defer ctl.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	produced := make(chan struct{})
 	go func() {
 		defer close(produced)
-		ts := time.Now().UnixMilli() - 60_000
 		for i := 0; ; i++ {
 			select {
 			case <-ctx.Done():
 				return
 			case <-time.After(20 * time.Millisecond):
 			}
+			ts := time.Now().UnixMilli() + ahead.Load()
 			for p := range int32(2) {
 				at := ts
 				if i%25 == 7 && p == 0 {
@@ -69,7 +87,6 @@ func TestDashboardInChromium(t *testing.T) {
 				}
 				cl.Produce(ctx, &kgo.Record{Partition: p, Value: fmt.Appendf(nil, `{"user_id":"u%d","amount":%d,"ts":%d}`, i%7, i%10, at)}, nil)
 			}
-			ts += 100
 		}
 	}()
 	dir := t.TempDir()
@@ -111,13 +128,26 @@ sinks:
 	}
 	nctx, ncancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer ncancel()
-	out, err := exec.CommandContext(nctx, "node", script, url, shot, "partition 2").CombinedOutput()
+	out, err := exec.CommandContext(nctx, "node", script, url, shot, "partition 2", ctl.URL).CombinedOutput()
 	t.Logf("%s", out)
 	if err != nil {
 		t.Fatalf("dashboard check failed: %v\nweir: %s", err, stderr.String())
 	}
 	if fi, err := os.Stat(shot); err != nil || fi.Size() == 0 {
 		t.Fatalf("no screenshot at %s: %v", shot, err)
+	}
+	// Checkpoints are off, and their series are there, at 0.
+	resp, err := http.Get(url + "metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{`weir_checkpoints_total{result="completed"} 0`, `weir_checkpoints_total{result="failed"} 0`,
+		"\nweir_checkpoint_in_progress 0", "\nweir_checkpoint_last_completed_timestamp_seconds NaN", "\nweir_checkpoint_duration_seconds_count 0"} {
+		if !strings.Contains(string(page), want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
 	}
 	cancel()
 	<-produced

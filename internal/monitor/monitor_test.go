@@ -204,10 +204,10 @@ func TestBlockedSampleReported(t *testing.T) {
 	}
 }
 
-// TestHoldingEndsWithTheInput: while a bounded job runs, its holder
-// counts how long it holds; once the job has the final watermark nothing
-// holds it: the holder says the input ended, with no chain and no time
-// counting on, and the snapshot says since when.
+// TestHoldingEndsWithTheInput: once a bounded job has the final
+// watermark nothing holds it: the holder says the input ended, with no
+// chain and no time counting on (10 s later it is still 0), no input is
+// marked as holding, and the snapshot says since when.
 func TestHoldingEndsWithTheInput(t *testing.T) {
 	p, err := spec.Parse([]byte(`name: bounded
 source: {type: generator, generator: {records: 2000, keys: 5, seed: 1}}
@@ -244,5 +244,14 @@ sinks: {results: {type: jsonl, path: out.jsonl}}
 	}
 	if h := s.Holders[0]; !h.Ended || h.HoldingForS != 0 || len(h.Chain) != 0 || h.Source != nil || !strings.Contains(h.Reason, "input ended") {
 		t.Fatalf("10s after the end: holder %+v", h)
+	}
+	for _, op := range s.Operators {
+		for _, st := range op.Subtasks {
+			for _, in := range st.Inputs {
+				if in.Holding {
+					t.Errorf("after the end, %s[%d] %s holds the watermark", op.Name, st.Index, in.Name)
+				}
+			}
+		}
 	}
 }

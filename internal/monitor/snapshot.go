@@ -556,8 +556,11 @@ func noWatermarkWhy(g weir.StageInfo, st *Subtask) string {
 
 // markHolding marks the input whose watermark is the subtask's: the
 // lowest among active ones (an active input without a watermark holds
-// it at "none").
+// it at "none"). None holds the final watermark.
 func markHolding(st *Subtask) {
+	if st.Watermark != nil && etime.Time(*st.Watermark) == etime.MaxTime {
+		return
+	}
 	best := -1
 	for i, in := range st.Inputs {
 		if in.State == "idle" || in.State == "paused" || in.State == "catching up" {

@@ -1,14 +1,16 @@
 package cli
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"net/http"
-	"net/http/httptest"
 	"regexp"
 	"strings"
 	"sync/atomic"
@@ -18,6 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/weirstream/weir/internal/kafkatest"
+	"github.com/weirstream/weir/internal/monitor"
 )
 
 // TestDashboardInChromium serves the dashboard of a live Kafka job whose
@@ -156,5 +159,93 @@ sinks:
 	case <-done:
 	case <-time.After(30 * time.Second):
 		t.Fatal("weir run did not stop")
+	}
+}
+
+// TestDemoDashboardKeepsServing: weir demo --keep-serving (the default
+// when its output is a terminal) says everything it has to say, then
+// keeps the dashboard up with the final state until Ctrl-C (here, ctx):
+// the snapshot says the input ended, since when, and that nothing holds
+// the watermark, without counting on; Ctrl-C then ends the demo with exit
+// 0 and the server. Without the flag and without a terminal (TestDemo,
+// CI) the demo says the dashboard stops with it, and ends.
+func TestDemoDashboardKeepsServing(t *testing.T) {
+	dir := t.TempDir()
+	// Not a terminal, no flag: the demo says the dashboard stops with it,
+	// and ends. The null device is no terminal either.
+	var plain bytes.Buffer
+	if code := Main(context.Background(), []string{"demo", "--orders", "2000"}, IO{Dir: dir, Stdout: &plain, Stderr: &plain}); code != ExitOK ||
+		!strings.Contains(plain.String(), "dashboard at http://127.0.0.1:") || !strings.Contains(plain.String(), "(it stops when the demo ends; --keep-serving keeps it up until Ctrl-C)") {
+		t.Fatalf("exit %d:\n%s", code, plain.String())
+	}
+	if null, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0); err != nil || isTerminal(null) {
+		t.Fatalf("%s is a terminal (%v)", os.DevNull, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- Main(ctx, []string{"demo", "--orders", "20000", "--keep-serving"}, IO{Dir: dir, Stdout: &out, Stderr: &out})
+	}()
+	re := regexp.MustCompile(`the dashboard at (http://\S+/) keeps serving the final state; Ctrl-C to end`)
+	var url string
+	waitUntil(t, 60*time.Second, "the demo to keep serving", func() bool {
+		select {
+		case code := <-done:
+			t.Fatalf("the demo ended (exit %d) instead of serving:\n%s", code, out.String())
+		default:
+		}
+		if m := re.FindStringSubmatch(out.String()); m != nil {
+			url = m[1]
+			return true
+		}
+		return false
+	}, out.String)
+	text := out.String()
+	for _, want := range []string{"(it stays up after the demo, with the final state, until Ctrl-C)", "conservation holds", "weir backfill weir-demo/demo.yaml --verify"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("demo output lacks %q:\n%s", want, text)
+		}
+	}
+	if strings.Index(text, "keeps serving the final state") < strings.Index(text, "weir backfill") {
+		t.Errorf("the demo waits before it has said everything:\n%s", text)
+	}
+	snapshot := func() monitor.Snapshot {
+		t.Helper()
+		resp, err := http.Get(url + "api/v1/snapshot")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var s monitor.Snapshot
+		if err := json.NewDecoder(resp.Body).Decode(&s); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	var s monitor.Snapshot
+	waitUntil(t, 10*time.Second, "a snapshot with ended_at", func() bool { s = snapshot(); return s.EndedAt != nil })
+	time.Sleep(1500 * time.Millisecond) // a sample or two later
+	s2 := snapshot()
+	if s2.EndedAt == nil || *s2.EndedAt != *s.EndedAt || s2.Now <= s.Now {
+		t.Fatalf("ended at %v, then %v (now %d, then %d)", *s.EndedAt, s2.EndedAt, s.Now, s2.Now)
+	}
+	for _, h := range s2.Holders {
+		if !h.Ended || h.HoldingForS != 0 || len(h.Chain) != 0 {
+			t.Errorf("after the end: holder %+v", h)
+		}
+	}
+	cancel()
+	select {
+	case code := <-done:
+		if code != ExitOK {
+			t.Fatalf("exit %d:\n%s", code, out.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the demo did not end on Ctrl-C:\n%s", out.String())
+	}
+	if _, err := http.Get(url + "healthz"); err == nil {
+		t.Fatal("the dashboard still answers after the demo ended")
 	}
 }

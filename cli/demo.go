@@ -32,7 +32,7 @@ func demoCmd(ctx context.Context, args []string, o IO) int {
 	par := fs.Int("parallelism", 0, "parallelism of the window operator (default: all cores)")
 	printSpec := fs.Bool("print-spec", false, "print the demo's job spec and exit")
 	httpAddr := fs.String("http", "127.0.0.1:0", "serve the live dashboard (and /metrics) here while the demo runs; empty: none")
-	keep := fs.Bool("keep-serving", false, "after the run, keep serving the dashboard with the final state until Ctrl-C")
+	keep := fs.Bool("keep-serving", isTerminal(o.Stdout), "after the demo, keep serving the dashboard with the final state until Ctrl-C (default: when the output is a terminal)")
 	kafka := fs.Bool("kafka", false, "run the demo through an in-process Kafka: orders produced to a 6-partition topic, results, late orders and dead letters to topics, exactly once")
 	if err := fs.Parse(args); err != nil {
 		return ExitUsage
@@ -81,9 +81,15 @@ func demoCmd(ctx context.Context, args []string, o IO) int {
 	fmt.Fprintf(o.Stdout, "weir demo: %d orders from %d users over %v of event time, arriving out of order\n", g.Records, g.Keys, *g.Duration)
 	fmt.Fprintf(o.Stdout, "  5m tumbling windows per user; out-of-orderness bound 30s; allowed lateness 10m; early results every 1m\n")
 	fmt.Fprintf(o.Stdout, "  (the job spec: weir demo --print-spec)\n\n")
-	rf := runFlags{parallelism: *par, http: *httpAddr, keepServing: *keep}
+	dash := &demoDashboard{keep: *keep, w: o.Stdout}
+	defer dash.stop()
+	rf := runFlags{parallelism: *par, http: *httpAddr, serving: dash.serving}
 	if *kafka {
-		return kafkaDemo(ctx, s, p, out, rf, o)
+		if code := kafkaDemo(ctx, s, p, out, rf, o); code != ExitOK {
+			return code
+		}
+		dash.wait(ctx)
+		return ExitOK
 	}
 	code := runPlan(ctx, p, out, rf, time.Time{}, IO{Stdin: o.Stdin, Stdout: o.Stdout, Stderr: o.Stdout, Dir: o.Dir})
 	if code != ExitOK {
@@ -103,7 +109,66 @@ func demoCmd(ctx context.Context, args []string, o IO) int {
 	fmt.Fprintf(o.Stdout, "to fold them into their windows (each window's next revision, firing backfill; idempotent) and check the table against the complete answer:\n")
 	fmt.Fprintf(o.Stdout, "  weir backfill %s --verify\n", filepath.Join(rel, "demo.yaml"))
 	fmt.Fprintf(o.Stdout, "bad records with their reason: %s\n", filepath.Join(rel, "dead_letter.jsonl"))
+	dash.wait(ctx)
 	return ExitOK
+}
+
+// demoDashboard is the demo's dashboard server once it listens. The demo
+// itself lasts seconds, too short to look around in, so where a person
+// watches (the output is a terminal) or --keep-serving says so, the
+// dashboard stays up with the final state after the demo has said
+// everything, until Ctrl-C; elsewhere (tests, CI, output to a file or a
+// pipe) it stops with the demo, and the line under its address says so,
+// so a run that nobody watches never waits.
+type demoDashboard struct {
+	keep bool
+	w    io.Writer
+	addr string
+	halt func() // nil: not serving (no --http, or stopped)
+}
+
+// serving is runFlags.serving: it takes the server over and says under
+// its address how long it stays up.
+func (d *demoDashboard) serving(addr string, stop func()) {
+	d.addr, d.halt = addr, stop
+	if d.keep {
+		fmt.Fprintln(d.w, "  (it stays up after the demo, with the final state, until Ctrl-C)")
+	} else {
+		fmt.Fprintln(d.w, "  (it stops when the demo ends; --keep-serving keeps it up until Ctrl-C)")
+	}
+}
+
+// wait keeps serving until ctx is done when the dashboard is to stay up
+// and the demo was not stopped, then stops it.
+func (d *demoDashboard) wait(ctx context.Context) {
+	if d.halt != nil && d.keep && ctx.Err() == nil {
+		fmt.Fprintf(d.w, "\nthe dashboard at http://%s/ keeps serving the final state; Ctrl-C to end\n", d.addr)
+		<-ctx.Done()
+	}
+	d.stop()
+}
+
+// stop stops the server if it still serves.
+func (d *demoDashboard) stop() {
+	if d.halt != nil {
+		d.halt()
+		d.halt = nil
+	}
+}
+
+// isTerminal says w is a terminal: a character device other than the
+// null device (weir demo >/dev/null must not wait for a Ctrl-C).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	if err != nil || fi.Mode()&os.ModeCharDevice == 0 {
+		return false
+	}
+	null, err := os.Stat(os.DevNull)
+	return err != nil || !os.SameFile(fi, null)
 }
 
 // demoTable prints the first windows of the results table from the

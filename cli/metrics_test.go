@@ -17,8 +17,9 @@ import (
 )
 
 // TestRunMetrics: weir run --http serves /metrics while a live job runs on
-// stdin: the counts of the records fed so far, the watermark, and Go's
-// own series; /healthz answers; the server stops with the job.
+// stdin: the counts of the records fed so far, the watermark, the
+// checkpoint series at 0 (the job takes none), and Go's own series;
+// /healthz answers; the server stops with the job.
 func TestRunMetrics(t *testing.T) {
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(stdinJob), 0o644); err != nil {
@@ -74,6 +75,13 @@ func TestRunMetrics(t *testing.T) {
 		`weir_late_ratio_critical 0.01`,
 		"\nweir_late_ratio ",
 		`weir_restore_last_timestamp_seconds NaN`,
+		// The job takes no checkpoints: their series exist all the same,
+		// at 0, so dashboards and alerts over them do not break.
+		`weir_checkpoints_total{result="completed"} 0`,
+		`weir_checkpoints_total{result="failed"} 0`,
+		`weir_checkpoint_in_progress 0`,
+		`weir_checkpoint_last_completed_timestamp_seconds NaN`,
+		`weir_checkpoint_duration_seconds_count 0`,
 	}
 	var text string
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {

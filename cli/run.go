@@ -108,7 +108,11 @@ type runFlags struct {
 	appendRuns    bool
 	restarts      int
 	http          string
-	keepServing   bool // after the run, serve the dashboard until ctx is done
+	// serving, when set, takes the admin server over once it listens:
+	// it is told the address and handed the server's stop, which the
+	// run then leaves to it (weir demo keeps the dashboard up after the
+	// run, see demoDashboard).
+	serving func(addr string, stop func())
 }
 
 func runCmd(ctx context.Context, args []string, o IO) int {
@@ -255,17 +259,15 @@ func runPlan(ctx context.Context, p *spec.Plan, dir string, f runFlags, now time
 		}
 	}()
 	if f.http != "" {
-		stop, err := serveAdmin(f.http, p, cur.Load, restores.Load, o)
+		addr, stop, err := serveAdmin(f.http, p, cur.Load, restores.Load, o)
 		if err != nil {
 			fmt.Fprintf(o.Stderr, "weir run: --http: %v\n", err)
 			return ExitUsage
 		}
-		defer stop()
-		if f.keepServing {
-			defer func() {
-				fmt.Fprintln(o.Stderr, "the dashboard keeps serving the final state; Ctrl-C to end")
-				<-ctx.Done()
-			}()
+		if f.serving != nil {
+			f.serving(addr, stop)
+		} else {
+			defer stop()
 		}
 	}
 	stopWatch := watchLate(p, cur.Load, o)
@@ -533,8 +535,9 @@ func crashHook(getenv func(string) string) func(point string) {
 }
 
 // serveAdmin starts the admin server of a running job (metrics, the
-// monitor's API) and the monitor's sampling; stop ends both.
-func serveAdmin(addr string, p *spec.Plan, job func() *spec.Job, restores func() int64, o IO) (stop func(), err error) {
+// monitor's API) and the monitor's sampling; it returns the address it
+// listens on, and stop, which ends both.
+func serveAdmin(addr string, p *spec.Plan, job func() *spec.Job, restores func() int64, o IO) (at string, stop func(), err error) {
 	var ratio lateRatio
 	env := func() *weir.Env {
 		if j := job(); j != nil {
@@ -578,7 +581,7 @@ func serveAdmin(addr string, p *spec.Plan, job func() *spec.Job, restores func()
 	srv, err := admin.Start(admin.Options{Addr: addr, Gatherer: reg, Registerer: reg, Monitor: mon, Thresholds: doctorThresholds(p),
 		Logger: slog.New(warnHandler{w: o.Stderr})})
 	if err != nil {
-		return nil, err
+		return "", nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	sampled := make(chan struct{})
@@ -587,7 +590,7 @@ func serveAdmin(addr string, p *spec.Plan, job func() *spec.Job, restores func()
 		mon.Run(ctx)
 	}()
 	fmt.Fprintf(o.Stderr, "dashboard at http://%s/ (metrics at /metrics)\n", srv.Addr())
-	return func() {
+	return srv.Addr(), func() {
 		cancel()
 		<-sampled
 		srv.Close()
@@ -714,7 +717,7 @@ func watchLate(p *spec.Plan, job func() *spec.Job, o IO) (stop func()) {
 }
 
 // jobInfo is what the monitor judges a job against: its bound, lateness,
-// window size (or session gap) and idle timeout.
+// window size (or session gap), idle timeout and watermark interval.
 func jobInfo(p *spec.Plan) monitor.JobInfo {
 	w := p.Spec.Window
 	size := int64(0)
@@ -724,6 +727,10 @@ func jobInfo(p *spec.Plan) monitor.JobInfo {
 	case w.Gap != nil:
 		size = int64(*w.Gap)
 	}
+	interval := int64(p.Interval)
+	if p.EveryRecord {
+		interval = 0
+	}
 	return monitor.JobInfo{Name: p.Spec.Name, BoundMS: int64(p.Bound), LatenessMS: int64(p.Lateness), WindowMS: size,
-		IdleMS: int64(p.IdleTimeout), Parallelism: p.Channels}
+		IdleMS: int64(p.IdleTimeout), Parallelism: p.Channels, WatermarkIntervalMS: interval}
 }

@@ -56,7 +56,9 @@
 //	                                                   dropped); on-time records are not observed
 //	window_firing_delay_seconds{operator}              histogram of processing time minus window end of
 //	                                                   on-time firings
-//	checkpoints_total{result}                          completed and failed checkpoints
+//	checkpoints_total{result}                          completed and failed checkpoints; this and the
+//	                                                   checkpoint series below exist on every job, at 0
+//	                                                   (the timestamp NaN) when checkpoints are off
 //	checkpoint_in_progress                             1 while one is pending
 //	checkpoint_in_progress_age_seconds                 how long the pending one has been in progress (0: none);
 //	                                                   a checkpoint stuck behind a sink shows here
@@ -272,23 +274,25 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- histogram(lateness, hs[op].Lateness, op)
 		ch <- histogram(firingDelay, hs[op].FiringDelay, op)
 	}
-	if cs := env.CheckpointStats(); cs.Completed+cs.Failed > 0 || cs.InProgress {
-		counter(checkpoints, cs.Completed, "completed")
-		counter(checkpoints, cs.Failed, "failed")
-		gauge(ckInProgress, b2f(cs.InProgress))
-		age := 0.0
-		if f := cs.InFlight; f.ID != 0 {
-			age = max(c.o.Now().Sub(f.Started).Seconds(), 0)
-		}
-		gauge(ckAge, age)
-		last := math.NaN()
-		if !cs.LastCompleted.IsZero() {
-			last = float64(cs.LastCompleted.UnixMilli()) / 1000
-		}
-		gauge(ckLast, last)
-		gauge(ckSize, float64(cs.LastSize))
-		ch <- histogram(ckDuration, cs.Durations)
+	// The checkpoint series exist whether or not the job takes
+	// checkpoints (at zero, the last completion NaN, when it does not),
+	// so dashboards and alerts over them find them on every job.
+	cs := env.CheckpointStats()
+	counter(checkpoints, cs.Completed, "completed")
+	counter(checkpoints, cs.Failed, "failed")
+	gauge(ckInProgress, b2f(cs.InProgress))
+	age := 0.0
+	if f := cs.InFlight; f.ID != 0 {
+		age = max(c.o.Now().Sub(f.Started).Seconds(), 0)
 	}
+	gauge(ckAge, age)
+	last := math.NaN()
+	if !cs.LastCompleted.IsZero() {
+		last = float64(cs.LastCompleted.UnixMilli()) / 1000
+	}
+	gauge(ckLast, last)
+	gauge(ckSize, float64(cs.LastSize))
+	ch <- histogram(ckDuration, cs.Durations)
 	c.collectInputs(env, gauge, ch)
 	states := env.OperatorStates()
 	for _, op := range sortedKeys(states) {

@@ -291,6 +291,61 @@ sinks: {results: {type: jsonl, path: out.jsonl}}
 	}
 }
 
+// TestCheckpointSeriesWithoutCheckpoints: a job that takes no
+// checkpoints still has every checkpoint series, at 0 (the last
+// completion NaN), so dashboards and alerts over them do not break.
+func TestCheckpointSeriesWithoutCheckpoints(t *testing.T) {
+	env := job(t)
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(metrics.NewCollector(func() *weir.Env { return env }, metrics.Options{}))
+	if _, err := env.Execute(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	want := `
+# HELP weir_checkpoints_total Checkpoints by result: completed or failed.
+# TYPE weir_checkpoints_total counter
+weir_checkpoints_total{result="completed"} 0
+weir_checkpoints_total{result="failed"} 0
+# HELP weir_checkpoint_in_progress 1 while a checkpoint is pending.
+# TYPE weir_checkpoint_in_progress gauge
+weir_checkpoint_in_progress 0
+# HELP weir_checkpoint_in_progress_age_seconds How long the pending checkpoint has been in progress, from its trigger (0: none is).
+# TYPE weir_checkpoint_in_progress_age_seconds gauge
+weir_checkpoint_in_progress_age_seconds 0
+# HELP weir_checkpoint_last_completed_timestamp_seconds When the newest checkpoint completed (Unix seconds); NaN before the first.
+# TYPE weir_checkpoint_last_completed_timestamp_seconds gauge
+weir_checkpoint_last_completed_timestamp_seconds NaN
+# HELP weir_checkpoint_last_size_bytes The bytes of the newest completed checkpoint's parts.
+# TYPE weir_checkpoint_last_size_bytes gauge
+weir_checkpoint_last_size_bytes 0
+# HELP weir_checkpoint_duration_seconds Time from a checkpoint's trigger to its commit.
+# TYPE weir_checkpoint_duration_seconds histogram
+weir_checkpoint_duration_seconds_bucket{le="0.1"} 0
+weir_checkpoint_duration_seconds_bucket{le="0.5"} 0
+weir_checkpoint_duration_seconds_bucket{le="1"} 0
+weir_checkpoint_duration_seconds_bucket{le="5"} 0
+weir_checkpoint_duration_seconds_bucket{le="15"} 0
+weir_checkpoint_duration_seconds_bucket{le="30"} 0
+weir_checkpoint_duration_seconds_bucket{le="60"} 0
+weir_checkpoint_duration_seconds_bucket{le="120"} 0
+weir_checkpoint_duration_seconds_bucket{le="300"} 0
+weir_checkpoint_duration_seconds_bucket{le="600"} 0
+weir_checkpoint_duration_seconds_bucket{le="1800"} 0
+weir_checkpoint_duration_seconds_bucket{le="3600"} 0
+weir_checkpoint_duration_seconds_bucket{le="+Inf"} 0
+weir_checkpoint_duration_seconds_sum 0
+weir_checkpoint_duration_seconds_count 0
+`
+	names := []string{"weir_checkpoints_total", "weir_checkpoint_in_progress", "weir_checkpoint_in_progress_age_seconds",
+		"weir_checkpoint_last_completed_timestamp_seconds", "weir_checkpoint_last_size_bytes", "weir_checkpoint_duration_seconds"}
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), names...); err != nil {
+		t.Fatal(err)
+	}
+	if probs, err := testutil.GatherAndLint(reg); err != nil || len(probs) != 0 {
+		t.Fatalf("promlint: %v %v", probs, err)
+	}
+}
+
 // BenchmarkScrapeCost runs the same parallel job without metrics and with
 // a scrape every 10 ms (a hundred times Prometheus' usual rate), in turn,
 // and reports their throughput ratio (1: free). The engine's own

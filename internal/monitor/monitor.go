@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/etime"
 	"github.com/weirstream/weir/metrics"
 )
 
@@ -110,6 +111,7 @@ type Monitor struct {
 		snap   *Snapshot // the newest sample
 		snapAt time.Time
 		since  map[string]time.Time   // holder chain end -> since when
+		ended  time.Time              // when every operator first had the final watermark (zero: not yet)
 		idle   map[string]bool        // source input -> idle at the last sample
 		flips  map[string][]time.Time // source input -> its idle/active changes
 		subs   map[chan Point]struct{}
@@ -182,6 +184,7 @@ func (m *Monitor) Sample() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.holdingFor(&s, now)
+	m.endedAt(&s, now)
 	m.countFlips(&s, now)
 	p := point(&s, m.mu.snap, now.Sub(m.mu.snapAt))
 	m.mu.ring[m.mu.next] = p
@@ -217,6 +220,33 @@ func (m *Monitor) holdingFor(s *Snapshot, now time.Time) {
 		if !seen[k] {
 			delete(m.mu.since, k)
 		}
+	}
+}
+
+// endedAt sets when the job's input ended: the first sample in which
+// every operator with inputs had the final watermark.
+func (m *Monitor) endedAt(s *Snapshot, now time.Time) {
+	ended := false
+	for i := range s.Operators {
+		op := &s.Operators[i]
+		if op.Source {
+			continue
+		}
+		if op.Watermark == nil || etime.Time(*op.Watermark) != etime.MaxTime {
+			ended = false
+			break
+		}
+		ended = true
+	}
+	switch {
+	case !ended:
+		m.mu.ended = time.Time{}
+	case m.mu.ended.IsZero():
+		m.mu.ended = now
+	}
+	if ended {
+		t := m.mu.ended.UnixMilli()
+		s.EndedAt = &t
 	}
 }
 

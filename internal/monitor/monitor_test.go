@@ -203,3 +203,55 @@ func TestBlockedSampleReported(t *testing.T) {
 		t.Fatalf("after the sample: now %d, stuck %+v", s.Now, s.Stuck)
 	}
 }
+
+// TestHoldingEndsWithTheInput: once a bounded job has the final
+// watermark nothing holds it: the holder says the input ended, with no
+// chain and no time counting on (10 s later it is still 0), no input is
+// marked as holding, and the snapshot says since when.
+func TestHoldingEndsWithTheInput(t *testing.T) {
+	p, err := spec.Parse([]byte(`name: bounded
+source: {type: generator, generator: {records: 2000, keys: 5, seed: 1}}
+watermark: {max_out_of_orderness: 1s}
+key: [user_id]
+window: {type: tumbling, size: 1m}
+aggregate: [{name: n, fn: count}]
+sinks: {results: {type: jsonl, path: out.jsonl}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := spec.Open(p, spec.RunOptions{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var now atomic.Int64
+	now.Store(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC).UnixNano())
+	m := monitor.New(monitor.Options{Info: monitor.JobInfo{Name: "bounded", BoundMS: 1000}, Env: func() *weir.Env { return j.Env() },
+		Now: func() time.Time { return time.Unix(0, now.Load()) }})
+	if _, err := j.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	m.Sample()
+	first := m.Snapshot()
+	now.Add(int64(10 * time.Second))
+	m.Sample()
+	s := m.Snapshot()
+	if first.EndedAt == nil || s.EndedAt == nil || *s.EndedAt != *first.EndedAt || *s.EndedAt != first.Now {
+		t.Fatalf("ended at %v then %v, want %d both times", first.EndedAt, s.EndedAt, first.Now)
+	}
+	if len(s.Holders) != 1 {
+		t.Fatalf("holders %+v", s.Holders)
+	}
+	if h := s.Holders[0]; !h.Ended || h.HoldingForS != 0 || len(h.Chain) != 0 || h.Source != nil || !strings.Contains(h.Reason, "input ended") {
+		t.Fatalf("10s after the end: holder %+v", h)
+	}
+	for _, op := range s.Operators {
+		for _, st := range op.Subtasks {
+			for _, in := range st.Inputs {
+				if in.Holding {
+					t.Errorf("after the end, %s[%d] %s holds the watermark", op.Name, st.Index, in.Name)
+				}
+			}
+		}
+	}
+}

@@ -21,7 +21,8 @@ import (
 
 // JobInfo is what the job's spec says, for relative judgements: the
 // out-of-orderness bound, the allowed lateness, the window size (or
-// session gap) and the idle timeout, in milliseconds (0: none).
+// session gap), the idle timeout and the watermark interval, in
+// milliseconds (0: none).
 type JobInfo struct {
 	Name        string `json:"name"`
 	BoundMS     int64  `json:"bound_ms"`
@@ -29,6 +30,12 @@ type JobInfo struct {
 	WindowMS    int64  `json:"window_ms"`
 	IdleMS      int64  `json:"idle_timeout_ms"`
 	Parallelism int    `json:"parallelism"`
+	// WatermarkIntervalMS is the processing-time period of periodic
+	// watermark emission (watermark.interval; 0: every record). A
+	// healthy job's lag runs up to the bound plus this interval: a
+	// watermark is bound behind the newest record when it is emitted and
+	// grows older until the next one.
+	WatermarkIntervalMS int64 `json:"watermark_interval_ms"`
 }
 
 // Snapshot is the job at one moment.
@@ -59,6 +66,10 @@ type Snapshot struct {
 	// checkpoint, a sink call, or (added when a snapshot is served) the
 	// sampling of the job itself.
 	Stuck []Stuck `json:"stuck"`
+	// EndedAt is when the monitor first saw every operator with inputs
+	// at the final watermark, the end of input (Unix ms; null: not
+	// ended). Nothing holds a watermark after it.
+	EndedAt *int64 `json:"ended_at"`
 }
 
 // SinkCall is a call into one of the job's sinks, as the job reports it:
@@ -268,8 +279,11 @@ type Holder struct {
 	// Reason says in words why the chain's last input holds.
 	Reason string `json:"reason"`
 	// HoldingForS is how long the same source input has held it (0 the
-	// first time it is seen).
+	// first time it is seen, and once Ended).
 	HoldingForS float64 `json:"holding_for_s"`
+	// Ended says the operator has the final watermark (the end of its
+	// input): nothing holds it, Chain is empty and Reason says so.
+	Ended bool `json:"ended,omitempty"`
 }
 
 // Totals are the job's record counts.
@@ -566,8 +580,11 @@ func noWatermarkWhy(g weir.StageInfo, st *Subtask) string {
 
 // markHolding marks the input whose watermark is the subtask's: the
 // lowest among active ones (an active input without a watermark holds
-// it at "none").
+// it at "none"). None holds the final watermark.
 func markHolding(st *Subtask) {
+	if st.Watermark != nil && etime.Time(*st.Watermark) == etime.MaxTime {
+		return
+	}
 	best := -1
 	for i, in := range st.Inputs {
 		if in.State == "idle" || in.State == "paused" || in.State == "catching up" {
@@ -644,6 +661,11 @@ func holders(ops []Operator) []Holder {
 			continue
 		}
 		h := Holder{Operator: op.Name, Subtask: sub.Index}
+		if sub.Watermark != nil && etime.Time(*sub.Watermark) == etime.MaxTime {
+			h.Ended, h.Reason = true, "the input ended: every subtask has the final watermark, nothing holds it"
+			out = append(out, h)
+			continue
+		}
 		cur, curOp := sub, op
 		for steps := 0; cur != nil && steps < 64; steps++ {
 			in := holdingInput(cur)

@@ -40,6 +40,12 @@ function wmRel(ms, now) {
   return d >= 0 ? "−" + dur(d) : "+" + dur(-d) + " (ahead of the clock)";
 }
 
+// lagText renders a lag in seconds with its sign: negative when the
+// watermark is ahead of the clock (future-dated records).
+function lagText(s) {
+  return s < 0 ? "−" + dur(-s) : dur(s);
+}
+
 function none(why) {
   return '<span class="state-none">—</span> <span class="why">' + esc(why || "unknown") + "</span>";
 }
@@ -68,7 +74,10 @@ function renderStrip(s) {
     $("lag").innerHTML = none("no watermark yet");
   } else {
     $("evtime").textContent = wmAbs(lowest);
-    $("lag").textContent = lowest >= MAX_TIME - 1000 ? "0 (input ended)" : dur((s.now - lowest) / 1000);
+    const lag = (s.now - lowest) / 1000;
+    if (lowest >= MAX_TIME - 1000) $("lag").textContent = "0 (input ended)";
+    else if (lag < 0) $("lag").innerHTML = esc(lagText(lag)) + ' <span class="why">watermark ahead of the clock</span>';
+    else $("lag").textContent = lagText(lag);
   }
   const t = s.totals;
   $("recin").textContent = num(t.records_in);
@@ -79,11 +88,21 @@ function renderStrip(s) {
 
 // ---- job graph --------------------------------------------------------
 
+// LAG_GRACE_S is the lag a healthy job has beyond its bound and
+// watermark interval: records' way from their producer to the source and
+// the watermark's through the exchanges.
+const LAG_GRACE_S = 1;
+
+// lagClass judges an operator's lag. A healthy job's lag is the bound
+// plus up to the watermark interval (a periodic watermark is bound
+// behind the newest record when emitted and ages until the next), plus
+// delivery: green within that, amber within a window more, red beyond.
 function lagClass(op, s) {
   if (op.lag_s === null) return "none";
-  const b = s.job.bound_ms / 1000, w = s.job.window_ms / 1000;
-  if (op.lag_s <= Math.max(b, 1)) return "ok";
-  if (op.lag_s <= b + w) return "warn";
+  const b = s.job.bound_ms / 1000, w = s.job.window_ms / 1000, iv = (s.job.watermark_interval_ms || 0) / 1000;
+  const ok = b + iv + LAG_GRACE_S;
+  if (op.lag_s <= ok) return "ok";
+  if (op.lag_s <= ok + w) return "warn";
   return "bad";
 }
 
@@ -132,6 +151,12 @@ function stateCell(st, why) {
 function renderHolders(s) {
   let chains = "";
   for (const h of s.holders || []) {
+    if (h.ended) {
+      // The final watermark passed: nothing holds it, no time counts on.
+      chains += '<div class="chain ended" data-holder="' + esc(h.operator) + '">' + esc(h.operator) + ": " + esc(h.reason || "the input ended") +
+        (s.ended_at !== null && s.ended_at !== undefined ? " (since " + esc(wmAbs(s.ended_at)) + ")" : "") + "</div>";
+      continue;
+    }
     const steps = (h.chain || []).join(" ← ");
     chains += '<div class="chain" data-holder="' + esc(h.operator) + '">' + esc(h.operator) + " is held by " + esc(steps || "nothing") +
       (h.reason ? " — " + esc(h.reason) : "") + (h.holding_for_s > 0 ? " — holding for " + dur(h.holding_for_s) : "") + "</div>";
@@ -227,13 +252,34 @@ function chartDefs(s) {
     { id: "delay", title: "Firing delay p50 / p99 (s)", series: [
       { label: "p50", f: (p) => maxOver(p, wins, (o) => o.firing_delay_p50_s) },
       { label: "p99", f: (p) => maxOver(p, wins, (o) => o.firing_delay_p99_s) }] },
-    { id: "state", title: "Window state (bytes)", series: wins.map((n) => ({ label: n, f: (p) => p.ops[n] ? p.ops[n].state_bytes : null })) },
+    { id: "state", title: "Window state (bytes)", values: (u, vals) => vals.map(bytes), series: wins.map((n) => ({ label: n, f: (p) => p.ops[n] ? p.ops[n].state_bytes : null })) },
     { id: "busy", title: "Busy and backpressured (busiest subtask, fraction)", series: all.flatMap((n) => [
       { label: n + " busy", f: (p) => p.ops[n] ? p.ops[n].busy : null },
       { label: n + " backpressured", f: (p) => p.ops[n] ? p.ops[n].backpressured : null }]) },
     { id: "records", title: "Records in per second", series: [{ label: "records/s", f: (p) => p.job.records_in_per_s }] },
     { id: "checkpoints", title: "Checkpoints completed", series: [{ label: "checkpoints", f: (p) => p.job.checkpoints }] },
   ];
+}
+
+// yAxisSize is the y axis' width: its widest tick label as drawn (in
+// the axis' font) plus the ticks, the gap and a little padding, so no
+// label is clipped however wide the values grow (it was a fixed 60 px),
+// and at least Y_AXIS_MIN, for the x axis' first label (a date), which
+// overhangs the plot's left edge by about that much. uPlot calls it
+// again as the labels change; after two cycles it keeps the size it has,
+// so the layout converges.
+const AXIS_PAD = 6, Y_AXIS_MIN = 60;
+function yAxisSize(u, values, axisIdx, cycleNum) {
+  const axis = u.axes[axisIdx];
+  if (cycleNum > 1) return axis._size;
+  let widest = 0;
+  if (values && values.length) {
+    u.ctx.save();
+    u.ctx.font = axis.font[0];
+    for (const v of values) widest = Math.max(widest, u.ctx.measureText(String(v)).width);
+    u.ctx.restore();
+  }
+  return Math.max(Y_AXIS_MIN, Math.ceil(axis.ticks.size + axis.gap + widest / (window.devicePixelRatio || 1) + AXIS_PAD));
 }
 
 function chartData(def) {
@@ -258,7 +304,7 @@ function renderCharts(s) {
         width: Math.max(380, el.clientWidth || 420), height: 180,
         scales: { x: { time: true } },
         series: [{}, ...def.series.map((se, i) => ({ label: se.label, stroke: palette[i % palette.length], width: 1.5, spanGaps: false }))],
-        axes: [{}, { size: 60 }],
+        axes: [{}, def.values ? { size: yAxisSize, values: def.values } : { size: yAxisSize }],
       };
       charts[def.id] = c = { key, el, plot: new uPlot(opts, chartData(def), el) };
     } else {
@@ -330,7 +376,10 @@ function connect() {
     const s = JSON.parse(e.data);
     if (s) {
       const first = snap === null;
-      snap = s; setStatus("live", "live"); render();
+      snap = s;
+      if (s.ended_at !== null && s.ended_at !== undefined) setStatus("finished", "input ended (final state)");
+      else setStatus("live", "live");
+      render();
       if (first) pollDoctor();
     }
   });

@@ -336,11 +336,21 @@ type StateInfo struct {
 	// for on-disk timers.
 	Oldest    etime.Time
 	HasOldest bool
+	// Past is, of OpenWindows, the windows whose end the watermark had
+	// passed when the job ended: fired, and kept only for the allowed
+	// lateness. PastKnown says it was counted (it is at the end of a
+	// run, for event-time windows other than sliding ones in pane mode).
+	Past      int64
+	PastKnown bool
 }
 
 func (s *StateInfo) add(o StateInfo) {
 	if o.HasOldest && (!s.HasOldest || o.Oldest < s.Oldest) {
 		s.Oldest, s.HasOldest = o.Oldest, true
+	}
+	if o.PastKnown {
+		s.Past += o.Past
+		s.PastKnown = true
 	}
 	s.OpenWindows += o.OpenWindows
 	s.Timers += o.Timers

@@ -308,6 +308,14 @@ func (o *opStats) publish(i int, snap opSnapshot) {
 	}
 }
 
+// setPast records, at the end of subtask i, how many of its windows
+// the watermark had passed (PastWindows).
+func (o *opStats) setPast(i int, n int64) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.subs[i].s.Past, o.subs[i].s.PastKnown = n, true
+}
+
 // state returns the operator's state size now and at its peak.
 func (o *opStats) state() OperatorState {
 	o.mu.Lock()
@@ -331,7 +339,6 @@ func buildWindow[K comparable, T, ACC, R any](w Windowed[K, T], accCodec state.C
 		contents, fn, evict := mk()
 		wout := winOutput[K, T, R]{res: out.Results.n.collector(st), late: out.Late.n.collector(st)}
 		backend := env.opts.NewBackend()
-		st.OnClose(backend.Close)
 		maxPar := env.opts.MaxParallelism
 		hasher := state.NewHasher(w.k.enc)
 		op, err := winop.New(winop.Config[K, T, ACC, R]{
@@ -345,8 +352,18 @@ func buildWindow[K comparable, T, ACC, R any](w Windowed[K, T], accCodec state.C
 			Gap: sessionGap[T](w.o.SessionGap),
 		}, wout)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, errors.Join(err, backend.Close())
 		}
+		i := st.Index
+		// At the end, before the backend closes, the windows kept only
+		// for the allowed lateness are counted (a walk of the state).
+		st.OnClose(func() error {
+			if n, ok := op.PastWindows(); ok {
+				stats.setPast(i, n)
+			}
+			return nil
+		})
+		st.OnClose(backend.Close)
 		if err := restoreWindow(st, op, maxPar, env.opts.Parallelism); err != nil {
 			return nil, nil, err
 		}
@@ -355,7 +372,6 @@ func buildWindow[K comparable, T, ACC, R any](w Windowed[K, T], accCodec state.C
 		}
 		head := &winHead[K, T, ACC, R]{op: op, out: wout, st: st}
 		st.OnProcessingTime(op.AdvanceProcessingTime)
-		i := st.Index
 		st.OnPublish(func() {
 			sz := op.StateSize()
 			oldest, has := op.OldestTimer()

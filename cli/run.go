@@ -390,7 +390,11 @@ func printSummary(w io.Writer, p *spec.Plan, s spec.Summary, elapsed time.Durati
 	for _, f := range s.Fields {
 		fmt.Fprintf(w, "  warning: %s\n", f)
 	}
-	fmt.Fprintf(w, "  results: %d lines (%d retractions); open windows at the end: %d\n", g("results"), g("retractions"), g("open_windows"))
+	open := fmt.Sprint(g("open_windows"))
+	if past := s.PastWindows; past != nil && g("open_windows") > 0 && p.Lateness > 0 {
+		open += fmt.Sprintf(" (%d still open, %d fired and kept only for the allowed lateness)", g("open_windows")-*past, *past)
+	}
+	fmt.Fprintf(w, "  results: %d lines (%d retractions); open windows at the end: %s\n", g("results"), g("retractions"), open)
 	if n := g("decimal_overflow"); n > 0 {
 		fmt.Fprintf(w, "  warning: %d sums or averages in results went beyond 38 digits and were computed in float64 from there (decimal_overflow)\n", n)
 	}

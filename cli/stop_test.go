@@ -182,6 +182,11 @@ checkpoint: {dir: ck, interval: 1h}
 	if code != ExitOK || !strings.Contains(out, "took checkpoint") || !strings.Contains(out, "stopped") {
 		t.Skipf("the run ended before the interrupt (a fast machine): %s", out)
 	}
+	// The stopped run's open windows: those waiting for the watermark
+	// apart from those fired and kept for the allowed lateness (1m).
+	if m := regexp.MustCompile(`open windows at the end: (\d+) \((\d+) still open, (\d+) fired and kept only for the allowed lateness\)`).FindStringSubmatch(out); m == nil || m[2] == "0" || m[3] == "0" {
+		t.Fatalf("the stopped run's open windows are not split:\n%s", out)
+	}
 	code, out = run(dir, context.Background())
 	if code != ExitOK || !strings.Contains(out, "resuming from checkpoint") {
 		t.Fatalf("exit %d:\n%s", code, out)

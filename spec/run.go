@@ -625,7 +625,8 @@ func (j *Job) Run(ctx context.Context) (Summary, error) {
 	j.dec.judge() // a run shorter than the field watch
 	stopFlusher()
 	j.execFailed = err != nil
-	open := j.env.State().OpenWindows
+	st := j.env.State()
+	open := st.OpenWindows
 	j.out.finish()
 	err = errors.Join(err, j.closeSinks())
 	stopWatch()
@@ -638,7 +639,11 @@ func (j *Job) Run(ctx context.Context) (Summary, error) {
 		err = j.ck.finished()
 	}
 	err = errors.Join(err, j.ck.close(), j.cleanup())
-	return j.summary(rep, open), err
+	sum := j.summary(rep, open)
+	if st.PastKnown {
+		sum.PastWindows = &st.Past
+	}
+	return sum, err
 }
 
 // Progress is a live view of a running job, safe to take concurrently.
@@ -769,6 +774,10 @@ type Summary struct {
 	// run's first records (a misspelled name, a CSV header that does
 	// not match).
 	Fields []FieldWarning
+	// PastWindows is, of the open windows at the end (open_windows),
+	// those whose end the watermark had passed: kept only for the
+	// allowed lateness (nil: not counted).
+	PastWindows *int64
 	// FirstDead is, per dead-letter reason, the detail of the first
 	// such dead letter of this process (the hint of timestamp_unit, the
 	// field of key_missing).

@@ -87,3 +87,25 @@ func TestFiringDelaySkipsTheStart(t *testing.T) {
 		t.Fatalf("firing delay: %d observations summing to %vs, want 1 of 5s", n, h.Sum)
 	}
 }
+
+// TestPastWindows: the windows whose end the watermark passed are those
+// kept only for the allowed lateness.
+func TestPastWindows(t *testing.T) {
+	op, err := New(Config[uint64, snapEvent, int64, int64]{
+		Assigner: mustA(window.Tumbling(10, 0)), Contents: AggContents[snapEvent, int64, int64]{F: snapSum{}}, Lateness: 100,
+		Func: func(ctx *FireContext[uint64, int64], acc *int64) { ctx.Emit(*acc) }, KeyEncoder: encU64, Backend: memstate.New(),
+		KeyCodec: state.CodecFor[uint64](), AccCodec: state.CodecFor[int64](), KeyGroup: kgOf,
+		Now: func() etime.Time { return 0 },
+	}, &lines{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ts := range []etime.Time{1, 11, 21, 31} {
+		_ = op.ProcessElement(1, snapEvent{1, 0}, ts)
+		_ = op.ProcessElement(2, snapEvent{2, 0}, ts)
+	}
+	op.AdvanceWatermark(19) // [0,10) and [10,20) fired, kept for the lateness
+	if n, ok := op.PastWindows(); !ok || n != 4 || op.StateSize().Windows != 8 {
+		t.Fatalf("past %d (%v) of %d windows, want 4 of 8", n, ok, op.StateSize().Windows)
+	}
+}

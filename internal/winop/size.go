@@ -6,6 +6,7 @@ import (
 	"github.com/weirstream/weir/etime"
 	"github.com/weirstream/weir/internal/timers"
 	"github.com/weirstream/weir/state"
+	"github.com/weirstream/weir/window"
 )
 
 // StateSize is the size of an operator instance's state.
@@ -151,4 +152,24 @@ func sample[K comparable, N comparable, V any](est *sizeEstimate, v state.Value[
 		est.mean = float64(total) / float64(count)
 		est.key = float64(keys) / float64(count)
 	}
+}
+
+// PastWindows counts the (key, window) entries whose end the watermark
+// has passed: they fired and are kept only for the allowed lateness
+// (known false: not counted, for processing-time windows and sliding
+// windows in pane mode). It walks the state, so it is for the end of a
+// run, not for every batch; the operator's goroutine calls it.
+func (o *Operator[K, IN, ACC, OUT]) PastWindows() (n int64, known bool) {
+	if !o.eventTime || o.paneMode {
+		return 0, false
+	}
+	// (Window-major state outside pane mode keeps its entries per key
+	// too.)
+	o.entries.Range(func(_ K, w window.Window, _ *entry[ACC]) bool {
+		if w.MaxTimestamp() <= o.wm {
+			n++
+		}
+		return true
+	})
+	return n, true
 }

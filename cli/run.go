@@ -229,7 +229,7 @@ func runPlan(ctx context.Context, p *spec.Plan, dir string, f runFlags, now time
 	var cur atomic.Pointer[spec.Job]
 	var ready = make(chan struct{})
 	var readyOnce sync.Once
-	var restores atomic.Int64 // attempts opened from a checkpoint
+	var restores atomic.Int64          // attempts opened from a checkpoint
 	var first atomic.Pointer[spec.Job] // the job as this process first opened it
 	onOpen := func(j *spec.Job) {
 		if !j.RestoredAt().IsZero() {

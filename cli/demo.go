@@ -91,11 +91,14 @@ func demoCmd(ctx context.Context, args []string, o IO) int {
 		dash.wait(ctx)
 		return ExitOK
 	}
+	var sum spec.Summary
+	rf.summary = &sum
 	code := runPlan(ctx, p, out, rf, time.Time{}, IO{Stdin: o.Stdin, Stdout: o.Stdout, Stderr: o.Stdout, Dir: o.Dir})
 	if code != ExitOK {
 		return code
 	}
 	fmt.Fprintln(o.Stdout)
+	layerShares(o.Stdout, sum)
 	if err := demoTable(o.Stdout, filepath.Join(out, "results.db"), int64(p.GenStart)); err != nil {
 		fmt.Fprintln(o.Stderr, "weir demo: reading the results:", err)
 		return ExitFailed
@@ -169,6 +172,27 @@ func isTerminal(w io.Writer) bool {
 	}
 	null, err := os.Stat(os.DevNull)
 	return err != nil || !os.SameFile(fi, null)
+}
+
+// layerShares tells the three layers of late-data defence as shares of
+// the input, as the source articles tell the story.
+func layerShares(w io.Writer, s spec.Summary) {
+	in := float64(s.Get("records_in"))
+	if in == 0 {
+		return
+	}
+	pct := func(n int64) string {
+		if x := 100 * float64(n) / in; x > 0 && x < 1 {
+			return fmt.Sprintf("%.2f%%", x)
+		}
+		return fmt.Sprintf("%.1f%%", 100*float64(n)/in)
+	}
+	onTime := s.Get("accepted") - s.Get("accepted_late")
+	fmt.Fprintf(w, "the three layers, as shares of the %d orders:\n", s.Get("records_in"))
+	fmt.Fprintf(w, "  1. the out-of-orderness bound: %s on time\n", pct(onTime))
+	fmt.Fprintf(w, "  2. the allowed lateness: %s late, each re-firing its window with the full result\n", pct(s.Get("accepted_late")))
+	fmt.Fprintf(w, "  3. the side output: %s too late, kept in the ledger for a backfill (%s dropped, %s dead letters)\n\n",
+		pct(s.Get("late_side_output")), pct(s.Get("late_dropped")), pct(s.Get("dead_letter")))
 }
 
 // demoTable prints the first windows of the results table from the

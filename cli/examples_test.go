@@ -7,6 +7,8 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -87,6 +89,17 @@ func TestDemo(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("demo output lacks %q:\n%s", want, out)
 		}
+	}
+	// The three layers as shares of the input, about 95/4/1 by design.
+	m := regexp.MustCompile(`the three layers, as shares of the 40000 orders:\n  1\. the out-of-orderness bound: ([\d.]+)% on time\n  2\. the allowed lateness: ([\d.]+)% late.*\n  3\. the side output: ([\d.]+)% too late`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("no shares of the three layers:\n%s", out)
+	}
+	on, _ := strconv.ParseFloat(m[1], 64)
+	late, _ := strconv.ParseFloat(m[2], 64)
+	tooLate, _ := strconv.ParseFloat(m[3], 64)
+	if on < 90 || late < 2 || late > 6 || tooLate < 0.3 || tooLate > 2 {
+		t.Errorf("shares %v%% / %v%% / %v%%, want about 95 / 4 / 1", on, late, tooLate)
 	}
 	for _, f := range []string{"results.db", "ledger/orders-demo", "dead_letter.jsonl"} {
 		if _, err := os.Stat(filepath.Join(dir, "weir-demo", f)); err != nil {

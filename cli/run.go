@@ -113,6 +113,9 @@ type runFlags struct {
 	// run then leaves to it (weir demo keeps the dashboard up after the
 	// run, see demoDashboard).
 	serving func(addr string, stop func())
+	// summary, when set, receives the run's summary (weir demo tells
+	// the three layers' shares from it).
+	summary *spec.Summary
 }
 
 func runCmd(ctx context.Context, args []string, o IO) int {
@@ -307,6 +310,9 @@ func runPlan(ctx context.Context, p *spec.Plan, dir string, f runFlags, now time
 		resumedAt = j.ResumedRecords()
 	}
 	printSummary(o.Stderr, p, sum, elapsed, peak, state, resumedAt)
+	if f.summary != nil {
+		*f.summary = sum
+	}
 	if f.summaryJSON != "" {
 		if werr := os.WriteFile(o.path(f.summaryJSON), sum.JSON(), 0o644); werr != nil {
 			fmt.Fprintf(o.Stderr, "weir run: %v\n", werr)

@@ -254,6 +254,45 @@ type op struct {
 // removes its rows anyway, and its results are written again from its
 // input.
 func Open(ctx context.Context, connString, table string, keys, values []ColumnDef, o Options) (*Sink, error) {
+	s, err := newSink(ctx, connString, table, keys, values, o)
+	if err != nil {
+		return nil, err
+	}
+	s.buildSQL()
+	if err := s.c.run(ctx, "open table "+s.c.qt, s.setup); err != nil {
+		s.c.closeConn()
+		return nil, err
+	}
+	return s, nil
+}
+
+// CheckTable checks, without changing anything, that the result table
+// named table either does not exist or has the layout Open requires for
+// keys and values; it returns the error Open would fail with otherwise.
+// Programs that read or write the table beside a Sink (a backfill) call
+// it first, so that a table of another layout is refused as Open refuses
+// it, not by the first statement that meets a column of another type. It
+// connects once for the check, retrying as Open does (see Options).
+func CheckTable(ctx context.Context, connString, table string, keys, values []ColumnDef, o Options) error {
+	s, err := newSink(ctx, connString, table, keys, values, o)
+	if err != nil {
+		return err
+	}
+	defer s.c.close()
+	return s.c.run(ctx, "check table "+s.c.qt, func(ctx context.Context, conn *pgx.Conn) error {
+		got, gotPK, exists, err := tableColumns(ctx, conn, s.c.qt)
+		if err != nil {
+			return fmt.Errorf("pgio: read the columns of table %s: %w", s.c.qt, err)
+		}
+		if !exists {
+			return nil
+		}
+		return s.compare(got, gotPK)
+	})
+}
+
+// newSink validates Open's arguments and makes the sink, not connected.
+func newSink(ctx context.Context, connString, table string, keys, values []ColumnDef, o Options) (*Sink, error) {
 	c, err := newClient(ctx, connString, table, o)
 	if err != nil {
 		return nil, err
@@ -267,7 +306,7 @@ func Open(ctx context.Context, connString, table string, keys, values []ColumnDe
 			return nil, fmt.Errorf("pgio: column %q has the unknown type %v; use one of the Type constants", d.Name, d.Type)
 		}
 	}
-	s := &Sink{
+	return &Sink{
 		c:        c,
 		job:      o.Job,
 		keys:     slices.Clone(keys),
@@ -275,13 +314,7 @@ func Open(ctx context.Context, connString, table string, keys, values []ColumnDe
 		keyNames: keyNames,
 		valNames: valueNames,
 		kinds:    make([]uint8, len(keys)),
-	}
-	s.buildSQL()
-	if err := c.run(ctx, "open table "+c.qt, s.setup); err != nil {
-		c.closeConn()
-		return nil, err
-	}
-	return s, nil
+	}, nil
 }
 
 func names(defs []ColumnDef) []string {
@@ -373,7 +406,7 @@ func (s *Sink) setup(ctx context.Context, conn *pgx.Conn) error {
 		for i, c := range want {
 			q[i] = quoteIdent(c[0]) + " " + c[1] + " NOT NULL"
 			if i >= 1+len(s.keyNames)+len(fixedColumns) {
-				q[i] = quoteIdent(c[0]) + " " + c[1] // values may be SQL NULL if someone writes them
+				q[i] = quoteIdent(c[0]) + " " + c[1] // a null aggregate is SQL NULL in a typed column
 			}
 		}
 		create := fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s (%s, PRIMARY KEY (%s))", s.c.qt, strings.Join(q, ", "), joinIdents(wantPK))
@@ -384,10 +417,17 @@ func (s *Sink) setup(ctx context.Context, conn *pgx.Conn) error {
 			return fmt.Errorf("pgio: read the columns of table %s: %w", s.c.qt, err)
 		}
 	}
+	return s.compare(got, gotPK)
+}
+
+// compare checks the columns and primary key of the existing table
+// against the sink's.
+func (s *Sink) compare(got [][2]string, gotPK []string) error {
+	want := s.columns()
 	if err := jsonbLayout(s.c.table, s.c.qt, want, got); err != nil {
 		return err
 	}
-	return compareSchema(s.c.qt, want, wantPK, got, gotPK)
+	return compareSchema(s.c.qt, want, s.primaryKey(), got, gotPK)
 }
 
 // jsonbLayout refuses a table of weir before typed columns: one with the

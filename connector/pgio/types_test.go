@@ -175,9 +175,9 @@ func TestTypedWriteValidation(t *testing.T) {
 }
 
 // TestJSONBLayoutRefused: a result table of weir before typed columns
-// (keys and values jsonb) is refused at Open with an error naming the
-// table, each column with its type and the type expected, and the fix;
-// the table is left as it was.
+// (keys and values jsonb) is refused at Open and by CheckTable with an
+// error naming the table, each column with its type and the type
+// expected, and the fix; the table is left as it was.
 func TestJSONBLayoutRefused(t *testing.T) {
 	d := connect(t)
 	table := d.table(t, "")
@@ -209,6 +209,18 @@ func TestJSONBLayoutRefused(t *testing.T) {
 	if strings.Contains(err.Error(), `"items"`) {
 		t.Errorf("Open = %v\nnames the jsonb column items, which is expected as jsonb", err)
 	}
+	// CheckTable refuses it the same way, and accepts a missing table
+	// without making it.
+	if err := CheckTable(context.Background(), d.url, table, typedKeys, typedValues, Options{}); err == nil || !strings.Contains(err.Error(), "has the layout of weir before typed result columns") {
+		t.Errorf("CheckTable on the jsonb table = %v", err)
+	}
+	missing := d.table(t, "")
+	if err := CheckTable(context.Background(), d.url, missing, typedKeys, typedValues, Options{}); err != nil {
+		t.Errorf("CheckTable on a missing table = %v", err)
+	}
+	if got := d.columnTypes(t, missing); len(got) != 0 {
+		t.Errorf("CheckTable created the missing table: %v", got)
+	}
 	if diff := cmp.Diff(before, d.columnTypes(t, table)); diff != "" {
 		t.Fatalf("the refused table changed (-before +after):\n%s", diff)
 	}
@@ -233,5 +245,11 @@ func TestJSONBLayoutRefused(t *testing.T) {
 	if _, err := Open(context.Background(), d.url, other, typedKeys, typedValues, Options{}); err == nil ||
 		!strings.Contains(err.Error(), `column "orders" has type integer, expected bigint`) || strings.Contains(err.Error(), "layout of weir before typed") {
 		t.Fatalf("Open on a table with an integer column = %v", err)
+	}
+	if err := CheckTable(context.Background(), d.url, other, typedKeys, typedValues, Options{}); err == nil || !strings.Contains(err.Error(), `column "orders" has type integer, expected bigint`) {
+		t.Fatalf("CheckTable on a table with an integer column = %v", err)
+	}
+	if err := CheckTable(context.Background(), d.url, table, typedKeys, typedValues, Options{}); err != nil {
+		t.Fatalf("CheckTable on the table Open made = %v", err)
 	}
 }

@@ -84,8 +84,8 @@
 // Flush like results, with the same retries; a replay after a failure
 // writes the same ids again and changes nothing.
 //
-// The database should use the UTF8 encoding: jsonb strings are text in the
-// database's encoding.
+// The database should use the UTF8 encoding: text columns and jsonb
+// strings are text in the database's encoding.
 package pgio
 
 import (

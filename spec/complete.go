@@ -480,8 +480,10 @@ func tableRows(p *Plan, dir string) (map[string][]string, error) {
 			if i == nk || i == nk+1 { // the window
 				continue
 			}
-			t := pgio.Text // a key
-			if i > nk+1 {
+			var t pgio.Type
+			if i < nk {
+				t = db.keyTypes[i]
+			} else {
 				t = db.valTypes[i-nk-2]
 			}
 			if v, err = db.value(t, v); err != nil {

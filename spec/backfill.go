@@ -430,7 +430,7 @@ func (s *sqlStore) horizon() (etime.Time, error) { return etime.MinTime, nil }
 
 func (s *sqlStore) begin(w *backfillWindow) error {
 	s.args = append(s.args[:0], s.p.Spec.Name)
-	for _, k := range s.p.Spec.Key {
+	for i, k := range s.p.Spec.Key {
 		// As the live job wrote it: canonical (a Postgres ledger gives
 		// jsonb's text, which writes numbers and orders members its own
 		// way).
@@ -438,7 +438,7 @@ func (s *sqlStore) begin(w *backfillWindow) error {
 		if err != nil {
 			return fmt.Errorf("ledger entry key %s: %w", k, err)
 		}
-		v, err := s.db.arg(c)
+		v, err := s.db.arg(s.db.keyTypes[i], c, true)
 		if err != nil {
 			return fmt.Errorf("ledger entry key %s: %w", k, err)
 		}
@@ -497,11 +497,11 @@ func (s *sqlStore) load(w *backfillWindow) (*acc, int64, error) {
 		return nil, 0, err
 	}
 	for i := range vals {
-		if t, ok := vals[i].(string); ok && s.db.pg && isNumberText(t) {
-			vals[i] = numText(t) // jsonb keeps a number's digits
+		if t, ok := vals[i].(string); ok && s.db.pg && s.db.valTypes[i] != pgio.Text && isNumberText(t) {
+			vals[i] = numText(t) // numeric and jsonb keep a number's digits
 			continue
 		}
-		v, err := s.db.value(vals[i])
+		v, err := s.db.value(s.db.valTypes[i], vals[i])
 		if err != nil {
 			return nil, 0, fmt.Errorf("column %d: %w", i+1, err)
 		}
@@ -513,8 +513,8 @@ func (s *sqlStore) load(w *backfillWindow) (*acc, int64, error) {
 
 func (s *sqlStore) write(w *backfillWindow, pane int64, values []string, ids []string) error {
 	set := make([]any, 0, len(values)+2)
-	for _, v := range values {
-		x, err := s.db.arg([]byte(v))
+	for i, v := range values {
+		x, err := s.db.arg(s.db.valTypes[i], []byte(v), false)
 		if err != nil {
 			return err
 		}
@@ -661,10 +661,15 @@ func (v *lazyView) Parts(stage, name string) map[int][]byte {
 // resultsDB is the results table of a SQLite or Postgres sink, with the
 // statements a backfill runs on one row: their WHERE (or VALUES) takes
 // the key values, window_start and window_end. In Postgres, keys and
-// values are jsonb and are passed as JSON text.
+// values have the types of pgColumns and are passed as the sink passes
+// them (pgio.Arg).
 type resultsDB struct {
 	db *sql.DB
 	pg bool
+	// keyTypes and valTypes are the Postgres types of the key columns
+	// and of the value columns sel reads (the aggregates, then the
+	// accumulators).
+	keyTypes, valTypes []pgio.Type
 	// sel reads pane, the values and the accumulators; upd and ins write
 	// the next revision; applied lists a window's applied ids and mark
 	// adds one.
@@ -692,6 +697,15 @@ func openResultsDB(p *Plan, dir string, create bool) (*resultsDB, error) {
 		return nil, err
 	}
 	table := cmp.Or(r.Table, "results")
+	if d.pg {
+		// A table of another layout (of weir before typed columns) is
+		// refused as the sink refuses it.
+		keys, vals := p.pgColumns()
+		if err := pgio.CheckTable(context.Background(), r.URL, table, keys, vals, pgTimes(r)); err != nil {
+			d.db.Close()
+			return nil, err
+		}
+	}
 	appliedName := appliedTable(table)
 	applied := quoteSQL(appliedName)
 	if create {
@@ -722,23 +736,26 @@ func openResultsDB(p *Plan, dir string, create bool) (*resultsDB, error) {
 		}
 		d.noneApplied = n == 0
 	}
-	jsonPH := "?"
-	if d.pg {
-		jsonPH = "?::jsonb"
+	// The placeholder of a key or value column: typed as the sink's in
+	// Postgres.
+	keyDefs, valDefs := p.pgColumns()
+	ph := func(def pgio.ColumnDef) string {
+		if d.pg {
+			return "?::" + def.Type.String()
+		}
+		return "?"
 	}
-	var cols, sels []string
-	for _, a := range s.Aggregate {
-		cols = append(cols, quoteSQL(a.Name))
-	}
-	if p.keepsAccs() {
-		cols = append(cols, quoteSQL(accColumn))
-	}
-	for _, c := range cols {
-		sels = append(sels, d.text(c))
+	var cols, sels, sets, keyPHs, valPHs []string
+	for _, v := range valDefs {
+		c := quoteSQL(v.Name)
+		cols, sels = append(cols, c), append(sels, d.text(c))
+		sets, valPHs = append(sets, c+" = "+ph(v)), append(valPHs, ph(v))
+		d.valTypes = append(d.valTypes, v.Type)
 	}
 	conds := []string{`"job" = ?`}
-	for _, k := range s.Key {
-		conds = append(conds, quoteSQL(k)+" = "+jsonPH)
+	for _, k := range keyDefs {
+		conds, keyPHs = append(conds, quoteSQL(k.Name)+" = "+ph(k)), append(keyPHs, ph(k))
+		d.keyTypes = append(d.keyTypes, k.Type)
 	}
 	where := strings.Join(append(conds, "window_start = ?", "window_end = ?"), " AND ")
 	t := quoteSQL(table)
@@ -746,10 +763,10 @@ func openResultsDB(p *Plan, dir string, create bool) (*resultsDB, error) {
 	if d.pg {
 		d.sel += ` FOR UPDATE`
 	}
-	d.upd = `UPDATE ` + t + ` SET ` + strings.Join(cols, " = "+jsonPH+", ") + ` = ` + jsonPH + `, firing = 'backfill', pane = ?, watermark = ? WHERE ` + where
-	vals := append([]string{"?"}, slices.Repeat([]string{jsonPH}, len(s.Key))...)
+	d.upd = `UPDATE ` + t + ` SET ` + strings.Join(sets, ", ") + `, firing = 'backfill', pane = ?, watermark = ? WHERE ` + where
+	vals := append([]string{"?"}, keyPHs...)
 	vals = append(vals, slices.Repeat([]string{"?"}, len(resultColumns))...)
-	vals = append(vals, slices.Repeat([]string{jsonPH}, len(cols))...)
+	vals = append(vals, valPHs...)
 	d.ins = `INSERT INTO ` + t + ` (` + strings.Join(append(append(append([]string{`"job"`}, quoteAll(s.Key)...), resultColumns...), cols...), ", ") + `) VALUES (` + strings.Join(vals, ", ") + `)`
 	d.maxRun = `SELECT COALESCE(MAX(run), 0) FROM ` + t + ` WHERE "job" = ?`
 	d.applied = `SELECT id FROM ` + applied + ` WHERE job = ? AND key = ? AND window_start = ? AND window_end = ?`
@@ -800,8 +817,8 @@ func dollars(q string) string {
 
 func (d *resultsDB) close() error { return d.db.Close() }
 
-// text is a column read as value turns it back: Postgres jsonb as its
-// JSON text, SQLite as it is.
+// text is a column read as value turns it back: Postgres columns as
+// their text (jsonb's JSON text, a number's digits), SQLite as it is.
 func (d *resultsDB) text(col string) string {
 	if d.pg {
 		return col + "::text"
@@ -809,28 +826,32 @@ func (d *resultsDB) text(col string) string {
 	return col
 }
 
-// arg is the argument for a JSON key or value: as the SQLite sink stores
-// it, or the JSON text for a jsonb parameter.
-func (d *resultsDB) arg(v []byte) (any, error) {
+// arg is the argument for a JSON key or value in a column of Postgres
+// type t (key: a key column): as the SQLite or Postgres sink stores it.
+func (d *resultsDB) arg(t pgio.Type, v []byte, key bool) (any, error) {
 	if d.pg {
 		if len(v) == 0 {
-			return "null", nil
+			v = []byte("null")
 		}
-		return string(v), nil
+		return pgio.Arg(t, v, key)
 	}
 	return sqliteio.Value(v)
 }
 
-// value turns a column read by sel into what the SQLite driver would
-// give: Postgres columns are read as JSON text (jsonb's, written
-// canonically first).
-func (d *resultsDB) value(v any) (any, error) {
+// value turns a column of Postgres type t read by sel (as text) into
+// what the SQLite driver would give: a text column's text is the value
+// (a string key, the accumulators), the others are JSON text (a
+// number's digits, jsonb's JSON, written canonically first).
+func (d *resultsDB) value(t pgio.Type, v any) (any, error) {
 	if !d.pg || v == nil {
 		return v, nil
 	}
 	s, ok := v.(string)
 	if !ok {
 		return nil, fmt.Errorf("unexpected %T", v)
+	}
+	if t == pgio.Text {
+		return s, nil
 	}
 	return sqlValue([]byte(s))
 }

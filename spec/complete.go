@@ -21,6 +21,7 @@ import (
 	"github.com/weirstream/weir/clock"
 	"github.com/weirstream/weir/connector/fileio"
 	"github.com/weirstream/weir/connector/kafkaio"
+	"github.com/weirstream/weir/connector/pgio"
 	"github.com/weirstream/weir/connector/sqliteio"
 	"github.com/weirstream/weir/etime"
 	"github.com/weirstream/weir/internal/jsonnum"
@@ -46,7 +47,6 @@ func (a *Answer) Windows() int { return len(a.rows) }
 // sliding, reading the source from the start. CheckComplete says,
 // without reading anything, whether it can.
 func Complete(p *Plan, dir string) (*Answer, error) {
-	s := p.Spec
 	if err := CheckComplete(p, dir); err != nil {
 		return nil, err
 	}
@@ -90,7 +90,7 @@ func Complete(p *Plan, dir string) (*Answer, error) {
 					continue
 				}
 				for _, w := range wins {
-					id := rowID(rec.key, len(s.Key), w)
+					id := p.rowID(rec.key, w)
 					ac := accs[id]
 					if ac == nil {
 						ac = agg.CreateAccumulator()
@@ -129,17 +129,12 @@ func Complete(p *Plan, dir string) (*Answer, error) {
 }
 
 // rowID identifies a results row of the answer: its key values (the
-// decoder's canonical texts), as the SQLite sink stores them, and its
-// window.
-func rowID(key string, nk int, w window.Window) string {
-	keys := splitKey(key, nk)
+// decoder's canonical texts), as the job's results store them (keyText),
+// and its window.
+func (p *Plan) rowID(key string, w window.Window) string {
+	keys := splitKey(key, len(p.Spec.Key))
 	for i, k := range keys {
-		x, err := sqliteio.Value([]byte(k))
-		if err != nil {
-			keys[i] = "invalid " + k
-			continue
-		}
-		keys[i] = valueText(x)
+		keys[i] = p.keyText([]byte(k))
 	}
 	return rowIdentity(keys, strconv.FormatInt(int64(w.Start), 10), strconv.FormatInt(int64(w.End), 10))
 }
@@ -157,6 +152,25 @@ func rowIdentity(keys []string, start, end string) string {
 	b.WriteByte(',')
 	b.WriteString(end)
 	return b.String()
+}
+
+// keyText renders a key value (canonical JSON) as the job's results
+// table keeps it, with its type (valueText), for comparing: in Postgres,
+// the text of its text column (pgKeyText: the string "7" and the number
+// 7 are one key there), elsewhere as the SQLite sink stores it (they
+// differ).
+func (p *Plan) keyText(k []byte) string {
+	var x any
+	var err error
+	if r := p.Spec.Sinks.Results; r != nil && r.Type == "postgres" {
+		x, err = pgKeyText(k)
+	} else {
+		x, err = sqliteio.Value(k)
+	}
+	if err != nil {
+		return "invalid " + string(k)
+	}
+	return valueText(x)
 }
 
 // valueCanonical renders an aggregate's JSON value as the job's results
@@ -466,7 +480,13 @@ func tableRows(p *Plan, dir string) (map[string][]string, error) {
 			if i == nk || i == nk+1 { // the window
 				continue
 			}
-			if v, err = db.value(v); err != nil {
+			var t pgio.Type
+			if i < nk {
+				t = db.keyTypes[i]
+			} else {
+				t = db.valTypes[i-nk-2]
+			}
+			if v, err = db.value(t, v); err != nil {
 				return nil, err
 			}
 			if c := valueText(v); i < nk {

@@ -117,13 +117,21 @@ var distinctWant = []string{
 // TestDistinctKeys runs a job with distinctKeys into each kind of table
 // or file sink: every distinct key keeps its own row and result (in
 // SQLite, as the number's exact type: INTEGER, REAL or a BLOB of its
-// canonical text), and the complete answer agrees with the results row
-// for row.
+// canonical text; in Postgres, as its canonical text), and the complete
+// answer agrees with the results row for row. Postgres keeps keys as
+// text, where the string "9223372036854775809" is the number's text: its
+// run leaves that string out.
 func TestDistinctKeys(t *testing.T) {
 	const ts = 1780272000000
-	var in strings.Builder
-	for i, k := range distinctKeys {
-		fmt.Fprintf(&in, `{"k":%s,"amount":%d,"ts":%d}`+"\n", k, 1<<i, ts)
+	input := func(sink string) string {
+		var in strings.Builder
+		for i, k := range distinctKeys {
+			if sink == "postgres" && k[0] == '"' {
+				continue
+			}
+			fmt.Fprintf(&in, `{"k":%s,"amount":%d,"ts":%d}`+"\n", k, 1<<i, ts)
+		}
+		return in.String()
 	}
 	for _, sink := range []string{"sqlite", "postgres", "jsonl"} {
 		t.Run(sink, func(t *testing.T) {
@@ -150,7 +158,7 @@ func TestDistinctKeys(t *testing.T) {
 						t.Fatal(err)
 					}
 					defer db.Close()
-					return queryRows(t, db, `SELECT k::text, n::text, total::text FROM `+table+` ORDER BY (total#>>'{}')::numeric`)
+					return queryRows(t, db, `SELECT k, n::text, total::text FROM `+table+` AS t ORDER BY t.total`)
 				}
 			case "jsonl":
 				job = fmt.Sprintf(keyJob, "{type: jsonl, path: out.jsonl}")
@@ -167,7 +175,7 @@ func TestDistinctKeys(t *testing.T) {
 					return out
 				}
 			}
-			dir, _ := runSpec(t, job, map[string]string{"in.jsonl": in.String()}, RunOptions{Deterministic: true})
+			dir, _ := runSpec(t, job, map[string]string{"in.jsonl": input(sink)}, RunOptions{Deterministic: true})
 			want := distinctWant
 			switch sink {
 			case "sqlite":
@@ -178,15 +186,13 @@ func TestDistinctKeys(t *testing.T) {
 				}
 				want[7] = "real 1.0e+20 n=2 total=1152" // SQLite writes a REAL so
 			case "postgres":
-				want = slices.Clone(want)
-				want[1] = strings.Replace(want[1], "1e+500", "1"+strings.Repeat("0", 500), 1) // numeric as jsonb writes it
-				want[6] = strings.Replace(want[6], "1e+400", "1"+strings.Repeat("0", 400), 1)
+				want = slices.Delete(slices.Clone(want), 2, 3) // the string key, left out
 			}
 			if d := cmp.Diff(want, rows(dir)); d != "" {
 				t.Fatalf("rows (-want +got):\n%s", d)
 			}
-			if n := equalsComplete(t, job, dir); n != len(distinctWant) {
-				t.Fatalf("the complete answer has %d windows, want %d", n, len(distinctWant))
+			if n := equalsComplete(t, job, dir); n != len(want) {
+				t.Fatalf("the complete answer has %d windows, want %d", n, len(want))
 			}
 		})
 	}

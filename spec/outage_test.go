@@ -68,7 +68,7 @@ func outageWant(t *testing.T, records int) map[string]string {
 // checkOutageTable compares the table with want.
 func checkOutageTable(t *testing.T, conn *pgx.Conn, table string, want map[string]string) {
 	t.Helper()
-	rows, err := conn.Query(context.Background(), `SELECT user_id #>> '{}', window_start, orders::text FROM `+table)
+	rows, err := conn.Query(context.Background(), `SELECT user_id, window_start, orders::text FROM `+table)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -523,7 +523,8 @@ func (j *Job) openResults(r *Sink, open func(string, *Sink) (*lineSink, error), 
 	case "postgres":
 		o := j.pgOptions("results", r)
 		o.Job = j.plan.Spec.Name
-		db, err := pgio.Open(j.sinkCtx, r.URL, r.Table, j.plan.Spec.Key, names, o)
+		keys, vals := j.plan.pgColumns()
+		db, err := pgio.Open(j.sinkCtx, r.URL, r.Table, keys, vals, o)
 		if err != nil {
 			return fmt.Errorf("sinks.results: %w", err)
 		}

@@ -93,7 +93,7 @@ func TestWrongPort(t *testing.T) {
 	o := Options{MinBackoff: 10 * time.Millisecond, MaxBackoff: 100 * time.Millisecond, ConnectRetryFor: 500 * time.Millisecond,
 		Logger: slog.New(slog.NewTextHandler(&logs, nil))}
 	start := time.Now()
-	s, err := Open(context.Background(), cs, "weir_wrong_port", []string{"k"}, []string{"v"}, o)
+	s, err := openJSONB(context.Background(), cs, "weir_wrong_port", []string{"k"}, []string{"v"}, o)
 	took := time.Since(start)
 	if err == nil {
 		s.Close()

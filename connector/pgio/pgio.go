@@ -34,10 +34,12 @@
 // value columns, with PRIMARY KEY (job, keys..., window_start,
 // window_end). Open creates it if it is missing; if it exists
 // it must have the same columns with the same types (see Open). Keys and
-// values arrive as JSON text and are stored as jsonb (see Column); window
-// bounds, run, pane and watermark are bigint (etime.Time milliseconds; the global
-// window is (etime.MinTime, etime.MaxTime), the int64 extremes) and firing and
-// job are text.
+// values arrive as JSON text and are stored in their column's Type
+// (text, bigint, double precision, numeric or jsonb), so that the table
+// answers plain SQL: SELECT sum(orders) ... WHERE user_id = 'user-001';
+// window bounds, run, pane and watermark are bigint (etime.Time
+// milliseconds; the global window is (etime.MinTime, etime.MaxTime), the
+// int64 extremes) and firing and job are text.
 //
 // # Flush
 //
@@ -82,8 +84,8 @@
 // Flush like results, with the same retries; a replay after a failure
 // writes the same ids again and changes nothing.
 //
-// The database should use the UTF8 encoding: jsonb strings are text in the
-// database's encoding.
+// The database should use the UTF8 encoding: text columns and jsonb
+// strings are text in the database's encoding.
 package pgio
 
 import (
@@ -91,6 +93,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -126,16 +129,14 @@ var fixedColumns = tablerow.FixedColumns
 // Column is one named value; Value is the value's JSON text (a JSON number,
 // string, true/false, null, array or object).
 //
-// Every key and value column is stored as jsonb holding the JSON value; a
-// JSON null is the jsonb null, not SQL NULL, so a null key is a key like any
-// other. Keys compare as jsonb values: the string "1" and the number 1 are
-// different keys; the numbers 1 and 1.0 are the same key, as are two objects
-// with the same members in another order (the table keeps the spelling that
-// was inserted first). Whitespace is not kept.
+// A value is stored as its column's Type says (see Type): keys compare as
+// the column's values, so in a Text key column the string "1" and the
+// number 1 are one key, in a JSONB one they differ.
 //
 // Write refuses a Value that is not valid JSON (including an empty one), that
-// is not valid UTF-8, or that jsonb cannot hold: a \u0000 escape, an unpaired
-// surrogate escape, or a number beyond the range of Postgres numeric.
+// is not valid UTF-8, that Postgres text cannot hold (a \u0000 escape, an
+// unpaired surrogate escape), a number beyond the range of Postgres
+// numeric, or one its column's Type does not hold.
 type Column = tablerow.Column
 
 // Row is one result revision.
@@ -190,13 +191,21 @@ var ErrClosed = errors.New("pgio: sink is closed")
 type Sink struct {
 	c        *client
 	job      string // Options.Job
+	keys     []ColumnDef
+	vals     []ColumnDef
 	keyNames []string
 	valNames []string
 	upsert   string // INSERT ... ON CONFLICT ... DO UPDATE ... WHERE pane guard
 	del      string // DELETE ... WHERE key, window, pane guard
 
 	ops  []op
-	cols []string // the column texts of ops, nk or nk+nv per op
+	cols []string // the column texts of ops, nk or nk+nv per op; nullText is NULL
+	buf  []byte   // a row's column texts while Write converts them
+	lens []int    // their lengths (-1: NULL)
+	// kinds has, per key column of type Text, bit 1 once it got a string
+	// and bit 2 once it got another value; mixed is set once warned.
+	kinds []uint8
+	mixed bool
 }
 
 // op is one buffered row.
@@ -208,8 +217,8 @@ type op struct {
 
 // Open connects to the database of connString (a URL or keyword/value
 // string, as pgx.ParseConfig reads it) and opens, creating it if needed, the
-// result table named table, whose key columns are keyNames and value columns
-// valueNames.
+// result table named table, whose key columns are keys and value columns
+// values, each of its Type.
 //
 // ctx bounds Open and, for the life of the sink, every Flush: cancel it to
 // stop a Flush that is waiting for the server. While the server is
@@ -231,26 +240,89 @@ type op struct {
 // window_end; otherwise Open fails with an error listing every difference
 // (a table of weir before runs lacks job and run: use another table or
 // drop it).
-func Open(ctx context.Context, connString, table string, keyNames, valueNames []string, o Options) (*Sink, error) {
+//
+// Open never alters an existing table. A table of weir before typed
+// columns, whose keys and values are all jsonb, is refused with an error
+// naming each column, its type and the type expected, and the fix: drop or
+// rename the table and run the job again. Converting it in place (ALTER
+// COLUMN ... TYPE ... USING) was not chosen: jsonb keeps numbers and
+// objects in its own spelling (1e400 in full, members reordered), so the
+// converted keys would not be the texts the job writes, and the same
+// window would get a second row; the conversion also rewrites the whole
+// table under an exclusive lock at a job's start, and other jobs sharing
+// the table, of an older weir, would fail on it. A job's fresh start
+// removes its rows anyway, and its results are written again from its
+// input.
+func Open(ctx context.Context, connString, table string, keys, values []ColumnDef, o Options) (*Sink, error) {
+	s, err := newSink(ctx, connString, table, keys, values, o)
+	if err != nil {
+		return nil, err
+	}
+	s.buildSQL()
+	if err := s.c.run(ctx, "open table "+s.c.qt, s.setup); err != nil {
+		s.c.closeConn()
+		return nil, err
+	}
+	return s, nil
+}
+
+// CheckTable checks, without changing anything, that the result table
+// named table either does not exist or has the layout Open requires for
+// keys and values; it returns the error Open would fail with otherwise.
+// Programs that read or write the table beside a Sink (a backfill) call
+// it first, so that a table of another layout is refused as Open refuses
+// it, not by the first statement that meets a column of another type. It
+// connects once for the check, retrying as Open does (see Options).
+func CheckTable(ctx context.Context, connString, table string, keys, values []ColumnDef, o Options) error {
+	s, err := newSink(ctx, connString, table, keys, values, o)
+	if err != nil {
+		return err
+	}
+	defer s.c.close()
+	return s.c.run(ctx, "check table "+s.c.qt, func(ctx context.Context, conn *pgx.Conn) error {
+		got, gotPK, exists, err := tableColumns(ctx, conn, s.c.qt)
+		if err != nil {
+			return fmt.Errorf("pgio: read the columns of table %s: %w", s.c.qt, err)
+		}
+		if !exists {
+			return nil
+		}
+		return s.compare(got, gotPK)
+	})
+}
+
+// newSink validates Open's arguments and makes the sink, not connected.
+func newSink(ctx context.Context, connString, table string, keys, values []ColumnDef, o Options) (*Sink, error) {
 	c, err := newClient(ctx, connString, table, o)
 	if err != nil {
 		return nil, err
 	}
+	keyNames, valueNames := names(keys), names(values)
 	if err := checkNames(keyNames, valueNames); err != nil {
 		return nil, err
 	}
-	s := &Sink{
+	for _, d := range append(slices.Clone(keys), values...) {
+		if d.Type > Numeric {
+			return nil, fmt.Errorf("pgio: column %q has the unknown type %v; use one of the Type constants", d.Name, d.Type)
+		}
+	}
+	return &Sink{
 		c:        c,
 		job:      o.Job,
-		keyNames: append([]string(nil), keyNames...),
-		valNames: append([]string(nil), valueNames...),
+		keys:     slices.Clone(keys),
+		vals:     slices.Clone(values),
+		keyNames: keyNames,
+		valNames: valueNames,
+		kinds:    make([]uint8, len(keys)),
+	}, nil
+}
+
+func names(defs []ColumnDef) []string {
+	n := make([]string, len(defs))
+	for i, d := range defs {
+		n[i] = d.Name
 	}
-	s.buildSQL()
-	if err := c.run(ctx, "open table "+c.qt, s.setup); err != nil {
-		c.closeConn()
-		return nil, err
-	}
-	return s, nil
+	return n
 }
 
 // checkNames validates the key and value column names.
@@ -263,8 +335,8 @@ func checkNames(keyNames, valueNames []string) error {
 func (s *Sink) columns() [][2]string {
 	c := make([][2]string, 0, 1+len(s.keyNames)+len(fixedColumns)+len(s.valNames))
 	c = append(c, [2]string{tablerow.JobColumn, "text"})
-	for _, k := range s.keyNames {
-		c = append(c, [2]string{k, "jsonb"})
+	for _, k := range s.keys {
+		c = append(c, [2]string{k.Name, k.Type.String()})
 	}
 	c = append(c,
 		[2]string{"window_start", "bigint"},
@@ -273,8 +345,8 @@ func (s *Sink) columns() [][2]string {
 		[2]string{"run", "bigint"},
 		[2]string{"pane", "bigint"},
 		[2]string{"watermark", "bigint"})
-	for _, v := range s.valNames {
-		c = append(c, [2]string{v, "jsonb"})
+	for _, v := range s.vals {
+		c = append(c, [2]string{v.Name, v.Type.String()})
 	}
 	return c
 }
@@ -296,7 +368,7 @@ func (s *Sink) buildSQL() {
 	}
 	pk := strings.Join(qcols[:nk+2], ", ")
 
-	// INSERT INTO t AS t (cols) VALUES ($1::jsonb, ...) ON CONFLICT (pk) DO
+	// INSERT INTO t AS t (cols) VALUES ($1::text, $2::bigint, ...) ON CONFLICT (pk) DO
 	// UPDATE SET firing = excluded.firing, ... WHERE t.pane <= excluded.pane
 	var b strings.Builder
 	fmt.Fprintf(&b, "INSERT INTO %s AS t (%s) VALUES (%s) ON CONFLICT (%s) DO UPDATE SET ",
@@ -310,7 +382,7 @@ func (s *Sink) buildSQL() {
 	b.WriteString(` WHERE (t."run", t."pane") <= (excluded."run", excluded."pane")`)
 	s.upsert = b.String()
 
-	// DELETE FROM t AS t WHERE t.k1 = $1::jsonb AND ... AND
+	// DELETE FROM t AS t WHERE t.job = $1::text AND t.k1 = $2::text AND ... AND
 	// t.window_start = $n::bigint AND t.window_end = $n+1::bigint AND
 	// (t.run, t.pane) <= ($n+2::bigint, $n+3::bigint)
 	b.Reset()
@@ -334,7 +406,7 @@ func (s *Sink) setup(ctx context.Context, conn *pgx.Conn) error {
 		for i, c := range want {
 			q[i] = quoteIdent(c[0]) + " " + c[1] + " NOT NULL"
 			if i >= 1+len(s.keyNames)+len(fixedColumns) {
-				q[i] = quoteIdent(c[0]) + " " + c[1] // values may be SQL NULL if someone writes them
+				q[i] = quoteIdent(c[0]) + " " + c[1] // a null aggregate is SQL NULL in a typed column
 			}
 		}
 		create := fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s (%s, PRIMARY KEY (%s))", s.c.qt, strings.Join(q, ", "), joinIdents(wantPK))
@@ -345,7 +417,53 @@ func (s *Sink) setup(ctx context.Context, conn *pgx.Conn) error {
 			return fmt.Errorf("pgio: read the columns of table %s: %w", s.c.qt, err)
 		}
 	}
-	return compareSchema(s.c.qt, want, wantPK, got, gotPK)
+	return s.compare(got, gotPK)
+}
+
+// compare checks the columns and primary key of the existing table
+// against the sink's.
+func (s *Sink) compare(got [][2]string, gotPK []string) error {
+	want := s.columns()
+	if err := jsonbLayout(s.c.table, s.c.qt, want, got); err != nil {
+		return err
+	}
+	return compareSchema(s.c.qt, want, s.primaryKey(), got, gotPK)
+}
+
+// jsonbLayout refuses a table of weir before typed columns: one with the
+// columns expected, of the types expected except key and value columns
+// that are jsonb where another type is expected (see Open for why it is
+// not converted). It names each such column, its type and the type
+// expected, and the fix. For any other table it returns nil
+// (compareSchema describes it).
+func jsonbLayout(table, qt string, want, got [][2]string) error {
+	if len(got) != len(want) {
+		return nil
+	}
+	gotType := make(map[string]string, len(got))
+	for _, c := range got {
+		gotType[c[0]] = c[1]
+	}
+	var diffs []string
+	for i, c := range want {
+		t, ok := gotType[c[0]]
+		switch {
+		case !ok:
+			return nil
+		case t == c[1]:
+		case t != "jsonb" || i == 0 || slices.Contains(fixedColumns[:], c[0]):
+			return nil
+		default:
+			diffs = append(diffs, fmt.Sprintf("column %s is jsonb, expected %s", quoteIdent(c[0]), c[1]))
+		}
+	}
+	if len(diffs) == 0 {
+		return nil
+	}
+	return schemaError{fmt.Errorf("pgio: table %s has the layout of weir before typed result columns (keys and aggregates as jsonb):\n  - %s\n"+
+		"weir does not convert it: drop it (DROP TABLE %s) or rename it (ALTER TABLE %s RENAME TO %s), or use another table name; "+
+		"the job then creates the table with typed columns and writes its results into it again",
+		qt, strings.Join(diffs, "\n  - "), qt, qt, quoteIdent(table+"_jsonb"))}
 }
 
 // Table returns the table name given to Open.
@@ -385,8 +503,8 @@ func (s *Sink) Unavailable() bool { return s.c.failing.Load() }
 // r, so the caller may reuse r's slices.
 //
 // An invalid row (wrong number or names of keys or values, unknown firing,
-// a Value jsonb cannot hold, see Column) returns an error and is not
-// buffered.
+// a Value its column cannot hold, see Column and Type) returns an error and
+// is not buffered.
 func (s *Sink) Write(r Row) error {
 	if s.c.closed {
 		return ErrClosed
@@ -398,55 +516,85 @@ func (s *Sink) Write(r Row) error {
 	if firing == FiringRetract {
 		firing = ""
 	}
-	size := 0
+	// The row's column texts are converted into s.buf, then copied into
+	// one string, whose substrings the columns are; lens holds each
+	// column's length (-1: NULL).
+	buf, lens := s.buf[:0], s.lens[:0]
 	for i, c := range r.Keys {
 		if c.Name != s.keyNames[i] {
 			return fmt.Errorf("pgio: row key %d is %q, want %q (keys come in the order given to Open)", i+1, c.Name, s.keyNames[i])
 		}
-		if err := checkJSON(c.Value); err != nil {
+		n := len(buf)
+		b, null, err := appendValue(buf, s.keys[i].Type, c.Value, true)
+		if err != nil {
 			return fmt.Errorf("pgio: key %q: %w", c.Name, err)
 		}
-		size += len(c.Value)
+		buf, lens = b, append(lens, colLen(len(b)-n, null))
 	}
 	if firing != "" {
 		for i, c := range r.Values {
 			if c.Name != s.valNames[i] {
 				return fmt.Errorf("pgio: row value %d is %q, want %q (values come in the order given to Open)", i+1, c.Name, s.valNames[i])
 			}
-			if err := checkJSON(c.Value); err != nil {
+			n := len(buf)
+			b, null, err := appendValue(buf, s.vals[i].Type, c.Value, false)
+			if err != nil {
 				return fmt.Errorf("pgio: value %q: %w", c.Name, err)
 			}
-			size += len(c.Value)
+			buf, lens = b, append(lens, colLen(len(b)-n, null))
 		}
 	}
+	s.buf, s.lens = buf, lens
+	s.noteKinds(r.Keys)
 
-	// One string holds all the row's column texts; the columns are
-	// substrings of it.
-	var b strings.Builder
-	b.Grow(size)
-	for _, c := range r.Keys {
-		b.Write(c.Value)
-	}
-	if firing != "" {
-		for _, c := range r.Values {
-			b.Write(c.Value)
-		}
-	}
-	text := b.String()
+	text := string(buf)
 	o := op{firing: firing, start: int64(r.Start), end: int64(r.End), run: r.Run, pane: r.Pane, wm: int64(r.Watermark), col: len(s.cols)}
 	at := 0
-	for _, c := range r.Keys {
-		s.cols = append(s.cols, text[at:at+len(c.Value)])
-		at += len(c.Value)
-	}
-	if firing != "" {
-		for _, c := range r.Values {
-			s.cols = append(s.cols, text[at:at+len(c.Value)])
-			at += len(c.Value)
+	for _, n := range lens {
+		if n < 0 {
+			s.cols = append(s.cols, nullText)
+			continue
 		}
+		s.cols = append(s.cols, text[at:at+n])
+		at += n
 	}
 	s.ops = append(s.ops, o)
 	return nil
+}
+
+// colLen is a converted column's entry in Sink.lens.
+func colLen(n int, null bool) int {
+	if null {
+		return -1
+	}
+	return n
+}
+
+// noteKinds warns, once per sink, when a Text key column has got both a
+// JSON string and another value: the two kinds share the column's texts,
+// so "7" and 7 are one key there though the engine keeps them apart.
+func (s *Sink) noteKinds(keys []Column) {
+	if s.mixed {
+		return
+	}
+	for i, c := range keys {
+		if s.keys[i].Type != Text {
+			continue
+		}
+		bit := uint8(2)
+		if v := trimSpace(c.Value); v[0] == '"' {
+			bit = 1
+		}
+		if s.kinds[i] |= bit; s.kinds[i] == 3 {
+			s.mixed = true
+			if s.c.opts.Logger == nil {
+				return
+			}
+			s.c.opts.Logger.Warn("pgio: a text key column holds both strings and other JSON values; a string and a number of the same text (\"7\" and 7) are one key in it, and their windows share a row",
+				"table", s.c.table, "column", c.Name, "value", string(c.Value))
+			return
+		}
+	}
 }
 
 // Flush commits every row written since the last successful Flush in one
@@ -487,21 +635,15 @@ func (s *Sink) send(ctx context.Context, conn *pgx.Conn) error {
 		if o.firing == "" {
 			args := make([]any, 0, nk+5)
 			args = append(args, s.job)
-			for _, c := range s.cols[o.col : o.col+nk] {
-				args = append(args, c)
-			}
+			args = appendArgs(args, s.cols[o.col:o.col+nk])
 			b.Queue(s.del, append(args, o.start, o.end, o.run, o.pane)...)
 			continue
 		}
 		args := make([]any, 0, 1+nk+len(fixedColumns)+nv)
 		args = append(args, s.job)
-		for _, c := range s.cols[o.col : o.col+nk] {
-			args = append(args, c)
-		}
+		args = appendArgs(args, s.cols[o.col:o.col+nk])
 		args = append(args, o.start, o.end, o.firing, o.run, o.pane, o.wm)
-		for _, c := range s.cols[o.col+nk : o.col+nk+nv] {
-			args = append(args, c)
-		}
+		args = appendArgs(args, s.cols[o.col+nk:o.col+nk+nv])
 		b.Queue(s.upsert, args...)
 	}
 	return sendBatch(ctx, conn, b, len(s.ops), fmt.Sprintf("flush %d rows to %s", len(s.ops), s.c.qt), func(i int) (string, string) {
@@ -512,6 +654,19 @@ func (s *Sink) send(ctx context.Context, conn *pgx.Conn) error {
 		}
 		return s.describe(o), stmt
 	}, nil)
+}
+
+// appendArgs appends the arguments of column texts: nil (SQL NULL) for
+// nullText.
+func appendArgs(args []any, cols []string) []any {
+	for _, c := range cols {
+		if c == nullText {
+			args = append(args, nil)
+			continue
+		}
+		args = append(args, c)
+	}
+	return args
 }
 
 // sendBatch sends b, begun with BeginTx and holding n statements after the
@@ -588,7 +743,12 @@ func (s *Sink) describe(o op) string {
 	return b.String()
 }
 
+// clipString is a column text for a message, cut to 64 bytes; NULL for
+// nullText.
 func clipString(s string) string {
+	if s == nullText {
+		return "NULL"
+	}
 	const max = 64
 	if len(s) > max {
 		return s[:max] + "..."

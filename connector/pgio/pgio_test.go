@@ -187,9 +187,16 @@ func inRun(run int64, r Row) Row {
 	return r
 }
 
+// openJSONB opens a sink whose key and value columns are all jsonb: the
+// tests of what does not depend on the column types use it.
+func openJSONB(ctx context.Context, connString, table string, keys, values []string, o Options) (*Sink, error) {
+	return Open(ctx, connString, table, Defs(JSONB, keys...), Defs(JSONB, values...), o)
+}
+
+// mustOpen opens a sink of jsonb columns (openJSONB), closed at cleanup.
 func mustOpen(t testing.TB, connString, table string, keys, values []string, o Options) *Sink {
 	t.Helper()
-	s, err := Open(context.Background(), connString, table, keys, values, o)
+	s, err := openJSONB(context.Background(), connString, table, keys, values, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -660,7 +667,7 @@ func TestIdentifiers(t *testing.T) {
 		{tn, nil, []string{"v", "run"}, `value column 2 name "run" collides with the fixed column "run"`},
 	}
 	for _, c := range cases {
-		s, err := Open(context.Background(), d.url, c.table, c.keys, c.values, Options{})
+		s, err := openJSONB(context.Background(), d.url, c.table, c.keys, c.values, Options{})
 		if err == nil {
 			s.Close()
 			t.Errorf("Open(%q, %q, %q) succeeded; want an error containing %q", c.table, c.keys, c.values, c.want)
@@ -694,7 +701,7 @@ func TestSchemaMismatch(t *testing.T) {
 		{nil, []string{"k", "a", "b"}, []string{`the primary key is ("job", "k", "window_start", "window_end"), expected ("job", "window_start", "window_end")`}},
 	}
 	for _, c := range cases {
-		s, err := Open(context.Background(), d.url, table, c.keys, c.values, Options{})
+		s, err := openJSONB(context.Background(), d.url, table, c.keys, c.values, Options{})
 		if err == nil {
 			s.Close()
 			t.Errorf("Open(%q, %q) succeeded on the table with (k; a, b)", c.keys, c.values)
@@ -710,7 +717,7 @@ func TestSchemaMismatch(t *testing.T) {
 
 	// Another type.
 	d.exec(t, "ALTER TABLE "+quoteIdent(table)+` ALTER COLUMN "b" TYPE text USING "b"::text, ALTER COLUMN "pane" TYPE integer`)
-	_, err := Open(context.Background(), d.url, table, []string{"k"}, []string{"a", "b"}, Options{})
+	_, err := openJSONB(context.Background(), d.url, table, []string{"k"}, []string{"a", "b"}, Options{})
 	if err == nil || !strings.Contains(err.Error(), `column "b" has type text, expected jsonb`) ||
 		!strings.Contains(err.Error(), `column "pane" has type integer, expected bigint`) {
 		t.Fatalf("Open after changing types = %v", err)
@@ -719,7 +726,7 @@ func TestSchemaMismatch(t *testing.T) {
 	// columns and the primary key, and left unaltered.
 	pre := d.table(t, "")
 	d.exec(t, `CREATE TABLE `+quoteIdent(pre)+` ("k" jsonb NOT NULL, "window_start" bigint NOT NULL, "window_end" bigint NOT NULL, "firing" text NOT NULL, "pane" bigint NOT NULL, "watermark" bigint NOT NULL, "v" jsonb, PRIMARY KEY ("k", "window_start", "window_end"))`)
-	if s, err := Open(context.Background(), d.url, pre, []string{"k"}, []string{"v"}, Options{}); err == nil {
+	if s, err := openJSONB(context.Background(), d.url, pre, []string{"k"}, []string{"v"}, Options{}); err == nil {
 		s.Close()
 		t.Errorf("Open on a result table without job and run succeeded")
 	} else {
@@ -914,7 +921,7 @@ func TestRetry(t *testing.T) {
 		defer p.ensureUp(t)
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		s2, err := Open(ctx, p.connString(t, d.url), table, []string{"k"}, []string{"v"}, o)
+		s2, err := openJSONB(ctx, p.connString(t, d.url), table, []string{"k"}, []string{"v"}, o)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -946,7 +953,7 @@ func TestRetry(t *testing.T) {
 			t.Fatalf("Flush gave up after %v, want about 300ms", waited)
 		}
 		// Open retries too, within RetryFor.
-		if _, err := Open(context.Background(), p.connString(t, d.url), table, []string{"k"}, []string{"v"}, o); err == nil || !strings.Contains(err.Error(), "gave up after") {
+		if _, err := openJSONB(context.Background(), p.connString(t, d.url), table, []string{"k"}, []string{"v"}, o); err == nil || !strings.Contains(err.Error(), "gave up after") {
 			t.Fatalf("Open with the server away = %v, want a gave-up error", err)
 		}
 		if err := p.restart(); err != nil {
@@ -1053,7 +1060,7 @@ func TestRecords(t *testing.T) {
 		t.Fatal(err)
 	}
 	r2.Close()
-	if s, err := Open(context.Background(), d.url, table, []string{"k"}, nil, Options{}); err == nil || !strings.Contains(err.Error(), `column "reason" (text) is not expected`) {
+	if s, err := openJSONB(context.Background(), d.url, table, []string{"k"}, nil, Options{}); err == nil || !strings.Contains(err.Error(), `column "reason" (text) is not expected`) {
 		if err == nil {
 			s.Close()
 		}
@@ -1203,11 +1210,11 @@ func TestOpenOptions(t *testing.T) {
 		{Options{MaxBackoff: -1}, "Options.MaxBackoff is -1ns"},
 		{Options{RetryFor: -1}, "Options.RetryFor is -1ns"},
 	} {
-		if _, err := Open(context.Background(), defaultURL, "t", nil, nil, c.o); err == nil || !strings.Contains(err.Error(), c.want) {
+		if _, err := openJSONB(context.Background(), defaultURL, "t", nil, nil, c.o); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("Open(%+v) = %v, want an error containing %q", c.o, err, c.want)
 		}
 	}
-	if _, err := Open(context.Background(), "postgres://u:secret@[bad", "t", nil, nil, Options{}); err == nil || strings.Contains(err.Error(), "secret") {
+	if _, err := openJSONB(context.Background(), "postgres://u:secret@[bad", "t", nil, nil, Options{}); err == nil || strings.Contains(err.Error(), "secret") {
 		t.Errorf("Open with a bad connection string = %v, want an error without the password", err)
 	}
 }
@@ -1234,49 +1241,61 @@ func TestTransient(t *testing.T) {
 }
 
 // BenchmarkUpsert measures rows per second for Flushes of 1000 rows: new
-// keys (inserts) and the same keys again with a newer pane (updates).
+// keys (inserts) and the same keys again with a newer pane (updates), into
+// typed columns (text keys, a bigint count and a numeric sum, as a job's)
+// and into jsonb ones.
 func BenchmarkUpsert(b *testing.B) {
 	d := connect(b)
-	for _, mode := range []string{"insert", "update"} {
-		b.Run(mode, func(b *testing.B) {
-			table := d.table(b, "weir_bench_"+mode)
-			s := mustOpen(b, d.url, table, []string{"user", "shard"}, []string{"count", "sum"}, Options{})
-			const batch = 1000
-			users := make([][]byte, batch)
-			for i := range users {
-				users[i] = []byte(strconv.Quote("user-" + strconv.Itoa(i)))
-			}
-			r := Row{
-				Keys:   []Column{{Name: "user"}, {Name: "shard"}},
-				Firing: FiringOnTime,
-				Values: []Column{{Name: "count"}, {Name: "sum"}},
-			}
-			n := 0
-			b.ResetTimer()
-			for b.Loop() {
-				for i := range batch {
-					r.Keys[0].Value = users[i]
-					r.Keys[1].Value = strconv.AppendInt(r.Keys[1].Value[:0], int64(i%7), 10)
-					if mode == "insert" {
-						r.Start = etime.Time(n) * 1000
-						r.Pane = 0
-					} else {
-						r.Pane = int64(n)
-					}
-					r.End = r.Start + 1000
-					r.Watermark = r.End
-					r.Values[0].Value = strconv.AppendInt(r.Values[0].Value[:0], int64(n*batch+i), 10)
-					r.Values[1].Value = strconv.AppendFloat(r.Values[1].Value[:0], float64(i)*1.5, 'g', -1, 64)
-					if err := s.Write(r); err != nil {
-						b.Fatal(err)
-					}
-				}
-				if err := s.Flush(); err != nil {
+	layouts := map[string][2][]ColumnDef{
+		"typed": {Defs(Text, "user", "shard"), {{"count", BigInt}, {"sum", Numeric}}},
+		"jsonb": {Defs(JSONB, "user", "shard"), Defs(JSONB, "count", "sum")},
+	}
+	for _, layout := range []string{"typed", "jsonb"} {
+		for _, mode := range []string{"insert", "update"} {
+			b.Run(layout+"/"+mode, func(b *testing.B) {
+				table := d.table(b, "weir_bench_"+mode)
+				s, err := Open(context.Background(), d.url, table, layouts[layout][0], layouts[layout][1], Options{})
+				if err != nil {
 					b.Fatal(err)
 				}
-				n++
-			}
-			b.ReportMetric(float64(b.N*batch)/b.Elapsed().Seconds(), "rows/s")
-		})
+				defer s.Close()
+				const batch = 1000
+				users := make([][]byte, batch)
+				for i := range users {
+					users[i] = []byte(strconv.Quote("user-" + strconv.Itoa(i)))
+				}
+				r := Row{
+					Keys:   []Column{{Name: "user"}, {Name: "shard"}},
+					Firing: FiringOnTime,
+					Values: []Column{{Name: "count"}, {Name: "sum"}},
+				}
+				n := 0
+				b.ResetTimer()
+				for b.Loop() {
+					for i := range batch {
+						r.Keys[0].Value = users[i]
+						r.Keys[1].Value = strconv.AppendInt(r.Keys[1].Value[:0], int64(i%7), 10)
+						if mode == "insert" {
+							r.Start = etime.Time(n) * 1000
+							r.Pane = 0
+						} else {
+							r.Pane = int64(n)
+						}
+						r.End = r.Start + 1000
+						r.Watermark = r.End
+						r.Values[0].Value = strconv.AppendInt(r.Values[0].Value[:0], int64(n*batch+i), 10)
+						r.Values[1].Value = strconv.AppendFloat(r.Values[1].Value[:0], float64(i)*1.5, 'g', -1, 64)
+						if err := s.Write(r); err != nil {
+							b.Fatal(err)
+						}
+					}
+					if err := s.Flush(); err != nil {
+						b.Fatal(err)
+					}
+					n++
+				}
+				b.ReportMetric(float64(b.N*batch)/b.Elapsed().Seconds(), "rows/s")
+			})
+		}
 	}
 }

@@ -198,6 +198,9 @@ func Open(plan *Plan, o RunOptions) (*Job, error) {
 		}
 		j.locks = locks
 	}
+	if err := prepareKafka(plan, o, checkpointDir(plan, o) != ""); err != nil {
+		return nil, errors.Join(err, j.cleanup())
+	}
 	ck, err := openCheckpoints(plan, o)
 	if err != nil {
 		return nil, errors.Join(err, j.cleanup())

@@ -387,8 +387,10 @@ type Sink struct {
 	// results keyed by their key fields and window (a compacted topic
 	// keeps the newest firing), the firing kind and pane in headers,
 	// exactly once with checkpoints (a transaction per checkpoint, with a
-	// marker in MarkerTopic, default <topic>-weir-checkpoints, which must
-	// exist).
+	// marker in MarkerTopic, default <topic>-weir-checkpoints, which a run
+	// with checkpoints creates if it is missing: one partition, compacted,
+	// the results topic's replication factor). Topic, and the topics of
+	// kafka late and dead-letter sinks, must exist: a run checks at start.
 	Brokers     []string `yaml:"brokers"`
 	Topic       string   `yaml:"topic"`
 	MarkerTopic string   `yaml:"marker_topic"`

@@ -34,7 +34,7 @@ func TestDependencyRules(t *testing.T) {
 		".":                   {"etime", "clock", "window", "trigger", "watermark", "state", "state/memstate", "internal/runtime", "internal/winop", "internal/procmem"},
 		// Connectors build on the public API only.
 		"connector/fileio":            {".", "etime"},
-		"connector/genio":             {".", "etime", "connector/fileio"},
+		"connector/genio":             {".", "etime", "clock", "connector/fileio"},
 		"connector/sqliteio":          {"etime", "connector/internal/tablerow", "internal/jsonnum"},
 		"connector/internal/tablerow": {"etime"},
 		"connector/connectortest":     {".", "etime"},

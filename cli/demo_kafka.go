@@ -19,11 +19,10 @@ import (
 
 // The demo's Kafka topics.
 const (
-	demoOrders  = "orders"
-	demoStats   = "order-stats"
-	demoLate    = "orders-late"
-	demoDead    = "orders-dead"
-	demoMarkers = "order-stats-weir-checkpoints"
+	demoOrders = "orders"
+	demoStats  = "order-stats"
+	demoLate   = "orders-late"
+	demoDead   = "orders-dead"
 )
 
 // kafkaDemo runs the demo through an in-process Kafka: the generated
@@ -33,7 +32,7 @@ const (
 // spec, changed here.
 func kafkaDemo(ctx context.Context, s *spec.Spec, p *spec.Plan, dir string, rf runFlags, o IO) int {
 	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(6, demoOrders), kfake.SeedTopics(3, demoStats),
-		kfake.SeedTopics(1, demoLate, demoDead, demoMarkers))
+		kfake.SeedTopics(1, demoLate, demoDead))
 	if err != nil {
 		fmt.Fprintln(o.Stderr, "weir demo:", err)
 		return ExitFailed
@@ -55,7 +54,6 @@ func kafkaDemo(ctx context.Context, s *spec.Spec, p *spec.Plan, dir string, rf r
 		return &spec.Sink{Type: "kafka", Brokers: []string{broker}, Topic: topic}
 	}
 	s.Sinks = spec.Sinks{Results: kafkaSink(demoStats), Late: kafkaSink(demoLate), DeadLetter: kafkaSink(demoDead)}
-	s.Sinks.Results.MarkerTopic = demoMarkers
 	// Partitions emit their watermarks periodically; the demo's heartbeat
 	// and emit settings are for the generator.
 	s.Watermark.Heartbeat, s.Watermark.Emit = nil, ""

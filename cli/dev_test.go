@@ -34,7 +34,7 @@ func kcat(t *testing.T) string {
 // results with read_committed.
 func TestDevKafkaWithKcat(t *testing.T) {
 	kc := kcat(t)
-	addr := startDevKafka(t, "in:3", "out:2", "out-weir-checkpoints")
+	addr := startDevKafka(t, "in:3", "out:2")
 
 	dir := t.TempDir()
 	var in strings.Builder

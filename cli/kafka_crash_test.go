@@ -62,7 +62,7 @@ func TestKafkaCrashRecovery(t *testing.T) {
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	args := []string{"dev", "kafka", "--port", strconv.Itoa(port), "--topic", "in:6"}
 	for _, job := range []string{"ref", "crash"} {
-		args = append(args, "--topic", job+"-out:3", "--topic", job+"-out-weir-checkpoints", "--topic", job+"-bad", "--topic", job+"-late")
+		args = append(args, "--topic", job+"-out:3", "--topic", job+"-bad", "--topic", job+"-late")
 	}
 	kafka := exec.Command(bin, args...)
 	if err := kafka.Start(); err != nil {

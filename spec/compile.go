@@ -59,6 +59,8 @@ type Plan struct {
 
 	Generator Generator
 	GenStart  etime.Time
+	// GenStartNow: the generator's start is now (GenStart is unset).
+	GenStartNow bool
 
 	// Kafka sources: the start position, the Kafka timestamp as event
 	// time, and watermark alignment.
@@ -381,11 +383,26 @@ func (c *compiler) generator() {
 	if g.Start == "" {
 		g.Start = "2026-01-01T00:00:00Z"
 	}
-	st, err := time.Parse(time.RFC3339Nano, g.Start)
-	if err != nil {
-		c.add(path+"start", fmt.Sprintf("%q is not an RFC 3339 time", g.Start), "use a time with a zone such as 2026-01-01T00:00:00Z")
+	if p.GenStartNow = g.Start == "now"; !p.GenStartNow {
+		st, err := time.Parse(time.RFC3339Nano, g.Start)
+		if err != nil {
+			fix := "use now, or a time with a zone such as 2026-01-01T00:00:00Z"
+			if s := suggest(g.Start, []string{"now"}); strings.HasPrefix(s, "did you mean") {
+				fix = s + " (" + fix + ")"
+			}
+			c.add(path+"start", fmt.Sprintf("%q is not an RFC 3339 time", g.Start), fix)
+		}
+		p.GenStart = etime.FromTime(st)
 	}
-	p.GenStart = etime.FromTime(st)
+	switch g.Pace {
+	case "", "none", "wall":
+	default:
+		fix := "use none (as fast as the job reads) or wall (rate records per second of processing time)"
+		if s := suggest(g.Pace, []string{"none", "wall"}); strings.HasPrefix(s, "did you mean") {
+			fix = s + " (" + fix + ")"
+		}
+		c.add(path+"pace", fmt.Sprintf("unknown value %q", g.Pace), fix)
+	}
 	var total float64
 	for i, b := range g.Disorder {
 		bp := fmt.Sprintf("%sdisorder[%d].", path, i)
@@ -410,6 +427,20 @@ func (c *compiler) generator() {
 		g.Seed = 1
 	}
 	p.Generator = g
+	if err := p.unpacedNow(); err != nil && g.Pace != "wall" {
+		c.add(path+"start", "start: now without pace: wall "+err.Error(), "add pace: wall, or shorten duration, or raise max_future")
+	}
+}
+
+// unpacedNow says why a generator that starts now cannot run unpaced,
+// or nil: its records come faster than the clock runs, so the last are
+// up to its duration ahead of it, which max_future may refuse.
+func (p *Plan) unpacedNow() error {
+	g := p.Generator
+	if !p.GenStartNow || !p.Checks || p.Time != "event" || g.Duration == nil || etime.Duration(*g.Duration) <= p.MaxFuture {
+		return nil
+	}
+	return fmt.Errorf("puts the last records up to %v ahead of the clock, beyond source.timestamp.max_future (%v): they would be dead letters (timestamp_future)", *g.Duration, Duration(p.MaxFuture))
 }
 
 func (c *compiler) watermark() {

@@ -3,6 +3,7 @@ package spec
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -216,6 +217,54 @@ func openKafkaResults(j *Job, k *Sink) (*kafkaResults, error) {
 		return nil, err
 	}
 	return &kafkaResults{s: s, topic: k.Topic, j: j}, nil
+}
+
+// prepareKafka readies the brokers of a kafka results sink before the run
+// (kafkaio.Prepare), so that a missing topic stops the run at start with
+// the fix rather than at its first checkpoint: the topics of the results,
+// late records and dead letters (the user's) must exist, and with
+// checkpoints the marker topic (weir's) is created if it is missing; o.Info
+// is told when it is.
+func prepareKafka(p *Plan, o RunOptions, checkpoints bool) error {
+	r := p.Spec.Sinks.Results
+	if r == nil || r.Type != "kafka" {
+		return nil
+	}
+	// The records of kafka late and dead-letter sinks go into the results
+	// sink's transactions, through its brokers.
+	topics, paths := []string{r.Topic}, map[string]string{r.Topic: "sinks.results.topic"}
+	for _, k := range []struct {
+		name string
+		s    *Sink
+	}{{"late", p.Spec.Sinks.Late}, {"late_partial", p.Spec.Sinks.LatePartial}, {"dead_letter", p.Spec.Sinks.DeadLetter}} {
+		if k.s != nil && k.s.Type == "kafka" {
+			if _, ok := paths[k.s.Topic]; !ok {
+				topics, paths[k.s.Topic] = append(topics, k.s.Topic), "sinks."+k.name+".topic"
+			}
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	created, err := kafkaio.Prepare(ctx, kafkaSinkOptions(r, txnID(p)), topics, checkpoints)
+	var te *kafkaio.TopicError
+	switch {
+	case errors.As(err, &te) && te.Marker:
+		auth := ""
+		if r.TLS || r.SASL != nil {
+			auth = " (with --command-config naming the client's TLS and SASL settings)"
+		}
+		return fmt.Errorf("sinks.results.marker_topic: the marker topic %q, where the results sink commits its checkpoints, is missing, and weir may not create it: %w; create it once%s with\n  %s\nor give weir's user CREATE on it, or set marker_topic to an existing topic",
+			te.Topic, te.Err, auth, te.Command())
+	case errors.As(err, &te):
+		return fmt.Errorf("%s: topic %q does not exist on %v: %w; create it (weir creates only its marker topic), such as with\n  %s",
+			paths[te.Topic], te.Topic, r.Brokers, te.Err, te.Command())
+	case err != nil:
+		return fmt.Errorf("sinks.results: %w", err)
+	}
+	if created && o.Info != nil {
+		o.Info(fmt.Sprintf("created Kafka topic %s (1 partition, cleanup.policy=compact) for the checkpoint markers of the results in %s", r.MarkerTopic, r.Topic))
+	}
+	return nil
 }
 
 func kafkaSinkOptions(k *Sink, txnID string) kafkaio.SinkOptions {

@@ -3,6 +3,7 @@ package spec
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"math/rand/v2"
@@ -18,8 +19,10 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/weirstream/weir/internal/kafkatest"
 
@@ -47,12 +50,29 @@ sinks:
 `
 
 // kafkaCluster starts kfake with the job's topics and n orders (and two
-// bad records) in topic in.
+// bad records) in topic in. The marker topic is not there: a run with
+// checkpoints creates it.
 func kafkaCluster(t *testing.T, n int) string { return kafkaClusterN(t, n) }
 
 func kafkaClusterN(t testing.TB, n int) string {
 	t.Helper()
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(4, "in"), kfake.SeedTopics(3, "out"), kfake.SeedTopics(1, "out-weir-checkpoints"), kfake.SeedTopics(1, "bad"))
+	broker, _ := kafkaClusterWith(t, n, "out", "bad")
+	return broker
+}
+
+// kafkaClusterWith is kafkaCluster with topic in and the topics named
+// (out has 3 partitions, the others 1), returning the cluster too.
+func kafkaClusterWith(t testing.TB, n int, topics ...string) (string, *kfake.Cluster) {
+	t.Helper()
+	opts := []kfake.Opt{kfake.NumBrokers(1), kfake.SeedTopics(4, "in")}
+	for _, tp := range topics {
+		parts := int32(1)
+		if tp == "out" {
+			parts = 3
+		}
+		opts = append(opts, kfake.SeedTopics(parts, tp))
+	}
+	c, err := kfake.NewCluster(opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +93,7 @@ func kafkaClusterN(t testing.TB, n int) string {
 	if err := cl.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
-	return brokers[0]
+	return brokers[0], c
 }
 
 // committedResults reads topic out as read_committed readers see it: each
@@ -158,35 +178,7 @@ func TestKafkaJob(t *testing.T) {
 	if len(wantBad) != 2 {
 		t.Fatalf("dead letters in topic bad: %v, want 2", wantBad)
 	}
-	// The group-by: windows of 1 s per user.
-	type cell struct{ orders, total int64 }
-	cells := map[string]cell{}
-	for i := range n {
-		ts := 1767225600000 + int64(i)*5
-		k := fmt.Sprintf("u%d@%d", i%7, ts/1000*1000)
-		c := cells[k]
-		c.orders++
-		c.total += int64(i % 10)
-		cells[k] = c
-	}
-	if len(want) != len(cells) {
-		t.Fatalf("%d results, want %d windows", len(want), len(cells))
-	}
-	for _, line := range want {
-		var key struct {
-			User  string `json:"user_id"`
-			Start int64  `json:"window_start"`
-		}
-		k, rest, _ := strings.Cut(line, " ")
-		if err := json.Unmarshal([]byte(k), &key); err != nil {
-			t.Fatal(err)
-		}
-		c := cells[fmt.Sprintf("%s@%d", key.User, key.Start)]
-		if !strings.Contains(rest, fmt.Sprintf(`"orders":%d,`, c.orders)) || !strings.Contains(rest, fmt.Sprintf(`"total":%d,`, c.total)) ||
-			!strings.Contains(rest, "weir-firing=on_time,weir-run=") || !strings.HasSuffix(rest, ",weir-pane=0") {
-			t.Fatalf("result %s, want orders %d total %d", line, c.orders, c.total)
-		}
-	}
+	checkGroupBy(t, want, n)
 
 	for _, point := range []string{"sink-committed", "after-manifest"} {
 		t.Run(point, func(t *testing.T) {
@@ -236,6 +228,41 @@ func TestKafkaJob(t *testing.T) {
 				t.Fatalf("after a crash at %s: %d results, want %d; differing: %v", point, len(got), len(want), diff[:min(5, len(diff))])
 			}
 		})
+	}
+}
+
+// checkGroupBy checks kafkaJob's read_committed results (committed) of
+// kafkaCluster's n orders: a plain group-by in windows of 1 s per user,
+// each window once, on time.
+func checkGroupBy(t *testing.T, want []string, n int) {
+	t.Helper()
+	type cell struct{ orders, total int64 }
+	cells := map[string]cell{}
+	for i := range n {
+		ts := 1767225600000 + int64(i)*5
+		k := fmt.Sprintf("u%d@%d", i%7, ts/1000*1000)
+		c := cells[k]
+		c.orders++
+		c.total += int64(i % 10)
+		cells[k] = c
+	}
+	if len(want) != len(cells) {
+		t.Fatalf("%d results, want %d windows", len(want), len(cells))
+	}
+	for _, line := range want {
+		var key struct {
+			User  string `json:"user_id"`
+			Start int64  `json:"window_start"`
+		}
+		k, rest, _ := strings.Cut(line, " ")
+		if err := json.Unmarshal([]byte(k), &key); err != nil {
+			t.Fatal(err)
+		}
+		c := cells[fmt.Sprintf("%s@%d", key.User, key.Start)]
+		if !strings.Contains(rest, fmt.Sprintf(`"orders":%d,`, c.orders)) || !strings.Contains(rest, fmt.Sprintf(`"total":%d,`, c.total)) ||
+			!strings.Contains(rest, "weir-firing=on_time,weir-run=") || !strings.HasSuffix(rest, ",weir-pane=0") {
+			t.Fatalf("result %s, want orders %d total %d", line, c.orders, c.total)
+		}
 	}
 }
 
@@ -378,6 +405,9 @@ func TestKafkaRestoreRefusesLostCheckpoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cl.Close()
+	if _, err := kadm.NewClient(cl).CreateTopic(context.Background(), 1, 1, nil, "out-weir-checkpoints"); err != nil {
+		t.Fatal(err)
+	}
 	if err := cl.ProduceSync(context.Background(), &kgo.Record{Topic: "out-weir-checkpoints", Key: []byte(txnID(p)), Value: []byte("3")}).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
@@ -397,6 +427,107 @@ func TestKafkaRestoreRefusesLostCheckpoint(t *testing.T) {
 	_, err = Open(p, RunOptions{Dir: t.TempDir(), CheckpointDir: dir})
 	if err == nil || !strings.Contains(err.Error(), "none at or below 3") {
 		t.Fatalf("opening with a lost checkpoint: %v", err)
+	}
+}
+
+// TestKafkaMarkerTopicCreated: on a broker where only the job's own
+// topics exist (in, out, bad), a run with checkpoints creates the marker
+// topic (compacted, one partition), says so, commits its checkpoints to
+// it and gives the group-by; the next run finds it and says nothing.
+func TestKafkaMarkerTopicCreated(t *testing.T) {
+	const n = 20000
+	broker := kafkaCluster(t, n)
+	dir := t.TempDir()
+	var info []string
+	o := RunOptions{CheckpointDir: filepath.Join(dir, "ck"), CheckpointInterval: 20 * time.Millisecond, Info: func(m string) { info = append(info, m) }}
+	sum, err := runKafka(t, "created", broker, dir, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sum.Conserved() || sum.Get("accepted") != n || sum.Get("dead_letter") != 2 {
+		t.Fatalf("summary %s", sum.JSON())
+	}
+	checkGroupBy(t, committedResults(t, broker), n)
+	if want := "created Kafka topic out-weir-checkpoints (1 partition, cleanup.policy=compact) for the checkpoint markers of the results in out"; !slices.Contains(info, want) {
+		t.Errorf("told %q, want %q", info, want)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	p, err := Parse([]byte(fmt.Sprintf(kafkaJob, "created", broker, broker, broker)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id, ok, err := kafkaio.LastCommitted(ctx, kafkaSinkOptions(p.Spec.Sinks.Results, txnID(p))); err != nil || !ok || id < 1 {
+		t.Fatalf("last committed checkpoint %d %v %v: the run committed none to the marker topic", id, ok, err)
+	}
+	adm, err := kadm.NewOptClient(kgo.SeedBrokers(broker))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer adm.Close()
+	rc, err := adm.DescribeTopicConfigs(ctx, "out-weir-checkpoints")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := rc.On("out-weir-checkpoints", nil)
+	if err != nil || !slices.ContainsFunc(cfg.Configs, func(c kadm.Config) bool { return c.Key == "cleanup.policy" && c.MaybeValue() == "compact" }) {
+		t.Fatalf("marker topic settings %v %v, want cleanup.policy=compact", cfg.Configs, err)
+	}
+	info = nil
+	if _, err := runKafka(t, "created", broker, dir, o); err != nil {
+		t.Fatal(err)
+	}
+	if slices.ContainsFunc(info, func(m string) bool { return strings.Contains(m, "created Kafka topic") }) {
+		t.Errorf("the second run created the marker topic again: %q", info)
+	}
+}
+
+// TestKafkaMissingTopics: a run whose marker topic the broker will not
+// let weir create (no CREATE permission, a creation policy), or whose
+// dead-letter topic is missing, is refused before it reads anything, with
+// the topic and the command that creates it; a run without checkpoints
+// writes no markers and needs no marker topic.
+func TestKafkaMissingTopics(t *testing.T) {
+	broker, c := kafkaClusterWith(t, 10, "out")
+	open := func(o RunOptions) error {
+		p, err := Parse([]byte(fmt.Sprintf(kafkaJob, "refused", broker, broker, broker)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.Dir = t.TempDir()
+		j, err := Open(p, o)
+		if err != nil {
+			return err
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		_, err = j.Run(ctx)
+		return err
+	}
+	err := open(RunOptions{CheckpointDir: t.TempDir()})
+	if want := "sinks.dead_letter.topic: topic \"bad\" does not exist on [" + broker + "]: UNKNOWN_TOPIC_OR_PARTITION"; err == nil || !strings.HasPrefix(err.Error(), want) ||
+		!strings.Contains(err.Error(), "kafka-topics.sh --bootstrap-server "+broker+" --create --topic bad") {
+		t.Fatalf("a missing dead-letter topic: %v, want %s ...", err, want)
+	}
+	if c.TopicInfo("out-weir-checkpoints") != nil {
+		t.Fatal("a refused run created the marker topic")
+	}
+	if err := c.CreateTopic("bad", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, refusal := range []*kerr.Error{kerr.TopicAuthorizationFailed, kerr.PolicyViolation} {
+		f := c.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.CreateTopics}, Err: refusal, Count: -1})
+		err := open(RunOptions{CheckpointDir: t.TempDir()})
+		f.Remove()
+		want := "sinks.results.marker_topic: the marker topic \"out-weir-checkpoints\", where the results sink commits its checkpoints, is missing, and weir may not create it: " + refusal.Error() + "; create it once with\n" +
+			"  kafka-topics.sh --bootstrap-server " + broker + " --create --topic out-weir-checkpoints --partitions 1 --replication-factor 1 --config cleanup.policy=compact\n" +
+			"or give weir's user CREATE on it, or set marker_topic to an existing topic"
+		if err == nil || !strings.HasPrefix(err.Error(), want) || !errors.Is(err, refusal) {
+			t.Fatalf("refused with %s: %v\nwant %s", refusal.Message, err, want)
+		}
+		if err := open(RunOptions{}); err != nil {
+			t.Fatalf("without checkpoints, refused with %s: %v", refusal.Message, err)
+		}
 	}
 }
 

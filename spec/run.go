@@ -201,6 +201,9 @@ func Open(plan *Plan, o RunOptions) (*Job, error) {
 		}
 		j.locks = locks
 	}
+	if err := prepareKafka(plan, o, checkpointDir(plan, o) != ""); err != nil {
+		return nil, errors.Join(err, j.cleanup())
+	}
 	ck, err := openCheckpoints(plan, o)
 	if err != nil {
 		return nil, errors.Join(err, j.cleanup())
@@ -388,7 +391,11 @@ func (p *Plan) GeneratorOptions() genio.Options {
 	for i, b := range g.Disorder {
 		bands[i] = genio.Band{Share: b.Share, Min: durOr(b.Min, 0), Max: durOr(b.Max, 0)}
 	}
-	return genio.Options{Records: g.Records, Rate: g.Rate, Keys: g.Keys, Start: p.GenStart, Disorder: bands, Bad: g.Bad, Seed: g.Seed}
+	o := genio.Options{Records: g.Records, Rate: g.Rate, Keys: g.Keys, Start: p.GenStart, Disorder: bands, Bad: g.Bad, Seed: g.Seed, StartNow: p.GenStartNow}
+	if g.Pace == "wall" {
+		o.Pace = genio.Wall
+	}
+	return o
 }
 
 // path resolves p against the spec's directory (empty stays empty).
@@ -402,15 +409,23 @@ func (o RunOptions) path(p string) string {
 // lineSource is the job's source of lines, with its name, for the source
 // types read as lines (a generator, a file, stdin); nil for Kafka and
 // NATS, which are read apart. final and stopped are the source's end
-// hooks (see fileio.Options).
-func (p *Plan) lineSource(o RunOptions, final, stopped func() bool) (weir.Source[fileio.Line], string, error) {
+// hooks (see fileio.Options). clk is the job's clock, which paces a
+// generator with pace: wall and tells start: now; nil reads unpaced (a
+// deterministic run, whose clock stands still, too).
+func (p *Plan) lineSource(o RunOptions, clk clock.Clock, final, stopped func() bool) (weir.Source[fileio.Line], string, error) {
 	s := p.Spec
 	switch s.Source.Type {
 	case "kafka", "nats":
 		return nil, "", nil
 	case "generator":
 		gen := p.GeneratorOptions()
-		gen.Final, gen.Stop = final, stopped
+		gen.Final, gen.Stop, gen.Clock = final, stopped, clk
+		if clk == nil || o.Deterministic {
+			if err := p.unpacedNow(); err != nil && o.Deterministic {
+				return nil, "", fmt.Errorf("source.generator: a --deterministic run's clock stands still, so the generator reads unpaced, and start: now %w; run without --deterministic, or shorten duration, or raise max_future", err)
+			}
+			gen.Pace = genio.Unpaced
+		}
 		src, err := genio.New(gen)
 		return src, "generator", err
 	}
@@ -440,7 +455,7 @@ func (j *Job) build(o RunOptions) error {
 		}
 		return p.Final
 	}
-	src, name, err := p.lineSource(o, final, stopped)
+	src, name, err := p.lineSource(o, j.env.Options().Clock, final, stopped)
 	if err != nil {
 		return err
 	}

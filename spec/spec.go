@@ -255,15 +255,26 @@ type Generator struct {
 	// Records is the number of records to generate; zero derives it from
 	// Rate and Duration.
 	Records int64 `yaml:"records"`
-	// Rate is records per second of event time (default 1000).
+	// Rate is records per second of event time (default 1000); with pace:
+	// wall, of processing time too.
 	Rate float64 `yaml:"rate"`
 	// Keys is the number of distinct user_id values (default 100).
 	Keys int `yaml:"keys"`
 	// Duration is the event time the records span (default 1h).
 	Duration *Duration `yaml:"duration"`
 	// Start is the event time of the first record, RFC 3339 (default
-	// 2026-01-01T00:00:00Z).
+	// 2026-01-01T00:00:00Z), or now: the processing clock's time when the
+	// job starts reading, so that with pace: wall the timestamps follow
+	// the clock (a restored run's continue from the clock, not from the
+	// checkpoint; they differ from run to run).
 	Start string `yaml:"start"`
+	// Pace is none (the default: records come as fast as the job reads
+	// them, a backlog whose timestamps rate spaces) or wall: rate records
+	// per second of processing time, for a live load test. A job that
+	// falls behind gets the records it missed as fast as it reads them,
+	// until it is back on schedule. A --deterministic run, whose clock
+	// stands still, reads unpaced.
+	Pace string `yaml:"pace" json:",omitempty"`
 	// Disorder lists delay bands: each record is delayed (its timestamp
 	// moved back from the generator's clock) by a uniform amount within a
 	// band chosen by share. Default: all records in order.
@@ -394,8 +405,10 @@ type Sink struct {
 	// results keyed by their key fields and window (a compacted topic
 	// keeps the newest firing), the firing kind and pane in headers,
 	// exactly once with checkpoints (a transaction per checkpoint, with a
-	// marker in MarkerTopic, default <topic>-weir-checkpoints, which must
-	// exist).
+	// marker in MarkerTopic, default <topic>-weir-checkpoints, which a run
+	// with checkpoints creates if it is missing: one partition, compacted,
+	// the results topic's replication factor). Topic, and the topics of
+	// kafka late and dead-letter sinks, must exist: a run checks at start.
 	Brokers     []string `yaml:"brokers"`
 	Topic       string   `yaml:"topic"`
 	MarkerTopic string   `yaml:"marker_topic"`

@@ -23,8 +23,8 @@ type SinkOptions struct {
 	TransactionalID string
 	// MarkerTopic receives one marker per checkpoint, inside the
 	// checkpoint's transaction: key TransactionalID, value the checkpoint
-	// id. It must exist (one partition is enough; a compacted topic keeps
-	// only the newest marker per sink).
+	// id. It must exist: Prepare creates it (one partition, compacted, so
+	// that the newest marker per sink is kept and older ones go).
 	MarkerTopic string
 	// TransactionTimeout is how long the broker keeps a transaction open
 	// before aborting it; default 60s. A checkpoint's transaction is open
@@ -204,9 +204,10 @@ func (s *Sink) Close() error {
 	return err
 }
 
-// LastCommitted returns the newest checkpoint id whose marker the sink
-// with o.TransactionalID committed, as read_committed readers see it; ok
-// is false when there is none. Call it before OpenSink: a transaction
+// LastCommitted returns the checkpoint id of the newest marker the sink
+// with o.TransactionalID committed, as read_committed readers see it (the
+// last one written, whatever the ids of earlier runs' markers); ok is
+// false when there is none. Call it before OpenSink: a transaction
 // left open by a crash is invisible here (it is aborted once the sink
 // begins its first transaction).
 func LastCommitted(ctx context.Context, o SinkOptions) (id int64, ok bool, err error) {
@@ -252,6 +253,13 @@ func LastCommitted(ctx context.Context, o SinkOptions) (id int64, ok bool, err e
 		return 0, false, fmt.Errorf("kafkaio: %w", err)
 	}
 	defer cl.Close()
+	// The sink's newest marker counts, not its largest id: a fresh start
+	// numbers checkpoints from 1 again, below the markers of the runs
+	// before (which a compacted marker topic eventually drops). A sink's
+	// markers are keyed by its transactional id, so they are in one
+	// partition, in commit order; should they be in several (the topic's
+	// partition count changed), the largest of their newest counts.
+	last := map[int32]int64{}
 	// Poll until every partition's visible records below its last stable
 	// offset are read. Records of aborted transactions and control
 	// records are never returned, so a partition whose last records are
@@ -272,8 +280,8 @@ func LastCommitted(ctx context.Context, o SinkOptions) (id int64, ok bool, err e
 		f.EachPartition(func(p kgo.FetchTopicPartition) {
 			for _, r := range p.Records {
 				if string(r.Key) == o.TransactionalID {
-					if n, err := strconv.ParseInt(string(r.Value), 10, 64); err == nil && (!ok || n > id) {
-						id, ok = n, true
+					if n, err := strconv.ParseInt(string(r.Value), 10, 64); err == nil {
+						last[p.Partition] = n
 					}
 				}
 			}
@@ -281,6 +289,11 @@ func LastCommitted(ctx context.Context, o SinkOptions) (id int64, ok bool, err e
 				delete(remaining, p.Partition)
 			}
 		})
+	}
+	for _, n := range last {
+		if !ok || n > id {
+			id, ok = n, true
+		}
 	}
 	return id, ok, nil
 }

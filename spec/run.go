@@ -86,20 +86,17 @@ type RunOptions struct {
 
 // Job is a spec ready to run, with its sources and sinks open.
 type Job struct {
-	// firstDead maps a dead-letter reason to the first such dead
-	// letter's detail (string to string), for the summary.
-	firstDead sync.Map
-	plan      *Plan
-	env       *weir.Env
-	srcName   string
-	dec       *decoder
-	results   resultSink
-	late      recordSink
-	partial   recordSink
-	dead      recordSink
-	files     map[string]*lineSink // file sinks by sink name
-	ledgers   map[string]*ledgerSink
-	runDir    string // RunOptions.Dir: relative paths start there
+	plan    *Plan
+	env     *weir.Env
+	srcName string
+	dec     *decoder
+	results resultSink
+	late    recordSink
+	partial recordSink
+	dead    recordSink
+	files   map[string]*lineSink // file sinks by sink name
+	ledgers map[string]*ledgerSink
+	runDir  string // RunOptions.Dir: relative paths start there
 	// archive keeps each window's newest revision for backfill (jsonl
 	// and Kafka results with an archive block); nil otherwise.
 	archive *archiveWriter
@@ -129,6 +126,9 @@ type Job struct {
 	sinkNames []string
 	// warn is RunOptions.Warn (nil: no warnings).
 	warn func(msg string)
+	// firstDead maps a dead-letter reason to the first such dead
+	// letter's detail (string to string), for the summary.
+	firstDead sync.Map
 	// sinkCtx bounds the sinks' lives (Postgres sinks are opened with it):
 	// it is cancelled when Run's ctx is (an abort), and at the end of the
 	// run. stopping is done once the run stops (RunOptions.Stop), fails,

@@ -105,7 +105,7 @@ sinks: {results: {type: jsonl, path: out.jsonl}}
 	}
 	for _, want := range []string{"the job: no watermark yet", "D5 warning source[0] partition 2: no window can fire: records were read but window has no watermark yet",
 		"4 inputs have sent no record yet (source[0] partition 2, source[0] partition 3, source[0] partition 4, source[0] partition 5)",
-		"the idle timeout (1m) is not reached yet", "chain window[0] source[0] ← source[0] partition 2", "fix: set watermark.idle_timeout (now 1m)", "weir run --drain"} {
+		"the idle timeout (1m) is not reached yet", "chain window[0] source[0] ← source[0] partition 2", "fix: the windows fire by themselves once the idle timeout (1m) marks the quiet input idle; lower watermark.idle_timeout", "weir run --drain"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("doctor output lacks %q:\n%s", want, out)
 		}

@@ -419,7 +419,7 @@ func printSummary(w io.Writer, p *spec.Plan, s spec.Summary, elapsed time.Durati
 	read := g("records_in") - resumedAt
 	rate := fmt.Sprintf("%.0f records/s", float64(read)/max(elapsed.Seconds(), 1e-9))
 	if resumedAt > 0 {
-		rate += fmt.Sprintf(" over the %d records this process read; %d before the resume", read, resumedAt)
+		rate += fmt.Sprintf(" over the %d records this process read; %d before the resume, as of the checkpoint it resumed from", read, resumedAt)
 	}
 	fmt.Fprintf(w, "took %v (%s); window state peak %s in %d windows\n", elapsed.Round(time.Millisecond), rate, humanBytes(peak.Bytes), peak.OpenWindows)
 }

@@ -351,6 +351,12 @@ func (c *compiler) generator() {
 	}
 	const path = "source.generator."
 	c.positive(path+"duration", g.Duration, "duration")
+	if g.Duration != nil && *g.Duration > 0 && g.Rate > 0 && g.Records > 0 {
+		if span := float64(g.Records) / g.Rate * 1000; math.Abs(span-float64(*g.Duration)) > 0.01*float64(*g.Duration) {
+			c.warn(path+"records", fmt.Sprintf("%d records at rate %v per second of event time span %v, not duration %v: records and rate win", g.Records, g.Rate, Duration(span), *g.Duration),
+				"give two of records, rate and duration; rate is per second of event time, and pace: wall makes it per second of the clock too (as Flink's DataGen rows-per-second)")
+		}
+	}
 	if g.Duration == nil {
 		d := Duration(etime.FromDuration(time.Hour))
 		g.Duration = &d

@@ -117,7 +117,11 @@ func (d *decoder) judge() {
 		}
 		fix := suggest(f, have)
 		if !strings.HasPrefix(fix, "did you mean") {
-			if like := alike(f, have); like != "" {
+			like := alike(f, have)
+			if like == "" && i == d.tsAt {
+				like = timeLike(have)
+			}
+			if like != "" {
 				fix = fmt.Sprintf("did you mean %q?", like)
 			}
 		}
@@ -202,4 +206,21 @@ func alike(name string, have []string) string {
 		}
 	}
 	return ""
+}
+
+// timeLike finds the one name in have that looks like a timestamp's (ts,
+// time, timestamp, event_time, created_at, date, ...), for a timestamp
+// field the records do not have; "" when none or several do.
+func timeLike(have []string) string {
+	found := ""
+	for _, h := range have {
+		n := strings.ToLower(h)
+		if n == "ts" || strings.HasSuffix(n, "_ts") || strings.Contains(n, "time") || strings.Contains(n, "date") || strings.HasSuffix(n, "_at") {
+			if found != "" {
+				return ""
+			}
+			found = h
+		}
+	}
+	return found
 }

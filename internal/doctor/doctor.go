@@ -140,6 +140,10 @@ func Diagnose(d Dump, t Thresholds) Report {
 	for _, rule := range rules {
 		r.Findings = append(r.Findings, rule(c)...)
 	}
+	if r.Quadrant == "healthy" && r.Worst() >= Warning {
+		// Lag and backlog are normal, but a finding is not.
+		r.Quadrant = "lag and backlog normal, but not healthy: see the findings"
+	}
 	slices.SortStableFunc(r.Findings, func(a, b Finding) int {
 		if a.Severity != b.Severity {
 			return cmp.Compare(b.Severity, a.Severity)
@@ -283,7 +287,10 @@ func (c *kase) maxOver(ops []string, f func(monitor.OpPoint) *float64) func(p mo
 		v, any := 0.0, false
 		for _, op := range ops {
 			if o, ok := p.Ops[op]; ok && f(o) != nil {
-				v, any = max(v, *f(o)), true
+				if !any || *f(o) > v {
+					v = *f(o) // (a lag can be negative: the watermark ahead of the clock)
+				}
+				any = true
 			}
 		}
 		return v, any
@@ -427,8 +434,13 @@ func (c *kase) quadrant() Report {
 	lagHigh := !math.IsNaN(lag) && c.lagHigh()
 	growing := back > 0 && c.backGrowing
 	why := fmt.Sprintf("lag %s against %s allowed for bound + window; ", secs(lag), secs(c.t.LagHighS))
-	if math.IsNaN(lag) {
-		why = "no watermark yet; "
+	switch {
+	case math.IsNaN(lag) && c.s.Totals.RecordsIn == 0:
+		why = "no record read yet; "
+	case math.IsNaN(lag):
+		why = ""
+	case lag < 0:
+		why = fmt.Sprintf("lag %s: the watermark is ahead of the clock; ", secs(lag))
 	}
 	if known {
 		why += fmt.Sprintf("source backlog %.0f", back)

@@ -11,12 +11,12 @@ import (
 )
 
 // rules are D1 to D19 of the design notes (observability.md 5.2), D20
-// (the inputs went quiet with windows waiting) and D21 (a field the spec
-// reads is not in the records).
+// (the inputs went quiet with windows waiting), D21 (a field the spec
+// reads is not in the records) and D22 (no record read at all).
 var rules = []func(c *kase) []Finding{
 	d1UpstreamDelay, d2Bottleneck, d3OldData, d4WatermarkTooFast, d5d6Holder, d7Skew, d8Future, d9Unit,
 	d10Regression, d11TimerBacklog, d12LatenessTooLarge, d13d14State, d15d16Checkpoints, d17AfterRestore,
-	d18Flapping, d19NoWatermark, d20QuietEnd, d21MissingField,
+	d18Flapping, d19NoWatermark, d20QuietEnd, d21MissingField, d22NothingRead,
 }
 
 // lateJump reports whether the late rate of the last 2 minutes is above
@@ -285,9 +285,19 @@ func (c *kase) emptyInput(h monitor.Holder, in *monitor.Input, where, age string
 	} else if none {
 		ev = fmt.Sprintf("%d records in; ", c.s.Totals.RecordsIn) + ev
 	}
-	return Finding{Rule: "D5", Severity: Warning, Where: where, Title: title, Evidence: ev,
-		Fix: fmt.Sprintf("set watermark.idle_timeout (now %s) so a quiet input that is caught up stops holding the watermark; keep source.channels at most the number of partitions; at the end of a bounded replay stop with Ctrl-C under weir run --drain, which fires every open window", idleText(c.i))}
+	fix := "set watermark.idle_timeout (now not set) so that a quiet input that is caught up stops holding the watermark"
+	if c.i > 0 {
+		fix = fmt.Sprintf("the windows fire by themselves once the idle timeout (%s) marks the quiet input idle; lower watermark.idle_timeout to let them fire sooner", dur(c.i))
+	}
+	if c.s.Job.Parallelism > 1 {
+		fix += fmt.Sprintf("; keep source.channels (now %d) at most the number of partitions", c.s.Job.Parallelism)
+	}
+	return Finding{Rule: "D5", Severity: Warning, Where: where, Title: title, Evidence: ev, Fix: fix + "; " + drainFix}
 }
+
+// drainFix is the way to fire every open window at the end of a bounded
+// replay.
+const drainFix = "if the input is complete (a bounded replay), run the job with weir run --drain, and Ctrl-C then sends the final watermark first, so every open window fires"
 
 // emptyInputs names the source inputs that have sent no record, nor a
 // watermark, and are not idle.
@@ -401,7 +411,7 @@ func d20QuietEnd(c *kase) []Finding {
 	if op.Window != nil {
 		ev += fmt.Sprintf("; %d windows in state", op.Window.Windows)
 	}
-	fix := "if the input is complete (a bounded replay), stop with Ctrl-C under weir run --drain, which sends the final watermark so every open window fires; "
+	fix := drainFix + "; "
 	if c.i > 0 {
 		fix += fmt.Sprintf("for a live source that pauses, the last windows fire when records resume (with every input idle after watermark.idle_timeout, now %s, the watermark only reaches the largest one seen)", dur(c.i))
 	} else {
@@ -482,7 +492,7 @@ func d8Future(c *kase) []Finding {
 	return []Finding{{Rule: "D8", Severity: Critical, Where: where,
 		Title:    "future-dated timestamps: event time runs ahead of the clock, so the watermark passed records that are still to come and they will all be late",
 		Evidence: fmt.Sprintf("event time %s ahead of processing time (more than %s)", secs(ahead), secs(c.t.FutureS)),
-		Fix:      "keep timestamp.checks on and set timestamp.max_future (future records become dead letters instead of moving the watermark); fix the producer's clock"}}
+		Fix:      fmt.Sprintf("keep source.timestamp.checks on and set source.timestamp.max_future (default 1h) below the %s the records run ahead, so such records become dead letters instead of moving the watermark; fix the producer's clock", secs(ahead))}}
 }
 
 // D9: timestamps in the wrong unit or field: event times near 1970 or
@@ -757,4 +767,16 @@ func d21MissingField(c *kase) []Finding {
 			Fix:      fmt.Sprintf("set %s to the records' name for it: %s", m.Path, m.Fix)})
 	}
 	return out
+}
+
+// D22: no record has been read since the job started: an empty or
+// quiet source, or one read from the wrong place.
+func d22NothingRead(c *kase) []Finding {
+	if c.s.Totals.RecordsIn > 0 || c.span() < max(c.t.NoWatermarkS, 2*c.b) || len(c.ops) == 0 {
+		return nil
+	}
+	return []Finding{{Rule: "D22", Severity: Info, Where: "source",
+		Title:    "no record has been read yet, so there is nothing to window",
+		Evidence: fmt.Sprintf("0 records in over the %s of history; source backlog %s", secs(c.span()), backlogText(c.back, c.backKnown)),
+		Fix:      "check that records are being produced, and the source's address and topic or stream; a Kafka source with source.kafka.start: latest or committed reads only what arrives after it starts"}}
 }

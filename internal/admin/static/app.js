@@ -101,6 +101,9 @@ function lagClass(op, s) {
   if (op.lag_s === null) return "none";
   const b = s.job.bound_ms / 1000, w = s.job.window_ms / 1000, iv = (s.job.watermark_interval_ms || 0) / 1000;
   const ok = b + iv + LAG_GRACE_S;
+  // A watermark far ahead of the clock (future-dated records, the
+  // doctor's D8) is as bad as one far behind.
+  if (op.lag_s < -Math.max(300, b)) return "bad";
   if (op.lag_s <= ok) return "ok";
   if (op.lag_s <= ok + w) return "warn";
   return "bad";

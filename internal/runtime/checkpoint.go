@@ -161,12 +161,19 @@ type coordinator struct {
 		force    bool  // a checkpoint is asked for now, whatever the interval
 		size     int64 // bytes written for the pending checkpoint so far
 		stats    CheckpointStats
+		// completed are the checkpoints committed whose OnComplete is
+		// still to be called (by notify, without mu).
+		completed []int64
 	}
+	// notifyMu is held by the one goroutine calling OnComplete (notify);
+	// it is never taken with mu held.
+	notifyMu sync.Mutex
 	// pub is what CheckpointStats returns: mu.stats and the pending
 	// checkpoint's progress, copied at each change under pub's own lock
 	// (taken with mu held, never the other way round). Readers never
-	// wait for mu, which the store's Begin and Commit and the pre-commit
-	// hooks (sinks making an epoch durable) hold for as long as they take.
+	// wait for mu, which the store's Begin and Abort hold for as long as
+	// they take (the pre-commit hooks, the store's Commit and OnComplete
+	// run without it).
 	pub struct {
 		sync.Mutex
 		stats CheckpointStats
@@ -358,6 +365,7 @@ func (c *coordinator) ack(id int64, parts []part) {
 
 // write writes one subtask's parts of checkpoint id.
 func (c *coordinator) write(id int64, p PendingCheckpoint, parts []part) {
+	defer c.notify() // after the Unlock deferred below
 	var err error
 	var size int64
 	for _, pt := range parts {
@@ -407,7 +415,33 @@ func (c *coordinator) write(id int64, p PendingCheckpoint, parts []part) {
 	st.Durations.Observe(st.LastDuration.Seconds())
 	c.publishLocked(0, time.Time{}, "")
 	if c.opts.OnComplete != nil {
-		c.opts.OnComplete(id)
+		// Told after c.mu is released (write's deferred notify runs
+		// after its deferred Unlock): listeners commit Kafka offsets,
+		// over the network.
+		c.mu.completed = append(c.mu.completed, id)
+	}
+}
+
+// notify tells OnComplete of the completed checkpoints, in order, without
+// c.mu. One goroutine at a time does it (notifyMu); a writer that finds it
+// taken leaves its id to the one holding it, which looks again after
+// letting go, so no id waits for the next completion.
+func (c *coordinator) notify() {
+	for c.notifyMu.TryLock() {
+		c.mu.Lock()
+		ids := c.mu.completed
+		c.mu.completed = nil
+		c.mu.Unlock()
+		for _, id := range ids {
+			c.opts.OnComplete(id)
+		}
+		c.notifyMu.Unlock()
+		c.mu.Lock()
+		more := len(c.mu.completed) > 0
+		c.mu.Unlock()
+		if !more {
+			return
+		}
 	}
 }
 

@@ -132,3 +132,52 @@ func TestCheckpointStatsWhilePreCommitBlocks(t *testing.T) {
 		t.Fatalf("after the commit: %+v, committed %v", s, store.committed)
 	}
 }
+
+// TestOnCompleteWithoutTheLock: OnComplete (a Kafka source committing its
+// offsets, over the network) runs after the coordinator's lock is
+// released: while it blocks, the next checkpoint triggers at once; it is
+// told each completed checkpoint once, in order.
+func TestOnCompleteWithoutTheLock(t *testing.T) {
+	st, _, _ := alignSubtask(t)
+	j := st.job
+	c := j.coord.Load()
+	entered, release := make(chan int64, 4), make(chan struct{})
+	var told []int64
+	c.opts.OnComplete = func(id int64) {
+		told = append(told, id)
+		entered <- id
+		<-release
+	}
+	if id := c.trigger(time.Now()); id != 1 {
+		t.Fatalf("trigger: %d", id)
+	}
+	delivered := make(chan struct{})
+	go func() {
+		defer close(delivered)
+		st.deliver(envelope{gate: 0, from: 0, barrier: 1})
+		st.deliver(envelope{gate: 0, from: 1, barrier: 1}) // completes, then blocks in OnComplete
+	}()
+	if id := <-entered; id != 1 {
+		t.Fatalf("OnComplete(%d), want 1", id)
+	}
+	triggered := make(chan int64, 1)
+	go func() {
+		c.mu.Lock()
+		c.mu.force = true
+		c.mu.Unlock()
+		triggered <- c.trigger(time.Now())
+	}()
+	select {
+	case id := <-triggered:
+		if id != 2 {
+			t.Errorf("the next trigger: %d, want 2", id)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the next checkpoint waited for the blocked OnComplete")
+	}
+	close(release)
+	<-delivered
+	if len(told) != 1 || told[0] != 1 {
+		t.Fatalf("OnComplete told %v, want [1]", told)
+	}
+}

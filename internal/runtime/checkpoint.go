@@ -161,13 +161,10 @@ type coordinator struct {
 		force    bool  // a checkpoint is asked for now, whatever the interval
 		size     int64 // bytes written for the pending checkpoint so far
 		stats    CheckpointStats
-		// completed are the checkpoints committed whose OnComplete is
-		// still to be called (by notify, without mu).
-		completed []int64
+		// completing is the checkpoint whose OnComplete is running,
+		// without mu (0: none); no checkpoint starts meanwhile.
+		completing int64
 	}
-	// notifyMu is held by the one goroutine calling OnComplete (notify);
-	// it is never taken with mu held.
-	notifyMu sync.Mutex
 	// pub is what CheckpointStats returns: mu.stats and the pending
 	// checkpoint's progress, copied at each change under pub's own lock
 	// (taken with mu held, never the other way round). Readers never
@@ -282,7 +279,7 @@ func newCoordinator(j *Job, o *CheckpointOptions) *coordinator {
 func (c *coordinator) due(now time.Time) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return !c.mu.stopped && c.mu.id == 0 && (c.mu.force || now.Sub(c.mu.lastTrig) >= c.opts.Interval)
+	return !c.mu.stopped && c.mu.id == 0 && c.mu.completing == 0 && (c.mu.force || now.Sub(c.mu.lastTrig) >= c.opts.Interval)
 }
 
 // RequestCheckpoint asks for a checkpoint as soon as possible (a graceful
@@ -309,7 +306,7 @@ func (j *Job) RequestCheckpoint() bool {
 func (c *coordinator) trigger(now time.Time) int64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.mu.stopped || c.mu.id != 0 {
+	if c.mu.stopped || c.mu.id != 0 || c.mu.completing != 0 {
 		return 0
 	}
 	id := c.mu.next
@@ -365,7 +362,7 @@ func (c *coordinator) ack(id int64, parts []part) {
 
 // write writes one subtask's parts of checkpoint id.
 func (c *coordinator) write(id int64, p PendingCheckpoint, parts []part) {
-	defer c.notify() // after the Unlock deferred below
+	defer c.complete() // after the Unlock deferred below
 	var err error
 	var size int64
 	for _, pt := range parts {
@@ -415,32 +412,32 @@ func (c *coordinator) write(id int64, p PendingCheckpoint, parts []part) {
 	st.Durations.Observe(st.LastDuration.Seconds())
 	c.publishLocked(0, time.Time{}, "")
 	if c.opts.OnComplete != nil {
-		// Told after c.mu is released (write's deferred notify runs
-		// after its deferred Unlock): listeners commit Kafka offsets,
-		// over the network.
-		c.mu.completed = append(c.mu.completed, id)
+		// Told after c.mu is released (write's deferred complete runs
+		// after its deferred Unlock): listeners commit Kafka offsets
+		// and transactions, over the network. Until it returns no
+		// checkpoint starts (completing), as when it ran under c.mu,
+		// but nobody waits for c.mu meanwhile.
+		c.mu.completing = id
 	}
 }
 
-// notify tells OnComplete of the completed checkpoints, in order, without
-// c.mu. One goroutine at a time does it (notifyMu); a writer that finds it
-// taken leaves its id to the one holding it, which looks again after
-// letting go, so no id waits for the next completion.
-func (c *coordinator) notify() {
-	for c.notifyMu.TryLock() {
-		c.mu.Lock()
-		ids := c.mu.completed
-		c.mu.completed = nil
-		c.mu.Unlock()
-		for _, id := range ids {
-			c.opts.OnComplete(id)
-		}
-		c.notifyMu.Unlock()
-		c.mu.Lock()
-		more := len(c.mu.completed) > 0
-		c.mu.Unlock()
-		if !more {
-			return
+// complete calls OnComplete for the checkpoint write completed, if any,
+// without c.mu, then lets the next checkpoint start.
+func (c *coordinator) complete() {
+	c.mu.Lock()
+	id := c.mu.completing
+	c.mu.Unlock()
+	if id == 0 {
+		return
+	}
+	c.opts.OnComplete(id)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.mu.completing = 0
+	if c.mu.force {
+		select {
+		case c.poke <- struct{}{}: // a checkpoint asked for meanwhile: look now
+		default:
 		}
 	}
 }

@@ -134,9 +134,10 @@ func TestCheckpointStatsWhilePreCommitBlocks(t *testing.T) {
 }
 
 // TestOnCompleteWithoutTheLock: OnComplete (a Kafka source committing its
-// offsets, over the network) runs after the coordinator's lock is
-// released: while it blocks, the next checkpoint triggers at once; it is
-// told each completed checkpoint once, in order.
+// offsets, a Kafka sink its transaction, over the network) runs after
+// the coordinator's lock is released: while it blocks, the lock is free
+// (RequestCheckpoint and due answer at once), but no checkpoint starts
+// until it returns, so listeners are told in order, each once.
 func TestOnCompleteWithoutTheLock(t *testing.T) {
 	st, _, _ := alignSubtask(t)
 	j := st.job
@@ -160,23 +161,27 @@ func TestOnCompleteWithoutTheLock(t *testing.T) {
 	if id := <-entered; id != 1 {
 		t.Fatalf("OnComplete(%d), want 1", id)
 	}
-	triggered := make(chan int64, 1)
-	go func() {
-		c.mu.Lock()
-		c.mu.force = true
-		c.mu.Unlock()
-		triggered <- c.trigger(time.Now())
-	}()
+	answered := make(chan [2]bool, 1)
+	go func() { answered <- [2]bool{j.RequestCheckpoint(), c.due(time.Now())} }()
 	select {
-	case id := <-triggered:
-		if id != 2 {
-			t.Errorf("the next trigger: %d, want 2", id)
+	case a := <-answered:
+		if !a[0] || a[1] {
+			t.Errorf("during OnComplete: RequestCheckpoint %v (want true), due %v (want false)", a[0], a[1])
 		}
 	case <-time.After(5 * time.Second):
-		t.Fatal("the next checkpoint waited for the blocked OnComplete")
+		t.Fatal("RequestCheckpoint waited for the blocked OnComplete")
+	}
+	if id := c.trigger(time.Now()); id != 0 {
+		t.Fatalf("checkpoint %d started during OnComplete", id)
 	}
 	close(release)
 	<-delivered
+	if !c.due(time.Now()) {
+		t.Fatal("the checkpoint asked for is not due once OnComplete returned")
+	}
+	if id := c.trigger(time.Now()); id != 2 {
+		t.Fatalf("the next trigger: %d, want 2", id)
+	}
 	if len(told) != 1 || told[0] != 1 {
 		t.Fatalf("OnComplete told %v, want [1]", told)
 	}

@@ -439,7 +439,7 @@ func TestKafkaMarkerTopicCreated(t *testing.T) {
 	broker := kafkaCluster(t, n)
 	dir := t.TempDir()
 	var info []string
-	o := RunOptions{CheckpointDir: filepath.Join(dir, "ck"), CheckpointInterval: 20 * time.Millisecond, Info: func(m string) { info = append(info, m) }}
+	o := RunOptions{CheckpointDir: filepath.Join(dir, "ck"), CheckpointInterval: time.Millisecond, Info: func(m string) { info = append(info, m) }}
 	sum, err := runKafka(t, "created", broker, dir, o)
 	if err != nil {
 		t.Fatal(err)

@@ -175,7 +175,7 @@ func isTerminal(w io.Writer) bool {
 }
 
 // layerShares tells the three layers of late-data defence as shares of
-// the input, as the source articles tell the story.
+// the input, as the source articles tell the story (docs/SOURCES.md).
 func layerShares(w io.Writer, s spec.Summary) {
 	in := float64(s.Get("records_in"))
 	if in == 0 {

@@ -11,7 +11,7 @@ import (
 	"github.com/weirstream/weir/window"
 )
 
-// The queries' fixed parameters (nexmark.md §2; Flink's window sizes).
+// The queries' fixed parameters (docs/NEXMARK.md §2; Flink's window sizes).
 const (
 	windowSize  etime.Duration = 10_000 // tumbling windows, Q5's size, Q12's processing-time windows
 	slide       etime.Duration = 2_000  // Q5

@@ -73,9 +73,9 @@ type ArchiveSpec struct {
 
 // AlertsSpec are the job's alert thresholds.
 type AlertsSpec struct {
-	// LateRatio is the warning level (default 0.001: seed 002 saw under
-	// 0.1% of traffic late in production); LateRatioCritical the critical
-	// one (default 0.01).
+	// LateRatio is the warning level (default 0.001: seed 002 of
+	// docs/SOURCES.md saw under 0.1% of traffic late in production);
+	// LateRatioCritical the critical one (default 0.01).
 	LateRatio         float64 `yaml:"late_ratio"`
 	LateRatioCritical float64 `yaml:"late_ratio_critical"`
 }

@@ -1,5 +1,5 @@
 // Package watermark generates watermarks at the sources and combines them
-// where streams meet. It follows Apache Flink rule for rule (semantics.md
+// where streams meet. It follows Apache Flink rule for rule (docs/SEMANTICS.md
 // sections H and I); where weir chooses between Flink versions or adds
 // something, the doc comment of the type says so.
 //

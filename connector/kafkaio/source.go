@@ -128,7 +128,7 @@ type SourceOptions[T any] struct {
 	// partitions idle. Idleness is backlog-aware, so it cannot turn a
 	// backlog into late data; without it, one empty partition holds the
 	// channel's watermark back for good (Flink's withIdleness, which the
-	// source articles call mandatory).
+	// source articles call mandatory: docs/SOURCES.md, seed 000).
 	IdleTimeout time.Duration
 	// MaxDrift, when > 0, pauses partitions whose watermark is more than
 	// this ahead of the slowest active partition of the channel.
@@ -152,7 +152,8 @@ type SourceOptions[T any] struct {
 }
 
 // DefaultIdleTimeout is the idle timeout of a source whose
-// SourceOptions.IdleTimeout is 0: one minute, as the source articles use.
+// SourceOptions.IdleTimeout is 0: one minute, as the source articles use
+// (docs/SOURCES.md).
 const DefaultIdleTimeout = time.Minute
 
 // Raw is a Decode for sources of *Record: the record itself, at its Kafka

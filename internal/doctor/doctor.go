@@ -1,11 +1,11 @@
 // Package doctor diagnoses a running job from its monitor snapshot and
 // history: it first places the job in "data arrives slowly" or
-// "processing is slow" (the seeds' advice: look at watermark lag and late
-// volume first), then checks rules D1 to D19 of the design notes, each
-// with thresholds relative to the job's own bound B, allowed lateness L,
-// window size W and idle timeout I. Every finding says where (operator,
-// subtask, input), shows the numbers that triggered it, and names the job
-// spec's field to change.
+// "processing is slow" (the advice of the seeds in docs/SOURCES.md: look
+// at watermark lag and late volume first), then checks rules D1 to D22 of
+// docs/OBSERVABILITY.md, each with thresholds relative to the job's own
+// bound B, allowed lateness L, window size W and idle timeout I. Every
+// finding says where (operator, subtask, input), shows the numbers that
+// triggered it, and names the job spec's field to change.
 package doctor
 
 import (
@@ -76,8 +76,8 @@ type Thresholds struct {
 	LagHighS float64 `yaml:"lag_high_s" json:"lag_high_s"`
 	// LateRise: the late rate of the last 2 minutes above this many
 	// times its median over the history is a jump (default 3), if it is
-	// also above LateMinShare of the input (default 0.001: seed 002 saw
-	// under 0.1% in production).
+	// also above LateMinShare of the input (default 0.001: seed 002 of
+	// docs/SOURCES.md saw under 0.1% in production).
 	LateRise     float64 `yaml:"late_rise" json:"late_rise"`
 	LateMinShare float64 `yaml:"late_min_share" json:"late_min_share"`
 	// BusyHigh: a busier operator is a bottleneck (default 0.9).
@@ -428,7 +428,7 @@ func (c *kase) operator(name string) *monitor.Operator {
 	return nil
 }
 
-// quadrant places the job (design notes 5.3).
+// quadrant places the job (docs/OBSERVABILITY.md, the first question).
 func (c *kase) quadrant() Report {
 	lag, back, known := c.lag, c.back, c.backKnown
 	lagHigh := !math.IsNaN(lag) && c.lagHigh()

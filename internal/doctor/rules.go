@@ -10,9 +10,9 @@ import (
 	"github.com/weirstream/weir/internal/monitor"
 )
 
-// rules are D1 to D19 of the design notes (observability.md 5.2), D20
-// (the inputs went quiet with windows waiting), D21 (a field the spec
-// reads is not in the records) and D22 (no record read at all).
+// rules are D1 to D22 of docs/OBSERVABILITY.md: D1 to D19 of the design
+// notes, D20 (the inputs went quiet with windows waiting), D21 (a field
+// the spec reads is not in the records) and D22 (no record read at all).
 var rules = []func(c *kase) []Finding{
 	d1UpstreamDelay, d2Bottleneck, d3OldData, d4WatermarkTooFast, d5d6Holder, d7Skew, d8Future, d9Unit,
 	d10Regression, d11TimerBacklog, d12LatenessTooLarge, d13d14State, d15d16Checkpoints, d17AfterRestore,

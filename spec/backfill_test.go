@@ -162,7 +162,10 @@ func testBackfillOracle(t *testing.T, job, store string) {
 		dump = func(dir string) string {
 			var b strings.Builder
 			for _, f := range []string{"results.jsonl", "results.backfill.jsonl"} {
-				data, _ := os.ReadFile(filepath.Join(dir, f))
+				data, err := os.ReadFile(filepath.Join(dir, f))
+				if err != nil {
+					t.Fatal(err)
+				}
 				b.Write(data)
 			}
 			return b.String()

@@ -702,9 +702,14 @@ sinks:
 	if ref.Get("timestamp_regressions") != 1 {
 		t.Fatalf("reference run: %s", ref.JSON())
 	}
-	p, _ := Parse([]byte(job))
+	p, err := Parse([]byte(job))
+	if err != nil {
+		t.Fatal(err)
+	}
 	dir := t.TempDir()
-	os.WriteFile(filepath.Join(dir, "in.jsonl"), []byte(in.String()), 0o644)
+	if err := os.WriteFile(filepath.Join(dir, "in.jsonl"), []byte(in.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	ck := filepath.Join(dir, "ck")
 	crashRun(t, p, RunOptions{Dir: dir, Deterministic: true, Now: testNow, CheckpointDir: ck, CheckpointInterval: time.Nanosecond}, "after-manifest", 3)
 	j, err := Open(p, RunOptions{Dir: dir, Deterministic: true, Now: testNow, CheckpointDir: ck})

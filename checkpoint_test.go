@@ -6,6 +6,7 @@ import (
 	"maps"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -51,6 +52,55 @@ func (p *memPending) Commit() error {
 	return nil
 }
 func (p *memPending) Abort() error { return nil }
+
+// gatedSlice is FromSlice's source, except that its reader waits after the
+// first hold items until gate is closed.
+type gatedSlice[T any] struct {
+	items []T
+	hold  int
+	gate  <-chan struct{}
+}
+
+func (s gatedSlice[T]) Open(ch, n int) (weir.SourceReader[T], error) {
+	return &gatedReader[T]{s: s}, nil
+}
+
+type gatedReader[T any] struct {
+	s   gatedSlice[T]
+	pos int
+}
+
+func (r *gatedReader[T]) Read(out weir.SourceOutput[T]) (weir.ReadStatus, error) {
+	if r.pos >= len(r.s.items) {
+		return weir.Done, nil
+	}
+	end := min(r.pos+256, len(r.s.items))
+	if r.pos < r.s.hold {
+		end = min(end, r.s.hold)
+	} else {
+		select {
+		case <-r.s.gate:
+		default:
+			return weir.Waiting, nil
+		}
+	}
+	for ; r.pos < end; r.pos++ {
+		out.Emit(etime.MinTime, r.s.items[r.pos])
+	}
+	return weir.Emitted, nil
+}
+func (r *gatedReader[T]) Close() error { return nil }
+func (r *gatedReader[T]) SnapshotPosition() ([]byte, error) {
+	return strconv.AppendInt(nil, int64(r.pos), 10), nil
+}
+func (r *gatedReader[T]) RestorePosition(pos []byte) error {
+	n, err := strconv.Atoi(string(pos))
+	if err != nil || n < 0 || n > len(r.s.items) {
+		return fmt.Errorf("cannot resume at %q of %d items", pos, len(r.s.items))
+	}
+	r.pos = n
+	return nil
+}
 
 // view is a restored checkpoint: parts named "stage/index/name".
 type view map[string][]byte
@@ -224,7 +274,12 @@ func TestCheckpointParallel(t *testing.T) {
 		}
 		evs = append(evs, ckEvent{Key: r.IntN(500), TS: etime.Time(i/5 - d), V: 1})
 	}
-	build := func(par int, ck weir.CheckpointOptions) (*weir.Env, *epochSink) {
+	// The first run holds half-way until a checkpoint completes, so that
+	// there is one to restore whatever the machine's speed; restored runs
+	// read on.
+	open := make(chan struct{})
+	close(open)
+	build := func(par int, ck weir.CheckpointOptions, gate <-chan struct{}) (*weir.Env, *epochSink) {
 		opts := weir.DefaultOptions()
 		opts.Parallelism = par
 		opts.Checkpoint = ck
@@ -233,7 +288,7 @@ func TestCheckpointParallel(t *testing.T) {
 			t.Fatal(err)
 		}
 		sink := newEpochSink(env)
-		src := weir.AssignTimestamps(weir.FromSlice(env, evs),
+		src := weir.AssignTimestamps(weir.FromSource[ckEvent](env, "slice", gatedSlice[ckEvent]{items: evs, hold: len(evs) / 2, gate: gate}, weir.SourceOptions{BacklogEvery: 1}),
 			weir.BoundedOutOfOrderness(200*time.Millisecond, func(e ckEvent) etime.Time { return e.TS }).WithEveryRecord())
 		tum, _ := window.Tumbling(1000, 0)
 		out := weir.Aggregate(weir.Window(weir.KeyBy(src, func(e ckEvent) int { return e.Key }), tum,
@@ -247,18 +302,23 @@ func TestCheckpointParallel(t *testing.T) {
 		return env, sink
 	}
 	store := &memStore{}
-	env, sink := build(2, weir.CheckpointOptions{Interval: 2 * time.Millisecond, Store: store})
+	gate := make(chan struct{})
+	var once sync.Once
+	// Should no checkpoint complete, the run goes on after 10s, to fail.
+	defer time.AfterFunc(10*time.Second, func() { once.Do(func() { close(gate) }) }).Stop()
+	env, sink := build(2, weir.CheckpointOptions{Interval: 2 * time.Millisecond, Store: store,
+		OnComplete: func(int64) { once.Do(func() { close(gate) }) }}, gate)
 	rep, err := env.Execute(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(store.done) == 0 {
-		t.Skip("the run ended before its first checkpoint (a very fast machine)")
+		t.Fatal("the run ended without a checkpoint")
 	}
 	ids := slices.Sorted(maps.Keys(store.done))
 	for _, id := range []int64{ids[0], ids[len(ids)-1]} {
 		for _, par := range []int{2, 3} {
-			env2, sink2 := build(par, weir.CheckpointOptions{Restore: view(store.done[id]), NextID: id + 1})
+			env2, sink2 := build(par, weir.CheckpointOptions{Restore: view(store.done[id]), NextID: id + 1}, open)
 			rep2, err := env2.Execute(context.Background())
 			if err != nil {
 				t.Fatal(err)

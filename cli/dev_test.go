@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/weirstream/weir/internal/testenv"
 )
 
 // kcat returns Debian's kcat, skipping the test when it is missing
@@ -20,11 +22,7 @@ func kcat(t *testing.T) string {
 	t.Helper()
 	p, err := exec.LookPath("kcat")
 	if err != nil {
-		msg := "kcat not installed (apt-get install kcat)"
-		if os.Getenv("WEIR_REQUIRE_SERVICES") == "1" {
-			t.Fatal(msg + " (WEIR_REQUIRE_SERVICES=1)")
-		}
-		t.Skip(msg)
+		testenv.Unavailable(t, "kcat not installed (apt-get install kcat)")
 	}
 	return p
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/weirstream/weir/connector/kafkaio"
+	"github.com/weirstream/weir/internal/testenv"
 )
 
 const kafkaCrashJob = `
@@ -192,22 +193,8 @@ func TestKafkaCrashRecovery(t *testing.T) {
 // postgresURL returns the test Postgres, or false (skipping nothing else)
 // when it is not reachable; WEIR_REQUIRE_SERVICES=1 makes that a failure.
 func postgresURL(t *testing.T) (string, bool) {
-	u := os.Getenv("WEIR_PG_URL")
-	if u == "" {
-		u = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, u)
-	if err != nil {
-		if os.Getenv("WEIR_REQUIRE_SERVICES") == "1" {
-			t.Fatalf("Postgres not reachable (%v) (WEIR_REQUIRE_SERVICES=1)", err)
-		}
-		t.Logf("Postgres not reachable (%v): its part of the test is skipped; set WEIR_PG_URL or start it", err)
-		return "", false
-	}
-	conn.Close(ctx)
-	return u, true
+	t.Helper()
+	return testenv.PostgresIfReachable(t)
 }
 
 // pgTable returns a table's rows as sorted text, and drops the table.

@@ -89,7 +89,10 @@ func TestInterrupt(t *testing.T) {
 			if code != ExitOK || !strings.Contains(out, "job live stopped") || !strings.Contains(out, "conservation holds") {
 				t.Fatalf("exit %d:\n%s", code, out)
 			}
-			results, _ := os.ReadFile(filepath.Join(dir, "out.jsonl"))
+			results, err := os.ReadFile(filepath.Join(dir, "out.jsonl"))
+			if err != nil {
+				t.Fatal(err)
+			}
 			lines := strings.Count(string(results), "\n")
 			open := strings.Contains(out, "open windows at the end: 0")
 			if drain != open || lines == 0 {
@@ -136,6 +139,25 @@ func TestProgress(t *testing.T) {
 	}
 }
 
+// progressWatch passes writes on to w and calls seen with the count of
+// records of each progress line written.
+type progressWatch struct {
+	w    io.Writer
+	seen func(records int)
+}
+
+var progressRecords = regexp.MustCompile(`\x1b\[K(\d+) records \(`)
+
+func (p progressWatch) Write(b []byte) (int, error) {
+	n, err := p.w.Write(b)
+	for _, m := range progressRecords.FindAllSubmatch(b, -1) {
+		if c, err := strconv.Atoi(string(m[1])); err == nil {
+			p.seen(c)
+		}
+	}
+	return n, err
+}
+
 func openForTest(p *spec.Plan, dir string, stdin io.Reader) (*spec.Job, error) {
 	return spec.Open(p, spec.RunOptions{Dir: dir, Stdin: stdin})
 }
@@ -159,35 +181,47 @@ sinks:
   late: {type: jsonl, path: late.jsonl}
 checkpoint: {dir: ck, interval: 1h}
 `
-	run := func(dir string, ctx context.Context) (int, string) {
+	// run runs the job in dir; with stop, it cancels the run as soon as
+	// the progress line counts 100,000 records read (a quarter: windows
+	// both fired and kept for the lateness and still open), from the
+	// progress goroutine's write, so the run cannot end first.
+	run := func(dir string, stop bool) (int, string) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
 		var stderr syncBuffer
+		var w io.Writer = &stderr
+		if stop {
+			w = progressWatch{&stderr, func(n int) {
+				if n >= 100_000 {
+					cancel()
+				}
+			}}
+		}
 		code := Main(ctx, []string{"run", "job.yaml", "--deterministic", "--now", "2026-06-01T00:00:00Z"},
-			IO{Dir: dir, Stdout: io.Discard, Stderr: &stderr, Terminal: true, ProgressEvery: time.Millisecond})
+			IO{Dir: dir, Stdout: io.Discard, Stderr: w, Terminal: true, ProgressEvery: time.Millisecond})
 		return code, stderr.String()
 	}
 	ref := t.TempDir()
-	os.WriteFile(filepath.Join(ref, "job.yaml"), []byte(spec), 0o644)
-	if code, out := run(ref, context.Background()); code != ExitOK {
+	if err := os.WriteFile(filepath.Join(ref, "job.yaml"), []byte(spec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, out := run(ref, false); code != ExitOK {
 		t.Fatal(out)
 	}
 	dir := t.TempDir()
-	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(spec), 0o644)
-	ctx, cancel := context.WithCancel(context.Background())
-	go func() {
-		time.Sleep(200 * time.Millisecond)
-		cancel()
-	}()
-	code, out := run(dir, ctx)
-	cancel()
+	if err := os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(spec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out := run(dir, true)
 	if code != ExitOK || !strings.Contains(out, "took checkpoint") || !strings.Contains(out, "stopped") {
-		t.Skipf("the run ended before the interrupt (a fast machine): %s", out)
+		t.Fatalf("exit %d, want a stopped run that took a checkpoint:\n%s", code, out)
 	}
 	// The stopped run's open windows: those waiting for the watermark
 	// apart from those fired and kept for the allowed lateness (1m).
 	if m := regexp.MustCompile(`open windows at the end: (\d+) \((\d+) still open, (\d+) fired and kept only for the allowed lateness\)`).FindStringSubmatch(out); m == nil || m[2] == "0" || m[3] == "0" {
 		t.Fatalf("the stopped run's open windows are not split:\n%s", out)
 	}
-	code, out = run(dir, context.Background())
+	code, out = run(dir, false)
 	if code != ExitOK || !strings.Contains(out, "resuming from checkpoint") {
 		t.Fatalf("exit %d:\n%s", code, out)
 	}
@@ -203,8 +237,17 @@ checkpoint: {dir: ck, interval: 1h}
 		t.Fatalf("this process %d + before %d records, want 400000 in all:\n%s", this, before, out)
 	}
 	for _, f := range []string{"out.jsonl", "late.jsonl"} {
-		a, _ := os.ReadFile(filepath.Join(dir, f))
-		b, _ := os.ReadFile(filepath.Join(ref, f))
+		a, err := os.ReadFile(filepath.Join(dir, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(filepath.Join(ref, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(b) == 0 {
+			t.Fatalf("the uninterrupted run wrote no %s", f)
+		}
 		if !bytes.Equal(a, b) {
 			t.Fatalf("%s differs after stop and resume (%d bytes, want %d)", f, len(a), len(b))
 		}
@@ -275,14 +318,19 @@ func TestDamagedCheckpoints(t *testing.T) {
 	if _, err := j.Run(context.Background()); err == nil {
 		t.Fatal("the crash did not happen")
 	}
-	chks, _ := filepath.Glob(filepath.Join(dir, "ck", "chk-*", "MANIFEST"))
-	if len(chks) != 2 {
-		t.Fatalf("manifests %q, want 2", chks)
+	chks, err := filepath.Glob(filepath.Join(dir, "ck", "chk-*", "MANIFEST"))
+	if err != nil || len(chks) != 2 {
+		t.Fatalf("manifests %q (%v), want 2", chks, err)
 	}
 	for _, m := range chks {
-		b, _ := os.ReadFile(m)
+		b, err := os.ReadFile(m)
+		if err != nil || len(b) == 0 {
+			t.Fatalf("%s: %d bytes, %v", m, len(b), err)
+		}
 		b[len(b)-1] ^= 0x40
-		os.WriteFile(m, b, 0o644)
+		if err := os.WriteFile(m, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	var stderr syncBuffer
 	code := Main(context.Background(), []string{"run", "job.yaml"}, IO{Dir: dir, Stdout: io.Discard, Stderr: &stderr})

@@ -28,6 +28,7 @@ import (
 
 	"github.com/weirstream/weir/connector/kafkaio"
 	"github.com/weirstream/weir/internal/checkpoint"
+	"github.com/weirstream/weir/internal/testenv"
 )
 
 // kafkaJob reads orders from topic in (4 partitions) and writes counts
@@ -342,10 +343,7 @@ func BenchmarkKafkaJob(b *testing.B) {
 		b.Run(c.name, func(b *testing.B) {
 			var url string
 			if c.sink == "postgres" {
-				url = os.Getenv("WEIR_PG_URL")
-				if url == "" {
-					url = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
-				}
+				url = testenv.PostgresURL()
 			}
 			for range b.N {
 				b.StopTimer()

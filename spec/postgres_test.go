@@ -16,25 +16,20 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/weirstream/weir/connector/pgio"
+	"github.com/weirstream/weir/internal/testenv"
 )
 
-// pgURL returns the test Postgres, skipping the test when it is not
-// reachable (failing it when WEIR_REQUIRE_SERVICES=1).
+// pgURL returns the test Postgres and a connection to it, closed at
+// cleanup; testenv.Postgres skips the test when it is not reachable
+// (failing it when WEIR_REQUIRE_SERVICES=1).
 func pgURL(t *testing.T) (string, *pgx.Conn) {
 	t.Helper()
-	u := os.Getenv("WEIR_PG_URL")
-	if u == "" {
-		u = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
-	}
+	u := testenv.Postgres(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	conn, err := pgx.Connect(ctx, u)
 	if err != nil {
-		msg := fmt.Sprintf("Postgres not reachable (%v): set WEIR_PG_URL or start it", err)
-		if os.Getenv("WEIR_REQUIRE_SERVICES") == "1" {
-			t.Fatal(msg + " (WEIR_REQUIRE_SERVICES=1)")
-		}
-		t.Skip(msg)
+		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = conn.Close(context.Background()) })
 	return u, conn

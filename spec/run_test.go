@@ -579,7 +579,10 @@ func TestDamagedCheckpointsRefused(t *testing.T) {
 	dir := t.TempDir()
 	ck := filepath.Join(dir, "ck")
 	crashRun(t, p, RunOptions{Dir: dir, Deterministic: true, Now: testNow, CheckpointDir: ck, CheckpointInterval: time.Millisecond}, "after-manifest", 5)
-	chks, _ := filepath.Glob(filepath.Join(ck, "chk-*"))
+	chks, err := filepath.Glob(filepath.Join(ck, "chk-*"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	if len(chks) < 2 {
 		t.Fatalf("checkpoints %q, want several", chks)
 	}
@@ -587,7 +590,10 @@ func TestDamagedCheckpointsRefused(t *testing.T) {
 	for i, c := range chks {
 		file := filepath.Join(c, "MANIFEST")
 		if i < len(chks)-1 {
-			parts, _ := filepath.Glob(filepath.Join(c, "part-*"))
+			parts, err := filepath.Glob(filepath.Join(c, "part-*"))
+			if err != nil || len(parts) == 0 {
+				t.Fatalf("parts of %s: %q, %v", c, parts, err)
+			}
 			file = parts[0]
 		}
 		b, err := os.ReadFile(file)
@@ -595,7 +601,9 @@ func TestDamagedCheckpointsRefused(t *testing.T) {
 			t.Fatal(err)
 		}
 		b[len(b)/2] ^= 0x40
-		os.WriteFile(file, b, 0o644)
+		if err := os.WriteFile(file, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	before := readOut(t, dir)
 	_, err = Open(p, RunOptions{Dir: dir, Deterministic: true, Now: testNow, CheckpointDir: ck})
@@ -651,9 +659,14 @@ func TestRestartRefused(t *testing.T) {
 			}
 		}}, RestartPolicy{Max: 3, Backoff: time.Millisecond, OnRestart: func(int, error) {
 		restarts++
-		manifests, _ := filepath.Glob(filepath.Join(ck, "chk-*", "MANIFEST"))
+		manifests, err := filepath.Glob(filepath.Join(ck, "chk-*", "MANIFEST"))
+		if err != nil || len(manifests) == 0 {
+			t.Errorf("manifests to damage: %q, %v", manifests, err)
+		}
 		for _, m := range manifests {
-			os.WriteFile(m, []byte("garbage"), 0o644)
+			if err := os.WriteFile(m, []byte("garbage"), 0o644); err != nil {
+				t.Error(err)
+			}
 		}
 	}}, nil)
 	if !errors.Is(err, ErrNoValidCheckpoint) || !strings.Contains(err.Error(), "disk on fire") || restarts != 1 {
@@ -689,9 +702,14 @@ sinks:
 	if ref.Get("timestamp_regressions") != 1 {
 		t.Fatalf("reference run: %s", ref.JSON())
 	}
-	p, _ := Parse([]byte(job))
+	p, err := Parse([]byte(job))
+	if err != nil {
+		t.Fatal(err)
+	}
 	dir := t.TempDir()
-	os.WriteFile(filepath.Join(dir, "in.jsonl"), []byte(in.String()), 0o644)
+	if err := os.WriteFile(filepath.Join(dir, "in.jsonl"), []byte(in.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	ck := filepath.Join(dir, "ck")
 	crashRun(t, p, RunOptions{Dir: dir, Deterministic: true, Now: testNow, CheckpointDir: ck, CheckpointInterval: time.Nanosecond}, "after-manifest", 3)
 	j, err := Open(p, RunOptions{Dir: dir, Deterministic: true, Now: testNow, CheckpointDir: ck})

@@ -23,6 +23,7 @@ import (
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/connector/natsio"
 	"github.com/weirstream/weir/etime"
+	"github.com/weirstream/weir/internal/testenv"
 )
 
 // ---------------------------------------------------------------- helpers
@@ -988,38 +989,12 @@ func TestEndToEndExactlyOnce(t *testing.T) {
 // ------------------------------------------------------------ real server
 
 // realServer returns the URL of the NATS server of this machine (env
-// WEIR_NATS_URL, default nats://127.0.0.1:4222). The test is skipped when
-// it is unreachable or has no JetStream, and fails then when
+// WEIR_NATS_URL, default nats://127.0.0.1:4222). testenv.NATS skips the
+// test when it is unreachable or has no JetStream, and fails it then when
 // WEIR_REQUIRE_SERVICES=1.
 func realServer(t *testing.T) string {
 	t.Helper()
-	url := os.Getenv("WEIR_NATS_URL")
-	if url == "" {
-		url = "nats://127.0.0.1:4222"
-	}
-	unavailable := func(err error) {
-		t.Helper()
-		msg := fmt.Sprintf("NATS JetStream server not available at %s (%v); set WEIR_NATS_URL to point at one", url, err)
-		if os.Getenv("WEIR_REQUIRE_SERVICES") == "1" {
-			t.Fatal(msg + " (WEIR_REQUIRE_SERVICES=1)")
-		}
-		t.Skip(msg + ", or WEIR_REQUIRE_SERVICES=1 to fail instead of skipping")
-	}
-	nc, err := nats.Connect(url, nats.Timeout(2*time.Second), nats.MaxReconnects(0))
-	if err != nil {
-		unavailable(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		unavailable(err)
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Second)
-	defer cancel()
-	if _, err := js.AccountInfo(ctx); err != nil {
-		unavailable(err)
-	}
-	return url
+	return testenv.NATS(t)
 }
 
 // TestRealServerRoundTrip publishes through the sink to a fresh stream on

@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,12 +21,13 @@ import (
 
 	"github.com/weirstream/weir/etime"
 	"github.com/weirstream/weir/internal/pgproxy"
+	"github.com/weirstream/weir/internal/testenv"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // defaultURL is the test server when WEIR_PG_URL is not set.
-const defaultURL = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
+const defaultURL = testenv.DefaultPostgresURL
 
 // db is the test server: its connection string and an admin connection for
 // checks and cleanup.
@@ -36,41 +36,20 @@ type db struct {
 	admin *pgx.Conn
 }
 
-// connect returns the test server, skipping the test if it is not reachable
-// (failing it if WEIR_REQUIRE_SERVICES=1). The admin connection is closed at
-// cleanup.
+// connect returns the test server; testenv.Postgres skips the test if it
+// is not reachable (failing it if WEIR_REQUIRE_SERVICES=1). The admin
+// connection is closed at cleanup.
 func connect(t testing.TB) *db {
 	t.Helper()
-	u := os.Getenv("WEIR_PG_URL")
-	if u == "" {
-		u = defaultURL
-	}
+	u := testenv.Postgres(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	conn, err := pgx.Connect(ctx, u)
-	if err == nil {
-		if err = conn.Ping(ctx); err != nil {
-			conn.Close(ctx)
-		}
-	}
 	if err != nil {
-		msg := fmt.Sprintf("Postgres not reachable at %s (%v): set WEIR_PG_URL or start it", describeURL(u), err)
-		if os.Getenv("WEIR_REQUIRE_SERVICES") == "1" {
-			t.Fatal(msg + " (WEIR_REQUIRE_SERVICES=1)")
-		}
-		t.Skip(msg)
+		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.Close(context.Background()) })
 	return &db{url: u, admin: conn}
-}
-
-// describeURL prints a connection string without its password.
-func describeURL(u string) string {
-	cfg, err := pgx.ParseConfig(u)
-	if err != nil {
-		return "WEIR_PG_URL (unparsable)"
-	}
-	return fmt.Sprintf("host=%s port=%d user=%s database=%s", cfg.Host, cfg.Port, cfg.User, cfg.Database)
 }
 
 // table returns a table name unique to this test run, with prefix (default

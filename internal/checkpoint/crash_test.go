@@ -83,8 +83,13 @@ func TestCrashWhilePending(t *testing.T) {
 	dir := t.TempDir()
 	s := mustOpen(t, dir, Options{})
 	commit(t, s, 1, partsOf(1), nil)
-	p, _ := s.Begin(2)
-	p.WritePart("source/0", []byte("x"))
+	p, err := s.Begin(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.WritePart("source/0", []byte("x")); err != nil {
+		t.Fatal(err)
+	}
 	// The process dies here: s and p are abandoned.
 	s = mustOpen(t, dir, Options{})
 	checkLatest(t, s, 1, partsOf(1), nil)

@@ -84,7 +84,7 @@ func TestAlignedMatchesPerKeyTimers(t *testing.T) {
 			// to the watermark, which fires the deferred late firings due).
 			feed := func(op *Operator[uint64, snapEvent, int64, int64], from, to int, sizes *[]StateSize) {
 				record := recordSizes(op, sizes)
-				feedEvents(op, evs, from, to, 40, 300, func() {
+				feedEvents(t, op, evs, from, to, 40, 300, func() {
 					if c.throttle > 0 {
 						op.AdvanceProcessingTime(op.wm)
 					}
@@ -122,7 +122,7 @@ func TestAlignedMatchesPerKeyTimers(t *testing.T) {
 				var plain lines
 				un := newOp(t, memstate.New(), &plain)
 				un.lateEvery = 0
-				feedEvents(un, evs, 0, len(evs), 40, 300, nil)
+				feedEvents(t, un, evs, 0, len(evs), 40, 300, nil)
 				un.AdvanceWatermark(etime.MaxTime)
 				got, want := ops[0].Counters(), un.Counters()
 				if got.FiredLate == 0 || got.FiredLate >= want.FiredLate {
@@ -191,7 +191,9 @@ func TestAlignedFiringOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, k := range []uint64{9, 100, 10, 2, 1000} {
-		_ = op.ProcessElement(k, snapEvent{key: k, ts: 5}, 5)
+		if err := op.ProcessElement(k, snapEvent{key: k, ts: 5}, 5); err != nil {
+			t.Fatal(err)
+		}
 	}
 	op.AdvanceWatermark(999)
 	var keys []string
@@ -255,7 +257,7 @@ func TestLazySessionsMatchEager(t *testing.T) {
 					return op
 				}
 				run := func(op *Operator[uint64, snapEvent, int64, int64], from, to int, sizes *[]StateSize) {
-					feedEvents(op, evs, from, to, 30, 300, recordSizes(op, sizes))
+					feedEvents(t, op, evs, from, to, 30, 300, recordSizes(op, sizes))
 				}
 				var outs [2]lines
 				var sizes [2][]StateSize
@@ -373,7 +375,9 @@ func TestPanesAtTheEndsOfTime(t *testing.T) {
 			if !op.paneMode {
 				t.Fatal("not in pane mode")
 			}
-			_ = op.ProcessElement(1, snapEvent{key: 1, ts: ts}, ts)
+			if err := op.ProcessElement(1, snapEvent{key: 1, ts: ts}, ts); err != nil {
+				t.Fatal(err)
+			}
 			op.AdvanceWatermark(etime.MaxTime)
 			if len(out) == 0 {
 				t.Fatalf("%s, ts %v: no firing", backend, ts)

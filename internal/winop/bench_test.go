@@ -36,7 +36,9 @@ func benchOperator(b *testing.B, a window.Assigner) {
 		}
 		maxTs := etime.MinTime
 		for i, e := range ev {
-			_ = op.ProcessElement(e.Key, e, e.TS)
+			if err := op.ProcessElement(e.Key, e, e.TS); err != nil {
+				b.Fatal(err)
+			}
 			maxTs = max(maxTs, e.TS)
 			if i%benchutil.WatermarkEvery == benchutil.WatermarkEvery-1 {
 				op.AdvanceWatermark(maxTs - benchutil.Bound - 1)

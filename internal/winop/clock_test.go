@@ -24,7 +24,9 @@ func TestSampleClock(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Without sampling, every record reads the clock.
-	_ = op.ProcessElement(1, snapEvent{1, 0}, 0)
+	if err := op.ProcessElement(1, snapEvent{1, 0}, 0); err != nil {
+		t.Fatal(err)
+	}
 	if reads == 0 {
 		t.Fatal("an unsampled record did not read the clock")
 	}
@@ -32,14 +34,18 @@ func TestSampleClock(t *testing.T) {
 	reads = 0
 	now = 1_005 // the clock moves, the batch's records keep the sample
 	for range 100 {
-		_ = op.ProcessElement(1, snapEvent{1, 0}, 0)
+		if err := op.ProcessElement(1, snapEvent{1, 0}, 0); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if reads != 0 {
 		t.Fatalf("records of a sampled batch read the clock %d times", reads)
 	}
 	now = 1_012
 	op.SampleClock()
-	_ = op.ProcessElement(2, snapEvent{2, 0}, 0)
+	if err := op.ProcessElement(2, snapEvent{2, 0}, 0); err != nil {
+		t.Fatal(err)
+	}
 	// Key 1's records went to [1000, 1010) (sampled at 1000), key 2's to
 	// [1010, 1020).
 	var wins []window.Window
@@ -69,7 +75,9 @@ func TestFiringDelaySkipsTheStart(t *testing.T) {
 	}
 	// Records of the first minutes, read before any watermark.
 	for ts := etime.Time(0); ts < 540_000; ts += 30_000 {
-		_ = op.ProcessElement(1, snapEvent{1, 0}, ts)
+		if err := op.ProcessElement(1, snapEvent{1, 0}, ts); err != nil {
+			t.Fatal(err)
+		}
 	}
 	op.AdvanceWatermark(590_000)
 	if fired := op.Counters().FiredOnTime; fired != 9 {
@@ -79,7 +87,9 @@ func TestFiringDelaySkipsTheStart(t *testing.T) {
 		t.Fatalf("firing delay observed %d times for windows that ended before the first watermark", n)
 	}
 	// A window that ends after the first watermark fires 5 s after its end.
-	_ = op.ProcessElement(1, snapEvent{1, 0}, 595_000)
+	if err := op.ProcessElement(1, snapEvent{1, 0}, 595_000); err != nil {
+		t.Fatal(err)
+	}
 	now = 605_000
 	op.AdvanceWatermark(600_000)
 	h := op.Hists().FiringDelay
@@ -101,8 +111,12 @@ func TestPastWindows(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, ts := range []etime.Time{1, 11, 21, 31} {
-		_ = op.ProcessElement(1, snapEvent{1, 0}, ts)
-		_ = op.ProcessElement(2, snapEvent{2, 0}, ts)
+		if err := op.ProcessElement(1, snapEvent{1, 0}, ts); err != nil {
+			t.Fatal(err)
+		}
+		if err := op.ProcessElement(2, snapEvent{2, 0}, ts); err != nil {
+			t.Fatal(err)
+		}
 	}
 	op.AdvanceWatermark(19) // [0,10) and [10,20) fired, kept for the lateness
 	if n, ok := op.PastWindows(); !ok || n != 4 || op.StateSize().Windows != 8 {

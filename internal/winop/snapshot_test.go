@@ -75,7 +75,7 @@ func TestSnapshotRestore(t *testing.T) {
 				return op
 			}
 			feed := func(op *Operator[uint64, snapEvent, int64, int64], from, to int) {
-				feedEvents(op, evs, from, to, 50, 500, nil)
+				feedEvents(t, op, evs, from, to, 50, 500, nil)
 			}
 			var ref lines
 			refOp := newOp(&ref)
@@ -124,7 +124,9 @@ func TestSnapshotRestore(t *testing.T) {
 						if kgOf(evs[i].key) >= 64 {
 							o = opB
 						}
-						_ = o.ProcessElement(evs[i].key, evs[i], evs[i].ts)
+						if err := o.ProcessElement(evs[i].key, evs[i], evs[i].ts); err != nil {
+							t.Fatal(err)
+						}
 					}
 					if i >= cut && i%50 == 49 {
 						opA.AdvanceWatermark(maxTs - 500 - 1)
@@ -155,14 +157,16 @@ func head(l lines) lines { return l[:min(5, len(l))] }
 // largest timestamp so far - bound - 1 every `every` records (counted
 // from the stream's start, so a restored operator advances where the
 // uncut one did), and calls advanced after each advance.
-func feedEvents(op *Operator[uint64, snapEvent, int64, int64], evs []snapEvent, from, to, every int, bound etime.Duration, advanced func()) {
+func feedEvents(tb testing.TB, op *Operator[uint64, snapEvent, int64, int64], evs []snapEvent, from, to, every int, bound etime.Duration, advanced func()) {
 	maxTs := etime.MinTime
 	for i := range to {
 		maxTs = max(maxTs, evs[i].ts)
 		if i < from {
 			continue
 		}
-		_ = op.ProcessElement(evs[i].key, evs[i], evs[i].ts)
+		if err := op.ProcessElement(evs[i].key, evs[i], evs[i].ts); err != nil {
+			tb.Fatal(err)
+		}
 		if i%every == every-1 {
 			op.AdvanceWatermark(maxTs.Add(-bound) - 1)
 			if advanced != nil {
@@ -173,24 +177,32 @@ func feedEvents(op *Operator[uint64, snapEvent, int64, int64], evs []snapEvent, 
 }
 
 func TestRestoreRefusesGarbage(t *testing.T) {
-	op, _ := New(Config[uint64, snapEvent, int64, int64]{
+	op, err := New(Config[uint64, snapEvent, int64, int64]{
 		Assigner: mustA(window.Tumbling(10, 0)), Contents: AggContents[snapEvent, int64, int64]{F: snapSum{}},
 		Func: func(ctx *FireContext[uint64, int64], acc *int64) {}, KeyEncoder: encU64, Backend: memstate.New(),
 		KeyCodec: state.CodecFor[uint64](), AccCodec: state.CodecFor[int64](), KeyGroup: kgOf,
 	}, &lines{})
-	_ = op.ProcessElement(1, snapEvent{1, 5}, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := op.ProcessElement(1, snapEvent{1, 5}, 5); err != nil {
+		t.Fatal(err)
+	}
 	snap, err := op.Snapshot(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	older := append([]byte("weir-winop-3"), snap[len(snapshotMagic):]...)
 	for _, bad := range [][]byte{nil, []byte("nope"), snap[:len(snap)-3], older} {
-		fresh, _ := New(Config[uint64, snapEvent, int64, int64]{
+		fresh, err := New(Config[uint64, snapEvent, int64, int64]{
 			Assigner: mustA(window.Tumbling(10, 0)), Contents: AggContents[snapEvent, int64, int64]{F: snapSum{}},
 			Func: func(ctx *FireContext[uint64, int64], acc *int64) {}, KeyEncoder: encU64, Backend: memstate.New(),
 			KeyCodec: state.CodecFor[uint64](), AccCodec: state.CodecFor[int64](), KeyGroup: kgOf,
 		}, &lines{})
-		err := fresh.Restore(bad, 0, 127, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = fresh.Restore(bad, 0, 127, true)
 		if err == nil {
 			t.Errorf("restore of %d bytes of garbage succeeded", len(bad))
 		}
@@ -235,7 +247,9 @@ func BenchmarkSnapshot(b *testing.B) {
 			backend := backends[name](b)
 			op := newOp(backend)
 			for k := range keys {
-				_ = op.ProcessElement(uint64(k), snapEvent{key: uint64(k), ts: 5}, 5)
+				if err := op.ProcessElement(uint64(k), snapEvent{key: uint64(k), ts: 5}, 5); err != nil {
+					b.Fatal(err)
+				}
 			}
 			var snap []byte
 			b.Run(fmt.Sprintf("%s/snapshot/keys=%d", name, keys), func(b *testing.B) {

@@ -224,10 +224,9 @@ func TestCheckpointRestore(t *testing.T) {
 // epochSink collects outputs per subtask and remembers, per checkpoint,
 // how far each subtask's output went when the barrier passed it.
 type epochSink struct {
-	mu     sync.Mutex
-	out    map[weir.Subtask][]string
-	marks  map[int64]map[weir.Subtask]int
-	barred map[weir.Subtask]bool
+	mu    sync.Mutex
+	out   map[weir.Subtask][]string
+	marks map[int64]map[weir.Subtask]int
 }
 
 func newEpochSink(env *weir.Env) *epochSink {

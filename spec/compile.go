@@ -3,9 +3,6 @@ package spec
 import (
 	"errors"
 	"fmt"
-	"github.com/weirstream/weir"
-	"github.com/weirstream/weir/connector/kafkaio"
-	"github.com/weirstream/weir/connector/natsio"
 	"math"
 	"path/filepath"
 	"regexp"
@@ -13,6 +10,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/connector/kafkaio"
+	"github.com/weirstream/weir/connector/natsio"
 	"github.com/weirstream/weir/etime"
 	"github.com/weirstream/weir/trigger"
 	"github.com/weirstream/weir/window"

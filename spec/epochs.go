@@ -68,14 +68,6 @@ func (l *chunks[T]) add(v T) {
 	l.c[n-1] = append(l.c[n-1], v)
 }
 
-func (l *chunks[T]) each(fn func(*T)) {
-	for _, c := range l.c {
-		for i := range c {
-			fn(&c[i])
-		}
-	}
-}
-
 func newEpochs[T any](shared bool) *epochs[T] {
 	e := &epochs[T]{shared: shared, cur: map[weir.Subtask]*chunks[T]{}, staged: map[int64]map[weir.Subtask]*chunks[T]{}}
 	e.drained.L = &e.mu

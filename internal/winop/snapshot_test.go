@@ -78,10 +78,9 @@ func TestSnapshotRestore(t *testing.T) {
 				feedEvents(t, op, evs, from, to, 50, 500, nil)
 			}
 			var ref lines
-			refOp := newOp(&ref)
 			for _, cut := range []int{1, 777, 2000, 3999} {
 				ref = ref[:0]
-				refOp = newOp(&ref)
+				refOp := newOp(&ref)
 				feed(refOp, 0, cut)
 				before := len(ref)
 				snap, err := refOp.Snapshot(nil)

@@ -213,7 +213,9 @@ func newDecoder(p *Plan, clk clock.Clock) *decoder {
 		d.needs = append(d.needs, n)
 	}
 	d.tsAt = -1
-	if p.Time == "event" {
+	if p.Time == "event" && !p.TSFromKafka && !p.TSFromNATS {
+		// (With timestamp.source kafka or nats the source sets the
+		// timestamp: the record needs no field for it.)
 		d.tsAt = d.fieldAt(p.TSField)
 	}
 	for _, k := range p.Spec.Key {

@@ -98,3 +98,33 @@ func TestFieldWatch(t *testing.T) {
 		}
 	})
 }
+
+// TestBrokerTimestamps: with timestamp.source kafka or nats the source
+// gives the timestamp, so a record without a timestamp field is no dead
+// letter, and the field watch does not ask for one.
+func TestBrokerTimestamps(t *testing.T) {
+	for _, src := range []string{
+		"{type: kafka, kafka: {brokers: ['127.0.0.1:1'], topic: in}, timestamp: {source: kafka}}",
+		"{type: nats, nats: {url: 'nats://127.0.0.1:1', stream: in}, timestamp: {source: nats}}",
+	} {
+		p, err := Parse([]byte(`name: broker
+source: ` + src + `
+watermark: {max_out_of_orderness: 1s}
+key: [user_id]
+window: {type: tumbling, size: 10s}
+aggregate: [{name: n, fn: count}]
+sinks: {results: {type: jsonl, path: out.jsonl}}
+`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := newDecoder(p, clock.NewFake(testNow))
+		if _, err := d.decode(fileio.Line{Kind: fileio.Data, No: 1, Text: []byte(`{"user_id":"u"}`), Unchecked: true}); err != nil {
+			t.Errorf("%s: a record without a ts field: %v", src, err)
+		}
+		d.judge()
+		if w := d.fieldWarnings(); len(w) != 0 {
+			t.Errorf("%s: field warnings %v", src, w)
+		}
+	}
+}

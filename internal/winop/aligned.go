@@ -191,18 +191,26 @@ func (o *Operator[K, IN, ACC, OUT]) fireWindow(w window.Window) {
 		o.firePanes(w)
 		return
 	}
-	a.ents = a.ents[:0]
+	for _, i := range o.entriesOf(w, func(e *entry[ACC]) bool { return e.has }) {
+		o.fire(a.keys[i], w, a.ents[i], window.OnTime)
+	}
+	clear(a.ents) // no pointers into the state are kept
+}
+
+// entriesOf gathers window w's entries that keep accepts, with their
+// keys, into a.ents and a.keys, and returns their W5 order; the caller
+// clears a.ents when done, so that no pointers into the state are kept.
+func (o *Operator[K, IN, ACC, OUT]) entriesOf(w window.Window, keep func(*entry[ACC]) bool) []int32 {
+	a := o.al
+	a.keys, a.ents = a.keys[:0], a.ents[:0]
 	a.entries.RangeNamespace(w, func(k K, e *entry[ACC]) bool {
-		if e.has {
+		if keep(e) {
 			a.keys = append(a.keys, k)
 			a.ents = append(a.ents, e)
 		}
 		return true
 	})
-	for _, i := range a.order.Sort(a.keys, a.enc) {
-		o.fire(a.keys[i], w, a.ents[i], window.OnTime)
-	}
-	clear(a.ents) // no pointers into the state are kept
+	return a.order.Sort(a.keys, a.enc)
 }
 
 // firePanes fires a sliding window: its panes are merged key by key in one
@@ -251,15 +259,7 @@ func (o *Operator[K, IN, ACC, OUT]) firePanes(w window.Window) {
 func (o *Operator[K, IN, ACC, OUT]) clearWindow(w window.Window) {
 	a := o.al
 	if o.lateEvery > 0 {
-		a.keys, a.ents = a.keys[:0], a.ents[:0]
-		a.entries.RangeNamespace(w, func(k K, e *entry[ACC]) bool {
-			if e.lateSet {
-				a.keys = append(a.keys, k)
-				a.ents = append(a.ents, e)
-			}
-			return true
-		})
-		for _, i := range a.order.Sort(a.keys, a.enc) {
+		for _, i := range o.entriesOf(w, func(e *entry[ACC]) bool { return e.lateSet }) {
 			o.flushLate(a.keys[i], w, a.ents[i], true)
 		}
 		clear(a.ents)

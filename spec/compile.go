@@ -392,22 +392,14 @@ func (c *compiler) generator() {
 	if p.GenStartNow = g.Start == "now"; !p.GenStartNow {
 		st, err := time.Parse(time.RFC3339Nano, g.Start)
 		if err != nil {
-			fix := "use now, or a time with a zone such as 2026-01-01T00:00:00Z"
-			if s := suggest(g.Start, []string{"now"}); strings.HasPrefix(s, "did you mean") {
-				fix = s + " (" + fix + ")"
-			}
-			c.add(path+"start", fmt.Sprintf("%q is not an RFC 3339 time", g.Start), fix)
+			c.add(path+"start", fmt.Sprintf("%q is not an RFC 3339 time", g.Start), hint(g.Start, []string{"now"}, "use now, or a time with a zone such as 2026-01-01T00:00:00Z"))
 		}
 		p.GenStart = etime.FromTime(st)
 	}
 	switch g.Pace {
 	case "", "none", "wall":
 	default:
-		fix := "use none (as fast as the job reads) or wall (rate records per second of processing time)"
-		if s := suggest(g.Pace, []string{"none", "wall"}); strings.HasPrefix(s, "did you mean") {
-			fix = s + " (" + fix + ")"
-		}
-		c.add(path+"pace", fmt.Sprintf("unknown value %q", g.Pace), fix)
+		c.add(path+"pace", fmt.Sprintf("unknown value %q", g.Pace), hint(g.Pace, []string{"none", "wall"}, "use none (as fast as the job reads) or wall (rate records per second of processing time)"))
 	}
 	var total float64
 	for i, b := range g.Disorder {
@@ -715,11 +707,7 @@ func (c *compiler) aggregates() {
 		case !numeric && fn != "":
 			c.add(path+".type", fn+" takes no type", "remove type: it is for sum, avg, min and max (decimal or float)")
 		case a.Type != "decimal" && a.Type != "float":
-			fix := "use decimal (exact, the default) or float (float64)"
-			if s := suggest(a.Type, []string{"decimal", "float"}); strings.HasPrefix(s, "did you mean") {
-				fix = s + " (" + fix + ")"
-			}
-			c.add(path+".type", fmt.Sprintf("unknown value %q", a.Type), fix)
+			c.add(path+".type", fmt.Sprintf("unknown value %q", a.Type), hint(a.Type, []string{"decimal", "float"}, "use decimal (exact, the default) or float (float64)"))
 		}
 		if a.Type == "decimal" {
 			s.Aggregate[i].Type = "" // the default: one spec hash with or without it

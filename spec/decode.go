@@ -245,6 +245,10 @@ func (d *decoder) fieldAt(name string) int {
 // over its members; a field that appears twice has its last value, as
 // encoding/json reads it, and a missing one is nil.
 func (d *decoder) gather(o *fastjson.Object, sc *scratch) {
+	if len(d.fields) == 0 {
+		sc.got = sc.got[:0]
+		return
+	}
 	if cap(sc.got) < len(d.fields) {
 		sc.got = make([]*fastjson.Value, len(d.fields))
 	}

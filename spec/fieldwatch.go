@@ -74,7 +74,7 @@ func (d *decoder) observe(o *fastjson.Object, sc *scratch) {
 			w.seen[i].Store(true)
 		}
 	}
-	if n <= watchRecords {
+	if n <= watchRecords && !w.allSeen() {
 		w.mu.Lock()
 		if w.names == nil {
 			w.names = map[string]struct{}{}
@@ -91,6 +91,17 @@ func (d *decoder) observe(o *fastjson.Object, sc *scratch) {
 	if n >= watchRecords || n%64 == 0 && int64(clock.Millis(d.clk))-w.first.Load() >= watchFor {
 		d.judge()
 	}
+}
+
+// allSeen reports whether every configured field has appeared: then the
+// records' names are not needed (they only serve a did-you-mean).
+func (w *fieldWatch) allSeen() bool {
+	for i := range w.seen {
+		if !w.seen[i].Load() {
+			return false
+		}
+	}
+	return true
 }
 
 // judge decides, once, which configured fields never appeared, and
@@ -111,27 +122,24 @@ func (d *decoder) judge() {
 		}
 	})
 	n := w.n.Load()
+	shown := have[:min(len(have), 20)]
 	for i, f := range d.fields {
 		if f == "" || w.seen[i].Load() {
 			continue
 		}
-		fix := suggest(f, have)
-		if !strings.HasPrefix(fix, "did you mean") {
-			like := alike(f, have)
-			if like == "" && i == d.tsAt {
-				like = timeLike(have)
-			}
-			if like != "" {
-				fix = fmt.Sprintf("did you mean %q?", like)
-			}
+		fix := "the records' fields: " + strings.Join(shown, ", ")
+		like := closest(f, have)
+		if like == "" {
+			like = alike(f, have)
 		}
-		if !strings.HasPrefix(fix, "did you mean") {
-			fix = "the records' fields: " + strings.Join(have[:min(len(have), 20)], ", ")
-		} else {
-			fix += fmt.Sprintf(" (the records' fields: %s)", strings.Join(have[:min(len(have), 20)], ", "))
+		if like == "" && i == d.tsAt {
+			like = timeLike(have)
+		}
+		if like != "" {
+			fix = didYouMean(like) + " (" + fix + ")"
 		}
 		for _, u := range d.uses(i) {
-			w.warns = append(w.warns, FieldWarning{Field: f, Path: u.path, Records: n, Effect: u.effect, Fix: fix, Have: have[:min(len(have), 20)]})
+			w.warns = append(w.warns, FieldWarning{Field: f, Path: u.path, Records: n, Effect: u.effect, Fix: fix, Have: shown})
 		}
 	}
 	w.done.Store(true)

@@ -196,6 +196,9 @@ type kase struct {
 	lagRising, backKnown, backGrowing bool
 	jump                              bool
 	lateRecent, lateBefore            float64
+	// quietEnd: every input went quiet with windows waiting (D20, and
+	// D5 stays silent then).
+	quietEnd quietState
 }
 
 func newCase(d Dump, t Thresholds) *kase {
@@ -221,6 +224,7 @@ func newCase(d Dump, t Thresholds) *kase {
 	c.back, c.backKnown = last(c.backVS), len(c.backVS) > 0
 	c.backGrowing = c.backKnown && rising(c.backTS, c.backVS, 0)
 	c.jump, c.lateRecent, c.lateBefore = c.lateJump()
+	c.quietEnd = c.quiet()
 	return c
 }
 

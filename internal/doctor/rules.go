@@ -217,7 +217,7 @@ func (c *kase) sourceInput(h monitor.Holder) (*monitor.Input, string) {
 // input has gone quiet, D20 says so instead.
 func d5d6Holder(c *kase) []Finding {
 	var out []Finding
-	if c.quietEnd() {
+	if c.quietEnd.quiet {
 		return nil
 	}
 	for _, h := range c.s.Holders {
@@ -299,106 +299,109 @@ func (c *kase) emptyInput(h monitor.Holder, in *monitor.Input, where, age string
 // replay.
 const drainFix = "if the input is complete (a bounded replay), run the job with weir run --drain, and Ctrl-C then sends the final watermark first, so every open window fires"
 
-// emptyInputs names the source inputs that have sent no record, nor a
-// watermark, and are not idle.
-func (c *kase) emptyInputs() []string {
-	var out []string
-	for _, op := range c.s.Operators {
+// eachSourceInput calls fn on every input of every source subtask, until
+// fn returns false.
+func (c *kase) eachSourceInput(fn func(op *monitor.Operator, st *monitor.Subtask, in *monitor.Input) bool) {
+	for i := range c.s.Operators {
+		op := &c.s.Operators[i]
 		if !op.Source {
 			continue
 		}
-		for _, st := range op.Subtasks {
-			for _, in := range st.Inputs {
-				if in.Watermark == nil && in.LastRecordAgeS == nil && in.State != "idle" {
-					out = append(out, fmt.Sprintf("%s[%d] %s", op.Name, st.Index, in.Name))
+		for j := range op.Subtasks {
+			st := &op.Subtasks[j]
+			for k := range st.Inputs {
+				if !fn(op, st, &st.Inputs[k]) {
+					return
 				}
 			}
 		}
 	}
+}
+
+// emptyInputs names the source inputs that have sent no record, nor a
+// watermark, and are not idle.
+func (c *kase) emptyInputs() []string {
+	var out []string
+	c.eachSourceInput(func(op *monitor.Operator, st *monitor.Subtask, in *monitor.Input) bool {
+		if in.Watermark == nil && in.LastRecordAgeS == nil && in.State != "idle" {
+			out = append(out, fmt.Sprintf("%s[%d] %s", op.Name, st.Index, in.Name))
+		}
+		return true
+	})
 	return out
 }
 
 // pausedInputs counts the source inputs watermark alignment pauses.
 func (c *kase) pausedInputs() int {
 	n := 0
-	for _, op := range c.s.Operators {
-		for _, st := range op.Subtasks {
-			for _, in := range st.Inputs {
-				if op.Source && in.State == "paused" {
-					n++
-				}
-			}
+	c.eachSourceInput(func(_ *monitor.Operator, _ *monitor.Subtask, in *monitor.Input) bool {
+		if in.State == "paused" {
+			n++
 		}
-	}
+		return true
+	})
 	return n
 }
 
-// quietEnd reports whether the inputs have all gone quiet while windows
-// wait (quiet).
-func (c *kase) quietEnd() bool {
-	q, _, _, _ := c.quiet()
-	return q
+// quietState is what quiet found (see there); newCase computes it once.
+type quietState struct {
+	quiet  bool
+	maxTS  *int64
+	inputs int
+	since  float64
 }
 
 // quiet reports whether records were read, every source input is idle
-// or has had no record for HoldS (and has had one) and has no backlog, the final
-// watermark has not come, and records above the lowest window
+// or has had no record for HoldS (and has had one) and has no backlog,
+// the final watermark has not come, and records above the lowest window
 // watermark were read (their windows cannot have fired), or, where the
-// sources do not report event times, window state is left. It returns
-// the newest event time read (nil: not reported), the count of source
-// inputs and the shortest time since one of them had a record (NaN:
-// none has had one, or all are idle).
-func (c *kase) quiet() (quiet bool, maxTS *int64, inputs int, since float64) {
-	since = math.NaN()
+// sources do not report event times, window state is left; with the
+// newest event time read (nil: not reported), the count of source inputs
+// and the shortest time since one of them had a record (NaN: none has
+// had one, or all are idle).
+func (c *kase) quiet() quietState {
+	no := quietState{since: math.NaN()}
 	if c.s.Totals.RecordsIn == 0 || c.ended() || len(c.win) == 0 {
-		return false, nil, 0, since
+		return no
 	}
-	for _, op := range c.s.Operators {
-		if !op.Source {
-			continue
+	q, busy := no, false
+	c.eachSourceInput(func(_ *monitor.Operator, _ *monitor.Subtask, in *monitor.Input) bool {
+		// Getting records, or none yet (an input that never had one
+		// holds the watermark: D5's case), or a backlog: not quiet.
+		if in.Backlog != nil && *in.Backlog > 0 || in.State != "idle" && (in.LastRecordAgeS == nil || *in.LastRecordAgeS < c.t.HoldS) {
+			busy = true
+			return false
 		}
-		for _, st := range op.Subtasks {
-			for _, in := range st.Inputs {
-				if in.Backlog != nil && *in.Backlog > 0 {
-					return false, nil, 0, since
-				}
-				if in.State != "idle" && (in.LastRecordAgeS == nil || *in.LastRecordAgeS < c.t.HoldS) {
-					// Getting records, or none yet: an input that
-					// never had one holds the watermark, D5's case.
-					return false, nil, 0, since
-				}
-				if a := in.LastRecordAgeS; a != nil && in.State != "idle" && !(*a >= since) {
-					since = *a
-				}
-				if in.MaxEventTime != nil && (maxTS == nil || *in.MaxEventTime > *maxTS) {
-					maxTS = in.MaxEventTime
-				}
-				inputs++
-			}
+		if a := in.LastRecordAgeS; a != nil && in.State != "idle" && !(*a >= q.since) {
+			q.since = *a
 		}
-	}
-	if inputs == 0 {
-		return false, nil, 0, since
+		if in.MaxEventTime != nil && (q.maxTS == nil || *in.MaxEventTime > *q.maxTS) {
+			q.maxTS = in.MaxEventTime
+		}
+		q.inputs++
+		return true
+	})
+	if busy || q.inputs == 0 {
+		return no
 	}
 	for _, name := range c.win {
 		op := c.operator(name)
-		switch {
-		case maxTS != nil && (op.Watermark == nil || *maxTS > *op.Watermark):
-			return true, maxTS, inputs, since
-		case maxTS == nil && op.Window != nil && op.Window.Windows > 0:
-			return true, nil, inputs, since
+		if q.maxTS != nil && (op.Watermark == nil || *q.maxTS > *op.Watermark) || q.maxTS == nil && op.Window != nil && op.Window.Windows > 0 {
+			q.quiet = true
+			return q
 		}
 	}
-	return false, nil, 0, since
+	return no
 }
 
 // D20: the inputs have gone quiet and the last windows wait for a
 // watermark that will not come until records do.
 func d20QuietEnd(c *kase) []Finding {
-	quiet, maxTS, inputs, since := c.quiet()
-	if !quiet {
+	q := c.quietEnd
+	if !q.quiet {
 		return nil
 	}
+	maxTS, inputs, since := q.maxTS, q.inputs, q.since
 	name := c.win[0]
 	op := c.operator(name)
 	ev := fmt.Sprintf("no record for %s on any of the %d source inputs (idle or quiet for more than %s), none with a backlog", secs(since), inputs, secs(c.t.HoldS))

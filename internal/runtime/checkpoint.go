@@ -161,9 +161,9 @@ type coordinator struct {
 		force    bool  // a checkpoint is asked for now, whatever the interval
 		size     int64 // bytes written for the pending checkpoint so far
 		stats    CheckpointStats
-		// completing is the checkpoint whose OnComplete is running,
-		// without mu (0: none); no checkpoint starts meanwhile.
-		completing int64
+		// completing: OnComplete is running, without mu; no
+		// checkpoint starts meanwhile.
+		completing bool
 	}
 	// pub is what CheckpointStats returns: mu.stats and the pending
 	// checkpoint's progress, copied at each change under pub's own lock
@@ -279,7 +279,7 @@ func newCoordinator(j *Job, o *CheckpointOptions) *coordinator {
 func (c *coordinator) due(now time.Time) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return !c.mu.stopped && c.mu.id == 0 && c.mu.completing == 0 && (c.mu.force || now.Sub(c.mu.lastTrig) >= c.opts.Interval)
+	return !c.mu.stopped && c.mu.id == 0 && !c.mu.completing && (c.mu.force || now.Sub(c.mu.lastTrig) >= c.opts.Interval)
 }
 
 // RequestCheckpoint asks for a checkpoint as soon as possible (a graceful
@@ -306,7 +306,7 @@ func (j *Job) RequestCheckpoint() bool {
 func (c *coordinator) trigger(now time.Time) int64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.mu.stopped || c.mu.id != 0 || c.mu.completing != 0 {
+	if c.mu.stopped || c.mu.id != 0 || c.mu.completing {
 		return 0
 	}
 	id := c.mu.next
@@ -362,7 +362,12 @@ func (c *coordinator) ack(id int64, parts []part) {
 
 // write writes one subtask's parts of checkpoint id.
 func (c *coordinator) write(id int64, p PendingCheckpoint, parts []part) {
-	defer c.complete() // after the Unlock deferred below
+	var completed int64 // set below, under c.mu: OnComplete's checkpoint
+	defer func() {
+		if completed != 0 {
+			c.complete(completed) // after the Unlock deferred below
+		}
+	}()
 	var err error
 	var size int64
 	for _, pt := range parts {
@@ -417,23 +422,17 @@ func (c *coordinator) write(id int64, p PendingCheckpoint, parts []part) {
 		// and transactions, over the network. Until it returns no
 		// checkpoint starts (completing), as when it ran under c.mu,
 		// but nobody waits for c.mu meanwhile.
-		c.mu.completing = id
+		c.mu.completing, completed = true, id
 	}
 }
 
-// complete calls OnComplete for the checkpoint write completed, if any,
-// without c.mu, then lets the next checkpoint start.
-func (c *coordinator) complete() {
-	c.mu.Lock()
-	id := c.mu.completing
-	c.mu.Unlock()
-	if id == 0 {
-		return
-	}
+// complete calls OnComplete for checkpoint id without c.mu, then lets the
+// next checkpoint start.
+func (c *coordinator) complete(id int64) {
 	c.opts.OnComplete(id)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.mu.completing = 0
+	c.mu.completing = false
 	if c.mu.force {
 		select {
 		case c.poke <- struct{}{}: // a checkpoint asked for meanwhile: look now

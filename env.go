@@ -339,7 +339,8 @@ type StateInfo struct {
 	// Past is, of OpenWindows, the windows whose end the watermark had
 	// passed when the job ended: fired, and kept only for the allowed
 	// lateness. PastKnown says it was counted (it is at the end of a
-	// run, for event-time windows other than sliding ones in pane mode).
+	// run, for event-time windows with allowed lateness other than
+	// sliding ones in pane mode).
 	Past      int64
 	PastKnown bool
 }

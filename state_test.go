@@ -51,7 +51,7 @@ func runSized(t *testing.T, backend func() state.Backend, budget int64) (weir.Op
 	if st.Peak.OpenWindows != keys || st.Peak.Timers != keys {
 		t.Fatalf("peak %+v, want %d windows and timers", st.Peak, keys)
 	}
-	if st.StateInfo != (weir.StateInfo{PastKnown: true}) {
+	if st.StateInfo != (weir.StateInfo{}) {
 		t.Fatalf("state after the final watermark: %+v, want none", st.StateInfo)
 	}
 	return st, log.String()

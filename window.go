@@ -356,13 +356,16 @@ func buildWindow[K comparable, T, ACC, R any](w Windowed[K, T], accCodec state.C
 		}
 		i := st.Index
 		// At the end, before the backend closes, the windows kept only
-		// for the allowed lateness are counted (a walk of the state).
-		st.OnClose(func() error {
-			if n, ok := op.PastWindows(); ok {
-				stats.setPast(i, n)
-			}
-			return nil
-		})
+		// for the allowed lateness are counted (a walk of the state:
+		// without lateness there are none to count).
+		if w.o.AllowedLateness > 0 {
+			st.OnClose(func() error {
+				if n, ok := op.PastWindows(); ok {
+					stats.setPast(i, n)
+				}
+				return nil
+			})
+		}
 		st.OnClose(backend.Close)
 		if err := restoreWindow(st, op, maxPar, env.opts.Parallelism); err != nil {
 			return nil, nil, err

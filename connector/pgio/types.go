@@ -138,7 +138,12 @@ func appendValue(dst []byte, t Type, v []byte, key bool) (_ []byte, null bool, e
 		}
 	case '[', '{':
 		if t == Text {
-			return appendCompact(dst, v), false, nil
+			// (v is valid JSON: Compact only drops its spaces.)
+			b := bytes.NewBuffer(dst)
+			if err := json.Compact(b, v); err != nil {
+				return dst, false, fmt.Errorf("%s: %w", clip(v), err)
+			}
+			return b.Bytes(), false, nil
 		}
 	default: // true, false
 		if t == Text {
@@ -176,25 +181,4 @@ func appendUnquoted(dst, b []byte) ([]byte, bool, error) {
 		return dst, false, invalidJSON(b, err)
 	}
 	return append(dst, s...), false, nil
-}
-
-// appendCompact appends the valid JSON array or object b without the
-// whitespace between its tokens.
-func appendCompact(dst, b []byte) []byte {
-	in := false // in a string
-	for i := 0; i < len(b); i++ {
-		c := b[i]
-		switch {
-		case in && c == '\\':
-			dst = append(dst, c, b[i+1])
-			i++
-			continue
-		case c == '"':
-			in = !in
-		case !in && (c == ' ' || c == '\t' || c == '\n' || c == '\r'):
-			continue
-		}
-		dst = append(dst, c)
-	}
-	return dst
 }

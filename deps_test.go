@@ -33,6 +33,7 @@ func TestDependencyRules(t *testing.T) {
 		"internal/procmem":    {},
 		".":                   {"etime", "clock", "window", "trigger", "watermark", "state", "state/memstate", "internal/runtime", "internal/winop", "internal/procmem"},
 		// Connectors build on the public API only.
+		"connector":                   {"etime"},
 		"connector/fileio":            {".", "etime"},
 		"connector/genio":             {".", "etime", "clock", "connector/fileio"},
 		"connector/sqliteio":          {"etime", "connector/internal/tablerow", "internal/jsonnum"},

@@ -31,7 +31,8 @@ func TestDependencyRules(t *testing.T) {
 		"internal/ledger":     {"internal/flock"},
 		"internal/archive":    {"etime", "state/pebblestate", "internal/flock"},
 		"internal/procmem":    {},
-		".":                   {"etime", "clock", "window", "trigger", "watermark", "state", "state/memstate", "internal/runtime", "internal/winop", "internal/procmem"},
+		"internal/epochs":     {},
+		".":                   {"etime", "clock", "window", "trigger", "watermark", "state", "state/memstate", "connector", "internal/runtime", "internal/winop", "internal/epochs", "internal/procmem"},
 		// Connectors build on the public API only.
 		"connector":                   {"etime"},
 		"connector/fileio":            {".", "etime"},
@@ -43,7 +44,7 @@ func TestDependencyRules(t *testing.T) {
 		"connector/natsio":            {".", "etime", "clock"},
 		"connector/pgio":              {"etime", "connector/internal/tablerow"},
 		// The job spec is a user of the public API, like any Go program.
-		"spec": {".", "etime", "clock", "window", "trigger", "watermark", "state", "state/pebblestate", "internal/checkpoint", "internal/flock", "internal/ledger", "internal/archive", "internal/jsonnum", "connector/fileio", "connector/genio", "connector/sqliteio", "connector/kafkaio", "connector/pgio", "connector/natsio"},
+		"spec": {".", "etime", "clock", "window", "trigger", "watermark", "state", "state/pebblestate", "internal/checkpoint", "internal/epochs", "internal/flock", "internal/ledger", "internal/archive", "internal/jsonnum", "connector/fileio", "connector/genio", "connector/sqliteio", "connector/kafkaio", "connector/pgio", "connector/natsio"},
 		// The Nexmark benchmark is a user of the public API too.
 		"nexmark": {".", "etime", "window"},
 		// Metrics read a job through the public API; the admin server

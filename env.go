@@ -2,6 +2,7 @@ package weir
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strconv"
 	"strings"
@@ -29,6 +30,14 @@ type Env struct {
 	listenMu  sync.Mutex // guards listeners and reporters
 	listeners []CheckpointListener
 	reporters []reporter
+
+	// Sinks (ToSink) hook in here: starts run before the job, ends after
+	// it with its error, onComplete after each checkpoint commits. runCtx
+	// is Execute's context, set before the job starts.
+	starts     []func(ctx context.Context) error
+	ends       []func(ctx context.Context, runErr error) error
+	onComplete []func(id int64)
+	runCtx     context.Context
 }
 
 // DeadLetter is a record an operator refused as bad input (semantics W4).
@@ -71,6 +80,9 @@ func (e *Env) checkpointComplete(id int64) {
 	e.listenMu.Unlock()
 	for _, l := range ls {
 		l.CheckpointComplete(id)
+	}
+	for _, f := range e.onComplete {
+		f(id)
 	}
 }
 
@@ -180,7 +192,19 @@ func (e *Env) Execute(ctx context.Context) (Report, error) {
 	if e.err != nil {
 		return Report{}, e.err
 	}
-	err := e.job.Run(ctx)
+	e.runCtx = ctx
+	var err error
+	for _, f := range e.starts {
+		if err = f(ctx); err != nil {
+			break
+		}
+	}
+	if err == nil {
+		err = e.job.Run(ctx)
+	}
+	for _, f := range e.ends {
+		err = errors.Join(err, f(ctx, err))
+	}
 	return e.Report(), err
 }
 
@@ -405,6 +429,9 @@ type Stepper struct{ x *runtime.Executor }
 func (e *Env) Step() (*Stepper, error) {
 	if e.err != nil {
 		return nil, e.err
+	}
+	if len(e.starts) > 0 {
+		return nil, errors.New("weir: Step does not drive the sinks of ToSink (their recovery, commits and close); run the job with Execute and Options.Deterministic")
 	}
 	x, err := runtime.NewExecutor(e.job)
 	if err != nil {

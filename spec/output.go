@@ -10,6 +10,7 @@ import (
 
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/etime"
+	"github.com/weirstream/weir/internal/epochs"
 	"github.com/weirstream/weir/internal/ledger"
 	"github.com/weirstream/weir/window"
 )
@@ -24,7 +25,7 @@ import (
 // the summary are those of a run that never crashed.
 type output struct {
 	j      *Job
-	epochs *epochs[item] // nil without checkpoints
+	epochs *epochs.Buffer[item] // nil without checkpoints
 
 	// mu serializes applying items (they come from many subtasks) and
 	// syncing the sinks, and guards c. It is held across sink I/O, so
@@ -169,7 +170,7 @@ func newOutput(j *Job, checkpoints, deterministic bool) *output {
 	o.c.Dead = map[string]int64{}
 	o.c.Watermark = etime.MinTime
 	if checkpoints {
-		o.epochs = newEpochs[item](deterministic)
+		o.epochs = epochs.New[item](deterministic)
 		limit := int64(DefaultMaxBuffered)
 		if c := j.plan.Spec.Checkpoint; c != nil && c.MaxBuffered > 0 {
 			limit = int64(c.MaxBuffered)
@@ -177,7 +178,7 @@ func newOutput(j *Job, checkpoints, deterministic bool) *output {
 		// At half the bound with no commit under way, a checkpoint now,
 		// so that adds past the bound wait for its commit instead of
 		// growing.
-		o.epochs.setLimit(limit, func() { j.env.RequestCheckpoint() })
+		o.epochs.SetLimit(limit, func() { j.env.RequestCheckpoint() })
 	}
 	return o
 }
@@ -189,13 +190,13 @@ func (o *output) buffered() (now, peak int64) {
 	if o.epochs == nil {
 		return 0, 0
 	}
-	return o.epochs.held()
+	return o.epochs.Held()
 }
 
 // add applies it now, or buffers it in subtask s's epoch.
 func (o *output) add(s weir.Subtask, it item) {
 	if o.epochs != nil {
-		o.epochs.add(s, it)
+		o.epochs.Add(epochs.Subtask(s), it)
 		return
 	}
 	o.mu.Lock()
@@ -318,11 +319,11 @@ func (o *output) noteOverflows(v []byte) {
 func (o *output) preCommit(id int64, write func(name string, data []byte) error) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.epochs.beginCommit()
-	defer o.epochs.endCommit()
+	o.epochs.BeginCommit()
+	defer o.epochs.EndCommit()
 	o.flushing = true
 	defer func() { o.flushing = false }()
-	o.epochs.take(id, o.apply)
+	o.epochs.Take(id, o.apply)
 	if err := o.sync(); err != nil {
 		return err
 	}
@@ -350,7 +351,7 @@ func (o *output) finish() {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.flushing = !o.j.execFailed && !o.j.failed.Load()
-	o.epochs.rest(o.apply)
+	o.epochs.Rest(o.apply)
 }
 
 // sync flushes and fsyncs every sink and records the file lengths.

@@ -23,6 +23,7 @@ import (
 	"github.com/weirstream/weir/connector/kafkaio"
 	"github.com/weirstream/weir/connector/natsio"
 	"github.com/weirstream/weir/etime"
+	"github.com/weirstream/weir/internal/epochs"
 	"github.com/weirstream/weir/state"
 	"github.com/weirstream/weir/state/pebblestate"
 	"github.com/weirstream/weir/watermark"
@@ -511,7 +512,7 @@ func (j *Job) build(o RunOptions) error {
 	env.OnDeadLetter(j.deadLetter)
 	if j.ck != nil {
 		env.OnBarrier(func(s weir.Subtask, id int64) {
-			j.out.epochs.barrier(s, id)
+			j.out.epochs.Barrier(epochs.Subtask(s), id)
 			if s.Stage == sourceStage {
 				j.dec.barrier(s.Index, id)
 			}

@@ -150,6 +150,9 @@ func (x *Executor) runToEnd(ctx context.Context) error {
 			return errors.Join(err, x.Close())
 		}
 		done, err := x.RunUntilQuiet()
+		if err == nil {
+			err = x.job.failure()
+		}
 		if err != nil {
 			return errors.Join(err, x.Close())
 		}

@@ -90,6 +90,37 @@ type Job struct {
 	coord      atomic.Pointer[coordinator]
 	preCommit  []func(id int64, write func(name string, data []byte) error) error
 	onBarriers []func(stage string, idx int, id int64)
+
+	// fail holds the first error Fail recorded and, while the parallel
+	// executor runs, the cancel function of its context.
+	fail struct {
+		sync.Mutex
+		err    error
+		cancel context.CancelCauseFunc
+	}
+}
+
+// Fail fails the job with err as its cause, from any goroutine: a sink
+// whose write or commit failed calls it. The run stops as after a subtask
+// error and Run returns err (the first one, when several fail). It does
+// nothing once the run has ended.
+func (j *Job) Fail(err error) {
+	j.fail.Lock()
+	if j.fail.err == nil {
+		j.fail.err = err
+	}
+	cancel := j.fail.cancel
+	j.fail.Unlock()
+	if cancel != nil {
+		cancel(err)
+	}
+}
+
+// failure returns the error Fail recorded, if any.
+func (j *Job) failure() error {
+	j.fail.Lock()
+	defer j.fail.Unlock()
+	return j.fail.err
 }
 
 // OnBarrier registers fn to run on each subtask's goroutine when a
@@ -623,6 +654,17 @@ var errStopped = errors.New("weir: subtask stopped")
 func (j *Job) runParallel(ctx context.Context) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
+	j.fail.Lock()
+	j.fail.cancel = cancel
+	if err := j.fail.err; err != nil { // failed while building
+		cancel(err)
+	}
+	j.fail.Unlock()
+	defer func() {
+		j.fail.Lock()
+		j.fail.cancel = nil
+		j.fail.Unlock()
+	}()
 	var wg sync.WaitGroup
 	for _, s := range j.stages {
 		for _, st := range s.subtasks {

@@ -1,21 +1,28 @@
-package spec
+// Package epochs buffers a sink's output per subtask between checkpoints,
+// so that what reaches a sink is exactly what checkpoints cover
+// (docs/REQUIREMENTS.md R13). The root package's ToSink and the job
+// runner's outputs use it.
+package epochs
 
 import (
 	"cmp"
 	"maps"
 	"slices"
 	"sync"
-
-	"github.com/weirstream/weir"
 )
 
-// epochs buffers a sink's output per subtask between checkpoints, so that
-// what reaches the sink's file is exactly what checkpoints cover (R13):
+// Subtask names one parallel instance of a stage.
+type Subtask struct {
+	Stage string
+	Index int
+}
+
+// Buffer buffers items per subtask epoch:
 //
-//   - add buffers an item of subtask s's current epoch;
-//   - barrier closes s's epoch for checkpoint id (everything s emitted
+//   - Add buffers an item of subtask s's current epoch;
+//   - Barrier closes s's epoch for checkpoint id (everything s emitted
 //     before the barrier belongs to id, nothing after);
-//   - take, at the checkpoint's pre-commit, returns the closed epochs of id
+//   - Take, at the checkpoint's pre-commit, returns the closed epochs of id
 //     and of any earlier, aborted checkpoints, in subtask order, for the
 //     sink to write and make durable.
 //
@@ -23,27 +30,27 @@ import (
 // shared buffer keeps the items in processing order: the file is then
 // byte-identical to a run without checkpoints.
 //
-// The items held are bounded (setLimit): while a checkpoint's items are
-// being written (committing, between beginCommit and endCommit: a
-// pre-commit waiting for a sink), add waits as long as limit items are
-// held, so the subtasks stop and backpressure reaches the sources. Only
+// The items Held are bounded (SetLimit): while a checkpoint's items are
+// being written (committing, between BeginCommit and EndCommit: a
+// pre-commit waiting for a sink), Add waits as long as limit items are
+// Held, so the subtasks stop and backpressure reaches the sources. Only
 // then: a subtask blocked at another time could be one whose barrier the
 // next checkpoint needs. So that a commit is under way before the bound
-// is reached, add calls full (which asks for a checkpoint now) when half
-// of it is held with no commit under way; the bound holds as long as the
+// is reached, Add calls full (which asks for a checkpoint now) when half
+// of it is Held with no commit under way; the bound holds as long as the
 // subtasks emit less than the other half while that checkpoint's
 // barriers pass (the results of the records in the queues), and beyond it
 // nothing waits until the commit begins.
-type epochs[T any] struct {
+type Buffer[T any] struct {
 	mu     sync.Mutex
 	shared bool
-	cur    map[weir.Subtask]*chunks[T]
-	staged map[int64]map[weir.Subtask]*chunks[T]
-	// n counts the items held: in cur and staged, and taken but not yet
+	cur    map[Subtask]*chunks[T]
+	staged map[int64]map[Subtask]*chunks[T]
+	// n counts the items Held: in cur and staged, and taken but not yet
 	// handed to the sink; peak is n's highest.
 	n, peak    int64
 	limit      int64  // 0: no bound
-	full       func() // called (e.mu not held) when n reaches limit/2 and no commit is under way
+	full       func() // called (e.mu not Held) when n reaches limit/2 and no commit is under way
 	committing bool
 	drained    sync.Cond // signalled when n drops or committing ends; L is &mu
 }
@@ -68,52 +75,55 @@ func (l *chunks[T]) add(v T) {
 	l.c[n-1] = append(l.c[n-1], v)
 }
 
-func newEpochs[T any](shared bool) *epochs[T] {
-	e := &epochs[T]{shared: shared, cur: map[weir.Subtask]*chunks[T]{}, staged: map[int64]map[weir.Subtask]*chunks[T]{}}
+// New returns an empty buffer. With shared, every subtask's items go to
+// one list in the order they were added (a deterministic run, where
+// barriers pass every subtask at one instant).
+func New[T any](shared bool) *Buffer[T] {
+	e := &Buffer[T]{shared: shared, cur: map[Subtask]*chunks[T]{}, staged: map[int64]map[Subtask]*chunks[T]{}}
 	e.drained.L = &e.mu
 	return e
 }
 
-// setLimit bounds the items held to limit (0: no bound); full is called
+// SetLimit bounds the items Held to limit (0: no bound); full is called
 // when half of it is reached while no commit is under way. Call it
 // before the job runs.
-func (e *epochs[T]) setLimit(limit int64, full func()) {
+func (e *Buffer[T]) SetLimit(limit int64, full func()) {
 	e.limit, e.full = limit, full
 }
 
-// beginCommit and endCommit bracket the writing of a checkpoint's items
+// BeginCommit and EndCommit bracket the writing of a checkpoint's items
 // (the pre-commit, on the coordinator's goroutine): meanwhile add waits
 // while the bound is reached.
-func (e *epochs[T]) beginCommit() {
+func (e *Buffer[T]) BeginCommit() {
 	e.mu.Lock()
 	e.committing = true
 	e.mu.Unlock()
 }
 
-func (e *epochs[T]) endCommit() {
+func (e *Buffer[T]) EndCommit() {
 	e.mu.Lock()
 	e.committing = false
 	e.mu.Unlock()
 	e.drained.Broadcast()
 }
 
-// held returns the number of items held now and at the most.
-func (e *epochs[T]) held() (n, peak int64) {
+// Held returns the number of items Held now and at the most.
+func (e *Buffer[T]) Held() (n, peak int64) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.n, e.peak
 }
 
-func (e *epochs[T]) key(s weir.Subtask) weir.Subtask {
+func (e *Buffer[T]) key(s Subtask) Subtask {
 	if e.shared {
-		return weir.Subtask{}
+		return Subtask{}
 	}
 	return s
 }
 
 // add buffers v in subtask s's epoch, on s's goroutine; it waits while
 // the bound is reached and a commit is under way (see epochs).
-func (e *epochs[T]) add(s weir.Subtask, v T) {
+func (e *Buffer[T]) Add(s Subtask, v T) {
 	e.mu.Lock()
 	for e.limit > 0 && e.n >= e.limit && e.committing {
 		e.drained.Wait()
@@ -133,7 +143,7 @@ func (e *epochs[T]) add(s weir.Subtask, v T) {
 	e.mu.Unlock()
 }
 
-func (e *epochs[T]) barrier(s weir.Subtask, id int64) {
+func (e *Buffer[T]) Barrier(s Subtask, id int64) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	k := e.key(s)
@@ -143,7 +153,7 @@ func (e *epochs[T]) barrier(s weir.Subtask, id int64) {
 	}
 	delete(e.cur, k)
 	if e.staged[id] == nil {
-		e.staged[id] = map[weir.Subtask]*chunks[T]{}
+		e.staged[id] = map[Subtask]*chunks[T]{}
 	}
 	if st := e.staged[id][k]; st != nil {
 		st.c = append(st.c, items.c...)
@@ -152,27 +162,43 @@ func (e *epochs[T]) barrier(s weir.Subtask, id int64) {
 	}
 }
 
-// take calls fn with the items of checkpoint id and earlier ones, oldest
+// Take calls fn with the items of checkpoint id and earlier ones, oldest
 // checkpoint first, then by subtask, and forgets them. fn runs with the
-// epochs unlocked.
-func (e *epochs[T]) take(id int64, fn func(*T)) {
+// buffer unlocked.
+func (e *Buffer[T]) Take(id int64, fn func(*T)) {
+	e.TakeBatches(id, eachItem(fn))
+}
+
+// TakeBatches is Take handing over the items a chunk at a time: fn gets
+// them in the same order as consecutive slices, which it must not keep
+// after it returns.
+func (e *Buffer[T]) TakeBatches(id int64, fn func([]T)) {
 	e.handOver(e.takeLists(id, false), fn)
 }
 
-// rest calls fn with everything not yet taken (the end of a run), in the
+// Rest calls fn with everything not yet taken (the end of a run), in the
 // same order.
-func (e *epochs[T]) rest(fn func(*T)) {
+func (e *Buffer[T]) Rest(fn func(*T)) { e.RestBatches(eachItem(fn)) }
+
+// RestBatches is Rest a chunk at a time, as TakeBatches.
+func (e *Buffer[T]) RestBatches(fn func([]T)) {
 	e.handOver(e.takeLists(1<<63-1, true), fn)
+}
+
+func eachItem[T any](fn func(*T)) func([]T) {
+	return func(c []T) {
+		for j := range c {
+			fn(&c[j])
+		}
+	}
 }
 
 // handOver calls fn with the items of ls, chunk by chunk, forgetting each
 // chunk once done with it: the items count as held until then.
-func (e *epochs[T]) handOver(ls []*chunks[T], fn func(*T)) {
+func (e *Buffer[T]) handOver(ls []*chunks[T], fn func([]T)) {
 	for _, l := range ls {
 		for i, c := range l.c {
-			for j := range c {
-				fn(&c[j])
-			}
+			fn(c)
 			l.c[i] = nil
 			e.mu.Lock()
 			e.n -= int64(len(c))
@@ -182,7 +208,7 @@ func (e *epochs[T]) handOver(ls []*chunks[T], fn func(*T)) {
 	}
 }
 
-func (e *epochs[T]) takeLists(id int64, all bool) []*chunks[T] {
+func (e *Buffer[T]) takeLists(id int64, all bool) []*chunks[T] {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	var ids []int64
@@ -209,8 +235,8 @@ func (e *epochs[T]) takeLists(id int64, all bool) []*chunks[T] {
 }
 
 // bySubtask returns m's subtasks in order: by stage, then index.
-func bySubtask[T any](m map[weir.Subtask]*chunks[T]) []weir.Subtask {
-	return slices.SortedFunc(maps.Keys(m), func(a, b weir.Subtask) int {
+func bySubtask[T any](m map[Subtask]*chunks[T]) []Subtask {
+	return slices.SortedFunc(maps.Keys(m), func(a, b Subtask) int {
 		return cmp.Or(cmp.Compare(a.Stage, b.Stage), cmp.Compare(a.Index, b.Index))
 	})
 }

@@ -1,0 +1,322 @@
+package weir
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/weirstream/weir/connector"
+	"github.com/weirstream/weir/etime"
+	"github.com/weirstream/weir/internal/epochs"
+	"github.com/weirstream/weir/internal/runtime"
+)
+
+// Guarantee is what a sink's output promises across a crash and restore.
+type Guarantee uint8
+
+const (
+	// ExactlyOnce (the default): after any crash and restore the sink
+	// holds exactly the output of a run that never crashed. With
+	// checkpoints it needs a connector.Transactional or
+	// connector.Idempotent sink.
+	ExactlyOnce Guarantee = iota
+	// AtLeastOnce accepts any sink: a restore writes again what the sink
+	// received after the checkpoint it restores from.
+	AtLeastOnce
+)
+
+// DefaultSinkBatch is the most items ToSink hands a sink in one Write;
+// DefaultSinkBuffered the most it holds for checkpoints not yet complete.
+const (
+	DefaultSinkBatch    = 512
+	DefaultSinkBuffered = 100_000
+)
+
+// SinkOptions configures ToSink. The zero value is usable.
+type SinkOptions struct {
+	// Name identifies the sink in checkpoints (its part is
+	// "sink/<Name>") and in errors: keep it when a job changes so that a
+	// restore finds the sink's state. Default "sink", made unique in the
+	// Env ("sink-1", ...).
+	Name string
+	// Guarantee; default ExactlyOnce.
+	Guarantee Guarantee
+	// BatchSize is the most items per Write; default DefaultSinkBatch.
+	BatchSize int
+	// MaxBuffered bounds the items held for checkpoints not yet complete:
+	// at half of it a checkpoint is requested, and while a pre-commit is
+	// writing, subtasks that would go past it wait (backpressure).
+	// Default DefaultSinkBuffered.
+	MaxBuffered int64
+}
+
+// ToSink writes s to sink, exactly once across crashes when the job takes
+// checkpoints (Options.Checkpoint):
+//
+//   - each subtask's output is buffered per checkpoint epoch (what it
+//     emitted between two barriers);
+//   - when checkpoint n has every part, its epochs are written to the sink
+//     in batches, then Flush, then (a connector.Transactional sink)
+//     PreCommit(n), whose state goes into checkpoint n;
+//   - once checkpoint n is durable, Commit(n);
+//   - a job restored from checkpoint n first calls Recover(n, state), so
+//     the sink holds exactly the output checkpoint n covers, and the replay
+//     writes the rest again.
+//
+// At the end of the input, what no checkpoint covered is written and
+// committed as one more epoch; a failed or cancelled run Aborts instead.
+// Without checkpoints each subtask writes its output in batches as it
+// comes and flushes at each watermark and at the end.
+//
+// The sink's calls are serialized (one at a time). An error from any of
+// them fails the job with it as the cause; Execute returns it.
+func ToSink[T any](s Stream[T], sink connector.Sink[T], o SinkOptions) {
+	env := s.n.env
+	if o.Name == "" {
+		o.Name = "sink"
+	}
+	o.Name = env.uniqueName(o.Name)
+	if o.BatchSize <= 0 {
+		o.BatchSize = DefaultSinkBatch
+	}
+	if o.MaxBuffered <= 0 {
+		o.MaxBuffered = DefaultSinkBuffered
+	}
+	op := &sinkOp[T]{env: env, o: o, sink: sink}
+	op.txn, _ = sink.(connector.Transactional)
+	_, idem := sink.(connector.Idempotent)
+	ck := env.opts.Checkpoint
+	checkpoints := ck.Interval > 0 || ck.Restore != nil
+	if checkpoints && o.Guarantee == ExactlyOnce && op.txn == nil && !idem {
+		env.fail(fmt.Errorf("weir: ToSink %q: a %T is neither connector.Transactional nor connector.Idempotent, so a restore would write some of its output twice; use a sink with one of those abilities, or set SinkOptions.Guarantee to AtLeastOnce", o.Name, sink))
+		return
+	}
+	if checkpoints {
+		op.buf = epochs.New[T](env.opts.Deterministic)
+		op.buf.SetLimit(o.MaxBuffered, func() { env.RequestCheckpoint() })
+		env.OnBarrier(func(s Subtask, id int64) { op.buf.Barrier(epochs.Subtask(s), id) })
+		env.OnPreCommit(op.preCommit)
+		env.onComplete = append(env.onComplete, op.commit)
+	}
+	env.starts = append(env.starts, op.start)
+	env.ends = append(env.ends, op.end)
+	// A deterministic run has every subtask on one goroutine: they share
+	// one batch, so the sink gets the items in processing order.
+	var shared *sinkCollector[T]
+	s.consume(func(st *runtime.Subtask) runtime.Collector[T] {
+		sub := epochs.Subtask{Stage: st.StageName(), Index: st.Index}
+		switch {
+		case op.buf != nil:
+			return runtime.Func[T]{OnRecord: func(_ etime.Time, v T) { op.buf.Add(sub, v) }}
+		case shared != nil:
+			return shared
+		}
+		c := &sinkCollector[T]{op: op, batch: make([]T, 0, o.BatchSize)}
+		if env.opts.Deterministic {
+			shared = c
+		}
+		return c
+	})
+}
+
+// sinkOp is one ToSink: its options, the sink and the epochs buffered for
+// it.
+type sinkOp[T any] struct {
+	env  *Env
+	o    SinkOptions
+	sink connector.Sink[T]
+	txn  connector.Transactional // nil: the sink has no transactions
+	buf  *epochs.Buffer[T]       // nil without checkpoints
+
+	// mu is the sink's turn: every call into the sink holds it.
+	mu sync.Mutex
+	// failed: a call returned an error (the job is failing); no more
+	// calls but Abort and Close.
+	failed bool
+	// epoch is the newest epoch pre-committed (or recovered).
+	epoch int64
+	// dirty: written since the last Flush (without checkpoints).
+	dirty bool
+}
+
+// sinkPart is what a Transactional sink's PreCommit returned, as stored
+// in the checkpoint.
+type sinkPart struct {
+	Epoch int64  `json:"epoch"`
+	State []byte `json:"state"`
+}
+
+func (op *sinkOp[T]) partName() string { return "sink/" + op.o.Name }
+
+// check fails the job with err (the sink's mu held).
+func (op *sinkOp[T]) check(call string, err error) error {
+	if err == nil {
+		return nil
+	}
+	op.failed = true
+	err = fmt.Errorf("weir: sink %q: %s: %w", op.o.Name, call, err)
+	op.env.job.Fail(err)
+	return err
+}
+
+// start runs before the job: a restored job's Transactional sink recovers
+// to the restored checkpoint.
+func (op *sinkOp[T]) start(ctx context.Context) error {
+	r := op.env.opts.Checkpoint.Restore
+	if op.txn == nil || r == nil {
+		return nil
+	}
+	var p sinkPart
+	if b, ok := PreCommitPart(r, op.partName()); ok {
+		if err := json.Unmarshal(b, &p); err != nil {
+			return fmt.Errorf("weir: sink %q: corrupt checkpoint part %s: %w", op.o.Name, op.partName(), err)
+		}
+	}
+	op.mu.Lock()
+	defer op.mu.Unlock()
+	op.epoch = p.Epoch
+	return op.check("recover", op.txn.Recover(ctx, p.Epoch, p.State))
+}
+
+// writeAll hands items to the sink in batches of at most BatchSize (mu
+// held).
+func (op *sinkOp[T]) writeAll(ctx context.Context, items []T) error {
+	for len(items) > 0 && !op.failed {
+		n := min(len(items), op.o.BatchSize)
+		if err := op.check("write", op.sink.Write(ctx, items[:n])); err != nil {
+			return err
+		}
+		items = items[n:]
+	}
+	return nil
+}
+
+// preCommit writes the epochs checkpoint id covers, flushes and
+// pre-commits them; on the coordinator's goroutine.
+func (op *sinkOp[T]) preCommit(id int64, write func(name string, data []byte) error) error {
+	ctx := op.env.runCtx
+	op.mu.Lock()
+	defer op.mu.Unlock()
+	if op.failed {
+		return fmt.Errorf("weir: sink %q failed", op.o.Name)
+	}
+	op.buf.BeginCommit()
+	defer op.buf.EndCommit()
+	var err error
+	op.buf.TakeBatches(id, func(c []T) {
+		if err == nil {
+			err = op.writeAll(ctx, c)
+		}
+	})
+	if err != nil {
+		return err
+	}
+	if err := op.check("flush", op.sink.Flush(ctx)); err != nil {
+		return err
+	}
+	if op.txn == nil {
+		return nil
+	}
+	state, err := op.txn.PreCommit(ctx, id)
+	if err := op.check("pre-commit", err); err != nil {
+		return err
+	}
+	op.epoch = id
+	b, err := json.Marshal(sinkPart{Epoch: id, State: state})
+	if err != nil {
+		return err
+	}
+	return write(op.partName(), b)
+}
+
+// commit commits checkpoint id's epochs once it is durable.
+func (op *sinkOp[T]) commit(id int64) {
+	if op.txn == nil {
+		return
+	}
+	op.mu.Lock()
+	defer op.mu.Unlock()
+	if !op.failed {
+		_ = op.check("commit", op.txn.Commit(op.env.runCtx, id))
+	}
+}
+
+// end runs after the job: what no checkpoint covered is written and
+// committed as one more epoch, unless the run failed (runErr), which
+// aborts; then Close.
+func (op *sinkOp[T]) end(ctx context.Context, runErr error) error {
+	op.mu.Lock()
+	defer op.mu.Unlock()
+	var err error
+	if runErr == nil && !op.failed {
+		if op.buf != nil {
+			op.buf.RestBatches(func(c []T) {
+				if err == nil {
+					err = op.writeAll(ctx, c)
+				}
+			})
+		}
+		if err == nil {
+			err = op.check("flush", op.sink.Flush(ctx))
+		}
+		if err == nil && op.txn != nil {
+			final := op.epoch + 1
+			if _, e := op.txn.PreCommit(ctx, final); e != nil {
+				err = op.check("pre-commit", e)
+			} else {
+				err = op.check("commit", op.txn.Commit(ctx, final))
+			}
+		}
+	}
+	if (runErr != nil || err != nil || op.failed) && op.txn != nil {
+		err = errors.Join(err, op.txn.Abort(context.WithoutCancel(ctx)))
+	}
+	if e := op.sink.Close(); e != nil {
+		err = errors.Join(err, fmt.Errorf("weir: sink %q: close: %w", op.o.Name, e))
+	}
+	return err
+}
+
+// sinkCollector is a subtask's side of a sink without checkpoints: it
+// batches the subtask's output and writes it when the batch is full and
+// at each watermark, status change and the end.
+type sinkCollector[T any] struct {
+	op    *sinkOp[T]
+	batch []T
+}
+
+func (c *sinkCollector[T]) Collect(_ etime.Time, v T) {
+	c.batch = append(c.batch, v)
+	if len(c.batch) == cap(c.batch) {
+		c.write(false)
+	}
+}
+
+func (c *sinkCollector[T]) Watermark(etime.Time) { c.write(true) }
+func (c *sinkCollector[T]) Status(bool)          { c.write(true) }
+func (c *sinkCollector[T]) Finish()              { c.write(true) }
+
+// write hands the batch to the sink and, with flush, flushes what was
+// written since the last flush.
+func (c *sinkCollector[T]) write(flush bool) {
+	op := c.op
+	if len(c.batch) == 0 && !flush {
+		return
+	}
+	op.mu.Lock()
+	defer op.mu.Unlock()
+	ctx := op.env.runCtx
+	if len(c.batch) > 0 && !op.failed {
+		if op.writeAll(ctx, c.batch) == nil {
+			op.dirty = true
+		}
+	}
+	clear(c.batch)
+	c.batch = c.batch[:0]
+	if flush && op.dirty && !op.failed {
+		op.dirty = false
+		_ = op.check("flush", op.sink.Flush(ctx))
+	}
+}

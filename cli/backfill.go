@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/weirstream/weir/internal/ledger"
+	"github.com/weirstream/weir/ledger"
 	"github.com/weirstream/weir/spec"
 )
 

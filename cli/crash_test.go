@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/weirstream/weir/internal/ledger"
+	"github.com/weirstream/weir/ledger"
 )
 
 // crashRecords is the size of the crash test's input: 1,000,000 by

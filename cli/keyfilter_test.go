@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/weirstream/weir/internal/ledger"
+	"github.com/weirstream/weir/ledger"
 )
 
 // TestKeyFilterCanonical: --key (weir ledger ls, weir backfill) compares

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/weirstream/weir/internal/ledger"
+	"github.com/weirstream/weir/ledger"
 	"github.com/weirstream/weir/spec"
 )
 

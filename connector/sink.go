@@ -23,9 +23,10 @@ type Sink[T any] interface {
 	// Flush makes everything written so far durable and, unless the sink
 	// is Transactional, visible to its readers.
 	Flush(ctx context.Context) error
-	// Close releases the sink; it is called once, last. It does not
-	// flush: what was written since the last Flush (or PreCommit) may be
-	// lost, which checkpoints make safe.
+	// Close releases the sink; it is called once, last. The engine
+	// flushes before it at a clean end, and nothing relies on Close
+	// flushing: what was written since the last Flush (or PreCommit) may
+	// be lost, which checkpoints make safe.
 	Close() error
 }
 
@@ -61,7 +62,8 @@ type Transactional interface {
 	// anything written after it (a newer transaction, file bytes past the
 	// recorded length). state is what PreCommit(epoch) returned; a
 	// checkpoint taken before the sink existed restores with state nil
-	// and epoch 0: the sink then discards everything of this job.
+	// and epoch 0: the sink then keeps what its output held when it was
+	// opened and discards what it was written since.
 	Recover(ctx context.Context, epoch int64, state []byte) error
 }
 

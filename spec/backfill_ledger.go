@@ -17,7 +17,7 @@ import (
 
 	"github.com/weirstream/weir/connector/kafkaio"
 
-	"github.com/weirstream/weir/internal/ledger"
+	"github.com/weirstream/weir/ledger"
 )
 
 // ledgerSource is the late-data ledger a backfill reads: the ledger

@@ -18,8 +18,8 @@ import (
 
 	"github.com/weirstream/weir/etime"
 	"github.com/weirstream/weir/internal/archive"
-	"github.com/weirstream/weir/internal/ledger"
 	"github.com/weirstream/weir/internal/sqltest"
+	"github.com/weirstream/weir/ledger"
 )
 
 const backfillJob = `

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/weirstream/weir/internal/ledger"
+	"github.com/weirstream/weir/ledger"
 )
 
 // ledgerEntries reads a job's ledger: id, reason, ts, windows, watermark,

@@ -11,7 +11,7 @@ import (
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/etime"
 	"github.com/weirstream/weir/internal/epochs"
-	"github.com/weirstream/weir/internal/ledger"
+	"github.com/weirstream/weir/ledger"
 	"github.com/weirstream/weir/window"
 )
 

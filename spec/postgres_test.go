@@ -382,7 +382,7 @@ func TestPostgresRunsInRecordTables(t *testing.T) {
 		}{{"orders", 100}, {"other", 1000}} {
 			r.WriteRecord(fmt.Sprint("earlier-", i), "window_expired", []byte(`{}`), nil)
 			r.SetEpoch(who.job, 1, who.epoch)
-			if err := r.Flush(); err != nil {
+			if err := r.Flush(context.Background()); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -421,7 +421,7 @@ func TestPostgresRunsInRecordTables(t *testing.T) {
 	}
 	r.WriteRecord("other-1", "window_expired", []byte(`{}`), nil)
 	r.SetEpoch("other", 1, 1000)
-	if err := r.Flush(); err != nil {
+	if err := r.Flush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	r.Close()

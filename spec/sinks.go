@@ -2,8 +2,8 @@ package spec
 
 import (
 	"bufio"
-	"bytes"
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -18,21 +18,23 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/connector/fileio"
 	"github.com/weirstream/weir/connector/pgio"
 	"github.com/weirstream/weir/connector/sqliteio"
 	"github.com/weirstream/weir/etime"
-	"github.com/weirstream/weir/internal/ledger"
+	"github.com/weirstream/weir/ledger"
 	"github.com/weirstream/weir/window"
 )
 
-// lineSink writes JSON lines to a file (truncated at open) or to stdout.
+// lineSink writes JSON lines to a file (a fileio.FileSink) or to stdout.
 // Results, late records and dead letters are written from different
 // goroutines, and several sinks may share stdout: the mutex keeps lines
 // whole.
 type lineSink struct {
-	mu sync.Mutex
-	w  *bufio.Writer
-	f  *os.File // nil for stdout
+	mu   sync.Mutex
+	w    *bufio.Writer    // stdout
+	file *fileio.FileSink // nil for stdout
+	one  [1][]byte        // the line being written to file
 	// topic, with kafka, sends the lines to a Kafka topic instead, in the
 	// results sink's transaction of each checkpoint.
 	topic string
@@ -47,36 +49,17 @@ func openLineSink(path string, stdout io.Writer, offset int64) (*lineSink, error
 	if path == "" {
 		return &lineSink{w: bufio.NewWriterSize(stdout, 64<<10)}, nil
 	}
-	flags := os.O_RDWR | os.O_CREATE
-	if offset == freshOffset {
-		flags |= os.O_TRUNC
-	}
-	f, err := os.OpenFile(path, flags, 0o644)
+	f, err := fileio.OpenFileSink(path, fileio.FileSinkOptions{Fresh: offset == freshOffset})
 	if err != nil {
 		return nil, err
 	}
-	if offset == appendOffset {
-		if offset, err = wholeLines(f); err != nil {
-			f.Close()
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
-	} else if offset >= 0 {
-		if fi, err := f.Stat(); err != nil || fi.Size() < offset {
-			f.Close()
-			return nil, fmt.Errorf("%s is shorter than the checkpoint says (%d bytes); it was changed outside weir: start over with --fresh", path, offset)
-		}
-	}
 	if offset >= 0 {
-		if err := f.Truncate(offset); err != nil {
-			f.Close()
-			return nil, err
-		}
-		if _, err := f.Seek(offset, io.SeekStart); err != nil {
+		if err := f.Recover(context.Background(), 0, strconv.AppendInt(nil, offset, 10)); err != nil {
 			f.Close()
 			return nil, err
 		}
 	}
-	return &lineSink{w: bufio.NewWriterSize(f, 256<<10), f: f}, nil
+	return &lineSink{file: f}, nil
 }
 
 // The offsets of openLineSink that are not a checkpoint's.
@@ -85,47 +68,22 @@ const (
 	appendOffset = -2
 )
 
-// wholeLines is the length of f up to the end of its last whole line:
-// what an earlier run that crashed without a checkpoint left after it (a
-// torn line) is cut away before a run appends.
-func wholeLines(f *os.File) (int64, error) {
-	fi, err := f.Stat()
-	if err != nil {
-		return 0, err
-	}
-	end := fi.Size()
-	buf := make([]byte, 64<<10)
-	for pos := end; pos > 0; {
-		n := min(pos, int64(len(buf)))
-		pos -= n
-		if _, err := f.ReadAt(buf[:n], pos); err != nil {
-			return 0, err
-		}
-		if i := bytes.LastIndexByte(buf[:n], '\n'); i >= 0 {
-			return pos + int64(i) + 1, nil
-		}
-	}
-	return 0, nil
-}
-
 // sync flushes the sink and, for a file, fsyncs it and returns its length
 // (-1 for stdout).
 func (s *lineSink) sync() (int64, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.kafka != nil {
+	switch {
+	case s.kafka != nil:
 		return -1, nil // the results sink's transaction makes it durable
+	case s.file == nil:
+		return -1, s.w.Flush()
 	}
-	if err := s.w.Flush(); err != nil {
+	n, err := s.file.PreCommit(context.Background(), 0)
+	if err != nil {
 		return 0, err
 	}
-	if s.f == nil {
-		return -1, nil
-	}
-	if err := s.f.Sync(); err != nil {
-		return 0, err
-	}
-	return s.f.Seek(0, io.SeekCurrent)
+	return strconv.ParseInt(string(n), 10, 64)
 }
 
 func (s *lineSink) write(line []byte) error {
@@ -138,6 +96,12 @@ func (s *lineSink) writeKeyed(key, line []byte) error {
 	defer s.mu.Unlock()
 	if s.kafka != nil {
 		return s.kafka.s.Produce(&kgo.Record{Topic: s.topic, Key: key, Value: append([]byte(nil), line...)})
+	}
+	if s.file != nil {
+		s.one[0] = line
+		err := s.file.Write(context.Background(), s.one[:])
+		s.one[0] = nil
+		return err
 	}
 	s.w.Write(line)
 	return s.w.WriteByte('\n')
@@ -256,7 +220,7 @@ func (j *Job) cutRecords(db *pgio.RecordSink, restoring bool) error {
 // flushAs flushes the buffered rows as the run's rows of epoch.
 func (w *pgRecords) flushAs(epoch int64) error {
 	w.db.SetEpoch(w.j.plan.Spec.Name, w.j.run, epoch)
-	return w.db.Flush()
+	return w.db.Flush(context.Background())
 }
 
 // writeRecord buffers; without checkpoints a full batch is flushed as
@@ -284,13 +248,16 @@ func (w *pgRecords) close() error {
 	return errors.Join(err, w.db.Close())
 }
 
-// flush writes what is buffered to the file or stdout, whole lines only
-// (a line is written under s.mu), without a sync.
+// flush writes what is buffered to the file (and fsyncs it) or stdout,
+// whole lines only (a line is written under s.mu).
 func (s *lineSink) flush() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.kafka != nil || s.f == nil && s.w == nil {
+	switch {
+	case s.kafka != nil:
 		return nil
+	case s.file != nil:
+		return s.file.Flush(context.Background())
 	}
 	return s.w.Flush()
 }
@@ -335,16 +302,17 @@ func (s *lineSink) close() error {
 	if s.kafka != nil {
 		return nil // the results sink closes the producer
 	}
-	err := s.w.Flush()
-	if s.f != nil {
-		if err == nil {
-			err = s.f.Sync()
-		}
-		if cerr := s.f.Close(); err == nil {
-			err = cerr
-		}
-		s.f = nil
+	switch {
+	case s.file == nil && s.w == nil: // closed
+		return nil
+	case s.file == nil:
+		return s.w.Flush()
 	}
+	err := s.file.Flush(context.Background())
+	if cerr := s.file.Close(); err == nil {
+		err = cerr
+	}
+	s.file = nil
 	return err
 }
 
@@ -672,11 +640,11 @@ type sqliteResults struct {
 	db         *sqliteio.Sink
 	j          *Job
 	keys, vals []string
-	row        sqliteio.Row
+	rows       [1]sqliteio.Row
 }
 
 func (w *sqliteResults) write(r window.Result[string, []byte]) error {
-	row := &w.row
+	row := &w.rows[0]
 	row.Keys, row.Values = row.Keys[:0], row.Values[:0]
 	row.Start, row.End = tableWindow(r.Window)
 	row.Firing, row.Run, row.Pane, row.Watermark = r.Firing.String(), w.j.run, r.Pane, r.Watermark
@@ -687,7 +655,7 @@ func (w *sqliteResults) write(r window.Result[string, []byte]) error {
 			row.Values = append(row.Values, sqliteio.Column{Name: name, Value: v})
 		}
 	})
-	return w.db.Write(*row)
+	return w.db.Write(context.Background(), w.rows[:])
 }
 
 // tableWindow is a window's bounds in a table: the global window is
@@ -724,12 +692,12 @@ type pgResults struct {
 	db    *pgio.Sink
 	j     *Job
 	vals  []string
-	row   pgio.Row
+	rows  [1]pgio.Row
 	batch int // rows per transaction (batchRows)
 }
 
 func (w *pgResults) write(r window.Result[string, []byte]) error {
-	row := &w.row
+	row := &w.rows[0]
 	row.Keys, row.Values = row.Keys[:0], row.Values[:0]
 	row.Start, row.End = tableWindow(r.Window)
 	row.Firing, row.Run, row.Pane, row.Watermark = r.Firing.String(), w.j.run, r.Pane, r.Watermark
@@ -740,11 +708,11 @@ func (w *pgResults) write(r window.Result[string, []byte]) error {
 			row.Values = append(row.Values, pgio.Column{Name: name, Value: v})
 		}
 	})
-	if err := w.db.Write(*row); err != nil {
+	if err := w.db.Write(context.Background(), w.rows[:]); err != nil {
 		return err
 	}
 	if w.j.flushDue(w.db.Pending(), w.batch) {
-		return w.db.Flush()
+		return w.db.Flush(context.Background())
 	}
 	return nil
 }
@@ -789,20 +757,20 @@ func pgTimes(k *Sink) pgio.Options {
 	return pgio.Options{Timeout: durOr(k.Timeout, 0).Std(), RetryFor: durOr(k.RetryFor, 0).Std(), ConnectRetryFor: durOr(k.ConnectRetryFor, 0).Std()}
 }
 
-func (w *pgResults) commit() error { return w.db.Flush() }
+func (w *pgResults) commit() error { return w.db.Flush(context.Background()) }
 
 // close flushes what the end of a run that ended well produced (a failed
 // run replays it from its checkpoint) and closes the connection.
 func (w *pgResults) close() error {
 	var err error
 	if !w.j.execFailed && !w.j.failed.Load() {
-		err = w.db.Flush()
+		err = w.db.Flush(context.Background())
 	}
 	return errors.Join(err, w.db.Close())
 }
 
 func (w *sqliteResults) close() error  { return w.db.Close() }
-func (w *sqliteResults) commit() error { return w.db.Flush() }
+func (w *sqliteResults) commit() error { return w.db.Flush(context.Background()) }
 
 func splitKey(k string, n int) []string {
 	if n == 0 {

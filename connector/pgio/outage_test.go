@@ -45,7 +45,7 @@ func TestStall(t *testing.T) {
 	mustWrite(t, s, row([]string{"k", "2"}, 0, 10, "on_time", 0, 10, "v", "2"))
 	p.Stall()
 	done := make(chan error, 1)
-	go func() { done <- s.Flush() }()
+	go func() { done <- s.Flush(context.Background()) }()
 	// The first stalled attempt ends at its deadline; the warning follows
 	// at once (the slack is for a loaded machine, not for speed).
 	took := waitLog(t, &logs, "Postgres stalled", timeout+5*time.Second)

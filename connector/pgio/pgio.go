@@ -69,7 +69,7 @@
 // Until a connection has succeeded once (a wrong port, a server not
 // started), Open gives up after Options.ConnectRetryFor (default 2m) with
 // an error naming the address. After that, by default they retry until the
-// context given to Open (or to FlushContext) is cancelled or
+// context given to Open (or to Flush) is cancelled or
 // Options.Stopping is done: the job waits for the database, it does not
 // fail; the caller blocks meanwhile, which is what holds a job's sources
 // back. Options.RetryFor bounds the total time instead. Any other error (a
@@ -504,12 +504,25 @@ func (s *Sink) Unavailable() bool { return s.c.failing.Load() }
 //
 // An invalid row (wrong number or names of keys or values, unknown firing,
 // a Value its column cannot hold, see Column and Type) returns an error and
-// is not buffered.
-func (s *Sink) Write(r Row) error {
+// is not buffered; the rows before it are.
+func (s *Sink) Write(_ context.Context, rows []Row) error {
+	for i := range rows {
+		if err := s.write(&rows[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Idempotent marks the sink as connector.Idempotent: a replay of the same
+// rows leaves the same table.
+func (s *Sink) Idempotent() {}
+
+func (s *Sink) write(r *Row) error {
 	if s.c.closed {
 		return ErrClosed
 	}
-	firing, _, err := tablerow.Check("pgio", &r, s.keyNames, s.valNames)
+	firing, _, err := tablerow.Check("pgio", r, s.keyNames, s.valNames)
 	if err != nil {
 		return err
 	}
@@ -603,14 +616,10 @@ func (s *Sink) noteKinds(keys []Column) {
 // returns nil every row written before it is committed. When it returns an
 // error the rows stay buffered, and the next Flush sends them again. With
 // no buffered row it returns nil at once, without contacting the server.
-func (s *Sink) Flush() error {
-	return s.FlushContext(context.Background())
-}
-
-// FlushContext is Flush, also stopping when ctx is done: then it returns an
-// error that wraps ctx's error (context.Canceled or
-// context.DeadlineExceeded, or the cause).
-func (s *Sink) FlushContext(ctx context.Context) error {
+// It also stops when ctx is done: then it returns an error that wraps
+// ctx's error (context.Canceled or context.DeadlineExceeded, or the
+// cause).
+func (s *Sink) Flush(ctx context.Context) error {
 	if s.c.closed {
 		return ErrClosed
 	}

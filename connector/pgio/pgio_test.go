@@ -186,7 +186,7 @@ func mustOpen(t testing.TB, connString, table string, keys, values []string, o O
 func mustWrite(t testing.TB, s *Sink, rows ...Row) {
 	t.Helper()
 	for _, r := range rows {
-		if err := s.Write(r); err != nil {
+		if err := s.Write(context.Background(), []Row{r}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -194,7 +194,7 @@ func mustWrite(t testing.TB, s *Sink, rows ...Row) {
 
 func mustFlush(t testing.TB, s *Sink) {
 	t.Helper()
-	if err := s.Flush(); err != nil {
+	if err := s.Flush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -509,10 +509,10 @@ func TestBuffered(t *testing.T) {
 	if n := d.count(t, table); n != 1 {
 		t.Fatalf("after Close: %d rows, want 1 (Close does not flush)", n)
 	}
-	if err := s.Write(row([]string{"k", "3"}, 0, 10, "on_time", 0, 10, "v", "1")); !errors.Is(err, ErrClosed) {
+	if err := s.Write(context.Background(), []Row{row([]string{"k", "3"}, 0, 10, "on_time", 0, 10, "v", "1")}); !errors.Is(err, ErrClosed) {
 		t.Fatalf("Write after Close: %v, want ErrClosed", err)
 	}
-	if err := s.Flush(); !errors.Is(err, ErrClosed) {
+	if err := s.Flush(context.Background()); !errors.Is(err, ErrClosed) {
 		t.Fatalf("Flush after Close: %v, want ErrClosed", err)
 	}
 
@@ -521,7 +521,7 @@ func TestBuffered(t *testing.T) {
 	s2 := mustOpen(t, p.connString(t, d.url), table, []string{"k"}, []string{"v"}, Options{})
 	p.stop()
 	start := time.Now()
-	if err := s2.Flush(); err != nil || time.Since(start) > time.Second {
+	if err := s2.Flush(context.Background()); err != nil || time.Since(start) > time.Second {
 		t.Fatalf("empty Flush with the server away: %v after %v", err, time.Since(start))
 	}
 }
@@ -551,7 +551,7 @@ func TestWriteValidation(t *testing.T) {
 		{row([]string{"k", `"\ud800x"`}, 0, 1, "retract", 0, 0), `key "k": invalid JSON`},
 	}
 	for _, c := range cases {
-		err := s.Write(c.r)
+		err := s.Write(context.Background(), []Row{c.r})
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("Write(%+v) = %v, want an error containing %q", c.r, err, c.want)
 		}
@@ -745,7 +745,7 @@ func TestNonTransientError(t *testing.T) {
 	)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	err := s.FlushContext(ctx)
+	err := s.Flush(ctx)
 	if err == nil {
 		t.Fatal("Flush succeeded despite the CHECK constraint")
 	}
@@ -850,7 +850,7 @@ func TestRetry(t *testing.T) {
 			back <- p.restart()
 		}()
 		start := time.Now()
-		err := s.Flush()
+		err := s.Flush(context.Background())
 		if rerr := <-back; rerr != nil {
 			t.Fatal(rerr)
 		}
@@ -877,12 +877,12 @@ func TestRetry(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 		defer cancel()
 		start := time.Now()
-		err := s.FlushContext(ctx)
+		err := s.Flush(ctx)
 		if !errors.Is(err, context.DeadlineExceeded) {
-			t.Fatalf("FlushContext = %v, want context.DeadlineExceeded", err)
+			t.Fatalf("Flush = %v, want context.DeadlineExceeded", err)
 		}
 		if waited := time.Since(start); waited < 250*time.Millisecond || waited > 5*time.Second {
-			t.Fatalf("FlushContext returned after %v, want about 300ms", waited)
+			t.Fatalf("Flush returned after %v, want about 300ms", waited)
 		}
 		if n := d.count(t, table); n != 2 || s.Pending() != 1 {
 			t.Fatalf("%d rows in the table and %d pending, want 2 and 1", n, s.Pending())
@@ -908,7 +908,7 @@ func TestRetry(t *testing.T) {
 		mustWrite(t, s2, row([]string{"k", "4"}, 0, 10, "on_time", 0, 10, "v", "4"))
 		p.stop()
 		time.AfterFunc(200*time.Millisecond, cancel)
-		if err := s2.Flush(); !errors.Is(err, context.Canceled) {
+		if err := s2.Flush(context.Background()); !errors.Is(err, context.Canceled) {
 			t.Fatalf("Flush = %v, want context.Canceled", err)
 		}
 		if err := p.restart(); err != nil {
@@ -924,7 +924,7 @@ func TestRetry(t *testing.T) {
 		mustWrite(t, s2, row([]string{"k", "5"}, 0, 10, "on_time", 0, 10, "v", "5"))
 		p.stop()
 		start := time.Now()
-		err := s2.Flush()
+		err := s2.Flush(context.Background())
 		if err == nil || !strings.Contains(err.Error(), "gave up after") || errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("Flush = %v, want a gave-up error", err)
 		}
@@ -1008,7 +1008,7 @@ func TestRecords(t *testing.T) {
 	if n := d.count(t, table); n != 0 || r.Pending() != 4 {
 		t.Fatalf("before Flush: %d records in the table, %d pending; want 0, 4", n, r.Pending())
 	}
-	if err := r.Flush(); err != nil {
+	if err := r.Flush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	q := `SELECT id::text, reason, record::text, meta::text, (arrived_at > now() - interval '1 minute')::text FROM ` + quoteIdent(table) + ` ORDER BY id`
@@ -1027,7 +1027,7 @@ func TestRecords(t *testing.T) {
 	write("0:1", "late", []byte(`{"user": "alice", "ts": 5}`), []byte(`{"watermark": 10, "window_end": 6}`))
 	write("0:2", "other", []byte(`{}`), nil)
 	write("1:1", "late", []byte(`2`), nil)
-	if err := r.Flush(); err != nil {
+	if err := r.Flush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if got := d.query(t, q); fmt.Sprint(got[:4]) != fmt.Sprint(want) || len(got) != 5 || got[4][0] != "1:1" {
@@ -1085,7 +1085,7 @@ func TestRecordEpochs(t *testing.T) {
 			r.WriteRecord(id, "late", nil, nil)
 		}
 		r.SetEpoch(job, run, epoch)
-		if err := r.Flush(); err != nil {
+		if err := r.Flush(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -1101,7 +1101,7 @@ func TestRecordEpochs(t *testing.T) {
 		t.Fatalf("Cut(a, 1, 1) deleted %d rows (%v), want 2", n, err)
 	}
 	r.SetEpoch("a", 1, 2)
-	if err := r.Flush(); err != nil {
+	if err := r.Flush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	got := d.query(t, `SELECT id, coalesce(job, 'NULL'), run::text, coalesce(epoch::text, 'NULL') FROM `+quoteIdent(table)+` ORDER BY id`)
@@ -1138,7 +1138,7 @@ func TestRecordJobs(t *testing.T) {
 	for _, job := range []string{"a", "b", "a"} {
 		r.WriteRecord("0:7", "late", []byte(`{"job":"`+job+`"}`), nil)
 		r.SetEpoch(job, 1, 1)
-		if err := r.Flush(); err != nil {
+		if err := r.Flush(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -1167,7 +1167,7 @@ func TestRecordsRetry(t *testing.T) {
 		time.Sleep(300 * time.Millisecond)
 		back <- p.restart()
 	}()
-	err = r.Flush()
+	err = r.Flush(context.Background())
 	if rerr := <-back; rerr != nil {
 		t.Fatal(rerr)
 	}
@@ -1264,11 +1264,11 @@ func BenchmarkUpsert(b *testing.B) {
 						r.Watermark = r.End
 						r.Values[0].Value = strconv.AppendInt(r.Values[0].Value[:0], int64(n*batch+i), 10)
 						r.Values[1].Value = strconv.AppendFloat(r.Values[1].Value[:0], float64(i)*1.5, 'g', -1, 64)
-						if err := s.Write(r); err != nil {
+						if err := s.Write(context.Background(), []Row{r}); err != nil {
 							b.Fatal(err)
 						}
 					}
-					if err := s.Flush(); err != nil {
+					if err := s.Flush(context.Background()); err != nil {
 						b.Fatal(err)
 					}
 					n++

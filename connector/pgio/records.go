@@ -204,6 +204,35 @@ func (s *RecordSink) Pending() int { return len(s.recs) }
 // Unavailable is Sink.Unavailable: safe to call from any goroutine.
 func (s *RecordSink) Unavailable() bool { return s.c.failing.Load() }
 
+// Record is a late record or dead letter for a RecordSink.
+type Record struct {
+	// ID identifies the record (its source position): a record whose id
+	// the table holds already is not written again. It must not be empty.
+	ID string
+	// Reason says why the record is here (window_expired, a parse
+	// error, ...).
+	Reason string
+	// Raw is the record as received; Meta is JSON metadata (the source,
+	// offset, event time, watermark...).
+	Raw, Meta []byte
+}
+
+// Write buffers records for the next Flush, as WriteRecord; the records
+// before an invalid one are buffered.
+func (s *RecordSink) Write(_ context.Context, recs []Record) error {
+	for i := range recs {
+		r := &recs[i]
+		if err := s.WriteRecord(r.ID, r.Reason, r.Raw, r.Meta); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Idempotent marks the sink as connector.Idempotent: it stores each id
+// once.
+func (s *RecordSink) Idempotent() {}
+
 // WriteRecord buffers one record for the next Flush; it copies what it
 // keeps, so the caller may reuse the slices.
 //
@@ -296,14 +325,9 @@ func (s *RecordSink) MaxRun(ctx context.Context, job string) (int64, error) {
 }
 
 // Flush commits every record written since the last successful Flush in one
-// transaction, with the guarantees and retries of Sink.Flush.
-func (s *RecordSink) Flush() error {
-	return s.FlushContext(context.Background())
-}
-
-// FlushContext is Flush, also stopping when ctx is done, like
-// Sink.FlushContext.
-func (s *RecordSink) FlushContext(ctx context.Context) error {
+// transaction, with the guarantees and retries of Sink.Flush, and stops
+// when ctx is done like it.
+func (s *RecordSink) Flush(ctx context.Context) error {
 	if len(s.recs) == 0 && !s.c.closed {
 		return nil
 	}

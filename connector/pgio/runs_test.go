@@ -201,7 +201,7 @@ func TestRecordRuns(t *testing.T) {
 			}
 		}
 		r.SetEpoch(job, run, epoch)
-		if err := r.Flush(); err != nil {
+		if err := r.Flush(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -339,7 +339,7 @@ func TestRecordMigrateRuns(t *testing.T) {
 				t.Fatal(err)
 			}
 			r.SetEpoch("a", run, 1)
-			if err := r.Flush(); err != nil {
+			if err := r.Flush(context.Background()); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -399,7 +399,7 @@ func TestRecordMigrateRuns(t *testing.T) {
 			t.Fatal(err)
 		}
 		r.SetEpoch("a", 1, 1)
-		if err := r.Flush(); err != nil {
+		if err := r.Flush(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 		if n := d.count(t, table); n != 2 || r.Skipped() != 1 {

@@ -159,7 +159,7 @@ func TestTypedWriteValidation(t *testing.T) {
 		{row([]string{"userId", `"a\u0000"`}, 0, 1, "retract", 0, 0), `\u0000 is not allowed`},
 	}
 	for _, c := range cases {
-		err := s.Write(c.r)
+		err := s.Write(context.Background(), []Row{c.r})
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("Write(%+v) = %v, want an error containing %q", c.r, err, c.want)
 		}

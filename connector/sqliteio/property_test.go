@@ -159,13 +159,13 @@ func TestPropertyLastRevisionWins(t *testing.T) {
 		for _, x := range stream {
 			s := sinks[x.job]
 			if cur != nil && cur != s {
-				if err := cur.Flush(); err != nil {
+				if err := cur.Flush(ctx); err != nil {
 					closeAll()
 					rt.Fatal(err)
 				}
 			}
 			cur = s
-			if err := s.Write(x.r); err != nil {
+			if err := s.Write(ctx, []Row{x.r}); err != nil {
 				closeAll()
 				rt.Fatal(err)
 			}
@@ -187,7 +187,7 @@ func TestPropertyLastRevisionWins(t *testing.T) {
 				if w.job != job || w.retracted && (w.retractRun > last.Run || w.retractRun == last.Run && w.retractPane >= last.Pane) {
 					continue
 				}
-				if err := model.Write(last); err != nil {
+				if err := model.Write(ctx, []Row{last}); err != nil {
 					model.Close()
 					rt.Fatal(err)
 				}

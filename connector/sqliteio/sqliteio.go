@@ -31,6 +31,7 @@ package sqliteio
 
 import (
 	"bytes"
+	"context"
 	"database/sql"
 	"encoding/json"
 	"errors"
@@ -422,7 +423,7 @@ func foldEqual(a, b string) bool { return foldASCII(a) == foldASCII(b) }
 // that does not keep earlier runs) and returns how many; other jobs' rows
 // stay. It commits an open transaction first.
 func (s *Sink) Reset() (int64, error) {
-	if err := s.Flush(); err != nil {
+	if err := s.flush(); err != nil {
 		return 0, err
 	}
 	res, err := s.db.Exec(fmt.Sprintf(`DELETE FROM %s WHERE "job" = ?`, quote(s.table)), s.job)
@@ -435,7 +436,7 @@ func (s *Sink) Reset() (int64, error) {
 // MaxRun is the highest run among the rows of the sink's job (0: none).
 // It commits an open transaction first (the sink has one connection).
 func (s *Sink) MaxRun() (int64, error) {
-	if err := s.Flush(); err != nil {
+	if err := s.flush(); err != nil {
 		return 0, err
 	}
 	var n int64
@@ -452,8 +453,9 @@ func (s *Sink) Path() string { return s.path }
 // ErrClosed is returned by Write and Flush after Close.
 var ErrClosed = errors.New("sqliteio: sink is closed")
 
-// Write applies r in the open transaction, beginning one if needed, and
-// commits the transaction once it holds Options.BatchRows rows. A result
+// Write applies rows in order in the open transaction, beginning one if
+// needed, and commits the transaction whenever it holds Options.BatchRows
+// rows. A result
 // (early, on_time, late) upserts the row unless the table holds a newer
 // (run, pane) of the window; a retraction deletes the window's row unless
 // it holds a newer (run, pane).
@@ -462,12 +464,26 @@ var ErrClosed = errors.New("sqliteio: sink is closed")
 // invalid JSON, a null key) returns an error and changes nothing. If SQLite
 // fails, the open transaction is rolled back: every row written since the
 // last successful commit is lost and must be written again (writing is
-// idempotent, so replaying from an earlier point is safe).
-func (s *Sink) Write(r Row) error {
+// idempotent, so replaying from an earlier point is safe). Rows before the
+// invalid one are applied.
+func (s *Sink) Write(_ context.Context, rows []Row) error {
+	for i := range rows {
+		if err := s.write(&rows[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Idempotent marks the sink as connector.Idempotent: a replay of the same
+// rows leaves the same table.
+func (s *Sink) Idempotent() {}
+
+func (s *Sink) write(r *Row) error {
 	if s.closed {
 		return ErrClosed
 	}
-	f, _, err := tablerow.Check("sqliteio", &r, s.keyNames, s.valNames)
+	f, _, err := tablerow.Check("sqliteio", r, s.keyNames, s.valNames)
 	if err != nil {
 		return err
 	}
@@ -565,7 +581,9 @@ func (s *Sink) rollback() {
 
 // Flush commits the open transaction, if any. When it returns nil every row
 // written so far is durable (synchronous=FULL).
-func (s *Sink) Flush() error {
+func (s *Sink) Flush(context.Context) error { return s.flush() }
+
+func (s *Sink) flush() error {
 	if s.closed {
 		return ErrClosed
 	}
@@ -581,7 +599,7 @@ func (s *Sink) Close() error {
 	if s.closed {
 		return nil
 	}
-	err := s.Flush() // it commits or, failing, rolls back any transaction
+	err := s.flush() // it commits or, failing, rolls back any transaction
 	s.closed = true
 	if cerr := s.closeDB(); err == nil {
 		err = cerr

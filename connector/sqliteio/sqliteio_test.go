@@ -1,6 +1,7 @@
 package sqliteio
 
 import (
+	"context"
 	"database/sql"
 	"fmt"
 	"math"
@@ -16,6 +17,9 @@ import (
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// ctx is the context of the sink calls of the tests.
+var ctx = context.Background()
 
 // tb is the part of testing.TB that *rapid.T also has.
 type tb interface {
@@ -48,7 +52,7 @@ func mustOpen(t testing.TB, path string, keys, values []string, o Options) *Sink
 func mustWrite(t testing.TB, s *Sink, rows ...Row) {
 	t.Helper()
 	for _, r := range rows {
-		if err := s.Write(r); err != nil {
+		if err := s.Write(ctx, []Row{r}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -146,7 +150,7 @@ func TestUpsertOrder(t *testing.T) {
 		row(k, 0, 1000, "on_time", 1, 999, "count", "2", "sum", "3"),
 		row(k, 0, 1000, "late", 2, 1500, "count", "3", "sum", "4.25"),
 	)
-	if err := s.Flush(); err != nil {
+	if err := s.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
 	want := `text:"" text:"alice" int:0 int:1000 text:"late" int:0 int:2 int:1500 int:3 real:4.25` + "\n"
@@ -246,7 +250,7 @@ func TestRetract(t *testing.T) {
 		row(b, 0, 10, "retract", 0, 30), // an older pane: kept
 		row(b, 5, 10, "retract", 9, 30), // no such window: nothing
 	)
-	if err := s.Flush(); err != nil {
+	if err := s.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
 	want := `text:"" text:"b" int:0 int:10 text:"late" int:0 int:1 int:20 int:4` + "\n"
@@ -256,7 +260,7 @@ func TestRetract(t *testing.T) {
 	// Retract values are ignored, even if absent or invalid.
 	r := row(b, 0, 10, "retract", 1, 30, "bogus", "{")
 	mustWrite(t, s, r)
-	if err := s.Flush(); err != nil {
+	if err := s.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if got := dump(t, path, "results", []string{"k"}); got != "" {
@@ -339,7 +343,7 @@ func TestKeyTypes(t *testing.T) {
 		mustWrite(t, s, row([]string{"k", k}, 0, 1, "on_time", int64(i), 1, "v", strconv.Itoa(i)))
 	}
 	// null keys are refused.
-	err := s.Write(row([]string{"k", "null"}, 0, 1, "on_time", 0, 1, "v", "0"))
+	err := s.Write(ctx, []Row{row([]string{"k", "null"}, 0, 1, "on_time", 0, 1, "v", "0")})
 	if err == nil || !strings.Contains(err.Error(), `key "k" is null`) {
 		t.Fatalf("null key: got %v", err)
 	}
@@ -407,13 +411,13 @@ func TestInvalidRows(t *testing.T) {
 		{row([]string{"x", `"a"`}, 0, 1, "on_time", 1, 1, "v", "1"), `row key 1 is "x", want "k"`},
 		{row([]string{"k", `"a"`}, 0, 1, "on_time", 1, 1, "w", "1"), `row value 1 is "w", want "v"`},
 	} {
-		err := s.Write(c.r)
+		err := s.Write(ctx, []Row{c.r})
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("got %v, want an error containing %q", err, c.want)
 		}
 	}
 	// The invalid rows changed nothing and the batch is still open.
-	if err := s.Flush(); err != nil {
+	if err := s.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
 	want := `text:"" text:"a" int:0 int:1 text:"on_time" int:0 int:0 int:1 int:1` + "\n"
@@ -537,7 +541,7 @@ func TestWALAndClose(t *testing.T) {
 	if got := dump(t, path, "results", []string{"k"}); got != "" {
 		t.Fatalf("visible before Flush:\n%s", got)
 	}
-	if err := s.Flush(); err != nil {
+	if err := s.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if got := dump(t, path, "results", []string{"k"}); got == "" {
@@ -550,10 +554,10 @@ func TestWALAndClose(t *testing.T) {
 	if got := dump(t, path, "results", []string{"k"}); strings.Count(got, "\n") != 2 {
 		t.Fatalf("Close did not flush:\n%s", got)
 	}
-	if err := s.Write(row([]string{"k", `"c"`}, 0, 1, "on_time", 0, 1, "v", "1")); err != ErrClosed {
+	if err := s.Write(ctx, []Row{row([]string{"k", `"c"`}, 0, 1, "on_time", 0, 1, "v", "1")}); err != ErrClosed {
 		t.Fatalf("Write after Close: %v", err)
 	}
-	if err := s.Flush(); err != ErrClosed {
+	if err := s.Flush(ctx); err != ErrClosed {
 		t.Fatalf("Flush after Close: %v", err)
 	}
 }
@@ -576,7 +580,7 @@ func TestSQLiteErrorRollsBack(t *testing.T) {
 	s := mustOpen(t, path, []string{"k"}, []string{"v"}, Options{})
 	defer mustClose(t, s)
 	mustWrite(t, s, row([]string{"k", `"a"`}, 0, 1, "on_time", 0, 1, "v", "1"))
-	if err := s.Flush(); err != nil {
+	if err := s.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
 	mustWrite(t, s, row([]string{"k", `"b"`}, 0, 1, "on_time", 0, 1, "v", "1"))
@@ -587,12 +591,12 @@ func TestSQLiteErrorRollsBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustWrite(t, s, row([]string{"k", `"b"`}, 0, 1, "on_time", 0, 1, "v", "1"))
-	err := s.Write(row([]string{"k", `"c"`}, 0, 1, "on_time", 0, 1, "v", "1"))
+	err := s.Write(ctx, []Row{row([]string{"k", `"c"`}, 0, 1, "on_time", 0, 1, "v", "1")})
 	if err == nil || !strings.Contains(err.Error(), "boom") || !strings.Contains(err.Error(), "rolled back") {
 		t.Fatalf("got %v", err)
 	}
 	mustWrite(t, s, row([]string{"k", `"d"`}, 0, 1, "on_time", 0, 1, "v", "1"))
-	if err := s.Flush(); err != nil {
+	if err := s.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
 	want := "text:\"\" text:\"a\" int:0 int:1 text:\"on_time\" int:0 int:0 int:1 int:1\n" +
@@ -630,11 +634,11 @@ func BenchmarkUpsert(b *testing.B) {
 		r.Watermark = r.End + etime.Time(r.Pane)
 		cnt = strconv.AppendInt(cnt[:0], int64(i), 10)
 		r.Values[0].Value = cnt
-		if err := s.Write(r); err != nil {
+		if err := s.Write(ctx, []Row{r}); err != nil {
 			b.Fatal(err)
 		}
 	}
-	if err := s.Flush(); err != nil {
+	if err := s.Flush(ctx); err != nil {
 		b.Fatal(err)
 	}
 	b.ReportMetric(float64(i)/b.Elapsed().Seconds(), "rows/s")
@@ -655,7 +659,7 @@ func TestRelativeAndMemoryPaths(t *testing.T) {
 	}
 	s = mustOpen(t, ":memory:", []string{"k"}, []string{"v"}, Options{})
 	mustWrite(t, s, row([]string{"k", "1"}, 0, 1, "on_time", 0, 1, "v", "1"))
-	if err := s.Flush(); err != nil {
+	if err := s.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
 	var n int
@@ -679,7 +683,7 @@ func TestRunGuard(t *testing.T) {
 	k := []string{"k", `"a"`}
 	check := func(when, want string) {
 		t.Helper()
-		if err := s.Flush(); err != nil {
+		if err := s.Flush(ctx); err != nil {
 			t.Fatal(err)
 		}
 		if got := dump(t, path, "results", []string{"k"}); got != want {
@@ -741,7 +745,7 @@ func TestJobsShareTable(t *testing.T) {
 	// The two sinks share the file's write lock: each commits before the
 	// other writes.
 	mustWrite(t, b, inRun(2, row(x, 0, 10, "on_time", 0, 10, "v", "20")))
-	if err := b.Flush(); err != nil {
+	if err := b.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
 	// Job a's run 1 is not older than job b's run 2: they are other rows.
@@ -754,7 +758,7 @@ func TestJobsShareTable(t *testing.T) {
 		inRun(1, row(x, 0, 10, "on_time", 0, 10, "v", "10")),
 		inRun(9, row(z, 0, 10, "retract", 9, 99)),
 	)
-	if err := a.Flush(); err != nil {
+	if err := a.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
 	want := `text:"a" text:"x" int:0 int:10 text:"on_time" int:1 int:0 int:10 int:10` + "\n" +
@@ -800,7 +804,7 @@ func TestJobsShareTable(t *testing.T) {
 
 	// After its Reset, job a starts again from run 1.
 	mustWrite(t, a, inRun(1, row(y, 0, 10, "early", 0, 5, "v", "1")))
-	if err := a.Flush(); err != nil {
+	if err := a.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
 	want = `text:"a" text:"y" int:0 int:10 text:"early" int:1 int:0 int:5 int:1` + "\n" + wantB

@@ -1,0 +1,108 @@
+package pgio
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+	"testing"
+
+	"github.com/weirstream/weir/connector"
+	"github.com/weirstream/weir/connector/connectortest"
+)
+
+// confRow is a conformance record as a row of a table keyed by id with
+// one bigint value column.
+func confRow(r connectortest.Rec) Row {
+	row := Row{Keys: []Column{{Name: "id", Value: strconv.AppendQuote(nil, r.ID)}}, Start: 0, End: 1000,
+		Firing: FiringOnTime, Run: r.Run, Pane: r.Pane, Watermark: 999}
+	if r.Retract {
+		row.Firing = FiringRetract
+	} else {
+		row.Values = []Column{{Name: "value", Value: strconv.AppendInt(nil, r.Value, 10)}}
+	}
+	return row
+}
+
+// readRecs runs query (which selects id, run, pane, value or one jsonb
+// record) on the test server.
+func readRecs(t testing.TB, d *db, query string, jsonRec bool) []connectortest.Rec {
+	t.Helper()
+	rows, err := d.admin.Query(context.Background(), query)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []connectortest.Rec
+	for rows.Next() {
+		var r connectortest.Rec
+		if jsonRec {
+			var b []byte
+			err = rows.Scan(&b)
+			if err == nil {
+				err = json.Unmarshal(b, &r)
+			}
+		} else {
+			err = rows.Scan(&r.ID, &r.Run, &r.Pane, &r.Value)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestSinkConformance runs the sink suite on a results table.
+func TestSinkConformance(t *testing.T) {
+	d := connect(t)
+	connectortest.RunSink(t, connectortest.Sink[Row]{
+		Kind: connectortest.Upsert,
+		New: func(t testing.TB) (func(testing.TB) connector.Sink[Row], func(testing.TB) []connectortest.Rec) {
+			table := d.table(t, "weir_conformance")
+			open := func(t testing.TB) connector.Sink[Row] {
+				s, err := Open(context.Background(), d.url, table, Defs(Text, "id"), Defs(BigInt, "value"), Options{Job: "conformance"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return s
+			}
+			read := func(t testing.TB) []connectortest.Rec {
+				return readRecs(t, d, `SELECT id, run, pane, value FROM `+quoteIdent(table)+` WHERE job = 'conformance'`, false)
+			}
+			return open, read
+		},
+		Make:  confRow,
+		Break: func(_ testing.TB, s connector.Sink[Row]) { s.Close() },
+	})
+}
+
+// TestRecordSinkConformance runs the sink suite on a records table.
+func TestRecordSinkConformance(t *testing.T) {
+	d := connect(t)
+	connectortest.RunSink(t, connectortest.Sink[Record]{
+		Kind: connectortest.ByID,
+		New: func(t testing.TB) (func(testing.TB) connector.Sink[Record], func(testing.TB) []connectortest.Rec) {
+			table := d.table(t, "weir_conformance_late")
+			open := func(t testing.TB) connector.Sink[Record] {
+				s, err := OpenRecords(context.Background(), d.url, table, Options{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				s.SetEpoch("conformance", 1, 1)
+				return s
+			}
+			read := func(t testing.TB) []connectortest.Rec {
+				return readRecs(t, d, `SELECT record FROM `+quoteIdent(table)+` WHERE job = 'conformance'`, true)
+			}
+			return open, read
+		},
+		Make: func(r connectortest.Rec) Record {
+			b, _ := json.Marshal(r)
+			return Record{ID: r.ID, Reason: "window_expired", Raw: b, Meta: []byte(`{"source":"conformance"}`)}
+		},
+		Break: func(_ testing.TB, s connector.Sink[Record]) { s.Close() },
+	})
+}

@@ -67,6 +67,18 @@ type Transactional interface {
 	Recover(ctx context.Context, epoch int64, state []byte) error
 }
 
+// CommitReporter is the ability of a Transactional sink that cannot
+// finish, after a crash, an epoch it pre-committed (a Kafka transaction:
+// franz-go cannot resume one, so the crashed producer's transaction is
+// aborted). A job using it must restore from the checkpoint Committed
+// names, not from a newer one whose commit never happened: the sink's
+// Recover refuses another.
+type CommitReporter interface {
+	// Committed returns the newest epoch whose Commit took effect (ok
+	// false: none).
+	Committed(ctx context.Context) (epoch int64, ok bool, err error)
+}
+
 // Idempotent is the ability of a Sink that stores each record once however
 // often it is written: records carry a stable id (a late record's source
 // position, a result's key, window and revision) and a replay of the same

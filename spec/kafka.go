@@ -209,6 +209,7 @@ type kafkaResults struct {
 	topic string
 	j     *Job
 	line  []byte
+	one   [1]*kgo.Record // the record being written
 }
 
 func openKafkaResults(j *Job, k *Sink) (*kafkaResults, error) {
@@ -274,7 +275,8 @@ func kafkaSinkOptions(k *Sink, txnID string) kafkaio.SinkOptions {
 func (w *kafkaResults) write(r window.Result[string, []byte]) error {
 	w.line = appendResult(w.line[:0], w.j.plan, w.j.run, r)
 	key := appendResultKey(nil, w.j.plan, r)
-	return w.s.Produce(&kgo.Record{Topic: w.topic, Key: key, Value: append([]byte(nil), w.line...), Headers: resultHeaders(r.Firing, w.j.run, r.Pane)})
+	w.one[0] = &kgo.Record{Topic: w.topic, Key: key, Value: append([]byte(nil), w.line...), Headers: resultHeaders(r.Firing, w.j.run, r.Pane)}
+	return w.s.Write(context.Background(), w.one[:])
 }
 
 // resultHeaders are the headers of a result record in Kafka: its firing
@@ -296,13 +298,14 @@ func (w *kafkaResults) commit() error { return nil }
 func (w *kafkaResults) preCommit(id int64) error {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	return w.s.PreCommit(ctx, id)
+	_, err := w.s.PreCommit(ctx, id)
+	return err
 }
 
 func (w *kafkaResults) committed() error {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	return w.s.Commit(ctx)
+	return w.s.Commit(ctx, 0)
 }
 
 // close commits what the end of a run that ended well produced (no

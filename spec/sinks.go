@@ -35,6 +35,7 @@ type lineSink struct {
 	w    *bufio.Writer    // stdout
 	file *fileio.FileSink // nil for stdout
 	one  [1][]byte        // the line being written to file
+	krec [1]*kgo.Record   // the record being written to Kafka
 	// topic, with kafka, sends the lines to a Kafka topic instead, in the
 	// results sink's transaction of each checkpoint.
 	topic string
@@ -95,7 +96,8 @@ func (s *lineSink) writeKeyed(key, line []byte) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.kafka != nil {
-		return s.kafka.s.Produce(&kgo.Record{Topic: s.topic, Key: key, Value: append([]byte(nil), line...)})
+		s.krec[0] = &kgo.Record{Topic: s.topic, Key: key, Value: append([]byte(nil), line...)}
+		return s.kafka.s.Write(context.Background(), s.krec[:])
 	}
 	if s.file != nil {
 		s.one[0] = line

@@ -169,6 +169,15 @@ func RunSink[T any](t *testing.T, s Sink[T]) {
 			}
 			k.Close()
 			k = open(t)
+			if cr, ok := k.(connector.CommitReporter); ok && durable {
+				// The sink cannot finish epoch 2 after the crash: it
+				// must say so, and the restore is from checkpoint 1.
+				e, ok, err := cr.Committed(ctx)
+				if err != nil || !ok || e != 1 {
+					t.Fatalf("Committed after a crash between PreCommit(2) and Commit(2) = %d, %v, %v; want 1", e, ok, err)
+				}
+				durable = false
+			}
 			if durable {
 				s.recover(t, k, 2, state2)
 				s.expect(t, read, recs(0, 20), "after a restore from checkpoint 2, pre-committed and not committed before the crash")

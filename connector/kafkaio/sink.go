@@ -72,7 +72,12 @@ func (o *SinkOptions) Validate() error {
 // produces epoch n again. A crash between 1 and 2 leaves no checkpoint n
 // at all. Either way read_committed readers see every record once.
 //
-// A Sink is used from one goroutine (the checkpoint coordinator's).
+// As a connector.Sink of records it is connector.Transactional and a
+// connector.CommitReporter: Committed is LastCommitted, and a job restores
+// from the newest checkpoint no newer than it.
+//
+// A Sink is used from one goroutine at a time (the engine serializes its
+// calls).
 type Sink struct {
 	o    SinkOptions
 	cl   *kgo.Client
@@ -120,36 +125,75 @@ func (s *Sink) begin() error {
 	return nil
 }
 
-// Produce adds a record to the current transaction (opening one). The
-// record's Topic must be set. Errors surface at PreCommit.
-func (s *Sink) Produce(r *kgo.Record) error {
+// Write adds records to the current transaction (opening one). Each
+// record's Topic must be set; the sink keeps the records (franz-go owns
+// them until they are produced), so the caller must not reuse them.
+// Errors surface at Flush or PreCommit.
+func (s *Sink) Write(_ context.Context, recs []*kgo.Record) error {
 	if err := s.begin(); err != nil {
 		return err
 	}
-	s.cl.Produce(context.Background(), r, nil)
+	for _, r := range recs {
+		s.cl.Produce(context.Background(), r, nil)
+	}
+	return nil
+}
+
+// Flush waits until every record written so far is sent (not yet
+// visible: that takes Commit).
+func (s *Sink) Flush(ctx context.Context) error {
+	if err := s.cl.Flush(ctx); err != nil {
+		s.abort(ctx, err)
+		return fmt.Errorf("kafkaio: flush: %w", err)
+	}
 	return nil
 }
 
 // PreCommit adds checkpoint id's marker to the transaction and waits until
 // every record of it is written. On error the transaction is aborted and
-// the checkpoint must fail.
-func (s *Sink) PreCommit(ctx context.Context, id int64) error {
+// the checkpoint must fail. It returns no state: a restore needs none.
+func (s *Sink) PreCommit(ctx context.Context, id int64) ([]byte, error) {
 	if err := s.begin(); err != nil {
-		return err
+		return nil, err
 	}
 	marker := &kgo.Record{Topic: s.o.MarkerTopic, Key: []byte(s.o.TransactionalID), Value: strconv.AppendInt(nil, id, 10)}
 	s.cl.Produce(ctx, marker, nil)
 	if err := s.cl.Flush(ctx); err != nil {
 		s.abort(ctx, err)
-		return fmt.Errorf("kafkaio: flush of checkpoint %d: %w", id, err)
+		return nil, fmt.Errorf("kafkaio: flush of checkpoint %d: %w", id, err)
+	}
+	return nil, nil
+}
+
+// Recover prepares the sink for a job restored from checkpoint epoch: the
+// transaction a crashed predecessor left open is aborted when the first
+// transaction begins (the broker fences the old producer), so nothing
+// after the newest committed marker is ever visible. Kafka cannot take
+// back committed records, so Recover refuses a checkpoint older than the
+// newest committed marker (the output after it is visible already), and
+// one newer than it (its transaction was never committed, and franz-go
+// cannot resume it): restore from the checkpoint Committed names.
+func (s *Sink) Recover(ctx context.Context, epoch int64, _ []byte) error {
+	id, ok, err := LastCommitted(ctx, s.o)
+	if err != nil {
+		return err
+	}
+	if ok && id != epoch || !ok && epoch != 0 {
+		return fmt.Errorf("kafkaio: restoring checkpoint %d, but the newest checkpoint committed to %s by %s is %d (ok %v): restore from that one", epoch, s.o.MarkerTopic, s.o.TransactionalID, id, ok)
 	}
 	return nil
+}
+
+// Committed returns the newest checkpoint whose transaction committed
+// (LastCommitted): a restore must be from it.
+func (s *Sink) Committed(ctx context.Context) (int64, bool, error) {
+	return LastCommitted(ctx, s.o)
 }
 
 // Commit commits the transaction PreCommit flushed. When it fails, the
 // checkpoint's marker is not visible and a restore takes the checkpoint
 // before; the job must stop (a later checkpoint cannot repair it).
-func (s *Sink) Commit(ctx context.Context) error {
+func (s *Sink) Commit(ctx context.Context, _ int64) error {
 	if !s.open {
 		return nil
 	}
@@ -166,11 +210,10 @@ func (s *Sink) Finish(ctx context.Context) error {
 	if !s.open {
 		return nil
 	}
-	if err := s.cl.Flush(ctx); err != nil {
-		s.abort(ctx, err)
-		return fmt.Errorf("kafkaio: flush: %w", err)
+	if err := s.Flush(ctx); err != nil {
+		return err
 	}
-	return s.Commit(ctx)
+	return s.Commit(ctx, 0)
 }
 
 // Abort drops the open transaction, if any (a checkpoint that failed).

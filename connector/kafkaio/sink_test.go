@@ -41,7 +41,7 @@ func TestSinkExactlyOnceAcrossCrash(t *testing.T) {
 	ctx := context.Background()
 	epoch := func(s *Sink, n int) {
 		for i := range 10 {
-			if err := s.Produce(&kgo.Record{Topic: "out", Key: fmt.Appendf(nil, "e%d-%d", n, i), Value: []byte("v")}); err != nil {
+			if err := s.Write(ctx, []*kgo.Record{&kgo.Record{Topic: "out", Key: fmt.Appendf(nil, "e%d-%d", n, i), Value: []byte("v")}}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -54,14 +54,14 @@ func TestSinkExactlyOnceAcrossCrash(t *testing.T) {
 		t.Fatal(err)
 	}
 	epoch(s, 1)
-	if err := s.PreCommit(ctx, 1); err != nil {
+	if _, err := s.PreCommit(ctx, 1); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Commit(ctx); err != nil {
+	if err := s.Commit(ctx, 0); err != nil {
 		t.Fatal(err)
 	}
 	epoch(s, 2)
-	if err := s.PreCommit(ctx, 2); err != nil {
+	if _, err := s.PreCommit(ctx, 2); err != nil {
 		t.Fatal(err)
 	}
 	// Crash: the process dies with checkpoint 2's transaction open (the
@@ -79,10 +79,10 @@ func TestSinkExactlyOnceAcrossCrash(t *testing.T) {
 	}
 	defer s2.Close()
 	epoch(s2, 2) // replayed from checkpoint 1
-	if err := s2.PreCommit(ctx, 2); err != nil {
+	if _, err := s2.PreCommit(ctx, 2); err != nil {
 		t.Fatal(err)
 	}
-	if err := s2.Commit(ctx); err != nil {
+	if err := s2.Commit(ctx, 0); err != nil {
 		t.Fatal(err)
 	}
 	if id, ok, err := LastCommitted(ctx, o); err != nil || !ok || id != 2 {

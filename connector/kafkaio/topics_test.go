@@ -79,13 +79,13 @@ func TestPrepareCreatesMarkerTopic(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := s.Produce(&kgo.Record{Topic: "out", Key: []byte("k"), Value: []byte("v")}); err != nil {
+		if err := s.Write(ctx, []*kgo.Record{&kgo.Record{Topic: "out", Key: []byte("k"), Value: []byte("v")}}); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.PreCommit(ctx, id); err != nil {
+		if _, err := s.PreCommit(ctx, id); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.Commit(ctx); err != nil {
+		if err := s.Commit(ctx, 0); err != nil {
 			t.Fatal(err)
 		}
 		s.Close()

@@ -1,0 +1,76 @@
+package kafkaio
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/weirstream/weir/connector"
+	"github.com/weirstream/weir/connector/connectortest"
+)
+
+// TestSinkConformance runs the sink suite on a one-partition topic, read
+// as read_committed readers see it.
+func TestSinkConformance(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	brokers := c.ListenAddrs()
+	var n atomic.Int64
+	connectortest.RunSink(t, connectortest.Sink[*kgo.Record]{
+		Kind: connectortest.Append,
+		New: func(t testing.TB) (func(testing.TB) connector.Sink[*kgo.Record], func(testing.TB) []connectortest.Rec) {
+			id := n.Add(1)
+			topic, markers := fmt.Sprintf("out-%d", id), fmt.Sprintf("markers-%d", id)
+			cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cl.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if _, err := kadm.NewClient(cl).CreateTopics(ctx, 1, 1, nil, topic, markers); err != nil {
+				t.Fatal(err)
+			}
+			o := SinkOptions{Brokers: brokers, TransactionalID: fmt.Sprintf("weir-conformance-%d", id), MarkerTopic: markers, TransactionTimeout: 10 * time.Second}
+			open := func(t testing.TB) connector.Sink[*kgo.Record] {
+				s, err := OpenSink(o)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return s
+			}
+			read := func(t testing.TB) []connectortest.Rec {
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+				var out []connectortest.Rec
+				var bad error
+				if err := ReadCommitted(ctx, brokers, []string{topic}, time.Second, func(r *kgo.Record) {
+					var rec connectortest.Rec
+					if err := json.Unmarshal(r.Value, &rec); err != nil && bad == nil {
+						bad = err
+					}
+					out = append(out, rec)
+				}); err != nil || bad != nil {
+					t.Fatalf("reading %s: %v %v", topic, err, bad)
+				}
+				return out
+			}
+			return open, read
+		},
+		Make: func(r connectortest.Rec) *kgo.Record {
+			b, _ := json.Marshal(r)
+			return &kgo.Record{Topic: fmt.Sprintf("out-%d", n.Load()), Key: []byte(r.ID), Value: b}
+		},
+		Break: func(_ testing.TB, s connector.Sink[*kgo.Record]) { s.(*Sink).cl.Close() },
+	})
+}

@@ -16,22 +16,22 @@ import (
 func TestDependencyRules(t *testing.T) {
 	const mod = "github.com/weirstream/weir"
 	allowed := map[string][]string{
-		"etime":               {},
-		"clock":               {"etime"},
-		"window":              {"etime"},
-		"trigger":             {"etime", "window"},
-		"watermark":           {"etime", "clock"},
-		"state":               {},
-		"internal/timers":     {"etime", "window", "state"},
-		"internal/runtime":    {"etime", "clock", "watermark", "internal/hist"},
-		"internal/hist":       {},
-		"internal/checkpoint": {},
-		"internal/flock":      {},
-		"internal/jsonnum":    {},
-		"internal/ledger":     {"internal/flock"},
-		"internal/archive":    {"etime", "state/pebblestate", "internal/flock"},
-		"internal/procmem":    {},
-		".":                   {"etime", "clock", "window", "trigger", "watermark", "state", "state/memstate", "internal/runtime", "internal/winop", "internal/procmem"},
+		"etime":            {},
+		"clock":            {"etime"},
+		"window":           {"etime"},
+		"trigger":          {"etime", "window"},
+		"watermark":        {"etime", "clock"},
+		"state":            {},
+		"internal/timers":  {"etime", "window", "state"},
+		"checkpoint":       {},
+		"internal/runtime": {"etime", "clock", "watermark", "checkpoint", "internal/hist"},
+		"internal/hist":    {},
+		"internal/flock":   {},
+		"internal/jsonnum": {},
+		"internal/ledger":  {"internal/flock"},
+		"internal/archive": {"etime", "state/pebblestate", "internal/flock"},
+		"internal/procmem": {},
+		".":                {"etime", "clock", "window", "trigger", "watermark", "state", "state/memstate", "checkpoint", "internal/runtime", "internal/winop", "internal/procmem"},
 		// Connectors build on the public API only.
 		"connector":                   {"etime"},
 		"connector/fileio":            {".", "etime"},
@@ -43,7 +43,7 @@ func TestDependencyRules(t *testing.T) {
 		"connector/natsio":            {".", "etime", "clock"},
 		"connector/pgio":              {"etime", "connector/internal/tablerow"},
 		// The job spec is a user of the public API, like any Go program.
-		"spec": {".", "etime", "clock", "window", "trigger", "watermark", "state", "state/pebblestate", "internal/checkpoint", "internal/flock", "internal/ledger", "internal/archive", "internal/jsonnum", "connector/fileio", "connector/genio", "connector/sqliteio", "connector/kafkaio", "connector/pgio", "connector/natsio"},
+		"spec": {".", "etime", "clock", "window", "trigger", "watermark", "state", "state/pebblestate", "checkpoint", "internal/flock", "internal/ledger", "internal/archive", "internal/jsonnum", "connector/fileio", "connector/genio", "connector/sqliteio", "connector/kafkaio", "connector/pgio", "connector/natsio"},
 		// The Nexmark benchmark is a user of the public API too.
 		"nexmark": {".", "etime", "window"},
 		// Metrics read a job through the public API; the admin server

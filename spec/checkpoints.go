@@ -16,15 +16,15 @@ import (
 	"time"
 
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/checkpoint"
 	"github.com/weirstream/weir/connector/kafkaio"
 	"github.com/weirstream/weir/etime"
-	"github.com/weirstream/weir/internal/checkpoint"
 )
 
 // checkpoints is a job's checkpoint store and, when the run resumes, the
 // checkpoint it resumes from.
 type checkpoints struct {
-	store    *checkpoint.Store
+	store    *checkpoint.Dir
 	dir      string
 	last     atomic.Int64 // the newest checkpoint this run completed
 	interval time.Duration
@@ -56,11 +56,12 @@ func openCheckpoints(p *Plan, o RunOptions) (*checkpoints, error) {
 	if dir == "" {
 		return nil, nil
 	}
-	store, err := checkpoint.Open(dir, checkpoint.Options{Retain: retain, Crash: o.Crash, Logger: o.Logger})
+	meta := fingerprint(p)
+	store, err := checkpoint.Open(dir, checkpoint.Options{Retain: retain, Meta: meta, Crash: o.Crash, Logger: o.Logger})
 	if err != nil {
 		return nil, err
 	}
-	c := &checkpoints{store: store, dir: dir, interval: interval, meta: fingerprint(p)}
+	c := &checkpoints{store: store, dir: dir, interval: interval, meta: meta}
 	marker := filepath.Join(dir, finishedMarker)
 	_, statErr := os.Stat(marker)
 	finished := statErr == nil
@@ -181,7 +182,7 @@ func checkpointDir(p *Plan, o RunOptions) string {
 }
 
 func (c *checkpoints) options(fail func(error), committed func(id int64) error) weir.CheckpointOptions {
-	o := weir.CheckpointOptions{Interval: c.interval, Store: storeAdapter{c.store, c.meta},
+	o := weir.CheckpointOptions{Interval: c.interval, Store: c.store,
 		OnError: func(id int64, err error) { fail(fmt.Errorf("checkpoint %d failed: %w", id, err)) },
 		OnComplete: func(id int64) {
 			if err := committed(id); err != nil {
@@ -215,27 +216,6 @@ func (c *checkpoints) close() error {
 	}
 	return c.store.Close()
 }
-
-// storeAdapter commits each checkpoint with the spec's fingerprint.
-type storeAdapter struct {
-	s    *checkpoint.Store
-	meta []byte
-}
-
-func (a storeAdapter) Begin(id int64) (weir.PendingCheckpoint, error) {
-	p, err := a.s.Begin(id)
-	if err != nil {
-		return nil, err
-	}
-	return pendingAdapter{p, a.meta}, nil
-}
-
-type pendingAdapter struct {
-	*checkpoint.Pending
-	meta []byte
-}
-
-func (p pendingAdapter) Commit() error { return p.Pending.Commit(p.meta) }
 
 // partView serves a restored checkpoint's parts, named
 // "stage/index/name".

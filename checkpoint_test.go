@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/checkpoint"
 	"github.com/weirstream/weir/etime"
 	"github.com/weirstream/weir/trigger"
 	"github.com/weirstream/weir/window"
@@ -219,6 +220,80 @@ func TestCheckpointRestore(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestCheckpointDirRestore runs the job of TestCheckpointRestore with the
+// on-disk store of package checkpoint, as a Go program outside the module
+// would, and restores from its newest checkpoint through Dir.View: the
+// output before the checkpoint plus the restored run's is the full run's.
+func TestCheckpointDirRestore(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	var evs []ckEvent
+	for i := range 600 {
+		evs = append(evs, ckEvent{Key: r.IntN(10), TS: etime.Time(i*3 - r.IntN(150)), V: int64(1 + r.IntN(9))})
+	}
+	path := t.TempDir()
+	dir, err := checkpoint.Open(path, checkpoint.Options{Meta: []byte("job v1")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[int64]int{} // checkpoint id -> outputs so far
+	var current func() []string
+	// Stop taking checkpoints halfway, so that the newest one is not the
+	// end of the input.
+	var halfway bool
+	env, outs := checkpointJob(t, evs, 2, weir.CheckpointOptions{Interval: time.Nanosecond, Store: stopAt{dir, &halfway},
+		OnComplete: func(id int64) { seen[id] = len(current()); halfway = id >= 4 }})
+	current = outs
+	rep, err := env.Execute(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	full := outs()
+	if err := dir.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	dir, err = checkpoint.Open(path, checkpoint.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dir.Close()
+	cp, ok, err := dir.Latest()
+	if err != nil || !ok {
+		t.Fatalf("Latest = %v, %v", ok, err)
+	}
+	if string(cp.Meta) != "job v1" || seen[cp.ID] == 0 || seen[cp.ID] == len(full) {
+		t.Fatalf("checkpoint %d: meta %q, %d of %d outputs before it", cp.ID, cp.Meta, seen[cp.ID], len(full))
+	}
+	v, err := dir.View(cp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env2, outs2 := checkpointJob(t, evs, 2, weir.CheckpointOptions{Restore: v, NextID: cp.ID + 1})
+	rep2, err := env2.Execute(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := append(slices.Clone(full[:seen[cp.ID]]), outs2()...); !slices.Equal(got, full) {
+		t.Fatalf("restore from checkpoint %d: %d lines, want %d", cp.ID, len(got), len(full))
+	}
+	if rep2.Total() != rep.Total() {
+		t.Fatalf("restore from checkpoint %d: counters %+v, want %+v", cp.ID, rep2.Total(), rep.Total())
+	}
+}
+
+// stopAt is a store that refuses checkpoints once *stop is set.
+type stopAt struct {
+	s    weir.CheckpointStore
+	stop *bool
+}
+
+func (s stopAt) Begin(id int64) (weir.PendingCheckpoint, error) {
+	if *s.stop {
+		return nil, fmt.Errorf("no more checkpoints")
+	}
+	return s.s.Begin(id)
 }
 
 // epochSink collects outputs per subtask and remembers, per checkpoint,

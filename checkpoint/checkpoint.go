@@ -1,6 +1,9 @@
 package checkpoint
 
-import "strconv"
+import (
+	"strconv"
+	"strings"
+)
 
 // Store starts checkpoints: a job with checkpoints (weir.CheckpointOptions)
 // is given one and calls Begin once per checkpoint. Dir is the on-disk
@@ -59,4 +62,32 @@ type View interface {
 // subtask index of stage: "stage/index/name".
 func PartName(stage string, index int, name string) string {
 	return stage + "/" + strconv.Itoa(index) + "/" + name
+}
+
+// PartIndex is the subtask index of the part called part if PartName
+// made it from stage and name, false for a part of another stage or name.
+func PartIndex(part, stage, name string) (int, bool) {
+	rest, ok := strings.CutPrefix(part, stage+"/")
+	if !ok {
+		return 0, false
+	}
+	idx, n, ok := strings.Cut(rest, "/")
+	if !ok || n != name {
+		return 0, false
+	}
+	i, err := strconv.Atoi(idx)
+	return i, err == nil
+}
+
+// parts is a View of parts held in memory, by part name.
+type parts map[string][]byte
+
+func (v parts) Parts(stage, name string) map[int][]byte {
+	out := map[int][]byte{}
+	for k, b := range v {
+		if i, ok := PartIndex(k, stage, name); ok {
+			out[i] = b
+		}
+	}
+	return out
 }

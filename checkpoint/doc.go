@@ -18,10 +18,11 @@
 //
 //	cp, ok, err := dir.Latest()       // newest checkpoint that verifies
 //	b, err := dir.ReadPart(cp, "window/3")
+//	v, err := dir.View(cp)            // every part, for the job
 //
 // A job restores through a View of the checkpoint's parts
-// (weir.CheckpointOptions.Restore): the parts of one subtask are named as
-// PartName names them.
+// (weir.CheckpointOptions.Restore, with NextID cp.ID+1): the parts of one
+// subtask are named as PartName names them.
 //
 // Crash safety of a Dir: parts are fsynced before WritePart returns;
 // Commit makes the parts' directory entries durable, then writes the

@@ -437,6 +437,25 @@ func (s *Dir) ReadPart(cp *Checkpoint, name string) ([]byte, error) {
 	return b, nil
 }
 
+// View reads every part of cp (from Latest or Resumable), verifying each
+// as ReadPart does, and returns a View of them held in memory: what a job restoring from cp is
+// given (weir.CheckpointOptions.Restore, with NextID cp.ID+1). The View
+// is safe for concurrent use and does not touch the Dir again.
+func (s *Dir) View(cp *Checkpoint) (View, error) {
+	if cp == nil {
+		return nil, errors.New("checkpoint: View: nil checkpoint")
+	}
+	v := make(parts, len(cp.Parts))
+	for _, name := range cp.Parts {
+		b, err := s.ReadPart(cp, name)
+		if err != nil {
+			return nil, err
+		}
+		v[name] = b
+	}
+	return v, nil
+}
+
 // List returns the ids of the complete checkpoints, ascending: those with
 // a valid manifest (their parts are not read), except the ones an earlier
 // Latest of this Dir found damaged. Checkpoints pending in this Dir

@@ -102,6 +102,53 @@ func TestMetaOption(t *testing.T) {
 	checkLatest(t, s.(*Dir), 3, map[string][]byte{"window/2/state": []byte("acc")}, meta)
 }
 
+// TestView: a Dir's View of a checkpoint serves its parts by stage,
+// subtask index and name, also for stage names and names with '/'.
+func TestView(t *testing.T) {
+	s := mustOpen(t, t.TempDir(), Options{})
+	parts := map[string][]byte{
+		PartName("window", 0, "state"):      []byte("w0"),
+		PartName("window", 3, "state"):      []byte("w3"),
+		PartName("window", 3, "valve/0"):    []byte("v"),
+		PartName("src/a", 1, "position"):    []byte("p1"),
+		PartName("window-1", 0, "state"):    []byte("other stage"),
+		PartName("job", 0, "output/ledger"): []byte("o"),
+	}
+	commit(t, s, 1, parts, nil)
+	cp, _, err := s.Latest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := s.View(cp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		stage, name string
+		want        map[int]string
+	}{
+		{"window", "state", map[int]string{0: "w0", 3: "w3"}},
+		{"window", "valve/0", map[int]string{3: "v"}},
+		{"src/a", "position", map[int]string{1: "p1"}},
+		{"job", "output/ledger", map[int]string{0: "o"}},
+		{"window", "nope", map[int]string{}},
+	} {
+		got := map[int]string{}
+		for i, b := range v.Parts(c.stage, c.name) {
+			got[i] = string(b)
+		}
+		if !maps.Equal(got, c.want) {
+			t.Errorf("Parts(%q, %q) = %v, want %v", c.stage, c.name, got, c.want)
+		}
+	}
+	if i, ok := PartIndex("window/12/state", "window", "state"); !ok || i != 12 {
+		t.Errorf("PartIndex = %d, %v", i, ok)
+	}
+	if _, err := s.View(nil); err == nil {
+		t.Error("View(nil) succeeded")
+	}
+}
+
 func TestNoCheckpoint(t *testing.T) {
 	s := mustOpen(t, filepath.Join(t.TempDir(), "a", "b"), Options{})
 	cp, ok, err := s.Latest()

@@ -644,7 +644,7 @@ type lazyView struct {
 func (v *lazyView) Parts(stage, name string) map[int][]byte {
 	out := map[int][]byte{}
 	for _, p := range v.cp.Parts {
-		i, ok := partIndex(p, stage, name)
+		i, ok := checkpoint.PartIndex(p, stage, name)
 		if !ok {
 			continue
 		}

@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -30,7 +29,7 @@ type checkpoints struct {
 	interval time.Duration
 	meta     []byte
 	restored *checkpoint.Checkpoint
-	view     partView
+	view     checkpoint.View
 	// nextID is the first id of this run: above every checkpoint in the
 	// directory, also those newer than the restored one whose output a
 	// transactional sink never committed.
@@ -127,14 +126,9 @@ func openCheckpoints(p *Plan, o RunOptions) (*checkpoints, error) {
 		return nil, fmt.Errorf("checkpoint %d in %s: %w", cp.ID, dir, err)
 	}
 	c.restored = cp
-	c.view = partView{}
-	for _, name := range cp.Parts {
-		b, err := store.ReadPart(cp, name)
-		if err != nil {
-			store.Close()
-			return nil, err
-		}
-		c.view[name] = b
+	if c.view, err = store.View(cp); err != nil {
+		store.Close()
+		return nil, err
 	}
 	if o.Info != nil {
 		o.Info(fmt.Sprintf("resuming from checkpoint %d in %s (--fresh starts over)", cp.ID, dir))
@@ -215,36 +209,6 @@ func (c *checkpoints) close() error {
 		return nil
 	}
 	return c.store.Close()
-}
-
-// partView serves a restored checkpoint's parts, named
-// "stage/index/name".
-type partView map[string][]byte
-
-// Parts implements weir.CheckpointView.
-func (v partView) Parts(stage, name string) map[int][]byte {
-	out := map[int][]byte{}
-	for k, b := range v {
-		if i, ok := partIndex(k, stage, name); ok {
-			out[i] = b
-		}
-	}
-	return out
-}
-
-// partIndex is the index of the part named "stage/index/name", false for
-// a part of another stage or name.
-func partIndex(part, stage, name string) (int, bool) {
-	rest, ok := strings.CutPrefix(part, stage+"/")
-	if !ok {
-		return 0, false
-	}
-	idx, n, ok := strings.Cut(rest, "/")
-	if !ok || n != name {
-		return 0, false
-	}
-	i, err := strconv.Atoi(idx)
-	return i, err == nil
 }
 
 // fingerprint is what a checkpoint's state depends on: a restore under a

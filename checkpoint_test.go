@@ -283,6 +283,51 @@ func TestCheckpointDirRestore(t *testing.T) {
 	}
 }
 
+// TestObservationAfterRun: what the Env hands out after a checkpointed
+// run, in the root's own types: the checkpoint counts and their duration
+// histogram, the graph's gates, each subtask's accounting.
+func TestObservationAfterRun(t *testing.T) {
+	evs := []ckEvent{{1, 100, 1}, {2, 900, 2}, {1, 1500, 3}, {2, 2600, 4}}
+	store := &memStore{}
+	env, _ := checkpointJob(t, evs, 2, weir.CheckpointOptions{Interval: time.Nanosecond, Store: store})
+	if _, err := env.Execute(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	cs := env.CheckpointStats()
+	if cs.Completed == 0 || cs.Completed != int64(len(store.done)) || cs.InProgress || cs.InFlight.ID != 0 {
+		t.Fatalf("CheckpointStats = %+v with %d checkpoints stored", cs, len(store.done))
+	}
+	if n := cs.Durations.Count(); n != uint64(cs.Completed) {
+		t.Fatalf("%d checkpoint durations observed, want %d", n, cs.Completed)
+	}
+	par := map[string]int{} // the stages before, by name
+	var gated int
+	for _, s := range env.Graph() {
+		for _, g := range s.Gates {
+			base := 0
+			for _, f := range g {
+				if p, ok := par[f.Stage]; !ok || f.Par != p || f.Base != base {
+					t.Fatalf("stage %s reads %+v; upstream stages %v", s.Name, f, par)
+				}
+				base += f.Par
+				gated++
+			}
+		}
+		par[s.Name] = s.Parallelism
+	}
+	if gated == 0 {
+		t.Fatalf("Graph %+v: no stage reads another", env.Graph())
+	}
+	stats := env.SubtaskStats()
+	var in int64
+	for _, s := range stats {
+		in += s.RecordsIn
+	}
+	if len(stats) == 0 || in == 0 {
+		t.Fatalf("SubtaskStats = %+v", stats)
+	}
+}
+
 // stopAt is a store that refuses checkpoints once *stop is set.
 type stopAt struct {
 	s    weir.CheckpointStore

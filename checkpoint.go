@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/weirstream/weir/checkpoint"
 	"github.com/weirstream/weir/internal/runtime"
 )
 
@@ -27,17 +28,18 @@ type CheckpointOptions struct {
 	OnError func(id int64, err error)
 }
 
-// CheckpointStore starts checkpoints (internal/checkpoint has the on-disk
-// one).
-type CheckpointStore = runtime.CheckpointStore
+// CheckpointStore starts checkpoints: the contract is checkpoint.Store's,
+// and checkpoint.Open opens the on-disk one.
+type CheckpointStore = checkpoint.Store
 
-// PendingCheckpoint collects one checkpoint's parts. WritePart is called
-// concurrently and must not keep data after it returns: the buffer is
-// reused for the next checkpoint.
-type PendingCheckpoint = runtime.PendingCheckpoint
+// PendingCheckpoint collects one checkpoint's parts (checkpoint.Pending).
+// WritePart is called concurrently and must not keep data after it
+// returns: the buffer is reused for the next checkpoint.
+type PendingCheckpoint = checkpoint.Pending
 
-// CheckpointView reads the parts of a restored checkpoint.
-type CheckpointView = runtime.RestoreView
+// CheckpointView reads the parts of a restored checkpoint
+// (checkpoint.View).
+type CheckpointView = checkpoint.View
 
 // CheckpointedReader is a SourceReader that can be checkpointed: it says
 // where it is, and a fresh reader resumes there. A job with checkpoints

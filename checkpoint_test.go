@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/checkpoint"
 	"github.com/weirstream/weir/etime"
 	"github.com/weirstream/weir/trigger"
 	"github.com/weirstream/weir/window"
@@ -219,6 +220,125 @@ func TestCheckpointRestore(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestCheckpointDirRestore runs the job of TestCheckpointRestore with the
+// on-disk store of package checkpoint, as a Go program outside the module
+// would, and restores from its newest checkpoint through Dir.View: the
+// output before the checkpoint plus the restored run's is the full run's.
+func TestCheckpointDirRestore(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	var evs []ckEvent
+	for i := range 600 {
+		evs = append(evs, ckEvent{Key: r.IntN(10), TS: etime.Time(i*3 - r.IntN(150)), V: int64(1 + r.IntN(9))})
+	}
+	path := t.TempDir()
+	dir, err := checkpoint.Open(path, checkpoint.Options{Meta: []byte("job v1")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[int64]int{} // checkpoint id -> outputs so far
+	var current func() []string
+	// Stop taking checkpoints halfway, so that the newest one is not the
+	// end of the input.
+	var halfway bool
+	env, outs := checkpointJob(t, evs, 2, weir.CheckpointOptions{Interval: time.Nanosecond, Store: stopAt{dir, &halfway},
+		OnComplete: func(id int64) { seen[id] = len(current()); halfway = id >= 4 }})
+	current = outs
+	rep, err := env.Execute(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	full := outs()
+	if err := dir.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	dir, err = checkpoint.Open(path, checkpoint.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dir.Close()
+	cp, ok, err := dir.Latest()
+	if err != nil || !ok {
+		t.Fatalf("Latest = %v, %v", ok, err)
+	}
+	if string(cp.Meta) != "job v1" || seen[cp.ID] == 0 || seen[cp.ID] == len(full) {
+		t.Fatalf("checkpoint %d: meta %q, %d of %d outputs before it", cp.ID, cp.Meta, seen[cp.ID], len(full))
+	}
+	v, err := dir.View(cp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env2, outs2 := checkpointJob(t, evs, 2, weir.CheckpointOptions{Restore: v, NextID: cp.ID + 1})
+	rep2, err := env2.Execute(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := append(slices.Clone(full[:seen[cp.ID]]), outs2()...); !slices.Equal(got, full) {
+		t.Fatalf("restore from checkpoint %d: %d lines, want %d", cp.ID, len(got), len(full))
+	}
+	if rep2.Total() != rep.Total() {
+		t.Fatalf("restore from checkpoint %d: counters %+v, want %+v", cp.ID, rep2.Total(), rep.Total())
+	}
+}
+
+// TestObservationAfterRun: what the Env hands out after a checkpointed
+// run, in the root's own types: the checkpoint counts and their duration
+// histogram, the graph's gates, each subtask's accounting.
+func TestObservationAfterRun(t *testing.T) {
+	evs := []ckEvent{{1, 100, 1}, {2, 900, 2}, {1, 1500, 3}, {2, 2600, 4}}
+	store := &memStore{}
+	env, _ := checkpointJob(t, evs, 2, weir.CheckpointOptions{Interval: time.Nanosecond, Store: store})
+	if _, err := env.Execute(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	cs := env.CheckpointStats()
+	if cs.Completed == 0 || cs.Completed != int64(len(store.done)) || cs.InProgress || cs.InFlight.ID != 0 {
+		t.Fatalf("CheckpointStats = %+v with %d checkpoints stored", cs, len(store.done))
+	}
+	if n := cs.Durations.Count(); n != uint64(cs.Completed) {
+		t.Fatalf("%d checkpoint durations observed, want %d", n, cs.Completed)
+	}
+	par := map[string]int{} // the stages before, by name
+	var gated int
+	for _, s := range env.Graph() {
+		for _, g := range s.Gates {
+			base := 0
+			for _, f := range g {
+				if p, ok := par[f.Stage]; !ok || f.Par != p || f.Base != base {
+					t.Fatalf("stage %s reads %+v; upstream stages %v", s.Name, f, par)
+				}
+				base += f.Par
+				gated++
+			}
+		}
+		par[s.Name] = s.Parallelism
+	}
+	if gated == 0 {
+		t.Fatalf("Graph %+v: no stage reads another", env.Graph())
+	}
+	stats := env.SubtaskStats()
+	var in int64
+	for _, s := range stats {
+		in += s.RecordsIn
+	}
+	if len(stats) == 0 || in == 0 {
+		t.Fatalf("SubtaskStats = %+v", stats)
+	}
+}
+
+// stopAt is a store that refuses checkpoints once *stop is set.
+type stopAt struct {
+	s    weir.CheckpointStore
+	stop *bool
+}
+
+func (s stopAt) Begin(id int64) (weir.PendingCheckpoint, error) {
+	if *s.stop {
+		return nil, fmt.Errorf("no more checkpoints")
+	}
+	return s.s.Begin(id)
 }
 
 // epochSink collects outputs per subtask and remembers, per checkpoint,

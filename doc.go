@@ -40,8 +40,9 @@
 // Window state lives in a state backend (in memory by default; the pebble
 // backend in weir/state/pebblestate keeps it on disk). With
 // [Options.Checkpoint] set, the job takes aligned checkpoints into a
-// [CheckpointStore] and a restarted job resumes from the newest one with the
-// same watermarks, timers and late decisions.
+// [CheckpointStore] (checkpoint.Open, in weir/checkpoint, opens the on-disk
+// one) and a restarted job resumes from the newest one with the same
+// watermarks, timers and late decisions.
 //
 // # Observing a job
 //

@@ -40,8 +40,19 @@ type Env struct {
 	runCtx     context.Context
 }
 
-// DeadLetter is a record an operator refused as bad input (semantics W4).
-type DeadLetter = runtime.DeadLetter
+// DeadLetter is a record an operator refused as bad input (semantics W4),
+// as Env.OnDeadLetter's function receives it.
+type DeadLetter struct {
+	// Stage and Subtask are where it was refused.
+	Stage   string
+	Subtask int
+	// Reason is a short code such as "map_failed" or "timestamp_missing";
+	// Detail says what was wrong.
+	Reason string
+	Detail string
+	// Record is the refused record (or the source's raw input).
+	Record any
+}
 
 // NewEnv returns an Env; it refuses invalid options.
 func NewEnv(opts Options) (*Env, error) {
@@ -64,9 +75,9 @@ func NewEnv(opts Options) (*Env, error) {
 		BatchSize: opts.BatchSize, QueueBatches: opts.QueueBatches, Deterministic: opts.Deterministic,
 		Clock: opts.Clock, Logger: opts.Logger, Checkpoint: ck,
 	})
-	e.job.SetDeadLetters(func(d DeadLetter) {
+	e.job.SetDeadLetters(func(d runtime.DeadLetter) {
 		if e.deadFn != nil {
-			e.deadFn(d)
+			e.deadFn(DeadLetter(d))
 		}
 	})
 	return e, nil
@@ -163,25 +174,110 @@ type Report struct {
 }
 
 // WindowCounters are a window operator's exact counts (W4, W7, W8).
-type WindowCounters = winop.Counters
+type WindowCounters struct {
+	RecordsIn         int64 // elements processed
+	Accepted          int64 // added to at least one window
+	AcceptedLate      int64 // accepted, and late (B2) for a window it was added to: allowed lateness at work
+	LateSideOutput    int64 // late for every window, sent to the late output
+	LateDropped       int64 // late for every window, dropped
+	NoTimestamp       int64 // refused by the assigner (MIN timestamp, A5)
+	WindowMisses      int64 // window assignments missed by accepted records (W7)
+	PartialSideOutput int64 // accepted records sent to the late output for missed windows
+	Retractions       int64 // retract lines (W8)
+	FiredEarly        int64
+	FiredOnTime       int64
+	FiredLate         int64
+	// OnTimeTrailing: accepted on time (not late for any window it was
+	// added to), but late for one of them under the watermark its
+	// channel's bound promised at its arrival: records more than the
+	// bound out of order, on time only because the watermark trailed.
+	OnTimeTrailing int64
+}
+
+// Add adds o's counts to c.
+func (c *WindowCounters) Add(o WindowCounters) { (*winop.Counters)(c).Add(winop.Counters(o)) }
 
 // WindowHists are a window operator's lateness and firing-delay
 // distributions, for metrics.
-type WindowHists = winop.Hists
+type WindowHists struct {
+	// Lateness: watermark minus timestamp, in seconds, of each record
+	// behind the watermark (accepted within the lateness, side output or
+	// dropped); on-time records are not observed.
+	Lateness Histogram
+	// FiringDelay: processing time minus window end, in seconds, of each
+	// on-time firing of an event-time window (how long after its end, by
+	// the clock, a window's result came out), except the windows the
+	// operator's first watermark fires: they ended before it had one, so
+	// their delay is the age of the records read before it, not a
+	// firing backlog.
+	FiringDelay Histogram
+}
 
 // CheckpointStats counts the job's checkpoints (zero without them).
-type CheckpointStats = runtime.CheckpointStats
+type CheckpointStats struct {
+	Completed, Failed int64
+	// InProgress: a checkpoint is pending.
+	InProgress bool
+	// LastCompleted is when the newest checkpoint committed (zero: none),
+	// LastDuration how long it took from trigger to commit, LastSize the
+	// bytes of its parts.
+	LastCompleted time.Time
+	LastDuration  time.Duration
+	LastSize      int64
+	// Durations are the completed checkpoints' durations.
+	Durations Histogram
+	// InFlight is the pending checkpoint (ID 0: none).
+	InFlight InFlightCheckpoint
+}
+
+// InFlightCheckpoint is a checkpoint in progress: since when, and what it
+// waits for.
+type InFlightCheckpoint struct {
+	ID int64
+	// Started is when it was triggered.
+	Started time.Time
+	// Phase is what it waits for (CheckpointPhaseBegin, ...), since
+	// PhaseSince.
+	Phase      string
+	PhaseSince time.Time
+	// Acked subtasks of Subtasks took their snapshot; the parts of
+	// Written of them are written.
+	Acked, Written, Subtasks int
+}
+
+// The phases of a checkpoint in progress (InFlightCheckpoint.Phase).
+const (
+	// CheckpointPhaseBegin ("begin"): the store opens it (CheckpointStore.Begin).
+	CheckpointPhaseBegin = runtime.PhaseBegin
+	// CheckpointPhaseSnapshots ("snapshots"): the barriers travel; some subtask has not
+	// taken its snapshot yet (it is busy, backpressured, or aligning).
+	CheckpointPhaseSnapshots = runtime.PhaseSnapshots
+	// CheckpointPhaseParts ("parts"): every snapshot is taken; parts are being
+	// written.
+	CheckpointPhaseParts = runtime.PhaseParts
+	// CheckpointPhasePreCommit ("pre-commit"): the pre-commit hooks run (sinks make the
+	// epoch's output durable).
+	CheckpointPhasePreCommit = runtime.PhasePreCommit
+	// CheckpointPhaseCommit ("commit"): the store commits it (the manifest).
+	CheckpointPhaseCommit = runtime.PhaseCommit
+)
 
 // CheckpointStats returns the job's checkpoint counts; it is safe to call
 // while the job runs.
-func (e *Env) CheckpointStats() CheckpointStats { return e.job.CheckpointStats() }
+func (e *Env) CheckpointStats() CheckpointStats {
+	s := e.job.CheckpointStats()
+	return CheckpointStats{Completed: s.Completed, Failed: s.Failed, InProgress: s.InProgress,
+		LastCompleted: s.LastCompleted, LastDuration: s.LastDuration, LastSize: s.LastSize,
+		Durations: Histogram(s.Durations), InFlight: InFlightCheckpoint(s.InFlight)}
+}
 
 // WindowHists returns each window operator's distributions by operator
 // name, summed over its subtasks; it is safe to call while the job runs.
 func (e *Env) WindowHists() map[string]WindowHists {
 	m := make(map[string]WindowHists, len(e.ops))
 	for _, o := range e.ops {
-		m[o.name] = o.hists()
+		h := o.hists()
+		m[o.name] = WindowHists{Lateness: Histogram(h.Lateness), FiringDelay: Histogram(h.FiringDelay)}
 	}
 	return m
 }
@@ -212,7 +308,7 @@ func (e *Env) Execute(ctx context.Context) (Report, error) {
 func (e *Env) Report() Report {
 	r := Report{Windows: map[string]WindowCounters{}, SourceRecords: map[string]int64{}, SourceRestored: map[string]int64{}}
 	for _, o := range e.ops {
-		r.Windows[o.name] = o.counters()
+		r.Windows[o.name] = WindowCounters(o.counters())
 	}
 	for _, s := range e.sources {
 		r.SourceRecords[s.name] = s.n.Load()
@@ -288,8 +384,11 @@ type StageInfo struct {
 }
 
 // GateFrom says that channels Base to Base+Par-1 of a gate are the
-// subtasks of stage Stage.
-type GateFrom = runtime.GateFrom
+// subtasks 0 to Par-1 of stage Stage.
+type GateFrom struct {
+	Stage     string
+	Base, Par int
+}
 
 // Graph returns the job's stages, upstream first (nil before the job is
 // built).
@@ -301,21 +400,36 @@ func (e *Env) Graph() []StageInfo {
 	for _, s := range e.job.Stages() {
 		si := StageInfo{Name: s.Name, Parallelism: s.Par, Source: s.IsSource()}
 		for _, g := range s.Gates() {
-			si.Gates = append(si.Gates, g.From)
+			from := make([]GateFrom, len(g.From))
+			for i, f := range g.From {
+				from[i] = GateFrom(f)
+			}
+			si.Gates = append(si.Gates, from)
 		}
 		out = append(out, si)
 	}
 	return out
 }
 
-// SubtaskStats is how one subtask spent its time and what it received:
-// Busy + Backpressured + Idle is its running time; RecordsIn counts the
-// records it received from upstream subtasks; QueueLen/QueueCap are its
-// input queue, in batches. Times are zero in deterministic runs.
+// SubtaskStats is how one subtask spent its time and what it received.
+// Times are zero before the subtask starts and in deterministic runs.
 type SubtaskStats struct {
 	Stage   string
 	Subtask int
-	runtime.SubtaskStats
+	// Busy + Backpressured + Idle is the subtask's running time (Flink's
+	// busyTimeMsPerSecond and friends, as totals): Idle is the time spent
+	// waiting for input or, for a source, for data; Backpressured the
+	// time blocked on a full downstream queue.
+	Busy, Backpressured, Idle time.Duration
+	// RecordsIn counts the records received from upstream subtasks (not
+	// those a source reads).
+	RecordsIn int64
+	// QueueLen and QueueCap are the subtask's input queue, in batches; 0
+	// for sources and in deterministic runs.
+	QueueLen, QueueCap int
+	// CheckpointDelay is the newest checkpoint's start delay at this
+	// subtask: from its trigger to the subtask's snapshot.
+	CheckpointDelay time.Duration
 }
 
 // SubtaskStats returns every subtask's time and record accounting; it is
@@ -328,7 +442,9 @@ func (e *Env) SubtaskStats() []SubtaskStats {
 	var out []SubtaskStats
 	for _, s := range e.job.Stages() {
 		for _, st := range s.Subtasks() {
-			out = append(out, SubtaskStats{Stage: s.Name, Subtask: st.Index, SubtaskStats: st.Stats(now)})
+			t := st.Stats(now)
+			out = append(out, SubtaskStats{Stage: s.Name, Subtask: st.Index, Busy: t.Busy, Backpressured: t.Backpressured, Idle: t.Idle,
+				RecordsIn: t.RecordsIn, QueueLen: t.QueueLen, QueueCap: t.QueueCap, CheckpointDelay: t.CheckpointDelay})
 		}
 	}
 	return out

@@ -81,7 +81,6 @@ import (
 
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/etime"
-	"github.com/weirstream/weir/internal/hist"
 )
 
 // Options configures a Collector.
@@ -376,7 +375,7 @@ func (c *Collector) collectInputs(env *weir.Env, gauge func(*prometheus.Desc, fl
 	}
 }
 
-func histogram(d *prometheus.Desc, h hist.H, labels ...string) prometheus.Metric {
+func histogram(d *prometheus.Desc, h weir.Histogram, labels ...string) prometheus.Metric {
 	return prometheus.MustNewConstHistogram(d, h.Count(), h.Sum, h.Cumulative(), labels...)
 }
 

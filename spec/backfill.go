@@ -21,12 +21,12 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx"
 
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/checkpoint"
 	"github.com/weirstream/weir/clock"
 	"github.com/weirstream/weir/connector/fileio"
 	"github.com/weirstream/weir/connector/pgio"
 	"github.com/weirstream/weir/connector/sqliteio"
 	"github.com/weirstream/weir/etime"
-	"github.com/weirstream/weir/internal/checkpoint"
 	"github.com/weirstream/weir/ledger"
 	"github.com/weirstream/weir/window"
 )
@@ -636,7 +636,7 @@ func latestCounters(cdir string) (*outCounters, int64, error) {
 // only the parts asked for (a backfill wants the output's counters, not
 // the window state); err keeps the first read error.
 type lazyView struct {
-	st  *checkpoint.Store
+	st  *checkpoint.Dir
 	cp  *checkpoint.Checkpoint
 	err error
 }
@@ -644,7 +644,7 @@ type lazyView struct {
 func (v *lazyView) Parts(stage, name string) map[int][]byte {
 	out := map[int][]byte{}
 	for _, p := range v.cp.Parts {
-		i, ok := partIndex(p, stage, name)
+		i, ok := checkpoint.PartIndex(p, stage, name)
 		if !ok {
 			continue
 		}

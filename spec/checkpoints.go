@@ -10,27 +10,26 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/checkpoint"
 	"github.com/weirstream/weir/connector/kafkaio"
 	"github.com/weirstream/weir/etime"
-	"github.com/weirstream/weir/internal/checkpoint"
 )
 
 // checkpoints is a job's checkpoint store and, when the run resumes, the
 // checkpoint it resumes from.
 type checkpoints struct {
-	store    *checkpoint.Store
+	store    *checkpoint.Dir
 	dir      string
 	last     atomic.Int64 // the newest checkpoint this run completed
 	interval time.Duration
 	meta     []byte
 	restored *checkpoint.Checkpoint
-	view     partView
+	view     checkpoint.View
 	// nextID is the first id of this run: above every checkpoint in the
 	// directory, also those newer than the restored one whose output a
 	// transactional sink never committed.
@@ -56,11 +55,12 @@ func openCheckpoints(p *Plan, o RunOptions) (*checkpoints, error) {
 	if dir == "" {
 		return nil, nil
 	}
-	store, err := checkpoint.Open(dir, checkpoint.Options{Retain: retain, Crash: o.Crash, Logger: o.Logger})
+	meta := fingerprint(p)
+	store, err := checkpoint.Open(dir, checkpoint.Options{Retain: retain, Meta: meta, Crash: o.Crash, Logger: o.Logger})
 	if err != nil {
 		return nil, err
 	}
-	c := &checkpoints{store: store, dir: dir, interval: interval, meta: fingerprint(p)}
+	c := &checkpoints{store: store, dir: dir, interval: interval, meta: meta}
 	marker := filepath.Join(dir, finishedMarker)
 	_, statErr := os.Stat(marker)
 	finished := statErr == nil
@@ -126,14 +126,9 @@ func openCheckpoints(p *Plan, o RunOptions) (*checkpoints, error) {
 		return nil, fmt.Errorf("checkpoint %d in %s: %w", cp.ID, dir, err)
 	}
 	c.restored = cp
-	c.view = partView{}
-	for _, name := range cp.Parts {
-		b, err := store.ReadPart(cp, name)
-		if err != nil {
-			store.Close()
-			return nil, err
-		}
-		c.view[name] = b
+	if c.view, err = store.View(cp); err != nil {
+		store.Close()
+		return nil, err
 	}
 	if o.Info != nil {
 		o.Info(fmt.Sprintf("resuming from checkpoint %d in %s (--fresh starts over)", cp.ID, dir))
@@ -181,7 +176,7 @@ func checkpointDir(p *Plan, o RunOptions) string {
 }
 
 func (c *checkpoints) options(fail func(error), committed func(id int64) error) weir.CheckpointOptions {
-	o := weir.CheckpointOptions{Interval: c.interval, Store: storeAdapter{c.store, c.meta},
+	o := weir.CheckpointOptions{Interval: c.interval, Store: c.store,
 		OnError: func(id int64, err error) { fail(fmt.Errorf("checkpoint %d failed: %w", id, err)) },
 		OnComplete: func(id int64) {
 			if err := committed(id); err != nil {
@@ -214,57 +209,6 @@ func (c *checkpoints) close() error {
 		return nil
 	}
 	return c.store.Close()
-}
-
-// storeAdapter commits each checkpoint with the spec's fingerprint.
-type storeAdapter struct {
-	s    *checkpoint.Store
-	meta []byte
-}
-
-func (a storeAdapter) Begin(id int64) (weir.PendingCheckpoint, error) {
-	p, err := a.s.Begin(id)
-	if err != nil {
-		return nil, err
-	}
-	return pendingAdapter{p, a.meta}, nil
-}
-
-type pendingAdapter struct {
-	*checkpoint.Pending
-	meta []byte
-}
-
-func (p pendingAdapter) Commit() error { return p.Pending.Commit(p.meta) }
-
-// partView serves a restored checkpoint's parts, named
-// "stage/index/name".
-type partView map[string][]byte
-
-// Parts implements weir.CheckpointView.
-func (v partView) Parts(stage, name string) map[int][]byte {
-	out := map[int][]byte{}
-	for k, b := range v {
-		if i, ok := partIndex(k, stage, name); ok {
-			out[i] = b
-		}
-	}
-	return out
-}
-
-// partIndex is the index of the part named "stage/index/name", false for
-// a part of another stage or name.
-func partIndex(part, stage, name string) (int, bool) {
-	rest, ok := strings.CutPrefix(part, stage+"/")
-	if !ok {
-		return 0, false
-	}
-	idx, n, ok := strings.Cut(rest, "/")
-	if !ok || n != name {
-		return 0, false
-	}
-	i, err := strconv.Atoi(idx)
-	return i, err == nil
 }
 
 // fingerprint is what a checkpoint's state depends on: a restore under a

@@ -26,8 +26,8 @@ import (
 
 	"github.com/weirstream/weir/internal/kafkatest"
 
+	"github.com/weirstream/weir/checkpoint"
 	"github.com/weirstream/weir/connector/kafkaio"
-	"github.com/weirstream/weir/internal/checkpoint"
 	"github.com/weirstream/weir/internal/testenv"
 )
 
@@ -410,7 +410,7 @@ func TestKafkaRestoreRefusesLostCheckpoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	store, err := checkpoint.Open(dir, checkpoint.Options{})
+	store, err := checkpoint.Open(dir, checkpoint.Options{Meta: fingerprint(p)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -418,7 +418,7 @@ func TestKafkaRestoreRefusesLostCheckpoint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := pc.Commit(fingerprint(p)); err != nil {
+	if err := pc.Commit(); err != nil {
 		t.Fatal(err)
 	}
 	store.Close()

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/internal/hist"
 )
 
@@ -17,7 +18,7 @@ func TestPointFiringDelayPerInterval(t *testing.T) {
 		for _, d := range delays {
 			h.Observe(d)
 		}
-		return &Snapshot{Now: now, Operators: []Operator{{Name: "window", Window: &WindowOut{firingDelay: h}}}}
+		return &Snapshot{Now: now, Operators: []Operator{{Name: "window", Window: &WindowOut{firingDelay: weir.Histogram(h)}}}}
 	}
 	start := []float64{300, 300, 300, 300}
 	s0 := snap(0, start...)

@@ -16,7 +16,6 @@ import (
 
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/etime"
-	"github.com/weirstream/weir/internal/hist"
 )
 
 // JobInfo is what the job's spec says, for relative judgements: the
@@ -203,7 +202,7 @@ type WindowOut struct {
 	FiringDelayP99S float64 `json:"firing_delay_p99_s"`
 	// firingDelay is the histogram behind them, kept so that a history
 	// point can take the quantiles of the firings in its own interval.
-	firingDelay hist.H
+	firingDelay weir.Histogram
 	// OldestTimer is the earliest pending event-time timer (a window end
 	// or cleanup time the watermark must reach; null: none or unknown).
 	OldestTimer *int64 `json:"oldest_timer"`

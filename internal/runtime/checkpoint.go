@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/weirstream/weir/checkpoint"
 	"github.com/weirstream/weir/etime"
 	"github.com/weirstream/weir/internal/hist"
 	"github.com/weirstream/weir/watermark"
@@ -38,37 +39,16 @@ type CheckpointOptions struct {
 	// Interval between checkpoints (processing time of the wall clock).
 	Interval time.Duration
 	// Store receives the checkpoints.
-	Store CheckpointStore
+	Store checkpoint.Store
 	// NextID is the first checkpoint id (the restored one + 1).
 	NextID int64
 	// Restore, when set, is the checkpoint the job starts from.
-	Restore RestoreView
+	Restore checkpoint.View
 	// OnComplete, when set, is called after each checkpoint commits.
 	OnComplete func(id int64)
 	// OnError, when set, is told about a checkpoint that failed (the job
 	// goes on; the next checkpoint will try again).
 	OnError func(id int64, err error)
-}
-
-// CheckpointStore starts checkpoints.
-type CheckpointStore interface {
-	Begin(id int64) (PendingCheckpoint, error)
-}
-
-// PendingCheckpoint collects the parts of one checkpoint. WritePart is
-// called concurrently from subtask goroutines; it must not keep data after
-// it returns (the buffer is reused for the next checkpoint).
-type PendingCheckpoint interface {
-	WritePart(name string, data []byte) error
-	Commit() error
-	Abort() error
-}
-
-// RestoreView reads the parts of a restored checkpoint.
-type RestoreView interface {
-	// Parts returns the part called name of every subtask of stage that
-	// wrote one, by the subtask's index in the run that wrote it.
-	Parts(stage, name string) map[int][]byte
 }
 
 // SnapshotFunc appends a part's bytes to dst. dst is empty: nil, or the
@@ -128,11 +108,6 @@ func (j *Job) PreCommit(fn func(id int64, write func(name string, data []byte) e
 // PreCommitStage is the pseudo-stage of the parts pre-commit hooks write.
 const PreCommitStage = "job"
 
-// partName names a subtask's part in the store.
-func partName(stage string, idx int, name string) string {
-	return stage + "/" + strconv.Itoa(idx) + "/" + name
-}
-
 // coordinator runs checkpoints for one job.
 type coordinator struct {
 	job  *Job
@@ -152,7 +127,7 @@ type coordinator struct {
 	mu struct {
 		sync.Mutex
 		next     int64
-		pending  PendingCheckpoint
+		pending  checkpoint.Pending
 		id       int64 // the pending checkpoint, 0 if none
 		acks     int   // subtasks that took their snapshot
 		written  int   // subtasks whose parts are written
@@ -210,7 +185,7 @@ type InFlightCheckpoint struct {
 
 // The phases of a checkpoint in progress.
 const (
-	// PhaseBegin: the store opens it (CheckpointStore.Begin).
+	// PhaseBegin: the store opens it (checkpoint.Store.Begin).
 	PhaseBegin = "begin"
 	// PhaseSnapshots: the barriers travel; some subtask has not taken
 	// its snapshot yet (it is busy, backpressured, or aligning).
@@ -361,7 +336,7 @@ func (c *coordinator) ack(id int64, parts []part) {
 }
 
 // write writes one subtask's parts of checkpoint id.
-func (c *coordinator) write(id int64, p PendingCheckpoint, parts []part) {
+func (c *coordinator) write(id int64, p checkpoint.Pending, parts []part) {
 	var completed int64 // set below, under c.mu: OnComplete's checkpoint
 	defer func() {
 		if completed != 0 {
@@ -443,9 +418,9 @@ func (c *coordinator) complete(id int64) {
 
 // commit runs the pre-commit hooks of checkpoint id, then commits it; it
 // runs on the goroutine that wrote the last parts, without c.mu.
-func (c *coordinator) commit(id int64, p PendingCheckpoint) error {
+func (c *coordinator) commit(id int64, p checkpoint.Pending) error {
 	write := func(name string, data []byte) error {
-		return p.WritePart(partName(PreCommitStage, 0, name), data)
+		return p.WritePart(checkpoint.PartName(PreCommitStage, 0, name), data)
 	}
 	for _, f := range c.job.preCommit {
 		if err := f(id, write); err != nil {
@@ -504,9 +479,9 @@ func (st *Subtask) checkpoint(id int64) {
 	var parts []part
 	var err error
 	for g, v := range st.valves {
-		parts = append(parts, part{name: partName(st.stage.Name, st.Index, "valve/"+strconv.Itoa(g)), data: encodeValve(v.Snapshot())})
+		parts = append(parts, part{name: checkpoint.PartName(st.stage.Name, st.Index, "valve/"+strconv.Itoa(g)), data: encodeValve(v.Snapshot())})
 	}
-	parts = append(parts, part{name: partName(st.stage.Name, st.Index, "dead-letters"), data: strconv.AppendInt(nil, st.dead.Load(), 10)})
+	parts = append(parts, part{name: checkpoint.PartName(st.stage.Name, st.Index, "dead-letters"), data: strconv.AppendInt(nil, st.dead.Load(), 10)})
 	for _, s := range st.snapshots {
 		var dst []byte
 		if p := s.spare.Swap(nil); p != nil {
@@ -517,7 +492,7 @@ func (st *Subtask) checkpoint(id int64) {
 			err = fmt.Errorf("weir: stage %s subtask %d: snapshot %s: %w", st.stage.Name, st.Index, s.name, err)
 			break
 		}
-		parts = append(parts, part{partName(st.stage.Name, st.Index, s.name), b, s.spare})
+		parts = append(parts, part{checkpoint.PartName(st.stage.Name, st.Index, s.name), b, s.spare})
 	}
 	for _, f := range st.job.onBarriers {
 		f(st.stage.Name, st.Index, id)

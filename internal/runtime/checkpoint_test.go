@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weirstream/weir/checkpoint"
 	"github.com/weirstream/weir/etime"
 )
 
@@ -14,10 +15,10 @@ type nopPending struct {
 	id int64
 }
 
-func (s *nopStore) Begin(id int64) (PendingCheckpoint, error) { return nopPending{s, id}, nil }
-func (p nopPending) WritePart(string, []byte) error           { return nil }
-func (p nopPending) Commit() error                            { p.s.committed = append(p.s.committed, p.id); return nil }
-func (p nopPending) Abort() error                             { return nil }
+func (s *nopStore) Begin(id int64) (checkpoint.Pending, error) { return nopPending{s, id}, nil }
+func (p nopPending) WritePart(string, []byte) error            { return nil }
+func (p nopPending) Commit() error                             { p.s.committed = append(p.s.committed, p.id); return nil }
+func (p nopPending) Abort() error                              { return nil }
 
 type nopCtrl struct{ finished int }
 

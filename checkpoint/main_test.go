@@ -83,7 +83,7 @@ func (l *logRecorder) String() string {
 	return b.String()
 }
 
-func mustOpen(t testing.TB, dir string, o Options) *Store {
+func mustOpen(t testing.TB, dir string, o Options) *Dir {
 	t.Helper()
 	s, err := Open(dir, o)
 	if err != nil {
@@ -102,7 +102,7 @@ func partsOf(id int64) map[string][]byte {
 }
 
 // commit writes and commits checkpoint id with parts and meta.
-func commit(t testing.TB, s *Store, id int64, parts map[string][]byte, meta []byte) {
+func commit(t testing.TB, s *Dir, id int64, parts map[string][]byte, meta []byte) {
 	t.Helper()
 	p, err := s.Begin(id)
 	if err != nil {
@@ -113,13 +113,13 @@ func commit(t testing.TB, s *Store, id int64, parts map[string][]byte, meta []by
 			t.Fatal(err)
 		}
 	}
-	if err := p.Commit(meta); err != nil {
+	if err := commitMeta(p, meta); err != nil {
 		t.Fatal(err)
 	}
 }
 
 // checkLatest asserts Latest is checkpoint id with the given parts and meta.
-func checkLatest(t testing.TB, s *Store, id int64, parts map[string][]byte, meta []byte) {
+func checkLatest(t testing.TB, s *Dir, id int64, parts map[string][]byte, meta []byte) {
 	t.Helper()
 	cp, ok, err := s.Latest()
 	if err != nil {
@@ -147,7 +147,7 @@ func checkLatest(t testing.TB, s *Store, id int64, parts map[string][]byte, meta
 	}
 }
 
-func checkList(t testing.TB, s *Store, want ...int64) {
+func checkList(t testing.TB, s *Dir, want ...int64) {
 	t.Helper()
 	got, err := s.List()
 	if err != nil {
@@ -229,3 +229,7 @@ func catchCrash(f func() error) (point string, err error) {
 	}()
 	return "", f()
 }
+
+// commitMeta commits p, which Dir.Begin returned, storing meta in its
+// manifest instead of the Dir's Options.Meta.
+func commitMeta(p Pending, meta []byte) error { return p.(*pending).commit(meta) }

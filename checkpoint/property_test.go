@@ -15,7 +15,7 @@ type model struct {
 	onDisk []int64 // checkpoints with a valid manifest, ascending
 	cps    map[int64]modelCP
 	bad    map[int64]bool // in onDisk, with a damaged part
-	known  map[int64]bool // bad ids the Store knows of (Latest found them)
+	known  map[int64]bool // bad ids the Dir knows of (Latest found them)
 	// the pending checkpoint, if any
 	pid    int64
 	pparts map[string][]byte
@@ -26,7 +26,7 @@ type modelCP struct {
 	parts map[string][]byte
 }
 
-// complete returns the checkpoints the Store counts as complete: List's
+// complete returns the checkpoints the Dir counts as complete: List's
 // answer, the base of retention and of Begin's id check.
 func (m *model) complete() []int64 {
 	var ids []int64
@@ -89,12 +89,12 @@ func (m *model) committed(meta []byte, pruned bool) {
 	}
 }
 
-// propHarness drives a Store and the model side by side.
+// propHarness drives a Dir and the model side by side.
 type propHarness struct {
 	dir     string
 	crashAt string // the Crash hook panics here; "" never
-	s       *Store
-	p       *Pending
+	s       *Dir
+	p       Pending
 	m       model
 }
 
@@ -173,7 +173,7 @@ func (h *propHarness) commit(t *rapid.T) {
 		t.Skip("nothing pending")
 	}
 	meta := rapid.SliceOfN(rapid.Byte(), 0, 16).Draw(t, "meta")
-	if err := h.p.Commit(meta); err != nil {
+	if err := commitMeta(h.p, meta); err != nil {
 		t.Fatalf("Commit: %v", err)
 	}
 	h.p = nil
@@ -218,7 +218,7 @@ func (h *propHarness) crash(t *rapid.T) {
 		h.ensurePending(t)
 		meta := []byte(point)
 		h.crashAt = point
-		got, err := catchCrash(func() error { return h.p.Commit(meta) })
+		got, err := catchCrash(func() error { return commitMeta(h.p, meta) })
 		if got != point {
 			t.Fatalf("Commit: crashed at %q, err %v; want a crash at %q", got, err, point)
 		}

@@ -42,7 +42,7 @@ func BenchmarkCommit(b *testing.B) {
 			})
 		}
 		wg.Wait()
-		if err := p.Commit(meta); err != nil {
+		if err := commitMeta(p, meta); err != nil {
 			b.Fatal(err)
 		}
 	}

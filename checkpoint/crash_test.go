@@ -39,7 +39,7 @@ func TestCrashPoints(t *testing.T) {
 						return err
 					}
 				}
-				return p.Commit([]byte("meta 2"))
+				return commitMeta(p, []byte("meta 2"))
 			})
 			if got != point || err != nil {
 				t.Fatalf("crashed at %q (err %v), want a crash at %q", got, err, point)
@@ -127,7 +127,7 @@ func killChild(point string) int {
 			return 1
 		}
 	}
-	if err := p.Commit([]byte("meta 2")); err != nil {
+	if err := commitMeta(p, []byte("meta 2")); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}

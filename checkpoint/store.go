@@ -44,15 +44,23 @@ var (
 	// not verify: a bad or truncated manifest, a part with the wrong size
 	// or CRC.
 	ErrCorrupt = errors.New("checkpoint corrupt")
-	// ErrClosed is returned by a Store's methods after Close.
+	// ErrClosed is returned by a Dir's methods after Close.
 	ErrClosed = errors.New("checkpoint store closed")
 )
 
-// Options configure a Store.
+// Options configure a Dir. The zero value is valid: every field has a
+// default.
 type Options struct {
 	// Retain is the number of complete checkpoints kept; zero means
 	// DefaultRetain (3); negative is an error.
 	Retain int
+	// Meta is stored in the manifest of every checkpoint the Dir commits
+	// and comes back in Checkpoint.Meta: what the state depends on (the
+	// job runner stores a fingerprint of the spec, and refuses to restore
+	// under a spec that differs). Default: none. At most 4 GiB-1 bytes;
+	// the Dir does not modify it, and the caller must not either while
+	// the Dir is in use.
+	Meta []byte
 	// Logger receives a line for every checkpoint Latest skips (with the
 	// reason), every leftover Open or Begin removes, and every prune
 	// failure. Default: discard.
@@ -66,12 +74,38 @@ type Options struct {
 	Crash func(point string)
 }
 
-// Store is a directory of checkpoints. All its methods are safe for
-// concurrent use. Several checkpoints may be pending at once (each with its
-// own id); only the one committed with the highest id wins, see Commit.
-type Store struct {
+// Validate reports the first invalid field of o, naming it and what to
+// use instead; Open calls it.
+func (o Options) Validate() error {
+	if o.Retain < 0 {
+		return fmt.Errorf("checkpoint: Options.Retain is %d; use a positive number of checkpoints to keep, or 0 for the default %d", o.Retain, DefaultRetain)
+	}
+	if uint64(len(o.Meta)) > math.MaxUint32 {
+		return fmt.Errorf("checkpoint: Options.Meta is %d bytes; the limit is %d", len(o.Meta), uint32(math.MaxUint32))
+	}
+	return nil
+}
+
+// withDefaults returns o with its zero fields set to their defaults.
+func (o Options) withDefaults() Options {
+	if o.Retain == 0 {
+		o.Retain = DefaultRetain
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return o
+}
+
+// Dir is a directory of checkpoints, the on-disk Store: give it to
+// weir.CheckpointOptions.Store, and restore from what Latest or Resumable
+// find. All its methods are safe for concurrent use. Several checkpoints
+// may be pending at once (each with its own id); only the one committed
+// with the highest id wins, see Begin.
+type Dir struct {
 	dir    string
 	retain int
+	meta   []byte // Options.Meta, in every manifest
 	log    *slog.Logger
 	crash  func(string)
 	closed atomic.Bool
@@ -87,7 +121,7 @@ type Store struct {
 
 	mu      sync.Mutex
 	newest  int64              // newest complete id not known to be damaged; 0 when none
-	pending map[int64]*Pending // begun and neither committed nor aborted (nil: Begin in progress)
+	pending map[int64]*pending // begun and neither committed nor aborted (nil: Begin in progress)
 	damaged map[int64]bool     // ids with a valid manifest whose parts Latest found damaged
 }
 
@@ -97,12 +131,12 @@ type Store struct {
 // never removes a checkpoint that has a MANIFEST, valid or not: corrupted
 // ones stay for Latest to report and skip, and for pruning to remove once
 // they are older than every retained checkpoint.
-func Open(dir string, o Options) (*Store, error) {
+func Open(dir string, o Options) (*Dir, error) {
 	if dir == "" {
 		return nil, errors.New("checkpoint: Open: empty directory name")
 	}
-	if o.Retain < 0 {
-		return nil, fmt.Errorf("checkpoint: Open: Retain is %d, must be positive (or 0 for the default %d)", o.Retain, DefaultRetain)
+	if err := o.Validate(); err != nil {
+		return nil, err
 	}
 	s := newStore(dir, o)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -129,35 +163,30 @@ func Open(dir string, o Options) (*Store, error) {
 // OpenReadOnly opens the store in dir to read it beside the process that
 // writes it (a backfill reads the live job's newest checkpoint): it
 // creates and removes nothing. Begin must not be called on it.
-func OpenReadOnly(dir string) (*Store, error) {
+func OpenReadOnly(dir string) (*Dir, error) {
 	if _, err := os.Stat(dir); err != nil {
 		return nil, fmt.Errorf("checkpoint: %w", err)
 	}
 	return newStore(dir, Options{}), nil
 }
 
-// newStore returns a Store on dir with the defaults of o filled in,
+// newStore returns a Dir on dir with the defaults of o filled in,
 // without touching the file system.
-func newStore(dir string, o Options) *Store {
-	s := &Store{
+func newStore(dir string, o Options) *Dir {
+	o = o.withDefaults()
+	return &Dir{
 		dir:     dir,
 		retain:  o.Retain,
+		meta:    o.Meta,
 		log:     o.Logger,
 		crash:   o.Crash,
-		pending: make(map[int64]*Pending),
+		pending: make(map[int64]*pending),
 		damaged: make(map[int64]bool),
 	}
-	if s.retain == 0 {
-		s.retain = DefaultRetain
-	}
-	if s.log == nil {
-		s.log = slog.New(slog.DiscardHandler)
-	}
-	return s
 }
 
-// Dir returns the store's directory.
-func (s *Store) Dir() string { return s.dir }
+// Path returns the Dir's directory.
+func (s *Dir) Path() string { return s.dir }
 
 // Begin starts checkpoint id. Ids are positive and strictly increase:
 // Begin refuses an id not greater than the newest complete checkpoint, and
@@ -166,7 +195,32 @@ func (s *Store) Dir() string { return s.dir }
 // from Latest the caller can continue with K+1: a leftover directory with
 // the same id that holds no valid manifest (unfinished or garbled), or
 // whose parts Latest found damaged, is removed first, with a log line.
-func (s *Store) Begin(id int64) (*Pending, error) {
+//
+// The Pending returned keeps the Pending contract and more:
+//
+//   - WritePart writes the part to its own file and fsyncs it before it
+//     returns. Names are unique within a checkpoint and may contain '/';
+//     a name must be non-empty valid UTF-8 of at most MaxPartNameLen
+//     bytes, without NUL or other control characters, without "..", and
+//     without an empty '/'-separated element. It is safe for concurrent
+//     use, and fails after Commit or Abort has started; a part whose
+//     WritePart failed is not in the checkpoint, and the name may be
+//     written again.
+//   - Commit fsyncs the checkpoint's directory and the Dir's, writes the
+//     manifest (Options.Meta, each part's name, file, size and CRC-32C,
+//     and the manifest's own CRC-32C) to MANIFEST.tmp and fsyncs it,
+//     renames it to MANIFEST (the commit point) and fsyncs the directory,
+//     then prunes the checkpoints older than the newest Retain complete
+//     ones (pruning failures are logged, not returned). It fails, leaving
+//     the checkpoint incomplete, while a WritePart is in flight, when
+//     called twice or after Abort, when a checkpoint with a greater or
+//     equal id completed since Begin, or on an I/O error. Commits of
+//     different checkpoints are serialized.
+//   - Abort stops further WriteParts, waits for those in flight, and
+//     removes the checkpoint's directory. It is idempotent and works
+//     after a failed Commit and after Close; it fails after a successful
+//     Commit (the checkpoint stays) and while a Commit is in progress.
+func (s *Dir) Begin(id int64) (Pending, error) {
 	if s.closed.Load() {
 		return nil, ErrClosed
 	}
@@ -188,20 +242,20 @@ func (s *Store) Begin(id int64) (*Pending, error) {
 
 	p, err := s.begin(id)
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	if err != nil {
 		delete(s.pending, id)
-	} else {
-		s.pending[id] = p
+		return nil, err
 	}
-	s.mu.Unlock()
-	return p, err
+	s.pending[id] = p
+	return p, nil
 }
 
-func (s *Store) begin(id int64) (*Pending, error) {
+func (s *Dir) begin(id int64) (*pending, error) {
 	path := filepath.Join(s.dir, dirName(id))
 	err := os.Mkdir(path, 0o755)
 	if errors.Is(err, fs.ErrExist) {
-		// Not complete as far as this Store knows (id > newest), so it is
+		// Not complete as far as this Dir knows (id > newest), so it is
 		// a leftover: refuse only if its manifest is valid and Latest has
 		// not found its parts damaged.
 		var reason string
@@ -228,7 +282,7 @@ func (s *Store) begin(id int64) (*Pending, error) {
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint: Begin(%d): %w", id, err)
 	}
-	return &Pending{s: s, id: id, dir: path, parts: make(map[string]*entry)}, nil
+	return &pending{s: s, id: id, dir: path, parts: make(map[string]*entry)}, nil
 }
 
 // Checkpoint is a complete checkpoint returned by Latest.
@@ -248,10 +302,10 @@ type Checkpoint struct {
 // verifies. Other I/O errors (a permission problem, a failing disk) are
 // returned rather than skipped, so that a job never silently restarts
 // from an older checkpoint or from scratch because of them. Checkpoints
-// pending in this Store are not considered. The Store remembers the
+// pending in this Dir are not considered. The Dir remembers the
 // checkpoints whose parts it found damaged: they no longer count for
 // Begin's id check nor for retention (see Begin).
-func (s *Store) Latest() (cp *Checkpoint, ok bool, err error) {
+func (s *Dir) Latest() (cp *Checkpoint, ok bool, err error) {
 	cp, _, err = s.Resumable(math.MaxInt64)
 	return cp, cp != nil, err
 }
@@ -268,7 +322,7 @@ type Skipped struct {
 // every checkpoint it skipped on the way, newest first, with the reason:
 // cp is nil when none verifies, and then skipped says whether there were
 // any to verify.
-func (s *Store) Resumable(limit int64) (cp *Checkpoint, skipped []Skipped, err error) {
+func (s *Dir) Resumable(limit int64) (cp *Checkpoint, skipped []Skipped, err error) {
 	if s.closed.Load() {
 		return nil, nil, ErrClosed
 	}
@@ -311,7 +365,7 @@ func (s *Store) Resumable(limit int64) (cp *Checkpoint, skipped []Skipped, err e
 // found damaged, and lowers newest below them to the newest complete id of
 // dirs that is not damaged. A checkpoint committed meanwhile is newer than
 // every id in dirs and is kept as newest.
-func (s *Store) markDamaged(ids []int64, dirs []dirInfo) {
+func (s *Dir) markDamaged(ids []int64, dirs []dirInfo) {
 	if len(ids) == 0 {
 		return
 	}
@@ -331,7 +385,7 @@ func (s *Store) markDamaged(ids []int64, dirs []dirInfo) {
 	}
 }
 
-func (s *Store) isDamaged(id int64) bool {
+func (s *Dir) isDamaged(id int64) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.damaged[id]
@@ -342,7 +396,7 @@ func (s *Store) isDamaged(id int64) bool {
 // fs.ErrNotExist). cp is normally from Latest; a Checkpoint built by the
 // caller with only ID set is read through its manifest. Reading a
 // checkpoint that has been pruned meanwhile fails.
-func (s *Store) ReadPart(cp *Checkpoint, name string) ([]byte, error) {
+func (s *Dir) ReadPart(cp *Checkpoint, name string) ([]byte, error) {
 	if s.closed.Load() {
 		return nil, ErrClosed
 	}
@@ -383,11 +437,30 @@ func (s *Store) ReadPart(cp *Checkpoint, name string) ([]byte, error) {
 	return b, nil
 }
 
+// View reads every part of cp (from Latest or Resumable), verifying each
+// as ReadPart does, and returns a View of them held in memory: what a job restoring from cp is
+// given (weir.CheckpointOptions.Restore, with NextID cp.ID+1). The View
+// is safe for concurrent use and does not touch the Dir again.
+func (s *Dir) View(cp *Checkpoint) (View, error) {
+	if cp == nil {
+		return nil, errors.New("checkpoint: View: nil checkpoint")
+	}
+	v := make(parts, len(cp.Parts))
+	for _, name := range cp.Parts {
+		b, err := s.ReadPart(cp, name)
+		if err != nil {
+			return nil, err
+		}
+		v[name] = b
+	}
+	return v, nil
+}
+
 // List returns the ids of the complete checkpoints, ascending: those with
 // a valid manifest (their parts are not read), except the ones an earlier
-// Latest of this Store found damaged. Checkpoints pending in this Store
+// Latest of this Dir found damaged. Checkpoints pending in this Dir
 // are not listed.
-func (s *Store) List() ([]int64, error) {
+func (s *Dir) List() ([]int64, error) {
 	if s.closed.Load() {
 		return nil, ErrClosed
 	}
@@ -410,21 +483,21 @@ func (s *Store) List() ([]int64, error) {
 // List, and WritePart and Commit of its pending checkpoints, return
 // ErrClosed; Abort still works. Close does not wait for calls in progress,
 // and leaves pending checkpoints' files for the next Open to remove (Abort
-// them first to remove them now). The Store holds no open file between
+// them first to remove them now). The Dir holds no open file between
 // calls, so Close releases nothing else. Close is idempotent.
-func (s *Store) Close() error {
+func (s *Dir) Close() error {
 	s.closed.Store(true)
 	return nil
 }
 
-func (s *Store) isPending(id int64) bool {
+func (s *Dir) isPending(id int64) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	_, ok := s.pending[id]
 	return ok
 }
 
-func (s *Store) crashPoint(point string) {
+func (s *Dir) crashPoint(point string) {
 	if s.crash != nil {
 		s.crash(point)
 	}
@@ -436,7 +509,7 @@ func (s *Store) crashPoint(point string) {
 // unfinished leftovers among them. Pending checkpoints are left to their
 // owners. Failures are logged, not returned: the checkpoint
 // just committed is complete either way, and the next prune retries.
-func (s *Store) prune() {
+func (s *Dir) prune() {
 	s.fsMu.Lock()
 	defer s.fsMu.Unlock()
 	dirs, err := s.scan()
@@ -481,7 +554,7 @@ type dirInfo struct {
 // their manifests read and verified (parts are not read). Entries that are
 // not checkpoint directories are ignored. An I/O error other than a
 // missing MANIFEST is returned.
-func (s *Store) scan() ([]dirInfo, error) {
+func (s *Dir) scan() ([]dirInfo, error) {
 	ents, err := os.ReadDir(s.dir)
 	if err != nil {
 		return nil, err
@@ -637,7 +710,7 @@ func syncDir(dir string) error {
 // RemoveAll removes every checkpoint of the store (a fresh start): the
 // next Begin may use any positive id. It must not run while a checkpoint
 // is pending.
-func (s *Store) RemoveAll() error {
+func (s *Dir) RemoveAll() error {
 	if s.closed.Load() {
 		return ErrClosed
 	}

@@ -26,7 +26,7 @@ func (st pendingState) String() string {
 	return [...]string{"open", "committing", "committed", "failed", "aborted"}[st]
 }
 
-// Pending is a checkpoint being written, returned by Store.Begin.
+// pending is a checkpoint being written, the Pending Dir.Begin returns.
 //
 // WritePart is safe for concurrent use by many goroutines. Commit and Abort
 // are safe to call concurrently with each other and with WritePart, but
@@ -34,8 +34,8 @@ func (st pendingState) String() string {
 // checkpoint has returned successfully: Commit fails if a WritePart is
 // still in flight, and only parts whose WritePart returned nil are in the
 // checkpoint.
-type Pending struct {
-	s   *Store
+type pending struct {
+	s   *Dir
 	id  int64
 	dir string
 
@@ -48,7 +48,7 @@ type Pending struct {
 }
 
 // ID returns the checkpoint id given to Begin.
-func (p *Pending) ID() int64 { return p.id }
+func (p *pending) ID() int64 { return p.id }
 
 // WritePart writes one named part of the checkpoint and fsyncs it before
 // returning. Names are unique within a checkpoint and may contain '/'
@@ -58,7 +58,7 @@ func (p *Pending) ID() int64 { return p.id }
 // safe for concurrent use by many goroutines. It fails after Commit or
 // Abort has started. If it fails, the part is not in the checkpoint and
 // the name may be written again.
-func (p *Pending) WritePart(name string, data []byte) error {
+func (p *pending) WritePart(name string, data []byte) error {
 	if err := checkPartName(name); err != nil {
 		return fmt.Errorf("checkpoint %d: WritePart: %w", p.id, err)
 	}
@@ -119,10 +119,14 @@ func (p *Pending) WritePart(name string, data []byte) error {
 // incomplete, if a WritePart is still in flight, if it was already called
 // or Abort was, if a checkpoint with a greater or equal id completed since
 // Begin, or on an I/O error; after a failure call Abort to remove the
-// files. meta may be nil; it is stored as is, at most 4 GiB-1 bytes.
-// Commit is safe for concurrent use; commits of different checkpoints are
-// serialized.
-func (p *Pending) Commit(meta []byte) (err error) {
+// files. The manifest holds the Dir's Options.Meta. Commit is safe for
+// concurrent use; commits of different checkpoints are serialized.
+func (p *pending) Commit() error { return p.commit(p.s.meta) }
+
+// commit is Commit with the meta bytes to store (Options.Meta; tests give
+// each checkpoint its own). meta may be nil; it is stored as is, at most
+// 4 GiB-1 bytes.
+func (p *pending) commit(meta []byte) (err error) {
 	s := p.s
 	p.mu.Lock()
 	if p.state != stateOpen {
@@ -202,10 +206,10 @@ func (p *Pending) Commit(meta []byte) (err error) {
 
 // Abort removes the pending checkpoint's files. It stops further WritePart
 // calls, waits for those in flight, then removes the directory. Abort is
-// idempotent and works after a failed Commit (and after Store.Close); it
+// idempotent and works after a failed Commit (and after Dir.Close); it
 // fails after a successful Commit (the checkpoint is complete and stays)
 // and while a Commit is in progress.
-func (p *Pending) Abort() error {
+func (p *pending) Abort() error {
 	p.mu.Lock()
 	switch p.state {
 	case stateAborted:

@@ -85,7 +85,7 @@ func TestCorruption(t *testing.T) {
 			c.damage(t, dir)
 
 			log := &logRecorder{}
-			// Latest without Open's cleanup (as on a Store opened before the
+			// Latest without Open's cleanup (as on a Dir opened before the
 			// damage)...
 			s = newStore(dir, Options{Logger: log.logger()})
 			checkLatest(t, s, 1, partsOf(1), []byte("meta 1"))
@@ -216,7 +216,7 @@ func TestPruneRemovesOldLeftovers(t *testing.T) {
 	s := mustOpen(t, dir, Options{Retain: 1})
 	commit(t, s, 1, partsOf(1), nil)
 	commit(t, s, 2, partsOf(2), nil)
-	// An unfinished directory appearing under a live Store (as if an Abort
+	// An unfinished directory appearing under a live Dir (as if an Abort
 	// had failed halfway), and checkpoint 2 garbled.
 	os.Mkdir(dir+"/"+dirName(1), 0o755)
 	flipByte(t, manifestPath(dir, 2), func(n int) int { return n / 2 })

@@ -37,8 +37,8 @@ func TestRoundTripConcurrentParts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.ID() != 1 {
-		t.Fatalf("ID = %d", p.ID())
+	if p.(*pending).ID() != 1 {
+		t.Fatalf("ID = %d", p.(*pending).ID())
 	}
 	names := slices.Collect(maps.Keys(parts))
 	var wg sync.WaitGroup
@@ -53,13 +53,13 @@ func TestRoundTripConcurrentParts(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if err := p.Commit(meta); err != nil {
+	if err := commitMeta(p, meta); err != nil {
 		t.Fatal(err)
 	}
 	checkLatest(t, s, 1, parts, meta)
 	checkList(t, s, 1)
 
-	// A fresh Store reads the same, also through a Checkpoint it built.
+	// A fresh Dir reads the same, also through a Checkpoint it built.
 	s2 := mustOpen(t, dir, Options{})
 	checkLatest(t, s2, 1, parts, meta)
 	got, err := s2.ReadPart(&Checkpoint{ID: 1}, "source/0")
@@ -78,10 +78,75 @@ func TestEmptyCheckpoint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := p.Commit(nil); err != nil {
+	if err := commitMeta(p, nil); err != nil {
 		t.Fatal(err)
 	}
 	checkLatest(t, s, 7, nil, nil)
+}
+
+// TestMetaOption: Commit, as the job calls it, stores Options.Meta in the
+// manifest; a Dir is a Store.
+func TestMetaOption(t *testing.T) {
+	meta := []byte(`{"spec":"fingerprint"}`)
+	var s Store = mustOpen(t, t.TempDir(), Options{Meta: meta})
+	p, err := s.Begin(3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.WritePart(PartName("window", 2, "state"), []byte("acc")); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	checkLatest(t, s.(*Dir), 3, map[string][]byte{"window/2/state": []byte("acc")}, meta)
+}
+
+// TestView: a Dir's View of a checkpoint serves its parts by stage,
+// subtask index and name, also for stage names and names with '/'.
+func TestView(t *testing.T) {
+	s := mustOpen(t, t.TempDir(), Options{})
+	parts := map[string][]byte{
+		PartName("window", 0, "state"):      []byte("w0"),
+		PartName("window", 3, "state"):      []byte("w3"),
+		PartName("window", 3, "valve/0"):    []byte("v"),
+		PartName("src/a", 1, "position"):    []byte("p1"),
+		PartName("window-1", 0, "state"):    []byte("other stage"),
+		PartName("job", 0, "output/ledger"): []byte("o"),
+	}
+	commit(t, s, 1, parts, nil)
+	cp, _, err := s.Latest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := s.View(cp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		stage, name string
+		want        map[int]string
+	}{
+		{"window", "state", map[int]string{0: "w0", 3: "w3"}},
+		{"window", "valve/0", map[int]string{3: "v"}},
+		{"src/a", "position", map[int]string{1: "p1"}},
+		{"job", "output/ledger", map[int]string{0: "o"}},
+		{"window", "nope", map[int]string{}},
+	} {
+		got := map[int]string{}
+		for i, b := range v.Parts(c.stage, c.name) {
+			got[i] = string(b)
+		}
+		if !maps.Equal(got, c.want) {
+			t.Errorf("Parts(%q, %q) = %v, want %v", c.stage, c.name, got, c.want)
+		}
+	}
+	if i, ok := PartIndex("window/12/state", "window", "state"); !ok || i != 12 {
+		t.Errorf("PartIndex = %d, %v", i, ok)
+	}
+	if _, err := s.View(nil); err == nil {
+		t.Error("View(nil) succeeded")
+	}
 }
 
 func TestNoCheckpoint(t *testing.T) {
@@ -117,6 +182,12 @@ func TestRetention(t *testing.T) {
 }
 
 func TestOpenOptions(t *testing.T) {
+	if err := (Options{}).Validate(); err != nil {
+		t.Fatalf("the zero Options: %v", err)
+	}
+	if err := (Options{Retain: -1}).Validate(); err == nil || !strings.Contains(err.Error(), "Options.Retain") {
+		t.Fatalf("Validate(Retain -1) = %v", err)
+	}
 	if _, err := Open(t.TempDir(), Options{Retain: -1}); err == nil || !strings.Contains(err.Error(), "Retain") {
 		t.Fatalf("Open(Retain -1) = %v", err)
 	}
@@ -175,7 +246,7 @@ func TestBeginIDs(t *testing.T) {
 		}
 	}
 	// The newest id survives a restart.
-	s = mustOpen(t, s.Dir(), Options{})
+	s = mustOpen(t, s.Path(), Options{})
 	if _, err := s.Begin(5); err == nil {
 		t.Error("Begin(5) after reopen succeeded")
 	}
@@ -191,17 +262,17 @@ func TestBeginIDs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := p7.Commit(nil); err != nil {
+	if err := commitMeta(p7, nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := p6.Commit(nil); err == nil || !strings.Contains(err.Error(), "completed meanwhile") {
+	if err := commitMeta(p6, nil); err == nil || !strings.Contains(err.Error(), "completed meanwhile") {
 		t.Fatalf("stale Commit = %v", err)
 	}
 	if err := p6.Abort(); err != nil {
 		t.Fatal(err)
 	}
 	checkList(t, s, 5, 7)
-	if got := chkDirs(t, s.Dir()); !slices.Equal(got, []int64{5, 7}) {
+	if got := chkDirs(t, s.Path()); !slices.Equal(got, []int64{5, 7}) {
 		t.Fatalf("directories %v", got)
 	}
 }
@@ -242,7 +313,7 @@ func TestPartNames(t *testing.T) {
 	if err := p.WritePart("window/3", []byte("again")); err == nil || !strings.Contains(err.Error(), `duplicate part name "window/3"`) {
 		t.Errorf("duplicate WritePart = %v", err)
 	}
-	if err := p.Commit([]byte("m")); err != nil {
+	if err := commitMeta(p, []byte("m")); err != nil {
 		t.Fatal(err)
 	}
 	checkLatest(t, s, 1, good, []byte("m"))
@@ -263,13 +334,13 @@ func TestLifecycleErrors(t *testing.T) {
 	if err := p.WritePart("a", []byte("1")); err != nil {
 		t.Fatal(err)
 	}
-	if err := p.Commit(nil); err != nil {
+	if err := commitMeta(p, nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := p.WritePart("b", nil); err == nil || !strings.Contains(err.Error(), "committed") {
 		t.Errorf("WritePart after Commit = %v", err)
 	}
-	if err := p.Commit(nil); err == nil {
+	if err := commitMeta(p, nil); err == nil {
 		t.Error("second Commit succeeded")
 	}
 	if err := p.Abort(); err == nil || !strings.Contains(err.Error(), "committed") {
@@ -288,10 +359,10 @@ func TestLifecycleErrors(t *testing.T) {
 	if err := q.WritePart("b", nil); err == nil || !strings.Contains(err.Error(), "aborted") {
 		t.Errorf("WritePart after Abort = %v", err)
 	}
-	if err := q.Commit(nil); err == nil || !strings.Contains(err.Error(), "aborted") {
+	if err := commitMeta(q, nil); err == nil || !strings.Contains(err.Error(), "aborted") {
 		t.Errorf("Commit after Abort = %v", err)
 	}
-	if got := chkDirs(t, s.Dir()); !slices.Equal(got, []int64{1}) {
+	if got := chkDirs(t, s.Path()); !slices.Equal(got, []int64{1}) {
 		t.Fatalf("directories %v after Abort", got)
 	}
 	// An aborted id may be begun again.
@@ -326,7 +397,7 @@ func TestAbortWhileWriting(t *testing.T) {
 		t.Fatal(err)
 	}
 	wg.Wait()
-	if got := chkDirs(t, s.Dir()); len(got) != 0 {
+	if got := chkDirs(t, s.Path()); len(got) != 0 {
 		t.Fatalf("directories %v after Abort", got)
 	}
 }
@@ -352,7 +423,7 @@ func TestConcurrentStoreUse(t *testing.T) {
 				})
 			}
 			pw.Wait()
-			if err := p.Commit(nil); err != nil {
+			if err := commitMeta(p, nil); err != nil {
 				t.Error(err)
 			}
 		}
@@ -405,7 +476,7 @@ func TestClose(t *testing.T) {
 	if err := p.WritePart("a", nil); !errors.Is(err, ErrClosed) {
 		t.Errorf("WritePart = %v", err)
 	}
-	if err := p.Commit(nil); !errors.Is(err, ErrClosed) {
+	if err := commitMeta(p, nil); !errors.Is(err, ErrClosed) {
 		t.Errorf("Commit = %v", err)
 	}
 	if err := p.Abort(); err != nil {
@@ -460,7 +531,7 @@ func TestRemoveAll(t *testing.T) {
 		if err := p.WritePart("a", []byte("x")); err != nil {
 			t.Fatal(err)
 		}
-		if err := p.Commit(nil); err != nil {
+		if err := commitMeta(p, nil); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -28,7 +28,7 @@ func TestDependencyRules(t *testing.T) {
 		"internal/hist":    {},
 		"internal/flock":   {},
 		"internal/jsonnum": {},
-		"ledger":           {"connector", "internal/flock"},
+		"ledger":           {"window", "internal/flock"},
 		"internal/epochs":  {},
 		"internal/archive": {"etime", "state/pebblestate", "internal/flock"},
 		"internal/procmem": {},
@@ -42,7 +42,7 @@ func TestDependencyRules(t *testing.T) {
 		"connector/connectortest":     {".", "connector", "etime"},
 		"connector/kafkaio":           {".", "etime", "clock", "watermark"},
 		"connector/natsio":            {".", "etime", "clock"},
-		"connector/pgio":              {"etime", "connector/internal/tablerow"},
+		"connector/pgio":              {"etime", "window", "connector/internal/tablerow"},
 		// The job spec is a user of the public API, like any Go program.
 		"spec": {".", "etime", "clock", "window", "trigger", "watermark", "state", "state/pebblestate", "checkpoint", "internal/epochs", "internal/flock", "ledger", "internal/archive", "internal/jsonnum", "connector/fileio", "connector/genio", "connector/sqliteio", "connector/kafkaio", "connector/pgio", "connector/natsio"},
 		// The Nexmark benchmark is a user of the public API too.

@@ -27,7 +27,11 @@ func NewExecutor(j *Job) (*Executor, error) {
 	if j.ran.Swap(true) {
 		return nil, ErrAlreadyRun
 	}
+	// Stepped jobs have no Run context: theirs ends at Close.
+	j.start(context.Background())
 	if err := j.build(); err != nil {
+		j.closeOpened()
+		j.cancel(nil)
 		return nil, err
 	}
 	return &Executor{job: j}, nil
@@ -47,7 +51,7 @@ func (x *Executor) RunUntilQuiet() (done bool, err error) {
 					continue
 				}
 				x.cur = st
-				status, err := st.poller.Poll()
+				status, err := st.poller.Poll(x.job.ctx)
 				if err != nil {
 					return false, err
 				}
@@ -141,8 +145,11 @@ func (x *Executor) guard(err *error) {
 	}
 }
 
-// Close releases sources and operators.
-func (x *Executor) Close() error { return x.job.closeAll() }
+// Close ends the job's context and releases sources and operators.
+func (x *Executor) Close() error {
+	x.job.cancel(nil)
+	return x.job.closeAll()
+}
 
 func (x *Executor) runToEnd(ctx context.Context) error {
 	for {
@@ -151,6 +158,11 @@ func (x *Executor) runToEnd(ctx context.Context) error {
 		}
 		done, err := x.RunUntilQuiet()
 		if err != nil {
+			if cerr := ctx.Err(); cerr != nil {
+				// A read cut short by the cancellation: the run was
+				// cancelled, the reader did not fail.
+				err = cerr
+			}
 			return errors.Join(err, x.Close())
 		}
 		if done {

@@ -51,8 +51,10 @@ const (
 
 // Poller is a source subtask's reader.
 type Poller interface {
-	// Poll emits zero or more elements into the source chain.
-	Poll() (PollStatus, error)
+	// Poll emits zero or more elements into the source chain. ctx is the
+	// job's (Subtask.Context): a Poll that waits for data returns once it
+	// is done.
+	Poll(ctx context.Context) (PollStatus, error)
 	// Close releases the reader.
 	Close() error
 }
@@ -66,7 +68,9 @@ type Waiter interface {
 // SourceSpec is how a source stage builds one subtask.
 type SourceSpec struct {
 	// Open builds the subtask's chain and returns its reader and the chain
-	// head's control (which gets the final watermark and Finish).
+	// head's control (which gets the final watermark and Finish). It runs
+	// while the job is built; a reader that connects to something gives
+	// up when st.Context() is done.
 	Open func(st *Subtask) (Poller, Control, error)
 	// FinalWatermark sends MAX when the source is done (J1). When false, a
 	// finished source only ends its channels.
@@ -90,7 +94,23 @@ type Job struct {
 	coord      atomic.Pointer[coordinator]
 	preCommit  []func(id int64, write func(name string, data []byte) error) error
 	onBarriers []func(stage string, idx int, id int64)
+
+	// ctx is the job's context, set by Run or NewExecutor before the job
+	// is built: it is done once Run's context is, a subtask failed, or the
+	// run ended (cancel, with the cause).
+	ctx    context.Context
+	cancel context.CancelCauseFunc
 }
+
+// start makes the job's context from parent.
+func (j *Job) start(parent context.Context) {
+	j.ctx, j.cancel = context.WithCancelCause(parent)
+}
+
+// Context returns the job's context: done when the context given to Run is
+// (Execute's), when a subtask fails, or when the run ended. Sources open
+// and read with it. It is nil before Run or NewExecutor.
+func (st *Subtask) Context() context.Context { return st.job.ctx }
 
 // OnBarrier registers fn to run on each subtask's goroutine when a
 // checkpoint barrier passes it (sinks close an epoch there).
@@ -568,14 +588,33 @@ func (j *Job) Run(ctx context.Context) error {
 	if j.ran.Swap(true) {
 		return ErrAlreadyRun
 	}
+	j.start(ctx)
+	defer j.cancel(nil)
 	if err := j.build(); err != nil {
+		j.closeOpened()
+		if ctx.Err() != nil {
+			// Opening a source gave up because the run was cancelled.
+			return ctx.Err()
+		}
 		return err
 	}
 	if j.opts.Deterministic {
 		ex := &Executor{job: j}
-		return ex.runToEnd(ctx)
+		return ex.runToEnd(j.ctx)
 	}
-	return j.runParallel(ctx)
+	return j.runParallel()
+}
+
+// closeOpened closes the readers a failed build opened (errors of theirs
+// are dropped: the build's error is the job's).
+func (j *Job) closeOpened() {
+	for _, s := range j.stages {
+		for _, st := range s.subtasks {
+			if st != nil && st.poller != nil {
+				st.poller.Close()
+			}
+		}
+	}
 }
 
 func (j *Job) closeAll() error {
@@ -620,9 +659,8 @@ func (st *Subtask) guard(err *error) {
 // is stopping; it is not a failure of its own.
 var errStopped = errors.New("weir: subtask stopped")
 
-func (j *Job) runParallel(ctx context.Context) error {
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
+func (j *Job) runParallel() error {
+	ctx, cancel := j.ctx, j.cancel
 	var wg sync.WaitGroup
 	for _, s := range j.stages {
 		for _, st := range s.subtasks {
@@ -742,7 +780,7 @@ func (st *Subtask) runSource(ctx context.Context, clk clock.Clock) error {
 		}
 		st.maybeInject()
 		polled := time.Now()
-		status, err := st.poller.Poll()
+		status, err := st.poller.Poll(ctx)
 		if status == Waiting {
 			// A read that found nothing waited for data (a Kafka poll
 			// blocks up to its timeout): idle, not busy.

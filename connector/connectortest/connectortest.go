@@ -30,7 +30,8 @@ type Source[T any] struct {
 	Timeout time.Duration
 }
 
-// Run runs the suite. Readers are opened as channel 0 of 1.
+// Run runs the suite. Readers are opened as channel 0 of 1, and opened
+// and read with the (sub)test's context.
 func Run[T any](t *testing.T, s Source[T]) {
 	if s.MaxPerRead == 0 {
 		s.MaxPerRead = 100_000

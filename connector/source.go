@@ -42,7 +42,8 @@ type Source[T any] interface {
 	// job's: it is cancelled when the job is cancelled (the context given
 	// to Execute), fails or ends, and Open must give up then (return
 	// ctx's error, wrapped or not) rather than wait out a timeout of its
-	// own. A reader must not keep ctx for later: each Read gets its own.
+	// own. A reader must not keep ctx for later use: each Read is given
+	// the context to honour.
 	Open(ctx context.Context, ch, n int) (Reader[T], error)
 }
 

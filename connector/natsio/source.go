@@ -571,9 +571,11 @@ type ctxDialer struct {
 	stops []func() bool   // the context.AfterFunc of each dialed connection
 }
 
-// option is the nats.Option that makes d the connection's dialer, with
-// the options' dial timeout, unless the options bring a dialer of their
-// own. It goes after them.
+// option is the nats.Option that makes d the connection's dialer, unless
+// the options bring a dialer of their own. It goes after them. It dials
+// as the options say (their net.Dialer, or their Timeout, and multipath
+// TCP), but with the whole Timeout for each address a host name resolves
+// to, where nats.go's own dialer shares it out among them.
 func (d *ctxDialer) option() nats.Option {
 	return func(o *nats.Options) error {
 		if o.CustomDialer != nil {
@@ -583,6 +585,12 @@ func (d *ctxDialer) option() nats.Option {
 			d.d = *o.Dialer
 		} else {
 			d.d = net.Dialer{Timeout: o.Timeout}
+			if o.Timeout == 0 {
+				d.d.Timeout = nats.DefaultTimeout // as nats.go does
+			}
+		}
+		if o.AllowMultipathTCP != nil {
+			d.d.SetMultipathTCP(*o.AllowMultipathTCP)
 		}
 		o.CustomDialer = d
 		return nil

@@ -41,17 +41,6 @@ type PendingCheckpoint = checkpoint.Pending
 // (checkpoint.View).
 type CheckpointView = checkpoint.View
 
-// CheckpointedReader is a SourceReader that can be checkpointed: it says
-// where it is, and a fresh reader resumes there. A job with checkpoints
-// refuses sources whose readers are not CheckpointedReaders.
-type CheckpointedReader interface {
-	// SnapshotPosition returns the reader's position after everything it
-	// emitted so far.
-	SnapshotPosition() ([]byte, error)
-	// RestorePosition makes a freshly opened reader resume at pos.
-	RestorePosition(pos []byte) error
-}
-
 // Subtask names one parallel instance of a stage, for sinks that keep
 // per-subtask state.
 type Subtask struct {

@@ -62,7 +62,7 @@ type gatedSlice[T any] struct {
 	gate  <-chan struct{}
 }
 
-func (s gatedSlice[T]) Open(ch, n int) (weir.SourceReader[T], error) {
+func (s gatedSlice[T]) Open(_ context.Context, ch, n int) (weir.SourceReader[T], error) {
 	return &gatedReader[T]{s: s}, nil
 }
 
@@ -71,7 +71,7 @@ type gatedReader[T any] struct {
 	pos int
 }
 
-func (r *gatedReader[T]) Read(out weir.SourceOutput[T]) (weir.ReadStatus, error) {
+func (r *gatedReader[T]) Read(_ context.Context, out weir.SourceOutput[T]) (weir.ReadStatus, error) {
 	if r.pos >= len(r.s.items) {
 		return weir.Done, nil
 	}

@@ -12,6 +12,10 @@
 // stream; [Window] assigns windows; [Aggregate], [AggregateProcess],
 // [Reduce] and [Process] compute each window's result. Operators are chained
 // on one goroutine per subtask and records move between subtasks in batches.
+// The source contract ([Source], [SourceReader], [SourceOutput] and the
+// reader abilities) is package connector's, whose names these alias;
+// readers open and read with a context that is done when the job is
+// cancelled, fails or ends.
 //
 // # Event time and watermarks
 //

@@ -85,11 +85,13 @@ func TestWindowJoin(t *testing.T) {
 // endless emits records forever.
 type endless struct{}
 
-func (endless) Open(ch, n int) (weir.SourceReader[int], error) { return &endlessReader{}, nil }
+func (endless) Open(_ context.Context, ch, n int) (weir.SourceReader[int], error) {
+	return &endlessReader{}, nil
+}
 
 type endlessReader struct{ i int }
 
-func (r *endlessReader) Read(out weir.SourceOutput[int]) (weir.ReadStatus, error) {
+func (r *endlessReader) Read(_ context.Context, out weir.SourceOutput[int]) (weir.ReadStatus, error) {
 	for range 100 {
 		r.i++
 		out.Emit(etime.Time(r.i), r.i)
@@ -191,13 +193,13 @@ func TestWatermarksReadable(t *testing.T) {
 
 type sliceOf int
 
-func (n sliceOf) Open(ch, chans int) (weir.SourceReader[int], error) {
+func (n sliceOf) Open(_ context.Context, ch, chans int) (weir.SourceReader[int], error) {
 	return &countReader{i: ch, step: chans, n: int(n)}, nil
 }
 
 type countReader struct{ i, step, n int }
 
-func (r *countReader) Read(out weir.SourceOutput[int]) (weir.ReadStatus, error) {
+func (r *countReader) Read(_ context.Context, out weir.SourceOutput[int]) (weir.ReadStatus, error) {
 	if r.i >= r.n {
 		return weir.Done, nil
 	}

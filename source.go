@@ -1,78 +1,59 @@
 package weir
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 	"sync/atomic"
 	"time"
 
+	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/etime"
 	"github.com/weirstream/weir/internal/runtime"
 	"github.com/weirstream/weir/state"
 	"github.com/weirstream/weir/watermark"
 )
 
-// ReadStatus is what one SourceReader.Read call did.
-type ReadStatus = runtime.PollStatus
+// The source contract is package connector's; these aliases keep its
+// names in the root package, where library users have them.
+
+// ReadStatus is what one SourceReader.Read call did (connector.ReadStatus).
+type ReadStatus = connector.ReadStatus
 
 // The read results.
 const (
 	// Emitted: Read emitted something; it will be called again at once.
-	Emitted = runtime.Emitted
+	Emitted = connector.Emitted
 	// Waiting: nothing is available now; Read will be called again later.
-	Waiting = runtime.Waiting
+	Waiting = connector.Waiting
 	// Done: the reader is exhausted.
-	Done = runtime.Done
+	Done = connector.Done
 )
 
-// Source is a connector's source: it opens one reader per source channel.
-type Source[T any] interface {
-	// Open returns the reader of channel ch of n. It is called once per
-	// channel when the job starts.
-	Open(ch, n int) (SourceReader[T], error)
-}
+// Source is a connector's source: it opens one reader per source channel,
+// with the job's context (connector.Source).
+type Source[T any] = connector.Source[T]
 
-// SourceReader reads one channel. Read and Close are called from the
-// channel's own goroutine.
-type SourceReader[T any] interface {
-	// Read emits what is available (a bounded amount) into out.
-	Read(out SourceOutput[T]) (ReadStatus, error)
-	// Close releases the reader; it is called once.
-	Close() error
-}
+// SourceReader reads one channel; Read gets the job's context
+// (connector.Reader).
+type SourceReader[T any] = connector.Reader[T]
 
-// SourceOutput receives a reader's records and source-level watermarks.
-type SourceOutput[T any] interface {
-	// Emit sends a record with its timestamp (etime.MinTime: none yet).
-	Emit(ts etime.Time, v T)
-	// EmitWatermark sends a watermark; only strictly increasing ones pass
-	// (semantics H2).
-	EmitWatermark(wm etime.Time)
-	// MarkIdle and MarkActive change the channel's status (H3, H4).
-	MarkIdle()
-	MarkActive()
-}
+// SourceOutput receives a reader's records and source-level watermarks
+// (connector.Output).
+type SourceOutput[T any] = connector.Output[T]
 
 // DeadLetterOutput is implemented by the SourceOutput the engine gives
-// readers: a reader sends a record it cannot use (undecodable, a bad
-// timestamp) to the dead-letter output with a stable reason code instead
-// of emitting it. The record counts as read and as a dead letter (W4), so
-// conservation holds.
-type DeadLetterOutput interface {
-	DeadLetter(reason, detail string, record any)
-}
+// readers (connector.DeadLetterOutput).
+type DeadLetterOutput = connector.DeadLetterOutput
 
 // CheckpointListener is implemented by readers that act on checkpoints
-// beyond their position, such as committing offsets to a consumer group
-// so that lag tools see them. CheckpointTaken is called on the reader's
-// goroutine right after SnapshotPosition, with the checkpoint's id;
-// CheckpointComplete is called from another goroutine once checkpoint id
-// has committed (an aborted checkpoint is never completed, and a later
-// one completes the earlier ones).
-type CheckpointListener interface {
-	CheckpointTaken(id int64)
-	CheckpointComplete(id int64)
-}
+// beyond their position (connector.CheckpointListener).
+type CheckpointListener = connector.CheckpointListener
+
+// CheckpointedReader is a SourceReader that can be checkpointed; a job
+// with checkpoints refuses sources whose readers are not
+// CheckpointedReaders (connector.CheckpointedReader).
+type CheckpointedReader = connector.CheckpointedReader
 
 // SourceOptions configures a source stage.
 type SourceOptions struct {
@@ -96,53 +77,20 @@ type SourceOptions struct {
 }
 
 // InputReporter is an optional SourceReader ability: a reader of several
-// inputs (a Kafka reader's partitions) reports their state for metrics and
-// the dashboard. Inputs is called from other goroutines while the job
-// runs, so a reader publishes a copy (at its watermark ticks, say) and
-// Inputs returns the newest one; the caller does not modify it.
-type InputReporter interface {
-	Inputs() []InputStatus
-}
+// inputs reports their state (connector.InputReporter).
+type InputReporter = connector.InputReporter
 
-// InputStatus is the state of one input of a source reader.
-type InputStatus struct {
-	// Name identifies the input within its source, such as "partition 3".
-	Name string
-	// Watermark is the input's own watermark (etime.MinTime: none yet).
-	Watermark etime.Time
-	// Idle: marked idle (no record for the idle timeout and caught up).
-	Idle bool
-	// Paused: held back by watermark alignment; PausedFor is the total
-	// pause time so far.
-	Paused    bool
-	PausedFor time.Duration
-	// IdleFor is the total time it was marked idle.
-	IdleFor time.Duration
-	// Backlog is how many records are there to read (the broker's last
-	// stable offset minus the position), -1 when unknown.
-	Backlog int64
-	// LastRecord is the processing time of the input's last record (zero:
-	// none yet); MaxEventTime its largest event time (MinTime: none).
-	LastRecord   time.Time
-	MaxEventTime etime.Time
-}
+// InputStatus is the state of one input of a source reader
+// (connector.InputStatus).
+type InputStatus = connector.InputStatus
 
-// BacklogReporter is an optional SourceReader ability: Backlog reports,
-// after a Read, whether more records are there to be read at once, which
-// makes the channel's watermarks come by record count (W10). Without it, a
-// read that returned Emitted counts as reading a backlog; a reader that
-// waits for data and returns Emitted for a live trickle (a NATS consumer,
-// stdin) should say better. It is called on the reader's goroutine.
-type BacklogReporter interface {
-	Backlog() bool
-}
+// BacklogReporter is an optional SourceReader ability: whether more
+// records are there to be read at once (connector.BacklogReporter).
+type BacklogReporter = connector.BacklogReporter
 
-// WaitReporter is an optional SourceReader ability: Waited returns how
-// long its last Read blocked waiting for data (a Kafka poll), so that
-// metrics count the wait as idle time, not busy time.
-type WaitReporter interface {
-	Waited() time.Duration
-}
+// WaitReporter is an optional SourceReader ability: how long its last
+// Read blocked waiting for data (connector.WaitReporter).
+type WaitReporter = connector.WaitReporter
 
 // SourceInputs is the state of the inputs of one source channel.
 type SourceInputs struct {
@@ -170,7 +118,7 @@ func FromSource[T any](env *Env, name string, src Source[T], o SourceOptions) St
 	stage := env.job.AddSource(name, o.Channels, runtime.SourceSpec{
 		FinalWatermark: !o.NoFinalWatermark && o.Final == nil,
 		Open: func(st *runtime.Subtask) (runtime.Poller, runtime.Control, error) {
-			r, err := src.Open(st.Index, o.Channels)
+			r, err := src.Open(st.Context(), st.Index, o.Channels)
 			if err != nil {
 				return nil, nil, fmt.Errorf("open source %s channel %d: %w", name, st.Index, err)
 			}
@@ -221,11 +169,11 @@ type poller[T any] struct {
 	backlog BacklogReporter
 }
 
-func (p *poller[T]) Poll() (runtime.PollStatus, error) {
+func (p *poller[T]) Poll(ctx context.Context) (runtime.PollStatus, error) {
 	if p.stop != nil && p.stop() {
 		return p.end(), nil
 	}
-	st, err := p.r.Read(p.out)
+	st, err := p.r.Read(ctx, p.out)
 	if st == Done && err == nil {
 		return p.end(), nil
 	}
@@ -236,7 +184,19 @@ func (p *poller[T]) Poll() (runtime.PollStatus, error) {
 	} else {
 		p.out.st.SetBacklog(st == Emitted)
 	}
-	return st, err
+	return pollStatus(st), err
+}
+
+// pollStatus is the runtime's name of a read's status; a status the
+// connector package does not define counts as Emitted (read again at once).
+func pollStatus(s ReadStatus) runtime.PollStatus {
+	switch s {
+	case Waiting:
+		return runtime.Waiting
+	case Done:
+		return runtime.Done
+	}
+	return runtime.Emitted
 }
 
 // Waited implements runtime.Waiter for readers that report their waits.
@@ -252,7 +212,7 @@ func (p *poller[T]) end() runtime.PollStatus {
 	if p.final != nil && p.final() {
 		p.out.EmitWatermark(etime.MaxTime)
 	}
-	return Done
+	return runtime.Done
 }
 
 // checkpointing restores the reader's position, its source output and its
@@ -363,7 +323,7 @@ type sliceSource[T any] struct {
 	batch int
 }
 
-func (s sliceSource[T]) Open(ch, n int) (SourceReader[T], error) {
+func (s sliceSource[T]) Open(_ context.Context, ch, n int) (SourceReader[T], error) {
 	return &sliceReader[T]{items: s.items, batch: s.batch}, nil
 }
 
@@ -373,7 +333,7 @@ type sliceReader[T any] struct {
 	batch int
 }
 
-func (r *sliceReader[T]) Read(out SourceOutput[T]) (ReadStatus, error) {
+func (r *sliceReader[T]) Read(_ context.Context, out SourceOutput[T]) (ReadStatus, error) {
 	if r.pos >= len(r.items) {
 		return Done, nil
 	}

@@ -84,7 +84,7 @@ func produceOrders(ctx context.Context, broker string, g genio.Options) (int64, 
 	if err != nil {
 		return 0, err
 	}
-	r, err := src.Open(0, 1)
+	r, err := src.Open(ctx, 0, 1)
 	if err != nil {
 		return 0, err
 	}
@@ -113,7 +113,7 @@ func produceOrders(ctx context.Context, broker string, g genio.Options) (int64, 
 		})
 	}}
 	for {
-		st, err := r.Read(out)
+		st, err := r.Read(ctx, out)
 		if err != nil {
 			return n, err
 		}

@@ -54,7 +54,7 @@ func (f *finish) record(t time.Time) {
 	}
 }
 
-func (s source) Open(ch, n int) (weir.SourceReader[*Event], error) {
+func (s source) Open(_ context.Context, ch, n int) (weir.SourceReader[*Event], error) {
 	return &reader{s: s, next: int64(ch) * block, step: int64(n) * block}, nil
 }
 
@@ -64,7 +64,7 @@ type reader struct {
 	until      time.Time // lingering until then
 }
 
-func (r *reader) Read(out weir.SourceOutput[*Event]) (weir.ReadStatus, error) {
+func (r *reader) Read(_ context.Context, out weir.SourceOutput[*Event]) (weir.ReadStatus, error) {
 	if r.next >= r.s.n {
 		if !r.s.linger {
 			return weir.Done, nil

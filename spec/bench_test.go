@@ -37,10 +37,10 @@ func benchInput(b *testing.B) string {
 		b.Fatal(err)
 	}
 	w := bufio.NewWriter(f)
-	r, _ := src.Open(0, 1)
+	r, _ := src.Open(context.Background(), 0, 1)
 	out := &lineWriter{w: w}
 	for {
-		st, err := r.Read(out)
+		st, err := r.Read(context.Background(), out)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -50,6 +50,8 @@ func Complete(p *Plan, dir string) (*Answer, error) {
 	if err := CheckComplete(p, dir); err != nil {
 		return nil, err
 	}
+	// A generator or a file: reads that do not wait, with nothing to cancel.
+	ctx := context.Background()
 	never := func() bool { return false }
 	always := func() bool { return true }
 	src, _, err := p.lineSource(RunOptions{Dir: dir}, nil, always, never)
@@ -63,12 +65,12 @@ func Complete(p *Plan, dir string) (*Answer, error) {
 	var wins []window.Window
 	out := &collectLines{}
 	for ch := range p.Channels {
-		r, err := src.Open(ch, p.Channels)
+		r, err := src.Open(ctx, ch, p.Channels)
 		if err != nil {
 			return nil, err
 		}
 		for {
-			st, err := r.Read(out)
+			st, err := r.Read(ctx, out)
 			for _, l := range out.lines {
 				switch l.Kind {
 				case fileio.Data:

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/etime"
 )
 
@@ -19,7 +19,7 @@ import (
 type Source[T any] struct {
 	// New returns a fresh source over the input, which holds Records
 	// records; the source must be bounded (end at the input's end).
-	New func(t testing.TB) weir.Source[T]
+	New func(t testing.TB) connector.Source[T]
 	// Records is the number of records in the input.
 	Records int
 	// ID identifies a record, for the exactly-once checks.
@@ -30,7 +30,8 @@ type Source[T any] struct {
 	Timeout time.Duration
 }
 
-// Run runs the suite. Readers are opened as channel 0 of 1.
+// Run runs the suite. Readers are opened as channel 0 of 1, and opened
+// and read with the (sub)test's context.
 func Run[T any](t *testing.T, s Source[T]) {
 	if s.MaxPerRead == 0 {
 		s.MaxPerRead = 100_000
@@ -47,10 +48,10 @@ func Run[T any](t *testing.T, s Source[T]) {
 		exactlyOnce(t, s, got)
 	})
 	t.Run("restart", func(t *testing.T) {
-		cr := func(r weir.SourceReader[T]) weir.CheckpointedReader {
-			c, ok := r.(weir.CheckpointedReader)
+		cr := func(r connector.Reader[T]) connector.CheckpointedReader {
+			c, ok := r.(connector.CheckpointedReader)
 			if !ok {
-				t.Fatal("the reader is not a weir.CheckpointedReader: jobs with checkpoints refuse it")
+				t.Fatal("the reader is not a connector.CheckpointedReader: jobs with checkpoints refuse it")
 			}
 			return c
 		}
@@ -93,9 +94,9 @@ func Run[T any](t *testing.T, s Source[T]) {
 	})
 }
 
-func open[T any](t *testing.T, s Source[T]) weir.SourceReader[T] {
+func open[T any](t *testing.T, s Source[T]) connector.Reader[T] {
 	t.Helper()
-	r, err := s.New(t).Open(0, 1)
+	r, err := s.New(t).Open(t.Context(), 0, 1)
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
@@ -104,7 +105,7 @@ func open[T any](t *testing.T, s Source[T]) weir.SourceReader[T] {
 
 // readUntil reads until the reader is done or stop holds after a read;
 // each Read must emit at most MaxPerRead records.
-func readUntil[T any](t *testing.T, s Source[T], r weir.SourceReader[T], stop func(*output[T]) bool) []T {
+func readUntil[T any](t *testing.T, s Source[T], r connector.Reader[T], stop func(*output[T]) bool) []T {
 	t.Helper()
 	o := &output[T]{}
 	deadline := time.Now().Add(s.Timeout)
@@ -113,7 +114,7 @@ func readUntil[T any](t *testing.T, s Source[T], r weir.SourceReader[T], stop fu
 			t.Fatalf("read %d of %d records in %v", len(o.recs), s.Records, s.Timeout)
 		}
 		n := len(o.recs)
-		st, err := r.Read(o)
+		st, err := r.Read(t.Context(), o)
 		if err != nil {
 			t.Fatalf("Read: %v", err)
 		}
@@ -121,9 +122,9 @@ func readUntil[T any](t *testing.T, s Source[T], r weir.SourceReader[T], stop fu
 			t.Fatalf("one Read emitted %d records, more than %d: a reader must bound its reads (backpressure)", got, s.MaxPerRead)
 		}
 		switch st {
-		case weir.Done:
+		case connector.Done:
 			return o.recs
-		case weir.Waiting:
+		case connector.Waiting:
 			time.Sleep(time.Millisecond)
 		}
 	}

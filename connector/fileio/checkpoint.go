@@ -10,12 +10,12 @@ import (
 	"io"
 	"os"
 
-	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/connector"
 )
 
 var (
-	_ weir.CheckpointedReader = (*Reader)(nil)
-	_ weir.BacklogReporter    = (*Reader)(nil)
+	_ connector.CheckpointedReader = (*Reader)(nil)
+	_ connector.BacklogReporter    = (*Reader)(nil)
 )
 
 // A position is where a reader resumes: a byte offset in the file at the
@@ -272,7 +272,7 @@ func (s *source) resume(f *os.File, p position, only int) (*parser, prefixSum, e
 	return np, ps, nil
 }
 
-// SnapshotPosition implements weir.CheckpointedReader. It is called
+// SnapshotPosition implements connector.CheckpointedReader. It is called
 // between two Read calls of the channel.
 //
 // A non-strict file reader's position is the byte offset and line number
@@ -318,7 +318,7 @@ func (r *Reader) SnapshotPosition() ([]byte, error) {
 	return p.encode(), err
 }
 
-// RestorePosition implements weir.CheckpointedReader: the reader, opened
+// RestorePosition implements connector.CheckpointedReader: the reader, opened
 // and not yet read, resumes at pos. It refuses a position that is not one
 // of a file source of this format, and one that does not fit the file (it
 // is beyond its end or not at the end of a line, or a CSV header differs):

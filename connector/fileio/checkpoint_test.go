@@ -2,6 +2,7 @@ package fileio
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"hash/crc64"
@@ -203,7 +204,7 @@ func TestResumeStrictPending(t *testing.T) {
 	}
 	rs := openAll(t, src, 2)
 	out := &fakeOut{}
-	if _, err := rs[0].Read(out); err != nil { // takes line 1, peeks line 2
+	if _, err := rs[0].Read(context.Background(), out); err != nil { // takes line 1, peeks line 2
 		t.Fatal(err)
 	}
 	if len(out.lines) != 1 {
@@ -347,7 +348,7 @@ func TestResumeMisuse(t *testing.T) {
 			t.Fatal(err)
 		}
 		rs := openAll(t, src, 2)
-		if _, err := rs[0].Read(&fakeOut{}); err != nil {
+		if _, err := rs[0].Read(context.Background(), &fakeOut{}); err != nil {
 			t.Fatal(err)
 		}
 		wantErr(t, "restore after Read", rs[0].(*Reader).RestorePosition(at(8, 1, strict)), "after reading")
@@ -434,7 +435,7 @@ func TestResumeConcurrent(t *testing.T) {
 					}
 					parts[ch] = part{lines: out.lines, pos: p}
 				}
-				st, err := r.Read(out)
+				st, err := r.Read(context.Background(), out)
 				if err != nil || st == weir.Done {
 					errs <- err
 					return
@@ -506,7 +507,7 @@ func TestResumeRewrittenFile(t *testing.T) {
 		}
 		rs := openAll(t, src, 1)
 		r := rs[0].(*Reader)
-		if _, err := r.Read(&fakeOut{}); err != nil {
+		if _, err := r.Read(context.Background(), &fakeOut{}); err != nil {
 			t.Fatal(err)
 		}
 		pos, err := r.SnapshotPosition()
@@ -555,7 +556,7 @@ func TestTruncatedWhileHashing(t *testing.T) {
 	}
 	r := openAll(t, src, 1)[0].(*Reader)
 	defer r.Close()
-	if _, err := r.Read(&fakeOut{}); err != nil {
+	if _, err := r.Read(context.Background(), &fakeOut{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Truncate(path, 4); err != nil {
@@ -578,7 +579,7 @@ func TestSnapshotAfterClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := openAll(t, src, 1)[0].(*Reader)
-	if _, err := r.Read(&fakeOut{}); err != nil {
+	if _, err := r.Read(context.Background(), &fakeOut{}); err != nil {
 		t.Fatal(err)
 	}
 	want, err := r.SnapshotPosition()
@@ -591,7 +592,7 @@ func TestSnapshotAfterClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	r2 := openAll(t, src2, 1)[0].(*Reader)
-	if _, err := r2.Read(&fakeOut{}); err != nil {
+	if _, err := r2.Read(context.Background(), &fakeOut{}); err != nil {
 		t.Fatal(err)
 	}
 	r.Close()

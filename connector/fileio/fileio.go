@@ -1,6 +1,6 @@
 // Package fileio is the line source of weir's declarative jobs: it reads
 // JSON lines or CSV from a file or from an io.Reader (stdin) and emits
-// [Line] values as a weir.Source with one or more source channels.
+// [Line] values as a connector.Source with one or more source channels.
 //
 // The source does framing and the replay control lines only. Decoding the
 // fields of a record and validating its timestamp is the job of a later
@@ -62,7 +62,7 @@
 //
 // # Checkpoints
 //
-// A *Reader is a weir.CheckpointedReader when it reads a regular file.
+// A *Reader is a connector.CheckpointedReader when it reads a regular file.
 // A non-strict channel's position is the byte offset and line number after
 // the last line it read (its own, emitted, or another channel's); a strict
 // source's channels share one position, after the last line any channel
@@ -74,6 +74,7 @@
 package fileio
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -81,7 +82,7 @@ import (
 	"os"
 	"sync"
 
-	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/etime"
 )
 
@@ -227,7 +228,7 @@ const (
 //
 // The source's Open may be called from several goroutines at once; each
 // channel is opened once.
-func New(o Options) (weir.Source[Line], error) {
+func New(o Options) (connector.Source[Line], error) {
 	if o.Channels <= 0 {
 		o.Channels = 1
 	}
@@ -292,7 +293,7 @@ func New(o Options) (weir.Source[Line], error) {
 	return s, nil
 }
 
-// source is the weir.Source. Its options are read-only after New.
+// source is the connector.Source. Its options are read-only after New.
 type source struct {
 	o   Options
 	cur *cursor // the shared cursor; nil when each channel reads the file itself
@@ -324,7 +325,7 @@ func (s *source) newParser(r io.Reader, only int) *parser {
 
 // Open returns the reader of channel ch of n; n must be Options.Channels.
 // The reader is a *Reader.
-func (s *source) Open(ch, n int) (weir.SourceReader[Line], error) {
+func (s *source) Open(_ context.Context, ch, n int) (connector.Reader[Line], error) {
 	if n != s.o.Channels {
 		return nil, fmt.Errorf("fileio: %s: opened with %d channels, configured for %d", s.o.Name, n, s.o.Channels)
 	}
@@ -397,17 +398,17 @@ const scanFactor = 16
 // Read emits up to Options.Batch lines of the channel with
 // out.Emit(etime.MinTime, line), control lines included. At the end of
 // input, or when Options.Stop says so, it emits the final MAX watermark
-// (unless Options.Final says not to) and returns weir.Done. A read error
+// (unless Options.Final says not to) and returns connector.Done. A read error
 // fails the job: Read returns it, naming the input.
 //
-// Read returns weir.Emitted also when it emitted nothing but made
+// Read returns connector.Emitted also when it emitted nothing but made
 // progress that another channel will emit (a shared cursor moved lines to
 // another channel's queue, or a channel's own file reader skipped many
-// lines of other channels); weir.Waiting when nothing is available now.
-func (r *Reader) Read(out weir.SourceOutput[Line]) (weir.ReadStatus, error) {
+// lines of other channels); connector.Waiting when nothing is available now.
+func (r *Reader) Read(_ context.Context, out connector.Output[Line]) (connector.ReadStatus, error) {
 	r.read = true
 	if r.done {
-		return weir.Done, nil
+		return connector.Done, nil
 	}
 	if r.s.o.Stop != nil && r.s.o.Stop() {
 		return r.finish(out), nil
@@ -423,7 +424,7 @@ func (r *Reader) Read(out weir.SourceOutput[Line]) (weir.ReadStatus, error) {
 		if err != nil {
 			return 0, err
 		}
-		if status == weir.Done {
+		if status == connector.Done {
 			return r.finish(out), nil
 		}
 		return status, nil
@@ -448,10 +449,10 @@ func (r *Reader) Read(out weir.SourceOutput[Line]) (weir.ReadStatus, error) {
 		}
 	}
 	r.scanned()
-	return weir.Emitted, nil
+	return connector.Emitted, nil
 }
 
-// Backlog implements weir.BacklogReporter (W10): a regular file is a
+// Backlog implements connector.BacklogReporter (W10): a regular file is a
 // backlog until its end; stdin or a pipe only while lines it read ahead
 // wait to be taken, so a live trickle gets periodic watermarks.
 func (r *Reader) Backlog() bool {
@@ -469,7 +470,7 @@ func (r *Reader) scanned() {
 	r.mu.Unlock()
 }
 
-func (r *Reader) emit(out weir.SourceOutput[Line], items []item) {
+func (r *Reader) emit(out connector.Output[Line], items []item) {
 	if len(items) == 0 {
 		return
 	}
@@ -483,12 +484,12 @@ func (r *Reader) emit(out weir.SourceOutput[Line], items []item) {
 }
 
 // finish ends the channel: the final watermark unless Final says not.
-func (r *Reader) finish(out weir.SourceOutput[Line]) weir.ReadStatus {
+func (r *Reader) finish(out connector.Output[Line]) connector.ReadStatus {
 	r.done = true
 	if r.s.o.Final == nil || r.s.o.Final() {
 		out.EmitWatermark(etime.MaxTime)
 	}
-	return weir.Done
+	return connector.Done
 }
 
 // Position returns the channel's position: the byte offset in the input

@@ -2,6 +2,7 @@ package fileio
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io"
 	"os"
@@ -202,7 +203,7 @@ func TestStdinPipe(t *testing.T) {
 		readAll := func() (sts [2]weir.ReadStatus) {
 			for ch, r := range rs {
 				start := time.Now()
-				st, err := r.Read(outs[ch])
+				st, err := r.Read(context.Background(), outs[ch])
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -270,7 +271,7 @@ func TestStdinClose(t *testing.T) {
 	}
 	rs := openAll(t, src, 2)
 	out := &fakeOut{}
-	if st, err := rs[0].Read(out); st != weir.Waiting || err != nil {
+	if st, err := rs[0].Read(context.Background(), out); st != weir.Waiting || err != nil {
 		t.Fatalf("Read: %v %v", st, err)
 	}
 	go func() {
@@ -281,7 +282,7 @@ func TestStdinClose(t *testing.T) {
 		r.Close()
 	}
 	pw.Close()
-	if _, err := src.Open(0, 2); err == nil {
+	if _, err := src.Open(context.Background(), 0, 2); err == nil {
 		t.Error("a closed stdin source opened again")
 	}
 }
@@ -500,7 +501,7 @@ func TestStop(t *testing.T) {
 		rs := openAll(t, src, 2)
 		out := &fakeOut{}
 		for len(out.lines) == 0 {
-			if _, err := rs[0].Read(out); err != nil {
+			if _, err := rs[0].Read(context.Background(), out); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -610,7 +611,7 @@ func TestOpenChecks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := src.Open(0, 3); err == nil {
+	if _, err := src.Open(context.Background(), 0, 3); err == nil {
 		t.Error("Open with another channel count: no error")
 	}
 	if _, err := New(Options{Input: strings.NewReader(""), Format: 7}); err == nil {
@@ -630,7 +631,7 @@ func TestBatch(t *testing.T) {
 		var sizes []int
 		for {
 			n := len(out.lines)
-			st, err := rs[0].Read(out)
+			st, err := rs[0].Read(context.Background(), out)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -703,13 +704,13 @@ func BenchmarkRead(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				r, err := src.Open(0, 1)
+				r, err := src.Open(context.Background(), 0, 1)
 				if err != nil {
 					b.Fatal(err)
 				}
 				out := &nopOut{}
 				for {
-					st, err := r.Read(out)
+					st, err := r.Read(context.Background(), out)
 					if err != nil {
 						b.Fatal(err)
 					}

@@ -1,6 +1,7 @@
 package fileio
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -58,7 +59,7 @@ func openAll(t testing.TB, src weir.Source[Line], n int) []weir.SourceReader[Lin
 	t.Helper()
 	rs := make([]weir.SourceReader[Line], n)
 	for ch := range n {
-		r, err := src.Open(ch, n)
+		r, err := src.Open(context.Background(), ch, n)
 		if err != nil {
 			t.Fatalf("open channel %d: %v", ch, err)
 		}
@@ -110,7 +111,7 @@ func pollInto(t testing.TB, rs []weir.SourceReader[Line], res *result, before fu
 				continue
 			}
 			all = false
-			st, err := r.Read(res.chans[ch])
+			st, err := r.Read(context.Background(), res.chans[ch])
 			own[ch]++
 			reads++
 			if err != nil {

@@ -6,7 +6,7 @@ import (
 	"os"
 	"sync"
 
-	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/connector"
 )
 
 // cursor is the one read position that the channels of a strict source or
@@ -170,11 +170,11 @@ func (c *cursor) pop() item {
 }
 
 // read takes up to Batch lines of channel ch, appending them to dst.
-func (c *cursor) read(ch int, dst []item) ([]item, weir.ReadStatus, error) {
+func (c *cursor) read(ch int, dst []item) ([]item, connector.ReadStatus, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
-		return dst, weir.Done, nil
+		return dst, connector.Done, nil
 	}
 	c.start()
 	batch := c.s.o.Batch
@@ -216,17 +216,17 @@ func (c *cursor) read(ch int, dst []item) ([]item, weir.ReadStatus, error) {
 
 // status is the result of a read that took dst: Emitted on progress,
 // otherwise Done at the end of input, or Waiting.
-func (c *cursor) status(dst []item, queued, progress bool) ([]item, weir.ReadStatus, error) {
+func (c *cursor) status(dst []item, queued, progress bool) ([]item, connector.ReadStatus, error) {
 	if progress {
-		return dst, weir.Emitted, nil
+		return dst, connector.Emitted, nil
 	}
 	if queued || c.head < len(c.pending) || c.end == nil {
-		return dst, weir.Waiting, nil
+		return dst, connector.Waiting, nil
 	}
 	if c.end != io.EOF {
 		return dst, 0, c.end
 	}
-	return dst, weir.Done, nil
+	return dst, connector.Done, nil
 }
 
 // message is what the feed goroutine sends: lines, then an end.

@@ -14,6 +14,7 @@
 package genio
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"strconv"
@@ -21,8 +22,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/clock"
+	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/connector/fileio"
 	"github.com/weirstream/weir/etime"
 )
@@ -39,10 +40,10 @@ const (
 	// (i - i0)/Rate seconds after it, i0 being the record a reader starts
 	// at (0, or the position it was restored to, rounded down to a
 	// multiple of the channel count). A reader with nothing due returns
-	// weir.Waiting, never blocks, and emits what is due in batches, so it
+	// connector.Waiting, never blocks, and emits what is due in batches, so it
 	// keeps its rate at any speed the job reads; behind schedule (the job
 	// was slower) it emits as fast as it is read until it is back on it,
-	// and says so (weir.BacklogReporter).
+	// and says so (connector.BacklogReporter).
 	Wall
 )
 
@@ -106,7 +107,7 @@ func (o *Options) Validate() error {
 }
 
 // New returns the generator as a source of lines.
-func New(o Options) (weir.Source[fileio.Line], error) {
+func New(o Options) (connector.Source[fileio.Line], error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
@@ -133,7 +134,7 @@ func (s *source) begin() time.Time {
 	return s.start
 }
 
-func (s *source) Open(ch, n int) (weir.SourceReader[fileio.Line], error) {
+func (s *source) Open(_ context.Context, ch, n int) (connector.Reader[fileio.Line], error) {
 	return &reader{src: s, o: s.o, i: int64(ch), step: int64(n), ch: ch}, nil
 }
 
@@ -165,13 +166,13 @@ func mix(x uint64) uint64 {
 // unit is a uniform float in [0, 1) from h.
 func unit(h uint64) float64 { return float64(h>>11) / (1 << 53) }
 
-func (r *reader) Read(out weir.SourceOutput[fileio.Line]) (weir.ReadStatus, error) {
+func (r *reader) Read(_ context.Context, out connector.Output[fileio.Line]) (connector.ReadStatus, error) {
 	r.backlog = false
 	if r.i >= r.o.Records || (r.o.Stop != nil && r.o.Stop()) {
 		if r.o.Final == nil || r.o.Final() {
 			out.EmitWatermark(etime.MaxTime)
 		}
-		return weir.Done, nil
+		return connector.Done, nil
 	}
 	if !r.started {
 		r.start()
@@ -184,7 +185,7 @@ func (r *reader) Read(out weir.SourceOutput[fileio.Line]) (weir.ReadStatus, erro
 			due = r.base + int64(f)
 		}
 		if r.i > due {
-			return weir.Waiting, nil
+			return connector.Waiting, nil
 		}
 		if d := (due-r.i)/r.step + 1; d < int64(n) {
 			n = int(d)
@@ -197,7 +198,7 @@ func (r *reader) Read(out weir.SourceOutput[fileio.Line]) (weir.ReadStatus, erro
 	// Unpaced, every read is of a backlog (as for a reader that does not
 	// tell); paced, while records are still due.
 	r.backlog = r.o.Pace != Wall || r.i <= due && r.i < r.o.Records
-	return weir.Emitted, nil
+	return connector.Emitted, nil
 }
 
 // start sets the reader's schedule at its first Read, after a restore.
@@ -214,7 +215,7 @@ func (r *reader) start() {
 	}
 }
 
-// Backlog implements weir.BacklogReporter: an unpaced reader's records
+// Backlog implements connector.BacklogReporter: an unpaced reader's records
 // are a backlog while it emits; a paced one's while it is behind
 // schedule.
 func (r *reader) Backlog() bool { return r.backlog }
@@ -288,13 +289,13 @@ func appendPadded(b []byte, u uint64) []byte {
 
 func (r *reader) Close() error { return nil }
 
-// SnapshotPosition implements weir.CheckpointedReader: the index of the
+// SnapshotPosition implements connector.CheckpointedReader: the index of the
 // next record of this channel.
 func (r *reader) SnapshotPosition() ([]byte, error) {
 	return strconv.AppendInt([]byte("genio1:"), r.i, 10), nil
 }
 
-// RestorePosition implements weir.CheckpointedReader.
+// RestorePosition implements connector.CheckpointedReader.
 func (r *reader) RestorePosition(pos []byte) error {
 	s, ok := strings.CutPrefix(string(pos), "genio1:")
 	i, err := strconv.ParseInt(s, 10, 64)
@@ -305,4 +306,4 @@ func (r *reader) RestorePosition(pos []byte) error {
 	return nil
 }
 
-var _ weir.CheckpointedReader = (*reader)(nil)
+var _ connector.CheckpointedReader = (*reader)(nil)

@@ -2,6 +2,7 @@ package genio
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"strconv"
 	"sync"
@@ -32,10 +33,10 @@ func read(t *testing.T, o Options, n int) []fileio.Line {
 	}
 	byNo := map[int64]fileio.Line{}
 	for ch := range n {
-		r, _ := src.Open(ch, n)
+		r, _ := src.Open(context.Background(), ch, n)
 		c := &collect{}
 		for {
-			st, err := r.Read(c)
+			st, err := r.Read(context.Background(), c)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -140,12 +141,12 @@ func TestPaceFakeClock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r0, _ := src.Open(0, 2)
-	r1, _ := src.Open(1, 2)
+	r0, _ := src.Open(context.Background(), 0, 2)
+	r1, _ := src.Open(context.Background(), 1, 2)
 	c0, c1 := &count{}, &count{}
 	drain := func(r weir.SourceReader[fileio.Line], c *count) (reads int) {
 		for {
-			st, err := r.Read(c)
+			st, err := r.Read(context.Background(), c)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -162,7 +163,7 @@ func TestPaceFakeClock(t *testing.T) {
 		t.Fatalf("at the start channel 1 emitted %d records, want 0 (record 1 is due at 1ms)", c1.n)
 	}
 	clk.Advance(100 * time.Millisecond) // records 0..100 are due
-	if st, _ := r0.Read(c0); st != weir.Emitted || c0.n != 5 || !r0.(weir.BacklogReporter).Backlog() {
+	if st, _ := r0.Read(context.Background(), c0); st != weir.Emitted || c0.n != 5 || !r0.(weir.BacklogReporter).Backlog() {
 		t.Fatalf("behind schedule: status %v, %d records, backlog %v; want a batch of 4 more, and backlog", st, c0.n, r0.(weir.BacklogReporter).Backlog())
 	}
 	drain(r0, c0)
@@ -178,14 +179,14 @@ func TestPaceFakeClock(t *testing.T) {
 	if c0.n != 50000 {
 		t.Fatalf("an hour later channel 0 emitted %d records, want all its 50000", c0.n)
 	}
-	if st, _ := r0.Read(c0); st != weir.Done {
+	if st, _ := r0.Read(context.Background(), c0); st != weir.Done {
 		t.Fatalf("status %v after the last record, want Done", st)
 	}
 
 	// A reader restored at record 4001 of channel 1 starts its schedule
 	// and its timestamps at the clock of its first read.
 	src, _ = New(Options{Records: 100000, Rate: 1000, Keys: 5, Seed: 3, Pace: Wall, StartNow: true, Clock: clk})
-	r, _ := src.Open(1, 2)
+	r, _ := src.Open(context.Background(), 1, 2)
 	if err := r.(weir.CheckpointedReader).RestorePosition([]byte("genio1:4001")); err != nil {
 		t.Fatal(err)
 	}
@@ -201,9 +202,9 @@ func TestPaceFakeClock(t *testing.T) {
 
 	// Unpaced, a fixed start keeps the stream a function of the index.
 	src, _ = New(Options{Records: 10, Rate: 1000, Keys: 5, Seed: 3, Start: 1767225600000})
-	r, _ = src.Open(0, 1)
+	r, _ = src.Open(context.Background(), 0, 1)
 	c = &count{}
-	if st, _ := r.Read(c); st != weir.Emitted || c.n != 10 || c.lastTS != 1767225600009 || !r.(weir.BacklogReporter).Backlog() {
+	if st, _ := r.Read(context.Background(), c); st != weir.Emitted || c.n != 10 || c.lastTS != 1767225600009 || !r.(weir.BacklogReporter).Backlog() {
 		t.Fatalf("unpaced: %d records, last ts %d, backlog %v", c.n, c.lastTS, r.(weir.BacklogReporter).Backlog())
 	}
 }
@@ -230,11 +231,11 @@ func TestPaceWallClock(t *testing.T) {
 	var wg sync.WaitGroup
 	for ch := range 2 {
 		wg.Go(func() {
-			r, _ := src.Open(ch, 2)
+			r, _ := src.Open(context.Background(), ch, 2)
 			c := &count{}
 			res := &res[ch]
 			for time.Since(start) < run {
-				st, err := r.Read(c)
+				st, err := r.Read(context.Background(), c)
 				if err != nil {
 					t.Error(err)
 					return
@@ -274,16 +275,16 @@ func TestPaceWallClock(t *testing.T) {
 func TestPaceAllocations(t *testing.T) {
 	clk := clock.NewFake(time.UnixMilli(1767225600000))
 	src, _ := New(Options{Records: 1 << 40, Rate: 1e6, Keys: 100, Seed: 1, Pace: Wall, StartNow: true, Clock: clk})
-	r, _ := src.Open(0, 1)
+	r, _ := src.Open(context.Background(), 0, 1)
 	c := &count{}
-	r.Read(c)
+	r.Read(context.Background(), c)
 	paced := testing.AllocsPerRun(100, func() {
 		clk.Advance(time.Millisecond) // 1000 records due, read in batches
-		r.Read(c)
+		r.Read(context.Background(), c)
 	})
 	src, _ = New(Options{Records: 1 << 40, Rate: 1e6, Keys: 100, Seed: 1})
-	r, _ = src.Open(0, 1)
-	unpaced := testing.AllocsPerRun(100, func() { r.Read(c) })
+	r, _ = src.Open(context.Background(), 0, 1)
+	unpaced := testing.AllocsPerRun(100, func() { r.Read(context.Background(), c) })
 	if paced > unpaced {
 		t.Fatalf("a paced read allocates %v times, an unpaced one %v", paced, unpaced)
 	}

@@ -44,6 +44,7 @@ import (
 
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/clock"
+	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/etime"
 	"github.com/weirstream/weir/watermark"
 )
@@ -184,7 +185,7 @@ func (o *SourceOptions[T]) Validate() error {
 }
 
 // NewSource returns a source reading o.Topic.
-func NewSource[T any](o SourceOptions[T]) (weir.Source[T], error) {
+func NewSource[T any](o SourceOptions[T]) (connector.Source[T], error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
@@ -211,10 +212,11 @@ func NewSource[T any](o SourceOptions[T]) (weir.Source[T], error) {
 
 type source[T any] struct{ o SourceOptions[T] }
 
-// Open implements weir.Source: it looks the topic's partitions up and
-// takes those of channel ch.
-func (s *source[T]) Open(ch, n int) (weir.SourceReader[T], error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+// Open implements connector.Source: it looks the topic's partitions up and
+// takes those of channel ch. It gives up when ctx is done, and after
+// openTimeout at most (a broker that never answers).
+func (s *source[T]) Open(ctx context.Context, ch, n int) (connector.Reader[T], error) {
+	ctx, cancel := context.WithTimeout(ctx, openTimeout)
 	defer cancel()
 	adm, err := newAdmin(s.o.Brokers, s.o.ClientOptions)
 	if err != nil {
@@ -241,6 +243,10 @@ func (s *source[T]) Open(ch, n int) (weir.SourceReader[T], error) {
 	}
 	return r, nil
 }
+
+// openTimeout bounds the broker requests of Open and of the first Read
+// (metadata, start offsets), below the job's context.
+const openTimeout = 30 * time.Second
 
 func newAdmin(brokers []string, opts []kgo.Opt) (*kadm.Client, error) {
 	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(brokers...)}, opts...)...)
@@ -340,15 +346,15 @@ type reader[T any] struct {
 	parts    []*partition[T]
 	byID     map[int32]*partition[T]
 	combined *watermark.Combined
-	out      weir.SourceOutput[T] // the current Read's output
-	channels int                  // the source's channel count
+	out      connector.Output[T] // the current Read's output
+	channels int                 // the source's channel count
 	// topicID and topicParts identify the topic read (checkpoints keep
 	// them): its id (zero when the broker reports none) and partition
 	// count at Open.
 	topicID    kadm.TopicID
 	topicParts int
 	rec        Record // reused by emit for every record
-	inputs     atomic.Pointer[[]weir.InputStatus]
+	inputs     atomic.Pointer[[]connector.InputStatus]
 	waited     time.Duration // the last Read's poll
 	started    bool
 	lastTick   time.Time
@@ -379,13 +385,14 @@ func (c channelOut[T]) Status(idle bool) {
 	}
 }
 
-// Read implements weir.SourceReader.
-func (r *reader[T]) Read(out weir.SourceOutput[T]) (weir.ReadStatus, error) {
+// Read implements connector.Reader. Its broker requests and its poll (of
+// 20ms at most) end when ctx is done; a poll cut short returns Waiting.
+func (r *reader[T]) Read(ctx context.Context, out connector.Output[T]) (connector.ReadStatus, error) {
 	r.out = out
 	now := r.o.Clock.Now()
 	if !r.started {
-		if err := r.start(now); err != nil {
-			return weir.Waiting, err
+		if err := r.start(ctx, now); err != nil {
+			return connector.Waiting, err
 		}
 	}
 	if len(r.parts) == 0 {
@@ -393,17 +400,17 @@ func (r *reader[T]) Read(out weir.SourceOutput[T]) (weir.ReadStatus, error) {
 			r.combined.InputStatus(0, true, channelOut[T]{r})
 		}
 		if r.o.StopAtEnd {
-			return weir.Done, nil
+			return connector.Done, nil
 		}
-		return weir.Waiting, nil
+		return connector.Waiting, nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	pctx, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
 	polled := time.Now()
-	fetches := r.cl.PollRecords(ctx, r.o.MaxPollRecords)
+	fetches := r.cl.PollRecords(pctx, r.o.MaxPollRecords)
 	r.waited = time.Since(polled) // fetches run in the background: a poll only waits
 	cancel()
 	if err := fetchError(fetches); err != nil {
-		return weir.Waiting, err
+		return connector.Waiting, err
 	}
 	n := 0
 	fetches.EachPartition(func(fp kgo.FetchTopicPartition) {
@@ -419,18 +426,18 @@ func (r *reader[T]) Read(out weir.SourceOutput[T]) (weir.ReadStatus, error) {
 	if now.Sub(r.lastTick) >= r.o.WatermarkInterval {
 		prev := r.lastTick
 		r.lastTick = now
-		if err := r.tick(now, prev); err != nil {
-			return weir.Waiting, err
+		if err := r.tick(ctx, now, prev); err != nil {
+			return connector.Waiting, err
 		}
 	}
 	if r.o.StopAtEnd && r.atEnd() {
 		r.publishInputs(now)
-		return weir.Done, nil
+		return connector.Done, nil
 	}
 	if n > 0 {
-		return weir.Emitted, nil
+		return connector.Emitted, nil
 	}
-	return weir.Waiting, nil
+	return connector.Waiting, nil
 }
 
 // fetchError returns the first fetch error that is not the poll's own
@@ -482,7 +489,7 @@ func (r *reader[T]) emit(kr *kgo.Record, now time.Time) bool {
 		if errors.As(err, &bad) {
 			reason, detail = bad.Reason, bad.Detail
 		}
-		if d, ok := r.out.(weir.DeadLetterOutput); ok {
+		if d, ok := r.out.(connector.DeadLetterOutput); ok {
 			kept := *rec // the dead letter keeps it
 			kept.Headers = slices.Clone(rec.Headers)
 			d.DeadLetter(reason, fmt.Sprintf("%s (topic %s partition %d offset %d)", detail, kr.Topic, kr.Partition, kr.Offset), &kept)
@@ -511,8 +518,9 @@ func (r *reader[T]) log(msg string, p *partition[T]) {
 }
 
 // start resolves every partition's start offset (a restored position, or
-// the configured start) and starts consuming.
-func (r *reader[T]) start(now time.Time) error {
+// the configured start) and starts consuming; it gives up when ctx is
+// done.
+func (r *reader[T]) start(ctx context.Context, now time.Time) error {
 	r.started = true
 	r.lastTick = now
 	for _, p := range r.parts {
@@ -521,7 +529,7 @@ func (r *reader[T]) start(now time.Time) error {
 	if len(r.parts) == 0 {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, openTimeout)
 	defer cancel()
 	if err := r.resolveStart(ctx); err != nil {
 		return err
@@ -646,13 +654,13 @@ func (r *reader[T]) atEnd() bool {
 // tick, at prev) emits by record count instead; one that delivered
 // nothing for a whole interval is treated as caught up, so a stale offset
 // cannot stop its emission.
-func (r *reader[T]) tick(now, prev time.Time) error {
+func (r *reader[T]) tick(ctx context.Context, now, prev time.Time) error {
 	for _, p := range r.parts {
 		if !(p.backlog(r.o.BacklogEvery) && p.lastRecord.After(prev)) {
 			p.gen.OnPeriodicEmit(p.out)
 		}
 	}
-	if err := r.checkIdle(now); err != nil {
+	if err := r.checkIdle(ctx, now); err != nil {
 		return err
 	}
 	r.align(now)
@@ -663,20 +671,20 @@ func (r *reader[T]) tick(now, prev time.Time) error {
 // publishInputs publishes the partitions' state for Inputs.
 func (r *reader[T]) publishInputs(now time.Time) {
 	st := r.status(now)
-	in := make([]weir.InputStatus, len(st))
+	in := make([]connector.InputStatus, len(st))
 	for i := range st {
 		in[i] = st[i].InputStatus
 	}
 	r.inputs.Store(&in)
 }
 
-// Waited implements weir.WaitReporter: how long the last Read's poll
+// Waited implements connector.WaitReporter: how long the last Read's poll
 // waited for fetched records.
 func (r *reader[T]) Waited() time.Duration { return r.waited }
 
-// Inputs implements weir.InputReporter: the partitions as of the last
+// Inputs implements connector.InputReporter: the partitions as of the last
 // watermark tick.
-func (r *reader[T]) Inputs() []weir.InputStatus {
+func (r *reader[T]) Inputs() []connector.InputStatus {
 	if in := r.inputs.Load(); in != nil {
 		return *in
 	}
@@ -685,7 +693,7 @@ func (r *reader[T]) Inputs() []weir.InputStatus {
 
 // checkIdle marks idle the partitions that had no record for the idle
 // timeout (pauses excluded) and are caught up to the last stable offset.
-func (r *reader[T]) checkIdle(now time.Time) error {
+func (r *reader[T]) checkIdle(ctx context.Context, now time.Time) error {
 	if r.o.IdleTimeout <= 0 {
 		return nil
 	}
@@ -698,14 +706,14 @@ func (r *reader[T]) checkIdle(now time.Time) error {
 	if len(quiet) == 0 {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	ends, err := r.lso(ctx)
+	ends, err := r.lso(lctx)
 	if err != nil {
 		// Not knowing the backlog, keep the partitions active: a wrong
 		// "idle" turns a backlog into late data, a wrong "active" only
-		// delays results.
-		if r.o.Logger != nil {
+		// delays results. A job that ends (ctx) needs no warning.
+		if r.o.Logger != nil && ctx.Err() == nil {
 			r.o.Logger.Warn("kafka idleness check failed", "topic", r.o.Topic, "err", err)
 		}
 		return nil
@@ -770,7 +778,7 @@ type PartitionStatus struct {
 	// N"): its watermark, idle and pause state and times, its backlog
 	// (the broker's newest reported last stable offset minus NextOffset),
 	// its last record and largest event time.
-	weir.InputStatus
+	connector.InputStatus
 }
 
 // Status returns the state of the reader's partitions; call it from the
@@ -780,7 +788,7 @@ func (r *reader[T]) Status() []PartitionStatus { return r.status(r.o.Clock.Now()
 func (r *reader[T]) status(now time.Time) []PartitionStatus {
 	out := make([]PartitionStatus, 0, len(r.parts))
 	for _, p := range r.parts {
-		ps := PartitionStatus{Partition: p.id, NextOffset: p.next, InputStatus: weir.InputStatus{Name: "partition " + strconv.Itoa(int(p.id)),
+		ps := PartitionStatus{Partition: p.id, NextOffset: p.next, InputStatus: connector.InputStatus{Name: "partition " + strconv.Itoa(int(p.id)),
 			Watermark: p.wm, Idle: p.idle, Paused: p.paused, PausedFor: p.pausedFor, Backlog: -1, LastRecord: p.lastRecord, MaxEventTime: p.maxTS}}
 		if p.paused {
 			ps.PausedFor += now.Sub(p.pausedSince)
@@ -797,7 +805,7 @@ func (r *reader[T]) status(now time.Time) []PartitionStatus {
 	return out
 }
 
-// CheckpointTaken implements weir.CheckpointListener: it remembers the
+// CheckpointTaken implements connector.CheckpointListener: it remembers the
 // offsets of checkpoint id's snapshot.
 func (r *reader[T]) CheckpointTaken(id int64) {
 	if r.o.Group == "" || r.snap == nil {
@@ -808,7 +816,7 @@ func (r *reader[T]) CheckpointTaken(id int64) {
 	r.mu.Unlock()
 }
 
-// CheckpointComplete implements weir.CheckpointListener: it commits the
+// CheckpointComplete implements connector.CheckpointListener: it commits the
 // offsets of checkpoint id to SourceOptions.Group, for lag tools only
 // (weir restores from its checkpoints, never from the group). A failed
 // commit is logged; the next checkpoint commits again.
@@ -839,7 +847,7 @@ func (r *reader[T]) CheckpointComplete(id int64) {
 	}
 }
 
-// Close implements weir.SourceReader.
+// Close implements connector.Reader.
 func (r *reader[T]) Close() error {
 	r.mu.Lock()
 	r.closed = true
@@ -876,7 +884,7 @@ type partPosition struct {
 
 const positionVersion = 1
 
-// SnapshotPosition implements weir.CheckpointedReader.
+// SnapshotPosition implements connector.CheckpointedReader.
 func (r *reader[T]) SnapshotPosition() ([]byte, error) {
 	pos := position{Version: positionVersion, Topic: r.o.Topic, Channels: r.channels, TopicPartitions: r.topicParts}
 	if r.topicID != (kadm.TopicID{}) {
@@ -893,7 +901,7 @@ func (r *reader[T]) SnapshotPosition() ([]byte, error) {
 	return json.Marshal(pos)
 }
 
-// RestorePosition implements weir.CheckpointedReader. A partition of the
+// RestorePosition implements connector.CheckpointedReader. A partition of the
 // channel that the position does not name (added to the topic since)
 // starts at the configured start.
 func (r *reader[T]) RestorePosition(b []byte) error {

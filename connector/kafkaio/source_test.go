@@ -110,7 +110,7 @@ func newHarness(t *testing.T, brokers []string, topic string, mod func(*SourceOp
 	if err != nil {
 		t.Fatal(err)
 	}
-	rd, err := src.Open(0, 1)
+	rd, err := src.Open(context.Background(), 0, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +128,7 @@ func (h *harness) readUntil(step time.Duration, what string, cond func() bool) {
 		if time.Now().After(deadline) {
 			h.t.Fatalf("timed out waiting for %s; watermarks %v, %d records, status %+v", what, h.o.wms, len(h.o.recs), h.r.Status())
 		}
-		if _, err := h.r.Read(h.o); err != nil {
+		if _, err := h.r.Read(context.Background(), h.o); err != nil {
 			h.t.Fatal(err)
 		}
 		h.clk.Advance(step)
@@ -193,7 +193,7 @@ func TestSilentPartitionIdleOnlyWhenCaughtUp(t *testing.T) {
 	h2.readUntil(10*time.Millisecond, "partitions 0 and 1", func() bool { return len(h2.o.recs) == before })
 	produce(t, brokers, "in", rec(2, "c", 500))
 	h2.clk.Advance(5 * time.Second)
-	if err := h2.r.tick(h2.clk.Now(), h2.r.lastTick); err != nil { // no poll: the record is still in Kafka
+	if err := h2.r.tick(context.Background(), h2.clk.Now(), h2.r.lastTick); err != nil { // no poll: the record is still in Kafka
 		t.Fatal(err)
 	}
 	if h2.status(2).Idle {
@@ -478,7 +478,7 @@ func TestRestoreRefusesOtherChannelCount(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r4, err := src.Open(0, 4)
+	r4, err := src.Open(context.Background(), 0, 4)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -487,7 +487,7 @@ func TestRestoreRefusesOtherChannelCount(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r2, err := src.Open(0, 2)
+	r2, err := src.Open(context.Background(), 0, 2)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,7 @@
 //
 // # Source
 //
-// NewSource reads one JetStream stream as a weir.Source[Message]. It
+// NewSource reads one JetStream stream as a connector.Source[Message]. It
 // reads with an ordered consumer (an ephemeral, unacknowledged consumer
 // that the client recreates on any gap), so the messages are emitted in
 // stream order, without gaps or duplicates, optionally filtered by
@@ -35,8 +35,8 @@
 // a first message and then takes what has already arrived, at most
 // FetchBatch messages (the first Read also creates the consumer, one
 // request to the server). The client fetches ahead on its own goroutines
-// and stops fetching while Read is not called (backpressure). It returns weir.Waiting when nothing came, and
-// weir.Done only with SourceOptions.StopAtEnd, once every message up to the
+// and stops fetching while Read is not called (backpressure). It returns connector.Waiting when nothing came, and
+// connector.Done only with SourceOptions.StopAtEnd, once every message up to the
 // stream's last sequence at Open has been emitted.
 //
 // # Sink

@@ -143,7 +143,7 @@ func (o *fakeOut) seqs() []uint64 {
 // open opens channel ch of n of src as a checkpointed reader.
 func open(t testing.TB, src weir.Source[natsio.Message], ch, n int) weir.SourceReader[natsio.Message] {
 	t.Helper()
-	r, err := src.Open(ch, n)
+	r, err := src.Open(context.Background(), ch, n)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +159,7 @@ func drain(t testing.TB, r weir.SourceReader[natsio.Message], out *fakeOut, stop
 	t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
-		st, err := r.Read(out)
+		st, err := r.Read(context.Background(), out)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -528,7 +528,7 @@ func TestSourceLive(t *testing.T) {
 	drain(t, r, &out, 500)
 	for range 3 {
 		start := time.Now()
-		st, err := r.Read(&out)
+		st, err := r.Read(context.Background(), &out)
 		if err != nil || st != weir.Waiting {
 			t.Fatalf("caught up: Read = %v, %v; want Waiting", st, err)
 		}
@@ -555,7 +555,7 @@ func TestSourceLive(t *testing.T) {
 	s.Shutdown()
 	s.WaitForShutdown()
 	for range 3 {
-		if st, err := r.Read(&out); err != nil || st != weir.Waiting {
+		if st, err := r.Read(context.Background(), &out); err != nil || st != weir.Waiting {
 			t.Fatalf("server down: Read = %v, %v; want Waiting", st, err)
 		}
 	}
@@ -575,7 +575,7 @@ func TestSourceIdleChannels(t *testing.T) {
 	r := open(t, src, 2, 3)
 	var out fakeOut
 	for range 3 {
-		if st, err := r.Read(&out); err != nil || st != weir.Waiting {
+		if st, err := r.Read(context.Background(), &out); err != nil || st != weir.Waiting {
 			t.Fatalf("idle Read = %v, %v", st, err)
 		}
 	}
@@ -587,13 +587,13 @@ func TestSourceIdleChannels(t *testing.T) {
 	}
 	r.Close()
 	r = open(t, natsio.NewSource(natsio.SourceOptions{URL: "nats://127.0.0.1:1", Stream: "S", StopAtEnd: true}), 1, 2)
-	if st, err := r.Read(&out); err != nil || st != weir.Done {
+	if st, err := r.Read(context.Background(), &out); err != nil || st != weir.Done {
 		t.Fatalf("idle Read with StopAtEnd = %v, %v", st, err)
 	}
-	if _, err := src.Open(0, 3); err == nil {
+	if _, err := src.Open(context.Background(), 0, 3); err == nil {
 		t.Fatal("channel 0 opened with an unreachable server")
 	}
-	if _, err := src.Open(3, 3); err == nil {
+	if _, err := src.Open(context.Background(), 3, 3); err == nil {
 		t.Fatal("channel 3 of 3 opened")
 	}
 }
@@ -609,7 +609,7 @@ func TestSourceOpenErrors(t *testing.T) {
 	for _, c := range []struct {
 		stream, want string
 	}{{"NOPE", `stream "NOPE"`}, {"", "Stream is empty"}, {"WQ", "work-queue"}} {
-		_, err := natsio.NewSource(natsio.SourceOptions{URL: s.ClientURL(), Stream: c.stream}).Open(0, 1)
+		_, err := natsio.NewSource(natsio.SourceOptions{URL: s.ClientURL(), Stream: c.stream}).Open(context.Background(), 0, 1)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Fatalf("stream %q: error %v, want one mentioning %s", c.stream, err, c.want)
 		}
@@ -632,7 +632,7 @@ func TestSourceStreamDeleted(t *testing.T) {
 	}
 	start := time.Now()
 	for time.Since(start) < time.Minute {
-		st, err := r.Read(&out)
+		st, err := r.Read(context.Background(), &out)
 		if err != nil {
 			if !strings.Contains(err.Error(), "GONE") {
 				t.Fatalf("error does not name the stream: %v", err)
@@ -1072,13 +1072,13 @@ func BenchmarkSourceRead(b *testing.B) {
 	b.ResetTimer()
 	start := time.Now()
 	for b.Loop() {
-		r, err := src.Open(0, 1)
+		r, err := src.Open(context.Background(), 0, 1)
 		if err != nil {
 			b.Fatal(err)
 		}
 		out := countOut{}
 		for {
-			st, err := r.Read(&out)
+			st, err := r.Read(context.Background(), &out)
 			if err != nil {
 				b.Fatal(err)
 			}

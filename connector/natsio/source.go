@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"strconv"
 	"strings"
 	"sync"
@@ -13,7 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/etime"
 )
 
@@ -77,7 +78,7 @@ type SourceOptions struct {
 	// Start is where to start without a checkpoint (default: the earliest
 	// message).
 	Start Start
-	// StopAtEnd makes the source bounded: channel 0 returns weir.Done once
+	// StopAtEnd makes the source bounded: channel 0 returns connector.Done once
 	// it has emitted every message (that the filter accepts) up to the
 	// stream's last sequence at Open; later messages are not emitted.
 	// Replays and tests use it. Without it a source never ends. The idle
@@ -98,7 +99,7 @@ type SourceOptions struct {
 	// messages the client buffers ahead (default 256).
 	FetchBatch int
 	// FetchWait is the longest a Read waits for a first message before it
-	// returns weir.Waiting (default 100ms).
+	// returns connector.Waiting (default 100ms).
 	FetchWait time.Duration
 	// ResetAttempts is how many times in a row the ordered consumer tries
 	// to recreate itself after losing its server-side consumer (a
@@ -123,7 +124,7 @@ const positionPrefix = "natsio1:"
 
 // NewSource returns a source reading o.Stream. Options are checked, and the
 // server contacted, when a channel is opened.
-func NewSource(o SourceOptions) weir.Source[Message] {
+func NewSource(o SourceOptions) connector.Source[Message] {
 	if o.URL == "" {
 		o.URL = nats.DefaultURL
 	}
@@ -144,14 +145,17 @@ func NewSource(o SourceOptions) weir.Source[Message] {
 	return &source{o: o}
 }
 
-// source is the weir.Source; its options are read-only after NewSource.
+// source is the connector.Source; its options are read-only after NewSource.
 type source struct{ o SourceOptions }
 
 // Open returns the reader of channel ch of n. Channel 0 connects to the
 // server and looks the stream up (an error here names what is missing);
 // the other channels are idle readers and connect to nothing. Open may be
-// called from several goroutines at once.
-func (s *source) Open(ch, n int) (weir.SourceReader[Message], error) {
+// called from several goroutines at once. It gives up when ctx is done:
+// the dial and the handshake of the connection (unless ConnectOptions
+// bring a dialer of their own), and the stream lookup, which apiTimeout
+// bounds too.
+func (s *source) Open(ctx context.Context, ch, n int) (connector.Reader[Message], error) {
 	o := &s.o
 	if o.Stream == "" {
 		return nil, errors.New("natsio: SourceOptions.Stream is empty; name the JetStream stream to read")
@@ -171,12 +175,24 @@ func (s *source) Open(ch, n int) (weir.SourceReader[Message], error) {
 		timer: time.NewTimer(time.Hour),
 	}
 	r.timer.Stop()
+	dialer := &ctxDialer{ctx: ctx}
 	opts := append([]nats.Option{
 		nats.Name("weir natsio source " + o.Stream),
 		nats.ClosedHandler(r.onClosed),
 	}, o.ConnectOptions...)
+	opts = append(opts, dialer.option())
 	nc, err := nats.Connect(o.URL, opts...)
+	dialer.release()
+	if err == nil && ctx.Err() != nil {
+		// The handshake was done, but the connection may be the one the
+		// cancellation closed.
+		nc.Close()
+		err = ctx.Err()
+	}
 	if err != nil {
+		if ctx.Err() != nil {
+			err = ctx.Err()
+		}
 		return nil, fmt.Errorf("natsio: connect to %s: %w", o.URL, err)
 	}
 	r.nc = nc
@@ -186,7 +202,7 @@ func (s *source) Open(ch, n int) (weir.SourceReader[Message], error) {
 		return nil, fmt.Errorf("natsio: %s: %w", o.URL, err)
 	}
 	r.js = js
-	ctx, cancel := context.WithTimeout(context.Background(), apiTimeout)
+	ctx, cancel := context.WithTimeout(ctx, apiTimeout)
 	defer cancel()
 	st, err := js.Stream(ctx, o.Stream)
 	if err != nil {
@@ -289,9 +305,9 @@ func (r *reader) fail(err error) {
 }
 
 // start creates the ordered consumer at the restored position or at
-// Options.Start, and starts consuming. It reports whether there is nothing
-// to read (StopAtEnd only).
-func (r *reader) start() (empty bool, err error) {
+// Options.Start, and starts consuming; the creation gives up when ctx is
+// done. It reports whether there is nothing to read (StopAtEnd only).
+func (r *reader) start(ctx context.Context) (empty bool, err error) {
 	r.started = true
 	o := r.o
 	if o.StopAtEnd && (r.end == 0 || r.has && r.last >= r.end) {
@@ -314,7 +330,7 @@ func (r *reader) start() (empty bool, err error) {
 		cfg.DeliverPolicy = jetstream.DeliverByStartSequencePolicy
 		cfg.OptStartSeq = o.Start.seq
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), apiTimeout)
+	ctx, cancel := context.WithTimeout(ctx, apiTimeout)
 	defer cancel()
 	cons, err := r.js.OrderedConsumer(ctx, o.Stream, cfg)
 	if err != nil {
@@ -335,16 +351,17 @@ func (r *reader) start() (empty bool, err error) {
 }
 
 // Read emits up to FetchBatch messages in stream order. It waits at most
-// FetchWait for the first one and returns weir.Waiting if none came. With
-// StopAtEnd it returns weir.Done once caught up with the stream's last
-// sequence at Open. A failure of the consumer or of the connection that
-// the client cannot recover from is returned as an error.
-func (r *reader) Read(out weir.SourceOutput[Message]) (weir.ReadStatus, error) {
+// FetchWait for the first one, and not once ctx is done, and returns
+// connector.Waiting if none came. With StopAtEnd it returns
+// connector.Done once caught up with the stream's last sequence at Open.
+// A failure of the consumer or of the connection that the client cannot
+// recover from is returned as an error.
+func (r *reader) Read(ctx context.Context, out connector.Output[Message]) (connector.ReadStatus, error) {
 	if r.closed {
 		return 0, errors.New("natsio: Read after Close")
 	}
 	if r.done {
-		return weir.Done, nil
+		return connector.Done, nil
 	}
 	select {
 	case <-r.fatal:
@@ -352,13 +369,13 @@ func (r *reader) Read(out weir.SourceOutput[Message]) (weir.ReadStatus, error) {
 	default:
 	}
 	if !r.started {
-		empty, err := r.start()
+		empty, err := r.start(ctx)
 		if err != nil {
 			return 0, err
 		}
 		if empty {
 			r.done = true
-			return weir.Done, nil
+			return connector.Done, nil
 		}
 	}
 	var m jetstream.Msg
@@ -370,7 +387,10 @@ func (r *reader) Read(out weir.SourceOutput[Message]) (weir.ReadStatus, error) {
 		case m = <-r.msgs:
 			r.timer.Stop()
 		case <-r.timer.C:
-			return weir.Waiting, nil
+			return connector.Waiting, nil
+		case <-ctx.Done():
+			r.timer.Stop()
+			return connector.Waiting, nil
 		case <-r.fatal:
 			r.timer.Stop()
 			return 0, r.failure
@@ -397,21 +417,21 @@ func (r *reader) Read(out weir.SourceOutput[Message]) (weir.ReadStatus, error) {
 	}
 	if n == 0 {
 		if r.done {
-			return weir.Done, nil
+			return connector.Done, nil
 		}
-		return weir.Waiting, nil
+		return connector.Waiting, nil
 	}
-	return weir.Emitted, nil
+	return connector.Emitted, nil
 }
 
-// Backlog implements weir.BacklogReporter: the stream holds messages after
+// Backlog implements connector.BacklogReporter: the stream holds messages after
 // the last one emitted, delivered to the reader or not yet (W10). A
 // caught-up consumer of a live stream is not reading a backlog, although
 // its reads emit.
 func (r *reader) Backlog() bool { return r.pending > 0 || len(r.msgs) > 0 }
 
 // emit emits m unless it is a duplicate or, with StopAtEnd, past the end.
-func (r *reader) emit(out weir.SourceOutput[Message], m jetstream.Msg) (bool, error) {
+func (r *reader) emit(out connector.Output[Message], m jetstream.Msg) (bool, error) {
 	md, err := m.Metadata()
 	if err != nil {
 		return false, fmt.Errorf("natsio: stream %q: message on %q without JetStream metadata: %w", r.o.Stream, m.Subject(), err)
@@ -488,13 +508,13 @@ func (r *reader) Close() error {
 	return nil
 }
 
-// SnapshotPosition implements weir.CheckpointedReader: the stream sequence
+// SnapshotPosition implements connector.CheckpointedReader: the stream sequence
 // of the last emitted message.
 func (r *reader) SnapshotPosition() ([]byte, error) {
 	return appendPosition(nil, r.o.Stream, r.last, r.has), nil
 }
 
-// RestorePosition implements weir.CheckpointedReader: the next Read
+// RestorePosition implements connector.CheckpointedReader: the next Read
 // resumes after the position's sequence. It must be called before the
 // first Read. A position of another stream is refused.
 func (r *reader) RestorePosition(pos []byte) error {
@@ -540,6 +560,74 @@ func parsePosition(pos []byte, stream string) (seq uint64, has bool, err error) 
 	return seq, true, nil
 }
 
+// ctxDialer dials the connection of Open so that the dial, and the
+// handshake on the connection it made, end when Open's context is done
+// (the connection is closed then). After release (Open returned) it dials
+// as nats.go does, for reconnects: a reader keeps no context of Open's.
+type ctxDialer struct {
+	d     net.Dialer
+	mu    sync.Mutex
+	ctx   context.Context // nil after release
+	stops []func() bool   // the context.AfterFunc of each dialed connection
+}
+
+// option is the nats.Option that makes d the connection's dialer, unless
+// the options bring a dialer of their own. It goes after them. It dials
+// as the options say (their net.Dialer, or their Timeout, and multipath
+// TCP), but with the whole Timeout for each address a host name resolves
+// to, where nats.go's own dialer shares it out among them.
+func (d *ctxDialer) option() nats.Option {
+	return func(o *nats.Options) error {
+		if o.CustomDialer != nil {
+			return nil
+		}
+		if o.Dialer != nil {
+			d.d = *o.Dialer
+		} else {
+			d.d = net.Dialer{Timeout: o.Timeout}
+			if o.Timeout == 0 {
+				d.d.Timeout = nats.DefaultTimeout // as nats.go does
+			}
+		}
+		if o.AllowMultipathTCP != nil {
+			d.d.SetMultipathTCP(*o.AllowMultipathTCP)
+		}
+		o.CustomDialer = d
+		return nil
+	}
+}
+
+// Dial implements nats.CustomDialer.
+func (d *ctxDialer) Dial(network, address string) (net.Conn, error) {
+	d.mu.Lock()
+	ctx := d.ctx
+	d.mu.Unlock()
+	if ctx == nil {
+		return d.d.Dial(network, address)
+	}
+	conn, err := d.d.DialContext(ctx, network, address)
+	if err != nil {
+		return nil, err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.ctx != nil {
+		d.stops = append(d.stops, context.AfterFunc(ctx, func() { conn.Close() }))
+	}
+	return conn, nil
+}
+
+// release ends the dialer's use of Open's context.
+func (d *ctxDialer) release() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.ctx = nil
+	for _, stop := range d.stops {
+		stop()
+	}
+	d.stops = nil
+}
+
 // idleReader is a channel other than 0: it emits nothing. It marks itself
 // idle, so the watermark is channel 0's; it ends at once with StopAtEnd and
 // otherwise waits forever, so that a job's checkpoints go on (no
@@ -550,25 +638,25 @@ type idleReader struct {
 	marked    bool
 }
 
-func (r *idleReader) Read(out weir.SourceOutput[Message]) (weir.ReadStatus, error) {
+func (r *idleReader) Read(_ context.Context, out connector.Output[Message]) (connector.ReadStatus, error) {
 	if r.stopAtEnd {
-		return weir.Done, nil
+		return connector.Done, nil
 	}
 	if !r.marked {
 		r.marked = true
 		out.MarkIdle()
 	}
-	return weir.Waiting, nil
+	return connector.Waiting, nil
 }
 
 func (r *idleReader) Close() error { return nil }
 
-// SnapshotPosition implements weir.CheckpointedReader.
+// SnapshotPosition implements connector.CheckpointedReader.
 func (r *idleReader) SnapshotPosition() ([]byte, error) {
 	return appendPosition(nil, r.stream, 0, false), nil
 }
 
-// RestorePosition implements weir.CheckpointedReader: any position of the
+// RestorePosition implements connector.CheckpointedReader: any position of the
 // stream is accepted (an idle channel has nothing to resume).
 func (r *idleReader) RestorePosition(pos []byte) error {
 	_, _, err := parsePosition(pos, r.stream)
@@ -576,7 +664,7 @@ func (r *idleReader) RestorePosition(pos []byte) error {
 }
 
 var (
-	_ weir.CheckpointedReader = (*reader)(nil)
-	_ weir.BacklogReporter    = (*reader)(nil)
-	_ weir.CheckpointedReader = (*idleReader)(nil)
+	_ connector.CheckpointedReader = (*reader)(nil)
+	_ connector.BacklogReporter    = (*reader)(nil)
+	_ connector.CheckpointedReader = (*idleReader)(nil)
 )

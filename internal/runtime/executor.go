@@ -27,7 +27,11 @@ func NewExecutor(j *Job) (*Executor, error) {
 	if j.ran.Swap(true) {
 		return nil, ErrAlreadyRun
 	}
+	// Stepped jobs have no Run context: theirs ends at Close.
+	j.start(context.Background())
 	if err := j.build(); err != nil {
+		j.closeOpened()
+		j.cancel(nil)
 		return nil, err
 	}
 	return &Executor{job: j}, nil
@@ -47,7 +51,7 @@ func (x *Executor) RunUntilQuiet() (done bool, err error) {
 					continue
 				}
 				x.cur = st
-				status, err := st.poller.Poll()
+				status, err := st.poller.Poll(x.job.ctx)
 				if err != nil {
 					return false, err
 				}
@@ -141,19 +145,27 @@ func (x *Executor) guard(err *error) {
 	}
 }
 
-// Close releases sources and operators.
-func (x *Executor) Close() error { return x.job.closeAll() }
+// Close ends the job's context and releases sources and operators.
+func (x *Executor) Close() error {
+	x.job.cancel(nil)
+	return x.job.closeAll()
+}
 
 func (x *Executor) runToEnd(ctx context.Context) error {
 	for {
-		if err := ctx.Err(); err != nil {
-			return errors.Join(err, x.Close())
+		if ctx.Err() != nil { // cancelled, or failed (Fail: the cause)
+			return errors.Join(context.Cause(ctx), x.Close())
 		}
 		done, err := x.RunUntilQuiet()
 		if err == nil {
 			err = x.job.failure()
 		}
 		if err != nil {
+			if ctx.Err() != nil {
+				// A read cut short by the cancellation: the run was
+				// cancelled (or failed: Fail), the reader did not fail.
+				err = context.Cause(ctx)
+			}
 			return errors.Join(err, x.Close())
 		}
 		if done {

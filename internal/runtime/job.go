@@ -51,8 +51,10 @@ const (
 
 // Poller is a source subtask's reader.
 type Poller interface {
-	// Poll emits zero or more elements into the source chain.
-	Poll() (PollStatus, error)
+	// Poll emits zero or more elements into the source chain. ctx is the
+	// job's (Subtask.Context): a Poll that waits for data returns once it
+	// is done.
+	Poll(ctx context.Context) (PollStatus, error)
 	// Close releases the reader.
 	Close() error
 }
@@ -66,7 +68,9 @@ type Waiter interface {
 // SourceSpec is how a source stage builds one subtask.
 type SourceSpec struct {
 	// Open builds the subtask's chain and returns its reader and the chain
-	// head's control (which gets the final watermark and Finish).
+	// head's control (which gets the final watermark and Finish). It runs
+	// while the job is built; a reader that connects to something gives
+	// up when st.Context() is done.
 	Open func(st *Subtask) (Poller, Control, error)
 	// FinalWatermark sends MAX when the source is done (J1). When false, a
 	// finished source only ends its channels.
@@ -91,26 +95,31 @@ type Job struct {
 	preCommit  []func(id int64, write func(name string, data []byte) error) error
 	onBarriers []func(stage string, idx int, id int64)
 
-	// fail holds the first error Fail recorded and, while the parallel
-	// executor runs, the cancel function of its context.
-	fail struct {
+	// ctx is the job's context, set by Run or NewExecutor before the job
+	// is built: it is done once Run's context is, a subtask failed, Fail
+	// was called, or the run ended (cancel, with the cause).
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+
+	// failed is the first error Fail recorded; mu also guards the
+	// reading of cancel by Fail.
+	failed struct {
 		sync.Mutex
-		err    error
-		cancel context.CancelCauseFunc
+		err error
 	}
 }
 
 // Fail fails the job with err as its cause, from any goroutine: a sink
 // whose write or commit failed calls it. The run stops as after a subtask
-// error and Run returns err (the first one, when several fail). It does
-// nothing once the run has ended.
+// error and Run returns err (the first one, when several fail); before
+// Run, the run fails as soon as it starts.
 func (j *Job) Fail(err error) {
-	j.fail.Lock()
-	if j.fail.err == nil {
-		j.fail.err = err
+	j.failed.Lock()
+	if j.failed.err == nil {
+		j.failed.err = err
 	}
-	cancel := j.fail.cancel
-	j.fail.Unlock()
+	cancel := j.cancel
+	j.failed.Unlock()
 	if cancel != nil {
 		cancel(err)
 	}
@@ -118,10 +127,26 @@ func (j *Job) Fail(err error) {
 
 // failure returns the error Fail recorded, if any.
 func (j *Job) failure() error {
-	j.fail.Lock()
-	defer j.fail.Unlock()
-	return j.fail.err
+	j.failed.Lock()
+	defer j.failed.Unlock()
+	return j.failed.err
 }
+
+// start makes the job's context from parent (cancelled at once when Fail
+// was called before).
+func (j *Job) start(parent context.Context) {
+	j.failed.Lock()
+	defer j.failed.Unlock()
+	j.ctx, j.cancel = context.WithCancelCause(parent)
+	if j.failed.err != nil {
+		j.cancel(j.failed.err)
+	}
+}
+
+// Context returns the job's context: done when the context given to Run is
+// (Execute's), when a subtask fails, or when the run ended. Sources open
+// and read with it. It is nil before Run or NewExecutor.
+func (st *Subtask) Context() context.Context { return st.job.ctx }
 
 // OnBarrier registers fn to run on each subtask's goroutine when a
 // checkpoint barrier passes it (sinks close an epoch there).
@@ -599,14 +624,33 @@ func (j *Job) Run(ctx context.Context) error {
 	if j.ran.Swap(true) {
 		return ErrAlreadyRun
 	}
+	j.start(ctx)
+	defer j.cancel(nil)
 	if err := j.build(); err != nil {
+		j.closeOpened()
+		if ctx.Err() != nil {
+			// Opening a source gave up because the run was cancelled.
+			return ctx.Err()
+		}
 		return err
 	}
 	if j.opts.Deterministic {
 		ex := &Executor{job: j}
-		return ex.runToEnd(ctx)
+		return ex.runToEnd(j.ctx)
 	}
-	return j.runParallel(ctx)
+	return j.runParallel()
+}
+
+// closeOpened closes the readers a failed build opened (errors of theirs
+// are dropped: the build's error is the job's).
+func (j *Job) closeOpened() {
+	for _, s := range j.stages {
+		for _, st := range s.subtasks {
+			if st != nil && st.poller != nil {
+				st.poller.Close()
+			}
+		}
+	}
 }
 
 func (j *Job) closeAll() error {
@@ -651,20 +695,8 @@ func (st *Subtask) guard(err *error) {
 // is stopping; it is not a failure of its own.
 var errStopped = errors.New("weir: subtask stopped")
 
-func (j *Job) runParallel(ctx context.Context) error {
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	j.fail.Lock()
-	j.fail.cancel = cancel
-	if err := j.fail.err; err != nil { // failed while building
-		cancel(err)
-	}
-	j.fail.Unlock()
-	defer func() {
-		j.fail.Lock()
-		j.fail.cancel = nil
-		j.fail.Unlock()
-	}()
+func (j *Job) runParallel() error {
+	ctx, cancel := j.ctx, j.cancel
 	var wg sync.WaitGroup
 	for _, s := range j.stages {
 		for _, st := range s.subtasks {
@@ -784,7 +816,7 @@ func (st *Subtask) runSource(ctx context.Context, clk clock.Clock) error {
 		}
 		st.maybeInject()
 		polled := time.Now()
-		status, err := st.poller.Poll()
+		status, err := st.poller.Poll(ctx)
 		if status == Waiting {
 			// A read that found nothing waited for data (a Kafka poll
 			// blocks up to its timeout): idle, not busy.

@@ -63,7 +63,7 @@ type scriptSource struct {
 	parallel bool
 }
 
-func (s scriptSource) Open(ch, n int) (weir.SourceReader[Rec], error) {
+func (s scriptSource) Open(_ context.Context, ch, n int) (weir.SourceReader[Rec], error) {
 	return &scriptReader{sc: s.sc, input: s.input, ch: ch, parallel: s.parallel}, nil
 }
 
@@ -74,7 +74,7 @@ type scriptReader struct {
 	pos       int
 }
 
-func (r *scriptReader) Read(out weir.SourceOutput[Rec]) (weir.ReadStatus, error) {
+func (r *scriptReader) Read(_ context.Context, out weir.SourceOutput[Rec]) (weir.ReadStatus, error) {
 	if r.parallel {
 		// Own cursor: emit this channel's items, in order, in small bursts.
 		for n := 0; n < 3; {

@@ -142,6 +142,32 @@ func OpenSink(ctx context.Context, o SinkOptions) (*Sink, error) {
 	return s, nil
 }
 
+// Msg is a message for Write: Publish's arguments.
+type Msg struct {
+	// ID is the message's JetStream id (see Publish); Subject defaults to
+	// SinkOptions.Subject.
+	ID, Subject string
+	Data        []byte
+	Headers     map[string]string
+}
+
+// Write publishes the messages in order (Publish); Flush awaits their
+// acknowledgements. It makes the Sink a connector.Sink of messages.
+func (s *Sink) Write(_ context.Context, msgs []Msg) error {
+	for i := range msgs {
+		m := &msgs[i]
+		if err := s.Publish(m.ID, m.Subject, m.Data, m.Headers); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Idempotent marks the sink as connector.Idempotent: the stream stores
+// each message id once within its duplicate window, so messages with ids
+// a replay reproduces are stored once.
+func (s *Sink) Idempotent() {}
+
 // Publish publishes data to subject (o.Subject when empty) with headers,
 // asynchronously: the stream's acknowledgement is awaited by Flush. id,
 // when not empty, is the message's JetStream id (the Nats-Msg-Id header,

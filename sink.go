@@ -71,8 +71,10 @@ type SinkOptions struct {
 // comes and flushes at each watermark and at the end.
 //
 // The sink's calls are serialized (one at a time). An error from any of
-// them fails the job with it as the cause; Execute returns it.
-func ToSink[T any](s Stream[T], sink connector.Sink[T], o SinkOptions) {
+// them fails the job with it as the cause; Execute returns it. The
+// returned SinkInfo observes the sink while the job runs (nil when the
+// options were refused: Execute returns why).
+func ToSink[T any](s Stream[T], sink connector.Sink[T], o SinkOptions) *SinkInfo {
 	env := s.n.env
 	if o.Name == "" {
 		o.Name = "sink"
@@ -91,7 +93,7 @@ func ToSink[T any](s Stream[T], sink connector.Sink[T], o SinkOptions) {
 	checkpoints := ck.Interval > 0 || ck.Restore != nil
 	if checkpoints && o.Guarantee == ExactlyOnce && op.txn == nil && !idem {
 		env.fail(fmt.Errorf("weir: ToSink %q: a %T is neither connector.Transactional nor connector.Idempotent, so a restore would write some of its output twice; use a sink with one of those abilities, or set SinkOptions.Guarantee to AtLeastOnce", o.Name, sink))
-		return
+		return nil
 	}
 	if checkpoints {
 		op.buf = epochs.New[T](env.opts.Deterministic)
@@ -119,6 +121,28 @@ func ToSink[T any](s Stream[T], sink connector.Sink[T], o SinkOptions) {
 		}
 		return c
 	})
+	info := &SinkInfo{Name: o.Name}
+	if op.buf != nil {
+		info.held = op.buf.Held
+	}
+	return info
+}
+
+// SinkInfo observes a sink that ToSink attached; its methods are safe to
+// call while the job runs.
+type SinkInfo struct {
+	// Name is the sink's name in the Env (SinkOptions.Name, made unique).
+	Name string
+	held func() (n, peak int64)
+}
+
+// Buffered returns how many items are held for checkpoints not yet
+// complete, now and at the most (0 without checkpoints).
+func (i *SinkInfo) Buffered() (now, peak int64) {
+	if i == nil || i.held == nil {
+		return 0, 0
+	}
+	return i.held()
 }
 
 // sinkOp is one ToSink: its options, the sink and the epochs buffered for

@@ -157,9 +157,12 @@ func sinkJob(t *testing.T, evs []ckEvent, opts weir.Options, gate <-chan struct{
 	tum, _ := window.Tumbling(1000, 0)
 	out := weir.Aggregate(weir.Window(weir.KeyBy(src, func(e ckEvent) int { return e.Key }), tum,
 		weir.WindowOptions{AllowedLateness: 500, LateOutput: true}), weir.Sum(func(e ckEvent) int64 { return e.V }))
-	weir.ToSink(weir.Map(out.Results, func(r window.Result[int, int64]) string { return fmt.Sprint(r) }), sink, so)
+	lastSink = weir.ToSink(weir.Map(out.Results, func(r window.Result[int, int64]) string { return fmt.Sprint(r) }), sink, so)
 	return env
 }
+
+// lastSink is the SinkInfo of the newest sinkJob.
+var lastSink *weir.SinkInfo
 
 func closed() chan struct{} {
 	c := make(chan struct{})
@@ -241,6 +244,9 @@ func TestToSinkDeterministic(t *testing.T) {
 	}
 	if !slices.Equal(first.visible(), want.visible()) {
 		t.Fatalf("with checkpoints: %d lines, want the %d of a run without", len(first.visible()), len(want.visible()))
+	}
+	if now, peak := lastSink.Buffered(); now != 0 || peak == 0 || lastSink.Name != "sink" {
+		t.Fatalf("sink %q buffered %d at the end (want 0), %d at the most (want > 0)", lastSink.Name, now, peak)
 	}
 	ids := slices.Sorted(maps.Keys(store.done))
 	if len(ids) < 10 {

@@ -916,16 +916,9 @@ func (j *Job) closeSinks() error {
 }
 
 // RestartPolicy says how a job with checkpoints recovers from a failure
-// inside one process: it restarts from its newest checkpoint up to Max
-// times, waiting Backoff, then twice as long each time (Flink's
-// exponential-delay restart strategy). A job without checkpoints does not
-// restart: it would start over and repeat its output.
-type RestartPolicy struct {
-	Max     int
-	Backoff time.Duration
-	// OnRestart, when set, is told about each restart and its cause.
-	OnRestart func(n int, cause error)
-}
+// inside one process (weir.RestartPolicy). A job without checkpoints does
+// not restart: it would start over and repeat its output.
+type RestartPolicy = weir.RestartPolicy
 
 // zeroIsOff maps a spec setting whose 0 means "off" (idle_timeout,
 // backlog_every) to the library's option, whose 0 means its default and
@@ -959,33 +952,29 @@ func RunRestarting(ctx context.Context, plan *Plan, o RunOptions, p RestartPolic
 	}
 	defer func() { err = errors.Join(err, locks.release()) }()
 	o.locks = locks
-	wait := p.Backoff
 	var failed error // the previous attempt's
-	for n := 0; ; n++ {
+	_, err = weir.RunRestarting(ctx, p, func(ctx context.Context, n int) error {
+		if n > 0 {
+			o.Fresh = false // a restart resumes, whatever the first run was told
+		}
 		j, err := Open(plan, o)
 		if err != nil {
 			if failed != nil {
 				err = fmt.Errorf("%w; restart %d could not open the job: %w", failed, n, err)
 			}
-			return sum, err
+			return weir.Permanent(err)
 		}
 		if onOpen != nil {
 			onOpen(j)
 		}
-		sum, err = j.Run(ctx)
-		sum.Counters = append(sum.Counters, Counter{"restarts", int64(n)})
-		if err == nil || j.ck == nil || n >= p.Max || ctx.Err() != nil || j.stopped() || inputChanged(err) {
-			return sum, err
+		s, err := j.Run(ctx)
+		s.Counters = append(s.Counters, Counter{"restarts", int64(n)})
+		sum = s
+		if err != nil && (j.ck == nil || j.stopped() || inputChanged(err)) {
+			return weir.Permanent(err)
 		}
 		failed = err
-		if p.OnRestart != nil {
-			p.OnRestart(n+1, err)
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(wait):
-		}
-		wait *= 2
-		o.Fresh = false // a restart resumes, whatever the first run was told
-	}
+		return err
+	})
+	return sum, err
 }

@@ -38,6 +38,8 @@ type Env struct {
 	ends       []func(ctx context.Context, runErr error) error
 	onComplete []func(id int64)
 	runCtx     context.Context
+	executed   bool            // Execute was called
+	sinkNames  map[string]bool // the names of ToSink's sinks
 }
 
 // DeadLetter is a record an operator refused as bad input (semantics W4),
@@ -285,11 +287,21 @@ func (e *Env) WindowHists() map[string]WindowHists {
 // Execute runs the job to the end of its input, or until ctx is done (then
 // it returns ctx's error). A panic in user code fails the job with its cause.
 func (e *Env) Execute(ctx context.Context) (Report, error) {
-	if e.err != nil {
-		return Report{}, e.err
+	if e.executed {
+		return Report{}, ErrAlreadyRun
 	}
+	e.executed = true
 	e.runCtx = ctx
 	var err error
+	if e.err != nil {
+		// A refused option: the sinks accepted so far are closed all the
+		// same.
+		err = e.err
+		for _, f := range e.ends {
+			err = errors.Join(err, f(ctx, err))
+		}
+		return Report{}, err
+	}
 	for _, f := range e.starts {
 		if err = f(ctx); err != nil {
 			break

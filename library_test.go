@@ -34,12 +34,19 @@ type KafkaOrder struct {
 	TS     int64  `json:"ts"`
 	Amount int64  `json:"amount"`
 	At     string `json:"-"` // partition:offset
+	// Arrived is the Kafka record's timestamp, the order's arrival: the
+	// same when a restore reads it again.
+	Arrived int64 `json:"-"`
 }
+
+// Position is the order's stable id; ArrivedAt its arrival (Unix ms).
+func (o KafkaOrder) Position() string { return o.At }
+func (o KafkaOrder) ArrivedAt() int64 { return o.Arrived }
 
 func decodeOrder(r *kafkaio.Record) (KafkaOrder, etime.Time, error) {
 	var o KafkaOrder
 	err := json.Unmarshal(r.Value, &o)
-	o.At = fmt.Sprint(r.Partition, ":", r.Offset)
+	o.At, o.Arrived = fmt.Sprint(r.Partition, ":", r.Offset), int64(r.Timestamp)
 	return o, etime.Time(o.TS), err
 }
 
@@ -55,7 +62,7 @@ func ordersJob(ctx context.Context, brokers []string, pgURL, table, dir string, 
 	}
 	defer store.Close()
 	opts := weir.DefaultOptions()
-	if opts.Checkpoint, err = weir.Resume(store, 100*time.Millisecond); err != nil {
+	if opts.Checkpoint, err = weir.Resume(ctx, store, 100*time.Millisecond); err != nil {
 		return err
 	}
 	env, _ := weir.NewEnv(opts)
@@ -73,12 +80,11 @@ func ordersJob(ctx context.Context, brokers []string, pgURL, table, dir string, 
 		return err
 	}
 	weir.ToSink(weir.Map(out.Results, pgio.ResultRows[string, int64]("user", "total", 0)), totals, weir.SinkOptions{Name: "totals"})
-	late, err := ledger.OpenSink(filepath.Join(dir, "ledger"), ledger.SinkOptions{})
+	late, err := ledger.OpenSink(filepath.Join(dir, "ledger"), ledger.SinkOptions{Fresh: opts.Checkpoint.Restore == nil})
 	if err != nil {
 		return err
 	}
-	weir.ToSink(weir.Map(out.Late, ledger.LateEntries[string]("user", func(o KafkaOrder) string { return o.At }, func(KafkaOrder) int64 { return time.Now().UnixMilli() })),
-		late, weir.SinkOptions{Name: "late"})
+	weir.ToSink(weir.Map(out.Late, ledger.LateEntries[string]("user", KafkaOrder.Position, KafkaOrder.ArrivedAt)), late, weir.SinkOptions{Name: "late"})
 	_, err = env.Execute(ctx)
 	return err
 }
@@ -146,7 +152,10 @@ func TestLibraryKillResume(t *testing.T) {
 	}
 	ledgerIDs := func(dir string) []string {
 		var ids []string
-		if _, err := ledger.Scan(filepath.Join(dir, "ledger"), func(e ledger.Entry) error { ids = append(ids, e.ID); return nil }); err != nil {
+		if _, err := ledger.Scan(filepath.Join(dir, "ledger"), func(e ledger.Entry) error {
+			ids = append(ids, fmt.Sprint(e.ID, " ", e.Reason, " ", string(e.Key), " ", e.TS, " ", e.Windows, " ", e.Watermark, " ", e.ArrivedAt, " ", string(e.Record)))
+			return nil
+		}); err != nil {
 			t.Fatal(err)
 		}
 		return ids

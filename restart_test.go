@@ -89,7 +89,7 @@ func TestToSinkRestarts(t *testing.T) {
 		}
 		defer store.Close()
 		o := opts
-		if o.Checkpoint, err = weir.Resume(store, 2*time.Millisecond); err != nil {
+		if o.Checkpoint, err = weir.Resume(ctx, store, 2*time.Millisecond); err != nil {
 			return weir.Permanent(err)
 		}
 		restored = append(restored, o.Checkpoint.NextID-1)

@@ -1,27 +1,54 @@
 package weir
 
 import (
+	"context"
+	"fmt"
+	"slices"
 	"time"
 
 	"github.com/weirstream/weir/checkpoint"
+	"github.com/weirstream/weir/connector"
 )
 
 // Resume returns the CheckpointOptions of a job that takes a checkpoint
 // into d every interval and, when d holds one, restores from the newest
 // complete checkpoint (a fresh start otherwise): what a program that may
-// be killed and started again passes as Options.Checkpoint. A job whose
-// sink is a connector.CommitReporter (Kafka) restores from the checkpoint
-// the sink names instead: use d.Resumable with it.
-func Resume(d *checkpoint.Dir, interval time.Duration) (CheckpointOptions, error) {
+// be killed and started again passes as Options.Checkpoint. Give it the
+// job's sinks that are connector.CommitReporters (Kafka): it then
+// restores from the newest checkpoint whose output all of them committed.
+// The job's checkpoint ids continue above every checkpoint in d.
+//
+// A job that starts fresh (Restore nil) should open its sinks empty (the
+// connectors' Fresh options): see connector.Transactional.
+func Resume(ctx context.Context, d *checkpoint.Dir, interval time.Duration, sinks ...connector.CommitReporter) (CheckpointOptions, error) {
 	o := CheckpointOptions{Interval: interval, Store: d}
-	cp, ok, err := d.Latest()
-	if err != nil || !ok {
+	ids, err := d.List()
+	if err != nil {
+		return o, err
+	}
+	if len(ids) > 0 {
+		o.NextID = slices.Max(ids) + 1
+	}
+	limit := int64(1<<63 - 1)
+	for _, s := range sinks {
+		id, ok, err := s.Committed(ctx)
+		if err != nil {
+			return o, fmt.Errorf("weir: Resume: %w", err)
+		}
+		if !ok {
+			return o, nil // a sink committed no checkpoint: start over
+		}
+		limit = min(limit, id)
+	}
+	cp, _, err := d.Resumable(limit)
+	if err != nil || cp == nil {
 		return o, err
 	}
 	v, err := d.View(cp)
 	if err != nil {
 		return o, err
 	}
-	o.Restore, o.NextID = v, cp.ID+1
+	o.Restore = v
+	o.NextID = max(o.NextID, cp.ID+1)
 	return o, nil
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 
 	"github.com/weirstream/weir/connector"
@@ -76,10 +77,19 @@ type SinkOptions struct {
 // options were refused: Execute returns why).
 func ToSink[T any](s Stream[T], sink connector.Sink[T], o SinkOptions) *SinkInfo {
 	env := s.n.env
+	if env.sinkNames == nil {
+		env.sinkNames = map[string]bool{}
+	}
 	if o.Name == "" {
 		o.Name = "sink"
+		for i := 1; env.sinkNames[o.Name]; i++ {
+			o.Name = "sink-" + strconv.Itoa(i)
+		}
+	} else if env.sinkNames[o.Name] {
+		env.fail(fmt.Errorf("weir: ToSink: two sinks are named %q; give each its own SinkOptions.Name (a restore finds a sink's state by its name)", o.Name))
+		return &SinkInfo{Name: o.Name}
 	}
-	o.Name = env.uniqueName(o.Name)
+	env.sinkNames[o.Name] = true
 	if o.BatchSize <= 0 {
 		o.BatchSize = DefaultSinkBatch
 	}
@@ -93,7 +103,8 @@ func ToSink[T any](s Stream[T], sink connector.Sink[T], o SinkOptions) *SinkInfo
 	checkpoints := ck.Interval > 0 || ck.Restore != nil
 	if checkpoints && o.Guarantee == ExactlyOnce && op.txn == nil && !idem {
 		env.fail(fmt.Errorf("weir: ToSink %q: a %T is neither connector.Transactional nor connector.Idempotent, so a restore would write some of its output twice; use a sink with one of those abilities, or set SinkOptions.Guarantee to AtLeastOnce", o.Name, sink))
-		return nil
+		env.ends = append(env.ends, func(context.Context, error) error { return sink.Close() })
+		return &SinkInfo{Name: o.Name}
 	}
 	if checkpoints {
 		op.buf = epochs.New[T](env.opts.Deterministic)
@@ -159,8 +170,6 @@ type sinkOp[T any] struct {
 	// failed: a call returned an error (the job is failing); no more
 	// calls but Abort and Close.
 	failed bool
-	// epoch is the newest epoch pre-committed (or recovered).
-	epoch int64
 	// dirty: written since the last Flush (without checkpoints).
 	dirty bool
 }
@@ -173,6 +182,15 @@ type sinkPart struct {
 }
 
 func (op *sinkOp[T]) partName() string { return "sink/" + op.o.Name }
+
+// ctx is the context of the sink's calls while the job runs: the job's,
+// so that a failure elsewhere in the job ends a call that waits.
+func (op *sinkOp[T]) ctx() context.Context {
+	if c := op.env.job.Context(); c != nil {
+		return c
+	}
+	return op.env.runCtx
+}
 
 // check fails the job with err (the sink's mu held).
 func (op *sinkOp[T]) check(call string, err error) error {
@@ -200,7 +218,6 @@ func (op *sinkOp[T]) start(ctx context.Context) error {
 	}
 	op.mu.Lock()
 	defer op.mu.Unlock()
-	op.epoch = p.Epoch
 	return op.check("recover", op.txn.Recover(ctx, p.Epoch, p.State))
 }
 
@@ -209,7 +226,9 @@ func (op *sinkOp[T]) start(ctx context.Context) error {
 func (op *sinkOp[T]) writeAll(ctx context.Context, items []T) error {
 	for len(items) > 0 && !op.failed {
 		n := min(len(items), op.o.BatchSize)
-		if err := op.check("write", op.sink.Write(ctx, items[:n])); err != nil {
+		// The batch's capacity ends at its length: a sink that appends to
+		// it cannot overwrite the items that follow.
+		if err := op.check("write", op.sink.Write(ctx, items[:n:n])); err != nil {
 			return err
 		}
 		items = items[n:]
@@ -220,7 +239,7 @@ func (op *sinkOp[T]) writeAll(ctx context.Context, items []T) error {
 // preCommit writes the epochs checkpoint id covers, flushes and
 // pre-commits them; on the coordinator's goroutine.
 func (op *sinkOp[T]) preCommit(id int64, write func(name string, data []byte) error) error {
-	ctx := op.env.runCtx
+	ctx := op.ctx()
 	op.mu.Lock()
 	defer op.mu.Unlock()
 	if op.failed {
@@ -237,17 +256,14 @@ func (op *sinkOp[T]) preCommit(id int64, write func(name string, data []byte) er
 	if err != nil {
 		return err
 	}
-	if err := op.check("flush", op.sink.Flush(ctx)); err != nil {
-		return err
-	}
 	if op.txn == nil {
-		return nil
+		return op.check("flush", op.sink.Flush(ctx))
 	}
+	// PreCommit makes the epoch durable itself: no Flush first.
 	state, err := op.txn.PreCommit(ctx, id)
 	if err := op.check("pre-commit", err); err != nil {
 		return err
 	}
-	op.epoch = id
 	b, err := json.Marshal(sinkPart{Epoch: id, State: state})
 	if err != nil {
 		return err
@@ -263,13 +279,13 @@ func (op *sinkOp[T]) commit(id int64) {
 	op.mu.Lock()
 	defer op.mu.Unlock()
 	if !op.failed {
-		_ = op.check("commit", op.txn.Commit(op.env.runCtx, id))
+		_ = op.check("commit", op.txn.Commit(op.ctx(), id))
 	}
 }
 
 // end runs after the job: what no checkpoint covered is written and
-// committed as one more epoch, unless the run failed (runErr), which
-// aborts; then Close.
+// committed as one more epoch (epoch 0: no checkpoint records it), unless
+// the run failed (runErr), which aborts; then Close.
 func (op *sinkOp[T]) end(ctx context.Context, runErr error) error {
 	op.mu.Lock()
 	defer op.mu.Unlock()
@@ -283,15 +299,7 @@ func (op *sinkOp[T]) end(ctx context.Context, runErr error) error {
 			})
 		}
 		if err == nil {
-			err = op.check("flush", op.sink.Flush(ctx))
-		}
-		if err == nil && op.txn != nil {
-			final := op.epoch + 1
-			if _, e := op.txn.PreCommit(ctx, final); e != nil {
-				err = op.check("pre-commit", e)
-			} else {
-				err = op.check("commit", op.txn.Commit(ctx, final))
-			}
+			err = op.flush(ctx)
 		}
 	}
 	if (runErr != nil || err != nil || op.failed) && op.txn != nil {
@@ -331,7 +339,7 @@ func (c *sinkCollector[T]) write(flush bool) {
 	}
 	op.mu.Lock()
 	defer op.mu.Unlock()
-	ctx := op.env.runCtx
+	ctx := op.ctx()
 	if len(c.batch) > 0 && !op.failed {
 		if op.writeAll(ctx, c.batch) == nil {
 			op.dirty = true
@@ -341,6 +349,20 @@ func (c *sinkCollector[T]) write(flush bool) {
 	c.batch = c.batch[:0]
 	if flush && op.dirty && !op.failed {
 		op.dirty = false
-		_ = op.check("flush", op.sink.Flush(ctx))
+		_ = op.flush(ctx)
 	}
+}
+
+// flush makes what was written durable and visible: Flush, or for a
+// Transactional sink PreCommit and Commit of epoch 0 (no checkpoint
+// records it: the end of the input, or a job without checkpoints). op.mu
+// is held.
+func (op *sinkOp[T]) flush(ctx context.Context) error {
+	if op.txn == nil {
+		return op.check("flush", op.sink.Flush(ctx))
+	}
+	if _, err := op.txn.PreCommit(ctx, 0); err != nil {
+		return op.check("pre-commit", err)
+	}
+	return op.check("commit", op.txn.Commit(ctx, 0))
 }

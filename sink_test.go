@@ -386,3 +386,45 @@ func TestToSinkRefusesPlain(t *testing.T) {
 		t.Fatalf("AtLeastOnce: %v, %d lines", err, len(s.lines))
 	}
 }
+
+// closeCounter counts its Close calls.
+type closeCounter struct {
+	plainSink
+	closes int
+}
+
+func (s *closeCounter) Close() error { s.closes++; return nil }
+
+// TestToSinkNamesAndClose: two sinks of one name are refused, and every
+// sink is closed once, also when Execute refuses the job or runs twice.
+func TestToSinkNamesAndClose(t *testing.T) {
+	env, err := weir.NewEnv(weir.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := &closeCounter{}, &closeCounter{}
+	src := weir.FromSlice(env, []string{"x", "y"})
+	weir.ToSink(src, a, weir.SinkOptions{Name: "out"})
+	weir.ToSink(src, b, weir.SinkOptions{Name: "out"})
+	if _, err := env.Execute(context.Background()); err == nil || !strings.Contains(err.Error(), `two sinks are named "out"`) {
+		t.Fatalf("two sinks named out: %v", err)
+	}
+	if a.closes != 1 {
+		t.Fatalf("the accepted sink was closed %d times by a refused Execute, want 1", a.closes)
+	}
+	if _, err := env.Execute(context.Background()); !errors.Is(err, weir.ErrAlreadyRun) || a.closes != 1 {
+		t.Fatalf("a second Execute: %v, %d closes", err, a.closes)
+	}
+	env, _ = weir.NewEnv(weir.DefaultOptions())
+	c := &closeCounter{}
+	info := weir.ToSink(weir.FromSlice(env, []string{"x"}), c, weir.SinkOptions{})
+	if info.Name != "sink" {
+		t.Fatalf("unnamed sink called %q", info.Name)
+	}
+	if _, err := env.Execute(context.Background()); err != nil || c.closes != 1 || len(c.lines) != 1 {
+		t.Fatalf("%v, %d closes, %v", err, c.closes, c.lines)
+	}
+	if _, err := env.Execute(context.Background()); !errors.Is(err, weir.ErrAlreadyRun) || c.closes != 1 {
+		t.Fatalf("a second Execute: %v, %d closes", err, c.closes)
+	}
+}

@@ -41,6 +41,17 @@ type Sink[T any] interface {
 // calls Recover(n, state) before any Write, with the state PreCommit(n)
 // returned; the sink then holds exactly the output of epochs up to n,
 // committed, and nothing after.
+//
+// Epoch 0 is one that no checkpoint records: the output at the end of the
+// input, after the last checkpoint, and each flush of a job without
+// checkpoints are pre-committed and committed as epoch 0 at once (a
+// Kafka sink writes no checkpoint marker for it).
+//
+// A sink opened for a job that starts without a checkpoint to restore
+// should start empty (a file truncated, a ledger emptied: see the
+// connectors' Fresh options): what an earlier attempt that crashed
+// before its first checkpoint wrote is not covered by any checkpoint, and
+// nothing else removes it.
 type Transactional interface {
 	// PreCommit makes the epoch's output durable but not yet visible (a
 	// flushed open transaction, an fsynced file) and returns what Recover
@@ -54,7 +65,8 @@ type Transactional interface {
 	// must then commit.
 	Commit(ctx context.Context, epoch int64) error
 	// Abort drops what was written since the last PreCommit (the job
-	// failed or was cancelled); pre-committed epochs stay for Recover.
+	// failed or was cancelled), or leaves it for the next Recover to cut;
+	// pre-committed epochs stay for Recover.
 	Abort(ctx context.Context) error
 	// Recover brings the sink, after a restore from checkpoint epoch, to
 	// exactly the output that checkpoint covers: it commits epoch's

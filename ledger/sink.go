@@ -30,15 +30,22 @@ type SinkOptions struct {
 	Retention time.Duration
 	// Now is the processing-time clock of retention; default time.Now.
 	Now func() time.Time
+	// Fresh empties the ledger at open: a job that starts without a
+	// checkpoint to restore (see connector.Transactional).
+	Fresh bool
 }
 
 // OpenSink opens the ledger in dir (created if needed) for appending; it
-// keeps what is there until a Recover cuts it back.
+// keeps what is there (unless Fresh) until a Recover cuts it back.
 func OpenSink(dir string, o SinkOptions) (*Sink, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	w, err := Open(dir, nil, o.Retention, o.Now())
+	var cut *Pos
+	if o.Fresh {
+		cut = &Pos{} // the zero Pos: an empty ledger
+	}
+	w, err := Open(dir, cut, o.Retention, o.Now())
 	if err != nil {
 		return nil, err
 	}
@@ -92,7 +99,8 @@ func (s *Sink) PreCommit(context.Context, int64) ([]byte, error) {
 // Commit does nothing: PreCommit's entries are in the ledger.
 func (s *Sink) Commit(context.Context, int64) error { return nil }
 
-// Abort does nothing: the next Recover cuts what a failed run appended.
+// Abort does nothing: what a failed run appended since the last PreCommit
+// stays until the next Recover cuts it back.
 func (s *Sink) Abort(context.Context) error { return nil }
 
 // Recover cuts the ledger back to the position in state (with state nil,

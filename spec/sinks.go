@@ -250,8 +250,8 @@ func (w *pgRecords) close() error {
 	return errors.Join(err, w.db.Close())
 }
 
-// flush writes what is buffered to the file (and fsyncs it) or stdout,
-// whole lines only (a line is written under s.mu).
+// flush writes what is buffered to the file or stdout, whole lines only
+// (a line is written under s.mu), without an fsync.
 func (s *lineSink) flush() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -259,7 +259,7 @@ func (s *lineSink) flush() error {
 	case s.kafka != nil:
 		return nil
 	case s.file != nil:
-		return s.file.Flush(context.Background())
+		return s.file.WriteOut()
 	}
 	return s.w.Flush()
 }

@@ -114,11 +114,35 @@ func RunSink[T any](t *testing.T, s Sink[T]) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		weir.ToSink(weir.Map(weir.FromSlice(env, recs(0, 100)), s.Make), k, weir.SinkOptions{Name: "under-test"})
+		weir.ToSink(weir.Map(weir.FromSlice(env, recs(0, 100)), s.Make), k, weir.SinkOptions{Name: "under-test", Guarantee: weir.AtLeastOnce})
 		_, err = env.Execute(ctx)
-		if err == nil || !strings.Contains(err.Error(), `sink "under-test"`) {
-			t.Fatalf("a job writing to a broken sink returned %v, want the sink's error", err)
+		// The job must fail from a call of the run (Write, Flush, a
+		// commit), not only from Close.
+		if err == nil || !strings.Contains(err.Error(), `sink "under-test": write`) && !strings.Contains(err.Error(), `sink "under-test": flush`) &&
+			!strings.Contains(err.Error(), `sink "under-test": pre-commit`) && !strings.Contains(err.Error(), `sink "under-test": commit`) {
+			t.Fatalf("a job writing to a broken sink returned %v, want the error of its Write, Flush or commit", err)
 		}
+	})
+
+	t.Run("copies-what-it-keeps", func(t *testing.T) {
+		// The engine reuses a batch once Write returns: a sink that keeps
+		// the slice or its items' buffers would write what came after.
+		open, read := s.New(t)
+		k := open(t)
+		want := recs(0, 40)
+		batch := make([]T, len(want))
+		for i, r := range want {
+			batch[i] = s.Make(r)
+		}
+		if err := k.Write(ctx, batch); err != nil {
+			t.Fatalf("Write: %v", err)
+		}
+		for i := range batch {
+			batch[i] = s.Make(Rec{ID: "overwritten", Run: 9, Pane: 9, Value: -1})
+		}
+		s.commit(t, k, 1)
+		s.expect(t, read, want, "after the engine reused the batch of a Write")
+		k.Close()
 	})
 
 	t.Run("replay-leaves-the-same-output", func(t *testing.T) {
@@ -193,6 +217,27 @@ func RunSink[T any](t *testing.T, s Sink[T]) {
 			s.expect(t, read, recs(0, 30), "after the next epoch")
 			k.Close()
 		}
+	})
+
+	t.Run("failed-checkpoint-then-next", func(t *testing.T) {
+		if !txn {
+			t.Skip("not connector.Transactional")
+		}
+		// Checkpoint 1 fails after its pre-commit: PreCommit(2) and
+		// Commit(2) cover both epochs.
+		open, read := s.New(t)
+		k := open(t)
+		s.write(t, k, recs(0, 10))
+		if _, err := k.(connector.Transactional).PreCommit(ctx, 1); err != nil {
+			t.Fatalf("PreCommit(1): %v", err)
+		}
+		s.write(t, k, recs(10, 20))
+		s.commit(t, k, 2)
+		s.expect(t, read, recs(0, 20), "after PreCommit(1), then PreCommit(2) and Commit(2)")
+		s.write(t, k, recs(20, 25))
+		s.commit(t, k, 0) // the end of the input: epoch 0
+		s.expect(t, read, recs(0, 25), "after the end of the input (epoch 0)")
+		k.Close()
 	})
 
 	t.Run("idempotent", func(t *testing.T) {

@@ -104,6 +104,15 @@ func (s *FileSink) Write(_ context.Context, lines [][]byte) error {
 	return nil
 }
 
+// WriteOut writes the buffer to the file without an fsync, so that
+// readers of the file (tail -f) see the lines written so far.
+func (s *FileSink) WriteOut() error {
+	if err := s.w.Flush(); err != nil {
+		return fmt.Errorf("%s: %w", s.path, err)
+	}
+	return nil
+}
+
 // Flush writes the buffer to the file and fsyncs it.
 func (s *FileSink) Flush(context.Context) error {
 	_, err := s.sync()

@@ -129,12 +129,12 @@ func (s *Sink) begin() error {
 // record's Topic must be set; the sink keeps the records (franz-go owns
 // them until they are produced), so the caller must not reuse them.
 // Errors surface at Flush or PreCommit.
-func (s *Sink) Write(_ context.Context, recs []*kgo.Record) error {
+func (s *Sink) Write(ctx context.Context, recs []*kgo.Record) error {
 	if err := s.begin(); err != nil {
 		return err
 	}
 	for _, r := range recs {
-		s.cl.Produce(context.Background(), r, nil)
+		s.cl.Produce(ctx, r, nil)
 	}
 	return nil
 }
@@ -152,12 +152,15 @@ func (s *Sink) Flush(ctx context.Context) error {
 // PreCommit adds checkpoint id's marker to the transaction and waits until
 // every record of it is written. On error the transaction is aborted and
 // the checkpoint must fail. It returns no state: a restore needs none.
+// Epoch 0 (no checkpoint records it: the end of the input) gets no marker.
 func (s *Sink) PreCommit(ctx context.Context, id int64) ([]byte, error) {
 	if err := s.begin(); err != nil {
 		return nil, err
 	}
-	marker := &kgo.Record{Topic: s.o.MarkerTopic, Key: []byte(s.o.TransactionalID), Value: strconv.AppendInt(nil, id, 10)}
-	s.cl.Produce(ctx, marker, nil)
+	if id != 0 {
+		marker := &kgo.Record{Topic: s.o.MarkerTopic, Key: []byte(s.o.TransactionalID), Value: strconv.AppendInt(nil, id, 10)}
+		s.cl.Produce(ctx, marker, nil)
+	}
 	if err := s.cl.Flush(ctx); err != nil {
 		s.abort(ctx, err)
 		return nil, fmt.Errorf("kafkaio: flush of checkpoint %d: %w", id, err)

@@ -152,10 +152,17 @@ type Msg struct {
 }
 
 // Write publishes the messages in order (Publish); Flush awaits their
-// acknowledgements. It makes the Sink a connector.Sink of messages.
+// acknowledgements. It makes the Sink a connector.Sink of messages, and
+// an idempotent one: every message needs an ID that a replay reproduces
+// (the stream drops a repeated id within its duplicate window, 2 minutes
+// by default, so a restore that replays more than that window stores
+// some messages twice).
 func (s *Sink) Write(_ context.Context, msgs []Msg) error {
 	for i := range msgs {
 		m := &msgs[i]
+		if m.ID == "" {
+			return fmt.Errorf("natsio: a message without an ID for subject %q: the stream deduplicates by id, so give each message one that a replay reproduces", m.Subject)
+		}
 		if err := s.Publish(m.ID, m.Subject, m.Data, m.Headers); err != nil {
 			return err
 		}

@@ -30,14 +30,15 @@ type Subtask struct {
 // shared buffer keeps the items in processing order: the file is then
 // byte-identical to a run without checkpoints.
 //
-// The items Held are bounded (SetLimit): while a checkpoint's items are
+// The items held are bounded (SetLimit): while a checkpoint's items are
 // being written (committing, between BeginCommit and EndCommit: a
 // pre-commit waiting for a sink), Add waits as long as limit items are
-// Held, so the subtasks stop and backpressure reaches the sources. Only
+// held, so the subtasks stop and backpressure reaches the sources. Only
 // then: a subtask blocked at another time could be one whose barrier the
 // next checkpoint needs. So that a commit is under way before the bound
 // is reached, Add calls full (which asks for a checkpoint now) when half
-// of it is Held with no commit under way; the bound holds as long as the
+// of it is held with no commit under way (once until that commit ends);
+// the bound holds as long as the
 // subtasks emit less than the other half while that checkpoint's
 // barriers pass (the results of the records in the queues), and beyond it
 // nothing waits until the commit begins.
@@ -46,12 +47,13 @@ type Buffer[T any] struct {
 	shared bool
 	cur    map[Subtask]*chunks[T]
 	staged map[int64]map[Subtask]*chunks[T]
-	// n counts the items Held: in cur and staged, and taken but not yet
+	// n counts the items held: in cur and staged, and taken but not yet
 	// handed to the sink; peak is n's highest.
 	n, peak    int64
 	limit      int64  // 0: no bound
-	full       func() // called (e.mu not Held) when n reaches limit/2 and no commit is under way
+	full       func() // called (e.mu not held) when n reaches limit/2 and no commit is under way
 	committing bool
+	requested  bool      // full was called since the last commit ended
 	drained    sync.Cond // signalled when n drops or committing ends; L is &mu
 }
 
@@ -84,7 +86,7 @@ func New[T any](shared bool) *Buffer[T] {
 	return e
 }
 
-// SetLimit bounds the items Held to limit (0: no bound); full is called
+// SetLimit bounds the items held to limit (0: no bound); full is called
 // when half of it is reached while no commit is under way. Call it
 // before the job runs.
 func (e *Buffer[T]) SetLimit(limit int64, full func()) {
@@ -102,12 +104,12 @@ func (e *Buffer[T]) BeginCommit() {
 
 func (e *Buffer[T]) EndCommit() {
 	e.mu.Lock()
-	e.committing = false
+	e.committing, e.requested = false, false
 	e.mu.Unlock()
 	e.drained.Broadcast()
 }
 
-// Held returns the number of items Held now and at the most.
+// Held returns the number of items held now and at the most.
 func (e *Buffer[T]) Held() (n, peak int64) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -130,7 +132,8 @@ func (e *Buffer[T]) Add(s Subtask, v T) {
 	}
 	e.n++
 	e.peak = max(e.peak, e.n)
-	if e.limit > 0 && e.n == (e.limit+1)/2 && !e.committing && e.full != nil {
+	if e.limit > 0 && e.n >= (e.limit+1)/2 && !e.committing && !e.requested && e.full != nil {
+		e.requested = true // once until the next commit ends
 		defer e.full()
 	}
 	k := e.key(s)

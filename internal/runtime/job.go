@@ -143,6 +143,11 @@ func (j *Job) start(parent context.Context) {
 	}
 }
 
+// Context returns the job's context (Subtask.Context): nil before Run or
+// NewExecutor. Sinks make their calls with it, so a failure elsewhere in
+// the job ends a call that waits.
+func (j *Job) Context() context.Context { return j.ctx }
+
 // Context returns the job's context: done when the context given to Run is
 // (Execute's), when a subtask fails, or when the run ended. Sources open
 // and read with it. It is nil before Run or NewExecutor.

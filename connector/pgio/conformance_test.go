@@ -87,11 +87,10 @@ func TestRecordSinkConformance(t *testing.T) {
 		New: func(t testing.TB) (func(testing.TB) connector.Sink[Record], func(testing.TB) []connectortest.Rec) {
 			table := d.table(t, "weir_conformance_late")
 			open := func(t testing.TB) connector.Sink[Record] {
-				s, err := OpenRecords(context.Background(), d.url, table, Options{})
+				s, err := OpenRecords(context.Background(), d.url, table, Options{Job: "conformance"})
 				if err != nil {
 					t.Fatal(err)
 				}
-				s.SetEpoch("conformance", 1, 1)
 				return s
 			}
 			read := func(t testing.TB) []connectortest.Rec {

@@ -91,7 +91,7 @@ func OpenRecords(ctx context.Context, connString, table string, o Options) (*Rec
 	if err != nil {
 		return nil, err
 	}
-	s := &RecordSink{c: c}
+	s := &RecordSink{c: c, job: o.Job}
 	if err := c.run(ctx, "open record table "+c.qt, s.setup); err != nil {
 		c.closeConn()
 		return nil, err
@@ -232,6 +232,49 @@ func (s *RecordSink) Write(_ context.Context, recs []Record) error {
 // Idempotent marks the sink as connector.Idempotent: it stores each id
 // once.
 func (s *RecordSink) Idempotent() {}
+
+// The RecordSink is also connector.Transactional, with the epochs of its
+// rows (Options.Job's rows, of run 0 unless SetEpoch says otherwise):
+// PreCommit(n) flushes the records as epoch n, and later flushes are
+// epoch n+1 until the next PreCommit; Recover(n) deletes the rows of
+// epochs after n (Cut), so that a replay whose records differ (a late
+// record classified otherwise) leaves no stale row. Epoch 0 (the end of
+// the input) flushes as the epoch under way.
+
+// PreCommit flushes the records written since the last flush as epoch
+// (epoch 0: the epoch under way) and returns no state.
+func (s *RecordSink) PreCommit(ctx context.Context, epoch int64) ([]byte, error) {
+	if epoch > 0 {
+		s.epoch = epoch
+	}
+	if err := s.Flush(ctx); err != nil {
+		return nil, err
+	}
+	if epoch > 0 {
+		s.epoch = epoch + 1
+	}
+	return nil, nil
+}
+
+// Commit does nothing: PreCommit committed the rows.
+func (s *RecordSink) Commit(context.Context, int64) error { return nil }
+
+// Abort drops the records not flushed yet.
+func (s *RecordSink) Abort(context.Context) error {
+	clear(s.recs)
+	s.recs = s.recs[:0]
+	return nil
+}
+
+// Recover deletes the job's rows of epochs after epoch (Cut); the next
+// flushes are epoch+1.
+func (s *RecordSink) Recover(ctx context.Context, epoch int64, _ []byte) error {
+	if _, err := s.Cut(ctx, s.job, s.runID, epoch); err != nil {
+		return err
+	}
+	s.epoch = epoch + 1
+	return nil
+}
 
 // WriteRecord buffers one record for the next Flush; it copies what it
 // keeps, so the caller may reuse the slices.

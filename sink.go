@@ -49,7 +49,10 @@ type SinkOptions struct {
 	// MaxBuffered bounds the items held for checkpoints not yet complete:
 	// at half of it a checkpoint is requested, and while a pre-commit is
 	// writing, subtasks that would go past it wait (backpressure).
-	// Default DefaultSinkBuffered.
+	// Default DefaultSinkBuffered. It bounds nothing while no checkpoint
+	// can start (the store fails, or a source has finished its input:
+	// what follows is written at the end): exactly once cannot write
+	// output that no checkpoint covers.
 	MaxBuffered int64
 }
 

@@ -20,7 +20,6 @@ type Sink struct {
 	dir string
 	o   SinkOptions
 	w   *Writer
-	buf []byte
 }
 
 // SinkOptions configures OpenSink.

@@ -72,7 +72,11 @@ type SinkOptions struct {
 // At the end of the input, what no checkpoint covered is written and
 // committed as one more epoch; a failed or cancelled run Aborts instead.
 // Without checkpoints each subtask writes its output in batches as it
-// comes and flushes at each watermark and at the end.
+// comes and flushes at each watermark and at the end. So does, with
+// checkpoints, a sink without transactions given Guarantee AtLeastOnce
+// (Flink's at-least-once delivery): each checkpoint's pre-commit flushes
+// what its barrier closed, so a restore writes again only what came
+// after, and output does not wait for a checkpoint.
 //
 // The sink's calls are serialized (one at a time). An error from any of
 // them fails the job with it as the cause; Execute returns it. The
@@ -109,7 +113,21 @@ func ToSink[T any](s Stream[T], sink connector.Sink[T], o SinkOptions) *SinkInfo
 		env.ends = append(env.ends, func(context.Context, error) error { return sink.Close() })
 		return &SinkInfo{Name: o.Name}
 	}
-	if checkpoints {
+	// With checkpoints, a Transactional sink or exactly once holds each
+	// epoch until its checkpoint; at least once to a sink without
+	// transactions writes as it comes, as without checkpoints, and each
+	// checkpoint flushes what its barrier closed.
+	eager := checkpoints && o.Guarantee == AtLeastOnce && op.txn == nil
+	collectors := map[epochs.Subtask]*sinkCollector[T]{}
+	switch {
+	case eager:
+		env.OnBarrier(func(s Subtask, _ int64) {
+			if c := collectors[epochs.Subtask(s)]; c != nil {
+				c.write(false) // on s's goroutine, which owns c
+			}
+		})
+		env.OnPreCommit(op.flushAtCheckpoint)
+	case checkpoints:
 		op.buf = epochs.New[T](env.opts.Deterministic)
 		op.buf.SetLimit(o.MaxBuffered, func() { env.RequestCheckpoint() })
 		env.OnBarrier(func(s Subtask, id int64) { op.buf.Barrier(epochs.Subtask(s), id) })
@@ -123,16 +141,17 @@ func ToSink[T any](s Stream[T], sink connector.Sink[T], o SinkOptions) *SinkInfo
 	var shared *sinkCollector[T]
 	s.consume(func(st *runtime.Subtask) runtime.Collector[T] {
 		sub := epochs.Subtask{Stage: st.StageName(), Index: st.Index}
-		switch {
-		case op.buf != nil:
+		if op.buf != nil {
 			return runtime.Func[T]{OnRecord: func(_ etime.Time, v T) { op.buf.Add(sub, v) }}
-		case shared != nil:
-			return shared
 		}
-		c := &sinkCollector[T]{op: op, batch: make([]T, 0, o.BatchSize)}
+		c := shared
+		if c == nil {
+			c = &sinkCollector[T]{op: op, batch: make([]T, 0, o.BatchSize)}
+		}
 		if env.opts.Deterministic {
 			shared = c
 		}
+		collectors[sub] = c // written while the job is built, read after
 		return c
 	})
 	info := &SinkInfo{Name: o.Name}
@@ -272,6 +291,19 @@ func (op *sinkOp[T]) preCommit(id int64, write func(name string, data []byte) er
 		return err
 	}
 	return write(op.partName(), b)
+}
+
+// flushAtCheckpoint flushes, at checkpoint id's pre-commit, what the
+// subtasks wrote before its barrier (an at-least-once sink written as its
+// output comes).
+func (op *sinkOp[T]) flushAtCheckpoint(int64, func(string, []byte) error) error {
+	op.mu.Lock()
+	defer op.mu.Unlock()
+	if op.failed {
+		return fmt.Errorf("weir: sink %q failed", op.o.Name)
+	}
+	op.dirty = false
+	return op.check("flush", op.sink.Flush(op.ctx()))
 }
 
 // commit commits checkpoint id's epochs once it is durable.

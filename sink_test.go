@@ -428,3 +428,50 @@ func TestToSinkNamesAndClose(t *testing.T) {
 		t.Fatalf("a second Execute: %v, %d closes", err, c.closes)
 	}
 }
+
+// TestToSinkAtLeastOnceEager: with checkpoints, an at-least-once sink
+// without transactions gets its output as it comes, not at checkpoints
+// (here none completes while the source is held), and everything by the
+// end.
+func TestToSinkAtLeastOnceEager(t *testing.T) {
+	evs := sinkEvents(20_000)
+	opts := weir.DefaultOptions()
+	opts.Parallelism = 2
+	ref := &txnStore{}
+	if _, err := sinkJob(t, evs, opts, closed(), &txnSink{st: ref}, weir.SinkOptions{}).Execute(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	opts.Checkpoint = weir.CheckpointOptions{Interval: time.Hour, Store: &memStore{}}
+	s := &plainSink{}
+	gate := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		_, err := sinkJob(t, evs, opts, gate, s, weir.SinkOptions{Guarantee: weir.AtLeastOnce}).Execute(context.Background())
+		done <- err
+	}()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		s.mu.Lock()
+		n := len(s.lines)
+		s.mu.Unlock()
+		if n > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			close(gate)
+			<-done
+			t.Fatal("an at-least-once sink got nothing while no checkpoint completed")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	close(gate)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	a, b := slices.Clone(s.lines), ref.visible()
+	slices.Sort(a)
+	slices.Sort(b)
+	if !slices.Equal(a, b) {
+		t.Fatalf("%d lines, want %d", len(a), len(b))
+	}
+}

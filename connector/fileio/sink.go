@@ -50,7 +50,7 @@ func OpenFileSink(path string, o FileSinkOptions) (*FileSink, error) {
 	}
 	end, err := wholeLines(f)
 	if err == nil {
-		err = cut(f, end)
+		err = cutTail(f, end)
 	}
 	if err != nil {
 		f.Close()
@@ -78,6 +78,24 @@ func wholeLines(f *os.File) (int64, error) {
 		}
 	}
 	return 0, nil
+}
+
+// cutTail cuts f back to n bytes when it is longer (a torn last line) and
+// places the write offset at n; a file of n bytes is not truncated, nor an
+// empty one sought, so that a device such as /dev/full or a FIFO can be a
+// sink.
+func cutTail(f *os.File, n int64) error {
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	switch {
+	case fi.Size() > n:
+		return cut(f, n)
+	case n > 0:
+		_, err = f.Seek(n, io.SeekStart)
+	}
+	return err
 }
 
 // cut truncates f to n bytes and places the write offset there.

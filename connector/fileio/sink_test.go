@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/weirstream/weir/connector"
@@ -89,4 +90,29 @@ func TestFileSinkOpen(t *testing.T) {
 	if b, _ := os.ReadFile(path); len(b) != 0 {
 		t.Fatalf("fresh: %q", b)
 	}
+}
+
+// TestFileSinkDevices: a device (/dev/full) and a FIFO open as sinks, as
+// the line sinks of a job take them; /dev/full's Flush fails.
+func TestFileSinkDevices(t *testing.T) {
+	if _, err := os.Stat("/dev/full"); err == nil {
+		s, err := OpenFileSink("/dev/full", FileSinkOptions{Fresh: true})
+		if err != nil {
+			t.Fatalf("open /dev/full: %v", err)
+		}
+		s.Write(t.Context(), [][]byte{[]byte("x")})
+		if err := s.Flush(t.Context()); err == nil {
+			t.Fatal("a Flush to /dev/full succeeded")
+		}
+		s.Close()
+	}
+	fifo := filepath.Join(t.TempDir(), "fifo")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Skip("no FIFOs:", err)
+	}
+	s, err := OpenFileSink(fifo, FileSinkOptions{})
+	if err != nil {
+		t.Fatalf("open a FIFO: %v", err)
+	}
+	s.Close()
 }

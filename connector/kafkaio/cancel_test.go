@@ -3,113 +3,30 @@ package kafkaio
 import (
 	"context"
 	"errors"
-	"net"
-	"sync"
 	"testing"
 	"time"
 
 	"go.uber.org/goleak"
 
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/connector/connectortest"
 	"github.com/weirstream/weir/etime"
 )
 
 // cancelBound is how soon after its cancellation a job must end.
 const cancelBound = time.Second
 
-// blackHole listens on a local port, accepts connections and never
-// answers: a broker that takes a request and says nothing. accepted is
-// closed at the first connection. Everything closes when the test ends.
-func blackHole(t *testing.T) (addr string, accepted <-chan struct{}) {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	acc := make(chan struct{})
-	var (
-		mu    sync.Mutex
-		conns []net.Conn
-		once  sync.Once
-		wg    sync.WaitGroup
-	)
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-			once.Do(func() { close(acc) })
-		}
-	}()
-	t.Cleanup(func() {
-		ln.Close()
-		wg.Wait()
-		mu.Lock()
-		for _, c := range conns {
-			c.Close()
-		}
-		mu.Unlock()
-	})
-	return ln.Addr().String(), acc
-}
-
-// runUntilCancelled runs a job reading src, cancels it once ready is
-// closed, and fails t unless Execute returns context.Canceled within
-// cancelBound of the cancellation.
-func runUntilCancelled(t *testing.T, src weir.Source[*Record], ready <-chan struct{}) {
-	t.Helper()
-	env, err := weir.NewEnv(weir.DefaultOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
-	weir.ForEach(weir.FromSource(env, "kafka", src, weir.SourceOptions{}), func(etime.Time, *Record) {})
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan error, 1)
-	go func() {
-		_, err := env.Execute(ctx)
-		done <- err
-	}()
-	select {
-	case <-ready:
-	case err := <-done:
-		t.Fatalf("the job ended before it was cancelled: %v", err)
-	case <-time.After(30 * time.Second):
-		t.Fatal("the job did not get ready in 30s")
-	}
-	time.Sleep(100 * time.Millisecond) // well inside what it waits for
-	cancel()
-	cancelled := time.Now()
-	select {
-	case err := <-done:
-		if took := time.Since(cancelled); took > cancelBound {
-			t.Errorf("Execute returned %v after the cancel, want within %v", took, cancelBound)
-		}
-		if !errors.Is(err, context.Canceled) {
-			t.Errorf("Execute = %v, want context.Canceled", err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatalf("Execute still running 30s after the cancel")
-	}
-}
-
 // A job cancelled while its Kafka source opens (the broker takes the
 // metadata request and never answers; Open's own timeout is 30s) ends at
 // once, and leaves no goroutine of the client behind.
 func TestCancelDuringOpen(t *testing.T) {
 	t.Cleanup(func() { goleak.VerifyNone(t) }) // last: after the listener closed
-	addr, accepted := blackHole(t)
+	addr, accepted := connectortest.SilentListener(t)
 	src, err := NewSource(SourceOptions[*Record]{Brokers: []string{addr}, Topic: "t", Decode: Raw})
 	if err != nil {
 		t.Fatal(err)
 	}
-	runUntilCancelled(t, src, accepted)
+	connectortest.StopsOnCancel(t, src, connectortest.Closed(accepted), cancelBound)
 }
 
 // A job cancelled while its Kafka source reads a live topic that gets no
@@ -125,7 +42,7 @@ func TestCancelWhileReading(t *testing.T) {
 	// started reading: then it reads a live topic.
 	reading := make(chan struct{})
 	src = &watchInputs{Source: src, reading: reading}
-	runUntilCancelled(t, src, reading)
+	connectortest.StopsOnCancel(t, src, connectortest.Closed(reading), cancelBound)
 }
 
 // watchInputs wraps a source so that reading is closed once its reader

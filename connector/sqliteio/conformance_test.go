@@ -3,24 +3,17 @@ package sqliteio
 import (
 	"database/sql"
 	"path/filepath"
-	"strconv"
 	"testing"
 
 	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/connector/connectortest"
+	"github.com/weirstream/weir/connector/internal/tablerow"
 )
 
 // confRow is a conformance record as a row of a table keyed by id with
 // one value column.
 func confRow(r connectortest.Rec) Row {
-	row := Row{Keys: []Column{{Name: "id", Value: strconv.AppendQuote(nil, r.ID)}}, Start: 0, End: 1000,
-		Firing: FiringOnTime, Run: r.Run, Pane: r.Pane, Watermark: 999}
-	if r.Retract {
-		row.Firing = FiringRetract
-	} else {
-		row.Values = []Column{{Name: "value", Value: strconv.AppendInt(nil, r.Value, 10)}}
-	}
-	return row
+	return tablerow.ConformanceRow(r.ID, r.Run, r.Pane, r.Retract, r.Value)
 }
 
 // TestSinkConformance runs the sink suite on a SQLite table.

@@ -6,6 +6,7 @@ package tablerow
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/weirstream/weir/etime"
@@ -98,4 +99,18 @@ func CheckNames(pkg string, keyNames, valueNames, fixed []string, fold func(stri
 		}
 	}
 	return nil
+}
+
+// ConformanceRow is the row of a record of connectortest.RunSink in a
+// table keyed by one column, id, with one value column, value: what the
+// table sinks' conformance tests write.
+func ConformanceRow(id string, run, pane int64, retract bool, value int64) Row {
+	r := Row{Keys: []Column{{Name: "id", Value: strconv.AppendQuote(nil, id)}}, Start: 0, End: 1000,
+		Firing: FiringOnTime, Run: run, Pane: pane, Watermark: 999}
+	if retract {
+		r.Firing = FiringRetract
+	} else {
+		r.Values = []Column{{Name: "value", Value: strconv.AppendInt(nil, value, 10)}}
+	}
+	return r
 }

@@ -213,7 +213,9 @@ type WindowHists struct {
 	FiringDelay Histogram
 }
 
-// CheckpointStats counts the job's checkpoints (zero without them).
+// CheckpointStats counts the job's checkpoints (zero without them). Its
+// times and durations are on the checkpoints' clock
+// (CheckpointOptions.Clock, by default Options.Clock).
 type CheckpointStats struct {
 	Completed, Failed int64
 	// InProgress: a checkpoint is pending.
@@ -438,6 +440,9 @@ func (e *Env) SubtaskStats() []SubtaskStats {
 	if !e.job.Built() {
 		return nil
 	}
+	// Busy, idle and backpressured time are the machine's (wall clock),
+	// not processing time of Options.Clock: the runtime measures them
+	// with time.Now, so the end of a running subtask's span is too.
 	now := time.Now()
 	var out []SubtaskStats
 	for _, s := range e.job.Stages() {

@@ -43,7 +43,8 @@ type RunOptions struct {
 	Stdout io.Writer
 	// Deterministic runs on one goroutine with processing time fixed at
 	// Now, watermarks emitted after every record and no idleness, so that
-	// outputs are byte-identical run to run.
+	// outputs are byte-identical run to run. Its checkpoints still come
+	// on the interval of the wall clock.
 	Deterministic bool
 	// Now is processing time in a deterministic run.
 	Now time.Time
@@ -214,6 +215,13 @@ func Open(plan *Plan, o RunOptions) (*Job, error) {
 		// A checkpoint that fails fails the run: silently running on
 		// without them would break the promise of exact recovery.
 		opts.Checkpoint = ck.options(j.check, j.committed)
+		if o.Deterministic {
+			// Processing time stands still at Now: measured on it, no
+			// interval would ever pass. The checkpoints' interval is the
+			// wall clock's (where barriers fall does not change the
+			// output of a deterministic run).
+			opts.Checkpoint.Clock = clock.Real{}
+		}
 	}
 	if j.env, err = weir.NewEnv(opts); err != nil {
 		return nil, errors.Join(err, ck.close(), j.cleanup())

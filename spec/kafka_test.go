@@ -432,12 +432,20 @@ func TestKafkaRestoreRefusesLostCheckpoint(t *testing.T) {
 // topics exist (in, out, bad), a run with checkpoints creates the marker
 // topic (compacted, one partition), says so, commits its checkpoints to
 // it and gives the group-by; the next run finds it and says nothing.
+// The first run's source gets no records until a checkpoint committed,
+// so that one does however fast the run reads its input.
 func TestKafkaMarkerTopicCreated(t *testing.T) {
 	const n = 20000
-	broker := kafkaCluster(t, n)
+	broker, cluster := kafkaClusterWith(t, n, "out", "bad")
+	checkpointed := holdFetches(t, cluster, "in")
 	dir := t.TempDir()
 	var info []string
-	o := RunOptions{CheckpointDir: filepath.Join(dir, "ck"), CheckpointInterval: time.Millisecond, Info: func(m string) { info = append(info, m) }}
+	o := RunOptions{CheckpointDir: filepath.Join(dir, "ck"), CheckpointInterval: time.Millisecond, Info: func(m string) { info = append(info, m) },
+		Crash: func(point string) {
+			if point == checkpoint.CrashAfterManifest {
+				checkpointed()
+			}
+		}}
 	sum, err := runKafka(t, "created", broker, dir, o)
 	if err != nil {
 		t.Fatal(err)
@@ -478,6 +486,44 @@ func TestKafkaMarkerTopicCreated(t *testing.T) {
 	if slices.ContainsFunc(info, func(m string) bool { return strings.Contains(m, "created Kafka topic") }) {
 		t.Errorf("the second run created the marker topic again: %q", info)
 	}
+}
+
+// holdFetches makes cluster hold every fetch of topic until release is
+// called (the first call counts; later ones do nothing), or until 20s
+// have passed, so that a test that never releases fails instead of
+// hanging.
+// Other requests, and fetches of other topics, are served meanwhile.
+func holdFetches(t *testing.T, cluster *kfake.Cluster, topic string) (release func()) {
+	t.Helper()
+	info := cluster.TopicInfo(topic)
+	if info == nil {
+		t.Fatalf("no topic %s", topic)
+	}
+	released := make(chan struct{})
+	var once sync.Once
+	release = func() { once.Do(func() { close(released) }) }
+	timeout := time.AfterFunc(20*time.Second, release)
+	t.Cleanup(func() { timeout.Stop() })
+	t.Cleanup(release)
+	cluster.ControlKey(int16(kmsg.Fetch), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		cluster.KeepControl()
+		select {
+		case <-released:
+			cluster.DropControl()
+			return nil, nil, false
+		default:
+		}
+		if !slices.ContainsFunc(req.(*kmsg.FetchRequest).Topics, func(ft kmsg.FetchRequestTopic) bool {
+			return ft.Topic == topic || ft.TopicID == info.TopicID
+		}) {
+			return nil, nil, false
+		}
+		// Sleeping yields to the cluster's other connections: the
+		// sink's transactions and the offset commits go on.
+		cluster.SleepControl(func() { <-released })
+		return nil, nil, false // then served as usual
+	})
+	return release
 }
 
 // TestKafkaMissingTopics: a run whose marker topic the broker will not

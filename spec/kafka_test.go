@@ -185,22 +185,25 @@ func TestKafkaJob(t *testing.T) {
 		t.Run(point, func(t *testing.T) {
 			// The crash is a real one: a child process runs the job and
 			// exits at the point once its transaction holds results,
-			// leaving the transaction open and its files as they are. A
-			// run so quick that no checkpoint's transaction held results
-			// is tried again on a fresh cluster.
-			var broker, dir string
-			for try := 0; ; try++ {
-				broker, dir = kafkaCluster(t, n), t.TempDir()
-				cmd := exec.Command(os.Args[0], "-test.run=^TestKafkaCrashChild$", "-test.v")
-				cmd.Env = append(os.Environ(), "WEIR_KAFKA_CHILD="+strings.Join([]string{broker, dir, point}, ","))
-				out, err := cmd.CombinedOutput()
-				code := cmd.ProcessState.ExitCode()
-				if code == 3 {
-					break
-				}
-				if try == 4 || !strings.Contains(string(out), "without reaching") {
-					t.Fatalf("child exited %d (%v), want 3 (crashed at %s):\n%s", code, err, point, out)
-				}
+			// leaving the transaction open and its files as they are.
+			// So that a checkpoint's transaction holds results however
+			// fast the child reads, the broker serves each partition's
+			// first fetch (a part of it: the source fetches 256 KiB of a
+			// partition at a time) and holds the later ones until the
+			// child has exited: the child fires windows from what it
+			// read, and its next checkpoints have them in the
+			// transaction.
+			broker, cluster := kafkaClusterWith(t, n, "out", "bad")
+			dir := t.TempDir()
+			release := holdFetchesIf(t, cluster, "in", func(ft kmsg.FetchRequestTopic) bool {
+				return slices.ContainsFunc(ft.Partitions, func(p kmsg.FetchRequestTopicPartition) bool { return p.FetchOffset > 0 })
+			})
+			cmd := exec.Command(os.Args[0], "-test.run=^TestKafkaCrashChild$", "-test.v")
+			cmd.Env = append(os.Environ(), "WEIR_KAFKA_CHILD="+strings.Join([]string{broker, dir, point}, ","))
+			out, err := cmd.CombinedOutput()
+			release()
+			if code := cmd.ProcessState.ExitCode(); code != 3 {
+				t.Fatalf("child exited %d (%v), want 3 (crashed at %s):\n%s", code, err, point, out)
 			}
 			if _, err := runKafka(t, "crash", broker, dir, RunOptions{CheckpointDir: filepath.Join(dir, "ck"), CheckpointInterval: time.Millisecond}); err != nil {
 				t.Fatalf("resumed run: %v", err)
@@ -494,6 +497,12 @@ func TestKafkaMarkerTopicCreated(t *testing.T) {
 // hanging.
 // Other requests, and fetches of other topics, are served meanwhile.
 func holdFetches(t *testing.T, cluster *kfake.Cluster, topic string) (release func()) {
+	return holdFetchesIf(t, cluster, topic, func(kmsg.FetchRequestTopic) bool { return true })
+}
+
+// holdFetchesIf is holdFetches for the fetches of topic that hold says
+// to hold.
+func holdFetchesIf(t *testing.T, cluster *kfake.Cluster, topic string, hold func(kmsg.FetchRequestTopic) bool) (release func()) {
 	t.Helper()
 	info := cluster.TopicInfo(topic)
 	if info == nil {
@@ -514,7 +523,7 @@ func holdFetches(t *testing.T, cluster *kfake.Cluster, topic string) (release fu
 		default:
 		}
 		if !slices.ContainsFunc(req.(*kmsg.FetchRequest).Topics, func(ft kmsg.FetchRequestTopic) bool {
-			return ft.Topic == topic || ft.TopicID == info.TopicID
+			return (ft.Topic == topic || ft.TopicID == info.TopicID) && hold(ft)
 		}) {
 			return nil, nil, false
 		}

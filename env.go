@@ -421,7 +421,8 @@ type SubtaskStats struct {
 	// Busy + Backpressured + Idle is the subtask's running time (Flink's
 	// busyTimeMsPerSecond and friends, as totals): Idle is the time spent
 	// waiting for input or, for a source, for data; Backpressured the
-	// time blocked on a full downstream queue.
+	// time blocked on a full downstream queue. They are wall-clock time
+	// (how the machine spent the subtask), whatever Options.Clock says.
 	Busy, Backpressured, Idle time.Duration
 	// RecordsIn counts the records received from upstream subtasks (not
 	// those a source reads).
@@ -430,7 +431,10 @@ type SubtaskStats struct {
 	// for sources and in deterministic runs.
 	QueueLen, QueueCap int
 	// CheckpointDelay is the newest checkpoint's start delay at this
-	// subtask: from its trigger to the subtask's snapshot.
+	// subtask: from its trigger to the subtask's snapshot, on the
+	// checkpoints' clock (CheckpointOptions.Clock, by default
+	// Options.Clock), unlike Busy, Backpressured and Idle, which are the
+	// machine's time.
 	CheckpointDelay time.Duration
 }
 

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/weirstream/weir/checkpoint"
+	"github.com/weirstream/weir/clock"
 	"github.com/weirstream/weir/internal/runtime"
 )
 
@@ -13,8 +14,16 @@ import (
 // job restores after a crash with exactly the results of a run that never
 // crashed. The zero value takes none.
 type CheckpointOptions struct {
-	// Interval between checkpoints; 0 disables them.
+	// Interval between checkpoints, in processing time of Clock; 0
+	// disables them. With a fake clock (clock.Fake) a checkpoint is due
+	// once the clock is advanced past the interval, whatever the
+	// machine's speed.
 	Interval time.Duration
+	// Clock is what Interval and the checkpoints' timestamps and
+	// durations (CheckpointStats) are measured on; nil: Options.Clock.
+	// A run whose processing time stands still (a deterministic replay
+	// at a fixed instant) passes a moving clock here to get checkpoints.
+	Clock clock.Clock
 	// Store receives the checkpoints.
 	Store CheckpointStore
 	// Restore, when set, is the checkpoint the job starts from; NextID is
@@ -91,7 +100,7 @@ func (o CheckpointOptions) runtime() *runtime.CheckpointOptions {
 	if o.Interval <= 0 && o.Restore == nil {
 		return nil
 	}
-	return &runtime.CheckpointOptions{Interval: o.Interval, Store: o.Store, NextID: o.NextID, Restore: o.Restore,
+	return &runtime.CheckpointOptions{Interval: o.Interval, Clock: o.Clock, Store: o.Store, NextID: o.NextID, Restore: o.Restore,
 		OnComplete: o.OnComplete, OnError: o.OnError}
 }
 

@@ -8,11 +8,13 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/checkpoint"
+	"github.com/weirstream/weir/clock"
 	"github.com/weirstream/weir/etime"
 	"github.com/weirstream/weir/trigger"
 	"github.com/weirstream/weir/window"
@@ -55,11 +57,13 @@ func (p *memPending) Commit() error {
 func (p *memPending) Abort() error { return nil }
 
 // gatedSlice is FromSlice's source, except that its reader waits after the
-// first hold items until gate is closed.
+// first hold items until gate is closed. reached, when set, is closed when
+// the reader first waits at the gate (the job is built and running).
 type gatedSlice[T any] struct {
-	items []T
-	hold  int
-	gate  <-chan struct{}
+	items   []T
+	hold    int
+	gate    <-chan struct{}
+	reached chan struct{}
 }
 
 func (s gatedSlice[T]) Open(_ context.Context, ch, n int) (weir.SourceReader[T], error) {
@@ -67,8 +71,9 @@ func (s gatedSlice[T]) Open(_ context.Context, ch, n int) (weir.SourceReader[T],
 }
 
 type gatedReader[T any] struct {
-	s   gatedSlice[T]
-	pos int
+	s       gatedSlice[T]
+	pos     int
+	waiting bool // reached is closed
 }
 
 func (r *gatedReader[T]) Read(_ context.Context, out weir.SourceOutput[T]) (weir.ReadStatus, error) {
@@ -82,6 +87,10 @@ func (r *gatedReader[T]) Read(_ context.Context, out weir.SourceOutput[T]) (weir
 		select {
 		case <-r.s.gate:
 		default:
+			if r.s.reached != nil && !r.waiting {
+				r.waiting = true
+				close(r.s.reached)
+			}
 			return weir.Waiting, nil
 		}
 	}
@@ -101,6 +110,153 @@ func (r *gatedReader[T]) RestorePosition(pos []byte) error {
 	}
 	r.pos = n
 	return nil
+}
+
+// everyLook is a clock that moves forward by step at every reading: given
+// as CheckpointOptions.Clock with an interval of at most step, it makes
+// every look of the deterministic executor (before each poll) find a
+// checkpoint due, however fast the machine (the wall clock's nanoseconds
+// need not have moved between two polls).
+type everyLook struct {
+	mu   sync.Mutex
+	now  time.Time
+	step time.Duration
+}
+
+func (c *everyLook) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(c.step)
+	return c.now
+}
+
+// ckEveryPoll is a checkpoint clock under which an interval of 1ns has
+// passed at every look.
+func ckEveryPoll() clock.Clock { return &everyLook{now: time.UnixMilli(0), step: time.Nanosecond} }
+
+// TestCheckpointIntervalOnFakeClock: a parallel job whose Options.Clock is
+// a fake clock takes its checkpoints when the fake clock passes the
+// interval, not when the wall clock does: none while the fake clock stands
+// 1m short of the interval (an hour), one once it is advanced past it.
+func TestCheckpointIntervalOnFakeClock(t *testing.T) {
+	evs := make([]ckEvent, 2000)
+	for i := range evs {
+		evs[i] = ckEvent{Key: i % 7, TS: etime.Time(i), V: 1}
+	}
+	fake := clock.NewFake(time.UnixMilli(1_000_000))
+	gate, reached := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	// Should no checkpoint complete, the run goes on after 10s, to fail.
+	defer time.AfterFunc(10*time.Second, func() { once.Do(func() { close(gate) }) }).Stop()
+	opts := weir.DefaultOptions()
+	opts.Parallelism = 2
+	opts.Clock = fake
+	store := &memStore{}
+	opts.Checkpoint = weir.CheckpointOptions{Interval: time.Hour, Store: store,
+		OnComplete: func(int64) { once.Do(func() { close(gate) }) }}
+	env, err := weir.NewEnv(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := weir.AssignTimestamps(weir.FromSource[ckEvent](env, "slice", gatedSlice[ckEvent]{items: evs, hold: len(evs) / 2, gate: gate, reached: reached}, weir.SourceOptions{}),
+		weir.BoundedOutOfOrderness(0, func(e ckEvent) etime.Time { return e.TS }).WithEveryRecord())
+	tum, _ := window.Tumbling(100, 0)
+	var n atomic.Int64
+	weir.ForEachSerial(weir.Aggregate(weir.Window(weir.KeyBy(src, func(e ckEvent) int { return e.Key }), tum, weir.WindowOptions{}),
+		weir.Sum(func(e ckEvent) int64 { return e.V })).Results, func(etime.Time, window.Result[int, int64]) { n.Add(1) })
+	// The driver goroutine moves the fake clock once the job runs; the
+	// test waits for it (ended tells it the run is over if it never
+	// started reading).
+	shortc, ended := make(chan weir.CheckpointStats, 1), make(chan struct{})
+	go func() {
+		defer close(shortc)
+		select {
+		case <-reached: // the job is built: its coordinator measures from the fake clock's start
+		case <-ended:
+			return
+		}
+		fake.Advance(59 * time.Minute)
+		time.Sleep(150 * time.Millisecond) // more than a tick of the trigger (100ms)
+		shortc <- env.CheckpointStats()
+		fake.Advance(2 * time.Minute)
+	}()
+	_, err = env.Execute(context.Background())
+	close(ended)
+	short, ok := <-shortc
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ok {
+		t.Fatal("the source never reached its gate")
+	}
+	if short.Completed != 0 || short.InProgress {
+		t.Fatalf("59m into an interval of 1h on the fake clock: %+v", short)
+	}
+	if len(store.done) != 1 {
+		t.Fatalf("%d checkpoints once the fake clock passed the interval, want 1", len(store.done))
+	}
+	cs := env.CheckpointStats()
+	if want := time.UnixMilli(1_000_000).Add(time.Hour + time.Minute); !cs.LastCompleted.Equal(want) || cs.LastDuration != 0 {
+		t.Fatalf("CheckpointStats %v, %v: want the fake clock's %v and 0 (it did not move during the checkpoint)", cs.LastCompleted, cs.LastDuration, want)
+	}
+	if n.Load() == 0 {
+		t.Fatal("no window results")
+	}
+}
+
+// TestCheckpointIntervalStepped: the deterministic executor looks at the
+// fake clock before each poll: a stepped job takes no checkpoint while its
+// fake clock stands, and one at the first poll after the clock passed the
+// interval.
+func TestCheckpointIntervalStepped(t *testing.T) {
+	evs := make([]ckEvent, 600)
+	for i := range evs {
+		evs[i] = ckEvent{Key: i % 5, TS: etime.Time(i), V: 1}
+	}
+	fake := clock.NewFake(time.UnixMilli(0))
+	gate := make(chan struct{})
+	opts := weir.DefaultOptions()
+	opts.Deterministic, opts.Parallelism, opts.Clock = true, 2, fake
+	store := &memStore{}
+	opts.Checkpoint = weir.CheckpointOptions{Interval: time.Minute, Store: store}
+	env, err := weir.NewEnv(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := weir.AssignTimestamps(weir.FromSource[ckEvent](env, "slice", gatedSlice[ckEvent]{items: evs, hold: 300, gate: gate}, weir.SourceOptions{}),
+		weir.BoundedOutOfOrderness(0, func(e ckEvent) etime.Time { return e.TS }).WithEveryRecord())
+	weir.ForEachSerial(src, func(etime.Time, ckEvent) {})
+	s, err := env.Step()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	quiet := func() {
+		t.Helper()
+		if _, err := s.RunUntilQuiet(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	quiet()
+	fake.Advance(time.Minute - time.Millisecond)
+	quiet()
+	if cs := env.CheckpointStats(); cs.Completed != 0 {
+		t.Fatalf("a checkpoint before the fake clock passed the interval: %+v", cs)
+	}
+	fake.Advance(time.Millisecond)
+	quiet()
+	if cs := env.CheckpointStats(); cs.Completed != 1 || len(store.done) != 1 {
+		t.Fatalf("once the fake clock passed the interval: %+v, %d stored; want 1", cs, len(store.done))
+	}
+	quiet() // the clock stands: no second one
+	close(gate)
+	fake.Advance(time.Minute)
+	if done, err := s.RunUntilQuiet(); err != nil || !done {
+		t.Fatalf("RunUntilQuiet = %v, %v", done, err)
+	}
+	if len(store.done) != 2 {
+		t.Fatalf("%d checkpoints, want 2 (one per interval passed)", len(store.done))
+	}
 }
 
 // view is a restored checkpoint: parts named "stage/index/name".
@@ -186,7 +342,7 @@ func TestCheckpointRestore(t *testing.T) {
 	store := &memStore{}
 	seen := map[int64]int{} // checkpoint id -> outputs so far
 	var current func() []string
-	env, outs := checkpointJob(t, evs, 2, weir.CheckpointOptions{Interval: time.Nanosecond, Store: store,
+	env, outs := checkpointJob(t, evs, 2, weir.CheckpointOptions{Interval: time.Nanosecond, Clock: ckEveryPoll(), Store: store,
 		OnComplete: func(id int64) { seen[id] = len(current()) }})
 	current = outs
 	rep, err := env.Execute(context.Background())
@@ -242,7 +398,7 @@ func TestCheckpointDirRestore(t *testing.T) {
 	// Stop taking checkpoints halfway, so that the newest one is not the
 	// end of the input.
 	var halfway bool
-	env, outs := checkpointJob(t, evs, 2, weir.CheckpointOptions{Interval: time.Nanosecond, Store: stopAt{dir, &halfway},
+	env, outs := checkpointJob(t, evs, 2, weir.CheckpointOptions{Interval: time.Nanosecond, Clock: ckEveryPoll(), Store: stopAt{dir, &halfway},
 		OnComplete: func(id int64) { seen[id] = len(current()); halfway = id >= 4 }})
 	current = outs
 	rep, err := env.Execute(context.Background())
@@ -289,7 +445,7 @@ func TestCheckpointDirRestore(t *testing.T) {
 func TestObservationAfterRun(t *testing.T) {
 	evs := []ckEvent{{1, 100, 1}, {2, 900, 2}, {1, 1500, 3}, {2, 2600, 4}}
 	store := &memStore{}
-	env, _ := checkpointJob(t, evs, 2, weir.CheckpointOptions{Interval: time.Nanosecond, Store: store})
+	env, _ := checkpointJob(t, evs, 2, weir.CheckpointOptions{Interval: time.Nanosecond, Clock: ckEveryPoll(), Store: store})
 	if _, err := env.Execute(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -507,7 +663,7 @@ func TestCheckpointRestoreConnect(t *testing.T) {
 	store := &memStore{}
 	seen := map[int64]int{}
 	var cur func() []string
-	env, outs := build(weir.CheckpointOptions{Interval: time.Nanosecond, Store: store, OnComplete: func(id int64) { seen[id] = len(cur()) }})
+	env, outs := build(weir.CheckpointOptions{Interval: time.Nanosecond, Clock: ckEveryPoll(), Store: store, OnComplete: func(id int64) { seen[id] = len(cur()) }})
 	cur = outs
 	rep, err := env.Execute(context.Background())
 	if err != nil {

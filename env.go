@@ -215,7 +215,9 @@ type WindowHists struct {
 	FiringDelay Histogram
 }
 
-// CheckpointStats counts the job's checkpoints (zero without them).
+// CheckpointStats counts the job's checkpoints (zero without them). Its
+// times and durations are on the checkpoints' clock
+// (CheckpointOptions.Clock, by default Options.Clock).
 type CheckpointStats struct {
 	Completed, Failed int64
 	// InProgress: a checkpoint is pending.
@@ -431,7 +433,8 @@ type SubtaskStats struct {
 	// Busy + Backpressured + Idle is the subtask's running time (Flink's
 	// busyTimeMsPerSecond and friends, as totals): Idle is the time spent
 	// waiting for input or, for a source, for data; Backpressured the
-	// time blocked on a full downstream queue.
+	// time blocked on a full downstream queue. They are wall-clock time
+	// (how the machine spent the subtask), whatever Options.Clock says.
 	Busy, Backpressured, Idle time.Duration
 	// RecordsIn counts the records received from upstream subtasks (not
 	// those a source reads).
@@ -440,7 +443,10 @@ type SubtaskStats struct {
 	// for sources and in deterministic runs.
 	QueueLen, QueueCap int
 	// CheckpointDelay is the newest checkpoint's start delay at this
-	// subtask: from its trigger to the subtask's snapshot.
+	// subtask: from its trigger to the subtask's snapshot, on the
+	// checkpoints' clock (CheckpointOptions.Clock, by default
+	// Options.Clock), unlike Busy, Backpressured and Idle, which are the
+	// machine's time.
 	CheckpointDelay time.Duration
 }
 
@@ -450,6 +456,9 @@ func (e *Env) SubtaskStats() []SubtaskStats {
 	if !e.job.Built() {
 		return nil
 	}
+	// Busy, idle and backpressured time are the machine's (wall clock),
+	// not processing time of Options.Clock: the runtime measures them
+	// with time.Now, so the end of a running subtask's span is too.
 	now := time.Now()
 	var out []SubtaskStats
 	for _, s := range e.job.Stages() {

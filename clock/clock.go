@@ -25,12 +25,31 @@ type Real struct{}
 // Now returns time.Now().
 func (Real) Now() time.Time { return time.Now() }
 
+// Notifier is a Clock whose time moves only when told to (Fake). A
+// goroutine that waits for processing time to pass (the checkpoint
+// trigger) cannot poll such a clock on a wall-clock ticker alone: it would
+// notice a move only at its next tick. It selects on Changed instead.
+// Clocks that are not Notifiers (Real) move on their own and are polled.
+type Notifier interface {
+	Clock
+	// Changed returns a channel that is closed the next time the clock
+	// is set or advanced. A waiter takes the channel before it reads Now,
+	// so that a move between the two is not missed, and takes a new one
+	// after each wake-up. Safe for concurrent use.
+	Changed() <-chan struct{}
+}
+
 // Fake is a manually advanced clock for tests and deterministic replays.
-// The zero value reads as the Unix epoch.
+// The zero value reads as the Unix epoch. It is a Notifier.
 type Fake struct {
 	mu  sync.Mutex
 	now time.Time
+	// changed is closed, and cleared, at the next Set or Advance; nil
+	// when nobody has asked for it since the last move.
+	changed chan struct{}
 }
+
+var _ Notifier = (*Fake)(nil)
 
 // NewFake returns a fake clock reading t.
 func NewFake(t time.Time) *Fake { return &Fake{now: t} }
@@ -49,6 +68,7 @@ func (f *Fake) Now() time.Time {
 func (f *Fake) Set(t time.Time) {
 	f.mu.Lock()
 	f.now = t
+	f.notifyLocked()
 	f.mu.Unlock()
 }
 
@@ -59,5 +79,24 @@ func (f *Fake) Advance(d time.Duration) {
 		f.now = time.UnixMilli(0).UTC()
 	}
 	f.now = f.now.Add(d)
+	f.notifyLocked()
 	f.mu.Unlock()
+}
+
+// Changed returns a channel closed at the next Set or Advance (Notifier).
+func (f *Fake) Changed() <-chan struct{} {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.changed == nil {
+		f.changed = make(chan struct{})
+	}
+	return f.changed
+}
+
+// notifyLocked wakes the waiters of Changed; f.mu is held.
+func (f *Fake) notifyLocked() {
+	if f.changed != nil {
+		close(f.changed)
+		f.changed = nil
+	}
 }

@@ -606,7 +606,7 @@ func TestBackfillPGLedgerCut(t *testing.T) {
 	}
 	var j *Job
 	var epoch int64
-	j, err = Open(p, RunOptions{Dir: dir, Deterministic: true, Now: testNow, Crash: func(point string) {
+	j, err = Open(p, RunOptions{Dir: dir, Deterministic: true, Now: testNow, CheckpointClock: everyRead(), Crash: func(point string) {
 		// The third or a later sink commit that flushed late rows.
 		if point == "sink-committed" && j.out.c.Epoch >= 3 && count("epoch = $1", j.out.c.Epoch) > 0 {
 			epoch = j.out.c.Epoch

@@ -36,6 +36,11 @@ func (c *racingClock) Now() time.Time {
 	return c.now
 }
 
+// everyRead is a checkpoint clock (RunOptions.CheckpointClock) that has
+// passed any interval up to an hour at every look: a deterministic run
+// takes a checkpoint before every read of its source.
+func everyRead() clock.Clock { return &racingClock{now: testNow, step: time.Hour} }
+
 // disorderedOrders returns n orders step ms apart in event time, one in
 // every tenth pushed back by up to 40 s, for users u0 to u(users-1), as
 // jsonl.
@@ -208,7 +213,10 @@ sinks:
 	}
 	ck := filepath.Join(dir, "ck")
 	o := RunOptions{Dir: dir, Deterministic: true, Now: testNow, CheckpointDir: ck, CheckpointInterval: time.Millisecond}
-	crashRun(t, s, o, "sink-committed", 2)
+	// crashRun checkpoints before every read: checkpoint 1 is before the
+	// first one, 2 after it; the crash in 3 resumes from 2, which read
+	// some of the file.
+	crashRun(t, s, o, "sink-committed", 3)
 	if err := os.WriteFile(in, []byte(b.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}

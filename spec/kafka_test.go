@@ -185,22 +185,25 @@ func TestKafkaJob(t *testing.T) {
 		t.Run(point, func(t *testing.T) {
 			// The crash is a real one: a child process runs the job and
 			// exits at the point once its transaction holds results,
-			// leaving the transaction open and its files as they are. A
-			// run so quick that no checkpoint's transaction held results
-			// is tried again on a fresh cluster.
-			var broker, dir string
-			for try := 0; ; try++ {
-				broker, dir = kafkaCluster(t, n), t.TempDir()
-				cmd := exec.Command(os.Args[0], "-test.run=^TestKafkaCrashChild$", "-test.v")
-				cmd.Env = append(os.Environ(), "WEIR_KAFKA_CHILD="+strings.Join([]string{broker, dir, point}, ","))
-				out, err := cmd.CombinedOutput()
-				code := cmd.ProcessState.ExitCode()
-				if code == 3 {
-					break
-				}
-				if try == 4 || !strings.Contains(string(out), "without reaching") {
-					t.Fatalf("child exited %d (%v), want 3 (crashed at %s):\n%s", code, err, point, out)
-				}
+			// leaving the transaction open and its files as they are.
+			// So that a checkpoint's transaction holds results however
+			// fast the child reads, the broker serves each partition's
+			// first fetch (a part of it: the source fetches 256 KiB of a
+			// partition at a time) and holds the later ones until the
+			// child has exited: the child fires windows from what it
+			// read, and its next checkpoints have them in the
+			// transaction.
+			broker, cluster := kafkaClusterWith(t, n, "out", "bad")
+			dir := t.TempDir()
+			release := holdFetchesIf(t, cluster, "in", func(ft kmsg.FetchRequestTopic) bool {
+				return slices.ContainsFunc(ft.Partitions, func(p kmsg.FetchRequestTopicPartition) bool { return p.FetchOffset > 0 })
+			})
+			cmd := exec.Command(os.Args[0], "-test.run=^TestKafkaCrashChild$", "-test.v")
+			cmd.Env = append(os.Environ(), "WEIR_KAFKA_CHILD="+strings.Join([]string{broker, dir, point}, ","))
+			out, err := cmd.CombinedOutput()
+			release()
+			if code := cmd.ProcessState.ExitCode(); code != 3 {
+				t.Fatalf("child exited %d (%v), want 3 (crashed at %s):\n%s", code, err, point, out)
 			}
 			if _, err := runKafka(t, "crash", broker, dir, RunOptions{CheckpointDir: filepath.Join(dir, "ck"), CheckpointInterval: time.Millisecond}); err != nil {
 				t.Fatalf("resumed run: %v", err)
@@ -432,12 +435,20 @@ func TestKafkaRestoreRefusesLostCheckpoint(t *testing.T) {
 // topics exist (in, out, bad), a run with checkpoints creates the marker
 // topic (compacted, one partition), says so, commits its checkpoints to
 // it and gives the group-by; the next run finds it and says nothing.
+// The first run's source gets no records until a checkpoint committed,
+// so that one does however fast the run reads its input.
 func TestKafkaMarkerTopicCreated(t *testing.T) {
 	const n = 20000
-	broker := kafkaCluster(t, n)
+	broker, cluster := kafkaClusterWith(t, n, "out", "bad")
+	checkpointed := holdFetches(t, cluster, "in")
 	dir := t.TempDir()
 	var info []string
-	o := RunOptions{CheckpointDir: filepath.Join(dir, "ck"), CheckpointInterval: time.Millisecond, Info: func(m string) { info = append(info, m) }}
+	o := RunOptions{CheckpointDir: filepath.Join(dir, "ck"), CheckpointInterval: time.Millisecond, Info: func(m string) { info = append(info, m) },
+		Crash: func(point string) {
+			if point == checkpoint.CrashAfterManifest {
+				checkpointed()
+			}
+		}}
 	sum, err := runKafka(t, "created", broker, dir, o)
 	if err != nil {
 		t.Fatal(err)
@@ -478,6 +489,50 @@ func TestKafkaMarkerTopicCreated(t *testing.T) {
 	if slices.ContainsFunc(info, func(m string) bool { return strings.Contains(m, "created Kafka topic") }) {
 		t.Errorf("the second run created the marker topic again: %q", info)
 	}
+}
+
+// holdFetches makes cluster hold every fetch of topic until release is
+// called (the first call counts; later ones do nothing), or until 20s
+// have passed, so that a test that never releases fails instead of
+// hanging.
+// Other requests, and fetches of other topics, are served meanwhile.
+func holdFetches(t *testing.T, cluster *kfake.Cluster, topic string) (release func()) {
+	return holdFetchesIf(t, cluster, topic, func(kmsg.FetchRequestTopic) bool { return true })
+}
+
+// holdFetchesIf is holdFetches for the fetches of topic that hold says
+// to hold.
+func holdFetchesIf(t *testing.T, cluster *kfake.Cluster, topic string, hold func(kmsg.FetchRequestTopic) bool) (release func()) {
+	t.Helper()
+	info := cluster.TopicInfo(topic)
+	if info == nil {
+		t.Fatalf("no topic %s", topic)
+	}
+	released := make(chan struct{})
+	var once sync.Once
+	release = func() { once.Do(func() { close(released) }) }
+	timeout := time.AfterFunc(20*time.Second, release)
+	t.Cleanup(func() { timeout.Stop() })
+	t.Cleanup(release)
+	cluster.ControlKey(int16(kmsg.Fetch), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		cluster.KeepControl()
+		select {
+		case <-released:
+			cluster.DropControl()
+			return nil, nil, false
+		default:
+		}
+		if !slices.ContainsFunc(req.(*kmsg.FetchRequest).Topics, func(ft kmsg.FetchRequestTopic) bool {
+			return (ft.Topic == topic || ft.TopicID == info.TopicID) && hold(ft)
+		}) {
+			return nil, nil, false
+		}
+		// Sleeping yields to the cluster's other connections: the
+		// sink's transactions and the offset commits go on.
+		cluster.SleepControl(func() { <-released })
+		return nil, nil, false // then served as usual
+	})
+	return release
 }
 
 // TestKafkaMissingTopics: a run whose marker topic the broker will not

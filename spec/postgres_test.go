@@ -116,7 +116,7 @@ func TestPostgresResults(t *testing.T) {
 	check("a crashed and resumed run")
 }
 
-// crashAndResume runs job with checkpoints every millisecond, crashing it
+// crashAndResume runs job with a checkpoint before every read, crashing it
 // at the n-th sink commit, calls between (if not nil) with the epoch that
 // commit flushed the record tables as (outCounters.Epoch), then runs it
 // again from its checkpoint to the end; it returns the run's directory.
@@ -132,6 +132,7 @@ func crashAndResume(t *testing.T, job string, n int, between func(epoch int64)) 
 		hits := 0
 		var j *Job
 		o := RunOptions{Dir: dir, Deterministic: true, Now: testNow, CheckpointDir: filepath.Join(dir, "ck"), CheckpointInterval: time.Millisecond,
+			CheckpointClock: everyRead(), // a checkpoint before every read: the nth comes however fast the machine
 			Crash: func(p string) {
 				if p == "sink-committed" && attempt == 0 {
 					if hits++; hits == n {
@@ -442,7 +443,7 @@ func TestPostgresLedgerCutAcrossRuns(t *testing.T) {
 	job := strings.Replace(fmt.Sprintf(orderJob, "sqlite", "results.db"), "late: {type: jsonl, path: late.jsonl}", "late: {type: postgres, url: '"+url+"', table: "+late+"}", 1) + "checkpoint: {dir: ck}\n"
 	dir := t.TempDir()
 	// Run 1 ends, after many checkpoints (many epochs).
-	_, first := runSpec(t, job, nil, RunOptions{Dir: dir, Deterministic: true, CheckpointInterval: time.Millisecond})
+	_, first := runSpec(t, job, nil, RunOptions{Dir: dir, Deterministic: true, CheckpointInterval: time.Millisecond, CheckpointClock: everyRead()})
 	// Run 2, on other input, appends, and crashes after its second
 	// checkpoint's sink commit: its newest checkpoint has a low epoch.
 	p, err := Parse([]byte(strings.Replace(job, "seed: 3", "seed: 4", 1)))
@@ -450,7 +451,7 @@ func TestPostgresLedgerCutAcrossRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	hits := 0
-	j, err := Open(p, RunOptions{Dir: dir, Deterministic: true, Now: testNow.Add(time.Hour), CheckpointInterval: time.Millisecond, Append: true,
+	j, err := Open(p, RunOptions{Dir: dir, Deterministic: true, Now: testNow.Add(time.Hour), CheckpointInterval: time.Millisecond, CheckpointClock: everyRead(), Append: true,
 		Crash: func(point string) {
 			if point == "sink-committed" {
 				if hits++; hits == 3 {

@@ -43,7 +43,8 @@ type RunOptions struct {
 	Stdout io.Writer
 	// Deterministic runs on one goroutine with processing time fixed at
 	// Now, watermarks emitted after every record and no idleness, so that
-	// outputs are byte-identical run to run.
+	// outputs are byte-identical run to run. Its checkpoints still come
+	// on the interval of the wall clock (or of CheckpointClock).
 	Deterministic bool
 	// Now is processing time in a deterministic run.
 	Now time.Time
@@ -68,6 +69,13 @@ type RunOptions struct {
 	CheckpointDir      string
 	CheckpointInterval time.Duration
 	Fresh              bool
+	// CheckpointClock, when set, is what the checkpoint interval is
+	// measured on (weir.CheckpointOptions.Clock); default: Clock, and the
+	// wall clock in a deterministic run. Tests give a clock that has
+	// passed the interval at every look, so that a deterministic run
+	// takes a checkpoint before every read of its source, however fast
+	// the machine.
+	CheckpointClock clock.Clock
 	// Append, at a fresh start, keeps what earlier runs wrote to the
 	// job's outputs (its files, ledger, archive and table rows) instead of
 	// starting them over, and backfill then uses every run's ledger
@@ -214,6 +222,16 @@ func Open(plan *Plan, o RunOptions) (*Job, error) {
 		// A checkpoint that fails fails the run: silently running on
 		// without them would break the promise of exact recovery.
 		opts.Checkpoint = ck.options(j.check, j.committed)
+		switch {
+		case o.CheckpointClock != nil:
+			opts.Checkpoint.Clock = o.CheckpointClock
+		case o.Deterministic:
+			// Processing time stands still at Now: measured on it, no
+			// interval would ever pass. The checkpoints' interval is the
+			// wall clock's (where barriers fall does not change the
+			// output of a deterministic run).
+			opts.Checkpoint.Clock = clock.Real{}
+		}
 	}
 	if j.env, err = weir.NewEnv(opts); err != nil {
 		return nil, errors.Join(err, ck.close(), j.cleanup())

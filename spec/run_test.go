@@ -272,8 +272,14 @@ func TestStop(t *testing.T) {
 // crashRun runs plan with o until checkpointing reaches point for the
 // nth time, where the crash hook panics, which fails the run as a crash
 // would (in process). The test fails if the run does not fail.
+//
+// A deterministic run takes a checkpoint before every read of its source
+// (everyRead), so that the nth crash point comes however fast the machine.
 func crashRun(t *testing.T, plan *Plan, o RunOptions, point string, nth int) {
 	t.Helper()
+	if o.Deterministic && o.CheckpointClock == nil {
+		o.CheckpointClock = everyRead()
+	}
 	hits := 0
 	o.Crash = func(at string) {
 		if at == point {
@@ -326,7 +332,7 @@ func TestCheckpointResume(t *testing.T) {
 					}
 					hits := 0
 					o := RunOptions{Dir: dir, Deterministic: true, Now: testNow, CheckpointDir: filepath.Join(dir, "ck"),
-						CheckpointInterval: time.Millisecond,
+						CheckpointInterval: time.Millisecond, CheckpointClock: everyRead(),
 						Crash: func(p string) {
 							if p == point && attempt == 0 {
 								if hits++; hits == nth {
@@ -511,7 +517,7 @@ func TestRestartStrategy(t *testing.T) {
 	hits := 0
 	var causes []error
 	sum, err := RunRestarting(context.Background(), p, RunOptions{Dir: dir, Deterministic: true, Now: testNow,
-		CheckpointDir: filepath.Join(dir, "ck"), CheckpointInterval: time.Millisecond,
+		CheckpointDir: filepath.Join(dir, "ck"), CheckpointInterval: time.Millisecond, CheckpointClock: everyRead(),
 		Crash: func(point string) {
 			if point == "before-manifest" {
 				if hits++; hits == 3 {
@@ -650,7 +656,7 @@ func TestRestartRefused(t *testing.T) {
 	ck := filepath.Join(dir, "ck")
 	hits, restarts := 0, 0
 	sum, err := RunRestarting(context.Background(), p, RunOptions{Dir: dir, Deterministic: true, Now: testNow,
-		CheckpointDir: ck, CheckpointInterval: time.Millisecond,
+		CheckpointDir: ck, CheckpointInterval: time.Millisecond, CheckpointClock: everyRead(),
 		Crash: func(point string) {
 			if point == "after-manifest" {
 				if hits++; hits == 2 {

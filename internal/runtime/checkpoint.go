@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/weirstream/weir/checkpoint"
+	"github.com/weirstream/weir/clock"
 	"github.com/weirstream/weir/etime"
 	"github.com/weirstream/weir/internal/hist"
 	"github.com/weirstream/weir/watermark"
@@ -36,8 +37,14 @@ import (
 
 // CheckpointOptions enables checkpoints.
 type CheckpointOptions struct {
-	// Interval between checkpoints (processing time of the wall clock).
+	// Interval between checkpoints, in processing time of Clock: with a
+	// fake clock, checkpoints are due when the test advances it.
 	Interval time.Duration
+	// Clock is what Interval, the checkpoints' timestamps (CheckpointStats)
+	// and their durations are measured on; nil: the job's Options.Clock.
+	// A run whose processing time stands still (a deterministic replay
+	// fixed at one instant) gives its checkpoints a moving clock here.
+	Clock clock.Clock
 	// Store receives the checkpoints.
 	Store checkpoint.Store
 	// NextID is the first checkpoint id (the restored one + 1).
@@ -112,9 +119,14 @@ const PreCommitStage = "job"
 type coordinator struct {
 	job  *Job
 	opts *CheckpointOptions
+	// clk is processing time for checkpoints: opts.Clock, else the
+	// job's Options.Clock. Every time the coordinator keeps (lastTrig,
+	// triggered, the stats' timestamps and durations) is on it.
+	clk clock.Clock
 	// request is the newest checkpoint id the sources must inject.
 	request atomic.Int64
-	// triggered is when it was triggered (Unix ns), for start delays.
+	// triggered is when it was triggered (Unix ns of clk), for start
+	// delays.
 	triggered atomic.Int64
 	total     int
 	// writers are the goroutines writing parts; the job waits for them.
@@ -216,7 +228,7 @@ func (j *Job) CheckpointStats() CheckpointStats {
 // PhasePreCommit or PhaseCommit, or "" for the one the counts say. c.mu
 // is held.
 func (c *coordinator) publishLocked(id int64, started time.Time, phase string) {
-	now := time.Now()
+	now := c.clk.Now()
 	c.pub.Lock()
 	defer c.pub.Unlock()
 	f := c.pub.stats.InFlight
@@ -241,16 +253,21 @@ func (c *coordinator) publishLocked(id int64, started time.Time, phase string) {
 }
 
 func newCoordinator(j *Job, o *CheckpointOptions) *coordinator {
-	c := &coordinator{job: j, opts: o, poke: make(chan struct{}, 1)}
+	c := &coordinator{job: j, opts: o, clk: o.Clock, poke: make(chan struct{}, 1)}
+	if c.clk == nil {
+		c.clk = j.opts.Clock
+	}
 	c.mu.next = max(o.NextID, 1)
-	c.mu.lastTrig = time.Now()
+	c.mu.lastTrig = c.clk.Now()
 	for _, s := range j.stages {
 		c.total += s.Par
 	}
 	return c
 }
 
-// due reports whether a checkpoint should start now.
+// due reports whether a checkpoint should start at now (a time of c.clk):
+// none is pending or completing, and one was asked for or the interval has
+// passed since the last trigger (or the coordinator's start).
 func (c *coordinator) due(now time.Time) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -277,7 +294,8 @@ func (j *Job) RequestCheckpoint() bool {
 	return c.mu.force
 }
 
-// trigger starts the next checkpoint; it returns 0 when none may start.
+// trigger starts the next checkpoint at now (a time of c.clk); it returns
+// 0 when none may start.
 func (c *coordinator) trigger(now time.Time) int64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -385,7 +403,7 @@ func (c *coordinator) write(id int64, p checkpoint.Pending, parts []part) {
 		return
 	}
 	c.mu.pending, c.mu.id = nil, 0
-	now := time.Now()
+	now := c.clk.Now()
 	st := &c.mu.stats
 	st.Completed++
 	st.LastCompleted, st.LastDuration, st.LastSize = now, now.Sub(c.mu.lastTrig), c.mu.size
@@ -437,7 +455,7 @@ func (c *coordinator) publishPhase(id int64, phase string) {
 	c.pub.Lock()
 	defer c.pub.Unlock()
 	if f := &c.pub.stats.InFlight; f.ID == id && f.Phase != phase {
-		f.Phase, f.PhaseSince = phase, time.Now()
+		f.Phase, f.PhaseSince = phase, c.clk.Now()
 	}
 }
 
@@ -474,7 +492,7 @@ func (c *coordinator) finished() {
 func (st *Subtask) checkpoint(id int64) {
 	c := st.job.coord.Load()
 	if t := c.triggered.Load(); t != 0 && !st.job.opts.Deterministic {
-		st.ckDelayNs.Store(time.Now().UnixNano() - t)
+		st.ckDelayNs.Store(c.clk.Now().UnixNano() - t)
 	}
 	var parts []part
 	var err error

@@ -80,7 +80,7 @@ func (x *Executor) RunUntilQuiet() (done bool, err error) {
 // maybeCheckpoint starts a due checkpoint: barriers go into every source
 // at once, between two polls, and flow to the end of the graph at once.
 func (x *Executor) maybeCheckpoint() {
-	if c := x.job.coord.Load(); c != nil && c.due(time.Now()) {
+	if c := x.job.coord.Load(); c != nil && c.due(c.clk.Now()) {
 		x.Checkpoint()
 	}
 }
@@ -92,7 +92,7 @@ func (x *Executor) Checkpoint() int64 {
 	if c == nil {
 		return 0
 	}
-	id := c.trigger(time.Now())
+	id := c.trigger(c.clk.Now())
 	if id == 0 {
 		return 0
 	}

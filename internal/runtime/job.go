@@ -324,13 +324,20 @@ type Subtask struct {
 	// spent waiting for input or, for a source, for data (idle), and
 	// blocked on a full downstream queue (backpressured); the rest of the
 	// running time is busy. Added per wait or per batch, never per record.
-	startNs, endNs atomic.Int64 // Unix nanoseconds; 0: not yet
+	//
+	// These stay on the wall clock (time.Now), not Options.Clock: they
+	// measure how the machine spent the subtask's goroutine (CPU-ish
+	// time, Flink's busyTimeMsPerSecond), which a fake processing time
+	// that stands still or jumps would make meaningless; nothing in a
+	// run's results depends on them. Stats' now must be wall time too.
+	startNs, endNs atomic.Int64 // Unix nanoseconds of the wall clock; 0: not yet
 	idleNs         atomic.Int64
 	bpNs           atomic.Int64
 	recordsIn      atomic.Int64 // records received through exchanges
 	// ckDelayNs is the newest checkpoint's start delay here: from its
 	// trigger to this subtask's snapshot (the barrier's way through the
-	// queues and the alignment of its inputs).
+	// queues and the alignment of its inputs), on the checkpoints' clock
+	// (CheckpointOptions.Clock), like the trigger time it starts from.
 	ckDelayNs atomic.Int64
 }
 
@@ -350,8 +357,9 @@ type SubtaskStats struct {
 	CheckpointDelay time.Duration
 }
 
-// Stats returns the subtask's accounting as of now; it is safe to call
-// while the job runs. Before the subtask starts, and in deterministic
+// Stats returns the subtask's accounting as of now, a wall-clock time
+// (time.Now: busy and idle time are the machine's, not Options.Clock's);
+// it is safe to call while the job runs. Before the subtask starts, and in deterministic
 // runs, the times are zero.
 func (st *Subtask) Stats(now time.Time) SubtaskStats {
 	s := SubtaskStats{RecordsIn: st.recordsIn.Load(), QueueLen: len(st.in), QueueCap: cap(st.in), CheckpointDelay: time.Duration(st.ckDelayNs.Load())}
@@ -730,13 +738,24 @@ func (j *Job) runParallel() error {
 	return errors.Join(err, j.closeAll())
 }
 
-// runCheckpointTrigger starts the goroutine that starts checkpoints on
-// the interval; the returned function stops it and waits for it.
+// runCheckpointTrigger starts the goroutine that starts checkpoints when
+// they are due on the coordinator's clock (c.clk); the returned function
+// stops it and waits for it. runParallel owns the goroutine: it calls stop
+// once every subtask has returned; the job's context ending stops it too.
+//
+// The goroutine looks at the clock on a wall-clock ticker (a fraction of
+// the interval, at most 100ms), when RequestCheckpoint pokes it, and, for
+// a clock.Notifier (a fake clock), whenever the clock moves: a test that
+// advances its fake clock past the interval gets a checkpoint at once,
+// however fast or slow the machine. The ticker stays for Notifiers too:
+// a checkpoint that was not due because another was pending becomes due
+// at the next tick after that one completes.
 func (j *Job) runCheckpointTrigger(ctx context.Context) (stop func()) {
 	c := j.coord.Load()
 	if c == nil {
 		return func() {}
 	}
+	n, _ := c.clk.(clock.Notifier)
 	quit := make(chan struct{})
 	done := make(chan struct{})
 	go func() {
@@ -744,18 +763,23 @@ func (j *Job) runCheckpointTrigger(ctx context.Context) (stop func()) {
 		t := time.NewTicker(min(c.opts.Interval/4+time.Millisecond, 100*time.Millisecond))
 		defer t.Stop()
 		for {
-			var now time.Time
+			// Take the Notifier's channel before reading the clock, so
+			// that a move after the read closes this channel.
+			var moved <-chan struct{}
+			if n != nil {
+				moved = n.Changed()
+			}
+			if now := c.clk.Now(); c.due(now) {
+				c.trigger(now)
+			}
 			select {
 			case <-quit:
 				return
 			case <-ctx.Done():
 				return
-			case now = <-t.C:
+			case <-t.C:
+			case <-moved: // a fake clock moved: maybe past the interval
 			case <-c.poke: // RequestCheckpoint: look now, not at the next tick
-				now = time.Now()
-			}
-			if c.due(now) {
-				c.trigger(now)
 			}
 		}
 	}()

@@ -110,7 +110,7 @@ func TestResumeAcrossChanges(t *testing.T) {
 	const url = "url: 'postgres://weir@127.0.0.1:5432/weir'"
 	resumed := []struct {
 		name, spec, across string
-		v1 bool // format 1 recorded the changed fields
+		v1                 bool // format 1 recorded the changed fields
 	}{
 		{"unchanged", resumeBase, "", true},
 		{"url and added sink", edit(t, resumeBase, url, "url: 'postgres://weir@localhost:5432/weir?sslmode=disable'",

@@ -128,8 +128,8 @@ func TestResumeAcrossChanges(t *testing.T) {
 		{"key", edit(t, resumeBase, "key: [user_id]", "key: [user_id, region]"), "whose key differs from this spec's (key)"},
 		{"aggregate and bound", edit(t, resumeBase, "fn: sum", "fn: max", "max_out_of_orderness: 1s", "max_out_of_orderness: 2s"),
 			"whose aggregate, watermark differ from this spec's (aggregate[1].fn, watermark.max_out_of_orderness)"},
-		{"results table", edit(t, resumeBase, "table: results", "table: results2"), "whose sinks differs from this spec's (sinks.results.table)"},
-		{"removed sink", edit(t, resumeBase, "  dead_letter: {type: jsonl, path: bad.jsonl}\n", ""), "whose sinks differs from this spec's (sinks.dead_letter removed)"},
+		{"results table", edit(t, resumeBase, "table: results", "table: results2"), "whose sinks differ from this spec's (sinks.results.table)"},
+		{"removed sink", edit(t, resumeBase, "  dead_letter: {type: jsonl, path: bad.jsonl}\n", ""), "whose sinks differ from this spec's (sinks.dead_letter removed)"},
 		{"source path", edit(t, resumeBase, "path: in.jsonl", "path: other.jsonl"), "whose source differs from this spec's (source.path)"},
 	}
 	for _, format := range []string{"format 2", "format 1"} {

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"slices"
@@ -258,7 +259,7 @@ func encodeMeta(p *Plan) []byte {
 }
 
 // errForeignMeta is the refusal of a meta that no weir job wrote.
-var errForeignMeta = fmt.Errorf("it was not written by this version of weir's job runner; start over with --fresh")
+var errForeignMeta = errors.New("it was not written by this version of weir's job runner; start over with --fresh")
 
 // resumeAcross compares the meta of the checkpoint a run restores (then)
 // with the run's plan p. It returns what changed that a restore resumes

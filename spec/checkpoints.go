@@ -1,15 +1,12 @@
 package spec
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -38,8 +35,11 @@ type checkpoints struct {
 
 // openCheckpoints opens the checkpoint directory of the run, if it has one,
 // and finds the newest complete checkpoint unless the run is fresh. A
-// checkpoint written by an incompatible spec is refused, naming the fields
-// that changed.
+// checkpoint written by a spec that differs in a field its state or
+// positions depend on, or that wrote a sink this spec removes, is refused,
+// naming the fields (resumeAcross); one whose spec differs in other fields
+// is resumed, and the info line names them. A checkpoint of a newer meta
+// format is refused.
 func openCheckpoints(p *Plan, o RunOptions) (*checkpoints, error) {
 	interval, retain := 5*time.Second, 0
 	if c := p.Spec.Checkpoint; c != nil {
@@ -121,7 +121,8 @@ func openCheckpoints(p *Plan, o RunOptions) (*checkpoints, error) {
 	if !ok {
 		return c, nil
 	}
-	if err := compatible(c.meta, cp.Meta); err != nil {
+	across, err := resumeAcross(p, cp.Meta)
+	if err != nil {
 		store.Close()
 		return nil, fmt.Errorf("checkpoint %d in %s: %w", cp.ID, dir, err)
 	}
@@ -131,7 +132,11 @@ func openCheckpoints(p *Plan, o RunOptions) (*checkpoints, error) {
 		return nil, err
 	}
 	if o.Info != nil {
-		o.Info(fmt.Sprintf("resuming from checkpoint %d in %s (--fresh starts over)", cp.ID, dir))
+		if len(across) > 0 {
+			o.Info(fmt.Sprintf("resuming from checkpoint %d in %s across %s (--fresh starts over)", cp.ID, dir, phrase(across)))
+		} else {
+			o.Info(fmt.Sprintf("resuming from checkpoint %d in %s (--fresh starts over)", cp.ID, dir))
+		}
 	}
 	return c, nil
 }
@@ -211,42 +216,8 @@ func (c *checkpoints) close() error {
 	return c.store.Close()
 }
 
-// fingerprint is what a checkpoint's state depends on: a restore under a
-// spec that differs in any of these fields would misread the state or the
-// positions. Parallelism may change.
-func fingerprint(p *Plan) []byte {
-	s := p.Spec
-	src := s.Source
-	src.FinalWatermark = nil
-	m := map[string]any{
-		"time": p.Time, "source": src, "watermark": s.Watermark, "key": s.Key, "window": s.Window,
-		"allowed_lateness": s.AllowedLateness, "trigger": s.Trigger, "aggregate": s.Aggregate, "sinks": s.Sinks,
-	}
-	b, _ := json.Marshal(m)
-	return b
-}
-
-// compatible names the fields in which the checkpoint's spec differs.
-func compatible(now, then []byte) error {
-	var a, b map[string]json.RawMessage
-	if json.Unmarshal(now, &a) != nil || json.Unmarshal(then, &b) != nil {
-		return fmt.Errorf("it was not written by this version of weir's job runner; start over with --fresh")
-	}
-	var diff []string
-	for k := range a {
-		if !bytes.Equal(a[k], b[k]) {
-			diff = append(diff, k)
-		}
-	}
-	for k := range b {
-		if _, ok := a[k]; !ok {
-			diff = append(diff, k)
-		}
-	}
-	if len(diff) == 0 {
-		return nil
-	}
-	slices.Sort(diff)
-	return fmt.Errorf("it was written by a job whose %s differ from this spec's; restore with the spec that wrote it, or start over with --fresh (the outputs start over too)",
-		strings.Join(diff, ", "))
-}
+// fingerprint is the meta of p's checkpoints (encodeMeta, format
+// metaFormat): what their state and positions depend on, by field, and
+// what else the spec set, by digest, so that a restore under a changed
+// spec refuses the changes the state depends on and names the others.
+func fingerprint(p *Plan) []byte { return encodeMeta(p) }

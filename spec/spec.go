@@ -422,8 +422,9 @@ type Sink struct {
 	// stopped); until it has connected once (a wrong port), for
 	// ConnectRetryFor (default 2m), then the job fails naming the address.
 	// BatchRows is how many rows one transaction commits (default 1000):
-	// a checkpoint's rows are committed in batches. They are not part of
-	// a checkpoint's fingerprint: changing them keeps the checkpoints.
+	// a checkpoint's rows are committed in batches. The state does not
+	// depend on them: a restore resumes across a change of them, as of
+	// url (docs/format/checkpoint.md, "Changing a job").
 	Timeout         *Duration `yaml:"timeout" json:"-"`
 	RetryFor        *Duration `yaml:"retry_for" json:"-"`
 	ConnectRetryFor *Duration `yaml:"connect_retry_for" json:"-"`

@@ -62,15 +62,16 @@ type SinkOptions struct {
 //   - each subtask's output is buffered per checkpoint epoch (what it
 //     emitted between two barriers);
 //   - when checkpoint n has every part, its epochs are written to the sink
-//     in batches, then Flush, then (a connector.Transactional sink)
-//     PreCommit(n), whose state goes into checkpoint n;
+//     in batches, then PreCommit(n) (a connector.Transactional sink),
+//     whose state goes into checkpoint n, or Flush (an idempotent one);
 //   - once checkpoint n is durable, Commit(n);
 //   - a job restored from checkpoint n first calls Recover(n, state), so
 //     the sink holds exactly the output checkpoint n covers, and the replay
 //     writes the rest again.
 //
 // At the end of the input, what no checkpoint covered is written and
-// committed as one more epoch; a failed or cancelled run Aborts instead.
+// committed as epoch 0 (no checkpoint records it); a failed or cancelled
+// run Aborts instead.
 // Without checkpoints each subtask writes its output in batches as it
 // comes and flushes at each watermark and at the end. So does, with
 // checkpoints, a sink without transactions given Guarantee AtLeastOnce
@@ -80,8 +81,13 @@ type SinkOptions struct {
 //
 // The sink's calls are serialized (one at a time). An error from any of
 // them fails the job with it as the cause; Execute returns it. The
-// returned SinkInfo observes the sink while the job runs (nil when the
-// options were refused: Execute returns why).
+// returned SinkInfo observes the sink while the job runs. A refused
+// option (two sinks of one name, a sink without the abilities exactly
+// once needs) makes Execute return why, and close the sink.
+//
+// Name the sinks whose state must survive a change of the job
+// (SinkOptions.Name): unnamed ones are "sink", "sink-1", ... in the order
+// ToSink is called.
 func ToSink[T any](s Stream[T], sink connector.Sink[T], o SinkOptions) *SinkInfo {
 	env := s.n.env
 	if env.sinkNames == nil {

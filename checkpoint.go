@@ -33,7 +33,8 @@ type CheckpointOptions struct {
 	// OnComplete, when set, is called after each checkpoint commits.
 	OnComplete func(id int64)
 	// OnError, when set, is told about a checkpoint that failed; the job
-	// goes on and the next one tries again.
+	// goes on and the next one tries again, unless what failed was a
+	// sink's pre-commit: a sink error fails the job (see ToSink).
 	OnError func(id int64, err error)
 }
 

@@ -79,6 +79,11 @@ func ordersJob(ctx context.Context, brokers []string, pgURL, table, dir string, 
 	if err != nil {
 		return err
 	}
+	if opts.Checkpoint.Restore == nil {
+		if _, err := totals.Reset(ctx); err != nil { // a fresh start: this job's rows of an earlier run go
+			return err
+		}
+	}
 	weir.ToSink(weir.Map(out.Results, pgio.ResultRows[string, int64]("user", "total", 0)), totals, weir.SinkOptions{Name: "totals"})
 	late, err := ledger.OpenSink(filepath.Join(dir, "ledger"), ledger.SinkOptions{Fresh: opts.Checkpoint.Restore == nil})
 	if err != nil {

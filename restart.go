@@ -25,8 +25,11 @@ func (p permanent) Error() string { return p.err.Error() }
 func (p permanent) Unwrap() error { return p.err }
 
 // Permanent marks err, returned by an attempt of RunRestarting, as one a
-// restart would meet again (a bad configuration, a checkpoint of another
-// job, input that changed): RunRestarting returns it at once, unmarked.
+// restart would meet again: RunRestarting returns it at once, unmarked.
+// RunRestarting cannot tell those apart by itself: mark the errors of a
+// build (a bad option, a missing input file, a checkpoint of another job)
+// and the ones that say the input is not the one a checkpoint read
+// (errors.Is(err, fileio.ErrInputChanged), kafkaio.ErrTopicChanged).
 func Permanent(err error) error {
 	if err == nil {
 		return nil

@@ -19,7 +19,11 @@ import (
 // The job's checkpoint ids continue above every checkpoint in d.
 //
 // A job that starts fresh (Restore nil) should open its sinks empty (the
-// connectors' Fresh options): see connector.Transactional.
+// connectors' Fresh options, a table's Reset): see
+// connector.Transactional. Resume does not know whether the run that
+// wrote the newest checkpoint finished its input: a program that starts
+// over after a finished run removes the checkpoints (or keeps a marker
+// of its own, as the weir command does with FINISHED).
 func Resume(ctx context.Context, d *checkpoint.Dir, interval time.Duration, sinks ...connector.CommitReporter) (CheckpointOptions, error) {
 	o := CheckpointOptions{Interval: interval, Store: d}
 	ids, err := d.List()

@@ -103,10 +103,15 @@ func ToSink[T any](s Stream[T], sink connector.Sink[T], o SinkOptions) *SinkInfo
 		return &SinkInfo{Name: o.Name}
 	}
 	env.sinkNames[o.Name] = true
-	if o.BatchSize <= 0 {
+	if o.BatchSize < 0 || o.MaxBuffered < 0 {
+		env.fail(fmt.Errorf("weir: ToSink %q: SinkOptions.BatchSize is %d and MaxBuffered %d; use positive numbers, or 0 for the defaults (%d, %d)", o.Name, o.BatchSize, o.MaxBuffered, DefaultSinkBatch, DefaultSinkBuffered))
+		env.ends = append(env.ends, func(context.Context, error) error { return sink.Close() })
+		return &SinkInfo{Name: o.Name}
+	}
+	if o.BatchSize == 0 {
 		o.BatchSize = DefaultSinkBatch
 	}
-	if o.MaxBuffered <= 0 {
+	if o.MaxBuffered == 0 {
 		o.MaxBuffered = DefaultSinkBuffered
 	}
 	op := &sinkOp[T]{env: env, o: o, sink: sink}

@@ -139,7 +139,13 @@ var fixedColumns = tablerow.FixedColumns
 // numeric, or one its column's Type does not hold.
 type Column = tablerow.Column
 
-// Row is one result revision.
+// Row is one result revision: the key columns (Keys, in the order given
+// to Open), the window [Start, End) (the global window is (etime.MinTime,
+// etime.MaxTime)), Firing ("early", "on_time", "late" or "retract"), the
+// job's Run and the window's Pane (the table keeps a window's highest
+// (Run, Pane)), the Watermark at firing and the value columns (Values, in
+// the order given to Open; none for a retraction). ResultRows builds one
+// from a window result.
 type Row = tablerow.Row
 
 // Options configures a Sink or a RecordSink. The zero value is usable.

@@ -3,11 +3,13 @@ package sqliteio
 import (
 	"database/sql"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/connector/connectortest"
 	"github.com/weirstream/weir/connector/internal/tablerow"
+	"github.com/weirstream/weir/window"
 )
 
 // confRow is a conformance record as a row of a table keyed by id with
@@ -54,4 +56,44 @@ func TestSinkConformance(t *testing.T) {
 		Make:  confRow,
 		Break: func(_ testing.TB, s connector.Sink[Row]) { s.(*Sink).db.Close() },
 	})
+}
+
+// TestResultRows: a window result and a retraction as rows, written and
+// read back.
+func TestResultRows(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "r.db")
+	s := mustOpen(t, path, []string{"user"}, []string{"total"}, Options{Job: "j"})
+	rows := ResultRows[string, int64]("user", "total", 7)
+	w := window.Window{Start: 0, End: 60_000}
+	if err := s.Write(ctx, []Row{
+		rows(window.Result[string, int64]{Key: "ann", Window: w, Firing: window.OnTime, Pane: 0, Watermark: 59_999, Value: 11}),
+		rows(window.Result[string, int64]{Key: "bob", Window: w, Firing: window.OnTime, Pane: 0, Watermark: 59_999, Value: 5}),
+		rows(window.Result[string, int64]{Key: "bob", Window: w, Firing: window.Retract, Pane: 1, Watermark: 70_000}),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var user string
+	var start, end, total, run int64
+	if err := db.QueryRow(`SELECT user, window_start, window_end, total, run FROM results`).Scan(&user, &start, &end, &total, &run); err != nil {
+		t.Fatal(err)
+	}
+	if user != "ann" || start != 0 || end != 60_000 || total != 11 || run != 7 {
+		t.Fatalf("row %s [%d,%d) total %d run %d", user, start, end, total, run)
+	}
+}
+
+// TestOpenMissingDirectory names the directory that is missing.
+func TestOpenMissingDirectory(t *testing.T) {
+	_, err := Open(filepath.Join(t.TempDir(), "nope", "x.db"), []string{"k"}, []string{"v"}, Options{})
+	if err == nil || !strings.Contains(err.Error(), "nope of ") {
+		t.Fatalf("Open in a missing directory: %v", err)
+	}
 }

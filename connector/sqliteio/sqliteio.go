@@ -36,8 +36,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -97,7 +99,13 @@ var (
 // idempotently.
 type Column = tablerow.Column
 
-// Row is one result revision.
+// Row is one result revision: the key columns (Keys, in the order given
+// to Open), the window [Start, End) (the global window is (etime.MinTime,
+// etime.MaxTime)), Firing ("early", "on_time", "late" or "retract"), the
+// job's Run and the window's Pane (the table keeps a window's highest
+// (Run, Pane)), the Watermark at firing and the value columns (Values, in
+// the order given to Open; none for a retraction). ResultRows builds one
+// from a window result.
 type Row = tablerow.Row
 
 // Options configures a Sink. The zero value is usable.
@@ -164,6 +172,11 @@ func Open(path string, keyNames, valueNames []string, o Options) (*Sink, error) 
 	}
 	if strings.IndexByte(table, 0) >= 0 {
 		return nil, fmt.Errorf("sqliteio: table name %q contains a NUL byte; choose another table name", table)
+	}
+	if dir := filepath.Dir(path); path != "" && !strings.HasPrefix(path, "file:") {
+		if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("sqliteio: the directory %s of %s does not exist; create it first", dir, path)
+		}
 	}
 	batch := o.BatchRows
 	if batch < 0 {

@@ -4,12 +4,14 @@
 package tablerow
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/weirstream/weir/etime"
+	"github.com/weirstream/weir/window"
 )
 
 // The firing kinds of Row.Firing.
@@ -113,4 +115,20 @@ func ConformanceRow(id string, run, pane int64, retract bool, value int64) Row {
 		r.Values = []Column{{Name: "value", Value: strconv.AppendInt(nil, value, 10)}}
 	}
 	return r
+}
+
+// ResultRows returns the function that turns a window result into a Row
+// of one key column and one value column, both encoded with encoding/json:
+// what pgio.ResultRows and sqliteio.ResultRows give.
+func ResultRows[K, V any](key, value string, run int64) func(window.Result[K, V]) Row {
+	return func(r window.Result[K, V]) Row {
+		k, _ := json.Marshal(r.Key)
+		row := Row{Keys: []Column{{Name: key, Value: k}}, Start: r.Window.Start, End: r.Window.End,
+			Firing: r.Firing.String(), Run: run, Pane: r.Pane, Watermark: r.Watermark}
+		if r.Firing != window.Retract {
+			v, _ := json.Marshal(r.Value)
+			row.Values = []Column{{Name: value, Value: v}}
+		}
+		return row
+	}
 }

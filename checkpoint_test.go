@@ -112,27 +112,9 @@ func (r *gatedReader[T]) RestorePosition(pos []byte) error {
 	return nil
 }
 
-// everyLook is a clock that moves forward by step at every reading: given
-// as CheckpointOptions.Clock with an interval of at most step, it makes
-// every look of the deterministic executor (before each poll) find a
-// checkpoint due, however fast the machine (the wall clock's nanoseconds
-// need not have moved between two polls).
-type everyLook struct {
-	mu   sync.Mutex
-	now  time.Time
-	step time.Duration
-}
-
-func (c *everyLook) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(c.step)
-	return c.now
-}
-
 // ckEveryPoll is a checkpoint clock under which an interval of 1ns has
 // passed at every look.
-func ckEveryPoll() clock.Clock { return &everyLook{now: time.UnixMilli(0), step: time.Nanosecond} }
+func ckEveryPoll() clock.Clock { return clock.NewStepping(time.UnixMilli(0), time.Nanosecond) }
 
 // TestCheckpointIntervalOnFakeClock: a parallel job whose Options.Clock is
 // a fake clock takes its checkpoints when the fake clock passes the

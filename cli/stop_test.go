@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weirstream/weir/clock"
 	"github.com/weirstream/weir/spec"
 )
 
@@ -290,22 +291,6 @@ func TestFailedRunSummary(t *testing.T) {
 	}
 }
 
-// everyLook is a clock that runs ahead by step at every look: as a
-// checkpoint clock (spec.RunOptions.CheckpointClock) any interval up to
-// step has passed whenever the run asks whether a checkpoint is due.
-type everyLook struct {
-	mu   sync.Mutex
-	now  time.Time
-	step time.Duration
-}
-
-func (c *everyLook) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(c.step)
-	return c.now
-}
-
 // TestDamagedCheckpoints: when no checkpoint verifies, weir run refuses
 // (exit 2) with each checkpoint and why and the --fresh hint, instead of
 // starting over; with --fresh it starts over.
@@ -322,7 +307,7 @@ func TestDamagedCheckpoints(t *testing.T) {
 	// A run that fails after its second checkpoint; it takes one before
 	// every read of its source, however fast the machine.
 	hits := 0
-	j, err := spec.Open(p, spec.RunOptions{Dir: dir, Deterministic: true, CheckpointInterval: time.Millisecond, CheckpointClock: &everyLook{step: time.Hour}, Crash: func(point string) {
+	j, err := spec.Open(p, spec.RunOptions{Dir: dir, Deterministic: true, CheckpointInterval: time.Millisecond, CheckpointClock: clock.NewStepping(time.Time{}, time.Hour), Crash: func(point string) {
 		if point == "after-manifest" {
 			if hits++; hits == 2 {
 				panic("crash")

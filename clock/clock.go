@@ -100,3 +100,28 @@ func (f *Fake) notifyLocked() {
 		f.changed = nil
 	}
 }
+
+// Stepping is a clock that runs ahead by a fixed step at every reading:
+// processing time of a replay so slow that any interval up to the step
+// has passed between two looks (tests give it as a checkpoint clock, to
+// take a checkpoint at every look, or as a job's clock, to make every
+// periodic watermark due). It is safe for concurrent use.
+type Stepping struct {
+	mu   sync.Mutex
+	now  time.Time
+	step time.Duration
+}
+
+// NewStepping returns a clock that reads start+step first, then one step
+// more at each reading.
+func NewStepping(start time.Time, step time.Duration) *Stepping {
+	return &Stepping{now: start, step: step}
+}
+
+// Now moves the clock one step and returns its time.
+func (c *Stepping) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(c.step)
+	return c.now
+}

@@ -48,3 +48,12 @@ func TestFakeChanged(t *testing.T) {
 		t.Fatal("Advance of a zero Fake did not close Changed")
 	}
 }
+
+// TestStepping: each reading is one step after the last.
+func TestStepping(t *testing.T) {
+	start := time.UnixMilli(1000)
+	c := NewStepping(start, time.Second)
+	if a, b := c.Now(), c.Now(); !a.Equal(start.Add(time.Second)) || b.Sub(a) != time.Second {
+		t.Fatalf("readings %v, %v", a, b)
+	}
+}

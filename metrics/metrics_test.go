@@ -6,7 +6,6 @@ import (
 	"math"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -244,22 +243,6 @@ func TestSubtaskSeries(t *testing.T) {
 	}
 }
 
-// everyLook is a clock that runs ahead by step at every look: as a
-// checkpoint clock (spec.RunOptions.CheckpointClock) any interval up to
-// step has passed whenever the run asks whether a checkpoint is due.
-type everyLook struct {
-	mu   sync.Mutex
-	now  time.Time
-	step time.Duration
-}
-
-func (c *everyLook) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(c.step)
-	return c.now
-}
-
 // TestCheckpointSeries: a spec job with checkpoints counts them, their
 // sizes and durations. It runs deterministically on a checkpoint clock
 // that moves 10µs at every look (the executor looks before each read of
@@ -280,7 +263,7 @@ sinks: {results: {type: jsonl, path: out.jsonl}}
 		t.Fatal(err)
 	}
 	j, err := spec.Open(p, spec.RunOptions{Dir: dir, CheckpointDir: filepath.Join(dir, "ck"), CheckpointInterval: time.Millisecond,
-		Deterministic: true, CheckpointClock: &everyLook{now: time.UnixMilli(0), step: 10 * time.Microsecond}})
+		Deterministic: true, CheckpointClock: clock.NewStepping(time.UnixMilli(0), 10*time.Microsecond)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,26 +19,10 @@ import (
 	"github.com/weirstream/weir/internal/kafkatest"
 )
 
-// racingClock is processing time that runs ahead by step at every look:
-// to a periodic watermark it is a replay so slow that every interval has
-// passed between two reads.
-type racingClock struct {
-	mu   sync.Mutex
-	now  time.Time
-	step time.Duration
-}
-
-func (c *racingClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(c.step)
-	return c.now
-}
-
 // everyRead is a checkpoint clock (RunOptions.CheckpointClock) that has
 // passed any interval up to an hour at every look: a deterministic run
 // takes a checkpoint before every read of its source.
-func everyRead() clock.Clock { return &racingClock{now: testNow, step: time.Hour} }
+func everyRead() clock.Clock { return clock.NewStepping(testNow, time.Hour) }
 
 // disorderedOrders returns n orders step ms apart in event time, one in
 // every tenth pushed back by up to 40 s, for users u0 to u(users-1), as
@@ -125,7 +108,7 @@ func checkAtEverySpeed(t *testing.T, job string, files map[string]string, want [
 	for name, c := range map[string]clock.Clock{
 		"stopped": clock.NewFake(testNow),
 		"wall":    clock.Real{},
-		"racing":  &racingClock{now: testNow, step: time.Second},
+		"racing":  clock.NewStepping(testNow, time.Second),
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, sum := runSpec(t, job, files, RunOptions{Clock: c, Parallelism: 2})

@@ -87,7 +87,7 @@ func RunSink[T any](t *testing.T, s Sink[T]) {
 	}
 
 	t.Run("write-flush-close", func(t *testing.T) {
-		open, read := s.New(t)
+		open, read, closeSink := s.start(t)
 		k := open(t)
 		all := recs(0, 250)
 		at := 0
@@ -97,7 +97,7 @@ func RunSink[T any](t *testing.T, s Sink[T]) {
 		}
 		s.commit(t, k, 1)
 		s.expect(t, read, all, "after writing 250 records in batches of 1, 7, 100 and 142 and a flush")
-		if err := k.Close(); err != nil {
+		if err := closeSink(k); err != nil {
 			t.Fatalf("Close: %v", err)
 		}
 		s.expect(t, read, all, "after Close")
@@ -107,7 +107,7 @@ func RunSink[T any](t *testing.T, s Sink[T]) {
 		if s.Break == nil {
 			t.Skip("Sink.Break is not set: the connector has no way to break its output in a test")
 		}
-		open, _ := s.New(t)
+		open, _ := s.New(t) // the job closes it
 		k := open(t)
 		s.Break(t, k)
 		env, err := weir.NewEnv(weir.DefaultOptions())
@@ -127,7 +127,7 @@ func RunSink[T any](t *testing.T, s Sink[T]) {
 	t.Run("copies-what-it-keeps", func(t *testing.T) {
 		// The engine reuses a batch once Write returns: a sink that keeps
 		// the slice or its items' buffers would write what came after.
-		open, read := s.New(t)
+		open, read, closeSink := s.start(t)
 		k := open(t)
 		want := recs(0, 40)
 		batch := make([]T, len(want))
@@ -142,13 +142,13 @@ func RunSink[T any](t *testing.T, s Sink[T]) {
 		}
 		s.commit(t, k, 1)
 		s.expect(t, read, want, "after the engine reused the batch of a Write")
-		k.Close()
+		closeSink(k)
 	})
 
 	t.Run("replay-leaves-the-same-output", func(t *testing.T) {
 		// Epochs 1 and 2 are committed, 3 is written and flushed when the
 		// process dies; the restore from checkpoint 2 writes 3 again.
-		open, read := s.New(t)
+		open, read, closeSink := s.start(t)
 		k := open(t)
 		var state2 []byte
 		for e := int64(1); e <= 2; e++ {
@@ -159,7 +159,7 @@ func RunSink[T any](t *testing.T, s Sink[T]) {
 		if err := k.Flush(ctx); err != nil {
 			t.Fatalf("Flush: %v", err)
 		}
-		k.Close()
+		closeSink(k)
 		k = open(t)
 		s.recover(t, k, 2, state2)
 		if txn {
@@ -168,7 +168,7 @@ func RunSink[T any](t *testing.T, s Sink[T]) {
 		s.write(t, k, recs(20, 30))
 		s.commit(t, k, 3)
 		s.expect(t, read, recs(0, 30), "after epoch 3 was written again")
-		k.Close()
+		closeSink(k)
 	})
 
 	t.Run("crash-between-pre-commit-and-commit", func(t *testing.T) {
@@ -179,7 +179,7 @@ func RunSink[T any](t *testing.T, s Sink[T]) {
 			// Epoch 1 is committed; epoch 2 pre-committed when the process
 			// dies. durable: checkpoint 2 completed, and the restore is
 			// from it; otherwise from checkpoint 1.
-			open, read := s.New(t)
+			open, read, closeSink := s.start(t)
 			k := open(t)
 			s.write(t, k, recs(0, 10))
 			state1 := s.commit(t, k, 1)
@@ -191,7 +191,7 @@ func RunSink[T any](t *testing.T, s Sink[T]) {
 			if err != nil {
 				t.Fatalf("PreCommit(2): %v", err)
 			}
-			k.Close()
+			closeSink(k)
 			k = open(t)
 			if cr, ok := k.(connector.CommitReporter); ok && durable {
 				// The sink cannot finish epoch 2 after the crash: it
@@ -215,7 +215,7 @@ func RunSink[T any](t *testing.T, s Sink[T]) {
 			s.write(t, k, recs(20, 30))
 			s.commit(t, k, 3)
 			s.expect(t, read, recs(0, 30), "after the next epoch")
-			k.Close()
+			closeSink(k)
 		}
 	})
 
@@ -225,7 +225,7 @@ func RunSink[T any](t *testing.T, s Sink[T]) {
 		}
 		// Checkpoint 1 fails after its pre-commit: PreCommit(2) and
 		// Commit(2) cover both epochs.
-		open, read := s.New(t)
+		open, read, closeSink := s.start(t)
 		k := open(t)
 		s.write(t, k, recs(0, 10))
 		if _, err := k.(connector.Transactional).PreCommit(ctx, 1); err != nil {
@@ -237,7 +237,7 @@ func RunSink[T any](t *testing.T, s Sink[T]) {
 		s.write(t, k, recs(20, 25))
 		s.commit(t, k, 0) // the end of the input: epoch 0
 		s.expect(t, read, recs(0, 25), "after the end of the input (epoch 0)")
-		k.Close()
+		closeSink(k)
 	})
 
 	t.Run("idempotent", func(t *testing.T) {
@@ -247,7 +247,7 @@ func RunSink[T any](t *testing.T, s Sink[T]) {
 			}
 			t.Skip("not connector.Idempotent")
 		}
-		open, read := s.New(t)
+		open, read, closeSink := s.start(t)
 		k := open(t)
 		s.write(t, k, recs(0, 50))
 		if err := k.Flush(ctx); err != nil {
@@ -256,14 +256,14 @@ func RunSink[T any](t *testing.T, s Sink[T]) {
 		s.write(t, k, recs(0, 50)) // a replay
 		s.commit(t, k, 1)
 		s.expect(t, read, recs(0, 50), "after writing the same 50 records twice")
-		k.Close()
+		closeSink(k)
 	})
 
 	t.Run("upsert-keeps-the-newest", func(t *testing.T) {
 		if s.Kind != Upsert {
 			t.Skip("not an upsert sink")
 		}
-		open, read := s.New(t)
+		open, read, closeSink := s.start(t)
 		k := open(t)
 		in := []Rec{
 			{ID: "a", Run: 1, Pane: 1, Value: 1}, {ID: "a", Run: 1, Pane: 3, Value: 3}, {ID: "a", Run: 1, Pane: 2, Value: 2},
@@ -279,8 +279,39 @@ func RunSink[T any](t *testing.T, s Sink[T]) {
 		s.write(t, k, in) // a replay
 		s.commit(t, k, 2)
 		s.expect(t, read, want, "after a replay of the same revisions")
-		k.Close()
+		closeSink(k)
 	})
+}
+
+// start is New for one test: it also returns the close of a sink the
+// test opened, and closes at the test's end the ones a failed test left
+// open (each sink is closed once).
+func (s Sink[T]) start(t *testing.T) (open func(testing.TB) connector.Sink[T], read func(testing.TB) []Rec, closeSink func(connector.Sink[T]) error) {
+	newSink, read := s.New(t)
+	var opened []connector.Sink[T]
+	closed := map[int]bool{}
+	t.Cleanup(func() {
+		for i, k := range opened {
+			if !closed[i] {
+				k.Close()
+			}
+		}
+	})
+	open = func(tb testing.TB) connector.Sink[T] {
+		k := newSink(tb)
+		opened = append(opened, k)
+		return k
+	}
+	closeSink = func(k connector.Sink[T]) error {
+		for i, o := range opened {
+			if o == k && !closed[i] {
+				closed[i] = true
+				return k.Close()
+			}
+		}
+		return nil
+	}
+	return open, read, closeSink
 }
 
 // open opens a sink on a fresh output, to ask what abilities it has.

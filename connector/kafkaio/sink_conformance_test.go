@@ -38,8 +38,24 @@ func TestSinkConformance(t *testing.T) {
 			defer cl.Close()
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
-			if _, err := kadm.NewClient(cl).CreateTopics(ctx, 1, 1, nil, topic, markers); err != nil {
+			adm := kadm.NewClient(cl)
+			resp, err := adm.CreateTopics(ctx, 1, 1, nil, topic, markers)
+			if err == nil {
+				err = resp.Error()
+			}
+			if err != nil {
 				t.Fatal(err)
+			}
+			// The topics are there before the sink produces to them.
+			for {
+				td, err := adm.ListTopics(ctx, topic, markers)
+				if err == nil && td.Has(topic) && td.Has(markers) && td.Error() == nil {
+					break
+				}
+				if ctx.Err() != nil {
+					t.Fatalf("topics %s, %s not listed: %v", topic, markers, err)
+				}
+				time.Sleep(10 * time.Millisecond)
 			}
 			o := SinkOptions{Brokers: brokers, TransactionalID: fmt.Sprintf("weir-conformance-%d", id), MarkerTopic: markers, TransactionTimeout: 10 * time.Second}
 			open := func(t testing.TB) connector.Sink[*kgo.Record] {

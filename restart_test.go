@@ -74,10 +74,7 @@ func TestToSinkRestarts(t *testing.T) {
 	evs := sinkEvents(50_000)
 	opts := weir.DefaultOptions()
 	opts.Parallelism = 2
-	want := &txnStore{}
-	if _, err := sinkJob(t, evs, opts, closed(), &txnSink{st: want}, weir.SinkOptions{}).Execute(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	want := uninterrupted(t, evs, opts)
 	dir := filepath.Join(t.TempDir(), "checkpoints")
 	got := &txnStore{}
 	left := 0

@@ -90,6 +90,12 @@ type SinkOptions struct {
 // ToSink is called.
 func ToSink[T any](s Stream[T], sink connector.Sink[T], o SinkOptions) *SinkInfo {
 	env := s.n.env
+	// refuse makes Execute return err, and close the sink.
+	refuse := func(err error) *SinkInfo {
+		env.fail(err)
+		env.ends = append(env.ends, func(context.Context, error) error { return sink.Close() })
+		return &SinkInfo{Name: o.Name}
+	}
 	if env.sinkNames == nil {
 		env.sinkNames = map[string]bool{}
 	}
@@ -99,14 +105,11 @@ func ToSink[T any](s Stream[T], sink connector.Sink[T], o SinkOptions) *SinkInfo
 			o.Name = "sink-" + strconv.Itoa(i)
 		}
 	} else if env.sinkNames[o.Name] {
-		env.fail(fmt.Errorf("weir: ToSink: two sinks are named %q; give each its own SinkOptions.Name (a restore finds a sink's state by its name)", o.Name))
-		return &SinkInfo{Name: o.Name}
+		return refuse(fmt.Errorf("weir: ToSink: two sinks are named %q; give each its own SinkOptions.Name (a restore finds a sink's state by its name)", o.Name))
 	}
 	env.sinkNames[o.Name] = true
 	if o.BatchSize < 0 || o.MaxBuffered < 0 {
-		env.fail(fmt.Errorf("weir: ToSink %q: SinkOptions.BatchSize is %d and MaxBuffered %d; use positive numbers, or 0 for the defaults (%d, %d)", o.Name, o.BatchSize, o.MaxBuffered, DefaultSinkBatch, DefaultSinkBuffered))
-		env.ends = append(env.ends, func(context.Context, error) error { return sink.Close() })
-		return &SinkInfo{Name: o.Name}
+		return refuse(fmt.Errorf("weir: ToSink %q: SinkOptions.BatchSize is %d and MaxBuffered %d; use positive numbers, or 0 for the defaults (%d, %d)", o.Name, o.BatchSize, o.MaxBuffered, DefaultSinkBatch, DefaultSinkBuffered))
 	}
 	if o.BatchSize == 0 {
 		o.BatchSize = DefaultSinkBatch
@@ -120,9 +123,7 @@ func ToSink[T any](s Stream[T], sink connector.Sink[T], o SinkOptions) *SinkInfo
 	ck := env.opts.Checkpoint
 	checkpoints := ck.Interval > 0 || ck.Restore != nil
 	if checkpoints && o.Guarantee == ExactlyOnce && op.txn == nil && !idem {
-		env.fail(fmt.Errorf("weir: ToSink %q: a %T is neither connector.Transactional nor connector.Idempotent, so a restore would write some of its output twice; use a sink with one of those abilities, or set SinkOptions.Guarantee to AtLeastOnce", o.Name, sink))
-		env.ends = append(env.ends, func(context.Context, error) error { return sink.Close() })
-		return &SinkInfo{Name: o.Name}
+		return refuse(fmt.Errorf("weir: ToSink %q: a %T is neither connector.Transactional nor connector.Idempotent, so a restore would write some of its output twice; use a sink with one of those abilities, or set SinkOptions.Guarantee to AtLeastOnce", o.Name, sink))
 	}
 	// With checkpoints, a Transactional sink or exactly once holds each
 	// epoch until its checkpoint; at least once to a sink without

@@ -164,6 +164,17 @@ func sinkJob(t *testing.T, evs []ckEvent, opts weir.Options, gate <-chan struct{
 // lastSink is the SinkInfo of the newest sinkJob.
 var lastSink *weir.SinkInfo
 
+// uninterrupted runs sinkJob on evs with opts into a transactional sink
+// and returns its store: the output every interrupted run must match.
+func uninterrupted(t *testing.T, evs []ckEvent, opts weir.Options) *txnStore {
+	t.Helper()
+	st := &txnStore{}
+	if _, err := sinkJob(t, evs, opts, closed(), &txnSink{st: st}, weir.SinkOptions{}).Execute(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
 func closed() chan struct{} {
 	c := make(chan struct{})
 	close(c)
@@ -178,10 +189,7 @@ func TestToSinkExactlyOnce(t *testing.T) {
 	evs := sinkEvents(100_000)
 	opts := weir.DefaultOptions()
 	opts.Parallelism = 2
-	want := &txnStore{}
-	if _, err := sinkJob(t, evs, opts, closed(), &txnSink{st: want}, weir.SinkOptions{}).Execute(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	want := uninterrupted(t, evs, opts)
 	if len(want.visible()) < 1000 {
 		t.Fatalf("the uninterrupted run committed %d lines", len(want.visible()))
 	}
@@ -232,10 +240,7 @@ func TestToSinkDeterministic(t *testing.T) {
 	opts := weir.DefaultOptions()
 	opts.Deterministic = true
 	opts.BatchSize = 64
-	want := &txnStore{}
-	if _, err := sinkJob(t, evs, opts, closed(), &txnSink{st: want}, weir.SinkOptions{}).Execute(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	want := uninterrupted(t, evs, opts)
 	store := &memStore{}
 	first := &txnStore{}
 	opts.Checkpoint = weir.CheckpointOptions{Interval: time.Nanosecond, Store: store}
@@ -320,10 +325,7 @@ func TestToSinkPlain(t *testing.T) {
 	evs := sinkEvents(20_000)
 	opts := weir.DefaultOptions()
 	opts.Parallelism = 2
-	ref := &txnStore{}
-	if _, err := sinkJob(t, evs, opts, closed(), &txnSink{st: ref}, weir.SinkOptions{}).Execute(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	ref := uninterrupted(t, evs, opts)
 	s := &plainSink{}
 	if _, err := sinkJob(t, evs, opts, closed(), s, weir.SinkOptions{BatchSize: 100}).Execute(context.Background()); err != nil {
 		t.Fatal(err)
@@ -437,10 +439,7 @@ func TestToSinkAtLeastOnceEager(t *testing.T) {
 	evs := sinkEvents(20_000)
 	opts := weir.DefaultOptions()
 	opts.Parallelism = 2
-	ref := &txnStore{}
-	if _, err := sinkJob(t, evs, opts, closed(), &txnSink{st: ref}, weir.SinkOptions{}).Execute(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	ref := uninterrupted(t, evs, opts)
 	opts.Checkpoint = weir.CheckpointOptions{Interval: time.Hour, Store: &memStore{}}
 	s := &plainSink{}
 	gate := make(chan struct{})

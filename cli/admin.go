@@ -6,7 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/weirstream/weir/internal/monitor"
-	"github.com/weirstream/weir/spec"
+	"github.com/weirstream/weir/job"
 )
 
 var sinkCallDesc = prometheus.NewDesc("weir_sink_call_age_seconds",
@@ -15,7 +15,7 @@ var sinkCallDesc = prometheus.NewDesc("weir_sink_call_age_seconds",
 
 // sinkCallAges adds the age of each sink's call in progress (j may be
 // nil before the job opens).
-func sinkCallAges(j *spec.Job, ch chan<- prometheus.Metric) {
+func sinkCallAges(j *job.Job, ch chan<- prometheus.Metric) {
 	if j == nil {
 		return
 	}
@@ -30,7 +30,7 @@ func sinkCallAges(j *spec.Job, ch chan<- prometheus.Metric) {
 }
 
 // sinkCalls returns the monitor's view of the current attempt's sinks.
-func sinkCalls(job func() *spec.Job) func() []monitor.SinkCall {
+func sinkCalls(job func() *job.Job) func() []monitor.SinkCall {
 	return func() []monitor.SinkCall {
 		j := job()
 		if j == nil {

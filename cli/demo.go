@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/weirstream/weir/job"
 	"github.com/weirstream/weir/spec"
 )
 
@@ -64,7 +65,7 @@ func demoCmd(ctx context.Context, args []string, o IO) int {
 	for _, f := range []string{"results.db", "results.db-wal", "results.db-shm"} {
 		os.Remove(filepath.Join(out, f))
 	}
-	if err := os.RemoveAll(spec.LedgerDir(p, out, p.Spec.Sinks.Late)); err != nil {
+	if err := os.RemoveAll(job.LedgerDir(p, out, p.Spec.Sinks.Late)); err != nil {
 		fmt.Fprintln(o.Stderr, "weir demo:", err)
 		return ExitFailed
 	}
@@ -91,7 +92,7 @@ func demoCmd(ctx context.Context, args []string, o IO) int {
 		dash.wait(ctx)
 		return ExitOK
 	}
-	var sum spec.Summary
+	var sum job.Summary
 	rf.summary = &sum
 	code := runPlan(ctx, p, out, rf, time.Time{}, IO{Stdin: o.Stdin, Stdout: o.Stdout, Stderr: o.Stdout, Dir: o.Dir})
 	if code != ExitOK {
@@ -176,7 +177,7 @@ func isTerminal(w io.Writer) bool {
 
 // layerShares tells the three layers of late-data defence as shares of
 // the input, as the source articles tell the story (docs/SOURCES.md).
-func layerShares(w io.Writer, s spec.Summary) {
+func layerShares(w io.Writer, s job.Summary) {
 	in := float64(s.Get("records_in"))
 	if in == 0 {
 		return

@@ -14,6 +14,7 @@ import (
 	"github.com/weirstream/weir/connector/genio"
 	"github.com/weirstream/weir/connector/kafkaio"
 	"github.com/weirstream/weir/etime"
+	"github.com/weirstream/weir/job"
 	"github.com/weirstream/weir/spec"
 )
 
@@ -41,7 +42,7 @@ func kafkaDemo(ctx context.Context, s *spec.Spec, p *spec.Plan, dir string, rf r
 	broker := c.ListenAddrs()[0]
 	fmt.Fprintf(o.Stdout, "kafka (kfake, in-process) on %s; producing the orders to topic %s (6 partitions, keyed by user)...\n", broker, demoOrders)
 	t0 := time.Now()
-	n, err := produceOrders(ctx, broker, p.GeneratorOptions())
+	n, err := produceOrders(ctx, broker, job.GeneratorOptions(p))
 	if err != nil {
 		fmt.Fprintln(o.Stderr, "weir demo:", err)
 		return ExitFailed

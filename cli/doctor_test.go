@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/weirstream/weir/internal/kafkatest"
+	"github.com/weirstream/weir/job"
 
 	"github.com/weirstream/weir/internal/doctor"
 	"github.com/weirstream/weir/internal/monitor"
@@ -178,7 +179,7 @@ func TestDoctorDuringReplay(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	j, err := spec.Open(p, spec.RunOptions{Dir: t.TempDir()})
+	j, err := job.Open(p, job.RunOptions{Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,7 +250,7 @@ key: [user_id]
 window: {type: tumbling, size: 1m}
 aggregate: [{name: n, fn: count}]
 sinks: {results: {type: jsonl, path: out.jsonl}}
-`, spec.RunOptions{Dir: dir})
+`, job.RunOptions{Dir: dir})
 	if r.Worst() != doctor.Critical || !strings.Contains(r.Text(), "D8 critical") || !strings.Contains(r.Text(), "timestamp.max_future") {
 		t.Fatalf("report:\n%s", r.Text())
 	}
@@ -276,7 +277,7 @@ window: {type: tumbling, size: 1m}
 allowed_lateness: 1h
 aggregate: [{name: n, fn: count}]
 sinks: {results: {type: jsonl, path: out.jsonl}}
-`, spec.RunOptions{Dir: t.TempDir(), Deterministic: true, Now: time.Now()})
+`, job.RunOptions{Dir: t.TempDir(), Deterministic: true, Now: time.Now()})
 	if !strings.Contains(r.Text(), "D12 info") || !strings.Contains(r.Text(), "lower allowed_lateness to about") || r.Worst() >= doctor.Warning {
 		t.Fatalf("report:\n%s", r.Text())
 	}
@@ -284,13 +285,13 @@ sinks: {results: {type: jsonl, path: out.jsonl}}
 
 // diagnoseRun runs a job spec to its end, samples it once and returns
 // weir doctor's report on it.
-func diagnoseRun(t *testing.T, yaml string, o spec.RunOptions) doctor.Report {
+func diagnoseRun(t *testing.T, yaml string, o job.RunOptions) doctor.Report {
 	t.Helper()
 	p, err := spec.Parse([]byte(yaml))
 	if err != nil {
 		t.Fatal(err)
 	}
-	j, err := spec.Open(p, o)
+	j, err := job.Open(p, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -337,7 +338,7 @@ sinks: {results: {type: jsonl, path: out.jsonl}}
 	if err != nil {
 		t.Fatal(err)
 	}
-	j, err := spec.Open(p, spec.RunOptions{Dir: t.TempDir()})
+	j, err := job.Open(p, job.RunOptions{Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/weirstream/weir/spec"
+	"github.com/weirstream/weir/job"
 )
 
 // TestResumeChangedJob: weir run resumes a crashed job whose spec gained
@@ -32,7 +32,7 @@ func TestResumeChangedJob(t *testing.T) {
 			t.Fatal("spec")
 		}
 		hits := 0
-		j, err := spec.Open(p, spec.RunOptions{Dir: dir, Deterministic: true, CheckpointInterval: time.Millisecond, Crash: func(point string) {
+		j, err := job.Open(p, job.RunOptions{Dir: dir, Deterministic: true, CheckpointInterval: time.Millisecond, Crash: func(point string) {
 			if point == "after-manifest" {
 				if hits++; hits == 2 {
 					panic("crash")

@@ -24,6 +24,7 @@ import (
 	"github.com/weirstream/weir/etime"
 	"github.com/weirstream/weir/internal/admin"
 	"github.com/weirstream/weir/internal/monitor"
+	"github.com/weirstream/weir/job"
 	"github.com/weirstream/weir/metrics"
 	"github.com/weirstream/weir/spec"
 )
@@ -115,7 +116,7 @@ type runFlags struct {
 	serving func(addr string, stop func())
 	// summary, when set, receives the run's summary (weir demo tells
 	// the three layers' shares from it).
-	summary *spec.Summary
+	summary *job.Summary
 }
 
 func runCmd(ctx context.Context, args []string, o IO) int {
@@ -218,7 +219,7 @@ func runPlan(ctx context.Context, p *spec.Plan, dir string, f runFlags, now time
 	if f.checkpointDir != "" {
 		cpDir = o.path(f.checkpointDir)
 	}
-	ro := spec.RunOptions{
+	ro := job.RunOptions{
 		Dir: dir, Stdin: o.Stdin, Stdout: o.Stdout,
 		Deterministic: f.deterministic, Now: now, Parallelism: f.parallelism,
 		Stop: stopping.Load, Drain: f.drain,
@@ -229,12 +230,12 @@ func runPlan(ctx context.Context, p *spec.Plan, dir string, f runFlags, now time
 		Crash: crashHook(o.Getenv),
 	}
 	// The job of the current attempt (a restart opens a new one).
-	var cur atomic.Pointer[spec.Job]
+	var cur atomic.Pointer[job.Job]
 	var ready = make(chan struct{})
 	var readyOnce sync.Once
-	var restores atomic.Int64          // attempts opened from a checkpoint
-	var first atomic.Pointer[spec.Job] // the job as this process first opened it
-	onOpen := func(j *spec.Job) {
+	var restores atomic.Int64         // attempts opened from a checkpoint
+	var first atomic.Pointer[job.Job] // the job as this process first opened it
+	onOpen := func(j *job.Job) {
 		if !j.RestoredAt().IsZero() {
 			restores.Add(1)
 		}
@@ -284,10 +285,10 @@ func runPlan(ctx context.Context, p *spec.Plan, dir string, f runFlags, now time
 		defer stopProgress()
 	}
 	began := time.Now()
-	policy := spec.RestartPolicy{Max: f.restarts, Backoff: time.Second, OnRestart: func(n int, cause error) {
+	policy := job.RestartPolicy{Max: f.restarts, Backoff: time.Second, OnRestart: func(n int, cause error) {
 		fmt.Fprintf(o.Stderr, "weir run: the job failed (%s); restart %d of %d from its newest checkpoint\n", trimDir(cause, o), n, f.restarts)
 	}}
-	sum, err := spec.RunRestarting(context.WithoutCancel(ctx), p, ro, policy, onOpen)
+	sum, err := job.RunRestarting(context.WithoutCancel(ctx), p, ro, policy, onOpen)
 	if len(sum.Counters) == 0 {
 		fmt.Fprintf(o.Stderr, "weir run: %s\n", trimDir(err, o))
 		return ExitUsage
@@ -337,7 +338,7 @@ func runPlan(ctx context.Context, p *spec.Plan, dir string, f runFlags, now time
 // allDead says why, when every record of a run that read some became a
 // dead letter (empty otherwise): the most common reason with its first
 // detail, and the missing field's warning if the field watch found one.
-func allDead(s spec.Summary) string {
+func allDead(s job.Summary) string {
 	in := s.Get("records_in")
 	if in == 0 || s.Get("dead_letter") != in {
 		return ""
@@ -367,7 +368,7 @@ func allDead(s spec.Summary) string {
 // of the run had read (its checkpoint's records_in), which the rate
 // leaves out. Every line but the "took" line (time and state size) is a
 // pure function of the counters, so golden tests can compare it.
-func printSummary(w io.Writer, p *spec.Plan, s spec.Summary, elapsed time.Duration, peak weir.StateInfo, state string, resumedAt int64) {
+func printSummary(w io.Writer, p *spec.Plan, s job.Summary, elapsed time.Duration, peak weir.StateInfo, state string, resumedAt int64) {
 	g := s.Get
 	fmt.Fprintf(w, "job %s %s: %d records in\n", p.Spec.Name, state, g("records_in"))
 	fmt.Fprintf(w, "  on time (within the out-of-orderness bound): %d records; window firings %d early, %d on time\n", g("accepted")-g("accepted_late")-g("on_time_trailing"), g("fired_early"), g("fired_on_time"))
@@ -483,7 +484,7 @@ func (h warnHandler) WithGroup(string) slog.Handler { return h }
 // showProgress redraws one status line on w every interval, for the job
 // that job returns (once ready is closed); the returned function stops it
 // and clears the line.
-func showProgress(job func() *spec.Job, ready <-chan struct{}, w io.Writer, every time.Duration) (stop func()) {
+func showProgress(job func() *job.Job, ready <-chan struct{}, w io.Writer, every time.Duration) (stop func()) {
 	quit := make(chan struct{})
 	finished := make(chan struct{})
 	go func() {
@@ -547,7 +548,7 @@ func crashHook(getenv func(string) string) func(point string) {
 // serveAdmin starts the admin server of a running job (metrics, the
 // monitor's API) and the monitor's sampling; it returns the address it
 // listens on, and stop, which ends both.
-func serveAdmin(addr string, p *spec.Plan, job func() *spec.Job, restores func() int64, o IO) (at string, stop func(), err error) {
+func serveAdmin(addr string, p *spec.Plan, job func() *job.Job, restores func() int64, o IO) (at string, stop func(), err error) {
 	var ratio lateRatio
 	env := func() *weir.Env {
 		if j := job(); j != nil {
@@ -617,7 +618,7 @@ type lateRatio struct {
 
 // since returns the share of too-late records in the input since the
 // previous call (NaN before any input; the last value while none came).
-func (r *lateRatio) since(j *spec.Job) float64 {
+func (r *lateRatio) since(j *job.Job) float64 {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if j == nil {
@@ -636,13 +637,13 @@ func (r *lateRatio) since(j *spec.Job) float64 {
 // lateDelta follows a job's too-late records and records in from one
 // call to the next.
 type lateDelta struct {
-	job      *spec.Job
+	job      *job.Job
 	late, in int64
 }
 
 // next returns the too-late records and records in since the previous
 // call; fresh says j is a new attempt (its counts are taken from zero).
-func (d *lateDelta) next(j *spec.Job) (dl, di int64, fresh bool) {
+func (d *lateDelta) next(j *job.Job) (dl, di int64, fresh bool) {
 	late, in := lateShare(j)
 	if fresh = j != d.job; fresh {
 		d.job, d.late, d.in = j, 0, 0
@@ -666,7 +667,7 @@ var (
 )
 
 // lateShare is the job's too-late records and records in so far.
-func lateShare(j *spec.Job) (late, in int64) {
+func lateShare(j *job.Job) (late, in int64) {
 	c := j.Counters()
 	return c["late_side_output"] + c["late_dropped"], c["records_in"]
 }
@@ -675,7 +676,7 @@ func lateShare(j *spec.Job) (late, in int64) {
 // interval crosses the spec's alert levels (alerts.late_ratio and
 // late_ratio_critical), once per crossing, and when it falls back; stop
 // ends the watch.
-func watchLate(p *spec.Plan, job func() *spec.Job, o IO) (stop func()) {
+func watchLate(p *spec.Plan, job func() *job.Job, o IO) (stop func()) {
 	every := o.LateEvery
 	if every <= 0 {
 		every = 10 * time.Second

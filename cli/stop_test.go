@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/weirstream/weir/clock"
+	"github.com/weirstream/weir/job"
 	"github.com/weirstream/weir/spec"
 )
 
@@ -114,16 +115,16 @@ func TestProgress(t *testing.T) {
 		t.Fatal("spec")
 	}
 	pr, pw := io.Pipe()
-	job, err := openForTest(p, dir, pr)
+	jb, err := openForTest(p, dir, pr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var w syncBuffer
 	ready := make(chan struct{})
 	close(ready)
-	stop := showProgress(func() *spec.Job { return job }, ready, &w, 5*time.Millisecond)
+	stop := showProgress(func() *job.Job { return jb }, ready, &w, 5*time.Millisecond)
 	done := make(chan error)
-	go func() { _, err := job.Run(context.Background()); done <- err }()
+	go func() { _, err := jb.Run(context.Background()); done <- err }()
 	fmt.Fprintln(pw, `{"k": "a", "ts": 1767225600000}`)
 	for !strings.Contains(w.String(), "1 records") {
 		time.Sleep(5 * time.Millisecond)
@@ -159,8 +160,8 @@ func (p progressWatch) Write(b []byte) (int, error) {
 	return n, err
 }
 
-func openForTest(p *spec.Plan, dir string, stdin io.Reader) (*spec.Job, error) {
-	return spec.Open(p, spec.RunOptions{Dir: dir, Stdin: stdin})
+func openForTest(p *spec.Plan, dir string, stdin io.Reader) (*job.Job, error) {
+	return job.Open(p, job.RunOptions{Dir: dir, Stdin: stdin})
 }
 
 // TestInterruptCheckpoint: Ctrl-C on a run with checkpoints takes one
@@ -278,8 +279,8 @@ func TestFailedRunSummary(t *testing.T) {
 		t.Skip("no /dev/full")
 	}
 	dir := t.TempDir()
-	job := fmt.Sprintf(smallJob, "full", "/dev/full", "")
-	if err := os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(job), 0o644); err != nil {
+	yml := fmt.Sprintf(smallJob, "full", "/dev/full", "")
+	if err := os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(yml), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	var stderr syncBuffer
@@ -296,8 +297,8 @@ func TestFailedRunSummary(t *testing.T) {
 // starting over; with --fresh it starts over.
 func TestDamagedCheckpoints(t *testing.T) {
 	dir := t.TempDir()
-	job := fmt.Sprintf(smallJob, "damaged", "out.jsonl", "checkpoint: {dir: ck}\n")
-	if err := os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(job), 0o644); err != nil {
+	yml := fmt.Sprintf(smallJob, "damaged", "out.jsonl", "checkpoint: {dir: ck}\n")
+	if err := os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(yml), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	p, ok := loadSpec("job.yaml", IO{Dir: dir, Stderr: io.Discard})
@@ -307,7 +308,7 @@ func TestDamagedCheckpoints(t *testing.T) {
 	// A run that fails after its second checkpoint; it takes one before
 	// every read of its source, however fast the machine.
 	hits := 0
-	j, err := spec.Open(p, spec.RunOptions{Dir: dir, Deterministic: true, CheckpointInterval: time.Millisecond, CheckpointClock: clock.NewStepping(time.Time{}, time.Hour), Crash: func(point string) {
+	j, err := job.Open(p, job.RunOptions{Dir: dir, Deterministic: true, CheckpointInterval: time.Millisecond, CheckpointClock: clock.NewStepping(time.Time{}, time.Hour), Crash: func(point string) {
 		if point == "after-manifest" {
 			if hits++; hits == 2 {
 				panic("crash")

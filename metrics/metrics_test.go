@@ -16,6 +16,7 @@ import (
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/clock"
 	"github.com/weirstream/weir/etime"
+	"github.com/weirstream/weir/job"
 	"github.com/weirstream/weir/metrics"
 	"github.com/weirstream/weir/spec"
 	"github.com/weirstream/weir/window"
@@ -32,7 +33,7 @@ type order struct {
 // job is the README example: 5-minute windows, 30 s out-of-orderness, 10
 // minutes of allowed lateness, a side output; one record on time in a
 // late re-firing, one too late, processing time fixed at 1 hour.
-func job(t *testing.T) *weir.Env {
+func exampleJob(t *testing.T) *weir.Env {
 	t.Helper()
 	minute := etime.Time(60_000)
 	orders := []order{
@@ -71,7 +72,7 @@ func TestCollector(t *testing.T) {
 	if n, err := testutil.GatherAndCount(reg); err != nil || n != 0 {
 		t.Fatalf("before the job: %d series, %v", n, err)
 	}
-	env = job(t)
+	env = exampleJob(t)
 	if _, err := env.Execute(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -262,7 +263,7 @@ sinks: {results: {type: jsonl, path: out.jsonl}}
 	if err != nil {
 		t.Fatal(err)
 	}
-	j, err := spec.Open(p, spec.RunOptions{Dir: dir, CheckpointDir: filepath.Join(dir, "ck"), CheckpointInterval: time.Millisecond,
+	j, err := job.Open(p, job.RunOptions{Dir: dir, CheckpointDir: filepath.Join(dir, "ck"), CheckpointInterval: time.Millisecond,
 		Deterministic: true, CheckpointClock: clock.NewStepping(time.UnixMilli(0), 10*time.Microsecond)})
 	if err != nil {
 		t.Fatal(err)
@@ -300,7 +301,7 @@ sinks: {results: {type: jsonl, path: out.jsonl}}
 // checkpoints still has every checkpoint series, at 0 (the last
 // completion NaN), so dashboards and alerts over them do not break.
 func TestCheckpointSeriesWithoutCheckpoints(t *testing.T) {
-	env := job(t)
+	env := exampleJob(t)
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(metrics.NewCollector(func() *weir.Env { return env }, metrics.Options{}))
 	if _, err := env.Execute(context.Background()); err != nil {

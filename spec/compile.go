@@ -77,7 +77,14 @@ type Plan struct {
 }
 
 // resultColumns are the fixed fields of a result line.
-var resultColumns = []string{"window_start", "window_end", "firing", "run", "pane", "watermark"}
+var ResultColumns = []string{"window_start", "window_end", "firing", "run", "pane", "watermark"}
+
+// accColumn is the results column of SQL sinks that keeps the
+// accumulators of the aggregates whose value is not their own
+// accumulator (avg, first, last, collect, count_distinct), so that a
+// backfill can fold late records into a published window. Jobs whose
+// aggregates are all count, sum, min and max have no such column.
+const AccColumn = "weir_acc"
 
 var aggFns = []string{"count", "sum", "min", "max", "avg", "first", "last", "collect", "count_distinct"}
 
@@ -155,7 +162,7 @@ func (c *compiler) oneOf(path, v, def string, allowed ...string) string {
 	return v
 }
 
-func durOr(d *Duration, def etime.Duration) etime.Duration {
+func DurOr(d *Duration, def etime.Duration) etime.Duration {
 	if d == nil {
 		return def
 	}
@@ -331,7 +338,7 @@ func (c *compiler) source() {
 	p.TSUnit = c.oneOf("source.timestamp.unit", t.Unit, "ms", "ms", "s", "us", "ns", "rfc3339")
 	p.Checks = t.Checks == nil || *t.Checks
 	c.positive("source.timestamp.max_future", t.MaxFuture, "max_future")
-	p.MaxFuture = durOr(t.MaxFuture, etime.FromDuration(time.Hour))
+	p.MaxFuture = DurOr(t.MaxFuture, etime.FromDuration(time.Hour))
 	if p.Time != "event" && (t.Field != "" || t.Unit != "" || t.MaxFuture != nil || t.Checks != nil) {
 		c.add("source.timestamp", p.Time+" time takes no timestamp from records", "remove source.timestamp, or use time: event")
 	}
@@ -425,7 +432,7 @@ func (c *compiler) generator() {
 		g.Seed = 1
 	}
 	p.Generator = g
-	if err := p.unpacedNow(); err != nil && g.Pace != "wall" {
+	if err := p.UnpacedNow(); err != nil && g.Pace != "wall" {
 		c.add(path+"start", "start: now without pace: wall "+err.Error(), "add pace: wall, or shorten duration, or raise max_future")
 	}
 }
@@ -433,7 +440,7 @@ func (c *compiler) generator() {
 // unpacedNow says why a generator that starts now cannot run unpaced,
 // or nil: its records come faster than the clock runs, so the last are
 // up to its duration ahead of it, which max_future may refuse.
-func (p *Plan) unpacedNow() error {
+func (p *Plan) UnpacedNow() error {
 	g := p.Generator
 	if !p.GenStartNow || !p.Checks || p.Time != "event" || g.Duration == nil || etime.Duration(*g.Duration) <= p.MaxFuture {
 		return nil
@@ -467,7 +474,7 @@ func (c *compiler) watermark() {
 			c.add("watermark.max_out_of_orderness", "missing", "bounded_out_of_orderness needs the bound on disorder, such as 30s")
 		}
 		c.nonNegative("watermark.max_out_of_orderness", w.MaxOutOfOrderness)
-		p.Bound = durOr(w.MaxOutOfOrderness, 0)
+		p.Bound = DurOr(w.MaxOutOfOrderness, 0)
 	default:
 		if w.MaxOutOfOrderness != nil && p.Time == "event" {
 			c.add("watermark.max_out_of_orderness", p.WMType+" watermarks take no bound", "remove it, or use type: bounded_out_of_orderness")
@@ -480,9 +487,9 @@ func (c *compiler) watermark() {
 		// idleness one of them holds the watermark back forever (H6).
 		idle = etime.FromDuration(kafkaio.DefaultIdleTimeout)
 	}
-	p.IdleTimeout = durOr(w.IdleTimeout, idle)
+	p.IdleTimeout = DurOr(w.IdleTimeout, idle)
 	c.nonNegative("watermark.max_drift", w.MaxDrift)
-	p.MaxDrift = durOr(w.MaxDrift, 0)
+	p.MaxDrift = DurOr(w.MaxDrift, 0)
 	if p.Spec.Source.Type == "nats" && p.WMType == "punctuated" {
 		c.add("watermark.type", "punctuated watermarks come from $watermark lines of a file", "use bounded_out_of_orderness or monotonous for nats")
 	}
@@ -497,10 +504,10 @@ func (c *compiler) watermark() {
 		c.add("watermark.max_drift", "watermark alignment pauses Kafka partitions", "remove max_drift, or read a kafka source")
 	}
 	c.nonNegative("watermark.heartbeat", w.Heartbeat)
-	p.Heartbeat = durOr(w.Heartbeat, 0)
+	p.Heartbeat = DurOr(w.Heartbeat, 0)
 	p.EveryRecord = c.oneOf("watermark.emit", w.Emit, "periodic", "periodic", "every_record") == "every_record"
 	c.positive("watermark.interval", w.Interval, "the interval")
-	p.Interval = durOr(w.Interval, 200)
+	p.Interval = DurOr(w.Interval, 200)
 	if p.Interval <= 0 {
 		p.Interval = 200
 	}
@@ -538,9 +545,9 @@ func (c *compiler) window() {
 		refuse("gap", w.Gap)
 		if size > 0 {
 			if proc {
-				p.Assigner, err = window.TumblingProcessing(size, durOr(w.Offset, 0))
+				p.Assigner, err = window.TumblingProcessing(size, DurOr(w.Offset, 0))
 			} else {
-				p.Assigner, err = window.Tumbling(size, durOr(w.Offset, 0))
+				p.Assigner, err = window.Tumbling(size, DurOr(w.Offset, 0))
 			}
 		}
 	case "sliding":
@@ -549,9 +556,9 @@ func (c *compiler) window() {
 		refuse("gap", w.Gap)
 		if size > 0 && slide > 0 {
 			if proc {
-				p.Assigner, err = window.SlidingProcessing(size, slide, durOr(w.Offset, 0))
+				p.Assigner, err = window.SlidingProcessing(size, slide, DurOr(w.Offset, 0))
 			} else {
-				p.Assigner, err = window.Sliding(size, slide, durOr(w.Offset, 0))
+				p.Assigner, err = window.Sliding(size, slide, DurOr(w.Offset, 0))
 			}
 		}
 	case "session":
@@ -578,7 +585,7 @@ func (c *compiler) window() {
 	}
 	s := p.Spec
 	c.nonNegative("allowed_lateness", s.AllowedLateness)
-	p.Lateness = durOr(s.AllowedLateness, 0)
+	p.Lateness = DurOr(s.AllowedLateness, 0)
 	if s.AllowedLateness != nil && *s.AllowedLateness != 0 {
 		switch {
 		case typ == "global":
@@ -588,7 +595,7 @@ func (c *compiler) window() {
 		}
 	}
 	c.nonNegative("late_firing_interval", s.LateFiringInterval)
-	p.LateFiringInterval = durOr(s.LateFiringInterval, 0)
+	p.LateFiringInterval = DurOr(s.LateFiringInterval, 0)
 	if p.LateFiringInterval > 0 {
 		switch {
 		case p.Lateness == 0:
@@ -668,10 +675,10 @@ func (c *compiler) aggregates() {
 	s := c.p.Spec
 	// Names compare without case: SQL column names do.
 	names := map[string]string{}
-	for _, r := range resultColumns {
+	for _, r := range ResultColumns {
 		names[r] = "a result column"
 	}
-	names[accColumn] = "the column of SQL results that keeps accumulators"
+	names[AccColumn] = "the column of SQL results that keeps accumulators"
 	names["job"] = "the column of SQL results that names the job"
 	lower := strings.ToLower
 	for i, k := range s.Key {

@@ -302,15 +302,15 @@ func (w *walker) fields(v reflect.Value, n *yaml.Node, path string, depth int) {
 // suggest is the Fix for unknown field name: the closest known field within
 // edit distance 2 (or equal ignoring case), else the list of known fields.
 func suggest(name string, known []string) string {
-	if best := closest(name, known); best != "" {
-		return didYouMean(best)
+	if best := Closest(name, known); best != "" {
+		return DidYouMean(best)
 	}
 	return knownFields(known)
 }
 
 // closest is the known name within edit distance 2 of name (or equal to it
 // ignoring case), the nearest first; "" when there is none.
-func closest(name string, known []string) string {
+func Closest(name string, known []string) string {
 	best, bestDist := "", 3
 	for _, k := range known {
 		d := 0
@@ -324,13 +324,13 @@ func closest(name string, known []string) string {
 	return best
 }
 
-func didYouMean(name string) string { return fmt.Sprintf("did you mean %q?", name) }
+func DidYouMean(name string) string { return fmt.Sprintf("did you mean %q?", name) }
 
 // hint puts the did-you-mean for value, among known, before fix (fix
 // alone when nothing is close).
 func hint(value string, known []string, fix string) string {
-	if best := closest(value, known); best != "" {
-		return didYouMean(best) + " (" + fix + ")"
+	if best := Closest(value, known); best != "" {
+		return DidYouMean(best) + " (" + fix + ")"
 	}
 	return fix
 }

@@ -1,6 +1,7 @@
 // Package spec is weir's declarative job: the YAML (or JSON) job spec, its
 // loader, which reports every error with its field path and a fix, and the
-// builder that turns a spec into a running weir job.
+// compiler that turns a spec into a Plan. It does no I/O: package job runs
+// a plan.
 //
 // The field names below are the YAML names (the `yaml` tags). Durations
 // accept a string such as "250ms" or "10m", or an integer number of

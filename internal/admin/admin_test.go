@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/weirstream/weir/internal/monitor"
+	"github.com/weirstream/weir/job"
 	"github.com/weirstream/weir/spec"
 )
 
@@ -212,7 +213,7 @@ sinks: {results: {type: jsonl, path: out.jsonl}}
 		t.Fatal(err)
 	}
 	pr, pw := io.Pipe()
-	j, err := spec.Open(p, spec.RunOptions{Dir: t.TempDir(), Stdin: pr})
+	j, err := job.Open(p, job.RunOptions{Dir: t.TempDir(), Stdin: pr})
 	if err != nil {
 		t.Fatal(err)
 	}

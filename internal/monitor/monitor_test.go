@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/weirstream/weir/internal/kafkatest"
+	"github.com/weirstream/weir/job"
 	"go.uber.org/goleak"
 
 	"github.com/weirstream/weir"
@@ -49,7 +50,7 @@ sinks: {results: {type: jsonl, path: out.jsonl}}
 	if err != nil {
 		t.Fatal(err)
 	}
-	j, err := spec.Open(p, spec.RunOptions{Dir: t.TempDir(), Parallelism: 2})
+	j, err := job.Open(p, job.RunOptions{Dir: t.TempDir(), Parallelism: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,7 +221,7 @@ sinks: {results: {type: jsonl, path: out.jsonl}}
 	if err != nil {
 		t.Fatal(err)
 	}
-	j, err := spec.Open(p, spec.RunOptions{Dir: t.TempDir()})
+	j, err := job.Open(p, job.RunOptions{Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,1082 @@
+package job
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx"
+
+	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/checkpoint"
+	"github.com/weirstream/weir/clock"
+	"github.com/weirstream/weir/connector/fileio"
+	"github.com/weirstream/weir/connector/pgio"
+	"github.com/weirstream/weir/connector/sqliteio"
+	"github.com/weirstream/weir/etime"
+	"github.com/weirstream/weir/ledger"
+	"github.com/weirstream/weir/spec"
+	"github.com/weirstream/weir/window"
+)
+
+// BackfillOptions configures Backfill.
+type BackfillOptions struct {
+	// Dir is the spec's directory (relative paths start there).
+	Dir string
+	// DryRun reports what would change and writes nothing.
+	DryRun bool
+	// Out, when set, is told about each window changed.
+	Out io.Writer
+	// Filter, when set, chooses the entries to apply (by key, reason,
+	// window or arrival); the others are left for a later run.
+	Filter func(ledger.Entry) bool
+	// WindowsPerTx is how many windows one transaction revises (0:
+	// DefaultWindowsPerTx).
+	// A window's new revision and its applied ids always commit
+	// together; more windows per transaction save a sync each.
+	WindowsPerTx int
+	// AcceptSpec lists spec hashes (BackfillReport.SpecHash of an older
+	// spec) whose ledger entries are applied although the spec changed.
+	AcceptSpec []string
+	// Crash, when set, is called at the named points of each
+	// transaction (crash tests): backfill-begun after it began,
+	// backfill-written before it commits, backfill-committed after.
+	Crash func(point string)
+	// Warn, when set, is told about each retry of a batch that failed
+	// because Postgres was unavailable.
+	Warn func(msg string)
+}
+
+// DefaultWindowsPerTx is BackfillOptions.WindowsPerTx's default.
+const DefaultWindowsPerTx = 64
+
+// BackfillReport counts what a backfill did.
+type BackfillReport struct {
+	// Entries scanned in the ledger (up to the cut, through the filter)
+	// and LateWindows the distinct windows they missed.
+	Entries     int `json:"entries"`
+	LateWindows int `json:"late_windows"`
+	// Applied entries folded into windows (an entry of a sliding window
+	// counts once per window it missed, here and in AlreadyApplied,
+	// WindowOpen and HorizonExpired); AlreadyApplied skipped, a previous
+	// backfill applied them; Unreadable entries whose record no longer
+	// decodes (each once).
+	Applied        int `json:"applied"`
+	AlreadyApplied int `json:"already_applied"`
+	Unreadable     int `json:"unreadable"`
+	// EarlierRuns counts entries of runs before the one whose outputs
+	// the results hold (outCounters.Since), in a ledger that keeps them
+	// (a Kafka topic): skipped.
+	EarlierRuns int `json:"earlier_runs,omitempty"`
+	// Corrupt counts ledger lines whose checksum or syntax is wrong:
+	// skipped (weir ledger ls shows them).
+	Corrupt int `json:"corrupt"`
+	// WindowOpen counts entries of windows the live job has not closed
+	// at its checkpointed watermark: left alone, the live job owns them.
+	WindowOpen int `json:"window_open"`
+	// HorizonExpired counts entries of windows the archive no longer
+	// keeps (older than archive.horizon): reported, not applied.
+	HorizonExpired int `json:"horizon_expired"`
+	// SpecMismatch counts entries written under another spec (their
+	// hash differs from SpecHash): refused unless AcceptSpec names it.
+	SpecMismatch int    `json:"spec_mismatch"`
+	SpecHash     string `json:"spec_hash"`
+	// Refused counts entries refused for the reason RefusedReason (a
+	// window kind backfill cannot revise).
+	Refused       int    `json:"refused"`
+	RefusedReason string `json:"refused_reason,omitempty"`
+	// Windows revised (or, with DryRun, that would be).
+	Windows int `json:"windows_revised"`
+	// DecimalOverflow and FloatOverflow count the sums and averages of
+	// revised windows that went beyond 38 digits (float64 from there) or
+	// beyond float64 (written as null), as the live job's summary does.
+	DecimalOverflow int `json:"decimal_overflow,omitempty"`
+	FloatOverflow   int `json:"float_overflow,omitempty"`
+	// Cut says how far the ledger was read, Watermark the live job's
+	// checkpointed watermark (etime.MaxTime: the job ended).
+	Cut       string     `json:"cut"`
+	Watermark etime.Time `json:"watermark"`
+}
+
+// Backfill folds the entries of the job's late-data ledger into the
+// results table of its SQLite or Postgres sink, or the archive of its
+// jsonl results.
+//
+// It first fixes its cut: the ledger position and the watermark of the
+// live job's newest checkpoint (the whole ledger and the end of input when
+// the job has no checkpoints or its run finished), so that it reads only
+// entries a restore of the live job can no longer cut away. Per (key,
+// window) of those entries, in one transaction, it loads the row and its
+// accumulator (count, sum, min and max are their own accumulators; the
+// others are kept in the row's accColumn), skips the entries already
+// applied, folds the rest with the job's own aggregate code, and writes
+// the next revision (pane + 1, firing backfill, the cut's watermark)
+// together with the applied entry ids. Running it again changes nothing;
+// a run killed half way and run again ends in the same state. A window
+// the live job has not closed at the cut's watermark is left alone
+// (WindowOpen); every window an entry names had expired when the entry
+// arrived, so this is a safety net.
+//
+// A job with jsonl results keeps its windows' newest revisions in an
+// archive (the archive block) instead: the backfill folds into those and
+// appends each window's next revision to the corrections file
+// (CorrectionsPath), through an outbox in the archive, so a crash between
+// the archive's commit and the file's write publishes the same line
+// again. Windows older than the archive's horizon are reported
+// (HorizonExpired).
+//
+// Tumbling and sliding windows are revised; entries of session windows
+// are refused (a late record can merge sessions, whose old rows would
+// have to be retracted).
+func Backfill(p *spec.Plan, o BackfillOptions) (BackfillReport, error) {
+	var rep BackfillReport
+	s := p.Spec
+	if s.Archive == nil && s.Sinks.Results.Type != "sqlite" && s.Sinks.Results.Type != "postgres" {
+		return rep, fmt.Errorf("backfill folds into the windows' stored accumulators: a sqlite or postgres results table keeps them in its rows; for %s results, set archive: {dir: archive} so that the job keeps its closed windows", s.Sinks.Results.Type)
+	}
+	agg := aggregate(p, keepsAccs(p))
+	dec := newDecoder(p, clock.Real{})
+	src, err := openLedgerSource(p, o)
+	if err != nil {
+		return rep, err
+	}
+	defer src.close()
+	cut, wm, desc, since, err := backfillCut(p, o.Dir)
+	if err != nil {
+		return rep, err
+	}
+	if d := src.describe(cut); d != "" {
+		desc = fmt.Sprintf("%s; live watermark %s", d, wm)
+	}
+	rep.Cut, rep.Watermark, rep.SpecHash = desc, wm, specHash(p)
+	if s.Window.Type == "session" {
+		rep.RefusedReason = "session windows: a late record can merge sessions, whose published rows would have to be retracted; weir does not revise session windows"
+	}
+
+	// Group the entries by key and window, in window-end then key order.
+	type keyWindow struct {
+		key        string // the key object, compact JSON
+		start, end int64
+	}
+	type group struct {
+		keyWindow
+		entries []decodedEntry
+	}
+	groups := map[keyWindow]*group{}
+	var order []*group
+	corrupt, err := src.scan(cut, func(e ledger.Entry) error {
+		if o.Filter != nil && !o.Filter(e) {
+			return nil
+		}
+		if e.Run != 0 && e.Run < since {
+			// An earlier run's, in a ledger that cannot start over (a
+			// Kafka topic): the results hold this run's only.
+			rep.EarlierRuns++
+			return nil
+		}
+		rep.Entries++
+		if e.Spec != "" && e.Spec != rep.SpecHash && !slices.Contains(o.AcceptSpec, e.Spec) {
+			rep.SpecMismatch++
+			if o.Out != nil {
+				fmt.Fprintf(o.Out, "entry %s refused: spec_mismatch (written under spec %s, this one is %s)\n", e.ID, e.Spec, rep.SpecHash)
+			}
+			return nil
+		}
+		if rep.RefusedReason != "" && o.Out != nil {
+			fmt.Fprintf(o.Out, "entry %s refused: unsupported_window_kind (%s)\n", e.ID, rep.RefusedReason)
+		}
+		de := decodedEntry{id: appliedID(e), watermark: etime.Time(e.Watermark)}
+		if rep.RefusedReason == "" { // refused entries are only counted
+			r, err := dec.decode(fileio.Line{Kind: fileio.Data, No: entryNo(e.ID), Text: e.Record, Unchecked: true})
+			if err != nil {
+				// Not applied, so not recorded: reported again by every run.
+				rep.Unreadable++
+				return nil
+			}
+			r.ts = etime.Time(e.TS)
+			de.r = r
+		}
+		key := string(e.Key) // compact, as the live job wrote it
+		for _, w := range e.Windows {
+			k := keyWindow{key, w[0], w[1]}
+			g := groups[k]
+			if g == nil {
+				g = &group{keyWindow: k}
+				groups[k] = g
+				order = append(order, g)
+			}
+			g.entries = append(g.entries, de)
+		}
+		return nil
+	})
+	rep.Corrupt = len(corrupt)
+	if o.Out != nil {
+		for _, c := range corrupt {
+			fmt.Fprintf(o.Out, "entry unreadable: %s\n", c)
+		}
+	}
+	if err != nil {
+		return rep, err
+	}
+	rep.LateWindows = len(order)
+	slices.SortFunc(order, func(a, b *group) int {
+		if c := cmp.Compare(a.end, b.end); c != 0 {
+			return c
+		}
+		return strings.Compare(a.key, b.key)
+	})
+	if rep.RefusedReason != "" {
+		rep.Refused = rep.Entries - rep.SpecMismatch
+		return rep, nil
+	}
+	if len(order) == 0 && s.Archive == nil {
+		return rep, nil
+	}
+
+	// An archive store opens even with nothing to fold: opening publishes
+	// what a killed backfill committed and did not publish.
+	var st windowStore
+	if s.Archive != nil {
+		st, err = openArchiveStore(p, o, wm)
+	} else {
+		st, err = openSQLStore(p, o)
+	}
+	if err != nil {
+		return rep, err
+	}
+	defer st.close()
+	horizon, err := st.horizon()
+	if err != nil {
+		return rep, err
+	}
+	var batch []backfillWindow
+	perTx := cmp.Or(o.WindowsPerTx, DefaultWindowsPerTx)
+	for _, g := range order {
+		// Each entry's window closed at its own operator subtask's
+		// watermark when it arrived (that is why it is in the ledger) and
+		// at the checkpoint's; an entry for which either does not hold
+		// (a ledger written by hand, or by another job) leaves the window
+		// to the live job.
+		cleanup := window.CleanupTime(true, window.Window{Start: etime.Time(g.start), End: etime.Time(g.end)}, p.Lateness)
+		closed := g.entries[:0:0]
+		for _, e := range g.entries {
+			if cleanup > wm || cleanup > e.watermark {
+				rep.WindowOpen++
+				continue
+			}
+			closed = append(closed, e)
+		}
+		if g.entries = closed; len(closed) == 0 {
+			continue
+		}
+		if etime.Time(g.end) < horizon {
+			// The archive no longer has the window.
+			rep.HorizonExpired += len(g.entries)
+			continue
+		}
+		w := backfillWindow{o: &o, rep: &rep, agg: agg, wm: wm, key: g.key, start: g.start, end: g.end, entries: g.entries}
+		if err := json.Unmarshal([]byte(g.key), &w.keyVals); err != nil {
+			return rep, fmt.Errorf("window %s [%d,%d): ledger entry key: %w", g.key, g.start, g.end, err)
+		}
+		if batch = append(batch, w); len(batch) >= perTx {
+			if err := reviseBatch(p, &o, st, &rep, batch); err != nil {
+				return rep, err
+			}
+			batch = batch[:0]
+		}
+	}
+	return rep, reviseBatch(p, &o, st, &rep, batch)
+}
+
+// retrier is a window store whose transactions may fail for a while (a
+// Postgres table): a batch that fails with a transient error is rolled
+// back and revised again.
+type retrier interface {
+	transient(err error) bool
+	rollback()
+}
+
+// reviseBatch revises the windows of batch in one transaction. In a
+// Postgres results table a transient error (a connection reset or
+// refused, no answer within the sink's timeout) rolls it back, and it is
+// revised again from its first window, as the live sink retries: waiting
+// pgio.DefaultMinBackoff, doubling up to pgio.DefaultMaxBackoff, for the
+// sink's retry_for (default its connect_retry_for, default
+// pgio.DefaultConnectRetryFor), each retry told to o.Warn. The report's
+// counts and the lines for o.Out are those of the try that committed.
+func reviseBatch(p *spec.Plan, o *BackfillOptions, st windowStore, rep *BackfillReport, batch []backfillWindow) error {
+	if len(batch) == 0 {
+		return st.commit()
+	}
+	r, _ := st.(retrier)
+	t := pgTimes(p.Spec.Sinks.Results)
+	limit := cmp.Or(t.RetryFor, t.ConnectRetryFor, pgio.DefaultConnectRetryFor)
+	start, backoff := time.Now(), pgio.DefaultMinBackoff
+	bo := *o
+	for attempt := 1; ; attempt++ {
+		saved := *rep
+		var out bytes.Buffer
+		if o.Out != nil {
+			bo.Out = &out
+		}
+		err := func() error {
+			for i := range batch {
+				w := &batch[i]
+				w.o, w.rep = &bo, rep
+				if err := st.begin(w); err != nil {
+					return fmt.Errorf("window %s [%d,%d): %w", w.key, w.start, w.end, err)
+				}
+				if err := w.apply(st, w.entries); err != nil {
+					return fmt.Errorf("window %s [%d,%d): %w", w.key, w.start, w.end, err)
+				}
+			}
+			return st.commit()
+		}()
+		if err == nil || r == nil || !r.transient(err) || time.Since(start)+backoff > limit {
+			if o.Out != nil {
+				o.Out.Write(out.Bytes())
+			}
+			if err != nil && r != nil && r.transient(err) {
+				return fmt.Errorf("gave up after %d attempts in %v (retry_for %v): %w", attempt, time.Since(start).Round(time.Millisecond), limit, err)
+			}
+			return err
+		}
+		r.rollback()
+		*rep = saved
+		if o.Warn != nil {
+			o.Warn(fmt.Sprintf("backfill: Postgres unavailable (%v); revising the batch of %d windows again in %v (attempt %d)", err, len(batch), backoff, attempt+1))
+		}
+		time.Sleep(backoff)
+		backoff = min(2*backoff, pgio.DefaultMaxBackoff)
+	}
+}
+
+func (s *sqlStore) transient(err error) bool { return s.db.pg && pgio.Transient(err) }
+
+// rollback ends a failed batch's transaction (on a broken connection,
+// database/sql drops it from the pool).
+func (s *sqlStore) rollback() {
+	if s.tx != nil {
+		_ = s.tx.Rollback()
+		s.tx = nil
+		s.cancel()
+	}
+}
+
+// windowStore is where a backfill finds and revises windows: a SQL
+// results table, or the archive of a job with file or Kafka results.
+// Windows are revised in batches: begin starts a window (and, first, a
+// batch), commit makes the batch's revisions and applied ids durable
+// together.
+type windowStore interface {
+	// horizon is the window end below which the store has no windows.
+	horizon() (etime.Time, error)
+	begin(w *backfillWindow) error
+	// applied returns the entry ids applied to the window.
+	applied(w *backfillWindow) (map[string]bool, error)
+	// load returns the window's accumulator and pane (-1: never fired).
+	load(w *backfillWindow) (*acc, int64, error)
+	// write records the window's next revision: its values (the
+	// aggregates, then the accumulators if the job keeps them) and the
+	// entry ids it applied.
+	write(w *backfillWindow, pane int64, values []string, ids []string) error
+	commit() error
+	close() error
+}
+
+// sqlStore is a SQLite or Postgres results table.
+type sqlStore struct {
+	db   *resultsDB
+	p    *spec.Plan
+	o    *BackfillOptions
+	tx   *sql.Tx
+	args []any // the window's key values, window_start, window_end
+	// timeout bounds each Postgres transaction (the sink's timeout): a
+	// stalled connection fails it, and reviseBatch tries it again;
+	// cancel ends the transaction's context.
+	timeout time.Duration
+	cancel  context.CancelFunc
+	// newest is the newest run of the job's rows: a window that never
+	// fired gets its first row as that run's.
+	newest int64
+}
+
+func openSQLStore(p *spec.Plan, o BackfillOptions) (*sqlStore, error) {
+	db, err := openResultsDB(p, o.Dir, !o.DryRun)
+	if err != nil {
+		return nil, err
+	}
+	st := &sqlStore{db: db, p: p, o: &o, timeout: cmp.Or(pgTimes(p.Spec.Sinks.Results).Timeout, pgio.DefaultTimeout)}
+	if err := db.db.QueryRow(db.maxRun, p.Spec.Name).Scan(&st.newest); err != nil {
+		db.close()
+		return nil, err
+	}
+	return st, nil
+}
+
+func (s *sqlStore) horizon() (etime.Time, error) { return etime.MinTime, nil }
+
+func (s *sqlStore) begin(w *backfillWindow) error {
+	s.args = append(s.args[:0], s.p.Spec.Name)
+	for i, k := range s.p.Spec.Key {
+		// As the live job wrote it: canonical (a Postgres ledger gives
+		// jsonb's text, which writes numbers and orders members its own
+		// way).
+		c, err := CanonicalJSON(w.keyVals[k])
+		if err != nil {
+			return fmt.Errorf("ledger entry key %s: %w", k, err)
+		}
+		v, err := s.db.arg(s.db.keyTypes[i], c, true)
+		if err != nil {
+			return fmt.Errorf("ledger entry key %s: %w", k, err)
+		}
+		s.args = append(s.args, v)
+	}
+	s.args = append(s.args, w.start, w.end)
+	if s.tx == nil {
+		ctx, cancel := context.Background(), context.CancelFunc(func() {})
+		if s.db.pg {
+			ctx, cancel = context.WithTimeout(context.Background(), s.timeout)
+		}
+		tx, err := s.db.db.BeginTx(ctx, nil)
+		if err != nil {
+			cancel()
+			return err
+		}
+		s.tx, s.cancel = tx, cancel
+		s.o.crash("backfill-begun")
+	}
+	return nil
+}
+
+func (s *sqlStore) applied(w *backfillWindow) (map[string]bool, error) {
+	done := map[string]bool{}
+	if s.db.noneApplied {
+		return done, nil
+	}
+	rows, err := s.tx.Query(s.db.applied, s.p.Spec.Name, w.key, w.start, w.end)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		done[id] = true
+	}
+	return done, rows.Err()
+}
+
+func (s *sqlStore) load(w *backfillWindow) (*acc, int64, error) {
+	n := w.agg.width()
+	vals := make([]any, n)
+	pane := int64(-1)
+	ptrs := []any{&w.run, &pane}
+	for i := range vals {
+		ptrs = append(ptrs, &vals[i])
+	}
+	switch err := s.tx.QueryRow(s.db.sel, s.args...).Scan(ptrs...); {
+	case err == sql.ErrNoRows:
+		w.run = s.newest // the window never fired
+		return w.agg.CreateAccumulator(), -1, nil
+	case err != nil:
+		return nil, 0, err
+	}
+	for i := range vals {
+		if t, ok := vals[i].(string); ok && s.db.pg && s.db.valTypes[i] != pgio.Text && isNumberText(t) {
+			vals[i] = numText(t) // numeric and jsonb keep a number's digits
+			continue
+		}
+		v, err := s.db.value(s.db.valTypes[i], vals[i])
+		if err != nil {
+			return nil, 0, fmt.Errorf("column %d: %w", i+1, err)
+		}
+		vals[i] = v
+	}
+	ac, err := w.agg.seed(vals)
+	return ac, pane, err
+}
+
+func (s *sqlStore) write(w *backfillWindow, pane int64, values []string, ids []string) error {
+	set := make([]any, 0, len(values)+2)
+	for i, v := range values {
+		x, err := s.db.arg(s.db.valTypes[i], []byte(v), false)
+		if err != nil {
+			return err
+		}
+		set = append(set, x)
+	}
+	var err error
+	if pane == 0 { // the window never fired: its first row
+		_, err = s.tx.Exec(s.db.ins, append(append(slices.Clone(s.args), "backfill", w.run, int64(0), int64(w.wm)), set...)...)
+	} else {
+		_, err = s.tx.Exec(s.db.upd, append(append(set, pane, int64(w.wm)), s.args...)...)
+	}
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		if _, err := s.tx.Exec(s.db.mark, s.p.Spec.Name, w.key, w.start, w.end, id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *sqlStore) commit() error {
+	if s.tx == nil {
+		return nil
+	}
+	s.o.crash("backfill-written")
+	err := s.tx.Commit()
+	s.tx = nil
+	s.cancel()
+	if err != nil {
+		return err
+	}
+	s.o.crash("backfill-committed")
+	return nil
+}
+
+func (s *sqlStore) close() error {
+	s.rollback()
+	return s.db.close()
+}
+
+func (o *BackfillOptions) crash(point string) {
+	if o.Crash != nil {
+		o.Crash(point)
+	}
+}
+
+// backfillCut finds how far a backfill reads the ledger and the live
+// job's watermark: the newest checkpoint's ledger positions (by sink
+// name), Postgres ledger epoch and output watermark. A job without
+// checkpoints, or whose run finished, has its whole ledger read (a nil
+// cut) at the end of input; a job that has not completed a checkpoint yet
+// has committed nothing (empty positions, epoch 0). since is the oldest
+// run whose entries count (outCounters.Since; 0: every run's).
+func backfillCut(p *spec.Plan, dir string) (cut *ledgerCut, wm etime.Time, desc string, since int64, err error) {
+	c := p.Spec.Checkpoint
+	if c == nil || c.Dir == "" {
+		return nil, etime.MaxTime, "all of it; the job has no checkpoints, so its run is taken as ended", 0, nil
+	}
+	cdir := RunOptions{Dir: dir}.path(c.Dir)
+	none := &ledgerCut{pos: map[string]ledger.Pos{}}
+	oc, id, err := latestCounters(cdir)
+	if err != nil {
+		return nil, 0, "", 0, err
+	}
+	if _, err := os.Stat(filepath.Join(cdir, finishedMarker)); err == nil {
+		if oc != nil {
+			since = oc.Since
+		}
+		return nil, etime.MaxTime, "all of it; the job's run finished", since, nil
+	}
+	if oc == nil {
+		return none, etime.MinTime, "nothing yet; the job has not completed a checkpoint", 0, nil
+	}
+	pos := oc.Ledgers["late"]
+	if oc.Ledgers == nil {
+		oc.Ledgers = none.pos
+	}
+	return &ledgerCut{pos: oc.Ledgers, epoch: oc.Epoch, run: oc.Run}, oc.Watermark,
+		fmt.Sprintf("checkpoint %d: %s up to byte %d; live watermark %s", id, cmp.Or(pos.Segment, "empty"), pos.Length, oc.Watermark), oc.Since, nil
+}
+
+// latestCounters reads the output counters of the newest checkpoint in
+// cdir (nil: none yet).
+func latestCounters(cdir string) (*outCounters, int64, error) {
+	st, err := checkpoint.OpenReadOnly(cdir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, 0, nil
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	defer st.Close()
+	// The live job may remove the newest checkpoint's predecessor while
+	// it is read: try again.
+	for try := 0; ; try++ {
+		cp, ok, err := st.Latest()
+		if err != nil || !ok {
+			return nil, 0, err
+		}
+		view := &lazyView{st: st, cp: cp}
+		b, ok := weir.PreCommitPart(view, "output")
+		if err := view.err; err != nil || !ok {
+			if try < 3 {
+				continue
+			}
+			return nil, 0, cmp.Or(err, fmt.Errorf("checkpoint %d has no output part", cp.ID))
+		}
+		oc := &outCounters{Watermark: etime.MinTime}
+		if err := json.Unmarshal(b, oc); err != nil {
+			return nil, 0, fmt.Errorf("checkpoint %d: corrupt output part: %w", cp.ID, err)
+		}
+		return oc, cp.ID, nil
+	}
+}
+
+// lazyView is a weir.CheckpointView of a stored checkpoint that reads
+// only the parts asked for (a backfill wants the output's counters, not
+// the window state); err keeps the first read error.
+type lazyView struct {
+	st  *checkpoint.Dir
+	cp  *checkpoint.Checkpoint
+	err error
+}
+
+func (v *lazyView) Parts(stage, name string) map[int][]byte {
+	out := map[int][]byte{}
+	for _, p := range v.cp.Parts {
+		i, ok := checkpoint.PartIndex(p, stage, name)
+		if !ok {
+			continue
+		}
+		b, err := v.st.ReadPart(v.cp, p)
+		if err != nil {
+			v.err = cmp.Or(v.err, err)
+			continue
+		}
+		out[i] = b
+	}
+	return out
+}
+
+// resultsDB is the results table of a SQLite or Postgres sink, with the
+// statements a backfill runs on one row: their WHERE (or VALUES) takes
+// the key values, window_start and window_end. In Postgres, keys and
+// values have the types of pgColumns and are passed as the sink passes
+// them (pgio.Arg).
+type resultsDB struct {
+	db *sql.DB
+	pg bool
+	// keyTypes and valTypes are the Postgres types of the key columns
+	// and of the value columns sel reads (the aggregates, then the
+	// accumulators).
+	keyTypes, valTypes []pgio.Type
+	// sel reads pane, the values and the accumulators; upd and ins write
+	// the next revision; applied lists a window's applied ids and mark
+	// adds one.
+	sel, upd, ins, applied, mark string
+	// maxRun reads the newest run of the job's rows.
+	maxRun string
+	// noneApplied: the applied table did not exist (a dry run before any
+	// backfill).
+	noneApplied bool
+}
+
+// openResultsDB opens the job's results table; with create it creates
+// the applied table beside it (named after it, _backfill_applied).
+func openResultsDB(p *spec.Plan, dir string, create bool) (*resultsDB, error) {
+	s := p.Spec
+	r := s.Sinks.Results
+	d := &resultsDB{pg: r.Type == "postgres"}
+	var err error
+	if d.pg {
+		d.db, err = sql.Open("pgx", r.URL)
+	} else {
+		d.db, err = sql.Open("sqlite", sqliteio.DSN(RunOptions{Dir: dir}.path(r.Path)))
+	}
+	if err != nil {
+		return nil, err
+	}
+	table := cmp.Or(r.Table, "results")
+	if d.pg {
+		// A table of another layout (of weir before typed columns) is
+		// refused as the sink refuses it.
+		keys, vals := pgColumns(p)
+		if err := pgio.CheckTable(context.Background(), r.URL, table, keys, vals, pgTimes(r)); err != nil {
+			d.db.Close()
+			return nil, err
+		}
+	}
+	appliedName := appliedTable(table)
+	applied := quoteSQL(appliedName)
+	if create {
+		if _, err := d.db.Exec(`CREATE TABLE IF NOT EXISTS ` + applied + ` (job TEXT NOT NULL, key TEXT NOT NULL, window_start BIGINT NOT NULL, window_end BIGINT NOT NULL, id TEXT NOT NULL, PRIMARY KEY (job, key, window_start, window_end, id))`); err != nil {
+			d.db.Close()
+			return nil, fmt.Errorf("create %s: %w", applied, err)
+		}
+		// One of weir before runs has no job column (and its results
+		// table, no job and run: the sink refuses that one too).
+		q, arg := `SELECT COUNT(*) FROM pragma_table_info(?) WHERE name = 'job'`, appliedName
+		if d.pg {
+			q, arg = `SELECT COUNT(*) FROM pg_attribute WHERE attrelid = to_regclass($1) AND attname = 'job' AND NOT attisdropped`, applied
+		}
+		var n int
+		if err := d.db.QueryRow(q, arg).Scan(&n); err != nil || n == 0 {
+			d.db.Close()
+			return nil, cmp.Or(err, fmt.Errorf("table %s was made by a weir before runs (it has no job column): drop it, with the results table %s, and run the job again", applied, quoteSQL(table)))
+		}
+	} else {
+		q := `SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = ?`
+		if d.pg {
+			q = `SELECT COUNT(*) FROM pg_tables WHERE tablename = $1 AND schemaname = ANY (current_schemas(false))`
+		}
+		var n int
+		if err := d.db.QueryRow(q, appliedName).Scan(&n); err != nil {
+			d.db.Close()
+			return nil, err
+		}
+		d.noneApplied = n == 0
+	}
+	// The placeholder of a key or value column: typed as the sink's in
+	// Postgres.
+	keyDefs, valDefs := pgColumns(p)
+	ph := func(def pgio.ColumnDef) string {
+		if d.pg {
+			return "?::" + def.Type.String()
+		}
+		return "?"
+	}
+	var cols, sels, sets, keyPHs, valPHs []string
+	for _, v := range valDefs {
+		c := quoteSQL(v.Name)
+		cols, sels = append(cols, c), append(sels, d.text(c))
+		sets, valPHs = append(sets, c+" = "+ph(v)), append(valPHs, ph(v))
+		d.valTypes = append(d.valTypes, v.Type)
+	}
+	conds := []string{`"job" = ?`}
+	for _, k := range keyDefs {
+		conds, keyPHs = append(conds, quoteSQL(k.Name)+" = "+ph(k)), append(keyPHs, ph(k))
+		d.keyTypes = append(d.keyTypes, k.Type)
+	}
+	where := strings.Join(append(conds, "window_start = ?", "window_end = ?"), " AND ")
+	t := quoteSQL(table)
+	d.sel = `SELECT run, pane, ` + strings.Join(sels, ", ") + ` FROM ` + t + ` WHERE ` + where
+	if d.pg {
+		d.sel += ` FOR UPDATE`
+	}
+	d.upd = `UPDATE ` + t + ` SET ` + strings.Join(sets, ", ") + `, firing = 'backfill', pane = ?, watermark = ? WHERE ` + where
+	vals := append([]string{"?"}, keyPHs...)
+	vals = append(vals, slices.Repeat([]string{"?"}, len(spec.ResultColumns))...)
+	vals = append(vals, valPHs...)
+	d.ins = `INSERT INTO ` + t + ` (` + strings.Join(append(append(append([]string{`"job"`}, quoteAll(s.Key)...), spec.ResultColumns...), cols...), ", ") + `) VALUES (` + strings.Join(vals, ", ") + `)`
+	d.maxRun = `SELECT COALESCE(MAX(run), 0) FROM ` + t + ` WHERE "job" = ?`
+	d.applied = `SELECT id FROM ` + applied + ` WHERE job = ? AND key = ? AND window_start = ? AND window_end = ?`
+	d.mark = `INSERT INTO ` + applied + ` (job, key, window_start, window_end, id) VALUES (?, ?, ?, ?, ?)`
+	if d.pg {
+		for _, q := range []*string{&d.sel, &d.upd, &d.ins, &d.maxRun, &d.applied, &d.mark} {
+			*q = dollars(*q)
+		}
+	}
+	return d, nil
+}
+
+// appliedTable names the table of applied entry ids beside a results
+// table: <table>_backfill_applied, shortened with a hash of the whole
+// name beyond Postgres's 63 bytes.
+func appliedTable(table string) string {
+	name := table + "_backfill_applied"
+	if len(name) <= pgio.MaxIdentifierLen {
+		return name
+	}
+	sum := sha256.Sum256([]byte(name))
+	return name[:pgio.MaxIdentifierLen-9] + "_" + hex.EncodeToString(sum[:4])
+}
+
+// dollars numbers the ? placeholders of q as Postgres wants them ($1, $2,
+// ...), leaving alone a ? inside a quoted name ("vip?") or string.
+func dollars(q string) string {
+	var b strings.Builder
+	n := 0
+	var quote rune
+	for _, c := range q {
+		switch {
+		case quote != 0:
+			if c == quote {
+				quote = 0
+			}
+		case c == '"' || c == '\'':
+			quote = c
+		case c == '?':
+			n++
+			b.WriteString("$" + strconv.Itoa(n))
+			continue
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}
+
+func (d *resultsDB) close() error { return d.db.Close() }
+
+// text is a column read as value turns it back: Postgres columns as
+// their text (jsonb's JSON text, a number's digits), SQLite as it is.
+func (d *resultsDB) text(col string) string {
+	if d.pg {
+		return col + "::text"
+	}
+	return col
+}
+
+// arg is the argument for a JSON key or value in a column of Postgres
+// type t (key: a key column): as the SQLite or Postgres sink stores it.
+func (d *resultsDB) arg(t pgio.Type, v []byte, key bool) (any, error) {
+	if d.pg {
+		if len(v) == 0 {
+			v = []byte("null")
+		}
+		return pgio.Arg(t, v, key)
+	}
+	return sqliteio.Value(v)
+}
+
+// value turns a column of Postgres type t read by sel (as text) into
+// what the SQLite driver would give: a text column's text is the value
+// (a string key, the accumulators), the others are JSON text (a
+// number's digits, jsonb's JSON, written canonically first).
+func (d *resultsDB) value(t pgio.Type, v any) (any, error) {
+	if !d.pg || v == nil {
+		return v, nil
+	}
+	s, ok := v.(string)
+	if !ok {
+		return nil, fmt.Errorf("unexpected %T", v)
+	}
+	if t == pgio.Text {
+		return s, nil
+	}
+	return sqlValue([]byte(s))
+}
+
+// backfillWindow is one window's backfill.
+type backfillWindow struct {
+	o          *BackfillOptions
+	rep        *BackfillReport
+	agg        aggFunc
+	wm         etime.Time
+	key        string // the ledger's key object, compact JSON
+	keyVals    map[string]json.RawMessage
+	start, end int64
+	entries    []decodedEntry // the ledger entries that missed the window
+	// run is the run of the window's stored revision (set by load; the
+	// newest run's for a window that never fired): its next revision
+	// is that run's next pane.
+	run int64
+}
+
+// decodedEntry is a ledger entry whose record a backfill has decoded (once,
+// however many windows it missed): its id, the watermark it arrived at
+// and the record, stamped with its event time.
+type decodedEntry struct {
+	id        string
+	watermark etime.Time
+	r         rec
+}
+
+// apply folds the entries not applied yet into the window.
+func (w *backfillWindow) apply(st windowStore, entries []decodedEntry) error {
+	done, err := st.applied(w)
+	if err != nil {
+		return err
+	}
+	var ids []string
+	var fresh []*rec
+	for i, e := range entries {
+		if done[e.id] {
+			w.rep.AlreadyApplied++
+			continue
+		}
+		done[e.id] = true // a ledger holds an id once; never fold it twice
+		ids, fresh = append(ids, e.id), append(fresh, &entries[i].r)
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	ac, pane, err := st.load(w)
+	if err != nil {
+		return err
+	}
+	for _, r := range fresh {
+		w.agg.Add(ac, *r)
+	}
+	applied := len(ids)
+	w.agg.collectInInputOrder(ac)
+	w.rep.Applied += applied
+	w.rep.Windows++
+	n := w.agg.width()
+	value := w.agg.Result(ac)
+	for _, c := range resultOverflows(value, n) {
+		switch c {
+		case overDecimal:
+			w.rep.DecimalOverflow++
+		case overInfinite:
+			w.rep.FloatOverflow++
+		}
+	}
+	result := splitResult(value, n)
+	if w.o.Out != nil {
+		fmt.Fprintf(w.o.Out, "window %s [%d,%d): %d entries, pane %d -> %d: %s\n", w.key, w.start, w.end, applied, pane, pane+1, strings.Join(result[:len(w.agg.fns)], " "))
+	}
+	if w.o.DryRun {
+		return nil
+	}
+	return st.write(w, pane+1, result, ids)
+}
+
+// seed builds an accumulator from a window's stored values: the
+// aggregates as the SQLite driver gives them (count, sum, min and max are
+// their own accumulators), then, if the job keeps them, the
+// accumulators' text (see appendAccs).
+func (a aggFunc) seed(vals []any) (*acc, error) {
+	ac := a.CreateAccumulator()
+	for i, fn := range a.fns {
+		seedSlot(fn, &ac.s[i], vals[i], a.isFloat(i))
+	}
+	if a.withAcc {
+		text, ok := vals[len(a.fns)].(string)
+		if !ok {
+			return nil, fmt.Errorf("the row has no %s: it was written before weir kept accumulators; rerun the job into a new table", spec.AccColumn)
+		}
+		if err := a.seedAccs(ac, text); err != nil {
+			return nil, err
+		}
+	}
+	return ac, nil
+}
+
+// appliedID is what identifies a ledger entry among the entry ids
+// applied to a window: its run and id ("run/id"; the id alone in entries
+// of weir before runs), since a later run kept beside it (--append) may
+// read other input at the same positions.
+func appliedID(e ledger.Entry) string {
+	if e.Run == 0 {
+		return e.ID
+	}
+	return strconv.FormatInt(e.Run, 10) + "/" + e.ID
+}
+
+// specHash identifies what a ledger entry means to a backfill: the key,
+// the window, the aggregates and how timestamps are read. A backfill
+// refuses entries written under another (their windows or accumulators
+// would not match), unless told to accept that hash.
+func specHash(p *spec.Plan) string {
+	s := p.Spec
+	b, _ := json.Marshal(map[string]any{"time": p.Time, "ts_field": p.TSField, "ts_unit": p.TSUnit,
+		"key": s.Key, "window": s.Window, "aggregate": s.Aggregate})
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:4])
+}
+
+// entryNo is the line number (the arrival order first, last and collect
+// use) of the record with ledger entry id: the line or stream sequence,
+// or for Kafka ("partition:offset") the offset + 1, as the live job
+// numbers it.
+func entryNo(id string) int64 {
+	if _, off, ok := strings.Cut(id, ":"); ok {
+		n, _ := strconv.ParseInt(off, 10, 64)
+		return n + 1
+	}
+	n, _ := strconv.ParseInt(id, 10, 64)
+	return n
+}
+
+// seedSlot sets count, sum, min or max from its stored value; float is
+// the aggregate's type: float.
+func seedSlot(fn string, s *slot, v any, float bool) {
+	x, ok := numberVal(v, float)
+	switch fn {
+	case "count":
+		if ok {
+			s.n = x.i
+		}
+	case "sum", "min", "max":
+		if !ok {
+			return // null: no value yet
+		}
+		s.n = 1
+		if fn == "sum" {
+			switch x.kind {
+			case vInt:
+				s.i = x.i
+			case vDec:
+				s.isD, s.d = true, x.dec()
+			default:
+				s.isF, s.f, s.over = true, x.f, !float
+			}
+		} else {
+			s.v = x
+		}
+	}
+}
+
+// numText is a stored JSON number as its text, for a store that keeps
+// the text (the archive, Postgres jsonb), so that a decimal comes back
+// exactly.
+type numText string
+
+// numberVal turns a stored count, sum, min or max into a val: a float64
+// (SQLite's REAL) of a decimal aggregate is the decimal it prints, the
+// shortest that reads back as it (exact for the 15 digits REAL keeps),
+// with at least one fraction digit: the sink stored a number with a
+// fraction as REAL (100.00 as 100), and what is folded into it must stay
+// REAL, not become an INTEGER.
+func numberVal(v any, float bool) (val, bool) {
+	switch x := v.(type) {
+	case int64:
+		return val{kind: vInt, i: x}, true
+	case float64:
+		if !float && isFinite(x) {
+			var buf [32]byte
+			if d, ok := parseDec(strconv.AppendFloat(buf[:0], x, 'g', -1, 64)); ok {
+				if d1, ok := d.rescale(max(d.scale, 1)); ok {
+					return decVal(d1), true
+				}
+			}
+		}
+		return val{kind: vFloat, f: x}, true
+	case numText:
+		if i, err := strconv.ParseInt(string(x), 10, 64); err == nil {
+			return val{kind: vInt, i: i}, true
+		}
+		if d, ok := parseDec([]byte(x)); ok && !float {
+			return decVal(d), true
+		}
+		if f, err := strconv.ParseFloat(string(x), 64); err == nil || errors.Is(err, strconv.ErrRange) {
+			return val{kind: vFloat, f: f}, true
+		}
+	}
+	return val{}, false
+}
+
+// isNumberText reports whether a stored JSON value is a number.
+func isNumberText(v string) bool { return v != "" && (v[0] == '-' || v[0] >= '0' && v[0] <= '9') }
+
+// splitResult splits aggFunc.Result into its JSON values.
+func splitResult(b []byte, n int) []string {
+	out := make([]string, 0, n)
+	for len(b) > 0 && len(out) < n {
+		i := slices.Index(b, 0)
+		out = append(out, string(b[:i]))
+		b = b[i+1:]
+	}
+	return out
+}
+
+func quoteSQL(name string) string { return `"` + strings.ReplaceAll(name, `"`, `""`) + `"` }
+
+func quoteAll(names []string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = quoteSQL(n)
+	}
+	return out
+}

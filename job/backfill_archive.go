@@ -1,0 +1,300 @@
+package job
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/weirstream/weir/connector/sqliteio"
+	"github.com/weirstream/weir/etime"
+	"github.com/weirstream/weir/internal/archive"
+	"github.com/weirstream/weir/spec"
+	"github.com/weirstream/weir/window"
+)
+
+// CorrectionsPath is where weir backfill appends the revisions of a job
+// with jsonl results: beside the results file, with .backfill before the
+// extension (results.jsonl: results.backfill.jsonl). Not the results file
+// itself: a restore of the live job cuts that back to its checkpoint.
+func CorrectionsPath(p *spec.Plan, dir string) string {
+	path := RunOptions{Dir: dir}.path(p.Spec.Sinks.Results.Path)
+	base, ext := path, ""
+	if i := strings.LastIndexByte(path, '.'); i > strings.LastIndexByte(path, '/') {
+		base, ext = path[:i], path[i:]
+	}
+	return base + ".backfill" + ext
+}
+
+// archiveStore is the archive of a job with jsonl or Kafka results: a
+// window's new revision, its applied ids and its record go into the
+// archive in one batch (the record in the outbox), then the record is
+// published (appended to the corrections file, or produced to the
+// results topic) and leaves the outbox. A crash between the two
+// publishes the record again at the next backfill: the same window and
+// pane, byte for byte, which readers fold by pane.
+type archiveStore struct {
+	a    *archive.Archive
+	p    *spec.Plan
+	o    *BackfillOptions
+	pub  publisher
+	key  string // the result key (values joined by keySep) of the window begun
+	revs []archive.Revision
+	open bool // a batch is begun
+	// newest is the newest run the archive holds (the backfill has it to
+	// itself): a window that never fired gets that run's first revision.
+	newest int64
+}
+
+// openArchiveStore opens the archive for a backfill whose cut has the
+// live job's watermark wm: the live job must have archived what it wrote
+// up to there (a checkpoint's commit that found the archive busy leaves
+// that to a later one).
+func openArchiveStore(p *spec.Plan, o BackfillOptions, wm etime.Time) (*archiveStore, error) {
+	r := p.Spec.Sinks.Results
+	var pub publisher
+	switch {
+	case r.Type == "kafka":
+		cl, err := kgo.NewClient(append(kafkaOpts(r.TLS, r.SASL), kgo.SeedBrokers(r.Brokers...), kgo.DefaultProduceTopic(r.Topic),
+			kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(0))...)
+		if err != nil {
+			return nil, fmt.Errorf("sinks.results: %w", err)
+		}
+		pub = kafkaPublisher{cl}
+	case r.Type == "jsonl" && r.Path != "" && r.Path != "-":
+		pub = &filePublisher{path: CorrectionsPath(p, o.Dir)}
+	default:
+		return nil, fmt.Errorf("backfill publishes the revisions of archived windows to a jsonl results file or a Kafka topic; sinks.results is %s %s", r.Type, r.Path)
+	}
+	// The live job has the archive open for each commit (a moment):
+	// wait for it.
+	a, err := archive.OpenWait(RunOptions{Dir: o.Dir}.path(p.Spec.Archive.Dir), archiveOpenWait, 20*time.Millisecond)
+	if err != nil {
+		pub.close()
+		if errors.Is(err, archive.ErrBusy) {
+			err = fmt.Errorf("%w for %v: another backfill runs, or the live job's commit is stuck", err, archiveOpenWait)
+		}
+		return nil, err
+	}
+	st := &archiveStore{a: a, p: p, o: &o, pub: pub}
+	if st.newest, err = a.Run(); err != nil {
+		st.close()
+		return nil, err
+	}
+	if live, err := a.Live(); err != nil || wm < etime.MaxTime && live < wm {
+		st.close()
+		return nil, cmp.Or(err, fmt.Errorf("the live job has archived its results up to watermark %s, not yet up to its checkpoint's %s (a backfill had the archive at that checkpoint): run again after its next checkpoint", live, wm))
+	}
+	if !o.DryRun {
+		// What a killed backfill committed and did not publish.
+		if err := st.publish(); err != nil {
+			st.close()
+			return nil, err
+		}
+	}
+	return st, nil
+}
+
+// archiveOpenWait bounds a backfill's wait for the archive.
+const archiveOpenWait = 30 * time.Second
+
+func (s *archiveStore) horizon() (etime.Time, error) { return s.a.Horizon() }
+
+func (s *archiveStore) begin(w *backfillWindow) error {
+	parts := make([]string, len(s.p.Spec.Key))
+	for i, k := range s.p.Spec.Key {
+		// The live job's canonical text (a Postgres ledger gives jsonb's,
+		// which writes numbers and escapes its own way).
+		c, err := CanonicalJSON(w.keyVals[k])
+		if err != nil {
+			return fmt.Errorf("ledger entry key %s: %w", k, err)
+		}
+		parts[i] = string(c)
+	}
+	s.key = strings.Join(parts, keySep)
+	if !s.open {
+		s.open = true
+		s.o.crash("backfill-begun")
+	}
+	return nil
+}
+
+func (s *archiveStore) applied(w *backfillWindow) (map[string]bool, error) {
+	return s.a.Applied(s.key, etime.Time(w.start), etime.Time(w.end))
+}
+
+func (s *archiveStore) load(w *backfillWindow) (*acc, int64, error) {
+	run, pane, value, ok, err := s.a.Row(s.key, etime.Time(w.start), etime.Time(w.end))
+	if err != nil {
+		return nil, 0, err
+	}
+	if !ok {
+		w.run = s.newest // never fired: the newest run's first revision
+		return w.agg.CreateAccumulator(), -1, nil
+	}
+	w.run = run
+	n := w.agg.width()
+	parts := splitResult(value, n)
+	if len(parts) != n {
+		return nil, 0, fmt.Errorf("the archive's row has %d values, want %d", len(parts), n)
+	}
+	vals := make([]any, n)
+	for i, v := range parts {
+		if isNumberText(v) {
+			vals[i] = numText(v) // exact: the archive keeps the text
+			continue
+		}
+		if vals[i], err = sqliteio.Value([]byte(v)); err != nil {
+			return nil, 0, err
+		}
+	}
+	ac, err := w.agg.seed(vals)
+	return ac, pane, err
+}
+
+func (s *archiveStore) write(w *backfillWindow, pane int64, values []string, ids []string) error {
+	var value []byte
+	for _, v := range values {
+		value = append(append(value, v...), 0)
+	}
+	r := window.Result[string, []byte]{Key: s.key, Window: window.Window{Start: etime.Time(w.start), End: etime.Time(w.end)},
+		Firing: window.Backfill, Pane: pane, Watermark: w.wm, Value: value}
+	s.revs = append(s.revs, archive.Revision{Key: s.key, Start: r.Window.Start, End: r.Window.End, Run: w.run, Pane: pane, Value: value, IDs: ids,
+		RecordKey: appendResultKey(nil, s.p, r), Line: appendResult(nil, s.p, w.run, r)})
+	return nil
+}
+
+func (s *archiveStore) commit() error {
+	s.open = false
+	if len(s.revs) == 0 {
+		return nil
+	}
+	s.o.crash("backfill-written")
+	err := s.a.Apply(s.revs)
+	s.revs = s.revs[:0]
+	if err != nil {
+		return err
+	}
+	s.o.crash("backfill-committed")
+	return s.publish()
+}
+
+// publish publishes the outbox's revisions, then empties the outbox.
+func (s *archiveStore) publish() error {
+	pending, err := s.a.Outbox()
+	if err != nil || len(pending) == 0 {
+		return err
+	}
+	if err := s.pub.publish(pending); err != nil {
+		return err
+	}
+	s.o.crash("backfill-published")
+	seqs := make([]uint64, len(pending))
+	for i, p := range pending {
+		seqs[i] = p.Seq
+	}
+	return s.a.Published(seqs)
+}
+
+func (s *archiveStore) close() error { return errors.Join(s.a.Close(), s.pub.close()) }
+
+// publisher publishes backfill revisions durably.
+type publisher interface {
+	publish(revs []archive.Outboxed) error
+	close() error
+}
+
+// filePublisher appends revisions to the corrections file and syncs it.
+// It opens the file at its first publish (under the archive's lock, and
+// never in a dry run), cutting a line a crash (or a full disk) tore: the
+// outbox still has the whole one. (A write that fails fails the backfill,
+// whose next run cuts again.)
+type filePublisher struct {
+	path string
+	f    *os.File
+	buf  []byte
+}
+
+func (p *filePublisher) publish(revs []archive.Outboxed) error {
+	if p.f == nil {
+		f, err := os.OpenFile(p.path, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o644)
+		if err != nil {
+			return err
+		}
+		if err := cutTornTail(f); err != nil {
+			f.Close()
+			return fmt.Errorf("corrections %s: %w", p.path, err)
+		}
+		p.f = f
+	}
+	b := p.buf[:0]
+	for _, r := range revs {
+		b = append(append(b, r.Line...), '\n')
+	}
+	p.buf = b
+	_, err := p.f.Write(b)
+	if err == nil {
+		err = p.f.Sync()
+	}
+	if err != nil {
+		return fmt.Errorf("corrections %s: %w", p.path, err)
+	}
+	return nil
+}
+
+func (p *filePublisher) close() error {
+	if p.f == nil {
+		return nil
+	}
+	return p.f.Close()
+}
+
+// cutTornTail truncates f after its last newline.
+func cutTornTail(f *os.File) error {
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	end := fi.Size()
+	buf := make([]byte, 64<<10)
+	for end > 0 {
+		n := min(int64(len(buf)), end)
+		if _, err := f.ReadAt(buf[:n], end-n); err != nil {
+			return err
+		}
+		if i := bytes.LastIndexByte(buf[:n], '\n'); i >= 0 {
+			end = end - n + int64(i) + 1
+			break
+		}
+		end -= n
+	}
+	if end == fi.Size() {
+		return nil
+	}
+	return f.Truncate(end)
+}
+
+// kafkaPublisher produces revisions to the results topic, keyed like the
+// live job's results (key fields and window), with their firing and pane
+// in headers, and waits for every in-sync replica. It is not
+// transactional: a crash before the outbox is emptied produces the same
+// records again, which readers fold by pane.
+type kafkaPublisher struct{ cl *kgo.Client }
+
+func (k kafkaPublisher) publish(revs []archive.Outboxed) error {
+	recs := make([]*kgo.Record, len(revs))
+	for i, r := range revs {
+		recs[i] = &kgo.Record{Key: r.RecordKey, Value: r.Line, Headers: resultHeaders(window.Backfill, r.Run, r.Pane)}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	return k.cl.ProduceSync(ctx, recs...).FirstErr()
+}
+
+func (k kafkaPublisher) close() error { k.cl.Close(); return nil }

@@ -1,0 +1,224 @@
+package job
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/checkpoint"
+	"github.com/weirstream/weir/connector/kafkaio"
+	"github.com/weirstream/weir/etime"
+	"github.com/weirstream/weir/spec"
+)
+
+// checkpoints is a job's checkpoint store and, when the run resumes, the
+// checkpoint it resumes from.
+type checkpoints struct {
+	store    *checkpoint.Dir
+	dir      string
+	last     atomic.Int64 // the newest checkpoint this run completed
+	interval time.Duration
+	meta     []byte
+	restored *checkpoint.Checkpoint
+	view     checkpoint.View
+	// nextID is the first id of this run: above every checkpoint in the
+	// directory, also those newer than the restored one whose output a
+	// transactional sink never committed.
+	nextID int64
+}
+
+// openCheckpoints opens the checkpoint directory of the run, if it has one,
+// and finds the newest complete checkpoint unless the run is fresh. A
+// checkpoint written by a spec that differs in a field its state or
+// positions depend on, or that wrote a sink this spec removes, is refused,
+// naming the fields (resumeAcross); one whose spec differs in other fields
+// is resumed, and the info line names them. A checkpoint of a newer meta
+// format is refused.
+func openCheckpoints(p *spec.Plan, o RunOptions) (*checkpoints, error) {
+	interval, retain := 5*time.Second, 0
+	if c := p.Spec.Checkpoint; c != nil {
+		retain = c.Retain
+		if c.Interval != nil {
+			interval = etime.Duration(*c.Interval).Std()
+		}
+	}
+	if o.CheckpointInterval > 0 {
+		interval = o.CheckpointInterval
+	}
+	dir := checkpointDir(p, o)
+	if dir == "" {
+		return nil, nil
+	}
+	meta := fingerprint(p)
+	store, err := checkpoint.Open(dir, checkpoint.Options{Retain: retain, Meta: meta, Crash: o.Crash, Logger: o.Logger})
+	if err != nil {
+		return nil, err
+	}
+	c := &checkpoints{store: store, dir: dir, interval: interval, meta: meta}
+	marker := filepath.Join(dir, finishedMarker)
+	_, statErr := os.Stat(marker)
+	finished := statErr == nil
+	if o.Fresh || finished {
+		if finished && !o.Fresh && o.Info != nil {
+			o.Info(fmt.Sprintf("the run that wrote %s finished; starting over", dir))
+		}
+		if err := store.RemoveAll(); err != nil {
+			store.Close()
+			return nil, err
+		}
+		if err := os.Remove(marker); err != nil && !os.IsNotExist(err) {
+			store.Close()
+			return nil, err
+		}
+		return c, nil
+	}
+	// A kafka results sink commits a checkpoint's output after the
+	// checkpoint: only a checkpoint whose transaction committed counts.
+	limit := int64(math.MaxInt64)
+	if r := p.Spec.Sinks.Results; r != nil && r.Type == "kafka" {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		id, ok, err := kafkaio.LastCommitted(ctx, kafkaSinkOptions(r, txnID(p)))
+		cancel()
+		if err != nil {
+			store.Close()
+			return nil, err
+		}
+		if limit = -1; ok {
+			limit = id
+		}
+	}
+	cp, skipped, err := store.Resumable(limit)
+	if err != nil {
+		store.Close()
+		return nil, err
+	}
+	if cp == nil && len(skipped) > 0 {
+		store.Close()
+		return nil, &DamagedError{Dir: dir, Skipped: skipped}
+	}
+	ok := cp != nil
+	ids, err := store.List()
+	if err != nil {
+		store.Close()
+		return nil, err
+	}
+	for _, id := range ids {
+		c.nextID = max(c.nextID, id+1)
+	}
+	if !ok && limit >= 0 && len(ids) > 0 {
+		// The sink committed output up to checkpoint limit, but that
+		// checkpoint is gone: starting over would repeat the output,
+		// resuming later would lose some.
+		store.Close()
+		return nil, fmt.Errorf("%s holds checkpoints %v but none at or below %d, the newest whose Kafka transaction committed: retention removed it or its marker left the topic; start over with --fresh (the results topic then receives everything again) and raise checkpoint.retain", dir, ids, limit)
+	}
+	if !ok {
+		return c, nil
+	}
+	across, err := resumeAcross(p, cp.Meta)
+	if err != nil {
+		store.Close()
+		return nil, fmt.Errorf("checkpoint %d in %s: %w", cp.ID, dir, err)
+	}
+	c.restored = cp
+	if c.view, err = store.View(cp); err != nil {
+		store.Close()
+		return nil, err
+	}
+	if o.Info != nil {
+		if len(across) > 0 {
+			o.Info(fmt.Sprintf("resuming from checkpoint %d in %s across %s (--fresh starts over)", cp.ID, dir, phrase(across)))
+		} else {
+			o.Info(fmt.Sprintf("resuming from checkpoint %d in %s (--fresh starts over)", cp.ID, dir))
+		}
+	}
+	return c, nil
+}
+
+// ErrNoValidCheckpoint is matched (errors.Is) by the error of a run
+// refused because every checkpoint in its directory fails verification;
+// the error is a *DamagedError.
+var ErrNoValidCheckpoint = errors.New("spec: no checkpoint verifies")
+
+// DamagedError is a checkpoint directory none of whose checkpoints
+// verifies. The run is refused rather than started over: the outputs
+// hold what those checkpoints covered (a ledger, a table or a topic keeps
+// even what none covered), so only the user can say to start over.
+type DamagedError struct {
+	Dir     string
+	Skipped []checkpoint.Skipped // newest first
+}
+
+func (e *DamagedError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "no checkpoint in %s verifies, so the run cannot resume from one:", e.Dir)
+	for _, s := range e.Skipped {
+		fmt.Fprintf(&b, "\n  checkpoint %d: %s", s.ID, s.Reason)
+	}
+	b.WriteString("\nweir does not start over on its own, since the outputs hold what those checkpoints covered: start over with --fresh (the outputs start over too), or put back the checkpoint files")
+	return b.String()
+}
+
+// Is makes errors.Is(err, ErrNoValidCheckpoint) match.
+func (e *DamagedError) Is(target error) bool { return target == ErrNoValidCheckpoint }
+
+// checkpointDir is the run's checkpoint directory ("" without
+// checkpoints): RunOptions.CheckpointDir, else the spec's checkpoint.dir.
+func checkpointDir(p *spec.Plan, o RunOptions) string {
+	if o.CheckpointDir != "" {
+		return o.CheckpointDir
+	}
+	if c := p.Spec.Checkpoint; c != nil {
+		return o.path(c.Dir)
+	}
+	return ""
+}
+
+func (c *checkpoints) options(fail func(error), committed func(id int64) error) weir.CheckpointOptions {
+	o := weir.CheckpointOptions{Interval: c.interval, Store: c.store,
+		OnError: func(id int64, err error) { fail(fmt.Errorf("checkpoint %d failed: %w", id, err)) },
+		OnComplete: func(id int64) {
+			if err := committed(id); err != nil {
+				fail(fmt.Errorf("checkpoint %d: %w", id, err))
+				return
+			}
+			c.last.Store(id)
+		}}
+	if c.restored != nil {
+		o.Restore = c.view
+		o.NextID = max(c.restored.ID+1, c.nextID)
+	}
+	return o
+}
+
+// finishedMarker, in a checkpoint directory, says the run that wrote it
+// read all its input: the next run starts over instead of resuming.
+const finishedMarker = "FINISHED"
+
+// finished marks the run complete.
+func (c *checkpoints) finished() error {
+	if c == nil {
+		return nil
+	}
+	return os.WriteFile(filepath.Join(c.dir, finishedMarker), []byte("the run finished; the next run starts over\n"), 0o644)
+}
+
+func (c *checkpoints) close() error {
+	if c == nil {
+		return nil
+	}
+	return c.store.Close()
+}
+
+// fingerprint is the meta of p's checkpoints (encodeMeta, format
+// metaFormat): what their state and positions depend on, by field, and
+// what else the spec set, by digest, so that a restore under a changed
+// spec refuses the changes the state depends on and names the others.
+func fingerprint(p *spec.Plan) []byte { return encodeMeta(p) }

@@ -1,0 +1,507 @@
+package job
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/valyala/fastjson"
+	"github.com/weirstream/weir"
+
+	"github.com/weirstream/weir/clock"
+	"github.com/weirstream/weir/connector/fileio"
+	"github.com/weirstream/weir/connector/kafkaio"
+	"github.com/weirstream/weir/connector/pgio"
+	"github.com/weirstream/weir/connector/sqliteio"
+	"github.com/weirstream/weir/etime"
+	"github.com/weirstream/weir/internal/jsonnum"
+	"github.com/weirstream/weir/spec"
+	"github.com/weirstream/weir/window"
+)
+
+// Answer is the complete answer of a job: every record of its input
+// grouped by key and window with its aggregates, without watermarks (a
+// batch group-by), which is what its results hold once every late record
+// is in them.
+type Answer struct {
+	// Records aggregated, and Bad input lines (dead letters).
+	Records, Bad int64
+	// rows are the aggregates by row identity (rowID).
+	rows map[string][]string
+}
+
+// Windows is the number of (key, window) rows of the answer.
+func (a *Answer) Windows() int { return len(a.rows) }
+
+// Complete computes the complete answer of a job whose source can be
+// read again (a generator or a file) and whose windows are tumbling or
+// sliding, reading the source from the start. CheckComplete says,
+// without reading anything, whether it can.
+func Complete(p *spec.Plan, dir string) (*Answer, error) {
+	if err := CheckComplete(p, dir); err != nil {
+		return nil, err
+	}
+	// A generator or a file: reads that do not wait, with nothing to cancel.
+	ctx := context.Background()
+	never := func() bool { return false }
+	always := func() bool { return true }
+	src, _, err := lineSource(p, RunOptions{Dir: dir}, nil, always, never)
+	if err != nil {
+		return nil, err
+	}
+	agg := aggregate(p, false)
+	dec := newDecoder(p, clock.Real{})
+	accs := map[string]*acc{}
+	a := &Answer{rows: map[string][]string{}}
+	var wins []window.Window
+	out := &collectLines{}
+	for ch := range p.Channels {
+		r, err := src.Open(ctx, ch, p.Channels)
+		if err != nil {
+			return nil, err
+		}
+		for {
+			st, err := r.Read(ctx, out)
+			for _, l := range out.lines {
+				switch l.Kind {
+				case fileio.Data:
+				case fileio.Bad:
+					a.Bad++
+					continue
+				default:
+					continue
+				}
+				rec, derr := dec.decode(l)
+				if derr != nil {
+					a.Bad++
+					continue
+				}
+				a.Records++
+				wins, err = p.Assigner.AssignWindows(rec.ts, wins[:0])
+				if err != nil {
+					a.Bad++
+					continue
+				}
+				for _, w := range wins {
+					id := rowID(p, rec.key, w)
+					ac := accs[id]
+					if ac == nil {
+						ac = agg.CreateAccumulator()
+						accs[id] = ac
+					}
+					agg.Add(ac, rec)
+				}
+			}
+			out.lines = out.lines[:0]
+			a.Bad += out.dead
+			out.dead = 0
+			if err != nil {
+				r.Close()
+				return nil, err
+			}
+			if st == weir.Done {
+				break
+			}
+			if st == weir.Waiting {
+				time.Sleep(time.Millisecond)
+			}
+		}
+		if err := r.Close(); err != nil {
+			return nil, err
+		}
+	}
+	for id, ac := range accs {
+		agg.collectInInputOrder(ac)
+		vals := splitResult(agg.Result(ac), len(agg.fns))
+		for i, v := range vals {
+			vals[i] = valueCanonical(p, []byte(v))
+		}
+		a.rows[id] = vals
+	}
+	return a, nil
+}
+
+// rowID identifies a results row of the answer: its key values (the
+// decoder's canonical texts), as the job's results store them (keyText),
+// and its window.
+func rowID(p *spec.Plan, key string, w window.Window) string {
+	keys := splitKey(key, len(p.Spec.Key))
+	for i, k := range keys {
+		keys[i] = keyText(p, []byte(k))
+	}
+	return rowIdentity(keys, strconv.FormatInt(int64(w.Start), 10), strconv.FormatInt(int64(w.End), 10))
+}
+
+// rowIdentity is the one form of a row's identity the answer and the
+// results it is compared with share: the canonical texts of its key
+// values, then its window's start and end in ms.
+func rowIdentity(keys []string, start, end string) string {
+	var b strings.Builder
+	for _, k := range keys {
+		b.WriteString(k)
+		b.WriteByte('|')
+	}
+	b.WriteString(start)
+	b.WriteByte(',')
+	b.WriteString(end)
+	return b.String()
+}
+
+// keyText renders a key value (canonical JSON) as the job's results
+// table keeps it, with its type (valueText), for comparing: in Postgres,
+// the text of its text column (pgKeyText: the string "7" and the number
+// 7 are one key there), elsewhere as the SQLite sink stores it (they
+// differ).
+func keyText(p *spec.Plan, k []byte) string {
+	var x any
+	var err error
+	if r := p.Spec.Sinks.Results; r != nil && r.Type == "postgres" {
+		x, err = pgKeyText(k)
+	} else {
+		x, err = sqliteio.Value(k)
+	}
+	if err != nil {
+		return "invalid " + string(k)
+	}
+	return valueText(x)
+}
+
+// valueCanonical renders an aggregate's JSON value as the job's results
+// keep it, for comparing: as sqlCanonical for SQL tables (a REAL keeps
+// 15 digits), and a number with a fraction or beyond int64 as its exact
+// text for jsonl and Kafka results, which keep the text (a decimal sum
+// is then compared digit for digit).
+func valueCanonical(p *spec.Plan, v []byte) string {
+	if r := p.Spec.Sinks.Results; r != nil && (r.Type == "jsonl" || r.Type == "kafka") && isNumberText(string(v)) {
+		if _, err := strconv.ParseInt(string(v), 10, 64); err != nil {
+			return "number:" + string(v)
+		}
+	}
+	return sqlCanonical(v)
+}
+
+// sqlCanonical renders a JSON value as the SQLite sink stores it once it
+// is written canonically, so that the answer, a results file and a
+// table compare as the table would.
+func sqlCanonical(v []byte) string {
+	x, err := sqlValue(v)
+	if err != nil {
+		return "invalid " + string(v)
+	}
+	return valueText(x)
+}
+
+// sqlValue is the SQLite value of a JSON value written canonically (as
+// the live job writes keys; jsonb writes numbers and orders object
+// members its own way).
+func sqlValue(v []byte) (any, error) {
+	c, err := CanonicalJSON(v)
+	if err != nil {
+		return nil, err
+	}
+	return sqliteio.Value(c)
+}
+
+// CanonicalJSON is a JSON value's text written canonically, as the job
+// writes key values (numbers exactly in one form, object members sorted
+// by name and a repeated member's last value, no spaces), so two texts
+// of one value are equal bytes.
+func CanonicalJSON(v []byte) ([]byte, error) {
+	x, err := fastjson.ParseBytes(v)
+	if err != nil {
+		return nil, err
+	}
+	return appendCanonical(nil, x), nil
+}
+
+// valueText is a value as the SQLite driver gives it, with its type, so
+// that 1 and "1" differ: a number (INTEGER, REAL, or a BLOB of its
+// canonical text) as its canonical text, so that an INTEGER and a REAL
+// of one number are equal, as SQLite compares them.
+func valueText(v any) string {
+	switch x := v.(type) {
+	case int64:
+		return "number:" + strconv.FormatInt(x, 10)
+	case float64:
+		return "number:" + string(jsonnum.AppendCanonical(nil, strconv.AppendFloat(nil, x, 'g', -1, 64)))
+	case []byte:
+		return "number:" + string(x)
+	}
+	return fmt.Sprintf("%T:%v", v, v)
+}
+
+// shown is a row identity or value without its type prefixes (they keep
+// 1 and "1" apart when comparing).
+func shown(s string) string {
+	parts := strings.Split(s, "|")
+	for i, p := range parts {
+		if _, v, ok := strings.Cut(p, ":"); ok {
+			parts[i] = v
+		}
+	}
+	return strings.Join(parts, " ")
+}
+
+func shownRow(vals []string, ok bool) string {
+	if !ok {
+		return "no row"
+	}
+	out := make([]string, len(vals))
+	for i, v := range vals {
+		out[i] = shown(v)
+	}
+	return "[" + strings.Join(out, " ") + "]"
+}
+
+// CheckComplete returns why the complete answer of the job (its spec's
+// directory dir) cannot be computed, or nil if Complete can compute it:
+// event time, tumbling or sliding windows, and a source it can read
+// again from the start (a generator, or a file that is there; not stdin,
+// Kafka or NATS). It reads nothing but the file's metadata, so a caller
+// that writes before it computes the answer (weir backfill --verify)
+// asks first and writes nothing when it cannot.
+func CheckComplete(p *spec.Plan, dir string) error {
+	s := p.Spec
+	if p.Time != "event" {
+		return fmt.Errorf("the complete answer is computed for event time; this job uses %s time", p.Time)
+	}
+	if t := s.Window.Type; t != "tumbling" && t != "sliding" {
+		return fmt.Errorf("the complete answer is computed for tumbling and sliding windows, not %s", t)
+	}
+	switch t := s.Source.Type; t {
+	case "generator":
+		if p.GenStartNow {
+			return errors.New("the complete answer reads the input again, and a generator with start: now gives other timestamps each time it runs; verify with a copy of the spec whose generator starts at a time, or leave out --verify")
+		}
+		return nil
+	case "file":
+		path := RunOptions{Dir: dir}.path(s.Source.Path)
+		if _, err := os.Stat(path); err != nil {
+			return fmt.Errorf("the complete answer reads the input again, and the source file cannot be read: %w", err)
+		}
+		return nil
+	case "stdin":
+		return errors.New("the complete answer reads every input record again, and a stdin source cannot be read again; save the input to a file and verify with a copy of the spec whose source is {type: file, path: ...}, or leave out --verify")
+	default:
+		return fmt.Errorf("the complete answer reads every input record again, and weir reads it again only from a file or generator source, not a %s source; verify with a copy of the spec whose source is a file holding the same records, or leave out --verify", t)
+	}
+}
+
+// collectLines is a SourceOutput that keeps what a reader emits.
+type collectLines struct {
+	lines []fileio.Line
+	dead  int64
+}
+
+func (c *collectLines) Emit(_ etime.Time, l fileio.Line) { c.lines = append(c.lines, l) }
+func (c *collectLines) EmitWatermark(etime.Time)         {}
+func (c *collectLines) MarkIdle()                        {}
+func (c *collectLines) MarkActive()                      {}
+func (c *collectLines) DeadLetter(string, string, any)   { c.dead++ }
+
+// Compare compares the job's results table with the answer and returns
+// the rows that differ (at most limit of them, described) and their
+// number.
+func (a *Answer) Compare(p *spec.Plan, dir string, limit int) ([]string, int, error) {
+	var got map[string][]string
+	var err error
+	if r := p.Spec.Sinks.Results; r.Type == "jsonl" || r.Type == "kafka" {
+		got, err = latestResults(p, dir)
+	} else {
+		got, err = tableRows(p, dir)
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	var diffs []string
+	n := 0
+	for _, id := range slices.Sorted(maps.Keys(a.rows)) {
+		want := a.rows[id]
+		if g, ok := got[id]; !ok || !slices.Equal(g, want) {
+			n++
+			if len(diffs) < limit {
+				diffs = append(diffs, fmt.Sprintf("%s: %s, complete answer %s", shown(id), shownRow(g, ok), shownRow(want, true)))
+			}
+		}
+	}
+	for _, id := range slices.Sorted(maps.Keys(got)) {
+		if _, ok := a.rows[id]; !ok {
+			n++
+			if len(diffs) < limit {
+				diffs = append(diffs, fmt.Sprintf("%s: %s, not in the complete answer", shown(id), shownRow(got[id], true)))
+			}
+		}
+	}
+	return diffs, n, nil
+}
+
+// latestResults reads the results of a job with jsonl or Kafka results:
+// the results file and its corrections (CorrectionsPath), or the results
+// topic as read_committed readers see it, keeping each window's highest
+// (run, pane) (at equal ones, the later), by row identity, and of those
+// the windows of the newest run (a topic, or files kept with --append,
+// hold earlier runs too; the complete answer is of this run's input).
+func latestResults(p *spec.Plan, dir string) (map[string][]string, error) {
+	f := resultFold{p: p, got: map[string][]string{}, revs: map[string][2]int64{}}
+	defer f.newestRun()
+	r := p.Spec.Sinks.Results
+	if r.Type == "kafka" {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		var ferr error
+		err := kafkaio.ReadCommitted(ctx, r.Brokers, []string{r.Topic}, time.Second, func(rec *kgo.Record) {
+			if ferr == nil {
+				ferr = f.add(rec.Value)
+			}
+		}, kafkaOpts(r.TLS, r.SASL)...)
+		return f.got, errors.Join(err, ferr)
+	}
+	results := RunOptions{Dir: dir}.path(r.Path)
+	for _, path := range []string{results, CorrectionsPath(p, dir)} {
+		b, err := os.ReadFile(path)
+		if errors.Is(err, os.ErrNotExist) && path != results {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		for no, line := range bytes.Split(bytes.TrimSuffix(b, []byte("\n")), []byte("\n")) {
+			if err := f.add(line); err != nil {
+				return nil, fmt.Errorf("%s:%d: %w", path, no+1, err)
+			}
+		}
+	}
+	return f.got, nil
+}
+
+// resultFold keeps the newest revision, by (run, pane), of each window
+// among result lines.
+type resultFold struct {
+	p    *spec.Plan
+	got  map[string][]string
+	revs map[string][2]int64 // the (run, pane) of got's rows
+}
+
+// newestRun keeps the rows of the newest run only.
+func (f *resultFold) newestRun() {
+	var last int64
+	for _, r := range f.revs {
+		last = max(last, r[0])
+	}
+	for k, r := range f.revs {
+		if r[0] != last {
+			delete(f.got, k)
+		}
+	}
+}
+
+func (f *resultFold) add(line []byte) error {
+	if len(line) == 0 {
+		return nil
+	}
+	s := f.p.Spec
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(line, &m); err != nil {
+		return err
+	}
+	keys := make([]string, len(s.Key))
+	for i, k := range s.Key {
+		keys[i] = sqlCanonical(m[k])
+	}
+	k := rowIdentity(keys, string(m["window_start"]), string(m["window_end"]))
+	var rev [2]int64 // run, pane
+	var firing string
+	json.Unmarshal(m["run"], &rev[0])
+	json.Unmarshal(m["pane"], &rev[1])
+	json.Unmarshal(m["firing"], &firing)
+	old, ok := f.revs[k]
+	if ok && (old[0] > rev[0] || old[0] == rev[0] && old[1] > rev[1]) {
+		return nil
+	}
+	if firing == "retract" {
+		delete(f.got, k)
+		delete(f.revs, k)
+		return nil
+	}
+	row := make([]string, len(s.Aggregate))
+	for i, ag := range s.Aggregate {
+		row[i] = valueCanonical(f.p, m[ag.Name])
+	}
+	f.got[k], f.revs[k] = row, rev
+	return nil
+}
+
+// tableRows reads a SQL results table by row identity.
+func tableRows(p *spec.Plan, dir string) (map[string][]string, error) {
+	db, err := openResultsDB(p, dir, false)
+	if err != nil {
+		return nil, err
+	}
+	defer db.close()
+	s := p.Spec
+	var cols []string
+	for _, k := range s.Key {
+		cols = append(cols, db.text(quoteSQL(k)))
+	}
+	cols = append(cols, "window_start", "window_end")
+	for _, ag := range s.Aggregate {
+		cols = append(cols, db.text(quoteSQL(ag.Name)))
+	}
+	// The job's rows of its newest run (--append keeps earlier runs'
+	// rows beside them; the complete answer is of this run's input).
+	t := quoteSQL(cmp.Or(s.Sinks.Results.Table, "results"))
+	q := `SELECT ` + strings.Join(cols, ", ") + ` FROM ` + t + ` WHERE "job" = ? AND run = (SELECT MAX(run) FROM ` + t + ` WHERE "job" = ?)`
+	if db.pg {
+		q = dollars(q)
+	}
+	rows, err := db.db.Query(q, s.Name, s.Name)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	got := map[string][]string{}
+	nk := len(s.Key)
+	for rows.Next() {
+		vals := make([]any, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			return nil, err
+		}
+		keys := make([]string, 0, nk)
+		row := make([]string, 0, len(s.Aggregate))
+		for i, v := range vals {
+			if i == nk || i == nk+1 { // the window
+				continue
+			}
+			var t pgio.Type
+			if i < nk {
+				t = db.keyTypes[i]
+			} else {
+				t = db.valTypes[i-nk-2]
+			}
+			if v, err = db.value(t, v); err != nil {
+				return nil, err
+			}
+			if c := valueText(v); i < nk {
+				keys = append(keys, c)
+			} else {
+				row = append(row, c)
+			}
+		}
+		got[rowIdentity(keys, fmt.Sprint(vals[nk]), fmt.Sprint(vals[nk+1]))] = row
+	}
+	return got, rows.Err()
+}

@@ -1,0 +1,527 @@
+package job
+
+import (
+	"encoding/hex"
+	"fmt"
+	"math/big"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/weirstream/weir/clock"
+	"github.com/weirstream/weir/connector/fileio"
+	"github.com/weirstream/weir/spec"
+)
+
+// decimalJob aggregates amount every way a number is aggregated.
+const decimalJob = `
+name: dec
+source: {type: file, path: in.jsonl}
+watermark: {max_out_of_orderness: 1s}
+key: [k]
+window: {type: tumbling, size: 1m}
+aggregate:
+  - {name: total, fn: sum, field: amount}
+  - {name: mean, fn: avg, field: amount}
+  - {name: smallest, fn: min, field: amount}
+  - {name: biggest, fn: max, field: amount}
+`
+
+// decimalAgg returns decimalJob's aggregate function and a function that
+// decodes an order of key a with that amount (JSON text) and line number
+// no.
+func decimalAgg(t testing.TB) (aggFunc, func(no int64, amount string) rec) {
+	t.Helper()
+	p, err := spec.Parse([]byte(decimalJob))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec := newDecoder(p, clock.Real{})
+	return aggregate(p, false), func(no int64, amount string) rec {
+		t.Helper()
+		r, err := dec.decode(fileio.Line{Kind: fileio.Data, No: no, Text: []byte(`{"k":"a","ts":1767225600000,"amount":` + amount + `}`)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+}
+
+// randDecimal is a random JSON number: an integer (a fifth of them, some
+// beyond int64) or a decimal with 1 to 6 fraction digits (trailing zeros
+// kept, as written), of up to 24 digits, and its exact value.
+func randDecimal(r *rand.Rand) (string, *big.Rat) {
+	digits := 1 + r.IntN(24)
+	m := new(big.Int)
+	for range digits {
+		m.Mul(m, big.NewInt(10)).Add(m, big.NewInt(int64(r.IntN(10))))
+	}
+	if r.IntN(2) == 0 {
+		m.Neg(m)
+	}
+	scale := 0
+	if r.IntN(5) > 0 {
+		scale = 1 + r.IntN(6)
+	}
+	x := new(big.Rat).SetFrac(m, new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(scale)), nil))
+	return x.FloatString(scale), x
+}
+
+// TestDecimalSumsAgainstBig: sums, averages, minima and maxima of random
+// decimals, added in random orders to accumulators that are split at
+// random, round-tripped through the checkpoint encoding and merged in
+// random order (as sliding and session windows and backfills merge
+// them), give the exact answer that math/big computes, and the same text
+// in every order: the sum at the largest scale of its inputs, the avg
+// rounded half up to max(6, that scale) digits, min and max with the
+// most fraction digits among equal values.
+func TestDecimalSumsAgainstBig(t *testing.T) {
+	agg, order := decimalAgg(t)
+	r := rand.New(rand.NewPCG(17, 4))
+	for round := range 300 {
+		n := 1 + r.IntN(60)
+		texts := make([]string, n)
+		sum := new(big.Rat)
+		scale := 0
+		var lo, hi *big.Rat
+		var loText, hiText string
+		for i := range texts {
+			s, x := randDecimal(r)
+			texts[i] = s
+			sum.Add(sum, x)
+			fd := 0
+			if _, f, ok := strings.Cut(s, "."); ok {
+				fd = len(f)
+			}
+			scale = max(scale, fd)
+			better := func(cur *big.Rat, curText string, c int) bool {
+				return cur == nil || c < 0 || c == 0 && fd > fracDigits(curText)
+			}
+			if better(lo, loText, x.Cmp(orZero(lo))) {
+				lo, loText = x, s
+			}
+			if better(hi, hiText, -x.Cmp(orZero(hi))) {
+				hi, hiText = x, s
+			}
+		}
+		mean := new(big.Rat).Quo(sum, big.NewRat(int64(n), 1))
+		want := []string{sum.FloatString(scale), mean.FloatString(max(6, scale)), loText, hiText}
+		if scale == 0 {
+			// Integers: an int64 sum prints as one; the avg of integers
+			// stays float64, as before decimals.
+			want = want[:1]
+		}
+		recs := make([]rec, n)
+		for i, s := range texts {
+			recs[i] = order(int64(i+1), s)
+		}
+		var first []string
+		for order := range 4 {
+			r.Shuffle(n, func(i, j int) { recs[i], recs[j] = recs[j], recs[i] })
+			// Split into parts, each its own accumulator.
+			var parts []*acc
+			for i := 0; i < n; {
+				k := 1 + r.IntN(n-i)
+				ac := agg.CreateAccumulator()
+				for _, rc := range recs[i : i+k] {
+					agg.Add(ac, rc)
+				}
+				parts = append(parts, throughCheckpoint(t, ac))
+				i += k
+			}
+			for len(parts) > 1 {
+				i := r.IntN(len(parts) - 1)
+				parts = slices.Replace(parts, i, i+2, agg.Merge(parts[i], parts[i+1]))
+			}
+			got := splitResult(agg.Result(parts[0]), len(agg.fns))
+			if !slices.Equal(got[:len(want)], want) {
+				t.Fatalf("round %d, order %d: inputs %v\ngot  %v\nwant %v", round, order, texts, got, want)
+			}
+			if first == nil {
+				first = got
+			} else if !slices.Equal(got, first) {
+				t.Fatalf("round %d: order %d gives %v, the first order %v", round, order, got, first)
+			}
+		}
+	}
+}
+
+// throughCheckpoint returns ac encoded as a checkpoint holds it and
+// decoded again.
+func throughCheckpoint(t *testing.T, ac *acc) *acc {
+	t.Helper()
+	b, err := ac.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	back := new(acc)
+	if err := back.UnmarshalBinary(b); err != nil {
+		t.Fatal(err)
+	}
+	return back
+}
+
+func orZero(x *big.Rat) *big.Rat {
+	if x == nil {
+		return new(big.Rat)
+	}
+	return x
+}
+
+func fracDigits(s string) int {
+	_, f, _ := strings.Cut(s, ".")
+	return len(f)
+}
+
+// articleOrders writes orders with amounts of two decimals, the articles'
+// "double amount", as lines of a file: n orders of 20 users over 30
+// minutes, most within 5 s of their event time, some a few minutes late,
+// on two source channels (the complete answer reads one channel after the
+// other, so it adds a window's amounts in another order than the live
+// job, as a backfill does).
+func articleOrders(seed uint64, n int) []string {
+	r := rand.New(rand.NewPCG(seed, 1))
+	type order struct {
+		arrive int64
+		line   string
+	}
+	orders := make([]order, n)
+	for i := range orders {
+		ts := int64(1767225600000) + int64(i)*1800_000/int64(n)
+		delay := int64(r.IntN(5000))
+		if r.IntN(20) == 0 {
+			delay = 60_000 + int64(r.IntN(240_000))
+		}
+		cents := 1 + r.IntN(99_999)
+		orders[i] = order{ts + delay, fmt.Sprintf(`{"$channel":%d,"order_id":%d,"user_id":"u%02d","amount":%d.%02d,"ts":%d}`, r.IntN(2), i+1, r.IntN(20), cents/100, cents%100, ts)}
+	}
+	slices.SortStableFunc(orders, func(a, b order) int { return int(a.arrive - b.arrive) })
+	lines := make([]string, n)
+	for i, o := range orders {
+		lines[i] = o.line
+	}
+	return lines
+}
+
+// TestBackfillFractionalAmounts is the articles' case: orders with
+// amounts of two decimals, live with late ones in the ledger, then a
+// backfill; the results equal the complete answer (weir backfill
+// --verify), for SQLite and Postgres results and for jsonl results with
+// an archive, whose sums are compared digit for digit. In float64 the live sum plus
+// the late amounts differs from the sum in file order (16452.050000000003
+// against 16452.05). The same orders in another arrival order give the
+// same text.
+func TestBackfillFractionalAmounts(t *testing.T) {
+	lines := articleOrders(7, 6000)
+	job := `
+name: articles
+source: {type: file, path: in.jsonl, channels: 2}
+watermark: {max_out_of_orderness: 5s}
+key: [user_id]
+window: {type: tumbling, size: 1m}
+allowed_lateness: 30s
+aggregate:
+  - {name: orders, fn: count}
+  - {name: total, fn: sum, field: amount}
+  - {name: mean, fn: avg, field: amount}
+  - {name: biggest, fn: max, field: amount}
+sinks:
+  results: %s
+  late: {type: ledger, dir: ledger}
+`
+	for _, results := range []string{"sqlite, path: results.db", "jsonl, path: results.jsonl", "postgres"} {
+		t.Run(strings.TrimSuffix(strings.Fields(results)[0], ","), func(t *testing.T) {
+			if results == "postgres" {
+				url, table, _ := pgResultsTable(t, "weir_dec")
+				results = "postgres, url: '" + url + "', table: " + table
+			}
+			yaml := fmt.Sprintf(job, "{type: "+results+"}")
+			if strings.HasPrefix(results, "jsonl") {
+				yaml += "archive: {dir: archive, horizon: 30d}\n"
+			}
+			dir, sum := runSpec(t, yaml, map[string]string{"in.jsonl": strings.Join(lines, "\n") + "\n"}, RunOptions{Deterministic: true})
+			if sum.Get("late_side_output") < 50 {
+				t.Fatalf("too few late orders to backfill: %s", sum.JSON())
+			}
+			p, err := spec.Parse([]byte(yaml))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ans, err := Complete(p, dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, n, err := ans.Compare(p, dir, 3); err != nil || n == 0 {
+				t.Fatalf("before the backfill %d windows differ (%v): the test proves nothing", n, err)
+			}
+			rep, err := Backfill(p, BackfillOptions{Dir: dir})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diffs, n, err := ans.Compare(p, dir, 5); err != nil || n > 0 {
+				t.Fatalf("after the backfill (%+v), %d of %d windows differ from the complete answer (%v):\n%s", rep, n, ans.Windows(), err, strings.Join(diffs, "\n"))
+			}
+		})
+	}
+	// Another arrival order, nothing late: the same results, byte for byte.
+	byOrder := func(lines []string) string {
+		yaml := strings.Replace(fmt.Sprintf(job, "{type: jsonl, path: results.jsonl}"), "allowed_lateness: 30s", "allowed_lateness: 1h", 1)
+		yaml = strings.Replace(yaml, "max_out_of_orderness: 5s", "max_out_of_orderness: 1h", 1)
+		dir, _ := runSpec(t, yaml, map[string]string{"in.jsonl": strings.Join(lines, "\n") + "\n"}, RunOptions{Deterministic: true})
+		b, err := os.ReadFile(filepath.Join(dir, "results.jsonl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := strings.Split(strings.TrimSpace(string(b)), "\n")
+		slices.Sort(out)
+		return strings.Join(out, "\n")
+	}
+	shuffled := slices.Clone(lines)
+	rand.New(rand.NewPCG(1, 2)).Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
+	if a, b := byOrder(lines), byOrder(shuffled); a != b {
+		x, y := strings.Split(a, "\n"), strings.Split(b, "\n")
+		for i := range min(len(x), len(y)) {
+			if x[i] != y[i] {
+				t.Fatalf("two arrival orders differ:\n%s\n%s", x[i], y[i])
+			}
+		}
+		t.Fatalf("two arrival orders give %d and %d results", len(x), len(y))
+	}
+}
+
+// sumJob sums amount, of type typ (empty: the default), into jsonl
+// results.
+const sumJob = `
+name: sums
+source: {type: file, path: in.jsonl}
+watermark: {max_out_of_orderness: 1s}
+window: {type: tumbling, size: 1m}
+aggregate:
+  - {name: total, fn: sum, field: amount%s}
+  - {name: mean, fn: avg, field: amount%s}
+  - {name: smallest, fn: min, field: amount%s}
+sinks:
+  results: {type: jsonl, path: results.jsonl}
+`
+
+// sumResult runs sumJob over amounts and returns its one result line, its
+// summary and its warnings.
+func sumResult(t *testing.T, typ string, amounts ...string) (string, Summary, []string) {
+	t.Helper()
+	if typ != "" {
+		typ = ", type: " + typ
+	}
+	var in strings.Builder
+	for i, a := range amounts {
+		fmt.Fprintf(&in, `{"ts":%d,"amount":%s}`+"\n", 1767225600000+int64(i), a)
+	}
+	var warnings []string
+	dir, sum := runSpec(t, fmt.Sprintf(sumJob, typ, typ, typ), map[string]string{"in.jsonl": in.String()},
+		RunOptions{Deterministic: true, Warn: func(m string) { warnings = append(warnings, m) }})
+	b, err := os.ReadFile(filepath.Join(dir, "results.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := strings.TrimSpace(string(b))
+	_, line, _ = strings.Cut(line, `"watermark":9223372036854775807,`)
+	return line, sum, warnings
+}
+
+// TestFloatType: an aggregate of type: float keeps float64 arithmetic
+// (0.1 + 0.2 is 0.30000000000000004, an int64 overflow becomes a float),
+// where the default is exact (0.3, the int64 overflow exact as a
+// decimal).
+func TestFloatType(t *testing.T) {
+	for _, c := range []struct {
+		typ     string
+		amounts []string
+		want    string
+	}{
+		{"float", []string{"0.1", "0.2"}, `"total":0.30000000000000004,"mean":0.15000000000000002,"smallest":0.1}`},
+		{"", []string{"0.1", "0.2"}, `"total":0.3,"mean":0.150000,"smallest":0.1}`},
+		{"decimal", []string{"0.10", "0.2", "1.1", "1.10"}, `"total":2.50,"mean":0.625000,"smallest":0.10}`},
+		{"float", []string{"9223372036854775807", "1"}, `"total":9.223372036854776e+18,"mean":4.611686018427388e+18,"smallest":1}`},
+		{"", []string{"9223372036854775807", "1"}, `"total":9223372036854775808,"mean":4611686018427387904.000000,"smallest":1}`},
+	} {
+		got, sum, warnings := sumResult(t, c.typ, c.amounts...)
+		if got != c.want || sum.Get("decimal_overflow")+sum.Get("float_overflow") != 0 || len(warnings) != 0 {
+			t.Errorf("type %q, %v: got %s %s %q, want %s", c.typ, c.amounts, got, sum.JSON(), warnings, c.want)
+		}
+	}
+	// The type is checked, with a suggestion.
+	_, err := spec.Parse([]byte(fmt.Sprintf(sumJob, ", type: flaot", "", "")))
+	if err == nil || !strings.Contains(err.Error(), `aggregate[0].type: unknown value "flaot"`) || !strings.Contains(err.Error(), `did you mean "float"?`) {
+		t.Fatalf("type: flaot: %v", err)
+	}
+	if _, err := spec.Parse([]byte(`
+name: x
+source: {type: file, path: in.jsonl}
+watermark: {max_out_of_orderness: 1s}
+window: {type: tumbling, size: 1m}
+aggregate: [{name: n, fn: count, type: float}]
+`)); err == nil || !strings.Contains(err.Error(), "aggregate[0].type: count takes no type") {
+		t.Fatalf("count with a type: %v", err)
+	}
+}
+
+// TestSumOverflow: a sum beyond what it can hold is counted and warned
+// about, never a silent null: two values of 1e308 (beyond 38 digits, so
+// float64 from the start) overflow float64 (float_overflow; the sum is
+// written as null, as JSON has no infinity); a decimal sum beyond 38
+// digits, or an input beyond them, falls back to float64
+// (decimal_overflow).
+func TestSumOverflow(t *testing.T) {
+	nines := strings.Repeat("9", 38)
+	for _, c := range []struct {
+		typ     string
+		amounts []string
+		want    string
+		counter string
+	}{
+		{"float", []string{"1e308", "1e308"}, `"total":null,"mean":null,"smallest":1e+308}`, "float_overflow"},
+		{"", []string{"1e308", "1e308"}, `"total":null,"mean":null,"smallest":1e+308}`, "float_overflow"},
+		{"", []string{nines, "1"}, `"total":1e+38,"mean":5e+37,"smallest":1}`, "decimal_overflow"},
+		{"", []string{"0." + nines + "12", "1"}, `"total":2,"mean":1,"smallest":1}`, "decimal_overflow"},
+	} {
+		got, sum, warnings := sumResult(t, c.typ, c.amounts...)
+		if got != c.want {
+			t.Errorf("type %q, %v: got %s, want %s", c.typ, c.amounts, got, c.want)
+		}
+		// One result, two aggregates (total and mean) overflowed.
+		if sum.Get(c.counter) != 2 || len(warnings) != 2 || !strings.Contains(warnings[0], `aggregate "total" (sum of amount): `+c.counter) {
+			t.Errorf("type %q, %v: summary %s, warnings %q", c.typ, c.amounts, sum.JSON(), warnings)
+		}
+	}
+}
+
+// TestOldCheckpointAccumulators: accumulators that a checkpoint of weir
+// before decimals holds (encoded by it: a float sum of 0.1, 0.2 and 7,
+// an int sum of 3 and 4) restore as they were, and go on: the float sum
+// as a float, the int sum as an int; a decimal accumulator survives the
+// encoding exactly.
+func TestOldCheckpointAccumulators(t *testing.T) {
+	agg, order := decimalAgg(t)
+	add := func(ac *acc, amount string) { agg.Add(ac, order(9, amount)) }
+	for _, c := range []struct{ old, was, amount, now string }{
+		{"040600b3e6cc99b3e6cc8e408002000000000000000600b3e6cc99b3e6cc8e4080020000000000000006000002009ab3e6cc99b3e6dc3f0000000000060000010e000000000000",
+			"7.3 2.433333333333333 0.1 7", "1", "8.3 2.075 0.1 7"},
+		{"04040e000000000000000000040e00000000000000000004000001060000000000000400000108000000000000",
+			"7 3.5 3 4", "5", "12 4 3 5"},
+	} {
+		b, err := hex.DecodeString(c.old)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ac := new(acc)
+		if err := ac.UnmarshalBinary(b); err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Join(splitResult(agg.Result(ac), 4), " "); got != c.was {
+			t.Errorf("restored %s, want %s", got, c.was)
+		}
+		add(ac, c.amount)
+		if got := strings.Join(splitResult(agg.Result(ac), 4), " "); got != c.now {
+			t.Errorf("restored, then %s: %s, want %s", c.amount, got, c.now)
+		}
+	}
+	ac := agg.CreateAccumulator()
+	for _, a := range []string{"12345678901234567890123456.789", "-0.001", "1.10", "7"} {
+		add(ac, a)
+	}
+	back := throughCheckpoint(t, ac)
+	want := "12345678901234567890123464.888 3086419725308641972530866.222000 -0.001 12345678901234567890123456.789"
+	if got := strings.Join(splitResult(agg.Result(back), 4), " "); got != want {
+		t.Errorf("decimals through a checkpoint: %s, want %s", got, want)
+	}
+}
+
+// FuzzParseDec: parseDec never panics, agrees with math/big on the value
+// of every number it accepts, and its text reads back as the same value
+// at the same scale.
+func FuzzParseDec(f *testing.F) {
+	for _, s := range []string{"0", "-0.00", "1.10", "1e3", "1.5E-2", "99999999999999999999999999999999999999", "0." + strings.Repeat("0", 37) + "1", "1e-400", "-12.5e+1", "0." + strings.Repeat("0", 45), "0e-50"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		d, ok := parseDec([]byte(s))
+		if !ok {
+			return
+		}
+		want, okBig := new(big.Rat).SetString(s)
+		if !okBig {
+			t.Fatalf("parseDec accepts %q, math/big does not", s)
+		}
+		if d.big().Cmp(want) != 0 {
+			t.Fatalf("parseDec(%q) = %s", s, appendDec(nil, d))
+		}
+		text := appendDec(nil, d)
+		back, ok := parseDec(text)
+		if !ok || back != d {
+			t.Fatalf("%q prints %s, which reads back as %v %v", s, text, back, ok)
+		}
+	})
+}
+
+// TestZeroBeyondScale: a zero written with more fraction digits than a
+// decimal keeps is exact, not a decimal_overflow.
+func TestZeroBeyondScale(t *testing.T) {
+	for _, s := range []string{"0." + strings.Repeat("0", 45), "-0e-50"} {
+		if d, ok := parseDec([]byte(s)); !ok || d.big().Sign() != 0 {
+			t.Errorf("parseDec(%q) = %s, %v; want an exact zero", s, appendDec(nil, d), ok)
+		}
+	}
+}
+
+// TestDecimalTypeHash: type: decimal is the default, so a spec that says
+// it has the hash (which ledger entries carry) of one that does not.
+func TestDecimalTypeHash(t *testing.T) {
+	hash := func(typ string) string {
+		p, err := spec.Parse([]byte(fmt.Sprintf(sumJob, typ, "", "")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return specHash(p)
+	}
+	if a, b, c := hash(""), hash(", type: decimal"), hash(", type: float"); a != b || a == c {
+		t.Fatalf("spec hashes: default %s, decimal %s, float %s", a, b, c)
+	}
+}
+
+// TestBackfillOverflow: a backfill that folds a late amount into a
+// decimal sum of 38 digits (kept exactly by the archive) counts the
+// fallback to float64 in its report.
+func TestBackfillOverflow(t *testing.T) {
+	job := `
+name: bfover
+source: {type: file, path: in.jsonl}
+watermark: {max_out_of_orderness: 1s}
+window: {type: tumbling, size: 1m}
+aggregate: [{name: total, fn: sum, field: amount}]
+sinks:
+  results: {type: jsonl, path: results.jsonl}
+  late: {type: ledger, dir: ledger}
+archive: {dir: archive, horizon: 30d}
+`
+	in := `{"ts":1767225600000,"amount":` + strings.Repeat("9", 38) + `}
+{"ts":1767225700000,"amount":1}
+{"ts":1767225600001,"amount":1}
+`
+	dir, sum := runSpec(t, job, map[string]string{"in.jsonl": in}, RunOptions{Deterministic: true})
+	if sum.Get("late_side_output") != 1 || sum.Get("decimal_overflow") != 0 {
+		t.Fatalf("live run: %s", sum.JSON())
+	}
+	p, err := spec.Parse([]byte(job))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Backfill(p, BackfillOptions{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Windows != 1 || rep.DecimalOverflow != 1 || rep.FloatOverflow != 0 {
+		t.Fatalf("report %+v", rep)
+	}
+}

@@ -1,0 +1,648 @@
+package job
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/valyala/fastjson"
+
+	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/clock"
+	"github.com/weirstream/weir/connector/fileio"
+	"github.com/weirstream/weir/etime"
+	"github.com/weirstream/weir/internal/jsonnum"
+	"github.com/weirstream/weir/spec"
+)
+
+// rec is a decoded record on its way to the window operator.
+type rec struct {
+	ts   etime.Time
+	key  string // canonical JSON of the key values, separated by keySep
+	vals []val  // one input per aggregate
+	raw  []byte // the record as a JSON object (for the late output)
+	no   int64  // line number: arrival order for first/last ties
+	mark uint8  // markNone, markWatermark or markIdle
+	part int32  // the Kafka partition (other sources: 0)
+	wm   etime.Time
+	// promised is the watermark the bound promises at the record's
+	// arrival: its channel's (partition's) newest timestamp before it,
+	// minus the bound, minus 1 (MinTime: none yet).
+	promised etime.Time
+}
+
+const (
+	markNone uint8 = iota
+	markWatermark
+	markIdle
+)
+
+// keySep separates key values in rec.key; it cannot occur in compact JSON.
+const keySep = "\x00"
+
+// val is one aggregate input.
+type val struct {
+	kind  uint8 // vNone, vInt, vFloat, vJSON or vDec
+	scale uint8 // vDec: the dec's scale
+	i     int64 // vInt; vDec: the low 64 bits of the dec's mantissa
+	hi    int64 // vDec: the high 64 bits of the dec's mantissa
+	f     float64
+	raw   string // vJSON: canonical JSON text
+}
+
+// The kinds are numbered as checkpoints store them.
+const (
+	vNone uint8 = iota // missing or null: aggregates skip it
+	vInt
+	vFloat
+	vJSON
+	vDec // a JSON number with a fraction or beyond int64, exactly
+)
+
+// dec returns a vDec's decimal (an int's, at scale 0, for vInt).
+func (v val) dec() dec {
+	if v.kind == vInt {
+		return decFromInt(v.i)
+	}
+	return dec{hi: v.hi, lo: uint64(v.i), scale: v.scale}
+}
+
+func decVal(d dec) val { return val{kind: vDec, scale: d.scale, i: int64(d.lo), hi: d.hi} }
+
+// minValidTS is 2000-01-01T00:00:00Z: earlier timestamps are refused when
+// checks are on (R2).
+const minValidTS etime.Time = 946684800000
+
+// decoder turns lines into recs; it is shared by the source channels, so
+// it keeps no per-record state outside a pooled parser.
+type decoder struct {
+	p       *spec.Plan
+	clk     clock.Clock
+	scratch sync.Pool // *scratch
+	// now is a recent reading of the clock: a timestamp below now +
+	// max_future passes without reading the clock again (the clock only
+	// moves forward, so a stale now can only make the check stricter, and
+	// then the clock is read).
+	now atomic.Int64
+	// needs says, per aggregate, what kind of input it takes.
+	needs []need
+	// fields are the record fields the job reads (the timestamp, the
+	// keys, the aggregates' inputs), each once; tsAt, keyAt and aggAt are
+	// the index in fields of the timestamp, each key and each aggregate's
+	// input (-1: none). gather reads them all in one pass.
+	fields       []string
+	tsAt         int
+	keyAt, aggAt []int
+	// chMax holds, per channel, the largest timestamp of each of its
+	// slots: one slot for a file channel, one per partition for a Kafka
+	// channel (slot p / channels of channel p % channels: Kafka partitions
+	// are spread over channels so). Only the channel's own goroutine
+	// touches its slots.
+	chMax    [][]etime.Time
+	controls atomic.Int64 // control lines seen (live, for progress)
+	warned   atomic.Bool  // a backward jump was warned about
+	warn     func(where string, from, to etime.Time)
+	// note counts a control line or a regression in the job's output
+	// counters (exact across checkpoints).
+	note func(ch int, k itemKind)
+	// watch catches a misspelled field name (fieldwatch.go); warnField
+	// (nil: none) hears each field it finds missing, once.
+	watch     fieldWatch
+	warnField func(FieldWarning)
+	// staged holds each channel's largest timestamp as its barrier of a
+	// checkpoint passed, for the checkpoint's output part.
+	stagedMu sync.Mutex
+	staged   map[int64][][]etime.Time
+}
+
+// barrier records channel ch's largest timestamp for checkpoint id; it
+// runs on the channel's goroutine, the only one that touches chMax[ch].
+func (d *decoder) barrier(ch int, id int64) {
+	if ch < 0 || ch >= len(d.chMax) {
+		return
+	}
+	d.stagedMu.Lock()
+	defer d.stagedMu.Unlock()
+	if d.staged == nil {
+		d.staged = map[int64][][]etime.Time{}
+	}
+	if d.staged[id] == nil {
+		// Every channel passes the barrier before the checkpoint
+		// completes and sets its own element; reading the others' here
+		// would race with their goroutines.
+		d.staged[id] = make([][]etime.Time, len(d.chMax))
+	}
+	d.staged[id][ch] = slices.Clone(d.chMax[ch])
+}
+
+// maxAt returns the channels' slots' largest timestamps as of checkpoint
+// id and forgets that checkpoint and older ones.
+func (d *decoder) maxAt(id int64) [][]etime.Time {
+	d.stagedMu.Lock()
+	defer d.stagedMu.Unlock()
+	out := d.staged[id]
+	for i := range d.staged {
+		if i <= id {
+			delete(d.staged, i)
+		}
+	}
+	return out
+}
+
+func (d *decoder) control(ch int) {
+	d.controls.Add(1)
+	if d.note != nil {
+		d.note(ch, itemControl)
+	}
+}
+
+// scratch is per-goroutine decoding state, taken from a pool: the parser,
+// a buffer, a slab that aggregate inputs are cut from (one allocation per
+// slab, not per record), and interned keys.
+type scratch struct {
+	p    fastjson.Parser
+	got  []*fastjson.Value // the record's fields, by decoder.fields
+	buf  []byte
+	num  []byte // a number's text (decNumber)
+	slab []val
+	keys map[string]string
+}
+
+// maxInterned bounds the interned keys of one scratch; past it the table
+// starts over.
+const maxInterned = 1 << 16
+
+// regressionJump is the backward jump of event time within one channel
+// that counts as a timestamp regression (R2: counted and warned about,
+// not an error).
+const regressionJump etime.Duration = 3600_000
+
+type need uint8
+
+const (
+	needNothing need = iota // count without a field
+	needPresent             // count with a field: present and not null
+	needNumber              // sum, min, max, avg: exact decimals
+	needFloat               // sum, min, max, avg of type float: float64
+	needJSON                // first, last, collect, count_distinct
+)
+
+func newDecoder(p *spec.Plan, clk clock.Clock) *decoder {
+	d := &decoder{p: p, clk: clk, chMax: make([][]etime.Time, p.Channels)}
+	for i := range d.chMax {
+		d.chMax[i] = []etime.Time{etime.MinTime}
+	}
+	for _, a := range p.Spec.Aggregate {
+		n := needJSON
+		switch a.Fn {
+		case "count":
+			n = needNothing
+			if a.Field != "" {
+				n = needPresent
+			}
+		case "sum", "min", "max", "avg":
+			n = needNumber
+			if a.Type == "float" {
+				n = needFloat
+			}
+		}
+		d.needs = append(d.needs, n)
+	}
+	d.tsAt = -1
+	if p.Time == "event" && !p.TSFromKafka && !p.TSFromNATS {
+		// (With timestamp.source kafka or nats the source sets the
+		// timestamp: the record needs no field for it.)
+		d.tsAt = d.fieldAt(p.TSField)
+	}
+	for _, k := range p.Spec.Key {
+		d.keyAt = append(d.keyAt, d.fieldAt(k))
+	}
+	for i, a := range p.Spec.Aggregate {
+		at := -1
+		if d.needs[i] != needNothing {
+			at = d.fieldAt(a.Field)
+		}
+		d.aggAt = append(d.aggAt, at)
+	}
+	d.watch.seen = make([]atomic.Bool, len(d.fields))
+	return d
+}
+
+// fieldAt is the index of name in d.fields, added if it is not there.
+func (d *decoder) fieldAt(name string) int {
+	if i := slices.Index(d.fields, name); i >= 0 {
+		return i
+	}
+	d.fields = append(d.fields, name)
+	return len(d.fields) - 1
+}
+
+// gather reads the fields the job needs from o into sc.got in one pass
+// over its members; a field that appears twice has its last value, as
+// encoding/json reads it, and a missing one is nil.
+func (d *decoder) gather(o *fastjson.Object, sc *scratch) {
+	if len(d.fields) == 0 {
+		sc.got = sc.got[:0]
+		return
+	}
+	if cap(sc.got) < len(d.fields) {
+		sc.got = make([]*fastjson.Value, len(d.fields))
+	}
+	sc.got = sc.got[:len(d.fields)]
+	clear(sc.got)
+	o.Visit(func(k []byte, v *fastjson.Value) {
+		for i, f := range d.fields {
+			if string(k) == f {
+				sc.got[i] = v
+				return
+			}
+		}
+	})
+}
+
+func bad(reason, format string, args ...any) error {
+	return &weir.BadInput{Reason: reason, Detail: fmt.Sprintf(format, args...)}
+}
+
+// decode is the TryMap function of the job's door: control lines become
+// markers, bad lines dead letters, and data lines recs.
+func (d *decoder) decode(l fileio.Line) (rec, error) { return d.decodeSlot(l, 0) }
+
+// decodeSlot decodes a line of slot slot of its channel (a Kafka
+// partition; files have one slot per channel), whose backward jumps in
+// event time are counted apart from the other slots'.
+func (d *decoder) decodeSlot(l fileio.Line, slot int) (rec, error) {
+	switch l.Kind {
+	case fileio.Watermark:
+		d.control(l.Channel)
+		return rec{mark: markWatermark, wm: l.Watermark}, nil
+	case fileio.Idle:
+		d.control(l.Channel)
+		return rec{mark: markIdle}, nil
+	case fileio.Bad:
+		return rec{}, &weir.BadInput{Reason: l.Reason, Detail: l.Detail}
+	}
+	sc, _ := d.scratch.Get().(*scratch)
+	if sc == nil {
+		sc = &scratch{keys: map[string]string{}}
+	}
+	defer d.scratch.Put(sc)
+	// A file's lines are checked when they are framed; Kafka and NATS
+	// records, and ledger entries, are checked here: fastjson takes
+	// invalid UTF-8, and canonical text writes every invalid byte as
+	// U+FFFD, which would make distinct keys one.
+	if l.Unchecked {
+		if i := fileio.InvalidUTF8(l.Text); i >= 0 {
+			return rec{}, bad("utf8_invalid", "invalid UTF-8 at byte offset %d of the record", i)
+		}
+	}
+	// fastjson's parser is lenient (NaN, 01, raw control characters);
+	// its validator is not.
+	if err := fastjson.ValidateBytes(l.Text); err != nil {
+		return rec{}, bad("json_malformed", "not valid JSON: %v", err)
+	}
+	v, err := sc.p.ParseBytes(l.Text)
+	if err != nil {
+		return rec{}, bad("json_malformed", "not valid JSON: %v", err)
+	}
+	o, err := v.Object()
+	if err != nil {
+		return rec{}, bad("json_malformed", "a record must be a JSON object, not %s", v.Type())
+	}
+	r := rec{raw: l.Text, no: l.No, promised: etime.MinTime}
+	d.gather(o, sc)
+	if !d.watch.done.Load() {
+		d.observe(o, sc)
+	}
+	if d.tsAt >= 0 {
+		if r.ts, err = d.timestamp(sc.got[d.tsAt]); err != nil {
+			return rec{}, err
+		}
+		if ch := l.Channel; ch >= 0 && ch < len(d.chMax) && slot >= 0 {
+			for len(d.chMax[ch]) <= slot {
+				d.chMax[ch] = append(d.chMax[ch], etime.MinTime)
+			}
+			if m := d.chMax[ch][slot]; m != etime.MinTime {
+				r.promised = m.Add(-d.p.Bound).Add(-1)
+			}
+			if m := d.chMax[ch][slot]; r.ts > m {
+				d.chMax[ch][slot] = r.ts
+			} else if m != etime.MinTime && r.ts < m.Add(-regressionJump) {
+				if d.note != nil {
+					d.note(ch, itemRegression)
+				}
+				if d.warn != nil && d.warned.CompareAndSwap(false, true) {
+					where := fmt.Sprintf("channel %d", ch)
+					if d.p.Spec.Source.Type == "kafka" {
+						where = fmt.Sprintf("partition %d", slot*len(d.chMax)+ch)
+					}
+					d.warn(where, m, r.ts)
+				}
+			}
+		}
+	}
+	if r.key, err = d.key(sc); err != nil {
+		return rec{}, err
+	}
+	if n := len(d.needs); n > 0 {
+		if len(sc.slab)+n > cap(sc.slab) {
+			sc.slab = make([]val, 0, max(n*256, 1024))
+		}
+		r.vals = sc.slab[len(sc.slab) : len(sc.slab)+n : len(sc.slab)+n]
+		sc.slab = sc.slab[:len(sc.slab)+n]
+	}
+	for i, n := range d.needs {
+		a := &d.p.Spec.Aggregate[i]
+		if n == needNothing {
+			r.vals[i].kind = vJSON // count every record
+			continue
+		}
+		f := sc.got[d.aggAt[i]]
+		if f == nil || f.Type() == fastjson.TypeNull {
+			continue
+		}
+		switch n {
+		case needPresent:
+			r.vals[i].kind = vJSON
+		case needNumber, needFloat:
+			if f.Type() != fastjson.TypeNumber {
+				return rec{}, bad("value_not_number", "field %q of %s needs a number, got %s", a.Field, a.Fn, short(f))
+			}
+			if n == needNumber {
+				r.vals[i] = decNumber(f, sc)
+			} else {
+				r.vals[i] = number(f)
+			}
+			if r.vals[i].kind == vFloat && (math.IsInf(r.vals[i].f, 0) || math.IsNaN(r.vals[i].f)) {
+				return rec{}, bad("value_out_of_range", "field %q of %s is %s, beyond float64", a.Field, a.Fn, short(f))
+			}
+		case needJSON:
+			r.vals[i] = val{kind: vJSON, raw: canonical(f)}
+		}
+	}
+	return r, nil
+}
+
+// number converts a JSON number: int64 while it is an integer that fits.
+func number(f *fastjson.Value) val {
+	if i, err := f.Int64(); err == nil {
+		return val{kind: vInt, i: i}
+	}
+	return val{kind: vFloat, f: f.GetFloat64()}
+}
+
+// decNumber converts a JSON number for an exact aggregate: int64 while it
+// is an integer that fits, else a dec, else (more than 38 digits, or a
+// scale above 38) a float64, which the aggregate counts as a
+// decimal_overflow.
+//
+// It reads the number's text once, without fastjson's Int64, whose error
+// for a number with a fraction allocates.
+func decNumber(f *fastjson.Value, sc *scratch) val {
+	t := f.MarshalTo(sc.num[:0]) // a number's text as written
+	sc.num = t
+	if n := len(t); n > 0 && n <= 18 { // an integer of up to 17 digits: int64 at once
+		i, neg := 0, t[0] == '-'
+		if neg {
+			i = 1
+		}
+		x, ok := int64(0), i < n
+		for ; i < n && ok; i++ {
+			c := t[i]
+			ok = c >= '0' && c <= '9'
+			x = x*10 + int64(c-'0')
+		}
+		if ok {
+			if neg {
+				x = -x
+			}
+			return val{kind: vInt, i: x}
+		}
+	}
+	d, ok := parseDec(t)
+	switch {
+	case !ok:
+		return val{kind: vFloat, f: f.GetFloat64()}
+	case d.scale == 0 && d.hi == int64(d.lo)>>63: // fits int64
+		return val{kind: vInt, i: int64(d.lo)}
+	}
+	return decVal(d)
+}
+
+// canonical is a value's JSON text in one form, so that two values have
+// the same text exactly when they are the same JSON value: numbers as
+// jsonnum writes them (1, 1.0 and 1e0 are 1; numbers beyond int64 and
+// float64 keep every digit), strings with one escaping, object members
+// sorted by name, a repeated member's last value (as field reads a
+// record's fields), and arrays and objects without spaces.
+func canonical(v *fastjson.Value) string { return string(appendCanonical(nil, v)) }
+
+func appendCanonical(b []byte, v *fastjson.Value) []byte {
+	switch v.Type() {
+	case fastjson.TypeNumber:
+		if i, err := v.Int64(); err == nil {
+			return strconv.AppendInt(b, i, 10)
+		}
+		// The literal, copied off b: the canonical text may be longer.
+		var lit [64]byte
+		return jsonnum.AppendCanonical(b, v.MarshalTo(lit[:0]))
+	case fastjson.TypeString:
+		return weir.AppendJSONString(b, string(v.GetStringBytes()))
+	case fastjson.TypeArray:
+		b = append(b, '[')
+		for i, e := range v.GetArray() {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendCanonical(b, e)
+		}
+		return append(b, ']')
+	case fastjson.TypeObject:
+		o, _ := v.Object()
+		type member struct {
+			name string
+			v    *fastjson.Value
+		}
+		ms := make([]member, 0, o.Len())
+		o.Visit(func(k []byte, v *fastjson.Value) { ms = append(ms, member{string(k), v}) })
+		// Sorted by name, and among members of one name the last.
+		slices.SortStableFunc(ms, func(x, y member) int { return strings.Compare(x.name, y.name) })
+		b = append(b, '{')
+		first := true
+		for i, m := range ms {
+			if i+1 < len(ms) && ms[i+1].name == m.name {
+				continue
+			}
+			if !first {
+				b = append(b, ',')
+			}
+			first = false
+			b = weir.AppendJSONString(b, m.name)
+			b = append(b, ':')
+			b = appendCanonical(b, m.v)
+		}
+		return append(b, '}')
+	}
+	return v.MarshalTo(b)
+}
+
+func short(v *fastjson.Value) string {
+	s := string(v.MarshalTo(nil))
+	if len(s) > 40 {
+		s = s[:40] + "..."
+	}
+	return v.Type().String() + " " + s
+}
+
+// key renders the record's key, interned so that a repeated key costs no
+// allocation.
+func (d *decoder) key(sc *scratch) (string, error) {
+	keys := d.p.Spec.Key
+	if len(keys) == 0 {
+		return "", nil
+	}
+	b := sc.buf[:0]
+	for i, k := range keys {
+		f := sc.got[d.keyAt[i]]
+		if f == nil || f.Type() == fastjson.TypeNull {
+			return "", bad("key_missing", "key field %q is missing or null", k)
+		}
+		if i > 0 {
+			b = append(b, keySep...)
+		}
+		b = appendCanonical(b, f)
+	}
+	sc.buf = b
+	if s, ok := sc.keys[string(b)]; ok {
+		return s, nil
+	}
+	if len(sc.keys) >= maxInterned {
+		clear(sc.keys)
+	}
+	s := string(b)
+	sc.keys[s] = s
+	return s, nil
+}
+
+// timestamp parses and checks a record's event time (R2).
+func (d *decoder) timestamp(f *fastjson.Value) (etime.Time, error) {
+	p := d.p
+	field := p.TSField
+	if f == nil || f.Type() == fastjson.TypeNull {
+		return 0, bad("timestamp_missing", "field %q is missing or null", field)
+	}
+	var ts etime.Time
+	if p.TSUnit == "rfc3339" {
+		if f.Type() != fastjson.TypeString {
+			return 0, bad("timestamp_unparsable", "field %q must be an RFC 3339 string with unit rfc3339, got %s", field, short(f))
+		}
+		s := string(f.GetStringBytes())
+		t, err := time.Parse(time.RFC3339Nano, s)
+		if err != nil {
+			if _, err2 := time.Parse("2006-01-02T15:04:05.999999999", s); err2 == nil {
+				return 0, bad("timestamp_no_zone", "field %q = %q has no time zone; add Z or an offset such as +08:00", field, s)
+			}
+			return 0, bad("timestamp_unparsable", "field %q = %q is not an RFC 3339 time", field, s)
+		}
+		ts = etime.FromTime(t)
+	} else {
+		if f.Type() != fastjson.TypeNumber {
+			fix := "send a number"
+			if f.Type() == fastjson.TypeString {
+				fix = "send a number, or set unit: rfc3339 for time strings"
+			}
+			return 0, bad("timestamp_unparsable", "field %q = %s is not a number of %s; %s", field, short(f), p.TSUnit, fix)
+		}
+		var ok bool
+		if ts, ok = toMillis(f, p.TSUnit); !ok {
+			return 0, bad("timestamp_unit", "field %q = %s does not fit in int64 milliseconds as %s", field, short(f), p.TSUnit)
+		}
+	}
+	if ts == etime.MinTime {
+		return 0, bad("timestamp_out_of_range", "field %q is the smallest int64, which weir reserves for \"no timestamp\"", field)
+	}
+	if !p.Checks {
+		return ts, nil
+	}
+	if ts < 0 {
+		return 0, bad("timestamp_negative", "field %q = %d ms is before 1970", field, ts)
+	}
+	if ts < minValidTS {
+		if guess, ok := unitGuess(ts, p.TSUnit, true); ok {
+			return 0, bad("timestamp_unit", "field %q = %s is before 2000-01-01 as %s; it looks like %s: set source.timestamp.unit: %s", field, short(f), p.TSUnit, unitName(guess), guess)
+		}
+		return 0, bad("timestamp_too_old", "field %q is %s, before 2000-01-01", field, ts.Wall().Format(time.RFC3339))
+	}
+	now := etime.Time(d.now.Load())
+	if ts > now.Add(p.MaxFuture) {
+		now = clock.Millis(d.clk)
+		d.now.Store(int64(now))
+	}
+	if ts > now.Add(p.MaxFuture) {
+		if guess, ok := unitGuess(ts, p.TSUnit, false); ok && guess != p.TSUnit {
+			return 0, bad("timestamp_unit", "field %q = %s is far in the future as %s; it looks like %s: set source.timestamp.unit: %s", field, short(f), p.TSUnit, unitName(guess), guess)
+		}
+		return 0, bad("timestamp_future", "field %q is %s, more than max_future %v ahead of processing time %s", field, ts.Wall().Format(time.RFC3339), spec.Duration(p.MaxFuture), now.Wall().Format(time.RFC3339))
+	}
+	return ts, nil
+}
+
+var unitScale = map[string]float64{"s": 1e3, "ms": 1, "us": 1e-3, "ns": 1e-6}
+
+func unitName(u string) string {
+	return map[string]string{"s": "seconds", "ms": "milliseconds", "us": "microseconds", "ns": "nanoseconds"}[u]
+}
+
+// toMillis converts a JSON number in unit to milliseconds (floor),
+// refusing what does not fit.
+func toMillis(f *fastjson.Value, unit string) (etime.Time, bool) {
+	if i, err := f.Int64(); err == nil {
+		switch unit {
+		case "ms":
+			return etime.Time(i), true
+		case "s":
+			if i > math.MaxInt64/1000 || i < math.MinInt64/1000 {
+				return 0, false
+			}
+			return etime.Time(i * 1000), true
+		case "us":
+			return etime.Time(floorDiv(i, 1000)), true
+		case "ns":
+			return etime.Time(floorDiv(i, 1_000_000)), true
+		}
+	}
+	x := math.Floor(f.GetFloat64() * unitScale[unit])
+	if math.IsNaN(x) || x >= math.MaxInt64 || x < math.MinInt64 {
+		return 0, false
+	}
+	return etime.Time(x), true
+}
+
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && a < 0 {
+		q--
+	}
+	return q
+}
+
+// unitGuess finds the unit in which a timestamp read as unit would fall
+// between 2000 and 2100: tooSmall says the value read as unit was too early.
+func unitGuess(ts etime.Time, unit string, tooSmall bool) (string, bool) {
+	const lo, hi = float64(minValidTS), 4102444800000.0 // 2000 .. 2100
+	raw := float64(ts) / unitScale[unit]
+	for _, u := range []string{"s", "ms", "us", "ns"} {
+		if u == unit {
+			continue
+		}
+		if x := raw * unitScale[u]; x >= lo && x < hi && (x > float64(ts)) == tooSmall {
+			return u, true
+		}
+	}
+	return "", false
+}

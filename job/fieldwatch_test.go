@@ -1,0 +1,131 @@
+package job
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/weirstream/weir/clock"
+	"github.com/weirstream/weir/connector/fileio"
+	"github.com/weirstream/weir/spec"
+)
+
+const watchJob = `
+name: watch
+source: {type: file, path: in.jsonl}
+watermark: {max_out_of_orderness: 1s}
+key: [user_id]
+window: {type: tumbling, size: 10s}
+aggregate: [{name: total, fn: sum, field: amount}, {name: n, fn: count}]
+sinks: {results: {type: jsonl, path: out.jsonl}}
+`
+
+// TestFieldWatch: the watch judges after 1,000 records, or once a second
+// of the clock has passed since the first record, and warns once per
+// configured field that none of them had, with a did-you-mean from the
+// fields they did have; a field the first records have is never warned
+// about, and after the judgment a record costs no more bookkeeping.
+func TestFieldWatch(t *testing.T) {
+	decodeN := func(d *decoder, n int, line func(i int) string) {
+		for i := range n {
+			d.decode(fileio.Line{Kind: fileio.Data, No: int64(i + 1), Text: []byte(line(i))})
+		}
+	}
+	p, err := spec.Parse([]byte(watchJob))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Run("records", func(t *testing.T) {
+		d := newDecoder(p, clock.NewFake(testNow))
+		var warned []FieldWarning
+		d.warnField = func(w FieldWarning) { warned = append(warned, w) }
+		// amount only from record 1,001 on: too late for the watch.
+		decodeN(d, 1500, func(i int) string {
+			if i >= 1000 {
+				return fmt.Sprintf(`{"user_id":"u","amount":1,"ts":%d}`, 1780272000000+i)
+			}
+			return fmt.Sprintf(`{"user_id":"u","amnt":1,"ts":%d}`, 1780272000000+i)
+		})
+		if len(warned) != 1 || warned[0].Path != "aggregate[0].field" || warned[0].Records != watchRecords || warned[0].Fatal() ||
+			!strings.Contains(warned[0].String(), `did you mean "amnt"?`) {
+			t.Fatalf("warned %+v", warned)
+		}
+		if got := d.fieldWarnings(); len(got) != 1 {
+			t.Fatalf("kept %+v", got)
+		}
+	})
+	t.Run("clock", func(t *testing.T) {
+		clk := clock.NewFake(testNow)
+		d := newDecoder(p, clk)
+		// A slow source: 100 records over 2 s; the key is misspelled.
+		decodeN(d, 100, func(i int) string {
+			if i == 50 {
+				clk.Advance(2 * time.Second)
+			}
+			return fmt.Sprintf(`{"userid":"u","amount":1,"ts":%d}`, 1780272000000+i)
+		})
+		w := d.fieldWarnings()
+		if len(w) != 1 || w[0].Path != "key" || !w[0].Fatal() || w[0].Records != 64 || !strings.Contains(w[0].Fix, `did you mean "userid"?`) {
+			t.Fatalf("after a second: %+v", w)
+		}
+	})
+	t.Run("present", func(t *testing.T) {
+		d := newDecoder(p, clock.NewFake(testNow))
+		decodeN(d, 10, func(i int) string {
+			return fmt.Sprintf(`{"user_id":"u","amount":1,"ts":%d}`, 1780272000000+i)
+		})
+		d.judge() // the end of a short run
+		if w := d.fieldWarnings(); len(w) != 0 || !d.watch.done.Load() {
+			t.Fatalf("fields present: %+v", w)
+		}
+	})
+	t.Run("allocs", func(t *testing.T) {
+		d := newDecoder(p, clock.NewFake(testNow))
+		line := []byte(`{"user_id":"u","amount":1,"ts":1780272000000}`)
+		decodeN(d, watchRecords, func(int) string { return string(line) })
+		l := fileio.Line{Kind: fileio.Data, No: 1, Text: line}
+		// After the judgment the watch is not called at all.
+		n := d.watch.n.Load()
+		decodeN(d, 100, func(int) string { return string(line) })
+		if !d.watch.done.Load() || d.watch.n.Load() != n {
+			t.Fatalf("the watch went on after its judgment: %d records, then %d", n, d.watch.n.Load())
+		}
+		if raceOn {
+			t.Skip("the race detector's sync.Pool drops items on purpose: allocations are counted without it")
+		}
+		if a := testing.AllocsPerRun(1000, func() { d.decode(l) }); a > 0 {
+			t.Fatalf("%v allocations per record after the watch", a)
+		}
+	})
+}
+
+// TestBrokerTimestamps: with timestamp.source kafka or nats the source
+// gives the timestamp, so a record without a timestamp field is no dead
+// letter, and the field watch does not ask for one.
+func TestBrokerTimestamps(t *testing.T) {
+	for _, src := range []string{
+		"{type: kafka, kafka: {brokers: ['127.0.0.1:1'], topic: in}, timestamp: {source: kafka}}",
+		"{type: nats, nats: {url: 'nats://127.0.0.1:1', stream: in}, timestamp: {source: nats}}",
+	} {
+		p, err := spec.Parse([]byte(`name: broker
+source: ` + src + `
+watermark: {max_out_of_orderness: 1s}
+key: [user_id]
+window: {type: tumbling, size: 10s}
+aggregate: [{name: n, fn: count}]
+sinks: {results: {type: jsonl, path: out.jsonl}}
+`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := newDecoder(p, clock.NewFake(testNow))
+		if _, err := d.decode(fileio.Line{Kind: fileio.Data, No: 1, Text: []byte(`{"user_id":"u"}`), Unchecked: true}); err != nil {
+			t.Errorf("%s: a record without a ts field: %v", src, err)
+		}
+		d.judge()
+		if w := d.fieldWarnings(); len(w) != 0 {
+			t.Errorf("%s: field warnings %v", src, w)
+		}
+	}
+}

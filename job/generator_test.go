@@ -1,0 +1,208 @@
+package job
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/weirstream/weir/clock"
+	"github.com/weirstream/weir/spec"
+)
+
+// liveJob counts generated orders per user and second; %s is the
+// generator's settings.
+const liveJob = `
+name: live
+source:
+  type: generator
+  generator: %s
+  timestamp: {max_future: 500ms}
+watermark: {max_out_of_orderness: 100ms}
+key: [user_id]
+window: {type: tumbling, size: 1s}
+aggregate: [{name: orders, fn: count}]
+sinks:
+  results: {type: jsonl, path: out.jsonl}
+  dead_letter: {type: jsonl, path: bad.jsonl}
+`
+
+func openLive(t *testing.T, gen string, o RunOptions) *Job {
+	t.Helper()
+	p, err := spec.Parse(fmt.Appendf(nil, liveJob, gen))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.Dir == "" {
+		o.Dir = t.TempDir()
+	}
+	j, err := Open(p, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return j
+}
+
+// TestGeneratorPaceRefusals: pace and start: now are checked with the
+// field, a suggestion for a near miss and the fix.
+func TestGeneratorPaceRefusals(t *testing.T) {
+	for _, c := range []struct{ gen, want string }{
+		{"{pace: wal}", `source.generator.pace: unknown value "wal"; did you mean "wall"? (use none (as fast as the job reads) or wall (rate records per second of processing time))`},
+		{"{pace: fast}", `source.generator.pace: unknown value "fast"; use none (as fast as the job reads) or wall (rate records per second of processing time)`},
+		{"{start: Now}", `source.generator.start: "Now" is not an RFC 3339 time; did you mean "now"? (use now, or a time with a zone such as 2026-01-01T00:00:00Z)`},
+		{"{start: now, duration: 1m}", "source.generator.start: start: now without pace: wall puts the last records up to 1m ahead of the clock, beyond source.timestamp.max_future (500ms): they would be dead letters (timestamp_future); add pace: wall, or shorten duration, or raise max_future"},
+	} {
+		_, err := spec.Parse(fmt.Appendf(nil, liveJob, c.gen))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: got %v\nwant %s", c.gen, err, c.want)
+		}
+	}
+	for _, gen := range []string{"{start: now, duration: 400ms}", "{start: now, pace: wall, duration: 1h}", "{pace: none}", "{pace: wall}"} {
+		if _, err := spec.Parse(fmt.Appendf(nil, liveJob, gen)); err != nil {
+			t.Errorf("%s: %v", gen, err)
+		}
+	}
+	p, err := spec.Parse(fmt.Appendf(nil, liveJob, "{start: now, pace: wall}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckComplete(p, t.TempDir()); err == nil || !strings.Contains(err.Error(), "start: now") {
+		t.Errorf("the complete answer of a generator that starts now: %v", err)
+	}
+}
+
+// TestGeneratorLiveLoad: a generator with pace: wall and start: now runs a
+// job at 20,000 records/s of the wall clock for 2s: it takes the 2s
+// (unpaced, the 40,000 records take a fraction of it), no timestamp is
+// ahead of the clock by more than max_future (500ms; unpaced, the last
+// would be 2s ahead), and the windows are those of the clock.
+func TestGeneratorLiveLoad(t *testing.T) {
+	dir := t.TempDir()
+	j := openLive(t, "{rate: 20000, duration: 2s, keys: 100, start: now, pace: wall}", RunOptions{Dir: dir})
+	start := time.Now()
+	sum, err := j.Run(context.Background())
+	elapsed := time.Since(start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d records in %v (%.0f/s)", sum.Get("records_in"), elapsed.Round(time.Millisecond), float64(sum.Get("records_in"))/elapsed.Seconds())
+	if !sum.Conserved() || sum.Get("records_in") != 40000 || sum.Get("dead_letter") != 0 {
+		t.Fatalf("summary %s", sum.JSON())
+	}
+	if elapsed < 1900*time.Millisecond || elapsed > 20*time.Second {
+		t.Fatalf("40,000 records at 20,000/s took %v, want about 2s", elapsed)
+	}
+	f, err := os.Open(filepath.Join(dir, "out.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var orders int64
+	first, last := int64(1<<62), int64(0)
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var r struct {
+			Start  int64 `json:"window_start"`
+			Orders int64 `json:"orders"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			t.Fatal(err)
+		}
+		orders += r.Orders
+		first, last = min(first, r.Start), max(last, r.Start)
+	}
+	if orders != 40000 {
+		t.Fatalf("the results count %d orders, want 40000", orders)
+	}
+	if lo, hi := start.UnixMilli()-1000, start.Add(elapsed).UnixMilli(); first < lo || last > hi || last-first < 1000 {
+		t.Fatalf("windows from %d to %d, want them within the run's clock [%d, %d] and spanning 2s", first, last, lo, hi)
+	}
+}
+
+// TestGeneratorPacedByJobClock: a paced generator follows the job's
+// injected clock: it emits only what that clock says is due, and a
+// deterministic run, whose clock stands still, reads unpaced.
+func TestGeneratorPacedByJobClock(t *testing.T) {
+	clk := clock.NewFake(testNow)
+	j := openLive(t, "{rate: 1000, duration: 10s, keys: 10, start: now, pace: wall}", RunOptions{Clock: clk})
+	done := make(chan error, 1)
+	var sum Summary
+	go func() {
+		var err error
+		sum, err = j.Run(context.Background())
+		done <- err
+	}()
+	waitFor := func(what string, ok func(n int64) bool) {
+		t.Helper()
+		deadline := time.Now().Add(20 * time.Second)
+		for !ok(j.Counters()["records_in"]) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: records_in %d", what, j.Counters()["records_in"])
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	// The fake clock stands still: record 0 only.
+	waitFor("at the start", func(n int64) bool { return n == 1 })
+	time.Sleep(200 * time.Millisecond)
+	if n := j.Counters()["records_in"]; n != 1 {
+		t.Fatalf("the job's clock stood still and the generator emitted %d records, want 1", n)
+	}
+	clk.Advance(2 * time.Second)
+	waitFor("2s later", func(n int64) bool { return n == 2001 })
+	clk.Advance(time.Hour)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if sum.Get("records_in") != 10000 || sum.Get("dead_letter") != 0 {
+		t.Fatalf("summary %s", sum.JSON())
+	}
+
+	start := time.Now()
+	_, sum = runSpec(t, fmt.Sprintf(liveJob, "{rate: 1000, duration: 10s, keys: 10, pace: wall}"), nil, RunOptions{Deterministic: true})
+	if sum.Get("records_in") != 10000 || time.Since(start) > 8*time.Second {
+		t.Fatalf("deterministic: %s in %v, want 10000 records unpaced", sum.JSON(), time.Since(start))
+	}
+	// Unpaced, records that start now would run ahead of the clock.
+	p, err := spec.Parse(fmt.Appendf(nil, liveJob, "{rate: 1000, duration: 10s, keys: 10, start: now, pace: wall}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Open(p, RunOptions{Dir: t.TempDir(), Deterministic: true, Now: testNow})
+	if want := "source.generator: a --deterministic run's clock stands still, so the generator reads unpaced, and start: now puts the last records up to 10s ahead of the clock, beyond source.timestamp.max_future (500ms)"; err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Fatalf("deterministic with start: now: %v, want %s...", err, want)
+	}
+}
+
+// TestGeneratorPacedStops: a paced generator an hour from its end stops
+// at once when the job is stopped (Ctrl-C) or its context is cancelled.
+func TestGeneratorPacedStops(t *testing.T) {
+	var stop atomic.Bool
+	j := openLive(t, "{rate: 1000, duration: 1h, start: now, pace: wall}", RunOptions{Stop: stop.Load})
+	time.AfterFunc(300*time.Millisecond, func() { stop.Store(true) })
+	start := time.Now()
+	sum, err := j.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if el := time.Since(start); el > 5*time.Second || sum.Get("records_in") < 100 || sum.Get("records_in") > 5000 {
+		t.Fatalf("stopped after 300ms: %d records in %v", sum.Get("records_in"), el)
+	}
+
+	j = openLive(t, "{rate: 1000, duration: 1h, start: now, pace: wall}", RunOptions{})
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	start = time.Now()
+	if _, err := j.Run(ctx); err == nil {
+		t.Fatal("a cancelled run returned no error")
+	}
+	if el := time.Since(start); el > 5*time.Second {
+		t.Fatalf("cancelled after 300ms, the run returned after %v", el)
+	}
+}

@@ -1,0 +1,234 @@
+package job
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
+
+	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/connector/fileio"
+	"github.com/weirstream/weir/connector/kafkaio"
+	"github.com/weirstream/weir/etime"
+	"github.com/weirstream/weir/spec"
+	"github.com/weirstream/weir/watermark"
+	"github.com/weirstream/weir/window"
+)
+
+// kafkaOpts are the client options of TLS and SASL settings.
+func kafkaOpts(useTLS bool, s *spec.SASL) []kgo.Opt {
+	var opts []kgo.Opt
+	if useTLS {
+		opts = append(opts, kgo.DialTLSConfig(&tls.Config{MinVersion: tls.VersionTLS12}))
+	}
+	if s != nil {
+		switch s.Mechanism {
+		case "plain":
+			opts = append(opts, kgo.SASL(plain.Auth{User: s.User, Pass: s.Password}.AsMechanism()))
+		case "scram-sha-256":
+			opts = append(opts, kgo.SASL(scram.Auth{User: s.User, Pass: s.Password}.AsSha256Mechanism()))
+		case "scram-sha-512":
+			opts = append(opts, kgo.SASL(scram.Auth{User: s.User, Pass: s.Password}.AsSha512Mechanism()))
+		}
+	}
+	return opts
+}
+
+// kafkaRecords is the stream of a kafka source: records decoded, with
+// their timestamps and per-partition watermarks, in the reader.
+func (j *Job) kafkaRecords(env *weir.Env) (weir.Stream[rec], error) {
+	p := j.plan
+	k := p.Spec.Source.Kafka
+	decode := func(r *kafkaio.Record) (rec, etime.Time, error) {
+		// Backward jumps are counted per partition: partition p is read
+		// by channel p % channels, as its slot p / channels.
+		ch := int(r.Partition) % p.Channels
+		v, err := j.dec.decodeSlot(fileio.Line{Kind: fileio.Data, Channel: ch, No: r.Offset + 1, Text: r.Value, Unchecked: true}, int(r.Partition)/p.Channels)
+		if err != nil {
+			return rec{}, 0, err
+		}
+		if p.TSFromKafka {
+			// The decoder's promised watermark followed the record's own
+			// field, not the Kafka timestamp the window uses: such records
+			// are not judged as trailing.
+			v.ts, v.promised = r.Timestamp, etime.MinTime
+		}
+		v.part = r.Partition
+		return v, v.ts, nil
+	}
+	o := kafkaio.SourceOptions[rec]{Brokers: k.Brokers, Topic: k.Topic, Group: k.Group, Start: p.KafkaStart, Decode: decode,
+		WatermarkInterval: p.Interval.Std(), IdleTimeout: zeroIsOff(p.IdleTimeout.Std()), BacklogEvery: zeroIsOff(p.BacklogEvery), MaxDrift: p.MaxDrift, StopAtEnd: k.StopAtEnd,
+		Clock: j.env.Options().Clock, ClientOptions: kafkaOpts(k.TLS, k.SASL), Logger: j.env.Options().Logger}
+	if p.TSFromKafka && p.Checks {
+		o.MaxFuture = p.MaxFuture
+	}
+	if p.Time == "event" {
+		bound := p.Bound
+		o.Watermarks = func() watermark.Generator[rec] { return watermark.BoundedOutOfOrderness[rec](bound) }
+	}
+	src, err := kafkaio.NewSource(o)
+	if err != nil {
+		return weir.Stream[rec]{}, err
+	}
+	j.srcName = "kafka:" + k.Topic
+	return weir.FromSource(env, sourceStage, src, j.unboundedOptions(k.StopAtEnd)), nil
+}
+
+// txnSink is a results sink that commits a checkpoint's output in a
+// transaction after the checkpoint: preCommit makes the epoch's output
+// durable but invisible, committed makes it visible.
+type txnSink interface {
+	preCommit(id int64) error
+	committed() error
+}
+
+// committed is told that checkpoint id is complete.
+func (j *Job) committed(int64) error {
+	if t, ok := j.results.(txnSink); ok {
+		return t.committed()
+	}
+	return nil
+}
+
+// txnID is the transactional id of the job's kafka results sink: stable
+// across restarts, unique to the job's name.
+func txnID(p *spec.Plan) string {
+	name := p.Spec.Name
+	if name == "" {
+		name = "job"
+	}
+	return "weir-" + name + "-results"
+}
+
+func (j *Job) txnID() string { return txnID(j.plan) }
+
+// kafkaResults writes results to a Kafka topic, keyed by their key fields
+// and window, with the firing kind, run and pane in headers; one transaction
+// per checkpoint (kafkaio.Sink).
+type kafkaResults struct {
+	s     *kafkaio.Sink
+	topic string
+	j     *Job
+	line  []byte
+	one   [1]*kgo.Record // the record being written
+}
+
+func openKafkaResults(j *Job, k *spec.Sink) (*kafkaResults, error) {
+	s, err := kafkaio.OpenSink(kafkaSinkOptions(k, j.txnID()))
+	if err != nil {
+		return nil, err
+	}
+	return &kafkaResults{s: s, topic: k.Topic, j: j}, nil
+}
+
+// prepareKafka readies the brokers of a kafka results sink before the run
+// (kafkaio.Prepare), so that a missing topic stops the run at start with
+// the fix rather than at its first checkpoint: the topics of the results,
+// late records and dead letters (the user's) must exist, and with
+// checkpoints the marker topic (weir's) is created if it is missing; o.Info
+// is told when it is.
+func prepareKafka(p *spec.Plan, o RunOptions, checkpoints bool) error {
+	r := p.Spec.Sinks.Results
+	if r == nil || r.Type != "kafka" {
+		return nil
+	}
+	// The records of kafka late and dead-letter sinks go into the results
+	// sink's transactions, through its brokers.
+	topics, paths := []string{r.Topic}, map[string]string{r.Topic: "sinks.results.topic"}
+	for _, k := range []struct {
+		name string
+		s    *spec.Sink
+	}{{"late", p.Spec.Sinks.Late}, {"late_partial", p.Spec.Sinks.LatePartial}, {"dead_letter", p.Spec.Sinks.DeadLetter}} {
+		if k.s != nil && k.s.Type == "kafka" {
+			if _, ok := paths[k.s.Topic]; !ok {
+				topics, paths[k.s.Topic] = append(topics, k.s.Topic), "sinks."+k.name+".topic"
+			}
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	created, err := kafkaio.Prepare(ctx, kafkaSinkOptions(r, txnID(p)), topics, checkpoints)
+	var te *kafkaio.TopicError
+	switch {
+	case errors.As(err, &te) && te.Marker:
+		auth := ""
+		if r.TLS || r.SASL != nil {
+			auth = " (with --command-config naming the client's TLS and SASL settings)"
+		}
+		return fmt.Errorf("sinks.results.marker_topic: the marker topic %q, where the results sink commits its checkpoints, is missing, and weir may not create it: %w; create it once%s with\n  %s\nor give weir's user CREATE on it, or set marker_topic to an existing topic",
+			te.Topic, te.Err, auth, te.Command())
+	case errors.As(err, &te):
+		return fmt.Errorf("%s: topic %q does not exist on %v: %w; create it (weir creates only its marker topic), such as with\n  %s",
+			paths[te.Topic], te.Topic, r.Brokers, te.Err, te.Command())
+	case err != nil:
+		return fmt.Errorf("sinks.results: %w", err)
+	}
+	if created && o.Info != nil {
+		o.Info(fmt.Sprintf("created Kafka topic %s (1 partition, cleanup.policy=compact) for the checkpoint markers of the results in %s", r.MarkerTopic, r.Topic))
+	}
+	return nil
+}
+
+func kafkaSinkOptions(k *spec.Sink, txnID string) kafkaio.SinkOptions {
+	return kafkaio.SinkOptions{Brokers: k.Brokers, TransactionalID: txnID, MarkerTopic: k.MarkerTopic, ClientOptions: kafkaOpts(k.TLS, k.SASL)}
+}
+
+func (w *kafkaResults) write(r window.Result[string, []byte]) error {
+	w.line = appendResult(w.line[:0], w.j.plan, w.j.run, r)
+	key := appendResultKey(nil, w.j.plan, r)
+	w.one[0] = &kgo.Record{Topic: w.topic, Key: key, Value: append([]byte(nil), w.line...), Headers: resultHeaders(r.Firing, w.j.run, r.Pane)}
+	return w.s.Write(context.Background(), w.one[:])
+}
+
+// resultHeaders are the headers of a result record in Kafka: its firing
+// kind, run and pane, by which readers fold revisions: the highest (run,
+// pane) of a window wins, so a new run's pane 0 replaces an earlier
+// run's pane 5 (a topic cannot be started over as a file can).
+func resultHeaders(firing window.Firing, run, pane int64) []kgo.RecordHeader {
+	return []kgo.RecordHeader{
+		{Key: "weir-firing", Value: []byte(firing.String())},
+		{Key: "weir-run", Value: strconv.AppendInt(nil, run, 10)},
+		{Key: "weir-pane", Value: strconv.AppendInt(nil, pane, 10)},
+	}
+}
+
+// commit is a no-op: the checkpoint's transaction is flushed by
+// preCommit and committed once the checkpoint is (committed).
+func (w *kafkaResults) commit() error { return nil }
+
+func (w *kafkaResults) preCommit(id int64) error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, err := w.s.PreCommit(ctx, id)
+	return err
+}
+
+func (w *kafkaResults) committed() error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	return w.s.Commit(ctx, 0)
+}
+
+// close commits what the end of a run that ended well produced (no
+// checkpoint covers it), or aborts it after a failure (a restart produces
+// it again), and closes the producer.
+func (w *kafkaResults) close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var err error
+	if w.j.execFailed || w.j.failed.Load() {
+		err = w.s.Abort(ctx)
+	} else {
+		err = w.s.Finish(ctx)
+	}
+	if cerr := w.s.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}

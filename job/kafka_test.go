@@ -1,0 +1,678 @@
+package job
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/weirstream/weir/internal/kafkatest"
+	"github.com/weirstream/weir/spec"
+
+	"github.com/weirstream/weir/checkpoint"
+	"github.com/weirstream/weir/connector/kafkaio"
+	"github.com/weirstream/weir/internal/testenv"
+)
+
+// kafkaJob reads orders from topic in (4 partitions) and writes counts
+// and sums per user and 1 s window to topic out, exactly once.
+const kafkaJob = `
+name: %s
+source:
+  type: kafka
+  channels: 2
+  kafka: {brokers: [%s], topic: in, stop_at_end: true}
+watermark: {max_out_of_orderness: 500ms, idle_timeout: 1s, interval: 5ms}
+key: [user_id]
+window: {type: tumbling, size: 1s}
+aggregate:
+  - {name: orders, fn: count}
+  - {name: total, fn: sum, field: amount}
+sinks:
+  results: {type: kafka, brokers: [%s], topic: out}
+  dead_letter: {type: kafka, brokers: [%s], topic: bad}
+`
+
+// kafkaCluster starts kfake with the job's topics and n orders (and two
+// bad records) in topic in. The marker topic is not there: a run with
+// checkpoints creates it.
+func kafkaCluster(t *testing.T, n int) string { return kafkaClusterN(t, n) }
+
+func kafkaClusterN(t testing.TB, n int) string {
+	t.Helper()
+	broker, _ := kafkaClusterWith(t, n, "out", "bad")
+	return broker
+}
+
+// kafkaClusterWith is kafkaCluster with topic in and the topics named
+// (out has 3 partitions, the others 1), returning the cluster too.
+func kafkaClusterWith(t testing.TB, n int, topics ...string) (string, *kfake.Cluster) {
+	t.Helper()
+	opts := []kfake.Opt{kfake.NumBrokers(1), kfake.SeedTopics(4, "in")}
+	for _, tp := range topics {
+		parts := int32(1)
+		if tp == "out" {
+			parts = 3
+		}
+		opts = append(opts, kfake.SeedTopics(parts, tp))
+	}
+	c, err := kfake.NewCluster(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	brokers := c.ListenAddrs()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.DefaultProduceTopic("in"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	var recs []*kgo.Record
+	for i := range n {
+		// Per partition in order, across partitions interleaved.
+		v := fmt.Sprintf(`{"user_id":"u%d","amount":%d,"ts":%d}`, i%7, i%10, 1767225600000+int64(i)*5)
+		recs = append(recs, &kgo.Record{Partition: int32(i % 4), Value: []byte(v)})
+	}
+	recs = append(recs, &kgo.Record{Partition: 1, Value: []byte(`{"user_id":"u1"}`)}, &kgo.Record{Partition: 2, Value: []byte(`not json`)})
+	if err := cl.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	return brokers[0], c
+}
+
+// committedResults reads topic out as read_committed readers see it: each
+// result once per line, without the watermark field (it depends on when
+// a firing happened).
+func committedResults(t *testing.T, broker string) []string { return committed(t, broker, "out") }
+
+// committed reads topic as read_committed readers see it, sorted, with
+// the run ids of its results (header weir-run, field run) as R; every
+// record must carry one run.
+func committed(t *testing.T, broker, topic string) []string {
+	t.Helper()
+	runsSeen := map[string]map[string]bool{}
+	defer func() {
+		if topic == "out" && len(runsSeen[topic]) != 1 {
+			t.Errorf("results of %d runs %v, want one run's", len(runsSeen[topic]), runsSeen[topic])
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var out []string
+	err := kafkaio.ReadCommitted(ctx, []string{broker}, []string{topic}, time.Second, func(r *kgo.Record) {
+		var hdr []string
+		if topic == "out" && !slices.ContainsFunc(r.Headers, func(h kgo.RecordHeader) bool { return h.Key == "weir-run" }) {
+			t.Errorf("result %s carries no weir-run header", r.Value)
+		}
+		for _, h := range r.Headers {
+			if h.Key == "weir-run" {
+				// A run's id is when it began: the same in every record
+				// of one run (however often it resumed), another in a
+				// reference run.
+				if runs := runsSeen[topic]; runs == nil {
+					runsSeen[topic] = map[string]bool{}
+				}
+				runsSeen[topic][string(h.Value)] = true
+				h.Value = []byte("R")
+			}
+			hdr = append(hdr, h.Key+"="+string(h.Value))
+		}
+		out = append(out, string(r.Key)+" "+stableJSON(t, r.Value)+" "+strings.Join(hdr, ","))
+	})
+	if err != nil {
+		t.Fatalf("reading %s: %v", topic, err)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// stableJSON is a result or dead-letter line without the fields that
+// depend on when it was written (the watermark at firing, a dead letter's
+// detail, which may name the wall clock).
+func stableJSON(t testing.TB, line []byte) string {
+	var m map[string]any
+	if err := json.Unmarshal(line, &m); err != nil {
+		t.Fatalf("%q: %v", line, err)
+	}
+	delete(m, "watermark")
+	delete(m, "detail")
+	if _, ok := m["run"]; ok {
+		m["run"] = "R"
+	}
+	b, _ := json.Marshal(m)
+	return string(b)
+}
+
+// TestKafkaJob runs a spec from Kafka to Kafka on kfake: the results are
+// a plain group-by of what was produced, every record is accounted for,
+// and a run that crashes at a checkpoint's commit points and resumes
+// leaves exactly the same read_committed results as an uninterrupted run.
+func TestKafkaJob(t *testing.T) {
+	const n = 150000
+	ref := kafkaCluster(t, n)
+	sum, err := runKafka(t, "ref", ref, t.TempDir(), RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sum.Conserved() || sum.Get("records_in") != n+2 || sum.Get("dead_letter") != 2 || sum.Get("accepted") != n {
+		t.Fatalf("summary %s", sum.JSON())
+	}
+	want := committedResults(t, ref)
+	wantBad := committed(t, ref, "bad")
+	if len(wantBad) != 2 {
+		t.Fatalf("dead letters in topic bad: %v, want 2", wantBad)
+	}
+	checkGroupBy(t, want, n)
+
+	for _, point := range []string{"sink-committed", "after-manifest"} {
+		t.Run(point, func(t *testing.T) {
+			// The crash is a real one: a child process runs the job and
+			// exits at the point once its transaction holds results,
+			// leaving the transaction open and its files as they are.
+			// So that a checkpoint's transaction holds results however
+			// fast the child reads, the broker serves each partition's
+			// first fetch (a part of it: the source fetches 256 KiB of a
+			// partition at a time) and holds the later ones until the
+			// child has exited: the child fires windows from what it
+			// read, and its next checkpoints have them in the
+			// transaction.
+			broker, cluster := kafkaClusterWith(t, n, "out", "bad")
+			dir := t.TempDir()
+			release := holdFetchesIf(t, cluster, "in", func(ft kmsg.FetchRequestTopic) bool {
+				return slices.ContainsFunc(ft.Partitions, func(p kmsg.FetchRequestTopicPartition) bool { return p.FetchOffset > 0 })
+			})
+			cmd := exec.Command(os.Args[0], "-test.run=^TestKafkaCrashChild$", "-test.v")
+			cmd.Env = append(os.Environ(), "WEIR_KAFKA_CHILD="+strings.Join([]string{broker, dir, point}, ","))
+			out, err := cmd.CombinedOutput()
+			release()
+			if code := cmd.ProcessState.ExitCode(); code != 3 {
+				t.Fatalf("child exited %d (%v), want 3 (crashed at %s):\n%s", code, err, point, out)
+			}
+			if _, err := runKafka(t, "crash", broker, dir, RunOptions{CheckpointDir: filepath.Join(dir, "ck"), CheckpointInterval: time.Millisecond}); err != nil {
+				t.Fatalf("resumed run: %v", err)
+			}
+			if bad := committed(t, broker, "bad"); !slices.Equal(bad, wantBad) {
+				t.Fatalf("dead letters after a crash at %s: %v, want %v", point, bad, wantBad)
+			}
+			got := committedResults(t, broker)
+			if !slices.Equal(got, want) {
+				gs, ws := map[string]int{}, map[string]int{}
+				for _, l := range got {
+					gs[l]++
+				}
+				for _, l := range want {
+					ws[l]++
+				}
+				var diff []string
+				for l := range ws {
+					gs[l] += 0
+				}
+				for _, l := range slices.Sorted(maps.Keys(gs)) {
+					if gs[l] != ws[l] {
+						diff = append(diff, fmt.Sprintf("%dx (want %d) %s", gs[l], ws[l], l))
+					}
+				}
+				t.Fatalf("after a crash at %s: %d results, want %d; differing: %v", point, len(got), len(want), diff[:min(5, len(diff))])
+			}
+		})
+	}
+}
+
+// checkGroupBy checks kafkaJob's read_committed results (committed) of
+// kafkaCluster's n orders: a plain group-by in windows of 1 s per user,
+// each window once, on time.
+func checkGroupBy(t *testing.T, want []string, n int) {
+	t.Helper()
+	type cell struct{ orders, total int64 }
+	cells := map[string]cell{}
+	for i := range n {
+		ts := 1767225600000 + int64(i)*5
+		k := fmt.Sprintf("u%d@%d", i%7, ts/1000*1000)
+		c := cells[k]
+		c.orders++
+		c.total += int64(i % 10)
+		cells[k] = c
+	}
+	if len(want) != len(cells) {
+		t.Fatalf("%d results, want %d windows", len(want), len(cells))
+	}
+	for _, line := range want {
+		var key struct {
+			User  string `json:"user_id"`
+			Start int64  `json:"window_start"`
+		}
+		k, rest, _ := strings.Cut(line, " ")
+		if err := json.Unmarshal([]byte(k), &key); err != nil {
+			t.Fatal(err)
+		}
+		c := cells[fmt.Sprintf("%s@%d", key.User, key.Start)]
+		if !strings.Contains(rest, fmt.Sprintf(`"orders":%d,`, c.orders)) || !strings.Contains(rest, fmt.Sprintf(`"total":%d,`, c.total)) ||
+			!strings.Contains(rest, "weir-firing=on_time,weir-run=") || !strings.HasSuffix(rest, ",weir-pane=0") {
+			t.Fatalf("result %s, want orders %d total %d", line, c.orders, c.total)
+		}
+	}
+}
+
+// runKafka runs kafkaJob named name against broker.
+func runKafka(t *testing.T, name, broker, dir string, o RunOptions) (Summary, error) {
+	p, err := spec.Parse([]byte(fmt.Sprintf(kafkaJob, name, broker, broker, broker)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Dir = dir
+	j, err := Open(p, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	return j.Run(ctx)
+}
+
+// TestKafkaCrashChild is TestKafkaJob's child process: it runs the job
+// with checkpoints and exits with status 3 at the crash point once the
+// checkpoint's open transaction holds results.
+func TestKafkaCrashChild(t *testing.T) {
+	arg := os.Getenv("WEIR_KAFKA_CHILD")
+	if arg == "" {
+		t.Skip("the child process of TestKafkaJob")
+	}
+	parts := strings.Split(arg, ",")
+	broker, dir, point := parts[0], parts[1], parts[2]
+	adm, err := kadm.NewOptClient(kgo.SeedBrokers(broker))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// openResults reports whether the open transaction holds results: the
+	// high watermark of topic out is above its last stable offset.
+	openResults := func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		hwm, err1 := adm.ListEndOffsets(ctx, "out")
+		lso, err2 := adm.ListCommittedOffsets(ctx, "out")
+		if err1 != nil || err2 != nil {
+			return false
+		}
+		open := false
+		hwm.Each(func(l kadm.ListedOffset) {
+			if s, ok := lso.Lookup(l.Topic, l.Partition); ok && l.Offset > s.Offset {
+				open = true
+			}
+		})
+		return open
+	}
+	_, err = runKafka(t, "crash", broker, dir, RunOptions{CheckpointDir: filepath.Join(dir, "ck"), CheckpointInterval: time.Millisecond,
+		Crash: func(p string) {
+			if p == point && openResults() {
+				os.Exit(3)
+			}
+		}})
+	t.Fatalf("the run ended (%v) without reaching %s with results in the transaction", err, point)
+}
+
+// BenchmarkKafkaJob runs kafkaJob (Kafka to Kafka, exactly once) over
+// WEIR_BENCH_RECORDS records (default 500,000) on kfake, with and without
+// checkpoints every second, and reports records per second. With
+// WEIR_PG_URL or the local Postgres, it also runs the job into Postgres.
+//
+//	go test -run x -bench KafkaJob -benchtime 3x ./spec/
+func BenchmarkKafkaJob(b *testing.B) {
+	n := 500_000
+	if s := os.Getenv("WEIR_BENCH_RECORDS"); s != "" {
+		fmt.Sscan(s, &n)
+	}
+	for _, c := range []struct {
+		name string
+		ck   time.Duration
+		sink string
+	}{{"kafka", 0, "kafka"}, {"kafka-checkpoint-1s", time.Second, "kafka"}, {"postgres-checkpoint-1s", time.Second, "postgres"}} {
+		b.Run(c.name, func(b *testing.B) {
+			var url string
+			if c.sink == "postgres" {
+				url = testenv.PostgresURL()
+			}
+			for range b.N {
+				b.StopTimer()
+				broker := kafkaClusterN(b, n)
+				dir := b.TempDir()
+				job := fmt.Sprintf(kafkaJob, "bench", broker, broker, broker)
+				table := fmt.Sprintf("weir_bench_%d", rand.Uint32())
+				if c.sink == "postgres" {
+					job = strings.Replace(job, "results: {type: kafka, brokers: ["+broker+"], topic: out}", "results: {type: postgres, url: '"+url+"', table: "+table+"}", 1)
+					job = strings.Replace(job, "dead_letter: {type: kafka, brokers: ["+broker+"], topic: bad}", "dead_letter: {type: jsonl, path: bad.jsonl}", 1)
+				}
+				p, err := spec.Parse([]byte(job))
+				if err != nil {
+					b.Fatal(err)
+				}
+				o := RunOptions{Dir: dir}
+				if c.ck > 0 {
+					o.CheckpointDir, o.CheckpointInterval = filepath.Join(dir, "ck"), c.ck
+				}
+				j, err := Open(p, o)
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+				sum, err := j.Run(context.Background())
+				b.StopTimer()
+				if err != nil {
+					b.Fatal(err)
+				}
+				if sum.Get("records_in") != int64(n+2) {
+					b.Fatalf("records in %d", sum.Get("records_in"))
+				}
+				if c.sink == "postgres" {
+					if conn, err := pgx.Connect(context.Background(), url); err == nil {
+						_, _ = conn.Exec(context.Background(), "DROP TABLE IF EXISTS "+table)
+						_ = conn.Close(context.Background())
+					}
+				}
+				b.StartTimer()
+			}
+			b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "records/s")
+		})
+	}
+}
+
+// TestKafkaRestoreRefusesLostCheckpoint: the Kafka sink committed output
+// up to checkpoint 3, but only checkpoint 5 is left (retention removed the
+// others): the run refuses to start rather than repeat or lose output.
+func TestKafkaRestoreRefusesLostCheckpoint(t *testing.T) {
+	broker := kafkaCluster(t, 10)
+	p, err := spec.Parse([]byte(fmt.Sprintf(kafkaJob, "lost", broker, broker, broker)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(broker))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if _, err := kadm.NewClient(cl).CreateTopic(context.Background(), 1, 1, nil, "out-weir-checkpoints"); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.ProduceSync(context.Background(), &kgo.Record{Topic: "out-weir-checkpoints", Key: []byte(txnID(p)), Value: []byte("3")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	store, err := checkpoint.Open(dir, checkpoint.Options{Meta: fingerprint(p)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pc, err := store.Begin(5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pc.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	store.Close()
+	_, err = Open(p, RunOptions{Dir: t.TempDir(), CheckpointDir: dir})
+	if err == nil || !strings.Contains(err.Error(), "none at or below 3") {
+		t.Fatalf("opening with a lost checkpoint: %v", err)
+	}
+}
+
+// TestKafkaMarkerTopicCreated: on a broker where only the job's own
+// topics exist (in, out, bad), a run with checkpoints creates the marker
+// topic (compacted, one partition), says so, commits its checkpoints to
+// it and gives the group-by; the next run finds it and says nothing.
+// The first run's source gets no records until a checkpoint committed,
+// so that one does however fast the run reads its input.
+func TestKafkaMarkerTopicCreated(t *testing.T) {
+	const n = 20000
+	broker, cluster := kafkaClusterWith(t, n, "out", "bad")
+	checkpointed := holdFetches(t, cluster, "in")
+	dir := t.TempDir()
+	var info []string
+	o := RunOptions{CheckpointDir: filepath.Join(dir, "ck"), CheckpointInterval: time.Millisecond, Info: func(m string) { info = append(info, m) },
+		Crash: func(point string) {
+			if point == checkpoint.CrashAfterManifest {
+				checkpointed()
+			}
+		}}
+	sum, err := runKafka(t, "created", broker, dir, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sum.Conserved() || sum.Get("accepted") != n || sum.Get("dead_letter") != 2 {
+		t.Fatalf("summary %s", sum.JSON())
+	}
+	checkGroupBy(t, committedResults(t, broker), n)
+	if want := "created Kafka topic out-weir-checkpoints (1 partition, cleanup.policy=compact) for the checkpoint markers of the results in out"; !slices.Contains(info, want) {
+		t.Errorf("told %q, want %q", info, want)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	p, err := spec.Parse([]byte(fmt.Sprintf(kafkaJob, "created", broker, broker, broker)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id, ok, err := kafkaio.LastCommitted(ctx, kafkaSinkOptions(p.Spec.Sinks.Results, txnID(p))); err != nil || !ok || id < 1 {
+		t.Fatalf("last committed checkpoint %d %v %v: the run committed none to the marker topic", id, ok, err)
+	}
+	adm, err := kadm.NewOptClient(kgo.SeedBrokers(broker))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer adm.Close()
+	rc, err := adm.DescribeTopicConfigs(ctx, "out-weir-checkpoints")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := rc.On("out-weir-checkpoints", nil)
+	if err != nil || !slices.ContainsFunc(cfg.Configs, func(c kadm.Config) bool { return c.Key == "cleanup.policy" && c.MaybeValue() == "compact" }) {
+		t.Fatalf("marker topic settings %v %v, want cleanup.policy=compact", cfg.Configs, err)
+	}
+	info = nil
+	if _, err := runKafka(t, "created", broker, dir, o); err != nil {
+		t.Fatal(err)
+	}
+	if slices.ContainsFunc(info, func(m string) bool { return strings.Contains(m, "created Kafka topic") }) {
+		t.Errorf("the second run created the marker topic again: %q", info)
+	}
+}
+
+// holdFetches makes cluster hold every fetch of topic until release is
+// called (the first call counts; later ones do nothing), or until 20s
+// have passed, so that a test that never releases fails instead of
+// hanging.
+// Other requests, and fetches of other topics, are served meanwhile.
+func holdFetches(t *testing.T, cluster *kfake.Cluster, topic string) (release func()) {
+	return holdFetchesIf(t, cluster, topic, func(kmsg.FetchRequestTopic) bool { return true })
+}
+
+// holdFetchesIf is holdFetches for the fetches of topic that hold says
+// to hold.
+func holdFetchesIf(t *testing.T, cluster *kfake.Cluster, topic string, hold func(kmsg.FetchRequestTopic) bool) (release func()) {
+	t.Helper()
+	info := cluster.TopicInfo(topic)
+	if info == nil {
+		t.Fatalf("no topic %s", topic)
+	}
+	released := make(chan struct{})
+	var once sync.Once
+	release = func() { once.Do(func() { close(released) }) }
+	timeout := time.AfterFunc(20*time.Second, release)
+	t.Cleanup(func() { timeout.Stop() })
+	t.Cleanup(release)
+	cluster.ControlKey(int16(kmsg.Fetch), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		cluster.KeepControl()
+		select {
+		case <-released:
+			cluster.DropControl()
+			return nil, nil, false
+		default:
+		}
+		if !slices.ContainsFunc(req.(*kmsg.FetchRequest).Topics, func(ft kmsg.FetchRequestTopic) bool {
+			return (ft.Topic == topic || ft.TopicID == info.TopicID) && hold(ft)
+		}) {
+			return nil, nil, false
+		}
+		// Sleeping yields to the cluster's other connections: the
+		// sink's transactions and the offset commits go on.
+		cluster.SleepControl(func() { <-released })
+		return nil, nil, false // then served as usual
+	})
+	return release
+}
+
+// TestKafkaMissingTopics: a run whose marker topic the broker will not
+// let weir create (no CREATE permission, a creation policy), or whose
+// dead-letter topic is missing, is refused before it reads anything, with
+// the topic and the command that creates it; a run without checkpoints
+// writes no markers and needs no marker topic.
+func TestKafkaMissingTopics(t *testing.T) {
+	broker, c := kafkaClusterWith(t, 10, "out")
+	open := func(o RunOptions) error {
+		p, err := spec.Parse([]byte(fmt.Sprintf(kafkaJob, "refused", broker, broker, broker)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.Dir = t.TempDir()
+		j, err := Open(p, o)
+		if err != nil {
+			return err
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		_, err = j.Run(ctx)
+		return err
+	}
+	err := open(RunOptions{CheckpointDir: t.TempDir()})
+	if want := "sinks.dead_letter.topic: topic \"bad\" does not exist on [" + broker + "]: UNKNOWN_TOPIC_OR_PARTITION"; err == nil || !strings.HasPrefix(err.Error(), want) ||
+		!strings.Contains(err.Error(), "kafka-topics.sh --bootstrap-server "+broker+" --create --topic bad") {
+		t.Fatalf("a missing dead-letter topic: %v, want %s ...", err, want)
+	}
+	if c.TopicInfo("out-weir-checkpoints") != nil {
+		t.Fatal("a refused run created the marker topic")
+	}
+	if err := c.CreateTopic("bad", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, refusal := range []*kerr.Error{kerr.TopicAuthorizationFailed, kerr.PolicyViolation} {
+		f := c.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.CreateTopics}, Err: refusal, Count: -1})
+		err := open(RunOptions{CheckpointDir: t.TempDir()})
+		f.Remove()
+		want := "sinks.results.marker_topic: the marker topic \"out-weir-checkpoints\", where the results sink commits its checkpoints, is missing, and weir may not create it: " + refusal.Error() + "; create it once with\n" +
+			"  kafka-topics.sh --bootstrap-server " + broker + " --create --topic out-weir-checkpoints --partitions 1 --replication-factor 1 --config cleanup.policy=compact\n" +
+			"or give weir's user CREATE on it, or set marker_topic to an existing topic"
+		if err == nil || !strings.HasPrefix(err.Error(), want) || !errors.Is(err, refusal) {
+			t.Fatalf("refused with %s: %v\nwant %s", refusal.Message, err, want)
+		}
+		if err := open(RunOptions{}); err != nil {
+			t.Fatalf("without checkpoints, refused with %s: %v", refusal.Message, err)
+		}
+	}
+}
+
+// TestKafkaRegressionsPerPartition: backward jumps of event time are
+// counted per partition. Four partitions on two channels run two hours
+// apart from each other, which is no regression; one record of partition
+// 2 that jumps back two hours within its partition is one, and is warned
+// about by its partition.
+func TestKafkaRegressionsPerPartition(t *testing.T) {
+	broker, cl := kafkatest.Topic(t, "in", 4)
+	const hour = 3600_000
+	var recs []*kgo.Record
+	for i := range 400 {
+		part := int32(i % 4)
+		ts := 1767225600000 + int64(part)*2*hour + int64(i)*10
+		recs = append(recs, &kgo.Record{Partition: part, Value: fmt.Appendf(nil, `{"user_id":"u","ts":%d}`, ts)})
+	}
+	recs = append(recs, &kgo.Record{Partition: 2, Value: fmt.Appendf(nil, `{"user_id":"u","ts":%d}`, 1767225600000+2*hour-2*hour+10)})
+	if err := cl.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	job := fmt.Sprintf(`name: reg
+source:
+  type: kafka
+  channels: 2
+  kafka: {brokers: [%s], topic: in, stop_at_end: true}
+watermark: {max_out_of_orderness: 1s, idle_timeout: 1s}
+key: [user_id]
+window: {type: tumbling, size: 1s}
+aggregate: [{name: n, fn: count}]
+sinks: {results: {type: jsonl, path: out.jsonl}}
+`, broker)
+	var warnings []string
+	var mu sync.Mutex
+	_, sum := runSpec(t, job, nil, RunOptions{Warn: func(m string) { mu.Lock(); warnings = append(warnings, m); mu.Unlock() }})
+	if sum.Get("timestamp_regressions") != 1 || !sum.Conserved() {
+		t.Fatalf("summary %s", sum.JSON())
+	}
+	if len(warnings) != 1 || !strings.HasPrefix(warnings[0], "partition 2: event time jumped back") {
+		t.Fatalf("warnings %q", warnings)
+	}
+}
+
+// TestKafkaStopAndDrain: an unbounded Kafka job stops on request (Ctrl-C)
+// as at the end of its input: without drain its open windows stay
+// unfired and are counted; with drain the final watermark fires them.
+func TestKafkaStopAndDrain(t *testing.T) {
+	broker, cl := kafkatest.Topic(t, "in", 2)
+	var recs []*kgo.Record
+	for i := range 100 {
+		recs = append(recs, &kgo.Record{Partition: int32(i % 2), Value: fmt.Appendf(nil, `{"user_id":"u%d","ts":%d}`, i%3, 1767225600000+int64(i)*100)})
+	}
+	if err := cl.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	job := fmt.Sprintf(`name: stop
+source:
+  type: kafka
+  kafka: {brokers: [%s], topic: in}
+watermark: {max_out_of_orderness: 1s, interval: 10ms}
+key: [user_id]
+window: {type: tumbling, size: 1s}
+aggregate: [{name: n, fn: count}]
+sinks: {results: {type: jsonl, path: out.jsonl}}
+`, broker)
+	for _, drain := range []bool{false, true} {
+		p, err := spec.Parse([]byte(job))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var j *Job
+		var stop atomic.Bool
+		j, err = Open(p, RunOptions{Dir: t.TempDir(), Drain: drain, Stop: stop.Load})
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			for j.Env().Report().SourceRecords[sourceStage] < 100 {
+				time.Sleep(5 * time.Millisecond)
+			}
+			stop.Store(true)
+		}()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		sum, err := j.Run(ctx)
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		open := sum.Get("open_windows")
+		if !sum.Conserved() || sum.Get("records_in") != 100 || drain && open != 0 || !drain && open == 0 {
+			t.Fatalf("drain=%v: summary %s", drain, sum.JSON())
+		}
+	}
+}

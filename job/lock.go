@@ -1,0 +1,159 @@
+package job
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/weirstream/weir/internal/flock"
+	"github.com/weirstream/weir/spec"
+)
+
+// ErrLocked is matched (errors.Is) by the error of a run refused because
+// another run holds its checkpoint directory or one of its file outputs;
+// the error is a *LockedError.
+var ErrLocked = errors.New("spec: in use by another run")
+
+// LockedError says which of a run's directories or files another run
+// holds, and by which lock file.
+type LockedError struct {
+	// What names it ("checkpoint directory", "sinks.results",
+	// "sinks.late ledger", "archive"), Path is the file or directory.
+	What, Path string
+	// Lock is the lock file; PID the holder's process id as it recorded
+	// it (0: not known).
+	Lock string
+	PID  int
+}
+
+func (e *LockedError) Error() string {
+	holder := "another weir run"
+	if e.PID > 0 {
+		holder = fmt.Sprintf("another weir run (pid %d)", e.PID)
+	}
+	return fmt.Sprintf("%s %s is in use by %s, which holds %s: stop that run first, or give this one its own checkpoint directory and outputs", e.What, e.Path, holder, e.Lock)
+}
+
+// Is makes errors.Is(err, ErrLocked) match.
+func (e *LockedError) Is(target error) bool { return target == ErrLocked }
+
+// lockName is the lock file of a run's file output, beside it.
+func lockName(file string) string {
+	return filepath.Join(filepath.Dir(file), "."+filepath.Base(file)+".run.lock")
+}
+
+// dirLock is the lock file of a run's directory, in it.
+const dirLock = ".run.lock"
+
+// runLocks are the locks a run holds on its checkpoint directory and its
+// file outputs (results and record files, a SQLite file, ledger and
+// archive directories), so that a second run on any of them is refused
+// before it changes anything. They are flock locks: a run that exits, or
+// is killed, releases them; the empty lock files stay.
+type runLocks struct {
+	unlock []func() error
+}
+
+// lockRun takes the locks of plan's run, or none and an error (a
+// *LockedError when another run holds one).
+func lockRun(p *spec.Plan, o RunOptions) (*runLocks, error) {
+	type target struct {
+		what, path string
+		dir        bool
+	}
+	var ts []target
+	if dir := checkpointDir(p, o); dir != "" {
+		ts = append(ts, target{"checkpoint directory", dir, true})
+	}
+	s := &p.Spec.Sinks
+	if r := s.Results; r != nil {
+		switch r.Type {
+		case "kafka", "nats", "postgres", "stdout":
+		default:
+			ts = append(ts, target{"sinks.results", o.path(r.Path), false})
+		}
+	}
+	for _, k := range []struct {
+		name string
+		s    *spec.Sink
+	}{{"late", s.Late}, {"late_partial", s.LatePartial}, {"dead_letter", s.DeadLetter}} {
+		switch {
+		case k.s == nil:
+		case k.s.Type == "ledger":
+			ts = append(ts, target{"sinks." + k.name + " ledger", LedgerDir(p, o.Dir, k.s), true})
+		case k.s.Type == "kafka" || k.s.Type == "nats" || k.s.Type == "postgres" || k.s.Type == "stdout":
+		default:
+			ts = append(ts, target{"sinks." + k.name, o.path(k.s.Path), false})
+		}
+	}
+	if a := p.Spec.Archive; a != nil {
+		ts = append(ts, target{"archive", o.path(a.Dir), true})
+	}
+	l := &runLocks{}
+	var taken []string
+	for _, t := range ts {
+		if t.path == "" {
+			continue
+		}
+		var lock string
+		if t.dir {
+			if err := os.MkdirAll(t.path, 0o755); err != nil {
+				return nil, errors.Join(fmt.Errorf("%s: %w", t.what, err), l.release())
+			}
+			lock = realPath(filepath.Join(t.path, dirLock))
+		} else if _, err := os.Stat(filepath.Dir(t.path)); err != nil {
+			continue // opening the file fails, saying why
+		} else if fi, err := os.Stat(t.path); err == nil && !fi.Mode().IsRegular() {
+			continue // /dev/null, a pipe: nothing two runs could spoil
+		} else {
+			file := t.path
+			if target, err := filepath.EvalSymlinks(file); err == nil {
+				file = target // a link to another run's output is that output
+			}
+			lock = realPath(lockName(file))
+		}
+		if slices.Contains(taken, lock) {
+			continue // two outputs of this run in one file
+		}
+		unlock, err := flock.TryLock(lock)
+		if errors.Is(err, flock.ErrBusy) {
+			err = &LockedError{What: t.what, Path: t.path, Lock: lock, PID: flock.Holder(lock)}
+		} else if err != nil {
+			err = fmt.Errorf("%s %s: taking the run's lock: %w", t.what, t.path, err)
+		}
+		if err != nil {
+			return nil, errors.Join(err, l.release())
+		}
+		l.unlock = append(l.unlock, unlock)
+		taken = append(taken, lock)
+	}
+	return l, nil
+}
+
+// realPath is path with its directory's symbolic links resolved, so that
+// two runs reaching one file by different paths take one lock.
+func realPath(path string) string {
+	dir, err := filepath.EvalSymlinks(filepath.Dir(path))
+	if err != nil {
+		return path
+	}
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
+	return filepath.Join(dir, filepath.Base(path))
+}
+
+// release releases the locks; it is idempotent (nil releases nothing).
+func (l *runLocks) release() error {
+	if l == nil {
+		return nil
+	}
+	var errs []error
+	for _, u := range l.unlock {
+		errs = append(errs, u())
+	}
+	l.unlock = nil
+	return errors.Join(errs...)
+}

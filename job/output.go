@@ -1,0 +1,439 @@
+package job
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/etime"
+	"github.com/weirstream/weir/internal/epochs"
+	"github.com/weirstream/weir/ledger"
+	"github.com/weirstream/weir/spec"
+	"github.com/weirstream/weir/window"
+)
+
+// output is everything the job writes or counts outside the engine:
+// result, late and dead-letter lines and the counters that go with them.
+// Without checkpoints each item is applied at once. With checkpoints items
+// are buffered per subtask epoch and applied when the checkpoint that
+// covers them pre-commits, then made durable, and the checkpoint records
+// how far each file goes and the counters: a restore truncates the files
+// there and starts the counters there, so after any crash the outputs and
+// the summary are those of a run that never crashed.
+type output struct {
+	j      *Job
+	epochs *epochs.Buffer[item] // nil without checkpoints
+
+	// mu serializes applying items (they come from many subtasks) and
+	// syncing the sinks, and guards c. It is held across sink I/O, so
+	// observers never take it: they read pub.
+	mu sync.Mutex
+	c  outCounters
+	// warned holds the aggregates and overflow kinds warned about.
+	warned map[string]bool
+	// width is how many values a result carries (aggFunc.width).
+	width int
+	// flushing: items applied now are covered by a checkpoint being
+	// committed (preCommit), or are the end of a run that did not fail
+	// (finish), so a Postgres sink may commit them in batches as they
+	// come (flushDue) instead of in one transaction.
+	flushing bool
+	// pub is what observers read without waiting for a sink: c's counts
+	// (Results, Late, Partial, Controls, Regressions, Dead, DecimalOverflow,
+	// FloatOverflow) are written with both mu and pub held, so either lock
+	// reads them; call is the sink call in progress (mu serializes them:
+	// there is one at most).
+	pub struct {
+		sync.Mutex
+		call SinkCall
+	}
+	// restoredControls is Controls as the checkpoint resumed from had
+	// it (pub held).
+	restoredControls int64
+}
+
+// SinkCall is a call into one of the job's sinks: the sink (results,
+// late, late_partial, dead_letter, archive), the call (write, sync,
+// pre-commit, commit) and when it began; Call is empty and Since zero
+// while none is in progress.
+type SinkCall struct {
+	Sink, Call string
+	Since      time.Time
+}
+
+// outCounters are the output's exact counts, part of each checkpoint.
+type outCounters struct {
+	// Run is the run's id (runID), which every durable output carries;
+	// Since is the oldest run whose outputs the job's outputs still hold
+	// (Run itself unless a fresh start was told to append).
+	Run         int64 `json:"run"`
+	Since       int64 `json:"since,omitempty"`
+	Results     int64 `json:"results"`
+	Late        int64 `json:"late"`
+	Partial     int64 `json:"partial"`
+	Controls    int64 `json:"controls"`
+	Regressions int64 `json:"regressions"`
+	// DecimalOverflow counts results with a decimal sum or avg that went
+	// beyond 38 digits and fell back to float64, one per result and
+	// aggregate; FloatOverflow those with a float sum beyond float64,
+	// which they write as null.
+	DecimalOverflow int64            `json:"decimal_overflow,omitempty"`
+	FloatOverflow   int64            `json:"float_overflow,omitempty"`
+	Dead            map[string]int64 `json:"dead"`
+	// Offsets are the committed lengths of the sink files, by sink name.
+	Offsets map[string]int64 `json:"offsets"`
+	// Ledgers are the committed positions of ledger sinks, by sink name.
+	Ledgers map[string]ledger.Pos `json:"ledgers,omitempty"`
+	// Epoch is the epoch of the Postgres record tables' rows (late
+	// records, dead letters) this checkpoint covers: each checkpoint
+	// flushes them as the next epoch, and a restore deletes later ones.
+	Epoch int64 `json:"epoch,omitempty"`
+	// SlotMax is, per source channel, the largest timestamp of each of
+	// its slots (a file channel, a Kafka partition), from which backward
+	// jumps (timestamp_regressions) are measured. Checkpoints before it
+	// had ChannelMax, one per channel.
+	SlotMax    [][]etime.Time `json:"slot_max,omitempty"`
+	ChannelMax []etime.Time   `json:"channel_max,omitempty"`
+	// Watermark is the highest finite operator watermark among the
+	// results and late records written (MinTime before any): what a
+	// backfill takes as the live job's watermark at a checkpoint, and
+	// what the archive's horizon counts from. (Each ledger entry carries
+	// its own subtask's watermark, which backfill checks too.)
+	Watermark etime.Time `json:"watermark"`
+}
+
+// noteWatermark raises Watermark to a finite operator watermark (the end
+// of input, MaxTime, is not one: a backfill learns it from the finished
+// marker, and the archive's horizon keeps counting from the data).
+func (c *outCounters) noteWatermark(wm etime.Time) {
+	if wm < etime.MaxTime {
+		c.Watermark = max(c.Watermark, wm)
+	}
+}
+
+type itemKind uint8
+
+const (
+	itemResult itemKind = iota
+	itemLate
+	itemPartial
+	itemDead
+	itemControl
+	itemRegression
+)
+
+type item struct {
+	kind   itemKind
+	line   []byte // late, partial and dead lines
+	res    window.Result[string, []byte]
+	reason string
+	// id, raw and meta are a late record or dead letter as an entry of a
+	// table or a message stream: its stable id (entryID), the record as
+	// received, and the line's other fields as a JSON object. reason is
+	// the miss (window_expired, window_expired_partial) or the dead
+	// letter's reason.
+	id   string
+	raw  []byte
+	meta []byte
+	// arrived is the processing time a late record arrived (Unix ms),
+	// wm the operator's watermark then.
+	arrived int64
+	wm      etime.Time
+}
+
+// entryID is the stable id of a record, from its position in the source:
+// "partition:offset" for Kafka, the stream sequence for NATS, the line
+// number for a file. A replay from a checkpoint reads the record at the
+// same position, so sinks that keep ids (Postgres, NATS) store each late
+// record and dead letter once however often it is replayed.
+func entryID(kafka bool, part int32, offset int64) string {
+	if kafka {
+		return strconv.FormatInt(int64(part), 10) + ":" + strconv.FormatInt(offset, 10)
+	}
+	return strconv.FormatInt(offset, 10)
+}
+
+// position returns where r was read: whether from Kafka (r.part is the
+// partition) and the offset, stream sequence or line number.
+func (j *Job) position(r rec) (kafka bool, pos int64) {
+	if j.plan.Spec.Source.Type == "kafka" {
+		return true, r.no - 1 // no is the offset + 1
+	}
+	return false, r.no
+}
+
+func newOutput(j *Job, checkpoints, deterministic bool) *output {
+	o := &output{j: j, width: aggregate(j.plan, keepsAccs(j.plan)).width()}
+	o.c.Dead = map[string]int64{}
+	o.c.Watermark = etime.MinTime
+	if checkpoints {
+		o.epochs = epochs.New[item](deterministic)
+		limit := int64(spec.DefaultMaxBuffered)
+		if c := j.plan.Spec.Checkpoint; c != nil && c.MaxBuffered > 0 {
+			limit = int64(c.MaxBuffered)
+		}
+		// At half the bound with no commit under way, a checkpoint now,
+		// so that adds past the bound wait for its commit instead of
+		// growing.
+		o.epochs.SetLimit(limit, func() { j.env.RequestCheckpoint() })
+	}
+	return o
+}
+
+// buffered returns the output items held for checkpoints not yet
+// committed, now and at the most (0 without checkpoints: items are
+// written as they come).
+func (o *output) buffered() (now, peak int64) {
+	if o.epochs == nil {
+		return 0, 0
+	}
+	return o.epochs.Held()
+}
+
+// add applies it now, or buffers it in subtask s's epoch.
+func (o *output) add(s weir.Subtask, it item) {
+	if o.epochs != nil {
+		o.epochs.Add(epochs.Subtask(s), it)
+		return
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.apply(&it)
+}
+
+// calling records that a call into a sink begins; o.mu is held.
+func (o *output) calling(sink, call string) {
+	o.pub.Lock()
+	o.pub.call = SinkCall{Sink: sink, Call: call, Since: time.Now()}
+	o.pub.Unlock()
+}
+
+// done records that the call returned and, when n is set, adds one to
+// that count of o.c; o.mu is held.
+func (o *output) done(n *int64) {
+	o.pub.Lock()
+	o.pub.call = SinkCall{}
+	if n != nil {
+		*n++
+	}
+	o.pub.Unlock()
+}
+
+// apply writes or counts one item; o.mu is held.
+func (o *output) apply(it *item) {
+	j := o.j
+	var err error
+	counted := func(n *int64) {
+		if err != nil {
+			n = nil
+		}
+		o.done(n)
+	}
+	switch it.kind {
+	case itemResult:
+		o.calling("results", "write")
+		err = j.results.write(it.res)
+		counted(&o.c.Results)
+		if err == nil {
+			if it.res.Firing != window.Retract {
+				o.noteOverflows(it.res.Value)
+			}
+			o.c.noteWatermark(it.res.Watermark)
+			if j.archive != nil && it.res.Firing != window.Retract {
+				r := &it.res
+				j.archive.put(r.Key, r.Window.Start, r.Window.End, r.Pane, r.Value)
+				if j.ck == nil && j.archive.due() {
+					o.calling("archive", "commit")
+					err = j.archive.commit(o.c.Watermark, j.plan.ArchiveHorizon, 0)
+					o.done(nil)
+				}
+			}
+		}
+	case itemLate:
+		o.calling("late", "write")
+		err = j.late.writeRecord(it)
+		counted(&o.c.Late)
+		if err == nil {
+			o.c.noteWatermark(it.wm)
+		}
+	case itemPartial:
+		o.calling(j.sinkName(j.partial), "write")
+		err = j.partial.writeRecord(it)
+		counted(&o.c.Partial)
+		if err == nil {
+			o.c.noteWatermark(it.wm)
+		}
+	case itemDead:
+		o.pub.Lock()
+		o.c.Dead[it.reason]++
+		o.pub.Unlock()
+		if j.dead != nil {
+			o.calling("dead_letter", "write")
+			err = j.dead.writeRecord(it)
+			o.done(nil)
+		}
+	case itemControl:
+		o.done(&o.c.Controls)
+	case itemRegression:
+		o.done(&o.c.Regressions)
+	}
+	j.check(err)
+}
+
+// noteOverflows counts the sums of a result that overflowed (see
+// aggFunc.Result) and warns once per aggregate and kind; o.mu is held.
+func (o *output) noteOverflows(v []byte) {
+	p := o.j.plan
+	ov := resultOverflows(v, o.width)
+	for i, c := range ov {
+		if i >= len(p.Spec.Aggregate) || c == overNone {
+			continue
+		}
+		what := "decimal_overflow: a decimal sum went beyond 38 digits; it is a float64 from here on (declare type: float to have float sums from the start)"
+		o.pub.Lock()
+		if c == overInfinite {
+			o.c.FloatOverflow++
+			what = "float_overflow: a float sum went beyond float64 (±1.8e308) and is written as null"
+		} else {
+			o.c.DecimalOverflow++
+		}
+		o.pub.Unlock()
+		a := p.Spec.Aggregate[i]
+		if k := a.Name + string(c); !o.warned[k] {
+			if o.warned == nil {
+				o.warned = map[string]bool{}
+			}
+			o.warned[k] = true
+			if o.j.warn != nil {
+				o.j.warn(fmt.Sprintf("aggregate %q (%s of %s): %s; counted in the summary, warned once", a.Name, a.Fn, a.Field, what))
+			}
+		}
+	}
+}
+
+// preCommit applies the items checkpoint id covers, makes the files
+// durable and writes the counters and file lengths as the part "output".
+func (o *output) preCommit(id int64, write func(name string, data []byte) error) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.epochs.BeginCommit()
+	defer o.epochs.EndCommit()
+	o.flushing = true
+	defer func() { o.flushing = false }()
+	o.epochs.Take(id, o.apply)
+	if err := o.sync(); err != nil {
+		return err
+	}
+	if t, ok := o.j.results.(txnSink); ok {
+		o.calling("results", "pre-commit")
+		err := t.preCommit(id)
+		o.done(nil)
+		if err != nil {
+			return err
+		}
+	}
+	o.c.SlotMax, o.c.ChannelMax = o.j.dec.maxAt(id), nil
+	b, err := json.Marshal(o.c)
+	if err != nil {
+		return err
+	}
+	return write("output", b)
+}
+
+// finish applies what no checkpoint covered (the end of the run).
+func (o *output) finish() {
+	if o.epochs == nil {
+		return
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.flushing = !o.j.execFailed && !o.j.failed.Load()
+	o.epochs.Rest(o.apply)
+}
+
+// sync flushes and fsyncs every sink and records the file lengths.
+func (o *output) sync() error {
+	o.c.Offsets = map[string]int64{}
+	for name, s := range o.j.files {
+		o.calling(name, "sync")
+		n, err := s.sync()
+		o.done(nil)
+		if err != nil {
+			return fmt.Errorf("sink %s: %w", name, err)
+		}
+		if n >= 0 {
+			o.c.Offsets[name] = n
+		}
+	}
+	if o.j.results == nil {
+		return nil
+	}
+	o.calling("results", "commit")
+	err := o.j.results.commit()
+	o.done(nil)
+	if err != nil {
+		return err
+	}
+	if a := o.j.archive; a != nil {
+		o.calling("archive", "commit")
+		err := a.commit(o.c.Watermark, o.j.plan.ArchiveHorizon, 0)
+		o.done(nil)
+		if err != nil {
+			return fmt.Errorf("archive: %w", err)
+		}
+	}
+	o.c.Epoch++ // the epoch of the rows the record sinks flush now
+	for _, s := range o.j.recordSinks() {
+		o.calling(s.name, "commit")
+		err := s.commit()
+		o.done(nil)
+		if err != nil {
+			return err
+		}
+	}
+	if len(o.j.ledgers) > 0 {
+		o.c.Ledgers = map[string]ledger.Pos{}
+		for name, l := range o.j.ledgers {
+			o.c.Ledgers[name] = l.position()
+		}
+	}
+	return nil
+}
+
+// restore starts from a checkpoint's counters and cuts the sink files back
+// to what it covered.
+func (o *output) restore(b []byte) error {
+	c := outCounters{Watermark: etime.MinTime} // older checkpoints lack it
+	if err := json.Unmarshal(b, &c); err != nil {
+		return fmt.Errorf("corrupt output part: %w", err)
+	}
+	if c.Dead == nil {
+		c.Dead = map[string]int64{}
+	}
+	o.pub.Lock()
+	o.c = c
+	o.restoredControls = c.Controls
+	o.pub.Unlock()
+	return nil
+}
+
+// counters returns the output's counts (the counts only: not the file
+// offsets, ledger positions or watermark) without waiting for a sink
+// call in progress. Safe for concurrent use.
+func (o *output) counters() outCounters {
+	o.pub.Lock()
+	defer o.pub.Unlock()
+	return outCounters{Results: o.c.Results, Late: o.c.Late, Partial: o.c.Partial, Controls: o.c.Controls,
+		Regressions: o.c.Regressions, Dead: maps.Clone(o.c.Dead), DecimalOverflow: o.c.DecimalOverflow, FloatOverflow: o.c.FloatOverflow}
+}
+
+// call returns the sink call in progress. Safe for concurrent use.
+func (o *output) call() SinkCall {
+	o.pub.Lock()
+	defer o.pub.Unlock()
+	return o.pub.call
+}

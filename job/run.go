@@ -1,0 +1,999 @@
+package job
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/clock"
+	"github.com/weirstream/weir/connector/fileio"
+	"github.com/weirstream/weir/connector/genio"
+	"github.com/weirstream/weir/connector/kafkaio"
+	"github.com/weirstream/weir/connector/natsio"
+	"github.com/weirstream/weir/etime"
+	"github.com/weirstream/weir/internal/epochs"
+	"github.com/weirstream/weir/spec"
+	"github.com/weirstream/weir/state"
+	"github.com/weirstream/weir/state/pebblestate"
+	"github.com/weirstream/weir/watermark"
+	"github.com/weirstream/weir/window"
+)
+
+// sourceStage names the job's source stage (the first stage, so the name
+// is not made unique).
+const sourceStage = "source"
+
+// RunOptions are how a spec is run, beside the spec itself.
+type RunOptions struct {
+	// Dir resolves relative paths in the spec (the spec file's directory).
+	Dir string
+	// Stdin is the input of a stdin source; Stdout receives stdout sinks.
+	Stdin  io.Reader
+	Stdout io.Writer
+	// Deterministic runs on one goroutine with processing time fixed at
+	// Now, watermarks emitted after every record and no idleness, so that
+	// outputs are byte-identical run to run. Its checkpoints still come
+	// on the interval of the wall clock (or of CheckpointClock).
+	Deterministic bool
+	// Now is processing time in a deterministic run.
+	Now time.Time
+	// Clock is processing time otherwise (default: the wall clock).
+	Clock clock.Clock
+	// Parallelism is the window operator's (default: GOMAXPROCS).
+	Parallelism int
+	// Stop, when it returns true, ends the sources as if their input had
+	// ended (Ctrl-C); open windows stay unfired unless Drain is set, which
+	// sends the final MAX watermark first. In a parallel run it is also
+	// asked every 50ms by a goroutine that tells sinks waiting for a
+	// database to give up, so it must be safe for concurrent use.
+	Stop  func() bool
+	Drain bool
+	// Logger receives the engine's log (default: discard).
+	Logger *slog.Logger
+	// Warn, when set, is told about suspicious input as it happens (a
+	// channel's event time jumping back by more than an hour).
+	Warn func(msg string)
+	// CheckpointDir and CheckpointInterval override the spec's checkpoint
+	// settings; Fresh ignores existing checkpoints (a fresh run).
+	CheckpointDir      string
+	CheckpointInterval time.Duration
+	Fresh              bool
+	// CheckpointClock, when set, is what the checkpoint interval is
+	// measured on (weir.CheckpointOptions.Clock); default: Clock, and the
+	// wall clock in a deterministic run. Tests give a clock that has
+	// passed the interval at every look, so that a deterministic run
+	// takes a checkpoint before every read of its source, however fast
+	// the machine.
+	CheckpointClock clock.Clock
+	// Append, at a fresh start, keeps what earlier runs wrote to the
+	// job's outputs (its files, ledger, archive and table rows) instead of
+	// starting them over, and backfill then uses every run's ledger
+	// entries: the daily-file pattern. A resumed run ignores it.
+	Append bool
+	// Crash, when set, is called at named points of checkpointing (crash
+	// tests kill the process there).
+	Crash func(point string)
+	// Info, when set, is told what the job does that a person should know
+	// (resuming from a checkpoint).
+	Info func(msg string)
+
+	// locks, set by RunRestarting, are the run's locks, held across its
+	// attempts; nil: Open takes them and Run releases them.
+	locks *runLocks
+}
+
+// Job is a spec ready to run, with its sources and sinks open.
+type Job struct {
+	plan    *spec.Plan
+	env     *weir.Env
+	srcName string
+	dec     *decoder
+	results resultSink
+	late    recordSink
+	partial recordSink
+	dead    recordSink
+	files   map[string]*lineSink // file sinks by sink name
+	ledgers map[string]*ledgerSink
+	runDir  string // RunOptions.Dir: relative paths start there
+	// archive keeps each window's newest revision for backfill (jsonl
+	// and Kafka results with an archive block); nil otherwise.
+	archive *archiveWriter
+	recent  recentLate
+	// specHash is specHash(plan), in every late entry's meta.
+	specHash string
+	stop     func() bool
+	drain    bool // RunOptions.Drain
+	// deterministic is RunOptions.Deterministic.
+	deterministic bool
+	// restoredAt is when Open restored a checkpoint (zero: fresh).
+	restoredAt time.Time
+	// run is the run's id (outCounters.Run), set before any record
+	// flows; appendRuns is RunOptions.Append at a fresh start (false on a
+	// resume: the outputs are cut back to the checkpoint instead).
+	run        int64
+	appendRuns bool
+	fresh      bool // the run starts here (no checkpoint restored)
+	// removeState removes the pebble backend's scratch directory.
+	removeState func()
+	// locks are the run's locks when the job took them (Open without
+	// RunRestarting), released with the scratch state.
+	locks *runLocks
+	out   *output
+	ck    *checkpoints // nil without checkpoints
+	// sinkNames are the open sinks, set once they are open (SinkCalls).
+	sinkNames []string
+	// warn is RunOptions.Warn (nil: no warnings).
+	warn func(msg string)
+	// firstDead maps a dead-letter reason to the first such dead
+	// letter's detail (string to string), for the summary.
+	firstDead sync.Map
+	// sinkCtx bounds the sinks' lives (Postgres sinks are opened with it):
+	// it is cancelled when Run's ctx is (an abort), and at the end of the
+	// run. stopping is done once the run stops (RunOptions.Stop), fails,
+	// or is aborted: sinks retrying an unavailable database give up then
+	// (pgio.Options.Stopping) instead of holding the stop back.
+	sinkCtx, stopping         context.Context
+	cancelSinks, stopRetrying context.CancelFunc
+
+	mu struct {
+		sync.Mutex
+		err error
+	}
+	failed atomic.Bool
+	// execFailed: the run ended with an error; a transactional sink
+	// aborts what no checkpoint covers instead of committing it.
+	execFailed bool
+}
+
+// Open builds the job of plan: it opens the input and the sinks, so a
+// missing file is reported here, before anything runs. File sinks are
+// truncated (a fresh run). First it locks the checkpoint directory and
+// the file outputs until the job's run ends: while another run holds one,
+// Open changes nothing and returns a *LockedError (ErrLocked). When no
+// checkpoint of the directory verifies, it returns a *DamagedError
+// (ErrNoValidCheckpoint) unless the run is fresh.
+func Open(plan *spec.Plan, o RunOptions) (*Job, error) {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Stdout == nil {
+		o.Stdout = io.Discard
+	}
+	opts := weir.DefaultOptions()
+	opts.Logger = o.Logger
+	opts.StateBudget = plan.StateBudget
+	opts.Deterministic = o.Deterministic
+	if o.Parallelism > 0 {
+		opts.Parallelism = o.Parallelism
+		if opts.Parallelism > opts.MaxParallelism {
+			opts.MaxParallelism = opts.Parallelism
+		}
+	}
+	var removeState func()
+	if plan.Backend == "pebble" {
+		nb, remove, err := pebbleBackend(plan, o)
+		if err != nil {
+			return nil, err
+		}
+		opts.NewBackend, removeState = nb, remove
+	}
+	if o.Deterministic && o.Parallelism == 0 {
+		// The order of result lines depends on the parallelism; a
+		// deterministic run must not depend on the machine's cores.
+		opts.Parallelism = 1
+	}
+	opts.WatermarkInterval = plan.Interval.Std()
+	switch {
+	case o.Deterministic:
+		opts.Clock = clock.NewFake(o.Now)
+	case o.Clock != nil:
+		opts.Clock = o.Clock
+	}
+	j := &Job{plan: plan, dec: newDecoder(plan, opts.Clock), stop: o.Stop, drain: o.Drain, deterministic: o.Deterministic, removeState: removeState, runDir: o.Dir, specHash: specHash(plan)}
+	j.sinkCtx, j.cancelSinks = context.WithCancel(context.Background())
+	j.stopping, j.stopRetrying = context.WithCancel(context.Background())
+	if o.locks == nil {
+		locks, err := lockRun(plan, o)
+		if err != nil {
+			return nil, errors.Join(err, j.cleanup())
+		}
+		j.locks = locks
+	}
+	if err := prepareKafka(plan, o, checkpointDir(plan, o) != ""); err != nil {
+		return nil, errors.Join(err, j.cleanup())
+	}
+	ck, err := openCheckpoints(plan, o)
+	if err != nil {
+		return nil, errors.Join(err, j.cleanup())
+	}
+	j.ck = ck
+	if ck != nil {
+		// A checkpoint that fails fails the run: silently running on
+		// without them would break the promise of exact recovery.
+		opts.Checkpoint = ck.options(j.check, j.committed)
+		switch {
+		case o.CheckpointClock != nil:
+			opts.Checkpoint.Clock = o.CheckpointClock
+		case o.Deterministic:
+			// Processing time stands still at Now: measured on it, no
+			// interval would ever pass. The checkpoints' interval is the
+			// wall clock's (where barriers fall does not change the
+			// output of a deterministic run).
+			opts.Checkpoint.Clock = clock.Real{}
+		}
+	}
+	if j.env, err = weir.NewEnv(opts); err != nil {
+		return nil, errors.Join(err, ck.close(), j.cleanup())
+	}
+	j.out = newOutput(j, ck != nil, o.Deterministic)
+	j.warn = o.Warn
+	j.dec.note = func(ch int, k itemKind) { j.out.add(weir.Subtask{Stage: sourceStage, Index: ch}, item{kind: k}) }
+	if o.Warn != nil {
+		j.dec.warnField = func(w FieldWarning) { o.Warn(w.String()) }
+		j.dec.warn = func(where string, from, to etime.Time) {
+			o.Warn(fmt.Sprintf("%s: event time jumped back from %s to %s (more than 1h; counted in timestamp_regressions, warned once)",
+				where, from.Wall().Format(time.RFC3339), to.Wall().Format(time.RFC3339)))
+		}
+	}
+	if err := j.build(o); err != nil {
+		return nil, errors.Join(err, j.closeSinks(), ck.close(), j.cleanup())
+	}
+	return j, nil
+}
+
+// Env is the job's engine environment, for observers (metrics) while it
+// runs.
+func (j *Job) Env() *weir.Env { return j.env }
+
+// Checkpoint takes a checkpoint now, for a graceful stop: it returns the
+// id of the first checkpoint completed after the call, or 0 when the job
+// has no checkpoints or none completed within timeout.
+func (j *Job) Checkpoint(timeout time.Duration) int64 {
+	if j.ck == nil {
+		return 0
+	}
+	before := j.ck.last.Load()
+	if !j.env.RequestCheckpoint() {
+		return 0
+	}
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		if id := j.ck.last.Load(); id > before {
+			return id
+		}
+		if j.sinkUnavailable() {
+			return 0 // no checkpoint commits while a sink waits for its database
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return 0
+}
+
+// cleanup removes the job's scratch state (the operators' backends are
+// closed by the runtime when the job ends) and releases the locks it
+// took, after everything else is closed.
+func (j *Job) cleanup() error {
+	if j.removeState != nil {
+		j.removeState()
+	}
+	j.stopRetrying()
+	j.cancelSinks()
+	return j.locks.release()
+}
+
+// stopInterval is how often a running job looks whether it was asked to
+// stop (RunOptions.Stop is polled), to tell its sinks.
+const stopInterval = 50 * time.Millisecond
+
+// watchStop starts the goroutine that tells the sinks the run stops:
+// stopping is done once the run stops (a parallel run's RunOptions.Stop;
+// a deterministic run's sinks wait on its one goroutine) or ctx is done
+// (a failure does it at once: check), and ctx being done also cancels
+// sinkCtx (an abort). The returned function ends
+// the goroutine and waits for it; Run calls it before closing the sinks
+// (then cleanup ends both contexts).
+func (j *Job) watchStop(ctx context.Context) (stop func()) {
+	quit, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(stopInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-quit:
+				return
+			case <-ctx.Done():
+				j.stopRetrying()
+				j.cancelSinks()
+				return
+			case <-t.C:
+				// A deterministic run's Stop is asked on its one goroutine
+				// only (tests sample their sinks in it).
+				if !j.deterministic && j.stopped() {
+					j.stopRetrying()
+				}
+			}
+		}
+	}()
+	return func() { close(quit); <-done }
+}
+
+// sinkUnavailable reports whether a Postgres sink is failing to reach its
+// database (the job is waiting for it). Safe for concurrent use.
+func (j *Job) sinkUnavailable() bool {
+	if r, ok := j.results.(*pgResults); ok && r.db.Unavailable() {
+		return true
+	}
+	for _, s := range j.recordSinks() {
+		if r, ok := s.recordSink.(*pgRecords); ok && r.db.Unavailable() {
+			return true
+		}
+	}
+	return false
+}
+
+// Buffered returns how many output items (results, late records, dead
+// letters) the job holds in memory for checkpoints that have not
+// committed, now and at the most so far: at most checkpoint.max_buffered
+// while a checkpoint's commit waits for a sink, unless more had gathered
+// before that commit began (see CheckpointSpec.MaxBuffered). It is safe
+// to call while the job runs; 0 without checkpoints (items are written as
+// they come).
+func (j *Job) Buffered() (now, peak int64) { return j.out.buffered() }
+
+// pebbleBackend makes the backends of the pebble state option: one Pebble
+// database per operator instance under the state directory, behind caches
+// of live windows.
+func pebbleBackend(p *spec.Plan, o RunOptions) (func() state.Backend, func(), error) {
+	st := p.Spec.State
+	base, remove := st.Dir, func() {}
+	if base == "" {
+		d, err := os.MkdirTemp("", "weir-state-")
+		if err != nil {
+			return nil, nil, err
+		}
+		base, remove = d, func() { os.RemoveAll(d) }
+	} else {
+		base = o.path(base)
+	}
+	cache := st.Cache
+	if cache == 0 {
+		cache = 100_000
+	}
+	var n atomic.Int64
+	return func() state.Backend {
+		dir := filepath.Join(base, fmt.Sprintf("op-%d-%d", os.Getpid(), n.Add(1)))
+		kv, err := pebblestate.Open(dir, pebblestate.Options{RemoveOnClose: true})
+		if err != nil {
+			panic(err) // the job fails to build, with this cause
+		}
+		return state.NewKVBackend(kv, cache)
+	}, remove, nil
+}
+
+// stopped reports whether the run was asked to stop (Ctrl-C) rather than
+// reading all its input.
+func (j *Job) stopped() bool { return j.stop != nil && j.stop() }
+
+// unboundedOptions are the source options of a Kafka or NATS source: it
+// ends at a stop (Ctrl-C) as at the end of its input, and sends the final
+// watermark only at the end of a bounded read (stopAtEnd, unless
+// final_watermark is off) or at a stop with drain.
+func (j *Job) unboundedOptions(stopAtEnd bool) weir.SourceOptions {
+	return weir.SourceOptions{Channels: j.plan.Channels, Stop: func() bool { return j.failed.Load() || j.stopped() },
+		Final: func() bool {
+			if j.failed.Load() {
+				return false
+			}
+			if j.stopped() {
+				return j.drain
+			}
+			return stopAtEnd && j.plan.Final
+		}}
+}
+
+// GeneratorOptions are the options of a generator source's records.
+func GeneratorOptions(p *spec.Plan) genio.Options {
+	g := p.Generator
+	bands := make([]genio.Band, len(g.Disorder))
+	for i, b := range g.Disorder {
+		bands[i] = genio.Band{Share: b.Share, Min: spec.DurOr(b.Min, 0), Max: spec.DurOr(b.Max, 0)}
+	}
+	o := genio.Options{Records: g.Records, Rate: g.Rate, Keys: g.Keys, Start: p.GenStart, Disorder: bands, Bad: g.Bad, Seed: g.Seed, StartNow: p.GenStartNow}
+	if g.Pace == "wall" {
+		o.Pace = genio.Wall
+	}
+	return o
+}
+
+// path resolves p against the spec's directory (empty stays empty).
+func (o RunOptions) path(p string) string {
+	if p == "" || filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(o.Dir, p)
+}
+
+// lineSource is the job's source of lines, with its name, for the source
+// types read as lines (a generator, a file, stdin); nil for Kafka and
+// NATS, which are read apart. final and stopped are the source's end
+// hooks (see fileio.Options). clk is the job's clock, which paces a
+// generator with pace: wall and tells start: now; nil reads unpaced (a
+// deterministic run, whose clock stands still, too).
+func lineSource(p *spec.Plan, o RunOptions, clk clock.Clock, final, stopped func() bool) (weir.Source[fileio.Line], string, error) {
+	s := p.Spec
+	switch s.Source.Type {
+	case "kafka", "nats":
+		return nil, "", nil
+	case "generator":
+		gen := GeneratorOptions(p)
+		gen.Final, gen.Stop, gen.Clock = final, stopped, clk
+		if clk == nil || o.Deterministic {
+			if err := p.UnpacedNow(); err != nil && o.Deterministic {
+				return nil, "", fmt.Errorf("source.generator: a --deterministic run's clock stands still, so the generator reads unpaced, and start: now %w; run without --deterministic, or shorten duration, or raise max_future", err)
+			}
+			gen.Pace = genio.Unpaced
+		}
+		src, err := genio.New(gen)
+		return src, "generator", err
+	}
+	fo := fileio.Options{Format: fileio.JSONL, Channels: p.Channels, Strict: o.Deterministic, Final: final, Stop: stopped}
+	if p.Format == "csv" {
+		fo.Format = fileio.CSV
+	}
+	if s.Source.Type == "stdin" {
+		fo.Input, fo.Name = o.Stdin, "stdin"
+		if fo.Input == nil {
+			fo.Input = strings.NewReader("")
+		}
+	} else {
+		fo.Path, fo.Name = o.path(s.Source.Path), s.Source.Path
+	}
+	src, err := fileio.New(fo)
+	return src, fo.Name, err
+}
+
+func (j *Job) build(o RunOptions) error {
+	p := j.plan
+	s := p.Spec
+	stopped := func() bool { return j.failed.Load() || j.stopped() }
+	final := func() bool {
+		if stopped() {
+			return o.Drain && !j.failed.Load()
+		}
+		return p.Final
+	}
+	src, name, err := lineSource(p, o, j.env.Options().Clock, final, stopped)
+	if err != nil {
+		return err
+	}
+	if src != nil {
+		j.srcName = name
+	}
+	var offsets map[string]int64
+	if j.ck != nil && j.ck.restored != nil {
+		j.restoredAt = time.Now()
+		b, ok := j.env.Restored("output")
+		if !ok {
+			return fmt.Errorf("checkpoint %d has no output part", j.ck.restored.ID)
+		}
+		if err := j.out.restore(b); err != nil {
+			return err
+		}
+		offsets = j.out.c.Offsets
+		if offsets == nil {
+			offsets = map[string]int64{}
+		}
+		if cm := j.out.c.SlotMax; len(cm) == len(j.dec.chMax) {
+			for i := range cm {
+				j.dec.chMax[i] = slices.Clone(cm[i])
+			}
+		} else if cm := j.out.c.ChannelMax; len(cm) == len(j.dec.chMax) { // older checkpoints
+			for i := range cm {
+				j.dec.chMax[i] = []etime.Time{cm[i]}
+			}
+		}
+	}
+	if offsets == nil {
+		// A fresh start begins a run: its id is the processing-time
+		// millisecond it began, raised above every run the outputs
+		// hold (openSinks notes them).
+		j.out.c.Run = max(j.env.Options().Clock.Now().UnixMilli(), 1)
+		j.fresh, j.appendRuns = true, o.Append
+	}
+	if err := j.openSinks(o, offsets); err != nil {
+		return err
+	}
+	if offsets == nil {
+		j.out.c.Since = j.out.c.Run
+		if o.Append {
+			j.out.c.Since = 0 // every earlier run's outputs stay
+		}
+	}
+	j.run = j.out.c.Run
+	if j.archive != nil {
+		j.archive.run = j.run
+	}
+	j.sinkNames = j.listSinks()
+	env := j.env
+	env.OnDeadLetter(j.deadLetter)
+	if j.ck != nil {
+		env.OnBarrier(func(s weir.Subtask, id int64) {
+			j.out.epochs.Barrier(epochs.Subtask(s), id)
+			if s.Stage == sourceStage {
+				j.dec.barrier(s.Index, id)
+			}
+		})
+		env.OnPreCommit(func(id int64, write func(string, []byte) error) error {
+			err := j.out.preCommit(id, write)
+			if err == nil && o.Crash != nil {
+				o.Crash("sink-committed")
+			}
+			return err
+		})
+	}
+	var recs weir.Stream[rec]
+	switch s.Source.Type {
+	case "kafka":
+		// Records are decoded, stamped and watermarked per partition in
+		// the reader.
+		if recs, err = j.kafkaRecords(env); err != nil {
+			return err
+		}
+	case "nats":
+		recs = j.natsRecords(env)
+	default:
+		lines := weir.FromSource(env, sourceStage, src, weir.SourceOptions{Channels: p.Channels, NoFinalWatermark: true})
+		recs = weir.TryMap(lines, j.dec.decode)
+	}
+	isMark := func(r rec) (weir.Marker, bool) {
+		switch r.mark {
+		case markWatermark:
+			return weir.Marker{Watermark: r.wm}, true
+		case markIdle:
+			return weir.Marker{Idle: true}, true
+		}
+		return weir.Marker{}, false
+	}
+	switch {
+	case s.Source.Type == "kafka":
+	case p.Time == "event", p.Time == "ingestion":
+		var ws weir.WatermarkStrategy[rec]
+		if p.Time == "ingestion" {
+			ws = weir.IngestionTime[rec]()
+		} else {
+			ws = weir.WatermarkStrategy[rec]{Timestamp: func(r rec, _ etime.Time) etime.Time { return r.ts }}
+			switch p.WMType {
+			case "bounded_out_of_orderness", "monotonous":
+				b := p.Bound
+				ws.Generator = func() watermark.Generator[rec] { return watermark.BoundedOutOfOrderness[rec](b) }
+			case "punctuated":
+				ws.Generator = func() watermark.Generator[rec] {
+					return watermark.Punctuated(func(rec, etime.Time) (etime.Time, bool) { return 0, false })
+				}
+			}
+		}
+		ws = ws.WithMarkers(isMark)
+		if !o.Deterministic && p.IdleTimeout > 0 {
+			ws = ws.WithIdleness(p.IdleTimeout.Std())
+		}
+		if p.Heartbeat > 0 {
+			ws = ws.WithHeartbeat(p.Heartbeat.Std())
+		}
+		if o.Deterministic || p.EveryRecord {
+			ws = ws.WithEveryRecord()
+		}
+		ws.BacklogEvery = zeroIsOff(p.BacklogEvery)
+		recs = weir.AssignTimestamps(recs, ws)
+	default:
+		recs = weir.Filter(recs, func(r rec) bool { _, m := isMark(r); return !m })
+	}
+	keyed := weir.KeyByEncoded(recs, func(r rec) string { return r.key }, appendKey)
+	windowed := weir.Window(keyed, p.Assigner, weir.WindowOptions{
+		Name: "window", Trigger: p.Trigger, AllowedLateness: p.Lateness, LateFiringInterval: p.LateFiringInterval,
+		LateOutput: j.late != nil, PartialOutput: j.partial != nil,
+	})
+	if p.Time == "event" && p.WMType != "punctuated" {
+		// "On time" in the summary means within the bound: records the
+		// bound's watermark would have made late are counted apart.
+		windowed = weir.CountTrailing(windowed, func(r rec) etime.Time { return r.promised })
+	}
+	out := weir.Aggregate(windowed, aggregate(p, keepsAccs(p)))
+	weir.ForEachSubtask(out.Results, func(sub weir.Subtask) func(etime.Time, window.Result[string, []byte]) {
+		return func(_ etime.Time, r window.Result[string, []byte]) { j.out.add(sub, item{kind: itemResult, res: r}) }
+	})
+	if j.late != nil || j.partial != nil {
+		weir.ForEachSubtask(out.Late, func(sub weir.Subtask) func(etime.Time, window.LateRecord[string, rec]) {
+			return func(_ etime.Time, l window.LateRecord[string, rec]) {
+				it := j.lateItem(l)
+				if l.Reason == window.ExpiredPartial {
+					it.kind = itemPartial
+				}
+				j.out.add(sub, it)
+			}
+		})
+	}
+	return nil
+}
+
+// appendKey is the canonical key encoding (W5 order): the JSON array of
+// the key values.
+func appendKey(dst []byte, k string) []byte {
+	dst = append(dst, '[')
+	dst = append(dst, strings.ReplaceAll(k, keySep, ",")...)
+	return append(dst, ']')
+}
+
+// check records a sink's first error and stops the sources: the job ends
+// and Run returns the error.
+func (j *Job) check(err error) {
+	if err == nil {
+		return
+	}
+	j.mu.Lock()
+	if j.mu.err == nil {
+		j.mu.err = err
+	}
+	j.mu.Unlock()
+	j.failed.Store(true)
+	j.stopRetrying() // sinks waiting for a database give up: the run failed
+}
+
+// Run runs the job to its end and closes its sinks; ctx cancellation
+// aborts it (a graceful stop goes through RunOptions.Stop instead).
+func (j *Job) Run(ctx context.Context) (Summary, error) {
+	stopFlusher := j.startFlusher()
+	stopWatch := j.watchStop(ctx)
+	rep, err := j.env.Execute(ctx)
+	j.dec.judge() // a run shorter than the field watch
+	stopFlusher()
+	j.execFailed = err != nil
+	st := j.env.State()
+	open := st.OpenWindows
+	j.out.finish()
+	err = errors.Join(err, j.closeSinks())
+	stopWatch()
+	j.mu.Lock()
+	err = errors.Join(j.mu.err, err)
+	j.mu.Unlock()
+	// Only a run that read all its input, without failing, is finished:
+	// a failed or stopped one must be resumed.
+	if err == nil && !j.failed.Load() && !j.stopped() {
+		err = j.ck.finished()
+	}
+	err = errors.Join(err, j.ck.close(), j.cleanup())
+	sum := j.summary(rep, open)
+	if st.PastKnown {
+		sum.PastWindows = &st.Past
+	}
+	return sum, err
+}
+
+// Progress is a live view of a running job, safe to take concurrently.
+type Progress struct {
+	RecordsIn, LateFired, SideOutput, DeadLetters, Results int64
+	// Watermark is the window operator's (the minimum over its subtasks).
+	Watermark etime.Time
+	// State is the size of the window state.
+	State weir.StateInfo
+}
+
+// State returns the window operator's state size, now and at its peak; it
+// is safe to call while the job runs.
+func (j *Job) State() weir.OperatorState {
+	var t weir.OperatorState
+	for _, s := range j.env.OperatorStates() {
+		t.Add(s)
+	}
+	return t
+}
+
+// Progress returns the job's progress so far.
+func (j *Job) Progress() Progress {
+	rep := j.env.Report()
+	t := rep.Total()
+	wm := etime.MaxTime
+	seen := false
+	for _, w := range j.env.Watermarks() {
+		if w.Stage == "window" {
+			wm, seen = min(wm, w.Watermark), true
+		}
+	}
+	if !seen {
+		wm = etime.MinTime
+	}
+	return Progress{
+		RecordsIn: j.recordsIn(rep, j.dec.controls.Load()), LateFired: t.FiredLate, SideOutput: t.LateSideOutput,
+		DeadLetters: rep.DeadLetters, Results: j.out.counters().Results, Watermark: wm, State: j.env.State(),
+	}
+}
+
+// Counters returns the summary's counters so far, by name; it is safe to
+// call while the job runs (with checkpoints, the output's counts move at
+// each checkpoint).
+func (j *Job) Counters() map[string]int64 {
+	m := map[string]int64{}
+	for _, c := range j.summary(j.env.Report(), 0).Counters {
+		m[c.Name] = c.Value
+	}
+	delete(m, "open_windows")
+	return m
+}
+
+// RestoredAt is when the job was opened from a checkpoint (zero: it
+// started fresh).
+func (j *Job) RestoredAt() time.Time { return j.restoredAt }
+
+// recordsIn is the data records read: lines emitted by the source minus
+// control lines.
+func (j *Job) recordsIn(rep weir.Report, controls int64) int64 {
+	var n int64
+	for _, c := range rep.SourceRecords {
+		n += c
+	}
+	return n - controls
+}
+
+func (j *Job) deadLetter(d weir.DeadLetter) {
+	if _, ok := j.firstDead.Load(d.Reason); !ok {
+		j.firstDead.LoadOrStore(d.Reason, d.Detail)
+	}
+	it := item{kind: itemDead, reason: d.Reason}
+	defer func() { j.out.add(weir.Subtask{Stage: d.Stage, Index: d.Subtask}, it) }()
+	if j.dead == nil {
+		return
+	}
+	line := deadLine{Run: j.run, Source: j.srcName, Reason: d.Reason, Detail: d.Detail}
+	kafka, part := false, int32(0)
+	switch r := d.Record.(type) {
+	case fileio.Line:
+		line.Line, line.Raw = r.No, string(r.Text)
+		if r.Raw != nil {
+			line.Raw = string(r.Raw)
+		}
+	case rec:
+		kafka, line.Line = j.position(r)
+		line.Raw, part = string(r.raw), r.part
+	case *kafkaio.Record:
+		line.Line, line.Raw = r.Offset, string(r.Value)
+		kafka, part = true, r.Partition
+	case natsio.Message:
+		line.Line, line.Raw = int64(r.Sequence), string(r.Data)
+	default:
+		line.Raw = fmt.Sprint(r)
+	}
+	if kafka {
+		p := part
+		line.Partition = &p
+	}
+	line.ID = entryID(kafka, part, line.Line)
+	b, err := json.Marshal(line)
+	j.check(err)
+	it.line, it.id, it.raw = b, line.ID, []byte(line.Raw)
+	line.ID, line.Raw, line.Reason = "", "", ""
+	it.meta, err = json.Marshal(line)
+	j.check(err)
+}
+
+// deadLine is a dead letter's line. Line is the line number of a file,
+// the offset of a Kafka record (in Partition) or a NATS stream sequence.
+type deadLine struct {
+	ID        string `json:"id,omitempty"`
+	Run       int64  `json:"run,omitempty"`
+	Source    string `json:"source"`
+	Partition *int32 `json:"partition,omitempty"`
+	Line      int64  `json:"line"`
+	Raw       string `json:"raw,omitempty"`
+	Reason    string `json:"reason,omitempty"`
+	Detail    string `json:"detail"`
+}
+
+// Summary is what a run did: the counters of the summary JSON.
+type Summary struct {
+	// Counters in output order; conservation (W4): records_in = accepted
+	// + late_side_output + late_dropped + dead_letter.
+	Counters []Counter
+	// Fields are the fields the spec reads that never appeared in the
+	// run's first records (a misspelled name, a CSV header that does
+	// not match).
+	Fields []FieldWarning
+	// PastWindows is, of the open windows at the end (open_windows),
+	// those whose end the watermark had passed: kept only for the
+	// allowed lateness (nil: not counted).
+	PastWindows *int64
+	// FirstDead is, per dead-letter reason, the detail of the first
+	// such dead letter of this process (the hint of timestamp_unit, the
+	// field of key_missing).
+	FirstDead map[string]string
+}
+
+// Counter is one named count.
+type Counter struct {
+	Name  string
+	Value int64
+}
+
+// Get returns a counter's value (0 if absent).
+func (s Summary) Get(name string) int64 {
+	for _, c := range s.Counters {
+		if c.Name == name {
+			return c.Value
+		}
+	}
+	return 0
+}
+
+// JSON renders the summary as one flat JSON object of integers.
+func (s Summary) JSON() []byte {
+	b := []byte{'{'}
+	for i, c := range s.Counters {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = fmt.Appendf(b, "%q:%d", c.Name, c.Value)
+	}
+	return append(b, '}', '\n')
+}
+
+// Conserved reports whether the summary satisfies conservation (W4).
+func (s Summary) Conserved() bool {
+	return s.Get("records_in") == s.Get("accepted")+s.Get("late_side_output")+s.Get("late_dropped")+s.Get("dead_letter")
+}
+
+func (j *Job) summary(rep weir.Report, open int64) Summary {
+	t := rep.Total()
+	oc := j.out.counters()
+	var s Summary
+	add := func(name string, v int64) { s.Counters = append(s.Counters, Counter{name, v}) }
+	add("records_in", j.recordsIn(rep, oc.Controls))
+	add("accepted", t.Accepted)
+	add("accepted_late", t.AcceptedLate)
+	add("on_time_trailing", t.OnTimeTrailing)
+	add("late_side_output", t.LateSideOutput)
+	add("late_dropped", t.LateDropped)
+	add("dead_letter", rep.DeadLetters)
+	add("results", oc.Results)
+	add("fired_early", t.FiredEarly)
+	add("fired_on_time", t.FiredOnTime)
+	add("fired_late", t.FiredLate)
+	add("retractions", t.Retractions)
+	add("window_misses", t.WindowMisses)
+	add("late_partial", t.PartialSideOutput)
+	add("late_lines", oc.Late)
+	add("late_partial_lines", oc.Partial)
+	add("open_windows", open)
+	add("control_lines", oc.Controls)
+	add("timestamp_regressions", oc.Regressions)
+	// Only when they happened, so that summaries of jobs without them
+	// read as they did before decimals.
+	if oc.DecimalOverflow > 0 {
+		add("decimal_overflow", oc.DecimalOverflow)
+	}
+	if oc.FloatOverflow > 0 {
+		add("float_overflow", oc.FloatOverflow)
+	}
+	for _, r := range slices.Sorted(maps.Keys(oc.Dead)) {
+		add("dead_letter_"+r, oc.Dead[r])
+	}
+	s.Fields = j.dec.fieldWarnings()
+	j.firstDead.Range(func(k, v any) bool {
+		if s.FirstDead == nil {
+			s.FirstDead = map[string]string{}
+		}
+		s.FirstDead[k.(string)] = v.(string)
+		return true
+	})
+	return s
+}
+
+// ResumedRecords is, of the summary's records_in, what earlier processes
+// of the run had read by the checkpoint this one resumed from (0: it
+// started fresh): the rest is this process's.
+func (j *Job) ResumedRecords() int64 {
+	var n int64
+	for _, c := range j.env.Report().SourceRestored {
+		n += c
+	}
+	j.out.pub.Lock()
+	defer j.out.pub.Unlock()
+	return n - j.out.restoredControls
+}
+
+// FieldWarnings are the fields the spec reads that the first records
+// did not have (nil until the job has looked at enough records).
+func (j *Job) FieldWarnings() []FieldWarning { return j.dec.fieldWarnings() }
+
+func (j *Job) closeSinks() error {
+	var errs []error
+	for _, s := range j.recordSinks() {
+		errs = append(errs, s.close()) // idempotent: sinks may share stdout
+	}
+	if j.results != nil {
+		errs = append(errs, j.results.close())
+	}
+	if j.archive != nil {
+		// What the end of a run that ended well produced is kept; a
+		// failed run replays it from its checkpoint.
+		if !j.execFailed && !j.failed.Load() {
+			errs = append(errs, j.archive.commit(j.out.c.Watermark, j.plan.ArchiveHorizon, archiveWait))
+		}
+		j.archive = nil
+	}
+	return errors.Join(errs...)
+}
+
+// RestartPolicy says how a job with checkpoints recovers from a failure
+// inside one process (weir.RestartPolicy). A job without checkpoints does
+// not restart: it would start over and repeat its output.
+type RestartPolicy = weir.RestartPolicy
+
+// zeroIsOff maps a spec setting whose 0 means "off" (idle_timeout,
+// backlog_every) to the library's option, whose 0 means its default and
+// a negative value "off".
+func zeroIsOff[T int | time.Duration](v T) T {
+	if v == 0 {
+		return -1
+	}
+	return v
+}
+
+// inputChanged reports whether err says the input is not the one the
+// checkpoint read: a restart would meet the same input, so it is not
+// retried.
+func inputChanged(err error) bool {
+	return errors.Is(err, fileio.ErrInputChanged) || errors.Is(err, kafkaio.ErrTopicChanged)
+}
+
+// RunRestarting opens and runs plan, restarting it from its newest
+// checkpoint when it fails, as p says. The summary counts the restarts.
+// The run's locks are taken once, before the first attempt, and held
+// until the last ends, so no other run takes them between attempts.
+// Build-time errors are permanent, never retried: another run holding the
+// locks (ErrLocked), no checkpoint that verifies (ErrNoValidCheckpoint),
+// a missing input, a checkpoint of another spec. A restart that fails to
+// open returns the failed attempt's summary with both errors.
+func RunRestarting(ctx context.Context, plan *spec.Plan, o RunOptions, p RestartPolicy, onOpen func(*Job)) (sum Summary, err error) {
+	locks, err := lockRun(plan, o)
+	if err != nil {
+		return Summary{}, err
+	}
+	defer func() { err = errors.Join(err, locks.release()) }()
+	o.locks = locks
+	var failed error // the previous attempt's
+	_, err = weir.RunRestarting(ctx, p, func(ctx context.Context, n int) error {
+		if n > 0 {
+			o.Fresh = false // a restart resumes, whatever the first run was told
+		}
+		j, err := Open(plan, o)
+		if err != nil {
+			if failed != nil {
+				err = fmt.Errorf("%w; restart %d could not open the job: %w", failed, n, err)
+			}
+			return weir.Permanent(err)
+		}
+		if onOpen != nil {
+			onOpen(j)
+		}
+		s, err := j.Run(ctx)
+		s.Counters = append(s.Counters, Counter{"restarts", int64(n)})
+		sum = s
+		if err != nil && (j.ck == nil || j.stopped() || inputChanged(err)) {
+			return weir.Permanent(err)
+		}
+		failed = err
+		return err
+	})
+	return sum, err
+}

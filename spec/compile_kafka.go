@@ -1,0 +1,104 @@
+package spec
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/weirstream/weir/connector/kafkaio"
+	"github.com/weirstream/weir/etime"
+)
+
+// KafkaStart is a kafka source's compiled start position.
+type KafkaStart = kafkaio.Start
+
+// kafkaSource checks source.kafka.
+func (c *compiler) kafkaSource(typ string) {
+	s, p := &c.p.Spec.Source, c.p
+	if typ != "kafka" {
+		if s.Kafka != nil {
+			c.add("source.kafka", "only a kafka source takes kafka settings", "use type: kafka, or remove kafka")
+		}
+		return
+	}
+	k := s.Kafka
+	if k == nil {
+		c.add("source.kafka", "missing", "a kafka source needs brokers and a topic: kafka: {brokers: [127.0.0.1:9092], topic: orders}")
+		return
+	}
+	c.brokers("source.kafka", k.Brokers)
+	if k.Topic == "" {
+		c.add("source.kafka.topic", "missing", "name the topic to read, such as orders")
+	}
+	switch st := strings.TrimSpace(k.Start); st {
+	case "", "earliest":
+		p.KafkaStart = kafkaio.Start{Kind: kafkaio.StartEarliest}
+	case "latest":
+		p.KafkaStart = kafkaio.Start{Kind: kafkaio.StartLatest}
+	case "committed":
+		p.KafkaStart = kafkaio.Start{Kind: kafkaio.StartCommitted}
+		if k.Group == "" {
+			c.add("source.kafka.group", "missing", "start: committed reads the offsets of a consumer group: name it")
+		}
+	default:
+		t, err := time.Parse(time.RFC3339, st)
+		if err != nil {
+			c.add("source.kafka.start", fmt.Sprintf("%q is not earliest, latest, committed or an RFC 3339 time", st), "such as earliest or 2026-11-30T00:00:00Z")
+		}
+		p.KafkaStart = kafkaio.Start{Kind: kafkaio.StartTime, Time: etime.FromTime(t)}
+	}
+	c.sasl("source.kafka.sasl", k.SASL)
+	if s.Format != "" && s.Format != "jsonl" {
+		c.add("source.format", "kafka record values are JSON objects", "remove format")
+	}
+	if p.Time == "ingestion" {
+		c.add("time", "a kafka source has event time (a field, or the Kafka timestamp) or processing time", "use time: event or time: processing")
+	}
+	if s.FinalWatermark != nil && *s.FinalWatermark && !k.StopAtEnd {
+		c.add("source.final_watermark", "a kafka source that runs until stopped has no end of input", "remove final_watermark, or set kafka.stop_at_end")
+	}
+}
+
+// kafkaSink checks a sink's kafka settings.
+func (c *compiler) kafkaSink(path string, k *Sink) {
+	if k.Type != "kafka" {
+		if len(k.Brokers) > 0 || k.Topic != "" || k.MarkerTopic != "" || k.TLS || k.SASL != nil {
+			c.add(path, "brokers, topic, marker_topic, tls and sasl are settings of a kafka sink", "remove them, or use type: kafka")
+		}
+		return
+	}
+	c.brokers(path, k.Brokers)
+	if k.Topic == "" {
+		c.add(path+".topic", "missing", "name the topic for results, such as order-stats")
+	}
+	if k.Path != "" || k.Table != "" {
+		c.add(path, "a kafka sink writes a topic", "remove path and table")
+	}
+	if k.MarkerTopic == "" && k.Topic != "" {
+		k.MarkerTopic = k.Topic + "-weir-checkpoints"
+	}
+	c.sasl(path+".sasl", k.SASL)
+}
+
+func (c *compiler) brokers(path string, bs []string) {
+	if len(bs) == 0 {
+		c.add(path+".brokers", "missing", "list the seed brokers, such as [127.0.0.1:9092]")
+	}
+	for i, b := range bs {
+		host, port, ok := strings.Cut(b, ":")
+		if n, err := strconv.Atoi(port); !ok || host == "" || err != nil || n <= 0 || n > 65535 {
+			c.add(fmt.Sprintf("%s.brokers[%d]", path, i), fmt.Sprintf("%q is not host:port", b), "such as 127.0.0.1:9092")
+		}
+	}
+}
+
+func (c *compiler) sasl(path string, s *SASL) {
+	if s == nil {
+		return
+	}
+	c.oneOf(path+".mechanism", s.Mechanism, "", "plain", "scram-sha-256", "scram-sha-512")
+	if s.User == "" {
+		c.add(path+".user", "missing", "give the user name")
+	}
+}

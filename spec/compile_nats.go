@@ -1,0 +1,46 @@
+package spec
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/weirstream/weir/connector/natsio"
+)
+
+// natsSource checks source.nats.
+func (c *compiler) natsSource(typ string) {
+	s, p := &c.p.Spec.Source, c.p
+	if typ != "nats" {
+		if s.NATS != nil {
+			c.add("source.nats", "only a nats source takes nats settings", "use type: nats, or remove nats")
+		}
+		return
+	}
+	n := s.NATS
+	if n == nil {
+		c.add("source.nats", "missing", "a nats source needs a stream: nats: {url: nats://127.0.0.1:4222, stream: ORDERS}")
+		return
+	}
+	if n.Stream == "" {
+		c.add("source.nats.stream", "missing", "name the JetStream stream to read, such as ORDERS")
+	}
+	switch st := strings.TrimSpace(n.Start); {
+	case st == "" || st == "earliest":
+	default:
+		if seq, err := strconv.ParseUint(st, 10, 64); err == nil && seq > 0 {
+			p.NATSStart = natsio.StartAtSequence(seq)
+		} else if t, err := time.Parse(time.RFC3339, st); err == nil {
+			p.NATSStart = natsio.StartAtTime(t)
+		} else {
+			c.add("source.nats.start", fmt.Sprintf("%q is not earliest, a stream sequence or an RFC 3339 time", st), "such as earliest, 1000 or 2026-11-30T00:00:00Z")
+		}
+	}
+	if s.Format != "" && s.Format != "jsonl" {
+		c.add("source.format", "nats message data are JSON objects", "remove format")
+	}
+	if s.FinalWatermark != nil && *s.FinalWatermark && !n.StopAtEnd {
+		c.add("source.final_watermark", "a nats source that runs until stopped has no end of input", "remove final_watermark, or set nats.stop_at_end")
+	}
+}

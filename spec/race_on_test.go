@@ -1,7 +1,0 @@
-//go:build race
-
-package spec
-
-// raceOn: the race detector is on (sync.Pool then drops items on
-// purpose, so allocation counts mean nothing).
-const raceOn = true

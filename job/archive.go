@@ -124,3 +124,6 @@ func (w *archiveWriter) commit(wm etime.Time, horizon etime.Duration, wait time.
 	}
 	return err
 }
+
+// archiveOpenWait bounds a backfill's wait for the archive.
+const archiveOpenWait = 30 * time.Second

@@ -27,6 +27,7 @@ import (
 	"github.com/weirstream/weir/connector/pgio"
 	"github.com/weirstream/weir/connector/sqliteio"
 	"github.com/weirstream/weir/etime"
+	"github.com/weirstream/weir/internal/record"
 	"github.com/weirstream/weir/ledger"
 	"github.com/weirstream/weir/spec"
 	"github.com/weirstream/weir/window"
@@ -147,8 +148,8 @@ func Backfill(p *spec.Plan, o BackfillOptions) (BackfillReport, error) {
 	if s.Archive == nil && s.Sinks.Results.Type != "sqlite" && s.Sinks.Results.Type != "postgres" {
 		return rep, fmt.Errorf("backfill folds into the windows' stored accumulators: a sqlite or postgres results table keeps them in its rows; for %s results, set archive: {dir: archive} so that the job keeps its closed windows", s.Sinks.Results.Type)
 	}
-	agg := aggregate(p, keepsAccs(p))
-	dec := newDecoder(p, clock.Real{})
+	agg := record.NewAggregator(p, record.KeepsAccs(p))
+	dec := record.NewDecoder(p, clock.Real{})
 	src, err := openLedgerSource(p, o)
 	if err != nil {
 		return rep, err
@@ -200,13 +201,13 @@ func Backfill(p *spec.Plan, o BackfillOptions) (BackfillReport, error) {
 		}
 		de := decodedEntry{id: appliedID(e), watermark: etime.Time(e.Watermark)}
 		if rep.RefusedReason == "" { // refused entries are only counted
-			r, err := dec.decode(fileio.Line{Kind: fileio.Data, No: entryNo(e.ID), Text: e.Record, Unchecked: true})
+			r, err := dec.Decode(fileio.Line{Kind: fileio.Data, No: entryNo(e.ID), Text: e.Record, Unchecked: true})
 			if err != nil {
 				// Not applied, so not recorded: reported again by every run.
 				rep.Unreadable++
 				return nil
 			}
-			r.ts = etime.Time(e.TS)
+			r.TS = etime.Time(e.TS)
 			de.r = r
 		}
 		key := string(e.Key) // compact, as the live job wrote it
@@ -388,7 +389,7 @@ type windowStore interface {
 	// applied returns the entry ids applied to the window.
 	applied(w *backfillWindow) (map[string]bool, error)
 	// load returns the window's accumulator and pane (-1: never fired).
-	load(w *backfillWindow) (*acc, int64, error)
+	load(w *backfillWindow) (*record.Acc, int64, error)
 	// write records the window's next revision: its values (the
 	// aggregates, then the accumulators if the job keeps them) and the
 	// entry ids it applied.
@@ -482,8 +483,8 @@ func (s *sqlStore) applied(w *backfillWindow) (map[string]bool, error) {
 	return done, rows.Err()
 }
 
-func (s *sqlStore) load(w *backfillWindow) (*acc, int64, error) {
-	n := w.agg.width()
+func (s *sqlStore) load(w *backfillWindow) (*record.Acc, int64, error) {
+	n := w.agg.Width()
 	vals := make([]any, n)
 	pane := int64(-1)
 	ptrs := []any{&w.run, &pane}
@@ -499,7 +500,7 @@ func (s *sqlStore) load(w *backfillWindow) (*acc, int64, error) {
 	}
 	for i := range vals {
 		if t, ok := vals[i].(string); ok && s.db.pg && s.db.valTypes[i] != pgio.Text && isNumberText(t) {
-			vals[i] = numText(t) // numeric and jsonb keep a number's digits
+			vals[i] = record.NumText(t) // numeric and jsonb keep a number's digits
 			continue
 		}
 		v, err := s.db.value(s.db.valTypes[i], vals[i])
@@ -508,7 +509,7 @@ func (s *sqlStore) load(w *backfillWindow) (*acc, int64, error) {
 		}
 		vals[i] = v
 	}
-	ac, err := w.agg.seed(vals)
+	ac, err := w.agg.Seed(vals)
 	return ac, pane, err
 }
 
@@ -861,7 +862,7 @@ func (d *resultsDB) value(t pgio.Type, v any) (any, error) {
 type backfillWindow struct {
 	o          *BackfillOptions
 	rep        *BackfillReport
-	agg        aggFunc
+	agg        record.Aggregator
 	wm         etime.Time
 	key        string // the ledger's key object, compact JSON
 	keyVals    map[string]json.RawMessage
@@ -879,7 +880,7 @@ type backfillWindow struct {
 type decodedEntry struct {
 	id        string
 	watermark etime.Time
-	r         rec
+	r         record.Record
 }
 
 // apply folds the entries not applied yet into the window.
@@ -889,7 +890,7 @@ func (w *backfillWindow) apply(st windowStore, entries []decodedEntry) error {
 		return err
 	}
 	var ids []string
-	var fresh []*rec
+	var fresh []*record.Record
 	for i, e := range entries {
 		if done[e.id] {
 			w.rep.AlreadyApplied++
@@ -909,48 +910,27 @@ func (w *backfillWindow) apply(st windowStore, entries []decodedEntry) error {
 		w.agg.Add(ac, *r)
 	}
 	applied := len(ids)
-	w.agg.collectInInputOrder(ac)
+	w.agg.CollectInInputOrder(ac)
 	w.rep.Applied += applied
 	w.rep.Windows++
-	n := w.agg.width()
+	n := w.agg.Width()
 	value := w.agg.Result(ac)
-	for _, c := range resultOverflows(value, n) {
+	for _, c := range record.ResultOverflows(value, n) {
 		switch c {
-		case overDecimal:
+		case record.OverDecimal:
 			w.rep.DecimalOverflow++
-		case overInfinite:
+		case record.OverInfinite:
 			w.rep.FloatOverflow++
 		}
 	}
 	result := splitResult(value, n)
 	if w.o.Out != nil {
-		fmt.Fprintf(w.o.Out, "window %s [%d,%d): %d entries, pane %d -> %d: %s\n", w.key, w.start, w.end, applied, pane, pane+1, strings.Join(result[:len(w.agg.fns)], " "))
+		fmt.Fprintf(w.o.Out, "window %s [%d,%d): %d entries, pane %d -> %d: %s\n", w.key, w.start, w.end, applied, pane, pane+1, strings.Join(result[:len(w.agg.Fns)], " "))
 	}
 	if w.o.DryRun {
 		return nil
 	}
 	return st.write(w, pane+1, result, ids)
-}
-
-// seed builds an accumulator from a window's stored values: the
-// aggregates as the SQLite driver gives them (count, sum, min and max are
-// their own accumulators), then, if the job keeps them, the
-// accumulators' text (see appendAccs).
-func (a aggFunc) seed(vals []any) (*acc, error) {
-	ac := a.CreateAccumulator()
-	for i, fn := range a.fns {
-		seedSlot(fn, &ac.s[i], vals[i], a.isFloat(i))
-	}
-	if a.withAcc {
-		text, ok := vals[len(a.fns)].(string)
-		if !ok {
-			return nil, fmt.Errorf("the row has no %s: it was written before weir kept accumulators; rerun the job into a new table", spec.AccColumn)
-		}
-		if err := a.seedAccs(ac, text); err != nil {
-			return nil, err
-		}
-	}
-	return ac, nil
 }
 
 // appliedID is what identifies a ledger entry among the entry ids
@@ -964,18 +944,6 @@ func appliedID(e ledger.Entry) string {
 	return strconv.FormatInt(e.Run, 10) + "/" + e.ID
 }
 
-// specHash identifies what a ledger entry means to a backfill: the key,
-// the window, the aggregates and how timestamps are read. A backfill
-// refuses entries written under another (their windows or accumulators
-// would not match), unless told to accept that hash.
-func specHash(p *spec.Plan) string {
-	s := p.Spec
-	b, _ := json.Marshal(map[string]any{"time": p.Time, "ts_field": p.TSField, "ts_unit": p.TSUnit,
-		"key": s.Key, "window": s.Window, "aggregate": s.Aggregate})
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:4])
-}
-
 // entryNo is the line number (the arrival order first, last and collect
 // use) of the record with ledger entry id: the line or stream sequence,
 // or for Kafka ("partition:offset") the offset + 1, as the live job
@@ -987,74 +955,6 @@ func entryNo(id string) int64 {
 	}
 	n, _ := strconv.ParseInt(id, 10, 64)
 	return n
-}
-
-// seedSlot sets count, sum, min or max from its stored value; float is
-// the aggregate's type: float.
-func seedSlot(fn string, s *slot, v any, float bool) {
-	x, ok := numberVal(v, float)
-	switch fn {
-	case "count":
-		if ok {
-			s.n = x.i
-		}
-	case "sum", "min", "max":
-		if !ok {
-			return // null: no value yet
-		}
-		s.n = 1
-		if fn == "sum" {
-			switch x.kind {
-			case vInt:
-				s.i = x.i
-			case vDec:
-				s.isD, s.d = true, x.dec()
-			default:
-				s.isF, s.f, s.over = true, x.f, !float
-			}
-		} else {
-			s.v = x
-		}
-	}
-}
-
-// numText is a stored JSON number as its text, for a store that keeps
-// the text (the archive, Postgres jsonb), so that a decimal comes back
-// exactly.
-type numText string
-
-// numberVal turns a stored count, sum, min or max into a val: a float64
-// (SQLite's REAL) of a decimal aggregate is the decimal it prints, the
-// shortest that reads back as it (exact for the 15 digits REAL keeps),
-// with at least one fraction digit: the sink stored a number with a
-// fraction as REAL (100.00 as 100), and what is folded into it must stay
-// REAL, not become an INTEGER.
-func numberVal(v any, float bool) (val, bool) {
-	switch x := v.(type) {
-	case int64:
-		return val{kind: vInt, i: x}, true
-	case float64:
-		if !float && isFinite(x) {
-			var buf [32]byte
-			if d, ok := parseDec(strconv.AppendFloat(buf[:0], x, 'g', -1, 64)); ok {
-				if d1, ok := d.rescale(max(d.scale, 1)); ok {
-					return decVal(d1), true
-				}
-			}
-		}
-		return val{kind: vFloat, f: x}, true
-	case numText:
-		if i, err := strconv.ParseInt(string(x), 10, 64); err == nil {
-			return val{kind: vInt, i: i}, true
-		}
-		if d, ok := parseDec([]byte(x)); ok && !float {
-			return decVal(d), true
-		}
-		if f, err := strconv.ParseFloat(string(x), 64); err == nil || errors.Is(err, strconv.ErrRange) {
-			return val{kind: vFloat, f: f}, true
-		}
-	}
-	return val{}, false
 }
 
 // isNumberText reports whether a stored JSON value is a number.

@@ -15,22 +15,10 @@ import (
 	"github.com/weirstream/weir/connector/sqliteio"
 	"github.com/weirstream/weir/etime"
 	"github.com/weirstream/weir/internal/archive"
+	"github.com/weirstream/weir/internal/record"
 	"github.com/weirstream/weir/spec"
 	"github.com/weirstream/weir/window"
 )
-
-// CorrectionsPath is where weir backfill appends the revisions of a job
-// with jsonl results: beside the results file, with .backfill before the
-// extension (results.jsonl: results.backfill.jsonl). Not the results file
-// itself: a restore of the live job cuts that back to its checkpoint.
-func CorrectionsPath(p *spec.Plan, dir string) string {
-	path := RunOptions{Dir: dir}.path(p.Spec.Sinks.Results.Path)
-	base, ext := path, ""
-	if i := strings.LastIndexByte(path, '.'); i > strings.LastIndexByte(path, '/') {
-		base, ext = path[:i], path[i:]
-	}
-	return base + ".backfill" + ext
-}
 
 // archiveStore is the archive of a job with jsonl or Kafka results: a
 // window's new revision, its applied ids and its record go into the
@@ -101,9 +89,6 @@ func openArchiveStore(p *spec.Plan, o BackfillOptions, wm etime.Time) (*archiveS
 	return st, nil
 }
 
-// archiveOpenWait bounds a backfill's wait for the archive.
-const archiveOpenWait = 30 * time.Second
-
 func (s *archiveStore) horizon() (etime.Time, error) { return s.a.Horizon() }
 
 func (s *archiveStore) begin(w *backfillWindow) error {
@@ -117,7 +102,7 @@ func (s *archiveStore) begin(w *backfillWindow) error {
 		}
 		parts[i] = string(c)
 	}
-	s.key = strings.Join(parts, keySep)
+	s.key = strings.Join(parts, record.KeySep)
 	if !s.open {
 		s.open = true
 		s.o.crash("backfill-begun")
@@ -129,7 +114,7 @@ func (s *archiveStore) applied(w *backfillWindow) (map[string]bool, error) {
 	return s.a.Applied(s.key, etime.Time(w.start), etime.Time(w.end))
 }
 
-func (s *archiveStore) load(w *backfillWindow) (*acc, int64, error) {
+func (s *archiveStore) load(w *backfillWindow) (*record.Acc, int64, error) {
 	run, pane, value, ok, err := s.a.Row(s.key, etime.Time(w.start), etime.Time(w.end))
 	if err != nil {
 		return nil, 0, err
@@ -139,7 +124,7 @@ func (s *archiveStore) load(w *backfillWindow) (*acc, int64, error) {
 		return w.agg.CreateAccumulator(), -1, nil
 	}
 	w.run = run
-	n := w.agg.width()
+	n := w.agg.Width()
 	parts := splitResult(value, n)
 	if len(parts) != n {
 		return nil, 0, fmt.Errorf("the archive's row has %d values, want %d", len(parts), n)
@@ -147,14 +132,14 @@ func (s *archiveStore) load(w *backfillWindow) (*acc, int64, error) {
 	vals := make([]any, n)
 	for i, v := range parts {
 		if isNumberText(v) {
-			vals[i] = numText(v) // exact: the archive keeps the text
+			vals[i] = record.NumText(v) // exact: the archive keeps the text
 			continue
 		}
 		if vals[i], err = sqliteio.Value([]byte(v)); err != nil {
 			return nil, 0, err
 		}
 	}
-	ac, err := w.agg.seed(vals)
+	ac, err := w.agg.Seed(vals)
 	return ac, pane, err
 }
 

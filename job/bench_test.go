@@ -18,6 +18,7 @@ import (
 	"github.com/weirstream/weir/connector/genio"
 	"github.com/weirstream/weir/etime"
 	"github.com/weirstream/weir/internal/benchutil"
+	"github.com/weirstream/weir/internal/record"
 	"github.com/weirstream/weir/spec"
 )
 
@@ -132,7 +133,7 @@ func handLoop(b *testing.B, in, out string) int {
 		user  string
 		start int64
 	}
-	type acc struct{ n, sum int64 }
+	type Acc struct{ n, sum int64 }
 	f, err := os.Open(in)
 	if err != nil {
 		b.Fatal(err)
@@ -147,7 +148,7 @@ func handLoop(b *testing.B, in, out string) int {
 	defer w.Flush()
 	sc := bufio.NewScanner(f)
 	var p fastjson.Parser
-	wins := map[key]*acc{}
+	wins := map[key]*Acc{}
 	var maxTS int64 = -1 << 63
 	now := time.Now().UnixMilli()
 	records := 0
@@ -166,7 +167,7 @@ func handLoop(b *testing.B, in, out string) int {
 		k := key{string(v.GetStringBytes("user_id")), start}
 		a := wins[k]
 		if a == nil {
-			a = &acc{}
+			a = &Acc{}
 			wins[k] = a
 		}
 		a.n++
@@ -315,8 +316,8 @@ func BenchmarkAggregateAdd(b *testing.B) {
 	}
 	for _, amounts := range []struct{ name, format string }{{"int", "%d"}, {"decimal", "%d.%02d"}} {
 		b.Run(amounts.name, func(b *testing.B) {
-			dec := newDecoder(p, clock.Real{})
-			agg := aggregate(p, false)
+			dec := record.NewDecoder(p, clock.Real{})
+			agg := record.NewAggregator(p, false)
 			lines := make([][]byte, 1024)
 			for i := range lines {
 				args := []any{i * 37 % 100_000}
@@ -329,7 +330,7 @@ func BenchmarkAggregateAdd(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := range b.N {
-				r, err := dec.decode(fileio.Line{Kind: fileio.Data, No: int64(i), Text: lines[i%len(lines)]})
+				r, err := dec.Decode(fileio.Line{Kind: fileio.Data, No: int64(i), Text: lines[i%len(lines)]})
 				if err != nil {
 					b.Fatal(err)
 				}

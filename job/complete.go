@@ -25,6 +25,7 @@ import (
 	"github.com/weirstream/weir/connector/sqliteio"
 	"github.com/weirstream/weir/etime"
 	"github.com/weirstream/weir/internal/jsonnum"
+	"github.com/weirstream/weir/internal/record"
 	"github.com/weirstream/weir/spec"
 	"github.com/weirstream/weir/window"
 )
@@ -59,9 +60,9 @@ func Complete(p *spec.Plan, dir string) (*Answer, error) {
 	if err != nil {
 		return nil, err
 	}
-	agg := aggregate(p, false)
-	dec := newDecoder(p, clock.Real{})
-	accs := map[string]*acc{}
+	agg := record.NewAggregator(p, false)
+	dec := record.NewDecoder(p, clock.Real{})
+	accs := map[string]*record.Acc{}
 	a := &Answer{rows: map[string][]string{}}
 	var wins []window.Window
 	out := &collectLines{}
@@ -81,19 +82,19 @@ func Complete(p *spec.Plan, dir string) (*Answer, error) {
 				default:
 					continue
 				}
-				rec, derr := dec.decode(l)
+				rec, derr := dec.Decode(l)
 				if derr != nil {
 					a.Bad++
 					continue
 				}
 				a.Records++
-				wins, err = p.Assigner.AssignWindows(rec.ts, wins[:0])
+				wins, err = p.Assigner.AssignWindows(rec.TS, wins[:0])
 				if err != nil {
 					a.Bad++
 					continue
 				}
 				for _, w := range wins {
-					id := rowID(p, rec.key, w)
+					id := rowID(p, rec.Key, w)
 					ac := accs[id]
 					if ac == nil {
 						ac = agg.CreateAccumulator()
@@ -121,8 +122,8 @@ func Complete(p *spec.Plan, dir string) (*Answer, error) {
 		}
 	}
 	for id, ac := range accs {
-		agg.collectInInputOrder(ac)
-		vals := splitResult(agg.Result(ac), len(agg.fns))
+		agg.CollectInInputOrder(ac)
+		vals := splitResult(agg.Result(ac), len(agg.Fns))
 		for i, v := range vals {
 			vals[i] = valueCanonical(p, []byte(v))
 		}
@@ -221,7 +222,7 @@ func CanonicalJSON(v []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return appendCanonical(nil, x), nil
+	return record.AppendCanonical(nil, x), nil
 }
 
 // valueText is a value as the SQLite driver gives it, with its type, so

@@ -3,7 +3,6 @@ package job
 import (
 	"encoding/hex"
 	"fmt"
-	"math/big"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -11,8 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/weirstream/weir/clock"
-	"github.com/weirstream/weir/connector/fileio"
+	"github.com/weirstream/weir/internal/record"
 	"github.com/weirstream/weir/spec"
 )
 
@@ -29,152 +27,6 @@ aggregate:
   - {name: smallest, fn: min, field: amount}
   - {name: biggest, fn: max, field: amount}
 `
-
-// decimalAgg returns decimalJob's aggregate function and a function that
-// decodes an order of key a with that amount (JSON text) and line number
-// no.
-func decimalAgg(t testing.TB) (aggFunc, func(no int64, amount string) rec) {
-	t.Helper()
-	p, err := spec.Parse([]byte(decimalJob))
-	if err != nil {
-		t.Fatal(err)
-	}
-	dec := newDecoder(p, clock.Real{})
-	return aggregate(p, false), func(no int64, amount string) rec {
-		t.Helper()
-		r, err := dec.decode(fileio.Line{Kind: fileio.Data, No: no, Text: []byte(`{"k":"a","ts":1767225600000,"amount":` + amount + `}`)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return r
-	}
-}
-
-// randDecimal is a random JSON number: an integer (a fifth of them, some
-// beyond int64) or a decimal with 1 to 6 fraction digits (trailing zeros
-// kept, as written), of up to 24 digits, and its exact value.
-func randDecimal(r *rand.Rand) (string, *big.Rat) {
-	digits := 1 + r.IntN(24)
-	m := new(big.Int)
-	for range digits {
-		m.Mul(m, big.NewInt(10)).Add(m, big.NewInt(int64(r.IntN(10))))
-	}
-	if r.IntN(2) == 0 {
-		m.Neg(m)
-	}
-	scale := 0
-	if r.IntN(5) > 0 {
-		scale = 1 + r.IntN(6)
-	}
-	x := new(big.Rat).SetFrac(m, new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(scale)), nil))
-	return x.FloatString(scale), x
-}
-
-// TestDecimalSumsAgainstBig: sums, averages, minima and maxima of random
-// decimals, added in random orders to accumulators that are split at
-// random, round-tripped through the checkpoint encoding and merged in
-// random order (as sliding and session windows and backfills merge
-// them), give the exact answer that math/big computes, and the same text
-// in every order: the sum at the largest scale of its inputs, the avg
-// rounded half up to max(6, that scale) digits, min and max with the
-// most fraction digits among equal values.
-func TestDecimalSumsAgainstBig(t *testing.T) {
-	agg, order := decimalAgg(t)
-	r := rand.New(rand.NewPCG(17, 4))
-	for round := range 300 {
-		n := 1 + r.IntN(60)
-		texts := make([]string, n)
-		sum := new(big.Rat)
-		scale := 0
-		var lo, hi *big.Rat
-		var loText, hiText string
-		for i := range texts {
-			s, x := randDecimal(r)
-			texts[i] = s
-			sum.Add(sum, x)
-			fd := 0
-			if _, f, ok := strings.Cut(s, "."); ok {
-				fd = len(f)
-			}
-			scale = max(scale, fd)
-			better := func(cur *big.Rat, curText string, c int) bool {
-				return cur == nil || c < 0 || c == 0 && fd > fracDigits(curText)
-			}
-			if better(lo, loText, x.Cmp(orZero(lo))) {
-				lo, loText = x, s
-			}
-			if better(hi, hiText, -x.Cmp(orZero(hi))) {
-				hi, hiText = x, s
-			}
-		}
-		mean := new(big.Rat).Quo(sum, big.NewRat(int64(n), 1))
-		want := []string{sum.FloatString(scale), mean.FloatString(max(6, scale)), loText, hiText}
-		if scale == 0 {
-			// Integers: an int64 sum prints as one; the avg of integers
-			// stays float64, as before decimals.
-			want = want[:1]
-		}
-		recs := make([]rec, n)
-		for i, s := range texts {
-			recs[i] = order(int64(i+1), s)
-		}
-		var first []string
-		for order := range 4 {
-			r.Shuffle(n, func(i, j int) { recs[i], recs[j] = recs[j], recs[i] })
-			// Split into parts, each its own accumulator.
-			var parts []*acc
-			for i := 0; i < n; {
-				k := 1 + r.IntN(n-i)
-				ac := agg.CreateAccumulator()
-				for _, rc := range recs[i : i+k] {
-					agg.Add(ac, rc)
-				}
-				parts = append(parts, throughCheckpoint(t, ac))
-				i += k
-			}
-			for len(parts) > 1 {
-				i := r.IntN(len(parts) - 1)
-				parts = slices.Replace(parts, i, i+2, agg.Merge(parts[i], parts[i+1]))
-			}
-			got := splitResult(agg.Result(parts[0]), len(agg.fns))
-			if !slices.Equal(got[:len(want)], want) {
-				t.Fatalf("round %d, order %d: inputs %v\ngot  %v\nwant %v", round, order, texts, got, want)
-			}
-			if first == nil {
-				first = got
-			} else if !slices.Equal(got, first) {
-				t.Fatalf("round %d: order %d gives %v, the first order %v", round, order, got, first)
-			}
-		}
-	}
-}
-
-// throughCheckpoint returns ac encoded as a checkpoint holds it and
-// decoded again.
-func throughCheckpoint(t *testing.T, ac *acc) *acc {
-	t.Helper()
-	b, err := ac.MarshalBinary()
-	if err != nil {
-		t.Fatal(err)
-	}
-	back := new(acc)
-	if err := back.UnmarshalBinary(b); err != nil {
-		t.Fatal(err)
-	}
-	return back
-}
-
-func orZero(x *big.Rat) *big.Rat {
-	if x == nil {
-		return new(big.Rat)
-	}
-	return x
-}
-
-func fracDigits(s string) int {
-	_, f, _ := strings.Cut(s, ".")
-	return len(f)
-}
 
 // articleOrders writes orders with amounts of two decimals, the articles'
 // "double amount", as lines of a file: n orders of 20 users over 30
@@ -404,7 +256,7 @@ func TestSumOverflow(t *testing.T) {
 // encoding exactly.
 func TestOldCheckpointAccumulators(t *testing.T) {
 	agg, order := decimalAgg(t)
-	add := func(ac *acc, amount string) { agg.Add(ac, order(9, amount)) }
+	add := func(ac *record.Acc, amount string) { agg.Add(ac, order(9, amount)) }
 	for _, c := range []struct{ old, was, amount, now string }{
 		{"040600b3e6cc99b3e6cc8e408002000000000000000600b3e6cc99b3e6cc8e4080020000000000000006000002009ab3e6cc99b3e6dc3f0000000000060000010e000000000000",
 			"7.3 2.433333333333333 0.1 7", "1", "8.3 2.075 0.1 7"},
@@ -415,7 +267,7 @@ func TestOldCheckpointAccumulators(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ac := new(acc)
+		ac := new(record.Acc)
 		if err := ac.UnmarshalBinary(b); err != nil {
 			t.Fatal(err)
 		}
@@ -435,43 +287,6 @@ func TestOldCheckpointAccumulators(t *testing.T) {
 	want := "12345678901234567890123464.888 3086419725308641972530866.222000 -0.001 12345678901234567890123456.789"
 	if got := strings.Join(splitResult(agg.Result(back), 4), " "); got != want {
 		t.Errorf("decimals through a checkpoint: %s, want %s", got, want)
-	}
-}
-
-// FuzzParseDec: parseDec never panics, agrees with math/big on the value
-// of every number it accepts, and its text reads back as the same value
-// at the same scale.
-func FuzzParseDec(f *testing.F) {
-	for _, s := range []string{"0", "-0.00", "1.10", "1e3", "1.5E-2", "99999999999999999999999999999999999999", "0." + strings.Repeat("0", 37) + "1", "1e-400", "-12.5e+1", "0." + strings.Repeat("0", 45), "0e-50"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		d, ok := parseDec([]byte(s))
-		if !ok {
-			return
-		}
-		want, okBig := new(big.Rat).SetString(s)
-		if !okBig {
-			t.Fatalf("parseDec accepts %q, math/big does not", s)
-		}
-		if d.big().Cmp(want) != 0 {
-			t.Fatalf("parseDec(%q) = %s", s, appendDec(nil, d))
-		}
-		text := appendDec(nil, d)
-		back, ok := parseDec(text)
-		if !ok || back != d {
-			t.Fatalf("%q prints %s, which reads back as %v %v", s, text, back, ok)
-		}
-	})
-}
-
-// TestZeroBeyondScale: a zero written with more fraction digits than a
-// decimal keeps is exact, not a decimal_overflow.
-func TestZeroBeyondScale(t *testing.T) {
-	for _, s := range []string{"0." + strings.Repeat("0", 45), "-0e-50"} {
-		if d, ok := parseDec([]byte(s)); !ok || d.big().Sign() != 0 {
-			t.Errorf("parseDec(%q) = %s, %v; want an exact zero", s, appendDec(nil, d), ok)
-		}
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/weirstream/weir/connector/fileio"
 	"github.com/weirstream/weir/connector/kafkaio"
 	"github.com/weirstream/weir/etime"
+	"github.com/weirstream/weir/internal/record"
 	"github.com/weirstream/weir/spec"
 	"github.com/weirstream/weir/watermark"
 	"github.com/weirstream/weir/window"
@@ -42,27 +43,27 @@ func kafkaOpts(useTLS bool, s *spec.SASL) []kgo.Opt {
 
 // kafkaRecords is the stream of a kafka source: records decoded, with
 // their timestamps and per-partition watermarks, in the reader.
-func (j *Job) kafkaRecords(env *weir.Env) (weir.Stream[rec], error) {
+func (j *Job) kafkaRecords(env *weir.Env) (weir.Stream[record.Record], error) {
 	p := j.plan
 	k := p.Spec.Source.Kafka
-	decode := func(r *kafkaio.Record) (rec, etime.Time, error) {
+	decode := func(r *kafkaio.Record) (record.Record, etime.Time, error) {
 		// Backward jumps are counted per partition: partition p is read
 		// by channel p % channels, as its slot p / channels.
 		ch := int(r.Partition) % p.Channels
-		v, err := j.dec.decodeSlot(fileio.Line{Kind: fileio.Data, Channel: ch, No: r.Offset + 1, Text: r.Value, Unchecked: true}, int(r.Partition)/p.Channels)
+		v, err := j.dec.DecodeSlot(fileio.Line{Kind: fileio.Data, Channel: ch, No: r.Offset + 1, Text: r.Value, Unchecked: true}, int(r.Partition)/p.Channels)
 		if err != nil {
-			return rec{}, 0, err
+			return record.Record{}, 0, err
 		}
 		if p.TSFromKafka {
 			// The decoder's promised watermark followed the record's own
 			// field, not the Kafka timestamp the window uses: such records
 			// are not judged as trailing.
-			v.ts, v.promised = r.Timestamp, etime.MinTime
+			v.TS, v.Promised = r.Timestamp, etime.MinTime
 		}
-		v.part = r.Partition
-		return v, v.ts, nil
+		v.Part = r.Partition
+		return v, v.TS, nil
 	}
-	o := kafkaio.SourceOptions[rec]{Brokers: k.Brokers, Topic: k.Topic, Group: k.Group, Start: p.KafkaStart, Decode: decode,
+	o := kafkaio.SourceOptions[record.Record]{Brokers: k.Brokers, Topic: k.Topic, Group: k.Group, Start: p.KafkaStart, Decode: decode,
 		WatermarkInterval: p.Interval.Std(), IdleTimeout: zeroIsOff(p.IdleTimeout.Std()), BacklogEvery: zeroIsOff(p.BacklogEvery), MaxDrift: p.MaxDrift, StopAtEnd: k.StopAtEnd,
 		Clock: j.env.Options().Clock, ClientOptions: kafkaOpts(k.TLS, k.SASL), Logger: j.env.Options().Logger}
 	if p.TSFromKafka && p.Checks {
@@ -70,11 +71,13 @@ func (j *Job) kafkaRecords(env *weir.Env) (weir.Stream[rec], error) {
 	}
 	if p.Time == "event" {
 		bound := p.Bound
-		o.Watermarks = func() watermark.Generator[rec] { return watermark.BoundedOutOfOrderness[rec](bound) }
+		o.Watermarks = func() watermark.Generator[record.Record] {
+			return watermark.BoundedOutOfOrderness[record.Record](bound)
+		}
 	}
 	src, err := kafkaio.NewSource(o)
 	if err != nil {
-		return weir.Stream[rec]{}, err
+		return weir.Stream[record.Record]{}, err
 	}
 	j.srcName = "kafka:" + k.Topic
 	return weir.FromSource(env, sourceStage, src, j.unboundedOptions(k.StopAtEnd)), nil

@@ -17,6 +17,7 @@ import (
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/clock"
 	"github.com/weirstream/weir/connector/fileio"
+	"github.com/weirstream/weir/internal/record"
 	"github.com/weirstream/weir/spec"
 )
 
@@ -319,13 +320,13 @@ func TestUTF8Keys(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := newDecoder(p, clock.NewFake(testNow))
+	d := record.NewDecoder(p, clock.NewFake(testNow))
 	for _, c := range []struct{ line, err string }{
 		{"{\"k\":\"\xae\",\"ts\":1780272000000}", "utf8_invalid: invalid UTF-8 at byte offset 6 of the record"},
 		{"{\"k\":\"\xff\",\"ts\":1780272000000}", "utf8_invalid: invalid UTF-8 at byte offset 6 of the record"},
 		{"{\"k\":\"\ufffd\",\"ts\":1780272000000}", ""},
 	} {
-		r, err := d.decode(fileio.Line{Kind: fileio.Data, No: 1, Text: []byte(c.line), Unchecked: true})
+		r, err := d.Decode(fileio.Line{Kind: fileio.Data, No: 1, Text: []byte(c.line), Unchecked: true})
 		var got string
 		if b, ok := err.(*weir.BadInput); ok {
 			got = b.Reason + ": " + b.Detail
@@ -335,8 +336,8 @@ func TestUTF8Keys(t *testing.T) {
 		if got != c.err {
 			t.Errorf("%q: got %q, want %q", c.line, got, c.err)
 		}
-		if err == nil && r.key != "\"\ufffd\"" {
-			t.Errorf("%q: key %q", c.line, r.key)
+		if err == nil && r.Key != "\"\ufffd\"" {
+			t.Errorf("%q: key %q", c.line, r.Key)
 		}
 	}
 }

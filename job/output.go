@@ -11,6 +11,7 @@ import (
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/etime"
 	"github.com/weirstream/weir/internal/epochs"
+	"github.com/weirstream/weir/internal/record"
 	"github.com/weirstream/weir/ledger"
 	"github.com/weirstream/weir/spec"
 	"github.com/weirstream/weir/window"
@@ -159,15 +160,15 @@ func entryID(kafka bool, part int32, offset int64) string {
 
 // position returns where r was read: whether from Kafka (r.part is the
 // partition) and the offset, stream sequence or line number.
-func (j *Job) position(r rec) (kafka bool, pos int64) {
+func (j *Job) position(r record.Record) (kafka bool, pos int64) {
 	if j.plan.Spec.Source.Type == "kafka" {
-		return true, r.no - 1 // no is the offset + 1
+		return true, r.No - 1 // no is the offset + 1
 	}
-	return false, r.no
+	return false, r.No
 }
 
 func newOutput(j *Job, checkpoints, deterministic bool) *output {
-	o := &output{j: j, width: aggregate(j.plan, keepsAccs(j.plan)).width()}
+	o := &output{j: j, width: record.NewAggregator(j.plan, record.KeepsAccs(j.plan)).Width()}
 	o.c.Dead = map[string]int64{}
 	o.c.Watermark = etime.MinTime
 	if checkpoints {
@@ -288,14 +289,14 @@ func (o *output) apply(it *item) {
 // aggFunc.Result) and warns once per aggregate and kind; o.mu is held.
 func (o *output) noteOverflows(v []byte) {
 	p := o.j.plan
-	ov := resultOverflows(v, o.width)
+	ov := record.ResultOverflows(v, o.width)
 	for i, c := range ov {
-		if i >= len(p.Spec.Aggregate) || c == overNone {
+		if i >= len(p.Spec.Aggregate) || c == record.OverNone {
 			continue
 		}
 		what := "decimal_overflow: a decimal sum went beyond 38 digits; it is a float64 from here on (declare type: float to have float sums from the start)"
 		o.pub.Lock()
-		if c == overInfinite {
+		if c == record.OverInfinite {
 			o.c.FloatOverflow++
 			what = "float_overflow: a float sum went beyond float64 (±1.8e308) and is written as null"
 		} else {
@@ -336,7 +337,7 @@ func (o *output) preCommit(id int64, write func(name string, data []byte) error)
 			return err
 		}
 	}
-	o.c.SlotMax, o.c.ChannelMax = o.j.dec.maxAt(id), nil
+	o.c.SlotMax, o.c.ChannelMax = o.j.dec.MaxAt(id), nil
 	b, err := json.Marshal(o.c)
 	if err != nil {
 		return err

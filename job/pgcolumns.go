@@ -2,6 +2,7 @@ package job
 
 import (
 	"github.com/weirstream/weir/connector/pgio"
+	"github.com/weirstream/weir/internal/record"
 	"github.com/weirstream/weir/spec"
 )
 
@@ -19,7 +20,7 @@ func pgColumns(p *spec.Plan) (keys, values []pgio.ColumnDef) {
 	for _, a := range p.Spec.Aggregate {
 		values = append(values, pgio.ColumnDef{Name: a.Name, Type: pgAggType(a)})
 	}
-	if keepsAccs(p) {
+	if record.KeepsAccs(p) {
 		values = append(values, pgio.ColumnDef{Name: spec.AccColumn, Type: pgio.Text})
 	}
 	return keys, values

@@ -24,6 +24,7 @@ import (
 	"github.com/weirstream/weir/connector/natsio"
 	"github.com/weirstream/weir/etime"
 	"github.com/weirstream/weir/internal/epochs"
+	"github.com/weirstream/weir/internal/record"
 	"github.com/weirstream/weir/spec"
 	"github.com/weirstream/weir/state"
 	"github.com/weirstream/weir/state/pebblestate"
@@ -99,7 +100,7 @@ type Job struct {
 	plan    *spec.Plan
 	env     *weir.Env
 	srcName string
-	dec     *decoder
+	dec     *record.Decoder
 	results resultSink
 	late    recordSink
 	partial recordSink
@@ -201,7 +202,7 @@ func Open(plan *spec.Plan, o RunOptions) (*Job, error) {
 	case o.Clock != nil:
 		opts.Clock = o.Clock
 	}
-	j := &Job{plan: plan, dec: newDecoder(plan, opts.Clock), stop: o.Stop, drain: o.Drain, deterministic: o.Deterministic, removeState: removeState, runDir: o.Dir, specHash: specHash(plan)}
+	j := &Job{plan: plan, dec: record.NewDecoder(plan, opts.Clock), stop: o.Stop, drain: o.Drain, deterministic: o.Deterministic, removeState: removeState, runDir: o.Dir, specHash: specHash(plan)}
 	j.sinkCtx, j.cancelSinks = context.WithCancel(context.Background())
 	j.stopping, j.stopRetrying = context.WithCancel(context.Background())
 	if o.locks == nil {
@@ -239,10 +240,16 @@ func Open(plan *spec.Plan, o RunOptions) (*Job, error) {
 	}
 	j.out = newOutput(j, ck != nil, o.Deterministic)
 	j.warn = o.Warn
-	j.dec.note = func(ch int, k itemKind) { j.out.add(weir.Subtask{Stage: sourceStage, Index: ch}, item{kind: k}) }
+	j.dec.Note = func(ch int, regression bool) {
+		k := itemControl
+		if regression {
+			k = itemRegression
+		}
+		j.out.add(weir.Subtask{Stage: sourceStage, Index: ch}, item{kind: k})
+	}
 	if o.Warn != nil {
-		j.dec.warnField = func(w FieldWarning) { o.Warn(w.String()) }
-		j.dec.warn = func(where string, from, to etime.Time) {
+		j.dec.WarnField = func(w record.FieldWarning) { o.Warn(w.String()) }
+		j.dec.Warn = func(where string, from, to etime.Time) {
 			o.Warn(fmt.Sprintf("%s: event time jumped back from %s to %s (more than 1h; counted in timestamp_regressions, warned once)",
 				where, from.Wall().Format(time.RFC3339), to.Wall().Format(time.RFC3339)))
 		}
@@ -496,13 +503,13 @@ func (j *Job) build(o RunOptions) error {
 		if offsets == nil {
 			offsets = map[string]int64{}
 		}
-		if cm := j.out.c.SlotMax; len(cm) == len(j.dec.chMax) {
+		if cm := j.out.c.SlotMax; len(cm) == len(j.dec.ChMax) {
 			for i := range cm {
-				j.dec.chMax[i] = slices.Clone(cm[i])
+				j.dec.ChMax[i] = slices.Clone(cm[i])
 			}
-		} else if cm := j.out.c.ChannelMax; len(cm) == len(j.dec.chMax) { // older checkpoints
+		} else if cm := j.out.c.ChannelMax; len(cm) == len(j.dec.ChMax) { // older checkpoints
 			for i := range cm {
-				j.dec.chMax[i] = []etime.Time{cm[i]}
+				j.dec.ChMax[i] = []etime.Time{cm[i]}
 			}
 		}
 	}
@@ -533,7 +540,7 @@ func (j *Job) build(o RunOptions) error {
 		env.OnBarrier(func(s weir.Subtask, id int64) {
 			j.out.epochs.Barrier(epochs.Subtask(s), id)
 			if s.Stage == sourceStage {
-				j.dec.barrier(s.Index, id)
+				j.dec.Barrier(s.Index, id)
 			}
 		})
 		env.OnPreCommit(func(id int64, write func(string, []byte) error) error {
@@ -544,7 +551,7 @@ func (j *Job) build(o RunOptions) error {
 			return err
 		})
 	}
-	var recs weir.Stream[rec]
+	var recs weir.Stream[record.Record]
 	switch s.Source.Type {
 	case "kafka":
 		// Records are decoded, stamped and watermarked per partition in
@@ -556,13 +563,13 @@ func (j *Job) build(o RunOptions) error {
 		recs = j.natsRecords(env)
 	default:
 		lines := weir.FromSource(env, sourceStage, src, weir.SourceOptions{Channels: p.Channels, NoFinalWatermark: true})
-		recs = weir.TryMap(lines, j.dec.decode)
+		recs = weir.TryMap(lines, j.dec.Decode)
 	}
-	isMark := func(r rec) (weir.Marker, bool) {
-		switch r.mark {
-		case markWatermark:
-			return weir.Marker{Watermark: r.wm}, true
-		case markIdle:
+	isMark := func(r record.Record) (weir.Marker, bool) {
+		switch r.Mark {
+		case record.MarkWatermark:
+			return weir.Marker{Watermark: r.WM}, true
+		case record.MarkIdle:
 			return weir.Marker{Idle: true}, true
 		}
 		return weir.Marker{}, false
@@ -570,18 +577,18 @@ func (j *Job) build(o RunOptions) error {
 	switch {
 	case s.Source.Type == "kafka":
 	case p.Time == "event", p.Time == "ingestion":
-		var ws weir.WatermarkStrategy[rec]
+		var ws weir.WatermarkStrategy[record.Record]
 		if p.Time == "ingestion" {
-			ws = weir.IngestionTime[rec]()
+			ws = weir.IngestionTime[record.Record]()
 		} else {
-			ws = weir.WatermarkStrategy[rec]{Timestamp: func(r rec, _ etime.Time) etime.Time { return r.ts }}
+			ws = weir.WatermarkStrategy[record.Record]{Timestamp: func(r record.Record, _ etime.Time) etime.Time { return r.TS }}
 			switch p.WMType {
 			case "bounded_out_of_orderness", "monotonous":
 				b := p.Bound
-				ws.Generator = func() watermark.Generator[rec] { return watermark.BoundedOutOfOrderness[rec](b) }
+				ws.Generator = func() watermark.Generator[record.Record] { return watermark.BoundedOutOfOrderness[record.Record](b) }
 			case "punctuated":
-				ws.Generator = func() watermark.Generator[rec] {
-					return watermark.Punctuated(func(rec, etime.Time) (etime.Time, bool) { return 0, false })
+				ws.Generator = func() watermark.Generator[record.Record] {
+					return watermark.Punctuated(func(record.Record, etime.Time) (etime.Time, bool) { return 0, false })
 				}
 			}
 		}
@@ -598,9 +605,9 @@ func (j *Job) build(o RunOptions) error {
 		ws.BacklogEvery = zeroIsOff(p.BacklogEvery)
 		recs = weir.AssignTimestamps(recs, ws)
 	default:
-		recs = weir.Filter(recs, func(r rec) bool { _, m := isMark(r); return !m })
+		recs = weir.Filter(recs, func(r record.Record) bool { _, m := isMark(r); return !m })
 	}
-	keyed := weir.KeyByEncoded(recs, func(r rec) string { return r.key }, appendKey)
+	keyed := weir.KeyByEncoded(recs, func(r record.Record) string { return r.Key }, appendKey)
 	windowed := weir.Window(keyed, p.Assigner, weir.WindowOptions{
 		Name: "window", Trigger: p.Trigger, AllowedLateness: p.Lateness, LateFiringInterval: p.LateFiringInterval,
 		LateOutput: j.late != nil, PartialOutput: j.partial != nil,
@@ -608,15 +615,15 @@ func (j *Job) build(o RunOptions) error {
 	if p.Time == "event" && p.WMType != "punctuated" {
 		// "On time" in the summary means within the bound: records the
 		// bound's watermark would have made late are counted apart.
-		windowed = weir.CountTrailing(windowed, func(r rec) etime.Time { return r.promised })
+		windowed = weir.CountTrailing(windowed, func(r record.Record) etime.Time { return r.Promised })
 	}
-	out := weir.Aggregate(windowed, aggregate(p, keepsAccs(p)))
+	out := weir.Aggregate(windowed, record.NewAggregator(p, record.KeepsAccs(p)))
 	weir.ForEachSubtask(out.Results, func(sub weir.Subtask) func(etime.Time, window.Result[string, []byte]) {
 		return func(_ etime.Time, r window.Result[string, []byte]) { j.out.add(sub, item{kind: itemResult, res: r}) }
 	})
 	if j.late != nil || j.partial != nil {
-		weir.ForEachSubtask(out.Late, func(sub weir.Subtask) func(etime.Time, window.LateRecord[string, rec]) {
-			return func(_ etime.Time, l window.LateRecord[string, rec]) {
+		weir.ForEachSubtask(out.Late, func(sub weir.Subtask) func(etime.Time, window.LateRecord[string, record.Record]) {
+			return func(_ etime.Time, l window.LateRecord[string, record.Record]) {
 				it := j.lateItem(l)
 				if l.Reason == window.ExpiredPartial {
 					it.kind = itemPartial
@@ -632,7 +639,7 @@ func (j *Job) build(o RunOptions) error {
 // the key values.
 func appendKey(dst []byte, k string) []byte {
 	dst = append(dst, '[')
-	dst = append(dst, strings.ReplaceAll(k, keySep, ",")...)
+	dst = append(dst, strings.ReplaceAll(k, record.KeySep, ",")...)
 	return append(dst, ']')
 }
 
@@ -657,7 +664,7 @@ func (j *Job) Run(ctx context.Context) (Summary, error) {
 	stopFlusher := j.startFlusher()
 	stopWatch := j.watchStop(ctx)
 	rep, err := j.env.Execute(ctx)
-	j.dec.judge() // a run shorter than the field watch
+	j.dec.Judge() // a run shorter than the field watch
 	stopFlusher()
 	j.execFailed = err != nil
 	st := j.env.State()
@@ -715,7 +722,7 @@ func (j *Job) Progress() Progress {
 		wm = etime.MinTime
 	}
 	return Progress{
-		RecordsIn: j.recordsIn(rep, j.dec.controls.Load()), LateFired: t.FiredLate, SideOutput: t.LateSideOutput,
+		RecordsIn: j.recordsIn(rep, j.dec.Controls.Load()), LateFired: t.FiredLate, SideOutput: t.LateSideOutput,
 		DeadLetters: rep.DeadLetters, Results: j.out.counters().Results, Watermark: wm, State: j.env.State(),
 	}
 }
@@ -763,9 +770,9 @@ func (j *Job) deadLetter(d weir.DeadLetter) {
 		if r.Raw != nil {
 			line.Raw = string(r.Raw)
 		}
-	case rec:
+	case record.Record:
 		kafka, line.Line = j.position(r)
-		line.Raw, part = string(r.raw), r.part
+		line.Raw, part = string(r.Raw), r.Part
 	case *kafkaio.Record:
 		line.Line, line.Raw = r.Offset, string(r.Value)
 		kafka, part = true, r.Partition
@@ -808,7 +815,7 @@ type Summary struct {
 	// Fields are the fields the spec reads that never appeared in the
 	// run's first records (a misspelled name, a CSV header that does
 	// not match).
-	Fields []FieldWarning
+	Fields []record.FieldWarning
 	// PastWindows is, of the open windows at the end (open_windows),
 	// those whose end the watermark had passed: kept only for the
 	// allowed lateness (nil: not counted).
@@ -887,7 +894,7 @@ func (j *Job) summary(rep weir.Report, open int64) Summary {
 	for _, r := range slices.Sorted(maps.Keys(oc.Dead)) {
 		add("dead_letter_"+r, oc.Dead[r])
 	}
-	s.Fields = j.dec.fieldWarnings()
+	s.Fields = j.dec.FieldWarnings()
 	j.firstDead.Range(func(k, v any) bool {
 		if s.FirstDead == nil {
 			s.FirstDead = map[string]string{}
@@ -913,7 +920,7 @@ func (j *Job) ResumedRecords() int64 {
 
 // FieldWarnings are the fields the spec reads that the first records
 // did not have (nil until the job has looked at enough records).
-func (j *Job) FieldWarnings() []FieldWarning { return j.dec.fieldWarnings() }
+func (j *Job) FieldWarnings() []record.FieldWarning { return j.dec.FieldWarnings() }
 
 func (j *Job) closeSinks() error {
 	var errs []error

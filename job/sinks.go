@@ -4,6 +4,9 @@ import (
 	"bufio"
 	"cmp"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -22,6 +25,7 @@ import (
 	"github.com/weirstream/weir/connector/pgio"
 	"github.com/weirstream/weir/connector/sqliteio"
 	"github.com/weirstream/weir/etime"
+	"github.com/weirstream/weir/internal/record"
 	"github.com/weirstream/weir/ledger"
 	"github.com/weirstream/weir/spec"
 	"github.com/weirstream/weir/window"
@@ -487,7 +491,7 @@ func (j *Job) openResults(r *spec.Sink, open func(string, *spec.Sink) (*lineSink
 	for i, a := range j.plan.Spec.Aggregate {
 		names[i] = a.Name
 	}
-	if keepsAccs(j.plan) {
+	if record.KeepsAccs(j.plan) {
 		names = append(names, spec.AccColumn)
 	}
 	switch r.Type {
@@ -779,25 +783,25 @@ func splitKey(k string, n int) []string {
 	if n == 0 {
 		return nil
 	}
-	return strings.SplitN(k, keySep, n)
+	return strings.SplitN(k, record.KeySep, n)
 }
 
 // lateItem is a too-late record as an item: its line has the entry id,
 // the record, its key, the windows it missed, the watermark at arrival and
 // how late it was; its meta is the line without id and record.
-func (j *Job) lateItem(l window.LateRecord[string, rec]) item {
+func (j *Job) lateItem(l window.LateRecord[string, record.Record]) item {
 	r := l.Record
 	kafka, pos := j.position(r)
-	id := entryID(kafka, r.part, pos)
+	id := entryID(kafka, r.Part, pos)
 	meta := j.appendLateMeta(nil, l)
-	line := append(make([]byte, 0, len(id)+len(r.raw)+len(meta)+20), `{"id":"`...)
+	line := append(make([]byte, 0, len(id)+len(r.Raw)+len(meta)+20), `{"id":"`...)
 	line = append(line, id...)
 	line = append(line, `","record":`...)
-	line = append(line, r.raw...)
+	line = append(line, r.Raw...)
 	line = append(line, ',')
 	line = append(line, meta[1:]...)
 	j.recent.add(l, id)
-	return item{kind: itemLate, line: line, id: id, raw: r.raw, meta: meta, reason: l.Reason.String(),
+	return item{kind: itemLate, line: line, id: id, raw: r.Raw, meta: meta, reason: l.Reason.String(),
 		arrived: j.env.Options().Clock.Now().UnixMilli(), wm: l.Watermark}
 }
 
@@ -890,7 +894,7 @@ type recentLate struct {
 	n    int
 }
 
-func (r *recentLate) add(l window.LateRecord[string, rec], id string) {
+func (r *recentLate) add(l window.LateRecord[string, record.Record], id string) {
 	var ws strings.Builder
 	for i, w := range l.Windows {
 		if i > 0 {
@@ -923,7 +927,7 @@ func (j *Job) RecentLate() []LateRecord {
 // appendLateMeta renders what a too-late record missed: its key, the
 // windows it missed, the watermark at arrival, how late it was, the hash
 // of the spec that gives those their meaning (specHash) and the run.
-func (j *Job) appendLateMeta(b []byte, l window.LateRecord[string, rec]) []byte {
+func (j *Job) appendLateMeta(b []byte, l window.LateRecord[string, record.Record]) []byte {
 	b = append(b, `{"key":{`...)
 	keys := j.plan.Spec.Key
 	for i, v := range splitKey(l.Key, len(keys)) {
@@ -948,4 +952,29 @@ func (j *Job) appendLateMeta(b []byte, l window.LateRecord[string, rec]) []byte 
 	b = append(b, `","run":`...)
 	b = strconv.AppendInt(b, j.run, 10)
 	return append(b, '}')
+}
+
+// specHash identifies what a ledger entry means to a backfill: the key,
+// the window, the aggregates and how timestamps are read. A backfill
+// refuses entries written under another (their windows or accumulators
+// would not match), unless told to accept that hash.
+func specHash(p *spec.Plan) string {
+	s := p.Spec
+	b, _ := json.Marshal(map[string]any{"time": p.Time, "ts_field": p.TSField, "ts_unit": p.TSUnit,
+		"key": s.Key, "window": s.Window, "aggregate": s.Aggregate})
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:4])
+}
+
+// CorrectionsPath is where weir backfill appends the revisions of a job
+// with jsonl results: beside the results file, with .backfill before the
+// extension (results.jsonl: results.backfill.jsonl). Not the results file
+// itself: a restore of the live job cuts that back to its checkpoint.
+func CorrectionsPath(p *spec.Plan, dir string) string {
+	path := RunOptions{Dir: dir}.path(p.Spec.Sinks.Results.Path)
+	base, ext := path, ""
+	if i := strings.LastIndexByte(path, '.'); i > strings.LastIndexByte(path, '/') {
+		base, ext = path[:i], path[i:]
+	}
+	return base + ".backfill" + ext
 }

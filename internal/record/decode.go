@@ -1,4 +1,4 @@
-package job
+package record
 
 import (
 	"fmt"
@@ -21,29 +21,29 @@ import (
 )
 
 // rec is a decoded record on its way to the window operator.
-type rec struct {
-	ts   etime.Time
-	key  string // canonical JSON of the key values, separated by keySep
+type Record struct {
+	TS   etime.Time
+	Key  string // canonical JSON of the key values, separated by keySep
 	vals []val  // one input per aggregate
-	raw  []byte // the record as a JSON object (for the late output)
-	no   int64  // line number: arrival order for first/last ties
-	mark uint8  // markNone, markWatermark or markIdle
-	part int32  // the Kafka partition (other sources: 0)
-	wm   etime.Time
+	Raw  []byte // the record as a JSON object (for the late output)
+	No   int64  // line number: arrival order for first/last ties
+	Mark uint8  // markNone, markWatermark or markIdle
+	Part int32  // the Kafka partition (other sources: 0)
+	WM   etime.Time
 	// promised is the watermark the bound promises at the record's
 	// arrival: its channel's (partition's) newest timestamp before it,
 	// minus the bound, minus 1 (MinTime: none yet).
-	promised etime.Time
+	Promised etime.Time
 }
 
 const (
 	markNone uint8 = iota
-	markWatermark
-	markIdle
+	MarkWatermark
+	MarkIdle
 )
 
 // keySep separates key values in rec.key; it cannot occur in compact JSON.
-const keySep = "\x00"
+const KeySep = "\x00"
 
 // val is one aggregate input.
 type val struct {
@@ -80,7 +80,7 @@ const minValidTS etime.Time = 946684800000
 
 // decoder turns lines into recs; it is shared by the source channels, so
 // it keeps no per-record state outside a pooled parser.
-type decoder struct {
+type Decoder struct {
 	p       *spec.Plan
 	clk     clock.Clock
 	scratch sync.Pool // *scratch
@@ -103,17 +103,18 @@ type decoder struct {
 	// channel (slot p / channels of channel p % channels: Kafka partitions
 	// are spread over channels so). Only the channel's own goroutine
 	// touches its slots.
-	chMax    [][]etime.Time
-	controls atomic.Int64 // control lines seen (live, for progress)
+	ChMax    [][]etime.Time
+	Controls atomic.Int64 // control lines seen (live, for progress)
 	warned   atomic.Bool  // a backward jump was warned about
-	warn     func(where string, from, to etime.Time)
-	// note counts a control line or a regression in the job's output
+	Warn     func(where string, from, to etime.Time)
+	// note counts a control line (regression false) or a regression of
+	// event time (regression true) in the job's output
 	// counters (exact across checkpoints).
-	note func(ch int, k itemKind)
+	Note func(ch int, regression bool)
 	// watch catches a misspelled field name (fieldwatch.go); warnField
 	// (nil: none) hears each field it finds missing, once.
-	watch     fieldWatch
-	warnField func(FieldWarning)
+	Watch     fieldWatch
+	WarnField func(FieldWarning)
 	// staged holds each channel's largest timestamp as its barrier of a
 	// checkpoint passed, for the checkpoint's output part.
 	stagedMu sync.Mutex
@@ -122,8 +123,8 @@ type decoder struct {
 
 // barrier records channel ch's largest timestamp for checkpoint id; it
 // runs on the channel's goroutine, the only one that touches chMax[ch].
-func (d *decoder) barrier(ch int, id int64) {
-	if ch < 0 || ch >= len(d.chMax) {
+func (d *Decoder) Barrier(ch int, id int64) {
+	if ch < 0 || ch >= len(d.ChMax) {
 		return
 	}
 	d.stagedMu.Lock()
@@ -135,14 +136,14 @@ func (d *decoder) barrier(ch int, id int64) {
 		// Every channel passes the barrier before the checkpoint
 		// completes and sets its own element; reading the others' here
 		// would race with their goroutines.
-		d.staged[id] = make([][]etime.Time, len(d.chMax))
+		d.staged[id] = make([][]etime.Time, len(d.ChMax))
 	}
-	d.staged[id][ch] = slices.Clone(d.chMax[ch])
+	d.staged[id][ch] = slices.Clone(d.ChMax[ch])
 }
 
 // maxAt returns the channels' slots' largest timestamps as of checkpoint
 // id and forgets that checkpoint and older ones.
-func (d *decoder) maxAt(id int64) [][]etime.Time {
+func (d *Decoder) MaxAt(id int64) [][]etime.Time {
 	d.stagedMu.Lock()
 	defer d.stagedMu.Unlock()
 	out := d.staged[id]
@@ -154,10 +155,10 @@ func (d *decoder) maxAt(id int64) [][]etime.Time {
 	return out
 }
 
-func (d *decoder) control(ch int) {
-	d.controls.Add(1)
-	if d.note != nil {
-		d.note(ch, itemControl)
+func (d *Decoder) control(ch int) {
+	d.Controls.Add(1)
+	if d.Note != nil {
+		d.Note(ch, false)
 	}
 }
 
@@ -192,10 +193,10 @@ const (
 	needJSON                // first, last, collect, count_distinct
 )
 
-func newDecoder(p *spec.Plan, clk clock.Clock) *decoder {
-	d := &decoder{p: p, clk: clk, chMax: make([][]etime.Time, p.Channels)}
-	for i := range d.chMax {
-		d.chMax[i] = []etime.Time{etime.MinTime}
+func NewDecoder(p *spec.Plan, clk clock.Clock) *Decoder {
+	d := &Decoder{p: p, clk: clk, ChMax: make([][]etime.Time, p.Channels)}
+	for i := range d.ChMax {
+		d.ChMax[i] = []etime.Time{etime.MinTime}
 	}
 	for _, a := range p.Spec.Aggregate {
 		n := needJSON
@@ -229,12 +230,12 @@ func newDecoder(p *spec.Plan, clk clock.Clock) *decoder {
 		}
 		d.aggAt = append(d.aggAt, at)
 	}
-	d.watch.seen = make([]atomic.Bool, len(d.fields))
+	d.Watch.seen = make([]atomic.Bool, len(d.fields))
 	return d
 }
 
 // fieldAt is the index of name in d.fields, added if it is not there.
-func (d *decoder) fieldAt(name string) int {
+func (d *Decoder) fieldAt(name string) int {
 	if i := slices.Index(d.fields, name); i >= 0 {
 		return i
 	}
@@ -245,7 +246,7 @@ func (d *decoder) fieldAt(name string) int {
 // gather reads the fields the job needs from o into sc.got in one pass
 // over its members; a field that appears twice has its last value, as
 // encoding/json reads it, and a missing one is nil.
-func (d *decoder) gather(o *fastjson.Object, sc *scratch) {
+func (d *Decoder) gather(o *fastjson.Object, sc *scratch) {
 	if len(d.fields) == 0 {
 		sc.got = sc.got[:0]
 		return
@@ -271,21 +272,21 @@ func bad(reason, format string, args ...any) error {
 
 // decode is the TryMap function of the job's door: control lines become
 // markers, bad lines dead letters, and data lines recs.
-func (d *decoder) decode(l fileio.Line) (rec, error) { return d.decodeSlot(l, 0) }
+func (d *Decoder) Decode(l fileio.Line) (Record, error) { return d.DecodeSlot(l, 0) }
 
 // decodeSlot decodes a line of slot slot of its channel (a Kafka
 // partition; files have one slot per channel), whose backward jumps in
 // event time are counted apart from the other slots'.
-func (d *decoder) decodeSlot(l fileio.Line, slot int) (rec, error) {
+func (d *Decoder) DecodeSlot(l fileio.Line, slot int) (Record, error) {
 	switch l.Kind {
 	case fileio.Watermark:
 		d.control(l.Channel)
-		return rec{mark: markWatermark, wm: l.Watermark}, nil
+		return Record{Mark: MarkWatermark, WM: l.Watermark}, nil
 	case fileio.Idle:
 		d.control(l.Channel)
-		return rec{mark: markIdle}, nil
+		return Record{Mark: MarkIdle}, nil
 	case fileio.Bad:
-		return rec{}, &weir.BadInput{Reason: l.Reason, Detail: l.Detail}
+		return Record{}, &weir.BadInput{Reason: l.Reason, Detail: l.Detail}
 	}
 	sc, _ := d.scratch.Get().(*scratch)
 	if sc == nil {
@@ -298,56 +299,56 @@ func (d *decoder) decodeSlot(l fileio.Line, slot int) (rec, error) {
 	// U+FFFD, which would make distinct keys one.
 	if l.Unchecked {
 		if i := fileio.InvalidUTF8(l.Text); i >= 0 {
-			return rec{}, bad("utf8_invalid", "invalid UTF-8 at byte offset %d of the record", i)
+			return Record{}, bad("utf8_invalid", "invalid UTF-8 at byte offset %d of the record", i)
 		}
 	}
 	// fastjson's parser is lenient (NaN, 01, raw control characters);
 	// its validator is not.
 	if err := fastjson.ValidateBytes(l.Text); err != nil {
-		return rec{}, bad("json_malformed", "not valid JSON: %v", err)
+		return Record{}, bad("json_malformed", "not valid JSON: %v", err)
 	}
 	v, err := sc.p.ParseBytes(l.Text)
 	if err != nil {
-		return rec{}, bad("json_malformed", "not valid JSON: %v", err)
+		return Record{}, bad("json_malformed", "not valid JSON: %v", err)
 	}
 	o, err := v.Object()
 	if err != nil {
-		return rec{}, bad("json_malformed", "a record must be a JSON object, not %s", v.Type())
+		return Record{}, bad("json_malformed", "a record must be a JSON object, not %s", v.Type())
 	}
-	r := rec{raw: l.Text, no: l.No, promised: etime.MinTime}
+	r := Record{Raw: l.Text, No: l.No, Promised: etime.MinTime}
 	d.gather(o, sc)
-	if !d.watch.done.Load() {
+	if !d.Watch.Done.Load() {
 		d.observe(o, sc)
 	}
 	if d.tsAt >= 0 {
-		if r.ts, err = d.timestamp(sc.got[d.tsAt]); err != nil {
-			return rec{}, err
+		if r.TS, err = d.timestamp(sc.got[d.tsAt]); err != nil {
+			return Record{}, err
 		}
-		if ch := l.Channel; ch >= 0 && ch < len(d.chMax) && slot >= 0 {
-			for len(d.chMax[ch]) <= slot {
-				d.chMax[ch] = append(d.chMax[ch], etime.MinTime)
+		if ch := l.Channel; ch >= 0 && ch < len(d.ChMax) && slot >= 0 {
+			for len(d.ChMax[ch]) <= slot {
+				d.ChMax[ch] = append(d.ChMax[ch], etime.MinTime)
 			}
-			if m := d.chMax[ch][slot]; m != etime.MinTime {
-				r.promised = m.Add(-d.p.Bound).Add(-1)
+			if m := d.ChMax[ch][slot]; m != etime.MinTime {
+				r.Promised = m.Add(-d.p.Bound).Add(-1)
 			}
-			if m := d.chMax[ch][slot]; r.ts > m {
-				d.chMax[ch][slot] = r.ts
-			} else if m != etime.MinTime && r.ts < m.Add(-regressionJump) {
-				if d.note != nil {
-					d.note(ch, itemRegression)
+			if m := d.ChMax[ch][slot]; r.TS > m {
+				d.ChMax[ch][slot] = r.TS
+			} else if m != etime.MinTime && r.TS < m.Add(-regressionJump) {
+				if d.Note != nil {
+					d.Note(ch, true)
 				}
-				if d.warn != nil && d.warned.CompareAndSwap(false, true) {
+				if d.Warn != nil && d.warned.CompareAndSwap(false, true) {
 					where := fmt.Sprintf("channel %d", ch)
 					if d.p.Spec.Source.Type == "kafka" {
-						where = fmt.Sprintf("partition %d", slot*len(d.chMax)+ch)
+						where = fmt.Sprintf("partition %d", slot*len(d.ChMax)+ch)
 					}
-					d.warn(where, m, r.ts)
+					d.Warn(where, m, r.TS)
 				}
 			}
 		}
 	}
-	if r.key, err = d.key(sc); err != nil {
-		return rec{}, err
+	if r.Key, err = d.key(sc); err != nil {
+		return Record{}, err
 	}
 	if n := len(d.needs); n > 0 {
 		if len(sc.slab)+n > cap(sc.slab) {
@@ -371,7 +372,7 @@ func (d *decoder) decodeSlot(l fileio.Line, slot int) (rec, error) {
 			r.vals[i].kind = vJSON
 		case needNumber, needFloat:
 			if f.Type() != fastjson.TypeNumber {
-				return rec{}, bad("value_not_number", "field %q of %s needs a number, got %s", a.Field, a.Fn, short(f))
+				return Record{}, bad("value_not_number", "field %q of %s needs a number, got %s", a.Field, a.Fn, short(f))
 			}
 			if n == needNumber {
 				r.vals[i] = decNumber(f, sc)
@@ -379,7 +380,7 @@ func (d *decoder) decodeSlot(l fileio.Line, slot int) (rec, error) {
 				r.vals[i] = number(f)
 			}
 			if r.vals[i].kind == vFloat && (math.IsInf(r.vals[i].f, 0) || math.IsNaN(r.vals[i].f)) {
-				return rec{}, bad("value_out_of_range", "field %q of %s is %s, beyond float64", a.Field, a.Fn, short(f))
+				return Record{}, bad("value_out_of_range", "field %q of %s is %s, beyond float64", a.Field, a.Fn, short(f))
 			}
 		case needJSON:
 			r.vals[i] = val{kind: vJSON, raw: canonical(f)}
@@ -424,7 +425,7 @@ func decNumber(f *fastjson.Value, sc *scratch) val {
 			return val{kind: vInt, i: x}
 		}
 	}
-	d, ok := parseDec(t)
+	d, ok := ParseDec(t)
 	switch {
 	case !ok:
 		return val{kind: vFloat, f: f.GetFloat64()}
@@ -440,9 +441,9 @@ func decNumber(f *fastjson.Value, sc *scratch) val {
 // float64 keep every digit), strings with one escaping, object members
 // sorted by name, a repeated member's last value (as field reads a
 // record's fields), and arrays and objects without spaces.
-func canonical(v *fastjson.Value) string { return string(appendCanonical(nil, v)) }
+func canonical(v *fastjson.Value) string { return string(AppendCanonical(nil, v)) }
 
-func appendCanonical(b []byte, v *fastjson.Value) []byte {
+func AppendCanonical(b []byte, v *fastjson.Value) []byte {
 	switch v.Type() {
 	case fastjson.TypeNumber:
 		if i, err := v.Int64(); err == nil {
@@ -459,7 +460,7 @@ func appendCanonical(b []byte, v *fastjson.Value) []byte {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = appendCanonical(b, e)
+			b = AppendCanonical(b, e)
 		}
 		return append(b, ']')
 	case fastjson.TypeObject:
@@ -484,7 +485,7 @@ func appendCanonical(b []byte, v *fastjson.Value) []byte {
 			first = false
 			b = weir.AppendJSONString(b, m.name)
 			b = append(b, ':')
-			b = appendCanonical(b, m.v)
+			b = AppendCanonical(b, m.v)
 		}
 		return append(b, '}')
 	}
@@ -501,7 +502,7 @@ func short(v *fastjson.Value) string {
 
 // key renders the record's key, interned so that a repeated key costs no
 // allocation.
-func (d *decoder) key(sc *scratch) (string, error) {
+func (d *Decoder) key(sc *scratch) (string, error) {
 	keys := d.p.Spec.Key
 	if len(keys) == 0 {
 		return "", nil
@@ -513,9 +514,9 @@ func (d *decoder) key(sc *scratch) (string, error) {
 			return "", bad("key_missing", "key field %q is missing or null", k)
 		}
 		if i > 0 {
-			b = append(b, keySep...)
+			b = append(b, KeySep...)
 		}
-		b = appendCanonical(b, f)
+		b = AppendCanonical(b, f)
 	}
 	sc.buf = b
 	if s, ok := sc.keys[string(b)]; ok {
@@ -530,7 +531,7 @@ func (d *decoder) key(sc *scratch) (string, error) {
 }
 
 // timestamp parses and checks a record's event time (R2).
-func (d *decoder) timestamp(f *fastjson.Value) (etime.Time, error) {
+func (d *Decoder) timestamp(f *fastjson.Value) (etime.Time, error) {
 	p := d.p
 	field := p.TSField
 	if f == nil || f.Type() == fastjson.TypeNull {

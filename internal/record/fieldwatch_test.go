@@ -1,4 +1,4 @@
-package job
+package record
 
 import (
 	"fmt"
@@ -27,9 +27,9 @@ sinks: {results: {type: jsonl, path: out.jsonl}}
 // fields they did have; a field the first records have is never warned
 // about, and after the judgment a record costs no more bookkeeping.
 func TestFieldWatch(t *testing.T) {
-	decodeN := func(d *decoder, n int, line func(i int) string) {
+	decodeN := func(d *Decoder, n int, line func(i int) string) {
 		for i := range n {
-			d.decode(fileio.Line{Kind: fileio.Data, No: int64(i + 1), Text: []byte(line(i))})
+			d.Decode(fileio.Line{Kind: fileio.Data, No: int64(i + 1), Text: []byte(line(i))})
 		}
 	}
 	p, err := spec.Parse([]byte(watchJob))
@@ -37,9 +37,9 @@ func TestFieldWatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Run("records", func(t *testing.T) {
-		d := newDecoder(p, clock.NewFake(testNow))
+		d := NewDecoder(p, clock.NewFake(testNow))
 		var warned []FieldWarning
-		d.warnField = func(w FieldWarning) { warned = append(warned, w) }
+		d.WarnField = func(w FieldWarning) { warned = append(warned, w) }
 		// amount only from record 1,001 on: too late for the watch.
 		decodeN(d, 1500, func(i int) string {
 			if i >= 1000 {
@@ -47,17 +47,17 @@ func TestFieldWatch(t *testing.T) {
 			}
 			return fmt.Sprintf(`{"user_id":"u","amnt":1,"ts":%d}`, 1780272000000+i)
 		})
-		if len(warned) != 1 || warned[0].Path != "aggregate[0].field" || warned[0].Records != watchRecords || warned[0].Fatal() ||
+		if len(warned) != 1 || warned[0].Path != "aggregate[0].field" || warned[0].Records != WatchRecords || warned[0].Fatal() ||
 			!strings.Contains(warned[0].String(), `did you mean "amnt"?`) {
 			t.Fatalf("warned %+v", warned)
 		}
-		if got := d.fieldWarnings(); len(got) != 1 {
+		if got := d.FieldWarnings(); len(got) != 1 {
 			t.Fatalf("kept %+v", got)
 		}
 	})
 	t.Run("clock", func(t *testing.T) {
 		clk := clock.NewFake(testNow)
-		d := newDecoder(p, clk)
+		d := NewDecoder(p, clk)
 		// A slow source: 100 records over 2 s; the key is misspelled.
 		decodeN(d, 100, func(i int) string {
 			if i == 50 {
@@ -65,36 +65,36 @@ func TestFieldWatch(t *testing.T) {
 			}
 			return fmt.Sprintf(`{"userid":"u","amount":1,"ts":%d}`, 1780272000000+i)
 		})
-		w := d.fieldWarnings()
+		w := d.FieldWarnings()
 		if len(w) != 1 || w[0].Path != "key" || !w[0].Fatal() || w[0].Records != 64 || !strings.Contains(w[0].Fix, `did you mean "userid"?`) {
 			t.Fatalf("after a second: %+v", w)
 		}
 	})
 	t.Run("present", func(t *testing.T) {
-		d := newDecoder(p, clock.NewFake(testNow))
+		d := NewDecoder(p, clock.NewFake(testNow))
 		decodeN(d, 10, func(i int) string {
 			return fmt.Sprintf(`{"user_id":"u","amount":1,"ts":%d}`, 1780272000000+i)
 		})
-		d.judge() // the end of a short run
-		if w := d.fieldWarnings(); len(w) != 0 || !d.watch.done.Load() {
+		d.Judge() // the end of a short run
+		if w := d.FieldWarnings(); len(w) != 0 || !d.Watch.Done.Load() {
 			t.Fatalf("fields present: %+v", w)
 		}
 	})
 	t.Run("allocs", func(t *testing.T) {
-		d := newDecoder(p, clock.NewFake(testNow))
+		d := NewDecoder(p, clock.NewFake(testNow))
 		line := []byte(`{"user_id":"u","amount":1,"ts":1780272000000}`)
-		decodeN(d, watchRecords, func(int) string { return string(line) })
+		decodeN(d, WatchRecords, func(int) string { return string(line) })
 		l := fileio.Line{Kind: fileio.Data, No: 1, Text: line}
 		// After the judgment the watch is not called at all.
-		n := d.watch.n.Load()
+		n := d.Watch.N.Load()
 		decodeN(d, 100, func(int) string { return string(line) })
-		if !d.watch.done.Load() || d.watch.n.Load() != n {
-			t.Fatalf("the watch went on after its judgment: %d records, then %d", n, d.watch.n.Load())
+		if !d.Watch.Done.Load() || d.Watch.N.Load() != n {
+			t.Fatalf("the watch went on after its judgment: %d records, then %d", n, d.Watch.N.Load())
 		}
 		if raceOn {
 			t.Skip("the race detector's sync.Pool drops items on purpose: allocations are counted without it")
 		}
-		if a := testing.AllocsPerRun(1000, func() { d.decode(l) }); a > 0 {
+		if a := testing.AllocsPerRun(1000, func() { d.Decode(l) }); a > 0 {
 			t.Fatalf("%v allocations per record after the watch", a)
 		}
 	})
@@ -119,13 +119,16 @@ sinks: {results: {type: jsonl, path: out.jsonl}}
 		if err != nil {
 			t.Fatal(err)
 		}
-		d := newDecoder(p, clock.NewFake(testNow))
-		if _, err := d.decode(fileio.Line{Kind: fileio.Data, No: 1, Text: []byte(`{"user_id":"u"}`), Unchecked: true}); err != nil {
+		d := NewDecoder(p, clock.NewFake(testNow))
+		if _, err := d.Decode(fileio.Line{Kind: fileio.Data, No: 1, Text: []byte(`{"user_id":"u"}`), Unchecked: true}); err != nil {
 			t.Errorf("%s: a record without a ts field: %v", src, err)
 		}
-		d.judge()
-		if w := d.fieldWarnings(); len(w) != 0 {
+		d.Judge()
+		if w := d.FieldWarnings(); len(w) != 0 {
 			t.Errorf("%s: field warnings %v", src, w)
 		}
 	}
 }
+
+// testNow is the processing time of the tests' fake clocks.
+var testNow = time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)

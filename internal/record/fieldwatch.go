@@ -1,4 +1,4 @@
-package job
+package record
 
 import (
 	"fmt"
@@ -16,7 +16,7 @@ import (
 // The field watch looks at the first watchRecords records, or those of
 // the first watchFor milliseconds of the clock, whichever ends first.
 const (
-	watchRecords = 1000
+	WatchRecords = 1000
 	watchFor     = 1000
 	// watchNames caps the field names the watch keeps for its advice.
 	watchNames = 256
@@ -53,8 +53,8 @@ func (w FieldWarning) String() string {
 // goroutines call observe concurrently; after the judgment each record
 // costs one atomic load.
 type fieldWatch struct {
-	done  atomic.Bool
-	n     atomic.Int64
+	Done  atomic.Bool
+	N     atomic.Int64
 	first atomic.Int64 // the clock at the first record, Unix ms (0: none yet)
 	seen  []atomic.Bool
 	mu    sync.Mutex
@@ -64,9 +64,9 @@ type fieldWatch struct {
 
 // observe notes a record's fields (sc.got, as gather set them, and the
 // object's names) and judges when the watch is over.
-func (d *decoder) observe(o *fastjson.Object, sc *scratch) {
-	w := &d.watch
-	n := w.n.Add(1)
+func (d *Decoder) observe(o *fastjson.Object, sc *scratch) {
+	w := &d.Watch
+	n := w.N.Add(1)
 	if n == 1 {
 		w.first.Store(int64(clock.Millis(d.clk)))
 	}
@@ -75,7 +75,7 @@ func (d *decoder) observe(o *fastjson.Object, sc *scratch) {
 			w.seen[i].Store(true)
 		}
 	}
-	if n <= watchRecords && !w.allSeen() {
+	if n <= WatchRecords && !w.allSeen() {
 		w.mu.Lock()
 		if w.names == nil {
 			w.names = map[string]struct{}{}
@@ -89,8 +89,8 @@ func (d *decoder) observe(o *fastjson.Object, sc *scratch) {
 		})
 		w.mu.Unlock()
 	}
-	if n >= watchRecords || n%64 == 0 && int64(clock.Millis(d.clk))-w.first.Load() >= watchFor {
-		d.judge()
+	if n >= WatchRecords || n%64 == 0 && int64(clock.Millis(d.clk))-w.first.Load() >= watchFor {
+		d.Judge()
 	}
 }
 
@@ -108,10 +108,10 @@ func (w *fieldWatch) allSeen() bool {
 // judge decides, once, which configured fields never appeared, and
 // warns about each. The end of a run calls it too, for runs shorter
 // than the watch.
-func (d *decoder) judge() {
-	w := &d.watch
+func (d *Decoder) Judge() {
+	w := &d.Watch
 	w.mu.Lock()
-	if w.done.Load() || w.n.Load() == 0 {
+	if w.Done.Load() || w.N.Load() == 0 {
 		w.mu.Unlock()
 		return
 	}
@@ -122,7 +122,7 @@ func (d *decoder) judge() {
 			}
 		}
 	})
-	n := w.n.Load()
+	n := w.N.Load()
 	shown := have[:min(len(have), 20)]
 	for i, f := range d.fields {
 		if f == "" || w.seen[i].Load() {
@@ -143,12 +143,12 @@ func (d *decoder) judge() {
 			w.warns = append(w.warns, FieldWarning{Field: f, Path: u.path, Records: n, Effect: u.effect, Fix: fix, Have: shown})
 		}
 	}
-	w.done.Store(true)
+	w.Done.Store(true)
 	warns := w.warns
 	w.mu.Unlock()
-	if d.warnField != nil {
+	if d.WarnField != nil {
 		for _, fw := range warns {
-			d.warnField(fw)
+			d.WarnField(fw)
 		}
 	}
 }
@@ -156,7 +156,7 @@ func (d *decoder) judge() {
 type fieldUse struct{ path, effect string }
 
 // uses are where the spec reads field i, and what its absence does.
-func (d *decoder) uses(i int) []fieldUse {
+func (d *Decoder) uses(i int) []fieldUse {
 	var out []fieldUse
 	if d.tsAt == i {
 		out = append(out, fieldUse{"source.timestamp.field", "every record becomes a dead letter (timestamp_missing)"})
@@ -184,13 +184,13 @@ func (d *decoder) uses(i int) []fieldUse {
 }
 
 // fieldWarnings returns the watch's warnings (nil before it judged).
-func (d *decoder) fieldWarnings() []FieldWarning {
-	if !d.watch.done.Load() {
+func (d *Decoder) FieldWarnings() []FieldWarning {
+	if !d.Watch.Done.Load() {
 		return nil
 	}
-	d.watch.mu.Lock()
-	defer d.watch.mu.Unlock()
-	return slices.Clone(d.watch.warns)
+	d.Watch.mu.Lock()
+	defer d.Watch.mu.Unlock()
+	return slices.Clone(d.Watch.warns)
 }
 
 // alike finds a name in have that matches name once case, '_' and '-'

@@ -1,4 +1,4 @@
-package job
+package record
 
 import (
 	"cmp"
@@ -19,7 +19,7 @@ import (
 
 // acc is the accumulator of one window: one slot per aggregate. It is a
 // pointer and is updated in place; the window operator owns it.
-type acc struct{ s []slot }
+type Acc struct{ s []slot }
 
 // slot is one aggregate's state. Which fields are used depends on the
 // function: n counts values; the sum of sum and avg is i (int64) until it
@@ -56,28 +56,28 @@ type collected struct {
 //
 // float says, per aggregate, that it was declared type: float (its sums
 // are float64 from the start); nil when none is.
-type aggFunc struct {
-	fns     []string
+type Aggregator struct {
+	Fns     []string
 	float   []bool
 	withAcc bool
 }
 
 // isFloat reports whether aggregate i keeps float64 sums.
-func (a aggFunc) isFloat(i int) bool { return i < len(a.float) && a.float[i] }
+func (a Aggregator) isFloat(i int) bool { return i < len(a.float) && a.float[i] }
 
 // width is how many values a result of a carries: one per aggregate,
 // and the accumulators' text if it keeps them.
-func (a aggFunc) width() int {
+func (a Aggregator) Width() int {
 	if a.withAcc {
-		return len(a.fns) + 1
+		return len(a.Fns) + 1
 	}
-	return len(a.fns)
+	return len(a.Fns)
 }
 
 // keepsAccs reports whether the job's results carry the accumulators of
 // the aggregates that are not their own (an accColumn of a SQL table, or
 // the archive's rows).
-func keepsAccs(p *spec.Plan) bool {
+func KeepsAccs(p *spec.Plan) bool {
 	r := p.Spec.Sinks.Results
 	return r != nil && (r.Type == "sqlite" || r.Type == "postgres" || p.Spec.Archive != nil) && needsAccColumn(planFns(p))
 }
@@ -93,8 +93,8 @@ func planFns(p *spec.Plan) []string {
 
 // aggregate is the job's aggregate function; withAcc as the live job's
 // results have it (keepsAccs).
-func aggregate(p *spec.Plan, withAcc bool) aggFunc {
-	a := aggFunc{fns: planFns(p), withAcc: withAcc}
+func NewAggregator(p *spec.Plan, withAcc bool) Aggregator {
+	a := Aggregator{Fns: planFns(p), withAcc: withAcc}
 	for i, ag := range p.Spec.Aggregate {
 		if ag.Type == "float" {
 			if a.float == nil {
@@ -116,12 +116,12 @@ func needsAccColumn(fns []string) bool {
 	return slices.ContainsFunc(fns, func(fn string) bool { return !ownAcc(fn) })
 }
 
-func (a aggFunc) CreateAccumulator() *acc { return newAcc(len(a.fns)) }
+func (a Aggregator) CreateAccumulator() *Acc { return newAcc(len(a.Fns)) }
 
 // Touch reads a word of each cache line of the accumulator, so that a
 // snapshot that reads many windows ahead overlaps their cache misses (the
 // window operator calls it through an interface of its own).
-func (a *acc) Touch() byte {
+func (a *Acc) Touch() byte {
 	var b byte
 	for i := range a.s {
 		s := &a.s[i]
@@ -133,7 +133,7 @@ func (a *acc) Touch() byte {
 // newAcc allocates an accumulator of n slots. Up to four slots share one
 // allocation with the header, so reading an accumulator (a snapshot reads
 // a million of them) costs one cache miss instead of two.
-func newAcc(n int) *acc {
+func newAcc(n int) *Acc {
 	switch n {
 	case 1:
 		return colocated(func(s *[1]slot) []slot { return s[:] })
@@ -144,21 +144,21 @@ func newAcc(n int) *acc {
 	case 4:
 		return colocated(func(s *[4]slot) []slot { return s[:] })
 	}
-	return &acc{s: make([]slot, n)}
+	return &Acc{s: make([]slot, n)}
 }
 
 // colocated allocates an accumulator and the slot array A in one object.
-func colocated[A any](slots func(*A) []slot) *acc {
+func colocated[A any](slots func(*A) []slot) *Acc {
 	x := new(struct {
-		a acc
+		a Acc
 		s A
 	})
 	x.a.s = slots(&x.s)
 	return &x.a
 }
 
-func (a aggFunc) Add(ac *acc, r rec) *acc {
-	for i, fn := range a.fns {
+func (a Aggregator) Add(ac *Acc, r Record) *Acc {
+	for i, fn := range a.Fns {
 		s := &ac.s[i]
 		var v val
 		if i < len(r.vals) {
@@ -167,7 +167,7 @@ func (a aggFunc) Add(ac *acc, r rec) *acc {
 		if v.kind == vNone {
 			continue
 		}
-		addVal(fn, s, v, r.ts, r.no, a.isFloat(i))
+		addVal(fn, s, v, r.TS, r.No, a.isFloat(i))
 	}
 	return ac
 }
@@ -284,9 +284,9 @@ func cmpVal(a, b val) int {
 // more fraction digits (1.10 over 1.1) is kept.
 func moreDigits(a, b val) bool { return a.kind == vDec && (b.kind != vDec || a.scale > b.scale) }
 
-func (a aggFunc) Merge(x, y *acc) *acc {
+func (a Aggregator) Merge(x, y *Acc) *Acc {
 	out := a.CreateAccumulator()
-	for i, fn := range a.fns {
+	for i, fn := range a.Fns {
 		s, p, q := &out.s[i], &x.s[i], &y.s[i]
 		switch fn {
 		case "count":
@@ -336,8 +336,8 @@ func inputOrder(list []collected) {
 // collectInInputOrder puts ac's collect lists in input order, as a run in
 // which every record came in order has them (records folded in later,
 // by a backfill or a batch group-by, come at the end otherwise).
-func (a aggFunc) collectInInputOrder(ac *acc) {
-	for i, fn := range a.fns {
+func (a Aggregator) CollectInInputOrder(ac *Acc) {
+	for i, fn := range a.Fns {
 		if fn == "collect" {
 			inputOrder(ac.s[i].list)
 		}
@@ -355,9 +355,9 @@ func (a aggFunc) collectInInputOrder(ac *acc) {
 // splitResult and the sinks do not read: overflowMark, then a byte per
 // aggregate (see appendOverflows), then a 0 byte. The output counts it
 // (resultOverflows).
-func (a aggFunc) Result(ac *acc) []byte {
+func (a Aggregator) Result(ac *Acc) []byte {
 	var b []byte
-	for i, fn := range a.fns {
+	for i, fn := range a.Fns {
 		s := &ac.s[i]
 		switch {
 		case fn == "count":
@@ -376,7 +376,7 @@ func (a aggFunc) Result(ac *acc) []byte {
 		case s.n == 0:
 			b = append(b, "null"...)
 		case fn == "sum" && s.isD:
-			b = appendDec(b, s.d)
+			b = AppendDec(b, s.d)
 		case fn == "sum" && s.isF:
 			b = appendFloat(b, s.f)
 		case fn == "sum":
@@ -409,30 +409,30 @@ const overflowMark = 1
 
 // The bytes of the overflow segment, one per aggregate.
 const (
-	overNone     = '.' // exact, or an aggregate without a sum
-	overDecimal  = 'd' // a decimal sum beyond 38 digits: a float64 now
-	overInfinite = 'i' // a float sum beyond float64: written as null
+	OverNone     = '.' // exact, or an aggregate without a sum
+	OverDecimal  = 'd' // a decimal sum beyond 38 digits: a float64 now
+	OverInfinite = 'i' // a float sum beyond float64: written as null
 )
 
 // appendOverflows appends the overflow segment if a sum or avg of ac
 // overflowed (see Result).
-func (a aggFunc) appendOverflows(b []byte, ac *acc) []byte {
+func (a Aggregator) appendOverflows(b []byte, ac *Acc) []byte {
 	start := -1
-	for i, fn := range a.fns {
+	for i, fn := range a.Fns {
 		s := &ac.s[i]
-		c := byte(overNone)
+		c := byte(OverNone)
 		switch {
 		case fn != "sum" && fn != "avg" || s.n == 0:
 		case s.isF && !isFinite(s.f):
-			c = overInfinite
+			c = OverInfinite
 		case s.over:
-			c = overDecimal
+			c = OverDecimal
 		}
-		if c != overNone && start < 0 {
+		if c != OverNone && start < 0 {
 			start = len(b)
 			b = append(b, overflowMark)
 			for range i {
-				b = append(b, overNone)
+				b = append(b, OverNone)
 			}
 		}
 		if start >= 0 {
@@ -447,7 +447,7 @@ func (a aggFunc) appendOverflows(b []byte, ac *acc) []byte {
 
 // resultOverflows returns the overflow segment of a result of width
 // values (one byte per aggregate), or nil when nothing overflowed.
-func resultOverflows(v []byte, width int) []byte {
+func ResultOverflows(v []byte, width int) []byte {
 	for range width {
 		n := slices.Index(v, 0)
 		if n < 0 {
@@ -470,9 +470,9 @@ func resultOverflows(v []byte, width int) []byte {
 // sorted distinct values for count_distinct. The results row stores it as
 // a JSON string, so that a store that rewrites JSON (Postgres jsonb)
 // keeps the values byte for byte. seedAccs reads it back.
-func (a aggFunc) appendAccs(b []byte, ac *acc) []byte {
+func (a Aggregator) appendAccs(b []byte, ac *Acc) []byte {
 	b = append(b, '[')
-	for i, fn := range a.fns {
+	for i, fn := range a.Fns {
 		if i > 0 {
 			b = append(b, ',')
 		}
@@ -506,7 +506,7 @@ func (a aggFunc) appendAccs(b []byte, ac *acc) []byte {
 			b = append(b, '[')
 			switch {
 			case s.isD:
-				b = appendDec(b, s.d)
+				b = AppendDec(b, s.d)
 			case s.isF && !a.isFloat(i):
 				// Quoted: a decimal sum that fell back to float64
 				// stays one when it is read back.
@@ -544,12 +544,12 @@ func appendAccFloat(b []byte, f float64) []byte {
 
 // seedAccs sets the slots of the aggregates that are not their own
 // accumulator from what appendAccs wrote.
-func (a aggFunc) seedAccs(ac *acc, text string) error {
+func (a Aggregator) seedAccs(ac *Acc, text string) error {
 	var parts []json.RawMessage
-	if err := json.Unmarshal([]byte(text), &parts); err != nil || len(parts) != len(a.fns) {
-		return fmt.Errorf("the %s column holds %.60q, not %d accumulators", spec.AccColumn, text, len(a.fns))
+	if err := json.Unmarshal([]byte(text), &parts); err != nil || len(parts) != len(a.Fns) {
+		return fmt.Errorf("the %s column holds %.60q, not %d accumulators", spec.AccColumn, text, len(a.Fns))
 	}
-	for i, fn := range a.fns {
+	for i, fn := range a.Fns {
 		s, p := &ac.s[i], parts[i]
 		if ownAcc(fn) || string(p) == "null" {
 			continue
@@ -607,14 +607,14 @@ func (a aggFunc) seedAccs(ac *acc, text string) error {
 // float of a decimal aggregate, "+Inf" and the like), it is a float.
 // Texts of weir before decimals wrote float sums unquoted: a decimal
 // aggregate reads them as the decimal they print.
-func (a aggFunc) seedSum(s *slot, i int, text string) error {
+func (a Aggregator) seedSum(s *slot, i int, text string) error {
 	sum, quoted := strings.CutPrefix(text, `"`)
 	if quoted {
 		sum = strings.TrimSuffix(sum, `"`)
 	} else if n, err := strconv.ParseInt(sum, 10, 64); err == nil {
 		s.i = n
 		return nil
-	} else if d, ok := parseDec([]byte(sum)); ok && !a.isFloat(i) {
+	} else if d, ok := ParseDec([]byte(sum)); ok && !a.isFloat(i) {
 		s.isD, s.d = true, d
 		return nil
 	}
@@ -626,7 +626,7 @@ func (a aggFunc) seedSum(s *slot, i int, text string) error {
 func appendVal(b []byte, v val) []byte {
 	switch v.kind {
 	case vDec:
-		return appendDec(b, v.dec())
+		return AppendDec(b, v.dec())
 	case vInt:
 		return strconv.AppendInt(b, v.i, 10)
 	case vFloat:
@@ -645,11 +645,11 @@ func appendFloat(b []byte, f float64) []byte {
 }
 
 // MarshalBinary encodes the accumulator for checkpoints.
-func (a *acc) MarshalBinary() ([]byte, error) { return a.AppendBinary(nil) }
+func (a *Acc) MarshalBinary() ([]byte, error) { return a.AppendBinary(nil) }
 
 // AppendBinary appends the accumulator's encoding to dst (checkpoints use
 // it to encode without a buffer per window).
-func (a *acc) AppendBinary(dst []byte) ([]byte, error) {
+func (a *Acc) AppendBinary(dst []byte) ([]byte, error) {
 	w := state.Writer{Buf: dst}
 	w.Uint(uint64(len(a.s)))
 	for i := range a.s {
@@ -700,7 +700,7 @@ func (a *acc) AppendBinary(dst []byte) ([]byte, error) {
 }
 
 // UnmarshalBinary decodes what MarshalBinary wrote.
-func (a *acc) UnmarshalBinary(b []byte) error {
+func (a *Acc) UnmarshalBinary(b []byte) error {
 	r := state.Reader{Buf: b}
 	n := r.Uint()
 	if n > uint64(len(b)) {

@@ -28,7 +28,7 @@ func TestDependencyRules(t *testing.T) {
 		"internal/hist":    {},
 		"internal/flock":   {},
 		"internal/jsonnum": {},
-		"ledger":           {"window", "internal/flock"},
+		"ledger":           {"connector", "window", "internal/flock"},
 		"internal/epochs":  {},
 		"internal/archive": {"etime", "state/pebblestate", "internal/flock"},
 		"internal/procmem": {},
@@ -37,20 +37,22 @@ func TestDependencyRules(t *testing.T) {
 		"connector":                   {"etime"},
 		"connector/fileio":            {".", "connector", "etime"},
 		"connector/genio":             {"connector", "etime", "clock", "connector/fileio"},
-		"connector/sqliteio":          {"etime", "window", "connector/internal/tablerow", "internal/jsonnum"},
+		"connector/sqliteio":          {"connector", "etime", "window", "connector/internal/tablerow", "internal/jsonnum"},
 		"connector/internal/tablerow": {"etime", "window"},
 		"connector/connectortest":     {".", "connector", "etime"},
 		"connector/kafkaio":           {".", "connector", "etime", "clock", "watermark"},
 		"connector/natsio":            {"connector", "etime", "clock"},
-		"connector/pgio":              {"etime", "window", "connector/internal/tablerow"},
-		// The job spec compiles: it does no I/O. It still names the Kafka
-		// and NATS start positions of its plan (the connector registry of
-		// docs/DESIGN.md's plan takes them out).
-		"spec": {".", "etime", "window", "trigger", "connector/kafkaio", "connector/natsio"},
+		"connector/pgio":              {"connector", "etime", "window", "connector/internal/tablerow"},
+		// The built-in kinds, registered in connector.Default.
+		"connector/all": {"connector", "connector/fileio", "connector/genio", "connector/kafkaio", "connector/natsio", "connector/pgio", "connector/sqliteio", "ledger"},
+		// The job spec compiles: it does no I/O, and resolves type:
+		// through the connector registry. It still names the Kafka and
+		// NATS start positions of its plan.
+		"spec": {".", "connector", "etime", "window", "trigger", "connector/kafkaio", "connector/natsio"},
 		// Record decoding and the declarative aggregates of a plan.
 		"internal/record": {".", "spec", "etime", "clock", "state", "connector/fileio", "internal/jsonnum"},
 		// The job runner is a user of the public API, like any Go program.
-		"job": {".", "spec", "internal/record", "etime", "clock", "window", "trigger", "watermark", "state", "state/pebblestate", "checkpoint", "internal/epochs", "internal/flock", "ledger", "internal/archive", "internal/jsonnum", "connector/fileio", "connector/genio", "connector/sqliteio", "connector/kafkaio", "connector/pgio", "connector/natsio"},
+		"job": {".", "spec", "internal/record", "connector/all", "etime", "clock", "window", "trigger", "watermark", "state", "state/pebblestate", "checkpoint", "internal/epochs", "internal/flock", "ledger", "internal/archive", "internal/jsonnum", "connector/fileio", "connector/genio", "connector/sqliteio", "connector/kafkaio", "connector/pgio", "connector/natsio"},
 		// The Nexmark benchmark is a user of the public API too.
 		"nexmark": {".", "etime", "window"},
 		// Metrics read a job through the public API; the admin server
@@ -59,7 +61,7 @@ func TestDependencyRules(t *testing.T) {
 		"internal/admin":   {"internal/monitor", "internal/doctor"},
 		"internal/doctor":  {"internal/monitor"},
 		"internal/monitor": {".", "etime", "metrics"},
-		"cli":              {".", "spec", "job", "etime", "nexmark", "internal/benchutil", "connector/fileio", "connector/genio", "connector/kafkaio", "metrics", "internal/admin", "internal/monitor", "internal/doctor", "ledger"},
+		"cli":              {".", "spec", "job", "connector", "etime", "nexmark", "internal/benchutil", "connector/fileio", "connector/genio", "connector/kafkaio", "metrics", "internal/admin", "internal/monitor", "internal/doctor", "ledger"},
 		// main only wires the process.
 		"cmd/weir": {"cli"},
 		// The engine's window operator and the state backends.

@@ -73,6 +73,8 @@ func Main(ctx context.Context, args []string, o IO) int {
 		return ledgerCmd(args[1:], o)
 	case "backfill":
 		return backfillCmd(args[1:], o)
+	case "connectors":
+		return connectorsCmd(args[1:], o)
 	case "version":
 		fmt.Fprintln(o.Stdout, "weir", Version)
 		return ExitOK
@@ -97,6 +99,7 @@ commands:
   doctor            diagnose a running job (its --http address) or a saved dump
   ledger ls|stats   list or count a job's too-late records in its ledger
   backfill JOB.yaml fold the ledger's too-late records into the results table
+  connectors        list the source and sink kinds a job spec may name, with their settings
   version           print the version
 
 run 'weir <command> -h' for a command's flags`)

@@ -30,6 +30,9 @@ import (
 	"github.com/weirstream/weir/state/pebblestate"
 	"github.com/weirstream/weir/watermark"
 	"github.com/weirstream/weir/window"
+
+	// The built-in connector kinds, which the plans it runs name.
+	_ "github.com/weirstream/weir/connector/all"
 )
 
 // sourceStage names the job's source stage (the first stage, so the name

@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/connector/kafkaio"
 	"github.com/weirstream/weir/connector/natsio"
 	"github.com/weirstream/weir/etime"
@@ -119,9 +121,14 @@ func Parse(data []byte) (*Plan, error) {
 	return nil, les
 }
 
-// Compile validates s and returns its plan, or every problem as Errors.
-func Compile(s *Spec) (*Plan, error) {
-	c := &compiler{p: &Plan{Spec: s, Warnings: slices.Clone(s.Warnings)}}
+// Compile validates s and returns its plan, or every problem as Errors. It
+// resolves the source's and the sinks' type: through connector.Default,
+// which importing github.com/weirstream/weir/connector/all fills.
+func Compile(s *Spec) (*Plan, error) { return CompileWith(s, connector.Default) }
+
+// CompileWith is Compile with the connector kinds of reg.
+func CompileWith(s *Spec, reg *connector.Registry) (*Plan, error) {
+	c := &compiler{p: &Plan{Spec: s, Warnings: slices.Clone(s.Warnings)}, reg: reg}
 	c.compile()
 	if len(c.errs) > 0 {
 		return nil, c.errs
@@ -132,6 +139,59 @@ func Compile(s *Spec) (*Plan, error) {
 type compiler struct {
 	p    *Plan
 	errs Errors
+	reg  *connector.Registry
+}
+
+// kind checks a type: field against the registry's kinds (allowed, in
+// registration order) and returns the kind (ok false: unknown, reported).
+func (c *compiler) kind(path, typ string, allowed []string) (connector.Kind, bool) {
+	if len(allowed) == 0 {
+		c.add(path, fmt.Sprintf("no connector kind is registered, so %q is unknown", typ), "import github.com/weirstream/weir/connector/all in the program that compiles the spec (the weir command does)")
+		return connector.Kind{}, false
+	}
+	if c.oneOf(path, typ, "", allowed...) != typ || typ == "" {
+		return connector.Kind{}, false
+	}
+	return c.reg.Lookup(typ)
+}
+
+// settings reports each field set in v (a Source or a Sink, by its yaml
+// names, type aside) that kind k does not take as a source (source true)
+// or a sink, naming the kinds that do.
+func (c *compiler) settings(path string, v reflect.Value, k connector.Kind, source bool) {
+	what := " sink"
+	if source {
+		what = " source"
+	}
+	for i := range v.NumField() {
+		f := v.Type().Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		if name == "" || name == "-" || name == "type" || v.Field(i).IsZero() {
+			continue
+		}
+		if k.Takes(source, name) {
+			continue
+		}
+		var takes, others []string
+		for _, f := range k.Fields(source) {
+			takes = append(takes, f.Name)
+		}
+		for _, o := range c.reg.Kinds() {
+			if o.Takes(source, name) {
+				others = append(others, o.Name)
+			}
+		}
+		fix := "remove it"
+		if len(takes) > 0 {
+			fix += "; a " + k.Name + what + " takes " + strings.Join(takes, ", ")
+		} else {
+			fix += "; a " + k.Name + what + " takes no settings"
+		}
+		if len(others) > 0 {
+			fix += " (" + name + " is a setting of " + strings.Join(others, ", ") + what + "s)"
+		}
+		c.add(path+"."+name, name+" is not a setting of a "+k.Name+what, fix)
+	}
 }
 
 func (c *compiler) add(path, msg, fix string) {
@@ -283,7 +343,8 @@ func (c *compiler) compile() {
 
 func (c *compiler) source() {
 	s, p := &c.p.Spec.Source, c.p
-	typ := c.oneOf("source.type", s.Type, "", "file", "stdin", "generator", "kafka", "nats")
+	typ := s.Type
+	c.kind("source.type", typ, c.reg.Sources())
 	c.kafkaSource(typ)
 	c.natsSource(typ)
 	switch typ {
@@ -731,22 +792,19 @@ func (c *compiler) sinks() {
 	if c.p.Spec.Source.Type == "file" && c.p.Spec.Source.Path != "" {
 		paths[filepath.Clean(c.p.Spec.Source.Path)] = "source"
 	}
-	check := func(name string, k *Sink, sqlite bool) {
+	check := func(name string, k *Sink, role connector.SinkRole) {
 		if k == nil {
 			return
 		}
 		path := "sinks." + name
-		allowed := []string{"jsonl", "stdout", "kafka", "postgres", "nats"}
-		if name == "late" || name == "late_partial" {
-			allowed = append(allowed, "ledger")
-		}
-		if sqlite {
-			allowed = append(allowed, "sqlite")
-		} else if k.Type == "kafka" && (s.Results == nil || s.Results.Type != "kafka") {
+		if role != connector.RoleResults && k.Type == "kafka" && (s.Results == nil || s.Results.Type != "kafka") {
 			c.add(path+".type", "a kafka sink for "+name+" writes in the results sink's transactions", "use kafka results too, or a jsonl sink")
 		}
+		typ := k.Type
+		if kind, ok := c.kind(path+".type", typ, c.reg.Sinks(role)); ok {
+			c.settings(path, reflect.ValueOf(k).Elem(), kind, false)
+		}
 		c.kafkaSink(path, k)
-		typ := c.oneOf(path+".type", k.Type, "", allowed...)
 		switch typ {
 		case "jsonl", "sqlite":
 			if k.Path == "" {
@@ -760,29 +818,16 @@ func (c *compiler) sinks() {
 			} else {
 				paths[filepath.Clean(k.Path)] = name
 			}
-		case "stdout":
-			if k.Path != "" {
-				c.add(path+".path", "stdout takes no path", "remove path, or use type: jsonl")
-			}
 		case "ledger":
 			if k.Dir == "" {
 				c.add(path+".dir", "missing", "a ledger needs a directory, such as ledger")
 			}
-			if k.Path != "" {
-				c.add(path+".path", "a ledger writes segments in a directory", "use dir instead of path")
-			}
 			c.positive(path+".retention", k.Retention, "the retention")
-		}
-		if typ != "ledger" && (k.Dir != "" || k.Retention != nil) {
-			c.add(path, "only ledger sinks have dir and retention", "remove them, or use type: ledger")
 		}
 		switch typ {
 		case "postgres":
 			if k.URL == "" {
 				c.add(path+".url", "missing", "give the connection string, such as postgres://weir@127.0.0.1:5432/weir")
-			}
-			if k.Path != "" {
-				c.add(path+".path", "a postgres sink writes a table", "remove path")
 			}
 			c.positive(path+".timeout", k.Timeout, "the timeout")
 			c.positive(path+".retry_for", k.RetryFor, "the retry time")
@@ -794,19 +839,6 @@ func (c *compiler) sinks() {
 			if k.Subject == "" {
 				c.add(path+".subject", "missing", "name the subject results are published to; a JetStream stream must store it")
 			}
-			if k.Path != "" || k.Table != "" {
-				c.add(path, "a nats sink publishes to a subject", "remove path and table")
-			}
-		default:
-			if k.URL != "" {
-				c.add(path+".url", "only postgres and nats sinks have a url", "remove url")
-			}
-		}
-		if typ != "postgres" && (k.Timeout != nil || k.RetryFor != nil || k.ConnectRetryFor != nil || k.BatchRows != 0) {
-			c.add(path, "only postgres sinks have timeout, retry_for, connect_retry_for and batch_rows", "remove them")
-		}
-		if typ != "nats" && k.Subject != "" {
-			c.add(path+".subject", "only nats sinks have a subject", "remove subject")
 		}
 		if typ == "sqlite" || typ == "postgres" {
 			if k.Table == "" {
@@ -814,14 +846,12 @@ func (c *compiler) sinks() {
 			} else if !sqlName.MatchString(k.Table) {
 				c.add(path+".table", fmt.Sprintf("%q is not a plain SQL name", k.Table), "use letters, digits and _, such as order_stats")
 			}
-		} else if k.Table != "" {
-			c.add(path+".table", "only sqlite and postgres sinks have a table", "remove table")
 		}
 	}
-	check("results", s.Results, true)
-	check("late", s.Late, false)
-	check("late_partial", s.LatePartial, false)
-	check("dead_letter", s.DeadLetter, false)
+	check("results", s.Results, connector.RoleResults)
+	check("late", s.Late, connector.RoleLate)
+	check("late_partial", s.LatePartial, connector.RoleLate)
+	check("dead_letter", s.DeadLetter, connector.RoleDeadLetters)
 	// Two sinks must not share a Postgres table.
 	tables := map[string]string{}
 	for _, n := range []struct {

@@ -63,17 +63,11 @@ func (c *compiler) kafkaSource(typ string) {
 // kafkaSink checks a sink's kafka settings.
 func (c *compiler) kafkaSink(path string, k *Sink) {
 	if k.Type != "kafka" {
-		if len(k.Brokers) > 0 || k.Topic != "" || k.MarkerTopic != "" || k.TLS || k.SASL != nil {
-			c.add(path, "brokers, topic, marker_topic, tls and sasl are settings of a kafka sink", "remove them, or use type: kafka")
-		}
-		return
+		return // settings reported a kafka setting of another kind
 	}
 	c.brokers(path, k.Brokers)
 	if k.Topic == "" {
 		c.add(path+".topic", "missing", "name the topic for results, such as order-stats")
-	}
-	if k.Path != "" || k.Table != "" {
-		c.add(path, "a kafka sink writes a topic", "remove path and table")
 	}
 	if k.MarkerTopic == "" && k.Topic != "" {
 		k.MarkerTopic = k.Topic + "-weir-checkpoints"

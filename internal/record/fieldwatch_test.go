@@ -9,6 +9,9 @@ import (
 	"github.com/weirstream/weir/clock"
 	"github.com/weirstream/weir/connector/fileio"
 	"github.com/weirstream/weir/spec"
+
+	// The built-in kinds, which the specs of these tests name.
+	_ "github.com/weirstream/weir/connector/all"
 )
 
 const watchJob = `

@@ -1,0 +1,249 @@
+package connector
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+)
+
+// SinkRole is an output of a job a sink kind can take, as a set.
+type SinkRole uint8
+
+const (
+	// RoleResults: the windows' firings.
+	RoleResults SinkRole = 1 << iota
+	// RoleLate: the records too late for their windows (the side output).
+	RoleLate
+	// RoleDeadLetters: the records that could not be read.
+	RoleDeadLetters
+	// AllRoles is every output.
+	AllRoles = RoleResults | RoleLate | RoleDeadLetters
+)
+
+// Ability is what a sink kind promises across a crash, as a set (the
+// interfaces of sink.go, named for a job spec's reader).
+type Ability uint8
+
+const (
+	// AbilityTransactional: output becomes visible with the checkpoint
+	// that covers it ([Transactional]).
+	AbilityTransactional Ability = 1 << iota
+	// AbilityIdempotent: each record id is stored once however often it
+	// is written ([Idempotent]).
+	AbilityIdempotent
+	// AbilityUpsert: a window's newest revision, by (run, pane), replaces
+	// the older ones (a keyed table or a compacted topic).
+	AbilityUpsert
+	// AbilityPositions: a source kind whose readers keep their positions
+	// in checkpoints ([CheckpointedReader]), so a restore replays from
+	// them.
+	AbilityPositions
+)
+
+var abilityNames = []struct {
+	a    Ability
+	name string
+}{{AbilityTransactional, "transactional"}, {AbilityIdempotent, "idempotent"}, {AbilityUpsert, "upsert"}, {AbilityPositions, "positions"}}
+
+// String lists the abilities, comma-separated ("-" for none).
+func (a Ability) String() string {
+	var s []string
+	for _, n := range abilityNames {
+		if a&n.a != 0 {
+			s = append(s, n.name)
+		}
+	}
+	if len(s) == 0 {
+		return "-"
+	}
+	return strings.Join(s, ", ")
+}
+
+// String lists the roles, comma-separated.
+func (o SinkRole) String() string {
+	var s []string
+	for _, n := range []struct {
+		o    SinkRole
+		name string
+	}{{RoleResults, "results"}, {RoleLate, "late"}, {RoleDeadLetters, "dead_letter"}} {
+		if o&n.o != 0 {
+			s = append(s, n.name)
+		}
+	}
+	return strings.Join(s, ", ")
+}
+
+// Field is one setting of a kind in a job spec, by its YAML name
+// relative to where the kind's settings sit (a sink's mapping, or the
+// source's); a dotted name is a field of a nested block (kafka.topic).
+type Field struct {
+	Name string
+	// Doc says what the field does, in a sentence.
+	Doc string
+	// Required fields must be given.
+	Required bool
+}
+
+// SourceKind describes a kind as a source.
+type SourceKind struct {
+	// Fields are the kind's own settings beside source.type (the fields
+	// every source has, such as timestamp, are the job spec's).
+	Fields []Field
+	// Abilities are the kind's as a source (AbilityPositions).
+	Abilities Ability
+}
+
+// SinkKind describes a kind as a sink.
+type SinkKind struct {
+	// Roles are the outputs the kind can take.
+	Roles SinkRole
+	// Fields are the kind's settings beside type.
+	Fields []Field
+	// Abilities are the kind's as a sink.
+	Abilities Ability
+}
+
+// Kind is a connector kind: the name a job spec's type: gives, what it
+// does, and its settings as a source, a sink or both.
+type Kind struct {
+	// Name is the kind's type: value, such as kafka (lower case letters,
+	// digits and _).
+	Name string
+	// Doc says what the kind reads or writes, in a sentence.
+	Doc string
+	// Package is the Go package that implements it.
+	Package string
+	// Source is nil for a kind that is not a source, Sink for one that
+	// is not a sink.
+	Source *SourceKind
+	Sink   *SinkKind
+}
+
+// Fields returns the kind's settings as a source (source true) or as a
+// sink (nil: it is not one).
+func (k Kind) Fields(source bool) []Field {
+	switch {
+	case source && k.Source != nil:
+		return k.Source.Fields
+	case !source && k.Sink != nil:
+		return k.Sink.Fields
+	}
+	return nil
+}
+
+// Takes reports whether the kind has the named setting as a source
+// (source true) or as a sink.
+func (k Kind) Takes(source bool, name string) bool {
+	return slices.ContainsFunc(k.Fields(source), func(f Field) bool { return f.Name == name })
+}
+
+// Registry holds the connector kinds a job spec may name. Its methods
+// are safe for concurrent use; kinds are listed in the order they were
+// registered, which is the order the job spec's messages list them in.
+type Registry struct {
+	mu    sync.RWMutex
+	kinds []Kind
+}
+
+// NewRegistry returns an empty registry (a test's own, say).
+func NewRegistry() *Registry { return &Registry{} }
+
+// Default is the registry the job spec resolves type: through. It is
+// empty until a package registers into it: the built-in kinds are
+// registered by importing github.com/weirstream/weir/connector/all, as
+// database/sql's drivers are by their packages (the weir command and
+// package job import it). It is the one registry a process has, written
+// only by package initialization.
+var Default = NewRegistry()
+
+var kindName = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
+
+// ErrDuplicateKind is returned when a kind's name is registered twice.
+var ErrDuplicateKind = errors.New("connector: kind registered twice")
+
+// Register adds a kind. It refuses a bad name, a kind that is neither a
+// source nor a sink, a sink of no output, a field without a name or doc,
+// and a name registered before (ErrDuplicateKind).
+func (r *Registry) Register(k Kind) error {
+	switch {
+	case !kindName.MatchString(k.Name):
+		return fmt.Errorf("connector: kind name %q: use lower case letters, digits and _", k.Name)
+	case k.Source == nil && k.Sink == nil:
+		return fmt.Errorf("connector: kind %s is neither a source nor a sink", k.Name)
+	case k.Sink != nil && k.Sink.Roles&AllRoles == 0:
+		return fmt.Errorf("connector: sink kind %s takes no output", k.Name)
+	case k.Doc == "":
+		return fmt.Errorf("connector: kind %s has no doc", k.Name)
+	}
+	for _, fs := range [][]Field{k.Fields(true), k.Fields(false)} {
+		seen := map[string]bool{}
+		for _, f := range fs {
+			if f.Name == "" || f.Doc == "" || seen[f.Name] {
+				return fmt.Errorf("connector: kind %s: field %q has no name, no doc, or comes twice", k.Name, f.Name)
+			}
+			seen[f.Name] = true
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if slices.ContainsFunc(r.kinds, func(o Kind) bool { return o.Name == k.Name }) {
+		return fmt.Errorf("%w: %s", ErrDuplicateKind, k.Name)
+	}
+	r.kinds = append(r.kinds, k)
+	return nil
+}
+
+// MustRegister is Register for package initialization: it panics on an
+// error, which is a programming error of the registering package.
+func (r *Registry) MustRegister(kinds ...Kind) {
+	for _, k := range kinds {
+		if err := r.Register(k); err != nil {
+			panic(err)
+		}
+	}
+}
+
+// Lookup returns the named kind.
+func (r *Registry) Lookup(name string) (Kind, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	for _, k := range r.kinds {
+		if k.Name == name {
+			return k, true
+		}
+	}
+	return Kind{}, false
+}
+
+// Kinds returns every kind in registration order.
+func (r *Registry) Kinds() []Kind {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return slices.Clone(r.kinds)
+}
+
+// Sources returns the names of the source kinds, in registration order.
+func (r *Registry) Sources() []string {
+	return r.names(func(k Kind) bool { return k.Source != nil })
+}
+
+// Sinks returns the names of the sink kinds that take output o, in
+// registration order.
+func (r *Registry) Sinks(o SinkRole) []string {
+	return r.names(func(k Kind) bool { return k.Sink != nil && k.Sink.Roles&o == o })
+}
+
+func (r *Registry) names(keep func(Kind) bool) []string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	var names []string
+	for _, k := range r.kinds {
+		if keep(k) {
+			names = append(names, k.Name)
+		}
+	}
+	return names
+}

@@ -1,0 +1,102 @@
+package spec
+
+import (
+	"errors"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/weirstream/weir/connector"
+	// The built-in kinds, which the specs of these tests name.
+	_ "github.com/weirstream/weir/connector/all"
+)
+
+// TestKindsMatchTheSpec: every setting a registered kind declares is a
+// field of the spec (a sink's, or the source's, nested blocks included),
+// and every field of a sink is a setting of some sink kind, so that the
+// registry (weir connectors) and the YAML cannot drift apart.
+func TestKindsMatchTheSpec(t *testing.T) {
+	sinkFields := yamlFields(reflect.TypeFor[Sink](), "")
+	sourceFields := yamlFields(reflect.TypeFor[Source](), "")
+	taken := map[string]bool{}
+	for _, k := range connector.Default.Kinds() {
+		for _, f := range k.Fields(false) {
+			if !slices.Contains(sinkFields, f.Name) {
+				t.Errorf("sink kind %s declares %s, which is not a field of a sink", k.Name, f.Name)
+			}
+			taken[f.Name] = true
+		}
+		for _, f := range k.Fields(true) {
+			if !slices.Contains(sourceFields, f.Name) {
+				t.Errorf("source kind %s declares %s, which is not a field of the source", k.Name, f.Name)
+			}
+		}
+	}
+	for _, f := range sinkFields {
+		if f != "type" && !strings.Contains(f, ".") && !taken[f] {
+			t.Errorf("sink field %s is a setting of no sink kind", f)
+		}
+	}
+	if got, want := connector.Default.Sources(), []string{"file", "stdin", "generator", "kafka", "nats"}; !slices.Equal(got, want) {
+		t.Errorf("source kinds %v, want %v (the order of validate's messages)", got, want)
+	}
+	if got, want := connector.Default.Sinks(connector.RoleResults), []string{"jsonl", "stdout", "kafka", "postgres", "nats", "sqlite"}; !slices.Equal(got, want) {
+		t.Errorf("results kinds %v, want %v", got, want)
+	}
+}
+
+// yamlFields lists the yaml names of t's fields and, one level down, of
+// its nested structs (kafka.topic).
+func yamlFields(t reflect.Type, prefix string) []string {
+	var names []string
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		if name == "" || name == "-" {
+			continue
+		}
+		names = append(names, prefix+name)
+		ft := f.Type
+		if ft.Kind() == reflect.Pointer {
+			ft = ft.Elem()
+		}
+		if prefix == "" && ft.Kind() == reflect.Struct && (name == "kafka" || name == "nats" || name == "generator") {
+			names = append(names, yamlFields(ft, name+".")...)
+		}
+	}
+	return names
+}
+
+// TestSettingOfAnotherKind: a field of another kind is refused at its
+// own path, naming what the kind takes and which kinds have it; an empty
+// registry names the import that fills it.
+func TestSettingOfAnotherKind(t *testing.T) {
+	for _, c := range []struct{ yaml, path, msg, fix string }{
+		{"sinks: {results: {type: kafka, brokers: ['127.0.0.1:9092'], topic: t, table: x}}", "sinks.results.table",
+			"table is not a setting of a kafka sink", "remove it; a kafka sink takes brokers, topic, marker_topic, tls, sasl (table is a setting of postgres, sqlite sinks)"},
+		{"sinks: {late: {type: ledger, dir: l, path: x}}", "sinks.late.path",
+			"path is not a setting of a ledger sink", "remove it; a ledger sink takes dir, retention (path is a setting of jsonl, sqlite sinks)"},
+		{"sinks: {results: {type: stdout, timeout: 5s}}", "sinks.results.timeout",
+			"timeout is not a setting of a stdout sink", "remove it; a stdout sink takes no settings (timeout is a setting of postgres sinks)"},
+	} {
+		yaml := "name: j\nsource: {type: file, path: in.jsonl}\nkey: k\nwindow: {type: tumbling, size: 1m}\naggregate: [{fn: count, name: n}]\n" + c.yaml + "\n"
+		_, err := Parse([]byte(yaml))
+		var es Errors
+		if !errors.As(err, &es) {
+			t.Fatalf("%s: %v, want Errors", c.yaml, err)
+		}
+		i := slices.IndexFunc(es, func(e FieldError) bool { return e.Path == c.path })
+		if i < 0 || es[i].Msg != c.msg || es[i].Fix != c.fix {
+			t.Errorf("%s: %v\nwant %s: %s; %s", c.yaml, es, c.path, c.msg, c.fix)
+		}
+	}
+	s, err := Load([]byte("name: j\nsource: {type: file, path: in.jsonl}\nwindow: {type: tumbling, size: 1m}\naggregate: [{fn: count, name: n}]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = CompileWith(s, connector.NewRegistry())
+	if err == nil || !strings.Contains(err.Error(), "import github.com/weirstream/weir/connector/all") {
+		t.Errorf("an empty registry: %v, want the import named", err)
+	}
+}

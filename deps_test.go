@@ -45,10 +45,9 @@ func TestDependencyRules(t *testing.T) {
 		"connector/pgio":              {"connector", "etime", "window", "connector/internal/tablerow"},
 		// The built-in kinds, registered in connector.Default.
 		"connector/all": {"connector", "connector/fileio", "connector/genio", "connector/kafkaio", "connector/natsio", "connector/pgio", "connector/sqliteio", "ledger"},
-		// The job spec compiles: it does no I/O, and resolves type:
-		// through the connector registry. It still names the Kafka and
-		// NATS start positions of its plan.
-		"spec": {".", "connector", "etime", "window", "trigger", "connector/kafkaio", "connector/natsio"},
+		// The job spec compiles: it does no I/O, imports no connector, and
+		// resolves type: through the connector registry.
+		"spec": {".", "connector", "etime", "window", "trigger"},
 		// Record decoding and the declarative aggregates of a plan.
 		"internal/record": {".", "spec", "etime", "clock", "state", "connector/fileio", "internal/jsonnum"},
 		// The job runner is a user of the public API, like any Go program.

@@ -36,11 +36,8 @@ func loadSpec(path string, o IO) (*spec.Plan, bool) {
 		fmt.Fprintf(o.Stderr, "weir: %v\n", trimDir(err, o))
 		return nil, false
 	}
-	p, err := spec.Parse(data)
+	p, err := spec.ParseFile(path, data)
 	if err == nil {
-		if p.Spec.Name == "" {
-			p.Spec.Name = strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
-		}
 		return p, true
 	}
 	var es spec.Errors

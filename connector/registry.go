@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 )
 
 // SinkRole is an output of a job a sink kind can take, as a set.
@@ -94,6 +95,10 @@ type SourceKind struct {
 	Fields []Field
 	// Abilities are the kind's as a source (AbilityPositions).
 	Abilities Ability
+	// IdleTimeout is the default idle timeout of the kind's channels (0:
+	// never idle): a broker's partitions may stay empty for good, and
+	// without idleness one of them would hold the watermark back forever.
+	IdleTimeout time.Duration
 }
 
 // SinkKind describes a kind as a sink.

@@ -273,7 +273,7 @@ func shownRow(vals []string, ok bool) string {
 // asks first and writes nothing when it cannot.
 func CheckComplete(p *spec.Plan, dir string) error {
 	s := p.Spec
-	if p.Time != "event" {
+	if p.Time != spec.EventTime {
 		return fmt.Errorf("the complete answer is computed for event time; this job uses %s time", p.Time)
 	}
 	if t := s.Window.Type; t != "tumbling" && t != "sliding" {

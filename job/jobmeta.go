@@ -245,7 +245,7 @@ func fieldDigest(path string, value []byte) string {
 // default resolved) for time.
 func planFields(p *spec.Plan) specFields {
 	s := *p.Spec
-	s.Time = p.Time
+	s.Time = string(p.Time)
 	return fieldsOf(&s, false)
 }
 

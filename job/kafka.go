@@ -63,13 +63,13 @@ func (j *Job) kafkaRecords(env *weir.Env) (weir.Stream[record.Record], error) {
 		v.Part = r.Partition
 		return v, v.TS, nil
 	}
-	o := kafkaio.SourceOptions[record.Record]{Brokers: k.Brokers, Topic: k.Topic, Group: k.Group, Start: p.KafkaStart, Decode: decode,
+	o := kafkaio.SourceOptions[record.Record]{Brokers: k.Brokers, Topic: k.Topic, Group: k.Group, Start: kafkaStart(p.Start), Decode: decode,
 		WatermarkInterval: p.Interval.Std(), IdleTimeout: zeroIsOff(p.IdleTimeout.Std()), BacklogEvery: zeroIsOff(p.BacklogEvery), MaxDrift: p.MaxDrift, StopAtEnd: k.StopAtEnd,
 		Clock: j.env.Options().Clock, ClientOptions: kafkaOpts(k.TLS, k.SASL), Logger: j.env.Options().Logger}
 	if p.TSFromKafka && p.Checks {
 		o.MaxFuture = p.MaxFuture
 	}
-	if p.Time == "event" {
+	if p.Time == spec.EventTime {
 		bound := p.Bound
 		o.Watermarks = func() watermark.Generator[record.Record] {
 			return watermark.BoundedOutOfOrderness[record.Record](bound)
@@ -234,4 +234,17 @@ func (w *kafkaResults) close() error {
 		err = cerr
 	}
 	return err
+}
+
+// kafkaStart is the plan's start position as the Kafka source's.
+func kafkaStart(s spec.Start) kafkaio.Start {
+	switch s.Kind {
+	case spec.StartLatest:
+		return kafkaio.Start{Kind: kafkaio.StartLatest}
+	case spec.StartCommitted:
+		return kafkaio.Start{Kind: kafkaio.StartCommitted}
+	case spec.StartTime:
+		return kafkaio.Start{Kind: kafkaio.StartTime, Time: etime.FromTime(s.At)}
+	}
+	return kafkaio.Start{Kind: kafkaio.StartEarliest}
 }

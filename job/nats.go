@@ -18,7 +18,7 @@ import (
 func (j *Job) natsRecords(env *weir.Env) weir.Stream[record.Record] {
 	p := j.plan
 	n := p.Spec.Source.NATS
-	src := natsio.NewSource(natsio.SourceOptions{URL: n.URL, Stream: n.Stream, Subjects: n.Subjects, Start: p.NATSStart,
+	src := natsio.NewSource(natsio.SourceOptions{URL: n.URL, Stream: n.Stream, Subjects: n.Subjects, Start: natsStart(p.Start),
 		StopAtEnd: n.StopAtEnd, Logger: j.env.Options().Logger})
 	j.srcName = "nats:" + n.Stream
 	msgs := weir.FromSource(env, sourceStage, src, j.unboundedOptions(n.StopAtEnd))
@@ -92,4 +92,15 @@ func (w *natsResults) close() error {
 		err = w.commit()
 	}
 	return errors.Join(err, w.s.Close())
+}
+
+// natsStart is the plan's start position as the NATS source's.
+func natsStart(s spec.Start) natsio.Start {
+	switch s.Kind {
+	case spec.StartSequence:
+		return natsio.StartAtSequence(s.Seq)
+	case spec.StartTime:
+		return natsio.StartAtTime(s.At)
+	}
+	return natsio.Start{}
 }

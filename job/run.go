@@ -186,7 +186,7 @@ func Open(plan *spec.Plan, o RunOptions) (*Job, error) {
 		}
 	}
 	var removeState func()
-	if plan.Backend == "pebble" {
+	if plan.Backend == spec.PebbleBackend {
 		nb, remove, err := pebbleBackend(plan, o)
 		if err != nil {
 			return nil, err
@@ -460,7 +460,7 @@ func lineSource(p *spec.Plan, o RunOptions, clk clock.Clock, final, stopped func
 		return src, "generator", err
 	}
 	fo := fileio.Options{Format: fileio.JSONL, Channels: p.Channels, Strict: o.Deterministic, Final: final, Stop: stopped}
-	if p.Format == "csv" {
+	if p.Format == spec.FormatCSV {
 		fo.Format = fileio.CSV
 	}
 	if s.Source.Type == "stdin" {
@@ -579,17 +579,17 @@ func (j *Job) build(o RunOptions) error {
 	}
 	switch {
 	case s.Source.Type == "kafka":
-	case p.Time == "event", p.Time == "ingestion":
+	case p.Time == spec.EventTime, p.Time == spec.IngestionTime:
 		var ws weir.WatermarkStrategy[record.Record]
-		if p.Time == "ingestion" {
+		if p.Time == spec.IngestionTime {
 			ws = weir.IngestionTime[record.Record]()
 		} else {
 			ws = weir.WatermarkStrategy[record.Record]{Timestamp: func(r record.Record, _ etime.Time) etime.Time { return r.TS }}
 			switch p.WMType {
-			case "bounded_out_of_orderness", "monotonous":
+			case spec.BoundedOutOfOrderness, spec.Monotonous:
 				b := p.Bound
 				ws.Generator = func() watermark.Generator[record.Record] { return watermark.BoundedOutOfOrderness[record.Record](b) }
-			case "punctuated":
+			case spec.Punctuated:
 				ws.Generator = func() watermark.Generator[record.Record] {
 					return watermark.Punctuated(func(record.Record, etime.Time) (etime.Time, bool) { return 0, false })
 				}
@@ -615,7 +615,7 @@ func (j *Job) build(o RunOptions) error {
 		Name: "window", Trigger: p.Trigger, AllowedLateness: p.Lateness, LateFiringInterval: p.LateFiringInterval,
 		LateOutput: j.late != nil, PartialOutput: j.partial != nil,
 	})
-	if p.Time == "event" && p.WMType != "punctuated" {
+	if p.Time == spec.EventTime && p.WMType != spec.Punctuated {
 		// "On time" in the summary means within the bound: records the
 		// bound's watermark would have made late are counted apart.
 		windowed = weir.CountTrailing(windowed, func(r record.Record) etime.Time { return r.Promised })

@@ -13,8 +13,6 @@ import (
 
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/connector"
-	"github.com/weirstream/weir/connector/kafkaio"
-	"github.com/weirstream/weir/connector/natsio"
 	"github.com/weirstream/weir/etime"
 	"github.com/weirstream/weir/trigger"
 	"github.com/weirstream/weir/window"
@@ -29,16 +27,16 @@ type Plan struct {
 	// weir backfill needs, say. A job with warnings runs.
 	Warnings Errors
 
-	Time      string // event, processing or ingestion
-	Format    string // jsonl or csv
+	Time      TimeMode
+	Format    Format
 	Channels  int
 	TSField   string
-	TSUnit    string
+	TSUnit    TimeUnit
 	Checks    bool
 	MaxFuture etime.Duration
 	Final     bool
 
-	WMType      string // bounded_out_of_orderness, monotonous or punctuated
+	WMType      WatermarkType
 	Bound       etime.Duration
 	IdleTimeout etime.Duration
 	EveryRecord bool
@@ -64,16 +62,16 @@ type Plan struct {
 	// GenStartNow: the generator's start is now (GenStart is unset).
 	GenStartNow bool
 
-	// Kafka sources: the start position, the Kafka timestamp as event
-	// time, and watermark alignment.
-	KafkaStart  KafkaStart
+	// Start is where a kafka or nats source starts without a checkpoint.
+	Start Start
+	// Kafka sources: the Kafka timestamp as event time, and watermark
+	// alignment.
 	TSFromKafka bool
-	// NATS sources: the start position, the publish time as event time.
-	NATSStart  natsio.Start
+	MaxDrift    etime.Duration
+	// NATS sources: the publish time as event time.
 	TSFromNATS bool
-	MaxDrift   etime.Duration
 
-	Backend string // memory or pebble
+	Backend Backend
 	// StateBudget is state.budget in bytes (0: none).
 	StateBudget int64
 }
@@ -96,8 +94,20 @@ var sqlName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 // errors it still compiles what could be read, so that every problem is
 // reported at once; a semantic error on a field that already has a
 // structural one is left out.
-func Parse(data []byte) (*Plan, error) {
+func Parse(data []byte) (*Plan, error) { return parse(data, "") }
+
+// ParseFile is Parse for the spec in file path: a spec without a name is
+// named after the file (jobs/orders.yaml: orders), as the weir command
+// names it.
+func ParseFile(path string, data []byte) (*Plan, error) {
+	return parse(data, strings.TrimSuffix(filepath.Base(path), filepath.Ext(path)))
+}
+
+func parse(data []byte, name string) (*Plan, error) {
 	s, err := Load(data)
+	if s != nil && s.Name == "" {
+		s.Name = name
+	}
 	if err == nil {
 		return Compile(s)
 	}
@@ -243,7 +253,7 @@ func (c *compiler) positive(path string, d *Duration, what string) {
 
 func (c *compiler) compile() {
 	s, p := c.p.Spec, c.p
-	p.Time = c.oneOf("time", s.Time, "event", "event", "processing", "ingestion")
+	p.Time = enum(c, "time", s.Time, EventTime, EventTime, ProcessingTime, IngestionTime)
 	c.source()
 	c.watermark()
 	c.window()
@@ -310,11 +320,11 @@ func (c *compiler) compile() {
 		}
 	}
 	if st := s.State; st != nil {
-		p.Backend = c.oneOf("state.backend", st.Backend, "memory", "memory", "pebble")
+		p.Backend = enum(c, "state.backend", st.Backend, MemoryBackend, MemoryBackend, PebbleBackend)
 		if st.Cache < 0 {
 			c.add("state.cache", fmt.Sprint(st.Cache, " is negative"), "use the number of live windows to keep in memory, such as 100000")
 		}
-		if p.Backend == "memory" && (st.Dir != "" || st.Cache != 0) {
+		if p.Backend == MemoryBackend && (st.Dir != "" || st.Cache != 0) {
 			c.add("state", "dir and cache are settings of the pebble backend", "remove them, or use backend: pebble")
 		}
 		if st.Budget != nil {
@@ -360,7 +370,7 @@ func (c *compiler) source() {
 	if typ != "generator" && s.Generator != nil {
 		c.add("source.generator", "only a generator source takes generator settings", "use type: generator, or remove generator")
 	}
-	p.Format = c.oneOf("source.format", s.Format, "jsonl", "jsonl", "csv")
+	p.Format = enum(c, "source.format", s.Format, FormatJSONL, FormatJSONL, FormatCSV)
 	if typ == "generator" && s.Format != "" {
 		c.add("source.format", "a generator makes its own records", "remove format")
 	}
@@ -396,16 +406,16 @@ func (c *compiler) source() {
 	if p.TSField == "" {
 		p.TSField = "ts"
 	}
-	p.TSUnit = c.oneOf("source.timestamp.unit", t.Unit, "ms", "ms", "s", "us", "ns", "rfc3339")
+	p.TSUnit = enum(c, "source.timestamp.unit", t.Unit, UnitMillis, UnitMillis, UnitSeconds, UnitMicros, UnitNanos, UnitRFC3339)
 	p.Checks = t.Checks == nil || *t.Checks
 	c.positive("source.timestamp.max_future", t.MaxFuture, "max_future")
 	p.MaxFuture = DurOr(t.MaxFuture, etime.FromDuration(time.Hour))
-	if p.Time != "event" && (t.Field != "" || t.Unit != "" || t.MaxFuture != nil || t.Checks != nil) {
-		c.add("source.timestamp", p.Time+" time takes no timestamp from records", "remove source.timestamp, or use time: event")
+	if p.Time != EventTime && (t.Field != "" || t.Unit != "" || t.MaxFuture != nil || t.Checks != nil) {
+		c.add("source.timestamp", string(p.Time)+" time takes no timestamp from records", "remove source.timestamp, or use time: event")
 	}
 	if typ == "generator" {
 		c.generator()
-		if p.TSField != "ts" || p.TSUnit != "ms" {
+		if p.TSField != "ts" || p.TSUnit != UnitMillis {
 			c.add("source.timestamp", "the generator writes its timestamps to field ts in milliseconds", "remove field and unit, or use field: ts, unit: ms")
 		}
 	}
@@ -503,7 +513,7 @@ func (c *compiler) generator() {
 // up to its duration ahead of it, which max_future may refuse.
 func (p *Plan) UnpacedNow() error {
 	g := p.Generator
-	if !p.GenStartNow || !p.Checks || p.Time != "event" || g.Duration == nil || etime.Duration(*g.Duration) <= p.MaxFuture {
+	if !p.GenStartNow || !p.Checks || p.Time != EventTime || g.Duration == nil || etime.Duration(*g.Duration) <= p.MaxFuture {
 		return nil
 	}
 	return fmt.Errorf("puts the last records up to %v ahead of the clock, beyond source.timestamp.max_future (%v): they would be dead letters (timestamp_future)", *g.Duration, Duration(p.MaxFuture))
@@ -511,51 +521,52 @@ func (p *Plan) UnpacedNow() error {
 
 func (c *compiler) watermark() {
 	w, p := &c.p.Spec.Watermark, c.p
-	if p.Time == "processing" {
+	if p.Time == ProcessingTime {
 		if *w != (Watermark{}) {
 			c.add("watermark", "processing time has no watermarks", "remove watermark, or use time: event")
 		}
 		return
 	}
-	if p.Time == "ingestion" {
+	if p.Time == IngestionTime {
 		if w.Type != "" || w.MaxOutOfOrderness != nil {
 			c.add("watermark.type", "ingestion time is in order, its watermarks are monotonous", "remove type and max_out_of_orderness")
 		}
-		p.WMType = "monotonous"
+		p.WMType = Monotonous
 	} else {
-		p.WMType = c.oneOf("watermark.type", w.Type, "bounded_out_of_orderness", "bounded_out_of_orderness", "monotonous", "punctuated")
+		p.WMType = enum(c, "watermark.type", w.Type, BoundedOutOfOrderness, BoundedOutOfOrderness, Monotonous, Punctuated)
 	}
-	if p.WMType == "punctuated" && p.Spec.Source.Type == "generator" {
+	if p.WMType == Punctuated && p.Spec.Source.Type == "generator" {
 		c.add("watermark.type", "punctuated watermarks come from $watermark lines, which a generator does not write",
 			"use bounded_out_of_orderness for a generator")
 	}
 	switch p.WMType {
-	case "bounded_out_of_orderness":
+	case BoundedOutOfOrderness:
 		if w.MaxOutOfOrderness == nil {
 			c.add("watermark.max_out_of_orderness", "missing", "bounded_out_of_orderness needs the bound on disorder, such as 30s")
 		}
 		c.nonNegative("watermark.max_out_of_orderness", w.MaxOutOfOrderness)
 		p.Bound = DurOr(w.MaxOutOfOrderness, 0)
 	default:
-		if w.MaxOutOfOrderness != nil && p.Time == "event" {
-			c.add("watermark.max_out_of_orderness", p.WMType+" watermarks take no bound", "remove it, or use type: bounded_out_of_orderness")
+		if w.MaxOutOfOrderness != nil && p.Time == EventTime {
+			c.add("watermark.max_out_of_orderness", string(p.WMType)+" watermarks take no bound", "remove it, or use type: bounded_out_of_orderness")
 		}
 	}
 	c.nonNegative("watermark.idle_timeout", w.IdleTimeout)
 	idle := etime.Duration(0)
-	if typ := p.Spec.Source.Type; typ == "kafka" || typ == "nats" {
-		// Brokers' partitions and channels may stay empty for good: without
-		// idleness one of them holds the watermark back forever (H6).
-		idle = etime.FromDuration(kafkaio.DefaultIdleTimeout)
+	if k, ok := c.reg.Lookup(p.Spec.Source.Type); ok && k.Source != nil {
+		// A broker's partitions and channels may stay empty for good:
+		// without idleness one of them holds the watermark back forever
+		// (H6), so its kind says how long (kafka, nats: 1m).
+		idle = etime.FromDuration(k.Source.IdleTimeout)
 	}
 	p.IdleTimeout = DurOr(w.IdleTimeout, idle)
 	c.nonNegative("watermark.max_drift", w.MaxDrift)
 	p.MaxDrift = DurOr(w.MaxDrift, 0)
-	if p.Spec.Source.Type == "nats" && p.WMType == "punctuated" {
+	if p.Spec.Source.Type == "nats" && p.WMType == Punctuated {
 		c.add("watermark.type", "punctuated watermarks come from $watermark lines of a file", "use bounded_out_of_orderness or monotonous for nats")
 	}
 	if p.Spec.Source.Type == "kafka" {
-		if p.WMType == "punctuated" {
+		if p.WMType == Punctuated {
 			c.add("watermark.type", "punctuated watermarks come from $watermark lines of a file", "use bounded_out_of_orderness or monotonous for kafka")
 		}
 		if w.Emit == "every_record" || w.Heartbeat != nil {
@@ -583,7 +594,7 @@ func (c *compiler) watermark() {
 
 func (c *compiler) window() {
 	w, p := &c.p.Spec.Window, c.p
-	proc := p.Time == "processing"
+	proc := p.Time == ProcessingTime
 	typ := c.oneOf("window.type", w.Type, "", "tumbling", "sliding", "session", "global")
 	need := func(field string, d *Duration, fix string) etime.Duration {
 		if d == nil {
@@ -692,7 +703,7 @@ func (c *compiler) buildTrigger(path string, t *Trigger) trigger.Trigger {
 	if typ != "purging" && t.Nested != nil {
 		c.add(path+".nested", typ+" takes no nested trigger", "remove it, or use type: purging")
 	}
-	if c.p.Time == "processing" && (typ == "event_time" || typ == "continuous" || typ == "final") {
+	if c.p.Time == ProcessingTime && (typ == "event_time" || typ == "continuous" || typ == "final") {
 		c.add(path+".type", typ+" is an event-time trigger, and processing-time records carry no event time",
 			"use processing_time or count, or use time: event")
 		return nil
@@ -871,7 +882,7 @@ func (c *compiler) sinks() {
 	if l, lp := s.Late, s.LatePartial; l != nil && lp != nil && l.Type == "ledger" && lp.Type == "ledger" && filepath.Clean(l.Dir) == filepath.Clean(lp.Dir) {
 		c.add("sinks.late_partial.dir", fmt.Sprintf("%s is also the directory of the late ledger", lp.Dir), "leave late_partial out (the late ledger then holds partial misses too), or give it its own dir")
 	}
-	if p.Time == "processing" && (s.Late != nil || s.LatePartial != nil) {
+	if p.Time == ProcessingTime && (s.Late != nil || s.LatePartial != nil) {
 		c.add("sinks.late", "processing-time windows have no late records", "remove the late sinks, or use time: event")
 	}
 }

@@ -5,13 +5,31 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/weirstream/weir/connector/kafkaio"
-	"github.com/weirstream/weir/etime"
 )
 
-// KafkaStart is a kafka source's compiled start position.
-type KafkaStart = kafkaio.Start
+// StartKind is where a broker source (kafka, nats) starts reading when no
+// checkpoint is restored.
+type StartKind uint8
+
+const (
+	// StartEarliest: the oldest record the broker keeps (the default).
+	StartEarliest StartKind = iota
+	// StartLatest: records produced after the job started (kafka).
+	StartLatest
+	// StartCommitted: the consumer group's committed offsets (kafka).
+	StartCommitted
+	// StartTime: the first record at or after Start.At.
+	StartTime
+	// StartSequence: stream sequence Start.Seq (nats).
+	StartSequence
+)
+
+// Start is a broker source's compiled start position.
+type Start struct {
+	Kind StartKind
+	At   time.Time // StartTime
+	Seq  uint64    // StartSequence
+}
 
 // kafkaSource checks source.kafka.
 func (c *compiler) kafkaSource(typ string) {
@@ -33,11 +51,11 @@ func (c *compiler) kafkaSource(typ string) {
 	}
 	switch st := strings.TrimSpace(k.Start); st {
 	case "", "earliest":
-		p.KafkaStart = kafkaio.Start{Kind: kafkaio.StartEarliest}
+		p.Start = Start{Kind: StartEarliest}
 	case "latest":
-		p.KafkaStart = kafkaio.Start{Kind: kafkaio.StartLatest}
+		p.Start = Start{Kind: StartLatest}
 	case "committed":
-		p.KafkaStart = kafkaio.Start{Kind: kafkaio.StartCommitted}
+		p.Start = Start{Kind: StartCommitted}
 		if k.Group == "" {
 			c.add("source.kafka.group", "missing", "start: committed reads the offsets of a consumer group: name it")
 		}
@@ -46,13 +64,13 @@ func (c *compiler) kafkaSource(typ string) {
 		if err != nil {
 			c.add("source.kafka.start", fmt.Sprintf("%q is not earliest, latest, committed or an RFC 3339 time", st), "such as earliest or 2026-11-30T00:00:00Z")
 		}
-		p.KafkaStart = kafkaio.Start{Kind: kafkaio.StartTime, Time: etime.FromTime(t)}
+		p.Start = Start{Kind: StartTime, At: t}
 	}
 	c.sasl("source.kafka.sasl", k.SASL)
 	if s.Format != "" && s.Format != "jsonl" {
 		c.add("source.format", "kafka record values are JSON objects", "remove format")
 	}
-	if p.Time == "ingestion" {
+	if p.Time == IngestionTime {
 		c.add("time", "a kafka source has event time (a field, or the Kafka timestamp) or processing time", "use time: event or time: processing")
 	}
 	if s.FinalWatermark != nil && *s.FinalWatermark && !k.StopAtEnd {

@@ -5,8 +5,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/weirstream/weir/connector/natsio"
 )
 
 // natsSource checks source.nats.
@@ -30,9 +28,9 @@ func (c *compiler) natsSource(typ string) {
 	case st == "" || st == "earliest":
 	default:
 		if seq, err := strconv.ParseUint(st, 10, 64); err == nil && seq > 0 {
-			p.NATSStart = natsio.StartAtSequence(seq)
+			p.Start = Start{Kind: StartSequence, Seq: seq}
 		} else if t, err := time.Parse(time.RFC3339, st); err == nil {
-			p.NATSStart = natsio.StartAtTime(t)
+			p.Start = Start{Kind: StartTime, At: t}
 		} else {
 			c.add("source.nats.start", fmt.Sprintf("%q is not earliest, a stream sequence or an RFC 3339 time", st), "such as earliest, 1000 or 2026-11-30T00:00:00Z")
 		}

@@ -7,7 +7,7 @@ import "github.com/weirstream/weir/connector"
 func Kinds() []connector.Kind {
 	return []connector.Kind{{Name: "kafka", Package: "github.com/weirstream/weir/connector/kafkaio",
 		Doc: "reads a topic with a watermark per partition, offsets in the checkpoints; writes results, late records and dead letters in a transaction per checkpoint",
-		Source: &connector.SourceKind{Abilities: connector.AbilityPositions, Fields: []connector.Field{
+		Source: &connector.SourceKind{Abilities: connector.AbilityPositions, IdleTimeout: DefaultIdleTimeout, Fields: []connector.Field{
 			{Name: "kafka.brokers", Required: true, Doc: "the seed brokers, host:port"},
 			{Name: "kafka.topic", Required: true, Doc: "the topic to read; its values are JSON records"},
 			{Name: "kafka.group", Doc: "the consumer group whose committed offsets start: committed reads"},

@@ -1,13 +1,17 @@
 package natsio
 
-import "github.com/weirstream/weir/connector"
+import (
+	"time"
+
+	"github.com/weirstream/weir/connector"
+)
 
 // Kinds are the job spec's kinds of this package: nats, a source and a
 // sink.
 func Kinds() []connector.Kind {
 	return []connector.Kind{{Name: "nats", Package: "github.com/weirstream/weir/connector/natsio",
 		Doc: "reads a JetStream stream in stream order, its sequence in the checkpoints; publishes with a message id per record, which JetStream stores once",
-		Source: &connector.SourceKind{Abilities: connector.AbilityPositions, Fields: []connector.Field{
+		Source: &connector.SourceKind{Abilities: connector.AbilityPositions, IdleTimeout: time.Minute, Fields: []connector.Field{
 			{Name: "nats.url", Doc: "the server (default nats://127.0.0.1:4222)"},
 			{Name: "nats.stream", Required: true, Doc: "the JetStream stream; its message data are JSON records"},
 			{Name: "nats.subjects", Doc: "keep only messages of these subjects (wildcards allowed)"},

@@ -215,7 +215,7 @@ func NewDecoder(p *spec.Plan, clk clock.Clock) *Decoder {
 		d.needs = append(d.needs, n)
 	}
 	d.tsAt = -1
-	if p.Time == "event" && !p.TSFromKafka && !p.TSFromNATS {
+	if p.Time == spec.EventTime && !p.TSFromKafka && !p.TSFromNATS {
 		// (With timestamp.source kafka or nats the source sets the
 		// timestamp: the record needs no field for it.)
 		d.tsAt = d.fieldAt(p.TSField)
@@ -538,7 +538,7 @@ func (d *Decoder) timestamp(f *fastjson.Value) (etime.Time, error) {
 		return 0, bad("timestamp_missing", "field %q is missing or null", field)
 	}
 	var ts etime.Time
-	if p.TSUnit == "rfc3339" {
+	if p.TSUnit == spec.UnitRFC3339 {
 		if f.Type() != fastjson.TypeString {
 			return 0, bad("timestamp_unparsable", "field %q must be an RFC 3339 string with unit rfc3339, got %s", field, short(f))
 		}
@@ -593,15 +593,15 @@ func (d *Decoder) timestamp(f *fastjson.Value) (etime.Time, error) {
 	return ts, nil
 }
 
-var unitScale = map[string]float64{"s": 1e3, "ms": 1, "us": 1e-3, "ns": 1e-6}
+var unitScale = map[spec.TimeUnit]float64{spec.UnitSeconds: 1e3, spec.UnitMillis: 1, spec.UnitMicros: 1e-3, spec.UnitNanos: 1e-6}
 
-func unitName(u string) string {
-	return map[string]string{"s": "seconds", "ms": "milliseconds", "us": "microseconds", "ns": "nanoseconds"}[u]
+func unitName(u spec.TimeUnit) string {
+	return map[spec.TimeUnit]string{spec.UnitSeconds: "seconds", spec.UnitMillis: "milliseconds", spec.UnitMicros: "microseconds", spec.UnitNanos: "nanoseconds"}[u]
 }
 
 // toMillis converts a JSON number in unit to milliseconds (floor),
 // refusing what does not fit.
-func toMillis(f *fastjson.Value, unit string) (etime.Time, bool) {
+func toMillis(f *fastjson.Value, unit spec.TimeUnit) (etime.Time, bool) {
 	if i, err := f.Int64(); err == nil {
 		switch unit {
 		case "ms":
@@ -634,10 +634,10 @@ func floorDiv(a, b int64) int64 {
 
 // unitGuess finds the unit in which a timestamp read as unit would fall
 // between 2000 and 2100: tooSmall says the value read as unit was too early.
-func unitGuess(ts etime.Time, unit string, tooSmall bool) (string, bool) {
+func unitGuess(ts etime.Time, unit spec.TimeUnit, tooSmall bool) (spec.TimeUnit, bool) {
 	const lo, hi = float64(minValidTS), 4102444800000.0 // 2000 .. 2100
 	raw := float64(ts) / unitScale[unit]
-	for _, u := range []string{"s", "ms", "us", "ns"} {
+	for _, u := range []spec.TimeUnit{spec.UnitSeconds, spec.UnitMillis, spec.UnitMicros, spec.UnitNanos} {
 		if u == unit {
 			continue
 		}

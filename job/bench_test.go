@@ -81,7 +81,7 @@ sinks:
 // checks, 1-minute tumbling count and sum per user, jsonl results) over
 // 200k records; compare its ns/record with BenchmarkHandLoop's:
 //
-//	go test -run x -bench 'Job|HandLoop' ./spec/
+//	go test -run x -bench 'Job|HandLoop' ./job/
 func BenchmarkJob(b *testing.B) {
 	in := benchInput(b)
 	for _, par := range []int{1, 2} {
@@ -197,7 +197,7 @@ func handLoop(b *testing.B, in, out string) int {
 // size of one. The throughput ratio against interval=0s is the cost; the
 // extra CPU time divided by the checkpoints is the cost of one:
 //
-//	WEIR_BENCH_KEYS=1000000 go test -run x -bench CheckpointCost -benchtime 1x ./spec/
+//	WEIR_BENCH_KEYS=1000000 go test -run x -bench CheckpointCost -benchtime 1x ./job/
 func BenchmarkCheckpointCost(b *testing.B) {
 	keys := benchKeys()
 	job := fmt.Sprintf(`
@@ -258,7 +258,7 @@ sinks:
 // 200,000) distinct keys, one record each, so every key holds a live
 // session window until the end, on the memory and the pebble backends:
 //
-//	WEIR_BENCH_KEYS=1000000 go test -run x -bench StateBackend -benchtime 1x ./spec/
+//	WEIR_BENCH_KEYS=1000000 go test -run x -bench StateBackend -benchtime 1x ./job/
 func BenchmarkStateBackend(b *testing.B) {
 	keys := benchKeys()
 	for _, backend := range []string{"memory", "pebble"} {
@@ -308,7 +308,7 @@ func benchKeys() int {
 // path) and amounts of two decimals (exact decimals; float64 before
 // them). Neither allocates per record.
 //
-//	go test -run x -bench AggregateAdd -benchmem ./spec/
+//	go test -run x -bench AggregateAdd -benchmem ./job/
 func BenchmarkAggregateAdd(b *testing.B) {
 	p, err := spec.Parse([]byte(decimalJob))
 	if err != nil {

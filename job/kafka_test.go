@@ -333,7 +333,7 @@ func TestKafkaCrashChild(t *testing.T) {
 // checkpoints every second, and reports records per second. With
 // WEIR_PG_URL or the local Postgres, it also runs the job into Postgres.
 //
-//	go test -run x -bench KafkaJob -benchtime 3x ./spec/
+//	go test -run x -bench KafkaJob -benchtime 3x ./job/
 func BenchmarkKafkaJob(b *testing.B) {
 	n := 500_000
 	if s := os.Getenv("WEIR_BENCH_RECORDS"); s != "" {

@@ -286,7 +286,7 @@ func (o *output) apply(it *item) {
 }
 
 // noteOverflows counts the sums of a result that overflowed (see
-// aggFunc.Result) and warns once per aggregate and kind; o.mu is held.
+// Aggregator.Result) and warns once per aggregate and kind; o.mu is held.
 func (o *output) noteOverflows(v []byte) {
 	p := o.j.plan
 	ov := record.ResultOverflows(v, o.width)

@@ -76,10 +76,10 @@ type Plan struct {
 	StateBudget int64
 }
 
-// resultColumns are the fixed fields of a result line.
+// ResultColumns are the fixed fields of a result line.
 var ResultColumns = []string{"window_start", "window_end", "firing", "run", "pane", "watermark"}
 
-// accColumn is the results column of SQL sinks that keeps the
+// AccColumn is the results column of SQL sinks that keeps the
 // accumulators of the aggregates whose value is not their own
 // accumulator (avg, first, last, collect, count_distinct), so that a
 // backfill can fold late records into a published window. Jobs whose
@@ -159,7 +159,11 @@ func (c *compiler) kind(path, typ string, allowed []string) (connector.Kind, boo
 		c.add(path, fmt.Sprintf("no connector kind is registered, so %q is unknown", typ), "import github.com/weirstream/weir/connector/all in the program that compiles the spec (the weir command does)")
 		return connector.Kind{}, false
 	}
-	if c.oneOf(path, typ, "", allowed...) != typ || typ == "" {
+	if typ != "" && !slices.Contains(allowed, typ) {
+		c.add(path, fmt.Sprintf("unknown value %q", typ), hint(typ, allowed, "use one of "+strings.Join(allowed, ", ")))
+		return connector.Kind{}, false
+	}
+	if c.oneOf(path, typ, "", allowed...) == "" {
 		return connector.Kind{}, false
 	}
 	return c.reg.Lookup(typ)
@@ -232,6 +236,7 @@ func (c *compiler) oneOf(path, v, def string, allowed ...string) string {
 	return v
 }
 
+// DurOr is d in event-time milliseconds, or def when d is unset.
 func DurOr(d *Duration, def etime.Duration) etime.Duration {
 	if d == nil {
 		return def
@@ -508,7 +513,7 @@ func (c *compiler) generator() {
 	}
 }
 
-// unpacedNow says why a generator that starts now cannot run unpaced,
+// UnpacedNow says why a generator that starts now cannot run unpaced,
 // or nil: its records come faster than the clock runs, so the last are
 // up to its duration ahead of it, which max_future may refuse.
 func (p *Plan) UnpacedNow() error {

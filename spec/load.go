@@ -308,7 +308,7 @@ func suggest(name string, known []string) string {
 	return knownFields(known)
 }
 
-// closest is the known name within edit distance 2 of name (or equal to it
+// Closest is the known name within edit distance 2 of name (or equal to it
 // ignoring case), the nearest first; "" when there is none.
 func Closest(name string, known []string) string {
 	best, bestDist := "", 3
@@ -324,6 +324,7 @@ func Closest(name string, known []string) string {
 	return best
 }
 
+// DidYouMean is the suggestion of a known name: did you mean "name"?
 func DidYouMean(name string) string { return fmt.Sprintf("did you mean %q?", name) }
 
 // hint puts the did-you-mean for value, among known, before fix (fix

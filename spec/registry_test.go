@@ -79,6 +79,10 @@ func TestSettingOfAnotherKind(t *testing.T) {
 			"path is not a setting of a ledger sink", "remove it; a ledger sink takes dir, retention (path is a setting of jsonl, sqlite sinks)"},
 		{"sinks: {results: {type: stdout, timeout: 5s}}", "sinks.results.timeout",
 			"timeout is not a setting of a stdout sink", "remove it; a stdout sink takes no settings (timeout is a setting of postgres sinks)"},
+		{"sinks: {results: {type: postgre, url: x}}", "sinks.results.type",
+			`unknown value "postgre"`, `did you mean "postgres"? (use one of jsonl, stdout, kafka, postgres, nats, sqlite)`},
+		{"sinks: {late: {type: sqlite, path: x.db}}", "sinks.late.type",
+			`unknown value "sqlite"`, "use one of jsonl, stdout, kafka, postgres, nats, ledger"},
 	} {
 		yaml := "name: j\nsource: {type: file, path: in.jsonl}\nkey: k\nwindow: {type: tumbling, size: 1m}\naggregate: [{fn: count, name: n}]\n" + c.yaml + "\n"
 		_, err := Parse([]byte(yaml))

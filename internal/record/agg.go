@@ -17,7 +17,7 @@ import (
 	"github.com/weirstream/weir/state"
 )
 
-// acc is the accumulator of one window: one slot per aggregate. It is a
+// Acc is the accumulator of one window: one slot per aggregate. It is a
 // pointer and is updated in place; the window operator owns it.
 type Acc struct{ s []slot }
 
@@ -48,11 +48,11 @@ type collected struct {
 	raw string
 }
 
-// aggFunc is the declarative aggregate: it implements
+// Aggregator is the declarative aggregate: it implements
 // state.AggregateFunc[rec, *acc, []byte], where the result is the
 // aggregates as JSON values, each followed by a 0 byte. With withAcc the
 // result has one value more, the accumulators (see appendAccs), for the
-// accColumn of SQL results.
+// AccColumn of SQL results.
 //
 // float says, per aggregate, that it was declared type: float (its sums
 // are float64 from the start); nil when none is.
@@ -74,7 +74,7 @@ func (a Aggregator) Width() int {
 	return len(a.Fns)
 }
 
-// keepsAccs reports whether the job's results carry the accumulators of
+// KeepsAccs reports whether the job's results carry the accumulators of
 // the aggregates that are not their own (an accColumn of a SQL table, or
 // the archive's rows).
 func KeepsAccs(p *spec.Plan) bool {
@@ -91,7 +91,7 @@ func planFns(p *spec.Plan) []string {
 	return fns
 }
 
-// aggregate is the job's aggregate function; withAcc as the live job's
+// NewAggregator returns the job's aggregate function; withAcc as the live job's
 // results have it (keepsAccs).
 func NewAggregator(p *spec.Plan, withAcc bool) Aggregator {
 	a := Aggregator{Fns: planFns(p), withAcc: withAcc}
@@ -111,11 +111,12 @@ func NewAggregator(p *spec.Plan, withAcc bool) Aggregator {
 func ownAcc(fn string) bool { return fn == "count" || fn == "sum" || fn == "min" || fn == "max" }
 
 // needsAccColumn reports whether a job with these aggregates keeps an
-// accColumn in its SQL results.
+// AccColumn in its SQL results.
 func needsAccColumn(fns []string) bool {
 	return slices.ContainsFunc(fns, func(fn string) bool { return !ownAcc(fn) })
 }
 
+// CreateAccumulator returns an empty accumulator.
 func (a Aggregator) CreateAccumulator() *Acc { return newAcc(len(a.Fns)) }
 
 // Touch reads a word of each cache line of the accumulator, so that a
@@ -157,6 +158,7 @@ func colocated[A any](slots func(*A) []slot) *Acc {
 	return &x.a
 }
 
+// Add adds record r's values to ac, in place, and returns it.
 func (a Aggregator) Add(ac *Acc, r Record) *Acc {
 	for i, fn := range a.Fns {
 		s := &ac.s[i]
@@ -284,6 +286,8 @@ func cmpVal(a, b val) int {
 // more fraction digits (1.10 over 1.1) is kept.
 func moreDigits(a, b val) bool { return a.kind == vDec && (b.kind != vDec || a.scale > b.scale) }
 
+// Merge returns a new accumulator of x and y together (merging session
+// windows); x and y are left as they were.
 func (a Aggregator) Merge(x, y *Acc) *Acc {
 	out := a.CreateAccumulator()
 	for i, fn := range a.Fns {
@@ -445,7 +449,7 @@ func (a Aggregator) appendOverflows(b []byte, ac *Acc) []byte {
 	return b
 }
 
-// resultOverflows returns the overflow segment of a result of width
+// ResultOverflows returns the overflow segment of a result of width
 // values (one byte per aggregate), or nil when nothing overflowed.
 func ResultOverflows(v []byte, width int) []byte {
 	for range width {

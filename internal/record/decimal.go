@@ -178,7 +178,7 @@ func (d dec) float() float64 {
 	return f
 }
 
-// appendDec writes d in plain notation with exactly d.scale fraction
+// AppendDec writes d in plain notation with exactly d.scale fraction
 // digits: 0.30, -12.5, 7.
 func AppendDec(b []byte, d dec) []byte {
 	hi, lo := d.abs()
@@ -224,7 +224,7 @@ func appendU128(b []byte, hi, lo uint64) []byte {
 	return append(b, s...)
 }
 
-// parseDec reads a JSON number's text as a dec: its scale is the number
+// ParseDec reads a JSON number's text as a dec: its scale is the number
 // of fraction digits as written, less the exponent (1.50 has scale 2,
 // 1.5e1 is 15 at scale 0, 1e-2 is 0.01). ok is false for text that is not
 // a JSON number, and for numbers beyond DECIMAL(38, s): more than 38

@@ -20,7 +20,7 @@ import (
 	"github.com/weirstream/weir/spec"
 )
 
-// rec is a decoded record on its way to the window operator.
+// Record is a decoded record on its way to the window operator.
 type Record struct {
 	TS   etime.Time
 	Key  string // canonical JSON of the key values, separated by keySep
@@ -42,7 +42,7 @@ const (
 	MarkIdle
 )
 
-// keySep separates key values in rec.key; it cannot occur in compact JSON.
+// KeySep separates key values in Record.Key; it cannot occur in compact JSON.
 const KeySep = "\x00"
 
 // val is one aggregate input.
@@ -78,7 +78,7 @@ func decVal(d dec) val { return val{kind: vDec, scale: d.scale, i: int64(d.lo), 
 // checks are on (R2).
 const minValidTS etime.Time = 946684800000
 
-// decoder turns lines into recs; it is shared by the source channels, so
+// Decoder turns lines into Records; it is shared by the source channels, so
 // it keeps no per-record state outside a pooled parser.
 type Decoder struct {
 	p       *spec.Plan
@@ -121,7 +121,7 @@ type Decoder struct {
 	staged   map[int64][][]etime.Time
 }
 
-// barrier records channel ch's largest timestamp for checkpoint id; it
+// Barrier records channel ch's largest timestamp for checkpoint id; it
 // runs on the channel's goroutine, the only one that touches chMax[ch].
 func (d *Decoder) Barrier(ch int, id int64) {
 	if ch < 0 || ch >= len(d.ChMax) {
@@ -141,7 +141,7 @@ func (d *Decoder) Barrier(ch int, id int64) {
 	d.staged[id][ch] = slices.Clone(d.ChMax[ch])
 }
 
-// maxAt returns the channels' slots' largest timestamps as of checkpoint
+// MaxAt returns the channels' slots' largest timestamps as of checkpoint
 // id and forgets that checkpoint and older ones.
 func (d *Decoder) MaxAt(id int64) [][]etime.Time {
 	d.stagedMu.Lock()
@@ -270,11 +270,11 @@ func bad(reason, format string, args ...any) error {
 	return &weir.BadInput{Reason: reason, Detail: fmt.Sprintf(format, args...)}
 }
 
-// decode is the TryMap function of the job's door: control lines become
+// Decode is the TryMap function of the job's door: control lines become
 // markers, bad lines dead letters, and data lines recs.
 func (d *Decoder) Decode(l fileio.Line) (Record, error) { return d.DecodeSlot(l, 0) }
 
-// decodeSlot decodes a line of slot slot of its channel (a Kafka
+// DecodeSlot decodes a line of slot slot of its channel (a Kafka
 // partition; files have one slot per channel), whose backward jumps in
 // event time are counted apart from the other slots'.
 func (d *Decoder) DecodeSlot(l fileio.Line, slot int) (Record, error) {

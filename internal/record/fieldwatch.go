@@ -105,7 +105,7 @@ func (w *fieldWatch) allSeen() bool {
 	return true
 }
 
-// judge decides, once, which configured fields never appeared, and
+// Judge decides, once, which configured fields never appeared, and
 // warns about each. The end of a run calls it too, for runs shorter
 // than the watch.
 func (d *Decoder) Judge() {
@@ -183,7 +183,7 @@ func (d *Decoder) uses(i int) []fieldUse {
 	return out
 }
 
-// fieldWarnings returns the watch's warnings (nil before it judged).
+// FieldWarnings returns the watch's warnings (nil before it judged).
 func (d *Decoder) FieldWarnings() []FieldWarning {
 	if !d.Watch.Done.Load() {
 		return nil

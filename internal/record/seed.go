@@ -8,7 +8,7 @@ import (
 	"github.com/weirstream/weir/spec"
 )
 
-// seed builds an accumulator from a window's stored values: the
+// Seed builds an accumulator from a window's stored values: the
 // aggregates as the SQLite driver gives them (count, sum, min and max are
 // their own accumulators), then, if the job keeps them, the
 // accumulators' text (see appendAccs).
@@ -58,7 +58,7 @@ func seedSlot(fn string, s *slot, v any, float bool) {
 	}
 }
 
-// numText is a stored JSON number as its text, for a store that keeps
+// NumText is a stored JSON number as its text, for a store that keeps
 // the text (the archive, Postgres jsonb), so that a decimal comes back
 // exactly.
 type NumText string

@@ -214,6 +214,22 @@ type Options struct {
 	Stop func() bool
 }
 
+// Validate refuses options New cannot use, naming the field: a negative
+// Channels, MaxLine or Batch (0 is the default), or an unknown Format.
+func (o Options) Validate() error {
+	switch {
+	case o.Channels < 0:
+		return fmt.Errorf("fileio: Options.Channels is %d: use 1 or more (0: 1)", o.Channels)
+	case o.MaxLine < 0:
+		return fmt.Errorf("fileio: Options.MaxLine is %d: give the longest line in bytes (0: %d)", o.MaxLine, DefaultMaxLine)
+	case o.Batch < 0:
+		return fmt.Errorf("fileio: Options.Batch is %d: give the most lines a Read emits (0: %d)", o.Batch, DefaultBatch)
+	case o.Format != JSONL && o.Format != CSV:
+		return fmt.Errorf("fileio: Options.Format %d is unknown: use fileio.JSONL or fileio.CSV", o.Format)
+	}
+	return nil
+}
+
 // Default option values.
 const (
 	DefaultMaxLine = 1 << 20
@@ -229,17 +245,17 @@ const (
 // The source's Open may be called from several goroutines at once; each
 // channel is opened once.
 func New(o Options) (connector.Source[Line], error) {
-	if o.Channels <= 0 {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	if o.Channels == 0 {
 		o.Channels = 1
 	}
-	if o.MaxLine <= 0 {
+	if o.MaxLine == 0 {
 		o.MaxLine = DefaultMaxLine
 	}
-	if o.Batch <= 0 {
+	if o.Batch == 0 {
 		o.Batch = DefaultBatch
-	}
-	if o.Format != JSONL && o.Format != CSV {
-		return nil, fmt.Errorf("fileio: unknown format %d", o.Format)
 	}
 	s := &source{o: o}
 	if o.Input != nil {

@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/weirstream/weir/job"
+	"github.com/weirstream/weir/backfill"
 	"github.com/weirstream/weir/ledger"
 )
 
@@ -23,7 +23,7 @@ func backfillCmd(args []string, o IO) int {
 	key := fs.String("key", "", "only entries of this key: FIELD=VALUE")
 	reason := fs.String("reason", "", "only entries with this reason: window_expired or window_expired_partial")
 	windows := fs.String("window", "", "only entries that missed a window overlapping START..END (Unix ms or RFC 3339)")
-	perTx := fs.Int("windows-per-tx", job.DefaultWindowsPerTx, "windows revised per transaction (each window's revision and applied ids always commit together)")
+	perTx := fs.Int("windows-per-tx", backfill.DefaultWindowsPerTx, "windows revised per transaction (each window's revision and applied ids always commit together)")
 	var accept []string
 	fs.Func("accept-spec", "also apply ledger entries written under this spec hash (after a change that keeps their meaning; repeatable)", func(v string) error { accept = append(accept, v); return nil })
 	report := fs.String("report", "", "also write the report as JSON to this file (for a scheduler or a monitor)")
@@ -62,20 +62,20 @@ func backfillCmd(args []string, o IO) int {
 		g := f
 		f = func(e ledger.Entry) bool { return g(e) && e.ArrivedAt >= from && e.ArrivedAt < to }
 	}
-	bo := job.BackfillOptions{Dir: filepath.Dir(o.path(path)), DryRun: *dry, Filter: f, WindowsPerTx: *perTx, AcceptSpec: accept, Crash: crashHook(o.Getenv)}
+	bo := backfill.BackfillOptions{Dir: filepath.Dir(o.path(path)), DryRun: *dry, Filter: f, WindowsPerTx: *perTx, AcceptSpec: accept, Crash: crashHook(o.Getenv)}
 	if *verbose {
 		bo.Out = o.Stdout
 	}
 	if *verify {
 		// Before anything is applied: a backfill that cannot be verified
 		// is not begun.
-		if err := job.CheckComplete(p, bo.Dir); err != nil {
+		if err := backfill.CheckComplete(p, bo.Dir); err != nil {
 			fmt.Fprintf(o.Stderr, "weir backfill: --verify: %v (nothing was applied)\n", err)
 			return ExitUsage
 		}
 	}
 	bo.Warn = func(msg string) { fmt.Fprintln(o.Stderr, "warning:", msg) }
-	rep, err := job.Backfill(p, bo)
+	rep, err := backfill.Backfill(p, bo)
 	if err != nil {
 		fmt.Fprintln(o.Stderr, "weir backfill:", err)
 		return ExitFailed
@@ -121,7 +121,7 @@ func backfillCmd(args []string, o IO) int {
 		code = ExitFailed
 	}
 	if *verify {
-		ans, err := job.Complete(p, bo.Dir)
+		ans, err := backfill.Complete(p, bo.Dir)
 		if err != nil {
 			fmt.Fprintln(o.Stderr, "weir backfill: --verify:", err)
 			return ExitFailed

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/weirstream/weir/job"
+	"github.com/weirstream/weir/backfill"
 	"github.com/weirstream/weir/spec"
 )
 
@@ -127,7 +127,7 @@ func TestDemo(t *testing.T) {
 		if code != ExitOK || !strings.Contains(out, want) || !strings.Contains(out, "results now equal the complete answer") || i == 0 && strings.Contains(out, "applied 0 entries") {
 			t.Fatalf("backfill %d: exit %d\n%s\n%s", i+1, code, out, stderr.String())
 		}
-		var rep job.BackfillReport
+		var rep backfill.BackfillReport
 		b, err := os.ReadFile(filepath.Join(dir, "report.json"))
 		if err == nil {
 			err = json.Unmarshal(b, &rep)

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/weirstream/weir/job"
+	"github.com/weirstream/weir/backfill"
 	"github.com/weirstream/weir/ledger"
 )
 
@@ -73,7 +73,7 @@ func ledgerCmd(args []string, o IO) int {
 		return nil
 	}
 	specDir := filepath.Dir(o.path(paths[0]))
-	bad, where, err := job.ScanLedger(p, specDir, collect)
+	bad, where, err := backfill.ScanLedger(p, specDir, collect)
 	if err != nil {
 		fmt.Fprintln(o.Stderr, "weir ledger:", err)
 		return ExitFailed
@@ -159,7 +159,7 @@ func parseMs(s string) (int64, error) {
 // --key k=1.0 finds the key 1 and a Postgres ledger's jsonb text is
 // compared as the job wrote the key; b itself if it is not JSON.
 func canonical(b []byte) []byte {
-	if c, err := job.CanonicalJSON(b); err == nil {
+	if c, err := backfill.CanonicalJSON(b); err == nil {
 		return c
 	}
 	return b

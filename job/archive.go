@@ -48,7 +48,7 @@ func newArchiveWriter(dir string, log *slog.Logger, fresh, keep bool) (*archiveW
 	if fresh && !keep {
 		// A backfill may have it open for a moment: wait for it, as a
 		// commit does.
-		if err := archive.ResetWait(dir, archiveOpenWait, archivePoll); err != nil {
+		if err := archive.ResetWait(dir, ArchiveOpenWait, archivePoll); err != nil {
 			return nil, 0, fmt.Errorf("archive: starting it over for a new run: %w", err)
 		}
 	}
@@ -57,7 +57,7 @@ func newArchiveWriter(dir string, log *slog.Logger, fresh, keep bool) (*archiveW
 	}
 	var last int64
 	if fresh && keep {
-		a, err := archive.OpenWait(dir, archiveOpenWait, archivePoll)
+		a, err := archive.OpenWait(dir, ArchiveOpenWait, archivePoll)
 		if err != nil {
 			return nil, 0, fmt.Errorf("archive: %w", err)
 		}
@@ -125,5 +125,5 @@ func (w *archiveWriter) commit(wm etime.Time, horizon etime.Duration, wait time.
 	return err
 }
 
-// archiveOpenWait bounds a backfill's wait for the archive.
-const archiveOpenWait = 30 * time.Second
+// ArchiveOpenWait bounds a backfill's wait for the archive.
+const ArchiveOpenWait = 30 * time.Second

@@ -16,14 +16,10 @@ import (
 	"github.com/weirstream/weir/clock"
 	"github.com/weirstream/weir/connector/fileio"
 	"github.com/weirstream/weir/etime"
+	"github.com/weirstream/weir/internal/jobtest"
 	"github.com/weirstream/weir/internal/kafkatest"
 	"github.com/weirstream/weir/spec"
 )
-
-// everyRead is a checkpoint clock (RunOptions.CheckpointClock) that has
-// passed any interval up to an hour at every look: a deterministic run
-// takes a checkpoint before every read of its source.
-func everyRead() clock.Clock { return clock.NewStepping(testNow, time.Hour) }
 
 // disorderedOrders returns n orders step ms apart in event time, one in
 // every tenth pushed back by up to 40 s, for users u0 to u(users-1), as
@@ -107,9 +103,9 @@ sinks:
 func checkAtEverySpeed(t *testing.T, job string, files map[string]string, want [3]int64) {
 	t.Helper()
 	for name, c := range map[string]clock.Clock{
-		"stopped": clock.NewFake(testNow),
+		"stopped": clock.NewFake(jobtest.TestNow),
 		"wall":    clock.Real{},
-		"racing":  clock.NewStepping(testNow, time.Second),
+		"racing":  clock.NewStepping(jobtest.TestNow, time.Second),
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, sum := runSpec(t, job, files, RunOptions{Clock: c, Parallelism: 2})
@@ -148,7 +144,7 @@ aggregate: [{name: n, fn: count}]
 sinks:
   results: {type: jsonl, path: out.jsonl}
 `
-	_, sum := runSpec(t, job, map[string]string{"in.jsonl": body}, RunOptions{Clock: clock.NewFake(testNow), Parallelism: 2})
+	_, sum := runSpec(t, job, map[string]string{"in.jsonl": body}, RunOptions{Clock: clock.NewFake(jobtest.TestNow), Parallelism: 2})
 	if sum.Get("accepted_late") != 0 || sum.Get("accepted") != 20_000 {
 		t.Fatalf("every record must be on time without a watermark: %s", sum.JSON())
 	}
@@ -157,7 +153,7 @@ sinks:
 	}
 	// A watermark after every record trails nothing: the records it made
 	// late are late, none is counted as trailing.
-	_, sum = runSpec(t, strings.Replace(job, "backlog_every: 0", "backlog_every: 1", 1), map[string]string{"in.jsonl": body}, RunOptions{Clock: clock.NewFake(testNow), Parallelism: 2})
+	_, sum = runSpec(t, strings.Replace(job, "backlog_every: 0", "backlog_every: 1", 1), map[string]string{"in.jsonl": body}, RunOptions{Clock: clock.NewFake(jobtest.TestNow), Parallelism: 2})
 	if got := sum.Get("on_time_trailing"); got != 0 || sum.Get("accepted_late")+sum.Get("late_side_output") == 0 {
 		t.Fatalf("with a watermark after every record: %d counted as trailing, want 0: %s", got, sum.JSON())
 	}
@@ -196,7 +192,7 @@ sinks:
 		t.Fatal(err)
 	}
 	ck := filepath.Join(dir, "ck")
-	o := RunOptions{Dir: dir, Deterministic: true, Now: testNow, CheckpointDir: ck, CheckpointInterval: time.Millisecond}
+	o := RunOptions{Dir: dir, Deterministic: true, Now: jobtest.TestNow, CheckpointDir: ck, CheckpointInterval: time.Millisecond}
 	// crashRun checkpoints before every read: checkpoint 1 is before the
 	// first one, 2 after it; the crash in 3 resumes from 2, which read
 	// some of the file.

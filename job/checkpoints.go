@@ -62,7 +62,7 @@ func openCheckpoints(p *spec.Plan, o RunOptions) (*checkpoints, error) {
 		return nil, err
 	}
 	c := &checkpoints{store: store, dir: dir, interval: interval, meta: meta}
-	marker := filepath.Join(dir, finishedMarker)
+	marker := filepath.Join(dir, FinishedMarker)
 	_, statErr := os.Stat(marker)
 	finished := statErr == nil
 	if o.Fresh || finished {
@@ -176,7 +176,7 @@ func checkpointDir(p *spec.Plan, o RunOptions) string {
 		return o.CheckpointDir
 	}
 	if c := p.Spec.Checkpoint; c != nil {
-		return o.path(c.Dir)
+		return o.Path(c.Dir)
 	}
 	return ""
 }
@@ -198,16 +198,16 @@ func (c *checkpoints) options(fail func(error), committed func(id int64) error) 
 	return o
 }
 
-// finishedMarker, in a checkpoint directory, says the run that wrote it
+// FinishedMarker, in a checkpoint directory, says the run that wrote it
 // read all its input: the next run starts over instead of resuming.
-const finishedMarker = "FINISHED"
+const FinishedMarker = "FINISHED"
 
 // finished marks the run complete.
 func (c *checkpoints) finished() error {
 	if c == nil {
 		return nil
 	}
-	return os.WriteFile(filepath.Join(c.dir, finishedMarker), []byte("the run finished; the next run starts over\n"), 0o644)
+	return os.WriteFile(filepath.Join(c.dir, FinishedMarker), []byte("the run finished; the next run starts over\n"), 0o644)
 }
 
 func (c *checkpoints) close() error {

@@ -119,7 +119,7 @@ func TestDecimalSumsAgainstBig(t *testing.T) {
 				i := r.IntN(len(parts) - 1)
 				parts = slices.Replace(parts, i, i+2, agg.Merge(parts[i], parts[i+1]))
 			}
-			got := splitResult(agg.Result(parts[0]), len(agg.Fns))
+			got := record.SplitResult(agg.Result(parts[0]), len(agg.Fns))
 			if !slices.Equal(got[:len(want)], want) {
 				t.Fatalf("round %d, order %d: inputs %v\ngot  %v\nwant %v", round, order, texts, got, want)
 			}

@@ -1,10 +1,8 @@
 // Package job runs a compiled job spec (spec.Plan): it opens the source
 // and the sinks, builds the weir job (decoding, watermarks, the window
 // and its aggregates), runs it with checkpoints, restores and restarts,
-// and reports what it did in a Summary whose counts are conserved. It also
-// holds what works on a job's durable outputs after a run: Backfill folds
-// the late-data ledger into published results, and Complete computes the
-// answer a run with unbounded lateness would have given.
+// and reports what it did in a Summary whose counts are conserved. Package
+// backfill works on what a run leaves behind.
 //
 // Open and Job.Run are what `weir run` calls; RunRestarting adds the
 // restart policy. Every output goes through the sinks in the plan, in

@@ -13,29 +13,13 @@ import (
 	"time"
 
 	"github.com/weirstream/weir/clock"
+	"github.com/weirstream/weir/internal/jobtest"
 	"github.com/weirstream/weir/spec"
 )
 
-// liveJob counts generated orders per user and second; %s is the
-// generator's settings.
-const liveJob = `
-name: live
-source:
-  type: generator
-  generator: %s
-  timestamp: {max_future: 500ms}
-watermark: {max_out_of_orderness: 100ms}
-key: [user_id]
-window: {type: tumbling, size: 1s}
-aggregate: [{name: orders, fn: count}]
-sinks:
-  results: {type: jsonl, path: out.jsonl}
-  dead_letter: {type: jsonl, path: bad.jsonl}
-`
-
 func openLive(t *testing.T, gen string, o RunOptions) *Job {
 	t.Helper()
-	p, err := spec.Parse(fmt.Appendf(nil, liveJob, gen))
+	p, err := spec.Parse(fmt.Appendf(nil, jobtest.LiveJob, gen))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,34 +31,6 @@ func openLive(t *testing.T, gen string, o RunOptions) *Job {
 		t.Fatal(err)
 	}
 	return j
-}
-
-// TestGeneratorPaceRefusals: pace and start: now are checked with the
-// field, a suggestion for a near miss and the fix.
-func TestGeneratorPaceRefusals(t *testing.T) {
-	for _, c := range []struct{ gen, want string }{
-		{"{pace: wal}", `source.generator.pace: unknown value "wal"; did you mean "wall"? (use none (as fast as the job reads) or wall (rate records per second of processing time))`},
-		{"{pace: fast}", `source.generator.pace: unknown value "fast"; use none (as fast as the job reads) or wall (rate records per second of processing time)`},
-		{"{start: Now}", `source.generator.start: "Now" is not an RFC 3339 time; did you mean "now"? (use now, or a time with a zone such as 2026-01-01T00:00:00Z)`},
-		{"{start: now, duration: 1m}", "source.generator.start: start: now without pace: wall puts the last records up to 1m ahead of the clock, beyond source.timestamp.max_future (500ms): they would be dead letters (timestamp_future); add pace: wall, or shorten duration, or raise max_future"},
-	} {
-		_, err := spec.Parse(fmt.Appendf(nil, liveJob, c.gen))
-		if err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%s: got %v\nwant %s", c.gen, err, c.want)
-		}
-	}
-	for _, gen := range []string{"{start: now, duration: 400ms}", "{start: now, pace: wall, duration: 1h}", "{pace: none}", "{pace: wall}"} {
-		if _, err := spec.Parse(fmt.Appendf(nil, liveJob, gen)); err != nil {
-			t.Errorf("%s: %v", gen, err)
-		}
-	}
-	p, err := spec.Parse(fmt.Appendf(nil, liveJob, "{start: now, pace: wall}"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := CheckComplete(p, t.TempDir()); err == nil || !strings.Contains(err.Error(), "start: now") {
-		t.Errorf("the complete answer of a generator that starts now: %v", err)
-	}
 }
 
 // TestGeneratorLiveLoad: a generator with pace: wall and start: now runs a
@@ -129,7 +85,7 @@ func TestGeneratorLiveLoad(t *testing.T) {
 // injected clock: it emits only what that clock says is due, and a
 // deterministic run, whose clock stands still, reads unpaced.
 func TestGeneratorPacedByJobClock(t *testing.T) {
-	clk := clock.NewFake(testNow)
+	clk := clock.NewFake(jobtest.TestNow)
 	j := openLive(t, "{rate: 1000, duration: 10s, keys: 10, start: now, pace: wall}", RunOptions{Clock: clk})
 	done := make(chan error, 1)
 	var sum Summary
@@ -165,16 +121,16 @@ func TestGeneratorPacedByJobClock(t *testing.T) {
 	}
 
 	start := time.Now()
-	_, sum = runSpec(t, fmt.Sprintf(liveJob, "{rate: 1000, duration: 10s, keys: 10, pace: wall}"), nil, RunOptions{Deterministic: true})
+	_, sum = runSpec(t, fmt.Sprintf(jobtest.LiveJob, "{rate: 1000, duration: 10s, keys: 10, pace: wall}"), nil, RunOptions{Deterministic: true})
 	if sum.Get("records_in") != 10000 || time.Since(start) > 8*time.Second {
 		t.Fatalf("deterministic: %s in %v, want 10000 records unpaced", sum.JSON(), time.Since(start))
 	}
 	// Unpaced, records that start now would run ahead of the clock.
-	p, err := spec.Parse(fmt.Appendf(nil, liveJob, "{rate: 1000, duration: 10s, keys: 10, start: now, pace: wall}"))
+	p, err := spec.Parse(fmt.Appendf(nil, jobtest.LiveJob, "{rate: 1000, duration: 10s, keys: 10, start: now, pace: wall}"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = Open(p, RunOptions{Dir: t.TempDir(), Deterministic: true, Now: testNow})
+	_, err = Open(p, RunOptions{Dir: t.TempDir(), Deterministic: true, Now: jobtest.TestNow})
 	if want := "source.generator: a --deterministic run's clock stands still, so the generator reads unpaced, and start: now puts the last records up to 10s ahead of the clock, beyond source.timestamp.max_future (500ms)"; err == nil || !strings.HasPrefix(err.Error(), want) {
 		t.Fatalf("deterministic with start: now: %v, want %s...", err, want)
 	}

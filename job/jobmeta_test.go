@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/weirstream/weir/checkpoint"
+	"github.com/weirstream/weir/internal/jobtest"
 	"github.com/weirstream/weir/spec"
 )
 
@@ -259,7 +260,7 @@ func TestFieldsClassified(t *testing.T) {
 // restores, and the resumed run ends with the outputs of a run that
 // never crashed.
 func TestFormat1CheckpointRestores(t *testing.T) {
-	job := fmt.Sprintf(orderJob, "jsonl", "out.jsonl")
+	job := fmt.Sprintf(jobtest.OrderJob, "jsonl", "out.jsonl")
 	refDir, refSum := runSpec(t, job, nil, RunOptions{Deterministic: true})
 	p, err := spec.Parse([]byte(job))
 	if err != nil {
@@ -267,10 +268,10 @@ func TestFormat1CheckpointRestores(t *testing.T) {
 	}
 	dir := t.TempDir()
 	ck := filepath.Join(dir, "ck")
-	crashRun(t, p, RunOptions{Dir: dir, Deterministic: true, Now: testNow, CheckpointDir: ck, CheckpointInterval: time.Millisecond}, "after-manifest", 3)
+	crashRun(t, p, RunOptions{Dir: dir, Deterministic: true, Now: jobtest.TestNow, CheckpointDir: ck, CheckpointInterval: time.Millisecond}, "after-manifest", 3)
 	id := withMeta(t, ck, fingerprintV1(p))
 	var info []string
-	j, err := Open(p, RunOptions{Dir: dir, Deterministic: true, Now: testNow, CheckpointDir: ck, Info: func(m string) { info = append(info, m) }})
+	j, err := Open(p, RunOptions{Dir: dir, Deterministic: true, Now: jobtest.TestNow, CheckpointDir: ck, Info: func(m string) { info = append(info, m) }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -356,9 +357,9 @@ func resumeChanged(t *testing.T, job, changed string, crash int) (string, Summar
 	}
 	dir := t.TempDir()
 	ck := filepath.Join(dir, "ck")
-	crashRun(t, p, RunOptions{Dir: dir, Deterministic: true, Now: testNow, CheckpointDir: ck, CheckpointInterval: time.Millisecond}, "after-manifest", crash)
+	crashRun(t, p, RunOptions{Dir: dir, Deterministic: true, Now: jobtest.TestNow, CheckpointDir: ck, CheckpointInterval: time.Millisecond}, "after-manifest", crash)
 	var info []string
-	j, err := Open(p2, RunOptions{Dir: dir, Deterministic: true, Now: testNow, CheckpointDir: ck, CheckpointInterval: time.Millisecond,
+	j, err := Open(p2, RunOptions{Dir: dir, Deterministic: true, Now: jobtest.TestNow, CheckpointDir: ck, CheckpointInterval: time.Millisecond,
 		Info: func(m string) { info = append(info, m) }})
 	if err != nil {
 		t.Fatal(err)
@@ -376,7 +377,7 @@ func resumeChanged(t *testing.T, job, changed string, crash int) (string, Summar
 // crashed, and the added sink holds the dead letters from the checkpoint
 // on: a part, at the end, of what a run with it from the start writes.
 func TestResumeAddedSink(t *testing.T) {
-	full := fmt.Sprintf(orderJob, "jsonl", "out.jsonl")
+	full := fmt.Sprintf(jobtest.OrderJob, "jsonl", "out.jsonl")
 	refDir, refSum := runSpec(t, full, nil, RunOptions{Deterministic: true})
 	without := edit(t, full, "  dead_letter: {type: jsonl, path: bad.jsonl}\n", "")
 	changed := edit(t, full, "sinks:", "alerts: {late_ratio: 0.005}\nsinks:")
@@ -411,10 +412,10 @@ func TestResumeAddedSink(t *testing.T) {
 // a late sink added; the info line names both, and the table is a run's
 // that never crashed.
 func TestResumePostgresURL(t *testing.T) {
-	url, conn := pgURL(t)
-	ref, table := pgTable(t, conn, "weir_ref"), pgTable(t, conn, "weir_resume")
+	url, conn := jobtest.PgURL(t)
+	ref, table := jobtest.PgTable(t, conn, "weir_ref"), jobtest.PgTable(t, conn, "weir_resume")
 	job := func(table, url string) string {
-		return edit(t, fmt.Sprintf(orderJob, "postgres", "unused"), "path: unused", "url: '"+url+"', table: "+table)
+		return edit(t, fmt.Sprintf(jobtest.OrderJob, "postgres", "unused"), "path: unused", "url: '"+url+"', table: "+table)
 	}
 	runSpec(t, job(ref, url), nil, RunOptions{Deterministic: true})
 	other := url + "&application_name=weir_resumed"
@@ -427,7 +428,7 @@ func TestResumePostgresURL(t *testing.T) {
 		t.Fatalf("info %q", info)
 	}
 	strip := func(s string) string { return strings.ReplaceAll(s, ref, table) }
-	if got, want := dumpPG(t, conn, table), strip(dumpPG(t, conn, ref)); got != want || want == "" {
+	if got, want := jobtest.DumpPG(t, conn, table), strip(jobtest.DumpPG(t, conn, ref)); got != want || want == "" {
 		t.Fatalf("table after the resume:\n%.2000s\nwant\n%.2000s", got, want)
 	}
 }

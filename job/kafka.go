@@ -2,44 +2,22 @@ package job
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/sasl/plain"
-	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/connector/fileio"
 	"github.com/weirstream/weir/connector/kafkaio"
 	"github.com/weirstream/weir/etime"
+	"github.com/weirstream/weir/internal/outfmt"
 	"github.com/weirstream/weir/internal/record"
 	"github.com/weirstream/weir/spec"
 	"github.com/weirstream/weir/watermark"
 	"github.com/weirstream/weir/window"
 )
-
-// kafkaOpts are the client options of TLS and SASL settings.
-func kafkaOpts(useTLS bool, s *spec.SASL) []kgo.Opt {
-	var opts []kgo.Opt
-	if useTLS {
-		opts = append(opts, kgo.DialTLSConfig(&tls.Config{MinVersion: tls.VersionTLS12}))
-	}
-	if s != nil {
-		switch s.Mechanism {
-		case "plain":
-			opts = append(opts, kgo.SASL(plain.Auth{User: s.User, Pass: s.Password}.AsMechanism()))
-		case "scram-sha-256":
-			opts = append(opts, kgo.SASL(scram.Auth{User: s.User, Pass: s.Password}.AsSha256Mechanism()))
-		case "scram-sha-512":
-			opts = append(opts, kgo.SASL(scram.Auth{User: s.User, Pass: s.Password}.AsSha512Mechanism()))
-		}
-	}
-	return opts
-}
 
 // kafkaRecords is the stream of a kafka source: records decoded, with
 // their timestamps and per-partition watermarks, in the reader.
@@ -65,7 +43,7 @@ func (j *Job) kafkaRecords(env *weir.Env) (weir.Stream[record.Record], error) {
 	}
 	o := kafkaio.SourceOptions[record.Record]{Brokers: k.Brokers, Topic: k.Topic, Group: k.Group, Start: kafkaStart(p.Start), Decode: decode,
 		WatermarkInterval: p.Interval.Std(), IdleTimeout: zeroIsOff(p.IdleTimeout.Std()), BacklogEvery: zeroIsOff(p.BacklogEvery), MaxDrift: p.MaxDrift, StopAtEnd: k.StopAtEnd,
-		Clock: j.env.Options().Clock, ClientOptions: kafkaOpts(k.TLS, k.SASL), Logger: j.env.Options().Logger}
+		Clock: j.env.Options().Clock, ClientOptions: outfmt.KafkaOpts(k.TLS, k.SASL), Logger: j.env.Options().Logger}
 	if p.TSFromKafka && p.Checks {
 		o.MaxFuture = p.MaxFuture
 	}
@@ -179,26 +157,14 @@ func prepareKafka(p *spec.Plan, o RunOptions, checkpoints bool) error {
 }
 
 func kafkaSinkOptions(k *spec.Sink, txnID string) kafkaio.SinkOptions {
-	return kafkaio.SinkOptions{Brokers: k.Brokers, TransactionalID: txnID, MarkerTopic: k.MarkerTopic, ClientOptions: kafkaOpts(k.TLS, k.SASL)}
+	return kafkaio.SinkOptions{Brokers: k.Brokers, TransactionalID: txnID, MarkerTopic: k.MarkerTopic, ClientOptions: outfmt.KafkaOpts(k.TLS, k.SASL)}
 }
 
 func (w *kafkaResults) write(r window.Result[string, []byte]) error {
-	w.line = appendResult(w.line[:0], w.j.plan, w.j.run, r)
-	key := appendResultKey(nil, w.j.plan, r)
-	w.one[0] = &kgo.Record{Topic: w.topic, Key: key, Value: append([]byte(nil), w.line...), Headers: resultHeaders(r.Firing, w.j.run, r.Pane)}
+	w.line = outfmt.AppendResult(w.line[:0], w.j.plan, w.j.run, r)
+	key := outfmt.AppendResultKey(nil, w.j.plan, r)
+	w.one[0] = &kgo.Record{Topic: w.topic, Key: key, Value: append([]byte(nil), w.line...), Headers: outfmt.ResultHeaders(r.Firing, w.j.run, r.Pane)}
 	return w.s.Write(context.Background(), w.one[:])
-}
-
-// resultHeaders are the headers of a result record in Kafka: its firing
-// kind, run and pane, by which readers fold revisions: the highest (run,
-// pane) of a window wins, so a new run's pane 0 replaces an earlier
-// run's pane 5 (a topic cannot be started over as a file can).
-func resultHeaders(firing window.Firing, run, pane int64) []kgo.RecordHeader {
-	return []kgo.RecordHeader{
-		{Key: "weir-firing", Value: []byte(firing.String())},
-		{Key: "weir-run", Value: strconv.AppendInt(nil, run, 10)},
-		{Key: "weir-pane", Value: strconv.AppendInt(nil, pane, 10)},
-	}
 }
 
 // commit is a no-op: the checkpoint's transaction is flushed by

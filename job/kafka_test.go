@@ -24,6 +24,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/weirstream/weir/internal/jobtest"
 	"github.com/weirstream/weir/internal/kafkatest"
 	"github.com/weirstream/weir/spec"
 
@@ -101,64 +102,8 @@ func kafkaClusterWith(t testing.TB, n int, topics ...string) (string, *kfake.Clu
 // committedResults reads topic out as read_committed readers see it: each
 // result once per line, without the watermark field (it depends on when
 // a firing happened).
-func committedResults(t *testing.T, broker string) []string { return committed(t, broker, "out") }
-
-// committed reads topic as read_committed readers see it, sorted, with
-// the run ids of its results (header weir-run, field run) as R; every
-// record must carry one run.
-func committed(t *testing.T, broker, topic string) []string {
-	t.Helper()
-	runsSeen := map[string]map[string]bool{}
-	defer func() {
-		if topic == "out" && len(runsSeen[topic]) != 1 {
-			t.Errorf("results of %d runs %v, want one run's", len(runsSeen[topic]), runsSeen[topic])
-		}
-	}()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	var out []string
-	err := kafkaio.ReadCommitted(ctx, []string{broker}, []string{topic}, time.Second, func(r *kgo.Record) {
-		var hdr []string
-		if topic == "out" && !slices.ContainsFunc(r.Headers, func(h kgo.RecordHeader) bool { return h.Key == "weir-run" }) {
-			t.Errorf("result %s carries no weir-run header", r.Value)
-		}
-		for _, h := range r.Headers {
-			if h.Key == "weir-run" {
-				// A run's id is when it began: the same in every record
-				// of one run (however often it resumed), another in a
-				// reference run.
-				if runs := runsSeen[topic]; runs == nil {
-					runsSeen[topic] = map[string]bool{}
-				}
-				runsSeen[topic][string(h.Value)] = true
-				h.Value = []byte("R")
-			}
-			hdr = append(hdr, h.Key+"="+string(h.Value))
-		}
-		out = append(out, string(r.Key)+" "+stableJSON(t, r.Value)+" "+strings.Join(hdr, ","))
-	})
-	if err != nil {
-		t.Fatalf("reading %s: %v", topic, err)
-	}
-	slices.Sort(out)
-	return out
-}
-
-// stableJSON is a result or dead-letter line without the fields that
-// depend on when it was written (the watermark at firing, a dead letter's
-// detail, which may name the wall clock).
-func stableJSON(t testing.TB, line []byte) string {
-	var m map[string]any
-	if err := json.Unmarshal(line, &m); err != nil {
-		t.Fatalf("%q: %v", line, err)
-	}
-	delete(m, "watermark")
-	delete(m, "detail")
-	if _, ok := m["run"]; ok {
-		m["run"] = "R"
-	}
-	b, _ := json.Marshal(m)
-	return string(b)
+func committedResults(t *testing.T, broker string) []string {
+	return jobtest.Committed(t, broker, "out")
 }
 
 // TestKafkaJob runs a spec from Kafka to Kafka on kfake: the results are
@@ -176,7 +121,7 @@ func TestKafkaJob(t *testing.T) {
 		t.Fatalf("summary %s", sum.JSON())
 	}
 	want := committedResults(t, ref)
-	wantBad := committed(t, ref, "bad")
+	wantBad := jobtest.Committed(t, ref, "bad")
 	if len(wantBad) != 2 {
 		t.Fatalf("dead letters in topic bad: %v, want 2", wantBad)
 	}
@@ -209,7 +154,7 @@ func TestKafkaJob(t *testing.T) {
 			if _, err := runKafka(t, "crash", broker, dir, RunOptions{CheckpointDir: filepath.Join(dir, "ck"), CheckpointInterval: time.Millisecond}); err != nil {
 				t.Fatalf("resumed run: %v", err)
 			}
-			if bad := committed(t, broker, "bad"); !slices.Equal(bad, wantBad) {
+			if bad := jobtest.Committed(t, broker, "bad"); !slices.Equal(bad, wantBad) {
 				t.Fatalf("dead letters after a crash at %s: %v, want %v", point, bad, wantBad)
 			}
 			got := committedResults(t, broker)

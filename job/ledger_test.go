@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/weirstream/weir/internal/jobtest"
 	"github.com/weirstream/weir/ledger"
 )
 
@@ -40,7 +41,7 @@ func ledgerEntries(t *testing.T, dir string) []string {
 // a run crashed after sink commits (checkpoints never completed) and
 // resumed leaves the same ledger: the restore cut it back.
 func TestLedgerSink(t *testing.T) {
-	refDir, refSum := runSpec(t, fmt.Sprintf(orderJob, "jsonl", "out.jsonl"), nil, RunOptions{Deterministic: true})
+	refDir, refSum := runSpec(t, fmt.Sprintf(jobtest.OrderJob, "jsonl", "out.jsonl"), nil, RunOptions{Deterministic: true})
 	b, err := os.ReadFile(filepath.Join(refDir, "late.jsonl"))
 	if err != nil {
 		t.Fatal(err)
@@ -65,7 +66,7 @@ func TestLedgerSink(t *testing.T) {
 	if int64(len(want)) != refSum.Get("late_side_output") || len(want) < 100 {
 		t.Fatalf("%d late lines, %d side output", len(want), refSum.Get("late_side_output"))
 	}
-	job := strings.Replace(fmt.Sprintf(orderJob, "jsonl", "out.jsonl"), "late: {type: jsonl, path: late.jsonl}", "late: {type: ledger, dir: ledger}", 1)
+	job := strings.Replace(fmt.Sprintf(jobtest.OrderJob, "jsonl", "out.jsonl"), "late: {type: jsonl, path: late.jsonl}", "late: {type: ledger, dir: ledger}", 1)
 	dir, sum := runSpec(t, job, nil, RunOptions{Deterministic: true})
 	if !slices.Equal(sum.JSON(), refSum.JSON()) {
 		t.Fatalf("summary %s, want %s", sum.JSON(), refSum.JSON())

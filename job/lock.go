@@ -72,7 +72,7 @@ func lockRun(p *spec.Plan, o RunOptions) (*runLocks, error) {
 		switch r.Type {
 		case "kafka", "nats", "postgres", "stdout":
 		default:
-			ts = append(ts, target{"sinks.results", o.path(r.Path), false})
+			ts = append(ts, target{"sinks.results", o.Path(r.Path), false})
 		}
 	}
 	for _, k := range []struct {
@@ -85,11 +85,11 @@ func lockRun(p *spec.Plan, o RunOptions) (*runLocks, error) {
 			ts = append(ts, target{"sinks." + k.name + " ledger", LedgerDir(p, o.Dir, k.s), true})
 		case k.s.Type == "kafka" || k.s.Type == "nats" || k.s.Type == "postgres" || k.s.Type == "stdout":
 		default:
-			ts = append(ts, target{"sinks." + k.name, o.path(k.s.Path), false})
+			ts = append(ts, target{"sinks." + k.name, o.Path(k.s.Path), false})
 		}
 	}
 	if a := p.Spec.Archive; a != nil {
-		ts = append(ts, target{"archive", o.path(a.Dir), true})
+		ts = append(ts, target{"archive", o.Path(a.Dir), true})
 	}
 	l := &runLocks{}
 	var taken []string

@@ -9,6 +9,7 @@ import (
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/connector/fileio"
 	"github.com/weirstream/weir/connector/natsio"
+	"github.com/weirstream/weir/internal/outfmt"
 	"github.com/weirstream/weir/internal/record"
 	"github.com/weirstream/weir/spec"
 	"github.com/weirstream/weir/window"
@@ -69,8 +70,8 @@ func (w *natsRecords) writeRecord(it *item) error {
 }
 
 func (w *natsResults) write(r window.Result[string, []byte]) error {
-	w.line = appendResult(w.line[:0], w.j.plan, w.j.run, r)
-	id := appendResultKey(nil, w.j.plan, r)
+	w.line = outfmt.AppendResult(w.line[:0], w.j.plan, w.j.run, r)
+	id := outfmt.AppendResultKey(nil, w.j.plan, r)
 	id = strconv.AppendInt(append(id, '#'), w.j.run, 10)
 	id = strconv.AppendInt(append(id, '#'), r.Pane, 10)
 	if r.Firing == window.Retract {

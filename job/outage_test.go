@@ -17,7 +17,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/weirstream/weir/internal/pgproxy"
+	"github.com/weirstream/weir/internal/jobtest"
 	"github.com/weirstream/weir/spec"
 )
 
@@ -114,22 +114,6 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
-// startPGProxy starts a proxy in front of the Postgres of url, closed
-// when the test ends, and returns it with url through it.
-func startPGProxy(t *testing.T, url string) (*pgproxy.Proxy, string) {
-	t.Helper()
-	p, err := pgproxy.Start(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(p.Close)
-	purl, err := p.ConnString(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p, purl
-}
-
 // outageRun is a job of outageJob running in the background.
 type outageRun struct {
 	j    *Job
@@ -206,11 +190,11 @@ func (r *outageRun) settle(t *testing.T) int64 {
 // holds. (Before, the job read its whole input and held every result in
 // memory while the commit hung, without a line.)
 func TestPostgresOutageBounded(t *testing.T) {
-	url, conn := pgURL(t)
-	table := pgTable(t, conn, "weir_outage")
+	url, conn := jobtest.PgURL(t)
+	table := jobtest.PgTable(t, conn, "weir_outage")
 	const records, maxBuffered = 150_000, 20_000
 	want := outageWant(t, records)
-	p, purl := startPGProxy(t, url)
+	p, purl := jobtest.StartPGProxy(t, url)
 	r := startOutageRun(t, outageJob(purl, table, records, maxBuffered), t.TempDir(), RunOptions{})
 	p.Stall() // after Open: the table exists; every commit stalls
 	stalled := time.Now()
@@ -268,11 +252,11 @@ func TestPostgresOutageBounded(t *testing.T) {
 // newest one and the table ends right. (Before, the commit retried for
 // ever and the stop never finished.)
 func TestPostgresOutageStop(t *testing.T) {
-	url, conn := pgURL(t)
-	table := pgTable(t, conn, "weir_outage_stop")
+	url, conn := jobtest.PgURL(t)
+	table := jobtest.PgTable(t, conn, "weir_outage_stop")
 	const records = 150_000
 	want := outageWant(t, records)
-	p, purl := startPGProxy(t, url)
+	p, purl := jobtest.StartPGProxy(t, url)
 	job, dir := outageJob(purl, table, records, 20_000), t.TempDir()
 	var stop, refused atomic.Bool
 	var once sync.Once
@@ -330,14 +314,14 @@ func TestPostgresOutageStop(t *testing.T) {
 // retried for its connect_retry_for, then the job fails to open with an
 // error naming the sink and the address. (Before, Open retried for ever.)
 func TestPostgresWrongPort(t *testing.T) {
-	url, _ := pgURL(t)
+	url, _ := jobtest.PgURL(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	p, purl := startPGProxy(t, url)
+	p, purl := jobtest.StartPGProxy(t, url)
 	p.Close()
 	job := strings.Replace(outageJob(strings.Replace(purl, p.Addr(), addr, 1), "weir_wrong_port", 10, 100), "timeout: 1s", "timeout: 1s, connect_retry_for: 500ms", 1)
 	s, err := spec.Parse([]byte(job))
@@ -351,51 +335,5 @@ func TestPostgresWrongPort(t *testing.T) {
 	}
 	if msg := err.Error(); !strings.Contains(msg, "sinks.results") || !strings.Contains(msg, "cannot reach Postgres at "+addr) || !strings.Contains(msg, "500ms") {
 		t.Fatalf("Open = %v, want an error naming the sink, %s and the bound", err, addr)
-	}
-}
-
-// TestBackfillRetriesReset: the connection of a Postgres backfill is
-// dropped once, as its second batch begins; the batch is rolled back and
-// revised again on a new connection, the retry is told, and the backfill
-// ends with the same table and report as one that was never interrupted.
-// (Before, it exited at the first reset.)
-func TestBackfillRetriesReset(t *testing.T) {
-	url, conn := pgURL(t)
-	p, purl := startPGProxy(t, url)
-	run := func(through string) (string, BackfillReport, []string) {
-		table := pgTable(t, conn, "weir_bf_reset")
-		job := strings.Replace(fmt.Sprintf(backfillJob, "10s", "{type: tumbling, size: 1m}"), "{type: sqlite, path: results.db}",
-			"{type: postgres, url: '"+through+"', table: "+table+", timeout: 5s, retry_for: 1m}", 1)
-		dir, _ := runSpec(t, job, nil, RunOptions{Deterministic: true})
-		pl, err := spec.Parse([]byte(job))
-		if err != nil {
-			t.Fatal(err)
-		}
-		begun := 0
-		var warnings []string
-		rep, err := Backfill(pl, BackfillOptions{Dir: dir, WindowsPerTx: 8,
-			Crash: func(point string) {
-				if point == "backfill-begun" {
-					if begun++; begun == 2 && through == purl {
-						p.Drop()
-					}
-				}
-			},
-			Warn: func(msg string) { warnings = append(warnings, msg) }})
-		if err != nil {
-			t.Fatalf("backfill through %s: %v", through, err)
-		}
-		return strings.ReplaceAll(dumpPG(t, conn, table), table, "T"), rep, warnings
-	}
-	want, wantRep, _ := run(url)
-	got, rep, warnings := run(purl)
-	if rep.Applied != wantRep.Applied || rep.Windows != wantRep.Windows || rep.AlreadyApplied != wantRep.AlreadyApplied || rep.Windows <= 8 {
-		t.Fatalf("report %+v, want %+v (more than one batch)", rep, wantRep)
-	}
-	if got != want {
-		t.Fatalf("after a dropped connection the table differs:\n%s\nwant\n%s", got, want)
-	}
-	if len(warnings) != 1 || !strings.Contains(warnings[0], "revising the batch of 8 windows again") {
-		t.Fatalf("warnings %q, want one retry", warnings)
 	}
 }

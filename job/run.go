@@ -24,6 +24,7 @@ import (
 	"github.com/weirstream/weir/connector/natsio"
 	"github.com/weirstream/weir/etime"
 	"github.com/weirstream/weir/internal/epochs"
+	"github.com/weirstream/weir/internal/outfmt"
 	"github.com/weirstream/weir/internal/record"
 	"github.com/weirstream/weir/spec"
 	"github.com/weirstream/weir/state"
@@ -205,7 +206,7 @@ func Open(plan *spec.Plan, o RunOptions) (*Job, error) {
 	case o.Clock != nil:
 		opts.Clock = o.Clock
 	}
-	j := &Job{plan: plan, dec: record.NewDecoder(plan, opts.Clock), stop: o.Stop, drain: o.Drain, deterministic: o.Deterministic, removeState: removeState, runDir: o.Dir, specHash: specHash(plan)}
+	j := &Job{plan: plan, dec: record.NewDecoder(plan, opts.Clock), stop: o.Stop, drain: o.Drain, deterministic: o.Deterministic, removeState: removeState, runDir: o.Dir, specHash: outfmt.SpecHash(plan)}
 	j.sinkCtx, j.cancelSinks = context.WithCancel(context.Background())
 	j.stopping, j.stopRetrying = context.WithCancel(context.Background())
 	if o.locks == nil {
@@ -376,7 +377,7 @@ func pebbleBackend(p *spec.Plan, o RunOptions) (func() state.Backend, func(), er
 		}
 		base, remove = d, func() { os.RemoveAll(d) }
 	} else {
-		base = o.path(base)
+		base = o.Path(base)
 	}
 	cache := st.Cache
 	if cache == 0 {
@@ -428,21 +429,21 @@ func GeneratorOptions(p *spec.Plan) genio.Options {
 	return o
 }
 
-// path resolves p against the spec's directory (empty stays empty).
-func (o RunOptions) path(p string) string {
+// Path resolves p against the spec's directory (empty stays empty).
+func (o RunOptions) Path(p string) string {
 	if p == "" || filepath.IsAbs(p) {
 		return p
 	}
 	return filepath.Join(o.Dir, p)
 }
 
-// lineSource is the job's source of lines, with its name, for the source
+// LineSource is the job's source of lines, with its name, for the source
 // types read as lines (a generator, a file, stdin); nil for Kafka and
 // NATS, which are read apart. final and stopped are the source's end
 // hooks (see fileio.Options). clk is the job's clock, which paces a
 // generator with pace: wall and tells start: now; nil reads unpaced (a
 // deterministic run, whose clock stands still, too).
-func lineSource(p *spec.Plan, o RunOptions, clk clock.Clock, final, stopped func() bool) (weir.Source[fileio.Line], string, error) {
+func LineSource(p *spec.Plan, o RunOptions, clk clock.Clock, final, stopped func() bool) (weir.Source[fileio.Line], string, error) {
 	s := p.Spec
 	switch s.Source.Type {
 	case "kafka", "nats":
@@ -469,7 +470,7 @@ func lineSource(p *spec.Plan, o RunOptions, clk clock.Clock, final, stopped func
 			fo.Input = strings.NewReader("")
 		}
 	} else {
-		fo.Path, fo.Name = o.path(s.Source.Path), s.Source.Path
+		fo.Path, fo.Name = o.Path(s.Source.Path), s.Source.Path
 	}
 	src, err := fileio.New(fo)
 	return src, fo.Name, err
@@ -485,7 +486,7 @@ func (j *Job) build(o RunOptions) error {
 		}
 		return p.Final
 	}
-	src, name, err := lineSource(p, o, j.env.Options().Clock, final, stopped)
+	src, name, err := LineSource(p, o, j.env.Options().Clock, final, stopped)
 	if err != nil {
 		return err
 	}
@@ -741,6 +742,12 @@ func (j *Job) Counters() map[string]int64 {
 	delete(m, "open_windows")
 	return m
 }
+
+// RecordEpoch is the epoch of the Postgres record tables' rows (late
+// records, dead letters) the output is in: each checkpoint flushes them
+// as the next one. It is read on the checkpoint goroutine, from a
+// RunOptions.Crash hook at a checkpoint's points (tests crash there).
+func (j *Job) RecordEpoch() int64 { return j.out.c.Epoch }
 
 // RestoredAt is when the job was opened from a checkpoint (zero: it
 // started fresh).

@@ -19,12 +19,11 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/weirstream/weir/clock"
+	"github.com/weirstream/weir/internal/jobtest"
 	"github.com/weirstream/weir/spec"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-var testNow = time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
 
 // readOut is the results file out.jsonl of a run in dir.
 func readOut(t *testing.T, dir string) []byte {
@@ -40,26 +39,10 @@ func readOut(t *testing.T, dir string) []byte {
 // deterministically and returns the directory and the summary.
 func runSpec(t *testing.T, yaml string, files map[string]string, o RunOptions) (string, Summary) {
 	t.Helper()
-	dir := o.Dir
-	if dir == "" {
-		dir = t.TempDir()
-		o.Dir = dir
-	}
-	for name, body := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	s, err := spec.Load([]byte(yaml))
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := spec.Compile(s)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, p := jobtest.Prepare(t, yaml, files, o.Dir)
+	o.Dir = dir
 	if o.Now.IsZero() {
-		o.Now = testNow
+		o.Now = jobtest.TestNow
 	}
 	j, err := Open(p, o)
 	if err != nil {
@@ -142,39 +125,10 @@ func TestBadInput(t *testing.T) {
 	}
 }
 
-const orderJob = `
-name: orders
-source:
-  type: generator
-  generator:
-    records: 30000
-    keys: 50
-    duration: 30m
-    disorder:
-      - {share: 0.9, max: 20s}
-      - {share: 0.08, min: 20s, max: 5m}
-      - {share: 0.02, min: 5m, max: 30m}
-    bad: 0.002
-    seed: 3
-watermark: {max_out_of_orderness: 20s}
-key: [user_id]
-window: {type: tumbling, size: 1m}
-allowed_lateness: 3m
-trigger: {type: continuous, interval: 20s}
-aggregate:
-  - {name: orders, fn: count}
-  - {name: total, fn: sum, field: amount}
-  - {name: users, fn: count_distinct, field: user_id}
-sinks:
-  results: {type: %s, path: %s}
-  late: {type: jsonl, path: late.jsonl}
-  dead_letter: {type: jsonl, path: bad.jsonl}
-`
-
 // TestDeterministicOutputs runs the same job twice: every output file is
 // byte-identical, and so is the summary.
 func TestDeterministicOutputs(t *testing.T) {
-	job := fmt.Sprintf(orderJob, "jsonl", "out.jsonl")
+	job := fmt.Sprintf(jobtest.OrderJob, "jsonl", "out.jsonl")
 	read := func(dir string) string {
 		var b strings.Builder
 		for _, f := range []string{"out.jsonl", "late.jsonl", "bad.jsonl"} {
@@ -203,7 +157,7 @@ func TestDeterministicOutputs(t *testing.T) {
 // is the same after one and after two runs, in deterministic and parallel
 // mode, and holds the final result of every window.
 func TestSQLiteIdempotent(t *testing.T) {
-	job := fmt.Sprintf(orderJob, "sqlite", "results.db")
+	job := fmt.Sprintf(jobtest.OrderJob, "sqlite", "results.db")
 	dump := func(dir string) string {
 		db, err := sql.Open("sqlite", filepath.Join(dir, "results.db"))
 		if err != nil {
@@ -236,7 +190,7 @@ func TestSQLiteIdempotent(t *testing.T) {
 	// its watermarks follow the records (every_record): which records are
 	// late then depends only on the input, not on timing.
 	perRecord := strings.Replace(job, "max_out_of_orderness: 20s}", "max_out_of_orderness: 20s, emit: every_record}", 1)
-	pdir, _ := runSpec(t, perRecord, nil, RunOptions{Parallelism: 2, Clock: clock.NewFake(testNow)})
+	pdir, _ := runSpec(t, perRecord, nil, RunOptions{Parallelism: 2, Clock: clock.NewFake(jobtest.TestNow)})
 	if par := dump(pdir); par != once {
 		t.Fatal("a parallel run's table differs from the deterministic one")
 	}
@@ -256,7 +210,7 @@ func TestSQLiteIdempotent(t *testing.T) {
 // TestStop ends a run early, as Ctrl-C does: without --drain the open
 // windows stay unfired and are counted; with it they fire.
 func TestStop(t *testing.T) {
-	job := fmt.Sprintf(orderJob, "jsonl", "out.jsonl")
+	job := fmt.Sprintf(jobtest.OrderJob, "jsonl", "out.jsonl")
 	for _, drain := range []bool{false, true} {
 		var polls atomic.Int64
 		stop := func() bool { return polls.Add(1) > 20 }
@@ -279,7 +233,7 @@ func TestStop(t *testing.T) {
 func crashRun(t *testing.T, plan *spec.Plan, o RunOptions, point string, nth int) {
 	t.Helper()
 	if o.Deterministic && o.CheckpointClock == nil {
-		o.CheckpointClock = everyRead()
+		o.CheckpointClock = jobtest.EveryRead()
 	}
 	hits := 0
 	o.Crash = func(at string) {
@@ -303,7 +257,7 @@ func crashRun(t *testing.T, plan *spec.Plan, o RunOptions, point string, nth int
 // resumes from the checkpoint directory until the run finishes: every
 // output file and the summary equal those of a run without checkpoints.
 func TestCheckpointResume(t *testing.T) {
-	job := fmt.Sprintf(orderJob, "jsonl", "out.jsonl")
+	job := fmt.Sprintf(jobtest.OrderJob, "jsonl", "out.jsonl")
 	files := []string{"out.jsonl", "late.jsonl", "bad.jsonl"}
 	read := func(dir string) map[string]string {
 		m := map[string]string{}
@@ -332,8 +286,8 @@ func TestCheckpointResume(t *testing.T) {
 						t.Fatal("the run never finished")
 					}
 					hits := 0
-					o := RunOptions{Dir: dir, Deterministic: true, Now: testNow, CheckpointDir: filepath.Join(dir, "ck"),
-						CheckpointInterval: time.Millisecond, CheckpointClock: everyRead(),
+					o := RunOptions{Dir: dir, Deterministic: true, Now: jobtest.TestNow, CheckpointDir: filepath.Join(dir, "ck"),
+						CheckpointInterval: time.Millisecond, CheckpointClock: jobtest.EveryRead(),
 						Crash: func(p string) {
 							if p == point && attempt == 0 {
 								if hits++; hits == nth {
@@ -379,7 +333,7 @@ func TestCheckpointResume(t *testing.T) {
 // with another window or aggregate is refused, naming the fields; a
 // finished run's directory makes the next run start over.
 func TestCheckpointRescaleAndRefusal(t *testing.T) {
-	job := fmt.Sprintf(orderJob, "jsonl", "out.jsonl")
+	job := fmt.Sprintf(jobtest.OrderJob, "jsonl", "out.jsonl")
 	sorted := func(dir string) string {
 		b, err := os.ReadFile(filepath.Join(dir, "out.jsonl"))
 		if err != nil {
@@ -398,9 +352,9 @@ func TestCheckpointRescaleAndRefusal(t *testing.T) {
 	for _, pars := range [][2]int{{4, 2}, {1, 4}} {
 		dir := t.TempDir()
 		ck := filepath.Join(dir, "ck")
-		crashRun(t, s, RunOptions{Dir: dir, Deterministic: true, Now: testNow, Parallelism: pars[0], CheckpointDir: ck, CheckpointInterval: time.Millisecond}, "after-manifest", 5)
+		crashRun(t, s, RunOptions{Dir: dir, Deterministic: true, Now: jobtest.TestNow, Parallelism: pars[0], CheckpointDir: ck, CheckpointInterval: time.Millisecond}, "after-manifest", 5)
 		var info []string
-		j, err := Open(s, RunOptions{Dir: dir, Deterministic: true, Now: testNow, Parallelism: pars[1], CheckpointDir: ck,
+		j, err := Open(s, RunOptions{Dir: dir, Deterministic: true, Now: jobtest.TestNow, Parallelism: pars[1], CheckpointDir: ck,
 			CheckpointInterval: time.Millisecond, Info: func(m string) { info = append(info, m) }})
 		if err != nil {
 			t.Fatal(err)
@@ -420,7 +374,7 @@ func TestCheckpointRescaleAndRefusal(t *testing.T) {
 		}
 		// The run finished: the next one starts over.
 		info = nil
-		j, err = Open(s, RunOptions{Dir: dir, Deterministic: true, Now: testNow, CheckpointDir: ck, Info: func(m string) { info = append(info, m) }})
+		j, err = Open(s, RunOptions{Dir: dir, Deterministic: true, Now: jobtest.TestNow, CheckpointDir: ck, Info: func(m string) { info = append(info, m) }})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -433,17 +387,17 @@ func TestCheckpointRescaleAndRefusal(t *testing.T) {
 	// A crashed run's checkpoint, then a changed spec.
 	dir := t.TempDir()
 	ck := filepath.Join(dir, "ck")
-	crashRun(t, s, RunOptions{Dir: dir, Deterministic: true, Now: testNow, CheckpointDir: ck, CheckpointInterval: time.Millisecond}, "after-manifest", 2)
+	crashRun(t, s, RunOptions{Dir: dir, Deterministic: true, Now: jobtest.TestNow, CheckpointDir: ck, CheckpointInterval: time.Millisecond}, "after-manifest", 2)
 	changed := strings.Replace(strings.Replace(job, "size: 1m", "size: 2m", 1), "fn: count_distinct", "fn: count", 1)
 	s2, err := spec.Parse([]byte(changed))
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = Open(s2, RunOptions{Dir: dir, Deterministic: true, Now: testNow, CheckpointDir: ck})
+	_, err = Open(s2, RunOptions{Dir: dir, Deterministic: true, Now: jobtest.TestNow, CheckpointDir: ck})
 	if err == nil || !strings.Contains(err.Error(), "aggregate, window differ") || !strings.Contains(err.Error(), "--fresh") {
 		t.Fatalf("a changed spec must be refused naming its fields: %v", err)
 	}
-	j, err := Open(s2, RunOptions{Dir: dir, Deterministic: true, Now: testNow, CheckpointDir: ck, Fresh: true})
+	j, err := Open(s2, RunOptions{Dir: dir, Deterministic: true, Now: jobtest.TestNow, CheckpointDir: ck, Fresh: true})
 	if err != nil {
 		t.Fatalf("--fresh: %v", err)
 	}
@@ -486,8 +440,8 @@ sinks:
 		dir := t.TempDir()
 		os.WriteFile(filepath.Join(dir, "in.jsonl"), []byte(in.String()), 0o644)
 		ck := filepath.Join(dir, "ck")
-		crashRun(t, s, RunOptions{Dir: dir, Deterministic: true, Now: testNow, CheckpointDir: ck, CheckpointInterval: 5 * time.Millisecond}, "sink-committed", nth)
-		j, err := Open(s, RunOptions{Dir: dir, Deterministic: true, Now: testNow, CheckpointDir: ck, CheckpointInterval: time.Millisecond})
+		crashRun(t, s, RunOptions{Dir: dir, Deterministic: true, Now: jobtest.TestNow, CheckpointDir: ck, CheckpointInterval: 5 * time.Millisecond}, "sink-committed", nth)
+		j, err := Open(s, RunOptions{Dir: dir, Deterministic: true, Now: jobtest.TestNow, CheckpointDir: ck, CheckpointInterval: time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -507,7 +461,7 @@ sinks:
 // ends with the outputs of a run that never failed; the summary counts the
 // restart.
 func TestRestartStrategy(t *testing.T) {
-	job := fmt.Sprintf(orderJob, "jsonl", "out.jsonl")
+	job := fmt.Sprintf(jobtest.OrderJob, "jsonl", "out.jsonl")
 	refDir, refSum := runSpec(t, job, nil, RunOptions{Deterministic: true})
 	want := readOut(t, refDir)
 	p, err := spec.Parse([]byte(job))
@@ -517,8 +471,8 @@ func TestRestartStrategy(t *testing.T) {
 	dir := t.TempDir()
 	hits := 0
 	var causes []error
-	sum, err := RunRestarting(context.Background(), p, RunOptions{Dir: dir, Deterministic: true, Now: testNow,
-		CheckpointDir: filepath.Join(dir, "ck"), CheckpointInterval: time.Millisecond, CheckpointClock: everyRead(),
+	sum, err := RunRestarting(context.Background(), p, RunOptions{Dir: dir, Deterministic: true, Now: jobtest.TestNow,
+		CheckpointDir: filepath.Join(dir, "ck"), CheckpointInterval: time.Millisecond, CheckpointClock: jobtest.EveryRead(),
 		Crash: func(point string) {
 			if point == "before-manifest" {
 				if hits++; hits == 3 {
@@ -547,19 +501,19 @@ func TestRestartStrategy(t *testing.T) {
 // "finished": the next run resumes from its newest checkpoint instead of
 // starting over.
 func TestFailedRunResumes(t *testing.T) {
-	job := fmt.Sprintf(orderJob, "jsonl", "out.jsonl")
+	job := fmt.Sprintf(jobtest.OrderJob, "jsonl", "out.jsonl")
 	p, err := spec.Parse([]byte(job))
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
 	ck := filepath.Join(dir, "ck")
-	crashRun(t, p, RunOptions{Dir: dir, Deterministic: true, Now: testNow, CheckpointDir: ck, CheckpointInterval: time.Millisecond}, "before-manifest", 4)
-	if _, err := os.Stat(filepath.Join(ck, finishedMarker)); err == nil {
+	crashRun(t, p, RunOptions{Dir: dir, Deterministic: true, Now: jobtest.TestNow, CheckpointDir: ck, CheckpointInterval: time.Millisecond}, "before-manifest", 4)
+	if _, err := os.Stat(filepath.Join(ck, FinishedMarker)); err == nil {
 		t.Fatal("a failed run wrote the finished marker")
 	}
 	var info []string
-	j, err := Open(p, RunOptions{Dir: dir, Deterministic: true, Now: testNow, CheckpointDir: ck, Info: func(m string) { info = append(info, m) }})
+	j, err := Open(p, RunOptions{Dir: dir, Deterministic: true, Now: jobtest.TestNow, CheckpointDir: ck, Info: func(m string) { info = append(info, m) }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -576,7 +530,7 @@ func TestFailedRunResumes(t *testing.T) {
 // --fresh hint, and it changes no output; with Fresh it starts over and
 // ends as a run that never had checkpoints.
 func TestDamagedCheckpointsRefused(t *testing.T) {
-	job := fmt.Sprintf(orderJob, "jsonl", "out.jsonl")
+	job := fmt.Sprintf(jobtest.OrderJob, "jsonl", "out.jsonl")
 	refDir, refSum := runSpec(t, job, nil, RunOptions{Deterministic: true})
 	want := readOut(t, refDir)
 	p, err := spec.Parse([]byte(job))
@@ -585,7 +539,7 @@ func TestDamagedCheckpointsRefused(t *testing.T) {
 	}
 	dir := t.TempDir()
 	ck := filepath.Join(dir, "ck")
-	crashRun(t, p, RunOptions{Dir: dir, Deterministic: true, Now: testNow, CheckpointDir: ck, CheckpointInterval: time.Millisecond}, "after-manifest", 5)
+	crashRun(t, p, RunOptions{Dir: dir, Deterministic: true, Now: jobtest.TestNow, CheckpointDir: ck, CheckpointInterval: time.Millisecond}, "after-manifest", 5)
 	chks, err := filepath.Glob(filepath.Join(ck, "chk-*"))
 	if err != nil {
 		t.Fatal(err)
@@ -613,7 +567,7 @@ func TestDamagedCheckpointsRefused(t *testing.T) {
 		}
 	}
 	before := readOut(t, dir)
-	_, err = Open(p, RunOptions{Dir: dir, Deterministic: true, Now: testNow, CheckpointDir: ck})
+	_, err = Open(p, RunOptions{Dir: dir, Deterministic: true, Now: jobtest.TestNow, CheckpointDir: ck})
 	var de *DamagedError
 	if !errors.Is(err, ErrNoValidCheckpoint) || !errors.As(err, &de) || len(de.Skipped) != len(chks) || !strings.Contains(err.Error(), "--fresh") {
 		t.Fatalf("Open = %v, want a *DamagedError of %d checkpoints with the --fresh hint", err, len(chks))
@@ -631,7 +585,7 @@ func TestDamagedCheckpointsRefused(t *testing.T) {
 		t.Fatalf("the refused run changed out.jsonl (%d bytes, was %d)", len(after), len(before))
 	}
 	var info []string
-	j, err := Open(p, RunOptions{Dir: dir, Deterministic: true, Now: testNow, CheckpointDir: ck, Fresh: true, Info: func(m string) { info = append(info, m) }})
+	j, err := Open(p, RunOptions{Dir: dir, Deterministic: true, Now: jobtest.TestNow, CheckpointDir: ck, Fresh: true, Info: func(m string) { info = append(info, m) }})
 	if err != nil {
 		t.Fatalf("--fresh: %v", err)
 	}
@@ -649,15 +603,15 @@ func TestDamagedCheckpointsRefused(t *testing.T) {
 // was damaged after the failure) is not retried; RunRestarting returns the
 // failed attempt's summary with both errors.
 func TestRestartRefused(t *testing.T) {
-	p, err := spec.Parse([]byte(fmt.Sprintf(orderJob, "jsonl", "out.jsonl")))
+	p, err := spec.Parse([]byte(fmt.Sprintf(jobtest.OrderJob, "jsonl", "out.jsonl")))
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
 	ck := filepath.Join(dir, "ck")
 	hits, restarts := 0, 0
-	sum, err := RunRestarting(context.Background(), p, RunOptions{Dir: dir, Deterministic: true, Now: testNow,
-		CheckpointDir: ck, CheckpointInterval: time.Millisecond, CheckpointClock: everyRead(),
+	sum, err := RunRestarting(context.Background(), p, RunOptions{Dir: dir, Deterministic: true, Now: jobtest.TestNow,
+		CheckpointDir: ck, CheckpointInterval: time.Millisecond, CheckpointClock: jobtest.EveryRead(),
 		Crash: func(point string) {
 			if point == "after-manifest" {
 				if hits++; hits == 2 {
@@ -718,8 +672,8 @@ sinks:
 		t.Fatal(err)
 	}
 	ck := filepath.Join(dir, "ck")
-	crashRun(t, p, RunOptions{Dir: dir, Deterministic: true, Now: testNow, CheckpointDir: ck, CheckpointInterval: time.Nanosecond}, "after-manifest", 3)
-	j, err := Open(p, RunOptions{Dir: dir, Deterministic: true, Now: testNow, CheckpointDir: ck})
+	crashRun(t, p, RunOptions{Dir: dir, Deterministic: true, Now: jobtest.TestNow, CheckpointDir: ck, CheckpointInterval: time.Nanosecond}, "after-manifest", 3)
+	j, err := Open(p, RunOptions{Dir: dir, Deterministic: true, Now: jobtest.TestNow, CheckpointDir: ck})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -738,7 +692,7 @@ sinks:
 // in-memory run's, byte for byte.
 func TestPebbleState(t *testing.T) {
 	for _, window := range []string{"{type: tumbling, size: 1m}", "{type: session, gap: 20s}"} {
-		job := strings.Replace(fmt.Sprintf(orderJob, "jsonl", "out.jsonl"), "{type: tumbling, size: 1m}", window, 1)
+		job := strings.Replace(fmt.Sprintf(jobtest.OrderJob, "jsonl", "out.jsonl"), "{type: tumbling, size: 1m}", window, 1)
 		refDir, refSum := runSpec(t, job, nil, RunOptions{Deterministic: true})
 		want := readOut(t, refDir)
 		p, err := spec.Parse([]byte(job + "state: {backend: pebble, cache: 10}\n"))
@@ -747,8 +701,8 @@ func TestPebbleState(t *testing.T) {
 		}
 		dir := t.TempDir()
 		ck := filepath.Join(dir, "ck")
-		crashRun(t, p, RunOptions{Dir: dir, Deterministic: true, Now: testNow, CheckpointDir: ck, CheckpointInterval: time.Millisecond}, "after-manifest", 5)
-		j, err := Open(p, RunOptions{Dir: dir, Deterministic: true, Now: testNow, CheckpointDir: ck})
+		crashRun(t, p, RunOptions{Dir: dir, Deterministic: true, Now: jobtest.TestNow, CheckpointDir: ck, CheckpointInterval: time.Millisecond}, "after-manifest", 5)
+		j, err := Open(p, RunOptions{Dir: dir, Deterministic: true, Now: jobtest.TestNow, CheckpointDir: ck})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -4,9 +4,6 @@ import (
 	"bufio"
 	"cmp"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -25,6 +22,7 @@ import (
 	"github.com/weirstream/weir/connector/pgio"
 	"github.com/weirstream/weir/connector/sqliteio"
 	"github.com/weirstream/weir/etime"
+	"github.com/weirstream/weir/internal/outfmt"
 	"github.com/weirstream/weir/internal/record"
 	"github.com/weirstream/weir/ledger"
 	"github.com/weirstream/weir/spec"
@@ -339,11 +337,11 @@ func (j *Job) openSinks(o RunOptions, offsets map[string]int64) error {
 	var stdout *lineSink
 	var src os.FileInfo
 	if t := j.plan.Spec.Source.Type; t == "file" {
-		src, _ = os.Stat(o.path(j.plan.Spec.Source.Path))
+		src, _ = os.Stat(o.Path(j.plan.Spec.Source.Path))
 	}
 	// sinkPath resolves a sink's path, refusing the input file.
 	sinkPath := func(k *spec.Sink) (string, error) {
-		path := o.path(k.Path)
+		path := o.Path(k.Path)
 		if fi, err := os.Stat(path); err == nil && src != nil && os.SameFile(fi, src) {
 			return "", fmt.Errorf("sink %s is the input file %s; writing it would destroy the input", k.Path, j.plan.Spec.Source.Path)
 		}
@@ -385,7 +383,7 @@ func (j *Job) openSinks(o RunOptions, offsets map[string]int64) error {
 		return err
 	}
 	if a := j.plan.Spec.Archive; a != nil {
-		ar, last, err := newArchiveWriter(RunOptions{Dir: j.runDir}.path(a.Dir), j.env.Options().Logger, j.fresh, j.appendRuns)
+		ar, last, err := newArchiveWriter(RunOptions{Dir: j.runDir}.Path(a.Dir), j.env.Options().Logger, j.fresh, j.appendRuns)
 		if err != nil {
 			return err
 		}
@@ -498,7 +496,7 @@ func (j *Job) openResults(r *spec.Sink, open func(string, *spec.Sink) (*lineSink
 	case "postgres":
 		o := j.pgOptions("results", r)
 		o.Job = j.plan.Spec.Name
-		keys, vals := pgColumns(j.plan)
+		keys, vals := outfmt.PgColumns(j.plan)
 		db, err := pgio.Open(j.sinkCtx, r.URL, r.Table, keys, vals, o)
 		if err != nil {
 			return fmt.Errorf("sinks.results: %w", err)
@@ -575,67 +573,8 @@ type jsonlResults struct {
 }
 
 func (w *jsonlResults) write(r window.Result[string, []byte]) error {
-	w.buf = appendResult(w.buf[:0], w.plan, w.j.run, r)
+	w.buf = outfmt.AppendResult(w.buf[:0], w.plan, w.j.run, r)
 	return w.s.write(w.buf)
-}
-
-// appendResult renders a result as a JSON object: key fields, window,
-// firing, pane, watermark, then the aggregates.
-func appendResult(b []byte, plan *spec.Plan, run int64, r window.Result[string, []byte]) []byte {
-	start := len(b)
-	b = appendResultKey(b, plan, r)
-	if len(b)-start == 2 { // {}: no key fields, the global window
-		b = b[:len(b)-1]
-	} else {
-		b[len(b)-1] = ','
-	}
-	b = append(b, `"firing":"`...)
-	b = append(b, r.Firing.String()...)
-	b = append(b, `","run":`...)
-	b = strconv.AppendInt(b, run, 10)
-	b = append(b, `,"pane":`...)
-	b = strconv.AppendInt(b, r.Pane, 10)
-	b = append(b, `,"watermark":`...)
-	b = strconv.AppendInt(b, int64(r.Watermark), 10)
-	if r.Firing != window.Retract {
-		rest := r.Value
-		for _, a := range plan.Spec.Aggregate {
-			b = append(b, ',')
-			b = weir.AppendJSONString(b, a.Name)
-			b = append(b, ':')
-			n := slices.Index(rest, 0)
-			b = append(b, rest[:n]...)
-			rest = rest[n+1:]
-		}
-	}
-	return append(b, '}')
-}
-
-// appendResultKey renders what identifies a result's row, its key fields
-// and window, as a JSON object (a Kafka record key).
-func appendResultKey(b []byte, plan *spec.Plan, r window.Result[string, []byte]) []byte {
-	b = append(b, '{')
-	keys := plan.Spec.Key
-	vals := splitKey(r.Key, len(keys))
-	for i, k := range keys {
-		b = weir.AppendJSONString(b, k)
-		b = append(b, ':')
-		b = append(b, vals[i]...)
-		b = append(b, ',')
-	}
-	if r.Window != window.Global {
-		b = append(b, `"window_start":`...)
-		b = strconv.AppendInt(b, int64(r.Window.Start), 10)
-		b = append(b, `,"window_end":`...)
-		b = strconv.AppendInt(b, int64(r.Window.End), 10)
-		b = append(b, ',')
-	}
-	if b[len(b)-1] == ',' {
-		b[len(b)-1] = '}'
-	} else {
-		b = append(b, '}')
-	}
-	return b
 }
 
 func (w *jsonlResults) close() error  { return w.s.close() }
@@ -677,7 +616,7 @@ func tableWindow(w window.Window) (etime.Time, etime.Time) {
 // columns calls add for each key field and each aggregate of a result,
 // with its JSON value.
 func columns(r window.Result[string, []byte], keys, vals []string, add func(key bool, name string, v []byte)) {
-	for i, v := range splitKey(r.Key, len(keys)) {
+	for i, v := range outfmt.SplitKey(r.Key, len(keys)) {
 		add(true, keys[i], []byte(v))
 	}
 	rest := r.Value
@@ -753,15 +692,9 @@ func (j *Job) flushDue(pending, batch int) bool {
 // pgOptions are the pgio options of the Postgres sink k, called name:
 // its timeouts, its logger naming it, and the job's stop.
 func (j *Job) pgOptions(name string, k *spec.Sink) pgio.Options {
-	o := pgTimes(k)
+	o := outfmt.PgTimes(k)
 	o.Logger, o.Stopping = j.env.Options().Logger.With("sink", name), j.stopping
 	return o
-}
-
-// pgTimes are the Postgres sink k's timeout, retry_for and
-// connect_retry_for as pgio options (zero where unset: pgio's defaults).
-func pgTimes(k *spec.Sink) pgio.Options {
-	return pgio.Options{Timeout: spec.DurOr(k.Timeout, 0).Std(), RetryFor: spec.DurOr(k.RetryFor, 0).Std(), ConnectRetryFor: spec.DurOr(k.ConnectRetryFor, 0).Std()}
 }
 
 func (w *pgResults) commit() error { return w.db.Flush(context.Background()) }
@@ -778,13 +711,6 @@ func (w *pgResults) close() error {
 
 func (w *sqliteResults) close() error  { return w.db.Close() }
 func (w *sqliteResults) commit() error { return w.db.Flush(context.Background()) }
-
-func splitKey(k string, n int) []string {
-	if n == 0 {
-		return nil
-	}
-	return strings.SplitN(k, record.KeySep, n)
-}
 
 // lateItem is a too-late record as an item: its line has the entry id,
 // the record, its key, the windows it missed, the watermark at arrival and
@@ -930,7 +856,7 @@ func (j *Job) RecentLate() []LateRecord {
 func (j *Job) appendLateMeta(b []byte, l window.LateRecord[string, record.Record]) []byte {
 	b = append(b, `{"key":{`...)
 	keys := j.plan.Spec.Key
-	for i, v := range splitKey(l.Key, len(keys)) {
+	for i, v := range outfmt.SplitKey(l.Key, len(keys)) {
 		if i > 0 {
 			b = append(b, ',')
 		}
@@ -954,24 +880,12 @@ func (j *Job) appendLateMeta(b []byte, l window.LateRecord[string, record.Record
 	return append(b, '}')
 }
 
-// specHash identifies what a ledger entry means to a backfill: the key,
-// the window, the aggregates and how timestamps are read. A backfill
-// refuses entries written under another (their windows or accumulators
-// would not match), unless told to accept that hash.
-func specHash(p *spec.Plan) string {
-	s := p.Spec
-	b, _ := json.Marshal(map[string]any{"time": p.Time, "ts_field": p.TSField, "ts_unit": p.TSUnit,
-		"key": s.Key, "window": s.Window, "aggregate": s.Aggregate})
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:4])
-}
-
 // CorrectionsPath is where weir backfill appends the revisions of a job
 // with jsonl results: beside the results file, with .backfill before the
 // extension (results.jsonl: results.backfill.jsonl). Not the results file
 // itself: a restore of the live job cuts that back to its checkpoint.
 func CorrectionsPath(p *spec.Plan, dir string) string {
-	path := RunOptions{Dir: dir}.path(p.Spec.Sinks.Results.Path)
+	path := RunOptions{Dir: dir}.Path(p.Spec.Sinks.Results.Path)
 	base, ext := path, ""
 	if i := strings.LastIndexByte(path, '.'); i > strings.LastIndexByte(path, '/') {
 		base, ext = path[:i], path[i:]

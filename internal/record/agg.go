@@ -751,3 +751,14 @@ func (a *Acc) UnmarshalBinary(b []byte) error {
 	}
 	return r.Err
 }
+
+// SplitResult splits Aggregator.Result into its first n JSON values.
+func SplitResult(b []byte, n int) []string {
+	out := make([]string, 0, n)
+	for len(b) > 0 && len(out) < n {
+		i := slices.Index(b, 0)
+		out = append(out, string(b[:i]))
+		b = b[i+1:]
+	}
+	return out
+}

@@ -1,4 +1,4 @@
-package job
+package backfill
 
 import (
 	"bytes"
@@ -27,7 +27,9 @@ import (
 	"github.com/weirstream/weir/connector/pgio"
 	"github.com/weirstream/weir/connector/sqliteio"
 	"github.com/weirstream/weir/etime"
+	"github.com/weirstream/weir/internal/outfmt"
 	"github.com/weirstream/weir/internal/record"
+	"github.com/weirstream/weir/job"
 	"github.com/weirstream/weir/ledger"
 	"github.com/weirstream/weir/spec"
 	"github.com/weirstream/weir/window"
@@ -162,7 +164,7 @@ func Backfill(p *spec.Plan, o BackfillOptions) (BackfillReport, error) {
 	if d := src.describe(cut); d != "" {
 		desc = fmt.Sprintf("%s; live watermark %s", d, wm)
 	}
-	rep.Cut, rep.Watermark, rep.SpecHash = desc, wm, specHash(p)
+	rep.Cut, rep.Watermark, rep.SpecHash = desc, wm, outfmt.SpecHash(p)
 	if s.Window.Type == "session" {
 		rep.RefusedReason = "session windows: a late record can merge sessions, whose published rows would have to be retracted; weir does not revise session windows"
 	}
@@ -323,7 +325,7 @@ func reviseBatch(p *spec.Plan, o *BackfillOptions, st windowStore, rep *Backfill
 		return st.commit()
 	}
 	r, _ := st.(retrier)
-	t := pgTimes(p.Spec.Sinks.Results)
+	t := outfmt.PgTimes(p.Spec.Sinks.Results)
 	limit := cmp.Or(t.RetryFor, t.ConnectRetryFor, pgio.DefaultConnectRetryFor)
 	start, backoff := time.Now(), pgio.DefaultMinBackoff
 	bo := *o
@@ -420,7 +422,7 @@ func openSQLStore(p *spec.Plan, o BackfillOptions) (*sqlStore, error) {
 	if err != nil {
 		return nil, err
 	}
-	st := &sqlStore{db: db, p: p, o: &o, timeout: cmp.Or(pgTimes(p.Spec.Sinks.Results).Timeout, pgio.DefaultTimeout)}
+	st := &sqlStore{db: db, p: p, o: &o, timeout: cmp.Or(outfmt.PgTimes(p.Spec.Sinks.Results).Timeout, pgio.DefaultTimeout)}
 	if err := db.db.QueryRow(db.maxRun, p.Spec.Name).Scan(&st.newest); err != nil {
 		db.close()
 		return nil, err
@@ -577,13 +579,13 @@ func backfillCut(p *spec.Plan, dir string) (cut *ledgerCut, wm etime.Time, desc 
 	if c == nil || c.Dir == "" {
 		return nil, etime.MaxTime, "all of it; the job has no checkpoints, so its run is taken as ended", 0, nil
 	}
-	cdir := RunOptions{Dir: dir}.path(c.Dir)
+	cdir := job.RunOptions{Dir: dir}.Path(c.Dir)
 	none := &ledgerCut{pos: map[string]ledger.Pos{}}
 	oc, id, err := latestCounters(cdir)
 	if err != nil {
 		return nil, 0, "", 0, err
 	}
-	if _, err := os.Stat(filepath.Join(cdir, finishedMarker)); err == nil {
+	if _, err := os.Stat(filepath.Join(cdir, job.FinishedMarker)); err == nil {
 		if oc != nil {
 			since = oc.Since
 		}
@@ -602,7 +604,7 @@ func backfillCut(p *spec.Plan, dir string) (cut *ledgerCut, wm etime.Time, desc 
 
 // latestCounters reads the output counters of the newest checkpoint in
 // cdir (nil: none yet).
-func latestCounters(cdir string) (*outCounters, int64, error) {
+func latestCounters(cdir string) (*job.OutCounters, int64, error) {
 	st, err := checkpoint.OpenReadOnly(cdir)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, 0, nil
@@ -626,7 +628,7 @@ func latestCounters(cdir string) (*outCounters, int64, error) {
 			}
 			return nil, 0, cmp.Or(err, fmt.Errorf("checkpoint %d has no output part", cp.ID))
 		}
-		oc := &outCounters{Watermark: etime.MinTime}
+		oc := &job.OutCounters{Watermark: etime.MinTime}
 		if err := json.Unmarshal(b, oc); err != nil {
 			return nil, 0, fmt.Errorf("checkpoint %d: corrupt output part: %w", cp.ID, err)
 		}
@@ -693,7 +695,7 @@ func openResultsDB(p *spec.Plan, dir string, create bool) (*resultsDB, error) {
 	if d.pg {
 		d.db, err = sql.Open("pgx", r.URL)
 	} else {
-		d.db, err = sql.Open("sqlite", sqliteio.DSN(RunOptions{Dir: dir}.path(r.Path)))
+		d.db, err = sql.Open("sqlite", sqliteio.DSN(job.RunOptions{Dir: dir}.Path(r.Path)))
 	}
 	if err != nil {
 		return nil, err
@@ -702,8 +704,8 @@ func openResultsDB(p *spec.Plan, dir string, create bool) (*resultsDB, error) {
 	if d.pg {
 		// A table of another layout (of weir before typed columns) is
 		// refused as the sink refuses it.
-		keys, vals := pgColumns(p)
-		if err := pgio.CheckTable(context.Background(), r.URL, table, keys, vals, pgTimes(r)); err != nil {
+		keys, vals := outfmt.PgColumns(p)
+		if err := pgio.CheckTable(context.Background(), r.URL, table, keys, vals, outfmt.PgTimes(r)); err != nil {
 			d.db.Close()
 			return nil, err
 		}
@@ -740,7 +742,7 @@ func openResultsDB(p *spec.Plan, dir string, create bool) (*resultsDB, error) {
 	}
 	// The placeholder of a key or value column: typed as the sink's in
 	// Postgres.
-	keyDefs, valDefs := pgColumns(p)
+	keyDefs, valDefs := outfmt.PgColumns(p)
 	ph := func(def pgio.ColumnDef) string {
 		if d.pg {
 			return "?::" + def.Type.String()
@@ -923,7 +925,7 @@ func (w *backfillWindow) apply(st windowStore, entries []decodedEntry) error {
 			w.rep.FloatOverflow++
 		}
 	}
-	result := splitResult(value, n)
+	result := record.SplitResult(value, n)
 	if w.o.Out != nil {
 		fmt.Fprintf(w.o.Out, "window %s [%d,%d): %d entries, pane %d -> %d: %s\n", w.key, w.start, w.end, applied, pane, pane+1, strings.Join(result[:len(w.agg.Fns)], " "))
 	}
@@ -959,17 +961,6 @@ func entryNo(id string) int64 {
 
 // isNumberText reports whether a stored JSON value is a number.
 func isNumberText(v string) bool { return v != "" && (v[0] == '-' || v[0] >= '0' && v[0] <= '9') }
-
-// splitResult splits aggFunc.Result into its JSON values.
-func splitResult(b []byte, n int) []string {
-	out := make([]string, 0, n)
-	for len(b) > 0 && len(out) < n {
-		i := slices.Index(b, 0)
-		out = append(out, string(b[:i]))
-		b = b[i+1:]
-	}
-	return out
-}
 
 func quoteSQL(name string) string { return `"` + strings.ReplaceAll(name, `"`, `""`) + `"` }
 

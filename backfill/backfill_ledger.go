@@ -1,4 +1,4 @@
-package job
+package backfill
 
 import (
 	"bytes"
@@ -16,6 +16,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/weirstream/weir/connector/kafkaio"
+	"github.com/weirstream/weir/internal/outfmt"
+	"github.com/weirstream/weir/job"
 	"github.com/weirstream/weir/spec"
 
 	"github.com/weirstream/weir/ledger"
@@ -69,7 +71,7 @@ func openLedgerSource(p *spec.Plan, o BackfillOptions) (ledgerSource, error) {
 		case k.sink == nil:
 			continue
 		case k.sink.Type == "ledger":
-			f := &fileLedger{name: k.name, dir: LedgerDir(p, o.Dir, k.sink)}
+			f := &fileLedger{name: k.name, dir: job.LedgerDir(p, o.Dir, k.sink)}
 			if !o.DryRun {
 				unlock, err := ledger.Lock(f.dir)
 				if err != nil {
@@ -191,7 +193,7 @@ func (k *kafkaLedger) scan(_ *ledgerCut, fn func(ledger.Entry) error) ([]string,
 		}
 		e.Kind, e.Reason, e.ArrivedAt = "late", k.topics[r.Topic], r.Timestamp.UnixMilli()
 		ferr = fn(e)
-	}, kafkaOpts(k.sink.TLS, k.sink.SASL)...)
+	}, outfmt.KafkaOpts(k.sink.TLS, k.sink.SASL)...)
 	return bad, errors.Join(err, ferr)
 }
 

@@ -1,4 +1,4 @@
-package job
+package backfill
 
 import (
 	"bytes"
@@ -15,7 +15,9 @@ import (
 	"github.com/weirstream/weir/connector/sqliteio"
 	"github.com/weirstream/weir/etime"
 	"github.com/weirstream/weir/internal/archive"
+	"github.com/weirstream/weir/internal/outfmt"
 	"github.com/weirstream/weir/internal/record"
+	"github.com/weirstream/weir/job"
 	"github.com/weirstream/weir/spec"
 	"github.com/weirstream/weir/window"
 )
@@ -49,24 +51,24 @@ func openArchiveStore(p *spec.Plan, o BackfillOptions, wm etime.Time) (*archiveS
 	var pub publisher
 	switch {
 	case r.Type == "kafka":
-		cl, err := kgo.NewClient(append(kafkaOpts(r.TLS, r.SASL), kgo.SeedBrokers(r.Brokers...), kgo.DefaultProduceTopic(r.Topic),
+		cl, err := kgo.NewClient(append(outfmt.KafkaOpts(r.TLS, r.SASL), kgo.SeedBrokers(r.Brokers...), kgo.DefaultProduceTopic(r.Topic),
 			kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(0))...)
 		if err != nil {
 			return nil, fmt.Errorf("sinks.results: %w", err)
 		}
 		pub = kafkaPublisher{cl}
 	case r.Type == "jsonl" && r.Path != "" && r.Path != "-":
-		pub = &filePublisher{path: CorrectionsPath(p, o.Dir)}
+		pub = &filePublisher{path: job.CorrectionsPath(p, o.Dir)}
 	default:
 		return nil, fmt.Errorf("backfill publishes the revisions of archived windows to a jsonl results file or a Kafka topic; sinks.results is %s %s", r.Type, r.Path)
 	}
 	// The live job has the archive open for each commit (a moment):
 	// wait for it.
-	a, err := archive.OpenWait(RunOptions{Dir: o.Dir}.path(p.Spec.Archive.Dir), archiveOpenWait, 20*time.Millisecond)
+	a, err := archive.OpenWait(job.RunOptions{Dir: o.Dir}.Path(p.Spec.Archive.Dir), job.ArchiveOpenWait, 20*time.Millisecond)
 	if err != nil {
 		pub.close()
 		if errors.Is(err, archive.ErrBusy) {
-			err = fmt.Errorf("%w for %v: another backfill runs, or the live job's commit is stuck", err, archiveOpenWait)
+			err = fmt.Errorf("%w for %v: another backfill runs, or the live job's commit is stuck", err, job.ArchiveOpenWait)
 		}
 		return nil, err
 	}
@@ -125,7 +127,7 @@ func (s *archiveStore) load(w *backfillWindow) (*record.Acc, int64, error) {
 	}
 	w.run = run
 	n := w.agg.Width()
-	parts := splitResult(value, n)
+	parts := record.SplitResult(value, n)
 	if len(parts) != n {
 		return nil, 0, fmt.Errorf("the archive's row has %d values, want %d", len(parts), n)
 	}
@@ -151,7 +153,7 @@ func (s *archiveStore) write(w *backfillWindow, pane int64, values []string, ids
 	r := window.Result[string, []byte]{Key: s.key, Window: window.Window{Start: etime.Time(w.start), End: etime.Time(w.end)},
 		Firing: window.Backfill, Pane: pane, Watermark: w.wm, Value: value}
 	s.revs = append(s.revs, archive.Revision{Key: s.key, Start: r.Window.Start, End: r.Window.End, Run: w.run, Pane: pane, Value: value, IDs: ids,
-		RecordKey: appendResultKey(nil, s.p, r), Line: appendResult(nil, s.p, w.run, r)})
+		RecordKey: outfmt.AppendResultKey(nil, s.p, r), Line: outfmt.AppendResult(nil, s.p, w.run, r)})
 	return nil
 }
 
@@ -275,7 +277,7 @@ type kafkaPublisher struct{ cl *kgo.Client }
 func (k kafkaPublisher) publish(revs []archive.Outboxed) error {
 	recs := make([]*kgo.Record, len(revs))
 	for i, r := range revs {
-		recs[i] = &kgo.Record{Key: r.RecordKey, Value: r.Line, Headers: resultHeaders(window.Backfill, r.Run, r.Pane)}
+		recs[i] = &kgo.Record{Key: r.RecordKey, Value: r.Line, Headers: outfmt.ResultHeaders(window.Backfill, r.Run, r.Pane)}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

@@ -1,4 +1,4 @@
-package job
+package backfill
 
 import (
 	"bytes"
@@ -25,7 +25,9 @@ import (
 	"github.com/weirstream/weir/connector/sqliteio"
 	"github.com/weirstream/weir/etime"
 	"github.com/weirstream/weir/internal/jsonnum"
+	"github.com/weirstream/weir/internal/outfmt"
 	"github.com/weirstream/weir/internal/record"
+	"github.com/weirstream/weir/job"
 	"github.com/weirstream/weir/spec"
 	"github.com/weirstream/weir/window"
 )
@@ -56,7 +58,7 @@ func Complete(p *spec.Plan, dir string) (*Answer, error) {
 	ctx := context.Background()
 	never := func() bool { return false }
 	always := func() bool { return true }
-	src, _, err := lineSource(p, RunOptions{Dir: dir}, nil, always, never)
+	src, _, err := job.LineSource(p, job.RunOptions{Dir: dir}, nil, always, never)
 	if err != nil {
 		return nil, err
 	}
@@ -123,7 +125,7 @@ func Complete(p *spec.Plan, dir string) (*Answer, error) {
 	}
 	for id, ac := range accs {
 		agg.CollectInInputOrder(ac)
-		vals := splitResult(agg.Result(ac), len(agg.Fns))
+		vals := record.SplitResult(agg.Result(ac), len(agg.Fns))
 		for i, v := range vals {
 			vals[i] = valueCanonical(p, []byte(v))
 		}
@@ -136,7 +138,7 @@ func Complete(p *spec.Plan, dir string) (*Answer, error) {
 // decoder's canonical texts), as the job's results store them (keyText),
 // and its window.
 func rowID(p *spec.Plan, key string, w window.Window) string {
-	keys := splitKey(key, len(p.Spec.Key))
+	keys := outfmt.SplitKey(key, len(p.Spec.Key))
 	for i, k := range keys {
 		keys[i] = keyText(p, []byte(k))
 	}
@@ -167,7 +169,7 @@ func keyText(p *spec.Plan, k []byte) string {
 	var x any
 	var err error
 	if r := p.Spec.Sinks.Results; r != nil && r.Type == "postgres" {
-		x, err = pgKeyText(k)
+		x, err = outfmt.PgKeyText(k)
 	} else {
 		x, err = sqliteio.Value(k)
 	}
@@ -286,7 +288,7 @@ func CheckComplete(p *spec.Plan, dir string) error {
 		}
 		return nil
 	case "file":
-		path := RunOptions{Dir: dir}.path(s.Source.Path)
+		path := job.RunOptions{Dir: dir}.Path(s.Source.Path)
 		if _, err := os.Stat(path); err != nil {
 			return fmt.Errorf("the complete answer reads the input again, and the source file cannot be read: %w", err)
 		}
@@ -364,11 +366,11 @@ func latestResults(p *spec.Plan, dir string) (map[string][]string, error) {
 			if ferr == nil {
 				ferr = f.add(rec.Value)
 			}
-		}, kafkaOpts(r.TLS, r.SASL)...)
+		}, outfmt.KafkaOpts(r.TLS, r.SASL)...)
 		return f.got, errors.Join(err, ferr)
 	}
-	results := RunOptions{Dir: dir}.path(r.Path)
-	for _, path := range []string{results, CorrectionsPath(p, dir)} {
+	results := job.RunOptions{Dir: dir}.Path(r.Path)
+	for _, path := range []string{results, job.CorrectionsPath(p, dir)} {
 		b, err := os.ReadFile(path)
 		if errors.Is(err, os.ErrNotExist) && path != results {
 			continue

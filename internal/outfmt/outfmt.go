@@ -1,0 +1,199 @@
+// Package outfmt is the format of a job spec's durable outputs, which
+// the runner (package job) writes and backfill and the complete answer
+// read back: a result's JSON line and its key, the Kafka headers and
+// client options of results topics, the Postgres columns of a results
+// table and the text of their keys, and the spec hash that ledger entries
+// carry.
+package outfmt
+
+import (
+	"crypto/sha256"
+	"crypto/tls"
+	"encoding/hex"
+	"encoding/json"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
+	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/connector/pgio"
+	"github.com/weirstream/weir/internal/record"
+	"github.com/weirstream/weir/spec"
+	"github.com/weirstream/weir/window"
+)
+
+// PgColumns are the key and value columns of the job's Postgres results
+// table, with their SQL types, so that the table answers plain SQL
+// (SELECT sum(orders) ... WHERE user_id = 'u1'). The sink, the backfill
+// and the complete answer all take the layout from here.
+//
+// Keys are text: the spec does not type its key fields, and a key is
+// looked up as a string (WHERE user_id = 'u1'; a number key 7 is '7',
+// pgio.Text). Aggregates take pgAggType; the accumulators' column
+// (accColumn) is text, holding the accumulator text.
+func PgColumns(p *spec.Plan) (keys, values []pgio.ColumnDef) {
+	keys = pgio.Defs(pgio.Text, p.Spec.Key...)
+	for _, a := range p.Spec.Aggregate {
+		values = append(values, pgio.ColumnDef{Name: a.Name, Type: pgAggType(a)})
+	}
+	if record.KeepsAccs(p) {
+		values = append(values, pgio.ColumnDef{Name: spec.AccColumn, Type: pgio.Text})
+	}
+	return keys, values
+}
+
+// pgAggType is the SQL type of an aggregate's column, the type of every
+// value it can have:
+//
+//   - count and count_distinct: bigint;
+//   - sum, avg, min and max of type float: double precision (float64
+//     arithmetic);
+//   - sum, avg, min and max of type decimal (the default): numeric. A
+//     decimal sum is an int64 while its inputs are integers and it fits,
+//     then an exact decimal of up to 38 digits (beyond, a float64): the
+//     spec does not know which, so bigint would fail on the first
+//     fraction and double precision would round the decimals; numeric
+//     holds each of them exactly, and sum() of it is exact;
+//   - first, last and collect: jsonb (any JSON value; collect an array).
+func pgAggType(a spec.Aggregate) pgio.Type {
+	switch a.Fn {
+	case "count", "count_distinct":
+		return pgio.BigInt
+	case "sum", "avg", "min", "max":
+		if a.Type == "float" {
+			return pgio.Double
+		}
+		return pgio.Numeric
+	}
+	return pgio.JSONB
+}
+
+// PgKeyText is a key value (its canonical JSON) as a Postgres results
+// table holds it: the text of its text column (pgio.Text).
+func PgKeyText(v []byte) (string, error) {
+	x, err := pgio.Arg(pgio.Text, v, true)
+	if err != nil {
+		return "", err
+	}
+	return x.(string), nil
+}
+
+// KafkaOpts are the client options of TLS and SASL settings.
+func KafkaOpts(useTLS bool, s *spec.SASL) []kgo.Opt {
+	var opts []kgo.Opt
+	if useTLS {
+		opts = append(opts, kgo.DialTLSConfig(&tls.Config{MinVersion: tls.VersionTLS12}))
+	}
+	if s != nil {
+		switch s.Mechanism {
+		case "plain":
+			opts = append(opts, kgo.SASL(plain.Auth{User: s.User, Pass: s.Password}.AsMechanism()))
+		case "scram-sha-256":
+			opts = append(opts, kgo.SASL(scram.Auth{User: s.User, Pass: s.Password}.AsSha256Mechanism()))
+		case "scram-sha-512":
+			opts = append(opts, kgo.SASL(scram.Auth{User: s.User, Pass: s.Password}.AsSha512Mechanism()))
+		}
+	}
+	return opts
+}
+
+// ResultHeaders are the headers of a result record in Kafka: its firing
+// kind, run and pane, by which readers fold revisions: the highest (run,
+// pane) of a window wins, so a new run's pane 0 replaces an earlier
+// run's pane 5 (a topic cannot be started over as a file can).
+func ResultHeaders(firing window.Firing, run, pane int64) []kgo.RecordHeader {
+	return []kgo.RecordHeader{
+		{Key: "weir-firing", Value: []byte(firing.String())},
+		{Key: "weir-run", Value: strconv.AppendInt(nil, run, 10)},
+		{Key: "weir-pane", Value: strconv.AppendInt(nil, pane, 10)},
+	}
+}
+
+// AppendResult renders a result as a JSON object: key fields, window,
+// firing, pane, watermark, then the aggregates.
+func AppendResult(b []byte, plan *spec.Plan, run int64, r window.Result[string, []byte]) []byte {
+	start := len(b)
+	b = AppendResultKey(b, plan, r)
+	if len(b)-start == 2 { // {}: no key fields, the global window
+		b = b[:len(b)-1]
+	} else {
+		b[len(b)-1] = ','
+	}
+	b = append(b, `"firing":"`...)
+	b = append(b, r.Firing.String()...)
+	b = append(b, `","run":`...)
+	b = strconv.AppendInt(b, run, 10)
+	b = append(b, `,"pane":`...)
+	b = strconv.AppendInt(b, r.Pane, 10)
+	b = append(b, `,"watermark":`...)
+	b = strconv.AppendInt(b, int64(r.Watermark), 10)
+	if r.Firing != window.Retract {
+		rest := r.Value
+		for _, a := range plan.Spec.Aggregate {
+			b = append(b, ',')
+			b = weir.AppendJSONString(b, a.Name)
+			b = append(b, ':')
+			n := slices.Index(rest, 0)
+			b = append(b, rest[:n]...)
+			rest = rest[n+1:]
+		}
+	}
+	return append(b, '}')
+}
+
+// AppendResultKey renders what identifies a result's row, its key fields
+// and window, as a JSON object (a Kafka record key).
+func AppendResultKey(b []byte, plan *spec.Plan, r window.Result[string, []byte]) []byte {
+	b = append(b, '{')
+	keys := plan.Spec.Key
+	vals := SplitKey(r.Key, len(keys))
+	for i, k := range keys {
+		b = weir.AppendJSONString(b, k)
+		b = append(b, ':')
+		b = append(b, vals[i]...)
+		b = append(b, ',')
+	}
+	if r.Window != window.Global {
+		b = append(b, `"window_start":`...)
+		b = strconv.AppendInt(b, int64(r.Window.Start), 10)
+		b = append(b, `,"window_end":`...)
+		b = strconv.AppendInt(b, int64(r.Window.End), 10)
+		b = append(b, ',')
+	}
+	if b[len(b)-1] == ',' {
+		b[len(b)-1] = '}'
+	} else {
+		b = append(b, '}')
+	}
+	return b
+}
+
+// PgTimes are the Postgres sink k's timeout, retry_for and
+// connect_retry_for as pgio options (zero where unset: pgio's defaults).
+func PgTimes(k *spec.Sink) pgio.Options {
+	return pgio.Options{Timeout: spec.DurOr(k.Timeout, 0).Std(), RetryFor: spec.DurOr(k.RetryFor, 0).Std(), ConnectRetryFor: spec.DurOr(k.ConnectRetryFor, 0).Std()}
+}
+
+// SplitKey splits a record key (record.KeySep between its n values) into
+// the canonical JSON of each value.
+func SplitKey(k string, n int) []string {
+	if n == 0 {
+		return nil
+	}
+	return strings.SplitN(k, record.KeySep, n)
+}
+
+// SpecHash identifies what a ledger entry means to a backfill: the key,
+// the window, the aggregates and how timestamps are read. A backfill
+// refuses entries written under another (their windows or accumulators
+// would not match), unless told to accept that hash.
+func SpecHash(p *spec.Plan) string {
+	s := p.Spec
+	b, _ := json.Marshal(map[string]any{"time": p.Time, "ts_field": p.TSField, "ts_unit": p.TSUnit,
+		"key": s.Key, "window": s.Window, "aggregate": s.Aggregate})
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:4])
+}

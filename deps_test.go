@@ -12,7 +12,8 @@ import (
 // import only the leaves before them, the runtime knows nothing of
 // windows, the root package imports no concrete connector and no state
 // backend other than the default in-memory one, the job spec compiles
-// without I/O, and only cli and cmd/weir import the job runner.
+// without the engine or any connector (TestSpecDeps checks its whole
+// closure), and only cli, backfill and cmd/weir import the job runner.
 func TestDependencyRules(t *testing.T) {
 	const mod = "github.com/weirstream/weir"
 	allowed := map[string][]string{
@@ -47,7 +48,7 @@ func TestDependencyRules(t *testing.T) {
 		"connector/all": {"connector", "connector/fileio", "connector/genio", "connector/kafkaio", "connector/natsio", "connector/pgio", "connector/sqliteio", "ledger"},
 		// The job spec compiles: it does no I/O, imports no connector, and
 		// resolves type: through the connector registry.
-		"spec": {".", "connector", "etime", "window", "trigger"},
+		"spec": {"connector", "etime", "window", "trigger"},
 		// Record decoding and the declarative aggregates of a plan.
 		"internal/record": {".", "spec", "etime", "clock", "state", "connector/fileio", "internal/jsonnum"},
 		// The format of a job spec's outputs, shared by the runner and backfill.
@@ -64,7 +65,7 @@ func TestDependencyRules(t *testing.T) {
 		"internal/admin":   {"internal/monitor", "internal/doctor"},
 		"internal/doctor":  {"internal/monitor"},
 		"internal/monitor": {".", "etime", "metrics"},
-		"cli":              {".", "spec", "job", "backfill", "connector", "etime", "nexmark", "internal/benchutil", "connector/fileio", "connector/genio", "connector/kafkaio", "metrics", "internal/admin", "internal/monitor", "internal/doctor", "ledger"},
+		"cli":              {".", "spec", "job", "backfill", "connector", "connector/all", "etime", "nexmark", "internal/benchutil", "connector/fileio", "connector/genio", "connector/kafkaio", "metrics", "internal/admin", "internal/monitor", "internal/doctor", "ledger"},
 		// main only wires the process.
 		"cmd/weir": {"cli"},
 		// The engine's window operator and the state backends.
@@ -119,4 +120,24 @@ func rel(mod, path string) string {
 		return "."
 	}
 	return strings.TrimPrefix(path, mod+"/")
+}
+
+// TestSpecDeps: the job spec compiles without I/O: none of the packages
+// it depends on, directly or not, is the engine, a connector, a state
+// backend or a store.
+func TestSpecDeps(t *testing.T) {
+	const mod = "github.com/weirstream/weir"
+	out, err := exec.Command("go", "list", "-deps", "./spec").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	allowed := []string{"spec", "connector", "etime", "window", "trigger"}
+	for _, p := range strings.Fields(string(out)) {
+		if p != mod && !strings.HasPrefix(p, mod+"/") {
+			continue
+		}
+		if r := rel(mod, p); !slices.Contains(allowed, r) {
+			t.Errorf("spec depends on %s", r)
+		}
+	}
 }

@@ -81,7 +81,7 @@ type BackfillReport struct {
 	AlreadyApplied int `json:"already_applied"`
 	Unreadable     int `json:"unreadable"`
 	// EarlierRuns counts entries of runs before the one whose outputs
-	// the results hold (outCounters.Since), in a ledger that keeps them
+	// the results hold (job.OutCounters.Since), in a ledger that keeps them
 	// (a Kafka topic): skipped.
 	EarlierRuns int `json:"earlier_runs,omitempty"`
 	// Corrupt counts ledger lines whose checksum or syntax is wrong:
@@ -124,7 +124,7 @@ type BackfillReport struct {
 // entries a restore of the live job can no longer cut away. Per (key,
 // window) of those entries, in one transaction, it loads the row and its
 // accumulator (count, sum, min and max are their own accumulators; the
-// others are kept in the row's accColumn), skips the entries already
+// others are kept in the row's spec.AccColumn), skips the entries already
 // applied, folds the rest with the job's own aggregate code, and writes
 // the next revision (pane + 1, firing backfill, the cut's watermark)
 // together with the applied entry ids. Running it again changes nothing;
@@ -573,7 +573,7 @@ func (o *BackfillOptions) crash(point string) {
 // checkpoints, or whose run finished, has its whole ledger read (a nil
 // cut) at the end of input; a job that has not completed a checkpoint yet
 // has committed nothing (empty positions, epoch 0). since is the oldest
-// run whose entries count (outCounters.Since; 0: every run's).
+// run whose entries count (job.OutCounters.Since; 0: every run's).
 func backfillCut(p *spec.Plan, dir string) (cut *ledgerCut, wm etime.Time, desc string, since int64, err error) {
 	c := p.Spec.Checkpoint
 	if c == nil || c.Dir == "" {
@@ -665,7 +665,7 @@ func (v *lazyView) Parts(stage, name string) map[int][]byte {
 // resultsDB is the results table of a SQLite or Postgres sink, with the
 // statements a backfill runs on one row: their WHERE (or VALUES) takes
 // the key values, window_start and window_end. In Postgres, keys and
-// values have the types of pgColumns and are passed as the sink passes
+// values have the types of outfmt.PgColumns and are passed as the sink passes
 // them (pgio.Arg).
 type resultsDB struct {
 	db *sql.DB

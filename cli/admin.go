@@ -30,9 +30,9 @@ func sinkCallAges(j *job.Job, ch chan<- prometheus.Metric) {
 }
 
 // sinkCalls returns the monitor's view of the current attempt's sinks.
-func sinkCalls(job func() *job.Job) func() []monitor.SinkCall {
+func sinkCalls(cur func() *job.Job) func() []monitor.SinkCall {
 	return func() []monitor.SinkCall {
-		j := job()
+		j := cur()
 		if j == nil {
 			return nil
 		}

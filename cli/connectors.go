@@ -34,7 +34,20 @@ func connectorsCmd(args []string, o IO) int {
 			settings(w, "source.", s.Fields)
 		}
 		if s := k.Sink; s != nil {
-			fmt.Fprintf(w, "  sink of %s (sinks.<output>.type: %s)%s\n", s.Roles, k.Name, abilities(s.Abilities))
+			fmt.Fprintf(w, "  sink of %s (sinks.<output>.type: %s)\n", s.Roles, k.Name)
+			if s.Roles&connector.RoleResults != 0 {
+				fmt.Fprintf(w, "    results: %s\n", s.Abilities)
+			}
+			var records []string
+			if s.Roles&connector.RoleLate != 0 {
+				records = append(records, "late records")
+			}
+			if s.Roles&connector.RoleDeadLetters != 0 {
+				records = append(records, "dead letters")
+			}
+			if len(records) > 0 {
+				fmt.Fprintf(w, "    %s: %s\n", strings.Join(records, ", "), s.RecordAbilities)
+			}
 			settings(w, "", s.Fields)
 		}
 	}

@@ -8,6 +8,9 @@ import (
 	"io"
 	"path/filepath"
 	"time"
+
+	// The built-in connector kinds, which specs name and weir connectors lists.
+	_ "github.com/weirstream/weir/connector/all"
 )
 
 // Version is weir's version.

@@ -481,7 +481,7 @@ func (h warnHandler) WithGroup(string) slog.Handler { return h }
 // showProgress redraws one status line on w every interval, for the job
 // that job returns (once ready is closed); the returned function stops it
 // and clears the line.
-func showProgress(job func() *job.Job, ready <-chan struct{}, w io.Writer, every time.Duration) (stop func()) {
+func showProgress(cur func() *job.Job, ready <-chan struct{}, w io.Writer, every time.Duration) (stop func()) {
 	quit := make(chan struct{})
 	finished := make(chan struct{})
 	go func() {
@@ -502,7 +502,7 @@ func showProgress(job func() *job.Job, ready <-chan struct{}, w io.Writer, every
 				default:
 					continue
 				}
-				pr := job().Progress()
+				pr := cur().Progress()
 				rate := float64(pr.RecordsIn-last) / now.Sub(lastAt).Seconds()
 				last, lastAt = pr.RecordsIn, now
 				wm, lag := "none yet", "-"
@@ -545,10 +545,10 @@ func crashHook(getenv func(string) string) func(point string) {
 // serveAdmin starts the admin server of a running job (metrics, the
 // monitor's API) and the monitor's sampling; it returns the address it
 // listens on, and stop, which ends both.
-func serveAdmin(addr string, p *spec.Plan, job func() *job.Job, restores func() int64, o IO) (at string, stop func(), err error) {
+func serveAdmin(addr string, p *spec.Plan, cur func() *job.Job, restores func() int64, o IO) (at string, stop func(), err error) {
 	var ratio lateRatio
 	env := func() *weir.Env {
-		if j := job(); j != nil {
+		if j := cur(); j != nil {
 			return j.Env()
 		}
 		return nil
@@ -556,19 +556,19 @@ func serveAdmin(addr string, p *spec.Plan, job func() *job.Job, restores func() 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		metrics.NewCollector(env, metrics.Options{ExtraDescs: []*prometheus.Desc{restoresDesc, restoreLastDesc, lateRatioDesc, lateWarnDesc, lateCritDesc, sinkCallDesc}, Extra: func(ch chan<- prometheus.Metric) {
-			sinkCallAges(job(), ch)
-			ch <- prometheus.MustNewConstMetric(lateRatioDesc, prometheus.GaugeValue, ratio.since(job()))
+			sinkCallAges(cur(), ch)
+			ch <- prometheus.MustNewConstMetric(lateRatioDesc, prometheus.GaugeValue, ratio.since(cur()))
 			ch <- prometheus.MustNewConstMetric(lateWarnDesc, prometheus.GaugeValue, p.LateRatioWarn)
 			ch <- prometheus.MustNewConstMetric(lateCritDesc, prometheus.GaugeValue, p.LateRatioCrit)
 			ch <- prometheus.MustNewConstMetric(restoresDesc, prometheus.CounterValue, float64(restores()))
 			last := math.NaN()
-			if j := job(); j != nil && !j.RestoredAt().IsZero() {
+			if j := cur(); j != nil && !j.RestoredAt().IsZero() {
 				last = float64(j.RestoredAt().UnixMilli()) / 1000
 			}
 			ch <- prometheus.MustNewConstMetric(restoreLastDesc, prometheus.GaugeValue, last)
 		}}))
-	mon := monitor.New(monitor.Options{Info: jobInfo(p), Env: env, Sinks: sinkCalls(job), StuckAfter: o.StuckAfter, Extra: func() monitor.Extra {
-		j := job()
+	mon := monitor.New(monitor.Options{Info: jobInfo(p), Env: env, Sinks: sinkCalls(cur), StuckAfter: o.StuckAfter, Extra: func() monitor.Extra {
+		j := cur()
 		if j == nil {
 			return monitor.Extra{}
 		}
@@ -673,7 +673,7 @@ func lateShare(j *job.Job) (late, in int64) {
 // interval crosses the spec's alert levels (alerts.late_ratio and
 // late_ratio_critical), once per crossing, and when it falls back; stop
 // ends the watch.
-func watchLate(p *spec.Plan, job func() *job.Job, o IO) (stop func()) {
+func watchLate(p *spec.Plan, cur func() *job.Job, o IO) (stop func()) {
 	every := o.LateEvery
 	if every <= 0 {
 		every = 10 * time.Second
@@ -691,7 +691,7 @@ func watchLate(p *spec.Plan, job func() *job.Job, o IO) (stop func()) {
 				return
 			case <-t.C:
 			}
-			j := job()
+			j := cur()
 			if j == nil {
 				continue
 			}

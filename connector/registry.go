@@ -107,8 +107,11 @@ type SinkKind struct {
 	Roles SinkRole
 	// Fields are the kind's settings beside type.
 	Fields []Field
-	// Abilities are the kind's as a sink.
-	Abilities Ability
+	// Abilities are the kind's as a sink of results; RecordAbilities as a
+	// sink of late records and dead letters (a kind may keep the two
+	// differently, as a table upserts results by window but stores
+	// records once by id).
+	Abilities, RecordAbilities Ability
 }
 
 // Kind is a connector kind: the name a job spec's type: gives, what it

@@ -18,6 +18,7 @@ import (
 	"github.com/weirstream/weir/connector/genio"
 	"github.com/weirstream/weir/etime"
 	"github.com/weirstream/weir/internal/benchutil"
+	"github.com/weirstream/weir/internal/jobtest"
 	"github.com/weirstream/weir/internal/record"
 	"github.com/weirstream/weir/spec"
 )
@@ -133,7 +134,7 @@ func handLoop(b *testing.B, in, out string) int {
 		user  string
 		start int64
 	}
-	type Acc struct{ n, sum int64 }
+	type acc struct{ n, sum int64 }
 	f, err := os.Open(in)
 	if err != nil {
 		b.Fatal(err)
@@ -148,7 +149,7 @@ func handLoop(b *testing.B, in, out string) int {
 	defer w.Flush()
 	sc := bufio.NewScanner(f)
 	var p fastjson.Parser
-	wins := map[key]*Acc{}
+	wins := map[key]*acc{}
 	var maxTS int64 = -1 << 63
 	now := time.Now().UnixMilli()
 	records := 0
@@ -167,7 +168,7 @@ func handLoop(b *testing.B, in, out string) int {
 		k := key{string(v.GetStringBytes("user_id")), start}
 		a := wins[k]
 		if a == nil {
-			a = &Acc{}
+			a = &acc{}
 			wins[k] = a
 		}
 		a.n++
@@ -310,7 +311,7 @@ func benchKeys() int {
 //
 //	go test -run x -bench AggregateAdd -benchmem ./job/
 func BenchmarkAggregateAdd(b *testing.B) {
-	p, err := spec.Parse([]byte(decimalJob))
+	p, err := spec.Parse([]byte(jobtest.DecimalJob))
 	if err != nil {
 		b.Fatal(err)
 	}

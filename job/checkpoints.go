@@ -145,7 +145,7 @@ func openCheckpoints(p *spec.Plan, o RunOptions) (*checkpoints, error) {
 // ErrNoValidCheckpoint is matched (errors.Is) by the error of a run
 // refused because every checkpoint in its directory fails verification;
 // the error is a *DamagedError.
-var ErrNoValidCheckpoint = errors.New("spec: no checkpoint verifies")
+var ErrNoValidCheckpoint = errors.New("job: no checkpoint verifies")
 
 // DamagedError is a checkpoint directory none of whose checkpoints
 // verifies. The run is refused rather than started over: the outputs

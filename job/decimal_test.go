@@ -1,7 +1,6 @@
 package job
 
 import (
-	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,23 +8,8 @@ import (
 	"testing"
 
 	"github.com/weirstream/weir/internal/outfmt"
-	"github.com/weirstream/weir/internal/record"
 	"github.com/weirstream/weir/spec"
 )
-
-// decimalJob aggregates amount every way a number is aggregated.
-const decimalJob = `
-name: dec
-source: {type: file, path: in.jsonl}
-watermark: {max_out_of_orderness: 1s}
-key: [k]
-window: {type: tumbling, size: 1m}
-aggregate:
-  - {name: total, fn: sum, field: amount}
-  - {name: mean, fn: avg, field: amount}
-  - {name: smallest, fn: min, field: amount}
-  - {name: biggest, fn: max, field: amount}
-`
 
 // sumJob sums amount, of type typ (empty: the default), into jsonl
 // results.
@@ -129,47 +113,6 @@ func TestSumOverflow(t *testing.T) {
 		if sum.Get(c.counter) != 2 || len(warnings) != 2 || !strings.Contains(warnings[0], `aggregate "total" (sum of amount): `+c.counter) {
 			t.Errorf("type %q, %v: summary %s, warnings %q", c.typ, c.amounts, sum.JSON(), warnings)
 		}
-	}
-}
-
-// TestOldCheckpointAccumulators: accumulators that a checkpoint of weir
-// before decimals holds (encoded by it: a float sum of 0.1, 0.2 and 7,
-// an int sum of 3 and 4) restore as they were, and go on: the float sum
-// as a float, the int sum as an int; a decimal accumulator survives the
-// encoding exactly.
-func TestOldCheckpointAccumulators(t *testing.T) {
-	agg, order := decimalAgg(t)
-	add := func(ac *record.Acc, amount string) { agg.Add(ac, order(9, amount)) }
-	for _, c := range []struct{ old, was, amount, now string }{
-		{"040600b3e6cc99b3e6cc8e408002000000000000000600b3e6cc99b3e6cc8e4080020000000000000006000002009ab3e6cc99b3e6dc3f0000000000060000010e000000000000",
-			"7.3 2.433333333333333 0.1 7", "1", "8.3 2.075 0.1 7"},
-		{"04040e000000000000000000040e00000000000000000004000001060000000000000400000108000000000000",
-			"7 3.5 3 4", "5", "12 4 3 5"},
-	} {
-		b, err := hex.DecodeString(c.old)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ac := new(record.Acc)
-		if err := ac.UnmarshalBinary(b); err != nil {
-			t.Fatal(err)
-		}
-		if got := strings.Join(record.SplitResult(agg.Result(ac), 4), " "); got != c.was {
-			t.Errorf("restored %s, want %s", got, c.was)
-		}
-		add(ac, c.amount)
-		if got := strings.Join(record.SplitResult(agg.Result(ac), 4), " "); got != c.now {
-			t.Errorf("restored, then %s: %s, want %s", c.amount, got, c.now)
-		}
-	}
-	ac := agg.CreateAccumulator()
-	for _, a := range []string{"12345678901234567890123456.789", "-0.001", "1.10", "7"} {
-		add(ac, a)
-	}
-	back := throughCheckpoint(t, ac)
-	want := "12345678901234567890123464.888 3086419725308641972530866.222000 -0.001 12345678901234567890123456.789"
-	if got := strings.Join(record.SplitResult(agg.Result(back), 4), " "); got != want {
-		t.Errorf("decimals through a checkpoint: %s, want %s", got, want)
 	}
 }
 

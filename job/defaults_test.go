@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/etime"
 	"github.com/weirstream/weir/spec"
 )
@@ -73,5 +74,13 @@ func TestLateFiringIntervalRefusals(t *testing.T) {
 func TestZeroIsOff(t *testing.T) {
 	if zeroIsOff(0) != -1 || zeroIsOff(time.Duration(0)) != -1 || zeroIsOff(5*time.Second) != 5*time.Second || zeroIsOff(1000) != 1000 {
 		t.Fatal("zeroIsOff must map 0 to -1 and keep other values")
+	}
+}
+
+// TestBacklogDefaultAgrees: the spec's default of watermark.backlog_every
+// is the engine's (spec does not import the engine to read it).
+func TestBacklogDefaultAgrees(t *testing.T) {
+	if spec.DefaultBacklogEvery != weir.DefaultBacklogWatermarkEvery {
+		t.Fatalf("spec.DefaultBacklogEvery %d, weir.DefaultBacklogWatermarkEvery %d", spec.DefaultBacklogEvery, weir.DefaultBacklogWatermarkEvery)
 	}
 }

@@ -14,7 +14,7 @@ import (
 // ErrLocked is matched (errors.Is) by the error of a run refused because
 // another run holds its checkpoint directory or one of its file outputs;
 // the error is a *LockedError.
-var ErrLocked = errors.New("spec: in use by another run")
+var ErrLocked = errors.New("job: in use by another run")
 
 // LockedError says which of a run's directories or files another run
 // holds, and by which lock file.

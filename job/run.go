@@ -116,7 +116,7 @@ type Job struct {
 	// and Kafka results with an archive block); nil otherwise.
 	archive *archiveWriter
 	recent  recentLate
-	// specHash is specHash(plan), in every late entry's meta.
+	// specHash is outfmt.SpecHash(plan), in every late entry's meta.
 	specHash string
 	stop     func() bool
 	drain    bool // RunOptions.Drain

@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/etime"
 	"github.com/weirstream/weir/trigger"
@@ -169,42 +168,34 @@ func (c *compiler) kind(path, typ string, allowed []string) (connector.Kind, boo
 	return c.reg.Lookup(typ)
 }
 
-// settings reports each field set in v (a Source or a Sink, by its yaml
-// names, type aside) that kind k does not take as a source (source true)
-// or a sink, naming the kinds that do.
-func (c *compiler) settings(path string, v reflect.Value, k connector.Kind, source bool) {
-	what := " sink"
-	if source {
-		what = " source"
-	}
+// settings reports each field set in sink k (by its yaml names, type
+// aside) that its kind does not take, naming the kinds that do. The
+// source's settings are checked by the rules of source().
+func (c *compiler) settings(path string, k *Sink, kind connector.Kind) {
+	v := reflect.ValueOf(k).Elem()
 	for i := range v.NumField() {
 		f := v.Type().Field(i)
 		name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
-		if name == "" || name == "-" || name == "type" || v.Field(i).IsZero() {
-			continue
-		}
-		if k.Takes(source, name) {
+		if name == "" || name == "-" || name == "type" || v.Field(i).IsZero() || kind.Takes(false, name) {
 			continue
 		}
 		var takes, others []string
-		for _, f := range k.Fields(source) {
+		for _, f := range kind.Fields(false) {
 			takes = append(takes, f.Name)
 		}
 		for _, o := range c.reg.Kinds() {
-			if o.Takes(source, name) {
+			if o.Takes(false, name) {
 				others = append(others, o.Name)
 			}
 		}
-		fix := "remove it"
+		fix := "remove it; a " + kind.Name + " sink takes no settings"
 		if len(takes) > 0 {
-			fix += "; a " + k.Name + what + " takes " + strings.Join(takes, ", ")
-		} else {
-			fix += "; a " + k.Name + what + " takes no settings"
+			fix = "remove it; a " + kind.Name + " sink takes " + strings.Join(takes, ", ")
 		}
 		if len(others) > 0 {
-			fix += " (" + name + " is a setting of " + strings.Join(others, ", ") + what + "s)"
+			fix += " (" + name + " is a setting of " + strings.Join(others, ", ") + " sinks)"
 		}
-		c.add(path+"."+name, name+" is not a setting of a "+k.Name+what, fix)
+		c.add(path+"."+name, name+" is not a setting of a "+kind.Name+" sink", fix)
 	}
 }
 
@@ -588,7 +579,7 @@ func (c *compiler) watermark() {
 	if p.Interval <= 0 {
 		p.Interval = 200
 	}
-	p.BacklogEvery = weir.DefaultBacklogWatermarkEvery
+	p.BacklogEvery = DefaultBacklogEvery
 	if w.BacklogEvery != nil {
 		if *w.BacklogEvery < 0 {
 			c.add("watermark.backlog_every", fmt.Sprintf("%d is negative", *w.BacklogEvery), "use a number of records such as 1000, or 0 for periodic emission only")
@@ -818,7 +809,7 @@ func (c *compiler) sinks() {
 		}
 		typ := k.Type
 		if kind, ok := c.kind(path+".type", typ, c.reg.Sinks(role)); ok {
-			c.settings(path, reflect.ValueOf(k).Elem(), kind, false)
+			c.settings(path, k, kind)
 		}
 		c.kafkaSink(path, k)
 		switch typ {

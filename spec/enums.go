@@ -7,15 +7,17 @@ package spec
 // TimeMode is the job's time semantics (R1).
 type TimeMode string
 
+// The time modes.
 const (
-	EventTime      TimeMode = "event"
-	ProcessingTime TimeMode = "processing"
-	IngestionTime  TimeMode = "ingestion"
+	EventTime      TimeMode = "event"      // the records' timestamps (the default)
+	ProcessingTime TimeMode = "processing" // the clock when a window operator sees a record
+	IngestionTime  TimeMode = "ingestion"  // the clock when the source reads a record
 )
 
 // Format is how a line source frames its records.
 type Format string
 
+// The line formats.
 const (
 	FormatJSONL Format = "jsonl" // a JSON object per line
 	FormatCSV   Format = "csv"   // a header row names the fields
@@ -24,8 +26,9 @@ const (
 // TimeUnit is how a record's timestamp field counts.
 type TimeUnit string
 
+// The timestamp units.
 const (
-	UnitMillis  TimeUnit = "ms"
+	UnitMillis  TimeUnit = "ms" // the default
 	UnitSeconds TimeUnit = "s"
 	UnitMicros  TimeUnit = "us"
 	UnitNanos   TimeUnit = "ns"
@@ -35,8 +38,9 @@ const (
 // WatermarkType is the watermark strategy (R3).
 type WatermarkType string
 
+// The watermark strategies.
 const (
-	BoundedOutOfOrderness WatermarkType = "bounded_out_of_orderness"
+	BoundedOutOfOrderness WatermarkType = "bounded_out_of_orderness" // the default
 	Monotonous            WatermarkType = "monotonous"
 	Punctuated            WatermarkType = "punctuated" // the replay lines' $watermark only
 )
@@ -44,10 +48,16 @@ const (
 // Backend is where window state lives (R12).
 type Backend string
 
+// The state backends.
 const (
-	MemoryBackend Backend = "memory"
-	PebbleBackend Backend = "pebble"
+	MemoryBackend Backend = "memory" // Go maps (the default)
+	PebbleBackend Backend = "pebble" // on disk, behind a cache of live windows
 )
+
+// DefaultBacklogEvery is watermark.backlog_every's default, the engine's
+// weir.DefaultBacklogWatermarkEvery (spec does not import the engine; a
+// test of package job checks that the two agree).
+const DefaultBacklogEvery = 1000
 
 // enum checks an enum field as oneOf does and returns it typed.
 func enum[T ~string](c *compiler, path, v string, def T, allowed ...T) T {

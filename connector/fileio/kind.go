@@ -18,7 +18,7 @@ func Kinds() []connector.Kind {
 		{Name: "stdin", Package: pkg, Doc: "reads records from standard input, one per line (no checkpoints: a restore could not read it again)",
 			Source: &connector.SourceKind{Fields: lineFields}},
 		{Name: "jsonl", Package: pkg, Doc: "writes a JSON object per line to a file, cut back to the checkpoint on a restore",
-			Sink: &connector.SinkKind{Roles: connector.AllRoles, Abilities: connector.AbilityTransactional,
+			Sink: &connector.SinkKind{Roles: connector.AllRoles, Abilities: connector.AbilityTransactional, RecordAbilities: connector.AbilityTransactional,
 				Fields: []connector.Field{{Name: "path", Required: true, Doc: "the output file (relative to the spec's directory)"}}}},
 		{Name: "stdout", Package: pkg, Doc: "writes a JSON object per line to standard output (a replay after a restore writes again)",
 			Sink: &connector.SinkKind{Roles: connector.AllRoles}},

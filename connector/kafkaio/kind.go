@@ -17,9 +17,9 @@ func Kinds() []connector.Kind {
 			{Name: "kafka.sasl", Doc: "authentication: {mechanism: plain|scram-sha-256|scram-sha-512, user, password}"},
 			{Name: "channels", Doc: "parallel source channels (default 1); partition p is read by channel p mod channels"},
 		}},
-		Sink: &connector.SinkKind{Roles: connector.AllRoles, Abilities: connector.AbilityTransactional | connector.AbilityUpsert, Fields: []connector.Field{
-			{Name: "brokers", Required: true, Doc: "the seed brokers, host:port"},
-			{Name: "topic", Required: true, Doc: "the topic written (it must exist); results are keyed by key and window, so a compacted topic keeps the newest firing"},
+		Sink: &connector.SinkKind{Roles: connector.AllRoles, Abilities: connector.AbilityTransactional | connector.AbilityUpsert, RecordAbilities: connector.AbilityTransactional, Fields: []connector.Field{
+			{Name: "brokers", Required: true, Doc: "the seed brokers, host:port (late and dead_letter sinks write in the results sink's transactions, through its brokers)"},
+			{Name: "topic", Required: true, Doc: "the topic written (it must exist); results are keyed by key and window, so a compacted topic keeps the newest firing (upsert)"},
 			{Name: "marker_topic", Doc: "the topic of checkpoint markers (default <topic>-weir-checkpoints, created when missing)"},
 			{Name: "tls", Doc: "connect with TLS (the system's roots)"},
 			{Name: "sasl", Doc: "authentication: {mechanism: plain|scram-sha-256|scram-sha-512, user, password}"},

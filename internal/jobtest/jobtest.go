@@ -297,3 +297,17 @@ func Prepare(t testing.TB, yaml string, files map[string]string, dir string) (st
 	}
 	return dir, p
 }
+
+// DecimalJob aggregates amount every way a number is aggregated.
+const DecimalJob = `
+name: dec
+source: {type: file, path: in.jsonl}
+watermark: {max_out_of_orderness: 1s}
+key: [k]
+window: {type: tumbling, size: 1m}
+aggregate:
+  - {name: total, fn: sum, field: amount}
+  - {name: mean, fn: avg, field: amount}
+  - {name: smallest, fn: min, field: amount}
+  - {name: biggest, fn: max, field: amount}
+`

@@ -33,7 +33,7 @@ import (
 // Keys are text: the spec does not type its key fields, and a key is
 // looked up as a string (WHERE user_id = 'u1'; a number key 7 is '7',
 // pgio.Text). Aggregates take pgAggType; the accumulators' column
-// (accColumn) is text, holding the accumulator text.
+// (spec.AccColumn) is text, holding the accumulator text.
 func PgColumns(p *spec.Plan) (keys, values []pgio.ColumnDef) {
 	keys = pgio.Defs(pgio.Text, p.Spec.Key...)
 	for _, a := range p.Spec.Aggregate {

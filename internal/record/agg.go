@@ -49,14 +49,16 @@ type collected struct {
 }
 
 // Aggregator is the declarative aggregate: it implements
-// state.AggregateFunc[rec, *acc, []byte], where the result is the
+// state.AggregateFunc[Record, *Acc, []byte], where the result is the
 // aggregates as JSON values, each followed by a 0 byte. With withAcc the
 // result has one value more, the accumulators (see appendAccs), for the
-// AccColumn of SQL results.
+// spec.AccColumn of SQL results.
 //
 // float says, per aggregate, that it was declared type: float (its sums
 // are float64 from the start); nil when none is.
 type Aggregator struct {
+	// Fns are the aggregates' functions (count, sum, ...), in output
+	// order.
 	Fns     []string
 	float   []bool
 	withAcc bool
@@ -75,7 +77,7 @@ func (a Aggregator) Width() int {
 }
 
 // KeepsAccs reports whether the job's results carry the accumulators of
-// the aggregates that are not their own (an accColumn of a SQL table, or
+// the aggregates that are not their own (a spec.AccColumn of a SQL table, or
 // the archive's rows).
 func KeepsAccs(p *spec.Plan) bool {
 	r := p.Spec.Sinks.Results
@@ -92,7 +94,7 @@ func planFns(p *spec.Plan) []string {
 }
 
 // NewAggregator returns the job's aggregate function; withAcc as the live job's
-// results have it (keepsAccs).
+// results have it (KeepsAccs).
 func NewAggregator(p *spec.Plan, withAcc bool) Aggregator {
 	a := Aggregator{Fns: planFns(p), withAcc: withAcc}
 	for i, ag := range p.Spec.Aggregate {
@@ -111,7 +113,7 @@ func NewAggregator(p *spec.Plan, withAcc bool) Aggregator {
 func ownAcc(fn string) bool { return fn == "count" || fn == "sum" || fn == "min" || fn == "max" }
 
 // needsAccColumn reports whether a job with these aggregates keeps an
-// AccColumn in its SQL results.
+// spec.AccColumn in its SQL results.
 func needsAccColumn(fns []string) bool {
 	return slices.ContainsFunc(fns, func(fn string) bool { return !ownAcc(fn) })
 }
@@ -337,7 +339,7 @@ func inputOrder(list []collected) {
 	slices.SortStableFunc(list, func(a, b collected) int { return cmp.Compare(a.no, b.no) })
 }
 
-// collectInInputOrder puts ac's collect lists in input order, as a run in
+// CollectInInputOrder puts ac's collect lists in input order, as a run in
 // which every record came in order has them (records folded in later,
 // by a backfill or a batch group-by, come at the end otherwise).
 func (a Aggregator) CollectInInputOrder(ac *Acc) {
@@ -356,9 +358,9 @@ func (a Aggregator) CollectInInputOrder(ac *Acc) {
 //
 // When a sum or avg fell back to float64 or overflowed float64, the
 // result has one segment more after its values (width of them), which
-// splitResult and the sinks do not read: overflowMark, then a byte per
+// SplitResult and the sinks do not read: overflowMark, then a byte per
 // aggregate (see appendOverflows), then a 0 byte. The output counts it
-// (resultOverflows).
+// (ResultOverflows).
 func (a Aggregator) Result(ac *Acc) []byte {
 	var b []byte
 	for i, fn := range a.Fns {
@@ -380,7 +382,7 @@ func (a Aggregator) Result(ac *Acc) []byte {
 		case s.n == 0:
 			b = append(b, "null"...)
 		case fn == "sum" && s.isD:
-			b = AppendDec(b, s.d)
+			b = appendDec(b, s.d)
 		case fn == "sum" && s.isF:
 			b = appendFloat(b, s.f)
 		case fn == "sum":
@@ -510,7 +512,7 @@ func (a Aggregator) appendAccs(b []byte, ac *Acc) []byte {
 			b = append(b, '[')
 			switch {
 			case s.isD:
-				b = AppendDec(b, s.d)
+				b = appendDec(b, s.d)
 			case s.isF && !a.isFloat(i):
 				// Quoted: a decimal sum that fell back to float64
 				// stays one when it is read back.
@@ -618,7 +620,7 @@ func (a Aggregator) seedSum(s *slot, i int, text string) error {
 	} else if n, err := strconv.ParseInt(sum, 10, 64); err == nil {
 		s.i = n
 		return nil
-	} else if d, ok := ParseDec([]byte(sum)); ok && !a.isFloat(i) {
+	} else if d, ok := parseDec([]byte(sum)); ok && !a.isFloat(i) {
 		s.isD, s.d = true, d
 		return nil
 	}
@@ -630,7 +632,7 @@ func (a Aggregator) seedSum(s *slot, i int, text string) error {
 func appendVal(b []byte, v val) []byte {
 	switch v.kind {
 	case vDec:
-		return AppendDec(b, v.dec())
+		return appendDec(b, v.dec())
 	case vInt:
 		return strconv.AppendInt(b, v.i, 10)
 	case vFloat:
@@ -708,7 +710,7 @@ func (a *Acc) UnmarshalBinary(b []byte) error {
 	r := state.Reader{Buf: b}
 	n := r.Uint()
 	if n > uint64(len(b)) {
-		return errors.New("spec: corrupt accumulator")
+		return errors.New("record: corrupt accumulator")
 	}
 	a.s = make([]slot, n)
 	for i := range a.s {

@@ -142,7 +142,7 @@ func cmpDec(a, b dec) int {
 	x, ok1 := a.rescale(s)
 	y, ok2 := b.rescale(s)
 	if !ok1 || !ok2 {
-		return a.Big().Cmp(b.Big()) // aligned, one needs more than 38 digits
+		return a.big().Cmp(b.big()) // aligned, one needs more than 38 digits
 	}
 	switch {
 	case x.hi != y.hi:
@@ -161,7 +161,7 @@ func cmpDec(a, b dec) int {
 
 // big returns d as a rational (for the rare comparisons and averages
 // that need more than 128 bits).
-func (d dec) Big() *big.Rat {
+func (d dec) big() *big.Rat {
 	hi, lo := d.abs()
 	m := new(big.Int).Lsh(new(big.Int).SetUint64(hi), 64)
 	m.Or(m, new(big.Int).SetUint64(lo))
@@ -174,13 +174,13 @@ func (d dec) Big() *big.Rat {
 // float returns the float64 nearest to d.
 func (d dec) float() float64 {
 	var buf [48]byte
-	f, _ := strconv.ParseFloat(string(AppendDec(buf[:0], d)), 64)
+	f, _ := strconv.ParseFloat(string(appendDec(buf[:0], d)), 64)
 	return f
 }
 
-// AppendDec writes d in plain notation with exactly d.scale fraction
+// appendDec writes d in plain notation with exactly d.scale fraction
 // digits: 0.30, -12.5, 7.
-func AppendDec(b []byte, d dec) []byte {
+func appendDec(b []byte, d dec) []byte {
 	hi, lo := d.abs()
 	if d.isNeg() {
 		b = append(b, '-')
@@ -224,12 +224,12 @@ func appendU128(b []byte, hi, lo uint64) []byte {
 	return append(b, s...)
 }
 
-// ParseDec reads a JSON number's text as a dec: its scale is the number
+// parseDec reads a JSON number's text as a dec: its scale is the number
 // of fraction digits as written, less the exponent (1.50 has scale 2,
 // 1.5e1 is 15 at scale 0, 1e-2 is 0.01). ok is false for text that is not
 // a JSON number, and for numbers beyond DECIMAL(38, s): more than 38
 // digits at their scale, or a scale above 38.
-func ParseDec(t []byte) (dec, bool) {
+func parseDec(t []byte) (dec, bool) {
 	i, neg := 0, false
 	if i < len(t) && t[i] == '-' {
 		neg, i = true, i+1
@@ -348,7 +348,7 @@ func appendAvg(b []byte, sum dec, n int64) []byte {
 		return appendScaled(b, qhi, qlo, t)
 	}
 	// Beyond 128 bits once scaled: the same rounding in math/big.
-	num := sum.Big()
+	num := sum.big()
 	num.Quo(num, new(big.Rat).SetInt64(n))
 	scaled := new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(t)), nil)
 	num.Mul(num, new(big.Rat).SetInt(scaled))

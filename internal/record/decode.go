@@ -23,23 +23,24 @@ import (
 // Record is a decoded record on its way to the window operator.
 type Record struct {
 	TS   etime.Time
-	Key  string // canonical JSON of the key values, separated by keySep
+	Key  string // canonical JSON of the key values, separated by KeySep
 	vals []val  // one input per aggregate
 	Raw  []byte // the record as a JSON object (for the late output)
 	No   int64  // line number: arrival order for first/last ties
-	Mark uint8  // markNone, markWatermark or markIdle
+	Mark uint8  // markNone, MarkWatermark or MarkIdle
 	Part int32  // the Kafka partition (other sources: 0)
 	WM   etime.Time
-	// promised is the watermark the bound promises at the record's
+	// Promised is the watermark the bound promises at the record's
 	// arrival: its channel's (partition's) newest timestamp before it,
 	// minus the bound, minus 1 (MinTime: none yet).
 	Promised etime.Time
 }
 
+// The marks of a Record: a data record, or a control line of a replay.
 const (
-	markNone uint8 = iota
-	MarkWatermark
-	MarkIdle
+	markNone      uint8 = iota
+	MarkWatermark       // $watermark: the channel's watermark
+	MarkIdle            // $idle: the channel is idle (or active again)
 )
 
 // KeySep separates key values in Record.Key; it cannot occur in compact JSON.
@@ -98,7 +99,7 @@ type Decoder struct {
 	fields       []string
 	tsAt         int
 	keyAt, aggAt []int
-	// chMax holds, per channel, the largest timestamp of each of its
+	// ChMax holds, per channel, the largest timestamp of each of its
 	// slots: one slot for a file channel, one per partition for a Kafka
 	// channel (slot p / channels of channel p % channels: Kafka partitions
 	// are spread over channels so). Only the channel's own goroutine
@@ -106,14 +107,15 @@ type Decoder struct {
 	ChMax    [][]etime.Time
 	Controls atomic.Int64 // control lines seen (live, for progress)
 	warned   atomic.Bool  // a backward jump was warned about
-	Warn     func(where string, from, to etime.Time)
-	// note counts a control line (regression false) or a regression of
-	// event time (regression true) in the job's output
-	// counters (exact across checkpoints).
+	// Warn (nil: none) hears a backward jump of event time, once.
+	Warn func(where string, from, to etime.Time)
+	// Note counts a control line (regression false) or a regression of
+	// event time (regression true) in the job's output counters (exact
+	// across checkpoints); it is called on the channel's goroutine.
 	Note func(ch int, regression bool)
-	// watch catches a misspelled field name (fieldwatch.go); warnField
+	// watch catches a misspelled field name (fieldwatch.go); WarnField
 	// (nil: none) hears each field it finds missing, once.
-	Watch     fieldWatch
+	watch     fieldWatch
 	WarnField func(FieldWarning)
 	// staged holds each channel's largest timestamp as its barrier of a
 	// checkpoint passed, for the checkpoint's output part.
@@ -122,7 +124,7 @@ type Decoder struct {
 }
 
 // Barrier records channel ch's largest timestamp for checkpoint id; it
-// runs on the channel's goroutine, the only one that touches chMax[ch].
+// runs on the channel's goroutine, the only one that touches ChMax[ch].
 func (d *Decoder) Barrier(ch int, id int64) {
 	if ch < 0 || ch >= len(d.ChMax) {
 		return
@@ -193,6 +195,8 @@ const (
 	needJSON                // first, last, collect, count_distinct
 )
 
+// NewDecoder returns the decoder of plan p's records; clk is the job's
+// processing clock (max_future checks, the field watch's second).
 func NewDecoder(p *spec.Plan, clk clock.Clock) *Decoder {
 	d := &Decoder{p: p, clk: clk, ChMax: make([][]etime.Time, p.Channels)}
 	for i := range d.ChMax {
@@ -230,7 +234,7 @@ func NewDecoder(p *spec.Plan, clk clock.Clock) *Decoder {
 		}
 		d.aggAt = append(d.aggAt, at)
 	}
-	d.Watch.seen = make([]atomic.Bool, len(d.fields))
+	d.watch.seen = make([]atomic.Bool, len(d.fields))
 	return d
 }
 
@@ -271,7 +275,7 @@ func bad(reason, format string, args ...any) error {
 }
 
 // Decode is the TryMap function of the job's door: control lines become
-// markers, bad lines dead letters, and data lines recs.
+// markers, bad lines dead letters, and data lines Records.
 func (d *Decoder) Decode(l fileio.Line) (Record, error) { return d.DecodeSlot(l, 0) }
 
 // DecodeSlot decodes a line of slot slot of its channel (a Kafka
@@ -317,7 +321,7 @@ func (d *Decoder) DecodeSlot(l fileio.Line, slot int) (Record, error) {
 	}
 	r := Record{Raw: l.Text, No: l.No, Promised: etime.MinTime}
 	d.gather(o, sc)
-	if !d.Watch.Done.Load() {
+	if !d.watch.Done.Load() {
 		d.observe(o, sc)
 	}
 	if d.tsAt >= 0 {
@@ -425,7 +429,7 @@ func decNumber(f *fastjson.Value, sc *scratch) val {
 			return val{kind: vInt, i: x}
 		}
 	}
-	d, ok := ParseDec(t)
+	d, ok := parseDec(t)
 	switch {
 	case !ok:
 		return val{kind: vFloat, f: f.GetFloat64()}
@@ -443,6 +447,9 @@ func decNumber(f *fastjson.Value, sc *scratch) val {
 // record's fields), and arrays and objects without spaces.
 func canonical(v *fastjson.Value) string { return string(AppendCanonical(nil, v)) }
 
+// AppendCanonical appends v as canonical JSON: compact, object keys
+// sorted, numbers in their exact canonical text (internal/jsonnum), so
+// that equal values have one spelling (a key, a count_distinct value).
 func AppendCanonical(b []byte, v *fastjson.Value) []byte {
 	switch v.Type() {
 	case fastjson.TypeNumber:

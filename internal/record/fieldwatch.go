@@ -16,7 +16,7 @@ import (
 // The field watch looks at the first watchRecords records, or those of
 // the first watchFor milliseconds of the clock, whichever ends first.
 const (
-	WatchRecords = 1000
+	watchRecords = 1000
 	watchFor     = 1000
 	// watchNames caps the field names the watch keeps for its advice.
 	watchNames = 256
@@ -44,6 +44,7 @@ type FieldWarning struct {
 // field (a timestamp or key field).
 func (w FieldWarning) Fatal() bool { return !strings.HasPrefix(w.Path, "aggregate") }
 
+// String is the warning as weir prints it, with the fix.
 func (w FieldWarning) String() string {
 	return fmt.Sprintf("%s %q never appeared in the first %d records: %s; %s", w.Path, w.Field, w.Records, w.Effect, w.Fix)
 }
@@ -65,7 +66,7 @@ type fieldWatch struct {
 // observe notes a record's fields (sc.got, as gather set them, and the
 // object's names) and judges when the watch is over.
 func (d *Decoder) observe(o *fastjson.Object, sc *scratch) {
-	w := &d.Watch
+	w := &d.watch
 	n := w.N.Add(1)
 	if n == 1 {
 		w.first.Store(int64(clock.Millis(d.clk)))
@@ -75,7 +76,7 @@ func (d *Decoder) observe(o *fastjson.Object, sc *scratch) {
 			w.seen[i].Store(true)
 		}
 	}
-	if n <= WatchRecords && !w.allSeen() {
+	if n <= watchRecords && !w.allSeen() {
 		w.mu.Lock()
 		if w.names == nil {
 			w.names = map[string]struct{}{}
@@ -89,7 +90,7 @@ func (d *Decoder) observe(o *fastjson.Object, sc *scratch) {
 		})
 		w.mu.Unlock()
 	}
-	if n >= WatchRecords || n%64 == 0 && int64(clock.Millis(d.clk))-w.first.Load() >= watchFor {
+	if n >= watchRecords || n%64 == 0 && int64(clock.Millis(d.clk))-w.first.Load() >= watchFor {
 		d.Judge()
 	}
 }
@@ -109,7 +110,7 @@ func (w *fieldWatch) allSeen() bool {
 // warns about each. The end of a run calls it too, for runs shorter
 // than the watch.
 func (d *Decoder) Judge() {
-	w := &d.Watch
+	w := &d.watch
 	w.mu.Lock()
 	if w.Done.Load() || w.N.Load() == 0 {
 		w.mu.Unlock()
@@ -185,12 +186,12 @@ func (d *Decoder) uses(i int) []fieldUse {
 
 // FieldWarnings returns the watch's warnings (nil before it judged).
 func (d *Decoder) FieldWarnings() []FieldWarning {
-	if !d.Watch.Done.Load() {
+	if !d.watch.Done.Load() {
 		return nil
 	}
-	d.Watch.mu.Lock()
-	defer d.Watch.mu.Unlock()
-	return slices.Clone(d.Watch.warns)
+	d.watch.mu.Lock()
+	defer d.watch.mu.Unlock()
+	return slices.Clone(d.watch.warns)
 }
 
 // alike finds a name in have that matches name once case, '_' and '-'

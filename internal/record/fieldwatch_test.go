@@ -50,7 +50,7 @@ func TestFieldWatch(t *testing.T) {
 			}
 			return fmt.Sprintf(`{"user_id":"u","amnt":1,"ts":%d}`, 1780272000000+i)
 		})
-		if len(warned) != 1 || warned[0].Path != "aggregate[0].field" || warned[0].Records != WatchRecords || warned[0].Fatal() ||
+		if len(warned) != 1 || warned[0].Path != "aggregate[0].field" || warned[0].Records != watchRecords || warned[0].Fatal() ||
 			!strings.Contains(warned[0].String(), `did you mean "amnt"?`) {
 			t.Fatalf("warned %+v", warned)
 		}
@@ -79,20 +79,20 @@ func TestFieldWatch(t *testing.T) {
 			return fmt.Sprintf(`{"user_id":"u","amount":1,"ts":%d}`, 1780272000000+i)
 		})
 		d.Judge() // the end of a short run
-		if w := d.FieldWarnings(); len(w) != 0 || !d.Watch.Done.Load() {
+		if w := d.FieldWarnings(); len(w) != 0 || !d.watch.Done.Load() {
 			t.Fatalf("fields present: %+v", w)
 		}
 	})
 	t.Run("allocs", func(t *testing.T) {
 		d := NewDecoder(p, clock.NewFake(testNow))
 		line := []byte(`{"user_id":"u","amount":1,"ts":1780272000000}`)
-		decodeN(d, WatchRecords, func(int) string { return string(line) })
+		decodeN(d, watchRecords, func(int) string { return string(line) })
 		l := fileio.Line{Kind: fileio.Data, No: 1, Text: line}
 		// After the judgment the watch is not called at all.
-		n := d.Watch.N.Load()
+		n := d.watch.N.Load()
 		decodeN(d, 100, func(int) string { return string(line) })
-		if !d.Watch.Done.Load() || d.Watch.N.Load() != n {
-			t.Fatalf("the watch went on after its judgment: %d records, then %d", n, d.Watch.N.Load())
+		if !d.watch.Done.Load() || d.watch.N.Load() != n {
+			t.Fatalf("the watch went on after its judgment: %d records, then %d", n, d.watch.N.Load())
 		}
 		if raceOn {
 			t.Skip("the race detector's sync.Pool drops items on purpose: allocations are counted without it")

@@ -76,7 +76,7 @@ func numberVal(v any, float bool) (val, bool) {
 	case float64:
 		if !float && isFinite(x) {
 			var buf [32]byte
-			if d, ok := ParseDec(strconv.AppendFloat(buf[:0], x, 'g', -1, 64)); ok {
+			if d, ok := parseDec(strconv.AppendFloat(buf[:0], x, 'g', -1, 64)); ok {
 				if d1, ok := d.rescale(max(d.scale, 1)); ok {
 					return decVal(d1), true
 				}
@@ -87,7 +87,7 @@ func numberVal(v any, float bool) (val, bool) {
 		if i, err := strconv.ParseInt(string(x), 10, 64); err == nil {
 			return val{kind: vInt, i: i}, true
 		}
-		if d, ok := ParseDec([]byte(x)); ok && !float {
+		if d, ok := parseDec([]byte(x)); ok && !float {
 			return decVal(d), true
 		}
 		if f, err := strconv.ParseFloat(string(x), 64); err == nil || errors.Is(err, strconv.ErrRange) {

@@ -1,6 +1,7 @@
-package job
+package record
 
 import (
+	"encoding/hex"
 	"math/big"
 	"math/rand/v2"
 	"slices"
@@ -9,21 +10,21 @@ import (
 
 	"github.com/weirstream/weir/clock"
 	"github.com/weirstream/weir/connector/fileio"
-	"github.com/weirstream/weir/internal/record"
+	"github.com/weirstream/weir/internal/jobtest"
 	"github.com/weirstream/weir/spec"
 )
 
-// decimalAgg returns decimalJob's aggregate function and a function that
+// decimalAgg returns jobtest.DecimalJob's aggregate function and a function that
 // decodes an order of key a with that amount (JSON text) and line number
 // no.
-func decimalAgg(t testing.TB) (record.Aggregator, func(no int64, amount string) record.Record) {
+func decimalAgg(t testing.TB) (Aggregator, func(no int64, amount string) Record) {
 	t.Helper()
-	p, err := spec.Parse([]byte(decimalJob))
+	p, err := spec.Parse([]byte(jobtest.DecimalJob))
 	if err != nil {
 		t.Fatal(err)
 	}
-	dec := record.NewDecoder(p, clock.Real{})
-	return record.NewAggregator(p, false), func(no int64, amount string) record.Record {
+	dec := NewDecoder(p, clock.Real{})
+	return NewAggregator(p, false), func(no int64, amount string) Record {
 		t.Helper()
 		r, err := dec.Decode(fileio.Line{Kind: fileio.Data, No: no, Text: []byte(`{"k":"a","ts":1767225600000,"amount":` + amount + `}`)})
 		if err != nil {
@@ -97,7 +98,7 @@ func TestDecimalSumsAgainstBig(t *testing.T) {
 			// stays float64, as before decimals.
 			want = want[:1]
 		}
-		recs := make([]record.Record, n)
+		recs := make([]Record, n)
 		for i, s := range texts {
 			recs[i] = order(int64(i+1), s)
 		}
@@ -105,7 +106,7 @@ func TestDecimalSumsAgainstBig(t *testing.T) {
 		for order := range 4 {
 			r.Shuffle(n, func(i, j int) { recs[i], recs[j] = recs[j], recs[i] })
 			// Split into parts, each its own accumulator.
-			var parts []*record.Acc
+			var parts []*Acc
 			for i := 0; i < n; {
 				k := 1 + r.IntN(n-i)
 				ac := agg.CreateAccumulator()
@@ -119,7 +120,7 @@ func TestDecimalSumsAgainstBig(t *testing.T) {
 				i := r.IntN(len(parts) - 1)
 				parts = slices.Replace(parts, i, i+2, agg.Merge(parts[i], parts[i+1]))
 			}
-			got := record.SplitResult(agg.Result(parts[0]), len(agg.Fns))
+			got := SplitResult(agg.Result(parts[0]), len(agg.Fns))
 			if !slices.Equal(got[:len(want)], want) {
 				t.Fatalf("round %d, order %d: inputs %v\ngot  %v\nwant %v", round, order, texts, got, want)
 			}
@@ -134,13 +135,13 @@ func TestDecimalSumsAgainstBig(t *testing.T) {
 
 // throughCheckpoint returns ac encoded as a checkpoint holds it and
 // decoded again.
-func throughCheckpoint(t *testing.T, ac *record.Acc) *record.Acc {
+func throughCheckpoint(t *testing.T, ac *Acc) *Acc {
 	t.Helper()
 	b, err := ac.MarshalBinary()
 	if err != nil {
 		t.Fatal(err)
 	}
-	back := new(record.Acc)
+	back := new(Acc)
 	if err := back.UnmarshalBinary(b); err != nil {
 		t.Fatal(err)
 	}
@@ -167,7 +168,7 @@ func FuzzParseDec(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		d, ok := record.ParseDec([]byte(s))
+		d, ok := parseDec([]byte(s))
 		if !ok {
 			return
 		}
@@ -175,11 +176,11 @@ func FuzzParseDec(f *testing.F) {
 		if !okBig {
 			t.Fatalf("parseDec accepts %q, math/big does not", s)
 		}
-		if d.Big().Cmp(want) != 0 {
-			t.Fatalf("parseDec(%q) = %s", s, record.AppendDec(nil, d))
+		if d.big().Cmp(want) != 0 {
+			t.Fatalf("parseDec(%q) = %s", s, appendDec(nil, d))
 		}
-		text := record.AppendDec(nil, d)
-		back, ok := record.ParseDec(text)
+		text := appendDec(nil, d)
+		back, ok := parseDec(text)
 		if !ok || back != d {
 			t.Fatalf("%q prints %s, which reads back as %v %v", s, text, back, ok)
 		}
@@ -190,8 +191,49 @@ func FuzzParseDec(f *testing.F) {
 // decimal keeps is exact, not a decimal_overflow.
 func TestZeroBeyondScale(t *testing.T) {
 	for _, s := range []string{"0." + strings.Repeat("0", 45), "-0e-50"} {
-		if d, ok := record.ParseDec([]byte(s)); !ok || d.Big().Sign() != 0 {
-			t.Errorf("parseDec(%q) = %s, %v; want an exact zero", s, record.AppendDec(nil, d), ok)
+		if d, ok := parseDec([]byte(s)); !ok || d.big().Sign() != 0 {
+			t.Errorf("parseDec(%q) = %s, %v; want an exact zero", s, appendDec(nil, d), ok)
 		}
+	}
+}
+
+// TestOldCheckpointAccumulators: accumulators that a checkpoint of weir
+// before decimals holds (encoded by it: a float sum of 0.1, 0.2 and 7,
+// an int sum of 3 and 4) restore as they were, and go on: the float sum
+// as a float, the int sum as an int; a decimal accumulator survives the
+// encoding exactly.
+func TestOldCheckpointAccumulators(t *testing.T) {
+	agg, order := decimalAgg(t)
+	add := func(ac *Acc, amount string) { agg.Add(ac, order(9, amount)) }
+	for _, c := range []struct{ old, was, amount, now string }{
+		{"040600b3e6cc99b3e6cc8e408002000000000000000600b3e6cc99b3e6cc8e4080020000000000000006000002009ab3e6cc99b3e6dc3f0000000000060000010e000000000000",
+			"7.3 2.433333333333333 0.1 7", "1", "8.3 2.075 0.1 7"},
+		{"04040e000000000000000000040e00000000000000000004000001060000000000000400000108000000000000",
+			"7 3.5 3 4", "5", "12 4 3 5"},
+	} {
+		b, err := hex.DecodeString(c.old)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ac := new(Acc)
+		if err := ac.UnmarshalBinary(b); err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Join(SplitResult(agg.Result(ac), 4), " "); got != c.was {
+			t.Errorf("restored %s, want %s", got, c.was)
+		}
+		add(ac, c.amount)
+		if got := strings.Join(SplitResult(agg.Result(ac), 4), " "); got != c.now {
+			t.Errorf("restored, then %s: %s, want %s", c.amount, got, c.now)
+		}
+	}
+	ac := agg.CreateAccumulator()
+	for _, a := range []string{"12345678901234567890123456.789", "-0.001", "1.10", "7"} {
+		add(ac, a)
+	}
+	back := throughCheckpoint(t, ac)
+	want := "12345678901234567890123464.888 3086419725308641972530866.222000 -0.001 12345678901234567890123456.789"
+	if got := strings.Join(SplitResult(agg.Result(back), 4), " "); got != want {
+		t.Errorf("decimals through a checkpoint: %s, want %s", got, want)
 	}
 }

@@ -39,7 +39,7 @@ func TestDependencyRules(t *testing.T) {
 		"connector/fileio":            {".", "connector", "etime"},
 		"connector/genio":             {"connector", "etime", "clock", "connector/fileio"},
 		"connector/sqliteio":          {"connector", "etime", "window", "connector/internal/tablerow", "internal/jsonnum"},
-		"connector/internal/tablerow": {"etime", "window"},
+		"connector/internal/tablerow": {"connector", "etime", "window"},
 		"connector/connectortest":     {".", "connector", "etime"},
 		"connector/kafkaio":           {".", "connector", "etime", "clock", "watermark"},
 		"connector/natsio":            {"connector", "etime", "clock"},

@@ -99,6 +99,10 @@ type SourceKind struct {
 	// never idle): a broker's partitions may stay empty for good, and
 	// without idleness one of them would hold the watermark back forever.
 	IdleTimeout time.Duration
+	// Check (nil: none) checks the values of the kind's settings as a
+	// source, by their Field names; the job spec checks what spans the
+	// job (time modes, formats, the end of input).
+	Check func(c Checker)
 }
 
 // SinkKind describes a kind as a sink.
@@ -112,6 +116,34 @@ type SinkKind struct {
 	// differently, as a table upserts results by window but stores
 	// records once by id).
 	Abilities, RecordAbilities Ability
+	// Check (nil: none) checks the values of the kind's settings as the
+	// sink of output (results, late, late_partial or dead_letter), by
+	// their Field names; the job spec checks what spans sinks (two sinks
+	// of one file or table).
+	Check func(c Checker, output string)
+}
+
+// Checker is a kind's Check's view of a job spec: it reads the kind's
+// settings by their Field names (a dotted name reads a nested block:
+// sasl.user) and reports problems, which the spec prints at the setting's
+// field path with the fix. An unset setting reads as its zero value.
+type Checker interface {
+	String(field string) string
+	Strings(field string) []string
+	Int(field string) int
+	// Set reports whether the spec gives the setting.
+	Set(field string) bool
+	// Default gives an unset string setting a value.
+	Default(field, value string)
+	// Report reports a problem with field ("" is the kind's settings as a
+	// whole); fix says what to do.
+	Report(field, msg, fix string)
+	// Positive reports a duration setting that is given but not positive;
+	// what names it in the fix ("the timeout").
+	Positive(field, what string)
+	// OneOf reports a string setting that is missing or not one of
+	// allowed.
+	OneOf(field string, allowed ...string)
 }
 
 // Kind is a connector kind: the name a job spec's type: gives, what it

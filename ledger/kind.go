@@ -6,8 +6,15 @@ import "github.com/weirstream/weir/connector"
 func Kinds() []connector.Kind {
 	return []connector.Kind{{Name: "ledger", Package: "github.com/weirstream/weir/ledger",
 		Doc: "keeps every too-late record, checksummed, in day segments committed with the checkpoints, for weir backfill",
-		Sink: &connector.SinkKind{Roles: connector.RoleLate, RecordAbilities: connector.AbilityTransactional, Fields: []connector.Field{
+		Sink: &connector.SinkKind{Roles: connector.RoleLate, RecordAbilities: connector.AbilityTransactional, Check: check, Fields: []connector.Field{
 			{Name: "dir", Required: true, Doc: "the ledger's directory (entries under <dir>/<job>/day=YYYY-MM-DD/)"},
 			{Name: "retention", Doc: "day directories older than this are removed (default: kept)"},
 		}}}}
+}
+
+func check(c connector.Checker, _ string) {
+	if c.String("dir") == "" {
+		c.Report("dir", "missing", "a ledger needs a directory, such as ledger")
+	}
+	c.Positive("retention", "the retention")
 }

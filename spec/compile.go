@@ -6,7 +6,6 @@ import (
 	"math"
 	"path/filepath"
 	"reflect"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -87,8 +86,6 @@ const AccColumn = "weir_acc"
 
 var aggFns = []string{"count", "sum", "min", "max", "avg", "first", "last", "collect", "count_distinct"}
 
-var sqlName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-
 // Parse loads and compiles a spec. When the document has structural
 // errors it still compiles what could be read, so that every problem is
 // reported at once; a semantic error on a field that already has a
@@ -151,21 +148,17 @@ type compiler struct {
 	reg  *connector.Registry
 }
 
-// kind checks a type: field against the registry's kinds (allowed, in
-// registration order) and returns the kind (ok false: unknown, reported).
-func (c *compiler) kind(path, typ string, allowed []string) (connector.Kind, bool) {
-	if len(allowed) == 0 {
+// kind checks a type: field against the registry's kinds for its place
+// (allowed, in registration order).
+func (c *compiler) kind(path, typ string, allowed []string) {
+	switch {
+	case len(allowed) == 0:
 		c.add(path, fmt.Sprintf("no connector kind is registered, so %q is unknown", typ), "import github.com/weirstream/weir/connector/all in the program that compiles the spec (the weir command does)")
-		return connector.Kind{}, false
-	}
-	if typ != "" && !slices.Contains(allowed, typ) {
+	case typ != "" && !slices.Contains(allowed, typ):
 		c.add(path, fmt.Sprintf("unknown value %q", typ), hint(typ, allowed, "use one of "+strings.Join(allowed, ", ")))
-		return connector.Kind{}, false
+	default:
+		c.oneOf(path, typ, "", allowed...)
 	}
-	if c.oneOf(path, typ, "", allowed...) == "" {
-		return connector.Kind{}, false
-	}
-	return c.reg.Lookup(typ)
 }
 
 // settings reports each field set in sink k (by its yaml names, type
@@ -807,16 +800,20 @@ func (c *compiler) sinks() {
 		if role != connector.RoleResults && k.Type == "kafka" && (s.Results == nil || s.Results.Type != "kafka") {
 			c.add(path+".type", "a kafka sink for "+name+" writes in the results sink's transactions", "use kafka results too, or a jsonl sink")
 		}
-		typ := k.Type
-		if kind, ok := c.kind(path+".type", typ, c.reg.Sinks(role)); ok {
-			c.settings(path, k, kind)
+		c.kind(path+".type", k.Type, c.reg.Sinks(role))
+		// A sink kind known for another output is still checked, so that
+		// every problem is reported at once.
+		kind, ok := c.reg.Lookup(k.Type)
+		if !ok || kind.Sink == nil {
+			return
 		}
-		c.kafkaSink(path, k)
-		switch typ {
-		case "jsonl", "sqlite":
-			if k.Path == "" {
-				c.add(path+".path", "missing", "a "+typ+" sink needs a file path, such as "+name+map[string]string{"jsonl": ".jsonl", "sqlite": ".db"}[typ])
-			} else if other, dup := paths[filepath.Clean(k.Path)]; dup {
+		c.settings(path, k, kind)
+		if kind.Sink.Check != nil {
+			kind.Sink.Check(checker{c: c, path: path, v: reflect.ValueOf(k).Elem()}, name)
+		}
+		// A sink that writes a file must not write another's, or the input.
+		if kind.Takes(false, "path") && k.Path != "" {
+			if other, dup := paths[filepath.Clean(k.Path)]; dup {
 				what := "sinks." + other
 				if other == "source" {
 					what = "the source (the sink would destroy its input)"
@@ -824,34 +821,6 @@ func (c *compiler) sinks() {
 				c.add(path+".path", fmt.Sprintf("%s is also the path of %s", k.Path, what), "give each sink its own file")
 			} else {
 				paths[filepath.Clean(k.Path)] = name
-			}
-		case "ledger":
-			if k.Dir == "" {
-				c.add(path+".dir", "missing", "a ledger needs a directory, such as ledger")
-			}
-			c.positive(path+".retention", k.Retention, "the retention")
-		}
-		switch typ {
-		case "postgres":
-			if k.URL == "" {
-				c.add(path+".url", "missing", "give the connection string, such as postgres://weir@127.0.0.1:5432/weir")
-			}
-			c.positive(path+".timeout", k.Timeout, "the timeout")
-			c.positive(path+".retry_for", k.RetryFor, "the retry time")
-			c.positive(path+".connect_retry_for", k.ConnectRetryFor, "the retry time")
-			if k.BatchRows < 0 {
-				c.add(path+".batch_rows", fmt.Sprint(k.BatchRows, " is negative"), "give the rows per transaction, such as 1000 (the default)")
-			}
-		case "nats":
-			if k.Subject == "" {
-				c.add(path+".subject", "missing", "name the subject results are published to; a JetStream stream must store it")
-			}
-		}
-		if typ == "sqlite" || typ == "postgres" {
-			if k.Table == "" {
-				k.Table = name // results, late, late_partial or dead_letter
-			} else if !sqlName.MatchString(k.Table) {
-				c.add(path+".table", fmt.Sprintf("%q is not a plain SQL name", k.Table), "use letters, digits and _, such as order_stats")
 			}
 		}
 	}

@@ -2,7 +2,7 @@ package spec
 
 import (
 	"fmt"
-	"strconv"
+	"reflect"
 	"strings"
 	"time"
 )
@@ -31,7 +31,8 @@ type Start struct {
 	Seq  uint64    // StartSequence
 }
 
-// kafkaSource checks source.kafka.
+// kafkaSource checks source.kafka: the kind checks its settings, the spec
+// compiles the start position and checks what spans the job.
 func (c *compiler) kafkaSource(typ string) {
 	s, p := &c.p.Spec.Source, c.p
 	if typ != "kafka" {
@@ -45,10 +46,7 @@ func (c *compiler) kafkaSource(typ string) {
 		c.add("source.kafka", "missing", "a kafka source needs brokers and a topic: kafka: {brokers: [127.0.0.1:9092], topic: orders}")
 		return
 	}
-	c.brokers("source.kafka", k.Brokers)
-	if k.Topic == "" {
-		c.add("source.kafka.topic", "missing", "name the topic to read, such as orders")
-	}
+	c.checkSource(typ)
 	switch st := strings.TrimSpace(k.Start); st {
 	case "", "earliest":
 		p.Start = Start{Kind: StartEarliest}
@@ -66,7 +64,6 @@ func (c *compiler) kafkaSource(typ string) {
 		}
 		p.Start = Start{Kind: StartTime, At: t}
 	}
-	c.sasl("source.kafka.sasl", k.SASL)
 	if s.Format != "" && s.Format != "jsonl" {
 		c.add("source.format", "kafka record values are JSON objects", "remove format")
 	}
@@ -78,39 +75,9 @@ func (c *compiler) kafkaSource(typ string) {
 	}
 }
 
-// kafkaSink checks a sink's kafka settings.
-func (c *compiler) kafkaSink(path string, k *Sink) {
-	if k.Type != "kafka" {
-		return // settings reported a kafka setting of another kind
-	}
-	c.brokers(path, k.Brokers)
-	if k.Topic == "" {
-		c.add(path+".topic", "missing", "name the topic for results, such as order-stats")
-	}
-	if k.MarkerTopic == "" && k.Topic != "" {
-		k.MarkerTopic = k.Topic + "-weir-checkpoints"
-	}
-	c.sasl(path+".sasl", k.SASL)
-}
-
-func (c *compiler) brokers(path string, bs []string) {
-	if len(bs) == 0 {
-		c.add(path+".brokers", "missing", "list the seed brokers, such as [127.0.0.1:9092]")
-	}
-	for i, b := range bs {
-		host, port, ok := strings.Cut(b, ":")
-		if n, err := strconv.Atoi(port); !ok || host == "" || err != nil || n <= 0 || n > 65535 {
-			c.add(fmt.Sprintf("%s.brokers[%d]", path, i), fmt.Sprintf("%q is not host:port", b), "such as 127.0.0.1:9092")
-		}
-	}
-}
-
-func (c *compiler) sasl(path string, s *SASL) {
-	if s == nil {
-		return
-	}
-	c.oneOf(path+".mechanism", s.Mechanism, "", "plain", "scram-sha-256", "scram-sha-512")
-	if s.User == "" {
-		c.add(path+".user", "missing", "give the user name")
+// checkSource runs the source kind's own checks of its settings.
+func (c *compiler) checkSource(typ string) {
+	if k, ok := c.reg.Lookup(typ); ok && k.Source != nil && k.Source.Check != nil {
+		k.Source.Check(checker{c: c, path: "source", v: reflect.ValueOf(&c.p.Spec.Source).Elem()})
 	}
 }

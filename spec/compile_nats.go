@@ -21,9 +21,7 @@ func (c *compiler) natsSource(typ string) {
 		c.add("source.nats", "missing", "a nats source needs a stream: nats: {url: nats://127.0.0.1:4222, stream: ORDERS}")
 		return
 	}
-	if n.Stream == "" {
-		c.add("source.nats.stream", "missing", "name the JetStream stream to read, such as ORDERS")
-	}
+	c.checkSource(typ)
 	switch st := strings.TrimSpace(n.Start); {
 	case st == "" || st == "earliest":
 	default:

@@ -104,3 +104,73 @@ func TestSettingOfAnotherKind(t *testing.T) {
 		t.Errorf("an empty registry: %v, want the import named", err)
 	}
 }
+
+// TestKindChecks: each kind's Check reports at the setting's own path
+// with the fix it had when the spec checked it, and gives defaults.
+func TestKindChecks(t *testing.T) {
+	for _, c := range []struct {
+		sinks string
+		want  []string // path: msg; fix
+	}{
+		{"{results: {type: kafka, brokers: ['nohost', '127.0.0.1:9092'], sasl: {mechanism: md5}}}", []string{
+			`sinks.results.brokers[0]: "nohost" is not host:port; such as 127.0.0.1:9092`,
+			"sinks.results.topic: missing; name the topic for results, such as order-stats",
+			`sinks.results.sasl.mechanism: unknown value "md5"; use one of plain, scram-sha-256, scram-sha-512`,
+			"sinks.results.sasl.user: missing; give the user name"}},
+		{"{results: {type: postgres, url: 'postgres://x', timeout: 0s, batch_rows: -1, table: 'a-b'}}", []string{
+			"sinks.results.timeout: 0s is not positive; the timeout must be positive, such as 1m",
+			"sinks.results.batch_rows: -1 is negative; give the rows per transaction, such as 1000 (the default)",
+			`sinks.results.table: "a-b" is not a plain SQL name; use letters, digits and _, such as order_stats`}},
+		{"{results: {type: sqlite}, late: {type: ledger, retention: 0s}, dead_letter: {type: nats}}", []string{
+			"sinks.results.path: missing; a sqlite sink needs a file path, such as results.db",
+			"sinks.late.dir: missing; a ledger needs a directory, such as ledger",
+			"sinks.late.retention: 0s is not positive; the retention must be positive, such as 1m",
+			"sinks.dead_letter.subject: missing; name the subject results are published to; a JetStream stream must store it"}},
+		{"{results: {type: jsonl}}", []string{"sinks.results.path: missing; a jsonl sink needs a file path, such as results.jsonl"}},
+	} {
+		_, err := Parse([]byte(checkJob + "sinks: " + c.sinks + "\n"))
+		var es Errors
+		if !errors.As(err, &es) {
+			t.Fatalf("%s: %v, want Errors", c.sinks, err)
+		}
+		var got []string
+		for _, e := range es {
+			got = append(got, e.Path+": "+e.Msg+"; "+e.Fix)
+		}
+		if !slices.Equal(got, c.want) {
+			t.Errorf("%s:\ngot  %q\nwant %q", c.sinks, got, c.want)
+		}
+	}
+	p, err := Parse([]byte(checkJob + "sinks: {results: {type: kafka, brokers: ['127.0.0.1:9092'], topic: out}, late: {type: postgres, url: 'postgres://x'}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, l := p.Spec.Sinks.Results, p.Spec.Sinks.Late; r.MarkerTopic != "out-weir-checkpoints" || l.Table != "late" {
+		t.Errorf("defaults: marker topic %q, late table %q", r.MarkerTopic, l.Table)
+	}
+}
+
+const checkJob = "name: j\nsource: {type: file, path: in.jsonl}\nwatermark: {max_out_of_orderness: 1s}\nkey: k\nwindow: {type: tumbling, size: 1m}\naggregate: [{fn: count, name: n}]\n"
+
+// TestNewKind: a kind registered in a registry of its own is one a spec
+// can name, with its settings and checks, without a change to the spec.
+func TestNewKind(t *testing.T) {
+	r := connector.NewRegistry()
+	r.MustRegister(connector.Kind{Name: "file", Doc: "a file", Source: &connector.SourceKind{Fields: []connector.Field{{Name: "path", Doc: "the file"}}}},
+		connector.Kind{Name: "dirsink", Doc: "results in a directory", Sink: &connector.SinkKind{Roles: connector.RoleResults,
+			Fields: []connector.Field{{Name: "dir", Doc: "the directory"}},
+			Check: func(c connector.Checker, output string) {
+				if !strings.HasPrefix(c.String("dir"), "/") {
+					c.Report("dir", "not absolute", "give /data/"+output)
+				}
+			}}})
+	s, err := Load([]byte(strings.ReplaceAll(checkJob, "key: k\n", "") + "sinks: {results: {type: dirsink, dir: rel, path: x}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = CompileWith(s, r)
+	var es Errors
+	if !errors.As(err, &es) || len(es) != 2 || es[0].Msg != "path is not a setting of a dirsink sink" || es[1].Path != "sinks.results.dir" || es[1].Fix != "give /data/results" {
+		t.Fatalf("a new kind: %v", err)
+	}
+}

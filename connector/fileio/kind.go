@@ -19,6 +19,11 @@ func Kinds() []connector.Kind {
 			Source: &connector.SourceKind{Fields: lineFields}},
 		{Name: "jsonl", Package: pkg, Doc: "writes a JSON object per line to a file, cut back to the checkpoint on a restore",
 			Sink: &connector.SinkKind{Roles: connector.AllRoles, Abilities: connector.AbilityTransactional, RecordAbilities: connector.AbilityTransactional,
+				Check: func(c connector.Checker, output string) {
+					if c.String("path") == "" {
+						c.Report("path", "missing", "a jsonl sink needs a file path, such as "+output+".jsonl")
+					}
+				},
 				Fields: []connector.Field{{Name: "path", Required: true, Doc: "the output file (relative to the spec's directory)"}}}},
 		{Name: "stdout", Package: pkg, Doc: "writes a JSON object per line to standard output (a replay after a restore writes again)",
 			Sink: &connector.SinkKind{Roles: connector.AllRoles}},

@@ -11,7 +11,7 @@ import (
 func Kinds() []connector.Kind {
 	return []connector.Kind{{Name: "nats", Package: "github.com/weirstream/weir/connector/natsio",
 		Doc: "reads a JetStream stream in stream order, its sequence in the checkpoints; publishes with a message id per record, which JetStream stores once",
-		Source: &connector.SourceKind{Abilities: connector.AbilityPositions, IdleTimeout: time.Minute, Fields: []connector.Field{
+		Source: &connector.SourceKind{Abilities: connector.AbilityPositions, IdleTimeout: time.Minute, Check: checkSource, Fields: []connector.Field{
 			{Name: "nats.url", Doc: "the server (default nats://127.0.0.1:4222)"},
 			{Name: "nats.stream", Required: true, Doc: "the JetStream stream; its message data are JSON records"},
 			{Name: "nats.subjects", Doc: "keep only messages of these subjects (wildcards allowed)"},
@@ -19,7 +19,7 @@ func Kinds() []connector.Kind {
 			{Name: "nats.stop_at_end", Doc: "end the job at the stream's last message at start"},
 			{Name: "channels", Doc: "source channels (default 1); one reads the stream, the others stay idle"},
 		}},
-		Sink: &connector.SinkKind{Roles: connector.AllRoles, Abilities: connector.AbilityIdempotent, RecordAbilities: connector.AbilityIdempotent, Fields: []connector.Field{
+		Sink: &connector.SinkKind{Roles: connector.AllRoles, Abilities: connector.AbilityIdempotent, RecordAbilities: connector.AbilityIdempotent, Check: checkSink, Fields: []connector.Field{
 			{Name: "url", Doc: "the server (default nats://127.0.0.1:4222)"},
 			{Name: "subject", Required: true, Doc: "the subject published to; a JetStream stream must store it"},
 		}}}}

@@ -95,3 +95,53 @@ func (k checker) Positive(field, what string) {
 func (k checker) OneOf(field string, allowed ...string) {
 	k.c.oneOf(k.at(field), k.String(field), "", allowed...)
 }
+
+// clone returns a deep copy of s, so that compiling (which fills in
+// defaults) leaves the caller's spec as it was.
+func clone(s *Spec) *Spec {
+	c := new(Spec)
+	deepCopy(reflect.ValueOf(c).Elem(), reflect.ValueOf(s).Elem())
+	return c
+}
+
+// deepCopy copies src into the settable dst, following pointers, slices
+// and maps (a spec holds no cycles: Load bounds aliases).
+func deepCopy(dst, src reflect.Value) {
+	switch src.Kind() {
+	case reflect.Pointer:
+		if src.IsNil() {
+			return
+		}
+		p := reflect.New(src.Type().Elem())
+		deepCopy(p.Elem(), src.Elem())
+		dst.Set(p)
+	case reflect.Struct:
+		for i := range src.NumField() {
+			if dst.Field(i).CanSet() {
+				deepCopy(dst.Field(i), src.Field(i))
+			}
+		}
+	case reflect.Slice:
+		if src.IsNil() {
+			return
+		}
+		s := reflect.MakeSlice(src.Type(), src.Len(), src.Len())
+		for i := range src.Len() {
+			deepCopy(s.Index(i), src.Index(i))
+		}
+		dst.Set(s)
+	case reflect.Map:
+		if src.IsNil() {
+			return
+		}
+		m := reflect.MakeMapWithSize(src.Type(), src.Len())
+		for it := src.MapRange(); it.Next(); {
+			v := reflect.New(src.Type().Elem()).Elem()
+			deepCopy(v, it.Value())
+			m.SetMapIndex(it.Key(), v)
+		}
+		dst.Set(m)
+	default:
+		dst.Set(src)
+	}
+}

@@ -132,9 +132,10 @@ func parse(data []byte, name string) (*Plan, error) {
 // which importing github.com/weirstream/weir/connector/all fills.
 func Compile(s *Spec) (*Plan, error) { return CompileWith(s, connector.Default) }
 
-// CompileWith is Compile with the connector kinds of reg.
+// CompileWith is Compile with the connector kinds of reg. It leaves s as
+// it was: the plan holds a copy, with the defaults filled in.
 func CompileWith(s *Spec, reg *connector.Registry) (*Plan, error) {
-	c := &compiler{p: &Plan{Spec: s, Warnings: slices.Clone(s.Warnings)}, reg: reg}
+	c := &compiler{p: &Plan{Spec: clone(s), Warnings: slices.Clone(s.Warnings)}, reg: reg}
 	c.compile()
 	if len(c.errs) > 0 {
 		return nil, c.errs

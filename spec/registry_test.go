@@ -174,3 +174,33 @@ func TestNewKind(t *testing.T) {
 		t.Fatalf("a new kind: %v", err)
 	}
 }
+
+// TestCompileLeavesItsInput: compiling fills in defaults in the plan's
+// copy of the spec, not in the caller's, and compiling the same spec
+// again gives the same plan.
+func TestCompileLeavesItsInput(t *testing.T) {
+	job := strings.Replace(checkJob, "aggregate: [{fn: count, name: n}]", "aggregate: [{fn: sum, field: a, name: s, type: decimal}]", 1)
+	s, err := Load([]byte(job + "sinks: {late: {type: postgres, url: 'postgres://x'}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := clone(s)
+	p1, err := Compile(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(s, before) {
+		t.Errorf("Compile changed its input:\n%+v\nwas\n%+v", s, before)
+	}
+	if p1.Spec.Sinks.Results == nil || p1.Spec.Sinks.Late.Table != "late" || s.Sinks.Results != nil || s.Sinks.Late.Table != "" {
+		t.Errorf("defaults: the plan's results %v and late table %q, the input's %v and %q",
+			p1.Spec.Sinks.Results, p1.Spec.Sinks.Late.Table, s.Sinks.Results, s.Sinks.Late.Table)
+	}
+	p2, err := Compile(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(p1.Spec, p2.Spec) {
+		t.Errorf("compiled twice, the plans' specs differ")
+	}
+}

@@ -8,11 +8,8 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -20,8 +17,6 @@ import (
 
 	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx"
 
-	"github.com/weirstream/weir"
-	"github.com/weirstream/weir/checkpoint"
 	"github.com/weirstream/weir/clock"
 	"github.com/weirstream/weir/connector/fileio"
 	"github.com/weirstream/weir/connector/pgio"
@@ -81,7 +76,7 @@ type BackfillReport struct {
 	AlreadyApplied int `json:"already_applied"`
 	Unreadable     int `json:"unreadable"`
 	// EarlierRuns counts entries of runs before the one whose outputs
-	// the results hold (job.OutCounters.Since), in a ledger that keeps them
+	// the results hold (job.Committed.Since), in a ledger that keeps them
 	// (a Kafka topic): skipped.
 	EarlierRuns int `json:"earlier_runs,omitempty"`
 	// Corrupt counts ledger lines whose checksum or syntax is wrong:
@@ -573,93 +568,25 @@ func (o *BackfillOptions) crash(point string) {
 // checkpoints, or whose run finished, has its whole ledger read (a nil
 // cut) at the end of input; a job that has not completed a checkpoint yet
 // has committed nothing (empty positions, epoch 0). since is the oldest
-// run whose entries count (job.OutCounters.Since; 0: every run's).
+// run whose entries count (job.Committed.Since; 0: every run's).
 func backfillCut(p *spec.Plan, dir string) (cut *ledgerCut, wm etime.Time, desc string, since int64, err error) {
-	c := p.Spec.Checkpoint
-	if c == nil || c.Dir == "" {
-		return nil, etime.MaxTime, "all of it; the job has no checkpoints, so its run is taken as ended", 0, nil
-	}
-	cdir := job.RunOptions{Dir: dir}.Path(c.Dir)
-	none := &ledgerCut{pos: map[string]ledger.Pos{}}
-	oc, id, err := latestCounters(cdir)
-	if err != nil {
+	c, ok, err := job.LastCommitted(p, dir)
+	switch {
+	case err != nil:
 		return nil, 0, "", 0, err
+	case !ok:
+		return nil, etime.MaxTime, "all of it; the job has no checkpoints, so its run is taken as ended", 0, nil
+	case c.Finished:
+		return nil, etime.MaxTime, "all of it; the job's run finished", c.Since, nil
+	case c.Checkpoint == 0:
+		return &ledgerCut{pos: map[string]ledger.Pos{}}, etime.MinTime, "nothing yet; the job has not completed a checkpoint", 0, nil
 	}
-	if _, err := os.Stat(filepath.Join(cdir, job.FinishedMarker)); err == nil {
-		if oc != nil {
-			since = oc.Since
-		}
-		return nil, etime.MaxTime, "all of it; the job's run finished", since, nil
+	pos := c.Ledgers["late"]
+	if c.Ledgers == nil {
+		c.Ledgers = map[string]ledger.Pos{}
 	}
-	if oc == nil {
-		return none, etime.MinTime, "nothing yet; the job has not completed a checkpoint", 0, nil
-	}
-	pos := oc.Ledgers["late"]
-	if oc.Ledgers == nil {
-		oc.Ledgers = none.pos
-	}
-	return &ledgerCut{pos: oc.Ledgers, epoch: oc.Epoch, run: oc.Run}, oc.Watermark,
-		fmt.Sprintf("checkpoint %d: %s up to byte %d; live watermark %s", id, cmp.Or(pos.Segment, "empty"), pos.Length, oc.Watermark), oc.Since, nil
-}
-
-// latestCounters reads the output counters of the newest checkpoint in
-// cdir (nil: none yet).
-func latestCounters(cdir string) (*job.OutCounters, int64, error) {
-	st, err := checkpoint.OpenReadOnly(cdir)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, 0, nil
-	}
-	if err != nil {
-		return nil, 0, err
-	}
-	defer st.Close()
-	// The live job may remove the newest checkpoint's predecessor while
-	// it is read: try again.
-	for try := 0; ; try++ {
-		cp, ok, err := st.Latest()
-		if err != nil || !ok {
-			return nil, 0, err
-		}
-		view := &lazyView{st: st, cp: cp}
-		b, ok := weir.PreCommitPart(view, "output")
-		if err := view.err; err != nil || !ok {
-			if try < 3 {
-				continue
-			}
-			return nil, 0, cmp.Or(err, fmt.Errorf("checkpoint %d has no output part", cp.ID))
-		}
-		oc := &job.OutCounters{Watermark: etime.MinTime}
-		if err := json.Unmarshal(b, oc); err != nil {
-			return nil, 0, fmt.Errorf("checkpoint %d: corrupt output part: %w", cp.ID, err)
-		}
-		return oc, cp.ID, nil
-	}
-}
-
-// lazyView is a weir.CheckpointView of a stored checkpoint that reads
-// only the parts asked for (a backfill wants the output's counters, not
-// the window state); err keeps the first read error.
-type lazyView struct {
-	st  *checkpoint.Dir
-	cp  *checkpoint.Checkpoint
-	err error
-}
-
-func (v *lazyView) Parts(stage, name string) map[int][]byte {
-	out := map[int][]byte{}
-	for _, p := range v.cp.Parts {
-		i, ok := checkpoint.PartIndex(p, stage, name)
-		if !ok {
-			continue
-		}
-		b, err := v.st.ReadPart(v.cp, p)
-		if err != nil {
-			v.err = cmp.Or(v.err, err)
-			continue
-		}
-		out[i] = b
-	}
-	return out
+	return &ledgerCut{pos: c.Ledgers, epoch: c.Epoch, run: c.Run}, c.Watermark,
+		fmt.Sprintf("checkpoint %d: %s up to byte %d; live watermark %s", c.Checkpoint, cmp.Or(pos.Segment, "empty"), pos.Length, c.Watermark), c.Since, nil
 }
 
 // resultsDB is the results table of a SQLite or Postgres sink, with the

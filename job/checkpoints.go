@@ -62,7 +62,7 @@ func openCheckpoints(p *spec.Plan, o RunOptions) (*checkpoints, error) {
 		return nil, err
 	}
 	c := &checkpoints{store: store, dir: dir, interval: interval, meta: meta}
-	marker := filepath.Join(dir, FinishedMarker)
+	marker := filepath.Join(dir, finishedMarker)
 	_, statErr := os.Stat(marker)
 	finished := statErr == nil
 	if o.Fresh || finished {
@@ -198,16 +198,16 @@ func (c *checkpoints) options(fail func(error), committed func(id int64) error) 
 	return o
 }
 
-// FinishedMarker, in a checkpoint directory, says the run that wrote it
+// finishedMarker, in a checkpoint directory, says the run that wrote it
 // read all its input: the next run starts over instead of resuming.
-const FinishedMarker = "FINISHED"
+const finishedMarker = "FINISHED"
 
 // finished marks the run complete.
 func (c *checkpoints) finished() error {
 	if c == nil {
 		return nil
 	}
-	return os.WriteFile(filepath.Join(c.dir, FinishedMarker), []byte("the run finished; the next run starts over\n"), 0o644)
+	return os.WriteFile(filepath.Join(c.dir, finishedMarker), []byte("the run finished; the next run starts over\n"), 0o644)
 }
 
 func (c *checkpoints) close() error {

@@ -33,7 +33,7 @@ type output struct {
 	// syncing the sinks, and guards c. It is held across sink I/O, so
 	// observers never take it: they read pub.
 	mu sync.Mutex
-	c  OutCounters
+	c  outCounters
 	// warned holds the aggregates and overflow kinds warned about.
 	warned map[string]bool
 	// width is how many values a result carries (aggFunc.width).
@@ -66,8 +66,8 @@ type SinkCall struct {
 	Since      time.Time
 }
 
-// OutCounters are the output's exact counts, part of each checkpoint.
-type OutCounters struct {
+// outCounters are the output's exact counts, part of each checkpoint.
+type outCounters struct {
 	// Run is the run's id (runID), which every durable output carries;
 	// Since is the oldest run whose outputs the job's outputs still hold
 	// (Run itself unless a fresh start was told to append).
@@ -110,7 +110,7 @@ type OutCounters struct {
 // noteWatermark raises Watermark to a finite operator watermark (the end
 // of input, MaxTime, is not one: a backfill learns it from the finished
 // marker, and the archive's horizon keeps counting from the data).
-func (c *OutCounters) noteWatermark(wm etime.Time) {
+func (c *outCounters) noteWatermark(wm etime.Time) {
 	if wm < etime.MaxTime {
 		c.Watermark = max(c.Watermark, wm)
 	}
@@ -408,7 +408,7 @@ func (o *output) sync() error {
 // restore starts from a checkpoint's counters and cuts the sink files back
 // to what it covered.
 func (o *output) restore(b []byte) error {
-	c := OutCounters{Watermark: etime.MinTime} // older checkpoints lack it
+	c := outCounters{Watermark: etime.MinTime} // older checkpoints lack it
 	if err := json.Unmarshal(b, &c); err != nil {
 		return fmt.Errorf("corrupt output part: %w", err)
 	}
@@ -425,10 +425,10 @@ func (o *output) restore(b []byte) error {
 // counters returns the output's counts (the counts only: not the file
 // offsets, ledger positions or watermark) without waiting for a sink
 // call in progress. Safe for concurrent use.
-func (o *output) counters() OutCounters {
+func (o *output) counters() outCounters {
 	o.pub.Lock()
 	defer o.pub.Unlock()
-	return OutCounters{Results: o.c.Results, Late: o.c.Late, Partial: o.c.Partial, Controls: o.c.Controls,
+	return outCounters{Results: o.c.Results, Late: o.c.Late, Partial: o.c.Partial, Controls: o.c.Controls,
 		Regressions: o.c.Regressions, Dead: maps.Clone(o.c.Dead), DecimalOverflow: o.c.DecimalOverflow, FloatOverflow: o.c.FloatOverflow}
 }
 

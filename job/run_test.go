@@ -509,7 +509,7 @@ func TestFailedRunResumes(t *testing.T) {
 	dir := t.TempDir()
 	ck := filepath.Join(dir, "ck")
 	crashRun(t, p, RunOptions{Dir: dir, Deterministic: true, Now: jobtest.TestNow, CheckpointDir: ck, CheckpointInterval: time.Millisecond}, "before-manifest", 4)
-	if _, err := os.Stat(filepath.Join(ck, FinishedMarker)); err == nil {
+	if _, err := os.Stat(filepath.Join(ck, finishedMarker)); err == nil {
 		t.Fatal("a failed run wrote the finished marker")
 	}
 	var info []string

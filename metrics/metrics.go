@@ -66,7 +66,7 @@
 //	checkpoint_last_size_bytes                         the bytes of its parts
 //	checkpoint_duration_seconds                        histogram of trigger-to-commit times
 //
-// Jobs add their own series through Options.Extra (the spec runner adds
+// Jobs add their own series through Options.Extra (the job runner, package job, adds
 // dead letters by reason and its sinks' counts).
 package metrics
 

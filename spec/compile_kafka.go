@@ -35,18 +35,10 @@ type Start struct {
 // compiles the start position and checks what spans the job.
 func (c *compiler) kafkaSource(typ string) {
 	s, p := &c.p.Spec.Source, c.p
-	if typ != "kafka" {
-		if s.Kafka != nil {
-			c.add("source.kafka", "only a kafka source takes kafka settings", "use type: kafka, or remove kafka")
-		}
-		return
-	}
 	k := s.Kafka
-	if k == nil {
-		c.add("source.kafka", "missing", "a kafka source needs brokers and a topic: kafka: {brokers: [127.0.0.1:9092], topic: orders}")
+	if !c.sourceBlock(typ, "kafka", k != nil, "a kafka source needs brokers and a topic: kafka: {brokers: [127.0.0.1:9092], topic: orders}") {
 		return
 	}
-	c.checkSource(typ)
 	switch st := strings.TrimSpace(k.Start); st {
 	case "", "earliest":
 		p.Start = Start{Kind: StartEarliest}
@@ -75,9 +67,23 @@ func (c *compiler) kafkaSource(typ string) {
 	}
 }
 
-// checkSource runs the source kind's own checks of its settings.
-func (c *compiler) checkSource(typ string) {
+// sourceBlock checks the source's settings block of kind name (kafka:,
+// nats:): set only for a source of that type, and given for one (missing
+// says how). When it is there to check, the kind checks its settings and
+// sourceBlock returns true.
+func (c *compiler) sourceBlock(typ, name string, set bool, missing string) bool {
+	switch {
+	case typ != name:
+		if set {
+			c.add("source."+name, "only a "+name+" source takes "+name+" settings", "use type: "+name+", or remove "+name)
+		}
+		return false
+	case !set:
+		c.add("source."+name, "missing", missing)
+		return false
+	}
 	if k, ok := c.reg.Lookup(typ); ok && k.Source != nil && k.Source.Check != nil {
 		k.Source.Check(checker{c: c, path: "source", v: reflect.ValueOf(&c.p.Spec.Source).Elem()})
 	}
+	return true
 }

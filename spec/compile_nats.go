@@ -10,18 +10,10 @@ import (
 // natsSource checks source.nats.
 func (c *compiler) natsSource(typ string) {
 	s, p := &c.p.Spec.Source, c.p
-	if typ != "nats" {
-		if s.NATS != nil {
-			c.add("source.nats", "only a nats source takes nats settings", "use type: nats, or remove nats")
-		}
-		return
-	}
 	n := s.NATS
-	if n == nil {
-		c.add("source.nats", "missing", "a nats source needs a stream: nats: {url: nats://127.0.0.1:4222, stream: ORDERS}")
+	if !c.sourceBlock(typ, "nats", n != nil, "a nats source needs a stream: nats: {url: nats://127.0.0.1:4222, stream: ORDERS}") {
 		return
 	}
-	c.checkSource(typ)
 	switch st := strings.TrimSpace(n.Start); {
 	case st == "" || st == "earliest":
 	default:

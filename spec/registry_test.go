@@ -204,3 +204,31 @@ func TestCompileLeavesItsInput(t *testing.T) {
 		t.Errorf("compiled twice, the plans' specs differ")
 	}
 }
+
+// TestSourceKindChecks: a broker source's block is refused on another
+// source, required on its own, and checked by its kind.
+func TestSourceKindChecks(t *testing.T) {
+	for _, c := range []struct{ source, want string }{
+		{"{type: file, path: in.jsonl, kafka: {topic: t}}", "source.kafka: only a kafka source takes kafka settings; use type: kafka, or remove kafka"},
+		{"{type: kafka}", "source.kafka: missing; a kafka source needs brokers and a topic: kafka: {brokers: [127.0.0.1:9092], topic: orders}"},
+		{"{type: kafka, kafka: {brokers: [x]}}", `source.kafka.brokers[0]: "x" is not host:port; such as 127.0.0.1:9092|source.kafka.topic: missing; name the topic to read, such as orders`},
+		{"{type: kafka, kafka: {brokers: ['h:1'], topic: t, start: committed, sasl: {mechanism: plain}}}", "source.kafka.sasl.user: missing; give the user name|source.kafka.group: missing; start: committed reads the offsets of a consumer group: name it"},
+		{"{type: nats, nats: {start: soon}}", `source.nats.stream: missing; name the JetStream stream to read, such as ORDERS|source.nats.start: "soon" is not earliest, a stream sequence or an RFC 3339 time; such as earliest, 1000 or 2026-11-30T00:00:00Z`},
+	} {
+		job := strings.Replace(checkJob, "source: {type: file, path: in.jsonl}", "source: "+c.source, 1)
+		_, err := Parse([]byte(job))
+		var es Errors
+		if !errors.As(err, &es) {
+			t.Fatalf("%s: %v, want Errors", c.source, err)
+		}
+		var got []string
+		for _, e := range es {
+			if strings.HasPrefix(e.Path, "source") {
+				got = append(got, e.Path+": "+e.Msg+"; "+e.Fix)
+			}
+		}
+		if g := strings.Join(got, "|"); g != c.want {
+			t.Errorf("%s:\ngot  %s\nwant %s", c.source, g, c.want)
+		}
+	}
+}

@@ -29,7 +29,7 @@ func (k checker) field(name string) reflect.Value {
 		}
 		next := reflect.Value{}
 		for i := range v.NumField() {
-			if tag, _, _ := strings.Cut(v.Type().Field(i).Tag.Get("yaml"), ","); tag == part {
+			if yamlName(v.Type().Field(i)) == part {
 				next = v.Field(i)
 				break
 			}
@@ -40,6 +40,12 @@ func (k checker) field(name string) reflect.Value {
 		v = next
 	}
 	return v
+}
+
+// yamlName is a struct field's name in a spec ("" or "-": none).
+func yamlName(f reflect.StructField) string {
+	name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+	return name
 }
 
 func (k checker) at(field string) string {

@@ -169,7 +169,7 @@ func (c *compiler) settings(path string, k *Sink, kind connector.Kind) {
 	v := reflect.ValueOf(k).Elem()
 	for i := range v.NumField() {
 		f := v.Type().Field(i)
-		name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		name := yamlName(f)
 		if name == "" || name == "-" || name == "type" || v.Field(i).IsZero() || kind.Takes(false, name) {
 			continue
 		}

@@ -258,7 +258,7 @@ func (w *walker) value(v reflect.Value, n *yaml.Node, path string, depth int) {
 func (w *walker) fields(v reflect.Value, n *yaml.Node, path string, depth int) {
 	names := make([]string, v.NumField()) // YAML name of each Go field
 	for i := range names {
-		names[i], _, _ = strings.Cut(v.Type().Field(i).Tag.Get("yaml"), ",")
+		names[i] = yamlName(v.Type().Field(i))
 	}
 	if n.Kind != yaml.MappingNode {
 		w.fail(path, n, "want a mapping of fields, got "+describe(n), knownFields(names))

@@ -52,7 +52,7 @@ func yamlFields(t reflect.Type, prefix string) []string {
 	var names []string
 	for i := range t.NumField() {
 		f := t.Field(i)
-		name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		name := yamlName(f)
 		if name == "" || name == "-" {
 			continue
 		}

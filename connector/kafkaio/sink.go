@@ -1,11 +1,13 @@
 package kafkaio
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -82,6 +84,10 @@ type Sink struct {
 	o    SinkOptions
 	cl   *kgo.Client
 	open bool // a transaction is open
+	// failed holds the first produce error of the open transaction; the
+	// client's goroutines set it (produced), begin clears it.
+	failed   atomic.Pointer[error]
+	produced func(*kgo.Record, error)
 }
 
 // OpenSink connects the sink's transactional producer. A transaction a
@@ -110,7 +116,22 @@ func OpenSink(o SinkOptions) (*Sink, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kafkaio: %w", err)
 	}
-	return &Sink{o: o, cl: cl}, nil
+	s := &Sink{o: o, cl: cl}
+	s.produced = func(_ *kgo.Record, err error) {
+		if err != nil {
+			s.failed.CompareAndSwap(nil, &err)
+		}
+	}
+	return s, nil
+}
+
+// produceErr is the first produce error of the open transaction (nil:
+// none).
+func (s *Sink) produceErr() error {
+	if e := s.failed.Load(); e != nil {
+		return *e
+	}
+	return nil
 }
 
 // begin opens a transaction if none is open.
@@ -121,6 +142,7 @@ func (s *Sink) begin() error {
 	if err := s.cl.BeginTransaction(); err != nil {
 		return fmt.Errorf("kafkaio: begin transaction: %w", err)
 	}
+	s.failed.Store(nil)
 	s.open = true
 	return nil
 }
@@ -134,7 +156,7 @@ func (s *Sink) Write(ctx context.Context, recs []*kgo.Record) error {
 		return err
 	}
 	for _, r := range recs {
-		s.cl.Produce(ctx, r, nil)
+		s.cl.Produce(ctx, r, s.produced)
 	}
 	return nil
 }
@@ -142,7 +164,7 @@ func (s *Sink) Write(ctx context.Context, recs []*kgo.Record) error {
 // Flush waits until every record written so far is sent (not yet
 // visible: that takes Commit).
 func (s *Sink) Flush(ctx context.Context) error {
-	if err := s.cl.Flush(ctx); err != nil {
+	if err := cmp.Or(s.cl.Flush(ctx), s.produceErr()); err != nil {
 		s.abort(ctx, err)
 		return fmt.Errorf("kafkaio: flush: %w", err)
 	}
@@ -159,9 +181,9 @@ func (s *Sink) PreCommit(ctx context.Context, id int64) ([]byte, error) {
 	}
 	if id != 0 {
 		marker := &kgo.Record{Topic: s.o.MarkerTopic, Key: []byte(s.o.TransactionalID), Value: strconv.AppendInt(nil, id, 10)}
-		s.cl.Produce(ctx, marker, nil)
+		s.cl.Produce(ctx, marker, s.produced)
 	}
-	if err := s.cl.Flush(ctx); err != nil {
+	if err := cmp.Or(s.cl.Flush(ctx), s.produceErr()); err != nil {
 		s.abort(ctx, err)
 		return nil, fmt.Errorf("kafkaio: flush of checkpoint %d: %w", id, err)
 	}
@@ -202,6 +224,9 @@ func (s *Sink) Commit(ctx context.Context, _ int64) error {
 	}
 	s.open = false
 	if err := s.cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		if cause := s.produceErr(); cause != nil {
+			return fmt.Errorf("kafkaio: commit transaction: %w (a record of it was not produced: %w)", err, cause)
+		}
 		return fmt.Errorf("kafkaio: commit transaction: %w", err)
 	}
 	return nil

@@ -154,8 +154,6 @@ type Kind struct {
 	Name string
 	// Doc says what the kind reads or writes, in a sentence.
 	Doc string
-	// Package is the Go package that implements it.
-	Package string
 	// Source is nil for a kind that is not a source, Sink for one that
 	// is not a sink.
 	Source *SourceKind

@@ -4,7 +4,7 @@ import "github.com/weirstream/weir/connector"
 
 // Kinds are the job spec's kinds of this package: the ledger sink.
 func Kinds() []connector.Kind {
-	return []connector.Kind{{Name: "ledger", Package: "github.com/weirstream/weir/ledger",
+	return []connector.Kind{{Name: "ledger",
 		Doc: "keeps every too-late record, checksummed, in day segments committed with the checkpoints, for weir backfill",
 		Sink: &connector.SinkKind{Roles: connector.RoleLate, RecordAbilities: connector.AbilityTransactional, Check: check, Fields: []connector.Field{
 			{Name: "dir", Required: true, Doc: "the ledger's directory (entries under <dir>/<job>/day=YYYY-MM-DD/)"},

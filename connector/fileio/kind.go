@@ -10,14 +10,13 @@ var lineFields = []connector.Field{
 // Kinds are the job spec's kinds of this package: file and stdin
 // sources, jsonl and stdout sinks.
 func Kinds() []connector.Kind {
-	const pkg = "github.com/weirstream/weir/connector/fileio"
 	return []connector.Kind{
-		{Name: "file", Package: pkg, Doc: "reads records from a file, one per line; its line numbers are the checkpoint positions",
+		{Name: "file", Doc: "reads records from a file, one per line; its line numbers are the checkpoint positions",
 			Source: &connector.SourceKind{Abilities: connector.AbilityPositions,
 				Fields: append([]connector.Field{{Name: "path", Required: true, Doc: "the input file (relative to the spec's directory)"}}, lineFields...)}},
-		{Name: "stdin", Package: pkg, Doc: "reads records from standard input, one per line (no checkpoints: a restore could not read it again)",
+		{Name: "stdin", Doc: "reads records from standard input, one per line (no checkpoints: a restore could not read it again)",
 			Source: &connector.SourceKind{Fields: lineFields}},
-		{Name: "jsonl", Package: pkg, Doc: "writes a JSON object per line to a file, cut back to the checkpoint on a restore",
+		{Name: "jsonl", Doc: "writes a JSON object per line to a file, cut back to the checkpoint on a restore",
 			Sink: &connector.SinkKind{Roles: connector.AllRoles, Abilities: connector.AbilityTransactional, RecordAbilities: connector.AbilityTransactional,
 				Check: func(c connector.Checker, output string) {
 					if c.String("path") == "" {
@@ -25,7 +24,7 @@ func Kinds() []connector.Kind {
 					}
 				},
 				Fields: []connector.Field{{Name: "path", Required: true, Doc: "the output file (relative to the spec's directory)"}}}},
-		{Name: "stdout", Package: pkg, Doc: "writes a JSON object per line to standard output (a replay after a restore writes again)",
+		{Name: "stdout", Doc: "writes a JSON object per line to standard output (a replay after a restore writes again)",
 			Sink: &connector.SinkKind{Roles: connector.AllRoles}},
 	}
 }

@@ -4,7 +4,7 @@ import "github.com/weirstream/weir/connector"
 
 // Kinds are the job spec's kinds of this package: the generator source.
 func Kinds() []connector.Kind {
-	return []connector.Kind{{Name: "generator", Package: "github.com/weirstream/weir/connector/genio",
+	return []connector.Kind{{Name: "generator",
 		Doc: "generates orders ({order_id, user_id, amount, ts}) with a chosen rate, disorder and share of bad records, reproducibly from a seed",
 		Source: &connector.SourceKind{Abilities: connector.AbilityPositions, Fields: []connector.Field{
 			{Name: "generator.records", Doc: "records to generate (default: rate × duration)"},

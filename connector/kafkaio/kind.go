@@ -5,7 +5,7 @@ import "github.com/weirstream/weir/connector"
 // Kinds are the job spec's kinds of this package: kafka, a source and a
 // sink.
 func Kinds() []connector.Kind {
-	return []connector.Kind{{Name: "kafka", Package: "github.com/weirstream/weir/connector/kafkaio",
+	return []connector.Kind{{Name: "kafka",
 		Doc: "reads a topic with a watermark per partition, offsets in the checkpoints; writes results, late records and dead letters in a transaction per checkpoint",
 		Source: &connector.SourceKind{Abilities: connector.AbilityPositions, IdleTimeout: DefaultIdleTimeout, Check: checkSource, Fields: []connector.Field{
 			{Name: "kafka.brokers", Required: true, Doc: "the seed brokers, host:port"},

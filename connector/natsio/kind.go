@@ -9,7 +9,7 @@ import (
 // Kinds are the job spec's kinds of this package: nats, a source and a
 // sink.
 func Kinds() []connector.Kind {
-	return []connector.Kind{{Name: "nats", Package: "github.com/weirstream/weir/connector/natsio",
+	return []connector.Kind{{Name: "nats",
 		Doc: "reads a JetStream stream in stream order, its sequence in the checkpoints; publishes with a message id per record, which JetStream stores once",
 		Source: &connector.SourceKind{Abilities: connector.AbilityPositions, IdleTimeout: time.Minute, Check: checkSource, Fields: []connector.Field{
 			{Name: "nats.url", Doc: "the server (default nats://127.0.0.1:4222)"},

@@ -9,7 +9,7 @@ import (
 
 // Kinds are the job spec's kinds of this package: the postgres sink.
 func Kinds() []connector.Kind {
-	return []connector.Kind{{Name: "postgres", Package: "github.com/weirstream/weir/connector/pgio",
+	return []connector.Kind{{Name: "postgres",
 		Doc: "writes results as an upsert by key and window (the newest run and pane wins), late records and dead letters once by their id; waits while the server is away",
 		Sink: &connector.SinkKind{Roles: connector.AllRoles, Abilities: connector.AbilityIdempotent | connector.AbilityUpsert, RecordAbilities: connector.AbilityIdempotent | connector.AbilityTransactional, Check: check, Fields: []connector.Field{
 			{Name: "url", Required: true, Doc: "the connection string, such as postgres://weir@127.0.0.1:5432/weir"},

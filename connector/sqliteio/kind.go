@@ -7,7 +7,7 @@ import (
 
 // Kinds are the job spec's kinds of this package: the sqlite sink.
 func Kinds() []connector.Kind {
-	return []connector.Kind{{Name: "sqlite", Package: "github.com/weirstream/weir/connector/sqliteio",
+	return []connector.Kind{{Name: "sqlite",
 		Doc: "writes results to a SQLite table as an upsert by key and window (the newest run and pane wins)",
 		Sink: &connector.SinkKind{Roles: connector.RoleResults, Abilities: connector.AbilityIdempotent | connector.AbilityUpsert, Check: check, Fields: []connector.Field{
 			{Name: "path", Required: true, Doc: "the database file (relative to the spec's directory)"},

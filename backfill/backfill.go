@@ -142,8 +142,8 @@ type BackfillReport struct {
 func Backfill(p *spec.Plan, o BackfillOptions) (BackfillReport, error) {
 	var rep BackfillReport
 	s := p.Spec
-	if s.Archive == nil && s.Sinks.Results.Type != "sqlite" && s.Sinks.Results.Type != "postgres" {
-		return rep, fmt.Errorf("backfill folds into the windows' stored accumulators: a sqlite or postgres results table keeps them in its rows; for %s results, set archive: {dir: archive} so that the job keeps its closed windows", s.Sinks.Results.Type)
+	if s.Archive == nil && s.Sinks.Primary().Type != "sqlite" && s.Sinks.Primary().Type != "postgres" {
+		return rep, fmt.Errorf("backfill folds into the windows' stored accumulators: a sqlite or postgres results table keeps them in its rows; for %s results, set archive: {dir: archive} so that the job keeps its closed windows", s.Sinks.Primary().Type)
 	}
 	agg := record.NewAggregator(p, record.KeepsAccs(p))
 	dec := record.NewDecoder(p, clock.Real{})
@@ -320,7 +320,7 @@ func reviseBatch(p *spec.Plan, o *BackfillOptions, st windowStore, rep *Backfill
 		return st.commit()
 	}
 	r, _ := st.(retrier)
-	t := outfmt.PgTimes(p.Spec.Sinks.Results)
+	t := outfmt.PgTimes(p.Spec.Sinks.Primary())
 	limit := cmp.Or(t.RetryFor, t.ConnectRetryFor, pgio.DefaultConnectRetryFor)
 	start, backoff := time.Now(), pgio.DefaultMinBackoff
 	bo := *o
@@ -417,7 +417,7 @@ func openSQLStore(p *spec.Plan, o BackfillOptions) (*sqlStore, error) {
 	if err != nil {
 		return nil, err
 	}
-	st := &sqlStore{db: db, p: p, o: &o, timeout: cmp.Or(outfmt.PgTimes(p.Spec.Sinks.Results).Timeout, pgio.DefaultTimeout)}
+	st := &sqlStore{db: db, p: p, o: &o, timeout: cmp.Or(outfmt.PgTimes(p.Spec.Sinks.Primary()).Timeout, pgio.DefaultTimeout)}
 	if err := db.db.QueryRow(db.maxRun, p.Spec.Name).Scan(&st.newest); err != nil {
 		db.close()
 		return nil, err
@@ -616,7 +616,7 @@ type resultsDB struct {
 // the applied table beside it (named after it, _backfill_applied).
 func openResultsDB(p *spec.Plan, dir string, create bool) (*resultsDB, error) {
 	s := p.Spec
-	r := s.Sinks.Results
+	r := s.Sinks.Primary()
 	d := &resultsDB{pg: r.Type == "postgres"}
 	var err error
 	if d.pg {

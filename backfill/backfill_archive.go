@@ -47,7 +47,7 @@ type archiveStore struct {
 // up to there (a checkpoint's commit that found the archive busy leaves
 // that to a later one).
 func openArchiveStore(p *spec.Plan, o BackfillOptions, wm etime.Time) (*archiveStore, error) {
-	r := p.Spec.Sinks.Results
+	r := p.Spec.Sinks.Primary()
 	var pub publisher
 	switch {
 	case r.Type == "kafka":

@@ -168,7 +168,7 @@ func rowIdentity(keys []string, start, end string) string {
 func keyText(p *spec.Plan, k []byte) string {
 	var x any
 	var err error
-	if r := p.Spec.Sinks.Results; r != nil && r.Type == "postgres" {
+	if r := p.Spec.Sinks.Primary(); r != nil && r.Type == "postgres" {
 		x, err = outfmt.PgKeyText(k)
 	} else {
 		x, err = sqliteio.Value(k)
@@ -185,7 +185,7 @@ func keyText(p *spec.Plan, k []byte) string {
 // text for jsonl and Kafka results, which keep the text (a decimal sum
 // is then compared digit for digit).
 func valueCanonical(p *spec.Plan, v []byte) string {
-	if r := p.Spec.Sinks.Results; r != nil && (r.Type == "jsonl" || r.Type == "kafka") && isNumberText(string(v)) {
+	if r := p.Spec.Sinks.Primary(); r != nil && (r.Type == "jsonl" || r.Type == "kafka") && isNumberText(string(v)) {
 		if _, err := strconv.ParseInt(string(v), 10, 64); err != nil {
 			return "number:" + string(v)
 		}
@@ -318,7 +318,7 @@ func (c *collectLines) DeadLetter(string, string, any)   { c.dead++ }
 func (a *Answer) Compare(p *spec.Plan, dir string, limit int) ([]string, int, error) {
 	var got map[string][]string
 	var err error
-	if r := p.Spec.Sinks.Results; r.Type == "jsonl" || r.Type == "kafka" {
+	if r := p.Spec.Sinks.Primary(); r.Type == "jsonl" || r.Type == "kafka" {
 		got, err = latestResults(p, dir)
 	} else {
 		got, err = tableRows(p, dir)
@@ -357,7 +357,7 @@ func (a *Answer) Compare(p *spec.Plan, dir string, limit int) ([]string, int, er
 func latestResults(p *spec.Plan, dir string) (map[string][]string, error) {
 	f := resultFold{p: p, got: map[string][]string{}, revs: map[string][2]int64{}}
 	defer f.newestRun()
-	r := p.Spec.Sinks.Results
+	r := p.Spec.Sinks.Primary()
 	if r.Type == "kafka" {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
@@ -462,7 +462,7 @@ func tableRows(p *spec.Plan, dir string) (map[string][]string, error) {
 	}
 	// The job's rows of its newest run (--append keeps earlier runs'
 	// rows beside them; the complete answer is of this run's input).
-	t := quoteSQL(cmp.Or(s.Sinks.Results.Table, "results"))
+	t := quoteSQL(cmp.Or(s.Sinks.Primary().Table, "results"))
 	q := `SELECT ` + strings.Join(cols, ", ") + ` FROM ` + t + ` WHERE "job" = ? AND run = (SELECT MAX(run) FROM ` + t + ` WHERE "job" = ?)`
 	if db.pg {
 		q = dollars(q)

@@ -54,7 +54,7 @@ func kafkaDemo(ctx context.Context, s *spec.Spec, p *spec.Plan, dir string, rf r
 	kafkaSink := func(topic string) *spec.Sink {
 		return &spec.Sink{Type: "kafka", Brokers: []string{broker}, Topic: topic}
 	}
-	s.Sinks = spec.Sinks{Results: kafkaSink(demoStats), Late: kafkaSink(demoLate), DeadLetter: kafkaSink(demoDead)}
+	s.Sinks = spec.Sinks{Results: spec.SinkList{kafkaSink(demoStats)}, Late: kafkaSink(demoLate), DeadLetter: kafkaSink(demoDead)}
 	// Partitions emit their watermarks periodically; the demo's heartbeat
 	// and emit settings are for the generator.
 	s.Watermark.Heartbeat, s.Watermark.Emit = nil, ""

@@ -82,7 +82,7 @@ func openCheckpoints(p *spec.Plan, o RunOptions) (*checkpoints, error) {
 	// A kafka results sink commits a checkpoint's output after the
 	// checkpoint: only a checkpoint whose transaction committed counts.
 	limit := int64(math.MaxInt64)
-	if r := p.Spec.Sinks.Results; r != nil && r.Type == "kafka" {
+	if r := p.Spec.Sinks.Results.First("kafka"); r != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		id, ok, err := kafkaio.LastCommitted(ctx, kafkaSinkOptions(r, txnID(p)))
 		cancel()

@@ -176,6 +176,9 @@ func fieldsOf(s *spec.Spec, legacy bool) specFields {
 			f.sinks = append(f.sinks, yamlName(sv.Type().Field(i)))
 		}
 	}
+	for i := 1; i < len(s.Sinks.Results); i++ {
+		f.sinks = append(f.sinks, spec.ResultsName(i))
+	}
 	return f
 }
 
@@ -205,6 +208,14 @@ func flatten(v reflect.Value, path string, set, legacy bool, emit func(string, a
 		}
 	case reflect.Slice:
 		if v.Len() == 0 {
+			return
+		}
+		if v.Type() == reflect.TypeFor[spec.SinkList]() {
+			// The first results sink's fields are at sinks.results.*, as
+			// when a job had one only; the others' at sinks.results[i].*.
+			for i := range v.Len() {
+				flatten(v.Index(i), strings.TrimSuffix(path, "results")+spec.ResultsName(i), true, legacy, emit)
+			}
 			return
 		}
 		if et := v.Type().Elem(); et.Kind() == reflect.Struct || et.Kind() == reflect.Pointer && et.Elem().Kind() == reflect.Struct {

@@ -71,8 +71,12 @@ type txnSink interface {
 
 // committed is told that checkpoint id is complete.
 func (j *Job) committed(int64) error {
-	if t, ok := j.results.(txnSink); ok {
-		return t.committed()
+	for _, r := range j.results {
+		if t, ok := r.resultSink.(txnSink); ok {
+			if err := t.committed(); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }
@@ -115,8 +119,8 @@ func openKafkaResults(j *Job, k *spec.Sink) (*kafkaResults, error) {
 // checkpoints the marker topic (weir's) is created if it is missing; o.Info
 // is told when it is.
 func prepareKafka(p *spec.Plan, o RunOptions, checkpoints bool) error {
-	r := p.Spec.Sinks.Results
-	if r == nil || r.Type != "kafka" {
+	r := p.Spec.Sinks.Results.First("kafka")
+	if r == nil {
 		return nil
 	}
 	// The records of kafka late and dead-letter sinks go into the results

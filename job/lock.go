@@ -68,11 +68,11 @@ func lockRun(p *spec.Plan, o RunOptions) (*runLocks, error) {
 		ts = append(ts, target{"checkpoint directory", dir, true})
 	}
 	s := &p.Spec.Sinks
-	if r := s.Results; r != nil {
+	for i, r := range s.Results {
 		switch r.Type {
 		case "kafka", "nats", "postgres", "stdout":
 		default:
-			ts = append(ts, target{"sinks.results", o.Path(r.Path), false})
+			ts = append(ts, target{"sinks." + spec.ResultsName(i), o.Path(r.Path), false})
 		}
 	}
 	for _, k := range []struct {

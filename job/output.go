@@ -236,8 +236,12 @@ func (o *output) apply(it *item) {
 	}
 	switch it.kind {
 	case itemResult:
-		o.calling("results", "write")
-		err = j.results.write(it.res)
+		for _, r := range j.results {
+			o.calling(r.name, "write")
+			if err = r.write(it.res); err != nil {
+				break
+			}
+		}
 		counted(&o.c.Results)
 		if err == nil {
 			if it.res.Firing != window.Retract {
@@ -329,12 +333,14 @@ func (o *output) preCommit(id int64, write func(name string, data []byte) error)
 	if err := o.sync(); err != nil {
 		return err
 	}
-	if t, ok := o.j.results.(txnSink); ok {
-		o.calling("results", "pre-commit")
-		err := t.preCommit(id)
-		o.done(nil)
-		if err != nil {
-			return err
+	for _, r := range o.j.results {
+		if t, ok := r.resultSink.(txnSink); ok {
+			o.calling(r.name, "pre-commit")
+			err := t.preCommit(id)
+			o.done(nil)
+			if err != nil {
+				return err
+			}
 		}
 	}
 	o.c.SlotMax, o.c.ChannelMax = o.j.dec.MaxAt(id), nil
@@ -370,14 +376,16 @@ func (o *output) sync() error {
 			o.c.Offsets[name] = n
 		}
 	}
-	if o.j.results == nil {
+	if len(o.j.results) == 0 {
 		return nil
 	}
-	o.calling("results", "commit")
-	err := o.j.results.commit()
-	o.done(nil)
-	if err != nil {
-		return err
+	for _, r := range o.j.results {
+		o.calling(r.name, "commit")
+		err := r.commit()
+		o.done(nil)
+		if err != nil {
+			return err
+		}
 	}
 	if a := o.j.archive; a != nil {
 		o.calling("archive", "commit")

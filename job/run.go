@@ -105,7 +105,11 @@ type Job struct {
 	env     *weir.Env
 	srcName string
 	dec     *record.Decoder
-	results resultSink
+	// path is the plan's graph as the one path this runner executes.
+	path *spec.Path
+	// results are the results sinks, in the plan's order, each writing
+	// every result.
+	results []namedResult
 	late    recordSink
 	partial recordSink
 	dead    recordSink
@@ -170,6 +174,10 @@ type Job struct {
 // checkpoint of the directory verifies, it returns a *DamagedError
 // (ErrNoValidCheckpoint) unless the run is fresh.
 func Open(plan *spec.Plan, o RunOptions) (*Job, error) {
+	path, err := plan.Graph.Path()
+	if err != nil {
+		return nil, fmt.Errorf("job: %w", err)
+	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -206,7 +214,7 @@ func Open(plan *spec.Plan, o RunOptions) (*Job, error) {
 	case o.Clock != nil:
 		opts.Clock = o.Clock
 	}
-	j := &Job{plan: plan, dec: record.NewDecoder(plan, opts.Clock), stop: o.Stop, drain: o.Drain, deterministic: o.Deterministic, removeState: removeState, runDir: o.Dir, specHash: outfmt.SpecHash(plan)}
+	j := &Job{plan: plan, path: path, dec: record.NewDecoder(plan, opts.Clock), stop: o.Stop, drain: o.Drain, deterministic: o.Deterministic, removeState: removeState, runDir: o.Dir, specHash: outfmt.SpecHash(plan)}
 	j.sinkCtx, j.cancelSinks = context.WithCancel(context.Background())
 	j.stopping, j.stopRetrying = context.WithCancel(context.Background())
 	if o.locks == nil {
@@ -344,8 +352,10 @@ func (j *Job) watchStop(ctx context.Context) (stop func()) {
 // sinkUnavailable reports whether a Postgres sink is failing to reach its
 // database (the job is waiting for it). Safe for concurrent use.
 func (j *Job) sinkUnavailable() bool {
-	if r, ok := j.results.(*pgResults); ok && r.db.Unavailable() {
-		return true
+	for _, r := range j.results {
+		if r, ok := r.resultSink.(*pgResults); ok && r.db.Unavailable() {
+			return true
+		}
 	}
 	for _, s := range j.recordSinks() {
 		if r, ok := s.recordSink.(*pgRecords); ok && r.db.Unavailable() {
@@ -937,8 +947,8 @@ func (j *Job) closeSinks() error {
 	for _, s := range j.recordSinks() {
 		errs = append(errs, s.close()) // idempotent: sinks may share stdout
 	}
-	if j.results != nil {
-		errs = append(errs, j.results.close())
+	for _, r := range j.results {
+		errs = append(errs, r.close())
 	}
 	if j.archive != nil {
 		// What the end of a run that ended well produced is kept; a

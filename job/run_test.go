@@ -153,33 +153,41 @@ func TestDeterministicOutputs(t *testing.T) {
 	}
 }
 
+// dumpOrders is the results table of jobtest.OrderJob in the SQLite file
+// path, one row per line in key and window order.
+func dumpOrders(t *testing.T, path string) string {
+	t.Helper()
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rows, err := db.Query(`SELECT user_id, window_start, window_end, orders, total, users FROM results ORDER BY user_id, window_start`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var b strings.Builder
+	for rows.Next() {
+		var u string
+		var s, e, n, tot, users int64
+		if err := rows.Scan(&u, &s, &e, &n, &tot, &users); err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintln(&b, u, s, e, n, tot, users)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
 // TestSQLiteIdempotent replays a run into the same SQLite table: the table
 // is the same after one and after two runs, in deterministic and parallel
 // mode, and holds the final result of every window.
 func TestSQLiteIdempotent(t *testing.T) {
 	job := fmt.Sprintf(jobtest.OrderJob, "sqlite", "results.db")
-	dump := func(dir string) string {
-		db, err := sql.Open("sqlite", filepath.Join(dir, "results.db"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer db.Close()
-		rows, err := db.Query(`SELECT user_id, window_start, window_end, orders, total, users FROM results ORDER BY user_id, window_start`)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer rows.Close()
-		var b strings.Builder
-		for rows.Next() {
-			var u string
-			var s, e, n, tot, users int64
-			if err := rows.Scan(&u, &s, &e, &n, &tot, &users); err != nil {
-				t.Fatal(err)
-			}
-			fmt.Fprintln(&b, u, s, e, n, tot, users)
-		}
-		return b.String()
-	}
+	dump := func(dir string) string { return dumpOrders(t, filepath.Join(dir, "results.db")) }
 	dir, s1 := runSpec(t, job, nil, RunOptions{Deterministic: true})
 	once := dump(dir)
 	runSpec(t, job, nil, RunOptions{Deterministic: true, Dir: dir})

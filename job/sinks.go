@@ -181,8 +181,8 @@ func (j *Job) SinkCalls() []SinkCall {
 // listSinks names the open sinks, for SinkCalls.
 func (j *Job) listSinks() []string {
 	var names []string
-	if j.results != nil {
-		names = append(names, "results")
+	for _, r := range j.results {
+		names = append(names, r.name)
 	}
 	for _, s := range j.recordSinks() {
 		names = append(names, s.name)
@@ -330,6 +330,24 @@ type resultSink interface {
 	close() error
 }
 
+// namedResult is a results sink with its name (spec.ResultsName).
+type namedResult struct {
+	resultSink
+	name string
+}
+
+// kafkaResults returns the job's kafka results sink, or nil: a job has
+// one at most (spec.Compile refuses a second), whose transactions carry
+// the kafka late and dead-letter sinks too.
+func (j *Job) kafkaResults() *kafkaResults {
+	for _, r := range j.results {
+		if k, ok := r.resultSink.(*kafkaResults); ok {
+			return k
+		}
+	}
+	return nil
+}
+
 // openSinks opens the sinks; offsets, from a restored checkpoint, say how
 // long each file sink was when it was taken.
 func (j *Job) openSinks(o RunOptions, offsets map[string]int64) error {
@@ -350,7 +368,7 @@ func (j *Job) openSinks(o RunOptions, offsets map[string]int64) error {
 	open := func(name string, k *spec.Sink) (*lineSink, error) {
 		switch {
 		case k.Type == "kafka":
-			kr, _ := j.results.(*kafkaResults)
+			kr := j.kafkaResults()
 			if kr == nil {
 				return nil, fmt.Errorf("sinks.%s: a kafka sink for %s needs kafka results (one transaction holds both)", name, name)
 			}
@@ -379,8 +397,14 @@ func (j *Job) openSinks(o RunOptions, offsets map[string]int64) error {
 		return ls, err
 	}
 	j.files = map[string]*lineSink{}
-	if err := j.openResults(s.Results, open, sinkPath); err != nil {
-		return err
+	for _, r := range j.path.Results {
+		k, err := j.openResults(r.Name, r.Config, open, sinkPath)
+		if k != nil {
+			j.results = append(j.results, namedResult{k, r.Name})
+		}
+		if err != nil {
+			return err
+		}
 	}
 	if a := j.plan.Spec.Archive; a != nil {
 		ar, last, err := newArchiveWriter(RunOptions{Dir: j.runDir}.Path(a.Dir), j.env.Options().Logger, j.fresh, j.appendRuns)
@@ -389,7 +413,7 @@ func (j *Job) openSinks(o RunOptions, offsets map[string]int64) error {
 		}
 		j.noteRun(last)
 		j.archive = ar
-		if r := s.Results; j.fresh && !j.appendRuns && r.Type == "jsonl" && r.Path != "" && r.Path != "-" {
+		if r := s.Primary(); j.fresh && !j.appendRuns && r.Type == "jsonl" && r.Path != "" && r.Path != "-" {
 			// The corrections of earlier runs' backfills go with them.
 			if err := os.Remove(CorrectionsPath(j.plan, j.runDir)); err != nil && !errors.Is(err, os.ErrNotExist) {
 				return err
@@ -467,23 +491,22 @@ func (j *Job) openRecords(name string, k *spec.Sink, open func(string, *spec.Sin
 	return open(name, k)
 }
 
-// openResults opens the results sink.
-func (j *Job) openResults(r *spec.Sink, open func(string, *spec.Sink) (*lineSink, error), sinkPath func(*spec.Sink) (string, error)) error {
+// openResults opens results sink name. The sink it returns with an
+// error is open too: the caller closes it.
+func (j *Job) openResults(name string, r *spec.Sink, open func(string, *spec.Sink) (*lineSink, error), sinkPath func(*spec.Sink) (string, error)) (resultSink, error) {
 	switch r.Type {
 	case "nats":
 		k, err := openNATSResults(j, r)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		j.results = k
-		return nil
+		return k, nil
 	case "kafka":
 		k, err := openKafkaResults(j, r)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		j.results = k
-		return nil
+		return k, nil
 	}
 	names := make([]string, len(j.plan.Spec.Aggregate))
 	for i, a := range j.plan.Spec.Aggregate {
@@ -494,39 +517,32 @@ func (j *Job) openResults(r *spec.Sink, open func(string, *spec.Sink) (*lineSink
 	}
 	switch r.Type {
 	case "postgres":
-		o := j.pgOptions("results", r)
+		o := j.pgOptions(name, r)
 		o.Job = j.plan.Spec.Name
 		keys, vals := outfmt.PgColumns(j.plan)
 		db, err := pgio.Open(j.sinkCtx, r.URL, r.Table, keys, vals, o)
 		if err != nil {
-			return fmt.Errorf("sinks.results: %w", err)
+			return nil, fmt.Errorf("sinks.%s: %w", name, err)
 		}
-		j.results = &pgResults{db: db, j: j, vals: names, batch: batchRows(r)}
-		if err := j.startTable("sinks.results", r.Table, func() (int64, error) { return db.MaxRun(j.sinkCtx) }, func() (int64, error) { return db.Reset(j.sinkCtx) }); err != nil {
-			return err
-		}
-		return nil
+		k := &pgResults{db: db, j: j, vals: names, batch: batchRows(r)}
+		return k, j.startTable("sinks."+name, r.Table, func() (int64, error) { return db.MaxRun(j.sinkCtx) }, func() (int64, error) { return db.Reset(j.sinkCtx) })
 	case "sqlite":
 		path, err := sinkPath(r)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		db, err := sqliteio.Open(path, j.plan.Spec.Key, names, sqliteio.Options{Table: r.Table, Job: j.plan.Spec.Name})
 		if err != nil {
-			return err
+			return nil, err
 		}
-		j.results = &sqliteResults{db: db, j: j, keys: j.plan.Spec.Key, vals: names}
-		if err := j.startTable("sinks.results", cmp.Or(r.Table, sqliteio.DefaultTable), db.MaxRun, db.Reset); err != nil {
-			return err
-		}
-		return nil
+		k := &sqliteResults{db: db, j: j, keys: j.plan.Spec.Key, vals: names}
+		return k, j.startTable("sinks."+name, cmp.Or(r.Table, sqliteio.DefaultTable), db.MaxRun, db.Reset)
 	}
-	ls, err := open("results", r)
+	ls, err := open(name, r)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	j.results = &jsonlResults{s: ls, plan: j.plan, j: j}
-	return nil
+	return &jsonlResults{s: ls, plan: j.plan, j: j}, nil
 }
 
 // startTable begins the run in a table of the job's: at a fresh start it
@@ -885,7 +901,7 @@ func (j *Job) appendLateMeta(b []byte, l window.LateRecord[string, record.Record
 // extension (results.jsonl: results.backfill.jsonl). Not the results file
 // itself: a restore of the live job cuts that back to its checkpoint.
 func CorrectionsPath(p *spec.Plan, dir string) string {
-	path := RunOptions{Dir: dir}.Path(p.Spec.Sinks.Results.Path)
+	path := RunOptions{Dir: dir}.Path(p.Spec.Sinks.Primary().Path)
 	base, ext := path, ""
 	if i := strings.LastIndexByte(path, '.'); i > strings.LastIndexByte(path, '/') {
 		base, ext = path[:i], path[i:]

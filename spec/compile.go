@@ -20,6 +20,10 @@ import (
 // assigner and trigger built.
 type Plan struct {
 	Spec *Spec
+	// Graph is the job as typed operators and sinks: what the runner
+	// executes. The fields below are the same values by name, for the
+	// code that reads a YAML job's one path.
+	Graph Graph
 	// Warnings are the spec's (Spec.Warnings) and what compiling found
 	// questionable but not wrong: a ledger without the archive that
 	// weir backfill needs, say. A job with warnings runs.
@@ -139,6 +143,10 @@ func CompileWith(s *Spec, reg *connector.Registry) (*Plan, error) {
 	c.compile()
 	if len(c.errs) > 0 {
 		return nil, c.errs
+	}
+	c.graph()
+	if err := c.p.Graph.Validate(); err != nil {
+		return nil, err // not reached: graph builds a well-formed path
 	}
 	return c.p, nil
 }
@@ -268,7 +276,7 @@ func (c *compiler) compile() {
 			c.add("alerts.late_ratio", fmt.Sprintf("%v is above late_ratio_critical %v", p.LateRatioWarn, p.LateRatioCrit), "make the warning level the lower one")
 		}
 	}
-	if r, l := s.Sinks.Results, s.Sinks.Late; s.Archive == nil && r != nil && (r.Type == "jsonl" || r.Type == "kafka") && l != nil && (l.Type == "ledger" || l.Type == "kafka" || l.Type == "postgres") {
+	if r, l := s.Sinks.Primary(), s.Sinks.Late; s.Archive == nil && r != nil && (r.Type == "jsonl" || r.Type == "kafka") && l != nil && (l.Type == "ledger" || l.Type == "kafka" || l.Type == "postgres") {
 		c.warn("archive", fmt.Sprintf("sinks.late (%s) keeps the too-late records for weir backfill, which cannot merge them into %s results without an archive of the closed windows", l.Type, r.Type),
 			"add archive: {dir: archive} (or a sqlite or postgres results table, which keeps the windows in its rows)")
 	}
@@ -278,7 +286,7 @@ func (c *compiler) compile() {
 		if a.Horizon != nil && *a.Horizon > 0 {
 			p.ArchiveHorizon = etime.Duration(*a.Horizon)
 		}
-		switch r := s.Sinks.Results; {
+		switch r := s.Sinks.Primary(); {
 		case p.ArchiveHorizon < p.Lateness:
 			c.add("archive.horizon", fmt.Sprintf("%v is shorter than allowed_lateness %v: late firings would be removed as they are archived", time.Duration(p.ArchiveHorizon)*time.Millisecond, time.Duration(p.Lateness)*time.Millisecond), "keep windows at least as long as the allowed lateness (and as long as backfills may come, such as 7d)")
 		case a.Dir == "":
@@ -786,19 +794,40 @@ func (c *compiler) aggregates() {
 
 func (c *compiler) sinks() {
 	s, p := &c.p.Spec.Sinks, c.p
-	if s.Results == nil {
-		s.Results = &Sink{Type: "stdout"}
+	if len(s.Results) == 0 {
+		s.Results = SinkList{{Type: "stdout"}}
+	}
+	// The path of results sink i in messages: sinks.results when there
+	// is one, sinks.results[i] in a list of several.
+	resultsPath := func(i int) string {
+		if len(s.Results) == 1 {
+			return "results"
+		}
+		return fmt.Sprintf("results[%d]", i)
+	}
+	kafkaResults := ""
+	for i, r := range s.Results {
+		switch {
+		case r == nil:
+			c.add("sinks."+resultsPath(i), "missing", "give the sink's type and settings, or remove the empty list item")
+		case r.Type == "kafka" && kafkaResults != "":
+			c.add("sinks."+resultsPath(i)+".type", "a second kafka results sink (sinks."+kafkaResults+" is one)", "write the results to one kafka topic; a job has one Kafka producer, whose transactions carry every topic it writes")
+		case r.Type == "kafka":
+			kafkaResults = resultsPath(i)
+		}
 	}
 	paths := map[string]string{}
 	if c.p.Spec.Source.Type == "file" && c.p.Spec.Source.Path != "" {
 		paths[filepath.Clean(c.p.Spec.Source.Path)] = "source"
 	}
-	check := func(name string, k *Sink, role connector.SinkRole) {
+	// check checks sink k at sinks.<name>, an output of kind output
+	// (results, late, late_partial, dead_letter).
+	check := func(name, output string, k *Sink, role connector.SinkRole) {
 		if k == nil {
 			return
 		}
 		path := "sinks." + name
-		if role != connector.RoleResults && k.Type == "kafka" && (s.Results == nil || s.Results.Type != "kafka") {
+		if role != connector.RoleResults && k.Type == "kafka" && kafkaResults == "" {
 			c.add(path+".type", "a kafka sink for "+name+" writes in the results sink's transactions", "use kafka results too, or a jsonl sink")
 		}
 		c.kind(path+".type", k.Type, c.reg.Sinks(role))
@@ -810,7 +839,7 @@ func (c *compiler) sinks() {
 		}
 		c.settings(path, k, kind)
 		if kind.Sink.Check != nil {
-			kind.Sink.Check(checker{c: c, path: path, v: reflect.ValueOf(k).Elem()}, name)
+			kind.Sink.Check(checker{c: c, path: path, v: reflect.ValueOf(k).Elem()}, output)
 		}
 		// A sink that writes a file must not write another's, or the input.
 		if kind.Takes(false, "path") && k.Path != "" {
@@ -825,16 +854,30 @@ func (c *compiler) sinks() {
 			}
 		}
 	}
-	check("results", s.Results, connector.RoleResults)
-	check("late", s.Late, connector.RoleLate)
-	check("late_partial", s.LatePartial, connector.RoleLate)
-	check("dead_letter", s.DeadLetter, connector.RoleDeadLetters)
+	for i, r := range s.Results {
+		check(resultsPath(i), "results", r, connector.RoleResults)
+	}
+	if l := s.Late; len(s.Results) > 1 && l != nil && (l.Type == "ledger" || l.Type == "kafka" || l.Type == "postgres") {
+		for i := 1; i < len(s.Results); i++ {
+			c.warn("sinks."+resultsPath(i), "weir backfill revises the first results sink (sinks.results[0]) alone; this one keeps what the live job wrote",
+				"list first the sink whose results backfill should revise")
+		}
+	}
+	check("late", "late", s.Late, connector.RoleLate)
+	check("late_partial", "late_partial", s.LatePartial, connector.RoleLate)
+	check("dead_letter", "dead_letter", s.DeadLetter, connector.RoleDeadLetters)
 	// Two sinks must not share a Postgres table.
 	tables := map[string]string{}
-	for _, n := range []struct {
+	type named struct {
 		name string
 		k    *Sink
-	}{{"results", s.Results}, {"late", s.Late}, {"late_partial", s.LatePartial}, {"dead_letter", s.DeadLetter}} {
+	}
+	var all []named
+	for i, r := range s.Results {
+		all = append(all, named{resultsPath(i), r})
+	}
+	all = append(all, named{"late", s.Late}, named{"late_partial", s.LatePartial}, named{"dead_letter", s.DeadLetter})
+	for _, n := range all {
 		if n.k == nil || n.k.Type != "postgres" || n.k.Table == "" {
 			continue
 		}

@@ -137,7 +137,7 @@ func fullSpec() *Spec {
 		Trigger:         &Trigger{Type: "purging", Nested: &Trigger{Type: "continuous", Interval: dur(5_400_000), Count: 100}},
 		Aggregate:       []Aggregate{{Name: "orders", Fn: "count"}, {Name: "revenue", Fn: "sum", Field: "amount"}},
 		Sinks: Sinks{
-			Results:     &Sink{Type: "sqlite", Path: "out.db", Table: "results"},
+			Results:     SinkList{{Type: "sqlite", Path: "out.db", Table: "results"}},
 			Late:        &Sink{Type: "jsonl", Path: "late.jsonl"},
 			LatePartial: &Sink{Type: "stdout"},
 			DeadLetter:  &Sink{Type: "jsonl", Path: "dead.jsonl"},

@@ -145,7 +145,7 @@ func TestKindChecks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r, l := p.Spec.Sinks.Results, p.Spec.Sinks.Late; r.MarkerTopic != "out-weir-checkpoints" || l.Table != "late" {
+	if r, l := p.Spec.Sinks.Primary(), p.Spec.Sinks.Late; r.MarkerTopic != "out-weir-checkpoints" || l.Table != "late" {
 		t.Errorf("defaults: marker topic %q, late table %q", r.MarkerTopic, l.Table)
 	}
 }

@@ -371,10 +371,14 @@ type Aggregate struct {
 
 // Sinks says where each output goes.
 type Sinks struct {
-	Results     *Sink `yaml:"results"`
-	Late        *Sink `yaml:"late"`
-	LatePartial *Sink `yaml:"late_partial"`
-	DeadLetter  *Sink `yaml:"dead_letter"`
+	// Results are where the results go: one sink (a mapping) or several
+	// (a list of them), each receiving every result. The first is the
+	// job's primary results sink, the one weir backfill revises and the
+	// complete answer is compared with.
+	Results     SinkList `yaml:"results"`
+	Late        *Sink    `yaml:"late"`
+	LatePartial *Sink    `yaml:"late_partial"`
+	DeadLetter  *Sink    `yaml:"dead_letter"`
 }
 
 // Sink is one output.

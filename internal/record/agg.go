@@ -81,7 +81,7 @@ func (a Aggregator) Width() int {
 // the archive's rows).
 func KeepsAccs(p *spec.Plan) bool {
 	r := p.Spec.Sinks.Results
-	return r != nil && (r.Type == "sqlite" || r.Type == "postgres" || p.Spec.Archive != nil) && needsAccColumn(planFns(p))
+	return len(r) > 0 && (r.First("sqlite") != nil || r.First("postgres") != nil || p.Spec.Archive != nil) && needsAccColumn(planFns(p))
 }
 
 // aggFns lists the functions of the job's aggregates, in order.

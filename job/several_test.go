@@ -1,0 +1,153 @@
+package job
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/weirstream/weir/internal/jobtest"
+	"github.com/weirstream/weir/spec"
+)
+
+// severalJob is jobtest.OrderJob with three results sinks fed from its
+// one source: two files and a SQLite table.
+var severalJob = strings.Replace(fmt.Sprintf(jobtest.OrderJob, "jsonl", "out.jsonl"), "  results: {type: jsonl, path: out.jsonl}\n",
+	"  results:\n    - {type: jsonl, path: out.jsonl}\n    - {type: sqlite, path: results.db}\n    - {type: jsonl, path: copy.jsonl}\n", 1)
+
+// readFile is the content of dir/name.
+func readFile(t *testing.T, dir, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// TestSeveralResultsSinks runs a plan whose graph feeds three results
+// sinks from one source read: each holds what the same job with that
+// sink alone writes, the summary counts each result once, and a run that
+// crashes at each checkpointing point and resumes ends with the same
+// three outputs.
+func TestSeveralResultsSinks(t *testing.T) {
+	if !strings.Contains(severalJob, "copy.jsonl") {
+		t.Fatal("the job was not rewritten")
+	}
+	p, err := spec.Parse([]byte(severalJob))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path, err := p.Graph.Path()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(path.Results) != 3 {
+		t.Fatalf("the graph has %d results sinks, want 3:\n%s", len(path.Results), p.Graph.String())
+	}
+
+	jsonlDir, jsonlSum := runSpec(t, fmt.Sprintf(jobtest.OrderJob, "jsonl", "out.jsonl"), nil, RunOptions{Deterministic: true})
+	sqliteDir, _ := runSpec(t, fmt.Sprintf(jobtest.OrderJob, "sqlite", "results.db"), nil, RunOptions{Deterministic: true})
+	want := map[string]string{
+		"out.jsonl":  readFile(t, jsonlDir, "out.jsonl"),
+		"copy.jsonl": readFile(t, jsonlDir, "out.jsonl"),
+		"results.db": dumpOrders(t, filepath.Join(sqliteDir, "results.db")),
+		"late.jsonl": readFile(t, jsonlDir, "late.jsonl"),
+		"bad.jsonl":  readFile(t, jsonlDir, "bad.jsonl"),
+	}
+	if want["out.jsonl"] == "" || want["results.db"] == "" {
+		t.Fatal("the reference runs wrote no results")
+	}
+	outputs := func(dir string) map[string]string {
+		return map[string]string{
+			"out.jsonl":  readFile(t, dir, "out.jsonl"),
+			"copy.jsonl": readFile(t, dir, "copy.jsonl"),
+			"results.db": dumpOrders(t, filepath.Join(dir, "results.db")),
+			"late.jsonl": readFile(t, dir, "late.jsonl"),
+			"bad.jsonl":  readFile(t, dir, "bad.jsonl"),
+		}
+	}
+	check := func(what string, got map[string]string) {
+		t.Helper()
+		for name, w := range want {
+			if got[name] != w {
+				t.Errorf("%s: %s differs from the job with that sink alone: %d bytes, want %d", what, name, len(got[name]), len(w))
+			}
+		}
+	}
+
+	dir, sum := runSpec(t, severalJob, nil, RunOptions{Deterministic: true})
+	check("one run", outputs(dir))
+	if !bytes.Equal(sum.JSON(), jsonlSum.JSON()) {
+		t.Errorf("summary with three results sinks:\n%s\nwith one:\n%s", sum.JSON(), jsonlSum.JSON())
+	}
+
+	// Crashes while checkpointing, then resumes: the outputs are those of
+	// a run that never crashed.
+	for _, point := range []string{"part-written", "after-manifest", "sink-committed"} {
+		t.Run(point, func(t *testing.T) {
+			dir := t.TempDir()
+			o := RunOptions{Dir: dir, Deterministic: true, Now: jobtest.TestNow, CheckpointDir: filepath.Join(dir, "ck"),
+				CheckpointInterval: time.Millisecond, CheckpointClock: jobtest.EveryRead()}
+			crashRun(t, p, o, point, 25)
+			j, err := Open(p, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if j.RestoredAt().IsZero() {
+				t.Fatal("the resume restored no checkpoint")
+			}
+			s, err := j.Run(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			check("after a crash at "+point, outputs(dir))
+			if !bytes.Equal(s.JSON(), jsonlSum.JSON()) {
+				t.Errorf("summary after the resume:\n%s\nwant\n%s", s.JSON(), jsonlSum.JSON())
+			}
+		})
+	}
+}
+
+// TestResultsSinkAddedAndRemoved: a checkpoint of a job with one results
+// sink resumes with a second one added, saying so; a checkpoint of a job
+// with two is refused when the second is gone, naming it.
+func TestResultsSinkAddedAndRemoved(t *testing.T) {
+	one := fmt.Sprintf(jobtest.OrderJob, "jsonl", "out.jsonl")
+	two := strings.Replace(one, "  results: {type: jsonl, path: out.jsonl}\n",
+		"  results:\n    - {type: jsonl, path: out.jsonl}\n    - {type: jsonl, path: copy.jsonl}\n", 1)
+	parse := func(y string) *spec.Plan {
+		p, err := spec.Parse([]byte(y))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	dir := t.TempDir()
+	var infos []string
+	o := RunOptions{Dir: dir, Deterministic: true, Now: jobtest.TestNow, CheckpointDir: filepath.Join(dir, "ck"),
+		CheckpointInterval: time.Millisecond, CheckpointClock: jobtest.EveryRead(), Info: func(s string) { infos = append(infos, s) }}
+	crashRun(t, parse(one), o, "after-manifest", 3)
+	j, err := Open(parse(two), o)
+	if err != nil {
+		t.Fatalf("resuming with a second results sink: %v", err)
+	}
+	if _, err := j.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(strings.Join(infos, "\n"), "an added sink sinks.results[1]") {
+		t.Errorf("the resume did not say the sink was added: %q", infos)
+	}
+
+	dir2 := t.TempDir()
+	o.Dir, o.CheckpointDir = dir2, filepath.Join(dir2, "ck")
+	crashRun(t, parse(two), o, "after-manifest", 3)
+	_, err = Open(parse(one), o)
+	if err == nil || !strings.Contains(err.Error(), "sinks.results[1] removed") {
+		t.Fatalf("resuming without the second results sink: %v", err)
+	}
+}

@@ -1,0 +1,359 @@
+package spec
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/weirstream/weir/connector"
+	"github.com/weirstream/weir/etime"
+	"github.com/weirstream/weir/trigger"
+	"github.com/weirstream/weir/window"
+)
+
+// Graph is a compiled job as typed operators joined by streams: what a
+// runner executes. Nodes are in topological order (a node's inputs come
+// before it). A YAML job compiles to one path,
+//
+//	source → decode → watermark → window → sinks.results (one or several)
+//	            ↘ sinks.dead_letter         ↘ sinks.late, sinks.late_partial
+//
+// and other front ends (SQL) compile to the same types: several sinks fed
+// from one stream, windows fed from windows.
+type Graph struct {
+	Nodes []Node
+}
+
+// NodeID is a node's index in Graph.Nodes.
+type NodeID int
+
+// Node is one operator of a graph.
+type Node struct {
+	ID NodeID
+	// Name is where the node comes from, for messages: a spec path such
+	// as "window" or "sinks.results[1]".
+	Name string
+	// Op is what the node does: a *SourceOp, *DecodeOp, *WatermarkOp,
+	// *WindowOp or *SinkOp.
+	Op Op
+	// Inputs are the streams the node reads.
+	Inputs []Edge
+}
+
+// Edge is a stream: the output Port of node From.
+type Edge struct {
+	From NodeID
+	Port Port
+}
+
+// Port is one of a node's outputs.
+type Port uint8
+
+const (
+	// Out is a node's main output: a source's lines, decode's records, a
+	// window's results.
+	Out Port = iota
+	// Late is a window's too-late records (the side output).
+	Late
+	// LatePartial is a window's partial misses: records too late for
+	// some of their windows only (W7).
+	LatePartial
+	// Dead is decode's dead letters: records it could not read.
+	Dead
+)
+
+var portNames = [...]string{Out: "out", Late: "late", LatePartial: "late_partial", Dead: "dead"}
+
+func (p Port) String() string {
+	if int(p) < len(portNames) {
+		return portNames[p]
+	}
+	return fmt.Sprintf("port(%d)", p)
+}
+
+// Op is a node's operator. Its ports are the outputs it has.
+type Op interface {
+	// Kind names the operator: source, decode, watermark, window, sink.
+	Kind() string
+	// Ports are the outputs the operator has.
+	Ports() []Port
+}
+
+// SourceOp reads the input: a connector kind's source.
+type SourceOp struct {
+	// Type is the source's connector kind (file, kafka, ...).
+	Type string
+	// Config is the source block, with Compile's defaults.
+	Config *Source
+	// Start is where a kafka or nats source starts without a checkpoint.
+	Start Start
+}
+
+// DecodeOp turns lines into records: the format, the event timestamp and
+// the key; what it cannot read goes to Dead.
+type DecodeOp struct {
+	Format    Format
+	TSField   string
+	TSUnit    TimeUnit
+	Checks    bool
+	MaxFuture etime.Duration
+}
+
+// WatermarkOp assigns event time and watermarks.
+type WatermarkOp struct {
+	Time         TimeMode
+	Type         WatermarkType
+	Bound        etime.Duration
+	IdleTimeout  etime.Duration
+	EveryRecord  bool
+	Interval     etime.Duration
+	Heartbeat    etime.Duration
+	BacklogEvery int
+}
+
+// WindowOp keys records, assigns them to windows and aggregates them; its
+// results go to Out, too-late records to Late and LatePartial.
+type WindowOp struct {
+	Key                []string
+	Assigner           window.Assigner
+	Trigger            trigger.Trigger // nil: the assigner's default
+	Lateness           etime.Duration
+	LateFiringInterval etime.Duration
+	Aggregates         []Aggregate
+}
+
+// SinkOp writes a stream to a connector kind's sink, in one role.
+type SinkOp struct {
+	Role connector.SinkRole
+	// Name is the sink's name in checkpoints and summaries: results,
+	// results[1], late, late_partial, dead_letter.
+	Name string
+	// Config is the sink block, with Compile's defaults.
+	Config *Sink
+}
+
+func (*SourceOp) Kind() string    { return "source" }
+func (*DecodeOp) Kind() string    { return "decode" }
+func (*WatermarkOp) Kind() string { return "watermark" }
+func (*WindowOp) Kind() string    { return "window" }
+func (*SinkOp) Kind() string      { return "sink" }
+
+func (*SourceOp) Ports() []Port    { return []Port{Out} }
+func (*DecodeOp) Ports() []Port    { return []Port{Out, Dead} }
+func (*WatermarkOp) Ports() []Port { return []Port{Out} }
+func (*WindowOp) Ports() []Port    { return []Port{Out, Late, LatePartial} }
+func (*SinkOp) Ports() []Port      { return nil }
+
+// add appends a node fed by inputs and returns its id.
+func (g *Graph) add(name string, op Op, inputs ...Edge) NodeID {
+	id := NodeID(len(g.Nodes))
+	g.Nodes = append(g.Nodes, Node{ID: id, Name: name, Op: op, Inputs: inputs})
+	return id
+}
+
+// Validate checks that g is well formed: ids are indexes, every input is
+// an output port of an earlier node (so g is acyclic and in topological
+// order), sources have no inputs and every other node has one at least.
+func (g *Graph) Validate() error {
+	var errs []string
+	for i, n := range g.Nodes {
+		if n.ID != NodeID(i) {
+			errs = append(errs, fmt.Sprintf("node %d (%s) has id %d", i, n.Name, n.ID))
+		}
+		if n.Op == nil {
+			errs = append(errs, fmt.Sprintf("node %d (%s) has no operator", i, n.Name))
+			continue
+		}
+		if _, src := n.Op.(*SourceOp); src != (len(n.Inputs) == 0) {
+			errs = append(errs, fmt.Sprintf("node %d (%s): a %s with %d inputs", i, n.Name, n.Op.Kind(), len(n.Inputs)))
+		}
+		for _, e := range n.Inputs {
+			if e.From < 0 || int(e.From) >= i {
+				errs = append(errs, fmt.Sprintf("node %d (%s) reads node %d, which does not come before it", i, n.Name, e.From))
+				continue
+			}
+			from := g.Nodes[e.From]
+			if from.Op == nil || !hasPort(from.Op, e.Port) {
+				errs = append(errs, fmt.Sprintf("node %d (%s) reads port %s of node %d (%s), which has no such output", i, n.Name, e.Port, e.From, from.Name))
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("spec: malformed plan graph: %s", strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+func hasPort(op Op, p Port) bool {
+	for _, q := range op.Ports() {
+		if q == p {
+			return true
+		}
+	}
+	return false
+}
+
+// Readers returns the nodes that read port p of node id, in order.
+func (g *Graph) Readers(id NodeID, p Port) []*Node {
+	var out []*Node
+	for i := range g.Nodes {
+		for _, e := range g.Nodes[i].Inputs {
+			if e.From == id && e.Port == p {
+				out = append(out, &g.Nodes[i])
+				break
+			}
+		}
+	}
+	return out
+}
+
+// Sinks returns the sink operators that read port p of node id, in order.
+func (g *Graph) Sinks(id NodeID, p Port) []*SinkOp {
+	var out []*SinkOp
+	for _, n := range g.Readers(id, p) {
+		if s, ok := n.Op.(*SinkOp); ok {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// String draws g one node per line: its id, name, kind and inputs.
+func (g *Graph) String() string {
+	var b strings.Builder
+	for _, n := range g.Nodes {
+		fmt.Fprintf(&b, "%d %s (%s)", n.ID, n.Name, n.Op.Kind())
+		for i, e := range n.Inputs {
+			sep := " ← "
+			if i > 0 {
+				sep = ", "
+			}
+			fmt.Fprintf(&b, "%s%d", sep, e.From)
+			if e.Port != Out {
+				fmt.Fprintf(&b, ".%s", e.Port)
+			}
+		}
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// Path is a graph of the one shape a YAML job compiles to (see Graph):
+// the nodes by their role. A runner that executes this shape gets it from
+// Graph.Path.
+type Path struct {
+	Source    *SourceOp
+	Decode    *DecodeOp
+	Watermark *WatermarkOp
+	Window    *WindowOp
+	// Results are the window's results sinks, one at least.
+	Results []*SinkOp
+	// Late, LatePartial and DeadLetter are nil when the job has none.
+	Late, LatePartial, DeadLetter *SinkOp
+}
+
+// Path returns g as a Path, or an error naming the first node that does
+// not fit that shape: a runner of paths refuses other graphs with it.
+func (g *Graph) Path() (*Path, error) {
+	var p Path
+	chain := []NodeID{}
+	for i, n := range g.Nodes {
+		misfit := func(why string) error {
+			return fmt.Errorf("the plan's node %d (%s, a %s) %s: this runner executes one path of source, decode, watermark and window with their sinks", i, n.Name, n.Op.Kind(), why)
+		}
+		reads := func(from NodeID, port Port) bool {
+			return len(n.Inputs) == 1 && n.Inputs[0] == Edge{From: from, Port: port}
+		}
+		last := NodeID(-1)
+		if len(chain) > 0 {
+			last = chain[len(chain)-1]
+		}
+		switch op := n.Op.(type) {
+		case *SourceOp:
+			if p.Source != nil {
+				return nil, misfit("is a second source")
+			}
+			p.Source = op
+			chain = append(chain, n.ID)
+		case *DecodeOp:
+			if p.Source == nil || p.Decode != nil || !reads(last, Out) {
+				return nil, misfit("does not read the source alone")
+			}
+			p.Decode = op
+			chain = append(chain, n.ID)
+		case *WatermarkOp:
+			if p.Decode == nil || p.Watermark != nil || !reads(last, Out) {
+				return nil, misfit("does not read decode alone")
+			}
+			p.Watermark = op
+			chain = append(chain, n.ID)
+		case *WindowOp:
+			if p.Watermark == nil || p.Window != nil || !reads(last, Out) {
+				return nil, misfit("does not read the watermarks alone")
+			}
+			p.Window = op
+			chain = append(chain, n.ID)
+		case *SinkOp:
+			if len(n.Inputs) != 1 {
+				return nil, misfit("does not read one stream")
+			}
+			e := n.Inputs[0]
+			var slot **SinkOp
+			switch {
+			case p.Window != nil && e == Edge{From: last, Port: Out}:
+				p.Results = append(p.Results, op)
+			case p.Window != nil && e == Edge{From: last, Port: Late}:
+				slot = &p.Late
+			case p.Window != nil && e == Edge{From: last, Port: LatePartial}:
+				slot = &p.LatePartial
+			case p.Decode != nil && len(chain) > 1 && e == Edge{From: chain[1], Port: Dead}:
+				slot = &p.DeadLetter
+			default:
+				return nil, misfit(fmt.Sprintf("reads port %s of node %d", e.Port, e.From))
+			}
+			if slot != nil {
+				if *slot != nil {
+					return nil, misfit("is a second sink of its stream")
+				}
+				*slot = op
+			}
+		default:
+			return nil, misfit("is not an operator of a path")
+		}
+	}
+	if p.Window == nil || len(p.Results) == 0 {
+		return nil, fmt.Errorf("the plan has no window with a results sink: this runner executes one path of source, decode, watermark and window with their sinks")
+	}
+	return &p, nil
+}
+
+// graph builds the plan's graph from its fields: the one path of a YAML
+// job.
+func (c *compiler) graph() {
+	p, s := c.p, c.p.Spec
+	g := &p.Graph
+	src := g.add("source", &SourceOp{Type: s.Source.Type, Config: &s.Source, Start: p.Start})
+	dec := g.add("source.format", &DecodeOp{Format: p.Format, TSField: p.TSField, TSUnit: p.TSUnit, Checks: p.Checks, MaxFuture: p.MaxFuture}, Edge{src, Out})
+	wm := g.add("watermark", &WatermarkOp{Time: p.Time, Type: p.WMType, Bound: p.Bound, IdleTimeout: p.IdleTimeout, EveryRecord: p.EveryRecord,
+		Interval: p.Interval, Heartbeat: p.Heartbeat, BacklogEvery: p.BacklogEvery}, Edge{dec, Out})
+	win := g.add("window", &WindowOp{Key: s.Key, Assigner: p.Assigner, Trigger: p.Trigger, Lateness: p.Lateness,
+		LateFiringInterval: p.LateFiringInterval, Aggregates: s.Aggregate}, Edge{wm, Out})
+	sinks := &s.Sinks
+	for i, r := range sinks.Results {
+		name := ResultsName(i)
+		g.add("sinks."+name, &SinkOp{Role: connector.RoleResults, Name: name, Config: r}, Edge{win, Out})
+	}
+	for _, k := range []struct {
+		name string
+		cfg  *Sink
+		role connector.SinkRole
+		from Edge
+	}{
+		{"late", sinks.Late, connector.RoleLate, Edge{win, Late}},
+		{"late_partial", sinks.LatePartial, connector.RoleLate, Edge{win, LatePartial}},
+		{"dead_letter", sinks.DeadLetter, connector.RoleDeadLetters, Edge{dec, Dead}},
+	} {
+		if k.cfg != nil {
+			g.add("sinks."+k.name, &SinkOp{Role: k.role, Name: k.name, Config: k.cfg}, k.from)
+		}
+	}
+}

@@ -1,0 +1,172 @@
+package spec
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestGraphOfAJob: a YAML job compiles to one path, with every results
+// sink of a list fed from the window's results, the late sinks from its
+// side outputs and the dead letters from decode.
+func TestGraphOfAJob(t *testing.T) {
+	p, err := Parse([]byte(checkJob + `sinks:
+  results:
+    - {type: jsonl, path: a.jsonl}
+    - {type: sqlite, path: b.db}
+  late: {type: ledger, dir: ledger}
+  late_partial: {type: jsonl, path: partial.jsonl}
+  dead_letter: {type: jsonl, path: dead.jsonl}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `0 source (source)
+1 source.format (decode) ← 0
+2 watermark (watermark) ← 1
+3 window (window) ← 2
+4 sinks.results (sink) ← 3
+5 sinks.results[1] (sink) ← 3
+6 sinks.late (sink) ← 3.late
+7 sinks.late_partial (sink) ← 3.late_partial
+8 sinks.dead_letter (sink) ← 1.dead
+`
+	if got := p.Graph.String(); got != want {
+		t.Errorf("graph:\n%s\nwant:\n%s", got, want)
+	}
+	path, err := p.Graph.Path()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(path.Results) != 2 || path.Results[0].Config.Path != "a.jsonl" || path.Results[1].Name != "results[1]" || path.Results[1].Config.Type != "sqlite" {
+		t.Errorf("results sinks: %+v, %+v", path.Results[0], path.Results[1])
+	}
+	if path.Late.Config.Type != "ledger" || path.LatePartial.Config.Path != "partial.jsonl" || path.DeadLetter.Config.Path != "dead.jsonl" {
+		t.Errorf("side sinks: %+v %+v %+v", path.Late, path.LatePartial, path.DeadLetter)
+	}
+	if path.Window.Assigner != p.Assigner || path.Watermark.Bound != p.Bound || path.Source.Type != "file" {
+		t.Errorf("the path's operators do not hold the plan's values")
+	}
+
+	// One sink (a mapping) is a list of one, named results.
+	one, err := Parse([]byte(checkJob))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := one.Graph.String(); !strings.HasSuffix(got, "4 sinks.results (sink) ← 3\n") || strings.Count(got, "\n") != 5 {
+		t.Errorf("graph of a job with the default results sink:\n%s", got)
+	}
+}
+
+// TestGraphValidate: malformed graphs are refused with what is wrong.
+func TestGraphValidate(t *testing.T) {
+	src := &SourceOp{Type: "file"}
+	for _, c := range []struct {
+		name  string
+		nodes []Node
+		want  string
+	}{
+		{"forward edge", []Node{{ID: 0, Name: "a", Op: src}, {ID: 1, Name: "b", Op: &DecodeOp{}, Inputs: []Edge{{From: 2}}}, {ID: 2, Name: "c", Op: &DecodeOp{}, Inputs: []Edge{{From: 1}}}},
+			"node 1 (b) reads node 2, which does not come before it"},
+		{"no such port", []Node{{ID: 0, Name: "a", Op: src}, {ID: 1, Name: "b", Op: &SinkOp{}, Inputs: []Edge{{From: 0, Port: Late}}}},
+			"node 1 (b) reads port late of node 0 (a), which has no such output"},
+		{"source with an input", []Node{{ID: 0, Name: "a", Op: src}, {ID: 1, Name: "b", Op: src, Inputs: []Edge{{From: 0}}}},
+			"node 1 (b): a source with 1 inputs"},
+		{"operator without input", []Node{{ID: 0, Name: "a", Op: &WindowOp{}}}, "node 0 (a): a window with 0 inputs"},
+		{"wrong id", []Node{{ID: 3, Name: "a", Op: src}}, "node 0 (a) has id 3"},
+	} {
+		g := Graph{Nodes: c.nodes}
+		if err := g.Validate(); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: Validate = %v, want %q", c.name, err, c.want)
+		}
+	}
+}
+
+// TestGraphPathRefuses: a runner of paths is told which node of another
+// shape it cannot run.
+func TestGraphPathRefuses(t *testing.T) {
+	p, err := Parse([]byte(checkJob))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := p.Graph
+	// A window fed from the window: a cascade, which SQL jobs have.
+	cascade := Graph{Nodes: append(g.Nodes[:4:4], Node{ID: 4, Name: "window2", Op: &WindowOp{}, Inputs: []Edge{{From: 3}}})}
+	if err := cascade.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cascade.Path(); err == nil || !strings.Contains(err.Error(), "node 4 (window2, a window) does not read the watermarks alone") {
+		t.Errorf("Path of a cascade: %v", err)
+	}
+	// Two sinks of the late stream.
+	late := Graph{Nodes: append(g.Nodes[:4:4],
+		Node{ID: 4, Name: "r", Op: &SinkOp{}, Inputs: []Edge{{From: 3}}},
+		Node{ID: 5, Name: "l1", Op: &SinkOp{}, Inputs: []Edge{{From: 3, Port: Late}}},
+		Node{ID: 6, Name: "l2", Op: &SinkOp{}, Inputs: []Edge{{From: 3, Port: Late}}})}
+	if _, err := late.Path(); err == nil || !strings.Contains(err.Error(), "node 6 (l2, a sink) is a second sink of its stream") {
+		t.Errorf("Path with two late sinks: %v", err)
+	}
+	// No results sink.
+	bare := Graph{Nodes: g.Nodes[:4:4]}
+	if _, err := bare.Path(); err == nil || !strings.Contains(err.Error(), "no window with a results sink") {
+		t.Errorf("Path without results: %v", err)
+	}
+}
+
+// TestSeveralResultsSinksChecked: each sink of a results list is checked
+// at its own path, with its kind's defaults (the table a SQL sink takes
+// is results, whichever item it is), and sinks that would collide are
+// refused.
+func TestSeveralResultsSinksChecked(t *testing.T) {
+	for _, c := range []struct {
+		results string
+		want    []string // path: msg; fix
+	}{
+		{"[{type: jsonl, path: a.jsonl}, {type: sqlite}]", []string{
+			"sinks.results[1].path: missing; a sqlite sink needs a file path, such as results.db"}},
+		{"[{type: jsonl, path: a.jsonl}, {type: jsonl, path: ./a.jsonl}]", []string{
+			"sinks.results[1].path: ./a.jsonl is also the path of sinks.results[0]; give each sink its own file"}},
+		{"[{type: kafka, brokers: ['127.0.0.1:9092'], topic: a}, {type: kafka, brokers: ['127.0.0.1:9092'], topic: b}]", []string{
+			"sinks.results[1].type: a second kafka results sink (sinks.results[0] is one); write the results to one kafka topic; a job has one Kafka producer, whose transactions carry every topic it writes"}},
+		{"[{type: postgres, url: 'postgres://x'}, {type: postgres, url: 'postgres://x'}]", []string{
+			"sinks.results[1].table: results is also the table of sinks.results[0] in the same database; give each sink its own table"}},
+		{"[{type: jsonl, path: a.jsonl}, ~]", []string{
+			"sinks.results[1]: missing; give the sink's type and settings, or remove the empty list item"}},
+		{"[{type: jsonl, path: a.jsonl}, {type: ledger, dir: l}]", []string{
+			`sinks.results[1].type: unknown value "ledger"; use one of jsonl, stdout, kafka, postgres, nats, sqlite`}},
+	} {
+		_, err := Parse([]byte(checkJob + "sinks: {results: " + c.results + "}\n"))
+		var es Errors
+		if !errors.As(err, &es) {
+			t.Fatalf("%s: %v, want Errors", c.results, err)
+		}
+		var got []string
+		for _, e := range es {
+			got = append(got, e.Path+": "+e.Msg+"; "+e.Fix)
+		}
+		if !slices.Equal(got, c.want) {
+			t.Errorf("%s:\ngot  %q\nwant %q", c.results, got, c.want)
+		}
+	}
+	p, err := Parse([]byte(checkJob + "sinks: {results: [{type: jsonl, path: a.jsonl}, {type: postgres, url: 'postgres://x'}]}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := p.Spec.Sinks.Results; len(r) != 2 || r[1].Table != "results" || p.Spec.Sinks.Primary().Path != "a.jsonl" {
+		t.Errorf("results sinks: %+v", r)
+	}
+	if len(p.Warnings) != 0 {
+		t.Errorf("warnings without a late ledger: %v", p.Warnings)
+	}
+	// With a ledger, backfill revises the first sink alone: the others
+	// are warned about.
+	p, err = Parse([]byte(checkJob + "archive: {dir: ar}\nsinks: {results: [{type: jsonl, path: a.jsonl}, {type: stdout}], late: {type: ledger, dir: l}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "sinks.results[1]: weir backfill revises the first results sink (sinks.results[0]) alone; this one keeps what the live job wrote"
+	if len(p.Warnings) != 1 || !strings.HasPrefix(p.Warnings[0].Error(), want) {
+		t.Errorf("warnings: %v, want %q", p.Warnings, want)
+	}
+}

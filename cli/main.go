@@ -64,6 +64,8 @@ func Main(ctx context.Context, args []string, o IO) int {
 		return runCmd(ctx, args[1:], o)
 	case "validate":
 		return validateCmd(args[1:], o)
+	case "explain":
+		return explainCmd(args[1:], o)
 	case "demo":
 		return demoCmd(ctx, args[1:], o)
 	case "bench":
@@ -96,6 +98,7 @@ func usage(w io.Writer) {
 commands:
   run JOB.yaml      run a job spec to the end of its input (or until Ctrl-C)
   validate JOB.yaml check a job spec and explain every error
+  explain JOB.yaml  print the plan a job spec compiles to: its operators, sinks and streams
   demo              run the built-in orders job on embedded defaults
   bench nexmark     time a Nexmark query on weir against a hand-written loop
   dev kafka         start an in-process Kafka on 127.0.0.1:9092 to try kafka jobs

@@ -93,6 +93,27 @@ func validateCmd(args []string, o IO) int {
 	return ExitOK
 }
 
+// explainCmd prints the plan a job spec compiles to: its operators and
+// sinks, one per line, with the streams they read (weir explain JOB.yaml).
+func explainCmd(args []string, o IO) int {
+	fs := flag.NewFlagSet("explain", flag.ContinueOnError)
+	fs.SetOutput(o.Stderr)
+	fs.Usage = func() { fmt.Fprintln(o.Stderr, "usage: weir explain JOB.yaml") }
+	if err := fs.Parse(args); err != nil || fs.NArg() != 1 {
+		if err == nil {
+			fs.Usage()
+		}
+		return ExitUsage
+	}
+	p, ok := loadSpec(fs.Arg(0), o)
+	if !ok {
+		return ExitUsage
+	}
+	printWarnings(fs.Arg(0), p, o)
+	fmt.Fprint(o.Stdout, p.Explain())
+	return ExitOK
+}
+
 // runFlags are weir run's flags.
 type runFlags struct {
 	deterministic bool

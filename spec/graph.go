@@ -332,7 +332,7 @@ func (c *compiler) graph() {
 	p, s := c.p, c.p.Spec
 	g := &p.Graph
 	src := g.add("source", &SourceOp{Type: s.Source.Type, Config: &s.Source, Start: p.Start})
-	dec := g.add("source.format", &DecodeOp{Format: p.Format, TSField: p.TSField, TSUnit: p.TSUnit, Checks: p.Checks, MaxFuture: p.MaxFuture}, Edge{src, Out})
+	dec := g.add("decode", &DecodeOp{Format: p.Format, TSField: p.TSField, TSUnit: p.TSUnit, Checks: p.Checks, MaxFuture: p.MaxFuture}, Edge{src, Out})
 	wm := g.add("watermark", &WatermarkOp{Time: p.Time, Type: p.WMType, Bound: p.Bound, IdleTimeout: p.IdleTimeout, EveryRecord: p.EveryRecord,
 		Interval: p.Interval, Heartbeat: p.Heartbeat, BacklogEvery: p.BacklogEvery}, Edge{dec, Out})
 	win := g.add("window", &WindowOp{Key: s.Key, Assigner: p.Assigner, Trigger: p.Trigger, Lateness: p.Lateness,

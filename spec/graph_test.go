@@ -23,7 +23,7 @@ func TestGraphOfAJob(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := `0 source (source)
-1 source.format (decode) ← 0
+1 decode (decode) ← 0
 2 watermark (watermark) ← 1
 3 window (window) ← 2
 4 sinks.results (sink) ← 3

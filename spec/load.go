@@ -345,6 +345,7 @@ func hint(value string, known []string, fix string) string {
 
 func knownFields(names []string) string {
 	sorted := slices.Sorted(slices.Values(names))
+	sorted = slices.DeleteFunc(sorted, func(n string) bool { return n == "-" }) // not YAML: Spec.Warnings
 	return "known fields: " + strings.Join(sorted, ", ")
 }
 

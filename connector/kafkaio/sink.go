@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -88,7 +89,18 @@ type Sink struct {
 	// client's goroutines set it (produced), begin clears it.
 	failed   atomic.Pointer[error]
 	produced func(*kgo.Record, error)
+	// sent are the records of the open transaction and sentBytes the
+	// size of their keys and values, kept for redo up to maxRedoBytes
+	// (sent is nil beyond it); redone: the open transaction is a redo.
+	sent      []*kgo.Record
+	sentBytes int
+	redone    bool
 }
+
+// maxRedoBytes bounds the records a sink keeps to produce an open
+// transaction again (redo): a transaction larger than this (a job without
+// checkpoints, whose one transaction is its whole run) fails instead.
+const maxRedoBytes = 64 << 20
 
 // OpenSink connects the sink's transactional producer. A transaction a
 // crashed predecessor with the same TransactionalID left open is aborted
@@ -144,6 +156,64 @@ func (s *Sink) begin() error {
 	}
 	s.failed.Store(nil)
 	s.open = true
+	s.sent, s.sentBytes, s.redone = s.sent[:0], 0, false
+	return nil
+}
+
+// produce sends r in the open transaction, keeping it for redo.
+func (s *Sink) produce(ctx context.Context, r *kgo.Record) {
+	if s.sentBytes += len(r.Key) + len(r.Value); s.sentBytes <= maxRedoBytes {
+		s.sent = append(s.sent, r)
+	} else {
+		s.sent = nil // too large to keep: no redo
+	}
+	s.cl.Produce(ctx, r, s.produced)
+}
+
+// settle waits until everything produced in the open transaction is
+// written. When the broker failed it with an error of the transaction's
+// sequence or state (redoable), as a broker may after a partition or
+// coordinator moved, and as kfake does under load, the transaction is
+// aborted and produced again once, in a new transaction: none of the
+// aborted one's records is ever visible, so the output is the same. Any
+// other error, or a second one, aborts the transaction and is returned.
+func (s *Sink) settle(ctx context.Context) error {
+	err := cmp.Or(s.cl.Flush(ctx), s.produceErr())
+	if err != nil && !s.redone && s.sentBytes <= maxRedoBytes && redoable(err) {
+		err = s.redo(ctx, err)
+	}
+	if err != nil {
+		s.abort(ctx, err)
+	}
+	return err
+}
+
+// redoable reports whether err is one a new transaction may not meet.
+func redoable(err error) bool {
+	return errors.Is(err, kerr.OutOfOrderSequenceNumber) || errors.Is(err, kerr.InvalidTxnState)
+}
+
+// redo aborts the open transaction, which failed with cause, and produces
+// its records again in a new one.
+func (s *Sink) redo(ctx context.Context, cause error) error {
+	old := s.sent
+	s.sent = nil // so that begin does not reuse old's array
+	if err := s.abort(ctx, cause); err != nil {
+		return fmt.Errorf("%w (and the transaction could not be aborted to produce it again: %w)", cause, err)
+	}
+	if err := s.begin(); err != nil {
+		return fmt.Errorf("%w (and no new transaction began to produce it again: %w)", cause, err)
+	}
+	s.redone = true
+	for _, r := range old {
+		s.produce(ctx, &kgo.Record{Topic: r.Topic, Key: r.Key, Value: r.Value, Headers: r.Headers, Timestamp: r.Timestamp})
+	}
+	if err := cmp.Or(s.cl.Flush(ctx), s.produceErr()); err != nil {
+		return fmt.Errorf("%w (and again in a new transaction: %w)", cause, err)
+	}
+	if s.o.Logger != nil {
+		s.o.Logger.Warn("kafka transaction produced again in a new one", "transactional_id", s.o.TransactionalID, "records", len(old), "cause", cause)
+	}
 	return nil
 }
 
@@ -156,7 +226,7 @@ func (s *Sink) Write(ctx context.Context, recs []*kgo.Record) error {
 		return err
 	}
 	for _, r := range recs {
-		s.cl.Produce(ctx, r, s.produced)
+		s.produce(ctx, r)
 	}
 	return nil
 }
@@ -164,8 +234,7 @@ func (s *Sink) Write(ctx context.Context, recs []*kgo.Record) error {
 // Flush waits until every record written so far is sent (not yet
 // visible: that takes Commit).
 func (s *Sink) Flush(ctx context.Context) error {
-	if err := cmp.Or(s.cl.Flush(ctx), s.produceErr()); err != nil {
-		s.abort(ctx, err)
+	if err := s.settle(ctx); err != nil {
 		return fmt.Errorf("kafkaio: flush: %w", err)
 	}
 	return nil
@@ -181,10 +250,9 @@ func (s *Sink) PreCommit(ctx context.Context, id int64) ([]byte, error) {
 	}
 	if id != 0 {
 		marker := &kgo.Record{Topic: s.o.MarkerTopic, Key: []byte(s.o.TransactionalID), Value: strconv.AppendInt(nil, id, 10)}
-		s.cl.Produce(ctx, marker, s.produced)
+		s.produce(ctx, marker)
 	}
-	if err := cmp.Or(s.cl.Flush(ctx), s.produceErr()); err != nil {
-		s.abort(ctx, err)
+	if err := s.settle(ctx); err != nil {
 		return nil, fmt.Errorf("kafkaio: flush of checkpoint %d: %w", id, err)
 	}
 	return nil, nil

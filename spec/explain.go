@@ -1,0 +1,133 @@
+package spec
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/weirstream/weir/etime"
+)
+
+// Explain describes the plan's graph, one operator per line with what it
+// reads and how it is set up: what weir explain prints.
+func (p *Plan) Explain() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "job %q: %s time\n", p.Spec.Name, p.Time)
+	for _, n := range p.Graph.Nodes {
+		from := ""
+		for i, e := range n.Inputs {
+			if i == 0 {
+				from = " ← "
+			} else {
+				from += ", "
+			}
+			from += fmt.Sprint(e.From)
+			if e.Port != Out {
+				from += "." + e.Port.String()
+			}
+		}
+		fmt.Fprintf(&b, "%d %s%s: %s\n", n.ID, n.Name, from, describe1(p, n.Op))
+	}
+	return b.String()
+}
+
+// describe1 is one operator's settings, for Explain.
+func describe1(p *Plan, op Op) string {
+	d := func(v etime.Duration) string { return (time.Duration(v) * time.Millisecond).String() }
+	switch op := op.(type) {
+	case *SourceOp:
+		s := op.Type
+		switch c := op.Config; op.Type {
+		case "file":
+			s += " " + c.Path
+		case "kafka":
+			if c.Kafka != nil {
+				s += fmt.Sprintf(" %s on %s", c.Kafka.Topic, strings.Join(c.Kafka.Brokers, ","))
+			}
+		case "nats":
+			if c.NATS != nil {
+				s += fmt.Sprintf(" stream %s on %s", c.NATS.Stream, c.NATS.URL)
+			}
+		}
+		if p.Channels > 1 {
+			s += fmt.Sprintf(", %d channels", p.Channels)
+		}
+		return s
+	case *DecodeOp:
+		s := string(op.Format)
+		if op.TSField != "" {
+			s += fmt.Sprintf(", event time from %s (%s)", op.TSField, op.TSUnit)
+		}
+		if op.Checks {
+			s += ", timestamps checked, at most " + d(op.MaxFuture) + " ahead"
+		}
+		return s + "; unreadable records to dead"
+	case *WatermarkOp:
+		if op.Time != EventTime {
+			return string(op.Time) + " time"
+		}
+		s := string(op.Type)
+		if op.Bound > 0 {
+			s += " " + d(op.Bound)
+		}
+		if op.EveryRecord {
+			s += ", after every record"
+		} else {
+			s += ", every " + d(op.Interval)
+		}
+		if op.BacklogEvery > 0 {
+			s += fmt.Sprintf(", every %d records of a backlog", op.BacklogEvery)
+		}
+		if op.IdleTimeout > 0 {
+			s += ", idle after " + d(op.IdleTimeout)
+		}
+		if op.Heartbeat > 0 {
+			s += ", heartbeat " + d(op.Heartbeat)
+		}
+		return s
+	case *WindowOp:
+		s := fmt.Sprintf("%v by [%s]", op.Assigner, strings.Join(op.Key, ", "))
+		if t := p.Spec.Trigger; t != nil && t.Type != "" {
+			s += ", trigger " + t.Type
+			if t.Interval != nil {
+				s += " " + d(etime.Duration(*t.Interval))
+			}
+			if t.Count > 0 {
+				s += fmt.Sprint(" ", t.Count)
+			}
+		}
+		if op.Lateness > 0 {
+			s += ", allowed lateness " + d(op.Lateness)
+		}
+		if op.LateFiringInterval > 0 {
+			s += ", late firings at most every " + d(op.LateFiringInterval)
+		}
+		var aggs []string
+		for _, a := range op.Aggregates {
+			arg := a.Field
+			if a.Type != "" {
+				arg += " as " + a.Type
+			}
+			aggs = append(aggs, fmt.Sprintf("%s = %s(%s)", a.Name, a.Fn, arg))
+		}
+		return s + "; " + strings.Join(aggs, ", ") + "; too late to late and late_partial"
+	case *SinkOp:
+		c := op.Config
+		s := c.Type
+		switch {
+		case c.Path != "":
+			s += " " + c.Path
+		case c.Dir != "":
+			s += " " + c.Dir
+		case c.Topic != "":
+			s += " " + c.Topic
+		case c.Subject != "":
+			s += " " + c.Subject
+		}
+		if c.Table != "" {
+			s += ", table " + c.Table
+		}
+		return s
+	}
+	return op.Kind()
+}

@@ -422,15 +422,22 @@ func (j *Job) openSinks(o RunOptions, offsets map[string]int64) error {
 	}
 	var err error
 	j.ledgers = map[string]*ledgerSink{}
-	if j.late, err = j.openRecords("late", s.Late, open, offsets != nil); err != nil {
+	cfg := func(op *spec.SinkOp) *spec.Sink {
+		if op == nil {
+			return nil
+		}
+		return op.Config
+	}
+	late, partial := cfg(j.path.Late), cfg(j.path.LatePartial)
+	if j.late, err = j.openRecords("late", late, open, offsets != nil); err != nil {
 		return err
 	}
-	if s.LatePartial == nil && s.Late != nil && (s.Late.Type == "ledger" || s.Late.Type == "postgres") {
+	if partial == nil && late != nil && (late.Type == "ledger" || late.Type == "postgres") {
 		j.partial = j.late // the ledger holds partial misses too (W7), by their reason
-	} else if j.partial, err = j.openRecords("late_partial", s.LatePartial, open, offsets != nil); err != nil {
+	} else if j.partial, err = j.openRecords("late_partial", partial, open, offsets != nil); err != nil {
 		return err
 	}
-	if j.dead, err = j.openRecords("dead_letter", s.DeadLetter, open, offsets != nil); err != nil {
+	if j.dead, err = j.openRecords("dead_letter", cfg(j.path.DeadLetter), open, offsets != nil); err != nil {
 		return err
 	}
 	return nil

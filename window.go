@@ -94,7 +94,7 @@ type WindowOutput[K comparable, T, R any] struct {
 // WindowContext is what a process function sees when its window fires:
 // key, window, firing kind, pane index, watermark, processing time; Emit
 // sends a result.
-type WindowContext[K comparable, R any] = winop.FireContext[K, R]
+type WindowContext[K comparable, R any] = window.FireContext[K, R]
 
 // AggregateFunc is an incremental aggregation (add, merge, result).
 type AggregateFunc[T, ACC, R any] = state.AggregateFunc[T, ACC, R]

@@ -28,26 +28,9 @@ type Output[K comparable, IN, OUT any] interface {
 	Late(r window.LateRecord[K, IN])
 }
 
-// FireContext is what a window function sees when a window fires (E3): the
-// key, the actual (possibly merged) window, the firing kind, the pane index
-// this firing will carry, and the current watermark and processing time.
-type FireContext[K comparable, OUT any] struct {
-	Key            K
-	Window         window.Window
-	Firing         window.Firing
-	Pane           int64
-	Watermark      etime.Time
-	ProcessingTime etime.Time
-
-	emit    func(window.Result[K, OUT])
-	emitted int
-}
-
-// Emit sends one result of this firing downstream.
-func (c *FireContext[K, OUT]) Emit(v OUT) {
-	c.emitted++
-	c.emit(window.Result[K, OUT]{Key: c.Key, Window: c.Window, Firing: c.Firing, Pane: c.Pane, Watermark: c.Watermark, Value: v})
-}
+// FireContext is what a window function sees when a window fires
+// (window.FireContext).
+type FireContext[K comparable, OUT any] = window.FireContext[K, OUT]
 
 // WindowFunc turns the window contents into results; it is called only on
 // non-empty contents (E2) and must not keep acc.
@@ -373,7 +356,7 @@ func New[K comparable, IN, ACC, OUT any](cfg Config[K, IN, ACC, OUT], out Output
 		o.tumbleSize, o.tumbleOffs = size, offs
 	}
 	o.tctx.o = o
-	o.fctx.emit = out.Result
+	o.fctx = window.NewFireContext(out.Result)
 	cfg.Contents.Reset(&o.scratch)
 	o.initAligned(cfg.KeyEncoder)
 	o.lazy = merging && o.trigEventTime && o.eventTime
@@ -786,12 +769,12 @@ func (o *Operator[K, IN, ACC, OUT]) emitFiring(key K, w window.Window, e *entry[
 		o.evict(acc, w, true, o.wm)
 	}
 	f := &o.fctx
-	f.Key, f.Window, f.Firing, f.Pane, f.Watermark, f.ProcessingTime, f.emitted = key, w, kind, e.panes, o.wm, o.processingTime(), 0
+	f.Begin(key, w, kind, e.panes, o.wm, o.processingTime())
 	o.fn(f, acc)
 	if o.evict != nil {
 		o.evict(acc, w, false, o.wm)
 	}
-	if f.emitted == 0 {
+	if f.Emitted() == 0 {
 		return
 	}
 	e.panes++

@@ -70,35 +70,28 @@ func trimDir(err error, o IO) string {
 }
 
 func validateCmd(args []string, o IO) int {
-	fs := flag.NewFlagSet("validate", flag.ContinueOnError)
-	fs.SetOutput(o.Stderr)
-	fs.Usage = func() { fmt.Fprintln(o.Stderr, "usage: weir validate JOB.yaml") }
-	if err := fs.Parse(args); err != nil || fs.NArg() != 1 {
-		if err == nil {
-			fs.Usage()
+	return specCmd("validate", args, o, func(path string, p *spec.Plan) {
+		warns := ""
+		if n := len(p.Warnings); n > 0 {
+			warns = fmt.Sprintf("; %d warning(s) above", n)
 		}
-		return ExitUsage
-	}
-	p, ok := loadSpec(fs.Arg(0), o)
-	if !ok {
-		return ExitUsage
-	}
-	printWarnings(fs.Arg(0), p, o)
-	warns := ""
-	if n := len(p.Warnings); n > 0 {
-		warns = fmt.Sprintf("; %d warning(s) above", n)
-	}
-	fmt.Fprintf(o.Stdout, "%s: ok: job %q, %s time, %s source, %s windows, %d aggregate(s)%s\n",
-		fs.Arg(0), p.Spec.Name, p.Time, p.Spec.Source.Type, p.Spec.Window.Type, len(p.Spec.Aggregate), warns)
-	return ExitOK
+		fmt.Fprintf(o.Stdout, "%s: ok: job %q, %s time, %s source, %s windows, %d aggregate(s)%s\n",
+			path, p.Spec.Name, p.Time, p.Spec.Source.Type, p.Spec.Window.Type, len(p.Spec.Aggregate), warns)
+	})
 }
 
 // explainCmd prints the plan a job spec compiles to: its operators and
 // sinks, one per line, with the streams they read (weir explain JOB.yaml).
 func explainCmd(args []string, o IO) int {
-	fs := flag.NewFlagSet("explain", flag.ContinueOnError)
+	return specCmd("explain", args, o, func(_ string, p *spec.Plan) { fmt.Fprint(o.Stdout, p.Explain()) })
+}
+
+// specCmd is weir NAME JOB.yaml: it compiles the spec, printing its
+// errors (exit 2) or its warnings, then calls then with the plan.
+func specCmd(name string, args []string, o IO, then func(path string, p *spec.Plan)) int {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(o.Stderr)
-	fs.Usage = func() { fmt.Fprintln(o.Stderr, "usage: weir explain JOB.yaml") }
+	fs.Usage = func() { fmt.Fprintf(o.Stderr, "usage: weir %s JOB.yaml\n", name) }
 	if err := fs.Parse(args); err != nil || fs.NArg() != 1 {
 		if err == nil {
 			fs.Usage()
@@ -110,7 +103,7 @@ func explainCmd(args []string, o IO) int {
 		return ExitUsage
 	}
 	printWarnings(fs.Arg(0), p, o)
-	fmt.Fprint(o.Stdout, p.Explain())
+	then(fs.Arg(0), p)
 	return ExitOK
 }
 

@@ -1,8 +1,6 @@
 package spec
 
 import (
-	"errors"
-	"slices"
 	"strings"
 	"testing"
 )
@@ -136,18 +134,7 @@ func TestSeveralResultsSinksChecked(t *testing.T) {
 		{"[{type: jsonl, path: a.jsonl}, {type: ledger, dir: l}]", []string{
 			`sinks.results[1].type: unknown value "ledger"; use one of jsonl, stdout, kafka, postgres, nats, sqlite`}},
 	} {
-		_, err := Parse([]byte(checkJob + "sinks: {results: " + c.results + "}\n"))
-		var es Errors
-		if !errors.As(err, &es) {
-			t.Fatalf("%s: %v, want Errors", c.results, err)
-		}
-		var got []string
-		for _, e := range es {
-			got = append(got, e.Path+": "+e.Msg+"; "+e.Fix)
-		}
-		if !slices.Equal(got, c.want) {
-			t.Errorf("%s:\ngot  %q\nwant %q", c.results, got, c.want)
-		}
+		wantErrors(t, checkJob+"sinks: {results: "+c.results+"}\n", c.want)
 	}
 	p, err := Parse([]byte(checkJob + "sinks: {results: [{type: jsonl, path: a.jsonl}, {type: postgres, url: 'postgres://x'}]}\n"))
 	if err != nil {

@@ -128,18 +128,7 @@ func TestKindChecks(t *testing.T) {
 			"sinks.dead_letter.subject: missing; name the subject results are published to; a JetStream stream must store it"}},
 		{"{results: {type: jsonl}}", []string{"sinks.results.path: missing; a jsonl sink needs a file path, such as results.jsonl"}},
 	} {
-		_, err := Parse([]byte(checkJob + "sinks: " + c.sinks + "\n"))
-		var es Errors
-		if !errors.As(err, &es) {
-			t.Fatalf("%s: %v, want Errors", c.sinks, err)
-		}
-		var got []string
-		for _, e := range es {
-			got = append(got, e.Path+": "+e.Msg+"; "+e.Fix)
-		}
-		if !slices.Equal(got, c.want) {
-			t.Errorf("%s:\ngot  %q\nwant %q", c.sinks, got, c.want)
-		}
+		wantErrors(t, checkJob+"sinks: "+c.sinks+"\n", c.want)
 	}
 	p, err := Parse([]byte(checkJob + "sinks: {results: {type: kafka, brokers: ['127.0.0.1:9092'], topic: out}, late: {type: postgres, url: 'postgres://x'}}\n"))
 	if err != nil {
@@ -147,6 +136,24 @@ func TestKindChecks(t *testing.T) {
 	}
 	if r, l := p.Spec.Sinks.Primary(), p.Spec.Sinks.Late; r.MarkerTopic != "out-weir-checkpoints" || l.Table != "late" {
 		t.Errorf("defaults: marker topic %q, late table %q", r.MarkerTopic, l.Table)
+	}
+}
+
+// wantErrors parses job and checks that it fails with exactly want, each
+// error as "path: msg; fix".
+func wantErrors(t *testing.T, job string, want []string) {
+	t.Helper()
+	_, err := Parse([]byte(job))
+	var es Errors
+	if !errors.As(err, &es) {
+		t.Fatalf("%s: %v, want Errors", job, err)
+	}
+	var got []string
+	for _, e := range es {
+		got = append(got, e.Path+": "+e.Msg+"; "+e.Fix)
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("%s:\ngot  %q\nwant %q", job, got, want)
 	}
 }
 

@@ -34,6 +34,11 @@ import (
 type BackfillOptions struct {
 	// Dir is the spec's directory (relative paths start there).
 	Dir string
+	// CheckpointDir is the live job's checkpoint directory when its runs
+	// are given one (weir run --checkpoint-dir); "": the spec's
+	// checkpoint.dir. The backfill reads the ledger only as far as the
+	// newest checkpoint there committed.
+	CheckpointDir string
 	// DryRun reports what would change and writes nothing.
 	DryRun bool
 	// Out, when set, is told about each window changed.
@@ -143,7 +148,14 @@ func Backfill(p *spec.Plan, o BackfillOptions) (BackfillReport, error) {
 	var rep BackfillReport
 	s := p.Spec
 	if s.Archive == nil && s.Sinks.Primary().Type != "sqlite" && s.Sinks.Primary().Type != "postgres" {
-		return rep, fmt.Errorf("backfill folds into the windows' stored accumulators: a sqlite or postgres results table keeps them in its rows; for %s results, set archive: {dir: archive} so that the job keeps its closed windows", s.Sinks.Primary().Type)
+		also := ""
+		for i, r := range s.Sinks.Results {
+			if r.Type == "sqlite" || r.Type == "postgres" {
+				also = fmt.Sprintf(", or list sinks.results[%d] (%s) first: backfill revises the first results sink", i, r.Type)
+				break
+			}
+		}
+		return rep, fmt.Errorf("backfill folds into the windows' stored accumulators: a sqlite or postgres results table keeps them in its rows; for %s results, set archive: {dir: archive} so that the job keeps its closed windows%s", s.Sinks.Primary().Type, also)
 	}
 	agg := record.NewAggregator(p, record.KeepsAccs(p))
 	dec := record.NewDecoder(p, clock.Real{})
@@ -152,7 +164,7 @@ func Backfill(p *spec.Plan, o BackfillOptions) (BackfillReport, error) {
 		return rep, err
 	}
 	defer src.close()
-	cut, wm, desc, since, err := backfillCut(p, o.Dir)
+	cut, wm, desc, since, err := backfillCut(p, job.RunOptions{Dir: o.Dir, CheckpointDir: o.CheckpointDir})
 	if err != nil {
 		return rep, err
 	}
@@ -569,8 +581,8 @@ func (o *BackfillOptions) crash(point string) {
 // cut) at the end of input; a job that has not completed a checkpoint yet
 // has committed nothing (empty positions, epoch 0). since is the oldest
 // run whose entries count (job.Committed.Since; 0: every run's).
-func backfillCut(p *spec.Plan, dir string) (cut *ledgerCut, wm etime.Time, desc string, since int64, err error) {
-	c, ok, err := job.LastCommitted(p, dir)
+func backfillCut(p *spec.Plan, o job.RunOptions) (cut *ledgerCut, wm etime.Time, desc string, since int64, err error) {
+	c, ok, err := job.LastCommitted(p, o)
 	switch {
 	case err != nil:
 		return nil, 0, "", 0, err

@@ -582,3 +582,58 @@ func (c *crashAt) hook(p string) {
 		}
 	}
 }
+
+// TestBackfillNamesTheTableSink: with jsonl results first and a SQLite
+// table second, backfill (which revises the first results sink) says to
+// list the table first.
+func TestBackfillNamesTheTableSink(t *testing.T) {
+	p, err := spec.Parse([]byte(`name: two
+source: {type: file, path: in.jsonl}
+watermark: {max_out_of_orderness: 1s}
+key: k
+window: {type: tumbling, size: 1m}
+aggregate: [{name: n, fn: count}]
+sinks:
+  results:
+    - {type: jsonl, path: out.jsonl}
+    - {type: sqlite, path: out.db}
+  late: {type: ledger, dir: ledger}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Backfill(p, BackfillOptions{Dir: t.TempDir()})
+	if err == nil || !strings.Contains(err.Error(), "or list sinks.results[1] (sqlite) first: backfill revises the first results sink") {
+		t.Fatalf("backfill with jsonl results first: %v", err)
+	}
+}
+
+// TestBackfillCheckpointDir: given the live job's checkpoint directory
+// (weir backfill --checkpoint-dir, for a job run with --checkpoint-dir),
+// the backfill cuts the ledger where that job's newest checkpoint did;
+// without it, a spec without checkpoint.dir is taken as a job that has
+// ended.
+func TestBackfillCheckpointDir(t *testing.T) {
+	p, err := spec.Parse([]byte(`name: ck
+source: {type: file, path: in.jsonl}
+watermark: {max_out_of_orderness: 1s}
+key: k
+window: {type: tumbling, size: 1m}
+aggregate: [{name: n, fn: count}]
+sinks:
+  results: {type: sqlite, path: out.db}
+  late: {type: ledger, dir: ledger}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	rep, err := Backfill(p, BackfillOptions{Dir: dir})
+	if err != nil || !strings.Contains(rep.Cut, "the job has no checkpoints") {
+		t.Fatalf("without a checkpoint directory: cut %q, %v", rep.Cut, err)
+	}
+	rep, err = Backfill(p, BackfillOptions{Dir: dir, CheckpointDir: filepath.Join(dir, "ck")})
+	if err != nil || !strings.Contains(rep.Cut, "the job has not completed a checkpoint") {
+		t.Fatalf("with a checkpoint directory: cut %q, %v", rep.Cut, err)
+	}
+}

@@ -49,7 +49,7 @@ func TestPostgresLedgerCutAcrossRuns(t *testing.T) {
 	if _, err := j.Run(context.Background()); err == nil {
 		t.Fatal("the crash hook never fired")
 	}
-	cut, _, _, _, err := backfillCut(p, dir)
+	cut, _, _, _, err := backfillCut(p, job.RunOptions{Dir: dir})
 	if err != nil || cut == nil {
 		t.Fatalf("cut %v, %v", cut, err)
 	}

@@ -28,9 +28,10 @@ func backfillCmd(args []string, o IO) int {
 	fs.Func("accept-spec", "also apply ledger entries written under this spec hash (after a change that keeps their meaning; repeatable)", func(v string) error { accept = append(accept, v); return nil })
 	report := fs.String("report", "", "also write the report as JSON to this file (for a scheduler or a monitor)")
 	verify := fs.Bool("verify", false, "then recompute the complete answer (every input record, grouped without watermarks) and compare the results table with it; exit 1 if they differ")
+	ckDir := fs.String("checkpoint-dir", "", "the live job's checkpoint directory, when it runs with --checkpoint-dir (default: the spec's checkpoint.dir): the ledger is read only as far as its newest checkpoint committed")
 	arrived := fs.String("arrived", "", "only entries that arrived in FROM..TO (dates such as 2026-11-29..2026-11-30, RFC 3339 times or Unix ms; TO excluded)")
 	fs.Usage = func() {
-		fmt.Fprintln(o.Stderr, "usage: weir backfill JOB.yaml [--dry-run] [-v] [--verify] [--windows-per-tx N] [--accept-spec HASH] [--report FILE] [--arrived FROM..TO] [--key FIELD=VALUE] [--reason R] [--window START..END]")
+		fmt.Fprintln(o.Stderr, "usage: weir backfill JOB.yaml [--dry-run] [-v] [--verify] [--windows-per-tx N] [--accept-spec HASH] [--report FILE] [--arrived FROM..TO] [--checkpoint-dir DIR] [--key FIELD=VALUE] [--reason R] [--window START..END]")
 		fmt.Fprintln(o.Stderr, "folds the too-late records of the job's ledger into its results table: each window they missed gets its next revision (firing backfill); running it again changes nothing")
 		fs.PrintDefaults()
 	}
@@ -63,6 +64,9 @@ func backfillCmd(args []string, o IO) int {
 		f = func(e ledger.Entry) bool { return g(e) && e.ArrivedAt >= from && e.ArrivedAt < to }
 	}
 	bo := backfill.BackfillOptions{Dir: filepath.Dir(o.path(path)), DryRun: *dry, Filter: f, WindowsPerTx: *perTx, AcceptSpec: accept, Crash: crashHook(o.Getenv)}
+	if *ckDir != "" {
+		bo.CheckpointDir = o.path(*ckDir)
+	}
 	if *verbose {
 		bo.Out = o.Stdout
 	}

@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -27,7 +28,10 @@ type checkpoints struct {
 	interval time.Duration
 	meta     []byte
 	restored *checkpoint.Checkpoint
-	view     checkpoint.View
+	// added are the sinks the restored checkpoint's job did not have (by
+	// name: late, results[1]): they start as at a fresh start.
+	added []string
+	view  checkpoint.View
 	// nextID is the first id of this run: above every checkpoint in the
 	// directory, also those newer than the restored one whose output a
 	// transactional sink never committed.
@@ -90,8 +94,11 @@ func openCheckpoints(p *spec.Plan, o RunOptions) (*checkpoints, error) {
 			store.Close()
 			return nil, err
 		}
-		if limit = -1; ok {
+		switch {
+		case ok:
 			limit = id
+		case !addedKafka(p, store):
+			limit = -1
 		}
 	}
 	cp, skipped, err := store.Resumable(limit)
@@ -122,12 +129,12 @@ func openCheckpoints(p *spec.Plan, o RunOptions) (*checkpoints, error) {
 	if !ok {
 		return c, nil
 	}
-	across, err := resumeAcross(p, cp.Meta)
+	across, added, err := resumeAcross(p, cp.Meta)
 	if err != nil {
 		store.Close()
 		return nil, fmt.Errorf("checkpoint %d in %s: %w", cp.ID, dir, err)
 	}
-	c.restored = cp
+	c.restored, c.added = cp, added
 	if c.view, err = store.View(cp); err != nil {
 		store.Close()
 		return nil, err
@@ -140,6 +147,26 @@ func openCheckpoints(p *spec.Plan, o RunOptions) (*checkpoints, error) {
 		}
 	}
 	return c, nil
+}
+
+// addedKafka reports whether the newest checkpoint in store was written
+// by a job without p's kafka results sink: a sink added on resume has
+// committed no marker yet, which does not make the checkpoint unusable.
+func addedKafka(p *spec.Plan, store *checkpoint.Dir) bool {
+	cp, _, err := store.Resumable(math.MaxInt64)
+	if err != nil || cp == nil {
+		return false
+	}
+	_, added, err := resumeAcross(p, cp.Meta)
+	if err != nil {
+		return false
+	}
+	for i, r := range p.Spec.Sinks.Results {
+		if r.Type == "kafka" && slices.Contains(added, spec.ResultsName(i)) {
+			return true
+		}
+	}
+	return false
 }
 
 // ErrNoValidCheckpoint is matched (errors.Is) by the error of a run

@@ -34,15 +34,16 @@ type Committed struct {
 	Epoch, Run, Since int64
 }
 
-// LastCommitted reads what the newest checkpoint in the plan's checkpoint
-// directory (relative to dir) committed. ok is false when the plan takes
-// no checkpoints. It only reads: the live job may go on writing.
-func LastCommitted(p *spec.Plan, dir string) (c Committed, ok bool, err error) {
-	k := p.Spec.Checkpoint
-	if k == nil || k.Dir == "" {
+// LastCommitted reads what the newest checkpoint in the checkpoint
+// directory of a run of p with o committed (o.CheckpointDir, else the
+// plan's checkpoint.dir relative to o.Dir: where the run keeps them). ok
+// is false when the run takes no checkpoints. It only reads: the live job
+// may go on writing.
+func LastCommitted(p *spec.Plan, o RunOptions) (c Committed, ok bool, err error) {
+	cdir := checkpointDir(p, o)
+	if cdir == "" {
 		return Committed{}, false, nil
 	}
-	cdir := RunOptions{Dir: dir}.Path(k.Dir)
 	oc, id, err := latestCounters(cdir)
 	if err != nil {
 		return Committed{}, true, err

@@ -1,6 +1,7 @@
 package job
 
 import (
+	"context"
 	"fmt"
 	"testing"
 
@@ -19,7 +20,7 @@ func TestLastCommitted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok, err := LastCommitted(p, dir); ok || err != nil {
+	if _, ok, err := LastCommitted(p, RunOptions{Dir: dir}); ok || err != nil {
 		t.Fatalf("without checkpoints: ok %v, %v", ok, err)
 	}
 
@@ -28,12 +29,35 @@ func TestLastCommitted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c, ok, err := LastCommitted(p, t.TempDir()); !ok || err != nil || c.Checkpoint != 0 || c.Finished {
+	if c, ok, err := LastCommitted(p, RunOptions{Dir: t.TempDir()}); !ok || err != nil || c.Checkpoint != 0 || c.Finished {
 		t.Fatalf("before any run: %+v, %v, %v", c, ok, err)
 	}
 	dir, _ = runSpec(t, ck, nil, RunOptions{Deterministic: true, CheckpointClock: jobtest.EveryRead()})
-	c, ok, err := LastCommitted(p, dir)
+	c, ok, err := LastCommitted(p, RunOptions{Dir: dir})
 	if !ok || err != nil || c.Checkpoint == 0 || !c.Finished || c.Run == 0 || c.Watermark == etime.MinTime {
 		t.Fatalf("after a finished run: %+v, %v, %v", c, ok, err)
+	}
+
+	// A run given its checkpoint directory (--checkpoint-dir) keeps them
+	// there, and LastCommitted finds them there too.
+	p, err = spec.Parse([]byte(plain))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := RunOptions{Deterministic: true, CheckpointClock: jobtest.EveryRead()}
+	dir, _ = runSpec(t, plain, nil, o)
+	o.Dir, o.CheckpointDir = dir, dir+"/elsewhere"
+	if _, ok, err := LastCommitted(p, o); !ok || err != nil {
+		t.Fatalf("with a checkpoint directory given, before any run: ok %v, %v", ok, err)
+	}
+	j, err := Open(p, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := j.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if c, ok, err := LastCommitted(p, o); !ok || err != nil || c.Checkpoint == 0 || !c.Finished {
+		t.Fatalf("with a checkpoint directory given, after a finished run: %+v, %v, %v", c, ok, err)
 	}
 }

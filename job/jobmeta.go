@@ -277,14 +277,15 @@ var errForeignMeta = errors.New("it was not written by this version of weir's jo
 // resumeAcross compares the meta of the checkpoint a run restores (then)
 // with the run's plan p. It returns what changed that a restore resumes
 // across, as phrases for the run's info line ("a changed
-// sinks.results.url", "an added sink sinks.late"), or an error naming
+// sinks.results.url", "an added sink sinks.late"), the sinks p adds (by
+// name: late, results[1]), or an error naming
 // what the checkpoint's state or positions depend on that changed: a
 // state-relevant field (stateFields), a removed sink, a meta of an
 // unknown format.
-func resumeAcross(p *spec.Plan, then []byte) ([]string, error) {
+func resumeAcross(p *spec.Plan, then []byte) (across, added []string, err error) {
 	var top map[string]json.RawMessage
 	if json.Unmarshal(then, &top) != nil {
-		return nil, errForeignMeta
+		return nil, nil, errForeignMeta
 	}
 	raw, versioned := top["format"]
 	if !versioned {
@@ -292,20 +293,20 @@ func resumeAcross(p *spec.Plan, then []byte) ([]string, error) {
 	}
 	var format int
 	if json.Unmarshal(raw, &format) != nil || format < 2 {
-		return nil, errForeignMeta
+		return nil, nil, errForeignMeta
 	}
 	if format > metaFormat {
-		return nil, fmt.Errorf("it was written by a newer weir, in job checkpoint format %d, and this weir reads formats 1 to %d; resume with that weir (or a later one), or start over with --fresh (the outputs start over too)", format, metaFormat)
+		return nil, nil, fmt.Errorf("it was written by a newer weir, in job checkpoint format %d, and this weir reads formats 1 to %d; resume with that weir (or a later one), or start over with --fresh (the outputs start over too)", format, metaFormat)
 	}
 	var m jobMeta
 	if json.Unmarshal(then, &m) != nil {
-		return nil, errForeignMeta
+		return nil, nil, errForeignMeta
 	}
 	old := specFields{state: map[string]string{}, other: m.Other, sinks: m.Sinks}
 	for k, v := range m.State {
 		var c bytes.Buffer
 		if json.Compact(&c, v) != nil {
-			return nil, errForeignMeta
+			return nil, nil, errForeignMeta
 		}
 		old.state[k] = c.String()
 	}
@@ -322,12 +323,12 @@ func resumeAcross(p *spec.Plan, then []byte) ([]string, error) {
 // that does not decode so (written by a weir whose sections had fields
 // this one lacks) is compared section by section, as weir did before
 // formats: every difference refuses.
-func resumeAcrossV1(p *spec.Plan, then []byte) ([]string, error) {
+func resumeAcrossV1(p *spec.Plan, then []byte) (across, added []string, err error) {
 	now := fingerprintV1(p)
 	old, ok := legacyFields(then)
 	cur, ok2 := legacyFields(now)
 	if !ok || !ok2 {
-		return nil, compareSections(now, then)
+		return nil, nil, compareSections(now, then)
 	}
 	return compareFields(old, cur)
 }
@@ -365,8 +366,8 @@ func legacyFields(b []byte) (specFields, bool) {
 
 // compareFields compares a checkpoint's fields (old) with the run's
 // (now): see resumeAcross.
-func compareFields(old, now specFields) ([]string, error) {
-	var added, removed []string
+func compareFields(old, now specFields) (across, added []string, err error) {
+	var removed []string
 	for _, s := range now.sinks {
 		if !slices.Contains(old.sinks, s) {
 			added = append(added, s)
@@ -435,10 +436,9 @@ func compareFields(old, now specFields) ([]string, error) {
 		if len(sections) == 1 && sections[0] != "sinks" {
 			verb = "differs"
 		}
-		return nil, fmt.Errorf("it was written by a job whose %s %s from this spec's (%s); restore with the spec that wrote it, or start over with --fresh (the outputs start over too)",
+		return nil, nil, fmt.Errorf("it was written by a job whose %s %s from this spec's (%s); restore with the spec that wrote it, or start over with --fresh (the outputs start over too)",
 			strings.Join(sections, ", "), verb, strings.Join(details, ", "))
 	}
-	var across []string
 	for _, f := range changed {
 		across = append(across, "a changed "+f)
 	}
@@ -446,7 +446,7 @@ func compareFields(old, now specFields) ([]string, error) {
 	for _, s := range added {
 		across = append(across, "an added sink sinks."+s)
 	}
-	return across, nil
+	return across, added, nil
 }
 
 // phrase joins the parts of an info line: "a, b and c".

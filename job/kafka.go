@@ -119,13 +119,20 @@ func openKafkaResults(j *Job, k *spec.Sink) (*kafkaResults, error) {
 // checkpoints the marker topic (weir's) is created if it is missing; o.Info
 // is told when it is.
 func prepareKafka(p *spec.Plan, o RunOptions, checkpoints bool) error {
-	r := p.Spec.Sinks.Results.First("kafka")
+	var r *spec.Sink
+	at := "" // the sink's spec path
+	for i, k := range p.Spec.Sinks.Results {
+		if k.Type == "kafka" {
+			r, at = k, "sinks."+spec.ResultsPath(i, len(p.Spec.Sinks.Results))
+			break
+		}
+	}
 	if r == nil {
 		return nil
 	}
 	// The records of kafka late and dead-letter sinks go into the results
 	// sink's transactions, through its brokers.
-	topics, paths := []string{r.Topic}, map[string]string{r.Topic: "sinks.results.topic"}
+	topics, paths := []string{r.Topic}, map[string]string{r.Topic: at + ".topic"}
 	for _, k := range []struct {
 		name string
 		s    *spec.Sink
@@ -146,13 +153,13 @@ func prepareKafka(p *spec.Plan, o RunOptions, checkpoints bool) error {
 		if r.TLS || r.SASL != nil {
 			auth = " (with --command-config naming the client's TLS and SASL settings)"
 		}
-		return fmt.Errorf("sinks.results.marker_topic: the marker topic %q, where the results sink commits its checkpoints, is missing, and weir may not create it: %w; create it once%s with\n  %s\nor give weir's user CREATE on it, or set marker_topic to an existing topic",
-			te.Topic, te.Err, auth, te.Command())
+		return fmt.Errorf("%s.marker_topic: the marker topic %q, where the results sink commits its checkpoints, is missing, and weir may not create it: %w; create it once%s with\n  %s\nor give weir's user CREATE on it, or set marker_topic to an existing topic",
+			at, te.Topic, te.Err, auth, te.Command())
 	case errors.As(err, &te):
 		return fmt.Errorf("%s: topic %q does not exist on %v: %w; create it (weir creates only its marker topic), such as with\n  %s",
 			paths[te.Topic], te.Topic, r.Brokers, te.Err, te.Command())
 	case err != nil:
-		return fmt.Errorf("sinks.results: %w", err)
+		return fmt.Errorf("%s: %w", at, err)
 	}
 	if created && o.Info != nil {
 		o.Info(fmt.Sprintf("created Kafka topic %s (1 partition, cleanup.policy=compact) for the checkpoint markers of the results in %s", r.MarkerTopic, r.Topic))

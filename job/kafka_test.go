@@ -621,3 +621,41 @@ sinks: {results: {type: jsonl, path: out.jsonl}}
 		}
 	}
 }
+
+// TestKafkaResultsSinkAdded: a kafka results sink added on resume has
+// committed no checkpoint marker yet; the job resumes from its newest
+// checkpoint all the same (it did not start over, cutting the other
+// sinks' outputs), and the new topic gets the results from there on.
+func TestKafkaResultsSinkAdded(t *testing.T) {
+	broker := kafkaCluster(t, 0)
+	one := fmt.Sprintf(jobtest.OrderJob, "jsonl", "out.jsonl")
+	two := strings.Replace(one, "  results: {type: jsonl, path: out.jsonl}\n",
+		"  results:\n    - {type: jsonl, path: out.jsonl}\n    - {type: kafka, brokers: ["+broker+"], topic: out}\n", 1)
+	if two == one {
+		t.Fatal("the job was not rewritten")
+	}
+	parse := func(y string) *spec.Plan {
+		p, err := spec.Parse([]byte(y))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	dir := t.TempDir()
+	o := RunOptions{Dir: dir, Deterministic: true, Now: jobtest.TestNow, CheckpointDir: filepath.Join(dir, "ck"),
+		CheckpointInterval: time.Millisecond, CheckpointClock: jobtest.EveryRead()}
+	crashRun(t, parse(one), o, "after-manifest", 3)
+	j, err := Open(parse(two), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j.RestoredAt().IsZero() {
+		t.Fatal("the job started over instead of resuming with the added kafka sink")
+	}
+	if _, err := j.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if len(committedResults(t, broker)) == 0 {
+		t.Error("the added kafka sink got no results")
+	}
+}

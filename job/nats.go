@@ -33,20 +33,28 @@ func (j *Job) natsRecords(env *weir.Env) weir.Stream[record.Record] {
 }
 
 // natsResults publishes result lines to a subject, each with a message id
-// of its key, window, run and pane, flushed at each checkpoint.
+// of prefix and its key, window, run and pane, flushed at each checkpoint.
+// The first results sink has no prefix; results[i] has "results[i]/", so
+// that two sinks whose subjects one stream stores do not drop each
+// other's messages as duplicates.
 type natsResults struct {
 	s       *natsio.Sink
 	subject string
+	prefix  string
 	j       *Job
 	line    []byte
 }
 
-func openNATSResults(j *Job, k *spec.Sink) (*natsResults, error) {
+func openNATSResults(j *Job, name string, k *spec.Sink) (*natsResults, error) {
 	s, err := openNATSSink(j, k)
 	if err != nil {
 		return nil, err
 	}
-	return &natsResults{s: s, subject: k.Subject, j: j}, nil
+	w := &natsResults{s: s, subject: k.Subject, j: j}
+	if name != spec.ResultsName(0) {
+		w.prefix = name + "/"
+	}
+	return w, nil
 }
 
 func openNATSSink(j *Job, k *spec.Sink) (*natsio.Sink, error) {
@@ -56,11 +64,11 @@ func openNATSSink(j *Job, k *spec.Sink) (*natsio.Sink, error) {
 }
 
 // natsRecords publishes late records or dead letters, each with the
-// message id prefix + run/entry id, so a replay is dropped as duplicates;
-// it commits and closes as natsResults does.
+// message id prefix + run/entry id (the prefix is the sink's name and /),
+// so a replay is dropped as duplicates; it commits and closes as
+// natsResults does.
 type natsRecords struct {
 	natsResults
-	prefix string
 }
 
 func (w *natsRecords) writeRecord(it *item) error {
@@ -71,7 +79,7 @@ func (w *natsRecords) writeRecord(it *item) error {
 
 func (w *natsResults) write(r window.Result[string, []byte]) error {
 	w.line = outfmt.AppendResult(w.line[:0], w.j.plan, w.j.run, r)
-	id := outfmt.AppendResultKey(nil, w.j.plan, r)
+	id := outfmt.AppendResultKey([]byte(w.prefix), w.j.plan, r)
 	id = strconv.AppendInt(append(id, '#'), w.j.run, 10)
 	id = strconv.AppendInt(append(id, '#'), r.Pane, 10)
 	if r.Firing == window.Retract {

@@ -16,8 +16,9 @@ import (
 
 // TestNATSJob runs a spec from a JetStream stream to another on an
 // embedded nats-server: the results are a plain group-by of what was
-// published (the publish time as event time), each published once, and
-// every record is accounted for.
+// published (the publish time as event time), each published once to each
+// of two results sinks whose subjects one stream stores (their message
+// ids differ), and every record is accounted for.
 func TestNATSJob(t *testing.T) {
 	s, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true})
 	if err != nil {
@@ -71,7 +72,9 @@ window: {type: tumbling, size: 5s}
 aggregate:
   - {name: orders, fn: count}
 sinks:
-  results: {type: nats, url: '%[2]s', subject: results.orders}
+  results:
+    - {type: nats, url: '%[2]s', subject: results.orders}
+    - {type: nats, url: '%[2]s', subject: results.copy}
   late: {type: nats, url: '%[2]s', subject: late.records}
   dead_letter: {type: nats, url: '%[2]s', subject: late.bad}
 `, url, url)
@@ -110,10 +113,10 @@ sinks:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if int(info.State.Msgs) != 2*len(want) {
-		t.Fatalf("%d results published, want %d (each run's %d)", info.State.Msgs, 2*len(want), len(want))
+	if int(info.State.Msgs) != 2*2*len(want) {
+		t.Fatalf("%d results published, want %d (each run's %d to each sink)", info.State.Msgs, 2*2*len(want), len(want))
 	}
-	perRun := map[int64]int{}
+	perRun := map[string]int{}
 	for seq := uint64(1); seq <= info.State.LastSeq; seq++ {
 		m, err := stream.GetMsg(ctx, seq)
 		if err != nil {
@@ -134,14 +137,14 @@ sinks:
 		if h := m.Header.Get("weir-run"); h != strconv.FormatInt(r.Run, 10) {
 			t.Fatalf("message %d: header weir-run %q, line's run %d", seq, h, r.Run)
 		}
-		perRun[r.Run]++
+		perRun[fmt.Sprint(m.Subject, " run ", r.Run)]++
 	}
-	if len(perRun) != 2 {
-		t.Fatalf("results of runs %v, want 2 runs of %d each", perRun, len(want))
+	if len(perRun) != 4 {
+		t.Fatalf("results of runs %v, want 2 runs of %d each on each subject", perRun, len(want))
 	}
 	for run, n := range perRun {
 		if n != len(want) {
-			t.Fatalf("run %d published %d results, want %d", run, n, len(want))
+			t.Fatalf("%s: %d results, want %d", run, n, len(want))
 		}
 	}
 }

@@ -3,6 +3,7 @@ package job
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -62,7 +63,7 @@ func TestSeveralResultsSinks(t *testing.T) {
 	if want["out.jsonl"] == "" || want["results.db"] == "" {
 		t.Fatal("the reference runs wrote no results")
 	}
-	outputs := func(dir string) map[string]string {
+	outputs := func(t *testing.T, dir string) map[string]string {
 		return map[string]string{
 			"out.jsonl":  readFile(t, dir, "out.jsonl"),
 			"copy.jsonl": readFile(t, dir, "copy.jsonl"),
@@ -71,7 +72,7 @@ func TestSeveralResultsSinks(t *testing.T) {
 			"bad.jsonl":  readFile(t, dir, "bad.jsonl"),
 		}
 	}
-	check := func(what string, got map[string]string) {
+	check := func(t *testing.T, what string, got map[string]string) {
 		t.Helper()
 		for name, w := range want {
 			if got[name] != w {
@@ -81,7 +82,7 @@ func TestSeveralResultsSinks(t *testing.T) {
 	}
 
 	dir, sum := runSpec(t, severalJob, nil, RunOptions{Deterministic: true})
-	check("one run", outputs(dir))
+	check(t, "one run", outputs(t, dir))
 	if !bytes.Equal(sum.JSON(), jsonlSum.JSON()) {
 		t.Errorf("summary with three results sinks:\n%s\nwith one:\n%s", sum.JSON(), jsonlSum.JSON())
 	}
@@ -105,7 +106,7 @@ func TestSeveralResultsSinks(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			check("after a crash at "+point, outputs(dir))
+			check(t, "after a crash at "+point, outputs(t, dir))
 			if !bytes.Equal(s.JSON(), jsonlSum.JSON()) {
 				t.Errorf("summary after the resume:\n%s\nwant\n%s", s.JSON(), jsonlSum.JSON())
 			}
@@ -141,6 +142,63 @@ func TestResultsSinkAddedAndRemoved(t *testing.T) {
 	}
 	if !strings.Contains(strings.Join(infos, "\n"), "an added sink sinks.results[1]") {
 		t.Errorf("the resume did not say the sink was added: %q", infos)
+	}
+	// The added sink holds what came after the checkpoint: a suffix of
+	// the first sink's results. Its run crashed again and resumed, which
+	// cut it back to its own length, not the first sink's.
+	dir4 := t.TempDir()
+	o4 := o
+	o4.Dir, o4.CheckpointDir = dir4, filepath.Join(dir4, "ck")
+	crashRun(t, parse(one), o4, "after-manifest", 3)
+	crashRun(t, parse(two), o4, "after-manifest", 5)
+	if j, err := Open(parse(two), o4); err != nil {
+		t.Fatal(err)
+	} else if _, err := j.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ref, _ := runSpec(t, one, nil, RunOptions{Deterministic: true})
+	out, cp, want := readFile(t, dir4, "out.jsonl"), readFile(t, dir4, "copy.jsonl"), readFile(t, ref, "out.jsonl")
+	if out != want || cp == "" || len(cp) >= len(out) || !strings.HasSuffix(out, cp) || !strings.HasPrefix(cp, `{"user_id"`) {
+		t.Errorf("after two crashes: out.jsonl %d bytes (want %d, equal: %v), the added copy.jsonl %d bytes, a suffix of it: %v",
+			len(out), len(want), out == want, len(cp), strings.HasSuffix(out, cp))
+	}
+
+	// A SQLite results sink added on resume starts as at a fresh start:
+	// the rows an earlier run of the job left in its table go, and it
+	// holds the resumed run's results only.
+	withTable := strings.Replace(one, "  results: {type: jsonl, path: out.jsonl}\n",
+		"  results:\n    - {type: jsonl, path: out.jsonl}\n    - {type: sqlite, path: results.db}\n", 1)
+	dir3 := t.TempDir()
+	earlier := RunOptions{Dir: dir3, Deterministic: true, Now: jobtest.TestNow.Add(-time.Hour)}
+	if j, err := Open(parse(fmt.Sprintf(jobtest.OrderJob, "sqlite", "results.db")), earlier); err != nil {
+		t.Fatal(err)
+	} else if _, err := j.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	o.Dir, o.CheckpointDir = dir3, filepath.Join(dir3, "ck")
+	crashRun(t, parse(one), o, "after-manifest", 3)
+	j, err = Open(parse(withTable), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := j.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("sqlite", filepath.Join(dir3, "results.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var runs, rows int64
+	if err := db.QueryRow(`SELECT count(DISTINCT run), count(*) FROM results`).Scan(&runs, &rows); err != nil {
+		t.Fatal(err)
+	}
+	var run int64
+	if err := db.QueryRow(`SELECT min(run) FROM results`).Scan(&run); err != nil {
+		t.Fatal(err)
+	}
+	if runs != 1 || rows == 0 || run != jobtest.TestNow.UnixMilli() {
+		t.Errorf("the added table holds %d rows of %d runs (the lowest %d); want rows of the resumed run %d only", rows, runs, run, jobtest.TestNow.UnixMilli())
 	}
 
 	dir2 := t.TempDir()

@@ -209,17 +209,17 @@ type pgRecords struct {
 // again. A fresh start removes the job's rows of earlier runs unless it
 // appends (startTable). Rows are the job's by its name, the run's by its
 // id.
-func (j *Job) cutRecords(db *pgio.RecordSink, restoring bool) error {
+func (j *Job) cutRecords(db *pgio.RecordSink, sink string, restoring bool) error {
 	ctx := j.sinkCtx
 	name := j.plan.Spec.Name
-	if restoring {
+	if restoring && !j.startsFresh(sink) {
 		n, err := db.Cut(ctx, name, j.out.c.Run, j.out.c.Epoch)
 		if err == nil && n > 0 {
 			j.env.Options().Logger.Info("restore: removed the rows a later checkpoint would have covered", "table", db.Table(), "rows", n, "epoch", j.out.c.Epoch)
 		}
 		return err
 	}
-	return j.startTable("sinks", db.Table(), func() (int64, error) { return db.MaxRun(ctx, name) }, func() (int64, error) { return db.Reset(ctx, name) })
+	return j.startTable(sink, "sinks."+sink, db.Table(), func() (int64, error) { return db.MaxRun(ctx, name) }, func() (int64, error) { return db.Reset(ctx, name) })
 }
 
 // flushAs flushes the buffered rows as the run's rows of epoch.
@@ -330,6 +330,14 @@ type resultSink interface {
 	close() error
 }
 
+// startsFresh reports whether sink name starts as at a fresh start: the
+// run is fresh, or it resumes a checkpoint of a job without that sink (an
+// added sink gets the output from the checkpoint on, and whatever an
+// earlier run left in it goes, as a fresh start's file is truncated).
+func (j *Job) startsFresh(name string) bool {
+	return j.fresh || j.ck != nil && slices.Contains(j.ck.added, name)
+}
+
 // namedResult is a results sink with its name (spec.ResultsName).
 type namedResult struct {
 	resultSink
@@ -398,7 +406,7 @@ func (j *Job) openSinks(o RunOptions, offsets map[string]int64) error {
 	}
 	j.files = map[string]*lineSink{}
 	for _, r := range j.path.Results {
-		k, err := j.openResults(r.Name, r.Config, open, sinkPath)
+		k, err := j.openResults(r, open, sinkPath)
 		if k != nil {
 			j.results = append(j.results, namedResult{k, r.Name})
 		}
@@ -483,7 +491,7 @@ func (j *Job) openRecords(name string, k *spec.Sink, open func(string, *spec.Sin
 		if err != nil {
 			return nil, fmt.Errorf("sinks.%s: %w", name, err)
 		}
-		if err := j.cutRecords(db, restoring); err != nil {
+		if err := j.cutRecords(db, name, restoring); err != nil {
 			db.Close()
 			return nil, fmt.Errorf("sinks.%s: %w", name, err)
 		}
@@ -493,17 +501,18 @@ func (j *Job) openRecords(name string, k *spec.Sink, open func(string, *spec.Sin
 		if err != nil {
 			return nil, fmt.Errorf("sinks.%s: %w", name, err)
 		}
-		return &natsRecords{natsResults: natsResults{s: s, subject: k.Subject, j: j}, prefix: name + "/"}, nil
+		return &natsRecords{natsResults: natsResults{s: s, subject: k.Subject, prefix: name + "/", j: j}}, nil
 	}
 	return open(name, k)
 }
 
-// openResults opens results sink name. The sink it returns with an
-// error is open too: the caller closes it.
-func (j *Job) openResults(name string, r *spec.Sink, open func(string, *spec.Sink) (*lineSink, error), sinkPath func(*spec.Sink) (string, error)) (resultSink, error) {
+// openResults opens results sink op. The sink it returns with an error is
+// open too: the caller closes it.
+func (j *Job) openResults(op *spec.SinkOp, open func(string, *spec.Sink) (*lineSink, error), sinkPath func(*spec.Sink) (string, error)) (resultSink, error) {
+	name, r := op.Name, op.Config
 	switch r.Type {
 	case "nats":
-		k, err := openNATSResults(j, r)
+		k, err := openNATSResults(j, name, r)
 		if err != nil {
 			return nil, err
 		}
@@ -529,10 +538,10 @@ func (j *Job) openResults(name string, r *spec.Sink, open func(string, *spec.Sin
 		keys, vals := outfmt.PgColumns(j.plan)
 		db, err := pgio.Open(j.sinkCtx, r.URL, r.Table, keys, vals, o)
 		if err != nil {
-			return nil, fmt.Errorf("sinks.%s: %w", name, err)
+			return nil, fmt.Errorf("%s: %w", op.Path, err)
 		}
 		k := &pgResults{db: db, j: j, vals: names, batch: batchRows(r)}
-		return k, j.startTable("sinks."+name, r.Table, func() (int64, error) { return db.MaxRun(j.sinkCtx) }, func() (int64, error) { return db.Reset(j.sinkCtx) })
+		return k, j.startTable(name, op.Path, r.Table, func() (int64, error) { return db.MaxRun(j.sinkCtx) }, func() (int64, error) { return db.Reset(j.sinkCtx) })
 	case "sqlite":
 		path, err := sinkPath(r)
 		if err != nil {
@@ -543,7 +552,7 @@ func (j *Job) openResults(name string, r *spec.Sink, open func(string, *spec.Sin
 			return nil, err
 		}
 		k := &sqliteResults{db: db, j: j, keys: j.plan.Spec.Key, vals: names}
-		return k, j.startTable("sinks."+name, cmp.Or(r.Table, sqliteio.DefaultTable), db.MaxRun, db.Reset)
+		return k, j.startTable(name, op.Path, cmp.Or(r.Table, sqliteio.DefaultTable), db.MaxRun, db.Reset)
 	}
 	ls, err := open(name, r)
 	if err != nil {
@@ -552,12 +561,14 @@ func (j *Job) openResults(name string, r *spec.Sink, open func(string, *spec.Sin
 	return &jsonlResults{s: ls, plan: j.plan, j: j}, nil
 }
 
-// startTable begins the run in a table of the job's: at a fresh start it
-// removes the job's rows, as a fresh start truncates the job's files, or,
-// when the run appends (RunOptions.Append), notes the highest run they
-// hold, which the new run's id goes above. Other jobs' rows stay.
-func (j *Job) startTable(what, table string, maxRun, reset func() (int64, error)) error {
-	if !j.fresh {
+// startTable begins the run in the table of sink name (given in the spec
+// at what): at a fresh start, and for a sink a resumed job added
+// (startsFresh), it removes the job's rows, as a fresh start truncates the
+// job's files, or, when the run appends (RunOptions.Append), notes the
+// highest run they hold, which the new run's id goes above. Other jobs'
+// rows stay.
+func (j *Job) startTable(name, what, table string, maxRun, reset func() (int64, error)) error {
+	if !j.startsFresh(name) {
 		return nil
 	}
 	if j.appendRuns {

@@ -20,9 +20,10 @@ import (
 // assigner and trigger built.
 type Plan struct {
 	Spec *Spec
-	// Graph is the job as typed operators and sinks: what the runner
-	// executes. The fields below are the same values by name, for the
-	// code that reads a YAML job's one path.
+	// Graph is the job as typed operators and sinks. The runner takes
+	// its shape from it (Graph.Path: it refuses any other) and opens the
+	// sinks its SinkOps name; it still builds the operators from the
+	// fields below, which hold the same values by name.
 	Graph Graph
 	// Warnings are the spec's (Spec.Warnings) and what compiling found
 	// questionable but not wrong: a ledger without the archive that
@@ -276,7 +277,7 @@ func (c *compiler) compile() {
 			c.add("alerts.late_ratio", fmt.Sprintf("%v is above late_ratio_critical %v", p.LateRatioWarn, p.LateRatioCrit), "make the warning level the lower one")
 		}
 	}
-	if r, l := s.Sinks.Primary(), s.Sinks.Late; s.Archive == nil && r != nil && (r.Type == "jsonl" || r.Type == "kafka") && l != nil && (l.Type == "ledger" || l.Type == "kafka" || l.Type == "postgres") {
+	if r, l := s.Sinks.Primary(), s.Sinks.Late; s.Archive == nil && r != nil && (r.Type == "jsonl" || r.Type == "kafka") && keepsForBackfill(l) {
 		c.warn("archive", fmt.Sprintf("sinks.late (%s) keeps the too-late records for weir backfill, which cannot merge them into %s results without an archive of the closed windows", l.Type, r.Type),
 			"add archive: {dir: archive} (or a sqlite or postgres results table, which keeps the windows in its rows)")
 	}
@@ -792,19 +793,22 @@ func (c *compiler) aggregates() {
 	}
 }
 
+// keepsForBackfill reports whether late sink l keeps the too-late records
+// where weir backfill reads them (a ledger, a Kafka topic, a Postgres
+// table).
+func keepsForBackfill(l *Sink) bool {
+	return l != nil && (l.Type == "ledger" || l.Type == "kafka" || l.Type == "postgres")
+}
+
 func (c *compiler) sinks() {
 	s, p := &c.p.Spec.Sinks, c.p
+	if s.Results != nil && len(s.Results) == 0 {
+		c.add("sinks.results", "an empty list", "list one sink at least, or leave results out for stdout")
+	}
 	if len(s.Results) == 0 {
 		s.Results = SinkList{{Type: "stdout"}}
 	}
-	// The path of results sink i in messages: sinks.results when there
-	// is one, sinks.results[i] in a list of several.
-	resultsPath := func(i int) string {
-		if len(s.Results) == 1 {
-			return "results"
-		}
-		return fmt.Sprintf("results[%d]", i)
-	}
+	resultsPath := func(i int) string { return ResultsPath(i, len(s.Results)) }
 	kafkaResults := ""
 	for i, r := range s.Results {
 		switch {
@@ -857,7 +861,7 @@ func (c *compiler) sinks() {
 	for i, r := range s.Results {
 		check(resultsPath(i), "results", r, connector.RoleResults)
 	}
-	if l := s.Late; len(s.Results) > 1 && l != nil && (l.Type == "ledger" || l.Type == "kafka" || l.Type == "postgres") {
+	if len(s.Results) > 1 && keepsForBackfill(s.Late) {
 		for i := 1; i < len(s.Results); i++ {
 			c.warn("sinks."+resultsPath(i), "weir backfill revises the first results sink (sinks.results[0]) alone; this one keeps what the live job wrote",
 				"list first the sink whose results backfill should revise")

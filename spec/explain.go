@@ -14,19 +14,7 @@ func (p *Plan) Explain() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "job %q: %s time\n", p.Spec.Name, p.Time)
 	for _, n := range p.Graph.Nodes {
-		from := ""
-		for i, e := range n.Inputs {
-			if i == 0 {
-				from = " ← "
-			} else {
-				from += ", "
-			}
-			from += fmt.Sprint(e.From)
-			if e.Port != Out {
-				from += "." + e.Port.String()
-			}
-		}
-		fmt.Fprintf(&b, "%d %s%s: %s\n", n.ID, n.Name, from, describe1(p, n.Op))
+		fmt.Fprintf(&b, "%d %s%s: %s\n", n.ID, n.Name, n.inputs(), describe1(p, n.Op))
 	}
 	return b.String()
 }
@@ -70,9 +58,12 @@ func describe1(p *Plan, op Op) string {
 		if op.Bound > 0 {
 			s += " " + d(op.Bound)
 		}
-		if op.EveryRecord {
+		switch {
+		case op.Type == Punctuated:
+			s += ", from the input's watermark lines"
+		case op.EveryRecord:
 			s += ", after every record"
-		} else {
+		default:
 			s += ", every " + d(op.Interval)
 		}
 		if op.BacklogEvery > 0 {
@@ -86,7 +77,21 @@ func describe1(p *Plan, op Op) string {
 		}
 		return s
 	case *WindowOp:
-		s := fmt.Sprintf("%v by [%s]", op.Assigner, strings.Join(op.Key, ", "))
+		w := p.Spec.Window
+		s := w.Type
+		dur := func(v *Duration) string { return d(etime.Duration(*v)) }
+		switch {
+		case w.Size != nil && w.Slide != nil:
+			s += " " + dur(w.Size) + " every " + dur(w.Slide)
+		case w.Size != nil:
+			s += " " + dur(w.Size)
+		case w.Gap != nil:
+			s += " gap " + dur(w.Gap)
+		}
+		if w.Offset != nil && *w.Offset != 0 {
+			s += " offset " + dur(w.Offset)
+		}
+		s += fmt.Sprintf(" by [%s]", strings.Join(op.Key, ", "))
 		if t := p.Spec.Trigger; t != nil && t.Type != "" {
 			s += ", trigger " + t.Type
 			if t.Interval != nil {
@@ -110,7 +115,7 @@ func describe1(p *Plan, op Op) string {
 			}
 			aggs = append(aggs, fmt.Sprintf("%s = %s(%s)", a.Name, a.Fn, arg))
 		}
-		return s + "; " + strings.Join(aggs, ", ") + "; too late to late and late_partial"
+		return s + "; " + strings.Join(aggs, ", ")
 	case *SinkOp:
 		c := op.Config
 		s := c.Type

@@ -127,6 +127,9 @@ type SinkOp struct {
 	// Name is the sink's name in checkpoints and summaries: results,
 	// results[1], late, late_partial, dead_letter.
 	Name string
+	// Path is where the spec gives the sink, for messages:
+	// sinks.results[0] in a list of results sinks, else sinks.<Name>.
+	Path string
 	// Config is the sink block, with Compile's defaults.
 	Config *Sink
 }
@@ -221,18 +224,23 @@ func (g *Graph) Sinks(id NodeID, p Port) []*SinkOp {
 func (g *Graph) String() string {
 	var b strings.Builder
 	for _, n := range g.Nodes {
-		fmt.Fprintf(&b, "%d %s (%s)", n.ID, n.Name, n.Op.Kind())
-		for i, e := range n.Inputs {
-			sep := " ← "
-			if i > 0 {
-				sep = ", "
-			}
-			fmt.Fprintf(&b, "%s%d", sep, e.From)
-			if e.Port != Out {
-				fmt.Fprintf(&b, ".%s", e.Port)
-			}
+		fmt.Fprintf(&b, "%d %s (%s)%s\n", n.ID, n.Name, n.Op.Kind(), n.inputs())
+	}
+	return b.String()
+}
+
+// inputs draws n's inputs: " ← 3, 1.dead" ("" for a source).
+func (n *Node) inputs() string {
+	var b strings.Builder
+	for i, e := range n.Inputs {
+		sep := " ← "
+		if i > 0 {
+			sep = ", "
 		}
-		b.WriteByte('\n')
+		fmt.Fprintf(&b, "%s%d", sep, e.From)
+		if e.Port != Out {
+			fmt.Fprintf(&b, ".%s", e.Port)
+		}
 	}
 	return b.String()
 }
@@ -339,8 +347,8 @@ func (c *compiler) graph() {
 		LateFiringInterval: p.LateFiringInterval, Aggregates: s.Aggregate}, Edge{wm, Out})
 	sinks := &s.Sinks
 	for i, r := range sinks.Results {
-		name := ResultsName(i)
-		g.add("sinks."+name, &SinkOp{Role: connector.RoleResults, Name: name, Config: r}, Edge{win, Out})
+		path := "sinks." + ResultsPath(i, len(sinks.Results))
+		g.add(path, &SinkOp{Role: connector.RoleResults, Name: ResultsName(i), Path: path, Config: r}, Edge{win, Out})
 	}
 	for _, k := range []struct {
 		name string
@@ -353,7 +361,7 @@ func (c *compiler) graph() {
 		{"dead_letter", sinks.DeadLetter, connector.RoleDeadLetters, Edge{dec, Dead}},
 	} {
 		if k.cfg != nil {
-			g.add("sinks."+k.name, &SinkOp{Role: k.role, Name: k.name, Config: k.cfg}, k.from)
+			g.add("sinks."+k.name, &SinkOp{Role: k.role, Name: k.name, Path: "sinks." + k.name, Config: k.cfg}, k.from)
 		}
 	}
 }

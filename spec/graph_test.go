@@ -24,7 +24,7 @@ func TestGraphOfAJob(t *testing.T) {
 1 decode (decode) ← 0
 2 watermark (watermark) ← 1
 3 window (window) ← 2
-4 sinks.results (sink) ← 3
+4 sinks.results[0] (sink) ← 3
 5 sinks.results[1] (sink) ← 3
 6 sinks.late (sink) ← 3.late
 7 sinks.late_partial (sink) ← 3.late_partial
@@ -156,4 +156,13 @@ func TestSeveralResultsSinksChecked(t *testing.T) {
 	if len(p.Warnings) != 1 || !strings.HasPrefix(p.Warnings[0].Error(), want) {
 		t.Errorf("warnings: %v, want %q", p.Warnings, want)
 	}
+}
+
+// TestResultsListShapes: a value that is neither a sink nor a list of
+// them is refused as a sink would be, and an empty list is refused.
+func TestResultsListShapes(t *testing.T) {
+	wantErrors(t, checkJob+"sinks: {results: stdout}\n", []string{
+		"sinks.results: want a mapping of fields, got \"stdout\"; known fields: batch_rows, brokers, connect_retry_for, dir, marker_topic, path, retention, retry_for, sasl, subject, table, timeout, tls, topic, type, url"})
+	wantErrors(t, checkJob+"sinks: {results: []}\n", []string{
+		"sinks.results: an empty list; list one sink at least, or leave results out for stdout"})
 }

@@ -188,8 +188,9 @@ func (w *walker) value(v reflect.Value, n *yaml.Node, path string, depth int) {
 		}
 		return
 	}
-	if v.Type() == reflect.TypeFor[SinkList]() && n.Kind == yaml.MappingNode {
-		// One sink: a list of one, at the same path.
+	if v.Type() == reflect.TypeFor[SinkList]() && n.Kind != yaml.SequenceNode {
+		// One sink (or what should be one): a list of one, at the same
+		// path.
 		l := SinkList{new(Sink)}
 		w.fields(reflect.ValueOf(l[0]).Elem(), n, path, depth)
 		v.Set(reflect.ValueOf(l))

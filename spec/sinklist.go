@@ -57,6 +57,17 @@ func ResultsName(i int) string {
 	return "results[" + strconv.Itoa(i) + "]"
 }
 
+// ResultsPath is the spec path of the i-th of n results sinks, for
+// messages: results when there is one, results[i] in a list of several
+// (the first of a list is results[0] there, and results in checkpoints:
+// ResultsName).
+func ResultsPath(i, n int) string {
+	if n == 1 {
+		return "results"
+	}
+	return "results[" + strconv.Itoa(i) + "]"
+}
+
 // Primary is the first results sink (nil when there is none: Compile
 // gives every plan one): the one weir backfill revises and the complete
 // answer is compared with.

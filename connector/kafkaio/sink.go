@@ -102,6 +102,10 @@ type Sink struct {
 // checkpoints, whose one transaction is its whole run) fails instead.
 const maxRedoBytes = 64 << 20
 
+// recordOverhead is what a kept record costs beyond its key, value and
+// headers (a kgo.Record and its slot), counted toward maxRedoBytes.
+const recordOverhead = 256
+
 // OpenSink connects the sink's transactional producer. A transaction a
 // crashed predecessor with the same TransactionalID left open is aborted
 // when the first transaction begins (the broker fences the old producer).
@@ -162,7 +166,11 @@ func (s *Sink) begin() error {
 
 // produce sends r in the open transaction, keeping it for redo.
 func (s *Sink) produce(ctx context.Context, r *kgo.Record) {
-	if s.sentBytes += len(r.Key) + len(r.Value); s.sentBytes <= maxRedoBytes {
+	n := len(r.Key) + len(r.Value) + recordOverhead
+	for _, h := range r.Headers {
+		n += len(h.Key) + len(h.Value)
+	}
+	if s.sentBytes += n; s.sentBytes <= maxRedoBytes {
 		s.sent = append(s.sent, r)
 	} else {
 		s.sent = nil // too large to keep: no redo
@@ -182,7 +190,7 @@ func (s *Sink) settle(ctx context.Context) error {
 	if err != nil && !s.redone && s.sentBytes <= maxRedoBytes && redoable(err) {
 		err = s.redo(ctx, err)
 	}
-	if err != nil {
+	if err != nil && s.open {
 		s.abort(ctx, err)
 	}
 	return err
@@ -218,9 +226,11 @@ func (s *Sink) redo(ctx context.Context, cause error) error {
 }
 
 // Write adds records to the current transaction (opening one). Each
-// record's Topic must be set; the sink keeps the records (franz-go owns
-// them until they are produced), so the caller must not reuse them.
-// Errors surface at Flush or PreCommit.
+// record's Topic must be set; the sink keeps the records until the
+// transaction commits or aborts (franz-go owns them until they are
+// produced, and the sink produces them again if the transaction must be
+// redone), so the caller must not reuse them. Errors surface at Flush or
+// PreCommit.
 func (s *Sink) Write(ctx context.Context, recs []*kgo.Record) error {
 	if err := s.begin(); err != nil {
 		return err
@@ -291,6 +301,8 @@ func (s *Sink) Commit(ctx context.Context, _ int64) error {
 		return nil
 	}
 	s.open = false
+	clear(s.sent)
+	s.sent = s.sent[:0]
 	if err := s.cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
 		if cause := s.produceErr(); cause != nil {
 			return fmt.Errorf("kafkaio: commit transaction: %w (a record of it was not produced: %w)", err, cause)
@@ -322,6 +334,8 @@ func (s *Sink) Abort(ctx context.Context) error {
 
 func (s *Sink) abort(ctx context.Context, cause error) error {
 	s.open = false
+	clear(s.sent) // the records go with the transaction
+	s.sent = s.sent[:0]
 	if s.o.Logger != nil {
 		s.o.Logger.Warn("kafka transaction aborted", "transactional_id", s.o.TransactionalID, "cause", cause)
 	}

@@ -583,17 +583,21 @@ func (c *crashAt) hook(p string) {
 	}
 }
 
-// TestBackfillNamesTheTableSink: with jsonl results first and a SQLite
-// table second, backfill (which revises the first results sink) says to
-// list the table first.
-func TestBackfillNamesTheTableSink(t *testing.T) {
-	p, err := spec.Parse([]byte(`name: two
+// countJob is a job counting records per key k and minute, without its
+// sinks.
+const countJob = `name: count
 source: {type: file, path: in.jsonl}
 watermark: {max_out_of_orderness: 1s}
 key: k
 window: {type: tumbling, size: 1m}
 aggregate: [{name: n, fn: count}]
-sinks:
+`
+
+// TestBackfillNamesTheTableSink: with jsonl results first and a SQLite
+// table second, backfill (which revises the first results sink) says to
+// list the table first.
+func TestBackfillNamesTheTableSink(t *testing.T) {
+	p, err := spec.Parse([]byte(countJob + `sinks:
   results:
     - {type: jsonl, path: out.jsonl}
     - {type: sqlite, path: out.db}
@@ -614,13 +618,7 @@ sinks:
 // without it, a spec without checkpoint.dir is taken as a job that has
 // ended.
 func TestBackfillCheckpointDir(t *testing.T) {
-	p, err := spec.Parse([]byte(`name: ck
-source: {type: file, path: in.jsonl}
-watermark: {max_out_of_orderness: 1s}
-key: k
-window: {type: tumbling, size: 1m}
-aggregate: [{name: n, fn: count}]
-sinks:
+	p, err := spec.Parse([]byte(countJob + `sinks:
   results: {type: sqlite, path: out.db}
   late: {type: ledger, dir: ledger}
 `))

@@ -634,13 +634,7 @@ func TestKafkaResultsSinkAdded(t *testing.T) {
 	if two == one {
 		t.Fatal("the job was not rewritten")
 	}
-	parse := func(y string) *spec.Plan {
-		p, err := spec.Parse([]byte(y))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	parse := func(y string) *spec.Plan { return mustParse(t, y) }
 	dir := t.TempDir()
 	o := RunOptions{Dir: dir, Deterministic: true, Now: jobtest.TestNow, CheckpointDir: filepath.Join(dir, "ck"),
 		CheckpointInterval: time.Millisecond, CheckpointClock: jobtest.EveryRead()}

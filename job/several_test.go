@@ -20,6 +20,16 @@ import (
 var severalJob = strings.Replace(fmt.Sprintf(jobtest.OrderJob, "jsonl", "out.jsonl"), "  results: {type: jsonl, path: out.jsonl}\n",
 	"  results:\n    - {type: jsonl, path: out.jsonl}\n    - {type: sqlite, path: results.db}\n    - {type: jsonl, path: copy.jsonl}\n", 1)
 
+// mustParse compiles the YAML job y.
+func mustParse(t *testing.T, y string) *spec.Plan {
+	t.Helper()
+	p, err := spec.Parse([]byte(y))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 // readFile is the content of dir/name.
 func readFile(t *testing.T, dir, name string) string {
 	t.Helper()
@@ -121,13 +131,7 @@ func TestResultsSinkAddedAndRemoved(t *testing.T) {
 	one := fmt.Sprintf(jobtest.OrderJob, "jsonl", "out.jsonl")
 	two := strings.Replace(one, "  results: {type: jsonl, path: out.jsonl}\n",
 		"  results:\n    - {type: jsonl, path: out.jsonl}\n    - {type: jsonl, path: copy.jsonl}\n", 1)
-	parse := func(y string) *spec.Plan {
-		p, err := spec.Parse([]byte(y))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	parse := func(y string) *spec.Plan { return mustParse(t, y) }
 	dir := t.TempDir()
 	var infos []string
 	o := RunOptions{Dir: dir, Deterministic: true, Now: jobtest.TestNow, CheckpointDir: filepath.Join(dir, "ck"),

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"strconv"
@@ -436,8 +437,12 @@ func compareFields(old, now specFields) (across, added []string, err error) {
 		if len(sections) == 1 && sections[0] != "sinks" {
 			verb = "differs"
 		}
-		return nil, nil, fmt.Errorf("it was written by a job whose %s %s from this spec's (%s); restore with the spec that wrote it, or start over with --fresh (the outputs start over too)",
-			strings.Join(sections, ", "), verb, strings.Join(details, ", "))
+		hint := ""
+		if resultsReordered(old, now) {
+			hint = "; its results sinks are this spec's in another order, and each keeps its progress under its place in the list: list them in the order they had"
+		}
+		return nil, nil, fmt.Errorf("it was written by a job whose %s %s from this spec's (%s)%s; restore with the spec that wrote it, or start over with --fresh (the outputs start over too)",
+			strings.Join(sections, ", "), verb, strings.Join(details, ", "), hint)
 	}
 	for _, f := range changed {
 		across = append(across, "a changed "+f)
@@ -447,6 +452,33 @@ func compareFields(old, now specFields) (across, added []string, err error) {
 		across = append(across, "an added sink sinks."+s)
 	}
 	return across, added, nil
+}
+
+// resultsReordered reports whether now's results sinks are old's, with
+// the same state-relevant fields, in another order.
+func resultsReordered(old, now specFields) bool {
+	sinks := func(f specFields) []string {
+		by := map[string][]string{} // sink name -> its fields, as tail=value
+		for path, v := range f.state {
+			rest, ok := strings.CutPrefix(path, "sinks.results")
+			if !ok {
+				continue
+			}
+			name, tail, _ := strings.Cut(rest, ".") // "" or "[i]"
+			by[name] = append(by[name], tail+"="+v)
+		}
+		var out []string
+		for _, name := range slices.Sorted(maps.Keys(by)) {
+			slices.Sort(by[name])
+			out = append(out, strings.Join(by[name], "\x00"))
+		}
+		return out
+	}
+	a, b := sinks(old), sinks(now)
+	if len(a) < 2 || slices.Equal(a, b) {
+		return false
+	}
+	return slices.Equal(slices.Sorted(slices.Values(a)), slices.Sorted(slices.Values(b)))
 }
 
 // phrase joins the parts of an info line: "a, b and c".

@@ -105,7 +105,9 @@ type kafkaResults struct {
 }
 
 func openKafkaResults(j *Job, k *spec.Sink) (*kafkaResults, error) {
-	s, err := kafkaio.OpenSink(kafkaSinkOptions(k, j.txnID()))
+	o := kafkaSinkOptions(k, j.txnID())
+	o.Logger = j.env.Options().Logger // aborted and redone transactions
+	s, err := kafkaio.OpenSink(o)
 	if err != nil {
 		return nil, err
 	}

@@ -212,4 +212,16 @@ func TestResultsSinkAddedAndRemoved(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "sinks.results[1] removed") {
 		t.Fatalf("resuming without the second results sink: %v", err)
 	}
+	// The same sinks in another order: refused, saying so.
+	swapped := strings.Replace(two, "    - {type: jsonl, path: out.jsonl}\n    - {type: jsonl, path: copy.jsonl}\n",
+		"    - {type: jsonl, path: copy.jsonl}\n    - {type: jsonl, path: out.jsonl}\n", 1)
+	_, err = Open(parse(swapped), o)
+	if swapped == two || err == nil || !strings.Contains(err.Error(), "its results sinks are this spec's in another order") {
+		t.Fatalf("resuming with the results sinks swapped: %v", err)
+	}
+	// Another sink, not a reorder: no such hint.
+	other := strings.Replace(two, "copy.jsonl", "other.jsonl", 1)
+	if _, err = Open(parse(other), o); err == nil || strings.Contains(err.Error(), "another order") {
+		t.Fatalf("resuming with another second sink: %v", err)
+	}
 }

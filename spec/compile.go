@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net/url"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -793,6 +794,53 @@ func (c *compiler) aggregates() {
 	}
 }
 
+// pgDatabase is the database a Postgres connection string names, as
+// host:port/dbname without the user, password and options, so that two
+// sinks reaching one table as different users are seen to share it. A
+// string it cannot read is its own database.
+func pgDatabase(conn string) string {
+	host, port, db, user := "", "5432", "", ""
+	if u, err := url.Parse(conn); err == nil && (u.Scheme == "postgres" || u.Scheme == "postgresql") {
+		host, db, user = u.Hostname(), strings.TrimPrefix(u.Path, "/"), u.User.Username()
+		if p := u.Port(); p != "" {
+			port = p
+		}
+		if h := u.Query().Get("host"); h != "" {
+			host = h
+		}
+		if d := u.Query().Get("dbname"); d != "" {
+			db = d
+		}
+	} else if strings.Contains(conn, "=") {
+		for _, kv := range strings.Fields(conn) {
+			k, v, _ := strings.Cut(kv, "=")
+			v = strings.Trim(v, "'")
+			switch k {
+			case "host":
+				host = v
+			case "port":
+				port = v
+			case "dbname":
+				db = v
+			case "user":
+				user = v
+			}
+		}
+	} else {
+		return conn
+	}
+	if db == "" {
+		db = user // Postgres's default database is the user's name
+	}
+	if db == "" {
+		return conn // the environment's (PGDATABASE): not known here
+	}
+	if host == "" || host == "localhost" || host == "::1" {
+		host = "127.0.0.1"
+	}
+	return host + ":" + port + "/" + db
+}
+
 // keepsForBackfill reports whether late sink l keeps the too-late records
 // where weir backfill reads them (a ledger, a Kafka topic, a Postgres
 // table).
@@ -885,7 +933,7 @@ func (c *compiler) sinks() {
 		if n.k == nil || n.k.Type != "postgres" || n.k.Table == "" {
 			continue
 		}
-		t := n.k.URL + "\x00" + strings.ToLower(n.k.Table)
+		t := pgDatabase(n.k.URL) + "\x00" + strings.ToLower(n.k.Table)
 		if other, dup := tables[t]; dup {
 			c.add("sinks."+n.name+".table", fmt.Sprintf("%s is also the table of sinks.%s in the same database", n.k.Table, other), "give each sink its own table")
 		}

@@ -166,3 +166,22 @@ func TestResultsListShapes(t *testing.T) {
 	wantErrors(t, checkJob+"sinks: {results: []}\n", []string{
 		"sinks.results: an empty list; list one sink at least, or leave results out for stdout"})
 }
+
+// TestSameTableOtherUser: two Postgres sinks that reach one table as
+// different users, or spell the server differently, share it.
+func TestSameTableOtherUser(t *testing.T) {
+	wantErrors(t, checkJob+"sinks: {results: [{type: postgres, url: 'postgres://root@127.0.0.1:5432/test'}, {type: postgres, url: 'postgresql://postgres:secret@localhost/test?sslmode=disable'}]}\n", []string{
+		"sinks.results[1].table: results is also the table of sinks.results[0] in the same database; give each sink its own table"})
+	wantErrors(t, checkJob+"sinks: {results: [{type: postgres, url: 'host=127.0.0.1 dbname=test user=a'}, {type: postgres, url: 'postgres://b@127.0.0.1/test'}]}\n", []string{
+		"sinks.results[1].table: results is also the table of sinks.results[0] in the same database; give each sink its own table"})
+	// Other databases, or ports: no conflict.
+	for _, urls := range [][2]string{
+		{"postgres://a@127.0.0.1/one", "postgres://a@127.0.0.1/two"},
+		{"postgres://a@127.0.0.1:5432/x", "postgres://a@127.0.0.1:5433/x"},
+		{"postgres://a@127.0.0.1", "postgres://b@127.0.0.1"}, // each user's own database
+	} {
+		if _, err := Parse([]byte(checkJob + "sinks: {results: [{type: postgres, url: '" + urls[0] + "'}, {type: postgres, url: '" + urls[1] + "'}]}\n")); err != nil {
+			t.Errorf("%v: %v", urls, err)
+		}
+	}
+}

@@ -22,7 +22,7 @@ import (
 // kafkaRecords is the stream of a kafka source: records decoded, with
 // their timestamps and per-partition watermarks, in the reader.
 func (j *Job) kafkaRecords(env *weir.Env) (weir.Stream[record.Record], error) {
-	p := j.plan
+	p, wm := j.plan, j.path.Watermark
 	k := p.Spec.Source.Kafka
 	decode := func(r *kafkaio.Record) (record.Record, etime.Time, error) {
 		// Backward jumps are counted per partition: partition p is read
@@ -42,13 +42,13 @@ func (j *Job) kafkaRecords(env *weir.Env) (weir.Stream[record.Record], error) {
 		return v, v.TS, nil
 	}
 	o := kafkaio.SourceOptions[record.Record]{Brokers: k.Brokers, Topic: k.Topic, Group: k.Group, Start: kafkaStart(p.Start), Decode: decode,
-		WatermarkInterval: p.Interval.Std(), IdleTimeout: zeroIsOff(p.IdleTimeout.Std()), BacklogEvery: zeroIsOff(p.BacklogEvery), MaxDrift: p.MaxDrift, StopAtEnd: k.StopAtEnd,
+		WatermarkInterval: wm.Interval.Std(), IdleTimeout: zeroIsOff(wm.IdleTimeout.Std()), BacklogEvery: zeroIsOff(wm.BacklogEvery), MaxDrift: p.MaxDrift, StopAtEnd: k.StopAtEnd,
 		Clock: j.env.Options().Clock, ClientOptions: outfmt.KafkaOpts(k.TLS, k.SASL), Logger: j.env.Options().Logger}
 	if p.TSFromKafka && p.Checks {
 		o.MaxFuture = p.MaxFuture
 	}
-	if p.Time == spec.EventTime {
-		bound := p.Bound
+	if wm.Time == spec.EventTime {
+		bound := wm.Bound
 		o.Watermarks = func() watermark.Generator[record.Record] {
 			return watermark.BoundedOutOfOrderness[record.Record](bound)
 		}

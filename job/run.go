@@ -207,7 +207,7 @@ func Open(plan *spec.Plan, o RunOptions) (*Job, error) {
 		// deterministic run must not depend on the machine's cores.
 		opts.Parallelism = 1
 	}
-	opts.WatermarkInterval = plan.Interval.Std()
+	opts.WatermarkInterval = path.Watermark.Interval.Std()
 	switch {
 	case o.Deterministic:
 		opts.Clock = clock.NewFake(o.Now)
@@ -588,17 +588,19 @@ func (j *Job) build(o RunOptions) error {
 		}
 		return weir.Marker{}, false
 	}
+	// The operators are the plan graph's path's.
+	wm, win := j.path.Watermark, j.path.Window
 	switch {
 	case s.Source.Type == "kafka":
-	case p.Time == spec.EventTime, p.Time == spec.IngestionTime:
+	case wm.Time == spec.EventTime, wm.Time == spec.IngestionTime:
 		var ws weir.WatermarkStrategy[record.Record]
-		if p.Time == spec.IngestionTime {
+		if wm.Time == spec.IngestionTime {
 			ws = weir.IngestionTime[record.Record]()
 		} else {
 			ws = weir.WatermarkStrategy[record.Record]{Timestamp: func(r record.Record, _ etime.Time) etime.Time { return r.TS }}
-			switch p.WMType {
+			switch wm.Type {
 			case spec.BoundedOutOfOrderness, spec.Monotonous:
-				b := p.Bound
+				b := wm.Bound
 				ws.Generator = func() watermark.Generator[record.Record] { return watermark.BoundedOutOfOrderness[record.Record](b) }
 			case spec.Punctuated:
 				ws.Generator = func() watermark.Generator[record.Record] {
@@ -607,26 +609,26 @@ func (j *Job) build(o RunOptions) error {
 			}
 		}
 		ws = ws.WithMarkers(isMark)
-		if !o.Deterministic && p.IdleTimeout > 0 {
-			ws = ws.WithIdleness(p.IdleTimeout.Std())
+		if !o.Deterministic && wm.IdleTimeout > 0 {
+			ws = ws.WithIdleness(wm.IdleTimeout.Std())
 		}
-		if p.Heartbeat > 0 {
-			ws = ws.WithHeartbeat(p.Heartbeat.Std())
+		if wm.Heartbeat > 0 {
+			ws = ws.WithHeartbeat(wm.Heartbeat.Std())
 		}
-		if o.Deterministic || p.EveryRecord {
+		if o.Deterministic || wm.EveryRecord {
 			ws = ws.WithEveryRecord()
 		}
-		ws.BacklogEvery = zeroIsOff(p.BacklogEvery)
+		ws.BacklogEvery = zeroIsOff(wm.BacklogEvery)
 		recs = weir.AssignTimestamps(recs, ws)
 	default:
 		recs = weir.Filter(recs, func(r record.Record) bool { _, m := isMark(r); return !m })
 	}
 	keyed := weir.KeyByEncoded(recs, func(r record.Record) string { return r.Key }, appendKey)
-	windowed := weir.Window(keyed, p.Assigner, weir.WindowOptions{
-		Name: "window", Trigger: p.Trigger, AllowedLateness: p.Lateness, LateFiringInterval: p.LateFiringInterval,
+	windowed := weir.Window(keyed, win.Assigner, weir.WindowOptions{
+		Name: "window", Trigger: win.Trigger, AllowedLateness: win.Lateness, LateFiringInterval: win.LateFiringInterval,
 		LateOutput: j.late != nil, PartialOutput: j.partial != nil,
 	})
-	if p.Time == spec.EventTime && p.WMType != spec.Punctuated {
+	if wm.Time == spec.EventTime && wm.Type != spec.Punctuated {
 		// "On time" in the summary means within the bound: records the
 		// bound's watermark would have made late are counted apart.
 		windowed = weir.CountTrailing(windowed, func(r record.Record) etime.Time { return r.Promised })

@@ -22,9 +22,10 @@ import (
 type Plan struct {
 	Spec *Spec
 	// Graph is the job as typed operators and sinks. The runner takes
-	// its shape from it (Graph.Path: it refuses any other) and opens the
-	// sinks its SinkOps name; it still builds the operators from the
-	// fields below, which hold the same values by name.
+	// its shape from it (Graph.Path: it refuses any other), builds the
+	// watermarks and the window from its operators and opens the sinks
+	// its SinkOps name. The fields below hold the same values by name:
+	// decoding, the aggregates and backfill still read them.
 	Graph Graph
 	// Warnings are the spec's (Spec.Warnings) and what compiling found
 	// questionable but not wrong: a ledger without the archive that

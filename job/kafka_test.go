@@ -634,12 +634,11 @@ func TestKafkaResultsSinkAdded(t *testing.T) {
 	if two == one {
 		t.Fatal("the job was not rewritten")
 	}
-	parse := func(y string) *spec.Plan { return mustParse(t, y) }
 	dir := t.TempDir()
 	o := RunOptions{Dir: dir, Deterministic: true, Now: jobtest.TestNow, CheckpointDir: filepath.Join(dir, "ck"),
 		CheckpointInterval: time.Millisecond, CheckpointClock: jobtest.EveryRead()}
-	crashRun(t, parse(one), o, "after-manifest", 3)
-	j, err := Open(parse(two), o)
+	crashRun(t, mustParse(t, one), o, "after-manifest", 3)
+	j, err := Open(mustParse(t, two), o)
 	if err != nil {
 		t.Fatal(err)
 	}

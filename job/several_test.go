@@ -131,13 +131,12 @@ func TestResultsSinkAddedAndRemoved(t *testing.T) {
 	one := fmt.Sprintf(jobtest.OrderJob, "jsonl", "out.jsonl")
 	two := strings.Replace(one, "  results: {type: jsonl, path: out.jsonl}\n",
 		"  results:\n    - {type: jsonl, path: out.jsonl}\n    - {type: jsonl, path: copy.jsonl}\n", 1)
-	parse := func(y string) *spec.Plan { return mustParse(t, y) }
 	dir := t.TempDir()
 	var infos []string
 	o := RunOptions{Dir: dir, Deterministic: true, Now: jobtest.TestNow, CheckpointDir: filepath.Join(dir, "ck"),
 		CheckpointInterval: time.Millisecond, CheckpointClock: jobtest.EveryRead(), Info: func(s string) { infos = append(infos, s) }}
-	crashRun(t, parse(one), o, "after-manifest", 3)
-	j, err := Open(parse(two), o)
+	crashRun(t, mustParse(t, one), o, "after-manifest", 3)
+	j, err := Open(mustParse(t, two), o)
 	if err != nil {
 		t.Fatalf("resuming with a second results sink: %v", err)
 	}
@@ -153,9 +152,9 @@ func TestResultsSinkAddedAndRemoved(t *testing.T) {
 	dir4 := t.TempDir()
 	o4 := o
 	o4.Dir, o4.CheckpointDir = dir4, filepath.Join(dir4, "ck")
-	crashRun(t, parse(one), o4, "after-manifest", 3)
-	crashRun(t, parse(two), o4, "after-manifest", 5)
-	if j, err := Open(parse(two), o4); err != nil {
+	crashRun(t, mustParse(t, one), o4, "after-manifest", 3)
+	crashRun(t, mustParse(t, two), o4, "after-manifest", 5)
+	if j, err := Open(mustParse(t, two), o4); err != nil {
 		t.Fatal(err)
 	} else if _, err := j.Run(context.Background()); err != nil {
 		t.Fatal(err)
@@ -174,14 +173,14 @@ func TestResultsSinkAddedAndRemoved(t *testing.T) {
 		"  results:\n    - {type: jsonl, path: out.jsonl}\n    - {type: sqlite, path: results.db}\n", 1)
 	dir3 := t.TempDir()
 	earlier := RunOptions{Dir: dir3, Deterministic: true, Now: jobtest.TestNow.Add(-time.Hour)}
-	if j, err := Open(parse(fmt.Sprintf(jobtest.OrderJob, "sqlite", "results.db")), earlier); err != nil {
+	if j, err := Open(mustParse(t, fmt.Sprintf(jobtest.OrderJob, "sqlite", "results.db")), earlier); err != nil {
 		t.Fatal(err)
 	} else if _, err := j.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	o.Dir, o.CheckpointDir = dir3, filepath.Join(dir3, "ck")
-	crashRun(t, parse(one), o, "after-manifest", 3)
-	j, err = Open(parse(withTable), o)
+	crashRun(t, mustParse(t, one), o, "after-manifest", 3)
+	j, err = Open(mustParse(t, withTable), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,21 +206,21 @@ func TestResultsSinkAddedAndRemoved(t *testing.T) {
 
 	dir2 := t.TempDir()
 	o.Dir, o.CheckpointDir = dir2, filepath.Join(dir2, "ck")
-	crashRun(t, parse(two), o, "after-manifest", 3)
-	_, err = Open(parse(one), o)
+	crashRun(t, mustParse(t, two), o, "after-manifest", 3)
+	_, err = Open(mustParse(t, one), o)
 	if err == nil || !strings.Contains(err.Error(), "sinks.results[1] removed") {
 		t.Fatalf("resuming without the second results sink: %v", err)
 	}
 	// The same sinks in another order: refused, saying so.
 	swapped := strings.Replace(two, "    - {type: jsonl, path: out.jsonl}\n    - {type: jsonl, path: copy.jsonl}\n",
 		"    - {type: jsonl, path: copy.jsonl}\n    - {type: jsonl, path: out.jsonl}\n", 1)
-	_, err = Open(parse(swapped), o)
+	_, err = Open(mustParse(t, swapped), o)
 	if swapped == two || err == nil || !strings.Contains(err.Error(), "its results sinks are this spec's in another order") {
 		t.Fatalf("resuming with the results sinks swapped: %v", err)
 	}
 	// Another sink, not a reorder: no such hint.
 	other := strings.Replace(two, "copy.jsonl", "other.jsonl", 1)
-	if _, err = Open(parse(other), o); err == nil || strings.Contains(err.Error(), "another order") {
+	if _, err = Open(mustParse(t, other), o); err == nil || strings.Contains(err.Error(), "another order") {
 		t.Fatalf("resuming with another second sink: %v", err)
 	}
 }

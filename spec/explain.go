@@ -22,6 +22,13 @@ func (p *Plan) Explain() string {
 // describe1 is one operator's settings, for Explain.
 func describe1(p *Plan, op Op) string {
 	d := func(v etime.Duration) string { return (time.Duration(v) * time.Millisecond).String() }
+	// opt is ", label duration" when v is set.
+	opt := func(label string, v etime.Duration) string {
+		if v <= 0 {
+			return ""
+		}
+		return ", " + label + " " + d(v)
+	}
 	switch op := op.(type) {
 	case *SourceOp:
 		s := op.Type
@@ -69,13 +76,7 @@ func describe1(p *Plan, op Op) string {
 		if op.BacklogEvery > 0 {
 			s += fmt.Sprintf(", every %d records of a backlog", op.BacklogEvery)
 		}
-		if op.IdleTimeout > 0 {
-			s += ", idle after " + d(op.IdleTimeout)
-		}
-		if op.Heartbeat > 0 {
-			s += ", heartbeat " + d(op.Heartbeat)
-		}
-		return s
+		return s + opt("idle after", op.IdleTimeout) + opt("heartbeat", op.Heartbeat)
 	case *WindowOp:
 		w := p.Spec.Window
 		s := w.Type
@@ -95,18 +96,13 @@ func describe1(p *Plan, op Op) string {
 		if t := p.Spec.Trigger; t != nil && t.Type != "" {
 			s += ", trigger " + t.Type
 			if t.Interval != nil {
-				s += " " + d(etime.Duration(*t.Interval))
+				s += " " + dur(t.Interval)
 			}
 			if t.Count > 0 {
 				s += fmt.Sprint(" ", t.Count)
 			}
 		}
-		if op.Lateness > 0 {
-			s += ", allowed lateness " + d(op.Lateness)
-		}
-		if op.LateFiringInterval > 0 {
-			s += ", late firings at most every " + d(op.LateFiringInterval)
-		}
+		s += opt("allowed lateness", op.Lateness) + opt("late firings at most every", op.LateFiringInterval)
 		var aggs []string
 		for _, a := range op.Aggregates {
 			arg := a.Field

@@ -195,31 +195,6 @@ func hasPort(op Op, p Port) bool {
 	return false
 }
 
-// Readers returns the nodes that read port p of node id, in order.
-func (g *Graph) Readers(id NodeID, p Port) []*Node {
-	var out []*Node
-	for i := range g.Nodes {
-		for _, e := range g.Nodes[i].Inputs {
-			if e.From == id && e.Port == p {
-				out = append(out, &g.Nodes[i])
-				break
-			}
-		}
-	}
-	return out
-}
-
-// Sinks returns the sink operators that read port p of node id, in order.
-func (g *Graph) Sinks(id NodeID, p Port) []*SinkOp {
-	var out []*SinkOp
-	for _, n := range g.Readers(id, p) {
-		if s, ok := n.Op.(*SinkOp); ok {
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
 // String draws g one node per line: its id, name, kind and inputs.
 func (g *Graph) String() string {
 	var b strings.Builder

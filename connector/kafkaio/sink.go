@@ -141,6 +141,18 @@ func OpenSink(o SinkOptions) (*Sink, error) {
 	return s, nil
 }
 
+// flushed waits for what was produced and returns the first error of
+// the open transaction: the flush's, else a record's.
+func (s *Sink) flushed(ctx context.Context) error {
+	return cmp.Or(s.cl.Flush(ctx), s.produceErr())
+}
+
+// forget drops the records kept for redo (the transaction ended).
+func (s *Sink) forget() {
+	clear(s.sent)
+	s.sent = s.sent[:0]
+}
+
 // produceErr is the first produce error of the open transaction (nil:
 // none).
 func (s *Sink) produceErr() error {
@@ -186,7 +198,7 @@ func (s *Sink) produce(ctx context.Context, r *kgo.Record) {
 // aborted one's records is ever visible, so the output is the same. Any
 // other error, or a second one, aborts the transaction and is returned.
 func (s *Sink) settle(ctx context.Context) error {
-	err := cmp.Or(s.cl.Flush(ctx), s.produceErr())
+	err := s.flushed(ctx)
 	if err != nil && !s.redone && s.sentBytes <= maxRedoBytes && redoable(err) {
 		err = s.redo(ctx, err)
 	}
@@ -216,7 +228,7 @@ func (s *Sink) redo(ctx context.Context, cause error) error {
 	for _, r := range old {
 		s.produce(ctx, &kgo.Record{Topic: r.Topic, Key: r.Key, Value: r.Value, Headers: r.Headers, Timestamp: r.Timestamp})
 	}
-	if err := cmp.Or(s.cl.Flush(ctx), s.produceErr()); err != nil {
+	if err := s.flushed(ctx); err != nil {
 		return fmt.Errorf("%w (and again in a new transaction: %w)", cause, err)
 	}
 	if s.o.Logger != nil {
@@ -301,8 +313,7 @@ func (s *Sink) Commit(ctx context.Context, _ int64) error {
 		return nil
 	}
 	s.open = false
-	clear(s.sent)
-	s.sent = s.sent[:0]
+	s.forget()
 	if err := s.cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
 		if cause := s.produceErr(); cause != nil {
 			return fmt.Errorf("kafkaio: commit transaction: %w (a record of it was not produced: %w)", err, cause)
@@ -334,8 +345,7 @@ func (s *Sink) Abort(ctx context.Context) error {
 
 func (s *Sink) abort(ctx context.Context, cause error) error {
 	s.open = false
-	clear(s.sent) // the records go with the transaction
-	s.sent = s.sent[:0]
+	s.forget()
 	if s.o.Logger != nil {
 		s.o.Logger.Warn("kafka transaction aborted", "transactional_id", s.o.TransactionalID, "cause", cause)
 	}

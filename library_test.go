@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
@@ -17,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/backfill"
 	"github.com/weirstream/weir/checkpoint"
 	"github.com/weirstream/weir/connector/kafkaio"
 	"github.com/weirstream/weir/connector/pgio"
@@ -97,7 +99,9 @@ func ordersJob(ctx context.Context, brokers []string, pgURL, table, dir string, 
 // TestLibraryKillResume runs ordersJob on half the orders, kills it after
 // a checkpoint, resumes it over the rest, and checks that the Postgres
 // table and the ledger hold what one uninterrupted run gives: every
-// window's total once, every too-late order once.
+// window's total once, every too-late order once. A backfill from Go
+// (backfill.IntoTable) then folds the ledger into the table, which ends
+// with every window's complete total.
 func TestLibraryKillResume(t *testing.T) {
 	pgURL := testenv.Postgres(t)
 	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "orders"))
@@ -134,7 +138,7 @@ func TestLibraryKillResume(t *testing.T) {
 	suffix := strconv.FormatUint(r.Uint64()%1e9, 10)
 	table, ref := "weir_library_"+suffix, "weir_library_ref_"+suffix
 	t.Cleanup(func() {
-		for _, tb := range []string{table, ref} {
+		for _, tb := range []string{table, ref, pgio.AppliedTable(table)} {
 			admin.Exec(context.Background(), "DROP TABLE IF EXISTS "+tb)
 		}
 	})
@@ -211,5 +215,49 @@ func TestLibraryKillResume(t *testing.T) {
 	slices.Sort(gotIDs)
 	if len(wantIDs) < 20 || !slices.Equal(gotIDs, slices.Sorted(slices.Values(wantIDs))) {
 		t.Fatalf("ledger: %d entries, want the uninterrupted run's %d, once each", len(gotIDs), len(wantIDs))
+	}
+
+	// The ledger folded into the table from Go: as far as the newest
+	// checkpoint committed it, then (the job has ended) all of it. Every
+	// window then holds the total of all its orders, each entry applied
+	// once.
+	tb := backfill.Table{Postgres: pgURL, Name: table, Job: "orders", Keys: pgio.Defs(pgio.Text, "user"), Values: pgio.Defs(pgio.BigInt, "total")}
+	fold := backfill.Aggregate(weir.Sum(func(o KafkaOrder) int64 { return o.Amount }))
+	bo := backfill.TableOptions{Ledger: filepath.Join(dir, "ledger"), Checkpoints: filepath.Join(dir, "checkpoints"), AllowedLateness: 10 * time.Minute}
+	first, err := backfill.IntoTable(context.Background(), tb, fold, bo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bo.Checkpoints = ""
+	second, err := backfill.IntoTable(context.Background(), tb, fold, bo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.Applied == 0 || first.Applied+second.Applied != len(wantIDs) || second.AlreadyApplied != first.Applied {
+		t.Fatalf("backfills: %+v then %+v; want the %d entries applied once", first, second, len(wantIDs))
+	}
+	complete := map[string]int64{}
+	for _, r := range recs {
+		var o KafkaOrder
+		if err := json.Unmarshal(r.Value, &o); err != nil {
+			t.Fatal(err)
+		}
+		complete[fmt.Sprint(o.User, " ", o.TS-((o.TS%300_000)+300_000)%300_000)] += o.Amount
+	}
+	rows, err := admin.Query(context.Background(), `SELECT "user", window_start, total FROM `+table+` WHERE job = 'orders'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	backfilled := map[string]int64{}
+	for rows.Next() {
+		var u string
+		var start, total int64
+		if err := rows.Scan(&u, &start, &total); err != nil {
+			t.Fatal(err)
+		}
+		backfilled[fmt.Sprint(u, " ", start)] = total
+	}
+	if rows.Close(); !maps.Equal(backfilled, complete) {
+		t.Fatalf("after the backfills the table has %d windows, the complete answer %d, or their totals differ", len(backfilled), len(complete))
 	}
 }

@@ -1,8 +1,12 @@
 package weir
 
 import (
+	"cmp"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"time"
 
@@ -55,4 +59,80 @@ func Resume(ctx context.Context, d *checkpoint.Dir, interval time.Duration, sink
 	o.Restore = v
 	o.NextID = max(o.NextID, cp.ID+1)
 	return o, nil
+}
+
+// LatestPreCommitPart reads the part name that OnPreCommit wrote
+// (PreCommitPart) into the newest complete checkpoint in the checkpoint
+// directory dir, reading that part only and writing nothing, so that a
+// tool may read a live job's checkpoints (a backfill fixing its cut). id
+// is the checkpoint's; ok is false when dir holds no checkpoint (or does
+// not exist). A newest checkpoint without the part is an error.
+func LatestPreCommitPart(dir, name string) (b []byte, id int64, ok bool, err error) {
+	st, err := checkpoint.OpenReadOnly(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, 0, false, nil
+	}
+	if err != nil {
+		return nil, 0, false, err
+	}
+	defer st.Close()
+	// The live job may remove the newest checkpoint's predecessor while
+	// it is read: try again.
+	for try := 0; ; try++ {
+		cp, ok, err := st.Latest()
+		if err != nil || !ok {
+			return nil, 0, false, err
+		}
+		view := &lazyView{st: st, cp: cp}
+		b, ok := PreCommitPart(view, name)
+		if err := view.err; err != nil || !ok {
+			if try < 3 {
+				continue
+			}
+			return nil, 0, false, cmp.Or(err, fmt.Errorf("checkpoint %d has no part %s", cp.ID, name))
+		}
+		return b, cp.ID, true, nil
+	}
+}
+
+// SinkPartName is the name under which a checkpoint keeps what the
+// Transactional sink of ToSink named name (SinkOptions.Name)
+// pre-committed: read it with PreCommitPart or LatestPreCommitPart, and
+// decode it with SinkPreCommit.
+func SinkPartName(name string) string { return "sink/" + name }
+
+// SinkPreCommit decodes a sink's checkpoint part (SinkPartName): the
+// checkpoint's epoch and the state its PreCommit returned (a ledger's
+// ledger.Pos, a file's length).
+func SinkPreCommit(part []byte) (epoch int64, state []byte, err error) {
+	var p sinkPart
+	if err := json.Unmarshal(part, &p); err != nil {
+		return 0, nil, fmt.Errorf("weir: corrupt sink checkpoint part: %w", err)
+	}
+	return p.Epoch, p.State, nil
+}
+
+// lazyView is a CheckpointView of a stored checkpoint that reads only
+// the parts asked for; err keeps the first read error.
+type lazyView struct {
+	st  *checkpoint.Dir
+	cp  *checkpoint.Checkpoint
+	err error
+}
+
+func (v *lazyView) Parts(stage, name string) map[int][]byte {
+	out := map[int][]byte{}
+	for _, p := range v.cp.Parts {
+		i, ok := checkpoint.PartIndex(p, stage, name)
+		if !ok {
+			continue
+		}
+		b, err := v.st.ReadPart(v.cp, p)
+		if err != nil {
+			v.err = cmp.Or(v.err, err)
+			continue
+		}
+		out[i] = b
+	}
+	return out
 }

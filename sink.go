@@ -215,7 +215,7 @@ type sinkPart struct {
 	State []byte `json:"state"`
 }
 
-func (op *sinkOp[T]) partName() string { return "sink/" + op.o.Name }
+func (op *sinkOp[T]) partName() string { return SinkPartName(op.o.Name) }
 
 // ctx is the context of the sink's calls while the job runs: the job's,
 // so that a failure elsewhere in the job ends a call that waits.
@@ -244,15 +244,17 @@ func (op *sinkOp[T]) start(ctx context.Context) error {
 	if op.txn == nil || r == nil {
 		return nil
 	}
-	var p sinkPart
+	var epoch int64
+	var state []byte
 	if b, ok := PreCommitPart(r, op.partName()); ok {
-		if err := json.Unmarshal(b, &p); err != nil {
-			return fmt.Errorf("weir: sink %q: corrupt checkpoint part %s: %w", op.o.Name, op.partName(), err)
+		var err error
+		if epoch, state, err = SinkPreCommit(b); err != nil {
+			return fmt.Errorf("weir: sink %q: checkpoint part %s: %w", op.o.Name, op.partName(), err)
 		}
 	}
 	op.mu.Lock()
 	defer op.mu.Unlock()
-	return op.check("recover", op.txn.Recover(ctx, p.Epoch, p.State))
+	return op.check("recover", op.txn.Recover(ctx, epoch, state))
 }
 
 // writeAll hands items to the sink in batches of at most BatchSize (mu

@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"crypto/sha256"
 	"database/sql"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -18,7 +16,6 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx"
 
 	"github.com/weirstream/weir/clock"
-	"github.com/weirstream/weir/connector/fileio"
 	"github.com/weirstream/weir/connector/pgio"
 	"github.com/weirstream/weir/connector/sqliteio"
 	"github.com/weirstream/weir/etime"
@@ -145,7 +142,6 @@ type BackfillReport struct {
 // are refused (a late record can merge sessions, whose old rows would
 // have to be retracted).
 func Backfill(p *spec.Plan, o BackfillOptions) (BackfillReport, error) {
-	var rep BackfillReport
 	s := p.Spec
 	if s.Archive == nil && s.Sinks.Primary().Type != "sqlite" && s.Sinks.Primary().Type != "postgres" {
 		also := ""
@@ -155,26 +151,78 @@ func Backfill(p *spec.Plan, o BackfillOptions) (BackfillReport, error) {
 				break
 			}
 		}
-		return rep, fmt.Errorf("backfill folds into the windows' stored accumulators: a sqlite or postgres results table keeps them in its rows; for %s results, set archive: {dir: archive} so that the job keeps its closed windows%s", s.Sinks.Primary().Type, also)
+		return BackfillReport{}, fmt.Errorf("backfill folds into the windows' stored accumulators: a sqlite or postgres results table keeps them in its rows; for %s results, set archive: {dir: archive} so that the job keeps its closed windows%s", s.Sinks.Primary().Type, also)
 	}
-	agg := record.NewAggregator(p, record.KeepsAccs(p))
-	dec := record.NewDecoder(p, clock.Real{})
 	src, err := openLedgerSource(p, o)
 	if err != nil {
-		return rep, err
+		return BackfillReport{}, err
 	}
 	defer src.close()
 	cut, wm, desc, since, err := backfillCut(p, job.RunOptions{Dir: o.Dir, CheckpointDir: o.CheckpointDir})
 	if err != nil {
-		return rep, err
+		return BackfillReport{}, err
 	}
 	if d := src.describe(cut); d != "" {
 		desc = fmt.Sprintf("%s; live watermark %s", d, wm)
 	}
-	rep.Cut, rep.Watermark, rep.SpecHash = desc, wm, outfmt.SpecHash(p)
+	t := outfmt.PgTimes(s.Sinks.Primary())
+	ps := pass{ctx: context.Background(), o: &o, src: src, cut: cut, wm: wm, desc: desc, since: since, spec: outfmt.SpecHash(p), lateness: p.Lateness,
+		fold:     &specFolder{agg: record.NewAggregator(p, record.KeepsAccs(p)), dec: record.NewDecoder(p, clock.Real{})},
+		retryFor: cmp.Or(t.RetryFor, t.ConnectRetryFor, pgio.DefaultConnectRetryFor)}
 	if s.Window.Type == "session" {
-		rep.RefusedReason = "session windows: a late record can merge sessions, whose published rows would have to be retracted; weir does not revise session windows"
+		ps.refused = "session windows: a late record can merge sessions, whose published rows would have to be retracted; weir does not revise session windows"
 	}
+	if s.Archive != nil {
+		// An archive store opens even with nothing to fold: opening
+		// publishes what a killed backfill committed and did not publish.
+		ps.always = true
+		ps.open = func() (windowStore, error) { return openArchiveStore(p, o, wm) }
+	} else {
+		ps.open = func() (windowStore, error) {
+			return openSQLStore(context.Background(), &o, planTable(p, o.Dir), cmp.Or(t.Timeout, pgio.DefaultTimeout))
+		}
+	}
+	return ps.run()
+}
+
+// pass is one backfill: the ledger it reads and how far, what it folds
+// the entries with and the store of the windows it revises.
+type pass struct {
+	// ctx ends the backfill: between batches, a retry's wait and a
+	// Postgres transaction.
+	ctx context.Context
+	o   *BackfillOptions
+	src ledgerSource
+	cut *ledgerCut
+	// wm is the live job's watermark at the cut: windows it has not
+	// closed are left to it, and revisions carry it. With entryWM, there
+	// is none: each revision carries the newest arrival watermark of
+	// the entries folded into it.
+	wm      etime.Time
+	entryWM bool
+	desc    string
+	// since is the oldest run whose entries count (0: every run's).
+	since int64
+	// spec is the job spec's hash: entries of another are refused unless
+	// o.AcceptSpec names it ("": entries of any).
+	spec string
+	// refused, when set, is why every entry is refused (a window kind
+	// backfill cannot revise).
+	refused  string
+	lateness etime.Duration
+	fold     folder
+	// retryFor bounds the retries of a batch a Postgres table fails
+	// (reviseBatch).
+	retryFor time.Duration
+	// open opens the window store; always: even with nothing to fold.
+	open   func() (windowStore, error)
+	always bool
+}
+
+func (ps *pass) run() (BackfillReport, error) {
+	o := ps.o
+	var rep BackfillReport
+	rep.Cut, rep.Watermark, rep.SpecHash, rep.RefusedReason = ps.desc, ps.wm, ps.spec, ps.refused
 
 	// Group the entries by key and window, in window-end then key order.
 	type keyWindow struct {
@@ -187,36 +235,35 @@ func Backfill(p *spec.Plan, o BackfillOptions) (BackfillReport, error) {
 	}
 	groups := map[keyWindow]*group{}
 	var order []*group
-	corrupt, err := src.scan(cut, func(e ledger.Entry) error {
+	corrupt, err := ps.src.scan(ps.cut, func(e ledger.Entry) error {
 		if o.Filter != nil && !o.Filter(e) {
 			return nil
 		}
-		if e.Run != 0 && e.Run < since {
+		if e.Run != 0 && e.Run < ps.since {
 			// An earlier run's, in a ledger that cannot start over (a
 			// Kafka topic): the results hold this run's only.
 			rep.EarlierRuns++
 			return nil
 		}
 		rep.Entries++
-		if e.Spec != "" && e.Spec != rep.SpecHash && !slices.Contains(o.AcceptSpec, e.Spec) {
+		if e.Spec != "" && ps.spec != "" && e.Spec != ps.spec && !slices.Contains(o.AcceptSpec, e.Spec) {
 			rep.SpecMismatch++
 			if o.Out != nil {
-				fmt.Fprintf(o.Out, "entry %s refused: spec_mismatch (written under spec %s, this one is %s)\n", e.ID, e.Spec, rep.SpecHash)
+				fmt.Fprintf(o.Out, "entry %s refused: spec_mismatch (written under spec %s, this one is %s)\n", e.ID, e.Spec, ps.spec)
 			}
 			return nil
 		}
-		if rep.RefusedReason != "" && o.Out != nil {
-			fmt.Fprintf(o.Out, "entry %s refused: unsupported_window_kind (%s)\n", e.ID, rep.RefusedReason)
+		if ps.refused != "" && o.Out != nil {
+			fmt.Fprintf(o.Out, "entry %s refused: unsupported_window_kind (%s)\n", e.ID, ps.refused)
 		}
 		de := decodedEntry{id: appliedID(e), watermark: etime.Time(e.Watermark)}
-		if rep.RefusedReason == "" { // refused entries are only counted
-			r, err := dec.Decode(fileio.Line{Kind: fileio.Data, No: entryNo(e.ID), Text: e.Record, Unchecked: true})
+		if ps.refused == "" { // refused entries are only counted
+			r, err := ps.fold.decode(e)
 			if err != nil {
 				// Not applied, so not recorded: reported again by every run.
 				rep.Unreadable++
 				return nil
 			}
-			r.TS = etime.Time(e.TS)
 			de.r = r
 		}
 		key := string(e.Key) // compact, as the live job wrote it
@@ -248,22 +295,14 @@ func Backfill(p *spec.Plan, o BackfillOptions) (BackfillReport, error) {
 		}
 		return strings.Compare(a.key, b.key)
 	})
-	if rep.RefusedReason != "" {
+	if ps.refused != "" {
 		rep.Refused = rep.Entries - rep.SpecMismatch
 		return rep, nil
 	}
-	if len(order) == 0 && s.Archive == nil {
+	if len(order) == 0 && !ps.always {
 		return rep, nil
 	}
-
-	// An archive store opens even with nothing to fold: opening publishes
-	// what a killed backfill committed and did not publish.
-	var st windowStore
-	if s.Archive != nil {
-		st, err = openArchiveStore(p, o, wm)
-	} else {
-		st, err = openSQLStore(p, o)
-	}
+	st, err := ps.open()
 	if err != nil {
 		return rep, err
 	}
@@ -280,14 +319,21 @@ func Backfill(p *spec.Plan, o BackfillOptions) (BackfillReport, error) {
 		// at the checkpoint's; an entry for which either does not hold
 		// (a ledger written by hand, or by another job) leaves the window
 		// to the live job.
-		cleanup := window.CleanupTime(true, window.Window{Start: etime.Time(g.start), End: etime.Time(g.end)}, p.Lateness)
+		cleanup := window.CleanupTime(true, window.Window{Start: etime.Time(g.start), End: etime.Time(g.end)}, ps.lateness)
 		closed := g.entries[:0:0]
+		wm := ps.wm
+		if ps.entryWM {
+			wm = etime.MinTime
+		}
 		for _, e := range g.entries {
-			if cleanup > wm || cleanup > e.watermark {
+			if cleanup > e.watermark || !ps.entryWM && cleanup > ps.wm {
 				rep.WindowOpen++
 				continue
 			}
 			closed = append(closed, e)
+			if ps.entryWM {
+				wm = max(wm, e.watermark)
+			}
 		}
 		if g.entries = closed; len(closed) == 0 {
 			continue
@@ -297,18 +343,21 @@ func Backfill(p *spec.Plan, o BackfillOptions) (BackfillReport, error) {
 			rep.HorizonExpired += len(g.entries)
 			continue
 		}
-		w := backfillWindow{o: &o, rep: &rep, agg: agg, wm: wm, key: g.key, start: g.start, end: g.end, entries: g.entries}
+		w := backfillWindow{o: o, rep: &rep, fold: ps.fold, wm: wm, key: g.key, start: g.start, end: g.end, entries: g.entries}
 		if err := json.Unmarshal([]byte(g.key), &w.keyVals); err != nil {
 			return rep, fmt.Errorf("window %s [%d,%d): ledger entry key: %w", g.key, g.start, g.end, err)
 		}
+		if err := ps.ctx.Err(); err != nil {
+			return rep, err
+		}
 		if batch = append(batch, w); len(batch) >= perTx {
-			if err := reviseBatch(p, &o, st, &rep, batch); err != nil {
+			if err := ps.reviseBatch(st, &rep, batch); err != nil {
 				return rep, err
 			}
 			batch = batch[:0]
 		}
 	}
-	return rep, reviseBatch(p, &o, st, &rep, batch)
+	return rep, ps.reviseBatch(st, &rep, batch)
 }
 
 // retrier is a window store whose transactions may fail for a while (a
@@ -325,15 +374,16 @@ type retrier interface {
 // revised again from its first window, as the live sink retries: waiting
 // pgio.DefaultMinBackoff, doubling up to pgio.DefaultMaxBackoff, for the
 // sink's retry_for (default its connect_retry_for, default
-// pgio.DefaultConnectRetryFor), each retry told to o.Warn. The report's
-// counts and the lines for o.Out are those of the try that committed.
-func reviseBatch(p *spec.Plan, o *BackfillOptions, st windowStore, rep *BackfillReport, batch []backfillWindow) error {
+// pgio.DefaultConnectRetryFor: ps.retryFor), each retry told to o.Warn.
+// The report's counts and the lines for o.Out are those of the try that
+// committed.
+func (ps *pass) reviseBatch(st windowStore, rep *BackfillReport, batch []backfillWindow) error {
 	if len(batch) == 0 {
 		return st.commit()
 	}
+	o := ps.o
 	r, _ := st.(retrier)
-	t := outfmt.PgTimes(p.Spec.Sinks.Primary())
-	limit := cmp.Or(t.RetryFor, t.ConnectRetryFor, pgio.DefaultConnectRetryFor)
+	limit := ps.retryFor
 	start, backoff := time.Now(), pgio.DefaultMinBackoff
 	bo := *o
 	for attempt := 1; ; attempt++ {
@@ -369,7 +419,11 @@ func reviseBatch(p *spec.Plan, o *BackfillOptions, st windowStore, rep *Backfill
 		if o.Warn != nil {
 			o.Warn(fmt.Sprintf("backfill: Postgres unavailable (%v); revising the batch of %d windows again in %v (attempt %d)", err, len(batch), backoff, attempt+1))
 		}
-		time.Sleep(backoff)
+		select {
+		case <-time.After(backoff):
+		case <-ps.ctx.Done():
+			return ps.ctx.Err()
+		}
 		backoff = min(2*backoff, pgio.DefaultMaxBackoff)
 	}
 }
@@ -397,8 +451,12 @@ type windowStore interface {
 	begin(w *backfillWindow) error
 	// applied returns the entry ids applied to the window.
 	applied(w *backfillWindow) (map[string]bool, error)
-	// load returns the window's accumulator and pane (-1: never fired).
-	load(w *backfillWindow) (*record.Acc, int64, error)
+	// load returns the window's stored values and pane (nil and -1: it
+	// never fired). A value is nil, an int64, a float64, a string (a
+	// text column), []byte (SQLite's text of a number beyond both),
+	// record.NumText (the exact text of a number) or json.RawMessage (a
+	// Postgres jsonb column's JSON); it is the callee's to change.
+	load(w *backfillWindow) ([]any, int64, error)
 	// write records the window's next revision: its values (the
 	// aggregates, then the accumulators if the job keeps them) and the
 	// entry ids it applied.
@@ -407,10 +465,38 @@ type windowStore interface {
 	close() error
 }
 
+// table is a results table a backfill revises, as its sink wrote it.
+type table struct {
+	pg bool
+	// url is the Postgres connection string, or the SQLite file's path.
+	url  string
+	name string
+	// job is the job whose rows are revised (the job column).
+	job string
+	// keys and values are the key columns and the value columns a
+	// revision reads and writes (the aggregates, then the accumulators
+	// if the job keeps them).
+	keys, values []pgio.ColumnDef
+	// opts are the Postgres sink's timeouts, for checking the table.
+	opts pgio.Options
+}
+
+// planTable is the results table of a job spec's first results sink.
+func planTable(p *spec.Plan, dir string) table {
+	r := p.Spec.Sinks.Primary()
+	t := table{pg: r.Type == "postgres", url: r.URL, name: cmp.Or(r.Table, "results"), job: p.Spec.Name, opts: outfmt.PgTimes(r)}
+	if !t.pg {
+		t.url = job.RunOptions{Dir: dir}.Path(r.Path)
+	}
+	t.keys, t.values = outfmt.PgColumns(p)
+	return t
+}
+
 // sqlStore is a SQLite or Postgres results table.
 type sqlStore struct {
+	ctx  context.Context
 	db   *resultsDB
-	p    *spec.Plan
+	t    table
 	o    *BackfillOptions
 	tx   *sql.Tx
 	args []any // the window's key values, window_start, window_end
@@ -424,13 +510,15 @@ type sqlStore struct {
 	newest int64
 }
 
-func openSQLStore(p *spec.Plan, o BackfillOptions) (*sqlStore, error) {
-	db, err := openResultsDB(p, o.Dir, !o.DryRun)
+// openSQLStore opens table t for a backfill with options o; timeout
+// bounds each Postgres transaction.
+func openSQLStore(ctx context.Context, o *BackfillOptions, t table, timeout time.Duration) (*sqlStore, error) {
+	db, err := openResultsDB(ctx, t, !o.DryRun)
 	if err != nil {
 		return nil, err
 	}
-	st := &sqlStore{db: db, p: p, o: &o, timeout: cmp.Or(outfmt.PgTimes(p.Spec.Sinks.Primary()).Timeout, pgio.DefaultTimeout)}
-	if err := db.db.QueryRow(db.maxRun, p.Spec.Name).Scan(&st.newest); err != nil {
+	st := &sqlStore{ctx: ctx, db: db, t: t, o: o, timeout: timeout}
+	if err := db.db.QueryRowContext(ctx, db.maxRun, t.job).Scan(&st.newest); err != nil {
 		db.close()
 		return nil, err
 	}
@@ -440,26 +528,30 @@ func openSQLStore(p *spec.Plan, o BackfillOptions) (*sqlStore, error) {
 func (s *sqlStore) horizon() (etime.Time, error) { return etime.MinTime, nil }
 
 func (s *sqlStore) begin(w *backfillWindow) error {
-	s.args = append(s.args[:0], s.p.Spec.Name)
-	for i, k := range s.p.Spec.Key {
+	s.args = append(s.args[:0], s.t.job)
+	for _, k := range s.t.keys {
 		// As the live job wrote it: canonical (a Postgres ledger gives
 		// jsonb's text, which writes numbers and orders members its own
 		// way).
-		c, err := CanonicalJSON(w.keyVals[k])
-		if err != nil {
-			return fmt.Errorf("ledger entry key %s: %w", k, err)
+		kv, ok := w.keyVals[k.Name]
+		if !ok {
+			return fmt.Errorf("the ledger entry's key has no %s (it has %s): a results table's key columns are named as the ledger's keys", k.Name, w.key)
 		}
-		v, err := s.db.arg(s.db.keyTypes[i], c, true)
+		c, err := CanonicalJSON(kv)
 		if err != nil {
-			return fmt.Errorf("ledger entry key %s: %w", k, err)
+			return fmt.Errorf("ledger entry key %s: %w", k.Name, err)
+		}
+		v, err := s.db.arg(k.Type, c, true)
+		if err != nil {
+			return fmt.Errorf("ledger entry key %s: %w", k.Name, err)
 		}
 		s.args = append(s.args, v)
 	}
 	s.args = append(s.args, w.start, w.end)
 	if s.tx == nil {
-		ctx, cancel := context.Background(), context.CancelFunc(func() {})
+		ctx, cancel := context.WithCancel(s.ctx)
 		if s.db.pg {
-			ctx, cancel = context.WithTimeout(context.Background(), s.timeout)
+			ctx, cancel = context.WithTimeout(s.ctx, s.timeout)
 		}
 		tx, err := s.db.db.BeginTx(ctx, nil)
 		if err != nil {
@@ -477,7 +569,7 @@ func (s *sqlStore) applied(w *backfillWindow) (map[string]bool, error) {
 	if s.db.noneApplied {
 		return done, nil
 	}
-	rows, err := s.tx.Query(s.db.applied, s.p.Spec.Name, w.key, w.start, w.end)
+	rows, err := s.tx.Query(s.db.applied, s.t.job, w.key, w.start, w.end)
 	if err != nil {
 		return nil, err
 	}
@@ -492,9 +584,8 @@ func (s *sqlStore) applied(w *backfillWindow) (map[string]bool, error) {
 	return done, rows.Err()
 }
 
-func (s *sqlStore) load(w *backfillWindow) (*record.Acc, int64, error) {
-	n := w.agg.Width()
-	vals := make([]any, n)
+func (s *sqlStore) load(w *backfillWindow) ([]any, int64, error) {
+	vals := make([]any, len(s.t.values))
 	pane := int64(-1)
 	ptrs := []any{&w.run, &pane}
 	for i := range vals {
@@ -503,29 +594,26 @@ func (s *sqlStore) load(w *backfillWindow) (*record.Acc, int64, error) {
 	switch err := s.tx.QueryRow(s.db.sel, s.args...).Scan(ptrs...); {
 	case err == sql.ErrNoRows:
 		w.run = s.newest // the window never fired
-		return w.agg.CreateAccumulator(), -1, nil
+		return nil, -1, nil
 	case err != nil:
 		return nil, 0, err
 	}
 	for i := range vals {
-		if t, ok := vals[i].(string); ok && s.db.pg && s.db.valTypes[i] != pgio.Text && isNumberText(t) {
-			vals[i] = record.NumText(t) // numeric and jsonb keep a number's digits
-			continue
+		if t, ok := vals[i].(string); ok && s.db.pg && s.t.values[i].Type != pgio.Text {
+			if isNumberText(t) {
+				vals[i] = record.NumText(t) // numeric and jsonb keep a number's digits
+			} else if s.t.values[i].Type == pgio.JSONB {
+				vals[i] = json.RawMessage(t)
+			}
 		}
-		v, err := s.db.value(s.db.valTypes[i], vals[i])
-		if err != nil {
-			return nil, 0, fmt.Errorf("column %d: %w", i+1, err)
-		}
-		vals[i] = v
 	}
-	ac, err := w.agg.Seed(vals)
-	return ac, pane, err
+	return vals, pane, nil
 }
 
 func (s *sqlStore) write(w *backfillWindow, pane int64, values []string, ids []string) error {
 	set := make([]any, 0, len(values)+2)
 	for i, v := range values {
-		x, err := s.db.arg(s.db.valTypes[i], []byte(v), false)
+		x, err := s.db.arg(s.t.values[i].Type, []byte(v), false)
 		if err != nil {
 			return err
 		}
@@ -541,7 +629,7 @@ func (s *sqlStore) write(w *backfillWindow, pane int64, values []string, ids []s
 		return err
 	}
 	for _, id := range ids {
-		if _, err := s.tx.Exec(s.db.mark, s.p.Spec.Name, w.key, w.start, w.end, id); err != nil {
+		if _, err := s.tx.Exec(s.db.mark, s.t.job, w.key, w.start, w.end, id); err != nil {
 			return err
 		}
 	}
@@ -609,10 +697,6 @@ func backfillCut(p *spec.Plan, o job.RunOptions) (cut *ledgerCut, wm etime.Time,
 type resultsDB struct {
 	db *sql.DB
 	pg bool
-	// keyTypes and valTypes are the Postgres types of the key columns
-	// and of the value columns sel reads (the aggregates, then the
-	// accumulators).
-	keyTypes, valTypes []pgio.Type
 	// sel reads pane, the values and the accumulators; upd and ins write
 	// the next revision; applied lists a window's applied ids and mark
 	// adds one.
@@ -624,32 +708,32 @@ type resultsDB struct {
 	noneApplied bool
 }
 
-// openResultsDB opens the job's results table; with create it creates
-// the applied table beside it (named after it, _backfill_applied).
-func openResultsDB(p *spec.Plan, dir string, create bool) (*resultsDB, error) {
-	s := p.Spec
-	r := s.Sinks.Primary()
-	d := &resultsDB{pg: r.Type == "postgres"}
+// openResultsDB opens results table rt; with create it creates the
+// applied table beside it (named after it, _backfill_applied).
+func openResultsDB(ctx context.Context, rt table, create bool) (*resultsDB, error) {
+	d := &resultsDB{pg: rt.pg}
 	var err error
 	if d.pg {
-		d.db, err = sql.Open("pgx", r.URL)
+		d.db, err = sql.Open("pgx", rt.url)
 	} else {
-		d.db, err = sql.Open("sqlite", sqliteio.DSN(job.RunOptions{Dir: dir}.Path(r.Path)))
+		d.db, err = sql.Open("sqlite", sqliteio.DSN(rt.url))
 	}
 	if err != nil {
 		return nil, err
 	}
-	table := cmp.Or(r.Table, "results")
+	table := rt.name
 	if d.pg {
 		// A table of another layout (of weir before typed columns) is
 		// refused as the sink refuses it.
-		keys, vals := outfmt.PgColumns(p)
-		if err := pgio.CheckTable(context.Background(), r.URL, table, keys, vals, outfmt.PgTimes(r)); err != nil {
+		if err := pgio.CheckTable(ctx, rt.url, table, rt.keys, rt.values, rt.opts); err != nil {
 			d.db.Close()
 			return nil, err
 		}
+	} else if err := checkSQLiteColumns(ctx, d.db, rt); err != nil {
+		d.db.Close()
+		return nil, err
 	}
-	appliedName := appliedTable(table)
+	appliedName := pgio.AppliedTable(table)
 	applied := quoteSQL(appliedName)
 	if create {
 		if _, err := d.db.Exec(`CREATE TABLE IF NOT EXISTS ` + applied + ` (job TEXT NOT NULL, key TEXT NOT NULL, window_start BIGINT NOT NULL, window_end BIGINT NOT NULL, id TEXT NOT NULL, PRIMARY KEY (job, key, window_start, window_end, id))`); err != nil {
@@ -681,7 +765,7 @@ func openResultsDB(p *spec.Plan, dir string, create bool) (*resultsDB, error) {
 	}
 	// The placeholder of a key or value column: typed as the sink's in
 	// Postgres.
-	keyDefs, valDefs := outfmt.PgColumns(p)
+	keyDefs, valDefs := rt.keys, rt.values
 	ph := func(def pgio.ColumnDef) string {
 		if d.pg {
 			return "?::" + def.Type.String()
@@ -693,12 +777,10 @@ func openResultsDB(p *spec.Plan, dir string, create bool) (*resultsDB, error) {
 		c := quoteSQL(v.Name)
 		cols, sels = append(cols, c), append(sels, d.text(c))
 		sets, valPHs = append(sets, c+" = "+ph(v)), append(valPHs, ph(v))
-		d.valTypes = append(d.valTypes, v.Type)
 	}
 	conds := []string{`"job" = ?`}
 	for _, k := range keyDefs {
 		conds, keyPHs = append(conds, quoteSQL(k.Name)+" = "+ph(k)), append(keyPHs, ph(k))
-		d.keyTypes = append(d.keyTypes, k.Type)
 	}
 	where := strings.Join(append(conds, "window_start = ?", "window_end = ?"), " AND ")
 	t := quoteSQL(table)
@@ -710,7 +792,7 @@ func openResultsDB(p *spec.Plan, dir string, create bool) (*resultsDB, error) {
 	vals := append([]string{"?"}, keyPHs...)
 	vals = append(vals, slices.Repeat([]string{"?"}, len(spec.ResultColumns))...)
 	vals = append(vals, valPHs...)
-	d.ins = `INSERT INTO ` + t + ` (` + strings.Join(append(append(append([]string{`"job"`}, quoteAll(s.Key)...), spec.ResultColumns...), cols...), ", ") + `) VALUES (` + strings.Join(vals, ", ") + `)`
+	d.ins = `INSERT INTO ` + t + ` (` + strings.Join(append(append(append([]string{`"job"`}, quoteAll(names(keyDefs))...), spec.ResultColumns...), cols...), ", ") + `) VALUES (` + strings.Join(vals, ", ") + `)`
 	d.maxRun = `SELECT COALESCE(MAX(run), 0) FROM ` + t + ` WHERE "job" = ?`
 	d.applied = `SELECT id FROM ` + applied + ` WHERE job = ? AND key = ? AND window_start = ? AND window_end = ?`
 	d.mark = `INSERT INTO ` + applied + ` (job, key, window_start, window_end, id) VALUES (?, ?, ?, ?, ?)`
@@ -722,16 +804,36 @@ func openResultsDB(p *spec.Plan, dir string, create bool) (*resultsDB, error) {
 	return d, nil
 }
 
-// appliedTable names the table of applied entry ids beside a results
-// table: <table>_backfill_applied, shortened with a hash of the whole
-// name beyond Postgres's 63 bytes.
-func appliedTable(table string) string {
-	name := table + "_backfill_applied"
-	if len(name) <= pgio.MaxIdentifierLen {
-		return name
+// checkSQLiteColumns checks that SQLite table rt, if it exists, has its
+// key and value columns: SQLite reads a double-quoted name that is no
+// column as a string, so a misnamed column would read as its own name.
+func checkSQLiteColumns(ctx context.Context, db *sql.DB, rt table) error {
+	rows, err := db.QueryContext(ctx, `SELECT name FROM pragma_table_info(?)`, rt.name)
+	if err != nil {
+		return err
 	}
-	sum := sha256.Sum256([]byte(name))
-	return name[:pgio.MaxIdentifierLen-9] + "_" + hex.EncodeToString(sum[:4])
+	defer rows.Close()
+	have := map[string]bool{}
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			return err
+		}
+		have[n] = true
+	}
+	if err := rows.Err(); err != nil || len(have) == 0 {
+		return err // no table: the statements say so
+	}
+	var missing []string
+	for _, c := range append(slices.Clone(rt.keys), rt.values...) {
+		if !have[c.Name] {
+			missing = append(missing, c.Name)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("table %s in %s has no column %s: name the key and value columns as the sink was opened with them", quoteSQL(rt.name), rt.url, strings.Join(missing, ", "))
+	}
+	return nil
 }
 
 // dollars numbers the ? placeholders of q as Postgres wants them ($1, $2,
@@ -803,7 +905,7 @@ func (d *resultsDB) value(t pgio.Type, v any) (any, error) {
 type backfillWindow struct {
 	o          *BackfillOptions
 	rep        *BackfillReport
-	agg        record.Aggregator
+	fold       folder
 	wm         etime.Time
 	key        string // the ledger's key object, compact JSON
 	keyVals    map[string]json.RawMessage
@@ -821,7 +923,7 @@ type backfillWindow struct {
 type decodedEntry struct {
 	id        string
 	watermark etime.Time
-	r         record.Record
+	r         any // folder.decode's
 }
 
 // apply folds the entries not applied yet into the window.
@@ -831,42 +933,38 @@ func (w *backfillWindow) apply(st windowStore, entries []decodedEntry) error {
 		return err
 	}
 	var ids []string
-	var fresh []*record.Record
-	for i, e := range entries {
+	var fresh []any
+	for _, e := range entries {
 		if done[e.id] {
 			w.rep.AlreadyApplied++
 			continue
 		}
 		done[e.id] = true // a ledger holds an id once; never fold it twice
-		ids, fresh = append(ids, e.id), append(fresh, &entries[i].r)
+		ids, fresh = append(ids, e.id), append(fresh, e.r)
 	}
 	if len(ids) == 0 {
 		return nil
 	}
-	ac, pane, err := st.load(w)
+	vals, pane, err := st.load(w)
+	if err != nil {
+		return err
+	}
+	ac, err := w.fold.seed(vals)
 	if err != nil {
 		return err
 	}
 	for _, r := range fresh {
-		w.agg.Add(ac, *r)
+		ac = w.fold.add(ac, r)
 	}
 	applied := len(ids)
-	w.agg.CollectInInputOrder(ac)
 	w.rep.Applied += applied
 	w.rep.Windows++
-	n := w.agg.Width()
-	value := w.agg.Result(ac)
-	for _, c := range record.ResultOverflows(value, n) {
-		switch c {
-		case record.OverDecimal:
-			w.rep.DecimalOverflow++
-		case record.OverInfinite:
-			w.rep.FloatOverflow++
-		}
+	result, shown, err := w.fold.result(ac, w.rep)
+	if err != nil {
+		return err
 	}
-	result := record.SplitResult(value, n)
 	if w.o.Out != nil {
-		fmt.Fprintf(w.o.Out, "window %s [%d,%d): %d entries, pane %d -> %d: %s\n", w.key, w.start, w.end, applied, pane, pane+1, strings.Join(result[:len(w.agg.Fns)], " "))
+		fmt.Fprintf(w.o.Out, "window %s [%d,%d): %d entries, pane %d -> %d: %s\n", w.key, w.start, w.end, applied, pane, pane+1, strings.Join(shown, " "))
 	}
 	if w.o.DryRun {
 		return nil
@@ -902,6 +1000,14 @@ func entryNo(id string) int64 {
 func isNumberText(v string) bool { return v != "" && (v[0] == '-' || v[0] >= '0' && v[0] <= '9') }
 
 func quoteSQL(name string) string { return `"` + strings.ReplaceAll(name, `"`, `""`) + `"` }
+
+func names(defs []pgio.ColumnDef) []string {
+	out := make([]string, len(defs))
+	for i, d := range defs {
+		out[i] = d.Name
+	}
+	return out
+}
 
 func quoteAll(names []string) []string {
 	out := make([]string, len(names))

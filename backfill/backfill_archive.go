@@ -40,6 +40,9 @@ type archiveStore struct {
 	// newest is the newest run the archive holds (the backfill has it to
 	// itself): a window that never fired gets that run's first revision.
 	newest int64
+	// width is the number of values of an archived row (the
+	// aggregates, then the accumulators' text if the job keeps them).
+	width int
 }
 
 // openArchiveStore opens the archive for a backfill whose cut has the
@@ -72,7 +75,7 @@ func openArchiveStore(p *spec.Plan, o BackfillOptions, wm etime.Time) (*archiveS
 		}
 		return nil, err
 	}
-	st := &archiveStore{a: a, p: p, o: &o, pub: pub}
+	st := &archiveStore{a: a, p: p, o: &o, pub: pub, width: record.NewAggregator(p, record.KeepsAccs(p)).Width()}
 	if st.newest, err = a.Run(); err != nil {
 		st.close()
 		return nil, err
@@ -116,17 +119,17 @@ func (s *archiveStore) applied(w *backfillWindow) (map[string]bool, error) {
 	return s.a.Applied(s.key, etime.Time(w.start), etime.Time(w.end))
 }
 
-func (s *archiveStore) load(w *backfillWindow) (*record.Acc, int64, error) {
+func (s *archiveStore) load(w *backfillWindow) ([]any, int64, error) {
 	run, pane, value, ok, err := s.a.Row(s.key, etime.Time(w.start), etime.Time(w.end))
 	if err != nil {
 		return nil, 0, err
 	}
 	if !ok {
 		w.run = s.newest // never fired: the newest run's first revision
-		return w.agg.CreateAccumulator(), -1, nil
+		return nil, -1, nil
 	}
 	w.run = run
-	n := w.agg.Width()
+	n := s.width
 	parts := record.SplitResult(value, n)
 	if len(parts) != n {
 		return nil, 0, fmt.Errorf("the archive's row has %d values, want %d", len(parts), n)
@@ -141,8 +144,7 @@ func (s *archiveStore) load(w *backfillWindow) (*record.Acc, int64, error) {
 			return nil, 0, err
 		}
 	}
-	ac, err := w.agg.Seed(vals)
-	return ac, pane, err
+	return vals, pane, nil
 }
 
 func (s *archiveStore) write(w *backfillWindow, pane int64, values []string, ids []string) error {

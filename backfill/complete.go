@@ -446,7 +446,8 @@ func (f *resultFold) add(line []byte) error {
 
 // tableRows reads a SQL results table by row identity.
 func tableRows(p *spec.Plan, dir string) (map[string][]string, error) {
-	db, err := openResultsDB(p, dir, false)
+	rt := planTable(p, dir)
+	db, err := openResultsDB(context.Background(), rt, false)
 	if err != nil {
 		return nil, err
 	}
@@ -491,9 +492,9 @@ func tableRows(p *spec.Plan, dir string) (map[string][]string, error) {
 			}
 			var t pgio.Type
 			if i < nk {
-				t = db.keyTypes[i]
+				t = rt.keys[i].Type
 			} else {
-				t = db.valTypes[i-nk-2]
+				t = rt.values[i-nk-2].Type
 			}
 			if v, err = db.value(t, v); err != nil {
 				return nil, err

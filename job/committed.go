@@ -1,15 +1,12 @@
 package job
 
 import (
-	"cmp"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 
 	"github.com/weirstream/weir"
-	"github.com/weirstream/weir/checkpoint"
 	"github.com/weirstream/weir/etime"
 	"github.com/weirstream/weir/ledger"
 	"github.com/weirstream/weir/spec"
@@ -60,59 +57,13 @@ func LastCommitted(p *spec.Plan, o RunOptions) (c Committed, ok bool, err error)
 // latestCounters reads the output counters of the newest checkpoint in
 // cdir (nil: none yet).
 func latestCounters(cdir string) (*outCounters, int64, error) {
-	st, err := checkpoint.OpenReadOnly(cdir)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, 0, nil
-	}
-	if err != nil {
+	b, id, ok, err := weir.LatestPreCommitPart(cdir, "output")
+	if err != nil || !ok {
 		return nil, 0, err
 	}
-	defer st.Close()
-	// The live job may remove the newest checkpoint's predecessor while
-	// it is read: try again.
-	for try := 0; ; try++ {
-		cp, ok, err := st.Latest()
-		if err != nil || !ok {
-			return nil, 0, err
-		}
-		view := &lazyView{st: st, cp: cp}
-		b, ok := weir.PreCommitPart(view, "output")
-		if err := view.err; err != nil || !ok {
-			if try < 3 {
-				continue
-			}
-			return nil, 0, cmp.Or(err, fmt.Errorf("checkpoint %d has no output part", cp.ID))
-		}
-		oc := &outCounters{Watermark: etime.MinTime}
-		if err := json.Unmarshal(b, oc); err != nil {
-			return nil, 0, fmt.Errorf("checkpoint %d: corrupt output part: %w", cp.ID, err)
-		}
-		return oc, cp.ID, nil
+	oc := &outCounters{Watermark: etime.MinTime}
+	if err := json.Unmarshal(b, oc); err != nil {
+		return nil, 0, fmt.Errorf("checkpoint %d: corrupt output part: %w", id, err)
 	}
-}
-
-// lazyView is a weir.CheckpointView of a stored checkpoint that reads
-// only the parts asked for (a backfill wants the output's counters, not
-// the window state); err keeps the first read error.
-type lazyView struct {
-	st  *checkpoint.Dir
-	cp  *checkpoint.Checkpoint
-	err error
-}
-
-func (v *lazyView) Parts(stage, name string) map[int][]byte {
-	out := map[int][]byte{}
-	for _, p := range v.cp.Parts {
-		i, ok := checkpoint.PartIndex(p, stage, name)
-		if !ok {
-			continue
-		}
-		b, err := v.st.ReadPart(v.cp, p)
-		if err != nil {
-			v.err = cmp.Or(v.err, err)
-			continue
-		}
-		out[i] = b
-	}
-	return out
+	return oc, id, nil
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/weirstream/weir/connector/internal/tablerow"
 )
 
 // client is the connection, retry policy and table shared by Sink and
@@ -124,7 +125,18 @@ func (c *client) deleteJob(ctx context.Context, job string) (int64, error) {
 	var n int64
 	err := c.do(ctx, "remove the rows of job "+strconv.Quote(job)+" from "+c.qt, func(ctx context.Context, conn *pgx.Conn) error {
 		tag, err := conn.Exec(ctx, `DELETE FROM `+c.qt+` WHERE "job" = $1`, job)
+		if err != nil {
+			return err
+		}
 		n = tag.RowsAffected()
+		// The backfill's record of what it applied names revisions that
+		// are gone.
+		var applied *string
+		at := quoteIdent(tablerow.AppliedTable(c.table))
+		if err := conn.QueryRow(ctx, `SELECT to_regclass($1)::text`, at).Scan(&applied); err != nil || applied == nil {
+			return err
+		}
+		_, err = conn.Exec(ctx, `DELETE FROM `+at+` WHERE job = $1`, job)
 		return err
 	})
 	return n, err

@@ -113,7 +113,12 @@ const (
 
 // MaxIdentifierLen is the longest table or column name, in bytes, that Open
 // accepts: Postgres silently truncates longer identifiers (NAMEDATALEN-1).
-const MaxIdentifierLen = 63
+const MaxIdentifierLen = tablerow.MaxIdentifierLen
+
+// AppliedTable is the name of the table beside results table table in
+// which a backfill (package backfill) records the ledger entries it
+// applied to each window. Reset removes the job's rows there too.
+func AppliedTable(table string) string { return tablerow.AppliedTable(table) }
 
 // The defaults of Options.
 const (

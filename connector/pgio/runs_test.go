@@ -146,10 +146,23 @@ func TestResultJobs(t *testing.T) {
 	maxRun(sb, 4)
 	maxRun(sd, 7)
 
-	// Reset of a: a's two rows go, and what a buffered; the others stay.
+	// Reset of a: a's two rows go, and what a buffered, and a's rows of
+	// the backfill's record of applied entries; the others stay.
+	applied := quoteIdent(AppliedTable(table))
+	t.Cleanup(func() { d.admin.Exec(context.Background(), `DROP TABLE IF EXISTS `+applied) })
+	if _, err := d.admin.Exec(ctx, `CREATE TABLE `+applied+` (job TEXT NOT NULL, key TEXT NOT NULL, window_start BIGINT NOT NULL, window_end BIGINT NOT NULL, id TEXT NOT NULL)`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.admin.Exec(ctx, `INSERT INTO `+applied+` VALUES ('a', 'k', 0, 10, '1'), ('b', 'k', 0, 10, '1')`); err != nil {
+		t.Fatal(err)
+	}
 	mustWrite(t, sa, inRun(2, row(x, 20, 30, "on_time", 0, 30, "v", "5")))
 	if n, err := sa.Reset(ctx); err != nil || n != 2 {
 		t.Fatalf("Reset of job a = %d, %v; want 2", n, err)
+	}
+	var jobs string
+	if err := d.admin.QueryRow(ctx, `SELECT string_agg(job, ',' ORDER BY job) FROM `+applied).Scan(&jobs); err != nil || jobs != "b" {
+		t.Fatalf("applied entries after Reset of job a: jobs %q (%v), want b's only", jobs, err)
 	}
 	if sa.Pending() != 0 {
 		t.Fatalf("%d rows pending after Reset, want 0", sa.Pending())

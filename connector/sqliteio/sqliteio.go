@@ -443,6 +443,19 @@ func (s *Sink) Reset() (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("sqliteio: remove the rows of job %q from %s: %w", s.job, quote(s.table), err)
 	}
+	// The backfill's record of what it applied names revisions that are
+	// gone.
+	applied := tablerow.AppliedTable(s.table)
+	var n int
+	if err := s.db.QueryRow(`SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = ?`, applied).Scan(&n); err != nil {
+		return 0, fmt.Errorf("sqliteio: look for %s: %w", quote(applied), err)
+	}
+	if n == 0 {
+		return res.RowsAffected()
+	}
+	if _, err := s.db.Exec(fmt.Sprintf(`DELETE FROM %s WHERE job = ?`, quote(applied)), s.job); err != nil {
+		return 0, fmt.Errorf("sqliteio: remove the backfill records of job %q from %s: %w", s.job, quote(applied), err)
+	}
 	return res.RowsAffected()
 }
 

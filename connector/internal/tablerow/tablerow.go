@@ -4,6 +4,8 @@
 package tablerow
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -21,6 +23,25 @@ const (
 	FiringLate    = "late"
 	FiringRetract = "retract"
 )
+
+// MaxIdentifierLen is the longest table or column name, in bytes, that
+// Postgres keeps (it truncates longer ones).
+const MaxIdentifierLen = 63
+
+// AppliedTable names the table beside a results table in which a
+// backfill records the ledger entries it applied to each window (columns
+// job, key, window_start, window_end, id): <table>_backfill_applied,
+// shortened with a hash of the whole name beyond MaxIdentifierLen bytes.
+// A sink's Reset removes its job's rows there too: they name revisions
+// that are gone.
+func AppliedTable(table string) string {
+	name := table + "_backfill_applied"
+	if len(name) <= MaxIdentifierLen {
+		return name
+	}
+	sum := sha256.Sum256([]byte(name))
+	return name[:MaxIdentifierLen-9] + "_" + hex.EncodeToString(sum[:4])
+}
 
 // JobColumn is the first column, the job whose row it is: jobs may share
 // a table, and a job's fresh start removes its own rows only.

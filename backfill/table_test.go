@@ -1,0 +1,249 @@
+package backfill_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/backfill"
+	"github.com/weirstream/weir/connector/pgio"
+	"github.com/weirstream/weir/connector/sqliteio"
+	"github.com/weirstream/weir/etime"
+	"github.com/weirstream/weir/ledger"
+	"github.com/weirstream/weir/window"
+)
+
+// order is a library job's record: its sequence number is its stable id.
+type order struct {
+	Seq    int    `json:"seq"`
+	User   string `json:"user"`
+	TS     int64  `json:"ts"`
+	Amount int64  `json:"amount"`
+}
+
+func (o order) id() string     { return strconv.Itoa(o.Seq) }
+func (o order) arrived() int64 { return int64(o.Seq) }
+
+const fiveMin = int64(5 * 60_000)
+
+// windowStart is the start of o's 5-minute window.
+func windowStart(ts int64) int64 {
+	s := ts % fiveMin
+	if s < 0 {
+		s += fiveMin
+	}
+	return ts - s
+}
+
+// libraryOrders are n orders 2 s apart with one in 15 up to 40 minutes
+// late, and the complete answer: each (user, window)'s total over all of
+// them.
+func libraryOrders(n int) ([]order, map[string]int64) {
+	r := rand.New(rand.NewPCG(11, 12))
+	var orders []order
+	want := map[string]int64{}
+	for i := range n {
+		ts := int64(i) * 2000
+		if r.IntN(15) == 0 {
+			ts -= int64(r.IntN(40)) * 60_000
+		}
+		o := order{Seq: i, User: fmt.Sprint("u", r.IntN(4)), TS: ts, Amount: int64(1 + r.IntN(9))}
+		orders = append(orders, o)
+		want[fmt.Sprint(o.User, " ", windowStart(ts))] += o.Amount
+	}
+	return orders, want
+}
+
+// runLibraryJob is a Go program's job: 5-minute totals per user with 10
+// minutes of allowed lateness into a SQLite table, too-late orders into
+// the ledger.
+func runLibraryJob(t *testing.T, orders []order, dbPath, ledgerDir string) {
+	t.Helper()
+	env, err := weir.NewEnv(weir.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream := weir.AssignTimestamps(weir.FromSlice(env, orders),
+		weir.BoundedOutOfOrderness(30*time.Second, func(o order) etime.Time { return etime.Time(o.TS) }))
+	five, _ := window.Tumbling(etime.FromDuration(5*time.Minute), 0)
+	out := weir.Aggregate(weir.Window(weir.KeyBy(stream, func(o order) string { return o.User }), five,
+		weir.WindowOptions{AllowedLateness: etime.FromDuration(10 * time.Minute), LateOutput: true}),
+		weir.Sum(func(o order) int64 { return o.Amount }))
+	totals, err := sqliteio.Open(dbPath, []string{"user"}, []string{"total"}, sqliteio.Options{Table: "totals", Job: "orders"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := totals.Reset(); err != nil { // a fresh start: this job's rows of an earlier run go
+		t.Fatal(err)
+	}
+	weir.ToSink(weir.Map(out.Results, sqliteio.ResultRows[string, int64]("user", "total", 0)), totals, weir.SinkOptions{Name: "totals"})
+	late, err := ledger.OpenSink(ledgerDir, ledger.SinkOptions{Fresh: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	weir.ToSink(weir.Map(out.Late, ledger.LateEntries[string]("user", order.id, order.arrived)), late, weir.SinkOptions{Name: "late"})
+	if _, err := env.Execute(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// tableTotals reads the job's rows: "user start" → total, and the
+// number of rows of each firing.
+func tableTotals(t *testing.T, dbPath string) (map[string]int64, map[string]int) {
+	t.Helper()
+	db, err := sql.Open("sqlite", sqliteio.DSN(dbPath))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rows, err := db.Query(`SELECT "user", window_start, total, firing FROM totals WHERE job = 'orders'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	got, firings := map[string]int64{}, map[string]int{}
+	for rows.Next() {
+		var u, firing string
+		var start, total int64
+		if err := rows.Scan(&u, &start, &total, &firing); err != nil {
+			t.Fatal(err)
+		}
+		got[fmt.Sprint(u, " ", start)] = total
+		firings[firing]++
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return got, firings
+}
+
+// TestIntoTable runs a Go program's job, then backfills its ledger into
+// its SQLite table from Go: a dry run changes nothing; a backfill killed
+// after its first transaction and run again gives every window the total
+// of all its orders (the complete answer), each ledger entry applied
+// once; a third run applies nothing.
+func TestIntoTable(t *testing.T) {
+	orders, want := libraryOrders(3000)
+	dir := t.TempDir()
+	dbPath, ledgerDir := filepath.Join(dir, "weir.db"), filepath.Join(dir, "ledger")
+	runLibraryJob(t, orders, dbPath, ledgerDir)
+	live, _ := tableTotals(t, dbPath)
+	if maps.Equal(live, want) {
+		t.Fatal("the live job's totals are already complete: the test has no too-late orders")
+	}
+	entries := 0
+	if _, err := ledger.Scan(ledgerDir, func(ledger.Entry) error { entries++; return nil }); err != nil {
+		t.Fatal(err)
+	}
+
+	tb := backfill.Table{SQLite: dbPath, Name: "totals", Job: "orders", Keys: pgio.Defs(pgio.Text, "user"), Values: pgio.Defs(pgio.BigInt, "total")}
+	fold := backfill.Aggregate(weir.Sum(func(o order) int64 { return o.Amount }))
+	o := backfill.TableOptions{Ledger: ledgerDir, AllowedLateness: 10 * time.Minute, WindowsPerTx: 3}
+	ctx := context.Background()
+
+	dry := o
+	dry.DryRun = true
+	rep, err := backfill.IntoTable(ctx, tb, fold, dry)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Entries != entries || rep.Applied != entries || rep.Windows == 0 {
+		t.Fatalf("dry run: %+v, want %d entries applied", rep, entries)
+	}
+	if got, _ := tableTotals(t, dbPath); !maps.Equal(got, live) {
+		t.Fatal("a dry run changed the table")
+	}
+
+	// Killed after its first transaction committed.
+	type killed struct{}
+	crashed := o
+	crashed.Crash = func(point string) {
+		if point == "backfill-committed" {
+			panic(killed{})
+		}
+	}
+	func() {
+		defer func() {
+			if r := recover(); r != (killed{}) {
+				t.Fatalf("the backfill was not killed: %v", r)
+			}
+		}()
+		backfill.IntoTable(ctx, tb, fold, crashed)
+	}()
+	partial, _ := tableTotals(t, dbPath)
+	if maps.Equal(partial, live) || maps.Equal(partial, want) {
+		t.Fatal("the killed backfill committed nothing, or everything: it should have committed one batch")
+	}
+	rep, err = backfill.IntoTable(ctx, tb, fold, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, firings := tableTotals(t, dbPath)
+	if !maps.Equal(got, want) {
+		for k, w := range want {
+			if got[k] != w {
+				t.Errorf("%s: %d, want %d", k, got[k], w)
+			}
+		}
+		t.Fatalf("after the backfill: %d windows differ from the complete answer", len(want))
+	}
+	if rep.Applied+rep.AlreadyApplied != entries || rep.AlreadyApplied == 0 || firings["backfill"] == 0 {
+		t.Fatalf("second backfill: %+v (firings %v), want %d entries applied once across both runs", rep, firings, entries)
+	}
+	rep, err = backfill.IntoTable(ctx, tb, fold, o)
+	if err != nil || rep.Applied != 0 || rep.AlreadyApplied != entries || rep.Windows != 0 {
+		t.Fatalf("third backfill: %+v, %v; want nothing applied", rep, err)
+	}
+
+	// The job starts over (its sink's Reset removes its rows, and the
+	// backfill's record of what it applied to them): a backfill applies
+	// every entry again.
+	runLibraryJob(t, orders, dbPath, ledgerDir)
+	if got, _ := tableTotals(t, dbPath); !maps.Equal(got, live) {
+		t.Fatal("the second run's live totals differ from the first's")
+	}
+	rep, err = backfill.IntoTable(ctx, tb, fold, o)
+	if err != nil || rep.Applied != entries {
+		t.Fatalf("backfill after a fresh start: %+v, %v; want all %d entries applied", rep, err, entries)
+	}
+	if got, _ := tableTotals(t, dbPath); !maps.Equal(got, want) {
+		t.Fatal("after a fresh start and a backfill the totals are not the complete answer")
+	}
+}
+
+// TestIntoTableRefuses checks IntoTable's answers to a wrong table or
+// fold: the message names what to set.
+func TestIntoTableRefuses(t *testing.T) {
+	orders, _ := libraryOrders(600)
+	dir := t.TempDir()
+	dbPath, ledgerDir := filepath.Join(dir, "weir.db"), filepath.Join(dir, "ledger")
+	runLibraryJob(t, orders, dbPath, ledgerDir)
+	fold := backfill.Aggregate(weir.Sum(func(o order) int64 { return o.Amount }))
+	ctx := context.Background()
+	for _, c := range []struct {
+		name string
+		tb   backfill.Table
+		fold backfill.Fold[order, int64]
+		want string
+	}{
+		{"no database", backfill.Table{Name: "totals"}, fold, "set Postgres (a connection string) or SQLite (a path)"},
+		{"no fold", backfill.Table{SQLite: dbPath, Name: "totals"}, backfill.Fold[order, int64]{}, "Seed, Add and Values are required"},
+		{"key named otherwise", backfill.Table{SQLite: dbPath, Name: "totals", Job: "orders", Keys: pgio.Defs(pgio.Text, "customer"), Values: pgio.Defs(pgio.BigInt, "total")}, fold,
+			`has no column customer: name the key and value columns`},
+		{"two value columns", backfill.Table{SQLite: dbPath, Name: "totals", Job: "orders", Keys: pgio.Defs(pgio.Text, "user"), Values: pgio.Defs(pgio.BigInt, "total", "seq")}, fold,
+			`has no column seq: name the key and value columns as the sink was opened with them`},
+	} {
+		_, err := backfill.IntoTable(ctx, c.tb, c.fold, backfill.TableOptions{Ledger: ledgerDir, AllowedLateness: 10 * time.Minute})
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want %q", c.name, err, c.want)
+		}
+	}
+}

@@ -142,7 +142,7 @@ type BackfillReport struct {
 // are refused (a late record can merge sessions, whose old rows would
 // have to be retracted).
 func Backfill(p *spec.Plan, o BackfillOptions) (BackfillReport, error) {
-	s := p.Spec
+	s := p
 	if s.Archive == nil && s.Sinks.Primary().Type != "sqlite" && s.Sinks.Primary().Type != "postgres" {
 		also := ""
 		for i, r := range s.Sinks.Results {
@@ -169,7 +169,7 @@ func Backfill(p *spec.Plan, o BackfillOptions) (BackfillReport, error) {
 	ps := pass{ctx: context.Background(), o: &o, src: src, cut: cut, wm: wm, desc: desc, since: since, spec: outfmt.SpecHash(p), lateness: p.Lateness,
 		fold:     &specFolder{agg: record.NewAggregator(p, record.KeepsAccs(p)), dec: record.NewDecoder(p, clock.Real{})},
 		retryFor: cmp.Or(t.RetryFor, t.ConnectRetryFor, pgio.DefaultConnectRetryFor)}
-	if s.Window.Type == "session" {
+	if p.WindowKind == spec.Session {
 		ps.refused = "session windows: a late record can merge sessions, whose published rows would have to be retracted; weir does not revise session windows"
 	}
 	if s.Archive != nil {
@@ -483,8 +483,8 @@ type table struct {
 
 // planTable is the results table of a job spec's first results sink.
 func planTable(p *spec.Plan, dir string) table {
-	r := p.Spec.Sinks.Primary()
-	t := table{pg: r.Type == "postgres", url: r.URL, name: cmp.Or(r.Table, "results"), job: p.Spec.Name, opts: outfmt.PgTimes(r)}
+	r := p.Sinks.Primary()
+	t := table{pg: r.Type == "postgres", url: r.URL, name: cmp.Or(r.Table, "results"), job: p.Name, opts: outfmt.PgTimes(r)}
 	if !t.pg {
 		t.url = job.RunOptions{Dir: dir}.Path(r.Path)
 	}

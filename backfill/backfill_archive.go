@@ -50,7 +50,7 @@ type archiveStore struct {
 // up to there (a checkpoint's commit that found the archive busy leaves
 // that to a later one).
 func openArchiveStore(p *spec.Plan, o BackfillOptions, wm etime.Time) (*archiveStore, error) {
-	r := p.Spec.Sinks.Primary()
+	r := p.Sinks.Primary()
 	var pub publisher
 	switch {
 	case r.Type == "kafka":
@@ -67,7 +67,7 @@ func openArchiveStore(p *spec.Plan, o BackfillOptions, wm etime.Time) (*archiveS
 	}
 	// The live job has the archive open for each commit (a moment):
 	// wait for it.
-	a, err := archive.OpenWait(job.RunOptions{Dir: o.Dir}.Path(p.Spec.Archive.Dir), job.ArchiveOpenWait, 20*time.Millisecond)
+	a, err := archive.OpenWait(job.RunOptions{Dir: o.Dir}.Path(p.Archive.Dir), job.ArchiveOpenWait, 20*time.Millisecond)
 	if err != nil {
 		pub.close()
 		if errors.Is(err, archive.ErrBusy) {
@@ -97,8 +97,8 @@ func openArchiveStore(p *spec.Plan, o BackfillOptions, wm etime.Time) (*archiveS
 func (s *archiveStore) horizon() (etime.Time, error) { return s.a.Horizon() }
 
 func (s *archiveStore) begin(w *backfillWindow) error {
-	parts := make([]string, len(s.p.Spec.Key))
-	for i, k := range s.p.Spec.Key {
+	parts := make([]string, len(s.p.Key))
+	for i, k := range s.p.Key {
 		// The live job's canonical text (a Postgres ledger gives jsonb's,
 		// which writes numbers and escapes its own way).
 		c, err := CanonicalJSON(w.keyVals[k])

@@ -50,7 +50,7 @@ type ledgerCut struct {
 // openLedgerSource opens the job's ledger and, unless dry, takes the
 // single-writer lock of backfills over it.
 func openLedgerSource(p *spec.Plan, o BackfillOptions) (ledgerSource, error) {
-	late, partial := p.Spec.Sinks.Late, p.Spec.Sinks.LatePartial
+	late, partial := p.Sinks.Late, p.Sinks.LatePartial
 	if late != nil && late.Type == "kafka" {
 		// A Kafka ledger goes with Kafka results, whose backfill holds
 		// the archive, which one process at a time may open: that is the
@@ -82,7 +82,7 @@ func openLedgerSource(p *spec.Plan, o BackfillOptions) (ledgerSource, error) {
 			}
 			src = f
 		case k.sink.Type == "postgres":
-			l, err := openPGLedger(k.sink.URL, k.sink.Table, p.Spec.Name, !o.DryRun)
+			l, err := openPGLedger(k.sink.URL, k.sink.Table, p.Name, !o.DryRun)
 			if err != nil {
 				srcs.close()
 				return nil, err

@@ -204,11 +204,11 @@ func testBackfillOracle(t *testing.T, yml, store string) {
 	var unlock func() error
 	switch store {
 	case "sqlite":
-		if unlock, err = ledger.Lock(job.LedgerDir(p, dir, p.Spec.Sinks.Late)); err != nil {
+		if unlock, err = ledger.Lock(job.LedgerDir(p, dir, p.Sinks.Late)); err != nil {
 			t.Fatal(err)
 		}
 	case "pgledger":
-		l, err := openPGLedger(p.Spec.Sinks.Late.URL, p.Spec.Sinks.Late.Table, p.Spec.Name, true)
+		l, err := openPGLedger(p.Sinks.Late.URL, p.Sinks.Late.Table, p.Name, true)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -264,7 +264,7 @@ func TestBackfillSplitRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	var entries []ledger.Entry
-	if _, err := ledger.Scan(job.LedgerDir(p, live, p.Spec.Sinks.Late), func(e ledger.Entry) error { entries = append(entries, e); return nil }); err != nil {
+	if _, err := ledger.Scan(job.LedgerDir(p, live, p.Sinks.Late), func(e ledger.Entry) error { entries = append(entries, e); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	missed := 0
@@ -361,7 +361,7 @@ func TestBackfillForgedEntries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := ledger.Open(job.LedgerDir(p, dir, p.Spec.Sinks.Late), nil, 0, jobtest.TestNow)
+	w, err := ledger.Open(job.LedgerDir(p, dir, p.Sinks.Late), nil, 0, jobtest.TestNow)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,6 @@ package backfill
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -138,7 +137,7 @@ func Complete(p *spec.Plan, dir string) (*Answer, error) {
 // decoder's canonical texts), as the job's results store them (keyText),
 // and its window.
 func rowID(p *spec.Plan, key string, w window.Window) string {
-	keys := outfmt.SplitKey(key, len(p.Spec.Key))
+	keys := outfmt.SplitKey(key, len(p.Key))
 	for i, k := range keys {
 		keys[i] = keyText(p, []byte(k))
 	}
@@ -168,7 +167,7 @@ func rowIdentity(keys []string, start, end string) string {
 func keyText(p *spec.Plan, k []byte) string {
 	var x any
 	var err error
-	if r := p.Spec.Sinks.Primary(); r != nil && r.Type == "postgres" {
+	if r := p.Sinks.Primary(); r != nil && r.Type == "postgres" {
 		x, err = outfmt.PgKeyText(k)
 	} else {
 		x, err = sqliteio.Value(k)
@@ -185,7 +184,7 @@ func keyText(p *spec.Plan, k []byte) string {
 // text for jsonl and Kafka results, which keep the text (a decimal sum
 // is then compared digit for digit).
 func valueCanonical(p *spec.Plan, v []byte) string {
-	if r := p.Spec.Sinks.Primary(); r != nil && (r.Type == "jsonl" || r.Type == "kafka") && isNumberText(string(v)) {
+	if r := p.Sinks.Primary(); r != nil && (r.Type == "jsonl" || r.Type == "kafka") && isNumberText(string(v)) {
 		if _, err := strconv.ParseInt(string(v), 10, 64); err != nil {
 			return "number:" + string(v)
 		}
@@ -274,11 +273,11 @@ func shownRow(vals []string, ok bool) string {
 // that writes before it computes the answer (weir backfill --verify)
 // asks first and writes nothing when it cannot.
 func CheckComplete(p *spec.Plan, dir string) error {
-	s := p.Spec
+	s := p
 	if p.Time != spec.EventTime {
 		return fmt.Errorf("the complete answer is computed for event time; this job uses %s time", p.Time)
 	}
-	if t := s.Window.Type; t != "tumbling" && t != "sliding" {
+	if t := p.WindowKind; t != spec.Tumbling && t != spec.Sliding {
 		return fmt.Errorf("the complete answer is computed for tumbling and sliding windows, not %s", t)
 	}
 	switch t := s.Source.Type; t {
@@ -318,7 +317,7 @@ func (c *collectLines) DeadLetter(string, string, any)   { c.dead++ }
 func (a *Answer) Compare(p *spec.Plan, dir string, limit int) ([]string, int, error) {
 	var got map[string][]string
 	var err error
-	if r := p.Spec.Sinks.Primary(); r.Type == "jsonl" || r.Type == "kafka" {
+	if r := p.Sinks.Primary(); r.Type == "jsonl" || r.Type == "kafka" {
 		got, err = latestResults(p, dir)
 	} else {
 		got, err = tableRows(p, dir)
@@ -357,7 +356,7 @@ func (a *Answer) Compare(p *spec.Plan, dir string, limit int) ([]string, int, er
 func latestResults(p *spec.Plan, dir string) (map[string][]string, error) {
 	f := resultFold{p: p, got: map[string][]string{}, revs: map[string][2]int64{}}
 	defer f.newestRun()
-	r := p.Spec.Sinks.Primary()
+	r := p.Sinks.Primary()
 	if r.Type == "kafka" {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
@@ -412,7 +411,7 @@ func (f *resultFold) add(line []byte) error {
 	if len(line) == 0 {
 		return nil
 	}
-	s := f.p.Spec
+	s := f.p
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(line, &m); err != nil {
 		return err
@@ -436,8 +435,8 @@ func (f *resultFold) add(line []byte) error {
 		delete(f.revs, k)
 		return nil
 	}
-	row := make([]string, len(s.Aggregate))
-	for i, ag := range s.Aggregate {
+	row := make([]string, len(s.Aggregates))
+	for i, ag := range s.Aggregates {
 		row[i] = valueCanonical(f.p, m[ag.Name])
 	}
 	f.got[k], f.revs[k] = row, rev
@@ -452,18 +451,18 @@ func tableRows(p *spec.Plan, dir string) (map[string][]string, error) {
 		return nil, err
 	}
 	defer db.close()
-	s := p.Spec
+	s := p
 	var cols []string
 	for _, k := range s.Key {
 		cols = append(cols, db.text(quoteSQL(k)))
 	}
 	cols = append(cols, "window_start", "window_end")
-	for _, ag := range s.Aggregate {
+	for _, ag := range s.Aggregates {
 		cols = append(cols, db.text(quoteSQL(ag.Name)))
 	}
 	// The job's rows of its newest run (--append keeps earlier runs'
 	// rows beside them; the complete answer is of this run's input).
-	t := quoteSQL(cmp.Or(s.Sinks.Primary().Table, "results"))
+	t := quoteSQL(rt.name)
 	q := `SELECT ` + strings.Join(cols, ", ") + ` FROM ` + t + ` WHERE "job" = ? AND run = (SELECT MAX(run) FROM ` + t + ` WHERE "job" = ?)`
 	if db.pg {
 		q = dollars(q)
@@ -485,7 +484,7 @@ func tableRows(p *spec.Plan, dir string) (map[string][]string, error) {
 			return nil, err
 		}
 		keys := make([]string, 0, nk)
-		row := make([]string, 0, len(s.Aggregate))
+		row := make([]string, 0, len(s.Aggregates))
 		for i, v := range vals {
 			if i == nk || i == nk+1 { // the window
 				continue

@@ -139,7 +139,8 @@ type TableOptions struct {
 // window that never fired gets its first row, pane 0. Session windows
 // are not revised: do not run it on their ledger.
 //
-// The ledger is locked against other backfills while it runs (not
+// The report's Watermark is etime.MaxTime: IntoTable knows no live
+// watermark. The ledger is locked against other backfills while it runs (not
 // against the live job, which appends). ctx stops it between windows, in
 // a retry's wait and in a Postgres transaction (which is then rolled
 // back).

@@ -65,7 +65,7 @@ func demoCmd(ctx context.Context, args []string, o IO) int {
 	for _, f := range []string{"results.db", "results.db-wal", "results.db-shm"} {
 		os.Remove(filepath.Join(out, f))
 	}
-	if err := os.RemoveAll(job.LedgerDir(p, out, p.Spec.Sinks.Late)); err != nil {
+	if err := os.RemoveAll(job.LedgerDir(p, out, p.Sinks.Late)); err != nil {
 		fmt.Fprintln(o.Stderr, "weir demo:", err)
 		return ExitFailed
 	}
@@ -108,7 +108,7 @@ func demoCmd(ctx context.Context, args []string, o IO) int {
 	fmt.Fprintf(o.Stdout, "\nresults are upserted into %s (table order_stats, one row per user and window;\n", filepath.Join(rel, "results.db"))
 	fmt.Fprintf(o.Stdout, "late firings overwrote earlier rows, so re-running never double counts). Query it with:\n")
 	fmt.Fprintf(o.Stdout, "  sqlite3 %s \"SELECT user_id, window_start, orders, total, firing, pane FROM order_stats ORDER BY window_start, user_id LIMIT 10\"\n", filepath.Join(rel, "results.db"))
-	fmt.Fprintf(o.Stdout, "too-late orders (none lost) are in the ledger %s; to count or list them:\n", filepath.Join(rel, "ledger", p.Spec.Name))
+	fmt.Fprintf(o.Stdout, "too-late orders (none lost) are in the ledger %s; to count or list them:\n", filepath.Join(rel, "ledger", p.Name))
 	fmt.Fprintf(o.Stdout, "  weir ledger stats %s\n", filepath.Join(rel, "demo.yaml"))
 	fmt.Fprintf(o.Stdout, "to fold them into their windows (each window's next revision, firing backfill; idempotent) and check the table against the complete answer:\n")
 	fmt.Fprintf(o.Stdout, "  weir backfill %s --verify\n", filepath.Join(rel, "demo.yaml"))

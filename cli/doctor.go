@@ -118,7 +118,7 @@ func fetchDump(ctx context.Context, addr string) ([]byte, error) {
 
 // doctorThresholds are the spec's doctor: block in the doctor's terms.
 func doctorThresholds(p *spec.Plan) doctor.Thresholds {
-	d := p.Spec.Doctor
+	d := p.Doctor
 	if d == nil {
 		return doctor.Thresholds{}
 	}

@@ -48,7 +48,7 @@ func ledgerCmd(args []string, o IO) int {
 	if !ok {
 		return ExitUsage
 	}
-	k := p.Spec.Sinks.Late
+	k := p.Sinks.Late
 	if k == nil || k.Type != "ledger" && k.Type != "postgres" && k.Type != "kafka" {
 		fmt.Fprintf(o.Stderr, "weir ledger: %s has no ledger; set sinks.late: {type: ledger, dir: ledger} (or a postgres table, or a kafka topic)\n", paths[0])
 		return ExitUsage

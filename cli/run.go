@@ -76,7 +76,7 @@ func validateCmd(args []string, o IO) int {
 			warns = fmt.Sprintf("; %d warning(s) above", n)
 		}
 		fmt.Fprintf(o.Stdout, "%s: ok: job %q, %s time, %s source, %s windows, %d aggregate(s)%s\n",
-			path, p.Spec.Name, p.Time, p.Spec.Source.Type, p.Spec.Window.Type, len(p.Spec.Aggregate), warns)
+			path, p.Name, p.Time, p.Source.Type, p.WindowKind, len(p.Aggregates), warns)
 	})
 }
 
@@ -381,7 +381,7 @@ func allDead(s job.Summary) string {
 // pure function of the counters, so golden tests can compare it.
 func printSummary(w io.Writer, p *spec.Plan, s job.Summary, elapsed time.Duration, peak weir.StateInfo, state string, resumedAt int64) {
 	g := s.Get
-	fmt.Fprintf(w, "job %s %s: %d records in\n", p.Spec.Name, state, g("records_in"))
+	fmt.Fprintf(w, "job %s %s: %d records in\n", p.Name, state, g("records_in"))
 	fmt.Fprintf(w, "  on time (within the out-of-orderness bound): %d records; window firings %d early, %d on time\n", g("accepted")-g("accepted_late")-g("on_time_trailing"), g("fired_early"), g("fired_on_time"))
 	if n := g("on_time_trailing"); n > 0 {
 		fmt.Fprintf(w, "  on time only because the watermark trailed: %d records more than the bound out of order, in windows the bound's watermark would have closed\n", n)
@@ -741,18 +741,10 @@ func watchLate(p *spec.Plan, cur func() *job.Job, o IO) (stop func()) {
 // jobInfo is what the monitor judges a job against: its bound, lateness,
 // window size (or session gap), idle timeout and watermark interval.
 func jobInfo(p *spec.Plan) monitor.JobInfo {
-	w := p.Spec.Window
-	size := int64(0)
-	switch {
-	case w.Size != nil:
-		size = int64(*w.Size)
-	case w.Gap != nil:
-		size = int64(*w.Gap)
-	}
 	interval := int64(p.Interval)
 	if p.EveryRecord {
 		interval = 0
 	}
-	return monitor.JobInfo{Name: p.Spec.Name, BoundMS: int64(p.Bound), LatenessMS: int64(p.Lateness), WindowMS: size,
+	return monitor.JobInfo{Name: p.Name, BoundMS: int64(p.Bound), LatenessMS: int64(p.Lateness), WindowMS: int64(p.WindowSpan),
 		IdleMS: int64(p.IdleTimeout), Parallelism: p.Channels, WatermarkIntervalMS: interval}
 }

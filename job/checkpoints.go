@@ -47,7 +47,7 @@ type checkpoints struct {
 // format is refused.
 func openCheckpoints(p *spec.Plan, o RunOptions) (*checkpoints, error) {
 	interval, retain := 5*time.Second, 0
-	if c := p.Spec.Checkpoint; c != nil {
+	if c := p.Checkpoint; c != nil {
 		retain = c.Retain
 		if c.Interval != nil {
 			interval = etime.Duration(*c.Interval).Std()
@@ -86,7 +86,7 @@ func openCheckpoints(p *spec.Plan, o RunOptions) (*checkpoints, error) {
 	// A kafka results sink commits a checkpoint's output after the
 	// checkpoint: only a checkpoint whose transaction committed counts.
 	limit := int64(math.MaxInt64)
-	if r := p.Spec.Sinks.Results.First("kafka"); r != nil {
+	if r := p.Sinks.Results.First("kafka"); r != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		id, ok, err := kafkaio.LastCommitted(ctx, kafkaSinkOptions(r, txnID(p)))
 		cancel()
@@ -161,7 +161,7 @@ func addedKafka(p *spec.Plan, store *checkpoint.Dir) bool {
 	if err != nil {
 		return false
 	}
-	for i, r := range p.Spec.Sinks.Results {
+	for i, r := range p.Sinks.Results {
 		if r.Type == "kafka" && slices.Contains(added, spec.ResultsName(i)) {
 			return true
 		}
@@ -202,7 +202,7 @@ func checkpointDir(p *spec.Plan, o RunOptions) string {
 	if o.CheckpointDir != "" {
 		return o.CheckpointDir
 	}
-	if c := p.Spec.Checkpoint; c != nil {
+	if c := p.Checkpoint; c != nil {
 		return o.Path(c.Dir)
 	}
 	return ""

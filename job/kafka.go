@@ -23,7 +23,7 @@ import (
 // their timestamps and per-partition watermarks, in the reader.
 func (j *Job) kafkaRecords(env *weir.Env) (weir.Stream[record.Record], error) {
 	p, wm := j.plan, j.path.Watermark
-	k := p.Spec.Source.Kafka
+	k := p.Source.Kafka
 	decode := func(r *kafkaio.Record) (record.Record, etime.Time, error) {
 		// Backward jumps are counted per partition: partition p is read
 		// by channel p % channels, as its slot p / channels.
@@ -84,7 +84,7 @@ func (j *Job) committed(int64) error {
 // txnID is the transactional id of the job's kafka results sink: stable
 // across restarts, unique to the job's name.
 func txnID(p *spec.Plan) string {
-	name := p.Spec.Name
+	name := p.Name
 	if name == "" {
 		name = "job"
 	}
@@ -123,9 +123,9 @@ func openKafkaResults(j *Job, k *spec.Sink) (*kafkaResults, error) {
 func prepareKafka(p *spec.Plan, o RunOptions, checkpoints bool) error {
 	var r *spec.Sink
 	at := "" // the sink's spec path
-	for i, k := range p.Spec.Sinks.Results {
+	for i, k := range p.Sinks.Results {
 		if k.Type == "kafka" {
-			r, at = k, "sinks."+spec.ResultsPath(i, len(p.Spec.Sinks.Results))
+			r, at = k, "sinks."+spec.ResultsPath(i, len(p.Sinks.Results))
 			break
 		}
 	}
@@ -138,7 +138,7 @@ func prepareKafka(p *spec.Plan, o RunOptions, checkpoints bool) error {
 	for _, k := range []struct {
 		name string
 		s    *spec.Sink
-	}{{"late", p.Spec.Sinks.Late}, {"late_partial", p.Spec.Sinks.LatePartial}, {"dead_letter", p.Spec.Sinks.DeadLetter}} {
+	}{{"late", p.Sinks.Late}, {"late_partial", p.Sinks.LatePartial}, {"dead_letter", p.Sinks.DeadLetter}} {
 		if k.s != nil && k.s.Type == "kafka" {
 			if _, ok := paths[k.s.Topic]; !ok {
 				topics, paths[k.s.Topic] = append(topics, k.s.Topic), "sinks."+k.name+".topic"

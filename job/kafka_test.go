@@ -412,7 +412,7 @@ func TestKafkaMarkerTopicCreated(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if id, ok, err := kafkaio.LastCommitted(ctx, kafkaSinkOptions(p.Spec.Sinks.Primary(), txnID(p))); err != nil || !ok || id < 1 {
+	if id, ok, err := kafkaio.LastCommitted(ctx, kafkaSinkOptions(p.Sinks.Primary(), txnID(p))); err != nil || !ok || id < 1 {
 		t.Fatalf("last committed checkpoint %d %v %v: the run committed none to the marker topic", id, ok, err)
 	}
 	adm, err := kadm.NewOptClient(kgo.SeedBrokers(broker))

@@ -67,7 +67,7 @@ func lockRun(p *spec.Plan, o RunOptions) (*runLocks, error) {
 	if dir := checkpointDir(p, o); dir != "" {
 		ts = append(ts, target{"checkpoint directory", dir, true})
 	}
-	s := &p.Spec.Sinks
+	s := &p.Sinks
 	for i, r := range s.Results {
 		switch r.Type {
 		case "kafka", "nats", "postgres", "stdout":
@@ -88,7 +88,7 @@ func lockRun(p *spec.Plan, o RunOptions) (*runLocks, error) {
 			ts = append(ts, target{"sinks." + k.name, o.Path(k.s.Path), false})
 		}
 	}
-	if a := p.Spec.Archive; a != nil {
+	if a := p.Archive; a != nil {
 		ts = append(ts, target{"archive", o.Path(a.Dir), true})
 	}
 	l := &runLocks{}

@@ -18,7 +18,7 @@ import (
 // natsRecords is the stream of a nats source, decoded.
 func (j *Job) natsRecords(env *weir.Env) weir.Stream[record.Record] {
 	p := j.plan
-	n := p.Spec.Source.NATS
+	n := p.Source.NATS
 	src := natsio.NewSource(natsio.SourceOptions{URL: n.URL, Stream: n.Stream, Subjects: n.Subjects, Start: natsStart(p.Start),
 		StopAtEnd: n.StopAtEnd, Logger: j.env.Options().Logger})
 	j.srcName = "nats:" + n.Stream

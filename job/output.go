@@ -161,7 +161,7 @@ func entryID(kafka bool, part int32, offset int64) string {
 // position returns where r was read: whether from Kafka (r.part is the
 // partition) and the offset, stream sequence or line number.
 func (j *Job) position(r record.Record) (kafka bool, pos int64) {
-	if j.plan.Spec.Source.Type == "kafka" {
+	if j.plan.Source.Type == "kafka" {
 		return true, r.No - 1 // no is the offset + 1
 	}
 	return false, r.No
@@ -174,7 +174,7 @@ func newOutput(j *Job, checkpoints, deterministic bool) *output {
 	if checkpoints {
 		o.epochs = epochs.New[item](deterministic)
 		limit := int64(spec.DefaultMaxBuffered)
-		if c := j.plan.Spec.Checkpoint; c != nil && c.MaxBuffered > 0 {
+		if c := j.plan.Checkpoint; c != nil && c.MaxBuffered > 0 {
 			limit = int64(c.MaxBuffered)
 		}
 		// At half the bound with no commit under way, a checkpoint now,
@@ -295,7 +295,7 @@ func (o *output) noteOverflows(v []byte) {
 	p := o.j.plan
 	ov := record.ResultOverflows(v, o.width)
 	for i, c := range ov {
-		if i >= len(p.Spec.Aggregate) || c == record.OverNone {
+		if i >= len(p.Aggregates) || c == record.OverNone {
 			continue
 		}
 		what := "decimal_overflow: a decimal sum went beyond 38 digits; it is a float64 from here on (declare type: float to have float sums from the start)"
@@ -307,7 +307,7 @@ func (o *output) noteOverflows(v []byte) {
 			o.c.DecimalOverflow++
 		}
 		o.pub.Unlock()
-		a := p.Spec.Aggregate[i]
+		a := p.Aggregates[i]
 		if k := a.Name + string(c); !o.warned[k] {
 			if o.warned == nil {
 				o.warned = map[string]bool{}

@@ -378,7 +378,7 @@ func (j *Job) Buffered() (now, peak int64) { return j.out.buffered() }
 // database per operator instance under the state directory, behind caches
 // of live windows.
 func pebbleBackend(p *spec.Plan, o RunOptions) (func() state.Backend, func(), error) {
-	st := p.Spec.State
+	st := p.State
 	base, remove := st.Dir, func() {}
 	if base == "" {
 		d, err := os.MkdirTemp("", "weir-state-")
@@ -454,7 +454,7 @@ func (o RunOptions) Path(p string) string {
 // generator with pace: wall and tells start: now; nil reads unpaced (a
 // deterministic run, whose clock stands still, too).
 func LineSource(p *spec.Plan, o RunOptions, clk clock.Clock, final, stopped func() bool) (weir.Source[fileio.Line], string, error) {
-	s := p.Spec
+	s := p
 	switch s.Source.Type {
 	case "kafka", "nats":
 		return nil, "", nil
@@ -488,7 +488,7 @@ func LineSource(p *spec.Plan, o RunOptions, clk clock.Clock, final, stopped func
 
 func (j *Job) build(o RunOptions) error {
 	p := j.plan
-	s := p.Spec
+	s := p
 	stopped := func() bool { return j.failed.Load() || j.stopped() }
 	final := func() bool {
 		if stopped() {

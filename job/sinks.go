@@ -211,7 +211,7 @@ type pgRecords struct {
 // id.
 func (j *Job) cutRecords(db *pgio.RecordSink, sink string, restoring bool) error {
 	ctx := j.sinkCtx
-	name := j.plan.Spec.Name
+	name := j.plan.Name
 	if restoring && !j.startsFresh(sink) {
 		n, err := db.Cut(ctx, name, j.out.c.Run, j.out.c.Epoch)
 		if err == nil && n > 0 {
@@ -224,7 +224,7 @@ func (j *Job) cutRecords(db *pgio.RecordSink, sink string, restoring bool) error
 
 // flushAs flushes the buffered rows as the run's rows of epoch.
 func (w *pgRecords) flushAs(epoch int64) error {
-	w.db.SetEpoch(w.j.plan.Spec.Name, w.j.run, epoch)
+	w.db.SetEpoch(w.j.plan.Name, w.j.run, epoch)
 	return w.db.Flush(context.Background())
 }
 
@@ -359,17 +359,17 @@ func (j *Job) kafkaResults() *kafkaResults {
 // openSinks opens the sinks; offsets, from a restored checkpoint, say how
 // long each file sink was when it was taken.
 func (j *Job) openSinks(o RunOptions, offsets map[string]int64) error {
-	s := &j.plan.Spec.Sinks
+	s := &j.plan.Sinks
 	var stdout *lineSink
 	var src os.FileInfo
-	if t := j.plan.Spec.Source.Type; t == "file" {
-		src, _ = os.Stat(o.Path(j.plan.Spec.Source.Path))
+	if t := j.plan.Source.Type; t == "file" {
+		src, _ = os.Stat(o.Path(j.plan.Source.Path))
 	}
 	// sinkPath resolves a sink's path, refusing the input file.
 	sinkPath := func(k *spec.Sink) (string, error) {
 		path := o.Path(k.Path)
 		if fi, err := os.Stat(path); err == nil && src != nil && os.SameFile(fi, src) {
-			return "", fmt.Errorf("sink %s is the input file %s; writing it would destroy the input", k.Path, j.plan.Spec.Source.Path)
+			return "", fmt.Errorf("sink %s is the input file %s; writing it would destroy the input", k.Path, j.plan.Source.Path)
 		}
 		return path, nil
 	}
@@ -414,7 +414,7 @@ func (j *Job) openSinks(o RunOptions, offsets map[string]int64) error {
 			return err
 		}
 	}
-	if a := j.plan.Spec.Archive; a != nil {
+	if a := j.plan.Archive; a != nil {
 		ar, last, err := newArchiveWriter(RunOptions{Dir: j.runDir}.Path(a.Dir), j.env.Options().Logger, j.fresh, j.appendRuns)
 		if err != nil {
 			return err
@@ -524,8 +524,8 @@ func (j *Job) openResults(op *spec.SinkOp, open func(string, *spec.Sink) (*lineS
 		}
 		return k, nil
 	}
-	names := make([]string, len(j.plan.Spec.Aggregate))
-	for i, a := range j.plan.Spec.Aggregate {
+	names := make([]string, len(j.plan.Aggregates))
+	for i, a := range j.plan.Aggregates {
 		names[i] = a.Name
 	}
 	if record.KeepsAccs(j.plan) {
@@ -534,7 +534,7 @@ func (j *Job) openResults(op *spec.SinkOp, open func(string, *spec.Sink) (*lineS
 	switch r.Type {
 	case "postgres":
 		o := j.pgOptions(name, r)
-		o.Job = j.plan.Spec.Name
+		o.Job = j.plan.Name
 		keys, vals := outfmt.PgColumns(j.plan)
 		db, err := pgio.Open(j.sinkCtx, r.URL, r.Table, keys, vals, o)
 		if err != nil {
@@ -547,11 +547,11 @@ func (j *Job) openResults(op *spec.SinkOp, open func(string, *spec.Sink) (*lineS
 		if err != nil {
 			return nil, err
 		}
-		db, err := sqliteio.Open(path, j.plan.Spec.Key, names, sqliteio.Options{Table: r.Table, Job: j.plan.Spec.Name})
+		db, err := sqliteio.Open(path, j.plan.Key, names, sqliteio.Options{Table: r.Table, Job: j.plan.Name})
 		if err != nil {
 			return nil, err
 		}
-		k := &sqliteResults{db: db, j: j, keys: j.plan.Spec.Key, vals: names}
+		k := &sqliteResults{db: db, j: j, keys: j.plan.Key, vals: names}
 		return k, j.startTable(name, op.Path, cmp.Or(r.Table, sqliteio.DefaultTable), db.MaxRun, db.Reset)
 	}
 	ls, err := open(name, r)
@@ -681,7 +681,7 @@ func (w *pgResults) write(r window.Result[string, []byte]) error {
 	row.Keys, row.Values = row.Keys[:0], row.Values[:0]
 	row.Start, row.End = tableWindow(r.Window)
 	row.Firing, row.Run, row.Pane, row.Watermark = r.Firing.String(), w.j.run, r.Pane, r.Watermark
-	columns(r, w.j.plan.Spec.Key, w.vals, func(key bool, name string, v []byte) {
+	columns(r, w.j.plan.Key, w.vals, func(key bool, name string, v []byte) {
 		if key {
 			row.Keys = append(row.Keys, pgio.Column{Name: name, Value: v})
 		} else {
@@ -772,7 +772,7 @@ func LedgerDir(p *spec.Plan, dir string, k *spec.Sink) string {
 	if !filepath.IsAbs(d) {
 		d = filepath.Join(dir, d)
 	}
-	name := p.Spec.Name
+	name := p.Name
 	if name == "" {
 		name = "job"
 	}
@@ -889,7 +889,7 @@ func (j *Job) RecentLate() []LateRecord {
 // of the spec that gives those their meaning (specHash) and the run.
 func (j *Job) appendLateMeta(b []byte, l window.LateRecord[string, record.Record]) []byte {
 	b = append(b, `{"key":{`...)
-	keys := j.plan.Spec.Key
+	keys := j.plan.Key
 	for i, v := range outfmt.SplitKey(l.Key, len(keys)) {
 		if i > 0 {
 			b = append(b, ',')
@@ -919,7 +919,7 @@ func (j *Job) appendLateMeta(b []byte, l window.LateRecord[string, record.Record
 // extension (results.jsonl: results.backfill.jsonl). Not the results file
 // itself: a restore of the live job cuts that back to its checkpoint.
 func CorrectionsPath(p *spec.Plan, dir string) string {
-	path := RunOptions{Dir: dir}.Path(p.Spec.Sinks.Primary().Path)
+	path := RunOptions{Dir: dir}.Path(p.Sinks.Primary().Path)
 	base, ext := path, ""
 	if i := strings.LastIndexByte(path, '.'); i > strings.LastIndexByte(path, '/') {
 		base, ext = path[:i], path[i:]

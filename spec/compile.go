@@ -20,6 +20,11 @@ import (
 // Plan is a validated spec with every default filled in and the window
 // assigner and trigger built.
 type Plan struct {
+	// Spec is the spec as written, with Compile's defaults: its
+	// provenance. Only what records the spec itself reads it (the job
+	// meta of checkpoints, which classifies its fields as state-relevant
+	// or not, and the ledger's spec hash); everything else reads the
+	// typed fields below.
 	Spec *Spec
 	// Graph is the job as typed operators and sinks. The runner takes
 	// its shape from it (Graph.Path: it refuses any other), builds the
@@ -31,6 +36,23 @@ type Plan struct {
 	// questionable but not wrong: a ledger without the archive that
 	// weir backfill needs, say. A job with warnings runs.
 	Warnings Errors
+
+	// Name is the job's name (in logs, summaries, table rows and ledger
+	// entries); Key the fields that key the windows (none: one key);
+	// Aggregates the per-window aggregates, in output order.
+	Name       string
+	Key        []string
+	Aggregates []Aggregate
+	// Source and Sinks are the connectors' settings, with Compile's
+	// defaults (the graph's SourceOp and SinkOps point into them);
+	// Checkpoint, State, Archive and Doctor the spec's blocks of those
+	// names (nil when absent).
+	Source     Source
+	Sinks      Sinks
+	Checkpoint *CheckpointSpec
+	State      *StateSpec
+	Archive    *ArchiveSpec
+	Doctor     *DoctorSpec
 
 	Time      TimeMode
 	Format    Format
@@ -51,9 +73,13 @@ type Plan struct {
 	// partition reads a backlog (W10); 0: periodic emission only.
 	BacklogEvery int
 
-	Assigner window.Assigner
-	Trigger  trigger.Trigger // nil: the assigner's default
-	Lateness etime.Duration
+	// WindowKind is the assigner's kind, WindowSpan its size (a
+	// session's gap; 0 for the global window).
+	WindowKind WindowKind
+	WindowSpan etime.Duration
+	Assigner   window.Assigner
+	Trigger    trigger.Trigger // nil: the assigner's default
+	Lateness   etime.Duration
 	// LateFiringInterval throttles late firings (W11); 0: none.
 	LateFiringInterval etime.Duration
 	// LateRatioWarn and LateRatioCrit are the alert levels of the share
@@ -597,6 +623,12 @@ func (c *compiler) window() {
 	w, p := &c.p.Spec.Window, c.p
 	proc := p.Time == ProcessingTime
 	typ := c.oneOf("window.type", w.Type, "", "tumbling", "sliding", "session", "global")
+	p.WindowKind = WindowKind(typ)
+	if w.Size != nil {
+		p.WindowSpan = etime.Duration(*w.Size)
+	} else if w.Gap != nil {
+		p.WindowSpan = etime.Duration(*w.Gap)
+	}
 	need := func(field string, d *Duration, fix string) etime.Duration {
 		if d == nil {
 			c.add("window."+field, "missing", typ+" windows need "+fix)

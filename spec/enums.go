@@ -45,6 +45,17 @@ const (
 	Punctuated            WatermarkType = "punctuated" // the replay lines' $watermark only
 )
 
+// WindowKind is the window assigner's kind.
+type WindowKind string
+
+// The window kinds.
+const (
+	Tumbling WindowKind = "tumbling"
+	Sliding  WindowKind = "sliding"
+	Session  WindowKind = "session"
+	Global   WindowKind = "global"
+)
+
 // Backend is where window state lives (R12).
 type Backend string
 

@@ -313,14 +313,16 @@ func (g *Graph) Path() (*Path, error) {
 // job.
 func (c *compiler) graph() {
 	p, s := c.p, c.p.Spec
+	p.Name, p.Key, p.Aggregates = s.Name, s.Key, s.Aggregate
+	p.Source, p.Sinks, p.Checkpoint, p.State, p.Archive, p.Doctor = s.Source, s.Sinks, s.Checkpoint, s.State, s.Archive, s.Doctor
 	g := &p.Graph
-	src := g.add("source", &SourceOp{Type: s.Source.Type, Config: &s.Source, Start: p.Start})
+	src := g.add("source", &SourceOp{Type: p.Source.Type, Config: &p.Source, Start: p.Start})
 	dec := g.add("decode", &DecodeOp{Format: p.Format, TSField: p.TSField, TSUnit: p.TSUnit, Checks: p.Checks, MaxFuture: p.MaxFuture}, Edge{src, Out})
 	wm := g.add("watermark", &WatermarkOp{Time: p.Time, Type: p.WMType, Bound: p.Bound, IdleTimeout: p.IdleTimeout, EveryRecord: p.EveryRecord,
 		Interval: p.Interval, Heartbeat: p.Heartbeat, BacklogEvery: p.BacklogEvery}, Edge{dec, Out})
 	win := g.add("window", &WindowOp{Key: s.Key, Assigner: p.Assigner, Trigger: p.Trigger, Lateness: p.Lateness,
 		LateFiringInterval: p.LateFiringInterval, Aggregates: s.Aggregate}, Edge{wm, Out})
-	sinks := &s.Sinks
+	sinks := &p.Sinks
 	for i, r := range sinks.Results {
 		path := "sinks." + ResultsPath(i, len(sinks.Results))
 		g.add(path, &SinkOp{Role: connector.RoleResults, Name: ResultsName(i), Path: path, Config: r}, Edge{win, Out})

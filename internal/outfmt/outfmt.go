@@ -35,8 +35,8 @@ import (
 // pgio.Text). Aggregates take pgAggType; the accumulators' column
 // (spec.AccColumn) is text, holding the accumulator text.
 func PgColumns(p *spec.Plan) (keys, values []pgio.ColumnDef) {
-	keys = pgio.Defs(pgio.Text, p.Spec.Key...)
-	for _, a := range p.Spec.Aggregate {
+	keys = pgio.Defs(pgio.Text, p.Key...)
+	for _, a := range p.Aggregates {
 		values = append(values, pgio.ColumnDef{Name: a.Name, Type: pgAggType(a)})
 	}
 	if record.KeepsAccs(p) {
@@ -132,7 +132,7 @@ func AppendResult(b []byte, plan *spec.Plan, run int64, r window.Result[string, 
 	b = strconv.AppendInt(b, int64(r.Watermark), 10)
 	if r.Firing != window.Retract {
 		rest := r.Value
-		for _, a := range plan.Spec.Aggregate {
+		for _, a := range plan.Aggregates {
 			b = append(b, ',')
 			b = weir.AppendJSONString(b, a.Name)
 			b = append(b, ':')
@@ -148,7 +148,7 @@ func AppendResult(b []byte, plan *spec.Plan, run int64, r window.Result[string, 
 // and window, as a JSON object (a Kafka record key).
 func AppendResultKey(b []byte, plan *spec.Plan, r window.Result[string, []byte]) []byte {
 	b = append(b, '{')
-	keys := plan.Spec.Key
+	keys := plan.Key
 	vals := SplitKey(r.Key, len(keys))
 	for i, k := range keys {
 		b = weir.AppendJSONString(b, k)
@@ -191,9 +191,8 @@ func SplitKey(k string, n int) []string {
 // refuses entries written under another (their windows or accumulators
 // would not match), unless told to accept that hash.
 func SpecHash(p *spec.Plan) string {
-	s := p.Spec
 	b, _ := json.Marshal(map[string]any{"time": p.Time, "ts_field": p.TSField, "ts_unit": p.TSUnit,
-		"key": s.Key, "window": s.Window, "aggregate": s.Aggregate})
+		"key": p.Key, "window": p.Spec.Window, "aggregate": p.Aggregates})
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:4])
 }

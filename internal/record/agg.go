@@ -80,14 +80,14 @@ func (a Aggregator) Width() int {
 // the aggregates that are not their own (a spec.AccColumn of a SQL table, or
 // the archive's rows).
 func KeepsAccs(p *spec.Plan) bool {
-	r := p.Spec.Sinks.Results
-	return len(r) > 0 && (r.First("sqlite") != nil || r.First("postgres") != nil || p.Spec.Archive != nil) && needsAccColumn(planFns(p))
+	r := p.Sinks.Results
+	return len(r) > 0 && (r.First("sqlite") != nil || r.First("postgres") != nil || p.Archive != nil) && needsAccColumn(planFns(p))
 }
 
 // aggFns lists the functions of the job's aggregates, in order.
 func planFns(p *spec.Plan) []string {
-	fns := make([]string, len(p.Spec.Aggregate))
-	for i, a := range p.Spec.Aggregate {
+	fns := make([]string, len(p.Aggregates))
+	for i, a := range p.Aggregates {
 		fns[i] = a.Fn
 	}
 	return fns
@@ -97,10 +97,10 @@ func planFns(p *spec.Plan) []string {
 // results have it (KeepsAccs).
 func NewAggregator(p *spec.Plan, withAcc bool) Aggregator {
 	a := Aggregator{Fns: planFns(p), withAcc: withAcc}
-	for i, ag := range p.Spec.Aggregate {
+	for i, ag := range p.Aggregates {
 		if ag.Type == "float" {
 			if a.float == nil {
-				a.float = make([]bool, len(p.Spec.Aggregate))
+				a.float = make([]bool, len(p.Aggregates))
 			}
 			a.float[i] = true
 		}

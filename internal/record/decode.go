@@ -202,7 +202,7 @@ func NewDecoder(p *spec.Plan, clk clock.Clock) *Decoder {
 	for i := range d.ChMax {
 		d.ChMax[i] = []etime.Time{etime.MinTime}
 	}
-	for _, a := range p.Spec.Aggregate {
+	for _, a := range p.Aggregates {
 		n := needJSON
 		switch a.Fn {
 		case "count":
@@ -224,10 +224,10 @@ func NewDecoder(p *spec.Plan, clk clock.Clock) *Decoder {
 		// timestamp: the record needs no field for it.)
 		d.tsAt = d.fieldAt(p.TSField)
 	}
-	for _, k := range p.Spec.Key {
+	for _, k := range p.Key {
 		d.keyAt = append(d.keyAt, d.fieldAt(k))
 	}
-	for i, a := range p.Spec.Aggregate {
+	for i, a := range p.Aggregates {
 		at := -1
 		if d.needs[i] != needNothing {
 			at = d.fieldAt(a.Field)
@@ -343,7 +343,7 @@ func (d *Decoder) DecodeSlot(l fileio.Line, slot int) (Record, error) {
 				}
 				if d.Warn != nil && d.warned.CompareAndSwap(false, true) {
 					where := fmt.Sprintf("channel %d", ch)
-					if d.p.Spec.Source.Type == "kafka" {
+					if d.p.Source.Type == "kafka" {
 						where = fmt.Sprintf("partition %d", slot*len(d.ChMax)+ch)
 					}
 					d.Warn(where, m, r.TS)
@@ -362,7 +362,7 @@ func (d *Decoder) DecodeSlot(l fileio.Line, slot int) (Record, error) {
 		sc.slab = sc.slab[:len(sc.slab)+n]
 	}
 	for i, n := range d.needs {
-		a := &d.p.Spec.Aggregate[i]
+		a := &d.p.Aggregates[i]
 		if n == needNothing {
 			r.vals[i].kind = vJSON // count every record
 			continue
@@ -510,7 +510,7 @@ func short(v *fastjson.Value) string {
 // key renders the record's key, interned so that a repeated key costs no
 // allocation.
 func (d *Decoder) key(sc *scratch) (string, error) {
-	keys := d.p.Spec.Key
+	keys := d.p.Key
 	if len(keys) == 0 {
 		return "", nil
 	}

@@ -173,7 +173,7 @@ func (d *Decoder) uses(i int) []fieldUse {
 	}
 	for a, at := range d.aggAt {
 		if at == i {
-			ag := d.p.Spec.Aggregate[a]
+			ag := d.p.Aggregates[a]
 			effect := fmt.Sprintf("aggregate %q (%s) sees no values, so its results are null", ag.Name, ag.Fn)
 			if ag.Fn == "count" {
 				effect = fmt.Sprintf("aggregate %q (count of a field) counts nothing, so its results are 0", ag.Name)

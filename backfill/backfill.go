@@ -405,6 +405,9 @@ func (ps *pass) reviseBatch(st windowStore, rep *BackfillReport, batch []backfil
 			}
 			return st.commit()
 		}()
+		if err != nil && ps.ctx.Err() != nil {
+			return ps.ctx.Err() // cancelled: not Postgres's failure
+		}
 		if err == nil || r == nil || !r.transient(err) || time.Since(start)+backoff > limit {
 			if o.Out != nil {
 				o.Out.Write(out.Bytes())
@@ -623,7 +626,14 @@ func (s *sqlStore) write(w *backfillWindow, pane int64, values []string, ids []s
 	if pane == 0 { // the window never fired: its first row
 		_, err = s.tx.Exec(s.db.ins, append(append(slices.Clone(s.args), "backfill", w.run, int64(0), int64(w.wm)), set...)...)
 	} else {
-		_, err = s.tx.Exec(s.db.upd, append(append(set, pane, int64(w.wm)), s.args...)...)
+		var res sql.Result
+		if res, err = s.tx.Exec(s.db.upd, append(append(set, pane, int64(w.wm)), s.args...)...); err == nil {
+			if n, _ := res.RowsAffected(); n != 1 {
+				// Removed since load (a fresh start's Reset): its applied
+				// ids must not be recorded.
+				err = fmt.Errorf("the window's row is gone (%d rows updated): the job started over while the backfill ran; run it again", n)
+			}
+		}
 	}
 	if err != nil {
 		return err
@@ -819,16 +829,19 @@ func checkSQLiteColumns(ctx context.Context, db *sql.DB, rt table) error {
 		if err := rows.Scan(&n); err != nil {
 			return err
 		}
-		have[n] = true
+		have[strings.ToLower(n)] = true // SQLite resolves names without case
 	}
 	if err := rows.Err(); err != nil || len(have) == 0 {
 		return err // no table: the statements say so
 	}
 	var missing []string
 	for _, c := range append(slices.Clone(rt.keys), rt.values...) {
-		if !have[c.Name] {
+		if !have[strings.ToLower(c.Name)] {
 			missing = append(missing, c.Name)
 		}
+	}
+	if len(missing) == 1 && missing[0] == spec.AccColumn {
+		return fmt.Errorf("table %s in %s has no column %s: it was written before weir kept accumulators; rerun the job into a new table", quoteSQL(rt.name), rt.url, spec.AccColumn)
 	}
 	if len(missing) > 0 {
 		return fmt.Errorf("table %s in %s has no column %s: name the key and value columns as the sink was opened with them", quoteSQL(rt.name), rt.url, strings.Join(missing, ", "))

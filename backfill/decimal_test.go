@@ -130,9 +130,15 @@ sinks:
 }
 
 // TestBackfillOverflow: a backfill that folds a late amount into a
-// decimal sum of 38 digits (kept exactly by the archive) counts the
-// fallback to float64 in its report.
+// decimal sum of 38 digits (kept exactly by the archive, or by SQLite as
+// the text of a number beyond int64 and float64) counts the fallback to
+// float64 in its report.
 func TestBackfillOverflow(t *testing.T) {
+	t.Run("archive", func(t *testing.T) { testBackfillOverflow(t, "{type: jsonl, path: results.jsonl}", "archive: {dir: archive, horizon: 30d}") })
+	t.Run("sqlite", func(t *testing.T) { testBackfillOverflow(t, "{type: sqlite, path: results.db}", "") })
+}
+
+func testBackfillOverflow(t *testing.T, results, archive string) {
 	yml := `
 name: bfover
 source: {type: file, path: in.jsonl}
@@ -140,9 +146,9 @@ watermark: {max_out_of_orderness: 1s}
 window: {type: tumbling, size: 1m}
 aggregate: [{name: total, fn: sum, field: amount}]
 sinks:
-  results: {type: jsonl, path: results.jsonl}
+  results: ` + results + `
   late: {type: ledger, dir: ledger}
-archive: {dir: archive, horizon: 30d}
+` + archive + `
 `
 	in := `{"ts":1767225600000,"amount":` + strings.Repeat("9", 38) + `}
 {"ts":1767225700000,"amount":1}

@@ -46,12 +46,15 @@ func (f *specFolder) seed(vals []any) (any, error) {
 		return f.agg.CreateAccumulator(), nil
 	}
 	for i, v := range vals {
-		if j, ok := v.(json.RawMessage); ok { // a Postgres jsonb column
-			x, err := sqlValue(j)
+		switch x := v.(type) {
+		case json.RawMessage: // a Postgres jsonb column
+			y, err := sqlValue(x)
 			if err != nil {
 				return nil, fmt.Errorf("column %d: %w", i+1, err)
 			}
-			vals[i] = x
+			vals[i] = y
+		case []byte: // SQLite's text of a number beyond int64 and float64
+			vals[i] = record.NumText(x)
 		}
 	}
 	return f.agg.Seed(vals)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"time"
 
@@ -154,7 +155,8 @@ func IntoTable[T, A any](ctx context.Context, t Table, f Fold[T, A], o TableOpti
 	if o.Ledger == "" {
 		return BackfillReport{}, errors.New("backfill: TableOptions.Ledger: the ledger's directory is required")
 	}
-	tb := table{pg: t.Postgres != "", url: cmp.Or(t.Postgres, t.SQLite), name: cmp.Or(t.Name, "results"), job: t.Job, keys: t.Keys, values: t.Values}
+	tb := table{pg: t.Postgres != "", url: cmp.Or(t.Postgres, t.SQLite), name: cmp.Or(t.Name, "results"), job: t.Job, keys: t.Keys, values: t.Values,
+		opts: pgio.Options{Timeout: o.Timeout, RetryFor: o.RetryFor}}
 	name := cmp.Or(o.LedgerSink, "late")
 	src := &fileLedger{name: name, dir: o.Ledger}
 	if !o.DryRun {
@@ -173,9 +175,12 @@ func IntoTable[T, A any](ctx context.Context, t Table, f Fold[T, A], o TableOpti
 		return openSQLStore(ctx, &bo, tb, cmp.Or(o.Timeout, pgio.DefaultTimeout))
 	}
 	if o.Checkpoints != "" {
+		if _, err := os.Stat(o.Checkpoints); err != nil {
+			return BackfillReport{}, fmt.Errorf("backfill: TableOptions.Checkpoints: %w (the live job's checkpoint directory; leave it empty to read all of the ledger)", err)
+		}
 		part, id, ok, err := weir.LatestPreCommitPart(o.Checkpoints, weir.SinkPartName(name))
 		if err != nil {
-			return BackfillReport{}, fmt.Errorf("backfill: the ledger's cut (sink %q) in %s: %w", name, o.Checkpoints, err)
+			return BackfillReport{}, fmt.Errorf("backfill: the ledger's cut (sink %q) in %s: %w; set TableOptions.LedgerSink to the ledger sink's weir.SinkOptions.Name", name, o.Checkpoints, err)
 		}
 		var pos ledger.Pos
 		if ok {

@@ -228,6 +228,11 @@ func TestIntoTableRefuses(t *testing.T) {
 	runLibraryJob(t, orders, dbPath, ledgerDir)
 	fold := backfill.Aggregate(weir.Sum(func(o order) int64 { return o.Amount }))
 	ctx := context.Background()
+	good := backfill.Table{SQLite: dbPath, Name: "totals", Job: "orders", Keys: pgio.Defs(pgio.Text, "user"), Values: pgio.Defs(pgio.BigInt, "total")}
+	_, err := backfill.IntoTable(ctx, good, fold, backfill.TableOptions{Ledger: ledgerDir, Checkpoints: filepath.Join(dir, "nowhere")})
+	if err == nil || !strings.Contains(err.Error(), "TableOptions.Checkpoints") {
+		t.Errorf("a checkpoint directory that is not there: %v, want it named", err)
+	}
 	for _, c := range []struct {
 		name string
 		tb   backfill.Table

@@ -320,8 +320,8 @@ func (c *compiler) graph() {
 	dec := g.add("decode", &DecodeOp{Format: p.Format, TSField: p.TSField, TSUnit: p.TSUnit, Checks: p.Checks, MaxFuture: p.MaxFuture}, Edge{src, Out})
 	wm := g.add("watermark", &WatermarkOp{Time: p.Time, Type: p.WMType, Bound: p.Bound, IdleTimeout: p.IdleTimeout, EveryRecord: p.EveryRecord,
 		Interval: p.Interval, Heartbeat: p.Heartbeat, BacklogEvery: p.BacklogEvery}, Edge{dec, Out})
-	win := g.add("window", &WindowOp{Key: s.Key, Assigner: p.Assigner, Trigger: p.Trigger, Lateness: p.Lateness,
-		LateFiringInterval: p.LateFiringInterval, Aggregates: s.Aggregate}, Edge{wm, Out})
+	win := g.add("window", &WindowOp{Key: p.Key, Assigner: p.Assigner, Trigger: p.Trigger, Lateness: p.Lateness,
+		LateFiringInterval: p.LateFiringInterval, Aggregates: p.Aggregates}, Edge{wm, Out})
 	sinks := &p.Sinks
 	for i, r := range sinks.Results {
 		path := "sinks." + ResultsPath(i, len(sinks.Results))

@@ -124,20 +124,33 @@ func (c *client) do(ctx context.Context, what string, attempt func(ctx context.C
 func (c *client) deleteJob(ctx context.Context, job string) (int64, error) {
 	var n int64
 	err := c.do(ctx, "remove the rows of job "+strconv.Quote(job)+" from "+c.qt, func(ctx context.Context, conn *pgx.Conn) error {
-		tag, err := conn.Exec(ctx, `DELETE FROM `+c.qt+` WHERE "job" = $1`, job)
+		// In one transaction with the backfill's record of what it
+		// applied to the job's rows, which names revisions that are gone
+		// (an applied table of weir before runs has no job column: left).
+		tx, err := conn.Begin(ctx)
 		if err != nil {
 			return err
 		}
-		n = tag.RowsAffected()
-		// The backfill's record of what it applied names revisions that
-		// are gone.
-		var applied *string
-		at := quoteIdent(tablerow.AppliedTable(c.table))
-		if err := conn.QueryRow(ctx, `SELECT to_regclass($1)::text`, at).Scan(&applied); err != nil || applied == nil {
+		defer tx.Rollback(ctx)
+		tag, err := tx.Exec(ctx, `DELETE FROM `+c.qt+` WHERE "job" = $1`, job)
+		if err != nil {
 			return err
 		}
-		_, err = conn.Exec(ctx, `DELETE FROM `+at+` WHERE job = $1`, job)
-		return err
+		at := quoteIdent(tablerow.AppliedTable(c.table))
+		var hasJob bool
+		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass($1) AND attname = 'job' AND NOT attisdropped)`, at).Scan(&hasJob); err != nil {
+			return err
+		}
+		if hasJob {
+			if _, err := tx.Exec(ctx, `DELETE FROM `+at+` WHERE job = $1`, job); err != nil {
+				return err
+			}
+		}
+		if err := tx.Commit(ctx); err != nil {
+			return err
+		}
+		n = tag.RowsAffected()
+		return nil
 	})
 	return n, err
 }

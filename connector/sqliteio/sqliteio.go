@@ -439,24 +439,33 @@ func (s *Sink) Reset() (int64, error) {
 	if err := s.flush(); err != nil {
 		return 0, err
 	}
-	res, err := s.db.Exec(fmt.Sprintf(`DELETE FROM %s WHERE "job" = ?`, quote(s.table)), s.job)
+	// In one transaction with the backfill's record of what it applied
+	// to the job's rows, which names revisions that are gone (an applied
+	// table of weir before runs has no job column: left).
+	tx, err := s.db.Begin()
 	if err != nil {
 		return 0, fmt.Errorf("sqliteio: remove the rows of job %q from %s: %w", s.job, quote(s.table), err)
 	}
-	// The backfill's record of what it applied names revisions that are
-	// gone.
+	defer tx.Rollback()
+	res, err := tx.Exec(fmt.Sprintf(`DELETE FROM %s WHERE "job" = ?`, quote(s.table)), s.job)
+	if err != nil {
+		return 0, fmt.Errorf("sqliteio: remove the rows of job %q from %s: %w", s.job, quote(s.table), err)
+	}
 	applied := tablerow.AppliedTable(s.table)
-	var n int
-	if err := s.db.QueryRow(`SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = ?`, applied).Scan(&n); err != nil {
+	var hasJob int
+	if err := tx.QueryRow(`SELECT COUNT(*) FROM pragma_table_info(?) WHERE name = 'job'`, applied).Scan(&hasJob); err != nil {
 		return 0, fmt.Errorf("sqliteio: look for %s: %w", quote(applied), err)
 	}
-	if n == 0 {
-		return res.RowsAffected()
+	if hasJob > 0 {
+		if _, err := tx.Exec(fmt.Sprintf(`DELETE FROM %s WHERE job = ?`, quote(applied)), s.job); err != nil {
+			return 0, fmt.Errorf("sqliteio: remove the backfill records of job %q from %s: %w", s.job, quote(applied), err)
+		}
 	}
-	if _, err := s.db.Exec(fmt.Sprintf(`DELETE FROM %s WHERE job = ?`, quote(applied)), s.job); err != nil {
-		return 0, fmt.Errorf("sqliteio: remove the backfill records of job %q from %s: %w", s.job, quote(applied), err)
+	n, _ := res.RowsAffected()
+	if err := tx.Commit(); err != nil {
+		return 0, fmt.Errorf("sqliteio: remove the rows of job %q from %s: %w", s.job, quote(s.table), err)
 	}
-	return res.RowsAffected()
+	return n, nil
 }
 
 // MaxRun is the highest run among the rows of the sink's job (0: none).

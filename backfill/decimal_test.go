@@ -134,7 +134,9 @@ sinks:
 // the text of a number beyond int64 and float64) counts the fallback to
 // float64 in its report.
 func TestBackfillOverflow(t *testing.T) {
-	t.Run("archive", func(t *testing.T) { testBackfillOverflow(t, "{type: jsonl, path: results.jsonl}", "archive: {dir: archive, horizon: 30d}") })
+	t.Run("archive", func(t *testing.T) {
+		testBackfillOverflow(t, "{type: jsonl, path: results.jsonl}", "archive: {dir: archive, horizon: 30d}")
+	})
 	t.Run("sqlite", func(t *testing.T) { testBackfillOverflow(t, "{type: sqlite, path: results.db}", "") })
 }
 

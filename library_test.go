@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -224,6 +225,11 @@ func TestLibraryKillResume(t *testing.T) {
 	tb := backfill.Table{Postgres: pgURL, Name: table, Job: "orders", Keys: pgio.Defs(pgio.Text, "user"), Values: pgio.Defs(pgio.BigInt, "total")}
 	fold := backfill.Aggregate(weir.Sum(func(o KafkaOrder) int64 { return o.Amount }))
 	bo := backfill.TableOptions{Ledger: filepath.Join(dir, "ledger"), Checkpoints: filepath.Join(dir, "checkpoints"), AllowedLateness: 10 * time.Minute}
+	wrong := tb
+	wrong.Values = pgio.Defs(pgio.Numeric, "total")
+	if _, err := backfill.IntoTable(context.Background(), wrong, fold, bo); err == nil || !strings.Contains(err.Error(), "give backfill.Table's Keys and Values as the results sink was opened with them") {
+		t.Fatalf("a table given with another column type: %v", err)
+	}
 	first, err := backfill.IntoTable(context.Background(), tb, fold, bo)
 	if err != nil {
 		t.Fatal(err)

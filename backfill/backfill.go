@@ -6,8 +6,11 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"net/url"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -153,6 +156,13 @@ func Backfill(p *spec.Plan, o BackfillOptions) (BackfillReport, error) {
 		}
 		return BackfillReport{}, fmt.Errorf("backfill folds into the windows' stored accumulators: a sqlite or postgres results table keeps them in its rows; for %s results, set archive: {dir: archive} so that the job keeps its closed windows%s", s.Sinks.Primary().Type, also)
 	}
+	if o.CheckpointDir != "" {
+		// Read as "no checkpoint yet", a misspelt directory would
+		// backfill nothing without a word.
+		if fi, err := os.Stat(o.CheckpointDir); err != nil || !fi.IsDir() {
+			return BackfillReport{}, fmt.Errorf("--checkpoint-dir %s is not a directory (%v): give the live job's checkpoint directory (weir run --checkpoint-dir)", o.CheckpointDir, cmp.Or(err, errors.New("a file")))
+		}
+	}
 	src, err := openLedgerSource(p, o)
 	if err != nil {
 		return BackfillReport{}, err
@@ -200,7 +210,9 @@ type pass struct {
 	// the entries folded into it.
 	wm      etime.Time
 	entryWM bool
-	desc    string
+	// runScoped: see backfillWindow.runScoped.
+	runScoped bool
+	desc      string
 	// since is the oldest run whose entries count (0: every run's).
 	since int64
 	// spec is the job spec's hash: entries of another are refused unless
@@ -343,7 +355,7 @@ func (ps *pass) run() (BackfillReport, error) {
 			rep.HorizonExpired += len(g.entries)
 			continue
 		}
-		w := backfillWindow{o: o, rep: &rep, fold: ps.fold, wm: wm, key: g.key, start: g.start, end: g.end, entries: g.entries}
+		w := backfillWindow{o: o, rep: &rep, fold: ps.fold, runScoped: ps.runScoped, wm: wm, key: g.key, start: g.start, end: g.end, entries: g.entries}
 		if err := json.Unmarshal([]byte(g.key), &w.keyVals); err != nil {
 			return rep, fmt.Errorf("window %s [%d,%d): ledger entry key: %w", g.key, g.start, g.end, err)
 		}
@@ -409,7 +421,9 @@ func (ps *pass) reviseBatch(st windowStore, rep *BackfillReport, batch []backfil
 			return ps.ctx.Err() // cancelled: not Postgres's failure
 		}
 		if err == nil || r == nil || !r.transient(err) || time.Since(start)+backoff > limit {
-			if o.Out != nil {
+			if err != nil {
+				*rep = saved // rolled back: the report counts what committed
+			} else if o.Out != nil {
 				o.Out.Write(out.Bytes())
 			}
 			if err != nil && r != nil && r.transient(err) {
@@ -482,6 +496,23 @@ type table struct {
 	keys, values []pgio.ColumnDef
 	// opts are the Postgres sink's timeouts, for checking the table.
 	opts pgio.Options
+	// columnsFix, when set, is the fix added to the refusal of a table
+	// whose columns differ from keys and values.
+	columnsFix string
+	// requireRows: refuse a table without rows of job (named by hand).
+	requireRows bool
+}
+
+// redactURL is where table t is, for messages: the SQLite path, or the
+// Postgres server and database without the password.
+func redactURL(t table) string {
+	if !t.pg {
+		return t.url
+	}
+	if u, err := url.Parse(t.url); err == nil && u.Host != "" {
+		return u.Host + u.Path
+	}
+	return "the Postgres database"
 }
 
 // planTable is the results table of a job spec's first results sink.
@@ -521,6 +552,23 @@ func openSQLStore(ctx context.Context, o *BackfillOptions, t table, timeout time
 		return nil, err
 	}
 	st := &sqlStore{ctx: ctx, db: db, t: t, o: o, timeout: timeout}
+	if t.requireRows {
+		// A Go program's table, named by hand: a wrong name or job would
+		// otherwise give each window a new row of the late records only.
+		var n int64
+		q := `SELECT COUNT(*) FROM ` + quoteSQL(t.name) + ` WHERE "job" = ?`
+		if db.pg {
+			q = dollars(q)
+		}
+		err := db.db.QueryRowContext(ctx, q, t.job).Scan(&n)
+		if err == nil && n == 0 {
+			err = fmt.Errorf("it holds no rows of job %q: Table.Job must be the results sink's Options.Job", t.job)
+		}
+		if err != nil {
+			db.close()
+			return nil, fmt.Errorf("table %s in %s: %w", quoteSQL(t.name), redactURL(t), err)
+		}
+	}
 	if err := db.db.QueryRowContext(ctx, db.maxRun, t.job).Scan(&st.newest); err != nil {
 		db.close()
 		return nil, err
@@ -737,6 +785,9 @@ func openResultsDB(ctx context.Context, rt table, create bool) (*resultsDB, erro
 		// refused as the sink refuses it.
 		if err := pgio.CheckTable(ctx, rt.url, table, rt.keys, rt.values, rt.opts); err != nil {
 			d.db.Close()
+			if rt.columnsFix != "" {
+				err = fmt.Errorf("%w; %s", err, rt.columnsFix)
+			}
 			return nil, err
 		}
 	} else if err := checkSQLiteColumns(ctx, d.db, rt); err != nil {
@@ -916,9 +967,15 @@ func (d *resultsDB) value(t pgio.Type, v any) (any, error) {
 
 // backfillWindow is one window's backfill.
 type backfillWindow struct {
-	o          *BackfillOptions
-	rep        *BackfillReport
-	fold       folder
+	o    *BackfillOptions
+	rep  *BackfillReport
+	fold folder
+	// runScoped: the entries carry no run (a Go program's ledger), so
+	// the ids recorded as applied are qualified by the stored row's run
+	// ("run/id"): a later run of the job that keeps the earlier run's
+	// rows (a higher run, no Reset) reads other records at the same
+	// positions.
+	runScoped  bool
 	wm         etime.Time
 	key        string // the ledger's key object, compact JSON
 	keyVals    map[string]json.RawMessage
@@ -941,6 +998,15 @@ type decodedEntry struct {
 
 // apply folds the entries not applied yet into the window.
 func (w *backfillWindow) apply(st windowStore, entries []decodedEntry) error {
+	var vals []any
+	pane, loaded := int64(-1), false
+	if w.runScoped { // the ids are the stored row's run's: load it first
+		var err error
+		if vals, pane, err = st.load(w); err != nil {
+			return err
+		}
+		loaded = true
+	}
 	done, err := st.applied(w)
 	if err != nil {
 		return err
@@ -948,19 +1014,24 @@ func (w *backfillWindow) apply(st windowStore, entries []decodedEntry) error {
 	var ids []string
 	var fresh []any
 	for _, e := range entries {
-		if done[e.id] {
+		id := e.id
+		if w.runScoped {
+			id = strconv.FormatInt(w.run, 10) + "/" + id
+		}
+		if done[id] {
 			w.rep.AlreadyApplied++
 			continue
 		}
-		done[e.id] = true // a ledger holds an id once; never fold it twice
-		ids, fresh = append(ids, e.id), append(fresh, e.r)
+		done[id] = true // a ledger holds an id once; never fold it twice
+		ids, fresh = append(ids, id), append(fresh, e.r)
 	}
 	if len(ids) == 0 {
 		return nil
 	}
-	vals, pane, err := st.load(w)
-	if err != nil {
-		return err
+	if !loaded {
+		if vals, pane, err = st.load(w); err != nil {
+			return err
+		}
 	}
 	ac, err := w.fold.seed(vals)
 	if err != nil {

@@ -630,7 +630,16 @@ func TestBackfillCheckpointDir(t *testing.T) {
 	if err != nil || !strings.Contains(rep.Cut, "the job has no checkpoints") {
 		t.Fatalf("without a checkpoint directory: cut %q, %v", rep.Cut, err)
 	}
-	rep, err = Backfill(p, BackfillOptions{Dir: dir, CheckpointDir: filepath.Join(dir, "ck")})
+	// A directory that is not there is refused (a misspelt one would
+	// read as "no checkpoint yet"); the live job makes it when it starts.
+	ck := filepath.Join(dir, "ck")
+	if _, err = Backfill(p, BackfillOptions{Dir: dir, CheckpointDir: ck}); err == nil || !strings.Contains(err.Error(), "--checkpoint-dir "+ck+" is not a directory") {
+		t.Fatalf("a checkpoint directory that is not there: %v", err)
+	}
+	if err := os.Mkdir(ck, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	rep, err = Backfill(p, BackfillOptions{Dir: dir, CheckpointDir: ck})
 	if err != nil || !strings.Contains(rep.Cut, "the job has not completed a checkpoint") {
 		t.Fatalf("with a checkpoint directory: cut %q, %v", rep.Cut, err)
 	}

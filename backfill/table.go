@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/weirstream/weir"
@@ -135,10 +137,13 @@ type TableOptions struct {
 // revision (pane + 1, firing "backfill", the newest watermark at which
 // one of the folded entries arrived) together with the ids of the
 // entries it applied (in a table beside t, named after it,
-// <table>_backfill_applied), so that running it again changes nothing
-// and a run killed half way and run again ends in the same state. A
-// window that never fired gets its first row, pane 0. Session windows
-// are not revised: do not run it on their ledger.
+// <table>_backfill_applied, each id qualified by the row's run), so that
+// running it again changes nothing and a run killed half way and run
+// again ends in the same state. A window that never fired gets its first
+// row, pane 0. Session windows are not revised: do not run it on their
+// ledger. A table that holds no rows of t.Job is refused (a wrong job
+// would give each window a new row of its late records only), and so are
+// a SQLite file or ledger directory that is not there.
 //
 // The report's Watermark is etime.MaxTime: IntoTable knows no live
 // watermark. The ledger is locked against other backfills while it runs (not
@@ -156,7 +161,22 @@ func IntoTable[T, A any](ctx context.Context, t Table, f Fold[T, A], o TableOpti
 		return BackfillReport{}, errors.New("backfill: TableOptions.Ledger: the ledger's directory is required")
 	}
 	tb := table{pg: t.Postgres != "", url: cmp.Or(t.Postgres, t.SQLite), name: cmp.Or(t.Name, "results"), job: t.Job, keys: t.Keys, values: t.Values,
-		opts: pgio.Options{Timeout: o.Timeout, RetryFor: o.RetryFor}}
+		opts:        pgio.Options{Timeout: o.Timeout, RetryFor: o.RetryFor},
+		columnsFix:  "give backfill.Table's Keys and Values as the results sink was opened with them",
+		requireRows: true}
+	if t.SQLite != "" {
+		// Opening a path that is not there would create a database.
+		if fi, err := os.Stat(t.SQLite); err != nil || !fi.Mode().IsRegular() {
+			return BackfillReport{}, fmt.Errorf("backfill: Table.SQLite: %s is not a SQLite file (%v): give the results sink's database", t.SQLite, cmp.Or(err, errors.New("not a regular file")))
+		}
+	}
+	// Locking a directory that is not there would create it.
+	if fi, err := os.Stat(o.Ledger); err != nil || !fi.IsDir() {
+		return BackfillReport{}, fmt.Errorf("backfill: TableOptions.Ledger: %s is not a directory (%v): give ledger.OpenSink's dir", o.Ledger, cmp.Or(err, errors.New("a file")))
+	}
+	if strings.HasPrefix(filepath.Base(o.Ledger), "day=") {
+		return BackfillReport{}, fmt.Errorf("backfill: TableOptions.Ledger: %s is one day of a ledger; give the ledger's directory, %s", o.Ledger, filepath.Dir(o.Ledger))
+	}
 	name := cmp.Or(o.LedgerSink, "late")
 	src := &fileLedger{name: name, dir: o.Ledger}
 	if !o.DryRun {
@@ -168,15 +188,15 @@ func IntoTable[T, A any](ctx context.Context, t Table, f Fold[T, A], o TableOpti
 	}
 	defer src.close()
 	bo := BackfillOptions{DryRun: o.DryRun, Out: o.Out, Filter: o.Filter, WindowsPerTx: o.WindowsPerTx, Warn: o.Warn, Crash: o.Crash}
-	ps := pass{ctx: ctx, o: &bo, src: src, wm: etime.MaxTime, entryWM: true, desc: "all of it (no checkpoints given)",
+	ps := pass{ctx: ctx, o: &bo, src: src, wm: etime.MaxTime, entryWM: true, runScoped: true, desc: "all of it (no checkpoints given)",
 		lateness: etime.FromDuration(o.AllowedLateness), fold: &goFolder[T, A]{f: f, types: t.Values, pg: tb.pg},
 		retryFor: cmp.Or(o.RetryFor, pgio.DefaultConnectRetryFor)}
 	ps.open = func() (windowStore, error) {
 		return openSQLStore(ctx, &bo, tb, cmp.Or(o.Timeout, pgio.DefaultTimeout))
 	}
 	if o.Checkpoints != "" {
-		if _, err := os.Stat(o.Checkpoints); err != nil {
-			return BackfillReport{}, fmt.Errorf("backfill: TableOptions.Checkpoints: %w (the live job's checkpoint directory; leave it empty to read all of the ledger)", err)
+		if fi, err := os.Stat(o.Checkpoints); err != nil || !fi.IsDir() {
+			return BackfillReport{}, fmt.Errorf("backfill: TableOptions.Checkpoints: %s is not a directory (%v): give the live job's checkpoint directory, or leave it empty to read all of the ledger", o.Checkpoints, cmp.Or(err, errors.New("a file")))
 		}
 		part, id, ok, err := weir.LatestPreCommitPart(o.Checkpoints, weir.SinkPartName(name))
 		if err != nil {

@@ -3,9 +3,12 @@ package backfill_test
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -64,8 +67,9 @@ func libraryOrders(n int) ([]order, map[string]int64) {
 
 // runLibraryJob is a Go program's job: 5-minute totals per user with 10
 // minutes of allowed lateness into a SQLite table, too-late orders into
-// the ledger.
-func runLibraryJob(t *testing.T, orders []order, dbPath, ledgerDir string) {
+// the ledger (started over). It writes its rows as run; with reset it
+// first removes the job's rows of earlier runs.
+func runLibraryJob(t *testing.T, orders []order, dbPath, ledgerDir string, run int64, reset bool) {
 	t.Helper()
 	env, err := weir.NewEnv(weir.DefaultOptions())
 	if err != nil {
@@ -81,10 +85,12 @@ func runLibraryJob(t *testing.T, orders []order, dbPath, ledgerDir string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := totals.Reset(); err != nil { // a fresh start: this job's rows of an earlier run go
-		t.Fatal(err)
+	if reset {
+		if _, err := totals.Reset(); err != nil { // a fresh start: this job's rows of an earlier run go
+			t.Fatal(err)
+		}
 	}
-	weir.ToSink(weir.Map(out.Results, sqliteio.ResultRows[string, int64]("user", "total", 0)), totals, weir.SinkOptions{Name: "totals"})
+	weir.ToSink(weir.Map(out.Results, sqliteio.ResultRows[string, int64]("user", "total", run)), totals, weir.SinkOptions{Name: "totals"})
 	late, err := ledger.OpenSink(ledgerDir, ledger.SinkOptions{Fresh: true})
 	if err != nil {
 		t.Fatal(err)
@@ -134,7 +140,7 @@ func TestIntoTable(t *testing.T) {
 	orders, want := libraryOrders(3000)
 	dir := t.TempDir()
 	dbPath, ledgerDir := filepath.Join(dir, "weir.db"), filepath.Join(dir, "ledger")
-	runLibraryJob(t, orders, dbPath, ledgerDir)
+	runLibraryJob(t, orders, dbPath, ledgerDir, 0, true)
 	live, _ := tableTotals(t, dbPath)
 	if maps.Equal(live, want) {
 		t.Fatal("the live job's totals are already complete: the test has no too-late orders")
@@ -206,7 +212,7 @@ func TestIntoTable(t *testing.T) {
 	// The job starts over (its sink's Reset removes its rows, and the
 	// backfill's record of what it applied to them): a backfill applies
 	// every entry again.
-	runLibraryJob(t, orders, dbPath, ledgerDir)
+	runLibraryJob(t, orders, dbPath, ledgerDir, 0, true)
 	if got, _ := tableTotals(t, dbPath); !maps.Equal(got, live) {
 		t.Fatal("the second run's live totals differ from the first's")
 	}
@@ -217,6 +223,20 @@ func TestIntoTable(t *testing.T) {
 	if got, _ := tableTotals(t, dbPath); !maps.Equal(got, want) {
 		t.Fatal("after a fresh start and a backfill the totals are not the complete answer")
 	}
+
+	// The job runs again as a higher run, keeping the earlier run's rows
+	// (no Reset): its revisions replace the windows it fires, whose
+	// late orders a backfill applies again (the applied ids are the
+	// row's run's); the windows only the earlier run's backfill wrote
+	// keep their complete totals.
+	runLibraryJob(t, orders, dbPath, ledgerDir, 1, false)
+	rep, err = backfill.IntoTable(ctx, tb, fold, o)
+	if err != nil || rep.Applied == 0 || rep.Applied+rep.AlreadyApplied != entries {
+		t.Fatalf("backfill after a higher run: %+v, %v; want the %d entries applied or already applied", rep, err, entries)
+	}
+	if got, _ := tableTotals(t, dbPath); !maps.Equal(got, want) {
+		t.Fatal("after a higher run and a backfill the totals are not the complete answer")
+	}
 }
 
 // TestIntoTableRefuses checks IntoTable's answers to a wrong table or
@@ -225,13 +245,54 @@ func TestIntoTableRefuses(t *testing.T) {
 	orders, _ := libraryOrders(600)
 	dir := t.TempDir()
 	dbPath, ledgerDir := filepath.Join(dir, "weir.db"), filepath.Join(dir, "ledger")
-	runLibraryJob(t, orders, dbPath, ledgerDir)
+	runLibraryJob(t, orders, dbPath, ledgerDir, 0, true)
 	fold := backfill.Aggregate(weir.Sum(func(o order) int64 { return o.Amount }))
 	ctx := context.Background()
 	good := backfill.Table{SQLite: dbPath, Name: "totals", Job: "orders", Keys: pgio.Defs(pgio.Text, "user"), Values: pgio.Defs(pgio.BigInt, "total")}
-	_, err := backfill.IntoTable(ctx, good, fold, backfill.TableOptions{Ledger: ledgerDir, Checkpoints: filepath.Join(dir, "nowhere")})
-	if err == nil || !strings.Contains(err.Error(), "TableOptions.Checkpoints") {
-		t.Errorf("a checkpoint directory that is not there: %v, want it named", err)
+	for _, c := range []struct {
+		name string
+		tb   backfill.Table
+		o    backfill.TableOptions
+		want string
+	}{
+		{"checkpoints not there", good, backfill.TableOptions{Ledger: ledgerDir, Checkpoints: filepath.Join(dir, "nowhere")}, "TableOptions.Checkpoints: " + filepath.Join(dir, "nowhere") + " is not a directory"},
+		{"checkpoints a file", good, backfill.TableOptions{Ledger: ledgerDir, Checkpoints: dbPath}, "TableOptions.Checkpoints: " + dbPath + " is not a directory"},
+		{"ledger not there", good, backfill.TableOptions{Ledger: filepath.Join(dir, "nowhere")}, "TableOptions.Ledger: " + filepath.Join(dir, "nowhere") + " is not a directory"},
+		{"a day of the ledger", good, backfill.TableOptions{Ledger: filepath.Join(ledgerDir, "day=2026-12-03")}, "is one day of a ledger; give the ledger's directory, " + ledgerDir},
+		{"database not there", backfill.Table{SQLite: filepath.Join(dir, "other.db"), Name: "totals", Job: "orders", Keys: good.Keys, Values: good.Values}, backfill.TableOptions{Ledger: ledgerDir},
+			"Table.SQLite: " + filepath.Join(dir, "other.db") + " is not a SQLite file"},
+		{"another job", backfill.Table{SQLite: dbPath, Name: "totals", Job: "order", Keys: good.Keys, Values: good.Values}, backfill.TableOptions{Ledger: ledgerDir},
+			`it holds no rows of job "order": Table.Job must be the results sink's Options.Job`},
+		{"another table", backfill.Table{SQLite: dbPath, Name: "total", Job: "orders", Keys: good.Keys, Values: good.Values}, backfill.TableOptions{Ledger: ledgerDir},
+			`table "total" in ` + dbPath + `: SQL logic error: no such table: total`},
+	} {
+		if _, err := os.Stat(filepath.Join(ledgerDir, "day=2026-12-03")); c.name == "a day of the ledger" && err != nil {
+			os.Mkdir(filepath.Join(ledgerDir, "day=2026-12-03"), 0o755)
+		}
+		_, err := backfill.IntoTable(ctx, c.tb, fold, c.o)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want %q", c.name, err, c.want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "nowhere")); err == nil {
+		t.Error("a refused ledger directory was created")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "other.db")); err == nil {
+		t.Error("a refused database was created")
+	}
+
+	// A batch that fails is rolled back, and the report counts nothing
+	// of it.
+	failing := fold
+	failing.Seed = func(values []json.RawMessage) (int64, error) {
+		if values != nil {
+			return 0, errors.New("no seed")
+		}
+		return 0, nil
+	}
+	rep, err := backfill.IntoTable(ctx, good, failing, backfill.TableOptions{Ledger: ledgerDir, AllowedLateness: 10 * time.Minute})
+	if err == nil || !strings.Contains(err.Error(), "no seed") || rep.Applied != 0 || rep.Windows != 0 {
+		t.Errorf("a failing fold: %+v, %v; want its error and nothing counted as applied", rep, err)
 	}
 	for _, c := range []struct {
 		name string

@@ -48,6 +48,9 @@ func backfillCmd(args []string, o IO) int {
 		return ExitUsage
 	}
 	f, err := lsFilter(*key, *reason, *windows)
+	if err == nil {
+		err = checkFilter(p, *key, *reason)
+	}
 	if err != nil {
 		fmt.Fprintln(o.Stderr, "weir backfill:", err)
 		return ExitUsage

@@ -2,10 +2,12 @@ package cli
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/weirstream/weir/ledger"
+	"github.com/weirstream/weir/spec"
 )
 
 // TestKeyFilterCanonical: --key (weir ledger ls, weir backfill) compares
@@ -36,6 +38,38 @@ func TestKeyFilterCanonical(t *testing.T) {
 		}
 		if got := f(ledger.Entry{Key: json.RawMessage(c.key)}); got != c.match {
 			t.Errorf("--key %s on key %.60s: match %v, want %v", c.flag, c.key, got, c.match)
+		}
+	}
+}
+
+// TestFilterRefused: a --key field that is not one of the job's key
+// fields, or a --reason no entry has, is refused (it would match
+// nothing, without a word); the job's own are taken.
+func TestFilterRefused(t *testing.T) {
+	p, err := spec.Parse([]byte(`
+name: f
+source: {type: file, path: in.jsonl}
+key: [user_id]
+watermark: {max_out_of_orderness: 1s}
+window: {type: tumbling, size: 1m}
+aggregate: [{name: n, fn: count}]
+sinks:
+  results: {type: jsonl, path: out.jsonl}
+  late: {type: ledger, dir: ledger}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ key, reason, want string }{
+		{"user_id=u1", "window_expired", ""},
+		{"", "window_expired_partial", ""},
+		{"userid=u1", "", `--key userid: not a key field of the job; its key fields are user_id; did you mean "user_id"?`},
+		{"customer=u1", "", `--key customer: not a key field of the job; its key fields are user_id`},
+		{"", "expired", `--reason "expired": ledger entries have reason window_expired or window_expired_partial`},
+	} {
+		err := checkFilter(p, c.key, c.reason)
+		if got := fmt.Sprint(err); c.want == "" && err != nil || c.want != "" && got != c.want {
+			t.Errorf("--key %q --reason %q: %v, want %q", c.key, c.reason, err, c.want)
 		}
 	}
 }

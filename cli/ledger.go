@@ -15,6 +15,8 @@ import (
 
 	"github.com/weirstream/weir/backfill"
 	"github.com/weirstream/weir/ledger"
+	"github.com/weirstream/weir/spec"
+	"github.com/weirstream/weir/window"
 )
 
 // ledgerCmd looks at a job's late-data ledger: weir ledger ls|stats JOB.yaml.
@@ -58,6 +60,9 @@ func ledgerCmd(args []string, o IO) int {
 	}
 	if cmd == "ls" {
 		f, err := lsFilter(*key, *reason, *windows)
+		if err == nil {
+			err = checkFilter(p, *key, *reason)
+		}
 		if err != nil {
 			fmt.Fprintln(o.Stderr, "weir ledger ls:", err)
 			return ExitUsage
@@ -103,6 +108,31 @@ func ledgerCmd(args []string, o IO) int {
 }
 
 // lsFilter builds the entry filter of weir ledger ls.
+// checkFilter refuses a --key field that is not one of the job's key
+// fields, and a --reason that no ledger entry has: either would match
+// nothing, without a word.
+func checkFilter(p *spec.Plan, key, reason string) error {
+	if field, _, ok := strings.Cut(key, "="); ok && !slices.Contains(p.Key, field) {
+		if len(p.Key) == 0 {
+			return fmt.Errorf("--key %s: the job has no key fields, so its entries have no key to match", field)
+		}
+		return fmt.Errorf("--key %s: not a key field of the job; its key fields are %s%s", field, strings.Join(p.Key, ", "), didYouMean(field, p.Key))
+	}
+	if reasons := []string{window.Expired.String(), window.ExpiredPartial.String()}; reason != "" && !slices.Contains(reasons, reason) {
+		return fmt.Errorf("--reason %q: ledger entries have reason %s", reason, strings.Join(reasons, " or "))
+	}
+	return nil
+}
+
+// didYouMean is "; did you mean X?" for the closest of known to name,
+// or "".
+func didYouMean(name string, known []string) string {
+	if c := spec.Closest(name, known); c != "" {
+		return "; " + spec.DidYouMean(c)
+	}
+	return ""
+}
+
 func lsFilter(key, reason, windows string) (func(ledger.Entry) bool, error) {
 	var field string
 	var value []byte

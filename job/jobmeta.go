@@ -421,10 +421,17 @@ func compareFields(old, now specFields) (across, added []string, err error) {
 	slices.Sort(changed)
 	if len(refused) > 0 || len(removed) > 0 {
 		var sections, details []string
+		// The meta keeps the first results sink's fields at
+		// sinks.results.*; beside others it is sinks.results[0] in the
+		// spec.
+		several := slices.Contains(old.sinks, spec.ResultsName(1)) || slices.Contains(now.sinks, spec.ResultsName(1))
 		for _, f := range refused {
 			sec, _, _ := strings.Cut(f, ".")
 			sec, _, _ = strings.Cut(sec, "[")
 			sections = append(sections, sec)
+			if rest, ok := strings.CutPrefix(f, "sinks.results."); ok && several {
+				f = "sinks." + spec.ResultsPath(0, 2) + "." + rest
+			}
 			details = append(details, f)
 		}
 		for _, s := range removed {

@@ -215,7 +215,8 @@ func TestResultsSinkAddedAndRemoved(t *testing.T) {
 	swapped := strings.Replace(two, "    - {type: jsonl, path: out.jsonl}\n    - {type: jsonl, path: copy.jsonl}\n",
 		"    - {type: jsonl, path: copy.jsonl}\n    - {type: jsonl, path: out.jsonl}\n", 1)
 	_, err = Open(mustParse(t, swapped), o)
-	if swapped == two || err == nil || !strings.Contains(err.Error(), "its results sinks are this spec's in another order") {
+	if swapped == two || err == nil || !strings.Contains(err.Error(), "its results sinks are this spec's in another order") ||
+		!strings.Contains(err.Error(), "sinks.results[0].path") || strings.Contains(err.Error(), "sinks.results.path") {
 		t.Fatalf("resuming with the results sinks swapped: %v", err)
 	}
 	// Another sink, not a reorder: no such hint.

@@ -13,14 +13,21 @@ import (
 func (p *Plan) Explain() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "job %q: %s time\n", p.Spec.Name, p.Time)
+	dead := false // a node reads the dead letters
 	for _, n := range p.Graph.Nodes {
-		fmt.Fprintf(&b, "%d %s%s: %s\n", n.ID, n.Name, n.inputs(), describe1(p, n.Op))
+		for _, e := range n.Inputs {
+			dead = dead || e.Port == Dead
+		}
+	}
+	for _, n := range p.Graph.Nodes {
+		fmt.Fprintf(&b, "%d %s%s: %s\n", n.ID, n.Name, n.inputs(), describe1(p, n.Op, dead))
 	}
 	return b.String()
 }
 
-// describe1 is one operator's settings, for Explain.
-func describe1(p *Plan, op Op) string {
+// describe1 is one operator's settings, for Explain; dead says whether
+// a sink keeps the dead letters.
+func describe1(p *Plan, op Op, dead bool) string {
 	d := func(v etime.Duration) string { return (time.Duration(v) * time.Millisecond).String() }
 	// opt is ", label duration" when v is set.
 	opt := func(label string, v etime.Duration) string {
@@ -55,6 +62,9 @@ func describe1(p *Plan, op Op) string {
 		}
 		if op.Checks {
 			s += ", timestamps checked, at most " + d(op.MaxFuture) + " ahead"
+		}
+		if !dead {
+			return s + "; unreadable records counted as dead letters, not kept (no sinks.dead_letter)"
 		}
 		return s + "; unreadable records to dead"
 	case *WatermarkOp:

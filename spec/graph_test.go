@@ -185,3 +185,29 @@ func TestSameTableOtherUser(t *testing.T) {
 		}
 	}
 }
+
+// TestExplainDeadLetters: explain says where unreadable records go: to
+// the dead port a sink reads, or counted and not kept.
+func TestExplainDeadLetters(t *testing.T) {
+	const job = `
+name: d
+source: {type: file, path: in.jsonl}
+watermark: {max_out_of_orderness: 1s}
+window: {type: tumbling, size: 1m}
+aggregate: [{name: n, fn: count}]
+sinks:
+  results: {type: jsonl, path: out.jsonl}
+`
+	for _, c := range []struct{ extra, want string }{
+		{"", "; unreadable records counted as dead letters, not kept (no sinks.dead_letter)\n"},
+		{"  dead_letter: {type: jsonl, path: bad.jsonl}\n", "; unreadable records to dead\n"},
+	} {
+		p, err := Parse([]byte(job + c.extra))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := p.Explain(); !strings.Contains(got, c.want) {
+			t.Errorf("explain with %q:\n%s\nwant a line ending %q", c.extra, got, c.want)
+		}
+	}
+}

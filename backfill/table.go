@@ -55,7 +55,10 @@ type Fold[T, A any] struct {
 	// Add folds one record into the accumulator.
 	Add func(A, T) A
 	// Values returns the revised row's value columns as JSON, in the
-	// order of Table.Values.
+	// order of Table.Values, each a value its column's type takes (as
+	// Postgres would: an integer for bigint, a number for double and
+	// numeric, any JSON for jsonb; null for none), whichever the
+	// database.
 	Values func(A) ([]json.RawMessage, error)
 	// Decode decodes a ledger entry's record (ledger.Entry.Record);
 	// default: encoding/json into a T, as ledger.LateEntries encoded it.
@@ -263,6 +266,14 @@ func (g *goFolder[T, A]) result(acc any, _ *BackfillReport) (values, shown []str
 	}
 	values = make([]string, len(js))
 	for i, j := range js {
+		// As a Postgres column of its type takes it, whichever the
+		// database: SQLite would store 1.5 in a bigint column.
+		if len(j) == 0 || !json.Valid(j) {
+			return nil, nil, fmt.Errorf("Fold.Values[%d] (column %s) is %q, not a JSON value (null for none)", i, g.types[i].Name, j)
+		}
+		if _, err := pgio.Arg(g.types[i].Type, j, false); err != nil {
+			return nil, nil, fmt.Errorf("Fold.Values[%d] (column %s, %s): %w", i, g.types[i].Name, g.types[i].Type, err)
+		}
 		values[i] = string(j)
 	}
 	return values, values, nil

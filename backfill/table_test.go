@@ -294,6 +294,21 @@ func TestIntoTableRefuses(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "no seed") || rep.Applied != 0 || rep.Windows != 0 {
 		t.Errorf("a failing fold: %+v, %v; want its error and nothing counted as applied", rep, err)
 	}
+	// Values a bigint column cannot hold are refused in SQLite as in
+	// Postgres.
+	for _, c := range []struct {
+		v    json.RawMessage
+		want string
+	}{
+		{json.RawMessage("1.5"), "Fold.Values[0] (column total, bigint): "},
+		{nil, `Fold.Values[0] (column total) is "", not a JSON value`},
+	} {
+		bad := fold
+		bad.Values = func(int64) ([]json.RawMessage, error) { return []json.RawMessage{c.v}, nil }
+		if _, err := backfill.IntoTable(ctx, good, bad, backfill.TableOptions{Ledger: ledgerDir, AllowedLateness: 10 * time.Minute}); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("Values %q: %v, want %q", c.v, err, c.want)
+		}
+	}
 	for _, c := range []struct {
 		name string
 		tb   backfill.Table

@@ -154,13 +154,13 @@ func Backfill(p *spec.Plan, o BackfillOptions) (BackfillReport, error) {
 				break
 			}
 		}
-		return BackfillReport{}, fmt.Errorf("backfill folds into the windows' stored accumulators: a sqlite or postgres results table keeps them in its rows; for %s results, set archive: {dir: archive} so that the job keeps its closed windows%s", s.Sinks.Primary().Type, also)
+		return BackfillReport{}, refused("backfill folds into the windows' stored accumulators: a sqlite or postgres results table keeps them in its rows; for %s results, set archive: {dir: archive} so that the job keeps its closed windows%s", s.Sinks.Primary().Type, also)
 	}
 	if o.CheckpointDir != "" {
 		// Read as "no checkpoint yet", a misspelt directory would
 		// backfill nothing without a word.
 		if fi, err := os.Stat(o.CheckpointDir); err != nil || !fi.IsDir() {
-			return BackfillReport{}, fmt.Errorf("--checkpoint-dir %s is not a directory (%v): give the live job's checkpoint directory (weir run --checkpoint-dir)", o.CheckpointDir, cmp.Or(err, errors.New("a file")))
+			return BackfillReport{}, refused("--checkpoint-dir %s is not a directory (%v): give the live job's checkpoint directory (weir run --checkpoint-dir)", o.CheckpointDir, cmp.Or(err, errors.New("a file")))
 		}
 	}
 	src, err := openLedgerSource(p, o)
@@ -193,6 +193,21 @@ func Backfill(p *spec.Plan, o BackfillOptions) (BackfillReport, error) {
 		}
 	}
 	return ps.run()
+}
+
+// RefusedError is a backfill refused for the job spec it was given (no
+// table or archive to revise, no ledger it can read, a checkpoint
+// directory that is not one), before it read or changed anything: the
+// weir command exits with its usage code for it. Match it with
+// errors.As.
+type RefusedError struct{ Err error }
+
+func (e *RefusedError) Error() string { return e.Err.Error() }
+func (e *RefusedError) Unwrap() error { return e.Err }
+
+// refused is fmt.Errorf's error as a RefusedError.
+func refused(format string, args ...any) error {
+	return &RefusedError{Err: fmt.Errorf(format, args...)}
 }
 
 // pass is one backfill: the ledger it reads and how far, what it folds

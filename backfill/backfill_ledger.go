@@ -89,15 +89,15 @@ func openLedgerSource(p *spec.Plan, o BackfillOptions) (ledgerSource, error) {
 			}
 			src = l
 		case k.name == "late":
-			return nil, fmt.Errorf("backfill reads the late-data ledger: set sinks.late: {type: ledger, dir: ledger} (or a postgres table, or a kafka topic); it is %s", k.sink.Type)
+			return nil, refused("backfill reads the late-data ledger: set sinks.late: {type: ledger, dir: ledger} (or a postgres table, or a kafka topic); it is %s", k.sink.Type)
 		default:
 			srcs.close()
-			return nil, fmt.Errorf("sinks.late_partial is %s, which backfill cannot read: its records missed some of their sliding windows, and the results would stay short of them; leave it out (the ledger then holds them) or make it a ledger or a postgres table", k.sink.Type)
+			return nil, refused("sinks.late_partial is %s, which backfill cannot read: its records missed some of their sliding windows, and the results would stay short of them; leave it out (the ledger then holds them) or make it a ledger or a postgres table", k.sink.Type)
 		}
 		srcs = append(srcs, src)
 	}
 	if len(srcs) == 0 {
-		return nil, fmt.Errorf("backfill reads the late-data ledger: set sinks.late: {type: ledger, dir: ledger} (or a postgres table, or a kafka topic)")
+		return nil, refused("backfill reads the late-data ledger: set sinks.late: {type: ledger, dir: ledger} (or a postgres table, or a kafka topic)")
 	}
 	return srcs, nil
 }

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -85,6 +86,9 @@ func backfillCmd(args []string, o IO) int {
 	rep, err := backfill.Backfill(p, bo)
 	if err != nil {
 		fmt.Fprintln(o.Stderr, "weir backfill:", err)
+		if _, ok := errors.AsType[*backfill.RefusedError](err); ok {
+			return ExitUsage // the spec, or a flag, cannot be backfilled: nothing was read
+		}
 		return ExitFailed
 	}
 	if *report != "" {

@@ -1,8 +1,12 @@
 package cli
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -70,6 +74,41 @@ sinks:
 		err := checkFilter(p, c.key, c.reason)
 		if got := fmt.Sprint(err); c.want == "" && err != nil || c.want != "" && got != c.want {
 			t.Errorf("--key %q --reason %q: %v, want %q", c.key, c.reason, err, c.want)
+		}
+	}
+}
+
+// TestBackfillRefusedExit: a backfill refused for its spec (jsonl results
+// without the archive; a checkpoint directory that is not there) exits
+// with the usage code, as other refusals do, having read nothing.
+func TestBackfillRefusedExit(t *testing.T) {
+	dir := t.TempDir()
+	job := `
+name: r
+source: {type: file, path: in.jsonl}
+key: [user_id]
+watermark: {max_out_of_orderness: 1s}
+window: {type: tumbling, size: 1m}
+aggregate: [{name: n, fn: count}]
+sinks:
+  results: {type: %s}
+  late: {type: ledger, dir: ledger}
+`
+	for _, c := range []struct{ results, flag, want string }{
+		{"jsonl, path: out.jsonl", "", "set archive: {dir: archive}"},
+		{"sqlite, path: out.db", "--checkpoint-dir=nope", "--checkpoint-dir " + filepath.Join(dir, "nope") + " is not a directory"},
+	} {
+		if err := os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(fmt.Sprintf(job, c.results)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		args := []string{"backfill", "job.yaml"}
+		if c.flag != "" {
+			args = append(args, c.flag)
+		}
+		var stdout, stderr bytes.Buffer
+		code := Main(context.Background(), args, IO{Stdout: &stdout, Stderr: &stderr, Dir: dir})
+		if code != ExitUsage || !strings.Contains(stderr.String(), c.want) {
+			t.Errorf("%v: exit %d, stderr %q; want %d and %q", args, code, stderr.String(), ExitUsage, c.want)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package connector
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"regexp"
@@ -121,6 +122,12 @@ type SinkKind struct {
 	// their Field names; the job spec checks what spans sinks (two sinks
 	// of one file or table).
 	Check func(c Checker, output string)
+	// OpenResults (nil: the runner has the kind built in) opens the kind
+	// as a job spec's sink of results. With it, a new results sink kind
+	// is its package and one register call: the runner opens it, writes
+	// each result as a Row and drives it through checkpoints and fresh
+	// starts (see ResultsSink).
+	OpenResults func(ctx context.Context, o ResultsOpen) (ResultsSink, error)
 }
 
 // Checker is a kind's Check's view of a job spec: it reads the kind's
@@ -128,11 +135,7 @@ type SinkKind struct {
 // sasl.user) and reports problems, which the spec prints at the setting's
 // field path with the fix. An unset setting reads as its zero value.
 type Checker interface {
-	String(field string) string
-	Strings(field string) []string
-	Int(field string) int
-	// Set reports whether the spec gives the setting.
-	Set(field string) bool
+	Settings
 	// Default gives an unset string setting a value.
 	Default(field, value string)
 	// Report reports a problem with field ("" is the kind's settings as a

@@ -18,6 +18,7 @@ import (
 
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/clock"
+	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/connector/fileio"
 	"github.com/weirstream/weir/connector/genio"
 	"github.com/weirstream/weir/connector/kafkaio"
@@ -349,12 +350,14 @@ func (j *Job) watchStop(ctx context.Context) (stop func()) {
 	return func() { close(quit); <-done }
 }
 
-// sinkUnavailable reports whether a Postgres sink is failing to reach its
-// database (the job is waiting for it). Safe for concurrent use.
+// sinkUnavailable reports whether a sink is failing to reach its server
+// (a Postgres table: the job is waiting for it). Safe for concurrent use.
 func (j *Job) sinkUnavailable() bool {
 	for _, r := range j.results {
-		if r, ok := r.resultSink.(*pgResults); ok && r.db.Unavailable() {
-			return true
+		if r, ok := r.resultSink.(*tableResults); ok {
+			if u, ok := r.s.(connector.UnavailableReporter); ok && u.Unavailable() {
+				return true
+			}
 		}
 	}
 	for _, s := range j.recordSinks() {

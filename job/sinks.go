@@ -18,9 +18,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/connector/fileio"
 	"github.com/weirstream/weir/connector/pgio"
-	"github.com/weirstream/weir/connector/sqliteio"
 	"github.com/weirstream/weir/etime"
 	"github.com/weirstream/weir/internal/outfmt"
 	"github.com/weirstream/weir/internal/record"
@@ -524,35 +524,8 @@ func (j *Job) openResults(op *spec.SinkOp, open func(string, *spec.Sink) (*lineS
 		}
 		return k, nil
 	}
-	names := make([]string, len(j.plan.Aggregates))
-	for i, a := range j.plan.Aggregates {
-		names[i] = a.Name
-	}
-	if record.KeepsAccs(j.plan) {
-		names = append(names, spec.AccColumn)
-	}
-	switch r.Type {
-	case "postgres":
-		o := j.pgOptions(name, r)
-		o.Job = j.plan.Name
-		keys, vals := outfmt.PgColumns(j.plan)
-		db, err := pgio.Open(j.sinkCtx, r.URL, r.Table, keys, vals, o)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", op.Path, err)
-		}
-		k := &pgResults{db: db, j: j, vals: names, batch: batchRows(r)}
-		return k, j.startTable(name, op.Path, r.Table, func() (int64, error) { return db.MaxRun(j.sinkCtx) }, func() (int64, error) { return db.Reset(j.sinkCtx) })
-	case "sqlite":
-		path, err := sinkPath(r)
-		if err != nil {
-			return nil, err
-		}
-		db, err := sqliteio.Open(path, j.plan.Key, names, sqliteio.Options{Table: r.Table, Job: j.plan.Name})
-		if err != nil {
-			return nil, err
-		}
-		k := &sqliteResults{db: db, j: j, keys: j.plan.Key, vals: names}
-		return k, j.startTable(name, op.Path, cmp.Or(r.Table, sqliteio.DefaultTable), db.MaxRun, db.Reset)
+	if kind, ok := cmp.Or(j.plan.Registry, connector.Default).Lookup(r.Type); ok && kind.Sink != nil && kind.Sink.OpenResults != nil {
+		return j.openTableResults(op, kind.Sink.OpenResults, sinkPath)
 	}
 	ls, err := open(name, r)
 	if err != nil {
@@ -614,28 +587,79 @@ func (w *jsonlResults) write(r window.Result[string, []byte]) error {
 func (w *jsonlResults) close() error  { return w.s.close() }
 func (w *jsonlResults) commit() error { return nil }
 
-// sqliteResults upserts results by (job, key, window) with the (run,
-// pane) guard.
-type sqliteResults struct {
-	db         *sqliteio.Sink
+// tableResults is a results sink a connector kind opens
+// (connector.SinkKind.OpenResults): each result is upserted as a row by
+// (job, key, window) with the (run, pane) guard, committed at each
+// checkpoint, or without checkpoints every batch_rows rows (flushDue),
+// and at the end of a run that ended well.
+type tableResults struct {
+	s          connector.ResultsSink
 	j          *Job
 	keys, vals []string
-	rows       [1]sqliteio.Row
+	rows       [1]connector.Row
+	batch      int // rows per transaction (batchRows)
+	pending    int // rows written since the last Flush
 }
 
-func (w *sqliteResults) write(r window.Result[string, []byte]) error {
+// openTableResults opens results sink op through its kind's open
+// function; a path setting is resolved from the spec's directory, and
+// the input file is refused. The sink is begun as a fresh start or a
+// run that keeps earlier rows begins it (startTable).
+func (j *Job) openTableResults(op *spec.SinkOp, open func(context.Context, connector.ResultsOpen) (connector.ResultsSink, error), sinkPath func(*spec.Sink) (string, error)) (resultSink, error) {
+	r := op.Config
+	if r.Path != "" {
+		if _, err := sinkPath(r); err != nil {
+			return nil, err
+		}
+	}
+	cols := outfmt.ResultColumns(j.plan)
+	vals := make([]string, len(cols))
+	for i, c := range cols {
+		vals[i] = c.Name
+	}
+	s, err := open(j.sinkCtx, connector.ResultsOpen{Settings: spec.SinkSettings(r), Output: op.Path, Path: RunOptions{Dir: j.runDir}.Path,
+		Job: j.plan.Name, Keys: j.plan.Key, Values: cols, Logger: j.env.Options().Logger.With("sink", op.Name), Stopping: j.stopping})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", op.Path, err)
+	}
+	k := &tableResults{s: s, j: j, keys: j.plan.Key, vals: vals, batch: batchRows(r)}
+	return k, j.startTable(op.Name, op.Path, cmp.Or(r.Table, "results"), func() (int64, error) { return s.MaxRun(j.sinkCtx) }, func() (int64, error) { return s.Reset(j.sinkCtx) })
+}
+
+func (w *tableResults) write(r window.Result[string, []byte]) error {
 	row := &w.rows[0]
 	row.Keys, row.Values = row.Keys[:0], row.Values[:0]
 	row.Start, row.End = tableWindow(r.Window)
 	row.Firing, row.Run, row.Pane, row.Watermark = r.Firing.String(), w.j.run, r.Pane, r.Watermark
 	columns(r, w.keys, w.vals, func(key bool, name string, v []byte) {
 		if key {
-			row.Keys = append(row.Keys, sqliteio.Column{Name: name, Value: v})
+			row.Keys = append(row.Keys, connector.Column{Name: name, Value: v})
 		} else {
-			row.Values = append(row.Values, sqliteio.Column{Name: name, Value: v})
+			row.Values = append(row.Values, connector.Column{Name: name, Value: v})
 		}
 	})
-	return w.db.Write(context.Background(), w.rows[:])
+	if err := w.s.Write(context.Background(), w.rows[:]); err != nil {
+		return err
+	}
+	if w.pending++; w.j.flushDue(w.pending, w.batch) {
+		return w.commit()
+	}
+	return nil
+}
+
+func (w *tableResults) commit() error {
+	w.pending = 0
+	return w.s.Flush(context.Background())
+}
+
+// close flushes what the end of a run that ended well produced (a failed
+// run replays it from its checkpoint) and closes the sink.
+func (w *tableResults) close() error {
+	var err error
+	if !w.j.execFailed && !w.j.failed.Load() {
+		err = w.commit()
+	}
+	return errors.Join(err, w.s.Close())
 }
 
 // tableWindow is a window's bounds in a table: the global window is
@@ -662,39 +686,6 @@ func columns(r window.Result[string, []byte], keys, vals []string, add func(key 
 		add(false, name, rest[:n])
 		rest = rest[n+1:]
 	}
-}
-
-// pgResults upserts results into Postgres with the (run, pane) guard,
-// as the job's rows (pgio.Options.Job), committed
-// at each checkpoint, or without checkpoints every uncheckedBatch rows
-// (flushDue), and at the end of a run that ended well.
-type pgResults struct {
-	db    *pgio.Sink
-	j     *Job
-	vals  []string
-	rows  [1]pgio.Row
-	batch int // rows per transaction (batchRows)
-}
-
-func (w *pgResults) write(r window.Result[string, []byte]) error {
-	row := &w.rows[0]
-	row.Keys, row.Values = row.Keys[:0], row.Values[:0]
-	row.Start, row.End = tableWindow(r.Window)
-	row.Firing, row.Run, row.Pane, row.Watermark = r.Firing.String(), w.j.run, r.Pane, r.Watermark
-	columns(r, w.j.plan.Key, w.vals, func(key bool, name string, v []byte) {
-		if key {
-			row.Keys = append(row.Keys, pgio.Column{Name: name, Value: v})
-		} else {
-			row.Values = append(row.Values, pgio.Column{Name: name, Value: v})
-		}
-	})
-	if err := w.db.Write(context.Background(), w.rows[:]); err != nil {
-		return err
-	}
-	if w.j.flushDue(w.db.Pending(), w.batch) {
-		return w.db.Flush(context.Background())
-	}
-	return nil
 }
 
 // uncheckedBatch is how many rows a Postgres sink buffers before it
@@ -730,21 +721,6 @@ func (j *Job) pgOptions(name string, k *spec.Sink) pgio.Options {
 	o.Logger, o.Stopping = j.env.Options().Logger.With("sink", name), j.stopping
 	return o
 }
-
-func (w *pgResults) commit() error { return w.db.Flush(context.Background()) }
-
-// close flushes what the end of a run that ended well produced (a failed
-// run replays it from its checkpoint) and closes the connection.
-func (w *pgResults) close() error {
-	var err error
-	if !w.j.execFailed && !w.j.failed.Load() {
-		err = w.db.Flush(context.Background())
-	}
-	return errors.Join(err, w.db.Close())
-}
-
-func (w *sqliteResults) close() error  { return w.db.Close() }
-func (w *sqliteResults) commit() error { return w.db.Flush(context.Background()) }
 
 // lateItem is a too-late record as an item: its line has the entry id,
 // the record, its key, the windows it missed, the watermark at arrival and

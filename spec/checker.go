@@ -3,6 +3,9 @@ package spec
 import (
 	"reflect"
 	"strings"
+	"time"
+
+	"github.com/weirstream/weir/connector"
 )
 
 // checker is a connector.Checker over one source's or sink's settings
@@ -77,6 +80,15 @@ func (k checker) Int(field string) int {
 	return 0
 }
 
+func (k checker) Duration(field string) (time.Duration, bool) {
+	if v := k.field(field); v.IsValid() {
+		if d, ok := v.Interface().(*Duration); ok && d != nil {
+			return time.Duration(*d) * time.Millisecond, true
+		}
+	}
+	return 0, false
+}
+
 func (k checker) Set(field string) bool {
 	v := k.field(field)
 	return v.IsValid() && !v.IsZero()
@@ -101,6 +113,11 @@ func (k checker) Positive(field, what string) {
 func (k checker) OneOf(field string, allowed ...string) {
 	k.c.oneOf(k.at(field), k.String(field), "", allowed...)
 }
+
+// SinkSettings reads sink k's settings by their field names, for a
+// runner that opens it through the connector registry
+// (connector.SinkKind.OpenResults).
+func SinkSettings(k *Sink) connector.Settings { return checker{v: reflect.ValueOf(k)} }
 
 // clone returns a deep copy of s, so that compiling (which fills in
 // defaults) leaves the caller's spec as it was.

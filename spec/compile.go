@@ -32,6 +32,10 @@ type Plan struct {
 	// its SinkOps name. The fields below hold the same values by name:
 	// decoding, the aggregates and backfill still read them.
 	Graph Graph
+	// Registry holds the connector kinds the plan was compiled with: a
+	// runner opens the sinks of kinds that have an open function through
+	// it (connector.SinkKind.OpenResults).
+	Registry *connector.Registry
 	// Warnings are the spec's (Spec.Warnings) and what compiling found
 	// questionable but not wrong: a ledger without the archive that
 	// weir backfill needs, say. A job with warnings runs.
@@ -168,7 +172,7 @@ func Compile(s *Spec) (*Plan, error) { return CompileWith(s, connector.Default) 
 // CompileWith is Compile with the connector kinds of reg. It leaves s as
 // it was: the plan holds a copy, with the defaults filled in.
 func CompileWith(s *Spec, reg *connector.Registry) (*Plan, error) {
-	c := &compiler{p: &Plan{Spec: clone(s), Warnings: slices.Clone(s.Warnings)}, reg: reg}
+	c := &compiler{p: &Plan{Spec: clone(s), Warnings: slices.Clone(s.Warnings), Registry: reg}, reg: reg}
 	c.compile()
 	if len(c.errs) > 0 {
 		return nil, c.errs

@@ -19,56 +19,32 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/connector/pgio"
 	"github.com/weirstream/weir/internal/record"
 	"github.com/weirstream/weir/spec"
 	"github.com/weirstream/weir/window"
 )
 
-// PgColumns are the key and value columns of the job's Postgres results
-// table, with their SQL types, so that the table answers plain SQL
-// (SELECT sum(orders) ... WHERE user_id = 'u1'). The sink, the backfill
-// and the complete answer all take the layout from here.
-//
-// Keys are text: the spec does not type its key fields, and a key is
-// looked up as a string (WHERE user_id = 'u1'; a number key 7 is '7',
-// pgio.Text). Aggregates take pgAggType; the accumulators' column
-// (spec.AccColumn) is text, holding the accumulator text.
-func PgColumns(p *spec.Plan) (keys, values []pgio.ColumnDef) {
-	keys = pgio.Defs(pgio.Text, p.Key...)
+// ResultColumns are the value columns of the job's results tables: one
+// per aggregate, then the accumulators' (spec.AccColumn) when the job
+// keeps them (record.KeepsAccs).
+func ResultColumns(p *spec.Plan) []connector.ResultColumn {
+	var cols []connector.ResultColumn
 	for _, a := range p.Aggregates {
-		values = append(values, pgio.ColumnDef{Name: a.Name, Type: pgAggType(a)})
+		cols = append(cols, connector.ResultColumn{Name: a.Name, Fn: a.Fn, Float: a.Type == "float"})
 	}
 	if record.KeepsAccs(p) {
-		values = append(values, pgio.ColumnDef{Name: spec.AccColumn, Type: pgio.Text})
+		cols = append(cols, connector.ResultColumn{Name: spec.AccColumn})
 	}
-	return keys, values
+	return cols
 }
 
-// pgAggType is the SQL type of an aggregate's column, the type of every
-// value it can have:
-//
-//   - count and count_distinct: bigint;
-//   - sum, avg, min and max of type float: double precision (float64
-//     arithmetic);
-//   - sum, avg, min and max of type decimal (the default): numeric. A
-//     decimal sum is an int64 while its inputs are integers and it fits,
-//     then an exact decimal of up to 38 digits (beyond, a float64): the
-//     spec does not know which, so bigint would fail on the first
-//     fraction and double precision would round the decimals; numeric
-//     holds each of them exactly, and sum() of it is exact;
-//   - first, last and collect: jsonb (any JSON value; collect an array).
-func pgAggType(a spec.Aggregate) pgio.Type {
-	switch a.Fn {
-	case "count", "count_distinct":
-		return pgio.BigInt
-	case "sum", "avg", "min", "max":
-		if a.Type == "float" {
-			return pgio.Double
-		}
-		return pgio.Numeric
-	}
-	return pgio.JSONB
+// PgColumns are the key and value columns of the job's Postgres results
+// table, with their SQL types (pgio.ResultColumns): the sink, the
+// backfill and the complete answer all take the layout from here.
+func PgColumns(p *spec.Plan) (keys, values []pgio.ColumnDef) {
+	return pgio.ResultColumns(p.Key, ResultColumns(p))
 }
 
 // PgKeyText is a key value (its canonical JSON) as a Postgres results

@@ -12,7 +12,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/weirstream/weir/etime"
+	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/window"
 )
 
@@ -55,23 +55,11 @@ var FixedColumns = [...]string{"window_start", "window_end", "firing", "run", "p
 // Reserved are the names no key or value column may take.
 var Reserved = append([]string{JobColumn}, FixedColumns[:]...)
 
-// Column is one named value; Value is the value's JSON text. How a table
-// stores it is the sink's (see its Column documentation).
-type Column struct {
-	Name  string
-	Value []byte
-}
-
-// Row is one result revision.
-type Row struct {
-	Keys       []Column   // the key fields, in the order given to Open
-	Start, End etime.Time // the window; the global window is (etime.MinTime, etime.MaxTime)
-	Firing     string     // "early", "on_time", "late" or "retract"
-	Run        int64      // the run of the job that wrote it (ordered: a later run's is higher)
-	Pane       int64
-	Watermark  etime.Time
-	Values     []Column // the aggregates, in the order given to Open (ignored for retract)
-}
+// Column and Row are the SPI's (connector.Column, connector.Row).
+type (
+	Column = connector.Column
+	Row    = connector.Row
+)
 
 // Check refuses a row whose shape does not fit a table of keyNames and
 // valueNames (the count of keys and values, the firing kind); pkg prefixes

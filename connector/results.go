@@ -1,0 +1,100 @@
+package connector
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/weirstream/weir/etime"
+)
+
+// Column is one named value of a Row; Value is the value's JSON text. How
+// a table stores it is the sink's.
+type Column struct {
+	Name  string
+	Value []byte
+}
+
+// Row is one revision of a window's result, as a results table holds it:
+// one row per (key, window), the revision of the highest (Run, Pane)
+// winning.
+type Row struct {
+	Keys       []Column   // the key fields, in the order the sink was opened with
+	Start, End etime.Time // the window; the global window is (etime.MinTime, etime.MaxTime)
+	Firing     string     // "early", "on_time", "late" or "retract"
+	Run        int64      // the run of the job that wrote it (ordered: a later run's is higher)
+	Pane       int64
+	Watermark  etime.Time
+	Values     []Column // the value columns, in the order the sink was opened with (none for retract)
+}
+
+// ResultColumn is a value column of a job spec's results: the column an
+// aggregate fills, or the one that keeps the accumulators a backfill
+// folds late records into.
+type ResultColumn struct {
+	Name string
+	// Fn is the aggregate (count, sum, min, max, avg, first, last,
+	// collect, count_distinct); "" for the accumulators' column (text).
+	Fn string
+	// Float: sum, avg, min and max compute in float64 (else exact
+	// decimals, up to 38 digits).
+	Float bool
+}
+
+// Settings is a source's or sink's settings in a job spec, read by their
+// Field names (a dotted name reads a nested block: sasl.user). An unset
+// setting reads as its zero value. The job spec has filled in the
+// defaults its kind's Check gave.
+type Settings interface {
+	String(field string) string
+	Strings(field string) []string
+	Int(field string) int
+	// Duration is a duration setting; ok is false when it is unset.
+	Duration(field string) (d time.Duration, ok bool)
+	// Set reports whether the spec gives the setting.
+	Set(field string) bool
+}
+
+// ResultsOpen is what a job spec's runner gives SinkKind.OpenResults.
+type ResultsOpen struct {
+	// Settings are the sink's, at Output (sinks.results, or
+	// sinks.results[i] in a list) in messages.
+	Settings Settings
+	Output   string
+	// Path resolves a path setting (relative paths start at the spec's
+	// directory).
+	Path func(string) string
+	// Job is the job's name, the rows' job column.
+	Job string
+	// Keys are the key columns, Values the value columns, in row order.
+	Keys   []string
+	Values []ResultColumn
+	// Logger receives the sink's warnings (retries, say); Stopping is
+	// done when the job is stopping, so that a sink that waits (for a
+	// server) gives up.
+	Logger   *slog.Logger
+	Stopping context.Context
+}
+
+// ResultsSink is a job spec's sink of results opened through the
+// registry: an Idempotent sink of rows, each upserted by (job, keys,
+// window) unless the table holds a revision of a higher (run, pane), a
+// retraction deleting an older one. A fresh start removes the job's rows
+// (Reset); a run that keeps them goes above the newest run they hold
+// (MaxRun). The runner calls Write at checkpoints (or as it goes without
+// them), Flush when they must be durable, and Close at the end; calls
+// are serialized.
+type ResultsSink interface {
+	Sink[Row]
+	Idempotent
+	Reset(ctx context.Context) (int64, error)
+	MaxRun(ctx context.Context) (int64, error)
+}
+
+// UnavailableReporter is a sink that can tell that it is failing to reach
+// its server and waiting for it (a Postgres table), so that a runner
+// reports the job as waiting for the sink. Unavailable is safe to call
+// from any goroutine while another one writes.
+type UnavailableReporter interface {
+	Unavailable() bool
+}

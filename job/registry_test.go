@@ -1,0 +1,205 @@
+package job
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/weirstream/weir/connector"
+	"github.com/weirstream/weir/internal/jobtest"
+)
+
+// memTables are the tables of the memtable kind, by table name: a results
+// sink kind that this test registers, which the runner knows nothing of.
+var memTables = struct {
+	sync.Mutex
+	m map[string]*memTable
+}{m: map[string]*memTable{}}
+
+func init() {
+	connector.Default.MustRegister(connector.Kind{Name: "memtable", Doc: "keeps results in memory (job tests)",
+		Sink: &connector.SinkKind{Roles: connector.RoleResults, Abilities: connector.AbilityIdempotent | connector.AbilityUpsert,
+			Fields: []connector.Field{{Name: "table", Required: true, Doc: "the table"}},
+			OpenResults: func(_ context.Context, o connector.ResultsOpen) (connector.ResultsSink, error) {
+				memTables.Lock()
+				defer memTables.Unlock()
+				name := o.Settings.String("table")
+				t := memTables.m[name]
+				if t == nil {
+					t = &memTable{rows: map[string]connector.Row{}}
+					memTables.m[name] = t
+				}
+				t.opened++
+				t.keys, t.values = o.Keys, o.Values
+				return t, nil
+			}}})
+}
+
+// memTable upserts rows by (key, window) with the (run, pane) guard, as
+// the table sinks do; Write buffers until Flush.
+type memTable struct {
+	mu           sync.Mutex
+	rows         map[string]connector.Row
+	pending      []connector.Row
+	opened       int
+	resets       int
+	keys         []string
+	values       []connector.ResultColumn
+	flushes      int
+	closed       bool
+	writtenAfter bool // written after Close
+}
+
+func (t *memTable) Write(_ context.Context, rows []connector.Row) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		t.writtenAfter = true
+	}
+	for _, r := range rows {
+		c := r
+		c.Keys, c.Values = slices.Clone(r.Keys), slices.Clone(r.Values)
+		for i := range c.Keys {
+			c.Keys[i].Value = slices.Clone(c.Keys[i].Value)
+		}
+		for i := range c.Values {
+			c.Values[i].Value = slices.Clone(c.Values[i].Value)
+		}
+		t.pending = append(t.pending, c)
+	}
+	return nil
+}
+
+func (t *memTable) Flush(context.Context) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.flushes++
+	for _, r := range t.pending {
+		k := fmt.Sprint(string(r.Keys[0].Value), r.Start, r.End)
+		old, ok := t.rows[k]
+		if ok && (old.Run > r.Run || old.Run == r.Run && old.Pane > r.Pane) {
+			continue
+		}
+		if r.Firing == "retract" {
+			delete(t.rows, k)
+			continue
+		}
+		t.rows[k] = r
+	}
+	t.pending = nil
+	return nil
+}
+
+func (t *memTable) Close() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.closed = true
+	return nil
+}
+
+func (t *memTable) Idempotent() {}
+
+func (t *memTable) Reset(context.Context) (int64, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n := int64(len(t.rows))
+	t.rows, t.resets = map[string]connector.Row{}, t.resets+1
+	return n, nil
+}
+
+func (t *memTable) MaxRun(context.Context) (int64, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var m int64
+	for _, r := range t.rows {
+		m = max(m, r.Run)
+	}
+	return m, nil
+}
+
+// dump is the table as dumpOrders writes the orders job's SQLite table.
+func (t *memTable) dump() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var lines []string
+	for _, r := range t.rows {
+		var user string
+		fmt.Sscanf(string(r.Keys[0].Value), "%q", &user)
+		vals := make([]string, len(r.Values))
+		for i, v := range r.Values {
+			vals[i] = string(v.Value)
+		}
+		lines = append(lines, fmt.Sprintln(user, int64(r.Start), int64(r.End), strings.Join(vals, " ")))
+	}
+	slices.SortFunc(lines, func(a, b string) int {
+		var ua, ub string
+		var sa, sb int64
+		fmt.Sscan(a, &ua, &sa)
+		fmt.Sscan(b, &ub, &sb)
+		if c := strings.Compare(ua, ub); c != 0 {
+			return c
+		}
+		return int(sa - sb)
+	})
+	return strings.Join(lines, "")
+}
+
+// TestRegisteredResultsKind runs the orders job with a results sink of a
+// kind only the registry knows (memtable, registered above with an
+// OpenResults): the runner opens it with the job's columns, starts it
+// fresh, writes every result as a row and flushes it, and it ends with
+// the rows the SQLite sink of the same job holds. A crash and a resume
+// from the checkpoint give the same rows.
+func TestRegisteredResultsKind(t *testing.T) {
+	sqliteDir, _ := runSpec(t, fmt.Sprintf(jobtest.OrderJob, "sqlite", "results.db"), nil, RunOptions{Deterministic: true})
+	want := dumpOrders(t, filepath.Join(sqliteDir, "results.db"))
+	if want == "" {
+		t.Fatal("the reference run wrote no results")
+	}
+	job := strings.Replace(fmt.Sprintf(jobtest.OrderJob, "memtable", "x"), "{type: memtable, path: x}", "{type: memtable, table: %s}", 1)
+
+	runSpec(t, fmt.Sprintf(job, "one"), nil, RunOptions{Deterministic: true})
+	memTables.Lock()
+	one := memTables.m["one"]
+	memTables.Unlock()
+	if one == nil {
+		t.Fatal("the runner did not open the memtable sink")
+	}
+	if got := one.dump(); got != want {
+		t.Fatalf("memtable rows differ from the SQLite sink's:\n got %.300s\nwant %.300s", got, want)
+	}
+	if one.resets != 1 || one.flushes == 0 || !one.closed || one.writtenAfter {
+		t.Errorf("memtable: %d resets (want 1, a fresh start), %d flushes, closed %v, written after close %v", one.resets, one.flushes, one.closed, one.writtenAfter)
+	}
+	if want := []string{"user_id"}; !slices.Equal(one.keys, want) || len(one.values) != 3 || one.values[2].Fn != "count_distinct" {
+		t.Errorf("memtable opened with keys %v and values %+v", one.keys, one.values)
+	}
+
+	// A crash after a checkpoint, then a resume: the same rows.
+	p := mustParse(t, fmt.Sprintf(job, "two"))
+	dir := t.TempDir()
+	o := RunOptions{Dir: dir, Deterministic: true, Now: jobtest.TestNow, CheckpointDir: filepath.Join(dir, "ck"),
+		CheckpointInterval: time.Millisecond, CheckpointClock: jobtest.EveryRead()}
+	crashRun(t, p, o, "after-manifest", 5)
+	j, err := Open(p, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := j.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	memTables.Lock()
+	two := memTables.m["two"]
+	memTables.Unlock()
+	if got := two.dump(); got != want {
+		t.Fatalf("after a crash and a resume the memtable rows differ from the SQLite sink's:\n got %.300s\nwant %.300s", got, want)
+	}
+	if two.opened != 2 || two.resets != 1 {
+		t.Errorf("memtable opened %d times (want 2), reset %d times (want 1: the resume keeps its rows)", two.opened, two.resets)
+	}
+}

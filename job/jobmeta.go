@@ -207,6 +207,12 @@ func flatten(v reflect.Value, path string, set, legacy bool, emit func(string, a
 			}
 			flatten(v.Field(i), join(name), false, legacy, emit)
 		}
+		if k, ok := v.Interface().(spec.Sink); ok && !legacy {
+			// A kind's own settings, by their names as the spec gave them.
+			for _, name := range slices.Sorted(maps.Keys(k.Extra)) {
+				emit(join(name), k.Extra[name])
+			}
+		}
 	case reflect.Slice:
 		if v.Len() == 0 {
 			return

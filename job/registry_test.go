@@ -24,7 +24,7 @@ var memTables = struct {
 func init() {
 	connector.Default.MustRegister(connector.Kind{Name: "memtable", Doc: "keeps results in memory (job tests)",
 		Sink: &connector.SinkKind{Roles: connector.RoleResults, Abilities: connector.AbilityIdempotent | connector.AbilityUpsert,
-			Fields: []connector.Field{{Name: "table", Required: true, Doc: "the table"}},
+			Fields: []connector.Field{{Name: "table", Required: true, Doc: "the table"}, {Name: "capacity", Doc: "a setting of this kind alone"}},
 			OpenResults: func(_ context.Context, o connector.ResultsOpen) (connector.ResultsSink, error) {
 				memTables.Lock()
 				defer memTables.Unlock()
@@ -35,7 +35,7 @@ func init() {
 					memTables.m[name] = t
 				}
 				t.opened++
-				t.keys, t.values = o.Keys, o.Values
+				t.keys, t.values, t.capacity = o.Keys, o.Values, o.Settings.Int("capacity")
 				return t, nil
 			}}})
 }
@@ -51,6 +51,7 @@ type memTable struct {
 	keys         []string
 	values       []connector.ResultColumn
 	flushes      int
+	capacity     int
 	closed       bool
 	writtenAfter bool // written after Close
 }
@@ -153,7 +154,8 @@ func (t *memTable) dump() string {
 // kind only the registry knows (memtable, registered above with an
 // OpenResults): the runner opens it with the job's columns, starts it
 // fresh, writes every result as a row and flushes it, and it ends with
-// the rows the SQLite sink of the same job holds. A crash and a resume
+// the rows the SQLite sink of the same job holds. Its own setting
+// (capacity, which no other kind has) reaches it. A crash and a resume
 // from the checkpoint give the same rows.
 func TestRegisteredResultsKind(t *testing.T) {
 	sqliteDir, _ := runSpec(t, fmt.Sprintf(jobtest.OrderJob, "sqlite", "results.db"), nil, RunOptions{Deterministic: true})
@@ -161,7 +163,7 @@ func TestRegisteredResultsKind(t *testing.T) {
 	if want == "" {
 		t.Fatal("the reference run wrote no results")
 	}
-	job := strings.Replace(fmt.Sprintf(jobtest.OrderJob, "memtable", "x"), "{type: memtable, path: x}", "{type: memtable, table: %s}", 1)
+	job := strings.Replace(fmt.Sprintf(jobtest.OrderJob, "memtable", "x"), "{type: memtable, path: x}", "{type: memtable, table: %s, capacity: 7}", 1)
 
 	runSpec(t, fmt.Sprintf(job, "one"), nil, RunOptions{Deterministic: true})
 	memTables.Lock()
@@ -176,8 +178,8 @@ func TestRegisteredResultsKind(t *testing.T) {
 	if one.resets != 1 || one.flushes == 0 || !one.closed || one.writtenAfter {
 		t.Errorf("memtable: %d resets (want 1, a fresh start), %d flushes, closed %v, written after close %v", one.resets, one.flushes, one.closed, one.writtenAfter)
 	}
-	if want := []string{"user_id"}; !slices.Equal(one.keys, want) || len(one.values) != 3 || one.values[2].Fn != "count_distinct" {
-		t.Errorf("memtable opened with keys %v and values %+v", one.keys, one.values)
+	if want := []string{"user_id"}; !slices.Equal(one.keys, want) || len(one.values) != 3 || one.values[2].Fn != "count_distinct" || one.capacity != 7 {
+		t.Errorf("memtable opened with keys %v, values %+v and capacity %d (want 7: its own setting)", one.keys, one.values, one.capacity)
 	}
 
 	// A crash after a checkpoint, then a resume: the same rows.

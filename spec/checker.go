@@ -38,6 +38,12 @@ func (k checker) field(name string) reflect.Value {
 			}
 		}
 		if !next.IsValid() {
+			// A setting of the kind alone (Sink.Extra).
+			if k, ok := sinkOf(v); ok && part == name {
+				if x, ok := k.Extra[name]; ok && x != nil {
+					return reflect.ValueOf(x)
+				}
+			}
 			return reflect.Value{}
 		}
 		v = next
@@ -67,8 +73,18 @@ func (k checker) String(field string) string {
 
 func (k checker) Strings(field string) []string {
 	if v := k.field(field); v.IsValid() && v.Kind() == reflect.Slice {
-		s, _ := v.Interface().([]string)
-		return s
+		switch s := v.Interface().(type) {
+		case []string:
+			return s
+		case []any: // Sink.Extra's
+			out := make([]string, 0, len(s))
+			for _, x := range s {
+				if str, ok := x.(string); ok {
+					out = append(out, str)
+				}
+			}
+			return out
+		}
 	}
 	return nil
 }
@@ -81,10 +97,21 @@ func (k checker) Int(field string) int {
 }
 
 func (k checker) Duration(field string) (time.Duration, bool) {
-	if v := k.field(field); v.IsValid() {
-		if d, ok := v.Interface().(*Duration); ok && d != nil {
-			return time.Duration(*d) * time.Millisecond, true
+	v := k.field(field)
+	if !v.IsValid() {
+		return 0, false
+	}
+	switch x := v.Interface().(type) {
+	case *Duration:
+		if x != nil {
+			return time.Duration(*x) * time.Millisecond, true
 		}
+	case string: // Sink.Extra's: 30s, 5m
+		if d, err := ParseDuration(x); err == nil {
+			return time.Duration(d) * time.Millisecond, true
+		}
+	case int: // Sink.Extra's: milliseconds, as a bare number elsewhere
+		return time.Duration(x) * time.Millisecond, true
 	}
 	return 0, false
 }

@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -127,36 +128,51 @@ var aggFns = []string{"count", "sum", "min", "max", "avg", "first", "last", "col
 // errors it still compiles what could be read, so that every problem is
 // reported at once; a semantic error on a field that already has a
 // structural one is left out.
-func Parse(data []byte) (*Plan, error) { return parse(data, "") }
+func Parse(data []byte) (*Plan, error) { return parse(data, "", connector.Default) }
+
+// ParseWith is Parse with the connector kinds of reg (CompileWith).
+func ParseWith(data []byte, reg *connector.Registry) (*Plan, error) { return parse(data, "", reg) }
 
 // ParseFile is Parse for the spec in file path: a spec without a name is
 // named after the file (jobs/orders.yaml: orders), as the weir command
 // names it.
 func ParseFile(path string, data []byte) (*Plan, error) {
-	return parse(data, strings.TrimSuffix(filepath.Base(path), filepath.Ext(path)))
+	return parse(data, strings.TrimSuffix(filepath.Base(path), filepath.Ext(path)), connector.Default)
 }
 
-func parse(data []byte, name string) (*Plan, error) {
+func parse(data []byte, name string, reg *connector.Registry) (*Plan, error) {
 	s, err := Load(data)
 	if s != nil && s.Name == "" {
 		s.Name = name
 	}
 	if err == nil {
-		return Compile(s)
+		return CompileWith(s, reg)
 	}
 	var les Errors
 	if s == nil || !errors.As(err, &les) {
 		return nil, err
 	}
-	_, cerr := Compile(s)
+	_, cerr := CompileWith(s, reg)
 	var ces Errors
 	if errors.As(cerr, &ces) {
+		loaded := len(les)
 	next:
 		for _, c := range ces {
-			for _, l := range les {
+			for _, l := range les[:loaded] {
 				if c.Path == l.Path || strings.HasPrefix(c.Path, l.Path+".") || strings.HasPrefix(l.Path, c.Path+".") {
 					continue next
 				}
+			}
+			if c.Line > 0 {
+				// A sink's unknown field (compiler.extra): among Load's
+				// errors, in document order.
+				i := slices.IndexFunc(les[:loaded], func(l FieldError) bool { return l.Line > c.Line })
+				if i < 0 {
+					i = loaded
+				}
+				les = slices.Insert(les, i, c)
+				loaded++
+				continue
 			}
 			les = append(les, c)
 		}
@@ -174,6 +190,10 @@ func Compile(s *Spec) (*Plan, error) { return CompileWith(s, connector.Default) 
 func CompileWith(s *Spec, reg *connector.Registry) (*Plan, error) {
 	c := &compiler{p: &Plan{Spec: clone(s), Warnings: slices.Clone(s.Warnings), Registry: reg}, reg: reg}
 	c.compile()
+	if len(c.unknown) > 0 {
+		slices.SortStableFunc(c.unknown, func(a, b FieldError) int { return cmp.Compare(a.Line, b.Line) })
+		c.errs = append(c.unknown, c.errs...)
+	}
 	if len(c.errs) > 0 {
 		return nil, c.errs
 	}
@@ -187,7 +207,10 @@ func CompileWith(s *Spec, reg *connector.Registry) (*Plan, error) {
 type compiler struct {
 	p    *Plan
 	errs Errors
-	reg  *connector.Registry
+	// unknown are the unknown fields of sinks (extra): reported before
+	// errs, in document order.
+	unknown Errors
+	reg     *connector.Registry
 }
 
 // kind checks a type: field against the registry's kinds for its place
@@ -231,6 +254,37 @@ func (c *compiler) settings(path string, k *Sink, kind connector.Kind) {
 			fix += " (" + name + " is a setting of " + strings.Join(others, ", ") + " sinks)"
 		}
 		c.add(path+"."+name, name+" is not a setting of a "+kind.Name+" sink", fix)
+	}
+}
+
+// extra refuses the settings of sink k that no Sink field holds and its
+// kind (known: a sink kind was found) does not take, as Load refuses
+// other unknown fields: at their line, with a did-you-mean among the
+// settings a sink may have. They go to c.unknown, which Compile reports
+// first, in document order, where Load would have.
+func (c *compiler) extra(path string, k *Sink, kind connector.Kind, known bool) {
+	if len(k.Extra) == 0 {
+		return
+	}
+	var names []string
+	t := reflect.TypeFor[Sink]()
+	for i := range t.NumField() {
+		if n := yamlName(t.Field(i)); n != "" && n != "-" {
+			names = append(names, n)
+		}
+	}
+	if known {
+		for _, f := range kind.Fields(false) {
+			if !slices.Contains(names, f.Name) {
+				names = append(names, f.Name)
+			}
+		}
+	}
+	for name := range k.Extra {
+		if known && kind.Takes(false, name) {
+			continue
+		}
+		c.unknown = append(c.unknown, FieldError{Path: path + "." + name, Line: k.ExtraLines[name], Msg: fmt.Sprintf("unknown field %q", name), Fix: suggest(name, names)})
 	}
 }
 
@@ -923,6 +977,7 @@ func (c *compiler) sinks() {
 		// A sink kind known for another output is still checked, so that
 		// every problem is reported at once.
 		kind, ok := c.reg.Lookup(k.Type)
+		c.extra(path, k, kind, ok && kind.Sink != nil)
 		if !ok || kind.Sink == nil {
 			return
 		}

@@ -303,8 +303,31 @@ func (w *walker) fields(v reflect.Value, n *yaml.Node, path string, depth int) {
 			w.value(v.Field(f), val, p, depth+1)
 			continue
 		}
+		if k, ok := sinkOf(v); ok && key.Value != "" && key.Value != "-" {
+			// A setting of the sink's kind alone, perhaps: Compile,
+			// which knows the kinds, checks it.
+			var x any
+			if err := val.Decode(&x); err != nil {
+				w.errs = append(w.errs, FieldError{Path: p, Line: val.Line, Msg: err.Error()})
+				continue
+			}
+			if k.Extra == nil {
+				k.Extra, k.ExtraLines = map[string]any{}, map[string]int{}
+			}
+			k.Extra[key.Value], k.ExtraLines[key.Value] = x, line
+			continue
+		}
 		w.errs = append(w.errs, FieldError{Path: p, Line: line, Msg: fmt.Sprintf("unknown field %q", key.Value), Fix: suggest(key.Value, names)})
 	}
+}
+
+// sinkOf is v as a sink whose settings are being read, if it is one.
+func sinkOf(v reflect.Value) (*Sink, bool) {
+	if !v.CanAddr() {
+		return nil, false
+	}
+	k, ok := v.Addr().Interface().(*Sink)
+	return k, ok
 }
 
 // suggest is the Fix for unknown field name: the closest known field within

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/weirstream/weir/connector"
 	// The built-in kinds, which the specs of these tests name.
@@ -237,5 +238,43 @@ func TestSourceKindChecks(t *testing.T) {
 		if g := strings.Join(got, "|"); g != c.want {
 			t.Errorf("%s:\ngot  %s\nwant %s", c.source, g, c.want)
 		}
+	}
+}
+
+// TestKindOwnSettings: a registered kind's settings that no Sink field
+// holds are read from Sink.Extra, through connector.Settings; one its
+// kind does not take is an unknown field at its line, with a
+// did-you-mean among the kind's settings, where Load would report it.
+func TestKindOwnSettings(t *testing.T) {
+	r := connector.NewRegistry()
+	var got []any
+	r.MustRegister(connector.Kind{Name: "file", Doc: "a file", Source: &connector.SourceKind{Fields: []connector.Field{{Name: "path", Doc: "the file"}}}},
+		connector.Kind{Name: "bucket", Doc: "results in a bucket", Sink: &connector.SinkKind{Roles: connector.RoleResults,
+			Fields: []connector.Field{{Name: "bucket_name", Doc: "the bucket"}, {Name: "parts", Doc: "parts"}, {Name: "flush_every", Doc: "how often"}, {Name: "tags", Doc: "tags"}},
+			Check: func(c connector.Checker, output string) {
+				d, ok := c.Duration("flush_every")
+				got = append(got, c.String("bucket_name"), c.Int("parts"), d, ok, c.Strings("tags"), c.Set("bucket_name"), c.Set("parts2"))
+			}}})
+	base := strings.ReplaceAll(checkJob, "key: k\n", "")
+	s, err := Load([]byte(base + "sinks:\n  results: {type: bucket, bucket_name: b1, parts: 3, flush_every: 2s, tags: [x, y]}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := CompileWith(s, r); err != nil {
+		t.Fatal(err)
+	}
+	if want := []any{"b1", 3, 2 * time.Second, true, []string{"x", "y"}, true, false}; !reflect.DeepEqual(got, want) {
+		t.Errorf("the kind read %v, want %v", got, want)
+	}
+
+	// A typo of the kind's own setting, and one no kind has, with an
+	// error Load reports on a later line: all three in document order.
+	_, err = ParseWith([]byte(base+"sinks:\n  results:\n    type: bucket\n    bucket_nam: b1\n    colour: red\nwindow_typo: 1\n"), r)
+	var es Errors
+	if !errors.As(err, &es) || len(es) != 3 ||
+		es[0].Path != "sinks.results.bucket_nam" || es[0].Line == 0 || es[0].Fix != DidYouMean("bucket_name") ||
+		es[1].Path != "sinks.results.colour" || es[1].Msg != `unknown field "colour"` ||
+		es[2].Path != "window_typo" {
+		t.Fatalf("unknown settings: %v", err)
 	}
 }

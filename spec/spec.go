@@ -434,6 +434,12 @@ type Sink struct {
 	RetryFor        *Duration `yaml:"retry_for" json:"-"`
 	ConnectRetryFor *Duration `yaml:"connect_retry_for" json:"-"`
 	BatchRows       int       `yaml:"batch_rows" json:"-"`
+	// Extra are the settings of a registered kind's own that no field
+	// above holds (connector.Field names beside these), by name, as YAML
+	// gave them; ExtraLines the line each was given on. Compile refuses
+	// those the sink's kind does not take, as unknown fields.
+	Extra      map[string]any `yaml:"-" json:",omitempty"`
+	ExtraLines map[string]int `yaml:"-" json:"-"`
 }
 
 // Duration is a length of time in milliseconds. In a spec it is a string

@@ -248,7 +248,7 @@ func TestFieldsClassified(t *testing.T) {
 		}
 	}
 	for path, want := range map[string]bool{"sinks.results.url": false, "sinks.late.path": true, "aggregate[3].fn": true,
-		"source.kafka.sasl.password": false, "source.kafka.topic": true, "sinks.results.sasl.user": false, "window.size": true} {
+		"source.kafka.sasl.password": false, "source.kafka.topic": true, "sinks.results.sasl.user": false, "window.size": true, "sinks.results.capacity": false} {
 		if got, _ := fieldClass(path); got != want {
 			t.Errorf("%s: state-relevant %v, want %v", path, got, want)
 		}

@@ -622,8 +622,11 @@ func (j *Job) openTableResults(op *spec.SinkOp, open func(context.Context, conne
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", op.Path, err)
 	}
-	k := &tableResults{s: s, j: j, keys: j.plan.Key, vals: vals, batch: batchRows(r)}
-	return k, j.startTable(op.Name, op.Path, cmp.Or(r.Table, "results"), func() (int64, error) { return s.MaxRun(j.sinkCtx) }, func() (int64, error) { return s.Reset(j.sinkCtx) })
+	if err := j.startTable(op.Name, op.Path, cmp.Or(r.Table, "results"), func() (int64, error) { return s.MaxRun(j.sinkCtx) }, func() (int64, error) { return s.Reset(j.sinkCtx) }); err != nil {
+		// After an error a sink is only closed.
+		return nil, errors.Join(err, s.Close())
+	}
+	return &tableResults{s: s, j: j, keys: j.plan.Key, vals: vals, batch: batchRows(r)}, nil
 }
 
 func (w *tableResults) write(r window.Result[string, []byte]) error {
@@ -648,8 +651,11 @@ func (w *tableResults) write(r window.Result[string, []byte]) error {
 }
 
 func (w *tableResults) commit() error {
+	if err := w.s.Flush(context.Background()); err != nil {
+		return err
+	}
 	w.pending = 0
-	return w.s.Flush(context.Background())
+	return nil
 }
 
 // close flushes what the end of a run that ended well produced (a failed

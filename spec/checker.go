@@ -1,11 +1,13 @@
 package spec
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
 	"time"
 
 	"github.com/weirstream/weir/connector"
+	"go.yaml.in/yaml/v3"
 )
 
 // checker is a connector.Checker over one source's or sink's settings
@@ -124,15 +126,57 @@ func (k checker) Set(field string) bool {
 func (k checker) Default(field, value string) {
 	if v := k.field(field); v.IsValid() && v.Kind() == reflect.String && v.String() == "" && v.CanSet() {
 		v.SetString(value)
+		return
 	}
+	if s, ok := k.extraSink(field); ok && s.Extra[field] == nil {
+		// A setting of the kind alone (Sink.Extra).
+		if s.Extra == nil {
+			s.Extra = map[string]any{}
+		}
+		s.Extra[field] = value
+	}
+}
+
+// extraSink is the sink whose settings k reads, when field is none of
+// its Sink fields (a setting of its kind alone, kept in Sink.Extra).
+func (k checker) extraSink(field string) (*Sink, bool) {
+	s, ok := sinkOf(k.v)
+	if !ok || strings.Contains(field, ".") {
+		return nil, false
+	}
+	t := reflect.TypeFor[Sink]()
+	for i := range t.NumField() {
+		if yamlName(t.Field(i)) == field {
+			return nil, false
+		}
+	}
+	return s, true
 }
 
 func (k checker) Report(field, msg, fix string) { k.c.add(k.at(field), msg, fix) }
 
 func (k checker) Positive(field, what string) {
-	if v := k.field(field); v.IsValid() {
-		if d, ok := v.Interface().(*Duration); ok {
-			k.c.positive(k.at(field), d, what)
+	v := k.field(field)
+	if !v.IsValid() {
+		return
+	}
+	switch x := v.Interface().(type) {
+	case *Duration:
+		k.c.positive(k.at(field), x, what)
+	case string, int: // Sink.Extra's: read as a duration field is
+		n := &yaml.Node{Kind: yaml.ScalarNode, Value: fmt.Sprint(x), Tag: "!!str"}
+		if _, ok := x.(int); ok {
+			n.Tag = "!!int"
+		}
+		d, msg, fix := durationValue(n)
+		if msg != "" {
+			k.c.add(k.at(field), msg, fix)
+			return
+		}
+		k.c.positive(k.at(field), &d, what)
+	default:
+		if _, ok := k.extraSink(field); ok {
+			k.c.add(k.at(field), fmt.Sprintf("want a duration, got %v", x), durationFix)
 		}
 	}
 }

@@ -158,15 +158,11 @@ func parse(data []byte, name string, reg *connector.Registry) (*Plan, error) {
 		loaded := len(les)
 	next:
 		for _, c := range ces {
-			for _, l := range les[:loaded] {
-				if c.Path == l.Path || strings.HasPrefix(c.Path, l.Path+".") || strings.HasPrefix(l.Path, c.Path+".") {
-					continue next
-				}
-			}
 			if c.Line > 0 {
-				// A sink's unknown field (compiler.extra): among Load's
-				// errors, in document order.
-				i := slices.IndexFunc(les[:loaded], func(l FieldError) bool { return l.Line > c.Line })
+				// A sink's unknown field (compiler.extra), which Load
+				// leaves to Compile: among Load's errors, in document
+				// order, as Load would have reported it.
+				i := slices.IndexFunc(les[:loaded], func(l FieldError) bool { return byPlace(l, c) > 0 })
 				if i < 0 {
 					i = loaded
 				}
@@ -174,10 +170,20 @@ func parse(data []byte, name string, reg *connector.Registry) (*Plan, error) {
 				loaded++
 				continue
 			}
+			for _, l := range les[:loaded] {
+				if c.Path == l.Path || strings.HasPrefix(c.Path, l.Path+".") || strings.HasPrefix(l.Path, c.Path+".") {
+					continue next
+				}
+			}
 			les = append(les, c)
 		}
 	}
 	return nil, les
+}
+
+// byPlace orders errors by where in the document they are.
+func byPlace(a, b FieldError) int {
+	return cmp.Or(cmp.Compare(a.Line, b.Line), cmp.Compare(a.Column, b.Column))
 }
 
 // Compile validates s and returns its plan, or every problem as Errors. It
@@ -191,7 +197,7 @@ func CompileWith(s *Spec, reg *connector.Registry) (*Plan, error) {
 	c := &compiler{p: &Plan{Spec: clone(s), Warnings: slices.Clone(s.Warnings), Registry: reg}, reg: reg}
 	c.compile()
 	if len(c.unknown) > 0 {
-		slices.SortStableFunc(c.unknown, func(a, b FieldError) int { return cmp.Compare(a.Line, b.Line) })
+		slices.SortFunc(c.unknown, byPlace)
 		c.errs = append(c.unknown, c.errs...)
 	}
 	if len(c.errs) > 0 {
@@ -284,7 +290,7 @@ func (c *compiler) extra(path string, k *Sink, kind connector.Kind, known bool) 
 		if known && kind.Takes(false, name) {
 			continue
 		}
-		c.unknown = append(c.unknown, FieldError{Path: path + "." + name, Line: k.ExtraLines[name], Msg: fmt.Sprintf("unknown field %q", name), Fix: suggest(name, names)})
+		c.unknown = append(c.unknown, FieldError{Path: path + "." + name, Line: k.ExtraLines[name], Column: k.ExtraColumns[name], Msg: fmt.Sprintf("unknown field %q", name), Fix: suggest(name, names)})
 	}
 }
 

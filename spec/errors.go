@@ -13,6 +13,9 @@ type FieldError struct {
 	Line int
 	Msg  string
 	Fix  string
+	// Column is the YAML node's column, when known: it orders errors
+	// of one line (it is not printed).
+	Column int
 }
 
 func (e FieldError) Error() string {

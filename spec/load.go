@@ -123,7 +123,7 @@ type walker struct {
 }
 
 func (w *walker) fail(path string, n *yaml.Node, msg, fix string) {
-	w.errs = append(w.errs, FieldError{Path: path, Line: n.Line, Msg: msg, Fix: fix})
+	w.errs = append(w.errs, FieldError{Path: path, Line: n.Line, Column: n.Column, Msg: msg, Fix: fix})
 }
 
 // visit counts a node walked and reports false once the alias budget is
@@ -283,11 +283,11 @@ func (w *walker) fields(v reflect.Value, n *yaml.Node, path string, depth int) {
 			return
 		}
 		if key.Kind != yaml.ScalarNode {
-			w.errs = append(w.errs, FieldError{Path: path, Line: line, Msg: "a field name must be a plain string, got " + describe(key)})
+			w.errs = append(w.errs, FieldError{Path: path, Line: line, Column: key.Column, Msg: "a field name must be a plain string, got " + describe(key)})
 			continue
 		}
 		if key.ShortTag() == "!!merge" {
-			w.errs = append(w.errs, FieldError{Path: path, Line: line, Msg: `merge keys ("<<") are not supported`, Fix: "write the fields out instead"})
+			w.errs = append(w.errs, FieldError{Path: path, Line: line, Column: key.Column, Msg: `merge keys ("<<") are not supported`, Fix: "write the fields out instead"})
 			continue
 		}
 		p := key.Value
@@ -295,7 +295,7 @@ func (w *walker) fields(v reflect.Value, n *yaml.Node, path string, depth int) {
 			p = path + "." + key.Value
 		}
 		if first, ok := seen[key.Value]; ok {
-			w.errs = append(w.errs, FieldError{Path: p, Line: line, Msg: fmt.Sprintf("given twice (first on line %d)", first), Fix: "keep only one"})
+			w.errs = append(w.errs, FieldError{Path: p, Line: line, Column: key.Column, Msg: fmt.Sprintf("given twice (first on line %d)", first), Fix: "keep only one"})
 			continue
 		}
 		seen[key.Value] = line
@@ -308,16 +308,16 @@ func (w *walker) fields(v reflect.Value, n *yaml.Node, path string, depth int) {
 			// which knows the kinds, checks it.
 			var x any
 			if err := val.Decode(&x); err != nil {
-				w.errs = append(w.errs, FieldError{Path: p, Line: val.Line, Msg: err.Error()})
+				w.errs = append(w.errs, FieldError{Path: p, Line: val.Line, Column: val.Column, Msg: err.Error()})
 				continue
 			}
 			if k.Extra == nil {
-				k.Extra, k.ExtraLines = map[string]any{}, map[string]int{}
+				k.Extra, k.ExtraLines, k.ExtraColumns = map[string]any{}, map[string]int{}, map[string]int{}
 			}
-			k.Extra[key.Value], k.ExtraLines[key.Value] = x, line
+			k.Extra[key.Value], k.ExtraLines[key.Value], k.ExtraColumns[key.Value] = x, line, key.Column
 			continue
 		}
-		w.errs = append(w.errs, FieldError{Path: p, Line: line, Msg: fmt.Sprintf("unknown field %q", key.Value), Fix: suggest(key.Value, names)})
+		w.errs = append(w.errs, FieldError{Path: p, Line: line, Column: key.Column, Msg: fmt.Sprintf("unknown field %q", key.Value), Fix: suggest(key.Value, names)})
 	}
 }
 

@@ -250,10 +250,12 @@ func TestKindOwnSettings(t *testing.T) {
 	var got []any
 	r.MustRegister(connector.Kind{Name: "file", Doc: "a file", Source: &connector.SourceKind{Fields: []connector.Field{{Name: "path", Doc: "the file"}}}},
 		connector.Kind{Name: "bucket", Doc: "results in a bucket", Sink: &connector.SinkKind{Roles: connector.RoleResults,
-			Fields: []connector.Field{{Name: "bucket_name", Doc: "the bucket"}, {Name: "parts", Doc: "parts"}, {Name: "flush_every", Doc: "how often"}, {Name: "tags", Doc: "tags"}},
+			Fields: []connector.Field{{Name: "bucket_name", Doc: "the bucket"}, {Name: "parts", Doc: "parts"}, {Name: "flush_every", Doc: "how often"}, {Name: "tags", Doc: "tags"}, {Name: "region", Doc: "the region"}},
 			Check: func(c connector.Checker, output string) {
+				c.Default("region", "eu")
+				c.Positive("flush_every", "the flush interval")
 				d, ok := c.Duration("flush_every")
-				got = append(got, c.String("bucket_name"), c.Int("parts"), d, ok, c.Strings("tags"), c.Set("bucket_name"), c.Set("parts2"))
+				got = append(got, c.String("bucket_name"), c.Int("parts"), d, ok, c.Strings("tags"), c.Set("bucket_name"), c.Set("parts2"), c.String("region"))
 			}}})
 	base := strings.ReplaceAll(checkJob, "key: k\n", "")
 	s, err := Load([]byte(base + "sinks:\n  results: {type: bucket, bucket_name: b1, parts: 3, flush_every: 2s, tags: [x, y]}\n"))
@@ -263,7 +265,7 @@ func TestKindOwnSettings(t *testing.T) {
 	if _, err := CompileWith(s, r); err != nil {
 		t.Fatal(err)
 	}
-	if want := []any{"b1", 3, 2 * time.Second, true, []string{"x", "y"}, true, false}; !reflect.DeepEqual(got, want) {
+	if want := []any{"b1", 3, 2 * time.Second, true, []string{"x", "y"}, true, false, "eu"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("the kind read %v, want %v", got, want)
 	}
 
@@ -276,5 +278,13 @@ func TestKindOwnSettings(t *testing.T) {
 		es[1].Path != "sinks.results.colour" || es[1].Msg != `unknown field "colour"` ||
 		es[2].Path != "window_typo" {
 		t.Fatalf("unknown settings: %v", err)
+	}
+
+	// On one line, in the order written; a duration of the kind's own
+	// that does not parse is refused as a duration field is.
+	_, err = ParseWith([]byte(base+"sinks:\n  results: {type: bucket, zz: 1, flush_every: 5x, aa: 2}\n"), r)
+	if !errors.As(err, &es) || len(es) != 3 || es[0].Path != "sinks.results.zz" || es[1].Path != "sinks.results.aa" ||
+		es[2].Path != "sinks.results.flush_every" || !strings.Contains(es[2].Msg, "5x") {
+		t.Fatalf("one line: %v", err)
 	}
 }

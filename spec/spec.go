@@ -436,10 +436,12 @@ type Sink struct {
 	BatchRows       int       `yaml:"batch_rows" json:"-"`
 	// Extra are the settings of a registered kind's own that no field
 	// above holds (connector.Field names beside these), by name, as YAML
-	// gave them; ExtraLines the line each was given on. Compile refuses
-	// those the sink's kind does not take, as unknown fields.
-	Extra      map[string]any `yaml:"-" json:",omitempty"`
-	ExtraLines map[string]int `yaml:"-" json:"-"`
+	// gave them; ExtraLines and ExtraColumns where each was given.
+	// Compile refuses those the sink's kind does not take, as unknown
+	// fields.
+	Extra        map[string]any `yaml:"-" json:",omitempty"`
+	ExtraLines   map[string]int `yaml:"-" json:"-"`
+	ExtraColumns map[string]int `yaml:"-" json:"-"`
 }
 
 // Duration is a length of time in milliseconds. In a spec it is a string

@@ -46,11 +46,8 @@ func TestKeyFilterCanonical(t *testing.T) {
 	}
 }
 
-// TestFilterRefused: a --key field that is not one of the job's key
-// fields, or a --reason no entry has, is refused (it would match
-// nothing, without a word); the job's own are taken.
-func TestFilterRefused(t *testing.T) {
-	p, err := spec.Parse([]byte(`
+// ledgerJob is a job with a ledger; %s is its results sink's settings.
+const ledgerJob = `
 name: f
 source: {type: file, path: in.jsonl}
 key: [user_id]
@@ -58,9 +55,15 @@ watermark: {max_out_of_orderness: 1s}
 window: {type: tumbling, size: 1m}
 aggregate: [{name: n, fn: count}]
 sinks:
-  results: {type: jsonl, path: out.jsonl}
+  results: {type: %s}
   late: {type: ledger, dir: ledger}
-`))
+`
+
+// TestFilterRefused: a --key field that is not one of the job's key
+// fields, or a --reason no entry has, is refused (it would match
+// nothing, without a word); the job's own are taken.
+func TestFilterRefused(t *testing.T) {
+	p, err := spec.Parse([]byte(fmt.Sprintf(ledgerJob, "jsonl, path: out.jsonl")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,22 +86,11 @@ sinks:
 // with the usage code, as other refusals do, having read nothing.
 func TestBackfillRefusedExit(t *testing.T) {
 	dir := t.TempDir()
-	job := `
-name: r
-source: {type: file, path: in.jsonl}
-key: [user_id]
-watermark: {max_out_of_orderness: 1s}
-window: {type: tumbling, size: 1m}
-aggregate: [{name: n, fn: count}]
-sinks:
-  results: {type: %s}
-  late: {type: ledger, dir: ledger}
-`
 	for _, c := range []struct{ results, flag, want string }{
 		{"jsonl, path: out.jsonl", "", "set archive: {dir: archive}"},
 		{"sqlite, path: out.db", "--checkpoint-dir=nope", "--checkpoint-dir " + filepath.Join(dir, "nope") + " is not a directory"},
 	} {
-		if err := os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(fmt.Sprintf(job, c.results)), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(fmt.Sprintf(ledgerJob, c.results)), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		args := []string{"backfill", "job.yaml"}

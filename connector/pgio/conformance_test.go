@@ -72,6 +72,19 @@ func TestSinkConformance(t *testing.T) {
 	})
 }
 
+// TestResultsConformance runs the results kind suite on the postgres
+// kind, opened through its OpenResults as a job spec's runner opens it.
+func TestResultsConformance(t *testing.T) {
+	d := connect(t)
+	connectortest.RunResults(t, connectortest.Results{Kind: Kinds()[0],
+		New: func(t testing.TB) (connector.Settings, func(testing.TB, string) []connectortest.Rec) {
+			table := d.table(t, "weir_conformance")
+			return connectortest.MapSettings{"url": d.url, "table": table}, func(t testing.TB, job string) []connectortest.Rec {
+				return readRecs(t, d, `SELECT id, run, pane, value FROM `+quoteIdent(table)+` WHERE job = '`+job+`'`, false)
+			}
+		}})
+}
+
 // TestRecordSinkConformance runs the sink suite on a records table.
 func TestRecordSinkConformance(t *testing.T) {
 	d := connect(t)

@@ -27,30 +27,7 @@ func TestSinkConformance(t *testing.T) {
 			open := func(t testing.TB) connector.Sink[Row] {
 				return mustOpen(t, path, []string{"id"}, []string{"value"}, Options{Job: "conformance"})
 			}
-			read := func(t testing.TB) []connectortest.Rec {
-				db, err := sql.Open("sqlite", path)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer db.Close()
-				rows, err := db.Query(`SELECT id, run, pane, value FROM results WHERE job = 'conformance'`)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer rows.Close()
-				var out []connectortest.Rec
-				for rows.Next() {
-					var r connectortest.Rec
-					if err := rows.Scan(&r.ID, &r.Run, &r.Pane, &r.Value); err != nil {
-						t.Fatal(err)
-					}
-					out = append(out, r)
-				}
-				if err := rows.Err(); err != nil {
-					t.Fatal(err)
-				}
-				return out
-			}
+			read := func(t testing.TB) []connectortest.Rec { return readJob(t, path, "conformance") }
 			return open, read
 		},
 		Make:  confRow,
@@ -96,4 +73,40 @@ func TestOpenMissingDirectory(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "nope of ") {
 		t.Fatalf("Open in a missing directory: %v", err)
 	}
+}
+
+// readJob reads job's rows of the results table at path.
+func readJob(t testing.TB, path, job string) []connectortest.Rec {
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rows, err := db.Query(`SELECT id, run, pane, value FROM results WHERE job = ?`, job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []connectortest.Rec
+	for rows.Next() {
+		var r connectortest.Rec
+		if err := rows.Scan(&r.ID, &r.Run, &r.Pane, &r.Value); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestResultsConformance runs the results kind suite on the sqlite kind,
+// opened through its OpenResults as a job spec's runner opens it.
+func TestResultsConformance(t *testing.T) {
+	connectortest.RunResults(t, connectortest.Results{Kind: Kinds()[0],
+		New: func(t testing.TB) (connector.Settings, func(testing.TB, string) []connectortest.Rec) {
+			path := filepath.Join(t.TempDir(), "out.db")
+			return connectortest.MapSettings{"path": path}, func(t testing.TB, job string) []connectortest.Rec { return readJob(t, path, job) }
+		}})
 }

@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
 	"os"
 	"slices"
 	"strconv"
@@ -518,18 +517,6 @@ type table struct {
 	requireRows bool
 }
 
-// redactURL is where table t is, for messages: the SQLite path, or the
-// Postgres server and database without the password.
-func redactURL(t table) string {
-	if !t.pg {
-		return t.url
-	}
-	if u, err := url.Parse(t.url); err == nil && u.Host != "" {
-		return u.Host + u.Path
-	}
-	return "the Postgres database"
-}
-
 // planTable is the results table of a job spec's first results sink.
 func planTable(p *spec.Plan, dir string) table {
 	r := p.Sinks.Primary()
@@ -581,7 +568,11 @@ func openSQLStore(ctx context.Context, o *BackfillOptions, t table, timeout time
 		}
 		if err != nil {
 			db.close()
-			return nil, fmt.Errorf("table %s in %s: %w", quoteSQL(t.name), redactURL(t), err)
+			where := "" // a Postgres URL may hold a password
+			if !t.pg {
+				where = " in " + t.url
+			}
+			return nil, fmt.Errorf("table %s%s: %w", quoteSQL(t.name), where, err)
 		}
 	}
 	if err := db.db.QueryRowContext(ctx, db.maxRun, t.job).Scan(&st.newest); err != nil {
@@ -795,18 +786,18 @@ func openResultsDB(ctx context.Context, rt table, create bool) (*resultsDB, erro
 		return nil, err
 	}
 	table := rt.name
+	// A table of another layout (of weir before typed columns, or named
+	// columns it lacks) is refused as the sink refuses it.
 	if d.pg {
-		// A table of another layout (of weir before typed columns) is
-		// refused as the sink refuses it.
-		if err := pgio.CheckTable(ctx, rt.url, table, rt.keys, rt.values, rt.opts); err != nil {
-			d.db.Close()
-			if rt.columnsFix != "" {
-				err = fmt.Errorf("%w; %s", err, rt.columnsFix)
-			}
-			return nil, err
-		}
-	} else if err := checkSQLiteColumns(ctx, d.db, rt); err != nil {
+		err = pgio.CheckTable(ctx, rt.url, table, rt.keys, rt.values, rt.opts)
+	} else {
+		err = sqliteio.CheckTable(d.db, rt.url, table, pgio.Names(rt.keys), pgio.Names(rt.values))
+	}
+	if err != nil {
 		d.db.Close()
+		if rt.columnsFix != "" {
+			err = fmt.Errorf("%w; %s", err, rt.columnsFix)
+		}
 		return nil, err
 	}
 	appliedName := pgio.AppliedTable(table)
@@ -868,7 +859,7 @@ func openResultsDB(ctx context.Context, rt table, create bool) (*resultsDB, erro
 	vals := append([]string{"?"}, keyPHs...)
 	vals = append(vals, slices.Repeat([]string{"?"}, len(spec.ResultColumns))...)
 	vals = append(vals, valPHs...)
-	d.ins = `INSERT INTO ` + t + ` (` + strings.Join(append(append(append([]string{`"job"`}, quoteAll(names(keyDefs))...), spec.ResultColumns...), cols...), ", ") + `) VALUES (` + strings.Join(vals, ", ") + `)`
+	d.ins = `INSERT INTO ` + t + ` (` + strings.Join(append(append(append([]string{`"job"`}, quoteAll(pgio.Names(keyDefs))...), spec.ResultColumns...), cols...), ", ") + `) VALUES (` + strings.Join(vals, ", ") + `)`
 	d.maxRun = `SELECT COALESCE(MAX(run), 0) FROM ` + t + ` WHERE "job" = ?`
 	d.applied = `SELECT id FROM ` + applied + ` WHERE job = ? AND key = ? AND window_start = ? AND window_end = ?`
 	d.mark = `INSERT INTO ` + applied + ` (job, key, window_start, window_end, id) VALUES (?, ?, ?, ?, ?)`
@@ -878,41 +869,6 @@ func openResultsDB(ctx context.Context, rt table, create bool) (*resultsDB, erro
 		}
 	}
 	return d, nil
-}
-
-// checkSQLiteColumns checks that SQLite table rt, if it exists, has its
-// key and value columns: SQLite reads a double-quoted name that is no
-// column as a string, so a misnamed column would read as its own name.
-func checkSQLiteColumns(ctx context.Context, db *sql.DB, rt table) error {
-	rows, err := db.QueryContext(ctx, `SELECT name FROM pragma_table_info(?)`, rt.name)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	have := map[string]bool{}
-	for rows.Next() {
-		var n string
-		if err := rows.Scan(&n); err != nil {
-			return err
-		}
-		have[strings.ToLower(n)] = true // SQLite resolves names without case
-	}
-	if err := rows.Err(); err != nil || len(have) == 0 {
-		return err // no table: the statements say so
-	}
-	var missing []string
-	for _, c := range append(slices.Clone(rt.keys), rt.values...) {
-		if !have[strings.ToLower(c.Name)] {
-			missing = append(missing, c.Name)
-		}
-	}
-	if len(missing) == 1 && missing[0] == spec.AccColumn {
-		return fmt.Errorf("table %s in %s has no column %s: it was written before weir kept accumulators; rerun the job into a new table", quoteSQL(rt.name), rt.url, spec.AccColumn)
-	}
-	if len(missing) > 0 {
-		return fmt.Errorf("table %s in %s has no column %s: name the key and value columns as the sink was opened with them", quoteSQL(rt.name), rt.url, strings.Join(missing, ", "))
-	}
-	return nil
 }
 
 // dollars numbers the ? placeholders of q as Postgres wants them ($1, $2,
@@ -1099,14 +1055,6 @@ func entryNo(id string) int64 {
 func isNumberText(v string) bool { return v != "" && (v[0] == '-' || v[0] >= '0' && v[0] <= '9') }
 
 func quoteSQL(name string) string { return `"` + strings.ReplaceAll(name, `"`, `""`) + `"` }
-
-func names(defs []pgio.ColumnDef) []string {
-	out := make([]string, len(defs))
-	for i, d := range defs {
-		out[i] = d.Name
-	}
-	return out
-}
 
 func quoteAll(names []string) []string {
 	out := make([]string, len(names))

@@ -318,9 +318,9 @@ func TestIntoTableRefuses(t *testing.T) {
 		{"no database", backfill.Table{Name: "totals"}, fold, "set Postgres (a connection string) or SQLite (a path)"},
 		{"no fold", backfill.Table{SQLite: dbPath, Name: "totals"}, backfill.Fold[order, int64]{}, "Seed, Add and Values are required"},
 		{"key named otherwise", backfill.Table{SQLite: dbPath, Name: "totals", Job: "orders", Keys: pgio.Defs(pgio.Text, "customer"), Values: pgio.Defs(pgio.BigInt, "total")}, fold,
-			`has no column customer: name the key and value columns`},
+			"expected columns (job, customer, window_start, window_end, firing, run, pane, watermark, total)"},
 		{"two value columns", backfill.Table{SQLite: dbPath, Name: "totals", Job: "orders", Keys: pgio.Defs(pgio.Text, "user"), Values: pgio.Defs(pgio.BigInt, "total", "seq")}, fold,
-			`has no column seq: name the key and value columns as the sink was opened with them`},
+			"expected columns (job, user, window_start, window_end, firing, run, pane, watermark, total, seq)"},
 	} {
 		_, err := backfill.IntoTable(ctx, c.tb, c.fold, backfill.TableOptions{Ledger: ledgerDir, AllowedLateness: 10 * time.Minute})
 		if err == nil || !strings.Contains(err.Error(), c.want) {

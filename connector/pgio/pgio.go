@@ -308,7 +308,7 @@ func newSink(ctx context.Context, connString, table string, keys, values []Colum
 	if err != nil {
 		return nil, err
 	}
-	keyNames, valueNames := names(keys), names(values)
+	keyNames, valueNames := Names(keys), Names(values)
 	if err := checkNames(keyNames, valueNames); err != nil {
 		return nil, err
 	}
@@ -328,7 +328,8 @@ func newSink(ctx context.Context, connString, table string, keys, values []Colum
 	}, nil
 }
 
-func names(defs []ColumnDef) []string {
+// Names are the names of defs, in order.
+func Names(defs []ColumnDef) []string {
 	n := make([]string, len(defs))
 	for i, d := range defs {
 		n[i] = d.Name

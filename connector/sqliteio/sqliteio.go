@@ -31,6 +31,7 @@ package sqliteio
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -287,7 +288,7 @@ func (s *Sink) setup() error {
 	if _, err := s.db.Exec(b.String()); err != nil {
 		return fmt.Errorf("sqliteio: create table %s in %s: %w", t, s.path, err)
 	}
-	if err := s.checkSchema(cols); err != nil {
+	if err := checkSchema(s.db, s.path, s.table, cols, 1+len(s.keyNames)); err != nil {
 		return err
 	}
 
@@ -335,11 +336,26 @@ func (s *Sink) columns() []string {
 	return append(c, s.valNames...)
 }
 
-// checkSchema compares the table's columns and primary key with want.
-func (s *Sink) checkSchema(want []string) error {
-	rows, err := s.db.Query("SELECT name, pk FROM pragma_table_info(?) ORDER BY cid", s.table)
+// CheckTable checks, without changing anything, that the result table
+// named table (default DefaultTable) in db, the database at path (named
+// in messages), either does not exist or has the layout Open requires
+// for keyNames and valueNames; it returns the error Open would fail with
+// otherwise. Programs that read or write the table beside a Sink (a
+// backfill) call it first, so that a table of another layout is refused
+// as Open refuses it: SQLite would read a double-quoted name that is no
+// column as a string.
+func CheckTable(db *sql.DB, path, table string, keyNames, valueNames []string) error {
+	want := append(append(append([]string{tablerow.JobColumn}, keyNames...), fixedColumns[:]...), valueNames...)
+	return checkSchema(db, path, cmp.Or(table, DefaultTable), want, 1+len(keyNames))
+}
+
+// checkSchema compares the columns and primary key of table in db (the
+// database at path) with want, whose first nk are the job and the keys;
+// a table that is not there is no error.
+func checkSchema(db *sql.DB, path, table string, want []string, nk int) error {
+	rows, err := db.Query("SELECT name, pk FROM pragma_table_info(?) ORDER BY cid", table)
 	if err != nil {
-		return fmt.Errorf("sqliteio: read the columns of table %s: %w", quote(s.table), err)
+		return fmt.Errorf("sqliteio: read the columns of table %s: %w", quote(table), err)
 	}
 	defer rows.Close()
 	var found []string
@@ -348,15 +364,17 @@ func (s *Sink) checkSchema(want []string) error {
 		var name string
 		var pk int
 		if err := rows.Scan(&name, &pk); err != nil {
-			return fmt.Errorf("sqliteio: read the columns of table %s: %w", quote(s.table), err)
+			return fmt.Errorf("sqliteio: read the columns of table %s: %w", quote(table), err)
 		}
 		found = append(found, name)
 		foundPK = append(foundPK, pk)
 	}
 	if err := rows.Err(); err != nil {
-		return fmt.Errorf("sqliteio: read the columns of table %s: %w", quote(s.table), err)
+		return fmt.Errorf("sqliteio: read the columns of table %s: %w", quote(table), err)
 	}
-	nk := 1 + len(s.keyNames) // the job and the keys
+	if len(found) == 0 {
+		return nil
+	}
 	same := len(found) == len(want)
 	for i := 0; same && i < len(want); i++ {
 		pk := 0
@@ -380,7 +398,7 @@ func (s *Sink) checkSchema(want []string) error {
 		"  expected columns (%s), primary key (%s)\n"+
 		"  found    columns (%s), primary key (%s)\n"+
 		"use another table (Options.Table) or delete the table%s",
-		quote(s.table), s.path,
+		quote(table), path,
 		strings.Join(want, ", "), strings.Join(want[:nk+2], ", "),
 		strings.Join(found, ", "), strings.Join(gotPK, ", "), oldLayout(found))
 }

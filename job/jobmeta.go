@@ -109,7 +109,7 @@ var stateFields = map[string]bool{
 // listed prefix it takes it from ("" when none is listed).
 func fieldClass(path string) (state bool, rule string) {
 	p := normalPath(path)
-	if name, ok := strings.CutPrefix(p, "sinks.*."); ok && !sinkField(name) {
+	if name, ok := strings.CutPrefix(p, "sinks.*."); ok && !spec.IsSinkField(strings.Split(name, ".")[0]) {
 		// A registered kind's own setting (spec.Sink.Extra), like a
 		// sink's address: a change resumes, said; the meta keeps its
 		// digest, no token in clear.
@@ -125,19 +125,6 @@ func fieldClass(path string) (state bool, rule string) {
 		}
 		p = p[:i]
 	}
-}
-
-// sinkField reports whether the first part of name is a field of
-// spec.Sink.
-func sinkField(name string) bool {
-	name, _, _ = strings.Cut(name, ".")
-	t := reflect.TypeFor[spec.Sink]()
-	for i := range t.NumField() {
-		if yamlName(t.Field(i)) == name {
-			return true
-		}
-	}
-	return false
 }
 
 // normalPath leaves out a path's list indexes and names its sink *.

@@ -3,6 +3,7 @@ package spec
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"time"
 
@@ -141,17 +142,27 @@ func (k checker) Default(field, value string) {
 // its Sink fields (a setting of its kind alone, kept in Sink.Extra).
 func (k checker) extraSink(field string) (*Sink, bool) {
 	s, ok := sinkOf(k.v)
-	if !ok || strings.Contains(field, ".") {
+	if !ok || strings.Contains(field, ".") || IsSinkField(field) {
 		return nil, false
-	}
-	t := reflect.TypeFor[Sink]()
-	for i := range t.NumField() {
-		if yamlName(t.Field(i)) == field {
-			return nil, false
-		}
 	}
 	return s, true
 }
+
+// IsSinkField reports whether name is a field of the spec's Sink (a
+// setting of the built-in kinds), not a kind's own (Sink.Extra).
+func IsSinkField(name string) bool { return slices.Contains(sinkFields, name) }
+
+// sinkFields are the YAML names of the spec's Sink fields.
+var sinkFields = func() []string {
+	var names []string
+	t := reflect.TypeFor[Sink]()
+	for i := range t.NumField() {
+		if n := yamlName(t.Field(i)); n != "" && n != "-" {
+			names = append(names, n)
+		}
+	}
+	return names
+}()
 
 func (k checker) Report(field, msg, fix string) { k.c.add(k.at(field), msg, fix) }
 

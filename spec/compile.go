@@ -272,13 +272,7 @@ func (c *compiler) extra(path string, k *Sink, kind connector.Kind, known bool) 
 	if len(k.Extra) == 0 {
 		return
 	}
-	var names []string
-	t := reflect.TypeFor[Sink]()
-	for i := range t.NumField() {
-		if n := yamlName(t.Field(i)); n != "" && n != "-" {
-			names = append(names, n)
-		}
-	}
+	names := slices.Clone(sinkFields)
 	if known {
 		for _, f := range kind.Fields(false) {
 			if !slices.Contains(names, f.Name) {
@@ -290,7 +284,7 @@ func (c *compiler) extra(path string, k *Sink, kind connector.Kind, known bool) 
 		if known && kind.Takes(false, name) {
 			continue
 		}
-		c.unknown = append(c.unknown, FieldError{Path: path + "." + name, Line: k.ExtraLines[name], Column: k.ExtraColumns[name], Msg: fmt.Sprintf("unknown field %q", name), Fix: suggest(name, names)})
+		c.unknown = append(c.unknown, FieldError{Path: path + "." + name, Line: k.ExtraAt[name][0], Column: k.ExtraAt[name][1], Msg: fmt.Sprintf("unknown field %q", name), Fix: suggest(name, names)})
 	}
 }
 

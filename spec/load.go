@@ -312,9 +312,9 @@ func (w *walker) fields(v reflect.Value, n *yaml.Node, path string, depth int) {
 				continue
 			}
 			if k.Extra == nil {
-				k.Extra, k.ExtraLines, k.ExtraColumns = map[string]any{}, map[string]int{}, map[string]int{}
+				k.Extra, k.ExtraAt = map[string]any{}, map[string][2]int{}
 			}
-			k.Extra[key.Value], k.ExtraLines[key.Value], k.ExtraColumns[key.Value] = x, line, key.Column
+			k.Extra[key.Value], k.ExtraAt[key.Value] = x, [2]int{line, key.Column}
 			continue
 		}
 		w.errs = append(w.errs, FieldError{Path: p, Line: line, Column: key.Column, Msg: fmt.Sprintf("unknown field %q", key.Value), Fix: suggest(key.Value, names)})

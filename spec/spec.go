@@ -436,12 +436,11 @@ type Sink struct {
 	BatchRows       int       `yaml:"batch_rows" json:"-"`
 	// Extra are the settings of a registered kind's own that no field
 	// above holds (connector.Field names beside these), by name, as YAML
-	// gave them; ExtraLines and ExtraColumns where each was given.
+	// gave them; ExtraAt the line and column each was given at.
 	// Compile refuses those the sink's kind does not take, as unknown
 	// fields.
-	Extra        map[string]any `yaml:"-" json:",omitempty"`
-	ExtraLines   map[string]int `yaml:"-" json:"-"`
-	ExtraColumns map[string]int `yaml:"-" json:"-"`
+	Extra   map[string]any    `yaml:"-" json:",omitempty"`
+	ExtraAt map[string][2]int `yaml:"-" json:"-"`
 }
 
 // Duration is a length of time in milliseconds. In a spec it is a string

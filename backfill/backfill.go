@@ -557,13 +557,13 @@ func openSQLStore(ctx context.Context, o *BackfillOptions, t table, timeout time
 	if t.requireRows {
 		// A Go program's table, named by hand: a wrong name or job would
 		// otherwise give each window a new row of the late records only.
-		var n int64
-		q := `SELECT COUNT(*) FROM ` + quoteSQL(t.name) + ` WHERE "job" = ?`
+		var found bool // EXISTS: stops at the first row, where COUNT reads them all
+		q := `SELECT EXISTS (SELECT 1 FROM ` + quoteSQL(t.name) + ` WHERE "job" = ?)`
 		if db.pg {
 			q = dollars(q)
 		}
-		err := db.db.QueryRowContext(ctx, q, t.job).Scan(&n)
-		if err == nil && n == 0 {
+		err := db.db.QueryRowContext(ctx, q, t.job).Scan(&found)
+		if err == nil && !found {
 			err = fmt.Errorf("it holds no rows of job %q: Table.Job must be the results sink's Options.Job", t.job)
 		}
 		if err != nil {

@@ -52,7 +52,7 @@ func TestDependencyRules(t *testing.T) {
 		// Record decoding and the declarative aggregates of a plan.
 		"internal/record": {".", "spec", "etime", "clock", "state", "connector/fileio", "internal/jsonnum"},
 		// The format of a job spec's outputs, shared by the runner and backfill.
-		"internal/outfmt": {".", "spec", "window", "internal/record", "connector", "connector/pgio"},
+		"internal/outfmt": {".", "spec", "window", "internal/record", "connector", "connector/pgio", "connector/kafkaio"},
 		// Backfill and the complete answer read what the runner wrote.
 		"backfill": {".", "spec", "job", "internal/record", "internal/outfmt", "etime", "clock", "window", "checkpoint", "ledger", "internal/archive", "internal/jsonnum", "connector/fileio", "connector/kafkaio", "connector/pgio", "connector/sqliteio"},
 		// The job runner is a user of the public API, like any Go program.

@@ -117,6 +117,10 @@ type SinkKind struct {
 	// differently, as a table upserts results by window but stores
 	// records once by id).
 	Abilities, RecordAbilities Ability
+	// Reasons: the kind keeps each late record with its reason, so a late
+	// sink of it takes the partial misses (window_expired_partial) too
+	// unless late_partial names a sink of their own.
+	Reasons bool
 	// Check (nil: none) checks the values of the kind's settings as the
 	// sink of output (results, late, late_partial or dead_letter), by
 	// their Field names; the job spec checks what spans sinks (two sinks
@@ -128,6 +132,17 @@ type SinkKind struct {
 	// each result as a Row and drives it through checkpoints and fresh
 	// starts (see ResultsSink).
 	OpenResults func(ctx context.Context, o ResultsOpen) (ResultsSink, error)
+	// OpenMessages (nil: the runner has the kind built in) opens the kind
+	// as a job spec's sink of messages in role o.Role: results (unless
+	// OpenResults opens them), late records or dead letters. The runner
+	// writes each output as a Message and drives the sink by its
+	// abilities: a Transactional one is pre-committed at each checkpoint
+	// (the state it returns kept in the checkpoint), committed once the
+	// checkpoint is durable, recovered on a restore and aborted when the
+	// run fails, and the output at the end of a run that ended well is
+	// pre-committed and committed as epoch 0; any other one is flushed at
+	// each checkpoint and at that end.
+	OpenMessages func(ctx context.Context, o MessagesOpen) (Sink[Message], error)
 }
 
 // Checker is a kind's Check's view of a job spec: it reads the kind's

@@ -49,6 +49,7 @@ type Settings interface {
 	String(field string) string
 	Strings(field string) []string
 	Int(field string) int
+	Bool(field string) bool
 	// Duration is a duration setting; ok is false when it is unset.
 	Duration(field string) (d time.Duration, ok bool)
 	// Set reports whether the spec gives the setting.

@@ -104,3 +104,20 @@ type Idempotent interface {
 	// Idempotent is a marker; it does nothing.
 	Idempotent()
 }
+
+// Drainer is the ability of a Sink that buffers output in memory to hand
+// it to its readers without making it durable (a file's buffer written
+// out without an fsync). A job without checkpoints drains its sinks every
+// second, so that a live job's output can be read as it comes (tail -f)
+// rather than when a buffer fills or the run ends.
+type Drainer interface {
+	Drain() error
+}
+
+// RunKeeper is the ability of a sink whose output keeps what earlier runs
+// of the job wrote when a run is told to append (a table, a ledger):
+// MaxRun is the newest run it holds (0: none), which the new run's id
+// goes above, so that readers can tell the runs apart.
+type RunKeeper interface {
+	MaxRun(ctx context.Context) (int64, error)
+}

@@ -88,7 +88,7 @@ func openCheckpoints(p *spec.Plan, o RunOptions) (*checkpoints, error) {
 	limit := int64(math.MaxInt64)
 	if r := p.Sinks.Results.First("kafka"); r != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		id, ok, err := kafkaio.LastCommitted(ctx, kafkaSinkOptions(r, txnID(p)))
+		id, ok, err := kafkaio.LastCommitted(ctx, kafkaSinkOptions(p, r))
 		cancel()
 		if err != nil {
 			store.Close()

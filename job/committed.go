@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/etime"
@@ -24,8 +25,8 @@ type Committed struct {
 	Watermark etime.Time
 	// Ledgers are the ledger sinks' committed positions, by sink name.
 	Ledgers map[string]ledger.Pos
-	// Epoch is the epoch of the Postgres record tables' rows the
-	// checkpoint covers; Run is the run's id and Since the oldest run
+	// Epoch is the epoch of the rows of a Postgres late table (a
+	// ledger) the checkpoint covers; Run is the run's id and Since the oldest run
 	// whose outputs the results hold (earlier runs' ledger entries do
 	// not count).
 	Epoch, Run, Since int64
@@ -49,7 +50,29 @@ func LastCommitted(p *spec.Plan, o RunOptions) (c Committed, ok bool, err error)
 		c.Finished = true
 	}
 	if oc != nil {
-		c = Committed{Checkpoint: id, Finished: c.Finished, Watermark: oc.Watermark, Ledgers: oc.Ledgers, Epoch: oc.Epoch, Run: oc.Run, Since: oc.Since}
+		c = Committed{Checkpoint: id, Finished: c.Finished, Watermark: oc.Watermark, Ledgers: map[string]ledger.Pos{}, Run: oc.Run, Since: oc.Since}
+		if l := p.Sinks.Late; l != nil && l.Type == "postgres" {
+			if st := oc.sinkState("late"); st != nil {
+				if c.Epoch, err = strconv.ParseInt(string(st), 10, 64); err != nil {
+					return c, true, fmt.Errorf("checkpoint %d: corrupt state of sinks.late: %q", id, st)
+				}
+			}
+		}
+		for _, k := range []struct {
+			name string
+			s    *spec.Sink
+		}{{"late", p.Sinks.Late}, {"late_partial", p.Sinks.LatePartial}} {
+			if k.s == nil || k.s.Type != "ledger" {
+				continue
+			}
+			if st := oc.sinkState(k.name); st != nil {
+				var pos ledger.Pos
+				if err := json.Unmarshal(st, &pos); err != nil {
+					return c, true, fmt.Errorf("checkpoint %d: corrupt state of sinks.%s: %w", id, k.name, err)
+				}
+				c.Ledgers[k.name] = pos
+			}
+		}
 	}
 	return c, true, nil
 }

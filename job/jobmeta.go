@@ -24,12 +24,16 @@ import (
 // metaFormat is the format of the meta this weir writes. Format 1, a JSON
 // object without a format field, is what weir wrote before formats were
 // numbered (fingerprintV1); this weir reads formats 1 to metaFormat and
-// refuses later ones.
-const metaFormat = 2
+// refuses later ones. Format 3 is format 2's meta whose checkpoint keeps
+// its sinks' states in the output part's sinks (outCounters.Sinks), where
+// format 2 kept file lengths in offsets: a weir that reads only format 2
+// would take the missing offsets for empty files and cut them, so it must
+// refuse format 3.
+const metaFormat = 3
 
-// jobMeta is a checkpoint's meta in format 2.
+// jobMeta is a checkpoint's meta in formats 2 and 3.
 type jobMeta struct {
-	// Format is 2.
+	// Format is 2 or 3.
 	Format int `json:"format"`
 	// State holds every state-relevant leaf field of the spec that is set,
 	// by its path (such as window.size or sinks.results.path), as JSON.

@@ -99,8 +99,8 @@ func reopen(t *testing.T, dir, yaml string) ([]string, error) {
 // only fields its state does not depend on, or added a sink, and the one
 // info line names each change; a change of a field it depends on, or a
 // removed sink, is refused naming the fields, with the --fresh hint. Both
-// for a checkpoint of this weir (format 2) and for one a weir before
-// meta formats wrote (format 1, resumeBaseV1).
+// for a checkpoint of this weir (format 3), of the weir before (format 2,
+// the same meta) and for one a weir before meta formats wrote (format 1, resumeBaseV1).
 func TestResumeAcrossChanges(t *testing.T) {
 	p, err := spec.Parse([]byte(resumeBase))
 	if err != nil {
@@ -134,12 +134,15 @@ func TestResumeAcrossChanges(t *testing.T) {
 		{"removed sink", edit(t, resumeBase, "  dead_letter: {type: jsonl, path: bad.jsonl}\n", ""), "whose sinks differ from this spec's (sinks.dead_letter removed)"},
 		{"source path", edit(t, resumeBase, "path: in.jsonl", "path: other.jsonl"), "whose source differs from this spec's (source.path)"},
 	}
-	for _, format := range []string{"format 2", "format 1"} {
+	for _, format := range []string{"format 3", "format 2", "format 1"} {
 		meta := fingerprint(p)
-		if format == "format 1" {
+		switch {
+		case format == "format 1":
 			meta = []byte(resumeBaseV1)
-		} else if !bytes.HasPrefix(meta, []byte(`{"format":2,`)) {
-			t.Fatalf("meta %s, want format 2", meta)
+		case !bytes.HasPrefix(meta, []byte(`{"format":3,`)):
+			t.Fatalf("meta %s, want format 3", meta)
+		case format == "format 2":
+			meta = bytes.Replace(meta, []byte(`{"format":3,`), []byte(`{"format":2,`), 1)
 		}
 		for _, c := range resumed {
 			dir := checkpointWith(t, meta)
@@ -183,9 +186,9 @@ func cmpOr(a, b string) string {
 // refused; a format 1 meta holding a field this weir does not know is
 // compared section by section, as weir did before formats.
 func TestResumeFormats(t *testing.T) {
-	future := checkpointWith(t, []byte(`{"format":3,"state":{},"something":"new"}`))
+	future := checkpointWith(t, []byte(`{"format":4,"state":{},"something":"new"}`))
 	_, err := reopen(t, future, resumeBase)
-	want := "checkpoint 7 in " + future + ": it was written by a newer weir, in job checkpoint format 3, and this weir reads formats 1 to 2; resume with that weir (or a later one), or start over with --fresh (the outputs start over too)"
+	want := "checkpoint 7 in " + future + ": it was written by a newer weir, in job checkpoint format 4, and this weir reads formats 1 to 3; resume with that weir (or a later one), or start over with --fresh (the outputs start over too)"
 	if err == nil || err.Error() != want {
 		t.Fatalf("future format: %v, want %s", err, want)
 	}

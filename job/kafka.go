@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kgo"
-
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/connector/fileio"
 	"github.com/weirstream/weir/connector/kafkaio"
@@ -16,7 +14,6 @@ import (
 	"github.com/weirstream/weir/internal/record"
 	"github.com/weirstream/weir/spec"
 	"github.com/weirstream/weir/watermark"
-	"github.com/weirstream/weir/window"
 )
 
 // kafkaRecords is the stream of a kafka source: records decoded, with
@@ -61,58 +58,8 @@ func (j *Job) kafkaRecords(env *weir.Env) (weir.Stream[record.Record], error) {
 	return weir.FromSource(env, sourceStage, src, j.unboundedOptions(k.StopAtEnd)), nil
 }
 
-// txnSink is a results sink that commits a checkpoint's output in a
-// transaction after the checkpoint: preCommit makes the epoch's output
-// durable but invisible, committed makes it visible.
-type txnSink interface {
-	preCommit(id int64) error
-	committed() error
-}
-
 // committed is told that checkpoint id is complete.
-func (j *Job) committed(int64) error {
-	for _, r := range j.results {
-		if t, ok := r.resultSink.(txnSink); ok {
-			if err := t.committed(); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// txnID is the transactional id of the job's kafka results sink: stable
-// across restarts, unique to the job's name.
-func txnID(p *spec.Plan) string {
-	name := p.Name
-	if name == "" {
-		name = "job"
-	}
-	return "weir-" + name + "-results"
-}
-
-func (j *Job) txnID() string { return txnID(j.plan) }
-
-// kafkaResults writes results to a Kafka topic, keyed by their key fields
-// and window, with the firing kind, run and pane in headers; one transaction
-// per checkpoint (kafkaio.Sink).
-type kafkaResults struct {
-	s     *kafkaio.Sink
-	topic string
-	j     *Job
-	line  []byte
-	one   [1]*kgo.Record // the record being written
-}
-
-func openKafkaResults(j *Job, k *spec.Sink) (*kafkaResults, error) {
-	o := kafkaSinkOptions(k, j.txnID())
-	o.Logger = j.env.Options().Logger // aborted and redone transactions
-	s, err := kafkaio.OpenSink(o)
-	if err != nil {
-		return nil, err
-	}
-	return &kafkaResults{s: s, topic: k.Topic, j: j}, nil
-}
+func (j *Job) committed(id int64) error { return j.out.committed(id) }
 
 // prepareKafka readies the brokers of a kafka results sink before the run
 // (kafkaio.Prepare), so that a missing topic stops the run at start with
@@ -147,7 +94,7 @@ func prepareKafka(p *spec.Plan, o RunOptions, checkpoints bool) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	created, err := kafkaio.Prepare(ctx, kafkaSinkOptions(r, txnID(p)), topics, checkpoints)
+	created, err := kafkaio.Prepare(ctx, kafkaSinkOptions(p, r), topics, checkpoints)
 	var te *kafkaio.TopicError
 	switch {
 	case errors.As(err, &te) && te.Marker:
@@ -169,50 +116,9 @@ func prepareKafka(p *spec.Plan, o RunOptions, checkpoints bool) error {
 	return nil
 }
 
-func kafkaSinkOptions(k *spec.Sink, txnID string) kafkaio.SinkOptions {
-	return kafkaio.SinkOptions{Brokers: k.Brokers, TransactionalID: txnID, MarkerTopic: k.MarkerTopic, ClientOptions: outfmt.KafkaOpts(k.TLS, k.SASL)}
-}
-
-func (w *kafkaResults) write(r window.Result[string, []byte]) error {
-	w.line = outfmt.AppendResult(w.line[:0], w.j.plan, w.j.run, r)
-	key := outfmt.AppendResultKey(nil, w.j.plan, r)
-	w.one[0] = &kgo.Record{Topic: w.topic, Key: key, Value: append([]byte(nil), w.line...), Headers: outfmt.ResultHeaders(r.Firing, w.j.run, r.Pane)}
-	return w.s.Write(context.Background(), w.one[:])
-}
-
-// commit is a no-op: the checkpoint's transaction is flushed by
-// preCommit and committed once the checkpoint is (committed).
-func (w *kafkaResults) commit() error { return nil }
-
-func (w *kafkaResults) preCommit(id int64) error {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	_, err := w.s.PreCommit(ctx, id)
-	return err
-}
-
-func (w *kafkaResults) committed() error {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	return w.s.Commit(ctx, 0)
-}
-
-// close commits what the end of a run that ended well produced (no
-// checkpoint covers it), or aborts it after a failure (a restart produces
-// it again), and closes the producer.
-func (w *kafkaResults) close() error {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	var err error
-	if w.j.execFailed || w.j.failed.Load() {
-		err = w.s.Abort(ctx)
-	} else {
-		err = w.s.Finish(ctx)
-	}
-	if cerr := w.s.Close(); err == nil {
-		err = cerr
-	}
-	return err
+// kafkaSinkOptions are the options of p's kafka results sink k.
+func kafkaSinkOptions(p *spec.Plan, k *spec.Sink) kafkaio.SinkOptions {
+	return kafkaio.SpecSinkOptions(spec.SinkSettings(k), p.Name)
 }
 
 // kafkaStart is the plan's start position as the Kafka source's.

@@ -355,7 +355,7 @@ func TestKafkaRestoreRefusesLostCheckpoint(t *testing.T) {
 	if _, err := kadm.NewClient(cl).CreateTopic(context.Background(), 1, 1, nil, "out-weir-checkpoints"); err != nil {
 		t.Fatal(err)
 	}
-	if err := cl.ProduceSync(context.Background(), &kgo.Record{Topic: "out-weir-checkpoints", Key: []byte(txnID(p)), Value: []byte("3")}).FirstErr(); err != nil {
+	if err := cl.ProduceSync(context.Background(), &kgo.Record{Topic: "out-weir-checkpoints", Key: []byte(kafkaio.ResultsTxnID(p.Name)), Value: []byte("3")}).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
@@ -412,7 +412,7 @@ func TestKafkaMarkerTopicCreated(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if id, ok, err := kafkaio.LastCommitted(ctx, kafkaSinkOptions(p.Sinks.Primary(), txnID(p))); err != nil || !ok || id < 1 {
+	if id, ok, err := kafkaio.LastCommitted(ctx, kafkaSinkOptions(p, p.Sinks.Primary())); err != nil || !ok || id < 1 {
 		t.Fatalf("last committed checkpoint %d %v %v: the run committed none to the marker topic", id, ok, err)
 	}
 	adm, err := kadm.NewOptClient(kgo.SeedBrokers(broker))

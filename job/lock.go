@@ -67,13 +67,13 @@ func lockRun(p *spec.Plan, o RunOptions) (*runLocks, error) {
 	if dir := checkpointDir(p, o); dir != "" {
 		ts = append(ts, target{"checkpoint directory", dir, true})
 	}
+	// A sink that writes a file (a path setting: jsonl, sqlite) or a
+	// directory (a dir setting: the ledger's, under the job's name) is
+	// locked; servers keep their own (a table's rows by job, a topic's
+	// transactional id).
 	s := &p.Sinks
 	for i, r := range s.Results {
-		switch r.Type {
-		case "kafka", "nats", "postgres", "stdout":
-		default:
-			ts = append(ts, target{"sinks." + spec.ResultsName(i), o.Path(r.Path), false})
-		}
+		ts = append(ts, target{"sinks." + spec.ResultsName(i), o.Path(r.Path), false})
 	}
 	for _, k := range []struct {
 		name string
@@ -81,9 +81,8 @@ func lockRun(p *spec.Plan, o RunOptions) (*runLocks, error) {
 	}{{"late", s.Late}, {"late_partial", s.LatePartial}, {"dead_letter", s.DeadLetter}} {
 		switch {
 		case k.s == nil:
-		case k.s.Type == "ledger":
-			ts = append(ts, target{"sinks." + k.name + " ledger", LedgerDir(p, o.Dir, k.s), true})
-		case k.s.Type == "kafka" || k.s.Type == "nats" || k.s.Type == "postgres" || k.s.Type == "stdout":
+		case k.s.Dir != "":
+			ts = append(ts, target{"sinks." + k.name + " " + k.s.Type, LedgerDir(p, o.Dir, k.s), true})
 		default:
 			ts = append(ts, target{"sinks." + k.name, o.Path(k.s.Path), false})
 		}

@@ -85,13 +85,18 @@ type outCounters struct {
 	DecimalOverflow int64            `json:"decimal_overflow,omitempty"`
 	FloatOverflow   int64            `json:"float_overflow,omitempty"`
 	Dead            map[string]int64 `json:"dead"`
-	// Offsets are the committed lengths of the sink files, by sink name.
-	Offsets map[string]int64 `json:"offsets"`
-	// Ledgers are the committed positions of ledger sinks, by sink name.
+	// Sinks are the states of the Transactional message sinks (msgSink)
+	// at this checkpoint, by sink name: what PreCommit returned, which
+	// Recover takes back (a file's length). Offsets are what checkpoints
+	// of meta format 2 kept instead: the lengths of the file sinks.
+	Sinks   map[string][]byte `json:"sinks,omitempty"`
+	Offsets map[string]int64  `json:"offsets,omitempty"`
+	// Ledgers are what checkpoints of meta format 2 kept of ledger sinks
+	// instead of Sinks: their committed positions, by sink name.
 	Ledgers map[string]ledger.Pos `json:"ledgers,omitempty"`
-	// Epoch is the epoch of the Postgres record tables' rows (late
-	// records, dead letters) this checkpoint covers: each checkpoint
-	// flushes them as the next epoch, and a restore deletes later ones.
+	// Epoch is what checkpoints of meta format 2 kept of the Postgres
+	// record tables instead of Sinks: the epoch of their rows the
+	// checkpoint covers.
 	Epoch int64 `json:"epoch,omitempty"`
 	// SlotMax is, per source channel, the largest timestamp of each of
 	// its slots (a file channel, a Kafka partition), from which backward
@@ -105,6 +110,26 @@ type outCounters struct {
 	// what the archive's horizon counts from. (Each ledger entry carries
 	// its own subtask's watermark, which backfill checks too.)
 	Watermark etime.Time `json:"watermark"`
+}
+
+// sinkState is sink name's state at the checkpoint: Sinks' entry, or in
+// a checkpoint of meta format 2 its file length, ledger position or
+// record table epoch (nil when it has none).
+func (c *outCounters) sinkState(name string) []byte {
+	if st, ok := c.Sinks[name]; ok {
+		return st
+	}
+	if n, ok := c.Offsets[name]; ok {
+		return strconv.AppendInt(nil, n, 10)
+	}
+	if p, ok := c.Ledgers[name]; ok {
+		b, _ := json.Marshal(p) // a Pos always marshals
+		return b
+	}
+	if c.Sinks == nil && c.Epoch > 0 {
+		return strconv.AppendInt(nil, c.Epoch, 10) // a Postgres record table's
+	}
+	return nil
 }
 
 // noteWatermark raises Watermark to a finite operator watermark (the end
@@ -330,18 +355,8 @@ func (o *output) preCommit(id int64, write func(name string, data []byte) error)
 	o.flushing = true
 	defer func() { o.flushing = false }()
 	o.epochs.Take(id, o.apply)
-	if err := o.sync(); err != nil {
+	if err := o.sync(id); err != nil {
 		return err
-	}
-	for _, r := range o.j.results {
-		if t, ok := r.resultSink.(txnSink); ok {
-			o.calling(r.name, "pre-commit")
-			err := t.preCommit(id)
-			o.done(nil)
-			if err != nil {
-				return err
-			}
-		}
 	}
 	o.c.SlotMax, o.c.ChannelMax = o.j.dec.MaxAt(id), nil
 	b, err := json.Marshal(o.c)
@@ -349,6 +364,22 @@ func (o *output) preCommit(id int64, write func(name string, data []byte) error)
 		return err
 	}
 	return write("output", b)
+}
+
+// committed commits checkpoint id's output in the message sinks, under
+// o.mu (a sink's calls are serialized).
+func (o *output) committed(id int64) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, m := range o.j.msgs {
+		o.calling(m.name, "commit")
+		err := m.committed(id)
+		o.done(nil)
+		if err != nil {
+			return fmt.Errorf("sink %s: %w", m.name, err)
+		}
+	}
+	return nil
 }
 
 // finish applies what no checkpoint covered (the end of the run).
@@ -362,18 +393,19 @@ func (o *output) finish() {
 	o.epochs.Rest(o.apply)
 }
 
-// sync flushes and fsyncs every sink and records the file lengths.
-func (o *output) sync() error {
-	o.c.Offsets = map[string]int64{}
-	for name, s := range o.j.files {
-		o.calling(name, "sync")
-		n, err := s.sync()
+// sync makes every sink's output durable for checkpoint id and records
+// the message sinks' states.
+func (o *output) sync(id int64) error {
+	o.c.Sinks, o.c.Offsets, o.c.Ledgers, o.c.Epoch = map[string][]byte{}, nil, nil, 0
+	for _, m := range o.j.msgs {
+		o.calling(m.name, "pre-commit")
+		st, err := m.preCommit(id)
 		o.done(nil)
 		if err != nil {
-			return fmt.Errorf("sink %s: %w", name, err)
+			return fmt.Errorf("sink %s: %w", m.name, err)
 		}
-		if n >= 0 {
-			o.c.Offsets[name] = n
+		if st != nil {
+			o.c.Sinks[m.name] = st
 		}
 	}
 	if len(o.j.results) == 0 {
@@ -395,19 +427,12 @@ func (o *output) sync() error {
 			return fmt.Errorf("archive: %w", err)
 		}
 	}
-	o.c.Epoch++ // the epoch of the rows the record sinks flush now
 	for _, s := range o.j.recordSinks() {
 		o.calling(s.name, "commit")
 		err := s.commit()
 		o.done(nil)
 		if err != nil {
 			return err
-		}
-	}
-	if len(o.j.ledgers) > 0 {
-		o.c.Ledgers = map[string]ledger.Pos{}
-		for name, l := range o.j.ledgers {
-			o.c.Ledgers[name] = l.position()
 		}
 	}
 	return nil

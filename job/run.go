@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -114,9 +115,9 @@ type Job struct {
 	late    recordSink
 	partial recordSink
 	dead    recordSink
-	files   map[string]*lineSink // file sinks by sink name
-	ledgers map[string]*ledgerSink
-	runDir  string // RunOptions.Dir: relative paths start there
+	// msgs are the sinks opened as sinks of messages, in opening order.
+	msgs   []*msgSink
+	runDir string // RunOptions.Dir: relative paths start there
 	// archive keeps each window's newest revision for backfill (jsonl
 	// and Kafka results with an archive block); nil otherwise.
 	archive *archiveWriter
@@ -360,8 +361,8 @@ func (j *Job) sinkUnavailable() bool {
 			}
 		}
 	}
-	for _, s := range j.recordSinks() {
-		if r, ok := s.recordSink.(*pgRecords); ok && r.db.Unavailable() {
+	for _, m := range j.msgs {
+		if u, ok := m.s.(connector.UnavailableReporter); ok && u.Unavailable() {
 			return true
 		}
 	}
@@ -506,8 +507,8 @@ func (j *Job) build(o RunOptions) error {
 	if src != nil {
 		j.srcName = name
 	}
-	var offsets map[string]int64
-	if j.ck != nil && j.ck.restored != nil {
+	restoring := j.ck != nil && j.ck.restored != nil
+	if restoring {
 		j.restoredAt = time.Now()
 		b, ok := j.env.Restored("output")
 		if !ok {
@@ -515,10 +516,6 @@ func (j *Job) build(o RunOptions) error {
 		}
 		if err := j.out.restore(b); err != nil {
 			return err
-		}
-		offsets = j.out.c.Offsets
-		if offsets == nil {
-			offsets = map[string]int64{}
 		}
 		if cm := j.out.c.SlotMax; len(cm) == len(j.dec.ChMax) {
 			for i := range cm {
@@ -530,17 +527,17 @@ func (j *Job) build(o RunOptions) error {
 			}
 		}
 	}
-	if offsets == nil {
+	if !restoring {
 		// A fresh start begins a run: its id is the processing-time
 		// millisecond it began, raised above every run the outputs
 		// hold (openSinks notes them).
 		j.out.c.Run = max(j.env.Options().Clock.Now().UnixMilli(), 1)
 		j.fresh, j.appendRuns = true, o.Append
 	}
-	if err := j.openSinks(o, offsets); err != nil {
+	if err := j.openSinks(o, restoring); err != nil {
 		return err
 	}
-	if offsets == nil {
+	if !restoring {
 		j.out.c.Since = j.out.c.Run
 		if o.Append {
 			j.out.c.Since = 0 // every earlier run's outputs stay
@@ -758,11 +755,20 @@ func (j *Job) Counters() map[string]int64 {
 	return m
 }
 
-// RecordEpoch is the epoch of the Postgres record tables' rows (late
-// records, dead letters) the output is in: each checkpoint flushes them
-// as the next one. It is read on the checkpoint goroutine, from a
+// RecordEpoch is the epoch of the rows the job's Postgres late table (or,
+// without one, its dead-letter table) flushed at the checkpoint under
+// way: each checkpoint flushes them as the next one (0: no such table,
+// or no checkpoint yet). It is read on the checkpoint goroutine, from a
 // RunOptions.Crash hook at a checkpoint's points (tests crash there).
-func (j *Job) RecordEpoch() int64 { return j.out.c.Epoch }
+func (j *Job) RecordEpoch() int64 {
+	for _, op := range []*spec.SinkOp{j.path.Late, j.path.DeadLetter} {
+		if op != nil && op.Config.Type == "postgres" {
+			n, _ := strconv.ParseInt(string(j.out.c.Sinks[op.Name]), 10, 64)
+			return n
+		}
+	}
+	return 0
+}
 
 // RestoredAt is when the job was opened from a checkpoint (zero: it
 // started fresh).

@@ -8,18 +8,14 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kgo"
-
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/connector"
-	"github.com/weirstream/weir/connector/fileio"
 	"github.com/weirstream/weir/connector/pgio"
 	"github.com/weirstream/weir/etime"
 	"github.com/weirstream/weir/internal/outfmt"
@@ -28,101 +24,6 @@ import (
 	"github.com/weirstream/weir/spec"
 	"github.com/weirstream/weir/window"
 )
-
-// lineSink writes JSON lines to a file (a fileio.FileSink) or to stdout.
-// Results, late records and dead letters are written from different
-// goroutines, and several sinks may share stdout: the mutex keeps lines
-// whole.
-type lineSink struct {
-	mu   sync.Mutex
-	w    *bufio.Writer    // stdout
-	file *fileio.FileSink // nil for stdout
-	one  [1][]byte        // the line being written to file
-	krec [1]*kgo.Record   // the record being written to Kafka
-	// topic, with kafka, sends the lines to a Kafka topic instead, in the
-	// results sink's transaction of each checkpoint.
-	topic string
-	kafka *kafkaResults
-}
-
-// openLineSink opens a file sink: truncated for a fresh run (offset
-// freshOffset), kept and appended to for a fresh run told to append
-// (appendOffset), or cut back to where a restored checkpoint says it
-// ended (offset >= 0).
-func openLineSink(path string, stdout io.Writer, offset int64) (*lineSink, error) {
-	if path == "" {
-		return &lineSink{w: bufio.NewWriterSize(stdout, 64<<10)}, nil
-	}
-	f, err := fileio.OpenFileSink(path, fileio.FileSinkOptions{Fresh: offset == freshOffset})
-	if err != nil {
-		return nil, err
-	}
-	if offset >= 0 {
-		if err := f.Recover(context.Background(), 0, strconv.AppendInt(nil, offset, 10)); err != nil {
-			f.Close()
-			return nil, err
-		}
-	}
-	return &lineSink{file: f}, nil
-}
-
-// The offsets of openLineSink that are not a checkpoint's.
-const (
-	freshOffset  = -1
-	appendOffset = -2
-)
-
-// sync flushes the sink and, for a file, fsyncs it and returns its length
-// (-1 for stdout).
-func (s *lineSink) sync() (int64, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	switch {
-	case s.kafka != nil:
-		return -1, nil // the results sink's transaction makes it durable
-	case s.file == nil:
-		return -1, s.w.Flush()
-	}
-	n, err := s.file.PreCommit(context.Background(), 0)
-	if err != nil {
-		return 0, err
-	}
-	return strconv.ParseInt(string(n), 10, 64)
-}
-
-func (s *lineSink) write(line []byte) error {
-	return s.writeKeyed(nil, line)
-}
-
-// writeKeyed writes a line; a Kafka record gets key as its key.
-func (s *lineSink) writeKeyed(key, line []byte) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.kafka != nil {
-		s.krec[0] = &kgo.Record{Topic: s.topic, Key: key, Value: append([]byte(nil), line...)}
-		return s.kafka.s.Write(context.Background(), s.krec[:])
-	}
-	if s.file != nil {
-		s.one[0] = line
-		err := s.file.Write(context.Background(), s.one[:])
-		s.one[0] = nil
-		return err
-	}
-	s.w.Write(line)
-	return s.w.WriteByte('\n')
-}
-
-// writeRecord writes a late record's or dead letter's line (to Kafka
-// keyed by its entry id).
-func (s *lineSink) writeRecord(it *item) error {
-	if s.kafka != nil {
-		return s.writeKeyed([]byte(it.id), it.line)
-	}
-	return s.write(it.line)
-}
-
-// commit is done by sync (files) or by the results sink's transaction.
-func (s *lineSink) commit() error { return nil }
 
 // recordSink receives late records and dead letters.
 type recordSink interface {
@@ -193,132 +94,41 @@ func (j *Job) listSinks() []string {
 	return names
 }
 
-// pgRecords stores late records or dead letters in a Postgres table, each
-// once by its entry id, committed at each checkpoint as the job's rows of
-// the checkpoint's epoch (outCounters.Epoch); without checkpoints, every
-// uncheckedBatch rows (flushDue).
-type pgRecords struct {
-	db    *pgio.RecordSink
-	j     *Job
-	batch int // rows per transaction (batchRows)
-}
+// drainInterval is how often a job without checkpoints drains its sinks
+// (connector.Drainer), so that a live job's results can be read as they
+// come (tail -f) instead of when 256 KiB have gathered or the run ends.
+const drainInterval = time.Second
 
-// cutRecords makes a record table match the checkpoint a run restores:
-// the run's rows of later epochs (flushed before a crash that came before
-// their checkpoint) go, since the replay writes what it judges late
-// again. A fresh start removes the job's rows of earlier runs unless it
-// appends (startTable). Rows are the job's by its name, the run's by its
-// id.
-func (j *Job) cutRecords(db *pgio.RecordSink, sink string, restoring bool) error {
-	ctx := j.sinkCtx
-	name := j.plan.Name
-	if restoring && !j.startsFresh(sink) {
-		n, err := db.Cut(ctx, name, j.out.c.Run, j.out.c.Epoch)
-		if err == nil && n > 0 {
-			j.env.Options().Logger.Info("restore: removed the rows a later checkpoint would have covered", "table", db.Table(), "rows", n, "epoch", j.out.c.Epoch)
-		}
-		return err
-	}
-	return j.startTable(sink, "sinks."+sink, db.Table(), func() (int64, error) { return db.MaxRun(ctx, name) }, func() (int64, error) { return db.Reset(ctx, name) })
-}
-
-// flushAs flushes the buffered rows as the run's rows of epoch.
-func (w *pgRecords) flushAs(epoch int64) error {
-	w.db.SetEpoch(w.j.plan.Name, w.j.run, epoch)
-	return w.db.Flush(context.Background())
-}
-
-// writeRecord buffers; without checkpoints a full batch is flushed as
-// the epoch after the last (the run's only one).
-func (w *pgRecords) writeRecord(it *item) error {
-	if err := w.db.WriteRecord(it.id, it.reason, it.raw, it.meta); err != nil {
-		return err
-	}
-	if w.j.flushDue(w.db.Pending(), w.batch) {
-		return w.flushAs(w.j.out.c.Epoch + 1)
-	}
-	return nil
-}
-
-// commit flushes as the epoch output.sync has just begun (o.mu is held).
-func (w *pgRecords) commit() error { return w.flushAs(w.j.out.c.Epoch) }
-
-// close flushes what a run that ended well wrote last (as the epoch after
-// the last checkpoint's: no restore follows a run that ended), and closes.
-func (w *pgRecords) close() error {
-	var err error
-	if !w.j.execFailed && !w.j.failed.Load() {
-		err = w.flushAs(w.j.out.c.Epoch + 1)
-	}
-	return errors.Join(err, w.db.Close())
-}
-
-// flush writes what is buffered to the file or stdout, whole lines only
-// (a line is written under s.mu), without an fsync.
-func (s *lineSink) flush() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	switch {
-	case s.kafka != nil:
-		return nil
-	case s.file != nil:
-		return s.file.WriteOut()
-	}
-	return s.w.Flush()
-}
-
-// fileFlushInterval is how often a job without checkpoints flushes its
-// file sinks, so that a live job's results can be read as they come
-// (tail -f) instead of when 256 KiB have gathered or the run ends.
-const fileFlushInterval = time.Second
-
-// startFlusher starts, for a job without checkpoints (whose file sinks
-// are written as results come, not at checkpoints), a goroutine that
-// flushes them every fileFlushInterval; the returned stop ends it and
-// waits for it. With checkpoints, files are synced at each checkpoint.
+// startFlusher starts, for a job without checkpoints (whose sinks are
+// written as results come, not at checkpoints), a goroutine that drains
+// its message sinks every drainInterval; the returned stop ends it and
+// waits for it. With checkpoints, sinks are made durable at each
+// checkpoint.
 func (j *Job) startFlusher() (stop func()) {
-	if j.ck != nil || len(j.files) == 0 {
+	if j.ck != nil || len(j.msgs) == 0 {
 		return func() {}
 	}
 	done, exited := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(exited)
-		t := time.NewTicker(fileFlushInterval)
+		t := time.NewTicker(drainInterval)
 		defer t.Stop()
 		for {
 			select {
 			case <-done:
 				return
 			case <-t.C:
-				for _, f := range j.files {
-					if err := f.flush(); err != nil {
-						j.env.Options().Logger.Warn("flushing a file sink failed", "err", err)
+				j.out.mu.Lock()
+				for _, m := range j.msgs {
+					if err := m.drain(); err != nil {
+						j.env.Options().Logger.Warn("writing out a sink's buffer failed", "sink", m.name, "err", err)
 					}
 				}
+				j.out.mu.Unlock()
 			}
 		}
 	}()
 	return func() { close(done); <-exited }
-}
-
-func (s *lineSink) close() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.kafka != nil {
-		return nil // the results sink closes the producer
-	}
-	switch {
-	case s.file == nil && s.w == nil: // closed
-		return nil
-	case s.file == nil:
-		return s.w.Flush()
-	}
-	err := s.file.Flush(context.Background())
-	if cerr := s.file.Close(); err == nil {
-		err = cerr
-	}
-	s.file = nil
-	return err
 }
 
 // resultSink receives window results.
@@ -344,69 +154,26 @@ type namedResult struct {
 	name string
 }
 
-// kafkaResults returns the job's kafka results sink, or nil: a job has
-// one at most (spec.Compile refuses a second), whose transactions carry
-// the kafka late and dead-letter sinks too.
-func (j *Job) kafkaResults() *kafkaResults {
-	for _, r := range j.results {
-		if k, ok := r.resultSink.(*kafkaResults); ok {
-			return k
-		}
-	}
-	return nil
-}
-
-// openSinks opens the sinks; offsets, from a restored checkpoint, say how
-// long each file sink was when it was taken.
-func (j *Job) openSinks(o RunOptions, offsets map[string]int64) error {
+// openSinks opens the sinks, recovering them to the restored checkpoint
+// when restoring.
+func (j *Job) openSinks(o RunOptions, restoring bool) error {
 	s := &j.plan.Sinks
-	var stdout *lineSink
-	var src os.FileInfo
-	if t := j.plan.Source.Type; t == "file" {
-		src, _ = os.Stat(o.Path(j.plan.Source.Path))
+	var stdout io.Writer // one buffer keeps the lines of several stdout sinks whole
+	if o.Stdout != nil {
+		stdout = bufio.NewWriterSize(o.Stdout, 64<<10)
 	}
-	// sinkPath resolves a sink's path, refusing the input file.
-	sinkPath := func(k *spec.Sink) (string, error) {
-		path := o.Path(k.Path)
-		if fi, err := os.Stat(path); err == nil && src != nil && os.SameFile(fi, src) {
-			return "", fmt.Errorf("sink %s is the input file %s; writing it would destroy the input", k.Path, j.plan.Source.Path)
-		}
-		return path, nil
-	}
-	open := func(name string, k *spec.Sink) (*lineSink, error) {
-		switch {
-		case k.Type == "kafka":
-			kr := j.kafkaResults()
-			if kr == nil {
-				return nil, fmt.Errorf("sinks.%s: a kafka sink for %s needs kafka results (one transaction holds both)", name, name)
-			}
-			return &lineSink{topic: k.Topic, kafka: kr}, nil
-		case k.Type == "stdout":
-			if stdout == nil {
-				stdout, _ = openLineSink("", o.Stdout, freshOffset)
-			}
-			return stdout, nil
-		}
-		path, err := sinkPath(k)
-		if err != nil {
+	open := func(op *spec.SinkOp, role connector.SinkRole) (*msgSink, error) {
+		if err := j.notInput(op.Config); err != nil {
 			return nil, err
 		}
-		offset := int64(freshOffset)
-		switch {
-		case offsets != nil:
-			offset = offsets[name] // 0 when the checkpoint had none written yet
-		case j.appendRuns:
-			offset = appendOffset
+		kind, ok := j.registry().Lookup(op.Config.Type)
+		if !ok || kind.Sink == nil || kind.Sink.OpenMessages == nil {
+			return nil, fmt.Errorf("%s: kind %q cannot be opened as a sink of %s", op.Path, op.Config.Type, role)
 		}
-		ls, err := openLineSink(path, o.Stdout, offset)
-		if err == nil {
-			j.files[name] = ls
-		}
-		return ls, err
+		return j.openMessages(op, kind.Sink.OpenMessages, role, stdout, restoring)
 	}
-	j.files = map[string]*lineSink{}
 	for _, r := range j.path.Results {
-		k, err := j.openResults(r, open, sinkPath)
+		k, err := j.openResults(r, open)
 		if k != nil {
 			j.results = append(j.results, namedResult{k, r.Name})
 		}
@@ -429,109 +196,64 @@ func (j *Job) openSinks(o RunOptions, offsets map[string]int64) error {
 		}
 	}
 	var err error
-	j.ledgers = map[string]*ledgerSink{}
-	cfg := func(op *spec.SinkOp) *spec.Sink {
-		if op == nil {
-			return nil
-		}
-		return op.Config
-	}
-	late, partial := cfg(j.path.Late), cfg(j.path.LatePartial)
-	if j.late, err = j.openRecords("late", late, open, offsets != nil); err != nil {
+	late, partial := j.path.Late, j.path.LatePartial
+	if j.late, err = j.openRecords(late, connector.RoleLate, open, restoring); err != nil {
 		return err
 	}
-	if partial == nil && late != nil && (late.Type == "ledger" || late.Type == "postgres") {
+	if kind, _ := j.registry().Lookup(cmp.Or(late, &spec.SinkOp{Config: &spec.Sink{}}).Config.Type); partial == nil && kind.Sink != nil && kind.Sink.Reasons {
 		j.partial = j.late // the ledger holds partial misses too (W7), by their reason
-	} else if j.partial, err = j.openRecords("late_partial", partial, open, offsets != nil); err != nil {
+	} else if j.partial, err = j.openRecords(partial, connector.RoleLate, open, restoring); err != nil {
 		return err
 	}
-	if j.dead, err = j.openRecords("dead_letter", cfg(j.path.DeadLetter), open, offsets != nil); err != nil {
+	if j.dead, err = j.openRecords(j.path.DeadLetter, connector.RoleDeadLetters, open, restoring); err != nil {
 		return err
 	}
 	return nil
 }
 
-// openRecords opens a late or dead-letter sink (nil when k is nil).
-func (j *Job) openRecords(name string, k *spec.Sink, open func(string, *spec.Sink) (*lineSink, error), restoring bool) (recordSink, error) {
-	switch {
-	case k == nil:
-		return nil, nil
-	case k.Type == "ledger":
-		dir := LedgerDir(j.plan, j.runDir, k)
-		var pos *ledger.Pos
-		switch {
-		case restoring:
-			p := j.out.c.Ledgers[name] // the zero Pos when the checkpoint had none yet
-			pos = &p
-		case j.appendRuns:
-			// Earlier runs' entries stay; this run's id goes above theirs.
-			last, ok, err := ledger.Last(dir)
-			if err != nil {
-				return nil, fmt.Errorf("sinks.%s: %w", name, err)
-			}
-			if ok {
-				j.noteRun(last.Run)
-			}
-		default:
-			pos = &ledger.Pos{} // a new run: the ledger starts over
-		}
-		retention := time.Duration(0)
-		if k.Retention != nil {
-			retention = time.Duration(*k.Retention) * time.Millisecond
-		}
-		w, err := ledger.Open(dir, pos, retention, j.env.Options().Clock.Now())
-		if err != nil {
-			return nil, fmt.Errorf("sinks.%s: %w", name, err)
-		}
-		l := &ledgerSink{w: w}
-		j.ledgers[name] = l
-		return l, nil
-	case k.Type == "postgres":
-		db, err := pgio.OpenRecords(j.sinkCtx, k.URL, k.Table, j.pgOptions(name, k))
-		if err != nil {
-			return nil, fmt.Errorf("sinks.%s: %w", name, err)
-		}
-		if err := j.cutRecords(db, name, restoring); err != nil {
-			db.Close()
-			return nil, fmt.Errorf("sinks.%s: %w", name, err)
-		}
-		return &pgRecords{db: db, j: j, batch: batchRows(k)}, nil
-	case k.Type == "nats":
-		s, err := openNATSSink(j, k)
-		if err != nil {
-			return nil, fmt.Errorf("sinks.%s: %w", name, err)
-		}
-		return &natsRecords{natsResults: natsResults{s: s, subject: k.Subject, prefix: name + "/", j: j}}, nil
+// notInput refuses a sink whose path is the input file.
+func (j *Job) notInput(k *spec.Sink) error {
+	if k.Path == "" || j.plan.Source.Type != "file" {
+		return nil
 	}
-	return open(name, k)
+	p := RunOptions{Dir: j.runDir}
+	src, err := os.Stat(p.Path(j.plan.Source.Path))
+	if err != nil {
+		return nil
+	}
+	if fi, err := os.Stat(p.Path(k.Path)); err == nil && os.SameFile(fi, src) {
+		return fmt.Errorf("sink %s is the input file %s; writing it would destroy the input", k.Path, j.plan.Source.Path)
+	}
+	return nil
+}
+
+// registry is the registry the plan's kinds resolve through.
+func (j *Job) registry() *connector.Registry { return cmp.Or(j.plan.Registry, connector.Default) }
+
+// openRecords opens a late or dead-letter sink (nil when op is nil).
+func (j *Job) openRecords(op *spec.SinkOp, role connector.SinkRole, open func(*spec.SinkOp, connector.SinkRole) (*msgSink, error), restoring bool) (recordSink, error) {
+	if op == nil {
+		return nil, nil
+	}
+	m, err := open(op, role)
+	if err != nil {
+		return nil, err
+	}
+	return m, nil
 }
 
 // openResults opens results sink op. The sink it returns with an error is
 // open too: the caller closes it.
-func (j *Job) openResults(op *spec.SinkOp, open func(string, *spec.Sink) (*lineSink, error), sinkPath func(*spec.Sink) (string, error)) (resultSink, error) {
-	name, r := op.Name, op.Config
-	switch r.Type {
-	case "nats":
-		k, err := openNATSResults(j, name, r)
-		if err != nil {
-			return nil, err
-		}
-		return k, nil
-	case "kafka":
-		k, err := openKafkaResults(j, r)
-		if err != nil {
-			return nil, err
-		}
-		return k, nil
+func (j *Job) openResults(op *spec.SinkOp, open func(*spec.SinkOp, connector.SinkRole) (*msgSink, error)) (resultSink, error) {
+	r := op.Config
+	if kind, ok := j.registry().Lookup(r.Type); ok && kind.Sink != nil && kind.Sink.OpenResults != nil {
+		return j.openTableResults(op, kind.Sink.OpenResults)
 	}
-	if kind, ok := cmp.Or(j.plan.Registry, connector.Default).Lookup(r.Type); ok && kind.Sink != nil && kind.Sink.OpenResults != nil {
-		return j.openTableResults(op, kind.Sink.OpenResults, sinkPath)
-	}
-	ls, err := open(name, r)
+	m, err := open(op, connector.RoleResults)
 	if err != nil {
 		return nil, err
 	}
-	return &jsonlResults{s: ls, plan: j.plan, j: j}, nil
+	return m, nil
 }
 
 // startTable begins the run in the table of sink name (given in the spec
@@ -570,23 +292,6 @@ func (j *Job) noteRun(last int64) {
 	}
 }
 
-// jsonlResults writes results as JSON lines: key fields, window, firing,
-// run, pane, watermark, then the aggregates.
-type jsonlResults struct {
-	s    *lineSink
-	plan *spec.Plan
-	j    *Job
-	buf  []byte
-}
-
-func (w *jsonlResults) write(r window.Result[string, []byte]) error {
-	w.buf = outfmt.AppendResult(w.buf[:0], w.plan, w.j.run, r)
-	return w.s.write(w.buf)
-}
-
-func (w *jsonlResults) close() error  { return w.s.close() }
-func (w *jsonlResults) commit() error { return nil }
-
 // tableResults is a results sink a connector kind opens
 // (connector.SinkKind.OpenResults): each result is upserted as a row by
 // (job, key, window) with the (run, pane) guard, committed at each
@@ -605,12 +310,10 @@ type tableResults struct {
 // function; a path setting is resolved from the spec's directory, and
 // the input file is refused. The sink is begun as a fresh start or a
 // run that keeps earlier rows begins it (startTable).
-func (j *Job) openTableResults(op *spec.SinkOp, open func(context.Context, connector.ResultsOpen) (connector.ResultsSink, error), sinkPath func(*spec.Sink) (string, error)) (resultSink, error) {
+func (j *Job) openTableResults(op *spec.SinkOp, open func(context.Context, connector.ResultsOpen) (connector.ResultsSink, error)) (resultSink, error) {
 	r := op.Config
-	if r.Path != "" {
-		if _, err := sinkPath(r); err != nil {
-			return nil, err
-		}
+	if err := j.notInput(r); err != nil {
+		return nil, err
 	}
 	cols := outfmt.ResultColumns(j.plan)
 	vals := make([]string, len(cols))
@@ -748,73 +451,9 @@ func (j *Job) lateItem(l window.LateRecord[string, record.Record]) item {
 }
 
 // LedgerDir is the directory of a job's ledger: the sink's dir (relative
-// to dir, the spec's directory), then the job's name.
+// to dir, the spec's directory), then the job's name (ledger.JobDir).
 func LedgerDir(p *spec.Plan, dir string, k *spec.Sink) string {
-	d := k.Dir
-	if !filepath.IsAbs(d) {
-		d = filepath.Join(dir, d)
-	}
-	name := p.Name
-	if name == "" {
-		name = "job"
-	}
-	return filepath.Join(d, strings.NewReplacer("/", "_", "\\", "_", "..", "_").Replace(name))
-}
-
-// ledgerSink appends too-late records to the job's ledger; the late and
-// late_partial outputs may share it.
-type ledgerSink struct {
-	mu     sync.Mutex
-	w      *ledger.Writer
-	pos    ledger.Pos
-	buf    []byte
-	closed bool
-}
-
-func (l *ledgerSink) writeRecord(it *item) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	b := append(l.buf[:0], `{"id":`...)
-	b = weir.AppendJSONString(b, it.id)
-	b = append(b, `,"kind":"late","reason":`...)
-	b = weir.AppendJSONString(b, it.reason)
-	b = append(b, ',')
-	b = append(b, it.meta[1:len(it.meta)-1]...)
-	b = append(b, `,"arrived_at":`...)
-	b = strconv.AppendInt(b, it.arrived, 10)
-	b = append(b, `,"record":`...)
-	b = append(b, it.raw...)
-	b = append(b, '}')
-	l.buf = b
-	return l.w.Append(b, time.UnixMilli(it.arrived))
-}
-
-func (l *ledgerSink) commit() error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	pos, err := l.w.Commit()
-	if err == nil {
-		l.pos = pos
-	}
-	return err
-}
-
-func (l *ledgerSink) position() ledger.Pos {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.pos
-}
-
-// close commits and closes; it is idempotent (late and late_partial may
-// share the sink).
-func (l *ledgerSink) close() error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.closed {
-		return nil
-	}
-	l.closed = true
-	return l.w.Close()
+	return ledger.JobDir(RunOptions{Dir: dir}.Path(k.Dir), p.Name)
 }
 
 // LateRecord is a too-late record as RecentLate lists it.

@@ -99,6 +99,13 @@ func (k checker) Int(field string) int {
 	return 0
 }
 
+func (k checker) Bool(field string) bool {
+	if v := k.field(field); v.IsValid() && v.Kind() == reflect.Bool {
+		return v.Bool()
+	}
+	return false
+}
+
 func (k checker) Duration(field string) (time.Duration, bool) {
 	v := k.field(field)
 	if !v.IsValid() {

@@ -21,6 +21,7 @@ func (m MapSettings) String(f string) string    { s, _ := m[f].(string); return 
 func (m MapSettings) Strings(f string) []string { s, _ := m[f].([]string); return s }
 func (m MapSettings) Int(f string) int          { n, _ := m[f].(int); return n }
 func (m MapSettings) Set(f string) bool         { _, ok := m[f]; return ok }
+func (m MapSettings) Bool(f string) bool        { b, _ := m[f].(bool); return b }
 
 func (m MapSettings) Duration(f string) (time.Duration, bool) {
 	d, ok := m[f].(time.Duration)

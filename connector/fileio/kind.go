@@ -18,6 +18,7 @@ func Kinds() []connector.Kind {
 			Source: &connector.SourceKind{Fields: lineFields}},
 		{Name: "jsonl", Doc: "writes a JSON object per line to a file, cut back to the checkpoint on a restore",
 			Sink: &connector.SinkKind{Roles: connector.AllRoles, Abilities: connector.AbilityTransactional, RecordAbilities: connector.AbilityTransactional,
+				OpenMessages: openJSONL,
 				Check: func(c connector.Checker, output string) {
 					if c.String("path") == "" {
 						c.Report("path", "missing", "a jsonl sink needs a file path, such as "+output+".jsonl")
@@ -25,6 +26,6 @@ func Kinds() []connector.Kind {
 				},
 				Fields: []connector.Field{{Name: "path", Required: true, Doc: "the output file (relative to the spec's directory)"}}}},
 		{Name: "stdout", Doc: "writes a JSON object per line to standard output (a replay after a restore writes again)",
-			Sink: &connector.SinkKind{Roles: connector.AllRoles}},
+			Sink: &connector.SinkKind{Roles: connector.AllRoles, OpenMessages: openStdout}},
 	}
 }

@@ -25,25 +25,7 @@ func TestFileSinkConformance(t *testing.T) {
 				}
 				return s
 			}
-			read := func(t testing.TB) []connectortest.Rec {
-				b, err := os.ReadFile(path)
-				if err != nil {
-					t.Fatal(err)
-				}
-				var out []connectortest.Rec
-				for _, l := range strings.Split(strings.TrimSuffix(string(b), "\n"), "\n") {
-					if l == "" {
-						continue
-					}
-					var r connectortest.Rec
-					if err := json.Unmarshal([]byte(l), &r); err != nil {
-						t.Fatalf("line %q: %v", l, err)
-					}
-					out = append(out, r)
-				}
-				return out
-			}
-			return open, read
+			return open, readLines(path)
 		},
 		Make: func(r connectortest.Rec) []byte {
 			b, _ := json.Marshal(r)
@@ -51,6 +33,39 @@ func TestFileSinkConformance(t *testing.T) {
 		},
 		Break: func(_ testing.TB, s connector.Sink[[]byte]) { s.(*FileSink).f.Close() },
 	})
+}
+
+// readLines reads the Recs of the JSON lines in path.
+func readLines(path string) func(t testing.TB) []connectortest.Rec {
+	return func(t testing.TB) []connectortest.Rec {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []connectortest.Rec
+		for _, l := range strings.Split(strings.TrimSuffix(string(b), "\n"), "\n") {
+			if l == "" {
+				continue
+			}
+			var r connectortest.Rec
+			if err := json.Unmarshal([]byte(l), &r); err != nil {
+				t.Fatalf("line %q: %v", l, err)
+			}
+			out = append(out, r)
+		}
+		return out
+	}
+}
+
+// TestJSONLConformance runs the sink suite on the jsonl kind as a job
+// spec's runner opens it (OpenMessages), a sink of late records.
+func TestJSONLConformance(t *testing.T) {
+	connectortest.RunMessages(t, connectortest.Messages{Kind: connectortest.Append, Role: connector.RoleLate, Open: openJSONL,
+		New: func(t testing.TB) (connector.Settings, func(testing.TB) []connectortest.Rec) {
+			path := filepath.Join(t.TempDir(), "late.jsonl")
+			return connectortest.MapSettings{"path": path}, readLines(path)
+		},
+		Break: func(_ testing.TB, s connector.Sink[connector.Message]) { s.(*fileMessages).f.Close() }})
 }
 
 // TestFileSinkOpen: a fresh open truncates; otherwise the sink appends

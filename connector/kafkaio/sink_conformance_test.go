@@ -30,33 +30,7 @@ func TestSinkConformance(t *testing.T) {
 		Kind: connectortest.Append,
 		New: func(t testing.TB) (func(testing.TB) connector.Sink[*kgo.Record], func(testing.TB) []connectortest.Rec) {
 			id := n.Add(1)
-			topic, markers := fmt.Sprintf("out-%d", id), fmt.Sprintf("markers-%d", id)
-			cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer cl.Close()
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			adm := kadm.NewClient(cl)
-			resp, err := adm.CreateTopics(ctx, 1, 1, nil, topic, markers)
-			if err == nil {
-				err = resp.Error()
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			// The topics are there before the sink produces to them.
-			for {
-				td, err := adm.ListTopics(ctx, topic, markers)
-				if err == nil && td.Has(topic) && td.Has(markers) && td.Error() == nil {
-					break
-				}
-				if ctx.Err() != nil {
-					t.Fatalf("topics %s, %s not listed: %v", topic, markers, err)
-				}
-				time.Sleep(10 * time.Millisecond)
-			}
+			topic, markers := confTopics(t, brokers, id)
 			o := SinkOptions{Brokers: brokers, TransactionalID: fmt.Sprintf("weir-conformance-%d", id), MarkerTopic: markers, TransactionTimeout: 10 * time.Second}
 			open := func(t testing.TB) connector.Sink[*kgo.Record] {
 				s, err := OpenSink(o)
@@ -65,23 +39,7 @@ func TestSinkConformance(t *testing.T) {
 				}
 				return s
 			}
-			read := func(t testing.TB) []connectortest.Rec {
-				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-				defer cancel()
-				var out []connectortest.Rec
-				var bad error
-				if err := ReadCommitted(ctx, brokers, []string{topic}, time.Second, func(r *kgo.Record) {
-					var rec connectortest.Rec
-					if err := json.Unmarshal(r.Value, &rec); err != nil && bad == nil {
-						bad = err
-					}
-					out = append(out, rec)
-				}); err != nil || bad != nil {
-					t.Fatalf("reading %s: %v %v", topic, err, bad)
-				}
-				return out
-			}
-			return open, read
+			return open, readTopic(brokers, topic)
 		},
 		Make: func(r connectortest.Rec) *kgo.Record {
 			b, _ := json.Marshal(r)
@@ -89,4 +47,76 @@ func TestSinkConformance(t *testing.T) {
 		},
 		Break: func(_ testing.TB, s connector.Sink[*kgo.Record]) { s.(*Sink).cl.Close() },
 	})
+}
+
+// confTopics creates the results and marker topics of conformance test
+// id and waits until they are listed.
+func confTopics(t testing.TB, brokers []string, id int64) (topic, markers string) {
+	topic, markers = fmt.Sprintf("out-%d", id), fmt.Sprintf("markers-%d", id)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	adm := kadm.NewClient(cl)
+	resp, err := adm.CreateTopics(ctx, 1, 1, nil, topic, markers)
+	if err == nil {
+		err = resp.Error()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The topics are there before the sink produces to them.
+	for {
+		td, err := adm.ListTopics(ctx, topic, markers)
+		if err == nil && td.Has(topic) && td.Has(markers) && td.Error() == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("topics %s, %s not listed: %v", topic, markers, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return topic, markers
+}
+
+// readTopic reads the Recs in topic as read_committed readers see them.
+func readTopic(brokers []string, topic string) func(t testing.TB) []connectortest.Rec {
+	return func(t testing.TB) []connectortest.Rec {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		var out []connectortest.Rec
+		var bad error
+		if err := ReadCommitted(ctx, brokers, []string{topic}, time.Second, func(r *kgo.Record) {
+			var rec connectortest.Rec
+			if err := json.Unmarshal(r.Value, &rec); err != nil && bad == nil {
+				bad = err
+			}
+			out = append(out, rec)
+		}); err != nil || bad != nil {
+			t.Fatalf("reading %s: %v %v", topic, err, bad)
+		}
+		return out
+	}
+}
+
+// TestMessagesConformance runs the sink suite on the kafka kind as a job
+// spec's runner opens it for results (OpenMessages): a transactional sink
+// whose records carry the messages' keys and headers.
+func TestMessagesConformance(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	brokers := c.ListenAddrs()
+	var n atomic.Int64
+	connectortest.RunMessages(t, connectortest.Messages{Kind: connectortest.Append, Role: connector.RoleResults, Open: openMessages,
+		New: func(t testing.TB) (connector.Settings, func(testing.TB) []connectortest.Rec) {
+			topic, markers := confTopics(t, brokers, 1000+n.Add(1))
+			return connectortest.MapSettings{"brokers": brokers, "topic": topic, "marker_topic": markers}, readTopic(brokers, topic)
+		},
+		Break: func(_ testing.TB, s connector.Sink[connector.Message]) { s.(*results).cl.Close() }})
 }

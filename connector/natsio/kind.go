@@ -19,7 +19,7 @@ func Kinds() []connector.Kind {
 			{Name: "nats.stop_at_end", Doc: "end the job at the stream's last message at start"},
 			{Name: "channels", Doc: "source channels (default 1); one reads the stream, the others stay idle"},
 		}},
-		Sink: &connector.SinkKind{Roles: connector.AllRoles, Abilities: connector.AbilityIdempotent, RecordAbilities: connector.AbilityIdempotent, Check: checkSink, Fields: []connector.Field{
+		Sink: &connector.SinkKind{Roles: connector.AllRoles, Abilities: connector.AbilityIdempotent, RecordAbilities: connector.AbilityIdempotent, Check: checkSink, OpenMessages: openMessages, Fields: []connector.Field{
 			{Name: "url", Doc: "the server (default nats://127.0.0.1:4222)"},
 			{Name: "subject", Required: true, Doc: "the subject published to; a JetStream stream must store it"},
 		}}}}

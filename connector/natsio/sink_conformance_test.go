@@ -51,3 +51,34 @@ func TestSinkConformance(t *testing.T) {
 		Break: func(_ testing.TB, k connector.Sink[natsio.Msg]) { k.Close() },
 	})
 }
+
+// TestMessagesConformance runs the sink suite on the nats kind as a job
+// spec's runner opens it for late records (OpenMessages): message ids of
+// the sink's name and the record's id.
+func TestMessagesConformance(t *testing.T) {
+	s := runServer(t, t.TempDir(), -1)
+	url := s.ClientURL()
+	js := connect(t, url)
+	var n atomic.Int64
+	connectortest.RunMessages(t, connectortest.Messages{Kind: connectortest.ByID, Role: connector.RoleLate, Open: natsio.Kinds()[0].Sink.OpenMessages,
+		New: func(t testing.TB) (connector.Settings, func(testing.TB) []connectortest.Rec) {
+			id := n.Add(1)
+			stream, subject := fmt.Sprintf("MSGS%d", id), fmt.Sprintf("msgs%d.late", id)
+			createStream(t, js, stream, subject)
+			return connectortest.MapSettings{"url": url, "subject": subject}, func(t testing.TB) []connectortest.Rec {
+				var out []connectortest.Rec
+				for _, m := range storedMessages(t, url, stream) {
+					var r connectortest.Rec
+					if err := json.Unmarshal(m.Data, &r); err != nil {
+						t.Fatalf("message %q: %v", m.Data, err)
+					}
+					if got := m.Headers.Get("Nats-Msg-Id"); got != "late/"+r.ID || m.Headers.Get("weir-reason") != "window_expired" {
+						t.Fatalf("message %s has id %q and headers %v", r, got, m.Headers)
+					}
+					out = append(out, r)
+				}
+				return out
+			}
+		},
+		Break: func(_ testing.TB, k connector.Sink[connector.Message]) { k.Close() }})
+}

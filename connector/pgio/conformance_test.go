@@ -111,3 +111,18 @@ func TestRecordSinkConformance(t *testing.T) {
 		Break: func(_ testing.TB, s connector.Sink[Record]) { s.Close() },
 	})
 }
+
+// TestMessagesConformance runs the sink suite on the postgres kind as a
+// job spec's runner opens it for late records (OpenMessages): the job's
+// rows of run 1, in epochs of the sink's own.
+func TestMessagesConformance(t *testing.T) {
+	d := connect(t)
+	connectortest.RunMessages(t, connectortest.Messages{Kind: connectortest.ByID, Role: connector.RoleLate, Open: openMessages,
+		New: func(t testing.TB) (connector.Settings, func(testing.TB) []connectortest.Rec) {
+			table := d.table(t, "weir_conformance_msgs")
+			return connectortest.MapSettings{"url": d.url, "table": table}, func(t testing.TB) []connectortest.Rec {
+				return readRecs(t, d, `SELECT record FROM `+quoteIdent(table)+` WHERE job = 'conformance' AND run = 1`, true)
+			}
+		},
+		Break: func(_ testing.TB, s connector.Sink[connector.Message]) { s.Close() }})
+}

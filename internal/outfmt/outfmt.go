@@ -8,7 +8,6 @@ package outfmt
 
 import (
 	"crypto/sha256"
-	"crypto/tls"
 	"encoding/hex"
 	"encoding/json"
 	"slices"
@@ -16,10 +15,9 @@ import (
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/sasl/plain"
-	"github.com/twmb/franz-go/pkg/sasl/scram"
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/connector"
+	"github.com/weirstream/weir/connector/kafkaio"
 	"github.com/weirstream/weir/connector/pgio"
 	"github.com/weirstream/weir/internal/record"
 	"github.com/weirstream/weir/spec"
@@ -59,21 +57,10 @@ func PgKeyText(v []byte) (string, error) {
 
 // KafkaOpts are the client options of TLS and SASL settings.
 func KafkaOpts(useTLS bool, s *spec.SASL) []kgo.Opt {
-	var opts []kgo.Opt
-	if useTLS {
-		opts = append(opts, kgo.DialTLSConfig(&tls.Config{MinVersion: tls.VersionTLS12}))
+	if s == nil {
+		s = &spec.SASL{}
 	}
-	if s != nil {
-		switch s.Mechanism {
-		case "plain":
-			opts = append(opts, kgo.SASL(plain.Auth{User: s.User, Pass: s.Password}.AsMechanism()))
-		case "scram-sha-256":
-			opts = append(opts, kgo.SASL(scram.Auth{User: s.User, Pass: s.Password}.AsSha256Mechanism()))
-		case "scram-sha-512":
-			opts = append(opts, kgo.SASL(scram.Auth{User: s.User, Pass: s.Password}.AsSha512Mechanism()))
-		}
-	}
-	return opts
+	return kafkaio.Auth(useTLS, s.Mechanism, s.User, s.Password)
 }
 
 // ResultHeaders are the headers of a result record in Kafka: its firing

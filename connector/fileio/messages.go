@@ -1,0 +1,82 @@
+package fileio
+
+import (
+	"context"
+	"errors"
+	"io"
+
+	"github.com/weirstream/weir/connector"
+)
+
+// openJSONL opens a jsonl sink: a FileSink of the messages' lines,
+// truncated when the job starts its output over.
+func openJSONL(_ context.Context, o connector.MessagesOpen) (connector.Sink[connector.Message], error) {
+	f, err := OpenFileSink(o.Path(o.Settings.String("path")), FileSinkOptions{Fresh: o.Fresh})
+	if err != nil {
+		return nil, err
+	}
+	return &fileMessages{FileSink: f}, nil
+}
+
+// fileMessages is a FileSink of messages: it writes each one's Value as
+// a line. It is Transactional (the FileSink's PreCommit, Commit, Abort
+// and Recover) and a Drainer.
+type fileMessages struct {
+	*FileSink
+	lines [][]byte
+}
+
+func (s *fileMessages) Write(ctx context.Context, batch []connector.Message) error {
+	s.lines = s.lines[:0]
+	for i := range batch {
+		s.lines = append(s.lines, batch[i].Value)
+	}
+	err := s.FileSink.Write(ctx, s.lines)
+	clear(s.lines)
+	return err
+}
+
+// Abort keeps what was written, flushed, and leaves it for the next
+// Recover to cut back (Transactional allows either): the file of a failed
+// run shows what it wrote, and a restore cuts it to its checkpoint.
+func (s *fileMessages) Abort(ctx context.Context) error { return s.FileSink.Flush(ctx) }
+
+// Drain writes the buffered lines out without an fsync.
+func (s *fileMessages) Drain() error { return s.WriteOut() }
+
+// stdoutMessages writes each message's Value as a line to the job's
+// standard output (connector.MessagesOpen.Stdout), which the job's stdout
+// sinks share: a line goes in one Write call, so lines stay whole.
+type stdoutMessages struct {
+	w    io.Writer
+	line []byte
+}
+
+func openStdout(_ context.Context, o connector.MessagesOpen) (connector.Sink[connector.Message], error) {
+	if o.Stdout == nil {
+		return nil, errors.New("the job has no standard output")
+	}
+	return &stdoutMessages{w: o.Stdout}, nil
+}
+
+func (s *stdoutMessages) Write(_ context.Context, batch []connector.Message) error {
+	for i := range batch {
+		s.line = append(append(s.line[:0], batch[i].Value...), '\n')
+		if _, err := s.w.Write(s.line); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Flush flushes the shared output, when it buffers.
+func (s *stdoutMessages) Flush(context.Context) error {
+	if f, ok := s.w.(interface{ Flush() error }); ok {
+		return f.Flush()
+	}
+	return nil
+}
+
+// Close flushes too: what a failed run printed is shown, not kept back
+// (standard output cannot take it back anyway).
+func (s *stdoutMessages) Close() error { return s.Flush(context.Background()) }

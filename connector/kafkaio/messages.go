@@ -1,0 +1,124 @@
+package kafkaio
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
+
+	"github.com/weirstream/weir/connector"
+)
+
+// Auth are the client options of a connection with TLS (the system's
+// roots) and SASL (mechanism plain, scram-sha-256 or scram-sha-512; ""
+// for none).
+func Auth(useTLS bool, mechanism, user, password string) []kgo.Opt {
+	var opts []kgo.Opt
+	if useTLS {
+		opts = append(opts, kgo.DialTLSConfig(&tls.Config{MinVersion: tls.VersionTLS12}))
+	}
+	switch mechanism {
+	case "plain":
+		opts = append(opts, kgo.SASL(plain.Auth{User: user, Pass: password}.AsMechanism()))
+	case "scram-sha-256":
+		opts = append(opts, kgo.SASL(scram.Auth{User: user, Pass: password}.AsSha256Mechanism()))
+	case "scram-sha-512":
+		opts = append(opts, kgo.SASL(scram.Auth{User: user, Pass: password}.AsSha512Mechanism()))
+	}
+	return opts
+}
+
+// ResultsTxnID is the transactional id of a job spec's kafka results
+// sink: stable across restarts, unique to the job's name.
+func ResultsTxnID(job string) string {
+	if job == "" {
+		job = "job"
+	}
+	return "weir-" + job + "-results"
+}
+
+// SpecSinkOptions are the SinkOptions of a job spec's kafka results sink
+// with settings s, of job.
+func SpecSinkOptions(s connector.Settings, job string) SinkOptions {
+	return SinkOptions{Brokers: s.Strings("brokers"), TransactionalID: ResultsTxnID(job), MarkerTopic: s.String("marker_topic"),
+		ClientOptions: Auth(s.Bool("tls"), s.String("sasl.mechanism"), s.String("sasl.user"), s.String("sasl.password"))}
+}
+
+// openMessages opens a kafka sink of a job spec. The results sink is a
+// transactional Sink (one transaction per checkpoint, its marker in the
+// marker topic); a late or dead-letter sink writes its records, keyed by
+// their entry ids, in the results sink's transactions, so it needs one.
+func openMessages(_ context.Context, o connector.MessagesOpen) (connector.Sink[connector.Message], error) {
+	topic := o.Settings.String("topic")
+	if o.Role != connector.RoleResults {
+		for _, s := range o.Open {
+			if r, ok := s.(*results); ok {
+				return &records{s: r.Sink, topic: topic}, nil
+			}
+		}
+		return nil, fmt.Errorf("a kafka sink for %s needs kafka results (one transaction holds both)", o.Name)
+	}
+	so := SpecSinkOptions(o.Settings, o.Job)
+	so.Logger = o.Logger // aborted and redone transactions
+	s, err := OpenSink(so)
+	if err != nil {
+		return nil, err
+	}
+	return &results{Sink: s, topic: topic}, nil
+}
+
+// record is m as a Kafka record of topic; the sink keeps it (Write).
+func record(topic string, m *connector.Message) *kgo.Record {
+	r := &kgo.Record{Topic: topic, Key: append([]byte(nil), m.Key...), Value: append([]byte(nil), m.Value...)}
+	if len(m.Headers) > 0 {
+		r.Headers = make([]kgo.RecordHeader, len(m.Headers))
+		for i, h := range m.Headers {
+			r.Headers[i] = kgo.RecordHeader{Key: h.Key, Value: append([]byte(nil), h.Value...)}
+		}
+	}
+	return r
+}
+
+// results writes messages to its topic in the Sink's transactions: it is
+// Transactional and a CommitReporter (the Sink's).
+type results struct {
+	*Sink
+	topic string
+	one   [1]*kgo.Record
+}
+
+func (r *results) Write(ctx context.Context, batch []connector.Message) error {
+	for i := range batch {
+		r.one[0] = record(r.topic, &batch[i])
+		if err := r.Sink.Write(ctx, r.one[:]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// records writes messages into a results sink's transactions: that sink
+// flushes, commits and closes them, so Flush and Close do nothing.
+type records struct {
+	s     *Sink
+	topic string
+	one   [1]*kgo.Record
+}
+
+func (r *records) Write(ctx context.Context, batch []connector.Message) error {
+	for i := range batch {
+		m := batch[i]
+		m.Headers = nil // the reason is in the value; a record keeps its line and key only
+		r.one[0] = record(r.topic, &m)
+		if err := r.s.Write(ctx, r.one[:]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *records) Flush(context.Context) error { return nil }
+func (r *records) Close() error                { return nil }

@@ -143,6 +143,34 @@ type SinkKind struct {
 	// pre-committed and committed as epoch 0; any other one is flushed at
 	// each checkpoint and at that end.
 	OpenMessages func(ctx context.Context, o MessagesOpen) (Sink[Message], error)
+	// Prepare (nil: none) readies the kind's server for a sink of the job
+	// before the run (the user's topic checked, weir's own topic created),
+	// so that a problem stops the job at start, with the fix, rather than
+	// at its first checkpoint. It is called once per sink of the kind,
+	// before a checkpoint is chosen or any sink is opened.
+	Prepare func(ctx context.Context, o PrepareOpen) error
+	// Committed (nil: the kind's sinks finish after a crash what they
+	// pre-committed) is, for a results kind whose Transactional sink
+	// cannot (a CommitReporter: a Kafka transaction), the newest epoch
+	// whose commit took effect for the job's sink with settings s (ok
+	// false: none yet), asked before the sink is opened: the job then
+	// restores no checkpoint newer than it.
+	Committed func(ctx context.Context, s Settings, job string) (epoch int64, ok bool, err error)
+}
+
+// PrepareOpen is what a job spec's runner gives SinkKind.Prepare.
+type PrepareOpen struct {
+	// Settings are the sink's, at Output in messages.
+	Settings Settings
+	Output   string
+	Role     SinkRole
+	Job      string
+	// Checkpoints: the job takes checkpoints (a transactional sink then
+	// commits one epoch per checkpoint).
+	Checkpoints bool
+	// Info, when set, is told what Prepare did that a person should know
+	// (a topic created).
+	Info func(msg string)
 }
 
 // Checker is a kind's Check's view of a job spec: it reads the kind's

@@ -14,7 +14,6 @@ import (
 
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/checkpoint"
-	"github.com/weirstream/weir/connector/kafkaio"
 	"github.com/weirstream/weir/etime"
 	"github.com/weirstream/weir/spec"
 )
@@ -45,7 +44,7 @@ type checkpoints struct {
 // naming the fields (resumeAcross); one whose spec differs in other fields
 // is resumed, and the info line names them. A checkpoint of a newer meta
 // format is refused.
-func openCheckpoints(p *spec.Plan, o RunOptions) (*checkpoints, error) {
+func openCheckpoints(p *spec.Plan, path *spec.Path, o RunOptions) (*checkpoints, error) {
 	interval, retain := 5*time.Second, 0
 	if c := p.Checkpoint; c != nil {
 		retain = c.Retain
@@ -83,23 +82,13 @@ func openCheckpoints(p *spec.Plan, o RunOptions) (*checkpoints, error) {
 		}
 		return c, nil
 	}
-	// A kafka results sink commits a checkpoint's output after the
-	// checkpoint: only a checkpoint whose transaction committed counts.
-	limit := int64(math.MaxInt64)
-	if r := p.Sinks.Results.First("kafka"); r != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		id, ok, err := kafkaio.LastCommitted(ctx, kafkaSinkOptions(p, r))
-		cancel()
-		if err != nil {
-			store.Close()
-			return nil, err
-		}
-		switch {
-		case ok:
-			limit = id
-		case !addedKafka(p, store):
-			limit = -1
-		}
+	// A results sink that commits a checkpoint's output after the
+	// checkpoint and cannot finish that commit after a crash (a Kafka
+	// transaction): only a checkpoint whose commit took effect counts.
+	limit, err := committedLimit(p, path, store)
+	if err != nil {
+		store.Close()
+		return nil, err
 	}
 	cp, skipped, err := store.Resumable(limit)
 	if err != nil {
@@ -149,24 +138,43 @@ func openCheckpoints(p *spec.Plan, o RunOptions) (*checkpoints, error) {
 	return c, nil
 }
 
-// addedKafka reports whether the newest checkpoint in store was written
-// by a job without p's kafka results sink: a sink added on resume has
-// committed no marker yet, which does not make the checkpoint unusable.
-func addedKafka(p *spec.Plan, store *checkpoint.Dir) bool {
+// committedLimit is the newest checkpoint the run may restore as its
+// results sinks committed it (connector.SinkKind.Committed): the lowest
+// epoch they report; -1 when one has committed none, unless the newest
+// checkpoint in store was written by a job without that sink (a sink
+// added on resume has committed nothing yet, which does not make the
+// checkpoint unusable); MaxInt64 without such sinks.
+func committedLimit(p *spec.Plan, path *spec.Path, store *checkpoint.Dir) (int64, error) {
+	limit := int64(math.MaxInt64)
+	for _, op := range path.Results {
+		kind, ok := registryOf(p).Lookup(op.Config.Type)
+		if !ok || kind.Sink == nil || kind.Sink.Committed == nil {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		id, ok, err := kind.Sink.Committed(ctx, spec.SinkSettings(op.Config), p.Name)
+		cancel()
+		switch {
+		case err != nil:
+			return 0, fmt.Errorf("%s: %w", op.Path, err)
+		case ok:
+			limit = min(limit, id)
+		case !addedSink(p, store, op.Name):
+			limit = -1
+		}
+	}
+	return limit, nil
+}
+
+// addedSink reports whether the newest checkpoint in store was written
+// by a job without p's sink name.
+func addedSink(p *spec.Plan, store *checkpoint.Dir, name string) bool {
 	cp, _, err := store.Resumable(math.MaxInt64)
 	if err != nil || cp == nil {
 		return false
 	}
 	_, added, err := resumeAcross(p, cp.Meta)
-	if err != nil {
-		return false
-	}
-	for i, r := range p.Sinks.Results {
-		if r.Type == "kafka" && slices.Contains(added, spec.ResultsName(i)) {
-			return true
-		}
-	}
-	return false
+	return err == nil && slices.Contains(added, name)
 }
 
 // ErrNoValidCheckpoint is matched (errors.Is) by the error of a run

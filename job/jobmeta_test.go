@@ -81,8 +81,12 @@ func reopen(t *testing.T, dir, yaml string) ([]string, error) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	path, err := p.Graph.Path()
+	if err != nil {
+		t.Fatal(err)
+	}
 	var info []string
-	c, err := openCheckpoints(p, RunOptions{Dir: t.TempDir(), CheckpointDir: dir, Info: func(m string) { info = append(info, m) }})
+	c, err := openCheckpoints(p, path, RunOptions{Dir: t.TempDir(), CheckpointDir: dir, Info: func(m string) { info = append(info, m) }})
 	if err != nil {
 		return nil, err
 	}

@@ -1,11 +1,6 @@
 package job
 
 import (
-	"context"
-	"errors"
-	"fmt"
-	"time"
-
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/connector/fileio"
 	"github.com/weirstream/weir/connector/kafkaio"
@@ -60,66 +55,6 @@ func (j *Job) kafkaRecords(env *weir.Env) (weir.Stream[record.Record], error) {
 
 // committed is told that checkpoint id is complete.
 func (j *Job) committed(id int64) error { return j.out.committed(id) }
-
-// prepareKafka readies the brokers of a kafka results sink before the run
-// (kafkaio.Prepare), so that a missing topic stops the run at start with
-// the fix rather than at its first checkpoint: the topics of the results,
-// late records and dead letters (the user's) must exist, and with
-// checkpoints the marker topic (weir's) is created if it is missing; o.Info
-// is told when it is.
-func prepareKafka(p *spec.Plan, o RunOptions, checkpoints bool) error {
-	var r *spec.Sink
-	at := "" // the sink's spec path
-	for i, k := range p.Sinks.Results {
-		if k.Type == "kafka" {
-			r, at = k, "sinks."+spec.ResultsPath(i, len(p.Sinks.Results))
-			break
-		}
-	}
-	if r == nil {
-		return nil
-	}
-	// The records of kafka late and dead-letter sinks go into the results
-	// sink's transactions, through its brokers.
-	topics, paths := []string{r.Topic}, map[string]string{r.Topic: at + ".topic"}
-	for _, k := range []struct {
-		name string
-		s    *spec.Sink
-	}{{"late", p.Sinks.Late}, {"late_partial", p.Sinks.LatePartial}, {"dead_letter", p.Sinks.DeadLetter}} {
-		if k.s != nil && k.s.Type == "kafka" {
-			if _, ok := paths[k.s.Topic]; !ok {
-				topics, paths[k.s.Topic] = append(topics, k.s.Topic), "sinks."+k.name+".topic"
-			}
-		}
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	created, err := kafkaio.Prepare(ctx, kafkaSinkOptions(p, r), topics, checkpoints)
-	var te *kafkaio.TopicError
-	switch {
-	case errors.As(err, &te) && te.Marker:
-		auth := ""
-		if r.TLS || r.SASL != nil {
-			auth = " (with --command-config naming the client's TLS and SASL settings)"
-		}
-		return fmt.Errorf("%s.marker_topic: the marker topic %q, where the results sink commits its checkpoints, is missing, and weir may not create it: %w; create it once%s with\n  %s\nor give weir's user CREATE on it, or set marker_topic to an existing topic",
-			at, te.Topic, te.Err, auth, te.Command())
-	case errors.As(err, &te):
-		return fmt.Errorf("%s: topic %q does not exist on %v: %w; create it (weir creates only its marker topic), such as with\n  %s",
-			paths[te.Topic], te.Topic, r.Brokers, te.Err, te.Command())
-	case err != nil:
-		return fmt.Errorf("%s: %w", at, err)
-	}
-	if created && o.Info != nil {
-		o.Info(fmt.Sprintf("created Kafka topic %s (1 partition, cleanup.policy=compact) for the checkpoint markers of the results in %s", r.MarkerTopic, r.Topic))
-	}
-	return nil
-}
-
-// kafkaSinkOptions are the options of p's kafka results sink k.
-func kafkaSinkOptions(p *spec.Plan, k *spec.Sink) kafkaio.SinkOptions {
-	return kafkaio.SpecSinkOptions(spec.SinkSettings(k), p.Name)
-}
 
 // kafkaStart is the plan's start position as the Kafka source's.
 func kafkaStart(s spec.Start) kafkaio.Start {

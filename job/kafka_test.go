@@ -652,3 +652,8 @@ func TestKafkaResultsSinkAdded(t *testing.T) {
 		t.Error("the added kafka sink got no results")
 	}
 }
+
+// kafkaSinkOptions are the options of p's kafka results sink k.
+func kafkaSinkOptions(p *spec.Plan, k *spec.Sink) kafkaio.SinkOptions {
+	return kafkaio.SpecSinkOptions(spec.SinkSettings(k), p.Name)
+}

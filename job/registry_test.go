@@ -3,6 +3,7 @@ package job
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -203,5 +204,136 @@ func TestRegisteredResultsKind(t *testing.T) {
 	}
 	if two.opened != 2 || two.resets != 1 {
 		t.Errorf("memtable opened %d times (want 2), reset %d times (want 1: the resume keeps its rows)", two.opened, two.resets)
+	}
+}
+
+// memLogs are the logs of the memlog kind, by name: a sink kind of late
+// records and dead letters that this test registers, which the runner
+// knows only through OpenMessages.
+var memLogs = struct {
+	sync.Mutex
+	m map[string]*memLog
+}{m: map[string]*memLog{}}
+
+func init() {
+	connector.Default.MustRegister(connector.Kind{Name: "memlog", Doc: "keeps late records and dead letters in memory (job tests)",
+		Sink: &connector.SinkKind{Roles: connector.RoleLate | connector.RoleDeadLetters, RecordAbilities: connector.AbilityTransactional,
+			Fields: []connector.Field{{Name: "log", Required: true, Doc: "the log"}},
+			OpenMessages: func(_ context.Context, o connector.MessagesOpen) (connector.Sink[connector.Message], error) {
+				memLogs.Lock()
+				defer memLogs.Unlock()
+				name := o.Settings.String("log")
+				l := memLogs.m[name]
+				if l == nil || o.Fresh {
+					l = &memLog{}
+					memLogs.m[name] = l
+				}
+				l.opened++
+				return l, nil
+			}}})
+}
+
+// memLog appends the messages' lines; it is Transactional: PreCommit
+// returns its length, Recover cuts it back there, Abort leaves the tail
+// for Recover.
+type memLog struct {
+	mu       sync.Mutex
+	lines    []string
+	opened   int
+	recovers int
+}
+
+func (l *memLog) Write(_ context.Context, ms []connector.Message) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, m := range ms {
+		if m.Entry == nil || m.Entry.ID == "" || m.ID == "" {
+			return fmt.Errorf("memlog: message %s without an entry id", m.Value)
+		}
+		l.lines = append(l.lines, string(m.Value))
+	}
+	return nil
+}
+
+func (l *memLog) Flush(context.Context) error         { return nil }
+func (l *memLog) Close() error                        { return nil }
+func (l *memLog) Commit(context.Context, int64) error { return nil }
+func (l *memLog) Abort(context.Context) error         { return nil }
+
+func (l *memLog) PreCommit(context.Context, int64) ([]byte, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return []byte(fmt.Sprint(len(l.lines))), nil
+}
+
+func (l *memLog) Recover(_ context.Context, _ int64, state []byte) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var n int
+	if _, err := fmt.Sscan(string(state), &n); err != nil || n > len(l.lines) {
+		return fmt.Errorf("memlog: state %q of a log of %d lines", state, len(l.lines))
+	}
+	l.lines, l.recovers = l.lines[:n], l.recovers+1
+	return nil
+}
+
+func (l *memLog) text() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Join(l.lines, "\n")
+}
+
+// TestRegisteredRecordsKind runs the orders job with its late records
+// and dead letters in a kind only the registry knows (memlog, registered
+// above with an OpenMessages): they hold the lines the jsonl sinks of the
+// same job hold, also after a crash and a resume, which recovers each
+// log to the length its checkpoint recorded.
+func TestRegisteredRecordsKind(t *testing.T) {
+	refDir, _ := runSpec(t, fmt.Sprintf(jobtest.OrderJob, "jsonl", "out.jsonl"), nil, RunOptions{Deterministic: true})
+	read := func(name string) string {
+		b, err := os.ReadFile(filepath.Join(refDir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.TrimSuffix(string(b), "\n")
+	}
+	wantLate, wantDead := read("late.jsonl"), read("bad.jsonl")
+	if wantLate == "" || wantDead == "" {
+		t.Fatal("the reference run wrote no late records or dead letters")
+	}
+	job := strings.NewReplacer("late: {type: jsonl, path: late.jsonl}", "late: {type: memlog, log: %[1]s-late}",
+		"dead_letter: {type: jsonl, path: bad.jsonl}", "dead_letter: {type: memlog, log: %[1]s-dead}").Replace(fmt.Sprintf(jobtest.OrderJob, "jsonl", "out.jsonl"))
+	logs := func(run string) (*memLog, *memLog) {
+		memLogs.Lock()
+		defer memLogs.Unlock()
+		return memLogs.m[run+"-late"], memLogs.m[run+"-dead"]
+	}
+	runSpec(t, fmt.Sprintf(job, "one"), nil, RunOptions{Deterministic: true})
+	late, dead := logs("one")
+	if late == nil || dead == nil {
+		t.Fatal("the runner did not open the memlog sinks")
+	}
+	if late.text() != wantLate || dead.text() != wantDead {
+		t.Fatalf("memlog lines differ from the jsonl sinks':\nlate %.300s\nwant %.300s\ndead %.300s\nwant %.300s", late.text(), wantLate, dead.text(), wantDead)
+	}
+
+	p := mustParse(t, fmt.Sprintf(job, "two"))
+	dir := t.TempDir()
+	o := RunOptions{Dir: dir, Deterministic: true, Now: jobtest.TestNow, CheckpointDir: filepath.Join(dir, "ck"),
+		CheckpointInterval: time.Millisecond, CheckpointClock: jobtest.EveryRead()}
+	crashRun(t, p, o, "after-manifest", 5)
+	j, err := Open(p, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := j.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	late, dead = logs("two")
+	if late.text() != wantLate || dead.text() != wantDead {
+		t.Fatalf("after a crash and a resume the memlog lines differ from the jsonl sinks':\nlate %.300s\nwant %.300s", late.text(), wantLate)
+	}
+	if late.opened != 2 || late.recovers != 1 {
+		t.Errorf("memlog opened %d times (want 2), recovered %d times (want 1)", late.opened, late.recovers)
 	}
 }

@@ -226,10 +226,10 @@ func Open(plan *spec.Plan, o RunOptions) (*Job, error) {
 		}
 		j.locks = locks
 	}
-	if err := prepareKafka(plan, o, checkpointDir(plan, o) != ""); err != nil {
+	if err := prepareSinks(plan, path, o, checkpointDir(plan, o) != ""); err != nil {
 		return nil, errors.Join(err, j.cleanup())
 	}
-	ck, err := openCheckpoints(plan, o)
+	ck, err := openCheckpoints(plan, path, o)
 	if err != nil {
 		return nil, errors.Join(err, j.cleanup())
 	}

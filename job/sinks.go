@@ -228,7 +228,46 @@ func (j *Job) notInput(k *spec.Sink) error {
 }
 
 // registry is the registry the plan's kinds resolve through.
-func (j *Job) registry() *connector.Registry { return cmp.Or(j.plan.Registry, connector.Default) }
+func (j *Job) registry() *connector.Registry { return registryOf(j.plan) }
+
+// registryOf is the registry p's kinds resolve through.
+func registryOf(p *spec.Plan) *connector.Registry { return cmp.Or(p.Registry, connector.Default) }
+
+// sinkOps are the sinks of path: results, late, late_partial,
+// dead_letter.
+func sinkOps(path *spec.Path) []*spec.SinkOp {
+	ops := slices.Clone(path.Results)
+	for _, op := range []*spec.SinkOp{path.Late, path.LatePartial, path.DeadLetter} {
+		if op != nil {
+			ops = append(ops, op)
+		}
+	}
+	return ops
+}
+
+// prepareSinks readies the sinks' servers before the run
+// (connector.SinkKind.Prepare): a Kafka sink's topic must exist, and
+// with checkpoints its marker topic is created if it is missing; o.Info
+// is told what was done. The late and dead-letter sinks are prepared
+// first, so that a missing topic of theirs refuses the run before a
+// results sink creates anything.
+func prepareSinks(p *spec.Plan, path *spec.Path, o RunOptions, checkpoints bool) error {
+	ops := sinkOps(path)
+	slices.Reverse(ops)
+	for _, op := range ops {
+		kind, ok := registryOf(p).Lookup(op.Config.Type)
+		if !ok || kind.Sink == nil || kind.Sink.Prepare == nil {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		err := kind.Sink.Prepare(ctx, connector.PrepareOpen{Settings: spec.SinkSettings(op.Config), Output: op.Path, Role: op.Role, Job: p.Name, Checkpoints: checkpoints, Info: o.Info})
+		cancel()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
 // openRecords opens a late or dead-letter sink (nil when op is nil).
 func (j *Job) openRecords(op *spec.SinkOp, role connector.SinkRole, open func(*spec.SinkOp, connector.SinkRole) (*msgSink, error), restoring bool) (recordSink, error) {

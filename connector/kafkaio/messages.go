@@ -3,6 +3,7 @@ package kafkaio
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -122,3 +123,36 @@ func (r *records) Write(ctx context.Context, batch []connector.Message) error {
 
 func (r *records) Flush(context.Context) error { return nil }
 func (r *records) Close() error                { return nil }
+
+// prepare checks that a job spec's kafka sink's topic exists and, for
+// the results sink of a job with checkpoints, creates its marker topic
+// when it is missing (Prepare), with the fix in its errors.
+func prepare(ctx context.Context, o connector.PrepareOpen) error {
+	so := SpecSinkOptions(o.Settings, o.Job)
+	topic, results := o.Settings.String("topic"), o.Role == connector.RoleResults
+	created, err := Prepare(ctx, so, []string{topic}, results && o.Checkpoints)
+	var te *TopicError
+	switch {
+	case errors.As(err, &te) && te.Marker:
+		auth := ""
+		if o.Settings.Bool("tls") || o.Settings.Set("sasl") {
+			auth = " (with --command-config naming the client's TLS and SASL settings)"
+		}
+		return fmt.Errorf("%s.marker_topic: the marker topic %q, where the results sink commits its checkpoints, is missing, and weir may not create it: %w; create it once%s with\n  %s\nor give weir's user CREATE on it, or set marker_topic to an existing topic",
+			o.Output, te.Topic, te.Err, auth, te.Command())
+	case errors.As(err, &te):
+		return fmt.Errorf("%s.topic: topic %q does not exist on %v: %w; create it (weir creates only its marker topic), such as with\n  %s",
+			o.Output, te.Topic, so.Brokers, te.Err, te.Command())
+	case err != nil:
+		return fmt.Errorf("%s: %w", o.Output, err)
+	}
+	if created && o.Info != nil {
+		o.Info(fmt.Sprintf("created Kafka topic %s (1 partition, cleanup.policy=compact) for the checkpoint markers of the results in %s", so.MarkerTopic, topic))
+	}
+	return nil
+}
+
+// committed is LastCommitted of a job spec's kafka results sink.
+func committed(ctx context.Context, s connector.Settings, job string) (int64, bool, error) {
+	return LastCommitted(ctx, SpecSinkOptions(s, job))
+}

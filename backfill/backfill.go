@@ -749,7 +749,7 @@ func backfillCut(p *spec.Plan, o job.RunOptions) (cut *ledgerCut, wm etime.Time,
 	if c.Ledgers == nil {
 		c.Ledgers = map[string]ledger.Pos{}
 	}
-	return &ledgerCut{pos: c.Ledgers, epoch: c.Epoch, run: c.Run}, c.Watermark,
+	return &ledgerCut{pos: c.Ledgers, epochs: c.Epochs, run: c.Run}, c.Watermark,
 		fmt.Sprintf("checkpoint %d: %s up to byte %d; live watermark %s", c.Checkpoint, cmp.Or(pos.Segment, "empty"), pos.Length, c.Watermark), c.Since, nil
 }
 

@@ -37,14 +37,14 @@ type ledgerSource interface {
 }
 
 // ledgerCut is how much of the ledger a checkpoint of the live job
-// covers: the positions of ledger directories, by sink name (the zero Pos
-// when it had none), and the epoch of Postgres ledger rows
-// (outCounters.Epoch). Kafka ledgers are read read_committed, which is
+// covers: the positions of ledger directories and the epochs of Postgres
+// ledger tables' rows, by sink name (the zero Pos or epoch 0 when it had
+// none: job.Committed). Kafka ledgers are read read_committed, which is
 // their cut.
 type ledgerCut struct {
-	pos   map[string]ledger.Pos
-	epoch int64
-	run   int64 // the run of the checkpoint (its epochs are that run's)
+	pos    map[string]ledger.Pos
+	epochs map[string]int64
+	run    int64 // the run of the checkpoint (its epochs are that run's)
 }
 
 // openLedgerSource opens the job's ledger and, unless dry, takes the
@@ -82,7 +82,7 @@ func openLedgerSource(p *spec.Plan, o BackfillOptions) (ledgerSource, error) {
 			}
 			src = f
 		case k.sink.Type == "postgres":
-			l, err := openPGLedger(k.sink.URL, k.sink.Table, p.Name, !o.DryRun)
+			l, err := openPGLedger(k.name, k.sink.URL, k.sink.Table, p.Name, !o.DryRun)
 			if err != nil {
 				srcs.close()
 				return nil, err
@@ -209,18 +209,19 @@ func (k *kafkaLedger) close() error { return nil }
 // released when the connection ends (so a killed backfill never leaves
 // it held).
 type pgLedger struct {
+	name  string // the sink's: late or late_partial
 	db    *sql.DB
 	conn  *sql.Conn // holds the advisory lock
 	table string
 	job   string // the job whose rows are read (with those of no job)
 }
 
-func openPGLedger(url, table, job string, lock bool) (*pgLedger, error) {
+func openPGLedger(name, url, table, job string, lock bool) (*pgLedger, error) {
 	db, err := sql.Open("pgx", url)
 	if err != nil {
 		return nil, err
 	}
-	l := &pgLedger{db: db, table: table, job: job}
+	l := &pgLedger{name: name, db: db, table: table, job: job}
 	if lock {
 		ctx := context.Background()
 		if l.conn, err = db.Conn(ctx); err != nil {
@@ -244,7 +245,7 @@ func (l *pgLedger) describe(cut *ledgerCut) string {
 	if cut == nil {
 		return "job " + l.job + "'s rows of table " + l.table + " committed at the start"
 	}
-	return fmt.Sprintf("job %s's rows of table %s up to checkpoint epoch %d", l.job, l.table, cut.epoch)
+	return fmt.Sprintf("job %s's rows of table %s up to checkpoint epoch %d", l.job, l.table, cut.epochs[l.name])
 }
 
 func (l *pgLedger) scan(cut *ledgerCut, fn func(ledger.Entry) error) ([]string, error) {
@@ -272,10 +273,10 @@ func (l *pgLedger) scan(cut *ledgerCut, fn func(ledger.Entry) error) ([]string, 
 		case cut == nil:
 		case runs:
 			q += ` AND (epoch IS NULL OR run < $2 OR run = $2 AND epoch <= $3)`
-			args = append(args, cut.run, cut.epoch)
+			args = append(args, cut.run, cut.epochs[l.name])
 		default:
 			q += ` AND (epoch IS NULL OR epoch <= $2)`
-			args = append(args, cut.epoch)
+			args = append(args, cut.epochs[l.name])
 		}
 	}
 	rows, err := tx.QueryContext(ctx, q+` ORDER BY arrived_at, id`, args...)

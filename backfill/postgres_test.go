@@ -55,11 +55,11 @@ func TestPostgresLedgerCutAcrossRuns(t *testing.T) {
 	}
 	ctx := context.Background()
 	var runs, firstRows, firstAbove, live int
-	if err := conn.QueryRow(ctx, `SELECT count(DISTINCT run), count(*) FILTER (WHERE run < $1), count(*) FILTER (WHERE run < $1 AND epoch > $2), count(*) FILTER (WHERE run = $1 AND epoch <= $2) FROM `+late+` WHERE job = 'orders'`, cut.run, cut.epoch).Scan(&runs, &firstRows, &firstAbove, &live); err != nil {
+	if err := conn.QueryRow(ctx, `SELECT count(DISTINCT run), count(*) FILTER (WHERE run < $1), count(*) FILTER (WHERE run < $1 AND epoch > $2), count(*) FILTER (WHERE run = $1 AND epoch <= $2) FROM `+late+` WHERE job = 'orders'`, cut.run, cut.epochs["late"]).Scan(&runs, &firstRows, &firstAbove, &live); err != nil {
 		t.Fatal(err)
 	}
 	if runs != 2 || firstRows != int(first.Get("late_side_output")) || firstAbove == 0 {
-		t.Fatalf("%d runs in the table, the first's %d rows (its summary: %d), %d of them above the cut's epoch %d: the test needs both runs and such rows", runs, firstRows, first.Get("late_side_output"), firstAbove, cut.epoch)
+		t.Fatalf("%d runs in the table, the first's %d rows (its summary: %d), %d of them above the cut's epoch %d: the test needs both runs and such rows", runs, firstRows, first.Get("late_side_output"), firstAbove, cut.epochs["late"])
 	}
 	rep, err := Backfill(p, BackfillOptions{Dir: dir, DryRun: true})
 	if err != nil {

@@ -165,6 +165,10 @@ type PrepareOpen struct {
 	Output   string
 	Role     SinkRole
 	Job      string
+	// Results are the settings of the job's first results sink of the
+	// same kind (nil: it has none), for a kind whose late records and
+	// dead letters go through its results sink (Kafka's transactions).
+	Results Settings
 	// Checkpoints: the job takes checkpoints (a transactional sink then
 	// commits one epoch per checkpoint).
 	Checkpoints bool

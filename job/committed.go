@@ -25,11 +25,12 @@ type Committed struct {
 	Watermark etime.Time
 	// Ledgers are the ledger sinks' committed positions, by sink name.
 	Ledgers map[string]ledger.Pos
-	// Epoch is the epoch of the rows of a Postgres late table (a
-	// ledger) the checkpoint covers; Run is the run's id and Since the oldest run
-	// whose outputs the results hold (earlier runs' ledger entries do
-	// not count).
-	Epoch, Run, Since int64
+	// Epochs are the epochs of the rows of Postgres late tables (a
+	// ledger) the checkpoint covers, by sink name (late, late_partial).
+	Epochs map[string]int64
+	// Run is the run's id and Since the oldest run whose outputs the
+	// results hold (earlier runs' ledger entries do not count).
+	Run, Since int64
 }
 
 // LastCommitted reads what the newest checkpoint in the checkpoint
@@ -50,27 +51,27 @@ func LastCommitted(p *spec.Plan, o RunOptions) (c Committed, ok bool, err error)
 		c.Finished = true
 	}
 	if oc != nil {
-		c = Committed{Checkpoint: id, Finished: c.Finished, Watermark: oc.Watermark, Ledgers: map[string]ledger.Pos{}, Run: oc.Run, Since: oc.Since}
-		if l := p.Sinks.Late; l != nil && l.Type == "postgres" {
-			if st := oc.sinkState("late"); st != nil {
-				if c.Epoch, err = strconv.ParseInt(string(st), 10, 64); err != nil {
-					return c, true, fmt.Errorf("checkpoint %d: corrupt state of sinks.late: %q", id, st)
-				}
-			}
-		}
+		c = Committed{Checkpoint: id, Finished: c.Finished, Watermark: oc.Watermark, Ledgers: map[string]ledger.Pos{}, Epochs: map[string]int64{}, Run: oc.Run, Since: oc.Since}
 		for _, k := range []struct {
 			name string
 			s    *spec.Sink
 		}{{"late", p.Sinks.Late}, {"late_partial", p.Sinks.LatePartial}} {
-			if k.s == nil || k.s.Type != "ledger" {
+			st := oc.sinkState(k.name)
+			if k.s == nil || st == nil {
 				continue
 			}
-			if st := oc.sinkState(k.name); st != nil {
+			var err error
+			switch k.s.Type {
+			case "ledger":
 				var pos ledger.Pos
-				if err := json.Unmarshal(st, &pos); err != nil {
-					return c, true, fmt.Errorf("checkpoint %d: corrupt state of sinks.%s: %w", id, k.name, err)
+				if err = json.Unmarshal(st, &pos); err == nil {
+					c.Ledgers[k.name] = pos
 				}
-				c.Ledgers[k.name] = pos
+			case "postgres":
+				c.Epochs[k.name], err = strconv.ParseInt(string(st), 10, 64)
+			}
+			if err != nil {
+				return c, true, fmt.Errorf("checkpoint %d: corrupt state of sinks.%s: %q", id, k.name, st)
 			}
 		}
 	}

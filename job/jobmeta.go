@@ -8,9 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"reflect"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/weirstream/weir/spec"
@@ -46,113 +44,6 @@ type jobMeta struct {
 	Sinks []string `json:"sinks"`
 }
 
-// stateFields classifies the spec's fields: true for a field the
-// checkpointed state or positions depend on, which a restore refuses to
-// see changed; false for one it resumes across. A field takes the class
-// of its longest listed prefix (whole dot-separated elements; sinks.* is
-// any sink, list indexes are left out); a field under none is
-// state-relevant. The reason for each is in docs/format/checkpoint.md,
-// "Changing a job".
-var stateFields = map[string]bool{
-	"name": true,
-	"time": true,
-
-	"source.type":              true,
-	"source.path":              true,
-	"source.format":            true,
-	"source.channels":          true,
-	"source.final_watermark":   false,
-	"source.timestamp":         true,
-	"source.generator":         true,
-	"source.kafka.topic":       true,
-	"source.kafka.brokers":     false,
-	"source.kafka.group":       false,
-	"source.kafka.start":       false,
-	"source.kafka.stop_at_end": false,
-	"source.kafka.tls":         false,
-	"source.kafka.sasl":        false,
-	"source.nats.stream":       true,
-	"source.nats.subjects":     true,
-	"source.nats.url":          false,
-	"source.nats.start":        false,
-	"source.nats.stop_at_end":  false,
-
-	"watermark":            true,
-	"key":                  true,
-	"window":               true,
-	"allowed_lateness":     true,
-	"late_firing_interval": false,
-	"trigger":              true,
-	"aggregate":            true,
-
-	"sinks.*.type":              true,
-	"sinks.*.path":              true,
-	"sinks.*.table":             true,
-	"sinks.*.subject":           true,
-	"sinks.*.dir":               true,
-	"sinks.*.topic":             true,
-	"sinks.*.marker_topic":      true,
-	"sinks.*.url":               false,
-	"sinks.*.brokers":           false,
-	"sinks.*.tls":               false,
-	"sinks.*.sasl":              false,
-	"sinks.*.retention":         false,
-	"sinks.*.timeout":           false,
-	"sinks.*.retry_for":         false,
-	"sinks.*.connect_retry_for": false,
-	"sinks.*.batch_rows":        false,
-
-	"checkpoint": false,
-	"state":      false,
-	"alerts":     false,
-	"archive":    false,
-	"doctor":     false,
-}
-
-// fieldClass is the class of the field at path (stateFields), and the
-// listed prefix it takes it from ("" when none is listed).
-func fieldClass(path string) (state bool, rule string) {
-	p := normalPath(path)
-	if name, ok := strings.CutPrefix(p, "sinks.*."); ok && !spec.IsSinkField(strings.Split(name, ".")[0]) {
-		// A registered kind's own setting (spec.Sink.Extra), like a
-		// sink's address: a change resumes, said; the meta keeps its
-		// digest, no token in clear.
-		return false, "sinks.*"
-	}
-	for {
-		if s, ok := stateFields[p]; ok {
-			return s, p
-		}
-		i := strings.LastIndexByte(p, '.')
-		if i < 0 {
-			return true, ""
-		}
-		p = p[:i]
-	}
-}
-
-// normalPath leaves out a path's list indexes and names its sink *.
-func normalPath(path string) string {
-	var b strings.Builder
-	for i := 0; i < len(path); i++ {
-		if path[i] == '[' {
-			for i < len(path) && path[i] != ']' {
-				i++
-			}
-			continue
-		}
-		b.WriteByte(path[i])
-	}
-	p := b.String()
-	if rest, ok := strings.CutPrefix(p, "sinks."); ok {
-		if _, tail, ok := strings.Cut(rest, "."); ok {
-			return "sinks.*." + tail
-		}
-		return "sinks.*"
-	}
-	return p
-}
-
 // specFields is what a restore compares of two specs: the state-relevant
 // fields by path with their JSON values, the other fields by path with
 // their digests, and the sinks by name.
@@ -160,102 +51,6 @@ type specFields struct {
 	state map[string]string
 	other map[string]string
 	sinks []string
-}
-
-// fieldsOf flattens s into its leaf fields, by the YAML path of each. A
-// field that is not set (a nil pointer, or a zero value not behind a
-// pointer) has no entry; a list of objects has one per element
-// (aggregate[2].fn), a list of values one for the list. With legacy, the
-// fields format 1 left out (json:"-") are left out too.
-func fieldsOf(s *spec.Spec, legacy bool) specFields {
-	f := specFields{state: map[string]string{}, other: map[string]string{}}
-	emit := func(path string, v any) {
-		b, err := json.Marshal(v)
-		if err != nil {
-			b = []byte(fmt.Sprintf("%q", fmt.Sprint(v))) // not reached: the spec's fields are plain data
-		}
-		if state, _ := fieldClass(path); state {
-			f.state[path] = string(b)
-		} else {
-			f.other[path] = fieldDigest(path, b)
-		}
-	}
-	flatten(reflect.ValueOf(s).Elem(), "", false, legacy, emit)
-	sv := reflect.ValueOf(s.Sinks)
-	for i := range sv.NumField() {
-		if !sv.Field(i).IsNil() {
-			f.sinks = append(f.sinks, yamlName(sv.Type().Field(i)))
-		}
-	}
-	for i := 1; i < len(s.Sinks.Results); i++ {
-		f.sinks = append(f.sinks, spec.ResultsName(i))
-	}
-	return f
-}
-
-// flatten calls emit for every set leaf of v at path; set says v was
-// reached through a pointer, so that its zero value is set too.
-func flatten(v reflect.Value, path string, set, legacy bool, emit func(string, any)) {
-	join := func(name string) string {
-		if path == "" {
-			return name
-		}
-		return path + "." + name
-	}
-	switch v.Kind() {
-	case reflect.Pointer:
-		if !v.IsNil() {
-			flatten(v.Elem(), path, true, legacy, emit)
-		}
-	case reflect.Struct:
-		t := v.Type()
-		for i := range t.NumField() {
-			sf := t.Field(i)
-			name := yamlName(sf)
-			if !sf.IsExported() || name == "-" || legacy && sf.Tag.Get("json") == "-" {
-				continue
-			}
-			flatten(v.Field(i), join(name), false, legacy, emit)
-		}
-		if k, ok := v.Interface().(spec.Sink); ok && !legacy {
-			// A kind's own settings, by their names as the spec gave them.
-			for _, name := range slices.Sorted(maps.Keys(k.Extra)) {
-				emit(join(name), k.Extra[name])
-			}
-		}
-	case reflect.Slice:
-		if v.Len() == 0 {
-			return
-		}
-		if v.Type() == reflect.TypeFor[spec.SinkList]() {
-			// The first results sink's fields are at sinks.results.*, as
-			// when a job had one only; the others' at sinks.results[i].*.
-			for i := range v.Len() {
-				flatten(v.Index(i), strings.TrimSuffix(path, "results")+spec.ResultsName(i), true, legacy, emit)
-			}
-			return
-		}
-		if et := v.Type().Elem(); et.Kind() == reflect.Struct || et.Kind() == reflect.Pointer && et.Elem().Kind() == reflect.Struct {
-			for i := range v.Len() {
-				flatten(v.Index(i), path+"["+strconv.Itoa(i)+"]", true, legacy, emit)
-			}
-			return
-		}
-		emit(path, v.Interface())
-	default:
-		if set || !v.IsZero() {
-			emit(path, v.Interface())
-		}
-	}
-}
-
-// yamlName is a struct field's YAML name.
-func yamlName(sf reflect.StructField) string {
-	name, _, _ := strings.Cut(sf.Tag.Get("yaml"), ",")
-	if name == "" {
-		return strings.ToLower(sf.Name)
-	}
-	return name
 }
 
 // fieldDigest is what the meta keeps of a field that is not
@@ -269,12 +64,23 @@ func fieldDigest(path string, value []byte) string {
 	return hex.EncodeToString(h.Sum(nil)[:8])
 }
 
-// planFields are the fields of p's spec, with the plan's time mode (the
-// default resolved) for time.
+// planFields are the fields of p's definition.
 func planFields(p *spec.Plan) specFields {
-	s := *p.Spec
-	s.Time = string(p.Time)
-	return fieldsOf(&s, false)
+	return metaFields(p.Definition.Fields, p.Definition.Sinks)
+}
+
+// metaFields are fields and sinks as a meta keeps them: the state-relevant
+// fields' values, the other fields' digests.
+func metaFields(fields []spec.DefField, sinks []string) specFields {
+	f := specFields{state: map[string]string{}, other: map[string]string{}, sinks: sinks}
+	for _, d := range fields {
+		if d.State {
+			f.state[d.Path] = string(d.Value)
+		} else {
+			f.other[d.Path] = fieldDigest(d.Path, d.Value)
+		}
+	}
+	return f
 }
 
 // encodeMeta is p's meta in format metaFormat.
@@ -350,35 +156,15 @@ func resumeAcrossV1(p *spec.Plan, then []byte) (across, added []string, err erro
 	return compareFields(old, cur)
 }
 
-// legacySpec is the form of a format 1 meta.
-type legacySpec struct {
-	Time            string           `json:"time"`
-	Source          spec.Source      `json:"source"`
-	Watermark       spec.Watermark   `json:"watermark"`
-	Key             []string         `json:"key"`
-	Window          spec.Window      `json:"window"`
-	AllowedLateness *spec.Duration   `json:"allowed_lateness"`
-	Trigger         *spec.Trigger    `json:"trigger"`
-	Aggregate       []spec.Aggregate `json:"aggregate"`
-	Sinks           spec.Sinks       `json:"sinks"`
-}
-
-// legacyFields decodes a format 1 meta into its fields (fieldsOf with
-// legacy); false when it holds a key or a field this weir does not know.
+// legacyFields decodes a format 1 meta into its fields
+// (spec.LegacyFields); false when it holds a key or a field this weir
+// does not know.
 func legacyFields(b []byte) (specFields, bool) {
-	var keys map[string]json.RawMessage
-	if json.Unmarshal(b, &keys) != nil || len(keys) != reflect.TypeFor[legacySpec]().NumField() {
+	fields, sinks, ok := spec.LegacyFields(b)
+	if !ok {
 		return specFields{}, false
 	}
-	d := json.NewDecoder(bytes.NewReader(b))
-	d.DisallowUnknownFields()
-	var l legacySpec
-	if d.Decode(&l) != nil {
-		return specFields{}, false
-	}
-	s := spec.Spec{Time: l.Time, Source: l.Source, Watermark: l.Watermark, Key: l.Key, Window: l.Window,
-		AllowedLateness: l.AllowedLateness, Trigger: l.Trigger, Aggregate: l.Aggregate, Sinks: l.Sinks}
-	return fieldsOf(&s, true), true
+	return metaFields(fields, sinks), true
 }
 
 // compareFields compares a checkpoint's fields (old) with the run's
@@ -427,7 +213,7 @@ func compareFields(old, now specFields) (across, added []string, err error) {
 		if digest(old, path) == digest(now, path) || skip(path) {
 			continue
 		}
-		if state, _ := fieldClass(path); state {
+		if state, _ := spec.FieldClass(path); state {
 			refused = append(refused, path)
 		} else {
 			changed = append(changed, path)
@@ -516,17 +302,7 @@ func phrase(parts []string) string {
 // were numbered: the sections the state depends on, whole, as JSON (Go
 // field names; the source without final_watermark). It is kept to read
 // such checkpoints: resumeAcrossV1 compares a run's spec in this form.
-func fingerprintV1(p *spec.Plan) []byte {
-	s := p.Spec
-	src := s.Source
-	src.FinalWatermark = nil
-	m := map[string]any{
-		"time": p.Time, "source": src, "watermark": s.Watermark, "key": s.Key, "window": s.Window,
-		"allowed_lateness": s.AllowedLateness, "trigger": s.Trigger, "aggregate": s.Aggregate, "sinks": s.Sinks,
-	}
-	b, _ := json.Marshal(m)
-	return b
-}
+func fingerprintV1(p *spec.Plan) []byte { return p.Definition.V1 }
 
 // compareSections is how weir compared metas before formats: it names
 // the sections in which the checkpoint's spec differs, and refuses any.

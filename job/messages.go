@@ -65,7 +65,7 @@ func (j *Job) openMessages(op *spec.SinkOp, open func(context.Context, connector
 	}
 	if restoring && !j.startsFresh(op.Name) && m.txn != nil {
 		if err := m.txn.Recover(j.sinkCtx, j.ck.restored.ID, j.out.c.sinkState(op.Name)); err != nil {
-			return nil, errors.Join(fmt.Errorf("%s: %w", op.Path, err), s.Close())
+			return nil, errors.Join(fmt.Errorf("%s: restoring checkpoint %d: %w; or start over with --fresh (the outputs start over too)", op.Path, j.ck.restored.ID, err), s.Close())
 		}
 	}
 	j.msgs = append(j.msgs, m)
@@ -154,15 +154,16 @@ func (m *msgSink) close() error {
 		return nil
 	}
 	m.closed = true
-	// A sink's last calls get their own time: the job's context may be
-	// cancelled (a failure), and an abort must still reach the server.
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
+	ctx := m.j.sinkCtx // a sink that waits for its server waits as long as it is told to (retry_for)
 	var err error
 	switch {
 	case m.j.execFailed || m.j.failed.Load():
 		if m.txn != nil {
-			err = m.txn.Abort(ctx)
+			// The job's context may be cancelled (the failure): the
+			// abort gets its own minute to reach the server.
+			actx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			err = m.txn.Abort(actx)
+			cancel()
 		}
 	case m.txn != nil:
 		if _, err = m.txn.PreCommit(ctx, 0); err == nil {

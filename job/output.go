@@ -58,7 +58,7 @@ type output struct {
 }
 
 // SinkCall is a call into one of the job's sinks: the sink (results,
-// late, late_partial, dead_letter, archive), the call (write, sync,
+// late, late_partial, dead_letter, archive), the call (write,
 // pre-commit, commit) and when it began; Call is empty and Since zero
 // while none is in progress.
 type SinkCall struct {
@@ -345,8 +345,9 @@ func (o *output) noteOverflows(v []byte) {
 	}
 }
 
-// preCommit applies the items checkpoint id covers, makes the files
-// durable and writes the counters and file lengths as the part "output".
+// preCommit applies the items checkpoint id covers, makes every sink's
+// output durable (sync) and writes the counters and the sinks' states as
+// the part "output".
 func (o *output) preCommit(id int64, write func(name string, data []byte) error) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -438,8 +439,8 @@ func (o *output) sync(id int64) error {
 	return nil
 }
 
-// restore starts from a checkpoint's counters and cuts the sink files back
-// to what it covered.
+// restore starts from a checkpoint's counters and sink states (which
+// openMessages hands each sink's Recover).
 func (o *output) restore(b []byte) error {
 	c := outCounters{Watermark: etime.MinTime} // older checkpoints lack it
 	if err := json.Unmarshal(b, &c); err != nil {
@@ -455,8 +456,8 @@ func (o *output) restore(b []byte) error {
 	return nil
 }
 
-// counters returns the output's counts (the counts only: not the file
-// offsets, ledger positions or watermark) without waiting for a sink
+// counters returns the output's counts (the counts only: not the sinks'
+// states or the watermark) without waiting for a sink
 // call in progress. Safe for concurrent use.
 func (o *output) counters() outCounters {
 	o.pub.Lock()

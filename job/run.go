@@ -269,6 +269,7 @@ func Open(plan *spec.Plan, o RunOptions) (*Job, error) {
 		}
 	}
 	if err := j.build(o); err != nil {
+		j.failed.Store(true) // the sinks opened are closed as after a failure: aborted, not committed
 		return nil, errors.Join(err, j.closeSinks(), ck.close(), j.cleanup())
 	}
 	return j, nil

@@ -16,7 +16,6 @@ import (
 
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/connector"
-	"github.com/weirstream/weir/connector/pgio"
 	"github.com/weirstream/weir/etime"
 	"github.com/weirstream/weir/internal/outfmt"
 	"github.com/weirstream/weir/internal/record"
@@ -28,8 +27,9 @@ import (
 // recordSink receives late records and dead letters.
 type recordSink interface {
 	writeRecord(it *item) error
-	// commit makes what was written durable at a checkpoint (files are
-	// synced with the other files).
+	// commit makes what was written durable at a checkpoint (a message
+	// sink's is its pre-commit, which output.sync makes for every message
+	// sink at once).
 	commit() error
 	close() error
 }
@@ -105,7 +105,7 @@ const drainInterval = time.Second
 // waits for it. With checkpoints, sinks are made durable at each
 // checkpoint.
 func (j *Job) startFlusher() (stop func()) {
-	if j.ck != nil || len(j.msgs) == 0 {
+	if j.ck != nil || !slices.ContainsFunc(j.msgs, func(m *msgSink) bool { _, ok := m.s.(connector.Drainer); return ok }) {
 		return func() {}
 	}
 	done, exited := make(chan struct{}), make(chan struct{})
@@ -134,8 +134,9 @@ func (j *Job) startFlusher() (stop func()) {
 // resultSink receives window results.
 type resultSink interface {
 	write(r window.Result[string, []byte]) error
-	// commit makes what was written durable at a checkpoint (a file's
-	// sync is done with the other files).
+	// commit makes what was written durable at a checkpoint (a message
+	// sink's is its pre-commit, which output.sync makes for every message
+	// sink at once).
 	commit() error
 	close() error
 }
@@ -259,8 +260,13 @@ func prepareSinks(p *spec.Plan, path *spec.Path, o RunOptions, checkpoints bool)
 		if !ok || kind.Sink == nil || kind.Sink.Prepare == nil {
 			continue
 		}
+		var results connector.Settings
+		if r := p.Sinks.Results.First(op.Config.Type); r != nil {
+			results = spec.SinkSettings(r)
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		err := kind.Sink.Prepare(ctx, connector.PrepareOpen{Settings: spec.SinkSettings(op.Config), Output: op.Path, Role: op.Role, Job: p.Name, Checkpoints: checkpoints, Info: o.Info})
+		err := kind.Sink.Prepare(ctx, connector.PrepareOpen{Settings: spec.SinkSettings(op.Config), Output: op.Path, Role: op.Role, Job: p.Name,
+			Results: results, Checkpoints: checkpoints, Info: o.Info})
 		cancel()
 		if err != nil {
 			return err
@@ -450,24 +456,17 @@ func batchRows(k *spec.Sink) int {
 	return uncheckedBatch
 }
 
-// flushDue says whether a Postgres sink holding pending rows commits them
-// now: when it holds batch rows and they are covered (a job without
+// flushDue says whether a results table (tableResults) holding pending
+// rows commits them now: when it holds batch rows and they are covered (a job without
 // checkpoints, or the output is applying what a checkpoint covers, or the
 // end of a run that did not fail: output.flushing), so that rows appear
 // as the job runs and a checkpoint's rows go in transactions of batch
 // rows, not in one (memory and transactions stay bounded). (Rows no
 // checkpoint covers are not flushed: a restore must be able to cut back
-// what no checkpoint covers.) o.mu is held.
+// what no checkpoint covers: a table's upserts cannot be cut back by
+// epoch, as a record table's rows are.) o.mu is held.
 func (j *Job) flushDue(pending, batch int) bool {
 	return pending >= batch && (j.ck == nil || j.out.flushing)
-}
-
-// pgOptions are the pgio options of the Postgres sink k, called name:
-// its timeouts, its logger naming it, and the job's stop.
-func (j *Job) pgOptions(name string, k *spec.Sink) pgio.Options {
-	o := outfmt.PgTimes(k)
-	o.Logger, o.Stopping = j.env.Options().Logger.With("sink", name), j.stopping
-	return o
 }
 
 // lateItem is a too-late record as an item: its line has the entry id,

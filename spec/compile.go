@@ -21,12 +21,12 @@ import (
 // Plan is a validated spec with every default filled in and the window
 // assigner and trigger built.
 type Plan struct {
-	// Spec is the spec as written, with Compile's defaults: its
-	// provenance. Only what records the spec itself reads it (the job
-	// meta of checkpoints, which classifies its fields as state-relevant
-	// or not, and the ledger's spec hash); everything else reads the
-	// typed fields below.
-	Spec *Spec
+	// Definition is the job's definition as its front end wrote it (a
+	// YAML spec's fields, with Compile's defaults), classified for the
+	// checkpoint meta: what records the definition reads it (the meta,
+	// the ledger's spec hash); everything else reads the typed fields
+	// below.
+	Definition Definition
 	// Graph is the job as typed operators and sinks. The runner takes
 	// its shape from it (Graph.Path: it refuses any other), builds the
 	// watermarks and the window from its operators and opens the sinks
@@ -194,7 +194,7 @@ func Compile(s *Spec) (*Plan, error) { return CompileWith(s, connector.Default) 
 // CompileWith is Compile with the connector kinds of reg. It leaves s as
 // it was: the plan holds a copy, with the defaults filled in.
 func CompileWith(s *Spec, reg *connector.Registry) (*Plan, error) {
-	c := &compiler{p: &Plan{Spec: clone(s), Warnings: slices.Clone(s.Warnings), Registry: reg}, reg: reg}
+	c := &compiler{s: clone(s), p: &Plan{Warnings: slices.Clone(s.Warnings), Registry: reg}, reg: reg}
 	c.compile()
 	if len(c.unknown) > 0 {
 		slices.SortFunc(c.unknown, byPlace)
@@ -204,6 +204,7 @@ func CompileWith(s *Spec, reg *connector.Registry) (*Plan, error) {
 		return nil, c.errs
 	}
 	c.graph()
+	c.p.Definition = c.definition()
 	if err := c.p.Graph.Validate(); err != nil {
 		return nil, err // not reached: graph builds a well-formed path
 	}
@@ -211,6 +212,10 @@ func CompileWith(s *Spec, reg *connector.Registry) (*Plan, error) {
 }
 
 type compiler struct {
+	// s is the spec being compiled: a copy, which compiling fills with
+	// its defaults; the plan keeps none of it but typed values and its
+	// Definition.
+	s    *Spec
 	p    *Plan
 	errs Errors
 	// unknown are the unknown fields of sinks (extra): reported before
@@ -337,7 +342,7 @@ func (c *compiler) positive(path string, d *Duration, what string) {
 }
 
 func (c *compiler) compile() {
-	s, p := c.p.Spec, c.p
+	s, p := c.s, c.p
 	p.Time = enum(c, "time", s.Time, EventTime, EventTime, ProcessingTime, IngestionTime)
 	c.source()
 	c.watermark()
@@ -437,7 +442,7 @@ func (c *compiler) compile() {
 }
 
 func (c *compiler) source() {
-	s, p := &c.p.Spec.Source, c.p
+	s, p := &c.s.Source, c.p
 	typ := s.Type
 	c.kind("source.type", typ, c.reg.Sources())
 	c.kafkaSource(typ)
@@ -509,8 +514,8 @@ func (c *compiler) source() {
 func (c *compiler) generator() {
 	p := c.p
 	g := Generator{}
-	if p.Spec.Source.Generator != nil {
-		g = *p.Spec.Source.Generator
+	if c.s.Source.Generator != nil {
+		g = *c.s.Source.Generator
 	}
 	const path = "source.generator."
 	c.positive(path+"duration", g.Duration, "duration")
@@ -605,7 +610,7 @@ func (p *Plan) UnpacedNow() error {
 }
 
 func (c *compiler) watermark() {
-	w, p := &c.p.Spec.Watermark, c.p
+	w, p := &c.s.Watermark, c.p
 	if p.Time == ProcessingTime {
 		if *w != (Watermark{}) {
 			c.add("watermark", "processing time has no watermarks", "remove watermark, or use time: event")
@@ -620,7 +625,7 @@ func (c *compiler) watermark() {
 	} else {
 		p.WMType = enum(c, "watermark.type", w.Type, BoundedOutOfOrderness, BoundedOutOfOrderness, Monotonous, Punctuated)
 	}
-	if p.WMType == Punctuated && p.Spec.Source.Type == "generator" {
+	if p.WMType == Punctuated && c.s.Source.Type == "generator" {
 		c.add("watermark.type", "punctuated watermarks come from $watermark lines, which a generator does not write",
 			"use bounded_out_of_orderness for a generator")
 	}
@@ -638,7 +643,7 @@ func (c *compiler) watermark() {
 	}
 	c.nonNegative("watermark.idle_timeout", w.IdleTimeout)
 	idle := etime.Duration(0)
-	if k, ok := c.reg.Lookup(p.Spec.Source.Type); ok && k.Source != nil {
+	if k, ok := c.reg.Lookup(c.s.Source.Type); ok && k.Source != nil {
 		// A broker's partitions and channels may stay empty for good:
 		// without idleness one of them holds the watermark back forever
 		// (H6), so its kind says how long (kafka, nats: 1m).
@@ -647,10 +652,10 @@ func (c *compiler) watermark() {
 	p.IdleTimeout = DurOr(w.IdleTimeout, idle)
 	c.nonNegative("watermark.max_drift", w.MaxDrift)
 	p.MaxDrift = DurOr(w.MaxDrift, 0)
-	if p.Spec.Source.Type == "nats" && p.WMType == Punctuated {
+	if c.s.Source.Type == "nats" && p.WMType == Punctuated {
 		c.add("watermark.type", "punctuated watermarks come from $watermark lines of a file", "use bounded_out_of_orderness or monotonous for nats")
 	}
-	if p.Spec.Source.Type == "kafka" {
+	if c.s.Source.Type == "kafka" {
 		if p.WMType == Punctuated {
 			c.add("watermark.type", "punctuated watermarks come from $watermark lines of a file", "use bounded_out_of_orderness or monotonous for kafka")
 		}
@@ -678,7 +683,7 @@ func (c *compiler) watermark() {
 }
 
 func (c *compiler) window() {
-	w, p := &c.p.Spec.Window, c.p
+	w, p := &c.s.Window, c.p
 	proc := p.Time == ProcessingTime
 	typ := c.oneOf("window.type", w.Type, "", "tumbling", "sliding", "session", "global")
 	p.WindowKind = WindowKind(typ)
@@ -746,7 +751,7 @@ func (c *compiler) window() {
 	if err != nil {
 		c.add("window", err.Error(), "")
 	}
-	s := p.Spec
+	s := c.s
 	c.nonNegative("allowed_lateness", s.AllowedLateness)
 	p.Lateness = DurOr(s.AllowedLateness, 0)
 	if s.AllowedLateness != nil && *s.AllowedLateness != 0 {
@@ -772,7 +777,7 @@ func (c *compiler) window() {
 }
 
 func (c *compiler) trigger() {
-	s := c.p.Spec
+	s := c.s
 	if s.Trigger == nil {
 		if s.Window.Type == "global" {
 			c.add("trigger", "missing; the global window never ends, so without a trigger it never fires",
@@ -835,7 +840,7 @@ func (c *compiler) buildTrigger(path string, t *Trigger) trigger.Trigger {
 }
 
 func (c *compiler) aggregates() {
-	s := c.p.Spec
+	s := c.s
 	// Names compare without case: SQL column names do.
 	names := map[string]string{}
 	for _, r := range ResultColumns {
@@ -940,7 +945,7 @@ func keepsForBackfill(l *Sink) bool {
 }
 
 func (c *compiler) sinks() {
-	s, p := &c.p.Spec.Sinks, c.p
+	s, p := &c.s.Sinks, c.p
 	if s.Results != nil && len(s.Results) == 0 {
 		c.add("sinks.results", "an empty list", "list one sink at least, or leave results out for stdout")
 	}
@@ -960,8 +965,8 @@ func (c *compiler) sinks() {
 		}
 	}
 	paths := map[string]string{}
-	if c.p.Spec.Source.Type == "file" && c.p.Spec.Source.Path != "" {
-		paths[filepath.Clean(c.p.Spec.Source.Path)] = "source"
+	if c.s.Source.Type == "file" && c.s.Source.Path != "" {
+		paths[filepath.Clean(c.s.Source.Path)] = "source"
 	}
 	// check checks sink k at sinks.<name>, an output of kind output
 	// (results, late, late_partial, dead_letter).

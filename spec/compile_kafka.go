@@ -34,7 +34,7 @@ type Start struct {
 // kafkaSource checks source.kafka: the kind checks its settings, the spec
 // compiles the start position and checks what spans the job.
 func (c *compiler) kafkaSource(typ string) {
-	s, p := &c.p.Spec.Source, c.p
+	s, p := &c.s.Source, c.p
 	k := s.Kafka
 	if !c.sourceBlock(typ, "kafka", k != nil, "a kafka source needs brokers and a topic: kafka: {brokers: [127.0.0.1:9092], topic: orders}") {
 		return
@@ -83,7 +83,7 @@ func (c *compiler) sourceBlock(typ, name string, set bool, missing string) bool 
 		return false
 	}
 	if k, ok := c.reg.Lookup(typ); ok && k.Source != nil && k.Source.Check != nil {
-		k.Source.Check(checker{c: c, path: "source", v: reflect.ValueOf(&c.p.Spec.Source).Elem()})
+		k.Source.Check(checker{c: c, path: "source", v: reflect.ValueOf(&c.s.Source).Elem()})
 	}
 	return true
 }

@@ -9,7 +9,7 @@ import (
 
 // natsSource checks source.nats.
 func (c *compiler) natsSource(typ string) {
-	s, p := &c.p.Spec.Source, c.p
+	s, p := &c.s.Source, c.p
 	n := s.NATS
 	if !c.sourceBlock(typ, "nats", n != nil, "a nats source needs a stream: nats: {url: nats://127.0.0.1:4222, stream: ORDERS}") {
 		return

@@ -12,7 +12,7 @@ import (
 // reads and how it is set up: what weir explain prints.
 func (p *Plan) Explain() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "job %q: %s time\n", p.Spec.Name, p.Time)
+	fmt.Fprintf(&b, "job %q: %s time\n", p.Name, p.Time)
 	dead := false // a node reads the dead letters
 	for _, n := range p.Graph.Nodes {
 		for _, e := range n.Inputs {
@@ -28,7 +28,7 @@ func (p *Plan) Explain() string {
 // describe1 is one operator's settings, for Explain; dead says whether
 // a sink keeps the dead letters.
 func describe1(p *Plan, op Op, dead bool) string {
-	d := func(v etime.Duration) string { return (time.Duration(v) * time.Millisecond).String() }
+	d := durText
 	// opt is ", label duration" when v is set.
 	opt := func(label string, v etime.Duration) string {
 		if v <= 0 {
@@ -88,30 +88,7 @@ func describe1(p *Plan, op Op, dead bool) string {
 		}
 		return s + opt("idle after", op.IdleTimeout) + opt("heartbeat", op.Heartbeat)
 	case *WindowOp:
-		w := p.Spec.Window
-		s := w.Type
-		dur := func(v *Duration) string { return d(etime.Duration(*v)) }
-		switch {
-		case w.Size != nil && w.Slide != nil:
-			s += " " + dur(w.Size) + " every " + dur(w.Slide)
-		case w.Size != nil:
-			s += " " + dur(w.Size)
-		case w.Gap != nil:
-			s += " gap " + dur(w.Gap)
-		}
-		if w.Offset != nil && *w.Offset != 0 {
-			s += " offset " + dur(w.Offset)
-		}
-		s += fmt.Sprintf(" by [%s]", strings.Join(op.Key, ", "))
-		if t := p.Spec.Trigger; t != nil && t.Type != "" {
-			s += ", trigger " + t.Type
-			if t.Interval != nil {
-				s += " " + dur(t.Interval)
-			}
-			if t.Count > 0 {
-				s += fmt.Sprint(" ", t.Count)
-			}
-		}
+		s := op.Shape + fmt.Sprintf(" by [%s]", strings.Join(op.Key, ", ")) + op.TriggerShape
 		s += opt("allowed lateness", op.Lateness) + opt("late firings at most every", op.LateFiringInterval)
 		var aggs []string
 		for _, a := range op.Aggregates {
@@ -142,3 +119,35 @@ func describe1(p *Plan, op Op, dead bool) string {
 	}
 	return op.Kind()
 }
+
+// windowShape says how a spec gives the window ("sliding 1m every 10s",
+// "session gap 30s offset 5s") and its trigger (", trigger count 100";
+// "" for none), for explain.
+func windowShape(w Window, t *Trigger) (shape, trig string) {
+	dur := func(v *Duration) string { return durText(etime.Duration(*v)) }
+	shape = w.Type
+	switch {
+	case w.Size != nil && w.Slide != nil:
+		shape += " " + dur(w.Size) + " every " + dur(w.Slide)
+	case w.Size != nil:
+		shape += " " + dur(w.Size)
+	case w.Gap != nil:
+		shape += " gap " + dur(w.Gap)
+	}
+	if w.Offset != nil && *w.Offset != 0 {
+		shape += " offset " + dur(w.Offset)
+	}
+	if t != nil && t.Type != "" {
+		trig = ", trigger " + t.Type
+		if t.Interval != nil {
+			trig += " " + dur(t.Interval)
+		}
+		if t.Count > 0 {
+			trig += fmt.Sprint(" ", t.Count)
+		}
+	}
+	return shape, trig
+}
+
+// durText is a duration as explain writes it (1m0s).
+func durText(v etime.Duration) string { return (time.Duration(v) * time.Millisecond).String() }

@@ -119,6 +119,10 @@ type WindowOp struct {
 	Lateness           etime.Duration
 	LateFiringInterval etime.Duration
 	Aggregates         []Aggregate
+	// Shape says how the definition gave the window ("tumbling 1m
+	// offset 5s") and TriggerShape its trigger (", trigger count 100";
+	// "" for none), for explain.
+	Shape, TriggerShape string
 }
 
 // SinkOp writes a stream to a connector kind's sink, in one role.
@@ -312,7 +316,7 @@ func (g *Graph) Path() (*Path, error) {
 // graph builds the plan's graph from its fields: the one path of a YAML
 // job.
 func (c *compiler) graph() {
-	p, s := c.p, c.p.Spec
+	p, s := c.p, c.s
 	p.Name, p.Key, p.Aggregates = s.Name, s.Key, s.Aggregate
 	p.Source, p.Sinks, p.Checkpoint, p.State, p.Archive, p.Doctor = s.Source, s.Sinks, s.Checkpoint, s.State, s.Archive, s.Doctor
 	g := &p.Graph
@@ -320,8 +324,9 @@ func (c *compiler) graph() {
 	dec := g.add("decode", &DecodeOp{Format: p.Format, TSField: p.TSField, TSUnit: p.TSUnit, Checks: p.Checks, MaxFuture: p.MaxFuture}, Edge{src, Out})
 	wm := g.add("watermark", &WatermarkOp{Time: p.Time, Type: p.WMType, Bound: p.Bound, IdleTimeout: p.IdleTimeout, EveryRecord: p.EveryRecord,
 		Interval: p.Interval, Heartbeat: p.Heartbeat, BacklogEvery: p.BacklogEvery}, Edge{dec, Out})
+	shape, trig := windowShape(s.Window, s.Trigger)
 	win := g.add("window", &WindowOp{Key: p.Key, Assigner: p.Assigner, Trigger: p.Trigger, Lateness: p.Lateness,
-		LateFiringInterval: p.LateFiringInterval, Aggregates: p.Aggregates}, Edge{wm, Out})
+		LateFiringInterval: p.LateFiringInterval, Aggregates: p.Aggregates, Shape: shape, TriggerShape: trig}, Edge{wm, Out})
 	sinks := &p.Sinks
 	for i, r := range sinks.Results {
 		path := "sinks." + ResultsPath(i, len(sinks.Results))

@@ -140,7 +140,7 @@ func TestSeveralResultsSinksChecked(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := p.Spec.Sinks.Results; len(r) != 2 || r[1].Table != "results" || p.Spec.Sinks.Primary().Path != "a.jsonl" {
+	if r := p.Sinks.Results; len(r) != 2 || r[1].Table != "results" || p.Sinks.Primary().Path != "a.jsonl" {
 		t.Errorf("results sinks: %+v", r)
 	}
 	if len(p.Warnings) != 0 {

@@ -135,7 +135,7 @@ func TestKindChecks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r, l := p.Spec.Sinks.Primary(), p.Spec.Sinks.Late; r.MarkerTopic != "out-weir-checkpoints" || l.Table != "late" {
+	if r, l := p.Sinks.Primary(), p.Sinks.Late; r.MarkerTopic != "out-weir-checkpoints" || l.Table != "late" {
 		t.Errorf("defaults: marker topic %q, late table %q", r.MarkerTopic, l.Table)
 	}
 }
@@ -200,16 +200,16 @@ func TestCompileLeavesItsInput(t *testing.T) {
 	if !reflect.DeepEqual(s, before) {
 		t.Errorf("Compile changed its input:\n%+v\nwas\n%+v", s, before)
 	}
-	if p1.Spec.Sinks.Results == nil || p1.Spec.Sinks.Late.Table != "late" || s.Sinks.Results != nil || s.Sinks.Late.Table != "" {
+	if p1.Sinks.Results == nil || p1.Sinks.Late.Table != "late" || s.Sinks.Results != nil || s.Sinks.Late.Table != "" {
 		t.Errorf("defaults: the plan's results %v and late table %q, the input's %v and %q",
-			p1.Spec.Sinks.Results, p1.Spec.Sinks.Late.Table, s.Sinks.Results, s.Sinks.Late.Table)
+			p1.Sinks.Results, p1.Sinks.Late.Table, s.Sinks.Results, s.Sinks.Late.Table)
 	}
 	p2, err := Compile(s)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(p1.Spec, p2.Spec) {
-		t.Errorf("compiled twice, the plans' specs differ")
+	if !reflect.DeepEqual(p1.Definition, p2.Definition) || !reflect.DeepEqual(p1.Sinks, p2.Sinks) {
+		t.Errorf("compiled twice, the plans' definitions or sinks differ")
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"sync"
 	"testing"
 	"time"
 
@@ -37,10 +38,32 @@ func Message(r Rec) connector.Message {
 		Entry: &connector.Entry{ID: r.ID, Reason: "window_expired", Record: b, Meta: []byte(`{"source":"conformance"}`), Arrived: ArrivedAt}}
 }
 
+// reuseSlots is how many messages' bytes RunMessages keeps before it
+// reuses them: more than the suite's largest batch (142), fewer than its
+// longest run of writes (250), so that a sink that keeps a message's
+// slices instead of copying them writes other messages' bytes, as it
+// would behind the runner, which reuses its buffers once Write returns.
+const reuseSlots = 150
+
 // RunMessages runs the sink suite (RunSink) on sinks opened through
 // m.Open as a job spec's runner opens them: job "conformance", run 1,
-// paths as given, the first open of an output fresh.
+// paths as given, the first open of an output fresh. The messages'
+// bytes are reused after reuseSlots more messages.
 func RunMessages(t *testing.T, m Messages) {
+	var mu sync.Mutex
+	var slots [reuseSlots][]byte
+	next := 0
+	makeMsg := func(r Rec) connector.Message {
+		msg := Message(r)
+		mu.Lock()
+		defer mu.Unlock()
+		b := append(slots[next][:0], msg.Value...)
+		b = append(b, msg.Key...)
+		slots[next], next = b, (next+1)%reuseSlots
+		n := len(msg.Value)
+		msg.Value, msg.Key, msg.Entry.Record = b[:n:n], b[n:], b[:n:n]
+		return msg
+	}
 	name := "late"
 	switch m.Role {
 	case connector.RoleResults:
@@ -48,7 +71,7 @@ func RunMessages(t *testing.T, m Messages) {
 	case connector.RoleDeadLetters:
 		name = "dead_letter"
 	}
-	RunSink(t, Sink[connector.Message]{Kind: m.Kind, Make: Message, Break: m.Break,
+	RunSink(t, Sink[connector.Message]{Kind: m.Kind, Make: makeMsg, Break: m.Break,
 		New: func(t testing.TB) (func(testing.TB) connector.Sink[connector.Message], func(testing.TB) []Rec) {
 			settings, read := m.New(t)
 			fresh := true

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
@@ -83,8 +84,15 @@ func record(topic string, m *connector.Message) *kgo.Record {
 	return r
 }
 
+// callTimeout bounds a job spec's kafka results sink's checkpoint calls
+// (a transaction's flush and commit, the restore's marker check): a
+// broker that does not answer fails the checkpoint, and the job's
+// restart policy applies, instead of hanging it.
+const callTimeout = time.Minute
+
 // results writes messages to its topic in the Sink's transactions: it is
-// Transactional and a CommitReporter (the Sink's).
+// Transactional and a CommitReporter (the Sink's, each call bounded by
+// callTimeout).
 type results struct {
 	*Sink
 	topic string
@@ -130,6 +138,11 @@ func (r *records) Close() error                { return nil }
 func prepare(ctx context.Context, o connector.PrepareOpen) error {
 	so := SpecSinkOptions(o.Settings, o.Job)
 	topic, results := o.Settings.String("topic"), o.Role == connector.RoleResults
+	if !results && o.Results != nil {
+		// Late records and dead letters go through the results sink's
+		// client: its brokers, TLS and SASL.
+		so = SpecSinkOptions(o.Results, o.Job)
+	}
 	created, err := Prepare(ctx, so, []string{topic}, results && o.Checkpoints)
 	var te *TopicError
 	switch {
@@ -155,4 +168,28 @@ func prepare(ctx context.Context, o connector.PrepareOpen) error {
 // committed is LastCommitted of a job spec's kafka results sink.
 func committed(ctx context.Context, s connector.Settings, job string) (int64, bool, error) {
 	return LastCommitted(ctx, SpecSinkOptions(s, job))
+}
+
+func (r *results) PreCommit(ctx context.Context, id int64) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	return r.Sink.PreCommit(ctx, id)
+}
+
+func (r *results) Commit(ctx context.Context, id int64) error {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	return r.Sink.Commit(ctx, id)
+}
+
+func (r *results) Recover(ctx context.Context, epoch int64, state []byte) error {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	return r.Sink.Recover(ctx, epoch, state)
+}
+
+func (r *results) Abort(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	return r.Sink.Abort(ctx)
 }

@@ -155,7 +155,7 @@ func SplitKey(k string, n int) []string {
 // would not match), unless told to accept that hash.
 func SpecHash(p *spec.Plan) string {
 	b, _ := json.Marshal(map[string]any{"time": p.Time, "ts_field": p.TSField, "ts_unit": p.TSUnit,
-		"key": p.Key, "window": p.Spec.Window, "aggregate": p.Aggregates})
+		"key": p.Key, "window": json.RawMessage(p.Definition.Window), "aggregate": p.Aggregates})
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:4])
 }

@@ -19,9 +19,11 @@ type Message struct {
 	// wins); a late record's or dead letter's entry id.
 	Key []byte
 	// ID is the message's stable id: the same output written again after
-	// a restore has the same ID, and no two outputs of one sink share
-	// one. A result's is its key, window, run and pane (and "#retract"
-	// for a retraction); a record's is its run and entry id.
+	// a restore has the same ID. A result's is its key, window, run and
+	// pane (and "#retract" for a retraction), unique in the sink; a
+	// record's is its entry id, unique in the run: a kind that keeps ids
+	// across runs qualifies it with the run (MessagesOpen.Run), since a
+	// later run may read other input at the same positions.
 	ID string
 	// Headers say what the message is: a result's weir-firing, weir-run
 	// and weir-pane; a record's weir-reason.

@@ -104,16 +104,14 @@ func (m *msgSink) write(r window.Result[string, []byte]) error {
 	return m.send()
 }
 
-// writeRecord writes a late record or dead letter: its line, keyed by
-// its entry id, with the id of its run and entry and its reason.
+// writeRecord writes a late record or dead letter: its line, keyed and
+// identified by its entry id, with its reason.
 func (m *msgSink) writeRecord(it *item) error {
-	m.id = strconv.AppendInt(m.id[:0], m.j.run, 10)
-	m.id = append(append(m.id, '/'), it.id...)
 	m.key = append(m.key[:0], it.id...)
 	m.hbuf = append(m.hbuf[:0], it.reason...)
 	m.hdr[0] = connector.Header{Key: "weir-reason", Value: m.hbuf}
 	m.entry = connector.Entry{ID: it.id, Reason: it.reason, Record: it.raw, Meta: it.meta, Arrived: time.UnixMilli(it.arrived)}
-	m.one[0] = connector.Message{Value: it.line, Key: m.key, ID: string(m.id), Headers: m.hdr[:1], Entry: &m.entry}
+	m.one[0] = connector.Message{Value: it.line, Key: m.key, ID: it.id, Headers: m.hdr[:1], Entry: &m.entry}
 	return m.send()
 }
 

@@ -101,6 +101,10 @@ sinks:
 		if !strings.Contains(string(m.Data), want) || m.Sequence <= 2 {
 			t.Fatalf("%s: seq %d %s, want the second run's to hold %s", subj, m.Sequence, m.Data, want)
 		}
+		// The message id: the sink's name, the run, the entry id.
+		if id, name := m.Header.Get("Nats-Msg-Id"), map[string]string{"late.records": "late/", "late.bad": "dead_letter/"}[subj]; !strings.HasPrefix(id, name) || strings.Count(id, "/") != 2 {
+			t.Fatalf("%s: message id %q, want %s<run>/<entry id>", subj, id, name)
+		}
 	}
 	if info, err := lateStream.Info(ctx); err != nil || info.State.Msgs != 4 {
 		t.Fatalf("LATE stream: %v, %+v; want 4 messages (2 per run)", err, info)

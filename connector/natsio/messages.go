@@ -2,6 +2,7 @@ package natsio
 
 import (
 	"context"
+	"strconv"
 	"time"
 
 	"github.com/weirstream/weir/connector"
@@ -22,7 +23,7 @@ func openMessages(ctx context.Context, o connector.MessagesOpen) (connector.Sink
 	if err != nil {
 		return nil, err
 	}
-	m := &messages{Sink: s}
+	m := &messages{Sink: s, run: o.Run, records: o.Role != connector.RoleResults}
 	if o.Name != "results" {
 		m.prefix = o.Name + "/"
 	}
@@ -34,6 +35,11 @@ func openMessages(ctx context.Context, o connector.MessagesOpen) (connector.Sink
 type messages struct {
 	*Sink
 	prefix string
+	// records: the sink takes late records or dead letters, whose ids
+	// are their entry ids, qualified here by the run (a later run's
+	// record at the same position is another message, not a duplicate).
+	records bool
+	run     func() int64
 }
 
 func (m *messages) Write(_ context.Context, batch []connector.Message) error {
@@ -43,7 +49,11 @@ func (m *messages) Write(_ context.Context, batch []connector.Message) error {
 		for _, x := range msg.Headers {
 			h[x.Key] = string(x.Value)
 		}
-		if err := m.Publish(m.prefix+msg.ID, "", msg.Value, h); err != nil {
+		id := m.prefix + msg.ID
+		if m.records {
+			id = m.prefix + strconv.FormatInt(m.run(), 10) + "/" + msg.ID
+		}
+		if err := m.Publish(id, "", msg.Value, h); err != nil {
 			return err
 		}
 	}

@@ -72,7 +72,7 @@ func TestMessagesConformance(t *testing.T) {
 					if err := json.Unmarshal(m.Data, &r); err != nil {
 						t.Fatalf("message %q: %v", m.Data, err)
 					}
-					if got := m.Headers.Get("Nats-Msg-Id"); got != "late/"+r.ID || m.Headers.Get("weir-reason") != "window_expired" {
+					if got := m.Headers.Get("Nats-Msg-Id"); got != "late/1/"+r.ID || m.Headers.Get("weir-reason") != "window_expired" {
 						t.Fatalf("message %s has id %q and headers %v", r, got, m.Headers)
 					}
 					out = append(out, r)

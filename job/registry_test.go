@@ -13,6 +13,7 @@ import (
 
 	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/internal/jobtest"
+	"github.com/weirstream/weir/spec"
 )
 
 // memTables are the tables of the memtable kind, by table name: a results
@@ -184,18 +185,7 @@ func TestRegisteredResultsKind(t *testing.T) {
 	}
 
 	// A crash after a checkpoint, then a resume: the same rows.
-	p := mustParse(t, fmt.Sprintf(job, "two"))
-	dir := t.TempDir()
-	o := RunOptions{Dir: dir, Deterministic: true, Now: jobtest.TestNow, CheckpointDir: filepath.Join(dir, "ck"),
-		CheckpointInterval: time.Millisecond, CheckpointClock: jobtest.EveryRead()}
-	crashRun(t, p, o, "after-manifest", 5)
-	j, err := Open(p, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := j.Run(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	crashThenResume(t, mustParse(t, fmt.Sprintf(job, "two")))
 	memTables.Lock()
 	two := memTables.m["two"]
 	memTables.Unlock()
@@ -317,7 +307,21 @@ func TestRegisteredRecordsKind(t *testing.T) {
 		t.Fatalf("memlog lines differ from the jsonl sinks':\nlate %.300s\nwant %.300s\ndead %.300s\nwant %.300s", late.text(), wantLate, dead.text(), wantDead)
 	}
 
-	p := mustParse(t, fmt.Sprintf(job, "two"))
+	crashThenResume(t, mustParse(t, fmt.Sprintf(job, "two")))
+	late, dead = logs("two")
+	if late.text() != wantLate || dead.text() != wantDead {
+		t.Fatalf("after a crash and a resume the memlog lines differ from the jsonl sinks':\nlate %.300s\nwant %.300s", late.text(), wantLate)
+	}
+	if late.opened != 2 || late.recovers != 1 {
+		t.Errorf("memlog opened %d times (want 2), recovered %d times (want 1)", late.opened, late.recovers)
+	}
+}
+
+// crashThenResume runs p deterministically with a checkpoint before
+// every read, crashes it right after the fifth checkpoint's manifest, and
+// runs it again, resuming from that checkpoint.
+func crashThenResume(t *testing.T, p *spec.Plan) {
+	t.Helper()
 	dir := t.TempDir()
 	o := RunOptions{Dir: dir, Deterministic: true, Now: jobtest.TestNow, CheckpointDir: filepath.Join(dir, "ck"),
 		CheckpointInterval: time.Millisecond, CheckpointClock: jobtest.EveryRead()}
@@ -328,12 +332,5 @@ func TestRegisteredRecordsKind(t *testing.T) {
 	}
 	if _, err := j.Run(context.Background()); err != nil {
 		t.Fatal(err)
-	}
-	late, dead = logs("two")
-	if late.text() != wantLate || dead.text() != wantDead {
-		t.Fatalf("after a crash and a resume the memlog lines differ from the jsonl sinks':\nlate %.300s\nwant %.300s", late.text(), wantLate)
-	}
-	if late.opened != 2 || late.recovers != 1 {
-		t.Errorf("memlog opened %d times (want 2), recovered %d times (want 1)", late.opened, late.recovers)
 	}
 }

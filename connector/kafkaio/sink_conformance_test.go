@@ -19,12 +19,7 @@ import (
 // TestSinkConformance runs the sink suite on a one-partition topic, read
 // as read_committed readers see it.
 func TestSinkConformance(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	brokers := c.ListenAddrs()
+	brokers := confCluster(t)
 	var n atomic.Int64
 	connectortest.RunSink(t, connectortest.Sink[*kgo.Record]{
 		Kind: connectortest.Append,
@@ -106,12 +101,7 @@ func readTopic(brokers []string, topic string) func(t testing.TB) []connectortes
 // spec's runner opens it for results (OpenMessages): a transactional sink
 // whose records carry the messages' keys and headers.
 func TestMessagesConformance(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	brokers := c.ListenAddrs()
+	brokers := confCluster(t)
 	var n atomic.Int64
 	connectortest.RunMessages(t, connectortest.Messages{Kind: connectortest.Append, Role: connector.RoleResults, Open: openMessages,
 		New: func(t testing.TB) (connector.Settings, func(testing.TB) []connectortest.Rec) {
@@ -119,4 +109,15 @@ func TestMessagesConformance(t *testing.T) {
 			return connectortest.MapSettings{"brokers": brokers, "topic": topic, "marker_topic": markers}, readTopic(brokers, topic)
 		},
 		Break: func(_ testing.TB, s connector.Sink[connector.Message]) { s.(*results).cl.Close() }})
+}
+
+// confCluster starts a one-broker kfake cluster for the test and returns
+// its address.
+func confCluster(t *testing.T) []string {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c.ListenAddrs()
 }

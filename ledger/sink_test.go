@@ -36,7 +36,7 @@ func readLedger(dir string) func(t testing.TB) []connectortest.Rec {
 // TestMessagesConformance runs the sink suite on the ledger kind as a
 // job spec's runner opens it (OpenMessages): the job's ledger under dir.
 func TestMessagesConformance(t *testing.T) {
-	connectortest.RunMessages(t, connectortest.Messages{Kind: connectortest.Append, Role: connector.RoleLate, Open: openMessages,
+	connectortest.RunMessages(t, connectortest.Messages{Kind: connectortest.Append, Role: connector.RoleLate, Open: openMessages, Fresh: true,
 		New: func(t testing.TB) (connector.Settings, func(testing.TB) []connectortest.Rec) {
 			dir := t.TempDir()
 			return connectortest.MapSettings{"dir": dir}, readLedger(JobDir(dir, "conformance"))

@@ -297,6 +297,18 @@ func (c *compiler) add(path, msg, fix string) {
 	c.errs = append(c.errs, FieldError{Path: path, Msg: msg, Fix: fix})
 }
 
+// required reports each required field of a kind (connector.Field) that
+// the settings at ck lack, unless the kind's Check reported it already.
+func (c *compiler) required(ck checker, typ string, fields []connector.Field) {
+	for _, f := range fields {
+		at := ck.at(f.Name)
+		if !f.Required || ck.Set(f.Name) || slices.ContainsFunc(c.errs, func(e FieldError) bool { return e.Path == at }) {
+			continue
+		}
+		c.add(at, "missing", fmt.Sprintf("a %s sink needs %s: %s", typ, f.Name, f.Doc))
+	}
+}
+
 // warn adds a warning to the plan.
 func (c *compiler) warn(path, msg, fix string) {
 	c.p.Warnings = append(c.p.Warnings, FieldError{Path: path, Msg: msg, Fix: fix})
@@ -987,9 +999,11 @@ func (c *compiler) sinks() {
 			return
 		}
 		c.settings(path, k, kind)
+		ck := checker{c: c, path: path, v: reflect.ValueOf(k).Elem()}
 		if kind.Sink.Check != nil {
-			kind.Sink.Check(checker{c: c, path: path, v: reflect.ValueOf(k).Elem()}, output)
+			kind.Sink.Check(ck, output)
 		}
+		c.required(ck, k.Type, kind.Sink.Fields)
 		// A sink that writes a file must not write another's, or the input.
 		if kind.Takes(false, "path") && k.Path != "" {
 			if other, dup := paths[filepath.Clean(k.Path)]; dup {

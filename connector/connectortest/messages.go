@@ -25,6 +25,11 @@ type Messages struct {
 	New func(t testing.TB) (connector.Settings, func(t testing.TB) []Rec)
 	// Break is as in Sink.
 	Break func(t testing.TB, s connector.Sink[connector.Message])
+	// Fresh: the kind starts its output over when opened with
+	// MessagesOpen.Fresh (a file truncated, a ledger emptied, a table's
+	// rows of the job removed); false for a log that cannot take back
+	// what it holds (a topic, a stream), whose readers tell runs apart.
+	Fresh bool
 }
 
 // ArrivedAt is when the suite's late records arrived.
@@ -71,11 +76,15 @@ func RunMessages(t *testing.T, m Messages) {
 	case connector.RoleDeadLetters:
 		name = "dead_letter"
 	}
-	RunSink(t, Sink[connector.Message]{Kind: m.Kind, Make: makeMsg, Break: m.Break,
+	var reopenFresh bool // the next open of an output is fresh, as if the job started over
+	s := Sink[connector.Message]{Kind: m.Kind, Make: makeMsg, Break: m.Break,
 		New: func(t testing.TB) (func(testing.TB) connector.Sink[connector.Message], func(testing.TB) []Rec) {
 			settings, read := m.New(t)
 			fresh := true
 			open := func(t testing.TB) connector.Sink[connector.Message] {
+				if reopenFresh {
+					fresh, reopenFresh = true, false
+				}
 				s, err := m.Open(context.Background(), connector.MessagesOpen{Settings: settings, Output: "sinks." + name, Name: name, Role: m.Role,
 					Path: func(p string) string { return p }, Job: "conformance", Fresh: fresh, Stdout: io.Discard,
 					Run: func() int64 { return 1 }, Now: func() time.Time { return ArrivedAt },
@@ -87,5 +96,26 @@ func RunMessages(t *testing.T, m Messages) {
 				return s
 			}
 			return open, read
-		}})
+		}}
+	RunSink(t, s)
+	t.Run("fresh-starts-over", func(t *testing.T) {
+		if !m.Fresh {
+			t.Skip("Messages.Fresh is not set: the kind's output cannot start over")
+		}
+		open, read, closeSink := s.start(t)
+		k := open(t)
+		s.write(t, k, []Rec{{ID: "old1", Run: 1, Value: 1}, {ID: "old2", Run: 1, Value: 2}})
+		s.commit(t, k, 1)
+		if err := closeSink(k); err != nil {
+			t.Fatalf("Close: %v", err)
+		}
+		reopenFresh = true
+		k = open(t)
+		s.expect(t, read, nil, "after an open with MessagesOpen.Fresh (a job starting over)")
+		want := []Rec{{ID: "new1", Run: 1, Value: 3}}
+		s.write(t, k, want)
+		s.commit(t, k, 1)
+		s.expect(t, read, want, "after a fresh open and one epoch")
+		closeSink(k)
+	})
 }

@@ -60,7 +60,7 @@ func readLines(path string) func(t testing.TB) []connectortest.Rec {
 // TestJSONLConformance runs the sink suite on the jsonl kind as a job
 // spec's runner opens it (OpenMessages), a sink of late records.
 func TestJSONLConformance(t *testing.T) {
-	connectortest.RunMessages(t, connectortest.Messages{Kind: connectortest.Append, Role: connector.RoleLate, Open: openJSONL,
+	connectortest.RunMessages(t, connectortest.Messages{Kind: connectortest.Append, Role: connector.RoleLate, Open: openJSONL, Fresh: true,
 		New: func(t testing.TB) (connector.Settings, func(testing.TB) []connectortest.Rec) {
 			path := filepath.Join(t.TempDir(), "late.jsonl")
 			return connectortest.MapSettings{"path": path}, readLines(path)

@@ -117,7 +117,7 @@ func TestRecordSinkConformance(t *testing.T) {
 // rows of run 1, in epochs of the sink's own.
 func TestMessagesConformance(t *testing.T) {
 	d := connect(t)
-	connectortest.RunMessages(t, connectortest.Messages{Kind: connectortest.ByID, Role: connector.RoleLate, Open: openMessages,
+	connectortest.RunMessages(t, connectortest.Messages{Kind: connectortest.ByID, Role: connector.RoleLate, Open: openMessages, Fresh: true,
 		New: func(t testing.TB) (connector.Settings, func(testing.TB) []connectortest.Rec) {
 			table := d.table(t, "weir_conformance_msgs")
 			return connectortest.MapSettings{"url": d.url, "table": table}, func(t testing.TB) []connectortest.Rec {

@@ -58,8 +58,8 @@ type output struct {
 }
 
 // SinkCall is a call into one of the job's sinks: the sink (results,
-// late, late_partial, dead_letter, archive), the call (write,
-// pre-commit, commit) and when it began; Call is empty and Since zero
+// late, late_partial, dead_letter, archive), the call (write, sync (a
+// flush at a checkpoint), pre-commit, commit) and when it began; Call is empty and Since zero
 // while none is in progress.
 type SinkCall struct {
 	Sink, Call string
@@ -399,7 +399,11 @@ func (o *output) finish() {
 func (o *output) sync(id int64) error {
 	o.c.Sinks, o.c.Offsets, o.c.Ledgers, o.c.Epoch = map[string][]byte{}, nil, nil, 0
 	for _, m := range o.j.msgs {
-		o.calling(m.name, "pre-commit")
+		call := "sync" // a flush
+		if m.txn != nil {
+			call = "pre-commit"
+		}
+		o.calling(m.name, call)
 		st, err := m.preCommit(id)
 		o.done(nil)
 		if err != nil {

@@ -277,13 +277,15 @@ func (c *compiler) extra(path string, k *Sink, kind connector.Kind, known bool) 
 	if len(k.Extra) == 0 {
 		return
 	}
+	// The suggestions: the kind's settings when it is known (a setting of
+	// another kind would be refused next), else every sink's.
 	names := slices.Clone(sinkFields)
 	if known {
+		names = []string{"type"}
 		for _, f := range kind.Fields(false) {
-			if !slices.Contains(names, f.Name) {
-				names = append(names, f.Name)
-			}
+			names = append(names, f.Name)
 		}
+		slices.Sort(names)
 	}
 	for name := range k.Extra {
 		if known && kind.Takes(false, name) {

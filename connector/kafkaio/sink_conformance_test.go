@@ -3,6 +3,7 @@ package kafkaio
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"testing"
@@ -121,3 +122,66 @@ func confCluster(t *testing.T) []string {
 	t.Cleanup(c.Close)
 	return c.ListenAddrs()
 }
+
+// TestLateMessagesConformance runs the sink suite on the kafka kind's
+// sink of late records as the runner opens it: after the results sink,
+// whose transactions carry its records (keyed by their entry ids). The
+// pair is committed through the results sink, as the runner does.
+func TestLateMessagesConformance(t *testing.T) {
+	brokers := confCluster(t)
+	var n atomic.Int64
+	open := func(ctx context.Context, o connector.MessagesOpen) (connector.Sink[connector.Message], error) {
+		ro := o
+		ro.Role, ro.Name, ro.Output = connector.RoleResults, "results", "sinks.results"
+		ro.Settings = connectortest.MapSettings{"brokers": brokers, "topic": o.Settings.String("results_topic"), "marker_topic": o.Settings.String("results_markers")}
+		r, err := openMessages(ctx, ro)
+		if err != nil {
+			return nil, err
+		}
+		o.Open = []connector.Sink[connector.Message]{r}
+		l, err := openMessages(ctx, o)
+		if err != nil {
+			r.Close()
+			return nil, err
+		}
+		return &lateInResults{Sink: l, res: r.(*results)}, nil
+	}
+	connectortest.RunMessages(t, connectortest.Messages{Kind: connectortest.Append, Role: connector.RoleLate, Open: open,
+		New: func(t testing.TB) (connector.Settings, func(testing.TB) []connectortest.Rec) {
+			resultsTopic, markers := confTopics(t, brokers, 2000+n.Add(1))
+			late, _ := confTopics(t, brokers, 2000+n.Add(1))
+			read := readTopic(brokers, late)
+			return connectortest.MapSettings{"brokers": brokers, "topic": late, "results_topic": resultsTopic, "results_markers": markers},
+				func(t testing.TB) []connectortest.Rec {
+					recs := read(t)
+					for _, r := range recs {
+						if r.ID == "" {
+							t.Fatalf("a late record without its id: %v", r)
+						}
+					}
+					return recs
+				}
+		},
+		Break: func(_ testing.TB, s connector.Sink[connector.Message]) { s.(*lateInResults).res.cl.Close() }})
+}
+
+// lateInResults is a kafka late sink with the results sink whose
+// transactions carry its records: Transactional and a CommitReporter
+// through the results sink, whose Close closes the producer.
+type lateInResults struct {
+	connector.Sink[connector.Message]
+	res *results
+}
+
+func (l *lateInResults) PreCommit(ctx context.Context, e int64) ([]byte, error) {
+	return l.res.PreCommit(ctx, e)
+}
+func (l *lateInResults) Commit(ctx context.Context, e int64) error { return l.res.Commit(ctx, e) }
+func (l *lateInResults) Abort(ctx context.Context) error           { return l.res.Abort(ctx) }
+func (l *lateInResults) Recover(ctx context.Context, e int64, st []byte) error {
+	return l.res.Recover(ctx, e, st)
+}
+func (l *lateInResults) Committed(ctx context.Context) (int64, bool, error) {
+	return l.res.Committed(ctx)
+}
+func (l *lateInResults) Close() error { return errors.Join(l.Sink.Close(), l.res.Close()) }

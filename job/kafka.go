@@ -53,9 +53,6 @@ func (j *Job) kafkaRecords(env *weir.Env) (weir.Stream[record.Record], error) {
 	return weir.FromSource(env, sourceStage, src, j.unboundedOptions(k.StopAtEnd)), nil
 }
 
-// committed is told that checkpoint id is complete.
-func (j *Job) committed(id int64) error { return j.out.committed(id) }
-
 // kafkaStart is the plan's start position as the Kafka source's.
 func kafkaStart(s spec.Start) kafkaio.Start {
 	switch s.Kind {

@@ -237,7 +237,7 @@ func Open(plan *spec.Plan, o RunOptions) (*Job, error) {
 	if ck != nil {
 		// A checkpoint that fails fails the run: silently running on
 		// without them would break the promise of exact recovery.
-		opts.Checkpoint = ck.options(j.check, j.committed)
+		opts.Checkpoint = ck.options(j.check, func(id int64) error { return j.out.committed(id) }) // j.out is made below
 		switch {
 		case o.CheckpointClock != nil:
 			opts.Checkpoint.Clock = o.CheckpointClock

@@ -201,10 +201,13 @@ func (j *Job) openSinks(o RunOptions, restoring bool) error {
 	if j.late, err = j.openRecords(late, connector.RoleLate, open, restoring); err != nil {
 		return err
 	}
-	if kind, _ := j.registry().Lookup(cmp.Or(late, &spec.SinkOp{Config: &spec.Sink{}}).Config.Type); partial == nil && kind.Sink != nil && kind.Sink.Reasons {
+	switch {
+	case partial != nil:
+		if j.partial, err = j.openRecords(partial, connector.RoleLate, open, restoring); err != nil {
+			return err
+		}
+	case late != nil && j.keepsReasons(late):
 		j.partial = j.late // the ledger holds partial misses too (W7), by their reason
-	} else if j.partial, err = j.openRecords(partial, connector.RoleLate, open, restoring); err != nil {
-		return err
 	}
 	if j.dead, err = j.openRecords(j.path.DeadLetter, connector.RoleDeadLetters, open, restoring); err != nil {
 		return err
@@ -226,6 +229,14 @@ func (j *Job) notInput(k *spec.Sink) error {
 		return fmt.Errorf("sink %s is the input file %s; writing it would destroy the input", k.Path, j.plan.Source.Path)
 	}
 	return nil
+}
+
+// keepsReasons reports whether sink op's kind keeps each late record with
+// its reason (connector.SinkKind.Reasons), so that it takes the partial
+// misses when no late_partial sink is given.
+func (j *Job) keepsReasons(op *spec.SinkOp) bool {
+	kind, ok := j.registry().Lookup(op.Config.Type)
+	return ok && kind.Sink != nil && kind.Sink.Reasons
 }
 
 // registry is the registry the plan's kinds resolve through.

@@ -128,3 +128,31 @@ func sortedRecs(rs []Rec) string {
 	slices.SortFunc(rs, func(a, b Rec) int { return cmp.Compare(a.ID, b.ID) })
 	return fmt.Sprint(rs)
 }
+
+// Rows are a query's rows, as database/sql and pgx give them.
+type Rows interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+}
+
+// ScanRecs reads Recs from rows: each row's columns are scanned by scan
+// (nil: id, run, pane and value, in that order).
+func ScanRecs(t testing.TB, rows Rows, scan func(rows Rows, r *Rec) error) []Rec {
+	t.Helper()
+	if scan == nil {
+		scan = func(rows Rows, r *Rec) error { return rows.Scan(&r.ID, &r.Run, &r.Pane, &r.Value) }
+	}
+	var out []Rec
+	for rows.Next() {
+		var r Rec
+		if err := scan(rows, &r); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}

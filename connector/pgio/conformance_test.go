@@ -25,27 +25,16 @@ func readRecs(t testing.TB, d *db, query string, jsonRec bool) []connectortest.R
 		t.Fatal(err)
 	}
 	defer rows.Close()
-	var out []connectortest.Rec
-	for rows.Next() {
-		var r connectortest.Rec
-		if jsonRec {
-			var b []byte
-			err = rows.Scan(&b)
-			if err == nil {
-				err = json.Unmarshal(b, &r)
-			}
-		} else {
-			err = rows.Scan(&r.ID, &r.Run, &r.Pane, &r.Value)
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, r)
+	if !jsonRec {
+		return connectortest.ScanRecs(t, rows, nil)
 	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return connectortest.ScanRecs(t, rows, func(rows connectortest.Rows, r *connectortest.Rec) error {
+		var b []byte
+		if err := rows.Scan(&b); err != nil {
+			return err
+		}
+		return json.Unmarshal(b, r)
+	})
 }
 
 // TestSinkConformance runs the sink suite on a results table.

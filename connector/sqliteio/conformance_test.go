@@ -87,18 +87,7 @@ func readJob(t testing.TB, path, job string) []connectortest.Rec {
 		t.Fatal(err)
 	}
 	defer rows.Close()
-	var out []connectortest.Rec
-	for rows.Next() {
-		var r connectortest.Rec
-		if err := rows.Scan(&r.ID, &r.Run, &r.Pane, &r.Value); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return connectortest.ScanRecs(t, rows, nil)
 }
 
 // TestResultsConformance runs the results kind suite on the sqlite kind,

@@ -56,8 +56,8 @@ func sameLines(t *testing.T, res map[string]*result) []Line {
 		r := res[m.name]
 		all := slices.Clone(r.all())
 		if m.strict || r.chans[0].ch == 0 && len(r.chans) == 1 {
-			if !slices.IsSortedFunc(all, func(a, b Line) int { return int(a.No - b.No) }) {
-				t.Fatalf("%s: lines out of input order: %q", m.name, texts(all))
+			if !slices.IsSortedFunc(r.order, func(a, b Line) int { return int(a.No - b.No) }) {
+				t.Fatalf("%s: lines out of input order: %q", m.name, texts(r.order))
 			}
 		}
 		for _, o := range r.chans {

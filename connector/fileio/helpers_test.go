@@ -1,9 +1,11 @@
 package fileio
 
 import (
+	"cmp"
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -51,8 +53,12 @@ type result struct {
 	order []Line // in emission order, as a round-robin poll sees it
 }
 
-// all returns every line, in emission order.
-func (r *result) all() []Line { return r.order }
+// all returns every line sorted by line number. Emission order across
+// channels is a contract of strict mode only (checked on r.order); without
+// it a channel whose lines arrive first may be read before another's.
+func (r *result) all() []Line {
+	return slices.SortedStableFunc(slices.Values(r.order), func(a, b Line) int { return cmp.Compare(a.No, b.No) })
+}
 
 // open opens every channel.
 func openAll(t testing.TB, src weir.Source[Line], n int) []weir.SourceReader[Line] {

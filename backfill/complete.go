@@ -57,10 +57,11 @@ func Complete(p *spec.Plan, dir string) (*Answer, error) {
 	ctx := context.Background()
 	never := func() bool { return false }
 	always := func() bool { return true }
-	src, _, err := job.LineSource(p, job.RunOptions{Dir: dir}, nil, always, never)
+	opened, _, err := job.OpenSource(ctx, p, job.RunOptions{Dir: dir}, job.SourceHooks{Clock: clock.Real{}, Final: always, Stop: never, Unpaced: true})
 	if err != nil {
 		return nil, err
 	}
+	src := opened.Source
 	agg := record.NewAggregator(p, false)
 	dec := record.NewDecoder(p, clock.Real{})
 	accs := map[string]*record.Acc{}

@@ -14,7 +14,6 @@ import (
 	"github.com/weirstream/weir/connector/genio"
 	"github.com/weirstream/weir/connector/kafkaio"
 	"github.com/weirstream/weir/etime"
-	"github.com/weirstream/weir/job"
 	"github.com/weirstream/weir/spec"
 )
 
@@ -42,7 +41,12 @@ func kafkaDemo(ctx context.Context, s *spec.Spec, p *spec.Plan, dir string, rf r
 	broker := c.ListenAddrs()[0]
 	fmt.Fprintf(o.Stdout, "kafka (kfake, in-process) on %s; producing the orders to topic %s (6 partitions, keyed by user)...\n", broker, demoOrders)
 	t0 := time.Now()
-	n, err := produceOrders(ctx, broker, job.GeneratorOptions(p))
+	gen, err := genio.OptionsFrom(spec.SourceSettings(p))
+	if err != nil {
+		fmt.Fprintln(o.Stderr, "weir demo:", err)
+		return ExitFailed
+	}
+	n, err := produceOrders(ctx, broker, gen)
 	if err != nil {
 		fmt.Fprintln(o.Stderr, "weir demo:", err)
 		return ExitFailed

@@ -104,6 +104,19 @@ type SourceKind struct {
 	// source, by their Field names; the job spec checks what spans the
 	// job (time modes, formats, the end of input).
 	Check func(c Checker)
+	// Open opens the kind as a job spec's source: the runner reads its
+	// Lines, decodes them and drives their watermarks. With it, a new
+	// source kind is its package and one register call.
+	Open SourceOpener
+	// OwnEnd: the kind's readers end as SourceOpen.Stop says and send the
+	// final watermark as SourceOpen.Final says (a file, a generator);
+	// otherwise the engine ends them at a stop and sends the final
+	// watermark after the end of a bounded input (OpenedSource.Bounded).
+	OwnEnd bool
+	// Splits: each channel reads several inputs (Kafka partitions) and
+	// watermarks each in its reader (SourceOpen.Splits), and a record's
+	// position is its split's (its entry id is split:position).
+	Splits bool
 }
 
 // SinkKind describes a kind as a sink.

@@ -49,7 +49,11 @@ type Settings interface {
 	String(field string) string
 	Strings(field string) []string
 	Int(field string) int
+	Float(field string) float64
 	Bool(field string) bool
+	// List is a list of blocks, each read by its own Settings (a
+	// generator's disorder bands); nil when unset.
+	List(field string) []Settings
 	// Duration is a duration setting; ok is false when it is unset.
 	Duration(field string) (d time.Duration, ok bool)
 	// Set reports whether the spec gives the setting.

@@ -2,6 +2,7 @@ package connector
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"time"
 
@@ -160,3 +161,19 @@ type BacklogReporter interface {
 type WaitReporter interface {
 	Waited() time.Duration
 }
+
+// ErrInputChanged matches the errors of a restore onto an input that is
+// not the one the checkpoint read (a rewritten file, a topic created
+// again): resuming would mix two inputs, and retrying cannot help, so a
+// runner does not restart on it. A connector makes its own with
+// InputChanged.
+var ErrInputChanged = errors.New("connector: the input changed since the checkpoint")
+
+// InputChanged returns an error with text msg that matches
+// ErrInputChanged.
+func InputChanged(msg string) error { return inputChangedError(msg) }
+
+type inputChangedError string
+
+func (e inputChangedError) Error() string   { return string(e) }
+func (e inputChangedError) Is(t error) bool { return t == ErrInputChanged }

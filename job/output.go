@@ -186,7 +186,7 @@ func entryID(kafka bool, part int32, offset int64) string {
 // position returns where r was read: whether from Kafka (r.part is the
 // partition) and the offset, stream sequence or line number.
 func (j *Job) position(r record.Record) (kafka bool, pos int64) {
-	if j.plan.Source.Type == "kafka" {
+	if j.splits {
 		return true, r.No - 1 // no is the offset + 1
 	}
 	return false, r.No

@@ -20,10 +20,6 @@ import (
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/clock"
 	"github.com/weirstream/weir/connector"
-	"github.com/weirstream/weir/connector/fileio"
-	"github.com/weirstream/weir/connector/genio"
-	"github.com/weirstream/weir/connector/kafkaio"
-	"github.com/weirstream/weir/connector/natsio"
 	"github.com/weirstream/weir/etime"
 	"github.com/weirstream/weir/internal/epochs"
 	"github.com/weirstream/weir/internal/outfmt"
@@ -106,7 +102,11 @@ type Job struct {
 	plan    *spec.Plan
 	env     *weir.Env
 	srcName string
-	dec     *record.Decoder
+	// splits: the source's kind reads several splits per channel and
+	// watermarks each (connector.SourceKind.Splits); a record's entry id
+	// is split:position.
+	splits bool
+	dec    *record.Decoder
 	// path is the plan's graph as the one path this runner executes.
 	path *spec.Path
 	// results are the results sinks, in the plan's order, each writing
@@ -413,37 +413,6 @@ func pebbleBackend(p *spec.Plan, o RunOptions) (func() state.Backend, func(), er
 // reading all its input.
 func (j *Job) stopped() bool { return j.stop != nil && j.stop() }
 
-// unboundedOptions are the source options of a Kafka or NATS source: it
-// ends at a stop (Ctrl-C) as at the end of its input, and sends the final
-// watermark only at the end of a bounded read (stopAtEnd, unless
-// final_watermark is off) or at a stop with drain.
-func (j *Job) unboundedOptions(stopAtEnd bool) weir.SourceOptions {
-	return weir.SourceOptions{Channels: j.plan.Channels, Stop: func() bool { return j.failed.Load() || j.stopped() },
-		Final: func() bool {
-			if j.failed.Load() {
-				return false
-			}
-			if j.stopped() {
-				return j.drain
-			}
-			return stopAtEnd && j.plan.Final
-		}}
-}
-
-// GeneratorOptions are the options of a generator source's records.
-func GeneratorOptions(p *spec.Plan) genio.Options {
-	g := p.Generator
-	bands := make([]genio.Band, len(g.Disorder))
-	for i, b := range g.Disorder {
-		bands[i] = genio.Band{Share: b.Share, Min: spec.DurOr(b.Min, 0), Max: spec.DurOr(b.Max, 0)}
-	}
-	o := genio.Options{Records: g.Records, Rate: g.Rate, Keys: g.Keys, Start: p.GenStart, Disorder: bands, Bad: g.Bad, Seed: g.Seed, StartNow: p.GenStartNow}
-	if g.Pace == "wall" {
-		o.Pace = genio.Wall
-	}
-	return o
-}
-
 // Path resolves p against the spec's directory (empty stays empty).
 func (o RunOptions) Path(p string) string {
 	if p == "" || filepath.IsAbs(p) {
@@ -452,62 +421,8 @@ func (o RunOptions) Path(p string) string {
 	return filepath.Join(o.Dir, p)
 }
 
-// LineSource is the job's source of lines, with its name, for the source
-// types read as lines (a generator, a file, stdin); nil for Kafka and
-// NATS, which are read apart. final and stopped are the source's end
-// hooks (see fileio.Options). clk is the job's clock, which paces a
-// generator with pace: wall and tells start: now; nil reads unpaced (a
-// deterministic run, whose clock stands still, too).
-func LineSource(p *spec.Plan, o RunOptions, clk clock.Clock, final, stopped func() bool) (weir.Source[fileio.Line], string, error) {
-	s := p
-	switch s.Source.Type {
-	case "kafka", "nats":
-		return nil, "", nil
-	case "generator":
-		gen := GeneratorOptions(p)
-		gen.Final, gen.Stop, gen.Clock = final, stopped, clk
-		if clk == nil || o.Deterministic {
-			if err := p.UnpacedNow(); err != nil && o.Deterministic {
-				return nil, "", fmt.Errorf("source.generator: a --deterministic run's clock stands still, so the generator reads unpaced, and start: now %w; run without --deterministic, or shorten duration, or raise max_future", err)
-			}
-			gen.Pace = genio.Unpaced
-		}
-		src, err := genio.New(gen)
-		return src, "generator", err
-	}
-	fo := fileio.Options{Format: fileio.JSONL, Channels: p.Channels, Strict: o.Deterministic, Final: final, Stop: stopped}
-	if p.Format == spec.FormatCSV {
-		fo.Format = fileio.CSV
-	}
-	if s.Source.Type == "stdin" {
-		fo.Input, fo.Name = o.Stdin, "stdin"
-		if fo.Input == nil {
-			fo.Input = strings.NewReader("")
-		}
-	} else {
-		fo.Path, fo.Name = o.Path(s.Source.Path), s.Source.Path
-	}
-	src, err := fileio.New(fo)
-	return src, fo.Name, err
-}
-
 func (j *Job) build(o RunOptions) error {
 	p := j.plan
-	s := p
-	stopped := func() bool { return j.failed.Load() || j.stopped() }
-	final := func() bool {
-		if stopped() {
-			return o.Drain && !j.failed.Load()
-		}
-		return p.Final
-	}
-	src, name, err := LineSource(p, o, j.env.Options().Clock, final, stopped)
-	if err != nil {
-		return err
-	}
-	if src != nil {
-		j.srcName = name
-	}
 	restoring := j.ck != nil && j.ck.restored != nil
 	if restoring {
 		j.restoredAt = time.Now()
@@ -566,19 +481,9 @@ func (j *Job) build(o RunOptions) error {
 			return err
 		})
 	}
-	var recs weir.Stream[record.Record]
-	switch s.Source.Type {
-	case "kafka":
-		// Records are decoded, stamped and watermarked per partition in
-		// the reader.
-		if recs, err = j.kafkaRecords(env); err != nil {
-			return err
-		}
-	case "nats":
-		recs = j.natsRecords(env)
-	default:
-		lines := weir.FromSource(env, sourceStage, src, weir.SourceOptions{Channels: p.Channels, NoFinalWatermark: true})
-		recs = weir.TryMap(lines, j.dec.Decode)
+	recs, err := j.sourceRecords(env, o)
+	if err != nil {
+		return err
 	}
 	isMark := func(r record.Record) (weir.Marker, bool) {
 		switch r.Mark {
@@ -592,7 +497,7 @@ func (j *Job) build(o RunOptions) error {
 	// The operators are the plan graph's path's.
 	wm, win := j.path.Watermark, j.path.Window
 	switch {
-	case s.Source.Type == "kafka":
+	case j.splits: // its reader watermarks each split
 	case wm.Time == spec.EventTime, wm.Time == spec.IngestionTime:
 		var ws weir.WatermarkStrategy[record.Record]
 		if wm.Time == spec.IngestionTime {
@@ -796,20 +701,23 @@ func (j *Job) deadLetter(d weir.DeadLetter) {
 	}
 	line := deadLine{Run: j.run, Source: j.srcName, Reason: d.Reason, Detail: d.Detail}
 	kafka, part := false, int32(0)
-	switch r := d.Record.(type) {
-	case fileio.Line:
-		line.Line, line.Raw = r.No, string(r.Text)
-		if r.Raw != nil {
-			line.Raw = string(r.Raw)
+	fromLine := func(l connector.Line) {
+		line.Line, line.Raw = l.No, string(l.Text)
+		if l.Raw != nil {
+			line.Raw = string(l.Raw)
 		}
+		if j.splits {
+			kafka, part, line.Line = true, l.Split, l.No-1 // No is the position + 1
+		}
+	}
+	switch r := d.Record.(type) {
+	case connector.Line:
+		fromLine(r)
+	case connector.Liner:
+		fromLine(r.Line())
 	case record.Record:
 		kafka, line.Line = j.position(r)
 		line.Raw, part = string(r.Raw), r.Part
-	case *kafkaio.Record:
-		line.Line, line.Raw = r.Offset, string(r.Value)
-		kafka, part = true, r.Partition
-	case natsio.Message:
-		line.Line, line.Raw = int64(r.Sequence), string(r.Data)
 	default:
 		line.Raw = fmt.Sprint(r)
 	}
@@ -992,7 +900,7 @@ func zeroIsOff[T int | time.Duration](v T) T {
 // checkpoint read: a restart would meet the same input, so it is not
 // retried.
 func inputChanged(err error) bool {
-	return errors.Is(err, fileio.ErrInputChanged) || errors.Is(err, kafkaio.ErrTopicChanged)
+	return errors.Is(err, connector.ErrInputChanged)
 }
 
 // RunRestarting opens and runs plan, restarting it from its newest

@@ -217,7 +217,7 @@ func (j *Job) openSinks(o RunOptions, restoring bool) error {
 
 // notInput refuses a sink whose path is the input file.
 func (j *Job) notInput(k *spec.Sink) error {
-	if k.Path == "" || j.plan.Source.Type != "file" {
+	if k.Path == "" || j.plan.Source.Path == "" { // a source that reads a file
 		return nil
 	}
 	p := RunOptions{Dir: j.runDir}

@@ -93,10 +93,38 @@ func (k checker) Strings(field string) []string {
 }
 
 func (k checker) Int(field string) int {
-	if v := k.field(field); v.IsValid() && v.CanInt() {
+	switch v := k.field(field); {
+	case !v.IsValid():
+	case v.CanInt():
 		return int(v.Int())
+	case v.CanUint():
+		return int(v.Uint())
 	}
 	return 0
+}
+
+func (k checker) Float(field string) float64 {
+	v := k.field(field)
+	switch {
+	case !v.IsValid():
+	case v.CanFloat():
+		return v.Float()
+	case v.CanInt():
+		return float64(v.Int())
+	}
+	return 0
+}
+
+func (k checker) List(field string) []connector.Settings {
+	v := k.field(field)
+	if !v.IsValid() || v.Kind() != reflect.Slice {
+		return nil
+	}
+	out := make([]connector.Settings, v.Len())
+	for i := range out {
+		out[i] = checker{c: k.c, path: fmt.Sprintf("%s[%d]", k.at(field), i), v: v.Index(i)}
+	}
+	return out
 }
 
 func (k checker) Bool(field string) bool {
@@ -207,6 +235,13 @@ func (k checker) OneOf(field string, allowed ...string) {
 // runner that opens it through the connector registry
 // (connector.SinkKind.OpenResults).
 func SinkSettings(k *Sink) connector.Settings { return checker{v: reflect.ValueOf(k)} }
+
+// SourceSettings reads the plan's source block by its field names
+// (kafka.topic, generator.rate), with Compile's defaults, for a runner
+// that opens it through the connector registry (connector.SourceKind.Open).
+func SourceSettings(p *Plan) connector.Settings {
+	return checker{path: "source", v: reflect.ValueOf(&p.Source)}
+}
 
 // clone returns a deep copy of s, so that compiling (which fills in
 // defaults) leaves the caller's spec as it was.

@@ -612,6 +612,10 @@ func (c *compiler) generator() {
 	}
 }
 
+// TSFromSource reports whether event time is the time the source's
+// broker gave each record (timestamp.source kafka or nats), not a field.
+func (p *Plan) TSFromSource() bool { return p.TSFromKafka || p.TSFromNATS }
+
 // UnpacedNow says why a generator that starts now cannot run unpaced,
 // or nil: its records come faster than the clock runs, so the last are
 // up to its duration ahead of it, which max_future may refuse.

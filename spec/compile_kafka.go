@@ -5,31 +5,25 @@ import (
 	"reflect"
 	"strings"
 	"time"
+
+	"github.com/weirstream/weir/connector"
 )
 
-// StartKind is where a broker source (kafka, nats) starts reading when no
-// checkpoint is restored.
-type StartKind uint8
+// StartKind is where a broker source starts without a checkpoint
+// (connector.StartKind).
+type StartKind = connector.StartKind
 
+// The start positions (see connector.StartKind).
 const (
-	// StartEarliest: the oldest record the broker keeps (the default).
-	StartEarliest StartKind = iota
-	// StartLatest: records produced after the job started (kafka).
-	StartLatest
-	// StartCommitted: the consumer group's committed offsets (kafka).
-	StartCommitted
-	// StartTime: the first record at or after Start.At.
-	StartTime
-	// StartSequence: stream sequence Start.Seq (nats).
-	StartSequence
+	StartEarliest  = connector.StartEarliest
+	StartLatest    = connector.StartLatest
+	StartCommitted = connector.StartCommitted
+	StartTime      = connector.StartTime
+	StartSequence  = connector.StartSequence
 )
 
 // Start is a broker source's compiled start position.
-type Start struct {
-	Kind StartKind
-	At   time.Time // StartTime
-	Seq  uint64    // StartSequence
-}
+type Start = connector.Start
 
 // kafkaSource checks source.kafka: the kind checks its settings, the spec
 // compiles the start position and checks what spans the job.

@@ -319,6 +319,12 @@ func (c *compiler) graph() {
 	p, s := c.p, c.s
 	p.Name, p.Key, p.Aggregates = s.Name, s.Key, s.Aggregate
 	p.Source, p.Sinks, p.Checkpoint, p.State, p.Archive, p.Doctor = s.Source, s.Sinks, s.Checkpoint, s.State, s.Archive, s.Doctor
+	if p.Source.Type == "generator" {
+		// The source block as its kind opens it: with the generator's
+		// defaults resolved (SourceSettings).
+		g := p.Generator
+		p.Source.Generator = &g
+	}
 	g := &p.Graph
 	src := g.add("source", &SourceOp{Type: p.Source.Type, Config: &p.Source, Start: p.Start})
 	dec := g.add("decode", &DecodeOp{Format: p.Format, TSField: p.TSField, TSUnit: p.TSUnit, Checks: p.Checks, MaxFuture: p.MaxFuture}, Edge{src, Out})

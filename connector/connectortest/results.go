@@ -20,8 +20,25 @@ type MapSettings map[string]any
 func (m MapSettings) String(f string) string    { s, _ := m[f].(string); return s }
 func (m MapSettings) Strings(f string) []string { s, _ := m[f].([]string); return s }
 func (m MapSettings) Int(f string) int          { n, _ := m[f].(int); return n }
-func (m MapSettings) Set(f string) bool         { _, ok := m[f]; return ok }
-func (m MapSettings) Bool(f string) bool        { b, _ := m[f].(bool); return b }
+func (m MapSettings) Float(f string) float64 {
+	switch x := m[f].(type) {
+	case float64:
+		return x
+	case int:
+		return float64(x)
+	}
+	return 0
+}
+func (m MapSettings) List(f string) []connector.Settings {
+	l, _ := m[f].([]MapSettings)
+	out := make([]connector.Settings, len(l))
+	for i, x := range l {
+		out[i] = x
+	}
+	return out
+}
+func (m MapSettings) Set(f string) bool  { _, ok := m[f]; return ok }
+func (m MapSettings) Bool(f string) bool { b, _ := m[f].(bool); return b }
 
 func (m MapSettings) Duration(f string) (time.Duration, bool) {
 	d, ok := m[f].(time.Duration)

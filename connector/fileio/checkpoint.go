@@ -193,13 +193,13 @@ func (ps *prefixSum) upTo(f *os.File, to int64) (uint64, error) {
 // ErrInputChanged is returned by a restore onto an input file that is not
 // the one the checkpoint read (shorter, rewritten, another CSV header):
 // resuming would mix two inputs, and retrying cannot help.
-var ErrInputChanged = errors.New("fileio: the input file changed since the checkpoint")
+var ErrInputChanged = connector.InputChanged("fileio: the input file changed since the checkpoint")
 
 // inputChanged is an ErrInputChanged with its own message.
 type inputChanged struct{ msg string }
 
 func (e *inputChanged) Error() string        { return e.msg }
-func (e *inputChanged) Is(target error) bool { return target == ErrInputChanged }
+func (e *inputChanged) Is(target error) bool { return errors.Is(ErrInputChanged, target) }
 
 func changed(format string, args ...any) error {
 	return &inputChanged{fmt.Sprintf(format, args...)}

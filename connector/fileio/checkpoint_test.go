@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/etime"
 )
 
@@ -600,5 +601,18 @@ func TestSnapshotAfterClose(t *testing.T) {
 	got, err := r2.SnapshotPosition()
 	if err != nil || !bytes.Equal(got, want) {
 		t.Fatalf("snapshot after Close: %x, %v; want %x", got, err, want)
+	}
+}
+
+// TestInputChangedMatches: the refusal of a changed input matches both
+// this package's sentinel and connector.ErrInputChanged, which runners
+// match to not restart on it.
+func TestInputChangedMatches(t *testing.T) {
+	err := fmt.Errorf("restore: %w", changed("fileio: %s: the input file changed", "in.jsonl"))
+	if !errors.Is(err, ErrInputChanged) || !errors.Is(err, connector.ErrInputChanged) {
+		t.Errorf("%v matches ErrInputChanged %v, connector.ErrInputChanged %v", err, errors.Is(err, ErrInputChanged), errors.Is(err, connector.ErrInputChanged))
+	}
+	if errors.Is(errors.New("other"), connector.ErrInputChanged) {
+		t.Error("any error matches connector.ErrInputChanged")
 	}
 }

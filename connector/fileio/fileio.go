@@ -87,67 +87,20 @@ import (
 )
 
 // Kind is the kind of a Line.
-type Kind uint8
+type Kind = connector.LineKind
 
-// The kinds of lines.
+// The kinds of lines (see connector.LineKind).
 const (
-	// Data is a record: Text is a JSON object (not validated for JSON lines
-	// without control keys).
-	Data Kind = iota
-	// Watermark is a {"$watermark": N} control line: Watermark holds N.
-	Watermark
-	// Idle is a {"$idle": true} control line.
-	Idle
-	// Bad is input that cannot become a record: Reason and Detail say why,
-	// Text holds the raw line (at most MaxLine bytes).
-	Bad
+	Data      = connector.Data
+	Watermark = connector.Watermark
+	Idle      = connector.Idle
+	Bad       = connector.Bad
 )
 
-// String returns the kind's name.
-func (k Kind) String() string {
-	switch k {
-	case Data:
-		return "data"
-	case Watermark:
-		return "watermark"
-	case Idle:
-		return "idle"
-	case Bad:
-		return "bad"
-	}
-	return fmt.Sprintf("Kind(%d)", uint8(k))
-}
-
-// Line is one line (or CSV row) of the input. A Line is a value; its Text
-// is owned by the Line (a copy, never shared with the reader or with
+// Line is one line (or CSV row) of the input: a connector.Line, whose
+// Text the Line owns (a copy, never shared with the reader or with
 // another Line), so a Line may be kept and sent to other goroutines.
-type Line struct {
-	// Kind is what the line is.
-	Kind Kind
-	// Channel is the source channel the line belongs to (and that emits it).
-	Channel int
-	// No is the 1-based line number in the input (for a CSV row, the line
-	// where the row starts).
-	No int64
-	// Text is the record (Data) or the raw line (Bad); nil for Watermark
-	// and Idle lines.
-	Text []byte
-	// Raw is the input as read when it differs from Text: a data line
-	// whose $ keys were removed, or a CSV row (Text is its JSON object).
-	// It is nil otherwise; dead letters report Raw when it is set.
-	Raw []byte
-	// Watermark is the watermark of a Watermark line.
-	Watermark etime.Time
-	// Reason is a stable code for a Bad line: line_too_long, utf8_invalid,
-	// channel_invalid, control_invalid or csv_malformed.
-	Reason string
-	// Detail explains a Bad line to a person.
-	Detail string
-	// Unchecked says Text did not come through a Reader, which turns
-	// invalid UTF-8 into Bad lines (a Kafka or NATS record, a ledger
-	// entry): whoever decodes it checks it (InvalidUTF8).
-	Unchecked bool
-}
+type Line = connector.Line
 
 // Format is the input format.
 type Format uint8

@@ -1,6 +1,11 @@
 package fileio
 
-import "github.com/weirstream/weir/connector"
+import (
+	"context"
+	"strings"
+
+	"github.com/weirstream/weir/connector"
+)
 
 var lineFields = []connector.Field{
 	{Name: "format", Doc: "jsonl (default: a JSON object per line) or csv (a header row names the fields)"},
@@ -12,10 +17,10 @@ var lineFields = []connector.Field{
 func Kinds() []connector.Kind {
 	return []connector.Kind{
 		{Name: "file", Doc: "reads records from a file, one per line; its line numbers are the checkpoint positions",
-			Source: &connector.SourceKind{Abilities: connector.AbilityPositions,
+			Source: &connector.SourceKind{Abilities: connector.AbilityPositions, Open: openLines(false), OwnEnd: true,
 				Fields: append([]connector.Field{{Name: "path", Required: true, Doc: "the input file (relative to the spec's directory)"}}, lineFields...)}},
 		{Name: "stdin", Doc: "reads records from standard input, one per line (no checkpoints: a restore could not read it again)",
-			Source: &connector.SourceKind{Fields: lineFields}},
+			Source: &connector.SourceKind{Fields: lineFields, Open: openLines(true), OwnEnd: true}},
 		{Name: "jsonl", Doc: "writes a JSON object per line to a file, cut back to the checkpoint on a restore",
 			Sink: &connector.SinkKind{Roles: connector.AllRoles, Abilities: connector.AbilityTransactional, RecordAbilities: connector.AbilityTransactional,
 				OpenMessages: openJSONL,
@@ -27,5 +32,27 @@ func Kinds() []connector.Kind {
 				Fields: []connector.Field{{Name: "path", Required: true, Doc: "the output file (relative to the spec's directory)"}}}},
 		{Name: "stdout", Doc: "writes a JSON object per line to standard output (a replay after a restore writes again)",
 			Sink: &connector.SinkKind{Roles: connector.AllRoles, OpenMessages: openStdout}},
+	}
+}
+
+// openLines opens a file source (or, stdin, the stdin source) as a job
+// spec's source.
+func openLines(stdin bool) connector.SourceOpener {
+	return func(_ context.Context, so connector.SourceOpen) (connector.OpenedSource, error) {
+		o := Options{Format: JSONL, Channels: so.Channels, Strict: so.Strict, Final: so.Final, Stop: so.Stop}
+		if so.CSV {
+			o.Format = CSV
+		}
+		if stdin {
+			o.Input, o.Name = so.Stdin, "stdin"
+			if o.Input == nil {
+				o.Input = strings.NewReader("")
+			}
+		} else {
+			path := so.Settings.String("path")
+			o.Path, o.Name = so.Path(path), path
+		}
+		src, err := New(o)
+		return connector.OpenedSource{Source: src, Name: o.Name}, err
 	}
 }

@@ -1,12 +1,19 @@
 package genio
 
-import "github.com/weirstream/weir/connector"
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/weirstream/weir/connector"
+	"github.com/weirstream/weir/etime"
+)
 
 // Kinds are the job spec's kinds of this package: the generator source.
 func Kinds() []connector.Kind {
 	return []connector.Kind{{Name: "generator",
 		Doc: "generates orders ({order_id, user_id, amount, ts}) with a chosen rate, disorder and share of bad records, reproducibly from a seed",
-		Source: &connector.SourceKind{Abilities: connector.AbilityPositions, Fields: []connector.Field{
+		Source: &connector.SourceKind{Abilities: connector.AbilityPositions, Open: open, OwnEnd: true, Fields: []connector.Field{
 			{Name: "generator.records", Doc: "records to generate (default: rate × duration)"},
 			{Name: "generator.rate", Doc: "records per second of event time (default 1000); with pace: wall, of the clock too"},
 			{Name: "generator.keys", Doc: "distinct user_id values (default 100)"},
@@ -18,4 +25,47 @@ func Kinds() []connector.Kind {
 			{Name: "generator.seed", Doc: "the random seed (default 1)"},
 			{Name: "channels", Doc: "parallel source channels (default 1)"},
 		}}}}
+}
+
+// OptionsFrom reads a generator source's options from its settings, as a
+// job spec compiles them (records and rate resolved, start given); the
+// end hooks, the clock and the batch are left to the caller.
+func OptionsFrom(s connector.Settings) (Options, error) {
+	const g = "generator."
+	o := Options{Records: int64(s.Int(g + "records")), Rate: s.Float(g + "rate"), Keys: s.Int(g + "keys"),
+		Bad: s.Float(g + "bad"), Seed: uint64(s.Int(g + "seed"))}
+	for _, b := range s.List(g + "disorder") {
+		lo, _ := b.Duration("min")
+		hi, _ := b.Duration("max")
+		o.Disorder = append(o.Disorder, Band{Share: b.Float("share"), Min: etime.FromDuration(lo), Max: etime.FromDuration(hi)})
+	}
+	switch start := s.String(g + "start"); start {
+	case "now":
+		o.StartNow = true
+	default:
+		t, err := time.Parse(time.RFC3339Nano, start)
+		if err != nil {
+			return o, fmt.Errorf("genio: generator.start %q is not an RFC 3339 time", start)
+		}
+		o.Start = etime.FromTime(t)
+	}
+	if s.String(g+"pace") == "wall" {
+		o.Pace = Wall
+	}
+	return o, nil
+}
+
+// open opens the generator as a job spec's source: paced by the job's
+// clock when pace is wall, unpaced when so says.
+func open(_ context.Context, so connector.SourceOpen) (connector.OpenedSource, error) {
+	o, err := OptionsFrom(so.Settings)
+	if err != nil {
+		return connector.OpenedSource{}, err
+	}
+	o.Final, o.Stop, o.Clock = so.Final, so.Stop, so.Clock
+	if so.Unpaced {
+		o.Pace = Unpaced
+	}
+	src, err := New(o)
+	return connector.OpenedSource{Source: src, Name: "generator"}, err
 }

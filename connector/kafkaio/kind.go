@@ -1,13 +1,20 @@
 package kafkaio
 
-import "github.com/weirstream/weir/connector"
+import (
+	"context"
+	"errors"
+
+	"github.com/weirstream/weir/connector"
+	"github.com/weirstream/weir/etime"
+	"github.com/weirstream/weir/watermark"
+)
 
 // Kinds are the job spec's kinds of this package: kafka, a source and a
 // sink.
 func Kinds() []connector.Kind {
 	return []connector.Kind{{Name: "kafka",
 		Doc: "reads a topic with a watermark per partition, offsets in the checkpoints; writes results, late records and dead letters in a transaction per checkpoint",
-		Source: &connector.SourceKind{Abilities: connector.AbilityPositions, IdleTimeout: DefaultIdleTimeout, Check: checkSource, Fields: []connector.Field{
+		Source: &connector.SourceKind{Abilities: connector.AbilityPositions, IdleTimeout: DefaultIdleTimeout, Check: checkSource, Open: openSource, Splits: true, Fields: []connector.Field{
 			{Name: "kafka.brokers", Required: true, Doc: "the seed brokers, host:port"},
 			{Name: "kafka.topic", Required: true, Doc: "the topic to read; its values are JSON records"},
 			{Name: "kafka.group", Doc: "the consumer group whose committed offsets start: committed reads"},
@@ -24,4 +31,46 @@ func Kinds() []connector.Kind {
 			{Name: "tls", Doc: "connect with TLS (the system's roots)"},
 			{Name: "sasl", Doc: "authentication: {mechanism: plain|scram-sha-256|scram-sha-512, user, password}"},
 		}}}}
+}
+
+// Line is r as the connector.Line a job spec's kafka source emits for it
+// (connector.Liner: how a runner reports it as a dead letter).
+func (r *Record) Line() connector.Line {
+	return connector.Line{Kind: connector.Data, No: r.Offset + 1, Split: r.Partition, Time: r.Timestamp, Text: r.Value, Unchecked: true}
+}
+
+// openSource opens a kafka source of a job spec: its records as Lines,
+// each partition watermarked in the reader as so.Splits says.
+func openSource(_ context.Context, so connector.SourceOpen) (connector.OpenedSource, error) {
+	s, w := so.Settings, so.Splits
+	if w == nil {
+		return connector.OpenedSource{}, errors.New("kafkaio: a kafka source watermarks its partitions: SourceOpen.Splits is unset")
+	}
+	channels := max(so.Channels, 1)
+	o := SourceOptions[connector.Line]{Brokers: s.Strings("kafka.brokers"), Topic: s.String("kafka.topic"), Group: s.String("kafka.group"),
+		Start: Start{Kind: StartEarliest}, WatermarkInterval: w.Interval, IdleTimeout: w.IdleTimeout, BacklogEvery: w.BacklogEvery,
+		MaxDrift: w.MaxDrift, MaxFuture: w.MaxFuture, StopAtEnd: s.Bool("kafka.stop_at_end"), Clock: so.Clock, Logger: so.Logger,
+		ClientOptions: Auth(s.Bool("kafka.tls"), s.String("kafka.sasl.mechanism"), s.String("kafka.sasl.user"), s.String("kafka.sasl.password")),
+		Decode: func(r *Record) (connector.Line, etime.Time, error) {
+			l := r.Line()
+			l.Channel = int(r.Partition) % channels
+			ts, err := w.Stamp(&l)
+			return l, ts, err
+		}}
+	switch so.Start.Kind {
+	case connector.StartLatest:
+		o.Start.Kind = StartLatest
+	case connector.StartCommitted:
+		o.Start.Kind = StartCommitted
+	case connector.StartTime:
+		o.Start = Start{Kind: StartTime, Time: etime.FromTime(so.Start.At)}
+	}
+	if w.EventTime {
+		bound := w.Bound
+		o.Watermarks = func() watermark.Generator[connector.Line] {
+			return watermark.BoundedOutOfOrderness[connector.Line](bound)
+		}
+	}
+	src, err := NewSource(o)
+	return connector.OpenedSource{Source: src, Name: "kafka:" + o.Topic, Bounded: o.StopAtEnd}, err
 }

@@ -281,7 +281,7 @@ func topicPartitions(ctx context.Context, adm *kadm.Client, topic string) ([]int
 // one the checkpoint read: deleted and created again under its name (its
 // topic id differs), or with fewer partitions. Offsets of the old topic
 // mean nothing in the new one, and retrying cannot help.
-var ErrTopicChanged = errors.New("kafkaio: the topic changed since the checkpoint")
+var ErrTopicChanged = connector.InputChanged("kafkaio: the topic changed since the checkpoint")
 
 // partition is one partition a reader reads.
 type partition[T any] struct {

@@ -125,6 +125,18 @@ const positionPrefix = "natsio1:"
 // NewSource returns a source reading o.Stream. Options are checked, and the
 // server contacted, when a channel is opened.
 func NewSource(o SourceOptions) connector.Source[Message] {
+	return newSource(o, func(m Message) Message { return m })
+}
+
+// NewLineSource is NewSource emitting each message as a connector.Line:
+// its data as Text, its stream sequence as No, its publish time as Time.
+func NewLineSource(o SourceOptions) connector.Source[connector.Line] {
+	return newSource(o, func(m Message) connector.Line {
+		return connector.Line{Kind: connector.Data, No: int64(m.Sequence), Time: m.Published, Text: m.Data, Unchecked: true}
+	})
+}
+
+func newSource[T any](o SourceOptions, conv func(Message) T) connector.Source[T] {
 	if o.URL == "" {
 		o.URL = nats.DefaultURL
 	}
@@ -142,11 +154,15 @@ func NewSource(o SourceOptions) connector.Source[Message] {
 	}
 	o.Subjects = append([]string(nil), o.Subjects...)
 	o.ConnectOptions = append([]nats.Option(nil), o.ConnectOptions...)
-	return &source{o: o}
+	return &source[T]{o: o, conv: conv}
 }
 
-// source is the connector.Source; its options are read-only after NewSource.
-type source struct{ o SourceOptions }
+// source is the connector.Source of what conv makes of each message; its
+// options are read-only after NewSource.
+type source[T any] struct {
+	o    SourceOptions
+	conv func(Message) T
+}
 
 // Open returns the reader of channel ch of n. Channel 0 connects to the
 // server and looks the stream up (an error here names what is missing);
@@ -155,7 +171,7 @@ type source struct{ o SourceOptions }
 // the dial and the handshake of the connection (unless ConnectOptions
 // bring a dialer of their own), and the stream lookup, which apiTimeout
 // bounds too.
-func (s *source) Open(ctx context.Context, ch, n int) (connector.Reader[Message], error) {
+func (s *source[T]) Open(ctx context.Context, ch, n int) (connector.Reader[T], error) {
 	o := &s.o
 	if o.Stream == "" {
 		return nil, errors.New("natsio: SourceOptions.Stream is empty; name the JetStream stream to read")
@@ -164,9 +180,10 @@ func (s *source) Open(ctx context.Context, ch, n int) (connector.Reader[Message]
 		return nil, fmt.Errorf("natsio: channel %d out of range 0..%d", ch, n-1)
 	}
 	if ch > 0 {
-		return &idleReader{stream: o.Stream, stopAtEnd: o.StopAtEnd}, nil
+		return &idleReader[T]{stream: o.Stream, stopAtEnd: o.StopAtEnd}, nil
 	}
-	r := &reader{
+	r := &reader[T]{
+		conv:  s.conv,
 		o:     o,
 		log:   o.Logger.With("stream", o.Stream),
 		msgs:  make(chan jetstream.Msg, o.FetchBatch),
@@ -225,11 +242,12 @@ func (s *source) Open(ctx context.Context, ch, n int) (connector.Reader[Message]
 // RestorePosition are called from the channel's goroutine; the consumer's
 // callbacks run on goroutines of the NATS client and reach the reader only
 // through msgs and fail.
-type reader struct {
-	o   *SourceOptions
-	log *slog.Logger
-	nc  *nats.Conn
-	js  jetstream.JetStream
+type reader[T any] struct {
+	conv func(Message) T // what a message is emitted as
+	o    *SourceOptions
+	log  *slog.Logger
+	nc   *nats.Conn
+	js   jetstream.JetStream
 
 	cons jetstream.Consumer
 	cc   jetstream.ConsumeContext
@@ -260,7 +278,7 @@ type reader struct {
 // handle is the consumer's message handler. It hands the message to Read,
 // waiting while Read has not taken the previous ones (backpressure: the
 // client then stops asking the server for more), until Close.
-func (r *reader) handle(m jetstream.Msg) {
+func (r *reader[T]) handle(m jetstream.Msg) {
 	select {
 	case r.msgs <- m:
 	case <-r.stop:
@@ -271,7 +289,7 @@ func (r *reader) handle(m jetstream.Msg) {
 // recovers from most by recreating itself; those are logged. A stream that
 // no longer exists, a consumer that could not be recreated and a closed
 // connection fail the reader.
-func (r *reader) onConsumeError(_ jetstream.ConsumeContext, err error) {
+func (r *reader[T]) onConsumeError(_ jetstream.ConsumeContext, err error) {
 	var apiErr *jetstream.APIError
 	switch {
 	case errors.Is(err, jetstream.ErrStreamNotFound):
@@ -289,7 +307,7 @@ func (r *reader) onConsumeError(_ jetstream.ConsumeContext, err error) {
 
 // onClosed is the connection's closed handler: a connection closed by
 // anything but Close (the client gave up reconnecting) fails the reader.
-func (r *reader) onClosed(*nats.Conn) {
+func (r *reader[T]) onClosed(*nats.Conn) {
 	select {
 	case <-r.stop:
 	default:
@@ -297,7 +315,7 @@ func (r *reader) onClosed(*nats.Conn) {
 	}
 }
 
-func (r *reader) fail(err error) {
+func (r *reader[T]) fail(err error) {
 	r.failOnce.Do(func() {
 		r.failure = err
 		close(r.fatal)
@@ -307,7 +325,7 @@ func (r *reader) fail(err error) {
 // start creates the ordered consumer at the restored position or at
 // Options.Start, and starts consuming; the creation gives up when ctx is
 // done. It reports whether there is nothing to read (StopAtEnd only).
-func (r *reader) start(ctx context.Context) (empty bool, err error) {
+func (r *reader[T]) start(ctx context.Context) (empty bool, err error) {
 	r.started = true
 	o := r.o
 	if o.StopAtEnd && (r.end == 0 || r.has && r.last >= r.end) {
@@ -356,7 +374,7 @@ func (r *reader) start(ctx context.Context) (empty bool, err error) {
 // connector.Done once caught up with the stream's last sequence at Open.
 // A failure of the consumer or of the connection that the client cannot
 // recover from is returned as an error.
-func (r *reader) Read(ctx context.Context, out connector.Output[Message]) (connector.ReadStatus, error) {
+func (r *reader[T]) Read(ctx context.Context, out connector.Output[T]) (connector.ReadStatus, error) {
 	if r.closed {
 		return 0, errors.New("natsio: Read after Close")
 	}
@@ -428,10 +446,10 @@ func (r *reader) Read(ctx context.Context, out connector.Output[Message]) (conne
 // the last one emitted, delivered to the reader or not yet (W10). A
 // caught-up consumer of a live stream is not reading a backlog, although
 // its reads emit.
-func (r *reader) Backlog() bool { return r.pending > 0 || len(r.msgs) > 0 }
+func (r *reader[T]) Backlog() bool { return r.pending > 0 || len(r.msgs) > 0 }
 
 // emit emits m unless it is a duplicate or, with StopAtEnd, past the end.
-func (r *reader) emit(out connector.Output[Message], m jetstream.Msg) (bool, error) {
+func (r *reader[T]) emit(out connector.Output[T], m jetstream.Msg) (bool, error) {
 	md, err := m.Metadata()
 	if err != nil {
 		return false, fmt.Errorf("natsio: stream %q: message on %q without JetStream metadata: %w", r.o.Stream, m.Subject(), err)
@@ -471,7 +489,7 @@ func (r *reader) emit(out connector.Output[Message], m jetstream.Msg) (bool, err
 			ts = etime.MinTime
 		}
 	}
-	out.Emit(ts, msg)
+	out.Emit(ts, r.conv(msg))
 	r.last, r.has = seq, true
 	r.pending = md.NumPending
 	if r.o.StopAtEnd && (seq >= r.end || md.NumPending == 0) {
@@ -482,7 +500,7 @@ func (r *reader) emit(out connector.Output[Message], m jetstream.Msg) (bool, err
 
 // Close stops the consumer, deletes it on the server and closes the
 // connection. The client's goroutines end shortly after.
-func (r *reader) Close() error {
+func (r *reader[T]) Close() error {
 	if r.closed {
 		return nil
 	}
@@ -510,14 +528,14 @@ func (r *reader) Close() error {
 
 // SnapshotPosition implements connector.CheckpointedReader: the stream sequence
 // of the last emitted message.
-func (r *reader) SnapshotPosition() ([]byte, error) {
+func (r *reader[T]) SnapshotPosition() ([]byte, error) {
 	return appendPosition(nil, r.o.Stream, r.last, r.has), nil
 }
 
 // RestorePosition implements connector.CheckpointedReader: the next Read
 // resumes after the position's sequence. It must be called before the
 // first Read. A position of another stream is refused.
-func (r *reader) RestorePosition(pos []byte) error {
+func (r *reader[T]) RestorePosition(pos []byte) error {
 	if r.started {
 		return errors.New("natsio: RestorePosition after the first Read")
 	}
@@ -632,13 +650,13 @@ func (d *ctxDialer) release() {
 // idle, so the watermark is channel 0's; it ends at once with StopAtEnd and
 // otherwise waits forever, so that a job's checkpoints go on (no
 // checkpoint starts once a source channel has finished).
-type idleReader struct {
+type idleReader[T any] struct {
 	stream    string
 	stopAtEnd bool
 	marked    bool
 }
 
-func (r *idleReader) Read(_ context.Context, out connector.Output[Message]) (connector.ReadStatus, error) {
+func (r *idleReader[T]) Read(_ context.Context, out connector.Output[T]) (connector.ReadStatus, error) {
 	if r.stopAtEnd {
 		return connector.Done, nil
 	}
@@ -649,22 +667,22 @@ func (r *idleReader) Read(_ context.Context, out connector.Output[Message]) (con
 	return connector.Waiting, nil
 }
 
-func (r *idleReader) Close() error { return nil }
+func (r *idleReader[T]) Close() error { return nil }
 
 // SnapshotPosition implements connector.CheckpointedReader.
-func (r *idleReader) SnapshotPosition() ([]byte, error) {
+func (r *idleReader[T]) SnapshotPosition() ([]byte, error) {
 	return appendPosition(nil, r.stream, 0, false), nil
 }
 
 // RestorePosition implements connector.CheckpointedReader: any position of the
 // stream is accepted (an idle channel has nothing to resume).
-func (r *idleReader) RestorePosition(pos []byte) error {
+func (r *idleReader[T]) RestorePosition(pos []byte) error {
 	_, _, err := parsePosition(pos, r.stream)
 	return err
 }
 
 var (
-	_ connector.CheckpointedReader = (*reader)(nil)
-	_ connector.BacklogReporter    = (*reader)(nil)
-	_ connector.CheckpointedReader = (*idleReader)(nil)
+	_ connector.CheckpointedReader = (*reader[Message])(nil)
+	_ connector.BacklogReporter    = (*reader[Message])(nil)
+	_ connector.CheckpointedReader = (*idleReader[Message])(nil)
 )

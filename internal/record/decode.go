@@ -104,7 +104,10 @@ type Decoder struct {
 	// channel (slot p / channels of channel p % channels: Kafka partitions
 	// are spread over channels so). Only the channel's own goroutine
 	// touches its slots.
-	ChMax    [][]etime.Time
+	ChMax [][]etime.Time
+	// Splits: the lines come from the splits of their channels (Kafka
+	// partitions, connector.Line.Split), which warnings name.
+	Splits   bool
 	Controls atomic.Int64 // control lines seen (live, for progress)
 	warned   atomic.Bool  // a backward jump was warned about
 	// Warn (nil: none) hears a backward jump of event time, once.
@@ -343,8 +346,8 @@ func (d *Decoder) DecodeSlot(l fileio.Line, slot int) (Record, error) {
 				}
 				if d.Warn != nil && d.warned.CompareAndSwap(false, true) {
 					where := fmt.Sprintf("channel %d", ch)
-					if d.p.Source.Type == "kafka" {
-						where = fmt.Sprintf("partition %d", slot*len(d.ChMax)+ch)
+					if d.Splits {
+						where = fmt.Sprintf("partition %d", l.Split)
 					}
 					d.Warn(where, m, r.TS)
 				}

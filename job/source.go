@@ -1,0 +1,143 @@
+package job
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/clock"
+	"github.com/weirstream/weir/connector"
+	"github.com/weirstream/weir/etime"
+	"github.com/weirstream/weir/internal/record"
+	"github.com/weirstream/weir/spec"
+)
+
+// SourceHooks are how a job's source ends and watermarks, beside the
+// plan: see connector.SourceOpen.
+type SourceHooks struct {
+	// Clock is the job's processing time.
+	Clock clock.Clock
+	// Final and Stop are SourceOpen's (kinds that end themselves).
+	Final, Stop func() bool
+	// Splits are SourceOpen's, for a kind that watermarks its splits.
+	Splits *connector.SplitOptions
+	// Unpaced is SourceOpen's (a deterministic run reads unpaced too).
+	Unpaced bool
+}
+
+// OpenSource opens the plan's source through its kind in the plan's
+// registry (connector.SourceKind.Open), with the options the plan and o
+// give it. It returns the kind with the source.
+func OpenSource(ctx context.Context, p *spec.Plan, o RunOptions, h SourceHooks) (connector.OpenedSource, *connector.SourceKind, error) {
+	typ := p.Source.Type
+	k, ok := registryOf(p).Lookup(typ)
+	if !ok || k.Source == nil || k.Source.Open == nil {
+		return connector.OpenedSource{}, nil, fmt.Errorf("source.type: %q is no source kind this weir can open", typ)
+	}
+	if o.Deterministic {
+		if err := p.UnpacedNow(); err != nil {
+			return connector.OpenedSource{}, nil, fmt.Errorf("source.generator: a --deterministic run's clock stands still, so the generator reads unpaced, and start: now %w; run without --deterministic, or shorten duration, or raise max_future", err)
+		}
+	}
+	so := connector.SourceOpen{Settings: spec.SourceSettings(p), Path: o.Path, Stdin: o.Stdin, Channels: p.Channels, CSV: p.Format == spec.FormatCSV,
+		Strict: o.Deterministic, Unpaced: o.Deterministic || h.Unpaced, Start: p.Start, Final: h.Final, Stop: h.Stop, Clock: h.Clock, Logger: o.Logger}
+	if k.Source.Splits {
+		so.Splits = h.Splits
+	}
+	src, err := k.Source.Open(ctx, so)
+	if err != nil {
+		return connector.OpenedSource{}, nil, err
+	}
+	return src, k.Source, nil
+}
+
+// sourceRecords opens the plan's source and returns its records: lines
+// decoded (dead letters for what cannot be), with the timestamps and
+// watermarks of their splits when the kind watermarks them in its reader.
+func (j *Job) sourceRecords(env *weir.Env, o RunOptions) (weir.Stream[record.Record], error) {
+	p, wm := j.plan, j.path.Watermark
+	failedOrStopped := func() bool { return j.failed.Load() || j.stopped() }
+	h := SourceHooks{Clock: env.Options().Clock, Stop: failedOrStopped,
+		Final: func() bool {
+			if failedOrStopped() {
+				return o.Drain && !j.failed.Load()
+			}
+			return p.Final
+		}}
+	// Per channel, the record a split's Stamp decoded, which decode then
+	// takes instead of decoding the line again: a reader stamps a line
+	// right before it emits it, on its channel's goroutine, where decode
+	// runs chained.
+	stamped := make([]stampedRecord, p.Channels)
+	h.Splits = &connector.SplitOptions{EventTime: wm.Time == spec.EventTime, Bound: wm.Bound,
+		Interval: wm.Interval.Std(), IdleTimeout: zeroIsOff(wm.IdleTimeout.Std()), BacklogEvery: zeroIsOff(wm.BacklogEvery), MaxDrift: p.MaxDrift,
+		Stamp: func(l *connector.Line) (etime.Time, error) {
+			r, err := j.decode(*l)
+			if err != nil {
+				return 0, err
+			}
+			if ch := l.Channel; ch >= 0 && ch < len(stamped) {
+				stamped[ch] = stampedRecord{split: l.Split, no: l.No, rec: r, ok: true}
+			}
+			return r.TS, nil
+		}}
+	if p.TSFromSource() && p.Checks {
+		h.Splits.MaxFuture = p.MaxFuture
+	}
+	src, kind, err := OpenSource(context.Background(), p, o, h)
+	if err != nil {
+		return weir.Stream[record.Record]{}, err
+	}
+	j.srcName, j.splits = src.Name, kind.Splits
+	j.dec.Splits = kind.Splits
+	so := weir.SourceOptions{Channels: p.Channels, NoFinalWatermark: true}
+	if !kind.OwnEnd {
+		so = weir.SourceOptions{Channels: p.Channels, Stop: failedOrStopped,
+			Final: func() bool {
+				if j.failed.Load() {
+					return false
+				}
+				if j.stopped() {
+					return j.drain
+				}
+				return src.Bounded && p.Final
+			}}
+	}
+	lines := weir.FromSource(env, sourceStage, src.Source, so)
+	return weir.TryMap(lines, func(l connector.Line) (record.Record, error) {
+		if ch := l.Channel; ch >= 0 && ch < len(stamped) {
+			if s := &stamped[ch]; s.ok && s.split == l.Split && s.no == l.No {
+				s.ok = false
+				return s.rec, nil
+			}
+		}
+		return j.decode(l)
+	}), nil
+}
+
+// stampedRecord is a record decoded when its line was stamped.
+type stampedRecord struct {
+	split int32
+	no    int64
+	rec   record.Record
+	ok    bool
+}
+
+// decode decodes a line of the job's source: its split's slot counts
+// backward jumps apart, and with timestamp.source kafka or nats the
+// broker's time is the event time.
+func (j *Job) decode(l connector.Line) (record.Record, error) {
+	p := j.plan
+	v, err := j.dec.DecodeSlot(l, int(l.Split)/max(p.Channels, 1))
+	if err != nil || l.Kind != connector.Data {
+		return v, err
+	}
+	if p.TSFromSource() {
+		// The decoder's promised watermark followed the record's own
+		// field, not the broker's time the window uses: such records are
+		// not judged as trailing.
+		v.TS, v.Promised = l.Time, etime.MinTime
+	}
+	v.Part = l.Split
+	return v, nil
+}

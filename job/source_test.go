@@ -1,0 +1,112 @@
+package job
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/weirstream/weir/connector"
+	"github.com/weirstream/weir/etime"
+)
+
+// memInputs are the inputs of the memsource kind, by their path setting.
+var memInputs sync.Map // string → []string
+
+func init() {
+	connector.Default.MustRegister(connector.Kind{Name: "memsource", Doc: "reads lines from memory (job tests)",
+		Source: &connector.SourceKind{Fields: []connector.Field{{Name: "path", Required: true, Doc: "the input's name"}},
+			Open: func(_ context.Context, so connector.SourceOpen) (connector.OpenedSource, error) {
+				v, ok := memInputs.Load(so.Settings.String("path"))
+				if !ok {
+					return connector.OpenedSource{}, fmt.Errorf("memsource: no input %q", so.Settings.String("path"))
+				}
+				return connector.OpenedSource{Source: memSource(v.([]string)), Name: "mem", Bounded: true}, nil
+			}}})
+}
+
+// memSource emits its lines on channel 0, two per Read; other channels
+// emit nothing.
+type memSource []string
+
+func (s memSource) Open(_ context.Context, ch, _ int) (connector.Reader[connector.Line], error) {
+	if ch > 0 {
+		return &memReader{}, nil
+	}
+	return &memReader{lines: s}, nil
+}
+
+type memReader struct {
+	lines []string
+	i     int
+}
+
+func (r *memReader) Read(_ context.Context, out connector.Output[connector.Line]) (connector.ReadStatus, error) {
+	for n := 0; n < 2; n++ {
+		if r.i == len(r.lines) {
+			return connector.Done, nil
+		}
+		r.i++
+		out.Emit(etime.MinTime, connector.Line{Kind: connector.Data, No: int64(r.i), Text: []byte(r.lines[r.i-1]), Unchecked: true})
+	}
+	return connector.Emitted, nil
+}
+
+func (r *memReader) Close() error { return nil }
+
+// TestRegisteredSourceKind runs a job whose source is a kind registered
+// by this test alone, which the runner and the spec never heard of: its
+// results, dead letters and summary are those of the same lines read
+// from a file.
+func TestRegisteredSourceKind(t *testing.T) {
+	lines := []string{
+		`{"user_id":"a","amount":1,"ts":1767225600000}`,
+		`{"user_id":"b","amount":2,"ts":1767225601000}`,
+		`{"user_id":"a","amount":`,
+		`{"user_id":"a","amount":4,"ts":1767225612000}`,
+		`{"user_id":"b","amount":5,"ts":1767225599000}`,
+		`{"user_id":"a","amount":6,"ts":1767225625000}`,
+	}
+	memInputs.Store("orders", lines)
+	const job = `
+name: mem
+source: {type: %s, path: %s}
+watermark: {max_out_of_orderness: 1s}
+key: [user_id]
+window: {type: tumbling, size: 10s}
+allowed_lateness: 0s
+aggregate: [{name: total, fn: sum, field: amount}]
+sinks:
+  results: {type: jsonl, path: out.jsonl}
+  late: {type: jsonl, path: late.jsonl}
+  dead_letter: {type: jsonl, path: bad.jsonl}
+`
+	read := func(dir, name string) string {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	memDir, memSum := runSpec(t, fmt.Sprintf(job, "memsource", "orders"), nil, RunOptions{Deterministic: true})
+	fileDir, fileSum := runSpec(t, fmt.Sprintf(job, "file", "in.jsonl"), map[string]string{"in.jsonl": strings.Join(lines, "\n") + "\n"}, RunOptions{Deterministic: true})
+	if !bytes.Equal(memSum.JSON(), fileSum.JSON()) {
+		t.Errorf("summaries differ:\nmemsource %s\nfile      %s", memSum.JSON(), fileSum.JSON())
+	}
+	if memSum.Get("results") == 0 || memSum.Get("dead_letter") != 1 || memSum.Get("late_side_output") != 1 {
+		t.Errorf("summary %s: want results, one dead letter and one late record", memSum.JSON())
+	}
+	if got, want := read(memDir, "out.jsonl"), read(fileDir, "out.jsonl"); got != want {
+		t.Errorf("results differ:\nmemsource %s\nfile      %s", got, want)
+	}
+	if got, want := read(memDir, "late.jsonl"), read(fileDir, "late.jsonl"); got != strings.ReplaceAll(want, `"source":"in.jsonl"`, `"source":"mem"`) {
+		t.Errorf("late records differ:\nmemsource %s\nfile      %s", got, want)
+	}
+	if got := read(memDir, "bad.jsonl"); !strings.Contains(got, `"source":"mem","line":3,"raw":"{\"user_id\":\"a\",\"amount\":"`) {
+		t.Errorf("dead letter %s: want line 3 of source mem", got)
+	}
+}

@@ -534,14 +534,20 @@ func (r *reader[T]) start(ctx context.Context, now time.Time) error {
 	if err := r.resolveStart(ctx); err != nil {
 		return err
 	}
-	if r.o.StopAtEnd {
-		ends, err := r.lso(ctx)
-		if err != nil {
-			return err
+	// The end offsets are read at open, so that every partition's backlog
+	// is known from the start (a partition without records is not in any
+	// fetch until the idleness check lists it again).
+	ends, err := r.lso(ctx)
+	if err != nil {
+		return err
+	}
+	for _, p := range r.parts {
+		end, ok := ends[p.id]
+		if r.o.StopAtEnd {
+			p.end = end
 		}
-		for _, p := range r.parts {
-			p.end = ends[p.id]
-			p.lso = max(p.lso, p.end)
+		if ok {
+			p.lso = max(p.lso, end)
 		}
 	}
 	offsets := map[int32]kgo.Offset{}

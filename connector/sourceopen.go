@@ -85,7 +85,7 @@ type SplitOptions struct {
 	// record to the dead letters (a *weir.BadInput gives the reason).
 	// It is called on the reader's goroutine, right before the line is
 	// emitted.
-	Stamp func(l *Line) (etime.Time, error)
+	Stamp func(l Line) (etime.Time, error)
 	// EventTime: each split's watermarks are bounded out-of-orderness
 	// Bound behind its largest timestamp; false: the kind's default.
 	EventTime bool

@@ -71,8 +71,8 @@ func (j *Job) sourceRecords(env *weir.Env, o RunOptions) (weir.Stream[record.Rec
 	stamped := make([]stampedRecord, p.Channels)
 	h.Splits = &connector.SplitOptions{EventTime: wm.Time == spec.EventTime, Bound: wm.Bound,
 		Interval: wm.Interval.Std(), IdleTimeout: zeroIsOff(wm.IdleTimeout.Std()), BacklogEvery: zeroIsOff(wm.BacklogEvery), MaxDrift: p.MaxDrift,
-		Stamp: func(l *connector.Line) (etime.Time, error) {
-			r, err := j.decode(*l)
+		Stamp: func(l connector.Line) (etime.Time, error) {
+			r, err := j.decode(l)
 			if err != nil {
 				return 0, err
 			}

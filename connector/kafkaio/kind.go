@@ -54,7 +54,7 @@ func openSource(_ context.Context, so connector.SourceOpen) (connector.OpenedSou
 		Decode: func(r *Record) (connector.Line, etime.Time, error) {
 			l := r.Line()
 			l.Channel = int(r.Partition) % channels
-			ts, err := w.Stamp(&l)
+			ts, err := w.Stamp(l)
 			return l, ts, err
 		}}
 	switch so.Start.Kind {

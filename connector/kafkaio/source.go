@@ -237,7 +237,7 @@ func (s *source[T]) Open(ctx context.Context, ch, n int) (connector.Reader[T], e
 	for i, p := range r.parts {
 		p.idx = i
 		p.gen = s.o.Watermarks()
-		p.out = partOut[T]{r: r, p: p}
+		p.out = partOut[T]{r: r, p: p} // converted once: an Output per record would allocate
 		p.wm = etime.MinTime
 		r.byID[p.id] = p
 	}
@@ -289,7 +289,7 @@ type partition[T any] struct {
 	idx  int   // input of the reader's Combined
 	next int64 // the offset of the next record to emit; -1 before start
 	gen  watermark.Generator[T]
-	out  partOut[T]
+	out  watermark.Output // a partOut
 	wm   etime.Time // the generator's last watermark
 	// records since the generator's last backlog emission (W10)
 	sinceEmit int

@@ -635,3 +635,38 @@ func TestTransactionalTopicCatchesUp(t *testing.T) {
 		t.Fatalf("%d records and dead letters %v, want 10 and none (a marker is no record)", len(h.o.recs), h.o.dead)
 	}
 }
+
+// nowhere is a SourceOutput that keeps nothing.
+type nowhere struct{}
+
+func (nowhere) Emit(etime.Time, event)         {}
+func (nowhere) EmitWatermark(etime.Time)       {}
+func (nowhere) MarkIdle()                      {}
+func (nowhere) MarkActive()                    {}
+func (nowhere) DeadLetter(string, string, any) {}
+
+// TestEmitAllocatesNothing: a record's way from the fetched kgo.Record
+// through the partition's watermark generator to the output allocates
+// nothing (a generator Output converted per record once did).
+func TestEmitAllocatesNothing(t *testing.T) {
+	brokers := cluster(t, "in", 1)
+	produce(t, brokers, "in", rec(0, "a", 1000))
+	h := newHarness(t, brokers, "in", func(o *SourceOptions[event]) {
+		o.Watermarks = func() watermark.Generator[event] { return watermark.BoundedOutOfOrderness[event](10) }
+		o.Decode = func(r *Record) (event, etime.Time, error) {
+			return event{TS: etime.Time(r.Offset)}, etime.Time(r.Offset), nil
+		}
+	})
+	h.readUntil(10*time.Millisecond, "the first record", func() bool { return len(h.o.recs) == 1 })
+	h.r.out = nowhere{}
+	kr := &kgo.Record{Topic: "in", Value: []byte("a,1"), Offset: 1}
+	now := h.clk.Now()
+	if a := testing.AllocsPerRun(1000, func() {
+		if !h.r.emit(kr, now) {
+			t.Fatal("not emitted")
+		}
+		kr.Offset++
+	}); a > 0 {
+		t.Fatalf("%v allocations per record", a)
+	}
+}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/weirstream/weir/connector/kafkaio"
 	"github.com/weirstream/weir/connector/sqliteio"
 	"github.com/weirstream/weir/etime"
 	"github.com/weirstream/weir/internal/archive"
@@ -54,7 +55,7 @@ func openArchiveStore(p *spec.Plan, o BackfillOptions, wm etime.Time) (*archiveS
 	var pub publisher
 	switch {
 	case r.Type == "kafka":
-		cl, err := kgo.NewClient(append(outfmt.KafkaOpts(r.TLS, r.SASL), kgo.SeedBrokers(r.Brokers...), kgo.DefaultProduceTopic(r.Topic),
+		cl, err := kgo.NewClient(append(kafkaio.AuthFrom(spec.SinkSettings(r), ""), kgo.SeedBrokers(r.Brokers...), kgo.DefaultProduceTopic(r.Topic),
 			kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(0))...)
 		if err != nil {
 			return nil, fmt.Errorf("sinks.results: %w", err)

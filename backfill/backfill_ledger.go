@@ -16,7 +16,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/weirstream/weir/connector/kafkaio"
-	"github.com/weirstream/weir/internal/outfmt"
 	"github.com/weirstream/weir/job"
 	"github.com/weirstream/weir/spec"
 
@@ -193,7 +192,7 @@ func (k *kafkaLedger) scan(_ *ledgerCut, fn func(ledger.Entry) error) ([]string,
 		}
 		e.Kind, e.Reason, e.ArrivedAt = "late", k.topics[r.Topic], r.Timestamp.UnixMilli()
 		ferr = fn(e)
-	}, outfmt.KafkaOpts(k.sink.TLS, k.sink.SASL)...)
+	}, kafkaio.AuthFrom(spec.SinkSettings(k.sink), "")...)
 	return bad, errors.Join(err, ferr)
 }
 

@@ -366,7 +366,7 @@ func latestResults(p *spec.Plan, dir string) (map[string][]string, error) {
 			if ferr == nil {
 				ferr = f.add(rec.Value)
 			}
-		}, outfmt.KafkaOpts(r.TLS, r.SASL)...)
+		}, kafkaio.AuthFrom(spec.SinkSettings(r), "")...)
 		return f.got, errors.Join(err, ferr)
 	}
 	results := job.RunOptions{Dir: dir}.Path(r.Path)

@@ -67,6 +67,11 @@ type SourceOpen struct {
 	// Clock is processing time, which paces a generator and tells start:
 	// now.
 	Clock clock.Clock
+	// MaxFuture is how far ahead of Clock an event time may be: the job
+	// makes a record dated further ahead a dead letter (timestamp_future),
+	// and a kind that stamps its lines itself (Splits) checks their times
+	// against it (0: the job does not check).
+	MaxFuture etime.Duration
 	// Logger receives the source's log (partition status changes).
 	Logger *slog.Logger
 	// Splits are how a kind that reads several inputs per channel
@@ -93,13 +98,11 @@ type SplitOptions struct {
 	// Interval is the periodic emission's; IdleTimeout marks a caught-up
 	// split idle (negative: never); BacklogEvery emits by record count
 	// during a backlog (negative: periodic only); MaxDrift pauses splits
-	// ahead of the slowest by more (0: off); MaxFuture dead-letters
-	// records further ahead of processing time (0: off).
+	// ahead of the slowest by more (0: off).
 	Interval     time.Duration
 	IdleTimeout  time.Duration
 	BacklogEvery int
 	MaxDrift     etime.Duration
-	MaxFuture    etime.Duration
 }
 
 // OpenedSource is a source a kind opened: its Lines and its name in

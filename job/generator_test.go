@@ -131,7 +131,7 @@ func TestGeneratorPacedByJobClock(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = Open(p, RunOptions{Dir: t.TempDir(), Deterministic: true, Now: jobtest.TestNow})
-	if want := "source.generator: a --deterministic run's clock stands still, so the generator reads unpaced, and start: now puts the last records up to 10s ahead of the clock, beyond source.timestamp.max_future (500ms)"; err == nil || !strings.HasPrefix(err.Error(), want) {
+	if want := "source.generator: read unpaced (a --deterministic run's clock stands still), start: now puts the last records up to 10s ahead of the clock, beyond source.timestamp.max_future (500ms)"; err == nil || !strings.HasPrefix(err.Error(), want) {
 		t.Fatalf("deterministic with start: now: %v, want %s...", err, want)
 	}
 }

@@ -34,13 +34,11 @@ func OpenSource(ctx context.Context, p *spec.Plan, o RunOptions, h SourceHooks) 
 	if !ok || k.Source == nil || k.Source.Open == nil {
 		return connector.OpenedSource{}, nil, fmt.Errorf("source.type: %q is no source kind this weir can open", typ)
 	}
-	if o.Deterministic {
-		if err := p.UnpacedNow(); err != nil {
-			return connector.OpenedSource{}, nil, fmt.Errorf("source.generator: a --deterministic run's clock stands still, so the generator reads unpaced, and start: now %w; run without --deterministic, or shorten duration, or raise max_future", err)
-		}
-	}
 	so := connector.SourceOpen{Settings: spec.SourceSettings(p), Path: o.Path, Stdin: o.Stdin, Channels: p.Channels, CSV: p.Format == spec.FormatCSV,
 		Strict: o.Deterministic, Unpaced: o.Deterministic || h.Unpaced, Start: p.Start, Final: h.Final, Stop: h.Stop, Clock: h.Clock, Logger: o.Logger}
+	if p.Checks && p.Time == spec.EventTime {
+		so.MaxFuture = p.MaxFuture
+	}
 	if k.Source.Splits {
 		so.Splits = h.Splits
 	}
@@ -81,9 +79,6 @@ func (j *Job) sourceRecords(env *weir.Env, o RunOptions) (weir.Stream[record.Rec
 			}
 			return r.TS, nil
 		}}
-	if p.TSFromSource() && p.Checks {
-		h.Splits.MaxFuture = p.MaxFuture
-	}
 	src, kind, err := OpenSource(context.Background(), p, o, h)
 	if err != nil {
 		return weir.Stream[record.Record]{}, err

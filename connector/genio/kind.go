@@ -65,6 +65,11 @@ func open(_ context.Context, so connector.SourceOpen) (connector.OpenedSource, e
 	o.Final, o.Stop, o.Clock = so.Final, so.Stop, so.Clock
 	if so.Unpaced {
 		o.Pace = Unpaced
+		// Records that start now come faster than the clock runs: the
+		// last are the span of event time they cover ahead of it.
+		if span := etime.FromDuration(time.Duration(float64(o.Records) / o.Rate * float64(time.Second))); o.StartNow && so.MaxFuture > 0 && o.Rate > 0 && span > so.MaxFuture {
+			return connector.OpenedSource{}, fmt.Errorf("source.generator: read unpaced (a --deterministic run's clock stands still), start: now puts the last records up to %v ahead of the clock, beyond source.timestamp.max_future (%v): they would be dead letters (timestamp_future); pace the generator by a running clock, or shorten duration, or raise max_future", span.Std(), so.MaxFuture.Std())
+		}
 	}
 	src, err := New(o)
 	return connector.OpenedSource{Source: src, Name: "generator"}, err

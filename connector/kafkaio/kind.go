@@ -49,8 +49,8 @@ func openSource(_ context.Context, so connector.SourceOpen) (connector.OpenedSou
 	channels := max(so.Channels, 1)
 	o := SourceOptions[connector.Line]{Brokers: s.Strings("kafka.brokers"), Topic: s.String("kafka.topic"), Group: s.String("kafka.group"),
 		Start: Start{Kind: StartEarliest}, WatermarkInterval: w.Interval, IdleTimeout: w.IdleTimeout, BacklogEvery: w.BacklogEvery,
-		MaxDrift: w.MaxDrift, MaxFuture: w.MaxFuture, StopAtEnd: s.Bool("kafka.stop_at_end"), Clock: so.Clock, Logger: so.Logger,
-		ClientOptions: Auth(s.Bool("kafka.tls"), s.String("kafka.sasl.mechanism"), s.String("kafka.sasl.user"), s.String("kafka.sasl.password")),
+		MaxDrift: w.MaxDrift, MaxFuture: so.MaxFuture, StopAtEnd: s.Bool("kafka.stop_at_end"), Clock: so.Clock, Logger: so.Logger,
+		ClientOptions: AuthFrom(s, "kafka."),
 		Decode: func(r *Record) (connector.Line, etime.Time, error) {
 			l := r.Line()
 			l.Channel = int(r.Partition) % channels

@@ -33,6 +33,13 @@ func Auth(useTLS bool, mechanism, user, password string) []kgo.Opt {
 	return opts
 }
 
+// AuthFrom are the client options of the TLS and SASL settings of a
+// source or sink block (tls, sasl.mechanism, sasl.user, sasl.password),
+// under prefix ("kafka." for a source, "" for a sink).
+func AuthFrom(s connector.Settings, prefix string) []kgo.Opt {
+	return Auth(s.Bool(prefix+"tls"), s.String(prefix+"sasl.mechanism"), s.String(prefix+"sasl.user"), s.String(prefix+"sasl.password"))
+}
+
 // ResultsTxnID is the transactional id of a job spec's kafka results
 // sink: stable across restarts, unique to the job's name.
 func ResultsTxnID(job string) string {
@@ -46,7 +53,7 @@ func ResultsTxnID(job string) string {
 // with settings s, of job.
 func SpecSinkOptions(s connector.Settings, job string) SinkOptions {
 	return SinkOptions{Brokers: s.Strings("brokers"), TransactionalID: ResultsTxnID(job), MarkerTopic: s.String("marker_topic"),
-		ClientOptions: Auth(s.Bool("tls"), s.String("sasl.mechanism"), s.String("sasl.user"), s.String("sasl.password"))}
+		ClientOptions: AuthFrom(s, "")}
 }
 
 // openMessages opens a kafka sink of a job spec. The results sink is a

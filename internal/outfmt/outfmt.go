@@ -17,7 +17,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/connector"
-	"github.com/weirstream/weir/connector/kafkaio"
 	"github.com/weirstream/weir/connector/pgio"
 	"github.com/weirstream/weir/internal/record"
 	"github.com/weirstream/weir/spec"
@@ -53,14 +52,6 @@ func PgKeyText(v []byte) (string, error) {
 		return "", err
 	}
 	return x.(string), nil
-}
-
-// KafkaOpts are the client options of TLS and SASL settings.
-func KafkaOpts(useTLS bool, s *spec.SASL) []kgo.Opt {
-	if s == nil {
-		s = &spec.SASL{}
-	}
-	return kafkaio.Auth(useTLS, s.Mechanism, s.User, s.Password)
 }
 
 // ResultHeaders are the headers of a result record in Kafka: its firing

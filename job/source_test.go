@@ -19,11 +19,13 @@ var memInputs sync.Map // string → []string
 
 func init() {
 	connector.Default.MustRegister(connector.Kind{Name: "memsource", Doc: "reads lines from memory (job tests)",
-		Source: &connector.SourceKind{Fields: []connector.Field{{Name: "path", Required: true, Doc: "the input's name"}},
+		// Its settings are its own (Source.Extra): no field of the spec
+		// holds them.
+		Source: &connector.SourceKind{Fields: []connector.Field{{Name: "mem.input", Required: true, Doc: "the input's name"}},
 			Open: func(_ context.Context, so connector.SourceOpen) (connector.OpenedSource, error) {
-				v, ok := memInputs.Load(so.Settings.String("path"))
+				v, ok := memInputs.Load(so.Settings.String("mem.input"))
 				if !ok {
-					return connector.OpenedSource{}, fmt.Errorf("memsource: no input %q", so.Settings.String("path"))
+					return connector.OpenedSource{}, fmt.Errorf("memsource: no input %q", so.Settings.String("mem.input"))
 				}
 				return connector.OpenedSource{Source: memSource(v.([]string)), Name: "mem", Bounded: true}, nil
 			}}})
@@ -59,9 +61,9 @@ func (r *memReader) Read(_ context.Context, out connector.Output[connector.Line]
 func (r *memReader) Close() error { return nil }
 
 // TestRegisteredSourceKind runs a job whose source is a kind registered
-// by this test alone, which the runner and the spec never heard of: its
-// results, dead letters and summary are those of the same lines read
-// from a file.
+// by this test alone, with a setting of its own, which the runner and
+// the spec never heard of: its results, dead letters and summary are
+// those of the same lines read from a file.
 func TestRegisteredSourceKind(t *testing.T) {
 	lines := []string{
 		`{"user_id":"a","amount":1,"ts":1767225600000}`,
@@ -74,7 +76,7 @@ func TestRegisteredSourceKind(t *testing.T) {
 	memInputs.Store("orders", lines)
 	const job = `
 name: mem
-source: {type: %s, path: %s}
+source: {type: %s, %s}
 watermark: {max_out_of_orderness: 1s}
 key: [user_id]
 window: {type: tumbling, size: 10s}
@@ -92,8 +94,8 @@ sinks:
 		}
 		return string(b)
 	}
-	memDir, memSum := runSpec(t, fmt.Sprintf(job, "memsource", "orders"), nil, RunOptions{Deterministic: true})
-	fileDir, fileSum := runSpec(t, fmt.Sprintf(job, "file", "in.jsonl"), map[string]string{"in.jsonl": strings.Join(lines, "\n") + "\n"}, RunOptions{Deterministic: true})
+	memDir, memSum := runSpec(t, fmt.Sprintf(job, "memsource", "mem: {input: orders}"), nil, RunOptions{Deterministic: true})
+	fileDir, fileSum := runSpec(t, fmt.Sprintf(job, "file", "path: in.jsonl"), map[string]string{"in.jsonl": strings.Join(lines, "\n") + "\n"}, RunOptions{Deterministic: true})
 	if !bytes.Equal(memSum.JSON(), fileSum.JSON()) {
 		t.Errorf("summaries differ:\nmemsource %s\nfile      %s", memSum.JSON(), fileSum.JSON())
 	}

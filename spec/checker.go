@@ -19,18 +19,30 @@ type checker struct {
 	v    reflect.Value
 }
 
-// field is the named setting (dotted names walk nested structs); the
-// zero Value when it, or a block on its way, is unset.
+// field is the named setting (dotted names walk nested structs, and the
+// mappings of a kind's own settings); the zero Value when it, or a block
+// on its way, is unset.
 func (k checker) field(name string) reflect.Value {
 	v := k.v
 	for part := range strings.SplitSeq(name, ".") {
-		for v.Kind() == reflect.Pointer {
+		for v.Kind() == reflect.Pointer || v.Kind() == reflect.Interface {
 			if v.IsNil() {
 				return reflect.Value{}
 			}
 			v = v.Elem()
 		}
-		if v.Kind() != reflect.Struct {
+		switch v.Kind() {
+		case reflect.Map: // a block of a kind's own settings, as YAML gave it
+			if v.Type().Key().Kind() != reflect.String {
+				return reflect.Value{}
+			}
+			v = v.MapIndex(reflect.ValueOf(part).Convert(v.Type().Key()))
+			if !v.IsValid() {
+				return reflect.Value{}
+			}
+			continue
+		case reflect.Struct:
+		default:
 			return reflect.Value{}
 		}
 		next := reflect.Value{}
@@ -41,15 +53,17 @@ func (k checker) field(name string) reflect.Value {
 			}
 		}
 		if !next.IsValid() {
-			// A setting of the kind alone (Sink.Extra).
-			if k, ok := sinkOf(v); ok && part == name {
-				if x, ok := k.Extra[name]; ok && x != nil {
-					return reflect.ValueOf(x)
-				}
+			// A setting of the kind alone (Source.Extra, Sink.Extra).
+			x, ok := extrasOf(v)
+			if !ok || x.get(part) == nil {
+				return reflect.Value{}
 			}
-			return reflect.Value{}
+			next = reflect.ValueOf(x.get(part))
 		}
 		v = next
+	}
+	for v.Kind() == reflect.Interface && !v.IsNil() {
+		v = v.Elem()
 	}
 	return v
 }
@@ -164,40 +178,42 @@ func (k checker) Default(field, value string) {
 		v.SetString(value)
 		return
 	}
-	if s, ok := k.extraSink(field); ok && s.Extra[field] == nil {
-		// A setting of the kind alone (Sink.Extra).
-		if s.Extra == nil {
-			s.Extra = map[string]any{}
-		}
-		s.Extra[field] = value
+	if x, ok := k.extra(field); ok && !strings.Contains(field, ".") && x.get(field) == nil {
+		x.set(field, value, [2]int{})
 	}
 }
 
-// extraSink is the sink whose settings k reads, when field is none of
-// its Sink fields (a setting of its kind alone, kept in Sink.Extra).
-func (k checker) extraSink(field string) (*Sink, bool) {
-	s, ok := sinkOf(k.v)
-	if !ok || strings.Contains(field, ".") || IsSinkField(field) {
-		return nil, false
+// extra is the extras of the source or sink whose settings k reads, when
+// field is none of its spec fields (a setting of its kind alone).
+func (k checker) extra(field string) (extras, bool) {
+	v := k.v
+	for v.Kind() == reflect.Pointer && !v.IsNil() {
+		v = v.Elem()
 	}
-	return s, true
+	x, ok := extrasOf(v)
+	if !ok || !x.holds(field) {
+		return extras{}, false
+	}
+	return x, true
 }
 
 // IsSinkField reports whether name is a field of the spec's Sink (a
 // setting of the built-in kinds), not a kind's own (Sink.Extra).
 func IsSinkField(name string) bool { return slices.Contains(sinkFields, name) }
 
-// sinkFields are the YAML names of the spec's Sink fields.
-var sinkFields = func() []string {
+// sinkFields and sourceFields are the YAML names of the spec's Sink and
+// Source fields.
+var sinkFields, sourceFields = fieldNames(reflect.TypeFor[Sink]()), fieldNames(reflect.TypeFor[Source]())
+
+func fieldNames(t reflect.Type) []string {
 	var names []string
-	t := reflect.TypeFor[Sink]()
 	for i := range t.NumField() {
 		if n := yamlName(t.Field(i)); n != "" && n != "-" {
 			names = append(names, n)
 		}
 	}
 	return names
-}()
+}
 
 func (k checker) Report(field, msg, fix string) { k.c.add(k.at(field), msg, fix) }
 
@@ -221,7 +237,7 @@ func (k checker) Positive(field, what string) {
 		}
 		k.c.positive(k.at(field), &d, what)
 	default:
-		if _, ok := k.extraSink(field); ok {
+		if _, ok := k.extra(field); ok {
 			k.c.add(k.at(field), fmt.Sprintf("want a duration, got %v", x), durationFix)
 		}
 	}

@@ -268,30 +268,46 @@ func (c *compiler) settings(path string, k *Sink, kind connector.Kind) {
 	}
 }
 
-// extra refuses the settings of sink k that no Sink field holds and its
-// kind (known: a sink kind was found) does not take, as Load refuses
-// other unknown fields: at their line, with a did-you-mean among the
-// settings a sink may have. They go to c.unknown, which Compile reports
-// first, in document order, where Load would have.
-func (c *compiler) extra(path string, k *Sink, kind connector.Kind, known bool) {
-	if len(k.Extra) == 0 {
+// extra refuses the settings of the source or a sink (source) at path
+// that no spec field holds (x) and its kind (known: a kind of the role
+// was found) does not take, as Load refuses other unknown fields: at
+// their line, with a did-you-mean among the settings the block may have.
+// A kind takes a block of its own settings (mykind.url) when it takes
+// a setting in it. They go to c.unknown, which Compile reports first, in
+// document order, where Load would have.
+func (c *compiler) extra(path string, x extras, source bool, kind connector.Kind, known bool) {
+	if len(*x.m) == 0 {
 		return
 	}
 	// The suggestions: the kind's settings when it is known (a setting of
-	// another kind would be refused next), else every sink's.
-	names := slices.Clone(sinkFields)
+	// another kind would be refused next), else every block's; a source
+	// has the fields of every source beside its kind's (timestamp).
+	names := slices.Clone(x.fields)
 	if known {
-		names = []string{"type"}
-		for _, f := range kind.Fields(false) {
-			names = append(names, f.Name)
+		if !source {
+			names = []string{"type"}
+		}
+		for _, f := range kind.Fields(source) {
+			name := f.Name
+			if source {
+				name, _, _ = strings.Cut(name, ".") // a block is a field of the source
+			}
+			names = append(names, name)
 		}
 		slices.Sort(names)
+		names = slices.Compact(names)
 	}
-	for name := range k.Extra {
-		if known && kind.Takes(false, name) {
+	takes := func(name string) bool {
+		return known && slices.ContainsFunc(kind.Fields(source), func(f connector.Field) bool {
+			return f.Name == name || strings.HasPrefix(f.Name, name+".")
+		})
+	}
+	for name := range *x.m {
+		if takes(name) {
 			continue
 		}
-		c.unknown = append(c.unknown, FieldError{Path: path + "." + name, Line: k.ExtraAt[name][0], Column: k.ExtraAt[name][1], Msg: fmt.Sprintf("unknown field %q", name), Fix: suggest(name, names)})
+		at := (*x.at)[name]
+		c.unknown = append(c.unknown, FieldError{Path: path + "." + name, Line: at[0], Column: at[1], Msg: fmt.Sprintf("unknown field %q", name), Fix: suggest(name, names)})
 	}
 }
 
@@ -300,14 +316,19 @@ func (c *compiler) add(path, msg, fix string) {
 }
 
 // required reports each required field of a kind (connector.Field) that
-// the settings at ck lack, unless the kind's Check reported it already.
-func (c *compiler) required(ck checker, typ string, fields []connector.Field) {
+// the settings at ck (of a source, or a sink) lack, unless the kind's
+// Check reported it already.
+func (c *compiler) required(ck checker, typ string, source bool, fields []connector.Field) {
+	role := "sink"
+	if source {
+		role = "source"
+	}
 	for _, f := range fields {
 		at := ck.at(f.Name)
 		if !f.Required || ck.Set(f.Name) || slices.ContainsFunc(c.errs, func(e FieldError) bool { return e.Path == at }) {
 			continue
 		}
-		c.add(at, "missing", fmt.Sprintf("a %s sink needs %s: %s", typ, f.Name, f.Doc))
+		c.add(at, "missing", fmt.Sprintf("a %s %s needs %s: %s", typ, role, f.Name, f.Doc))
 	}
 }
 
@@ -455,10 +476,17 @@ func (c *compiler) compile() {
 	}
 }
 
+// blockKinds are the source kinds whose settings the spec holds in a
+// block of its fields (source.kafka, source.nats).
+var blockKinds = []string{"kafka", "nats"}
+
 func (c *compiler) source() {
 	s, p := &c.s.Source, c.p
 	typ := s.Type
 	c.kind("source.type", typ, c.reg.Sources())
+	kind, known := c.reg.Lookup(typ)
+	known = known && kind.Source != nil
+	c.extra("source", extras{&s.Extra, &s.ExtraAt, sourceFields}, true, kind, known)
 	c.kafkaSource(typ)
 	c.natsSource(typ)
 	switch typ {
@@ -522,6 +550,16 @@ func (c *compiler) source() {
 		if p.TSField != "ts" || p.TSUnit != UnitMillis {
 			c.add("source.timestamp", "the generator writes its timestamps to field ts in milliseconds", "remove field and unit, or use field: ts, unit: ms")
 		}
+	}
+	if known && !slices.Contains(blockKinds, typ) {
+		// A kind whose settings sit beside type (or in a block of its
+		// own, kept in Source.Extra): it checks them here; the kinds
+		// of blockKinds check theirs with their block (sourceBlock).
+		ck := checker{c: c, path: "source", v: reflect.ValueOf(s).Elem()}
+		if kind.Source.Check != nil {
+			kind.Source.Check(ck)
+		}
+		c.required(ck, typ, true, kind.Source.Fields)
 	}
 }
 
@@ -1000,7 +1038,7 @@ func (c *compiler) sinks() {
 		// A sink kind known for another output is still checked, so that
 		// every problem is reported at once.
 		kind, ok := c.reg.Lookup(k.Type)
-		c.extra(path, k, kind, ok && kind.Sink != nil)
+		c.extra(path, extras{&k.Extra, &k.ExtraAt, sinkFields}, false, kind, ok && kind.Sink != nil)
 		if !ok || kind.Sink == nil {
 			return
 		}
@@ -1009,7 +1047,7 @@ func (c *compiler) sinks() {
 		if kind.Sink.Check != nil {
 			kind.Sink.Check(ck, output)
 		}
-		c.required(ck, k.Type, kind.Sink.Fields)
+		c.required(ck, k.Type, false, kind.Sink.Fields)
 		// A sink that writes a file must not write another's, or the input.
 		if kind.Takes(false, "path") && k.Path != "" {
 			if other, dup := paths[filepath.Clean(k.Path)]; dup {

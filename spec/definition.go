@@ -253,10 +253,17 @@ func flatten(v reflect.Value, path string, set, legacy bool, emit func(string, a
 			}
 			flatten(v.Field(i), join(name), false, legacy, emit)
 		}
-		if k, ok := v.Interface().(Sink); ok && !legacy {
+		var extra map[string]any
+		switch k := v.Interface().(type) {
+		case Sink:
+			extra = k.Extra
+		case Source:
+			extra = k.Extra
+		}
+		if !legacy {
 			// A kind's own settings, by their names as the spec gave them.
-			for _, name := range slices.Sorted(maps.Keys(k.Extra)) {
-				emit(join(name), k.Extra[name])
+			for _, name := range slices.Sorted(maps.Keys(extra)) {
+				emit(join(name), extra[name])
 			}
 		}
 	case reflect.Slice:

@@ -303,31 +303,68 @@ func (w *walker) fields(v reflect.Value, n *yaml.Node, path string, depth int) {
 			w.value(v.Field(f), val, p, depth+1)
 			continue
 		}
-		if k, ok := sinkOf(v); ok && key.Value != "" && key.Value != "-" {
-			// A setting of the sink's kind alone, perhaps: Compile,
-			// which knows the kinds, checks it.
-			var x any
-			if err := val.Decode(&x); err != nil {
+		if x, ok := extrasOf(v); ok && key.Value != "" && key.Value != "-" {
+			// A setting of the source's or sink's kind alone, perhaps:
+			// Compile, which knows the kinds, checks it.
+			var val2 any
+			if err := val.Decode(&val2); err != nil {
 				w.errs = append(w.errs, FieldError{Path: p, Line: val.Line, Column: val.Column, Msg: err.Error()})
 				continue
 			}
-			if k.Extra == nil {
-				k.Extra, k.ExtraAt = map[string]any{}, map[string][2]int{}
-			}
-			k.Extra[key.Value], k.ExtraAt[key.Value] = x, [2]int{line, key.Column}
+			x.set(key.Value, val2, [2]int{line, key.Column})
 			continue
 		}
 		w.errs = append(w.errs, FieldError{Path: p, Line: line, Column: key.Column, Msg: fmt.Sprintf("unknown field %q", key.Value), Fix: suggest(key.Value, names)})
 	}
 }
 
-// sinkOf is v as a sink whose settings are being read, if it is one.
-func sinkOf(v reflect.Value) (*Sink, bool) {
+// extras are the settings of a source's or sink's kind alone
+// (Source.Extra, Sink.Extra), with the names of the spec's own fields
+// of that block, which are not among them.
+type extras struct {
+	m      *map[string]any
+	at     *map[string][2]int
+	fields []string
+}
+
+// extrasOf is the extras of v when v is a source or sink whose settings
+// are being read.
+func extrasOf(v reflect.Value) (extras, bool) {
 	if !v.CanAddr() {
-		return nil, false
+		return extras{}, false
 	}
-	k, ok := v.Addr().Interface().(*Sink)
-	return k, ok
+	switch k := v.Addr().Interface().(type) {
+	case *Sink:
+		return extras{&k.Extra, &k.ExtraAt, sinkFields}, true
+	case *Source:
+		return extras{&k.Extra, &k.ExtraAt, sourceFields}, true
+	}
+	return extras{}, false
+}
+
+// get is the extra setting name (nil: unset).
+func (x extras) get(name string) any { return (*x.m)[name] }
+
+// set sets the extra setting name, given at line and column at (zero:
+// a default).
+func (x extras) set(name string, v any, at [2]int) {
+	if *x.m == nil {
+		*x.m = map[string]any{}
+	}
+	(*x.m)[name] = v
+	if at != [2]int{} {
+		if *x.at == nil {
+			*x.at = map[string][2]int{}
+		}
+		(*x.at)[name] = at
+	}
+}
+
+// holds reports whether name (the first part of a dotted one) is an
+// extra setting, not one of the block's spec fields.
+func (x extras) holds(name string) bool {
+	first, _, _ := strings.Cut(name, ".")
+	return !slices.Contains(x.fields, first)
 }
 
 // suggest is the Fix for unknown field name: the closest known field within

@@ -2,6 +2,7 @@ package spec
 
 import (
 	"errors"
+	"fmt"
 	"reflect"
 	"slices"
 	"strings"
@@ -311,5 +312,56 @@ sinks:
   results: {type: box, path: b.out}
 `), reg); err != nil && strings.Contains(err.Error(), "sinks.results.path") {
 		t.Fatalf("a box sink with its path: %v", err)
+	}
+}
+
+// TestSourceKindOwnSettings: a registered source kind takes settings no
+// Source field holds, beside type or in a block of its own (Source.Extra):
+// its Check reads them through connector.Settings and may default them,
+// the runner reads them through SourceSettings, a required one left out
+// is reported, and one the kind does not take is an unknown field at its
+// line with a did-you-mean among the kind's settings.
+func TestSourceKindOwnSettings(t *testing.T) {
+	r := connector.NewRegistry()
+	var got []any
+	r.MustRegister(connector.Kind{Name: "queue", Doc: "a queue", Source: &connector.SourceKind{
+		Fields: []connector.Field{{Name: "queue_url", Required: true, Doc: "the queue's address"}, {Name: "queue.batch", Doc: "messages per read"},
+			{Name: "queue.wait", Doc: "the longest wait"}, {Name: "queue.tags", Doc: "tags"}, {Name: "region", Doc: "the region"}},
+		Check: func(c connector.Checker) {
+			c.Default("region", "eu")
+			c.Positive("queue.wait", "the wait")
+			d, ok := c.Duration("queue.wait")
+			got = append(got, c.String("queue_url"), c.Int("queue.batch"), d, ok, c.Strings("queue.tags"), c.String("region"))
+			if c.Int("queue.batch") > 100 {
+				c.Report("queue.batch", "too large", "use at most 100")
+			}
+		}}},
+		connector.Kind{Name: "jsonl", Doc: "lines", Sink: &connector.SinkKind{Roles: connector.AllRoles, Fields: []connector.Field{{Name: "path", Doc: "the file"}}}})
+	job := "name: j\nsource:\n  type: queue\n%s\nwatermark: {max_out_of_orderness: 1s}\nkey: k\nwindow: {type: tumbling, size: 1m}\naggregate: [{fn: count, name: n}]\nsinks: {results: {type: jsonl, path: out.jsonl}}\n"
+	p, err := ParseWith(fmt.Appendf(nil, job, "  queue_url: q://a\n  queue: {batch: 10, wait: 2s, tags: [x, y]}"), r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []any{"q://a", 10, 2 * time.Second, true, []string{"x", "y"}, "eu"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("the kind's Check read %v, want %v", got, want)
+	}
+	s := SourceSettings(p)
+	if s.String("queue_url") != "q://a" || s.Int("queue.batch") != 10 || s.String("region") != "eu" || s.String("type") != "queue" {
+		t.Errorf("the runner reads queue_url %q, queue.batch %d, region %q", s.String("queue_url"), s.Int("queue.batch"), s.String("region"))
+	}
+	var es Errors
+	for _, c := range []struct{ settings, path, msg, fix string }{
+		{"  queue: {batch: 10}", "source.queue_url", "missing", "a queue source needs queue_url: the queue's address"},
+		{"  queue_url: q://a\n  queue_ulr: q://b", "source.queue_ulr", `unknown field "queue_ulr"`, DidYouMean("queue_url")},
+		{"  queue_url: q://a\n  queue: {batch: 500}", "source.queue.batch", "too large", "use at most 100"},
+		{"  queue_url: q://a\n  queue: {wait: 5x}", "source.queue.wait", "5x", ""},
+	} {
+		_, err := ParseWith(fmt.Appendf(nil, job, c.settings), r)
+		if !errors.As(err, &es) || len(es) != 1 || es[0].Path != c.path || !strings.Contains(es[0].Msg, c.msg) || c.fix != "" && es[0].Fix != c.fix {
+			t.Errorf("%q: %v, want %s: %s (%s)", c.settings, err, c.path, c.msg, c.fix)
+		}
+	}
+	if _, err := ParseWith(fmt.Appendf(nil, job, "  queue_url: q://a\n  queue_ulr: q://b"), r); !errors.As(err, &es) || es[0].Line != 5 {
+		t.Errorf("the unknown setting's line: %v, want line 5", err)
 	}
 }

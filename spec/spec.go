@@ -180,6 +180,13 @@ type Source struct {
 	Kafka *KafkaSource `yaml:"kafka"`
 	// NATS configures type nats.
 	NATS *NATSSource `yaml:"nats"`
+	// Extra are the settings of a registered kind's own that no field
+	// above holds, as Sink.Extra are a sink's: a new source kind takes
+	// settings without a field here (source: {type: mykind, url: ...},
+	// or a block of its own, mykind.url). Compile refuses those the
+	// source's kind does not take, as unknown fields.
+	Extra   map[string]any    `yaml:"-" json:",omitempty"`
+	ExtraAt map[string][2]int `yaml:"-" json:"-"`
 }
 
 // NATSSource reads a NATS JetStream stream in stream order (an ordered

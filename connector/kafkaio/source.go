@@ -290,7 +290,7 @@ type partition[T any] struct {
 	next int64 // the offset of the next record to emit; -1 before start
 	gen  watermark.Generator[T]
 	out  watermark.Output // a partOut
-	wm   etime.Time // the generator's last watermark
+	wm   etime.Time       // the generator's last watermark
 	// records since the generator's last backlog emission (W10)
 	sinceEmit int
 

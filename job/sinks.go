@@ -314,30 +314,40 @@ func (j *Job) openResults(op *spec.SinkOp, open func(*spec.SinkOp, connector.Sin
 
 // startTable begins the run in the table of sink name (given in the spec
 // at what): at a fresh start, and for a sink a resumed job added
-// (startsFresh), it removes the job's rows, as a fresh start truncates the
-// job's files, or, when the run appends (RunOptions.Append), notes the
-// highest run they hold, which the new run's id goes above. Other jobs'
-// rows stay.
-func (j *Job) startTable(name, what, table string, maxRun, reset func() (int64, error)) error {
+// (startsFresh), it returns begin, which removes the job's rows, as a
+// fresh start truncates the job's files; or, when the run appends
+// (RunOptions.Append), it notes the highest run they hold, which the new
+// run's id goes above. Other jobs' rows stay. The rows are removed only
+// when the run first writes or commits to the table (tableResults.start),
+// so that a run that fails before (an unreachable input) removes nothing;
+// the removal is warned about.
+func (j *Job) startTable(name, what, table string, maxRun, reset func() (int64, error)) (begin func() error, err error) {
 	if !j.startsFresh(name) {
-		return nil
+		return nil, nil
 	}
 	if j.appendRuns {
 		last, err := maxRun()
 		if err != nil {
-			return fmt.Errorf("%s: %w", what, err)
+			return nil, fmt.Errorf("%s: %w", what, err)
 		}
 		j.noteRun(last)
+		return nil, nil
+	}
+	return func() error {
+		n, err := reset()
+		if err != nil {
+			return fmt.Errorf("%s: starting the job's rows over for a new run: %w", what, err)
+		}
+		if n > 0 {
+			msg := fmt.Sprintf("%s: a new run of job %q: removed its %d rows of earlier runs from table %s (--append keeps them; a resume from a checkpoint keeps what it covers)", what, j.plan.Name, n, table)
+			if j.warn != nil {
+				j.warn(msg)
+			} else {
+				j.env.Options().Logger.Warn(msg)
+			}
+		}
 		return nil
-	}
-	n, err := reset()
-	if err != nil {
-		return fmt.Errorf("%s: starting the job's rows over for a new run: %w", what, err)
-	}
-	if n > 0 {
-		j.env.Options().Logger.Info("a new run: removed the job's rows of earlier runs (--append keeps them)", "sink", what, "table", table, "rows", n)
-	}
-	return nil
+	}, nil
 }
 
 // noteRun raises the id of a run being started above last, a run the
@@ -360,6 +370,9 @@ type tableResults struct {
 	rows       [1]connector.Row
 	batch      int // rows per transaction (batchRows)
 	pending    int // rows written since the last Flush
+	// begin, until the first write or commit calls it, begins a fresh
+	// run in the table (startTable).
+	begin func() error
 }
 
 // openTableResults opens results sink op through its kind's open
@@ -381,14 +394,28 @@ func (j *Job) openTableResults(op *spec.SinkOp, open func(context.Context, conne
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", op.Path, err)
 	}
-	if err := j.startTable(op.Name, op.Path, cmp.Or(r.Table, "results"), func() (int64, error) { return s.MaxRun(j.sinkCtx) }, func() (int64, error) { return s.Reset(j.sinkCtx) }); err != nil {
+	begin, err := j.startTable(op.Name, op.Path, cmp.Or(r.Table, "results"), func() (int64, error) { return s.MaxRun(j.sinkCtx) }, func() (int64, error) { return s.Reset(j.sinkCtx) })
+	if err != nil {
 		// After an error a sink is only closed.
 		return nil, errors.Join(err, s.Close())
 	}
-	return &tableResults{s: s, j: j, keys: j.plan.Key, vals: vals, batch: batchRows(r)}, nil
+	return &tableResults{s: s, j: j, keys: j.plan.Key, vals: vals, batch: batchRows(r), begin: begin}, nil
+}
+
+// start begins the run in the table (startTable's begin) before the
+// first write or commit.
+func (w *tableResults) start() error {
+	if b := w.begin; b != nil {
+		w.begin = nil
+		return b()
+	}
+	return nil
 }
 
 func (w *tableResults) write(r window.Result[string, []byte]) error {
+	if err := w.start(); err != nil {
+		return err
+	}
 	row := &w.rows[0]
 	row.Keys, row.Values = row.Keys[:0], row.Values[:0]
 	row.Start, row.End = tableWindow(r.Window)
@@ -410,6 +437,9 @@ func (w *tableResults) write(r window.Result[string, []byte]) error {
 }
 
 func (w *tableResults) commit() error {
+	if err := w.start(); err != nil {
+		return err
+	}
 	if err := w.s.Flush(context.Background()); err != nil {
 		return err
 	}

@@ -3,6 +3,8 @@ package job
 import (
 	"bytes"
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -27,8 +29,19 @@ func init() {
 				if !ok {
 					return connector.OpenedSource{}, fmt.Errorf("memsource: no input %q", so.Settings.String("mem.input"))
 				}
+				if v == nil {
+					return connector.OpenedSource{Source: unreachable{}, Name: "mem", Bounded: true}, nil
+				}
 				return connector.OpenedSource{Source: memSource(v.([]string)), Name: "mem", Bounded: true}, nil
 			}}})
+}
+
+// unreachable is a source whose readers cannot open (a broker that is
+// not there): memInputs holds nil for it.
+type unreachable struct{}
+
+func (unreachable) Open(context.Context, int, int) (connector.Reader[connector.Line], error) {
+	return nil, errors.New("memsource: the input is unreachable")
 }
 
 // memSource emits its lines on channel 0, two per Read; other channels
@@ -110,5 +123,66 @@ sinks:
 	}
 	if got := read(memDir, "bad.jsonl"); !strings.Contains(got, `"source":"mem","line":3,"raw":"{\"user_id\":\"a\",\"amount\":"`) {
 		t.Errorf("dead letter %s: want line 3 of source mem", got)
+	}
+}
+
+// TestFailedFreshRunKeepsTheTable: a fresh run that fails before it
+// writes a result (its input is unreachable) leaves the rows of the
+// job's earlier run in its results table; a fresh run that writes
+// replaces them, and says so.
+func TestFailedFreshRunKeepsTheTable(t *testing.T) {
+	memInputs.Store("table-orders", []string{`{"user_id":"a","amount":1,"ts":1767225600000}`, `{"user_id":"b","amount":2,"ts":1767225601000}`})
+	memInputs.Store("nowhere", nil)
+	const job = `
+name: mem
+source: {type: memsource, mem: {input: %s}}
+watermark: {max_out_of_orderness: 1s}
+key: [user_id]
+window: {type: tumbling, size: 10s}
+aggregate: [{name: orders, fn: count}]
+sinks:
+  results: {type: sqlite, path: results.db}
+`
+	dir := t.TempDir()
+	count := func() int {
+		db, err := sql.Open("sqlite", filepath.Join(dir, "results.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		var n int
+		if err := db.QueryRow(`SELECT count(*) FROM results WHERE job = 'mem'`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	var warned []string
+	o := RunOptions{Dir: dir, Deterministic: true, Warn: func(msg string) { warned = append(warned, msg) }}
+	runSpec(t, fmt.Sprintf(job, "table-orders"), nil, o)
+	if n := count(); n != 2 {
+		t.Fatalf("%d rows after the first run, want 2", n)
+	}
+	j, err := Open(mustParse(t, fmt.Sprintf(job, "nowhere")), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := count(); n != 2 {
+		t.Fatalf("opening a fresh run left %d rows of the earlier run, want 2: nothing is removed before the run writes", n)
+	}
+	if _, err := j.Run(context.Background()); err == nil || !strings.Contains(err.Error(), "unreachable") {
+		t.Fatalf("the run of an unreachable input: %v", err)
+	}
+	if n := count(); n != 2 {
+		t.Fatalf("a fresh run that failed before writing left %d rows of the earlier run, want 2", n)
+	}
+	if len(warned) != 0 {
+		t.Fatalf("warned %q", warned)
+	}
+	runSpec(t, fmt.Sprintf(job, "table-orders"), nil, o)
+	if n := count(); n != 2 {
+		t.Fatalf("%d rows after the third run, want 2", n)
+	}
+	if len(warned) != 1 || !strings.Contains(warned[0], `removed its 2 rows of earlier runs from table results`) {
+		t.Fatalf("warned %q, want the removal of 2 rows said", warned)
 	}
 }

@@ -513,8 +513,9 @@ type table struct {
 	// columnsFix, when set, is the fix added to the refusal of a table
 	// whose columns differ from keys and values.
 	columnsFix string
-	// requireRows: refuse a table without rows of job (named by hand).
-	requireRows bool
+	// noRows is the refusal of a table without rows of job: with none a
+	// backfill would give each window a row of its late records alone.
+	noRows string
 }
 
 // planTable is the results table of a job spec's first results sink.
@@ -525,6 +526,7 @@ func planTable(p *spec.Plan, dir string) table {
 		t.url = job.RunOptions{Dir: dir}.Path(r.Path)
 	}
 	t.keys, t.values = outfmt.PgColumns(p)
+	t.noRows = fmt.Sprintf("the results of job %q are not there (removed by a fresh run of a copy of the job, or never written?); run the job, or resume it, before a backfill, which would give each window a row of its late records alone", p.Name)
 	return t
 }
 
@@ -554,8 +556,8 @@ func openSQLStore(ctx context.Context, o *BackfillOptions, t table, timeout time
 		return nil, err
 	}
 	st := &sqlStore{ctx: ctx, db: db, t: t, o: o, timeout: timeout}
-	if t.requireRows {
-		// A Go program's table, named by hand: a wrong name or job would
+	if t.noRows != "" {
+		// A wrong table or job, or a table whose rows are gone, would
 		// otherwise give each window a new row of the late records only.
 		var found bool // EXISTS: stops at the first row, where COUNT reads them all
 		q := `SELECT EXISTS (SELECT 1 FROM ` + quoteSQL(t.name) + ` WHERE "job" = ?)`
@@ -564,7 +566,7 @@ func openSQLStore(ctx context.Context, o *BackfillOptions, t table, timeout time
 		}
 		err := db.db.QueryRowContext(ctx, q, t.job).Scan(&found)
 		if err == nil && !found {
-			err = fmt.Errorf("it holds no rows of job %q: Table.Job must be the results sink's Options.Job", t.job)
+			err = fmt.Errorf("it holds no rows of job %q: %s", t.job, t.noRows)
 		}
 		if err != nil {
 			db.close()

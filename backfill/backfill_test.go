@@ -644,3 +644,49 @@ func TestBackfillCheckpointDir(t *testing.T) {
 		t.Fatalf("with a checkpoint directory: cut %q, %v", rep.Cut, err)
 	}
 }
+
+// TestBackfillRefusesTableWithoutTheJob: a backfill of a job whose rows
+// are gone from its results table (a fresh run of a copy removed them)
+// is refused, naming the job; it would otherwise write each window a
+// row of its late records alone.
+func TestBackfillRefusesTableWithoutTheJob(t *testing.T) {
+	yaml := `
+name: gone
+source: {type: file, path: in.jsonl}
+watermark: {max_out_of_orderness: 1s}
+key: [user_id]
+window: {type: tumbling, size: 10s}
+aggregate: [{name: orders, fn: count}]
+sinks:
+  results: {type: sqlite, path: results.db}
+  late: {type: ledger, dir: ledger}
+`
+	in := `{"user_id":"a","ts":1767225600000}
+{"user_id":"a","ts":1767225625000}
+{"user_id":"a","ts":1767225601000}
+`
+	dir, sum := runSpec(t, yaml, map[string]string{"in.jsonl": in}, job.RunOptions{Deterministic: true})
+	if sum.Get("late_side_output") != 1 {
+		t.Fatalf("want one late record in the ledger: %s", sum.JSON())
+	}
+	db, err := sql.Open("sqlite", filepath.Join(dir, "results.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`DELETE FROM results WHERE job = 'gone'`); err != nil {
+		t.Fatal(err)
+	}
+	p, err := spec.Parse([]byte(yaml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Backfill(p, BackfillOptions{Dir: dir})
+	if err == nil || !strings.Contains(err.Error(), `it holds no rows of job "gone": the results of job "gone" are not there`) {
+		t.Fatalf("backfill of a table without the job's rows: %v", err)
+	}
+	var n int
+	if err := db.QueryRow(`SELECT count(*) FROM results`).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("%d rows after the refused backfill (%v), want 0", n, err)
+	}
+}

@@ -166,7 +166,7 @@ func IntoTable[T, A any](ctx context.Context, t Table, f Fold[T, A], o TableOpti
 	tb := table{pg: t.Postgres != "", url: cmp.Or(t.Postgres, t.SQLite), name: cmp.Or(t.Name, "results"), job: t.Job, keys: t.Keys, values: t.Values,
 		opts:        pgio.Options{Timeout: o.Timeout, RetryFor: o.RetryFor},
 		columnsFix:  "give backfill.Table's Keys and Values as the results sink was opened with them",
-		requireRows: true}
+		noRows:      "Table.Job must be the results sink's Options.Job"}
 	if t.SQLite != "" {
 		// Opening a path that is not there would create a database.
 		if fi, err := os.Stat(t.SQLite); err != nil || !fi.Mode().IsRegular() {

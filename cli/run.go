@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/etime"
 	"github.com/weirstream/weir/internal/admin"
 	"github.com/weirstream/weir/internal/monitor"
@@ -267,6 +268,9 @@ func runPlan(ctx context.Context, p *spec.Plan, dir string, f runFlags, now time
 			if j := cur.Load(); j != nil {
 				if id := j.Checkpoint(10 * time.Second); id > 0 {
 					fmt.Fprintf(o.Stderr, "took checkpoint %d: the next run resumes from it\n", id)
+					if f.drain {
+						fmt.Fprintf(o.Stderr, "(what the final watermark fires now comes after checkpoint %d: a run resumed from it removes those results and fires their windows again when their time comes; --drain ends a job for good)\n", id)
+					}
 				}
 			}
 			stopping.Store(true)
@@ -300,6 +304,12 @@ func runPlan(ctx context.Context, p *spec.Plan, dir string, f runFlags, now time
 		fmt.Fprintf(o.Stderr, "weir run: the job failed (%s); restart %d of %d from its newest checkpoint\n", trimDir(cause, o), n, f.restarts)
 	}}
 	sum, err := job.RunRestarting(context.WithoutCancel(ctx), p, ro, policy, onOpen)
+	if errors.Is(err, connector.ErrInputChanged) {
+		// A resume refused at its input (a rewritten file, a recreated
+		// topic): nothing ran, so no summary of restored counters.
+		fmt.Fprintf(o.Stderr, "weir run: refused: %s\n", trimDir(err, o))
+		return ExitUsage
+	}
 	if len(sum.Counters) == 0 {
 		fmt.Fprintf(o.Stderr, "weir run: %s\n", trimDir(err, o))
 		return ExitUsage

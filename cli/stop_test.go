@@ -187,7 +187,7 @@ checkpoint: {dir: ck, interval: 1h}
 	// the progress line counts 100,000 records read (a quarter: windows
 	// both fired and kept for the lateness and still open), from the
 	// progress goroutine's write, so the run cannot end first.
-	run := func(dir string, stop bool) (int, string) {
+	run := func(dir string, stop bool, flags ...string) (int, string) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		var stderr syncBuffer
@@ -199,7 +199,7 @@ checkpoint: {dir: ck, interval: 1h}
 				}
 			}}
 		}
-		code := Main(ctx, []string{"run", "job.yaml", "--deterministic", "--now", "2026-06-01T00:00:00Z"},
+		code := Main(ctx, append([]string{"run", "job.yaml", "--deterministic", "--now", "2026-06-01T00:00:00Z"}, flags...),
 			IO{Dir: dir, Stdout: io.Discard, Stderr: w, Terminal: true, ProgressEvery: time.Millisecond})
 		return code, stderr.String()
 	}
@@ -215,8 +215,17 @@ checkpoint: {dir: ck, interval: 1h}
 		t.Fatal(err)
 	}
 	code, out := run(dir, true)
-	if code != ExitOK || !strings.Contains(out, "took checkpoint") || !strings.Contains(out, "stopped") {
+	if code != ExitOK || !strings.Contains(out, "took checkpoint") || !strings.Contains(out, "stopped") || strings.Contains(out, "--drain ends a job") {
 		t.Fatalf("exit %d, want a stopped run that took a checkpoint:\n%s", code, out)
+	}
+	// With --drain, the stop says that a resume removes what the drain
+	// fires after the checkpoint.
+	drained := t.TempDir()
+	if err := os.WriteFile(filepath.Join(drained, "job.yaml"), []byte(spec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, out := run(drained, true, "--drain"); code != ExitOK || !strings.Contains(out, "a run resumed from it removes those results and fires their windows again when their time comes; --drain ends a job for good") {
+		t.Fatalf("exit %d, want the drain's note:\n%s", code, out)
 	}
 	// The stopped run's open windows: those waiting for the watermark
 	// apart from those fired and kept for the allowed lateness (1m).
@@ -350,5 +359,53 @@ func TestDamagedCheckpoints(t *testing.T) {
 	code = Main(context.Background(), []string{"run", "job.yaml", "--fresh"}, IO{Dir: dir, Stdout: io.Discard, Stderr: &fresh})
 	if out := fresh.String(); code != ExitOK || !strings.Contains(out, "job damaged finished: 20000 records in") || strings.Contains(out, "resuming") {
 		t.Fatalf("--fresh: exit %d:\n%s", code, out)
+	}
+}
+
+// TestResumeOntoChangedInput: a resume onto an input that is not the one
+// the checkpoint read (the file was rewritten) is refused with exit 2 and
+// the fix, and prints no summary of the restored counters.
+func TestResumeOntoChangedInput(t *testing.T) {
+	dir := t.TempDir()
+	write := func(v int) {
+		var b strings.Builder
+		for i := range 200_000 {
+			fmt.Fprintf(&b, `{"k":"k%d","v":%d,"ts":%d}`+"\n", i%50, v, 1767225600000+int64(i)*10)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "in.jsonl"), []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(1)
+	spec := `
+name: rewritten
+source: {type: file, path: in.jsonl}
+watermark: {max_out_of_orderness: 1s}
+key: [k]
+window: {type: tumbling, size: 10s}
+aggregate: [{name: sum, fn: sum, field: v}]
+sinks:
+  results: {type: jsonl, path: out.jsonl}
+checkpoint: {dir: ck, interval: 1h}
+`
+	if err := os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(spec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var stderr syncBuffer
+	w := progressWatch{&stderr, func(n int) {
+		if n >= 50_000 {
+			cancel()
+		}
+	}}
+	if code := Main(ctx, []string{"run", "job.yaml", "--deterministic", "--now", "2026-06-01T00:00:00Z"}, IO{Dir: dir, Stdout: io.Discard, Stderr: w, Terminal: true, ProgressEvery: time.Millisecond}); code != ExitOK || !strings.Contains(stderr.String(), "took checkpoint") {
+		t.Fatalf("exit %d, want a stopped run that took a checkpoint:\n%s", code, stderr.String())
+	}
+	write(2)
+	var out syncBuffer
+	code := Main(context.Background(), []string{"run", "job.yaml", "--deterministic", "--now", "2026-06-01T00:00:00Z"}, IO{Dir: dir, Stdout: io.Discard, Stderr: &out})
+	if code != ExitUsage || !strings.Contains(out.String(), "weir run: refused:") || !strings.Contains(out.String(), "--fresh") || strings.Contains(out.String(), "records in") {
+		t.Fatalf("exit %d, want 2, the refusal naming --fresh and no summary:\n%s", code, out.String())
 	}
 }

@@ -511,6 +511,20 @@ func TestKafkaMissingTopics(t *testing.T) {
 	if c.TopicInfo("out-weir-checkpoints") != nil {
 		t.Fatal("a refused run created the marker topic")
 	}
+	// With the results topic missing too, the refusal names both.
+	if err := c.DeleteTopic("out"); err != nil {
+		t.Fatal(err)
+	}
+	err = open(RunOptions{CheckpointDir: t.TempDir()})
+	if err == nil || !strings.Contains(err.Error(), `sinks.dead_letter.topic: topic "bad" does not exist`) || !strings.Contains(err.Error(), `sinks.results.topic: topic "out" does not exist`) {
+		t.Fatalf("two missing topics: %v, want both named", err)
+	}
+	if c.TopicInfo("out-weir-checkpoints") != nil {
+		t.Fatal("a refused run created the marker topic")
+	}
+	if err := c.CreateTopic("out", 3, nil); err != nil {
+		t.Fatal(err)
+	}
 	if err := c.CreateTopic("bad", 1, nil); err != nil {
 		t.Fatal(err)
 	}

@@ -262,10 +262,12 @@ func sinkOps(path *spec.Path) []*spec.SinkOp {
 // with checkpoints its marker topic is created if it is missing; o.Info
 // is told what was done. The late and dead-letter sinks are prepared
 // first, so that a missing topic of theirs refuses the run before a
-// results sink creates anything.
+// results sink creates anything; every sink is checked, so that the
+// refusal names every problem at once.
 func prepareSinks(p *spec.Plan, path *spec.Path, o RunOptions, checkpoints bool) error {
 	ops := sinkOps(path)
 	slices.Reverse(ops)
+	var errs []error
 	for _, op := range ops {
 		kind, ok := registryOf(p).Lookup(op.Config.Type)
 		if !ok || kind.Sink == nil || kind.Sink.Prepare == nil {
@@ -276,14 +278,16 @@ func prepareSinks(p *spec.Plan, path *spec.Path, o RunOptions, checkpoints bool)
 			results = spec.SinkSettings(r)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		// After a problem, a sink is only checked: nothing is created
+		// for a run that is refused.
 		err := kind.Sink.Prepare(ctx, connector.PrepareOpen{Settings: spec.SinkSettings(op.Config), Output: op.Path, Role: op.Role, Job: p.Name,
-			Results: results, Checkpoints: checkpoints, Info: o.Info})
+			Results: results, Checkpoints: checkpoints && len(errs) == 0, Info: o.Info})
 		cancel()
 		if err != nil {
-			return err
+			errs = append(errs, err)
 		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // openRecords opens a late or dead-letter sink (nil when op is nil).

@@ -3,6 +3,7 @@ package job
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -412,5 +413,34 @@ func TestPostgresRunsInRecordTables(t *testing.T) {
 	var n, other int
 	if err := conn.QueryRow(context.Background(), `SELECT count(DISTINCT run) FILTER (WHERE job = 'orders'), count(*) FILTER (WHERE job = 'other') FROM `+late).Scan(&n, &other); err != nil || n != 1 || other != 1 {
 		t.Fatalf("the resumed run's rows are of %d runs, want 1 (a resume is the same run); the other job's rows %d, want 1 (%v)", n, other, err)
+	}
+}
+
+// TestPostgresSecondRunRefused: while a run of a job writes its rows of
+// a Postgres results table, a second run of the job on the table (a copy
+// with its own directory) is refused at Open, before it changes
+// anything; once the first has ended, it opens.
+func TestPostgresSecondRunRefused(t *testing.T) {
+	url, conn := jobtest.PgURL(t)
+	table := jobtest.PgTable(t, conn, "weir_twice")
+	pgJob := strings.Replace(fmt.Sprintf(jobtest.OrderJob, "postgres", "unused"), "path: unused", "url: '"+url+"', table: "+table, 1)
+	_, p := jobtest.Prepare(t, pgJob, nil, "")
+	first, err := Open(p, RunOptions{Dir: t.TempDir(), Deterministic: true, Now: jobtest.TestNow})
+	if err != nil {
+		t.Fatal(err)
+	}
+	copyDir, p2 := jobtest.Prepare(t, pgJob, nil, "")
+	if _, err := Open(p2, RunOptions{Dir: copyDir, Deterministic: true, Now: jobtest.TestNow}); !errors.Is(err, pgio.ErrRowsLocked) || !strings.Contains(err.Error(), "another live run of job") {
+		t.Fatalf("a second run of the job on the table: %v, want pgio.ErrRowsLocked", err)
+	}
+	if _, err := first.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	second, err := Open(p2, RunOptions{Dir: copyDir, Deterministic: true, Now: jobtest.TestNow})
+	if err != nil {
+		t.Fatalf("after the first run ended: %v", err)
+	}
+	if _, err := second.Run(context.Background()); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -2,7 +2,11 @@ package pgio
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/connector/internal/tablerow"
@@ -82,5 +86,64 @@ func openResults(ctx context.Context, o connector.ResultsOpen) (connector.Result
 	opts.Timeout, _ = o.Settings.Duration("timeout")
 	opts.RetryFor, _ = o.Settings.Duration("retry_for")
 	opts.ConnectRetryFor, _ = o.Settings.Duration("connect_retry_for")
-	return Open(ctx, o.Settings.String("url"), o.Settings.String("table"), keys, values, opts)
+	url, table := o.Settings.String("url"), o.Settings.String("table")
+	s, err := Open(ctx, url, table, keys, values, opts)
+	if err != nil {
+		return nil, err
+	}
+	lock, err := lockRows(ctx, url, table, o.Job, opts.Timeout)
+	if err != nil {
+		return nil, errors.Join(err, s.Close())
+	}
+	return &lockedResults{Sink: s, lock: lock}, nil
+}
+
+// lockedResults is a job spec's results table with the run's lock on
+// the job's rows (lockRows), released when it closes.
+type lockedResults struct {
+	*Sink
+	lock *pgx.Conn
+}
+
+func (l *lockedResults) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return errors.Join(l.Sink.Close(), l.lock.Close(ctx)) // closing the session releases its lock
+}
+
+// ErrRowsLocked is matched (errors.Is) by the refusal of a results sink
+// of a job whose rows another live run of the job writes.
+var ErrRowsLocked = errors.New("pgio: the job's rows are in use by another run")
+
+// lockRows takes a session advisory lock on job's rows of table, on a
+// connection of its own, and returns it: a second live run of the job on
+// the table, which would remove (a fresh start) or overwrite the first
+// one's rows, is refused at its start. The lock lasts as long as the
+// session: a run that ends, or dies, releases it (so does a lost
+// connection, which the sink reconnects without).
+func lockRows(ctx context.Context, url, table, job string, timeout time.Duration) (*pgx.Conn, error) {
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	cfg, err := pgx.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("pgio: parse the connection string: %w", err)
+	}
+	cfg.RuntimeParams["application_name"] = "weir-run-lock"
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("pgio: connect to lock the rows of job %q in table %s: %w", job, table, err)
+	}
+	var ok bool
+	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock(hashtext($1), hashtext($2))`, "weir results "+table, job).Scan(&ok); err != nil {
+		_ = conn.Close(context.Background())
+		return nil, fmt.Errorf("pgio: lock the rows of job %q in table %s: %w", job, table, err)
+	}
+	if !ok {
+		_ = conn.Close(context.Background())
+		return nil, fmt.Errorf("table %s: %w: another live run of job %q writes them (it holds the advisory lock on them, which pg_locks lists); stop that run first, or give this one another job name", table, ErrRowsLocked, job)
+	}
+	return conn, nil
 }

@@ -42,7 +42,7 @@ same rows, and prints both rates and their ratio.`)
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args[1:]); err != nil {
-		return ExitUsage
+		return parseExit(err)
 	}
 	if fs.NArg() != 0 || *events <= 0 || *par <= 0 || *runs <= 0 {
 		fs.Usage()

@@ -36,7 +36,7 @@ func demoCmd(ctx context.Context, args []string, o IO) int {
 	keep := fs.Bool("keep-serving", isTerminal(o.Stdout), "after the demo, keep serving the dashboard with the final state until Ctrl-C (default: when the output is a terminal)")
 	kafka := fs.Bool("kafka", false, "run the demo through an in-process Kafka: orders produced to a 6-partition topic, results, late orders and dead letters to topics, exactly once")
 	if err := fs.Parse(args); err != nil {
-		return ExitUsage
+		return parseExit(err)
 	}
 	if *printSpec {
 		o.Stdout.Write(DemoSpec)

@@ -15,6 +15,9 @@ import (
 // source or sink can be tried on a bare machine, with kcat or any Kafka
 // client. It runs until ctx is done (Ctrl-C).
 func devCmd(ctx context.Context, args []string, o IO) int {
+	if len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help") {
+		return devCmd(ctx, []string{"kafka", "-h"}, o)
+	}
 	if len(args) == 0 || args[0] != "kafka" {
 		fmt.Fprintln(o.Stderr, "usage: weir dev kafka [flags] (run 'weir dev kafka -h' for them)")
 		return ExitUsage
@@ -37,9 +40,10 @@ is for trying weir's Kafka source and sink, not for production.`)
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args[1:]); err != nil || fs.NArg() != 0 || *port <= 0 || *port > 65535 {
-		if err == nil {
-			fs.Usage()
+		if err != nil {
+			return parseExit(err)
 		}
+		fs.Usage()
 		return ExitUsage
 	}
 	opts := []kfake.Opt{kfake.Ports(*port), kfake.AllowAutoTopicCreation()}

@@ -41,7 +41,7 @@ func doctorCmd(ctx context.Context, args []string, o IO) int {
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
-		return ExitUsage
+		return parseExit(err)
 	}
 	if (*addr == "") == (*from == "") || fs.NArg() > 0 {
 		fs.Usage()

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -102,5 +103,15 @@ func TestBackfillRefusedExit(t *testing.T) {
 		if code != ExitUsage || !strings.Contains(stderr.String(), c.want) {
 			t.Errorf("%v: exit %d, stderr %q; want %d and %q", args, code, stderr.String(), ExitUsage, c.want)
 		}
+	}
+}
+
+// TestCompareIDs: weir ledger ls lists entries in source order, by the
+// numbers of their ids.
+func TestCompareIDs(t *testing.T) {
+	ids := []string{"0:10", "1:2", "0:9", "12", "0:8", "3", "x"}
+	slices.SortFunc(ids, compareIDs)
+	if want := []string{"0:8", "0:9", "0:10", "1:2", "3", "12", "x"}; !slices.Equal(ids, want) {
+		t.Fatalf("sorted %v, want %v", ids, want)
 	}
 }

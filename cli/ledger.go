@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -88,6 +89,10 @@ func ledgerCmd(args []string, o IO) int {
 	}
 	shown, nbad := strings.Join(where, " and "), len(bad)
 	if cmd == "ls" {
+		// In the order of the source (line, or partition and offset):
+		// the window subtasks write the ledger in parallel, so the order
+		// it holds entries in is not the order they were read in.
+		slices.SortStableFunc(entries, func(a, b ledger.Entry) int { return compareIDs(a.ID, b.ID) })
 		for i, e := range entries {
 			if *limit > 0 && i == *limit {
 				fmt.Fprintf(o.Stdout, "... %d more (--limit 0 for all)\n", len(entries)-i)
@@ -105,6 +110,26 @@ func ledgerCmd(args []string, o IO) int {
 	}
 	ledgerStats(o.Stdout, shown, entries, nbad)
 	return ExitOK
+}
+
+// compareIDs orders entry ids by their numbers ("0:9" before "0:10"),
+// part by part; ids that are not numbers compare as text.
+func compareIDs(a, b string) int {
+	for a != "" || b != "" {
+		x, ra, _ := strings.Cut(a, ":")
+		y, rb, _ := strings.Cut(b, ":")
+		nx, ex := strconv.ParseInt(x, 10, 64)
+		ny, ey := strconv.ParseInt(y, 10, 64)
+		c := cmp.Compare(nx, ny)
+		if ex != nil || ey != nil {
+			c = strings.Compare(x, y)
+		}
+		if c != 0 {
+			return c
+		}
+		a, b = ra, rb
+	}
+	return 0
 }
 
 // lsFilter builds the entry filter of weir ledger ls.

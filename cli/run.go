@@ -61,6 +61,15 @@ func printWarnings(path string, p *spec.Plan, o IO) {
 	}
 }
 
+// parseExit is the exit code of a command whose flags did not parse: 0
+// when they asked for its help (-h), which the flag set printed.
+func parseExit(err error) int {
+	if errors.Is(err, flag.ErrHelp) {
+		return ExitOK
+	}
+	return ExitUsage
+}
+
 // trimDir removes the test working directory from error messages.
 func trimDir(err error, o IO) string {
 	s := err.Error()
@@ -99,9 +108,10 @@ func specCmd(name string, args []string, o IO, then func(path string, p *spec.Pl
 		}
 	}
 	if err := fs.Parse(args); err != nil || fs.NArg() != 1 {
-		if err == nil {
-			fs.Usage()
+		if err != nil {
+			return parseExit(err)
 		}
+		fs.Usage()
 		return ExitUsage
 	}
 	p, ok := loadSpec(fs.Arg(0), o)
@@ -445,6 +455,9 @@ func printSummary(w io.Writer, p *spec.Plan, s job.Summary, elapsed time.Duratio
 		mark, g("records_in"), g("accepted"), g("late_side_output"), g("late_dropped"), g("dead_letter"))
 	read := g("records_in") - resumedAt
 	rate := fmt.Sprintf("%.0f records/s", float64(read)/max(elapsed.Seconds(), 1e-9))
+	if r := float64(read) / max(elapsed.Seconds(), 1e-9); read > 0 && r < 10 {
+		rate = fmt.Sprintf("%.2g records/s", r) // a slow live stream: not "0 records/s"
+	}
 	if resumedAt > 0 {
 		rate += fmt.Sprintf(" over the %d records this process read; %d before the resume, as of the checkpoint it resumed from", read, resumedAt)
 	}

@@ -41,9 +41,9 @@ func TestDependencyRules(t *testing.T) {
 		"connector/sqliteio":          {"connector", "etime", "window", "connector/internal/tablerow", "internal/jsonnum"},
 		"connector/internal/tablerow": {"connector", "etime", "window"},
 		"connector/connectortest":     {".", "connector", "etime", "connector/internal/tablerow"},
-		"connector/kafkaio":           {".", "connector", "etime", "clock", "watermark"},
+		"connector/kafkaio":           {".", "connector", "etime", "clock", "watermark", "ledger"},
 		"connector/natsio":            {"connector", "etime", "clock"},
-		"connector/pgio":              {"connector", "etime", "window", "connector/internal/tablerow"},
+		"connector/pgio":              {"connector", "etime", "window", "connector/internal/tablerow", "ledger"},
 		// The built-in kinds, registered in connector.Default.
 		"connector/all": {"connector", "connector/fileio", "connector/genio", "connector/kafkaio", "connector/natsio", "connector/pgio", "connector/sqliteio", "ledger"},
 		// The job spec compiles: it does no I/O, imports no connector, and
@@ -54,7 +54,7 @@ func TestDependencyRules(t *testing.T) {
 		// The format of a job spec's outputs, shared by the runner and backfill.
 		"internal/outfmt": {".", "spec", "window", "internal/record", "connector", "connector/pgio", "connector/kafkaio"},
 		// Backfill and the complete answer read what the runner wrote.
-		"backfill": {".", "spec", "job", "internal/record", "internal/outfmt", "etime", "clock", "window", "checkpoint", "ledger", "internal/archive", "internal/jsonnum", "connector/fileio", "connector/kafkaio", "connector/pgio", "connector/sqliteio"},
+		"backfill": {".", "spec", "job", "connector", "internal/record", "internal/outfmt", "etime", "clock", "window", "checkpoint", "ledger", "internal/archive", "internal/jsonnum", "connector/fileio", "connector/kafkaio", "connector/pgio", "connector/sqliteio"},
 		// The job runner is a user of the public API, like any Go program.
 		"job": {".", "spec", "internal/record", "internal/outfmt", "connector", "connector/all", "etime", "clock", "window", "trigger", "watermark", "state", "state/pebblestate", "checkpoint", "internal/epochs", "internal/flock", "ledger", "internal/archive", "internal/jsonnum"},
 		// The Nexmark benchmark is a user of the public API too.

@@ -167,12 +167,9 @@ func Backfill(p *spec.Plan, o BackfillOptions) (BackfillReport, error) {
 		return BackfillReport{}, err
 	}
 	defer src.close()
-	cut, wm, desc, since, err := backfillCut(p, job.RunOptions{Dir: o.Dir, CheckpointDir: o.CheckpointDir})
+	cut, wm, desc, since, err := backfillCut(p, job.RunOptions{Dir: o.Dir, CheckpointDir: o.CheckpointDir}, src)
 	if err != nil {
 		return BackfillReport{}, err
-	}
-	if d := src.describe(cut); d != "" {
-		desc = fmt.Sprintf("%s; live watermark %s", d, wm)
 	}
 	t := outfmt.PgTimes(s.Sinks.Primary())
 	ps := pass{ctx: context.Background(), o: &o, src: src, cut: cut, wm: wm, desc: desc, since: since, spec: outfmt.SpecHash(p), lateness: p.Lateness,
@@ -728,14 +725,15 @@ func (o *BackfillOptions) crash(point string) {
 	}
 }
 
-// backfillCut finds how far a backfill reads the ledger and the live
-// job's watermark: the newest checkpoint's ledger positions (by sink
-// name), Postgres ledger epoch and output watermark. A job without
+// backfillCut finds how far a backfill reads the ledger src and the live
+// job's watermark: the newest checkpoint's states of the late sinks (a
+// ledger directory's position, a Postgres ledger's epoch) and output
+// watermark. A job without
 // checkpoints, or whose run finished, has its whole ledger read (a nil
 // cut) at the end of input; a job that has not completed a checkpoint yet
 // has committed nothing (empty positions, epoch 0). since is the oldest
 // run whose entries count (job.Committed.Since; 0: every run's).
-func backfillCut(p *spec.Plan, o job.RunOptions) (cut *ledgerCut, wm etime.Time, desc string, since int64, err error) {
+func backfillCut(p *spec.Plan, o job.RunOptions, src ledgerSource) (cut *ledgerCut, wm etime.Time, desc string, since int64, err error) {
 	c, ok, err := job.LastCommitted(p, o)
 	switch {
 	case err != nil:
@@ -745,14 +743,10 @@ func backfillCut(p *spec.Plan, o job.RunOptions) (cut *ledgerCut, wm etime.Time,
 	case c.Finished:
 		return nil, etime.MaxTime, "all of it; the job's run finished", c.Since, nil
 	case c.Checkpoint == 0:
-		return &ledgerCut{pos: map[string]ledger.Pos{}}, etime.MinTime, "nothing yet; the job has not completed a checkpoint", 0, nil
+		return &ledgerCut{}, etime.MinTime, "nothing yet; the job has not completed a checkpoint", 0, nil
 	}
-	pos := c.Ledgers["late"]
-	if c.Ledgers == nil {
-		c.Ledgers = map[string]ledger.Pos{}
-	}
-	return &ledgerCut{pos: c.Ledgers, epochs: c.Epochs, run: c.Run}, c.Watermark,
-		fmt.Sprintf("checkpoint %d: %s up to byte %d; live watermark %s", c.Checkpoint, cmp.Or(pos.Segment, "empty"), pos.Length, c.Watermark), c.Since, nil
+	cut = &ledgerCut{states: c.SinkStates, run: c.Run}
+	return cut, c.Watermark, fmt.Sprintf("checkpoint %d: %s; live watermark %s", c.Checkpoint, src.describe(cut), c.Watermark), c.Since, nil
 }
 
 // resultsDB is the results table of a SQLite or Postgres sink, with the

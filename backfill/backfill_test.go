@@ -208,7 +208,7 @@ func testBackfillOracle(t *testing.T, yml, store string) {
 			t.Fatal(err)
 		}
 	case "pgledger":
-		l, err := openPGLedger("late", p.Sinks.Late.URL, p.Sinks.Late.Table, p.Name, true)
+		l, err := openLedgerSource(p, BackfillOptions{Dir: dir})
 		if err != nil {
 			t.Fatal(err)
 		}

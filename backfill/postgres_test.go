@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -49,17 +50,26 @@ func TestPostgresLedgerCutAcrossRuns(t *testing.T) {
 	if _, err := j.Run(context.Background()); err == nil {
 		t.Fatal("the crash hook never fired")
 	}
-	cut, _, _, _, err := backfillCut(p, job.RunOptions{Dir: dir})
+	src, err := openLedgerSource(p, BackfillOptions{Dir: dir, DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.close()
+	cut, _, _, _, err := backfillCut(p, job.RunOptions{Dir: dir}, src)
 	if err != nil || cut == nil {
 		t.Fatalf("cut %v, %v", cut, err)
 	}
+	epoch, err := strconv.ParseInt(string(cut.states["late"]), 10, 64)
+	if err != nil {
+		t.Fatalf("the late table's state in the checkpoint: %q", cut.states["late"])
+	}
 	ctx := context.Background()
 	var runs, firstRows, firstAbove, live int
-	if err := conn.QueryRow(ctx, `SELECT count(DISTINCT run), count(*) FILTER (WHERE run < $1), count(*) FILTER (WHERE run < $1 AND epoch > $2), count(*) FILTER (WHERE run = $1 AND epoch <= $2) FROM `+late+` WHERE job = 'orders'`, cut.run, cut.epochs["late"]).Scan(&runs, &firstRows, &firstAbove, &live); err != nil {
+	if err := conn.QueryRow(ctx, `SELECT count(DISTINCT run), count(*) FILTER (WHERE run < $1), count(*) FILTER (WHERE run < $1 AND epoch > $2), count(*) FILTER (WHERE run = $1 AND epoch <= $2) FROM `+late+` WHERE job = 'orders'`, cut.run, epoch).Scan(&runs, &firstRows, &firstAbove, &live); err != nil {
 		t.Fatal(err)
 	}
 	if runs != 2 || firstRows != int(first.Get("late_side_output")) || firstAbove == 0 {
-		t.Fatalf("%d runs in the table, the first's %d rows (its summary: %d), %d of them above the cut's epoch %d: the test needs both runs and such rows", runs, firstRows, first.Get("late_side_output"), firstAbove, cut.epochs["late"])
+		t.Fatalf("%d runs in the table, the first's %d rows (its summary: %d), %d of them above the cut's epoch %d: the test needs both runs and such rows", runs, firstRows, first.Get("late_side_output"), firstAbove, epoch)
 	}
 	rep, err := Backfill(p, BackfillOptions{Dir: dir, DryRun: true})
 	if err != nil {

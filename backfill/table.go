@@ -164,9 +164,9 @@ func IntoTable[T, A any](ctx context.Context, t Table, f Fold[T, A], o TableOpti
 		return BackfillReport{}, errors.New("backfill: TableOptions.Ledger: the ledger's directory is required")
 	}
 	tb := table{pg: t.Postgres != "", url: cmp.Or(t.Postgres, t.SQLite), name: cmp.Or(t.Name, "results"), job: t.Job, keys: t.Keys, values: t.Values,
-		opts:        pgio.Options{Timeout: o.Timeout, RetryFor: o.RetryFor},
-		columnsFix:  "give backfill.Table's Keys and Values as the results sink was opened with them",
-		noRows:      "Table.Job must be the results sink's Options.Job"}
+		opts:       pgio.Options{Timeout: o.Timeout, RetryFor: o.RetryFor},
+		columnsFix: "give backfill.Table's Keys and Values as the results sink was opened with them",
+		noRows:     "Table.Job must be the results sink's Options.Job"}
 	if t.SQLite != "" {
 		// Opening a path that is not there would create a database.
 		if fi, err := os.Stat(t.SQLite); err != nil || !fi.Mode().IsRegular() {
@@ -181,14 +181,11 @@ func IntoTable[T, A any](ctx context.Context, t Table, f Fold[T, A], o TableOpti
 		return BackfillReport{}, fmt.Errorf("backfill: TableOptions.Ledger: %s is one day of a ledger; give the ledger's directory, %s", o.Ledger, filepath.Dir(o.Ledger))
 	}
 	name := cmp.Or(o.LedgerSink, "late")
-	src := &fileLedger{name: name, dir: o.Ledger}
-	if !o.DryRun {
-		unlock, err := ledger.Lock(o.Ledger)
-		if err != nil {
-			return BackfillReport{}, err
-		}
-		src.unlock = unlock
+	r, err := ledger.OpenReader(o.Ledger, !o.DryRun)
+	if err != nil {
+		return BackfillReport{}, err
 	}
+	src := ledgerSource{{name, r}}
 	defer src.close()
 	bo := BackfillOptions{DryRun: o.DryRun, Out: o.Out, Filter: o.Filter, WindowsPerTx: o.WindowsPerTx, Warn: o.Warn, Crash: o.Crash}
 	ps := pass{ctx: ctx, o: &bo, src: src, wm: etime.MaxTime, entryWM: true, runScoped: true, desc: "all of it (no checkpoints given)",
@@ -205,20 +202,20 @@ func IntoTable[T, A any](ctx context.Context, t Table, f Fold[T, A], o TableOpti
 		if err != nil {
 			return BackfillReport{}, fmt.Errorf("backfill: the ledger's cut (sink %q) in %s: %w; set TableOptions.LedgerSink to the ledger sink's weir.SinkOptions.Name", name, o.Checkpoints, err)
 		}
-		var pos ledger.Pos
+		ps.cut = &ledgerCut{states: map[string][]byte{}}
 		if ok {
 			_, state, err := weir.SinkPreCommit(part)
 			if err == nil {
-				err = json.Unmarshal(state, &pos)
+				err = json.Unmarshal(state, new(ledger.Pos))
 			}
 			if err != nil {
 				return BackfillReport{}, fmt.Errorf("backfill: checkpoint %d, sink %q: %w", id, name, err)
 			}
-			ps.desc = fmt.Sprintf("checkpoint %d: %s up to byte %d", id, cmp.Or(pos.Segment, "empty"), pos.Length)
+			ps.cut.states[name] = state
+			ps.desc = fmt.Sprintf("checkpoint %d: %s", id, src.describe(ps.cut))
 		} else {
 			ps.desc = "nothing yet; the job has not completed a checkpoint"
 		}
-		ps.cut = &ledgerCut{pos: map[string]ledger.Pos{name: pos}}
 	}
 	return ps.run()
 }

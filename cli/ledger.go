@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/weirstream/weir/backfill"
+	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/ledger"
 	"github.com/weirstream/weir/spec"
 	"github.com/weirstream/weir/window"
@@ -51,8 +52,7 @@ func ledgerCmd(args []string, o IO) int {
 	if !ok {
 		return ExitUsage
 	}
-	k := p.Sinks.Late
-	if k == nil || k.Type != "ledger" && k.Type != "postgres" && k.Type != "kafka" {
+	if k := p.Sinks.Late; k == nil || !slices.Contains(connector.LedgerKinds(connector.Default), k.Type) {
 		fmt.Fprintf(o.Stderr, "weir ledger: %s has no ledger; set sinks.late: {type: ledger, dir: ledger} (or a postgres table, or a kafka topic)\n", paths[0])
 		return ExitUsage
 	}

@@ -156,6 +156,11 @@ type SinkKind struct {
 	// pre-committed and committed as epoch 0; any other one is flushed at
 	// each checkpoint and at that end.
 	OpenMessages func(ctx context.Context, o MessagesOpen) (Sink[Message], error)
+	// OpenLedger (nil: its late records cannot be read back) opens a late
+	// sink of the kind as the job's late-data ledger, which weir backfill
+	// folds into the results and weir ledger lists. With it, a new kind
+	// of ledger is its package and one register call.
+	OpenLedger func(ctx context.Context, o LedgerOpen) (LedgerReader, error)
 	// Prepare (nil: none) readies the kind's server for a sink of the job
 	// before the run (the user's topic checked, weir's own topic created),
 	// so that a problem stops the job at start, with the fix, rather than

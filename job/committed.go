@@ -5,11 +5,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/etime"
-	"github.com/weirstream/weir/ledger"
 	"github.com/weirstream/weir/spec"
 )
 
@@ -23,11 +21,12 @@ type Committed struct {
 	Finished bool
 	// Watermark is the output's watermark at the checkpoint.
 	Watermark etime.Time
-	// Ledgers are the ledger sinks' committed positions, by sink name.
-	Ledgers map[string]ledger.Pos
-	// Epochs are the epochs of the rows of Postgres late tables (a
-	// ledger) the checkpoint covers, by sink name (late, late_partial).
-	Epochs map[string]int64
+	// SinkStates are the late sinks' states in the checkpoint, by sink
+	// name (late, late_partial): what their pre-commit returned, which
+	// their kind reads back as the cut of the ledger they hold
+	// (connector.LedgerCut: a ledger directory's position, a Postgres
+	// late table's epoch). A sink without a state is absent.
+	SinkStates map[string][]byte
 	// Run is the run's id and Since the oldest run whose outputs the
 	// results hold (earlier runs' ledger entries do not count).
 	Run, Since int64
@@ -51,27 +50,13 @@ func LastCommitted(p *spec.Plan, o RunOptions) (c Committed, ok bool, err error)
 		c.Finished = true
 	}
 	if oc != nil {
-		c = Committed{Checkpoint: id, Finished: c.Finished, Watermark: oc.Watermark, Ledgers: map[string]ledger.Pos{}, Epochs: map[string]int64{}, Run: oc.Run, Since: oc.Since}
+		c = Committed{Checkpoint: id, Finished: c.Finished, Watermark: oc.Watermark, SinkStates: map[string][]byte{}, Run: oc.Run, Since: oc.Since}
 		for _, k := range []struct {
 			name string
 			s    *spec.Sink
 		}{{"late", p.Sinks.Late}, {"late_partial", p.Sinks.LatePartial}} {
-			st := oc.sinkState(k.name)
-			if k.s == nil || st == nil {
-				continue
-			}
-			var err error
-			switch k.s.Type {
-			case "ledger":
-				var pos ledger.Pos
-				if err = json.Unmarshal(st, &pos); err == nil {
-					c.Ledgers[k.name] = pos
-				}
-			case "postgres":
-				c.Epochs[k.name], err = strconv.ParseInt(string(st), 10, 64)
-			}
-			if err != nil {
-				return c, true, fmt.Errorf("checkpoint %d: corrupt state of sinks.%s: %q", id, k.name, st)
+			if st := oc.sinkState(k.name); k.s != nil && st != nil {
+				c.SinkStates[k.name] = st
 			}
 		}
 	}

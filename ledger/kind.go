@@ -6,7 +6,7 @@ import "github.com/weirstream/weir/connector"
 func Kinds() []connector.Kind {
 	return []connector.Kind{{Name: "ledger",
 		Doc: "keeps every too-late record, checksummed, in day segments committed with the checkpoints, for weir backfill",
-		Sink: &connector.SinkKind{Roles: connector.RoleLate, RecordAbilities: connector.AbilityTransactional, Reasons: true, Check: check, OpenMessages: openMessages, Fields: []connector.Field{
+		Sink: &connector.SinkKind{Roles: connector.RoleLate, RecordAbilities: connector.AbilityTransactional, Reasons: true, Check: check, OpenMessages: openMessages, OpenLedger: openLedger, Fields: []connector.Field{
 			{Name: "dir", Required: true, Doc: "the ledger's directory (entries under <dir>/<job>/day=YYYY-MM-DD/)"},
 			{Name: "retention", Doc: "day directories older than this are removed (default: kept)"},
 		}}}}

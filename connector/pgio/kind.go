@@ -16,7 +16,7 @@ import (
 func Kinds() []connector.Kind {
 	return []connector.Kind{{Name: "postgres",
 		Doc: "writes results as an upsert by key and window (the newest run and pane wins), late records and dead letters once by their id; waits while the server is away",
-		Sink: &connector.SinkKind{Roles: connector.AllRoles, Abilities: connector.AbilityIdempotent | connector.AbilityUpsert, RecordAbilities: connector.AbilityIdempotent | connector.AbilityTransactional, Reasons: true, Check: check, OpenResults: openResults, OpenMessages: openMessages, Fields: []connector.Field{
+		Sink: &connector.SinkKind{Roles: connector.AllRoles, Abilities: connector.AbilityIdempotent | connector.AbilityUpsert, RecordAbilities: connector.AbilityIdempotent | connector.AbilityTransactional, Reasons: true, Check: check, OpenResults: openResults, OpenMessages: openMessages, OpenLedger: openLedger, Fields: []connector.Field{
 			{Name: "url", Required: true, Doc: "the connection string, such as postgres://weir@127.0.0.1:5432/weir"},
 			{Name: "table", Doc: "the table (default the output's name: results, late, late_partial or dead_letter)"},
 			{Name: "timeout", Doc: "the deadline of every connect, statement batch and commit (default 30s)"},

@@ -18,6 +18,7 @@ import (
 	"github.com/weirstream/weir"
 
 	"github.com/weirstream/weir/clock"
+	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/connector/fileio"
 	"github.com/weirstream/weir/connector/kafkaio"
 	"github.com/weirstream/weir/connector/pgio"
@@ -281,23 +282,21 @@ func CheckComplete(p *spec.Plan, dir string) error {
 	if t := p.WindowKind; t != spec.Tumbling && t != spec.Sliding {
 		return fmt.Errorf("the complete answer is computed for tumbling and sliding windows, not %s", t)
 	}
-	switch t := s.Source.Type; t {
-	case "generator":
-		if p.GenStartNow {
-			return errors.New("the complete answer reads the input again, and a generator with start: now gives other timestamps each time it runs; verify with a copy of the spec whose generator starts at a time, or leave out --verify")
-		}
-		return nil
-	case "file":
-		path := job.RunOptions{Dir: dir}.Path(s.Source.Path)
-		if _, err := os.Stat(path); err != nil {
-			return fmt.Errorf("the complete answer reads the input again, and the source file cannot be read: %w", err)
-		}
-		return nil
-	case "stdin":
-		return errors.New("the complete answer reads every input record again, and a stdin source cannot be read again; save the input to a file and verify with a copy of the spec whose source is {type: file, path: ...}, or leave out --verify")
-	default:
-		return fmt.Errorf("the complete answer reads every input record again, and weir reads it again only from a file or generator source, not a %s source; verify with a copy of the spec whose source is a file holding the same records, or leave out --verify", t)
+	reg := s.Registry
+	if reg == nil {
+		reg = connector.Default
 	}
+	t := s.Source.Type
+	if k, ok := reg.Lookup(t); ok && k.Source != nil && k.Source.Replay != nil {
+		return k.Source.Replay(spec.SourceSettings(p), job.RunOptions{Dir: dir}.Path)
+	}
+	var replays []string
+	for _, k := range reg.Kinds() {
+		if k.Source != nil && k.Source.Replay != nil {
+			replays = append(replays, k.Name)
+		}
+	}
+	return fmt.Errorf("the complete answer reads every input record again, and a %s source cannot be read again (weir reads again from %s); save the input to a file and verify with a copy of the spec whose source is {type: file, path: ...}, or leave out --verify", t, strings.Join(replays, " or "))
 }
 
 // collectLines is a SourceOutput that keeps what a reader emits.

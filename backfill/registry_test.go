@@ -2,6 +2,7 @@ package backfill
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -128,5 +129,39 @@ sinks:
 	entries := 0
 	if bad, where, err = ScanLedger(p, dir, func(ledger.Entry) error { entries++; return nil }); err != nil || len(bad) > 0 || entries != rep.Entries || strings.Join(where, ",") != "memory" {
 		t.Fatalf("ScanLedger: %d entries from %v (%v, bad %v)", entries, where, err, bad)
+	}
+}
+
+// TestCheckCompleteAsksTheKind: whether the complete answer can read a
+// source again is its kind's to say (connector.SourceKind.Replay); a kind
+// without Replay is refused, naming the kinds that replay.
+func TestCheckCompleteAsksTheKind(t *testing.T) {
+	reg := connector.NewRegistry()
+	reg.MustRegister(all.Kinds()...)
+	asked := ""
+	reg.MustRegister(connector.Kind{Name: "tape", Doc: "a tape", Source: &connector.SourceKind{Fields: []connector.Field{{Name: "reel", Doc: "the reel"}},
+		Replay: func(s connector.Settings, _ func(string) string) error {
+			asked = s.String("reel")
+			if asked == "worn" {
+				return errors.New("the reel is worn")
+			}
+			return nil
+		}}},
+		connector.Kind{Name: "radio", Doc: "a radio", Source: &connector.SourceKind{}})
+	check := func(source string) error {
+		p, err := spec.ParseWith([]byte("name: j\nsource: "+source+"\nwatermark: {max_out_of_orderness: 1s}\nkey: [k]\nwindow: {type: tumbling, size: 1m}\naggregate: [{name: n, fn: count}]\nsinks: {results: {type: sqlite, path: r.db}}\n"), reg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return CheckComplete(p, t.TempDir())
+	}
+	if err := check("{type: tape, reel: new}"); err != nil || asked != "new" {
+		t.Fatalf("a tape of reel new: %v (asked %q)", err, asked)
+	}
+	if err := check("{type: tape, reel: worn}"); err == nil || err.Error() != "the reel is worn" {
+		t.Fatalf("a worn tape: %v", err)
+	}
+	if err := check("{type: radio}"); err == nil || !strings.Contains(err.Error(), "a radio source cannot be read again (weir reads again from file or generator or tape)") {
+		t.Fatalf("a radio: %v", err)
 	}
 }

@@ -51,7 +51,7 @@ sinks:
 func TestBackfillVerifyRefused(t *testing.T) {
 	for _, c := range []struct{ name, source, results, want string }{
 		{"stdin", "{type: stdin}", "{type: sqlite, path: results.db}", "a stdin source cannot be read again"},
-		{"kafka", "{type: kafka, kafka: {brokers: [%s], topic: in, stop_at_end: true}}", "{type: jsonl, path: results.jsonl}\narchive: {dir: archive}", "not a kafka source"},
+		{"kafka", "{type: kafka, kafka: {brokers: [%s], topic: in, stop_at_end: true}}", "{type: jsonl, path: results.jsonl}\narchive: {dir: archive}", "a kafka source cannot be read again (weir reads again from file or generator)"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()

@@ -113,6 +113,12 @@ type SourceKind struct {
 	// otherwise the engine ends them at a stop and sends the final
 	// watermark after the end of a bounded input (OpenedSource.Bounded).
 	OwnEnd bool
+	// Replay (nil: the kind's input cannot be read again) says whether a
+	// source of the kind with settings s reads the same records again
+	// from its start (nil), as the complete answer of weir backfill
+	// --verify needs, or why not, with what to do; path resolves a path
+	// setting.
+	Replay func(s Settings, path func(string) string) error
 	// Splits: each channel reads several inputs (Kafka partitions) and
 	// watermarks each in its reader (SourceOpen.Splits), and a record's
 	// position is its split's (its entry id is split:position).

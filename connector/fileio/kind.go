@@ -2,6 +2,8 @@ package fileio
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"strings"
 
 	"github.com/weirstream/weir/connector"
@@ -18,7 +20,13 @@ func Kinds() []connector.Kind {
 	return []connector.Kind{
 		{Name: "file", Doc: "reads records from a file, one per line; its line numbers are the checkpoint positions",
 			Source: &connector.SourceKind{Abilities: connector.AbilityPositions, Open: openLines(false), OwnEnd: true,
-				Fields: append([]connector.Field{{Name: "path", Required: true, Doc: "the input file (relative to the spec's directory)"}}, lineFields...)}},
+				Fields: append([]connector.Field{{Name: "path", Required: true, Doc: "the input file (relative to the spec's directory)"}}, lineFields...),
+				Replay: func(s connector.Settings, path func(string) string) error {
+					if _, err := os.Stat(path(s.String("path"))); err != nil {
+						return fmt.Errorf("the complete answer reads the input again, and the source file cannot be read: %w", err)
+					}
+					return nil
+				}}},
 		{Name: "stdin", Doc: "reads records from standard input, one per line (no checkpoints: a restore could not read it again)",
 			Source: &connector.SourceKind{Fields: lineFields, Open: openLines(true), OwnEnd: true}},
 		{Name: "jsonl", Doc: "writes a JSON object per line to a file, cut back to the checkpoint on a restore",

@@ -2,6 +2,7 @@ package genio
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -13,7 +14,7 @@ import (
 func Kinds() []connector.Kind {
 	return []connector.Kind{{Name: "generator",
 		Doc: "generates orders ({order_id, user_id, amount, ts}) with a chosen rate, disorder and share of bad records, reproducibly from a seed",
-		Source: &connector.SourceKind{Abilities: connector.AbilityPositions, Open: open, OwnEnd: true, Fields: []connector.Field{
+		Source: &connector.SourceKind{Abilities: connector.AbilityPositions, Open: open, OwnEnd: true, Replay: replay, Fields: []connector.Field{
 			{Name: "generator.records", Doc: "records to generate (default: rate × duration)"},
 			{Name: "generator.rate", Doc: "records per second of event time (default 1000); with pace: wall, of the clock too"},
 			{Name: "generator.keys", Doc: "distinct user_id values (default 100)"},
@@ -25,6 +26,14 @@ func Kinds() []connector.Kind {
 			{Name: "generator.seed", Doc: "the random seed (default 1)"},
 			{Name: "channels", Doc: "parallel source channels (default 1)"},
 		}}}}
+}
+
+// replay: a generator gives the same records again unless it starts now.
+func replay(s connector.Settings, _ func(string) string) error {
+	if s.String("generator.start") == "now" {
+		return errors.New("the complete answer reads the input again, and a generator with start: now gives other timestamps each time it runs; verify with a copy of the spec whose generator starts at a time, or leave out --verify")
+	}
+	return nil
 }
 
 // OptionsFrom reads a generator source's options from its settings, as a

@@ -130,3 +130,34 @@ func TestDecimalTypeHash(t *testing.T) {
 		t.Fatalf("spec hashes: default %s, decimal %s, float %s", a, b, c)
 	}
 }
+
+// TestNumbersInStrings: with source.numbers_in_strings, an amount sent as
+// a JSON string holding a number ("12.50") is that number, exactly;
+// without it, and for a string that holds no JSON number, the record is
+// a dead letter (value_not_number).
+func TestNumbersInStrings(t *testing.T) {
+	in := `{"ts":1767225600000,"amount":"12.50"}
+{"ts":1767225600001,"amount":"0.25"}
+{"ts":1767225600002,"amount":1}
+{"ts":1767225600003,"amount":"12,50"}
+{"ts":1767225600004,"amount":" 3"}
+`
+	for _, c := range []struct {
+		option string
+		want   string
+		dead   int64
+	}{
+		{"", `"total":1,"mean":1,"smallest":1`, 4},
+		{"\n  numbers_in_strings: true", `"total":13.75,"mean":4.583333,"smallest":0.25`, 2},
+	} {
+		job := strings.Replace(fmt.Sprintf(sumJob, "", "", ""), "source: {type: file, path: in.jsonl}", "source:\n  type: file\n  path: in.jsonl"+c.option, 1)
+		dir, sum := runSpec(t, job, map[string]string{"in.jsonl": in}, RunOptions{Deterministic: true})
+		b, err := os.ReadFile(filepath.Join(dir, "results.jsonl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(b), c.want) || sum.Get("dead_letter") != c.dead || sum.Get("dead_letter_value_not_number") != c.dead {
+			t.Errorf("numbers_in_strings %q: %s, summary %s; want %s and %d dead letters", c.option, b, sum.JSON(), c.want, c.dead)
+		}
+	}
+}

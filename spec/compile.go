@@ -67,6 +67,8 @@ type Plan struct {
 	Checks    bool
 	MaxFuture etime.Duration
 	Final     bool
+	// NumbersInStrings: source.numbers_in_strings.
+	NumbersInStrings bool
 
 	WMType      WatermarkType
 	Bound       etime.Duration
@@ -514,6 +516,7 @@ func (c *compiler) source() {
 		c.add("source.channels", fmt.Sprintf("%d is out of range", s.Channels), "use 1..1024")
 	}
 	p.Final = s.FinalWatermark == nil || *s.FinalWatermark
+	p.NumbersInStrings = s.NumbersInStrings
 
 	t := &s.Timestamp
 	switch c.oneOf("source.timestamp.source", t.Source, "record", "record", "kafka", "nats") {

@@ -174,6 +174,11 @@ type Source struct {
 	FinalWatermark *bool `yaml:"final_watermark"`
 	// Timestamp says where event time comes from.
 	Timestamp Timestamp `yaml:"timestamp"`
+	// NumbersInStrings reads the input of sum, min, max and avg given as
+	// a JSON string that holds a number ("12.50") as that number, as
+	// Flink's JSON format reads a DECIMAL column; without it such a
+	// record is a dead letter (value_not_number).
+	NumbersInStrings bool `yaml:"numbers_in_strings" json:",omitempty"`
 	// Generator configures type generator.
 	Generator *Generator `yaml:"generator"`
 	// Kafka configures type kafka.

@@ -172,6 +172,7 @@ func (d *Decoder) control(ch int) {
 // slab, not per record), and interned keys.
 type scratch struct {
 	p    fastjson.Parser
+	np   fastjson.Parser   // a number in a string (numberIn)
 	got  []*fastjson.Value // the record's fields, by decoder.fields
 	buf  []byte
 	num  []byte // a number's text (decNumber)
@@ -378,6 +379,9 @@ func (d *Decoder) DecodeSlot(l fileio.Line, slot int) (Record, error) {
 		case needPresent:
 			r.vals[i].kind = vJSON
 		case needNumber, needFloat:
+			if f.Type() == fastjson.TypeString && d.p.NumbersInStrings {
+				f = numberIn(f, sc)
+			}
 			if f.Type() != fastjson.TypeNumber {
 				return Record{}, bad("value_not_number", "field %q of %s needs a number, got %s", a.Field, a.Fn, short(f))
 			}
@@ -394,6 +398,21 @@ func (d *Decoder) DecodeSlot(l fileio.Line, slot int) (Record, error) {
 		}
 	}
 	return r, nil
+}
+
+// numberIn is the number a JSON string f holds ("12.50", as JSON writes
+// numbers), parsed with the scratch's own parser (sc.p holds the
+// record); f itself when the string is no JSON number.
+func numberIn(f *fastjson.Value, sc *scratch) *fastjson.Value {
+	b, _ := f.StringBytes()
+	if len(b) == 0 || b[0] == ' ' || b[len(b)-1] == ' ' {
+		return f
+	}
+	v, err := sc.np.ParseBytes(b)
+	if err != nil || v.Type() != fastjson.TypeNumber {
+		return f
+	}
+	return v
 }
 
 // number converts a JSON number: int64 while it is an integer that fits.

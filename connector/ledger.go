@@ -45,8 +45,9 @@ type LedgerReader interface {
 	// package's Entry); it returns the entries it could not read, each
 	// said where it is and why. An error of fn ends the scan.
 	Scan(ctx context.Context, cut *LedgerCut, fn func(line []byte) error) (bad []string, err error)
-	// Describe says what Scan reads up to cut, for a report ("" when
-	// the cut says it all: a ledger directory's position).
+	// Describe says what Scan reads up to cut, for a report (a ledger
+	// directory's position, a table's epoch, a topic's committed
+	// records).
 	Describe(cut *LedgerCut) string
 	// Where names what the reader reads, for messages: a directory, a
 	// table, topics.

@@ -76,8 +76,11 @@ type MessagesOpen struct {
 	Job string
 	// Fresh: the job starts its output over (a fresh run that does not
 	// append, or a sink added to a resumed job), so the sink starts
-	// empty, as Transactional asks. Otherwise the runner calls Recover
-	// (a restore) or keeps what the output holds (a run that appends).
+	// empty, as Transactional asks, at the latest when it first flushes
+	// or pre-commits (a kind whose output is a server's rows waits until
+	// then, so that a run that fails before removes nothing). Otherwise
+	// the runner calls Recover (a restore) or keeps what the output holds
+	// (a run that appends).
 	Fresh bool
 	// Stdout is the job's standard output, shared by every sink that
 	// writes there and owned by the runner: write each line whole, with

@@ -141,14 +141,17 @@ func TestNumbersInStrings(t *testing.T) {
 {"ts":1767225600002,"amount":1}
 {"ts":1767225600003,"amount":"12,50"}
 {"ts":1767225600004,"amount":" 3"}
+{"ts":1767225600005,"amount":"2024-01-05"}
+{"ts":1767225600006,"amount":"1.2.3"}
+{"ts":1767225600007,"amount":"nan"}
 `
 	for _, c := range []struct {
 		option string
 		want   string
 		dead   int64
 	}{
-		{"", `"total":1,"mean":1,"smallest":1`, 4},
-		{"\n  numbers_in_strings: true", `"total":13.75,"mean":4.583333,"smallest":0.25`, 2},
+		{"", `"total":1,"mean":1,"smallest":1`, 7},
+		{"\n  numbers_in_strings: true", `"total":13.75,"mean":4.583333,"smallest":0.25`, 5},
 	} {
 		job := strings.Replace(fmt.Sprintf(sumJob, "", "", ""), "source: {type: file, path: in.jsonl}", "source:\n  type: file\n  path: in.jsonl"+c.option, 1)
 		dir, sum := runSpec(t, job, map[string]string{"in.jsonl": in}, RunOptions{Deterministic: true})

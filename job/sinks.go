@@ -409,9 +409,11 @@ func (j *Job) openTableResults(op *spec.SinkOp, open func(context.Context, conne
 // start begins the run in the table (startTable's begin) before the
 // first write or commit.
 func (w *tableResults) start() error {
-	if b := w.begin; b != nil {
+	if w.begin != nil {
+		if err := w.begin(); err != nil {
+			return err // tried again by the next write or commit, if any
+		}
 		w.begin = nil
-		return b()
 	}
 	return nil
 }

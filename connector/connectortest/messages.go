@@ -111,10 +111,11 @@ func RunMessages(t *testing.T, m Messages) {
 		}
 		reopenFresh = true
 		k = open(t)
-		s.expect(t, read, nil, "after an open with MessagesOpen.Fresh (a job starting over)")
+		s.commit(t, k, 1)
+		s.expect(t, read, nil, "after an open with MessagesOpen.Fresh (a job starting over) and its first commit")
 		want := []Rec{{ID: "new1", Run: 1, Value: 3}}
 		s.write(t, k, want)
-		s.commit(t, k, 1)
+		s.commit(t, k, 2)
 		s.expect(t, read, want, "after a fresh open and one epoch")
 		closeSink(k)
 	})

@@ -34,12 +34,18 @@ func openMessages(ctx context.Context, o connector.MessagesOpen) (connector.Sink
 		s.batch = n
 	}
 	if o.Fresh {
-		n, err := db.Reset(ctx, o.Job)
-		if err != nil {
-			return nil, errors.Join(fmt.Errorf("starting the job's rows over for a new run: %w", err), db.Close())
-		}
-		if n > 0 && o.Logger != nil {
-			o.Logger.Info("a new run: removed the job's rows of earlier runs (--append keeps them)", "table", db.Table(), "rows", n)
+		// The job's rows of earlier runs go when the run first commits
+		// here, not at open: a fresh run that fails before (an
+		// unreachable input) removes nothing.
+		s.reset = func(ctx context.Context) error {
+			n, err := db.Reset(ctx, o.Job)
+			if err != nil {
+				return fmt.Errorf("starting the job's rows over for a new run: %w", err)
+			}
+			if n > 0 && o.Logger != nil {
+				o.Logger.Warn("a new run: removed the job's rows of earlier runs (--append keeps them)", "table", db.Table(), "rows", n)
+			}
+			return nil
 		}
 	}
 	return s, nil
@@ -61,6 +67,9 @@ type specRecords struct {
 	// epoch is the last pre-committed epoch (the restored one's after
 	// Recover); rows flushed now are epoch+1.
 	epoch int64
+	// reset, until the first flush runs it, removes the job's rows of
+	// earlier runs (a fresh start).
+	reset func(context.Context) error
 }
 
 func (s *specRecords) Write(ctx context.Context, batch []connector.Message) error {
@@ -82,6 +91,12 @@ func (s *specRecords) Write(ctx context.Context, batch []connector.Message) erro
 }
 
 func (s *specRecords) flushAs(ctx context.Context, epoch int64) error {
+	if s.reset != nil {
+		if err := s.reset(ctx); err != nil {
+			return err
+		}
+		s.reset = nil
+	}
 	s.SetEpoch(s.job, s.run(), epoch)
 	return s.RecordSink.Flush(ctx)
 }

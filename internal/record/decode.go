@@ -405,7 +405,9 @@ func (d *Decoder) DecodeSlot(l fileio.Line, slot int) (Record, error) {
 // record); f itself when the string is no JSON number.
 func numberIn(f *fastjson.Value, sc *scratch) *fastjson.Value {
 	b, _ := f.StringBytes()
-	if len(b) == 0 || b[0] == ' ' || b[len(b)-1] == ' ' {
+	// JSON's number grammar, which fastjson's parser does not check
+	// ("2024-01-05", "nan" and " 3" are no numbers).
+	if len(b) == 0 || !(b[0] == '-' || b[0] >= '0' && b[0] <= '9') || b[len(b)-1] < '0' || b[len(b)-1] > '9' || fastjson.ValidateBytes(b) != nil {
 		return f
 	}
 	v, err := sc.np.ParseBytes(b)

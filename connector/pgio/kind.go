@@ -122,28 +122,43 @@ var ErrRowsLocked = errors.New("pgio: the job's rows are in use by another run")
 // session: a run that ends, or dies, releases it (so does a lost
 // connection, which the sink reconnects without).
 func lockRows(ctx context.Context, url, table, job string, timeout time.Duration) (*pgx.Conn, error) {
+	conn, ok, err := sessionLock(ctx, url, "weir-run-lock", timeout, `SELECT pg_try_advisory_lock(hashtext($1), hashtext($2))`, "weir results "+table, job)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("pgio: lock the rows of job %q in table %s: %w", job, table, err)
+	case !ok:
+		return nil, fmt.Errorf("table %s: %w: another live run of job %q writes them (it holds the advisory lock on them, which pg_locks lists); stop that run first, or give this one another job name", table, ErrRowsLocked, job)
+	}
+	return conn, nil
+}
+
+// sessionLock connects to url as application app (unless the URL names
+// one) within timeout (0: DefaultTimeout) and, when query is given, takes
+// a session advisory lock with it (query returns whether it got it): the
+// connection holds the lock until it closes. ok is false when another
+// session holds it (the connection is closed then).
+func sessionLock(ctx context.Context, url, app string, timeout time.Duration, query string, args ...any) (conn *pgx.Conn, ok bool, err error) {
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
 	cfg, err := pgx.ParseConfig(url)
 	if err != nil {
-		return nil, fmt.Errorf("pgio: parse the connection string: %w", err)
+		return nil, false, fmt.Errorf("parse the connection string: %w", err)
 	}
-	cfg.RuntimeParams["application_name"] = "weir-run-lock"
+	if _, set := cfg.RuntimeParams["application_name"]; !set {
+		cfg.RuntimeParams["application_name"] = app
+	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	conn, err := pgx.ConnectConfig(ctx, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("pgio: connect to lock the rows of job %q in table %s: %w", job, table, err)
+	if conn, err = pgx.ConnectConfig(ctx, cfg); err != nil {
+		return nil, false, fmt.Errorf("connect: %w", err)
 	}
-	var ok bool
-	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock(hashtext($1), hashtext($2))`, "weir results "+table, job).Scan(&ok); err != nil {
+	if query == "" {
+		return conn, true, nil
+	}
+	if err := conn.QueryRow(ctx, query, args...).Scan(&ok); err != nil || !ok {
 		_ = conn.Close(context.Background())
-		return nil, fmt.Errorf("pgio: lock the rows of job %q in table %s: %w", job, table, err)
+		return nil, false, err
 	}
-	if !ok {
-		_ = conn.Close(context.Background())
-		return nil, fmt.Errorf("table %s: %w: another live run of job %q writes them (it holds the advisory lock on them, which pg_locks lists); stop that run first, or give this one another job name", table, ErrRowsLocked, job)
-	}
-	return conn, nil
+	return conn, true, nil
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -27,31 +26,19 @@ import (
 // connection ends (a killed backfill never leaves it held).
 func openLedger(ctx context.Context, o connector.LedgerOpen) (connector.LedgerReader, error) {
 	table := o.Settings.String("table")
-	cfg, err := pgx.ParseConfig(o.Settings.String("url"))
-	if err != nil {
-		return nil, fmt.Errorf("%s: pgio: parse the connection string: %w", o.Output, err)
+	timeout, _ := o.Settings.Duration("timeout")
+	var query string
+	if o.Lock {
+		query = `SELECT pg_try_advisory_lock(hashtext($1))`
 	}
-	cfg.RuntimeParams["application_name"] = "weir-ledger"
-	timeout, ok := o.Settings.Duration("timeout")
-	if !ok {
-		timeout = DefaultTimeout
-	}
-	cctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	conn, err := pgx.ConnectConfig(cctx, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("%s: pgio: connect: %w", o.Output, err)
+	conn, ok, err := sessionLock(ctx, o.Settings.String("url"), "weir-ledger", timeout, query, "weir backfill "+table)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("%s: pgio: %w", o.Output, err)
+	case !ok:
+		return nil, fmt.Errorf("another backfill of the ledger table %s is running (it holds the advisory lock on its name); wait for it to end", table)
 	}
 	r := &ledgerTable{conn: conn, table: table, job: o.Job}
-	if o.Lock {
-		var ok bool
-		if err := conn.QueryRow(cctx, `SELECT pg_try_advisory_lock(hashtext($1))`, "weir backfill "+table).Scan(&ok); err != nil {
-			return nil, errors.Join(err, r.Close())
-		}
-		if !ok {
-			return nil, errors.Join(fmt.Errorf("another backfill of the ledger table %s is running (it holds the advisory lock on its name); wait for it to end", table), r.Close())
-		}
-	}
 	return r, nil
 }
 

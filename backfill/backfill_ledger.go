@@ -48,10 +48,7 @@ func (c *ledgerCut) of(name string) *connector.LedgerCut {
 // single-writer lock of backfills over it.
 func openLedgerSource(p *spec.Plan, o BackfillOptions) (ledgerSource, error) {
 	var srcs ledgerSource
-	reg := p.Registry
-	if reg == nil {
-		reg = connector.Default
-	}
+	reg := p.Kinds()
 	for _, k := range []struct {
 		name, reason string
 		sink         *spec.Sink

@@ -18,7 +18,6 @@ import (
 	"github.com/weirstream/weir"
 
 	"github.com/weirstream/weir/clock"
-	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/connector/fileio"
 	"github.com/weirstream/weir/connector/kafkaio"
 	"github.com/weirstream/weir/connector/pgio"
@@ -282,10 +281,7 @@ func CheckComplete(p *spec.Plan, dir string) error {
 	if t := p.WindowKind; t != spec.Tumbling && t != spec.Sliding {
 		return fmt.Errorf("the complete answer is computed for tumbling and sliding windows, not %s", t)
 	}
-	reg := s.Registry
-	if reg == nil {
-		reg = connector.Default
-	}
+	reg := s.Kinds()
 	t := s.Source.Type
 	if k, ok := reg.Lookup(t); ok && k.Source != nil && k.Source.Replay != nil {
 		return k.Source.Replay(spec.SourceSettings(p), job.RunOptions{Dir: dir}.Path)

@@ -52,7 +52,7 @@ func ledgerCmd(args []string, o IO) int {
 	if !ok {
 		return ExitUsage
 	}
-	if k := p.Sinks.Late; k == nil || !slices.Contains(connector.LedgerKinds(connector.Default), k.Type) {
+	if k := p.Sinks.Late; k == nil || !slices.Contains(connector.LedgerKinds(p.Kinds()), k.Type) {
 		fmt.Fprintf(o.Stderr, "weir ledger: %s has no ledger; set sinks.late: {type: ledger, dir: ledger} (or a postgres table, or a kafka topic)\n", paths[0])
 		return ExitUsage
 	}

@@ -147,7 +147,7 @@ func openCheckpoints(p *spec.Plan, path *spec.Path, o RunOptions) (*checkpoints,
 func committedLimit(p *spec.Plan, path *spec.Path, store *checkpoint.Dir) (int64, error) {
 	limit := int64(math.MaxInt64)
 	for _, op := range path.Results {
-		kind, ok := registryOf(p).Lookup(op.Config.Type)
+		kind, ok := p.Kinds().Lookup(op.Config.Type)
 		if !ok || kind.Sink == nil || kind.Sink.Committed == nil {
 			continue
 		}

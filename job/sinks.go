@@ -167,7 +167,7 @@ func (j *Job) openSinks(o RunOptions, restoring bool) error {
 		if err := j.notInput(op.Config); err != nil {
 			return nil, err
 		}
-		kind, ok := j.registry().Lookup(op.Config.Type)
+		kind, ok := j.plan.Kinds().Lookup(op.Config.Type)
 		if !ok || kind.Sink == nil || kind.Sink.OpenMessages == nil {
 			return nil, fmt.Errorf("%s: kind %q cannot be opened as a sink of %s", op.Path, op.Config.Type, role)
 		}
@@ -235,15 +235,9 @@ func (j *Job) notInput(k *spec.Sink) error {
 // its reason (connector.SinkKind.Reasons), so that it takes the partial
 // misses when no late_partial sink is given.
 func (j *Job) keepsReasons(op *spec.SinkOp) bool {
-	kind, ok := j.registry().Lookup(op.Config.Type)
+	kind, ok := j.plan.Kinds().Lookup(op.Config.Type)
 	return ok && kind.Sink != nil && kind.Sink.Reasons
 }
-
-// registry is the registry the plan's kinds resolve through.
-func (j *Job) registry() *connector.Registry { return registryOf(j.plan) }
-
-// registryOf is the registry p's kinds resolve through.
-func registryOf(p *spec.Plan) *connector.Registry { return cmp.Or(p.Registry, connector.Default) }
 
 // sinkOps are the sinks of path: results, late, late_partial,
 // dead_letter.
@@ -269,7 +263,7 @@ func prepareSinks(p *spec.Plan, path *spec.Path, o RunOptions, checkpoints bool)
 	slices.Reverse(ops)
 	var errs []error
 	for _, op := range ops {
-		kind, ok := registryOf(p).Lookup(op.Config.Type)
+		kind, ok := p.Kinds().Lookup(op.Config.Type)
 		if !ok || kind.Sink == nil || kind.Sink.Prepare == nil {
 			continue
 		}
@@ -306,7 +300,7 @@ func (j *Job) openRecords(op *spec.SinkOp, role connector.SinkRole, open func(*s
 // open too: the caller closes it.
 func (j *Job) openResults(op *spec.SinkOp, open func(*spec.SinkOp, connector.SinkRole) (*msgSink, error)) (resultSink, error) {
 	r := op.Config
-	if kind, ok := j.registry().Lookup(r.Type); ok && kind.Sink != nil && kind.Sink.OpenResults != nil {
+	if kind, ok := j.plan.Kinds().Lookup(r.Type); ok && kind.Sink != nil && kind.Sink.OpenResults != nil {
 		return j.openTableResults(op, kind.Sink.OpenResults)
 	}
 	m, err := open(op, connector.RoleResults)

@@ -30,7 +30,7 @@ type SourceHooks struct {
 // give it. It returns the kind with the source.
 func OpenSource(ctx context.Context, p *spec.Plan, o RunOptions, h SourceHooks) (connector.OpenedSource, *connector.SourceKind, error) {
 	typ := p.Source.Type
-	k, ok := registryOf(p).Lookup(typ)
+	k, ok := p.Kinds().Lookup(typ)
 	if !ok || k.Source == nil || k.Source.Open == nil {
 		return connector.OpenedSource{}, nil, fmt.Errorf("source.type: %q is no source kind this weir can open", typ)
 	}

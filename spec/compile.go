@@ -653,6 +653,15 @@ func (c *compiler) generator() {
 	}
 }
 
+// Kinds is the registry the plan was compiled with (Registry), or
+// connector.Default for a plan made without one.
+func (p *Plan) Kinds() *connector.Registry {
+	if p.Registry != nil {
+		return p.Registry
+	}
+	return connector.Default
+}
+
 // TSFromSource reports whether event time is the time the source's
 // broker gave each record (timestamp.source kafka or nats), not a field.
 func (p *Plan) TSFromSource() bool { return p.TSFromKafka || p.TSFromNATS }

@@ -21,7 +21,13 @@ import (
 // archive, which one process at a time may open: that is the
 // single-writer lock, so the reader takes none.
 func openLedger(_ context.Context, o connector.LedgerOpen) (connector.LedgerReader, error) {
-	return &ledgerTopic{brokers: o.Settings.Strings("brokers"), topic: o.Settings.String("topic"), reason: o.Reason, auth: AuthFrom(o.Settings, "")}, nil
+	client := o.Settings
+	if o.Results != nil {
+		// Late records go through the results sink's client (prepare):
+		// its brokers, TLS and SASL read them back.
+		client = o.Results
+	}
+	return &ledgerTopic{brokers: client.Strings("brokers"), topic: o.Settings.String("topic"), reason: o.Reason, auth: AuthFrom(client, "")}, nil
 }
 
 // ledgerTopic reads a Kafka late topic.

@@ -1,6 +1,8 @@
 package window
 
 import (
+	"math"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/weirstream/weir/etime"
@@ -91,5 +93,40 @@ func TestSlidingAtTheEnds(t *testing.T) {
 	got, _ = a.AssignWindows(etime.MaxTime-1, nil)
 	if len(got) != 3 || got[0].End != etime.MaxTime {
 		t.Fatalf("near MAX: %v", got)
+	}
+}
+
+// TestFloorModMatchesTheFourDivisionForm checks the two-division floorMod
+// against the plain formula over edge and random values.
+func TestFloorModMatchesTheFourDivisionForm(t *testing.T) {
+	ref := func(ts etime.Time, offset, size etime.Duration) etime.Duration {
+		sz := int64(size)
+		return etime.Duration(((int64(ts)%sz-int64(offset)%sz)%sz + sz) % sz)
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	edges := []int64{math.MinInt64, math.MinInt64 + 1, -1, 0, 1, math.MaxInt64 - 1, math.MaxInt64}
+	sizes := []int64{1, 2, 3, 7, 1000, 3_600_000, int64(MaxSize) - 1, int64(MaxSize)}
+	for range 200_000 {
+		size := sizes[r.IntN(len(sizes))]
+		if r.IntN(2) == 0 {
+			size = 1 + r.Int64N(int64(MaxSize))
+		}
+		ts := r.Int64()
+		if r.IntN(4) == 0 {
+			ts = edges[r.IntN(len(edges))]
+		}
+		offset := int64(0)
+		switch r.IntN(4) {
+		case 3:
+			offset = r.Int64()
+		case 1:
+			offset = r.Int64N(size)
+		case 2:
+			offset = -r.Int64N(size)
+		}
+		got, want := floorMod(etime.Time(ts), etime.Duration(offset), etime.Duration(size)), ref(etime.Time(ts), etime.Duration(offset), etime.Duration(size))
+		if got != want {
+			t.Fatalf("floorMod(%d, %d, %d) = %d, want %d", ts, offset, size, got, want)
+		}
 	}
 }

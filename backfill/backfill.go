@@ -563,7 +563,9 @@ func openSQLStore(ctx context.Context, o *BackfillOptions, t table, timeout time
 		}
 		err := db.db.QueryRowContext(ctx, q, t.job).Scan(&found)
 		if err == nil && !found {
-			err = fmt.Errorf("it holds no rows of job %q: %s", t.job, t.noRows)
+			// Refused: nothing was changed, and the job (or the table
+			// the spec names) is what must change.
+			err = refused("it holds no rows of job %q: %s", t.job, t.noRows)
 		}
 		if err != nil {
 			db.close()

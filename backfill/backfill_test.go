@@ -685,6 +685,9 @@ sinks:
 	if err == nil || !strings.Contains(err.Error(), `it holds no rows of job "gone": the results of job "gone" are not there`) {
 		t.Fatalf("backfill of a table without the job's rows: %v", err)
 	}
+	if _, ok := errors.AsType[*RefusedError](err); !ok {
+		t.Fatalf("the refusal is a %T, not a *RefusedError (weir backfill exits with its usage code for those): %v", err, err)
+	}
 	var n int
 	if err := db.QueryRow(`SELECT count(*) FROM results`).Scan(&n); err != nil || n != 0 {
 		t.Fatalf("%d rows after the refused backfill (%v), want 0", n, err)

@@ -1,6 +1,7 @@
 package pgio
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -95,20 +96,75 @@ func openResults(ctx context.Context, o connector.ResultsOpen) (connector.Result
 	if err != nil {
 		return nil, errors.Join(err, s.Close())
 	}
-	return &lockedResults{Sink: s, lock: lock}, nil
+	return &lockedResults{Sink: s, lock: lock, url: url, table: table, job: o.Job, timeout: opts.Timeout}, nil
 }
 
 // lockedResults is a job spec's results table with the run's lock on
-// the job's rows (lockRows), released when it closes.
+// the job's rows (lockRows), released when it closes. The lock lives as
+// long as its connection: Flush makes sure the run still holds it before
+// it writes (see hold). Its methods run on the sink's goroutine.
 type lockedResults struct {
 	*Sink
-	lock *pgx.Conn
+	lock            *pgx.Conn // nil: lost, not taken again yet
+	url, table, job string
+	timeout         time.Duration
+}
+
+// Flush writes the buffered rows once the run holds its lock (hold).
+func (l *lockedResults) Flush(ctx context.Context) error {
+	if l.Pending() > 0 {
+		if err := l.hold(ctx); err != nil {
+			return err
+		}
+	}
+	return l.Sink.Flush(ctx)
+}
+
+// Reset removes the job's earlier rows once the run holds its lock.
+func (l *lockedResults) Reset(ctx context.Context) (int64, error) {
+	if err := l.hold(ctx); err != nil {
+		return 0, err
+	}
+	return l.Sink.Reset(ctx)
+}
+
+// hold makes sure the run still holds the lock on its job's rows before
+// a write. A lock whose connection dropped (a restart of the server, a
+// network cut) was released with it: hold takes it again, and fails with
+// ErrRowsLocked when another run took it meanwhile, so that this run
+// stops instead of overwriting that one's rows. While the server cannot
+// be reached the write goes on to the sink, which waits for the server
+// (its retry_for), and the next Flush asks again.
+func (l *lockedResults) hold(ctx context.Context) error {
+	if l.lock != nil {
+		pctx, cancel := context.WithTimeout(ctx, cmp.Or(l.timeout, DefaultTimeout))
+		err := l.lock.Ping(pctx)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		_ = l.lock.Close(context.Background())
+		l.lock = nil
+	}
+	lock, err := lockRows(ctx, l.url, l.table, l.job, l.timeout)
+	switch {
+	case errors.Is(err, ErrRowsLocked):
+		return fmt.Errorf("%w (this run's lock was released when its connection to the server dropped, and another run took it)", err)
+	case err != nil:
+		return nil // the server is away: the sink waits for it
+	}
+	l.lock = lock
+	return nil
 }
 
 func (l *lockedResults) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	return errors.Join(l.Sink.Close(), l.lock.Close(ctx)) // closing the session releases its lock
+	err := l.Sink.Close()
+	if l.lock != nil {
+		err = errors.Join(err, l.lock.Close(ctx)) // closing the session releases its lock
+	}
+	return err
 }
 
 // ErrRowsLocked is matched (errors.Is) by the refusal of a results sink
@@ -119,15 +175,18 @@ var ErrRowsLocked = errors.New("pgio: the job's rows are in use by another run")
 // connection of its own, and returns it: a second live run of the job on
 // the table, which would remove (a fresh start) or overwrite the first
 // one's rows, is refused at its start. The lock lasts as long as the
-// session: a run that ends, or dies, releases it (so does a lost
-// connection, which the sink reconnects without).
+// session: a run that ends, or dies, releases it. So does a lost
+// connection: lockedResults takes it again before its next write. The
+// session asks the server for TCP keepalives (30s idle, then 3 probes
+// 10s apart), so that the lock of a run whose machine died is released
+// within about a minute, not the system's default of hours.
 func lockRows(ctx context.Context, url, table, job string, timeout time.Duration) (*pgx.Conn, error) {
 	conn, ok, err := sessionLock(ctx, url, "weir-run-lock", timeout, `SELECT pg_try_advisory_lock(hashtext($1), hashtext($2))`, "weir results "+table, job)
 	switch {
 	case err != nil:
 		return nil, fmt.Errorf("pgio: lock the rows of job %q in table %s: %w", job, table, err)
 	case !ok:
-		return nil, fmt.Errorf("table %s: %w: another live run of job %q writes them (it holds the advisory lock on them, which pg_locks lists); stop that run first, or give this one another job name", table, ErrRowsLocked, job)
+		return nil, fmt.Errorf("table %s: %w: another live run of job %q writes them (it holds the advisory lock on them, which pg_locks lists); stop that run first (the lock of a run that died with its machine is released within about a minute), or give this one another job name", table, ErrRowsLocked, job)
 	}
 	return conn, nil
 }
@@ -147,6 +206,13 @@ func sessionLock(ctx context.Context, url, app string, timeout time.Duration, qu
 	}
 	if _, set := cfg.RuntimeParams["application_name"]; !set {
 		cfg.RuntimeParams["application_name"] = app
+	}
+	// The server notices a dead peer within about a minute, and releases
+	// its session's locks (the system's default is hours).
+	for k, v := range map[string]string{"tcp_keepalives_idle": "30", "tcp_keepalives_interval": "10", "tcp_keepalives_count": "3"} {
+		if _, set := cfg.RuntimeParams[k]; !set {
+			cfg.RuntimeParams[k] = v
+		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()

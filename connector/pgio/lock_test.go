@@ -1,0 +1,84 @@
+package pgio
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/weirstream/weir/connector"
+	"github.com/weirstream/weir/connector/connectortest"
+	"github.com/weirstream/weir/connector/internal/tablerow"
+)
+
+// TestRunLockTakenAgain: a run whose lock on its job's rows was released
+// by a dropped connection takes it again before its next write; when
+// another run took it meanwhile, the write fails with ErrRowsLocked and
+// leaves that run's rows alone.
+func TestRunLockTakenAgain(t *testing.T) {
+	d := connect(t)
+	ctx := context.Background()
+	table := d.table(t, "")
+	const job = "locked"
+	rs, err := Kinds()[0].Sink.OpenResults(ctx, connector.ResultsOpen{Settings: connectortest.MapSettings{"url": d.url, "table": table},
+		Output: "sinks.results", Path: func(p string) string { return p }, Job: job, Keys: []string{"id"},
+		Values: []connector.ResultColumn{{Name: "value", Fn: "count"}}, Stopping: ctx})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rs.Close()
+	lockKey := []any{"weir results " + table, job}
+	// holder is the backend that holds the run's lock (0: none).
+	holder := func() int32 {
+		t.Helper()
+		var pid int32
+		err := d.admin.QueryRow(ctx, `SELECT COALESCE(MAX(pid), 0) FROM pg_locks WHERE locktype = 'advisory' AND granted
+			AND classid = hashtext($1)::oid AND objid = hashtext($2)::oid AND objsubid = 2`, lockKey...).Scan(&pid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pid
+	}
+	write := func(id string, n int64) error {
+		if err := rs.Write(ctx, []connector.Row{tablerow.ConformanceRow(id, 1, 0, false, n)}); err != nil {
+			return err
+		}
+		return rs.Flush(ctx)
+	}
+	drop := func(pid int32) {
+		t.Helper()
+		if _, err := d.admin.Exec(ctx, `SELECT pg_terminate_backend($1)`, pid); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := write("a", 1); err != nil {
+		t.Fatal(err)
+	}
+	first := holder()
+	if first == 0 {
+		t.Fatal("the run holds no lock on its rows")
+	}
+
+	drop(first)
+	if err := write("b", 2); err != nil {
+		t.Fatalf("a write after the lock's connection dropped: %v", err)
+	}
+	second := holder()
+	if second == 0 || second == first {
+		t.Fatalf("after the drop the lock is held by backend %d (before: %d), want the run's new session", second, first)
+	}
+
+	drop(second)
+	var took bool
+	if err := d.admin.QueryRow(ctx, `SELECT pg_try_advisory_lock(hashtext($1), hashtext($2))`, lockKey...).Scan(&took); err != nil || !took {
+		t.Fatalf("another session could not take the released lock: %v", err)
+	}
+	defer d.admin.Exec(ctx, `SELECT pg_advisory_unlock(hashtext($1), hashtext($2))`, lockKey...)
+	err = write("c", 3)
+	if !errors.Is(err, ErrRowsLocked) {
+		t.Fatalf("a write after another run took the lock: %v, want ErrRowsLocked", err)
+	}
+	var n int
+	if err := d.admin.QueryRow(ctx, `SELECT count(*) FROM `+quoteIdent(table)+` WHERE job = $1 AND id = 'c'`, job).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("%d rows of the refused write (%v), want 0", n, err)
+	}
+}

@@ -45,7 +45,13 @@ type weirProc struct {
 // at its end if it is still running.
 func startWeir(t *testing.T, dir string, args ...string) *weirProc {
 	t.Helper()
-	p := &weirProc{cmd: exec.Command(weirBinary(t), args...), done: make(chan struct{})}
+	return startCmd(t, dir, exec.Command(weirBinary(t), args...))
+}
+
+// startCmd starts cmd (which runs weir) in dir as startWeir does.
+func startCmd(t *testing.T, dir string, cmd *exec.Cmd) *weirProc {
+	t.Helper()
+	p := &weirProc{cmd: cmd, done: make(chan struct{})}
 	p.cmd.Dir = dir
 	p.cmd.Stderr = &p.stderr
 	if err := p.cmd.Start(); err != nil {
@@ -257,25 +263,9 @@ func TestSecondRunRefused(t *testing.T) {
 // end; the test signals again until the process is gone (a second signal
 // that arrives before the first has been handled is ignored).
 func TestSecondSignal(t *testing.T) {
-	dir := t.TempDir()
-	if err := syscall.Mkfifo(filepath.Join(dir, "results.jsonl"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(endlessJob), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	dir := stuckJob(t)
 	p := startWeir(t, dir, "run", "job.yaml")
-	// The job is open once its lock names it.
-	pid := strconv.Itoa(p.cmd.Process.Pid)
-	waitUntil(t, 30*time.Second, "the job to open", func() bool {
-		b, _ := os.ReadFile(filepath.Join(dir, ".bad.jsonl.run.lock"))
-		return strings.TrimSpace(string(b)) == pid || !p.running()
-	})
-	time.Sleep(300 * time.Millisecond)
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	waitUntil(t, 10*time.Second, "the graceful stop", func() bool { return strings.Contains(p.stderr.String(), "stopping:") || !p.running() })
+	waitStopping(t, dir, p, syscall.SIGTERM)
 	waitUntil(t, 10*time.Second, "a second SIGTERM to end weir", func() bool {
 		p.cmd.Process.Signal(syscall.SIGTERM)
 		_, exited := p.wait(100 * time.Millisecond)
@@ -285,4 +275,53 @@ func TestSecondSignal(t *testing.T) {
 	if out := p.stderr.String(); !ws.Signaled() || ws.Signal() != syscall.SIGTERM || !strings.Contains(out, "stopping:") || strings.Contains(out, "job endless") {
 		t.Fatalf("want a graceful stop begun, then killed by the second SIGTERM; %v, stderr:\n%s", p.cmd.ProcessState, out)
 	}
+}
+
+// TestSecondSignalWhenIgnored: weir started with SIGINT ignored (a
+// shell script's background job) stops on a first one all the same, and
+// a second one aborts it as the stop message says, with the shell's exit
+// code for a death by SIGINT (130).
+func TestSecondSignalWhenIgnored(t *testing.T) {
+	dir := stuckJob(t)
+	p := startCmd(t, dir, exec.Command("sh", "-c", `trap "" INT; exec "$0" "$@"`, weirBinary(t), "run", "job.yaml"))
+	waitStopping(t, dir, p, syscall.SIGINT)
+	waitUntil(t, 10*time.Second, "a second SIGINT to end weir", func() bool {
+		p.cmd.Process.Signal(syscall.SIGINT)
+		_, exited := p.wait(100 * time.Millisecond)
+		return exited
+	}, p.stderr.String)
+	if code, out := p.cmd.ProcessState.ExitCode(), p.stderr.String(); code != 130 || !strings.Contains(out, "stopping:") || strings.Contains(out, "job endless") {
+		t.Fatalf("want a graceful stop begun, then an exit with 130 at the second SIGINT; %v, stderr:\n%s", p.cmd.ProcessState, out)
+	}
+}
+
+// stuckJob writes endlessJob into a new directory whose results file is
+// a FIFO nobody reads: a graceful stop waits on it for ever.
+func stuckJob(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := syscall.Mkfifo(filepath.Join(dir, "results.jsonl"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(endlessJob), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// waitStopping waits for p's job to open, sends it sig and waits for it
+// to begin its graceful stop.
+func waitStopping(t *testing.T, dir string, p *weirProc, sig syscall.Signal) {
+	t.Helper()
+	// The job is open once its lock names it.
+	pid := strconv.Itoa(p.cmd.Process.Pid)
+	waitUntil(t, 30*time.Second, "the job to open", func() bool {
+		b, _ := os.ReadFile(filepath.Join(dir, ".bad.jsonl.run.lock"))
+		return strings.TrimSpace(string(b)) == pid || !p.running()
+	})
+	time.Sleep(300 * time.Millisecond)
+	if err := p.cmd.Process.Signal(sig); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 10*time.Second, "the graceful stop", func() bool { return strings.Contains(p.stderr.String(), "stopping:") || !p.running() })
 }

@@ -14,9 +14,30 @@ import (
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	sigs := []os.Signal{os.Interrupt, syscall.SIGTERM}
+	// A signal the process was started with ignored (a background job of
+	// a shell script ignores SIGINT) is handled all the same: weir stops
+	// on it as the user asks. But restoring its default after the first
+	// one would give it back its ignoring, and the second one, which the
+	// stop message promises aborts, would do nothing: weir exits on it
+	// itself, with the shell's code for a death by that signal.
+	var ignored []os.Signal
+	for _, s := range sigs {
+		if signal.Ignored(s) {
+			ignored = append(ignored, s)
+		}
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), sigs...)
 	go func() {
 		<-ctx.Done()
+		if len(ignored) > 0 {
+			again := make(chan os.Signal, 1)
+			signal.Notify(again, ignored...)
+			go func() {
+				s := <-again
+				os.Exit(128 + int(s.(syscall.Signal)))
+			}()
+		}
 		stop() // restore the defaults: the next Ctrl-C or SIGTERM kills the process
 	}()
 	fi, err := os.Stderr.Stat()

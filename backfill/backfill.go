@@ -18,8 +18,8 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx"
 
 	"github.com/weirstream/weir/clock"
+	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/connector/pgio"
-	"github.com/weirstream/weir/connector/sqliteio"
 	"github.com/weirstream/weir/etime"
 	"github.com/weirstream/weir/internal/outfmt"
 	"github.com/weirstream/weir/internal/record"
@@ -135,7 +135,7 @@ type BackfillReport struct {
 // A job with jsonl results keeps its windows' newest revisions in an
 // archive (the archive block) instead: the backfill folds into those and
 // appends each window's next revision to the corrections file
-// (CorrectionsPath), through an outbox in the archive, so a crash between
+// (fileio.CorrectionsPath), through an outbox in the archive, so a crash between
 // the archive's commit and the file's write publishes the same line
 // again. Windows older than the archive's horizon are reported
 // (HorizonExpired).
@@ -145,15 +145,23 @@ type BackfillReport struct {
 // have to be retracted).
 func Backfill(p *spec.Plan, o BackfillOptions) (BackfillReport, error) {
 	s := p
-	if s.Archive == nil && s.Sinks.Primary().Type != "sqlite" && s.Sinks.Primary().Type != "postgres" {
+	switch rev := revision(p); {
+	case s.Archive == nil && rev != connector.ReviseTable:
 		also := ""
 		for i, r := range s.Sinks.Results {
-			if r.Type == "sqlite" || r.Type == "postgres" {
+			if kind, ok := p.Kinds().Lookup(r.Type); ok && kind.Sink != nil && kind.Sink.Revise == connector.ReviseTable {
 				also = fmt.Sprintf(", or list sinks.results[%d] (%s) first: backfill revises the first results sink", i, r.Type)
 				break
 			}
 		}
-		return BackfillReport{}, refused("backfill folds into the windows' stored accumulators: a sqlite or postgres results table keeps them in its rows; for %s results, set archive: {dir: archive} so that the job keeps its closed windows%s", s.Sinks.Primary().Type, also)
+		how := "set archive: {dir: archive} so that the job keeps its closed windows"
+		if rev == connector.NoRevision {
+			how = "weir backfill cannot revise them"
+		}
+		return BackfillReport{}, refused("backfill folds into the windows' stored accumulators: a results table (such as sqlite or postgres) keeps them in its rows; for %s results, %s%s",
+			s.Sinks.Primary().Type, how, also)
+	case s.Archive != nil && rev != connector.ReviseLog:
+		return BackfillReport{}, refused("backfill publishes the revisions of archived windows to results it appends to (such as a jsonl file or a Kafka topic); sinks.results is %s", s.Sinks.Primary().Type)
 	}
 	if o.CheckpointDir != "" {
 		// Read as "no checkpoint yet", a misspelt directory would
@@ -171,10 +179,9 @@ func Backfill(p *spec.Plan, o BackfillOptions) (BackfillReport, error) {
 	if err != nil {
 		return BackfillReport{}, err
 	}
-	t := outfmt.PgTimes(s.Sinks.Primary())
 	ps := pass{ctx: context.Background(), o: &o, src: src, cut: cut, wm: wm, desc: desc, since: since, spec: outfmt.SpecHash(p), lateness: p.Lateness,
 		fold:     &specFolder{agg: record.NewAggregator(p, record.KeepsAccs(p)), dec: record.NewDecoder(p, clock.Real{})},
-		retryFor: cmp.Or(t.RetryFor, t.ConnectRetryFor, pgio.DefaultConnectRetryFor)}
+		retryFor: pgio.DefaultConnectRetryFor}
 	if p.WindowKind == spec.Session {
 		ps.refused = "session windows: a late record can merge sessions, whose published rows would have to be retracted; weir does not revise session windows"
 	}
@@ -185,7 +192,12 @@ func Backfill(p *spec.Plan, o BackfillOptions) (BackfillReport, error) {
 		ps.open = func() (windowStore, error) { return openArchiveStore(p, o, wm) }
 	} else {
 		ps.open = func() (windowStore, error) {
-			return openSQLStore(context.Background(), &o, planTable(p, o.Dir), cmp.Or(t.Timeout, pgio.DefaultTimeout))
+			t, err := planTable(context.Background(), p, o.Dir, !o.DryRun)
+			if err != nil {
+				return nil, err
+			}
+			ps.retryFor = cmp.Or(t.RetryFor, pgio.DefaultConnectRetryFor)
+			return openSQLStore(context.Background(), &o, t)
 		}
 	}
 	return ps.run()
@@ -456,7 +468,7 @@ func (ps *pass) reviseBatch(st windowStore, rep *BackfillReport, batch []backfil
 	}
 }
 
-func (s *sqlStore) transient(err error) bool { return s.db.pg && pgio.Transient(err) }
+func (s *sqlStore) transient(err error) bool { return s.t.Dialect.Transient(err) }
 
 // rollback ends a failed batch's transaction (on a broken connection,
 // database/sql drops it from the pool).
@@ -493,38 +505,56 @@ type windowStore interface {
 	close() error
 }
 
-// table is a results table a backfill revises, as its sink wrote it.
+// table is a results table a backfill revises, as its sink wrote it:
+// the store its kind opened (connector.TableStore) and what a refusal
+// says.
 type table struct {
-	pg bool
-	// url is the Postgres connection string, or the SQLite file's path.
-	url  string
-	name string
+	*connector.TableStore
 	// job is the job whose rows are revised (the job column).
 	job string
-	// keys and values are the key columns and the value columns a
-	// revision reads and writes (the aggregates, then the accumulators
-	// if the job keeps them).
-	keys, values []pgio.ColumnDef
-	// opts are the Postgres sink's timeouts, for checking the table.
-	opts pgio.Options
 	// columnsFix, when set, is the fix added to the refusal of a table
-	// whose columns differ from keys and values.
+	// whose columns differ from Keys and Values.
 	columnsFix string
 	// noRows is the refusal of a table without rows of job: with none a
 	// backfill would give each window a row of its late records alone.
 	noRows string
 }
 
-// planTable is the results table of a job spec's first results sink.
-func planTable(p *spec.Plan, dir string) table {
-	r := p.Sinks.Primary()
-	t := table{pg: r.Type == "postgres", url: r.URL, name: cmp.Or(r.Table, "results"), job: p.Name, opts: outfmt.PgTimes(r)}
-	if !t.pg {
-		t.url = job.RunOptions{Dir: dir}.Path(r.Path)
+// planTable opens the results table of a job spec's first results sink
+// through its kind (connector.SinkKind.OpenStore); create: the backfill
+// will write.
+func planTable(ctx context.Context, p *spec.Plan, dir string, create bool) (table, error) {
+	st, err := openPlanStore(ctx, p, dir, create)
+	if err != nil {
+		return table{}, err
 	}
-	t.keys, t.values = outfmt.PgColumns(p)
-	t.noRows = fmt.Sprintf("the results of job %q are not there (removed by a fresh run of a copy of the job, or never written?); run the job, or resume it, before a backfill, which would give each window a row of its late records alone", p.Name)
-	return t
+	ts, ok := st.(*connector.TableStore)
+	if !ok {
+		st.Close()
+		return table{}, fmt.Errorf("sinks.results: kind %s keeps no results table", p.Sinks.Primary().Type)
+	}
+	return table{TableStore: ts, job: p.Name,
+		noRows: fmt.Sprintf("the results of job %q are not there (removed by a fresh run of a copy of the job, or never written?); run the job, or resume it, before a backfill, which would give each window a row of its late records alone", p.Name)}, nil
+}
+
+// openPlanStore opens the results of a job spec's first results sink as
+// backfill and the complete answer reach them (job.OpenResultsStore); a
+// kind that keeps none is a refusal.
+func openPlanStore(ctx context.Context, p *spec.Plan, dir string, create bool) (connector.ResultsStore, error) {
+	st, err := job.OpenResultsStore(ctx, p, dir, create)
+	if errors.Is(err, job.ErrNoStore) {
+		err = &RefusedError{Err: err}
+	}
+	return st, err
+}
+
+// revision is how backfill revises the results of a job spec's first
+// results sink (NoRevision: its kind is not registered).
+func revision(p *spec.Plan) connector.Revision {
+	if kind, ok := p.Kinds().Lookup(p.Sinks.Primary().Type); ok && kind.Sink != nil {
+		return kind.Sink.Revise
+	}
+	return connector.NoRevision
 }
 
 // sqlStore is a SQLite or Postgres results table.
@@ -545,22 +575,19 @@ type sqlStore struct {
 	newest int64
 }
 
-// openSQLStore opens table t for a backfill with options o; timeout
-// bounds each Postgres transaction.
-func openSQLStore(ctx context.Context, o *BackfillOptions, t table, timeout time.Duration) (*sqlStore, error) {
+// openSQLStore opens table t for a backfill with options o; t.Timeout
+// (0: none) bounds each transaction.
+func openSQLStore(ctx context.Context, o *BackfillOptions, t table) (*sqlStore, error) {
 	db, err := openResultsDB(ctx, t, !o.DryRun)
 	if err != nil {
 		return nil, err
 	}
-	st := &sqlStore{ctx: ctx, db: db, t: t, o: o, timeout: timeout}
+	st := &sqlStore{ctx: ctx, db: db, t: t, o: o, timeout: t.Timeout}
 	if t.noRows != "" {
 		// A wrong table or job, or a table whose rows are gone, would
 		// otherwise give each window a new row of the late records only.
 		var found bool // EXISTS: stops at the first row, where COUNT reads them all
-		q := `SELECT EXISTS (SELECT 1 FROM ` + quoteSQL(t.name) + ` WHERE "job" = ?)`
-		if db.pg {
-			q = dollars(q)
-		}
+		q := t.Dialect.Rebind(`SELECT EXISTS (SELECT 1 FROM ` + quoteSQL(t.Table) + ` WHERE "job" = ?)`)
 		err := db.db.QueryRowContext(ctx, q, t.job).Scan(&found)
 		if err == nil && !found {
 			// Refused: nothing was changed, and the job (or the table
@@ -568,16 +595,16 @@ func openSQLStore(ctx context.Context, o *BackfillOptions, t table, timeout time
 			err = refused("it holds no rows of job %q: %s", t.job, t.noRows)
 		}
 		if err != nil {
-			db.close()
-			where := "" // a Postgres URL may hold a password
-			if !t.pg {
-				where = " in " + t.url
+			t.Close()
+			where := "" // a connection string may hold a password
+			if t.Where != "" {
+				where = " in " + t.Where
 			}
-			return nil, fmt.Errorf("table %s%s: %w", quoteSQL(t.name), where, err)
+			return nil, fmt.Errorf("table %s%s: %w", quoteSQL(t.Table), where, err)
 		}
 	}
 	if err := db.db.QueryRowContext(ctx, db.maxRun, t.job).Scan(&st.newest); err != nil {
-		db.close()
+		t.Close()
 		return nil, err
 	}
 	return st, nil
@@ -587,7 +614,7 @@ func (s *sqlStore) horizon() (etime.Time, error) { return etime.MinTime, nil }
 
 func (s *sqlStore) begin(w *backfillWindow) error {
 	s.args = append(s.args[:0], s.t.job)
-	for _, k := range s.t.keys {
+	for _, k := range s.t.Keys {
 		// As the live job wrote it: canonical (a Postgres ledger gives
 		// jsonb's text, which writes numbers and orders members its own
 		// way).
@@ -608,7 +635,7 @@ func (s *sqlStore) begin(w *backfillWindow) error {
 	s.args = append(s.args, w.start, w.end)
 	if s.tx == nil {
 		ctx, cancel := context.WithCancel(s.ctx)
-		if s.db.pg {
+		if s.timeout > 0 {
 			ctx, cancel = context.WithTimeout(s.ctx, s.timeout)
 		}
 		tx, err := s.db.db.BeginTx(ctx, nil)
@@ -643,7 +670,7 @@ func (s *sqlStore) applied(w *backfillWindow) (map[string]bool, error) {
 }
 
 func (s *sqlStore) load(w *backfillWindow) ([]any, int64, error) {
-	vals := make([]any, len(s.t.values))
+	vals := make([]any, len(s.t.Values))
 	pane := int64(-1)
 	ptrs := []any{&w.run, &pane}
 	for i := range vals {
@@ -657,10 +684,10 @@ func (s *sqlStore) load(w *backfillWindow) ([]any, int64, error) {
 		return nil, 0, err
 	}
 	for i := range vals {
-		if t, ok := vals[i].(string); ok && s.db.pg && s.t.values[i].Type != pgio.Text {
+		if t, ok := vals[i].(string); ok && s.t.Dialect.TextIsJSON(s.t.Values[i].Type) {
 			if isNumberText(t) {
 				vals[i] = record.NumText(t) // numeric and jsonb keep a number's digits
-			} else if s.t.values[i].Type == pgio.JSONB {
+			} else if s.t.Values[i].Type == connector.JSONB {
 				vals[i] = json.RawMessage(t)
 			}
 		}
@@ -671,7 +698,7 @@ func (s *sqlStore) load(w *backfillWindow) ([]any, int64, error) {
 func (s *sqlStore) write(w *backfillWindow, pane int64, values []string, ids []string) error {
 	set := make([]any, 0, len(values)+2)
 	for i, v := range values {
-		x, err := s.db.arg(s.t.values[i].Type, []byte(v), false)
+		x, err := s.db.arg(s.t.Values[i].Type, []byte(v), false)
 		if err != nil {
 			return err
 		}
@@ -718,7 +745,7 @@ func (s *sqlStore) commit() error {
 
 func (s *sqlStore) close() error {
 	s.rollback()
-	return s.db.close()
+	return s.t.Close()
 }
 
 func (o *BackfillOptions) crash(point string) {
@@ -751,14 +778,13 @@ func backfillCut(p *spec.Plan, o job.RunOptions, src ledgerSource) (cut *ledgerC
 	return cut, c.Watermark, fmt.Sprintf("checkpoint %d: %s; live watermark %s", c.Checkpoint, src.describe(cut), c.Watermark), c.Since, nil
 }
 
-// resultsDB is the results table of a SQLite or Postgres sink, with the
+// resultsDB is a results table (connector.TableStore), with the
 // statements a backfill runs on one row: their WHERE (or VALUES) takes
-// the key values, window_start and window_end. In Postgres, keys and
-// values have the types of outfmt.PgColumns and are passed as the sink passes
-// them (pgio.Arg).
+// the key values, window_start and window_end, typed and passed as the
+// table's sink passes them (the dialect's Param and Arg).
 type resultsDB struct {
-	db *sql.DB
-	pg bool
+	db  *sql.DB
+	dia connector.SQLDialect
 	// sel reads pane, the values and the accumulators; upd and ins write
 	// the next revision; applied lists a window's applied ids and mark
 	// adds one.
@@ -770,29 +796,20 @@ type resultsDB struct {
 	noneApplied bool
 }
 
-// openResultsDB opens results table rt; with create it creates the
-// applied table beside it (named after it, _backfill_applied).
-func openResultsDB(ctx context.Context, rt table, create bool) (*resultsDB, error) {
-	d := &resultsDB{pg: rt.pg}
-	var err error
-	if d.pg {
-		d.db, err = sql.Open("pgx", rt.url)
-	} else {
-		d.db, err = sql.Open("sqlite", sqliteio.DSN(rt.url))
-	}
-	if err != nil {
-		return nil, err
-	}
-	table := rt.name
+// openResultsDB readies results table rt's queries; with create it
+// creates the applied table beside it (named after it,
+// _backfill_applied). It closes rt when it fails.
+func openResultsDB(ctx context.Context, rt table, create bool) (d *resultsDB, err error) {
+	d = &resultsDB{db: rt.DB, dia: rt.Dialect}
+	defer func() {
+		if err != nil {
+			rt.Close()
+		}
+	}()
+	table := rt.Table
 	// A table of another layout (of weir before typed columns, or named
 	// columns it lacks) is refused as the sink refuses it.
-	if d.pg {
-		err = pgio.CheckTable(ctx, rt.url, table, rt.keys, rt.values, rt.opts)
-	} else {
-		err = sqliteio.CheckTable(d.db, rt.url, table, pgio.Names(rt.keys), pgio.Names(rt.values))
-	}
-	if err != nil {
-		d.db.Close()
+	if err := d.dia.CheckTable(ctx, d.db, table, rt.Keys, rt.Values); err != nil {
 		if rt.columnsFix != "" {
 			err = fmt.Errorf("%w; %s", err, rt.columnsFix)
 		}
@@ -801,135 +818,77 @@ func openResultsDB(ctx context.Context, rt table, create bool) (*resultsDB, erro
 	appliedName := pgio.AppliedTable(table)
 	applied := quoteSQL(appliedName)
 	if create {
-		if _, err := d.db.Exec(`CREATE TABLE IF NOT EXISTS ` + applied + ` (job TEXT NOT NULL, key TEXT NOT NULL, window_start BIGINT NOT NULL, window_end BIGINT NOT NULL, id TEXT NOT NULL, PRIMARY KEY (job, key, window_start, window_end, id))`); err != nil {
-			d.db.Close()
+		if _, err := d.db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS `+applied+` (job TEXT NOT NULL, key TEXT NOT NULL, window_start BIGINT NOT NULL, window_end BIGINT NOT NULL, id TEXT NOT NULL, PRIMARY KEY (job, key, window_start, window_end, id))`); err != nil {
 			return nil, fmt.Errorf("create %s: %w", applied, err)
 		}
 		// One of weir before runs has no job column (and its results
 		// table, no job and run: the sink refuses that one too).
-		q, arg := `SELECT COUNT(*) FROM pragma_table_info(?) WHERE name = 'job'`, appliedName
-		if d.pg {
-			q, arg = `SELECT COUNT(*) FROM pg_attribute WHERE attrelid = to_regclass($1) AND attname = 'job' AND NOT attisdropped`, applied
-		}
-		var n int
-		if err := d.db.QueryRow(q, arg).Scan(&n); err != nil || n == 0 {
-			d.db.Close()
+		ok, err := d.dia.HasColumn(ctx, d.db, appliedName, "job")
+		if err != nil || !ok {
 			return nil, cmp.Or(err, fmt.Errorf("table %s was made by a weir before runs (it has no job column): drop it, with the results table %s, and run the job again", applied, quoteSQL(table)))
 		}
 	} else {
-		q := `SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = ?`
-		if d.pg {
-			q = `SELECT COUNT(*) FROM pg_tables WHERE tablename = $1 AND schemaname = ANY (current_schemas(false))`
-		}
-		var n int
-		if err := d.db.QueryRow(q, appliedName).Scan(&n); err != nil {
-			d.db.Close()
+		ok, err := d.dia.HasTable(ctx, d.db, appliedName)
+		if err != nil {
 			return nil, err
 		}
-		d.noneApplied = n == 0
+		d.noneApplied = !ok
 	}
-	// The placeholder of a key or value column: typed as the sink's in
-	// Postgres.
-	keyDefs, valDefs := rt.keys, rt.values
-	ph := func(def pgio.ColumnDef) string {
-		if d.pg {
-			return "?::" + def.Type.String()
-		}
-		return "?"
-	}
+	// The placeholder of a key or value column: typed as the sink's.
+	keyDefs, valDefs := rt.Keys, rt.Values
 	var cols, sels, sets, keyPHs, valPHs []string
 	for _, v := range valDefs {
 		c := quoteSQL(v.Name)
-		cols, sels = append(cols, c), append(sels, d.text(c))
-		sets, valPHs = append(sets, c+" = "+ph(v)), append(valPHs, ph(v))
+		cols, sels = append(cols, c), append(sels, d.dia.Text(c))
+		sets, valPHs = append(sets, c+" = "+d.dia.Param(v.Type)), append(valPHs, d.dia.Param(v.Type))
 	}
 	conds := []string{`"job" = ?`}
 	for _, k := range keyDefs {
-		conds, keyPHs = append(conds, quoteSQL(k.Name)+" = "+ph(k)), append(keyPHs, ph(k))
+		conds, keyPHs = append(conds, quoteSQL(k.Name)+" = "+d.dia.Param(k.Type)), append(keyPHs, d.dia.Param(k.Type))
 	}
 	where := strings.Join(append(conds, "window_start = ?", "window_end = ?"), " AND ")
 	t := quoteSQL(table)
-	d.sel = `SELECT run, pane, ` + strings.Join(sels, ", ") + ` FROM ` + t + ` WHERE ` + where
-	if d.pg {
-		d.sel += ` FOR UPDATE`
-	}
+	d.sel = `SELECT run, pane, ` + strings.Join(sels, ", ") + ` FROM ` + t + ` WHERE ` + where + d.dia.ForUpdate()
 	d.upd = `UPDATE ` + t + ` SET ` + strings.Join(sets, ", ") + `, firing = 'backfill', pane = ?, watermark = ? WHERE ` + where
 	vals := append([]string{"?"}, keyPHs...)
 	vals = append(vals, slices.Repeat([]string{"?"}, len(spec.ResultColumns))...)
 	vals = append(vals, valPHs...)
-	d.ins = `INSERT INTO ` + t + ` (` + strings.Join(append(append(append([]string{`"job"`}, quoteAll(pgio.Names(keyDefs))...), spec.ResultColumns...), cols...), ", ") + `) VALUES (` + strings.Join(vals, ", ") + `)`
+	d.ins = `INSERT INTO ` + t + ` (` + strings.Join(append(append(append([]string{`"job"`}, quoteAll(names(keyDefs))...), spec.ResultColumns...), cols...), ", ") + `) VALUES (` + strings.Join(vals, ", ") + `)`
 	d.maxRun = `SELECT COALESCE(MAX(run), 0) FROM ` + t + ` WHERE "job" = ?`
 	d.applied = `SELECT id FROM ` + applied + ` WHERE job = ? AND key = ? AND window_start = ? AND window_end = ?`
 	d.mark = `INSERT INTO ` + applied + ` (job, key, window_start, window_end, id) VALUES (?, ?, ?, ?, ?)`
-	if d.pg {
-		for _, q := range []*string{&d.sel, &d.upd, &d.ins, &d.maxRun, &d.applied, &d.mark} {
-			*q = dollars(*q)
-		}
+	for _, q := range []*string{&d.sel, &d.upd, &d.ins, &d.maxRun, &d.applied, &d.mark} {
+		*q = d.dia.Rebind(*q)
 	}
 	return d, nil
 }
 
-// dollars numbers the ? placeholders of q as Postgres wants them ($1, $2,
-// ...), leaving alone a ? inside a quoted name ("vip?") or string.
-func dollars(q string) string {
-	var b strings.Builder
-	n := 0
-	var quote rune
-	for _, c := range q {
-		switch {
-		case quote != 0:
-			if c == quote {
-				quote = 0
-			}
-		case c == '"' || c == '\'':
-			quote = c
-		case c == '?':
-			n++
-			b.WriteString("$" + strconv.Itoa(n))
-			continue
-		}
-		b.WriteRune(c)
+// names are the columns' names.
+func names(defs []connector.ColumnDef) []string {
+	n := make([]string, len(defs))
+	for i, d := range defs {
+		n[i] = d.Name
 	}
-	return b.String()
+	return n
 }
 
-func (d *resultsDB) close() error { return d.db.Close() }
-
-// text is a column read as value turns it back: Postgres columns as
-// their text (jsonb's JSON text, a number's digits), SQLite as it is.
-func (d *resultsDB) text(col string) string {
-	if d.pg {
-		return col + "::text"
-	}
-	return col
+// arg is the argument for a JSON key or value in a column of type t
+// (key: a key column), as the table's sink stores it.
+func (d *resultsDB) arg(t connector.ColumnType, v []byte, key bool) (any, error) {
+	return d.dia.Arg(t, v, key)
 }
 
-// arg is the argument for a JSON key or value in a column of Postgres
-// type t (key: a key column): as the SQLite or Postgres sink stores it.
-func (d *resultsDB) arg(t pgio.Type, v []byte, key bool) (any, error) {
-	if d.pg {
-		if len(v) == 0 {
-			v = []byte("null")
-		}
-		return pgio.Arg(t, v, key)
-	}
-	return sqliteio.Value(v)
-}
-
-// value turns a column of Postgres type t read by sel (as text) into
+// value turns a column of type t read through the dialect's Text into
 // what the SQLite driver would give: a text column's text is the value
-// (a string key, the accumulators), the others are JSON text (a
+// (a string key, the accumulators), JSON text is read as JSON (a
 // number's digits, jsonb's JSON, written canonically first).
-func (d *resultsDB) value(t pgio.Type, v any) (any, error) {
-	if !d.pg || v == nil {
+func (d *resultsDB) value(t connector.ColumnType, v any) (any, error) {
+	if v == nil || !d.dia.TextIsJSON(t) {
 		return v, nil
 	}
 	s, ok := v.(string)
 	if !ok {
 		return nil, fmt.Errorf("unexpected %T", v)
-	}
-	if t == pgio.Text {
-		return s, nil
 	}
 	return sqlValue([]byte(s))
 }

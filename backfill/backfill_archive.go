@@ -1,18 +1,14 @@
 package backfill
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kgo"
-
-	"github.com/weirstream/weir/connector/kafkaio"
+	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/connector/sqliteio"
 	"github.com/weirstream/weir/etime"
 	"github.com/weirstream/weir/internal/archive"
@@ -26,15 +22,15 @@ import (
 // archiveStore is the archive of a job with jsonl or Kafka results: a
 // window's new revision, its applied ids and its record go into the
 // archive in one batch (the record in the outbox), then the record is
-// published (appended to the corrections file, or produced to the
-// results topic) and leaves the outbox. A crash between the two
+// published (appended to the results' log by its kind: a jsonl file's
+// corrections, a Kafka topic) and leaves the outbox. A crash between the two
 // publishes the record again at the next backfill: the same window and
 // pane, byte for byte, which readers fold by pane.
 type archiveStore struct {
 	a    *archive.Archive
 	p    *spec.Plan
 	o    *BackfillOptions
-	pub  publisher
+	pub  connector.LogStore
 	key  string // the result key (values joined by keySep) of the window begun
 	revs []archive.Revision
 	open bool // a batch is begun
@@ -51,26 +47,20 @@ type archiveStore struct {
 // up to there (a checkpoint's commit that found the archive busy leaves
 // that to a later one).
 func openArchiveStore(p *spec.Plan, o BackfillOptions, wm etime.Time) (*archiveStore, error) {
-	r := p.Sinks.Primary()
-	var pub publisher
-	switch {
-	case r.Type == "kafka":
-		cl, err := kgo.NewClient(append(kafkaio.AuthFrom(spec.SinkSettings(r), ""), kgo.SeedBrokers(r.Brokers...), kgo.DefaultProduceTopic(r.Topic),
-			kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(0))...)
-		if err != nil {
-			return nil, fmt.Errorf("sinks.results: %w", err)
-		}
-		pub = kafkaPublisher{cl}
-	case r.Type == "jsonl" && r.Path != "" && r.Path != "-":
-		pub = &filePublisher{path: job.CorrectionsPath(p, o.Dir)}
-	default:
-		return nil, fmt.Errorf("backfill publishes the revisions of archived windows to a jsonl results file or a Kafka topic; sinks.results is %s %s", r.Type, r.Path)
+	rs, err := openPlanStore(context.Background(), p, o.Dir, !o.DryRun)
+	if err != nil {
+		return nil, err
+	}
+	pub, ok := rs.(connector.LogStore)
+	if !ok {
+		rs.Close()
+		return nil, fmt.Errorf("sinks.results: kind %s keeps no log of results", p.Sinks.Primary().Type)
 	}
 	// The live job has the archive open for each commit (a moment):
 	// wait for it.
 	a, err := archive.OpenWait(job.RunOptions{Dir: o.Dir}.Path(p.Archive.Dir), job.ArchiveOpenWait, 20*time.Millisecond)
 	if err != nil {
-		pub.close()
+		pub.Close()
 		if errors.Is(err, archive.ErrBusy) {
 			err = fmt.Errorf("%w for %v: another backfill runs, or the live job's commit is stuck", err, job.ArchiveOpenWait)
 		}
@@ -181,7 +171,11 @@ func (s *archiveStore) publish() error {
 	if err != nil || len(pending) == 0 {
 		return err
 	}
-	if err := s.pub.publish(pending); err != nil {
+	revs := make([]connector.Message, len(pending))
+	for i, r := range pending {
+		revs[i] = connector.Message{Key: r.RecordKey, Value: r.Line, Headers: outfmt.ResultHeaders(window.Backfill, r.Run, r.Pane)}
+	}
+	if err := s.pub.Append(context.Background(), revs); err != nil {
 		return err
 	}
 	s.o.crash("backfill-published")
@@ -192,99 +186,4 @@ func (s *archiveStore) publish() error {
 	return s.a.Published(seqs)
 }
 
-func (s *archiveStore) close() error { return errors.Join(s.a.Close(), s.pub.close()) }
-
-// publisher publishes backfill revisions durably.
-type publisher interface {
-	publish(revs []archive.Outboxed) error
-	close() error
-}
-
-// filePublisher appends revisions to the corrections file and syncs it.
-// It opens the file at its first publish (under the archive's lock, and
-// never in a dry run), cutting a line a crash (or a full disk) tore: the
-// outbox still has the whole one. (A write that fails fails the backfill,
-// whose next run cuts again.)
-type filePublisher struct {
-	path string
-	f    *os.File
-	buf  []byte
-}
-
-func (p *filePublisher) publish(revs []archive.Outboxed) error {
-	if p.f == nil {
-		f, err := os.OpenFile(p.path, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o644)
-		if err != nil {
-			return err
-		}
-		if err := cutTornTail(f); err != nil {
-			f.Close()
-			return fmt.Errorf("corrections %s: %w", p.path, err)
-		}
-		p.f = f
-	}
-	b := p.buf[:0]
-	for _, r := range revs {
-		b = append(append(b, r.Line...), '\n')
-	}
-	p.buf = b
-	_, err := p.f.Write(b)
-	if err == nil {
-		err = p.f.Sync()
-	}
-	if err != nil {
-		return fmt.Errorf("corrections %s: %w", p.path, err)
-	}
-	return nil
-}
-
-func (p *filePublisher) close() error {
-	if p.f == nil {
-		return nil
-	}
-	return p.f.Close()
-}
-
-// cutTornTail truncates f after its last newline.
-func cutTornTail(f *os.File) error {
-	fi, err := f.Stat()
-	if err != nil {
-		return err
-	}
-	end := fi.Size()
-	buf := make([]byte, 64<<10)
-	for end > 0 {
-		n := min(int64(len(buf)), end)
-		if _, err := f.ReadAt(buf[:n], end-n); err != nil {
-			return err
-		}
-		if i := bytes.LastIndexByte(buf[:n], '\n'); i >= 0 {
-			end = end - n + int64(i) + 1
-			break
-		}
-		end -= n
-	}
-	if end == fi.Size() {
-		return nil
-	}
-	return f.Truncate(end)
-}
-
-// kafkaPublisher produces revisions to the results topic, keyed like the
-// live job's results (key fields and window), with their firing and pane
-// in headers, and waits for every in-sync replica. It is not
-// transactional: a crash before the outbox is emptied produces the same
-// records again, which readers fold by pane.
-type kafkaPublisher struct{ cl *kgo.Client }
-
-func (k kafkaPublisher) publish(revs []archive.Outboxed) error {
-	recs := make([]*kgo.Record, len(revs))
-	for i, r := range revs {
-		recs[i] = &kgo.Record{Key: r.RecordKey, Value: r.Line, Headers: outfmt.ResultHeaders(window.Backfill, r.Run, r.Pane)}
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	return k.cl.ProduceSync(ctx, recs...).FirstErr()
-}
-
-func (k kafkaPublisher) close() error { k.cl.Close(); return nil }
+func (s *archiveStore) close() error { return errors.Join(s.a.Close(), s.pub.Close()) }

@@ -399,34 +399,6 @@ func TestBackfillForgedEntries(t *testing.T) {
 	}
 }
 
-func TestDollars(t *testing.T) {
-	got := dollars(`SELECT "vip?" FROM "t" WHERE a = ? AND 'x?' = ? AND "q""?" = ?`)
-	want := `SELECT "vip?" FROM "t" WHERE a = $1 AND 'x?' = $2 AND "q""?" = $3`
-	if got != want {
-		t.Fatalf("%s\nwant %s", got, want)
-	}
-}
-
-func TestCutTornTail(t *testing.T) {
-	for _, c := range []struct{ in, want string }{{"a\nb\n", "a\nb\n"}, {"a\nb\npart", "a\nb\n"}, {"part", ""}, {"", ""}} {
-		path := filepath.Join(t.TempDir(), "f")
-		if err := os.WriteFile(path, []byte(c.in), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		f, err := os.OpenFile(path, os.O_RDWR, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cutTornTail(f); err != nil {
-			t.Fatal(err)
-		}
-		f.Close()
-		if b, _ := os.ReadFile(path); string(b) != c.want {
-			t.Errorf("%q: %q, want %q", c.in, b, c.want)
-		}
-	}
-}
-
 // crashAt panics at the n-th call with point, as a process killed there
 // would stop (the deferred closes run, which a kill would skip: the
 // archive and the ledger lock are released either way).

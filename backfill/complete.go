@@ -1,26 +1,20 @@
 package backfill
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"maps"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/valyala/fastjson"
 	"github.com/weirstream/weir"
 
 	"github.com/weirstream/weir/clock"
-	"github.com/weirstream/weir/connector/fileio"
-	"github.com/weirstream/weir/connector/kafkaio"
-	"github.com/weirstream/weir/connector/pgio"
+	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/connector/sqliteio"
 	"github.com/weirstream/weir/etime"
 	"github.com/weirstream/weir/internal/jsonnum"
@@ -62,6 +56,10 @@ func Complete(p *spec.Plan, dir string) (*Answer, error) {
 		return nil, err
 	}
 	src := opened.Source
+	keys, err := keyTexter(ctx, p, dir)
+	if err != nil {
+		return nil, err
+	}
 	agg := record.NewAggregator(p, false)
 	dec := record.NewDecoder(p, clock.Real{})
 	accs := map[string]*record.Acc{}
@@ -77,8 +75,8 @@ func Complete(p *spec.Plan, dir string) (*Answer, error) {
 			st, err := r.Read(ctx, out)
 			for _, l := range out.lines {
 				switch l.Kind {
-				case fileio.Data:
-				case fileio.Bad:
+				case connector.Data:
+				case connector.Bad:
 					a.Bad++
 					continue
 				default:
@@ -96,7 +94,7 @@ func Complete(p *spec.Plan, dir string) (*Answer, error) {
 					continue
 				}
 				for _, w := range wins {
-					id := rowID(p, rec.Key, w)
+					id := rowID(p, keys, rec.Key, w)
 					ac := accs[id]
 					if ac == nil {
 						ac = agg.CreateAccumulator()
@@ -126,8 +124,9 @@ func Complete(p *spec.Plan, dir string) (*Answer, error) {
 	for id, ac := range accs {
 		agg.CollectInInputOrder(ac)
 		vals := record.SplitResult(agg.Result(ac), len(agg.Fns))
+		log := revision(p) == connector.ReviseLog
 		for i, v := range vals {
-			vals[i] = valueCanonical(p, []byte(v))
+			vals[i] = valueCanonical(log, []byte(v))
 		}
 		a.rows[id] = vals
 	}
@@ -135,12 +134,12 @@ func Complete(p *spec.Plan, dir string) (*Answer, error) {
 }
 
 // rowID identifies a results row of the answer: its key values (the
-// decoder's canonical texts), as the job's results store them (keyText),
-// and its window.
-func rowID(p *spec.Plan, key string, w window.Window) string {
+// decoder's canonical texts), as the job's results store them
+// (keyText), and its window.
+func rowID(p *spec.Plan, keyText func([]byte) string, key string, w window.Window) string {
 	keys := outfmt.SplitKey(key, len(p.Key))
 	for i, k := range keys {
-		keys[i] = keyText(p, []byte(k))
+		keys[i] = keyText([]byte(k))
 	}
 	return rowIdentity(keys, strconv.FormatInt(int64(w.Start), 10), strconv.FormatInt(int64(w.End), 10))
 }
@@ -160,32 +159,37 @@ func rowIdentity(keys []string, start, end string) string {
 	return b.String()
 }
 
-// keyText renders a key value (canonical JSON) as the job's results
-// table keeps it, with its type (valueText), for comparing: in Postgres,
-// the text of its text column (pgKeyText: the string "7" and the number
-// 7 are one key there), elsewhere as the SQLite sink stores it (they
-// differ).
-func keyText(p *spec.Plan, k []byte) string {
-	var x any
-	var err error
-	if r := p.Sinks.Primary(); r != nil && r.Type == "postgres" {
-		x, err = outfmt.PgKeyText(k)
-	} else {
-		x, err = sqliteio.Value(k)
+// keyTexter returns how a key value (canonical JSON) reads as the job's
+// results keep it, with its type (valueText), for comparing: in a results
+// table, as its kind stores a key (connector.SQLDialect.Arg: in Postgres
+// the text of a text column, where the string "7" and the number 7 are
+// one key); in a log, as a JSON value (sqlCanonical).
+func keyTexter(ctx context.Context, p *spec.Plan, dir string) (func([]byte) string, error) {
+	if revision(p) != connector.ReviseTable {
+		return sqlCanonical, nil
 	}
+	t, err := planTable(ctx, p, dir, false)
 	if err != nil {
-		return "invalid " + string(k)
+		return nil, err
 	}
-	return valueText(x)
+	defer t.Close()
+	dia := t.Dialect
+	return func(k []byte) string {
+		x, err := dia.Arg(connector.Text, k, true) // key columns are text (connector.TableColumns)
+		if err != nil {
+			return "invalid " + string(k)
+		}
+		return valueText(x)
+	}, nil
 }
 
 // valueCanonical renders an aggregate's JSON value as the job's results
 // keep it, for comparing: as sqlCanonical for SQL tables (a REAL keeps
 // 15 digits), and a number with a fraction or beyond int64 as its exact
-// text for jsonl and Kafka results, which keep the text (a decimal sum
-// is then compared digit for digit).
-func valueCanonical(p *spec.Plan, v []byte) string {
-	if r := p.Sinks.Primary(); r != nil && (r.Type == "jsonl" || r.Type == "kafka") && isNumberText(string(v)) {
+// text for results in a log (a file, a topic: log), which keep the text
+// (a decimal sum is then compared digit for digit).
+func valueCanonical(log bool, v []byte) string {
+	if log && isNumberText(string(v)) {
 		if _, err := strconv.ParseInt(string(v), 10, 64); err != nil {
 			return "number:" + string(v)
 		}
@@ -297,23 +301,22 @@ func CheckComplete(p *spec.Plan, dir string) error {
 
 // collectLines is a SourceOutput that keeps what a reader emits.
 type collectLines struct {
-	lines []fileio.Line
+	lines []connector.Line
 	dead  int64
 }
 
-func (c *collectLines) Emit(_ etime.Time, l fileio.Line) { c.lines = append(c.lines, l) }
-func (c *collectLines) EmitWatermark(etime.Time)         {}
-func (c *collectLines) MarkIdle()                        {}
-func (c *collectLines) MarkActive()                      {}
-func (c *collectLines) DeadLetter(string, string, any)   { c.dead++ }
+func (c *collectLines) Emit(_ etime.Time, l connector.Line) { c.lines = append(c.lines, l) }
+func (c *collectLines) EmitWatermark(etime.Time)            {}
+func (c *collectLines) MarkIdle()                           {}
+func (c *collectLines) MarkActive()                         {}
+func (c *collectLines) DeadLetter(string, string, any)      { c.dead++ }
 
-// Compare compares the job's results table with the answer and returns
-// the rows that differ (at most limit of them, described) and their
-// number.
+// Compare compares the job's results with the answer and returns the
+// rows that differ (at most limit of them, described) and their number.
 func (a *Answer) Compare(p *spec.Plan, dir string, limit int) ([]string, int, error) {
 	var got map[string][]string
 	var err error
-	if r := p.Sinks.Primary(); r.Type == "jsonl" || r.Type == "kafka" {
+	if revision(p) == connector.ReviseLog {
 		got, err = latestResults(p, dir)
 	} else {
 		got, err = tableRows(p, dir)
@@ -343,43 +346,26 @@ func (a *Answer) Compare(p *spec.Plan, dir string, limit int) ([]string, int, er
 	return diffs, n, nil
 }
 
-// latestResults reads the results of a job with jsonl or Kafka results:
-// the results file and its corrections (CorrectionsPath), or the results
-// topic as read_committed readers see it, keeping each window's highest
-// (run, pane) (at equal ones, the later), by row identity, and of those
-// the windows of the newest run (a topic, or files kept with --append,
-// hold earlier runs too; the complete answer is of this run's input).
+// latestResults reads the results of a job whose results are a log (a
+// file and its corrections, a topic as read_committed readers see it:
+// connector.LogStore.Scan), keeping each window's highest (run, pane)
+// (at equal ones, the later), by row identity, and of those the windows
+// of the newest run (a topic, or files kept with --append, hold earlier
+// runs too; the complete answer is of this run's input).
 func latestResults(p *spec.Plan, dir string) (map[string][]string, error) {
 	f := resultFold{p: p, got: map[string][]string{}, revs: map[string][2]int64{}}
 	defer f.newestRun()
-	r := p.Sinks.Primary()
-	if r.Type == "kafka" {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		defer cancel()
-		var ferr error
-		err := kafkaio.ReadCommitted(ctx, r.Brokers, []string{r.Topic}, time.Second, func(rec *kgo.Record) {
-			if ferr == nil {
-				ferr = f.add(rec.Value)
-			}
-		}, kafkaio.AuthFrom(spec.SinkSettings(r), "")...)
-		return f.got, errors.Join(err, ferr)
+	ctx := context.Background()
+	st, err := openPlanStore(ctx, p, dir, false)
+	if err != nil {
+		return nil, err
 	}
-	results := job.RunOptions{Dir: dir}.Path(r.Path)
-	for _, path := range []string{results, job.CorrectionsPath(p, dir)} {
-		b, err := os.ReadFile(path)
-		if errors.Is(err, os.ErrNotExist) && path != results {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		for no, line := range bytes.Split(bytes.TrimSuffix(b, []byte("\n")), []byte("\n")) {
-			if err := f.add(line); err != nil {
-				return nil, fmt.Errorf("%s:%d: %w", path, no+1, err)
-			}
-		}
+	defer st.Close()
+	l, ok := st.(connector.LogStore)
+	if !ok {
+		return nil, fmt.Errorf("sinks.results: kind %s keeps no log of results", p.Sinks.Primary().Type)
 	}
-	return f.got, nil
+	return f.got, l.Scan(ctx, f.add)
 }
 
 // resultFold keeps the newest revision, by (run, pane), of each window
@@ -433,7 +419,7 @@ func (f *resultFold) add(line []byte) error {
 	}
 	row := make([]string, len(s.Aggregates))
 	for i, ag := range s.Aggregates {
-		row[i] = valueCanonical(f.p, m[ag.Name])
+		row[i] = valueCanonical(true, m[ag.Name])
 	}
 	f.got[k], f.revs[k] = row, rev
 	return nil
@@ -441,29 +427,30 @@ func (f *resultFold) add(line []byte) error {
 
 // tableRows reads a SQL results table by row identity.
 func tableRows(p *spec.Plan, dir string) (map[string][]string, error) {
-	rt := planTable(p, dir)
-	db, err := openResultsDB(context.Background(), rt, false)
+	ctx := context.Background()
+	rt, err := planTable(ctx, p, dir, false)
 	if err != nil {
 		return nil, err
 	}
-	defer db.close()
+	db, err := openResultsDB(ctx, rt, false)
+	if err != nil {
+		return nil, err
+	}
+	defer rt.Close()
 	s := p
 	var cols []string
 	for _, k := range s.Key {
-		cols = append(cols, db.text(quoteSQL(k)))
+		cols = append(cols, db.dia.Text(quoteSQL(k)))
 	}
 	cols = append(cols, "window_start", "window_end")
 	for _, ag := range s.Aggregates {
-		cols = append(cols, db.text(quoteSQL(ag.Name)))
+		cols = append(cols, db.dia.Text(quoteSQL(ag.Name)))
 	}
 	// The job's rows of its newest run (--append keeps earlier runs'
 	// rows beside them; the complete answer is of this run's input).
-	t := quoteSQL(rt.name)
-	q := `SELECT ` + strings.Join(cols, ", ") + ` FROM ` + t + ` WHERE "job" = ? AND run = (SELECT MAX(run) FROM ` + t + ` WHERE "job" = ?)`
-	if db.pg {
-		q = dollars(q)
-	}
-	rows, err := db.db.Query(q, s.Name, s.Name)
+	t := quoteSQL(rt.Table)
+	q := db.dia.Rebind(`SELECT ` + strings.Join(cols, ", ") + ` FROM ` + t + ` WHERE "job" = ? AND run = (SELECT MAX(run) FROM ` + t + ` WHERE "job" = ?)`)
+	rows, err := db.db.QueryContext(ctx, q, s.Name, s.Name)
 	if err != nil {
 		return nil, err
 	}
@@ -485,11 +472,11 @@ func tableRows(p *spec.Plan, dir string) (map[string][]string, error) {
 			if i == nk || i == nk+1 { // the window
 				continue
 			}
-			var t pgio.Type
+			var t connector.ColumnType
 			if i < nk {
-				t = rt.keys[i].Type
+				t = rt.Keys[i].Type
 			} else {
-				t = rt.values[i-nk-2].Type
+				t = rt.Values[i-nk-2].Type
 			}
 			if v, err = db.value(t, v); err != nil {
 				return nil, err

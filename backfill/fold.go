@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/weirstream/weir/connector/fileio"
+	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/etime"
 	"github.com/weirstream/weir/internal/record"
 	"github.com/weirstream/weir/ledger"
@@ -33,7 +33,7 @@ type specFolder struct {
 }
 
 func (f *specFolder) decode(e ledger.Entry) (any, error) {
-	r, err := f.dec.Decode(fileio.Line{Kind: fileio.Data, No: entryNo(e.ID), Text: e.Record, Unchecked: true})
+	r, err := f.dec.Decode(connector.Line{Kind: connector.Data, No: entryNo(e.ID), Text: e.Record, Unchecked: true})
 	if err != nil {
 		return nil, err
 	}

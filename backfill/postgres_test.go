@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/connector/pgio"
 	"github.com/weirstream/weir/internal/jobtest"
 	"github.com/weirstream/weir/internal/outfmt"
@@ -213,7 +214,7 @@ func TestPostgresJSONBTableRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The table as weir wrote it before: the same columns, all jsonb.
-	keys, vals := outfmt.PgColumns(p)
+	keys, vals := connector.TableColumns(p.Key, outfmt.ResultColumns(p))
 	old, err := pgio.Open(context.Background(), url, table, pgio.Defs(pgio.JSONB, defNames(keys)...), pgio.Defs(pgio.JSONB, defNames(vals)...), pgio.Options{Job: "typed"})
 	if err != nil {
 		t.Fatal(err)

@@ -165,3 +165,163 @@ func TestCheckCompleteAsksTheKind(t *testing.T) {
 		t.Fatalf("a radio: %v", err)
 	}
 }
+
+// memResults is a results kind of this test alone: result lines kept in
+// memory by job, which backfill revises as a log (connector.ReviseLog):
+// its store reads the lines back and appends revisions after them.
+var memResults sync.Map // job name → *memLines
+
+var memResultsKind = connector.Kind{Name: "memresults", Doc: "results in memory (backfill tests)", Sink: &connector.SinkKind{Roles: connector.RoleResults,
+	OpenMessages: func(_ context.Context, o connector.MessagesOpen) (connector.Sink[connector.Message], error) {
+		m, _ := memResults.LoadOrStore(o.Job, &memLines{})
+		return m.(*memLines), nil
+	},
+	Revise: connector.ReviseLog,
+	OpenStore: func(_ context.Context, o connector.StoreOpen) (connector.ResultsStore, error) {
+		m, ok := memResults.Load(o.Job)
+		if !ok {
+			return nil, fmt.Errorf("memresults: no results of job %q", o.Job)
+		}
+		return memLog{m.(*memLines)}, nil
+	}}}
+
+// memLog is memLines as a connector.LogStore.
+type memLog struct{ *memLines }
+
+func (l memLog) Scan(ctx context.Context, fn func([]byte) error) error {
+	_, err := l.memLines.Scan(ctx, nil, fn)
+	return err
+}
+func (l memLog) Append(ctx context.Context, revs []connector.Message) error {
+	return l.Write(ctx, revs)
+}
+func (l memLog) Forget(context.Context) error { return nil }
+
+// TestRegisteredResultsStoreKind: the results of a kind registered by
+// this test alone, which backfill never heard of, are revised through its
+// OpenStore: with the job's archive, the backfill appends each window's
+// next revision to the kind's log, which then equals the complete answer,
+// as with jsonl results.
+func TestRegisteredResultsStoreKind(t *testing.T) {
+	memResults.Delete("memrevised") // a run of the test before (-count)
+	reg := connector.NewRegistry()
+	reg.MustRegister(all.Kinds()...)
+	reg.MustRegister(memResultsKind)
+	yaml := `
+name: memrevised
+source: {type: file, path: in.jsonl, channels: 2}
+watermark: {max_out_of_orderness: 5s}
+key: [user_id]
+window: {type: tumbling, size: 1m}
+allowed_lateness: 10s
+aggregate:
+  - {name: orders, fn: count}
+  - {name: total, fn: sum, field: amount}
+sinks:
+  results: {type: memresults}
+  late: {type: ledger, dir: ledger}
+archive: {dir: archive}
+`
+	p, err := spec.ParseWith([]byte(yaml), reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "in.jsonl"), []byte(strings.Join(articleOrders(12, 3000), "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	j, err := job.Open(p, job.RunOptions{Dir: dir, Deterministic: true, Now: jobtest.TestNow})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := j.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Get("late_side_output") < 20 {
+		t.Fatalf("too few late orders to backfill: %s", sum.JSON())
+	}
+	ans, err := Complete(p, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, n, err := ans.Compare(p, dir, 3); err != nil || n == 0 {
+		t.Fatalf("before the backfill %d windows differ (%v): the test proves nothing", n, err)
+	}
+	m, _ := memResults.Load("memrevised")
+	before := len(m.(*memLines).lines)
+	rep, err := Backfill(p, BackfillOptions{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Applied == 0 || len(m.(*memLines).lines) == before {
+		t.Fatalf("the backfill appended no revision to the kind's log: %+v", rep)
+	}
+	if diffs, n, err := ans.Compare(p, dir, 5); err != nil || n > 0 {
+		t.Fatalf("after the backfill (%+v), %d windows differ from the complete answer (%v):\n%s", rep, n, err, strings.Join(diffs, "\n"))
+	}
+
+	// Without the archive the kind's results are refused, naming it.
+	p2, err := spec.ParseWith([]byte(strings.Replace(yaml, "archive: {dir: archive}\n", "", 1)), reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Backfill(p2, BackfillOptions{Dir: dir})
+	if _, ok := errors.AsType[*RefusedError](err); !ok || !strings.Contains(err.Error(), "for memresults results, set archive: {dir: archive}") {
+		t.Fatalf("a backfill of memresults results without the archive: %v", err)
+	}
+}
+
+// TestRegisteredTableKind: a results table kind registered by this test
+// alone (SQLite under another name, with its own dialect's store) is
+// revised in place by backfill, which never heard of it.
+func TestRegisteredTableKind(t *testing.T) {
+	reg := connector.NewRegistry()
+	reg.MustRegister(all.Kinds()...)
+	sqlite, _ := reg.Lookup("sqlite")
+	k := *sqlite.Sink
+	reg.MustRegister(connector.Kind{Name: "mytable", Doc: "a SQLite table under another name (backfill tests)", Sink: &k})
+	yaml := `
+name: mytable
+source: {type: file, path: in.jsonl, channels: 2}
+watermark: {max_out_of_orderness: 5s}
+key: [user_id]
+window: {type: tumbling, size: 1m}
+allowed_lateness: 10s
+aggregate:
+  - {name: orders, fn: count}
+  - {name: total, fn: sum, field: amount}
+sinks:
+  results: {type: mytable, path: results.db}
+  late: {type: ledger, dir: ledger}
+`
+	p, err := spec.ParseWith([]byte(yaml), reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "in.jsonl"), []byte(strings.Join(articleOrders(13, 3000), "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	j, err := job.Open(p, job.RunOptions{Dir: dir, Deterministic: true, Now: jobtest.TestNow})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := j.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ans, err := Complete(p, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, n, err := ans.Compare(p, dir, 3); err != nil || n == 0 {
+		t.Fatalf("before the backfill %d windows differ (%v): the test proves nothing", n, err)
+	}
+	rep, err := Backfill(p, BackfillOptions{Dir: dir})
+	if err != nil || rep.Applied == 0 {
+		t.Fatalf("backfill: %+v, %v", rep, err)
+	}
+	if diffs, n, err := ans.Compare(p, dir, 5); err != nil || n > 0 {
+		t.Fatalf("after the backfill (%+v), %d windows differ from the complete answer (%v):\n%s", rep, n, err, strings.Join(diffs, "\n"))
+	}
+}

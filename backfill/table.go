@@ -14,7 +14,9 @@ import (
 	"time"
 
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/connector/pgio"
+	"github.com/weirstream/weir/connector/sqliteio"
 	"github.com/weirstream/weir/etime"
 	"github.com/weirstream/weir/internal/record"
 	"github.com/weirstream/weir/ledger"
@@ -163,10 +165,6 @@ func IntoTable[T, A any](ctx context.Context, t Table, f Fold[T, A], o TableOpti
 	if o.Ledger == "" {
 		return BackfillReport{}, errors.New("backfill: TableOptions.Ledger: the ledger's directory is required")
 	}
-	tb := table{pg: t.Postgres != "", url: cmp.Or(t.Postgres, t.SQLite), name: cmp.Or(t.Name, "results"), job: t.Job, keys: t.Keys, values: t.Values,
-		opts:       pgio.Options{Timeout: o.Timeout, RetryFor: o.RetryFor},
-		columnsFix: "give backfill.Table's Keys and Values as the results sink was opened with them",
-		noRows:     "Table.Job must be the results sink's Options.Job"}
 	if t.SQLite != "" {
 		// Opening a path that is not there would create a database.
 		if fi, err := os.Stat(t.SQLite); err != nil || !fi.Mode().IsRegular() {
@@ -180,6 +178,25 @@ func IntoTable[T, A any](ctx context.Context, t Table, f Fold[T, A], o TableOpti
 	if strings.HasPrefix(filepath.Base(o.Ledger), "day=") {
 		return BackfillReport{}, fmt.Errorf("backfill: TableOptions.Ledger: %s is one day of a ledger; give the ledger's directory, %s", o.Ledger, filepath.Dir(o.Ledger))
 	}
+	var store *connector.TableStore
+	var err error
+	if t.Postgres != "" {
+		store, err = pgio.OpenTableStore(t.Postgres, cmp.Or(t.Name, "results"), t.Keys, t.Values, o.Timeout)
+	} else {
+		store, err = sqliteio.OpenTableStore(t.SQLite, cmp.Or(t.Name, "results"), t.Keys, t.Values)
+	}
+	if err != nil {
+		return BackfillReport{}, err
+	}
+	tb := table{TableStore: store, job: t.Job,
+		columnsFix: "give backfill.Table's Keys and Values as the results sink was opened with them",
+		noRows:     "Table.Job must be the results sink's Options.Job"}
+	opened := false
+	defer func() {
+		if !opened {
+			tb.Close()
+		}
+	}()
 	name := cmp.Or(o.LedgerSink, "late")
 	r, err := ledger.OpenReader(o.Ledger, !o.DryRun)
 	if err != nil {
@@ -189,10 +206,11 @@ func IntoTable[T, A any](ctx context.Context, t Table, f Fold[T, A], o TableOpti
 	defer src.close()
 	bo := BackfillOptions{DryRun: o.DryRun, Out: o.Out, Filter: o.Filter, WindowsPerTx: o.WindowsPerTx, Warn: o.Warn, Crash: o.Crash}
 	ps := pass{ctx: ctx, o: &bo, src: src, wm: etime.MaxTime, entryWM: true, runScoped: true, desc: "all of it (no checkpoints given)",
-		lateness: etime.FromDuration(o.AllowedLateness), fold: &goFolder[T, A]{f: f, types: t.Values, pg: tb.pg},
+		lateness: etime.FromDuration(o.AllowedLateness), fold: &goFolder[T, A]{f: f, types: t.Values},
 		retryFor: cmp.Or(o.RetryFor, pgio.DefaultConnectRetryFor)}
 	ps.open = func() (windowStore, error) {
-		return openSQLStore(ctx, &bo, tb, cmp.Or(o.Timeout, pgio.DefaultTimeout))
+		opened = true // openSQLStore closes it
+		return openSQLStore(ctx, &bo, tb)
 	}
 	if o.Checkpoints != "" {
 		if fi, err := os.Stat(o.Checkpoints); err != nil || !fi.IsDir() {
@@ -224,7 +242,6 @@ func IntoTable[T, A any](ctx context.Context, t Table, f Fold[T, A], o TableOpti
 type goFolder[T, A any] struct {
 	f     Fold[T, A]
 	types []pgio.ColumnDef
-	pg    bool
 }
 
 func (g *goFolder[T, A]) decode(e ledger.Entry) (any, error) {

@@ -167,6 +167,12 @@ type SinkKind struct {
 	// folds into the results and weir ledger lists. With it, a new kind
 	// of ledger is its package and one register call.
 	OpenLedger func(ctx context.Context, o LedgerOpen) (LedgerReader, error)
+	// Revise says how weir backfill revises the kind's results and the
+	// complete answer reads them back; OpenStore (set unless Revise is
+	// NoRevision) opens them for that. With them, a new results kind that
+	// backfill revises is its package and one register call.
+	Revise    Revision
+	OpenStore func(ctx context.Context, o StoreOpen) (ResultsStore, error)
 	// Prepare (nil: none) readies the kind's server for a sink of the job
 	// before the run (the user's topic checked, weir's own topic created),
 	// so that a problem stops the job at start, with the fix, rather than
@@ -278,7 +284,8 @@ var ErrDuplicateKind = errors.New("connector: kind registered twice")
 
 // Register adds a kind. It refuses a bad name, a kind that is neither a
 // source nor a sink, a sink of no output, a field without a name or doc,
-// and a name registered before (ErrDuplicateKind).
+// a Revise without OpenStore (or the reverse), and a name registered
+// before (ErrDuplicateKind).
 func (r *Registry) Register(k Kind) error {
 	switch {
 	case !kindName.MatchString(k.Name):
@@ -289,6 +296,8 @@ func (r *Registry) Register(k Kind) error {
 		return fmt.Errorf("connector: sink kind %s takes no output", k.Name)
 	case k.Doc == "":
 		return fmt.Errorf("connector: kind %s has no doc", k.Name)
+	case k.Sink != nil && (k.Sink.Revise != NoRevision) != (k.Sink.OpenStore != nil):
+		return fmt.Errorf("connector: sink kind %s: Revise and OpenStore go together", k.Name)
 	}
 	for _, fs := range [][]Field{k.Fields(true), k.Fields(false)} {
 		seen := map[string]bool{}

@@ -141,6 +141,24 @@ type resultSink interface {
 	close() error
 }
 
+// forgetRevisions removes what earlier backfills appended to the results
+// apart from them (connector.LogStore.Forget), for a fresh start.
+func (j *Job) forgetRevisions() error {
+	kind, ok := j.plan.Kinds().Lookup(j.plan.Sinks.Primary().Type)
+	if !ok || kind.Sink == nil || kind.Sink.Revise != connector.ReviseLog {
+		return nil
+	}
+	st, err := OpenResultsStore(j.sinkCtx, j.plan, j.runDir, true)
+	if err != nil {
+		return err
+	}
+	l, ok := st.(connector.LogStore)
+	if ok {
+		err = l.Forget(j.sinkCtx)
+	}
+	return errors.Join(err, st.Close())
+}
+
 // startsFresh reports whether sink name starts as at a fresh start: the
 // run is fresh, or it resumes a checkpoint of a job without that sink (an
 // added sink gets the output from the checkpoint on, and whatever an
@@ -158,7 +176,6 @@ type namedResult struct {
 // openSinks opens the sinks, recovering them to the restored checkpoint
 // when restoring.
 func (j *Job) openSinks(o RunOptions, restoring bool) error {
-	s := &j.plan.Sinks
 	var stdout io.Writer // one buffer keeps the lines of several stdout sinks whole
 	if o.Stdout != nil {
 		stdout = bufio.NewWriterSize(o.Stdout, 64<<10)
@@ -189,9 +206,10 @@ func (j *Job) openSinks(o RunOptions, restoring bool) error {
 		}
 		j.noteRun(last)
 		j.archive = ar
-		if r := s.Primary(); j.fresh && !j.appendRuns && r.Type == "jsonl" && r.Path != "" && r.Path != "-" {
-			// The corrections of earlier runs' backfills go with them.
-			if err := os.Remove(CorrectionsPath(j.plan, j.runDir)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if j.fresh && !j.appendRuns {
+			// The revisions earlier runs' backfills appended go with
+			// those runs' results (a jsonl file's corrections).
+			if err := j.forgetRevisions(); err != nil {
 				return err
 			}
 		}
@@ -614,15 +632,21 @@ func (j *Job) appendLateMeta(b []byte, l window.LateRecord[string, record.Record
 	return append(b, '}')
 }
 
-// CorrectionsPath is where weir backfill appends the revisions of a job
-// with jsonl results: beside the results file, with .backfill before the
-// extension (results.jsonl: results.backfill.jsonl). Not the results file
-// itself: a restore of the live job cuts that back to its checkpoint.
-func CorrectionsPath(p *spec.Plan, dir string) string {
-	path := RunOptions{Dir: dir}.Path(p.Sinks.Primary().Path)
-	base, ext := path, ""
-	if i := strings.LastIndexByte(path, '.'); i > strings.LastIndexByte(path, '/') {
-		base, ext = path[:i], path[i:]
+// OpenResultsStore opens the results of plan's first results sink as
+// weir backfill revises them and the complete answer reads them back,
+// through its kind (connector.SinkKind.OpenStore); dir is the spec's
+// directory, create says the caller will write. It is a refusal
+// (ErrNoStore) when the kind keeps no results it can read back.
+func OpenResultsStore(ctx context.Context, p *spec.Plan, dir string, create bool) (connector.ResultsStore, error) {
+	r := p.Sinks.Primary()
+	kind, ok := p.Kinds().Lookup(r.Type)
+	if !ok || kind.Sink == nil || kind.Sink.OpenStore == nil {
+		return nil, fmt.Errorf("sinks.results is %s: %w", r.Type, ErrNoStore)
 	}
-	return base + ".backfill" + ext
+	return kind.Sink.OpenStore(ctx, connector.StoreOpen{Settings: spec.SinkSettings(r), Output: "sinks." + spec.ResultsPath(0, len(p.Sinks.Results)),
+		Path: RunOptions{Dir: dir}.Path, Job: p.Name, Keys: p.Key, Values: outfmt.ResultColumns(p), Create: create})
 }
+
+// ErrNoStore is matched (errors.Is) by OpenResultsStore's error for a
+// results kind whose results weir backfill cannot read back or revise.
+var ErrNoStore = errors.New("weir backfill cannot read back or revise its results")

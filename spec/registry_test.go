@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"reflect"
@@ -11,7 +12,7 @@ import (
 
 	"github.com/weirstream/weir/connector"
 	// The built-in kinds, which the specs of these tests name.
-	_ "github.com/weirstream/weir/connector/all"
+	"github.com/weirstream/weir/connector/all"
 )
 
 // TestKindsMatchTheSpec: every setting a registered source kind declares
@@ -363,5 +364,40 @@ func TestSourceKindOwnSettings(t *testing.T) {
 	}
 	if _, err := ParseWith(fmt.Appendf(nil, job, "  queue_url: q://a\n  queue_ulr: q://b"), r); !errors.As(err, &es) || es[0].Line != 5 {
 		t.Errorf("the unknown setting's line: %v, want line 5", err)
+	}
+}
+
+// TestArchiveAsksTheKind: whether a job's results take the archive (and
+// a ledger without one is warned about) is the results kind's to say
+// (connector.SinkKind.Revise): a log kind the spec never heard of takes
+// it; a kind backfill cannot revise and a results table refuse it.
+func TestArchiveAsksTheKind(t *testing.T) {
+	r := connector.NewRegistry()
+	r.MustRegister(all.Kinds()...)
+	r.MustRegister(connector.Kind{Name: "memlog", Doc: "results in memory", Sink: &connector.SinkKind{Roles: connector.RoleResults, Revise: connector.ReviseLog,
+		OpenStore: func(context.Context, connector.StoreOpen) (connector.ResultsStore, error) {
+			return nil, errors.New("not opened")
+		}}})
+	compile := func(results, archive string) (*Plan, error) {
+		s, err := Load([]byte(checkJob + "sinks: {results: " + results + ", late: {type: ledger, dir: ledger}}\n" + archive))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return CompileWith(s, r)
+	}
+	p, err := compile("{type: memlog}", "")
+	if err != nil || !strings.Contains(p.Warnings.Error(), "cannot merge them into memlog results without an archive") {
+		t.Fatalf("memlog results without the archive: %v, warnings %v", err, p.Warnings)
+	}
+	if _, err := compile("{type: memlog}", "archive: {dir: archive}\n"); err != nil {
+		t.Fatalf("memlog results with the archive: %v", err)
+	}
+	for results, want := range map[string]string{
+		"{type: nats, url: 'nats://127.0.0.1:4222', subject: s}": "weir backfill cannot revise nats results",
+		"{type: sqlite, path: r.db}":                             "a sqlite results table keeps each window's accumulators in its rows",
+	} {
+		if _, err := compile(results, "archive: {dir: archive}\n"); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s results with the archive: %v, want %q", results, err, want)
+		}
 	}
 }

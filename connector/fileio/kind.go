@@ -31,7 +31,7 @@ func Kinds() []connector.Kind {
 			Source: &connector.SourceKind{Fields: lineFields, Open: openLines(true), OwnEnd: true}},
 		{Name: "jsonl", Doc: "writes a JSON object per line to a file, cut back to the checkpoint on a restore",
 			Sink: &connector.SinkKind{Roles: connector.AllRoles, Abilities: connector.AbilityTransactional, RecordAbilities: connector.AbilityTransactional,
-				OpenMessages: openJSONL,
+				OpenMessages: openJSONL, Revise: connector.ReviseLog, OpenStore: openStore,
 				Check: func(c connector.Checker, output string) {
 					if c.String("path") == "" {
 						c.Report("path", "missing", "a jsonl sink needs a file path, such as "+output+".jsonl")

@@ -24,7 +24,7 @@ func Kinds() []connector.Kind {
 			{Name: "kafka.sasl", Doc: "authentication: {mechanism: plain|scram-sha-256|scram-sha-512, user, password}"},
 			{Name: "channels", Doc: "parallel source channels (default 1); partition p is read by channel p mod channels"},
 		}},
-		Sink: &connector.SinkKind{Roles: connector.AllRoles, Abilities: connector.AbilityTransactional | connector.AbilityUpsert, RecordAbilities: connector.AbilityTransactional, Check: checkSink, OpenMessages: openMessages, OpenLedger: openLedger, Prepare: prepare, Committed: committed, Fields: []connector.Field{
+		Sink: &connector.SinkKind{Roles: connector.AllRoles, Abilities: connector.AbilityTransactional | connector.AbilityUpsert, RecordAbilities: connector.AbilityTransactional, Check: checkSink, OpenMessages: openMessages, OpenLedger: openLedger, Revise: connector.ReviseLog, OpenStore: openStore, Prepare: prepare, Committed: committed, Fields: []connector.Field{
 			{Name: "brokers", Required: true, Doc: "the seed brokers, host:port (late and dead_letter sinks write in the results sink's transactions, through its brokers)"},
 			{Name: "topic", Required: true, Doc: "the topic written (it must exist); results are keyed by key and window, so a compacted topic keeps the newest firing (upsert)"},
 			{Name: "marker_topic", Doc: "the topic of checkpoint markers (default <topic>-weir-checkpoints, created when missing)"},

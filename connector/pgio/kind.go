@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -17,7 +19,7 @@ import (
 func Kinds() []connector.Kind {
 	return []connector.Kind{{Name: "postgres",
 		Doc: "writes results as an upsert by key and window (the newest run and pane wins), late records and dead letters once by their id; waits while the server is away",
-		Sink: &connector.SinkKind{Roles: connector.AllRoles, Abilities: connector.AbilityIdempotent | connector.AbilityUpsert, RecordAbilities: connector.AbilityIdempotent | connector.AbilityTransactional, Reasons: true, Check: check, OpenResults: openResults, OpenMessages: openMessages, OpenLedger: openLedger, Fields: []connector.Field{
+		Sink: &connector.SinkKind{Roles: connector.AllRoles, Abilities: connector.AbilityIdempotent | connector.AbilityUpsert, RecordAbilities: connector.AbilityIdempotent | connector.AbilityTransactional, Reasons: true, Check: check, OpenResults: openResults, OpenMessages: openMessages, OpenLedger: openLedger, Revise: connector.ReviseTable, OpenStore: openStore, Fields: []connector.Field{
 			{Name: "url", Required: true, Doc: "the connection string, such as postgres://weir@127.0.0.1:5432/weir"},
 			{Name: "table", Doc: "the table (default the output's name: results, late, late_partial or dead_letter)"},
 			{Name: "timeout", Doc: "the deadline of every connect, statement batch and commit (default 30s)"},
@@ -60,23 +62,7 @@ func check(c connector.Checker, output string) {
 //
 // The accumulators' column (Fn "") is text.
 func ResultColumns(keys []string, values []connector.ResultColumn) (k, v []ColumnDef) {
-	k = Defs(Text, keys...)
-	for _, c := range values {
-		t := JSONB
-		switch c.Fn {
-		case "":
-			t = Text
-		case "count", "count_distinct":
-			t = BigInt
-		case "sum", "avg", "min", "max":
-			t = Numeric
-			if c.Float {
-				t = Double
-			}
-		}
-		v = append(v, ColumnDef{Name: c.Name, Type: t})
-	}
-	return k, v
+	return connector.TableColumns(keys, values)
 }
 
 // openResults opens a job spec's postgres results sink: its table gets
@@ -96,71 +82,120 @@ func openResults(ctx context.Context, o connector.ResultsOpen) (connector.Result
 	if err != nil {
 		return nil, errors.Join(err, s.Close())
 	}
-	return &lockedResults{Sink: s, lock: lock, url: url, table: table, job: o.Job, timeout: opts.Timeout}, nil
+	return newLockedResults(s, lock, url, table, o.Job, opts.Timeout), nil
 }
 
 // lockedResults is a job spec's results table with the run's lock on
 // the job's rows (lockRows), released when it closes. The lock lives as
-// long as its connection: Flush makes sure the run still holds it before
-// it writes (see hold). Its methods run on the sink's goroutine.
+// long as its connection: a goroutine of its own (watch, from open to
+// Close) makes sure the run still holds it, every LockCheckInterval, off
+// the write path (a server that stalls stalls only the check), and a
+// write after another run took it fails.
 type lockedResults struct {
 	*Sink
-	lock            *pgx.Conn // nil: lost, not taken again yet
 	url, table, job string
 	timeout         time.Duration
+	// lost is the error writes fail with once another run holds the
+	// lock (nil while this run holds it, or may take it again).
+	lost atomic.Pointer[error]
+	// mu guards lock (watch's, and check's when a test calls it).
+	mu   sync.Mutex
+	lock *pgx.Conn // nil: lost, not taken again yet
+	// ctx ends with Close: the check's ping and connect give up then.
+	ctx    context.Context
+	cancel context.CancelFunc
+	done   chan struct{}
 }
 
-// Flush writes the buffered rows once the run holds its lock (hold).
-func (l *lockedResults) Flush(ctx context.Context) error {
-	if l.Pending() > 0 {
-		if err := l.hold(ctx); err != nil {
-			return err
+// LockCheckInterval is how often a postgres results sink makes sure its
+// run still holds the lock on its job's rows.
+var LockCheckInterval = 5 * time.Second
+
+func newLockedResults(s *Sink, lock *pgx.Conn, url, table, job string, timeout time.Duration) *lockedResults {
+	l := &lockedResults{Sink: s, lock: lock, url: url, table: table, job: job, timeout: timeout, done: make(chan struct{})}
+	l.ctx, l.cancel = context.WithCancel(context.Background())
+	go l.watch(LockCheckInterval)
+	return l
+}
+
+// watch checks the lock every interval until Close.
+func (l *lockedResults) watch(interval time.Duration) {
+	defer close(l.done)
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for l.lost.Load() == nil {
+		select {
+		case <-l.ctx.Done():
+			return
+		case <-t.C:
 		}
+		l.check()
+	}
+}
+
+// check makes sure the run still holds its lock. A lock whose connection
+// dropped (a restart of the server, a network cut) was released with it:
+// check takes it again, and when another run took it meanwhile it sets
+// lost, so that this run's next write fails instead of overwriting that
+// run's rows. While the server cannot be reached it tries again at the
+// next check (the sink waits for the server meanwhile).
+func (l *lockedResults) check() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.lock != nil {
+		ctx, cancel := context.WithTimeout(l.ctx, cmp.Or(l.timeout, DefaultTimeout))
+		err := l.lock.Ping(ctx)
+		cancel()
+		if err == nil || l.ctx.Err() != nil {
+			return
+		}
+		_ = l.lock.Close(context.Background())
+		l.lock = nil
+	}
+	lock, err := lockRows(l.ctx, l.url, l.table, l.job, l.timeout)
+	switch {
+	case errors.Is(err, ErrRowsLocked):
+		err = fmt.Errorf("%w (this run's lock was released when its connection to the server dropped, and another run took it)", err)
+		l.lost.Store(&err)
+	case err == nil:
+		l.lock = lock
+	}
+}
+
+// held is nil while the run holds its rows, or may take them again.
+func (l *lockedResults) held() error {
+	if p := l.lost.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// Flush writes the buffered rows unless another run took the lock.
+func (l *lockedResults) Flush(ctx context.Context) error {
+	if err := l.held(); err != nil {
+		return err
 	}
 	return l.Sink.Flush(ctx)
 }
 
-// Reset removes the job's earlier rows once the run holds its lock.
+// Reset removes the job's earlier rows unless another run took the lock.
 func (l *lockedResults) Reset(ctx context.Context) (int64, error) {
-	if err := l.hold(ctx); err != nil {
+	if err := l.held(); err != nil {
 		return 0, err
 	}
 	return l.Sink.Reset(ctx)
 }
 
-// hold makes sure the run still holds the lock on its job's rows before
-// a write. A lock whose connection dropped (a restart of the server, a
-// network cut) was released with it: hold takes it again, and fails with
-// ErrRowsLocked when another run took it meanwhile, so that this run
-// stops instead of overwriting that one's rows. While the server cannot
-// be reached the write goes on to the sink, which waits for the server
-// (its retry_for), and the next Flush asks again.
-func (l *lockedResults) hold(ctx context.Context) error {
-	if l.lock != nil {
-		pctx, cancel := context.WithTimeout(ctx, cmp.Or(l.timeout, DefaultTimeout))
-		err := l.lock.Ping(pctx)
-		cancel()
-		if err == nil {
-			return nil
-		}
-		_ = l.lock.Close(context.Background())
-		l.lock = nil
-	}
-	lock, err := lockRows(ctx, l.url, l.table, l.job, l.timeout)
-	switch {
-	case errors.Is(err, ErrRowsLocked):
-		return fmt.Errorf("%w (this run's lock was released when its connection to the server dropped, and another run took it)", err)
-	case err != nil:
-		return nil // the server is away: the sink waits for it
-	}
-	l.lock = lock
-	return nil
-}
-
+// Close ends the check and closes the sink and the lock's session, which
+// releases the lock.
 func (l *lockedResults) Close() error {
+	l.cancel()
+	<-l.done
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	err := l.Sink.Close()
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	if l.lock != nil {
 		err = errors.Join(err, l.lock.Close(ctx)) // closing the session releases its lock
 	}
@@ -176,7 +211,7 @@ var ErrRowsLocked = errors.New("pgio: the job's rows are in use by another run")
 // the table, which would remove (a fresh start) or overwrite the first
 // one's rows, is refused at its start. The lock lasts as long as the
 // session: a run that ends, or dies, releases it. So does a lost
-// connection: lockedResults takes it again before its next write. The
+// connection: lockedResults takes it again at its next check. The
 // session asks the server for TCP keepalives (30s idle, then 3 probes
 // 10s apart), so that the lock of a run whose machine died is released
 // within about a minute, not the system's default of hours.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/connector/connectortest"
@@ -11,11 +12,13 @@ import (
 )
 
 // TestRunLockTakenAgain: a run whose lock on its job's rows was released
-// by a dropped connection takes it again before its next write; when
-// another run took it meanwhile, the write fails with ErrRowsLocked and
-// leaves that run's rows alone.
+// by a dropped connection takes it again at its next check; when another
+// run took it meanwhile, the next write fails with ErrRowsLocked and
+// leaves that run's rows alone. (The test runs the checks itself.)
 func TestRunLockTakenAgain(t *testing.T) {
 	d := connect(t)
+	defer func(was time.Duration) { LockCheckInterval = was }(LockCheckInterval)
+	LockCheckInterval = time.Hour
 	ctx := context.Background()
 	table := d.table(t, "")
 	const job = "locked"
@@ -26,6 +29,10 @@ func TestRunLockTakenAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rs.Close()
+	lr, ok := rs.(*lockedResults)
+	if !ok {
+		t.Fatalf("the results sink is a %T, not a *lockedResults", rs)
+	}
 	lockKey := []any{"weir results " + table, job}
 	// holder is the backend that holds the run's lock (0: none).
 	holder := func() int32 {
@@ -59,6 +66,7 @@ func TestRunLockTakenAgain(t *testing.T) {
 	}
 
 	drop(first)
+	lr.check()
 	if err := write("b", 2); err != nil {
 		t.Fatalf("a write after the lock's connection dropped: %v", err)
 	}
@@ -73,6 +81,7 @@ func TestRunLockTakenAgain(t *testing.T) {
 		t.Fatalf("another session could not take the released lock: %v", err)
 	}
 	defer d.admin.Exec(ctx, `SELECT pg_advisory_unlock(hashtext($1), hashtext($2))`, lockKey...)
+	lr.check()
 	err = write("c", 3)
 	if !errors.Is(err, ErrRowsLocked) {
 		t.Fatalf("a write after another run took the lock: %v, want ErrRowsLocked", err)

@@ -1226,7 +1226,7 @@ func TestTransient(t *testing.T) {
 func BenchmarkUpsert(b *testing.B) {
 	d := connect(b)
 	layouts := map[string][2][]ColumnDef{
-		"typed": {Defs(Text, "user", "shard"), {{"count", BigInt}, {"sum", Numeric}}},
+		"typed": {Defs(Text, "user", "shard"), {{Name: "count", Type: BigInt}, {Name: "sum", Type: Numeric}}},
 		"jsonb": {Defs(JSONB, "user", "shard"), Defs(JSONB, "count", "sum")},
 	}
 	for _, layout := range []string{"typed", "jsonb"} {

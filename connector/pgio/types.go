@@ -5,18 +5,20 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+
+	"github.com/weirstream/weir/connector"
 )
 
 // Type is the SQL type of a key or value column of a result table, and so
-// how Write stores the JSON value it is given for the column. The zero
-// Type is JSONB.
+// how Write stores the JSON value it is given for the column
+// (connector.ColumnType). The zero Type is JSONB.
 //
 // Every type but JSONB stores a JSON null as SQL NULL; since key columns
 // are NOT NULL, Write refuses a null key for them. Each refuses, as Write
 // errors naming the column, a value it cannot hold exactly as the type
 // says (a string in a numeric column, 1.5 in a bigint one), so that a
 // table never holds a value other than the one written.
-type Type uint8
+type Type = connector.ColumnType
 
 const (
 	// JSONB stores the JSON value as jsonb: a JSON null is the jsonb
@@ -25,7 +27,7 @@ const (
 	// the numbers 1 and 1.0 are equal, as are two objects with the same
 	// members in another order (the table keeps the spelling inserted
 	// first). Whitespace is not kept.
-	JSONB Type = iota
+	JSONB = connector.JSONB
 	// Text stores a JSON string as its text ("user-001" is user-001,
 	// escapes decoded), and any other value as its JSON text without
 	// whitespace (7 is 7, true is true, an object its compact JSON with
@@ -33,41 +35,21 @@ const (
 	// of the same text are the same text: in a key column the string "7"
 	// and the number 7 are one key (the sink warns, once per column,
 	// when a column gets both strings and other values).
-	Text
+	Text = connector.Text
 	// BigInt stores a JSON integer (no fraction, no exponent) within
 	// int64.
-	BigInt
+	BigInt = connector.BigInt
 	// Double stores a JSON number as double precision, rounded to the
 	// nearest float64 (a number beyond float64's range is refused).
-	Double
+	Double = connector.Double
 	// Numeric stores a JSON number exactly as numeric (every digit, 1.50
 	// with its scale).
-	Numeric
+	Numeric = connector.Numeric
 )
 
-// String is the type as Postgres's format_type names it ("double
-// precision"), as CREATE TABLE declares it and Open compares it.
-func (t Type) String() string {
-	switch t {
-	case JSONB:
-		return "jsonb"
-	case Text:
-		return "text"
-	case BigInt:
-		return "bigint"
-	case Double:
-		return "double precision"
-	case Numeric:
-		return "numeric"
-	}
-	return "Type(" + strconv.Itoa(int(t)) + ")"
-}
-
-// ColumnDef is a key or value column of a result table: its name and type.
-type ColumnDef struct {
-	Name string
-	Type Type
-}
+// ColumnDef is a key or value column of a result table: its name and type
+// (connector.ColumnDef).
+type ColumnDef = connector.ColumnDef
 
 // Defs returns a ColumnDef of type t for each name.
 func Defs(t Type, names ...string) []ColumnDef {

@@ -13,8 +13,8 @@ import (
 // typedKeys and typedValues are a result table as a job with a string key,
 // a count, a decimal sum, a float average and a collect has it.
 var (
-	typedKeys   = []ColumnDef{{"userId", Text}}
-	typedValues = []ColumnDef{{"orders", BigInt}, {"total", Numeric}, {"mean", Double}, {"items", JSONB}, {"note", Text}}
+	typedKeys   = []ColumnDef{{Name: "userId", Type: Text}}
+	typedValues = []ColumnDef{{Name: "orders", Type: BigInt}, {Name: "total", Type: Numeric}, {Name: "mean", Type: Double}, {Name: "items", Type: JSONB}, {Name: "note", Type: Text}}
 )
 
 // columnTypes reads a table's columns and their types from

@@ -14,10 +14,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/connector"
-	"github.com/weirstream/weir/connector/pgio"
 	"github.com/weirstream/weir/internal/record"
 	"github.com/weirstream/weir/spec"
 	"github.com/weirstream/weir/window"
@@ -37,29 +35,12 @@ func ResultColumns(p *spec.Plan) []connector.ResultColumn {
 	return cols
 }
 
-// PgColumns are the key and value columns of the job's Postgres results
-// table, with their SQL types (pgio.ResultColumns): the sink, the
-// backfill and the complete answer all take the layout from here.
-func PgColumns(p *spec.Plan) (keys, values []pgio.ColumnDef) {
-	return pgio.ResultColumns(p.Key, ResultColumns(p))
-}
-
-// PgKeyText is a key value (its canonical JSON) as a Postgres results
-// table holds it: the text of its text column (pgio.Text).
-func PgKeyText(v []byte) (string, error) {
-	x, err := pgio.Arg(pgio.Text, v, true)
-	if err != nil {
-		return "", err
-	}
-	return x.(string), nil
-}
-
 // ResultHeaders are the headers of a result record in Kafka: its firing
 // kind, run and pane, by which readers fold revisions: the highest (run,
 // pane) of a window wins, so a new run's pane 0 replaces an earlier
 // run's pane 5 (a topic cannot be started over as a file can).
-func ResultHeaders(firing window.Firing, run, pane int64) []kgo.RecordHeader {
-	return []kgo.RecordHeader{
+func ResultHeaders(firing window.Firing, run, pane int64) []connector.Header {
+	return []connector.Header{
 		{Key: "weir-firing", Value: []byte(firing.String())},
 		{Key: "weir-run", Value: strconv.AppendInt(nil, run, 10)},
 		{Key: "weir-pane", Value: strconv.AppendInt(nil, pane, 10)},
@@ -123,12 +104,6 @@ func AppendResultKey(b []byte, plan *spec.Plan, r window.Result[string, []byte])
 		b = append(b, '}')
 	}
 	return b
-}
-
-// PgTimes are the Postgres sink k's timeout, retry_for and
-// connect_retry_for as pgio options (zero where unset: pgio's defaults).
-func PgTimes(k *spec.Sink) pgio.Options {
-	return pgio.Options{Timeout: spec.DurOr(k.Timeout, 0).Std(), RetryFor: spec.DurOr(k.RetryFor, 0).Std(), ConnectRetryFor: spec.DurOr(k.ConnectRetryFor, 0).Std()}
 }
 
 // SplitKey splits a record key (record.KeySep between its n values) into

@@ -146,7 +146,7 @@ func openCheckpoints(p *spec.Plan, path *spec.Path, o RunOptions) (*checkpoints,
 // checkpoint unusable); MaxInt64 without such sinks.
 func committedLimit(p *spec.Plan, path *spec.Path, store *checkpoint.Dir) (int64, error) {
 	limit := int64(math.MaxInt64)
-	for _, op := range path.Results {
+	for _, op := range path.Results() {
 		kind, ok := p.Kinds().Lookup(op.Config.Type)
 		if !ok || kind.Sink == nil || kind.Sink.Committed == nil {
 			continue

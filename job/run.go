@@ -107,8 +107,10 @@ type Job struct {
 	// is split:position.
 	splits bool
 	dec    *record.Decoder
-	// path is the plan's graph as the one path this runner executes.
+	// path is the plan's graph as the one path this runner executes, and
+	// win its window (the runner executes one).
 	path *spec.Path
+	win  *spec.Branch
 	// results are the results sinks, in the plan's order, each writing
 	// every result.
 	results []namedResult
@@ -180,6 +182,9 @@ func Open(plan *spec.Plan, o RunOptions) (*Job, error) {
 	if err != nil {
 		return nil, fmt.Errorf("job: %w", err)
 	}
+	if len(path.Windows) != 1 {
+		return nil, fmt.Errorf("job: the plan has %d windows over its read; this runner executes one window per path", len(path.Windows))
+	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -216,7 +221,7 @@ func Open(plan *spec.Plan, o RunOptions) (*Job, error) {
 	case o.Clock != nil:
 		opts.Clock = o.Clock
 	}
-	j := &Job{plan: plan, path: path, dec: record.NewDecoder(plan, opts.Clock), stop: o.Stop, drain: o.Drain, deterministic: o.Deterministic, removeState: removeState, runDir: o.Dir, specHash: outfmt.SpecHash(plan)}
+	j := &Job{plan: plan, path: path, win: &path.Windows[0], dec: record.NewDecoder(plan, opts.Clock), stop: o.Stop, drain: o.Drain, deterministic: o.Deterministic, removeState: removeState, runDir: o.Dir, specHash: outfmt.SpecHash(plan)}
 	j.sinkCtx, j.cancelSinks = context.WithCancel(context.Background())
 	j.stopping, j.stopRetrying = context.WithCancel(context.Background())
 	if o.locks == nil {
@@ -495,7 +500,7 @@ func (j *Job) build(o RunOptions) error {
 		return weir.Marker{}, false
 	}
 	// The operators are the plan graph's path's.
-	wm, win := j.path.Watermark, j.path.Window
+	wm, win := j.path.Watermark, j.win.Window
 	switch {
 	case j.splits: // its reader watermarks each split
 	case wm.Time == spec.EventTime, wm.Time == spec.IngestionTime:
@@ -667,7 +672,7 @@ func (j *Job) Counters() map[string]int64 {
 // or no checkpoint yet). It is read on the checkpoint goroutine, from a
 // RunOptions.Crash hook at a checkpoint's points (tests crash there).
 func (j *Job) RecordEpoch() int64 {
-	for _, op := range []*spec.SinkOp{j.path.Late, j.path.DeadLetter} {
+	for _, op := range []*spec.SinkOp{j.win.Late, j.path.DeadLetter} {
 		if op != nil && op.Config.Type == "postgres" {
 			n, _ := strconv.ParseInt(string(j.out.c.Sinks[op.Name]), 10, 64)
 			return n

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -57,8 +58,8 @@ func TestSeveralResultsSinks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(path.Results) != 3 {
-		t.Fatalf("the graph has %d results sinks, want 3:\n%s", len(path.Results), p.Graph.String())
+	if len(path.Results()) != 3 {
+		t.Fatalf("the graph has %d results sinks, want 3:\n%s", len(path.Results()), p.Graph.String())
 	}
 
 	jsonlDir, jsonlSum := runSpec(t, fmt.Sprintf(jobtest.OrderJob, "jsonl", "out.jsonl"), nil, RunOptions{Deterministic: true})
@@ -223,5 +224,32 @@ func TestResultsSinkAddedAndRemoved(t *testing.T) {
 	other := strings.Replace(two, "copy.jsonl", "other.jsonl", 1)
 	if _, err = Open(mustParse(t, other), o); err == nil || strings.Contains(err.Error(), "another order") {
 		t.Fatalf("resuming with another second sink: %v", err)
+	}
+}
+
+// TestSeveralWindowsRefused: a plan whose graph feeds two windows from
+// one read (what SQL statement sets compile to) is refused at Open, by
+// name, until the runner executes such graphs; nothing is opened.
+func TestSeveralWindowsRefused(t *testing.T) {
+	p := mustParse(t, fmt.Sprintf(jobtest.OrderJob, "jsonl", "out.jsonl"))
+	g := p.Graph
+	var wm spec.NodeID = -1
+	for _, n := range g.Nodes {
+		if _, ok := n.Op.(*spec.WatermarkOp); ok {
+			wm = n.ID
+		}
+	}
+	second := spec.NodeID(len(g.Nodes))
+	path, _ := g.Path()
+	p.Graph.Nodes = append(slices.Clone(g.Nodes),
+		spec.Node{ID: second, Name: "window2", Op: path.Windows[0].Window, Inputs: []spec.Edge{{From: wm}}},
+		spec.Node{ID: second + 1, Name: "sinks.results2", Op: &spec.SinkOp{Name: "results2", Path: "sinks.results2", Config: path.Windows[0].Results[0].Config}, Inputs: []spec.Edge{{From: second}}})
+	dir := t.TempDir()
+	_, err := Open(p, RunOptions{Dir: dir, Deterministic: true})
+	if err == nil || !strings.Contains(err.Error(), "the plan has 2 windows over its read; this runner executes one window per path") {
+		t.Fatalf("Open of a plan with two windows: %v", err)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) > 0 {
+		t.Fatalf("the refused plan left %d files", len(ents))
 	}
 }

@@ -190,7 +190,7 @@ func (j *Job) openSinks(o RunOptions, restoring bool) error {
 		}
 		return j.openMessages(op, kind.Sink.OpenMessages, role, stdout, restoring)
 	}
-	for _, r := range j.path.Results {
+	for _, r := range j.win.Results {
 		k, err := j.openResults(r, open)
 		if k != nil {
 			j.results = append(j.results, namedResult{k, r.Name})
@@ -215,7 +215,7 @@ func (j *Job) openSinks(o RunOptions, restoring bool) error {
 		}
 	}
 	var err error
-	late, partial := j.path.Late, j.path.LatePartial
+	late, partial := j.win.Late, j.win.LatePartial
 	if j.late, err = j.openRecords(late, connector.RoleLate, open, restoring); err != nil {
 		return err
 	}
@@ -257,17 +257,8 @@ func (j *Job) keepsReasons(op *spec.SinkOp) bool {
 	return ok && kind.Sink != nil && kind.Sink.Reasons
 }
 
-// sinkOps are the sinks of path: results, late, late_partial,
-// dead_letter.
-func sinkOps(path *spec.Path) []*spec.SinkOp {
-	ops := slices.Clone(path.Results)
-	for _, op := range []*spec.SinkOp{path.Late, path.LatePartial, path.DeadLetter} {
-		if op != nil {
-			ops = append(ops, op)
-		}
-	}
-	return ops
-}
+// sinkOps are the sinks of path (spec.Path.Sinks).
+func sinkOps(path *spec.Path) []*spec.SinkOp { return path.Sinks() }
 
 // prepareSinks readies the sinks' servers before the run
 // (connector.SinkKind.Prepare): a Kafka sink's topic must exist, and

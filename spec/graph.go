@@ -113,7 +113,11 @@ type WatermarkOp struct {
 // WindowOp keys records, assigns them to windows and aggregates them; its
 // results go to Out, too-late records to Late and LatePartial.
 type WindowOp struct {
-	Key                []string
+	Key []string
+	// WindowKind is the assigner's kind and Span its size (a session's
+	// gap; 0 for the global window).
+	WindowKind         WindowKind
+	Span               etime.Duration
 	Assigner           window.Assigner
 	Trigger            trigger.Trigger // nil: the assigner's default
 	Lateness           etime.Duration
@@ -224,78 +228,92 @@ func (n *Node) inputs() string {
 	return b.String()
 }
 
-// Path is a graph of the one shape a YAML job compiles to (see Graph):
-// the nodes by their role. A runner that executes this shape gets it from
-// Graph.Path.
+// Path is a graph of the shape a runner of paths executes: one source,
+// decode and watermarks, then one window or several, each with its
+// sinks; a YAML job compiles to one window. The nodes by their role; a
+// runner gets it from Graph.Path.
 type Path struct {
 	Source    *SourceOp
 	Decode    *DecodeOp
 	Watermark *WatermarkOp
-	Window    *WindowOp
+	// Windows are the windows the watermarks feed, in the graph's order:
+	// one at least.
+	Windows []Branch
+	// DeadLetter is nil when the job has none.
+	DeadLetter *SinkOp
+}
+
+// Branch is one window of a Path with the sinks of its outputs.
+type Branch struct {
+	// Name is the window node's (for messages and stage names).
+	Name   string
+	Window *WindowOp
 	// Results are the window's results sinks, one at least.
 	Results []*SinkOp
-	// Late, LatePartial and DeadLetter are nil when the job has none.
-	Late, LatePartial, DeadLetter *SinkOp
+	// Late and LatePartial are nil when the window has none.
+	Late, LatePartial *SinkOp
 }
 
 // Path returns g as a Path, or an error naming the first node that does
 // not fit that shape: a runner of paths refuses other graphs with it.
 func (g *Graph) Path() (*Path, error) {
 	var p Path
-	chain := []NodeID{}
+	var src, dec, wm NodeID = -1, -1, -1
+	branch := map[NodeID]int{} // window node → its index in p.Windows
 	for i, n := range g.Nodes {
 		misfit := func(why string) error {
-			return fmt.Errorf("the plan's node %d (%s, a %s) %s: this runner executes one path of source, decode, watermark and window with their sinks", i, n.Name, n.Op.Kind(), why)
+			return fmt.Errorf("the plan's node %d (%s, a %s) %s: this runner executes one path of source, decode and watermarks, then windows with their sinks", i, n.Name, n.Op.Kind(), why)
 		}
 		reads := func(from NodeID, port Port) bool {
-			return len(n.Inputs) == 1 && n.Inputs[0] == Edge{From: from, Port: port}
-		}
-		last := NodeID(-1)
-		if len(chain) > 0 {
-			last = chain[len(chain)-1]
+			return from >= 0 && len(n.Inputs) == 1 && n.Inputs[0] == Edge{From: from, Port: port}
 		}
 		switch op := n.Op.(type) {
 		case *SourceOp:
 			if p.Source != nil {
 				return nil, misfit("is a second source")
 			}
-			p.Source = op
-			chain = append(chain, n.ID)
+			p.Source, src = op, n.ID
 		case *DecodeOp:
-			if p.Source == nil || p.Decode != nil || !reads(last, Out) {
+			if p.Decode != nil || !reads(src, Out) {
 				return nil, misfit("does not read the source alone")
 			}
-			p.Decode = op
-			chain = append(chain, n.ID)
+			p.Decode, dec = op, n.ID
 		case *WatermarkOp:
-			if p.Decode == nil || p.Watermark != nil || !reads(last, Out) {
+			if p.Watermark != nil || !reads(dec, Out) {
 				return nil, misfit("does not read decode alone")
 			}
-			p.Watermark = op
-			chain = append(chain, n.ID)
+			p.Watermark, wm = op, n.ID
 		case *WindowOp:
-			if p.Watermark == nil || p.Window != nil || !reads(last, Out) {
+			if !reads(wm, Out) {
 				return nil, misfit("does not read the watermarks alone")
 			}
-			p.Window = op
-			chain = append(chain, n.ID)
+			branch[n.ID] = len(p.Windows)
+			p.Windows = append(p.Windows, Branch{Name: n.Name, Window: op})
 		case *SinkOp:
 			if len(n.Inputs) != 1 {
 				return nil, misfit("does not read one stream")
 			}
 			e := n.Inputs[0]
-			var slot **SinkOp
-			switch {
-			case p.Window != nil && e == Edge{From: last, Port: Out}:
-				p.Results = append(p.Results, op)
-			case p.Window != nil && e == Edge{From: last, Port: Late}:
-				slot = &p.Late
-			case p.Window != nil && e == Edge{From: last, Port: LatePartial}:
-				slot = &p.LatePartial
-			case p.Decode != nil && len(chain) > 1 && e == Edge{From: chain[1], Port: Dead}:
-				slot = &p.DeadLetter
-			default:
+			if e == (Edge{From: dec, Port: Dead}) && dec >= 0 {
+				if p.DeadLetter != nil {
+					return nil, misfit("is a second sink of its stream")
+				}
+				p.DeadLetter = op
+				continue
+			}
+			b, ok := branch[e.From]
+			if !ok {
 				return nil, misfit(fmt.Sprintf("reads port %s of node %d", e.Port, e.From))
+			}
+			w := &p.Windows[b]
+			var slot **SinkOp
+			switch e.Port {
+			case Out:
+				w.Results = append(w.Results, op)
+			case Late:
+				slot = &w.Late
+			case LatePartial:
+				slot = &w.LatePartial
 			}
 			if slot != nil {
 				if *slot != nil {
@@ -307,10 +325,52 @@ func (g *Graph) Path() (*Path, error) {
 			return nil, misfit("is not an operator of a path")
 		}
 	}
-	if p.Window == nil || len(p.Results) == 0 {
-		return nil, fmt.Errorf("the plan has no window with a results sink: this runner executes one path of source, decode, watermark and window with their sinks")
+	if len(p.Windows) == 0 {
+		return nil, fmt.Errorf("the plan has no window: this runner executes one path of source, decode and watermarks, then windows with their sinks")
+	}
+	for _, w := range p.Windows {
+		if len(w.Results) == 0 {
+			return nil, fmt.Errorf("the plan's window %s has no results sink", w.Name)
+		}
 	}
 	return &p, nil
+}
+
+// Results are the results sinks of every window, in order.
+func (p *Path) Results() []*SinkOp {
+	var ops []*SinkOp
+	for _, w := range p.Windows {
+		ops = append(ops, w.Results...)
+	}
+	return ops
+}
+
+// Sinks are the sinks of p: every window's results, then every window's
+// late and late_partial, then the dead letters.
+func (p *Path) Sinks() []*SinkOp {
+	ops := p.Results()
+	for _, w := range p.Windows {
+		for _, op := range []*SinkOp{w.Late, w.LatePartial} {
+			if op != nil {
+				ops = append(ops, op)
+			}
+		}
+	}
+	if p.DeadLetter != nil {
+		ops = append(ops, p.DeadLetter)
+	}
+	return ops
+}
+
+// ForWindow is the plan as it reads for window w's branch: its key,
+// aggregates and window settings are w's, the rest the plan's. For a
+// plan of one window (a YAML job's) it holds the plan's own values.
+func (p *Plan) ForWindow(w *WindowOp) *Plan {
+	q := *p
+	q.Key, q.Aggregates = w.Key, w.Aggregates
+	q.WindowKind, q.WindowSpan, q.Assigner, q.Trigger = w.WindowKind, w.Span, w.Assigner, w.Trigger
+	q.Lateness, q.LateFiringInterval = w.Lateness, w.LateFiringInterval
+	return &q
 }
 
 // graph builds the plan's graph from its fields: the one path of a YAML
@@ -331,7 +391,7 @@ func (c *compiler) graph() {
 	wm := g.add("watermark", &WatermarkOp{Time: p.Time, Type: p.WMType, Bound: p.Bound, IdleTimeout: p.IdleTimeout, EveryRecord: p.EveryRecord,
 		Interval: p.Interval, Heartbeat: p.Heartbeat, BacklogEvery: p.BacklogEvery}, Edge{dec, Out})
 	shape, trig := windowShape(s.Window, s.Trigger)
-	win := g.add("window", &WindowOp{Key: p.Key, Assigner: p.Assigner, Trigger: p.Trigger, Lateness: p.Lateness,
+	win := g.add("window", &WindowOp{Key: p.Key, WindowKind: p.WindowKind, Span: p.WindowSpan, Assigner: p.Assigner, Trigger: p.Trigger, Lateness: p.Lateness,
 		LateFiringInterval: p.LateFiringInterval, Aggregates: p.Aggregates, Shape: shape, TriggerShape: trig}, Edge{wm, Out})
 	sinks := &p.Sinks
 	for i, r := range sinks.Results {

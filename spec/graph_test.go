@@ -1,8 +1,12 @@
 package spec
 
 import (
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/weirstream/weir/window"
 )
 
 // TestGraphOfAJob: a YAML job compiles to one path, with every results
@@ -37,14 +41,21 @@ func TestGraphOfAJob(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(path.Results) != 2 || path.Results[0].Config.Path != "a.jsonl" || path.Results[1].Name != "results[1]" || path.Results[1].Config.Type != "sqlite" {
-		t.Errorf("results sinks: %+v, %+v", path.Results[0], path.Results[1])
+	if len(path.Windows) != 1 {
+		t.Fatalf("%d windows, want 1", len(path.Windows))
 	}
-	if path.Late.Config.Type != "ledger" || path.LatePartial.Config.Path != "partial.jsonl" || path.DeadLetter.Config.Path != "dead.jsonl" {
-		t.Errorf("side sinks: %+v %+v %+v", path.Late, path.LatePartial, path.DeadLetter)
+	w := path.Windows[0]
+	if len(w.Results) != 2 || w.Results[0].Config.Path != "a.jsonl" || w.Results[1].Name != "results[1]" || w.Results[1].Config.Type != "sqlite" {
+		t.Errorf("results sinks: %+v, %+v", w.Results[0], w.Results[1])
 	}
-	if path.Window.Assigner != p.Assigner || path.Watermark.Bound != p.Bound || path.Source.Type != "file" {
+	if w.Late.Config.Type != "ledger" || w.LatePartial.Config.Path != "partial.jsonl" || path.DeadLetter.Config.Path != "dead.jsonl" {
+		t.Errorf("side sinks: %+v %+v %+v", w.Late, w.LatePartial, path.DeadLetter)
+	}
+	if w.Window.Assigner != p.Assigner || path.Watermark.Bound != p.Bound || path.Source.Type != "file" {
 		t.Errorf("the path's operators do not hold the plan's values")
+	}
+	if q := p.ForWindow(w.Window); !reflect.DeepEqual(q, p) {
+		t.Errorf("the plan for its one window differs from the plan:\n%+v\n%+v", q, p)
 	}
 
 	// One sink (a mapping) is a list of one, named results.
@@ -107,8 +118,53 @@ func TestGraphPathRefuses(t *testing.T) {
 	}
 	// No results sink.
 	bare := Graph{Nodes: g.Nodes[:4:4]}
-	if _, err := bare.Path(); err == nil || !strings.Contains(err.Error(), "no window with a results sink") {
+	if _, err := bare.Path(); err == nil || !strings.Contains(err.Error(), "the plan's window window has no results sink") {
 		t.Errorf("Path without results: %v", err)
+	}
+}
+
+// TestGraphPathOfSeveralWindows: windows that read the same watermarks
+// (SQL's statement sets: several queries sharing one read) are the
+// branches of a path, each with its sinks, and the plan reads for each
+// window with that window's key, aggregates and assigner.
+func TestGraphPathOfSeveralWindows(t *testing.T) {
+	p, err := Parse([]byte(checkJob + "sinks: {results: {type: jsonl, path: a.jsonl}, late: {type: jsonl, path: late.jsonl}, dead_letter: {type: jsonl, path: dead.jsonl}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := p.Graph
+	tumbling, err := window.Tumbling(3_600_000, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hourly := &WindowOp{Key: []string{"user", "shop"}, WindowKind: Tumbling, Span: 3_600_000, Assigner: tumbling,
+		Aggregates: []Aggregate{{Name: "total", Fn: "sum", Field: "amount"}}}
+	nodes := append(slices.Clone(g.Nodes),
+		Node{ID: NodeID(len(g.Nodes)), Name: "hourly", Op: hourly, Inputs: []Edge{{From: 2}}},
+		Node{ID: NodeID(len(g.Nodes) + 1), Name: "hourly.results", Op: &SinkOp{Name: "hourly"}, Inputs: []Edge{{From: NodeID(len(g.Nodes))}}},
+		Node{ID: NodeID(len(g.Nodes) + 2), Name: "hourly.late", Op: &SinkOp{Name: "hourly_late"}, Inputs: []Edge{{From: NodeID(len(g.Nodes)), Port: Late}}})
+	two := Graph{Nodes: nodes}
+	if err := two.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	path, err := two.Path()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(path.Windows) != 2 || path.Windows[1].Name != "hourly" || path.Windows[1].Window != hourly || len(path.Windows[1].Results) != 1 ||
+		path.Windows[1].Late.Name != "hourly_late" || path.Windows[0].Late.Name != "late" || path.DeadLetter == nil {
+		t.Fatalf("the path of two windows: %+v", path)
+	}
+	if got := len(path.Sinks()); got != 5 {
+		t.Errorf("%d sinks, want 5 (two results, two late, dead letters)", got)
+	}
+	q := p.ForWindow(hourly)
+	if !slices.Equal(q.Key, hourly.Key) || q.Aggregates[0].Name != "total" || q.WindowSpan != 3_600_000 || q.Name != p.Name || !slices.Equal(p.Key, []string{"k"}) {
+		t.Errorf("the plan for the hourly window: key %v, aggregates %v, span %v (the plan's key is now %v)", q.Key, q.Aggregates, q.WindowSpan, p.Key)
+	}
+	// A window without a results sink is refused, naming it.
+	if _, err := (&Graph{Nodes: nodes[:len(g.Nodes)+1]}).Path(); err == nil || !strings.Contains(err.Error(), "window hourly has no results sink") {
+		t.Errorf("Path of a window without results: %v", err)
 	}
 }
 

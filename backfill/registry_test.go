@@ -74,56 +74,13 @@ func TestRegisteredLedgerKind(t *testing.T) {
 	reg := connector.NewRegistry()
 	reg.MustRegister(all.Kinds()...)
 	reg.MustRegister(memKind)
-	lines := articleOrders(11, 3000)
-	yaml := `
-name: memorders
-source: {type: file, path: in.jsonl, channels: 2}
-watermark: {max_out_of_orderness: 5s}
-key: [user_id]
-window: {type: tumbling, size: 1m}
-allowed_lateness: 10s
-aggregate:
-  - {name: orders, fn: count}
-  - {name: total, fn: sum, field: amount}
-sinks:
-  results: {type: sqlite, path: results.db}
-  late: {type: memledger}
-`
-	p, err := spec.ParseWith([]byte(yaml), reg)
+	p, err := spec.ParseWith([]byte(orderJob("memorders", "{type: sqlite, path: results.db}", "{type: memledger}", "")), reg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "in.jsonl"), []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	j, err := job.Open(p, job.RunOptions{Dir: dir, Deterministic: true, Now: jobtest.TestNow})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum, err := j.Run(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if sum.Get("late_side_output") < 20 {
-		t.Fatalf("too few late orders to backfill: %s", sum.JSON())
-	}
-	ans, err := Complete(p, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, n, err := ans.Compare(p, dir, 3); err != nil || n == 0 {
-		t.Fatalf("before the backfill %d windows differ (%v): the test proves nothing", n, err)
-	}
-	rep, err := Backfill(p, BackfillOptions{Dir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, sum, rep := backfillToAnswer(t, p, 11, nil)
 	if rep.Entries != int(sum.Get("late_side_output")) {
 		t.Fatalf("the backfill read %d entries, the job sent %d to the side output", rep.Entries, sum.Get("late_side_output"))
-	}
-	if diffs, n, err := ans.Compare(p, dir, 5); err != nil || n > 0 {
-		t.Fatalf("after the backfill (%+v), %d windows differ from the complete answer (%v):\n%s", rep, n, err, strings.Join(diffs, "\n"))
 	}
 	var bad, where []string
 	entries := 0
@@ -207,58 +164,19 @@ func TestRegisteredResultsStoreKind(t *testing.T) {
 	reg := connector.NewRegistry()
 	reg.MustRegister(all.Kinds()...)
 	reg.MustRegister(memResultsKind)
-	yaml := `
-name: memrevised
-source: {type: file, path: in.jsonl, channels: 2}
-watermark: {max_out_of_orderness: 5s}
-key: [user_id]
-window: {type: tumbling, size: 1m}
-allowed_lateness: 10s
-aggregate:
-  - {name: orders, fn: count}
-  - {name: total, fn: sum, field: amount}
-sinks:
-  results: {type: memresults}
-  late: {type: ledger, dir: ledger}
-archive: {dir: archive}
-`
+	yaml := orderJob("memrevised", "{type: memresults}", "{type: ledger, dir: ledger}", "archive: {dir: archive}\n")
 	p, err := spec.ParseWith([]byte(yaml), reg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "in.jsonl"), []byte(strings.Join(articleOrders(12, 3000), "\n")+"\n"), 0o644); err != nil {
-		t.Fatal(err)
+	before := 0
+	lines := func() int {
+		m, _ := memResults.Load("memrevised")
+		return len(m.(*memLines).lines)
 	}
-	j, err := job.Open(p, job.RunOptions{Dir: dir, Deterministic: true, Now: jobtest.TestNow})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum, err := j.Run(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if sum.Get("late_side_output") < 20 {
-		t.Fatalf("too few late orders to backfill: %s", sum.JSON())
-	}
-	ans, err := Complete(p, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, n, err := ans.Compare(p, dir, 3); err != nil || n == 0 {
-		t.Fatalf("before the backfill %d windows differ (%v): the test proves nothing", n, err)
-	}
-	m, _ := memResults.Load("memrevised")
-	before := len(m.(*memLines).lines)
-	rep, err := Backfill(p, BackfillOptions{Dir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if rep.Applied == 0 || len(m.(*memLines).lines) == before {
+	dir, _, rep := backfillToAnswer(t, p, 12, func() { before = lines() })
+	if lines() == before {
 		t.Fatalf("the backfill appended no revision to the kind's log: %+v", rep)
-	}
-	if diffs, n, err := ans.Compare(p, dir, 5); err != nil || n > 0 {
-		t.Fatalf("after the backfill (%+v), %d windows differ from the complete answer (%v):\n%s", rep, n, err, strings.Join(diffs, "\n"))
 	}
 
 	// Without the archive the kind's results are refused, naming it.
@@ -281,8 +199,18 @@ func TestRegisteredTableKind(t *testing.T) {
 	sqlite, _ := reg.Lookup("sqlite")
 	k := *sqlite.Sink
 	reg.MustRegister(connector.Kind{Name: "mytable", Doc: "a SQLite table under another name (backfill tests)", Sink: &k})
-	yaml := `
-name: mytable
+	p, err := spec.ParseWith([]byte(orderJob("mytable", "{type: mytable, path: results.db}", "{type: ledger, dir: ledger}", "")), reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	backfillToAnswer(t, p, 13, nil)
+}
+
+// orderJob is a job spec of the article's orders over a file of two
+// channels, keyed by user, with results and late sinks as given (YAML
+// flow mappings) and the lines after the sinks (archive:).
+func orderJob(name, results, late, after string) string {
+	return "name: " + name + `
 source: {type: file, path: in.jsonl, channels: 2}
 watermark: {max_out_of_orderness: 5s}
 key: [user_id]
@@ -292,23 +220,31 @@ aggregate:
   - {name: orders, fn: count}
   - {name: total, fn: sum, field: amount}
 sinks:
-  results: {type: mytable, path: results.db}
-  late: {type: ledger, dir: ledger}
-`
-	p, err := spec.ParseWith([]byte(yaml), reg)
-	if err != nil {
-		t.Fatal(err)
-	}
+  results: ` + results + `
+  late: ` + late + "\n" + after
+}
+
+// backfillToAnswer runs job p over 3000 of the article's orders (seed
+// seed) in a new directory, checks that its results differ from the
+// complete answer, backfills them, checks that they then equal it, and
+// returns the directory, the run's summary and the backfill's report;
+// before runs just before the backfill.
+func backfillToAnswer(t *testing.T, p *spec.Plan, seed uint64, before func()) (string, job.Summary, BackfillReport) {
+	t.Helper()
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "in.jsonl"), []byte(strings.Join(articleOrders(13, 3000), "\n")+"\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "in.jsonl"), []byte(strings.Join(articleOrders(seed, 3000), "\n")+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	j, err := job.Open(p, job.RunOptions{Dir: dir, Deterministic: true, Now: jobtest.TestNow})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := j.Run(context.Background()); err != nil {
+	sum, err := j.Run(context.Background())
+	if err != nil {
 		t.Fatal(err)
+	}
+	if sum.Get("late_side_output") < 20 {
+		t.Fatalf("too few late orders to backfill: %s", sum.JSON())
 	}
 	ans, err := Complete(p, dir)
 	if err != nil {
@@ -317,6 +253,9 @@ sinks:
 	if _, n, err := ans.Compare(p, dir, 3); err != nil || n == 0 {
 		t.Fatalf("before the backfill %d windows differ (%v): the test proves nothing", n, err)
 	}
+	if before != nil {
+		before()
+	}
 	rep, err := Backfill(p, BackfillOptions{Dir: dir})
 	if err != nil || rep.Applied == 0 {
 		t.Fatalf("backfill: %+v, %v", rep, err)
@@ -324,4 +263,5 @@ sinks:
 	if diffs, n, err := ans.Compare(p, dir, 5); err != nil || n > 0 {
 		t.Fatalf("after the backfill (%+v), %d windows differ from the complete answer (%v):\n%s", rep, n, err, strings.Join(diffs, "\n"))
 	}
+	return dir, sum, rep
 }

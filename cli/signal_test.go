@@ -266,11 +266,7 @@ func TestSecondSignal(t *testing.T) {
 	dir := stuckJob(t)
 	p := startWeir(t, dir, "run", "job.yaml")
 	waitStopping(t, dir, p, syscall.SIGTERM)
-	waitUntil(t, 10*time.Second, "a second SIGTERM to end weir", func() bool {
-		p.cmd.Process.Signal(syscall.SIGTERM)
-		_, exited := p.wait(100 * time.Millisecond)
-		return exited
-	}, p.stderr.String)
+	signalAgain(t, p, syscall.SIGTERM)
 	ws, _ := p.cmd.ProcessState.Sys().(syscall.WaitStatus)
 	if out := p.stderr.String(); !ws.Signaled() || ws.Signal() != syscall.SIGTERM || !strings.Contains(out, "stopping:") || strings.Contains(out, "job endless") {
 		t.Fatalf("want a graceful stop begun, then killed by the second SIGTERM; %v, stderr:\n%s", p.cmd.ProcessState, out)
@@ -285,14 +281,20 @@ func TestSecondSignalWhenIgnored(t *testing.T) {
 	dir := stuckJob(t)
 	p := startCmd(t, dir, exec.Command("sh", "-c", `trap "" INT; exec "$0" "$@"`, weirBinary(t), "run", "job.yaml"))
 	waitStopping(t, dir, p, syscall.SIGINT)
-	waitUntil(t, 10*time.Second, "a second SIGINT to end weir", func() bool {
-		p.cmd.Process.Signal(syscall.SIGINT)
-		_, exited := p.wait(100 * time.Millisecond)
-		return exited
-	}, p.stderr.String)
+	signalAgain(t, p, syscall.SIGINT)
 	if code, out := p.cmd.ProcessState.ExitCode(), p.stderr.String(); code != 130 || !strings.Contains(out, "stopping:") || strings.Contains(out, "job endless") {
 		t.Fatalf("want a graceful stop begun, then an exit with 130 at the second SIGINT; %v, stderr:\n%s", p.cmd.ProcessState, out)
 	}
+}
+
+// signalAgain sends p sig until it exits (within 10s).
+func signalAgain(t *testing.T, p *weirProc, sig syscall.Signal) {
+	t.Helper()
+	waitUntil(t, 10*time.Second, "a second "+sig.String()+" to end weir", func() bool {
+		p.cmd.Process.Signal(sig)
+		_, exited := p.wait(100 * time.Millisecond)
+		return exited
+	}, p.stderr.String)
 }
 
 // stuckJob writes endlessJob into a new directory whose results file is

@@ -145,6 +145,9 @@ type BackfillReport struct {
 // have to be retracted).
 func Backfill(p *spec.Plan, o BackfillOptions) (BackfillReport, error) {
 	s := p
+	if err := oneWindow(p); err != nil {
+		return BackfillReport{}, &RefusedError{Err: err}
+	}
 	switch rev := revision(p); {
 	case s.Archive == nil && rev != connector.ReviseTable:
 		also := ""
@@ -546,6 +549,16 @@ func openPlanStore(ctx context.Context, p *spec.Plan, dir string, create bool) (
 		err = &RefusedError{Err: err}
 	}
 	return st, err
+}
+
+// oneWindow refuses a plan whose graph feeds several windows from one
+// read: their ledger entries do not say which window they missed, and
+// the plan's key and aggregates are one window's.
+func oneWindow(p *spec.Plan) error {
+	if path, err := p.Graph.Path(); err == nil && len(path.Windows) > 1 {
+		return fmt.Errorf("the plan has %d windows over its read; backfill and the complete answer work on a job of one window", len(path.Windows))
+	}
+	return nil
 }
 
 // revision is how backfill revises the results of a job spec's first

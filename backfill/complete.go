@@ -279,6 +279,9 @@ func shownRow(vals []string, ok bool) string {
 // asks first and writes nothing when it cannot.
 func CheckComplete(p *spec.Plan, dir string) error {
 	s := p
+	if err := oneWindow(p); err != nil {
+		return err
+	}
 	if p.Time != spec.EventTime {
 		return fmt.Errorf("the complete answer is computed for event time; this job uses %s time", p.Time)
 	}

@@ -265,3 +265,36 @@ func backfillToAnswer(t *testing.T, p *spec.Plan, seed uint64, before func()) (s
 	}
 	return dir, sum, rep
 }
+
+// TestSeveralWindowsRefused: backfill and the complete answer refuse a
+// plan whose graph feeds two windows from one read, before they read
+// anything.
+func TestSeveralWindowsRefused(t *testing.T) {
+	p, err := spec.Parse([]byte(orderJob("two", "{type: sqlite, path: results.db}", "{type: ledger, dir: ledger}", "")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path, err := p.Graph.Path()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wm spec.NodeID
+	for _, n := range p.Graph.Nodes {
+		if n.Op == path.Watermark {
+			wm = n.ID
+		}
+	}
+	w := spec.NodeID(len(p.Graph.Nodes))
+	r := path.Windows[0].Results[0]
+	p.Graph.Nodes = append(p.Graph.Nodes,
+		spec.Node{ID: w, Name: "again", Op: path.Windows[0].Window, Inputs: []spec.Edge{{From: wm}}},
+		spec.Node{ID: w + 1, Name: "again.results", Op: &spec.SinkOp{Role: r.Role, Name: "again", Path: "again", Config: r.Config}, Inputs: []spec.Edge{{From: w}}})
+	const want = "the plan has 2 windows over its read; backfill and the complete answer work on a job of one window"
+	_, err = Backfill(p, BackfillOptions{Dir: t.TempDir()})
+	if _, ok := errors.AsType[*RefusedError](err); !ok || !strings.Contains(err.Error(), want) {
+		t.Errorf("Backfill of two windows: %v", err)
+	}
+	if err := CheckComplete(p, t.TempDir()); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("CheckComplete of two windows: %v", err)
+	}
+}

@@ -31,6 +31,9 @@ type msgSink struct {
 	txn  connector.Transactional // s, when it is one
 	name string
 	j    *Job
+	// plan is the plan as it reads for the window whose results the sink
+	// writes (set for a results sink; the job's plan otherwise).
+	plan *spec.Plan
 	// one is the message being written; entry, val, key, id, hbuf and hdr
 	// are its reused parts.
 	one                [1]connector.Message
@@ -53,7 +56,7 @@ func (j *Job) openMessages(op *spec.SinkOp, open func(context.Context, connector
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", op.Path, err)
 	}
-	m := &msgSink{s: s, name: op.Name, j: j}
+	m := &msgSink{s: s, name: op.Name, j: j, plan: j.plan}
 	m.txn, _ = s.(connector.Transactional)
 	if r, ok := s.(connector.RunKeeper); ok && j.appendRuns && j.startsFresh(op.Name) {
 		// Earlier runs' output stays; this run's id goes above theirs.
@@ -85,8 +88,8 @@ func (j *Job) openMsgs() []connector.Sink[connector.Message] {
 // the id and headers of its revision.
 func (m *msgSink) write(r window.Result[string, []byte]) error {
 	run := m.j.run
-	m.val = outfmt.AppendResult(m.val[:0], m.j.plan, run, r)
-	m.key = outfmt.AppendResultKey(m.key[:0], m.j.plan, r)
+	m.val = outfmt.AppendResult(m.val[:0], m.plan, run, r)
+	m.key = outfmt.AppendResultKey(m.key[:0], m.plan, r)
 	id := strconv.AppendInt(append(append(m.id[:0], m.key...), '#'), run, 10)
 	id = strconv.AppendInt(append(id, '#'), r.Pane, 10)
 	if r.Firing == window.Retract {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -36,8 +37,6 @@ type output struct {
 	c  outCounters
 	// warned holds the aggregates and overflow kinds warned about.
 	warned map[string]bool
-	// width is how many values a result carries (aggFunc.width).
-	width int
 	// flushing: items applied now are covered by a checkpoint being
 	// committed (preCommit), or are the end of a run that did not fail
 	// (finish), so a Postgres sink may commit them in batches as they
@@ -104,12 +103,35 @@ type outCounters struct {
 	// had ChannelMax, one per channel.
 	SlotMax    [][]etime.Time `json:"slot_max,omitempty"`
 	ChannelMax []etime.Time   `json:"channel_max,omitempty"`
+	// Windows are, for a job of several windows, each window's counts
+	// of results, late lines and overflows (Results, Late, Partial,
+	// DecimalOverflow and FloatOverflow above are the sums); nil for a
+	// job of one window.
+	Windows []windowCounts `json:"windows,omitempty"`
 	// Watermark is the highest finite operator watermark among the
 	// results and late records written (MinTime before any): what a
 	// backfill takes as the live job's watermark at a checkpoint, and
 	// what the archive's horizon counts from. (Each ledger entry carries
 	// its own subtask's watermark, which backfill checks too.)
 	Watermark etime.Time `json:"watermark"`
+}
+
+// windowCounts are one window's counts of a job of several windows.
+type windowCounts struct {
+	Results         int64 `json:"results"`
+	Late            int64 `json:"late"`
+	Partial         int64 `json:"partial"`
+	DecimalOverflow int64 `json:"decimal_overflow,omitempty"`
+	FloatOverflow   int64 `json:"float_overflow,omitempty"`
+}
+
+// window returns the counts of branch b (nil for a job of one window,
+// whose counts are outCounters' own); pub is held to write them.
+func (c *outCounters) window(b int) *windowCounts {
+	if b >= len(c.Windows) {
+		return nil
+	}
+	return &c.Windows[b]
 }
 
 // sinkState is sink name's state at the checkpoint: Sinks' entry, or in
@@ -153,7 +175,9 @@ const (
 )
 
 type item struct {
-	kind   itemKind
+	kind itemKind
+	// b is the branch (window) of a result or late record.
+	b      uint8
 	line   []byte // late, partial and dead lines
 	res    window.Result[string, []byte]
 	reason string
@@ -193,8 +217,11 @@ func (j *Job) position(r record.Record) (kafka bool, pos int64) {
 }
 
 func newOutput(j *Job, checkpoints, deterministic bool) *output {
-	o := &output{j: j, width: record.NewAggregator(j.plan, record.KeepsAccs(j.plan)).Width()}
+	o := &output{j: j}
 	o.c.Dead = map[string]int64{}
+	if j.several() {
+		o.c.Windows = make([]windowCounts, len(j.branches))
+	}
 	o.c.Watermark = etime.MinTime
 	if checkpoints {
 		o.epochs = epochs.New[item](deterministic)
@@ -239,12 +266,18 @@ func (o *output) calling(sink, call string) {
 }
 
 // done records that the call returned and, when n is set, adds one to
-// that count of o.c; o.mu is held.
-func (o *output) done(n *int64) {
+// that count of o.c, and to w's too when it is set (a window's count of a
+// job of several); o.mu is held.
+func (o *output) done(n *int64, w ...*int64) {
 	o.pub.Lock()
 	o.pub.call = SinkCall{}
 	if n != nil {
 		*n++
+		for _, x := range w {
+			if x != nil {
+				*x++
+			}
+		}
 	}
 	o.pub.Unlock()
 }
@@ -252,25 +285,31 @@ func (o *output) done(n *int64) {
 // apply writes or counts one item; o.mu is held.
 func (o *output) apply(it *item) {
 	j := o.j
+	b := j.branches[it.b]
+	wc := o.c.window(b.i)
 	var err error
-	counted := func(n *int64) {
+	counted := func(n *int64, w func(*windowCounts) *int64) {
 		if err != nil {
 			n = nil
 		}
-		o.done(n)
+		var x *int64
+		if wc != nil {
+			x = w(wc)
+		}
+		o.done(n, x)
 	}
 	switch it.kind {
 	case itemResult:
-		for _, r := range j.results {
+		for _, r := range b.results {
 			o.calling(r.name, "write")
 			if err = r.write(it.res); err != nil {
 				break
 			}
 		}
-		counted(&o.c.Results)
+		counted(&o.c.Results, func(w *windowCounts) *int64 { return &w.Results })
 		if err == nil {
 			if it.res.Firing != window.Retract {
-				o.noteOverflows(it.res.Value)
+				o.noteOverflows(b, it.res.Value)
 			}
 			o.c.noteWatermark(it.res.Watermark)
 			if j.archive != nil && it.res.Firing != window.Retract {
@@ -284,16 +323,16 @@ func (o *output) apply(it *item) {
 			}
 		}
 	case itemLate:
-		o.calling("late", "write")
-		err = j.late.writeRecord(it)
-		counted(&o.c.Late)
+		o.calling(j.sinkName(b.late), "write")
+		err = b.late.writeRecord(it)
+		counted(&o.c.Late, func(w *windowCounts) *int64 { return &w.Late })
 		if err == nil {
 			o.c.noteWatermark(it.wm)
 		}
 	case itemPartial:
-		o.calling(j.sinkName(j.partial), "write")
-		err = j.partial.writeRecord(it)
-		counted(&o.c.Partial)
+		o.calling(j.sinkName(b.partial), "write")
+		err = b.partial.writeRecord(it)
+		counted(&o.c.Partial, func(w *windowCounts) *int64 { return &w.Partial })
 		if err == nil {
 			o.c.noteWatermark(it.wm)
 		}
@@ -316,9 +355,10 @@ func (o *output) apply(it *item) {
 
 // noteOverflows counts the sums of a result that overflowed (see
 // Aggregator.Result) and warns once per aggregate and kind; o.mu is held.
-func (o *output) noteOverflows(v []byte) {
-	p := o.j.plan
-	ov := record.ResultOverflows(v, o.width)
+func (o *output) noteOverflows(b *branch, v []byte) {
+	p := b.plan
+	wc := o.c.window(b.i)
+	ov := record.ResultOverflows(v, b.width)
 	for i, c := range ov {
 		if i >= len(p.Aggregates) || c == record.OverNone {
 			continue
@@ -327,9 +367,15 @@ func (o *output) noteOverflows(v []byte) {
 		o.pub.Lock()
 		if c == record.OverInfinite {
 			o.c.FloatOverflow++
+			if wc != nil {
+				wc.FloatOverflow++
+			}
 			what = "float_overflow: a float sum went beyond float64 (±1.8e308) and is written as null"
 		} else {
 			o.c.DecimalOverflow++
+			if wc != nil {
+				wc.DecimalOverflow++
+			}
 		}
 		o.pub.Unlock()
 		a := p.Aggregates[i]
@@ -413,10 +459,7 @@ func (o *output) sync(id int64) error {
 			o.c.Sinks[m.name] = st
 		}
 	}
-	if len(o.j.results) == 0 {
-		return nil
-	}
-	for _, r := range o.j.results {
+	for _, r := range o.j.allResults() {
 		o.calling(r.name, "commit")
 		err := r.commit()
 		o.done(nil)
@@ -453,6 +496,9 @@ func (o *output) restore(b []byte) error {
 	if c.Dead == nil {
 		c.Dead = map[string]int64{}
 	}
+	if n := len(o.j.branches); n > 1 && len(c.Windows) != n {
+		c.Windows = append(c.Windows, make([]windowCounts, max(n-len(c.Windows), 0))...)[:n]
+	}
 	o.pub.Lock()
 	o.c = c
 	o.restoredControls = c.Controls
@@ -467,7 +513,8 @@ func (o *output) counters() outCounters {
 	o.pub.Lock()
 	defer o.pub.Unlock()
 	return outCounters{Results: o.c.Results, Late: o.c.Late, Partial: o.c.Partial, Controls: o.c.Controls,
-		Regressions: o.c.Regressions, Dead: maps.Clone(o.c.Dead), DecimalOverflow: o.c.DecimalOverflow, FloatOverflow: o.c.FloatOverflow}
+		Regressions: o.c.Regressions, Dead: maps.Clone(o.c.Dead), DecimalOverflow: o.c.DecimalOverflow, FloatOverflow: o.c.FloatOverflow,
+		Windows: slices.Clone(o.c.Windows)}
 }
 
 // call returns the sink call in progress. Safe for concurrent use.

@@ -107,16 +107,11 @@ type Job struct {
 	// is split:position.
 	splits bool
 	dec    *record.Decoder
-	// path is the plan's graph as the one path this runner executes, and
-	// win its window (the runner executes one).
-	path *spec.Path
-	win  *spec.Branch
-	// results are the results sinks, in the plan's order, each writing
-	// every result.
-	results []namedResult
-	late    recordSink
-	partial recordSink
-	dead    recordSink
+	// path is the plan's graph as the path this runner executes, and
+	// branches its windows (one for a YAML job), each with its sinks.
+	path     *spec.Path
+	branches []*branch
+	dead     recordSink
 	// msgs are the sinks opened as sinks of messages, in opening order.
 	msgs   []*msgSink
 	runDir string // RunOptions.Dir: relative paths start there
@@ -182,8 +177,9 @@ func Open(plan *spec.Plan, o RunOptions) (*Job, error) {
 	if err != nil {
 		return nil, fmt.Errorf("job: %w", err)
 	}
-	if len(path.Windows) != 1 {
-		return nil, fmt.Errorf("job: the plan has %d windows over its read; this runner executes one window per path", len(path.Windows))
+	branches, decodes := newBranches(plan, path)
+	if len(branches) > 1 && plan.Archive != nil {
+		return nil, fmt.Errorf("job: the plan has %d windows over its read; the archive keeps one window's results: remove it", len(branches))
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -221,7 +217,7 @@ func Open(plan *spec.Plan, o RunOptions) (*Job, error) {
 	case o.Clock != nil:
 		opts.Clock = o.Clock
 	}
-	j := &Job{plan: plan, path: path, win: &path.Windows[0], dec: record.NewDecoder(plan, opts.Clock), stop: o.Stop, drain: o.Drain, deterministic: o.Deterministic, removeState: removeState, runDir: o.Dir, specHash: outfmt.SpecHash(plan)}
+	j := &Job{plan: plan, path: path, branches: branches, dec: record.NewDecoder(decodes, opts.Clock), stop: o.Stop, drain: o.Drain, deterministic: o.Deterministic, removeState: removeState, runDir: o.Dir, specHash: outfmt.SpecHash(plan)}
 	j.sinkCtx, j.cancelSinks = context.WithCancel(context.Background())
 	j.stopping, j.stopRetrying = context.WithCancel(context.Background())
 	if o.locks == nil {
@@ -360,7 +356,7 @@ func (j *Job) watchStop(ctx context.Context) (stop func()) {
 // sinkUnavailable reports whether a sink is failing to reach its server
 // (a Postgres table: the job is waiting for it). Safe for concurrent use.
 func (j *Job) sinkUnavailable() bool {
-	for _, r := range j.results {
+	for _, r := range j.allResults() {
 		if r, ok := r.resultSink.(*tableResults); ok {
 			if u, ok := r.s.(connector.UnavailableReporter); ok && u.Unavailable() {
 				return true
@@ -427,7 +423,6 @@ func (o RunOptions) Path(p string) string {
 }
 
 func (j *Job) build(o RunOptions) error {
-	p := j.plan
 	restoring := j.ck != nil && j.ck.restored != nil
 	if restoring {
 		j.restoredAt = time.Now()
@@ -500,7 +495,7 @@ func (j *Job) build(o RunOptions) error {
 		return weir.Marker{}, false
 	}
 	// The operators are the plan graph's path's.
-	wm, win := j.path.Watermark, j.win.Window
+	wm := j.path.Watermark
 	switch {
 	case j.splits: // its reader watermarks each split
 	case wm.Time == spec.EventTime, wm.Time == spec.IngestionTime:
@@ -534,24 +529,42 @@ func (j *Job) build(o RunOptions) error {
 	default:
 		recs = weir.Filter(recs, func(r record.Record) bool { _, m := isMark(r); return !m })
 	}
+	for _, b := range j.branches {
+		j.buildWindow(b, recs, wm)
+	}
+	return nil
+}
+
+// buildWindow keys, windows and aggregates branch b's records, from the
+// watermarked records of the read, and sends its results and late
+// records to the output.
+func (j *Job) buildWindow(b *branch, recs weir.Stream[record.Record], wm *spec.WatermarkOp) {
+	if b.proj != nil {
+		pr := *b.proj
+		recs = weir.Map(recs, pr.Apply)
+	}
+	win := b.Window
 	keyed := weir.KeyByEncoded(recs, func(r record.Record) string { return r.Key }, appendKey)
 	windowed := weir.Window(keyed, win.Assigner, weir.WindowOptions{
-		Name: "window", Trigger: win.Trigger, AllowedLateness: win.Lateness, LateFiringInterval: win.LateFiringInterval,
-		LateOutput: j.late != nil, PartialOutput: j.partial != nil,
+		Name: b.stage, Trigger: win.Trigger, AllowedLateness: win.Lateness, LateFiringInterval: win.LateFiringInterval,
+		LateOutput: b.late != nil, PartialOutput: b.partial != nil,
 	})
 	if wm.Time == spec.EventTime && wm.Type != spec.Punctuated {
 		// "On time" in the summary means within the bound: records the
 		// bound's watermark would have made late are counted apart.
 		windowed = weir.CountTrailing(windowed, func(r record.Record) etime.Time { return r.Promised })
 	}
-	out := weir.Aggregate(windowed, record.NewAggregator(p, record.KeepsAccs(p)))
+	out := weir.Aggregate(windowed, record.NewAggregator(b.plan, record.KeepsAccs(b.plan)))
+	bi := uint8(b.i)
 	weir.ForEachSubtask(out.Results, func(sub weir.Subtask) func(etime.Time, window.Result[string, []byte]) {
-		return func(_ etime.Time, r window.Result[string, []byte]) { j.out.add(sub, item{kind: itemResult, res: r}) }
+		return func(_ etime.Time, r window.Result[string, []byte]) {
+			j.out.add(sub, item{kind: itemResult, b: bi, res: r})
+		}
 	})
-	if j.late != nil || j.partial != nil {
+	if b.late != nil || b.partial != nil {
 		weir.ForEachSubtask(out.Late, func(sub weir.Subtask) func(etime.Time, window.LateRecord[string, record.Record]) {
 			return func(_ etime.Time, l window.LateRecord[string, record.Record]) {
-				it := j.lateItem(l)
+				it := j.lateItem(b, l)
 				if l.Reason == window.ExpiredPartial {
 					it.kind = itemPartial
 				}
@@ -559,7 +572,6 @@ func (j *Job) build(o RunOptions) error {
 			}
 		})
 	}
-	return nil
 }
 
 // appendKey is the canonical key encoding (W5 order): the JSON array of
@@ -641,7 +653,7 @@ func (j *Job) Progress() Progress {
 	wm := etime.MaxTime
 	seen := false
 	for _, w := range j.env.Watermarks() {
-		if w.Stage == "window" {
+		if slices.ContainsFunc(j.branches, func(b *branch) bool { return b.stage == w.Stage }) {
 			wm, seen = min(wm, w.Watermark), true
 		}
 	}
@@ -662,7 +674,11 @@ func (j *Job) Counters() map[string]int64 {
 	for _, c := range j.summary(j.env.Report(), 0).Counters {
 		m[c.Name] = c.Value
 	}
-	delete(m, "open_windows")
+	for name := range m {
+		if name == "open_windows" || strings.HasSuffix(name, ".open_windows") {
+			delete(m, name)
+		}
+	}
 	return m
 }
 
@@ -672,7 +688,7 @@ func (j *Job) Counters() map[string]int64 {
 // or no checkpoint yet). It is read on the checkpoint goroutine, from a
 // RunOptions.Crash hook at a checkpoint's points (tests crash there).
 func (j *Job) RecordEpoch() int64 {
-	for _, op := range []*spec.SinkOp{j.win.Late, j.path.DeadLetter} {
+	for _, op := range []*spec.SinkOp{j.branches[0].Late, j.path.DeadLetter} {
 		if op != nil && op.Config.Type == "postgres" {
 			n, _ := strconv.ParseInt(string(j.out.c.Sinks[op.Name]), 10, 64)
 			return n
@@ -799,33 +815,46 @@ func (s Summary) JSON() []byte {
 	return append(b, '}', '\n')
 }
 
-// Conserved reports whether the summary satisfies conservation (W4).
+// Conserved reports whether the summary satisfies conservation (W4): for
+// each window of a job of several, whose counters are prefixed by the
+// window's name (hourly.accepted), every record read is accepted, sent
+// to the side output, dropped or a dead letter.
 func (s Summary) Conserved() bool {
-	return s.Get("records_in") == s.Get("accepted")+s.Get("late_side_output")+s.Get("late_dropped")+s.Get("dead_letter")
+	in, dead := s.Get("records_in"), s.Get("dead_letter")
+	windows := []string{""}
+	for _, c := range s.Counters {
+		if w := windowOf(c.Name); w != "" && c.Name == w+".accepted" {
+			windows = append(windows, w+".")
+		}
+	}
+	if len(windows) > 1 {
+		windows = windows[1:] // several windows: no unprefixed counts
+	}
+	for _, w := range windows {
+		if in != s.Get(w+"accepted")+s.Get(w+"late_side_output")+s.Get(w+"late_dropped")+dead {
+			return false
+		}
+	}
+	return true
 }
 
 func (j *Job) summary(rep weir.Report, open int64) Summary {
-	t := rep.Total()
 	oc := j.out.counters()
 	var s Summary
 	add := func(name string, v int64) { s.Counters = append(s.Counters, Counter{name, v}) }
 	add("records_in", j.recordsIn(rep, oc.Controls))
-	add("accepted", t.Accepted)
-	add("accepted_late", t.AcceptedLate)
-	add("on_time_trailing", t.OnTimeTrailing)
-	add("late_side_output", t.LateSideOutput)
-	add("late_dropped", t.LateDropped)
-	add("dead_letter", rep.DeadLetters)
-	add("results", oc.Results)
-	add("fired_early", t.FiredEarly)
-	add("fired_on_time", t.FiredOnTime)
-	add("fired_late", t.FiredLate)
-	add("retractions", t.Retractions)
-	add("window_misses", t.WindowMisses)
-	add("late_partial", t.PartialSideOutput)
-	add("late_lines", oc.Late)
-	add("late_partial_lines", oc.Partial)
-	add("open_windows", open)
+	if !j.several() {
+		j.windowSummary(add, rep.Total(), windowCounts{Results: oc.Results, Late: oc.Late, Partial: oc.Partial}, open, rep.DeadLetters)
+	} else {
+		// Each window's counts, prefixed by its name; the records read
+		// and the dead letters are the read's, shared.
+		add("dead_letter", rep.DeadLetters)
+		states := j.env.OperatorStates()
+		for _, b := range j.branches {
+			pre := func(name string, v int64) { add(j.counterName(b, name), v) }
+			j.windowSummary(pre, rep.Windows[b.stage], oc.Windows[b.i], states[b.stage].OpenWindows, -1)
+		}
+	}
 	add("control_lines", oc.Controls)
 	add("timestamp_regressions", oc.Regressions)
 	// Only when they happened, so that summaries of jobs without them
@@ -850,6 +879,31 @@ func (j *Job) summary(rep weir.Report, open int64) Summary {
 	return s
 }
 
+// windowSummary adds one window's counters: its operator's counts t, its
+// output's counts c and its open windows; dead (the dead letters, -1:
+// not here) goes between late_dropped and results, as a job of one
+// window has always listed it.
+func (j *Job) windowSummary(add func(string, int64), t weir.WindowCounters, c windowCounts, open, dead int64) {
+	add("accepted", t.Accepted)
+	add("accepted_late", t.AcceptedLate)
+	add("on_time_trailing", t.OnTimeTrailing)
+	add("late_side_output", t.LateSideOutput)
+	add("late_dropped", t.LateDropped)
+	if dead >= 0 {
+		add("dead_letter", dead)
+	}
+	add("results", c.Results)
+	add("fired_early", t.FiredEarly)
+	add("fired_on_time", t.FiredOnTime)
+	add("fired_late", t.FiredLate)
+	add("retractions", t.Retractions)
+	add("window_misses", t.WindowMisses)
+	add("late_partial", t.PartialSideOutput)
+	add("late_lines", c.Late)
+	add("late_partial_lines", c.Partial)
+	add("open_windows", open)
+}
+
 // ResumedRecords is, of the summary's records_in, what earlier processes
 // of the run had read by the checkpoint this one resumed from (0: it
 // started fresh): the rest is this process's.
@@ -872,7 +926,7 @@ func (j *Job) closeSinks() error {
 	for _, s := range j.recordSinks() {
 		errs = append(errs, s.close()) // idempotent: sinks may share stdout
 	}
-	for _, r := range j.results {
+	for _, r := range j.allResults() {
 		errs = append(errs, r.close())
 	}
 	if j.archive != nil {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -227,29 +228,159 @@ func TestResultsSinkAddedAndRemoved(t *testing.T) {
 	}
 }
 
-// TestSeveralWindowsRefused: a plan whose graph feeds two windows from
-// one read (what SQL statement sets compile to) is refused at Open, by
-// name, until the runner executes such graphs; nothing is opened.
-func TestSeveralWindowsRefused(t *testing.T) {
-	p := mustParse(t, fmt.Sprintf(jobtest.OrderJob, "jsonl", "out.jsonl"))
-	g := p.Graph
+// fiveMinuteJob reads jobtest.OrderJob's input into 5-minute windows per
+// user, without allowed lateness or early firings: other windows,
+// aggregates and late decisions than OrderJob's, from the fields it
+// reads too (a record that one window of a path cannot read is one dead
+// letter for all: with another key field, a record without it would be
+// the other window's dead letter too).
+var fiveMinuteJob = strings.NewReplacer(
+	"window: {type: tumbling, size: 1m}", "window: {type: tumbling, size: 5m}",
+	"allowed_lateness: 3m\n", "",
+	"trigger: {type: continuous, interval: 20s}\n", "",
+	"  - {name: users, fn: count_distinct, field: user_id}\n", "  - {name: top, fn: max, field: amount}\n",
+	"  late: {type: jsonl, path: late.jsonl}\n", "  late: {type: jsonl, path: five_late.jsonl}\n",
+	"  dead_letter: {type: jsonl, path: bad.jsonl}\n", "",
+).Replace(fmt.Sprintf(jobtest.OrderJob, "jsonl", "five.jsonl"))
+
+// withWindow returns plan a with plan b's window added, fed by a's
+// watermarks (one read for both), as window node name with b's results
+// and late sinks (named name and name_late).
+func withWindow(t *testing.T, a, b *spec.Plan, name string) *spec.Plan {
+	t.Helper()
+	pb, err := b.Graph.Path()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pa, err := a.Graph.Path()
+	if err != nil {
+		t.Fatal(err)
+	}
 	var wm spec.NodeID = -1
-	for _, n := range g.Nodes {
-		if _, ok := n.Op.(*spec.WatermarkOp); ok {
+	for _, n := range a.Graph.Nodes {
+		if n.Op == pa.Watermark {
 			wm = n.ID
 		}
 	}
-	second := spec.NodeID(len(g.Nodes))
-	path, _ := g.Path()
-	p.Graph.Nodes = append(slices.Clone(g.Nodes),
-		spec.Node{ID: second, Name: "window2", Op: path.Windows[0].Window, Inputs: []spec.Edge{{From: wm}}},
-		spec.Node{ID: second + 1, Name: "sinks.results2", Op: &spec.SinkOp{Name: "results2", Path: "sinks.results2", Config: path.Windows[0].Results[0].Config}, Inputs: []spec.Edge{{From: second}}})
-	dir := t.TempDir()
-	_, err := Open(p, RunOptions{Dir: dir, Deterministic: true})
-	if err == nil || !strings.Contains(err.Error(), "the plan has 2 windows over its read; this runner executes one window per path") {
-		t.Fatalf("Open of a plan with two windows: %v", err)
+	w := spec.NodeID(len(a.Graph.Nodes))
+	bw := pb.Windows[0]
+	q := *a
+	q.Graph.Nodes = append(slices.Clone(a.Graph.Nodes),
+		spec.Node{ID: w, Name: name, Op: bw.Window, Inputs: []spec.Edge{{From: wm}}},
+		spec.Node{ID: w + 1, Name: name + ".results", Op: &spec.SinkOp{Role: bw.Results[0].Role, Name: name, Path: name + ".results", Config: bw.Results[0].Config}, Inputs: []spec.Edge{{From: w}}},
+		spec.Node{ID: w + 2, Name: name + ".late", Op: &spec.SinkOp{Role: bw.Late.Role, Name: name + "_late", Path: name + ".late", Config: bw.Late.Config}, Inputs: []spec.Edge{{From: w, Port: spec.Late}}})
+	if err := q.Graph.Validate(); err != nil {
+		t.Fatal(err)
 	}
-	if ents, _ := os.ReadDir(dir); len(ents) > 0 {
-		t.Fatalf("the refused plan left %d files", len(ents))
+	return &q
+}
+
+// TestSeveralWindows runs a plan whose graph feeds two windows from one
+// read (what a SQL statement set compiles to): OrderJob's per-user minute
+// windows with allowed lateness and early firings, and 5-minute windows
+// without lateness. Each window's results and late records are
+// byte for byte what a job of that window alone writes, the dead letters
+// are written once, and the summary counts each window apart (hourly
+// style names: five.accepted), each conserving the records read.
+func TestSeveralWindows(t *testing.T) {
+	one := fmt.Sprintf(jobtest.OrderJob, "jsonl", "out.jsonl")
+	oneDir, oneSum := runSpec(t, one, nil, RunOptions{Deterministic: true})
+	fiveDir, fiveSum := runSpec(t, fiveMinuteJob, nil, RunOptions{Deterministic: true})
+
+	dir, a := jobtest.Prepare(t, one, nil, "")
+	_, b := jobtest.Prepare(t, fiveMinuteJob, nil, dir)
+	p := withWindow(t, a, b, "five")
+	j, err := Open(p, RunOptions{Dir: dir, Deterministic: true, Now: jobtest.TestNow})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := j.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for file, want := range map[string]string{
+		"out.jsonl": readFile(t, oneDir, "out.jsonl"), "late.jsonl": readFile(t, oneDir, "late.jsonl"), "bad.jsonl": readFile(t, oneDir, "bad.jsonl"),
+		"five.jsonl": readFile(t, fiveDir, "five.jsonl"), "five_late.jsonl": readFile(t, fiveDir, "five_late.jsonl"),
+	} {
+		if want == "" && file != "five_late.jsonl" {
+			t.Fatalf("the reference run wrote no %s", file)
+		}
+		// A late line carries its job's spec hash: the plan of two
+		// windows is another job than either alone.
+		noHash := regexp.MustCompile(`"spec":"[0-9a-f]+"`)
+		got := noHash.ReplaceAllString(readFile(t, dir, file), `"spec":"-"`)
+		if want = noHash.ReplaceAllString(want, `"spec":"-"`); got != want {
+			gl, wl := strings.Split(got, "\n"), strings.Split(want, "\n")
+			for i := range min(len(gl), len(wl)) {
+				if gl[i] != wl[i] {
+					t.Errorf("%s differs from the run of its window alone at line %d:\n%s\nwant\n%s", file, i+1, gl[i], wl[i])
+					break
+				}
+			}
+		}
+	}
+	if !sum.Conserved() {
+		t.Errorf("conservation violated: %s", sum.JSON())
+	}
+	for _, c := range []struct {
+		name string
+		got  int64
+		want int64
+	}{
+		{"records_in", sum.Get("records_in"), oneSum.Get("records_in")},
+		{"dead_letter", sum.Get("dead_letter"), oneSum.Get("dead_letter")},
+		{"window.accepted", sum.Get("window.accepted"), oneSum.Get("accepted")},
+		{"window.late_side_output", sum.Get("window.late_side_output"), oneSum.Get("late_side_output")},
+		{"window.results", sum.Get("window.results"), oneSum.Get("results")},
+		{"window.late_lines", sum.Get("window.late_lines"), oneSum.Get("late_lines")},
+		{"five.accepted", sum.Get("five.accepted"), fiveSum.Get("accepted")},
+		{"five.late_side_output", sum.Get("five.late_side_output"), fiveSum.Get("late_side_output")},
+		{"five.results", sum.Get("five.results"), fiveSum.Get("results")},
+		{"five.fired_on_time", sum.Get("five.fired_on_time"), fiveSum.Get("fired_on_time")},
+	} {
+		if c.got != c.want {
+			t.Errorf("%s = %d, the run of its window alone %d (summary %s)", c.name, c.got, c.want, sum.JSON())
+		}
+	}
+	if sum.Get("accepted") != 0 || sum.Get("five.late_side_output") == 0 || sum.Get("five.late_side_output") == sum.Get("window.late_side_output") {
+		t.Errorf("the windows' counts do not tell them apart: %s", sum.JSON())
+	}
+	outputs := func(dir string) map[string]string {
+		m := map[string]string{}
+		for _, f := range []string{"out.jsonl", "late.jsonl", "bad.jsonl", "five.jsonl", "five_late.jsonl"} {
+			m[f] = readFile(t, dir, f)
+		}
+		return m
+	}
+	want := outputs(dir)
+
+	// Crashes while checkpointing, then resumes: the outputs and the
+	// summary are those of the run that never crashed.
+	for _, point := range []string{"part-written", "after-manifest", "sink-committed"} {
+		t.Run(point, func(t *testing.T) {
+			dir := t.TempDir()
+			o := RunOptions{Dir: dir, Deterministic: true, Now: jobtest.TestNow, CheckpointDir: filepath.Join(dir, "ck"),
+				CheckpointInterval: time.Millisecond, CheckpointClock: jobtest.EveryRead()}
+			crashRun(t, p, o, point, 25)
+			j, err := Open(p, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if j.RestoredAt().IsZero() {
+				t.Fatal("the resume restored no checkpoint")
+			}
+			s, err := j.Run(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			for f, w := range outputs(dir) {
+				if w != want[f] {
+					t.Errorf("after a crash at %s: %s differs from the run that never crashed (%d bytes, want %d)", point, f, len(w), len(want[f]))
+				}
+			}
+			if !bytes.Equal(s.JSON(), sum.JSON()) {
+				t.Errorf("summary after the resume:\n%s\nwant\n%s", s.JSON(), sum.JSON())
+			}
+		})
 	}
 }

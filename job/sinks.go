@@ -40,10 +40,15 @@ type namedSink struct {
 	name string
 }
 
-// recordSinks returns the job's open late and dead-letter sinks.
+// recordSinks returns the job's open late and dead-letter sinks: each
+// window's late and late_partial, then the dead letters.
 func (j *Job) recordSinks() []namedSink {
+	var all []recordSink
+	for _, b := range j.branches {
+		all = append(all, b.late, b.partial)
+	}
 	var ss []namedSink
-	for _, s := range []recordSink{j.late, j.partial, j.dead} {
+	for _, s := range append(all, j.dead) {
 		if s != nil && !slices.ContainsFunc(ss, func(n namedSink) bool { return n.recordSink == s }) { // late and late_partial may share one
 			ss = append(ss, namedSink{s, j.sinkName(s)})
 		}
@@ -51,16 +56,29 @@ func (j *Job) recordSinks() []namedSink {
 	return ss
 }
 
-// sinkName is the spec field of a record sink: late, late_partial (when
-// it is not the late sink's) or dead_letter.
+// sinkName is the name of a record sink: its window's late or
+// late_partial sink's (late and late_partial for a YAML job; the late
+// sink's when the two are one), or dead_letter.
 func (j *Job) sinkName(s recordSink) string {
-	switch s {
-	case j.late:
-		return "late"
-	case j.partial:
-		return "late_partial"
+	for _, b := range j.branches {
+		switch {
+		case s == nil:
+		case s == b.late:
+			return b.Late.Name
+		case s == b.partial:
+			return b.LatePartial.Name
+		}
 	}
 	return "dead_letter"
+}
+
+// allResults are every window's results sinks.
+func (j *Job) allResults() []namedResult {
+	var rs []namedResult
+	for _, b := range j.branches {
+		rs = append(rs, b.results...)
+	}
+	return rs
 }
 
 // SinkCalls returns one entry per sink of the job (results, late,
@@ -82,7 +100,7 @@ func (j *Job) SinkCalls() []SinkCall {
 // listSinks names the open sinks, for SinkCalls.
 func (j *Job) listSinks() []string {
 	var names []string
-	for _, r := range j.results {
+	for _, r := range j.allResults() {
 		names = append(names, r.name)
 	}
 	for _, s := range j.recordSinks() {
@@ -190,13 +208,15 @@ func (j *Job) openSinks(o RunOptions, restoring bool) error {
 		}
 		return j.openMessages(op, kind.Sink.OpenMessages, role, stdout, restoring)
 	}
-	for _, r := range j.win.Results {
-		k, err := j.openResults(r, open)
-		if k != nil {
-			j.results = append(j.results, namedResult{k, r.Name})
-		}
-		if err != nil {
-			return err
+	for _, b := range j.branches {
+		for _, r := range b.Results {
+			k, err := j.openResults(b, r, open)
+			if k != nil {
+				b.results = append(b.results, namedResult{k, r.Name})
+			}
+			if err != nil {
+				return err
+			}
 		}
 	}
 	if a := j.plan.Archive; a != nil {
@@ -215,17 +235,19 @@ func (j *Job) openSinks(o RunOptions, restoring bool) error {
 		}
 	}
 	var err error
-	late, partial := j.win.Late, j.win.LatePartial
-	if j.late, err = j.openRecords(late, connector.RoleLate, open, restoring); err != nil {
-		return err
-	}
-	switch {
-	case partial != nil:
-		if j.partial, err = j.openRecords(partial, connector.RoleLate, open, restoring); err != nil {
+	for _, b := range j.branches {
+		late, partial := b.Late, b.LatePartial
+		if b.late, err = j.openRecords(late, connector.RoleLate, open, restoring); err != nil {
 			return err
 		}
-	case late != nil && j.keepsReasons(late):
-		j.partial = j.late // the ledger holds partial misses too (W7), by their reason
+		switch {
+		case partial != nil:
+			if b.partial, err = j.openRecords(partial, connector.RoleLate, open, restoring); err != nil {
+				return err
+			}
+		case late != nil && j.keepsReasons(late):
+			b.partial = b.late // the ledger holds partial misses too (W7), by their reason
+		}
 	}
 	if j.dead, err = j.openRecords(j.path.DeadLetter, connector.RoleDeadLetters, open, restoring); err != nil {
 		return err
@@ -307,15 +329,16 @@ func (j *Job) openRecords(op *spec.SinkOp, role connector.SinkRole, open func(*s
 
 // openResults opens results sink op. The sink it returns with an error is
 // open too: the caller closes it.
-func (j *Job) openResults(op *spec.SinkOp, open func(*spec.SinkOp, connector.SinkRole) (*msgSink, error)) (resultSink, error) {
+func (j *Job) openResults(b *branch, op *spec.SinkOp, open func(*spec.SinkOp, connector.SinkRole) (*msgSink, error)) (resultSink, error) {
 	r := op.Config
 	if kind, ok := j.plan.Kinds().Lookup(r.Type); ok && kind.Sink != nil && kind.Sink.OpenResults != nil {
-		return j.openTableResults(op, kind.Sink.OpenResults)
+		return j.openTableResults(b.plan, op, kind.Sink.OpenResults)
 	}
 	m, err := open(op, connector.RoleResults)
 	if err != nil {
 		return nil, err
 	}
+	m.plan = b.plan // its results are the window's
 	return m, nil
 }
 
@@ -386,18 +409,18 @@ type tableResults struct {
 // function; a path setting is resolved from the spec's directory, and
 // the input file is refused. The sink is begun as a fresh start or a
 // run that keeps earlier rows begins it (startTable).
-func (j *Job) openTableResults(op *spec.SinkOp, open func(context.Context, connector.ResultsOpen) (connector.ResultsSink, error)) (resultSink, error) {
+func (j *Job) openTableResults(plan *spec.Plan, op *spec.SinkOp, open func(context.Context, connector.ResultsOpen) (connector.ResultsSink, error)) (resultSink, error) {
 	r := op.Config
 	if err := j.notInput(r); err != nil {
 		return nil, err
 	}
-	cols := outfmt.ResultColumns(j.plan)
+	cols := outfmt.ResultColumns(plan)
 	vals := make([]string, len(cols))
 	for i, c := range cols {
 		vals[i] = c.Name
 	}
 	s, err := open(j.sinkCtx, connector.ResultsOpen{Settings: spec.SinkSettings(r), Output: op.Path, Path: RunOptions{Dir: j.runDir}.Path,
-		Job: j.plan.Name, Keys: j.plan.Key, Values: cols, Logger: j.env.Options().Logger.With("sink", op.Name), Stopping: j.stopping})
+		Job: j.plan.Name, Keys: plan.Key, Values: cols, Logger: j.env.Options().Logger.With("sink", op.Name), Stopping: j.stopping})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", op.Path, err)
 	}
@@ -406,7 +429,7 @@ func (j *Job) openTableResults(op *spec.SinkOp, open func(context.Context, conne
 		// After an error a sink is only closed.
 		return nil, errors.Join(err, s.Close())
 	}
-	return &tableResults{s: s, j: j, keys: j.plan.Key, vals: vals, batch: batchRows(r), begin: begin}, nil
+	return &tableResults{s: s, j: j, keys: plan.Key, vals: vals, batch: batchRows(r), begin: begin}, nil
 }
 
 // start begins the run in the table (startTable's begin) before the
@@ -522,11 +545,11 @@ func (j *Job) flushDue(pending, batch int) bool {
 // lateItem is a too-late record as an item: its line has the entry id,
 // the record, its key, the windows it missed, the watermark at arrival and
 // how late it was; its meta is the line without id and record.
-func (j *Job) lateItem(l window.LateRecord[string, record.Record]) item {
+func (j *Job) lateItem(b *branch, l window.LateRecord[string, record.Record]) item {
 	r := l.Record
 	kafka, pos := j.position(r)
 	id := entryID(kafka, r.Part, pos)
-	meta := j.appendLateMeta(nil, l)
+	meta := j.appendLateMeta(nil, b, l)
 	line := append(make([]byte, 0, len(id)+len(r.Raw)+len(meta)+20), `{"id":"`...)
 	line = append(line, id...)
 	line = append(line, `","record":`...)
@@ -534,7 +557,7 @@ func (j *Job) lateItem(l window.LateRecord[string, record.Record]) item {
 	line = append(line, ',')
 	line = append(line, meta[1:]...)
 	j.recent.add(l, id)
-	return item{kind: itemLate, line: line, id: id, raw: r.Raw, meta: meta, reason: l.Reason.String(),
+	return item{kind: itemLate, b: uint8(b.i), line: line, id: id, raw: r.Raw, meta: meta, reason: l.Reason.String(),
 		arrived: j.env.Options().Clock.Now().UnixMilli(), wm: l.Watermark}
 }
 
@@ -596,9 +619,9 @@ func (j *Job) RecentLate() []LateRecord {
 // appendLateMeta renders what a too-late record missed: its key, the
 // windows it missed, the watermark at arrival, how late it was, the hash
 // of the spec that gives those their meaning (specHash) and the run.
-func (j *Job) appendLateMeta(b []byte, l window.LateRecord[string, record.Record]) []byte {
+func (j *Job) appendLateMeta(b []byte, br *branch, l window.LateRecord[string, record.Record]) []byte {
 	b = append(b, `{"key":{`...)
-	keys := j.plan.Key
+	keys := br.plan.Key
 	for i, v := range outfmt.SplitKey(l.Key, len(keys)) {
 		if i > 0 {
 			b = append(b, ',')

@@ -1,0 +1,83 @@
+package job
+
+import (
+	"strings"
+
+	"github.com/weirstream/weir/internal/record"
+	"github.com/weirstream/weir/spec"
+)
+
+// branch is one window of the job's path: the plan as it reads for that
+// window (its key, aggregates and assigner), the window's stage and its
+// sinks. A YAML job has one; a plan whose graph feeds several windows
+// from one read has one per window, each keyed, windowed and aggregated
+// on its own, from records the decoder read once.
+type branch struct {
+	*spec.Branch
+	i    int
+	plan *spec.Plan
+	// stage is the window operator's name: "window" for the first (a
+	// YAML job's, as metrics and the dashboard name it), the window
+	// node's name for the others.
+	stage string
+	// results are the window's results sinks, in the plan's order, each
+	// writing every result; late and partial its late sinks (nil: none;
+	// partial may be late).
+	results       []namedResult
+	late, partial recordSink
+	// width is how many values a result carries (Aggregator.Width).
+	width int
+	// proj cuts the decoder's records down to this window's (nil with one
+	// window: the decoder reads for it alone).
+	proj *record.Projection
+}
+
+// newBranches returns the branches of path's windows, and the plan the
+// decoder reads with: plan itself for one window, else the union of the
+// windows' keys and aggregates (record.Union).
+func newBranches(plan *spec.Plan, path *spec.Path) ([]*branch, *spec.Plan) {
+	ops := make([]*spec.WindowOp, len(path.Windows))
+	for i := range path.Windows {
+		ops[i] = path.Windows[i].Window
+	}
+	decode := plan
+	if len(ops) > 1 {
+		decode = record.Union(plan, ops)
+	}
+	bs := make([]*branch, len(ops))
+	for i := range path.Windows {
+		b := &branch{Branch: &path.Windows[i], i: i, plan: plan.ForWindow(ops[i]), stage: "window"}
+		if i > 0 {
+			b.stage = path.Windows[i].Name
+		}
+		if len(ops) > 1 {
+			pr := record.Project(decode, ops, i)
+			b.proj = &pr
+		}
+		b.width = record.NewAggregator(b.plan, record.KeepsAccs(b.plan)).Width()
+		bs[i] = b
+	}
+	return bs, decode
+}
+
+// several reports whether the job has more than one window.
+func (j *Job) several() bool { return len(j.branches) > 1 }
+
+// counterName is a summary counter of branch b: name itself for a job of
+// one window, else prefixed by the window's name ("hourly.accepted").
+func (j *Job) counterName(b *branch, name string) string {
+	if !j.several() {
+		return name
+	}
+	return b.Name + "." + name
+}
+
+// windowOf is the window name of a prefixed counter name ("hourly" of
+// "hourly.accepted"), "" for an unprefixed one.
+func windowOf(counter string) string {
+	i := strings.LastIndexByte(counter, '.')
+	if i < 0 {
+		return ""
+	}
+	return counter[:i]
+}

@@ -516,8 +516,9 @@ type table struct {
 	// job is the job whose rows are revised (the job column).
 	job string
 	// columnsFix, when set, is the fix added to the refusal of a table
-	// whose columns differ from Keys and Values.
-	columnsFix string
+	// whose columns differ from Keys and Values; missingFix, the fix of
+	// the refusal of a table that is not there (default: the spec's).
+	columnsFix, missingFix string
 	// noRows is the refusal of a table without rows of job: with none a
 	// backfill would give each window a row of its late records alone.
 	noRows string
@@ -545,8 +546,11 @@ func planTable(ctx context.Context, p *spec.Plan, dir string, create bool) (tabl
 // kind that keeps none is a refusal.
 func openPlanStore(ctx context.Context, p *spec.Plan, dir string, create bool) (connector.ResultsStore, error) {
 	st, err := job.OpenResultsStore(ctx, p, dir, create)
-	if errors.Is(err, job.ErrNoStore) {
+	switch {
+	case errors.Is(err, job.ErrNoStore):
 		err = &RefusedError{Err: err}
+	case errors.Is(err, connector.ErrNoResults):
+		err = &RefusedError{Err: fmt.Errorf("sinks.results: %w; run the job before a backfill", err)}
 	}
 	return st, err
 }
@@ -820,11 +824,25 @@ func openResultsDB(ctx context.Context, rt table, create bool) (d *resultsDB, er
 		}
 	}()
 	table := rt.Table
+	// A table that is not there is refused, not created (the applied
+	// table beside it would be).
+	if ok, err := d.dia.HasTable(ctx, d.db, table); err != nil {
+		return nil, err
+	} else if !ok {
+		where := ""
+		if rt.Where != "" {
+			where = " in " + rt.Where
+		}
+		return nil, refused("table %s%s is not there: %s", quoteSQL(table), where, cmp.Or(rt.missingFix, "run the job before a backfill, or name the table it writes in sinks.results.table"))
+	}
 	// A table of another layout (of weir before typed columns, or named
 	// columns it lacks) is refused as the sink refuses it.
 	if err := d.dia.CheckTable(ctx, d.db, table, rt.Keys, rt.Values); err != nil {
 		if rt.columnsFix != "" {
 			err = fmt.Errorf("%w; %s", err, rt.columnsFix)
+		}
+		if errors.Is(err, connector.ErrTableLayout) {
+			err = &RefusedError{Err: err}
 		}
 		return nil, err
 	}

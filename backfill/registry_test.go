@@ -2,6 +2,7 @@ package backfill
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/connector/all"
 	"github.com/weirstream/weir/internal/jobtest"
+	"github.com/weirstream/weir/internal/outfmt"
 	"github.com/weirstream/weir/job"
 	"github.com/weirstream/weir/ledger"
 	"github.com/weirstream/weir/spec"
@@ -296,5 +298,53 @@ func TestSeveralWindowsRefused(t *testing.T) {
 	}
 	if err := CheckComplete(p, t.TempDir()); err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("CheckComplete of two windows: %v", err)
+	}
+}
+
+// TestBackfillRefusesMissingResults: a results file or table that is not
+// there, or a table of other columns, is a refusal (weir backfill exits
+// 2) that changes nothing: no database file, no applied-ids table.
+func TestBackfillRefusesMissingResults(t *testing.T) {
+	yaml := orderJob("gone", "{type: sqlite, path: results.db}", "{type: ledger, dir: ledger}", "")
+	p, err := spec.Parse([]byte(yaml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "in.jsonl"), []byte(strings.Join(articleOrders(14, 3000), "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	j, err := job.Open(p, job.RunOptions{Dir: dir, Deterministic: true, Now: jobtest.TestNow})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := j.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ name, from, to, want string }{
+		{"missing file", "path: results.db", "path: nosuch.db", "nosuch.db is not a SQLite file"},
+		{"missing table", "path: results.db", "path: results.db, table: nosuch", `table "nosuch" in ` + filepath.Join(dir, "results.db") + " is not there: run the job before a backfill"},
+		{"other columns", "  - {name: total, fn: sum, field: amount}\n", "  - {name: total, fn: sum, field: amount}\n  - {name: top, fn: max, field: amount}\n", "exists with other columns"},
+	} {
+		q, err := spec.Parse([]byte(strings.Replace(yaml, c.from, c.to, 1)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = Backfill(q, BackfillOptions{Dir: dir, AcceptSpec: []string{outfmt.SpecHash(p)}})
+		if _, ok := errors.AsType[*RefusedError](err); !ok || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v (a %T), want a refusal with %q", c.name, err, err, c.want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "nosuch.db")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the refused backfill made nosuch.db: %v", err)
+	}
+	db, err := sql.Open("sqlite", filepath.Join(dir, "results.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var n int
+	if err := db.QueryRow(`SELECT count(*) FROM sqlite_master WHERE name LIKE 'nosuch%'`).Scan(&n); err != nil || n != 0 {
+		t.Errorf("the refused backfill made %d tables beside results (%v)", n, err)
 	}
 }

@@ -190,6 +190,7 @@ func IntoTable[T, A any](ctx context.Context, t Table, f Fold[T, A], o TableOpti
 	}
 	tb := table{TableStore: store, job: t.Job,
 		columnsFix: "give backfill.Table's Keys and Values as the results sink was opened with them",
+		missingFix: "give backfill.Table's Name as the results sink was opened with it (Options.Table)",
 		noRows:     "Table.Job must be the results sink's Options.Job"}
 	opened := false
 	defer func() {

@@ -264,7 +264,7 @@ func TestIntoTableRefuses(t *testing.T) {
 		{"another job", backfill.Table{SQLite: dbPath, Name: "totals", Job: "order", Keys: good.Keys, Values: good.Values}, backfill.TableOptions{Ledger: ledgerDir},
 			`it holds no rows of job "order": Table.Job must be the results sink's Options.Job`},
 		{"another table", backfill.Table{SQLite: dbPath, Name: "total", Job: "orders", Keys: good.Keys, Values: good.Values}, backfill.TableOptions{Ledger: ledgerDir},
-			`table "total" in ` + dbPath + `: SQL logic error: no such table: total`},
+			`table "total" in ` + dbPath + ` is not there: give backfill.Table's Name as the results sink was opened with it (Options.Table)`},
 	} {
 		if _, err := os.Stat(filepath.Join(ledgerDir, "day=2026-12-03")); c.name == "a day of the ledger" && err != nil {
 			os.Mkdir(filepath.Join(ledgerDir, "day=2026-12-03"), 0o755)

@@ -3,9 +3,21 @@ package connector
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"strconv"
 	"time"
 )
+
+// ErrNoResults is matched (errors.Is) by an OpenStore or SQLDialect
+// error that says the results are not there (a database file or table
+// the job never wrote): weir backfill refuses the spec for it.
+var ErrNoResults = errors.New("the results are not there")
+
+// ErrTableLayout is matched (errors.Is) by a SQLDialect.CheckTable error
+// for a table whose columns are not the ones the kind's sink makes (the
+// spec changed, or names another job's table): weir backfill refuses the
+// spec for it.
+var ErrTableLayout = errors.New("the table has another layout")
 
 // ColumnType is the SQL type of a key or value column of a results
 // table: how the table keeps the JSON value written to it. The zero

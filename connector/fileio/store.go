@@ -47,8 +47,11 @@ type resultsLog struct {
 func (l *resultsLog) Scan(_ context.Context, fn func(line []byte) error) error {
 	for _, path := range []string{l.results, l.corrections} {
 		b, err := os.ReadFile(path)
-		if errors.Is(err, os.ErrNotExist) && path == l.corrections {
-			continue
+		if errors.Is(err, os.ErrNotExist) {
+			if path == l.corrections {
+				continue // no backfill appended yet
+			}
+			return fmt.Errorf("results file %s is not there (has the job run?): %w", path, connector.ErrNoResults)
 		}
 		if err != nil {
 			return err

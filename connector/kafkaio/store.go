@@ -2,8 +2,13 @@ package kafkaio
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"strings"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/weirstream/weir/connector"
@@ -30,6 +35,9 @@ type resultsTopic struct {
 func (t *resultsTopic) Scan(ctx context.Context, fn func(line []byte) error) error {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
+	if err := t.exists(ctx); err != nil {
+		return err
+	}
 	var ferr error
 	err := ReadCommitted(ctx, t.brokers, []string{t.topic}, time.Second, func(rec *kgo.Record) {
 		if ferr == nil {
@@ -39,7 +47,10 @@ func (t *resultsTopic) Scan(ctx context.Context, fn func(line []byte) error) err
 	if ferr != nil {
 		return ferr
 	}
-	return err
+	if err != nil {
+		return t.failed("read", err)
+	}
+	return nil
 }
 
 // Append produces revs and waits for every in-sync replica. It is not
@@ -60,7 +71,40 @@ func (t *resultsTopic) Append(ctx context.Context, revs []connector.Message) err
 	}
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	return t.cl.ProduceSync(ctx, recs...).FirstErr()
+	if err := t.cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		return t.failed("produce the revisions to", err)
+	}
+	return nil
+}
+
+// exists refuses a topic that is not there (connector.ErrNoResults):
+// reading it would find no results, which is no answer.
+func (t *resultsTopic) exists(ctx context.Context) error {
+	cl, err := kgo.NewClient(append(append([]kgo.Opt(nil), t.auth...), kgo.SeedBrokers(t.brokers...))...)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	topics, err := kadm.NewClient(cl).ListTopics(ctx, t.topic)
+	if err != nil {
+		return t.failed("look up", err)
+	}
+	if d, ok := topics[t.topic]; !ok || errors.Is(d.Err, kerr.UnknownTopicOrPartition) {
+		return fmt.Errorf("topic %s at %s does not exist (is sinks.results.topic the job's results topic?): %w", t.topic, strings.Join(t.brokers, ","), connector.ErrNoResults)
+	}
+	return nil
+}
+
+// failed is err of doing what to the topic, naming the topic and the
+// brokers, with the fix of a topic that is not there.
+func (t *resultsTopic) failed(what string, err error) error {
+	err = fmt.Errorf("%s topic %s at %s: %w", what, t.topic, strings.Join(t.brokers, ","), err)
+	if errors.Is(err, kerr.UnknownTopicOrPartition) {
+		err = fmt.Errorf("%w (is sinks.results.topic the job's results topic?)", err)
+	}
+	return err
 }
 
 // Forget does nothing: a topic keeps every run's revisions, and readers

@@ -15,6 +15,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/weirstream/weir/connector"
+
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/weirstream/weir/connector/internal/tablerow"
@@ -510,6 +512,9 @@ type schemaError struct{ err error }
 
 func (e schemaError) Error() string { return e.err.Error() }
 func (e schemaError) Unwrap() error { return e.err }
+
+// Is makes a schemaError connector.ErrTableLayout.
+func (e schemaError) Is(target error) bool { return target == connector.ErrTableLayout }
 
 func quoteIdent(name string) string { return pgx.Identifier{name}.Sanitize() }
 

@@ -51,10 +51,17 @@ func TestRunLockTakenAgain(t *testing.T) {
 		}
 		return rs.Flush(ctx)
 	}
+	// drop ends backend pid's session and waits until its lock is gone
+	// (pg_terminate_backend only signals the backend).
 	drop := func(pid int32) {
 		t.Helper()
 		if _, err := d.admin.Exec(ctx, `SELECT pg_terminate_backend($1)`, pid); err != nil {
 			t.Fatal(err)
+		}
+		for deadline := time.Now().Add(10 * time.Second); holder() != 0; time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("backend %d still holds the lock 10s after it was terminated", pid)
+			}
 		}
 	}
 	if err := write("a", 1); err != nil {

@@ -4,6 +4,9 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	"errors"
+	"fmt"
+	"os"
 
 	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/connector/internal/tablerow"
@@ -57,6 +60,10 @@ func openStore(_ context.Context, o connector.StoreOpen) (connector.ResultsStore
 // types say how a value reads back), as a store that weir backfill
 // revises (backfill.IntoTable).
 func OpenTableStore(path, table string, keys, values []connector.ColumnDef) (*connector.TableStore, error) {
+	// Opening a file that is not there would create a database.
+	if fi, err := os.Stat(path); err != nil || !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a SQLite file (%v): %w", path, cmp.Or(err, errors.New("not a regular file")), connector.ErrNoResults)
+	}
 	db, err := sql.Open("sqlite", DSN(path))
 	if err != nil {
 		return nil, err

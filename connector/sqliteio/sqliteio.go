@@ -46,6 +46,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/connector/internal/tablerow"
 	"github.com/weirstream/weir/internal/jsonnum"
 
@@ -394,14 +395,22 @@ func checkSchema(db *sql.DB, path, table string, want []string, nk int) error {
 			}
 		}
 	}
-	return fmt.Errorf("sqliteio: table %s in %s exists with other columns:\n"+
+	return layoutError{fmt.Errorf("sqliteio: table %s in %s exists with other columns:\n"+
 		"  expected columns (%s), primary key (%s)\n"+
 		"  found    columns (%s), primary key (%s)\n"+
 		"use another table (Options.Table) or delete the table%s",
 		quote(table), path,
 		strings.Join(want, ", "), strings.Join(want[:nk+2], ", "),
-		strings.Join(found, ", "), strings.Join(gotPK, ", "), oldLayout(found))
+		strings.Join(found, ", "), strings.Join(gotPK, ", "), oldLayout(found))}
 }
+
+// layoutError is a table whose columns are not the ones the sink makes
+// (connector.ErrTableLayout).
+type layoutError struct{ err error }
+
+func (e layoutError) Error() string        { return e.err.Error() }
+func (e layoutError) Unwrap() error        { return e.err }
+func (e layoutError) Is(target error) bool { return target == connector.ErrTableLayout }
 
 // oldLayout explains a table without the job and run columns.
 func oldLayout(found []string) string {

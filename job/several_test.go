@@ -101,29 +101,42 @@ func TestSeveralResultsSinks(t *testing.T) {
 
 	// Crashes while checkpointing, then resumes: the outputs are those of
 	// a run that never crashed.
-	for _, point := range []string{"part-written", "after-manifest", "sink-committed"} {
+	for _, point := range crashPoints {
 		t.Run(point, func(t *testing.T) {
-			dir := t.TempDir()
-			o := RunOptions{Dir: dir, Deterministic: true, Now: jobtest.TestNow, CheckpointDir: filepath.Join(dir, "ck"),
-				CheckpointInterval: time.Millisecond, CheckpointClock: jobtest.EveryRead()}
-			crashRun(t, p, o, point, 25)
-			j, err := Open(p, o)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if j.RestoredAt().IsZero() {
-				t.Fatal("the resume restored no checkpoint")
-			}
-			s, err := j.Run(context.Background())
-			if err != nil {
-				t.Fatal(err)
-			}
+			dir, s := crashResume(t, p, point)
 			check(t, "after a crash at "+point, outputs(t, dir))
 			if !bytes.Equal(s.JSON(), jsonlSum.JSON()) {
 				t.Errorf("summary after the resume:\n%s\nwant\n%s", s.JSON(), jsonlSum.JSON())
 			}
 		})
 	}
+}
+
+// crashPoints are the checkpointing points the several-sinks tests crash
+// at.
+var crashPoints = []string{"part-written", "after-manifest", "sink-committed"}
+
+// crashResume runs plan p with a checkpoint before every read in a new
+// directory, crashing at point, then resumes it to its end and returns
+// the directory and the resumed run's summary.
+func crashResume(t *testing.T, p *spec.Plan, point string) (string, Summary) {
+	t.Helper()
+	dir := t.TempDir()
+	o := RunOptions{Dir: dir, Deterministic: true, Now: jobtest.TestNow, CheckpointDir: filepath.Join(dir, "ck"),
+		CheckpointInterval: time.Millisecond, CheckpointClock: jobtest.EveryRead()}
+	crashRun(t, p, o, point, 25)
+	j, err := Open(p, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j.RestoredAt().IsZero() {
+		t.Fatal("the resume restored no checkpoint")
+	}
+	s, err := j.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir, s
 }
 
 // TestResultsSinkAddedAndRemoved: a checkpoint of a job with one results
@@ -356,23 +369,9 @@ func TestSeveralWindows(t *testing.T) {
 
 	// Crashes while checkpointing, then resumes: the outputs and the
 	// summary are those of the run that never crashed.
-	for _, point := range []string{"part-written", "after-manifest", "sink-committed"} {
+	for _, point := range crashPoints {
 		t.Run(point, func(t *testing.T) {
-			dir := t.TempDir()
-			o := RunOptions{Dir: dir, Deterministic: true, Now: jobtest.TestNow, CheckpointDir: filepath.Join(dir, "ck"),
-				CheckpointInterval: time.Millisecond, CheckpointClock: jobtest.EveryRead()}
-			crashRun(t, p, o, point, 25)
-			j, err := Open(p, o)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if j.RestoredAt().IsZero() {
-				t.Fatal("the resume restored no checkpoint")
-			}
-			s, err := j.Run(context.Background())
-			if err != nil {
-				t.Fatal(err)
-			}
+			dir, s := crashResume(t, p, point)
 			for f, w := range outputs(dir) {
 				if w != want[f] {
 					t.Errorf("after a crash at %s: %s differs from the run that never crashed (%d bytes, want %d)", point, f, len(w), len(want[f]))

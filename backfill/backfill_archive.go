@@ -75,11 +75,26 @@ func openArchiveStore(p *spec.Plan, o BackfillOptions, wm etime.Time) (*archiveS
 		st.close()
 		return nil, cmp.Or(err, fmt.Errorf("the live job has archived its results up to watermark %s, not yet up to its checkpoint's %s (a backfill had the archive at that checkpoint): run again after its next checkpoint", live, wm))
 	}
-	if !o.DryRun {
-		// What a killed backfill committed and did not publish.
-		if err := st.publish(); err != nil {
+	// What a backfill that stopped (killed, or its results' server away)
+	// committed and did not publish: published first, or, in a dry run,
+	// said (its entries count as applied already).
+	if o.DryRun {
+		pending, err := a.Outbox()
+		if err != nil {
 			st.close()
 			return nil, err
+		}
+		if len(pending) > 0 && o.Warn != nil {
+			o.Warn(fmt.Sprintf("%d revisions that an earlier backfill committed wait to be published to the results (it stopped before publishing them; their entries count as applied): the next backfill that is not a dry run publishes them first", len(pending)))
+		}
+	} else {
+		n, err := st.publish()
+		if err != nil {
+			st.close()
+			return nil, err
+		}
+		if n > 0 && o.Warn != nil {
+			o.Warn(fmt.Sprintf("published %d revisions that an earlier backfill committed and did not publish (it stopped before; its entries count as applied, not in this report)", n))
 		}
 	}
 	return st, nil
@@ -162,28 +177,30 @@ func (s *archiveStore) commit() error {
 		return err
 	}
 	s.o.crash("backfill-committed")
-	return s.publish()
+	_, err = s.publish()
+	return err
 }
 
-// publish publishes the outbox's revisions, then empties the outbox.
-func (s *archiveStore) publish() error {
+// publish publishes the outbox's revisions, then empties the outbox, and
+// returns how many it published.
+func (s *archiveStore) publish() (int, error) {
 	pending, err := s.a.Outbox()
 	if err != nil || len(pending) == 0 {
-		return err
+		return 0, err
 	}
 	revs := make([]connector.Message, len(pending))
 	for i, r := range pending {
 		revs[i] = connector.Message{Key: r.RecordKey, Value: r.Line, Headers: outfmt.ResultHeaders(window.Backfill, r.Run, r.Pane)}
 	}
 	if err := s.pub.Append(context.Background(), revs); err != nil {
-		return err
+		return 0, err
 	}
 	s.o.crash("backfill-published")
 	seqs := make([]uint64, len(pending))
 	for i, p := range pending {
 		seqs[i] = p.Seq
 	}
-	return s.a.Published(seqs)
+	return len(pending), s.a.Published(seqs)
 }
 
 func (s *archiveStore) close() error { return errors.Join(s.a.Close(), s.pub.Close()) }

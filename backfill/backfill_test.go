@@ -435,9 +435,19 @@ func TestBackfillKafkaCrash(t *testing.T) {
 				}()
 				Backfill(p, BackfillOptions{Dir: dir, WindowsPerTx: 10, Crash: crash.hook})
 			}()
-			rep, err := Backfill(p, BackfillOptions{Dir: dir, WindowsPerTx: 10})
+			// A dry run says what waits in the outbox; the next backfill
+			// says it published it.
+			var warned []string
+			warn := func(m string) { warned = append(warned, m) }
+			if _, err := Backfill(p, BackfillOptions{Dir: dir, DryRun: true, Warn: warn}); err != nil {
+				t.Fatal(err)
+			}
+			rep, err := Backfill(p, BackfillOptions{Dir: dir, WindowsPerTx: 10, Warn: warn})
 			if err != nil {
 				t.Fatal(err)
+			}
+			if w := strings.Join(warned, "\n"); !strings.Contains(w, "revisions that an earlier backfill committed wait to be published") || !strings.Contains(w, "published 10 revisions that an earlier backfill committed") {
+				t.Errorf("warnings about the outbox: %q", warned)
 			}
 			if rep.AlreadyApplied == 0 || rep.Applied == 0 {
 				t.Fatalf("after the crash: %+v", rep)

@@ -202,6 +202,11 @@ type PrepareOpen struct {
 	// Checkpoints: the job takes checkpoints (a transactional sink then
 	// commits one epoch per checkpoint).
 	Checkpoints bool
+	// CheckOnly: another sink of the run already has a problem, so the
+	// run is refused: Prepare checks and reports, and creates nothing
+	// (so that the refusal names every problem at once and changes
+	// nothing).
+	CheckOnly bool
 	// Info, when set, is told what Prepare did that a person should know
 	// (a topic created).
 	Info func(msg string)

@@ -306,7 +306,7 @@ func prepareSinks(p *spec.Plan, path *spec.Path, o RunOptions, checkpoints bool)
 		// After a problem, a sink is only checked: nothing is created
 		// for a run that is refused.
 		err := kind.Sink.Prepare(ctx, connector.PrepareOpen{Settings: spec.SinkSettings(op.Config), Output: op.Path, Role: op.Role, Job: p.Name,
-			Results: results, Checkpoints: checkpoints && len(errs) == 0, Info: o.Info})
+			Results: results, Checkpoints: checkpoints, CheckOnly: len(errs) > 0, Info: o.Info})
 		cancel()
 		if err != nil {
 			errs = append(errs, err)

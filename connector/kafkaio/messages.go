@@ -150,7 +150,7 @@ func prepare(ctx context.Context, o connector.PrepareOpen) error {
 		// client: its brokers, TLS and SASL.
 		so = SpecSinkOptions(o.Results, o.Job)
 	}
-	created, err := Prepare(ctx, so, []string{topic}, results && o.Checkpoints)
+	created, err := Prepare(ctx, so, []string{topic}, results && o.Checkpoints && !o.CheckOnly)
 	var te *TopicError
 	switch {
 	case errors.As(err, &te) && te.Marker:

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -178,7 +179,10 @@ func Open(plan *spec.Plan, o RunOptions) (*Job, error) {
 		return nil, fmt.Errorf("job: %w", err)
 	}
 	branches, decodes := newBranches(plan, path)
-	if len(branches) > 1 && plan.Archive != nil {
+	switch {
+	case len(branches) > math.MaxUint8+1: // an item names its window in a byte
+		return nil, fmt.Errorf("job: the plan has %d windows over its read; a run takes at most %d", len(branches), math.MaxUint8+1)
+	case len(branches) > 1 && plan.Archive != nil:
 		return nil, fmt.Errorf("job: the plan has %d windows over its read; the archive keeps one window's results: remove it", len(branches))
 	}
 	if o.Logger == nil {

@@ -279,9 +279,6 @@ func (j *Job) keepsReasons(op *spec.SinkOp) bool {
 	return ok && kind.Sink != nil && kind.Sink.Reasons
 }
 
-// sinkOps are the sinks of path (spec.Path.Sinks).
-func sinkOps(path *spec.Path) []*spec.SinkOp { return path.Sinks() }
-
 // prepareSinks readies the sinks' servers before the run
 // (connector.SinkKind.Prepare): a Kafka sink's topic must exist, and
 // with checkpoints its marker topic is created if it is missing; o.Info
@@ -290,7 +287,7 @@ func sinkOps(path *spec.Path) []*spec.SinkOp { return path.Sinks() }
 // results sink creates anything; every sink is checked, so that the
 // refusal names every problem at once.
 func prepareSinks(p *spec.Plan, path *spec.Path, o RunOptions, checkpoints bool) error {
-	ops := sinkOps(path)
+	ops := path.Sinks()
 	slices.Reverse(ops)
 	var errs []error
 	for _, op := range ops {

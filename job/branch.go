@@ -3,6 +3,7 @@ package job
 import (
 	"strings"
 
+	"github.com/weirstream/weir/clock"
 	"github.com/weirstream/weir/internal/record"
 	"github.com/weirstream/weir/spec"
 )
@@ -27,32 +28,47 @@ type branch struct {
 	late, partial recordSink
 	// width is how many values a result carries (Aggregator.Width).
 	width int
-	// proj cuts the decoder's records down to this window's (nil with one
-	// window: the decoder reads for it alone).
+	// proj cuts the decoder's records down to this window's (nil when
+	// one window reads the decoder's records, or this one reads a
+	// window's results).
 	proj *record.Projection
+	// cascade turns the results of the window that feeds this one into
+	// its records (nil: the read feeds it).
+	cascade *cascade
 }
 
 // newBranches returns the branches of path's windows, and the plan the
-// decoder reads with: plan itself for one window, else the union of the
-// windows' keys and aggregates (record.Union).
-func newBranches(plan *spec.Plan, path *spec.Path) ([]*branch, *spec.Plan) {
-	ops := make([]*spec.WindowOp, len(path.Windows))
+// decoder reads with: plan itself for one window fed by the read, else
+// the union of those windows' keys and aggregates (record.Union). A
+// window fed by another window's results (semantics W12) reads them
+// through its own decoder (cascade.go).
+func newBranches(plan *spec.Plan, path *spec.Path, clk clock.Clock) ([]*branch, *spec.Plan) {
+	var read []*spec.WindowOp // the windows the read feeds
 	for i := range path.Windows {
-		ops[i] = path.Windows[i].Window
+		if path.Windows[i].From < 0 {
+			read = append(read, path.Windows[i].Window)
+		}
 	}
 	decode := plan
-	if len(ops) > 1 {
-		decode = record.Union(plan, ops)
+	if len(read) > 1 {
+		decode = record.Union(plan, read)
 	}
-	bs := make([]*branch, len(ops))
+	bs := make([]*branch, len(path.Windows))
+	r := 0 // the branch's index in read
 	for i := range path.Windows {
-		b := &branch{Branch: &path.Windows[i], i: i, plan: plan.ForWindow(ops[i]), stage: "window"}
+		op := path.Windows[i].Window
+		b := &branch{Branch: &path.Windows[i], i: i, plan: plan.ForWindow(op), stage: "window"}
 		if i > 0 {
 			b.stage = path.Windows[i].Name
 		}
-		if len(ops) > 1 {
-			pr := record.Project(decode, ops, i)
-			b.proj = &pr
+		if b.From >= 0 {
+			b.cascade = newCascade(bs[b.From].Name, bs[b.From].plan, b.plan, clk)
+		} else {
+			if len(read) > 1 {
+				pr := record.Project(decode, read, r)
+				b.proj = &pr
+			}
+			r++
 		}
 		b.width = record.NewAggregator(b.plan, record.KeepsAccs(b.plan)).Width()
 		bs[i] = b

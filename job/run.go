@@ -178,12 +178,11 @@ func Open(plan *spec.Plan, o RunOptions) (*Job, error) {
 	if err != nil {
 		return nil, fmt.Errorf("job: %w", err)
 	}
-	branches, decodes := newBranches(plan, path)
-	switch {
-	case len(branches) > math.MaxUint8+1: // an item names its window in a byte
-		return nil, fmt.Errorf("job: the plan has %d windows over its read; a run takes at most %d", len(branches), math.MaxUint8+1)
-	case len(branches) > 1 && plan.Archive != nil:
-		return nil, fmt.Errorf("job: the plan has %d windows over its read; the archive keeps one window's results: remove it", len(branches))
+	switch n := len(path.Windows); {
+	case n > math.MaxUint8+1: // an item names its window in a byte
+		return nil, fmt.Errorf("job: the plan has %d windows; a run takes at most %d", n, math.MaxUint8+1)
+	case n > 1 && plan.Archive != nil:
+		return nil, fmt.Errorf("job: the plan has %d windows; the archive keeps one window's results: remove it", n)
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -221,6 +220,7 @@ func Open(plan *spec.Plan, o RunOptions) (*Job, error) {
 	case o.Clock != nil:
 		opts.Clock = o.Clock
 	}
+	branches, decodes := newBranches(plan, path, opts.Clock)
 	j := &Job{plan: plan, path: path, branches: branches, dec: record.NewDecoder(decodes, opts.Clock), stop: o.Stop, drain: o.Drain, deterministic: o.Deterministic, removeState: removeState, runDir: o.Dir, specHash: outfmt.SpecHash(plan)}
 	j.sinkCtx, j.cancelSinks = context.WithCancel(context.Background())
 	j.stopping, j.stopRetrying = context.WithCancel(context.Background())
@@ -533,16 +533,24 @@ func (j *Job) build(o RunOptions) error {
 	default:
 		recs = weir.Filter(recs, func(r record.Record) bool { _, m := isMark(r); return !m })
 	}
-	for _, b := range j.branches {
-		j.buildWindow(b, recs, wm)
+	// A window reads the watermarked records, or the results of the
+	// window that feeds it (which comes before it).
+	results := make([]weir.Stream[window.Result[string, []byte]], len(j.branches))
+	for i, b := range j.branches {
+		in := recs
+		if b.From >= 0 {
+			in = j.cascadeRecords(b, results[b.From])
+		}
+		results[i] = j.buildWindow(b, in, wm)
 	}
 	return nil
 }
 
-// buildWindow keys, windows and aggregates branch b's records, from the
-// watermarked records of the read, and sends its results and late
-// records to the output.
-func (j *Job) buildWindow(b *branch, recs weir.Stream[record.Record], wm *spec.WatermarkOp) {
+// buildWindow keys, windows and aggregates branch b's records (the
+// watermarked records of the read, or a feeding window's results as
+// records), sends its results and late records to the output, and
+// returns its results.
+func (j *Job) buildWindow(b *branch, recs weir.Stream[record.Record], wm *spec.WatermarkOp) weir.Stream[window.Result[string, []byte]] {
 	if b.proj != nil {
 		pr := *b.proj
 		recs = weir.Map(recs, pr.Apply)
@@ -553,18 +561,21 @@ func (j *Job) buildWindow(b *branch, recs weir.Stream[record.Record], wm *spec.W
 		Name: b.stage, Trigger: win.Trigger, AllowedLateness: win.Lateness, LateFiringInterval: win.LateFiringInterval,
 		LateOutput: b.late != nil, PartialOutput: b.partial != nil,
 	})
-	if wm.Time == spec.EventTime && wm.Type != spec.Punctuated {
+	if wm.Time == spec.EventTime && wm.Type != spec.Punctuated && b.From < 0 {
 		// "On time" in the summary means within the bound: records the
 		// bound's watermark would have made late are counted apart.
+		// (A feeding window's results are never late, W12.)
 		windowed = weir.CountTrailing(windowed, func(r record.Record) etime.Time { return r.Promised })
 	}
 	out := weir.Aggregate(windowed, record.NewAggregator(b.plan, record.KeepsAccs(b.plan)))
 	bi := uint8(b.i)
-	weir.ForEachSubtask(out.Results, func(sub weir.Subtask) func(etime.Time, window.Result[string, []byte]) {
-		return func(_ etime.Time, r window.Result[string, []byte]) {
-			j.out.add(sub, item{kind: itemResult, b: bi, res: r})
-		}
-	})
+	if len(b.results) > 0 {
+		weir.ForEachSubtask(out.Results, func(sub weir.Subtask) func(etime.Time, window.Result[string, []byte]) {
+			return func(_ etime.Time, r window.Result[string, []byte]) {
+				j.out.add(sub, item{kind: itemResult, b: bi, res: r})
+			}
+		})
+	}
 	if b.late != nil || b.partial != nil {
 		weir.ForEachSubtask(out.Late, func(sub weir.Subtask) func(etime.Time, window.LateRecord[string, record.Record]) {
 			return func(_ etime.Time, l window.LateRecord[string, record.Record]) {
@@ -576,6 +587,7 @@ func (j *Job) buildWindow(b *branch, recs weir.Stream[record.Record], wm *spec.W
 			}
 		})
 	}
+	return out.Results
 }
 
 // appendKey is the canonical key encoding (W5 order): the JSON array of
@@ -797,6 +809,11 @@ type Counter struct {
 	Value int64
 }
 
+// Has reports whether the summary has a counter.
+func (s Summary) Has(name string) bool {
+	return slices.ContainsFunc(s.Counters, func(c Counter) bool { return c.Name == name })
+}
+
 // Get returns a counter's value (0 if absent).
 func (s Summary) Get(name string) int64 {
 	for _, c := range s.Counters {
@@ -822,9 +839,11 @@ func (s Summary) JSON() []byte {
 // Conserved reports whether the summary satisfies conservation (W4): for
 // each window of a job of several, whose counters are prefixed by the
 // window's name (hourly.accepted), every record read is accepted, sent
-// to the side output, dropped or a dead letter.
+// to the side output, dropped or a dead letter; for a window fed by
+// another window, which has its own records_in (that window's firings,
+// W12), every one of those is accepted, sent to the side output or
+// dropped.
 func (s Summary) Conserved() bool {
-	in, dead := s.Get("records_in"), s.Get("dead_letter")
 	windows := []string{""}
 	for _, c := range s.Counters {
 		if w := windowOf(c.Name); w != "" && c.Name == w+".accepted" {
@@ -835,6 +854,10 @@ func (s Summary) Conserved() bool {
 		windows = windows[1:] // several windows: no unprefixed counts
 	}
 	for _, w := range windows {
+		in, dead := s.Get("records_in"), s.Get("dead_letter")
+		if w != "" && s.Has(w+"records_in") {
+			in, dead = s.Get(w+"records_in"), 0
+		}
 		if in != s.Get(w+"accepted")+s.Get(w+"late_side_output")+s.Get(w+"late_dropped")+dead {
 			return false
 		}
@@ -856,6 +879,11 @@ func (j *Job) summary(rep weir.Report, open int64) Summary {
 		states := j.env.OperatorStates()
 		for _, b := range j.branches {
 			pre := func(name string, v int64) { add(j.counterName(b, name), v) }
+			if b.From >= 0 {
+				// A window fed by a window reads its firings (W12).
+				up := rep.Windows[j.branches[b.From].stage]
+				pre("records_in", up.FiredEarly+up.FiredOnTime+up.FiredLate)
+			}
 			j.windowSummary(pre, rep.Windows[b.stage], oc.Windows[b.i], states[b.stage].OpenWindows, -1)
 		}
 	}

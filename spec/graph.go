@@ -2,6 +2,7 @@ package spec
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/weirstream/weir/connector"
@@ -230,14 +231,15 @@ func (n *Node) inputs() string {
 
 // Path is a graph of the shape a runner of paths executes: one source,
 // decode and watermarks, then one window or several, each with its
-// sinks; a YAML job compiles to one window. The nodes by their role; a
-// runner gets it from Graph.Path.
+// sinks, fed by the watermarks or by an earlier window's results (a
+// cascade, semantics W12); a YAML job compiles to one window. The nodes
+// by their role; a runner gets it from Graph.Path.
 type Path struct {
 	Source    *SourceOp
 	Decode    *DecodeOp
 	Watermark *WatermarkOp
-	// Windows are the windows the watermarks feed, in the graph's order:
-	// one at least.
+	// Windows are the windows, in the graph's order (a window comes
+	// after the window that feeds it): one at least.
 	Windows []Branch
 	// DeadLetter is nil when the job has none.
 	DeadLetter *SinkOp
@@ -248,7 +250,11 @@ type Branch struct {
 	// Name is the window node's (for messages and stage names).
 	Name   string
 	Window *WindowOp
-	// Results are the window's results sinks, one at least.
+	// From is the index in Path.Windows of the window whose results feed
+	// this one (a cascade, semantics W12), or -1: the watermarks do.
+	From int
+	// Results are the window's results sinks: one at least, unless the
+	// window feeds another.
 	Results []*SinkOp
 	// Late and LatePartial are nil when the window has none.
 	Late, LatePartial *SinkOp
@@ -262,7 +268,7 @@ func (g *Graph) Path() (*Path, error) {
 	branch := map[NodeID]int{} // window node → its index in p.Windows
 	for i, n := range g.Nodes {
 		misfit := func(why string) error {
-			return fmt.Errorf("the plan's node %d (%s, a %s) %s: this runner executes one path of source, decode and watermarks, then windows with their sinks", i, n.Name, n.Op.Kind(), why)
+			return fmt.Errorf("the plan's node %d (%s, a %s) %s: this runner executes one path of source, decode and watermarks, then windows (fed by the watermarks or by a window) with their sinks", i, n.Name, n.Op.Kind(), why)
 		}
 		reads := func(from NodeID, port Port) bool {
 			return from >= 0 && len(n.Inputs) == 1 && n.Inputs[0] == Edge{From: from, Port: port}
@@ -284,11 +290,23 @@ func (g *Graph) Path() (*Path, error) {
 			}
 			p.Watermark, wm = op, n.ID
 		case *WindowOp:
+			from := -1
 			if !reads(wm, Out) {
-				return nil, misfit("does not read the watermarks alone")
+				up, ok := -1, len(n.Inputs) == 1 && n.Inputs[0].Port == Out
+				if ok {
+					up, ok = branch[n.Inputs[0].From]
+				}
+				if !ok {
+					return nil, misfit("reads neither the watermarks alone nor one window's results")
+				}
+				u := &p.Windows[up]
+				if err := checkCascade(u.Name, u.Window, n.Name, op); err != nil {
+					return nil, err
+				}
+				from = up
 			}
 			branch[n.ID] = len(p.Windows)
-			p.Windows = append(p.Windows, Branch{Name: n.Name, Window: op})
+			p.Windows = append(p.Windows, Branch{Name: n.Name, Window: op, From: from})
 		case *SinkOp:
 			if len(n.Inputs) != 1 {
 				return nil, misfit("does not read one stream")
@@ -328,9 +346,9 @@ func (g *Graph) Path() (*Path, error) {
 	if len(p.Windows) == 0 {
 		return nil, fmt.Errorf("the plan has no window: this runner executes one path of source, decode and watermarks, then windows with their sinks")
 	}
-	for _, w := range p.Windows {
-		if len(w.Results) == 0 {
-			return nil, fmt.Errorf("the plan's window %s has no results sink", w.Name)
+	for i, w := range p.Windows {
+		if len(w.Results) == 0 && !slices.ContainsFunc(p.Windows, func(d Branch) bool { return d.From == i }) {
+			return nil, fmt.Errorf("the plan's window %s has no results sink and feeds no window", w.Name)
 		}
 	}
 	return &p, nil

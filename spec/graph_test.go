@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/weirstream/weir/trigger"
 	"github.com/weirstream/weir/window"
 )
 
@@ -100,13 +101,14 @@ func TestGraphPathRefuses(t *testing.T) {
 		t.Fatal(err)
 	}
 	g := p.Graph
-	// A window fed from the window: a cascade, which SQL jobs have.
-	cascade := Graph{Nodes: append(g.Nodes[:4:4], Node{ID: 4, Name: "window2", Op: &WindowOp{}, Inputs: []Edge{{From: 3}}})}
+	// A window fed from a window's side output (a cascade reads its
+	// results).
+	cascade := Graph{Nodes: append(g.Nodes[:4:4], Node{ID: 4, Name: "window2", Op: &WindowOp{}, Inputs: []Edge{{From: 3, Port: Late}}})}
 	if err := cascade.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := cascade.Path(); err == nil || !strings.Contains(err.Error(), "node 4 (window2, a window) does not read the watermarks alone") {
-		t.Errorf("Path of a cascade: %v", err)
+	if _, err := cascade.Path(); err == nil || !strings.Contains(err.Error(), "node 4 (window2, a window) reads neither the watermarks alone nor one window's results") {
+		t.Errorf("Path of a window fed by late records: %v", err)
 	}
 	// Two sinks of the late stream.
 	late := Graph{Nodes: append(g.Nodes[:4:4],
@@ -265,5 +267,83 @@ sinks:
 		if got := p.Explain(); !strings.Contains(got, c.want) {
 			t.Errorf("explain with %q:\n%s\nwant a line ending %q", c.extra, got, c.want)
 		}
+	}
+}
+
+// TestGraphPathOfACascade: a window fed by a window's results (semantics
+// W12) is a branch that names the window feeding it; a feeding window
+// need not have results sinks of its own. A window that may fire a
+// window twice, or fields the feeding results lack or hold no number
+// in, are refused with the reason.
+func TestGraphPathOfACascade(t *testing.T) {
+	p, err := Parse([]byte(strings.Replace(checkJob, "aggregate: [{fn: count, name: n}]", "aggregate: [{fn: count, name: n}, {fn: sum, name: total, field: amount}, {fn: last, name: note, field: note}]", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := p.Graph
+	hour, err := window.Tumbling(3_600_000, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hourly := func(aggs ...Aggregate) *WindowOp {
+		return &WindowOp{Key: []string{"k"}, WindowKind: Tumbling, Span: 3_600_000, Assigner: hour, Aggregates: aggs}
+	}
+	// source, decode, watermark, window, then the hourly window fed by
+	// the window (which has no sink) and its results.
+	chain := func(up, down *WindowOp) *Graph {
+		nodes := slices.Clone(g.Nodes[:3])
+		nodes = append(nodes, Node{ID: 3, Name: "minutes", Op: up, Inputs: []Edge{{From: 2}}},
+			Node{ID: 4, Name: "hourly", Op: down, Inputs: []Edge{{From: 3}}},
+			Node{ID: 5, Name: "hourly.results", Op: &SinkOp{Name: "hourly"}, Inputs: []Edge{{From: 4}}})
+		return &Graph{Nodes: nodes}
+	}
+	up := p.Graph.Nodes[3].Op.(*WindowOp)
+	ok := hourly(Aggregate{Name: "n", Fn: "sum", Field: "n"}, Aggregate{Name: "t", Fn: "max", Field: "total"},
+		Aggregate{Name: "first", Fn: "min", Field: "window_start"}, Aggregate{Name: "note", Fn: "last", Field: "note"}, Aggregate{Name: "rows", Fn: "count"})
+	path, err := chain(up, ok).Path()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(path.Windows) != 2 || path.Windows[0].From != -1 || path.Windows[1].From != 0 || len(path.Windows[0].Results) != 0 || len(path.Windows[1].Results) != 1 {
+		t.Fatalf("the path of a cascade: %+v", path.Windows)
+	}
+	// A third window fed by the hourly one.
+	three := chain(up, ok)
+	three.Nodes = append(three.Nodes, Node{ID: 6, Name: "daily", Op: hourly(Aggregate{Name: "n", Fn: "sum", Field: "n"}), Inputs: []Edge{{From: 4}}},
+		Node{ID: 7, Name: "daily.results", Op: &SinkOp{Name: "daily"}, Inputs: []Edge{{From: 6}}})
+	if path, err := three.Path(); err != nil || path.Windows[2].From != 1 {
+		t.Fatalf("a chain of three windows: %v", err)
+	}
+
+	withLateness, continuous, global := *up, *up, *up
+	withLateness.Lateness = 60_000
+	continuous.Trigger, err = trigger.Continuous(10_000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	global.Assigner = window.GlobalWindows()
+	for _, c := range []struct {
+		name     string
+		up, down *WindowOp
+		want     string
+	}{
+		{"lateness", &withLateness, ok, "minutes has allowed lateness 1m0s: a late firing would revise a result hourly has already counted"},
+		{"early firings", &continuous, ok, "may fire a window more than once"},
+		{"global", &global, ok, "minutes is a global window"},
+		{"unknown key", up, &WindowOp{Key: []string{"user"}, Assigner: hour}, `its key reads "user", which minutes's results do not have`},
+		{"unknown field", up, hourly(Aggregate{Name: "x", Fn: "sum", Field: "amount"}), `aggregate x (sum) reads "amount"`},
+		{"sum of a key", up, hourly(Aggregate{Name: "x", Fn: "sum", Field: "k"}), `aggregate x takes the sum of "k", which is no number`},
+		{"avg of last", up, hourly(Aggregate{Name: "x", Fn: "avg", Field: "note"}), `aggregate x takes the avg of "note", which is no number`},
+	} {
+		_, err := chain(c.up, c.down).Path()
+		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "W12") {
+			t.Errorf("%s: Path = %v, want %q", c.name, err, c.want)
+		}
+	}
+	// A window without results sinks that feeds no window is refused.
+	bare := chain(up, ok)
+	bare.Nodes = bare.Nodes[:5]
+	if _, err := bare.Path(); err == nil || !strings.Contains(err.Error(), "window hourly has no results sink and feeds no window") {
+		t.Errorf("Path of a window without results: %v", err)
 	}
 }

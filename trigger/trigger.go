@@ -368,6 +368,20 @@ func (o once) String() string {
 	return "end_of_stream"
 }
 
+// FiresOnce reports whether t fires every window exactly once when the
+// allowed lateness is 0: the event-time trigger, at the window's
+// maxTimestamp, and Final, at its cleanup time (the same then). A window
+// whose results feed another window must fire so (semantics W12).
+func FiresOnce(t Trigger) bool {
+	switch t := t.(type) {
+	case eventTime:
+		return true
+	case once:
+		return t.atCleanup
+	}
+	return false
+}
+
 // eventTimeOnly is embedded by built-in triggers that ignore processing time
 // and support merging windows.
 type eventTimeOnly struct{}

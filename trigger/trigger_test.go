@@ -634,3 +634,26 @@ func TestNeverPurges(t *testing.T) {
 		}
 	}
 }
+
+// TestFiresOnce: only the event-time trigger and final fire each window
+// once (without lateness); early, count, processing-time, purging and
+// end-of-stream triggers do not qualify a window to feed another.
+func TestFiresOnce(t *testing.T) {
+	for _, c := range []struct {
+		tr   Trigger
+		once bool
+	}{
+		{EventTime(), true},
+		{Final(), true},
+		{EndOfStream(), false},
+		{ProcessingTime(), false},
+		{mustT(Count(2)), false},
+		{mustT(Continuous(10)), false},
+		{Never(), false},
+		{Purging(EventTime()), false},
+	} {
+		if FiresOnce(c.tr) != c.once {
+			t.Errorf("FiresOnce(%v) = %v, want %v", c.tr, !c.once, c.once)
+		}
+	}
+}

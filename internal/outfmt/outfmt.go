@@ -66,16 +66,37 @@ func AppendResult(b []byte, plan *spec.Plan, run int64, r window.Result[string, 
 	b = append(b, `,"watermark":`...)
 	b = strconv.AppendInt(b, int64(r.Watermark), 10)
 	if r.Firing != window.Retract {
-		rest := r.Value
-		for _, a := range plan.Aggregates {
-			b = append(b, ',')
-			b = weir.AppendJSONString(b, a.Name)
-			b = append(b, ':')
-			n := slices.Index(rest, 0)
-			b = append(b, rest[:n]...)
-			rest = rest[n+1:]
-		}
+		b = appendAggregates(b, plan, r.Value)
 	}
+	return append(b, '}')
+}
+
+// appendAggregates renders a result's value, its aggregates' JSON texts
+// separated by NUL bytes, as members of a JSON object, each after a
+// comma.
+func appendAggregates(b []byte, plan *spec.Plan, value []byte) []byte {
+	for _, a := range plan.Aggregates {
+		b = append(b, ',')
+		b = weir.AppendJSONString(b, a.Name)
+		b = append(b, ':')
+		n := slices.Index(value, 0)
+		b = append(b, value[:n]...)
+		value = value[n+1:]
+	}
+	return b
+}
+
+// AppendRow renders a result of a window that feeds another as the
+// record the other window reads (semantics W12): the key fields,
+// window_start, window_end and window_time (window_end - 1, the record's
+// event time), then the aggregates. r is no retraction and not of the
+// global window (spec refuses both upstream of a window).
+func AppendRow(b []byte, plan *spec.Plan, r window.Result[string, []byte]) []byte {
+	b = AppendResultKey(b, plan, r)
+	b[len(b)-1] = ',' // for the key's closing brace, after window_end
+	b = append(b, `"`+spec.ColWindowTime+`":`...)
+	b = strconv.AppendInt(b, int64(r.Window.MaxTimestamp()), 10)
+	b = appendAggregates(b, plan, r.Value)
 	return append(b, '}')
 }
 

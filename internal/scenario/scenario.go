@@ -143,6 +143,10 @@ type config struct {
 	par      int
 	parallel bool
 	show     map[string]bool
+	// cascade (nil: none) is a second window over the first's results
+	// (semantics W12): each result is a record of its key, at the
+	// window's maxTimestamp, whose value is the sum.
+	cascade window.Assigner
 }
 
 // run is one job of a scenario file.
@@ -261,6 +265,8 @@ func parseConfig(d *datadriven.TestData) (config, error) {
 			for _, s := range a.Vals {
 				c.show[s] = true
 			}
+		case "cascade":
+			c.cascade, err = parseAssigner(v)
 		default:
 			return c, fmt.Errorf("unknown job argument %q", a.Key)
 		}
@@ -270,6 +276,9 @@ func parseConfig(d *datadriven.TestData) (config, error) {
 	}
 	if c.window == nil {
 		return c, fmt.Errorf("job needs window=")
+	}
+	if c.cascade != nil && c.fn != "sum" {
+		return c, fmt.Errorf("cascade= needs fn=sum")
 	}
 	if c.channels > 1 || c.inputs > 1 || c.window.ProcessingTime() || c.wmMode != "explicit" && !strings.HasPrefix(c.emit, "every") {
 		c.parallel = false
@@ -375,13 +384,34 @@ func (r *run) build(parallel bool, sc *script, par, batch int, final bool) error
 			}
 		},
 	})
-	weir.ForEach(late, func(_ etime.Time, l window.LateRecord[string, Rec]) {
-		kind := "late"
-		if l.Reason == window.ExpiredPartial {
-			kind = "partial"
+	printLate := func(prefix string) func(etime.Time, window.LateRecord[string, Rec]) {
+		return func(_ etime.Time, l window.LateRecord[string, Rec]) {
+			kind := "late"
+			if l.Reason == window.ExpiredPartial {
+				kind = "partial"
+			}
+			r.emit(fmt.Sprintf("%s%s %s missed=%s wm=%v lateness=%d", prefix, kind, fmtRec(l.Record), fmtWindows(l.Windows), l.Watermark, l.Lateness))
 		}
-		r.emit(fmt.Sprintf("%s %s missed=%s wm=%v lateness=%d", kind, fmtRec(l.Record), fmtWindows(l.Windows), l.Watermark, l.Lateness))
-	})
+	}
+	weir.ForEach(late, printLate(""))
+	if c.cascade != nil {
+		// Each result of the first window is a record of the second,
+		// at the result's timestamp (the window's maxTimestamp).
+		fired := weir.Filter(results, func(p window.Result[string, string]) bool { return p.Firing != window.Retract })
+		recs := weir.Map(fired, func(p window.Result[string, string]) Rec {
+			v, _ := strconv.ParseInt(strings.TrimPrefix(p.Value, "sum="), 10, 64)
+			return Rec{Key: p.Key, TS: p.Window.MaxTimestamp(), Val: v}
+		})
+		o := weir.AggregateProcess(weir.Window(weir.KeyBy(recs, func(v Rec) string { return v.Key }), c.cascade,
+			weir.WindowOptions{Name: "cascade", LateOutput: true}),
+			weir.Sum(func(r Rec) int64 { return r.Val }), func(ctx *weir.WindowContext[string, string], v int64) {
+				ctx.Emit("sum=" + strconv.FormatInt(v, 10))
+			})
+		weir.ForEach(o.Results, func(_ etime.Time, p window.Result[string, string]) {
+			r.emit(fmt.Sprintf("cascade result %s %s %s pane=%d wm=%v %s", p.Key, p.Window, p.Firing, p.Pane, p.Watermark, p.Value))
+		})
+		weir.ForEach(o.Late, printLate("cascade "))
+	}
 	r.env = env
 	if parallel {
 		return nil
@@ -538,9 +568,16 @@ func (r *run) command(t *testing.T, d *datadriven.TestData) string {
 			return "error: " + err.Error() + "\n"
 		}
 		c := r.env.Report()
-		tot := c.Total()
+		tot, casc := c.Total(), ""
+		if r.cfg.cascade != nil {
+			// The first window's counts, then the cascade's: its records
+			// in are the first window's results.
+			tot = c.Windows["window"]
+			k := c.Windows["cascade"]
+			casc = fmt.Sprintf("cascade in=%d accepted=%d late_side_output=%d late_dropped=%d fired_on_time=%d\n", k.RecordsIn, k.Accepted, k.LateSideOutput, k.LateDropped, k.FiredOnTime)
+		}
 		return fmt.Sprintf("in=%d accepted=%d late_side_output=%d late_dropped=%d dead_letter=%d window_misses=%d partial_side_output=%d retractions=%d fired_early=%d fired_on_time=%d fired_late=%d\n",
-			tot.RecordsIn, tot.Accepted, tot.LateSideOutput, tot.LateDropped, c.DeadLetters, tot.WindowMisses, tot.PartialSideOutput, tot.Retractions, tot.FiredEarly, tot.FiredOnTime, tot.FiredLate) + r.take()
+			tot.RecordsIn, tot.Accepted, tot.LateSideOutput, tot.LateDropped, c.DeadLetters, tot.WindowMisses, tot.PartialSideOutput, tot.Retractions, tot.FiredEarly, tot.FiredOnTime, tot.FiredLate) + casc + r.take()
 	case "state":
 		if _, err := r.exec.RunUntilQuiet(); err != nil {
 			return "error: " + err.Error() + "\n"

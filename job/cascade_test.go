@@ -1,0 +1,255 @@
+package job
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/big"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/weirstream/weir/internal/jobtest"
+	"github.com/weirstream/weir/spec"
+)
+
+// minuteJob is jobtest.OrderJob's input in minute windows per user that
+// fire once (no allowed lateness, no early firings): a window that may
+// feed another (semantics W12).
+var minuteJob = strings.NewReplacer(
+	"allowed_lateness: 3m\n", "",
+	"trigger: {type: continuous, interval: 20s}\n", "",
+	"  - {name: users, fn: count_distinct, field: user_id}\n", "  - {name: top, fn: max, field: amount}\n",
+).Replace(fmt.Sprintf(jobtest.OrderJob, "jsonl", "minute.jsonl"))
+
+// tenMinuteJob is the window the minute windows feed: ten minutes per
+// user over their results' columns.
+const tenMinuteJob = `
+name: ten
+source: {type: file, path: none.jsonl}
+watermark: {max_out_of_orderness: 0s}
+key: [user_id]
+window: {type: tumbling, size: 10m}
+aggregate:
+  - {name: orders, fn: sum, field: orders}
+  - {name: total, fn: sum, field: total}
+  - {name: top, fn: max, field: top}
+  - {name: minutes, fn: count}
+  - {name: last_minute, fn: last, field: window_start}
+sinks:
+  results: {type: jsonl, path: ten.jsonl}
+`
+
+// cascadePlan is plan up with window op fed by up's window, named name,
+// writing its results to the results sink of plan of.
+func cascadePlan(t *testing.T, up *spec.Plan, op *spec.WindowOp, name string, of *spec.Plan) *spec.Plan {
+	t.Helper()
+	po, err := of.Graph.Path()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var win spec.NodeID = -1
+	for _, n := range up.Graph.Nodes {
+		if _, ok := n.Op.(*spec.WindowOp); ok {
+			win = n.ID
+		}
+	}
+	w := spec.NodeID(len(up.Graph.Nodes))
+	r := po.Windows[0].Results[0]
+	q := *up
+	q.Graph.Nodes = append(slices.Clone(up.Graph.Nodes),
+		spec.Node{ID: w, Name: name, Op: op, Inputs: []spec.Edge{{From: win}}},
+		spec.Node{ID: w + 1, Name: name + ".results", Op: &spec.SinkOp{Role: r.Role, Name: name, Path: name + ".results", Config: r.Config}, Inputs: []spec.Edge{{From: w}}})
+	if err := q.Graph.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	return &q
+}
+
+// tenFromMinutes is the oracle of the cascade: the minute windows'
+// results (minute.jsonl) grouped by user and ten-minute window, as the
+// lines of ten.jsonl would give them (key, window, aggregates; sorted).
+func tenFromMinutes(t *testing.T, minutes string) []string {
+	t.Helper()
+	type acc struct {
+		orders, total *big.Rat
+		top           *big.Rat
+		n, last       int64
+	}
+	groups := map[[3]string]*acc{}
+	for _, l := range strings.Split(strings.TrimSpace(minutes), "\n") {
+		var r struct {
+			User       json.RawMessage `json:"user_id"`
+			Start      int64           `json:"window_start"`
+			Orders     json.Number     `json:"orders"`
+			Total, Top json.Number
+		}
+		d := json.NewDecoder(strings.NewReader(l))
+		d.UseNumber()
+		if err := d.Decode(&r); err != nil {
+			t.Fatalf("%s: %v", l, err)
+		}
+		s := r.Start - r.Start%600000
+		k := [3]string{string(r.User), fmt.Sprint(s), fmt.Sprint(s + 600000)}
+		a := groups[k]
+		if a == nil {
+			a = &acc{orders: new(big.Rat), total: new(big.Rat)}
+			groups[k] = a
+		}
+		rat := func(n json.Number) *big.Rat {
+			v, ok := new(big.Rat).SetString(string(n))
+			if !ok {
+				t.Fatalf("%s: not a number %q", l, n)
+			}
+			return v
+		}
+		a.orders.Add(a.orders, rat(r.Orders))
+		a.total.Add(a.total, rat(r.Total))
+		if v := rat(r.Top); a.top == nil || v.Cmp(a.top) > 0 {
+			a.top = v
+		}
+		a.n++
+		a.last = max(a.last, r.Start)
+	}
+	var out []string
+	for k, a := range groups {
+		out = append(out, fmt.Sprintf("%s %s %s orders=%s total=%s top=%s minutes=%d last=%d", k[0], k[1], k[2],
+			a.orders.RatString(), a.total.RatString(), a.top.RatString(), a.n, a.last))
+	}
+	sort.Strings(out)
+	return out
+}
+
+// tenLines reads ten.jsonl as tenFromMinutes renders it.
+func tenLines(t *testing.T, ten string) []string {
+	t.Helper()
+	var out []string
+	for _, l := range strings.Split(strings.TrimSpace(ten), "\n") {
+		var r struct {
+			User               json.RawMessage `json:"user_id"`
+			Start              int64           `json:"window_start"`
+			End                int64           `json:"window_end"`
+			Firing             string          `json:"firing"`
+			Orders, Total, Top json.Number
+			Minutes            int64 `json:"minutes"`
+			LastMinute         int64 `json:"last_minute"`
+		}
+		d := json.NewDecoder(strings.NewReader(l))
+		d.UseNumber()
+		if err := d.Decode(&r); err != nil {
+			t.Fatalf("%s: %v", l, err)
+		}
+		if r.Firing != "on_time" {
+			t.Errorf("a ten-minute result fired %s, want on_time: %s", r.Firing, l)
+		}
+		rat := func(n json.Number) string {
+			v, ok := new(big.Rat).SetString(string(n))
+			if !ok {
+				t.Fatalf("%s: not a number %q", l, n)
+			}
+			return v.RatString()
+		}
+		out = append(out, fmt.Sprintf("%s %d %d orders=%s total=%s top=%s minutes=%d last=%d", r.User, r.Start, r.End,
+			rat(r.Orders), rat(r.Total), rat(r.Top), r.Minutes, r.LastMinute))
+	}
+	sort.Strings(out)
+	return out
+}
+
+// TestCascadingWindows runs a plan whose minute windows feed ten-minute
+// windows (semantics W12, what a SQL window aggregation over a windowed
+// result compiles to): the minute windows write what they write alone,
+// the ten-minute windows hold exactly the minute results grouped by user
+// and ten minutes (an oracle over minute.jsonl), every result reaches
+// them on time, conservation holds per window, and the outputs are the
+// same at parallelism 2 and after a crash at each checkpointing point.
+func TestCascadingWindows(t *testing.T) {
+	aloneDir, _ := runSpec(t, minuteJob, nil, RunOptions{Deterministic: true})
+	dir, up := jobtest.Prepare(t, minuteJob, nil, "")
+	_, ten := jobtest.Prepare(t, tenMinuteJob, nil, dir)
+	pt, err := ten.Graph.Path()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := cascadePlan(t, up, pt.Windows[0].Window, "ten", ten)
+	path, err := p.Graph.Path()
+	if err != nil {
+		t.Fatalf("the cascade's graph: %v\n%s", err, p.Graph.String())
+	}
+	if len(path.Windows) != 2 || path.Windows[1].From != 0 || path.Windows[0].From != -1 {
+		t.Fatalf("the path's windows: %+v", path.Windows)
+	}
+	j, err := Open(p, RunOptions{Dir: dir, Deterministic: true, Now: jobtest.TestNow})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := j.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	minutes := readFile(t, dir, "minute.jsonl")
+	if want := readFile(t, aloneDir, "minute.jsonl"); minutes != want {
+		t.Errorf("minute.jsonl differs from the minute job's alone: %d bytes, want %d", len(minutes), len(want))
+	}
+	got, want := tenLines(t, readFile(t, dir, "ten.jsonl")), tenFromMinutes(t, minutes)
+	if len(want) < 100 || !slices.Equal(got, want) {
+		t.Errorf("ten.jsonl has %d rows, the minute results grouped %d", len(got), len(want))
+		for i := range min(len(got), len(want)) {
+			if got[i] != want[i] {
+				t.Errorf("first difference:\n got %s\nwant %s", got[i], want[i])
+				break
+			}
+		}
+	}
+	if !sum.Conserved() {
+		t.Errorf("conservation violated: %s", sum.JSON())
+	}
+	fired := sum.Get("window.fired_on_time") + sum.Get("window.fired_late")
+	if in := sum.Get("ten.records_in"); in != fired || in != sum.Get("ten.accepted") || in == 0 ||
+		sum.Get("ten.late_side_output")+sum.Get("ten.late_dropped") != 0 || sum.Get("ten.results") != int64(len(got)) ||
+		sum.Get("window.late_side_output") == 0 {
+		t.Errorf("counts: the minute windows fired %d, the ten-minute windows read %d and accepted %d; %s", fired, in, sum.Get("ten.accepted"), sum.JSON())
+	}
+	outputs := func(dir string) map[string]string {
+		m := map[string]string{}
+		for _, f := range []string{"minute.jsonl", "late.jsonl", "bad.jsonl", "ten.jsonl"} {
+			m[f] = readFile(t, dir, f)
+		}
+		return m
+	}
+	wantOut := outputs(dir)
+
+	// At parallelism 2 the lines come in another order; the rows are the
+	// same.
+	dir2, _ := jobtest.Prepare(t, minuteJob, nil, "")
+	j2, err := Open(p, RunOptions{Dir: dir2, Deterministic: true, Parallelism: 2, Now: jobtest.TestNow})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum2, err := j2.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got2 := tenLines(t, readFile(t, dir2, "ten.jsonl")); !slices.Equal(got2, got) {
+		t.Errorf("at parallelism 2, ten.jsonl has %d rows, %d at parallelism 1 (or other ones)", len(got2), len(got))
+	}
+	if !sum2.Conserved() || sum2.Get("ten.records_in") != sum.Get("ten.records_in") {
+		t.Errorf("at parallelism 2: %s", sum2.JSON())
+	}
+
+	for _, point := range crashPoints {
+		t.Run(point, func(t *testing.T) {
+			dir, s := crashResume(t, p, point)
+			for f, w := range outputs(dir) {
+				if w != wantOut[f] {
+					t.Errorf("after a crash at %s: %s differs from the run that never crashed (%d bytes, want %d)", point, f, len(w), len(wantOut[f]))
+				}
+			}
+			if !bytes.Equal(s.JSON(), sum.JSON()) {
+				t.Errorf("summary after the resume:\n%s\nwant\n%s", s.JSON(), sum.JSON())
+			}
+		})
+	}
+}

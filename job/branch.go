@@ -33,8 +33,11 @@ type branch struct {
 	// window's results).
 	proj *record.Projection
 	// cascade turns the results of the window that feeds this one into
-	// its records (nil: the read feeds it).
+	// its records (nil: the read feeds it, or it is a Top-N).
 	cascade *cascade
+	// topn ranks the results of the window that feeds this one (nil: a
+	// window).
+	topn *topN
 }
 
 // newBranches returns the branches of path's windows, and the plan the
@@ -61,9 +64,15 @@ func newBranches(plan *spec.Plan, path *spec.Path, clk clock.Clock) ([]*branch, 
 		if i > 0 {
 			b.stage = path.Windows[i].Name
 		}
-		if b.From >= 0 {
+		switch {
+		case b.TopN != nil:
+			b.topn = newTopN(bs[b.From].plan, b.TopN, op)
+			// Its rows keep no accumulators (record.KeepsAccs looks at
+			// the plan's sinks and archive).
+			b.plan.Sinks, b.plan.Archive = spec.Sinks{}, nil
+		case b.From >= 0:
 			b.cascade = newCascade(bs[b.From].Name, bs[b.From].plan, b.plan, clk)
-		} else {
+		default:
 			if len(read) > 1 {
 				pr := record.Project(decode, read, r)
 				b.proj = &pr

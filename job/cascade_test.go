@@ -3,9 +3,11 @@ package job
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"math/big"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -42,9 +44,9 @@ sinks:
   results: {type: jsonl, path: ten.jsonl}
 `
 
-// cascadePlan is plan up with window op fed by up's window, named name,
-// writing its results to the results sink of plan of.
-func cascadePlan(t *testing.T, up *spec.Plan, op *spec.WindowOp, name string, of *spec.Plan) *spec.Plan {
+// cascadePlan is plan up with op (a window or a Top-N) fed by up's
+// window, named name, writing its results to the results sink of plan of.
+func cascadePlan(t *testing.T, up *spec.Plan, op spec.Op, name string, of *spec.Plan) *spec.Plan {
 	t.Helper()
 	po, err := of.Graph.Path()
 	if err != nil {
@@ -251,5 +253,147 @@ func TestCascadingWindows(t *testing.T) {
 				t.Errorf("summary after the resume:\n%s\nwant\n%s", s.JSON(), sum.JSON())
 			}
 		})
+	}
+}
+
+// TestTopN ranks the minute windows' results (semantics W13): the three
+// users of each minute with the highest totals, ties by fewer orders,
+// then by the key. The rows equal an oracle over the minute results, at
+// parallelism 1 and 2 and after a crash at each checkpointing point; a
+// SQLite table keyed by window and rank holds the same rows.
+func TestTopN(t *testing.T) {
+	dir, up := jobtest.Prepare(t, minuteJob, nil, "")
+	_, top := jobtest.Prepare(t, strings.Replace(tenMinuteJob, "ten.jsonl", "top.jsonl", 1), nil, dir)
+	op := &spec.TopNOp{OrderBy: []spec.SortKey{{Field: "total", Desc: true}, {Field: "orders"}}, N: 3, Rank: "rownum"}
+	p := cascadePlan(t, up, op, "top", top)
+	j, err := Open(p, RunOptions{Dir: dir, Deterministic: true, Now: jobtest.TestNow})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := j.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The oracle: the minute results by window, ranked.
+	type row struct {
+		start       int64
+		user        string
+		orders, tot *big.Rat
+		line        string
+	}
+	byWindow := map[int64][]row{}
+	for _, l := range strings.Split(strings.TrimSpace(readFile(t, dir, "minute.jsonl")), "\n") {
+		var r struct {
+			User               json.RawMessage `json:"user_id"`
+			Start, End         int64
+			Orders, Total, Top json.Number
+		}
+		var m map[string]json.RawMessage
+		d := json.NewDecoder(strings.NewReader(l))
+		d.UseNumber()
+		if err := d.Decode(&m); err != nil {
+			t.Fatal(err)
+		}
+		r.User = m["user_id"]
+		for k, dst := range map[string]*int64{"window_start": &r.Start, "window_end": &r.End} {
+			if err := json.Unmarshal(m[k], dst); err != nil {
+				t.Fatal(err)
+			}
+		}
+		o, _ := new(big.Rat).SetString(string(m["orders"]))
+		tot, _ := new(big.Rat).SetString(string(m["total"]))
+		byWindow[r.Start] = append(byWindow[r.Start], row{start: r.Start, user: string(r.User), orders: o, tot: tot,
+			line: fmt.Sprintf("%d %d user=%s orders=%s total=%s top=%s", r.Start, r.End, r.User, m["orders"], m["total"], m["top"])})
+	}
+	var want []string
+	for _, rows := range byWindow {
+		sort.Slice(rows, func(a, b int) bool {
+			if c := rows[a].tot.Cmp(rows[b].tot); c != 0 {
+				return c > 0
+			}
+			if c := rows[a].orders.Cmp(rows[b].orders); c != 0 {
+				return c < 0
+			}
+			return rows[a].user < rows[b].user
+		})
+		for i, r := range rows[:min(3, len(rows))] {
+			want = append(want, fmt.Sprintf("rank=%d %s", i+1, r.line))
+		}
+	}
+	sort.Strings(want)
+	lines := func(dir string) []string {
+		var got []string
+		for _, l := range strings.Split(strings.TrimSpace(readFile(t, dir, "top.jsonl")), "\n") {
+			var m map[string]json.RawMessage
+			if err := json.Unmarshal([]byte(l), &m); err != nil {
+				t.Fatal(err)
+			}
+			if string(m["firing"]) != `"on_time"` {
+				t.Errorf("a ranked row fired %s: %s", m["firing"], l)
+			}
+			got = append(got, fmt.Sprintf("rank=%s %s %s user=%s orders=%s total=%s top=%s", m["rownum"], m["window_start"], m["window_end"], m["user_id"], m["orders"], m["total"], m["top"]))
+		}
+		sort.Strings(got)
+		return got
+	}
+	got := lines(dir)
+	if len(want) < 3*len(byWindow)-5 || !slices.Equal(got, want) {
+		t.Errorf("top.jsonl has %d rows, the oracle %d", len(got), len(want))
+		for i := range min(len(got), len(want)) {
+			if got[i] != want[i] {
+				t.Errorf("first difference:\n got %s\nwant %s", got[i], want[i])
+				break
+			}
+		}
+	}
+	if !sum.Conserved() || sum.Get("top.results") != int64(len(want)) || sum.Get("top.records_in") != sum.Get("window.fired_on_time") {
+		t.Errorf("counts: %s", sum.JSON())
+	}
+
+	dir2, _ := jobtest.Prepare(t, minuteJob, nil, "")
+	j2, err := Open(p, RunOptions{Dir: dir2, Deterministic: true, Parallelism: 2, Now: jobtest.TestNow})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := j2.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got2 := lines(dir2); !slices.Equal(got2, got) {
+		t.Errorf("at parallelism 2 top.jsonl has %d rows (or other ones), %d at parallelism 1", len(got2), len(got))
+	}
+	wantTop := readFile(t, dir, "top.jsonl")
+	for _, point := range crashPoints {
+		t.Run(point, func(t *testing.T) {
+			dir, s := crashResume(t, p, point)
+			if got := readFile(t, dir, "top.jsonl"); got != wantTop {
+				t.Errorf("after a crash at %s: top.jsonl differs from the run that never crashed (%d bytes, want %d)", point, len(got), len(wantTop))
+			}
+			if !bytes.Equal(s.JSON(), sum.JSON()) {
+				t.Errorf("summary after the resume:\n%s\nwant\n%s", s.JSON(), sum.JSON())
+			}
+		})
+	}
+
+	// In a SQLite table the rows are keyed by rank and window.
+	dir3, _ := jobtest.Prepare(t, minuteJob, nil, "")
+	_, topDB := jobtest.Prepare(t, strings.Replace(tenMinuteJob, "results: {type: jsonl, path: ten.jsonl}", "results: {type: sqlite, path: top.db}", 1), nil, dir3)
+	j3, err := Open(cascadePlan(t, up, op, "top", topDB), RunOptions{Dir: dir3, Deterministic: true, Now: jobtest.TestNow})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := j3.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("sqlite", filepath.Join(dir3, "top.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var n, ranks int
+	if err := db.QueryRow(`SELECT count(*), count(DISTINCT rownum) FROM results`).Scan(&n, &ranks); err != nil {
+		t.Fatal(err)
+	}
+	if n != len(want) || ranks != 3 {
+		t.Errorf("the table holds %d rows of %d ranks, want %d of 3", n, ranks, len(want))
 	}
 }

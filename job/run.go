@@ -538,7 +538,11 @@ func (j *Job) build(o RunOptions) error {
 	results := make([]weir.Stream[window.Result[string, []byte]], len(j.branches))
 	for i, b := range j.branches {
 		in := recs
-		if b.From >= 0 {
+		switch {
+		case b.topn != nil:
+			j.buildTopN(b, results[b.From])
+			continue
+		case b.From >= 0:
 			in = j.cascadeRecords(b, results[b.From])
 		}
 		results[i] = j.buildWindow(b, in, wm)

@@ -30,22 +30,10 @@ func checkCascade(upName string, up *WindowOp, downName string, down *WindowOp) 
 	refuse := func(format string, args ...any) error {
 		return fmt.Errorf("window %s reads the results of window %s, but %s (semantics W12)", downName, upName, fmt.Sprintf(format, args...))
 	}
-	switch {
-	case up.Assigner == nil || up.Assigner.Kind() == window.KindGlobal:
-		return refuse("%s is a global window: its results have no window_time to window them by", upName)
-	case up.Assigner.ProcessingTime():
-		return refuse("%s is a processing-time window: its results have no event time", upName)
-	case up.Lateness != 0:
-		return refuse("%s has allowed lateness %v: a late firing would revise a result %s has already counted; give %s no lateness (its too-late records still go to its side output)", upName, up.Lateness.Std(), downName, upName)
-	case up.Trigger != nil && !trigger.FiresOnce(up.Trigger):
-		return refuse("%s's trigger %v may fire a window more than once, and %s would count each firing; use the event-time trigger or final", upName, up.Trigger, downName)
+	if err := checkFeeds(upName, up, downName, refuse); err != nil {
+		return err
 	}
-	numeric := map[string]bool{ColWindowStart: true, ColWindowEnd: true, ColWindowTime: true}
-	cols := append(slices.Clone(up.Key), ColWindowStart, ColWindowEnd, ColWindowTime)
-	for _, a := range up.Aggregates {
-		cols = append(cols, a.Name)
-		numeric[a.Name] = slices.Contains(numericFns, a.Fn)
-	}
+	cols, numeric := resultColumns(up)
 	column := func(what, f string) error {
 		if !slices.Contains(cols, f) {
 			return refuse("%s reads %q, which %s's results do not have (they have %q)", what, f, upName, cols)
@@ -67,6 +55,35 @@ func checkCascade(upName string, up *WindowOp, downName string, down *WindowOp) 
 		if slices.Contains([]string{"sum", "min", "max", "avg"}, a.Fn) && !numeric[a.Field] {
 			return refuse("aggregate %s takes the %s of %q, which is no number in %s's results (a key field's type is not known, and first, last and collect give any value)", a.Name, a.Fn, a.Field, upName)
 		}
+	}
+	return nil
+}
+
+// resultColumns are the columns of window op's results as a node fed by
+// them reads them, and which of them hold numbers.
+func resultColumns(op *WindowOp) (cols []string, numeric map[string]bool) {
+	numeric = map[string]bool{ColWindowStart: true, ColWindowEnd: true, ColWindowTime: true}
+	cols = append(slices.Clone(op.Key), ColWindowStart, ColWindowEnd, ColWindowTime)
+	for _, a := range op.Aggregates {
+		cols = append(cols, a.Name)
+		numeric[a.Name] = slices.Contains(numericFns, a.Fn)
+	}
+	return cols, numeric
+}
+
+// checkFeeds checks that window up fires each window once, on event
+// time, so that a node may read its results (semantics W12); refuse
+// words the error.
+func checkFeeds(upName string, up *WindowOp, downName string, refuse func(format string, args ...any) error) error {
+	switch {
+	case up.Assigner == nil || up.Assigner.Kind() == window.KindGlobal:
+		return refuse("%s is a global window: its results have no window_time to window them by", upName)
+	case up.Assigner.ProcessingTime():
+		return refuse("%s is a processing-time window: its results have no event time", upName)
+	case up.Lateness != 0:
+		return refuse("%s has allowed lateness %v: a late firing would revise a result %s has already counted; give %s no lateness (its too-late records still go to its side output)", upName, up.Lateness.Std(), downName, upName)
+	case up.Trigger != nil && !trigger.FiresOnce(up.Trigger):
+		return refuse("%s's trigger %v may fire a window more than once, and %s would count each firing; use the event-time trigger or final", upName, up.Trigger, downName)
 	}
 	return nil
 }

@@ -34,7 +34,7 @@ type Node struct {
 	// as "window" or "sinks.results[1]".
 	Name string
 	// Op is what the node does: a *SourceOp, *DecodeOp, *WatermarkOp,
-	// *WindowOp or *SinkOp.
+	// *WindowOp, *TopNOp or *SinkOp.
 	Op Op
 	// Inputs are the streams the node reads.
 	Inputs []Edge
@@ -73,7 +73,8 @@ func (p Port) String() string {
 
 // Op is a node's operator. Its ports are the outputs it has.
 type Op interface {
-	// Kind names the operator: source, decode, watermark, window, sink.
+	// Kind names the operator: source, decode, watermark, window, topn,
+	// sink.
 	Kind() string
 	// Ports are the outputs the operator has.
 	Ports() []Port
@@ -253,6 +254,9 @@ type Branch struct {
 	// From is the index in Path.Windows of the window whose results feed
 	// this one (a cascade, semantics W12), or -1: the watermarks do.
 	From int
+	// TopN, when set, makes the branch a Top-N of window From's results
+	// (semantics W13): Window is then topNView's, what its rows hold.
+	TopN *TopNOp
 	// Results are the window's results sinks: one at least, unless the
 	// window feeds another.
 	Results []*SinkOp
@@ -265,10 +269,19 @@ type Branch struct {
 func (g *Graph) Path() (*Path, error) {
 	var p Path
 	var src, dec, wm NodeID = -1, -1, -1
-	branch := map[NodeID]int{} // window node → its index in p.Windows
+	branch := map[NodeID]int{} // window or Top-N node → its index in p.Windows
+	// results is the index in p.Windows of the window whose results node
+	// n reads alone (not a Top-N's rows).
+	results := func(n Node) (int, bool) {
+		if len(n.Inputs) != 1 || n.Inputs[0].Port != Out {
+			return -1, false
+		}
+		b, ok := branch[n.Inputs[0].From]
+		return b, ok && p.Windows[b].TopN == nil
+	}
 	for i, n := range g.Nodes {
 		misfit := func(why string) error {
-			return fmt.Errorf("the plan's node %d (%s, a %s) %s: this runner executes one path of source, decode and watermarks, then windows (fed by the watermarks or by a window) with their sinks", i, n.Name, n.Op.Kind(), why)
+			return fmt.Errorf("the plan's node %d (%s, a %s) %s: this runner executes one path of source, decode and watermarks, then windows (fed by the watermarks or by a window) and Top-Ns of windows, with their sinks", i, n.Name, n.Op.Kind(), why)
 		}
 		reads := func(from NodeID, port Port) bool {
 			return from >= 0 && len(n.Inputs) == 1 && n.Inputs[0] == Edge{From: from, Port: port}
@@ -292,10 +305,7 @@ func (g *Graph) Path() (*Path, error) {
 		case *WindowOp:
 			from := -1
 			if !reads(wm, Out) {
-				up, ok := -1, len(n.Inputs) == 1 && n.Inputs[0].Port == Out
-				if ok {
-					up, ok = branch[n.Inputs[0].From]
-				}
+				up, ok := results(n)
 				if !ok {
 					return nil, misfit("reads neither the watermarks alone nor one window's results")
 				}
@@ -307,6 +317,17 @@ func (g *Graph) Path() (*Path, error) {
 			}
 			branch[n.ID] = len(p.Windows)
 			p.Windows = append(p.Windows, Branch{Name: n.Name, Window: op, From: from})
+		case *TopNOp:
+			up, ok := results(n)
+			if !ok {
+				return nil, misfit("does not read one window's results")
+			}
+			u := &p.Windows[up]
+			if err := checkTopN(u.Name, u.Window, n.Name, op); err != nil {
+				return nil, err
+			}
+			branch[n.ID] = len(p.Windows)
+			p.Windows = append(p.Windows, Branch{Name: n.Name, Window: topNView(u.Window, op), From: up, TopN: op})
 		case *SinkOp:
 			if len(n.Inputs) != 1 {
 				return nil, misfit("does not read one stream")

@@ -347,3 +347,73 @@ func TestGraphPathOfACascade(t *testing.T) {
 		t.Errorf("Path of a window without results: %v", err)
 	}
 }
+
+// TestGraphPathOfATopN: a Top-N of a window's results (semantics W13)
+// is a branch whose window view keys its rows by partition and rank and
+// carries the other columns; one that cannot rank (no order, an order
+// that is no number, a partition column the results lack, N out of
+// range, a rank named as a column, a window that may fire twice, a
+// Top-N of a Top-N, a window fed by a Top-N) is refused with the reason.
+func TestGraphPathOfATopN(t *testing.T) {
+	p, err := Parse([]byte(strings.Replace(checkJob, "aggregate: [{fn: count, name: n}]", "aggregate: [{fn: count, name: n}, {fn: sum, name: total, field: amount}, {fn: last, name: note, field: note}]", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	up := p.Graph.Nodes[3].Op.(*WindowOp)
+	chain := func(up *WindowOp, ops ...Op) *Graph {
+		nodes := slices.Clone(p.Graph.Nodes[:3])
+		nodes = append(nodes, Node{ID: 3, Name: "minutes", Op: up, Inputs: []Edge{{From: 2}}})
+		for _, op := range ops {
+			id := NodeID(len(nodes))
+			nodes = append(nodes, Node{ID: id, Name: "top" + string(rune('a'+len(nodes)-4)), Op: op, Inputs: []Edge{{From: id - 1}}})
+		}
+		last := NodeID(len(nodes) - 1)
+		nodes = append(nodes, Node{ID: last + 1, Name: "results", Op: &SinkOp{Name: "results"}, Inputs: []Edge{{From: last}}})
+		return &Graph{Nodes: nodes}
+	}
+	top := func(mod func(*TopNOp)) *TopNOp {
+		t := &TopNOp{PartitionBy: []string{"k"}, OrderBy: []SortKey{{Field: "total", Desc: true}}, N: 3, Rank: "rownum"}
+		if mod != nil {
+			mod(t)
+		}
+		return t
+	}
+	path, err := chain(up, top(nil)).Path()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := path.Windows[1]
+	if b.TopN == nil || b.From != 0 || !slices.Equal(b.Window.Key, []string{"k", "rownum"}) || len(b.Window.Aggregates) != 3 ||
+		b.Window.Aggregates[0].Name != "n" || b.Window.Aggregates[0].Fn != "count" || b.Window.Aggregates[2].Name != "note" || b.Window.Assigner != up.Assigner {
+		t.Fatalf("the Top-N branch: %+v, its window view %+v", b, b.Window)
+	}
+	// No partition: the key's field is a value of the rows.
+	path, err = chain(up, top(func(t *TopNOp) { t.PartitionBy = nil })).Path()
+	if err != nil || !slices.Equal(path.Windows[1].Window.Key, []string{"rownum"}) || path.Windows[1].Window.Aggregates[0].Name != "k" {
+		t.Fatalf("a Top-N without partition: %v %+v", err, path)
+	}
+	withLateness := *up
+	withLateness.Lateness = 1000
+	window2 := &WindowOp{Key: []string{"k"}, Assigner: up.Assigner, Aggregates: []Aggregate{{Name: "n", Fn: "count"}}}
+	for _, c := range []struct {
+		name string
+		g    *Graph
+		want string
+	}{
+		{"no order", chain(up, top(func(t *TopNOp) { t.OrderBy = nil })), "it has no order"},
+		{"order by text", chain(up, top(func(t *TopNOp) { t.OrderBy = []SortKey{{Field: "note"}} })), `it orders by "note", which is no number`},
+		{"order by key", chain(up, top(func(t *TopNOp) { t.OrderBy = []SortKey{{Field: "k"}} })), `it orders by "k", which is no number`},
+		{"unknown partition", chain(up, top(func(t *TopNOp) { t.PartitionBy = []string{"shop"} })), `it partitions by "shop"`},
+		{"n 0", chain(up, top(func(t *TopNOp) { t.N = 0 })), "it keeps 0 rows"},
+		{"n too big", chain(up, top(func(t *TopNOp) { t.N = MaxTopN + 1 })), "keep 1 to 10000"},
+		{"rank named as a column", chain(up, top(func(t *TopNOp) { t.Rank = "total" })), `its rank column "total"`},
+		{"lateness", chain(&withLateness, top(nil)), "minutes has allowed lateness 1s"},
+		{"top of a top", chain(up, top(nil), top(nil)), "(topb, a topn) does not read one window's results"},
+		{"window of a top", chain(up, top(nil), window2), "(topb, a window) reads neither the watermarks alone nor one window's results"},
+	} {
+		_, err := c.g.Path()
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: Path = %v, want %q", c.name, err, c.want)
+		}
+	}
+}

@@ -35,9 +35,10 @@ type branch struct {
 	// cascade turns the results of the window that feeds this one into
 	// its records (nil: the read feeds it, or it is a Top-N).
 	cascade *cascade
-	// topn ranks the results of the window that feeds this one (nil: a
-	// window).
+	// topn ranks the results of the window that feeds this one; join
+	// joins the results of the two windows that feed it (nil: not so).
 	topn *topN
+	join *join
 }
 
 // newBranches returns the branches of path's windows, and the plan the
@@ -65,6 +66,9 @@ func newBranches(plan *spec.Plan, path *spec.Path, clk clock.Clock) ([]*branch, 
 			b.stage = path.Windows[i].Name
 		}
 		switch {
+		case b.Join != nil:
+			b.join = newJoin(bs[b.From].plan, bs[b.Right].plan, b.Join)
+			b.plan.Sinks, b.plan.Archive = spec.Sinks{}, nil
 		case b.TopN != nil:
 			b.topn = newTopN(bs[b.From].plan, b.TopN, op)
 			// Its rows keep no accumulators (record.KeepsAccs looks at
@@ -83,6 +87,18 @@ func newBranches(plan *spec.Plan, path *spec.Path, clk clock.Clock) ([]*branch, 
 		bs[i] = b
 	}
 	return bs, decode
+}
+
+// feeds are the indexes of the windows whose results feed b (none: the
+// read does).
+func (b *branch) feeds() []int {
+	switch {
+	case b.From < 0:
+		return nil
+	case b.join != nil:
+		return []int{b.From, b.Right}
+	}
+	return []int{b.From}
 }
 
 // several reports whether the job has more than one window.

@@ -397,3 +397,166 @@ func TestTopN(t *testing.T) {
 		t.Errorf("the table holds %d rows of %d ranks, want %d of 3", n, ranks, len(want))
 	}
 }
+
+// rightJob reads jobtest.OrderJob's input into the minute windows per
+// user of a join's right side: how many distinct amounts, and the top.
+const rightJob = `
+name: right
+source: {type: file, path: none.jsonl}
+watermark: {max_out_of_orderness: 20s}
+key: [user_id]
+window: {type: tumbling, size: 1m}
+aggregate:
+  - {name: amounts, fn: count_distinct, field: amount}
+  - {name: top, fn: max, field: amount}
+sinks:
+  results: {type: jsonl, path: right.jsonl}
+  late: {type: jsonl, path: right_late.jsonl}
+`
+
+// TestWindowJoin joins two windows over one read (semantics W14): the
+// minute windows per user (orders, total) with the minute windows per
+// user of distinct amounts (amounts, top), on the user and orders =
+// amounts, which some groups meet and some do not. For each join type
+// the joined rows equal an oracle over the two windows' own results;
+// the full join's are the same at parallelism 2 and after a crash at
+// each checkpointing point.
+func TestWindowJoin(t *testing.T) {
+	dir, left := jobtest.Prepare(t, minuteJob, nil, "")
+	_, right := jobtest.Prepare(t, rightJob, nil, dir)
+	_, joined := jobtest.Prepare(t, strings.Replace(tenMinuteJob, "ten.jsonl", "joined.jsonl", 1), nil, dir)
+	two := withWindow(t, left, right, "right")
+	plan := func(typ spec.JoinType) *spec.Plan {
+		var l, r spec.NodeID = -1, -1
+		for _, n := range two.Graph.Nodes {
+			if _, ok := n.Op.(*spec.WindowOp); ok {
+				if l < 0 {
+					l = n.ID
+				} else {
+					r = n.ID
+				}
+			}
+		}
+		op := &spec.JoinOp{Type: typ, On: []spec.JoinOn{{Left: "user_id", Right: "user_id"}, {Left: "orders", Right: "amounts"}},
+			Columns: []spec.JoinColumn{{Name: "total", Field: "total"}, {Name: "top", Right: true, Field: "top"}}}
+		po, err := joined.Graph.Path()
+		if err != nil {
+			t.Fatal(err)
+		}
+		res := po.Windows[0].Results[0]
+		q := *two
+		id := spec.NodeID(len(two.Graph.Nodes))
+		q.Graph.Nodes = append(slices.Clone(two.Graph.Nodes),
+			spec.Node{ID: id, Name: "joined", Op: op, Inputs: []spec.Edge{{From: l}, {From: r}}},
+			spec.Node{ID: id + 1, Name: "joined.results", Op: &spec.SinkOp{Role: res.Role, Name: "joined", Path: "joined.results", Config: res.Config}, Inputs: []spec.Edge{{From: id}}})
+		if err := q.Graph.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		return &q
+	}
+	// rows reads a results file as (window_start, user) → line fields.
+	type side struct{ user, count, val string }
+	rows := func(dir, file, count, val string) map[[2]string]side {
+		m := map[[2]string]side{}
+		for _, l := range strings.Split(strings.TrimSpace(readFile(t, dir, file)), "\n") {
+			var r map[string]json.RawMessage
+			if err := json.Unmarshal([]byte(l), &r); err != nil {
+				t.Fatal(err)
+			}
+			m[[2]string{string(r["window_start"]), string(r["user_id"])}] = side{string(r["user_id"]), string(r[count]), string(r[val])}
+		}
+		return m
+	}
+	oracle := func(dir string, typ spec.JoinType) []string {
+		ls, rs := rows(dir, "minute.jsonl", "orders", "total"), rows(dir, "right.jsonl", "amounts", "top")
+		var out []string
+		for k, l := range ls {
+			r, ok := rs[k]
+			switch {
+			case ok && r.count == l.count:
+				out = append(out, fmt.Sprintf("%s %s orders=%s total=%s top=%s", k[0], l.user, l.count, l.val, r.val))
+			case typ == spec.LeftJoin || typ == spec.FullJoin:
+				out = append(out, fmt.Sprintf("%s %s orders=%s total=%s top=null", k[0], l.user, l.count, l.val))
+			}
+		}
+		for k, r := range rs {
+			if l, ok := ls[k]; (!ok || l.count != r.count) && (typ == spec.RightJoin || typ == spec.FullJoin) {
+				out = append(out, fmt.Sprintf("%s %s orders=%s total=null top=%s", k[0], r.user, r.count, r.val))
+			}
+		}
+		sort.Strings(out)
+		return out
+	}
+	got := func(dir string) []string {
+		var out []string
+		for _, l := range strings.Split(strings.TrimSpace(readFile(t, dir, "joined.jsonl")), "\n") {
+			var r map[string]json.RawMessage
+			if err := json.Unmarshal([]byte(l), &r); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, fmt.Sprintf("%s %s orders=%s total=%s top=%s", r["window_start"], r["user_id"], r["orders"], r["total"], r["top"]))
+		}
+		sort.Strings(out)
+		return out
+	}
+	var fullSum Summary
+	var fullOut string
+	var p *spec.Plan
+	for _, typ := range []spec.JoinType{spec.InnerJoin, spec.LeftJoin, spec.RightJoin, spec.FullJoin} {
+		d := t.TempDir()
+		p = plan(typ)
+		j, err := Open(p, RunOptions{Dir: d, Deterministic: true, Now: jobtest.TestNow})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum, err := j.Run(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		g, w := got(d), oracle(d, typ)
+		if !slices.Equal(g, w) {
+			t.Errorf("%v join: %d rows, the oracle %d", typ, len(g), len(w))
+			for i := range min(len(g), len(w)) {
+				if g[i] != w[i] {
+					t.Errorf("first difference:\n got %s\nwant %s", g[i], w[i])
+					break
+				}
+			}
+		}
+		in := sum.Get("window.fired_on_time") + sum.Get("right.fired_on_time")
+		if !sum.Conserved() || sum.Get("joined.records_in") != in || sum.Get("joined.accepted") != in || sum.Get("joined.results") != int64(len(g)) {
+			t.Errorf("%v join: counts %s", typ, sum.JSON())
+		}
+		switch typ {
+		case spec.InnerJoin:
+			if len(g) < 50 || len(g) > len(rows(d, "minute.jsonl", "orders", "total"))-50 {
+				t.Errorf("the inner join has %d rows: the test needs groups that match and groups that do not", len(g))
+			}
+		case spec.FullJoin:
+			fullSum, fullOut = sum, readFile(t, d, "joined.jsonl")
+		}
+	}
+
+	d2 := t.TempDir()
+	j2, err := Open(p, RunOptions{Dir: d2, Deterministic: true, Parallelism: 2, Now: jobtest.TestNow})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := j2.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if g2, w := got(d2), oracle(d2, spec.FullJoin); !slices.Equal(g2, w) {
+		t.Errorf("at parallelism 2 the full join has %d rows, the oracle %d", len(g2), len(w))
+	}
+	for _, point := range crashPoints {
+		t.Run(point, func(t *testing.T) {
+			d, s := crashResume(t, p, point)
+			if g := readFile(t, d, "joined.jsonl"); g != fullOut {
+				t.Errorf("after a crash at %s: joined.jsonl differs from the run that never crashed (%d bytes, want %d)", point, len(g), len(fullOut))
+			}
+			if !bytes.Equal(s.JSON(), fullSum.JSON()) {
+				t.Errorf("summary after the resume:\n%s\nwant\n%s", s.JSON(), fullSum.JSON())
+			}
+		})
+	}
+}

@@ -542,6 +542,9 @@ func (j *Job) build(o RunOptions) error {
 		case b.topn != nil:
 			j.buildTopN(b, results[b.From])
 			continue
+		case b.join != nil:
+			j.buildJoin(b, results[b.From], results[b.Right])
+			continue
 		case b.From >= 0:
 			in = j.cascadeRecords(b, results[b.From])
 		}
@@ -884,9 +887,13 @@ func (j *Job) summary(rep weir.Report, open int64) Summary {
 		for _, b := range j.branches {
 			pre := func(name string, v int64) { add(j.counterName(b, name), v) }
 			if b.From >= 0 {
-				// A window fed by a window reads its firings (W12).
-				up := rep.Windows[j.branches[b.From].stage]
-				pre("records_in", up.FiredEarly+up.FiredOnTime+up.FiredLate)
+				// A window fed by windows reads their firings (W12).
+				var in int64
+				for _, f := range b.feeds() {
+					up := rep.Windows[j.branches[f].stage]
+					in += up.FiredEarly + up.FiredOnTime + up.FiredLate
+				}
+				pre("records_in", in)
 			}
 			j.windowSummary(pre, rep.Windows[b.stage], oc.Windows[b.i], states[b.stage].OpenWindows, -1)
 		}

@@ -95,12 +95,7 @@ type TopRow struct {
 // row is result r as a TopRow of the Top-N over window plan up.
 func (t *topN) row(up *spec.Plan, r window.Result[string, []byte]) TopRow {
 	keys := outfmt.SplitKey(r.Key, len(up.Key))
-	aggs := make([][]byte, len(up.Aggregates))
-	rest := r.Value
-	for i := range aggs {
-		n := slices.Index(rest, 0)
-		aggs[i], rest = rest[:n], rest[n+1:]
-	}
+	aggs := splitValues(r.Value, len(up.Aggregates))
 	row := TopRow{Tie: r.Key, Start: r.Window.Start, End: r.Window.End}
 	for _, c := range t.order {
 		row.Order = append(row.Order, c.text(&r, keys, aggs))
@@ -197,25 +192,43 @@ func (j *Job) buildTopN(b *branch, up weir.Stream[window.Result[string, []byte]]
 			emit(t.row(upPlan, r))
 		}
 	})
-	at, _ := window.Tumbling(1, 0) // a valid size: it cannot fail
-	keyed := weir.KeyByEncoded(rows, t.groupKey, appendKey)
-	out := weir.AggregateProcess(weir.Window(keyed, at, weir.WindowOptions{Name: b.stage}), topFunc{t},
-		func(ctx *weir.WindowContext[string, TopRow], rows []TopRow) {
-			for i, r := range rows {
-				r.Rank = i + 1
-				ctx.Emit(r)
-			}
-		})
-	bi := uint8(b.i)
-	weir.ForEachSubtask(out.Results, func(sub weir.Subtask) func(etime.Time, window.Result[string, TopRow]) {
-		return func(_ etime.Time, res window.Result[string, TopRow]) {
-			r := res.Value
-			key := strconv.Itoa(r.Rank)
+	byWindow(j, b, rows, t.groupKey, topFunc{t}, func(rows []TopRow, emit func(key string, w window.Window, vals []byte)) {
+		for i, r := range rows {
+			key := strconv.Itoa(i + 1)
 			if len(t.part) > 0 {
 				key = r.Part + record.KeySep + key
 			}
+			emit(key, window.Window{Start: r.Start, End: r.End}, r.Vals)
+		}
+	})
+}
+
+// byWindow groups rows, made of the results of windows that fire each
+// window once (W12: timestamped at their window's maxTimestamp, before
+// the watermark that fired them), by key (their window and more) in a
+// window operator of branch b's stage whose windows are one millisecond
+// long: a group fires on the watermark that fired its rows, when fire
+// turns its result (f's) into b's rows, results of b's window view (a
+// key, the window they are of, their values), which go to b's results
+// sinks.
+func byWindow[T, ACC, R any](j *Job, b *branch, rows weir.Stream[T], key func(T) string, f weir.AggregateFunc[T, ACC, R],
+	fire func(r R, emit func(key string, w window.Window, vals []byte))) {
+	at, _ := window.Tumbling(1, 0) // a valid size: it cannot fail
+	type row struct {
+		key  string
+		w    window.Window
+		vals []byte
+	}
+	out := weir.AggregateProcess(weir.Window(weir.KeyByEncoded(rows, key, appendKey), at, weir.WindowOptions{Name: b.stage}), f,
+		func(ctx *weir.WindowContext[string, row], r R) {
+			fire(r, func(key string, w window.Window, vals []byte) { ctx.Emit(row{key, w, vals}) })
+		})
+	bi := uint8(b.i)
+	weir.ForEachSubtask(out.Results, func(sub weir.Subtask) func(etime.Time, window.Result[string, row]) {
+		return func(_ etime.Time, res window.Result[string, row]) {
+			r := res.Value
 			j.out.add(sub, item{kind: itemResult, b: bi, res: window.Result[string, []byte]{
-				Key: key, Window: window.Window{Start: r.Start, End: r.End}, Firing: res.Firing, Watermark: res.Watermark, Value: r.Vals}})
+				Key: r.key, Window: r.w, Firing: res.Firing, Watermark: res.Watermark, Value: r.vals}})
 		}
 	})
 }

@@ -34,7 +34,7 @@ type Node struct {
 	// as "window" or "sinks.results[1]".
 	Name string
 	// Op is what the node does: a *SourceOp, *DecodeOp, *WatermarkOp,
-	// *WindowOp, *TopNOp or *SinkOp.
+	// *WindowOp, *TopNOp, *JoinOp or *SinkOp.
 	Op Op
 	// Inputs are the streams the node reads.
 	Inputs []Edge
@@ -74,7 +74,7 @@ func (p Port) String() string {
 // Op is a node's operator. Its ports are the outputs it has.
 type Op interface {
 	// Kind names the operator: source, decode, watermark, window, topn,
-	// sink.
+	// join, sink.
 	Kind() string
 	// Ports are the outputs the operator has.
 	Ports() []Port
@@ -257,6 +257,10 @@ type Branch struct {
 	// TopN, when set, makes the branch a Top-N of window From's results
 	// (semantics W13): Window is then topNView's, what its rows hold.
 	TopN *TopNOp
+	// Join, when set, makes the branch a join of window From's results
+	// with window Right's (semantics W14): Window is then joinView's.
+	Join  *JoinOp
+	Right int
 	// Results are the window's results sinks: one at least, unless the
 	// window feeds another.
 	Results []*SinkOp
@@ -272,16 +276,21 @@ func (g *Graph) Path() (*Path, error) {
 	branch := map[NodeID]int{} // window or Top-N node → its index in p.Windows
 	// results is the index in p.Windows of the window whose results node
 	// n reads alone (not a Top-N's rows).
+	// windowOut is the index in p.Windows of the window whose results e
+	// is (not a Top-N's or a join's rows).
+	windowOut := func(e Edge) (int, bool) {
+		b, ok := branch[e.From]
+		return b, ok && e.Port == Out && p.Windows[b].TopN == nil && p.Windows[b].Join == nil
+	}
 	results := func(n Node) (int, bool) {
-		if len(n.Inputs) != 1 || n.Inputs[0].Port != Out {
+		if len(n.Inputs) != 1 {
 			return -1, false
 		}
-		b, ok := branch[n.Inputs[0].From]
-		return b, ok && p.Windows[b].TopN == nil
+		return windowOut(n.Inputs[0])
 	}
 	for i, n := range g.Nodes {
 		misfit := func(why string) error {
-			return fmt.Errorf("the plan's node %d (%s, a %s) %s: this runner executes one path of source, decode and watermarks, then windows (fed by the watermarks or by a window) and Top-Ns of windows, with their sinks", i, n.Name, n.Op.Kind(), why)
+			return fmt.Errorf("the plan's node %d (%s, a %s) %s: this runner executes one path of source, decode and watermarks, then windows (fed by the watermarks or by a window), Top-Ns and joins of windows, with their sinks", i, n.Name, n.Op.Kind(), why)
 		}
 		reads := func(from NodeID, port Port) bool {
 			return from >= 0 && len(n.Inputs) == 1 && n.Inputs[0] == Edge{From: from, Port: port}
@@ -328,6 +337,24 @@ func (g *Graph) Path() (*Path, error) {
 			}
 			branch[n.ID] = len(p.Windows)
 			p.Windows = append(p.Windows, Branch{Name: n.Name, Window: topNView(u.Window, op), From: up, TopN: op})
+		case *JoinOp:
+			var l, r int
+			ok := len(n.Inputs) == 2
+			if ok {
+				l, ok = windowOut(n.Inputs[0])
+			}
+			if ok {
+				r, ok = windowOut(n.Inputs[1])
+			}
+			if !ok {
+				return nil, misfit("does not read two windows' results")
+			}
+			lw, rw := &p.Windows[l], &p.Windows[r]
+			if err := checkJoin(lw.Name, lw.Window, rw.Name, rw.Window, n.Name, op); err != nil {
+				return nil, err
+			}
+			branch[n.ID] = len(p.Windows)
+			p.Windows = append(p.Windows, Branch{Name: n.Name, Window: joinView(lw.Window, rw.Window, op), From: l, Right: r, Join: op})
 		case *SinkOp:
 			if len(n.Inputs) != 1 {
 				return nil, misfit("does not read one stream")
@@ -368,7 +395,7 @@ func (g *Graph) Path() (*Path, error) {
 		return nil, fmt.Errorf("the plan has no window: this runner executes one path of source, decode and watermarks, then windows with their sinks")
 	}
 	for i, w := range p.Windows {
-		if len(w.Results) == 0 && !slices.ContainsFunc(p.Windows, func(d Branch) bool { return d.From == i }) {
+		if len(w.Results) == 0 && !slices.ContainsFunc(p.Windows, func(d Branch) bool { return d.From == i || d.Join != nil && d.Right == i }) {
 			return nil, fmt.Errorf("the plan's window %s has no results sink and feeds no window", w.Name)
 		}
 	}

@@ -417,3 +417,69 @@ func TestGraphPathOfATopN(t *testing.T) {
 		}
 	}
 }
+
+// TestGraphPathOfAJoin: a join of two windows' results (semantics W14)
+// is a branch reading both, whose window view keys a joined row by the
+// equalities and the key fields outside them; one that cannot join is
+// refused with the reason.
+func TestGraphPathOfAJoin(t *testing.T) {
+	p, err := Parse([]byte(strings.Replace(checkJob, "aggregate: [{fn: count, name: n}]", "aggregate: [{fn: count, name: n}, {fn: sum, name: total, field: amount}]", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	left := p.Graph.Nodes[3].Op.(*WindowOp)
+	right := &WindowOp{Key: []string{"user", "shop"}, WindowKind: Tumbling, Span: left.Span, Assigner: left.Assigner,
+		Aggregates: []Aggregate{{Name: "top", Fn: "max", Field: "amount"}}}
+	graph := func(l, r *WindowOp, op *JoinOp, swap bool) *Graph {
+		nodes := slices.Clone(p.Graph.Nodes[:3])
+		in := []Edge{{From: 3}, {From: 4}}
+		if swap {
+			in = []Edge{{From: 3}, {From: 3}}
+		}
+		nodes = append(nodes, Node{ID: 3, Name: "l", Op: l, Inputs: []Edge{{From: 2}}}, Node{ID: 4, Name: "r", Op: r, Inputs: []Edge{{From: 2}}},
+			Node{ID: 5, Name: "j", Op: op, Inputs: in}, Node{ID: 6, Name: "results", Op: &SinkOp{Name: "results"}, Inputs: []Edge{{From: 5}}})
+		return &Graph{Nodes: nodes}
+	}
+	op := func(mod func(*JoinOp)) *JoinOp {
+		j := &JoinOp{Type: FullJoin, On: []JoinOn{{Left: "k", Right: "user"}}, Columns: []JoinColumn{{Name: "total", Field: "total"}, {Name: "top", Right: true, Field: "top"}}}
+		if mod != nil {
+			mod(j)
+		}
+		return j
+	}
+	path, err := graph(left, right, op(nil), false).Path()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := path.Windows[2]
+	if b.Join == nil || b.From != 0 || b.Right != 1 || !slices.Equal(b.Window.Key, []string{"k", "shop"}) ||
+		len(b.Window.Aggregates) != 2 || b.Window.Aggregates[0].Fn != "sum" || b.Window.Aggregates[1].Fn != "max" || len(path.Windows[0].Results) != 0 {
+		t.Fatalf("the join branch: %+v, its view %+v", b, b.Window)
+	}
+	withLateness := *right
+	withLateness.Lateness = 1000
+	for _, c := range []struct {
+		name string
+		g    *Graph
+		want string
+	}{
+		{"no equality", graph(left, right, op(func(j *JoinOp) { j.On = nil }), false), "it has no equality"},
+		{"unknown column", graph(left, right, op(func(j *JoinOp) { j.On[0].Right = "uid" }), false), `r's results have no column "uid"`},
+		{"window column", graph(left, right, op(func(j *JoinOp) { j.On[0].Left = "window_start" }), false), `l's results have no column "window_start"`},
+		{"column named as a key", graph(left, right, op(func(j *JoinOp) { j.Columns[0].Name = "shop" }), false), `a column of the joined row is named "shop"`},
+		{"column named as an equality", graph(left, right, op(func(j *JoinOp) { j.On = []JoinOn{{Left: "total", Right: "top"}} }), false), `a column of the joined row is named "total"`},
+		{"lateness", graph(left, &withLateness, op(nil), false), "r has allowed lateness 1s"},
+		{"itself", graph(left, right, op(nil), true), "it joins a window with itself"},
+	} {
+		_, err := c.g.Path()
+		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "W14") {
+			t.Errorf("%s: Path = %v, want %q", c.name, err, c.want)
+		}
+	}
+	// A key field of both sides outside the equalities is refused.
+	same := *right
+	same.Key = []string{"k"}
+	if _, err := graph(left, &same, op(func(j *JoinOp) { j.On = []JoinOn{{Left: "total", Right: "top"}} }), false).Path(); err == nil || !strings.Contains(err.Error(), `has "k" twice`) {
+		t.Errorf("a key of both sides outside the equalities: %v", err)
+	}
+}

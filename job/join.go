@@ -1,0 +1,198 @@
+package job
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/etime"
+	"github.com/weirstream/weir/internal/outfmt"
+	"github.com/weirstream/weir/internal/record"
+	"github.com/weirstream/weir/spec"
+	"github.com/weirstream/weir/window"
+)
+
+// join runs a join branch (semantics W14): it pairs the results of its
+// two windows of one window whose On columns are equal, in a window
+// operator of one-millisecond windows keyed by the results' window and
+// On columns (byWindow), on the watermark that fired them.
+type join struct {
+	op *spec.JoinOp
+	// sides are the left window's columns, then the right's.
+	sides [2]joinSide
+}
+
+// joinSide is where one side's columns are in its window's results.
+type joinSide struct {
+	plan *spec.Plan // the side's window plan view
+	on   []column   // its On columns
+	keys []column   // its key fields outside On (JoinKey's)
+	cols []column   // per JoinOp.Columns: its column, if of this side
+	mine []bool     // per JoinOp.Columns: of this side
+}
+
+func newJoin(left, right *spec.Plan, op *spec.JoinOp) *join {
+	jn := &join{op: op}
+	for s, p := range []*spec.Plan{left, right} {
+		side := joinSide{plan: p}
+		for _, o := range op.On {
+			f := o.Left
+			if s == 1 {
+				f = o.Right
+			}
+			side.on = append(side.on, columnOf(p, f))
+		}
+		for _, k := range p.Key {
+			if !slices.ContainsFunc(op.On, func(o spec.JoinOn) bool { return s == 0 && o.Left == k || s == 1 && o.Right == k }) {
+				side.keys = append(side.keys, columnOf(p, k))
+			}
+		}
+		for _, c := range op.Columns {
+			side.mine = append(side.mine, c.Right == (s == 1))
+			side.cols = append(side.cols, columnOf(p, c.Field))
+		}
+		jn.sides[s] = side
+	}
+	return jn
+}
+
+// JoinRow is a result of one side of a join, as the join keeps it (its
+// fields are exported for the state's codec).
+type JoinRow struct {
+	Right bool
+	// On are its On columns' texts; Keys its key fields outside On.
+	On, Keys []string
+	// Cols holds, per JoinOp.Columns, the column's text if it is of this
+	// side ("" otherwise).
+	Cols       []string
+	Tie        string // the result's key: the order of a group's rows
+	Start, End etime.Time
+}
+
+// row is result r of side s as a JoinRow.
+func (jn *join) row(s int, r window.Result[string, []byte]) JoinRow {
+	side := &jn.sides[s]
+	keys := outfmt.SplitKey(r.Key, len(side.plan.Key))
+	aggs := splitValues(r.Value, len(side.plan.Aggregates))
+	row := JoinRow{Right: s == 1, Tie: r.Key, Start: r.Window.Start, End: r.Window.End}
+	for _, c := range side.on {
+		row.On = append(row.On, c.text(&r, keys, aggs))
+	}
+	for _, c := range side.keys {
+		row.Keys = append(row.Keys, c.text(&r, keys, aggs))
+	}
+	row.Cols = make([]string, len(side.cols))
+	for i, c := range side.cols {
+		if side.mine[i] {
+			row.Cols[i] = c.text(&r, keys, aggs)
+		}
+	}
+	return row
+}
+
+// splitValues splits a result's value into its first n aggregate texts.
+func splitValues(v []byte, n int) [][]byte {
+	aggs := make([][]byte, n)
+	for i := range aggs {
+		k := slices.Index(v, 0)
+		aggs[i], v = v[:k], v[k+1:]
+	}
+	return aggs
+}
+
+// groupKey is the key a row joins under: its window and On columns.
+func (jn *join) groupKey(r JoinRow) string {
+	return strconv.FormatInt(int64(r.Start), 10) + record.KeySep + strconv.FormatInt(int64(r.End), 10) + record.KeySep + strings.Join(r.On, record.KeySep)
+}
+
+// JoinAcc holds a group's rows of each side, each in the order of their
+// results' keys.
+type JoinAcc struct{ Left, Right []JoinRow }
+
+// joinFunc gathers a group's rows (an AggregateFunc).
+type joinFunc struct{}
+
+func (joinFunc) CreateAccumulator() JoinAcc { return JoinAcc{} }
+
+func (joinFunc) Add(acc JoinAcc, in JoinRow) JoinAcc {
+	rows := &acc.Left
+	if in.Right {
+		rows = &acc.Right
+	}
+	i, _ := slices.BinarySearchFunc(*rows, in, func(a, b JoinRow) int { return strings.Compare(a.Tie, b.Tie) })
+	*rows = slices.Insert(*rows, i, in)
+	return acc
+}
+
+func (f joinFunc) Merge(a, b JoinAcc) JoinAcc {
+	for _, r := range append(b.Left, b.Right...) {
+		a = f.Add(a, r)
+	}
+	return a
+}
+
+func (joinFunc) Result(acc JoinAcc) JoinAcc { return acc }
+
+// pairs emits a group's joined rows: each left row with each right row,
+// then, as the join's type asks, each row of a side whose other side is
+// empty with nulls for the other side's columns.
+func (jn *join) pairs(acc JoinAcc, emit func(key string, w window.Window, vals []byte)) {
+	one := func(l, r *JoinRow) {
+		some := l
+		if some == nil {
+			some = r
+		}
+		key := slices.Clone(some.On)
+		for s, row := range []*JoinRow{l, r} {
+			if row != nil {
+				key = append(key, row.Keys...)
+				continue
+			}
+			for range jn.sides[s].keys {
+				key = append(key, "null")
+			}
+		}
+		var vals []byte
+		for i := range jn.op.Columns {
+			v := "null"
+			for s, row := range []*JoinRow{l, r} {
+				if row != nil && jn.sides[s].mine[i] {
+					v = row.Cols[i]
+				}
+			}
+			vals = append(append(vals, v...), 0)
+		}
+		emit(strings.Join(key, record.KeySep), window.Window{Start: some.Start, End: some.End}, vals)
+	}
+	t := jn.op.Type
+	for i := range acc.Left {
+		for k := range acc.Right {
+			one(&acc.Left[i], &acc.Right[k])
+		}
+		if len(acc.Right) == 0 && (t == spec.LeftJoin || t == spec.FullJoin) {
+			one(&acc.Left[i], nil)
+		}
+	}
+	if len(acc.Left) == 0 && (t == spec.RightJoin || t == spec.FullJoin) {
+		for k := range acc.Right {
+			one(nil, &acc.Right[k])
+		}
+	}
+}
+
+// buildJoin joins the results left and right of the windows feeding join
+// branch b and sends the joined rows to b's results sinks.
+func (j *Job) buildJoin(b *branch, left, right weir.Stream[window.Result[string, []byte]]) {
+	jn := b.join
+	side := func(s int) func(window.Result[string, []byte], func(JoinRow)) {
+		return func(r window.Result[string, []byte], emit func(JoinRow)) {
+			if r.Firing != window.Retract {
+				emit(jn.row(s, r))
+			}
+		}
+	}
+	id := func(r JoinRow) JoinRow { return r }
+	rows := weir.Connect(weir.FlatMap(left, side(0)), weir.FlatMap(right, side(1)), id, id)
+	byWindow(j, b, rows, jn.groupKey, joinFunc{}, jn.pairs)
+}

@@ -1,0 +1,175 @@
+package spec
+
+import (
+	"fmt"
+	"slices"
+)
+
+// JoinType is which rows a JoinOp emits.
+type JoinType uint8
+
+const (
+	// InnerJoin emits the pairs of rows that match.
+	InnerJoin JoinType = iota
+	// LeftJoin also emits each left row that matches none, with nulls.
+	LeftJoin
+	// RightJoin also emits each right row that matches none.
+	RightJoin
+	// FullJoin emits the unmatched rows of both sides.
+	FullJoin
+)
+
+var joinNames = [...]string{InnerJoin: "inner", LeftJoin: "left", RightJoin: "right", FullJoin: "full"}
+
+func (t JoinType) String() string {
+	if int(t) < len(joinNames) {
+		return joinNames[t]
+	}
+	return fmt.Sprintf("join(%d)", t)
+}
+
+// JoinOp joins the results of two windows that fire each window once
+// (window join, Flink SQL's join of two windowed relations on
+// window_start, window_end and keys; semantics W14): rows of the same
+// window whose On columns are equal are paired, on the watermark that
+// fired the window. Its inputs are the left window's results, then the
+// right's; its output goes to results sinks.
+type JoinOp struct {
+	Type JoinType
+	// On pairs the columns (W12's: key fields, aggregates) that must be
+	// equal, besides the window: one pair at least.
+	On []JoinOn
+	// Columns are the values of a joined row, each a column of one side
+	// under a name of its own.
+	Columns []JoinColumn
+}
+
+// JoinOn is one equality of a join: a left column and a right one.
+type JoinOn struct{ Left, Right string }
+
+// JoinColumn is a value of a joined row: column Field of the right side
+// (Right) or the left, named Name.
+type JoinColumn struct {
+	Name  string
+	Right bool
+	Field string
+}
+
+func (*JoinOp) Kind() string  { return "join" }
+func (*JoinOp) Ports() []Port { return []Port{Out} }
+
+// JoinKey is the key of a joined row (joinView's): the On columns under
+// their left names, then the left key fields outside On, then the right
+// key fields outside On. Each side's window has one result per key and
+// window, so a row is one per key and window.
+func (j *JoinOp) JoinKey(left, right *WindowOp) []string {
+	var k []string
+	for _, o := range j.On {
+		k = append(k, o.Left)
+	}
+	for _, f := range left.Key {
+		if !slices.ContainsFunc(j.On, func(o JoinOn) bool { return o.Left == f }) {
+			k = append(k, f)
+		}
+	}
+	for _, f := range right.Key {
+		if !slices.ContainsFunc(j.On, func(o JoinOn) bool { return o.Right == f }) {
+			k = append(k, f)
+		}
+	}
+	return k
+}
+
+// checkJoin checks that j, node name, may join the results of windows
+// left and right (nodes leftName and rightName): both fire each window
+// once, every column it reads is a column of its side's results, and
+// the joined row's names are distinct.
+func checkJoin(leftName string, left *WindowOp, rightName string, right *WindowOp, name string, j *JoinOp) error {
+	refuse := func(format string, args ...any) error {
+		return fmt.Errorf("join %s of windows %s and %s: %s (semantics W14)", name, leftName, rightName, fmt.Sprintf(format, args...))
+	}
+	for _, s := range []struct {
+		name string
+		op   *WindowOp
+	}{{leftName, left}, {rightName, right}} {
+		if err := checkFeeds(s.name, s.op, name, func(format string, args ...any) error {
+			return refuse("%s", fmt.Sprintf(format, args...))
+		}); err != nil {
+			return err
+		}
+	}
+	if leftName == rightName {
+		return refuse("it joins a window with itself; join two windows")
+	}
+	if j.Type > FullJoin {
+		return refuse("no such join type %v", j.Type)
+	}
+	if len(j.On) == 0 {
+		return refuse("it has no equality besides the window: give the columns to join on")
+	}
+	lc, _ := resultColumns(left)
+	rc, _ := resultColumns(right)
+	has := func(side string, cols []string, f string) error {
+		if f == ColWindowStart || f == ColWindowEnd || f == ColWindowTime || !slices.Contains(cols, f) {
+			data := slices.DeleteFunc(slices.Clone(cols), func(c string) bool { return c == ColWindowStart || c == ColWindowEnd || c == ColWindowTime })
+			return refuse("%s's results have no column %q to join on or take (they have %q; the window columns are joined already)", side, f, data)
+		}
+		return nil
+	}
+	for _, o := range j.On {
+		if err := has(leftName, lc, o.Left); err != nil {
+			return err
+		}
+		if err := has(rightName, rc, o.Right); err != nil {
+			return err
+		}
+	}
+	names := j.JoinKey(left, right)
+	for i, n := range names {
+		if slices.Contains(names[:i], n) {
+			return refuse("the joined row's key has %q twice (a key field of both sides outside the equalities): join on it", n)
+		}
+	}
+	for _, c := range j.Columns {
+		side, cols := leftName, lc
+		if c.Right {
+			side, cols = rightName, rc
+		}
+		if c.Field != ColWindowTime {
+			if err := has(side, cols, c.Field); err != nil {
+				return err
+			}
+		}
+		if c.Name == "" || slices.Contains(names, c.Name) || c.Name == ColWindowStart || c.Name == ColWindowEnd {
+			return refuse("a column of the joined row is named %q, which is empty or taken (its key is %q)", c.Name, names)
+		}
+		names = append(names, c.Name)
+	}
+	return nil
+}
+
+// joinView is the window op as the plan reads for join j of windows left
+// and right: its key is JoinKey, its values the columns (a key field as
+// first: any JSON value; an aggregate as its own function, so that a
+// results table types its column alike; window_time as a max, a number),
+// its assigner the left window's.
+func joinView(left, right *WindowOp, j *JoinOp) *WindowOp {
+	v := *left
+	v.Key = j.JoinKey(left, right)
+	v.Aggregates = nil
+	for _, c := range j.Columns {
+		side := left
+		if c.Right {
+			side = right
+		}
+		a := Aggregate{Name: c.Name, Fn: "first", Field: c.Field}
+		if c.Field == ColWindowTime {
+			a.Fn = "max"
+		}
+		if i := slices.IndexFunc(side.Aggregates, func(x Aggregate) bool { return x.Name == c.Field }); i >= 0 {
+			a.Fn, a.Type = side.Aggregates[i].Fn, side.Aggregates[i].Type
+		}
+		v.Aggregates = append(v.Aggregates, a)
+	}
+	return &v
+}

@@ -174,6 +174,9 @@ func Backfill(p *spec.Plan, o BackfillOptions) (BackfillReport, error) {
 		}
 	}
 	src, err := openLedgerSource(p, o)
+	if errors.Is(err, connector.ErrNoLedger) {
+		return BackfillReport{}, refused("%v (backfill folds the too-late records the job's runs wrote: run it first)", err)
+	}
 	if err != nil {
 		return BackfillReport{}, err
 	}

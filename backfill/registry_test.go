@@ -325,6 +325,7 @@ func TestBackfillRefusesMissingResults(t *testing.T) {
 		{"missing file", "path: results.db", "path: nosuch.db", "nosuch.db is not a SQLite file"},
 		{"missing table", "path: results.db", "path: results.db, table: nosuch", `table "nosuch" in ` + filepath.Join(dir, "results.db") + " is not there: run the job before a backfill"},
 		{"other columns", "  - {name: total, fn: sum, field: amount}\n", "  - {name: total, fn: sum, field: amount}\n  - {name: top, fn: max, field: amount}\n", "exists with other columns"},
+		{"missing ledger", "{type: ledger, dir: ledger}", "{type: ledger, dir: noledger}", "ledger " + filepath.Join("noledger", "gone") + " is not there: has the job run here?"},
 	} {
 		q, err := spec.Parse([]byte(strings.Replace(yaml, c.from, c.to, 1)))
 		if err != nil {
@@ -335,8 +336,10 @@ func TestBackfillRefusesMissingResults(t *testing.T) {
 			t.Errorf("%s: %v (a %T), want a refusal with %q", c.name, err, err, c.want)
 		}
 	}
-	if _, err := os.Stat(filepath.Join(dir, "nosuch.db")); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("the refused backfill made nosuch.db: %v", err)
+	for _, made := range []string{"nosuch.db", "noledger"} {
+		if _, err := os.Stat(filepath.Join(dir, made)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("the refused backfill made %s: %v", made, err)
+		}
 	}
 	db, err := sql.Open("sqlite", filepath.Join(dir, "results.db"))
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -80,6 +81,10 @@ func ledgerCmd(args []string, o IO) int {
 	}
 	specDir := filepath.Dir(o.path(paths[0]))
 	bad, where, err := backfill.ScanLedger(p, specDir, collect)
+	if errors.Is(err, connector.ErrNoLedger) {
+		fmt.Fprintln(o.Stderr, "weir ledger:", err)
+		return ExitUsage
+	}
 	if err != nil {
 		fmt.Fprintln(o.Stderr, "weir ledger:", err)
 		return ExitFailed

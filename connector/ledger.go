@@ -1,6 +1,14 @@
 package connector
 
-import "context"
+import (
+	"context"
+	"errors"
+)
+
+// ErrNoLedger is matched (errors.Is) by an OpenLedger error that says
+// the ledger is not there (a directory no run of the job made): weir
+// backfill and weir ledger refuse the spec for it, and create nothing.
+var ErrNoLedger = errors.New("the ledger is not there")
 
 // LedgerOpen is what a runner gives SinkKind.OpenLedger: a job spec's
 // sink of too-late records, to be read back as the job's late-data

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 
 	"github.com/weirstream/weir/connector"
@@ -14,8 +15,22 @@ import (
 // checkpoint's position (the sink's state is the Pos it committed), with
 // the single-writer lock of backfills when o.Lock says so.
 func openLedger(_ context.Context, o connector.LedgerOpen) (connector.LedgerReader, error) {
-	return OpenReader(JobDir(o.Path(o.Settings.String("dir")), o.Job), o.Lock)
+	dir := JobDir(o.Path(o.Settings.String("dir")), o.Job)
+	// A run of the job makes the directory when it opens its sink: one
+	// that is not there was never written (another directory, or a job
+	// that has not run here), and a lock would make it.
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		// (Named as the spec gives it, relative to the spec's directory.)
+		return nil, noLedger(fmt.Sprintf("%s: ledger %s is not there: has the job run here?", o.Output, JobDir(o.Settings.String("dir"), o.Job)))
+	}
+	return OpenReader(dir, o.Lock)
 }
+
+// noLedger is an error that matches connector.ErrNoLedger.
+type noLedger string
+
+func (e noLedger) Error() string      { return string(e) }
+func (noLedger) Is(target error) bool { return target == connector.ErrNoLedger }
 
 // OpenReader opens the ledger in dir for reading back as a
 // connector.LedgerReader (a cut's state is the Pos a checkpoint

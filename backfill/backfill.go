@@ -40,6 +40,10 @@ type BackfillOptions struct {
 	CheckpointDir string
 	// DryRun reports what would change and writes nothing.
 	DryRun bool
+	// KeepRevisions keeps each revised window's new values in the
+	// report (BackfillReport.Revisions): a dry run's --verify compares
+	// the results as the backfill would leave them.
+	KeepRevisions bool
 	// Out, when set, is told about each window changed.
 	Out io.Writer
 	// Filter, when set, chooses the entries to apply (by key, reason,
@@ -111,6 +115,19 @@ type BackfillReport struct {
 	// checkpointed watermark (etime.MaxTime: the job ended).
 	Cut       string     `json:"cut"`
 	Watermark etime.Time `json:"watermark"`
+	// Revisions are the revised windows' new values, with
+	// KeepRevisions.
+	Revisions []Revision `json:"-"`
+}
+
+// Revision is a window's revision by a backfill: its key values (the
+// ledger's JSON, in the spec's key order), its bounds and its new
+// aggregate values (as the results keep them: record.SplitResult's
+// texts).
+type Revision struct {
+	Key        []json.RawMessage
+	Start, End int64
+	Values     []string
 }
 
 // Backfill folds the entries of the job's late-data ledger into the
@@ -185,7 +202,7 @@ func Backfill(p *spec.Plan, o BackfillOptions) (BackfillReport, error) {
 	if err != nil {
 		return BackfillReport{}, err
 	}
-	ps := pass{ctx: context.Background(), o: &o, src: src, cut: cut, wm: wm, desc: desc, since: since, spec: outfmt.SpecHash(p), lateness: p.Lateness,
+	ps := pass{ctx: context.Background(), o: &o, src: src, cut: cut, wm: wm, desc: desc, since: since, spec: outfmt.SpecHash(p), lateness: p.Lateness, keys: p.Key,
 		fold:     &specFolder{agg: record.NewAggregator(p, record.KeepsAccs(p)), dec: record.NewDecoder(p, clock.Real{})},
 		retryFor: pgio.DefaultConnectRetryFor}
 	if p.WindowKind == spec.Session {
@@ -233,6 +250,8 @@ type pass struct {
 	o   *BackfillOptions
 	src ledgerSource
 	cut *ledgerCut
+	// keys are the spec's key fields (Revision.Key's order).
+	keys []string
 	// wm is the live job's watermark at the cut: windows it has not
 	// closed are left to it, and revisions carry it. With entryWM, there
 	// is none: each revision carries the newest arrival watermark of
@@ -384,7 +403,7 @@ func (ps *pass) run() (BackfillReport, error) {
 			rep.HorizonExpired += len(g.entries)
 			continue
 		}
-		w := backfillWindow{o: o, rep: &rep, fold: ps.fold, runScoped: ps.runScoped, wm: wm, key: g.key, start: g.start, end: g.end, entries: g.entries}
+		w := backfillWindow{o: o, rep: &rep, fold: ps.fold, runScoped: ps.runScoped, wm: wm, key: g.key, keyNames: ps.keys, start: g.start, end: g.end, entries: g.entries}
 		if err := json.Unmarshal([]byte(g.key), &w.keyVals); err != nil {
 			return rep, fmt.Errorf("window %s [%d,%d): ledger entry key: %w", g.key, g.start, g.end, err)
 		}
@@ -941,6 +960,7 @@ type backfillWindow struct {
 	wm         etime.Time
 	key        string // the ledger's key object, compact JSON
 	keyVals    map[string]json.RawMessage
+	keyNames   []string // the spec's key fields, in order
 	start, end int64
 	entries    []decodedEntry // the ledger entries that missed the window
 	// run is the run of the window's stored revision (set by load; the
@@ -1011,6 +1031,13 @@ func (w *backfillWindow) apply(st windowStore, entries []decodedEntry) error {
 	}
 	if w.o.Out != nil {
 		fmt.Fprintf(w.o.Out, "window %s [%d,%d): %d entries, pane %d -> %d: %s\n", w.key, w.start, w.end, applied, pane, pane+1, strings.Join(shown, " "))
+	}
+	if w.o.KeepRevisions {
+		r := Revision{Start: w.start, End: w.end, Values: slices.Clone(shown)}
+		for _, k := range w.keyNames {
+			r.Key = append(r.Key, w.keyVals[k])
+		}
+		w.rep.Revisions = append(w.rep.Revisions, r)
 	}
 	if w.o.DryRun {
 		return nil

@@ -317,15 +317,44 @@ func (c *collectLines) DeadLetter(string, string, any)      { c.dead++ }
 // Compare compares the job's results with the answer and returns the
 // rows that differ (at most limit of them, described) and their number.
 func (a *Answer) Compare(p *spec.Plan, dir string, limit int) ([]string, int, error) {
+	return a.CompareRevised(p, dir, limit, nil)
+}
+
+// CompareRevised is Compare of the results as revisions would leave them
+// (a dry run's: BackfillReport.Revisions): each revised window's values
+// in place of the stored ones.
+func (a *Answer) CompareRevised(p *spec.Plan, dir string, limit int, revisions []Revision) ([]string, int, error) {
 	var got map[string][]string
 	var err error
-	if revision(p) == connector.ReviseLog {
+	log := revision(p) == connector.ReviseLog
+	if log {
 		got, err = latestResults(p, dir)
 	} else {
 		got, err = tableRows(p, dir)
 	}
 	if err != nil {
 		return nil, 0, err
+	}
+	if len(revisions) > 0 {
+		keyText, err := keyTexter(context.Background(), p, dir)
+		if err != nil {
+			return nil, 0, err
+		}
+		for _, r := range revisions {
+			keys := make([]string, len(r.Key))
+			for i, k := range r.Key {
+				c, err := CanonicalJSON(k)
+				if err != nil {
+					return nil, 0, err
+				}
+				keys[i] = keyText(c)
+			}
+			vals := make([]string, len(r.Values))
+			for i, v := range r.Values {
+				vals[i] = valueCanonical(log, []byte(v))
+			}
+			got[rowIdentity(keys, strconv.FormatInt(r.Start, 10), strconv.FormatInt(r.End, 10))] = vals
+		}
 	}
 	var diffs []string
 	n := 0

@@ -67,7 +67,8 @@ func backfillCmd(args []string, o IO) int {
 		g := f
 		f = func(e ledger.Entry) bool { return g(e) && e.ArrivedAt >= from && e.ArrivedAt < to }
 	}
-	bo := backfill.BackfillOptions{Dir: filepath.Dir(o.path(path)), DryRun: *dry, Filter: f, WindowsPerTx: *perTx, AcceptSpec: accept, Crash: crashHook(o.Getenv)}
+	bo := backfill.BackfillOptions{Dir: filepath.Dir(o.path(path)), DryRun: *dry, Filter: f, WindowsPerTx: *perTx, AcceptSpec: accept, Crash: crashHook(o.Getenv),
+		KeepRevisions: *dry && *verify}
 	if *ckDir != "" {
 		bo.CheckpointDir = o.path(*ckDir)
 	}
@@ -137,17 +138,21 @@ func backfillCmd(args []string, o IO) int {
 			fmt.Fprintln(o.Stderr, "weir backfill: --verify:", err)
 			return ExitFailed
 		}
-		diffs, n, err := ans.Compare(p, bo.Dir, 5)
+		// A dry run compares the results as the backfill would leave them.
+		diffs, n, err := ans.CompareRevised(p, bo.Dir, 5, rep.Revisions)
 		if err != nil {
 			fmt.Fprintln(o.Stderr, "weir backfill: --verify:", err)
 			return ExitFailed
 		}
-		if n == 0 {
+		switch {
+		case n == 0 && *dry:
+			fmt.Fprintf(o.Stdout, "after this backfill the results would equal the complete answer: %s windows, from all %s input records grouped without watermarks\n", thousands(ans.Windows()), thousands(int(ans.Records)))
+		case n == 0:
 			fmt.Fprintf(o.Stdout, "results now equal the complete answer: %s windows, from all %s input records grouped without watermarks\n", thousands(ans.Windows()), thousands(int(ans.Records)))
-		} else {
+		default:
 			verb := "differ"
 			if *dry {
-				verb = "differ (before the backfill)"
+				verb = "would differ, after this backfill,"
 			}
 			fmt.Fprintf(o.Stdout, "%s of %s windows %s from the complete answer (all %s input records grouped without watermarks), such as:\n", thousands(n), thousands(ans.Windows()), verb, thousands(int(ans.Records)))
 			for _, d := range diffs {

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/weirstream/weir/backfill"
+	"github.com/weirstream/weir/job"
 	"github.com/weirstream/weir/ledger"
 )
 
@@ -153,6 +154,15 @@ func backfillCmd(args []string, o IO) int {
 			verb := "differ"
 			if *dry {
 				verb = "would differ, after this backfill,"
+			}
+			if l := job.Running(p, job.RunOptions{Dir: bo.Dir, CheckpointDir: bo.CheckpointDir}); l != nil {
+				// The complete answer is of the whole input; a live job
+				// has not closed its newest windows yet.
+				who := "a run of the job"
+				if l.PID > 0 {
+					who = fmt.Sprintf("a run of the job (pid %d)", l.PID)
+				}
+				fmt.Fprintf(o.Stdout, "note: %s is still running (it holds %s %s): its newest windows are not closed yet and differ until it has read all of its input and ended\n", who, l.What, l.Path)
 			}
 			fmt.Fprintf(o.Stdout, "%s of %s windows %s from the complete answer (all %s input records grouped without watermarks), such as:\n", thousands(n), thousands(ans.Windows()), verb, thousands(int(ans.Records)))
 			for _, d := range diffs {

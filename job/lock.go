@@ -59,10 +59,90 @@ type runLocks struct {
 // lockRun takes the locks of plan's run, or none and an error (a
 // *LockedError when another run holds one).
 func lockRun(p *spec.Plan, o RunOptions) (*runLocks, error) {
-	type target struct {
-		what, path string
-		dir        bool
+	ts := runTargets(p, o)
+	l := &runLocks{}
+	var taken []string
+	for _, t := range ts {
+		if t.path == "" {
+			continue
+		}
+		var lock string
+		if t.dir {
+			if err := os.MkdirAll(t.path, 0o755); err != nil {
+				return nil, errors.Join(fmt.Errorf("%s: %w", t.what, err), l.release())
+			}
+			lock = t.lock()
+		} else if _, err := os.Stat(filepath.Dir(t.path)); err != nil {
+			continue // opening the file fails, saying why
+		} else if fi, err := os.Stat(t.path); err == nil && !fi.Mode().IsRegular() {
+			continue // /dev/null, a pipe: nothing two runs could spoil
+		} else {
+			lock = t.lock()
+		}
+		if slices.Contains(taken, lock) {
+			continue // two outputs of this run in one file
+		}
+		unlock, err := flock.TryLock(lock)
+		if errors.Is(err, flock.ErrBusy) {
+			err = &LockedError{What: t.what, Path: t.path, Lock: lock, PID: flock.Holder(lock)}
+		} else if err != nil {
+			err = fmt.Errorf("%s %s: taking the run's lock: %w", t.what, t.path, err)
+		}
+		if err != nil {
+			return nil, errors.Join(err, l.release())
+		}
+		l.unlock = append(l.unlock, unlock)
+		taken = append(taken, lock)
 	}
+	return l, nil
+}
+
+// Running returns a *LockedError naming a run of plan that holds one of
+// its run's locks (a live job, whose outputs are not final), or nil. It
+// makes nothing: a lock file that is not there is no run.
+func Running(p *spec.Plan, o RunOptions) *LockedError {
+	for _, t := range runTargets(p, o) {
+		if t.path == "" {
+			continue
+		}
+		lock := t.lock()
+		if _, err := os.Stat(lock); err != nil {
+			continue
+		}
+		unlock, err := flock.TryLock(lock)
+		if errors.Is(err, flock.ErrBusy) {
+			return &LockedError{What: t.what, Path: t.path, Lock: lock, PID: flock.Holder(lock)}
+		}
+		if err == nil {
+			unlock()
+		}
+	}
+	return nil
+}
+
+// lockTarget is a directory or file output a run locks.
+type lockTarget struct {
+	what, path string
+	dir        bool
+}
+
+// lock is the target's lock file: in a directory, or beside a file
+// (the file a link there names: a link to another run's output is that
+// output).
+func (t lockTarget) lock() string {
+	if t.dir {
+		return realPath(filepath.Join(t.path, dirLock))
+	}
+	file := t.path
+	if target, err := filepath.EvalSymlinks(file); err == nil {
+		file = target
+	}
+	return realPath(lockName(file))
+}
+
+// runTargets are the directories and files plan's run locks.
+func runTargets(p *spec.Plan, o RunOptions) []lockTarget {
+	type target = lockTarget
 	var ts []target
 	if dir := checkpointDir(p, o); dir != "" {
 		ts = append(ts, target{"checkpoint directory", dir, true})
@@ -90,45 +170,7 @@ func lockRun(p *spec.Plan, o RunOptions) (*runLocks, error) {
 	if a := p.Archive; a != nil {
 		ts = append(ts, target{"archive", o.Path(a.Dir), true})
 	}
-	l := &runLocks{}
-	var taken []string
-	for _, t := range ts {
-		if t.path == "" {
-			continue
-		}
-		var lock string
-		if t.dir {
-			if err := os.MkdirAll(t.path, 0o755); err != nil {
-				return nil, errors.Join(fmt.Errorf("%s: %w", t.what, err), l.release())
-			}
-			lock = realPath(filepath.Join(t.path, dirLock))
-		} else if _, err := os.Stat(filepath.Dir(t.path)); err != nil {
-			continue // opening the file fails, saying why
-		} else if fi, err := os.Stat(t.path); err == nil && !fi.Mode().IsRegular() {
-			continue // /dev/null, a pipe: nothing two runs could spoil
-		} else {
-			file := t.path
-			if target, err := filepath.EvalSymlinks(file); err == nil {
-				file = target // a link to another run's output is that output
-			}
-			lock = realPath(lockName(file))
-		}
-		if slices.Contains(taken, lock) {
-			continue // two outputs of this run in one file
-		}
-		unlock, err := flock.TryLock(lock)
-		if errors.Is(err, flock.ErrBusy) {
-			err = &LockedError{What: t.what, Path: t.path, Lock: lock, PID: flock.Holder(lock)}
-		} else if err != nil {
-			err = fmt.Errorf("%s %s: taking the run's lock: %w", t.what, t.path, err)
-		}
-		if err != nil {
-			return nil, errors.Join(err, l.release())
-		}
-		l.unlock = append(l.unlock, unlock)
-		taken = append(taken, lock)
-	}
-	return l, nil
+	return ts
 }
 
 // realPath is path with its directory's symbolic links resolved, so that

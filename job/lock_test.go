@@ -120,3 +120,47 @@ checkpoint: {dir: %s}
 		t.Fatal(err)
 	}
 }
+
+// TestRunning: Running names a live run of the job (one that holds its
+// locks) and nothing once it has ended, and makes no lock file or
+// directory of an output the job never wrote.
+func TestRunning(t *testing.T) {
+	p, err := spec.Parse([]byte(`
+name: live
+source: {type: file, path: in.jsonl}
+watermark: {max_out_of_orderness: 1s}
+key: [k]
+window: {type: tumbling, size: 10s}
+aggregate: [{name: n, fn: count}]
+sinks:
+  results: {type: jsonl, path: out.jsonl}
+  late: {type: ledger, dir: ledger}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if l := Running(p, RunOptions{Dir: dir}); l != nil {
+		t.Fatalf("before any run: %v", l)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Fatalf("Running made %d files", len(entries))
+	}
+	if err := os.WriteFile(filepath.Join(dir, "in.jsonl"), []byte(`{"k": "a", "ts": 1767225600000}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	j, err := Open(p, RunOptions{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := Running(p, RunOptions{Dir: dir})
+	if l == nil || l.What != "sinks.results" || l.PID != os.Getpid() {
+		t.Fatalf("during the run: %+v", l)
+	}
+	if _, err := j.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if l := Running(p, RunOptions{Dir: dir}); l != nil {
+		t.Fatalf("after the run: %v", l)
+	}
+}

@@ -56,6 +56,10 @@ func (l *resultsLog) Scan(_ context.Context, fn func(line []byte) error) error {
 		if err != nil {
 			return err
 		}
+		// Complete lines only: a line without its newline is a write a
+		// crash tore, never committed (the job's resume, or the next
+		// Append, cuts it; an outbox publishes the revision again).
+		b = b[:bytes.LastIndexByte(b, '\n')+1]
 		if len(b) == 0 {
 			continue
 		}

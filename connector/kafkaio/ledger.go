@@ -66,6 +66,9 @@ func (k *ledgerTopic) Scan(ctx context.Context, _ *connector.LedgerCut, fn func(
 		}
 		ferr = fn(line)
 	}, k.auth...)
+	if errors.Is(err, ErrNoTopic) {
+		err = fmt.Errorf("%w (is sinks.late.topic the job's late topic, and has the job run?)", err)
+	}
 	return bad, errors.Join(err, ferr)
 }
 

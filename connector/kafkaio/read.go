@@ -2,10 +2,13 @@ package kafkaio
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -26,14 +29,33 @@ func ReadCommitted(ctx context.Context, brokers, topics []string, quiet time.Dur
 	}
 	defer cl.Close()
 	wait := quiet
-	ends, err := kadm.NewClient(cl).ListCommittedOffsets(ctx, topics...)
-	if err == nil {
-		ends.Each(func(o kadm.ListedOffset) {
-			if o.Err == nil && o.Offset > 0 {
-				wait = max(quiet, firstWait)
-			}
-		})
+	// The topics' ends, which also tells unreachable brokers and a topic
+	// that is not there from one that holds nothing: both would read as
+	// no records.
+	lctx, cancel := context.WithTimeout(ctx, listWait)
+	ends, err := kadm.NewClient(cl).ListCommittedOffsets(lctx, topics...)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("kafkaio: reading %s at %s: %w", strings.Join(topics, ", "), strings.Join(brokers, ","), err)
 	}
+	for _, t := range topics {
+		ps, ok := ends[t]
+		if ok {
+			for _, o := range ps {
+				if errors.Is(o.Err, kerr.UnknownTopicOrPartition) {
+					ok = false
+				}
+			}
+		}
+		if !ok || len(ps) == 0 {
+			return fmt.Errorf("kafkaio: topic %s at %s does not exist: %w", t, strings.Join(brokers, ","), ErrNoTopic)
+		}
+	}
+	ends.Each(func(o kadm.ListedOffset) {
+		if o.Err == nil && o.Offset > 0 {
+			wait = max(quiet, firstWait)
+		}
+	})
 	for {
 		pctx, cancel := context.WithTimeout(ctx, wait)
 		f := cl.PollFetches(pctx)
@@ -55,3 +77,10 @@ func ReadCommitted(ctx context.Context, brokers, topics []string, quiet time.Dur
 // firstWait bounds ReadCommitted's wait for the first records of topics
 // that have some.
 const firstWait = 30 * time.Second
+
+// listWait bounds ReadCommitted's look up of the topics' ends.
+const listWait = 30 * time.Second
+
+// ErrNoTopic is matched (errors.Is) by ReadCommitted's error for a topic
+// that does not exist.
+var ErrNoTopic = errors.New("no such topic")

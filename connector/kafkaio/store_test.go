@@ -5,7 +5,9 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/connector/connectortest"
 )
@@ -43,5 +45,37 @@ func TestResultsTopicStore(t *testing.T) {
 	}
 	if err := l.Forget(ctx); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestReadCommittedTellsNothingFromNoAnswer: reading a topic that is not
+// there, or brokers that cannot be reached, is an error naming them, not
+// an empty read (weir ledger and weir backfill read a Kafka late topic so
+// and reported 0 entries when the broker was down); an empty topic reads
+// as empty.
+func TestReadCommittedTellsNothingFromNoAnswer(t *testing.T) {
+	brokers := cluster(t, "empty", 1)
+	ctx := context.Background()
+	n := 0
+	count := func(*kgo.Record) { n++ }
+	if err := ReadCommitted(ctx, brokers, []string{"empty"}, 100*time.Millisecond, count); err != nil || n != 0 {
+		t.Fatalf("an empty topic: %d records, %v", n, err)
+	}
+	err := ReadCommitted(ctx, brokers, []string{"nosuch"}, 100*time.Millisecond, count)
+	if !errors.Is(err, ErrNoTopic) || !strings.Contains(err.Error(), "topic nosuch at "+brokers[0]) {
+		t.Errorf("a topic that is not there: %v", err)
+	}
+	lt := &ledgerTopic{brokers: brokers, topic: "nosuch", reason: "window_expired"}
+	if _, err := lt.Scan(ctx, nil, func([]byte) error { return nil }); !errors.Is(err, ErrNoTopic) || !strings.Contains(err.Error(), "sinks.late.topic") {
+		t.Errorf("a late topic that is not there: %v", err)
+	}
+	down := []string{"127.0.0.1:1"}
+	start := time.Now()
+	err = ReadCommitted(ctx, down, []string{"empty"}, 100*time.Millisecond, count)
+	if err == nil || errors.Is(err, ErrNoTopic) || !strings.Contains(err.Error(), "at 127.0.0.1:1") {
+		t.Errorf("brokers that cannot be reached: %v", err)
+	}
+	if d := time.Since(start); d > listWait+5*time.Second {
+		t.Errorf("the unreachable brokers took %v to tell", d)
 	}
 }

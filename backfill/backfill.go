@@ -589,12 +589,7 @@ func oneWindow(p *spec.Plan) error {
 
 // revision is how backfill revises the results of a job spec's first
 // results sink (NoRevision: its kind is not registered).
-func revision(p *spec.Plan) connector.Revision {
-	if kind, ok := p.Kinds().Lookup(p.Sinks.Primary().Type); ok && kind.Sink != nil {
-		return kind.Sink.Revise
-	}
-	return connector.NoRevision
-}
+func revision(p *spec.Plan) connector.Revision { return p.Kinds().Revise(p.Sinks.Primary().Type) }
 
 // sqlStore is a SQLite or Postgres results table.
 type sqlStore struct {

@@ -121,10 +121,10 @@ func Complete(p *spec.Plan, dir string) (*Answer, error) {
 			return nil, err
 		}
 	}
+	log := revision(p) == connector.ReviseLog
 	for id, ac := range accs {
 		agg.CollectInInputOrder(ac)
 		vals := record.SplitResult(agg.Result(ac), len(agg.Fns))
-		log := revision(p) == connector.ReviseLog
 		for i, v := range vals {
 			vals[i] = valueCanonical(log, []byte(v))
 		}

@@ -344,6 +344,16 @@ func (r *Registry) Lookup(name string) (Kind, bool) {
 	return Kind{}, false
 }
 
+// Revise is how weir backfill revises the results of kind name's sink
+// (SinkKind.Revise); NoRevision for a kind that is not registered or has
+// no sink.
+func (r *Registry) Revise(name string) Revision {
+	if k, ok := r.Lookup(name); ok && k.Sink != nil {
+		return k.Sink.Revise
+	}
+	return NoRevision
+}
+
 // Kinds returns every kind in registration order.
 func (r *Registry) Kinds() []Kind {
 	r.mu.RLock()

@@ -230,13 +230,6 @@ type compiler struct {
 // (allowed, in registration order).
 // revision is how weir backfill revises the results of sink kind typ
 // (connector.SinkKind.Revise; NoRevision for an unknown kind).
-func (c *compiler) revision(typ string) connector.Revision {
-	if k, ok := c.reg.Lookup(typ); ok && k.Sink != nil {
-		return k.Sink.Revise
-	}
-	return connector.NoRevision
-}
-
 func (c *compiler) kind(path, typ string, allowed []string) {
 	switch {
 	case len(allowed) == 0:
@@ -414,7 +407,7 @@ func (c *compiler) compile() {
 			c.add("alerts.late_ratio", fmt.Sprintf("%v is above late_ratio_critical %v", p.LateRatioWarn, p.LateRatioCrit), "make the warning level the lower one")
 		}
 	}
-	if r, l := s.Sinks.Primary(), s.Sinks.Late; s.Archive == nil && r != nil && c.revision(r.Type) == connector.ReviseLog && keepsForBackfill(l) {
+	if r, l := s.Sinks.Primary(), s.Sinks.Late; s.Archive == nil && r != nil && c.reg.Revise(r.Type) == connector.ReviseLog && keepsForBackfill(l) {
 		c.warn("archive", fmt.Sprintf("sinks.late (%s) keeps the too-late records for weir backfill, which cannot merge them into %s results without an archive of the closed windows", l.Type, r.Type),
 			"add archive: {dir: archive} (or a sqlite or postgres results table, which keeps the windows in its rows)")
 	}
@@ -429,9 +422,9 @@ func (c *compiler) compile() {
 			c.add("archive.horizon", fmt.Sprintf("%v is shorter than allowed_lateness %v: late firings would be removed as they are archived", time.Duration(p.ArchiveHorizon)*time.Millisecond, time.Duration(p.Lateness)*time.Millisecond), "keep windows at least as long as the allowed lateness (and as long as backfills may come, such as 7d)")
 		case a.Dir == "":
 			c.add("archive.dir", "missing", "name the archive's directory, such as archive")
-		case r != nil && c.revision(r.Type) == connector.ReviseTable:
+		case r != nil && c.reg.Revise(r.Type) == connector.ReviseTable:
 			c.add("archive", fmt.Sprintf("a %s results table keeps each window's accumulators in its rows", r.Type), "remove the archive block (it serves jsonl and kafka results)")
-		case r != nil && c.revision(r.Type) != connector.ReviseLog:
+		case r != nil && c.reg.Revise(r.Type) != connector.ReviseLog:
 			c.add("archive", fmt.Sprintf("weir backfill cannot revise %s results", r.Type), "remove the archive block (it serves results that backfill appends revisions to, such as jsonl and kafka)")
 		case s.Window.Type != "tumbling" && s.Window.Type != "sliding":
 			c.add("archive", fmt.Sprintf("backfill revises tumbling and sliding windows, not %s windows", s.Window.Type), "remove the archive block")

@@ -33,6 +33,9 @@ type Projection struct {
 	// union's; nil when the window's key is the union's own.
 	keyAt  []int
 	nUnion int
+	// run: keyAt is a run of adjacent fields in order (a single field,
+	// say), so that the window's key is a substring of the union's.
+	run bool
 	// from and to bound the window's aggregates among the union's.
 	from, to int
 }
@@ -53,13 +56,18 @@ func Project(union *spec.Plan, windows []*spec.WindowOp, i int) Projection {
 		if pr.keyAt == nil {
 			pr.keyAt = []int{} // no key: every record is the one key ""
 		}
+		pr.run = true
+		for j := 1; j < len(pr.keyAt); j++ {
+			pr.run = pr.run && pr.keyAt[j] == pr.keyAt[j-1]+1
+		}
 	}
 	return pr
 }
 
 // Apply returns r as the window's record. The aggregates' inputs are r's
-// (not copied); the key is a new string when the window's key differs
-// from the union's.
+// (not copied); the key is a substring of r's when the window's key
+// fields are adjacent among the union's (one field, say), else a new
+// string.
 func (pr Projection) Apply(r Record) Record {
 	if r.Mark != markNone {
 		return r // a control line: no key, no inputs
@@ -72,13 +80,36 @@ func (pr Projection) Apply(r Record) Record {
 		r.Key = ""
 		return r
 	}
-	parts := strings.SplitN(r.Key, KeySep, pr.nUnion)
+	// The fields' bounds in r.Key: field i is key[start[i]:start[i+1]-len(KeySep)].
+	var buf [17]int
+	start := buf[:0]
+	if pr.nUnion >= len(buf) {
+		start = make([]int, 0, pr.nUnion+1)
+	}
+	start = append(start, 0)
+	for i, k := 0, r.Key; i < pr.nUnion-1; i++ {
+		n := strings.Index(k[start[i]:], KeySep)
+		if n < 0 {
+			break // fewer fields than the union's: cannot happen
+		}
+		start = append(start, start[i]+n+len(KeySep))
+	}
+	start = append(start, len(r.Key)+len(KeySep))
+	field := func(i int) (int, int) { return start[i], start[i+1] - len(KeySep) }
+	if pr.run {
+		from, _ := field(pr.keyAt[0])
+		_, to := field(pr.keyAt[len(pr.keyAt)-1])
+		r.Key = r.Key[from:to]
+		return r
+	}
 	var b strings.Builder
+	b.Grow(len(r.Key))
 	for j, at := range pr.keyAt {
 		if j > 0 {
 			b.WriteString(KeySep)
 		}
-		b.WriteString(parts[at])
+		from, to := field(at)
+		b.WriteString(r.Key[from:to])
 	}
 	r.Key = b.String()
 	return r

@@ -1,6 +1,7 @@
 package job
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/weirstream/weir/clock"
@@ -41,24 +42,33 @@ type branch struct {
 	join *join
 }
 
-// newBranches returns the branches of path's windows, and the plan the
-// decoder reads with: plan itself for one window fed by the read, else
-// the union of those windows' keys and aggregates (record.Union). A
+// newBranches returns the branches of path's windows. decodes holds, per
+// read, the plan of its source's settings; newBranches sets each to the
+// plan its decoder reads with: its settings with the key and aggregates
+// of the one window it feeds, else the union of its windows' keys and
+// aggregates (record.Union), which each window's projection cuts down. A
 // window fed by another window's results (semantics W12) reads them
-// through its own decoder (cascade.go).
-func newBranches(plan *spec.Plan, path *spec.Path, clk clock.Clock) ([]*branch, *spec.Plan) {
-	var read []*spec.WindowOp // the windows the read feeds
+// through its own decoder (cascade.go); a Top-N or a join ranks or pairs
+// results (topn.go, join.go).
+func newBranches(plan *spec.Plan, path *spec.Path, decodes []*spec.Plan, clk clock.Clock) ([]*branch, error) {
+	fed := make([][]*spec.WindowOp, len(decodes)) // per read, the windows it feeds
 	for i := range path.Windows {
-		if path.Windows[i].From < 0 {
-			read = append(read, path.Windows[i].Window)
+		if w := &path.Windows[i]; w.From < 0 {
+			fed[w.Read] = append(fed[w.Read], w.Window)
 		}
 	}
-	decode := plan
-	if len(read) > 1 {
-		decode = record.Union(plan, read)
+	for r, ws := range fed {
+		switch {
+		case len(ws) == 0:
+			return nil, fmt.Errorf("job: the plan's source %s feeds no window", path.Reads[r].Name)
+		case len(ws) == 1:
+			decodes[r] = decodes[r].ForWindow(ws[0])
+		default:
+			decodes[r] = record.Union(decodes[r], ws)
+		}
 	}
 	bs := make([]*branch, len(path.Windows))
-	r := 0 // the branch's index in read
+	at := make([]int, len(decodes)) // per read, the next window's index in fed
 	for i := range path.Windows {
 		op := path.Windows[i].Window
 		b := &branch{Branch: &path.Windows[i], i: i, plan: plan.ForWindow(op), stage: "window"}
@@ -77,16 +87,16 @@ func newBranches(plan *spec.Plan, path *spec.Path, clk clock.Clock) ([]*branch, 
 		case b.From >= 0:
 			b.cascade = newCascade(bs[b.From].Name, bs[b.From].plan, b.plan, clk)
 		default:
-			if len(read) > 1 {
-				pr := record.Project(decode, read, r)
+			if ws := fed[b.Read]; len(ws) > 1 {
+				pr := record.Project(decodes[b.Read], ws, at[b.Read])
 				b.proj = &pr
 			}
-			r++
+			at[b.Read]++
 		}
 		b.width = record.NewAggregator(b.plan, record.KeepsAccs(b.plan)).Width()
 		bs[i] = b
 	}
-	return bs, decode
+	return bs, nil
 }
 
 // feeds are the indexes of the windows whose results feed b (none: the

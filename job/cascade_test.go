@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math/big"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -556,6 +557,209 @@ func TestWindowJoin(t *testing.T) {
 			}
 			if !bytes.Equal(s.JSON(), fullSum.JSON()) {
 				t.Errorf("summary after the resume:\n%s\nwant\n%s", s.JSON(), fullSum.JSON())
+			}
+		})
+	}
+}
+
+// payJob is a second source for TestTwoSources: other orders (another
+// seed, fewer records) over the same half hour, in minute windows per
+// user, with dead letters of its own.
+var payJob = strings.NewReplacer(
+	"name: orders", "name: pay",
+	"records: 30000", "records: 12000",
+	"seed: 3", "seed: 11",
+	"allowed_lateness: 3m\n", "",
+	"trigger: {type: continuous, interval: 20s}\n", "",
+	"  - {name: users, fn: count_distinct, field: user_id}\n", "",
+	"  - {name: orders, fn: count}\n", "  - {name: pays, fn: count}\n",
+	"  - {name: total, fn: sum, field: amount}\n", "  - {name: paid, fn: sum, field: amount}\n",
+	"late: {type: jsonl, path: late.jsonl}", "late: {type: jsonl, path: pay_late.jsonl}",
+	"dead_letter: {type: jsonl, path: bad.jsonl}", "dead_letter: {type: jsonl, path: pay_bad.jsonl}",
+).Replace(fmt.Sprintf(jobtest.OrderJob, "jsonl", "pay.jsonl"))
+
+// TestTwoSources runs a plan that reads two sources, each with its own
+// decode, watermarks, dead letters and minute windows, and joins the two
+// windows' results per user (semantics W14; the join fires a window once
+// the watermarks of both sides passed it). Each source's outputs are
+// what its job alone writes, the joined rows equal an oracle over the
+// two windows' results, conservation holds per window with its own
+// source's counts, and the outputs are the same after a crash at each
+// checkpointing point (both sources resume from their positions).
+func TestTwoSources(t *testing.T) {
+	if !strings.Contains(payJob, "seed: 11") || !strings.Contains(payJob, "paid") {
+		t.Fatal("the pay job was not rewritten")
+	}
+	minuteDir, minuteSum := runSpec(t, minuteJob, nil, RunOptions{Deterministic: true})
+	payDir, paySum := runSpec(t, payJob, nil, RunOptions{Deterministic: true})
+
+	dir, left := jobtest.Prepare(t, minuteJob, nil, "")
+	_, right := jobtest.Prepare(t, payJob, nil, dir)
+	_, joined := jobtest.Prepare(t, strings.Replace(tenMinuteJob, "ten.jsonl", "joined.jsonl", 1), nil, dir)
+	// The right plan's nodes, renumbered after the left plan's, its
+	// source carrying its settings; then the join of the two windows.
+	q := *left
+	q.Graph.Nodes = slices.Clone(left.Graph.Nodes)
+	off := spec.NodeID(len(q.Graph.Nodes))
+	var lw, rw spec.NodeID = -1, -1
+	for _, n := range q.Graph.Nodes {
+		if _, ok := n.Op.(*spec.WindowOp); ok {
+			lw = n.ID
+		}
+	}
+	for _, n := range right.Graph.Nodes {
+		m := spec.Node{ID: n.ID + off, Name: "pay." + n.Name, Op: n.Op}
+		for _, e := range n.Inputs {
+			m.Inputs = append(m.Inputs, spec.Edge{From: e.From + off, Port: e.Port})
+		}
+		switch op := n.Op.(type) {
+		case *spec.SourceOp:
+			src := *op
+			src.Settings = right
+			m.Op = &src
+		case *spec.WindowOp:
+			rw = m.ID
+		case *spec.SinkOp:
+			s := *op
+			s.Name = "pay_" + s.Name
+			m.Op = &s
+		}
+		q.Graph.Nodes = append(q.Graph.Nodes, m)
+	}
+	po, err := joined.Graph.Path()
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := po.Windows[0].Results[0]
+	id := spec.NodeID(len(q.Graph.Nodes))
+	q.Graph.Nodes = append(q.Graph.Nodes,
+		spec.Node{ID: id, Name: "joined", Op: &spec.JoinOp{Type: spec.FullJoin, On: []spec.JoinOn{{Left: "user_id", Right: "user_id"}},
+			Columns: []spec.JoinColumn{{Name: "orders", Field: "orders"}, {Name: "pays", Right: true, Field: "pays"}, {Name: "paid", Right: true, Field: "paid"}}},
+			Inputs: []spec.Edge{{From: lw}, {From: rw}}},
+		spec.Node{ID: id + 1, Name: "joined.results", Op: &spec.SinkOp{Role: res.Role, Name: "joined", Path: "joined.results", Config: res.Config}, Inputs: []spec.Edge{{From: id}}})
+	if err := q.Graph.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	p := &q
+	path, err := p.Graph.Path()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, p.Graph.String())
+	}
+	if len(path.Reads) != 2 || path.Windows[1].Read != 1 || path.Reads[1].DeadLetter == nil {
+		t.Fatalf("the path's reads: %+v", path.Reads)
+	}
+	j, err := Open(p, RunOptions{Dir: dir, Deterministic: true, Now: jobtest.TestNow})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := j.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for file, want := range map[string]string{
+		"minute.jsonl": readFile(t, minuteDir, "minute.jsonl"), "bad.jsonl": readFile(t, minuteDir, "bad.jsonl"), "late.jsonl": readFile(t, minuteDir, "late.jsonl"),
+		"pay.jsonl": readFile(t, payDir, "pay.jsonl"), "pay_bad.jsonl": readFile(t, payDir, "pay_bad.jsonl"), "pay_late.jsonl": readFile(t, payDir, "pay_late.jsonl"),
+	} {
+		// A late line carries its job's spec hash: the plan of two
+		// sources is another job than either alone.
+		noHash := regexp.MustCompile(`"spec":"[0-9a-f]+"`)
+		if got := noHash.ReplaceAllString(readFile(t, dir, file), `"spec":"-"`); got != noHash.ReplaceAllString(want, `"spec":"-"`) || want == "" {
+			t.Errorf("%s differs from its job's alone (%d bytes, want %d)", file, len(got), len(want))
+		}
+	}
+	// The oracle: the two windows' results joined by user and window.
+	type row struct{ orders, pays, paid string }
+	rows := map[[2]string]*row{}
+	at := func(m map[string]json.RawMessage) *row {
+		k := [2]string{string(m["window_start"]), string(m["user_id"])}
+		if rows[k] == nil {
+			rows[k] = &row{"null", "null", "null"}
+		}
+		return rows[k]
+	}
+	each := func(dir, file string, fn func(map[string]json.RawMessage)) {
+		for _, l := range strings.Split(strings.TrimSpace(readFile(t, dir, file)), "\n") {
+			var m map[string]json.RawMessage
+			if err := json.Unmarshal([]byte(l), &m); err != nil {
+				t.Fatal(err)
+			}
+			fn(m)
+		}
+	}
+	each(dir, "minute.jsonl", func(m map[string]json.RawMessage) { at(m).orders = string(m["orders"]) })
+	each(dir, "pay.jsonl", func(m map[string]json.RawMessage) { r := at(m); r.pays, r.paid = string(m["pays"]), string(m["paid"]) })
+	var want, got []string
+	for k, r := range rows {
+		want = append(want, fmt.Sprintf("%s %s orders=%s pays=%s paid=%s", k[0], k[1], r.orders, r.pays, r.paid))
+	}
+	joinedRows := func(dir string) []string {
+		var out []string
+		each(dir, "joined.jsonl", func(m map[string]json.RawMessage) {
+			out = append(out, fmt.Sprintf("%s %s orders=%s pays=%s paid=%s", m["window_start"], m["user_id"], m["orders"], m["pays"], m["paid"]))
+		})
+		sort.Strings(out)
+		return out
+	}
+	sort.Strings(want)
+	if got = joinedRows(dir); !slices.Equal(got, want) {
+		t.Errorf("joined.jsonl has %d rows, the oracle %d", len(got), len(want))
+		for i := range min(len(got), len(want)) {
+			if got[i] != want[i] {
+				t.Errorf("first difference:\n got %s\nwant %s", got[i], want[i])
+				break
+			}
+		}
+	}
+	if !sum.Conserved() {
+		t.Errorf("conservation violated: %s", sum.JSON())
+	}
+	for _, c := range []struct {
+		name      string
+		got, want int64
+	}{
+		{"records_in", sum.Get("records_in"), minuteSum.Get("records_in") + paySum.Get("records_in")},
+		{"window.records_in", sum.Get("window.records_in"), minuteSum.Get("records_in")},
+		{"window.dead_letter", sum.Get("window.dead_letter"), minuteSum.Get("dead_letter")},
+		{"window.late_side_output", sum.Get("window.late_side_output"), minuteSum.Get("late_side_output")},
+		{"pay.window.records_in", sum.Get("pay.window.records_in"), paySum.Get("records_in")},
+		{"pay.window.dead_letter", sum.Get("pay.window.dead_letter"), paySum.Get("dead_letter")},
+		{"pay.window.results", sum.Get("pay.window.results"), paySum.Get("results")},
+		{"joined.results", sum.Get("joined.results"), int64(len(want))},
+	} {
+		if c.got != c.want || c.want == 0 {
+			t.Errorf("%s = %d, want %d (%s)", c.name, c.got, c.want, sum.JSON())
+		}
+	}
+
+	d2 := t.TempDir()
+	j2, err := Open(p, RunOptions{Dir: d2, Deterministic: true, Parallelism: 2, Now: jobtest.TestNow})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := j2.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if g2 := joinedRows(d2); !slices.Equal(g2, got) {
+		t.Errorf("at parallelism 2 joined.jsonl has %d rows (or other ones), %d at parallelism 1", len(g2), len(got))
+	}
+	outputs := func(dir string) map[string]string {
+		m := map[string]string{}
+		for _, f := range []string{"minute.jsonl", "bad.jsonl", "late.jsonl", "pay.jsonl", "pay_bad.jsonl", "pay_late.jsonl", "joined.jsonl"} {
+			m[f] = readFile(t, dir, f)
+		}
+		return m
+	}
+	wantOut := outputs(dir)
+	for _, point := range crashPoints {
+		t.Run(point, func(t *testing.T) {
+			d, s := crashResume(t, p, point)
+			for f, w := range outputs(d) {
+				if w != wantOut[f] {
+					t.Errorf("after a crash at %s: %s differs from the run that never crashed (%d bytes, want %d)", point, f, len(w), len(wantOut[f]))
+				}
+			}
+			if !bytes.Equal(s.JSON(), sum.JSON()) {
+				t.Errorf("summary after the resume:\n%s\nwant\n%s", s.JSON(), sum.JSON())
 			}
 		})
 	}

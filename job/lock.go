@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/internal/flock"
 	"github.com/weirstream/weir/spec"
 )
@@ -150,21 +151,20 @@ func runTargets(p *spec.Plan, o RunOptions) []lockTarget {
 	// A sink that writes a file (a path setting: jsonl, sqlite) or a
 	// directory (a dir setting: the ledger's, under the job's name) is
 	// locked; servers keep their own (a table's rows by job, a topic's
-	// transactional id).
-	s := &p.Sinks
-	for i, r := range s.Results {
-		ts = append(ts, target{"sinks." + spec.ResultsName(i), o.Path(r.Path), false})
+	// transactional id). The sinks are the plan graph's (every window's
+	// and every source's), else the spec's.
+	ops := []*spec.SinkOp(nil)
+	if path, err := p.Graph.Path(); err == nil {
+		ops = path.Sinks()
 	}
-	for _, k := range []struct {
-		name string
-		s    *spec.Sink
-	}{{"late", s.Late}, {"late_partial", s.LatePartial}, {"dead_letter", s.DeadLetter}} {
+	for _, op := range ops {
+		k := op.Config
 		switch {
-		case k.s == nil:
-		case k.s.Dir != "":
-			ts = append(ts, target{"sinks." + k.name + " " + k.s.Type, LedgerDir(p, o.Dir, k.s), true})
+		case k == nil:
+		case k.Dir != "" && op.Role != connector.RoleResults:
+			ts = append(ts, target{"sinks." + op.Name + " " + k.Type, LedgerDir(p, o.Dir, k), true})
 		default:
-			ts = append(ts, target{"sinks." + k.name, o.Path(k.s.Path), false})
+			ts = append(ts, target{"sinks." + op.Name, o.Path(k.Path), false})
 		}
 	}
 	if a := p.Archive; a != nil {

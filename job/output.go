@@ -103,6 +103,14 @@ type outCounters struct {
 	// had ChannelMax, one per channel.
 	SlotMax    [][]etime.Time `json:"slot_max,omitempty"`
 	ChannelMax []etime.Time   `json:"channel_max,omitempty"`
+	// ReadSlotMax is SlotMax of each source after the first, and
+	// ReadDead the dead letters of each source, for a plan that reads
+	// several (nil for one).
+	ReadSlotMax [][][]etime.Time `json:"read_slot_max,omitempty"`
+	ReadDead    []int64          `json:"read_dead,omitempty"`
+	// ReadControls are the control lines of each source, for a plan that
+	// reads several (nil for one).
+	ReadControls []int64 `json:"read_controls,omitempty"`
 	// Windows are, for a job of several windows, each window's counts
 	// of results, late lines and overflows (Results, Late, Partial,
 	// DecimalOverflow and FloatOverflow above are the sums); nil for a
@@ -176,7 +184,8 @@ const (
 
 type item struct {
 	kind itemKind
-	// b is the branch (window) of a result or late record.
+	// b is the branch (window) of a result or late record, the read
+	// (source) of a dead letter.
 	b      uint8
 	line   []byte // late, partial and dead lines
 	res    window.Result[string, []byte]
@@ -207,20 +216,14 @@ func entryID(kafka bool, part int32, offset int64) string {
 	return strconv.FormatInt(offset, 10)
 }
 
-// position returns where r was read: whether from Kafka (r.part is the
-// partition) and the offset, stream sequence or line number.
-func (j *Job) position(r record.Record) (kafka bool, pos int64) {
-	if j.splits {
-		return true, r.No - 1 // no is the offset + 1
-	}
-	return false, r.No
-}
-
 func newOutput(j *Job, checkpoints, deterministic bool) *output {
 	o := &output{j: j}
 	o.c.Dead = map[string]int64{}
 	if j.several() {
 		o.c.Windows = make([]windowCounts, len(j.branches))
+	}
+	if len(j.reads) > 1 {
+		o.c.ReadDead, o.c.ReadControls = make([]int64, len(j.reads)), make([]int64, len(j.reads))
 	}
 	o.c.Watermark = etime.MinTime
 	if checkpoints {
@@ -339,14 +342,21 @@ func (o *output) apply(it *item) {
 	case itemDead:
 		o.pub.Lock()
 		o.c.Dead[it.reason]++
+		if int(it.b) < len(o.c.ReadDead) {
+			o.c.ReadDead[it.b]++
+		}
 		o.pub.Unlock()
-		if j.dead != nil {
-			o.calling("dead_letter", "write")
-			err = j.dead.writeRecord(it)
+		if r := j.reads[it.b]; r.dead != nil {
+			o.calling(r.DeadLetter.Name, "write")
+			err = r.dead.writeRecord(it)
 			o.done(nil)
 		}
 	case itemControl:
-		o.done(&o.c.Controls)
+		var per *int64
+		if int(it.b) < len(o.c.ReadControls) {
+			per = &o.c.ReadControls[it.b]
+		}
+		o.done(&o.c.Controls, per)
 	case itemRegression:
 		o.done(&o.c.Regressions)
 	}
@@ -405,7 +415,13 @@ func (o *output) preCommit(id int64, write func(name string, data []byte) error)
 	if err := o.sync(id); err != nil {
 		return err
 	}
-	o.c.SlotMax, o.c.ChannelMax = o.j.dec.MaxAt(id), nil
+	o.c.SlotMax, o.c.ChannelMax = o.j.reads[0].dec.MaxAt(id), nil
+	for i, r := range o.j.reads[1:] {
+		if i == 0 {
+			o.c.ReadSlotMax = o.c.ReadSlotMax[:0]
+		}
+		o.c.ReadSlotMax = append(o.c.ReadSlotMax, r.dec.MaxAt(id))
+	}
 	b, err := json.Marshal(o.c)
 	if err != nil {
 		return err
@@ -499,6 +515,10 @@ func (o *output) restore(b []byte) error {
 	if n := len(o.j.branches); n > 1 && len(c.Windows) != n {
 		c.Windows = append(c.Windows, make([]windowCounts, max(n-len(c.Windows), 0))...)[:n]
 	}
+	if n := len(o.j.reads); n > 1 {
+		c.ReadDead = append(c.ReadDead, make([]int64, max(n-len(c.ReadDead), 0))...)[:n]
+		c.ReadControls = append(c.ReadControls, make([]int64, max(n-len(c.ReadControls), 0))...)[:n]
+	}
 	o.pub.Lock()
 	o.c = c
 	o.restoredControls = c.Controls
@@ -514,7 +534,7 @@ func (o *output) counters() outCounters {
 	defer o.pub.Unlock()
 	return outCounters{Results: o.c.Results, Late: o.c.Late, Partial: o.c.Partial, Controls: o.c.Controls,
 		Regressions: o.c.Regressions, Dead: maps.Clone(o.c.Dead), DecimalOverflow: o.c.DecimalOverflow, FloatOverflow: o.c.FloatOverflow,
-		Windows: slices.Clone(o.c.Windows)}
+		Windows: slices.Clone(o.c.Windows), ReadDead: slices.Clone(o.c.ReadDead), ReadControls: slices.Clone(o.c.ReadControls)}
 }
 
 // call returns the sink call in progress. Safe for concurrent use.

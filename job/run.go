@@ -35,8 +35,9 @@ import (
 	_ "github.com/weirstream/weir/connector/all"
 )
 
-// sourceStage names the job's source stage (the first stage, so the name
-// is not made unique).
+// sourceStage names the job's first source's stage (the first stage, so
+// the name is not made unique); a plan's other sources' stages are named
+// after their nodes.
 const sourceStage = "source"
 
 // RunOptions are how a spec is run, beside the spec itself.
@@ -101,18 +102,13 @@ type RunOptions struct {
 // Job is a spec ready to run, with its sources and sinks open.
 type Job struct {
 	plan    *spec.Plan
-	env     *weir.Env
-	srcName string
-	// splits: the source's kind reads several splits per channel and
-	// watermarks each (connector.SourceKind.Splits); a record's entry id
-	// is split:position.
-	splits bool
-	dec    *record.Decoder
-	// path is the plan's graph as the path this runner executes, and
+	env  *weir.Env
+	// path is the plan's graph as the path this runner executes, reads
+	// its sources (one for a YAML job), each with its decoder, and
 	// branches its windows (one for a YAML job), each with its sinks.
 	path     *spec.Path
+	reads    []*read
 	branches []*branch
-	dead     recordSink
 	// msgs are the sinks opened as sinks of messages, in opening order.
 	msgs   []*msgSink
 	runDir string // RunOptions.Dir: relative paths start there
@@ -220,8 +216,14 @@ func Open(plan *spec.Plan, o RunOptions) (*Job, error) {
 	case o.Clock != nil:
 		opts.Clock = o.Clock
 	}
-	branches, decodes := newBranches(plan, path, opts.Clock)
-	j := &Job{plan: plan, path: path, branches: branches, dec: record.NewDecoder(decodes, opts.Clock), stop: o.Stop, drain: o.Drain, deterministic: o.Deterministic, removeState: removeState, runDir: o.Dir, specHash: outfmt.SpecHash(plan)}
+	reads, branches, err := newReads(plan, path, opts.Clock)
+	if err != nil {
+		if removeState != nil {
+			removeState()
+		}
+		return nil, err
+	}
+	j := &Job{plan: plan, path: path, reads: reads, branches: branches, stop: o.Stop, drain: o.Drain, deterministic: o.Deterministic, removeState: removeState, runDir: o.Dir, specHash: outfmt.SpecHash(plan)}
 	j.sinkCtx, j.cancelSinks = context.WithCancel(context.Background())
 	j.stopping, j.stopRetrying = context.WithCancel(context.Background())
 	if o.locks == nil {
@@ -259,18 +261,24 @@ func Open(plan *spec.Plan, o RunOptions) (*Job, error) {
 	}
 	j.out = newOutput(j, ck != nil, o.Deterministic)
 	j.warn = o.Warn
-	j.dec.Note = func(ch int, regression bool) {
-		k := itemControl
-		if regression {
-			k = itemRegression
+	for _, r := range j.reads {
+		r.dec.Note = func(ch int, regression bool) {
+			k := itemControl
+			if regression {
+				k = itemRegression
+			}
+			j.out.add(weir.Subtask{Stage: r.stage, Index: ch}, item{kind: k, b: uint8(r.i)})
 		}
-		j.out.add(weir.Subtask{Stage: sourceStage, Index: ch}, item{kind: k})
-	}
-	if o.Warn != nil {
-		j.dec.WarnField = func(w record.FieldWarning) { o.Warn(w.String()) }
-		j.dec.Warn = func(where string, from, to etime.Time) {
-			o.Warn(fmt.Sprintf("%s: event time jumped back from %s to %s (more than 1h; counted in timestamp_regressions, warned once)",
-				where, from.Wall().Format(time.RFC3339), to.Wall().Format(time.RFC3339)))
+		if o.Warn != nil {
+			src := ""
+			if len(j.reads) > 1 {
+				src = r.Name + ": " // which source's fields, or event time
+			}
+			r.dec.WarnField = func(w record.FieldWarning) { o.Warn(src + w.String()) }
+			r.dec.Warn = func(where string, from, to etime.Time) {
+				o.Warn(fmt.Sprintf("%s%s: event time jumped back from %s to %s (more than 1h; counted in timestamp_regressions, warned once)",
+					src, where, from.Wall().Format(time.RFC3339), to.Wall().Format(time.RFC3339)))
+			}
 		}
 	}
 	if err := j.build(o); err != nil {
@@ -437,13 +445,22 @@ func (j *Job) build(o RunOptions) error {
 		if err := j.out.restore(b); err != nil {
 			return err
 		}
-		if cm := j.out.c.SlotMax; len(cm) == len(j.dec.ChMax) {
-			for i := range cm {
-				j.dec.ChMax[i] = slices.Clone(cm[i])
+		for i, r := range j.reads {
+			cm := j.out.c.SlotMax
+			if i > 0 {
+				cm = nil
+				if i-1 < len(j.out.c.ReadSlotMax) {
+					cm = j.out.c.ReadSlotMax[i-1]
+				}
 			}
-		} else if cm := j.out.c.ChannelMax; len(cm) == len(j.dec.ChMax) { // older checkpoints
-			for i := range cm {
-				j.dec.ChMax[i] = []etime.Time{cm[i]}
+			if len(cm) == len(r.dec.ChMax) {
+				for c := range cm {
+					r.dec.ChMax[c] = slices.Clone(cm[c])
+				}
+			} else if cm := j.out.c.ChannelMax; i == 0 && len(cm) == len(r.dec.ChMax) { // older checkpoints
+				for c := range cm {
+					r.dec.ChMax[c] = []etime.Time{cm[c]}
+				}
 			}
 		}
 	}
@@ -473,8 +490,8 @@ func (j *Job) build(o RunOptions) error {
 	if j.ck != nil {
 		env.OnBarrier(func(s weir.Subtask, id int64) {
 			j.out.epochs.Barrier(epochs.Subtask(s), id)
-			if s.Stage == sourceStage {
-				j.dec.Barrier(s.Index, id)
+			if r := j.readOf(s.Stage); r != nil {
+				r.dec.Barrier(s.Index, id)
 			}
 		})
 		env.OnPreCommit(func(id int64, write func(string, []byte) error) error {
@@ -485,10 +502,39 @@ func (j *Job) build(o RunOptions) error {
 			return err
 		})
 	}
-	recs, err := j.sourceRecords(env, o)
-	if err != nil {
-		return err
+	// Each read's records, watermarked.
+	recs := make([]weir.Stream[record.Record], len(j.reads))
+	for i, r := range j.reads {
+		s, err := j.sourceRecords(env, o, r)
+		if err != nil {
+			return err
+		}
+		recs[i] = j.watermarked(s, r, o)
 	}
+	// A window reads the watermarked records of its read, or the results
+	// of the window that feeds it (which comes before it).
+	results := make([]weir.Stream[window.Result[string, []byte]], len(j.branches))
+	for i, b := range j.branches {
+		in := recs[b.Read]
+		switch {
+		case b.topn != nil:
+			j.buildTopN(b, results[b.From])
+			continue
+		case b.join != nil:
+			j.buildJoin(b, results[b.From], results[b.Right])
+			continue
+		case b.From >= 0:
+			in = j.cascadeRecords(b, results[b.From])
+		}
+		results[i] = j.buildWindow(b, in, j.reads[b.Read].Watermark)
+	}
+	return nil
+}
+
+// watermarked is read r's records with their event time and watermarks,
+// as its watermark operator says (or as its reader watermarked each
+// split).
+func (j *Job) watermarked(recs weir.Stream[record.Record], r *read, o RunOptions) weir.Stream[record.Record] {
 	isMark := func(r record.Record) (weir.Marker, bool) {
 		switch r.Mark {
 		case record.MarkWatermark:
@@ -499,9 +545,9 @@ func (j *Job) build(o RunOptions) error {
 		return weir.Marker{}, false
 	}
 	// The operators are the plan graph's path's.
-	wm := j.path.Watermark
+	wm := r.Watermark
 	switch {
-	case j.splits: // its reader watermarks each split
+	case r.splits: // its reader watermarks each split
 	case wm.Time == spec.EventTime, wm.Time == spec.IngestionTime:
 		var ws weir.WatermarkStrategy[record.Record]
 		if wm.Time == spec.IngestionTime {
@@ -533,24 +579,7 @@ func (j *Job) build(o RunOptions) error {
 	default:
 		recs = weir.Filter(recs, func(r record.Record) bool { _, m := isMark(r); return !m })
 	}
-	// A window reads the watermarked records, or the results of the
-	// window that feeds it (which comes before it).
-	results := make([]weir.Stream[window.Result[string, []byte]], len(j.branches))
-	for i, b := range j.branches {
-		in := recs
-		switch {
-		case b.topn != nil:
-			j.buildTopN(b, results[b.From])
-			continue
-		case b.join != nil:
-			j.buildJoin(b, results[b.From], results[b.Right])
-			continue
-		case b.From >= 0:
-			in = j.cascadeRecords(b, results[b.From])
-		}
-		results[i] = j.buildWindow(b, in, wm)
-	}
-	return nil
+	return recs
 }
 
 // buildWindow keys, windows and aggregates branch b's records (the
@@ -626,7 +655,9 @@ func (j *Job) Run(ctx context.Context) (Summary, error) {
 	stopFlusher := j.startFlusher()
 	stopWatch := j.watchStop(ctx)
 	rep, err := j.env.Execute(ctx)
-	j.dec.Judge() // a run shorter than the field watch
+	for _, r := range j.reads {
+		r.dec.Judge() // a run shorter than the field watch
+	}
 	stopFlusher()
 	j.execFailed = err != nil
 	st := j.env.State()
@@ -684,7 +715,7 @@ func (j *Job) Progress() Progress {
 		wm = etime.MinTime
 	}
 	return Progress{
-		RecordsIn: j.recordsIn(rep, j.dec.Controls.Load()), LateFired: t.FiredLate, SideOutput: t.LateSideOutput,
+		RecordsIn: j.recordsIn(rep, j.controls()), LateFired: t.FiredLate, SideOutput: t.LateSideOutput,
 		DeadLetters: rep.DeadLetters, Results: j.out.counters().Results, Watermark: wm, State: j.env.State(),
 	}
 }
@@ -738,19 +769,20 @@ func (j *Job) deadLetter(d weir.DeadLetter) {
 	if _, ok := j.firstDead.Load(d.Reason); !ok {
 		j.firstDead.LoadOrStore(d.Reason, d.Detail)
 	}
-	it := item{kind: itemDead, reason: d.Reason}
+	src := j.deadRead(d.Stage)
+	it := item{kind: itemDead, reason: d.Reason, b: uint8(src.i)}
 	defer func() { j.out.add(weir.Subtask{Stage: d.Stage, Index: d.Subtask}, it) }()
-	if j.dead == nil {
+	if src.dead == nil {
 		return
 	}
-	line := deadLine{Run: j.run, Source: j.srcName, Reason: d.Reason, Detail: d.Detail}
+	line := deadLine{Run: j.run, Source: src.srcName, Reason: d.Reason, Detail: d.Detail}
 	kafka, part := false, int32(0)
 	fromLine := func(l connector.Line) {
 		line.Line, line.Raw = l.No, string(l.Text)
 		if l.Raw != nil {
 			line.Raw = string(l.Raw)
 		}
-		if j.splits {
+		if src.splits {
 			kafka, part, line.Line = true, l.Split, l.No-1 // No is the position + 1
 		}
 	}
@@ -760,7 +792,7 @@ func (j *Job) deadLetter(d weir.DeadLetter) {
 	case connector.Liner:
 		fromLine(r.Line())
 	case record.Record:
-		kafka, line.Line = j.position(r)
+		kafka, line.Line = src.position(r)
 		line.Raw, part = string(r.Raw), r.Part
 	default:
 		line.Raw = fmt.Sprint(r)
@@ -863,7 +895,7 @@ func (s Summary) Conserved() bool {
 	for _, w := range windows {
 		in, dead := s.Get("records_in"), s.Get("dead_letter")
 		if w != "" && s.Has(w+"records_in") {
-			in, dead = s.Get(w+"records_in"), 0
+			in, dead = s.Get(w+"records_in"), s.Get(w+"dead_letter")
 		}
 		if in != s.Get(w+"accepted")+s.Get(w+"late_side_output")+s.Get(w+"late_dropped")+dead {
 			return false
@@ -886,7 +918,8 @@ func (j *Job) summary(rep weir.Report, open int64) Summary {
 		states := j.env.OperatorStates()
 		for _, b := range j.branches {
 			pre := func(name string, v int64) { add(j.counterName(b, name), v) }
-			if b.From >= 0 {
+			switch {
+			case b.From >= 0:
 				// A window fed by windows reads their firings (W12).
 				var in int64
 				for _, f := range b.feeds() {
@@ -894,6 +927,11 @@ func (j *Job) summary(rep weir.Report, open int64) Summary {
 					in += up.FiredEarly + up.FiredOnTime + up.FiredLate
 				}
 				pre("records_in", in)
+			case len(j.reads) > 1:
+				// Several sources: a window reads its source's records.
+				r := j.reads[b.Read]
+				pre("records_in", rep.SourceRecords[r.stage]-oc.ReadControls[r.i])
+				pre("dead_letter", oc.ReadDead[r.i])
 			}
 			j.windowSummary(pre, rep.Windows[b.stage], oc.Windows[b.i], states[b.stage].OpenWindows, -1)
 		}
@@ -911,7 +949,7 @@ func (j *Job) summary(rep weir.Report, open int64) Summary {
 	for _, r := range slices.Sorted(maps.Keys(oc.Dead)) {
 		add("dead_letter_"+r, oc.Dead[r])
 	}
-	s.Fields = j.dec.FieldWarnings()
+	s.Fields = j.FieldWarnings()
 	j.firstDead.Range(func(k, v any) bool {
 		if s.FirstDead == nil {
 			s.FirstDead = map[string]string{}
@@ -962,7 +1000,13 @@ func (j *Job) ResumedRecords() int64 {
 
 // FieldWarnings are the fields the spec reads that the first records
 // did not have (nil until the job has looked at enough records).
-func (j *Job) FieldWarnings() []record.FieldWarning { return j.dec.FieldWarnings() }
+func (j *Job) FieldWarnings() []record.FieldWarning {
+	var ws []record.FieldWarning
+	for _, r := range j.reads {
+		ws = append(ws, r.dec.FieldWarnings()...)
+	}
+	return ws
+}
 
 func (j *Job) closeSinks() error {
 	var errs []error

@@ -41,14 +41,17 @@ type namedSink struct {
 }
 
 // recordSinks returns the job's open late and dead-letter sinks: each
-// window's late and late_partial, then the dead letters.
+// window's late and late_partial, then each read's dead letters.
 func (j *Job) recordSinks() []namedSink {
 	var all []recordSink
 	for _, b := range j.branches {
 		all = append(all, b.late, b.partial)
 	}
+	for _, r := range j.reads {
+		all = append(all, r.dead)
+	}
 	var ss []namedSink
-	for _, s := range append(all, j.dead) {
+	for _, s := range all {
 		if s != nil && !slices.ContainsFunc(ss, func(n namedSink) bool { return n.recordSink == s }) { // late and late_partial may share one
 			ss = append(ss, namedSink{s, j.sinkName(s)})
 		}
@@ -67,6 +70,11 @@ func (j *Job) sinkName(s recordSink) string {
 			return b.Late.Name
 		case s == b.partial:
 			return b.LatePartial.Name
+		}
+	}
+	for _, r := range j.reads {
+		if s != nil && s == r.dead {
+			return r.DeadLetter.Name
 		}
 	}
 	return "dead_letter"
@@ -249,8 +257,10 @@ func (j *Job) openSinks(o RunOptions, restoring bool) error {
 			b.partial = b.late // the ledger holds partial misses too (W7), by their reason
 		}
 	}
-	if j.dead, err = j.openRecords(j.path.DeadLetter, connector.RoleDeadLetters, open, restoring); err != nil {
-		return err
+	for _, r := range j.reads {
+		if r.dead, err = j.openRecords(r.DeadLetter, connector.RoleDeadLetters, open, restoring); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -544,7 +554,7 @@ func (j *Job) flushDue(pending, batch int) bool {
 // how late it was; its meta is the line without id and record.
 func (j *Job) lateItem(b *branch, l window.LateRecord[string, record.Record]) item {
 	r := l.Record
-	kafka, pos := j.position(r)
+	kafka, pos := j.reads[b.Read].position(r)
 	id := entryID(kafka, r.Part, pos)
 	meta := j.appendLateMeta(nil, b, l)
 	line := append(make([]byte, 0, len(id)+len(r.Raw)+len(meta)+20), `{"id":"`...)

@@ -49,11 +49,11 @@ func OpenSource(ctx context.Context, p *spec.Plan, o RunOptions, h SourceHooks) 
 	return src, k.Source, nil
 }
 
-// sourceRecords opens the plan's source and returns its records: lines
+// sourceRecords opens read r's source and returns its records: lines
 // decoded (dead letters for what cannot be), with the timestamps and
 // watermarks of their splits when the kind watermarks them in its reader.
-func (j *Job) sourceRecords(env *weir.Env, o RunOptions) (weir.Stream[record.Record], error) {
-	p, wm := j.plan, j.path.Watermark
+func (j *Job) sourceRecords(env *weir.Env, o RunOptions, r *read) (weir.Stream[record.Record], error) {
+	p, wm := r.plan, r.Watermark
 	failedOrStopped := func() bool { return j.failed.Load() || j.stopped() }
 	h := SourceHooks{Clock: env.Options().Clock, Stop: failedOrStopped,
 		Final: func() bool {
@@ -70,21 +70,21 @@ func (j *Job) sourceRecords(env *weir.Env, o RunOptions) (weir.Stream[record.Rec
 	h.Splits = &connector.SplitOptions{EventTime: wm.Time == spec.EventTime, Bound: wm.Bound,
 		Interval: wm.Interval.Std(), IdleTimeout: zeroIsOff(wm.IdleTimeout.Std()), BacklogEvery: zeroIsOff(wm.BacklogEvery), MaxDrift: p.MaxDrift,
 		Stamp: func(l connector.Line) (etime.Time, error) {
-			r, err := j.decode(l)
+			rec, err := r.decode(l)
 			if err != nil {
 				return 0, err
 			}
 			if ch := l.Channel; ch >= 0 && ch < len(stamped) {
-				stamped[ch] = stampedRecord{split: l.Split, no: l.No, rec: r, ok: true}
+				stamped[ch] = stampedRecord{split: l.Split, no: l.No, rec: rec, ok: true}
 			}
-			return r.TS, nil
+			return rec.TS, nil
 		}}
 	src, kind, err := OpenSource(context.Background(), p, o, h)
 	if err != nil {
 		return weir.Stream[record.Record]{}, err
 	}
-	j.srcName, j.splits = src.Name, kind.Splits
-	j.dec.Splits = kind.Splits
+	r.srcName, r.splits = src.Name, kind.Splits
+	r.dec.Splits = kind.Splits
 	so := weir.SourceOptions{Channels: p.Channels, NoFinalWatermark: true}
 	if !kind.OwnEnd {
 		so = weir.SourceOptions{Channels: p.Channels, Stop: failedOrStopped,
@@ -98,7 +98,7 @@ func (j *Job) sourceRecords(env *weir.Env, o RunOptions) (weir.Stream[record.Rec
 				return src.Bounded && p.Final
 			}}
 	}
-	lines := weir.FromSource(env, sourceStage, src.Source, so)
+	lines := weir.FromSource(env, r.stage, src.Source, so)
 	return weir.TryMap(lines, func(l connector.Line) (record.Record, error) {
 		if ch := l.Channel; ch >= 0 && ch < len(stamped) {
 			if s := &stamped[ch]; s.ok && s.split == l.Split && s.no == l.No {
@@ -106,7 +106,7 @@ func (j *Job) sourceRecords(env *weir.Env, o RunOptions) (weir.Stream[record.Rec
 				return s.rec, nil
 			}
 		}
-		return j.decode(l)
+		return r.decode(l)
 	}), nil
 }
 
@@ -118,12 +118,12 @@ type stampedRecord struct {
 	ok    bool
 }
 
-// decode decodes a line of the job's source: its split's slot counts
+// decode decodes a line of the read's source: its split's slot counts
 // backward jumps apart, and with timestamp.source kafka or nats the
 // broker's time is the event time.
-func (j *Job) decode(l connector.Line) (record.Record, error) {
-	p := j.plan
-	v, err := j.dec.DecodeSlot(l, int(l.Split)/max(p.Channels, 1))
+func (r *read) decode(l connector.Line) (record.Record, error) {
+	p := r.plan
+	v, err := r.dec.DecodeSlot(l, int(l.Split)/max(p.Channels, 1))
 	if err != nil || l.Kind != connector.Data {
 		return v, err
 	}

@@ -19,7 +19,8 @@ import (
 //	            ↘ sinks.dead_letter         ↘ sinks.late, sinks.late_partial
 //
 // and other front ends (SQL) compile to the same types: several sinks fed
-// from one stream, windows fed from windows.
+// from one stream, several windows over one read, windows fed from
+// windows, Top-Ns and joins of windows, several sources.
 type Graph struct {
 	Nodes []Node
 }
@@ -88,6 +89,12 @@ type SourceOp struct {
 	Config *Source
 	// Start is where a kafka or nats source starts without a checkpoint.
 	Start Start
+	// Settings, for a source other than the plan's own (a second read),
+	// is the plan its front end compiled for it: its source settings
+	// (Source, Format, Channels, the timestamp, the generator, Start,
+	// the Kafka and NATS options) are the read's. Nil for the plan's own
+	// source, whose settings are the plan's.
+	Settings *Plan
 }
 
 // DecodeOp turns lines into records: the format, the event timestamp and
@@ -230,19 +237,37 @@ func (n *Node) inputs() string {
 	return b.String()
 }
 
-// Path is a graph of the shape a runner of paths executes: one source,
-// decode and watermarks, then one window or several, each with its
-// sinks, fed by the watermarks or by an earlier window's results (a
-// cascade, semantics W12); a YAML job compiles to one window. The nodes
-// by their role; a runner gets it from Graph.Path.
+// Path is a graph by the roles of its nodes, as a runner executes it:
+// one read or several (a source, its decode and watermarks, its dead
+// letters), then windows, each fed by a read's watermarks or by an
+// earlier window's results (a cascade, semantics W12), Top-Ns and joins
+// of windows (W13, W14), each with its sinks. A YAML job compiles to one
+// read and one window. A runner gets it from Graph.Path, which refuses
+// any other graph.
 type Path struct {
+	// Source, Decode, Watermark and DeadLetter are the first read's
+	// (Reads[0]'s), the plan's own.
 	Source    *SourceOp
 	Decode    *DecodeOp
 	Watermark *WatermarkOp
+	// Reads are the reads of the path's sources, in the graph's order:
+	// each a source, its decode and watermarks, and its dead letters.
+	Reads []Read
 	// Windows are the windows, in the graph's order (a window comes
 	// after the window that feeds it): one at least.
 	Windows []Branch
 	// DeadLetter is nil when the job has none.
+	DeadLetter *SinkOp
+}
+
+// Read is one source of a Path with its decode and watermarks.
+type Read struct {
+	// Name is the source node's (for messages and stage names).
+	Name      string
+	Source    *SourceOp
+	Decode    *DecodeOp
+	Watermark *WatermarkOp
+	// DeadLetter is nil when the read has none.
 	DeadLetter *SinkOp
 }
 
@@ -252,8 +277,10 @@ type Branch struct {
 	Name   string
 	Window *WindowOp
 	// From is the index in Path.Windows of the window whose results feed
-	// this one (a cascade, semantics W12), or -1: the watermarks do.
+	// this one (a cascade, semantics W12), or -1: the watermarks of read
+	// Read do.
 	From int
+	Read int
 	// TopN, when set, makes the branch a Top-N of window From's results
 	// (semantics W13): Window is then topNView's, what its rows hold.
 	TopN *TopNOp
@@ -272,7 +299,8 @@ type Branch struct {
 // not fit that shape: a runner of paths refuses other graphs with it.
 func (g *Graph) Path() (*Path, error) {
 	var p Path
-	var src, dec, wm NodeID = -1, -1, -1
+	// The reads' nodes: a source, decode or watermark node → its read.
+	srcs, decs, wms := map[NodeID]int{}, map[NodeID]int{}, map[NodeID]int{}
 	branch := map[NodeID]int{} // window or Top-N node → its index in p.Windows
 	// results is the index in p.Windows of the window whose results node
 	// n reads alone (not a Top-N's rows).
@@ -292,28 +320,35 @@ func (g *Graph) Path() (*Path, error) {
 		misfit := func(why string) error {
 			return fmt.Errorf("the plan's node %d (%s, a %s) %s: this runner executes one path of source, decode and watermarks, then windows (fed by the watermarks or by a window), Top-Ns and joins of windows, with their sinks", i, n.Name, n.Op.Kind(), why)
 		}
-		reads := func(from NodeID, port Port) bool {
-			return from >= 0 && len(n.Inputs) == 1 && n.Inputs[0] == Edge{From: from, Port: port}
+		// readOf is the read whose node (in nodes) n reads alone, on
+		// port Out, once (a second reader of it is a misfit).
+		readOf := func(nodes map[NodeID]int) (int, bool) {
+			if len(n.Inputs) != 1 || n.Inputs[0].Port != Out {
+				return -1, false
+			}
+			r, ok := nodes[n.Inputs[0].From]
+			return r, ok
 		}
 		switch op := n.Op.(type) {
 		case *SourceOp:
-			if p.Source != nil {
-				return nil, misfit("is a second source")
-			}
-			p.Source, src = op, n.ID
+			srcs[n.ID] = len(p.Reads)
+			p.Reads = append(p.Reads, Read{Name: n.Name, Source: op})
 		case *DecodeOp:
-			if p.Decode != nil || !reads(src, Out) {
-				return nil, misfit("does not read the source alone")
+			r, ok := readOf(srcs)
+			if !ok || p.Reads[r].Decode != nil {
+				return nil, misfit("does not read a source alone")
 			}
-			p.Decode, dec = op, n.ID
+			p.Reads[r].Decode, decs[n.ID] = op, r
 		case *WatermarkOp:
-			if p.Watermark != nil || !reads(dec, Out) {
-				return nil, misfit("does not read decode alone")
+			r, ok := readOf(decs)
+			if !ok || p.Reads[r].Watermark != nil {
+				return nil, misfit("does not read a decode alone")
 			}
-			p.Watermark, wm = op, n.ID
+			p.Reads[r].Watermark, wms[n.ID] = op, r
 		case *WindowOp:
 			from := -1
-			if !reads(wm, Out) {
+			read, fromRead := readOf(wms)
+			if !fromRead {
 				up, ok := results(n)
 				if !ok {
 					return nil, misfit("reads neither the watermarks alone nor one window's results")
@@ -322,10 +357,10 @@ func (g *Graph) Path() (*Path, error) {
 				if err := checkCascade(u.Name, u.Window, n.Name, op); err != nil {
 					return nil, err
 				}
-				from = up
+				from, read = up, p.Windows[up].Read
 			}
 			branch[n.ID] = len(p.Windows)
-			p.Windows = append(p.Windows, Branch{Name: n.Name, Window: op, From: from})
+			p.Windows = append(p.Windows, Branch{Name: n.Name, Window: op, From: from, Read: read})
 		case *TopNOp:
 			up, ok := results(n)
 			if !ok {
@@ -336,7 +371,7 @@ func (g *Graph) Path() (*Path, error) {
 				return nil, err
 			}
 			branch[n.ID] = len(p.Windows)
-			p.Windows = append(p.Windows, Branch{Name: n.Name, Window: topNView(u.Window, op), From: up, TopN: op})
+			p.Windows = append(p.Windows, Branch{Name: n.Name, Window: topNView(u.Window, op), From: up, Read: u.Read, TopN: op})
 		case *JoinOp:
 			var l, r int
 			ok := len(n.Inputs) == 2
@@ -354,17 +389,17 @@ func (g *Graph) Path() (*Path, error) {
 				return nil, err
 			}
 			branch[n.ID] = len(p.Windows)
-			p.Windows = append(p.Windows, Branch{Name: n.Name, Window: joinView(lw.Window, rw.Window, op), From: l, Right: r, Join: op})
+			p.Windows = append(p.Windows, Branch{Name: n.Name, Window: joinView(lw.Window, rw.Window, op), From: l, Right: r, Read: lw.Read, Join: op})
 		case *SinkOp:
 			if len(n.Inputs) != 1 {
 				return nil, misfit("does not read one stream")
 			}
 			e := n.Inputs[0]
-			if e == (Edge{From: dec, Port: Dead}) && dec >= 0 {
-				if p.DeadLetter != nil {
+			if r, ok := decs[e.From]; ok && e.Port == Dead {
+				if p.Reads[r].DeadLetter != nil {
 					return nil, misfit("is a second sink of its stream")
 				}
-				p.DeadLetter = op
+				p.Reads[r].DeadLetter = op
 				continue
 			}
 			b, ok := branch[e.From]
@@ -390,6 +425,15 @@ func (g *Graph) Path() (*Path, error) {
 		default:
 			return nil, misfit("is not an operator of a path")
 		}
+	}
+	for _, r := range p.Reads {
+		if r.Decode == nil || r.Watermark == nil {
+			return nil, fmt.Errorf("the plan's source %s has no decode and watermarks: this runner reads a source through them", r.Name)
+		}
+	}
+	if len(p.Reads) > 0 {
+		r := &p.Reads[0]
+		p.Source, p.Decode, p.Watermark, p.DeadLetter = r.Source, r.Decode, r.Watermark, r.DeadLetter
 	}
 	if len(p.Windows) == 0 {
 		return nil, fmt.Errorf("the plan has no window: this runner executes one path of source, decode and watermarks, then windows with their sinks")
@@ -422,8 +466,10 @@ func (p *Path) Sinks() []*SinkOp {
 			}
 		}
 	}
-	if p.DeadLetter != nil {
-		ops = append(ops, p.DeadLetter)
+	for _, r := range p.Reads {
+		if r.DeadLetter != nil {
+			ops = append(ops, r.DeadLetter)
+		}
 	}
 	return ops
 }

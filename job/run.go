@@ -101,7 +101,7 @@ type RunOptions struct {
 
 // Job is a spec ready to run, with its sources and sinks open.
 type Job struct {
-	plan    *spec.Plan
+	plan *spec.Plan
 	env  *weir.Env
 	// path is the plan's graph as the path this runner executes, reads
 	// its sources (one for a YAML job), each with its decoder, and

@@ -608,6 +608,11 @@ func TestBackfillCheckpointDir(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
+	// The ledger as a run of the job leaves it (a backfill refuses a
+	// ledger no run made).
+	if err := os.MkdirAll(filepath.Join(dir, "ledger", p.Name), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	rep, err := Backfill(p, BackfillOptions{Dir: dir})
 	if err != nil || !strings.Contains(rep.Cut, "the job has no checkpoints") {
 		t.Fatalf("without a checkpoint directory: cut %q, %v", rep.Cut, err)

@@ -161,6 +161,42 @@ func tenLines(t *testing.T, ten string) []string {
 	return out
 }
 
+// sameRows reports rows that differ from want's: their counts and the
+// first difference (both sorted).
+func sameRows(t *testing.T, what string, got, want []string) {
+	t.Helper()
+	if slices.Equal(got, want) {
+		return
+	}
+	t.Errorf("%s: %d rows, want %d", what, len(got), len(want))
+	for i := range min(len(got), len(want)) {
+		if got[i] != want[i] {
+			t.Errorf("first difference:\n got %s\nwant %s", got[i], want[i])
+			return
+		}
+	}
+}
+
+// crashesLeave runs plan p crashing at each checkpointing point and
+// resuming (crashResume), and checks that the files outputs reads and
+// the summary are those of the run that never crashed (want, sum).
+func crashesLeave(t *testing.T, p *spec.Plan, outputs func(dir string) map[string]string, want map[string]string, sum Summary) {
+	t.Helper()
+	for _, point := range crashPoints {
+		t.Run(point, func(t *testing.T) {
+			dir, s := crashResume(t, p, point)
+			for f, w := range outputs(dir) {
+				if w != want[f] {
+					t.Errorf("after a crash at %s: %s differs from the run that never crashed (%d bytes, want %d)", point, f, len(w), len(want[f]))
+				}
+			}
+			if !bytes.Equal(s.JSON(), sum.JSON()) {
+				t.Errorf("summary after the resume:\n%s\nwant\n%s", s.JSON(), sum.JSON())
+			}
+		})
+	}
+}
+
 // TestCascadingWindows runs a plan whose minute windows feed ten-minute
 // windows (semantics W12, what a SQL window aggregation over a windowed
 // result compiles to): the minute windows write what they write alone,
@@ -197,15 +233,10 @@ func TestCascadingWindows(t *testing.T) {
 		t.Errorf("minute.jsonl differs from the minute job's alone: %d bytes, want %d", len(minutes), len(want))
 	}
 	got, want := tenLines(t, readFile(t, dir, "ten.jsonl")), tenFromMinutes(t, minutes)
-	if len(want) < 100 || !slices.Equal(got, want) {
-		t.Errorf("ten.jsonl has %d rows, the minute results grouped %d", len(got), len(want))
-		for i := range min(len(got), len(want)) {
-			if got[i] != want[i] {
-				t.Errorf("first difference:\n got %s\nwant %s", got[i], want[i])
-				break
-			}
-		}
+	if len(want) < 100 {
+		t.Errorf("the oracle has %d rows", len(want))
 	}
+	sameRows(t, "ten.jsonl against the minute results grouped", got, want)
 	if !sum.Conserved() {
 		t.Errorf("conservation violated: %s", sum.JSON())
 	}
@@ -242,19 +273,7 @@ func TestCascadingWindows(t *testing.T) {
 		t.Errorf("at parallelism 2: %s", sum2.JSON())
 	}
 
-	for _, point := range crashPoints {
-		t.Run(point, func(t *testing.T) {
-			dir, s := crashResume(t, p, point)
-			for f, w := range outputs(dir) {
-				if w != wantOut[f] {
-					t.Errorf("after a crash at %s: %s differs from the run that never crashed (%d bytes, want %d)", point, f, len(w), len(wantOut[f]))
-				}
-			}
-			if !bytes.Equal(s.JSON(), sum.JSON()) {
-				t.Errorf("summary after the resume:\n%s\nwant\n%s", s.JSON(), sum.JSON())
-			}
-		})
-	}
+	crashesLeave(t, p, outputs, wantOut, sum)
 }
 
 // TestTopN ranks the minute windows' results (semantics W13): the three
@@ -338,15 +357,10 @@ func TestTopN(t *testing.T) {
 		return got
 	}
 	got := lines(dir)
-	if len(want) < 3*len(byWindow)-5 || !slices.Equal(got, want) {
-		t.Errorf("top.jsonl has %d rows, the oracle %d", len(got), len(want))
-		for i := range min(len(got), len(want)) {
-			if got[i] != want[i] {
-				t.Errorf("first difference:\n got %s\nwant %s", got[i], want[i])
-				break
-			}
-		}
+	if len(want) < 3*len(byWindow)-5 {
+		t.Errorf("the oracle has %d rows for %d windows", len(want), len(byWindow))
 	}
+	sameRows(t, "top.jsonl against the oracle", got, want)
 	if !sum.Conserved() || sum.Get("top.results") != int64(len(want)) || sum.Get("top.records_in") != sum.Get("window.fired_on_time") {
 		t.Errorf("counts: %s", sum.JSON())
 	}
@@ -362,18 +376,10 @@ func TestTopN(t *testing.T) {
 	if got2 := lines(dir2); !slices.Equal(got2, got) {
 		t.Errorf("at parallelism 2 top.jsonl has %d rows (or other ones), %d at parallelism 1", len(got2), len(got))
 	}
-	wantTop := readFile(t, dir, "top.jsonl")
-	for _, point := range crashPoints {
-		t.Run(point, func(t *testing.T) {
-			dir, s := crashResume(t, p, point)
-			if got := readFile(t, dir, "top.jsonl"); got != wantTop {
-				t.Errorf("after a crash at %s: top.jsonl differs from the run that never crashed (%d bytes, want %d)", point, len(got), len(wantTop))
-			}
-			if !bytes.Equal(s.JSON(), sum.JSON()) {
-				t.Errorf("summary after the resume:\n%s\nwant\n%s", s.JSON(), sum.JSON())
-			}
-		})
+	topFile := func(dir string) map[string]string {
+		return map[string]string{"top.jsonl": readFile(t, dir, "top.jsonl")}
 	}
+	crashesLeave(t, p, topFile, topFile(dir), sum)
 
 	// In a SQLite table the rows are keyed by rank and window.
 	dir3, _ := jobtest.Prepare(t, minuteJob, nil, "")
@@ -501,7 +507,7 @@ func TestWindowJoin(t *testing.T) {
 		return out
 	}
 	var fullSum Summary
-	var fullOut string
+	var fullDir string
 	var p *spec.Plan
 	for _, typ := range []spec.JoinType{spec.InnerJoin, spec.LeftJoin, spec.RightJoin, spec.FullJoin} {
 		d := t.TempDir()
@@ -515,15 +521,7 @@ func TestWindowJoin(t *testing.T) {
 			t.Fatal(err)
 		}
 		g, w := got(d), oracle(d, typ)
-		if !slices.Equal(g, w) {
-			t.Errorf("%v join: %d rows, the oracle %d", typ, len(g), len(w))
-			for i := range min(len(g), len(w)) {
-				if g[i] != w[i] {
-					t.Errorf("first difference:\n got %s\nwant %s", g[i], w[i])
-					break
-				}
-			}
-		}
+		sameRows(t, fmt.Sprintf("the %v join against the oracle", typ), g, w)
 		in := sum.Get("window.fired_on_time") + sum.Get("right.fired_on_time")
 		if !sum.Conserved() || sum.Get("joined.records_in") != in || sum.Get("joined.accepted") != in || sum.Get("joined.results") != int64(len(g)) {
 			t.Errorf("%v join: counts %s", typ, sum.JSON())
@@ -534,7 +532,7 @@ func TestWindowJoin(t *testing.T) {
 				t.Errorf("the inner join has %d rows: the test needs groups that match and groups that do not", len(g))
 			}
 		case spec.FullJoin:
-			fullSum, fullOut = sum, readFile(t, d, "joined.jsonl")
+			fullSum, fullDir = sum, d
 		}
 	}
 
@@ -549,17 +547,10 @@ func TestWindowJoin(t *testing.T) {
 	if g2, w := got(d2), oracle(d2, spec.FullJoin); !slices.Equal(g2, w) {
 		t.Errorf("at parallelism 2 the full join has %d rows, the oracle %d", len(g2), len(w))
 	}
-	for _, point := range crashPoints {
-		t.Run(point, func(t *testing.T) {
-			d, s := crashResume(t, p, point)
-			if g := readFile(t, d, "joined.jsonl"); g != fullOut {
-				t.Errorf("after a crash at %s: joined.jsonl differs from the run that never crashed (%d bytes, want %d)", point, len(g), len(fullOut))
-			}
-			if !bytes.Equal(s.JSON(), fullSum.JSON()) {
-				t.Errorf("summary after the resume:\n%s\nwant\n%s", s.JSON(), fullSum.JSON())
-			}
-		})
+	joinedFile := func(dir string) map[string]string {
+		return map[string]string{"joined.jsonl": readFile(t, dir, "joined.jsonl")}
 	}
+	crashesLeave(t, p, joinedFile, joinedFile(fullDir), fullSum)
 }
 
 // payJob is a second source for TestTwoSources: other orders (another
@@ -701,15 +692,8 @@ func TestTwoSources(t *testing.T) {
 		return out
 	}
 	sort.Strings(want)
-	if got = joinedRows(dir); !slices.Equal(got, want) {
-		t.Errorf("joined.jsonl has %d rows, the oracle %d", len(got), len(want))
-		for i := range min(len(got), len(want)) {
-			if got[i] != want[i] {
-				t.Errorf("first difference:\n got %s\nwant %s", got[i], want[i])
-				break
-			}
-		}
-	}
+	got = joinedRows(dir)
+	sameRows(t, "joined.jsonl against the oracle", got, want)
 	if !sum.Conserved() {
 		t.Errorf("conservation violated: %s", sum.JSON())
 	}
@@ -749,18 +733,5 @@ func TestTwoSources(t *testing.T) {
 		}
 		return m
 	}
-	wantOut := outputs(dir)
-	for _, point := range crashPoints {
-		t.Run(point, func(t *testing.T) {
-			d, s := crashResume(t, p, point)
-			for f, w := range outputs(d) {
-				if w != wantOut[f] {
-					t.Errorf("after a crash at %s: %s differs from the run that never crashed (%d bytes, want %d)", point, f, len(w), len(wantOut[f]))
-				}
-			}
-			if !bytes.Equal(s.JSON(), sum.JSON()) {
-				t.Errorf("summary after the resume:\n%s\nwant\n%s", s.JSON(), sum.JSON())
-			}
-		})
-	}
+	crashesLeave(t, p, outputs, outputs(dir), sum)
 }

@@ -161,6 +161,20 @@ func tenLines(t *testing.T, ten string) []string {
 	return out
 }
 
+// runPlan opens plan p with o and runs it to its end.
+func runPlan(t *testing.T, p *spec.Plan, o RunOptions) Summary {
+	t.Helper()
+	j, err := Open(p, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := j.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sum
+}
+
 // sameRows reports rows that differ from want's: their counts and the
 // first difference (both sorted).
 func sameRows(t *testing.T, what string, got, want []string) {
@@ -220,14 +234,7 @@ func TestCascadingWindows(t *testing.T) {
 	if len(path.Windows) != 2 || path.Windows[1].From != 0 || path.Windows[0].From != -1 {
 		t.Fatalf("the path's windows: %+v", path.Windows)
 	}
-	j, err := Open(p, RunOptions{Dir: dir, Deterministic: true, Now: jobtest.TestNow})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum, err := j.Run(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	sum := runPlan(t, p, RunOptions{Dir: dir, Deterministic: true, Now: jobtest.TestNow})
 	minutes := readFile(t, dir, "minute.jsonl")
 	if want := readFile(t, aloneDir, "minute.jsonl"); minutes != want {
 		t.Errorf("minute.jsonl differs from the minute job's alone: %d bytes, want %d", len(minutes), len(want))
@@ -258,14 +265,7 @@ func TestCascadingWindows(t *testing.T) {
 	// At parallelism 2 the lines come in another order; the rows are the
 	// same.
 	dir2, _ := jobtest.Prepare(t, minuteJob, nil, "")
-	j2, err := Open(p, RunOptions{Dir: dir2, Deterministic: true, Parallelism: 2, Now: jobtest.TestNow})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum2, err := j2.Run(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	sum2 := runPlan(t, p, RunOptions{Dir: dir2, Deterministic: true, Parallelism: 2, Now: jobtest.TestNow})
 	if got2 := tenLines(t, readFile(t, dir2, "ten.jsonl")); !slices.Equal(got2, got) {
 		t.Errorf("at parallelism 2, ten.jsonl has %d rows, %d at parallelism 1 (or other ones)", len(got2), len(got))
 	}
@@ -286,14 +286,7 @@ func TestTopN(t *testing.T) {
 	_, top := jobtest.Prepare(t, strings.Replace(tenMinuteJob, "ten.jsonl", "top.jsonl", 1), nil, dir)
 	op := &spec.TopNOp{OrderBy: []spec.SortKey{{Field: "total", Desc: true}, {Field: "orders"}}, N: 3, Rank: "rownum"}
 	p := cascadePlan(t, up, op, "top", top)
-	j, err := Open(p, RunOptions{Dir: dir, Deterministic: true, Now: jobtest.TestNow})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum, err := j.Run(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	sum := runPlan(t, p, RunOptions{Dir: dir, Deterministic: true, Now: jobtest.TestNow})
 	// The oracle: the minute results by window, ranked.
 	type row struct {
 		start       int64
@@ -366,13 +359,7 @@ func TestTopN(t *testing.T) {
 	}
 
 	dir2, _ := jobtest.Prepare(t, minuteJob, nil, "")
-	j2, err := Open(p, RunOptions{Dir: dir2, Deterministic: true, Parallelism: 2, Now: jobtest.TestNow})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := j2.Run(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	runPlan(t, p, RunOptions{Dir: dir2, Deterministic: true, Parallelism: 2, Now: jobtest.TestNow})
 	if got2 := lines(dir2); !slices.Equal(got2, got) {
 		t.Errorf("at parallelism 2 top.jsonl has %d rows (or other ones), %d at parallelism 1", len(got2), len(got))
 	}
@@ -384,13 +371,7 @@ func TestTopN(t *testing.T) {
 	// In a SQLite table the rows are keyed by rank and window.
 	dir3, _ := jobtest.Prepare(t, minuteJob, nil, "")
 	_, topDB := jobtest.Prepare(t, strings.Replace(tenMinuteJob, "results: {type: jsonl, path: ten.jsonl}", "results: {type: sqlite, path: top.db}", 1), nil, dir3)
-	j3, err := Open(cascadePlan(t, up, op, "top", topDB), RunOptions{Dir: dir3, Deterministic: true, Now: jobtest.TestNow})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := j3.Run(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	runPlan(t, cascadePlan(t, up, op, "top", topDB), RunOptions{Dir: dir3, Deterministic: true, Now: jobtest.TestNow})
 	db, err := sql.Open("sqlite", filepath.Join(dir3, "top.db"))
 	if err != nil {
 		t.Fatal(err)
@@ -512,14 +493,7 @@ func TestWindowJoin(t *testing.T) {
 	for _, typ := range []spec.JoinType{spec.InnerJoin, spec.LeftJoin, spec.RightJoin, spec.FullJoin} {
 		d := t.TempDir()
 		p = plan(typ)
-		j, err := Open(p, RunOptions{Dir: d, Deterministic: true, Now: jobtest.TestNow})
-		if err != nil {
-			t.Fatal(err)
-		}
-		sum, err := j.Run(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
+		sum := runPlan(t, p, RunOptions{Dir: d, Deterministic: true, Now: jobtest.TestNow})
 		g, w := got(d), oracle(d, typ)
 		sameRows(t, fmt.Sprintf("the %v join against the oracle", typ), g, w)
 		in := sum.Get("window.fired_on_time") + sum.Get("right.fired_on_time")
@@ -537,13 +511,7 @@ func TestWindowJoin(t *testing.T) {
 	}
 
 	d2 := t.TempDir()
-	j2, err := Open(p, RunOptions{Dir: d2, Deterministic: true, Parallelism: 2, Now: jobtest.TestNow})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := j2.Run(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	runPlan(t, p, RunOptions{Dir: d2, Deterministic: true, Parallelism: 2, Now: jobtest.TestNow})
 	if g2, w := got(d2), oracle(d2, spec.FullJoin); !slices.Equal(g2, w) {
 		t.Errorf("at parallelism 2 the full join has %d rows, the oracle %d", len(g2), len(w))
 	}
@@ -639,14 +607,7 @@ func TestTwoSources(t *testing.T) {
 	if len(path.Reads) != 2 || path.Windows[1].Read != 1 || path.Reads[1].DeadLetter == nil {
 		t.Fatalf("the path's reads: %+v", path.Reads)
 	}
-	j, err := Open(p, RunOptions{Dir: dir, Deterministic: true, Now: jobtest.TestNow})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum, err := j.Run(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	sum := runPlan(t, p, RunOptions{Dir: dir, Deterministic: true, Now: jobtest.TestNow})
 	for file, want := range map[string]string{
 		"minute.jsonl": readFile(t, minuteDir, "minute.jsonl"), "bad.jsonl": readFile(t, minuteDir, "bad.jsonl"), "late.jsonl": readFile(t, minuteDir, "late.jsonl"),
 		"pay.jsonl": readFile(t, payDir, "pay.jsonl"), "pay_bad.jsonl": readFile(t, payDir, "pay_bad.jsonl"), "pay_late.jsonl": readFile(t, payDir, "pay_late.jsonl"),
@@ -716,13 +677,7 @@ func TestTwoSources(t *testing.T) {
 	}
 
 	d2 := t.TempDir()
-	j2, err := Open(p, RunOptions{Dir: d2, Deterministic: true, Parallelism: 2, Now: jobtest.TestNow})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := j2.Run(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	runPlan(t, p, RunOptions{Dir: d2, Deterministic: true, Parallelism: 2, Now: jobtest.TestNow})
 	if g2 := joinedRows(d2); !slices.Equal(g2, got) {
 		t.Errorf("at parallelism 2 joined.jsonl has %d rows (or other ones), %d at parallelism 1", len(g2), len(got))
 	}

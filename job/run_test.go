@@ -44,14 +44,7 @@ func runSpec(t *testing.T, yaml string, files map[string]string, o RunOptions) (
 	if o.Now.IsZero() {
 		o.Now = jobtest.TestNow
 	}
-	j, err := Open(p, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum, err := j.Run(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	sum := runPlan(t, p, o)
 	if !sum.Conserved() {
 		t.Fatalf("conservation violated: %s", sum.JSON())
 	}

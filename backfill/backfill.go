@@ -189,6 +189,14 @@ func Backfill(p *spec.Plan, o BackfillOptions) (BackfillReport, error) {
 		if fi, err := os.Stat(o.CheckpointDir); err != nil || !fi.IsDir() {
 			return BackfillReport{}, refused("--checkpoint-dir %s is not a directory (%v): give the live job's checkpoint directory (weir run --checkpoint-dir)", o.CheckpointDir, cmp.Or(err, errors.New("a file")))
 		}
+	} else if c := p.Checkpoint; c != nil && c.Dir != "" {
+		// The spec's: the job makes it when it starts, so one that is
+		// not there is misspelt (or removed), and would read as "no
+		// checkpoint yet": nothing folded, without a word.
+		dir := job.RunOptions{Dir: o.Dir}.Path(c.Dir)
+		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+			return BackfillReport{}, refused("checkpoint.dir %s is not there (%v): a run of the job makes it when it starts; is it misspelt, or was it removed? (a job run with --checkpoint-dir: give that directory to --checkpoint-dir)", dir, cmp.Or(err, errors.New("a file")))
+		}
 	}
 	src, err := openLedgerSource(p, o)
 	if errors.Is(err, connector.ErrNoLedger) {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -47,6 +48,14 @@ type archiveStore struct {
 // up to there (a checkpoint's commit that found the archive busy leaves
 // that to a later one).
 func openArchiveStore(p *spec.Plan, o BackfillOptions, wm etime.Time) (*archiveStore, error) {
+	// A run of the job makes its archive: one that is not there, or
+	// empty, was never written (a misspelt archive.dir, or a removed
+	// one), and folding into it would write revisions of late records
+	// alone, not of the windows.
+	dir := job.RunOptions{Dir: o.Dir}.Path(p.Archive.Dir)
+	if entries, err := os.ReadDir(dir); err != nil || len(entries) == 0 {
+		return nil, refused("archive: %s is not there or empty (has the job run here with archive.dir %s?): backfill folds late records into the windows the job archived, and without them would publish revisions of the late records alone", dir, p.Archive.Dir)
+	}
 	rs, err := openPlanStore(context.Background(), p, o.Dir, !o.DryRun)
 	if err != nil {
 		return nil, err
@@ -58,7 +67,7 @@ func openArchiveStore(p *spec.Plan, o BackfillOptions, wm etime.Time) (*archiveS
 	}
 	// The live job has the archive open for each commit (a moment):
 	// wait for it.
-	a, err := archive.OpenWait(job.RunOptions{Dir: o.Dir}.Path(p.Archive.Dir), job.ArchiveOpenWait, 20*time.Millisecond)
+	a, err := archive.OpenWait(dir, job.ArchiveOpenWait, 20*time.Millisecond)
 	if err != nil {
 		pub.Close()
 		if errors.Is(err, archive.ErrBusy) {

@@ -630,6 +630,18 @@ func TestBackfillCheckpointDir(t *testing.T) {
 	if err != nil || !strings.Contains(rep.Cut, "the job has not completed a checkpoint") {
 		t.Fatalf("with a checkpoint directory: cut %q, %v", rep.Cut, err)
 	}
+	// The spec's checkpoint.dir, misspelt (a run makes it when it starts):
+	// refused, not read as "no checkpoint yet".
+	q, err := spec.Parse([]byte(countJob + "sinks:\n  results: {type: sqlite, path: out.db}\n  late: {type: ledger, dir: ledger}\ncheckpoint: {dir: ckk}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err = Backfill(q, BackfillOptions{Dir: dir}); err == nil || !strings.Contains(err.Error(), "checkpoint.dir "+filepath.Join(dir, "ckk")+" is not there") {
+		t.Fatalf("a spec's checkpoint directory that is not there: %v", err)
+	}
+	if _, err = Backfill(q, BackfillOptions{Dir: dir, CheckpointDir: ck}); err != nil {
+		t.Fatalf("--checkpoint-dir given beside a spec's checkpoint.dir that is not there: %v", err)
+	}
 }
 
 // TestBackfillRefusesTableWithoutTheJob: a backfill of a job whose rows

@@ -13,6 +13,7 @@ import (
 
 	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/connector/all"
+	"github.com/weirstream/weir/connector/fileio"
 	"github.com/weirstream/weir/internal/jobtest"
 	"github.com/weirstream/weir/internal/outfmt"
 	"github.com/weirstream/weir/job"
@@ -349,5 +350,49 @@ func TestBackfillRefusesMissingResults(t *testing.T) {
 	var n int
 	if err := db.QueryRow(`SELECT count(*) FROM sqlite_master WHERE name LIKE 'nosuch%'`).Scan(&n); err != nil || n != 0 {
 		t.Errorf("the refused backfill made %d tables beside results (%v)", n, err)
+	}
+}
+
+// TestBackfillRefusesMissingArchive: a job with jsonl results and an
+// archive, backfilled with archive.dir misspelt (or the archive removed),
+// is refused, naming the directory, and neither a dry run nor a backfill
+// makes it (a helper's trial: backfill opened a new, empty archive and
+// published revisions of the late records alone, exit 0).
+func TestBackfillRefusesMissingArchive(t *testing.T) {
+	yaml := orderJob("arch", "{type: jsonl, path: out.jsonl}", "{type: ledger, dir: ledger}", "archive: {dir: archive}\n")
+	p, err := spec.Parse([]byte(yaml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "in.jsonl"), []byte(strings.Join(articleOrders(14, 3000), "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	j, err := job.Open(p, job.RunOptions{Dir: dir, Deterministic: true, Now: jobtest.TestNow})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum, err := j.Run(context.Background()); err != nil || sum.Get("late_side_output") == 0 {
+		t.Fatalf("the run: %v, %s", err, sum.JSON())
+	}
+	q, err := spec.Parse([]byte(strings.Replace(yaml, "archive: {dir: archive}", "archive: {dir: archiv}", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, dry := range []bool{true, false} {
+		_, err := Backfill(q, BackfillOptions{Dir: dir, DryRun: dry})
+		if _, ok := errors.AsType[*RefusedError](err); !ok || !strings.Contains(err.Error(), filepath.Join(dir, "archiv")+" is not there or empty") {
+			t.Errorf("dry run %v: %v, want a refusal naming the archive", dry, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "archiv")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the refused backfills made the archive: %v", err)
+	}
+	if _, err := os.Stat(fileio.CorrectionsPath(filepath.Join(dir, "out.jsonl"))); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the refused backfills published corrections: %v", err)
+	}
+	// The right archive still backfills.
+	if rep, err := Backfill(p, BackfillOptions{Dir: dir}); err != nil || rep.Applied == 0 {
+		t.Errorf("the backfill with the job's archive: %+v, %v", rep, err)
 	}
 }

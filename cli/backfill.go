@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -8,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 
 	"github.com/weirstream/weir/backfill"
 	"github.com/weirstream/weir/job"
@@ -27,7 +27,13 @@ func backfillCmd(args []string, o IO) int {
 	windows := fs.String("window", "", "only entries that missed a window overlapping START..END (Unix ms or RFC 3339)")
 	perTx := fs.Int("windows-per-tx", backfill.DefaultWindowsPerTx, "windows revised per transaction (each window's revision and applied ids always commit together)")
 	var accept []string
-	fs.Func("accept-spec", "also apply ledger entries written under this spec hash (after a change that keeps their meaning; repeatable)", func(v string) error { accept = append(accept, v); return nil })
+	fs.Func("accept-spec", "also apply ledger entries written under this spec hash (after a change that keeps their meaning; repeatable)", func(v string) error {
+		if _, err := hex.DecodeString(v); err != nil || len(v) != 8 {
+			return fmt.Errorf("%q is no spec hash: one is 8 hex digits, as weir ledger ls shows (spec=...)", v)
+		}
+		accept = append(accept, v)
+		return nil
+	})
 	report := fs.String("report", "", "also write the report as JSON to this file (for a scheduler or a monitor)")
 	verify := fs.Bool("verify", false, "then recompute the complete answer (every input record, grouped without watermarks) and compare the results table with it; exit 1 if they differ")
 	ckDir := fs.String("checkpoint-dir", "", "the live job's checkpoint directory, when it runs with --checkpoint-dir (default: the spec's checkpoint.dir): the ledger is read only as far as its newest checkpoint committed")
@@ -58,11 +64,9 @@ func backfillCmd(args []string, o IO) int {
 		return ExitUsage
 	}
 	if *arrived != "" {
-		a, b, ok := strings.Cut(*arrived, "..")
-		from, err1 := parseMs(a)
-		to, err2 := parseMs(b)
-		if !ok || err1 != nil || err2 != nil {
-			fmt.Fprintf(o.Stderr, "weir backfill: --arrived %q: use FROM..TO, such as 2026-11-29..2026-11-30\n", *arrived)
+		from, to, err := parseRange("--arrived", *arrived, "FROM..TO, such as 2026-11-29..2026-11-30")
+		if err != nil {
+			fmt.Fprintln(o.Stderr, "weir backfill:", err)
 			return ExitUsage
 		}
 		g := f
@@ -81,6 +85,15 @@ func backfillCmd(args []string, o IO) int {
 		// is not begun.
 		if err := backfill.CheckComplete(p, bo.Dir); err != nil {
 			fmt.Fprintf(o.Stderr, "weir backfill: --verify: %v (nothing was applied)\n", err)
+			return ExitUsage
+		}
+	}
+	if *report != "" {
+		// Before anything is applied: a report that cannot be written
+		// would leave a scheduler without the outcome of a backfill that
+		// ran.
+		if fi, err := os.Stat(filepath.Dir(o.path(*report))); err != nil || !fi.IsDir() {
+			fmt.Fprintf(o.Stderr, "weir backfill: --report %s: its directory is not there (nothing was applied)\n", *report)
 			return ExitUsage
 		}
 	}

@@ -90,6 +90,15 @@ func TestBackfillRefusedExit(t *testing.T) {
 	for _, c := range []struct{ results, flag, want string }{
 		{"jsonl, path: out.jsonl", "", "set archive: {dir: archive}"},
 		{"sqlite, path: out.db", "--checkpoint-dir=nope", "--checkpoint-dir " + filepath.Join(dir, "nope") + " is not a directory"},
+		// Ranges that hold nothing, or seconds given as milliseconds; a
+		// malformed hash; a report that could not be written after the
+		// backfill had run (found by a trial: each exited 0, or 1 after
+		// applying).
+		{"sqlite, path: out.db", "--window=2026-01-01T00:02:00Z..2026-01-01T00:01:00Z", "is not before 2026-01-01T00:01:00Z, so nothing is in the range"},
+		{"sqlite, path: out.db", "--arrived=2026-06-02..2026-06-01", "is not before 2026-06-01"},
+		{"sqlite, path: out.db", "--window=1767225600..1767225660", "these look like Unix seconds"},
+		{"sqlite, path: out.db", "--accept-spec=nothex", "is no spec hash: one is 8 hex digits"},
+		{"sqlite, path: out.db", "--report=nodir/r.json", "its directory is not there (nothing was applied)"},
 	} {
 		if err := os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(fmt.Sprintf(ledgerJob, c.results)), 0o644); err != nil {
 			t.Fatal(err)
@@ -113,5 +122,29 @@ func TestCompareIDs(t *testing.T) {
 	slices.SortFunc(ids, compareIDs)
 	if want := []string{"0:8", "0:9", "0:10", "1:2", "3", "12", "x"}; !slices.Equal(ids, want) {
 		t.Fatalf("sorted %v, want %v", ids, want)
+	}
+}
+
+// TestLedgerFlagsRefused: weir ledger refuses a negative --since or
+// --limit, and a --window that holds nothing, with the usage code.
+func TestLedgerFlagsRefused(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(fmt.Sprintf(ledgerJob, "sqlite, path: out.db")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"ledger", "ls", "job.yaml", "--since=-1h"}, "--since -1h0m0s is negative"},
+		{[]string{"ledger", "stats", "job.yaml", "--since=-1h"}, "--since -1h0m0s is negative"},
+		{[]string{"ledger", "ls", "job.yaml", "--limit=-1"}, "--limit -1 is negative: give 0 for all entries"},
+		{[]string{"ledger", "ls", "job.yaml", "--window=20..10"}, `--window "20..10": 20 is not before 10`},
+	} {
+		var stdout, stderr bytes.Buffer
+		code := Main(context.Background(), c.args, IO{Stdout: &stdout, Stderr: &stderr, Dir: dir})
+		if code != ExitUsage || !strings.Contains(stderr.String(), c.want) {
+			t.Errorf("%v: exit %d, stderr %q; want %d and %q", c.args, code, stderr.String(), ExitUsage, c.want)
+		}
 	}
 }

@@ -45,6 +45,14 @@ func ledgerCmd(args []string, o IO) int {
 	if !ok {
 		return ExitUsage
 	}
+	switch {
+	case *since < 0:
+		fmt.Fprintf(o.Stderr, "weir ledger %s: --since %v is negative: give how long before now, such as 1h\n", cmd, *since)
+		return ExitUsage
+	case limit != nil && *limit < 0:
+		fmt.Fprintf(o.Stderr, "weir ledger ls: --limit %d is negative: give 0 for all entries\n", *limit)
+		return ExitUsage
+	}
 	if len(paths) != 1 {
 		fmt.Fprintf(o.Stderr, "weir ledger %s: give one job spec\n", cmd)
 		return ExitUsage
@@ -179,12 +187,9 @@ func lsFilter(key, reason, windows string) (func(ledger.Entry) bool, error) {
 	}
 	lo, hi := int64(math.MinInt64), int64(math.MaxInt64)
 	if windows != "" {
-		a, b, ok := strings.Cut(windows, "..")
-		var err1, err2 error
-		lo, err1 = parseMs(a)
-		hi, err2 = parseMs(b)
-		if !ok || err1 != nil || err2 != nil {
-			return nil, fmt.Errorf("--window %q: use START..END in Unix ms or RFC 3339", windows)
+		var err error
+		if lo, hi, err = parseRange("--window", windows, "START..END in Unix ms or RFC 3339"); err != nil {
+			return nil, err
 		}
 	}
 	return func(e ledger.Entry) bool {
@@ -202,6 +207,31 @@ func lsFilter(key, reason, windows string) (func(ledger.Entry) bool, error) {
 		}
 		return true
 	}, nil
+}
+
+// parseRange parses a FROM..TO flag value (Unix ms, dates or RFC 3339
+// times): FROM must come before TO, and a pair of numbers that reads as
+// Unix seconds is refused with that hint (as ms they would be 1970).
+func parseRange(flag, v, form string) (from, to int64, err error) {
+	a, b, ok := strings.Cut(v, "..")
+	from, err1 := parseMs(a)
+	to, err2 := parseMs(b)
+	switch {
+	case !ok || err1 != nil || err2 != nil:
+		return 0, 0, fmt.Errorf("%s %q: use %s", flag, v, form)
+	case from >= to:
+		return 0, 0, fmt.Errorf("%s %q: %s is not before %s, so nothing is in the range", flag, v, a, b)
+	case looksLikeSeconds(a, from) && looksLikeSeconds(b, to):
+		return 0, 0, fmt.Errorf("%s %q: these look like Unix seconds (as milliseconds they are in January 1970); give milliseconds (%d..%d) or RFC 3339 times", flag, v, from*1000, to*1000)
+	}
+	return from, to, nil
+}
+
+// looksLikeSeconds: s is a number of Unix seconds between 2001 and 2286,
+// not milliseconds (which would be 1970).
+func looksLikeSeconds(s string, n int64) bool {
+	_, err := strconv.ParseInt(s, 10, 64)
+	return err == nil && n >= 1e9 && n < 1e10
 }
 
 func parseMs(s string) (int64, error) {

@@ -852,7 +852,12 @@ func openResultsDB(ctx context.Context, rt table, create bool) (d *resultsDB, er
 	// A table that is not there is refused, not created (the applied
 	// table beside it would be).
 	if ok, err := d.dia.HasTable(ctx, d.db, table); err != nil {
-		return nil, err
+		// The first statement: a database that cannot be read at all
+		// (a corrupt file) fails here; say which.
+		if rt.Where != "" {
+			return nil, fmt.Errorf("sinks.results: reading %s: %w", rt.Where, err)
+		}
+		return nil, fmt.Errorf("sinks.results: %w", err)
 	} else if !ok {
 		where := ""
 		if rt.Where != "" {

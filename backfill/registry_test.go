@@ -337,6 +337,17 @@ func TestBackfillRefusesMissingResults(t *testing.T) {
 			t.Errorf("%s: %v (a %T), want a refusal with %q", c.name, err, err, c.want)
 		}
 	}
+	// A results file that is no database: an error naming it.
+	if err := os.WriteFile(filepath.Join(dir, "garbage.db"), []byte("garbage\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	q, err := spec.Parse([]byte(strings.Replace(yaml, "path: results.db", "path: garbage.db", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Backfill(q, BackfillOptions{Dir: dir, AcceptSpec: []string{outfmt.SpecHash(p)}}); err == nil || !strings.Contains(err.Error(), "sinks.results: reading "+filepath.Join(dir, "garbage.db")) {
+		t.Errorf("a results file that is no database: %v", err)
+	}
 	for _, made := range []string{"nosuch.db", "noledger"} {
 		if _, err := os.Stat(filepath.Join(dir, made)); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("the refused backfill made %s: %v", made, err)

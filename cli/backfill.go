@@ -168,6 +168,13 @@ func backfillCmd(args []string, o IO) int {
 			if *dry {
 				verb = "would differ, after this backfill,"
 			}
+			fmt.Fprintf(o.Stdout, "%s of %s windows %s from the complete answer (all %s input records grouped without watermarks), such as:\n", thousands(n), thousands(ans.Windows()), verb, thousands(int(ans.Records)))
+			for _, d := range diffs {
+				fmt.Fprintln(o.Stdout, "  "+d)
+			}
+			if *key != "" || *reason != "" || *windows != "" || *arrived != "" {
+				fmt.Fprintln(o.Stdout, "note: --key, --reason, --window or --arrived left ledger entries out of this backfill; the windows they missed differ until a backfill folds them in")
+			}
 			if l := job.Running(p, job.RunOptions{Dir: bo.Dir, CheckpointDir: bo.CheckpointDir}); l != nil {
 				// The complete answer is of the whole input; a live job
 				// has not closed its newest windows yet.
@@ -176,10 +183,6 @@ func backfillCmd(args []string, o IO) int {
 					who = fmt.Sprintf("a run of the job (pid %d)", l.PID)
 				}
 				fmt.Fprintf(o.Stdout, "note: %s is still running (it holds %s %s): its newest windows are not closed yet and differ until it has read all of its input and ended\n", who, l.What, l.Path)
-			}
-			fmt.Fprintf(o.Stdout, "%s of %s windows %s from the complete answer (all %s input records grouped without watermarks), such as:\n", thousands(n), thousands(ans.Windows()), verb, thousands(int(ans.Records)))
-			for _, d := range diffs {
-				fmt.Fprintln(o.Stdout, "  "+d)
 			}
 			code = ExitFailed
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/weirstream/weir/connector"
@@ -68,7 +69,11 @@ func (j *Job) openMessages(op *spec.SinkOp, open func(context.Context, connector
 	}
 	if restoring && !j.startsFresh(op.Name) && m.txn != nil {
 		if err := m.txn.Recover(j.sinkCtx, j.ck.restored.ID, j.out.c.sinkState(op.Name)); err != nil {
-			return nil, errors.Join(fmt.Errorf("%s: restoring checkpoint %d: %w; or start over with --fresh (the outputs start over too)", op.Path, j.ck.restored.ID, err), s.Close())
+			fix := "; or start over with --fresh (the outputs start over too)"
+			if strings.Contains(err.Error(), "--fresh") {
+				fix = " (the outputs start over too)" // the sink said so already
+			}
+			return nil, errors.Join(fmt.Errorf("%s: restoring checkpoint %d: %w%s", op.Path, j.ck.restored.ID, err, fix), s.Close())
 		}
 	}
 	j.msgs = append(j.msgs, m)

@@ -398,7 +398,7 @@ func checkSchema(db *sql.DB, path, table string, want []string, nk int) error {
 	return layoutError{fmt.Errorf("sqliteio: table %s in %s exists with other columns:\n"+
 		"  expected columns (%s), primary key (%s)\n"+
 		"  found    columns (%s), primary key (%s)\n"+
-		"use another table (Options.Table) or delete the table%s",
+		"name another table (a job spec's sinks.results.table; Options.Table in Go), or, if its rows are no longer needed, drop it%s",
 		quote(table), path,
 		strings.Join(want, ", "), strings.Join(want[:nk+2], ", "),
 		strings.Join(found, ", "), strings.Join(gotPK, ", "), oldLayout(found))}

@@ -446,7 +446,7 @@ func TestSchemaMismatch(t *testing.T) {
 			`table "results" in ` + path + ` exists with other columns`,
 			"found    columns (job, k, window_start, window_end, firing, run, pane, watermark, v), primary key (job, k, window_start, window_end)",
 			"expected columns (" + strings.Join(append(append(append([]string{"job"}, c.keys...), fixedColumns[:]...), c.values...), ", ") + "), primary key (" + strings.Join(pk, ", ") + ")",
-			"use another table (Options.Table) or delete the table",
+			"name another table (a job spec's sinks.results.table; Options.Table in Go), or, if its rows are no longer needed, drop it",
 		} {
 			if !strings.Contains(msg, want) {
 				t.Errorf("keys %v values %v: error\n%s\ndoes not contain\n%s", c.keys, c.values, msg, want)
@@ -848,7 +848,7 @@ func TestOldLayoutRefused(t *testing.T) {
 		`table "results" in ` + path + ` exists with other columns`,
 		"expected columns (job, k, window_start, window_end, firing, run, pane, watermark, v), primary key (job, k, window_start, window_end)",
 		"found    columns (k, window_start, window_end, firing, pane, watermark, v), primary key (k, window_start, window_end)",
-		"use another table (Options.Table) or delete the table",
+		"name another table (a job spec's sinks.results.table; Options.Table in Go), or, if its rows are no longer needed, drop it",
 		"lacks job and run",
 	} {
 		if !strings.Contains(err.Error(), want) {

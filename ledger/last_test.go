@@ -158,3 +158,51 @@ func lineOf(e []byte) []byte {
 	b, _ := os.ReadFile(filepath.Join(dir, segs[0]))
 	return b
 }
+
+// TestScanToRefusesALedgerShorterThanItsCut: a scan up to a checkpoint's
+// position fails, naming the segment, when that segment is gone or
+// shorter than the position (entries the job wrote were lost outside
+// weir); a scan of the whole ledger reads what is there.
+func TestScanToRefusesALedgerShorterThanItsCut(t *testing.T) {
+	dir := t.TempDir()
+	now := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
+	w, err := Open(dir, nil, 0, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 20 {
+		if err := w.Append(entry(i), now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pos, err := w.Commit()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	count := func(cut *Pos) (int, error) {
+		n := 0
+		_, err := ScanTo(dir, cut, func(Entry) error { n++; return nil })
+		return n, err
+	}
+	if n, err := count(&pos); err != nil || n != 20 {
+		t.Fatalf("the whole ledger up to its cut: %d entries, %v", n, err)
+	}
+	if err := os.Truncate(filepath.Join(dir, pos.Segment), pos.Length/2); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := count(&pos); err == nil || !strings.Contains(err.Error(), "shorter than the") || !strings.Contains(err.Error(), pos.Segment) {
+		t.Errorf("a segment shorter than the cut: %v", err)
+	}
+	if n, err := count(nil); err != nil || n == 0 || n >= 20 {
+		t.Errorf("without a cut: %d entries, %v", n, err)
+	}
+	if err := os.Remove(filepath.Join(dir, pos.Segment)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := count(&pos); err == nil || !strings.Contains(err.Error(), "is not there") {
+		t.Errorf("a segment that is gone: %v", err)
+	}
+}

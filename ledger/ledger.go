@@ -316,6 +316,19 @@ func ScanTo(dir string, cut *Pos, fn func(e Entry) error) ([]Corrupt, error) {
 	if err != nil {
 		return nil, err
 	}
+	if cut != nil && cut.Segment != "" {
+		// The segment a checkpoint committed up to is the newest the
+		// cut reads, never removed by retention: one that is gone or
+		// shorter lost entries the job wrote (changed outside weir),
+		// which a scan would otherwise pass over without a word.
+		fi, err := os.Stat(filepath.Join(dir, cut.Segment))
+		switch {
+		case err != nil:
+			return nil, fmt.Errorf("ledger %s: segment %s, which the checkpoint committed %d bytes of, is not there: entries the job wrote are gone (the ledger was changed outside weir)", dir, cut.Segment, cut.Length)
+		case fi.Size() < cut.Length:
+			return nil, fmt.Errorf("ledger %s: segment %s is %d bytes, shorter than the %d the checkpoint committed: entries the job wrote are gone (the ledger was changed outside weir)", dir, cut.Segment, fi.Size(), cut.Length)
+		}
+	}
 	var bad []Corrupt
 	for _, s := range segs {
 		if cut != nil && (cut.Segment == "" || s > cut.Segment) {

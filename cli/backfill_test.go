@@ -312,9 +312,9 @@ func TestBackfillDuringLiveRun(t *testing.T) {
 					}
 				case strings.Contains(out, "run again after its next checkpoint"):
 					waited++
-				case code == 2 && strings.Contains(out, "is not there: has the job run here?") && applied == 0:
-					// The live run has not opened its ledger yet: a
-					// backfill before any run is refused.
+				case code == 2 && (strings.Contains(out, "is not there: has the job run here?") || strings.Contains(out, "checkpoint.dir ck is not there")) && applied == 0:
+					// The live run has not made its checkpoint directory
+					// or ledger yet: a backfill before any run is refused.
 					waited++
 				default:
 					t.Fatalf("a backfill during the live run: exit %d\n%s", code, out)

@@ -2,11 +2,13 @@ package job
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/checkpoint"
 	"github.com/weirstream/weir/etime"
 	"github.com/weirstream/weir/spec"
 )
@@ -46,6 +48,13 @@ func LastCommitted(p *spec.Plan, o RunOptions) (c Committed, ok bool, err error)
 	if err != nil {
 		return Committed{}, true, err
 	}
+	if name, ok, err := checkpointJob(cdir); err != nil {
+		return Committed{}, true, err
+	} else if ok && name != p.Name {
+		// Another job's cut and watermark would cut this job's ledger
+		// at a position of another ledger.
+		return Committed{}, true, fmt.Errorf("checkpoint directory %s holds checkpoints of job %q, not of %q: give this job's checkpoint directory", cdir, name, p.Name)
+	}
 	if _, err := os.Stat(filepath.Join(cdir, finishedMarker)); err == nil {
 		c.Finished = true
 	}
@@ -75,4 +84,24 @@ func latestCounters(cdir string) (*outCounters, int64, error) {
 		return nil, 0, fmt.Errorf("checkpoint %d: corrupt output part: %w", id, err)
 	}
 	return oc, id, nil
+}
+
+// checkpointJob is the name of the job whose newest checkpoint is in
+// cdir, as its meta records it (false: no checkpoint, or a meta of
+// format 1, which did not record it apart).
+func checkpointJob(cdir string) (string, bool, error) {
+	st, err := checkpoint.OpenReadOnly(cdir)
+	if errors.Is(err, os.ErrNotExist) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, err
+	}
+	defer st.Close()
+	cp, ok, err := st.Latest()
+	if err != nil || !ok {
+		return "", false, err
+	}
+	name, ok := metaJob(cp.Meta)
+	return name, ok, nil
 }

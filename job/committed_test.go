@@ -3,6 +3,7 @@ package job
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/weirstream/weir/etime"
@@ -59,5 +60,15 @@ func TestLastCommitted(t *testing.T) {
 	}
 	if c, ok, err := LastCommitted(p, o); !ok || err != nil || c.Checkpoint == 0 || !c.Finished {
 		t.Fatalf("with a checkpoint directory given, after a finished run: %+v, %v, %v", c, ok, err)
+	}
+
+	// Another job's checkpoint directory is refused, naming both jobs
+	// (a backfill would cut this job's ledger at the other's position).
+	other, err := spec.Parse([]byte(strings.Replace(plain, "name: orders", "name: payments", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := LastCommitted(other, o); err == nil || !strings.Contains(err.Error(), `holds checkpoints of job "orders", not of "payments"`) {
+		t.Fatalf("another job's checkpoint directory: %v", err)
 	}
 }

@@ -139,6 +139,20 @@ func resumeAcross(p *spec.Plan, then []byte) (across, added []string, err error)
 	return compareFields(old, planFields(p))
 }
 
+// metaJob is the job name a meta of format 2 or later records (false:
+// another meta).
+func metaJob(meta []byte) (string, bool) {
+	var m jobMeta
+	if json.Unmarshal(meta, &m) != nil || m.Format < 2 {
+		return "", false
+	}
+	var name string
+	if json.Unmarshal(m.State["name"], &name) != nil {
+		return "", false
+	}
+	return name, true
+}
+
 // resumeAcrossV1 is resumeAcross for a meta of format 1 (fingerprintV1),
 // which held the sections it fingerprinted whole, under Go field names: it
 // is decoded into those sections, and p is compared in the same form, so

@@ -34,7 +34,7 @@ type branch struct {
 	// window's results).
 	proj *record.Projection
 	// cascade turns the results of the window that feeds this one into
-	// its records (nil: the read feeds it, or it is a Top-N).
+	// its records (nil: a read feeds it, or it is a Top-N or a join).
 	cascade *cascade
 	// topn ranks the results of the window that feeds this one; join
 	// joins the results of the two windows that feed it (nil: not so).

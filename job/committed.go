@@ -48,12 +48,8 @@ func LastCommitted(p *spec.Plan, o RunOptions) (c Committed, ok bool, err error)
 	if err != nil {
 		return Committed{}, true, err
 	}
-	if name, ok, err := checkpointJob(cdir); err != nil {
+	if err := sameJob(p, cdir); err != nil {
 		return Committed{}, true, err
-	} else if ok && name != p.Name {
-		// Another job's cut and watermark would cut this job's ledger
-		// at a position of another ledger.
-		return Committed{}, true, fmt.Errorf("checkpoint directory %s holds checkpoints of job %q, not of %q: give this job's checkpoint directory", cdir, name, p.Name)
 	}
 	if _, err := os.Stat(filepath.Join(cdir, finishedMarker)); err == nil {
 		c.Finished = true
@@ -86,22 +82,43 @@ func latestCounters(cdir string) (*outCounters, int64, error) {
 	return oc, id, nil
 }
 
-// checkpointJob is the name of the job whose newest checkpoint is in
-// cdir, as its meta records it (false: no checkpoint, or a meta of
-// format 1, which did not record it apart).
-func checkpointJob(cdir string) (string, bool, error) {
+// sameJob refuses the checkpoint directory cdir when its newest
+// checkpoint was written by another job than p, or by a job whose
+// state-relevant fields differ from p's (another window, key or
+// aggregate): its cut and watermark would cut p's ledger at a position of
+// another ledger, or revise results of another shape. A directory without
+// checkpoints, or whose newest checkpoint's meta is of format 1, passes.
+func sameJob(p *spec.Plan, cdir string) error {
 	st, err := checkpoint.OpenReadOnly(cdir)
 	if errors.Is(err, os.ErrNotExist) {
-		return "", false, nil
+		return nil
 	}
 	if err != nil {
-		return "", false, err
+		return err
 	}
 	defer st.Close()
 	cp, ok, err := st.Latest()
 	if err != nil || !ok {
-		return "", false, err
+		return err
 	}
 	name, ok := metaJob(cp.Meta)
-	return name, ok, nil
+	if !ok {
+		return nil
+	}
+	if name != p.Name {
+		return fmt.Errorf("checkpoint directory %s holds checkpoints of job %q, not of %q: give this job's checkpoint directory", cdir, name, p.Name)
+	}
+	_, _, err = resumeAcross(p, cp.Meta)
+	var changed *changedError
+	switch {
+	case errors.As(err, &changed) && len(changed.refused) == 0:
+		// Only sinks removed since: what is left is the same job's.
+		return nil
+	case changed != nil:
+		sections, verb, details := changed.what(false)
+		return fmt.Errorf("checkpoint %d in %s was written by a job whose %s %s from this spec's (%s): a backfill reads that job's ledger up to that job's cut and revises that job's results, so give the spec that wrote them (a job changed this way started over with --fresh, and so did its ledger)", cp.ID, cdir, sections, verb, details)
+	case err != nil:
+		return fmt.Errorf("checkpoint %d in %s: %w", cp.ID, cdir, err)
+	}
+	return nil
 }

@@ -71,4 +71,29 @@ func TestLastCommitted(t *testing.T) {
 	if _, _, err := LastCommitted(other, o); err == nil || !strings.Contains(err.Error(), `holds checkpoints of job "orders", not of "payments"`) {
 		t.Fatalf("another job's checkpoint directory: %v", err)
 	}
+
+	// A spec whose window (state-relevant) differs from the one that wrote
+	// the checkpoints is refused, naming the field: its results and ledger
+	// entries are of 1-minute windows. A changed lateness and a changed
+	// ledger path (the ledger's place) are refused too; a late-firing
+	// throttle (not state-relevant) and a removed dead-letter sink are not.
+	for _, c := range []struct{ from, to, want string }{
+		{"size: 1m", "size: 2m", "whose window differs from this spec's (window.size)"},
+		{"allowed_lateness: 3m", "allowed_lateness: 5m", "(allowed_lateness)"},
+		{"path: late.jsonl", "path: late2.jsonl", "whose sinks differ from this spec's (sinks.late.path)"},
+		{"trigger: {type: continuous, interval: 20s}", "trigger: {type: continuous, interval: 20s}\nlate_firing_interval: 10s", ""},
+		{"  dead_letter: {type: jsonl, path: bad.jsonl}\n", "", ""},
+	} {
+		changed, err := spec.Parse([]byte(strings.Replace(plain, c.from, c.to, 1)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _, err = LastCommitted(changed, o)
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%s -> %s: %v", c.from, c.to, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "so give the spec that wrote them")):
+			t.Errorf("%s -> %s: %v, want %q", c.from, c.to, err, c.want)
+		}
+	}
 }

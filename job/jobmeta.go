@@ -236,36 +236,8 @@ func compareFields(old, now specFields) (across, added []string, err error) {
 	slices.Sort(refused)
 	slices.Sort(changed)
 	if len(refused) > 0 || len(removed) > 0 {
-		var sections, details []string
-		// The meta keeps the first results sink's fields at
-		// sinks.results.*; beside others it is sinks.results[0] in the
-		// spec.
 		several := slices.Contains(old.sinks, spec.ResultsName(1)) || slices.Contains(now.sinks, spec.ResultsName(1))
-		for _, f := range refused {
-			sec, _, _ := strings.Cut(f, ".")
-			sec, _, _ = strings.Cut(sec, "[")
-			sections = append(sections, sec)
-			if rest, ok := strings.CutPrefix(f, "sinks.results."); ok && several {
-				f = "sinks." + spec.ResultsPath(0, 2) + "." + rest
-			}
-			details = append(details, f)
-		}
-		for _, s := range removed {
-			sections = append(sections, "sinks")
-			details = append(details, "sinks."+s+" removed")
-		}
-		slices.Sort(sections)
-		sections = slices.Compact(sections)
-		verb := "differ"
-		if len(sections) == 1 && sections[0] != "sinks" {
-			verb = "differs"
-		}
-		hint := ""
-		if resultsReordered(old, now) {
-			hint = "; its results sinks are this spec's in another order, and each keeps its progress under its place in the list: list them in the order they had"
-		}
-		return nil, nil, fmt.Errorf("it was written by a job whose %s %s from this spec's (%s)%s; restore with the spec that wrote it, or start over with --fresh (the outputs start over too)",
-			strings.Join(sections, ", "), verb, strings.Join(details, ", "), hint)
+		return nil, nil, &changedError{refused: refused, removed: removed, several: several, reordered: resultsReordered(old, now)}
 	}
 	for _, f := range changed {
 		across = append(across, "a changed "+f)
@@ -275,6 +247,57 @@ func compareFields(old, now specFields) (across, added []string, err error) {
 		across = append(across, "an added sink sinks."+s)
 	}
 	return across, added, nil
+}
+
+// changedError is compareFields' refusal: the state-relevant fields that
+// differ (refused, by path) and the sinks the checkpoint's job had that
+// the spec has not (removed).
+type changedError struct {
+	refused, removed []string
+	// several: either side has several results sinks; reordered: the
+	// spec's results sinks are the checkpoint's in another order.
+	several, reordered bool
+}
+
+// what names what differs: the sections ("window", "sinks") with a verb,
+// and the fields in detail.
+func (e *changedError) what(removedSinks bool) (sections, verb, details string) {
+	var secs, dets []string
+	for _, f := range e.refused {
+		sec, _, _ := strings.Cut(f, ".")
+		sec, _, _ = strings.Cut(sec, "[")
+		secs = append(secs, sec)
+		// The meta keeps the first results sink's fields at
+		// sinks.results.*; beside others it is sinks.results[0] in the
+		// spec.
+		if rest, ok := strings.CutPrefix(f, "sinks.results."); ok && e.several {
+			f = "sinks." + spec.ResultsPath(0, 2) + "." + rest
+		}
+		dets = append(dets, f)
+	}
+	if removedSinks {
+		for _, s := range e.removed {
+			secs = append(secs, "sinks")
+			dets = append(dets, "sinks."+s+" removed")
+		}
+	}
+	slices.Sort(secs)
+	secs = slices.Compact(secs)
+	verb = "differ"
+	if len(secs) == 1 && secs[0] != "sinks" {
+		verb = "differs"
+	}
+	return strings.Join(secs, ", "), verb, strings.Join(dets, ", ")
+}
+
+func (e *changedError) Error() string {
+	sections, verb, details := e.what(true)
+	hint := ""
+	if e.reordered {
+		hint = "; its results sinks are this spec's in another order, and each keeps its progress under its place in the list: list them in the order they had"
+	}
+	return fmt.Sprintf("it was written by a job whose %s %s from this spec's (%s)%s; restore with the spec that wrote it, or start over with --fresh (the outputs start over too)",
+		sections, verb, details, hint)
 }
 
 // resultsReordered reports whether now's results sinks are old's, with

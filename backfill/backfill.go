@@ -812,11 +812,11 @@ func backfillCut(p *spec.Plan, o job.RunOptions, src ledgerSource) (cut *ledgerC
 	case !ok:
 		return nil, etime.MaxTime, "all of it; the job has no checkpoints, so its run is taken as ended", 0, nil
 	case c.Finished:
-		return nil, etime.MaxTime, "all of it; the job's run finished", c.Since, nil
+		return &ledgerCut{all: true, run: c.Run, entries: c.Entries}, etime.MaxTime, "all of it; the job's run finished", c.Since, nil
 	case c.Checkpoint == 0:
 		return &ledgerCut{}, etime.MinTime, "nothing yet; the job has not completed a checkpoint", 0, nil
 	}
-	cut = &ledgerCut{states: c.SinkStates, run: c.Run}
+	cut = &ledgerCut{states: c.SinkStates, run: c.Run, entries: c.Entries}
 	return cut, c.Watermark, fmt.Sprintf("checkpoint %d: %s; live watermark %s", c.Checkpoint, src.describe(cut), c.Watermark), c.Since, nil
 }
 

@@ -34,11 +34,18 @@ type kindLedger struct {
 type ledgerCut struct {
 	states map[string][]byte
 	run    int64
+	// entries are how many records the run wrote to each late sink up to
+	// the checkpoint (job.Committed.Entries): the least a scan up to the
+	// cut finds of the run's entries.
+	entries map[string]int64
+	// all: the whole ledger is read (the run finished), still checked
+	// against entries.
+	all bool
 }
 
 // of is the cut of sink name's ledger (nil: all of it).
 func (c *ledgerCut) of(name string) *connector.LedgerCut {
-	if c == nil {
+	if c == nil || c.all {
 		return nil
 	}
 	return &connector.LedgerCut{State: c.states[name], Run: c.run}
@@ -84,19 +91,32 @@ func openLedgerSource(p *spec.Plan, o BackfillOptions) (ledgerSource, error) {
 }
 
 // scan calls fn for the entries up to the cut (nil: all) and returns
-// the corrupt entries it skipped, each said where it is and why.
+// the corrupt entries it skipped, each said where it is and why. It fails
+// when a sink's ledger holds fewer of the cut's run's entries than the
+// checkpoint says the run wrote to it: entries were lost (a broker that
+// keeps nothing across a restart, retention, rows deleted), and a
+// backfill without them would leave the results short without a word.
 func (m ledgerSource) scan(cut *ledgerCut, fn func(ledger.Entry) error) ([]string, error) {
 	var bad []string
 	for _, s := range m {
+		var found int64
 		b, err := s.r.Scan(context.Background(), cut.of(s.name), func(line []byte) error {
 			var e ledger.Entry
 			if err := json.Unmarshal(line, &e); err != nil {
 				return fmt.Errorf("%s: an entry its kind read back is no ledger entry: %w", s.r.Where(), err)
 			}
+			if cut != nil && (e.Run == cut.run || e.Run == 0) {
+				found++
+			}
 			return fn(e)
 		})
 		if bad = append(bad, b...); err != nil {
 			return bad, err
+		}
+		// Corrupt entries are reported as such, not as lost.
+		if cut != nil && found+int64(len(b)) < cut.entries[s.name] {
+			return bad, fmt.Errorf("%s holds %d entries of the job's run %d, but its checkpoint says the run wrote %d there: %d were lost (a broker that kept nothing across a restart, retention, rows or files deleted); the results cannot be completed from this ledger",
+				s.r.Where(), found, cut.run, cut.entries[s.name], cut.entries[s.name]-found-int64(len(b)))
 		}
 	}
 	return bad, nil

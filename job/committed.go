@@ -29,6 +29,10 @@ type Committed struct {
 	// (connector.LedgerCut: a ledger directory's position, a Postgres
 	// late table's epoch). A sink without a state is absent.
 	SinkStates map[string][]byte
+	// Entries are how many records the run (Run) wrote to the late sinks
+	// up to the checkpoint, by sink name: a ledger read up to the cut
+	// holds that many of the run's entries, unless some were lost.
+	Entries map[string]int64
 	// Run is the run's id and Since the oldest run whose outputs the
 	// results hold (earlier runs' ledger entries do not count).
 	Run, Since int64
@@ -55,14 +59,19 @@ func LastCommitted(p *spec.Plan, o RunOptions) (c Committed, ok bool, err error)
 		c.Finished = true
 	}
 	if oc != nil {
-		c = Committed{Checkpoint: id, Finished: c.Finished, Watermark: oc.Watermark, SinkStates: map[string][]byte{}, Run: oc.Run, Since: oc.Since}
+		c = Committed{Checkpoint: id, Finished: c.Finished, Watermark: oc.Watermark, SinkStates: map[string][]byte{}, Entries: map[string]int64{}, Run: oc.Run, Since: oc.Since}
 		for _, k := range []struct {
-			name string
-			s    *spec.Sink
-		}{{"late", p.Sinks.Late}, {"late_partial", p.Sinks.LatePartial}} {
-			if st := oc.sinkState(k.name); k.s != nil && st != nil {
+			name    string
+			s       *spec.Sink
+			entries int64
+		}{{"late", p.Sinks.Late, oc.Late}, {"late_partial", p.Sinks.LatePartial, oc.Partial}} {
+			if k.s == nil {
+				continue
+			}
+			if st := oc.sinkState(k.name); st != nil {
 				c.SinkStates[k.name] = st
 			}
+			c.Entries[k.name] = k.entries
 		}
 	}
 	return c, true, nil

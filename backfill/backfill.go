@@ -123,11 +123,12 @@ type BackfillReport struct {
 // Revision is a window's revision by a backfill: its key values (the
 // ledger's JSON, in the spec's key order), its bounds and its new
 // aggregate values (as the results keep them: record.SplitResult's
-// texts).
+// texts), and the run whose revision it is.
 type Revision struct {
 	Key        []json.RawMessage
 	Start, End int64
 	Values     []string
+	Run        int64
 }
 
 // Backfill folds the entries of the job's late-data ledger into the
@@ -324,7 +325,7 @@ func (ps *pass) run() (BackfillReport, error) {
 		if ps.refused != "" && o.Out != nil {
 			fmt.Fprintf(o.Out, "entry %s refused: unsupported_window_kind (%s)\n", e.ID, ps.refused)
 		}
-		de := decodedEntry{id: appliedID(e), watermark: etime.Time(e.Watermark)}
+		de := decodedEntry{id: appliedID(e), watermark: etime.Time(e.Watermark), run: e.Run}
 		if ps.refused == "" { // refused entries are only counted
 			r, err := ps.fold.decode(e)
 			if err != nil {
@@ -720,7 +721,7 @@ func (s *sqlStore) load(w *backfillWindow) ([]any, int64, error) {
 	}
 	switch err := s.tx.QueryRow(s.db.sel, s.args...).Scan(ptrs...); {
 	case err == sql.ErrNoRows:
-		w.run = s.newest // the window never fired
+		w.run = w.firstRun(s.newest) // the window never fired
 		return nil, -1, nil
 	case err != nil:
 		return nil, 0, err
@@ -971,9 +972,9 @@ type backfillWindow struct {
 	keyNames   []string // the spec's key fields, in order
 	start, end int64
 	entries    []decodedEntry // the ledger entries that missed the window
-	// run is the run of the window's stored revision (set by load; the
-	// newest run's for a window that never fired): its next revision
-	// is that run's next pane.
+	// run is the run of the window's stored revision (set by load; for a
+	// window that never fired, firstRun's): its next revision is that
+	// run's next pane.
 	run int64
 }
 
@@ -983,7 +984,22 @@ type backfillWindow struct {
 type decodedEntry struct {
 	id        string
 	watermark etime.Time
-	r         any // folder.decode's
+	r         any   // folder.decode's
+	run       int64 // of the run that wrote it (0: not recorded)
+}
+
+// firstRun is the run of the first revision of a window that never fired:
+// the newest run of its entries' (whose input its records were), else
+// newest (the job's newest run), when the entries record none.
+func (w *backfillWindow) firstRun(newest int64) int64 {
+	var run int64
+	for _, e := range w.entries {
+		run = max(run, e.run)
+	}
+	if run == 0 {
+		return newest
+	}
+	return run
 }
 
 // apply folds the entries not applied yet into the window.
@@ -1041,7 +1057,7 @@ func (w *backfillWindow) apply(st windowStore, entries []decodedEntry) error {
 		fmt.Fprintf(w.o.Out, "window %s [%d,%d): %d entries, pane %d -> %d: %s\n", w.key, w.start, w.end, applied, pane, pane+1, strings.Join(shown, " "))
 	}
 	if w.o.KeepRevisions {
-		r := Revision{Start: w.start, End: w.end, Values: slices.Clone(shown)}
+		r := Revision{Start: w.start, End: w.end, Values: slices.Clone(shown), Run: w.run}
 		for _, k := range w.keyNames {
 			r.Key = append(r.Key, w.keyVals[k])
 		}

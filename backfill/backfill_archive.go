@@ -140,7 +140,7 @@ func (s *archiveStore) load(w *backfillWindow) ([]any, int64, error) {
 		return nil, 0, err
 	}
 	if !ok {
-		w.run = s.newest // never fired: the newest run's first revision
+		w.run = w.firstRun(s.newest) // never fired: its entries' run's first revision
 		return nil, -1, nil
 	}
 	w.run = run

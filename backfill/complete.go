@@ -3,6 +3,7 @@ package backfill
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -291,7 +292,15 @@ func CheckComplete(p *spec.Plan, dir string) error {
 	reg := s.Kinds()
 	t := s.Source.Type
 	if k, ok := reg.Lookup(t); ok && k.Source != nil && k.Source.Replay != nil {
-		return k.Source.Replay(spec.SourceSettings(p), job.RunOptions{Dir: dir}.Path)
+		if err := k.Source.Replay(spec.SourceSettings(p), job.RunOptions{Dir: dir}.Path); err != nil {
+			return err
+		}
+		if revision(p) == connector.ReviseLog {
+			// The comparison reads the results log: one that is not
+			// there is said before a backfill appends to it.
+			return logReadable(p, dir)
+		}
+		return nil
 	}
 	var replays []string
 	for _, k := range reg.Kinds() {
@@ -300,6 +309,26 @@ func CheckComplete(p *spec.Plan, dir string) error {
 		}
 	}
 	return fmt.Errorf("the complete answer reads every input record again, and a %s source cannot be read again (weir reads again from %s); save the input to a file and verify with a copy of the spec whose source is {type: file, path: ...}, or leave out --verify", t, strings.Join(replays, " or "))
+}
+
+// logReadable reads the first line of the job's results log (none, when
+// it is empty), to tell one that is not there.
+func logReadable(p *spec.Plan, dir string) error {
+	ctx := context.Background()
+	st, err := openPlanStore(ctx, p, dir, false)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	l, ok := st.(connector.LogStore)
+	if !ok {
+		return fmt.Errorf("sinks.results: kind %s keeps no log of results", p.Sinks.Primary().Type)
+	}
+	errFirst := errors.New("first line")
+	if err := l.Scan(ctx, func([]byte) error { return errFirst }); err != nil && !errors.Is(err, errFirst) {
+		return err
+	}
+	return nil
 }
 
 // collectLines is a SourceOutput that keeps what a reader emits.
@@ -317,35 +346,51 @@ func (c *collectLines) DeadLetter(string, string, any)      { c.dead++ }
 // Compare compares the job's results with the answer and returns the
 // rows that differ (at most limit of them, described) and their number.
 func (a *Answer) Compare(p *spec.Plan, dir string, limit int) ([]string, int, error) {
-	return a.CompareRevised(p, dir, limit, nil)
+	c, err := a.CompareRevised(p, dir, limit, nil)
+	return c.Diffs, c.N, err
+}
+
+// Comparison is what CompareRevised found.
+type Comparison struct {
+	// Diffs describes at most limit of the N windows that differ.
+	Diffs []string
+	N     int
+	// Earlier counts the windows of the answer whose rows are of earlier
+	// runs of the job (kept beside the newest run's by --append): made
+	// from input this run did not read, they are not compared.
+	Earlier int
 }
 
 // CompareRevised is Compare of the results as revisions would leave them
 // (a dry run's: BackfillReport.Revisions): each revised window's values
-// in place of the stored ones.
-func (a *Answer) CompareRevised(p *spec.Plan, dir string, limit int, revisions []Revision) ([]string, int, error) {
+// in place of the stored ones. Only the rows of the job's newest run are
+// compared: a window whose row is of an earlier run is left out on both
+// sides (Comparison.Earlier), whether or not a revision touches it.
+func (a *Answer) CompareRevised(p *spec.Plan, dir string, limit int, revisions []Revision) (Comparison, error) {
 	var got map[string][]string
+	var earlier map[string]bool
+	var newest int64
 	var err error
 	log := revision(p) == connector.ReviseLog
 	if log {
-		got, err = latestResults(p, dir)
+		got, earlier, newest, err = latestResults(p, dir)
 	} else {
-		got, err = tableRows(p, dir)
+		got, earlier, newest, err = tableRows(p, dir)
 	}
 	if err != nil {
-		return nil, 0, err
+		return Comparison{}, err
 	}
 	if len(revisions) > 0 {
 		keyText, err := keyTexter(context.Background(), p, dir)
 		if err != nil {
-			return nil, 0, err
+			return Comparison{}, err
 		}
 		for _, r := range revisions {
 			keys := make([]string, len(r.Key))
 			for i, k := range r.Key {
 				c, err := CanonicalJSON(k)
 				if err != nil {
-					return nil, 0, err
+					return Comparison{}, err
 				}
 				keys[i] = keyText(c)
 			}
@@ -353,29 +398,39 @@ func (a *Answer) CompareRevised(p *spec.Plan, dir string, limit int, revisions [
 			for i, v := range r.Values {
 				vals[i] = valueCanonical(log, []byte(v))
 			}
-			got[rowIdentity(keys, strconv.FormatInt(r.Start, 10), strconv.FormatInt(r.End, 10))] = vals
+			id := rowIdentity(keys, strconv.FormatInt(r.Start, 10), strconv.FormatInt(r.End, 10))
+			switch {
+			case r.Run < newest:
+				// A first revision of an earlier run's entries.
+				earlier[id] = true
+			case !earlier[id]:
+				got[id] = vals
+			}
 		}
 	}
-	var diffs []string
-	n := 0
+	var c Comparison
 	for _, id := range slices.Sorted(maps.Keys(a.rows)) {
+		if earlier[id] {
+			c.Earlier++
+			continue
+		}
 		want := a.rows[id]
 		if g, ok := got[id]; !ok || !slices.Equal(g, want) {
-			n++
-			if len(diffs) < limit {
-				diffs = append(diffs, fmt.Sprintf("%s: %s, complete answer %s", shown(id), shownRow(g, ok), shownRow(want, true)))
+			c.N++
+			if len(c.Diffs) < limit {
+				c.Diffs = append(c.Diffs, fmt.Sprintf("%s: %s, complete answer %s", shown(id), shownRow(g, ok), shownRow(want, true)))
 			}
 		}
 	}
 	for _, id := range slices.Sorted(maps.Keys(got)) {
 		if _, ok := a.rows[id]; !ok {
-			n++
-			if len(diffs) < limit {
-				diffs = append(diffs, fmt.Sprintf("%s: %s, not in the complete answer", shown(id), shownRow(got[id], true)))
+			c.N++
+			if len(c.Diffs) < limit {
+				c.Diffs = append(c.Diffs, fmt.Sprintf("%s: %s, not in the complete answer", shown(id), shownRow(got[id], true)))
 			}
 		}
 	}
-	return diffs, n, nil
+	return c, nil
 }
 
 // latestResults reads the results of a job whose results are a log (a
@@ -383,21 +438,29 @@ func (a *Answer) CompareRevised(p *spec.Plan, dir string, limit int, revisions [
 // connector.LogStore.Scan), keeping each window's highest (run, pane)
 // (at equal ones, the later), by row identity, and of those the windows
 // of the newest run (a topic, or files kept with --append, hold earlier
-// runs too; the complete answer is of this run's input).
-func latestResults(p *spec.Plan, dir string) (map[string][]string, error) {
+// runs too; the complete answer is of this run's input): earlier holds
+// the others' identities.
+func latestResults(p *spec.Plan, dir string) (got map[string][]string, earlier map[string]bool, newest int64, err error) {
 	f := resultFold{p: p, got: map[string][]string{}, revs: map[string][2]int64{}}
-	defer f.newestRun()
 	ctx := context.Background()
 	st, err := openPlanStore(ctx, p, dir, false)
 	if err != nil {
-		return nil, err
+		return nil, nil, 0, err
 	}
 	defer st.Close()
 	l, ok := st.(connector.LogStore)
 	if !ok {
-		return nil, fmt.Errorf("sinks.results: kind %s keeps no log of results", p.Sinks.Primary().Type)
+		return nil, nil, 0, fmt.Errorf("sinks.results: kind %s keeps no log of results", p.Sinks.Primary().Type)
 	}
-	return f.got, l.Scan(ctx, f.add)
+	if err := l.Scan(ctx, f.add); err != nil {
+		return nil, nil, 0, err
+	}
+	runs := map[string]int64{}
+	for k, r := range f.revs {
+		runs[k] = r[0]
+	}
+	earlier, newest = newestRun(f.got, runs)
+	return f.got, earlier, newest, nil
 }
 
 // resultFold keeps the newest revision, by (run, pane), of each window
@@ -408,17 +471,21 @@ type resultFold struct {
 	revs map[string][2]int64 // the (run, pane) of got's rows
 }
 
-// newestRun keeps the rows of the newest run only.
-func (f *resultFold) newestRun() {
+// newestRun keeps in got the rows of the newest run only, by runs (each
+// row's run), and returns the identities of the others and that run.
+func newestRun(got map[string][]string, runs map[string]int64) (map[string]bool, int64) {
 	var last int64
-	for _, r := range f.revs {
-		last = max(last, r[0])
+	for _, r := range runs {
+		last = max(last, r)
 	}
-	for k, r := range f.revs {
-		if r[0] != last {
-			delete(f.got, k)
+	earlier := map[string]bool{}
+	for k, r := range runs {
+		if r != last {
+			delete(got, k)
+			earlier[k] = true
 		}
 	}
+	return earlier, last
 }
 
 func (f *resultFold) add(line []byte) error {
@@ -457,16 +524,18 @@ func (f *resultFold) add(line []byte) error {
 	return nil
 }
 
-// tableRows reads a SQL results table by row identity.
-func tableRows(p *spec.Plan, dir string) (map[string][]string, error) {
+// tableRows reads a SQL results table by row identity: the job's rows of
+// its newest run (--append keeps earlier runs' rows beside them; the
+// complete answer is of this run's input), and the others' identities.
+func tableRows(p *spec.Plan, dir string) (got map[string][]string, earlier map[string]bool, newest int64, err error) {
 	ctx := context.Background()
 	rt, err := planTable(ctx, p, dir, false)
 	if err != nil {
-		return nil, err
+		return nil, nil, 0, err
 	}
 	db, err := openResultsDB(ctx, rt, false)
 	if err != nil {
-		return nil, err
+		return nil, nil, 0, err
 	}
 	defer rt.Close()
 	s := p
@@ -478,25 +547,26 @@ func tableRows(p *spec.Plan, dir string) (map[string][]string, error) {
 	for _, ag := range s.Aggregates {
 		cols = append(cols, db.dia.Text(quoteSQL(ag.Name)))
 	}
-	// The job's rows of its newest run (--append keeps earlier runs'
-	// rows beside them; the complete answer is of this run's input).
 	t := quoteSQL(rt.Table)
-	q := db.dia.Rebind(`SELECT ` + strings.Join(cols, ", ") + ` FROM ` + t + ` WHERE "job" = ? AND run = (SELECT MAX(run) FROM ` + t + ` WHERE "job" = ?)`)
-	rows, err := db.db.QueryContext(ctx, q, s.Name, s.Name)
+	q := db.dia.Rebind(`SELECT ` + strings.Join(cols, ", ") + `, run FROM ` + t + ` WHERE "job" = ?`)
+	rows, err := db.db.QueryContext(ctx, q, s.Name)
 	if err != nil {
-		return nil, err
+		return nil, nil, 0, err
 	}
 	defer rows.Close()
-	got := map[string][]string{}
+	got = map[string][]string{}
+	runs := map[string]int64{}
 	nk := len(s.Key)
 	for rows.Next() {
 		vals := make([]any, len(cols))
-		ptrs := make([]any, len(cols))
+		ptrs := make([]any, len(cols)+1)
 		for i := range vals {
 			ptrs[i] = &vals[i]
 		}
+		var run int64
+		ptrs[len(cols)] = &run
 		if err := rows.Scan(ptrs...); err != nil {
-			return nil, err
+			return nil, nil, 0, err
 		}
 		keys := make([]string, 0, nk)
 		row := make([]string, 0, len(s.Aggregates))
@@ -511,7 +581,7 @@ func tableRows(p *spec.Plan, dir string) (map[string][]string, error) {
 				t = rt.Values[i-nk-2].Type
 			}
 			if v, err = db.value(t, v); err != nil {
-				return nil, err
+				return nil, nil, 0, err
 			}
 			if c := valueText(v); i < nk {
 				keys = append(keys, c)
@@ -519,7 +589,12 @@ func tableRows(p *spec.Plan, dir string) (map[string][]string, error) {
 				row = append(row, c)
 			}
 		}
-		got[rowIdentity(keys, fmt.Sprint(vals[nk]), fmt.Sprint(vals[nk+1]))] = row
+		id := rowIdentity(keys, fmt.Sprint(vals[nk]), fmt.Sprint(vals[nk+1]))
+		got[id], runs[id] = row, run
 	}
-	return got, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, nil, 0, err
+	}
+	earlier, newest = newestRun(got, runs)
+	return got, earlier, newest, nil
 }

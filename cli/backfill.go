@@ -153,23 +153,24 @@ func backfillCmd(args []string, o IO) int {
 			return ExitFailed
 		}
 		// A dry run compares the results as the backfill would leave them.
-		diffs, n, err := ans.CompareRevised(p, bo.Dir, 5, rep.Revisions)
+		c, err := ans.CompareRevised(p, bo.Dir, 5, rep.Revisions)
 		if err != nil {
 			fmt.Fprintln(o.Stderr, "weir backfill: --verify:", err)
 			return ExitFailed
 		}
+		compared := ans.Windows() - c.Earlier
 		switch {
-		case n == 0 && *dry:
-			fmt.Fprintf(o.Stdout, "after this backfill the results would equal the complete answer: %s windows, from all %s input records grouped without watermarks\n", thousands(ans.Windows()), thousands(int(ans.Records)))
-		case n == 0:
-			fmt.Fprintf(o.Stdout, "results now equal the complete answer: %s windows, from all %s input records grouped without watermarks\n", thousands(ans.Windows()), thousands(int(ans.Records)))
+		case c.N == 0 && *dry:
+			fmt.Fprintf(o.Stdout, "after this backfill the results would equal the complete answer: %s windows, from all %s input records grouped without watermarks\n", thousands(compared), thousands(int(ans.Records)))
+		case c.N == 0:
+			fmt.Fprintf(o.Stdout, "results now equal the complete answer: %s windows, from all %s input records grouped without watermarks\n", thousands(compared), thousands(int(ans.Records)))
 		default:
 			verb := "differ"
 			if *dry {
 				verb = "would differ, after this backfill,"
 			}
-			fmt.Fprintf(o.Stdout, "%s of %s windows %s from the complete answer (all %s input records grouped without watermarks), such as:\n", thousands(n), thousands(ans.Windows()), verb, thousands(int(ans.Records)))
-			for _, d := range diffs {
+			fmt.Fprintf(o.Stdout, "%s of %s windows %s from the complete answer (all %s input records grouped without watermarks), such as:\n", thousands(c.N), thousands(compared), verb, thousands(int(ans.Records)))
+			for _, d := range c.Diffs {
 				fmt.Fprintln(o.Stdout, "  "+d)
 			}
 			if *key != "" || *reason != "" || *windows != "" || *arrived != "" {
@@ -185,6 +186,9 @@ func backfillCmd(args []string, o IO) int {
 				fmt.Fprintf(o.Stdout, "note: %s is still running (it holds %s %s): its newest windows are not closed yet and differ until it has read all of its input and ended\n", who, l.What, l.Path)
 			}
 			code = ExitFailed
+		}
+		if c.Earlier > 0 {
+			fmt.Fprintf(o.Stdout, "note: %s windows of the complete answer hold rows of earlier runs of the job (kept with --append), made from input this run did not read: not compared; this input's records in them came through the ledger\n", thousands(c.Earlier))
 		}
 	}
 	return code

@@ -41,8 +41,8 @@ sinks:
 `
 
 // TestBackfillVerifyRefused: weir backfill --verify of a job whose source
-// cannot be read again (stdin; Kafka, with jsonl results and the archive)
-// refuses before it applies anything: it exits 2 naming the source, and
+// cannot be read again (stdin; Kafka, with jsonl results and the archive),
+// or whose results file is gone, refuses before it applies anything: it exits 2 naming the source, and
 // every file of the job (results, ledger, archive) is as it was. The
 // Kafka job's files are written by the same job reading a file, whose
 // watermarks follow every record (a Kafka source's are periodic, so
@@ -52,6 +52,9 @@ func TestBackfillVerifyRefused(t *testing.T) {
 	for _, c := range []struct{ name, source, results, want string }{
 		{"stdin", "{type: stdin}", "{type: sqlite, path: results.db}", "a stdin source cannot be read again"},
 		{"kafka", "{type: kafka, kafka: {brokers: [%s], topic: in, stop_at_end: true}}", "{type: jsonl, path: results.jsonl}\narchive: {dir: archive}", "a kafka source cannot be read again (weir reads again from file or generator)"},
+		// The results file deleted: the comparison could not read it (a
+		// helper's trial: the backfill applied, then --verify failed).
+		{"results gone", "{type: file, path: in.jsonl}", "{type: jsonl, path: results.jsonl}\narchive: {dir: archive}", "results.jsonl is not there (has the job run?)"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -71,6 +74,9 @@ func TestBackfillVerifyRefused(t *testing.T) {
 				}
 			} else {
 				writeJob(source, ", emit: every_record")
+				if err := os.WriteFile(filepath.Join(dir, "in.jsonl"), []byte(verifyInput), 0o644); err != nil {
+					t.Fatal(err)
+				}
 			}
 			var stdout, stderr bytes.Buffer
 			run := IO{Dir: dir, Stdin: strings.NewReader(verifyInput), Stdout: &stdout, Stderr: &stderr}
@@ -80,9 +86,14 @@ func TestBackfillVerifyRefused(t *testing.T) {
 			if !strings.Contains(stderr.String(), "too late: 2 to the side output") {
 				t.Fatalf("the run put no records in the ledger, so the test proves nothing:\n%s", stderr.String())
 			}
-			if c.name == "kafka" {
+			switch c.name {
+			case "kafka":
 				writeJob(source, "")
 				os.Remove(filepath.Join(dir, "in.jsonl"))
+			case "results gone":
+				if err := os.Remove(filepath.Join(dir, "results.jsonl")); err != nil {
+					t.Fatal(err)
+				}
 			}
 			before := files(t, dir)
 			stdout.Reset()

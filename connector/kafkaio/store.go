@@ -41,7 +41,9 @@ func (t *resultsTopic) Scan(ctx context.Context, fn func(line []byte) error) err
 	var ferr error
 	err := ReadCommitted(ctx, t.brokers, []string{t.topic}, time.Second, func(rec *kgo.Record) {
 		if ferr == nil {
-			ferr = fn(rec.Value)
+			if ferr = fn(rec.Value); ferr != nil {
+				cancel() // stop at fn's first error
+			}
 		}
 	}, t.auth...)
 	if ferr != nil {

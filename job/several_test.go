@@ -369,3 +369,29 @@ func TestSeveralWindows(t *testing.T) {
 	// summary are those of the run that never crashed.
 	crashesLeave(t, p, outputs, outputs(dir), sum)
 }
+
+// TestSinkNotAnyInput: a sink whose file is the input file of any of the
+// plan's reads is refused, the second read's too (a plan of two sources
+// checked only the first's).
+func TestSinkNotAnyInput(t *testing.T) {
+	dir := t.TempDir()
+	for _, f := range []string{"a.jsonl", "b.jsonl", "out.jsonl"} {
+		if err := os.WriteFile(filepath.Join(dir, f), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	j := &Job{runDir: dir, reads: []*read{
+		{plan: &spec.Plan{Source: spec.Source{Path: "a.jsonl"}}},
+		{plan: &spec.Plan{Source: spec.Source{Path: "b.jsonl"}}},
+	}}
+	for path, want := range map[string]string{
+		"a.jsonl":   "sink a.jsonl is the input file a.jsonl",
+		"b.jsonl":   "sink b.jsonl is the input file b.jsonl",
+		"out.jsonl": "",
+	} {
+		err := j.notInput(&spec.Sink{Path: path})
+		if want == "" && err != nil || want != "" && (err == nil || !strings.Contains(err.Error(), want)) {
+			t.Errorf("%s: %v, want %q", path, err, want)
+		}
+	}
+}

@@ -265,18 +265,25 @@ func (j *Job) openSinks(o RunOptions, restoring bool) error {
 	return nil
 }
 
-// notInput refuses a sink whose path is the input file.
+// notInput refuses a sink whose path is an input file: the file of a
+// read whose source reads one.
 func (j *Job) notInput(k *spec.Sink) error {
-	if k.Path == "" || j.plan.Source.Path == "" { // a source that reads a file
+	if k.Path == "" {
 		return nil
 	}
 	p := RunOptions{Dir: j.runDir}
-	src, err := os.Stat(p.Path(j.plan.Source.Path))
+	sink, err := os.Stat(p.Path(k.Path))
 	if err != nil {
 		return nil
 	}
-	if fi, err := os.Stat(p.Path(k.Path)); err == nil && os.SameFile(fi, src) {
-		return fmt.Errorf("sink %s is the input file %s; writing it would destroy the input", k.Path, j.plan.Source.Path)
+	for _, r := range j.reads {
+		in := r.plan.Source.Path
+		if in == "" { // a source that reads no file
+			continue
+		}
+		if src, err := os.Stat(p.Path(in)); err == nil && os.SameFile(sink, src) {
+			return fmt.Errorf("sink %s is the input file %s; writing it would destroy the input", k.Path, in)
+		}
 	}
 	return nil
 }

@@ -29,6 +29,7 @@ func TestDependencyRules(t *testing.T) {
 		"internal/hist":    {},
 		"internal/flock":   {},
 		"internal/jsonnum": {},
+		"internal/suggest": {},
 		"ledger":           {"connector", "window", "internal/flock"},
 		"internal/epochs":  {},
 		"internal/archive": {"etime", "state/pebblestate", "internal/flock"},
@@ -48,9 +49,9 @@ func TestDependencyRules(t *testing.T) {
 		"connector/all": {"connector", "connector/fileio", "connector/genio", "connector/kafkaio", "connector/natsio", "connector/pgio", "connector/sqliteio", "ledger"},
 		// The job spec compiles: it does no I/O, imports no connector, and
 		// resolves type: through the connector registry.
-		"spec": {"connector", "etime", "window", "trigger"},
+		"spec": {"connector", "etime", "window", "trigger", "internal/suggest"},
 		// Record decoding and the declarative aggregates of a plan.
-		"internal/record": {".", "spec", "etime", "clock", "state", "connector/fileio", "internal/jsonnum"},
+		"internal/record": {".", "spec", "etime", "clock", "state", "connector/fileio", "internal/jsonnum", "internal/suggest"},
 		// The format of a job spec's outputs, shared by the runner and backfill.
 		"internal/outfmt": {".", "spec", "window", "internal/record", "connector"},
 		// Backfill and the complete answer read what the runner wrote.
@@ -65,7 +66,7 @@ func TestDependencyRules(t *testing.T) {
 		"internal/admin":   {"internal/monitor", "internal/doctor"},
 		"internal/doctor":  {"internal/monitor"},
 		"internal/monitor": {".", "etime", "metrics"},
-		"cli":              {".", "spec", "job", "backfill", "connector", "connector/all", "etime", "nexmark", "internal/benchutil", "connector/fileio", "connector/genio", "connector/kafkaio", "metrics", "internal/admin", "internal/monitor", "internal/doctor", "ledger", "window"},
+		"cli":              {".", "spec", "job", "backfill", "connector", "connector/all", "etime", "nexmark", "internal/benchutil", "connector/fileio", "connector/genio", "connector/kafkaio", "metrics", "internal/admin", "internal/monitor", "internal/doctor", "ledger", "window", "internal/suggest"},
 		// main only wires the process.
 		"cmd/weir": {"cli"},
 		// The engine's window operator and the state backends.
@@ -131,7 +132,7 @@ func TestSpecDeps(t *testing.T) {
 	if err != nil {
 		t.Fatalf("go list: %v", err)
 	}
-	allowed := []string{"spec", "connector", "etime", "clock", "window", "trigger"}
+	allowed := []string{"spec", "connector", "etime", "clock", "window", "trigger", "internal/suggest"}
 	for _, p := range strings.Fields(string(out)) {
 		if p != mod && !strings.HasPrefix(p, mod+"/") {
 			continue

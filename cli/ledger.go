@@ -17,6 +17,7 @@ import (
 
 	"github.com/weirstream/weir/backfill"
 	"github.com/weirstream/weir/connector"
+	"github.com/weirstream/weir/internal/suggest"
 	"github.com/weirstream/weir/ledger"
 	"github.com/weirstream/weir/spec"
 	"github.com/weirstream/weir/window"
@@ -165,8 +166,8 @@ func checkFilter(p *spec.Plan, key, reason string) error {
 // didYouMean is "; did you mean X?" for the closest of known to name,
 // or "".
 func didYouMean(name string, known []string) string {
-	if c := spec.Closest(name, known); c != "" {
-		return "; " + spec.DidYouMean(c)
+	if c := suggest.Closest(name, known); c != "" {
+		return "; " + suggest.DidYouMean(c)
 	}
 	return ""
 }

@@ -311,7 +311,7 @@ func (c *compiler) extra(path string, x extras, source bool, kind connector.Kind
 			continue
 		}
 		at := (*x.at)[name]
-		c.unknown = append(c.unknown, FieldError{Path: path + "." + name, Line: at[0], Column: at[1], Msg: fmt.Sprintf("unknown field %q", name), Fix: suggest(name, names)})
+		c.unknown = append(c.unknown, FieldError{Path: path + "." + name, Line: at[0], Column: at[1], Msg: fmt.Sprintf("unknown field %q", name), Fix: fieldFix(name, names)})
 	}
 }
 

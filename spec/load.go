@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/weirstream/weir/internal/suggest"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -314,7 +315,7 @@ func (w *walker) fields(v reflect.Value, n *yaml.Node, path string, depth int) {
 			x.set(key.Value, val2, [2]int{line, key.Column})
 			continue
 		}
-		w.errs = append(w.errs, FieldError{Path: p, Line: line, Column: key.Column, Msg: fmt.Sprintf("unknown field %q", key.Value), Fix: suggest(key.Value, names)})
+		w.errs = append(w.errs, FieldError{Path: p, Line: line, Column: key.Column, Msg: fmt.Sprintf("unknown field %q", key.Value), Fix: fieldFix(key.Value, names)})
 	}
 }
 
@@ -367,39 +368,20 @@ func (x extras) holds(name string) bool {
 	return !slices.Contains(x.fields, first)
 }
 
-// suggest is the Fix for unknown field name: the closest known field within
+// fieldFix is the Fix for unknown field name: the closest known field within
 // edit distance 2 (or equal ignoring case), else the list of known fields.
-func suggest(name string, known []string) string {
-	if best := Closest(name, known); best != "" {
-		return DidYouMean(best)
+func fieldFix(name string, known []string) string {
+	if best := suggest.Closest(name, known); best != "" {
+		return suggest.DidYouMean(best)
 	}
 	return knownFields(known)
 }
 
-// Closest is the known name within edit distance 2 of name (or equal to it
-// ignoring case), the nearest first; "" when there is none.
-func Closest(name string, known []string) string {
-	best, bestDist := "", 3
-	for _, k := range known {
-		d := 0
-		if !strings.EqualFold(k, name) {
-			d = levenshtein(name, k, bestDist)
-		}
-		if d < bestDist {
-			best, bestDist = k, d
-		}
-	}
-	return best
-}
-
-// DidYouMean is the suggestion of a known name: did you mean "name"?
-func DidYouMean(name string) string { return fmt.Sprintf("did you mean %q?", name) }
-
 // hint puts the did-you-mean for value, among known, before fix (fix
 // alone when nothing is close).
 func hint(value string, known []string, fix string) string {
-	if best := Closest(value, known); best != "" {
-		return DidYouMean(best) + " (" + fix + ")"
+	if best := suggest.Closest(value, known); best != "" {
+		return suggest.DidYouMean(best) + " (" + fix + ")"
 	}
 	return fix
 }
@@ -408,32 +390,6 @@ func knownFields(names []string) string {
 	sorted := slices.Sorted(slices.Values(names))
 	sorted = slices.DeleteFunc(sorted, func(n string) bool { return n == "-" }) // not YAML: Spec.Warnings
 	return "known fields: " + strings.Join(sorted, ", ")
-}
-
-// levenshtein is the edit distance between a and b in runes, or limit when
-// it is limit or more.
-func levenshtein(a, b string, limit int) int {
-	ra, rb := []rune(a), []rune(b)
-	if len(ra)-len(rb) >= limit || len(rb)-len(ra) >= limit {
-		return limit
-	}
-	prev := make([]int, len(rb)+1)
-	cur := make([]int, len(rb)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := range ra {
-		cur[0] = i + 1
-		for j := range rb {
-			cost := 1
-			if ra[i] == rb[j] {
-				cost = 0
-			}
-			cur[j+1] = min(prev[j+1]+1, cur[j]+1, prev[j]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return min(prev[len(rb)], limit)
 }
 
 // isNull reports whether n is a null scalar: null, ~ or an empty value.

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/weirstream/weir/connector"
+	"github.com/weirstream/weir/internal/suggest"
+
 	// The built-in kinds, which the specs of these tests name.
 	"github.com/weirstream/weir/connector/all"
 )
@@ -275,7 +277,7 @@ func TestKindOwnSettings(t *testing.T) {
 	_, err = ParseWith([]byte(base+"sinks:\n  results:\n    type: bucket\n    bucket_nam: b1\n    colour: red\nwindow_typo: 1\n"), r)
 	var es Errors
 	if !errors.As(err, &es) || len(es) != 3 ||
-		es[0].Path != "sinks.results.bucket_nam" || es[0].Line == 0 || es[0].Fix != DidYouMean("bucket_name") ||
+		es[0].Path != "sinks.results.bucket_nam" || es[0].Line == 0 || es[0].Fix != suggest.DidYouMean("bucket_name") ||
 		es[1].Path != "sinks.results.colour" || es[1].Msg != `unknown field "colour"` ||
 		es[2].Path != "window_typo" {
 		t.Fatalf("unknown settings: %v", err)
@@ -353,7 +355,7 @@ func TestSourceKindOwnSettings(t *testing.T) {
 	var es Errors
 	for _, c := range []struct{ settings, path, msg, fix string }{
 		{"  queue: {batch: 10}", "source.queue_url", "missing", "a queue source needs queue_url: the queue's address"},
-		{"  queue_url: q://a\n  queue_ulr: q://b", "source.queue_ulr", `unknown field "queue_ulr"`, DidYouMean("queue_url")},
+		{"  queue_url: q://a\n  queue_ulr: q://b", "source.queue_ulr", `unknown field "queue_ulr"`, suggest.DidYouMean("queue_url")},
 		{"  queue_url: q://a\n  queue: {batch: 500}", "source.queue.batch", "too large", "use at most 100"},
 		{"  queue_url: q://a\n  queue: {wait: 5x}", "source.queue.wait", "5x", ""},
 	} {

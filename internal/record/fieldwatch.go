@@ -10,7 +10,7 @@ import (
 	"github.com/valyala/fastjson"
 
 	"github.com/weirstream/weir/clock"
-	"github.com/weirstream/weir/spec"
+	"github.com/weirstream/weir/internal/suggest"
 )
 
 // The field watch looks at the first watchRecords records, or those of
@@ -130,7 +130,7 @@ func (d *Decoder) Judge() {
 			continue
 		}
 		fix := "the records' fields: " + strings.Join(shown, ", ")
-		like := spec.Closest(f, have)
+		like := suggest.Closest(f, have)
 		if like == "" {
 			like = alike(f, have)
 		}
@@ -138,7 +138,7 @@ func (d *Decoder) Judge() {
 			like = timeLike(have)
 		}
 		if like != "" {
-			fix = spec.DidYouMean(like) + " (" + fix + ")"
+			fix = suggest.DidYouMean(like) + " (" + fix + ")"
 		}
 		for _, u := range d.uses(i) {
 			w.warns = append(w.warns, FieldWarning{Field: f, Path: u.path, Records: n, Effect: u.effect, Fix: fix, Have: shown})

@@ -1,0 +1,25 @@
+package suggest
+
+import "testing"
+
+// TestClosest: the nearest known name within two edits, a name equal but
+// for case first of all, nothing when all are farther.
+func TestClosest(t *testing.T) {
+	known := []string{"window", "watermark", "SELECT", "key"}
+	for name, want := range map[string]string{
+		"windw":     "window",
+		"watremark": "watermark",
+		"select":    "SELECT",
+		"kye":       "key",
+		"keys":      "key",
+		"aggregate": "",
+		"":          "",
+	} {
+		if got := Closest(name, known); got != want {
+			t.Errorf("Closest(%q) = %q, want %q", name, got, want)
+		}
+	}
+	if got := DidYouMean("key"); got != `did you mean "key"?` {
+		t.Errorf("DidYouMean: %s", got)
+	}
+}

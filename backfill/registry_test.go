@@ -302,11 +302,12 @@ func TestSeveralWindowsRefused(t *testing.T) {
 	}
 }
 
-// TestBackfillRefusesMissingResults: a results file or table that is not
-// there, or a table of other columns, is a refusal (weir backfill exits
-// 2) that changes nothing: no database file, no applied-ids table.
-func TestBackfillRefusesMissingResults(t *testing.T) {
-	yaml := orderJob("gone", "{type: sqlite, path: results.db}", "{type: ledger, dir: ledger}", "")
+// runArticleJob runs the job spec yaml over 3000 of the article's orders
+// (seed 14) in a new directory, deterministically at jobtest.TestNow with
+// o's other options, and returns its plan, the directory and the run's
+// summary.
+func runArticleJob(t *testing.T, yaml string, o job.RunOptions) (*spec.Plan, string, job.Summary) {
+	t.Helper()
 	p, err := spec.Parse([]byte(yaml))
 	if err != nil {
 		t.Fatal(err)
@@ -315,13 +316,24 @@ func TestBackfillRefusesMissingResults(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "in.jsonl"), []byte(strings.Join(articleOrders(14, 3000), "\n")+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	j, err := job.Open(p, job.RunOptions{Dir: dir, Deterministic: true, Now: jobtest.TestNow})
+	o.Dir, o.Deterministic, o.Now = dir, true, jobtest.TestNow
+	j, err := job.Open(p, o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := j.Run(context.Background()); err != nil {
+	sum, err := j.Run(context.Background())
+	if err != nil {
 		t.Fatal(err)
 	}
+	return p, dir, sum
+}
+
+// TestBackfillRefusesMissingResults: a results file or table that is not
+// there, or a table of other columns, is a refusal (weir backfill exits
+// 2) that changes nothing: no database file, no applied-ids table.
+func TestBackfillRefusesMissingResults(t *testing.T) {
+	yaml := orderJob("gone", "{type: sqlite, path: results.db}", "{type: ledger, dir: ledger}", "")
+	p, dir, _ := runArticleJob(t, yaml, job.RunOptions{})
 	for _, c := range []struct{ name, from, to, want string }{
 		{"missing file", "path: results.db", "path: nosuch.db", "nosuch.db is not a SQLite file"},
 		{"missing table", "path: results.db", "path: results.db, table: nosuch", `table "nosuch" in ` + filepath.Join(dir, "results.db") + " is not there: run the job before a backfill"},
@@ -371,20 +383,9 @@ func TestBackfillRefusesMissingResults(t *testing.T) {
 // published revisions of the late records alone, exit 0).
 func TestBackfillRefusesMissingArchive(t *testing.T) {
 	yaml := orderJob("arch", "{type: jsonl, path: out.jsonl}", "{type: ledger, dir: ledger}", "archive: {dir: archive}\n")
-	p, err := spec.Parse([]byte(yaml))
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "in.jsonl"), []byte(strings.Join(articleOrders(14, 3000), "\n")+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	j, err := job.Open(p, job.RunOptions{Dir: dir, Deterministic: true, Now: jobtest.TestNow})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if sum, err := j.Run(context.Background()); err != nil || sum.Get("late_side_output") == 0 {
-		t.Fatalf("the run: %v, %s", err, sum.JSON())
+	p, dir, sum := runArticleJob(t, yaml, job.RunOptions{})
+	if sum.Get("late_side_output") == 0 {
+		t.Fatalf("the run: %s", sum.JSON())
 	}
 	q, err := spec.Parse([]byte(strings.Replace(yaml, "archive: {dir: archive}", "archive: {dir: archiv}", 1)))
 	if err != nil {
@@ -415,22 +416,10 @@ func TestBackfillRefusesMissingArchive(t *testing.T) {
 // backfill fails naming the counts, and changes nothing.
 func TestBackfillRefusesLostEntries(t *testing.T) {
 	yaml := orderJob("lost", "{type: sqlite, path: results.db}", "{type: ledger, dir: ledger}", "checkpoint: {dir: ck}\n")
-	p, err := spec.Parse([]byte(yaml))
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "in.jsonl"), []byte(strings.Join(articleOrders(14, 3000), "\n")+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	j, err := job.Open(p, job.RunOptions{Dir: dir, Deterministic: true, Now: jobtest.TestNow, CheckpointClock: jobtest.EveryRead()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum, err := j.Run(context.Background())
+	p, dir, sum := runArticleJob(t, yaml, job.RunOptions{CheckpointClock: jobtest.EveryRead()})
 	late := sum.Get("late_side_output")
-	if err != nil || late < 4 {
-		t.Fatalf("the run: %v, %s", err, sum.JSON())
+	if late < 4 {
+		t.Fatalf("the run: %s", sum.JSON())
 	}
 	// The ledger as it is passes (a dry run).
 	if _, err := Backfill(p, BackfillOptions{Dir: dir, DryRun: true}); err != nil {

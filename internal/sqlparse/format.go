@@ -22,15 +22,7 @@ func formatStmt(b *strings.Builder, st Stmt) {
 	case *Set:
 		b.WriteString("SET " + quoteString(st.Key) + " = " + quoteString(st.Value))
 	case *CreateTable:
-		b.WriteString("CREATE ")
-		if st.Temporary {
-			b.WriteString("TEMPORARY ")
-		}
-		b.WriteString("TABLE ")
-		if st.IfNotExists {
-			b.WriteString("IF NOT EXISTS ")
-		}
-		b.WriteString(formatName(st.Name) + " (")
+		b.WriteString(createPrefix("TABLE", st.Temporary, st.IfNotExists) + formatName(st.Name) + " (")
 		var parts []string
 		for _, c := range st.Columns {
 			parts = append(parts, formatColumn(c))
@@ -57,15 +49,7 @@ func formatStmt(b *strings.Builder, st Stmt) {
 			b.WriteString(")")
 		}
 	case *CreateView:
-		b.WriteString("CREATE ")
-		if st.Temporary {
-			b.WriteString("TEMPORARY ")
-		}
-		b.WriteString("VIEW ")
-		if st.IfNotExists {
-			b.WriteString("IF NOT EXISTS ")
-		}
-		b.WriteString(formatName(st.Name))
+		b.WriteString(createPrefix("VIEW", st.Temporary, st.IfNotExists) + formatName(st.Name))
 		if st.Columns != nil {
 			b.WriteString(" (" + formatIdents(st.Columns) + ")")
 		}
@@ -83,6 +67,19 @@ func formatStmt(b *strings.Builder, st Stmt) {
 	case *QueryStmt:
 		formatQuery(b, st.Query)
 	}
+}
+
+// createPrefix is CREATE [TEMPORARY] what [IF NOT EXISTS], and a space.
+func createPrefix(what string, temp, ifNotExists bool) string {
+	s := "CREATE "
+	if temp {
+		s += "TEMPORARY "
+	}
+	s += what + " "
+	if ifNotExists {
+		s += "IF NOT EXISTS "
+	}
+	return s
 }
 
 func formatInsert(b *strings.Builder, in *Insert) {

@@ -732,22 +732,22 @@ func (p *parser) fromItem() From {
 
 func (p *parser) expr() Expr { return p.or() }
 
-func (p *parser) or() Expr {
-	x := p.and()
-	for p.tok.is("OR") {
-		t := p.next()
-		x = &Binary{Pos: t.pos, Op: "OR", X: x, Y: p.and()}
-	}
-	return x
-}
+func (p *parser) or() Expr { return p.leftAssoc(p.and, "OR") }
 
-func (p *parser) and() Expr {
-	x := p.not()
-	for p.tok.is("AND") {
+func (p *parser) and() Expr { return p.leftAssoc(p.not, "AND") }
+
+// leftAssoc reads operands joined by the binary operators ops (keywords
+// or symbols), left to right.
+func (p *parser) leftAssoc(operand func() Expr, ops ...string) Expr {
+	x := operand()
+	for {
+		i := slices.IndexFunc(ops, func(o string) bool { return p.tok.op(o) || p.tok.is(o) })
+		if i < 0 {
+			return x
+		}
 		t := p.next()
-		x = &Binary{Pos: t.pos, Op: "AND", X: x, Y: p.not()}
+		x = &Binary{Pos: t.pos, Op: ops[i], X: x, Y: operand()}
 	}
-	return x
 }
 
 func (p *parser) not() Expr {
@@ -824,32 +824,11 @@ func (p *parser) predicate(x Expr, pos Pos, not bool) Expr {
 	return &Binary{Pos: pos, Op: op, X: x, Y: p.concat()}
 }
 
-func (p *parser) concat() Expr {
-	x := p.additive()
-	for p.tok.op("||") {
-		t := p.next()
-		x = &Binary{Pos: t.pos, Op: "||", X: x, Y: p.additive()}
-	}
-	return x
-}
+func (p *parser) concat() Expr { return p.leftAssoc(p.additive, "||") }
 
-func (p *parser) additive() Expr {
-	x := p.multiplicative()
-	for p.tok.op("+") || p.tok.op("-") {
-		t := p.next()
-		x = &Binary{Pos: t.pos, Op: t.text, X: x, Y: p.multiplicative()}
-	}
-	return x
-}
+func (p *parser) additive() Expr { return p.leftAssoc(p.multiplicative, "+", "-") }
 
-func (p *parser) multiplicative() Expr {
-	x := p.unary()
-	for p.tok.op("*") || p.tok.op("/") || p.tok.op("%") {
-		t := p.next()
-		x = &Binary{Pos: t.pos, Op: t.text, X: x, Y: p.unary()}
-	}
-	return x
-}
+func (p *parser) multiplicative() Expr { return p.leftAssoc(p.unary, "*", "/", "%") }
 
 func (p *parser) unary() Expr {
 	if p.tok.op("-") || p.tok.op("+") {

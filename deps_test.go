@@ -31,6 +31,7 @@ func TestDependencyRules(t *testing.T) {
 		"internal/jsonnum":  {},
 		"internal/suggest":  {},
 		"internal/sqlparse": {"internal/suggest"},
+		"internal/sqljob":   {"internal/sqlparse", "internal/suggest", "spec"},
 		"ledger":            {"connector", "window", "internal/flock"},
 		"internal/epochs":   {},
 		"internal/archive":  {"etime", "state/pebblestate", "internal/flock"},

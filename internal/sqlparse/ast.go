@@ -396,3 +396,6 @@ func (e *TableArg) exprPos() Pos     { return e.Pos }
 func (e *Descriptor) exprPos() Pos   { return e.Pos }
 func (e *SubqueryExpr) exprPos() Pos { return e.Pos }
 func (e *Index) exprPos() Pos        { return e.Pos }
+
+// ExprPos is where e starts.
+func ExprPos(e Expr) Pos { return e.exprPos() }

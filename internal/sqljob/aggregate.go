@@ -1,0 +1,131 @@
+package sqljob
+
+import (
+	"strings"
+
+	"github.com/weirstream/weir/internal/sqlparse"
+	"github.com/weirstream/weir/internal/suggest"
+	"github.com/weirstream/weir/spec"
+)
+
+// aggregates maps SQL's aggregate functions to the spec's.
+var aggregates = map[string]string{"COUNT": "count", "SUM": "sum", "MIN": "min", "MAX": "max", "AVG": "avg"}
+
+// aggregation compiles the select list and GROUP BY of a windowed
+// aggregation: keys, window_start and window_end, and named aggregates.
+func (c *compiler) aggregation(sel *sqlparse.Select, src *sqlparse.CreateTable) error {
+	s := c.job.Spec
+	bounds := map[string]bool{}
+	session := s.Window.Type == "session"
+	for _, g := range sel.GroupBy {
+		ref, ok := g.(*sqlparse.Ref)
+		if !ok || len(ref.Parts) != 1 {
+			return errAt(sqlparse.ExprPos(g), "", "group by window_start, window_end and columns", "only columns are grouped by")
+		}
+		name := ref.Parts[0].Name
+		switch name {
+		case "window_start", "window_end":
+			bounds[name] = true
+		default:
+			if column(src, name) == nil {
+				return unknownColumn(ref.Parts[0], src)
+			}
+			if !session || !containsKey(s.Key, name) {
+				s.Key = append(s.Key, name)
+			}
+		}
+	}
+	if !bounds["window_start"] || !bounds["window_end"] {
+		return errAt(sel.Pos, "GROUP BY", "group by window_start, window_end and the keys", "a window aggregation groups by window_start and window_end")
+	}
+	for _, it := range sel.Items {
+		if it.Star {
+			return errAt(it.Pos, "*", "name the keys, window_start, window_end and the aggregates", "SELECT * of an aggregation")
+		}
+		switch e := it.Expr.(type) {
+		case *sqlparse.Ref:
+			name := e.Parts[len(e.Parts)-1].Name
+			if name != "window_start" && name != "window_end" && !containsKey(s.Key, name) {
+				return errAt(it.Pos, name, "group by it, or aggregate it", "%s is neither grouped by nor aggregated", name)
+			}
+			if it.Alias.Name != "" && it.Alias.Name != name {
+				return errAt(it.Pos, it.Alias.Name, "leave out AS", "renaming a key or window bound is not compiled yet")
+			}
+		case *sqlparse.Call:
+			a, err := aggregate(e, it.Alias, src)
+			if err != nil {
+				return err
+			}
+			s.Aggregate = append(s.Aggregate, a)
+		default:
+			return errAt(it.Pos, "", "select keys, window bounds and aggregates", "expressions in the select list are not compiled yet")
+		}
+	}
+	return nil
+}
+
+func containsKey(keys []string, k string) bool {
+	for _, x := range keys {
+		if x == k {
+			return true
+		}
+	}
+	return false
+}
+
+func unknownColumn(id sqlparse.Ident, t *sqlparse.CreateTable) error {
+	hint := "its columns: " + strings.Join(columnNames(t), ", ")
+	if k := suggest.Closest(id.Name, columnNames(t)); k != "" {
+		hint = suggest.DidYouMean(k)
+	}
+	return errAt(id.Pos, id.Name, hint, "table %s has no column %s", tableName(t.Name), id.Name)
+}
+
+// aggregate compiles one aggregate call named alias.
+func aggregate(call *sqlparse.Call, alias sqlparse.Ident, src *sqlparse.CreateTable) (spec.Aggregate, error) {
+	fn := strings.ToUpper(tableName(call.Name))
+	a := spec.Aggregate{Name: alias.Name}
+	known := []string{"COUNT", "SUM", "MIN", "MAX", "AVG"}
+	var ok bool
+	if a.Fn, ok = aggregates[fn]; !ok {
+		hint := "use COUNT, SUM, MIN, MAX, AVG or COUNT(DISTINCT x)"
+		if k := suggest.Closest(fn, known); k != "" {
+			hint = suggest.DidYouMean(k)
+		}
+		return a, errAt(call.Pos, fn, hint, "%s is not an aggregate weir compiles", fn)
+	}
+	if call.Over != nil {
+		return a, errAt(call.Pos, fn, "", "OVER windows are not compiled yet")
+	}
+	if alias.Name == "" {
+		return a, errAt(call.Pos, fn, "name it: "+fn+"(...) AS name", "an aggregate needs a name")
+	}
+	switch {
+	case call.Star && fn == "COUNT":
+		return a, nil
+	case call.Star:
+		return a, errAt(call.Pos, fn, "", "%s(*) is only COUNT's", fn)
+	case len(call.Args) != 1:
+		return a, errAt(call.Pos, fn, "", "%s takes one column", fn)
+	}
+	ref, ok := call.Args[0].Value.(*sqlparse.Ref)
+	if !ok || len(ref.Parts) != 1 {
+		return a, errAt(call.Pos, fn, "", "aggregates of expressions are not compiled yet; aggregate a column")
+	}
+	if column(src, ref.Parts[0].Name) == nil {
+		return a, unknownColumn(ref.Parts[0], src)
+	}
+	a.Field = ref.Parts[0].Name
+	if call.Distinct {
+		if fn != "COUNT" {
+			return a, errAt(call.Pos, fn, "", "DISTINCT is compiled for COUNT only")
+		}
+		a.Fn = "count_distinct"
+	} else if fn == "COUNT" {
+		// COUNT(x): the spec's count of a field, which counts the records
+		// that have the field. Whether a JSON null counts as SQL's
+		// COUNT(x) says (it must not) is for the twins' run tests.
+		a.Fn = "count"
+	}
+	return a, nil
+}

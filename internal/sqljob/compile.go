@@ -1,0 +1,243 @@
+// Package sqljob compiles a SQL job (internal/sqlparse's AST) to the job
+// spec the same job would have as YAML, which package spec compiles to a
+// plan: a SQL job and its YAML twin run the same plan. It resolves
+// tables, columns, functions and options, and reports what it cannot
+// compile with its place in the SQL and a hint.
+//
+// This first cut compiles one INSERT of a windowed aggregation (TUMBLE,
+// HOP or SESSION over a filesystem table, grouped by the window and
+// keys, with COUNT, SUM, MIN, MAX, AVG and COUNT DISTINCT) into a
+// filesystem or JDBC (SQLite) table, with the SET keys of lateness,
+// early and late firing, idleness and checkpoints.
+package sqljob
+
+import (
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/weirstream/weir/internal/sqlparse"
+	"github.com/weirstream/weir/internal/suggest"
+	"github.com/weirstream/weir/spec"
+)
+
+// Job is a compiled SQL file: its spec and the warnings (SET keys weir
+// ignores, options it reads differently).
+type Job struct {
+	Spec     *spec.Spec
+	Warnings []string
+}
+
+// Compile compiles the SQL job src, read from file (whose name, without
+// its extension, names the job unless SET 'pipeline.name' does). Errors
+// are *sqlparse.Error.
+func Compile(src, file string) (*Job, error) {
+	script, err := sqlparse.Parse(src)
+	if err != nil {
+		return nil, err
+	}
+	c := &compiler{tables: map[string]*sqlparse.CreateTable{}, job: &Job{Spec: &spec.Spec{}}}
+	c.job.Spec.Name = strings.TrimSuffix(filepath.Base(file), filepath.Ext(file))
+	if err := c.script(script); err != nil {
+		return nil, err
+	}
+	return c.job, nil
+}
+
+type compiler struct {
+	job    *Job
+	tables map[string]*sqlparse.CreateTable
+	insert *sqlparse.Insert
+}
+
+// errAt is an error at pos.
+func errAt(pos sqlparse.Pos, text, hint, format string, args ...any) *sqlparse.Error {
+	return &sqlparse.Error{Pos: pos, Text: text, Msg: fmt.Sprintf(format, args...), Hint: hint}
+}
+
+func (c *compiler) script(s *sqlparse.Script) error {
+	for _, st := range s.Stmts {
+		var err error
+		switch st := st.(type) {
+		case *sqlparse.Set:
+			err = c.set(st)
+		case *sqlparse.CreateTable:
+			name := tableName(st.Name)
+			if _, dup := c.tables[name]; dup {
+				return errAt(st.Pos, name, "give it another name", "table %s is created twice", name)
+			}
+			c.tables[name] = st
+		case *sqlparse.Insert:
+			if c.insert != nil {
+				return errAt(st.Pos, "INSERT", "put several INSERTs in one EXECUTE STATEMENT SET BEGIN ... END; so that they share one read of their sources", "a second INSERT; a file holds one")
+			}
+			c.insert = st
+		case *sqlparse.StatementSet:
+			return errAt(st.Pos, "EXECUTE STATEMENT SET", "", "statement sets are not compiled yet")
+		case *sqlparse.CreateView:
+			return errAt(st.Pos, "CREATE VIEW", "", "views are not compiled yet")
+		case *sqlparse.QueryStmt:
+			return errAt(st.Query.Pos, "SELECT", "", "a bare SELECT is not compiled yet")
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if c.insert == nil {
+		return errAt(sqlparse.Pos{Line: 1, Col: 1}, "", "add INSERT INTO sink SELECT ...", "the file has no INSERT")
+	}
+	return c.compileInsert(c.insert)
+}
+
+// setKeys are the SET keys weir honours.
+var setKeys = []string{
+	"pipeline.name", "parallelism.default", "execution.checkpointing.interval", "state.checkpoints.dir",
+	"pipeline.auto-watermark-interval", "table.exec.source.idle-timeout",
+	"table.exec.emit.allow-lateness", "table.exec.emit.early-fire.enabled", "table.exec.emit.early-fire.delay",
+	"table.exec.emit.late-fire.enabled", "table.exec.emit.late-fire.delay",
+}
+
+func (c *compiler) set(st *sqlparse.Set) error {
+	s := c.job.Spec
+	dur := func() (*spec.Duration, error) {
+		d, err := flinkDuration(st.Value)
+		if err != nil {
+			return nil, errAt(st.Pos, st.Value, "write a duration such as '2 min', '10 s' or '500 ms'", "%s: %v", st.Key, err)
+		}
+		return &d, nil
+	}
+	var err error
+	switch st.Key {
+	case "pipeline.name":
+		s.Name = st.Value
+	case "parallelism.default":
+		c.job.Warnings = append(c.job.Warnings, "parallelism.default: give weir run --parallelism; the spec has none")
+	case "execution.checkpointing.interval":
+		if s.Checkpoint == nil {
+			s.Checkpoint = &spec.CheckpointSpec{}
+		}
+		s.Checkpoint.Interval, err = dur()
+	case "state.checkpoints.dir":
+		if s.Checkpoint == nil {
+			s.Checkpoint = &spec.CheckpointSpec{}
+		}
+		s.Checkpoint.Dir = strings.TrimPrefix(st.Value, "file://")
+	case "pipeline.auto-watermark-interval":
+		s.Watermark.Interval, err = dur()
+	case "table.exec.source.idle-timeout":
+		s.Watermark.IdleTimeout, err = dur()
+	case "table.exec.emit.allow-lateness":
+		s.AllowedLateness, err = dur()
+	case "table.exec.emit.early-fire.enabled", "table.exec.emit.late-fire.enabled":
+		if st.Value != "true" && st.Value != "false" {
+			return errAt(st.Pos, st.Value, "use 'true' or 'false'", "%s takes a boolean", st.Key)
+		}
+		if st.Key == "table.exec.emit.early-fire.enabled" && st.Value == "true" && s.Trigger == nil {
+			s.Trigger = &spec.Trigger{Type: "continuous"}
+		}
+	case "table.exec.emit.early-fire.delay":
+		if s.Trigger == nil {
+			s.Trigger = &spec.Trigger{Type: "continuous"}
+		}
+		s.Trigger.Interval, err = dur()
+	case "table.exec.emit.late-fire.delay":
+		s.LateFiringInterval, err = dur()
+	default:
+		w := fmt.Sprintf("%s: SET key %q is not one weir honours; it is ignored", st.Pos, st.Key)
+		if k := suggest.Closest(st.Key, setKeys); k != "" {
+			w += " (" + suggest.DidYouMean(k) + ")"
+		}
+		c.job.Warnings = append(c.job.Warnings, w)
+	}
+	return err
+}
+
+// flinkDuration reads a duration as Flink's configuration writes them: a
+// number and a unit (ms, s, min, h, d, with their long forms), with or
+// without a space; a bare number is milliseconds.
+func flinkDuration(s string) (spec.Duration, error) {
+	t := strings.TrimSpace(s)
+	i := strings.IndexFunc(t, func(r rune) bool { return (r < '0' || r > '9') && r != '.' })
+	num, unit := t, ""
+	if i >= 0 {
+		num, unit = t[:i], strings.ToLower(strings.TrimSpace(t[i:]))
+	}
+	n, err := strconv.ParseFloat(num, 64)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("%q is not a duration", s)
+	}
+	units := map[string]float64{
+		"": 1, "ms": 1, "milli": 1, "millis": 1, "millisecond": 1, "milliseconds": 1,
+		"s": 1e3, "sec": 1e3, "secs": 1e3, "second": 1e3, "seconds": 1e3,
+		"min": 6e4, "mins": 6e4, "m": 6e4, "minute": 6e4, "minutes": 6e4,
+		"h": 36e5, "hour": 36e5, "hours": 36e5, "d": 864e5, "day": 864e5, "days": 864e5,
+	}
+	f, ok := units[unit]
+	if !ok {
+		return 0, fmt.Errorf("%q has an unknown unit %q", s, unit)
+	}
+	return spec.Duration(n * f), nil
+}
+
+func tableName(n sqlparse.Name) string { return n.Parts[len(n.Parts)-1].Name }
+
+// lookup finds a table created in the file, or fails with a
+// did-you-mean.
+func (c *compiler) lookup(n sqlparse.Name) (*sqlparse.CreateTable, error) {
+	name := tableName(n)
+	if t, ok := c.tables[name]; ok {
+		return t, nil
+	}
+	names := make([]string, 0, len(c.tables))
+	for k := range c.tables {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	hint := "create it with CREATE TABLE " + name + " (...) WITH (...)"
+	if k := suggest.Closest(name, names); k != "" {
+		hint = suggest.DidYouMean(k)
+	}
+	return nil, errAt(n.Pos(), name, hint, "unknown table %s", name)
+}
+
+// options are a table's WITH options by key, with their positions.
+type options map[string]sqlparse.Option
+
+func optionsOf(t *sqlparse.CreateTable) options {
+	o := options{}
+	for _, op := range t.Options {
+		o[op.Key] = op
+	}
+	return o
+}
+
+// take returns option key's value ("" when absent), marking it read.
+func (o options) take(key string) string {
+	v := o[key].Value
+	delete(o, key)
+	return v
+}
+
+// rest fails on an option no one read (the first by key), with a
+// did-you-mean among known.
+func (o options) rest(table string, known []string) error {
+	if len(o) == 0 {
+		return nil
+	}
+	keys := make([]string, 0, len(o))
+	for k := range o {
+		keys = append(keys, k)
+	}
+	k := slices.Min(keys)
+	hint := "known options: " + strings.Join(known, ", ")
+	if s := suggest.Closest(k, known); s != "" {
+		hint = suggest.DidYouMean(s)
+	}
+	return errAt(o[k].Pos, k, hint, "table %s: unknown option '%s'", table, k)
+}
+
+// Plan compiles the job's spec (spec.Compile): the plan its YAML twin
+// compiles to.
+func (j *Job) Plan() (*spec.Plan, error) { return spec.Compile(j.Spec) }

@@ -1,0 +1,159 @@
+package sqljob
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/weirstream/weir/internal/sqlparse"
+	"github.com/weirstream/weir/spec"
+
+	_ "github.com/weirstream/weir/connector/all" // the kinds the specs name
+)
+
+// comparable is what a SQL job and its YAML twin must agree on: the plan
+// that runs, apart from how its spec was written.
+func comparable(p *spec.Plan) string {
+	var sinks []string
+	for _, s := range p.Sinks.Results {
+		sinks = append(sinks, fmt.Sprintf("%s %s %s", s.Type, s.Path, s.Table))
+	}
+	ck := "none"
+	if p.Checkpoint != nil {
+		ck = fmt.Sprintf("%s %v", p.Checkpoint.Dir, p.Checkpoint.Interval)
+	}
+	return fmt.Sprintf("name=%s key=%v aggs=%+v time=%v source=%s %s format=%v ts=%s/%v wm=%v bound=%v idle=%v window=%v span=%v assigner=%v trigger=%v lateness=%v latefiring=%v sinks=%v checkpoint=%s",
+		p.Name, p.Key, p.Aggregates, p.Time, p.Source.Type, p.Source.Path, p.Format, p.TSField, p.TSUnit, p.WMType, p.Bound, p.IdleTimeout,
+		p.WindowKind, p.WindowSpan, p.Assigner, p.Trigger, p.Lateness, p.LateFiringInterval, sinks, ck)
+}
+
+// TestTwins: SQL jobs compile to the plans of their YAML twins.
+func TestTwins(t *testing.T) {
+	for _, c := range []struct{ name, sql, yaml string }{
+		{"orders", `
+SET 'pipeline.name' = 'orders';
+SET 'table.exec.emit.allow-lateness' = '2 min';
+SET 'execution.checkpointing.interval' = '1s';
+SET 'state.checkpoints.dir' = 'checkpoints';
+CREATE TABLE orders (
+  order_id BIGINT, user_id STRING, amount DECIMAL(10, 2), ts BIGINT,
+  rowtime AS TO_TIMESTAMP_LTZ(ts, 3),
+  WATERMARK FOR rowtime AS rowtime - INTERVAL '5' SECOND
+) WITH ('connector' = 'filesystem', 'path' = 'orders.jsonl', 'format' = 'json');
+CREATE TABLE order_stats (user_id STRING, window_start TIMESTAMP(3), window_end TIMESTAMP(3), orders BIGINT, total DECIMAL(20, 2), biggest DECIMAL(10, 2))
+  WITH ('connector' = 'jdbc', 'url' = 'jdbc:sqlite:results.db', 'table-name' = 'order_stats');
+INSERT INTO order_stats
+SELECT user_id, window_start, window_end, COUNT(*) AS orders, SUM(amount) AS total, MAX(amount) AS biggest
+FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(rowtime), INTERVAL '1' MINUTE))
+GROUP BY user_id, window_start, window_end;`, `
+name: orders
+source: {type: file, path: orders.jsonl, timestamp: {field: ts, unit: ms}}
+watermark: {type: bounded_out_of_orderness, max_out_of_orderness: 5s}
+key: [user_id]
+window: {type: tumbling, size: 1m}
+allowed_lateness: 2m
+aggregate:
+  - {name: orders, fn: count}
+  - {name: total, fn: sum, field: amount}
+  - {name: biggest, fn: max, field: amount}
+sinks:
+  results: {type: sqlite, path: results.db, table: order_stats}
+checkpoint: {dir: checkpoints, interval: 1s}
+`},
+		{"sliding", `
+SET 'table.exec.emit.early-fire.enabled' = 'true';
+SET 'table.exec.emit.early-fire.delay' = '10 s';
+SET 'table.exec.emit.late-fire.delay' = '30s';
+SET 'table.exec.source.idle-timeout' = '1 min';
+SET 'table.exec.emit.allow-lateness' = '5 min';
+CREATE TABLE readings (sensor STRING, v DOUBLE, at_s BIGINT, t AS TO_TIMESTAMP_LTZ(at_s, 0), WATERMARK FOR t AS t)
+  WITH ('connector' = 'filesystem', 'path' = 'readings.csv', 'format' = 'csv');
+CREATE TABLE out (sensor STRING, n BIGINT, lo DOUBLE, mean DOUBLE, sensors BIGINT) WITH ('connector' = 'filesystem', 'path' = 'out.jsonl');
+INSERT INTO out
+SELECT sensor, window_start, window_end, COUNT(v) AS n, MIN(v) AS lo, AVG(v) AS mean, COUNT(DISTINCT sensor) AS sensors
+FROM TABLE(HOP(DATA => TABLE readings, TIMECOL => DESCRIPTOR(t), SLIDE => INTERVAL '1' MINUTE, SIZE => INTERVAL '5' MINUTES))
+GROUP BY window_start, window_end, sensor;`, `
+name: sliding
+source: {type: file, path: readings.csv, format: csv, timestamp: {field: at_s, unit: s}}
+watermark: {max_out_of_orderness: 0s, idle_timeout: 1m}
+key: [sensor]
+window: {type: sliding, size: 5m, slide: 1m}
+allowed_lateness: 5m
+late_firing_interval: 30s
+trigger: {type: continuous, interval: 10s}
+aggregate:
+  - {name: n, fn: count, field: v}
+  - {name: lo, fn: min, field: v}
+  - {name: mean, fn: avg, field: v}
+  - {name: sensors, fn: count_distinct, field: sensor}
+sinks:
+  results: {type: jsonl, path: out.jsonl}
+`},
+		{"sessions", `
+CREATE TABLE clicks (user_id STRING, ms BIGINT, ts AS TO_TIMESTAMP_LTZ(ms, 3), WATERMARK FOR ts AS ts - INTERVAL '30' SECOND)
+  WITH ('connector' = 'filesystem', 'path' = 'clicks.jsonl', 'format' = 'json');
+CREATE TABLE visits (user_id STRING, clicks BIGINT) WITH ('connector' = 'print');
+INSERT INTO visits
+SELECT user_id, window_start, window_end, COUNT(*) AS clicks
+FROM TABLE(SESSION(TABLE clicks PARTITION BY user_id, DESCRIPTOR(ts), INTERVAL '10' MINUTE))
+GROUP BY window_start, window_end, user_id;`, `
+name: sessions
+source: {type: file, path: clicks.jsonl, timestamp: {field: ms, unit: ms}}
+watermark: {max_out_of_orderness: 30s}
+key: [user_id]
+window: {type: session, gap: 10m}
+aggregate:
+  - {name: clicks, fn: count}
+sinks:
+  results: {type: jsonl, path: "-"}
+`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			j, err := Compile(c.sql, c.name+".sql")
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := j.Plan()
+			if err != nil {
+				t.Fatalf("the SQL job's spec does not compile: %v\n%+v", err, j.Spec)
+			}
+			want, err := spec.Parse([]byte(c.yaml))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if g, w := comparable(got), comparable(want); g != w {
+				t.Errorf("the SQL job's plan\n%s\nis not its twin's\n%s", g, w)
+			}
+		})
+	}
+}
+
+// TestErrors: what the compiler refuses, with its place and a hint.
+func TestErrors(t *testing.T) {
+	const table = `CREATE TABLE orders (user_id STRING, amount BIGINT, ms BIGINT, ts AS TO_TIMESTAMP_LTZ(ms, 3), WATERMARK FOR ts AS ts - INTERVAL '5' SECOND) WITH ('connector' = 'filesystem', 'path' = 'o.jsonl');
+CREATE TABLE out (user_id STRING) WITH ('connector' = 'filesystem', 'path' = 'out.jsonl');
+`
+	const insert = "INSERT INTO out SELECT user_id, window_start, window_end, COUNT(*) AS n FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '1' MINUTE)) GROUP BY user_id, window_start, window_end;"
+	for _, c := range []struct{ name, sql, want string }{
+		{"unknown table", table + strings.Replace(insert, "TABLE orders", "TABLE ordrs", 1), `unknown table ordrs (at "ordrs"); did you mean "orders"?`},
+		{"unknown column", table + strings.Replace(insert, "GROUP BY user_id", "GROUP BY usr_id", 1), `table orders has no column usr_id (at "usr_id"); did you mean "user_id"?`},
+		{"unknown option", strings.Replace(table, "'path' = 'o.jsonl'", "'pth' = 'o.jsonl'", 1) + insert, `table orders: unknown option 'pth' (at "pth"); did you mean "path"?`},
+		{"no watermark", strings.Replace(table, ", WATERMARK FOR ts AS ts - INTERVAL '5' SECOND", "", 1) + insert, "ts is not a time attribute of table orders: it has no watermark"},
+		{"unnamed aggregate", table + strings.Replace(insert, "COUNT(*) AS n", "COUNT(*)", 1), "an aggregate needs a name (at \"COUNT\"); name it: COUNT(...) AS name"},
+		{"unknown aggregate", table + strings.Replace(insert, "COUNT(*) AS n", "SUMM(amount) AS n", 1), `SUMM is not an aggregate weir compiles (at "SUMM"); did you mean "SUM"?`},
+		{"two inserts", table + insert + insert, "a second INSERT; a file holds one"},
+		{"month", table + strings.Replace(insert, "'1' MINUTE", "'1' MONTH", 1), "INTERVAL '1' MONTH is not a fixed length of time"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Compile(c.sql, "job.sql")
+			var pe *sqlparse.Error
+			if !errors.As(err, &pe) || pe.Pos.Line == 0 {
+				t.Fatalf("got %v (a %T), want an *sqlparse.Error with a position", err, err)
+			}
+			if !strings.Contains(err.Error(), c.want) {
+				t.Errorf("got %v\nwant %s", err, c.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,128 @@
+package sqljob
+
+import (
+	"strings"
+
+	"github.com/weirstream/weir/internal/sqlparse"
+	"github.com/weirstream/weir/spec"
+)
+
+// compileInsert compiles INSERT INTO sink SELECT keys, window bounds and
+// aggregates FROM TABLE(window function) GROUP BY the window and keys.
+func (c *compiler) compileInsert(in *sqlparse.Insert) error {
+	sinkT, err := c.lookup(in.Table)
+	if err != nil {
+		return err
+	}
+	q := in.Query
+	if len(q.Selects) != 1 || q.With != nil || q.OrderBy != nil || q.Limit != nil {
+		return errAt(q.Pos, "", "write one SELECT ... FROM TABLE(TUMBLE(...)) GROUP BY window_start, window_end, keys", "this query is not compiled yet")
+	}
+	sel := q.Selects[0]
+	tf, ok := sel.From.(*sqlparse.TableFunc)
+	if !ok {
+		return errAt(sel.Pos, "SELECT", "aggregate over a window table function: FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL '1' MINUTE))", "only windowed aggregations are compiled yet")
+	}
+	src, timeCol, err := c.window(tf.Call)
+	if err != nil {
+		return err
+	}
+	if err := c.source(src, timeCol); err != nil {
+		return err
+	}
+	if sel.Where != nil || sel.Having != nil {
+		return errAt(sel.Pos, "WHERE", "", "filters are not compiled yet")
+	}
+	if err := c.aggregation(sel, src); err != nil {
+		return err
+	}
+	return c.sink(sinkT)
+}
+
+// arg finds a window function's argument by position or name.
+func arg(call *sqlparse.Call, i int, name string) (sqlparse.Expr, bool) {
+	for _, a := range call.Args {
+		if strings.EqualFold(a.Name.Name, name) {
+			return a.Value, true
+		}
+	}
+	if i < len(call.Args) && call.Args[i].Name.Name == "" {
+		return call.Args[i].Value, true
+	}
+	return nil, false
+}
+
+// window compiles a window table function into the spec's window and
+// returns its table and time column.
+func (c *compiler) window(call *sqlparse.Call) (*sqlparse.CreateTable, string, error) {
+	fn := strings.ToUpper(tableName(call.Name))
+	data, ok := arg(call, 0, "DATA")
+	ta, isTable := data.(*sqlparse.TableArg)
+	if !ok || !isTable {
+		return nil, "", errAt(call.Pos, fn, "write "+fn+"(TABLE t, DESCRIPTOR(ts), ...)", "%s's first argument is TABLE and the table", fn)
+	}
+	t, err := c.lookup(ta.Name)
+	if err != nil {
+		return nil, "", err
+	}
+	tc, ok := arg(call, 1, "TIMECOL")
+	d, isDesc := tc.(*sqlparse.Descriptor)
+	if !ok || !isDesc || len(d.Columns) != 1 {
+		return nil, "", errAt(call.Pos, fn, "write DESCRIPTOR(ts) with the table's time attribute", "%s's second argument is DESCRIPTOR of one column", fn)
+	}
+	interval := func(i int, name string) (*spec.Duration, error) {
+		e, ok := arg(call, i, name)
+		if !ok {
+			return nil, errAt(call.Pos, fn, "", "%s needs its %s argument", fn, name)
+		}
+		iv, ok := e.(*sqlparse.Interval)
+		if !ok {
+			return nil, errAt(sqlparse.ExprPos(e), "", "write INTERVAL '1' MINUTE", "%s's %s is an INTERVAL", fn, name)
+		}
+		return intervalDuration(iv)
+	}
+	w := &c.job.Spec.Window
+	switch fn {
+	case "TUMBLE":
+		w.Type = "tumbling"
+		if w.Size, err = interval(2, "SIZE"); err != nil {
+			return nil, "", err
+		}
+		if _, ok := arg(call, 3, "OFFSET"); ok {
+			w.Offset, err = interval(3, "OFFSET")
+		}
+	case "HOP":
+		w.Type = "sliding"
+		if w.Slide, err = interval(2, "SLIDE"); err == nil {
+			w.Size, err = interval(3, "SIZE")
+		}
+		if _, ok := arg(call, 4, "OFFSET"); ok && err == nil {
+			w.Offset, err = interval(4, "OFFSET")
+		}
+	case "SESSION":
+		w.Type = "session"
+		w.Gap, err = interval(2, "GAP")
+		for _, k := range ta.PartitionBy {
+			c.job.Spec.Key = append(c.job.Spec.Key, k.Name)
+		}
+	default:
+		hint := "use TUMBLE, HOP or SESSION"
+		if fn == "CUMULATE" {
+			hint = "CUMULATE is not compiled yet; " + hint
+		}
+		return nil, "", errAt(call.Pos, fn, hint, "unknown window table function %s", fn)
+	}
+	return t, d.Columns[0].Name, err
+}
+
+// intervalDuration is an INTERVAL literal's length.
+func intervalDuration(iv *sqlparse.Interval) (*spec.Duration, error) {
+	if iv.To != "" {
+		return nil, errAt(iv.Pos, "TO", "write the interval in one unit", "INTERVAL ... TO ... is not supported")
+	}
+	d, err := flinkDuration(strings.TrimSpace(iv.Value) + " " + strings.ToLower(iv.Unit))
+	if err != nil || iv.Unit == "MONTH" || iv.Unit == "YEAR" {
+		return nil, errAt(iv.Pos, iv.Value, "use SECOND, MINUTE, HOUR or DAY", "INTERVAL '%s' %s is not a fixed length of time", iv.Value, iv.Unit)
+	}
+	return &d, nil
+}

@@ -1,0 +1,134 @@
+package sqljob
+
+import (
+	"strings"
+
+	"github.com/weirstream/weir/internal/sqlparse"
+	"github.com/weirstream/weir/spec"
+)
+
+// column finds a table's column by name.
+func column(t *sqlparse.CreateTable, name string) *sqlparse.Column {
+	for _, col := range t.Columns {
+		if col.Name.Name == name {
+			return col
+		}
+	}
+	return nil
+}
+
+func columnNames(t *sqlparse.CreateTable) []string {
+	var names []string
+	for _, col := range t.Columns {
+		names = append(names, col.Name.Name)
+	}
+	return names
+}
+
+// source compiles the table a window reads: its connector, its time
+// attribute (timeCol, which its watermark must be on) and its watermark.
+func (c *compiler) source(t *sqlparse.CreateTable, timeCol string) error {
+	s := c.job.Spec
+	name := tableName(t.Name)
+	o := optionsOf(t)
+	switch conn := o.take("connector"); conn {
+	case "filesystem":
+		s.Source.Type = "file"
+		s.Source.Path = o.take("path")
+		switch f := o.take("format"); f {
+		case "json", "":
+			s.Source.Format = "jsonl"
+		case "csv":
+			s.Source.Format = "csv"
+		default:
+			return errAt(t.Pos, f, "use 'json' or 'csv'", "table %s: format '%s' is not supported", name, f)
+		}
+	case "":
+		return errAt(t.Pos, name, "add WITH ('connector' = 'filesystem', 'path' = '...', 'format' = 'json')", "table %s has no 'connector' option", name)
+	default:
+		return errAt(t.Pos, conn, "the compiled connectors are filesystem (sources) and filesystem, jdbc (sinks) so far", "table %s: connector '%s' is not compiled yet", name, conn)
+	}
+	if err := o.rest(name, []string{"connector", "path", "format"}); err != nil {
+		return err
+	}
+	col := column(t, timeCol)
+	if col == nil {
+		hint := "DESCRIPTOR names the table's time attribute, the column of its WATERMARK"
+		return errAt(t.Pos, timeCol, hint, "table %s has no column %s", name, timeCol)
+	}
+	wm := t.Watermark
+	if wm == nil || wm.Column.Name != timeCol {
+		return errAt(col.Pos, timeCol, "add WATERMARK FOR "+timeCol+" AS "+timeCol+" - INTERVAL '5' SECOND to the table", "%s is not a time attribute of table %s: it has no watermark", timeCol, name)
+	}
+	// The time attribute: TO_TIMESTAMP_LTZ(field, 3 or 0) of a number.
+	call, ok := col.Computed.(*sqlparse.Call)
+	if !ok || !strings.EqualFold(tableName(call.Name), "TO_TIMESTAMP_LTZ") || len(call.Args) != 2 {
+		return errAt(col.Pos, timeCol, "declare the event time as a number and the attribute as "+timeCol+" AS TO_TIMESTAMP_LTZ(field, 3)", "time attribute %s is not compiled yet: only TO_TIMESTAMP_LTZ of a number field is", timeCol)
+	}
+	field, ok := call.Args[0].Value.(*sqlparse.Ref)
+	prec, ok2 := call.Args[1].Value.(*sqlparse.Lit)
+	if !ok || !ok2 || len(field.Parts) != 1 || prec.Kind != "number" || prec.Text != "3" && prec.Text != "0" {
+		return errAt(call.Pos, "TO_TIMESTAMP_LTZ", "write TO_TIMESTAMP_LTZ(field, 3) for milliseconds or TO_TIMESTAMP_LTZ(field, 0) for seconds", "TO_TIMESTAMP_LTZ takes a column and the precision 3 or 0")
+	}
+	if column(t, field.Parts[0].Name) == nil {
+		return errAt(call.Pos, field.Parts[0].Name, "", "table %s has no column %s", name, field.Parts[0].Name)
+	}
+	s.Source.Timestamp = spec.Timestamp{Field: field.Parts[0].Name, Unit: map[string]string{"3": "ms", "0": "s"}[prec.Text]}
+	// The watermark: the attribute itself, or minus an interval.
+	s.Watermark.Type = "bounded_out_of_orderness"
+	bound := spec.Duration(0)
+	switch e := wm.Expr.(type) {
+	case *sqlparse.Ref:
+		if len(e.Parts) != 1 || e.Parts[0].Name != timeCol {
+			return errAt(wm.Pos, "", "write WATERMARK FOR "+timeCol+" AS "+timeCol+" - INTERVAL '5' SECOND", "the watermark is %s minus an interval", timeCol)
+		}
+	case *sqlparse.Binary:
+		ref, ok := e.X.(*sqlparse.Ref)
+		iv, ok2 := e.Y.(*sqlparse.Interval)
+		if e.Op != "-" || !ok || !ok2 || len(ref.Parts) != 1 || ref.Parts[0].Name != timeCol {
+			return errAt(wm.Pos, "", "write WATERMARK FOR "+timeCol+" AS "+timeCol+" - INTERVAL '5' SECOND", "the watermark is %s minus an interval", timeCol)
+		}
+		d, err := intervalDuration(iv)
+		if err != nil {
+			return err
+		}
+		bound = *d
+	default:
+		return errAt(wm.Pos, "", "write WATERMARK FOR "+timeCol+" AS "+timeCol+" - INTERVAL '5' SECOND", "the watermark is %s minus an interval", timeCol)
+	}
+	s.Watermark.MaxOutOfOrderness = &bound
+	return nil
+}
+
+// sink compiles the table results go to.
+func (c *compiler) sink(t *sqlparse.CreateTable) error {
+	name := tableName(t.Name)
+	o := optionsOf(t)
+	k := &spec.Sink{}
+	known := []string{"connector"}
+	switch conn := o.take("connector"); conn {
+	case "filesystem":
+		k.Type, k.Path = "jsonl", o.take("path")
+		if f := o.take("format"); f != "" && f != "json" {
+			return errAt(t.Pos, f, "use 'json'", "table %s: a results file is written as json", name)
+		}
+		known = append(known, "path", "format")
+	case "jdbc":
+		url := o.take("url")
+		path, ok := strings.CutPrefix(url, "jdbc:sqlite:")
+		if !ok {
+			return errAt(t.Pos, url, "write 'jdbc:sqlite:results.db' (Postgres is not compiled yet)", "table %s: url '%s' is not a SQLite one", name, url)
+		}
+		k.Type, k.Path, k.Table = "sqlite", path, o.take("table-name")
+		known = append(known, "url", "table-name")
+	case "print":
+		k.Type, k.Path = "jsonl", "-"
+	default:
+		return errAt(t.Pos, conn, "use filesystem, jdbc or print", "table %s: connector '%s' is not compiled yet as a sink", name, conn)
+	}
+	if err := o.rest(name, known); err != nil {
+		return err
+	}
+	c.job.Spec.Sinks.Results = append(c.job.Spec.Sinks.Results, k)
+	return nil
+}

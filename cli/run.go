@@ -32,6 +32,10 @@ import (
 
 // loadSpec reads, parses and validates a spec file, printing every error.
 func loadSpec(path string, o IO) (*spec.Plan, bool) {
+	if isSQL(path) {
+		fmt.Fprintf(o.Stderr, "%s: %s\n", path, sqlNotRunnable)
+		return nil, false
+	}
 	data, err := os.ReadFile(o.path(path))
 	if err != nil {
 		fmt.Fprintf(o.Stderr, "weir: %v\n", trimDir(err, o))
@@ -102,7 +106,7 @@ func specCmd(name string, args []string, o IO, then func(path string, p *spec.Pl
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(o.Stderr)
 	fs.Usage = func() {
-		fmt.Fprintf(o.Stderr, "usage: weir %s JOB.yaml\n", name)
+		fmt.Fprintf(o.Stderr, "usage: weir %s JOB.yaml (or JOB.sql)\n", name)
 		if name == "validate" {
 			fmt.Fprintln(o.Stderr, "checks the spec itself: every field, with its path, line and fix; it reads no input and connects to no broker or\ndatabase (weir run checks those when it starts, before it reads: a missing topic, an unreachable server)")
 		}
@@ -114,7 +118,11 @@ func specCmd(name string, args []string, o IO, then func(path string, p *spec.Pl
 		fs.Usage()
 		return ExitUsage
 	}
-	p, ok := loadSpec(fs.Arg(0), o)
+	load := loadSpec
+	if isSQL(fs.Arg(0)) {
+		load = loadSQL
+	}
+	p, ok := load(fs.Arg(0), o)
 	if !ok {
 		return ExitUsage
 	}

@@ -69,7 +69,7 @@ SET 'table.exec.source.idle-timeout' = '1 min';
 SET 'table.exec.emit.allow-lateness' = '5 min';
 CREATE TABLE readings (sensor STRING, v DOUBLE, at_s BIGINT, t AS TO_TIMESTAMP_LTZ(at_s, 0), WATERMARK FOR t AS t)
   WITH ('connector' = 'filesystem', 'path' = 'readings.csv', 'format' = 'csv');
-CREATE TABLE out (sensor STRING, n BIGINT, lo DOUBLE, mean DOUBLE, sensors BIGINT) WITH ('connector' = 'filesystem', 'path' = 'out.jsonl');
+CREATE TABLE out (sensor STRING, window_start TIMESTAMP(3), window_end TIMESTAMP(3), n BIGINT, lo DOUBLE, mean DOUBLE, sensors BIGINT) WITH ('connector' = 'filesystem', 'path' = 'out.jsonl');
 INSERT INTO out
 SELECT sensor, window_start, window_end, COUNT(v) AS n, MIN(v) AS lo, AVG(v) AS mean, COUNT(DISTINCT sensor) AS sensors
 FROM TABLE(HOP(DATA => TABLE readings, TIMECOL => DESCRIPTOR(t), SLIDE => INTERVAL '1' MINUTE, SIZE => INTERVAL '5' MINUTES))
@@ -93,7 +93,7 @@ sinks:
 		{"sessions", `
 CREATE TABLE clicks (user_id STRING, ms BIGINT, ts AS TO_TIMESTAMP_LTZ(ms, 3), WATERMARK FOR ts AS ts - INTERVAL '30' SECOND)
   WITH ('connector' = 'filesystem', 'path' = 'clicks.jsonl', 'format' = 'json');
-CREATE TABLE visits (user_id STRING, clicks BIGINT) WITH ('connector' = 'print');
+CREATE TABLE visits (user_id STRING, window_start TIMESTAMP(3), window_end TIMESTAMP(3), clicks BIGINT, firing STRING METADATA) WITH ('connector' = 'print');
 INSERT INTO visits
 SELECT user_id, window_start, window_end, COUNT(*) AS clicks
 FROM TABLE(SESSION(TABLE clicks PARTITION BY user_id, DESCRIPTOR(ts), INTERVAL '10' MINUTE))
@@ -132,7 +132,7 @@ sinks:
 // TestErrors: what the compiler refuses, with its place and a hint.
 func TestErrors(t *testing.T) {
 	const table = `CREATE TABLE orders (user_id STRING, amount BIGINT, ms BIGINT, ts AS TO_TIMESTAMP_LTZ(ms, 3), WATERMARK FOR ts AS ts - INTERVAL '5' SECOND) WITH ('connector' = 'filesystem', 'path' = 'o.jsonl');
-CREATE TABLE out (user_id STRING) WITH ('connector' = 'filesystem', 'path' = 'out.jsonl');
+CREATE TABLE out (user_id STRING, window_start TIMESTAMP(3), window_end TIMESTAMP(3), n BIGINT) WITH ('connector' = 'filesystem', 'path' = 'out.jsonl');
 `
 	const insert = "INSERT INTO out SELECT user_id, window_start, window_end, COUNT(*) AS n FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '1' MINUTE)) GROUP BY user_id, window_start, window_end;"
 	for _, c := range []struct{ name, sql, want string }{
@@ -143,6 +143,7 @@ CREATE TABLE out (user_id STRING) WITH ('connector' = 'filesystem', 'path' = 'ou
 		{"unnamed aggregate", table + strings.Replace(insert, "COUNT(*) AS n", "COUNT(*)", 1), "an aggregate needs a name (at \"COUNT\"); name it: COUNT(...) AS name"},
 		{"unknown aggregate", table + strings.Replace(insert, "COUNT(*) AS n", "SUMM(amount) AS n", 1), `SUMM is not an aggregate weir compiles (at "SUMM"); did you mean "SUM"?`},
 		{"two inserts", table + insert + insert, "a second INSERT; a file holds one"},
+		{"columns", table + strings.Replace(insert, ", COUNT(*) AS n", "", 1), "the query has 3 columns and table out has 4 (at \"SELECT\"); select one column per column of out (user_id, window_start, window_end, n), in its order"},
 		{"month", table + strings.Replace(insert, "'1' MINUTE", "'1' MONTH", 1), "INTERVAL '1' MONTH is not a fixed length of time"},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -36,6 +36,22 @@ func (c *compiler) compileInsert(in *sqlparse.Insert) error {
 	if err := c.aggregation(sel, src); err != nil {
 		return err
 	}
+	// INSERT maps the query's columns onto the sink's by position, as
+	// Flink does: their numbers must agree (metadata columns, which weir
+	// fills, aside).
+	var written []string
+	for _, col := range sinkT.Columns {
+		if !col.Metadata && col.Computed == nil {
+			written = append(written, col.Name.Name)
+		}
+	}
+	if len(in.Columns) > 0 {
+		return errAt(in.Pos, "INSERT", "leave out the column list: the query's columns go to the sink's in order", "INSERT INTO t (columns) is not compiled yet")
+	}
+	if len(sel.Items) != len(written) {
+		return errAt(sel.Pos, "SELECT", "select one column per column of "+tableName(in.Table)+" ("+strings.Join(written, ", ")+"), in its order",
+			"the query has %d columns and table %s has %d", len(sel.Items), tableName(in.Table), len(written))
+	}
 	return c.sink(sinkT)
 }
 

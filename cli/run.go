@@ -106,7 +106,7 @@ func specCmd(name string, args []string, o IO, then func(path string, p *spec.Pl
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(o.Stderr)
 	fs.Usage = func() {
-		fmt.Fprintf(o.Stderr, "usage: weir %s JOB.yaml (or JOB.sql)\n", name)
+		fmt.Fprintf(o.Stderr, "usage: weir %s JOB.yaml\n", name)
 		if name == "validate" {
 			fmt.Fprintln(o.Stderr, "checks the spec itself: every field, with its path, line and fix; it reads no input and connects to no broker or\ndatabase (weir run checks those when it starts, before it reads: a missing topic, an unreachable server)")
 		}

@@ -123,8 +123,7 @@ func aggregate(call *sqlparse.Call, alias sqlparse.Ident, src *sqlparse.CreateTa
 		a.Fn = "count_distinct"
 	} else if fn == "COUNT" {
 		// COUNT(x): the spec's count of a field, which counts the records
-		// that have the field. Whether a JSON null counts as SQL's
-		// COUNT(x) says (it must not) is for the twins' run tests.
+		// whose field is present and not null, as SQL's COUNT(x) does.
 		a.Fn = "count"
 	}
 	return a, nil

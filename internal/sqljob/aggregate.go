@@ -12,12 +12,20 @@ import (
 var aggregates = map[string]string{"COUNT": "count", "SUM": "sum", "MIN": "min", "MAX": "max", "AVG": "avg"}
 
 // aggregation compiles the select list and GROUP BY of a windowed
-// aggregation: keys, window_start and window_end, and named aggregates.
-func (c *compiler) aggregation(sel *sqlparse.Select, src *sqlparse.CreateTable) error {
+// aggregation: keys, window_start and window_end, and named aggregates;
+// with a legacy group window (group), the window in GROUP BY and its
+// FN_START and FN_END functions in the select list.
+func (c *compiler) aggregation(sel *sqlparse.Select, src *sqlparse.CreateTable, group *sqlparse.Call) error {
 	s := c.job.Spec
 	bounds := map[string]bool{}
+	if group != nil {
+		bounds["window_start"], bounds["window_end"] = true, true
+	}
 	session := s.Window.Type == "session"
 	for _, g := range sel.GroupBy {
+		if g == sqlparse.Expr(group) {
+			continue
+		}
 		ref, ok := g.(*sqlparse.Ref)
 		if !ok || len(ref.Parts) != 1 {
 			return errAt(sqlparse.ExprPos(g), "", "group by window_start, window_end and columns", "only columns are grouped by")
@@ -52,6 +60,17 @@ func (c *compiler) aggregation(sel *sqlparse.Select, src *sqlparse.CreateTable) 
 				return errAt(it.Pos, it.Alias.Name, "leave out AS", "renaming a key or window bound is not compiled yet")
 			}
 		case *sqlparse.Call:
+			if group != nil {
+				if bound, ok, err := groupBound(e, group); ok || err != nil {
+					if err == nil && it.Alias.Name != "" && it.Alias.Name != bound {
+						err = errAt(it.Pos, it.Alias.Name, "leave out AS, or name it "+bound, "renaming a window bound is not compiled yet")
+					}
+					if err != nil {
+						return err
+					}
+					continue
+				}
+			}
 			a, err := aggregate(e, it.Alias, src)
 			if err != nil {
 				return err
@@ -62,6 +81,35 @@ func (c *compiler) aggregation(sel *sqlparse.Select, src *sqlparse.CreateTable) 
 		}
 	}
 	return nil
+}
+
+// groupBound reads FN_START(...) or FN_END(...) of the group window
+// FN(...) as window_start or window_end (ok false for another call); its
+// arguments must be the group window's.
+func groupBound(call, group *sqlparse.Call) (string, bool, error) {
+	fn := strings.ToUpper(tableName(group.Name))
+	name := strings.ToUpper(tableName(call.Name))
+	suffix, ok := strings.CutPrefix(name, fn+"_")
+	if !ok {
+		return "", false, nil
+	}
+	var bound string
+	switch suffix {
+	case "START":
+		bound = "window_start"
+	case "END":
+		bound = "window_end"
+	default:
+		return "", true, errAt(call.Pos, name, "select "+fn+"_START and "+fn+"_END", "%s is not compiled yet", name)
+	}
+	same := len(call.Args) == len(group.Args)
+	for i := 0; same && i < len(call.Args); i++ {
+		same = sqlparse.FormatExpr(call.Args[i].Value) == sqlparse.FormatExpr(group.Args[i].Value)
+	}
+	if !same {
+		return "", true, errAt(call.Pos, name, "give it the arguments of "+sqlparse.FormatExpr(group), "%s's arguments are not its group window's", name)
+	}
+	return bound, true, nil
 }
 
 func containsKey(keys []string, k string) bool {

@@ -4,11 +4,13 @@
 // tables, columns, functions and options, and reports what it cannot
 // compile with its place in the SQL and a hint.
 //
-// This first cut compiles one INSERT of a windowed aggregation (TUMBLE,
-// HOP or SESSION over a filesystem table, grouped by the window and
-// keys, with COUNT, SUM, MIN, MAX, AVG and COUNT DISTINCT) into a
-// filesystem or JDBC (SQLite) table, with the SET keys of lateness,
-// early and late firing, idleness and checkpoints.
+// This first cut compiles one INSERT of a windowed aggregation (the
+// table functions TUMBLE, HOP or SESSION over a filesystem table, grouped
+// by window_start, window_end and keys, or the legacy group windows
+// GROUP BY TUMBLE/HOP/SESSION(ts, ...) with FN_START and FN_END; COUNT,
+// SUM, MIN, MAX, AVG and COUNT DISTINCT) into a filesystem or JDBC
+// (SQLite) table, with the SET keys of lateness, early and late firing,
+// idleness and checkpoints.
 package sqljob
 
 import (

@@ -61,6 +61,25 @@ sinks:
   results: {type: sqlite, path: results.db, table: order_stats}
 checkpoint: {dir: checkpoints, interval: 1s}
 `},
+		{"legacy", `
+CREATE TABLE orders (user_id STRING, amount BIGINT, ms BIGINT, ts AS TO_TIMESTAMP_LTZ(ms, 3), WATERMARK FOR ts AS ts - INTERVAL '5' SECOND)
+  WITH ('connector' = 'filesystem', 'path' = 'o.jsonl');
+CREATE TABLE out (user_id STRING, s TIMESTAMP(3), e TIMESTAMP(3), n BIGINT, total BIGINT) WITH ('connector' = 'filesystem', 'path' = 'out.jsonl');
+INSERT INTO out
+SELECT user_id, HOP_START(ts, INTERVAL '1' MINUTE, INTERVAL '10' MINUTE), HOP_END(ts, INTERVAL '1' MINUTE, INTERVAL '10' MINUTE), COUNT(*) AS n, SUM(amount) AS total
+FROM orders
+GROUP BY HOP(ts, INTERVAL '1' MINUTE, INTERVAL '10' MINUTE), user_id;`, `
+name: legacy
+source: {type: file, path: o.jsonl, timestamp: {field: ms, unit: ms}}
+watermark: {max_out_of_orderness: 5s}
+key: [user_id]
+window: {type: sliding, size: 10m, slide: 1m}
+aggregate:
+  - {name: n, fn: count}
+  - {name: total, fn: sum, field: amount}
+sinks:
+  results: {type: jsonl, path: out.jsonl}
+`},
 		{"sliding", `
 SET 'table.exec.emit.early-fire.enabled' = 'true';
 SET 'table.exec.emit.early-fire.delay' = '10 s';
@@ -144,6 +163,9 @@ CREATE TABLE out (user_id STRING, window_start TIMESTAMP(3), window_end TIMESTAM
 		{"unknown aggregate", table + strings.Replace(insert, "COUNT(*) AS n", "SUMM(amount) AS n", 1), `SUMM is not an aggregate weir compiles (at "SUMM"); did you mean "SUM"?`},
 		{"two inserts", table + insert + insert, "a second INSERT; a file holds one"},
 		{"columns", table + strings.Replace(insert, ", COUNT(*) AS n", "", 1), "the query has 3 columns and table out has 4 (at \"SELECT\"); select one column per column of out (user_id, window_start, window_end, n), in its order"},
+		{"legacy bounds", table + "INSERT INTO out SELECT user_id, TUMBLE_START(ts, INTERVAL '1' MINUTE), TUMBLE_END(ts, INTERVAL '2' MINUTE), COUNT(*) AS n FROM orders GROUP BY TUMBLE(ts, INTERVAL '1' MINUTE), user_id;",
+			"TUMBLE_END's arguments are not its group window's (at \"TUMBLE_END\"); give it the arguments of TUMBLE(ts, INTERVAL '1' MINUTE)"},
+		{"no group window", table + "INSERT INTO out SELECT user_id, 1, 2, COUNT(*) AS n FROM orders GROUP BY user_id;", "only windowed aggregations are compiled yet"},
 		{"month", table + strings.Replace(insert, "'1' MINUTE", "'1' MONTH", 1), "INTERVAL '1' MONTH is not a fixed length of time"},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -19,13 +19,34 @@ func (c *compiler) compileInsert(in *sqlparse.Insert) error {
 		return errAt(q.Pos, "", "write one SELECT ... FROM TABLE(TUMBLE(...)) GROUP BY window_start, window_end, keys", "this query is not compiled yet")
 	}
 	sel := q.Selects[0]
-	tf, ok := sel.From.(*sqlparse.TableFunc)
-	if !ok {
+	var src *sqlparse.CreateTable
+	var timeCol string
+	group := legacyWindow(sel)
+	switch from := sel.From.(type) {
+	case *sqlparse.TableFunc:
+		if src, timeCol, err = c.window(from.Call); err != nil {
+			return err
+		}
+	case *sqlparse.TableRef:
+		if group == nil {
+			return errAt(sel.Pos, "SELECT", "aggregate over a window table function: FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL '1' MINUTE))", "only windowed aggregations are compiled yet")
+		}
+		if src, err = c.lookup(from.Name); err != nil {
+			return err
+		}
+		var ref *sqlparse.Ref
+		if len(group.Args) > 0 {
+			ref, _ = group.Args[0].Value.(*sqlparse.Ref)
+		}
+		if ref == nil || len(ref.Parts) != 1 {
+			return errAt(group.Pos, tableName(group.Name), "write "+tableName(group.Name)+"(ts, INTERVAL '1' MINUTE) with the table's time attribute", "a group window's first argument is the time attribute")
+		}
+		timeCol = ref.Parts[0].Name
+		if err := c.assign(group, strings.ToUpper(tableName(group.Name)), -1); err != nil {
+			return err
+		}
+	default:
 		return errAt(sel.Pos, "SELECT", "aggregate over a window table function: FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL '1' MINUTE))", "only windowed aggregations are compiled yet")
-	}
-	src, timeCol, err := c.window(tf.Call)
-	if err != nil {
-		return err
 	}
 	if err := c.source(src, timeCol); err != nil {
 		return err
@@ -33,7 +54,7 @@ func (c *compiler) compileInsert(in *sqlparse.Insert) error {
 	if sel.Where != nil || sel.Having != nil {
 		return errAt(sel.Pos, "WHERE", "", "filters are not compiled yet")
 	}
-	if err := c.aggregation(sel, src); err != nil {
+	if err := c.aggregation(sel, src, group); err != nil {
 		return err
 	}
 	// INSERT maps the query's columns onto the sink's by position, as
@@ -53,6 +74,20 @@ func (c *compiler) compileInsert(in *sqlparse.Insert) error {
 			"the query has %d columns and table %s has %d", len(sel.Items), tableName(in.Table), len(written))
 	}
 	return c.sink(sinkT)
+}
+
+// legacyWindow is the group window of a legacy windowed aggregation
+// (GROUP BY TUMBLE(ts, INTERVAL ...), HOP or SESSION), or nil.
+func legacyWindow(sel *sqlparse.Select) *sqlparse.Call {
+	for _, g := range sel.GroupBy {
+		if call, ok := g.(*sqlparse.Call); ok {
+			switch strings.ToUpper(tableName(call.Name)) {
+			case "TUMBLE", "HOP", "SESSION":
+				return call
+			}
+		}
+	}
+	return nil
 }
 
 // arg finds a window function's argument by position or name.
@@ -86,8 +121,23 @@ func (c *compiler) window(call *sqlparse.Call) (*sqlparse.CreateTable, string, e
 	if !ok || !isDesc || len(d.Columns) != 1 {
 		return nil, "", errAt(call.Pos, fn, "write DESCRIPTOR(ts) with the table's time attribute", "%s's second argument is DESCRIPTOR of one column", fn)
 	}
+	if err := c.assign(call, fn, 0); err != nil {
+		return nil, "", err
+	}
+	if fn == "SESSION" {
+		for _, k := range ta.PartitionBy {
+			c.job.Spec.Key = append(c.job.Spec.Key, k.Name)
+		}
+	}
+	return t, d.Columns[0].Name, nil
+}
+
+// assign compiles a window function's sizes into the spec's window: a
+// table function's (off 0: the sizes from its third argument) or a
+// legacy group window's (off -1: from its second).
+func (c *compiler) assign(call *sqlparse.Call, fn string, off int) error {
 	interval := func(i int, name string) (*spec.Duration, error) {
-		e, ok := arg(call, i, name)
+		e, ok := arg(call, i+off, name)
 		if !ok {
 			return nil, errAt(call.Pos, fn, "", "%s needs its %s argument", fn, name)
 		}
@@ -98,13 +148,14 @@ func (c *compiler) window(call *sqlparse.Call) (*sqlparse.CreateTable, string, e
 		return intervalDuration(iv)
 	}
 	w := &c.job.Spec.Window
+	var err error
 	switch fn {
 	case "TUMBLE":
 		w.Type = "tumbling"
 		if w.Size, err = interval(2, "SIZE"); err != nil {
-			return nil, "", err
+			return err
 		}
-		if _, ok := arg(call, 3, "OFFSET"); ok {
+		if _, ok := arg(call, 3+off, "OFFSET"); ok {
 			w.Offset, err = interval(3, "OFFSET")
 		}
 	case "HOP":
@@ -112,23 +163,20 @@ func (c *compiler) window(call *sqlparse.Call) (*sqlparse.CreateTable, string, e
 		if w.Slide, err = interval(2, "SLIDE"); err == nil {
 			w.Size, err = interval(3, "SIZE")
 		}
-		if _, ok := arg(call, 4, "OFFSET"); ok && err == nil {
+		if _, ok := arg(call, 4+off, "OFFSET"); ok && err == nil {
 			w.Offset, err = interval(4, "OFFSET")
 		}
 	case "SESSION":
 		w.Type = "session"
 		w.Gap, err = interval(2, "GAP")
-		for _, k := range ta.PartitionBy {
-			c.job.Spec.Key = append(c.job.Spec.Key, k.Name)
-		}
 	default:
 		hint := "use TUMBLE, HOP or SESSION"
 		if fn == "CUMULATE" {
 			hint = "CUMULATE is not compiled yet; " + hint
 		}
-		return nil, "", errAt(call.Pos, fn, hint, "unknown window table function %s", fn)
+		return errAt(call.Pos, fn, hint, "unknown window function %s", fn)
 	}
-	return t, d.Columns[0].Name, err
+	return err
 }
 
 // intervalDuration is an INTERVAL literal's length.

@@ -27,8 +27,8 @@ func loadSQL(path string, o IO) (*spec.Plan, bool) {
 		var pe *sqlparse.Error
 		if errors.As(err, &pe) {
 			fmt.Fprintf(o.Stderr, "%s:%v\n", path, err)
-			if lines := strings.Split(string(data), "\n"); pe.Pos.Line >= 1 && pe.Pos.Line <= len(lines) {
-				fmt.Fprintf(o.Stderr, "  %s\n  %s^\n", strings.ReplaceAll(lines[pe.Pos.Line-1], "\t", " "), strings.Repeat(" ", max(pe.Pos.Col-1, 0)))
+			for l := range strings.Lines(pe.Excerpt(string(data))) {
+				fmt.Fprint(o.Stderr, "  "+l)
 			}
 		} else {
 			fmt.Fprintf(o.Stderr, "%s: %v\n", path, err)

@@ -371,10 +371,7 @@ func (x extras) holds(name string) bool {
 // fieldFix is the Fix for unknown field name: the closest known field within
 // edit distance 2 (or equal ignoring case), else the list of known fields.
 func fieldFix(name string, known []string) string {
-	if best := suggest.Closest(name, known); best != "" {
-		return suggest.DidYouMean(best)
-	}
-	return knownFields(known)
+	return suggest.Or(name, known, knownFields(known))
 }
 
 // hint puts the did-you-mean for value, among known, before fix (fix

@@ -1,6 +1,7 @@
 package sqljob
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/weirstream/weir/internal/sqlparse"
@@ -38,7 +39,7 @@ func (c *compiler) aggregation(sel *sqlparse.Select, src *sqlparse.CreateTable, 
 			if column(src, name) == nil {
 				return unknownColumn(ref.Parts[0], src)
 			}
-			if !session || !containsKey(s.Key, name) {
+			if !session || !slices.Contains(s.Key, name) {
 				s.Key = append(s.Key, name)
 			}
 		}
@@ -53,7 +54,7 @@ func (c *compiler) aggregation(sel *sqlparse.Select, src *sqlparse.CreateTable, 
 		switch e := it.Expr.(type) {
 		case *sqlparse.Ref:
 			name := e.Parts[len(e.Parts)-1].Name
-			if name != "window_start" && name != "window_end" && !containsKey(s.Key, name) {
+			if name != "window_start" && name != "window_end" && !slices.Contains(s.Key, name) {
 				return errAt(it.Pos, name, "group by it, or aggregate it", "%s is neither grouped by nor aggregated", name)
 			}
 			if it.Alias.Name != "" && it.Alias.Name != name {
@@ -112,20 +113,8 @@ func groupBound(call, group *sqlparse.Call) (string, bool, error) {
 	return bound, true, nil
 }
 
-func containsKey(keys []string, k string) bool {
-	for _, x := range keys {
-		if x == k {
-			return true
-		}
-	}
-	return false
-}
-
 func unknownColumn(id sqlparse.Ident, t *sqlparse.CreateTable) error {
-	hint := "its columns: " + strings.Join(columnNames(t), ", ")
-	if k := suggest.Closest(id.Name, columnNames(t)); k != "" {
-		hint = suggest.DidYouMean(k)
-	}
+	hint := suggest.Or(id.Name, columnNames(t), "its columns: "+strings.Join(columnNames(t), ", "))
 	return errAt(id.Pos, id.Name, hint, "table %s has no column %s", tableName(t.Name), id.Name)
 }
 
@@ -136,10 +125,7 @@ func aggregate(call *sqlparse.Call, alias sqlparse.Ident, src *sqlparse.CreateTa
 	known := []string{"COUNT", "SUM", "MIN", "MAX", "AVG"}
 	var ok bool
 	if a.Fn, ok = aggregates[fn]; !ok {
-		hint := "use COUNT, SUM, MIN, MAX, AVG or COUNT(DISTINCT x)"
-		if k := suggest.Closest(fn, known); k != "" {
-			hint = suggest.DidYouMean(k)
-		}
+		hint := suggest.Or(fn, known, "use COUNT, SUM, MIN, MAX, AVG or COUNT(DISTINCT x)")
 		return a, errAt(call.Pos, fn, hint, "%s is not an aggregate weir compiles", fn)
 	}
 	if call.Over != nil {

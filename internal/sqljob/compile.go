@@ -15,6 +15,7 @@ package sqljob
 
 import (
 	"fmt"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -192,15 +193,7 @@ func (c *compiler) lookup(n sqlparse.Name) (*sqlparse.CreateTable, error) {
 	if t, ok := c.tables[name]; ok {
 		return t, nil
 	}
-	names := make([]string, 0, len(c.tables))
-	for k := range c.tables {
-		names = append(names, k)
-	}
-	slices.Sort(names)
-	hint := "create it with CREATE TABLE " + name + " (...) WITH (...)"
-	if k := suggest.Closest(name, names); k != "" {
-		hint = suggest.DidYouMean(k)
-	}
+	hint := suggest.Or(name, slices.Sorted(maps.Keys(c.tables)), "create it with CREATE TABLE "+name+" (...) WITH (...)")
 	return nil, errAt(n.Pos(), name, hint, "unknown table %s", name)
 }
 
@@ -228,15 +221,8 @@ func (o options) rest(table string, known []string) error {
 	if len(o) == 0 {
 		return nil
 	}
-	keys := make([]string, 0, len(o))
-	for k := range o {
-		keys = append(keys, k)
-	}
-	k := slices.Min(keys)
-	hint := "known options: " + strings.Join(known, ", ")
-	if s := suggest.Closest(k, known); s != "" {
-		hint = suggest.DidYouMean(s)
-	}
+	k := slices.Min(slices.Collect(maps.Keys(o)))
+	hint := suggest.Or(k, known, "known options: "+strings.Join(known, ", "))
 	return errAt(o[k].Pos, k, hint, "table %s: unknown option '%s'", table, k)
 }
 

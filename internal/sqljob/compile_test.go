@@ -166,6 +166,7 @@ CREATE TABLE out (user_id STRING, window_start TIMESTAMP(3), window_end TIMESTAM
 		{"legacy bounds", table + "INSERT INTO out SELECT user_id, TUMBLE_START(ts, INTERVAL '1' MINUTE), TUMBLE_END(ts, INTERVAL '2' MINUTE), COUNT(*) AS n FROM orders GROUP BY TUMBLE(ts, INTERVAL '1' MINUTE), user_id;",
 			"TUMBLE_END's arguments are not its group window's (at \"TUMBLE_END\"); give it the arguments of TUMBLE(ts, INTERVAL '1' MINUTE)"},
 		{"no group window", table + "INSERT INTO out SELECT user_id, 1, 2, COUNT(*) AS n FROM orders GROUP BY user_id;", "only windowed aggregations are compiled yet"},
+		{"misspelt window", table + strings.Replace(insert, "TUMBLE(", "TUMBEL(", 1), `unknown window function TUMBEL (at "TUMBEL"); did you mean "TUMBLE"?`},
 		{"month", table + strings.Replace(insert, "'1' MINUTE", "'1' MONTH", 1), "INTERVAL '1' MONTH is not a fixed length of time"},
 	} {
 		t.Run(c.name, func(t *testing.T) {

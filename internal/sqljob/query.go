@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/weirstream/weir/internal/sqlparse"
+	"github.com/weirstream/weir/internal/suggest"
 	"github.com/weirstream/weir/spec"
 )
 
@@ -170,9 +171,9 @@ func (c *compiler) assign(call *sqlparse.Call, fn string, off int) error {
 		w.Type = "session"
 		w.Gap, err = interval(2, "GAP")
 	default:
-		hint := "use TUMBLE, HOP or SESSION"
+		hint := suggest.Or(fn, []string{"TUMBLE", "HOP", "SESSION"}, "use TUMBLE, HOP or SESSION")
 		if fn == "CUMULATE" {
-			hint = "CUMULATE is not compiled yet; " + hint
+			hint = "CUMULATE is not compiled yet; use TUMBLE, HOP or SESSION"
 		}
 		return errAt(call.Pos, fn, hint, "unknown window function %s", fn)
 	}

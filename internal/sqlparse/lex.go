@@ -96,6 +96,17 @@ func (e *Error) Error() string {
 	return b.String()
 }
 
+// Excerpt is the line of src the error is on, then a caret under its
+// column (tabs shown as spaces), each line ending in a newline; "" when
+// the position is not in src.
+func (e *Error) Excerpt(src string) string {
+	lines := strings.Split(src, "\n")
+	if e.Pos.Line < 1 || e.Pos.Line > len(lines) {
+		return ""
+	}
+	return strings.ReplaceAll(lines[e.Pos.Line-1], "\t", " ") + "\n" + strings.Repeat(" ", max(e.Pos.Col-1, 0)) + "^\n"
+}
+
 // quoteText shows offending text, cut to a readable length.
 func quoteText(s string) string {
 	if r := []rune(s); len(r) > 40 {

@@ -234,8 +234,8 @@ func (p *parser) stmt() (st Stmt, err error) {
 		return &QueryStmt{Query: p.query()}, nil
 	}
 	hint := "a file holds SET, CREATE TABLE, CREATE VIEW, INSERT INTO, EXECUTE STATEMENT SET and SELECT statements"
-	if s, ok := closest(strings.ToUpper(t.text), []string{"SET", "CREATE", "INSERT", "EXECUTE", "SELECT", "WITH"}); ok && t.kind == tIdent {
-		hint = suggest.DidYouMean(s)
+	if t.kind == tIdent {
+		hint = suggest.Or(strings.ToUpper(t.text), []string{"SET", "CREATE", "INSERT", "EXECUTE", "SELECT", "WITH"}, hint)
 	}
 	return nil, p.errAt(t, hint, "expected a statement, found %s", describe(t))
 }
@@ -974,8 +974,8 @@ func (p *parser) unit() string {
 	u := strings.ToUpper(p.tok.text)
 	if p.tok.kind != tIdent || !slices.Contains(intervalUnits, u) {
 		hint := "use SECOND, MINUTE, HOUR, DAY, MONTH or YEAR"
-		if s, ok := closest(u, intervalUnits); ok && p.tok.kind == tIdent {
-			hint = suggest.DidYouMean(s)
+		if p.tok.kind == tIdent {
+			hint = suggest.Or(u, intervalUnits, hint)
 		}
 		p.fail(hint, "expected the interval's unit, found %s", describe(p.tok))
 	}

@@ -3,7 +3,6 @@ package sqlparse
 import (
 	"errors"
 	"reflect"
-	"strings"
 	"testing"
 
 	"github.com/cockroachdb/datadriven"
@@ -24,7 +23,7 @@ func TestParse(t *testing.T) {
 					if !errors.As(err, &pe) {
 						t.Fatalf("not an *Error: %T %v", err, err)
 					}
-					return "error: " + err.Error() + "\n" + caret(d.Input, pe.Pos)
+					return "error: " + err.Error() + "\n" + pe.Excerpt(d.Input)
 				}
 				out := Format(s)
 				roundTrip(t, s)
@@ -34,15 +33,6 @@ func TestParse(t *testing.T) {
 			return ""
 		})
 	})
-}
-
-// caret shows the source line of pos with a caret under its column.
-func caret(src string, pos Pos) string {
-	lines := strings.Split(src, "\n")
-	if pos.Line < 1 || pos.Line > len(lines) {
-		return ""
-	}
-	return lines[pos.Line-1] + "\n" + strings.Repeat(" ", max(pos.Col-1, 0)) + "^\n"
 }
 
 // roundTrip checks that s formats to text that parses to s again,

@@ -24,6 +24,15 @@ func Closest(name string, known []string) string {
 	return best
 }
 
+// Or is the did-you-mean of the known name closest to name, or otherwise
+// when none is close.
+func Or(name string, known []string, otherwise string) string {
+	if c := Closest(name, known); c != "" {
+		return DidYouMean(c)
+	}
+	return otherwise
+}
+
 // DidYouMean is the suggestion of a known name: did you mean "name"?
 func DidYouMean(name string) string { return fmt.Sprintf("did you mean %q?", name) }
 

@@ -19,6 +19,12 @@ func TestClosest(t *testing.T) {
 			t.Errorf("Closest(%q) = %q, want %q", name, got, want)
 		}
 	}
+	if got := Or("kye", known, "else"); got != `did you mean "key"?` {
+		t.Errorf("Or of a close name: %s", got)
+	}
+	if got := Or("aggregate", known, "else"); got != "else" {
+		t.Errorf("Or of a far name: %s", got)
+	}
 	if got := DidYouMean("key"); got != `did you mean "key"?` {
 		t.Errorf("DidYouMean: %s", got)
 	}

@@ -170,7 +170,7 @@ func (s *archiveStore) write(w *backfillWindow, pane int64, values []string, ids
 	r := window.Result[string, []byte]{Key: s.key, Window: window.Window{Start: etime.Time(w.start), End: etime.Time(w.end)},
 		Firing: window.Backfill, Pane: pane, Watermark: w.wm, Value: value}
 	s.revs = append(s.revs, archive.Revision{Key: s.key, Start: r.Window.Start, End: r.Window.End, Run: w.run, Pane: pane, Value: value, IDs: ids,
-		RecordKey: outfmt.AppendResultKey(nil, s.p, r), Line: outfmt.AppendResult(nil, s.p, w.run, r)})
+		RecordKey: outfmt.AppendResultKey(nil, s.p, r), Line: outfmt.AppendResult(nil, s.p, outfmt.Columns(s.p), w.run, r)})
 	return nil
 }
 

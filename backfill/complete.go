@@ -497,16 +497,46 @@ func (f *resultFold) add(line []byte) error {
 	if err := json.Unmarshal(line, &m); err != nil {
 		return err
 	}
+	// The fields by what they hold (the results sink's columns, if it
+	// has them: a row without run and pane is newer than the rows before
+	// it, one without firing no retraction).
+	cols := outfmt.Columns(s)
+	get := func(from string) json.RawMessage {
+		if c := outfmt.ColumnOf(cols, from); c != nil {
+			return m[c.Name]
+		}
+		return nil
+	}
+	bound := func(from string) (string, error) {
+		raw := get(from)
+		c := outfmt.ColumnOf(cols, from)
+		if c == nil || c.Time == "" || c.Time == "ms" || raw == nil {
+			return string(raw), nil
+		}
+		ms, ok := outfmt.ParseTime(raw, c.Time)
+		if !ok {
+			return "", fmt.Errorf("%s %s is not a time", c.Name, raw)
+		}
+		return strconv.FormatInt(ms, 10), nil
+	}
 	keys := make([]string, len(s.Key))
 	for i, k := range s.Key {
-		keys[i] = sqlCanonical(m[k])
+		keys[i] = sqlCanonical(get(k))
 	}
-	k := rowIdentity(keys, string(m["window_start"]), string(m["window_end"]))
+	start, err := bound(spec.ColWindowStart)
+	if err != nil {
+		return err
+	}
+	end, err := bound(spec.ColWindowEnd)
+	if err != nil {
+		return err
+	}
+	k := rowIdentity(keys, start, end)
 	var rev [2]int64 // run, pane
 	var firing string
-	json.Unmarshal(m["run"], &rev[0])
-	json.Unmarshal(m["pane"], &rev[1])
-	json.Unmarshal(m["firing"], &firing)
+	json.Unmarshal(get("run"), &rev[0])
+	json.Unmarshal(get("pane"), &rev[1])
+	json.Unmarshal(get("firing"), &firing)
 	old, ok := f.revs[k]
 	if ok && (old[0] > rev[0] || old[0] == rev[0] && old[1] > rev[1]) {
 		return nil
@@ -518,7 +548,7 @@ func (f *resultFold) add(line []byte) error {
 	}
 	row := make([]string, len(s.Aggregates))
 	for i, ag := range s.Aggregates {
-		row[i] = valueCanonical(true, m[ag.Name])
+		row[i] = valueCanonical(true, get(ag.Name))
 	}
 	f.got[k], f.revs[k] = row, rev
 	return nil

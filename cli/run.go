@@ -33,8 +33,7 @@ import (
 // loadSpec reads, parses and validates a spec file, printing every error.
 func loadSpec(path string, o IO) (*spec.Plan, bool) {
 	if isSQL(path) {
-		fmt.Fprintf(o.Stderr, "%s: %s\n", path, sqlNotRunnable)
-		return nil, false
+		return loadSQL(path, o)
 	}
 	data, err := os.ReadFile(o.path(path))
 	if err != nil {
@@ -118,11 +117,7 @@ func specCmd(name string, args []string, o IO, then func(path string, p *spec.Pl
 		fs.Usage()
 		return ExitUsage
 	}
-	load := loadSpec
-	if isSQL(fs.Arg(0)) {
-		load = loadSQL
-	}
-	p, ok := load(fs.Arg(0), o)
+	p, ok := loadSpec(fs.Arg(0), o)
 	if !ok {
 		return ExitUsage
 	}

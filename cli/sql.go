@@ -47,7 +47,3 @@ func loadSQL(path string, o IO) (*spec.Plan, bool) {
 	}
 	return p, true
 }
-
-// sqlNotRunnable is why the commands that run a job or read its outputs
-// refuse a SQL job in this build.
-const sqlNotRunnable = "SQL jobs are validated and explained (weir validate, weir explain); running them, and reading their outputs, comes with the mapping of a query's columns onto its sink table's, which this build does not have yet"

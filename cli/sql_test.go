@@ -28,8 +28,7 @@ GROUP BY user_id, window_start, window_end;
 // TestSQLValidate: weir validate and weir explain take a .sql job: the
 // plan of its YAML twin, warnings for the SET keys weir ignores, errors
 // with file:line:column, the offending text, a did-you-mean and the line
-// with a caret (exit 2); weir run refuses a SQL job, saying why, and
-// creates nothing.
+// with a caret (exit 2).
 func TestSQLValidate(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name, text string) {
@@ -57,12 +56,5 @@ func TestSQLValidate(t *testing.T) {
 	want := "bad.sql:14:10: table orders has no column usr_id (at \"usr_id\"); did you mean \"user_id\"?\n  GROUP BY usr_id, window_start, window_end;\n           ^\n"
 	if code != ExitUsage || !strings.Contains(errs, want) {
 		t.Errorf("validate bad.sql: %d\n%s\nwant\n%s", code, errs, want)
-	}
-	code, _, errs = run("run", "job.sql")
-	if code != ExitUsage || !strings.Contains(errs, "SQL jobs are validated and explained") {
-		t.Errorf("run job.sql: %d\n%s", code, errs)
-	}
-	if _, err := os.Stat(filepath.Join(dir, "results.db")); err == nil {
-		t.Error("the refused run made results.db")
 	}
 }

@@ -89,6 +89,11 @@ type Field struct {
 	Required bool
 }
 
+// ColumnsField is the setting of the sinks whose results are JSON rows
+// (jsonl, stdout, kafka, nats): the rows' columns, as a SQL job's sink
+// table declares them (the job spec's Sink.Columns).
+var ColumnsField = Field{Name: "columns", Doc: "results only: the columns of the JSON rows, in order, each {name, from, time}: a key field, window_start, window_end, window_time, an aggregate, or firing, run, pane, watermark; times as ms, timestamp or timestamp_ltz (default: weir's own row)"}
+
 // SourceKind describes a kind as a source.
 type SourceKind struct {
 	// Fields are the kind's own settings beside source.type (the fields

@@ -35,6 +35,8 @@ type msgSink struct {
 	// plan is the plan as it reads for the window whose results the sink
 	// writes (set for a results sink; the job's plan otherwise).
 	plan *spec.Plan
+	// cols are a results sink's columns (spec.Sink.Columns).
+	cols []spec.Column
 	// one is the message being written; entry, val, key, id, hbuf and hdr
 	// are its reused parts.
 	one                [1]connector.Message
@@ -58,6 +60,9 @@ func (j *Job) openMessages(op *spec.SinkOp, open func(context.Context, connector
 		return nil, fmt.Errorf("%s: %w", op.Path, err)
 	}
 	m := &msgSink{s: s, name: op.Name, j: j, plan: j.plan}
+	if role == connector.RoleResults {
+		m.cols = op.Config.Columns
+	}
 	m.txn, _ = s.(connector.Transactional)
 	if r, ok := s.(connector.RunKeeper); ok && j.appendRuns && j.startsFresh(op.Name) {
 		// Earlier runs' output stays; this run's id goes above theirs.
@@ -93,7 +98,7 @@ func (j *Job) openMsgs() []connector.Sink[connector.Message] {
 // the id and headers of its revision.
 func (m *msgSink) write(r window.Result[string, []byte]) error {
 	run := m.j.run
-	m.val = outfmt.AppendResult(m.val[:0], m.plan, run, r)
+	m.val = outfmt.AppendResult(m.val[:0], m.plan, m.cols, run, r)
 	m.key = outfmt.AppendResultKey(m.key[:0], m.plan, r)
 	id := strconv.AppendInt(append(append(m.id[:0], m.key...), '#'), run, 10)
 	id = strconv.AppendInt(append(id, '#'), r.Pane, 10)

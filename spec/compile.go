@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"net/url"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/etime"
+	"github.com/weirstream/weir/internal/suggest"
 	"github.com/weirstream/weir/trigger"
 	"github.com/weirstream/weir/window"
 )
@@ -1064,6 +1066,7 @@ func (c *compiler) sinks() {
 			kind.Sink.Check(ck, output)
 		}
 		c.required(ck, k.Type, false, kind.Sink.Fields)
+		c.columns(path, k, kind, role)
 		// A sink that writes a file must not write another's, or the input.
 		if kind.Takes(false, "path") && k.Path != "" {
 			if other, dup := paths[filepath.Clean(k.Path)]; dup {
@@ -1116,5 +1119,59 @@ func (c *compiler) sinks() {
 	}
 	if p.Time == ProcessingTime && (s.Late != nil || s.LatePartial != nil) {
 		c.add("sinks.late", "processing-time windows have no late records", "remove the late sinks, or use time: event")
+	}
+}
+
+// ColumnSources are what a results column may hold besides key fields
+// and aggregates (Column.From).
+var ColumnSources = []string{ColWindowStart, ColWindowEnd, ColWindowTime, "firing", "run", "pane", "watermark"}
+
+// columns checks the columns of sink k at path (Sink.Columns): a results
+// sink that writes JSON rows, each column named once and holding a key
+// field, a window bound, an aggregate or the firing's metadata.
+func (c *compiler) columns(path string, k *Sink, kind connector.Kind, role connector.SinkRole) {
+	if len(k.Columns) == 0 {
+		return
+	}
+	if role != connector.RoleResults {
+		c.add(path+".columns", "columns shape results rows; a "+path[len("sinks."):]+" sink writes records", "remove columns")
+		return
+	}
+	from := map[string]bool{}
+	for _, f := range ColumnSources {
+		from[f] = true
+	}
+	for _, f := range c.s.Key {
+		from[f] = true
+	}
+	for _, a := range c.s.Aggregate {
+		from[a.Name] = true
+	}
+	seen := map[string]bool{}
+	for i := range k.Columns {
+		col := &k.Columns[i]
+		at := fmt.Sprintf("%s.columns[%d]", path, i)
+		if col.From == "" {
+			col.From = col.Name
+		}
+		switch {
+		case col.Name == "":
+			c.add(at+".name", "missing", "name the column")
+		case seen[col.Name]:
+			c.add(at+".name", fmt.Sprintf("%q is named twice", col.Name), "give each column its own name")
+		}
+		seen[col.Name] = true
+		if !from[col.From] {
+			c.add(at+".from", fmt.Sprintf("%q is neither a key field, an aggregate nor one of %s", col.From, strings.Join(ColumnSources, ", ")),
+				suggest.Or(col.From, slices.Sorted(maps.Keys(from)), "name a key field, an aggregate or a window bound"))
+		}
+		switch col.Time {
+		case "", "ms", "timestamp", "timestamp_ltz":
+			if col.Time != "" && col.Time != "ms" && !slices.Contains([]string{ColWindowStart, ColWindowEnd, ColWindowTime, "watermark"}, col.From) {
+				c.add(at+".time", col.From+" is not a time", "remove time; it formats window_start, window_end, window_time and watermark")
+			}
+		default:
+			c.add(at+".time", fmt.Sprintf("%q is not a time format", col.Time), "use ms, timestamp or timestamp_ltz")
+		}
 	}
 }

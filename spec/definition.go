@@ -149,6 +149,7 @@ var stateFields = map[string]bool{
 	"sinks.*.retry_for":         false,
 	"sinks.*.connect_retry_for": false,
 	"sinks.*.batch_rows":        false,
+	"sinks.*.columns":           true,
 
 	"checkpoint": false,
 	"state":      false,

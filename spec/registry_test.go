@@ -78,11 +78,11 @@ func yamlFields(t reflect.Type, prefix string) []string {
 func TestSettingOfAnotherKind(t *testing.T) {
 	for _, c := range []struct{ yaml, path, msg, fix string }{
 		{"sinks: {results: {type: kafka, brokers: ['127.0.0.1:9092'], topic: t, table: x}}", "sinks.results.table",
-			"table is not a setting of a kafka sink", "remove it; a kafka sink takes brokers, topic, marker_topic, tls, sasl (table is a setting of postgres, sqlite sinks)"},
+			"table is not a setting of a kafka sink", "remove it; a kafka sink takes brokers, topic, marker_topic, tls, sasl, columns (table is a setting of postgres, sqlite sinks)"},
 		{"sinks: {late: {type: ledger, dir: l, path: x}}", "sinks.late.path",
 			"path is not a setting of a ledger sink", "remove it; a ledger sink takes dir, retention (path is a setting of jsonl, sqlite sinks)"},
 		{"sinks: {results: {type: stdout, timeout: 5s}}", "sinks.results.timeout",
-			"timeout is not a setting of a stdout sink", "remove it; a stdout sink takes no settings (timeout is a setting of postgres sinks)"},
+			"timeout is not a setting of a stdout sink", "remove it; a stdout sink takes columns (timeout is a setting of postgres sinks)"},
 		{"sinks: {results: {type: postgre, url: x}}", "sinks.results.type",
 			`unknown value "postgre"`, `did you mean "postgres"? (use one of jsonl, stdout, kafka, postgres, nats, sqlite)`},
 		{"sinks: {late: {type: sqlite, path: x.db}}", "sinks.late.type",

@@ -446,6 +446,11 @@ type Sink struct {
 	RetryFor        *Duration `yaml:"retry_for" json:"-"`
 	ConnectRetryFor *Duration `yaml:"connect_retry_for" json:"-"`
 	BatchRows       int       `yaml:"batch_rows" json:"-"`
+	// Columns, for a results sink that writes JSON (jsonl, stdout,
+	// kafka, nats), are the columns of its rows, in order, as a SQL sink
+	// table declares them; empty: weir's own row (key fields, window,
+	// firing, run, pane, watermark, aggregates).
+	Columns []Column `yaml:"columns" json:",omitempty"`
 	// Extra are the settings of a registered kind's own that no field
 	// above holds (connector.Field names beside these), by name, as YAML
 	// gave them; ExtraAt the line and column each was given at.
@@ -453,6 +458,22 @@ type Sink struct {
 	// fields.
 	Extra   map[string]any    `yaml:"-" json:",omitempty"`
 	ExtraAt map[string][2]int `yaml:"-" json:"-"`
+}
+
+// Column is one column of a results row (Sink.Columns).
+type Column struct {
+	// Name is the column's name in the row.
+	Name string `yaml:"name"`
+	// From is what it holds: a key field, window_start, window_end,
+	// window_time (window_end - 1), an aggregate's name, or the firing's
+	// metadata: firing, run, pane or watermark (default: Name).
+	From string `yaml:"from" json:",omitempty"`
+	// Time is how window_start, window_end, window_time and watermark are
+	// written: ms (default: epoch milliseconds), timestamp (as Flink's
+	// JSON format writes a TIMESTAMP(3), 2026-01-01 00:05:00.000, in
+	// UTC) or timestamp_ltz (a TIMESTAMP_LTZ(3): the same with a Z). An
+	// infinite watermark, and the bounds of the global window, are null.
+	Time string `yaml:"time" json:",omitempty"`
 }
 
 // Duration is a length of time in milliseconds. In a spec it is a string

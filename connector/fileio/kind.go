@@ -37,9 +37,9 @@ func Kinds() []connector.Kind {
 						c.Report("path", "missing", "a jsonl sink needs a file path, such as "+output+".jsonl")
 					}
 				},
-				Fields: []connector.Field{{Name: "path", Required: true, Doc: "the output file (relative to the spec's directory)"}}}},
+				Fields: []connector.Field{{Name: "path", Required: true, Doc: "the output file (relative to the spec's directory)"}, connector.ColumnsField}}},
 		{Name: "stdout", Doc: "writes a JSON object per line to standard output (a replay after a restore writes again)",
-			Sink: &connector.SinkKind{Roles: connector.AllRoles, OpenMessages: openStdout}},
+			Sink: &connector.SinkKind{Roles: connector.AllRoles, OpenMessages: openStdout, Fields: []connector.Field{connector.ColumnsField}}},
 	}
 }
 

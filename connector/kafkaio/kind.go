@@ -30,6 +30,7 @@ func Kinds() []connector.Kind {
 			{Name: "marker_topic", Doc: "the topic of checkpoint markers (default <topic>-weir-checkpoints, created when missing)"},
 			{Name: "tls", Doc: "connect with TLS (the system's roots)"},
 			{Name: "sasl", Doc: "authentication: {mechanism: plain|scram-sha-256|scram-sha-512, user, password}"},
+			connector.ColumnsField,
 		}}}}
 }
 

@@ -23,6 +23,7 @@ func Kinds() []connector.Kind {
 		Sink: &connector.SinkKind{Roles: connector.AllRoles, Abilities: connector.AbilityIdempotent, RecordAbilities: connector.AbilityIdempotent, Check: checkSink, OpenMessages: openMessages, Fields: []connector.Field{
 			{Name: "url", Doc: "the server (default nats://127.0.0.1:4222)"},
 			{Name: "subject", Required: true, Doc: "the subject published to; a JetStream stream must store it"},
+			connector.ColumnsField,
 		}}}}
 }
 

@@ -13,9 +13,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/connector"
+	"github.com/weirstream/weir/etime"
 	"github.com/weirstream/weir/internal/record"
 	"github.com/weirstream/weir/spec"
 	"github.com/weirstream/weir/window"
@@ -48,8 +50,12 @@ func ResultHeaders(firing window.Firing, run, pane int64) []connector.Header {
 }
 
 // AppendResult renders a result as a JSON object: key fields, window,
-// firing, pane, watermark, then the aggregates.
-func AppendResult(b []byte, plan *spec.Plan, run int64, r window.Result[string, []byte]) []byte {
+// firing, run, pane, watermark, then the aggregates; or, when cols are
+// given (spec.Sink.Columns, as Compile completed them), those columns.
+func AppendResult(b []byte, plan *spec.Plan, cols []spec.Column, run int64, r window.Result[string, []byte]) []byte {
+	if len(cols) > 0 {
+		return appendColumns(b, plan, cols, run, r)
+	}
 	start := len(b)
 	b = AppendResultKey(b, plan, r)
 	if len(b)-start == 2 { // {}: no key fields, the global window
@@ -145,4 +151,124 @@ func SpecHash(p *spec.Plan) string {
 		"key": p.Key, "window": json.RawMessage(p.Definition.Window), "aggregate": p.Aggregates})
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:4])
+}
+
+// appendColumns renders a result as the JSON object of columns cols. A
+// retraction's aggregates, and the global window's bounds, are null.
+func appendColumns(b []byte, plan *spec.Plan, cols []spec.Column, run int64, r window.Result[string, []byte]) []byte {
+	b = append(b, '{')
+	for i, c := range cols {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = weir.AppendJSONString(b, c.Name)
+		b = append(b, ':')
+		global := r.Window == window.Global
+		switch c.From {
+		case spec.ColWindowStart:
+			b = appendTime(b, c.Time, r.Window.Start, global)
+		case spec.ColWindowEnd:
+			b = appendTime(b, c.Time, r.Window.End, global)
+		case spec.ColWindowTime:
+			b = appendTime(b, c.Time, r.Window.MaxTimestamp(), global)
+		case "watermark":
+			b = appendTime(b, c.Time, r.Watermark, r.Watermark == etime.MaxTime || r.Watermark == etime.MinTime)
+		case "firing":
+			b = append(append(append(b, '"'), r.Firing.String()...), '"')
+		case "run":
+			b = strconv.AppendInt(b, run, 10)
+		case "pane":
+			b = strconv.AppendInt(b, r.Pane, 10)
+		default:
+			if k := slices.Index(plan.Key, c.From); k >= 0 {
+				b = append(b, nth(r.Key, k)...)
+				break
+			}
+			a := slices.IndexFunc(plan.Aggregates, func(a spec.Aggregate) bool { return a.Name == c.From })
+			if a < 0 || r.Firing == window.Retract {
+				b = append(b, "null"...)
+				break
+			}
+			b = append(b, nth(r.Value, a)...)
+		}
+	}
+	return append(b, '}')
+}
+
+// nth is the i-th of s's parts separated by NUL bytes (record.KeySep
+// between a key's values, and between a result value's aggregates).
+func nth[S ~string | ~[]byte](s S, i int) S {
+	start := 0
+	for j := 0; j < len(s); j++ {
+		if s[j] != 0 {
+			continue
+		}
+		if i == 0 {
+			return s[start:j]
+		}
+		i, start = i-1, j+1
+	}
+	if i > 0 {
+		return s[:0]
+	}
+	return s[start:]
+}
+
+// TimeLayout is how Flink's JSON format writes a TIMESTAMP(3) (its SQL
+// timestamp format); a TIMESTAMP_LTZ(3) adds a Z.
+const TimeLayout = "2006-01-02 15:04:05.000"
+
+// appendTime renders t in format (spec.Column.Time); null when inf.
+func appendTime(b []byte, format string, t etime.Time, inf bool) []byte {
+	switch {
+	case inf:
+		return append(b, "null"...)
+	case format == "timestamp" || format == "timestamp_ltz":
+		b = append(b, '"')
+		b = time.UnixMilli(int64(t)).UTC().AppendFormat(b, TimeLayout)
+		if format == "timestamp_ltz" {
+			b = append(b, 'Z')
+		}
+		return append(b, '"')
+	}
+	return strconv.AppendInt(b, int64(t), 10)
+}
+
+// ParseTime reads a time written by appendTime in format as epoch
+// milliseconds; ok false when it is not one.
+func ParseTime(raw []byte, format string) (ms int64, ok bool) {
+	switch format {
+	case "timestamp", "timestamp_ltz":
+		var s string
+		if json.Unmarshal(raw, &s) != nil {
+			return 0, false
+		}
+		t, err := time.Parse(TimeLayout, strings.TrimSuffix(s, "Z"))
+		return t.UnixMilli(), err == nil
+	}
+	n, err := strconv.ParseInt(string(raw), 10, 64)
+	return n, err == nil
+}
+
+// ColumnOf is the column of cols holding from (spec.Column.From), or
+// nil; with no cols, weir's own row, where each field is its own column.
+func ColumnOf(cols []spec.Column, from string) *spec.Column {
+	if len(cols) == 0 {
+		return &spec.Column{Name: from, From: from}
+	}
+	for i := range cols {
+		if cols[i].From == from {
+			return &cols[i]
+		}
+	}
+	return nil
+}
+
+// Columns are the columns of the plan's primary results sink (the one
+// weir backfill revises and the complete answer is compared with).
+func Columns(p *spec.Plan) []spec.Column {
+	if k := p.Sinks.Primary(); k != nil {
+		return k.Columns
+	}
+	return nil
 }

@@ -1,6 +1,7 @@
 package sqljob
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 
@@ -12,11 +13,20 @@ import (
 // aggregates maps SQL's aggregate functions to the spec's.
 var aggregates = map[string]string{"COUNT": "count", "SUM": "sum", "MIN": "min", "MAX": "max", "AVG": "avg"}
 
+// item is what a column of the query holds: a key field, a window
+// bound (window_start, window_end, window_time) or an aggregate (agg).
+type item struct {
+	pos  sqlparse.Pos
+	from string
+	agg  bool
+}
+
 // aggregation compiles the select list and GROUP BY of a windowed
-// aggregation: keys, window_start and window_end, and named aggregates;
-// with a legacy group window (group), the window in GROUP BY and its
-// FN_START and FN_END functions in the select list.
-func (c *compiler) aggregation(sel *sqlparse.Select, src *sqlparse.CreateTable, group *sqlparse.Call) error {
+// aggregation: keys, window_start, window_end, window_time and
+// aggregates, which it returns in the query's order; with a legacy group
+// window (group), the window in GROUP BY and its FN_START, FN_END and
+// FN_ROWTIME functions in the select list.
+func (c *compiler) aggregation(sel *sqlparse.Select, src *sqlparse.CreateTable, group *sqlparse.Call) ([]item, error) {
 	s := c.job.Spec
 	bounds := map[string]bool{}
 	if group != nil {
@@ -29,7 +39,7 @@ func (c *compiler) aggregation(sel *sqlparse.Select, src *sqlparse.CreateTable, 
 		}
 		ref, ok := g.(*sqlparse.Ref)
 		if !ok || len(ref.Parts) != 1 {
-			return errAt(sqlparse.ExprPos(g), "", "group by window_start, window_end and columns", "only columns are grouped by")
+			return nil, errAt(sqlparse.ExprPos(g), "", "group by window_start, window_end and columns", "only columns are grouped by")
 		}
 		name := ref.Parts[0].Name
 		switch name {
@@ -37,7 +47,7 @@ func (c *compiler) aggregation(sel *sqlparse.Select, src *sqlparse.CreateTable, 
 			bounds[name] = true
 		default:
 			if column(src, name) == nil {
-				return unknownColumn(ref.Parts[0], src)
+				return nil, unknownColumn(ref.Parts[0], src)
 			}
 			if !session || !slices.Contains(s.Key, name) {
 				s.Key = append(s.Key, name)
@@ -45,43 +55,44 @@ func (c *compiler) aggregation(sel *sqlparse.Select, src *sqlparse.CreateTable, 
 		}
 	}
 	if !bounds["window_start"] || !bounds["window_end"] {
-		return errAt(sel.Pos, "GROUP BY", "group by window_start, window_end and the keys", "a window aggregation groups by window_start and window_end")
+		return nil, errAt(sel.Pos, "GROUP BY", "group by window_start, window_end and the keys", "a window aggregation groups by window_start and window_end")
 	}
+	var items []item
 	for _, it := range sel.Items {
 		if it.Star {
-			return errAt(it.Pos, "*", "name the keys, window_start, window_end and the aggregates", "SELECT * of an aggregation")
+			return nil, errAt(it.Pos, "*", "name the keys, window_start, window_end and the aggregates", "SELECT * of an aggregation")
 		}
 		switch e := it.Expr.(type) {
 		case *sqlparse.Ref:
 			name := e.Parts[len(e.Parts)-1].Name
-			if name != "window_start" && name != "window_end" && !slices.Contains(s.Key, name) {
-				return errAt(it.Pos, name, "group by it, or aggregate it", "%s is neither grouped by nor aggregated", name)
+			if name != "window_start" && name != "window_end" && name != "window_time" && !slices.Contains(s.Key, name) {
+				return nil, errAt(it.Pos, name, "group by it, or aggregate it", "%s is neither grouped by nor aggregated", name)
 			}
-			if it.Alias.Name != "" && it.Alias.Name != name {
-				return errAt(it.Pos, it.Alias.Name, "leave out AS", "renaming a key or window bound is not compiled yet")
-			}
+			items = append(items, item{pos: it.Pos, from: name})
 		case *sqlparse.Call:
 			if group != nil {
 				if bound, ok, err := groupBound(e, group); ok || err != nil {
-					if err == nil && it.Alias.Name != "" && it.Alias.Name != bound {
-						err = errAt(it.Pos, it.Alias.Name, "leave out AS, or name it "+bound, "renaming a window bound is not compiled yet")
-					}
 					if err != nil {
-						return err
+						return nil, err
 					}
+					items = append(items, item{pos: it.Pos, from: bound})
 					continue
 				}
 			}
 			a, err := aggregate(e, it.Alias, src)
 			if err != nil {
-				return err
+				return nil, err
+			}
+			if a.Name == "" {
+				a.Name = fmt.Sprintf("EXPR$%d", len(items)) // as Flink names it
 			}
 			s.Aggregate = append(s.Aggregate, a)
+			items = append(items, item{pos: it.Pos, from: a.Name, agg: true})
 		default:
-			return errAt(it.Pos, "", "select keys, window bounds and aggregates", "expressions in the select list are not compiled yet")
+			return nil, errAt(it.Pos, "", "select keys, window bounds and aggregates", "expressions in the select list are not compiled yet")
 		}
 	}
-	return nil
+	return items, nil
 }
 
 // groupBound reads FN_START(...) or FN_END(...) of the group window
@@ -100,8 +111,10 @@ func groupBound(call, group *sqlparse.Call) (string, bool, error) {
 		bound = "window_start"
 	case "END":
 		bound = "window_end"
+	case "ROWTIME":
+		bound = "window_time"
 	default:
-		return "", true, errAt(call.Pos, name, "select "+fn+"_START and "+fn+"_END", "%s is not compiled yet", name)
+		return "", true, errAt(call.Pos, name, "select "+fn+"_START, "+fn+"_END or "+fn+"_ROWTIME", "%s is not a function of group window %s", name, fn)
 	}
 	same := len(call.Args) == len(group.Args)
 	for i := 0; same && i < len(call.Args); i++ {
@@ -130,9 +143,6 @@ func aggregate(call *sqlparse.Call, alias sqlparse.Ident, src *sqlparse.CreateTa
 	}
 	if call.Over != nil {
 		return a, errAt(call.Pos, fn, "", "OVER windows are not compiled yet")
-	}
-	if alias.Name == "" {
-		return a, errAt(call.Pos, fn, "name it: "+fn+"(...) AS name", "an aggregate needs a name")
 	}
 	switch {
 	case call.Star && fn == "COUNT":

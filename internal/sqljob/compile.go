@@ -41,7 +41,7 @@ func Compile(src, file string) (*Job, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &compiler{tables: map[string]*sqlparse.CreateTable{}, job: &Job{Spec: &spec.Spec{}}}
+	c := &compiler{tables: map[string]*sqlparse.CreateTable{}, outputs: map[string]*sqlparse.Set{}, job: &Job{Spec: &spec.Spec{}}}
 	c.job.Spec.Name = strings.TrimSuffix(filepath.Base(file), filepath.Ext(file))
 	if err := c.script(script); err != nil {
 		return nil, err
@@ -53,6 +53,8 @@ type compiler struct {
 	job    *Job
 	tables map[string]*sqlparse.CreateTable
 	insert *sqlparse.Insert
+	// outputs are the SETs of weir.*.sink keys, by key.
+	outputs map[string]*sqlparse.Set
 }
 
 // errAt is an error at pos.
@@ -91,7 +93,38 @@ func (c *compiler) script(s *sqlparse.Script) error {
 	if c.insert == nil {
 		return errAt(sqlparse.Pos{Line: 1, Col: 1}, "", "add INSERT INTO sink SELECT ...", "the file has no INSERT")
 	}
-	return c.compileInsert(c.insert)
+	if err := c.compileInsert(c.insert); err != nil {
+		return err
+	}
+	return c.sideOutputs()
+}
+
+// sideOutputs compiles the tables the weir.*.sink keys name.
+func (c *compiler) sideOutputs() error {
+	sinks := &c.job.Spec.Sinks
+	for _, key := range []string{lateKey, latePartialKey, deadLetterKey} {
+		st, ok := c.outputs[key]
+		if !ok {
+			continue
+		}
+		t, err := c.lookup(sqlparse.Name{Parts: []sqlparse.Ident{{Pos: st.Pos, Name: st.Value}}})
+		if err != nil {
+			return err
+		}
+		k, err := sinkOf(t, key)
+		if err != nil {
+			return err
+		}
+		switch key {
+		case lateKey:
+			sinks.Late = k
+		case latePartialKey:
+			sinks.LatePartial = k
+		case deadLetterKey:
+			sinks.DeadLetter = k
+		}
+	}
+	return nil
 }
 
 // setKeys are the SET keys weir honours.
@@ -100,7 +133,19 @@ var setKeys = []string{
 	"pipeline.auto-watermark-interval", "table.exec.source.idle-timeout",
 	"table.exec.emit.allow-lateness", "table.exec.emit.early-fire.enabled", "table.exec.emit.early-fire.delay",
 	"table.exec.emit.late-fire.enabled", "table.exec.emit.late-fire.delay",
+	lateKey, latePartialKey, deadLetterKey, archiveKey,
 }
+
+// weir's own SET keys, for what Flink has no word for: the tables that
+// receive too-late rows (the third layer of late-data defence), partial
+// misses of sliding windows (W7) and dead letters, and the archive of
+// closed windows that weir backfill revises a results file from.
+const (
+	lateKey        = "weir.late.sink"
+	latePartialKey = "weir.late-partial.sink"
+	deadLetterKey  = "weir.dead-letter.sink"
+	archiveKey     = "weir.archive.dir"
+)
 
 func (c *compiler) set(st *sqlparse.Set) error {
 	s := c.job.Spec
@@ -147,6 +192,10 @@ func (c *compiler) set(st *sqlparse.Set) error {
 		s.Trigger.Interval, err = dur()
 	case "table.exec.emit.late-fire.delay":
 		s.LateFiringInterval, err = dur()
+	case lateKey, latePartialKey, deadLetterKey:
+		c.outputs[st.Key] = st
+	case archiveKey:
+		s.Archive = &spec.ArchiveSpec{Dir: st.Value}
 	default:
 		w := fmt.Sprintf("%s: SET key %q is not one weir honours; it is ignored", st.Pos, st.Key)
 		if k := suggest.Closest(st.Key, setKeys); k != "" {

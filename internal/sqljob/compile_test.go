@@ -159,7 +159,10 @@ CREATE TABLE out (user_id STRING, window_start TIMESTAMP(3), window_end TIMESTAM
 		{"unknown column", table + strings.Replace(insert, "GROUP BY user_id", "GROUP BY usr_id", 1), `table orders has no column usr_id (at "usr_id"); did you mean "user_id"?`},
 		{"unknown option", strings.Replace(table, "'path' = 'o.jsonl'", "'pth' = 'o.jsonl'", 1) + insert, `table orders: unknown option 'pth' (at "pth"); did you mean "path"?`},
 		{"no watermark", strings.Replace(table, ", WATERMARK FOR ts AS ts - INTERVAL '5' SECOND", "", 1) + insert, "ts is not a time attribute of table orders: it has no watermark"},
-		{"unnamed aggregate", table + strings.Replace(insert, "COUNT(*) AS n", "COUNT(*)", 1), "an aggregate needs a name (at \"COUNT\"); name it: COUNT(...) AS name"},
+		{"bound into a string", strings.Replace(table, "window_end TIMESTAMP(3)", "window_end STRING", 1) + insert, `table out: column window_end holds window_end, a time (at "window_end"); declare it TIMESTAMP(3), TIMESTAMP_LTZ(3) or BIGINT (epoch milliseconds)`},
+		{"unknown metadata", strings.Replace(table, "n BIGINT)", "n BIGINT, pne BIGINT METADATA FROM 'pne')", 1) + insert, `table out: pne is not metadata weir writes (at "pne"); did you mean "pane"?`},
+		{"renamed key in a table", strings.Replace(strings.Replace(table, "(user_id STRING, window_start", "(uid STRING, window_start", 1), "'connector' = 'filesystem', 'path' = 'out.jsonl'", "'connector' = 'jdbc', 'url' = 'jdbc:sqlite:r.db', 'table-name' = 'out'", 1) + insert,
+			`table out: column uid would hold user_id (at "uid"); name the column user_id`},
 		{"unknown aggregate", table + strings.Replace(insert, "COUNT(*) AS n", "SUMM(amount) AS n", 1), `SUMM is not an aggregate weir compiles (at "SUMM"); did you mean "SUM"?`},
 		{"two inserts", table + insert + insert, "a second INSERT; a file holds one"},
 		{"columns", table + strings.Replace(insert, ", COUNT(*) AS n", "", 1), "the query has 3 columns and table out has 4 (at \"SELECT\"); select one column per column of out (user_id, window_start, window_end, n), in its order"},
@@ -179,5 +182,31 @@ CREATE TABLE out (user_id STRING, window_start TIMESTAMP(3), window_end TIMESTAM
 				t.Errorf("got %v\nwant %s", err, c.want)
 			}
 		})
+	}
+}
+
+// TestColumns: a JSON sink's rows get the sink table's columns, by
+// position, in its order, with its names and time formats; aggregates
+// take the sink's names; metadata columns hold the firing's.
+func TestColumns(t *testing.T) {
+	j, err := Compile(`
+CREATE TABLE orders (user_id STRING, amount BIGINT, ms BIGINT, ts AS TO_TIMESTAMP_LTZ(ms, 3), WATERMARK FOR ts AS ts - INTERVAL '5' SECOND)
+  WITH ('connector' = 'filesystem', 'path' = 'o.jsonl');
+CREATE TABLE out (uid STRING, wstart TIMESTAMP(3), wend BIGINT, kind STRING METADATA FROM 'firing', n BIGINT, total BIGINT, wm TIMESTAMP_LTZ(3) METADATA FROM 'watermark', pane BIGINT METADATA)
+  WITH ('connector' = 'filesystem', 'path' = 'out.jsonl');
+INSERT INTO out
+SELECT user_id AS u, TUMBLE_START(ts, INTERVAL '1' MINUTE), TUMBLE_END(ts, INTERVAL '1' MINUTE), COUNT(*), SUM(amount) AS s
+FROM orders GROUP BY TUMBLE(ts, INTERVAL '1' MINUTE), user_id;`, "cols.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := j.Plan()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := fmt.Sprint(p.Sinks.Results[0].Columns, p.Aggregates)
+	want := "[{uid user_id } {wstart window_start timestamp} {wend window_end ms} {kind firing } {n n } {total total } {wm watermark timestamp_ltz} {pane pane }] [{n count  } {total sum amount }]"
+	if got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
 	}
 }

@@ -1,6 +1,7 @@
 package sqljob
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/weirstream/weir/internal/sqlparse"
@@ -55,26 +56,122 @@ func (c *compiler) compileInsert(in *sqlparse.Insert) error {
 	if sel.Where != nil || sel.Having != nil {
 		return errAt(sel.Pos, "WHERE", "", "filters are not compiled yet")
 	}
-	if err := c.aggregation(sel, src, group); err != nil {
+	items, err := c.aggregation(sel, src, group)
+	if err != nil {
 		return err
-	}
-	// INSERT maps the query's columns onto the sink's by position, as
-	// Flink does: their numbers must agree (metadata columns, which weir
-	// fills, aside).
-	var written []string
-	for _, col := range sinkT.Columns {
-		if !col.Metadata && col.Computed == nil {
-			written = append(written, col.Name.Name)
-		}
 	}
 	if len(in.Columns) > 0 {
 		return errAt(in.Pos, "INSERT", "leave out the column list: the query's columns go to the sink's in order", "INSERT INTO t (columns) is not compiled yet")
 	}
-	if len(sel.Items) != len(written) {
-		return errAt(sel.Pos, "SELECT", "select one column per column of "+tableName(in.Table)+" ("+strings.Join(written, ", ")+"), in its order",
-			"the query has %d columns and table %s has %d", len(sel.Items), tableName(in.Table), len(written))
+	k, err := c.sink(sinkT)
+	if err != nil {
+		return err
 	}
-	return c.sink(sinkT)
+	return c.mapColumns(in, sel, items, sinkT, k)
+}
+
+// metadataKeys are the metadata a results sink's METADATA columns may
+// read, beside the row: the firing's kind, run, pane and watermark.
+var metadataKeys = []string{"firing", "run", "pane", "watermark"}
+
+// mapColumns maps the query's columns (items) onto the columns of sink
+// table t (written by k) by position, as Flink's INSERT does: their
+// numbers must agree (METADATA columns, which weir fills, and computed
+// ones aside). An aggregate takes its sink column's name; a JSON sink's
+// rows get the table's names, order and time formats (spec.Sink.Columns);
+// a SQL table keeps weir's own columns, so its key and window columns
+// must have the fields' names.
+func (c *compiler) mapColumns(in *sqlparse.Insert, sel *sqlparse.Select, items []item, t *sqlparse.CreateTable, k *spec.Sink) error {
+	name := tableName(t.Name)
+	var written []*sqlparse.Column
+	for _, col := range t.Columns {
+		if !col.Metadata && col.Computed == nil {
+			written = append(written, col)
+		}
+	}
+	if len(items) != len(written) {
+		var names []string
+		for _, col := range written {
+			names = append(names, col.Name.Name)
+		}
+		return errAt(sel.Pos, "SELECT", "select one column per column of "+name+" ("+strings.Join(names, ", ")+"), in its order",
+			"the query has %d columns and table %s has %d", len(items), name, len(written))
+	}
+	jsonRows := k.Type != "sqlite" && k.Type != "postgres"
+	var cols []spec.Column
+	j := 0
+	for _, col := range t.Columns {
+		if col.Computed != nil {
+			continue
+		}
+		var it item
+		if col.Metadata {
+			key := col.MetadataKey
+			if key == "" {
+				key = col.Name.Name
+			}
+			if !slices.Contains(metadataKeys, key) {
+				hint := suggest.Or(key, metadataKeys, "weir fills firing, run, pane and watermark")
+				return errAt(col.Pos, key, hint, "table %s: %s is not metadata weir writes", name, key)
+			}
+			it = item{pos: col.Pos, from: key}
+		} else {
+			it = items[j]
+			j++
+		}
+		dst := col.Name.Name
+		if it.agg {
+			c.renameAggregate(it.from, dst)
+			it.from = dst
+		}
+		tf, err := timeFormat(it, col, name)
+		if err != nil {
+			return err
+		}
+		if !jsonRows && !it.agg && dst != it.from {
+			return errAt(col.Pos, dst, "name the column "+it.from+" (weir's tables keep a key or window column under its field's name)",
+				"table %s: column %s would hold %s", name, dst, it.from)
+		}
+		if !jsonRows && it.from == "window_time" {
+			return errAt(it.pos, it.from, "select window_end (window_time is window_end - 1 ms)", "table %s: weir's tables have no window_time column", name)
+		}
+		cols = append(cols, spec.Column{Name: dst, From: it.from, Time: tf})
+	}
+	if jsonRows {
+		k.Columns = cols
+	}
+	return nil
+}
+
+// renameAggregate renames aggregate from to name.
+func (c *compiler) renameAggregate(from, name string) {
+	for i := range c.job.Spec.Aggregate {
+		if c.job.Spec.Aggregate[i].Name == from {
+			c.job.Spec.Aggregate[i].Name = name
+		}
+	}
+}
+
+// timeFormat is how column col of table (holding it) writes a time
+// (spec.Column.Time): a TIMESTAMP as Flink's JSON does, a BIGINT as epoch
+// milliseconds; "" for what is not a time.
+func timeFormat(it item, col *sqlparse.Column, table string) (string, error) {
+	switch it.from {
+	case "window_start", "window_end", "window_time", "watermark":
+	default:
+		return "", nil
+	}
+	ty := col.Type
+	switch {
+	case ty == nil:
+	case ty.Name == "BIGINT":
+		return "ms", nil
+	case ty.Name == "TIMESTAMP_LTZ" || ty.Name == "TIMESTAMP" && ty.LocalTZ:
+		return "timestamp_ltz", nil
+	case ty.Name == "TIMESTAMP":
+		return "timestamp", nil
+	}
+	return "", errAt(col.Pos, col.Name.Name, "declare it TIMESTAMP(3), TIMESTAMP_LTZ(3) or BIGINT (epoch milliseconds)", "table %s: column %s holds %s, a time", table, col.Name.Name, it.from)
 }
 
 // legacyWindow is the group window of a legacy windowed aggregation

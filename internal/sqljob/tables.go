@@ -101,34 +101,65 @@ func (c *compiler) source(t *sqlparse.CreateTable, timeCol string) error {
 }
 
 // sink compiles the table results go to.
-func (c *compiler) sink(t *sqlparse.CreateTable) error {
+func (c *compiler) sink(t *sqlparse.CreateTable) (*spec.Sink, error) {
+	k, err := sinkOf(t, "results")
+	if err != nil {
+		return nil, err
+	}
+	c.job.Spec.Sinks.Results = append(c.job.Spec.Sinks.Results, k)
+	return k, nil
+}
+
+// sinkOf compiles table t as a sink of output (results, or the SET key
+// that names it for late rows and dead letters): filesystem (a JSON lines
+// file), print (stdout), jdbc with a SQLite url (results), or weir's
+// ledger (late rows).
+func sinkOf(t *sqlparse.CreateTable, output string) (*spec.Sink, error) {
 	name := tableName(t.Name)
 	o := optionsOf(t)
 	k := &spec.Sink{}
 	known := []string{"connector"}
-	switch conn := o.take("connector"); conn {
-	case "filesystem":
+	results := output == "results"
+	switch conn := o.take("connector"); {
+	case conn == "filesystem":
 		k.Type, k.Path = "jsonl", o.take("path")
 		if f := o.take("format"); f != "" && f != "json" {
-			return errAt(t.Pos, f, "use 'json'", "table %s: a results file is written as json", name)
+			return nil, errAt(t.Pos, f, "use 'json'", "table %s: a sink file is written as json", name)
 		}
 		known = append(known, "path", "format")
-	case "jdbc":
+	case conn == "jdbc" && results:
 		url := o.take("url")
 		path, ok := strings.CutPrefix(url, "jdbc:sqlite:")
 		if !ok {
-			return errAt(t.Pos, url, "write 'jdbc:sqlite:results.db' (Postgres is not compiled yet)", "table %s: url '%s' is not a SQLite one", name, url)
+			return nil, errAt(t.Pos, url, "write 'jdbc:sqlite:results.db' (Postgres is not compiled yet)", "table %s: url '%s' is not a SQLite one", name, url)
 		}
 		k.Type, k.Path, k.Table = "sqlite", path, o.take("table-name")
 		known = append(known, "url", "table-name")
-	case "print":
+	case conn == "print":
 		k.Type, k.Path = "jsonl", "-"
+	case conn == "ledger" && output == lateKey:
+		k.Type, k.Dir = "ledger", o.take("dir")
+		known = append(known, "dir", "retention")
+		pos := o["retention"].Pos
+		if r := o.take("retention"); r != "" {
+			d, err := flinkDuration(r)
+			if err != nil {
+				return nil, errAt(pos, r, "write a duration such as '30 d'", "table %s: retention: %v", name, err)
+			}
+			k.Retention = &d
+		}
 	default:
-		return errAt(t.Pos, conn, "use filesystem, jdbc or print", "table %s: connector '%s' is not compiled yet as a sink", name, conn)
+		use := "filesystem, jdbc or print"
+		switch output {
+		case lateKey:
+			use = "ledger (what weir backfill folds back), filesystem or print"
+		case latePartialKey, deadLetterKey:
+			use = "filesystem or print"
+		}
+		return nil, errAt(t.Pos, conn, "use "+use, "table %s: connector '%s' is not compiled as a sink of %s", name, conn, output)
 	}
 	if err := o.rest(name, known); err != nil {
-		return err
+		return nil, err
 	}
-	c.job.Spec.Sinks.Results = append(c.job.Spec.Sinks.Results, k)
-	return nil
+	return k, nil
 }

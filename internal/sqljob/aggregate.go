@@ -2,6 +2,7 @@ package sqljob
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -11,7 +12,11 @@ import (
 )
 
 // aggregates maps SQL's aggregate functions to the spec's.
-var aggregates = map[string]string{"COUNT": "count", "SUM": "sum", "MIN": "min", "MAX": "max", "AVG": "avg"}
+// FIRST_BY_TIME and LAST_BY_TIME are weir's: the value of the record
+// with the earliest or latest event time (ties by arrival); ARRAY_AGG is
+// weir's collect (in arrival order).
+var aggregates = map[string]string{"COUNT": "count", "SUM": "sum", "MIN": "min", "MAX": "max", "AVG": "avg",
+	"FIRST_BY_TIME": "first", "LAST_BY_TIME": "last", "ARRAY_AGG": "collect"}
 
 // item is what a column of the query holds: a key field, a window
 // bound (window_start, window_end, window_time) or an aggregate (agg).
@@ -135,10 +140,13 @@ func unknownColumn(id sqlparse.Ident, t *sqlparse.CreateTable) error {
 func aggregate(call *sqlparse.Call, alias sqlparse.Ident, src *sqlparse.CreateTable) (spec.Aggregate, error) {
 	fn := strings.ToUpper(tableName(call.Name))
 	a := spec.Aggregate{Name: alias.Name}
-	known := []string{"COUNT", "SUM", "MIN", "MAX", "AVG"}
+	known := slices.Sorted(maps.Keys(aggregates))
 	var ok bool
 	if a.Fn, ok = aggregates[fn]; !ok {
-		hint := suggest.Or(fn, known, "use COUNT, SUM, MIN, MAX, AVG or COUNT(DISTINCT x)")
+		hint := suggest.Or(fn, known, "use "+strings.Join(known, ", ")+" or COUNT(DISTINCT x)")
+		if fn == "FIRST_VALUE" || fn == "LAST_VALUE" {
+			hint = "Flink's " + fn + " is by arrival, which is not compiled yet; weir's FIRST_BY_TIME and LAST_BY_TIME are by event time"
+		}
 		return a, errAt(call.Pos, fn, hint, "%s is not an aggregate weir compiles", fn)
 	}
 	if call.Over != nil {

@@ -14,6 +14,8 @@
 package sqljob
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"path/filepath"
@@ -52,7 +54,8 @@ func Compile(src, file string) (*Job, error) {
 type compiler struct {
 	job    *Job
 	tables map[string]*sqlparse.CreateTable
-	insert *sqlparse.Insert
+	// inserts are the file's INSERT, or its statement set's.
+	inserts []*sqlparse.Insert
 	// outputs are the SETs of weir.*.sink keys, by key.
 	outputs map[string]*sqlparse.Set
 }
@@ -75,12 +78,15 @@ func (c *compiler) script(s *sqlparse.Script) error {
 			}
 			c.tables[name] = st
 		case *sqlparse.Insert:
-			if c.insert != nil {
+			if c.inserts != nil {
 				return errAt(st.Pos, "INSERT", "put several INSERTs in one EXECUTE STATEMENT SET BEGIN ... END; so that they share one read of their sources", "a second INSERT; a file holds one")
 			}
-			c.insert = st
+			c.inserts = []*sqlparse.Insert{st}
 		case *sqlparse.StatementSet:
-			return errAt(st.Pos, "EXECUTE STATEMENT SET", "", "statement sets are not compiled yet")
+			if c.inserts != nil {
+				return errAt(st.Pos, "EXECUTE STATEMENT SET", "put every INSERT in the one statement set", "a second INSERT or statement set; a file holds one")
+			}
+			c.inserts = st.Inserts
 		case *sqlparse.CreateView:
 			return errAt(st.Pos, "CREATE VIEW", "", "views are not compiled yet")
 		case *sqlparse.QueryStmt:
@@ -90,13 +96,70 @@ func (c *compiler) script(s *sqlparse.Script) error {
 			return err
 		}
 	}
-	if c.insert == nil {
+	if len(c.inserts) == 0 {
 		return errAt(sqlparse.Pos{Line: 1, Col: 1}, "", "add INSERT INTO sink SELECT ...", "the file has no INSERT")
 	}
-	if err := c.compileInsert(c.insert); err != nil {
+	if err := c.compileInserts(); err != nil {
 		return err
 	}
 	return c.sideOutputs()
+}
+
+// compileInserts compiles the INSERTs of the file: one, or those of a
+// statement set, which share one read of their source when they insert
+// the same windowed aggregation (aggregates named as each sink names
+// them) into several tables, as a YAML job lists several results sinks.
+func (c *compiler) compileInserts() error {
+	base := *c.job.Spec // the SETs'
+	var first *spec.Spec
+	var firstShape []byte
+	for i, in := range c.inserts {
+		s := base
+		c.job.Spec = &s
+		if err := c.compileInsert(in); err != nil {
+			return err
+		}
+		if i == 0 {
+			first, firstShape = &s, shape(&s)
+			continue
+		}
+		if !bytes.Equal(shape(&s), firstShape) {
+			return errAt(in.Pos, "INSERT", "insert the same windowed aggregation (source, window, keys and aggregates) into each table of a statement set, or run the queries as separate jobs",
+				"this INSERT's query is not the first's; statement sets of different queries are not compiled yet")
+		}
+		k := s.Sinks.Results[0]
+		for j := range s.Aggregate {
+			from, name := s.Aggregate[j].Name, first.Aggregate[j].Name
+			if from == name {
+				continue
+			}
+			if len(k.Columns) == 0 {
+				return errAt(in.Pos, tableName(in.Table), "name the column "+name+" as in "+tableName(c.inserts[0].Table)+" (weir's tables keep an aggregate under one name)",
+					"table %s names aggregate %s %s", tableName(in.Table), name, from)
+			}
+			for ci := range k.Columns {
+				if k.Columns[ci].From == from {
+					k.Columns[ci].From = name
+				}
+			}
+		}
+		first.Sinks.Results = append(first.Sinks.Results, k)
+	}
+	c.job.Spec = first
+	return nil
+}
+
+// shape is what the INSERTs of a statement set must share: their
+// specs without sinks and aggregate names.
+func shape(s *spec.Spec) []byte {
+	t := *s
+	t.Sinks = spec.Sinks{}
+	t.Aggregate = slices.Clone(s.Aggregate)
+	for i := range t.Aggregate {
+		t.Aggregate[i].Name = ""
+	}
+	b, _ := json.Marshal(&t) // plain data
+	return b
 }
 
 // sideOutputs compiles the tables the weir.*.sink keys name.

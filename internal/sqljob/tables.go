@@ -1,6 +1,8 @@
 package sqljob
 
 import (
+	"errors"
+	"strconv"
 	"strings"
 
 	"github.com/weirstream/weir/internal/sqlparse"
@@ -43,12 +45,37 @@ func (c *compiler) source(t *sqlparse.CreateTable, timeCol string) error {
 		default:
 			return errAt(t.Pos, f, "use 'json' or 'csv'", "table %s: format '%s' is not supported", name, f)
 		}
+	case "generator":
+		if err := generator(s, o, name); err != nil {
+			return err
+		}
 	case "":
 		return errAt(t.Pos, name, "add WITH ('connector' = 'filesystem', 'path' = '...', 'format' = 'json')", "table %s has no 'connector' option", name)
 	default:
-		return errAt(t.Pos, conn, "the compiled connectors are filesystem (sources) and filesystem, jdbc (sinks) so far", "table %s: connector '%s' is not compiled yet", name, conn)
+		return errAt(t.Pos, conn, "the compiled source connectors are filesystem and generator so far", "table %s: connector '%s' is not compiled yet", name, conn)
 	}
-	if err := o.rest(name, []string{"connector", "path", "format"}); err != nil {
+	// weir's own options: parallel channels of a replay file (its lines'
+	// $channel), and no final watermark at the end of the input.
+	if ch := o.take("weir.channels"); ch != "" {
+		n, err := strconv.Atoi(ch)
+		if err != nil || n < 1 {
+			return errAt(t.Pos, ch, "write a number of channels, such as '2'", "table %s: weir.channels '%s' is not a positive number", name, ch)
+		}
+		s.Source.Channels = n
+	}
+	switch f := o.take("weir.final-watermark"); f {
+	case "":
+	case "true", "false":
+		b := f == "true"
+		s.Source.FinalWatermark = &b
+	default:
+		return errAt(t.Pos, f, "use 'true' or 'false'", "table %s: weir.final-watermark takes a boolean", name)
+	}
+	known := []string{"connector", "path", "format", "weir.channels", "weir.final-watermark"}
+	if s.Source.Type == "generator" {
+		known = append(generatorOptions, "connector", "weir.final-watermark")
+	}
+	if err := o.rest(name, known); err != nil {
 		return err
 	}
 	col := column(t, timeCol)
@@ -74,7 +101,12 @@ func (c *compiler) source(t *sqlparse.CreateTable, timeCol string) error {
 		return errAt(call.Pos, field.Parts[0].Name, "", "table %s has no column %s", name, field.Parts[0].Name)
 	}
 	s.Source.Timestamp = spec.Timestamp{Field: field.Parts[0].Name, Unit: map[string]string{"3": "ms", "0": "s"}[prec.Text]}
-	// The watermark: the attribute itself, or minus an interval.
+	// The watermark: the source's own (SOURCE_WATERMARK(): a replay's
+	// $watermark lines), the attribute itself, or minus an interval.
+	if call, ok := wm.Expr.(*sqlparse.Call); ok && strings.EqualFold(tableName(call.Name), "SOURCE_WATERMARK") && len(call.Args) == 0 {
+		s.Watermark.Type = "punctuated"
+		return nil
+	}
 	s.Watermark.Type = "bounded_out_of_orderness"
 	bound := spec.Duration(0)
 	switch e := wm.Expr.(type) {
@@ -162,4 +194,72 @@ func sinkOf(t *sqlparse.CreateTable, output string) (*spec.Sink, error) {
 		return nil, err
 	}
 	return k, nil
+}
+
+// generatorOptions are the options of weir's generator of orders.
+var generatorOptions = []string{"records", "rate", "keys", "duration", "start", "disorder", "bad", "seed"}
+
+// generator compiles weir's generator of orders ({order_id, user_id,
+// amount, ts}): its options are the YAML generator's, durations as
+// Flink's configuration writes them, and disorder as bands
+// 'share:min-max' separated by commas ('0.9:0s-10s,0.1:1min-15min').
+func generator(s *spec.Spec, o options, table string) error {
+	s.Source.Type = "generator"
+	g := &spec.Generator{}
+	s.Source.Generator = g
+	for _, key := range generatorOptions {
+		op, ok := o[key]
+		if !ok {
+			continue
+		}
+		v := o.take(key)
+		var err error
+		want := "a whole number"
+		switch key {
+		case "records":
+			g.Records, err = strconv.ParseInt(v, 10, 64)
+		case "keys":
+			g.Keys, err = strconv.Atoi(v)
+		case "seed":
+			g.Seed, err = strconv.ParseUint(v, 10, 64)
+		case "rate", "bad":
+			want = "a number"
+			f := &g.Rate
+			if key == "bad" {
+				f = &g.Bad
+			}
+			*f, err = strconv.ParseFloat(v, 64)
+		case "duration":
+			want = "a duration, such as '1 h'"
+			var d spec.Duration
+			d, err = flinkDuration(v)
+			g.Duration = &d
+		case "start":
+			g.Start = v
+		case "disorder":
+			want = "bands share:min-max, such as '0.9:0s-10s,0.1:1min-15min'"
+			g.Disorder, err = disorder(v)
+		}
+		if err != nil {
+			return errAt(op.Pos, v, "write "+want, "table %s: %s '%s' is not %s", table, key, v, want)
+		}
+	}
+	return nil
+}
+
+// disorder reads the generator's disorder bands, 'share:min-max,...'.
+func disorder(v string) ([]spec.DelayBand, error) {
+	var bands []spec.DelayBand
+	for _, band := range strings.Split(v, ",") {
+		share, span, ok1 := strings.Cut(band, ":")
+		lo, hi, ok2 := strings.Cut(span, "-")
+		f, err := strconv.ParseFloat(strings.TrimSpace(share), 64)
+		dlo, err1 := flinkDuration(lo)
+		dhi, err2 := flinkDuration(hi)
+		if !ok1 || !ok2 || err != nil || err1 != nil || err2 != nil {
+			return nil, errors.New("not bands")
+		}
+		bands = append(bands, spec.DelayBand{Share: f, Min: &dlo, Max: &dhi})
+	}
+	return bands, nil
 }

@@ -150,3 +150,27 @@ func sameRows(t *testing.T, name string, y, s []byte) {
 		}
 	}
 }
+
+// TestREADMESQL: the README's SQL excerpt is from examples/orders/job.sql
+// (which TestSQLTwins runs), line for line, comments aside.
+func TestREADMESQL(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, block, ok := strings.Cut(string(readme), "```sql\n")
+	block, _, ok2 := strings.Cut(block, "```")
+	if !ok || !ok2 {
+		t.Fatal("the README has no SQL example")
+	}
+	job, err := os.ReadFile("../examples/orders/job.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for l := range strings.Lines(block) {
+		code, _, _ := strings.Cut(l, "--")
+		if code = strings.TrimSpace(code); code != "" && !strings.Contains(string(job), code) {
+			t.Errorf("the README's SQL line %q is not in examples/orders/job.sql", code)
+		}
+	}
+}

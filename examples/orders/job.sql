@@ -13,10 +13,7 @@ SET 'weir.late.sink' = 'late_orders';
 SET 'weir.dead-letter.sink' = 'bad_orders';
 
 CREATE TABLE orders (
-  order_id STRING,
-  user_id STRING,
-  amount DECIMAL(10, 2),
-  ts BIGINT,
+  order_id STRING, user_id STRING, amount DECIMAL(10, 2), ts BIGINT,
   rowtime AS TO_TIMESTAMP_LTZ(ts, 3),
   WATERMARK FOR rowtime AS rowtime - INTERVAL '5' SECOND
 ) WITH ('connector' = 'filesystem', 'path' = 'orders.jsonl', 'format' = 'json');

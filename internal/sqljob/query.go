@@ -1,6 +1,7 @@
 package sqljob
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 
@@ -139,6 +140,11 @@ func (c *compiler) mapColumns(in *sqlparse.Insert, sel *sqlparse.Select, items [
 	}
 	if jsonRows {
 		k.Columns = cols
+		firing := slices.ContainsFunc(cols, func(c spec.Column) bool { return c.From == "firing" })
+		if c.job.Spec.Window.Type == "session" && !firing {
+			c.job.Warnings = append(c.job.Warnings, fmt.Sprintf("%s: table %s: sessions merge, and the row of a session absorbed into another is retracted; "+
+				"without a firing STRING METADATA column a retraction is a row whose aggregates are null", t.Pos, name))
+		}
 	}
 	return nil
 }

@@ -248,6 +248,10 @@ func (c *compiler) set(st *sqlparse.Set) error {
 		if st.Key == "table.exec.emit.early-fire.enabled" && st.Value == "true" && s.Trigger == nil {
 			s.Trigger = &spec.Trigger{Type: "continuous"}
 		}
+		if st.Key == "table.exec.emit.late-fire.enabled" && st.Value == "false" {
+			c.job.Warnings = append(c.job.Warnings, fmt.Sprintf("%s: table.exec.emit.late-fire.enabled = 'false' is not honoured: within the allowed lateness weir fires a window again for its late rows "+
+				"(table.exec.emit.late-fire.delay throttles that); for no late firings, leave allow-lateness out, and late rows go to the weir.late.sink table", st.Pos))
+		}
 	case "table.exec.emit.early-fire.delay":
 		if s.Trigger == nil {
 			s.Trigger = &spec.Trigger{Type: "continuous"}

@@ -210,3 +210,18 @@ FROM orders GROUP BY TUMBLE(ts, INTERVAL '1' MINUTE), user_id;`, "cols.sql")
 		t.Errorf("got  %s\nwant %s", got, want)
 	}
 }
+
+// TestLateFireDisabled: late-fire.enabled = 'false', which weir does not
+// honour, is warned about, not silently ignored.
+func TestLateFireDisabled(t *testing.T) {
+	j, err := Compile(`SET 'table.exec.emit.late-fire.enabled' = 'false';
+CREATE TABLE orders (user_id STRING, ms BIGINT, ts AS TO_TIMESTAMP_LTZ(ms, 3), WATERMARK FOR ts AS ts - INTERVAL '5' SECOND) WITH ('connector' = 'filesystem', 'path' = 'o.jsonl');
+CREATE TABLE out (user_id STRING, window_start TIMESTAMP(3), window_end TIMESTAMP(3), n BIGINT) WITH ('connector' = 'print');
+INSERT INTO out SELECT user_id, window_start, window_end, COUNT(*) FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '1' MINUTE)) GROUP BY user_id, window_start, window_end;`, "j.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(j.Warnings) != 1 || !strings.Contains(j.Warnings[0], "1:1: table.exec.emit.late-fire.enabled = 'false' is not honoured") {
+		t.Errorf("warnings %q", j.Warnings)
+	}
+}

@@ -3,10 +3,17 @@ package cli
 import (
 	"bytes"
 	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/weirstream/weir/internal/testenv"
 )
 
 const sqlJob = `SET 'pipeline.name' = 'orders';
@@ -126,5 +133,96 @@ GROUP BY user_id, window_start, window_end;
 				}
 			}
 		})
+	}
+}
+
+// TestSQLKafkaPostgres: a SQL job with Flink's Kafka options reads a topic
+// (kfake) to its end (scan.bounded.mode latest-offset), and a statement
+// set writes the windows into Postgres through Flink's jdbc:postgresql
+// URL and into a JSON file: the table holds one row per window of the
+// file, each with the file's last revision.
+func TestSQLKafkaPostgres(t *testing.T) {
+	pg := testenv.Postgres(t)
+	u, err := url.Parse(pg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	orders, err := os.ReadFile("../examples/orders/orders.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	broker := kafkaInput(t, string(orders))
+	user := ""
+	if u.User != nil {
+		user = u.User.Username()
+	}
+	table := fmt.Sprintf("sql_kafka_%d", time.Now().UnixNano())
+	job := fmt.Sprintf(`SET 'pipeline.name' = 'sql_kafka';
+CREATE TABLE orders (order_id STRING, user_id STRING, amount DECIMAL(10, 2), ts BIGINT,
+  rowtime AS TO_TIMESTAMP_LTZ(ts, 3), WATERMARK FOR rowtime AS rowtime - INTERVAL '5' SECOND
+) WITH ('connector' = 'kafka', 'topic' = 'in', 'properties.bootstrap.servers' = '%s',
+        'scan.startup.mode' = 'earliest-offset', 'scan.bounded.mode' = 'latest-offset', 'format' = 'json');
+CREATE TABLE pg (user_id STRING, window_start TIMESTAMP(3), window_end TIMESTAMP(3), total DECIMAL(38, 2))
+  WITH ('connector' = 'jdbc', 'url' = 'jdbc:postgresql://%s%s?%s', 'table-name' = '%s', 'username' = '%s');
+CREATE TABLE file (user_id STRING, window_start BIGINT, window_end BIGINT, amount DECIMAL(38, 2))
+  WITH ('connector' = 'filesystem', 'path' = 'totals.jsonl', 'format' = 'json');
+EXECUTE STATEMENT SET BEGIN
+INSERT INTO pg SELECT user_id, window_start, window_end, SUM(amount) FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(rowtime), INTERVAL '1' MINUTE)) GROUP BY user_id, window_start, window_end;
+INSERT INTO file SELECT user_id, window_start, window_end, SUM(amount) FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(rowtime), INTERVAL '1' MINUTE)) GROUP BY user_id, window_start, window_end;
+END;
+`, broker, u.Host, u.Path, u.RawQuery, table, user)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "job.sql"), []byte(job), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	code := Main(context.Background(), []string{"run", "job.sql"}, IO{Dir: dir, Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: &stderr})
+	if code != ExitOK || !strings.Contains(stderr.String(), "conservation holds: 604 in") {
+		t.Fatalf("exit %d\n%s", code, stderr.String())
+	}
+	// The file's last revision of each window, by key and window.
+	want := map[string]string{}
+	b, err := os.ReadFile(filepath.Join(dir, "totals.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for l := range strings.Lines(string(b)) {
+		var r struct {
+			User       string          `json:"user_id"`
+			Start      int64           `json:"window_start"`
+			Amount     json.RawMessage `json:"amount"`
+		}
+		if err := json.Unmarshal([]byte(l), &r); err != nil {
+			t.Fatal(err)
+		}
+		want[fmt.Sprintf("%s %d", r.User, r.Start)] = string(r.Amount)
+	}
+	db, err := sql.Open("pgx", pg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	t.Cleanup(func() { db.Exec(`DROP TABLE IF EXISTS "` + table + `"`) })
+	rows, err := db.Query(`SELECT user_id, window_start, total::text FROM "`+table+`" WHERE job = $1`, "sql_kafka")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	got := map[string]string{}
+	for rows.Next() {
+		var user, total string
+		var start int64
+		if err := rows.Scan(&user, &start, &total); err != nil {
+			t.Fatal(err)
+		}
+		got[fmt.Sprintf("%s %d", user, start)] = total
+	}
+	if len(got) != len(want) || len(want) < 100 {
+		t.Fatalf("%d rows in Postgres, %d windows in the file", len(got), len(want))
+	}
+	for k, w := range want {
+		if got[k] != w {
+			t.Errorf("window %s: Postgres %s, the file %s", k, got[k], w)
+		}
 	}
 }

@@ -3,6 +3,7 @@ package sqljob
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -16,15 +17,17 @@ import (
 // that runs, apart from how its spec was written.
 func comparable(p *spec.Plan) string {
 	var sinks []string
-	for _, s := range p.Sinks.Results {
-		sinks = append(sinks, fmt.Sprintf("%s %s %s", s.Type, s.Path, s.Table))
+	for _, s := range append(slices.Clone(p.Sinks.Results), p.Sinks.Late, p.Sinks.LatePartial, p.Sinks.DeadLetter) {
+		if s != nil {
+			sinks = append(sinks, fmt.Sprintf("%s %s %s %s %s %v", s.Type, s.Path, s.Table, s.URL, s.Topic, s.Brokers))
+		}
 	}
 	ck := "none"
 	if p.Checkpoint != nil {
 		ck = fmt.Sprintf("%s %v", p.Checkpoint.Dir, p.Checkpoint.Interval)
 	}
-	return fmt.Sprintf("name=%s key=%v aggs=%+v time=%v source=%s %s format=%v ts=%s/%v wm=%v bound=%v idle=%v window=%v span=%v assigner=%v trigger=%v lateness=%v latefiring=%v sinks=%v checkpoint=%s",
-		p.Name, p.Key, p.Aggregates, p.Time, p.Source.Type, p.Source.Path, p.Format, p.TSField, p.TSUnit, p.WMType, p.Bound, p.IdleTimeout,
+	return fmt.Sprintf("name=%s key=%v aggs=%+v time=%v source=%s %s %+v %+v format=%v ts=%s/%v wm=%v bound=%v idle=%v window=%v span=%v assigner=%v trigger=%v lateness=%v latefiring=%v sinks=%v checkpoint=%s",
+		p.Name, p.Key, p.Aggregates, p.Time, p.Source.Type, p.Source.Path, p.Source.Kafka, p.Source.Timestamp, p.Format, p.TSField, p.TSUnit, p.WMType, p.Bound, p.IdleTimeout,
 		p.WindowKind, p.WindowSpan, p.Assigner, p.Trigger, p.Lateness, p.LateFiringInterval, sinks, ck)
 }
 
@@ -126,6 +129,55 @@ aggregate:
   - {name: clicks, fn: count}
 sinks:
   results: {type: jsonl, path: "-"}
+`},
+		{"kafka", `
+SET 'table.exec.source.idle-timeout' = '30 s';
+SET 'weir.late.sink' = 'late';
+CREATE TABLE payments (account STRING, amount DECIMAL(12, 2), ts TIMESTAMP_LTZ(3) METADATA FROM 'timestamp', WATERMARK FOR ts AS ts - INTERVAL '2' SECOND)
+  WITH ('connector' = 'kafka', 'topic' = 'payments', 'properties.bootstrap.servers' = '127.0.0.1:9092,127.0.0.1:9093',
+        'properties.group.id' = 'g', 'scan.startup.mode' = 'group-offsets', 'scan.bounded.mode' = 'latest-offset', 'format' = 'json');
+CREATE TABLE totals (account STRING, window_start TIMESTAMP(3), window_end TIMESTAMP(3), total DECIMAL(38, 2), PRIMARY KEY (account, window_start, window_end) NOT ENFORCED)
+  WITH ('connector' = 'jdbc', 'url' = 'jdbc:postgresql://127.0.0.1:5432/test?sslmode=disable', 'table-name' = 'totals', 'username' = 'postgres');
+CREATE TABLE late (account STRING, amount DECIMAL(12, 2)) WITH ('connector' = 'jdbc', 'url' = 'jdbc:postgresql://127.0.0.1:5432/test?sslmode=disable', 'table-name' = 'late_payments', 'username' = 'postgres');
+INSERT INTO totals
+SELECT account, window_start, window_end, SUM(amount)
+FROM TABLE(TUMBLE(TABLE payments, DESCRIPTOR(ts), INTERVAL '10' SECOND))
+GROUP BY account, window_start, window_end;`, `
+name: kafka
+source:
+  type: kafka
+  kafka: {brokers: ['127.0.0.1:9092', '127.0.0.1:9093'], topic: payments, group: g, start: committed, stop_at_end: true}
+  timestamp: {source: kafka}
+watermark: {max_out_of_orderness: 2s, idle_timeout: 30s}
+key: [account]
+window: {type: tumbling, size: 10s}
+aggregate:
+  - {name: total, fn: sum, field: amount}
+sinks:
+  results: {type: postgres, url: 'postgres://postgres@127.0.0.1:5432/test?sslmode=disable', table: totals}
+  late: {type: postgres, url: 'postgres://postgres@127.0.0.1:5432/test?sslmode=disable', table: late_payments}
+`},
+		{"upsert-kafka", `
+CREATE TABLE payments (account STRING, amount BIGINT, ms BIGINT, ts AS TO_TIMESTAMP_LTZ(ms, 3), WATERMARK FOR ts AS ts - INTERVAL '2' SECOND)
+  WITH ('connector' = 'kafka', 'topic' = 'payments', 'properties.bootstrap.servers' = 'k:9092', 'scan.startup.mode' = 'timestamp', 'scan.startup.timestamp-millis' = '1767225600000');
+CREATE TABLE totals (account STRING, window_start TIMESTAMP(3), window_end TIMESTAMP(3), total BIGINT, PRIMARY KEY (account, window_start, window_end) NOT ENFORCED)
+  WITH ('connector' = 'upsert-kafka', 'topic' = 'totals', 'properties.bootstrap.servers' = 'k:9092', 'key.format' = 'json', 'value.format' = 'json');
+INSERT INTO totals
+SELECT account, window_start, window_end, SUM(amount)
+FROM TABLE(TUMBLE(TABLE payments, DESCRIPTOR(ts), INTERVAL '10' SECOND))
+GROUP BY account, window_start, window_end;`, `
+name: upsert-kafka
+source:
+  type: kafka
+  kafka: {brokers: ['k:9092'], topic: payments, start: '2026-01-01T00:00:00Z'}
+  timestamp: {field: ms, unit: ms}
+watermark: {max_out_of_orderness: 2s}
+key: [account]
+window: {type: tumbling, size: 10s}
+aggregate:
+  - {name: total, fn: sum, field: amount}
+sinks:
+  results: {type: kafka, brokers: ['k:9092'], topic: totals}
 `},
 	} {
 		t.Run(c.name, func(t *testing.T) {

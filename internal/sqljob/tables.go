@@ -1,9 +1,12 @@
 package sqljob
 
 import (
+	"cmp"
 	"errors"
+	neturl "net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/weirstream/weir/internal/sqlparse"
 	"github.com/weirstream/weir/spec"
@@ -49,6 +52,10 @@ func (c *compiler) source(t *sqlparse.CreateTable, timeCol string) error {
 		if err := generator(s, o, name); err != nil {
 			return err
 		}
+	case "kafka":
+		if err := kafkaSource(s, o, t); err != nil {
+			return err
+		}
 	case "":
 		return errAt(t.Pos, name, "add WITH ('connector' = 'filesystem', 'path' = '...', 'format' = 'json')", "table %s has no 'connector' option", name)
 	default:
@@ -72,8 +79,11 @@ func (c *compiler) source(t *sqlparse.CreateTable, timeCol string) error {
 		return errAt(t.Pos, f, "use 'true' or 'false'", "table %s: weir.final-watermark takes a boolean", name)
 	}
 	known := []string{"connector", "path", "format", "weir.channels", "weir.final-watermark"}
-	if s.Source.Type == "generator" {
+	switch s.Source.Type {
+	case "generator":
 		known = append(generatorOptions, "connector", "weir.final-watermark")
+	case "kafka":
+		known = append(kafkaSourceOptions, "connector", "weir.channels")
 	}
 	if err := o.rest(name, known); err != nil {
 		return err
@@ -87,7 +97,15 @@ func (c *compiler) source(t *sqlparse.CreateTable, timeCol string) error {
 	if wm == nil || wm.Column.Name != timeCol {
 		return errAt(col.Pos, timeCol, "add WATERMARK FOR "+timeCol+" AS "+timeCol+" - INTERVAL '5' SECOND to the table", "%s is not a time attribute of table %s: it has no watermark", timeCol, name)
 	}
-	// The time attribute: TO_TIMESTAMP_LTZ(field, 3 or 0) of a number.
+	// The time attribute: the Kafka record's timestamp, or
+	// TO_TIMESTAMP_LTZ(field, 3 or 0) of a number.
+	if col.Metadata && s.Source.Type == "kafka" {
+		if key := cmp.Or(col.MetadataKey, col.Name.Name); key != "timestamp" {
+			return errAt(col.Pos, key, "read the record time: "+timeCol+" TIMESTAMP_LTZ(3) METADATA FROM 'timestamp'", "table %s: metadata '%s' is not a time weir reads", name, key)
+		}
+		s.Source.Timestamp = spec.Timestamp{Source: "kafka"}
+		return c.watermark(wm, timeCol)
+	}
 	call, ok := col.Computed.(*sqlparse.Call)
 	if !ok || !strings.EqualFold(tableName(call.Name), "TO_TIMESTAMP_LTZ") || len(call.Args) != 2 {
 		return errAt(col.Pos, timeCol, "declare the event time as a number and the attribute as "+timeCol+" AS TO_TIMESTAMP_LTZ(field, 3)", "time attribute %s is not compiled yet: only TO_TIMESTAMP_LTZ of a number field is", timeCol)
@@ -101,6 +119,12 @@ func (c *compiler) source(t *sqlparse.CreateTable, timeCol string) error {
 		return errAt(call.Pos, field.Parts[0].Name, "", "table %s has no column %s", name, field.Parts[0].Name)
 	}
 	s.Source.Timestamp = spec.Timestamp{Field: field.Parts[0].Name, Unit: map[string]string{"3": "ms", "0": "s"}[prec.Text]}
+	return c.watermark(wm, timeCol)
+}
+
+// watermark compiles the table's WATERMARK on timeCol.
+func (c *compiler) watermark(wm *sqlparse.Watermark, timeCol string) error {
+	s := c.job.Spec
 	// The watermark: the source's own (SOURCE_WATERMARK(): a replay's
 	// $watermark lines), the attribute itself, or minus an interval.
 	if call, ok := wm.Expr.(*sqlparse.Call); ok && strings.EqualFold(tableName(call.Name), "SOURCE_WATERMARK") && len(call.Args) == 0 {
@@ -159,14 +183,34 @@ func sinkOf(t *sqlparse.CreateTable, output string) (*spec.Sink, error) {
 			return nil, errAt(t.Pos, f, "use 'json'", "table %s: a sink file is written as json", name)
 		}
 		known = append(known, "path", "format")
-	case conn == "jdbc" && results:
+	case conn == "jdbc":
 		url := o.take("url")
-		path, ok := strings.CutPrefix(url, "jdbc:sqlite:")
-		if !ok {
-			return nil, errAt(t.Pos, url, "write 'jdbc:sqlite:results.db' (Postgres is not compiled yet)", "table %s: url '%s' is not a SQLite one", name, url)
+		if path, ok := strings.CutPrefix(url, "jdbc:sqlite:"); ok && results {
+			k.Type, k.Path = "sqlite", path
+		} else if ok {
+			return nil, errAt(t.Pos, url, "use a filesystem table, or Postgres", "table %s: a SQLite table holds results only", name)
+		} else if pg, ok := postgresURL(url, o.take("username"), o.take("password")); ok {
+			k.Type, k.URL = "postgres", pg
+		} else {
+			return nil, errAt(t.Pos, url, "write 'jdbc:sqlite:results.db' or 'jdbc:postgresql://host:5432/db'", "table %s: url '%s' is neither SQLite's nor Postgres's", name, url)
 		}
-		k.Type, k.Path, k.Table = "sqlite", path, o.take("table-name")
-		known = append(known, "url", "table-name")
+		k.Table = o.take("table-name")
+		known = append(known, "url", "table-name", "username", "password")
+	case conn == "kafka" || conn == "upsert-kafka":
+		// weir's Kafka results are keyed by key and window, exactly once
+		// with checkpoints: kafka and upsert-kafka alike.
+		k.Type, k.Topic = "kafka", o.take("topic")
+		k.Brokers = splitList(o.take("properties.bootstrap.servers"))
+		for _, key := range []string{"format", "value.format", "key.format"} {
+			if f := o.take(key); f != "" && f != "json" {
+				return nil, errAt(t.Pos, f, "use 'json'", "table %s: %s '%s': weir writes JSON", name, key, f)
+			}
+		}
+		if g := o.take("sink.delivery-guarantee"); g != "" && g != "exactly-once" {
+			return nil, errAt(t.Pos, g, "remove it: weir writes exactly once with checkpoints", "table %s: sink.delivery-guarantee '%s'", name, g)
+		}
+		o.take("sink.transactional-id-prefix")
+		known = append(known, "topic", "properties.bootstrap.servers", "format", "value.format", "key.format", "sink.delivery-guarantee", "sink.transactional-id-prefix")
 	case conn == "print":
 		k.Type, k.Path = "jsonl", "-"
 	case conn == "ledger" && output == lateKey:
@@ -181,12 +225,12 @@ func sinkOf(t *sqlparse.CreateTable, output string) (*spec.Sink, error) {
 			k.Retention = &d
 		}
 	default:
-		use := "filesystem, jdbc or print"
+		use := "filesystem, jdbc, kafka, upsert-kafka or print"
 		switch output {
 		case lateKey:
-			use = "ledger (what weir backfill folds back), filesystem or print"
+			use = "ledger (what weir backfill folds back), filesystem, kafka, jdbc (Postgres) or print"
 		case latePartialKey, deadLetterKey:
-			use = "filesystem or print"
+			use = "filesystem, kafka, jdbc (Postgres) or print"
 		}
 		return nil, errAt(t.Pos, conn, "use "+use, "table %s: connector '%s' is not compiled as a sink of %s", name, conn, output)
 	}
@@ -262,4 +306,82 @@ func disorder(v string) ([]spec.DelayBand, error) {
 		bands = append(bands, spec.DelayBand{Share: f, Min: &dlo, Max: &dhi})
 	}
 	return bands, nil
+}
+
+// kafkaSourceOptions are the options of a Kafka source table, Flink's.
+var kafkaSourceOptions = []string{"topic", "properties.bootstrap.servers", "properties.group.id", "scan.startup.mode",
+	"scan.startup.timestamp-millis", "scan.bounded.mode", "format", "value.format"}
+
+// kafkaSource compiles a Kafka source table with Flink's options.
+func kafkaSource(s *spec.Spec, o options, t *sqlparse.CreateTable) error {
+	name := tableName(t.Name)
+	k := &spec.KafkaSource{}
+	s.Source.Type, s.Source.Kafka = "kafka", k
+	k.Topic = o.take("topic")
+	k.Brokers = splitList(o.take("properties.bootstrap.servers"))
+	k.Group = o.take("properties.group.id")
+	for _, key := range []string{"format", "value.format"} {
+		if f := o.take(key); f != "" && f != "json" {
+			return errAt(t.Pos, f, "use 'json'", "table %s: %s '%s': weir reads JSON", name, key, f)
+		}
+	}
+	pos := o["scan.startup.mode"].Pos
+	ms := o.take("scan.startup.timestamp-millis")
+	switch mode := o.take("scan.startup.mode"); mode {
+	case "", "earliest-offset":
+	case "latest-offset":
+		k.Start = "latest"
+	case "group-offsets":
+		k.Start = "committed"
+	case "timestamp":
+		n, err := strconv.ParseInt(ms, 10, 64)
+		if err != nil {
+			return errAt(pos, mode, "add 'scan.startup.timestamp-millis' = '1767225600000'", "table %s: scan.startup.mode 'timestamp' needs scan.startup.timestamp-millis", name)
+		}
+		k.Start = time.UnixMilli(n).UTC().Format(time.RFC3339Nano)
+	default:
+		return errAt(pos, mode, "use earliest-offset, latest-offset, group-offsets or timestamp", "table %s: scan.startup.mode '%s' is not supported", name, mode)
+	}
+	pos = o["scan.bounded.mode"].Pos
+	switch mode := o.take("scan.bounded.mode"); mode {
+	case "", "unbounded":
+	case "latest-offset":
+		k.StopAtEnd = true
+	default:
+		return errAt(pos, mode, "use unbounded or latest-offset (the end each partition had at start)", "table %s: scan.bounded.mode '%s' is not supported", name, mode)
+	}
+	return nil
+}
+
+// splitList splits a comma-separated list.
+func splitList(v string) []string {
+	var out []string
+	for _, p := range strings.Split(v, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// postgresURL turns Flink's jdbc:postgresql://host:port/db URL, with its
+// username and password options, into a Postgres connection string.
+func postgresURL(url, user, password string) (string, bool) {
+	rest, ok := strings.CutPrefix(url, "jdbc:postgresql://")
+	if !ok {
+		return "", false
+	}
+	u := &neturl.URL{Scheme: "postgres", Host: rest}
+	if i := strings.IndexAny(rest, "/?"); i >= 0 {
+		u.Host = rest[:i]
+		path, query, _ := strings.Cut(rest[i:], "?")
+		u.Path, u.RawQuery = path, query
+	}
+	if user != "" {
+		u.User = neturl.UserPassword(user, password)
+		if password == "" {
+			u.User = neturl.User(user)
+		}
+	}
+	return u.String(), true
 }

@@ -88,6 +88,9 @@ func Complete(p *spec.Plan, dir string) (*Answer, error) {
 					a.Bad++
 					continue
 				}
+				if rec.Filtered { // the job's where drops it
+					continue
+				}
 				a.Records++
 				wins, err = p.Assigner.AssignWindows(rec.TS, wins[:0])
 				if err != nil {

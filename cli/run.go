@@ -454,8 +454,12 @@ func printSummary(w io.Writer, p *spec.Plan, s job.Summary, elapsed time.Duratio
 	if !s.Conserved() {
 		mark = "VIOLATED"
 	}
-	fmt.Fprintf(w, "  conservation %s: %d in = %d accepted (on time or late) + %d side output + %d dropped + %d dead letters\n",
-		mark, g("records_in"), g("accepted"), g("late_side_output"), g("late_dropped"), g("dead_letter"))
+	filtered := ""
+	if s.Has("filtered") {
+		filtered = fmt.Sprintf(" + %d filtered", g("filtered"))
+	}
+	fmt.Fprintf(w, "  conservation %s: %d in = %d accepted (on time or late) + %d side output + %d dropped + %d dead letters%s\n",
+		mark, g("records_in"), g("accepted"), g("late_side_output"), g("late_dropped"), g("dead_letter"), filtered)
 	read := g("records_in") - resumedAt
 	rate := fmt.Sprintf("%.0f records/s", float64(read)/max(elapsed.Seconds(), 1e-9))
 	if r := float64(read) / max(elapsed.Seconds(), 1e-9); read > 0 && r < 10 {

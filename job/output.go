@@ -77,6 +77,8 @@ type outCounters struct {
 	Partial     int64 `json:"partial"`
 	Controls    int64 `json:"controls"`
 	Regressions int64 `json:"regressions"`
+	// Filtered counts the records the plan's where dropped.
+	Filtered int64 `json:"filtered,omitempty"`
 	// DecimalOverflow counts results with a decimal sum or avg that went
 	// beyond 38 digits and fell back to float64, one per result and
 	// aggregate; FloatOverflow those with a float sum beyond float64,
@@ -180,6 +182,7 @@ const (
 	itemDead
 	itemControl
 	itemRegression
+	itemFiltered
 )
 
 type item struct {
@@ -359,6 +362,8 @@ func (o *output) apply(it *item) {
 		o.done(&o.c.Controls, per)
 	case itemRegression:
 		o.done(&o.c.Regressions)
+	case itemFiltered:
+		o.done(&o.c.Filtered)
 	}
 	j.check(err)
 }
@@ -533,7 +538,7 @@ func (o *output) counters() outCounters {
 	o.pub.Lock()
 	defer o.pub.Unlock()
 	return outCounters{Results: o.c.Results, Late: o.c.Late, Partial: o.c.Partial, Controls: o.c.Controls,
-		Regressions: o.c.Regressions, Dead: maps.Clone(o.c.Dead), DecimalOverflow: o.c.DecimalOverflow, FloatOverflow: o.c.FloatOverflow,
+		Regressions: o.c.Regressions, Filtered: o.c.Filtered, Dead: maps.Clone(o.c.Dead), DecimalOverflow: o.c.DecimalOverflow, FloatOverflow: o.c.FloatOverflow,
 		Windows: slices.Clone(o.c.Windows), ReadDead: slices.Clone(o.c.ReadDead), ReadControls: slices.Clone(o.c.ReadControls)}
 }
 

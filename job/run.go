@@ -269,6 +269,7 @@ func Open(plan *spec.Plan, o RunOptions) (*Job, error) {
 			}
 			j.out.add(weir.Subtask{Stage: r.stage, Index: ch}, item{kind: k, b: uint8(r.i)})
 		}
+		r.dec.Filter = func(ch int) { j.out.add(weir.Subtask{Stage: r.stage, Index: ch}, item{kind: itemFiltered, b: uint8(r.i)}) }
 		if o.Warn != nil {
 			src := ""
 			if len(j.reads) > 1 {
@@ -510,6 +511,12 @@ func (j *Job) build(o RunOptions) error {
 			return err
 		}
 		recs[i] = j.watermarked(s, r, o)
+		if r.plan.Where != "" {
+			// Dropped after the watermark saw them, as Flink SQL's WHERE
+			// drops rows after the source's watermark; counted where
+			// they were decoded (Decoder.Filter).
+			recs[i] = weir.Filter(recs[i], func(r record.Record) bool { return !r.Filtered })
+		}
 	}
 	// A window reads the watermarked records of its read, or the results
 	// of the window that feeds it (which comes before it).
@@ -826,7 +833,8 @@ type deadLine struct {
 // Summary is what a run did: the counters of the summary JSON.
 type Summary struct {
 	// Counters in output order; conservation (W4): records_in = accepted
-	// + late_side_output + late_dropped + dead_letter.
+	// + late_side_output + late_dropped + dead_letter (+ filtered, when
+	// the job has a where).
 	Counters []Counter
 	// Fields are the fields the spec reads that never appeared in the
 	// run's first records (a misspelled name, a CSV header that does
@@ -878,7 +886,7 @@ func (s Summary) JSON() []byte {
 // Conserved reports whether the summary satisfies conservation (W4): for
 // each window of a job of several, whose counters are prefixed by the
 // window's name (hourly.accepted), every record read is accepted, sent
-// to the side output, dropped or a dead letter; for a window fed by
+// to the side output, dropped, a dead letter or filtered (by the where); for a window fed by
 // another window, which has its own records_in (that window's firings,
 // W12), every one of those is accepted, sent to the side output or
 // dropped.
@@ -893,7 +901,7 @@ func (s Summary) Conserved() bool {
 		windows = windows[1:] // several windows: no unprefixed counts
 	}
 	for _, w := range windows {
-		in, dead := s.Get("records_in"), s.Get("dead_letter")
+		in, dead := s.Get("records_in"), s.Get("dead_letter")+s.Get("filtered")
 		if w != "" && s.Has(w+"records_in") {
 			in, dead = s.Get(w+"records_in"), s.Get(w+"dead_letter")
 		}
@@ -909,6 +917,9 @@ func (j *Job) summary(rep weir.Report, open int64) Summary {
 	var s Summary
 	add := func(name string, v int64) { s.Counters = append(s.Counters, Counter{name, v}) }
 	add("records_in", j.recordsIn(rep, oc.Controls))
+	if j.plan.Where != "" {
+		add("filtered", oc.Filtered)
+	}
 	if !j.several() {
 		j.windowSummary(add, rep.Total(), windowCounts{Results: oc.Results, Late: oc.Late, Partial: oc.Partial}, open, rep.DeadLetters)
 	} else {

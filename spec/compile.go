@@ -15,6 +15,8 @@ import (
 
 	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/etime"
+	"github.com/weirstream/weir/internal/expr"
+	"github.com/weirstream/weir/internal/sqlparse"
 	"github.com/weirstream/weir/internal/suggest"
 	"github.com/weirstream/weir/trigger"
 	"github.com/weirstream/weir/window"
@@ -71,6 +73,8 @@ type Plan struct {
 	Final     bool
 	// NumbersInStrings: source.numbers_in_strings.
 	NumbersInStrings bool
+	// Where is the spec's where (checked: it compiles), "" for none.
+	Where string
 
 	WMType      WatermarkType
 	Bound       etime.Duration
@@ -390,6 +394,7 @@ func (c *compiler) compile() {
 	c.window()
 	c.trigger()
 	c.aggregates()
+	c.where()
 	c.sinks()
 	p.LateRatioWarn, p.LateRatioCrit = 0.001, 0.01
 	if a := s.Alerts; a != nil {
@@ -1174,4 +1179,21 @@ func (c *compiler) columns(path string, k *Sink, kind connector.Kind, role conne
 			c.add(at+".time", fmt.Sprintf("%q is not a time format", col.Time), "use ms, timestamp or timestamp_ltz")
 		}
 	}
+}
+
+// where checks the spec's where: an expression internal/expr compiles.
+func (c *compiler) where() {
+	if c.s.Where == "" {
+		return
+	}
+	x, err := sqlparse.ParseExpr(c.s.Where)
+	if err == nil {
+		_, err = expr.Compile(x, func(sqlparse.Ident) (int, *sqlparse.Error) { return 0, nil })
+	}
+	var pe *sqlparse.Error
+	if errors.As(err, &pe) {
+		c.add("where", fmt.Sprintf("column %d: %s", pe.Pos.Col, pe.Msg), cmp.Or(pe.Hint, "write a SQL condition over the record's fields, such as amount > 100 AND region IN ('eu', 'us')"))
+		return
+	}
+	c.p.Where = c.s.Where
 }

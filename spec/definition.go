@@ -126,6 +126,7 @@ var stateFields = map[string]bool{
 	"source.nats.stop_at_end":   false,
 
 	"watermark":            true,
+	"where":                true,
 	"key":                  true,
 	"window":               true,
 	"allowed_lateness":     true,

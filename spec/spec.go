@@ -23,6 +23,13 @@ type Spec struct {
 	Source Source `yaml:"source"`
 	// Watermark says how event-time watermarks are generated.
 	Watermark Watermark `yaml:"watermark"`
+	// Where keeps only the records for which this expression, in SQL's
+	// syntax over the record's fields, is true (such as "amount > 100 AND
+	// region IN ('eu', 'us')"; internal/expr says what it may hold). A
+	// record it drops is counted in the summary's filtered; it moved
+	// the watermark before it was dropped, as a row a Flink SQL WHERE
+	// drops did.
+	Where string `yaml:"where" json:",omitempty"`
 	// Key lists the fields that key the windows; empty means one key for
 	// every record.
 	Key []string `yaml:"key"`

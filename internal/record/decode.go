@@ -16,7 +16,9 @@ import (
 	"github.com/weirstream/weir/clock"
 	"github.com/weirstream/weir/connector/fileio"
 	"github.com/weirstream/weir/etime"
+	"github.com/weirstream/weir/internal/expr"
 	"github.com/weirstream/weir/internal/jsonnum"
+	"github.com/weirstream/weir/internal/sqlparse"
 	"github.com/weirstream/weir/spec"
 )
 
@@ -28,8 +30,11 @@ type Record struct {
 	Raw  []byte // the record as a JSON object (for the late output)
 	No   int64  // line number: arrival order for first/last ties
 	Mark uint8  // markNone, MarkWatermark or MarkIdle
-	Part int32  // the Kafka partition (other sources: 0)
-	WM   etime.Time
+	// Filtered: the plan's where drops the record (after its watermark
+	// has seen it).
+	Filtered bool
+	Part     int32 // the Kafka partition (other sources: 0)
+	WM       etime.Time
 	// Promised is the watermark the bound promises at the record's
 	// arrival: its channel's (partition's) newest timestamp before it,
 	// minus the bound, minus 1 (MinTime: none yet).
@@ -120,6 +125,10 @@ type Decoder struct {
 	// (nil: none) hears each field it finds missing, once.
 	watch     fieldWatch
 	WarnField func(FieldWarning)
+	// where is the plan's where, compiled (nil: none); Filter (nil:
+	// none) counts a record it drops, on the channel's goroutine.
+	where  *expr.Pred
+	Filter func(ch int)
 	// staged holds each channel's largest timestamp as its barrier of a
 	// checkpoint passed, for the checkpoint's output part.
 	stagedMu sync.Mutex
@@ -237,6 +246,12 @@ func NewDecoder(p *spec.Plan, clk clock.Clock) *Decoder {
 			at = d.fieldAt(a.Field)
 		}
 		d.aggAt = append(d.aggAt, at)
+	}
+	if p.Where != "" {
+		// spec.Compile checked that it compiles.
+		if x, err := sqlparse.ParseExpr(p.Where); err == nil {
+			d.where, _ = expr.Compile(x, func(col sqlparse.Ident) (int, *sqlparse.Error) { return d.fieldAt(col.Name), nil })
+		}
 	}
 	d.watch.seen = make([]atomic.Bool, len(d.fields))
 	return d
@@ -395,6 +410,12 @@ func (d *Decoder) DecodeSlot(l fileio.Line, slot int) (Record, error) {
 			}
 		case needJSON:
 			r.vals[i] = val{kind: vJSON, raw: canonical(f)}
+		}
+	}
+	if d.where != nil && !d.where.Keep(sc.got) {
+		r.Filtered = true
+		if d.Filter != nil {
+			d.Filter(l.Channel)
 		}
 	}
 	return r, nil

@@ -131,7 +131,7 @@ func groupBound(call, group *sqlparse.Call) (string, bool, error) {
 	return bound, true, nil
 }
 
-func unknownColumn(id sqlparse.Ident, t *sqlparse.CreateTable) error {
+func unknownColumn(id sqlparse.Ident, t *sqlparse.CreateTable) *sqlparse.Error {
 	hint := suggest.Or(id.Name, columnNames(t), "its columns: "+strings.Join(columnNames(t), ", "))
 	return errAt(id.Pos, id.Name, hint, "table %s has no column %s", tableName(t.Name), id.Name)
 }

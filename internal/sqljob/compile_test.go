@@ -26,8 +26,8 @@ func comparable(p *spec.Plan) string {
 	if p.Checkpoint != nil {
 		ck = fmt.Sprintf("%s %v", p.Checkpoint.Dir, p.Checkpoint.Interval)
 	}
-	return fmt.Sprintf("name=%s key=%v aggs=%+v time=%v source=%s %s %+v %+v format=%v ts=%s/%v wm=%v bound=%v idle=%v window=%v span=%v assigner=%v trigger=%v lateness=%v latefiring=%v sinks=%v checkpoint=%s",
-		p.Name, p.Key, p.Aggregates, p.Time, p.Source.Type, p.Source.Path, p.Source.Kafka, p.Source.Timestamp, p.Format, p.TSField, p.TSUnit, p.WMType, p.Bound, p.IdleTimeout,
+	return fmt.Sprintf("where=%s name=%s key=%v aggs=%+v time=%v source=%s %s %+v %+v format=%v ts=%s/%v wm=%v bound=%v idle=%v window=%v span=%v assigner=%v trigger=%v lateness=%v latefiring=%v sinks=%v checkpoint=%s",
+		p.Where, p.Name, p.Key, p.Aggregates, p.Time, p.Source.Type, p.Source.Path, p.Source.Kafka, p.Source.Timestamp, p.Format, p.TSField, p.TSUnit, p.WMType, p.Bound, p.IdleTimeout,
 		p.WindowKind, p.WindowSpan, p.Assigner, p.Trigger, p.Lateness, p.LateFiringInterval, sinks, ck)
 }
 
@@ -130,6 +130,26 @@ aggregate:
 sinks:
   results: {type: jsonl, path: "-"}
 `},
+		{"where", `
+CREATE TABLE bids (auction BIGINT, price BIGINT, channel STRING, extra ROW<tag STRING>, ms BIGINT, ts AS TO_TIMESTAMP_LTZ(ms, 3), WATERMARK FOR ts AS ts - INTERVAL '4' SECOND)
+  WITH ('connector' = 'filesystem', 'path' = 'bids.jsonl');
+CREATE TABLE out (auction BIGINT, window_start TIMESTAMP(3), window_end TIMESTAMP(3), bids BIGINT) WITH ('connector' = 'print');
+INSERT INTO out
+SELECT auction, window_start, window_end, COUNT(*)
+FROM TABLE(TUMBLE(TABLE bids, DESCRIPTOR(ts), INTERVAL '10' SECOND))
+WHERE MOD(auction, 123) = 0 AND channel IN ('apple', 'google') AND price BETWEEN 10 AND 1000 OR extra.tag IS NOT NULL
+GROUP BY auction, window_start, window_end;`, `
+name: where
+source: {type: file, path: bids.jsonl, timestamp: {field: ms, unit: ms}}
+watermark: {max_out_of_orderness: 4s}
+where: "(((MOD(auction, 123) = 0) AND (channel IN ('apple', 'google'))) AND (price BETWEEN 10 AND 1000)) OR (extra.tag IS NOT NULL)"
+key: [auction]
+window: {type: tumbling, size: 10s}
+aggregate:
+  - {name: bids, fn: count}
+sinks:
+  results: {type: jsonl, path: "-"}
+`},
 		{"kafka", `
 SET 'table.exec.source.idle-timeout' = '30 s';
 SET 'weir.late.sink' = 'late';
@@ -217,6 +237,10 @@ CREATE TABLE out (user_id STRING, window_start TIMESTAMP(3), window_end TIMESTAM
 			`table out: column uid would hold user_id (at "uid"); name the column user_id`},
 		{"unknown aggregate", table + strings.Replace(insert, "COUNT(*) AS n", "SUMM(amount) AS n", 1), `SUMM is not an aggregate weir compiles (at "SUMM"); did you mean "SUM"?`},
 		{"two inserts", table + insert + insert, "a second INSERT; a file holds one"},
+		{"where on an unknown column", table + strings.Replace(insert, "GROUP BY", "WHERE amont > 5 GROUP BY", 1), `table orders has no column amont (at "amont"); did you mean "amount"?`},
+		{"where on the time attribute", table + strings.Replace(insert, "GROUP BY", "WHERE ts > 5 GROUP BY", 1), "WHERE on ts is not compiled yet"},
+		{"where with an unknown function", table + strings.Replace(insert, "GROUP BY", "WHERE MODE(amount, 2) = 0 GROUP BY", 1), `function MODE is not supported in a filter (at "MODE"); did you mean "MOD"?`},
+		{"having", table + strings.Replace(insert, "user_id, window_start, window_end;", "user_id, window_start, window_end HAVING COUNT(*) > 1;", 1), "HAVING is not compiled yet"},
 		{"columns", table + strings.Replace(insert, ", COUNT(*) AS n", "", 1), "the query has 3 columns and table out has 4 (at \"SELECT\"); select one column per column of out (user_id, window_start, window_end, n), in its order"},
 		{"legacy bounds", table + "INSERT INTO out SELECT user_id, TUMBLE_START(ts, INTERVAL '1' MINUTE), TUMBLE_END(ts, INTERVAL '2' MINUTE), COUNT(*) AS n FROM orders GROUP BY TUMBLE(ts, INTERVAL '1' MINUTE), user_id;",
 			"TUMBLE_END's arguments are not its group window's (at \"TUMBLE_END\"); give it the arguments of TUMBLE(ts, INTERVAL '1' MINUTE)"},

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/weirstream/weir/internal/expr"
+
 	"github.com/weirstream/weir/internal/sqlparse"
 	"github.com/weirstream/weir/internal/suggest"
 	"github.com/weirstream/weir/spec"
@@ -54,8 +56,13 @@ func (c *compiler) compileInsert(in *sqlparse.Insert) error {
 	if err := c.source(src, timeCol); err != nil {
 		return err
 	}
-	if sel.Where != nil || sel.Having != nil {
-		return errAt(sel.Pos, "WHERE", "", "filters are not compiled yet")
+	if sel.Having != nil {
+		return errAt(sel.Pos, "HAVING", "filter the rows before the window with WHERE", "HAVING is not compiled yet")
+	}
+	if sel.Where != nil {
+		if err := c.where(sel.Where, src); err != nil {
+			return err
+		}
 	}
 	items, err := c.aggregation(sel, src, group)
 	if err != nil {
@@ -293,4 +300,24 @@ func intervalDuration(iv *sqlparse.Interval) (*spec.Duration, error) {
 		return nil, errAt(iv.Pos, iv.Value, "use SECOND, MINUTE, HOUR or DAY", "INTERVAL '%s' %s is not a fixed length of time", iv.Value, iv.Unit)
 	}
 	return &d, nil
+}
+
+// where compiles the query's WHERE over source table src: the spec's
+// where, over the table's physical columns (the record's fields).
+func (c *compiler) where(x sqlparse.Expr, src *sqlparse.CreateTable) error {
+	_, err := expr.Compile(x, func(id sqlparse.Ident) (int, *sqlparse.Error) {
+		col := column(src, id.Name)
+		switch {
+		case col == nil:
+			return 0, unknownColumn(id, src)
+		case col.Computed != nil || col.Metadata:
+			return 0, errAt(id.Pos, id.Name, "filter on the record's own fields (the column "+id.Name+" is computed or metadata)", "WHERE on %s is not compiled yet", id.Name)
+		}
+		return 0, nil
+	})
+	if err != nil {
+		return err
+	}
+	c.job.Spec.Where = sqlparse.FormatExpr(x)
+	return nil
 }

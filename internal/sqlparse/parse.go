@@ -37,6 +37,29 @@ func Parse(src string) (*Script, error) {
 	}
 }
 
+// ParseExpr parses one expression, the whole of src (a job spec's
+// where). The error, when there is one, is an *Error.
+func ParseExpr(src string) (x Expr, err error) {
+	p := &parser{lx: lexer{src: src, line: 1, col: 1}}
+	if err := p.advance(); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			u, ok := r.(errUnwind)
+			if !ok {
+				panic(r)
+			}
+			x, err = nil, u.err
+		}
+	}()
+	x = p.expr()
+	if p.tok.kind != tEOF {
+		return nil, p.errAt(p.tok, "", "expected the end of the expression, found %s", describe(p.tok))
+	}
+	return x, nil
+}
+
 // parser holds one token of lookahead (tok) and, for the few places that
 // need two, peeks by copying the lexer.
 type parser struct {

@@ -3,6 +3,7 @@ package sqlparse
 import (
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/cockroachdb/datadriven"
@@ -103,4 +104,18 @@ func FuzzParse(f *testing.F) {
 		}
 		roundTrip(t, s)
 	})
+}
+
+// TestParseExpr: one expression, whole, or an error at its place.
+func TestParseExpr(t *testing.T) {
+	x, err := ParseExpr("amount > 10 AND region IN ('eu', 'us') OR NOT flag IS NULL")
+	if err != nil || FormatExpr(x) != "((amount > 10) AND (region IN ('eu', 'us'))) OR (NOT (flag IS NULL))" {
+		t.Errorf("got %v, %v", x, err)
+	}
+	if _, err := ParseExpr("amount > 10 region"); err == nil || !strings.Contains(err.Error(), "1:13: expected the end of the expression") {
+		t.Errorf("got %v", err)
+	}
+	if _, err := ParseExpr("amount >"); err == nil {
+		t.Error("a half expression parsed")
+	}
 }

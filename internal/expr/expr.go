@@ -1,0 +1,671 @@
+// Package expr compiles a SQL expression (internal/sqlparse's AST) over
+// a JSON record's fields into a predicate evaluated per record: a job
+// spec's where, a SQL job's WHERE. Compiled once, evaluated without
+// allocating: fields are read from the record's parsed values (fastjson)
+// that the decoder gathers, strings compared as bytes.
+//
+// Values are SQL's: NULL (a missing field too), booleans, numbers (int64
+// while exact, float64 beyond: a fraction, an overflow) and strings.
+// Logic is three-valued: a predicate keeps a record only when it is TRUE.
+// An operation on NULL is NULL; so is a comparison of a number with a
+// string, a division by zero, and a value of another type than an
+// operator takes (Flink would refuse some of them at planning, knowing
+// the columns' types; a JSON record has none).
+package expr
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/valyala/fastjson"
+
+	"github.com/weirstream/weir/internal/sqlparse"
+	"github.com/weirstream/weir/internal/suggest"
+)
+
+type kind uint8
+
+const (
+	null kind = iota
+	boolean
+	integer
+	float
+	str
+)
+
+// value is one SQL value; s aliases the record's text or a literal's.
+type value struct {
+	k kind
+	b bool
+	i int64
+	f float64
+	s []byte
+}
+
+func (v value) num() float64 {
+	if v.k == integer {
+		return float64(v.i)
+	}
+	return v.f
+}
+
+func (v value) isNum() bool { return v.k == integer || v.k == float }
+
+var nullV = value{}
+
+func boolV(b bool) value { return value{k: boolean, b: b} }
+
+// eval evaluates a compiled expression over a record's gathered fields.
+type eval func(got []*fastjson.Value) value
+
+// Pred is a compiled predicate.
+type Pred struct{ e eval }
+
+// Keep reports whether the record whose fields are got (as the field
+// function given to Compile numbered them) satisfies the predicate:
+// true when it is TRUE, false when FALSE or NULL.
+func (p *Pred) Keep(got []*fastjson.Value) bool {
+	v := p.e(got)
+	return v.k == boolean && v.b
+}
+
+// Functions are the functions a predicate may call.
+var Functions = []string{"ABS", "CHAR_LENGTH", "COALESCE", "IF", "LOWER", "MOD", "NULLIF", "UPPER"}
+
+// Compile compiles x, resolving each column it names (the first part of
+// a dotted name; the rest are nested fields) through field, which returns
+// the index of that top-level field in the values Keep is given, or the
+// *sqlparse.Error that says why it cannot be read. Its errors are
+// *sqlparse.Error, at their place in x.
+func Compile(x sqlparse.Expr, field func(col sqlparse.Ident) (int, *sqlparse.Error)) (p *Pred, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			e, ok := r.(*sqlparse.Error)
+			if !ok {
+				panic(r)
+			}
+			p, err = nil, e
+		}
+	}()
+	c := compiler{field: field}
+	return &Pred{e: c.expr(x)}, nil
+}
+
+type compiler struct {
+	field func(sqlparse.Ident) (int, *sqlparse.Error)
+}
+
+func (c compiler) fail(pos sqlparse.Pos, text, hint, format string, args ...any) {
+	panic(&sqlparse.Error{Pos: pos, Text: text, Hint: hint, Msg: fmt.Sprintf(format, args...)})
+}
+
+func (c compiler) expr(x sqlparse.Expr) eval {
+	switch x := x.(type) {
+	case *sqlparse.Lit:
+		v := c.lit(x)
+		return func([]*fastjson.Value) value { return v }
+	case *sqlparse.Ref:
+		return c.ref(x)
+	case *sqlparse.Unary:
+		return c.unary(x)
+	case *sqlparse.Binary:
+		return c.binary(x)
+	case *sqlparse.IsNull:
+		return c.isNull(x)
+	case *sqlparse.Between:
+		e, lo, hi := c.expr(x.X), c.expr(x.Lo), c.expr(x.Hi)
+		not := x.Not
+		return func(g []*fastjson.Value) value {
+			v := and(cmpOp(">=", e(g), lo(g)), cmpOp("<=", e(g), hi(g)))
+			if not {
+				return notV(v)
+			}
+			return v
+		}
+	case *sqlparse.In:
+		e := c.expr(x.X)
+		list := make([]eval, len(x.List))
+		for i, l := range x.List {
+			list[i] = c.expr(l)
+		}
+		not := x.Not
+		return func(g []*fastjson.Value) value {
+			v, r := e(g), boolV(false)
+			for _, l := range list {
+				r = or(r, cmpOp("=", v, l(g)))
+				if r.k == boolean && r.b {
+					break
+				}
+			}
+			if not {
+				return notV(r)
+			}
+			return r
+		}
+	case *sqlparse.Case:
+		return c.caseExpr(x)
+	case *sqlparse.Cast:
+		return c.cast(x)
+	case *sqlparse.Call:
+		return c.call(x)
+	}
+	c.fail(sqlparse.ExprPos(x), sqlparse.FormatExpr(x), "filter with comparisons, AND, OR, NOT, IN, BETWEEN, LIKE, IS NULL, CASE, CAST, arithmetic and "+strings.Join(Functions, ", "),
+		"this expression is not supported in a filter")
+	return nil
+}
+
+func (c compiler) lit(x *sqlparse.Lit) value {
+	switch x.Kind {
+	case "string":
+		return value{k: str, s: []byte(x.Text)}
+	case "number":
+		return number([]byte(x.Text))
+	case "true", "false":
+		return boolV(x.Kind == "true")
+	case "null":
+		return nullV
+	}
+	c.fail(x.Pos, x.Text, "", "a %s literal is not supported in a filter", x.Kind)
+	return nullV
+}
+
+// number reads a number's text: an int64 when it is a whole number
+// within range, else a float64.
+func number(b []byte) value {
+	whole, ok := len(b) > 0, len(b) > 0
+	for i, c := range b {
+		switch {
+		case c >= '0' && c <= '9':
+		case (c == '-' || c == '+') && (i == 0 || b[i-1] == 'e' || b[i-1] == 'E'):
+			whole = whole && i == 0
+		case c == '.' || c == 'e' || c == 'E':
+			whole = false
+		default:
+			ok = false
+		}
+	}
+	if !ok { // not a number: no parser error to allocate
+		return nullV
+	}
+	if whole {
+		if i, err := strconv.ParseInt(string(b), 10, 64); err == nil {
+			return value{k: integer, i: i}
+		}
+	}
+	f, err := strconv.ParseFloat(string(b), 64)
+	if err != nil {
+		return nullV
+	}
+	return value{k: float, f: f}
+}
+
+func (c compiler) ref(x *sqlparse.Ref) eval {
+	at, err := c.field(x.Parts[0])
+	if err != nil {
+		panic(err)
+	}
+	var path []string
+	for _, p := range x.Parts[1:] {
+		path = append(path, p.Name)
+	}
+	return func(g []*fastjson.Value) value {
+		v := g[at]
+		if v != nil && len(path) > 0 {
+			v = v.Get(path...)
+		}
+		return fromJSON(v)
+	}
+}
+
+// fromJSON is a JSON value as a SQL value (an object or array: NULL).
+func fromJSON(v *fastjson.Value) value {
+	if v == nil {
+		return nullV
+	}
+	switch v.Type() {
+	case fastjson.TypeTrue:
+		return boolV(true)
+	case fastjson.TypeFalse:
+		return boolV(false)
+	case fastjson.TypeString:
+		return value{k: str, s: v.GetStringBytes()}
+	case fastjson.TypeNumber:
+		// A whole number within float64's exact integers is an int64;
+		// beyond them, Int64 says whether it is one (it allocates its
+		// error when not: rare).
+		f := v.GetFloat64()
+		if f == math.Trunc(f) && math.Abs(f) < 1<<53 {
+			return value{k: integer, i: int64(f)}
+		}
+		if f == math.Trunc(f) {
+			if i, err := v.Int64(); err == nil {
+				return value{k: integer, i: i}
+			}
+		}
+		return value{k: float, f: f}
+	}
+	return nullV
+}
+
+func notV(v value) value {
+	if v.k != boolean {
+		return nullV
+	}
+	return boolV(!v.b)
+}
+
+// and and or are SQL's three-valued AND and OR.
+func and(a, b value) value {
+	switch {
+	case a.k == boolean && !a.b, b.k == boolean && !b.b:
+		return boolV(false)
+	case a.k == boolean && b.k == boolean:
+		return boolV(true)
+	}
+	return nullV
+}
+
+func or(a, b value) value {
+	switch {
+	case a.k == boolean && a.b, b.k == boolean && b.b:
+		return boolV(true)
+	case a.k == boolean && b.k == boolean:
+		return boolV(false)
+	}
+	return nullV
+}
+
+func (c compiler) unary(x *sqlparse.Unary) eval {
+	e := c.expr(x.X)
+	switch x.Op {
+	case "NOT":
+		return func(g []*fastjson.Value) value { return notV(e(g)) }
+	case "-":
+		return func(g []*fastjson.Value) value {
+			v := e(g)
+			switch {
+			case v.k == integer && v.i != math.MinInt64:
+				return value{k: integer, i: -v.i}
+			case v.isNum():
+				return value{k: float, f: -v.num()}
+			}
+			return nullV
+		}
+	case "+":
+		return e
+	}
+	c.fail(x.Pos, x.Op, "", "operator %s is not supported in a filter", x.Op)
+	return nil
+}
+
+func (c compiler) binary(x *sqlparse.Binary) eval {
+	a, b := c.expr(x.X), c.expr(x.Y)
+	switch op := x.Op; op {
+	case "AND":
+		return func(g []*fastjson.Value) value {
+			l := a(g)
+			if l.k == boolean && !l.b {
+				return l
+			}
+			return and(l, b(g))
+		}
+	case "OR":
+		return func(g []*fastjson.Value) value {
+			l := a(g)
+			if l.k == boolean && l.b {
+				return l
+			}
+			return or(l, b(g))
+		}
+	case "=", "<>", "<", "<=", ">", ">=":
+		return func(g []*fastjson.Value) value { return cmpOp(op, a(g), b(g)) }
+	case "+", "-", "*", "/", "%":
+		return func(g []*fastjson.Value) value { return arith(op, a(g), b(g)) }
+	case "LIKE", "NOT LIKE":
+		not := op == "NOT LIKE"
+		return func(g []*fastjson.Value) value {
+			s, p := a(g), b(g)
+			if s.k != str || p.k != str {
+				return nullV
+			}
+			return boolV(like(s.s, p.s) != not)
+		}
+	}
+	c.fail(x.Pos, x.Op, "", "operator %s is not supported in a filter", x.Op)
+	return nil
+}
+
+// cmpOp compares a and b by op: numbers by value, strings by their bytes,
+// booleans (false before true); NULL when either is NULL or their types
+// differ.
+func cmpOp(op string, a, b value) value {
+	var c int
+	switch {
+	case a.k == integer && b.k == integer:
+		c = cmpInt(a.i, b.i)
+	case a.isNum() && b.isNum():
+		x, y := a.num(), b.num()
+		if math.IsNaN(x) || math.IsNaN(y) {
+			return nullV
+		}
+		c = cmpInt(x, y)
+	case a.k == str && b.k == str:
+		c = bytes.Compare(a.s, b.s)
+	case a.k == boolean && b.k == boolean:
+		c = cmpInt(b2i(a.b), b2i(b.b))
+	default:
+		return nullV
+	}
+	switch op {
+	case "=":
+		return boolV(c == 0)
+	case "<>":
+		return boolV(c != 0)
+	case "<":
+		return boolV(c < 0)
+	case "<=":
+		return boolV(c <= 0)
+	case ">":
+		return boolV(c > 0)
+	}
+	return boolV(c >= 0)
+}
+
+func cmpInt[T int64 | float64](a, b T) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func b2i(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// arith is a + b, a - b, a * b, a / b or a % b: exact on int64 (integer
+// division truncates, as SQL's on integers), float64 when either is a
+// float or the result would overflow; NULL on NULL or division by zero.
+func arith(op string, a, b value) value {
+	if !a.isNum() || !b.isNum() {
+		return nullV
+	}
+	if a.k == integer && b.k == integer {
+		x, y := a.i, b.i
+		switch op {
+		case "+":
+			if r := x + y; (r > x) == (y > 0) {
+				return value{k: integer, i: r}
+			}
+		case "-":
+			if r := x - y; (r < x) == (y > 0) {
+				return value{k: integer, i: r}
+			}
+		case "*":
+			if x == 0 || y == 0 {
+				return value{k: integer}
+			}
+			if r := x * y; r/y == x && !(x == -1 && y == math.MinInt64) && !(y == -1 && x == math.MinInt64) {
+				return value{k: integer, i: r}
+			}
+		case "/", "%":
+			if y == 0 {
+				return nullV
+			}
+			if x == math.MinInt64 && y == -1 {
+				break
+			}
+			if op == "/" {
+				return value{k: integer, i: x / y}
+			}
+			return value{k: integer, i: x % y}
+		}
+	}
+	x, y := a.num(), b.num()
+	var r float64
+	switch op {
+	case "+":
+		r = x + y
+	case "-":
+		r = x - y
+	case "*":
+		r = x * y
+	case "/":
+		if y == 0 {
+			return nullV
+		}
+		r = x / y
+	case "%":
+		if y == 0 {
+			return nullV
+		}
+		r = math.Mod(x, y)
+	}
+	return value{k: float, f: r}
+}
+
+// like matches s against SQL's LIKE pattern p: % any run, _ any one byte
+// (of ASCII text: one character).
+func like(s, p []byte) bool {
+	// Iterative, with one backtrack point for the last %.
+	si, pi, star, mark := 0, 0, -1, 0
+	for si < len(s) {
+		switch {
+		case pi < len(p) && (p[pi] == '_' || p[pi] == s[si]) && p[pi] != '%':
+			si, pi = si+1, pi+1
+		case pi < len(p) && p[pi] == '%':
+			star, mark = pi, si
+			pi++
+		case star >= 0:
+			mark++
+			si, pi = mark, star+1
+		default:
+			return false
+		}
+	}
+	for pi < len(p) && p[pi] == '%' {
+		pi++
+	}
+	return pi == len(p)
+}
+
+func (c compiler) isNull(x *sqlparse.IsNull) eval {
+	e, what, not := c.expr(x.X), x.What, x.Not
+	return func(g []*fastjson.Value) value {
+		v := e(g)
+		var r bool
+		switch what {
+		case "NULL":
+			r = v.k == null
+		case "TRUE":
+			r = v.k == boolean && v.b
+		case "FALSE":
+			r = v.k == boolean && !v.b
+		}
+		return boolV(r != not)
+	}
+}
+
+func (c compiler) caseExpr(x *sqlparse.Case) eval {
+	var operand eval
+	if x.Operand != nil {
+		operand = c.expr(x.Operand)
+	}
+	conds, results := make([]eval, len(x.Whens)), make([]eval, len(x.Whens))
+	for i, w := range x.Whens {
+		conds[i], results[i] = c.expr(w.Cond), c.expr(w.Result)
+	}
+	els := func([]*fastjson.Value) value { return nullV }
+	if x.Else != nil {
+		els = c.expr(x.Else)
+	}
+	return func(g []*fastjson.Value) value {
+		var op value
+		if operand != nil {
+			op = operand(g)
+		}
+		for i, cond := range conds {
+			v := cond(g)
+			if operand != nil {
+				v = cmpOp("=", op, v)
+			}
+			if v.k == boolean && v.b {
+				return results[i](g)
+			}
+		}
+		return els(g)
+	}
+}
+
+// cast converts to the numeric types and BOOLEAN (a string holding one
+// reads as it; a failure is NULL, as TRY_CAST) or keeps a string.
+func (c compiler) cast(x *sqlparse.Cast) eval {
+	e := c.expr(x.X)
+	switch t := strings.ToUpper(x.Type.Name); t {
+	case "TINYINT", "SMALLINT", "INT", "INTEGER", "BIGINT":
+		return func(g []*fastjson.Value) value {
+			v := e(g)
+			if v.k == str {
+				v = number(bytes.TrimSpace(v.s))
+			}
+			switch {
+			case v.k == integer:
+				return v
+			case v.k == float && v.f >= math.MinInt64 && v.f < math.MaxInt64:
+				return value{k: integer, i: int64(v.f)}
+			}
+			return nullV
+		}
+	case "FLOAT", "DOUBLE", "REAL", "DECIMAL", "NUMERIC":
+		return func(g []*fastjson.Value) value {
+			v := e(g)
+			if v.k == str {
+				v = number(bytes.TrimSpace(v.s))
+			}
+			if v.isNum() {
+				return v
+			}
+			return nullV
+		}
+	case "BOOLEAN":
+		return func(g []*fastjson.Value) value {
+			v := e(g)
+			if v.k == str {
+				switch strings.ToUpper(string(bytes.TrimSpace(v.s))) {
+				case "TRUE":
+					return boolV(true)
+				case "FALSE":
+					return boolV(false)
+				}
+				return nullV
+			}
+			if v.k == boolean {
+				return v
+			}
+			return nullV
+		}
+	case "STRING", "VARCHAR", "CHAR":
+		return func(g []*fastjson.Value) value {
+			v := e(g)
+			switch v.k {
+			case str, null:
+				return v
+			case integer:
+				return value{k: str, s: strconv.AppendInt(nil, v.i, 10)}
+			case float:
+				return value{k: str, s: strconv.AppendFloat(nil, v.f, 'g', -1, 64)}
+			}
+			return value{k: str, s: []byte(strconv.FormatBool(v.b))}
+		}
+	default:
+		c.fail(x.Pos, x.Type.Name, "cast to BIGINT, INT, DOUBLE, DECIMAL, BOOLEAN or STRING", "CAST to %s is not supported in a filter", t)
+	}
+	return nil
+}
+
+func (c compiler) call(x *sqlparse.Call) eval {
+	name := strings.ToUpper(x.Name.Parts[len(x.Name.Parts)-1].Name)
+	if !slices.Contains(Functions, name) {
+		hint := suggest.Or(name, Functions, "the functions of a filter: "+strings.Join(Functions, ", "))
+		c.fail(x.Pos, name, hint, "function %s is not supported in a filter", name)
+	}
+	args := make([]eval, len(x.Args))
+	for i, a := range x.Args {
+		args[i] = c.expr(a.Value)
+	}
+	want := map[string]int{"ABS": 1, "CHAR_LENGTH": 1, "LOWER": 1, "UPPER": 1, "MOD": 2, "NULLIF": 2, "IF": 3}
+	if n, ok := want[name]; ok && len(args) != n || name == "COALESCE" && len(args) == 0 {
+		c.fail(x.Pos, name, "", "%s takes %d argument(s)", name, want[name])
+	}
+	switch name {
+	case "ABS":
+		return func(g []*fastjson.Value) value {
+			v := args[0](g)
+			switch {
+			case v.k == integer && v.i < 0 && v.i != math.MinInt64:
+				v.i = -v.i
+			case v.k == integer && v.i == math.MinInt64:
+				return value{k: float, f: -float64(v.i)}
+			case v.k == float:
+				v.f = math.Abs(v.f)
+			}
+			return v
+		}
+	case "MOD":
+		return func(g []*fastjson.Value) value { return arith("%", args[0](g), args[1](g)) }
+	case "CHAR_LENGTH":
+		return func(g []*fastjson.Value) value {
+			v := args[0](g)
+			if v.k != str {
+				return nullV
+			}
+			return value{k: integer, i: int64(utf8.RuneCount(v.s))}
+		}
+	case "LOWER", "UPPER":
+		f := bytes.ToLower
+		if name == "UPPER" {
+			f = bytes.ToUpper
+		}
+		return func(g []*fastjson.Value) value {
+			v := args[0](g)
+			if v.k != str {
+				return nullV
+			}
+			return value{k: str, s: f(v.s)}
+		}
+	case "COALESCE":
+		return func(g []*fastjson.Value) value {
+			for _, a := range args {
+				if v := a(g); v.k != null {
+					return v
+				}
+			}
+			return nullV
+		}
+	case "NULLIF":
+		return func(g []*fastjson.Value) value {
+			v := args[0](g)
+			if eq := cmpOp("=", v, args[1](g)); eq.k == boolean && eq.b {
+				return nullV
+			}
+			return v
+		}
+	}
+	// IF(cond, then, else)
+	return func(g []*fastjson.Value) value {
+		if v := args[0](g); v.k == boolean && v.b {
+			return args[1](g)
+		}
+		return args[2](g)
+	}
+}

@@ -1,0 +1,119 @@
+package expr
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/valyala/fastjson"
+
+	"github.com/weirstream/weir/internal/sqlparse"
+)
+
+// TestKeep: predicates over JSON records, with SQL's three-valued logic:
+// a record is kept only when the predicate is TRUE.
+func TestKeep(t *testing.T) {
+	const rec = `{"amount": 120, "price": 9.5, "region": "eu", "flag": true, "nothing": null, "n": -7, "big": 9223372036854775807, "user": {"name": "ann", "age": 30}, "s": "42"}`
+	for _, c := range []struct {
+		where string
+		want  bool
+	}{
+		{"amount > 100", true},
+		{"amount > 100 AND region = 'us'", false},
+		{"amount > 100 AND region IN ('us', 'eu')", true},
+		{"region NOT IN ('us', 'eu')", false},
+		{"amount BETWEEN 100 AND 120", true},
+		{"amount NOT BETWEEN 100 AND 120", false},
+		{"price * 2 = 19", true},
+		{"amount / 7 = 17", true}, // integer division truncates
+		{"amount % 7 = 1", true},
+		{"MOD(amount, 7) = 1", true},
+		{"MOD(amount, 0) = 1", false},           // NULL
+		{"big + 1 > 0 AND big - 1 < big", true}, // beyond int64: a float
+		{"-n = 7 AND ABS(n) = 7", true},
+		{"flag", true},
+		{"NOT flag", false},
+		{"flag IS TRUE AND nothing IS NULL AND missing IS NULL AND region IS NOT NULL", true},
+		// Three-valued logic: NULL is neither kept nor its negation.
+		{"nothing = 1", false},
+		{"NOT (nothing = 1)", false},
+		{"nothing = 1 OR amount > 1", true},
+		{"nothing = 1 AND amount > 1", false},
+		{"NOT (nothing = 1 AND amount < 1)", true}, // NULL AND FALSE is FALSE
+		{"missing IN (1, 2) OR TRUE", true},
+		{"amount IN (1, nothing)", false},       // NULL, not FALSE...
+		{"NOT (amount IN (1, nothing))", false}, // ...so its negation is NULL too
+		{"region = 1", false},                   // a number against a string: NULL
+		{"region LIKE 'e%' AND region LIKE '_u' AND region NOT LIKE 'u%'", true},
+		{"'abcabd' LIKE 'a%bd' AND 'abc' LIKE '%' AND NOT 'abc' LIKE 'ab'", true},
+		{"user.name = 'ann' AND user.age >= 30", true},
+		{"user.missing IS NULL", true},
+		{"CASE WHEN amount > 200 THEN 'big' WHEN amount > 100 THEN 'mid' ELSE 'small' END = 'mid'", true},
+		{"CASE region WHEN 'us' THEN 1 WHEN 'eu' THEN 2 END = 2", true},
+		{"CASE region WHEN 'us' THEN 1 END IS NULL", true},
+		{"COALESCE(nothing, missing, amount) = 120", true},
+		{"NULLIF(region, 'eu') IS NULL", true},
+		{"IF(amount > 1, 'y', 'n') = 'y'", true},
+		{"CAST(s AS BIGINT) = 42 AND CAST(s AS DOUBLE) > 41.5 AND CAST(amount AS STRING) = '120'", true},
+		{"CAST(region AS INT) IS NULL", true},
+		{"UPPER(region) = 'EU' AND LOWER('EU') = region AND CHAR_LENGTH('héllo') = 5", true},
+		{"1.5e3 = 1500 AND 0.1 + 0.2 > 0.3", true}, // float64 arithmetic
+	} {
+		x, err := sqlparse.ParseExpr(c.where)
+		if err != nil {
+			t.Fatalf("%s: %v", c.where, err)
+		}
+		var fields []string
+		p, err := Compile(x, func(col sqlparse.Ident) (int, *sqlparse.Error) {
+			for i, f := range fields {
+				if f == col.Name {
+					return i, nil
+				}
+			}
+			fields = append(fields, col.Name)
+			return len(fields) - 1, nil
+		})
+		if err != nil {
+			t.Fatalf("%s: %v", c.where, err)
+		}
+		v, err := fastjson.Parse(rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := make([]*fastjson.Value, len(fields))
+		for i, f := range fields {
+			got[i] = v.Get(f)
+		}
+		if k := p.Keep(got); k != c.want {
+			t.Errorf("%s: kept %v, want %v", c.where, k, c.want)
+		}
+		if n := testing.AllocsPerRun(20, func() { p.Keep(got) }); n != 0 && !strings.Contains(c.where, "CAST(amount AS STRING)") && !strings.Contains(c.where, "UPPER") {
+			t.Errorf("%s: %v allocations per record", c.where, n)
+		}
+	}
+}
+
+// TestCompileErrors: what a filter cannot hold, at its place.
+func TestCompileErrors(t *testing.T) {
+	for where, want := range map[string]string{
+		"MODE(a, 2) = 0":        `1:1: function MODE is not supported in a filter (at "MODE"); did you mean "MOD"?`,
+		"a > 1 AND nope = 2":    `1:11: unknown column nope (at "nope")`,
+		"CAST(a AS DATE) > 1":   "CAST to DATE is not supported",
+		"MOD(a) = 1":            "MOD takes 2 argument(s)",
+		"a || 'x' = 'yx'":       "operator || is not supported in a filter",
+		"a > INTERVAL '1' HOUR": "this expression is not supported in a filter",
+	} {
+		x, err := sqlparse.ParseExpr(where)
+		if err != nil {
+			t.Fatalf("%s: %v", where, err)
+		}
+		_, err = Compile(x, func(col sqlparse.Ident) (int, *sqlparse.Error) {
+			if col.Name == "nope" {
+				return 0, &sqlparse.Error{Pos: col.Pos, Text: col.Name, Msg: "unknown column nope"}
+			}
+			return 0, nil
+		})
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: got %v, want %s", where, err, want)
+		}
+	}
+}

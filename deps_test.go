@@ -32,7 +32,7 @@ func TestDependencyRules(t *testing.T) {
 		"internal/suggest":  {},
 		"internal/sqlparse": {"internal/suggest"},
 		"internal/expr":     {"internal/sqlparse", "internal/suggest"},
-		"internal/sqljob":   {"internal/sqlparse", "internal/suggest", "spec"},
+		"internal/sqljob":   {"internal/sqlparse", "internal/suggest", "internal/expr", "spec"},
 		"ledger":            {"connector", "window", "internal/flock"},
 		"internal/epochs":   {},
 		"internal/archive":  {"etime", "state/pebblestate", "internal/flock"},
@@ -56,7 +56,7 @@ func TestDependencyRules(t *testing.T) {
 		// Record decoding and the declarative aggregates of a plan.
 		"internal/record": {".", "spec", "etime", "clock", "state", "connector/fileio", "internal/jsonnum", "internal/suggest", "internal/sqlparse", "internal/expr"},
 		// The format of a job spec's outputs, shared by the runner and backfill.
-		"internal/outfmt": {".", "spec", "window", "internal/record", "connector"},
+		"internal/outfmt": {".", "spec", "window", "etime", "internal/record", "connector"},
 		// Backfill and the complete answer read what the runner wrote.
 		"backfill": {".", "spec", "job", "connector", "internal/record", "internal/outfmt", "etime", "clock", "window", "checkpoint", "ledger", "internal/archive", "internal/jsonnum", "connector/pgio", "connector/sqliteio"},
 		// The job runner is a user of the public API, like any Go program.

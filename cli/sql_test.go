@@ -188,9 +188,9 @@ END;
 	}
 	for l := range strings.Lines(string(b)) {
 		var r struct {
-			User       string          `json:"user_id"`
-			Start      int64           `json:"window_start"`
-			Amount     json.RawMessage `json:"amount"`
+			User   string          `json:"user_id"`
+			Start  int64           `json:"window_start"`
+			Amount json.RawMessage `json:"amount"`
 		}
 		if err := json.Unmarshal([]byte(l), &r); err != nil {
 			t.Fatal(err)

@@ -269,7 +269,9 @@ func Open(plan *spec.Plan, o RunOptions) (*Job, error) {
 			}
 			j.out.add(weir.Subtask{Stage: r.stage, Index: ch}, item{kind: k, b: uint8(r.i)})
 		}
-		r.dec.Filter = func(ch int) { j.out.add(weir.Subtask{Stage: r.stage, Index: ch}, item{kind: itemFiltered, b: uint8(r.i)}) }
+		r.dec.Filter = func(ch int) {
+			j.out.add(weir.Subtask{Stage: r.stage, Index: ch}, item{kind: itemFiltered, b: uint8(r.i)})
+		}
 		if o.Warn != nil {
 			src := ""
 			if len(j.reads) > 1 {

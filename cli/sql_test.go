@@ -226,3 +226,34 @@ END;
 		}
 	}
 }
+
+// TestSQLSelect: a bare SELECT prints its rows as JSON lines on stdout,
+// a column per select item (aliases, column names, EXPR$n), window bounds
+// as Flink's TIMESTAMP(3).
+func TestSQLSelect(t *testing.T) {
+	dir := t.TempDir()
+	in := `{"user":"ann","amount":5,"ts":1767225600000}
+{"user":"bob","amount":7,"ts":1767225601000}
+{"user":"ann","amount":1,"ts":1767225661000}
+`
+	job := `CREATE TABLE orders (user STRING, amount BIGINT, ts BIGINT, rowtime AS TO_TIMESTAMP_LTZ(ts, 3), WATERMARK FOR rowtime AS rowtime)
+  WITH ('connector' = 'filesystem', 'path' = 'in.jsonl');
+SELECT user, window_end, COUNT(*), SUM(amount) AS total
+FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(rowtime), INTERVAL '1' MINUTE))
+GROUP BY user, window_start, window_end;
+`
+	for f, b := range map[string]string{"in.jsonl": in, "q.sql": job} {
+		if err := os.WriteFile(filepath.Join(dir, f), []byte(b), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var stdout, stderr bytes.Buffer
+	code := Main(context.Background(), []string{"run", "q.sql", "--deterministic"}, IO{Dir: dir, Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: &stderr})
+	want := `{"user":"ann","window_end":"2026-01-01 00:01:00.000","EXPR$2":1,"total":5}
+{"user":"bob","window_end":"2026-01-01 00:01:00.000","EXPR$2":1,"total":7}
+{"user":"ann","window_end":"2026-01-01 00:02:00.000","EXPR$2":1,"total":1}
+`
+	if code != ExitOK || stdout.String() != want {
+		t.Errorf("exit %d\n%s\nwant\n%s\n%s", code, stdout.String(), want, stderr.String())
+	}
+}

@@ -15,6 +15,7 @@ package sqljob
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -90,7 +91,10 @@ func (c *compiler) script(s *sqlparse.Script) error {
 		case *sqlparse.CreateView:
 			return errAt(st.Pos, "CREATE VIEW", "", "views are not compiled yet")
 		case *sqlparse.QueryStmt:
-			return errAt(st.Query.Pos, "SELECT", "", "a bare SELECT is not compiled yet")
+			if c.inserts != nil {
+				return errAt(st.Query.Pos, "SELECT", "run one query per file", "a second query; a file holds one")
+			}
+			c.inserts = []*sqlparse.Insert{c.stdoutTable(st.Query)}
 		}
 		if err != nil {
 			return err
@@ -345,3 +349,36 @@ func (o options) rest(table string, known []string) error {
 // Plan compiles the job's spec (spec.Compile): the plan its YAML twin
 // compiles to.
 func (j *Job) Plan() (*spec.Plan, error) { return spec.Compile(j.Spec) }
+
+// stdoutName names the table a bare SELECT writes to.
+const stdoutName = "weir$stdout"
+
+// stdoutTable makes a bare SELECT an INSERT into a print table whose
+// columns are the query's, as Flink's SQL client shows a query: JSON
+// lines on stdout, a column per select item named by its alias, its
+// column's name or, unnamed, EXPR$n; window bounds as TIMESTAMP(3).
+func (c *compiler) stdoutTable(q *sqlparse.Query) *sqlparse.Insert {
+	t := &sqlparse.CreateTable{Pos: q.Pos, Name: sqlparse.Name{Parts: []sqlparse.Ident{{Pos: q.Pos, Name: stdoutName}}},
+		Options: []sqlparse.Option{{Pos: q.Pos, Key: "connector", Value: "print"}}}
+	if len(q.Selects) > 0 {
+		for i, it := range q.Selects[0].Items {
+			name, time := it.Alias.Name, false
+			switch e := it.Expr.(type) {
+			case *sqlparse.Ref:
+				last := e.Parts[len(e.Parts)-1].Name
+				name = cmp.Or(name, last)
+				time = last == "window_start" || last == "window_end" || last == "window_time"
+			case *sqlparse.Call:
+				fn := strings.ToUpper(tableName(e.Name))
+				time = strings.HasSuffix(fn, "_START") || strings.HasSuffix(fn, "_END") || strings.HasSuffix(fn, "_ROWTIME")
+			}
+			col := &sqlparse.Column{Pos: it.Pos, Name: sqlparse.Ident{Pos: it.Pos, Name: cmp.Or(name, fmt.Sprintf("EXPR$%d", i))}}
+			if time {
+				col.Type = &sqlparse.Type{Pos: it.Pos, Name: "TIMESTAMP", Params: []int{3}}
+			}
+			t.Columns = append(t.Columns, col)
+		}
+	}
+	c.tables[stdoutName] = t
+	return &sqlparse.Insert{Pos: q.Pos, Table: t.Name, Query: q}
+}

@@ -128,7 +128,7 @@ window: {type: session, gap: 10m}
 aggregate:
   - {name: clicks, fn: count}
 sinks:
-  results: {type: jsonl, path: "-"}
+  results: {type: stdout}
 `},
 		{"where", `
 CREATE TABLE bids (auction BIGINT, price BIGINT, channel STRING, extra ROW<tag STRING>, ms BIGINT, ts AS TO_TIMESTAMP_LTZ(ms, 3), WATERMARK FOR ts AS ts - INTERVAL '4' SECOND)
@@ -148,7 +148,7 @@ window: {type: tumbling, size: 10s}
 aggregate:
   - {name: bids, fn: count}
 sinks:
-  results: {type: jsonl, path: "-"}
+  results: {type: stdout}
 `},
 		{"kafka", `
 SET 'table.exec.source.idle-timeout' = '30 s';

@@ -212,7 +212,7 @@ func sinkOf(t *sqlparse.CreateTable, output string) (*spec.Sink, error) {
 		o.take("sink.transactional-id-prefix")
 		known = append(known, "topic", "properties.bootstrap.servers", "format", "value.format", "key.format", "sink.delivery-guarantee", "sink.transactional-id-prefix")
 	case conn == "print":
-		k.Type, k.Path = "jsonl", "-"
+		k.Type = "stdout"
 	case conn == "ledger" && output == lateKey:
 		k.Type, k.Dir = "ledger", o.take("dir")
 		known = append(known, "dir", "retention")

@@ -122,3 +122,38 @@ func TestWhereRefused(t *testing.T) {
 		t.Errorf("got %v", err)
 	}
 }
+
+// TestComputed: computed fields, in order, over nested fields, key the
+// windows, time them and feed their aggregates exactly as the same
+// fields given flat in the records; a later computed field of a name
+// replaces the record's field from there on, and where sees it.
+func TestComputed(t *testing.T) {
+	var nested, flat strings.Builder
+	for i := range 300 {
+		ms := 1767225600000 + int64(i)*700
+		fmt.Fprintf(&nested, `{"kind":%d,"bid":{"bidder":%d,"price":%d,"ms":%d},"other":{"s":%d}}`+"\n", i%3, i%4, i%9*10, ms, ms/1000)
+		if i%3 == 2 {
+			fmt.Fprintf(&flat, `{"bidder":%d,"price":%d,"ts":%d}`+"\n", i%4, i%9*10*2, ms)
+		}
+	}
+	job := fmt.Sprintf(whereJob, `computed:
+  - {name: ts, expr: "CASE WHEN kind = 2 THEN TO_TIMESTAMP_LTZ(bid.ms, 3) ELSE TO_TIMESTAMP_LTZ(other.s, 0) END"}
+  - {name: keep, expr: "kind = 2"}
+  - {name: bidder, expr: bid.bidder}
+  - {name: price, expr: "bid.price * 2"}
+  - {name: kind, expr: "'bid'"}
+where: "keep AND kind = 'bid'"`)
+	flatJob := fmt.Sprintf(whereJob, "")
+	for _, j := range []*string{&job, &flatJob} {
+		*j = strings.NewReplacer("key: [user]", "key: [bidder]", "field: amount", "field: price").Replace(*j)
+	}
+	dir, sum := runSpec(t, job, map[string]string{"in.jsonl": nested.String()}, RunOptions{Deterministic: true})
+	refDir, ref := runSpec(t, flatJob, map[string]string{"in.jsonl": flat.String()}, RunOptions{Deterministic: true})
+	noWM := regexp.MustCompile(`"watermark":\d+,`)
+	if got, want := noWM.ReplaceAll(readOut(t, dir), nil), noWM.ReplaceAll(readOut(t, refDir), nil); !bytes.Equal(got, want) || len(want) == 0 {
+		t.Errorf("results of the computed fields:\n%s\nwant the flat records':\n%s", got, want)
+	}
+	if sum.Get("filtered") != 200 || sum.Get("accepted") != ref.Get("accepted") {
+		t.Errorf("summary %s, flat %s", sum.JSON(), ref.JSON())
+	}
+}

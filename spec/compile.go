@@ -73,8 +73,10 @@ type Plan struct {
 	Final     bool
 	// NumbersInStrings: source.numbers_in_strings.
 	NumbersInStrings bool
-	// Where is the spec's where (checked: it compiles), "" for none.
-	Where string
+	// Where is the spec's where (checked: it compiles), "" for none;
+	// Computed its computed fields (checked).
+	Where    string
+	Computed []ComputedField
 
 	WMType      WatermarkType
 	Bound       etime.Duration
@@ -1181,19 +1183,34 @@ func (c *compiler) columns(path string, k *Sink, kind connector.Kind, role conne
 	}
 }
 
-// where checks the spec's where: an expression internal/expr compiles.
+// where checks the spec's computed fields and where: expressions
+// internal/expr compiles.
 func (c *compiler) where() {
-	if c.s.Where == "" {
-		return
+	check := func(path, src, hint string) bool {
+		x, err := sqlparse.ParseExpr(src)
+		if err == nil {
+			_, err = expr.Compile(x, func(sqlparse.Ident) (int, *sqlparse.Error) { return 0, nil })
+		}
+		var pe *sqlparse.Error
+		if errors.As(err, &pe) {
+			c.add(path, fmt.Sprintf("column %d: %s", pe.Pos.Col, pe.Msg), cmp.Or(pe.Hint, hint))
+			return false
+		}
+		return true
 	}
-	x, err := sqlparse.ParseExpr(c.s.Where)
-	if err == nil {
-		_, err = expr.Compile(x, func(sqlparse.Ident) (int, *sqlparse.Error) { return 0, nil })
+	ok := true
+	for i, f := range c.s.Computed {
+		path := fmt.Sprintf("computed[%d]", i)
+		if f.Name == "" {
+			c.add(path+".name", "missing", "name the computed field")
+			ok = false
+		}
+		ok = check(path+".expr", f.Expr, "write an expression over the record's fields, such as bid.price * 0.908") && ok
 	}
-	var pe *sqlparse.Error
-	if errors.As(err, &pe) {
-		c.add("where", fmt.Sprintf("column %d: %s", pe.Pos.Col, pe.Msg), cmp.Or(pe.Hint, "write a SQL condition over the record's fields, such as amount > 100 AND region IN ('eu', 'us')"))
-		return
+	if ok {
+		c.p.Computed = c.s.Computed
 	}
-	c.p.Where = c.s.Where
+	if c.s.Where != "" && check("where", c.s.Where, "write a SQL condition over the record's fields, such as amount > 100 AND region IN ('eu', 'us')") {
+		c.p.Where = c.s.Where
+	}
 }

@@ -127,6 +127,7 @@ var stateFields = map[string]bool{
 
 	"watermark":            true,
 	"where":                true,
+	"computed":             true,
 	"key":                  true,
 	"window":               true,
 	"allowed_lateness":     true,

@@ -23,6 +23,13 @@ type Spec struct {
 	Source Source `yaml:"source"`
 	// Watermark says how event-time watermarks are generated.
 	Watermark Watermark `yaml:"watermark"`
+	// Computed are fields computed from each record before anything
+	// reads it, in order: the timestamp field, the key, the aggregates'
+	// fields and where may name them. Each is an expression in SQL's
+	// syntax over the record's fields and the computed fields before it
+	// (a later one of the same name as a field replaces it from there
+	// on: a SQL view's column).
+	Computed []ComputedField `yaml:"computed" json:",omitempty"`
 	// Where keeps only the records for which this expression, in SQL's
 	// syntax over the record's fields, is true (such as "amount > 100 AND
 	// region IN ('eu', 'us')"; internal/expr says what it may hold). A
@@ -465,6 +472,14 @@ type Sink struct {
 	// fields.
 	Extra   map[string]any    `yaml:"-" json:",omitempty"`
 	ExtraAt map[string][2]int `yaml:"-" json:"-"`
+}
+
+// ComputedField is a field computed from a record (Spec.Computed).
+type ComputedField struct {
+	Name string `yaml:"name"`
+	// Expr is its expression, such as "bid.price * 0.908" or "CASE WHEN
+	// kind = 0 THEN person.ts ELSE bid.ts END".
+	Expr string `yaml:"expr"`
 }
 
 // Column is one column of a results row (Sink.Columns).

@@ -36,6 +36,7 @@ const (
 	integer
 	float
 	str
+	raw // an object or array, as the record holds it
 )
 
 // value is one SQL value; s aliases the record's text or a literal's.
@@ -45,6 +46,7 @@ type value struct {
 	i int64
 	f float64
 	s []byte
+	r *fastjson.Value // raw
 }
 
 func (v value) num() float64 {
@@ -74,8 +76,47 @@ func (p *Pred) Keep(got []*fastjson.Value) bool {
 	return v.k == boolean && v.b
 }
 
-// Functions are the functions a predicate may call.
-var Functions = []string{"ABS", "CHAR_LENGTH", "COALESCE", "IF", "LOWER", "MOD", "NULLIF", "UPPER"}
+// Functions are the functions an expression may call. TO_TIMESTAMP_LTZ
+// (n, 3) is n, (n, 0) n * 1000: times are epoch milliseconds here.
+var Functions = []string{"ABS", "CHAR_LENGTH", "COALESCE", "IF", "LOWER", "MOD", "NULLIF", "TO_TIMESTAMP_LTZ", "UPPER"}
+
+// Expr is a compiled expression whose value a computed field takes.
+type Expr struct{ e eval }
+
+// CompileValue compiles x as Compile does, for its value.
+func CompileValue(x sqlparse.Expr, field func(col sqlparse.Ident) (int, *sqlparse.Error)) (*Expr, error) {
+	p, err := Compile(x, field)
+	if err != nil {
+		return nil, err
+	}
+	return &Expr{e: p.e}, nil
+}
+
+// Value is the expression's value over the record's fields got, as a
+// JSON value made in a (valid until a is reset; an object or array the
+// record holds is returned as it is).
+func (x *Expr) Value(a *fastjson.Arena, got []*fastjson.Value) *fastjson.Value {
+	v := x.e(got)
+	switch v.k {
+	case boolean:
+		if v.b {
+			return a.NewTrue()
+		}
+		return a.NewFalse()
+	case integer:
+		return a.NewNumberInt(int(v.i))
+	case float:
+		if math.IsInf(v.f, 0) || math.IsNaN(v.f) {
+			return a.NewNull()
+		}
+		return a.NewNumberFloat64(v.f)
+	case str:
+		return a.NewStringBytes(v.s)
+	case raw:
+		return v.r
+	}
+	return a.NewNull()
+}
 
 // Compile compiles x, resolving each column it names (the first part of
 // a dotted name; the rest are nested fields) through field, which returns
@@ -222,7 +263,8 @@ func (c compiler) ref(x *sqlparse.Ref) eval {
 	}
 }
 
-// fromJSON is a JSON value as a SQL value (an object or array: NULL).
+// fromJSON is a JSON value as a SQL value (an object or array: one
+// that operators take as NULL, and a computed field passes on whole).
 func fromJSON(v *fastjson.Value) value {
 	if v == nil {
 		return nullV
@@ -234,6 +276,8 @@ func fromJSON(v *fastjson.Value) value {
 		return boolV(false)
 	case fastjson.TypeString:
 		return value{k: str, s: v.GetStringBytes()}
+	case fastjson.TypeObject, fastjson.TypeArray:
+		return value{k: raw, r: v}
 	case fastjson.TypeNumber:
 		// A whole number within float64's exact integers is an int64;
 		// beyond them, Int64 says whether it is one (it allocates its
@@ -603,7 +647,7 @@ func (c compiler) call(x *sqlparse.Call) eval {
 	for i, a := range x.Args {
 		args[i] = c.expr(a.Value)
 	}
-	want := map[string]int{"ABS": 1, "CHAR_LENGTH": 1, "LOWER": 1, "UPPER": 1, "MOD": 2, "NULLIF": 2, "IF": 3}
+	want := map[string]int{"ABS": 1, "CHAR_LENGTH": 1, "LOWER": 1, "UPPER": 1, "MOD": 2, "NULLIF": 2, "IF": 3, "TO_TIMESTAMP_LTZ": 2}
 	if n, ok := want[name]; ok && len(args) != n || name == "COALESCE" && len(args) == 0 {
 		c.fail(x.Pos, name, "", "%s takes %d argument(s)", name, want[name])
 	}
@@ -623,6 +667,16 @@ func (c compiler) call(x *sqlparse.Call) eval {
 		}
 	case "MOD":
 		return func(g []*fastjson.Value) value { return arith("%", args[0](g), args[1](g)) }
+	case "TO_TIMESTAMP_LTZ":
+		p, ok := x.Args[1].Value.(*sqlparse.Lit)
+		if !ok || p.Text != "3" && p.Text != "0" {
+			c.fail(x.Pos, name, "write TO_TIMESTAMP_LTZ(ms, 3) or TO_TIMESTAMP_LTZ(seconds, 0)", "TO_TIMESTAMP_LTZ's precision is 3 or 0")
+		}
+		if p.Text == "3" {
+			return args[0]
+		}
+		thousand := value{k: integer, i: 1000}
+		return func(g []*fastjson.Value) value { return arith("*", args[0](g), thousand) }
 	case "CHAR_LENGTH":
 		return func(g []*fastjson.Value) value {
 			v := args[0](g)

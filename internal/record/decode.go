@@ -129,6 +129,9 @@ type Decoder struct {
 	// none) counts a record it drops, on the channel's goroutine.
 	where  *expr.Pred
 	Filter func(ch int)
+	// computed are the plan's computed fields, in order: each sets its
+	// field (index at in fields) from the fields before it.
+	computed []computed
 	// staged holds each channel's largest timestamp as its barrier of a
 	// checkpoint passed, for the checkpoint's output part.
 	stagedMu sync.Mutex
@@ -187,6 +190,13 @@ type scratch struct {
 	num  []byte // a number's text (decNumber)
 	slab []val
 	keys map[string]string
+	// arena holds the values of computed fields, for one record.
+	arena fastjson.Arena
+}
+
+type computed struct {
+	at int
+	x  *expr.Expr
 }
 
 // maxInterned bounds the interned keys of one scratch; past it the table
@@ -231,6 +241,15 @@ func NewDecoder(p *spec.Plan, clk clock.Clock) *Decoder {
 		}
 		d.needs = append(d.needs, n)
 	}
+	resolve := func(col sqlparse.Ident) (int, *sqlparse.Error) { return d.fieldAt(col.Name), nil }
+	for _, f := range p.Computed {
+		// spec.Compile checked that each compiles.
+		if x, err := sqlparse.ParseExpr(f.Expr); err == nil {
+			if e, err := expr.CompileValue(x, resolve); err == nil {
+				d.computed = append(d.computed, computed{at: d.fieldAt(f.Name), x: e})
+			}
+		}
+	}
 	d.tsAt = -1
 	if p.Time == spec.EventTime && !p.TSFromKafka && !p.TSFromNATS {
 		// (With timestamp.source kafka or nats the source sets the
@@ -250,7 +269,7 @@ func NewDecoder(p *spec.Plan, clk clock.Clock) *Decoder {
 	if p.Where != "" {
 		// spec.Compile checked that it compiles.
 		if x, err := sqlparse.ParseExpr(p.Where); err == nil {
-			d.where, _ = expr.Compile(x, func(col sqlparse.Ident) (int, *sqlparse.Error) { return d.fieldAt(col.Name), nil })
+			d.where, _ = expr.Compile(x, resolve)
 		}
 	}
 	d.watch.seen = make([]atomic.Bool, len(d.fields))
@@ -340,6 +359,12 @@ func (d *Decoder) DecodeSlot(l fileio.Line, slot int) (Record, error) {
 	}
 	r := Record{Raw: l.Text, No: l.No, Promised: etime.MinTime}
 	d.gather(o, sc)
+	if len(d.computed) > 0 {
+		sc.arena.Reset()
+		for _, f := range d.computed {
+			sc.got[f.at] = f.x.Value(&sc.arena, sc.got)
+		}
+	}
 	if !d.watch.Done.Load() {
 		d.observe(o, sc)
 	}

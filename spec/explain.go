@@ -63,6 +63,12 @@ func describe1(p *Plan, op Op, dead bool) string {
 		if op.Checks {
 			s += ", timestamps checked, at most " + d(op.MaxFuture) + " ahead"
 		}
+		for _, f := range op.Computed {
+			s += fmt.Sprintf(", %s = %s", f.Name, f.Expr)
+		}
+		if op.Where != "" {
+			s += ", where " + op.Where + " (the others filtered after the watermark)"
+		}
 		if !dead {
 			return s + "; unreadable records counted as dead letters, not kept (no sinks.dead_letter)"
 		}

@@ -105,6 +105,10 @@ type DecodeOp struct {
 	TSUnit    TimeUnit
 	Checks    bool
 	MaxFuture etime.Duration
+	// Computed and Where are the plan's computed fields and where: the
+	// decoder sets the one and marks the records the other drops.
+	Computed []ComputedField
+	Where    string
 }
 
 // WatermarkOp assigns event time and watermarks.
@@ -499,7 +503,7 @@ func (c *compiler) graph() {
 	}
 	g := &p.Graph
 	src := g.add("source", &SourceOp{Type: p.Source.Type, Config: &p.Source, Start: p.Start})
-	dec := g.add("decode", &DecodeOp{Format: p.Format, TSField: p.TSField, TSUnit: p.TSUnit, Checks: p.Checks, MaxFuture: p.MaxFuture}, Edge{src, Out})
+	dec := g.add("decode", &DecodeOp{Format: p.Format, TSField: p.TSField, TSUnit: p.TSUnit, Checks: p.Checks, MaxFuture: p.MaxFuture, Computed: p.Computed, Where: p.Where}, Edge{src, Out})
 	wm := g.add("watermark", &WatermarkOp{Time: p.Time, Type: p.WMType, Bound: p.Bound, IdleTimeout: p.IdleTimeout, EveryRecord: p.EveryRecord,
 		Interval: p.Interval, Heartbeat: p.Heartbeat, BacklogEvery: p.BacklogEvery}, Edge{dec, Out})
 	shape, trig := windowShape(s.Window, s.Trigger)

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/weirstream/weir/internal/expr"
 	"github.com/weirstream/weir/internal/sqlparse"
 	"github.com/weirstream/weir/internal/suggest"
 	"github.com/weirstream/weir/spec"
@@ -31,7 +32,7 @@ type item struct {
 // aggregates, which it returns in the query's order; with a legacy group
 // window (group), the window in GROUP BY and its FN_START, FN_END and
 // FN_ROWTIME functions in the select list.
-func (c *compiler) aggregation(sel *sqlparse.Select, src *sqlparse.CreateTable, group *sqlparse.Call) ([]item, error) {
+func (c *compiler) aggregation(sel *sqlparse.Select, rel *relation, group *sqlparse.Call) ([]item, error) {
 	s := c.job.Spec
 	bounds := map[string]bool{}
 	if group != nil {
@@ -43,17 +44,22 @@ func (c *compiler) aggregation(sel *sqlparse.Select, src *sqlparse.CreateTable, 
 			continue
 		}
 		ref, ok := g.(*sqlparse.Ref)
-		if !ok || len(ref.Parts) != 1 {
+		if !ok {
 			return nil, errAt(sqlparse.ExprPos(g), "", "group by window_start, window_end and columns", "only columns are grouped by")
 		}
-		name := ref.Parts[0].Name
+		name := ref.Parts[len(ref.Parts)-1].Name
 		switch name {
 		case "window_start", "window_end":
 			bounds[name] = true
 		default:
-			if column(src, name) == nil {
-				return nil, unknownColumn(ref.Parts[0], src)
+			col, id, err := rel.ref(ref)
+			if err != nil {
+				return nil, err
 			}
+			if !c.isField(rel, col) {
+				return nil, errAt(id.Pos, id.Name, "group by a field of the record", "%s is not a field of the record", id.Name)
+			}
+			name = col.name
 			if !session || !slices.Contains(s.Key, name) {
 				s.Key = append(s.Key, name)
 			}
@@ -70,6 +76,11 @@ func (c *compiler) aggregation(sel *sqlparse.Select, src *sqlparse.CreateTable, 
 		switch e := it.Expr.(type) {
 		case *sqlparse.Ref:
 			name := e.Parts[len(e.Parts)-1].Name
+			if name != "window_start" && name != "window_end" && name != "window_time" {
+				if col, _, err := rel.ref(e); err == nil {
+					name = col.name
+				}
+			}
 			if name != "window_start" && name != "window_end" && name != "window_time" && !slices.Contains(s.Key, name) {
 				return nil, errAt(it.Pos, name, "group by it, or aggregate it", "%s is neither grouped by nor aggregated", name)
 			}
@@ -84,7 +95,7 @@ func (c *compiler) aggregation(sel *sqlparse.Select, src *sqlparse.CreateTable, 
 					continue
 				}
 			}
-			a, err := aggregate(e, it.Alias, src)
+			a, err := c.aggregate(e, it.Alias, rel, len(items))
 			if err != nil {
 				return nil, err
 			}
@@ -137,7 +148,7 @@ func unknownColumn(id sqlparse.Ident, t *sqlparse.CreateTable) *sqlparse.Error {
 }
 
 // aggregate compiles one aggregate call named alias.
-func aggregate(call *sqlparse.Call, alias sqlparse.Ident, src *sqlparse.CreateTable) (spec.Aggregate, error) {
+func (c *compiler) aggregate(call *sqlparse.Call, alias sqlparse.Ident, rel *relation, at int) (spec.Aggregate, error) {
 	fn := strings.ToUpper(tableName(call.Name))
 	a := spec.Aggregate{Name: alias.Name}
 	known := slices.Sorted(maps.Keys(aggregates))
@@ -160,14 +171,20 @@ func aggregate(call *sqlparse.Call, alias sqlparse.Ident, src *sqlparse.CreateTa
 	case len(call.Args) != 1:
 		return a, errAt(call.Pos, fn, "", "%s takes one column", fn)
 	}
-	ref, ok := call.Args[0].Value.(*sqlparse.Ref)
-	if !ok || len(ref.Parts) != 1 {
-		return a, errAt(call.Pos, fn, "", "aggregates of expressions are not compiled yet; aggregate a column")
+	// A column, or an expression, which a computed field holds.
+	x, err := c.fields(call.Args[0].Value, rel)
+	if err != nil {
+		return a, err
 	}
-	if column(src, ref.Parts[0].Name) == nil {
-		return a, unknownColumn(ref.Parts[0], src)
+	if ref, ok := x.(*sqlparse.Ref); ok {
+		a.Field = ref.Parts[0].Name
+	} else {
+		if _, err := expr.Compile(x, func(sqlparse.Ident) (int, *sqlparse.Error) { return 0, nil }); err != nil {
+			return a, err
+		}
+		a.Field = fmt.Sprintf("_weir_arg_%d", at)
+		c.job.Spec.Computed = append(c.job.Spec.Computed, spec.ComputedField{Name: a.Field, Expr: sqlparse.FormatExpr(x)})
 	}
-	a.Field = ref.Parts[0].Name
 	if call.Distinct {
 		if fn != "COUNT" {
 			return a, errAt(call.Pos, fn, "", "DISTINCT is compiled for COUNT only")

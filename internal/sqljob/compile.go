@@ -44,7 +44,7 @@ func Compile(src, file string) (*Job, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &compiler{tables: map[string]*sqlparse.CreateTable{}, outputs: map[string]*sqlparse.Set{}, job: &Job{Spec: &spec.Spec{}}}
+	c := &compiler{tables: map[string]*sqlparse.CreateTable{}, views: map[string]*sqlparse.CreateView{}, outputs: map[string]*sqlparse.Set{}, job: &Job{Spec: &spec.Spec{}}}
 	c.job.Spec.Name = strings.TrimSuffix(filepath.Base(file), filepath.Ext(file))
 	if err := c.script(script); err != nil {
 		return nil, err
@@ -55,6 +55,11 @@ func Compile(src, file string) (*Job, error) {
 type compiler struct {
 	job    *Job
 	tables map[string]*sqlparse.CreateTable
+	views  map[string]*sqlparse.CreateView
+	// timeAttr is the source table's time attribute when the timestamp
+	// is read from its field (TO_TIMESTAMP_LTZ(field, p)), which no
+	// computed field then holds.
+	timeAttr string
 	// inserts are the file's INSERT, or its statement set's.
 	inserts []*sqlparse.Insert
 	// outputs are the SETs of weir.*.sink keys, by key.
@@ -89,7 +94,11 @@ func (c *compiler) script(s *sqlparse.Script) error {
 			}
 			c.inserts = st.Inserts
 		case *sqlparse.CreateView:
-			return errAt(st.Pos, "CREATE VIEW", "", "views are not compiled yet")
+			name := tableName(st.Name)
+			if _, dup := c.views[name]; dup || c.tables[name] != nil {
+				return errAt(st.Pos, name, "give it another name", "%s is created twice", name)
+			}
+			c.views[name] = st
 		case *sqlparse.QueryStmt:
 			if c.inserts != nil {
 				return errAt(st.Query.Pos, "SELECT", "run one query per file", "a second query; a file holds one")

@@ -238,7 +238,7 @@ CREATE TABLE out (user_id STRING, window_start TIMESTAMP(3), window_end TIMESTAM
 		{"unknown aggregate", table + strings.Replace(insert, "COUNT(*) AS n", "SUMM(amount) AS n", 1), `SUMM is not an aggregate weir compiles (at "SUMM"); did you mean "SUM"?`},
 		{"two inserts", table + insert + insert, "a second INSERT; a file holds one"},
 		{"where on an unknown column", table + strings.Replace(insert, "GROUP BY", "WHERE amont > 5 GROUP BY", 1), `table orders has no column amont (at "amont"); did you mean "amount"?`},
-		{"where on the time attribute", table + strings.Replace(insert, "GROUP BY", "WHERE ts > 5 GROUP BY", 1), "WHERE on ts is not compiled yet"},
+		{"where on the time attribute", table + strings.Replace(insert, "GROUP BY", "WHERE ts > 5 GROUP BY", 1), "ts is not a field of the record (a metadata column, or the time attribute read as the event time)"},
 		{"where with an unknown function", table + strings.Replace(insert, "GROUP BY", "WHERE MODE(amount, 2) = 0 GROUP BY", 1), `function MODE is not supported in a filter (at "MODE"); did you mean "MOD"?`},
 		{"having", table + strings.Replace(insert, "user_id, window_start, window_end;", "user_id, window_start, window_end HAVING COUNT(*) > 1;", 1), "HAVING is not compiled yet"},
 		{"columns", table + strings.Replace(insert, ", COUNT(*) AS n", "", 1), "the query has 3 columns and table out has 4 (at \"SELECT\"); select one column per column of out (user_id, window_start, window_end, n), in its order"},

@@ -1,6 +1,7 @@
 package sqljob
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -24,47 +25,50 @@ func (c *compiler) compileInsert(in *sqlparse.Insert) error {
 		return errAt(q.Pos, "", "write one SELECT ... FROM TABLE(TUMBLE(...)) GROUP BY window_start, window_end, keys", "this query is not compiled yet")
 	}
 	sel := q.Selects[0]
-	var src *sqlparse.CreateTable
+	var rel *relation
 	var timeCol string
 	group := legacyWindow(sel)
 	switch from := sel.From.(type) {
 	case *sqlparse.TableFunc:
-		if src, timeCol, err = c.window(from.Call); err != nil {
+		if rel, timeCol, err = c.window(from.Call); err != nil {
 			return err
 		}
 	case *sqlparse.TableRef:
 		if group == nil {
 			return errAt(sel.Pos, "SELECT", "aggregate over a window table function: FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL '1' MINUTE))", "only windowed aggregations are compiled yet")
 		}
-		if src, err = c.lookup(from.Name); err != nil {
+		if rel, err = c.relationOf(from.Name, from.Alias.Name); err != nil {
 			return err
 		}
 		var ref *sqlparse.Ref
 		if len(group.Args) > 0 {
 			ref, _ = group.Args[0].Value.(*sqlparse.Ref)
 		}
-		if ref == nil || len(ref.Parts) != 1 {
+		if ref == nil {
 			return errAt(group.Pos, tableName(group.Name), "write "+tableName(group.Name)+"(ts, INTERVAL '1' MINUTE) with the table's time attribute", "a group window's first argument is the time attribute")
 		}
-		timeCol = ref.Parts[0].Name
+		col, _, perr := rel.ref(ref)
+		if perr != nil {
+			return perr
+		}
+		timeCol = col.name
 		if err := c.assign(group, strings.ToUpper(tableName(group.Name)), -1); err != nil {
 			return err
 		}
 	default:
 		return errAt(sel.Pos, "SELECT", "aggregate over a window table function: FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL '1' MINUTE))", "only windowed aggregations are compiled yet")
 	}
-	if err := c.source(src, timeCol); err != nil {
+	filter, err := c.source(rel, timeCol)
+	if err != nil {
 		return err
 	}
 	if sel.Having != nil {
 		return errAt(sel.Pos, "HAVING", "filter the rows before the window with WHERE", "HAVING is not compiled yet")
 	}
-	if sel.Where != nil {
-		if err := c.where(sel.Where, src); err != nil {
-			return err
-		}
+	if err := c.where(sel.Where, rel, filter); err != nil {
+		return err
 	}
-	items, err := c.aggregation(sel, src, group)
+	items, err := c.aggregation(sel, rel, group)
 	if err != nil {
 		return err
 	}
@@ -216,14 +220,14 @@ func arg(call *sqlparse.Call, i int, name string) (sqlparse.Expr, bool) {
 
 // window compiles a window table function into the spec's window and
 // returns its table and time column.
-func (c *compiler) window(call *sqlparse.Call) (*sqlparse.CreateTable, string, error) {
+func (c *compiler) window(call *sqlparse.Call) (*relation, string, error) {
 	fn := strings.ToUpper(tableName(call.Name))
 	data, ok := arg(call, 0, "DATA")
 	ta, isTable := data.(*sqlparse.TableArg)
 	if !ok || !isTable {
 		return nil, "", errAt(call.Pos, fn, "write "+fn+"(TABLE t, DESCRIPTOR(ts), ...)", "%s's first argument is TABLE and the table", fn)
 	}
-	t, err := c.lookup(ta.Name)
+	t, err := c.relationOf(ta.Name, "")
 	if err != nil {
 		return nil, "", err
 	}
@@ -237,8 +241,14 @@ func (c *compiler) window(call *sqlparse.Call) (*sqlparse.CreateTable, string, e
 	}
 	if fn == "SESSION" {
 		for _, k := range ta.PartitionBy {
+			if t.col(k.Name) == nil {
+				return nil, "", t.unknown(k)
+			}
 			c.job.Spec.Key = append(c.job.Spec.Key, k.Name)
 		}
+	}
+	if t.col(d.Columns[0].Name) == nil {
+		return nil, "", t.unknown(d.Columns[0])
 	}
 	return t, d.Columns[0].Name, nil
 }
@@ -302,22 +312,122 @@ func intervalDuration(iv *sqlparse.Interval) (*spec.Duration, error) {
 	return &d, nil
 }
 
-// where compiles the query's WHERE over source table src: the spec's
-// where, over the table's physical columns (the record's fields).
-func (c *compiler) where(x sqlparse.Expr, src *sqlparse.CreateTable) error {
-	_, err := expr.Compile(x, func(id sqlparse.Ident) (int, *sqlparse.Error) {
-		col := column(src, id.Name)
-		switch {
-		case col == nil:
-			return 0, unknownColumn(id, src)
-		case col.Computed != nil || col.Metadata:
-			return 0, errAt(id.Pos, id.Name, "filter on the record's own fields (the column "+id.Name+" is computed or metadata)", "WHERE on %s is not compiled yet", id.Name)
-		}
-		return 0, nil
-	})
-	if err != nil {
-		return err
+// where compiles the query's WHERE over relation rel, and the view's
+// filter field (filter, "" for none): the spec's where.
+func (c *compiler) where(x sqlparse.Expr, rel *relation, filter string) error {
+	var conds []string
+	if filter != "" {
+		conds = append(conds, filter)
 	}
-	c.job.Spec.Where = sqlparse.FormatExpr(x)
+	if x != nil {
+		x, err := c.fields(x, rel)
+		if err != nil {
+			return err
+		}
+		if _, err := expr.Compile(x, func(sqlparse.Ident) (int, *sqlparse.Error) { return 0, nil }); err != nil {
+			return err
+		}
+		conds = append(conds, sqlparse.FormatExpr(x))
+	}
+	if len(conds) == 2 {
+		conds = []string{conds[0] + " AND (" + conds[1] + ")"}
+	}
+	if len(conds) == 1 {
+		c.job.Spec.Where = conds[0]
+	}
 	return nil
+}
+
+// fields rewrites the column references of x, an expression of the
+// query over rel, as the record fields that hold them: a column named
+// alone (rel's name or alias stripped). A column that is no field (a
+// Kafka record time, a time attribute read as the timestamp) is
+// refused.
+func (c *compiler) fields(x sqlparse.Expr, rel *relation) (sqlparse.Expr, error) {
+	var bad *sqlparse.Error
+	out := rewriteRefs(x, func(r *sqlparse.Ref) sqlparse.Expr {
+		col, id, rest, err := rel.path(r)
+		switch {
+		case err != nil:
+			bad = cmp.Or(bad, err)
+		case !c.isField(rel, col):
+			bad = cmp.Or(bad, errAt(id.Pos, id.Name, "filter and compute on the record's own fields and computed columns", "%s is not a field of the record (a metadata column, or the time attribute read as the event time)", id.Name))
+		default:
+			return &sqlparse.Ref{Parts: append([]sqlparse.Ident{{Pos: id.Pos, Name: col.name}}, rest...)}
+		}
+		return r
+	})
+	if bad != nil {
+		return nil, bad
+	}
+	return out, nil
+}
+
+// isField reports whether rel's column col is a field of the records:
+// not a metadata column, nor the time attribute read as the timestamp
+// (c.timeAttr), which no computed field holds.
+func (c *compiler) isField(rel *relation, col *relCol) bool {
+	if col.expr != nil {
+		return true
+	}
+	bc := column(rel.table, col.name)
+	return bc != nil && !bc.Metadata && col.name != c.timeAttr
+}
+
+// rewriteRefs copies x with each column reference replaced by f's.
+func rewriteRefs(x sqlparse.Expr, f func(*sqlparse.Ref) sqlparse.Expr) sqlparse.Expr {
+	rw := func(e sqlparse.Expr) sqlparse.Expr { return rewriteRefs(e, f) }
+	switch x := x.(type) {
+	case *sqlparse.Ref:
+		return f(x)
+	case *sqlparse.Unary:
+		y := *x
+		y.X = rw(x.X)
+		return &y
+	case *sqlparse.Binary:
+		y := *x
+		y.X, y.Y = rw(x.X), rw(x.Y)
+		return &y
+	case *sqlparse.IsNull:
+		y := *x
+		y.X = rw(x.X)
+		return &y
+	case *sqlparse.Between:
+		y := *x
+		y.X, y.Lo, y.Hi = rw(x.X), rw(x.Lo), rw(x.Hi)
+		return &y
+	case *sqlparse.In:
+		y := *x
+		y.X = rw(x.X)
+		y.List = make([]sqlparse.Expr, len(x.List))
+		for i, l := range x.List {
+			y.List[i] = rw(l)
+		}
+		return &y
+	case *sqlparse.Case:
+		y := *x
+		if x.Operand != nil {
+			y.Operand = rw(x.Operand)
+		}
+		y.Whens = make([]sqlparse.When, len(x.Whens))
+		for i, w := range x.Whens {
+			y.Whens[i] = sqlparse.When{Cond: rw(w.Cond), Result: rw(w.Result)}
+		}
+		if x.Else != nil {
+			y.Else = rw(x.Else)
+		}
+		return &y
+	case *sqlparse.Cast:
+		y := *x
+		y.X = rw(x.X)
+		return &y
+	case *sqlparse.Call:
+		y := *x
+		y.Args = make([]sqlparse.Arg, len(x.Args))
+		for i, a := range x.Args {
+			y.Args[i] = sqlparse.Arg{Name: a.Name, Value: rw(a.Value)}
+		}
+		return &y
+	}
+	return x
 }

@@ -32,7 +32,17 @@ func columnNames(t *sqlparse.CreateTable) []string {
 
 // source compiles the table a window reads: its connector, its time
 // attribute (timeCol, which its watermark must be on) and its watermark.
-func (c *compiler) source(t *sqlparse.CreateTable, timeCol string) error {
+func (c *compiler) source(rel *relation, viewTime string) (string, error) {
+	if err := c.timeAttribute(rel, viewTime); err != nil {
+		return "", err
+	}
+	return c.computed(rel, c.timeAttr)
+}
+
+// sourceTable compiles the table a window reads (through a view or
+// not): its connector, its time attribute (timeCol, which its watermark
+// must be on) and its watermark.
+func (c *compiler) sourceTable(t *sqlparse.CreateTable, timeCol string) error {
 	s := c.job.Spec
 	name := tableName(t.Name)
 	o := optionsOf(t)
@@ -106,9 +116,13 @@ func (c *compiler) source(t *sqlparse.CreateTable, timeCol string) error {
 		s.Source.Timestamp = spec.Timestamp{Source: "kafka"}
 		return c.watermark(wm, timeCol)
 	}
+	// TO_TIMESTAMP_LTZ(field, 3 or 0) of a number field is read as the
+	// timestamp; another computed column (a CASE of fields, say) or a
+	// TIMESTAMP column is a field of epoch milliseconds.
 	call, ok := col.Computed.(*sqlparse.Call)
 	if !ok || !strings.EqualFold(tableName(call.Name), "TO_TIMESTAMP_LTZ") || len(call.Args) != 2 {
-		return errAt(col.Pos, timeCol, "declare the event time as a number and the attribute as "+timeCol+" AS TO_TIMESTAMP_LTZ(field, 3)", "time attribute %s is not compiled yet: only TO_TIMESTAMP_LTZ of a number field is", timeCol)
+		s.Source.Timestamp = spec.Timestamp{Field: timeCol, Unit: "ms"}
+		return c.watermark(wm, timeCol)
 	}
 	field, ok := call.Args[0].Value.(*sqlparse.Ref)
 	prec, ok2 := call.Args[1].Value.(*sqlparse.Lit)
@@ -118,6 +132,7 @@ func (c *compiler) source(t *sqlparse.CreateTable, timeCol string) error {
 	if column(t, field.Parts[0].Name) == nil {
 		return errAt(call.Pos, field.Parts[0].Name, "", "table %s has no column %s", name, field.Parts[0].Name)
 	}
+	c.timeAttr = timeCol // read as the timestamp: no computed field
 	s.Source.Timestamp = spec.Timestamp{Field: field.Parts[0].Name, Unit: map[string]string{"3": "ms", "0": "s"}[prec.Text]}
 	return c.watermark(wm, timeCol)
 }
@@ -384,4 +399,20 @@ func postgresURL(url, user, password string) (string, bool) {
 		}
 	}
 	return u.String(), true
+}
+
+// timeAttribute resolves the query's time column viewTime, a column of
+// rel, to its table's time attribute (a view passes it through under
+// its name or another), and compiles the table.
+func (c *compiler) timeAttribute(rel *relation, viewTime string) error {
+	col := rel.col(viewTime)
+	timeCol := viewTime
+	if col != nil && col.expr != nil {
+		ref, ok := col.expr.(*sqlparse.Ref)
+		if !ok || len(ref.Parts) != 1 {
+			return errAt(col.pos, viewTime, "select the table's time attribute in the view as it is", "view %s: column %s is no time attribute", rel.name, viewTime)
+		}
+		timeCol = ref.Parts[0].Name
+	}
+	return c.sourceTable(rel.table, timeCol)
 }

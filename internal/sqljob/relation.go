@@ -1,0 +1,232 @@
+package sqljob
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/weirstream/weir/internal/expr"
+	"github.com/weirstream/weir/internal/sqlparse"
+	"github.com/weirstream/weir/internal/suggest"
+	"github.com/weirstream/weir/spec"
+)
+
+// relation is what a query reads: a table, or a view over one (a
+// projection and a filter of its rows), with the alias the query gives
+// it. Its columns are record fields: a table's physical columns, and its
+// computed columns and a view's columns as computed fields (spec.Spec's
+// Computed), which compile adds in order.
+type relation struct {
+	name  string
+	alias string
+	table *sqlparse.CreateTable
+	// cols are the relation's columns by name: nil expr for a column
+	// the record holds under that name, else its expression over the
+	// table's columns.
+	cols  []relCol
+	where sqlparse.Expr // a view's filter, over the table's columns
+	view  bool
+}
+
+type relCol struct {
+	name string
+	pos  sqlparse.Pos
+	expr sqlparse.Expr
+}
+
+func (r *relation) col(name string) *relCol {
+	for i := range r.cols {
+		if r.cols[i].name == name {
+			return &r.cols[i]
+		}
+	}
+	return nil
+}
+
+func (r *relation) names() []string {
+	var out []string
+	for _, c := range r.cols {
+		out = append(out, c.name)
+	}
+	return out
+}
+
+// unknown is the error of a column r does not have, with a did-you-mean.
+func (r *relation) unknown(id sqlparse.Ident) *sqlparse.Error {
+	hint := suggest.Or(id.Name, r.names(), "its columns: "+strings.Join(r.names(), ", "))
+	what := "table"
+	if r.view {
+		what = "view"
+	}
+	return errAt(id.Pos, id.Name, hint, "%s %s has no column %s", what, r.name, id.Name)
+}
+
+// ref resolves a column reference of the query: the relation's column,
+// named alone or after the relation's name or alias.
+func (r *relation) ref(x *sqlparse.Ref) (*relCol, sqlparse.Ident, *sqlparse.Error) {
+	col, id, rest, err := r.path(x)
+	if err == nil && len(rest) > 0 {
+		return nil, id, errAt(id.Pos, sqlparse.FormatExpr(x), "select nested fields in a view (CREATE VIEW v AS SELECT "+sqlparse.FormatExpr(x)+" AS name FROM ...)",
+			"a nested field as a key or column of a windowed query is not compiled yet")
+	}
+	return col, id, err
+}
+
+// path resolves a reference that may reach into a column's nested
+// fields (rest).
+func (r *relation) path(x *sqlparse.Ref) (*relCol, sqlparse.Ident, []sqlparse.Ident, *sqlparse.Error) {
+	parts := x.Parts
+	if len(parts) > 1 && r.col(parts[0].Name) == nil && (parts[0].Name == r.alias && r.alias != "" || parts[0].Name == r.name) {
+		parts = parts[1:]
+	}
+	c := r.col(parts[0].Name)
+	if c == nil {
+		return nil, parts[0], nil, r.unknown(parts[0])
+	}
+	return c, parts[0], parts[1:], nil
+}
+
+
+// relationOf resolves a query's FROM name: a table or a view.
+func (c *compiler) relationOf(n sqlparse.Name, alias string) (*relation, error) {
+	name := tableName(n)
+	if v, ok := c.views[name]; ok {
+		r, err := c.viewRelation(v)
+		if err != nil {
+			return nil, err
+		}
+		r.alias = alias
+		return r, nil
+	}
+	t, ok := c.tables[name]
+	if !ok {
+		known := slices.Sorted(maps.Keys(c.tables))
+		known = append(known, slices.Sorted(maps.Keys(c.views))...)
+		hint := suggest.Or(name, known, "create it with CREATE TABLE "+name+" (...) WITH (...)")
+		return nil, errAt(n.Pos(), name, hint, "unknown table %s", name)
+	}
+	r := &relation{name: name, alias: alias, table: t}
+	for _, col := range t.Columns {
+		r.cols = append(r.cols, relCol{name: col.Name.Name, pos: col.Pos})
+	}
+	return r, nil
+}
+
+// viewRelation compiles CREATE VIEW v AS SELECT columns FROM t [WHERE
+// ...]: a projection of one table's columns and nested fields, named by
+// their aliases (or their last name, as Flink names them).
+func (c *compiler) viewRelation(v *sqlparse.CreateView) (*relation, error) {
+	name := tableName(v.Name)
+	q := v.Query
+	if len(q.Selects) != 1 || q.With != nil || q.OrderBy != nil || q.Limit != nil {
+		return nil, errAt(q.Pos, name, "a view is one SELECT of columns FROM a table [WHERE ...]", "view %s: this query is not compiled yet", name)
+	}
+	sel := q.Selects[0]
+	from, ok := sel.From.(*sqlparse.TableRef)
+	if !ok || sel.GroupBy != nil || sel.Having != nil || sel.Distinct {
+		return nil, errAt(sel.Pos, name, "a view is one SELECT of columns FROM a table [WHERE ...]", "view %s: this query is not compiled yet", name)
+	}
+	t, ok := c.tables[tableName(from.Name)]
+	if !ok {
+		if _, isView := c.views[tableName(from.Name)]; isView {
+			return nil, errAt(from.Name.Pos(), tableName(from.Name), "select from the table the other view reads", "view %s: a view over a view is not compiled yet", name)
+		}
+		_, err := c.lookup(from.Name)
+		return nil, err
+	}
+	base := &relation{name: tableName(t.Name), alias: from.Alias.Name, table: t}
+	for _, col := range t.Columns {
+		base.cols = append(base.cols, relCol{name: col.Name.Name, pos: col.Pos})
+	}
+	r := &relation{name: name, table: t, where: sel.Where, view: true}
+	for i, it := range sel.Items {
+		if it.Star {
+			r.cols = append(r.cols, base.cols...)
+			continue
+		}
+		col := relCol{name: it.Alias.Name, pos: it.Pos, expr: stripAlias(it.Expr, base)}
+		if ref, ok := col.expr.(*sqlparse.Ref); ok && col.name == "" {
+			col.name = ref.Parts[len(ref.Parts)-1].Name
+		}
+		if col.name == "" {
+			col.name = fmt.Sprintf("EXPR$%d", i)
+		}
+		if len(v.Columns) > i {
+			col.name = v.Columns[i].Name
+		}
+		if ref, ok := col.expr.(*sqlparse.Ref); ok && len(ref.Parts) == 1 && ref.Parts[0].Name == col.name {
+			col.expr = nil // the table's own column
+		}
+		r.cols = append(r.cols, col)
+	}
+	return r, nil
+}
+
+// stripAlias removes the table's name or alias from the references of x
+// (bid.price of FROM t AS bid is t's column... unless bid is also a
+// column: a nested field wins, as the table's columns shadow nothing).
+func stripAlias(x sqlparse.Expr, base *relation) sqlparse.Expr {
+	ref, ok := x.(*sqlparse.Ref)
+	if !ok || len(ref.Parts) < 2 {
+		return x
+	}
+	first := ref.Parts[0].Name
+	if base.col(first) == nil && (first == base.alias || first == base.name) {
+		return &sqlparse.Ref{Parts: ref.Parts[1:]}
+	}
+	return x
+}
+
+// computed adds the relation's computed fields to the spec, in order:
+// the table's computed columns but skip (the time attribute read as the
+// timestamp itself), then a view's filter (a boolean field, since the
+// view's columns may replace the table's under the same names) and its
+// columns that are not the table's own. It returns the name of the
+// view's filter field ("" for none). Each expression is checked against
+// the columns before it.
+func (c *compiler) computed(r *relation, skip string) (string, error) {
+	s := c.job.Spec
+	known := map[string]bool{}
+	for _, col := range r.table.Columns {
+		if !col.Metadata && col.Computed == nil {
+			known[col.Name.Name] = true
+		}
+	}
+	add := func(name string, x sqlparse.Expr) error {
+		_, err := expr.Compile(x, func(id sqlparse.Ident) (int, *sqlparse.Error) {
+			if !known[id.Name] {
+				return 0, errAt(id.Pos, id.Name, "", "table %s has no column %s that an expression can read", tableName(r.table.Name), id.Name)
+			}
+			return 0, nil
+		})
+		if err != nil {
+			return err
+		}
+		s.Computed = append(s.Computed, spec.ComputedField{Name: name, Expr: sqlparse.FormatExpr(x)})
+		known[name] = true
+		return nil
+	}
+	for _, col := range r.table.Columns {
+		if col.Computed != nil && col.Name.Name != skip {
+			if err := add(col.Name.Name, col.Computed); err != nil {
+				return "", err
+			}
+		}
+	}
+	filter := ""
+	if r.where != nil {
+		filter = "_weir_view_" + r.name
+		if err := add(filter, r.where); err != nil {
+			return "", err
+		}
+	}
+	for _, col := range r.cols {
+		if col.expr != nil {
+			if err := add(col.name, col.expr); err != nil {
+				return "", err
+			}
+		}
+	}
+	return filter, nil
+}

@@ -87,7 +87,6 @@ func (r *relation) path(x *sqlparse.Ref) (*relCol, sqlparse.Ident, []sqlparse.Id
 	return c, parts[0], parts[1:], nil
 }
 
-
 // relationOf resolves a query's FROM name: a table or a view.
 func (c *compiler) relationOf(n sqlparse.Name, alias string) (*relation, error) {
 	name := tableName(n)

@@ -42,6 +42,7 @@ func TestDependencyRules(t *testing.T) {
 		"connector":                   {"etime", "clock"},
 		"connector/fileio":            {".", "connector", "etime"},
 		"connector/genio":             {"connector", "etime", "clock", "connector/fileio"},
+		"connector/nexmarkio":         {".", "connector", "connector/fileio", "etime", "nexmark"},
 		"connector/sqliteio":          {"connector", "etime", "window", "connector/internal/tablerow", "internal/jsonnum"},
 		"connector/internal/tablerow": {"connector", "etime", "window"},
 		"connector/connectortest":     {".", "connector", "etime", "connector/internal/tablerow"},
@@ -49,7 +50,7 @@ func TestDependencyRules(t *testing.T) {
 		"connector/natsio":            {"connector", "etime", "clock"},
 		"connector/pgio":              {"connector", "etime", "window", "connector/internal/tablerow", "ledger"},
 		// The built-in kinds, registered in connector.Default.
-		"connector/all": {"connector", "connector/fileio", "connector/genio", "connector/kafkaio", "connector/natsio", "connector/pgio", "connector/sqliteio", "ledger"},
+		"connector/all": {"connector", "connector/fileio", "connector/genio", "connector/kafkaio", "connector/natsio", "connector/nexmarkio", "connector/pgio", "connector/sqliteio", "ledger"},
 		// The job spec compiles: it does no I/O, imports no connector, and
 		// resolves type: through the connector registry.
 		"spec": {"connector", "etime", "window", "trigger", "internal/suggest", "internal/sqlparse", "internal/expr"},

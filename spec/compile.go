@@ -509,13 +509,24 @@ func (c *compiler) source() {
 		if s.Path == "" {
 			c.add("source.path", "missing", "a file source needs the path of its input, such as orders.jsonl")
 		}
-	case "stdin", "generator", "kafka", "nats":
+	case "stdin", "generator", "kafka", "nats", "nexmark":
 		if s.Path != "" {
 			c.add("source.path", "a "+typ+" source reads no file", "remove path, or use type: file")
 		}
 	}
 	if typ != "generator" && s.Generator != nil {
 		c.add("source.generator", "only a generator source takes generator settings", "use type: generator, or remove generator")
+	}
+	switch n := s.Nexmark; {
+	case typ != "nexmark" && n != nil:
+		c.add("source.nexmark", "only a nexmark source takes nexmark settings", "use type: nexmark, or remove nexmark")
+	case typ == "nexmark" && (n == nil || n.Events <= 0):
+		c.add("source.nexmark.events", "missing", "give the number of events to generate, such as events: 1000000")
+	case typ == "nexmark" && (n.Rate < 0 || n.Rate > 1_000_000):
+		c.add("source.nexmark.rate", fmt.Sprintf("%d is out of range", n.Rate), "use 1..1000000 events per second of event time, or leave it out for 10000")
+	}
+	if typ == "nexmark" && s.Format != "" {
+		c.add("source.format", "the nexmark source makes its own rows", "remove format")
 	}
 	p.Format = enum(c, "source.format", s.Format, FormatJSONL, FormatJSONL, FormatCSV)
 	if typ == "generator" && s.Format != "" {

@@ -42,7 +42,7 @@ func TestKindsMatchTheSpec(t *testing.T) {
 			t.Errorf("sink field %s is a setting of no sink kind", f)
 		}
 	}
-	if got, want := connector.Default.Sources(), []string{"file", "stdin", "generator", "kafka", "nats"}; !slices.Equal(got, want) {
+	if got, want := connector.Default.Sources(), []string{"file", "stdin", "generator", "kafka", "nats", "nexmark"}; !slices.Equal(got, want) {
 		t.Errorf("source kinds %v, want %v (the order of validate's messages)", got, want)
 	}
 	if got, want := connector.Default.Sinks(connector.RoleResults), []string{"jsonl", "stdout", "kafka", "postgres", "nats", "sqlite"}; !slices.Equal(got, want) {
@@ -65,7 +65,7 @@ func yamlFields(t reflect.Type, prefix string) []string {
 		if ft.Kind() == reflect.Pointer {
 			ft = ft.Elem()
 		}
-		if prefix == "" && ft.Kind() == reflect.Struct && (name == "kafka" || name == "nats" || name == "generator") {
+		if prefix == "" && ft.Kind() == reflect.Struct && (name == "kafka" || name == "nats" || name == "generator" || name == "nexmark") {
 			names = append(names, yamlFields(ft, name+".")...)
 		}
 	}

@@ -195,6 +195,9 @@ type Source struct {
 	NumbersInStrings bool `yaml:"numbers_in_strings" json:",omitempty"`
 	// Generator configures type generator.
 	Generator *Generator `yaml:"generator"`
+	// Nexmark configures type nexmark: the Nexmark benchmark's events as
+	// rows of the Nexmark project's Flink table (connector/nexmarkio).
+	Nexmark *NexmarkSource `yaml:"nexmark" json:",omitempty"`
 	// Kafka configures type kafka.
 	Kafka *KafkaSource `yaml:"kafka"`
 	// NATS configures type nats.
@@ -206,6 +209,14 @@ type Source struct {
 	// source's kind does not take, as unknown fields.
 	Extra   map[string]any    `yaml:"-" json:",omitempty"`
 	ExtraAt map[string][2]int `yaml:"-" json:"-"`
+}
+
+// NexmarkSource is the Nexmark generator's settings.
+type NexmarkSource struct {
+	// Events is how many events to generate.
+	Events int64 `yaml:"events"`
+	// Rate is events per second of event time (default 10000).
+	Rate int64 `yaml:"rate"`
 }
 
 // NATSSource reads a NATS JetStream stream in stream order (an ordered

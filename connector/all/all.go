@@ -14,6 +14,7 @@ import (
 	"github.com/weirstream/weir/connector/genio"
 	"github.com/weirstream/weir/connector/kafkaio"
 	"github.com/weirstream/weir/connector/natsio"
+	"github.com/weirstream/weir/connector/nexmarkio"
 	"github.com/weirstream/weir/connector/pgio"
 	"github.com/weirstream/weir/connector/sqliteio"
 	"github.com/weirstream/weir/ledger"
@@ -24,5 +25,5 @@ func init() { connector.Default.MustRegister(Kinds()...) }
 // Kinds returns the built-in kinds in the order a job spec's messages
 // list them.
 func Kinds() []connector.Kind {
-	return slices.Concat(fileio.Kinds(), genio.Kinds(), kafkaio.Kinds(), pgio.Kinds(), natsio.Kinds(), sqliteio.Kinds(), ledger.Kinds())
+	return slices.Concat(fileio.Kinds(), genio.Kinds(), kafkaio.Kinds(), pgio.Kinds(), natsio.Kinds(), sqliteio.Kinds(), ledger.Kinds(), nexmarkio.Kinds())
 }

@@ -66,6 +66,10 @@ func (c *compiler) sourceTable(t *sqlparse.CreateTable, timeCol string) error {
 		if err := kafkaSource(s, o, t); err != nil {
 			return err
 		}
+	case "nexmark":
+		if err := nexmarkSource(s, o, t); err != nil {
+			return err
+		}
 	case "":
 		return errAt(t.Pos, name, "add WITH ('connector' = 'filesystem', 'path' = '...', 'format' = 'json')", "table %s has no 'connector' option", name)
 	default:
@@ -94,6 +98,8 @@ func (c *compiler) sourceTable(t *sqlparse.CreateTable, timeCol string) error {
 		known = append(generatorOptions, "connector", "weir.final-watermark")
 	case "kafka":
 		known = append(kafkaSourceOptions, "connector", "weir.channels")
+	case "nexmark":
+		known = append(nexmarkOptions, "connector", "weir.final-watermark")
 	}
 	if err := o.rest(name, known); err != nil {
 		return err
@@ -415,4 +421,53 @@ func (c *compiler) timeAttribute(rel *relation, viewTime string) error {
 		timeCol = ref.Parts[0].Name
 	}
 	return c.sourceTable(rel.table, timeCol)
+}
+
+// nexmarkOptions are the Nexmark project's options of its Flink source.
+var nexmarkOptions = []string{"events.num", "first-event.rate", "next-event.rate", "person.proportion", "auction.proportion", "bid.proportion"}
+
+// nexmarkSource compiles the Nexmark project's source table: weir's
+// generator is Beam's, at one rate and in Beam's proportions 1:3:46
+// (the project's defaults), which the options may state but not change.
+func nexmarkSource(s *spec.Spec, o options, t *sqlparse.CreateTable) error {
+	name := tableName(t.Name)
+	n := &spec.NexmarkSource{}
+	s.Source.Type, s.Source.Nexmark = "nexmark", n
+	num := func(key string) (int64, error) {
+		pos := o[key].Pos
+		v := o.take(key)
+		if v == "" {
+			return 0, nil
+		}
+		i, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || i < 0 {
+			return 0, errAt(pos, v, "write a whole number", "table %s: %s '%s' is not a whole number", name, key, v)
+		}
+		return i, nil
+	}
+	var err error
+	if n.Events, err = num("events.num"); err != nil {
+		return err
+	}
+	first, err := num("first-event.rate")
+	if err != nil {
+		return err
+	}
+	next, err := num("next-event.rate")
+	if err != nil {
+		return err
+	}
+	if first != 0 && next != 0 && first != next {
+		return errAt(t.Pos, name, "give first-event.rate and next-event.rate the same value", "table %s: weir's Nexmark generator has one rate", name)
+	}
+	n.Rate = cmp.Or(first, next)
+	for key, want := range map[string]int64{"person.proportion": 1, "auction.proportion": 3, "bid.proportion": 46} {
+		pos := o[key].Pos
+		if v, err := num(key); err != nil {
+			return err
+		} else if v != 0 && v != want {
+			return errAt(pos, strconv.FormatInt(v, 10), "leave the proportions at 1, 3 and 46, or out", "table %s: weir's Nexmark generator is Beam's, in proportions 1:3:46", name)
+		}
+	}
+	return nil
 }

@@ -1,0 +1,180 @@
+// Package nexmarkio is the Nexmark benchmark's event generator (package
+// nexmark, Beam's generator) as a job spec's source kind, nexmark: each
+// event is a JSON row in the shape of the Nexmark project's Flink table
+// (event_type 0, 1 or 2 for a person, an auction or a bid, and the row of
+// its kind; the others null), so that the project's SQL runs on it.
+// Times (dateTime, expires) are epoch milliseconds, as weir's JSON holds
+// a TIMESTAMP(3). One channel reads every event in order; its position
+// is the next event's number.
+package nexmarkio
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/connector"
+	"github.com/weirstream/weir/connector/fileio"
+	"github.com/weirstream/weir/etime"
+	"github.com/weirstream/weir/nexmark"
+)
+
+// Kinds are the job spec's kinds of this package: the nexmark source.
+func Kinds() []connector.Kind {
+	return []connector.Kind{{Name: "nexmark",
+		Doc: "generates the Nexmark benchmark's events (people, auctions, bids; Beam's generator) as JSON rows of the Nexmark project's Flink table",
+		Source: &connector.SourceKind{Abilities: connector.AbilityPositions, Open: open, OwnEnd: true, Fields: []connector.Field{
+			{Name: "nexmark.events", Doc: "events to generate", Required: true},
+			{Name: "nexmark.rate", Doc: "events per second of event time (default 10000)"},
+		}}}}
+}
+
+func open(_ context.Context, so connector.SourceOpen) (connector.OpenedSource, error) {
+	src, err := newSource(int64(so.Settings.Int("nexmark.events")), int64(so.Settings.Int("nexmark.rate")))
+	if err != nil {
+		return connector.OpenedSource{}, err
+	}
+	src.final, src.stop = so.Final, so.Stop
+	return connector.OpenedSource{Source: src, Name: "nexmark"}, nil
+}
+
+// New returns a source of events rows of the generator at rate events
+// per second of event time (0: 10000), ending with the final watermark.
+func New(events, rate int64) (connector.Source[fileio.Line], error) { return newSource(events, rate) }
+
+func newSource(events, rate int64) (*source, error) {
+	c := nexmark.DefaultConfig()
+	if rate > 0 {
+		c.Rate = rate
+	}
+	g, err := nexmark.NewGenerator(c)
+	if err != nil {
+		return nil, err
+	}
+	return &source{g: g, events: events, batch: fileio.DefaultBatch}, nil
+}
+
+type source struct {
+	g           *nexmark.Generator
+	events      int64
+	final, stop func() bool
+	batch       int
+}
+
+func (s *source) Open(_ context.Context, ch, n int) (connector.Reader[fileio.Line], error) {
+	if n != 1 {
+		return nil, fmt.Errorf("nexmarkio: the nexmark source has one channel, not %d", n)
+	}
+	return &reader{s: s}, nil
+}
+
+type reader struct {
+	s   *source
+	i   int64
+	buf []byte
+}
+
+func (r *reader) Read(_ context.Context, out connector.Output[fileio.Line]) (connector.ReadStatus, error) {
+	s := r.s
+	if r.i >= s.events || (s.stop != nil && s.stop()) {
+		if s.final == nil || s.final() {
+			out.EmitWatermark(etime.MaxTime)
+		}
+		return connector.Done, nil
+	}
+	for k := 0; k < s.batch && r.i < s.events; k++ {
+		e := s.g.Event(r.i)
+		r.buf = AppendRow(r.buf[:0], &e)
+		out.Emit(etime.MinTime, fileio.Line{Kind: fileio.Data, No: r.i + 1, Text: append([]byte(nil), r.buf...)})
+		r.i++
+	}
+	return connector.Emitted, nil
+}
+
+// Backlog implements connector.BacklogReporter: generated events are a
+// backlog.
+func (r *reader) Backlog() bool { return true }
+
+func (r *reader) Close() error { return nil }
+
+// SnapshotPosition implements connector.CheckpointedReader.
+func (r *reader) SnapshotPosition() ([]byte, error) {
+	return strconv.AppendInt([]byte("nexmark1:"), r.i, 10), nil
+}
+
+// RestorePosition implements connector.CheckpointedReader.
+func (r *reader) RestorePosition(pos []byte) error {
+	v, ok := strings.CutPrefix(string(pos), "nexmark1:")
+	i, err := strconv.ParseInt(v, 10, 64)
+	if !ok || err != nil || i < 0 {
+		return fmt.Errorf("nexmarkio: cannot resume at %q: not a position of this source", pos)
+	}
+	r.i = i
+	return nil
+}
+
+var _ connector.CheckpointedReader = (*reader)(nil)
+
+// AppendRow appends event e as the JSON row of the Nexmark project's
+// Flink table: {"event_type", "person", "auction", "bid"}, the row of
+// e's kind set, the others null.
+func AppendRow(b []byte, e *nexmark.Event) []byte {
+	str := func(b []byte, k, v string) []byte {
+		b = append(b, `,"`+k+`":`...)
+		return weir.AppendJSONString(b, v)
+	}
+	num := func(b []byte, k string, v int64) []byte {
+		b = append(b, `,"`+k+`":`...)
+		return strconv.AppendInt(b, v, 10)
+	}
+	b = append(b, `{"event_type":`...)
+	b = strconv.AppendInt(b, int64(e.Kind), 10)
+	b = append(b, `,"person":`...)
+	if p := e.Person; e.Kind == nexmark.KindPerson && p != nil {
+		b = append(b, `{"id":`...)
+		b = strconv.AppendInt(b, p.ID, 10)
+		b = str(b, "name", p.Name)
+		b = str(b, "emailAddress", p.Email)
+		b = str(b, "creditCard", p.CreditCard)
+		b = str(b, "city", p.City)
+		b = str(b, "state", p.State)
+		b = num(b, "dateTime", int64(p.DateTime))
+		b = str(b, "extra", p.Extra)
+		b = append(b, '}')
+	} else {
+		b = append(b, "null"...)
+	}
+	b = append(b, `,"auction":`...)
+	if a := e.Auction; e.Kind == nexmark.KindAuction && a != nil {
+		b = append(b, `{"id":`...)
+		b = strconv.AppendInt(b, a.ID, 10)
+		b = str(b, "itemName", a.ItemName)
+		b = str(b, "description", a.Description)
+		b = num(b, "initialBid", a.InitialBid)
+		b = num(b, "reserve", a.Reserve)
+		b = num(b, "dateTime", int64(a.DateTime))
+		b = num(b, "expires", int64(a.Expires))
+		b = num(b, "seller", a.Seller)
+		b = num(b, "category", a.Category)
+		b = str(b, "extra", a.Extra)
+		b = append(b, '}')
+	} else {
+		b = append(b, "null"...)
+	}
+	b = append(b, `,"bid":`...)
+	if e.Kind == nexmark.KindBid {
+		x := &e.Bid
+		b = append(b, `{"auction":`...)
+		b = strconv.AppendInt(b, x.Auction, 10)
+		b = num(b, "bidder", x.Bidder)
+		b = num(b, "price", x.Price)
+		b = num(b, "dateTime", int64(x.DateTime))
+		b = str(b, "extra", x.Extra)
+		b = append(b, '}')
+	} else {
+		b = append(b, "null"...)
+	}
+	return append(b, '}')
+}

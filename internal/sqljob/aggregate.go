@@ -142,11 +142,6 @@ func groupBound(call, group *sqlparse.Call) (string, bool, error) {
 	return bound, true, nil
 }
 
-func unknownColumn(id sqlparse.Ident, t *sqlparse.CreateTable) *sqlparse.Error {
-	hint := suggest.Or(id.Name, columnNames(t), "its columns: "+strings.Join(columnNames(t), ", "))
-	return errAt(id.Pos, id.Name, hint, "table %s has no column %s", tableName(t.Name), id.Name)
-}
-
 // aggregate compiles one aggregate call named alias.
 func (c *compiler) aggregate(call *sqlparse.Call, alias sqlparse.Ident, rel *relation, at int) (spec.Aggregate, error) {
 	fn := strings.ToUpper(tableName(call.Name))

@@ -22,14 +22,6 @@ func column(t *sqlparse.CreateTable, name string) *sqlparse.Column {
 	return nil
 }
 
-func columnNames(t *sqlparse.CreateTable) []string {
-	var names []string
-	for _, col := range t.Columns {
-		names = append(names, col.Name.Name)
-	}
-	return names
-}
-
 // source compiles the table a window reads: its connector, its time
 // attribute (timeCol, which its watermark must be on) and its watermark.
 func (c *compiler) source(rel *relation, viewTime string) (string, error) {

@@ -7,12 +7,18 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/weirstream/weir/internal/benchutil"
+	"github.com/weirstream/weir/internal/sqljob"
+	"github.com/weirstream/weir/job"
 	"github.com/weirstream/weir/nexmark"
 )
 
@@ -33,6 +39,7 @@ func benchCmd(ctx context.Context, args []string, o IO) int {
 	evRate := fs.Int64("rate", 10_000, "event rate in events per second of event time (1000000 gives ~600k auctions per window)")
 	extra := fs.Bool("extra", false, "generate Beam's padding strings (about 70 bytes per bid)")
 	runs := fs.Int("runs", 1, "runs of each side, in turn; the medians are reported")
+	withSQL := fs.Bool("sql", false, "also run the query as the Nexmark project writes it in Flink SQL (on the nexmark source, which renders each event as a JSON row that the job parses), where weir reaches it, and report its rate beside the typed API's")
 	fs.Usage = func() {
 		fmt.Fprintln(o.Stderr, `usage: weir bench nexmark [--query q5] [--events N] [--parallelism N] [--json] [--with-generation]
 
@@ -97,6 +104,19 @@ same rows, and prints both rates and their ratio.`)
 			weirRuns = append(weirRuns, m)
 			match = match && got.Digest == hand.Digest
 		}
+		var sqlRuns []measured
+		sq, inSQL := nexmark.SQL[q.Name]
+		if *withSQL && inSQL {
+			for range *runs {
+				res, m := timed(func() (nexmark.Result, error) { return runNexmarkSQL(ctx, sq, *events, *evRate, *par) })
+				if m.err != nil {
+					fmt.Fprintf(o.Stderr, "weir: bench nexmark %s --sql: %v\n", q.Name, m.err)
+					return ExitFailed
+				}
+				sqlRuns = append(sqlRuns, m)
+				match = match && res.Digest == hand.Digest
+			}
+		}
 		wm, hm := median(weirRuns), median(handRuns)
 		r := benchReport{
 			Query: q.Name, Events: *events, Parallelism: *par, WithGeneration: *withGen, Runs: *runs,
@@ -104,6 +124,10 @@ same rows, and prints both rates and their ratio.`)
 			WeirCPU: wm.cpuRate, HandCPU: hm.cpuRate,
 		}
 		r.Ratio = r.Weir / r.Hand
+		if len(sqlRuns) > 0 {
+			sm := median(sqlRuns)
+			r.SQL, r.SQLRatio, r.SQLHandRatio = sm.rate, sm.rate/r.Weir, sm.rate/r.Hand
+		}
 		if r.HandCPU > 0 {
 			r.CPURatio = r.WeirCPU / r.HandCPU
 		}
@@ -124,6 +148,12 @@ same rows, and prints both rates and their ratio.`)
 		fmt.Fprintf(o.Stdout, "  weir       %8.2f M events/s  %8.2f M events/CPU-s\n", r.Weir/1e6, r.WeirCPU/1e6)
 		fmt.Fprintf(o.Stdout, "  hand loop  %8.2f M events/s  %8.2f M events/CPU-s\n", r.Hand/1e6, r.HandCPU/1e6)
 		fmt.Fprintf(o.Stdout, "  ratio      %8.3f            %8.3f per CPU-second\n", r.Ratio, r.CPURatio)
+		switch {
+		case r.SQL > 0:
+			fmt.Fprintf(o.Stdout, "  SQL        %8.2f M events/s  %.3f of the typed API's, %.3f of the hand loop's (events as JSON rows, parsed)\n", r.SQL/1e6, r.SQLRatio, r.SQLHandRatio)
+		case *withSQL:
+			fmt.Fprintf(o.Stdout, "  SQL        not reached: weir does not run this query's SQL yet (docs/SQL.md, \"Nexmark\")\n")
+		}
 		fmt.Fprintf(o.Stdout, "  rows       %d, %s\n", r.Rows, same)
 	}
 	return code
@@ -146,6 +176,56 @@ type benchReport struct {
 	WeirCPU  float64 `json:"weir_events_per_cpu_s"`
 	HandCPU  float64 `json:"hand_events_per_cpu_s"`
 	CPURatio float64 `json:"cpu_ratio"`
+	// With --sql, where weir runs the query's SQL: its rate, and that
+	// as a share of the typed API's and of the hand loop's.
+	SQL          float64 `json:"sql_events_per_s,omitempty"`
+	SQLRatio     float64 `json:"sql_ratio_typed,omitempty"`
+	SQLHandRatio float64 `json:"sql_ratio_hand,omitempty"`
+}
+
+// runNexmarkSQL runs query sq's SQL job on events events of the nexmark
+// source at rate (events per second of event time) in a scratch
+// directory, and returns its rows' digest, the events and the time the
+// job ran (compiling it aside).
+func runNexmarkSQL(ctx context.Context, sq nexmark.SQLQuery, events, rate int64, par int) (nexmark.Result, error) {
+	dir, err := os.MkdirTemp("", "weir-bench-sql-")
+	if err != nil {
+		return nexmark.Result{}, err
+	}
+	defer os.RemoveAll(dir)
+	j, err := sqljob.Compile(sq.Text(events, rate), "nexmark.sql")
+	if err != nil {
+		return nexmark.Result{}, err
+	}
+	p, err := j.Plan()
+	if err != nil {
+		return nexmark.Result{}, err
+	}
+	start := time.Now()
+	jb, err := job.Open(p, job.RunOptions{Dir: dir, Parallelism: par, Stdout: io.Discard, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		return nexmark.Result{}, err
+	}
+	if _, err := jb.Run(ctx); err != nil {
+		return nexmark.Result{}, err
+	}
+	res := nexmark.Result{Events: events, Elapsed: time.Since(start)}
+	b, err := os.ReadFile(filepath.Join(dir, "out.jsonl"))
+	if err != nil {
+		return res, err
+	}
+	for l := range strings.Lines(string(b)) {
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			return res, err
+		}
+		r, err := sq.Row(m)
+		if err != nil {
+			return res, err
+		}
+		res.Digest.Add(&r)
+	}
+	return res, nil
 }
 
 // measured is one timed run: events per wall second and per CPU-second.

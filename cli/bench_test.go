@@ -38,3 +38,30 @@ func TestBenchNexmarkSmoke(t *testing.T) {
 		t.Errorf("an unknown query: exit %d, %q", code, stderr.String())
 	}
 }
+
+// TestBenchNexmarkSQL: weir bench nexmark --sql runs the queries weir
+// runs in SQL beside the typed API, with rows equal to the hand loop's,
+// and reports their rates; the others are reported as not reached.
+func TestBenchNexmarkSQL(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	code := Main(context.Background(), strings.Fields("bench nexmark --query all --events 30000 --json --sql"), IO{Stdout: &stdout, Stderr: &stderr})
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s%s", code, stdout.String(), stderr.String())
+	}
+	reached := 0
+	for l := range strings.Lines(stdout.String()) {
+		var r benchReport
+		if err := json.Unmarshal([]byte(l), &r); err != nil {
+			t.Fatalf("not JSON: %q: %v", l, err)
+		}
+		if r.SQL > 0 {
+			reached++
+			if !r.RowsMatch || r.SQLRatio <= 0 || r.SQLHandRatio <= 0 {
+				t.Errorf("%s", l)
+			}
+		}
+	}
+	if reached == 0 {
+		t.Errorf("no query ran in SQL:\n%s", stdout.String())
+	}
+}

@@ -1,0 +1,93 @@
+package nexmark
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/weirstream/weir/etime"
+)
+
+// SQLDDL is the Nexmark project's Flink source table and bid view in
+// weir's words (the same columns, CASE time attribute, watermark and
+// connector options), with the project's ${...} placeholders as verbs:
+// events.num, then the rate (first-event.rate and next-event.rate).
+const SQLDDL = `CREATE TABLE datagen (
+  event_type INT,
+  person ROW<id BIGINT, name VARCHAR, emailAddress VARCHAR, creditCard VARCHAR, city VARCHAR, state VARCHAR, dateTime TIMESTAMP(3), extra VARCHAR>,
+  auction ROW<id BIGINT, itemName VARCHAR, description VARCHAR, initialBid BIGINT, reserve BIGINT, dateTime TIMESTAMP(3), expires TIMESTAMP(3), seller BIGINT, category BIGINT, extra VARCHAR>,
+  bid ROW<auction BIGINT, bidder BIGINT, price BIGINT, dateTime TIMESTAMP(3), extra VARCHAR>,
+  dateTime AS CASE WHEN event_type = 0 THEN person.dateTime WHEN event_type = 1 THEN auction.dateTime ELSE bid.dateTime END,
+  WATERMARK FOR dateTime AS dateTime - INTERVAL '4' SECOND
+) WITH (
+  'connector' = 'nexmark', 'events.num' = '%[1]d',
+  'first-event.rate' = '%[2]d', 'next-event.rate' = '%[2]d',
+  'person.proportion' = '1', 'auction.proportion' = '3', 'bid.proportion' = '46'
+);
+CREATE VIEW bid AS
+SELECT bid.auction, bid.bidder, bid.price, dateTime, bid.extra
+FROM datagen WHERE event_type = 2;
+`
+
+// SQLQuery is a query as the Nexmark project writes it in Flink SQL,
+// its sink a JSON lines file (out.jsonl) where the project's is a
+// blackhole, and how its rows read as the hand loop's Rows.
+type SQLQuery struct {
+	// Sink is the CREATE TABLE of its sink; Query the INSERT.
+	Sink, Query string
+	// Row reads one JSON row of the sink.
+	Row func(map[string]json.RawMessage) (Row, error)
+}
+
+// Text is the query's whole SQL job over events events at rate events per
+// second of event time.
+func (q SQLQuery) Text(events, rate int64) string {
+	return fmt.Sprintf(SQLDDL, events, rate) + q.Sink + "\n" + q.Query + "\n"
+}
+
+// SQL are the queries weir runs as the project writes them, by name.
+var SQL = map[string]SQLQuery{
+	"q11": {
+		Sink: `CREATE TABLE nexmark_q11 (bidder BIGINT, bid_count BIGINT, starttime TIMESTAMP(3), endtime TIMESTAMP(3))
+  WITH ('connector' = 'filesystem', 'path' = 'out.jsonl');`,
+		Query: `INSERT INTO nexmark_q11
+SELECT B.bidder, count(*) as bid_count,
+    SESSION_START(B.dateTime, INTERVAL '10' SECOND) as starttime,
+    SESSION_END(B.dateTime, INTERVAL '10' SECOND) as endtime
+FROM bid B
+GROUP BY B.bidder, SESSION(B.dateTime, INTERVAL '10' SECOND);`,
+		Row: func(m map[string]json.RawMessage) (Row, error) {
+			var r Row
+			err := readSQL(m, map[string]any{"starttime": &r.Start, "endtime": &r.End, "bidder": &r.A, "bid_count": &r.B})
+			return r, err
+		},
+	},
+}
+
+// readSQL reads a row's columns into their places: an etime.Time from a
+// TIMESTAMP(3) as Flink's JSON writes it, an int64 from a number.
+func readSQL(m map[string]json.RawMessage, into map[string]any) error {
+	for col, p := range into {
+		raw, ok := m[col]
+		if !ok {
+			return fmt.Errorf("nexmark: a row without %s: %v", col, m)
+		}
+		switch p := p.(type) {
+		case *etime.Time:
+			var s string
+			if err := json.Unmarshal(raw, &s); err != nil {
+				return fmt.Errorf("nexmark: %s: %w", col, err)
+			}
+			t, err := time.Parse("2006-01-02 15:04:05.000", s)
+			if err != nil {
+				return fmt.Errorf("nexmark: %s: %w", col, err)
+			}
+			*p = etime.Time(t.UnixMilli())
+		case *int64:
+			if err := json.Unmarshal(raw, p); err != nil {
+				return fmt.Errorf("nexmark: %s: %w", col, err)
+			}
+		}
+	}
+	return nil
+}

@@ -301,3 +301,30 @@ INSERT INTO out SELECT user_id, window_start, window_end, COUNT(*) FROM TABLE(TU
 		t.Errorf("warnings %q", j.Warnings)
 	}
 }
+
+// TestHints: a SELECT's hint sets the query's emit options, a table's
+// hint overrides its WITH options (as Flink's dynamic table options);
+// other hints are refused.
+func TestHints(t *testing.T) {
+	const tables = `CREATE TABLE orders (user_id STRING, ms BIGINT, ts AS TO_TIMESTAMP_LTZ(ms, 3), WATERMARK FOR ts AS ts - INTERVAL '5' SECOND) WITH ('connector' = 'filesystem', 'path' = 'o.jsonl');
+CREATE TABLE out (user_id STRING, s TIMESTAMP(3), n BIGINT) WITH ('connector' = 'print');
+`
+	j, err := Compile(tables+`INSERT INTO out SELECT /*+ OPTIONS('table.exec.emit.allow-lateness' = '3 min', 'table.exec.emit.late-fire.delay' = '10 s') */
+  user_id, TUMBLE_START(ts, INTERVAL '1' MINUTE), COUNT(*) FROM orders /*+ OPTIONS('path' = 'other.jsonl') */ GROUP BY user_id, TUMBLE(ts, INTERVAL '1' MINUTE);`, "h.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := j.Spec
+	if s.AllowedLateness == nil || *s.AllowedLateness != 180_000 || s.LateFiringInterval == nil || *s.LateFiringInterval != 10_000 || s.Source.Path != "other.jsonl" {
+		t.Errorf("lateness %v, late firing %v, path %q", s.AllowedLateness, s.LateFiringInterval, s.Source.Path)
+	}
+	for hint, want := range map[string]string{
+		"/*+ BROADCAST(orders) */":              "this hint is not one weir reads",
+		"/*+ OPTIONS('pipeline.name' = 'x') */": "pipeline.name is not an option of a query",
+	} {
+		_, err := Compile(tables+"INSERT INTO out SELECT "+hint+" user_id, TUMBLE_START(ts, INTERVAL '1' MINUTE), COUNT(*) FROM orders GROUP BY user_id, TUMBLE(ts, INTERVAL '1' MINUTE);", "h.sql")
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: got %v, want %s", hint, err, want)
+		}
+	}
+}

@@ -25,6 +25,9 @@ func (c *compiler) compileInsert(in *sqlparse.Insert) error {
 		return errAt(q.Pos, "", "write one SELECT ... FROM TABLE(TUMBLE(...)) GROUP BY window_start, window_end, keys", "this query is not compiled yet")
 	}
 	sel := q.Selects[0]
+	if err := c.queryHint(sel.Hint); err != nil {
+		return err
+	}
 	var rel *relation
 	var timeCol string
 	group := legacyWindow(sel)
@@ -38,6 +41,9 @@ func (c *compiler) compileInsert(in *sqlparse.Insert) error {
 			return errAt(sel.Pos, "SELECT", "aggregate over a window table function: FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL '1' MINUTE))", "only windowed aggregations are compiled yet")
 		}
 		if rel, err = c.relationOf(from.Name, from.Alias.Name); err != nil {
+			return err
+		}
+		if rel.table, err = tableHint(rel.table, from.Hint); err != nil {
 			return err
 		}
 		var ref *sqlparse.Ref

@@ -1,8 +1,6 @@
 package cli
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -29,14 +27,10 @@ func TestNexmarkSQL(t *testing.T) {
 	}) {
 		sq := nexmark.SQL[name]
 		t.Run(name, func(t *testing.T) {
-			dir := t.TempDir()
-			if err := os.WriteFile(filepath.Join(dir, name+".sql"), []byte(sq.Text(events, 10_000)), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			var stdout, stderr bytes.Buffer
-			code := Main(context.Background(), []string{"run", name + ".sql", "--deterministic"}, IO{Dir: dir, Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: &stderr})
-			if code != ExitOK || !strings.Contains(stderr.String(), "conservation holds") {
-				t.Fatalf("exit %d\n%s", code, stderr.String())
+			dir := filesIn(t, map[string]string{name + ".sql": sq.Text(events, 10_000)})
+			code, _, stderr := runIn(dir, "run", name+".sql", "--deterministic")
+			if code != ExitOK || !strings.Contains(stderr, "conservation holds") {
+				t.Fatalf("exit %d\n%s", code, stderr)
 			}
 			b, err := os.ReadFile(filepath.Join(dir, "out.jsonl"))
 			if err != nil {

@@ -32,24 +32,33 @@ FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(rowtime), INTERVAL '1' MINUTE))
 GROUP BY user_id, window_start, window_end;
 `
 
+// filesIn writes files into a new temporary directory and returns it.
+func filesIn(t *testing.T, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, text := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// runIn runs weir with args in dir and returns its exit code, stdout and
+// stderr.
+func runIn(dir string, args ...string) (int, string, string) {
+	var stdout, stderr bytes.Buffer
+	code := Main(context.Background(), args, IO{Dir: dir, Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: &stderr})
+	return code, stdout.String(), stderr.String()
+}
+
 // TestSQLValidate: weir validate and weir explain take a .sql job: the
 // plan of its YAML twin, warnings for the SET keys weir ignores, errors
 // with file:line:column, the offending text, a did-you-mean and the line
 // with a caret (exit 2).
 func TestSQLValidate(t *testing.T) {
-	dir := t.TempDir()
-	write := func(name, text string) {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	write("job.sql", sqlJob)
-	write("bad.sql", strings.Replace(sqlJob, "GROUP BY user_id", "GROUP BY usr_id", 1))
-	run := func(args ...string) (int, string, string) {
-		var stdout, stderr bytes.Buffer
-		code := Main(context.Background(), args, IO{Dir: dir, Stdout: &stdout, Stderr: &stderr})
-		return code, stdout.String(), stderr.String()
-	}
+	dir := filesIn(t, map[string]string{"job.sql": sqlJob, "bad.sql": strings.Replace(sqlJob, "GROUP BY user_id", "GROUP BY usr_id", 1)})
+	run := func(args ...string) (int, string, string) { return runIn(dir, args...) }
 	code, out, errs := run("validate", "job.sql")
 	if code != ExitOK || !strings.Contains(out, `job "orders", event time, file source, tumbling windows, 1 aggregate(s)`) ||
 		!strings.Contains(errs, `job.sql:3:1: SET key "table.exec.mini-batch.enabled" is not one weir honours; it is ignored`) {
@@ -103,16 +112,10 @@ GROUP BY user_id, window_start, window_end;
 		"json":   {`'connector' = 'filesystem', 'path' = 'stats.jsonl', 'format' = 'json'`, "SET 'weir.archive.dir' = 'archive';"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			dir := t.TempDir()
-			for f, b := range map[string][]byte{"orders.jsonl": orders, "job.sql": []byte(strings.NewReplacer("SINK", sink[0], "ARCHIVE", sink[1]).Replace(job))} {
-				if err := os.WriteFile(filepath.Join(dir, f), b, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
+			dir := filesIn(t, map[string]string{"orders.jsonl": string(orders), "job.sql": strings.NewReplacer("SINK", sink[0], "ARCHIVE", sink[1]).Replace(job)})
 			run := func(args ...string) (int, string) {
-				var stdout, stderr bytes.Buffer
-				code := Main(context.Background(), args, IO{Dir: dir, Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: &stderr})
-				return code, stdout.String() + stderr.String()
+				code, out, errs := runIn(dir, args...)
+				return code, out + errs
 			}
 			code, out := run("run", "job.sql", "--deterministic", "--now", "2026-06-01T00:00:00Z")
 			if code != ExitOK || !strings.Contains(out, "conservation holds: 604 in = 568 accepted (on time or late) + 32 side output") {
@@ -171,14 +174,10 @@ INSERT INTO pg SELECT user_id, window_start, window_end, SUM(amount) FROM TABLE(
 INSERT INTO file SELECT user_id, window_start, window_end, SUM(amount) FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(rowtime), INTERVAL '1' MINUTE)) GROUP BY user_id, window_start, window_end;
 END;
 `, broker, u.Host, u.Path, u.RawQuery, table, user)
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "job.sql"), []byte(job), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	var stdout, stderr bytes.Buffer
-	code := Main(context.Background(), []string{"run", "job.sql"}, IO{Dir: dir, Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: &stderr})
-	if code != ExitOK || !strings.Contains(stderr.String(), "conservation holds: 604 in") {
-		t.Fatalf("exit %d\n%s", code, stderr.String())
+	dir := filesIn(t, map[string]string{"job.sql": job})
+	code, _, errs := runIn(dir, "run", "job.sql")
+	if code != ExitOK || !strings.Contains(errs, "conservation holds: 604 in") {
+		t.Fatalf("exit %d\n%s", code, errs)
 	}
 	// The file's last revision of each window, by key and window.
 	want := map[string]string{}
@@ -231,7 +230,6 @@ END;
 // a column per select item (aliases, column names, EXPR$n), window bounds
 // as Flink's TIMESTAMP(3).
 func TestSQLSelect(t *testing.T) {
-	dir := t.TempDir()
 	in := `{"user":"ann","amount":5,"ts":1767225600000}
 {"user":"bob","amount":7,"ts":1767225601000}
 {"user":"ann","amount":1,"ts":1767225661000}
@@ -242,19 +240,13 @@ SELECT user, window_end, COUNT(*), SUM(amount) AS total
 FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(rowtime), INTERVAL '1' MINUTE))
 GROUP BY user, window_start, window_end;
 `
-	for f, b := range map[string]string{"in.jsonl": in, "q.sql": job} {
-		if err := os.WriteFile(filepath.Join(dir, f), []byte(b), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	var stdout, stderr bytes.Buffer
-	code := Main(context.Background(), []string{"run", "q.sql", "--deterministic"}, IO{Dir: dir, Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: &stderr})
+	code, stdout, stderr := runIn(filesIn(t, map[string]string{"in.jsonl": in, "q.sql": job}), "run", "q.sql", "--deterministic")
 	want := `{"user":"ann","window_end":"2026-01-01 00:01:00.000","EXPR$2":1,"total":5}
 {"user":"bob","window_end":"2026-01-01 00:01:00.000","EXPR$2":1,"total":7}
 {"user":"ann","window_end":"2026-01-01 00:02:00.000","EXPR$2":1,"total":1}
 `
-	if code != ExitOK || stdout.String() != want {
-		t.Errorf("exit %d\n%s\nwant\n%s\n%s", code, stdout.String(), want, stderr.String())
+	if code != ExitOK || stdout != want {
+		t.Errorf("exit %d\n%s\nwant\n%s\n%s", code, stdout, want, stderr)
 	}
 }
 
@@ -305,24 +297,18 @@ SELECT bid.auction, bid.bidder, bid.price, dateTime FROM datagen WHERE event_typ
 	inputs := map[string]string{"nested": nested.String(), "flat": flat.String()}
 	got := map[string]string{}
 	for name, job := range jobs {
-		dir := t.TempDir()
-		for f, b := range map[string]string{"in.jsonl": inputs[name], "job.sql": job} {
-			if err := os.WriteFile(filepath.Join(dir, f), []byte(b), 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-		var stdout, stderr bytes.Buffer
-		code := Main(context.Background(), []string{"run", "job.sql", "--deterministic"}, IO{Dir: dir, Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: &stderr})
-		if code != ExitOK || !strings.Contains(stderr.String(), "conservation holds") {
-			t.Fatalf("%s: exit %d\n%s", name, code, stderr.String())
+		dir := filesIn(t, map[string]string{"in.jsonl": inputs[name], "job.sql": job})
+		code, _, stderr := runIn(dir, "run", "job.sql", "--deterministic")
+		if code != ExitOK || !strings.Contains(stderr, "conservation holds") {
+			t.Fatalf("%s: exit %d\n%s", name, code, stderr)
 		}
 		b, err := os.ReadFile(filepath.Join(dir, "out.jsonl"))
 		if err != nil {
 			t.Fatal(err)
 		}
 		got[name] = string(b)
-		if name == "nested" && !strings.Contains(stderr.String(), "filtered") {
-			t.Errorf("the nested job's summary counts no filtered rows:\n%s", stderr.String())
+		if name == "nested" && !strings.Contains(stderr, "filtered") {
+			t.Errorf("the nested job's summary counts no filtered rows:\n%s", stderr)
 		}
 	}
 	if got["nested"] != got["flat"] || strings.Count(got["flat"], "\n") < 10 || !strings.Contains(got["flat"], `"starttime":"2026-01-01 00:`) {

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"bytes"
-	"context"
 	"database/sql"
 	"encoding/json"
 	"os"
@@ -37,24 +36,10 @@ func TestSQLTwins(t *testing.T) {
 		t.Run(filepath.Base(src), func(t *testing.T) {
 			run := func(job string) string {
 				dir := t.TempDir()
-				entries, err := os.ReadDir(src)
-				if err != nil {
-					t.Fatal(err)
-				}
-				for _, e := range entries {
-					b, err := os.ReadFile(filepath.Join(src, e.Name()))
-					if err == nil {
-						err = os.WriteFile(filepath.Join(dir, e.Name()), b, 0o644)
-					}
-					if err != nil {
-						t.Fatal(err)
-					}
-				}
-				var stdout, stderr bytes.Buffer
-				code := Main(context.Background(), strings.Fields("run "+job+" --deterministic --now 2026-06-01T00:00:00Z --summary-json summary.json"),
-					IO{Dir: dir, Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: &stderr})
-				if code != ExitOK || !strings.Contains(stderr.String(), "conservation holds") {
-					t.Fatalf("%s: exit %d\n%s", job, code, stderr.String())
+				copyDir(t, src, dir)
+				code, _, stderr := runIn(dir, strings.Fields("run "+job+" --deterministic --now 2026-06-01T00:00:00Z --summary-json summary.json")...)
+				if code != ExitOK || !strings.Contains(stderr, "conservation holds") {
+					t.Fatalf("%s: exit %d\n%s", job, code, stderr)
 				}
 				return dir
 			}

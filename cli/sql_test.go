@@ -315,3 +315,23 @@ SELECT bid.auction, bid.bidder, bid.price, dateTime FROM datagen WHERE event_typ
 		t.Errorf("the view's rows:\n%s\nthe flat rows:\n%s", got["nested"], got["flat"])
 	}
 }
+
+// TestSQLDecimalExpressions: an aggregate of an expression over decimals
+// is exact, as the aggregate of the column is (a trial found 0.1 * 3
+// summed as 2.99999999999999974).
+func TestSQLDecimalExpressions(t *testing.T) {
+	dir := filesIn(t, map[string]string{
+		"in.jsonl": `{"k":"a","p":0.1,"ts":1767225600000}
+{"k":"a","p":0.2,"ts":1767225601000}
+{"k":"a","p":0.7,"ts":1767225602000}
+`,
+		"q.sql": `CREATE TABLE t (k STRING, p DECIMAL(10, 2), ts BIGINT, rt AS TO_TIMESTAMP_LTZ(ts, 3), WATERMARK FOR rt AS rt)
+  WITH ('connector' = 'filesystem', 'path' = 'in.jsonl');
+SELECT k, SUM(p) AS s, SUM(p * 3) AS s3, SUM(p * 1.2 - 0.01) AS s12, MAX(p * 10) AS mx
+FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(rt), INTERVAL '1' MINUTE)) WHERE p * 3 <> 0.6 GROUP BY k, window_start, window_end;
+`})
+	code, out, errs := runIn(dir, "run", "q.sql", "--deterministic")
+	if want := `{"k":"a","s":0.8,"s3":2.4,"s12":0.94,"mx":7.0}` + "\n"; code != ExitOK || out != want {
+		t.Errorf("exit %d\n%s\nwant %s\n%s", code, out, want, errs)
+	}
+}

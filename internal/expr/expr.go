@@ -36,27 +36,90 @@ const (
 	integer
 	float
 	str
-	raw // an object or array, as the record holds it
+	raw     // an object or array, as the record holds it
+	decimal // i / 10^sc, exactly: a number with a fraction of up to 18 digits
 )
 
 // value is one SQL value; s aliases the record's text or a literal's.
 type value struct {
-	k kind
-	b bool
-	i int64
-	f float64
-	s []byte
-	r *fastjson.Value // raw
+	k  kind
+	b  bool
+	i  int64
+	f  float64
+	s  []byte
+	r  *fastjson.Value // raw
+	sc uint8           // decimal's scale
 }
 
 func (v value) num() float64 {
-	if v.k == integer {
+	switch v.k {
+	case integer:
 		return float64(v.i)
+	case decimal:
+		return float64(v.i) / pow10[v.sc]
 	}
 	return v.f
 }
 
-func (v value) isNum() bool { return v.k == integer || v.k == float }
+func (v value) isNum() bool { return v.k == integer || v.k == float || v.k == decimal }
+
+// exact reports whether v is an integer or a decimal: a mantissa and a
+// scale (0 for an integer).
+func (v value) exact() (int64, uint8, bool) {
+	switch v.k {
+	case integer:
+		return v.i, 0, true
+	case decimal:
+		return v.i, v.sc, true
+	}
+	return 0, 0, false
+}
+
+// pow10 are the powers of ten a decimal's scale takes.
+var pow10 = [...]float64{1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18}
+
+// maxScale is the largest scale of a decimal value.
+const maxScale = 18
+
+// rescale is mantissa m at scale from as one at scale to (to >= from),
+// false when it overflows int64.
+func rescale(m int64, from, to uint8) (int64, bool) {
+	for ; from < to; from++ {
+		if m > math.MaxInt64/10 || m < math.MinInt64/10 {
+			return 0, false
+		}
+		m *= 10
+	}
+	return m, true
+}
+
+// dec is the decimal m / 10^sc, an integer when sc is 0.
+func dec(m int64, sc uint8) value {
+	if sc == 0 {
+		return value{k: integer, i: m}
+	}
+	return value{k: decimal, i: m, sc: sc}
+}
+
+// appendDecimal renders a decimal as a JSON number.
+func appendDecimal(b []byte, m int64, sc uint8) []byte {
+	if m < 0 {
+		b = append(b, '-')
+	}
+	u := uint64(m)
+	if m < 0 {
+		u = -u
+	}
+	var digits [24]byte
+	d := strconv.AppendUint(digits[:0], u, 10)
+	for len(d) <= int(sc) {
+		d = append([]byte{'0'}, d...)
+	}
+	n := len(d) - int(sc)
+	b = append(b, d[:n]...)
+	b = append(b, '.')
+	return append(b, d[n:]...)
+}
 
 var nullV = value{}
 
@@ -110,6 +173,8 @@ func (x *Expr) Value(a *fastjson.Arena, got []*fastjson.Value) *fastjson.Value {
 			return a.NewNull()
 		}
 		return a.NewNumberFloat64(v.f)
+	case decimal:
+		return a.NewNumberString(string(appendDecimal(nil, v.i, v.sc)))
 	case str:
 		return a.NewStringBytes(v.s)
 	case raw:
@@ -238,11 +303,51 @@ func number(b []byte) value {
 			return value{k: integer, i: i}
 		}
 	}
+	if v, ok := parseDecimal(b); ok {
+		return v
+	}
 	f, err := strconv.ParseFloat(string(b), 64)
 	if err != nil {
 		return nullV
 	}
 	return value{k: float, f: f}
+}
+
+// parseDecimal reads d.ddd (a sign, digits, one point, no exponent) of up
+// to 18 significant digits as a decimal.
+func parseDecimal(b []byte) (value, bool) {
+	neg := len(b) > 0 && b[0] == '-'
+	if neg || len(b) > 0 && b[0] == '+' {
+		b = b[1:]
+	}
+	var m int64
+	sc, point, digits := uint8(0), false, 0
+	for _, c := range b {
+		switch {
+		case c == '.' && !point:
+			point = true
+		case c >= '0' && c <= '9':
+			if m == 0 && c == '0' && !point {
+				continue // leading zeros
+			}
+			if digits++; digits > maxScale {
+				return nullV, false
+			}
+			m = m*10 + int64(c-'0')
+			if point {
+				sc++
+			}
+		default:
+			return nullV, false
+		}
+	}
+	if !point || sc > maxScale {
+		return nullV, false
+	}
+	if neg {
+		m = -m
+	}
+	return dec(m, sc), true
 }
 
 func (c compiler) ref(x *sqlparse.Ref) eval {
@@ -290,6 +395,13 @@ func fromJSON(v *fastjson.Value) value {
 			if i, err := v.Int64(); err == nil {
 				return value{k: integer, i: i}
 			}
+			return value{k: float, f: f}
+		}
+		// A fraction: a decimal of the shortest text that reads as f
+		// (the record's own text up to 15 significant digits).
+		var buf [32]byte
+		if d, ok := parseDecimal(strconv.AppendFloat(buf[:0], f, 'f', -1, 64)); ok {
+			return d
 		}
 		return value{k: float, f: f}
 	}
@@ -335,6 +447,8 @@ func (c compiler) unary(x *sqlparse.Unary) eval {
 			switch {
 			case v.k == integer && v.i != math.MinInt64:
 				return value{k: integer, i: -v.i}
+			case v.k == decimal && v.i != math.MinInt64:
+				return dec(-v.i, v.sc)
 			case v.isNum():
 				return value{k: float, f: -v.num()}
 			}
@@ -392,6 +506,9 @@ func cmpOp(op string, a, b value) value {
 	switch {
 	case a.k == integer && b.k == integer:
 		c = cmpInt(a.i, b.i)
+	case exactPair(a, b):
+		x, y, _ := aligned(a, b)
+		c = cmpInt(x, y)
 	case a.isNum() && b.isNum():
 		x, y := a.num(), b.num()
 		if math.IsNaN(x) || math.IsNaN(y) {
@@ -437,12 +554,38 @@ func b2i(b bool) int64 {
 	return 0
 }
 
+// exactPair reports whether a and b are integers or decimals that align
+// to one scale.
+func exactPair(a, b value) bool {
+	_, _, ok := aligned(a, b)
+	return ok && (a.k == decimal || b.k == decimal)
+}
+
+// aligned returns the mantissas of exact a and b at their larger scale.
+func aligned(a, b value) (int64, int64, bool) {
+	x, xs, ok1 := a.exact()
+	y, ys, ok2 := b.exact()
+	if !ok1 || !ok2 {
+		return 0, 0, false
+	}
+	sc := max(xs, ys)
+	x, ok1 = rescale(x, xs, sc)
+	y, ok2 = rescale(y, ys, sc)
+	return x, y, ok1 && ok2
+}
+
 // arith is a + b, a - b, a * b, a / b or a % b: exact on int64 (integer
-// division truncates, as SQL's on integers), float64 when either is a
-// float or the result would overflow; NULL on NULL or division by zero.
+// division truncates, as SQL's on integers) and on decimals for +, - and
+// *, float64 when either is a float, for a decimal's / and %, or when the
+// exact result would overflow; NULL on NULL or division by zero.
 func arith(op string, a, b value) value {
 	if !a.isNum() || !b.isNum() {
 		return nullV
+	}
+	if (a.k == decimal || b.k == decimal) && a.k != float && b.k != float {
+		if v, ok := decArith(op, a, b); ok {
+			return v
+		}
 	}
 	if a.k == integer && b.k == integer {
 		x, y := a.i, b.i
@@ -498,13 +641,57 @@ func arith(op string, a, b value) value {
 	return value{k: float, f: r}
 }
 
+// decArith is a + b, a - b or a * b of exact a and b, exactly; false
+// for another operator or when the result leaves int64 or scale 18.
+func decArith(op string, a, b value) (value, bool) {
+	switch op {
+	case "+", "-":
+		x, y, ok := aligned(a, b)
+		if !ok {
+			return nullV, false
+		}
+		sc := max(a.sc, b.sc)
+		if op == "-" {
+			if y == math.MinInt64 {
+				return nullV, false
+			}
+			y = -y
+		}
+		if r := x + y; (r > x) == (y > 0) || y == 0 {
+			return dec(r, sc), true
+		}
+	case "*":
+		x, xs, _ := a.exact()
+		y, ys, _ := b.exact()
+		if xs+ys > maxScale {
+			return nullV, false
+		}
+		if x == 0 || y == 0 {
+			return dec(0, xs+ys), true
+		}
+		if r := x * y; r/y == x && !(x == -1 && y == math.MinInt64) && !(y == -1 && x == math.MinInt64) {
+			return dec(r, xs+ys), true
+		}
+	}
+	return nullV, false
+}
+
 // like matches s against SQL's LIKE pattern p: % any run, _ any one byte
-// (of ASCII text: one character).
+// (of ASCII text: one character), \ before a character that character
+// itself (Flink's default escape).
 func like(s, p []byte) bool {
 	// Iterative, with one backtrack point for the last %.
 	si, pi, star, mark := 0, 0, -1, 0
 	for si < len(s) {
 		switch {
+		case pi+1 < len(p) && p[pi] == '\\' && p[pi+1] == s[si]:
+			si, pi = si+1, pi+2
+		case pi < len(p) && p[pi] == '\\':
+			if star < 0 {
+				return false
+			}
+			mark++
+			si, pi = mark, star+1
 		case pi < len(p) && (p[pi] == '_' || p[pi] == s[si]) && p[pi] != '%':
 			si, pi = si+1, pi+1
 		case pi < len(p) && p[pi] == '%':
@@ -585,6 +772,8 @@ func (c compiler) cast(x *sqlparse.Cast) eval {
 			switch {
 			case v.k == integer:
 				return v
+			case v.k == decimal:
+				return value{k: integer, i: v.i / int64(pow10[v.sc])}
 			case v.k == float && v.f >= math.MinInt64 && v.f < math.MaxInt64:
 				return value{k: integer, i: int64(v.f)}
 			}
@@ -628,6 +817,8 @@ func (c compiler) cast(x *sqlparse.Cast) eval {
 				return value{k: str, s: strconv.AppendInt(nil, v.i, 10)}
 			case float:
 				return value{k: str, s: strconv.AppendFloat(nil, v.f, 'g', -1, 64)}
+			case decimal:
+				return value{k: str, s: appendDecimal(nil, v.i, v.sc)}
 			}
 			return value{k: str, s: []byte(strconv.FormatBool(v.b))}
 		}
@@ -662,6 +853,8 @@ func (c compiler) call(x *sqlparse.Call) eval {
 				return value{k: float, f: -float64(v.i)}
 			case v.k == float:
 				v.f = math.Abs(v.f)
+			case v.k == decimal && v.i < 0 && v.i != math.MinInt64:
+				v.i = -v.i
 			}
 			return v
 		}

@@ -45,6 +45,7 @@ func TestKeep(t *testing.T) {
 		{"region = 1", false},                   // a number against a string: NULL
 		{"region LIKE 'e%' AND region LIKE '_u' AND region NOT LIKE 'u%'", true},
 		{"'abcabd' LIKE 'a%bd' AND 'abc' LIKE '%' AND NOT 'abc' LIKE 'ab'", true},
+		{`'a_c' LIKE 'a\_c' AND NOT 'abc' LIKE 'a\_c' AND '50%' LIKE '%\%' AND NOT '50' LIKE '%\%' AND 'x\y' LIKE 'x\\y'`, true},
 		{"user.name = 'ann' AND user.age >= 30", true},
 		{"user.missing IS NULL", true},
 		{"CASE WHEN amount > 200 THEN 'big' WHEN amount > 100 THEN 'mid' ELSE 'small' END = 'mid'", true},
@@ -56,7 +57,8 @@ func TestKeep(t *testing.T) {
 		{"CAST(s AS BIGINT) = 42 AND CAST(s AS DOUBLE) > 41.5 AND CAST(amount AS STRING) = '120'", true},
 		{"CAST(region AS INT) IS NULL", true},
 		{"UPPER(region) = 'EU' AND LOWER('EU') = region AND CHAR_LENGTH('héllo') = 5", true},
-		{"1.5e3 = 1500 AND 0.1 + 0.2 > 0.3", true}, // float64 arithmetic
+		{"1.5e3 = 1500 AND 0.1 + 0.2 = 0.3 AND price * 3 = 28.5 AND price - 0.05 = 9.45", true}, // decimals are exact
+		{"price / 3 > 3.1666 AND price / 3 < 3.1667", true},                                     // division: float64
 	} {
 		x, err := sqlparse.ParseExpr(c.where)
 		if err != nil {

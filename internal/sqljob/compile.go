@@ -357,7 +357,14 @@ func (o options) rest(table string, known []string) error {
 
 // Plan compiles the job's spec (spec.Compile): the plan its YAML twin
 // compiles to.
-func (j *Job) Plan() (*spec.Plan, error) { return spec.Compile(j.Spec) }
+// Its errors speak SQL's terms (the field path says what it is in SQL).
+func (j *Job) Plan() (*spec.Plan, error) {
+	p, err := spec.Compile(j.Spec)
+	if err != nil {
+		return nil, inSQLTerms(err)
+	}
+	return p, nil
+}
 
 // stdoutName names the table a bare SELECT writes to.
 const stdoutName = "weir$stdout"

@@ -328,3 +328,28 @@ CREATE TABLE out (user_id STRING, s TIMESTAMP(3), n BIGINT) WITH ('connector' = 
 		}
 	}
 }
+
+// TestSQLTerms: what the job spec refuses in a SQL job is said in SQL's
+// terms; a JSON sink may name a column as weir's own rows name theirs.
+func TestSQLTerms(t *testing.T) {
+	const tables = `CREATE TABLE orders (user_id STRING, ms BIGINT, ts AS TO_TIMESTAMP_LTZ(ms, 3), WATERMARK FOR ts AS ts - INTERVAL '5' SECOND) WITH ('connector' = 'filesystem', 'path' = 'o.jsonl');
+CREATE TABLE out (user_id STRING, job BIGINT, ` + "`watermark`" + ` BIGINT) WITH ('connector' = 'print');
+`
+	const insert = "INSERT INTO out SELECT user_id, COUNT(*), MAX(ms) FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '1' MINUTE)) GROUP BY user_id, window_start, window_end;"
+	j, err := Compile(tables+insert, "t.sql")
+	if err == nil {
+		_, err = j.Plan()
+	}
+	if err != nil {
+		t.Errorf("a print sink's columns named job and watermark: %v", err)
+	}
+	j, err = Compile("SET 'table.exec.emit.late-fire.delay' = '10 s';\n"+tables+insert, "t.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = j.Plan()
+	want := "SET 'table.exec.emit.late-fire.delay' (late_firing_interval): late firings come only from allowed lateness, which is 0; SET 'table.exec.emit.allow-lateness' (such as '2 min'), or remove the late-fire delay"
+	if err == nil || err.Error() != want {
+		t.Errorf("got  %v\nwant %s", err, want)
+	}
+}

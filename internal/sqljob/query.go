@@ -138,7 +138,10 @@ func (c *compiler) mapColumns(in *sqlparse.Insert, sel *sqlparse.Select, items [
 			j++
 		}
 		dst := col.Name.Name
-		if it.agg {
+		if it.agg && (!jsonRows || !c.reserved(dst)) {
+			// The aggregate takes the column's name; in a JSON row a name
+			// weir's own rows keep for themselves (job, firing, a key
+			// field) stays the column's alone.
 			c.renameAggregate(it.from, dst)
 			it.from = dst
 		}
@@ -164,6 +167,18 @@ func (c *compiler) mapColumns(in *sqlparse.Insert, sel *sqlparse.Select, items [
 		}
 	}
 	return nil
+}
+
+// reserved reports whether name is one of weir's own result columns or
+// a key field (names compare without case, as SQL's do), which no
+// aggregate may be named.
+func (c *compiler) reserved(name string) bool {
+	for _, r := range append(append([]string{"job", spec.AccColumn}, spec.ResultColumns...), c.job.Spec.Key...) {
+		if strings.EqualFold(r, name) {
+			return true
+		}
+	}
+	return false
 }
 
 // renameAggregate renames aggregate from to name.

@@ -1,0 +1,70 @@
+package sqljob
+
+import (
+	"errors"
+	"strings"
+
+	"github.com/weirstream/weir/spec"
+)
+
+// sqlTerms are what the job spec's fields are in a SQL job, by field
+// path prefix (the longest that matches wins).
+var sqlTerms = []struct{ path, sql string }{
+	{"allowed_lateness", "SET 'table.exec.emit.allow-lateness'"},
+	{"late_firing_interval", "SET 'table.exec.emit.late-fire.delay'"},
+	{"trigger.interval", "SET 'table.exec.emit.early-fire.delay'"},
+	{"trigger", "the early-fire SET keys"},
+	{"window.size", "the window's size (its INTERVAL)"},
+	{"window.slide", "HOP's slide"},
+	{"window.gap", "SESSION's gap"},
+	{"window.offset", "the window's offset"},
+	{"window", "the window function"},
+	{"key", "GROUP BY"},
+	{"aggregate", "the sink table's columns (the aggregates take their names)"},
+	{"where", "WHERE"},
+	{"computed", "the computed columns and views"},
+	{"checkpoint.interval", "SET 'execution.checkpointing.interval'"},
+	{"checkpoint.dir", "SET 'state.checkpoints.dir'"},
+	{"watermark.idle_timeout", "SET 'table.exec.source.idle-timeout'"},
+	{"watermark.interval", "SET 'pipeline.auto-watermark-interval'"},
+	{"watermark", "the source table's WATERMARK"},
+	{"source.timestamp", "the source table's time attribute"},
+	{"source", "the source table's options"},
+	{"sinks.late_partial", "the table of SET 'weir.late-partial.sink'"},
+	{"sinks.late", "the table of SET 'weir.late.sink'"},
+	{"sinks.dead_letter", "the table of SET 'weir.dead-letter.sink'"},
+	{"sinks.results", "the sink table"},
+	{"archive", "SET 'weir.archive.dir'"},
+	{"name", "SET 'pipeline.name'"},
+}
+
+// fixTerms rewrite the job spec's spellings in a fix as SQL's.
+var fixTerms = strings.NewReplacer(
+	"add archive: {dir: archive}", "SET 'weir.archive.dir' = 'archive'",
+	"set allowed_lateness (such as 2m)", "SET 'table.exec.emit.allow-lateness' (such as '2 min')",
+	"remove late_firing_interval", "remove the late-fire delay",
+	"allowed_lateness", "table.exec.emit.allow-lateness",
+	"late_firing_interval", "table.exec.emit.late-fire.delay",
+)
+
+// inSQLTerms says the spec's errors of a compiled SQL job in SQL's terms:
+// each field path with what it is in SQL, the fix with SQL's spellings.
+func inSQLTerms(err error) error {
+	var es spec.Errors
+	if !errors.As(err, &es) {
+		return err
+	}
+	out := make(spec.Errors, len(es))
+	for i, e := range es {
+		best := ""
+		for _, t := range sqlTerms {
+			if (e.Path == t.path || strings.HasPrefix(e.Path, t.path+".") || strings.HasPrefix(e.Path, t.path+"[")) && len(t.path) > len(best) {
+				best, e.Line = t.path, 0
+				e.Path = t.sql + " (" + e.Path + ")"
+			}
+		}
+		e.Fix = fixTerms.Replace(e.Fix)
+		out[i] = e
+	}
+	return out
+}

@@ -335,3 +335,28 @@ FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(rt), INTERVAL '1' MINUTE)) WHERE p * 3 <> 
 		t.Errorf("exit %d\n%s\nwant %s\n%s", code, out, want, errs)
 	}
 }
+
+// TestSQLTimestampColumn: a TIMESTAMP(3) time attribute reads Flink's
+// JSON text of one (with a space or a T; a TIMESTAMP_LTZ's with a Z) or
+// epoch milliseconds; other text is a dead letter saying what it wants.
+func TestSQLTimestampColumn(t *testing.T) {
+	dir := filesIn(t, map[string]string{
+		"in.jsonl": `{"k":"a","ts":"2026-01-01 00:00:01.000"}
+{"k":"a","ts":"2026-01-01T00:00:02.5"}
+{"k":"a","ts":"2026-01-01 00:00:03Z"}
+{"k":"a","ts":1767225604000}
+{"k":"a","ts":"yesterday"}
+{"k":"a","ts":"2026-01-01 00:01:01.000"}
+`,
+		"q.sql": `CREATE TABLE t (k STRING, ts TIMESTAMP(3), WATERMARK FOR ts AS ts - INTERVAL '1' SECOND)
+  WITH ('connector' = 'filesystem', 'path' = 'in.jsonl');
+SELECT k, window_start, COUNT(*) AS n FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL '1' MINUTE)) GROUP BY k, window_start, window_end;
+`})
+	code, out, errs := runIn(dir, "run", "q.sql", "--deterministic", "--now", "2026-06-01T00:00:00Z")
+	want := `{"k":"a","window_start":"2026-01-01 00:00:00.000","n":4}
+{"k":"a","window_start":"2026-01-01 00:01:00.000","n":1}
+`
+	if code != ExitOK || out != want || !strings.Contains(errs, "1 dead letters") && !strings.Contains(errs, "dead letters: 1") {
+		t.Errorf("exit %d\n%s\nwant\n%s\n%s", code, out, want, errs)
+	}
+}

@@ -565,7 +565,7 @@ func (c *compiler) source() {
 	if p.TSField == "" {
 		p.TSField = "ts"
 	}
-	p.TSUnit = enum(c, "source.timestamp.unit", t.Unit, UnitMillis, UnitMillis, UnitSeconds, UnitMicros, UnitNanos, UnitRFC3339)
+	p.TSUnit = enum(c, "source.timestamp.unit", t.Unit, UnitMillis, UnitMillis, UnitSeconds, UnitMicros, UnitNanos, UnitRFC3339, UnitSQL)
 	p.Checks = t.Checks == nil || *t.Checks
 	c.positive("source.timestamp.max_future", t.MaxFuture, "max_future")
 	p.MaxFuture = DurOr(t.MaxFuture, etime.FromDuration(time.Hour))

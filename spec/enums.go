@@ -33,6 +33,10 @@ const (
 	UnitMicros  TimeUnit = "us"
 	UnitNanos   TimeUnit = "ns"
 	UnitRFC3339 TimeUnit = "rfc3339" // text, such as 2026-01-01T00:00:00Z
+	// UnitSQL reads a SQL TIMESTAMP(3) as Flink's JSON format writes it
+	// (2026-01-01 00:00:05.000, or with a T; a TIMESTAMP_LTZ's with a
+	// Z), in UTC, or a number of milliseconds.
+	UnitSQL TimeUnit = "sql"
 )
 
 // WatermarkType is the watermark strategy (R3).

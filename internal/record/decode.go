@@ -615,7 +615,20 @@ func (d *Decoder) timestamp(f *fastjson.Value) (etime.Time, error) {
 		return 0, bad("timestamp_missing", "field %q is missing or null", field)
 	}
 	var ts etime.Time
-	if p.TSUnit == spec.UnitRFC3339 {
+	unit := p.TSUnit
+	if unit == spec.UnitSQL {
+		if f.Type() == fastjson.TypeString {
+			b := f.GetStringBytes()
+			t, err := time.Parse(sqlLayout(b), string(b))
+			if err != nil {
+				return 0, bad("timestamp_unparsable", "field %q = %q is not a SQL TIMESTAMP(3) such as 2026-01-01 00:00:05.000", field, b)
+			}
+			ts = etime.FromTime(t)
+			goto checks
+		}
+		unit = spec.UnitMillis
+	}
+	if unit == spec.UnitRFC3339 {
 		if f.Type() != fastjson.TypeString {
 			return 0, bad("timestamp_unparsable", "field %q must be an RFC 3339 string with unit rfc3339, got %s", field, short(f))
 		}
@@ -637,10 +650,11 @@ func (d *Decoder) timestamp(f *fastjson.Value) (etime.Time, error) {
 			return 0, bad("timestamp_unparsable", "field %q = %s is not a number of %s; %s", field, short(f), p.TSUnit, fix)
 		}
 		var ok bool
-		if ts, ok = toMillis(f, p.TSUnit); !ok {
-			return 0, bad("timestamp_unit", "field %q = %s does not fit in int64 milliseconds as %s", field, short(f), p.TSUnit)
+		if ts, ok = toMillis(f, unit); !ok {
+			return 0, bad("timestamp_unit", "field %q = %s does not fit in int64 milliseconds as %s", field, short(f), unit)
 		}
 	}
+checks:
 	if ts == etime.MinTime {
 		return 0, bad("timestamp_out_of_range", "field %q is the smallest int64, which weir reserves for \"no timestamp\"", field)
 	}
@@ -678,6 +692,23 @@ func unitName(u spec.TimeUnit) string {
 
 // toMillis converts a JSON number in unit to milliseconds (floor),
 // refusing what does not fit.
+// sqlLayout is the layout of a SQL timestamp's text b: a date and a
+// time separated by a space or a T, a fraction or none, a Z or none.
+func sqlLayout(b []byte) string {
+	const space, iso = "2006-01-02 15:04:05.999999999", "2006-01-02T15:04:05.999999999"
+	t := len(b) > 10 && b[10] == 'T'
+	z := len(b) > 0 && b[len(b)-1] == 'Z'
+	switch {
+	case t && z:
+		return iso + "Z"
+	case t:
+		return iso
+	case z:
+		return space + "Z"
+	}
+	return space
+}
+
 func toMillis(f *fastjson.Value, unit spec.TimeUnit) (etime.Time, bool) {
 	if i, err := f.Int64(); err == nil {
 		switch unit {

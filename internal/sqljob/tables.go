@@ -116,10 +116,11 @@ func (c *compiler) sourceTable(t *sqlparse.CreateTable, timeCol string) error {
 	}
 	// TO_TIMESTAMP_LTZ(field, 3 or 0) of a number field is read as the
 	// timestamp; another computed column (a CASE of fields, say) or a
-	// TIMESTAMP column is a field of epoch milliseconds.
+	// TIMESTAMP column is a SQL timestamp: text as Flink's JSON writes it,
+	// or a number of milliseconds.
 	call, ok := col.Computed.(*sqlparse.Call)
 	if !ok || !strings.EqualFold(tableName(call.Name), "TO_TIMESTAMP_LTZ") || len(call.Args) != 2 {
-		s.Source.Timestamp = spec.Timestamp{Field: timeCol, Unit: "ms"}
+		s.Source.Timestamp = spec.Timestamp{Field: timeCol, Unit: "sql"}
 		return c.watermark(wm, timeCol)
 	}
 	field, ok := call.Args[0].Value.(*sqlparse.Ref)

@@ -51,6 +51,7 @@ func (c *compiler) aggregation(sel *sqlparse.Select, rel *relation, group *sqlpa
 		switch name {
 		case "window_start", "window_end":
 			bounds[name] = true
+		case "window_time": // window_end - 1: grouping by it adds nothing
 		default:
 			col, id, err := rel.ref(ref)
 			if err != nil {

@@ -62,6 +62,12 @@ type compiler struct {
 	timeAttr string
 	// inserts are the file's INSERT, or its statement set's.
 	inserts []*sqlparse.Insert
+	// early are the early-fire keys as SET (or a query's hint) gave them.
+	early struct {
+		on              bool
+		delay           *spec.Duration
+		onPos, delayPos sqlparse.Pos
+	}
 	// outputs are the SETs of weir.*.sink keys, by key.
 	outputs map[string]*sqlparse.Set
 }
@@ -258,18 +264,16 @@ func (c *compiler) set(st *sqlparse.Set) error {
 		if st.Value != "true" && st.Value != "false" {
 			return errAt(st.Pos, st.Value, "use 'true' or 'false'", "%s takes a boolean", st.Key)
 		}
-		if st.Key == "table.exec.emit.early-fire.enabled" && st.Value == "true" && s.Trigger == nil {
-			s.Trigger = &spec.Trigger{Type: "continuous"}
+		if st.Key == "table.exec.emit.early-fire.enabled" {
+			c.early.on, c.early.onPos = st.Value == "true", st.Pos
 		}
 		if st.Key == "table.exec.emit.late-fire.enabled" && st.Value == "false" {
 			c.job.Warnings = append(c.job.Warnings, fmt.Sprintf("%s: table.exec.emit.late-fire.enabled = 'false' is not honoured: within the allowed lateness weir fires a window again for its late rows "+
 				"(table.exec.emit.late-fire.delay throttles that); for no late firings, leave allow-lateness out, and late rows go to the weir.late.sink table", st.Pos))
 		}
 	case "table.exec.emit.early-fire.delay":
-		if s.Trigger == nil {
-			s.Trigger = &spec.Trigger{Type: "continuous"}
-		}
-		s.Trigger.Interval, err = dur()
+		c.early.delay, err = dur()
+		c.early.delayPos = st.Pos
 	case "table.exec.emit.late-fire.delay":
 		s.LateFiringInterval, err = dur()
 	case lateKey, latePartialKey, deadLetterKey:
@@ -367,7 +371,7 @@ func (j *Job) Plan() (*spec.Plan, error) {
 }
 
 // stdoutName names the table a bare SELECT writes to.
-const stdoutName = "weir$stdout"
+const stdoutName = "the query's output"
 
 // stdoutTable makes a bare SELECT an INSERT into a print table whose
 // columns are the query's, as Flink's SQL client shows a query: JSON
@@ -397,4 +401,20 @@ func (c *compiler) stdoutTable(q *sqlparse.Query) *sqlparse.Insert {
 	}
 	c.tables[stdoutName] = t
 	return &sqlparse.Insert{Pos: q.Pos, Table: t.Name, Query: q}
+}
+
+// earlyFiring applies the early-fire keys to the query's spec, as Flink
+// reads them: early firings every delay when enabled, which needs the
+// delay; a delay without enabled fires nothing early (warned about).
+func (c *compiler) earlyFiring() error {
+	e := &c.early
+	switch {
+	case e.on && e.delay == nil:
+		return errAt(e.onPos, "table.exec.emit.early-fire.enabled", "add SET 'table.exec.emit.early-fire.delay' = '10 s'", "early firing needs its delay, as in Flink")
+	case e.on:
+		c.job.Spec.Trigger = &spec.Trigger{Type: "continuous", Interval: e.delay}
+	case e.delay != nil:
+		c.job.Warnings = append(c.job.Warnings, fmt.Sprintf("%s: table.exec.emit.early-fire.delay without table.exec.emit.early-fire.enabled = 'true' fires nothing early, as in Flink", e.delayPos))
+	}
+	return nil
 }

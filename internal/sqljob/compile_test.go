@@ -247,6 +247,8 @@ CREATE TABLE out (user_id STRING, window_start TIMESTAMP(3), window_end TIMESTAM
 		{"no group window", table + "INSERT INTO out SELECT user_id, 1, 2, COUNT(*) AS n FROM orders GROUP BY user_id;", "only windowed aggregations are compiled yet"},
 		{"misspelt window", table + strings.Replace(insert, "TUMBLE(", "TUMBEL(", 1), `unknown window function TUMBEL (at "TUMBEL"); did you mean "TUMBLE"?`},
 		{"month", table + strings.Replace(insert, "'1' MINUTE", "'1' MONTH", 1), "INTERVAL '1' MONTH is not a fixed length of time"},
+		{"negative", table + strings.Replace(insert, "'1' MINUTE", "'-1' MINUTE", 1), "INTERVAL '-1' MINUTE is negative"},
+		{"early without delay", "SET 'table.exec.emit.early-fire.enabled' = 'true';\n" + table + insert, "early firing needs its delay, as in Flink"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := Compile(c.sql, "job.sql")
@@ -351,5 +353,20 @@ CREATE TABLE out (user_id STRING, job BIGINT, ` + "`watermark`" + ` BIGINT) WITH
 	want := "SET 'table.exec.emit.late-fire.delay' (late_firing_interval): late firings come only from allowed lateness, which is 0; SET 'table.exec.emit.allow-lateness' (such as '2 min'), or remove the late-fire delay"
 	if err == nil || err.Error() != want {
 		t.Errorf("got  %v\nwant %s", err, want)
+	}
+}
+
+// TestEarlyFireDelayAlone: a delay without early-fire.enabled fires
+// nothing early, as in Flink, and says so; window_time may be grouped by.
+func TestEarlyFireDelayAlone(t *testing.T) {
+	j, err := Compile(`SET 'table.exec.emit.early-fire.delay' = '10 s';
+CREATE TABLE orders (user_id STRING, ms BIGINT, ts AS TO_TIMESTAMP_LTZ(ms, 3), WATERMARK FOR ts AS ts) WITH ('connector' = 'filesystem', 'path' = 'o.jsonl');
+CREATE TABLE out (user_id STRING, wt TIMESTAMP(3), n BIGINT) WITH ('connector' = 'print');
+INSERT INTO out SELECT user_id, window_time, COUNT(*) FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '1' MINUTE)) GROUP BY user_id, window_start, window_end, window_time;`, "e.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j.Spec.Trigger != nil || len(j.Warnings) != 1 || !strings.Contains(j.Warnings[0], "fires nothing early, as in Flink") {
+		t.Errorf("trigger %+v, warnings %q", j.Spec.Trigger, j.Warnings)
 	}
 }

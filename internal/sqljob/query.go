@@ -28,6 +28,9 @@ func (c *compiler) compileInsert(in *sqlparse.Insert) error {
 	if err := c.queryHint(sel.Hint); err != nil {
 		return err
 	}
+	if err := c.earlyFiring(); err != nil {
+		return err
+	}
 	var rel *relation
 	var timeCol string
 	group := legacyWindow(sel)
@@ -325,6 +328,9 @@ func (c *compiler) assign(call *sqlparse.Call, fn string, off int) error {
 func intervalDuration(iv *sqlparse.Interval) (*spec.Duration, error) {
 	if iv.To != "" {
 		return nil, errAt(iv.Pos, "TO", "write the interval in one unit", "INTERVAL ... TO ... is not supported")
+	}
+	if v := strings.TrimSpace(iv.Value); strings.HasPrefix(v, "-") {
+		return nil, errAt(iv.Pos, iv.Value, "write a positive length, such as INTERVAL '1' "+iv.Unit, "INTERVAL '%s' %s is negative", iv.Value, iv.Unit)
 	}
 	d, err := flinkDuration(strings.TrimSpace(iv.Value) + " " + strings.ToLower(iv.Unit))
 	if err != nil || iv.Unit == "MONTH" || iv.Unit == "YEAR" {

@@ -247,6 +247,7 @@ CREATE TABLE out (user_id STRING, window_start TIMESTAMP(3), window_end TIMESTAM
 		{"no group window", table + "INSERT INTO out SELECT user_id, 1, 2, COUNT(*) AS n FROM orders GROUP BY user_id;", "only windowed aggregations are compiled yet"},
 		{"misspelt window", table + strings.Replace(insert, "TUMBLE(", "TUMBEL(", 1), `unknown window function TUMBEL (at "TUMBEL"); did you mean "TUMBLE"?`},
 		{"month", table + strings.Replace(insert, "'1' MINUTE", "'1' MONTH", 1), "INTERVAL '1' MONTH is not a fixed length of time"},
+		{"misspelt connector", strings.Replace(table, "'connector' = 'filesystem', 'path' = 'out.jsonl'", "'connector' = 'filesytem', 'path' = 'out.jsonl'", 1) + insert, `2:103: table out: connector 'filesytem' is not compiled as a sink of results (at "filesytem"); did you mean "filesystem"?`},
 		{"negative", table + strings.Replace(insert, "'1' MINUTE", "'-1' MINUTE", 1), "INTERVAL '-1' MINUTE is negative"},
 		{"early without delay", "SET 'table.exec.emit.early-fire.enabled' = 'true';\n" + table + insert, "early firing needs its delay, as in Flink"},
 	} {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/weirstream/weir/internal/sqlparse"
+	"github.com/weirstream/weir/internal/suggest"
 	"github.com/weirstream/weir/spec"
 )
 
@@ -38,6 +39,7 @@ func (c *compiler) sourceTable(t *sqlparse.CreateTable, timeCol string) error {
 	s := c.job.Spec
 	name := tableName(t.Name)
 	o := optionsOf(t)
+	connPos := o["connector"].Pos
 	switch conn := o.take("connector"); conn {
 	case "filesystem":
 		s.Source.Type = "file"
@@ -65,7 +67,8 @@ func (c *compiler) sourceTable(t *sqlparse.CreateTable, timeCol string) error {
 	case "":
 		return errAt(t.Pos, name, "add WITH ('connector' = 'filesystem', 'path' = '...', 'format' = 'json')", "table %s has no 'connector' option", name)
 	default:
-		return errAt(t.Pos, conn, "the compiled source connectors are filesystem and generator so far", "table %s: connector '%s' is not compiled yet", name, conn)
+		known := []string{"filesystem", "kafka", "nexmark", "generator"}
+		return errAt(connPos, conn, suggest.Or(conn, known, "the source connectors are "+strings.Join(known, ", ")), "table %s: connector '%s' is not a source weir compiles", name, conn)
 	}
 	// weir's own options: parallel channels of a replay file (its lines'
 	// $channel), and no final watermark at the end of the input.
@@ -190,11 +193,12 @@ func sinkOf(t *sqlparse.CreateTable, output string) (*spec.Sink, error) {
 	k := &spec.Sink{}
 	known := []string{"connector"}
 	results := output == "results"
+	connPos, formatPos := o["connector"].Pos, o["format"].Pos
 	switch conn := o.take("connector"); {
 	case conn == "filesystem":
 		k.Type, k.Path = "jsonl", o.take("path")
 		if f := o.take("format"); f != "" && f != "json" {
-			return nil, errAt(t.Pos, f, "use 'json'", "table %s: a sink file is written as json", name)
+			return nil, errAt(formatPos, f, "use 'json'", "table %s: a sink file is written as json", name)
 		}
 		known = append(known, "path", "format")
 	case conn == "jdbc":
@@ -246,7 +250,8 @@ func sinkOf(t *sqlparse.CreateTable, output string) (*spec.Sink, error) {
 		case latePartialKey, deadLetterKey:
 			use = "filesystem, kafka, jdbc (Postgres) or print"
 		}
-		return nil, errAt(t.Pos, conn, "use "+use, "table %s: connector '%s' is not compiled as a sink of %s", name, conn, output)
+		known := []string{"filesystem", "jdbc", "kafka", "upsert-kafka", "print", "ledger"}
+		return nil, errAt(connPos, conn, suggest.Or(conn, known, "use "+use), "table %s: connector '%s' is not compiled as a sink of %s", name, conn, output)
 	}
 	if err := o.rest(name, known); err != nil {
 		return nil, err

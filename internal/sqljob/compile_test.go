@@ -371,3 +371,35 @@ INSERT INTO out SELECT user_id, window_time, COUNT(*) FROM TABLE(TUMBLE(TABLE or
 		t.Errorf("trigger %+v, warnings %q", j.Spec.Trigger, j.Warnings)
 	}
 }
+
+// TestTableWatermarkOptions: Flink's per-table watermark options set the
+// job's (over the SET key), and the JSON format's error options are
+// warned about.
+func TestTableWatermarkOptions(t *testing.T) {
+	j, err := Compile(`SET 'table.exec.source.idle-timeout' = '1 min';
+CREATE TABLE pay (account STRING, ms BIGINT, ts AS TO_TIMESTAMP_LTZ(ms, 3), WATERMARK FOR ts AS ts - INTERVAL '2' SECOND)
+  WITH ('connector' = 'kafka', 'topic' = 'p', 'properties.bootstrap.servers' = 'k:9092', 'scan.watermark.idle-timeout' = '15 s',
+        'scan.watermark.alignment.group' = 'g', 'scan.watermark.alignment.max-drift' = '30 s',
+        'json.ignore-parse-errors' = 'true');
+CREATE TABLE out (account STRING, n BIGINT) WITH ('connector' = 'print');
+INSERT INTO out SELECT account, COUNT(*) FROM TABLE(TUMBLE(TABLE pay, DESCRIPTOR(ts), INTERVAL '1' MINUTE)) GROUP BY account, window_start, window_end;`, "w.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := j.Spec.Watermark
+	if w.IdleTimeout == nil || *w.IdleTimeout != 15_000 || w.MaxDrift == nil || *w.MaxDrift != 30_000 {
+		t.Errorf("watermark %+v", w)
+	}
+	if len(j.Warnings) != 1 || !strings.Contains(j.Warnings[0], "json.ignore-parse-errors is not read: weir sends what it cannot read to dead letters") {
+		t.Errorf("warnings %q", j.Warnings)
+	}
+	if _, err := j.Plan(); err != nil {
+		t.Error(err)
+	}
+	j, err = Compile(`CREATE TABLE f (k STRING, ms BIGINT, ts AS TO_TIMESTAMP_LTZ(ms, 3), WATERMARK FOR ts AS ts)
+  WITH ('connector' = 'filesystem', 'path' = 'f.jsonl', 'scan.watermark.emit.strategy' = 'on-event');
+SELECT k, COUNT(*) FROM TABLE(TUMBLE(TABLE f, DESCRIPTOR(ts), INTERVAL '1' MINUTE)) GROUP BY k, window_start, window_end;`, "f.sql")
+	if err != nil || j.Spec.Watermark.Emit != "every_record" {
+		t.Errorf("on-event: %v, %+v", err, j)
+	}
+}

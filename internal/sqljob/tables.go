@@ -3,6 +3,7 @@ package sqljob
 import (
 	"cmp"
 	"errors"
+	"fmt"
 	neturl "net/url"
 	"strconv"
 	"strings"
@@ -87,6 +88,9 @@ func (c *compiler) sourceTable(t *sqlparse.CreateTable, timeCol string) error {
 	default:
 		return errAt(t.Pos, f, "use 'true' or 'false'", "table %s: weir.final-watermark takes a boolean", name)
 	}
+	if err := c.tableWatermarkOptions(o, name); err != nil {
+		return err
+	}
 	known := []string{"connector", "path", "format", "weir.channels", "weir.final-watermark"}
 	switch s.Source.Type {
 	case "generator":
@@ -96,7 +100,7 @@ func (c *compiler) sourceTable(t *sqlparse.CreateTable, timeCol string) error {
 	case "nexmark":
 		known = append(nexmarkOptions, "connector", "weir.final-watermark")
 	}
-	if err := o.rest(name, known); err != nil {
+	if err := o.rest(name, append(known, watermarkOptionKeys...)); err != nil {
 		return err
 	}
 	col := column(t, timeCol)
@@ -465,6 +469,60 @@ func nexmarkSource(s *spec.Spec, o options, t *sqlparse.CreateTable) error {
 			return err
 		} else if v != 0 && v != want {
 			return errAt(pos, strconv.FormatInt(v, 10), "leave the proportions at 1, 3 and 46, or out", "table %s: weir's Nexmark generator is Beam's, in proportions 1:3:46", name)
+		}
+	}
+	return nil
+}
+
+// watermarkOptionKeys are Flink's per-table watermark options and the
+// JSON format's error options, which a source table may give.
+var watermarkOptionKeys = []string{"scan.watermark.idle-timeout", "scan.watermark.emit.strategy", "scan.watermark.alignment.group",
+	"scan.watermark.alignment.max-drift", "scan.watermark.alignment.update-interval", "json.ignore-parse-errors", "json.fail-on-missing-field"}
+
+// tableWatermarkOptions compiles Flink's per-table watermark options
+// (they win over the SET keys, as Flink's do): the idle timeout, the
+// emit strategy (on-event: a watermark after every record) and
+// alignment (weir aligns the partitions of its one source by their
+// drift: the group names nothing more). The JSON format's error options
+// change nothing: weir keeps what it cannot read as dead letters, said
+// in a warning.
+func (c *compiler) tableWatermarkOptions(o options, table string) error {
+	s := c.job.Spec
+	for _, key := range watermarkOptionKeys {
+		op, ok := o[key]
+		if !ok {
+			continue
+		}
+		v := o.take(key)
+		dur := func() (*spec.Duration, error) {
+			d, err := flinkDuration(v)
+			if err != nil {
+				return nil, errAt(op.Pos, v, "write a duration such as '30 s'", "table %s: %s: %v", table, key, err)
+			}
+			return &d, nil
+		}
+		var err error
+		switch key {
+		case "scan.watermark.idle-timeout":
+			s.Watermark.IdleTimeout, err = dur()
+		case "scan.watermark.alignment.max-drift":
+			s.Watermark.MaxDrift, err = dur()
+		case "scan.watermark.emit.strategy":
+			switch v {
+			case "on-event":
+				s.Watermark.Emit = "every_record"
+			case "on-periodic":
+				s.Watermark.Emit = "periodic"
+			default:
+				return errAt(op.Pos, v, "use on-event or on-periodic", "table %s: %s '%s' is not a strategy", table, key, v)
+			}
+		case "scan.watermark.alignment.update-interval":
+			c.job.Warnings = append(c.job.Warnings, fmt.Sprintf("%s: table %s: %s is not read: weir checks a partition's drift at every watermark", op.Pos, table, key))
+		case "json.ignore-parse-errors", "json.fail-on-missing-field":
+			c.job.Warnings = append(c.job.Warnings, fmt.Sprintf("%s: table %s: %s is not read: weir sends what it cannot read to dead letters (SET 'weir.dead-letter.sink') and counts it, neither failing the job nor dropping it unseen", op.Pos, table, key))
+		}
+		if err != nil {
+			return err
 		}
 	}
 	return nil

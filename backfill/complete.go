@@ -511,9 +511,12 @@ func (f *resultFold) add(line []byte) error {
 		return nil
 	}
 	bound := func(from string) (string, error) {
-		raw := get(from)
 		c := outfmt.ColumnOf(cols, from)
-		if c == nil || c.Time == "" || c.Time == "ms" || raw == nil {
+		if c == nil {
+			return "", nil
+		}
+		raw := m[c.Name]
+		if c.Time == "" || c.Time == "ms" || raw == nil {
 			return string(raw), nil
 		}
 		ms, ok := outfmt.ParseTime(raw, c.Time)

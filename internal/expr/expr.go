@@ -227,7 +227,8 @@ func (c compiler) expr(x sqlparse.Expr) eval {
 		e, lo, hi := c.expr(x.X), c.expr(x.Lo), c.expr(x.Hi)
 		not := x.Not
 		return func(g []*fastjson.Value) value {
-			v := and(cmpOp(">=", e(g), lo(g)), cmpOp("<=", e(g), hi(g)))
+			x := e(g)
+			v := and(cmpOp(">=", x, lo(g)), cmpOp("<=", x, hi(g)))
 			if not {
 				return notV(v)
 			}

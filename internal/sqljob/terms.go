@@ -56,12 +56,16 @@ func inSQLTerms(err error) error {
 	}
 	out := make(spec.Errors, len(es))
 	for i, e := range es {
-		best := ""
-		for _, t := range sqlTerms {
-			if (e.Path == t.path || strings.HasPrefix(e.Path, t.path+".") || strings.HasPrefix(e.Path, t.path+"[")) && len(t.path) > len(best) {
-				best, e.Line = t.path, 0
-				e.Path = t.sql + " (" + e.Path + ")"
+		// The longest prefix of the spec's path, matched on the path as
+		// the spec gave it.
+		var best *struct{ path, sql string }
+		for j, t := range sqlTerms {
+			if (e.Path == t.path || strings.HasPrefix(e.Path, t.path+".") || strings.HasPrefix(e.Path, t.path+"[")) && (best == nil || len(t.path) > len(best.path)) {
+				best = &sqlTerms[j]
 			}
+		}
+		if best != nil {
+			e.Path, e.Line = best.sql+" ("+e.Path+")", 0
 		}
 		e.Fix = fixTerms.Replace(e.Fix)
 		out[i] = e

@@ -35,7 +35,8 @@ type Spec struct {
 	// region IN ('eu', 'us')"; internal/expr says what it may hold). A
 	// record it drops is counted in the summary's filtered; it moved
 	// the watermark before it was dropped, as a row a Flink SQL WHERE
-	// drops did.
+	// drops did, but its key and aggregate fields are not read: a record
+	// without the key is no dead letter when the where drops it.
 	Where string `yaml:"where" json:",omitempty"`
 	// Key lists the fields that key the windows; empty means one key for
 	// every record.

@@ -410,6 +410,11 @@ func allDead(s job.Summary) string {
 func printSummary(w io.Writer, p *spec.Plan, s job.Summary, elapsed time.Duration, peak weir.StateInfo, state string, resumedAt int64) {
 	g := s.Get
 	fmt.Fprintf(w, "job %s %s: %d records in\n", p.Name, state, g("records_in"))
+	if ws := s.Windows(); len(ws) > 0 {
+		printWindows(w, s, ws)
+		printRate(w, g("records_in"), elapsed, peak, resumedAt)
+		return
+	}
 	fmt.Fprintf(w, "  on time (within the out-of-orderness bound): %d records; window firings %d early, %d on time\n", g("accepted")-g("accepted_late")-g("on_time_trailing"), g("fired_early"), g("fired_on_time"))
 	if n := g("on_time_trailing"); n > 0 {
 		fmt.Fprintf(w, "  on time only because the watermark trailed: %d records more than the bound out of order, in windows the bound's watermark would have closed\n", n)
@@ -460,7 +465,14 @@ func printSummary(w io.Writer, p *spec.Plan, s job.Summary, elapsed time.Duratio
 	}
 	fmt.Fprintf(w, "  conservation %s: %d in = %d accepted (on time or late) + %d side output + %d dropped + %d dead letters%s\n",
 		mark, g("records_in"), g("accepted"), g("late_side_output"), g("late_dropped"), g("dead_letter"), filtered)
-	read := g("records_in") - resumedAt
+	printRate(w, g("records_in"), elapsed, peak, resumedAt)
+}
+
+// printRate prints the summary's last line: the time, the rate over the
+// records this process read (in less those read before a resume) and the
+// state's peak.
+func printRate(w io.Writer, in int64, elapsed time.Duration, peak weir.StateInfo, resumedAt int64) {
+	read := in - resumedAt
 	rate := fmt.Sprintf("%.0f records/s", float64(read)/max(elapsed.Seconds(), 1e-9))
 	if r := float64(read) / max(elapsed.Seconds(), 1e-9); read > 0 && r < 10 {
 		rate = fmt.Sprintf("%.2g records/s", r) // a slow live stream: not "0 records/s"
@@ -782,4 +794,37 @@ func jobInfo(p *spec.Plan) monitor.JobInfo {
 	}
 	return monitor.JobInfo{Name: p.Name, BoundMS: int64(p.Bound), LatenessMS: int64(p.Lateness), WindowMS: int64(p.WindowSpan),
 		IdleMS: int64(p.IdleTimeout), Parallelism: p.Channels, WatermarkIntervalMS: interval}
+}
+
+// printWindows prints the counts of a job of several windows (a join,
+// a Top-N, a cascade, several sources), one line per window: what it
+// read (its source's records, or the firings of the windows that feed
+// it) and what became of them, its firings and results; then the dead
+// letters, the results and conservation over them all.
+func printWindows(w io.Writer, s job.Summary, ws []string) {
+	var results, retractions, open int64
+	for _, name := range ws {
+		g := func(c string) int64 { return s.Get(name + "." + c) }
+		in := "the firings it reads"
+		if s.Has(name + ".records_in") {
+			in = fmt.Sprint(g("records_in"))
+		}
+		var read string
+		if s.Has(name + ".dead_letter") {
+			read = fmt.Sprintf(" + %d dead letters", g("dead_letter"))
+		}
+		if s.Has(name + ".filtered") {
+			read += fmt.Sprintf(" + %d filtered", g("filtered"))
+		}
+		fmt.Fprintf(w, "  window %s: %s in = %d accepted (%d late) + %d side output + %d dropped%s; firings %d early, %d on time, %d late; %d results\n",
+			name, in, g("accepted"), g("accepted_late"), g("late_side_output"), g("late_dropped"), read, g("fired_early"), g("fired_on_time"), g("fired_late"), g("results"))
+		results, retractions, open = results+g("results"), retractions+g("retractions"), open+g("open_windows")
+	}
+	fmt.Fprintf(w, "  dead letters: %d\n", s.Get("dead_letter"))
+	fmt.Fprintf(w, "  results: %d lines (%d retractions); open windows at the end: %d\n", results, retractions, open)
+	mark := "holds"
+	if !s.Conserved() {
+		mark = "VIOLATED"
+	}
+	fmt.Fprintf(w, "  conservation %s in every window: records in = accepted + side output + dropped + dead letters + filtered\n", mark)
 }

@@ -110,9 +110,11 @@ type outCounters struct {
 	// several (nil for one).
 	ReadSlotMax [][][]etime.Time `json:"read_slot_max,omitempty"`
 	ReadDead    []int64          `json:"read_dead,omitempty"`
-	// ReadControls are the control lines of each source, for a plan that
-	// reads several (nil for one).
+	// ReadControls are the control lines of each source, and
+	// ReadFiltered the records each source's where dropped, for a plan
+	// that reads several (nil for one).
 	ReadControls []int64 `json:"read_controls,omitempty"`
+	ReadFiltered []int64 `json:"read_filtered,omitempty"`
 	// Windows are, for a job of several windows, each window's counts
 	// of results, late lines and overflows (Results, Late, Partial,
 	// DecimalOverflow and FloatOverflow above are the sums); nil for a
@@ -226,7 +228,7 @@ func newOutput(j *Job, checkpoints, deterministic bool) *output {
 		o.c.Windows = make([]windowCounts, len(j.branches))
 	}
 	if len(j.reads) > 1 {
-		o.c.ReadDead, o.c.ReadControls = make([]int64, len(j.reads)), make([]int64, len(j.reads))
+		o.c.ReadDead, o.c.ReadControls, o.c.ReadFiltered = make([]int64, len(j.reads)), make([]int64, len(j.reads)), make([]int64, len(j.reads))
 	}
 	o.c.Watermark = etime.MinTime
 	if checkpoints {
@@ -363,7 +365,11 @@ func (o *output) apply(it *item) {
 	case itemRegression:
 		o.done(&o.c.Regressions)
 	case itemFiltered:
-		o.done(&o.c.Filtered)
+		var per *int64
+		if int(it.b) < len(o.c.ReadFiltered) {
+			per = &o.c.ReadFiltered[it.b]
+		}
+		o.done(&o.c.Filtered, per)
 	}
 	j.check(err)
 }
@@ -523,6 +529,7 @@ func (o *output) restore(b []byte) error {
 	if n := len(o.j.reads); n > 1 {
 		c.ReadDead = append(c.ReadDead, make([]int64, max(n-len(c.ReadDead), 0))...)[:n]
 		c.ReadControls = append(c.ReadControls, make([]int64, max(n-len(c.ReadControls), 0))...)[:n]
+		c.ReadFiltered = append(c.ReadFiltered, make([]int64, max(n-len(c.ReadFiltered), 0))...)[:n]
 	}
 	o.pub.Lock()
 	o.c = c
@@ -539,7 +546,8 @@ func (o *output) counters() outCounters {
 	defer o.pub.Unlock()
 	return outCounters{Results: o.c.Results, Late: o.c.Late, Partial: o.c.Partial, Controls: o.c.Controls,
 		Regressions: o.c.Regressions, Filtered: o.c.Filtered, Dead: maps.Clone(o.c.Dead), DecimalOverflow: o.c.DecimalOverflow, FloatOverflow: o.c.FloatOverflow,
-		Windows: slices.Clone(o.c.Windows), ReadDead: slices.Clone(o.c.ReadDead), ReadControls: slices.Clone(o.c.ReadControls)}
+		Windows: slices.Clone(o.c.Windows), ReadDead: slices.Clone(o.c.ReadDead), ReadControls: slices.Clone(o.c.ReadControls),
+		ReadFiltered: slices.Clone(o.c.ReadFiltered)}
 }
 
 // call returns the sink call in progress. Safe for concurrent use.

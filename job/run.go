@@ -885,19 +885,31 @@ func (s Summary) JSON() []byte {
 	return append(b, '}', '\n')
 }
 
+// Windows are the names of the windows of a job of several, whose
+// counters they prefix (hourly.accepted), in order; nil for a job of
+// one, whose counters are unprefixed.
+func (s Summary) Windows() []string {
+	var ws []string
+	for _, c := range s.Counters {
+		if w := windowOf(c.Name); w != "" && c.Name == w+".accepted" {
+			ws = append(ws, w)
+		}
+	}
+	return ws
+}
+
 // Conserved reports whether the summary satisfies conservation (W4): for
 // each window of a job of several, whose counters are prefixed by the
 // window's name (hourly.accepted), every record read is accepted, sent
-// to the side output, dropped, a dead letter or filtered (by the where); for a window fed by
+// to the side output, dropped, a dead letter or filtered (by the where;
+// a window of a job of several sources counts its source's); for a window fed by
 // another window, which has its own records_in (that window's firings,
 // W12), every one of those is accepted, sent to the side output or
 // dropped.
 func (s Summary) Conserved() bool {
 	windows := []string{""}
-	for _, c := range s.Counters {
-		if w := windowOf(c.Name); w != "" && c.Name == w+".accepted" {
-			windows = append(windows, w+".")
-		}
+	for _, w := range s.Windows() {
+		windows = append(windows, w+".")
 	}
 	if len(windows) > 1 {
 		windows = windows[1:] // several windows: no unprefixed counts
@@ -905,7 +917,7 @@ func (s Summary) Conserved() bool {
 	for _, w := range windows {
 		in, dead := s.Get("records_in"), s.Get("dead_letter")+s.Get("filtered")
 		if w != "" && s.Has(w+"records_in") {
-			in, dead = s.Get(w+"records_in"), s.Get(w+"dead_letter")
+			in, dead = s.Get(w+"records_in"), s.Get(w+"dead_letter")+s.Get(w+"filtered")
 		}
 		if in != s.Get(w+"accepted")+s.Get(w+"late_side_output")+s.Get(w+"late_dropped")+dead {
 			return false
@@ -919,7 +931,8 @@ func (j *Job) summary(rep weir.Report, open int64) Summary {
 	var s Summary
 	add := func(name string, v int64) { s.Counters = append(s.Counters, Counter{name, v}) }
 	add("records_in", j.recordsIn(rep, oc.Controls))
-	if j.plan.Where != "" {
+	filters := slices.ContainsFunc(j.reads, func(r *read) bool { return r.Decode.Where != "" })
+	if filters {
 		add("filtered", oc.Filtered)
 	}
 	if !j.several() {
@@ -945,6 +958,9 @@ func (j *Job) summary(rep weir.Report, open int64) Summary {
 				r := j.reads[b.Read]
 				pre("records_in", rep.SourceRecords[r.stage]-oc.ReadControls[r.i])
 				pre("dead_letter", oc.ReadDead[r.i])
+				if filters {
+					pre("filtered", oc.ReadFiltered[r.i])
+				}
 			}
 			j.windowSummary(pre, rep.Windows[b.stage], oc.Windows[b.i], states[b.stage].OpenWindows, -1)
 		}

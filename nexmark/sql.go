@@ -8,7 +8,7 @@ import (
 	"github.com/weirstream/weir/etime"
 )
 
-// SQLDDL is the Nexmark project's Flink source table and bid view in
+// SQLDDL is the Nexmark project's Flink source table and views in
 // weir's words (the same columns, CASE time attribute, watermark and
 // connector options), with the project's ${...} placeholders as verbs:
 // events.num, then the rate (first-event.rate and next-event.rate).
@@ -24,6 +24,13 @@ const SQLDDL = `CREATE TABLE datagen (
   'first-event.rate' = '%[2]d', 'next-event.rate' = '%[2]d',
   'person.proportion' = '1', 'auction.proportion' = '3', 'bid.proportion' = '46'
 );
+CREATE VIEW person AS
+SELECT person.id, person.name, person.emailAddress, person.creditCard, person.city, person.state, dateTime, person.extra
+FROM datagen WHERE event_type = 0;
+CREATE VIEW auction AS
+SELECT auction.id, auction.itemName, auction.description, auction.initialBid, auction.reserve, dateTime, auction.expires,
+  auction.seller, auction.category, auction.extra
+FROM datagen WHERE event_type = 1;
 CREATE VIEW bid AS
 SELECT bid.auction, bid.bidder, bid.price, dateTime, bid.extra
 FROM datagen WHERE event_type = 2;
@@ -47,6 +54,29 @@ func (q SQLQuery) Text(events, rate int64) string {
 
 // SQL are the queries weir runs as the project writes them, by name.
 var SQL = map[string]SQLQuery{
+	"q8": {
+		Sink: `CREATE TABLE nexmark_q8 (id BIGINT, name VARCHAR, stime TIMESTAMP(3))
+  WITH ('connector' = 'filesystem', 'path' = 'out.jsonl');`,
+		Query: `INSERT INTO nexmark_q8
+SELECT P.id, P.name, P.starttime
+FROM (
+  SELECT id, name, window_start AS starttime, window_end AS endtime
+  FROM TABLE(TUMBLE(TABLE person, DESCRIPTOR(dateTime), INTERVAL '10' SECOND))
+  GROUP BY id, name, window_start, window_end
+) P
+JOIN (
+  SELECT seller, window_start AS starttime, window_end AS endtime
+  FROM TABLE(TUMBLE(TABLE auction, DESCRIPTOR(dateTime), INTERVAL '10' SECOND))
+  GROUP BY seller, window_start, window_end
+) A
+ON P.id = A.seller AND P.starttime = A.starttime AND P.endtime = A.endtime;`,
+		Row: func(m map[string]json.RawMessage) (Row, error) {
+			var r Row
+			err := readSQL(m, map[string]any{"stime": &r.Start, "id": &r.A, "name": &r.S})
+			r.End = r.Start + etime.Time(windowSize)
+			return r, err
+		},
+	},
 	"q11": {
 		Sink: `CREATE TABLE nexmark_q11 (bidder BIGINT, bid_count BIGINT, starttime TIMESTAMP(3), endtime TIMESTAMP(3))
   WITH ('connector' = 'filesystem', 'path' = 'out.jsonl');`,
@@ -83,7 +113,7 @@ func readSQL(m map[string]json.RawMessage, into map[string]any) error {
 				return fmt.Errorf("nexmark: %s: %w", col, err)
 			}
 			*p = etime.Time(t.UnixMilli())
-		case *int64:
+		case *int64, *string:
 			if err := json.Unmarshal(raw, p); err != nil {
 				return fmt.Errorf("nexmark: %s: %w", col, err)
 			}

@@ -1155,41 +1155,49 @@ func (c *compiler) columns(path string, k *Sink, kind connector.Kind, role conne
 		c.add(path+".columns", "columns shape results rows; a "+path[len("sinks."):]+" sink writes records", "remove columns")
 		return
 	}
+	checkColumns(path, k.Columns, c.s.Key, c.s.Aggregate, c.add)
+}
+
+// checkColumns checks the columns cols of a results sink at path, whose
+// rows have key fields key and aggregates aggs: each named once and
+// holding a key field, a window bound, an aggregate or the firing's
+// metadata (From defaults to the name). add reports a problem.
+func checkColumns(path string, cols []Column, key []string, aggs []Aggregate, add func(path, problem, fix string)) {
 	from := map[string]bool{}
 	for _, f := range ColumnSources {
 		from[f] = true
 	}
-	for _, f := range c.s.Key {
+	for _, f := range key {
 		from[f] = true
 	}
-	for _, a := range c.s.Aggregate {
+	for _, a := range aggs {
 		from[a.Name] = true
 	}
 	seen := map[string]bool{}
-	for i := range k.Columns {
-		col := &k.Columns[i]
+	for i := range cols {
+		col := &cols[i]
 		at := fmt.Sprintf("%s.columns[%d]", path, i)
 		if col.From == "" {
 			col.From = col.Name
 		}
 		switch {
 		case col.Name == "":
-			c.add(at+".name", "missing", "name the column")
+			add(at+".name", "missing", "name the column")
 		case seen[col.Name]:
-			c.add(at+".name", fmt.Sprintf("%q is named twice", col.Name), "give each column its own name")
+			add(at+".name", fmt.Sprintf("%q is named twice", col.Name), "give each column its own name")
 		}
 		seen[col.Name] = true
 		if !from[col.From] {
-			c.add(at+".from", fmt.Sprintf("%q is neither a key field, an aggregate nor one of %s", col.From, strings.Join(ColumnSources, ", ")),
+			add(at+".from", fmt.Sprintf("%q is neither a key field, an aggregate nor one of %s", col.From, strings.Join(ColumnSources, ", ")),
 				suggest.Or(col.From, slices.Sorted(maps.Keys(from)), "name a key field, an aggregate or a window bound"))
 		}
 		switch col.Time {
 		case "", "ms", "timestamp", "timestamp_ltz":
 			if col.Time != "" && col.Time != "ms" && !slices.Contains([]string{ColWindowStart, ColWindowEnd, ColWindowTime, "watermark"}, col.From) {
-				c.add(at+".time", col.From+" is not a time", "remove time; it formats window_start, window_end, window_time and watermark")
+				add(at+".time", col.From+" is not a time", "remove time; it formats window_start, window_end, window_time and watermark")
 			}
 		default:
-			c.add(at+".time", fmt.Sprintf("%q is not a time format", col.Time), "use ms, timestamp or timestamp_ltz")
+			add(at+".time", fmt.Sprintf("%q is not a time format", col.Time), "use ms, timestamp or timestamp_ltz")
 		}
 	}
 }

@@ -105,6 +105,33 @@ func describe1(p *Plan, op Op, dead bool) string {
 			aggs = append(aggs, fmt.Sprintf("%s = %s(%s)", a.Name, a.Fn, arg))
 		}
 		return s + "; " + strings.Join(aggs, ", ")
+	case *JoinOp:
+		var on, cols []string
+		for _, o := range op.On {
+			on = append(on, o.Left+" = "+o.Right)
+		}
+		for _, c := range op.Columns {
+			side := "left"
+			if c.Right {
+				side = "right"
+			}
+			cols = append(cols, fmt.Sprintf("%s = %s %s", c.Name, side, c.Field))
+		}
+		s := fmt.Sprintf("%s join of the windows' results on the window and %s", op.Type, strings.Join(on, ", "))
+		if len(cols) > 0 {
+			s += "; " + strings.Join(cols, ", ")
+		}
+		return s
+	case *TopNOp:
+		var order []string
+		for _, o := range op.OrderBy {
+			dir := "asc"
+			if o.Desc {
+				dir = "desc"
+			}
+			order = append(order, o.Field+" "+dir)
+		}
+		return fmt.Sprintf("the %d first rows of each window by [%s] in order %s, ranked in %s", op.N, strings.Join(op.PartitionBy, ", "), strings.Join(order, ", "), op.Rank)
 	case *SinkOp:
 		c := op.Config
 		s := c.Type

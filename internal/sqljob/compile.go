@@ -34,6 +34,9 @@ import (
 type Job struct {
 	Spec     *spec.Spec
 	Warnings []string
+	// join, when set, makes the job a window join of Spec's window (the
+	// left side's) with join.right's.
+	join *joined
 }
 
 // Compile compiles the SQL job src, read from file (whose name, without
@@ -70,6 +73,8 @@ type compiler struct {
 	}
 	// outputs are the SETs of weir.*.sink keys, by key.
 	outputs map[string]*sqlparse.Set
+	// join is the query's window join, or nil.
+	join *joined
 }
 
 // errAt is an error at pos.
@@ -139,8 +144,11 @@ func (c *compiler) compileInserts() error {
 			return err
 		}
 		if i == 0 {
-			first, firstShape = &s, shape(&s)
+			first, firstShape = c.job.Spec, shape(c.job.Spec)
 			continue
+		}
+		if c.join != nil {
+			return errAt(in.Pos, "INSERT", "run the join as a job of its own", "a statement set with a join is not compiled yet")
 		}
 		if !bytes.Equal(shape(&s), firstShape) {
 			return errAt(in.Pos, "INSERT", "insert the same windowed aggregation (source, window, keys and aggregates) into each table of a statement set, or run the queries as separate jobs",
@@ -165,6 +173,7 @@ func (c *compiler) compileInserts() error {
 		first.Sinks.Results = append(first.Sinks.Results, k)
 	}
 	c.job.Spec = first
+	c.job.join = c.join
 	return nil
 }
 
@@ -188,6 +197,10 @@ func (c *compiler) sideOutputs() error {
 		st, ok := c.outputs[key]
 		if !ok {
 			continue
+		}
+		if c.join != nil {
+			return errAt(st.Pos, st.Key, "leave it out: each side's too-late rows and dead letters are counted (late_dropped, dead_letter)",
+				"%s is not compiled for a join yet: its two sides would write one table", st.Key)
 		}
 		t, err := c.lookup(sqlparse.Name{Parts: []sqlparse.Ident{{Pos: st.Pos, Name: st.Value}}})
 		if err != nil {
@@ -363,9 +376,33 @@ func (o options) rest(table string, known []string) error {
 // compiles to.
 // Its errors speak SQL's terms (the field path says what it is in SQL).
 func (j *Job) Plan() (*spec.Plan, error) {
+	var cols []spec.Column
+	var k *spec.Sink
+	if j.join != nil {
+		// The join's rows have the columns, which the left side's do not.
+		k = j.Spec.Sinks.Results[0]
+		cols, k.Columns = k.Columns, nil
+	}
 	p, err := spec.Compile(j.Spec)
+	if k != nil {
+		k.Columns = cols
+	}
 	if err != nil {
 		return nil, inSQLTerms(err)
+	}
+	if j.join != nil {
+		r, err := spec.Compile(j.join.right)
+		if err != nil {
+			return nil, fmt.Errorf("the join's right side, %s: %w", strings.TrimSuffix(j.join.prefix, "."), inSQLTerms(err))
+		}
+		if p, err = spec.JoinPlans(p, r, j.join.op, "join", j.join.leftPrefix, j.join.prefix, j.join.op); err != nil {
+			return nil, inSQLTerms(err)
+		}
+		if len(cols) > 0 {
+			if err := p.SetResultColumns(cols); err != nil {
+				return nil, inSQLTerms(err)
+			}
+		}
 	}
 	return p, nil
 }

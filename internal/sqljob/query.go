@@ -31,53 +31,10 @@ func (c *compiler) compileInsert(in *sqlparse.Insert) error {
 	if err := c.earlyFiring(); err != nil {
 		return err
 	}
-	var rel *relation
-	var timeCol string
-	group := legacyWindow(sel)
-	switch from := sel.From.(type) {
-	case *sqlparse.TableFunc:
-		if rel, timeCol, err = c.window(from.Call); err != nil {
-			return err
-		}
-	case *sqlparse.TableRef:
-		if group == nil {
-			return errAt(sel.Pos, "SELECT", "aggregate over a window table function: FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL '1' MINUTE))", "only windowed aggregations are compiled yet")
-		}
-		if rel, err = c.relationOf(from.Name, from.Alias.Name); err != nil {
-			return err
-		}
-		if rel.table, err = tableHint(rel.table, from.Hint); err != nil {
-			return err
-		}
-		var ref *sqlparse.Ref
-		if len(group.Args) > 0 {
-			ref, _ = group.Args[0].Value.(*sqlparse.Ref)
-		}
-		if ref == nil {
-			return errAt(group.Pos, tableName(group.Name), "write "+tableName(group.Name)+"(ts, INTERVAL '1' MINUTE) with the table's time attribute", "a group window's first argument is the time attribute")
-		}
-		col, _, perr := rel.ref(ref)
-		if perr != nil {
-			return perr
-		}
-		timeCol = col.name
-		if err := c.assign(group, strings.ToUpper(tableName(group.Name)), -1); err != nil {
-			return err
-		}
-	default:
-		return errAt(sel.Pos, "SELECT", "aggregate over a window table function: FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL '1' MINUTE))", "only windowed aggregations are compiled yet")
+	if j, ok := sel.From.(*sqlparse.Join); ok {
+		return c.compileJoin(in, sel, j, sinkT)
 	}
-	filter, err := c.source(rel, timeCol)
-	if err != nil {
-		return err
-	}
-	if sel.Having != nil {
-		return errAt(sel.Pos, "HAVING", "filter the rows before the window with WHERE", "HAVING is not compiled yet")
-	}
-	if err := c.where(sel.Where, rel, filter); err != nil {
-		return err
-	}
-	items, err := c.aggregation(sel, rel, group)
+	items, err := c.windowed(sel)
 	if err != nil {
 		return err
 	}
@@ -89,6 +46,61 @@ func (c *compiler) compileInsert(in *sqlparse.Insert) error {
 		return err
 	}
 	return c.mapColumns(in, sel, items, sinkT, k)
+}
+
+// windowed compiles a windowed aggregation, SELECT keys, window bounds
+// and aggregates FROM TABLE(window function) GROUP BY the window and
+// keys (or a legacy group window), into the spec: its source, window,
+// where, key and aggregates. It returns the query's columns.
+func (c *compiler) windowed(sel *sqlparse.Select) ([]item, error) {
+	var err error
+	var rel *relation
+	var timeCol string
+	group := legacyWindow(sel)
+	switch from := sel.From.(type) {
+	case *sqlparse.TableFunc:
+		if rel, timeCol, err = c.window(from.Call); err != nil {
+			return nil, err
+		}
+	case *sqlparse.TableRef:
+		if group == nil {
+			return nil, errAt(sel.Pos, "SELECT", "aggregate over a window table function: FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL '1' MINUTE))", "only windowed aggregations are compiled yet")
+		}
+		if rel, err = c.relationOf(from.Name, from.Alias.Name); err != nil {
+			return nil, err
+		}
+		if rel.table, err = tableHint(rel.table, from.Hint); err != nil {
+			return nil, err
+		}
+		var ref *sqlparse.Ref
+		if len(group.Args) > 0 {
+			ref, _ = group.Args[0].Value.(*sqlparse.Ref)
+		}
+		if ref == nil {
+			return nil, errAt(group.Pos, tableName(group.Name), "write "+tableName(group.Name)+"(ts, INTERVAL '1' MINUTE) with the table's time attribute", "a group window's first argument is the time attribute")
+		}
+		col, _, perr := rel.ref(ref)
+		if perr != nil {
+			return nil, perr
+		}
+		timeCol = col.name
+		if err := c.assign(group, strings.ToUpper(tableName(group.Name)), -1); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, errAt(sel.Pos, "SELECT", "aggregate over a window table function: FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL '1' MINUTE))", "only windowed aggregations are compiled yet")
+	}
+	filter, err := c.source(rel, timeCol)
+	if err != nil {
+		return nil, err
+	}
+	if sel.Having != nil {
+		return nil, errAt(sel.Pos, "HAVING", "filter the rows before the window with WHERE", "HAVING is not compiled yet")
+	}
+	if err := c.where(sel.Where, rel, filter); err != nil {
+		return nil, err
+	}
+	return c.aggregation(sel, rel, group)
 }
 
 // metadataKeys are the metadata a results sink's METADATA columns may
@@ -184,8 +196,17 @@ func (c *compiler) reserved(name string) bool {
 	return false
 }
 
-// renameAggregate renames aggregate from to name.
+// renameAggregate renames aggregate from to name: a join's column, in
+// a join.
 func (c *compiler) renameAggregate(from, name string) {
+	if c.join != nil {
+		for i := range c.join.op.Columns {
+			if c.join.op.Columns[i].Name == from {
+				c.join.op.Columns[i].Name = name
+			}
+		}
+		return
+	}
 	for i := range c.job.Spec.Aggregate {
 		if c.job.Spec.Aggregate[i].Name == from {
 			c.job.Spec.Aggregate[i].Name = name

@@ -1,0 +1,329 @@
+package sqljob
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/weirstream/weir/internal/sqlparse"
+	"github.com/weirstream/weir/spec"
+)
+
+// joined is the window join a job compiles to beside its spec (the
+// left side's): the right side's spec and the join (semantics W14).
+type joined struct {
+	right *spec.Spec
+	op    *spec.JoinOp
+	// prefix names the right side's nodes (its alias and a dot), and
+	// leftPrefix the left side's window.
+	prefix, leftPrefix string
+}
+
+// joinSide is one side of a window join: a windowed aggregation under an
+// alias, its spec and its columns by name.
+type joinSide struct {
+	alias string
+	pos   sqlparse.Pos
+	spec  *spec.Spec
+	names []string
+	items []item
+}
+
+// col finds the side's column name.
+func (s *joinSide) col(name string) (item, bool) {
+	i := slices.Index(s.names, name)
+	if i < 0 {
+		return item{}, false
+	}
+	return s.items[i], true
+}
+
+// hiddenCount is the aggregate a side without aggregates counts its rows
+// in (GROUP BY keys alone, as q8's sides are): the spec needs one, and
+// the join reads only the columns the query selects.
+const hiddenCount = "_weir_rows"
+
+var joinTypes = map[sqlparse.JoinType]spec.JoinType{
+	sqlparse.InnerJoin: spec.InnerJoin, sqlparse.LeftJoin: spec.LeftJoin,
+	sqlparse.RightJoin: spec.RightJoin, sqlparse.FullJoin: spec.FullJoin,
+}
+
+const joinHint = "join two windowed aggregations, (SELECT ... GROUP BY window_start, window_end, ...) AS a JOIN (...) AS b ON a.window_start = b.window_start AND a.window_end = b.window_end AND a.k = b.k"
+
+// compileJoin compiles INSERT INTO sink SELECT columns FROM (windowed
+// aggregation) a JOIN (windowed aggregation) b ON the windows' bounds and
+// equalities: a window join of the two aggregations' results (W14).
+// Each side compiles to a spec of its own (the job's is the left's); the
+// join's rows go to sinkT.
+func (c *compiler) compileJoin(in *sqlparse.Insert, sel *sqlparse.Select, j *sqlparse.Join, sinkT *sqlparse.CreateTable) error {
+	typ, ok := joinTypes[j.Type]
+	if !ok {
+		return errAt(j.Pos, string(j.Type), joinHint, "a %s is not compiled; weir joins windowed results on their window", j.Type)
+	}
+	switch {
+	case sel.Where != nil || sel.Having != nil:
+		return errAt(sel.Pos, "WHERE", "filter each side's rows in its own query", "a filter of a join's rows is not compiled yet")
+	case sel.GroupBy != nil || sel.Distinct:
+		return errAt(sel.Pos, "GROUP BY", "aggregate in each side's query", "an aggregation of a join's rows is not compiled yet (a cascade of a join)")
+	case len(in.Columns) > 0:
+		return errAt(in.Pos, "INSERT", "leave out the column list: the query's columns go to the sink's in order", "INSERT INTO t (columns) is not compiled yet")
+	}
+	base := *c.job.Spec
+	var sides [2]*joinSide
+	for i, f := range []sqlparse.From{j.Left, j.Right} {
+		s, err := c.joinSide(f, base)
+		if err != nil {
+			return err
+		}
+		sides[i] = s
+	}
+	left, right := sides[0], sides[1]
+	if left.alias == right.alias {
+		return errAt(right.pos, right.alias, "give the sides two aliases", "both sides of the join are named %s", left.alias)
+	}
+	if lw, rw := windowSQL(left.spec.Window), windowSQL(right.spec.Window); lw != rw {
+		return errAt(right.pos, right.alias, "window both sides alike (the same function, size, slide and offset)",
+			"the sides' windows differ (%s: %s; %s: %s): a window join pairs rows of one window", left.alias, lw, right.alias, rw)
+	}
+	// A side that fires a window more than once would revise a row the
+	// join has paired (W14): said in SQL's terms before the plan says it.
+	switch {
+	case base.AllowedLateness != nil && *base.AllowedLateness > 0:
+		return errAt(j.Pos, string(j.Type), "leave table.exec.emit.allow-lateness out of a join's job: each side's too-late rows are counted (late_dropped)",
+			"table.exec.emit.allow-lateness does not apply to a join: a side's late firing would revise a row the join has paired (semantics W14)")
+	case base.Trigger != nil:
+		return errAt(j.Pos, string(j.Type), "leave table.exec.emit.early-fire.* out of a join's job",
+			"early firing does not apply to a join: a side's early firing would pair rows the window's end revises (semantics W14)")
+	}
+	if err := sameKafkaGroup(left.spec, right.spec, right); err != nil {
+		return err
+	}
+	op := &spec.JoinOp{Type: typ}
+	if err := c.joinOn(j, sides, op); err != nil {
+		return err
+	}
+	items, err := joinItems(sel, sides, op)
+	if err != nil {
+		return err
+	}
+	c.job.Spec = left.spec
+	k, err := c.sink(sinkT)
+	if err != nil {
+		return err
+	}
+	r := *k
+	r.Columns = nil
+	right.spec.Sinks.Results = []*spec.Sink{&r} // left out of the plan: the join's rows go to k
+	c.join = &joined{right: right.spec, op: op, prefix: right.alias + ".", leftPrefix: left.alias + "."}
+	return c.mapColumns(in, sel, items, sinkT, k)
+}
+
+// joinSide compiles one side of a join: a subquery, a windowed
+// aggregation, over a copy of spec base.
+func (c *compiler) joinSide(f sqlparse.From, base spec.Spec) (*joinSide, error) {
+	sub, ok := f.(*sqlparse.Subquery)
+	if !ok {
+		pos := sqlparse.Pos{}
+		switch f := f.(type) {
+		case *sqlparse.TableRef:
+			pos = f.Name.Pos()
+		case *sqlparse.TableFunc:
+			pos = f.Pos
+		case *sqlparse.Join:
+			pos = f.Pos
+		}
+		return nil, errAt(pos, "", joinHint, "a side of a join is a windowed aggregation in parentheses; a join of records (Flink's window join of table functions) or of three relations is not compiled yet")
+	}
+	q := sub.Query
+	if len(q.Selects) != 1 || q.With != nil || q.OrderBy != nil || q.Limit != nil || sub.Alias.Name == "" {
+		return nil, errAt(sub.Pos, "", joinHint, "a side of a join is one SELECT with an alias")
+	}
+	s := base
+	s.Sinks = spec.Sinks{}
+	c.job.Spec = &s
+	items, err := c.windowed(q.Selects[0])
+	if err != nil {
+		return nil, err
+	}
+	if len(s.Aggregate) == 0 {
+		s.Aggregate = []spec.Aggregate{{Name: hiddenCount, Fn: "count"}}
+	}
+	side := &joinSide{alias: sub.Alias.Name, pos: sub.Pos, spec: &s, items: items}
+	for i, it := range q.Selects[0].Items {
+		name := it.Alias.Name
+		if ref, ok := it.Expr.(*sqlparse.Ref); ok && name == "" {
+			name = ref.Parts[len(ref.Parts)-1].Name
+		}
+		if name == "" {
+			name = fmt.Sprintf("EXPR$%d", i)
+		}
+		if slices.Contains(side.names, name) {
+			return nil, errAt(it.Pos, name, "give the columns distinct aliases", "%s has two columns named %s", side.alias, name)
+		}
+		side.names = append(side.names, name)
+	}
+	return side, nil
+}
+
+// windowSQL is a window as its table function reads: TUMBLE(1m0s),
+// HOP(30s, 1m0s), SESSION(10s), with an offset after a comma.
+func windowSQL(w spec.Window) string {
+	var args []string
+	for _, d := range []*spec.Duration{w.Slide, w.Size, w.Gap, w.Offset} {
+		if d != nil {
+			args = append(args, d.String())
+		}
+	}
+	fn := map[string]string{"tumbling": "TUMBLE", "sliding": "HOP", "session": "SESSION"}[w.Type]
+	return cmp.Or(fn, w.Type) + "(" + strings.Join(args, ", ") + ")"
+}
+
+// sameKafkaGroup refuses two reads of one Kafka topic in one consumer
+// group: the group would split the topic's partitions between them.
+func sameKafkaGroup(l, r *spec.Spec, right *joinSide) error {
+	lk, rk := l.Source.Kafka, r.Source.Kafka
+	if l.Source.Type != "kafka" || r.Source.Type != "kafka" || lk == nil || rk == nil || lk.Topic != rk.Topic || lk.Group == "" || lk.Group != rk.Group {
+		return nil
+	}
+	return errAt(right.pos, right.alias, "read the topic through two tables with different 'properties.group.id's, or with none",
+		"both sides read Kafka topic %s in consumer group %s, which would split its partitions between them", lk.Topic, lk.Group)
+}
+
+// joinRef resolves a column of the join: alias.column, or a column
+// named alone that one side has.
+func joinRef(r *sqlparse.Ref, sides [2]*joinSide) (int, string, item, error) {
+	name := r.Parts[len(r.Parts)-1]
+	if len(r.Parts) > 2 {
+		return 0, "", item{}, errAt(r.Parts[0].Pos, sqlparse.FormatExpr(r), "name a side's column as alias.column", "%s is not a column of the join", sqlparse.FormatExpr(r))
+	}
+	found := -1
+	var it item
+	for i, s := range sides {
+		if len(r.Parts) == 2 && r.Parts[0].Name != s.alias {
+			continue
+		}
+		if x, ok := s.col(name.Name); ok {
+			if found >= 0 {
+				return 0, "", item{}, errAt(name.Pos, name.Name, "write "+sides[0].alias+"."+name.Name+" or "+sides[1].alias+"."+name.Name, "column %s is ambiguous: both sides have it", name.Name)
+			}
+			found, it = i, x
+		}
+	}
+	if found < 0 {
+		var known []string
+		for _, s := range sides {
+			for _, n := range s.names {
+				known = append(known, s.alias+"."+n)
+			}
+		}
+		return 0, "", item{}, errAt(name.Pos, sqlparse.FormatExpr(r), "the sides' columns: "+strings.Join(known, ", "), "the join has no column %s", sqlparse.FormatExpr(r))
+	}
+	return found, name.Name, it, nil
+}
+
+// isBound reports whether a side's column is a window bound.
+func isBound(from string) bool {
+	return from == spec.ColWindowStart || from == spec.ColWindowEnd || from == spec.ColWindowTime
+}
+
+// joinOn compiles the join's ON, a conjunction of equalities of a left
+// and a right column: the window's bounds (window_start and window_end
+// both, or window_time) and op's equalities.
+func (c *compiler) joinOn(j *sqlparse.Join, sides [2]*joinSide, op *spec.JoinOp) error {
+	if j.On == nil {
+		return errAt(j.Pos, "JOIN", joinHint, "the join has no ON")
+	}
+	var terms []sqlparse.Expr
+	var split func(x sqlparse.Expr)
+	split = func(x sqlparse.Expr) {
+		if b, ok := x.(*sqlparse.Binary); ok && strings.EqualFold(b.Op, "AND") {
+			split(b.X)
+			split(b.Y)
+			return
+		}
+		terms = append(terms, x)
+	}
+	split(j.On)
+	bounds := map[string]bool{}
+	for _, t := range terms {
+		b, ok := t.(*sqlparse.Binary)
+		var x, y *sqlparse.Ref
+		if ok && b.Op == "=" {
+			x, _ = b.X.(*sqlparse.Ref)
+			y, _ = b.Y.(*sqlparse.Ref)
+		}
+		if x == nil || y == nil {
+			return errAt(sqlparse.ExprPos(t), sqlparse.FormatExpr(t), joinHint, "only equalities of a left and a right column join windowed results; other conditions are not compiled yet")
+		}
+		sx, _, ix, err := joinRef(x, sides)
+		if err != nil {
+			return err
+		}
+		sy, _, iy, err := joinRef(y, sides)
+		if err != nil {
+			return err
+		}
+		if sx == sy {
+			return errAt(sqlparse.ExprPos(t), sqlparse.FormatExpr(t), joinHint, "both columns are %s's; an equality joins a left column with a right one", sides[sx].alias)
+		}
+		if sx == 1 {
+			ix, iy = iy, ix
+		}
+		switch {
+		case isBound(ix.from) || isBound(iy.from):
+			if ix.from != iy.from {
+				return errAt(sqlparse.ExprPos(t), sqlparse.FormatExpr(t), "equal window_start to window_start and window_end to window_end", "a window bound equals another column")
+			}
+			bounds[ix.from] = true
+		default:
+			op.On = append(op.On, spec.JoinOn{Left: ix.from, Right: iy.from})
+		}
+	}
+	if !(bounds[spec.ColWindowStart] && bounds[spec.ColWindowEnd]) && !bounds[spec.ColWindowTime] {
+		return errAt(sqlparse.ExprPos(j.On), "ON", joinHint, "the join does not equal the sides' window_start and window_end: weir joins windowed results window by window")
+	}
+	if len(op.On) == 0 {
+		return errAt(sqlparse.ExprPos(j.On), "ON", joinHint, "the join has no equality besides the window: give the columns to join on")
+	}
+	return nil
+}
+
+// joinItems compiles the select list of a join: each a column of a side
+// (alias.column): a window bound, a key of the joined row (the ON
+// equalities under their left names, the sides' other keys), or a value
+// of one side, which op takes as a column of its rows.
+func joinItems(sel *sqlparse.Select, sides [2]*joinSide, op *spec.JoinOp) ([]item, error) {
+	var items []item
+	for _, it := range sel.Items {
+		ref, ok := it.Expr.(*sqlparse.Ref)
+		if it.Star || !ok {
+			return nil, errAt(it.Pos, sqlparse.FormatExpr(it.Expr), "select the sides' columns, alias.column, each", "only the sides' columns are selected from a join yet")
+		}
+		side, name, x, err := joinRef(ref, sides)
+		if err != nil {
+			return nil, err
+		}
+		out := it.Alias.Name
+		if out == "" {
+			out = name
+		}
+		keys := sides[side].spec.Key
+		switch {
+		case isBound(x.from):
+			items = append(items, item{pos: it.Pos, from: x.from})
+		case !x.agg && slices.Contains(keys, x.from):
+			from := x.from
+			for _, o := range op.On {
+				if side == 1 && o.Right == from {
+					from = o.Left
+				}
+			}
+			items = append(items, item{pos: it.Pos, from: from})
+		default:
+			op.Columns = append(op.Columns, spec.JoinColumn{Name: out, Right: side == 1, Field: x.from})
+			items = append(items, item{pos: it.Pos, from: out, agg: true})
+		}
+	}
+	return items, nil
+}

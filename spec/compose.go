@@ -1,0 +1,202 @@
+package spec
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Composing plans: a front end that compiles each windowed aggregation
+// of a job to a plan of one window (a YAML spec's) builds the job's graph
+// from them: a window join of two plans' windows (JoinPlans), or a Top-N
+// or a second window fed by a plan's window (FeedPlan). The composed
+// plan is the first plan's, with the other's nodes and the new operator
+// in its graph and their definitions in its Definition, so that a
+// checkpoint or a ledger entry of one job is never read as another's.
+
+// FeedPlan returns plan up with op (a *WindowOp: a cascade, semantics
+// W12; a *TopNOp: W13), node name, fed by up's window: up's results
+// sinks take op's results instead, so that up's window feeds op alone.
+// def records op for the Definition (its fields, as JSON under name).
+func FeedPlan(up *Plan, op Op, name string, def any) (*Plan, error) {
+	switch op.(type) {
+	case *WindowOp, *TopNOp:
+	default:
+		return nil, fmt.Errorf("spec: a window's results feed a window or a Top-N, not a %s", op.Kind())
+	}
+	q := *up
+	win, err := onlyWindow(up)
+	if err != nil {
+		return nil, err
+	}
+	nodes, results := withoutResults(up.Graph.Nodes, win)
+	id := NodeID(len(nodes))
+	nodes = append(nodes, Node{ID: id, Name: name, Op: op, Inputs: []Edge{{From: win}}})
+	q.Graph.Nodes = appendResults(nodes, results, id)
+	if err := q.define(name, def); err != nil {
+		return nil, err
+	}
+	return q.checked()
+}
+
+// JoinPlans returns the plan of join op (node name; semantics W14) of
+// left's window (the first input) with right's: right's nodes follow
+// left's, named after prefix (left's window after leftPrefix), its source reading with right's settings
+// (a second read); the join's results go to left's results sinks, and
+// right's results sinks are left out. Right's other sinks (late, dead
+// letters) are kept under names after prefix. def records the join for
+// the Definition, and right's definition is recorded under prefix.
+func JoinPlans(left, right *Plan, op *JoinOp, name, leftPrefix, prefix string, def any) (*Plan, error) {
+	lw, err := onlyWindow(left)
+	if err != nil {
+		return nil, err
+	}
+	rw, err := onlyWindow(right)
+	if err != nil {
+		return nil, err
+	}
+	q := *left
+	nodes, results := withoutResults(left.Graph.Nodes, lw)
+	for i := range nodes {
+		if _, ok := nodes[i].Op.(*WindowOp); ok {
+			nodes[i].Name = leftPrefix + nodes[i].Name
+		}
+	}
+	rnodes, _ := withoutResults(right.Graph.Nodes, rw)
+	// Right's nodes renumbered after left's: an id in right's graph
+	// maps to its place in nodes.
+	ids := map[NodeID]NodeID{}
+	for _, n := range rnodes {
+		m := Node{ID: NodeID(len(nodes)), Name: prefix + n.Name, Op: n.Op}
+		ids[n.ID] = m.ID
+		for _, e := range n.Inputs {
+			m.Inputs = append(m.Inputs, Edge{From: ids[e.From], Port: e.Port})
+		}
+		switch op := n.Op.(type) {
+		case *SourceOp:
+			src := *op
+			src.Settings = right
+			m.Op = &src
+		case *SinkOp:
+			s := *op
+			s.Name = strings.ReplaceAll(prefix, ".", "_") + s.Name
+			s.Path = prefix + s.Path
+			m.Op = &s
+		}
+		nodes = append(nodes, m)
+	}
+	id := NodeID(len(nodes))
+	nodes = append(nodes, Node{ID: id, Name: name, Op: op, Inputs: []Edge{{From: lw}, {From: ids[rw]}}})
+	q.Graph.Nodes = appendResults(nodes, results, id)
+	for _, f := range right.Definition.Fields {
+		f.Path = prefix + f.Path
+		q.Definition.Fields = append(q.Definition.Fields, f)
+	}
+	for _, s := range right.Definition.Sinks {
+		if !strings.HasPrefix(s, "results") {
+			q.Definition.Sinks = append(q.Definition.Sinks, strings.ReplaceAll(prefix, ".", "_")+s)
+		}
+	}
+	if err := q.define(name, def); err != nil {
+		return nil, err
+	}
+	return q.checked()
+}
+
+// onlyWindow is the node of p's one window.
+func onlyWindow(p *Plan) (NodeID, error) {
+	var win NodeID = -1
+	for _, n := range p.Graph.Nodes {
+		if _, ok := n.Op.(*WindowOp); ok {
+			if win >= 0 {
+				return -1, fmt.Errorf("spec: plan %s has several windows; compose plans of one window", p.Name)
+			}
+			win = n.ID
+		}
+	}
+	if win < 0 {
+		return -1, fmt.Errorf("spec: plan %s has no window", p.Name)
+	}
+	return win, nil
+}
+
+// withoutResults returns nodes without the results sinks of window win
+// (renumbered), and those sinks.
+func withoutResults(nodes []Node, win NodeID) (kept, results []Node) {
+	ids := map[NodeID]NodeID{}
+	for _, n := range nodes {
+		if _, ok := n.Op.(*SinkOp); ok && len(n.Inputs) == 1 && n.Inputs[0] == (Edge{From: win, Port: Out}) {
+			results = append(results, n)
+			continue
+		}
+		m := n
+		m.ID = NodeID(len(kept))
+		ids[n.ID] = m.ID
+		m.Inputs = nil
+		for _, e := range n.Inputs {
+			m.Inputs = append(m.Inputs, Edge{From: ids[e.From], Port: e.Port})
+		}
+		kept = append(kept, m)
+	}
+	return kept, results
+}
+
+// appendResults appends the results sinks to nodes, fed by node from.
+func appendResults(nodes, results []Node, from NodeID) []Node {
+	for _, r := range results {
+		r.ID = NodeID(len(nodes))
+		r.Inputs = []Edge{{From: from}}
+		nodes = append(nodes, r)
+	}
+	return nodes
+}
+
+// define records the operator name's definition def (plain data) in the
+// plan's Definition, as one state field: a restore refuses to see it
+// changed.
+func (p *Plan) define(name string, def any) error {
+	b, err := json.Marshal(def)
+	if err != nil {
+		return fmt.Errorf("spec: the definition of %s: %w", name, err)
+	}
+	p.Definition.Fields = append(slices.Clone(p.Definition.Fields), DefField{Path: name, Value: b, State: true})
+	slices.SortFunc(p.Definition.Fields, func(a, b DefField) int { return strings.Compare(a.Path, b.Path) })
+	return nil
+}
+
+// checked validates p's graph and its shape as a runner reads it.
+func (p *Plan) checked() (*Plan, error) {
+	if err := p.Graph.Validate(); err != nil {
+		return nil, err
+	}
+	if _, err := p.Graph.Path(); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// SetResultColumns gives the results sinks of p's last branch (the
+// operator a FeedPlan or JoinPlans added) the columns cols
+// (Sink.Columns), checked against the rows that branch writes: its key
+// fields and values (a join's columns, a Top-N's rank), the window
+// bounds and the firing's metadata.
+func (p *Plan) SetResultColumns(cols []Column) error {
+	path, err := p.Graph.Path()
+	if err != nil {
+		return err
+	}
+	b := path.Windows[len(path.Windows)-1]
+	var errs Errors
+	cols = slices.Clone(cols)
+	for _, k := range b.Results {
+		checkColumns(k.Path, cols, b.Window.Key, b.Window.Aggregates, func(path, msg, fix string) {
+			errs = append(errs, FieldError{Path: path, Msg: msg, Fix: fix})
+		})
+		if len(errs) > 0 {
+			return errs
+		}
+		k.Config.Columns = cols
+	}
+	return nil
+}

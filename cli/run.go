@@ -805,16 +805,25 @@ func printWindows(w io.Writer, s job.Summary, ws []string) {
 	var results, retractions, open int64
 	for _, name := range ws {
 		g := func(c string) int64 { return s.Get(name + "." + c) }
-		in := "the firings it reads"
-		if s.Has(name + ".records_in") {
-			in = fmt.Sprint(g("records_in"))
-		}
-		var read string
-		if s.Has(name + ".dead_letter") {
+		var in, read string
+		switch {
+		case !s.Has(name + ".records_in"):
+			// The job's one source feeds it.
+			in = fmt.Sprintf("%d records", s.Get("records_in"))
+			read = fmt.Sprintf(" + %d dead letters", s.Get("dead_letter"))
+			if s.Has("filtered") {
+				read += fmt.Sprintf(" + %d filtered", s.Get("filtered"))
+			}
+		case !s.Has(name + ".dead_letter"):
+			// Windows feed it: it reads their firings.
+			in = fmt.Sprintf("%d firings", g("records_in"))
+		default:
+			// One of the job's sources feeds it.
+			in = fmt.Sprintf("%d records", g("records_in"))
 			read = fmt.Sprintf(" + %d dead letters", g("dead_letter"))
-		}
-		if s.Has(name + ".filtered") {
-			read += fmt.Sprintf(" + %d filtered", g("filtered"))
+			if s.Has(name + ".filtered") {
+				read += fmt.Sprintf(" + %d filtered", g("filtered"))
+			}
 		}
 		fmt.Fprintf(w, "  window %s: %s in = %d accepted (%d late) + %d side output + %d dropped%s; firings %d early, %d on time, %d late; %d results\n",
 			name, in, g("accepted"), g("accepted_late"), g("late_side_output"), g("late_dropped"), read, g("fired_early"), g("fired_on_time"), g("fired_late"), g("results"))

@@ -35,8 +35,10 @@ type Job struct {
 	Spec     *spec.Spec
 	Warnings []string
 	// join, when set, makes the job a window join of Spec's window (the
-	// left side's) with join.right's.
+	// left side's) with join.right's; topN, a Top-N of Spec's window's
+	// results.
 	join *joined
+	topN *spec.TopNOp
 }
 
 // Compile compiles the SQL job src, read from file (whose name, without
@@ -73,8 +75,9 @@ type compiler struct {
 	}
 	// outputs are the SETs of weir.*.sink keys, by key.
 	outputs map[string]*sqlparse.Set
-	// join is the query's window join, or nil.
+	// join is the query's window join, topN its Top-N, or nil.
 	join *joined
+	topN *spec.TopNOp
 }
 
 // errAt is an error at pos.
@@ -147,8 +150,8 @@ func (c *compiler) compileInserts() error {
 			first, firstShape = c.job.Spec, shape(c.job.Spec)
 			continue
 		}
-		if c.join != nil {
-			return errAt(in.Pos, "INSERT", "run the join as a job of its own", "a statement set with a join is not compiled yet")
+		if c.join != nil || c.topN != nil {
+			return errAt(in.Pos, "INSERT", "run the join or Top-N as a job of its own", "a statement set with a join or a Top-N is not compiled yet")
 		}
 		if !bytes.Equal(shape(&s), firstShape) {
 			return errAt(in.Pos, "INSERT", "insert the same windowed aggregation (source, window, keys and aggregates) into each table of a statement set, or run the queries as separate jobs",
@@ -173,7 +176,7 @@ func (c *compiler) compileInserts() error {
 		first.Sinks.Results = append(first.Sinks.Results, k)
 	}
 	c.job.Spec = first
-	c.job.join = c.join
+	c.job.join, c.job.topN = c.join, c.topN
 	return nil
 }
 
@@ -378,8 +381,9 @@ func (o options) rest(table string, known []string) error {
 func (j *Job) Plan() (*spec.Plan, error) {
 	var cols []spec.Column
 	var k *spec.Sink
-	if j.join != nil {
-		// The join's rows have the columns, which the left side's do not.
+	if j.composed() {
+		// The join's or Top-N's rows have the columns, which the window's
+		// do not.
 		k = j.Spec.Sinks.Results[0]
 		cols, k.Columns = k.Columns, nil
 	}
@@ -398,10 +402,15 @@ func (j *Job) Plan() (*spec.Plan, error) {
 		if p, err = spec.JoinPlans(p, r, j.join.op, "join", j.join.leftPrefix, j.join.prefix, j.join.op); err != nil {
 			return nil, inSQLTerms(err)
 		}
-		if len(cols) > 0 {
-			if err := p.SetResultColumns(cols); err != nil {
-				return nil, inSQLTerms(err)
-			}
+	}
+	if j.topN != nil {
+		if p, err = spec.FeedPlan(p, j.topN, "topn", j.topN); err != nil {
+			return nil, inSQLTerms(err)
+		}
+	}
+	if j.composed() && len(cols) > 0 {
+		if err := p.SetResultColumns(cols); err != nil {
+			return nil, inSQLTerms(err)
 		}
 	}
 	return p, nil

@@ -87,14 +87,10 @@ func (c *compiler) compileJoin(in *sqlparse.Insert, sel *sqlparse.Select, j *sql
 			"the sides' windows differ (%s: %s; %s: %s): a window join pairs rows of one window", left.alias, lw, right.alias, rw)
 	}
 	// A side that fires a window more than once would revise a row the
-	// join has paired (W14): said in SQL's terms before the plan says it.
-	switch {
-	case base.AllowedLateness != nil && *base.AllowedLateness > 0:
-		return errAt(j.Pos, string(j.Type), "leave table.exec.emit.allow-lateness out of a join's job: each side's too-late rows are counted (late_dropped)",
-			"table.exec.emit.allow-lateness does not apply to a join: a side's late firing would revise a row the join has paired (semantics W14)")
-	case base.Trigger != nil:
-		return errAt(j.Pos, string(j.Type), "leave table.exec.emit.early-fire.* out of a join's job",
-			"early firing does not apply to a join: a side's early firing would pair rows the window's end revises (semantics W14)")
+	// join has paired (W14).
+	c.job.Spec = &base
+	if err := c.firesOnce(j.Pos, "a join", "pair"); err != nil {
+		return err
 	}
 	if err := sameKafkaGroup(left.spec, right.spec, right); err != nil {
 		return err

@@ -34,6 +34,9 @@ func (c *compiler) compileInsert(in *sqlparse.Insert) error {
 	if j, ok := sel.From.(*sqlparse.Join); ok {
 		return c.compileJoin(in, sel, j, sinkT)
 	}
+	if inner, rn, ok := topNQuery(sel); ok {
+		return c.compileTopN(in, sel, inner, rn, sinkT)
+	}
 	items, err := c.windowed(sel)
 	if err != nil {
 		return err

@@ -1,0 +1,220 @@
+package sqljob
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/weirstream/weir/internal/sqlparse"
+	"github.com/weirstream/weir/spec"
+)
+
+const topNHint = "rank a windowed aggregation: SELECT * FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY window_start, window_end ORDER BY total DESC) AS rownum FROM (SELECT ... GROUP BY window_start, window_end, ...)) WHERE rownum <= 3"
+
+// topNQuery reports whether sel is a window Top-N: SELECT ... FROM
+// (SELECT ..., ROW_NUMBER() OVER (...) AS rownum FROM (...)) WHERE
+// rownum <= N.
+func topNQuery(sel *sqlparse.Select) (*sqlparse.Select, *sqlparse.SelectItem, bool) {
+	sub, ok := sel.From.(*sqlparse.Subquery)
+	if !ok || len(sub.Query.Selects) != 1 {
+		return nil, nil, false
+	}
+	inner := sub.Query.Selects[0]
+	for _, it := range inner.Items {
+		if call, ok := it.Expr.(*sqlparse.Call); ok && call.Over != nil && strings.EqualFold(tableName(call.Name), "ROW_NUMBER") {
+			return inner, it, true
+		}
+	}
+	return nil, nil, false
+}
+
+// compileTopN compiles a window Top-N (semantics W13) of a windowed
+// aggregation: the inner query ranks the aggregation's rows of each
+// window and partition with ROW_NUMBER() OVER (PARTITION BY
+// window_start, window_end, columns ORDER BY columns), and the outer
+// keeps the ranks up to N and selects columns of them.
+func (c *compiler) compileTopN(in *sqlparse.Insert, sel, inner *sqlparse.Select, rn *sqlparse.SelectItem, sinkT *sqlparse.CreateTable) error {
+	switch {
+	case sel.GroupBy != nil || sel.Having != nil || sel.Distinct || inner.Where != nil || inner.GroupBy != nil || inner.Having != nil || inner.Distinct:
+		return errAt(sel.Pos, "SELECT", topNHint, "this Top-N query is not compiled yet: filter and aggregate in the ranked query, keep the ranks in the outer WHERE")
+	case len(in.Columns) > 0:
+		return errAt(in.Pos, "INSERT", "leave out the column list: the query's columns go to the sink's in order", "INSERT INTO t (columns) is not compiled yet")
+	case rn.Alias.Name == "":
+		return errAt(rn.Pos, "ROW_NUMBER", "name it: ROW_NUMBER() OVER (...) AS rownum", "the row number has no name")
+	}
+	if err := c.firesOnce(sel.Pos, "a Top-N", "rank"); err != nil {
+		return err
+	}
+	sub, ok := inner.From.(*sqlparse.Subquery)
+	if !ok || len(sub.Query.Selects) != 1 || sub.Query.With != nil || sub.Query.OrderBy != nil || sub.Query.Limit != nil {
+		return errAt(inner.Pos, "FROM", topNHint, "a Top-N ranks the rows of a windowed aggregation in parentheses; Flink's Top-N of a table function's records is not compiled yet")
+	}
+	agg := sub.Query.Selects[0]
+	items, err := c.windowed(agg)
+	if err != nil {
+		return err
+	}
+	// The aggregation's columns by name, as the ranked query reads them.
+	cols := map[string]item{}
+	var names []string
+	for i, it := range agg.Items {
+		name := it.Alias.Name
+		if ref, ok := it.Expr.(*sqlparse.Ref); ok && name == "" {
+			name = ref.Parts[len(ref.Parts)-1].Name
+		}
+		if name == "" {
+			name = fmt.Sprintf("EXPR$%d", i)
+		}
+		cols[name] = items[i]
+		names = append(names, name)
+	}
+	column := func(x sqlparse.Expr, what string) (item, error) {
+		ref, ok := x.(*sqlparse.Ref)
+		if !ok {
+			return item{}, errAt(sqlparse.ExprPos(x), sqlparse.FormatExpr(x), "name a column of the aggregation: "+strings.Join(names, ", "), "a Top-N %s by columns", what)
+		}
+		name := ref.Parts[len(ref.Parts)-1]
+		it, ok := cols[name.Name]
+		if !ok || len(ref.Parts) > 2 {
+			return item{}, errAt(name.Pos, sqlparse.FormatExpr(x), "its columns: "+strings.Join(names, ", "), "the aggregation has no column %s", sqlparse.FormatExpr(x))
+		}
+		return it, nil
+	}
+	op := &spec.TopNOp{Rank: rn.Alias.Name}
+	over := rn.Expr.(*sqlparse.Call).Over
+	bounds := map[string]bool{}
+	for _, p := range over.PartitionBy {
+		it, err := column(p, "partitions")
+		if err != nil {
+			return err
+		}
+		if isBound(it.from) {
+			bounds[it.from] = true
+			continue
+		}
+		op.PartitionBy = append(op.PartitionBy, it.from)
+	}
+	if !bounds[spec.ColWindowStart] || !bounds[spec.ColWindowEnd] {
+		return errAt(rn.Pos, "PARTITION BY", "partition by window_start, window_end and any other columns", "a window Top-N ranks each window's rows: PARTITION BY window_start and window_end")
+	}
+	for _, o := range over.OrderBy {
+		it, err := column(o.Expr, "orders")
+		if err != nil {
+			return err
+		}
+		op.OrderBy = append(op.OrderBy, spec.SortKey{Field: it.from, Desc: o.Desc})
+	}
+	if op.N, err = rankLimit(sel.Where, op.Rank); err != nil {
+		return err
+	}
+	// The ranked query's columns: the aggregation's (all of them for *),
+	// and the rank.
+	ranked := map[string]item{op.Rank: {from: op.Rank}}
+	var rankedNames []string
+	for _, it := range inner.Items {
+		switch {
+		case it == rn:
+			rankedNames = append(rankedNames, op.Rank)
+		case it.Star:
+			for _, n := range names {
+				ranked[n] = cols[n]
+				rankedNames = append(rankedNames, n)
+			}
+		default:
+			x, err := column(it.Expr, "selects")
+			if err != nil {
+				return err
+			}
+			name := it.Alias.Name
+			if name == "" {
+				name = x.from
+				if ref, ok := it.Expr.(*sqlparse.Ref); ok {
+					name = ref.Parts[len(ref.Parts)-1].Name
+				}
+			}
+			ranked[name] = x
+			rankedNames = append(rankedNames, name)
+		}
+	}
+	var out []item
+	for _, it := range sel.Items {
+		if it.Star {
+			for _, n := range rankedNames {
+				out = append(out, item{pos: it.Pos, from: ranked[n].from})
+			}
+			continue
+		}
+		ref, ok := it.Expr.(*sqlparse.Ref)
+		var x item
+		if ok {
+			x, ok = ranked[ref.Parts[len(ref.Parts)-1].Name]
+		}
+		if !ok {
+			return errAt(it.Pos, sqlparse.FormatExpr(it.Expr), "select the ranked query's columns: "+strings.Join(rankedNames, ", "), "a Top-N selects the ranked query's columns")
+		}
+		out = append(out, item{pos: it.Pos, from: x.from})
+	}
+	k, err := c.sink(sinkT)
+	if err != nil {
+		return err
+	}
+	c.topN = op
+	return c.mapColumns(in, sel, out, sinkT, k)
+}
+
+// rankLimit reads the outer WHERE of a Top-N: rank <= N, rank < N + 1
+// or rank = 1.
+func rankLimit(where sqlparse.Expr, rank string) (int, error) {
+	bad := func(pos sqlparse.Pos, text string) error {
+		return errAt(pos, text, "keep the first ranks: WHERE "+rank+" <= 3", "a Top-N's outer WHERE keeps the ranks up to a number")
+	}
+	if where == nil {
+		return 0, bad(sqlparse.Pos{Line: 1, Col: 1}, "")
+	}
+	b, ok := where.(*sqlparse.Binary)
+	if !ok {
+		return 0, bad(sqlparse.ExprPos(where), sqlparse.FormatExpr(where))
+	}
+	ref, ok1 := b.X.(*sqlparse.Ref)
+	lit, ok2 := b.Y.(*sqlparse.Lit)
+	if !ok1 || !ok2 || lit.Kind != "number" || ref.Parts[len(ref.Parts)-1].Name != rank {
+		return 0, bad(sqlparse.ExprPos(where), sqlparse.FormatExpr(where))
+	}
+	n, err := strconv.Atoi(lit.Text)
+	switch {
+	case err != nil:
+		return 0, bad(lit.Pos, lit.Text)
+	case b.Op == "<=":
+	case b.Op == "<":
+		n--
+	case b.Op == "=" && n == 1:
+	default:
+		return 0, bad(sqlparse.ExprPos(where), sqlparse.FormatExpr(where))
+	}
+	if n < 1 || n > spec.MaxTopN {
+		return 0, errAt(lit.Pos, lit.Text, fmt.Sprintf("keep 1 to %d ranks", spec.MaxTopN), "a Top-N keeps %d ranks", n)
+	}
+	return n, nil
+}
+
+// firesOnce refuses the emit keys that fire a window more than once
+// (allowed lateness, early firing) for a query (what) that reads a
+// window's results: a second firing would revise a row it has read
+// (semantics W12-W14). Said in SQL's terms before the plan says it.
+func (c *compiler) firesOnce(pos sqlparse.Pos, what, verb string) error {
+	s := c.job.Spec
+	switch {
+	case s.AllowedLateness != nil && *s.AllowedLateness > 0:
+		return errAt(pos, "table.exec.emit.allow-lateness", "leave table.exec.emit.allow-lateness out: too-late rows are counted (late_dropped)",
+			"table.exec.emit.allow-lateness does not apply to %s: a late firing would revise a row it has %sed", what, verb)
+	case s.Trigger != nil:
+		return errAt(pos, "table.exec.emit.early-fire", "leave table.exec.emit.early-fire.* out",
+			"early firing does not apply to %s: it would %s rows the window's end revises", what, verb)
+	}
+	return nil
+}
+
+// composed reports whether the job's results come from an operator of
+// windows' results (a join, a Top-N), whose rows the sink's columns
+// describe, not the window's.
+func (j *Job) composed() bool { return j.join != nil || j.topN != nil }

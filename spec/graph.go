@@ -350,6 +350,9 @@ func (g *Graph) Path() (*Path, error) {
 			}
 			p.Reads[r].Watermark, wms[n.ID] = op, r
 		case *WindowOp:
+			if err := windowName(p.Windows, n.Name); err != nil {
+				return nil, misfit(err.Error())
+			}
 			from := -1
 			read, fromRead := readOf(wms)
 			if !fromRead {
@@ -366,6 +369,9 @@ func (g *Graph) Path() (*Path, error) {
 			branch[n.ID] = len(p.Windows)
 			p.Windows = append(p.Windows, Branch{Name: n.Name, Window: op, From: from, Read: read})
 		case *TopNOp:
+			if err := windowName(p.Windows, n.Name); err != nil {
+				return nil, misfit(err.Error())
+			}
 			up, ok := results(n)
 			if !ok {
 				return nil, misfit("does not read one window's results")
@@ -377,6 +383,9 @@ func (g *Graph) Path() (*Path, error) {
 			branch[n.ID] = len(p.Windows)
 			p.Windows = append(p.Windows, Branch{Name: n.Name, Window: topNView(u.Window, op), From: up, Read: u.Read, TopN: op})
 		case *JoinOp:
+			if err := windowName(p.Windows, n.Name); err != nil {
+				return nil, misfit(err.Error())
+			}
 			var l, r int
 			ok := len(n.Inputs) == 2
 			if ok {
@@ -448,6 +457,20 @@ func (g *Graph) Path() (*Path, error) {
 		}
 	}
 	return &p, nil
+}
+
+// windowName checks the name of the window, Top-N or join that follows
+// windows ws: a name of its own (its counters and stage go by it), and
+// not "window" after the first (the first's stage is "window",
+// whatever its name).
+func windowName(ws []Branch, name string) error {
+	switch {
+	case slices.ContainsFunc(ws, func(b Branch) bool { return b.Name == name }):
+		return fmt.Errorf("has the name of an earlier window")
+	case len(ws) > 0 && name == "window":
+		return fmt.Errorf("is named window, which names the first window's stage")
+	}
+	return nil
 }
 
 // Results are the results sinks of every window, in order.

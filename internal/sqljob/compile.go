@@ -39,6 +39,9 @@ type Job struct {
 	// results.
 	join *joined
 	topN *spec.TopNOp
+	// cascade, when set, makes Spec's window read the results of the
+	// window of cascade.up (W12).
+	cascade *cascaded
 }
 
 // Compile compiles the SQL job src, read from file (whose name, without
@@ -75,9 +78,11 @@ type compiler struct {
 	}
 	// outputs are the SETs of weir.*.sink keys, by key.
 	outputs map[string]*sqlparse.Set
-	// join is the query's window join, topN its Top-N, or nil.
-	join *joined
-	topN *spec.TopNOp
+	// join is the query's window join, topN its Top-N, cascade the
+	// windowed view its window reads, or nil.
+	join    *joined
+	topN    *spec.TopNOp
+	cascade *cascaded
 }
 
 // errAt is an error at pos.
@@ -150,8 +155,8 @@ func (c *compiler) compileInserts() error {
 			first, firstShape = c.job.Spec, shape(c.job.Spec)
 			continue
 		}
-		if c.join != nil || c.topN != nil {
-			return errAt(in.Pos, "INSERT", "run the join or Top-N as a job of its own", "a statement set with a join or a Top-N is not compiled yet")
+		if c.join != nil || c.topN != nil || c.cascade != nil {
+			return errAt(in.Pos, "INSERT", "run the join, Top-N or cascade as a job of its own", "a statement set with a join, a Top-N or a cascade is not compiled yet")
 		}
 		if !bytes.Equal(shape(&s), firstShape) {
 			return errAt(in.Pos, "INSERT", "insert the same windowed aggregation (source, window, keys and aggregates) into each table of a statement set, or run the queries as separate jobs",
@@ -176,7 +181,7 @@ func (c *compiler) compileInserts() error {
 		first.Sinks.Results = append(first.Sinks.Results, k)
 	}
 	c.job.Spec = first
-	c.job.join, c.job.topN = c.join, c.topN
+	c.job.join, c.job.topN, c.job.cascade = c.join, c.topN, c.cascade
 	return nil
 }
 
@@ -196,6 +201,10 @@ func shape(s *spec.Spec) []byte {
 // sideOutputs compiles the tables the weir.*.sink keys name.
 func (c *compiler) sideOutputs() error {
 	sinks := &c.job.Spec.Sinks
+	if c.cascade != nil {
+		// The records the side outputs hold are the view's window's.
+		sinks = &c.cascade.up.Sinks
+	}
 	for _, key := range []string{lateKey, latePartialKey, deadLetterKey} {
 		st, ok := c.outputs[key]
 		if !ok {
@@ -379,6 +388,9 @@ func (o options) rest(table string, known []string) error {
 // compiles to.
 // Its errors speak SQL's terms (the field path says what it is in SQL).
 func (j *Job) Plan() (*spec.Plan, error) {
+	if j.cascade != nil {
+		return j.cascadePlan()
+	}
 	var cols []spec.Column
 	var k *spec.Sink
 	if j.composed() {

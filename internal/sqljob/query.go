@@ -41,6 +41,9 @@ func (c *compiler) compileInsert(in *sqlparse.Insert) error {
 	if err != nil {
 		return err
 	}
+	if c.cascade != nil {
+		c.cascade.into = tableName(in.Table)
+	}
 	if len(in.Columns) > 0 {
 		return errAt(in.Pos, "INSERT", "leave out the column list: the query's columns go to the sink's in order", "INSERT INTO t (columns) is not compiled yet")
 	}
@@ -93,12 +96,15 @@ func (c *compiler) windowed(sel *sqlparse.Select) ([]item, error) {
 	default:
 		return nil, errAt(sel.Pos, "SELECT", "aggregate over a window table function: FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL '1' MINUTE))", "only windowed aggregations are compiled yet")
 	}
+	if sel.Having != nil {
+		return nil, errAt(sel.Pos, "HAVING", "filter the rows before the window with WHERE", "HAVING is not compiled yet")
+	}
+	if rel.results != nil {
+		return c.cascadeAggregation(sel, rel, group, timeCol)
+	}
 	filter, err := c.source(rel, timeCol)
 	if err != nil {
 		return nil, err
-	}
-	if sel.Having != nil {
-		return nil, errAt(sel.Pos, "HAVING", "filter the rows before the window with WHERE", "HAVING is not compiled yet")
 	}
 	if err := c.where(sel.Where, rel, filter); err != nil {
 		return nil, err
@@ -418,7 +424,7 @@ func (c *compiler) fields(x sqlparse.Expr, rel *relation) (sqlparse.Expr, error)
 // not a metadata column, nor the time attribute read as the timestamp
 // (c.timeAttr), which no computed field holds.
 func (c *compiler) isField(rel *relation, col *relCol) bool {
-	if col.expr != nil {
+	if col.expr != nil || rel.results != nil {
 		return true
 	}
 	bc := column(rel.table, col.name)

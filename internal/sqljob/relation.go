@@ -27,6 +27,10 @@ type relation struct {
 	cols  []relCol
 	where sqlparse.Expr // a view's filter, over the table's columns
 	view  bool
+	// results, for a view that is a windowed aggregation (a cascade's,
+	// W12), maps each of its columns to the column of the results that
+	// holds it: a key field, a window bound or an aggregate.
+	results map[string]string
 }
 
 type relCol struct {
@@ -91,6 +95,9 @@ func (r *relation) path(x *sqlparse.Ref) (*relCol, sqlparse.Ident, []sqlparse.Id
 func (c *compiler) relationOf(n sqlparse.Name, alias string) (*relation, error) {
 	name := tableName(n)
 	if v, ok := c.views[name]; ok {
+		if len(v.Query.Selects) == 1 && (v.Query.Selects[0].GroupBy != nil || legacyWindow(v.Query.Selects[0]) != nil) {
+			return c.cascadeRelation(v, alias)
+		}
 		r, err := c.viewRelation(v)
 		if err != nil {
 			return nil, err

@@ -1,0 +1,166 @@
+package sqljob
+
+import (
+	"fmt"
+
+	"github.com/weirstream/weir/internal/sqlparse"
+	"github.com/weirstream/weir/spec"
+)
+
+// cascaded is the window a job's window reads the results of (a cascade,
+// semantics W12): a view that is a windowed aggregation, windowed again
+// by its window_time column, as Flink's cascading window aggregations
+// are written.
+type cascaded struct {
+	// up is the spec of the view's windowed aggregation.
+	up *spec.Spec
+	// name is the view's, for its window's node; into the sink table's,
+	// for the node of the window that reads the view.
+	name, into string
+}
+
+// cascadeRelation compiles view v, a windowed aggregation, into a spec of
+// its own (c.cascade) and returns the relation a query over it reads: its
+// columns by the view's names, each a column of the aggregation's
+// results (results: a key field, window_start, window_end, window_time
+// or an aggregate).
+func (c *compiler) cascadeRelation(v *sqlparse.CreateView, alias string) (*relation, error) {
+	name := tableName(v.Name)
+	q := v.Query
+	if c.cascade != nil {
+		return nil, errAt(v.Pos, name, "window a table's records, then the view's results once", "view %s: a cascade of more than two windows is not compiled yet", name)
+	}
+	if len(q.Selects) != 1 || q.With != nil || q.OrderBy != nil || q.Limit != nil {
+		return nil, errAt(q.Pos, name, "a windowed view is one SELECT ... GROUP BY window_start, window_end, ...", "view %s: this query is not compiled yet", name)
+	}
+	down := c.job.Spec
+	up := *down
+	up.Sinks = spec.Sinks{}
+	c.job.Spec = &up
+	items, err := c.windowed(q.Selects[0])
+	c.job.Spec = down
+	if err != nil {
+		return nil, err
+	}
+	c.cascade = &cascaded{up: &up, name: name}
+	r := &relation{name: name, alias: alias, view: true, results: map[string]string{}}
+	for i, it := range q.Selects[0].Items {
+		col := it.Alias.Name
+		if ref, ok := it.Expr.(*sqlparse.Ref); ok && col == "" {
+			col = ref.Parts[len(ref.Parts)-1].Name
+		}
+		if col == "" {
+			col = fmt.Sprintf("EXPR$%d", i)
+		}
+		if len(v.Columns) > i {
+			col = v.Columns[i].Name
+		}
+		r.cols = append(r.cols, relCol{name: col, pos: it.Pos})
+		r.results[col] = items[i].from
+	}
+	return r, nil
+}
+
+// cascadeAggregation compiles a windowed aggregation over windowed
+// view rel's results (time column timeCol): cascadeWindow's checks, the
+// aggregation, then the view's column names as the results'.
+func (c *compiler) cascadeAggregation(sel *sqlparse.Select, rel *relation, group *sqlparse.Call, timeCol string) ([]item, error) {
+	if sel.Where != nil {
+		return nil, errAt(sqlparse.ExprPos(sel.Where), "WHERE", "filter the records in the view's query", "a window over view %s's results filters nothing yet", rel.name)
+	}
+	if err := c.cascadeWindow(rel, timeCol, sel.Pos); err != nil {
+		return nil, err
+	}
+	items, err := c.aggregation(sel, rel, group)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.cascadeFields(rel, sel.Pos); err != nil {
+		return nil, err
+	}
+	for i := range items {
+		if f, ok := rel.results[items[i].from]; ok && !items[i].agg && !isBound(items[i].from) {
+			items[i].from = f
+		}
+	}
+	return items, nil
+}
+
+// cascadeWindow finishes the spec of a window over a windowed view's
+// results: its time column must be the view's window_time; its keys and
+// aggregates read the results' columns by their names in the results
+// (not the view's aliases); it computes and filters nothing, since it
+// reads no records of its own; it reads the view's source, so that the
+// spec compiles (the plan keeps only its window).
+func (c *compiler) cascadeWindow(rel *relation, timeCol string, pos sqlparse.Pos) error {
+	s := c.job.Spec
+	if rel.results[timeCol] != spec.ColWindowTime {
+		return errAt(pos, timeCol, "window by the view's window_time column (SELECT window_time AS rowtime ... in the view, DESCRIPTOR(rowtime) here)",
+			"a window over view %s's results is windowed by its window_time, not %s", rel.name, timeCol)
+	}
+	if err := c.firesOnce(pos, "a window over a windowed view", "count"); err != nil {
+		return err
+	}
+	up := c.cascade.up
+	s.Source, s.Watermark, s.Time = up.Source, up.Watermark, up.Time
+	return nil
+}
+
+// cascadeFields renames the spec's keys and aggregated fields from the
+// view's column names to the results' and refuses what a window over
+// results cannot do (compute or filter on them).
+func (c *compiler) cascadeFields(rel *relation, pos sqlparse.Pos) error {
+	s := c.job.Spec
+	if len(s.Computed) > 0 || s.Where != "" {
+		return errAt(pos, "SELECT", "aggregate and group by the view's columns as they are", "a window over view %s's results computes and filters nothing yet", rel.name)
+	}
+	for i, k := range s.Key {
+		s.Key[i] = rel.results[k]
+	}
+	for i := range s.Aggregate {
+		if f := s.Aggregate[i].Field; f != "" {
+			s.Aggregate[i].Field = rel.results[f]
+		}
+	}
+	return nil
+}
+
+// cascadePlan compiles a cascade: the view's window (cascade.up), its
+// results feeding the query's window (Spec's), whose results go to the
+// sink. The view's window is named after the view, the other after the
+// sink's table.
+func (j *Job) cascadePlan() (*spec.Plan, error) {
+	k := j.Spec.Sinks.Results[0]
+	r := *k
+	r.Columns = nil // the view's rows have not the sink's columns
+	up := *j.cascade.up
+	up.Sinks.Results = []*spec.Sink{&r}
+	down, err := spec.Compile(j.Spec)
+	if err != nil {
+		return nil, inSQLTerms(err)
+	}
+	p, err := spec.Compile(&up)
+	if err != nil {
+		return nil, fmt.Errorf("view %s: %w", j.cascade.name, inSQLTerms(err))
+	}
+	var win *spec.WindowOp
+	for _, n := range down.Graph.Nodes {
+		if w, ok := n.Op.(*spec.WindowOp); ok {
+			win = w
+		}
+	}
+	for i, n := range p.Graph.Nodes {
+		if _, ok := n.Op.(*spec.WindowOp); ok {
+			p.Graph.Nodes[i].Name = j.cascade.name
+		}
+	}
+	if p, err = spec.FeedPlan(p, win, j.cascade.into, j.Spec); err != nil {
+		return nil, inSQLTerms(err)
+	}
+	if len(k.Columns) > 0 {
+		if err := p.SetResultColumns(k.Columns); err != nil {
+			return nil, inSQLTerms(err)
+		}
+	}
+	return p, nil
+}

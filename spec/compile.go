@@ -777,7 +777,7 @@ func (c *compiler) watermark() {
 func (c *compiler) window() {
 	w, p := &c.s.Window, c.p
 	proc := p.Time == ProcessingTime
-	typ := c.oneOf("window.type", w.Type, "", "tumbling", "sliding", "session", "global")
+	typ := c.oneOf("window.type", w.Type, "", "tumbling", "sliding", "cumulate", "session", "global")
 	p.WindowKind = WindowKind(typ)
 	if w.Size != nil {
 		p.WindowSpan = etime.Duration(*w.Size)
@@ -800,6 +800,7 @@ func (c *compiler) window() {
 	var err error
 	switch typ {
 	case "tumbling":
+		refuse("step", w.Step)
 		size := need("size", w.Size, "a size such as 5m")
 		refuse("slide", w.Slide)
 		refuse("gap", w.Gap)
@@ -811,6 +812,7 @@ func (c *compiler) window() {
 			}
 		}
 	case "sliding":
+		refuse("step", w.Step)
 		size := need("size", w.Size, "a size such as 10m")
 		slide := need("slide", w.Slide, "a slide such as 1m")
 		refuse("gap", w.Gap)
@@ -821,7 +823,20 @@ func (c *compiler) window() {
 				p.Assigner, err = window.Sliding(size, slide, DurOr(w.Offset, 0))
 			}
 		}
+	case "cumulate":
+		size := need("size", w.Size, "a size such as 1h")
+		step := need("step", w.Step, "a step such as 10m")
+		refuse("slide", w.Slide)
+		refuse("gap", w.Gap)
+		if size > 0 && step > 0 {
+			if proc {
+				p.Assigner, err = window.CumulateProcessing(size, step, DurOr(w.Offset, 0))
+			} else {
+				p.Assigner, err = window.Cumulate(size, step, DurOr(w.Offset, 0))
+			}
+		}
 	case "session":
+		refuse("step", w.Step)
 		gap := need("gap", w.Gap, "a gap such as 30m")
 		refuse("size", w.Size)
 		refuse("slide", w.Slide)
@@ -834,6 +849,7 @@ func (c *compiler) window() {
 			}
 		}
 	case "global":
+		refuse("step", w.Step)
 		refuse("size", w.Size)
 		refuse("slide", w.Slide)
 		refuse("gap", w.Gap)

@@ -56,6 +56,7 @@ type WindowKind string
 const (
 	Tumbling WindowKind = "tumbling"
 	Sliding  WindowKind = "sliding"
+	Cumulate WindowKind = "cumulate"
 	Session  WindowKind = "session"
 	Global   WindowKind = "global"
 )

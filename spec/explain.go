@@ -154,6 +154,7 @@ func describe1(p *Plan, op Op, dead bool) string {
 }
 
 // windowShape says how a spec gives the window ("sliding 1m every 10s",
+// "cumulate 1h in steps of 10m",
 // "session gap 30s offset 5s") and its trigger (", trigger count 100";
 // "" for none), for explain.
 func windowShape(w Window, t *Trigger) (shape, trig string) {
@@ -162,6 +163,8 @@ func windowShape(w Window, t *Trigger) (shape, trig string) {
 	switch {
 	case w.Size != nil && w.Slide != nil:
 		shape += " " + dur(w.Size) + " every " + dur(w.Slide)
+	case w.Size != nil && w.Step != nil:
+		shape += " " + dur(w.Size) + " in steps of " + dur(w.Step)
 	case w.Size != nil:
 		shape += " " + dur(w.Size)
 	case w.Gap != nil:

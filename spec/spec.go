@@ -366,12 +366,16 @@ type Watermark struct {
 
 // Window is the window assigner (R6).
 type Window struct {
-	// Type is tumbling, sliding, session or global.
+	// Type is tumbling, sliding, cumulate, session or global.
 	Type string `yaml:"type"`
-	// Size is the length of tumbling and sliding windows.
+	// Size is the length of tumbling and sliding windows, and of a
+	// cumulate window's period (its largest window).
 	Size *Duration `yaml:"size"`
 	// Slide is the distance between sliding windows' starts.
 	Slide *Duration `yaml:"slide"`
+	// Step is the distance between the ends of a cumulate window's
+	// windows (semantics W15).
+	Step *Duration `yaml:"step"`
 	// Gap is a session's inactivity gap.
 	Gap *Duration `yaml:"gap"`
 	// Offset shifts tumbling and sliding windows' alignment.

@@ -65,6 +65,7 @@ const (
 	KindSliding
 	KindSession
 	KindGlobal
+	KindCumulate
 )
 
 func (k Kind) String() string {
@@ -77,6 +78,8 @@ func (k Kind) String() string {
 		return "session"
 	case KindGlobal:
 		return "global"
+	case KindCumulate:
+		return "cumulate"
 	}
 	return "unknown"
 }
@@ -263,6 +266,65 @@ func SlidingGeometry(a Assigner) (size, slide, offset etime.Duration, ok bool) {
 func TumblingGeometry(a Assigner) (size, offset etime.Duration, ok bool) {
 	t, ok := a.(tumbling)
 	return t.size, t.offset, ok
+}
+
+type cumulate struct {
+	size, step, offset etime.Duration
+	proc               bool
+}
+
+// Cumulate returns event-time cumulating windows (Flink SQL's CUMULATE,
+// semantics W15): a record at ts belongs to the windows [s, s+k*step)
+// whose end is past ts, where s is the start of its tumbling window of
+// size (A2, A3): every window of one period starts at s and ends one
+// step after the last. They come out in ascending end order. It needs
+// size > 0, step > 0, size a multiple of step, size/step <= 10,000,000
+// and |offset| < size.
+func Cumulate(size, step, offset etime.Duration) (Assigner, error) {
+	return newCumulate(size, step, offset, false)
+}
+
+// CumulateProcessing is Cumulate on processing time.
+func CumulateProcessing(size, step, offset etime.Duration) (Assigner, error) {
+	return newCumulate(size, step, offset, true)
+}
+
+func newCumulate(size, step, offset etime.Duration, proc bool) (Assigner, error) {
+	switch {
+	case size <= 0 || size > MaxSize:
+		return nil, fmt.Errorf("weir: cumulate window size must be in 1..%d ms, got %dms", MaxSize, size)
+	case step <= 0 || step > size:
+		return nil, fmt.Errorf("weir: cumulate window step must be in 1..size (%dms), got %dms", size, step)
+	case size%step != 0:
+		return nil, fmt.Errorf("weir: cumulate window size %dms must be a whole number of steps (%dms)", size, step)
+	case size/step > 10_000_000:
+		return nil, fmt.Errorf("weir: cumulate window size/step = %d exceeds 10,000,000 windows per record", size/step)
+	case offset >= size || -offset >= size:
+		return nil, fmt.Errorf("weir: cumulate window offset %dms must satisfy |offset| < size (%dms)", offset, size)
+	}
+	return cumulate{size: size, step: step, offset: offset % size, proc: proc}, nil
+}
+
+func (a cumulate) AssignWindows(ts etime.Time, dst []Window) ([]Window, error) {
+	if ts == etime.MinTime {
+		return dst, ErrNoTimestamp
+	}
+	// ts lies m into its period [ts-m, ts-m+size); its first window ends
+	// at the first step boundary past it. The offsets from ts never
+	// overflow; the bounds saturate as in Aligned.
+	m := floorMod(ts, a.offset, a.size)
+	for e := m - m%a.step + a.step; e <= a.size; e += a.step {
+		dst = append(dst, Window{Start: ts.Add(-m), End: ts.Add(e - m)})
+	}
+	return dst, nil
+}
+func (a cumulate) IsEventTime() bool    { return !a.proc }
+func (a cumulate) Merging() bool        { return false }
+func (a cumulate) Kind() Kind           { return KindCumulate }
+func (a cumulate) ProcessingTime() bool { return a.proc }
+func (a cumulate) sealed()              {}
+func (a cumulate) String() string {
+	return fmt.Sprintf("cumulate(%d,%d%s)", a.size, a.step, offStr(a.offset))
 }
 
 type session struct {

@@ -1,6 +1,7 @@
 package window
 
 import (
+	"slices"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -128,5 +129,49 @@ func TestFloorModMatchesTheFourDivisionForm(t *testing.T) {
 		if got != want {
 			t.Fatalf("floorMod(%d, %d, %d) = %d, want %d", ts, offset, size, got, want)
 		}
+	}
+}
+
+// TestCumulate: cumulating windows (W15) share their period's start and
+// end one step apart, ascending; a record belongs to those that end past
+// it; offsets shift the period; the constructor refuses sizes that are
+// not whole steps.
+func TestCumulate(t *testing.T) {
+	a, err := Cumulate(3000, 1000, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		ts   etime.Time
+		want []Window
+	}{
+		{0, []Window{{0, 1000}, {0, 2000}, {0, 3000}}},
+		{999, []Window{{0, 1000}, {0, 2000}, {0, 3000}}},
+		{1000, []Window{{0, 2000}, {0, 3000}}},
+		{2999, []Window{{0, 3000}}},
+		{3000, []Window{{3000, 4000}, {3000, 5000}, {3000, 6000}}},
+		{-1, []Window{{-3000, 0}}},
+		{-2001, []Window{{-3000, -2000}, {-3000, -1000}, {-3000, 0}}},
+		{-2000, []Window{{-3000, -1000}, {-3000, 0}}},
+	} {
+		got, err := a.AssignWindows(c.ts, nil)
+		if err != nil || !slices.Equal(got, c.want) {
+			t.Errorf("ts %d: %v %v, want %v", c.ts, got, err, c.want)
+		}
+	}
+	off, _ := Cumulate(3000, 1000, 500)
+	if got, _ := off.AssignWindows(-600, nil); !slices.Equal(got, []Window{{-2500, -500}, {-2500, 500}}) {
+		t.Errorf("offset 500, ts -600: %v", got)
+	}
+	if got, _ := a.AssignWindows(etime.MaxTime-1, nil); len(got) == 0 || got[len(got)-1].End != etime.MaxTime {
+		t.Errorf("near MAX: %v", got)
+	}
+	for _, bad := range [][3]etime.Duration{{3000, 0, 0}, {3000, 2000, 0}, {3000, 4000, 0}, {3000, 1000, 3000}, {0, 1000, 0}} {
+		if _, err := Cumulate(bad[0], bad[1], bad[2]); err == nil {
+			t.Errorf("Cumulate%v accepted", bad)
+		}
+	}
+	if a.Kind() != KindCumulate || a.Merging() || !a.IsEventTime() || a.String() != "cumulate(3000,1000)" {
+		t.Errorf("%v: kind %v", a, a.Kind())
 	}
 }

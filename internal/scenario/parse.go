@@ -92,6 +92,8 @@ func parseAssigner(s string) (window.Assigner, error) {
 		return window.Tumbling(d[0], d[1])
 	case "sliding":
 		return window.Sliding(d[0], d[1], d[2])
+	case "cumulate":
+		return window.Cumulate(d[0], d[1], d[2])
 	case "session":
 		return window.Session(d[0])
 	case "global":

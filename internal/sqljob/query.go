@@ -341,14 +341,22 @@ func (c *compiler) assign(call *sqlparse.Call, fn string, off int) error {
 		if _, ok := arg(call, 4+off, "OFFSET"); ok && err == nil {
 			w.Offset, err = interval(4, "OFFSET")
 		}
+	case "CUMULATE":
+		if off < 0 {
+			return errAt(call.Pos, fn, "write TABLE(CUMULATE(TABLE t, DESCRIPTOR(ts), step, size))", "CUMULATE is a window table function; Flink has no legacy group window of that name")
+		}
+		w.Type = "cumulate"
+		if w.Step, err = interval(2, "STEP"); err == nil {
+			w.Size, err = interval(3, "SIZE")
+		}
+		if _, ok := arg(call, 4+off, "OFFSET"); ok && err == nil {
+			w.Offset, err = interval(4, "OFFSET")
+		}
 	case "SESSION":
 		w.Type = "session"
 		w.Gap, err = interval(2, "GAP")
 	default:
-		hint := suggest.Or(fn, []string{"TUMBLE", "HOP", "SESSION"}, "use TUMBLE, HOP or SESSION")
-		if fn == "CUMULATE" {
-			hint = "CUMULATE is not compiled yet; use TUMBLE, HOP or SESSION"
-		}
+		hint := suggest.Or(fn, []string{"TUMBLE", "HOP", "CUMULATE", "SESSION"}, "use TUMBLE, HOP, CUMULATE or SESSION")
 		return errAt(call.Pos, fn, hint, "unknown window function %s", fn)
 	}
 	return err

@@ -374,8 +374,10 @@ type Window struct {
 	// Slide is the distance between sliding windows' starts.
 	Slide *Duration `yaml:"slide"`
 	// Step is the distance between the ends of a cumulate window's
-	// windows (semantics W15).
-	Step *Duration `yaml:"step"`
+	// windows (semantics W15). Left out of the window's JSON when unset,
+	// so that the spec hash and checkpoint meta of the other windows
+	// stay as they were before cumulate windows.
+	Step *Duration `yaml:"step" json:",omitempty"`
 	// Gap is a session's inactivity gap.
 	Gap *Duration `yaml:"gap"`
 	// Offset shifts tumbling and sliding windows' alignment.

@@ -1,9 +1,9 @@
 package window
 
 import (
-	"slices"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/weirstream/weir/etime"

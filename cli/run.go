@@ -415,6 +415,11 @@ func printSummary(w io.Writer, p *spec.Plan, s job.Summary, elapsed time.Duratio
 		printRate(w, g("records_in"), elapsed, peak, resumedAt)
 		return
 	}
+	if slices.ContainsFunc(p.Graph.Nodes, func(n spec.Node) bool { _, ok := n.Op.(*spec.SelectOp); return ok }) {
+		printSelect(w, s)
+		printRate(w, g("records_in"), elapsed, peak, resumedAt)
+		return
+	}
 	fmt.Fprintf(w, "  on time (within the out-of-orderness bound): %d records; window firings %d early, %d on time\n", g("accepted")-g("accepted_late")-g("on_time_trailing"), g("fired_early"), g("fired_on_time"))
 	if n := g("on_time_trailing"); n > 0 {
 		fmt.Fprintf(w, "  on time only because the watermark trailed: %d records more than the bound out of order, in windows the bound's watermark would have closed\n", n)
@@ -424,20 +429,7 @@ func printSummary(w io.Writer, p *spec.Plan, s job.Summary, elapsed time.Duratio
 	if m := g("window_misses"); m > 0 {
 		fmt.Fprintf(w, "  partial misses: %d window assignments missed by accepted records (%d to late_partial)\n", m, g("late_partial"))
 	}
-	var reasons []string
-	for _, c := range s.Counters {
-		if r, ok := strings.CutPrefix(c.Name, "dead_letter_"); ok {
-			reasons = append(reasons, fmt.Sprintf("%s %d", r, c.Value))
-		}
-	}
-	dl := fmt.Sprint(g("dead_letter"))
-	if len(reasons) > 0 {
-		dl += " (" + strings.Join(reasons, ", ") + ")"
-	}
-	fmt.Fprintf(w, "  dead letters: %s\n", dl)
-	if h := s.FirstDead["timestamp_unit"]; h != "" {
-		fmt.Fprintf(w, "  hint: %d timestamps in the wrong unit; the first: %s\n", g("dead_letter_timestamp_unit"), h)
-	}
+	printDeadLetters(w, s)
 	for _, f := range s.Fields {
 		fmt.Fprintf(w, "  warning: %s\n", f)
 	}
@@ -455,16 +447,8 @@ func printSummary(w io.Writer, p *spec.Plan, s job.Summary, elapsed time.Duratio
 	if n := g("timestamp_regressions"); n > 0 {
 		fmt.Fprintf(w, "  warning: %d records jumped back more than 1h in event time within their channel (upstream clock?)\n", n)
 	}
-	mark := "holds"
-	if !s.Conserved() {
-		mark = "VIOLATED"
-	}
-	filtered := ""
-	if s.Has("filtered") {
-		filtered = fmt.Sprintf(" + %d filtered", g("filtered"))
-	}
 	fmt.Fprintf(w, "  conservation %s: %d in = %d accepted (on time or late) + %d side output + %d dropped + %d dead letters%s\n",
-		mark, g("records_in"), g("accepted"), g("late_side_output"), g("late_dropped"), g("dead_letter"), filtered)
+		conservedMark(s), g("records_in"), g("accepted"), g("late_side_output"), g("late_dropped"), g("dead_letter"), filteredTerm(s))
 	printRate(w, g("records_in"), elapsed, peak, resumedAt)
 }
 
@@ -831,9 +815,51 @@ func printWindows(w io.Writer, s job.Summary, ws []string) {
 	}
 	fmt.Fprintf(w, "  dead letters: %d\n", s.Get("dead_letter"))
 	fmt.Fprintf(w, "  results: %d lines (%d retractions); open windows at the end: %d\n", results, retractions, open)
-	mark := "holds"
+	fmt.Fprintf(w, "  conservation %s in every window: records in = accepted + side output + dropped + dead letters + filtered\n", conservedMark(s))
+}
+
+// conservedMark says whether the summary conserves its records.
+func conservedMark(s job.Summary) string {
 	if !s.Conserved() {
-		mark = "VIOLATED"
+		return "VIOLATED"
 	}
-	fmt.Fprintf(w, "  conservation %s in every window: records in = accepted + side output + dropped + dead letters + filtered\n", mark)
+	return "holds"
+}
+
+// filteredTerm is the conservation line's term of the records the where
+// dropped ("" for a job without a where).
+func filteredTerm(s job.Summary) string {
+	if !s.Has("filtered") {
+		return ""
+	}
+	return fmt.Sprintf(" + %d filtered", s.Get("filtered"))
+}
+
+// printDeadLetters prints the dead letters by reason, and the hint of
+// the first timestamp in the wrong unit.
+func printDeadLetters(w io.Writer, s job.Summary) {
+	g := s.Get
+	var reasons []string
+	for _, c := range s.Counters {
+		if r, ok := strings.CutPrefix(c.Name, "dead_letter_"); ok {
+			reasons = append(reasons, fmt.Sprintf("%s %d", r, c.Value))
+		}
+	}
+	dl := fmt.Sprint(g("dead_letter"))
+	if len(reasons) > 0 {
+		dl += " (" + strings.Join(reasons, ", ") + ")"
+	}
+	fmt.Fprintf(w, "  dead letters: %s\n", dl)
+	if h := s.FirstDead["timestamp_unit"]; h != "" {
+		fmt.Fprintf(w, "  hint: %d timestamps in the wrong unit; the first: %s\n", g("dead_letter_timestamp_unit"), h)
+	}
+}
+
+// printSelect prints the counts of a query without a window (a select):
+// its rows, one per record read past the where, and its dead letters.
+func printSelect(w io.Writer, s job.Summary) {
+	g := s.Get
+	fmt.Fprintf(w, "  rows: %d, one per record past the where (a query without a window)\n", g("results"))
+	printDeadLetters(w, s)
+	fmt.Fprintf(w, "  conservation %s: %d in = %d rows + %d dead letters%s\n", conservedMark(s), g("records_in"), g("accepted"), g("dead_letter"), filteredTerm(s))
 }

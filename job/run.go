@@ -532,6 +532,9 @@ func (j *Job) build(o RunOptions) error {
 		case b.join != nil:
 			j.buildJoin(b, results[b.From], results[b.Right])
 			continue
+		case b.Select != nil:
+			j.buildSelect(b, in)
+			continue
 		case b.From >= 0:
 			in = j.cascadeRecords(b, results[b.From])
 		}
@@ -633,6 +636,34 @@ func (j *Job) buildWindow(b *branch, recs weir.Stream[record.Record], wm *spec.W
 		})
 	}
 	return out.Results
+}
+
+// buildSelect sends each of branch b's records (a read's watermarked
+// records, past the where) to b's results sinks as a row of its values
+// (a stateless query, spec.SelectOp): the record's key, its time as a
+// window [ts, ts+1), on time.
+func (j *Job) buildSelect(b *branch, recs weir.Stream[record.Record]) {
+	if b.proj != nil {
+		pr := *b.proj
+		recs = weir.Map(recs, pr.Apply)
+	}
+	bi := uint8(b.i)
+	weir.ForEachSubtask(recs, func(sub weir.Subtask) func(etime.Time, record.Record) {
+		return func(ts etime.Time, r record.Record) {
+			j.out.add(sub, item{kind: itemResult, b: bi, res: window.Result[string, []byte]{
+				Key: r.Key, Window: window.Window{Start: ts, End: ts.Add(1)}, Firing: window.OnTime, Watermark: etime.MinTime, Value: r.AppendValues(nil)}})
+		}
+	})
+}
+
+// windowCounters are branch b's window counts in report rep: its window
+// operator's, or for a select, which has none, its rows as accepted
+// (rows, its results written).
+func (j *Job) windowCounters(b *branch, rep weir.Report, rows int64) weir.WindowCounters {
+	if b.Select != nil {
+		return weir.WindowCounters{Accepted: rows}
+	}
+	return rep.Windows[b.stage]
 }
 
 // appendKey is the canonical key encoding (W5 order): the JSON array of
@@ -936,7 +967,11 @@ func (j *Job) summary(rep weir.Report, open int64) Summary {
 		add("filtered", oc.Filtered)
 	}
 	if !j.several() {
-		j.windowSummary(add, rep.Total(), windowCounts{Results: oc.Results, Late: oc.Late, Partial: oc.Partial}, open, rep.DeadLetters)
+		t := rep.Total()
+		if j.branches[0].Select != nil {
+			t = j.windowCounters(j.branches[0], rep, oc.Results)
+		}
+		j.windowSummary(add, t, windowCounts{Results: oc.Results, Late: oc.Late, Partial: oc.Partial}, open, rep.DeadLetters)
 	} else {
 		// Each window's counts, prefixed by its name; the records read
 		// and the dead letters are the read's, shared.
@@ -962,7 +997,7 @@ func (j *Job) summary(rep weir.Report, open int64) Summary {
 					pre("filtered", oc.ReadFiltered[r.i])
 				}
 			}
-			j.windowSummary(pre, rep.Windows[b.stage], oc.Windows[b.i], states[b.stage].OpenWindows, -1)
+			j.windowSummary(pre, j.windowCounters(b, rep, oc.Windows[b.i].Results), oc.Windows[b.i], states[b.stage].OpenWindows, -1)
 		}
 	}
 	add("control_lines", oc.Controls)

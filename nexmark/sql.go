@@ -3,6 +3,7 @@ package nexmark
 import (
 	"encoding/json"
 	"fmt"
+	"math/big"
 	"time"
 
 	"github.com/weirstream/weir/etime"
@@ -54,6 +55,56 @@ func (q SQLQuery) Text(events, rate int64) string {
 
 // SQL are the queries weir runs as the project writes them, by name.
 var SQL = map[string]SQLQuery{
+	"q0": {
+		Sink: `CREATE TABLE nexmark_q0 (auction BIGINT, bidder BIGINT, price BIGINT, dateTime TIMESTAMP(3), extra VARCHAR)
+  WITH ('connector' = 'filesystem', 'path' = 'out.jsonl');`,
+		Query: `INSERT INTO nexmark_q0
+SELECT auction, bidder, price, dateTime, extra FROM bid;`,
+		Row: func(m map[string]json.RawMessage) (Row, error) {
+			var r Row
+			err := readSQL(m, map[string]any{"auction": &r.A, "bidder": &r.B, "price": &r.C, "dateTime": &r.End})
+			return r, err
+		},
+	},
+	"q1": {
+		Sink: `CREATE TABLE nexmark_q1 (auction BIGINT, bidder BIGINT, price DECIMAL(23, 3), dateTime TIMESTAMP(3), extra VARCHAR)
+  WITH ('connector' = 'filesystem', 'path' = 'out.jsonl');`,
+		Query: `INSERT INTO nexmark_q1
+SELECT
+    auction,
+    bidder,
+    0.908 * price as price, -- convert dollar to euro
+    dateTime,
+    extra
+FROM bid;`,
+		Row: func(m map[string]json.RawMessage) (Row, error) {
+			// The loop keeps euros as whole numbers (price*908/1000, cut
+			// toward zero); SQL's exact decimal is cut the same way.
+			var r Row
+			err := readSQL(m, map[string]any{"auction": &r.A, "bidder": &r.B, "dateTime": &r.End})
+			if err != nil {
+				return r, err
+			}
+			// An exact decimal, in canonical JSON (2.9537240908e+07).
+			price, ok := new(big.Rat).SetString(string(m["price"]))
+			if !ok || price.Sign() < 0 {
+				return r, fmt.Errorf("nexmark: price %s is no price", m["price"])
+			}
+			r.C = new(big.Int).Quo(price.Num(), price.Denom()).Int64()
+			return r, nil
+		},
+	},
+	"q2": {
+		Sink: `CREATE TABLE nexmark_q2 (auction BIGINT, price BIGINT)
+  WITH ('connector' = 'filesystem', 'path' = 'out.jsonl');`,
+		Query: `INSERT INTO nexmark_q2
+SELECT auction, price FROM bid WHERE MOD(auction, 123) = 0;`,
+		Row: func(m map[string]json.RawMessage) (Row, error) {
+			var r Row
+			err := readSQL(m, map[string]any{"auction": &r.A, "price": &r.C})
+			return r, err
+		},
+	},
 	"q8": {
 		Sink: `CREATE TABLE nexmark_q8 (id BIGINT, name VARCHAR, stime TIMESTAMP(3))
   WITH ('connector' = 'filesystem', 'path' = 'out.jsonl');`,
@@ -95,7 +146,8 @@ GROUP BY B.bidder, SESSION(B.dateTime, INTERVAL '10' SECOND);`,
 }
 
 // readSQL reads a row's columns into their places: an etime.Time from a
-// TIMESTAMP(3) as Flink's JSON writes it, an int64 from a number.
+// TIMESTAMP(3) as Flink's JSON writes it or from epoch milliseconds, an
+// int64 from a number, a string from a string.
 func readSQL(m map[string]json.RawMessage, into map[string]any) error {
 	for col, p := range into {
 		raw, ok := m[col]
@@ -104,6 +156,11 @@ func readSQL(m map[string]json.RawMessage, into map[string]any) error {
 		}
 		switch p := p.(type) {
 		case *etime.Time:
+			var ms int64
+			if json.Unmarshal(raw, &ms) == nil {
+				*p = etime.Time(ms) // a time as epoch milliseconds
+				continue
+			}
 			var s string
 			if err := json.Unmarshal(raw, &s); err != nil {
 				return fmt.Errorf("nexmark: %s: %w", col, err)

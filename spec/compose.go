@@ -104,6 +104,42 @@ func JoinPlans(left, right *Plan, op *JoinOp, name, leftPrefix, prefix string, d
 	return q.checked()
 }
 
+// SelectPlan returns plan p with its window replaced by select op (a
+// stateless query), node name: the window's results sinks take the
+// select's rows; its late sinks are left out (a select has no side
+// output). def records op for the Definition.
+func SelectPlan(p *Plan, op *SelectOp, name string, def any) (*Plan, error) {
+	win, err := onlyWindow(p)
+	if err != nil {
+		return nil, err
+	}
+	q := *p
+	var nodes []Node
+	ids := map[NodeID]NodeID{}
+	for _, n := range p.Graph.Nodes {
+		m := n
+		if n.ID == win {
+			m.Name, m.Op = name, op
+		}
+		if len(n.Inputs) == 1 && n.Inputs[0].From == win && n.Inputs[0].Port != Out {
+			continue // a late sink
+		}
+		m.ID = NodeID(len(nodes))
+		ids[n.ID] = m.ID
+		m.Inputs = nil
+		for _, e := range n.Inputs {
+			m.Inputs = append(m.Inputs, Edge{From: ids[e.From], Port: e.Port})
+		}
+		nodes = append(nodes, m)
+	}
+	q.Graph.Nodes = nodes
+	q.Sinks.Late, q.Sinks.LatePartial = nil, nil
+	if err := q.define(name, def); err != nil {
+		return nil, err
+	}
+	return q.checked()
+}
+
 // onlyWindow is the node of p's one window.
 func onlyWindow(p *Plan) (NodeID, error) {
 	var win NodeID = -1

@@ -122,6 +122,8 @@ func describe1(p *Plan, op Op, dead bool) string {
 			s += "; " + strings.Join(cols, ", ")
 		}
 		return s
+	case *SelectOp:
+		return "every record as a row of " + strings.Join(op.Fields, ", ") + " (no window, no state)"
 	case *TopNOp:
 		var order []string
 		for _, o := range op.OrderBy {

@@ -292,6 +292,9 @@ type Branch struct {
 	// with window Right's (semantics W14): Window is then joinView's.
 	Join  *JoinOp
 	Right int
+	// Select, when set, makes the branch a stateless query of read
+	// Read's records: Window is then selectView's, what its rows hold.
+	Select *SelectOp
 	// Results are the window's results sinks: one at least, unless the
 	// window feeds another.
 	Results []*SinkOp
@@ -312,7 +315,7 @@ func (g *Graph) Path() (*Path, error) {
 	// is (not a Top-N's or a join's rows).
 	windowOut := func(e Edge) (int, bool) {
 		b, ok := branch[e.From]
-		return b, ok && e.Port == Out && p.Windows[b].TopN == nil && p.Windows[b].Join == nil
+		return b, ok && e.Port == Out && p.Windows[b].TopN == nil && p.Windows[b].Join == nil && p.Windows[b].Select == nil
 	}
 	results := func(n Node) (int, bool) {
 		if len(n.Inputs) != 1 {
@@ -368,6 +371,16 @@ func (g *Graph) Path() (*Path, error) {
 			}
 			branch[n.ID] = len(p.Windows)
 			p.Windows = append(p.Windows, Branch{Name: n.Name, Window: op, From: from, Read: read})
+		case *SelectOp:
+			if err := windowName(p.Windows, n.Name); err != nil {
+				return nil, misfit(err.Error())
+			}
+			read, ok := readOf(wms)
+			if !ok {
+				return nil, misfit("does not read the watermarks alone")
+			}
+			branch[n.ID] = len(p.Windows)
+			p.Windows = append(p.Windows, Branch{Name: n.Name, Window: selectView(op), From: -1, Read: read, Select: op})
 		case *TopNOp:
 			if err := windowName(p.Windows, n.Name); err != nil {
 				return nil, misfit(err.Error())

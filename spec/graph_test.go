@@ -190,7 +190,7 @@ func TestSeveralResultsSinksChecked(t *testing.T) {
 		{"[{type: jsonl, path: a.jsonl}, ~]", []string{
 			"sinks.results[1]: missing; give the sink's type and settings, or remove the empty list item"}},
 		{"[{type: jsonl, path: a.jsonl}, {type: ledger, dir: l}]", []string{
-			`sinks.results[1].type: unknown value "ledger"; use one of jsonl, stdout, kafka, postgres, nats, sqlite`}},
+			`sinks.results[1].type: unknown value "ledger"; use one of jsonl, stdout, blackhole, kafka, postgres, nats, sqlite`}},
 	} {
 		wantErrors(t, checkJob+"sinks: {results: "+c.results+"}\n", c.want)
 	}

@@ -45,7 +45,7 @@ func TestKindsMatchTheSpec(t *testing.T) {
 	if got, want := connector.Default.Sources(), []string{"file", "stdin", "generator", "kafka", "nats", "nexmark"}; !slices.Equal(got, want) {
 		t.Errorf("source kinds %v, want %v (the order of validate's messages)", got, want)
 	}
-	if got, want := connector.Default.Sinks(connector.RoleResults), []string{"jsonl", "stdout", "kafka", "postgres", "nats", "sqlite"}; !slices.Equal(got, want) {
+	if got, want := connector.Default.Sinks(connector.RoleResults), []string{"jsonl", "stdout", "blackhole", "kafka", "postgres", "nats", "sqlite"}; !slices.Equal(got, want) {
 		t.Errorf("results kinds %v, want %v", got, want)
 	}
 }
@@ -84,9 +84,9 @@ func TestSettingOfAnotherKind(t *testing.T) {
 		{"sinks: {results: {type: stdout, timeout: 5s}}", "sinks.results.timeout",
 			"timeout is not a setting of a stdout sink", "remove it; a stdout sink takes columns (timeout is a setting of postgres sinks)"},
 		{"sinks: {results: {type: postgre, url: x}}", "sinks.results.type",
-			`unknown value "postgre"`, `did you mean "postgres"? (use one of jsonl, stdout, kafka, postgres, nats, sqlite)`},
+			`unknown value "postgre"`, `did you mean "postgres"? (use one of jsonl, stdout, blackhole, kafka, postgres, nats, sqlite)`},
 		{"sinks: {late: {type: sqlite, path: x.db}}", "sinks.late.type",
-			`unknown value "sqlite"`, "use one of jsonl, stdout, kafka, postgres, nats, ledger"},
+			`unknown value "sqlite"`, "use one of jsonl, stdout, blackhole, kafka, postgres, nats, ledger"},
 	} {
 		yaml := "name: j\nsource: {type: file, path: in.jsonl}\nkey: k\nwindow: {type: tumbling, size: 1m}\naggregate: [{fn: count, name: n}]\n" + c.yaml + "\n"
 		_, err := Parse([]byte(yaml))

@@ -40,6 +40,8 @@ func Kinds() []connector.Kind {
 				Fields: []connector.Field{{Name: "path", Required: true, Doc: "the output file (relative to the spec's directory)"}, connector.ColumnsField}}},
 		{Name: "stdout", Doc: "writes a JSON object per line to standard output (a replay after a restore writes again)",
 			Sink: &connector.SinkKind{Roles: connector.AllRoles, OpenMessages: openStdout, Fields: []connector.Field{connector.ColumnsField}}},
+		{Name: "blackhole", Doc: "discards what it is given, as Flink's blackhole connector: for benchmarks (the summary still counts every row and record)",
+			Sink: &connector.SinkKind{Roles: connector.AllRoles, OpenMessages: openBlackhole, Fields: []connector.Field{connector.ColumnsField}}},
 	}
 }
 

@@ -80,3 +80,15 @@ func (s *stdoutMessages) Flush(context.Context) error {
 // Close flushes too: what a failed run printed is shown, not kept back
 // (standard output cannot take it back anyway).
 func (s *stdoutMessages) Close() error { return s.Flush(context.Background()) }
+
+// blackhole discards every message (the blackhole sink kind). It
+// keeps nothing of a batch, so the runner may reuse its buffers at once.
+type blackhole struct{}
+
+func openBlackhole(context.Context, connector.MessagesOpen) (connector.Sink[connector.Message], error) {
+	return blackhole{}, nil
+}
+
+func (blackhole) Write(context.Context, []connector.Message) error { return nil }
+func (blackhole) Flush(context.Context) error                      { return nil }
+func (blackhole) Close() error                                     { return nil }

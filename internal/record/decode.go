@@ -41,6 +41,22 @@ type Record struct {
 	Promised etime.Time
 }
 
+// AppendValues appends the record's values (one per aggregate of the
+// plan it was decoded for) as a result's value holds them (Result):
+// each as JSON, null when missing, followed by a 0 byte. A stateless
+// query's row is its record's values.
+func (r Record) AppendValues(b []byte) []byte {
+	for _, v := range r.vals {
+		if v.kind == vNone {
+			b = append(b, "null"...)
+		} else {
+			b = appendVal(b, v)
+		}
+		b = append(b, 0)
+	}
+	return b
+}
+
 // The marks of a Record: a data record, or a control line of a replay.
 const (
 	markNone      uint8 = iota

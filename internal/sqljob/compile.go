@@ -42,6 +42,8 @@ type Job struct {
 	// cascade, when set, makes Spec's window read the results of the
 	// window of cascade.up (W12).
 	cascade *cascaded
+	// selectOp, when set, replaces Spec's window: a query without one.
+	selectOp *spec.SelectOp
 }
 
 // Compile compiles the SQL job src, read from file (whose name, without
@@ -80,9 +82,10 @@ type compiler struct {
 	outputs map[string]*sqlparse.Set
 	// join is the query's window join, topN its Top-N, cascade the
 	// windowed view its window reads, or nil.
-	join    *joined
-	topN    *spec.TopNOp
-	cascade *cascaded
+	join     *joined
+	topN     *spec.TopNOp
+	cascade  *cascaded
+	selectOp *spec.SelectOp
 }
 
 // errAt is an error at pos.
@@ -155,7 +158,7 @@ func (c *compiler) compileInserts() error {
 			first, firstShape = c.job.Spec, shape(c.job.Spec)
 			continue
 		}
-		if c.join != nil || c.topN != nil || c.cascade != nil {
+		if c.join != nil || c.topN != nil || c.cascade != nil || c.selectOp != nil {
 			return errAt(in.Pos, "INSERT", "run the join, Top-N or cascade as a job of its own", "a statement set with a join, a Top-N or a cascade is not compiled yet")
 		}
 		if !bytes.Equal(shape(&s), firstShape) {
@@ -181,7 +184,7 @@ func (c *compiler) compileInserts() error {
 		first.Sinks.Results = append(first.Sinks.Results, k)
 	}
 	c.job.Spec = first
-	c.job.join, c.job.topN, c.job.cascade = c.join, c.topN, c.cascade
+	c.job.join, c.job.topN, c.job.cascade, c.job.selectOp = c.join, c.topN, c.cascade, c.selectOp
 	return nil
 }
 
@@ -209,6 +212,9 @@ func (c *compiler) sideOutputs() error {
 		st, ok := c.outputs[key]
 		if !ok {
 			continue
+		}
+		if c.selectOp != nil && key != deadLetterKey {
+			return errAt(st.Pos, st.Key, "leave it out", "%s: a query without a window has no too-late rows", st.Key)
 		}
 		if c.join != nil {
 			return errAt(st.Pos, st.Key, "leave it out: each side's too-late rows and dead letters are counted (late_dropped, dead_letter)",
@@ -417,6 +423,11 @@ func (j *Job) Plan() (*spec.Plan, error) {
 	}
 	if j.topN != nil {
 		if p, err = spec.FeedPlan(p, j.topN, "topn", j.topN); err != nil {
+			return nil, inSQLTerms(err)
+		}
+	}
+	if j.selectOp != nil {
+		if p, err = spec.SelectPlan(p, j.selectOp, "select", j.selectOp); err != nil {
 			return nil, inSQLTerms(err)
 		}
 	}

@@ -37,6 +37,9 @@ func (c *compiler) compileInsert(in *sqlparse.Insert) error {
 	if inner, rn, ok := topNQuery(sel); ok {
 		return c.compileTopN(in, sel, inner, rn, sinkT)
 	}
+	if isSelect(sel) && legacyWindow(sel) == nil {
+		return c.compileSelect(in, sel, sinkT)
+	}
 	items, err := c.windowed(sel)
 	if err != nil {
 		return err

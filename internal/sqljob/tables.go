@@ -103,6 +103,12 @@ func (c *compiler) sourceTable(t *sqlparse.CreateTable, timeCol string) error {
 	if err := o.rest(name, append(known, watermarkOptionKeys...)); err != nil {
 		return err
 	}
+	if timeCol == "" {
+		// A query without a window over a table without a watermark: its
+		// rows take the time they are processed at.
+		s.Time = "processing"
+		return nil
+	}
 	col := column(t, timeCol)
 	if col == nil {
 		hint := "DESCRIPTOR names the table's time attribute, the column of its WATERMARK"
@@ -235,6 +241,8 @@ func sinkOf(t *sqlparse.CreateTable, output string) (*spec.Sink, error) {
 		known = append(known, "topic", "properties.bootstrap.servers", "format", "value.format", "key.format", "sink.delivery-guarantee", "sink.transactional-id-prefix")
 	case conn == "print":
 		k.Type = "stdout"
+	case conn == "blackhole":
+		k.Type = "blackhole"
 	case conn == "ledger" && output == lateKey:
 		k.Type, k.Dir = "ledger", o.take("dir")
 		known = append(known, "dir", "retention")
@@ -247,14 +255,14 @@ func sinkOf(t *sqlparse.CreateTable, output string) (*spec.Sink, error) {
 			k.Retention = &d
 		}
 	default:
-		use := "filesystem, jdbc, kafka, upsert-kafka or print"
+		use := "filesystem, jdbc, kafka, upsert-kafka, print or blackhole"
 		switch output {
 		case lateKey:
-			use = "ledger (what weir backfill folds back), filesystem, kafka, jdbc (Postgres) or print"
+			use = "ledger (what weir backfill folds back), filesystem, kafka, jdbc (Postgres), print or blackhole"
 		case latePartialKey, deadLetterKey:
-			use = "filesystem, kafka, jdbc (Postgres) or print"
+			use = "filesystem, kafka, jdbc (Postgres), print or blackhole"
 		}
-		known := []string{"filesystem", "jdbc", "kafka", "upsert-kafka", "print", "ledger"}
+		known := []string{"filesystem", "jdbc", "kafka", "upsert-kafka", "print", "blackhole", "ledger"}
 		return nil, errAt(connPos, conn, suggest.Or(conn, known, "use "+use), "table %s: connector '%s' is not compiled as a sink of %s", name, conn, output)
 	}
 	if err := o.rest(name, known); err != nil {
@@ -413,6 +421,9 @@ func postgresURL(url, user, password string) (string, bool) {
 // rel, to its table's time attribute (a view passes it through under
 // its name or another), and compiles the table.
 func (c *compiler) timeAttribute(rel *relation, viewTime string) error {
+	if viewTime == "" {
+		return c.sourceTable(rel.table, "")
+	}
 	col := rel.col(viewTime)
 	timeCol := viewTime
 	if col != nil && col.expr != nil {

@@ -1,0 +1,151 @@
+package sqljob
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/weirstream/weir/internal/expr"
+	"github.com/weirstream/weir/internal/sqlparse"
+	"github.com/weirstream/weir/spec"
+)
+
+// isSelect reports whether sel is a query without a window: no GROUP BY,
+// no aggregate, no ROW_NUMBER, from one table or view.
+func isSelect(sel *sqlparse.Select) bool {
+	if _, ok := sel.From.(*sqlparse.TableRef); !ok || sel.GroupBy != nil || sel.Having != nil {
+		return false
+	}
+	for _, it := range sel.Items {
+		if call, ok := it.Expr.(*sqlparse.Call); ok {
+			if _, agg := aggregates[strings.ToUpper(tableName(call.Name))]; agg || call.Over != nil {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// compileSelect compiles INSERT INTO sink SELECT columns FROM t [WHERE
+// ...]: a stateless query (spec.SelectOp), every record a row of its
+// columns, no window. Its time is the table's time attribute (so that
+// a record without a valid one is a dead letter, as in a windowed job),
+// or processing time for a table without a watermark.
+func (c *compiler) compileSelect(in *sqlparse.Insert, sel *sqlparse.Select, sinkT *sqlparse.CreateTable) error {
+	from := sel.From.(*sqlparse.TableRef)
+	switch {
+	case sel.Distinct:
+		return errAt(sel.Pos, "DISTINCT", "group by the columns in a window: SELECT ... FROM TABLE(TUMBLE(...)) GROUP BY window_start, window_end, columns", "SELECT DISTINCT without a window is not compiled (its state would grow without end)")
+	case len(in.Columns) > 0:
+		return errAt(in.Pos, "INSERT", "leave out the column list: the query's columns go to the sink's in order", "INSERT INTO t (columns) is not compiled yet")
+	}
+	rel, err := c.relationOf(from.Name, from.Alias.Name)
+	if err != nil {
+		return err
+	}
+	if rel.results != nil {
+		return errAt(from.Name.Pos(), rel.name, "window its rows again, or select from the table it reads", "a query of a windowed view's rows without a window is not compiled yet")
+	}
+	if rel.table, err = tableHint(rel.table, from.Hint); err != nil {
+		return err
+	}
+	s := c.job.Spec
+	timeCol := ""
+	if wm := rel.table.Watermark; wm != nil {
+		timeCol = wm.Column.Name
+	}
+	filter, err := c.source(rel, timeCol)
+	if err != nil {
+		return err
+	}
+	if err := c.where(sel.Where, rel, filter); err != nil {
+		return err
+	}
+	var items []item
+	var fields []string
+	field := func(pos sqlparse.Pos, name string) {
+		items = append(items, item{pos: pos, from: name})
+		if !slices.Contains(fields, name) {
+			fields = append(fields, name)
+		}
+	}
+	for i, it := range sel.Items {
+		if it.Star {
+			for _, col := range rel.cols {
+				switch {
+				case c.isField(rel, &col):
+					field(it.Pos, col.name)
+				case col.name == c.timeAttr:
+					items = append(items, item{pos: it.Pos, from: spec.ColWindowStart})
+				}
+			}
+			continue
+		}
+		if ref, ok := it.Expr.(*sqlparse.Ref); ok {
+			col, id, rest, perr := rel.path(ref)
+			if perr != nil {
+				return perr
+			}
+			if len(rest) == 0 && col.name == c.timeAttr && timeCol != "" {
+				// The time attribute read as the timestamp: the row's time.
+				items = append(items, item{pos: it.Pos, from: spec.ColWindowStart})
+				continue
+			}
+			if len(rest) == 0 && c.isField(rel, col) {
+				field(it.Pos, col.name)
+				continue
+			}
+			if !c.isField(rel, col) {
+				return errAt(id.Pos, id.Name, "select the record's own fields and computed columns", "%s is not a field of the record (a metadata column)", id.Name)
+			}
+		}
+		// An expression (or a nested field): a computed field holds it.
+		x, err := c.fields(it.Expr, rel)
+		if err != nil {
+			return err
+		}
+		if _, err := expr.CompileValue(x, func(sqlparse.Ident) (int, *sqlparse.Error) { return 0, nil }); err != nil {
+			return err
+		}
+		name := fmt.Sprintf("_weir_col_%d", i)
+		s.Computed = append(s.Computed, spec.ComputedField{Name: name, Expr: sqlparse.FormatExpr(x)})
+		field(it.Pos, name)
+	}
+	if len(fields) == 0 {
+		return errAt(sel.Pos, "SELECT", "select a column of the record", "the query selects no field of the record")
+	}
+	// The emit keys of windows do not apply: there is no window.
+	for _, set := range []bool{s.AllowedLateness != nil, s.Trigger != nil, s.LateFiringInterval != nil} {
+		if set {
+			c.job.Warnings = append(c.job.Warnings, fmt.Sprintf("%s: table.exec.emit.* keys apply to windows; this query has none, and they are ignored", sel.Pos))
+			break
+		}
+	}
+	s.AllowedLateness, s.Trigger, s.LateFiringInterval = nil, nil, nil
+	// The spec's window, which SelectPlan replaces: one that compiles.
+	s.Window, s.Trigger = spec.Window{Type: "global"}, &spec.Trigger{Type: "count", Count: 1}
+	for _, f := range fields {
+		s.Aggregate = append(s.Aggregate, spec.Aggregate{Name: f, Fn: "first", Field: f})
+	}
+	if tableName(sinkT.Name) == stdoutName && slices.ContainsFunc(sel.Items, func(it *sqlparse.SelectItem) bool { return it.Star }) {
+		// A bare SELECT * prints the columns * stands for.
+		sinkT.Columns = nil
+		for _, it := range items {
+			col := &sqlparse.Column{Pos: it.pos, Name: sqlparse.Ident{Pos: it.pos, Name: it.from}}
+			if it.from == spec.ColWindowStart {
+				col.Name.Name = c.timeAttr
+				col.Type = &sqlparse.Type{Pos: it.pos, Name: "TIMESTAMP", Params: []int{3}}
+			}
+			sinkT.Columns = append(sinkT.Columns, col)
+		}
+	}
+	k, err := c.sink(sinkT)
+	if err != nil {
+		return err
+	}
+	if k.Type == "sqlite" || k.Type == "postgres" {
+		return errAt(in.Pos, tableName(sinkT.Name), "write the rows to a filesystem, kafka, print or blackhole table", "table %s: a query without a window appends rows, which have no key and window to upsert a SQL table by", tableName(sinkT.Name))
+	}
+	c.selectOp = &spec.SelectOp{Fields: fields}
+	return c.mapColumns(in, sel, items, sinkT, k)
+}

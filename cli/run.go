@@ -438,6 +438,9 @@ func printSummary(w io.Writer, p *spec.Plan, s job.Summary, elapsed time.Duratio
 		open += fmt.Sprintf(" (%d still open, %d fired and kept only for the allowed lateness)", g("open_windows")-*past, *past)
 	}
 	fmt.Fprintf(w, "  results: %d lines (%d retractions); open windows at the end: %s\n", g("results"), g("retractions"), open)
+	if s.Has("having_filtered") {
+		fmt.Fprintf(w, "  having: %d results dropped by the having, not written\n", g("having_filtered"))
+	}
 	if n := g("decimal_overflow"); n > 0 {
 		fmt.Fprintf(w, "  warning: %d sums or averages in results went beyond 38 digits and were computed in float64 from there (decimal_overflow)\n", n)
 	}
@@ -815,6 +818,9 @@ func printWindows(w io.Writer, s job.Summary, ws []string) {
 	}
 	fmt.Fprintf(w, "  dead letters: %d\n", s.Get("dead_letter"))
 	fmt.Fprintf(w, "  results: %d lines (%d retractions); open windows at the end: %d\n", results, retractions, open)
+	if s.Has("having_filtered") {
+		fmt.Fprintf(w, "  having: %d results dropped by the having, not written\n", s.Get("having_filtered"))
+	}
 	fmt.Fprintf(w, "  conservation %s in every window: records in = accepted + side output + dropped + dead letters + filtered\n", conservedMark(s))
 }
 

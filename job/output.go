@@ -77,8 +77,10 @@ type outCounters struct {
 	Partial     int64 `json:"partial"`
 	Controls    int64 `json:"controls"`
 	Regressions int64 `json:"regressions"`
-	// Filtered counts the records the plan's where dropped.
+	// Filtered counts the records the plan's where dropped, Having the
+	// results a window's having dropped.
 	Filtered int64 `json:"filtered,omitempty"`
+	Having   int64 `json:"having,omitempty"`
 	// DecimalOverflow counts results with a decimal sum or avg that went
 	// beyond 38 digits and fell back to float64, one per result and
 	// aggregate; FloatOverflow those with a float sum beyond float64,
@@ -131,6 +133,7 @@ type outCounters struct {
 // windowCounts are one window's counts of a job of several windows.
 type windowCounts struct {
 	Results         int64 `json:"results"`
+	Having          int64 `json:"having,omitempty"`
 	Late            int64 `json:"late"`
 	Partial         int64 `json:"partial"`
 	DecimalOverflow int64 `json:"decimal_overflow,omitempty"`
@@ -185,6 +188,8 @@ const (
 	itemControl
 	itemRegression
 	itemFiltered
+	// itemHaving: a result the window's having dropped (counted only).
+	itemHaving
 )
 
 type item struct {
@@ -364,6 +369,8 @@ func (o *output) apply(it *item) {
 		o.done(&o.c.Controls, per)
 	case itemRegression:
 		o.done(&o.c.Regressions)
+	case itemHaving:
+		counted(&o.c.Having, func(w *windowCounts) *int64 { return &w.Having })
 	case itemFiltered:
 		var per *int64
 		if int(it.b) < len(o.c.ReadFiltered) {
@@ -545,7 +552,7 @@ func (o *output) counters() outCounters {
 	o.pub.Lock()
 	defer o.pub.Unlock()
 	return outCounters{Results: o.c.Results, Late: o.c.Late, Partial: o.c.Partial, Controls: o.c.Controls,
-		Regressions: o.c.Regressions, Filtered: o.c.Filtered, Dead: maps.Clone(o.c.Dead), DecimalOverflow: o.c.DecimalOverflow, FloatOverflow: o.c.FloatOverflow,
+		Regressions: o.c.Regressions, Filtered: o.c.Filtered, Having: o.c.Having, Dead: maps.Clone(o.c.Dead), DecimalOverflow: o.c.DecimalOverflow, FloatOverflow: o.c.FloatOverflow,
 		Windows: slices.Clone(o.c.Windows), ReadDead: slices.Clone(o.c.ReadDead), ReadControls: slices.Clone(o.c.ReadControls),
 		ReadFiltered: slices.Clone(o.c.ReadFiltered)}
 }

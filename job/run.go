@@ -617,10 +617,16 @@ func (j *Job) buildWindow(b *branch, recs weir.Stream[record.Record], wm *spec.W
 	}
 	out := weir.Aggregate(windowed, record.NewAggregator(b.plan, record.KeepsAccs(b.plan)))
 	bi := uint8(b.i)
-	if len(b.results) > 0 {
+	h := newHaving(win)
+	if len(b.results) > 0 || h != nil {
 		weir.ForEachSubtask(out.Results, func(sub weir.Subtask) func(etime.Time, window.Result[string, []byte]) {
 			return func(_ etime.Time, r window.Result[string, []byte]) {
-				j.out.add(sub, item{kind: itemResult, b: bi, res: r})
+				switch {
+				case h != nil && !h.Keep(r):
+					j.out.add(sub, item{kind: itemHaving, b: bi})
+				case len(b.results) > 0:
+					j.out.add(sub, item{kind: itemResult, b: bi, res: r})
+				}
 			}
 		})
 	}
@@ -634,6 +640,10 @@ func (j *Job) buildWindow(b *branch, recs weir.Stream[record.Record], wm *spec.W
 				j.out.add(sub, it)
 			}
 		})
+	}
+	if h != nil {
+		// A window fed by this one reads what the having keeps.
+		return weir.Filter(out.Results, h.Keep)
 	}
 	return out.Results
 }
@@ -965,6 +975,9 @@ func (j *Job) summary(rep weir.Report, open int64) Summary {
 	filters := slices.ContainsFunc(j.reads, func(r *read) bool { return r.Decode.Where != "" })
 	if filters {
 		add("filtered", oc.Filtered)
+	}
+	if slices.ContainsFunc(j.branches, func(b *branch) bool { return b.Window.Having != "" }) {
+		add("having_filtered", oc.Having)
 	}
 	if !j.several() {
 		t := rep.Total()

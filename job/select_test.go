@@ -79,3 +79,40 @@ func TestSelect(t *testing.T) {
 	}
 	crashesLeave(t, p, outputs, want, sum)
 }
+
+// TestHaving: a window's having (Spec.Having) writes exactly the results
+// of the same window without it for which the condition holds, counts
+// the others in having_filtered, and resumes after a crash at each
+// checkpointing point to the same rows and counts.
+func TestHaving(t *testing.T) {
+	withHaving := strings.Replace(minuteJob, "aggregate:\n", "having: orders >= 3 AND total > 100\naggregate:\n", 1)
+	if withHaving == minuteJob {
+		t.Fatal("the having job was not rewritten")
+	}
+	allDir, _ := runSpec(t, minuteJob, nil, RunOptions{Deterministic: true})
+	var want []string
+	for _, l := range strings.Split(strings.TrimSpace(readFile(t, allDir, "minute.jsonl")), "\n") {
+		var r struct {
+			Orders int64
+			Total  json.Number
+		}
+		if err := json.Unmarshal([]byte(l), &r); err != nil {
+			t.Fatal(err)
+		}
+		if tot, _ := r.Total.Float64(); r.Orders >= 3 && tot > 100 {
+			want = append(want, l)
+		}
+	}
+	dir, p := jobtest.Prepare(t, withHaving, nil, "")
+	sum := runPlan(t, p, RunOptions{Dir: dir, Deterministic: true, Now: jobtest.TestNow})
+	got := strings.Split(strings.TrimSpace(readFile(t, dir, "minute.jsonl")), "\n")
+	sameRows(t, "the having's rows against the rows it keeps", got, want)
+	all := strings.Count(readFile(t, allDir, "minute.jsonl"), "\n")
+	if len(want) < 10 || sum.Get("having_filtered") != int64(all-len(want)) || sum.Get("results") != int64(len(want)) || !sum.Conserved() {
+		t.Errorf("%d of %d rows kept: %s", len(want), all, sum.JSON())
+	}
+	outputs := func(dir string) map[string]string {
+		return map[string]string{"minute.jsonl": readFile(t, dir, "minute.jsonl"), "late.jsonl": readFile(t, dir, "late.jsonl")}
+	}
+	crashesLeave(t, p, outputs, outputs(dir), sum)
+}

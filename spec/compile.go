@@ -77,6 +77,8 @@ type Plan struct {
 	// Computed its computed fields (checked).
 	Where    string
 	Computed []ComputedField
+	// Having is the spec's having (checked), "" for none.
+	Having string
 
 	WMType      WatermarkType
 	Bound       etime.Duration
@@ -397,6 +399,7 @@ func (c *compiler) compile() {
 	c.trigger()
 	c.aggregates()
 	c.where()
+	c.having()
 	c.sinks()
 	p.LateRatioWarn, p.LateRatioCrit = 0.001, 0.01
 	if a := s.Alerts; a != nil {
@@ -1215,6 +1218,40 @@ func checkColumns(path string, cols []Column, key []string, aggs []Aggregate, ad
 		default:
 			add(at+".time", fmt.Sprintf("%q is not a time format", col.Time), "use ms, timestamp or timestamp_ltz")
 		}
+	}
+}
+
+// having checks the spec's having: an expression over the key fields
+// and the aggregates, of a window that fires each window once.
+func (c *compiler) having() {
+	s, p := c.s, c.p
+	if s.Having == "" {
+		return
+	}
+	names := append(slices.Clone(s.Key), make([]string, 0, len(s.Aggregate))...)
+	for _, a := range s.Aggregate {
+		names = append(names, a.Name)
+	}
+	x, err := sqlparse.ParseExpr(s.Having)
+	if err == nil {
+		_, err = expr.Compile(x, func(id sqlparse.Ident) (int, *sqlparse.Error) {
+			if i := slices.Index(names, id.Name); i >= 0 {
+				return i, nil
+			}
+			return 0, &sqlparse.Error{Pos: id.Pos, Text: id.Name, Msg: fmt.Sprintf("%s is neither a key field nor an aggregate", id.Name),
+				Hint: suggest.Or(id.Name, names, "name a key field or an aggregate: "+strings.Join(names, ", "))}
+		})
+	}
+	var pe *sqlparse.Error
+	switch {
+	case errors.As(err, &pe):
+		c.add("having", fmt.Sprintf("column %d: %s", pe.Pos.Col, pe.Msg), cmp.Or(pe.Hint, "write a SQL condition over the key fields and aggregates, such as orders > 3"))
+	case p.Lateness > 0:
+		c.add("having", "a late firing with allowed lateness could not take back a result the having let through", "remove allowed_lateness, or the having")
+	case p.Trigger != nil && !trigger.FiresOnce(p.Trigger):
+		c.add("having", fmt.Sprintf("trigger %v may fire a window more than once, and a later firing could not take back a result the having let through", p.Trigger), "use the default trigger or final, or remove the having")
+	default:
+		p.Having = s.Having
 	}
 }
 

@@ -128,6 +128,7 @@ var stateFields = map[string]bool{
 
 	"watermark":            true,
 	"where":                true,
+	"having":               false,
 	"computed":             true,
 	"key":                  true,
 	"window":               true,

@@ -104,7 +104,11 @@ func describe1(p *Plan, op Op, dead bool) string {
 			}
 			aggs = append(aggs, fmt.Sprintf("%s = %s(%s)", a.Name, a.Fn, arg))
 		}
-		return s + "; " + strings.Join(aggs, ", ")
+		s += "; " + strings.Join(aggs, ", ")
+		if op.Having != "" {
+			s += "; having " + op.Having
+		}
+		return s
 	case *JoinOp:
 		var on, cols []string
 		for _, o := range op.On {

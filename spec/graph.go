@@ -136,6 +136,9 @@ type WindowOp struct {
 	Lateness           etime.Duration
 	LateFiringInterval etime.Duration
 	Aggregates         []Aggregate
+	// Having, when set, keeps only the results for which it is true
+	// (Spec.Having, checked).
+	Having string
 	// Shape says how the definition gave the window ("tumbling 1m
 	// offset 5s") and TriggerShape its trigger (", trigger count 100";
 	// "" for none), for explain.
@@ -544,7 +547,7 @@ func (c *compiler) graph() {
 		Interval: p.Interval, Heartbeat: p.Heartbeat, BacklogEvery: p.BacklogEvery}, Edge{dec, Out})
 	shape, trig := windowShape(s.Window, s.Trigger)
 	win := g.add("window", &WindowOp{Key: p.Key, WindowKind: p.WindowKind, Span: p.WindowSpan, Assigner: p.Assigner, Trigger: p.Trigger, Lateness: p.Lateness,
-		LateFiringInterval: p.LateFiringInterval, Aggregates: p.Aggregates, Shape: shape, TriggerShape: trig}, Edge{wm, Out})
+		LateFiringInterval: p.LateFiringInterval, Aggregates: p.Aggregates, Shape: shape, TriggerShape: trig, Having: p.Having}, Edge{wm, Out})
 	sinks := &p.Sinks
 	for i, r := range sinks.Results {
 		path := "sinks." + ResultsPath(i, len(sinks.Results))

@@ -38,6 +38,14 @@ type Spec struct {
 	// drops did, but its key and aggregate fields are not read: a record
 	// without the key is no dead letter when the where drops it.
 	Where string `yaml:"where" json:",omitempty"`
+	// Having keeps only the window's results for which this expression,
+	// in SQL's syntax over the key fields and the aggregates (by name),
+	// is true (such as "orders > 3"), as SQL's HAVING: a result it drops
+	// is counted in the summary's having_filtered, is not written, and
+	// no window fed by this one reads it. The window must fire each
+	// window once (no allowed lateness, the default or final trigger):
+	// a later firing could not take back a row the filter let through.
+	Having string `yaml:"having" json:",omitempty"`
 	// Key lists the fields that key the windows; empty means one key for
 	// every record.
 	Key []string `yaml:"key"`

@@ -240,7 +240,7 @@ CREATE TABLE out (user_id STRING, window_start TIMESTAMP(3), window_end TIMESTAM
 		{"where on an unknown column", table + strings.Replace(insert, "GROUP BY", "WHERE amont > 5 GROUP BY", 1), `table orders has no column amont (at "amont"); did you mean "amount"?`},
 		{"where on the time attribute", table + strings.Replace(insert, "GROUP BY", "WHERE ts > 5 GROUP BY", 1), "ts is not a field of the record (a metadata column, or the time attribute read as the event time)"},
 		{"where with an unknown function", table + strings.Replace(insert, "GROUP BY", "WHERE MODE(amount, 2) = 0 GROUP BY", 1), `function MODE is not supported in a filter (at "MODE"); did you mean "MOD"?`},
-		{"having", table + strings.Replace(insert, "user_id, window_start, window_end;", "user_id, window_start, window_end HAVING COUNT(*) > 1;", 1), "HAVING is not compiled yet"},
+		{"having", table + strings.Replace(insert, "user_id, window_start, window_end;", "user_id, window_start, window_end HAVING MAX(amount) > 1;", 1), "MAX(amount) is not in the select list"},
 		{"columns", table + strings.Replace(insert, ", COUNT(*) AS n", "", 1), "the query has 3 columns and table out has 4 (at \"SELECT\"); select one column per column of out (user_id, window_start, window_end, n), in its order"},
 		{"legacy bounds", table + "INSERT INTO out SELECT user_id, TUMBLE_START(ts, INTERVAL '1' MINUTE), TUMBLE_END(ts, INTERVAL '2' MINUTE), COUNT(*) AS n FROM orders GROUP BY TUMBLE(ts, INTERVAL '1' MINUTE), user_id;",
 			"TUMBLE_END's arguments are not its group window's (at \"TUMBLE_END\"); give it the arguments of TUMBLE(ts, INTERVAL '1' MINUTE)"},

@@ -99,20 +99,136 @@ func (c *compiler) windowed(sel *sqlparse.Select) ([]item, error) {
 	default:
 		return nil, errAt(sel.Pos, "SELECT", "aggregate over a window table function: FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL '1' MINUTE))", "only windowed aggregations are compiled yet")
 	}
-	if sel.Having != nil {
-		return nil, errAt(sel.Pos, "HAVING", "filter the rows before the window with WHERE", "HAVING is not compiled yet")
-	}
+	var items []item
 	if rel.results != nil {
-		return c.cascadeAggregation(sel, rel, group, timeCol)
+		items, err = c.cascadeAggregation(sel, rel, group, timeCol)
+	} else {
+		var filter string
+		if filter, err = c.source(rel, timeCol); err == nil {
+			err = c.where(sel.Where, rel, filter)
+		}
+		if err == nil {
+			items, err = c.aggregation(sel, rel, group)
+		}
 	}
-	filter, err := c.source(rel, timeCol)
-	if err != nil {
-		return nil, err
+	if err == nil && sel.Having != nil {
+		err = c.having(sel, rel, items)
 	}
-	if err := c.where(sel.Where, rel, filter); err != nil {
-		return nil, err
+	return items, err
+}
+
+// having compiles a windowed aggregation's HAVING into the spec's having:
+// a condition over its select list's aliases and keys, its aggregates
+// written as in the select list (HAVING COUNT(*) > 3 with COUNT(*) AS n
+// selected reads n).
+func (c *compiler) having(sel *sqlparse.Select, rel *relation, items []item) error {
+	s := c.job.Spec
+	var bad *sqlparse.Error
+	rw := func(x sqlparse.Expr) sqlparse.Expr {
+		if call, ok := x.(*sqlparse.Call); ok {
+			if _, agg := aggregates[strings.ToUpper(tableName(call.Name))]; agg {
+				text := sqlparse.FormatExpr(call)
+				for i, it := range sel.Items {
+					if it.Expr != nil && sqlparse.FormatExpr(it.Expr) == text && items[i].agg {
+						return &sqlparse.Ref{Parts: []sqlparse.Ident{{Pos: call.Pos, Name: items[i].from}}}
+					}
+				}
+				bad = cmp.Or(bad, errAt(call.Pos, text, "select "+text+" too, and HAVING reads it", "%s is not in the select list", text))
+				return x
+			}
+		}
+		return x
 	}
-	return c.aggregation(sel, rel, group)
+	out := rewriteRefs(mapExpr(sel.Having, rw), func(r *sqlparse.Ref) sqlparse.Expr {
+		name := r.Parts[len(r.Parts)-1]
+		if r.Parts[0].Name == name.Name || len(r.Parts) == 1 {
+			for i, it := range sel.Items {
+				if it.Alias.Name == name.Name {
+					return &sqlparse.Ref{Parts: []sqlparse.Ident{{Pos: name.Pos, Name: items[i].from}}}
+				}
+			}
+		}
+		for _, a := range s.Aggregate {
+			if a.Name == name.Name {
+				return &sqlparse.Ref{Parts: []sqlparse.Ident{name}}
+			}
+		}
+		col, id, err := rel.ref(r)
+		switch {
+		case err != nil:
+			bad = cmp.Or(bad, err)
+		case !slices.Contains(s.Key, col.name):
+			bad = cmp.Or(bad, errAt(id.Pos, id.Name, "group by it, or aggregate it in the select list", "%s is neither grouped by nor an aggregate of the select list", id.Name))
+		default:
+			return &sqlparse.Ref{Parts: []sqlparse.Ident{{Pos: id.Pos, Name: col.name}}}
+		}
+		return r
+	})
+	if bad != nil {
+		return bad
+	}
+	s.Having = sqlparse.FormatExpr(out)
+	return nil
+}
+
+// mapExpr copies x with each node replaced by f's: f returns another
+// node to replace it (which mapExpr does not enter), or the node itself
+// to keep it, its operands mapped.
+func mapExpr(x sqlparse.Expr, f func(sqlparse.Expr) sqlparse.Expr) sqlparse.Expr {
+	if y := f(x); y != x {
+		return y
+	}
+	switch x := x.(type) {
+	case *sqlparse.Unary:
+		y := *x
+		y.X = mapExpr(x.X, f)
+		return &y
+	case *sqlparse.Binary:
+		y := *x
+		y.X, y.Y = mapExpr(x.X, f), mapExpr(x.Y, f)
+		return &y
+	case *sqlparse.IsNull:
+		y := *x
+		y.X = mapExpr(x.X, f)
+		return &y
+	case *sqlparse.Between:
+		y := *x
+		y.X, y.Lo, y.Hi = mapExpr(x.X, f), mapExpr(x.Lo, f), mapExpr(x.Hi, f)
+		return &y
+	case *sqlparse.In:
+		y := *x
+		y.X = mapExpr(x.X, f)
+		y.List = make([]sqlparse.Expr, len(x.List))
+		for i, l := range x.List {
+			y.List[i] = mapExpr(l, f)
+		}
+		return &y
+	case *sqlparse.Case:
+		y := *x
+		if x.Operand != nil {
+			y.Operand = mapExpr(x.Operand, f)
+		}
+		y.Whens = make([]sqlparse.When, len(x.Whens))
+		for i, w := range x.Whens {
+			y.Whens[i] = sqlparse.When{Cond: mapExpr(w.Cond, f), Result: mapExpr(w.Result, f)}
+		}
+		if x.Else != nil {
+			y.Else = mapExpr(x.Else, f)
+		}
+		return &y
+	case *sqlparse.Cast:
+		y := *x
+		y.X = mapExpr(x.X, f)
+		return &y
+	case *sqlparse.Call:
+		y := *x
+		y.Args = make([]sqlparse.Arg, len(x.Args))
+		for i, a := range x.Args {
+			y.Args[i] = sqlparse.Arg{Name: a.Name, Value: mapExpr(a.Value, f)}
+		}
+		return &y
+	}
+	return x
 }
 
 // metadataKeys are the metadata a results sink's METADATA columns may
@@ -209,8 +325,18 @@ func (c *compiler) reserved(name string) bool {
 }
 
 // renameAggregate renames aggregate from to name: a join's column, in
-// a join.
+// a join; the having's reference to it too.
 func (c *compiler) renameAggregate(from, name string) {
+	if h := c.job.Spec.Having; h != "" && c.join == nil {
+		if x, err := sqlparse.ParseExpr(h); err == nil {
+			c.job.Spec.Having = sqlparse.FormatExpr(rewriteRefs(x, func(r *sqlparse.Ref) sqlparse.Expr {
+				if len(r.Parts) == 1 && r.Parts[0].Name == from {
+					return &sqlparse.Ref{Parts: []sqlparse.Ident{{Pos: r.Parts[0].Pos, Name: name}}}
+				}
+				return r
+			}))
+		}
+	}
 	if c.join != nil {
 		for i := range c.join.op.Columns {
 			if c.join.op.Columns[i].Name == from {
@@ -444,58 +570,10 @@ func (c *compiler) isField(rel *relation, col *relCol) bool {
 
 // rewriteRefs copies x with each column reference replaced by f's.
 func rewriteRefs(x sqlparse.Expr, f func(*sqlparse.Ref) sqlparse.Expr) sqlparse.Expr {
-	rw := func(e sqlparse.Expr) sqlparse.Expr { return rewriteRefs(e, f) }
-	switch x := x.(type) {
-	case *sqlparse.Ref:
-		return f(x)
-	case *sqlparse.Unary:
-		y := *x
-		y.X = rw(x.X)
-		return &y
-	case *sqlparse.Binary:
-		y := *x
-		y.X, y.Y = rw(x.X), rw(x.Y)
-		return &y
-	case *sqlparse.IsNull:
-		y := *x
-		y.X = rw(x.X)
-		return &y
-	case *sqlparse.Between:
-		y := *x
-		y.X, y.Lo, y.Hi = rw(x.X), rw(x.Lo), rw(x.Hi)
-		return &y
-	case *sqlparse.In:
-		y := *x
-		y.X = rw(x.X)
-		y.List = make([]sqlparse.Expr, len(x.List))
-		for i, l := range x.List {
-			y.List[i] = rw(l)
+	return mapExpr(x, func(e sqlparse.Expr) sqlparse.Expr {
+		if r, ok := e.(*sqlparse.Ref); ok {
+			return f(r)
 		}
-		return &y
-	case *sqlparse.Case:
-		y := *x
-		if x.Operand != nil {
-			y.Operand = rw(x.Operand)
-		}
-		y.Whens = make([]sqlparse.When, len(x.Whens))
-		for i, w := range x.Whens {
-			y.Whens[i] = sqlparse.When{Cond: rw(w.Cond), Result: rw(w.Result)}
-		}
-		if x.Else != nil {
-			y.Else = rw(x.Else)
-		}
-		return &y
-	case *sqlparse.Cast:
-		y := *x
-		y.X = rw(x.X)
-		return &y
-	case *sqlparse.Call:
-		y := *x
-		y.Args = make([]sqlparse.Arg, len(x.Args))
-		for i, a := range x.Args {
-			y.Args[i] = sqlparse.Arg{Name: a.Name, Value: rw(a.Value)}
-		}
-		return &y
-	}
-	return x
+		return e
+	})
 }

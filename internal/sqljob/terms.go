@@ -22,6 +22,8 @@ var sqlTerms = []struct{ path, sql string }{
 	{"key", "GROUP BY"},
 	{"aggregate", "the sink table's columns (the aggregates take their names)"},
 	{"where", "WHERE"},
+	{"having", "HAVING"},
+	{"window.step", "CUMULATE's step"},
 	{"computed", "the computed columns and views"},
 	{"checkpoint.interval", "SET 'execution.checkpointing.interval'"},
 	{"checkpoint.dir", "SET 'state.checkpoints.dir'"},

@@ -1,0 +1,27 @@
+package spec
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestHavingChecked: a having compiles over the key fields and the
+// aggregates, and is refused with the reason for a name it cannot read
+// and for a window that may fire more than once.
+func TestHavingChecked(t *testing.T) {
+	for _, c := range []struct{ extra, want string }{
+		{"having: n > 2 AND k <> 'x'\n", ""},
+		{"having: amount > 2\n", "having: column 1: amount is neither a key field nor an aggregate; name a key field or an aggregate: k, n"},
+		{"having: n >\n", "having: column"},
+		{"having: n > 2\nallowed_lateness: 1m\n", "a late firing with allowed lateness could not take back"},
+		{"having: n > 2\ntrigger: {type: continuous, interval: 10s}\n", "may fire a window more than once"},
+	} {
+		p, err := Parse([]byte(checkJob + c.extra))
+		switch {
+		case c.want == "" && (err != nil || p.Having != "n > 2 AND k <> 'x'" || p.Graph.Nodes[3].Op.(*WindowOp).Having != p.Having):
+			t.Errorf("%q: %v", c.extra, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%q: %v, want %q", c.extra, err, c.want)
+		}
+	}
+}

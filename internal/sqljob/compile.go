@@ -44,6 +44,8 @@ type Job struct {
 	cascade *cascaded
 	// selectOp, when set, replaces Spec's window: a query without one.
 	selectOp *spec.SelectOp
+	// viewDepth is how deep viewBase is in views over views.
+	viewDepth int
 }
 
 // Compile compiles the SQL job src, read from file (whose name, without
@@ -86,6 +88,8 @@ type compiler struct {
 	topN     *spec.TopNOp
 	cascade  *cascaded
 	selectOp *spec.SelectOp
+	// viewDepth is how deep viewBase is in views over views.
+	viewDepth int
 }
 
 // errAt is an error at pos.

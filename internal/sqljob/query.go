@@ -561,11 +561,14 @@ func (c *compiler) fields(x sqlparse.Expr, rel *relation) (sqlparse.Expr, error)
 // not a metadata column, nor the time attribute read as the timestamp
 // (c.timeAttr), which no computed field holds.
 func (c *compiler) isField(rel *relation, col *relCol) bool {
-	if col.expr != nil || rel.results != nil {
+	if rel.results != nil {
 		return true
 	}
+	if col.expr != nil {
+		return !isProctime(col.expr)
+	}
 	bc := column(rel.table, col.name)
-	return bc != nil && !bc.Metadata && col.name != c.timeAttr
+	return bc != nil && !bc.Metadata && col.name != c.timeAttr && !isProctime(bc.Computed)
 }
 
 // rewriteRefs copies x with each column reference replaced by f's.

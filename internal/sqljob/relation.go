@@ -133,26 +133,26 @@ func (c *compiler) viewRelation(v *sqlparse.CreateView) (*relation, error) {
 	if !ok || sel.GroupBy != nil || sel.Having != nil || sel.Distinct {
 		return nil, errAt(sel.Pos, name, "a view is one SELECT of columns FROM a table [WHERE ...]", "view %s: this query is not compiled yet", name)
 	}
-	t, ok := c.tables[tableName(from.Name)]
-	if !ok {
-		if _, isView := c.views[tableName(from.Name)]; isView {
-			return nil, errAt(from.Name.Pos(), tableName(from.Name), "select from the table the other view reads", "view %s: a view over a view is not compiled yet", name)
-		}
-		_, err := c.lookup(from.Name)
+	base, err := c.viewBase(v, from)
+	if err != nil {
 		return nil, err
 	}
-	base := &relation{name: tableName(t.Name), alias: from.Alias.Name, table: t}
-	for _, col := range t.Columns {
-		base.cols = append(base.cols, relCol{name: col.Name.Name, pos: col.Pos})
+	where := sel.Where
+	if where != nil && base.view {
+		where = throughView(stripAlias(where, base), base)
 	}
-	r := &relation{name: name, table: t, where: sel.Where, view: true}
+	if base.where != nil {
+		where = andExpr(base.where, where)
+	}
+	r := &relation{name: name, table: base.table, where: where, view: true}
 	for i, it := range sel.Items {
 		if it.Star {
 			r.cols = append(r.cols, base.cols...)
 			continue
 		}
-		col := relCol{name: it.Alias.Name, pos: it.Pos, expr: stripAlias(it.Expr, base)}
-		if ref, ok := col.expr.(*sqlparse.Ref); ok && col.name == "" {
+		own := stripAlias(it.Expr, base)
+		col := relCol{name: it.Alias.Name, pos: it.Pos, expr: throughView(own, base)}
+		if ref, ok := own.(*sqlparse.Ref); ok && col.name == "" {
 			col.name = ref.Parts[len(ref.Parts)-1].Name
 		}
 		if col.name == "" {
@@ -167,6 +167,74 @@ func (c *compiler) viewRelation(v *sqlparse.CreateView) (*relation, error) {
 		r.cols = append(r.cols, col)
 	}
 	return r, nil
+}
+
+// viewBase is what view v's query reads (from): a table's columns as
+// they are, or another view's relation (whose columns' expressions the
+// view's own expressions read through, throughView).
+func (c *compiler) viewBase(v *sqlparse.CreateView, from *sqlparse.TableRef) (*relation, error) {
+	name := tableName(from.Name)
+	if t, ok := c.tables[name]; ok {
+		base := &relation{name: tableName(t.Name), alias: from.Alias.Name, table: t}
+		for _, col := range t.Columns {
+			base.cols = append(base.cols, relCol{name: col.Name.Name, pos: col.Pos})
+		}
+		return base, nil
+	}
+	inner, ok := c.views[name]
+	if !ok {
+		_, err := c.lookup(from.Name)
+		return nil, err
+	}
+	if c.viewDepth++; c.viewDepth > len(c.views) {
+		return nil, errAt(v.Pos, tableName(v.Name), "let the views read tables, or views that do", "view %s reads itself through other views", tableName(v.Name))
+	}
+	defer func() { c.viewDepth-- }()
+	if iq := inner.Query; len(iq.Selects) == 1 && iq.Selects[0].GroupBy != nil {
+		return nil, errAt(from.Name.Pos(), name, "window the windowed view's rows with a window table function", "view %s reads windowed view %s; a view of a windowed view is not compiled yet", tableName(v.Name), name)
+	}
+	base, err := c.viewRelation(inner)
+	if err != nil {
+		return nil, err
+	}
+	base.alias = from.Alias.Name
+	return base, nil
+}
+
+// throughView rewrites x, an expression over view base's columns, over
+// the table base reads: a column that base computes is its expression.
+func throughView(x sqlparse.Expr, base *relation) sqlparse.Expr {
+	if !base.view {
+		return x
+	}
+	return rewriteRefs(x, func(r *sqlparse.Ref) sqlparse.Expr {
+		col := base.col(r.Parts[0].Name)
+		if col == nil || col.expr == nil {
+			return r
+		}
+		if len(r.Parts) == 1 {
+			return col.expr
+		}
+		if ref, ok := col.expr.(*sqlparse.Ref); ok {
+			return &sqlparse.Ref{Parts: append(slices.Clone(ref.Parts), r.Parts[1:]...)}
+		}
+		return r
+	})
+}
+
+// isProctime reports whether x is PROCTIME(), Flink's processing-time
+// attribute: no field, the job's time.
+func isProctime(x sqlparse.Expr) bool {
+	call, ok := x.(*sqlparse.Call)
+	return ok && strings.EqualFold(tableName(call.Name), "PROCTIME") && len(call.Args) == 0 && !call.Star
+}
+
+// andExpr is x AND y (x when y is nil).
+func andExpr(x, y sqlparse.Expr) sqlparse.Expr {
+	if y == nil {
+		return x
+	}
+	return &sqlparse.Binary{Pos: sqlparse.ExprPos(x), Op: "AND", X: x, Y: y}
 }
 
 // stripAlias removes the table's name or alias from the references of x
@@ -214,7 +282,7 @@ func (c *compiler) computed(r *relation, skip string) (string, error) {
 		return nil
 	}
 	for _, col := range r.table.Columns {
-		if col.Computed != nil && col.Name.Name != skip {
+		if col.Computed != nil && col.Name.Name != skip && !isProctime(col.Computed) {
 			if err := add(col.Name.Name, col.Computed); err != nil {
 				return "", err
 			}
@@ -228,7 +296,7 @@ func (c *compiler) computed(r *relation, skip string) (string, error) {
 		}
 	}
 	for _, col := range r.cols {
-		if col.expr != nil {
+		if col.expr != nil && !isProctime(col.expr) {
 			if err := add(col.name, col.expr); err != nil {
 				return "", err
 			}

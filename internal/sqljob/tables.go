@@ -426,12 +426,18 @@ func (c *compiler) timeAttribute(rel *relation, viewTime string) error {
 	}
 	col := rel.col(viewTime)
 	timeCol := viewTime
+	if col != nil && isProctime(col.expr) {
+		return c.sourceTable(rel.table, "") // processing time
+	}
 	if col != nil && col.expr != nil {
 		ref, ok := col.expr.(*sqlparse.Ref)
 		if !ok || len(ref.Parts) != 1 {
 			return errAt(col.pos, viewTime, "select the table's time attribute in the view as it is", "view %s: column %s is no time attribute", rel.name, viewTime)
 		}
 		timeCol = ref.Parts[0].Name
+	}
+	if tc := column(rel.table, timeCol); tc != nil && isProctime(tc.Computed) {
+		timeCol = "" // processing time
 	}
 	return c.sourceTable(rel.table, timeCol)
 }

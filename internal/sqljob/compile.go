@@ -44,8 +44,6 @@ type Job struct {
 	cascade *cascaded
 	// selectOp, when set, replaces Spec's window: a query without one.
 	selectOp *spec.SelectOp
-	// viewDepth is how deep viewBase is in views over views.
-	viewDepth int
 }
 
 // Compile compiles the SQL job src, read from file (whose name, without

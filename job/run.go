@@ -617,12 +617,17 @@ func (j *Job) buildWindow(b *branch, recs weir.Stream[record.Record], wm *spec.W
 	}
 	out := weir.Aggregate(windowed, record.NewAggregator(b.plan, record.KeepsAccs(b.plan)))
 	bi := uint8(b.i)
-	h := newHaving(win)
+	h := record.NewHaving(win)
+	keep := func(r window.Result[string, []byte]) bool {
+		// A retraction passes: it takes back a result that passed (a
+		// window that fires once has none, but a session's merge may).
+		return r.Firing == window.Retract || h.Keep(r.Key, r.Value)
+	}
 	if len(b.results) > 0 || h != nil {
 		weir.ForEachSubtask(out.Results, func(sub weir.Subtask) func(etime.Time, window.Result[string, []byte]) {
 			return func(_ etime.Time, r window.Result[string, []byte]) {
 				switch {
-				case h != nil && !h.Keep(r):
+				case h != nil && !keep(r):
 					j.out.add(sub, item{kind: itemHaving, b: bi})
 				case len(b.results) > 0:
 					j.out.add(sub, item{kind: itemResult, b: bi, res: r})
@@ -643,7 +648,7 @@ func (j *Job) buildWindow(b *branch, recs weir.Stream[record.Record], wm *spec.W
 	}
 	if h != nil {
 		// A window fed by this one reads what the having keeps.
-		return weir.Filter(out.Results, h.Keep)
+		return weir.Filter(out.Results, keep)
 	}
 	return out.Results
 }

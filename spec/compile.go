@@ -134,7 +134,7 @@ var ResultColumns = []string{"window_start", "window_end", "firing", "run", "pan
 // aggregates are all count, sum, min and max have no such column.
 const AccColumn = "weir_acc"
 
-var aggFns = []string{"count", "sum", "min", "max", "avg", "first", "last", "collect", "count_distinct"}
+var aggFns = []string{"count", "sum", "min", "max", "avg", "first", "last", "first_value", "last_value", "collect", "count_distinct"}
 
 // Parse loads and compiles a spec. When the document has structural
 // errors it still compiles what could be read, so that every problem is

@@ -200,6 +200,16 @@ func addVal(fn string, s *slot, v val, ts etime.Time, no int64, float bool) {
 			s.v, s.ts, s.no = v, ts, no
 		}
 		s.n++
+	case "first_value": // by arrival (the source's order), ties by event time
+		if s.n == 0 || no < s.no || no == s.no && ts < s.ts {
+			s.v, s.ts, s.no = v, ts, no
+		}
+		s.n++
+	case "last_value":
+		if s.n == 0 || no > s.no || no == s.no && ts >= s.ts {
+			s.v, s.ts, s.no = v, ts, no
+		}
+		s.n++
 	case "collect":
 		s.n++
 		s.list = append(s.list, collected{no: no, raw: v.raw})
@@ -304,7 +314,7 @@ func (a Aggregator) Merge(x, y *Acc) *Acc {
 				s.n += q.n
 				mergeNumber(s, q, a.isFloat(i))
 			}
-		case "min", "max", "first", "last":
+		case "min", "max", "first", "last", "first_value", "last_value":
 			*s = *p
 			if q.n > 0 {
 				n := s.n
@@ -397,7 +407,7 @@ func (a Aggregator) Result(ac *Acc) []byte {
 			b = appendFloat(b, sum/float64(s.n))
 		case fn == "min", fn == "max":
 			b = appendVal(b, s.v)
-		default: // first, last
+		default: // first, last, first_value, last_value
 			b = append(b, s.v.raw...)
 		}
 		b = append(b, 0)
@@ -525,7 +535,7 @@ func (a Aggregator) appendAccs(b []byte, ac *Acc) []byte {
 			b = append(b, ',')
 			b = strconv.AppendInt(b, s.n, 10)
 			b = append(b, ']')
-		default: // first, last
+		default: // first, last, first_value, last_value
 			b = append(b, '[')
 			b = append(b, s.v.raw...)
 			b = append(b, ',')
@@ -569,7 +579,7 @@ func (a Aggregator) seedAccs(ac *Acc, text string) error {
 					err = a.seedSum(s, i, string(x[0]))
 				}
 			}
-		case "first", "last":
+		case "first", "last", "first_value", "last_value":
 			var x []json.RawMessage
 			if err = json.Unmarshal(p, &x); err == nil && len(x) == 3 {
 				var ts int64

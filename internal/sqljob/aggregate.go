@@ -13,10 +13,13 @@ import (
 )
 
 // aggregates maps SQL's aggregate functions to the spec's.
-// FIRST_BY_TIME and LAST_BY_TIME are weir's: the value of the record
-// with the earliest or latest event time (ties by arrival); ARRAY_AGG is
-// weir's collect (in arrival order).
+// FIRST_VALUE and LAST_VALUE are Flink's, by arrival (the source's
+// order: a file's lines, a Kafka partition's offsets); FIRST_BY_TIME and
+// LAST_BY_TIME are weir's: the value of the record with the earliest or
+// latest event time (ties by arrival); ARRAY_AGG is weir's collect (in
+// arrival order).
 var aggregates = map[string]string{"COUNT": "count", "SUM": "sum", "MIN": "min", "MAX": "max", "AVG": "avg",
+	"FIRST_VALUE": "first_value", "LAST_VALUE": "last_value",
 	"FIRST_BY_TIME": "first", "LAST_BY_TIME": "last", "ARRAY_AGG": "collect"}
 
 // item is what a column of the query holds: a key field, a window
@@ -151,9 +154,6 @@ func (c *compiler) aggregate(call *sqlparse.Call, alias sqlparse.Ident, rel *rel
 	var ok bool
 	if a.Fn, ok = aggregates[fn]; !ok {
 		hint := suggest.Or(fn, known, "use "+strings.Join(known, ", ")+" or COUNT(DISTINCT x)")
-		if fn == "FIRST_VALUE" || fn == "LAST_VALUE" {
-			hint = "Flink's " + fn + " is by arrival, which is not compiled yet; weir's FIRST_BY_TIME and LAST_BY_TIME are by event time"
-		}
 		return a, errAt(call.Pos, fn, hint, "%s is not an aggregate weir compiles", fn)
 	}
 	if call.Over != nil {

@@ -1,4 +1,4 @@
-package job
+package record
 
 import (
 	"slices"
@@ -7,17 +7,15 @@ import (
 	"github.com/valyala/fastjson"
 
 	"github.com/weirstream/weir/internal/expr"
-	"github.com/weirstream/weir/internal/record"
 	"github.com/weirstream/weir/internal/sqlparse"
 	"github.com/weirstream/weir/spec"
-	"github.com/weirstream/weir/window"
 )
 
-// having is a window's having (spec.WindowOp.Having) as a test of its
+// Having is a window's having (spec.WindowOp.Having) as a test of its
 // results: their key fields and aggregates, parsed from the result's
 // key and value, are the fields the condition reads. Keep is safe for
 // concurrent use (each call takes a scratch from a pool).
-type having struct {
+type Having struct {
 	pred   *expr.Pred
 	nk, na int
 	pool   sync.Pool
@@ -29,9 +27,9 @@ type havingScratch struct {
 	got []*fastjson.Value
 }
 
-// newHaving compiles window op's having (nil when it has none). The
+// NewHaving compiles window op's having (nil when it has none). The
 // plan checked it (spec.Compile), so it compiles.
-func newHaving(op *spec.WindowOp) *having {
+func NewHaving(op *spec.WindowOp) *Having {
 	if op.Having == "" {
 		return nil
 	}
@@ -49,36 +47,32 @@ func newHaving(op *spec.WindowOp) *having {
 	if err != nil {
 		return nil
 	}
-	h := &having{pred: pred, nk: len(op.Key), na: len(op.Aggregates)}
+	h := &Having{pred: pred, nk: len(op.Key), na: len(op.Aggregates)}
 	h.pool.New = func() any { return &havingScratch{got: make([]*fastjson.Value, h.nk+h.na)} }
 	return h
 }
 
-// Keep reports whether result r passes the having. A retraction passes
-// (it takes back a result that passed: a window that fires once has
-// none, but a session's merge may).
-func (h *having) Keep(r window.Result[string, []byte]) bool {
-	if r.Firing == window.Retract {
-		return true
-	}
+// Keep reports whether the result of key (its values separated by
+// KeySep) and value (Aggregator.Result's: each aggregate followed by a 0
+// byte) passes the having.
+func (h *Having) Keep(key string, value []byte) bool {
 	sc := h.pool.Get().(*havingScratch)
 	defer h.pool.Put(sc)
-	// The key's values (KeySep between them) and the first na values
-	// (each followed by a 0 byte), as one JSON array.
+	// The key's values and the first na values, as one JSON array.
 	b := append(sc.buf[:0], '[')
 	n := 0
 	if h.nk > 0 {
-		for i := 0; i < len(r.Key); i++ {
-			if r.Key[i] == record.KeySep[0] {
+		for i := 0; i < len(key); i++ {
+			if key[i] == KeySep[0] {
 				b = append(b, ',')
 				continue
 			}
-			b = append(b, r.Key[i])
+			b = append(b, key[i])
 		}
 		n = h.nk
 	}
-	v := r.Value
-	for k := 0; k < h.na; k++ {
+	v := value
+	for range h.na {
 		if n > 0 {
 			b = append(b, ',')
 		}

@@ -1,8 +1,10 @@
 package spec
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 )
@@ -64,10 +66,83 @@ func JoinPlans(left, right *Plan, op *JoinOp, name, leftPrefix, prefix string, d
 		}
 	}
 	rnodes, _ := withoutResults(right.Graph.Nodes, rw)
-	// Right's nodes renumbered after left's: an id in right's graph
-	// maps to its place in nodes.
+	nodes, ids := appendPlan(nodes, right, rnodes, prefix, nil)
+	id := NodeID(len(nodes))
+	nodes = append(nodes, Node{ID: id, Name: name, Op: op, Inputs: []Edge{{From: lw}, {From: ids[rw]}}})
+	q.Graph.Nodes = appendResults(nodes, results, id)
+	q.defineAll(right, prefix, false)
+	if err := q.define(name, def); err != nil {
+		return nil, err
+	}
+	return q.checked()
+}
+
+// UnitePlans returns plan p with plan q's window and sinks added (a
+// statement set of several queries): q's window reads p's first read
+// when q reads the same source the same way (its source, decode and
+// watermark operators equal p's), else a read of its own; its nodes and
+// sinks are named after prefix. q's dead letters, on a shared read, are
+// p's (one sink of that stream). q's definition is recorded under
+// prefix.
+func UnitePlans(p, q *Plan, prefix string) (*Plan, error) {
+	if _, err := onlyWindow(q); err != nil {
+		return nil, err
+	}
+	u := *p
+	nodes := slices.Clone(p.Graph.Nodes)
+	shared := map[NodeID]NodeID{}
+	var skip func(Node) bool
+	if same(p, q) {
+		// q's source, decode and watermark are p's first three nodes.
+		for i := range 3 {
+			shared[q.Graph.Nodes[i].ID] = p.Graph.Nodes[i].ID
+		}
+		skip = func(n Node) bool { return len(n.Inputs) == 1 && n.Inputs[0].Port == Dead }
+	}
+	nodes, _ = appendPlan(nodes, q, q.Graph.Nodes, prefix, shared, skip)
+	u.Graph.Nodes = nodes
+	u.defineAll(q, prefix, true)
+	return u.checked()
+}
+
+// same reports whether plans p and q read one source the same way: the
+// first three nodes of each (source, decode, watermark) are alike.
+func same(p, q *Plan) bool {
+	if len(p.Graph.Nodes) < 3 || len(q.Graph.Nodes) < 3 {
+		return false
+	}
+	for i := range 3 {
+		var a, b any = p.Graph.Nodes[i].Op, q.Graph.Nodes[i].Op
+		if sa, ok := a.(*SourceOp); ok {
+			sb, ok := b.(*SourceOp)
+			if !ok || sb.Settings != nil || sa.Settings != nil || sa.Type != sb.Type || sa.Start != sb.Start {
+				return false
+			}
+			a, b = sa.Config, sb.Config
+		}
+		ja, errA := json.Marshal(a)
+		jb, errB := json.Marshal(b)
+		if errA != nil || errB != nil || !bytes.Equal(ja, jb) || reflect.TypeOf(a) != reflect.TypeOf(b) {
+			return false
+		}
+	}
+	return true
+}
+
+// appendPlan appends plan q's nodes qnodes to nodes, renumbered, named
+// after prefix, its sources reading with q's settings (a read of their
+// own), its sinks named after prefix; a node in shared is not appended
+// (its readers read the node it maps to), nor one skip reports. It
+// returns the nodes and the map from q's ids to theirs.
+func appendPlan(nodes []Node, q *Plan, qnodes []Node, prefix string, shared map[NodeID]NodeID, skip ...func(Node) bool) ([]Node, map[NodeID]NodeID) {
 	ids := map[NodeID]NodeID{}
-	for _, n := range rnodes {
+	for k, v := range shared {
+		ids[k] = v
+	}
+	for _, n := range qnodes {
+		if _, ok := shared[n.ID]; ok || len(skip) > 0 && skip[0] != nil && skip[0](n) {
+			continue
+		}
 		m := Node{ID: NodeID(len(nodes)), Name: prefix + n.Name, Op: n.Op}
 		ids[n.ID] = m.ID
 		for _, e := range n.Inputs {
@@ -76,32 +151,37 @@ func JoinPlans(left, right *Plan, op *JoinOp, name, leftPrefix, prefix string, d
 		switch op := n.Op.(type) {
 		case *SourceOp:
 			src := *op
-			src.Settings = right
+			src.Settings = q
 			m.Op = &src
 		case *SinkOp:
 			s := *op
-			s.Name = strings.ReplaceAll(prefix, ".", "_") + s.Name
+			s.Name = sinkPrefix(prefix) + s.Name
 			s.Path = prefix + s.Path
 			m.Op = &s
 		}
 		nodes = append(nodes, m)
 	}
-	id := NodeID(len(nodes))
-	nodes = append(nodes, Node{ID: id, Name: name, Op: op, Inputs: []Edge{{From: lw}, {From: ids[rw]}}})
-	q.Graph.Nodes = appendResults(nodes, results, id)
-	for _, f := range right.Definition.Fields {
+	return nodes, ids
+}
+
+// sinkPrefix is prefix as a sink name's: its dots as underscores.
+func sinkPrefix(prefix string) string { return strings.ReplaceAll(prefix, ".", "_") }
+
+// defineAll records plan q's definition in p's under prefix: its fields,
+// and its sinks (its results sinks too when results).
+func (p *Plan) defineAll(q *Plan, prefix string, results bool) {
+	p.Definition.Fields = slices.Clone(p.Definition.Fields)
+	for _, f := range q.Definition.Fields {
 		f.Path = prefix + f.Path
-		q.Definition.Fields = append(q.Definition.Fields, f)
+		p.Definition.Fields = append(p.Definition.Fields, f)
 	}
-	for _, s := range right.Definition.Sinks {
-		if !strings.HasPrefix(s, "results") {
-			q.Definition.Sinks = append(q.Definition.Sinks, strings.ReplaceAll(prefix, ".", "_")+s)
+	slices.SortFunc(p.Definition.Fields, func(a, b DefField) int { return strings.Compare(a.Path, b.Path) })
+	p.Definition.Sinks = slices.Clone(p.Definition.Sinks)
+	for _, s := range q.Definition.Sinks {
+		if results || !strings.HasPrefix(s, "results") {
+			p.Definition.Sinks = append(p.Definition.Sinks, sinkPrefix(prefix)+s)
 		}
 	}
-	if err := q.define(name, def); err != nil {
-		return nil, err
-	}
-	return q.checked()
 }
 
 // SelectPlan returns plan p with its window replaced by select op (a

@@ -101,3 +101,51 @@ func TestComposePlans(t *testing.T) {
 		}
 	}
 }
+
+// TestUnitePlans: a statement set's second query is a window on the
+// first's read when it reads the same source the same way (its dead
+// letters are the first's), and a read of its own otherwise; its nodes
+// and sinks go by its prefix and its definition is kept under it.
+func TestUnitePlans(t *testing.T) {
+	parse := func(job string) *Plan {
+		t.Helper()
+		p, err := Parse([]byte(job))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	first := parse(checkJob + "sinks: {results: {type: jsonl, path: a.jsonl}, dead_letter: {type: jsonl, path: dead.jsonl}}\n")
+	hourly := parse(strings.Replace(checkJob, "size: 1m", "size: 1h", 1) + "sinks: {results: {type: jsonl, path: b.jsonl}, dead_letter: {type: jsonl, path: dead.jsonl}}\n")
+	u, err := UnitePlans(first, hourly, "b.")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `0 source (source)
+1 decode (decode) ← 0
+2 watermark (watermark) ← 1
+3 window (window) ← 2
+4 sinks.results (sink) ← 3
+5 sinks.dead_letter (sink) ← 1.dead
+6 b.window (window) ← 2
+7 b.sinks.results (sink) ← 6
+`
+	if got := u.Graph.String(); got != want {
+		t.Errorf("a query on the same read:\n%s\nwant:\n%s", got, want)
+	}
+	if s := u.Graph.Nodes[7].Op.(*SinkOp); s.Name != "b_results" || s.Config.Path != "b.jsonl" {
+		t.Errorf("the second query's results sink: %+v", s)
+	}
+	if !slices.ContainsFunc(u.Definition.Fields, func(f DefField) bool { return f.Path == "b.window.size" && string(f.Value) == "3600000" }) {
+		t.Errorf("the definition lacks the second query's window: %+v", u.Definition.Fields)
+	}
+	filtered := parse(checkJob + "where: k <> 'x'\nsinks: {results: {type: jsonl, path: c.jsonl}}\n")
+	u, err = UnitePlans(first, filtered, "c.")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path, err := u.Graph.Path()
+	if err != nil || len(path.Reads) != 2 || path.Windows[1].Read != 1 || path.Reads[1].Decode.Where != "k <> 'x'" {
+		t.Errorf("a query with its own where reads the source again: %v\n%s", err, u.Graph.String())
+	}
+}

@@ -44,6 +44,17 @@ type Job struct {
 	cascade *cascaded
 	// selectOp, when set, replaces Spec's window: a query without one.
 	selectOp *spec.SelectOp
+	// more are the other queries of a statement set, each a window of
+	// its own (spec.UnitePlans); firstTable is the first's table.
+	more       []moreQuery
+	firstTable string
+}
+
+// moreQuery is a query of a statement set besides the first: its spec,
+// and the prefix of its nodes and sinks (its table's name and a dot).
+type moreQuery struct {
+	spec   *spec.Spec
+	prefix string
 }
 
 // Compile compiles the SQL job src, read from file (whose name, without
@@ -143,9 +154,11 @@ func (c *compiler) script(s *sqlparse.Script) error {
 }
 
 // compileInserts compiles the INSERTs of the file: one, or those of a
-// statement set, which share one read of their source when they insert
-// the same windowed aggregation (aggregates named as each sink names
-// them) into several tables, as a YAML job lists several results sinks.
+// statement set. Those that insert the first's windowed aggregation
+// (aggregates named as each sink names them) into other tables are its
+// results sinks, as a YAML job lists several; another query is a window
+// of its own (Job.more), on the first's read of the source when it reads
+// the same table the same way (spec.UnitePlans).
 func (c *compiler) compileInserts() error {
 	base := *c.job.Spec // the SETs'
 	var first *spec.Spec
@@ -158,14 +171,23 @@ func (c *compiler) compileInserts() error {
 		}
 		if i == 0 {
 			first, firstShape = c.job.Spec, shape(c.job.Spec)
+			c.job.firstTable = tableName(in.Table)
 			continue
 		}
 		if c.join != nil || c.topN != nil || c.cascade != nil || c.selectOp != nil {
-			return errAt(in.Pos, "INSERT", "run the join, Top-N or cascade as a job of its own", "a statement set with a join, a Top-N or a cascade is not compiled yet")
+			return errAt(in.Pos, "INSERT", "run the join, Top-N, cascade or query without a window as a job of its own", "a statement set with a join, a Top-N, a cascade or a query without a window is not compiled yet")
 		}
 		if !bytes.Equal(shape(&s), firstShape) {
-			return errAt(in.Pos, "INSERT", "insert the same windowed aggregation (source, window, keys and aggregates) into each table of a statement set, or run the queries as separate jobs",
-				"this INSERT's query is not the first's; statement sets of different queries are not compiled yet")
+			// Another query: a window of its own, on the first's read
+			// when it reads the same table the same way.
+			name := tableName(in.Table)
+			for _, e := range c.job.more {
+				if e.prefix == name+"." {
+					return errAt(in.Pos, name, "insert each query into a table of its own", "a second query into table %s", name)
+				}
+			}
+			c.job.more = append(c.job.more, moreQuery{spec: &s, prefix: name + "."})
+			continue
 		}
 		k := s.Sinks.Results[0]
 		for j := range s.Aggregate {
@@ -435,6 +457,23 @@ func (j *Job) Plan() (*spec.Plan, error) {
 	}
 	if j.composed() && len(cols) > 0 {
 		if err := p.SetResultColumns(cols); err != nil {
+			return nil, inSQLTerms(err)
+		}
+	}
+	if len(j.more) > 0 {
+		// Windows of several queries go by their tables' names.
+		for i, n := range p.Graph.Nodes {
+			if _, ok := n.Op.(*spec.WindowOp); ok && n.Name == "window" {
+				p.Graph.Nodes[i].Name = j.firstTable + ".window"
+			}
+		}
+	}
+	for _, m := range j.more {
+		q, err := spec.Compile(m.spec)
+		if err != nil {
+			return nil, fmt.Errorf("the INSERT INTO %s: %w", strings.TrimSuffix(m.prefix, "."), inSQLTerms(err))
+		}
+		if p, err = spec.UnitePlans(p, q, m.prefix); err != nil {
 			return nil, inSQLTerms(err)
 		}
 	}

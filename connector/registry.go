@@ -92,7 +92,7 @@ type Field struct {
 // ColumnsField is the setting of the sinks whose results are JSON rows
 // (jsonl, stdout, kafka, nats): the rows' columns, as a SQL job's sink
 // table declares them (the job spec's Sink.Columns).
-var ColumnsField = Field{Name: "columns", Doc: "results only: the columns of the JSON rows, in order, each {name, from, time}: a key field, window_start, window_end, window_time, an aggregate, or firing, run, pane, watermark; times as ms, timestamp or timestamp_ltz (default: weir's own row)"}
+var ColumnsField = Field{Name: "columns", Doc: "results only: the columns of the JSON rows, in order, each {name, from, time} or {name, expr}: from a key field, window_start, window_end, window_time, an aggregate, or firing, run, pane, watermark, times as ms, timestamp or timestamp_ltz; or expr, a SQL expression over the key fields and aggregates (default: weir's own row)"}
 
 // SourceKind describes a kind as a source.
 type SourceKind struct {

@@ -1196,9 +1196,6 @@ func checkColumns(path string, cols []Column, key []string, aggs []Aggregate, ad
 	for i := range cols {
 		col := &cols[i]
 		at := fmt.Sprintf("%s.columns[%d]", path, i)
-		if col.From == "" {
-			col.From = col.Name
-		}
 		switch {
 		case col.Name == "":
 			add(at+".name", "missing", "name the column")
@@ -1206,6 +1203,13 @@ func checkColumns(path string, cols []Column, key []string, aggs []Aggregate, ad
 			add(at+".name", fmt.Sprintf("%q is named twice", col.Name), "give each column its own name")
 		}
 		seen[col.Name] = true
+		if col.Expr != "" {
+			checkColumnExpr(at, col, key, aggs, add)
+			continue
+		}
+		if col.From == "" {
+			col.From = col.Name
+		}
 		if !from[col.From] {
 			add(at+".from", fmt.Sprintf("%q is neither a key field, an aggregate nor one of %s", col.From, strings.Join(ColumnSources, ", ")),
 				suggest.Or(col.From, slices.Sorted(maps.Keys(from)), "name a key field, an aggregate or a window bound"))
@@ -1221,6 +1225,52 @@ func checkColumns(path string, cols []Column, key []string, aggs []Aggregate, ad
 	}
 }
 
+// checkColumnExpr checks a results column's expression (Column.Expr),
+// at path at: one over the key fields and aggregates, without from or
+// time.
+func checkColumnExpr(at string, col *Column, key []string, aggs []Aggregate, add func(path, problem, fix string)) {
+	if col.From != "" || col.Time != "" {
+		add(at, "a column has from and time, or expr", "remove from and time, or expr")
+		return
+	}
+	names := slices.Clone(key)
+	for _, a := range aggs {
+		names = append(names, a.Name)
+	}
+	if err := checkExpr(col.Expr, names, false); err != nil {
+		add(at+".expr", fmt.Sprintf("column %d: %s", err.Pos.Col, err.Msg), cmp.Or(err.Hint, "write an expression over the key fields and aggregates, such as total / orders"))
+	}
+}
+
+// checkExpr compiles src over fields names, as a condition (pred) or a
+// value, returning the first error with its place (nil when it
+// compiles).
+func checkExpr(src string, names []string, pred bool) *sqlparse.Error {
+	x, err := sqlparse.ParseExpr(src)
+	field := func(id sqlparse.Ident) (int, *sqlparse.Error) {
+		if i := slices.Index(names, id.Name); i >= 0 {
+			return i, nil
+		}
+		return 0, &sqlparse.Error{Pos: id.Pos, Text: id.Name, Msg: fmt.Sprintf("%s is neither a key field nor an aggregate", id.Name),
+			Hint: suggest.Or(id.Name, names, "name a key field or an aggregate: "+strings.Join(names, ", "))}
+	}
+	switch {
+	case err != nil:
+	case pred:
+		_, err = expr.Compile(x, field)
+	default:
+		_, err = expr.CompileValue(x, field)
+	}
+	var pe *sqlparse.Error
+	if errors.As(err, &pe) {
+		return pe
+	}
+	if err != nil {
+		return &sqlparse.Error{Pos: sqlparse.Pos{Line: 1, Col: 1}, Msg: err.Error()}
+	}
+	return nil
+}
+
 // having checks the spec's having: an expression over the key fields
 // and the aggregates, of a window that fires each window once.
 func (c *compiler) having() {
@@ -1228,23 +1278,12 @@ func (c *compiler) having() {
 	if s.Having == "" {
 		return
 	}
-	names := append(slices.Clone(s.Key), make([]string, 0, len(s.Aggregate))...)
+	names := slices.Clone(s.Key)
 	for _, a := range s.Aggregate {
 		names = append(names, a.Name)
 	}
-	x, err := sqlparse.ParseExpr(s.Having)
-	if err == nil {
-		_, err = expr.Compile(x, func(id sqlparse.Ident) (int, *sqlparse.Error) {
-			if i := slices.Index(names, id.Name); i >= 0 {
-				return i, nil
-			}
-			return 0, &sqlparse.Error{Pos: id.Pos, Text: id.Name, Msg: fmt.Sprintf("%s is neither a key field nor an aggregate", id.Name),
-				Hint: suggest.Or(id.Name, names, "name a key field or an aggregate: "+strings.Join(names, ", "))}
-		})
-	}
-	var pe *sqlparse.Error
-	switch {
-	case errors.As(err, &pe):
+	switch pe := checkExpr(s.Having, names, true); {
+	case pe != nil:
 		c.add("having", fmt.Sprintf("column %d: %s", pe.Pos.Col, pe.Msg), cmp.Or(pe.Hint, "write a SQL condition over the key fields and aggregates, such as orders > 3"))
 	case p.Lateness > 0:
 		c.add("having", "a late firing with allowed lateness could not take back a result the having let through", "remove allowed_lateness, or the having")

@@ -25,3 +25,22 @@ func TestHavingChecked(t *testing.T) {
 		}
 	}
 }
+
+// TestColumnExprChecked: a results column's expression compiles over the
+// key fields and aggregates, and takes neither from nor time.
+func TestColumnExprChecked(t *testing.T) {
+	for _, c := range []struct{ cols, want string }{
+		{"[{name: k}, {name: twice, expr: n * 2}]", ""},
+		{"[{name: x, expr: amount * 2}]", "columns[0].expr: column 1: amount is neither a key field nor an aggregate"},
+		{"[{name: x, expr: n * 2, from: n}]", "a column has from and time, or expr"},
+		{"[{name: x, expr: 'n +'}]", "columns[0].expr: column"},
+	} {
+		_, err := Parse([]byte(checkJob + "sinks: {results: {type: jsonl, path: o.jsonl, columns: " + c.cols + "}}\n"))
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%s: %v", c.cols, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%s: %v, want %q", c.cols, err, c.want)
+		}
+	}
+}

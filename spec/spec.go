@@ -522,6 +522,11 @@ type Column struct {
 	// UTC) or timestamp_ltz (a TIMESTAMP_LTZ(3): the same with a Z). An
 	// infinite watermark, and the bounds of the global window, are null.
 	Time string `yaml:"time" json:",omitempty"`
+	// Expr, instead of From, computes the column from the result: a SQL
+	// expression over its key fields and aggregates by name (such as
+	// "total / orders"; internal/expr says what it may hold), null in a
+	// retraction.
+	Expr string `yaml:"expr" json:",omitempty"`
 }
 
 // Duration is a length of time in milliseconds. In a spec it is a string

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/weirstream/weir"
@@ -153,6 +154,34 @@ func SpecHash(p *spec.Plan) string {
 	return hex.EncodeToString(sum[:4])
 }
 
+// exprs caches the compiled expressions of results columns
+// (spec.Column.Expr), by expression and the names of the fields it
+// reads (key fields, then aggregates).
+var exprs sync.Map // string → *record.ResultExpr
+
+// resultExpr is the compiled expression src over plan's results; the
+// plan checked it, so it compiles (else it renders null).
+func resultExpr(plan *spec.Plan, src string) *record.ResultExpr {
+	kb := append([]byte(src), 0)
+	for _, k := range plan.Key {
+		kb = append(append(kb, k...), 1)
+	}
+	kb = append(kb, 0)
+	for _, a := range plan.Aggregates {
+		kb = append(append(kb, a.Name...), 1)
+	}
+	k := string(kb)
+	if e, ok := exprs.Load(k); ok {
+		return e.(*record.ResultExpr)
+	}
+	e, err := record.NewResultExpr(src, plan.Key, plan.Aggregates)
+	if err != nil {
+		e, _ = record.NewResultExpr("NULL", nil, nil)
+	}
+	v, _ := exprs.LoadOrStore(k, e)
+	return v.(*record.ResultExpr)
+}
+
 // appendColumns renders a result as the JSON object of columns cols. A
 // retraction's aggregates, and the global window's bounds, are null.
 func appendColumns(b []byte, plan *spec.Plan, cols []spec.Column, run int64, r window.Result[string, []byte]) []byte {
@@ -164,6 +193,14 @@ func appendColumns(b []byte, plan *spec.Plan, cols []spec.Column, run int64, r w
 		b = weir.AppendJSONString(b, c.Name)
 		b = append(b, ':')
 		global := r.Window == window.Global
+		if c.Expr != "" {
+			if r.Firing == window.Retract {
+				b = append(b, "null"...)
+			} else {
+				b = resultExpr(plan, c.Expr).Append(b, r.Key, r.Value)
+			}
+			continue
+		}
 		switch c.From {
 		case spec.ColWindowStart:
 			b = appendTime(b, c.Time, r.Window.Start, global)

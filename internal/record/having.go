@@ -11,57 +11,48 @@ import (
 	"github.com/weirstream/weir/spec"
 )
 
-// Having is a window's having (spec.WindowOp.Having) as a test of its
-// results: their key fields and aggregates, parsed from the result's
-// key and value, are the fields the condition reads. Keep is safe for
-// concurrent use (each call takes a scratch from a pool).
-type Having struct {
-	pred   *expr.Pred
+// resultFields reads a window's results as the fields of an expression:
+// its key fields, then its aggregates, parsed from the result's key and
+// value. with is safe for concurrent use (each call takes a scratch
+// from a pool).
+type resultFields struct {
+	names  []string
 	nk, na int
 	pool   sync.Pool
 }
 
-type havingScratch struct {
-	p   fastjson.Parser
-	buf []byte
-	got []*fastjson.Value
+type resultScratch struct {
+	p     fastjson.Parser
+	arena fastjson.Arena
+	buf   []byte
+	got   []*fastjson.Value
 }
 
-// NewHaving compiles window op's having (nil when it has none). The
-// plan checked it (spec.Compile), so it compiles.
-func NewHaving(op *spec.WindowOp) *Having {
-	if op.Having == "" {
-		return nil
+func newResultFields(key []string, aggs []spec.Aggregate) *resultFields {
+	f := &resultFields{names: slices.Clone(key), nk: len(key), na: len(aggs)}
+	for _, a := range aggs {
+		f.names = append(f.names, a.Name)
 	}
-	names := slices.Clone(op.Key)
-	for _, a := range op.Aggregates {
-		names = append(names, a.Name)
-	}
-	x, err := sqlparse.ParseExpr(op.Having)
-	if err != nil {
-		return nil
-	}
-	pred, err := expr.Compile(x, func(id sqlparse.Ident) (int, *sqlparse.Error) {
-		return max(slices.Index(names, id.Name), 0), nil
-	})
-	if err != nil {
-		return nil
-	}
-	h := &Having{pred: pred, nk: len(op.Key), na: len(op.Aggregates)}
-	h.pool.New = func() any { return &havingScratch{got: make([]*fastjson.Value, h.nk+h.na)} }
-	return h
+	f.pool.New = func() any { return &resultScratch{got: make([]*fastjson.Value, f.nk+f.na)} }
+	return f
 }
 
-// Keep reports whether the result of key (its values separated by
-// KeySep) and value (Aggregator.Result's: each aggregate followed by a 0
-// byte) passes the having.
-func (h *Having) Keep(key string, value []byte) bool {
-	sc := h.pool.Get().(*havingScratch)
-	defer h.pool.Put(sc)
-	// The key's values and the first na values, as one JSON array.
+// compile compiles expression src over the fields (by name).
+func (f *resultFields) compile(src string) (sqlparse.Expr, func(sqlparse.Ident) (int, *sqlparse.Error), error) {
+	x, err := sqlparse.ParseExpr(src)
+	return x, func(id sqlparse.Ident) (int, *sqlparse.Error) { return max(slices.Index(f.names, id.Name), 0), nil }, err
+}
+
+// with calls use with the fields of the result of key (its values
+// separated by KeySep) and value (Aggregator.Result's: each aggregate
+// followed by a 0 byte), and an arena for values; false when they do not
+// parse (not reached: keys and values are JSON).
+func (f *resultFields) with(key string, value []byte, use func(got []*fastjson.Value, a *fastjson.Arena)) bool {
+	sc := f.pool.Get().(*resultScratch)
+	defer f.pool.Put(sc)
 	b := append(sc.buf[:0], '[')
 	n := 0
-	if h.nk > 0 {
+	if f.nk > 0 {
 		for i := 0; i < len(key); i++ {
 			if key[i] == KeySep[0] {
 				b = append(b, ',')
@@ -69,10 +60,10 @@ func (h *Having) Keep(key string, value []byte) bool {
 			}
 			b = append(b, key[i])
 		}
-		n = h.nk
+		n = f.nk
 	}
 	v := value
-	for range h.na {
+	for range f.na {
 		if n > 0 {
 			b = append(b, ',')
 		}
@@ -88,12 +79,77 @@ func (h *Having) Keep(key string, value []byte) bool {
 	sc.buf = b
 	arr, err := sc.p.ParseBytes(b)
 	if err != nil {
-		return true // not reached: keys and values are JSON
+		return false
 	}
 	vals := arr.GetArray()
 	if len(vals) != len(sc.got) {
-		return true // not reached
+		return false
 	}
 	copy(sc.got, vals)
-	return h.pred.Keep(sc.got)
+	sc.arena.Reset()
+	use(sc.got, &sc.arena)
+	return true
+}
+
+// Having is a window's having (spec.WindowOp.Having) as a test of its
+// results. Keep is safe for concurrent use.
+type Having struct {
+	f    *resultFields
+	pred *expr.Pred
+}
+
+// NewHaving compiles window op's having (nil when it has none). The
+// plan checked it (spec.Compile), so it compiles.
+func NewHaving(op *spec.WindowOp) *Having {
+	if op.Having == "" {
+		return nil
+	}
+	f := newResultFields(op.Key, op.Aggregates)
+	x, field, err := f.compile(op.Having)
+	if err != nil {
+		return nil
+	}
+	pred, err := expr.Compile(x, field)
+	if err != nil {
+		return nil
+	}
+	return &Having{f: f, pred: pred}
+}
+
+// Keep reports whether the result of key and value passes the having.
+func (h *Having) Keep(key string, value []byte) bool {
+	keep := true
+	h.f.with(key, value, func(got []*fastjson.Value, _ *fastjson.Arena) { keep = h.pred.Keep(got) })
+	return keep
+}
+
+// ResultExpr is an expression over a window's results (a results
+// column's, spec.Column.Expr). Append is safe for concurrent use.
+type ResultExpr struct {
+	f *resultFields
+	x *expr.Expr
+}
+
+// NewResultExpr compiles src over the results of windows keyed by key
+// with aggregates aggs; the plan checked it (spec.Compile).
+func NewResultExpr(src string, key []string, aggs []spec.Aggregate) (*ResultExpr, error) {
+	f := newResultFields(key, aggs)
+	x, field, err := f.compile(src)
+	if err != nil {
+		return nil, err
+	}
+	e, err := expr.CompileValue(x, field)
+	if err != nil {
+		return nil, err
+	}
+	return &ResultExpr{f: f, x: e}, nil
+}
+
+// Append appends the expression's value for the result of key and value
+// as JSON (null when it cannot be read).
+func (e *ResultExpr) Append(b []byte, key string, value []byte) []byte {
+	if !e.f.with(key, value, func(got []*fastjson.Value, a *fastjson.Arena) { b = e.x.Value(a, got).MarshalTo(b) }) {
+		b = append(b, "null"...)
+	}
+	return b
 }

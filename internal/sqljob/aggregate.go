@@ -1,6 +1,7 @@
 package sqljob
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
@@ -28,6 +29,9 @@ type item struct {
 	pos  sqlparse.Pos
 	from string
 	agg  bool
+	// expr, instead of from: an expression over the key fields and
+	// aggregates (spec.Column.Expr).
+	expr string
 }
 
 // aggregation compiles the select list and GROUP BY of a windowed
@@ -99,6 +103,16 @@ func (c *compiler) aggregation(sel *sqlparse.Select, rel *relation, group *sqlpa
 					continue
 				}
 			}
+			if fn := strings.ToUpper(tableName(e.Name)); aggregates[fn] == "" && slices.Contains(expr.Functions, fn) {
+				// A function of the results' values (an unknown one is
+				// read as a misspelt aggregate below).
+				x, err := c.resultExpr(e, rel)
+				if err != nil {
+					return nil, err
+				}
+				items = append(items, item{pos: it.Pos, expr: x})
+				continue
+			}
 			a, err := c.aggregate(e, it.Alias, rel, len(items))
 			if err != nil {
 				return nil, err
@@ -109,10 +123,61 @@ func (c *compiler) aggregation(sel *sqlparse.Select, rel *relation, group *sqlpa
 			s.Aggregate = append(s.Aggregate, a)
 			items = append(items, item{pos: it.Pos, from: a.Name, agg: true})
 		default:
-			return nil, errAt(it.Pos, "", "select keys, window bounds and aggregates", "expressions in the select list are not compiled yet")
+			x, err := c.resultExpr(e, rel)
+			if err != nil {
+				return nil, err
+			}
+			items = append(items, item{pos: it.Pos, expr: x})
 		}
 	}
 	return items, nil
+}
+
+// resultExpr compiles an expression of the select list over the
+// window's results (SUM(amount) / COUNT(*), ROUND(AVG(price), 2)): each
+// aggregate in it becomes an aggregate of the spec that no column
+// shows (_weir_agg_N), each column a grouped one; the expression, over
+// their names, is a results column's (spec.Column.Expr).
+func (c *compiler) resultExpr(x sqlparse.Expr, rel *relation) (string, error) {
+	s := c.job.Spec
+	var bad error
+	out := mapExpr(x, func(e sqlparse.Expr) sqlparse.Expr {
+		switch e := e.(type) {
+		case *sqlparse.Call:
+			if _, isAgg := aggregates[strings.ToUpper(tableName(e.Name))]; !isAgg {
+				return e
+			}
+			name := fmt.Sprintf("_weir_agg_%d", len(s.Aggregate))
+			a, err := c.aggregate(e, sqlparse.Ident{Pos: e.Pos, Name: name}, rel, len(s.Aggregate)+1000)
+			if err != nil {
+				bad = cmp.Or(bad, err)
+				return e
+			}
+			s.Aggregate = append(s.Aggregate, a)
+			return &sqlparse.Ref{Parts: []sqlparse.Ident{{Pos: e.Pos, Name: name}}}
+		case *sqlparse.Ref:
+			id := e.Parts[len(e.Parts)-1]
+			switch id.Name {
+			case "window_start", "window_end", "window_time":
+				bad = cmp.Or(bad, error(errAt(id.Pos, id.Name, "select "+id.Name+" as a column of its own", "an expression of %s is not compiled yet", id.Name)))
+				return e
+			}
+			col, cid, err := rel.ref(e)
+			switch {
+			case err != nil:
+				bad = cmp.Or(bad, error(err))
+			case !slices.Contains(s.Key, col.name):
+				bad = cmp.Or(bad, error(errAt(cid.Pos, cid.Name, "group by it, or aggregate it", "%s is neither grouped by nor aggregated", cid.Name)))
+			default:
+				return &sqlparse.Ref{Parts: []sqlparse.Ident{{Pos: cid.Pos, Name: col.name}}}
+			}
+		}
+		return e
+	})
+	if bad != nil {
+		return "", bad
+	}
+	return sqlparse.FormatExpr(out), nil
 }
 
 // groupBound reads FN_START(...) or FN_END(...) of the group window

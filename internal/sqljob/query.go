@@ -281,6 +281,13 @@ func (c *compiler) mapColumns(in *sqlparse.Insert, sel *sqlparse.Select, items [
 			j++
 		}
 		dst := col.Name.Name
+		if it.expr != "" {
+			if !jsonRows {
+				return errAt(it.pos, "", "select the aggregates themselves (weir's tables keep a window's aggregates), or write to a JSON table", "table %s: a SQL table's columns cannot hold an expression of the results", name)
+			}
+			cols = append(cols, spec.Column{Name: dst, Expr: it.expr})
+			continue
+		}
 		if it.agg && (!jsonRows || !c.reserved(dst)) {
 			// The aggregate takes the column's name; in a JSON row a name
 			// weir's own rows keep for themselves (job, firing, a key

@@ -60,6 +60,15 @@ func (c *compiler) aggregation(sel *sqlparse.Select, rel *relation, group *sqlpa
 			bounds[name] = true
 		case "window_time": // window_end - 1: grouping by it adds nothing
 		default:
+			if k, err := c.nestedKey(ref, rel); err != nil || k != "" {
+				if err != nil {
+					return nil, err
+				}
+				if !slices.Contains(s.Key, k) {
+					s.Key = append(s.Key, k)
+				}
+				continue
+			}
 			col, id, err := rel.ref(ref)
 			if err != nil {
 				return nil, err
@@ -84,7 +93,9 @@ func (c *compiler) aggregation(sel *sqlparse.Select, rel *relation, group *sqlpa
 		switch e := it.Expr.(type) {
 		case *sqlparse.Ref:
 			name := e.Parts[len(e.Parts)-1].Name
-			if name != "window_start" && name != "window_end" && name != "window_time" {
+			if k, ok := c.nested[sqlparse.FormatExpr(e)]; ok {
+				name = k
+			} else if name != "window_start" && name != "window_end" && name != "window_time" {
 				if col, _, err := rel.ref(e); err == nil {
 					name = col.name
 				}
@@ -180,6 +191,39 @@ func (c *compiler) resultExpr(x sqlparse.Expr, rel *relation) (string, error) {
 	return sqlparse.FormatExpr(out), nil
 }
 
+// nestedKey compiles a GROUP BY of a nested field (bid.bidder of a ROW
+// column): a computed field holds it, named as Flink names the column
+// (its last name) unless a column or key has that name. It returns the
+// field's name, "" for a reference that is not nested.
+func (c *compiler) nestedKey(ref *sqlparse.Ref, rel *relation) (string, error) {
+	col, id, rest, err := rel.path(ref)
+	if err != nil || len(rest) == 0 {
+		return "", nil // rel.ref says what is wrong with it
+	}
+	if !c.isField(rel, col) {
+		return "", errAt(id.Pos, id.Name, "group by a field of the record", "%s is not a field of the record", id.Name)
+	}
+	text := sqlparse.FormatExpr(ref)
+	if k, ok := c.nested[text]; ok {
+		return k, nil
+	}
+	s := c.job.Spec
+	name := rest[len(rest)-1].Name
+	if rel.col(name) != nil || slices.Contains(s.Key, name) || slices.ContainsFunc(s.Computed, func(f spec.ComputedField) bool { return f.Name == name }) {
+		name = fmt.Sprintf("_weir_key_%d", len(s.Key))
+	}
+	x, ferr := c.fields(ref, rel)
+	if ferr != nil {
+		return "", ferr
+	}
+	s.Computed = append(s.Computed, spec.ComputedField{Name: name, Expr: sqlparse.FormatExpr(x)})
+	if c.nested == nil {
+		c.nested = map[string]string{}
+	}
+	c.nested[text] = name
+	return name, nil
+}
+
 // groupBound reads FN_START(...) or FN_END(...) of the group window
 // FN(...) as window_start or window_end (ok false for another call); its
 // arguments must be the group window's.
@@ -237,7 +281,7 @@ func (c *compiler) aggregate(call *sqlparse.Call, alias sqlparse.Ident, rel *rel
 	if err != nil {
 		return a, err
 	}
-	if ref, ok := x.(*sqlparse.Ref); ok {
+	if ref, ok := x.(*sqlparse.Ref); ok && len(ref.Parts) == 1 {
 		a.Field = ref.Parts[0].Name
 	} else {
 		if _, err := expr.Compile(x, func(sqlparse.Ident) (int, *sqlparse.Error) { return 0, nil }); err != nil {

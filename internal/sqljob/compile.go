@@ -99,6 +99,9 @@ type compiler struct {
 	selectOp *spec.SelectOp
 	// viewDepth is how deep viewBase is in views over views.
 	viewDepth int
+	// nested are the computed fields of nested keys (GROUP BY
+	// bid.bidder), by the reference's text.
+	nested map[string]string
 }
 
 // errAt is an error at pos.

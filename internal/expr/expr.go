@@ -831,6 +831,9 @@ func (c compiler) cast(x *sqlparse.Cast) eval {
 
 func (c compiler) call(x *sqlparse.Call) eval {
 	name := strings.ToUpper(x.Name.Parts[len(x.Name.Parts)-1].Name)
+	if x.Filter != nil || x.Over != nil {
+		c.fail(x.Pos, name, "FILTER and OVER belong to aggregates", "function %s takes no FILTER or OVER here", name)
+	}
 	if !slices.Contains(Functions, name) {
 		hint := suggest.Or(name, Functions, "the functions of a filter: "+strings.Join(Functions, ", "))
 		c.fail(x.Pos, name, hint, "function %s is not supported in a filter", name)

@@ -268,16 +268,26 @@ func (c *compiler) aggregate(call *sqlparse.Call, alias sqlparse.Ident, rel *rel
 	if call.Over != nil {
 		return a, errAt(call.Pos, fn, "", "OVER windows are not compiled yet")
 	}
+	var arg sqlparse.Expr
 	switch {
-	case call.Star && fn == "COUNT":
+	case call.Star && fn == "COUNT" && call.Filter == nil:
 		return a, nil
+	case call.Star && fn == "COUNT":
+		arg = &sqlparse.Lit{Pos: call.Pos, Kind: "number", Text: "1"} // a row the filter keeps
 	case call.Star:
 		return a, errAt(call.Pos, fn, "", "%s(*) is only COUNT's", fn)
 	case len(call.Args) != 1:
 		return a, errAt(call.Pos, fn, "", "%s takes one column", fn)
+	default:
+		arg = call.Args[0].Value
+	}
+	if call.Filter != nil {
+		// FILTER (WHERE c): the argument where c holds, else NULL,
+		// which every aggregate skips.
+		arg = &sqlparse.Case{Pos: call.Pos, Whens: []sqlparse.When{{Cond: call.Filter, Result: arg}}}
 	}
 	// A column, or an expression, which a computed field holds.
-	x, err := c.fields(call.Args[0].Value, rel)
+	x, err := c.fields(arg, rel)
 	if err != nil {
 		return a, err
 	}

@@ -226,6 +226,9 @@ func mapExpr(x sqlparse.Expr, f func(sqlparse.Expr) sqlparse.Expr) sqlparse.Expr
 		for i, a := range x.Args {
 			y.Args[i] = sqlparse.Arg{Name: a.Name, Value: mapExpr(a.Value, f)}
 		}
+		if x.Filter != nil {
+			y.Filter = mapExpr(x.Filter, f)
+		}
 		return &y
 	}
 	return x

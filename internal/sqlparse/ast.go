@@ -332,14 +332,16 @@ type Cast struct {
 }
 
 // Call is a function call: name(args), with DISTINCT, COUNT(*) (Star),
-// named arguments and OVER.
+// named arguments, an aggregate's FILTER (WHERE ...) and OVER.
 type Call struct {
 	Pos      Pos
 	Name     Name
 	Distinct bool
 	Star     bool
 	Args     []Arg
-	Over     *Over
+	// Filter is an aggregate's FILTER (WHERE condition), or nil.
+	Filter Expr
+	Over   *Over
 }
 
 // Arg is a call's argument: Name => Value for a named one.

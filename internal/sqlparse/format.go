@@ -365,6 +365,9 @@ func FormatExpr(e Expr) string {
 			}
 		}
 		s += ")"
+		if e.Filter != nil {
+			s += " FILTER (WHERE " + FormatExpr(e.Filter) + ")"
+		}
 		if o := e.Over; o != nil {
 			var parts []string
 			if o.PartitionBy != nil {

@@ -1076,6 +1076,15 @@ func (p *parser) refOrCall() Expr {
 		}
 	}
 	p.expectOp(")", ", or ) in the call of "+parts[len(parts)-1].Name)
+	if p.tok.is("FILTER") && p.peek().op("(") {
+		p.next()
+		p.next()
+		if !p.keyword("WHERE") {
+			p.fail("write FILTER (WHERE condition)", "WHERE after FILTER (")
+		}
+		c.Filter = p.expr()
+		p.expectOp(")", ") after FILTER's condition")
+	}
 	if p.keyword("OVER") {
 		p.expectOp("(", "( after OVER")
 		o := &Over{}

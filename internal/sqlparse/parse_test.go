@@ -90,6 +90,7 @@ func FuzzParse(f *testing.F) {
 		"SET 'pipeline.name' = 'x'; EXECUTE STATEMENT SET BEGIN INSERT INTO a SELECT * FROM b; END;",
 		"SELECT CASE WHEN a IS NULL THEN 'x' ELSE CAST(a AS STRING) END, ROW_NUMBER() OVER (PARTITION BY k ORDER BY v DESC) FROM t",
 		"SELECT `select`, 'it''s' FROM `my table` /*+ OPTIONS('a'='b') */",
+		"SELECT COUNT(*) FILTER (WHERE a > 1), SUM(b) FILTER (WHERE c IN ('x', 'y')) AS s, filter FROM t",
 	} {
 		f.Add(s)
 	}

@@ -311,12 +311,59 @@ func (c *compiler) mapColumns(in *sqlparse.Insert, sel *sqlparse.Select, items [
 		}
 		cols = append(cols, spec.Column{Name: dst, From: it.from, Time: tf})
 	}
+	if optionsOf(t)["connector"].Value == "upsert-kafka" {
+		if err := c.upsertKey(t, cols); err != nil {
+			return err
+		}
+	}
 	if jsonRows {
 		k.Columns = cols
 		firing := slices.ContainsFunc(cols, func(c spec.Column) bool { return c.From == "firing" })
 		if c.job.Spec.Window.Type == "session" && !firing {
 			c.job.Warnings = append(c.job.Warnings, fmt.Sprintf("%s: table %s: sessions merge, and the row of a session absorbed into another is retracted; "+
 				"without a firing STRING METADATA column a retraction is a row whose aggregates are null", t.Pos, name))
+		}
+	}
+	return nil
+}
+
+// upsertKey checks an upsert-kafka table's PRIMARY KEY, which Flink
+// requires: weir keys a result's record by its key fields and window, so
+// the primary key is the columns that hold them (cols says what each
+// column holds), no more and no fewer. A query without a window has no
+// key to upsert by. (A join's, a Top-N's or a cascade's rows are keyed by
+// their own keys and window; their primary key is not checked.)
+func (c *compiler) upsertKey(t *sqlparse.CreateTable, cols []spec.Column) error {
+	name := tableName(t.Name)
+	if c.selectOp != nil {
+		return errAt(t.Pos, name, "write the rows to a 'kafka' table", "table %s: a query without a window appends rows, which have no key to upsert by", name)
+	}
+	want := append(slices.Clone(c.job.Spec.Key), spec.ColWindowStart, spec.ColWindowEnd)
+	var names []string
+	for _, cl := range cols {
+		if slices.Contains(want, cl.From) {
+			names = append(names, cl.Name)
+		}
+	}
+	fix := "declare PRIMARY KEY (" + strings.Join(names, ", ") + ") NOT ENFORCED: the key columns and window_start, window_end"
+	pk := t.PrimaryKey
+	if pk == nil {
+		return errAt(t.Pos, name, fix, "table %s: an upsert-kafka table needs a PRIMARY KEY, as in Flink", name)
+	}
+	if c.join != nil || c.topN != nil || c.cascade != nil {
+		return nil
+	}
+	var got []string
+	for _, id := range pk.Columns {
+		i := slices.IndexFunc(cols, func(cl spec.Column) bool { return cl.Name == id.Name })
+		if i < 0 || !slices.Contains(want, cols[i].From) {
+			return errAt(id.Pos, id.Name, fix, "table %s: primary key column %s holds no key field or window bound of the query", name, id.Name)
+		}
+		got = append(got, cols[i].From)
+	}
+	for _, w := range want {
+		if !slices.Contains(got, w) {
+			return errAt(pk.Pos, "PRIMARY KEY", fix, "table %s: the primary key leaves out %s, which keys the query's results", name, w)
 		}
 	}
 	return nil

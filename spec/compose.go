@@ -194,23 +194,13 @@ func SelectPlan(p *Plan, op *SelectOp, name string, def any) (*Plan, error) {
 		return nil, err
 	}
 	q := *p
-	var nodes []Node
-	ids := map[NodeID]NodeID{}
-	for _, n := range p.Graph.Nodes {
-		m := n
-		if n.ID == win {
-			m.Name, m.Op = name, op
+	nodes, _ := without(p.Graph.Nodes, func(n Node) bool {
+		return len(n.Inputs) == 1 && n.Inputs[0].From == win && n.Inputs[0].Port != Out // a late sink
+	})
+	for i := range nodes {
+		if _, ok := nodes[i].Op.(*WindowOp); ok {
+			nodes[i].Name, nodes[i].Op = name, op
 		}
-		if len(n.Inputs) == 1 && n.Inputs[0].From == win && n.Inputs[0].Port != Out {
-			continue // a late sink
-		}
-		m.ID = NodeID(len(nodes))
-		ids[n.ID] = m.ID
-		m.Inputs = nil
-		for _, e := range n.Inputs {
-			m.Inputs = append(m.Inputs, Edge{From: ids[e.From], Port: e.Port})
-		}
-		nodes = append(nodes, m)
 	}
 	q.Graph.Nodes = nodes
 	q.Sinks.Late, q.Sinks.LatePartial = nil, nil
@@ -240,10 +230,20 @@ func onlyWindow(p *Plan) (NodeID, error) {
 // withoutResults returns nodes without the results sinks of window win
 // (renumbered), and those sinks.
 func withoutResults(nodes []Node, win NodeID) (kept, results []Node) {
+	return without(nodes, func(n Node) bool {
+		_, sink := n.Op.(*SinkOp)
+		return sink && len(n.Inputs) == 1 && n.Inputs[0] == (Edge{From: win, Port: Out})
+	})
+}
+
+// without returns nodes without those drop reports (the others
+// renumbered, their inputs too), and those it left out. A node left out
+// feeds none kept.
+func without(nodes []Node, drop func(Node) bool) (kept, dropped []Node) {
 	ids := map[NodeID]NodeID{}
 	for _, n := range nodes {
-		if _, ok := n.Op.(*SinkOp); ok && len(n.Inputs) == 1 && n.Inputs[0] == (Edge{From: win, Port: Out}) {
-			results = append(results, n)
+		if drop(n) {
+			dropped = append(dropped, n)
 			continue
 		}
 		m := n
@@ -255,7 +255,7 @@ func withoutResults(nodes []Node, win NodeID) (kept, results []Node) {
 		}
 		kept = append(kept, m)
 	}
-	return kept, results
+	return kept, dropped
 }
 
 // appendResults appends the results sinks to nodes, fed by node from.

@@ -14,14 +14,7 @@ import (
 // are checked against the rows the operator writes, and a second window
 // named as the first's stage is refused.
 func TestComposePlans(t *testing.T) {
-	parse := func(job string) *Plan {
-		t.Helper()
-		p, err := Parse([]byte(job))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	parse := func(job string) *Plan { return mustParse(t, job) }
 	up := parse(checkJob + "sinks: {results: {type: jsonl, path: out.jsonl}, late: {type: jsonl, path: late.jsonl}}\n")
 	top := &TopNOp{OrderBy: []SortKey{{Field: "n", Desc: true}}, N: 2, Rank: "rownum"}
 	p, err := FeedPlan(up, top, "top", top)
@@ -107,14 +100,7 @@ func TestComposePlans(t *testing.T) {
 // letters are the first's), and a read of its own otherwise; its nodes
 // and sinks go by its prefix and its definition is kept under it.
 func TestUnitePlans(t *testing.T) {
-	parse := func(job string) *Plan {
-		t.Helper()
-		p, err := Parse([]byte(job))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	parse := func(job string) *Plan { return mustParse(t, job) }
 	first := parse(checkJob + "sinks: {results: {type: jsonl, path: a.jsonl}, dead_letter: {type: jsonl, path: dead.jsonl}}\n")
 	hourly := parse(strings.Replace(checkJob, "size: 1m", "size: 1h", 1) + "sinks: {results: {type: jsonl, path: b.jsonl}, dead_letter: {type: jsonl, path: dead.jsonl}}\n")
 	u, err := UnitePlans(first, hourly, "b.")
@@ -148,4 +134,14 @@ func TestUnitePlans(t *testing.T) {
 	if err != nil || len(path.Reads) != 2 || path.Windows[1].Read != 1 || path.Reads[1].Decode.Where != "k <> 'x'" {
 		t.Errorf("a query with its own where reads the source again: %v\n%s", err, u.Graph.String())
 	}
+}
+
+// mustParse parses and compiles job, or fails the test.
+func mustParse(t *testing.T, job string) *Plan {
+	t.Helper()
+	p, err := Parse([]byte(job))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

@@ -45,13 +45,7 @@ func (c *compiler) cascadeRelation(v *sqlparse.CreateView, alias string) (*relat
 	c.cascade = &cascaded{up: &up, name: name}
 	r := &relation{name: name, alias: alias, view: true, results: map[string]string{}}
 	for i, it := range q.Selects[0].Items {
-		col := it.Alias.Name
-		if ref, ok := it.Expr.(*sqlparse.Ref); ok && col == "" {
-			col = ref.Parts[len(ref.Parts)-1].Name
-		}
-		if col == "" {
-			col = fmt.Sprintf("EXPR$%d", i)
-		}
+		col := columnName(it, i)
 		if len(v.Columns) > i {
 			col = v.Columns[i].Name
 		}

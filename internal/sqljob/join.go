@@ -2,7 +2,6 @@ package sqljob
 
 import (
 	"cmp"
-	"fmt"
 	"slices"
 	"strings"
 
@@ -147,13 +146,7 @@ func (c *compiler) joinSide(f sqlparse.From, base spec.Spec) (*joinSide, error) 
 	}
 	side := &joinSide{alias: sub.Alias.Name, pos: sub.Pos, spec: &s, items: items}
 	for i, it := range q.Selects[0].Items {
-		name := it.Alias.Name
-		if ref, ok := it.Expr.(*sqlparse.Ref); ok && name == "" {
-			name = ref.Parts[len(ref.Parts)-1].Name
-		}
-		if name == "" {
-			name = fmt.Sprintf("EXPR$%d", i)
-		}
+		name := columnName(it, i)
 		if slices.Contains(side.names, name) {
 			return nil, errAt(it.Pos, name, "give the columns distinct aliases", "%s has two columns named %s", side.alias, name)
 		}

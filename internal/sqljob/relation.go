@@ -150,14 +150,7 @@ func (c *compiler) viewRelation(v *sqlparse.CreateView) (*relation, error) {
 			r.cols = append(r.cols, base.cols...)
 			continue
 		}
-		own := stripAlias(it.Expr, base)
-		col := relCol{name: it.Alias.Name, pos: it.Pos, expr: throughView(own, base)}
-		if ref, ok := own.(*sqlparse.Ref); ok && col.name == "" {
-			col.name = ref.Parts[len(ref.Parts)-1].Name
-		}
-		if col.name == "" {
-			col.name = fmt.Sprintf("EXPR$%d", i)
-		}
+		col := relCol{name: columnName(it, i), pos: it.Pos, expr: throughView(stripAlias(it.Expr, base), base)}
 		if len(v.Columns) > i {
 			col.name = v.Columns[i].Name
 		}
@@ -220,6 +213,19 @@ func throughView(x sqlparse.Expr, base *relation) sqlparse.Expr {
 		}
 		return r
 	})
+}
+
+// columnName is the name of a query's column it, the i-th: its alias,
+// else the last name of the column it selects, else EXPR$i, as Flink
+// names them.
+func columnName(it *sqlparse.SelectItem, i int) string {
+	if it.Alias.Name != "" {
+		return it.Alias.Name
+	}
+	if ref, ok := it.Expr.(*sqlparse.Ref); ok {
+		return ref.Parts[len(ref.Parts)-1].Name
+	}
+	return fmt.Sprintf("EXPR$%d", i)
 }
 
 // isProctime reports whether x is PROCTIME(), Flink's processing-time

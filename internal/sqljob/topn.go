@@ -58,13 +58,7 @@ func (c *compiler) compileTopN(in *sqlparse.Insert, sel, inner *sqlparse.Select,
 	cols := map[string]item{}
 	var names []string
 	for i, it := range agg.Items {
-		name := it.Alias.Name
-		if ref, ok := it.Expr.(*sqlparse.Ref); ok && name == "" {
-			name = ref.Parts[len(ref.Parts)-1].Name
-		}
-		if name == "" {
-			name = fmt.Sprintf("EXPR$%d", i)
-		}
+		name := columnName(it, i)
 		cols[name] = items[i]
 		names = append(names, name)
 	}

@@ -1003,7 +1003,9 @@ func (j *Job) summary(rep weir.Report, open int64) Summary {
 				var in int64
 				for _, f := range b.feeds() {
 					up := rep.Windows[j.branches[f].stage]
-					in += up.FiredEarly + up.FiredOnTime + up.FiredLate
+					// Less the results its having dropped, which it
+					// never passed on.
+					in += up.FiredEarly + up.FiredOnTime + up.FiredLate - oc.Windows[f].Having
 				}
 				pre("records_in", in)
 			case len(j.reads) > 1:

@@ -180,7 +180,7 @@ func (c *compiler) compileInserts() error {
 		if c.join != nil || c.topN != nil || c.cascade != nil || c.selectOp != nil {
 			return errAt(in.Pos, "INSERT", "run the join, Top-N, cascade or query without a window as a job of its own", "a statement set with a join, a Top-N, a cascade or a query without a window is not compiled yet")
 		}
-		if !bytes.Equal(shape(&s), firstShape) {
+		if !bytes.Equal(shape(&s), firstShape) || exprColumns(&s) || exprColumns(first) {
 			// Another query: a window of its own, on the first's read
 			// when it reads the same table the same way.
 			name := tableName(in.Table)
@@ -213,6 +213,18 @@ func (c *compiler) compileInserts() error {
 	c.job.Spec = first
 	c.job.join, c.job.topN, c.job.cascade, c.job.selectOp = c.join, c.topN, c.cascade, c.selectOp
 	return nil
+}
+
+// exprColumns reports whether s's results have a column computed from
+// them (Column.Expr), whose aggregates a statement set's sharing of one
+// window could not rename: such an INSERT is a query of its own.
+func exprColumns(s *spec.Spec) bool {
+	for _, k := range s.Sinks.Results {
+		if slices.ContainsFunc(k.Columns, func(c spec.Column) bool { return c.Expr != "" }) {
+			return true
+		}
+	}
+	return false
 }
 
 // shape is what the INSERTs of a statement set must share: their

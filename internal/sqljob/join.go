@@ -141,6 +141,9 @@ func (c *compiler) joinSide(f sqlparse.From, base spec.Spec) (*joinSide, error) 
 	if err != nil {
 		return nil, err
 	}
+	if c.cascade != nil {
+		return nil, errAt(sub.Pos, sub.Alias.Name, "join windows of tables", "a join of a window over a windowed view is not compiled yet")
+	}
 	if len(s.Aggregate) == 0 {
 		s.Aggregate = []spec.Aggregate{{Name: hiddenCount, Fn: "count"}}
 	}
@@ -159,12 +162,12 @@ func (c *compiler) joinSide(f sqlparse.From, base spec.Spec) (*joinSide, error) 
 // HOP(30s, 1m0s), SESSION(10s), with an offset after a comma.
 func windowSQL(w spec.Window) string {
 	var args []string
-	for _, d := range []*spec.Duration{w.Slide, w.Size, w.Gap, w.Offset} {
+	for _, d := range []*spec.Duration{w.Slide, w.Step, w.Size, w.Gap, w.Offset} {
 		if d != nil {
 			args = append(args, d.String())
 		}
 	}
-	fn := map[string]string{"tumbling": "TUMBLE", "sliding": "HOP", "session": "SESSION"}[w.Type]
+	fn := map[string]string{"tumbling": "TUMBLE", "sliding": "HOP", "cumulate": "CUMULATE", "session": "SESSION"}[w.Type]
 	return cmp.Or(fn, w.Type) + "(" + strings.Join(args, ", ") + ")"
 }
 

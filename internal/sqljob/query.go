@@ -46,6 +46,9 @@ func (c *compiler) compileInsert(in *sqlparse.Insert) error {
 	}
 	if c.cascade != nil {
 		c.cascade.into = tableName(in.Table)
+		if c.cascade.into == stdoutName {
+			c.cascade.into = "query"
+		}
 	}
 	if len(in.Columns) > 0 {
 		return errAt(in.Pos, "INSERT", "leave out the column list: the query's columns go to the sink's in order", "INSERT INTO t (columns) is not compiled yet")
@@ -62,6 +65,10 @@ func (c *compiler) compileInsert(in *sqlparse.Insert) error {
 // keys (or a legacy group window), into the spec: its source, window,
 // where, key and aggregates. It returns the query's columns.
 func (c *compiler) windowed(sel *sqlparse.Select) ([]item, error) {
+	// Nested keys are computed fields of this aggregation's spec.
+	saved := c.nested
+	c.nested = nil
+	defer func() { c.nested = saved }()
 	var err error
 	var rel *relation
 	var timeCol string
@@ -143,9 +150,17 @@ func (c *compiler) having(sel *sqlparse.Select, rel *relation, items []item) err
 		name := r.Parts[len(r.Parts)-1]
 		if r.Parts[0].Name == name.Name || len(r.Parts) == 1 {
 			for i, it := range sel.Items {
-				if it.Alias.Name == name.Name {
-					return &sqlparse.Ref{Parts: []sqlparse.Ident{{Pos: name.Pos, Name: items[i].from}}}
+				if it.Alias.Name != name.Name {
+					continue
 				}
+				if items[i].expr != "" {
+					// An expression of the results: HAVING reads it.
+					x, err := sqlparse.ParseExpr(items[i].expr)
+					if err == nil {
+						return x
+					}
+				}
+				return &sqlparse.Ref{Parts: []sqlparse.Ident{{Pos: name.Pos, Name: items[i].from}}}
 			}
 		}
 		for _, a := range s.Aggregate {

@@ -215,6 +215,23 @@ func throughView(x sqlparse.Expr, base *relation) sqlparse.Expr {
 	})
 }
 
+// readLater reports whether an expression of cols reads column name.
+func readLater(cols []relCol, name string) bool {
+	for _, col := range cols {
+		found := false
+		if col.expr != nil {
+			rewriteRefs(col.expr, func(r *sqlparse.Ref) sqlparse.Expr {
+				found = found || r.Parts[0].Name == name
+				return r
+			})
+		}
+		if found {
+			return true
+		}
+	}
+	return false
+}
+
 // columnName is the name of a query's column it, the i-th: its alias,
 // else the last name of the column it selects, else EXPR$i, as Flink
 // names them.
@@ -301,12 +318,24 @@ func (c *compiler) computed(r *relation, skip string) (string, error) {
 			return "", err
 		}
 	}
-	for _, col := range r.cols {
-		if col.expr != nil && !isProctime(col.expr) {
-			if err := add(col.name, col.expr); err != nil {
-				return "", err
-			}
+	// A view column that replaces a column a later one reads (v1's
+	// amount * 2 AS amount, under v2's amount + 1, which reads the
+	// table's amount) is computed under a name of its own and copied
+	// after the others, so that every expression reads the table's value.
+	var copies []spec.ComputedField
+	for i, col := range r.cols {
+		if col.expr == nil || isProctime(col.expr) {
+			continue
+		}
+		name := col.name
+		if known[name] && readLater(r.cols[i+1:], name) {
+			name = "_weir_view_col_" + col.name
+			copies = append(copies, spec.ComputedField{Name: col.name, Expr: name})
+		}
+		if err := add(name, col.expr); err != nil {
+			return "", err
 		}
 	}
+	s.Computed = append(s.Computed, copies...)
 	return filter, nil
 }

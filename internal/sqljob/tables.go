@@ -421,6 +421,7 @@ func postgresURL(url, user, password string) (string, bool) {
 // rel, to its table's time attribute (a view passes it through under
 // its name or another), and compiles the table.
 func (c *compiler) timeAttribute(rel *relation, viewTime string) error {
+	c.timeAttr = "" // this source's, if any, is set by sourceTable
 	if viewTime == "" {
 		return c.sourceTable(rel.table, "")
 	}

@@ -54,6 +54,9 @@ func (c *compiler) compileTopN(in *sqlparse.Insert, sel, inner *sqlparse.Select,
 	if err != nil {
 		return err
 	}
+	if c.cascade != nil {
+		return errAt(agg.Pos, "FROM", "rank the windowed view's own windows, or window a table", "a Top-N of a window over a windowed view is not compiled yet")
+	}
 	// The aggregation's columns by name, as the ranked query reads them.
 	cols := map[string]item{}
 	var names []string
@@ -147,6 +150,17 @@ func (c *compiler) compileTopN(in *sqlparse.Insert, sel, inner *sqlparse.Select,
 			return errAt(it.Pos, sqlparse.FormatExpr(it.Expr), "select the ranked query's columns: "+strings.Join(rankedNames, ", "), "a Top-N selects the ranked query's columns")
 		}
 		out = append(out, item{pos: it.Pos, from: x.from})
+	}
+	if tableName(sinkT.Name) == stdoutName && len(sel.Items) == 1 && sel.Items[0].Star {
+		// A bare SELECT * prints the ranked query's columns.
+		sinkT.Columns = nil
+		for i, it := range out {
+			col := &sqlparse.Column{Pos: it.pos, Name: sqlparse.Ident{Pos: it.pos, Name: rankedNames[i]}}
+			if isBound(it.from) {
+				col.Type = &sqlparse.Type{Pos: it.pos, Name: "TIMESTAMP", Params: []int{3}}
+			}
+			sinkT.Columns = append(sinkT.Columns, col)
+		}
 	}
 	k, err := c.sink(sinkT)
 	if err != nil {

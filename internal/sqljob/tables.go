@@ -65,10 +65,14 @@ func (c *compiler) sourceTable(t *sqlparse.CreateTable, timeCol string) error {
 		if err := nexmarkSource(s, o, t); err != nil {
 			return err
 		}
+	case "nats":
+		if err := natsSource(s, o, t); err != nil {
+			return err
+		}
 	case "":
 		return errAt(t.Pos, name, "add WITH ('connector' = 'filesystem', 'path' = '...', 'format' = 'json')", "table %s has no 'connector' option", name)
 	default:
-		known := []string{"filesystem", "kafka", "nexmark", "generator"}
+		known := []string{"filesystem", "kafka", "nexmark", "nats", "generator"}
 		return errAt(connPos, conn, suggest.Or(conn, known, "the source connectors are "+strings.Join(known, ", ")), "table %s: connector '%s' is not a source weir compiles", name, conn)
 	}
 	// weir's own options: parallel channels of a replay file (its lines'
@@ -99,6 +103,8 @@ func (c *compiler) sourceTable(t *sqlparse.CreateTable, timeCol string) error {
 		known = append(kafkaSourceOptions, "connector", "weir.channels")
 	case "nexmark":
 		known = append(nexmarkOptions, "connector", "weir.final-watermark")
+	case "nats":
+		known = append(natsSourceOptions, "connector", "weir.channels")
 	}
 	if err := o.rest(name, append(known, watermarkOptionKeys...)); err != nil {
 		return err
@@ -243,6 +249,14 @@ func sinkOf(t *sqlparse.CreateTable, output string) (*spec.Sink, error) {
 		k.Type = "stdout"
 	case conn == "blackhole":
 		k.Type = "blackhole"
+	case conn == "nats":
+		// Results, late rows or dead letters published to a JetStream
+		// subject, a message id per row, as the YAML nats sink.
+		k.Type, k.URL, k.Subject = "nats", o.take("url"), o.take("subject")
+		if f := o.take("format"); f != "" && f != "json" {
+			return nil, errAt(formatPos, f, "use 'json'", "table %s: a NATS message is written as json", name)
+		}
+		known = append(known, "url", "subject", "format")
 	case conn == "ledger" && output == lateKey:
 		k.Type, k.Dir = "ledger", o.take("dir")
 		known = append(known, "dir", "retention")
@@ -255,14 +269,14 @@ func sinkOf(t *sqlparse.CreateTable, output string) (*spec.Sink, error) {
 			k.Retention = &d
 		}
 	default:
-		use := "filesystem, jdbc, kafka, upsert-kafka, print or blackhole"
+		use := "filesystem, jdbc, kafka, upsert-kafka, nats, print or blackhole"
 		switch output {
 		case lateKey:
-			use = "ledger (what weir backfill folds back), filesystem, kafka, jdbc (Postgres), print or blackhole"
+			use = "ledger (what weir backfill folds back), filesystem, kafka, nats, jdbc (Postgres), print or blackhole"
 		case latePartialKey, deadLetterKey:
-			use = "filesystem, kafka, jdbc (Postgres), print or blackhole"
+			use = "filesystem, kafka, nats, jdbc (Postgres), print or blackhole"
 		}
-		known := []string{"filesystem", "jdbc", "kafka", "upsert-kafka", "print", "blackhole", "ledger"}
+		known := []string{"filesystem", "jdbc", "kafka", "upsert-kafka", "nats", "print", "blackhole", "ledger"}
 		return nil, errAt(connPos, conn, suggest.Or(conn, known, "use "+use), "table %s: connector '%s' is not compiled as a sink of %s", name, conn, output)
 	}
 	if err := o.rest(name, known); err != nil {
@@ -380,6 +394,33 @@ func kafkaSource(s *spec.Spec, o options, t *sqlparse.CreateTable) error {
 		k.StopAtEnd = true
 	default:
 		return errAt(pos, mode, "use unbounded or latest-offset (the end each partition had at start)", "table %s: scan.bounded.mode '%s' is not supported", name, mode)
+	}
+	return nil
+}
+
+// natsSourceOptions are the options of a NATS JetStream source table,
+// weir's own (Flink has no NATS connector): the YAML source's.
+var natsSourceOptions = []string{"url", "stream", "subjects", "start", "stop-at-end", "format"}
+
+// natsSource compiles a NATS JetStream source table: url (default
+// nats://127.0.0.1:4222), stream, subjects (a comma-separated list,
+// wildcards allowed), start (earliest, a stream sequence or an RFC 3339
+// time) and stop-at-end ('true': end at the stream's last message at
+// start).
+func natsSource(s *spec.Spec, o options, t *sqlparse.CreateTable) error {
+	name := tableName(t.Name)
+	n := &spec.NATSSource{URL: o.take("url"), Stream: o.take("stream"), Subjects: splitList(o.take("subjects")), Start: o.take("start")}
+	s.Source.Type, s.Source.NATS = "nats", n
+	if f := o.take("format"); f != "" && f != "json" {
+		return errAt(t.Pos, f, "use 'json'", "table %s: format '%s': weir reads JSON", name, f)
+	}
+	pos := o["stop-at-end"].Pos
+	switch v := o.take("stop-at-end"); v {
+	case "", "false":
+	case "true":
+		n.StopAtEnd = true
+	default:
+		return errAt(pos, v, "use 'true' or 'false'", "table %s: stop-at-end takes a boolean", name)
 	}
 	return nil
 }

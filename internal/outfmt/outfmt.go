@@ -155,22 +155,20 @@ func SpecHash(p *spec.Plan) string {
 }
 
 // exprs caches the compiled expressions of results columns
-// (spec.Column.Expr), by expression and the names of the fields it
-// reads (key fields, then aggregates).
-var exprs sync.Map // string → *record.ResultExpr
+// (spec.Column.Expr), by the plan (as a branch's sink reads it: its key
+// and aggregates) and the expression. A job's plans live as long as it,
+// so the cache holds a few entries per job.
+var exprs sync.Map // exprKey → *record.ResultExpr
+
+type exprKey struct {
+	plan *spec.Plan
+	src  string
+}
 
 // resultExpr is the compiled expression src over plan's results; the
 // plan checked it, so it compiles (else it renders null).
 func resultExpr(plan *spec.Plan, src string) *record.ResultExpr {
-	kb := append([]byte(src), 0)
-	for _, k := range plan.Key {
-		kb = append(append(kb, k...), 1)
-	}
-	kb = append(kb, 0)
-	for _, a := range plan.Aggregates {
-		kb = append(append(kb, a.Name...), 1)
-	}
-	k := string(kb)
+	k := exprKey{plan, src}
 	if e, ok := exprs.Load(k); ok {
 		return e.(*record.ResultExpr)
 	}

@@ -190,23 +190,8 @@ func addVal(fn string, s *slot, v val, ts etime.Time, no int64, float bool) {
 			s.v = v
 		}
 		s.n++
-	case "first":
-		if s.n == 0 || ts < s.ts || ts == s.ts && no < s.no {
-			s.v, s.ts, s.no = v, ts, no
-		}
-		s.n++
-	case "last":
-		if s.n == 0 || ts > s.ts || ts == s.ts && no >= s.no {
-			s.v, s.ts, s.no = v, ts, no
-		}
-		s.n++
-	case "first_value": // by arrival (the source's order), ties by event time
-		if s.n == 0 || no < s.no || no == s.no && ts < s.ts {
-			s.v, s.ts, s.no = v, ts, no
-		}
-		s.n++
-	case "last_value":
-		if s.n == 0 || no > s.no || no == s.no && ts >= s.ts {
+	case "first", "last", "first_value", "last_value":
+		if s.n == 0 || replaces(fn, ts, no, s.ts, s.no) {
 			s.v, s.ts, s.no = v, ts, no
 		}
 		s.n++
@@ -219,6 +204,23 @@ func addVal(fn string, s *slot, v val, ts etime.Time, no int64, float bool) {
 		}
 		s.set[v.raw] = struct{}{}
 	}
+}
+
+// replaces reports whether a value at event time ts and arrival number
+// no replaces the kept one (at kts, kno) of aggregate fn: first and last
+// order by event time, ties by arrival; first_value and last_value by
+// arrival, ties by event time. first keeps the earliest, last the
+// latest (of equal ones, the later).
+func replaces(fn string, ts etime.Time, no int64, kts etime.Time, kno int64) bool {
+	a, b, ka, kb := int64(ts), no, int64(kts), kno
+	if fn == "first_value" || fn == "last_value" {
+		a, b, ka, kb = no, int64(ts), kno, int64(kts)
+	}
+	c := cmp.Or(cmp.Compare(a, ka), cmp.Compare(b, kb))
+	if fn == "first" || fn == "first_value" {
+		return c < 0
+	}
+	return c >= 0
 }
 
 // addNumber adds v to a sum. The sum stays int64 while its inputs are

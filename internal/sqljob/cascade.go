@@ -20,14 +20,14 @@ type cascaded struct {
 }
 
 // cascadeRelation compiles view v, a windowed aggregation, into a spec of
-// its own (c.cascade) and returns the relation a query over it reads: its
+// its own (c.job.cascade) and returns the relation a query over it reads: its
 // columns by the view's names, each a column of the aggregation's
 // results (results: a key field, window_start, window_end, window_time
 // or an aggregate).
 func (c *compiler) cascadeRelation(v *sqlparse.CreateView, alias string) (*relation, error) {
 	name := tableName(v.Name)
 	q := v.Query
-	if c.cascade != nil {
+	if c.job.cascade != nil {
 		return nil, errAt(v.Pos, name, "window a table's records, then the view's results once", "view %s: a cascade of more than two windows is not compiled yet", name)
 	}
 	if len(q.Selects) != 1 || q.With != nil || q.OrderBy != nil || q.Limit != nil {
@@ -42,7 +42,7 @@ func (c *compiler) cascadeRelation(v *sqlparse.CreateView, alias string) (*relat
 	if err != nil {
 		return nil, err
 	}
-	c.cascade = &cascaded{up: &up, name: name}
+	c.job.cascade = &cascaded{up: &up, name: name}
 	r := &relation{name: name, alias: alias, view: true, results: map[string]string{}}
 	for i, it := range q.Selects[0].Items {
 		col := columnName(it, i)
@@ -95,7 +95,7 @@ func (c *compiler) cascadeWindow(rel *relation, timeCol string, pos sqlparse.Pos
 	if err := c.firesOnce(pos, "a window over a windowed view", "count"); err != nil {
 		return err
 	}
-	up := c.cascade.up
+	up := c.job.cascade.up
 	s.Source, s.Watermark, s.Time = up.Source, up.Watermark, up.Time
 	return nil
 }

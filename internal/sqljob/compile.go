@@ -91,12 +91,6 @@ type compiler struct {
 	}
 	// outputs are the SETs of weir.*.sink keys, by key.
 	outputs map[string]*sqlparse.Set
-	// join is the query's window join, topN its Top-N, cascade the
-	// windowed view its window reads, or nil.
-	join     *joined
-	topN     *spec.TopNOp
-	cascade  *cascaded
-	selectOp *spec.SelectOp
 	// viewDepth is how deep viewBase is in views over views.
 	viewDepth int
 	// nested are the computed fields of nested keys (GROUP BY
@@ -177,7 +171,7 @@ func (c *compiler) compileInserts() error {
 			c.job.firstTable = tableName(in.Table)
 			continue
 		}
-		if c.join != nil || c.topN != nil || c.cascade != nil || c.selectOp != nil {
+		if c.job.join != nil || c.job.topN != nil || c.job.cascade != nil || c.job.selectOp != nil {
 			return errAt(in.Pos, "INSERT", "run the join, Top-N, cascade or query without a window as a job of its own", "a statement set with a join, a Top-N, a cascade or a query without a window is not compiled yet")
 		}
 		if !bytes.Equal(shape(&s), firstShape) || exprColumns(&s) || exprColumns(first) {
@@ -211,7 +205,6 @@ func (c *compiler) compileInserts() error {
 		first.Sinks.Results = append(first.Sinks.Results, k)
 	}
 	c.job.Spec = first
-	c.job.join, c.job.topN, c.job.cascade, c.job.selectOp = c.join, c.topN, c.cascade, c.selectOp
 	return nil
 }
 
@@ -243,19 +236,19 @@ func shape(s *spec.Spec) []byte {
 // sideOutputs compiles the tables the weir.*.sink keys name.
 func (c *compiler) sideOutputs() error {
 	sinks := &c.job.Spec.Sinks
-	if c.cascade != nil {
+	if c.job.cascade != nil {
 		// The records the side outputs hold are the view's window's.
-		sinks = &c.cascade.up.Sinks
+		sinks = &c.job.cascade.up.Sinks
 	}
 	for _, key := range []string{lateKey, latePartialKey, deadLetterKey} {
 		st, ok := c.outputs[key]
 		if !ok {
 			continue
 		}
-		if c.selectOp != nil && key != deadLetterKey {
+		if c.job.selectOp != nil && key != deadLetterKey {
 			return errAt(st.Pos, st.Key, "leave it out", "%s: a query without a window has no too-late rows", st.Key)
 		}
-		if c.join != nil {
+		if c.job.join != nil {
 			return errAt(st.Pos, st.Key, "leave it out: each side's too-late rows and dead letters are counted (late_dropped, dead_letter)",
 				"%s is not compiled for a join yet: its two sides would write one table", st.Key)
 		}

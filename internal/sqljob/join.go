@@ -110,7 +110,7 @@ func (c *compiler) compileJoin(in *sqlparse.Insert, sel *sqlparse.Select, j *sql
 	r := *k
 	r.Columns = nil
 	right.spec.Sinks.Results = []*spec.Sink{&r} // left out of the plan: the join's rows go to k
-	c.join = &joined{right: right.spec, op: op, prefix: right.alias + ".", leftPrefix: left.alias + "."}
+	c.job.join = &joined{right: right.spec, op: op, prefix: right.alias + ".", leftPrefix: left.alias + "."}
 	return c.mapColumns(in, sel, items, sinkT, k)
 }
 
@@ -141,7 +141,7 @@ func (c *compiler) joinSide(f sqlparse.From, base spec.Spec) (*joinSide, error) 
 	if err != nil {
 		return nil, err
 	}
-	if c.cascade != nil {
+	if c.job.cascade != nil {
 		return nil, errAt(sub.Pos, sub.Alias.Name, "join windows of tables", "a join of a window over a windowed view is not compiled yet")
 	}
 	if len(s.Aggregate) == 0 {

@@ -44,10 +44,10 @@ func (c *compiler) compileInsert(in *sqlparse.Insert) error {
 	if err != nil {
 		return err
 	}
-	if c.cascade != nil {
-		c.cascade.into = tableName(in.Table)
-		if c.cascade.into == stdoutName {
-			c.cascade.into = "query"
+	if c.job.cascade != nil {
+		c.job.cascade.into = tableName(in.Table)
+		if c.job.cascade.into == stdoutName {
+			c.job.cascade.into = "query"
 		}
 	}
 	if len(in.Columns) > 0 {
@@ -350,7 +350,7 @@ func (c *compiler) mapColumns(in *sqlparse.Insert, sel *sqlparse.Select, items [
 // their own keys and window; their primary key is not checked.)
 func (c *compiler) upsertKey(t *sqlparse.CreateTable, cols []spec.Column) error {
 	name := tableName(t.Name)
-	if c.selectOp != nil {
+	if c.job.selectOp != nil {
 		return errAt(t.Pos, name, "write the rows to a 'kafka' table", "table %s: a query without a window appends rows, which have no key to upsert by", name)
 	}
 	want := append(slices.Clone(c.job.Spec.Key), spec.ColWindowStart, spec.ColWindowEnd)
@@ -365,7 +365,7 @@ func (c *compiler) upsertKey(t *sqlparse.CreateTable, cols []spec.Column) error 
 	if pk == nil {
 		return errAt(t.Pos, name, fix, "table %s: an upsert-kafka table needs a PRIMARY KEY, as in Flink", name)
 	}
-	if c.join != nil || c.topN != nil || c.cascade != nil {
+	if c.job.join != nil || c.job.topN != nil || c.job.cascade != nil {
 		return nil
 	}
 	var got []string
@@ -399,7 +399,7 @@ func (c *compiler) reserved(name string) bool {
 // renameAggregate renames aggregate from to name: a join's column, in
 // a join; the having's reference to it too.
 func (c *compiler) renameAggregate(from, name string) {
-	if h := c.job.Spec.Having; h != "" && c.join == nil {
+	if h := c.job.Spec.Having; h != "" && c.job.join == nil {
 		if x, err := sqlparse.ParseExpr(h); err == nil {
 			c.job.Spec.Having = sqlparse.FormatExpr(rewriteRefs(x, func(r *sqlparse.Ref) sqlparse.Expr {
 				if len(r.Parts) == 1 && r.Parts[0].Name == from {
@@ -409,10 +409,10 @@ func (c *compiler) renameAggregate(from, name string) {
 			}))
 		}
 	}
-	if c.join != nil {
-		for i := range c.join.op.Columns {
-			if c.join.op.Columns[i].Name == from {
-				c.join.op.Columns[i].Name = name
+	if c.job.join != nil {
+		for i := range c.job.join.op.Columns {
+			if c.job.join.op.Columns[i].Name == from {
+				c.job.join.op.Columns[i].Name = name
 			}
 		}
 		return

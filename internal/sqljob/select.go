@@ -146,6 +146,6 @@ func (c *compiler) compileSelect(in *sqlparse.Insert, sel *sqlparse.Select, sink
 	if k.Type == "sqlite" || k.Type == "postgres" {
 		return errAt(in.Pos, tableName(sinkT.Name), "write the rows to a filesystem, kafka, print or blackhole table", "table %s: a query without a window appends rows, which have no key and window to upsert a SQL table by", tableName(sinkT.Name))
 	}
-	c.selectOp = &spec.SelectOp{Fields: fields}
+	c.job.selectOp = &spec.SelectOp{Fields: fields}
 	return c.mapColumns(in, sel, items, sinkT, k)
 }

@@ -54,7 +54,7 @@ func (c *compiler) compileTopN(in *sqlparse.Insert, sel, inner *sqlparse.Select,
 	if err != nil {
 		return err
 	}
-	if c.cascade != nil {
+	if c.job.cascade != nil {
 		return errAt(agg.Pos, "FROM", "rank the windowed view's own windows, or window a table", "a Top-N of a window over a windowed view is not compiled yet")
 	}
 	// The aggregation's columns by name, as the ranked query reads them.
@@ -166,7 +166,7 @@ func (c *compiler) compileTopN(in *sqlparse.Insert, sel, inner *sqlparse.Select,
 	if err != nil {
 		return err
 	}
-	c.topN = op
+	c.job.topN = op
 	return c.mapColumns(in, sel, out, sinkT, k)
 }
 

@@ -4,7 +4,9 @@
 // that CI cannot pass by skipping them.
 //
 // The servers are the ones of WEIR_PG_URL and WEIR_NATS_URL, by default
-// those of this machine (DefaultPostgresURL, DefaultNATSURL).
+// those of this machine (DefaultPostgresURL, DefaultNATSURL). A test
+// that needs a NATS server of its own starts one in process
+// (EmbeddedJetStream).
 package testenv
 
 import (
@@ -15,6 +17,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -138,4 +141,31 @@ func pingNATS(u string) error {
 	defer cancel()
 	_, err = js.AccountInfo(ctx)
 	return err
+}
+
+// EmbeddedJetStream starts a nats-server with JetStream in this process
+// (on a free port, its store under a temporary directory, shut down when
+// tb ends) and returns its URL and a JetStream client of it: for tests
+// that need a server of their own rather than the machine's.
+func EmbeddedJetStream(tb testing.TB) (string, jetstream.JetStream) {
+	tb.Helper()
+	s, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: tb.TempDir(), NoLog: true, NoSigs: true})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	s.Start()
+	if !s.ReadyForConnections(10 * time.Second) {
+		tb.Fatal("embedded nats-server not ready")
+	}
+	tb.Cleanup(func() { s.Shutdown(); s.WaitForShutdown() })
+	nc, err := nats.Connect(s.ClientURL())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return s.ClientURL(), js
 }

@@ -77,7 +77,11 @@ func newBranches(plan *spec.Plan, path *spec.Path, decodes []*spec.Plan, clk clo
 		}
 		switch {
 		case b.Join != nil:
-			b.join = newJoin(bs[b.From].plan, bs[b.Right].plan, b.Join)
+			jn, err := newJoin(bs[b.From].plan, bs[b.Right].plan, b.Join)
+			if err != nil {
+				return nil, err
+			}
+			b.join = jn
 			b.plan.Sinks, b.plan.Archive = spec.Sinks{}, nil
 		case b.TopN != nil:
 			b.topn = newTopN(bs[b.From].plan, b.TopN, op)

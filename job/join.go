@@ -1,6 +1,7 @@
 package job
 
 import (
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -21,6 +22,8 @@ type join struct {
 	op *spec.JoinOp
 	// sides are the left window's columns, then the right's.
 	sides [2]joinSide
+	// cond is the join's further condition (nil: none).
+	cond *record.Cond
 }
 
 // joinSide is where one side's columns are in its window's results.
@@ -30,10 +33,24 @@ type joinSide struct {
 	keys []column   // its key fields outside On (JoinKey's)
 	cols []column   // per JoinOp.Columns: its column, if of this side
 	mine []bool     // per JoinOp.Columns: of this side
+	// conds and condMine are cols and mine of JoinOp.CondCols.
+	conds    []column
+	condMine []bool
 }
 
-func newJoin(left, right *spec.Plan, op *spec.JoinOp) *join {
+func newJoin(left, right *spec.Plan, op *spec.JoinOp) (*join, error) {
 	jn := &join{op: op}
+	if op.Cond != "" {
+		names := make([]string, len(op.CondCols))
+		for i, c := range op.CondCols {
+			names[i] = c.Name
+		}
+		cond, err := record.NewCond(op.Cond, names)
+		if err != nil {
+			return nil, fmt.Errorf("job: the join's condition %q: %w", op.Cond, err)
+		}
+		jn.cond = cond
+	}
 	for s, p := range []*spec.Plan{left, right} {
 		side := joinSide{plan: p}
 		for _, o := range op.On {
@@ -52,9 +69,13 @@ func newJoin(left, right *spec.Plan, op *spec.JoinOp) *join {
 			side.mine = append(side.mine, c.Right == (s == 1))
 			side.cols = append(side.cols, columnOf(p, c.Field))
 		}
+		for _, c := range op.CondCols {
+			side.condMine = append(side.condMine, c.Right == (s == 1))
+			side.conds = append(side.conds, columnOf(p, c.Field))
+		}
 		jn.sides[s] = side
 	}
-	return jn
+	return jn, nil
 }
 
 // JoinRow is a result of one side of a join, as the join keeps it (its
@@ -65,7 +86,10 @@ type JoinRow struct {
 	On, Keys []string
 	// Cols holds, per JoinOp.Columns, the column's text if it is of this
 	// side ("" otherwise).
-	Cols       []string
+	Cols []string
+	// Conds holds, per JoinOp.CondCols, the column's text if it is of
+	// this side.
+	Conds      []string
 	Tie        string // the result's key: the order of a group's rows
 	Start, End etime.Time
 }
@@ -88,7 +112,33 @@ func (jn *join) row(s int, r window.Result[string, []byte]) JoinRow {
 			row.Cols[i] = c.text(&r, keys, aggs)
 		}
 	}
+	if len(side.conds) > 0 {
+		row.Conds = make([]string, len(side.conds))
+		for i, c := range side.conds {
+			if side.condMine[i] {
+				row.Conds[i] = c.text(&r, keys, aggs)
+			}
+		}
+	}
 	return row
+}
+
+// meets reports whether rows l and r meet the join's condition (true
+// without one).
+func (jn *join) meets(l, r *JoinRow, buf *[]byte) bool {
+	if jn.cond == nil {
+		return true
+	}
+	b := (*buf)[:0]
+	for i := range jn.op.CondCols {
+		v := l.Conds[i]
+		if jn.sides[1].condMine[i] {
+			v = r.Conds[i]
+		}
+		b = append(append(b, v...), 0)
+	}
+	*buf = b
+	return jn.cond.Keep(b)
 }
 
 // splitValues splits a result's value into its first n aggregate texts.
@@ -134,9 +184,10 @@ func (f joinFunc) Merge(a, b JoinAcc) JoinAcc {
 
 func (joinFunc) Result(acc JoinAcc) JoinAcc { return acc }
 
-// pairs emits a group's joined rows: each left row with each right row,
-// then, as the join's type asks, each row of a side whose other side is
-// empty with nulls for the other side's columns.
+// pairs emits a group's joined rows: each left row with each right row
+// that meets the condition, then, as the join's type asks, each row of a
+// side that met no row of the other with nulls for the other side's
+// columns.
 func (jn *join) pairs(acc JoinAcc, emit func(key string, w window.Window, vals []byte)) {
 	one := func(l, r *JoinRow) {
 		some := l
@@ -166,17 +217,25 @@ func (jn *join) pairs(acc JoinAcc, emit func(key string, w window.Window, vals [
 		emit(strings.Join(key, record.KeySep), window.Window{Start: some.Start, End: some.End}, vals)
 	}
 	t := jn.op.Type
+	var buf []byte
+	rightMet := make([]bool, len(acc.Right))
 	for i := range acc.Left {
+		met := false
 		for k := range acc.Right {
-			one(&acc.Left[i], &acc.Right[k])
+			if jn.meets(&acc.Left[i], &acc.Right[k], &buf) {
+				one(&acc.Left[i], &acc.Right[k])
+				met, rightMet[k] = true, true
+			}
 		}
-		if len(acc.Right) == 0 && (t == spec.LeftJoin || t == spec.FullJoin) {
+		if !met && (t == spec.LeftJoin || t == spec.FullJoin) {
 			one(&acc.Left[i], nil)
 		}
 	}
-	if len(acc.Left) == 0 && (t == spec.RightJoin || t == spec.FullJoin) {
+	if t == spec.RightJoin || t == spec.FullJoin {
 		for k := range acc.Right {
-			one(nil, &acc.Right[k])
+			if !rightMet[k] {
+				one(nil, &acc.Right[k])
+			}
 		}
 	}
 }

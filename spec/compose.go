@@ -7,6 +7,9 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+
+	"github.com/weirstream/weir/connector"
+	"github.com/weirstream/weir/window"
 )
 
 // Composing plans: a front end that compiles each windowed aggregation
@@ -42,19 +45,33 @@ func FeedPlan(up *Plan, op Op, name string, def any) (*Plan, error) {
 	return q.checked()
 }
 
+// Attach returns window op as a window over the results of window up
+// (node upName) grouped by their windows (semantics W18): op's windows
+// are up's own (window.Attached).
+func Attach(op, up *WindowOp, upName string) (*WindowOp, error) {
+	a, err := window.Attached(up.Assigner)
+	if err != nil {
+		return nil, err
+	}
+	w := *op
+	w.Assigner, w.Shape = a, "the windows of "+upName
+	return &w, nil
+}
+
 // JoinPlans returns the plan of join op (node name; semantics W14) of
-// left's window (the first input) with right's: right's nodes follow
+// left's results window (the first input) with right's (each plan's
+// window, or the last of a cascade, resultsWindow): right's nodes follow
 // left's, named after prefix (left's window after leftPrefix), its source reading with right's settings
 // (a second read); the join's results go to left's results sinks, and
 // right's results sinks are left out. Right's other sinks (late, dead
 // letters) are kept under names after prefix. def records the join for
 // the Definition, and right's definition is recorded under prefix.
 func JoinPlans(left, right *Plan, op *JoinOp, name, leftPrefix, prefix string, def any) (*Plan, error) {
-	lw, err := onlyWindow(left)
+	lw, err := resultsWindow(left)
 	if err != nil {
 		return nil, err
 	}
-	rw, err := onlyWindow(right)
+	rw, err := resultsWindow(right)
 	if err != nil {
 		return nil, err
 	}
@@ -223,6 +240,30 @@ func onlyWindow(p *Plan) (NodeID, error) {
 	}
 	if win < 0 {
 		return -1, fmt.Errorf("spec: plan %s has no window", p.Name)
+	}
+	return win, nil
+}
+
+// resultsWindow is the node of the window whose results p's results
+// sinks write: its one window, or, of several (a cascade), the one a
+// results sink reads.
+func resultsWindow(p *Plan) (NodeID, error) {
+	if win, err := onlyWindow(p); err == nil {
+		return win, nil
+	}
+	win := NodeID(-1)
+	for _, n := range p.Graph.Nodes {
+		if k, ok := n.Op.(*SinkOp); ok && k.Role == connector.RoleResults && len(n.Inputs) == 1 && n.Inputs[0].Port == Out {
+			if _, isWin := p.Graph.Nodes[n.Inputs[0].From].Op.(*WindowOp); isWin && win != n.Inputs[0].From {
+				if win >= 0 {
+					return -1, fmt.Errorf("spec: plan %s writes the results of several windows; join plans of one", p.Name)
+				}
+				win = n.Inputs[0].From
+			}
+		}
+	}
+	if win < 0 {
+		return -1, fmt.Errorf("spec: plan %s writes no window's results", p.Name)
 	}
 	return win, nil
 }

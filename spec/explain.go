@@ -2,6 +2,7 @@ package spec
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -121,7 +122,22 @@ func describe1(p *Plan, op Op, dead bool) string {
 			}
 			cols = append(cols, fmt.Sprintf("%s = %s %s", c.Name, side, c.Field))
 		}
-		s := fmt.Sprintf("%s join of the windows' results on the window and %s", op.Type, strings.Join(on, ", "))
+		s := fmt.Sprintf("%s join of the windows' results on the window", op.Type)
+		if len(on) > 0 {
+			s += " and " + strings.Join(on, ", ")
+		}
+		if op.Cond != "" {
+			// The condition as written over its columns' sides.
+			cond := op.Cond
+			for _, c := range slices.Backward(op.CondCols) { // _weir_cond_10 before _weir_cond_1
+				side := "left."
+				if c.Right {
+					side = "right."
+				}
+				cond = strings.ReplaceAll(cond, c.Name, side+c.Field)
+			}
+			s += " where " + cond
+		}
 		if len(cols) > 0 {
 			s += "; " + strings.Join(cols, ", ")
 		}

@@ -456,6 +456,13 @@ func TestGraphPathOfAJoin(t *testing.T) {
 		len(b.Window.Aggregates) != 2 || b.Window.Aggregates[0].Fn != "sum" || b.Window.Aggregates[1].Fn != "max" || len(path.Windows[0].Results) != 0 {
 		t.Fatalf("the join branch: %+v, its view %+v", b, b.Window)
 	}
+	// No equality besides the window, and a condition: every pair of a
+	// window's rows for which it holds.
+	if _, err := graph(left, right, op(func(j *JoinOp) {
+		j.On, j.Cond, j.CondCols = nil, "a >= b", []JoinColumn{{Name: "a", Field: "total"}, {Name: "b", Right: true, Field: "top"}}
+	}), false).Path(); err != nil {
+		t.Errorf("a join on the window alone, with a condition: %v", err)
+	}
 	withLateness := *right
 	withLateness.Lateness = 1000
 	for _, c := range []struct {
@@ -463,7 +470,15 @@ func TestGraphPathOfAJoin(t *testing.T) {
 		g    *Graph
 		want string
 	}{
-		{"no equality", graph(left, right, op(func(j *JoinOp) { j.On = nil }), false), "it has no equality"},
+		{"condition of an unknown column", graph(left, right, op(func(j *JoinOp) {
+			j.Cond, j.CondCols = "a >= b", []JoinColumn{{Name: "a", Field: "total"}, {Name: "b", Right: true, Field: "nope"}}
+		}), false), `r's results have no column "nope"`},
+		{"condition over an unnamed column", graph(left, right, op(func(j *JoinOp) {
+			j.Cond, j.CondCols = "a >= c", []JoinColumn{{Name: "a", Field: "total"}}
+		}), false), `its condition "a >= c"`},
+		{"condition columns without a condition", graph(left, right, op(func(j *JoinOp) {
+			j.CondCols = []JoinColumn{{Name: "a", Field: "total"}}
+		}), false), "no condition"},
 		{"unknown column", graph(left, right, op(func(j *JoinOp) { j.On[0].Right = "uid" }), false), `r's results have no column "uid"`},
 		{"window column", graph(left, right, op(func(j *JoinOp) { j.On[0].Left = "window_start" }), false), `l's results have no column "window_start"`},
 		{"column named as a key", graph(left, right, op(func(j *JoinOp) { j.Columns[0].Name = "shop" }), false), `a column of the joined row is named "shop"`},

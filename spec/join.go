@@ -37,11 +37,18 @@ func (t JoinType) String() string {
 type JoinOp struct {
 	Type JoinType
 	// On pairs the columns (W12's: key fields, aggregates) that must be
-	// equal, besides the window: one pair at least.
+	// equal, besides the window (none: every row of a window meets
+	// every other side's row of that window).
 	On []JoinOn
 	// Columns are the values of a joined row, each a column of one side
 	// under a name of its own.
 	Columns []JoinColumn
+	// Cond, when set, is a further condition of the join (a SQL
+	// expression over the names of CondCols, each a column of one side):
+	// a pair joins only where it is true, as a non-equi condition of
+	// Flink's window join (AuctionBids.num >= MaxBids.maxn).
+	Cond     string       `json:",omitempty"`
+	CondCols []JoinColumn `json:",omitempty"`
 }
 
 // JoinOn is one equality of a join: a left column and a right one.
@@ -104,9 +111,6 @@ func checkJoin(leftName string, left *WindowOp, rightName string, right *WindowO
 	if j.Type > FullJoin {
 		return refuse("no such join type %v", j.Type)
 	}
-	if len(j.On) == 0 {
-		return refuse("it has no equality besides the window: give the columns to join on")
-	}
 	lc, _ := resultColumns(left)
 	rc, _ := resultColumns(right)
 	has := func(side string, cols []string, f string) error {
@@ -144,6 +148,28 @@ func checkJoin(leftName string, left *WindowOp, rightName string, right *WindowO
 			return refuse("a column of the joined row is named %q, which is empty or taken (its key is %q)", c.Name, names)
 		}
 		names = append(names, c.Name)
+	}
+	var conds []string
+	for _, c := range j.CondCols {
+		side, cols := leftName, lc
+		if c.Right {
+			side, cols = rightName, rc
+		}
+		if err := has(side, cols, c.Field); err != nil {
+			return err
+		}
+		if c.Name == "" || slices.Contains(conds, c.Name) {
+			return refuse("a column of its condition is named %q, which is empty or taken", c.Name)
+		}
+		conds = append(conds, c.Name)
+	}
+	switch {
+	case j.Cond == "" && len(j.CondCols) > 0:
+		return refuse("it has condition columns but no condition")
+	case j.Cond != "":
+		if pe := checkExpr(j.Cond, conds, true); pe != nil {
+			return refuse("its condition %q: %v", j.Cond, pe)
+		}
 	}
 	return nil
 }

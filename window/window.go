@@ -66,6 +66,7 @@ const (
 	KindSession
 	KindGlobal
 	KindCumulate
+	KindAttached
 )
 
 func (k Kind) String() string {
@@ -80,6 +81,8 @@ func (k Kind) String() string {
 		return "global"
 	case KindCumulate:
 		return "cumulate"
+	case KindAttached:
+		return "attached"
 	}
 	return "unknown"
 }
@@ -358,6 +361,61 @@ func (a session) Kind() Kind           { return KindSession }
 func (a session) ProcessingTime() bool { return a.proc }
 func (a session) sealed()              {}
 func (a session) String() string       { return fmt.Sprintf("session(%d)", a.gap) }
+
+type attached struct {
+	up Assigner // tumbling, sliding or cumulate, on event time
+}
+
+// Attached returns the assigner of a window over the results of up's
+// windows grouped by their bounds (Flink SQL's GROUP BY window_start,
+// window_end of a windowed relation; semantics W18): a result carries
+// its window's rowtime, end - 1, as its timestamp ts, and belongs to the
+// one window of up that ends at ts+1, so that every window of up is a
+// window here too, holding exactly its results. up must be an event-time
+// tumbling, sliding or cumulate assigner (their windows are known from
+// their ends); sessions and the global window are refused.
+func Attached(up Assigner) (Assigner, error) {
+	switch a := up.(type) {
+	case tumbling:
+		if !a.proc {
+			return attached{up: up}, nil
+		}
+	case sliding:
+		if !a.proc {
+			return attached{up: up}, nil
+		}
+	case cumulate:
+		if !a.proc {
+			return attached{up: up}, nil
+		}
+	}
+	return nil, fmt.Errorf("weir: a window attached to another's windows needs event-time tumbling, sliding or cumulate windows there, not %v", up)
+}
+
+func (a attached) AssignWindows(ts etime.Time, dst []Window) ([]Window, error) {
+	if ts == etime.MinTime {
+		return dst, ErrNoTimestamp
+	}
+	end := ts.Add(1)
+	switch u := a.up.(type) {
+	case tumbling:
+		return append(dst, Window{Start: end.Add(-u.size), End: end}), nil
+	case sliding:
+		return append(dst, Window{Start: end.Add(-u.size), End: end}), nil
+	case cumulate:
+		// A cumulate window starts at its period's start (A2's alignment
+		// of its last millisecond, ts).
+		return append(dst, Window{Start: Start(ts, u.offset, u.size), End: end}), nil
+	}
+	return dst, fmt.Errorf("weir: attached to %v", a.up)
+}
+
+func (a attached) IsEventTime() bool    { return true }
+func (a attached) Merging() bool        { return false }
+func (a attached) Kind() Kind           { return KindAttached }
+func (a attached) ProcessingTime() bool { return false }
+func (a attached) sealed()              {}
+func (a attached) String() string       { return "attached(" + a.up.String() + ")" }
 
 type global struct{}
 

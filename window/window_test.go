@@ -175,3 +175,42 @@ func TestCumulate(t *testing.T) {
 		t.Errorf("%v: kind %v", a, a.Kind())
 	}
 }
+
+// TestAttached: a window attached to another's windows (W18) gives the
+// result of each of their windows, at its rowtime (end - 1), exactly
+// that window, for tumbling, sliding and cumulate windows with offsets
+// and negative times; sessions, the global window and processing time
+// are refused.
+func TestAttached(t *testing.T) {
+	tu, _ := Tumbling(3000, 500)
+	sl, _ := Sliding(10_000, 2000, 300)
+	cu, _ := Cumulate(3000, 1000, 500)
+	for _, up := range []Assigner{tu, sl, cu} {
+		a, err := Attached(up)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for ts := etime.Time(-20_000); ts < 20_000; ts += 137 {
+			ws, _ := up.AssignWindows(ts, nil)
+			for _, w := range ws {
+				got, err := a.AssignWindows(w.MaxTimestamp(), nil)
+				if err != nil || !slices.Equal(got, []Window{w}) {
+					t.Fatalf("%v: the result of %v (ts %d) is in %v %v", a, w, ts, got, err)
+				}
+			}
+		}
+		if a.Kind() != KindAttached || a.Merging() || !a.IsEventTime() || a.ProcessingTime() || a.String() != "attached("+up.String()+")" {
+			t.Errorf("%v: kind %v", a, a.Kind())
+		}
+		if _, err := a.AssignWindows(etime.MinTime, nil); err != ErrNoTimestamp {
+			t.Errorf("%v at MIN: %v", a, err)
+		}
+	}
+	se, _ := Session(1000)
+	tp, _ := TumblingProcessing(1000, 0)
+	for _, up := range []Assigner{se, tp, GlobalWindows()} {
+		if _, err := Attached(up); err == nil {
+			t.Errorf("Attached(%v) accepted", up)
+		}
+	}
+}

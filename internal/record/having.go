@@ -29,11 +29,18 @@ type resultScratch struct {
 }
 
 func newResultFields(key []string, aggs []spec.Aggregate) *resultFields {
-	f := &resultFields{names: slices.Clone(key), nk: len(key), na: len(aggs)}
+	names := slices.Clone(key)
 	for _, a := range aggs {
-		f.names = append(f.names, a.Name)
+		names = append(names, a.Name)
 	}
-	f.pool.New = func() any { return &resultScratch{got: make([]*fastjson.Value, f.nk+f.na)} }
+	return newFields(names, len(key))
+}
+
+// newFields reads fields names: the first nk from a result's key, the
+// others from its value.
+func newFields(names []string, nk int) *resultFields {
+	f := &resultFields{names: names, nk: nk, na: len(names) - nk}
+	f.pool.New = func() any { return &resultScratch{got: make([]*fastjson.Value, len(names))} }
 	return f
 }
 
@@ -122,6 +129,30 @@ func (h *Having) Keep(key string, value []byte) bool {
 	h.f.with(key, value, func(got []*fastjson.Value, _ *fastjson.Arena) { keep = h.pred.Keep(got) })
 	return keep
 }
+
+// Cond is a join's further condition (spec.JoinOp.Cond) over the texts
+// of its columns. Keep is safe for concurrent use.
+type Cond struct{ h Having }
+
+// NewCond compiles condition src over the columns names; the plan
+// checked it (spec.Compile).
+func NewCond(src string, names []string) (*Cond, error) {
+	f := newFields(slices.Clone(names), 0)
+	x, field, err := f.compile(src)
+	if err != nil {
+		return nil, err
+	}
+	pred, err := expr.Compile(x, field)
+	if err != nil {
+		return nil, err
+	}
+	return &Cond{h: Having{f: f, pred: pred}}, nil
+}
+
+// Keep reports whether the condition is true of vals: the columns' JSON
+// texts in their order, each followed by a 0 byte (a NULL or an unknown
+// is not true).
+func (c *Cond) Keep(vals []byte) bool { return c.h.Keep("", vals) }
 
 // ResultExpr is an expression over a window's results (a results
 // column's, spec.Column.Expr). Append is safe for concurrent use.

@@ -17,6 +17,9 @@ type cascaded struct {
 	// name is the view's, for its window's node; into the sink table's,
 	// for the node of the window that reads the view.
 	name, into string
+	// attached: the window that reads the view groups its rows by their
+	// windows (W18), not by a window table function of their rowtime.
+	attached bool
 }
 
 // cascadeRelation compiles view v, a windowed aggregation, into a spec of
@@ -80,6 +83,65 @@ func (c *compiler) cascadeAggregation(sel *sqlparse.Select, rel *relation, group
 	return items, nil
 }
 
+// attachedAggregation compiles an aggregation of windowed relation rel's
+// rows per window (semantics W18): SELECT ... FROM rel GROUP BY its
+// window_start and window_end columns (under the names rel gives them)
+// and keys. It is a cascade whose window is the relation's own: every
+// window of it holds that window's results (window.Attached).
+func (c *compiler) attachedAggregation(sel *sqlparse.Select, rel *relation) ([]item, error) {
+	if sel.Where != nil {
+		return nil, errAt(sqlparse.ExprPos(sel.Where), "WHERE", "filter the rows in the windowed query (HAVING)", "a filter of %s's rows is not compiled yet", rel.name)
+	}
+	if err := c.firesOnce(sel.Pos, "an aggregation of a windowed query's rows", "count"); err != nil {
+		return nil, err
+	}
+	up := c.job.cascade.up
+	if t := up.Window.Type; t != "tumbling" && t != "sliding" && t != "cumulate" {
+		return nil, errAt(sel.Pos, rel.name, "aggregate per window the rows of TUMBLE, HOP or CUMULATE windows, whose bounds are known from their ends",
+			"%s's windows are %s windows: an aggregation of its rows per window is not compiled", rel.name, windowSQL(up.Window))
+	}
+	s := c.job.Spec
+	s.Source, s.Watermark, s.Time, s.Window = up.Source, up.Watermark, up.Time, up.Window
+	c.job.cascade.attached = true
+	// The relation's window bounds, by whatever name it gives them, as
+	// the bounds aggregation reads; its other columns as they are.
+	bound := func(x sqlparse.Expr) sqlparse.Expr {
+		ref, ok := x.(*sqlparse.Ref)
+		if !ok {
+			return x
+		}
+		col, _, err := rel.ref(ref)
+		if err != nil || !isBound(rel.results[col.name]) {
+			return x
+		}
+		return &sqlparse.Ref{Parts: []sqlparse.Ident{{Pos: ref.Parts[0].Pos, Name: rel.results[col.name]}}}
+	}
+	q := *sel
+	q.GroupBy = nil
+	for _, g := range sel.GroupBy {
+		q.GroupBy = append(q.GroupBy, bound(g))
+	}
+	q.Items = nil
+	for _, it := range sel.Items {
+		cp := *it
+		cp.Expr = bound(it.Expr)
+		q.Items = append(q.Items, &cp)
+	}
+	items, err := c.aggregation(&q, rel, nil)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.cascadeFields(rel, sel.Pos); err != nil {
+		return nil, err
+	}
+	for i := range items {
+		if f, ok := rel.results[items[i].from]; ok && !items[i].agg && !isBound(items[i].from) {
+			items[i].from = f
+		}
+	}
+	return items, nil
+}
+
 // cascadeWindow finishes the spec of a window over a windowed view's
 // results: its time column must be the view's window_time; its keys and
 // aggregates read the results' columns by their names in the results
@@ -125,36 +187,59 @@ func (c *compiler) cascadeFields(rel *relation, pos sqlparse.Pos) error {
 // sink's table.
 func (j *Job) cascadePlan() (*spec.Plan, error) {
 	k := j.Spec.Sinks.Results[0]
-	r := *k
-	r.Columns = nil // the view's rows have not the sink's columns
-	up := *j.cascade.up
-	up.Sinks.Results = []*spec.Sink{&r}
-	down, err := spec.Compile(j.Spec)
+	p, err := cascadePlan(j.Spec, j.cascade, j.cascade.into)
 	if err != nil {
-		return nil, inSQLTerms(err)
-	}
-	p, err := spec.Compile(&up)
-	if err != nil {
-		return nil, fmt.Errorf("view %s: %w", j.cascade.name, inSQLTerms(err))
-	}
-	var win *spec.WindowOp
-	for _, n := range down.Graph.Nodes {
-		if w, ok := n.Op.(*spec.WindowOp); ok {
-			win = w
-		}
-	}
-	for i, n := range p.Graph.Nodes {
-		if _, ok := n.Op.(*spec.WindowOp); ok {
-			p.Graph.Nodes[i].Name = j.cascade.name
-		}
-	}
-	if p, err = spec.FeedPlan(p, win, j.cascade.into, j.Spec); err != nil {
-		return nil, inSQLTerms(err)
+		return nil, err
 	}
 	if len(k.Columns) > 0 {
 		if err := p.SetResultColumns(k.Columns); err != nil {
 			return nil, inSQLTerms(err)
 		}
+	}
+	return p, nil
+}
+
+// cascadePlan compiles spec down, whose window reads the results of
+// cascade's (its up spec's) window: the up window named after cascade's
+// name feeds down's, node into, whose results go to down's results sink.
+// An attached cascade's window is up's own windows (window.Attached).
+func cascadePlan(down *spec.Spec, cascade *cascaded, into string) (*spec.Plan, error) {
+	k := down.Sinks.Results[0]
+	r := *k
+	r.Columns = nil // the view's rows have not the sink's columns
+	up := *cascade.up
+	up.Sinks.Results = []*spec.Sink{&r}
+	dp, err := spec.Compile(down)
+	if err != nil {
+		return nil, inSQLTerms(err)
+	}
+	p, err := spec.Compile(&up)
+	if err != nil {
+		return nil, fmt.Errorf("view %s: %w", cascade.name, inSQLTerms(err))
+	}
+	var win, upWin *spec.WindowOp
+	for _, n := range dp.Graph.Nodes {
+		if w, ok := n.Op.(*spec.WindowOp); ok {
+			win = w
+		}
+	}
+	for i, n := range p.Graph.Nodes {
+		if w, ok := n.Op.(*spec.WindowOp); ok {
+			p.Graph.Nodes[i].Name, upWin = cascade.name, w
+		}
+	}
+	var def any = down
+	if cascade.attached {
+		if win, err = spec.Attach(win, upWin, cascade.name); err != nil {
+			return nil, fmt.Errorf("an aggregation of %s's rows per window: %w", cascade.name, err)
+		}
+		def = struct {
+			*spec.Spec
+			Attached bool
+		}{down, true}
+	}
+	if p, err = spec.FeedPlan(p, win, into, def); err != nil {
+		return nil, inSQLTerms(err)
 	}
 	return p, nil
 }

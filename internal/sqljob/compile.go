@@ -437,17 +437,28 @@ func (j *Job) Plan() (*spec.Plan, error) {
 		k = j.Spec.Sinks.Results[0]
 		cols, k.Columns = k.Columns, nil
 	}
-	p, err := spec.Compile(j.Spec)
+	var p *spec.Plan
+	var err error
+	if j.join != nil && j.join.cascades[0] != nil {
+		p, err = cascadePlan(j.Spec, j.join.cascades[0], "query")
+	} else if p, err = spec.Compile(j.Spec); err != nil {
+		err = inSQLTerms(err)
+	}
 	if k != nil {
 		k.Columns = cols
 	}
 	if err != nil {
-		return nil, inSQLTerms(err)
+		return nil, err
 	}
 	if j.join != nil {
-		r, err := spec.Compile(j.join.right)
+		var r *spec.Plan
+		if j.join.cascades[1] != nil {
+			r, err = cascadePlan(j.join.right, j.join.cascades[1], "query")
+		} else if r, err = spec.Compile(j.join.right); err != nil {
+			err = inSQLTerms(err)
+		}
 		if err != nil {
-			return nil, fmt.Errorf("the join's right side, %s: %w", strings.TrimSuffix(j.join.prefix, "."), inSQLTerms(err))
+			return nil, fmt.Errorf("the join's right side, %s: %w", strings.TrimSuffix(j.join.prefix, "."), err)
 		}
 		if p, err = spec.JoinPlans(p, r, j.join.op, "join", j.join.leftPrefix, j.join.prefix, j.join.op); err != nil {
 			return nil, inSQLTerms(err)

@@ -2,9 +2,11 @@ package sqljob
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 	"strings"
 
+	"github.com/weirstream/weir/internal/expr"
 	"github.com/weirstream/weir/internal/sqlparse"
 	"github.com/weirstream/weir/spec"
 )
@@ -14,6 +16,9 @@ import (
 type joined struct {
 	right *spec.Spec
 	op    *spec.JoinOp
+	// cascades are the windows the left side's window and the right's
+	// read the results of (nil: a side reads a table).
+	cascades [2]*cascaded
 	// prefix names the right side's nodes (its alias and a dot), and
 	// leftPrefix the left side's window.
 	prefix, leftPrefix string
@@ -27,6 +32,9 @@ type joinSide struct {
 	spec  *spec.Spec
 	names []string
 	items []item
+	// cascade is the window whose results the side's window reads (nil:
+	// it reads a table).
+	cascade *cascaded
 }
 
 // col finds the side's column name.
@@ -110,7 +118,7 @@ func (c *compiler) compileJoin(in *sqlparse.Insert, sel *sqlparse.Select, j *sql
 	r := *k
 	r.Columns = nil
 	right.spec.Sinks.Results = []*spec.Sink{&r} // left out of the plan: the join's rows go to k
-	c.job.join = &joined{right: right.spec, op: op, prefix: right.alias + ".", leftPrefix: left.alias + "."}
+	c.job.join = &joined{right: right.spec, op: op, prefix: right.alias + ".", leftPrefix: left.alias + ".", cascades: [2]*cascaded{left.cascade, right.cascade}}
 	return c.mapColumns(in, sel, items, sinkT, k)
 }
 
@@ -141,13 +149,15 @@ func (c *compiler) joinSide(f sqlparse.From, base spec.Spec) (*joinSide, error) 
 	if err != nil {
 		return nil, err
 	}
-	if c.job.cascade != nil {
-		return nil, errAt(sub.Pos, sub.Alias.Name, "join windows of tables", "a join of a window over a windowed view is not compiled yet")
+	cas := c.job.cascade
+	c.job.cascade = nil
+	if cas != nil && !cas.attached {
+		return nil, errAt(sub.Pos, sub.Alias.Name, "join windows of tables, or aggregations of a windowed query per window", "a join of a window over a windowed view is not compiled yet")
 	}
 	if len(s.Aggregate) == 0 {
 		s.Aggregate = []spec.Aggregate{{Name: hiddenCount, Fn: "count"}}
 	}
-	side := &joinSide{alias: sub.Alias.Name, pos: sub.Pos, spec: &s, items: items}
+	side := &joinSide{alias: sub.Alias.Name, pos: sub.Pos, spec: &s, items: items, cascade: cas}
 	for i, it := range q.Selects[0].Items {
 		name := columnName(it, i)
 		if slices.Contains(side.names, name) {
@@ -245,19 +255,23 @@ func (c *compiler) joinOn(j *sqlparse.Join, sides [2]*joinSide, op *spec.JoinOp)
 			x, _ = b.X.(*sqlparse.Ref)
 			y, _ = b.Y.(*sqlparse.Ref)
 		}
-		if x == nil || y == nil {
-			return errAt(sqlparse.ExprPos(t), sqlparse.FormatExpr(t), joinHint, "only equalities of a left and a right column join windowed results; other conditions are not compiled yet")
+		var sx, sy int
+		var ix, iy item
+		if x != nil && y != nil {
+			var err error
+			if sx, _, ix, err = joinRef(x, sides); err != nil {
+				return err
+			}
+			if sy, _, iy, err = joinRef(y, sides); err != nil {
+				return err
+			}
 		}
-		sx, _, ix, err := joinRef(x, sides)
-		if err != nil {
-			return err
-		}
-		sy, _, iy, err := joinRef(y, sides)
-		if err != nil {
-			return err
-		}
-		if sx == sy {
-			return errAt(sqlparse.ExprPos(t), sqlparse.FormatExpr(t), joinHint, "both columns are %s's; an equality joins a left column with a right one", sides[sx].alias)
+		if x == nil || y == nil || sx == sy {
+			// A further condition (W14): pairs join where it is true.
+			if err := joinCond(t, sides, op); err != nil {
+				return err
+			}
+			continue
 		}
 		if sx == 1 {
 			ix, iy = iy, ix
@@ -275,9 +289,51 @@ func (c *compiler) joinOn(j *sqlparse.Join, sides [2]*joinSide, op *spec.JoinOp)
 	if !(bounds[spec.ColWindowStart] && bounds[spec.ColWindowEnd]) && !bounds[spec.ColWindowTime] {
 		return errAt(sqlparse.ExprPos(j.On), "ON", joinHint, "the join does not equal the sides' window_start and window_end: weir joins windowed results window by window")
 	}
-	if len(op.On) == 0 {
-		return errAt(sqlparse.ExprPos(j.On), "ON", joinHint, "the join has no equality besides the window: give the columns to join on")
+	return nil
+}
+
+// joinCond adds condition x of a join's ON, other than an equality of a
+// left and a right column, to op's condition (JoinOp.Cond): each column
+// it reads becomes a column of the condition (_weir_cond_N), a key field
+// or an aggregate of its side (not a window bound: the sides' are
+// equal).
+func joinCond(x sqlparse.Expr, sides [2]*joinSide, op *spec.JoinOp) error {
+	var bad error
+	cond := rewriteRefs(x, func(r *sqlparse.Ref) sqlparse.Expr {
+		s, _, it, err := joinRef(r, sides)
+		switch {
+		case err != nil:
+		case it.expr != "":
+			err = errAt(r.Parts[0].Pos, sqlparse.FormatExpr(r), "compare the columns the expression reads", "a condition of the join reads %s, an expression of its side's results, which is not compiled yet", sqlparse.FormatExpr(r))
+		case isBound(it.from):
+			err = errAt(r.Parts[0].Pos, sqlparse.FormatExpr(r), joinHint, "a condition of the join reads a window bound, which both sides share")
+		}
+		if err != nil {
+			bad = cmp.Or(bad, err)
+			return r
+		}
+		c := spec.JoinColumn{Right: s == 1, Field: it.from}
+		i := slices.IndexFunc(op.CondCols, func(o spec.JoinColumn) bool { return o.Right == c.Right && o.Field == c.Field })
+		if i < 0 {
+			i = len(op.CondCols)
+			c.Name = fmt.Sprintf("_weir_cond_%d", i)
+			op.CondCols = append(op.CondCols, c)
+		}
+		return &sqlparse.Ref{Parts: []sqlparse.Ident{{Pos: r.Parts[0].Pos, Name: op.CondCols[i].Name}}}
+	})
+	if bad != nil {
+		return bad
 	}
+	if _, err := expr.Compile(cond, func(id sqlparse.Ident) (int, *sqlparse.Error) {
+		return max(slices.IndexFunc(op.CondCols, func(o spec.JoinColumn) bool { return o.Name == id.Name }), 0), nil
+	}); err != nil {
+		return err
+	}
+	text := sqlparse.FormatExpr(cond)
+	if op.Cond != "" {
+		text = "(" + op.Cond + ") AND (" + text + ")"
+	}
+	op.Cond = text
 	return nil
 }
 

@@ -72,14 +72,33 @@ func (c *compiler) windowed(sel *sqlparse.Select) ([]item, error) {
 	var err error
 	var rel *relation
 	var timeCol string
+	attached := false // an aggregation per window of a windowed relation (W18)
 	group := legacyWindow(sel)
 	switch from := sel.From.(type) {
 	case *sqlparse.TableFunc:
 		if rel, timeCol, err = c.window(from.Call); err != nil {
 			return nil, err
 		}
+	case *sqlparse.Subquery:
+		// An aggregation of a windowed subquery's rows per window
+		// (W18), or nothing compiled.
+		if group != nil || from.Alias.Name == "" {
+			return nil, errAt(sel.Pos, "SELECT", "aggregate over a window table function: FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL '1' MINUTE))", "only windowed aggregations are compiled yet")
+		}
+		v := &sqlparse.CreateView{Pos: from.Pos, Name: sqlparse.Name{Parts: []sqlparse.Ident{from.Alias}}, Query: from.Query}
+		if rel, err = c.cascadeRelation(v, from.Alias.Name); err != nil {
+			return nil, err
+		}
+		attached = true
 	case *sqlparse.TableRef:
 		if group == nil {
+			if v, ok := c.views[tableName(from.Name)]; ok && isWindowed(v) {
+				if rel, err = c.relationOf(from.Name, from.Alias.Name); err != nil {
+					return nil, err
+				}
+				attached = true
+				break
+			}
 			return nil, errAt(sel.Pos, "SELECT", "aggregate over a window table function: FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL '1' MINUTE))", "only windowed aggregations are compiled yet")
 		}
 		if rel, err = c.relationOf(from.Name, from.Alias.Name); err != nil {
@@ -107,9 +126,12 @@ func (c *compiler) windowed(sel *sqlparse.Select) ([]item, error) {
 		return nil, errAt(sel.Pos, "SELECT", "aggregate over a window table function: FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL '1' MINUTE))", "only windowed aggregations are compiled yet")
 	}
 	var items []item
-	if rel.results != nil {
+	switch {
+	case attached:
+		items, err = c.attachedAggregation(sel, rel)
+	case rel.results != nil:
 		items, err = c.cascadeAggregation(sel, rel, group, timeCol)
-	} else {
+	default:
 		var filter string
 		if filter, err = c.source(rel, timeCol); err == nil {
 			err = c.where(sel.Where, rel, filter)

@@ -95,7 +95,7 @@ func (r *relation) path(x *sqlparse.Ref) (*relCol, sqlparse.Ident, []sqlparse.Id
 func (c *compiler) relationOf(n sqlparse.Name, alias string) (*relation, error) {
 	name := tableName(n)
 	if v, ok := c.views[name]; ok {
-		if len(v.Query.Selects) == 1 && (v.Query.Selects[0].GroupBy != nil || legacyWindow(v.Query.Selects[0]) != nil) {
+		if isWindowed(v) {
 			return c.cascadeRelation(v, alias)
 		}
 		r, err := c.viewRelation(v)
@@ -117,6 +117,12 @@ func (c *compiler) relationOf(n sqlparse.Name, alias string) (*relation, error) 
 		r.cols = append(r.cols, relCol{name: col.Name.Name, pos: col.Pos})
 	}
 	return r, nil
+}
+
+// isWindowed reports whether view v is an aggregation (a windowed one:
+// weir compiles no other).
+func isWindowed(v *sqlparse.CreateView) bool {
+	return len(v.Query.Selects) == 1 && (v.Query.Selects[0].GroupBy != nil || legacyWindow(v.Query.Selects[0]) != nil)
 }
 
 // viewRelation compiles CREATE VIEW v AS SELECT columns FROM t [WHERE

@@ -82,6 +82,33 @@ type flatMapOp[T, U any] struct {
 
 func (m *flatMapOp[T, U]) Collect(ts etime.Time, v T) { m.ts = ts; m.f(v, m.emit) }
 
+// FlatMapTimed is FlatMap whose f sees each record's timestamp and gives
+// each result its own, which is never earlier than the record's (an
+// earlier one is raised to it): results may move later in event time,
+// never earlier, so a result is not late downstream where its record was
+// not. A windowed operator downstream windows a result by its new
+// timestamp.
+func FlatMapTimed[T, U any](s Stream[T], f func(ts etime.Time, v T, emit func(etime.Time, U))) Stream[U] {
+	out := derived[T, U](s)
+	s.consume(func(st *runtime.Subtask) runtime.Collector[T] {
+		down := out.n.collector(st)
+		op := &flatMapTimedOp[T, U]{forward: forward{down}, f: f, down: down}
+		op.emit = func(ts etime.Time, u U) { op.down.Collect(max(ts, op.ts), u) }
+		return op
+	})
+	return out
+}
+
+type flatMapTimedOp[T, U any] struct {
+	forward
+	f    func(etime.Time, T, func(etime.Time, U))
+	down runtime.Collector[U]
+	ts   etime.Time
+	emit func(etime.Time, U)
+}
+
+func (m *flatMapTimedOp[T, U]) Collect(ts etime.Time, v T) { m.ts = ts; m.f(ts, v, m.emit) }
+
 // BadInput is the error a TryMap function returns to refuse a record as a
 // dead letter: Reason is a stable code (such as "json_malformed"), Detail
 // is for a person.

@@ -293,3 +293,32 @@ func TestTryMapAndMarkers(t *testing.T) {
 		t.Fatalf("window saw %d records, want 3", c.RecordsIn)
 	}
 }
+
+// TestFlatMapTimed: results take the timestamps f gives them, never
+// earlier than their record's, and a window downstream windows them by
+// those: a record at 9 moved to 10 lands in the next tumbling window.
+func TestFlatMapTimed(t *testing.T) {
+	env, err := weir.NewEnv(weir.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := weir.AssignTimestamps(weir.FromSlice(env, []etime.Time{1, 9, 15}), weir.Monotonous(func(ts etime.Time) etime.Time { return ts }).WithEveryRecord())
+	moved := weir.FlatMapTimed(in, func(ts etime.Time, v etime.Time, emit func(etime.Time, etime.Time)) {
+		emit(ts+1, v)   // later: kept
+		emit(ts-100, v) // earlier: raised to ts
+	})
+	ten, _ := window.Tumbling(10, 0)
+	res := weir.Aggregate(weir.Window(weir.KeyBy(moved, func(etime.Time) int { return 0 }), ten, weir.WindowOptions{}), weir.Sum(func(etime.Time) int64 { return 1 }))
+	got := weir.Collect(res.Results)
+	if _, err := env.Execute(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for _, r := range got.Items() {
+		lines = append(lines, fmt.Sprintf("%v %d", r.Window, r.Value))
+	}
+	// [0,10): 1 at 2 and at 1, 9 at 9; [10,20): 9 at 10, 15 at 16 and 15.
+	if want := []string{"[0,10) 3", "[10,20) 3"}; !slices.Equal(lines, want) {
+		t.Errorf("got %q, want %q", lines, want)
+	}
+}

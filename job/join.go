@@ -92,6 +92,9 @@ type JoinRow struct {
 	Conds      []string
 	Tie        string // the result's key: the order of a group's rows
 	Start, End etime.Time
+	// At, in a join of records (W19), is a left row's record's time,
+	// which its joined rows carry as their window [At, At+1).
+	At etime.Time
 }
 
 // row is result r of side s as a JoinRow.
@@ -214,7 +217,11 @@ func (jn *join) pairs(acc JoinAcc, emit func(key string, w window.Window, vals [
 			}
 			vals = append(append(vals, v...), 0)
 		}
-		emit(strings.Join(key, record.KeySep), window.Window{Start: some.Start, End: some.End}, vals)
+		w := window.Window{Start: some.Start, End: some.End}
+		if jn.op.Range != nil {
+			w = window.Window{Start: l.At, End: l.At.Add(1)} // inner: l is there
+		}
+		emit(strings.Join(key, record.KeySep), w, vals)
 	}
 	t := jn.op.Type
 	var buf []byte
@@ -252,6 +259,29 @@ func (j *Job) buildJoin(b *branch, left, right weir.Stream[window.Result[string,
 		}
 	}
 	id := func(r JoinRow) JoinRow { return r }
+	if rng := jn.op.Range; rng != nil {
+		// A join of records (W19): each record meets the windows whose
+		// range holds its time; the rows of a window group when every
+		// record that meets it is in (Due).
+		a := j.branches[b.Right].Window.Assigner
+		recs := weir.FlatMapTimed(left, func(ts etime.Time, r window.Result[string, []byte], emit func(etime.Time, JoinRow)) {
+			rng.Windows(a, ts, func(w window.Window) {
+				row := jn.row(0, r)
+				// Rows of a group pair in the order of their records'
+				// times and values, not of their arrival.
+				row.Tie = strconv.FormatInt(int64(ts), 10) + record.KeySep + string(r.Value)
+				row.Start, row.End, row.At = w.Start, w.End, ts
+				emit(rng.Due(w), row)
+			})
+		})
+		res := weir.FlatMapTimed(right, func(_ etime.Time, r window.Result[string, []byte], emit func(etime.Time, JoinRow)) {
+			if r.Firing != window.Retract {
+				emit(rng.Due(r.Window), jn.row(1, r))
+			}
+		})
+		byWindow(j, b, weir.Connect(recs, res, id, id), jn.groupKey, joinFunc{}, jn.pairs)
+		return
+	}
 	rows := weir.Connect(weir.FlatMap(left, side(0)), weir.FlatMap(right, side(1)), id, id)
 	byWindow(j, b, rows, jn.groupKey, joinFunc{}, jn.pairs)
 }

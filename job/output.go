@@ -132,7 +132,12 @@ type outCounters struct {
 
 // windowCounts are one window's counts of a job of several windows.
 type windowCounts struct {
-	Results         int64 `json:"results"`
+	Results int64 `json:"results"`
+	// Rows counts a select's rows that a join of records reads (not
+	// written: they are the join's input, W19); JoinIn a join of
+	// records' rows of those (one per record and window it meets).
+	Rows            int64 `json:"rows,omitempty"`
+	JoinIn          int64 `json:"join_in,omitempty"`
 	Having          int64 `json:"having,omitempty"`
 	Late            int64 `json:"late"`
 	Partial         int64 `json:"partial"`
@@ -190,10 +195,17 @@ const (
 	itemFiltered
 	// itemHaving: a result the window's having dropped (counted only).
 	itemHaving
+	// itemRow: a select's row that a join of records reads (counted
+	// only): b is the select's branch, join the join's, n the join's
+	// rows of it.
+	itemRow
 )
 
 type item struct {
 	kind itemKind
+	// join and n: an itemRow's.
+	join uint8
+	n    int64
 	// b is the branch (window) of a result or late record, the read
 	// (source) of a dead letter.
 	b      uint8
@@ -371,6 +383,14 @@ func (o *output) apply(it *item) {
 		o.done(&o.c.Regressions)
 	case itemHaving:
 		counted(&o.c.Having, func(w *windowCounts) *int64 { return &w.Having })
+	case itemRow:
+		o.pub.Lock()
+		if jc := o.c.window(int(it.join)); wc != nil && jc != nil {
+			wc.Rows++
+			jc.JoinIn += it.n
+		}
+		o.pub.Unlock()
+		o.done(nil)
 	case itemFiltered:
 		var per *int64
 		if int(it.b) < len(o.c.ReadFiltered) {

@@ -533,7 +533,7 @@ func (j *Job) build(o RunOptions) error {
 			j.buildJoin(b, results[b.From], results[b.Right])
 			continue
 		case b.Select != nil:
-			j.buildSelect(b, in)
+			results[i] = j.buildSelect(b, in)
 			continue
 		case b.From >= 0:
 			in = j.cascadeRecords(b, results[b.From])
@@ -656,19 +656,41 @@ func (j *Job) buildWindow(b *branch, recs weir.Stream[record.Record], wm *spec.W
 // buildSelect sends each of branch b's records (a read's watermarked
 // records, past the where) to b's results sinks as a row of its values
 // (a stateless query, spec.SelectOp): the record's key, its time as a
-// window [ts, ts+1), on time.
-func (j *Job) buildSelect(b *branch, recs weir.Stream[record.Record]) {
+// window [ts, ts+1), on time. A select that a join of records reads
+// (W19) returns its rows instead, each counted with the join's rows of
+// it (itemRow); otherwise it returns no stream.
+func (j *Job) buildSelect(b *branch, recs weir.Stream[record.Record]) weir.Stream[window.Result[string, []byte]] {
 	if b.proj != nil {
 		pr := *b.proj
 		recs = weir.Map(recs, pr.Apply)
 	}
 	bi := uint8(b.i)
+	row := func(ts etime.Time, r record.Record) window.Result[string, []byte] {
+		return window.Result[string, []byte]{
+			Key: r.Key, Window: window.Window{Start: ts, End: ts.Add(1)}, Firing: window.OnTime, Watermark: etime.MinTime, Value: r.AppendValues(nil)}
+	}
+	for _, jb := range j.branches {
+		if jb.join == nil || jb.From != b.i || jb.Join.Range == nil {
+			continue
+		}
+		rng, right, ji := jb.Join.Range, j.branches[jb.Right].Window.Assigner, uint8(jb.i)
+		weir.ForEachSubtask(recs, func(sub weir.Subtask) func(etime.Time, record.Record) {
+			return func(ts etime.Time, _ record.Record) {
+				var n int64
+				rng.Windows(right, ts, func(window.Window) { n++ })
+				j.out.add(sub, item{kind: itemRow, b: bi, join: ji, n: n})
+			}
+		})
+		return weir.FlatMapTimed(recs, func(ts etime.Time, r record.Record, emit func(etime.Time, window.Result[string, []byte])) {
+			emit(ts, row(ts, r))
+		})
+	}
 	weir.ForEachSubtask(recs, func(sub weir.Subtask) func(etime.Time, record.Record) {
 		return func(ts etime.Time, r record.Record) {
-			j.out.add(sub, item{kind: itemResult, b: bi, res: window.Result[string, []byte]{
-				Key: r.Key, Window: window.Window{Start: ts, End: ts.Add(1)}, Firing: window.OnTime, Watermark: etime.MinTime, Value: r.AppendValues(nil)}})
+			j.out.add(sub, item{kind: itemResult, b: bi, res: row(ts, r)})
 		}
 	})
+	return weir.Stream[window.Result[string, []byte]]{}
 }
 
 // windowCounters are branch b's window counts in report rep: its window
@@ -1002,6 +1024,12 @@ func (j *Job) summary(rep weir.Report, open int64) Summary {
 				// A window fed by windows reads their firings (W12).
 				var in int64
 				for _, f := range b.feeds() {
+					if j.branches[f].Select != nil {
+						// A join of records reads its rows of each
+						// record (W19).
+						in += oc.Windows[b.i].JoinIn
+						continue
+					}
 					up := rep.Windows[j.branches[f].stage]
 					// Less the results its having dropped, which it
 					// never passed on.
@@ -1017,7 +1045,7 @@ func (j *Job) summary(rep weir.Report, open int64) Summary {
 					pre("filtered", oc.ReadFiltered[r.i])
 				}
 			}
-			j.windowSummary(pre, j.windowCounters(b, rep, oc.Windows[b.i].Results), oc.Windows[b.i], states[b.stage].OpenWindows, -1)
+			j.windowSummary(pre, j.windowCounters(b, rep, oc.Windows[b.i].Results+oc.Windows[b.i].Rows), oc.Windows[b.i], states[b.stage].OpenWindows, -1)
 		}
 	}
 	add("control_lines", oc.Controls)

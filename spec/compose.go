@@ -78,7 +78,8 @@ func JoinPlans(left, right *Plan, op *JoinOp, name, leftPrefix, prefix string, d
 	q := *left
 	nodes, results := withoutResults(left.Graph.Nodes, lw)
 	for i := range nodes {
-		if _, ok := nodes[i].Op.(*WindowOp); ok {
+		switch nodes[i].Op.(type) {
+		case *WindowOp, *SelectOp:
 			nodes[i].Name = leftPrefix + nodes[i].Name
 		}
 	}
@@ -246,7 +247,7 @@ func onlyWindow(p *Plan) (NodeID, error) {
 
 // resultsWindow is the node of the window whose results p's results
 // sinks write: its one window, or, of several (a cascade), the one a
-// results sink reads.
+// results sink reads; or its select (a plan without a window).
 func resultsWindow(p *Plan) (NodeID, error) {
 	if win, err := onlyWindow(p); err == nil {
 		return win, nil
@@ -254,7 +255,12 @@ func resultsWindow(p *Plan) (NodeID, error) {
 	win := NodeID(-1)
 	for _, n := range p.Graph.Nodes {
 		if k, ok := n.Op.(*SinkOp); ok && k.Role == connector.RoleResults && len(n.Inputs) == 1 && n.Inputs[0].Port == Out {
-			if _, isWin := p.Graph.Nodes[n.Inputs[0].From].Op.(*WindowOp); isWin && win != n.Inputs[0].From {
+			switch p.Graph.Nodes[n.Inputs[0].From].Op.(type) {
+			case *WindowOp, *SelectOp: // a select's rows: a join of records (W19)
+			default:
+				continue
+			}
+			if win != n.Inputs[0].From {
 				if win >= 0 {
 					return -1, fmt.Errorf("spec: plan %s writes the results of several windows; join plans of one", p.Name)
 				}

@@ -405,12 +405,21 @@ func (g *Graph) Path() (*Path, error) {
 			var l, r int
 			ok := len(n.Inputs) == 2
 			if ok {
-				l, ok = windowOut(n.Inputs[0])
+				if e := n.Inputs[0]; op.Range != nil {
+					// A join of records (W19) reads a select's rows.
+					b, isB := branch[e.From]
+					l, ok = b, isB && e.Port == Out && p.Windows[b].Select != nil
+				} else {
+					l, ok = windowOut(e)
+				}
 			}
 			if ok {
 				r, ok = windowOut(n.Inputs[1])
 			}
 			if !ok {
+				if op.Range != nil {
+					return nil, misfit("does not read a select's rows and a window's results")
+				}
 				return nil, misfit("does not read two windows' results")
 			}
 			lw, rw := &p.Windows[l], &p.Windows[r]

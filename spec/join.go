@@ -3,6 +3,9 @@ package spec
 import (
 	"fmt"
 	"slices"
+
+	"github.com/weirstream/weir/etime"
+	"github.com/weirstream/weir/window"
 )
 
 // JoinType is which rows a JoinOp emits.
@@ -49,6 +52,73 @@ type JoinOp struct {
 	// Flink's window join (AuctionBids.num >= MaxBids.maxn).
 	Cond     string       `json:",omitempty"`
 	CondCols []JoinColumn `json:",omitempty"`
+	// Range, when set, makes this a join of a table's records with a
+	// window's results on a time range (semantics W19): the left input
+	// is a select's rows, one per record, each joined with the right
+	// results of the windows whose Range holds its time.
+	Range *JoinRange `json:",omitempty"`
+}
+
+// JoinRange is the time condition of a join of records with a window's
+// results: a record at t meets the results of a window w where
+// w's Bound + Lo <= t <= w's Bound + Hi.
+type JoinRange struct {
+	// Bound is the window's column: window_start, window_end or
+	// window_time (window_end - 1).
+	Bound  string
+	Lo, Hi etime.Duration
+}
+
+// Due is when every record that meets window w is in, on event time:
+// the later of w's last millisecond (its results) and its Bound plus Hi
+// (its last record).
+func (r *JoinRange) Due(w window.Window) etime.Time {
+	b := w.End
+	switch r.Bound {
+	case ColWindowStart:
+		b = w.Start
+	case ColWindowTime:
+		b = w.MaxTimestamp()
+	}
+	return max(w.MaxTimestamp(), b.Add(r.Hi))
+}
+
+// maxRangeWindows bounds the windows one record of a record join may
+// meet (Hi - Lo over the windows' slide).
+const maxRangeWindows = 1000
+
+// Windows calls each with the windows of w (the right side's tumbling
+// or sliding assigner) whose range holds time t, in order. ok is false
+// for other assigners.
+func (r *JoinRange) Windows(a window.Assigner, t etime.Time, each func(window.Window)) (ok bool) {
+	size, step, offset, ok := window.SlidingGeometry(a)
+	if !ok {
+		if size, offset, ok = window.TumblingGeometry(a); !ok {
+			return false
+		}
+		step = size
+	}
+	// w's Bound is its end plus c; t in [end+c+Lo, end+c+Hi] puts the
+	// end in [t-c-Hi, t-c-Lo]. Ends are aligned as starts are.
+	var c etime.Duration
+	switch r.Bound {
+	case ColWindowStart:
+		c = -size
+	case ColWindowTime:
+		c = -1
+	}
+	lo, hi := t.Add(-(c + r.Hi)), t.Add(-(c + r.Lo))
+	end := window.Start(lo, offset, step)
+	if end < lo {
+		end = end.Add(step)
+	}
+	for ; end <= hi; end = end.Add(step) {
+		each(window.Window{Start: end.Add(-size), End: end})
+		if end == etime.MaxTime {
+			break
+		}
+	}
+	return true
 }
 
 // JoinOn is one equality of a join: a left column and a right one.
@@ -93,12 +163,41 @@ func (j *JoinOp) JoinKey(left, right *WindowOp) []string {
 // the joined row's names are distinct.
 func checkJoin(leftName string, left *WindowOp, rightName string, right *WindowOp, name string, j *JoinOp) error {
 	refuse := func(format string, args ...any) error {
+		if j.Range != nil {
+			return fmt.Errorf("join %s of records %s with window %s: %s (semantics W19)", name, leftName, rightName, fmt.Sprintf(format, args...))
+		}
 		return fmt.Errorf("join %s of windows %s and %s: %s (semantics W14)", name, leftName, rightName, fmt.Sprintf(format, args...))
 	}
-	for _, s := range []struct {
+	sides := []struct {
 		name string
 		op   *WindowOp
-	}{{leftName, left}, {rightName, right}} {
+	}{{leftName, left}, {rightName, right}}
+	if r := j.Range; r != nil {
+		sides = sides[1:] // the left side is records
+		_, _, _, sliding := window.SlidingGeometry(right.Assigner)
+		_, _, tumbling := window.TumblingGeometry(right.Assigner)
+		step := right.Span
+		if sliding {
+			_, step, _, _ = window.SlidingGeometry(right.Assigner)
+		}
+		switch {
+		case j.Type != InnerJoin:
+			return refuse("it is a %s join; a join of records with windows' results is an inner join", j.Type)
+		case len(j.On) == 0:
+			return refuse("it has no equality: give the column to join on (every record would meet every result of its windows)")
+		case !sliding && !tumbling:
+			return refuse("%s's windows are %v: a range finds the windows of tumbling or sliding ones", rightName, right.Assigner)
+		case r.Bound != ColWindowStart && r.Bound != ColWindowEnd && r.Bound != ColWindowTime:
+			return refuse("its range is of %q, not of window_start, window_end or window_time", r.Bound)
+		case r.Hi < r.Lo:
+			return refuse("its range is empty (%v to %v)", r.Lo.Std(), r.Hi.Std())
+		case r.Hi-r.Lo+1 < step:
+			return refuse("its range (%v to %v) is narrower than the windows' slide %v: some records would meet no window", r.Lo.Std(), r.Hi.Std(), step.Std())
+		case (r.Hi-r.Lo)/step > maxRangeWindows:
+			return refuse("a record would meet more than %d windows", maxRangeWindows)
+		}
+	}
+	for _, s := range sides {
 		if err := checkFeeds(s.name, s.op, name, func(format string, args ...any) error {
 			return refuse("%s", fmt.Sprintf(format, args...))
 		}); err != nil {
@@ -178,9 +277,13 @@ func checkJoin(leftName string, left *WindowOp, rightName string, right *WindowO
 // and right: its key is JoinKey, its values the columns (a key field as
 // first: any JSON value; an aggregate as its own function, so that a
 // results table types its column alike; window_time as a max, a number),
-// its assigner the left window's.
+// its assigner the left window's (the right's, in a join of records).
 func joinView(left, right *WindowOp, j *JoinOp) *WindowOp {
 	v := *left
+	if j.Range != nil {
+		v = *right // the left side is records, with no window
+		v.Having = ""
+	}
 	v.Key = j.JoinKey(left, right)
 	v.Aggregates = nil
 	for _, c := range j.Columns {

@@ -39,15 +39,78 @@ func (c *compiler) compileSelect(in *sqlparse.Insert, sel *sqlparse.Select, sink
 	case len(in.Columns) > 0:
 		return errAt(in.Pos, "INSERT", "leave out the column list: the query's columns go to the sink's in order", "INSERT INTO t (columns) is not compiled yet")
 	}
-	rel, err := c.relationOf(from.Name, from.Alias.Name)
+	items, fields, err := c.selectColumns(sel, from)
 	if err != nil {
 		return err
 	}
+	s := c.job.Spec
+	// The emit keys of windows do not apply: there is no window.
+	for _, set := range []bool{s.AllowedLateness != nil, s.Trigger != nil, s.LateFiringInterval != nil} {
+		if set {
+			c.job.Warnings = append(c.job.Warnings, fmt.Sprintf("%s: table.exec.emit.* keys apply to windows; this query has none, and they are ignored", sel.Pos))
+			break
+		}
+	}
+	selectSpec(s, fields)
+	if tableName(sinkT.Name) == stdoutName && slices.ContainsFunc(sel.Items, func(it *sqlparse.SelectItem) bool { return it.Star }) {
+		// A bare SELECT * prints the columns * stands for.
+		sinkT.Columns = nil
+		for _, it := range items {
+			col := &sqlparse.Column{Pos: it.pos, Name: sqlparse.Ident{Pos: it.pos, Name: it.from}}
+			if it.from == spec.ColWindowStart {
+				col.Name.Name = c.timeAttr
+				col.Type = &sqlparse.Type{Pos: it.pos, Name: "TIMESTAMP", Params: []int{3}}
+			}
+			sinkT.Columns = append(sinkT.Columns, col)
+		}
+	}
+	k, err := c.sink(sinkT)
+	if err != nil {
+		return err
+	}
+	if err := appendOnly(in, sinkT, k, "a query without a window"); err != nil {
+		return err
+	}
+	c.job.selectOp = &spec.SelectOp{Fields: fields}
+	return c.mapColumns(in, sel, items, sinkT, k)
+}
+
+// appendOnly refuses sink k (table t) for rows that append (what, a
+// query without a window or a join of records), which have no key and
+// window to upsert a SQL table by.
+func appendOnly(in *sqlparse.Insert, t *sqlparse.CreateTable, k *spec.Sink, what string) error {
+	if k.Type == "sqlite" || k.Type == "postgres" {
+		return errAt(in.Pos, tableName(t.Name), "write the rows to a filesystem, kafka, print or blackhole table", "table %s: %s appends rows, which have no key and window to upsert a SQL table by", tableName(t.Name), what)
+	}
+	return nil
+}
+
+// selectSpec makes spec s, whose read compileSelect or a join of records
+// compiled, a select's: no window emit keys, a window that compiles
+// (SelectPlan replaces it), each field an aggregate (its value as the
+// record has it).
+func selectSpec(s *spec.Spec, fields []string) {
+	s.AllowedLateness, s.Trigger, s.LateFiringInterval = nil, nil, nil
+	s.Window, s.Trigger = spec.Window{Type: "global"}, &spec.Trigger{Type: "count", Count: 1}
+	for _, f := range fields {
+		s.Aggregate = append(s.Aggregate, spec.Aggregate{Name: f, Fn: "first", Field: f})
+	}
+}
+
+// selectColumns compiles the read, where and select list of SELECT
+// columns FROM from [WHERE ...] into the job's spec: the items (each a
+// field of the record, or window_start for the table's time attribute,
+// the row's time) and the record fields they read.
+func (c *compiler) selectColumns(sel *sqlparse.Select, from *sqlparse.TableRef) ([]item, []string, error) {
+	rel, err := c.relationOf(from.Name, from.Alias.Name)
+	if err != nil {
+		return nil, nil, err
+	}
 	if rel.results != nil {
-		return errAt(from.Name.Pos(), rel.name, "window its rows again, or select from the table it reads", "a query of a windowed view's rows without a window is not compiled yet")
+		return nil, nil, errAt(from.Name.Pos(), rel.name, "window its rows again, or select from the table it reads", "a query of a windowed view's rows without a window is not compiled yet")
 	}
 	if rel.table, err = tableHint(rel.table, from.Hint); err != nil {
-		return err
+		return nil, nil, err
 	}
 	s := c.job.Spec
 	timeCol := ""
@@ -56,10 +119,10 @@ func (c *compiler) compileSelect(in *sqlparse.Insert, sel *sqlparse.Select, sink
 	}
 	filter, err := c.source(rel, timeCol)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	if err := c.where(sel.Where, rel, filter); err != nil {
-		return err
+		return nil, nil, err
 	}
 	var items []item
 	var fields []string
@@ -84,7 +147,7 @@ func (c *compiler) compileSelect(in *sqlparse.Insert, sel *sqlparse.Select, sink
 		if ref, ok := it.Expr.(*sqlparse.Ref); ok {
 			col, id, rest, perr := rel.path(ref)
 			if perr != nil {
-				return perr
+				return nil, nil, perr
 			}
 			if len(rest) == 0 && col.name == c.timeAttr && timeCol != "" {
 				// The time attribute read as the timestamp: the row's time.
@@ -96,56 +159,23 @@ func (c *compiler) compileSelect(in *sqlparse.Insert, sel *sqlparse.Select, sink
 				continue
 			}
 			if !c.isField(rel, col) {
-				return errAt(id.Pos, id.Name, "select the record's own fields and computed columns", "%s is not a field of the record (a metadata column)", id.Name)
+				return nil, nil, errAt(id.Pos, id.Name, "select the record's own fields and computed columns", "%s is not a field of the record (a metadata column)", id.Name)
 			}
 		}
 		// An expression (or a nested field): a computed field holds it.
 		x, err := c.fields(it.Expr, rel)
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
 		if _, err := expr.CompileValue(x, func(sqlparse.Ident) (int, *sqlparse.Error) { return 0, nil }); err != nil {
-			return err
+			return nil, nil, err
 		}
 		name := fmt.Sprintf("_weir_col_%d", i)
 		s.Computed = append(s.Computed, spec.ComputedField{Name: name, Expr: sqlparse.FormatExpr(x)})
 		field(it.Pos, name)
 	}
 	if len(fields) == 0 {
-		return errAt(sel.Pos, "SELECT", "select a column of the record", "the query selects no field of the record")
+		return nil, nil, errAt(sel.Pos, "SELECT", "select a column of the record", "the query selects no field of the record")
 	}
-	// The emit keys of windows do not apply: there is no window.
-	for _, set := range []bool{s.AllowedLateness != nil, s.Trigger != nil, s.LateFiringInterval != nil} {
-		if set {
-			c.job.Warnings = append(c.job.Warnings, fmt.Sprintf("%s: table.exec.emit.* keys apply to windows; this query has none, and they are ignored", sel.Pos))
-			break
-		}
-	}
-	s.AllowedLateness, s.Trigger, s.LateFiringInterval = nil, nil, nil
-	// The spec's window, which SelectPlan replaces: one that compiles.
-	s.Window, s.Trigger = spec.Window{Type: "global"}, &spec.Trigger{Type: "count", Count: 1}
-	for _, f := range fields {
-		s.Aggregate = append(s.Aggregate, spec.Aggregate{Name: f, Fn: "first", Field: f})
-	}
-	if tableName(sinkT.Name) == stdoutName && slices.ContainsFunc(sel.Items, func(it *sqlparse.SelectItem) bool { return it.Star }) {
-		// A bare SELECT * prints the columns * stands for.
-		sinkT.Columns = nil
-		for _, it := range items {
-			col := &sqlparse.Column{Pos: it.pos, Name: sqlparse.Ident{Pos: it.pos, Name: it.from}}
-			if it.from == spec.ColWindowStart {
-				col.Name.Name = c.timeAttr
-				col.Type = &sqlparse.Type{Pos: it.pos, Name: "TIMESTAMP", Params: []int{3}}
-			}
-			sinkT.Columns = append(sinkT.Columns, col)
-		}
-	}
-	k, err := c.sink(sinkT)
-	if err != nil {
-		return err
-	}
-	if k.Type == "sqlite" || k.Type == "postgres" {
-		return errAt(in.Pos, tableName(sinkT.Name), "write the rows to a filesystem, kafka, print or blackhole table", "table %s: a query without a window appends rows, which have no key and window to upsert a SQL table by", tableName(sinkT.Name))
-	}
-	c.job.selectOp = &spec.SelectOp{Fields: fields}
-	return c.mapColumns(in, sel, items, sinkT, k)
+	return items, fields, nil
 }

@@ -32,7 +32,7 @@ func TestDependencyRules(t *testing.T) {
 		"internal/suggest":  {},
 		"internal/sqlparse": {"internal/suggest"},
 		"internal/expr":     {"internal/sqlparse", "internal/suggest"},
-		"internal/sqljob":   {"internal/sqlparse", "internal/suggest", "internal/expr", "spec"},
+		"internal/sqljob":   {"internal/sqlparse", "internal/suggest", "internal/expr", "spec", "etime"},
 		"ledger":            {"connector", "window", "internal/flock"},
 		"internal/epochs":   {},
 		"internal/archive":  {"etime", "state/pebblestate", "internal/flock"},

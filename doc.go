@@ -6,8 +6,9 @@
 // A job is built on an [Env] ([NewEnv] with [DefaultOptions], adjusted and
 // checked by [Options.Validate]) and run by [Env.Execute]. Streams come from
 // a [Source] ([FromSource], or [FromSlice] for a backlog in memory) and are
-// typed: [Map], [Filter], [FlatMap] and [TryMap] (whose errors become dead
-// letters, see [Env.OnDeadLetter]) transform a [Stream]; [AssignTimestamps]
+// typed: [Map], [Filter], [FlatMap] ([FlatMapTimed] moves results later
+// in event time) and [TryMap] (whose errors become dead letters, see
+// [Env.OnDeadLetter]) transform a [Stream]; [AssignTimestamps]
 // gives it event time and watermarks; [KeyBy] partitions it into a [Keyed]
 // stream; [Window] assigns windows; [Aggregate], [AggregateProcess],
 // [Reduce] and [Process] compute each window's result. Operators are chained

@@ -48,6 +48,10 @@ type SQLQuery struct {
 	// Shown (nil: the row itself) is a row of the hand loop as the
 	// query's sink shows it (q5's has no window bounds).
 	Shown func(Row) Row
+	// Hand, when set, is the loop of the SQL's semantics where they
+	// differ from the typed query's (q7's range includes each window's
+	// end); nil: the query's own loop.
+	Hand func(events []Event, emit func(*Row))
 }
 
 // Want is the hand loop's row r as the query's sink shows it.
@@ -158,6 +162,30 @@ SELECT AuctionBids.auction, AuctionBids.num
 		// The query selects the auction and its count, not the window.
 		Shown: func(r Row) Row { return Row{A: r.A, B: r.B} },
 	},
+	"q7": {
+		Sink: `CREATE TABLE nexmark_q7 (auction BIGINT, bidder BIGINT, price BIGINT, dateTime TIMESTAMP(3), extra VARCHAR)
+  WITH ('connector' = 'filesystem', 'path' = 'out.jsonl');`,
+		Query: `INSERT INTO nexmark_q7
+SELECT B.auction, B.price, B.bidder, B.dateTime, B.extra
+from bid B
+JOIN (
+  SELECT MAX(price) AS maxprice, window_end as dateTime
+  FROM TABLE(
+          TUMBLE(TABLE bid, DESCRIPTOR(dateTime), INTERVAL '10' SECOND))
+  GROUP BY window_start, window_end
+) B1
+ON B.price = B1.maxprice
+WHERE B.dateTime BETWEEN B1.dateTime  - INTERVAL '10' SECOND AND B1.dateTime;`,
+		Row: func(m map[string]json.RawMessage) (Row, error) {
+			var r Row
+			// The query selects auction, price, bidder into the sink's
+			// auction, bidder, price: by position, as SQL maps them, the
+			// price is in the bidder column and the bidder in price.
+			err := readSQL(m, map[string]any{"auction": &r.A, "price": &r.B, "bidder": &r.C, "dateTime": &r.Start})
+			return r, err
+		},
+		Hand: handQ7Range,
+	},
 	"q8": {
 		Sink: `CREATE TABLE nexmark_q8 (id BIGINT, name VARCHAR, stime TIMESTAMP(3))
   WITH ('connector' = 'filesystem', 'path' = 'out.jsonl');`,
@@ -230,4 +258,36 @@ func readSQL(m map[string]json.RawMessage, into map[string]any) error {
 		}
 	}
 	return nil
+}
+
+// handQ7Range is q7 as the Nexmark project writes it in SQL: each bid
+// whose price is the highest of a tumbling window and whose time lies in
+// [window_end - 10 s, window_end], both ends included (so a bid at a
+// window's end meets that window too), one row per bid and window met:
+// A auction, B bidder, C price, Start the bid's time. The loop reads the
+// events twice (the highest prices, then the bids); it counts no bid
+// late, as the events of a run have less disorder than the watermark's
+// bound.
+func handQ7Range(events []Event, emit func(*Row)) {
+	highest := map[etime.Time]int64{} // by window end
+	handBids(events, func(b *Bid) {
+		end := b.DateTime - b.DateTime%etime.Time(windowSize) + etime.Time(windowSize)
+		if p, ok := highest[end]; !ok || b.Price > p {
+			highest[end] = b.Price
+		}
+	})
+	handBids(events, func(b *Bid) {
+		// The ends in [t, t+10 s]: t's window's, and t itself when t is
+		// an end.
+		end := b.DateTime - b.DateTime%etime.Time(windowSize) + etime.Time(windowSize)
+		for _, e := range []etime.Time{b.DateTime, end} {
+			if e%etime.Time(windowSize) != 0 || e == b.DateTime && e == end {
+				continue
+			}
+			if p, ok := highest[e]; ok && p == b.Price {
+				r := Row{A: b.Auction, B: b.Bidder, C: b.Price, Start: b.DateTime}
+				emit(&r)
+			}
+		}
+	})
 }

@@ -126,6 +126,19 @@ func describe1(p *Plan, op Op, dead bool) string {
 		if len(on) > 0 {
 			s += " and " + strings.Join(on, ", ")
 		}
+		if r := op.Range; r != nil {
+			off := func(d etime.Duration) string {
+				switch {
+				case d > 0:
+					return " + " + d.Std().String()
+				case d < 0:
+					return " - " + (-d).Std().String()
+				}
+				return ""
+			}
+			s = fmt.Sprintf("%s join of the records with the window's results on %s, a record at %s%s to %s%s (both included) meeting the window",
+				op.Type, strings.Join(on, ", "), r.Bound, off(r.Lo), r.Bound, off(r.Hi))
+		}
 		if op.Cond != "" {
 			// The condition as written over its columns' sides.
 			cond := op.Cond

@@ -439,10 +439,21 @@ func (j *Job) Plan() (*spec.Plan, error) {
 	}
 	var p *spec.Plan
 	var err error
-	if j.join != nil && j.join.cascades[0] != nil {
+	switch {
+	case j.join != nil && j.join.cascades[0] != nil:
 		p, err = cascadePlan(j.Spec, j.join.cascades[0], "query")
-	} else if p, err = spec.Compile(j.Spec); err != nil {
-		err = inSQLTerms(err)
+	case j.join != nil && j.join.records != nil:
+		// The records of a join of records with windowed results (W19).
+		if p, err = spec.Compile(j.Spec); err == nil {
+			p, err = spec.SelectPlan(p, j.join.records, "records", j.join.records)
+		}
+		if err != nil {
+			err = inSQLTerms(err)
+		}
+	default:
+		if p, err = spec.Compile(j.Spec); err != nil {
+			err = inSQLTerms(err)
+		}
 	}
 	if k != nil {
 		k.Columns = cols

@@ -19,6 +19,9 @@ type joined struct {
 	// cascades are the windows the left side's window and the right's
 	// read the results of (nil: a side reads a table).
 	cascades [2]*cascaded
+	// records, when set, is the select of the left side's records: a
+	// join of records with windowed results (W19).
+	records *spec.SelectOp
 	// prefix names the right side's nodes (its alias and a dot), and
 	// leftPrefix the left side's window.
 	prefix, leftPrefix string
@@ -67,6 +70,11 @@ func (c *compiler) compileJoin(in *sqlparse.Insert, sel *sqlparse.Select, j *sql
 	typ, ok := joinTypes[j.Type]
 	if !ok {
 		return errAt(j.Pos, string(j.Type), joinHint, "a %s is not compiled; weir joins windowed results on their window", j.Type)
+	}
+	if from, ok := j.Left.(*sqlparse.TableRef); ok {
+		if _, sub := j.Right.(*sqlparse.Subquery); sub {
+			return c.compileRecordJoin(in, sel, j, from, sinkT)
+		}
 	}
 	switch {
 	case sel.Where != nil || sel.Having != nil:

@@ -410,7 +410,17 @@ func (c *compiler) upsertKey(t *sqlparse.CreateTable, cols []spec.Column) error 
 // a key field (names compare without case, as SQL's do), which no
 // aggregate may be named.
 func (c *compiler) reserved(name string) bool {
-	for _, r := range append(append([]string{"job", spec.AccColumn}, spec.ResultColumns...), c.job.Spec.Key...) {
+	keys := c.job.Spec.Key
+	if jn := c.job.join; jn != nil {
+		// A joined row's key: the equalities under their left names, and
+		// the sides' other keys (a join's own names, spec.JoinKey).
+		keys = slices.Clone(keys)
+		for _, o := range jn.op.On {
+			keys = append(keys, o.Left)
+		}
+		keys = append(keys, jn.right.Key...)
+	}
+	for _, r := range append(append([]string{"job", spec.AccColumn}, spec.ResultColumns...), keys...) {
 		if strings.EqualFold(r, name) {
 			return true
 		}

@@ -61,8 +61,9 @@ func Attach(op, up *WindowOp, upName string) (*WindowOp, error) {
 // JoinPlans returns the plan of join op (node name; semantics W14) of
 // left's results window (the first input) with right's (each plan's
 // window, or the last of a cascade, resultsWindow): right's nodes follow
-// left's, named after prefix (left's window after leftPrefix), its source reading with right's settings
-// (a second read); the join's results go to left's results sinks, and
+// left's, named after prefix (left's window after leftPrefix), its source
+// reading with right's settings (a second read), unless both read one
+// source the same way (one read); the join's results go to left's results sinks, and
 // right's results sinks are left out. Right's other sinks (late, dead
 // letters) are kept under names after prefix. def records the join for
 // the Definition, and right's definition is recorded under prefix.
@@ -84,7 +85,10 @@ func JoinPlans(left, right *Plan, op *JoinOp, name, leftPrefix, prefix string, d
 		}
 	}
 	rnodes, _ := withoutResults(right.Graph.Nodes, rw)
-	nodes, ids := appendPlan(nodes, right, rnodes, prefix, nil)
+	// Sides that read one source the same way share its read (one
+	// decode, one watermark), as UnitePlans' queries do.
+	shared, skip := sharedRead(left, right)
+	nodes, ids := appendPlan(nodes, right, rnodes, prefix, shared, skip)
 	id := NodeID(len(nodes))
 	nodes = append(nodes, Node{ID: id, Name: name, Op: op, Inputs: []Edge{{From: lw}, {From: ids[rw]}}})
 	q.Graph.Nodes = appendResults(nodes, results, id)
@@ -108,19 +112,26 @@ func UnitePlans(p, q *Plan, prefix string) (*Plan, error) {
 	}
 	u := *p
 	nodes := slices.Clone(p.Graph.Nodes)
-	shared := map[NodeID]NodeID{}
-	var skip func(Node) bool
-	if same(p, q) {
-		// q's source, decode and watermark are p's first three nodes.
-		for i := range 3 {
-			shared[q.Graph.Nodes[i].ID] = p.Graph.Nodes[i].ID
-		}
-		skip = func(n Node) bool { return len(n.Inputs) == 1 && n.Inputs[0].Port == Dead }
-	}
+	shared, skip := sharedRead(p, q)
 	nodes, _ = appendPlan(nodes, q, q.Graph.Nodes, prefix, shared, skip)
 	u.Graph.Nodes = nodes
 	u.defineAll(q, prefix, true)
 	return u.checked()
+}
+
+// sharedRead maps q's source, decode and watermark nodes to p's first
+// three when both read one source the same way (same), with a skip of
+// q's dead-letter sink (the shared read's dead letters are p's); else
+// nothing is shared.
+func sharedRead(p, q *Plan) (map[NodeID]NodeID, func(Node) bool) {
+	shared := map[NodeID]NodeID{}
+	if !same(p, q) {
+		return shared, nil
+	}
+	for i := range 3 {
+		shared[q.Graph.Nodes[i].ID] = p.Graph.Nodes[i].ID
+	}
+	return shared, func(n Node) bool { return len(n.Inputs) == 1 && n.Inputs[0].Port == Dead }
 }
 
 // same reports whether plans p and q read one source the same way: the

@@ -474,6 +474,9 @@ func (j *Job) Plan() (*spec.Plan, error) {
 		if p, err = spec.JoinPlans(p, r, j.join.op, "join", j.join.leftPrefix, j.join.prefix, j.join.op); err != nil {
 			return nil, inSQLTerms(err)
 		}
+		if err := kafkaReads(p); err != nil {
+			return nil, err
+		}
 	}
 	if j.topN != nil {
 		if p, err = spec.FeedPlan(p, j.topN, "topn", j.topN); err != nil {

@@ -3,6 +3,7 @@ package sqljob
 import (
 	"cmp"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -192,6 +193,9 @@ func windowSQL(w spec.Window) string {
 // sameKafkaGroup refuses two reads of one Kafka topic in one consumer
 // group: the group would split the topic's partitions between them.
 func sameKafkaGroup(l, r *spec.Spec, right *joinSide) error {
+	if sameRead(l, r) {
+		return nil // one read (spec.JoinPlans): a check of the plan's reads follows (kafkaReads)
+	}
 	lk, rk := l.Source.Kafka, r.Source.Kafka
 	if l.Source.Type != "kafka" || r.Source.Type != "kafka" || lk == nil || rk == nil || lk.Topic != rk.Topic || lk.Group == "" || lk.Group != rk.Group {
 		return nil
@@ -382,4 +386,29 @@ func joinItems(sel *sqlparse.Select, sides [2]*joinSide, op *spec.JoinOp) ([]ite
 		}
 	}
 	return items, nil
+}
+
+// sameRead reports whether specs l and r read their source the same way,
+// which spec.JoinPlans makes one read.
+func sameRead(l, r *spec.Spec) bool {
+	return l.Time == r.Time && l.Where == r.Where && reflect.DeepEqual(l.Source, r.Source) &&
+		reflect.DeepEqual(l.Watermark, r.Watermark) && reflect.DeepEqual(l.Computed, r.Computed)
+}
+
+// kafkaReads refuses plan p if two of its reads read one Kafka topic in
+// one consumer group (the group would split its partitions between them).
+func kafkaReads(p *spec.Plan) error {
+	seen := map[[2]string]bool{}
+	for _, n := range p.Graph.Nodes {
+		src, ok := n.Op.(*spec.SourceOp)
+		if !ok || src.Type != "kafka" || src.Config == nil || src.Config.Kafka == nil || src.Config.Kafka.Group == "" {
+			continue
+		}
+		k := [2]string{src.Config.Kafka.Topic, src.Config.Kafka.Group}
+		if seen[k] {
+			return fmt.Errorf("two reads of Kafka topic %s in consumer group %s would split its partitions between them: read the topic through two tables with different 'properties.group.id's, or with none", k[0], k[1])
+		}
+		seen[k] = true
+	}
+	return nil
 }

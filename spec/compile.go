@@ -1237,6 +1237,7 @@ func checkColumnExpr(at string, col *Column, key []string, aggs []Aggregate, add
 	for _, a := range aggs {
 		names = append(names, a.Name)
 	}
+	names = append(names, ColWindowStart, ColWindowEnd, ColWindowTime) // epoch milliseconds
 	if err := checkExpr(col.Expr, names, false); err != nil {
 		add(at+".expr", fmt.Sprintf("column %d: %s", err.Pos.Col, err.Msg), cmp.Or(err.Hint, "write an expression over the key fields and aggregates, such as total / orders"))
 	}

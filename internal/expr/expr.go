@@ -141,7 +141,9 @@ func (p *Pred) Keep(got []*fastjson.Value) bool {
 
 // Functions are the functions an expression may call. TO_TIMESTAMP_LTZ
 // (n, 3) is n, (n, 0) n * 1000: times are epoch milliseconds here.
-var Functions = []string{"ABS", "CHAR_LENGTH", "COALESCE", "IF", "LOWER", "MOD", "NULLIF", "TO_TIMESTAMP_LTZ", "UPPER"}
+var Functions = []string{"ABS", "CEIL", "CEILING", "CHAR_LENGTH", "COALESCE", "CONCAT", "DATE_FORMAT", "DAYOFMONTH", "FLOOR", "FROM_UNIXTIME",
+	"HOUR", "IF", "LOWER", "LTRIM", "MINUTE", "MOD", "MONTH", "NULLIF", "POWER", "REPLACE", "ROUND", "RTRIM", "SECOND", "SUBSTR", "SUBSTRING",
+	"TO_TIMESTAMP_LTZ", "TRIM", "UPPER", "YEAR"}
 
 // Expr is a compiled expression whose value a computed field takes.
 type Expr struct{ e eval }
@@ -485,6 +487,8 @@ func (c compiler) binary(x *sqlparse.Binary) eval {
 		return func(g []*fastjson.Value) value { return cmpOp(op, a(g), b(g)) }
 	case "+", "-", "*", "/", "%":
 		return func(g []*fastjson.Value) value { return arith(op, a(g), b(g)) }
+	case "||":
+		return concat([]eval{a, b})
 	case "LIKE", "NOT LIKE":
 		not := op == "NOT LIKE"
 		return func(g []*fastjson.Value) value {
@@ -841,6 +845,9 @@ func (c compiler) call(x *sqlparse.Call) eval {
 	args := make([]eval, len(x.Args))
 	for i, a := range x.Args {
 		args[i] = c.expr(a.Value)
+	}
+	if _, ok := moreFunctions[name]; ok {
+		return c.moreCall(x, name, args)
 	}
 	want := map[string]int{"ABS": 1, "CHAR_LENGTH": 1, "LOWER": 1, "UPPER": 1, "MOD": 2, "NULLIF": 2, "IF": 3, "TO_TIMESTAMP_LTZ": 2}
 	if n, ok := want[name]; ok && len(args) != n || name == "COALESCE" && len(args) == 0 {

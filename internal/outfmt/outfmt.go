@@ -195,7 +195,7 @@ func appendColumns(b []byte, plan *spec.Plan, cols []spec.Column, run int64, r w
 			if r.Firing == window.Retract {
 				b = append(b, "null"...)
 			} else {
-				b = resultExpr(plan, c.Expr).Append(b, r.Key, r.Value)
+				b = resultExpr(plan, c.Expr).Append(b, r.Key, r.Value, r.Window)
 			}
 			continue
 		}

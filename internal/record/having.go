@@ -2,13 +2,16 @@ package record
 
 import (
 	"slices"
+	"strconv"
 	"sync"
 
 	"github.com/valyala/fastjson"
 
 	"github.com/weirstream/weir/internal/expr"
 	"github.com/weirstream/weir/internal/sqlparse"
+	"github.com/weirstream/weir/etime"
 	"github.com/weirstream/weir/spec"
+	"github.com/weirstream/weir/window"
 )
 
 // resultFields reads a window's results as the fields of an expression:
@@ -33,13 +36,13 @@ func newResultFields(key []string, aggs []spec.Aggregate) *resultFields {
 	for _, a := range aggs {
 		names = append(names, a.Name)
 	}
-	return newFields(names, len(key))
+	return newFields(names, len(key), 0)
 }
 
 // newFields reads fields names: the first nk from a result's key, the
-// others from its value.
-func newFields(names []string, nk int) *resultFields {
-	f := &resultFields{names: names, nk: nk, na: len(names) - nk}
+// last nm from withMore's more, the others from its value.
+func newFields(names []string, nk, nm int) *resultFields {
+	f := &resultFields{names: names, nk: nk, na: len(names) - nk - nm}
 	f.pool.New = func() any { return &resultScratch{got: make([]*fastjson.Value, len(names))} }
 	return f
 }
@@ -55,6 +58,12 @@ func (f *resultFields) compile(src string) (sqlparse.Expr, func(sqlparse.Ident) 
 // followed by a 0 byte), and an arena for values; false when they do not
 // parse (not reached: keys and values are JSON).
 func (f *resultFields) with(key string, value []byte, use func(got []*fastjson.Value, a *fastjson.Arena)) bool {
+	return f.withMore(key, value, nil, use)
+}
+
+// withMore is with, the fields after the aggregates being more (JSON
+// texts: a result expression's window bounds).
+func (f *resultFields) withMore(key string, value []byte, more [][]byte, use func(got []*fastjson.Value, a *fastjson.Arena)) bool {
 	sc := f.pool.Get().(*resultScratch)
 	defer f.pool.Put(sc)
 	b := append(sc.buf[:0], '[')
@@ -80,6 +89,13 @@ func (f *resultFields) with(key string, value []byte, use func(got []*fastjson.V
 		}
 		b = append(b, v[:end]...)
 		v = v[min(end+1, len(v)):]
+		n++
+	}
+	for _, m := range more {
+		if n > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, m...)
 		n++
 	}
 	b = append(b, ']')
@@ -137,7 +153,7 @@ type Cond struct{ h Having }
 // NewCond compiles condition src over the columns names; the plan
 // checked it (spec.Compile).
 func NewCond(src string, names []string) (*Cond, error) {
-	f := newFields(slices.Clone(names), 0)
+	f := newFields(slices.Clone(names), 0, 0)
 	x, field, err := f.compile(src)
 	if err != nil {
 		return nil, err
@@ -162,9 +178,15 @@ type ResultExpr struct {
 }
 
 // NewResultExpr compiles src over the results of windows keyed by key
-// with aggregates aggs; the plan checked it (spec.Compile).
+// with aggregates aggs, and their window bounds (window_start,
+// window_end, window_time: epoch milliseconds); the plan checked it
+// (spec.Compile).
 func NewResultExpr(src string, key []string, aggs []spec.Aggregate) (*ResultExpr, error) {
-	f := newResultFields(key, aggs)
+	names := slices.Clone(key)
+	for _, a := range aggs {
+		names = append(names, a.Name)
+	}
+	f := newFields(append(names, spec.ColWindowStart, spec.ColWindowEnd, spec.ColWindowTime), len(key), 3)
 	x, field, err := f.compile(src)
 	if err != nil {
 		return nil, err
@@ -177,9 +199,22 @@ func NewResultExpr(src string, key []string, aggs []spec.Aggregate) (*ResultExpr
 }
 
 // Append appends the expression's value for the result of key and value
-// as JSON (null when it cannot be read).
-func (e *ResultExpr) Append(b []byte, key string, value []byte) []byte {
-	if !e.f.with(key, value, func(got []*fastjson.Value, a *fastjson.Arena) { b = e.x.Value(a, got).MarshalTo(b) }) {
+// in window w as JSON (null when it cannot be read; the global window's
+// bounds are null).
+func (e *ResultExpr) Append(b []byte, key string, value []byte, w window.Window) []byte {
+	var bounds [3][]byte
+	var buf [64]byte
+	if w == window.Global {
+		bounds = [3][]byte{[]byte("null"), []byte("null"), []byte("null")}
+	} else {
+		t := buf[:0]
+		for i, x := range []etime.Time{w.Start, w.End, w.MaxTimestamp()} {
+			n := len(t)
+			t = strconv.AppendInt(t, int64(x), 10)
+			bounds[i] = t[n:]
+		}
+	}
+	if !e.f.withMore(key, value, bounds[:], func(got []*fastjson.Value, a *fastjson.Arena) { b = e.x.Value(a, got).MarshalTo(b) }) {
 		b = append(b, "null"...)
 	}
 	return b

@@ -170,8 +170,9 @@ func (c *compiler) resultExpr(x sqlparse.Expr, rel *relation) (string, error) {
 			id := e.Parts[len(e.Parts)-1]
 			switch id.Name {
 			case "window_start", "window_end", "window_time":
-				bad = cmp.Or(bad, error(errAt(id.Pos, id.Name, "select "+id.Name+" as a column of its own", "an expression of %s is not compiled yet", id.Name)))
-				return e
+				// The result's window bound, epoch milliseconds
+				// (DATE_FORMAT(window_start, 'HH:mm') formats it).
+				return &sqlparse.Ref{Parts: []sqlparse.Ident{id}}
 			}
 			col, cid, err := rel.ref(e)
 			switch {

@@ -292,4 +292,3 @@ func abs64(x int64) int64 {
 	}
 	return x
 }
-

@@ -7,9 +7,9 @@ import (
 
 	"github.com/valyala/fastjson"
 
+	"github.com/weirstream/weir/etime"
 	"github.com/weirstream/weir/internal/expr"
 	"github.com/weirstream/weir/internal/sqlparse"
-	"github.com/weirstream/weir/etime"
 	"github.com/weirstream/weir/spec"
 	"github.com/weirstream/weir/window"
 )

@@ -195,7 +195,11 @@ func appendColumns(b []byte, plan *spec.Plan, cols []spec.Column, run int64, r w
 			if r.Firing == window.Retract {
 				b = append(b, "null"...)
 			} else {
-				b = resultExpr(plan, c.Expr).Append(b, r.Key, r.Value, r.Window)
+				var bounds []etime.Time // the global window's: null
+				if !global {
+					bounds = []etime.Time{r.Window.Start, r.Window.End, r.Window.MaxTimestamp()}
+				}
+				b = resultExpr(plan, c.Expr).Append(b, r.Key, r.Value, bounds)
 			}
 			continue
 		}

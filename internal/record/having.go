@@ -11,7 +11,6 @@ import (
 	"github.com/weirstream/weir/internal/expr"
 	"github.com/weirstream/weir/internal/sqlparse"
 	"github.com/weirstream/weir/spec"
-	"github.com/weirstream/weir/window"
 )
 
 // resultFields reads a window's results as the fields of an expression:
@@ -199,22 +198,22 @@ func NewResultExpr(src string, key []string, aggs []spec.Aggregate) (*ResultExpr
 }
 
 // Append appends the expression's value for the result of key and value
-// in window w as JSON (null when it cannot be read; the global window's
-// bounds are null).
-func (e *ResultExpr) Append(b []byte, key string, value []byte, w window.Window) []byte {
-	var bounds [3][]byte
+// whose window has bounds (window_start, window_end, window_time; nil:
+// the global window's, null) as JSON (null when it cannot be read).
+func (e *ResultExpr) Append(b []byte, key string, value []byte, bounds []etime.Time) []byte {
+	var texts [3][]byte
 	var buf [64]byte
-	if w == window.Global {
-		bounds = [3][]byte{[]byte("null"), []byte("null"), []byte("null")}
-	} else {
-		t := buf[:0]
-		for i, x := range []etime.Time{w.Start, w.End, w.MaxTimestamp()} {
-			n := len(t)
-			t = strconv.AppendInt(t, int64(x), 10)
-			bounds[i] = t[n:]
+	t := buf[:0]
+	for i := range texts {
+		if len(bounds) != len(texts) {
+			texts[i] = []byte("null")
+			continue
 		}
+		n := len(t)
+		t = strconv.AppendInt(t, int64(bounds[i]), 10)
+		texts[i] = t[n:]
 	}
-	if !e.f.withMore(key, value, bounds[:], func(got []*fastjson.Value, a *fastjson.Arena) { b = e.x.Value(a, got).MarshalTo(b) }) {
+	if !e.f.withMore(key, value, texts[:], func(got []*fastjson.Value, a *fastjson.Arena) { b = e.x.Value(a, got).MarshalTo(b) }) {
 		b = append(b, "null"...)
 	}
 	return b

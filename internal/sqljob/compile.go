@@ -252,6 +252,15 @@ func (c *compiler) sideOutputs() error {
 			return errAt(st.Pos, st.Key, "leave it out: each side's too-late rows and dead letters are counted (late_dropped, dead_letter)",
 				"%s is not compiled for a join yet: its two sides would write one table", st.Key)
 		}
+		if key != deadLetterKey && len(c.job.more) > 0 {
+			// One table has one writer: the first query's window.
+			var others []string
+			for _, m := range c.job.more {
+				others = append(others, strings.TrimSuffix(m.prefix, "."))
+			}
+			c.job.Warnings = append(c.job.Warnings, fmt.Sprintf("%s: %s applies to the first query's window (INSERT INTO %s); the too-late rows of %s are counted (late_dropped), not written: run a query as a job of its own to keep its too-late rows",
+				st.Pos, st.Key, c.job.firstTable, strings.Join(others, ", ")))
+		}
 		t, err := c.lookup(sqlparse.Name{Parts: []sqlparse.Ident{{Pos: st.Pos, Name: st.Value}}})
 		if err != nil {
 			return err

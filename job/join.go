@@ -8,6 +8,7 @@ import (
 
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/etime"
+	"github.com/weirstream/weir/internal/jsonnum"
 	"github.com/weirstream/weir/internal/outfmt"
 	"github.com/weirstream/weir/internal/record"
 	"github.com/weirstream/weir/spec"
@@ -104,7 +105,7 @@ func (jn *join) row(s int, r window.Result[string, []byte]) JoinRow {
 	aggs := splitValues(r.Value, len(side.plan.Aggregates))
 	row := JoinRow{Right: s == 1, Tie: r.Key, Start: r.Window.Start, End: r.Window.End}
 	for _, c := range side.on {
-		row.On = append(row.On, c.text(&r, keys, aggs))
+		row.On = append(row.On, canonicalNumber(c.text(&r, keys, aggs)))
 	}
 	for _, c := range side.keys {
 		row.Keys = append(row.Keys, c.text(&r, keys, aggs))
@@ -142,6 +143,23 @@ func (jn *join) meets(l, r *JoinRow, buf *[]byte) bool {
 	}
 	*buf = b
 	return jn.cond.Keep(b)
+}
+
+// sortableTime encodes t so that the encodings sort as the times do.
+func sortableTime(t etime.Time) string {
+	return fmt.Sprintf("%016x", uint64(t)^1<<63)
+}
+
+// canonicalNumber is t, a column's JSON text, with a number in its
+// canonical form (9.0 and 9, 12.50 and 12.5 are one), so that a join
+// column pairs equal numbers whichever side wrote them how: a key field
+// or a record's value is canonical, a max or a first keeps its input's
+// text.
+func canonicalNumber(t string) string {
+	if t == "" || t[0] != '-' && (t[0] < '0' || t[0] > '9') {
+		return t
+	}
+	return string(jsonnum.AppendCanonical(nil, []byte(t)))
 }
 
 // splitValues splits a result's value into its first n aggregate texts.
@@ -269,7 +287,7 @@ func (j *Job) buildJoin(b *branch, left, right weir.Stream[window.Result[string,
 				row := jn.row(0, r)
 				// Rows of a group pair in the order of their records'
 				// times and values, not of their arrival.
-				row.Tie = strconv.FormatInt(int64(ts), 10) + record.KeySep + string(r.Value)
+				row.Tie = sortableTime(ts) + record.KeySep + string(r.Value)
 				row.Start, row.End, row.At = w.Start, w.End, ts
 				emit(rng.Due(w), row)
 			})

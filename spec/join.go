@@ -107,14 +107,17 @@ func (r *JoinRange) Windows(a window.Assigner, t etime.Time, each func(window.Wi
 	case ColWindowTime:
 		c = -1
 	}
+	// Starts are aligned (A2, A4), ends only when the size is a whole
+	// number of slides: walk the starts of the ends in [lo, hi].
 	lo, hi := t.Add(-(c + r.Hi)), t.Add(-(c + r.Lo))
-	end := window.Start(lo, offset, step)
-	if end < lo {
-		end = end.Add(step)
+	first, last := lo.Add(-size), hi.Add(-size)
+	start := window.Start(first, offset, step)
+	if start < first {
+		start = start.Add(step)
 	}
-	for ; end <= hi; end = end.Add(step) {
-		each(window.Window{Start: end.Add(-size), End: end})
-		if end == etime.MaxTime {
+	for ; start <= last; start = start.Add(step) {
+		each(window.Window{Start: start, End: start.Add(size)})
+		if start.Add(step) <= start { // saturated at the end of the time axis
 			break
 		}
 	}
@@ -191,8 +194,6 @@ func checkJoin(leftName string, left *WindowOp, rightName string, right *WindowO
 			return refuse("its range is of %q, not of window_start, window_end or window_time", r.Bound)
 		case r.Hi < r.Lo:
 			return refuse("its range is empty (%v to %v)", r.Lo.Std(), r.Hi.Std())
-		case r.Hi-r.Lo+1 < step:
-			return refuse("its range (%v to %v) is narrower than the windows' slide %v: some records would meet no window", r.Lo.Std(), r.Hi.Std(), step.Std())
 		case (r.Hi-r.Lo)/step > maxRangeWindows:
 			return refuse("a record would meet more than %d windows", maxRangeWindows)
 		}

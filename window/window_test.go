@@ -185,7 +185,8 @@ func TestAttached(t *testing.T) {
 	tu, _ := Tumbling(3000, 500)
 	sl, _ := Sliding(10_000, 2000, 300)
 	cu, _ := Cumulate(3000, 1000, 500)
-	for _, up := range []Assigner{tu, sl, cu} {
+	odd, _ := Sliding(10_000, 3000, 0) // a size that is no whole number of slides
+	for _, up := range []Assigner{tu, sl, cu, odd} {
 		a, err := Attached(up)
 		if err != nil {
 			t.Fatal(err)

@@ -2,7 +2,9 @@ package expr
 
 import (
 	"bytes"
+	"fmt"
 	"math"
+	"math/big"
 	"strconv"
 	"strings"
 	"time"
@@ -77,40 +79,132 @@ func millis(v value) (int64, bool) {
 	return 0, false
 }
 
-// javaLayout turns a Java DateTimeFormatter pattern (Flink's DATE_FORMAT
-// and FROM_UNIXTIME take them: yyyy-MM-dd HH:mm:ss.SSS, with 'quoted'
-// text) into Go's layout; false for a letter it does not know.
-func javaLayout(p string) (string, bool) {
-	var b strings.Builder
+// dateTok is a piece of a Java DateTimeFormatter pattern: literal text,
+// or a field letter repeated n times.
+type dateTok struct {
+	lit    string
+	letter byte
+	n      int
+}
+
+// javaPattern reads a Java DateTimeFormatter pattern (Flink's
+// DATE_FORMAT and FROM_UNIXTIME take them: yyyy-MM-dd HH:mm:ss.SSS, with
+// 'quoted' text and ” for a quote); false for a letter it does not
+// format.
+func javaPattern(p string) ([]dateTok, bool) {
+	var toks []dateTok
+	lit := func(s string) {
+		if n := len(toks); n > 0 && toks[n-1].letter == 0 {
+			toks[n-1].lit += s
+			return
+		}
+		toks = append(toks, dateTok{lit: s})
+	}
 	for i := 0; i < len(p); {
 		c := p[i]
-		if c == '\'' {
-			j := strings.IndexByte(p[i+1:], '\'')
-			if j < 0 {
-				return "", false
+		switch {
+		case c == '\'' && i+1 < len(p) && p[i+1] == '\'':
+			lit("'")
+			i += 2
+		case c == '\'':
+			// Quoted text up to the closing quote; '' inside is a quote.
+			i++
+			var b strings.Builder
+			for {
+				if i >= len(p) {
+					return nil, false
+				}
+				if p[i] == '\'' {
+					if i+1 < len(p) && p[i+1] == '\'' {
+						b.WriteByte('\'')
+						i += 2
+						continue
+					}
+					i++
+					break
+				}
+				b.WriteByte(p[i])
+				i++
 			}
-			b.WriteString(p[i+1 : i+1+j])
-			i += j + 2
-			continue
+			lit(b.String())
+		case c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z':
+			n := 1
+			for i+n < len(p) && p[i+n] == c {
+				n++
+			}
+			if !strings.ContainsRune("yMdHhmsSaE", rune(c)) {
+				return nil, false
+			}
+			toks = append(toks, dateTok{letter: c, n: n})
+			i += n
+		default:
+			lit(string(c))
+			i++
 		}
-		n := 1
-		for i+n < len(p) && p[i+n] == c {
-			n++
-		}
-		tok := p[i : i+n]
-		i += n
-		if c < 'A' || c > 'z' || c > 'Z' && c < 'a' {
-			b.WriteString(tok)
-			continue
-		}
-		layout, ok := map[string]string{"yyyy": "2006", "yy": "06", "MM": "01", "M": "1", "dd": "02", "d": "2",
-			"HH": "15", "mm": "04", "ss": "05", "SSS": "000", "SS": "00", "S": "0", "MMM": "Jan", "EEE": "Mon", "a": "PM", "hh": "03", "h": "3"}[tok]
-		if !ok {
-			return "", false
-		}
-		b.WriteString(layout)
 	}
-	return b.String(), true
+	return toks, true
+}
+
+// formatDate appends t formatted by toks (javaPattern's).
+func formatDate(b []byte, t time.Time, toks []dateTok) []byte {
+	num := func(v, n int) {
+		s := strconv.Itoa(v)
+		for k := len(s); k < n; k++ {
+			b = append(b, '0')
+		}
+		b = append(b, s...)
+	}
+	for _, k := range toks {
+		switch k.letter {
+		case 0:
+			b = append(b, k.lit...)
+		case 'y':
+			if k.n == 2 {
+				num(t.Year()%100, 2)
+			} else {
+				num(t.Year(), k.n)
+			}
+		case 'M':
+			switch {
+			case k.n == 3:
+				b = append(b, t.Month().String()[:3]...)
+			case k.n >= 4:
+				b = append(b, t.Month().String()...)
+			default:
+				num(int(t.Month()), k.n)
+			}
+		case 'd':
+			num(t.Day(), k.n)
+		case 'H':
+			num(t.Hour(), k.n)
+		case 'h':
+			num((t.Hour()+11)%12+1, k.n)
+		case 'm':
+			num(t.Minute(), k.n)
+		case 's':
+			num(t.Second(), k.n)
+		case 'S':
+			// The fraction of the second, its first n digits.
+			frac := fmt.Sprintf("%09d", t.Nanosecond())
+			for len(frac) < k.n {
+				frac += "0"
+			}
+			b = append(b, frac[:k.n]...)
+		case 'a':
+			if t.Hour() < 12 {
+				b = append(b, "AM"...)
+			} else {
+				b = append(b, "PM"...)
+			}
+		case 'E':
+			if k.n >= 4 {
+				b = append(b, t.Weekday().String()...)
+			} else {
+				b = append(b, t.Weekday().String()[:3]...)
+			}
+		}
+	}
+	return b
 }
 
 // moreCall compiles the functions of moreFunctions.
@@ -128,27 +222,36 @@ func (c compiler) moreCall(x *sqlparse.Call, name string, args []eval) eval {
 	case "CONCAT":
 		return concat(args)
 	case "SUBSTRING", "SUBSTR":
-		// 1-based, in characters; a start below 1 counts from 1 as SQL's
-		// (start + length - 1 is the last).
+		// As Flink's: 1-based, in characters; start 0 is 1, a negative
+		// start counts from the end; a negative length is NULL.
 		return func(g []*fastjson.Value) value {
 			s, start := arg(g, 0), arg(g, 1)
 			if s.k != str || start.k != integer {
 				return nullV
 			}
 			runes := []rune(string(s.s))
-			from, to := start.i, int64(len(runes))+1
-			if len(args) == 3 {
-				n := arg(g, 2)
-				if n.k != integer || n.i < 0 {
-					return nullV
-				}
-				to = min(to, from+n.i)
+			n := int64(len(runes))
+			var from int64
+			switch {
+			case start.i > 0:
+				from = start.i - 1
+			case start.i < 0:
+				from = max(n+start.i, 0)
 			}
-			from = max(from, 1)
-			if from >= to {
+			if from >= n {
 				return value{k: str, s: []byte{}}
 			}
-			return value{k: str, s: []byte(string(runes[from-1 : to-1]))}
+			to := n
+			if len(args) == 3 {
+				l := arg(g, 2)
+				if l.k != integer || l.i < 0 {
+					return nullV
+				}
+				if n-from > l.i {
+					to = from + l.i
+				}
+			}
+			return value{k: str, s: []byte(string(runes[from:to]))}
 		}
 	case "TRIM", "LTRIM", "RTRIM":
 		f := map[string]func([]byte, string) []byte{"TRIM": bytes.Trim, "LTRIM": bytes.TrimLeft, "RTRIM": bytes.TrimRight}[name]
@@ -176,10 +279,12 @@ func (c compiler) moreCall(x *sqlparse.Call, name string, args []eval) eval {
 			d := int64(0)
 			if len(args) == 2 {
 				dv := arg(g, 1)
-				if dv.k != integer || dv.i < 0 || dv.i > 18 {
+				if dv.k != integer {
 					return nullV
 				}
-				d = dv.i
+				// Beyond ±400 places nothing changes: a float64 has
+				// fewer digits, and any value rounds to 0.
+				d = min(max(dv.i, -400), 400)
 			}
 			return round(v, d)
 		}
@@ -218,15 +323,15 @@ func (c compiler) moreCall(x *sqlparse.Call, name string, args []eval) eval {
 			return value{k: float, f: math.Pow(a.num(), b.num())}
 		}
 	case "DATE_FORMAT", "FROM_UNIXTIME":
-		layout := "2006-01-02 15:04:05"
+		layout, _ := javaPattern("yyyy-MM-dd HH:mm:ss")
 		if len(args) == 2 {
 			lit, ok := x.Args[1].Value.(*sqlparse.Lit)
 			if !ok || lit.Kind != "string" {
 				c.fail(x.Pos, name, "write the pattern as a string literal, such as 'yyyy-MM-dd HH:mm'", "%s's pattern is a string literal", name)
 				return nil
 			}
-			if layout, ok = javaLayout(lit.Text); !ok {
-				c.fail(sqlparse.ExprPos(x.Args[1].Value), lit.Text, "use yyyy, yy, MM, M, MMM, dd, d, HH, hh, h, mm, ss, SSS, a, EEE and 'quoted' text", "%s's pattern %q has a letter weir does not format", name, lit.Text)
+			if layout, ok = javaPattern(lit.Text); !ok {
+				c.fail(sqlparse.ExprPos(x.Args[1].Value), lit.Text, "use the letters y, M, d, H, h, m, s, S, a and E, 'quoted' text and '' for a quote", "%s's pattern %q has a letter weir does not format", name, lit.Text)
 				return nil
 			}
 		}
@@ -243,7 +348,7 @@ func (c compiler) moreCall(x *sqlparse.Call, name string, args []eval) eval {
 			if !ok {
 				return nullV
 			}
-			return value{k: str, s: time.UnixMilli(ms).UTC().AppendFormat(nil, layout)}
+			return value{k: str, s: formatDate(nil, time.UnixMilli(ms).UTC(), layout)}
 		}
 	}
 	// YEAR, MONTH, DAYOFMONTH, HOUR, MINUTE, SECOND of a time, in UTC.
@@ -258,30 +363,73 @@ func (c compiler) moreCall(x *sqlparse.Call, name string, args []eval) eval {
 	}
 }
 
-// round rounds v to d decimal places, half away from zero (Flink's
-// ROUND): an integer stays, a decimal stays exact, a float rounds as a
-// float.
+// round rounds v to d decimal places (d < 0: to tens, hundreds, ...),
+// half away from zero, as Flink's ROUND does on the value's decimal
+// text: an integer stays an integer, a decimal stays exact, a float is
+// rounded as its shortest decimal text (ROUND(1.005e0, 2) is 1.01).
 func round(v value, d int64) value {
 	switch v.k {
-	case integer:
-		return v
-	case decimal:
-		if int64(v.sc) <= d {
+	case integer, decimal:
+		sc := int64(0)
+		if v.k == decimal {
+			sc = int64(v.sc)
+		}
+		if sc <= d {
 			return v
 		}
-		p := int64(pow10[int64(v.sc)-d])
-		q, r := v.i/p, v.i%p
-		if 2*abs64(r) >= p {
+		if sc-d > 18 {
+			// A step of 10^19 or more: |v| (below 9.3e18 units) is less
+			// than half of it.
+			return dec(0, uint8(max(d, 0)))
+		}
+		p := pow10[sc-d]
+		q, r := v.i/int64(p), v.i%int64(p)
+		if 2*abs64(r) >= int64(p) {
 			if v.i < 0 {
 				q--
 			} else {
 				q++
 			}
 		}
-		return dec(q, uint8(d))
+		if d >= 0 {
+			return dec(q, uint8(d))
+		}
+		// Back to an integer: q tens, hundreds, ...
+		m := int64(pow10[-d])
+		if q > math.MaxInt64/m || q < math.MinInt64/m {
+			return value{k: float, f: float64(q) * float64(m)}
+		}
+		return value{k: integer, i: q * m}
 	case float:
-		p := math.Pow(10, float64(d))
-		return value{k: float, f: math.Round(v.f*p) / p}
+		if math.IsInf(v.f, 0) || math.IsNaN(v.f) {
+			return v
+		}
+		r, ok := new(big.Rat).SetString(strconv.FormatFloat(v.f, 'g', -1, 64))
+		if !ok {
+			return nullV
+		}
+		scale := new(big.Rat).SetFrac(new(big.Int).Exp(big.NewInt(10), big.NewInt(abs64(d)), nil), big.NewInt(1))
+		if d >= 0 {
+			r.Mul(r, scale)
+		} else {
+			r.Quo(r, scale)
+		}
+		// Half away from zero: truncate |r| + 1/2.
+		neg := r.Sign() < 0
+		r.Abs(r)
+		r.Add(r, big.NewRat(1, 2))
+		q := new(big.Int).Quo(r.Num(), r.Denom())
+		if neg {
+			q.Neg(q)
+		}
+		out := new(big.Rat).SetInt(q)
+		if d >= 0 {
+			out.Quo(out, scale)
+		} else {
+			out.Mul(out, scale)
+		}
+		f, _ := out.Float64()
+		return value{k: float, f: f}
 	}
 	return nullV
 }

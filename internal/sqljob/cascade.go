@@ -106,15 +106,14 @@ func (c *compiler) attachedAggregation(sel *sqlparse.Select, rel *relation) ([]i
 	// The relation's window bounds, by whatever name it gives them, as
 	// the bounds aggregation reads; its other columns as they are.
 	bound := func(x sqlparse.Expr) sqlparse.Expr {
-		ref, ok := x.(*sqlparse.Ref)
-		if !ok {
-			return x
-		}
-		col, _, err := rel.ref(ref)
-		if err != nil || !isBound(rel.results[col.name]) {
-			return x
-		}
-		return &sqlparse.Ref{Parts: []sqlparse.Ident{{Pos: ref.Parts[0].Pos, Name: rel.results[col.name]}}}
+		// Also inside expressions (DATE_FORMAT(t.wstart, 'HH:mm')).
+		return rewriteRefs(x, func(ref *sqlparse.Ref) sqlparse.Expr {
+			col, _, err := rel.ref(ref)
+			if err != nil || !isBound(rel.results[col.name]) {
+				return ref
+			}
+			return &sqlparse.Ref{Parts: []sqlparse.Ident{{Pos: ref.Parts[0].Pos, Name: rel.results[col.name]}}}
+		})
 	}
 	q := *sel
 	q.GroupBy = nil

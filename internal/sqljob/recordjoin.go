@@ -7,6 +7,7 @@ import (
 
 	"github.com/weirstream/weir/etime"
 	"github.com/weirstream/weir/internal/sqlparse"
+	"github.com/weirstream/weir/internal/suggest"
 	"github.com/weirstream/weir/spec"
 )
 
@@ -61,6 +62,10 @@ func (c *compiler) compileRecordJoin(in *sqlparse.Insert, sel *sqlparse.Select, 
 		name := r.Parts[len(r.Parts)-1].Name
 		switch {
 		case len(r.Parts) == 2 && r.Parts[0].Name == right.alias:
+			if _, ok := right.col(name); !ok {
+				return 0, "", errAt(r.Parts[1].Pos, sqlparse.FormatExpr(r), suggest.Or(name, right.names, "its columns: "+strings.Join(right.names, ", ")),
+					"%s has no column %s", right.alias, name)
+			}
 			return 1, name, nil
 		case len(r.Parts) == 2 && r.Parts[0].Name == alias, len(r.Parts) == 1 && rel.col(name) != nil:
 			if _, ok := right.col(name); ok && len(r.Parts) == 1 {
@@ -118,10 +123,14 @@ func (c *compiler) compileRecordJoin(in *sqlparse.Insert, sel *sqlparse.Select, 
 		}
 		bound = it.from
 		switch op {
-		case ">=":
-			lo = &off
+		case ">=": // several lower bounds: the highest holds
+			if lo == nil || off > *lo {
+				lo = &off
+			}
 		case "<=":
-			hi = &off
+			if hi == nil || off < *hi {
+				hi = &off
+			}
 		default:
 			return false, errAt(sqlparse.ExprPos(t), sqlparse.FormatExpr(t), recordJoinHint, "the time range is inclusive: write >= and <=, or BETWEEN")
 		}

@@ -68,6 +68,13 @@ func (c *compiler) cascadeAggregation(sel *sqlparse.Select, rel *relation, group
 	if err := c.cascadeWindow(rel, timeCol, sel.Pos); err != nil {
 		return nil, err
 	}
+	return c.resultsAggregation(sel, rel, group)
+}
+
+// resultsAggregation compiles the aggregation of sel over windowed
+// relation rel's results: its keys and aggregated fields renamed to the
+// results' columns (cascadeFields), and its items too.
+func (c *compiler) resultsAggregation(sel *sqlparse.Select, rel *relation, group *sqlparse.Call) ([]item, error) {
 	items, err := c.aggregation(sel, rel, group)
 	if err != nil {
 		return nil, err
@@ -126,19 +133,7 @@ func (c *compiler) attachedAggregation(sel *sqlparse.Select, rel *relation) ([]i
 		cp.Expr = bound(it.Expr)
 		q.Items = append(q.Items, &cp)
 	}
-	items, err := c.aggregation(&q, rel, nil)
-	if err != nil {
-		return nil, err
-	}
-	if err := c.cascadeFields(rel, sel.Pos); err != nil {
-		return nil, err
-	}
-	for i := range items {
-		if f, ok := rel.results[items[i].from]; ok && !items[i].agg && !isBound(items[i].from) {
-			items[i].from = f
-		}
-	}
-	return items, nil
+	return c.resultsAggregation(&q, rel, nil)
 }
 
 // cascadeWindow finishes the spec of a window over a windowed view's

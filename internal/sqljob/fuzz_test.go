@@ -22,6 +22,17 @@ func FuzzCompile(f *testing.F) {
 	f.Add(`CREATE TABLE t (a INT, b ROW<c BIGINT>, ms BIGINT, ts AS TO_TIMESTAMP_LTZ(ms, 3), WATERMARK FOR ts AS ts) WITH ('connector' = 'filesystem', 'path' = 'x');
 CREATE VIEW v AS SELECT b.c, ts FROM t WHERE a = 1;
 SELECT c, window_start, COUNT(*) FROM TABLE(HOP(TABLE v, DESCRIPTOR(ts), INTERVAL '1' SECOND, INTERVAL '2' SECOND)) WHERE c > 2 GROUP BY c, window_start, window_end;`)
+	// A join of records (W19), an aggregation per window (W18) with a
+	// join on the window alone and a condition (W14).
+	f.Add(`CREATE TABLE b (i BIGINT, p DECIMAL(5, 2), ts TIMESTAMP(3), WATERMARK FOR ts AS ts - INTERVAL '5' SECOND) WITH ('connector' = 'filesystem', 'path' = 'x');
+CREATE TABLE o (i BIGINT, p DECIMAL(5, 2), ts TIMESTAMP(3)) WITH ('connector' = 'filesystem', 'path' = 'y');
+INSERT INTO o SELECT B.i, B.p, B.ts FROM b B JOIN (SELECT MAX(p) AS m, window_end AS e FROM TABLE(HOP(TABLE b, DESCRIPTOR(ts), INTERVAL '3' SECOND, INTERVAL '10' SECOND)) GROUP BY window_start, window_end) W
+ON B.p = W.m WHERE B.ts >= W.e - INTERVAL '3' SECOND AND B.ts <= W.e;`)
+	f.Add(`CREATE TABLE b (a BIGINT, ts TIMESTAMP(3), WATERMARK FOR ts AS ts - INTERVAL '5' SECOND) WITH ('connector' = 'filesystem', 'path' = 'x');
+CREATE TABLE o (a BIGINT, n BIGINT) WITH ('connector' = 'filesystem', 'path' = 'y');
+INSERT INTO o SELECT A.a, A.n FROM (SELECT a, COUNT(*) AS n, window_start AS s, window_end AS e FROM TABLE(TUMBLE(TABLE b, DESCRIPTOR(ts), INTERVAL '2' SECOND)) GROUP BY a, window_start, window_end) A
+JOIN (SELECT MAX(C.n) AS m, DATE_FORMAT(C.s, 'HH:mm') AS f, C.s, C.e FROM (SELECT COUNT(*) AS n, window_start AS s, window_end AS e FROM TABLE(TUMBLE(TABLE b, DESCRIPTOR(ts), INTERVAL '2' SECOND)) GROUP BY a, window_start, window_end) C GROUP BY C.s, C.e) M
+ON A.s = M.s AND A.e = M.e AND A.n >= M.m;`)
 	f.Fuzz(func(t *testing.T, src string) {
 		j, err := Compile(src, "f.sql")
 		if err != nil {
@@ -34,7 +45,9 @@ SELECT c, window_start, COUNT(*) FROM TABLE(HOP(TABLE v, DESCRIPTOR(ts), INTERVA
 // FuzzExpr: any expression that parses compiles without a panic, and
 // its predicate evaluates without one on records of any shape.
 func FuzzExpr(f *testing.F) {
-	for _, s := range []string{"a > 1 AND b IN ('x', NULL)", "CASE a WHEN 1 THEN b.c END IS NULL", "MOD(a, 0) = -a / 0", "CAST(b AS BIGINT) BETWEEN 1 AND 2"} {
+	for _, s := range []string{"a > 1 AND b IN ('x', NULL)", "CASE a WHEN 1 THEN b.c END IS NULL", "MOD(a, 0) = -a / 0", "CAST(b AS BIGINT) BETWEEN 1 AND 2",
+		"SUBSTRING(b.c, a, -a) || CONCAT(a, b) = TRIM(REPLACE(b.c, 'x', ''))", "ROUND(a, -a) = FLOOR(CEIL(POWER(a, a)))",
+		"DATE_FORMAT(a, 'yyyy-MM-dd''T''HH:mm:ss.SSS a EEE') = FROM_UNIXTIME(a, 'y') AND HOUR(b.c) > MINUTE(a)"} {
 		f.Add(s, `{"a": 1, "b": {"c": "x"}}`)
 	}
 	f.Fuzz(func(t *testing.T, src, record string) {

@@ -99,15 +99,16 @@ func JoinPlans(left, right *Plan, op *JoinOp, name, leftPrefix, prefix string, d
 	return q.checked()
 }
 
-// UnitePlans returns plan p with plan q's window and sinks added (a
-// statement set of several queries): q's window reads p's first read
+// UnitePlans returns plan p with plan q's windows (and the joins, Top-Ns
+// and selects of them) and sinks added (a statement set of several
+// queries): q's first read is p's first read
 // when q reads the same source the same way (its source, decode and
 // watermark operators equal p's), else a read of its own; its nodes and
 // sinks are named after prefix. q's dead letters, on a shared read, are
 // p's (one sink of that stream). q's definition is recorded under
 // prefix.
 func UnitePlans(p, q *Plan, prefix string) (*Plan, error) {
-	if _, err := onlyWindow(q); err != nil {
+	if _, err := q.Graph.Path(); err != nil {
 		return nil, err
 	}
 	u := *p

@@ -175,13 +175,13 @@ func (c *compiler) cascadeFields(rel *relation, pos sqlparse.Pos) error {
 	return nil
 }
 
-// cascadePlan compiles a cascade: the view's window (cascade.up), its
-// results feeding the query's window (Spec's), whose results go to the
+// cascadeQueryPlan compiles a cascade: the view's window (c.up), its
+// results feeding the query's window (s's), whose results go to the
 // sink. The view's window is named after the view, the other after the
 // sink's table.
-func (j *Job) cascadePlan() (*spec.Plan, error) {
-	k := j.Spec.Sinks.Results[0]
-	p, err := cascadePlan(j.Spec, j.cascade, j.cascade.into)
+func cascadeQueryPlan(s *spec.Spec, c *cascaded) (*spec.Plan, error) {
+	k := s.Sinks.Results[0]
+	p, err := cascadePlan(s, c, c.into)
 	if err != nil {
 		return nil, err
 	}

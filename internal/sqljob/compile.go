@@ -34,26 +34,36 @@ import (
 type Job struct {
 	Spec     *spec.Spec
 	Warnings []string
-	// join, when set, makes the job a window join of Spec's window (the
-	// left side's) with join.right's; topN, a Top-N of Spec's window's
-	// results.
-	join *joined
-	topN *spec.TopNOp
-	// cascade, when set, makes Spec's window read the results of the
-	// window of cascade.up (W12).
-	cascade *cascaded
-	// selectOp, when set, replaces Spec's window: a query without one.
-	selectOp *spec.SelectOp
-	// more are the other queries of a statement set, each a window of
-	// its own (spec.UnitePlans); firstTable is the first's table.
+	// The operators of the query being compiled, and after compiling,
+	// of the first query: how it composes Spec's window with others.
+	composition
+	// more are the other queries of a statement set, each a window (or
+	// a composition of them) of its own (spec.UnitePlans); firstTable is
+	// the first's table.
 	more       []moreQuery
 	firstTable string
 }
 
-// moreQuery is a query of a statement set besides the first: its spec,
-// and the prefix of its nodes and sinks (its table's name and a dot).
+// composition is what a query compiles to besides its spec's window.
+type composition struct {
+	// join, when set, makes the query a window join of its spec's window
+	// (the left side's) with join.right's; topN, a Top-N of its window's
+	// results.
+	join *joined
+	topN *spec.TopNOp
+	// cascade, when set, makes its window read the results of the
+	// window of cascade.up (W12).
+	cascade *cascaded
+	// selectOp, when set, replaces its window: a query without one.
+	selectOp *spec.SelectOp
+}
+
+// moreQuery is a query of a statement set besides the first: its spec
+// and composition, and the prefix of its nodes and sinks (its table's
+// name and a dot).
 type moreQuery struct {
-	spec   *spec.Spec
+	spec *spec.Spec
+	composition
 	prefix string
 }
 
@@ -160,21 +170,24 @@ func (c *compiler) compileInserts() error {
 	base := *c.job.Spec // the SETs'
 	var first *spec.Spec
 	var firstShape []byte
+	var firstComp composition
 	for i, in := range c.inserts {
 		s := base
 		c.job.Spec = &s
-		if err := c.compileInsert(in); err != nil {
+		c.job.composition = composition{} // this query's
+		err := c.compileInsert(in)
+		comp, qs := c.job.composition, c.job.Spec // a join's is its left side's
+		c.job.composition = firstComp
+		if err != nil {
 			return err
 		}
 		if i == 0 {
 			first, firstShape = c.job.Spec, shape(c.job.Spec)
+			firstComp, c.job.composition = comp, comp
 			c.job.firstTable = tableName(in.Table)
 			continue
 		}
-		if c.job.join != nil || c.job.topN != nil || c.job.cascade != nil || c.job.selectOp != nil {
-			return errAt(in.Pos, "INSERT", "run the join, Top-N, cascade or query without a window as a job of its own", "a statement set with a join, a Top-N, a cascade or a query without a window is not compiled yet")
-		}
-		if !bytes.Equal(shape(&s), firstShape) || exprColumns(&s) || exprColumns(first) {
+		if comp != (composition{}) || firstComp != (composition{}) || !bytes.Equal(shape(&s), firstShape) || exprColumns(&s) || exprColumns(first) {
 			// Another query: a window of its own, on the first's read
 			// when it reads the same table the same way.
 			name := tableName(in.Table)
@@ -183,7 +196,7 @@ func (c *compiler) compileInserts() error {
 					return errAt(in.Pos, name, "insert each query into a table of its own", "a second query into table %s", name)
 				}
 			}
-			c.job.more = append(c.job.more, moreQuery{spec: &s, prefix: name + "."})
+			c.job.more = append(c.job.more, moreQuery{spec: qs, composition: comp, prefix: name + "."})
 			continue
 		}
 		k := s.Sinks.Results[0]
@@ -432,75 +445,13 @@ func (o options) rest(table string, known []string) error {
 }
 
 // Plan compiles the job's spec (spec.Compile): the plan its YAML twin
-// compiles to.
+// compiles to, with the windows, joins, Top-Ns and selects its queries
+// compose (queryPlan), a statement set's queries united in one plan.
 // Its errors speak SQL's terms (the field path says what it is in SQL).
 func (j *Job) Plan() (*spec.Plan, error) {
-	if j.cascade != nil {
-		return j.cascadePlan()
-	}
-	var cols []spec.Column
-	var k *spec.Sink
-	if j.composed() {
-		// The join's or Top-N's rows have the columns, which the window's
-		// do not.
-		k = j.Spec.Sinks.Results[0]
-		cols, k.Columns = k.Columns, nil
-	}
-	var p *spec.Plan
-	var err error
-	switch {
-	case j.join != nil && j.join.cascades[0] != nil:
-		p, err = cascadePlan(j.Spec, j.join.cascades[0], "query")
-	case j.join != nil && j.join.records != nil:
-		// The records of a join of records with windowed results (W19).
-		if p, err = spec.Compile(j.Spec); err == nil {
-			p, err = spec.SelectPlan(p, j.join.records, "records", j.join.records)
-		}
-		if err != nil {
-			err = inSQLTerms(err)
-		}
-	default:
-		if p, err = spec.Compile(j.Spec); err != nil {
-			err = inSQLTerms(err)
-		}
-	}
-	if k != nil {
-		k.Columns = cols
-	}
+	p, err := queryPlan(j.Spec, j.composition)
 	if err != nil {
 		return nil, err
-	}
-	if j.join != nil {
-		var r *spec.Plan
-		if j.join.cascades[1] != nil {
-			r, err = cascadePlan(j.join.right, j.join.cascades[1], "query")
-		} else if r, err = spec.Compile(j.join.right); err != nil {
-			err = inSQLTerms(err)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("the join's right side, %s: %w", strings.TrimSuffix(j.join.prefix, "."), err)
-		}
-		if p, err = spec.JoinPlans(p, r, j.join.op, "join", j.join.leftPrefix, j.join.prefix, j.join.op); err != nil {
-			return nil, inSQLTerms(err)
-		}
-		if err := kafkaReads(p); err != nil {
-			return nil, err
-		}
-	}
-	if j.topN != nil {
-		if p, err = spec.FeedPlan(p, j.topN, "topn", j.topN); err != nil {
-			return nil, inSQLTerms(err)
-		}
-	}
-	if j.selectOp != nil {
-		if p, err = spec.SelectPlan(p, j.selectOp, "select", j.selectOp); err != nil {
-			return nil, inSQLTerms(err)
-		}
-	}
-	if j.composed() && len(cols) > 0 {
-		if err := p.SetResultColumns(cols); err != nil {
-			return nil, inSQLTerms(err)
-		}
 	}
 	if len(j.more) > 0 {
 		// Windows of several queries go by their tables' names.
@@ -511,11 +462,83 @@ func (j *Job) Plan() (*spec.Plan, error) {
 		}
 	}
 	for _, m := range j.more {
-		q, err := spec.Compile(m.spec)
+		q, err := queryPlan(m.spec, m.composition)
 		if err != nil {
-			return nil, fmt.Errorf("the INSERT INTO %s: %w", strings.TrimSuffix(m.prefix, "."), inSQLTerms(err))
+			return nil, fmt.Errorf("the INSERT INTO %s: %w", strings.TrimSuffix(m.prefix, "."), err)
 		}
 		if p, err = spec.UnitePlans(p, q, m.prefix); err != nil {
+			return nil, inSQLTerms(err)
+		}
+	}
+	if err := kafkaReads(p); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// queryPlan compiles one query: spec s's window, composed as c says.
+func queryPlan(s *spec.Spec, c composition) (*spec.Plan, error) {
+	if c.cascade != nil {
+		return cascadeQueryPlan(s, c.cascade)
+	}
+	var cols []spec.Column
+	var k *spec.Sink
+	if c.composed() {
+		// The join's or Top-N's rows have the columns, which the window's
+		// do not.
+		k = s.Sinks.Results[0]
+		cols, k.Columns = k.Columns, nil
+	}
+	var p *spec.Plan
+	var err error
+	switch {
+	case c.join != nil && c.join.cascades[0] != nil:
+		p, err = cascadePlan(s, c.join.cascades[0], "query")
+	case c.join != nil && c.join.records != nil:
+		// The records of a join of records with windowed results (W19).
+		if p, err = spec.Compile(s); err == nil {
+			p, err = spec.SelectPlan(p, c.join.records, "records", c.join.records)
+		}
+		if err != nil {
+			err = inSQLTerms(err)
+		}
+	default:
+		if p, err = spec.Compile(s); err != nil {
+			err = inSQLTerms(err)
+		}
+	}
+	if k != nil {
+		k.Columns = cols
+	}
+	if err != nil {
+		return nil, err
+	}
+	if c.join != nil {
+		var r *spec.Plan
+		if c.join.cascades[1] != nil {
+			r, err = cascadePlan(c.join.right, c.join.cascades[1], "query")
+		} else if r, err = spec.Compile(c.join.right); err != nil {
+			err = inSQLTerms(err)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("the join's right side, %s: %w", strings.TrimSuffix(c.join.prefix, "."), err)
+		}
+		if p, err = spec.JoinPlans(p, r, c.join.op, "join", c.join.leftPrefix, c.join.prefix, c.join.op); err != nil {
+			return nil, inSQLTerms(err)
+		}
+	}
+	if c.topN != nil {
+		if p, err = spec.FeedPlan(p, c.topN, "topn", c.topN); err != nil {
+			return nil, inSQLTerms(err)
+		}
+	}
+	if c.selectOp != nil {
+		if p, err = spec.SelectPlan(p, c.selectOp, "select", c.selectOp); err != nil {
+			return nil, inSQLTerms(err)
+		}
+	}
+	if c.composed() && len(cols) > 0 {
+		if err := p.SetResultColumns(cols); err != nil {
 			return nil, inSQLTerms(err)
 		}
 	}

@@ -225,4 +225,4 @@ func (c *compiler) firesOnce(pos sqlparse.Pos, what, verb string) error {
 // composed reports whether the job's results come from an operator of
 // windows' results (a join, a Top-N), whose rows the sink's columns
 // describe, not the window's.
-func (j *Job) composed() bool { return j.join != nil || j.topN != nil || j.selectOp != nil }
+func (c composition) composed() bool { return c.join != nil || c.topN != nil || c.selectOp != nil }

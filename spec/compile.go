@@ -527,6 +527,8 @@ func (c *compiler) source() {
 		c.add("source.nexmark.events", "missing", "give the number of events to generate, such as events: 1000000")
 	case typ == "nexmark" && (n.Rate < 0 || n.Rate > 1_000_000):
 		c.add("source.nexmark.rate", fmt.Sprintf("%d is out of range", n.Rate), "use 1..1000000 events per second of event time, or leave it out for 10000")
+	case typ == "nexmark" && n.Linger != nil && (*n.Linger < 0 || *n.Linger > Duration(time.Hour/time.Millisecond)):
+		c.add("source.nexmark.linger", fmt.Sprintf("%v is out of range", n.Linger), "use 0 to 1h of processing time after the last event, such as 11s")
 	}
 	if typ == "nexmark" && s.Format != "" {
 		c.add("source.format", "the nexmark source makes its own rows", "remove format")

@@ -226,6 +226,11 @@ type NexmarkSource struct {
 	Events int64 `yaml:"events"`
 	// Rate is events per second of event time (default 10000).
 	Rate int64 `yaml:"rate"`
+	// Linger keeps the source open this long (processing time) after
+	// its last event, so that the processing-time windows open at its
+	// end fire before the job ends (Nexmark q12; semantics J2: a bounded
+	// run fires none at its end). Left out of the JSON when unset.
+	Linger *Duration `yaml:"linger" json:",omitempty"`
 }
 
 // NATSSource reads a NATS JetStream stream in stream order (an ordered

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/connector"
@@ -28,6 +29,7 @@ func Kinds() []connector.Kind {
 		Source: &connector.SourceKind{Abilities: connector.AbilityPositions, Open: open, OwnEnd: true, Fields: []connector.Field{
 			{Name: "nexmark.events", Doc: "events to generate", Required: true},
 			{Name: "nexmark.rate", Doc: "events per second of event time (default 10000)"},
+			{Name: "nexmark.linger", Doc: "processing time the source stays open after its last event, so that processing-time windows open at its end fire (default 0)"},
 		}}}}
 }
 
@@ -37,6 +39,7 @@ func open(_ context.Context, so connector.SourceOpen) (connector.OpenedSource, e
 		return connector.OpenedSource{}, err
 	}
 	src.final, src.stop = so.Final, so.Stop
+	src.linger, _ = so.Settings.Duration("nexmark.linger")
 	return connector.OpenedSource{Source: src, Name: "nexmark"}, nil
 }
 
@@ -61,6 +64,8 @@ type source struct {
 	events      int64
 	final, stop func() bool
 	batch       int
+	// linger keeps the reader open after the last event (wall time).
+	linger time.Duration
 }
 
 func (s *source) Open(_ context.Context, ch, n int) (connector.Reader[fileio.Line], error) {
@@ -71,13 +76,28 @@ func (s *source) Open(_ context.Context, ch, n int) (connector.Reader[fileio.Lin
 }
 
 type reader struct {
-	s   *source
-	i   int64
-	buf []byte
+	s     *source
+	i     int64
+	buf   []byte
+	until time.Time // lingering until then
 }
 
-func (r *reader) Read(_ context.Context, out connector.Output[fileio.Line]) (connector.ReadStatus, error) {
+func (r *reader) Read(ctx context.Context, out connector.Output[fileio.Line]) (connector.ReadStatus, error) {
 	s := r.s
+	if r.i >= s.events && s.linger > 0 && (s.stop == nil || !s.stop()) {
+		// Lingering: processing-time windows open at the end fire.
+		now := time.Now()
+		if r.until.IsZero() {
+			r.until = now.Add(s.linger)
+		}
+		if now.Before(r.until) {
+			select {
+			case <-time.After(min(r.until.Sub(now), 20*time.Millisecond)):
+			case <-ctx.Done():
+			}
+			return connector.Waiting, nil
+		}
+	}
 	if r.i >= s.events || (s.stop != nil && s.stop()) {
 		if s.final == nil || s.final() {
 			out.EmitWatermark(etime.MaxTime)

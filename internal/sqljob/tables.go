@@ -102,7 +102,7 @@ func (c *compiler) sourceTable(t *sqlparse.CreateTable, timeCol string) error {
 	case "kafka":
 		known = append(kafkaSourceOptions, "connector", "weir.channels")
 	case "nexmark":
-		known = append(nexmarkOptions, "connector", "weir.final-watermark")
+		known = append(nexmarkOptions, "connector", "weir.final-watermark", "weir.linger")
 	case "nats":
 		known = append(natsSourceOptions, "connector", "weir.channels")
 	}
@@ -522,6 +522,14 @@ func nexmarkSource(s *spec.Spec, o options, t *sqlparse.CreateTable) error {
 		return errAt(t.Pos, name, "give first-event.rate and next-event.rate the same value", "table %s: weir's Nexmark generator has one rate", name)
 	}
 	n.Rate = cmp.Or(first, next)
+	if op, ok := o["weir.linger"]; ok {
+		// weir's: processing-time windows open at the end fire (J2).
+		d, err := flinkDuration(o.take("weir.linger"))
+		if err != nil {
+			return errAt(op.Pos, op.Value, "write a duration such as '11 s'", "table %s: weir.linger: %v", name, err)
+		}
+		n.Linger = &d
+	}
 	for key, want := range map[string]int64{"person.proportion": 1, "auction.proportion": 3, "bid.proportion": 46} {
 		pos := o[key].Pos
 		if v, err := num(key); err != nil {

@@ -784,7 +784,19 @@ func (c compiler) cast(x *sqlparse.Cast) eval {
 			}
 			return nullV
 		}
-	case "FLOAT", "DOUBLE", "REAL", "DECIMAL", "NUMERIC":
+	case "DECIMAL", "NUMERIC":
+		if len(x.Type.Params) == 2 && x.Type.Params[1] <= 18 {
+			// DECIMAL(p, s): s fraction digits exactly, rounded half
+			// away from zero (Flink's cast); NULL beyond p digits.
+			p, sc := x.Type.Params[0], x.Type.Params[1]
+			return func(g []*fastjson.Value) value {
+				v := e(g)
+				if v.k == str {
+					v = number(bytes.TrimSpace(v.s))
+				}
+				return toDecimal(v, p, sc)
+			}
+		}
 		return func(g []*fastjson.Value) value {
 			v := e(g)
 			if v.k == str {
@@ -792,6 +804,18 @@ func (c compiler) cast(x *sqlparse.Cast) eval {
 			}
 			if v.isNum() {
 				return v
+			}
+			return nullV
+		}
+	case "FLOAT", "DOUBLE", "REAL":
+		// A float: CAST(1 AS DOUBLE) / 3 divides as floats.
+		return func(g []*fastjson.Value) value {
+			v := e(g)
+			if v.k == str {
+				v = number(bytes.TrimSpace(v.s))
+			}
+			if v.isNum() {
+				return value{k: float, f: v.num()}
 			}
 			return nullV
 		}

@@ -150,3 +150,33 @@ func funcsTest(where string) bool {
 	}
 	return strings.Contains(where, "||")
 }
+
+// TestCastDecimal: CAST to DECIMAL(p, s) keeps s fraction digits,
+// rounds half away from zero, and is NULL beyond p digits.
+func TestCastDecimal(t *testing.T) {
+	for src, want := range map[string]string{
+		"CAST(10.5 AS DECIMAL(10, 2))":                  "10.50",
+		"CAST(2.345 AS DECIMAL(10, 2))":                 "2.35",
+		"CAST(-2.345 AS DECIMAL(10, 2))":                "-2.35",
+		"CAST(7 AS DECIMAL(5, 1))":                      "7.0",
+		"CAST(1.5e0 AS DECIMAL(4, 0))":                  "2",
+		"CAST('3.14159' AS DECIMAL(6, 3))":              "3.142",
+		"CAST(12345.6 AS DECIMAL(5, 1))":                "null",
+		"CAST(1 / 3 AS DECIMAL(10, 4)) * 3":             "0.0000",
+		"CAST(CAST(1 AS DOUBLE) / 3 AS DECIMAL(10, 4))": "0.3333",
+		"CAST('x' AS DECIMAL(10, 2))":                   "null",
+	} {
+		x, err := sqlparse.ParseExpr(src)
+		if err != nil {
+			t.Fatalf("%s: %v", src, err)
+		}
+		e, err := CompileValue(x, func(sqlparse.Ident) (int, *sqlparse.Error) { return 0, nil })
+		if err != nil {
+			t.Fatalf("%s: %v", src, err)
+		}
+		var a fastjson.Arena
+		if got := string(e.Value(&a, nil).MarshalTo(nil)); got != want {
+			t.Errorf("%s = %s, want %s", src, got, want)
+		}
+	}
+}

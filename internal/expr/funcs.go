@@ -440,3 +440,37 @@ func abs64(x int64) int64 {
 	}
 	return x
 }
+
+// toDecimal is v as a DECIMAL(p, sc): rounded half away from zero to sc
+// fraction digits and kept at that scale (10.5 is 10.50 at scale 2);
+// NULL when it has more than p digits or is no number.
+func toDecimal(v value, p, sc int) value {
+	if v.k == float {
+		if math.IsInf(v.f, 0) || math.IsNaN(v.f) {
+			return nullV
+		}
+		r := round(v, int64(sc))
+		v = number([]byte(strconv.FormatFloat(r.f, 'f', sc, 64)))
+	}
+	if v.k != integer && v.k != decimal {
+		return nullV
+	}
+	r := round(v, int64(sc))
+	m, have := r.i, int64(0)
+	if r.k == decimal {
+		have = int64(r.sc)
+	}
+	for ; have < int64(sc); have++ {
+		if m > math.MaxInt64/10 || m < math.MinInt64/10 {
+			return nullV
+		}
+		m *= 10
+	}
+	if digits := len(strconv.FormatInt(abs64(m), 10)); p > 0 && digits > p {
+		return nullV
+	}
+	if sc == 0 {
+		return value{k: integer, i: m}
+	}
+	return value{k: decimal, i: m, sc: uint8(sc)}
+}

@@ -145,7 +145,8 @@ func (c *compiler) joinSide(f sqlparse.From, base spec.Spec) (*joinSide, error) 
 		case *sqlparse.Join:
 			pos = f.Pos
 		}
-		return nil, errAt(pos, "", joinHint, "a side of a join is a windowed aggregation in parentheses; a join of records (Flink's window join of table functions) or of three relations is not compiled yet")
+		return nil, errAt(pos, "", joinHint+"; or a table's records with a windowed aggregation on a time range (FROM t JOIN (SELECT ... GROUP BY window_start, window_end, ...) w ON ... WHERE t.ts BETWEEN w.window_end - INTERVAL ... AND w.window_end)",
+			"a side of a join is a windowed aggregation in parentheses, or the table of a join of records with one; a join of two tables' records (an interval join, Flink's window join of table functions) or of three relations is not compiled yet")
 	}
 	q := sub.Query
 	if len(q.Selects) != 1 || q.With != nil || q.OrderBy != nil || q.Limit != nil || sub.Alias.Name == "" {

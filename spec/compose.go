@@ -181,7 +181,9 @@ func appendPlan(nodes []Node, q *Plan, qnodes []Node, prefix string, shared map[
 		switch op := n.Op.(type) {
 		case *SourceOp:
 			src := *op
-			src.Settings = q
+			if src.Settings == nil { // a second read of q's own (a join's right side keeps its own)
+				src.Settings = q
+			}
 			m.Op = &src
 		case *SinkOp:
 			s := *op

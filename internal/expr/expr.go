@@ -785,27 +785,26 @@ func (c compiler) cast(x *sqlparse.Cast) eval {
 			return nullV
 		}
 	case "DECIMAL", "NUMERIC":
-		if len(x.Type.Params) == 2 && x.Type.Params[1] <= 18 {
-			// DECIMAL(p, s): s fraction digits exactly, rounded half
-			// away from zero (Flink's cast); NULL beyond p digits.
-			p, sc := x.Type.Params[0], x.Type.Params[1]
-			return func(g []*fastjson.Value) value {
-				v := e(g)
-				if v.k == str {
-					v = number(bytes.TrimSpace(v.s))
-				}
-				return toDecimal(v, p, sc)
-			}
+		// DECIMAL(p, s): s fraction digits exactly, rounded half away
+		// from zero (Flink's cast); NULL beyond p digits. DECIMAL is
+		// DECIMAL(10, 0) and DECIMAL(p) DECIMAL(p, 0), as in Flink.
+		p, sc := 10, 0
+		switch ps := x.Type.Params; len(ps) {
+		case 1:
+			p = ps[0]
+		case 2:
+			p, sc = ps[0], ps[1]
+		}
+		if p < 1 || p > 38 || sc < 0 || sc > p || sc > 18 {
+			c.fail(x.Pos, x.Type.Name, "write DECIMAL(p, s) with 1 <= p <= 38 and 0 <= s <= p, s at most 18", "CAST to DECIMAL(%d, %d) is not supported", p, sc)
+			return nil
 		}
 		return func(g []*fastjson.Value) value {
 			v := e(g)
 			if v.k == str {
 				v = number(bytes.TrimSpace(v.s))
 			}
-			if v.isNum() {
-				return v
-			}
-			return nullV
+			return toDecimal(v, p, sc)
 		}
 	case "FLOAT", "DOUBLE", "REAL":
 		// A float: CAST(1 AS DOUBLE) / 3 divides as floats.

@@ -115,14 +115,16 @@ func TestKeep(t *testing.T) {
 // TestCompileErrors: what a filter cannot hold, at its place.
 func TestCompileErrors(t *testing.T) {
 	for where, want := range map[string]string{
-		"MODE(a, 2) = 0":                `1:1: function MODE is not supported in a filter (at "MODE"); did you mean "MOD"?`,
-		"a > 1 AND nope = 2":            `1:11: unknown column nope (at "nope")`,
-		"CAST(a AS DATE) > 1":           "CAST to DATE is not supported",
-		"MOD(a) = 1":                    "MOD takes 2 argument(s)",
-		"SUBSTRING(a) = 'x'":            "SUBSTRING takes 2 to 3 arguments",
-		"DATE_FORMAT(a, b) = 1":         "DATE_FORMAT's pattern is a string literal",
-		"DATE_FORMAT(a, 'yyyy-QQ') = 1": `DATE_FORMAT's pattern "yyyy-QQ" has a letter weir does not format`,
-		"a > INTERVAL '1' HOUR":         "this expression is not supported in a filter",
+		"MODE(a, 2) = 0":                 `1:1: function MODE is not supported in a filter (at "MODE"); did you mean "MOD"?`,
+		"a > 1 AND nope = 2":             `1:11: unknown column nope (at "nope")`,
+		"CAST(a AS DATE) > 1":            "CAST to DATE is not supported",
+		"CAST(a AS DECIMAL(10, 18)) > 1": "CAST to DECIMAL(10, 18) is not supported",
+		"CAST(a AS DECIMAL(0, 0)) > 1":   "CAST to DECIMAL(0, 0) is not supported",
+		"MOD(a) = 1":                     "MOD takes 2 argument(s)",
+		"SUBSTRING(a) = 'x'":             "SUBSTRING takes 2 to 3 arguments",
+		"DATE_FORMAT(a, b) = 1":          "DATE_FORMAT's pattern is a string literal",
+		"DATE_FORMAT(a, 'yyyy-QQ') = 1":  `DATE_FORMAT's pattern "yyyy-QQ" has a letter weir does not format`,
+		"a > INTERVAL '1' HOUR":          "this expression is not supported in a filter",
 	} {
 		x, err := sqlparse.ParseExpr(where)
 		if err != nil {
@@ -164,6 +166,9 @@ func TestCastDecimal(t *testing.T) {
 		"CAST(12345.6 AS DECIMAL(5, 1))":                "null",
 		"CAST(1 / 3 AS DECIMAL(10, 4)) * 3":             "0.0000",
 		"CAST(CAST(1 AS DOUBLE) / 3 AS DECIMAL(10, 4))": "0.3333",
+		"CAST(2.7 AS DECIMAL)":                          "3",
+		"CAST(2.7 AS DECIMAL(10))":                      "3",
+		"CAST(-9223372036854775808 AS DECIMAL(19, 0))":  "-9223372036854775808",
 		"CAST('x' AS DECIMAL(10, 2))":                   "null",
 	} {
 		x, err := sqlparse.ParseExpr(src)

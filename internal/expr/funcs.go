@@ -466,7 +466,7 @@ func toDecimal(v value, p, sc int) value {
 		}
 		m *= 10
 	}
-	if digits := len(strconv.FormatInt(abs64(m), 10)); p > 0 && digits > p {
+	if digits := len(strings.TrimPrefix(strconv.FormatInt(m, 10), "-")); digits > p {
 		return nullV
 	}
 	if sc == 0 {

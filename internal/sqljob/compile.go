@@ -171,15 +171,23 @@ func (c *compiler) compileInserts() error {
 	var first *spec.Spec
 	var firstShape []byte
 	var firstComp composition
+	early := c.early // the SETs': a query's hint is its own
+	tables := map[string]bool{}
 	for i, in := range c.inserts {
 		s := base
 		c.job.Spec = &s
 		c.job.composition = composition{} // this query's
+		c.early = early
 		err := c.compileInsert(in)
 		comp, qs := c.job.composition, c.job.Spec // a join's is its left side's
 		c.job.composition = firstComp
 		if err != nil {
 			return err
+		}
+		if name := tableName(in.Table); tables[name] {
+			return errAt(in.Pos, name, "insert each query into a table of its own", "a second query into table %s", name)
+		} else {
+			tables[name] = true
 		}
 		if i == 0 {
 			first, firstShape = c.job.Spec, shape(c.job.Spec)
@@ -191,11 +199,6 @@ func (c *compiler) compileInserts() error {
 			// Another query: a window of its own, on the first's read
 			// when it reads the same table the same way.
 			name := tableName(in.Table)
-			for _, e := range c.job.more {
-				if e.prefix == name+"." {
-					return errAt(in.Pos, name, "insert each query into a table of its own", "a second query into table %s", name)
-				}
-			}
 			c.job.more = append(c.job.more, moreQuery{spec: qs, composition: comp, prefix: name + "."})
 			continue
 		}
@@ -454,10 +457,12 @@ func (j *Job) Plan() (*spec.Plan, error) {
 		return nil, err
 	}
 	if len(j.more) > 0 {
-		// Windows of several queries go by their tables' names.
+		// The operators of several queries go by their tables' names
+		// (the others' by UnitePlans' prefix).
 		for i, n := range p.Graph.Nodes {
-			if _, ok := n.Op.(*spec.WindowOp); ok && n.Name == "window" {
-				p.Graph.Nodes[i].Name = j.firstTable + ".window"
+			switch n.Op.(type) {
+			case *spec.WindowOp, *spec.JoinOp, *spec.TopNOp, *spec.SelectOp:
+				p.Graph.Nodes[i].Name = j.firstTable + "." + n.Name
 			}
 		}
 	}

@@ -69,6 +69,17 @@ type JoinRange struct {
 	Lo, Hi etime.Duration
 }
 
+// rangeGeometry is the size, slide and offset of a tumbling (its slide
+// its size) or sliding assigner, whose windows a JoinRange finds; ok is
+// false for others.
+func rangeGeometry(a window.Assigner) (size, step, offset etime.Duration, ok bool) {
+	if size, step, offset, ok = window.SlidingGeometry(a); ok {
+		return size, step, offset, true
+	}
+	size, offset, ok = window.TumblingGeometry(a)
+	return size, size, offset, ok
+}
+
 // Due is when every record that meets window w is in, on event time:
 // the later of w's last millisecond (its results) and its Bound plus Hi
 // (its last record).
@@ -91,12 +102,9 @@ const maxRangeWindows = 1000
 // or sliding assigner) whose range holds time t, in order. ok is false
 // for other assigners.
 func (r *JoinRange) Windows(a window.Assigner, t etime.Time, each func(window.Window)) (ok bool) {
-	size, step, offset, ok := window.SlidingGeometry(a)
+	size, step, offset, ok := rangeGeometry(a)
 	if !ok {
-		if size, offset, ok = window.TumblingGeometry(a); !ok {
-			return false
-		}
-		step = size
+		return false
 	}
 	// w's Bound is its end plus c; t in [end+c+Lo, end+c+Hi] puts the
 	// end in [t-c-Hi, t-c-Lo]. Ends are aligned as starts are.
@@ -177,18 +185,13 @@ func checkJoin(leftName string, left *WindowOp, rightName string, right *WindowO
 	}{{leftName, left}, {rightName, right}}
 	if r := j.Range; r != nil {
 		sides = sides[1:] // the left side is records
-		_, _, _, sliding := window.SlidingGeometry(right.Assigner)
-		_, _, tumbling := window.TumblingGeometry(right.Assigner)
-		step := right.Span
-		if sliding {
-			_, step, _, _ = window.SlidingGeometry(right.Assigner)
-		}
+		_, step, _, found := rangeGeometry(right.Assigner)
 		switch {
 		case j.Type != InnerJoin:
 			return refuse("it is a %s join; a join of records with windows' results is an inner join", j.Type)
 		case len(j.On) == 0:
 			return refuse("it has no equality: give the column to join on (every record would meet every result of its windows)")
-		case !sliding && !tumbling:
+		case !found:
 			return refuse("%s's windows are %v: a range finds the windows of tumbling or sliding ones", rightName, right.Assigner)
 		case r.Bound != ColWindowStart && r.Bound != ColWindowEnd && r.Bound != ColWindowTime:
 			return refuse("its range is of %q, not of window_start, window_end or window_time", r.Bound)

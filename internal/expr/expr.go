@@ -841,12 +841,9 @@ func (c compiler) cast(x *sqlparse.Cast) eval {
 			switch v.k {
 			case str, null:
 				return v
-			case integer:
-				return value{k: str, s: strconv.AppendInt(nil, v.i, 10)}
-			case float:
-				return value{k: str, s: strconv.AppendFloat(nil, v.f, 'g', -1, 64)}
-			case decimal:
-				return value{k: str, s: appendDecimal(nil, v.i, v.sc)}
+			}
+			if t, ok := text(v); ok { // a number's or a boolean's text
+				return value{k: str, s: t}
 			}
 			return value{k: str, s: []byte(strconv.FormatBool(v.b))}
 		}

@@ -403,3 +403,30 @@ SELECT k, COUNT(*) FROM TABLE(TUMBLE(TABLE f, DESCRIPTOR(ts), INTERVAL '1' MINUT
 		t.Errorf("on-event: %v, %+v", err, j)
 	}
 }
+
+// TestKafkaReads: two reads of one Kafka topic in one consumer group
+// would split its partitions between them, so a composed plan that has
+// them is refused; sides that read the table the same way share one read
+// and pass.
+func TestKafkaReads(t *testing.T) {
+	const ddl = `CREATE TABLE pay (account STRING, amount BIGINT, ms BIGINT, ts AS TO_TIMESTAMP_LTZ(ms, 3), WATERMARK FOR ts AS ts)
+  WITH ('connector' = 'kafka', 'topic' = 'p', 'properties.bootstrap.servers' = 'k:9092', 'properties.group.id' = 'g');
+CREATE TABLE out (account STRING, n BIGINT, m BIGINT) WITH ('connector' = 'print');
+`
+	join := func(where string) string {
+		return ddl + `INSERT INTO out SELECT A.account, A.n, B.m FROM
+  (SELECT account, COUNT(*) AS n, window_start, window_end FROM TABLE(TUMBLE(TABLE pay, DESCRIPTOR(ts), INTERVAL '1' MINUTE)) GROUP BY account, window_start, window_end) A
+  JOIN (SELECT account, MAX(amount) AS m, window_start, window_end FROM TABLE(TUMBLE(TABLE pay, DESCRIPTOR(ts), INTERVAL '1' MINUTE)) ` + where + ` GROUP BY account, window_start, window_end) B
+  ON A.window_start = B.window_start AND A.window_end = B.window_end AND A.account = B.account;`
+	}
+	for where, refused := range map[string]bool{"": false, "WHERE amount > 1": true} {
+		j, err := Compile(join(where), "k.sql")
+		if err != nil {
+			t.Fatalf("%q: %v", where, err)
+		}
+		_, err = j.Plan()
+		if got := err != nil && strings.Contains(err.Error(), "two reads of Kafka topic p in consumer group g"); got != refused {
+			t.Errorf("where %q: refused %v, want %v (%v)", where, got, refused, err)
+		}
+	}
+}

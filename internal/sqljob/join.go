@@ -3,7 +3,6 @@ package sqljob
 import (
 	"cmp"
 	"fmt"
-	"reflect"
 	"slices"
 	"strings"
 
@@ -108,9 +107,6 @@ func (c *compiler) compileJoin(in *sqlparse.Insert, sel *sqlparse.Select, j *sql
 	if err := c.firesOnce(j.Pos, "a join", "pair"); err != nil {
 		return err
 	}
-	if err := sameKafkaGroup(left.spec, right.spec, right); err != nil {
-		return err
-	}
 	op := &spec.JoinOp{Type: typ}
 	if err := c.joinOn(j, sides, op); err != nil {
 		return err
@@ -189,20 +185,6 @@ func windowSQL(w spec.Window) string {
 	}
 	fn := map[string]string{"tumbling": "TUMBLE", "sliding": "HOP", "cumulate": "CUMULATE", "session": "SESSION"}[w.Type]
 	return cmp.Or(fn, w.Type) + "(" + strings.Join(args, ", ") + ")"
-}
-
-// sameKafkaGroup refuses two reads of one Kafka topic in one consumer
-// group: the group would split the topic's partitions between them.
-func sameKafkaGroup(l, r *spec.Spec, right *joinSide) error {
-	if sameRead(l, r) {
-		return nil // one read (spec.JoinPlans): a check of the plan's reads follows (kafkaReads)
-	}
-	lk, rk := l.Source.Kafka, r.Source.Kafka
-	if l.Source.Type != "kafka" || r.Source.Type != "kafka" || lk == nil || rk == nil || lk.Topic != rk.Topic || lk.Group == "" || lk.Group != rk.Group {
-		return nil
-	}
-	return errAt(right.pos, right.alias, "read the topic through two tables with different 'properties.group.id's, or with none",
-		"both sides read Kafka topic %s in consumer group %s, which would split its partitions between them", lk.Topic, lk.Group)
 }
 
 // joinRef resolves a column of the join: alias.column, or a column
@@ -389,15 +371,10 @@ func joinItems(sel *sqlparse.Select, sides [2]*joinSide, op *spec.JoinOp) ([]ite
 	return items, nil
 }
 
-// sameRead reports whether specs l and r read their source the same way,
-// which spec.JoinPlans makes one read.
-func sameRead(l, r *spec.Spec) bool {
-	return l.Time == r.Time && l.Where == r.Where && reflect.DeepEqual(l.Source, r.Source) &&
-		reflect.DeepEqual(l.Watermark, r.Watermark) && reflect.DeepEqual(l.Computed, r.Computed)
-}
-
 // kafkaReads refuses plan p if two of its reads read one Kafka topic in
-// one consumer group (the group would split its partitions between them).
+// one consumer group (the group would split its partitions between them):
+// after composing, where the reads that sides or queries share
+// (spec.JoinPlans, spec.UnitePlans) are one.
 func kafkaReads(p *spec.Plan) error {
 	seen := map[[2]string]bool{}
 	for _, n := range p.Graph.Nodes {

@@ -264,9 +264,6 @@ func (c *compiler) compileRecordJoin(in *sqlparse.Insert, sel *sqlparse.Select, 
 		return err
 	}
 	c.job.Spec = &left
-	if err := sameKafkaGroup(&left, right.spec, right); err != nil {
-		return err
-	}
 	k, err := c.sink(sinkT)
 	if err != nil {
 		return err

@@ -70,7 +70,7 @@ func TestDependencyRules(t *testing.T) {
 		"internal/admin":   {"internal/monitor", "internal/doctor"},
 		"internal/doctor":  {"internal/monitor"},
 		"internal/monitor": {".", "etime", "metrics"},
-		"cli":              {".", "spec", "job", "backfill", "connector", "connector/all", "etime", "nexmark", "internal/benchutil", "connector/fileio", "connector/genio", "connector/kafkaio", "metrics", "internal/admin", "internal/monitor", "internal/doctor", "ledger", "window", "internal/suggest", "internal/sqljob", "internal/sqlparse"},
+		"cli":              {".", "spec", "job", "backfill", "connector", "connector/all", "etime", "nexmark", "internal/benchutil", "connector/fileio", "connector/genio", "connector/kafkaio", "metrics", "internal/admin", "internal/monitor", "internal/doctor", "ledger", "window", "internal/suggest", "internal/sqljob", "internal/sqlparse", "internal/group"},
 		// main only wires the process.
 		"cmd/weir": {"cli"},
 		// The engine's window operator and the state backends.
@@ -82,6 +82,7 @@ func TestDependencyRules(t *testing.T) {
 		"internal/scenario":  {".", "etime", "clock", "window", "trigger", "state"},
 		"internal/benchutil": {"etime", "window"},
 		"internal/kafkatest": {},
+		"internal/group":     {"spec", "job", "connector", "connector/kafkaio", "checkpoint", "state", "internal/flock", "internal/outfmt"},
 		"internal/pgproxy":   {},
 		"internal/sqltest":   {},
 		"internal/testenv":   {},

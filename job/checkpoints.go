@@ -21,7 +21,10 @@ import (
 // checkpoints is a job's checkpoint store and, when the run resumes, the
 // checkpoint it resumes from.
 type checkpoints struct {
-	store    *checkpoint.Dir
+	store *checkpoint.Dir
+	// task is the store of a group member's task (RunOptions.Task),
+	// instead of store.
+	task     checkpoint.Store
 	dir      string
 	last     atomic.Int64 // the newest checkpoint this run completed
 	interval time.Duration
@@ -45,6 +48,9 @@ type checkpoints struct {
 // is resumed, and the info line names them. A checkpoint of a newer meta
 // format is refused.
 func openCheckpoints(p *spec.Plan, path *spec.Path, o RunOptions) (*checkpoints, error) {
+	if t := o.Task; t != nil {
+		return taskCheckpoints(p, t)
+	}
 	interval, retain := 5*time.Second, 0
 	if c := p.Checkpoint; c != nil {
 		retain = c.Retain
@@ -217,7 +223,11 @@ func checkpointDir(p *spec.Plan, o RunOptions) string {
 }
 
 func (c *checkpoints) options(fail func(error), committed func(id int64) error) weir.CheckpointOptions {
-	o := weir.CheckpointOptions{Interval: c.interval, Store: c.store,
+	var store weir.CheckpointStore = c.store
+	if c.task != nil {
+		store = c.task
+	}
+	o := weir.CheckpointOptions{Interval: c.interval, Store: store,
 		OnError: func(id int64, err error) { fail(fmt.Errorf("checkpoint %d failed: %w", id, err)) },
 		OnComplete: func(id int64) {
 			if err := committed(id); err != nil {
@@ -239,14 +249,14 @@ const finishedMarker = "FINISHED"
 
 // finished marks the run complete.
 func (c *checkpoints) finished() error {
-	if c == nil {
+	if c == nil || c.store == nil {
 		return nil
 	}
 	return os.WriteFile(filepath.Join(c.dir, finishedMarker), []byte("the run finished; the next run starts over\n"), 0o644)
 }
 
 func (c *checkpoints) close() error {
-	if c == nil {
+	if c == nil || c.store == nil {
 		return nil
 	}
 	return c.store.Close()
@@ -257,3 +267,47 @@ func (c *checkpoints) close() error {
 // what else the spec set, by digest, so that a restore under a changed
 // spec refuses the changes the state depends on and names the others.
 func fingerprint(p *spec.Plan) []byte { return encodeMeta(p) }
+
+// TaskCheckpoints are the checkpoints of a job run as one task of a group
+// member (RunOptions.Task). The member asks for each checkpoint
+// (weir.Env.RequestCheckpoint) when it commits its transaction; Interval
+// only bounds how long the task may go without one.
+type TaskCheckpoints struct {
+	// Store receives the task's checkpoints: its Pending.Commit returns
+	// once the member's transaction holding the checkpoint committed.
+	Store checkpoint.Store
+	// Restore is the checkpoint the task resumes from (nil: it starts
+	// fresh); RestoreID its id, Meta the fingerprint it was written with.
+	Restore   checkpoint.View
+	RestoreID int64
+	Meta      []byte
+	// Interval is the longest time between two checkpoints the task
+	// takes on its own (default 1h: the member asks for them).
+	Interval time.Duration
+}
+
+// Fingerprint is what a checkpoint of p records of its spec (the meta a
+// restore compares with TaskCheckpoints.Meta).
+func Fingerprint(p *spec.Plan) []byte { return fingerprint(p) }
+
+// taskCheckpoints are the checkpoints of a group member's task.
+func taskCheckpoints(p *spec.Plan, t *TaskCheckpoints) (*checkpoints, error) {
+	if t.Store == nil {
+		return nil, errors.New("job: RunOptions.Task.Store is nil")
+	}
+	interval := t.Interval
+	if interval <= 0 {
+		interval = time.Hour
+	}
+	c := &checkpoints{task: t.Store, interval: interval, meta: fingerprint(p)}
+	if t.Restore == nil {
+		return c, nil
+	}
+	if _, _, err := resumeAcross(p, t.Meta); err != nil {
+		return nil, fmt.Errorf("the task's checkpoint %d: %w", t.RestoreID, err)
+	}
+	c.restored = &checkpoint.Checkpoint{ID: t.RestoreID, Meta: t.Meta}
+	c.view = t.Restore
+	c.nextID = t.RestoreID + 1
+	return c, nil
+}

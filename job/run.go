@@ -93,6 +93,11 @@ type RunOptions struct {
 	// Info, when set, is told what the job does that a person should know
 	// (resuming from a checkpoint).
 	Info func(msg string)
+	// Task, when set, runs the plan as one task of a group member (weir
+	// run --instance): its checkpoints go to Task.Store instead of a
+	// directory, and it restores Task.Restore. The spec's checkpoint
+	// settings and CheckpointDir are ignored.
+	Task *TaskCheckpoints
 
 	// locks, set by RunRestarting, are the run's locks, held across its
 	// attempts; nil: Open takes them and Run releases them.

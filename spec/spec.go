@@ -269,6 +269,11 @@ type KafkaSource struct {
 	// StopAtEnd ends the job once every partition reached the end it had
 	// at start (a bounded replay); by default the job runs until stopped.
 	StopAtEnd bool `yaml:"stop_at_end"`
+	// PartitionedByKey declares the topic partitioned by the job's key
+	// with Kafka's default partitioner (murmur2): in group mode (weir run
+	// --instance) each partition is a task, and the member checks the
+	// first records of each.
+	PartitionedByKey bool `yaml:"partitioned_by_key"`
 	// TLS connects with TLS (the system's roots).
 	TLS bool `yaml:"tls"`
 	// SASL authenticates.

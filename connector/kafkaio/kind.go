@@ -20,6 +20,7 @@ func Kinds() []connector.Kind {
 			{Name: "kafka.group", Doc: "the consumer group whose committed offsets start: committed reads"},
 			{Name: "kafka.start", Doc: "earliest (default), latest, committed or an RFC 3339 time, for a run without a checkpoint"},
 			{Name: "kafka.stop_at_end", Doc: "end the job at the ends the partitions had at start (a bounded replay)"},
+			{Name: "kafka.partitioned_by_key", Doc: "the topic is partitioned by the job's key with Kafka's default partitioner (murmur2): group mode (--instance) runs each partition as a task, and checks it"},
 			{Name: "kafka.tls", Doc: "connect with TLS (the system's roots)"},
 			{Name: "kafka.sasl", Doc: "authentication: {mechanism: plain|scram-sha-256|scram-sha-512, user, password}"},
 			{Name: "channels", Doc: "parallel source channels (default 1); partition p is read by channel p mod channels"},
@@ -43,9 +44,32 @@ func (r *Record) Line() connector.Line {
 // openSource opens a kafka source of a job spec: its records as Lines,
 // each partition watermarked in the reader as so.Splits says.
 func openSource(_ context.Context, so connector.SourceOpen) (connector.OpenedSource, error) {
+	o, err := specSourceOptions(so)
+	if err != nil {
+		return connector.OpenedSource{}, err
+	}
+	src, err := NewSource(o)
+	return connector.OpenedSource{Source: src, Name: "kafka:" + o.Topic, Bounded: o.StopAtEnd}, err
+}
+
+// OpenTaskSource opens a job spec's kafka source as the source of a
+// group member's task: it reads partition p only, from f (the member's
+// consumer), starting at from where no position is restored.
+func OpenTaskSource(_ context.Context, so connector.SourceOpen, f Fetcher, p int32, from int64) (connector.OpenedSource, error) {
+	o, err := specSourceOptions(so)
+	if err != nil {
+		return connector.OpenedSource{}, err
+	}
+	o.Partitions, o.Fetcher, o.From = []int32{p}, f, map[int32]int64{p: from}
+	src, err := NewSource(o)
+	return connector.OpenedSource{Source: src, Name: "kafka:" + o.Topic, Bounded: o.StopAtEnd}, err
+}
+
+// specSourceOptions are the SourceOptions of a job spec's kafka source.
+func specSourceOptions(so connector.SourceOpen) (SourceOptions[connector.Line], error) {
 	s, w := so.Settings, so.Splits
 	if w == nil {
-		return connector.OpenedSource{}, errors.New("kafkaio: a kafka source watermarks its partitions: SourceOpen.Splits is unset")
+		return SourceOptions[connector.Line]{}, errors.New("kafkaio: a kafka source watermarks its partitions: SourceOpen.Splits is unset")
 	}
 	channels := max(so.Channels, 1)
 	o := SourceOptions[connector.Line]{Brokers: s.Strings("kafka.brokers"), Topic: s.String("kafka.topic"), Group: s.String("kafka.group"),
@@ -72,6 +96,5 @@ func openSource(_ context.Context, so connector.SourceOpen) (connector.OpenedSou
 			return watermark.BoundedOutOfOrderness[connector.Line](bound)
 		}
 	}
-	src, err := NewSource(o)
-	return connector.OpenedSource{Source: src, Name: "kafka:" + o.Topic, Bounded: o.StopAtEnd}, err
+	return o, nil
 }

@@ -79,6 +79,10 @@ func openMessages(_ context.Context, o connector.MessagesOpen) (connector.Sink[c
 	return &results{Sink: s, topic: topic}, nil
 }
 
+// MessageRecord is m as a Kafka record of topic, with copies of its
+// bytes: what a kafka sink of a job spec writes for m.
+func MessageRecord(topic string, m *connector.Message) *kgo.Record { return record(topic, m) }
+
 // record is m as a Kafka record of topic; the sink keeps it (Write).
 func record(topic string, m *connector.Message) *kgo.Record {
 	r := &kgo.Record{Topic: topic, Key: append([]byte(nil), m.Key...), Value: append([]byte(nil), m.Value...)}

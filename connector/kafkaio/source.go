@@ -150,6 +150,28 @@ type SourceOptions[T any] struct {
 	MaxPollRecords int
 	// Logger receives partition status changes; nil logs nothing.
 	Logger *slog.Logger
+	// Partitions, when set, are the partitions the source reads (one
+	// channel), instead of every partition split among the channels.
+	Partitions []int32
+	// Fetcher, when set, is where the reader gets its records instead of
+	// a client of its own: a group member's consumer, which hands each
+	// task its partitions' records (weir run --instance). The reader then
+	// neither resolves Start nor seeks: it reads from the first record
+	// the fetcher gives at or after a restored position.
+	Fetcher Fetcher
+	// From are the offsets a reader with a Fetcher starts at where no
+	// position is restored (the member resolved them as its consumer
+	// starts there).
+	From map[int32]int64
+}
+
+// Fetcher is what a reader polls for records: *kgo.Client is one, and a
+// group member's task gives another (SourceOptions.Fetcher). The methods
+// are kgo.Client's, called on the reader's goroutine.
+type Fetcher interface {
+	PollRecords(ctx context.Context, maxPollRecords int) kgo.Fetches
+	PauseFetchPartitions(topicPartitions map[string][]int32) map[string][]int32
+	ResumeFetchPartitions(topicPartitions map[string][]int32)
 }
 
 // DefaultIdleTimeout is the idle timeout of a source whose
@@ -229,8 +251,12 @@ func (s *source[T]) Open(ctx context.Context, ch, n int) (connector.Reader[T], e
 	}
 	r := &reader[T]{o: &s.o, adm: adm, byID: map[int32]*partition[T]{}, channels: n, topicID: id, topicParts: len(parts)}
 	for _, p := range parts {
-		if int(p)%n == ch {
-			r.parts = append(r.parts, &partition[T]{id: p, next: -1, lso: -1, maxTS: etime.MinTime})
+		mine := int(p)%n == ch
+		if s.o.Partitions != nil {
+			mine = slices.Contains(s.o.Partitions, p)
+		}
+		if mine {
+			r.parts = append(r.parts, &partition[T]{id: p, next: -1, lso: -1, maxTS: etime.MinTime, end: -1})
 		}
 	}
 	r.combined = watermark.NewCombined(max(1, len(r.parts)))
@@ -342,7 +368,8 @@ func (partOut[T]) MarkActive() {}
 type reader[T any] struct {
 	o        *SourceOptions[T]
 	adm      *kadm.Client
-	cl       *kgo.Client
+	cl       Fetcher
+	own      *kgo.Client // the client the reader made (nil with SourceOptions.Fetcher)
 	parts    []*partition[T]
 	byID     map[int32]*partition[T]
 	combined *watermark.Combined
@@ -531,8 +558,10 @@ func (r *reader[T]) start(ctx context.Context, now time.Time) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, openTimeout)
 	defer cancel()
-	if err := r.resolveStart(ctx); err != nil {
-		return err
+	if r.o.Fetcher == nil {
+		if err := r.resolveStart(ctx); err != nil {
+			return err
+		}
 	}
 	// The end offsets are read at open, so that every partition's backlog
 	// is known from the start (a partition without records is not in any
@@ -543,12 +572,21 @@ func (r *reader[T]) start(ctx context.Context, now time.Time) error {
 	}
 	for _, p := range r.parts {
 		end, ok := ends[p.id]
-		if r.o.StopAtEnd {
+		if r.o.StopAtEnd && p.end < 0 { // a restored task keeps its end
 			p.end = end
 		}
 		if ok {
 			p.lso = max(p.lso, end)
 		}
+	}
+	if r.o.Fetcher != nil {
+		for _, p := range r.parts {
+			if at, ok := r.o.From[p.id]; ok && p.next < 0 {
+				p.next = at
+			}
+		}
+		r.cl = r.o.Fetcher
+		return nil
 	}
 	offsets := map[int32]kgo.Offset{}
 	for _, p := range r.parts {
@@ -576,7 +614,7 @@ func (r *reader[T]) start(ctx context.Context, now time.Time) error {
 	if err != nil {
 		return fmt.Errorf("kafkaio: %w", err)
 	}
-	r.cl = cl
+	r.cl, r.own = cl, cl
 	return nil
 }
 
@@ -858,8 +896,8 @@ func (r *reader[T]) Close() error {
 	r.mu.Lock()
 	r.closed = true
 	r.mu.Unlock()
-	if r.cl != nil {
-		r.cl.Close()
+	if r.own != nil {
+		r.own.Close()
 	}
 	r.adm.Close()
 	return nil
@@ -886,6 +924,9 @@ type partPosition struct {
 	Generator []byte     `json:"gen,omitempty"`
 	// SinceEmit: records since the last backlog emission (W10).
 	SinceEmit int `json:"since_emit,omitempty"`
+	// End is where a bounded read ends (StopAtEnd; 0 otherwise): a
+	// group member's task keeps the end its first owner read.
+	End int64 `json:"end,omitempty"`
 }
 
 const positionVersion = 1
@@ -902,7 +943,7 @@ func (r *reader[T]) SnapshotPosition() ([]byte, error) {
 			r.snap[p.id] = p.next
 		}
 		pos.Partitions = append(pos.Partitions, partPosition{Partition: p.id, Next: p.next, Watermark: p.wm, Idle: p.idle,
-			Generator: watermark.AppendState(nil, p.gen), SinceEmit: p.sinceEmit})
+			Generator: watermark.AppendState(nil, p.gen), SinceEmit: p.sinceEmit, End: max(p.end, 0)})
 	}
 	return json.Marshal(pos)
 }
@@ -944,6 +985,9 @@ func (r *reader[T]) RestorePosition(b []byte) error {
 			return fmt.Errorf("kafkaio: partition %d: %w", pp.Partition, err)
 		}
 		p.wm, p.sinceEmit = pp.Watermark, pp.SinceEmit
+		if r.o.Fetcher != nil && r.o.StopAtEnd && pp.End > 0 {
+			p.end = pp.End
+		}
 		r.combined.InputWatermark(p.idx, pp.Watermark, discard{})
 	}
 	return nil
@@ -956,3 +1000,17 @@ type discard struct{}
 
 func (discard) Watermark(etime.Time) {}
 func (discard) Status(bool)          {}
+
+// PositionOffsets reads a reader's checkpointed position (what
+// SnapshotPosition returned): each partition's next offset.
+func PositionOffsets(b []byte) (map[int32]int64, error) {
+	var pos position
+	if err := json.Unmarshal(b, &pos); err != nil {
+		return nil, fmt.Errorf("kafkaio: corrupt source position: %w", err)
+	}
+	out := make(map[int32]int64, len(pos.Partitions))
+	for _, pp := range pos.Partitions {
+		out[pp.Partition] = pp.Next
+	}
+	return out, nil
+}

@@ -1,0 +1,184 @@
+package group
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"go.uber.org/goleak"
+
+	"github.com/weirstream/weir/internal/jobtest"
+	"github.com/weirstream/weir/spec"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// groupJob counts and sums orders per user in 1 s windows with 1 s of
+// allowed lateness; too-late orders go to a late topic. Its input is
+// keyed by user, so each partition is a task.
+const groupJob = `
+name: %s
+source:
+  type: kafka
+  kafka: {brokers: [%s], topic: in, stop_at_end: true, partitioned_by_key: true}
+watermark: {max_out_of_orderness: 300ms, idle_timeout: 1s, interval: 50ms, backlog_every: 20}
+key: [user_id]
+window: {type: tumbling, size: 1s}
+allowed_lateness: 1s
+aggregate:
+  - {name: orders, fn: count}
+  - {name: total, fn: sum, field: amount}
+sinks:
+  results: {type: kafka, brokers: [%s], topic: %s-out}
+  late: {type: kafka, brokers: [%s], topic: %s-late}
+  dead_letter: {type: kafka, brokers: [%s], topic: %s-bad}
+`
+
+// cluster starts kfake with topic in (4 partitions) holding n orders of
+// 13 users, keyed by user with Kafka's default partitioner; every 50th
+// order is 4 s late (beyond the lateness), every 7th 800 ms (late but
+// accepted or on time), and two records are malformed.
+func cluster(t *testing.T, n int, jobs ...string) string {
+	t.Helper()
+	opts := []kfake.Opt{kfake.NumBrokers(1), kfake.SeedTopics(4, "in"), kfake.GroupMinSessionTimeout(200 * time.Millisecond)}
+	for _, j := range jobs {
+		opts = append(opts, kfake.SeedTopics(3, j+"-out"), kfake.SeedTopics(1, j+"-late", j+"-bad"))
+	}
+	c, err := kfake.NewCluster(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.DefaultProduceTopic("in"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	var recs []*kgo.Record
+	for i := range n {
+		ts := int64(1767225600000) + int64(i)*10
+		switch {
+		case i%50 == 49:
+			ts -= 4000
+		case i%7 == 6:
+			ts -= 800
+		}
+		u := fmt.Sprintf("u%d", i%13)
+		recs = append(recs, &kgo.Record{Key: []byte(u), Value: fmt.Appendf(nil, `{"user_id":%q,"amount":%d,"ts":%d}`, u, i%10, ts)})
+	}
+	recs = append(recs, &kgo.Record{Key: []byte("u1"), Value: []byte(`{"user_id":"u1"}`)}, &kgo.Record{Key: []byte("u2"), Value: []byte(`not json`)})
+	if err := cl.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	return c.ListenAddrs()[0]
+}
+
+func plan(t *testing.T, name, broker string) *spec.Plan {
+	t.Helper()
+	p, err := spec.Parse(fmt.Appendf(nil, groupJob, name, broker, broker, name, broker, name, broker, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// runMembers runs the job with one member per name until the group read
+// its input to the end.
+func runMembers(t *testing.T, p *spec.Plan, dir string, names ...string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var wg sync.WaitGroup
+	errs := make([]error, len(names))
+	for i, n := range names {
+		wg.Go(func() {
+			errs[i] = Run(ctx, Options{Plan: p, Instance: n, StateDir: filepath.Join(dir, n), SessionTimeout: time.Second, TransactionTimeout: 3 * time.Second,
+				Info: func(msg string) { t.Log(msg) }})
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("member %s: %v", names[i], err)
+		}
+	}
+}
+
+// committed is topic as read_committed readers see it.
+func committed(t *testing.T, broker, topic string) []string {
+	return jobtest.Committed(t, broker, topic)
+}
+
+// TestGroup runs the job once with one member (the baseline) and once
+// with three: the committed results, late records and dead letters are
+// the same, and each result appears once.
+func TestGroup(t *testing.T) {
+	broker := cluster(t, 3000, "one", "three")
+	dir := t.TempDir()
+	runMembers(t, plan(t, "one", broker), dir, "a")
+	runMembers(t, plan(t, "three", broker), dir, "x", "y", "z")
+	for _, kind := range []string{"out", "late", "bad"} {
+		one, three := committed(t, broker, "one-"+kind), committed(t, broker, "three-"+kind)
+		if len(one) == 0 && kind != "bad" {
+			t.Fatalf("%s: the baseline wrote nothing", kind)
+		}
+		if !slices.Equal(one, three) {
+			t.Errorf("%s: one member wrote %d records, three wrote %d; first differences:\n%s", kind, len(one), len(three), diff(one, three))
+		}
+	}
+	if n := len(committed(t, broker, "one-late")); n < 50 {
+		t.Errorf("%d late records, want the 60 orders 4 s late", n)
+	}
+}
+
+func diff(a, b []string) string {
+	var out string
+	n := 0
+	for _, x := range a {
+		if !slices.Contains(b, x) && n < 5 {
+			out += "- " + x + "\n"
+			n++
+		}
+	}
+	n = 0
+	for _, x := range b {
+		if !slices.Contains(a, x) && n < 5 {
+			out += "+ " + x + "\n"
+			n++
+		}
+	}
+	return out
+}
+
+// TestStateDir refuses a directory of another instance and a second
+// process on one directory.
+func TestStateDir(t *testing.T) {
+	dir := t.TempDir()
+	p := plan(t, "j", "127.0.0.1:1")
+	unlock, err := lockStateDir(dir, p, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lockStateDir(dir, p, "a"); err == nil {
+		t.Error("a second lock of one directory succeeded")
+	}
+	unlock()
+	if _, err := lockStateDir(dir, p, "b"); err == nil {
+		t.Error("instance b took instance a's directory")
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []string{"", "a b", string(make([]byte, 65))} {
+		if CheckInstance(bad) == nil {
+			t.Errorf("instance %q accepted", bad)
+		}
+	}
+}

@@ -1,0 +1,905 @@
+// Package group runs a job spec as one member of a group of weir
+// processes sharing one job on a Kafka consumer group (weir run
+// --instance): each partition of the input is a task, the members split
+// the tasks by cooperative rebalancing, and each member commits its
+// tasks' outputs, their checkpoints (to a compacted changelog topic) and
+// their input offsets (whose metadata names each task's checkpoint) in one
+// Kafka transaction. docs/DESIGN.md, "Group mode", says why it is built so.
+package group
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"regexp"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/weirstream/weir/checkpoint"
+	"github.com/weirstream/weir/connector"
+	"github.com/weirstream/weir/connector/kafkaio"
+	"github.com/weirstream/weir/job"
+	"github.com/weirstream/weir/spec"
+	"github.com/weirstream/weir/state"
+)
+
+// Options configure a member.
+type Options struct {
+	// Plan is the job; Check(Plan) must accept it.
+	Plan *spec.Plan
+	// Instance is the member's name (weir run --instance): its static
+	// group membership and its transactional id, weir-<job>-<Instance>.
+	Instance string
+	// StateDir is the member's directory (--state-dir): Run locks it and
+	// records the job, spec and instance in it.
+	StateDir string
+	// Run are the tasks' run options (Dir, Logger, Info, Warn, Clock);
+	// Task and Parallelism are set per task.
+	Run job.RunOptions
+	// CommitInterval is how often the member commits (default 200ms);
+	// SessionTimeout is the group's (default 10s); TransactionTimeout the
+	// producer's (default 10s).
+	CommitInterval, SessionTimeout, TransactionTimeout time.Duration
+	// Logger receives the member's log (default: discard).
+	Logger *slog.Logger
+	// Info is told what a person should know (tasks assigned, revoked).
+	Info func(msg string)
+}
+
+// Name is the group of a job: weir-<job>.
+func Name(p *spec.Plan) string { return "weir-" + jobName(p) }
+
+func jobName(p *spec.Plan) string {
+	if p.Name == "" {
+		return "job"
+	}
+	return p.Name
+}
+
+// ChangelogTopic is the changelog topic of a job's group.
+func ChangelogTopic(p *spec.Plan) string { return Name(p) + "-changelog" }
+
+var instanceRE = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
+
+// CheckInstance refuses a member name that is not 1-64 of [A-Za-z0-9._-].
+func CheckInstance(name string) error {
+	if !instanceRE.MatchString(name) {
+		return fmt.Errorf("--instance %q: a member's name is 1-64 characters of A-Z, a-z, 0-9, '.', '_' and '-' (it is part of its transactional id)", name)
+	}
+	return nil
+}
+
+// Member is one running member of a job's group.
+type Member struct {
+	o         Options
+	topic     string
+	changelog string
+	nparts    int
+	brokers   []string
+	auth      []kgo.Opt
+	sess      *kgo.GroupTransactSession
+	adm       *kadm.Client
+	group     string
+	meta      []byte // the spec's fingerprint
+	ctx       context.Context
+	// stopped is closed when Run returns: a task's checkpoint waiting for
+	// the member gives up.
+	stopped chan struct{}
+	wakeCh  chan struct{}
+
+	mu    sync.Mutex
+	tasks map[int32]*task
+	// sampled counts the records of each partition checked against the
+	// key partitioner (partitioned_by_key).
+	sampled map[int32]int
+	fatal   error
+}
+
+// Check refuses what group mode cannot run, each with the reason.
+func Check(p *spec.Plan) error {
+	if p.Source.Type != "kafka" {
+		return fmt.Errorf("source.type: %q: group mode (--instance) reads Kafka only: its partitions are the tasks the members share", p.Source.Type)
+	}
+	if p.Checkpoint != nil {
+		return errors.New("checkpoint: group mode (--instance) keeps each task's state in the group's changelog topic, committed with its outputs; remove the checkpoint block")
+	}
+	if p.Backend == spec.PebbleBackend {
+		return errors.New("state.backend: pebble: group mode (--instance) keeps state in memory and in the changelog topic for now; remove it")
+	}
+	path, err := p.Graph.Path()
+	if err != nil {
+		return err
+	}
+	if len(path.Reads) != 1 || len(path.Windows) != 1 {
+		return errors.New("group mode (--instance) runs a job of one source and one window for now; joins, cascades and statement sets run in one process")
+	}
+	if p.Archive != nil {
+		return errors.New("results.archive: group mode (--instance) does not keep an archive yet; remove it")
+	}
+	s := spec.SourceSettings(p)
+	if !s.Bool("kafka.partitioned_by_key") {
+		return errors.New("source.kafka.partitioned_by_key: group mode (--instance) needs the input partitioned by the job's key with Kafka's default partitioner (murmur2), declared with partitioned_by_key: true; a repartition topic for other inputs is not built yet")
+	}
+	var bad []string
+	for _, op := range path.Sinks() {
+		if op.Config != nil && op.Config.Type != "kafka" {
+			bad = append(bad, fmt.Sprintf("%s (%s)", op.Path, op.Config.Type))
+		}
+	}
+	if len(bad) > 0 {
+		return fmt.Errorf("%v: group mode (--instance) writes results, late records and dead letters to Kafka topics, in the member's transaction; other sinks are not supported yet", bad)
+	}
+	return nil
+}
+
+// Run runs the member until ctx is done (a graceful stop: the member
+// commits, leaves the group and returns nil) or, with stop_at_end, until
+// every task of the group read its input to the end and committed.
+func Run(ctx context.Context, o Options) error {
+	if err := Check(o.Plan); err != nil {
+		return err
+	}
+	if err := CheckInstance(o.Instance); err != nil {
+		return err
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Info == nil {
+		o.Info = func(string) {}
+	}
+	if o.CommitInterval <= 0 {
+		o.CommitInterval = 200 * time.Millisecond
+	}
+	if o.SessionTimeout <= 0 {
+		o.SessionTimeout = 10 * time.Second
+	}
+	if o.TransactionTimeout <= 0 {
+		o.TransactionTimeout = 10 * time.Second
+	}
+	unlock, err := lockStateDir(o.StateDir, o.Plan, o.Instance)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	s := spec.SourceSettings(o.Plan)
+	m := &Member{o: o, topic: s.String("kafka.topic"), changelog: ChangelogTopic(o.Plan), brokers: s.Strings("kafka.brokers"),
+		auth: kafkaio.AuthFrom(s, "kafka."), group: Name(o.Plan), meta: job.Fingerprint(o.Plan),
+		stopped: make(chan struct{}), wakeCh: make(chan struct{}, 1), tasks: map[int32]*task{}, sampled: map[int32]int{}}
+	defer close(m.stopped)
+	cl, err := kgo.NewClient(m.clientOpts()...)
+	if err != nil {
+		return err
+	}
+	m.adm = kadm.NewClient(cl)
+	defer m.adm.Close()
+	if err := m.prepareTopics(ctx); err != nil {
+		return err
+	}
+	return m.run(ctx)
+}
+
+func (m *Member) clientOpts() []kgo.Opt {
+	return append([]kgo.Opt{kgo.SeedBrokers(m.brokers...)}, m.auth...)
+}
+
+// prepareTopics reads the input's partition count and creates the
+// changelog topic (compacted, one partition per task) when it is missing;
+// a changelog of another count is refused.
+func (m *Member) prepareTopics(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	td, err := m.adm.ListTopics(ctx, m.topic, m.changelog)
+	if err != nil {
+		return fmt.Errorf("group: topics: %w", err)
+	}
+	in, ok := td[m.topic]
+	if !ok || in.Err != nil {
+		return fmt.Errorf("source.kafka.topic: topic %q does not exist on %v; create it first", m.topic, m.brokers)
+	}
+	m.nparts = len(in.Partitions)
+	if cd, ok := td[m.changelog]; ok && cd.Err == nil {
+		if n := len(cd.Partitions); n != m.nparts {
+			return fmt.Errorf("the changelog topic %s has %d partitions and the input %s has %d: the job's state is split by the input's partitions, so the input's count must not change; reset the group (weir reset) to start over with %d", m.changelog, n, m.topic, m.nparts, m.nparts)
+		}
+		return nil
+	}
+	cfg := map[string]*string{"cleanup.policy": ptr("compact"), "segment.ms": ptr("60000"), "min.compaction.lag.ms": ptr("0")}
+	resp, err := m.adm.CreateTopic(ctx, int32(m.nparts), -1, cfg, m.changelog)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+		return fmt.Errorf("group: creating the changelog topic %s: %w", m.changelog, err)
+	}
+	if err == nil {
+		m.o.Info(fmt.Sprintf("created Kafka topic %s (%d partitions, cleanup.policy=compact): the tasks' state", m.changelog, m.nparts))
+	}
+	return nil
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// TxnID is the transactional id of a member.
+func TxnID(p *spec.Plan, instance string) string { return "weir-" + jobName(p) + "-" + instance }
+
+func (m *Member) run(ctx context.Context) error {
+	m.ctx = ctx
+	manual := map[string]bool{m.changelog: true}
+	sess, err := kgo.NewGroupTransactSession(append(m.clientOpts(),
+		kgo.ConsumerGroup(m.group),
+		kgo.ConsumeTopics(m.topic),
+		kgo.InstanceID(m.o.Instance),
+		kgo.TransactionalID(TxnID(m.o.Plan, m.o.Instance)),
+		kgo.TransactionTimeout(m.o.TransactionTimeout),
+		kgo.SessionTimeout(m.o.SessionTimeout),
+		kgo.HeartbeatInterval(max(m.o.SessionTimeout/10, 100*time.Millisecond)),
+		kgo.RebalanceTimeout(max(4*m.o.CommitInterval, 30*time.Second)),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.KeepControlRecords(),
+		kgo.FetchMaxWait(250*time.Millisecond),
+		kgo.BlockRebalanceOnPoll(),
+		kgo.DisableAutoCommit(),
+		kgo.RecordPartitioner(partitioner{manual: manual, key: kgo.StickyKeyPartitioner(nil)}),
+		kgo.AdjustFetchOffsetsFn(m.assign),
+		kgo.OnPartitionsRevoked(m.revoke),
+		kgo.OnPartitionsLost(m.revoke),
+	)...)
+	if err != nil {
+		return fmt.Errorf("group: %w", err)
+	}
+	m.sess = sess
+	defer m.close()
+	last := time.Now()
+	lastDone := time.Now()
+	for {
+		if err := m.failure(); err != nil {
+			return err
+		}
+		if ctx.Err() != nil {
+			return m.stop()
+		}
+		pctx, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
+		f := sess.PollRecords(pctx, 4096)
+		cancel()
+		for _, fe := range f.Errors() {
+			if errors.Is(fe.Err, context.DeadlineExceeded) || errors.Is(fe.Err, context.Canceled) {
+				continue
+			}
+			return m.fenced(fmt.Errorf("group: fetching %s partition %d: %w", fe.Topic, fe.Partition, fe.Err))
+		}
+		if err := m.dispatch(f); err != nil {
+			return err
+		}
+		if time.Since(last) >= m.o.CommitInterval || m.waiting() {
+			if err := m.commit(ctx); err != nil {
+				return err
+			}
+			last = time.Now()
+		}
+		sess.AllowRebalance()
+		if m.stopAtEnd() && time.Since(lastDone) >= 500*time.Millisecond {
+			lastDone = time.Now()
+			done, err := m.groupDone(ctx)
+			if err != nil {
+				return err
+			}
+			if done {
+				m.o.Info("every task of the group read its input to the end and committed")
+				return m.leave()
+			}
+		}
+	}
+}
+
+func (m *Member) stopAtEnd() bool { return spec.SourceSettings(m.o.Plan).Bool("kafka.stop_at_end") }
+
+// fenced names the other member in an error of a fenced producer.
+func (m *Member) fenced(err error) error {
+	if errors.Is(err, kerr.ProducerFenced) || errors.Is(err, kerr.InvalidProducerEpoch) || errors.Is(err, kerr.FencedInstanceID) {
+		return fmt.Errorf("another process runs instance %q of job %s (transactional id %s) and fenced this one off: %w", m.o.Instance, jobName(m.o.Plan), TxnID(m.o.Plan, m.o.Instance), err)
+	}
+	return err
+}
+
+func (m *Member) failure() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.fatal
+}
+
+func (m *Member) fail(err error) {
+	m.mu.Lock()
+	if m.fatal == nil {
+		m.fatal = err
+	}
+	m.mu.Unlock()
+}
+
+func (m *Member) wake() {
+	select {
+	case m.wakeCh <- struct{}{}:
+	default:
+	}
+}
+
+// waiting reports whether a task waits for a commit: a checkpoint it
+// took on its own (its output buffer filled) or its end.
+func (m *Member) waiting() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, t := range m.tasks {
+		t.mu.Lock()
+		w := len(t.ready) > 0 || (t.ended && t.last != nil && !t.last.Done)
+		t.mu.Unlock()
+		if w {
+			return true
+		}
+	}
+	return false
+}
+
+// sampleRecords is how many records of each partition are checked
+// against Kafka's key partitioner (partitioned_by_key).
+const sampleRecords = 100
+
+// dispatch hands each task its partition's records, checking the first
+// ones' keys against Kafka's default partitioner.
+func (m *Member) dispatch(f kgo.Fetches) error {
+	var err error
+	f.EachPartition(func(fp kgo.FetchTopicPartition) {
+		if err != nil || len(fp.Records) == 0 {
+			return
+		}
+		m.mu.Lock()
+		t := m.tasks[fp.Partition]
+		n := m.sampled[fp.Partition]
+		m.mu.Unlock()
+		if t == nil {
+			err = fmt.Errorf("group: records of partition %d, which this member has no task for", fp.Partition)
+			return
+		}
+		tp := kgo.StickyKeyPartitioner(nil).ForTopic(m.topic)
+		for _, r := range fp.Records {
+			if n >= sampleRecords {
+				break
+			}
+			if r.Attrs.IsControl() {
+				continue
+			}
+			n++
+			if r.Key == nil {
+				err = fmt.Errorf("source.kafka.partitioned_by_key: the record at offset %d of partition %d of %s has no key, so the input is not partitioned by the job's key; produce with the key, or drop partitioned_by_key", r.Offset, r.Partition, m.topic)
+				return
+			}
+			if want := int32(tp.Partition(r, m.nparts)); want != r.Partition {
+				err = fmt.Errorf("source.kafka.partitioned_by_key: the record at offset %d with key %q is in partition %d, but Kafka's default partitioner (murmur2) puts that key in partition %d: the producer used another partitioner (kcat's default is CRC32: set -X partitioner=murmur2_random), so one key's windows would be split across tasks", r.Offset, r.Key, r.Partition, want)
+				return
+			}
+		}
+		m.mu.Lock()
+		m.sampled[fp.Partition] = n
+		m.mu.Unlock()
+		t.inbox.put(fp.Records)
+	})
+	return err
+}
+
+// assign starts a task for each partition newly assigned (kgo calls it
+// after the group's committed offsets were fetched, stable: no
+// transaction of another member is pending on them). A partition with a
+// committed offset restores the checkpoint its metadata names; one
+// without starts where the source's start says. It returns the offsets
+// to consume from: each task's position.
+func (m *Member) assign(ctx context.Context, offsets map[string]map[int32]kgo.Offset) (map[string]map[int32]kgo.Offset, error) {
+	parts := offsets[m.topic]
+	if len(parts) == 0 {
+		return offsets, nil
+	}
+	ids := slices.Sorted(maps.Keys(parts))
+	committed, err := m.adm.FetchOffsets(ctx, m.group)
+	if err == nil {
+		err = committed.Error()
+	}
+	if err != nil {
+		m.fail(fmt.Errorf("group: committed offsets of %s: %w", m.group, err))
+		return offsets, nil
+	}
+	starts, err := m.starts(ctx)
+	if err != nil {
+		m.fail(err)
+		return offsets, nil
+	}
+	out := map[int32]kgo.Offset{}
+	for _, p := range ids {
+		var snap *snapshot
+		from := starts[p]
+		if c, ok := committed.Lookup(m.topic, p); ok && c.At >= 0 {
+			from = c.At
+			if id, _, ok := parseMeta(c.Metadata); ok {
+				if snap, err = m.restore(ctx, p, id); err != nil {
+					m.fail(taskError(p, err))
+					return offsets, nil
+				}
+				from = snap.Position
+			}
+		}
+		if err := m.startTask(p, snap, from); err != nil {
+			m.fail(taskError(p, err))
+			return offsets, nil
+		}
+		out[p] = kgo.NewOffset().At(from)
+	}
+	m.o.Info(fmt.Sprintf("instance %s: assigned tasks %v", m.o.Instance, ids))
+	return map[string]map[int32]kgo.Offset{m.topic: out}, nil
+}
+
+// starts are where each partition starts without a committed offset, by
+// source.kafka.start.
+func (m *Member) starts(ctx context.Context) (map[int32]int64, error) {
+	var listed kadm.ListedOffsets
+	var err error
+	switch st := m.o.Plan.Start; st.Kind {
+	case connector.StartLatest:
+		listed, err = m.adm.ListEndOffsets(ctx, m.topic)
+	case connector.StartTime:
+		listed, err = m.adm.ListOffsetsAfterMilli(ctx, st.At.UnixMilli(), m.topic)
+	default:
+		listed, err = m.adm.ListStartOffsets(ctx, m.topic)
+	}
+	if err == nil {
+		err = listed.Error()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("group: start offsets of %s: %w", m.topic, err)
+	}
+	out := map[int32]int64{}
+	listed.Each(func(l kadm.ListedOffset) { out[l.Partition] = l.Offset })
+	return out, nil
+}
+
+// restore reads checkpoint id of task p: from the state directory's copy
+// when it is that checkpoint, else from the changelog (after the copy's
+// offset when the copy is older).
+func (m *Member) restore(ctx context.Context, p int32, id int64) (*snapshot, error) {
+	cached, at, err := readCache(m.o.StateDir, p)
+	if err != nil {
+		m.o.Logger.Warn("the task's copy in the state directory is unreadable; restoring from the changelog", "task", p, "err", err)
+		cached = nil
+	}
+	if cached != nil && cached.ID == id {
+		return cached, nil
+	}
+	from := int64(0)
+	if cached != nil && cached.ID < id {
+		from = at + 1
+	}
+	s, hat, err := readSnapshot(ctx, m.clientOpts(), m.changelog, p, from, id, 2*m.o.TransactionTimeout+30*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	if err := writeCache(m.o.StateDir, p, s, hat); err != nil {
+		m.o.Logger.Warn("cannot keep the task's state in the state directory", "task", p, "err", err)
+	}
+	return s, nil
+}
+
+// revoke stops the tasks of the revoked (or lost) partitions: their
+// uncommitted work is dropped; the next owner starts from the last
+// commit.
+func (m *Member) revoke(_ context.Context, _ *kgo.Client, revoked map[string][]int32) {
+	ps := revoked[m.topic]
+	if len(ps) == 0 {
+		return
+	}
+	m.mu.Lock()
+	var ts []*task
+	for _, p := range ps {
+		if t := m.tasks[p]; t != nil {
+			ts = append(ts, t)
+			delete(m.tasks, p)
+			delete(m.sampled, p)
+		}
+	}
+	m.mu.Unlock()
+	for _, t := range ts {
+		t.stop()
+	}
+	m.o.Info(fmt.Sprintf("instance %s: revoked tasks %v", m.o.Instance, ps))
+}
+
+// startTask opens and runs task p's job, restored from snap (nil:
+// fresh, reading from from).
+func (m *Member) startTask(p int32, snap *snapshot, from int64) error {
+	t := &task{p: p, m: m, inbox: newInbox(m.topic, p, from), last: snap, from: from, done: make(chan struct{})}
+	if snap != nil && snap.Done {
+		t.ended = true
+		close(t.done)
+		m.mu.Lock()
+		m.tasks[p] = t
+		m.mu.Unlock()
+		return nil
+	}
+	ro := m.o.Run
+	ro.Parallelism = 1
+	ro.Task = &job.TaskCheckpoints{Store: store{t}}
+	if snap != nil {
+		ro.Task.Restore, ro.Task.RestoreID, ro.Task.Meta = view(snap.Parts), snap.ID, snap.Meta
+	}
+	j, err := job.Open(m.taskPlan(t), ro)
+	if err != nil {
+		return err
+	}
+	t.job = j
+	ctx, cancel := context.WithCancel(context.WithoutCancel(m.ctx))
+	t.cancel = cancel
+	m.mu.Lock()
+	m.tasks[p] = t
+	m.mu.Unlock()
+	go func() {
+		sum, err := j.Run(ctx)
+		t.mu.Lock()
+		t.sum, t.runErr, t.ended = sum, err, true
+		t.mu.Unlock()
+		close(t.done)
+		m.wake()
+	}()
+	return nil
+}
+
+// stop cancels the task's run and waits for it.
+func (t *task) stop() {
+	if t.cancel != nil {
+		t.cancel()
+	}
+	<-t.done
+}
+
+// view is a checkpoint.View of a snapshot's parts.
+type view map[string][]byte
+
+func (v view) Parts(stage, name string) map[int][]byte {
+	out := map[int][]byte{}
+	for k, b := range v {
+		if i, ok := checkpoint.PartIndex(k, stage, name); ok {
+			out[i] = b
+		}
+	}
+	return out
+}
+
+// taskPlan is the plan with the kafka kind replaced by the task's: its
+// source reads the task's inbox, its sinks write the task's outbox.
+func (m *Member) taskPlan(t *task) *spec.Plan {
+	reg := connector.NewRegistry()
+	for _, k := range m.o.Plan.Kinds().Kinds() {
+		if k.Name == "kafka" {
+			src, snk := *k.Source, *k.Sink
+			src.Open = func(ctx context.Context, so connector.SourceOpen) (connector.OpenedSource, error) {
+				return kafkaio.OpenTaskSource(ctx, so, t.inbox, t.p, t.from)
+			}
+			snk.OpenMessages = func(_ context.Context, o connector.MessagesOpen) (connector.Sink[connector.Message], error) {
+				return &sink{t: t, topic: o.Settings.String("topic"), role: o.Role}, nil
+			}
+			snk.Committed = nil
+			k.Source, k.Sink = &src, &snk
+		}
+		reg.MustRegister(k)
+	}
+	p := *m.o.Plan
+	p.Registry = reg
+	return &p
+}
+
+// sourcePart is the name of a task's source position part.
+var sourcePart = checkpoint.PartName("source", 0, "source")
+
+// position is the task's next input offset in a checkpoint's parts.
+func position(parts map[string][]byte, p int32) (int64, error) {
+	b, ok := parts[sourcePart]
+	if !ok {
+		return 0, fmt.Errorf("the checkpoint has no part %s", sourcePart)
+	}
+	r := state.Reader{Buf: b}
+	pos := r.Bytes()
+	if r.Err != nil {
+		return 0, fmt.Errorf("part %s: %w", sourcePart, r.Err)
+	}
+	next, err := kafkaio.PositionOffsets(pos)
+	if err != nil {
+		return 0, err
+	}
+	at, ok := next[p]
+	if !ok {
+		return 0, fmt.Errorf("part %s has no position of partition %d", sourcePart, p)
+	}
+	return at, nil
+}
+
+// commit asks every task for a checkpoint and commits, in one
+// transaction, their outputs, their checkpoints (to the changelog) and
+// their positions (the group's offsets, each with its checkpoint's id in
+// the metadata). When the transaction aborts (a rebalance, a failure),
+// every task restarts from its last committed checkpoint.
+func (m *Member) commit(ctx context.Context) error {
+	m.mu.Lock()
+	ts := slices.Collect(maps.Values(m.tasks))
+	m.mu.Unlock()
+	slices.SortFunc(ts, func(a, b *task) int { return int(a.p - b.p) })
+	for _, t := range ts {
+		if t.job != nil && !t.isEnded() {
+			t.job.Env().RequestCheckpoint()
+		}
+	}
+	// Each task answers with a checkpoint, or ends.
+	deadline := time.Now().Add(time.Minute)
+	for _, t := range ts {
+		for !t.answered() {
+			if time.Now().After(deadline) {
+				return taskError(t.p, errors.New("no checkpoint within a minute"))
+			}
+			select {
+			case <-m.wakeCh:
+			case <-time.After(5 * time.Millisecond):
+			case <-ctx.Done():
+			}
+			if t.job != nil && !t.isEnded() {
+				t.job.Env().RequestCheckpoint()
+			}
+		}
+	}
+	if err := m.sess.Begin(); err != nil {
+		return m.fenced(fmt.Errorf("group: begin transaction: %w", err))
+	}
+	type result struct {
+		t     *task
+		snap  *snapshot
+		ready []*pending
+	}
+	var results []result
+	var perr error
+	var pmu sync.Mutex
+	produced := func(_ *kgo.Record, err error) {
+		if err != nil {
+			pmu.Lock()
+			perr = errors.Join(perr, err)
+			pmu.Unlock()
+		}
+	}
+	restart := map[int32]bool{}
+	for _, t := range ts {
+		if t.last != nil && t.last.Done {
+			continue
+		}
+		out, ready := t.take()
+		var snap *snapshot
+		switch {
+		case len(ready) > 0:
+			pd := ready[len(ready)-1]
+			pos, err := position(pd.parts, t.p)
+			if err != nil {
+				return taskError(t.p, err)
+			}
+			snap = &snapshot{ID: pd.id, Meta: m.meta, Parts: pd.parts, Position: pos}
+		case t.isEnded() && t.runErr == nil && t.job != nil:
+			id := int64(1)
+			if t.last != nil {
+				id = t.last.ID + 1
+			}
+			snap = &snapshot{ID: id, Meta: m.meta, Parts: map[string][]byte{}, Done: true, Position: t.inbox.position()}
+		default: // the run failed: restart it from its last commit
+			restart[t.p] = true
+			for _, pd := range ready {
+				pd.result <- errAborted
+			}
+			continue
+		}
+		for _, r := range out {
+			m.sess.Produce(ctx, r, produced)
+		}
+		for _, r := range changelogRecords(m.changelog, t.p, snap) {
+			m.sess.Produce(ctx, r, produced)
+		}
+		results = append(results, result{t, snap, ready})
+	}
+	metas := map[int32]*snapshot{}
+	for _, r := range results {
+		metas[r.t.p] = r.snap
+	}
+	for _, t := range ts {
+		if t.last != nil && t.last.Done {
+			metas[t.p] = t.last
+		}
+	}
+	cctx := kgo.PreTxnCommitFnContext(ctx, func(req *kmsg.TxnOffsetCommitRequest) error {
+		topic := kmsg.NewTxnOffsetCommitRequestTopic()
+		topic.Topic = m.topic
+		for _, p := range slices.Sorted(maps.Keys(metas)) {
+			s := metas[p]
+			tp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+			tp.Partition, tp.Offset, tp.LeaderEpoch = p, s.Position, -1
+			tp.Metadata = ptr(commitMeta(s.ID, s.Done))
+			topic.Partitions = append(topic.Partitions, tp)
+		}
+		req.Topics = []kmsg.TxnOffsetCommitRequestTopic{topic}
+		return nil
+	})
+	committed, err := m.sess.End(cctx, kgo.TryCommit)
+	pmu.Lock()
+	if perr != nil && err == nil && committed {
+		err = fmt.Errorf("group: a record of the transaction failed: %w", perr)
+	}
+	pmu.Unlock()
+	if err != nil {
+		for _, r := range results {
+			for _, pd := range r.ready {
+				pd.result <- errAborted
+			}
+		}
+		return m.fenced(fmt.Errorf("group: ending the transaction: %w", err))
+	}
+	if committed {
+		for _, r := range results {
+			r.t.last = r.snap
+			for _, pd := range r.ready {
+				pd.result <- nil
+			}
+			if r.snap.Done {
+				m.o.Info(fmt.Sprintf("instance %s: task %d read its input to the end and committed", m.o.Instance, r.t.p))
+			}
+		}
+	} else {
+		for _, r := range results {
+			for _, pd := range r.ready {
+				pd.result <- errAborted
+			}
+			restart[r.t.p] = true
+		}
+	}
+	return m.restartTasks(restart)
+}
+
+// restartTasks restarts the tasks of ps from their last commits and
+// seeks the consumer to their positions.
+func (m *Member) restartTasks(ps map[int32]bool) error {
+	if len(ps) == 0 {
+		return nil
+	}
+	seek := map[int32]kgo.EpochOffset{}
+	for _, p := range slices.Sorted(maps.Keys(ps)) {
+		m.mu.Lock()
+		t := m.tasks[p]
+		m.mu.Unlock()
+		if t == nil {
+			continue
+		}
+		t.stop()
+		if t.runErr != nil && !errors.Is(t.runErr, context.Canceled) {
+			m.o.Logger.Warn("task restarts from its last commit", "task", p, "err", t.runErr)
+		}
+		from := t.from
+		if t.last != nil {
+			from = t.last.Position
+		}
+		if err := m.startTask(p, t.last, from); err != nil {
+			return taskError(p, err)
+		}
+		seek[p] = kgo.EpochOffset{Epoch: -1, Offset: from}
+	}
+	m.sess.Client().SetOffsets(map[string]map[int32]kgo.EpochOffset{m.topic: seek})
+	return nil
+}
+
+func (t *task) isEnded() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.ended
+}
+
+// answered: the task has a checkpoint waiting, or its run returned.
+func (t *task) answered() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.ready) > 0 || t.ended
+}
+
+// position is the offset after the last record the inbox handed out.
+func (b *inbox) position() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.next
+}
+
+// groupDone reports whether every partition's committed offset carries a
+// done task's metadata.
+func (m *Member) groupDone(ctx context.Context) (bool, error) {
+	committed, err := m.adm.FetchOffsets(ctx, m.group)
+	if err == nil {
+		err = committed.Error()
+	}
+	if err != nil {
+		return false, fmt.Errorf("group: committed offsets of %s: %w", m.group, err)
+	}
+	for p := range int32(m.nparts) {
+		c, ok := committed.Lookup(m.topic, p)
+		if !ok {
+			return false, nil
+		}
+		if _, done, ok := parseMeta(c.Metadata); !ok || !done {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// stop ends the member gracefully: one more commit, then it leaves the
+// group so that its tasks move at once.
+func (m *Member) stop() error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := m.commit(ctx); err != nil {
+		return err
+	}
+	return m.leave()
+}
+
+// leave stops the tasks, writes their state to the state directory and
+// leaves the group (a static member leaves through the admin API).
+func (m *Member) leave() error {
+	m.mu.Lock()
+	ts := slices.Collect(maps.Values(m.tasks))
+	m.tasks = map[int32]*task{}
+	m.mu.Unlock()
+	for _, t := range ts {
+		t.stop()
+	}
+	m.sess.Close()
+	m.sess = nil
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := m.adm.LeaveGroup(ctx, kadm.LeaveGroup(m.group).InstanceIDs(m.o.Instance).Reason("weir member stopped"))
+	if err == nil {
+		err = resp.Error()
+	}
+	if err != nil && !errors.Is(err, kerr.UnknownMemberID) {
+		m.o.Logger.Warn("leaving the group failed: the tasks move after the session timeout", "err", err)
+	}
+	return nil
+}
+
+// close, after a failure, stops the tasks and closes the session (without
+// leaving: a restart with the same name keeps the tasks).
+func (m *Member) close() {
+	if m.sess == nil {
+		return
+	}
+	m.mu.Lock()
+	ts := slices.Collect(maps.Values(m.tasks))
+	m.mu.Unlock()
+	for _, t := range ts {
+		t.stop()
+	}
+	m.sess.Close()
+}
+
+// partitioner places the records of the changelog by their Partition and
+// the others by key, as Kafka's default partitioner does.
+type partitioner struct {
+	manual map[string]bool
+	key    kgo.Partitioner
+}
+
+func (p partitioner) ForTopic(t string) kgo.TopicPartitioner {
+	if p.manual[t] {
+		return kgo.ManualPartitioner().ForTopic(t)
+	}
+	return p.key.ForTopic(t)
+}

@@ -1,0 +1,117 @@
+package group
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"github.com/weirstream/weir/internal/flock"
+	"github.com/weirstream/weir/internal/outfmt"
+	"github.com/weirstream/weir/spec"
+)
+
+// identity is what a member's state directory records of its member.
+type identity struct {
+	Job      string `json:"job"`
+	SpecHash string `json:"spec_hash"`
+	Instance string `json:"instance"`
+}
+
+const identityFile = "member.json"
+
+// lockStateDir creates and locks dir for one member process, and refuses
+// a directory of another job, spec or instance.
+func lockStateDir(dir string, p *spec.Plan, instance string) (unlock func(), err error) {
+	if dir == "" {
+		return nil, errors.New("--instance needs --state-dir: the member keeps its tasks' state there")
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "tasks"), 0o755); err != nil {
+		return nil, err
+	}
+	release, err := flock.TryLock(filepath.Join(dir, "LOCK"))
+	if err != nil {
+		return nil, fmt.Errorf("--state-dir %s: %w (one process per state directory)", dir, err)
+	}
+	want := identity{Job: jobName(p), SpecHash: outfmt.SpecHash(p), Instance: instance}
+	path := filepath.Join(dir, identityFile)
+	b, err := os.ReadFile(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		b, _ = json.MarshalIndent(want, "", "  ")
+		err = os.WriteFile(path, append(b, '\n'), 0o644)
+	case err == nil:
+		var have identity
+		if err = json.Unmarshal(b, &have); err == nil && have != want {
+			err = fmt.Errorf("--state-dir %s belongs to job %s (spec %s), instance %s, not job %s (spec %s), instance %s: give each member and job its own directory, or empty it",
+				dir, have.Job, have.SpecHash, have.Instance, want.Job, want.SpecHash, want.Instance)
+		}
+	}
+	if err != nil {
+		_ = release()
+		return nil, err
+	}
+	return func() { _ = release() }, nil
+}
+
+func cachePath(dir string, p int32) string {
+	return filepath.Join(dir, "tasks", strconv.Itoa(int(p))+".snap")
+}
+
+// writeCache keeps task p's committed snapshot s, whose changelog header
+// is at offset at, in the state directory (written whole, then renamed).
+func writeCache(dir string, p int32, s *snapshot, at int64) error {
+	if dir == "" {
+		return nil
+	}
+	data := encodeParts(s.Parts)
+	b := binary.BigEndian.AppendUint64(nil, uint64(at))
+	b = binary.BigEndian.AppendUint32(b, uint32(len(data)))
+	b = append(b, data...)
+	b = appendHeader(b, s, 1, crc32.Checksum(data, castagnoli))
+	b = binary.BigEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
+	tmp := cachePath(dir, p) + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, cachePath(dir, p))
+}
+
+// readCache reads task p's snapshot from the state directory (nil: none)
+// and the changelog offset of its header.
+func readCache(dir string, p int32) (*snapshot, int64, error) {
+	if dir == "" {
+		return nil, 0, nil
+	}
+	b, err := os.ReadFile(cachePath(dir, p))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, 0, nil
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	if len(b) < 16 || crc32.Checksum(b[:len(b)-4], castagnoli) != binary.BigEndian.Uint32(b[len(b)-4:]) {
+		return nil, 0, errors.New("checksum mismatch")
+	}
+	b = b[:len(b)-4]
+	at := int64(binary.BigEndian.Uint64(b))
+	n := int(binary.BigEndian.Uint32(b[8:]))
+	if len(b) < 12+n {
+		return nil, 0, errors.New("truncated")
+	}
+	data := bytes.Clone(b[12 : 12+n])
+	h, err := parseHeader(b[12+n:])
+	if err != nil {
+		return nil, 0, err
+	}
+	parts, err := decodeParts(data)
+	if err != nil {
+		return nil, 0, err
+	}
+	return &snapshot{ID: h.id, Meta: h.meta, Parts: parts, Done: h.done, Position: h.position}, at, nil
+}

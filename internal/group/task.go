@@ -1,0 +1,210 @@
+package group
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/weirstream/weir/checkpoint"
+	"github.com/weirstream/weir/connector"
+	"github.com/weirstream/weir/connector/kafkaio"
+	"github.com/weirstream/weir/job"
+)
+
+// errAborted fails a task's checkpoint whose transaction aborted.
+var errAborted = errors.New("group: the member's transaction aborted (a rebalance or a failure); the task restarts from its last committed checkpoint")
+
+// task is one partition of the job's input, run by this member: a job at
+// parallelism 1 reading that partition through its inbox, its outputs and
+// checkpoints handed to the member's transactions.
+type task struct {
+	p     int32
+	m     *Member
+	inbox *inbox
+	job   *job.Job
+	// cancel stops the task's run; done is closed when it returned, with
+	// runErr its error.
+	cancel context.CancelFunc
+	done   chan struct{}
+	runErr error
+	sum    job.Summary
+
+	// last is the newest committed snapshot (nil: none yet; the task
+	// started at from). Owned by the member's loop.
+	last *snapshot
+	from int64
+
+	mu sync.Mutex
+	// outbox holds the records the task's sinks wrote since the member
+	// last took them (each sink's pre-commit and end).
+	outbox []*kgo.Record
+	// ready holds the checkpoints whose Commit waits for the member.
+	ready []*pending
+	// ended: the run returned (done is closed).
+	ended bool
+}
+
+// take returns the task's outbox and waiting checkpoints, emptying them.
+func (t *task) take() ([]*kgo.Record, []*pending) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out, ready := t.outbox, t.ready
+	t.outbox, t.ready = nil, nil
+	return out, ready
+}
+
+func (t *task) write(r *kgo.Record) {
+	t.mu.Lock()
+	t.outbox = append(t.outbox, r)
+	t.mu.Unlock()
+}
+
+// store is a task's checkpoint.Store: a checkpoint's Commit waits until
+// the member's transaction holding it ends.
+type store struct{ t *task }
+
+func (s store) Begin(id int64) (checkpoint.Pending, error) {
+	return &pending{t: s.t, id: id, parts: map[string][]byte{}, result: make(chan error, 1)}, nil
+}
+
+// pending is one checkpoint of a task.
+type pending struct {
+	t      *task
+	id     int64
+	mu     sync.Mutex
+	parts  map[string][]byte
+	result chan error
+}
+
+func (p *pending) WritePart(name string, data []byte) error {
+	p.mu.Lock()
+	p.parts[name] = append([]byte(nil), data...)
+	p.mu.Unlock()
+	return nil
+}
+
+// Commit hands the checkpoint to the member and waits for its
+// transaction: nil once it committed.
+func (p *pending) Commit() error {
+	p.t.mu.Lock()
+	p.t.ready = append(p.t.ready, p)
+	p.t.mu.Unlock()
+	p.t.m.wake()
+	select {
+	case err := <-p.result:
+		return err
+	case <-p.t.m.stopped:
+		return errors.New("group: the member stopped before the checkpoint committed")
+	}
+}
+
+func (p *pending) Abort() error { return nil }
+
+// inbox is a task's kafkaio.Fetcher: the member's polls put the task's
+// records in it, and its reader takes them.
+type inbox struct {
+	topic string
+	p     int32
+	mu    sync.Mutex
+	recs  []*kgo.Record
+	more  chan struct{} // signalled when records are put
+	// next is the offset after the last record handed to the reader.
+	next int64
+}
+
+func newInbox(topic string, p int32, from int64) *inbox {
+	return &inbox{topic: topic, p: p, more: make(chan struct{}, 1), next: from}
+}
+
+func (b *inbox) put(rs []*kgo.Record) {
+	b.mu.Lock()
+	b.recs = append(b.recs, rs...)
+	b.mu.Unlock()
+	select {
+	case b.more <- struct{}{}:
+	default:
+	}
+}
+
+// PollRecords implements kafkaio.Fetcher: it waits (until ctx is done)
+// for records and returns up to max of them.
+func (b *inbox) PollRecords(ctx context.Context, max int) kgo.Fetches {
+	for {
+		b.mu.Lock()
+		if len(b.recs) > 0 {
+			n := len(b.recs)
+			if max > 0 && n > max {
+				n = max
+			}
+			rs := b.recs[:n:n]
+			b.recs = b.recs[n:]
+			b.next = rs[n-1].Offset + 1
+			b.mu.Unlock()
+			return kgo.Fetches{{Topics: []kgo.FetchTopic{{Topic: b.topic, Partitions: []kgo.FetchPartition{{Partition: b.p, Records: rs, HighWatermark: -1, LastStableOffset: -1}}}}}}
+		}
+		b.mu.Unlock()
+		select {
+		case <-b.more:
+		case <-ctx.Done():
+			return nil
+		}
+	}
+}
+
+// The member pauses and resumes fetches (alignment is per task: one
+// partition has nothing to align against).
+func (b *inbox) PauseFetchPartitions(map[string][]int32) map[string][]int32 { return nil }
+func (b *inbox) ResumeFetchPartitions(map[string][]int32)                   {}
+
+var _ kafkaio.Fetcher = (*inbox)(nil)
+
+// sink is a task's kafka sink: its records go to the task's outbox, which
+// the member produces in its transaction with the task's checkpoint.
+type sink struct {
+	t     *task
+	topic string
+	role  connector.SinkRole
+}
+
+func (s *sink) Write(_ context.Context, batch []connector.Message) error {
+	for i := range batch {
+		m := batch[i]
+		if s.role != connector.RoleResults {
+			m.Headers = nil // as the kafka sink writes late records and dead letters
+		}
+		s.t.write(kafkaio.MessageRecord(s.topic, &m))
+	}
+	return nil
+}
+
+func (s *sink) Flush(context.Context) error { return nil }
+func (s *sink) Close() error                { return nil }
+
+// The sink is transactional so that its output is handed over per
+// checkpoint (at its pre-commit, before the checkpoint's Commit): the
+// member's transaction commits it.
+func (s *sink) PreCommit(context.Context, int64) ([]byte, error) { return nil, nil }
+func (s *sink) Commit(context.Context, int64) error              { return nil }
+func (s *sink) Abort(context.Context) error                      { return nil }
+func (s *sink) Recover(context.Context, int64, []byte) error     { return nil }
+
+var _ connector.Transactional = (*sink)(nil)
+
+// taskError names the task in err.
+func taskError(p int32, err error) error {
+	return fmt.Errorf("task %d: %w", p, err)
+}
+
+// waitEnded waits for the task's run to return, at most d.
+func (t *task) waitEnded(d time.Duration) bool {
+	select {
+	case <-t.done:
+		return true
+	case <-time.After(d):
+		return false
+	}
+}

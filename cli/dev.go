@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
 )
@@ -26,13 +27,14 @@ func devCmd(ctx context.Context, args []string, o IO) int {
 	fs.SetOutput(o.Stderr)
 	port := fs.Int("port", 9092, "the broker's port on 127.0.0.1")
 	dataDir := fs.String("data-dir", "", "keep topics and group offsets in this directory across restarts (default: in memory)")
+	minSession := fs.Duration("min-session-timeout", 6*time.Second, "the shortest session timeout a consumer group member may ask for (group mode's tests use a short one)")
 	var topics []string
 	fs.Func("topic", "create a topic NAME[:PARTITIONS] (default 1 partition); repeat the flag for several", func(s string) error {
 		topics = append(topics, s)
 		return nil
 	})
 	fs.Usage = func() {
-		fmt.Fprintln(o.Stderr, `usage: weir dev kafka [--port 9092] [--topic NAME[:PARTITIONS]]... [--data-dir DIR]
+		fmt.Fprintln(o.Stderr, `usage: weir dev kafka [--port 9092] [--topic NAME[:PARTITIONS]]... [--data-dir DIR] [--min-session-timeout 6s]
 
 Starts an in-process Kafka (franz-go's kfake: one broker, no replication,
 transactions and consumer groups supported) on 127.0.0.1 until Ctrl-C. It
@@ -46,7 +48,7 @@ is for trying weir's Kafka source and sink, not for production.`)
 		fs.Usage()
 		return ExitUsage
 	}
-	opts := []kfake.Opt{kfake.Ports(*port), kfake.AllowAutoTopicCreation()}
+	opts := []kfake.Opt{kfake.Ports(*port), kfake.AllowAutoTopicCreation(), kfake.GroupMinSessionTimeout(*minSession)}
 	var names []string
 	for _, t := range topics {
 		name, parts, hasParts := strings.Cut(t, ":")

@@ -24,6 +24,7 @@ import (
 	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/etime"
 	"github.com/weirstream/weir/internal/admin"
+	"github.com/weirstream/weir/internal/group"
 	"github.com/weirstream/weir/internal/monitor"
 	"github.com/weirstream/weir/job"
 	"github.com/weirstream/weir/metrics"
@@ -139,6 +140,9 @@ type runFlags struct {
 	appendRuns    bool
 	restarts      int
 	http          string
+	// instance and stateDir run the job as a member of its group
+	// (internal/group).
+	instance, stateDir string
 	// serving, when set, takes the admin server over once it listens:
 	// it is told the address and handed the server's stop, which the
 	// run then leaves to it (weir demo keeps the dashboard up after the
@@ -164,6 +168,8 @@ func runCmd(ctx context.Context, args []string, o IO) int {
 	fs.BoolVar(&f.appendRuns, "append", false, "at a fresh start, keep earlier runs' outputs (files, ledger, archive, table rows) and add this run's to them; backfill then uses every run's ledger entries")
 	fs.StringVar(&f.http, "http", "", "serve Prometheus metrics at http://ADDR/metrics while the job runs, such as 127.0.0.1:8080 (a bare :PORT listens on loopback)")
 	fs.IntVar(&f.restarts, "restarts", 3, "with checkpoints: how often a failing job restarts from its newest checkpoint (backoff 1s, doubling)")
+	fs.StringVar(&f.instance, "instance", "", "run as the member NAME of the job's group on Kafka (group mode): the members share the input's partitions, state and exactly-once output; needs --state-dir")
+	fs.StringVar(&f.stateDir, "state-dir", "", "group mode: the member's directory (its tasks' state, kept across restarts; one process each)")
 	fs.Usage = func() {
 		fmt.Fprintln(o.Stderr, "usage: weir run JOB.yaml [flags]")
 		fs.PrintDefaults()
@@ -201,7 +207,53 @@ func runCmd(ctx context.Context, args []string, o IO) int {
 		return ExitUsage
 	}
 	specDir := filepath.Dir(o.path(path))
+	if f.instance != "" || f.stateDir != "" {
+		return runMember(ctx, p, specDir, f, o)
+	}
 	return runPlan(ctx, p, specDir, f, now, o)
+}
+
+// runMember runs the job as one member of its group (weir run
+// --instance NAME --state-dir DIR) until it is stopped (SIGINT or
+// SIGTERM: it commits and leaves the group) or, with stop_at_end, until
+// every task of the group read its input to the end.
+func runMember(ctx context.Context, p *spec.Plan, dir string, f runFlags, o IO) int {
+	refuse := func(msg string) int {
+		fmt.Fprintf(o.Stderr, "weir run: %s\n", msg)
+		return ExitUsage
+	}
+	switch {
+	case f.instance == "":
+		return refuse("--state-dir is group mode's: give the member's name with --instance too")
+	case f.stateDir == "":
+		return refuse("--instance needs --state-dir: the member keeps its tasks' state there")
+	case f.checkpointDir != "" || f.interval != 0:
+		return refuse("--checkpoint-dir and --checkpoint-interval are single-process mode's: in group mode the changelog topic holds each task's state, committed with its outputs")
+	case f.fresh || f.appendRuns:
+		return refuse("--fresh and --append are single-process mode's: a group member never resets shared outputs; reset the group with weir reset")
+	case f.deterministic || f.drain:
+		return refuse("--deterministic and --drain are single-process mode's")
+	}
+	if err := group.CheckInstance(f.instance); err != nil {
+		return refuse(err.Error())
+	}
+	if err := group.Check(p); err != nil {
+		return refuse("group mode: " + err.Error())
+	}
+	ro := job.RunOptions{Dir: dir, Stdout: o.Stdout,
+		Warn:   func(msg string) { fmt.Fprintln(o.Stderr, "warning:", msg) },
+		Logger: slog.New(warnHandler{w: o.Stderr}),
+		Info:   func(msg string) { fmt.Fprintln(o.Stderr, msg) },
+	}
+	fmt.Fprintf(o.Stderr, "member %s of group %s (transactional id %s)\n", f.instance, group.Name(p), group.TxnID(p, f.instance))
+	err := group.Run(ctx, group.Options{Plan: p, Instance: f.instance, StateDir: o.path(f.stateDir), Run: ro, Logger: ro.Logger, Info: ro.Info,
+		Crash: crashHook(o.Getenv)})
+	if err != nil {
+		fmt.Fprintf(o.Stderr, "weir run: %v\n", err)
+		return ExitFailed
+	}
+	fmt.Fprintf(o.Stderr, "member %s stopped\n", f.instance)
+	return ExitOK
 }
 
 // parsePaths parses flags that may come before or after the paths (the

@@ -59,6 +59,7 @@ type Plan struct {
 	Source     Source
 	Sinks      Sinks
 	Checkpoint *CheckpointSpec
+	Group      *GroupSpec
 	State      *StateSpec
 	Archive    *ArchiveSpec
 	Doctor     *DoctorSpec
@@ -475,6 +476,14 @@ func (c *compiler) compile() {
 				c.add("state.budget", "must be positive", byteSizeFix)
 			}
 			p.StateBudget = int64(*st.Budget)
+		}
+	}
+	if g := s.Group; g != nil {
+		c.positive("group.commit_interval", g.CommitInterval, "the interval")
+		c.positive("group.session_timeout", g.SessionTimeout, "the timeout")
+		c.positive("group.transaction_timeout", g.TransactionTimeout, "the timeout")
+		if s.Source.Type != "kafka" {
+			c.add("group", "group mode shares a Kafka source's partitions among processes", "remove it, or read from Kafka")
 		}
 	}
 	if k := s.Checkpoint; k != nil {

@@ -157,6 +157,7 @@ var stateFields = map[string]bool{
 	"sinks.*.columns":           true,
 
 	"checkpoint": false,
+	"group":      false,
 	"state":      false,
 	"alerts":     false,
 	"archive":    false,

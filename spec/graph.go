@@ -542,7 +542,7 @@ func (p *Plan) ForWindow(w *WindowOp) *Plan {
 func (c *compiler) graph() {
 	p, s := c.p, c.s
 	p.Name, p.Key, p.Aggregates = s.Name, s.Key, s.Aggregate
-	p.Source, p.Sinks, p.Checkpoint, p.State, p.Archive, p.Doctor = s.Source, s.Sinks, s.Checkpoint, s.State, s.Archive, s.Doctor
+	p.Source, p.Sinks, p.Checkpoint, p.State, p.Archive, p.Doctor, p.Group = s.Source, s.Sinks, s.Checkpoint, s.State, s.Archive, s.Doctor, s.Group
 	if p.Source.Type == "generator" {
 		// The source block as its kind opens it: with the generator's
 		// defaults resolved (SourceSettings).

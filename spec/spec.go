@@ -70,6 +70,9 @@ type Spec struct {
 	Checkpoint *CheckpointSpec `yaml:"checkpoint"`
 	// State chooses where window state lives (R12).
 	State *StateSpec `yaml:"state"`
+	// Group configures group mode (weir run --instance): the consumer
+	// group the members share and their timings.
+	Group *GroupSpec `yaml:"group"`
 	// Alerts sets the share of too-late records (side output and dropped)
 	// above which the job warns: in its log, in weir_late_ratio against
 	// weir_late_ratio_warning and weir_late_ratio_critical, and for
@@ -158,6 +161,23 @@ type StateSpec struct {
 // unit: B, KB, MB, GB, TB (powers of 1000) or KiB, MiB, GiB, TiB (powers
 // of 1024).
 type ByteSize int64
+
+// GroupSpec configures group mode (weir run --instance).
+type GroupSpec struct {
+	// Name is the consumer group of the members (default weir-<job
+	// name>); its changelog topic is <name>-changelog.
+	Name string `yaml:"name"`
+	// CommitInterval is how often a member commits its transaction
+	// (default 200ms): results are visible to read_committed readers
+	// that much later at most.
+	CommitInterval *Duration `yaml:"commit_interval"`
+	// SessionTimeout is how long the group waits for a member that
+	// stopped answering before its tasks move (default 10s).
+	SessionTimeout *Duration `yaml:"session_timeout"`
+	// TransactionTimeout is how long the brokers keep a dead member's
+	// open transaction before aborting it (default 10s).
+	TransactionTimeout *Duration `yaml:"transaction_timeout"`
+}
 
 // CheckpointSpec configures checkpoints.
 type CheckpointSpec struct {

@@ -26,6 +26,7 @@ import (
 	"github.com/weirstream/weir/checkpoint"
 	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/connector/kafkaio"
+	"github.com/weirstream/weir/etime"
 	"github.com/weirstream/weir/job"
 	"github.com/weirstream/weir/spec"
 	"github.com/weirstream/weir/state"
@@ -44,18 +45,30 @@ type Options struct {
 	// Run are the tasks' run options (Dir, Logger, Info, Warn, Clock);
 	// Task and Parallelism are set per task.
 	Run job.RunOptions
-	// CommitInterval is how often the member commits (default 200ms);
-	// SessionTimeout is the group's (default 10s); TransactionTimeout the
-	// producer's (default 10s).
+	// CommitInterval is how often the member commits (default: the
+	// spec's group.commit_interval, else 200ms); SessionTimeout is the
+	// group's (group.session_timeout, else 10s); TransactionTimeout the
+	// producer's (group.transaction_timeout, else 10s).
 	CommitInterval, SessionTimeout, TransactionTimeout time.Duration
 	// Logger receives the member's log (default: discard).
 	Logger *slog.Logger
 	// Info is told what a person should know (tasks assigned, revoked).
 	Info func(msg string)
+	// Crash, when set, is called at named points (crash tests kill the
+	// process there): group-produced (a transaction's records produced,
+	// before it ends), group-committed (after it committed, before the
+	// tasks hear of it), group-restore (a task's checkpoint read, before
+	// the task starts) and group-revoke (tasks revoked, before they stop).
+	Crash func(point string)
 }
 
-// Name is the group of a job: weir-<job>.
-func Name(p *spec.Plan) string { return "weir-" + jobName(p) }
+// Name is the group of a job: group.name, else weir-<job>.
+func Name(p *spec.Plan) string {
+	if p.Group != nil && p.Group.Name != "" {
+		return p.Group.Name
+	}
+	return "weir-" + jobName(p)
+}
 
 func jobName(p *spec.Plan) string {
 	if p.Name == "" {
@@ -155,6 +168,19 @@ func Run(ctx context.Context, o Options) error {
 	}
 	if o.Info == nil {
 		o.Info = func(string) {}
+	}
+	if o.Crash == nil {
+		o.Crash = func(string) {}
+	}
+	if g := o.Plan.Group; g != nil {
+		for _, f := range []struct {
+			v   *time.Duration
+			set *spec.Duration
+		}{{&o.CommitInterval, g.CommitInterval}, {&o.SessionTimeout, g.SessionTimeout}, {&o.TransactionTimeout, g.TransactionTimeout}} {
+			if *f.v <= 0 && f.set != nil {
+				*f.v = etime.Duration(*f.set).Std()
+			}
+		}
 	}
 	if o.CommitInterval <= 0 {
 		o.CommitInterval = 200 * time.Millisecond
@@ -421,18 +447,20 @@ func (m *Member) assign(ctx context.Context, offsets map[string]map[int32]kgo.Of
 	out := map[int32]kgo.Offset{}
 	for _, p := range ids {
 		var snap *snapshot
+		var at int64
 		from := starts[p]
 		if c, ok := committed.Lookup(m.topic, p); ok && c.At >= 0 {
 			from = c.At
 			if id, _, ok := parseMeta(c.Metadata); ok {
-				if snap, err = m.restore(ctx, p, id); err != nil {
+				if snap, at, err = m.restore(ctx, p, id); err != nil {
 					m.fail(taskError(p, err))
 					return offsets, nil
 				}
+				m.o.Crash("group-restore")
 				from = snap.Position
 			}
 		}
-		if err := m.startTask(p, snap, from); err != nil {
+		if err := m.startTask(p, snap, from, at); err != nil {
 			m.fail(taskError(p, err))
 			return offsets, nil
 		}
@@ -469,14 +497,15 @@ func (m *Member) starts(ctx context.Context) (map[int32]int64, error) {
 // restore reads checkpoint id of task p: from the state directory's copy
 // when it is that checkpoint, else from the changelog (after the copy's
 // offset when the copy is older).
-func (m *Member) restore(ctx context.Context, p int32, id int64) (*snapshot, error) {
+func (m *Member) restore(ctx context.Context, p int32, id int64) (*snapshot, int64, error) {
 	cached, at, err := readCache(m.o.StateDir, p)
 	if err != nil {
 		m.o.Logger.Warn("the task's copy in the state directory is unreadable; restoring from the changelog", "task", p, "err", err)
 		cached = nil
 	}
 	if cached != nil && cached.ID == id {
-		return cached, nil
+		m.o.Info(fmt.Sprintf("instance %s: task %d restored checkpoint %d from the state directory", m.o.Instance, p, id))
+		return cached, at, nil
 	}
 	from := int64(0)
 	if cached != nil && cached.ID < id {
@@ -484,13 +513,24 @@ func (m *Member) restore(ctx context.Context, p int32, id int64) (*snapshot, err
 	}
 	s, hat, err := readSnapshot(ctx, m.clientOpts(), m.changelog, p, from, id, 2*m.o.TransactionTimeout+30*time.Second)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	if err := writeCache(m.o.StateDir, p, s, hat); err != nil {
+	m.o.Info(fmt.Sprintf("instance %s: task %d restored checkpoint %d from the changelog (from offset %d)", m.o.Instance, p, id, from))
+	m.keep(p, s, hat)
+	return s, hat, nil
+}
+
+// keep writes task p's snapshot s, whose changelog header is at offset
+// at, to the state directory; a failure is logged (it is a cache).
+func (m *Member) keep(p int32, s *snapshot, at int64) {
+	if err := writeCache(m.o.StateDir, p, s, at); err != nil {
 		m.o.Logger.Warn("cannot keep the task's state in the state directory", "task", p, "err", err)
 	}
-	return s, nil
 }
+
+// cacheEvery is how often a task's committed state is written to the
+// state directory (and at a graceful stop).
+const cacheEvery = 2 * time.Second
 
 // revoke stops the tasks of the revoked (or lost) partitions: their
 // uncommitted work is dropped; the next owner starts from the last
@@ -510,6 +550,7 @@ func (m *Member) revoke(_ context.Context, _ *kgo.Client, revoked map[string][]i
 		}
 	}
 	m.mu.Unlock()
+	m.o.Crash("group-revoke")
 	for _, t := range ts {
 		t.stop()
 	}
@@ -517,9 +558,9 @@ func (m *Member) revoke(_ context.Context, _ *kgo.Client, revoked map[string][]i
 }
 
 // startTask opens and runs task p's job, restored from snap (nil:
-// fresh, reading from from).
-func (m *Member) startTask(p int32, snap *snapshot, from int64) error {
-	t := &task{p: p, m: m, inbox: newInbox(m.topic, p, from), last: snap, from: from, done: make(chan struct{})}
+// fresh, reading from from), whose changelog header is at offset at.
+func (m *Member) startTask(p int32, snap *snapshot, from, at int64) error {
+	t := &task{p: p, m: m, inbox: newInbox(m.topic, p, from), last: snap, lastAt: at, from: from, done: make(chan struct{}), quit: make(chan struct{}), cached: time.Now()}
 	if snap != nil && snap.Done {
 		t.ended = true
 		close(t.done)
@@ -557,6 +598,7 @@ func (m *Member) startTask(p int32, snap *snapshot, from int64) error {
 
 // stop cancels the task's run and waits for it.
 func (t *task) stop() {
+	t.quitOnce.Do(func() { close(t.quit) })
 	if t.cancel != nil {
 		t.cancel()
 	}
@@ -663,6 +705,7 @@ func (m *Member) commit(ctx context.Context) error {
 		t     *task
 		snap  *snapshot
 		ready []*pending
+		hdr   *kgo.Record // the snapshot's header: its offset once produced
 	}
 	var results []result
 	var perr error
@@ -705,10 +748,11 @@ func (m *Member) commit(ctx context.Context) error {
 		for _, r := range out {
 			m.sess.Produce(ctx, r, produced)
 		}
-		for _, r := range changelogRecords(m.changelog, t.p, snap) {
+		recs := changelogRecords(m.changelog, t.p, snap)
+		for _, r := range recs {
 			m.sess.Produce(ctx, r, produced)
 		}
-		results = append(results, result{t, snap, ready})
+		results = append(results, result{t, snap, ready, recs[len(recs)-1]})
 	}
 	metas := map[int32]*snapshot{}
 	for _, r := range results {
@@ -732,7 +776,11 @@ func (m *Member) commit(ctx context.Context) error {
 		req.Topics = []kmsg.TxnOffsetCommitRequestTopic{topic}
 		return nil
 	})
+	m.o.Crash("group-produced")
 	committed, err := m.sess.End(cctx, kgo.TryCommit)
+	if committed && err == nil {
+		m.o.Crash("group-committed")
+	}
 	pmu.Lock()
 	if perr != nil && err == nil && committed {
 		err = fmt.Errorf("group: a record of the transaction failed: %w", perr)
@@ -748,9 +796,13 @@ func (m *Member) commit(ctx context.Context) error {
 	}
 	if committed {
 		for _, r := range results {
-			r.t.last = r.snap
+			r.t.last, r.t.lastAt = r.snap, r.hdr.Offset
 			for _, pd := range r.ready {
 				pd.result <- nil
+			}
+			if time.Since(r.t.cached) >= cacheEvery || r.snap.Done {
+				r.t.cached = time.Now()
+				m.keep(r.t.p, r.snap, r.t.lastAt)
 			}
 			if r.snap.Done {
 				m.o.Info(fmt.Sprintf("instance %s: task %d read its input to the end and committed", m.o.Instance, r.t.p))
@@ -789,7 +841,7 @@ func (m *Member) restartTasks(ps map[int32]bool) error {
 		if t.last != nil {
 			from = t.last.Position
 		}
-		if err := m.startTask(p, t.last, from); err != nil {
+		if err := m.startTask(p, t.last, from, t.lastAt); err != nil {
 			return taskError(p, err)
 		}
 		seek[p] = kgo.EpochOffset{Epoch: -1, Offset: from}
@@ -860,6 +912,9 @@ func (m *Member) leave() error {
 	m.mu.Unlock()
 	for _, t := range ts {
 		t.stop()
+		if t.last != nil {
+			m.keep(t.p, t.last, t.lastAt)
+		}
 	}
 	m.sess.Close()
 	m.sess = nil

@@ -30,6 +30,10 @@ type task struct {
 	// runErr its error.
 	cancel context.CancelFunc
 	done   chan struct{}
+	// quit is closed when the member stops the task: a checkpoint
+	// waiting for the member gives up.
+	quit     chan struct{}
+	quitOnce sync.Once
 	runErr error
 	sum    job.Summary
 
@@ -37,6 +41,10 @@ type task struct {
 	// started at from). Owned by the member's loop.
 	last *snapshot
 	from int64
+	// lastAt is the changelog offset of last's header; cached when last
+	// was last written to the state directory.
+	lastAt int64
+	cached time.Time
 
 	mu sync.Mutex
 	// outbox holds the records the task's sinks wrote since the member
@@ -99,6 +107,8 @@ func (p *pending) Commit() error {
 		return err
 	case <-p.t.m.stopped:
 		return errors.New("group: the member stopped before the checkpoint committed")
+	case <-p.t.quit:
+		return errors.New("group: the task stopped before its checkpoint committed")
 	}
 }
 

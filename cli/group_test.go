@@ -1,0 +1,239 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/weirstream/weir/internal/jobtest"
+)
+
+// groupJob is a job for group mode: orders keyed by user, partitioned by
+// key, counted and summed per user in 1 s windows with 1 s of allowed
+// lateness; too-late orders go to the late topic.
+const groupJob = `
+name: %[1]s
+source:
+  type: kafka
+  kafka: {brokers: ['%[2]s'], topic: in, stop_at_end: true, partitioned_by_key: true}
+watermark: {max_out_of_orderness: 300ms, idle_timeout: 1s, interval: 50ms, backlog_every: 20}
+key: [user_id]
+window: {type: tumbling, size: 1s}
+allowed_lateness: 1s
+aggregate:
+  - {name: orders, fn: count}
+  - {name: total, fn: sum, field: amount}
+group: {commit_interval: 100ms, session_timeout: 1s, transaction_timeout: 3s}
+sinks:
+  results: {type: kafka, brokers: ['%[2]s'], topic: %[1]s-out}
+  late: {type: kafka, brokers: ['%[2]s'], topic: %[1]s-late}
+  dead_letter: {type: kafka, brokers: ['%[2]s'], topic: %[1]s-bad}
+`
+
+// member is one weir run --instance process of a group test.
+type member struct {
+	name   string
+	cmd    *exec.Cmd
+	stderr *bytes.Buffer
+	done   chan struct{}
+	err    error
+}
+
+// startMember starts member name of the job in dir (its spec in
+// job.yaml, its state in dir/name), with env added.
+func startMember(t *testing.T, dir, name string, env ...string) *member {
+	t.Helper()
+	cmd := exec.Command(weirBinary(t), "run", "job.yaml", "--instance", name, "--state-dir", name)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
+	m := &member{name: name, cmd: cmd, stderr: &bytes.Buffer{}, done: make(chan struct{})}
+	cmd.Stderr = &syncWriter{w: m.stderr}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		m.err = cmd.Wait()
+		close(m.done)
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-m.done
+	})
+	return m
+}
+
+type syncWriter struct {
+	mu sync.Mutex
+	w  *bytes.Buffer
+}
+
+func (s *syncWriter) Write(b []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(b)
+}
+
+func (s *syncWriter) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.String()
+}
+
+// wait waits for the member to exit and fails the test unless it exited
+// 0.
+func (m *member) wait(t *testing.T, d time.Duration) {
+	t.Helper()
+	select {
+	case <-m.done:
+	case <-time.After(d):
+		t.Fatalf("member %s did not finish within %v:\n%s", m.name, d, m.cmd.Stderr.(*syncWriter).String())
+	}
+	if m.err != nil {
+		t.Fatalf("member %s: %v:\n%s", m.name, m.err, m.cmd.Stderr.(*syncWriter).String())
+	}
+}
+
+// kill kills the member with SIGKILL.
+func (m *member) kill() {
+	_ = m.cmd.Process.Kill()
+	<-m.done
+}
+
+// startGroupKafka starts weir dev kafka with topic in (4 partitions) and
+// each job's topics; it returns its address.
+func startGroupKafka(t *testing.T, jobs ...string) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	args := []string{"dev", "kafka", "--port", strconv.Itoa(port), "--topic", "in:4", "--min-session-timeout", "200ms"}
+	for _, j := range jobs {
+		args = append(args, "--topic", j+"-out:3", "--topic", j+"-bad", "--topic", j+"-late")
+	}
+	kafka := exec.Command(weirBinary(t), args...)
+	if err := kafka.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { kafka.Process.Kill(); kafka.Wait() })
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if c, err := net.Dial("tcp", addr); err == nil {
+			c.Close()
+			return addr
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("weir dev kafka did not listen")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// produceGroupOrders writes n orders of 97 users to topic in, keyed by user
+// (Kafka's default partitioner), out of order within 300 ms, and one in
+// 200 an hour late; every 5000th is malformed.
+func produceGroupOrders(t *testing.T, addr string, n int) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic("in"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	r := rand.New(rand.NewPCG(7, 8))
+	for i := range n {
+		u := fmt.Sprintf("u%d", i%97)
+		ts := 1767225600000 + int64(i)*2 - int64(r.IntN(300))
+		if i%200 == 13 {
+			ts -= 3600_000
+		}
+		v := fmt.Appendf(nil, `{"user_id":%q,"amount":%d,"ts":%d}`, u, i%10, ts)
+		if i%5000 == 17 {
+			v = fmt.Appendf(nil, `{"user_id":%q}`, u)
+		}
+		cl.Produce(context.Background(), &kgo.Record{Key: []byte(u), Value: v}, nil)
+	}
+	if err := cl.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// groupDir writes the job's spec into a new directory.
+func groupDir(t *testing.T, job, addr string) string {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "job.yaml"), fmt.Appendf(nil, groupJob, job, addr), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// TestGroupKill runs a job in group mode as OS processes on weir dev
+// kafka: once by one member alone (the baseline), and once by three
+// members of which one is killed with SIGKILL and restarted under its
+// name (warm state), one crashes at a named point inside its commit and
+// is restarted, and one is killed for good (its tasks restore on the
+// survivors from the changelog). The read_committed results, late
+// records and dead letters equal the baseline's.
+func TestGroupKill(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: the group test runs weir processes")
+	}
+	addr := startGroupKafka(t, "base", "kill")
+	produceGroupOrders(t, addr, groupRecords())
+	began := time.Now()
+	base := startMember(t, groupDir(t, "base", addr), "a")
+	base.wait(t, 3*time.Minute)
+	t.Logf("the baseline took %v", time.Since(began))
+
+	dir := groupDir(t, "kill", addr)
+	x := startMember(t, dir, "x")
+	y := startMember(t, dir, "y")
+	z := startMember(t, dir, "z", "WEIR_TEST_CRASH=group-produced:8")
+	time.Sleep(1500 * time.Millisecond)
+	y.kill()
+	time.Sleep(300 * time.Millisecond)
+	y = startMember(t, dir, "y")
+	<-z.done // the crash point
+	if z.err == nil {
+		t.Fatalf("member z did not crash at group-produced:\n%s", z.stderr)
+	}
+	z = startMember(t, dir, "z")
+	time.Sleep(1500 * time.Millisecond)
+	z.kill()
+	x.wait(t, 3*time.Minute)
+	y.wait(t, 3*time.Minute)
+	t.Logf("x:\n%s\ny:\n%s", x.stderr, y.stderr)
+
+	for _, kind := range []string{"out", "late", "bad"} {
+		want, got := jobtest.Committed(t, addr, "base-"+kind), jobtest.Committed(t, addr, "kill-"+kind)
+		if len(want) == 0 {
+			t.Fatalf("%s: the baseline wrote nothing", kind)
+		}
+		if !slices.Equal(want, got) {
+			t.Errorf("%s: the baseline wrote %d records, the group with kills %d", kind, len(want), len(got))
+		}
+	}
+}
+
+// groupRecords is the input size of the group tests: WEIR_GROUP_RECORDS,
+// default 1,000,000 (several seconds of work, so that kills land while
+// the members run).
+func groupRecords() int {
+	if n, err := strconv.Atoi(os.Getenv("WEIR_GROUP_RECORDS")); err == nil && n > 0 {
+		return n
+	}
+	return 1_000_000
+}

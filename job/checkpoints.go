@@ -284,6 +284,9 @@ type TaskCheckpoints struct {
 	// Interval is the longest time between two checkpoints the task
 	// takes on its own (default 1h: the member asks for them).
 	Interval time.Duration
+	// Run is the group's run id, which a fresh task's outputs carry (0:
+	// the task's start, as a run's).
+	Run int64
 }
 
 // Fingerprint is what a checkpoint of p records of its spec (the meta a

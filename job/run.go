@@ -477,6 +477,9 @@ func (j *Job) build(o RunOptions) error {
 		// millisecond it began, raised above every run the outputs
 		// hold (openSinks notes them).
 		j.out.c.Run = max(j.env.Options().Clock.Now().UnixMilli(), 1)
+		if o.Task != nil && o.Task.Run > 0 {
+			j.out.c.Run = o.Task.Run // every task of a group is one run
+		}
 		j.fresh, j.appendRuns = true, o.Append
 	}
 	if err := j.openSinks(o, restoring); err != nil {

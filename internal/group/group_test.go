@@ -3,9 +3,11 @@ package group
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -14,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"go.uber.org/goleak"
 
+	"github.com/weirstream/weir/connector/kafkaio"
 	"github.com/weirstream/weir/internal/jobtest"
 	"github.com/weirstream/weir/spec"
 )
@@ -136,6 +139,36 @@ func TestGroup(t *testing.T) {
 	if n := len(committed(t, broker, "one-late")); n < 50 {
 		t.Errorf("%d late records, want the 60 orders 4 s late", n)
 	}
+	if runs := runIDs(t, broker, "three-out"); len(runs) != 1 {
+		t.Errorf("the group's results carry run ids %v, want one: the group is one run", runs)
+	}
+
+	// A member of another spec is refused by the group.
+	other := plan(t, "three", broker)
+	other.Key = []string{"amount"}
+	err := Run(context.Background(), Options{Plan: other, Instance: "w", StateDir: filepath.Join(dir, "w")})
+	if err == nil || !strings.Contains(err.Error(), "the members of a group run one spec") {
+		t.Errorf("a member of another spec: %v", err)
+	}
+}
+
+// runIDs are the weir-run headers of topic's committed records.
+func runIDs(t *testing.T, broker, topic string) []string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	seen := map[string]bool{}
+	err := kafkaio.ReadCommitted(ctx, []string{broker}, []string{topic}, time.Second, func(r *kgo.Record) {
+		for _, h := range r.Headers {
+			if h.Key == "weir-run" {
+				seen[string(h.Value)] = true
+			}
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return slices.Sorted(maps.Keys(seen))
 }
 
 func diff(a, b []string) string {

@@ -27,6 +27,7 @@ import (
 	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/connector/kafkaio"
 	"github.com/weirstream/weir/etime"
+	"github.com/weirstream/weir/internal/outfmt"
 	"github.com/weirstream/weir/job"
 	"github.com/weirstream/weir/spec"
 	"github.com/weirstream/weir/state"
@@ -102,6 +103,8 @@ type Member struct {
 	adm       *kadm.Client
 	group     string
 	meta      []byte // the spec's fingerprint
+	specHash  string // outfmt.SpecHash of the plan
+	run       int64  // the group's run id (its group record's)
 	ctx       context.Context
 	// stopped is closed when Run returns: a task's checkpoint waiting for
 	// the member gives up.
@@ -198,7 +201,7 @@ func Run(ctx context.Context, o Options) error {
 	defer unlock()
 	s := spec.SourceSettings(o.Plan)
 	m := &Member{o: o, topic: s.String("kafka.topic"), changelog: ChangelogTopic(o.Plan), brokers: s.Strings("kafka.brokers"),
-		auth: kafkaio.AuthFrom(s, "kafka."), group: Name(o.Plan), meta: job.Fingerprint(o.Plan),
+		auth: kafkaio.AuthFrom(s, "kafka."), group: Name(o.Plan), meta: job.Fingerprint(o.Plan), specHash: outfmt.SpecHash(o.Plan),
 		stopped: make(chan struct{}), wakeCh: make(chan struct{}, 1), tasks: map[int32]*task{}, sampled: map[int32]int{}}
 	defer close(m.stopped)
 	cl, err := kgo.NewClient(m.clientOpts()...)
@@ -210,7 +213,15 @@ func Run(ctx context.Context, o Options) error {
 	if err := m.prepareTopics(ctx); err != nil {
 		return err
 	}
-	return m.run(ctx)
+	g, err := m.groupRun(ctx)
+	if err != nil {
+		return err
+	}
+	if g.SpecHash != m.specHash {
+		return fmt.Errorf("group %s runs job %s with spec %s, and this member's spec is %s: the members of a group run one spec; stop every member and reset the group (weir reset) to run another, or give this spec another group.name", m.group, g.Job, g.SpecHash, m.specHash)
+	}
+	m.run = g.Run
+	return m.loop(ctx)
 }
 
 func (m *Member) clientOpts() []kgo.Opt {
@@ -257,7 +268,7 @@ func ptr[T any](v T) *T { return &v }
 // TxnID is the transactional id of a member.
 func TxnID(p *spec.Plan, instance string) string { return "weir-" + jobName(p) + "-" + instance }
 
-func (m *Member) run(ctx context.Context) error {
+func (m *Member) loop(ctx context.Context) error {
 	m.ctx = ctx
 	manual := map[string]bool{m.changelog: true}
 	sess, err := kgo.NewGroupTransactSession(append(m.clientOpts(),
@@ -571,7 +582,7 @@ func (m *Member) startTask(p int32, snap *snapshot, from, at int64) error {
 	}
 	ro := m.o.Run
 	ro.Parallelism = 1
-	ro.Task = &job.TaskCheckpoints{Store: store{t}}
+	ro.Task = &job.TaskCheckpoints{Store: store{t}, Run: m.run}
 	if snap != nil {
 		ro.Task.Restore, ro.Task.RestoreID, ro.Task.Meta = view(snap.Parts), snap.ID, snap.Meta
 	}

@@ -34,8 +34,8 @@ type task struct {
 	// waiting for the member gives up.
 	quit     chan struct{}
 	quitOnce sync.Once
-	runErr error
-	sum    job.Summary
+	runErr   error
+	sum      job.Summary
 
 	// last is the newest committed snapshot (nil: none yet; the task
 	// started at from). Owned by the member's loop.

@@ -1,0 +1,98 @@
+package group
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// groupKey keys the group record in partition 0 of the changelog: the
+// first one there says which run the group is and which spec it runs.
+const groupKey = "group"
+
+// groupRecord is the group record's value.
+type groupRecord struct {
+	Job      string `json:"job"`
+	SpecHash string `json:"spec_hash"`
+	// Run is the group's run id (milliseconds since the epoch when it
+	// began), carried by every task's outputs.
+	Run int64 `json:"run"`
+}
+
+// readGroupRecord returns the first group record of the changelog (nil:
+// none), reading partition 0 from its start until it has one or the
+// partition stayed quiet for quiet.
+func readGroupRecord(ctx context.Context, opts []kgo.Opt, topic string, quiet time.Duration) (*groupRecord, error) {
+	cl, err := kgo.NewClient(append(slices.Clone(opts),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().AtStart()}}),
+		kgo.FetchIsolationLevel(kgo.ReadUncommitted()))...)
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	for {
+		pctx, cancel := context.WithTimeout(ctx, quiet)
+		f := cl.PollFetches(pctx)
+		cancel()
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if f.Empty() || f.IsClientClosed() {
+			return nil, nil
+		}
+		for _, fe := range f.Errors() {
+			if pctx.Err() != nil {
+				return nil, nil // quiet: no group record
+			}
+			return nil, fmt.Errorf("changelog %s: %w", topic, fe.Err)
+		}
+		var found *groupRecord
+		var ferr error
+		f.EachRecord(func(r *kgo.Record) {
+			if found != nil || string(r.Key) != groupKey {
+				return
+			}
+			var g groupRecord
+			if err := json.Unmarshal(r.Value, &g); err != nil {
+				ferr = fmt.Errorf("changelog %s: the group record at offset %d: %w", topic, r.Offset, err)
+				return
+			}
+			found = &g
+		})
+		if found != nil || ferr != nil {
+			return found, ferr
+		}
+	}
+}
+
+// groupRun reads the group's record, writing this member's when there is
+// none yet (the first member of a group, or the first after a reset): the
+// first record in the partition is the group's, whoever wrote it.
+func (m *Member) groupRun(ctx context.Context) (*groupRecord, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	g, err := readGroupRecord(ctx, m.clientOpts(), m.changelog, time.Second)
+	if err != nil || g != nil {
+		return g, err
+	}
+	cl, err := kgo.NewClient(append(m.clientOpts(), kgo.RecordPartitioner(kgo.ManualPartitioner()))...)
+	if err != nil {
+		return nil, err
+	}
+	mine := groupRecord{Job: jobName(m.o.Plan), SpecHash: m.specHash, Run: time.Now().UnixMilli()}
+	v, _ := json.Marshal(mine)
+	err = cl.ProduceSync(ctx, &kgo.Record{Topic: m.changelog, Partition: 0, Key: []byte(groupKey), Value: v}).FirstErr()
+	cl.Close()
+	if err != nil {
+		return nil, fmt.Errorf("changelog %s: writing the group record: %w", m.changelog, err)
+	}
+	g, err = readGroupRecord(ctx, m.clientOpts(), m.changelog, time.Second)
+	if err == nil && g == nil {
+		err = fmt.Errorf("changelog %s: the group record written is not there", m.changelog)
+	}
+	return g, err
+}

@@ -55,7 +55,7 @@ type member struct {
 // job.yaml, its state in dir/name), with env added.
 func startMember(t *testing.T, dir, name string, env ...string) *member {
 	t.Helper()
-	cmd := exec.Command(weirBinary(t), "run", "job.yaml", "--instance", name, "--state-dir", name)
+	cmd := exec.Command(weirBinary(t), "run", "job.yaml", "--instance", name, "--state-dir", name, "--summary-json", name+".json")
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), env...)
 	m := &member{name: name, cmd: cmd, stderr: &bytes.Buffer{}, done: make(chan struct{})}
@@ -217,6 +217,15 @@ func TestGroupKill(t *testing.T) {
 	y.wait(t, 3*time.Minute)
 	t.Logf("x:\n%s\ny:\n%s", x.stderr, y.stderr)
 
+	// Each member that saw the end prints the group's summary: the
+	// baseline's counts.
+	baseSum, _ := os.ReadFile(filepath.Join(base.cmd.Dir, "a.json"))
+	for _, m := range []*member{x, y} {
+		got, err := os.ReadFile(filepath.Join(m.cmd.Dir, m.name+".json"))
+		if err != nil || len(baseSum) == 0 || string(got) != string(baseSum) {
+			t.Errorf("member %s's summary %s (%v), the baseline's %s", m.name, got, err, baseSum)
+		}
+	}
 	for _, kind := range []string{"out", "late", "bad"} {
 		want, got := jobtest.Committed(t, addr, "base-"+kind), jobtest.Committed(t, addr, "kill-"+kind)
 		if len(want) == 0 {

@@ -246,11 +246,27 @@ func runMember(ctx context.Context, p *spec.Plan, dir string, f runFlags, o IO) 
 		Info:   func(msg string) { fmt.Fprintln(o.Stderr, msg) },
 	}
 	fmt.Fprintf(o.Stderr, "member %s of group %s (transactional id %s)\n", f.instance, group.Name(p), group.TxnID(p, f.instance))
+	began := time.Now()
+	var sum *job.Summary
 	err := group.Run(ctx, group.Options{Plan: p, Instance: f.instance, StateDir: o.path(f.stateDir), Run: ro, Logger: ro.Logger, Info: ro.Info,
-		Crash: crashHook(o.Getenv)})
+		Crash: crashHook(o.Getenv), Summary: func(s job.Summary) { sum = &s }})
 	if err != nil {
 		fmt.Fprintf(o.Stderr, "weir run: %v\n", err)
 		return ExitFailed
+	}
+	if sum != nil {
+		// The group's: every task's counts at its end, whichever member ran it.
+		printSummary(o.Stderr, p, *sum, time.Since(began), weir.StateInfo{}, "finished (the whole group)", 0)
+		if f.summaryJSON != "" {
+			if err := os.WriteFile(o.path(f.summaryJSON), sum.JSON(), 0o644); err != nil {
+				fmt.Fprintf(o.Stderr, "weir run: %v\n", err)
+				return ExitFailed
+			}
+		}
+		if !sum.Conserved() {
+			fmt.Fprintln(o.Stderr, "weir run: conservation violated (a bug in weir; please report it with the input)")
+			return ExitFailed
+		}
 	}
 	fmt.Fprintf(o.Stderr, "member %s stopped\n", f.instance)
 	return ExitOK

@@ -18,6 +18,7 @@ import (
 
 	"github.com/weirstream/weir/connector/kafkaio"
 	"github.com/weirstream/weir/internal/jobtest"
+	"github.com/weirstream/weir/job"
 	"github.com/weirstream/weir/spec"
 )
 
@@ -94,16 +95,17 @@ func plan(t *testing.T, name, broker string) *spec.Plan {
 
 // runMembers runs the job with one member per name until the group read
 // its input to the end.
-func runMembers(t *testing.T, p *spec.Plan, dir string, names ...string) {
+func runMembers(t *testing.T, p *spec.Plan, dir string, names ...string) []job.Summary {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	var wg sync.WaitGroup
 	errs := make([]error, len(names))
+	sums := make([]job.Summary, len(names))
 	for i, n := range names {
 		wg.Go(func() {
 			errs[i] = Run(ctx, Options{Plan: p, Instance: n, StateDir: filepath.Join(dir, n), SessionTimeout: time.Second, TransactionTimeout: 3 * time.Second,
-				Info: func(msg string) { t.Log(msg) }})
+				Info: func(msg string) { t.Log(msg) }, Summary: func(s job.Summary) { sums[i] = s }})
 		})
 	}
 	wg.Wait()
@@ -112,6 +114,7 @@ func runMembers(t *testing.T, p *spec.Plan, dir string, names ...string) {
 			t.Fatalf("member %s: %v", names[i], err)
 		}
 	}
+	return sums
 }
 
 // committed is topic as read_committed readers see it.
@@ -125,8 +128,18 @@ func committed(t *testing.T, broker, topic string) []string {
 func TestGroup(t *testing.T) {
 	broker := cluster(t, 3000, "one", "three")
 	dir := t.TempDir()
-	runMembers(t, plan(t, "one", broker), dir, "a")
-	runMembers(t, plan(t, "three", broker), dir, "x", "y", "z")
+	one := runMembers(t, plan(t, "one", broker), dir, "a")
+	three := runMembers(t, plan(t, "three", broker), dir, "x", "y", "z")
+	// Every member gives the group's summary: the counts of one member's
+	// run, conserved, with every record read.
+	for i, s := range append(one, three...) {
+		if !s.Conserved() || s.Get("records_in") != 3002 || s.Get("dead_letter") != 2 || s.Get("late_side_output") < 50 {
+			t.Errorf("summary %d: conserved %v: %s", i, s.Conserved(), s.JSON())
+		}
+		if string(s.JSON()) != string(one[0].JSON()) {
+			t.Errorf("summary %d differs from one member's:\n%s%s", i, s.JSON(), one[0].JSON())
+		}
+	}
 	for _, kind := range []string{"out", "late", "bad"} {
 		one, three := committed(t, broker, "one-"+kind), committed(t, broker, "three-"+kind)
 		if len(one) == 0 && kind != "bad" {

@@ -15,6 +15,8 @@ import (
 	"maps"
 	"regexp"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -55,6 +57,10 @@ type Options struct {
 	Logger *slog.Logger
 	// Info is told what a person should know (tasks assigned, revoked).
 	Info func(msg string)
+	// Summary, when set, is given the group's summary when every task
+	// read its input to the end (stop_at_end): each task's counters at its
+	// end, summed.
+	Summary func(job.Summary)
 	// Crash, when set, is called at named points (crash tests kill the
 	// process there): group-produced (a transaction's records produced,
 	// before it ends), group-committed (after it committed, before the
@@ -331,6 +337,13 @@ func (m *Member) loop(ctx context.Context) error {
 			}
 			if done {
 				m.o.Info("every task of the group read its input to the end and committed")
+				if m.o.Summary != nil {
+					sum, err := m.groupSummary(ctx)
+					if err != nil {
+						return err
+					}
+					m.o.Summary(sum)
+				}
 				return m.leave()
 			}
 		}
@@ -748,7 +761,7 @@ func (m *Member) commit(ctx context.Context) error {
 			if t.last != nil {
 				id = t.last.ID + 1
 			}
-			snap = &snapshot{ID: id, Meta: m.meta, Parts: map[string][]byte{}, Done: true, Position: t.inbox.position()}
+			snap = &snapshot{ID: id, Meta: m.meta, Parts: map[string][]byte{summaryPart: encodeSummary(t.sum)}, Done: true, Position: t.inbox.position()}
 		default: // the run failed: restart it from its last commit
 			restart[t.p] = true
 			for _, pd := range ready {
@@ -901,6 +914,66 @@ func (m *Member) groupDone(ctx context.Context) (bool, error) {
 		}
 	}
 	return true, nil
+}
+
+// summaryPart names the part of a done task's snapshot that holds its
+// summary.
+const summaryPart = "summary"
+
+// encodeSummary is a summary's counters as lines "name value".
+func encodeSummary(s job.Summary) []byte {
+	var b []byte
+	for _, c := range s.Counters {
+		b = fmt.Appendf(b, "%s %d\n", c.Name, c.Value)
+	}
+	return b
+}
+
+// addSummary adds the counters of an encoded summary to sum (names in
+// first-seen order).
+func addSummary(sum *job.Summary, b []byte) error {
+	for line := range strings.Lines(string(b)) {
+		name, v, ok := strings.Cut(strings.TrimSpace(line), " ")
+		n, err := strconv.ParseInt(v, 10, 64)
+		if !ok || err != nil {
+			return fmt.Errorf("a task's summary line %q", line)
+		}
+		i := slices.IndexFunc(sum.Counters, func(c job.Counter) bool { return c.Name == name })
+		if i < 0 {
+			sum.Counters = append(sum.Counters, job.Counter{Name: name})
+			i = len(sum.Counters) - 1
+		}
+		sum.Counters[i].Value += n
+	}
+	return nil
+}
+
+// groupSummary sums the summaries of every task's last checkpoint (each
+// done: groupDone said so).
+func (m *Member) groupSummary(ctx context.Context) (job.Summary, error) {
+	var sum job.Summary
+	committed, err := m.adm.FetchOffsets(ctx, m.group)
+	if err == nil {
+		err = committed.Error()
+	}
+	if err != nil {
+		return sum, fmt.Errorf("group: committed offsets of %s: %w", m.group, err)
+	}
+	for p := range int32(m.nparts) {
+		c, _ := committed.Lookup(m.topic, p)
+		id, _, ok := parseMeta(c.Metadata)
+		if !ok {
+			return sum, taskError(p, errors.New("its committed offset names no checkpoint"))
+		}
+		s, _, err := m.restore(ctx, p, id)
+		if err != nil {
+			return sum, taskError(p, err)
+		}
+		if err := addSummary(&sum, s.Parts[summaryPart]); err != nil {
+			return sum, taskError(p, err)
+		}
+	}
+	return sum, nil
 }
 
 // stop ends the member gracefully: one more commit, then it leaves the

@@ -80,6 +80,8 @@ func Main(ctx context.Context, args []string, o IO) int {
 		return backfillCmd(args[1:], o)
 	case "connectors":
 		return connectorsCmd(args[1:], o)
+	case "reset":
+		return resetCmd(ctx, args[1:], o)
 	case "version":
 		fmt.Fprintln(o.Stdout, "weir", Version)
 		return ExitOK
@@ -106,6 +108,7 @@ commands:
   ledger ls|stats   list or count a job's too-late records in its ledger
   backfill JOB.yaml fold the ledger's too-late records into the results table
   connectors        list the source and sink kinds a job spec may name, with their settings
+  reset JOB.yaml    delete what a job's group keeps in Kafka (group mode), to run it again from the start
   version           print the version
 
 run 'weir <command> -h' for a command's flags`)

@@ -156,10 +156,24 @@ func TestGroup(t *testing.T) {
 		t.Errorf("the group's results carry run ids %v, want one: the group is one run", runs)
 	}
 
+	// A reset group runs again from the start: a second run, the same
+	// counts, its results under a new run id.
+	did, err := Reset(context.Background(), plan(t, "one", broker))
+	if err != nil || len(did) != 2 {
+		t.Fatalf("reset: %v %v", did, err)
+	}
+	again := runMembers(t, plan(t, "one", broker), dir, "a")
+	if string(again[0].JSON()) != string(one[0].JSON()) {
+		t.Errorf("the run after the reset:\n%s, the first:\n%s", again[0].JSON(), one[0].JSON())
+	}
+	if runs := runIDs(t, broker, "one-out"); len(runs) != 2 {
+		t.Errorf("after a reset and a run, one-out holds runs %v, want two", runs)
+	}
+
 	// A member of another spec is refused by the group.
 	other := plan(t, "three", broker)
 	other.Key = []string{"amount"}
-	err := Run(context.Background(), Options{Plan: other, Instance: "w", StateDir: filepath.Join(dir, "w")})
+	err = Run(context.Background(), Options{Plan: other, Instance: "w", StateDir: filepath.Join(dir, "w")})
 	if err == nil || !strings.Contains(err.Error(), "the members of a group run one spec") {
 		t.Errorf("a member of another spec: %v", err)
 	}

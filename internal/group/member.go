@@ -227,6 +227,9 @@ func Run(ctx context.Context, o Options) error {
 		return fmt.Errorf("group %s runs job %s with spec %s, and this member's spec is %s: the members of a group run one spec; stop every member and reset the group (weir reset) to run another, or give this spec another group.name", m.group, g.Job, g.SpecHash, m.specHash)
 	}
 	m.run = g.Run
+	if err := forgetOtherRuns(o.StateDir, m.run); err != nil {
+		return fmt.Errorf("--state-dir %s: %w", o.StateDir, err)
+	}
 	return m.loop(ctx)
 }
 
@@ -522,7 +525,7 @@ func (m *Member) starts(ctx context.Context) (map[int32]int64, error) {
 // when it is that checkpoint, else from the changelog (after the copy's
 // offset when the copy is older).
 func (m *Member) restore(ctx context.Context, p int32, id int64) (*snapshot, int64, error) {
-	cached, at, err := readCache(m.o.StateDir, p)
+	cached, at, err := readCache(m.o.StateDir, m.run, p)
 	if err != nil {
 		m.o.Logger.Warn("the task's copy in the state directory is unreadable; restoring from the changelog", "task", p, "err", err)
 		cached = nil
@@ -547,7 +550,7 @@ func (m *Member) restore(ctx context.Context, p int32, id int64) (*snapshot, int
 // keep writes task p's snapshot s, whose changelog header is at offset
 // at, to the state directory; a failure is logged (it is a cache).
 func (m *Member) keep(p int32, s *snapshot, at int64) {
-	if err := writeCache(m.o.StateDir, p, s, at); err != nil {
+	if err := writeCache(m.o.StateDir, m.run, p, s, at); err != nil {
 		m.o.Logger.Warn("cannot keep the task's state in the state directory", "task", p, "err", err)
 	}
 }

@@ -59,15 +59,20 @@ func lockStateDir(dir string, p *spec.Plan, instance string) (unlock func(), err
 	return func() { _ = release() }, nil
 }
 
-func cachePath(dir string, p int32) string {
-	return filepath.Join(dir, "tasks", strconv.Itoa(int(p))+".snap")
+// cachePath is task p's file in the state directory, under the group's
+// run id: a reset group's new run never reads an old run's state.
+func cachePath(dir string, run int64, p int32) string {
+	return filepath.Join(dir, "tasks", strconv.FormatInt(run, 10), strconv.Itoa(int(p))+".snap")
 }
 
-// writeCache keeps task p's committed snapshot s, whose changelog header
+// writeCache keeps task p's committed snapshot s of the group's run, whose changelog header
 // is at offset at, in the state directory (written whole, then renamed).
-func writeCache(dir string, p int32, s *snapshot, at int64) error {
+func writeCache(dir string, run int64, p int32, s *snapshot, at int64) error {
 	if dir == "" {
 		return nil
+	}
+	if err := os.MkdirAll(filepath.Dir(cachePath(dir, run, p)), 0o755); err != nil {
+		return err
 	}
 	data := encodeParts(s.Parts)
 	b := binary.BigEndian.AppendUint64(nil, uint64(at))
@@ -75,20 +80,20 @@ func writeCache(dir string, p int32, s *snapshot, at int64) error {
 	b = append(b, data...)
 	b = appendHeader(b, s, 1, crc32.Checksum(data, castagnoli))
 	b = binary.BigEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
-	tmp := cachePath(dir, p) + ".tmp"
+	tmp := cachePath(dir, run, p) + ".tmp"
 	if err := os.WriteFile(tmp, b, 0o644); err != nil {
 		return err
 	}
-	return os.Rename(tmp, cachePath(dir, p))
+	return os.Rename(tmp, cachePath(dir, run, p))
 }
 
 // readCache reads task p's snapshot from the state directory (nil: none)
 // and the changelog offset of its header.
-func readCache(dir string, p int32) (*snapshot, int64, error) {
+func readCache(dir string, run int64, p int32) (*snapshot, int64, error) {
 	if dir == "" {
 		return nil, 0, nil
 	}
-	b, err := os.ReadFile(cachePath(dir, p))
+	b, err := os.ReadFile(cachePath(dir, run, p))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, 0, nil
 	}
@@ -114,4 +119,22 @@ func readCache(dir string, p int32) (*snapshot, int64, error) {
 		return nil, 0, err
 	}
 	return &snapshot{ID: h.id, Meta: h.meta, Parts: parts, Done: h.done, Position: h.position}, at, nil
+}
+
+// forgetOtherRuns removes the task files of runs other than run (a reset
+// group's) from the state directory.
+func forgetOtherRuns(dir string, run int64) error {
+	entries, err := os.ReadDir(filepath.Join(dir, "tasks"))
+	if err != nil {
+		return err
+	}
+	keep := strconv.FormatInt(run, 10)
+	for _, e := range entries {
+		if e.Name() != keep {
+			if err := os.RemoveAll(filepath.Join(dir, "tasks", e.Name())); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

@@ -1,0 +1,47 @@
+package cli
+
+import (
+	"context"
+	"flag"
+	"fmt"
+
+	"github.com/weirstream/weir/internal/group"
+)
+
+// resetCmd is weir reset JOB.yaml: it deletes the group's committed
+// offsets and changelog topic (group.Reset), so that the next members
+// run the job again from source.kafka.start.
+func resetCmd(ctx context.Context, args []string, o IO) int {
+	fs := flag.NewFlagSet("reset", flag.ContinueOnError)
+	fs.SetOutput(o.Stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(o.Stderr, `usage: weir reset JOB.yaml
+
+Deletes what the job's group keeps in Kafka (group mode, weir run
+--instance): the consumer group's committed offsets and the changelog
+topic of its tasks' state. The next members start a new run from
+source.kafka.start. Results, late records and dead letters already
+written stay. Refused while the group has members. Members' --state-dir
+directories need no cleaning: a new run does not read an old run's files.`)
+	}
+	path, ok := onePath(fs, args)
+	if !ok {
+		return ExitUsage
+	}
+	p, ok := loadSpec(path, o)
+	if !ok {
+		return ExitUsage
+	}
+	did, err := group.Reset(ctx, p)
+	if err != nil {
+		fmt.Fprintf(o.Stderr, "weir reset: %v\n", err)
+		return ExitFailed
+	}
+	if len(did) == 0 {
+		fmt.Fprintf(o.Stdout, "group %s keeps nothing in Kafka: nothing to reset\n", group.Name(p))
+	}
+	for _, d := range did {
+		fmt.Fprintln(o.Stdout, d)
+	}
+	return ExitOK
+}

@@ -1,0 +1,79 @@
+package group
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/weirstream/weir/connector/kafkaio"
+	"github.com/weirstream/weir/spec"
+)
+
+// Reset deletes what a job's group keeps in Kafka, as Kafka Streams'
+// reset tool does: the group's committed offsets (its positions and
+// the names of its tasks' checkpoints) and its changelog topic (the
+// tasks' state and the group record). The next member to start begins a
+// new run from source.kafka.start. The job's outputs (results, late
+// records, dead letters) stay: a new run writes them again, under its
+// own run id. It is refused while the group has members. It returns
+// what it deleted, one line each.
+func Reset(ctx context.Context, p *spec.Plan) ([]string, error) {
+	if p.Source.Type != "kafka" {
+		return nil, fmt.Errorf("source.type: %q: weir reset resets the Kafka group of a job in group mode", p.Source.Type)
+	}
+	s := spec.SourceSettings(p)
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(s.Strings("kafka.brokers")...)}, kafkaio.AuthFrom(s, "kafka.")...)...)
+	if err != nil {
+		return nil, err
+	}
+	adm := kadm.NewClient(cl)
+	defer adm.Close()
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	group := Name(p)
+	described, err := adm.DescribeGroups(ctx, group)
+	if err != nil {
+		return nil, fmt.Errorf("describing group %s: %w", group, err)
+	}
+	if g, ok := described[group]; ok && g.Err == nil && len(g.Members) > 0 {
+		var names []string
+		for _, m := range g.Members {
+			if m.InstanceID != nil {
+				names = append(names, *m.InstanceID)
+			} else {
+				names = append(names, m.MemberID)
+			}
+		}
+		return nil, fmt.Errorf("group %s has members %v: stop every member (or wait for the session timeout after a kill), then reset", group, names)
+	}
+	var did []string
+	resp, err := adm.DeleteGroup(ctx, group)
+	if err == nil {
+		err = resp.Err
+	}
+	switch {
+	case errors.Is(err, kerr.GroupIDNotFound):
+	case err != nil:
+		return nil, fmt.Errorf("deleting group %s: %w", group, err)
+	default:
+		did = append(did, "deleted consumer group "+group+" (its committed offsets)")
+	}
+	changelog := ChangelogTopic(p)
+	tresp, err := adm.DeleteTopic(ctx, changelog)
+	if err == nil {
+		err = tresp.Err
+	}
+	switch {
+	case errors.Is(err, kerr.UnknownTopicOrPartition):
+	case err != nil:
+		return nil, fmt.Errorf("deleting topic %s: %w", changelog, err)
+	default:
+		did = append(did, "deleted topic "+changelog+" (the tasks' state)")
+	}
+	return did, nil
+}

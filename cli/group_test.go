@@ -12,9 +12,11 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/weirstream/weir/internal/jobtest"
@@ -198,11 +200,15 @@ func TestGroupKill(t *testing.T) {
 	base.wait(t, 3*time.Minute)
 	t.Logf("the baseline took %v", time.Since(began))
 
+	// Three members, then four, then two: y is killed and restarted
+	// under its name, z crashes inside a commit and comes back, w joins
+	// and leaves gracefully (SIGTERM), and z is killed for good.
 	dir := groupDir(t, "kill", addr)
 	x := startMember(t, dir, "x")
 	y := startMember(t, dir, "y")
+	time.Sleep(time.Second)
 	z := startMember(t, dir, "z", "WEIR_TEST_CRASH=group-produced:8")
-	time.Sleep(1500 * time.Millisecond)
+	time.Sleep(500 * time.Millisecond)
 	y.kill()
 	time.Sleep(300 * time.Millisecond)
 	y = startMember(t, dir, "y")
@@ -211,16 +217,51 @@ func TestGroupKill(t *testing.T) {
 		t.Fatalf("member z did not crash at group-produced:\n%s", z.stderr)
 	}
 	z = startMember(t, dir, "z")
+	w := startMember(t, dir, "w")
 	time.Sleep(1500 * time.Millisecond)
+	_ = w.cmd.Process.Signal(syscall.SIGTERM)
 	z.kill()
+	w.wait(t, time.Minute)
 	x.wait(t, 3*time.Minute)
 	y.wait(t, 3*time.Minute)
-	t.Logf("x:\n%s\ny:\n%s", x.stderr, y.stderr)
+	t.Logf("x:\n%s\ny:\n%s\nw:\n%s", x.stderr, y.stderr, w.stderr)
+	if !bytes.Contains(w.stderr.Bytes(), []byte("member w stopped")) {
+		t.Errorf("w did not stop gracefully:\n%s", w.stderr)
+	}
+
+	// The group's offsets reached the input's ends, and no transaction
+	// is left open on the outputs.
+	adm := kadmClient(t, addr)
+	ends, err := adm.ListEndOffsets(context.Background(), "in")
+	if err != nil {
+		t.Fatal(err)
+	}
+	offs, err := adm.FetchOffsets(context.Background(), "weir-kill")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ends.Each(func(l kadm.ListedOffset) {
+		if c, ok := offs.Lookup("in", l.Partition); !ok || c.At != l.Offset {
+			t.Errorf("partition %d: the group committed %d, the input ends at %d", l.Partition, c.At, l.Offset)
+		}
+	})
+	for _, topic := range []string{"kill-out", "kill-late", "kill-bad", "weir-kill-changelog"} {
+		hwm, err1 := adm.ListEndOffsets(context.Background(), topic)
+		lso, err2 := adm.ListCommittedOffsets(context.Background(), topic)
+		if err1 != nil || err2 != nil {
+			t.Fatal(err1, err2)
+		}
+		hwm.Each(func(l kadm.ListedOffset) {
+			if s, ok := lso.Lookup(topic, l.Partition); !ok || s.Offset != l.Offset {
+				t.Errorf("%s partition %d: a transaction is open (last stable offset %d, end %d)", topic, l.Partition, s.Offset, l.Offset)
+			}
+		})
+	}
 
 	// Each member that saw the end prints the group's summary: the
 	// baseline's counts.
 	baseSum, _ := os.ReadFile(filepath.Join(base.cmd.Dir, "a.json"))
-	for _, m := range []*member{x, y} {
+	for _, m := range []*member{x, y} { // w left before the end
 		got, err := os.ReadFile(filepath.Join(m.cmd.Dir, m.name+".json"))
 		if err != nil || len(baseSum) == 0 || string(got) != string(baseSum) {
 			t.Errorf("member %s's summary %s (%v), the baseline's %s", m.name, got, err, baseSum)
@@ -245,4 +286,14 @@ func groupRecords() int {
 		return n
 	}
 	return 1_000_000
+}
+
+func kadmClient(t *testing.T, addr string) *kadm.Client {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	adm := kadm.NewClient(cl)
+	t.Cleanup(adm.Close)
+	return adm
 }

@@ -3,6 +3,7 @@ package group
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"maps"
 	"os"
 	"path/filepath"
@@ -241,4 +242,58 @@ func TestStateDir(t *testing.T) {
 			t.Errorf("instance %q accepted", bad)
 		}
 	}
+}
+
+// TestFenced starts a second member under a running member's name: the
+// first is fenced off and fails, naming the instance.
+func TestFenced(t *testing.T) {
+	broker := cluster(t, 300, "f")
+	p := plan(t, "f", broker)
+	p.Source.Kafka.StopAtEnd = false
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	first := make(chan error, 1)
+	assigned := make(chan struct{}, 1)
+	go func() {
+		first <- Run(ctx, Options{Plan: p, Instance: "a", StateDir: filepath.Join(dir, "1"), SessionTimeout: time.Second, TransactionTimeout: 3 * time.Second,
+			Logger: slog.New(slog.NewTextHandler(tlog{t}, &slog.HandlerOptions{Level: slog.LevelDebug})),
+			Info: func(msg string) {
+				t.Log("first:", msg)
+				if strings.Contains(msg, "assigned") {
+					select {
+					case assigned <- struct{}{}:
+					default:
+					}
+				}
+			}})
+	}()
+	select {
+	case <-assigned:
+	case err := <-first:
+		t.Fatalf("the first member stopped: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the first member got no tasks")
+	}
+	second := make(chan error, 1)
+	go func() {
+		second <- Run(ctx, Options{Plan: p, Instance: "a", StateDir: filepath.Join(dir, "2"), SessionTimeout: time.Second, TransactionTimeout: 3 * time.Second, Info: func(msg string) { t.Log("second:", msg) }})
+	}()
+	select {
+	case err := <-first:
+		if err == nil || !strings.Contains(err.Error(), `instance "a"`) {
+			t.Errorf("the fenced member: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Error("the first member was not fenced off")
+	}
+	cancel()
+	<-second
+}
+
+type tlog struct{ t *testing.T }
+
+func (l tlog) Write(b []byte) (int, error) {
+	l.t.Log(strings.TrimSpace(string(b)))
+	return len(b), nil
 }

@@ -110,6 +110,8 @@ type Member struct {
 	group     string
 	meta      []byte // the spec's fingerprint
 	specHash  string // outfmt.SpecHash of the plan
+	// present is when the member last wrote its presence record.
+	present time.Time
 	run       int64  // the group's run id (its group record's)
 	ctx       context.Context
 	// stopped is closed when Run returns: a task's checkpoint waiting for
@@ -357,10 +359,16 @@ func (m *Member) stopAtEnd() bool { return spec.SourceSettings(m.o.Plan).Bool("k
 
 // fenced names the other member in an error of a fenced producer.
 func (m *Member) fenced(err error) error {
-	if errors.Is(err, kerr.ProducerFenced) || errors.Is(err, kerr.InvalidProducerEpoch) || errors.Is(err, kerr.FencedInstanceID) {
+	if isFenced(err) {
 		return fmt.Errorf("another process runs instance %q of job %s (transactional id %s) and fenced this one off: %w", m.o.Instance, jobName(m.o.Plan), TxnID(m.o.Plan, m.o.Instance), err)
 	}
 	return err
+}
+
+// isFenced reports whether err says another producer or member took
+// this member's transactional id or instance id.
+func isFenced(err error) bool {
+	return errors.Is(err, kerr.ProducerFenced) || errors.Is(err, kerr.InvalidProducerEpoch) || errors.Is(err, kerr.FencedInstanceID)
 }
 
 func (m *Member) failure() error {
@@ -555,6 +563,13 @@ func (m *Member) keep(p int32, s *snapshot, at int64) {
 	}
 }
 
+// presenceEvery is how often a member writes its presence record
+// (key presencePrefix + its name, in the changelog's partition 0), in a
+// transaction of its own when it has no task.
+const presenceEvery = 2 * time.Second
+
+const presencePrefix = "member/"
+
 // cacheEvery is how often a task's committed state is written to the
 // state directory (and at a graceful stop).
 const cacheEvery = 2 * time.Second
@@ -699,10 +714,18 @@ func position(parts map[string][]byte, p int32) (int64, error) {
 // the metadata). When the transaction aborts (a rebalance, a failure),
 // every task restarts from its last committed checkpoint.
 func (m *Member) commit(ctx context.Context) error {
+	// A commit under way finishes when the member is being stopped (its
+	// End is bounded by a timeout below); a cancelled End would leave
+	// the producer unusable.
+	ctx = context.WithoutCancel(ctx)
 	m.mu.Lock()
 	ts := slices.Collect(maps.Values(m.tasks))
 	m.mu.Unlock()
 	slices.SortFunc(ts, func(a, b *task) int { return int(a.p - b.p) })
+	presence := time.Since(m.present) >= presenceEvery
+	if len(ts) == 0 && !presence {
+		return nil
+	}
 	for _, t := range ts {
 		if t.job != nil && !t.isEnded() {
 			t.job.Env().RequestCheckpoint()
@@ -725,9 +748,6 @@ func (m *Member) commit(ctx context.Context) error {
 			}
 		}
 	}
-	if err := m.sess.Begin(); err != nil {
-		return m.fenced(fmt.Errorf("group: begin transaction: %w", err))
-	}
 	type result struct {
 		t     *task
 		snap  *snapshot
@@ -743,6 +763,17 @@ func (m *Member) commit(ctx context.Context) error {
 			perr = errors.Join(perr, err)
 			pmu.Unlock()
 		}
+	}
+	if err := m.sess.Begin(); err != nil {
+		return m.fenced(fmt.Errorf("group: begin transaction: %w", err))
+	}
+	if presence {
+		// The member's presence record: a transaction at least this
+		// often, so that a member whose name another process took is
+		// fenced off (its producer's epoch is old) even without tasks.
+		v := fmt.Appendf(nil, `{"instance":%q,"at":%d}`, m.o.Instance, time.Now().UnixMilli())
+		m.sess.Produce(ctx, &kgo.Record{Topic: m.changelog, Partition: 0, Key: []byte(presencePrefix + m.o.Instance), Value: v}, produced)
+		m.present = time.Now()
 	}
 	restart := map[int32]bool{}
 	for _, t := range ts {
@@ -800,16 +831,23 @@ func (m *Member) commit(ctx context.Context) error {
 			tp.Metadata = ptr(commitMeta(s.ID, s.Done))
 			topic.Partitions = append(topic.Partitions, tp)
 		}
-		req.Topics = []kmsg.TxnOffsetCommitRequestTopic{topic}
+		req.Topics = nil
+		if len(topic.Partitions) > 0 {
+			req.Topics = []kmsg.TxnOffsetCommitRequestTopic{topic}
+		}
 		return nil
 	})
 	m.o.Crash("group-produced")
+	// A broker that stops answering fails the member rather than hang it.
+	cctx, cancel := context.WithTimeout(cctx, m.o.TransactionTimeout+30*time.Second)
+	defer cancel()
 	committed, err := m.sess.End(cctx, kgo.TryCommit)
+	m.o.Logger.Debug("transaction ended", "instance", m.o.Instance, "committed", committed, "err", err, "records_err", perr, "tasks", len(results))
 	if committed && err == nil {
 		m.o.Crash("group-committed")
 	}
 	pmu.Lock()
-	if perr != nil && err == nil && committed {
+	if perr != nil && err == nil && (committed || isFenced(perr)) {
 		err = fmt.Errorf("group: a record of the transaction failed: %w", perr)
 	}
 	pmu.Unlock()
@@ -836,6 +874,7 @@ func (m *Member) commit(ctx context.Context) error {
 			}
 		}
 	} else {
+		m.o.Logger.Warn("transaction aborted; the tasks restart from their last commits", "instance", m.o.Instance, "tasks", len(results), "records_err", perr)
 		for _, r := range results {
 			for _, pd := range r.ready {
 				pd.result <- errAborted
@@ -1003,7 +1042,7 @@ func (m *Member) leave() error {
 			m.keep(t.p, t.last, t.lastAt)
 		}
 	}
-	m.sess.Close()
+	m.sess.CloseAllowingRebalance()
 	m.sess = nil
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -1029,7 +1068,7 @@ func (m *Member) close() {
 	for _, t := range ts {
 		t.stop()
 	}
-	m.sess.Close()
+	m.sess.CloseAllowingRebalance()
 }
 
 // partitioner places the records of the changelog by their Partition and

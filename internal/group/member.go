@@ -112,8 +112,8 @@ type Member struct {
 	specHash  string // outfmt.SpecHash of the plan
 	// present is when the member last wrote its presence record.
 	present time.Time
-	run       int64  // the group's run id (its group record's)
-	ctx       context.Context
+	run     int64 // the group's run id (its group record's)
+	ctx     context.Context
 	// stopped is closed when Run returns: a task's checkpoint waiting for
 	// the member gives up.
 	stopped chan struct{}

@@ -208,6 +208,17 @@ func runCmd(ctx context.Context, args []string, o IO) int {
 	}
 	specDir := filepath.Dir(o.path(path))
 	if f.instance != "" || f.stateDir != "" {
+		var single []string // flags of single-process mode that were given
+		fs.Visit(func(fl *flag.Flag) {
+			switch fl.Name {
+			case "http", "parallelism", "restarts":
+				single = append(single, "--"+fl.Name)
+			}
+		})
+		if len(single) > 0 {
+			fmt.Fprintf(o.Stderr, "weir run: %s: not supported in group mode yet (a member runs each task at parallelism 1 and restarts a failed task itself; its metrics and dashboard are not built)\n", strings.Join(single, ", "))
+			return ExitUsage
+		}
 		return runMember(ctx, p, specDir, f, o)
 	}
 	return runPlan(ctx, p, specDir, f, now, o)

@@ -1001,16 +1001,23 @@ type discard struct{}
 func (discard) Watermark(etime.Time) {}
 func (discard) Status(bool)          {}
 
-// PositionOffsets reads a reader's checkpointed position (what
-// SnapshotPosition returned): each partition's next offset.
-func PositionOffsets(b []byte) (map[int32]int64, error) {
+// Position is a partition's checkpointed position: the offset of its
+// next record and its watermark.
+type Position struct {
+	Next      int64
+	Watermark etime.Time
+}
+
+// Positions reads a reader's checkpointed position (what
+// SnapshotPosition returned): each partition's.
+func Positions(b []byte) (map[int32]Position, error) {
 	var pos position
 	if err := json.Unmarshal(b, &pos); err != nil {
 		return nil, fmt.Errorf("kafkaio: corrupt source position: %w", err)
 	}
-	out := make(map[int32]int64, len(pos.Partitions))
+	out := make(map[int32]Position, len(pos.Partitions))
 	for _, pp := range pos.Partitions {
-		out[pp.Partition] = pp.Next
+		out[pp.Partition] = Position{Next: pp.Next, Watermark: pp.Watermark}
 	}
 	return out, nil
 }

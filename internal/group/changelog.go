@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/weirstream/weir/etime"
 )
 
 // A task's changelog partition (the task's partition number of the
@@ -45,8 +47,11 @@ type snapshot struct {
 	// Done: the task read its input to the end (stop_at_end) and
 	// committed its last output; it is not run again.
 	Done bool
-	// Position is the task's next input offset.
-	Position int64
+	// Position is the task's next input offset; Watermark its
+	// partition's watermark (not stored in the changelog header: a
+	// restore reads it from the parts).
+	Position  int64
+	Watermark etime.Time
 }
 
 // encodeParts frames the parts, sorted by name.

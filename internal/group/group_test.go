@@ -18,6 +18,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/weirstream/weir/connector/kafkaio"
+	"github.com/weirstream/weir/etime"
 	"github.com/weirstream/weir/internal/jobtest"
 	"github.com/weirstream/weir/job"
 	"github.com/weirstream/weir/spec"
@@ -50,7 +51,7 @@ sinks:
 // 13 users, keyed by user with Kafka's default partitioner; every 50th
 // order is 4 s late (beyond the lateness), every 7th 800 ms (late but
 // accepted or on time), and two records are malformed.
-func cluster(t *testing.T, n int, jobs ...string) string {
+func cluster(t testing.TB, n int, jobs ...string) string {
 	t.Helper()
 	opts := []kfake.Opt{kfake.NumBrokers(1), kfake.SeedTopics(4, "in"), kfake.GroupMinSessionTimeout(200 * time.Millisecond)}
 	for _, j := range jobs {
@@ -85,7 +86,7 @@ func cluster(t *testing.T, n int, jobs ...string) string {
 	return c.ListenAddrs()[0]
 }
 
-func plan(t *testing.T, name, broker string) *spec.Plan {
+func plan(t testing.TB, name, broker string) *spec.Plan {
 	t.Helper()
 	p, err := spec.Parse(fmt.Appendf(nil, groupJob, name, broker, broker, name, broker, name, broker, name))
 	if err != nil {
@@ -96,23 +97,48 @@ func plan(t *testing.T, name, broker string) *spec.Plan {
 
 // runMembers runs the job with one member per name until the group read
 // its input to the end.
-func runMembers(t *testing.T, p *spec.Plan, dir string, names ...string) []job.Summary {
+func runMembers(t testing.TB, p *spec.Plan, dir string, names ...string) []job.Summary {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	var wg sync.WaitGroup
 	errs := make([]error, len(names))
 	sums := make([]job.Summary, len(names))
+	// Each task's committed watermarks by checkpoint id, whichever
+	// member committed them.
+	var mu sync.Mutex
+	wms := map[int32]map[int64]etime.Time{}
+	onCommit := func(task int32, id int64, wm etime.Time) {
+		mu.Lock()
+		defer mu.Unlock()
+		if wms[task] == nil {
+			wms[task] = map[int64]etime.Time{}
+		}
+		if _, dup := wms[task][id]; dup {
+			t.Errorf("task %d: checkpoint %d committed twice", task, id)
+		}
+		wms[task][id] = wm
+	}
 	for i, n := range names {
 		wg.Go(func() {
 			errs[i] = Run(ctx, Options{Plan: p, Instance: n, StateDir: filepath.Join(dir, n), SessionTimeout: time.Second, TransactionTimeout: 3 * time.Second,
-				Info: func(msg string) { t.Log(msg) }, Summary: func(s job.Summary) { sums[i] = s }})
+				Info: func(msg string) { t.Log(msg) }, Summary: func(s job.Summary) { sums[i] = s }, OnCommit: onCommit})
 		})
 	}
 	wg.Wait()
 	for i, err := range errs {
 		if err != nil {
 			t.Fatalf("member %s: %v", names[i], err)
+		}
+	}
+	// No task's watermark goes back, across owners.
+	for task, byID := range wms {
+		prev := etime.MinTime
+		for _, id := range slices.Sorted(maps.Keys(byID)) {
+			if byID[id] < prev {
+				t.Errorf("task %d: checkpoint %d has watermark %d, below the %d of an earlier one", task, id, byID[id], prev)
+			}
+			prev = byID[id]
 		}
 	}
 	return sums

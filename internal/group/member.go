@@ -57,6 +57,10 @@ type Options struct {
 	Logger *slog.Logger
 	// Info is told what a person should know (tasks assigned, revoked).
 	Info func(msg string)
+	// OnCommit, when set, is told each task's checkpoint id and watermark
+	// (its partition's) once its transaction committed, on the member's
+	// goroutine.
+	OnCommit func(task int32, checkpoint int64, watermark etime.Time)
 	// Summary, when set, is given the group's summary when every task
 	// read its input to the end (stop_at_end): each task's counters at its
 	// end, summed.
@@ -686,24 +690,25 @@ func (m *Member) taskPlan(t *task) *spec.Plan {
 // sourcePart is the name of a task's source position part.
 var sourcePart = checkpoint.PartName("source", 0, "source")
 
-// position is the task's next input offset in a checkpoint's parts.
-func position(parts map[string][]byte, p int32) (int64, error) {
+// position is the task's position (next input offset, watermark) in a
+// checkpoint's parts.
+func position(parts map[string][]byte, p int32) (kafkaio.Position, error) {
 	b, ok := parts[sourcePart]
 	if !ok {
-		return 0, fmt.Errorf("the checkpoint has no part %s", sourcePart)
+		return kafkaio.Position{}, fmt.Errorf("the checkpoint has no part %s", sourcePart)
 	}
 	r := state.Reader{Buf: b}
 	pos := r.Bytes()
 	if r.Err != nil {
-		return 0, fmt.Errorf("part %s: %w", sourcePart, r.Err)
+		return kafkaio.Position{}, fmt.Errorf("part %s: %w", sourcePart, r.Err)
 	}
-	next, err := kafkaio.PositionOffsets(pos)
+	all, err := kafkaio.Positions(pos)
 	if err != nil {
-		return 0, err
+		return kafkaio.Position{}, err
 	}
-	at, ok := next[p]
+	at, ok := all[p]
 	if !ok {
-		return 0, fmt.Errorf("part %s has no position of partition %d", sourcePart, p)
+		return kafkaio.Position{}, fmt.Errorf("part %s has no position of partition %d", sourcePart, p)
 	}
 	return at, nil
 }
@@ -789,7 +794,7 @@ func (m *Member) commit(ctx context.Context) error {
 			if err != nil {
 				return taskError(t.p, err)
 			}
-			snap = &snapshot{ID: pd.id, Meta: m.meta, Parts: pd.parts, Position: pos}
+			snap = &snapshot{ID: pd.id, Meta: m.meta, Parts: pd.parts, Position: pos.Next, Watermark: pos.Watermark}
 		case t.isEnded() && t.runErr == nil && t.job != nil:
 			id := int64(1)
 			if t.last != nil {
@@ -871,6 +876,8 @@ func (m *Member) commit(ctx context.Context) error {
 			}
 			if r.snap.Done {
 				m.o.Info(fmt.Sprintf("instance %s: task %d read its input to the end and committed", m.o.Instance, r.t.p))
+			} else if m.o.OnCommit != nil {
+				m.o.OnCommit(r.t.p, r.snap.ID, r.snap.Watermark)
 			}
 		}
 	} else {

@@ -208,13 +208,3 @@ var _ connector.Transactional = (*sink)(nil)
 func taskError(p int32, err error) error {
 	return fmt.Errorf("task %d: %w", p, err)
 }
-
-// waitEnded waits for the task's run to return, at most d.
-func (t *task) waitEnded(d time.Duration) bool {
-	select {
-	case <-t.done:
-		return true
-	case <-time.After(d):
-		return false
-	}
-}

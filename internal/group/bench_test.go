@@ -11,34 +11,41 @@ import (
 )
 
 // BenchmarkGroup runs the group job over one input in one process: by
-// one single-process run (the job without --instance, at parallelism 1,
-// with checkpoints every 200 ms like the members' commits), by one member
-// and by two. Each reports records/s; compare them within one run
+// single-process runs (the job without --instance: at parallelism 1 with
+// checkpoints every 200 ms like the members' commits, and at parallelism
+// 2 with the default 5 s), by one member and by two. Each reports records/s; compare them within one run
 // (go test -bench Group -benchtime 1x ./internal/group).
 func BenchmarkGroup(b *testing.B) {
 	const n = 400_000
 	var names []string
-	for i := range 3 * b.N {
+	for i := range 4 * b.N {
 		names = append(names, fmt.Sprintf("b%d", i))
 	}
 	broker := cluster(b, n, names...)
 	run := 0
 	next := func() string { run++; return names[run-1] }
-	b.Run("single", func(b *testing.B) {
-		for range b.N {
-			p := plan(b, next(), broker)
-			p.Source.Kafka.PartitionedByKey = false
-			began := time.Now()
-			j, err := job.Open(p, job.RunOptions{Parallelism: 1, CheckpointDir: b.TempDir(), CheckpointInterval: 200 * time.Millisecond})
-			if err != nil {
-				b.Fatal(err)
+	for _, single := range []struct {
+		name        string
+		parallelism int
+		interval    time.Duration
+	}{{"single-p1-200ms", 1, 200 * time.Millisecond}, {"single-p2-5s", 2, 5 * time.Second}} {
+		b.Run(single.name, func(b *testing.B) {
+			for range b.N {
+				p := plan(b, next(), broker)
+				p.Source.Kafka.PartitionedByKey = false
+				p.Channels = single.parallelism
+				began := time.Now()
+				j, err := job.Open(p, job.RunOptions{Parallelism: single.parallelism, CheckpointDir: b.TempDir(), CheckpointInterval: single.interval})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := j.Run(context.Background()); err != nil {
+					b.Fatal(err)
+				}
+				b.ReportMetric(float64(n)/time.Since(began).Seconds(), "records/s")
 			}
-			if _, err := j.Run(context.Background()); err != nil {
-				b.Fatal(err)
-			}
-			b.ReportMetric(float64(n)/time.Since(began).Seconds(), "records/s")
-		}
-	})
+		})
+	}
 	for _, members := range []int{1, 2} {
 		b.Run(fmt.Sprintf("members=%d", members), func(b *testing.B) {
 			for range b.N {

@@ -338,7 +338,7 @@ func (m *Member) loop(ctx context.Context) error {
 			last = time.Now()
 		}
 		sess.AllowRebalance()
-		if m.stopAtEnd() && time.Since(lastDone) >= 500*time.Millisecond {
+		if ctx.Err() == nil && m.stopAtEnd() && time.Since(lastDone) >= 500*time.Millisecond {
 			lastDone = time.Now()
 			done, err := m.groupDone(ctx)
 			if err != nil {

@@ -117,17 +117,6 @@ func TestDemoKafka(t *testing.T) {
 // given --topic arguments and returns its address; it stops with the test.
 func startDevKafka(t *testing.T, topics ...string) string {
 	t.Helper()
-	var args []string
-	for _, tp := range topics {
-		args = append(args, "--topic", tp)
-	}
-	return devKafka(t, args...)
-}
-
-// devKafka runs `weir dev kafka` in the test on a free port with the
-// given flags and returns its address; it stops with the test.
-func devKafka(t *testing.T, flags ...string) string {
-	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -135,7 +124,10 @@ func devKafka(t *testing.T, flags ...string) string {
 	port := l.Addr().(*net.TCPAddr).Port
 	l.Close()
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	args := append([]string{"dev", "kafka", "--port", strconv.Itoa(port)}, flags...)
+	args := []string{"dev", "kafka", "--port", strconv.Itoa(port)}
+	for _, tp := range topics {
+		args = append(args, "--topic", tp)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	var devOut bytes.Buffer
 	done := make(chan int)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -134,14 +135,37 @@ func (m *member) kill() {
 }
 
 // startGroupKafka starts weir dev kafka with topic in (4 partitions) and
-// each job's topics; it returns its address.
+// each job's topics as an OS process (not in the test process, whose race
+// detector, under .ci/run, would slow the broker the members share); it
+// returns its address.
 func startGroupKafka(t *testing.T, jobs ...string) string {
 	t.Helper()
-	args := []string{"--topic", "in:4", "--min-session-timeout", "200ms"}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	args := []string{"dev", "kafka", "--port", strconv.Itoa(port), "--topic", "in:4", "--min-session-timeout", "200ms"}
 	for _, j := range jobs {
 		args = append(args, "--topic", j+"-out:3", "--topic", j+"-bad", "--topic", j+"-late")
 	}
-	return devKafka(t, args...)
+	kafka := exec.Command(weirBinary(t), args...)
+	if err := kafka.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { kafka.Process.Kill(); kafka.Wait() })
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if c, err := net.Dial("tcp", addr); err == nil {
+			c.Close()
+			return addr
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("weir dev kafka did not listen")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // produceGroupOrders writes n orders of 97 users to topic in, keyed by user
@@ -286,13 +310,13 @@ func TestGroupKill(t *testing.T) {
 }
 
 // groupRecords is the input size of the group tests: WEIR_GROUP_RECORDS,
-// default 1,500,000 (several seconds of work, so that kills land while
+// default 1,000,000 (several seconds of work, so that kills land while
 // the members run).
 func groupRecords() int {
 	if n, err := strconv.Atoi(os.Getenv("WEIR_GROUP_RECORDS")); err == nil && n > 0 {
 		return n
 	}
-	return 1_500_000
+	return 1_000_000
 }
 
 func kadmClient(t *testing.T, addr string) *kadm.Client {

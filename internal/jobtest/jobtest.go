@@ -167,7 +167,7 @@ func Committed(t *testing.T, broker, topic string) []string {
 			t.Errorf("results of %d runs %v, want one run's", len(runsSeen[topic]), runsSeen[topic])
 		}
 	}()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	var out []string
 	err := kafkaio.ReadCommitted(ctx, []string{broker}, []string{topic}, time.Second, func(r *kgo.Record) {

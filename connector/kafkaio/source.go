@@ -702,10 +702,10 @@ func (r *reader[T]) tick(ctx context.Context, now, prev time.Time) error {
 	for _, p := range r.parts {
 		// A group member's task (a Fetcher) gets no records while its
 		// member commits, so a pause says nothing about the backlog:
-		// its backlog emits by count only, and its watermarks depend on
-		// the input alone however the deliveries were timed. Its last
-		// stable offset is the one read at start (or a restored task's
-		// first owner's end), which it reaches.
+		// its backlog emits by count only, up to the last stable offset
+		// read when it started on its member (which it reaches), so
+		// that over an input written before then its watermarks do not
+		// depend on how the deliveries were timed.
 		delivered := p.lastRecord.After(prev) || r.o.Fetcher != nil
 		if !(p.backlog(r.o.BacklogEvery) && delivered) {
 			p.gen.OnPeriodicEmit(p.out)

@@ -156,10 +156,26 @@ func Check(p *spec.Plan) error {
 	if !s.Bool("kafka.partitioned_by_key") {
 		return errors.New("source.kafka.partitioned_by_key: group mode (--instance) needs the input partitioned by the job's key with Kafka's default partitioner (murmur2), declared with partitioned_by_key: true; a repartition topic for other inputs is not built yet")
 	}
+	if p.Channels > 1 {
+		return errors.New("source.channels: group mode (--instance) reads each partition as a task of its own; remove channels")
+	}
+	if p.Start.Kind == connector.StartCommitted {
+		return errors.New("source.kafka.start: committed: a group's members start where the group committed, and a new group at kafka.start; use earliest, latest or a time")
+	}
 	var bad []string
 	for _, op := range path.Sinks() {
-		if op.Config != nil && op.Config.Type != "kafka" {
+		if op.Config == nil {
+			continue
+		}
+		if op.Config.Type != "kafka" {
 			bad = append(bad, fmt.Sprintf("%s (%s)", op.Path, op.Config.Type))
+			continue
+		}
+		// The member's one producer writes every output: through the
+		// source's brokers and credentials.
+		k := spec.SinkSettings(op.Config)
+		if !slices.Equal(k.Strings("brokers"), s.Strings("kafka.brokers")) || k.Bool("tls") != s.Bool("kafka.tls") || k.Set("sasl") || s.Set("kafka.sasl") {
+			return fmt.Errorf("%s: group mode (--instance) writes every output through the member's one transactional producer, on the source's brokers: give the sink the source's brokers and TLS setting (SASL is not supported in group mode yet)", op.Path)
 		}
 	}
 	if len(bad) > 0 {
@@ -281,7 +297,10 @@ func (m *Member) prepareTopics(ctx context.Context) error {
 func ptr[T any](v T) *T { return &v }
 
 // TxnID is the transactional id of a member.
-func TxnID(p *spec.Plan, instance string) string { return "weir-" + jobName(p) + "-" + instance }
+//
+// It is <group>-<instance>: weir-<job>-<instance> by default, and two
+// groups of one job (group.name) never fence each other's members.
+func TxnID(p *spec.Plan, instance string) string { return Name(p) + "-" + instance }
 
 func (m *Member) loop(ctx context.Context) error {
 	m.ctx = ctx
@@ -846,13 +865,27 @@ func (m *Member) commit(ctx context.Context) error {
 	// A broker that stops answering fails the member rather than hang it.
 	cctx, cancel := context.WithTimeout(cctx, m.o.TransactionTimeout+30*time.Second)
 	defer cancel()
-	committed, err := m.sess.End(cctx, kgo.TryCommit)
+	// A record that failed in the client (an unknown topic, too large)
+	// does not fail the transaction by itself: flush, and abort rather
+	// than commit offsets and checkpoints without it.
+	try := kgo.TryCommit
+	if ferr := m.sess.Client().Flush(cctx); ferr != nil {
+		try = kgo.TryAbort
+	}
+	pmu.Lock()
+	if perr != nil {
+		try = kgo.TryAbort
+	}
+	pmu.Unlock()
+	committed, err := m.sess.End(cctx, try)
 	m.o.Logger.Debug("transaction ended", "instance", m.o.Instance, "committed", committed, "err", err, "records_err", perr, "tasks", len(results))
 	if committed && err == nil {
 		m.o.Crash("group-committed")
 	}
 	pmu.Lock()
-	if perr != nil && err == nil && (committed || isFenced(perr)) {
+	if perr != nil && err == nil {
+		// The transaction aborted; a record that fails every time would
+		// abort every one: the member stops, naming it.
 		err = fmt.Errorf("group: a record of the transaction failed: %w", perr)
 	}
 	pmu.Unlock()

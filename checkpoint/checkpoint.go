@@ -79,10 +79,11 @@ func PartIndex(part, stage, name string) (int, bool) {
 	return i, err == nil
 }
 
-// parts is a View of parts held in memory, by part name.
-type parts map[string][]byte
+// PartsView is a View of parts held in memory, by part name.
+type PartsView map[string][]byte
 
-func (v parts) Parts(stage, name string) map[int][]byte {
+// Parts implements View.
+func (v PartsView) Parts(stage, name string) map[int][]byte {
 	out := map[int][]byte{}
 	for k, b := range v {
 		if i, ok := PartIndex(k, stage, name); ok {

@@ -445,7 +445,7 @@ func (s *Dir) View(cp *Checkpoint) (View, error) {
 	if cp == nil {
 		return nil, errors.New("checkpoint: View: nil checkpoint")
 	}
-	v := make(parts, len(cp.Parts))
+	v := make(PartsView, len(cp.Parts))
 	for _, name := range cp.Parts {
 		b, err := s.ReadPart(cp, name)
 		if err != nil {

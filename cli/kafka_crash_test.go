@@ -53,33 +53,11 @@ func TestKafkaCrashRecovery(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: the crash test runs weir many times")
 	}
-	bin := weirBinary(t)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	args := []string{"dev", "kafka", "--port", strconv.Itoa(port), "--topic", "in:6"}
+	args := []string{"--topic", "in:6"}
 	for _, job := range []string{"ref", "crash"} {
 		args = append(args, "--topic", job+"-out:3", "--topic", job+"-bad", "--topic", job+"-late")
 	}
-	kafka := exec.Command(bin, args...)
-	if err := kafka.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { kafka.Process.Kill(); kafka.Wait() })
-	for deadline := time.Now().Add(10 * time.Second); ; {
-		if c, err := net.Dial("tcp", addr); err == nil {
-			c.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("weir dev kafka did not listen")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	addr := startKafkaProcess(t, args...)
 
 	// The input: every record within the out-of-orderness bound of its
 	// partition, so no record is late whatever the order partitions are
@@ -267,4 +245,33 @@ func readTopic(t *testing.T, addr, topic string) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// startKafkaProcess starts `weir dev kafka` with args on a free port as an
+// OS process, killed when the test ends, and returns its address once it
+// listens.
+func startKafkaProcess(t *testing.T, args ...string) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	kafka := exec.Command(weirBinary(t), append([]string{"dev", "kafka", "--port", strconv.Itoa(port)}, args...)...)
+	if err := kafka.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { kafka.Process.Kill(); kafka.Wait() })
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if c, err := net.Dial("tcp", addr); err == nil {
+			c.Close()
+			return addr
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("weir dev kafka did not listen")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }

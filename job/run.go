@@ -96,7 +96,8 @@ type RunOptions struct {
 	// Task, when set, runs the plan as one task of a group member (weir
 	// run --instance): its checkpoints go to Task.Store instead of a
 	// directory, and it restores Task.Restore. The spec's checkpoint
-	// settings and CheckpointDir are ignored.
+	// settings and CheckpointDir are ignored, and the sinks are not
+	// prepared: the member does that once (PrepareSinks).
 	Task *TaskCheckpoints
 
 	// locks, set by RunRestarting, are the run's locks, held across its
@@ -238,8 +239,11 @@ func Open(plan *spec.Plan, o RunOptions) (*Job, error) {
 		}
 		j.locks = locks
 	}
-	if err := prepareSinks(plan, path, o, checkpointDir(plan, o) != ""); err != nil {
-		return nil, errors.Join(err, j.cleanup())
+	// A group's member prepares its tasks' sinks once (PrepareSinks).
+	if o.Task == nil {
+		if err := prepareSinks(plan, path, o, checkpointDir(plan, o) != ""); err != nil {
+			return nil, errors.Join(err, j.cleanup())
+		}
 	}
 	ck, err := openCheckpoints(plan, path, o)
 	if err != nil {

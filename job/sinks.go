@@ -296,6 +296,17 @@ func (j *Job) keepsReasons(op *spec.SinkOp) bool {
 	return ok && kind.Sink != nil && kind.Sink.Reasons
 }
 
+// PrepareSinks readies the sinks of p's job before its runs, as Open does
+// for a run of its own (without checkpoints): a group's member calls it
+// once for the tasks it runs (RunOptions.Task), whose Open does not.
+func PrepareSinks(p *spec.Plan, o RunOptions) error {
+	path, err := p.Graph.Path()
+	if err != nil {
+		return err
+	}
+	return prepareSinks(p, path, o, false)
+}
+
 // prepareSinks readies the sinks' servers before the run
 // (connector.SinkKind.Prepare): a Kafka sink's topic must exist, and
 // with checkpoints its marker topic is created if it is missing; o.Info

@@ -2,6 +2,7 @@ package group
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"go.uber.org/goleak"
@@ -155,8 +157,15 @@ func committed(t *testing.T, broker, topic string) []string {
 func TestGroup(t *testing.T) {
 	broker := cluster(t, 3000, "one", "three")
 	dir := t.TempDir()
+	// Inboxes of 100 records: the members pause and resume fetching.
+	defer func(n int) { inboxRecords = n }(inboxRecords)
+	inboxRecords = 100
+	before := pauses.Load()
 	one := runMembers(t, plan(t, "one", broker), dir, "a")
 	three := runMembers(t, plan(t, "three", broker), dir, "x", "y", "z")
+	if pauses.Load() == before {
+		t.Error("no member paused a partition with a full inbox")
+	}
 	// Every member gives the group's summary: the counts of one member's
 	// run, conserved, with every record read.
 	for i, s := range append(one, three...) {
@@ -322,4 +331,49 @@ type tlog struct{ t *testing.T }
 func (l tlog) Write(b []byte) (int, error) {
 	l.t.Log(strings.TrimSpace(string(b)))
 	return len(b), nil
+}
+
+// TestAssignInterrupted: a rebalance that cancels an assignment's
+// restores makes assign return the context's error, for the client to
+// assign again, and does not fail the member.
+func TestAssignInterrupted(t *testing.T) {
+	broker := cluster(t, 10)
+	p := plan(t, "i", broker)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(broker))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	m := &Member{o: Options{Plan: p, Instance: "a", Logger: slog.New(slog.DiscardHandler)}, topic: "in", group: Name(p), adm: kadm.NewClient(cl), tasks: map[int32]*task{}}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err = m.assign(ctx, map[string]map[int32]kgo.Offset{"in": {0: kgo.NewOffset()}})
+	if !errors.Is(err, context.Canceled) || m.failure() != nil {
+		t.Errorf("an interrupted assignment: %v; the member failed: %v", err, m.failure())
+	}
+	if len(m.tasks) != 0 {
+		t.Errorf("an interrupted assignment started tasks %v", slices.Collect(maps.Keys(m.tasks)))
+	}
+}
+
+// TestInbox: an inbox reports full at its bound and roomy again once
+// its reader took half.
+func TestInbox(t *testing.T) {
+	defer func(n int) { inboxRecords = n }(inboxRecords)
+	inboxRecords = 10
+	b := newInbox("in", 0, 5)
+	var rs []*kgo.Record
+	for i := range 10 {
+		rs = append(rs, &kgo.Record{Offset: int64(5 + i), Value: []byte("v")})
+	}
+	if b.put(rs[:9]) || !b.put(rs[9:]) {
+		t.Fatal("the inbox is not full at exactly its bound")
+	}
+	if b.roomy() {
+		t.Error("a full inbox is roomy")
+	}
+	f := b.PollRecords(context.Background(), 5)
+	if n := f.NumRecords(); n != 5 || !b.roomy() || b.position() != 10 {
+		t.Errorf("took %d records: roomy %v, position %d", n, b.roomy(), b.position())
+	}
 }

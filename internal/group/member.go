@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -122,6 +123,13 @@ type Member struct {
 	// the member gives up.
 	stopped chan struct{}
 	wakeCh  chan struct{}
+	// stopAtEnd is the source's stop_at_end; keys is Kafka's default
+	// partitioner of the input (partitioned_by_key's check).
+	stopAtEnd bool
+	keys      kgo.TopicPartitioner
+	// paused are the partitions whose fetching the member paused: their
+	// task's inbox is full, or the task ended. Owned by the loop.
+	paused map[int32]bool
 
 	mu    sync.Mutex
 	tasks map[int32]*task
@@ -230,7 +238,9 @@ func Run(ctx context.Context, o Options) error {
 	s := spec.SourceSettings(o.Plan)
 	m := &Member{o: o, topic: s.String("kafka.topic"), changelog: ChangelogTopic(o.Plan), brokers: s.Strings("kafka.brokers"),
 		auth: kafkaio.AuthFrom(s, "kafka."), group: Name(o.Plan), meta: job.Fingerprint(o.Plan), specHash: outfmt.SpecHash(o.Plan),
-		stopped: make(chan struct{}), wakeCh: make(chan struct{}, 1), tasks: map[int32]*task{}, sampled: map[int32]int{}}
+		stopped: make(chan struct{}), wakeCh: make(chan struct{}, 1), tasks: map[int32]*task{}, sampled: map[int32]int{},
+		stopAtEnd: s.Bool("kafka.stop_at_end"), paused: map[int32]bool{}}
+	m.keys = kgo.StickyKeyPartitioner(nil).ForTopic(m.topic)
 	defer close(m.stopped)
 	cl, err := kgo.NewClient(m.clientOpts()...)
 	if err != nil {
@@ -239,6 +249,9 @@ func Run(ctx context.Context, o Options) error {
 	m.adm = kadm.NewClient(cl)
 	defer m.adm.Close()
 	if err := m.prepareTopics(ctx); err != nil {
+		return err
+	}
+	if err := job.PrepareSinks(o.Plan, o.Run); err != nil {
 		return err
 	}
 	g, err := m.groupRun(ctx)
@@ -350,6 +363,7 @@ func (m *Member) loop(ctx context.Context) error {
 		if err := m.dispatch(f); err != nil {
 			return err
 		}
+		m.resume()
 		if time.Since(last) >= m.o.CommitInterval || m.waiting() {
 			if err := m.commit(ctx); err != nil {
 				return err
@@ -357,7 +371,7 @@ func (m *Member) loop(ctx context.Context) error {
 			last = time.Now()
 		}
 		sess.AllowRebalance()
-		if ctx.Err() == nil && m.stopAtEnd() && time.Since(lastDone) >= 500*time.Millisecond {
+		if ctx.Err() == nil && m.stopAtEnd && time.Since(lastDone) >= 500*time.Millisecond {
 			lastDone = time.Now()
 			done, err := m.groupDone(ctx)
 			if err != nil {
@@ -377,8 +391,6 @@ func (m *Member) loop(ctx context.Context) error {
 		}
 	}
 }
-
-func (m *Member) stopAtEnd() bool { return spec.SourceSettings(m.o.Plan).Bool("kafka.stop_at_end") }
 
 // fenced names the other member in an error of a fenced producer.
 func (m *Member) fenced(err error) error {
@@ -435,8 +447,20 @@ func (m *Member) waiting() bool {
 // against Kafka's key partitioner (partitioned_by_key).
 const sampleRecords = 100
 
+// inboxRecords and inboxBytes bound a task's inbox: past either, the
+// member pauses fetching its partition until the task took half of it.
+// (Variables for the tests, which lower them.)
+var (
+	inboxRecords = 64 << 10
+	inboxBytes   = 16 << 20
+	// pauses counts the pauses of every member of the process.
+	pauses atomic.Int64
+)
+
 // dispatch hands each task its partition's records, checking the first
-// ones' keys against Kafka's default partitioner.
+// ones' keys against Kafka's default partitioner. A partition whose task
+// ended (its input's end, or a failure it restarts from) or whose inbox
+// is full is paused.
 func (m *Member) dispatch(f kgo.Fetches) error {
 	var err error
 	f.EachPartition(func(fp kgo.FetchTopicPartition) {
@@ -451,30 +475,73 @@ func (m *Member) dispatch(f kgo.Fetches) error {
 			err = fmt.Errorf("group: records of partition %d, which this member has no task for", fp.Partition)
 			return
 		}
-		tp := kgo.StickyKeyPartitioner(nil).ForTopic(m.topic)
-		for _, r := range fp.Records {
-			if n >= sampleRecords {
-				break
-			}
-			if r.Attrs.IsControl() {
-				continue
-			}
-			n++
-			if r.Key == nil {
-				err = fmt.Errorf("source.kafka.partitioned_by_key: the record at offset %d of partition %d of %s has no key, so the input is not partitioned by the job's key; produce with the key, or drop partitioned_by_key", r.Offset, r.Partition, m.topic)
-				return
-			}
-			if want := int32(tp.Partition(r, m.nparts)); want != r.Partition {
-				err = fmt.Errorf("source.kafka.partitioned_by_key: the record at offset %d with key %q is in partition %d, but Kafka's default partitioner (murmur2) puts that key in partition %d: the producer used another partitioner (kcat's default is CRC32: set -X partitioner=murmur2_random), so one key's windows would be split across tasks", r.Offset, r.Key, r.Partition, want)
-				return
-			}
+		if t.isEnded() {
+			m.pause(fp.Partition)
+			return
 		}
-		m.mu.Lock()
-		m.sampled[fp.Partition] = n
-		m.mu.Unlock()
-		t.inbox.put(fp.Records)
+		if n < sampleRecords {
+			if err = m.sample(fp.Records, &n); err != nil {
+				return
+			}
+			m.mu.Lock()
+			m.sampled[fp.Partition] = n
+			m.mu.Unlock()
+		}
+		if t.inbox.put(fp.Records) {
+			m.pause(fp.Partition)
+		}
 	})
 	return err
+}
+
+// sample checks the keys of rs against Kafka's default partitioner until
+// *n records of their partition were checked.
+func (m *Member) sample(rs []*kgo.Record, n *int) error {
+	for _, r := range rs {
+		if *n >= sampleRecords {
+			return nil
+		}
+		if r.Attrs.IsControl() {
+			continue
+		}
+		*n++
+		if r.Key == nil {
+			return fmt.Errorf("source.kafka.partitioned_by_key: the record at offset %d of partition %d of %s has no key, so the input is not partitioned by the job's key; produce with the key, or drop partitioned_by_key", r.Offset, r.Partition, m.topic)
+		}
+		if want := int32(m.keys.Partition(r, m.nparts)); want != r.Partition {
+			return fmt.Errorf("source.kafka.partitioned_by_key: the record at offset %d with key %q is in partition %d, but Kafka's default partitioner (murmur2) puts that key in partition %d: the producer used another partitioner (kcat's default is CRC32: set -X partitioner=murmur2_random), so one key's windows would be split across tasks", r.Offset, r.Key, r.Partition, want)
+		}
+	}
+	return nil
+}
+
+// pause stops fetching partition p (its records stay buffered in the
+// client until resume).
+func (m *Member) pause(p int32) {
+	if !m.paused[p] {
+		m.paused[p] = true
+		pauses.Add(1)
+		m.sess.Client().PauseFetchPartitions(map[string][]int32{m.topic: {p}})
+	}
+}
+
+// resume resumes fetching the paused partitions whose task runs with
+// room in its inbox again, and forgets the pauses of partitions that are
+// no longer this member's.
+func (m *Member) resume() {
+	var ps []int32
+	for p := range m.paused {
+		m.mu.Lock()
+		t := m.tasks[p]
+		m.mu.Unlock()
+		if t == nil || (!t.isEnded() && t.inbox.roomy()) {
+			delete(m.paused, p)
+			ps = append(ps, p)
+		}
+	}
+	if len(ps) > 0 {
+		m.sess.Client().ResumeFetchPartitions(map[string][]int32{m.topic: ps})
+	}
 }
 
 // assign starts a task for each partition newly assigned (kgo calls it
@@ -483,24 +550,35 @@ func (m *Member) dispatch(f kgo.Fetches) error {
 // committed offset restores the checkpoint its metadata names; one
 // without starts where the source's start says. It returns the offsets
 // to consume from: each task's position.
+//
+// A rebalance during the restores cancels ctx: assign returns its error,
+// and the client fetches the partitions still assigned again in the next
+// session, calling assign again (which replaces their tasks). Any other
+// failure fails the member.
 func (m *Member) assign(ctx context.Context, offsets map[string]map[int32]kgo.Offset) (map[string]map[int32]kgo.Offset, error) {
 	parts := offsets[m.topic]
 	if len(parts) == 0 {
 		return offsets, nil
 	}
 	ids := slices.Sorted(maps.Keys(parts))
+	fail := func(err error) (map[string]map[int32]kgo.Offset, error) {
+		if ctx.Err() != nil {
+			m.o.Logger.Info("a rebalance interrupted the tasks' restores; they start again in the next assignment", "tasks", ids, "err", err)
+			return nil, ctx.Err()
+		}
+		m.fail(err)
+		return offsets, nil
+	}
 	committed, err := m.adm.FetchOffsets(ctx, m.group)
 	if err == nil {
 		err = committed.Error()
 	}
 	if err != nil {
-		m.fail(fmt.Errorf("group: committed offsets of %s: %w", m.group, err))
-		return offsets, nil
+		return fail(fmt.Errorf("group: committed offsets of %s: %w", m.group, err))
 	}
 	starts, err := m.starts(ctx)
 	if err != nil {
-		m.fail(err)
-		return offsets, nil
+		return fail(err)
 	}
 	out := map[int32]kgo.Offset{}
 	for _, p := range ids {
@@ -511,16 +589,14 @@ func (m *Member) assign(ctx context.Context, offsets map[string]map[int32]kgo.Of
 			from = c.At
 			if id, _, ok := parseMeta(c.Metadata); ok {
 				if snap, at, err = m.restore(ctx, p, id); err != nil {
-					m.fail(taskError(p, err))
-					return offsets, nil
+					return fail(taskError(p, err))
 				}
 				m.o.Crash("group-restore")
 				from = snap.Position
 			}
 		}
 		if err := m.startTask(p, snap, from, at); err != nil {
-			m.fail(taskError(p, err))
-			return offsets, nil
+			return fail(taskError(p, err))
 		}
 		out[p] = kgo.NewOffset().At(from)
 	}
@@ -552,30 +628,40 @@ func (m *Member) starts(ctx context.Context) (map[int32]int64, error) {
 	return out, nil
 }
 
-// restore reads checkpoint id of task p: from the state directory's copy
-// when it is that checkpoint, else from the changelog (after the copy's
-// offset when the copy is older).
+// restore reads checkpoint id of task p (read), tells what it read, and
+// keeps a copy read from the changelog in the state directory.
 func (m *Member) restore(ctx context.Context, p int32, id int64) (*snapshot, int64, error) {
+	s, at, from, err := m.read(ctx, p, id)
+	switch {
+	case err != nil:
+		return nil, 0, err
+	case from < 0:
+		m.o.Info(fmt.Sprintf("instance %s: task %d restored checkpoint %d from the state directory", m.o.Instance, p, id))
+	default:
+		m.o.Info(fmt.Sprintf("instance %s: task %d restored checkpoint %d from the changelog (from offset %d)", m.o.Instance, p, id, from))
+		m.keep(p, s, at)
+	}
+	return s, at, nil
+}
+
+// read reads checkpoint id of task p, and the changelog offset of its
+// header: from the state directory's copy when it is that checkpoint
+// (from is -1), else from the changelog from offset from (after the
+// copy's header when the copy is older).
+func (m *Member) read(ctx context.Context, p int32, id int64) (s *snapshot, at, from int64, err error) {
 	cached, at, err := readCache(m.o.StateDir, m.run, p)
 	if err != nil {
 		m.o.Logger.Warn("the task's copy in the state directory is unreadable; restoring from the changelog", "task", p, "err", err)
 		cached = nil
 	}
 	if cached != nil && cached.ID == id {
-		m.o.Info(fmt.Sprintf("instance %s: task %d restored checkpoint %d from the state directory", m.o.Instance, p, id))
-		return cached, at, nil
+		return cached, at, -1, nil
 	}
-	from := int64(0)
 	if cached != nil && cached.ID < id {
 		from = at + 1
 	}
-	s, hat, err := readSnapshot(ctx, m.clientOpts(), m.changelog, p, from, id, 2*m.o.TransactionTimeout+30*time.Second)
-	if err != nil {
-		return nil, 0, err
-	}
-	m.o.Info(fmt.Sprintf("instance %s: task %d restored checkpoint %d from the changelog (from offset %d)", m.o.Instance, p, id, from))
-	m.keep(p, s, hat)
-	return s, hat, nil
+	s, at, err = readSnapshot(ctx, m.clientOpts(), m.changelog, p, from, id, 2*m.o.TransactionTimeout+30*time.Second)
+	return s, at, from, err
 }
 
 // keep writes task p's snapshot s, whose changelog header is at offset
@@ -625,6 +711,14 @@ func (m *Member) revoke(_ context.Context, _ *kgo.Client, revoked map[string][]i
 // startTask opens and runs task p's job, restored from snap (nil:
 // fresh, reading from from), whose changelog header is at offset at.
 func (m *Member) startTask(p int32, snap *snapshot, from, at int64) error {
+	m.mu.Lock()
+	old := m.tasks[p]
+	m.mu.Unlock()
+	if old != nil {
+		// An assignment interrupted by a rebalance started it: it starts
+		// again from what is committed now.
+		old.stop()
+	}
 	t := &task{p: p, m: m, inbox: newInbox(m.topic, p, from), last: snap, lastAt: at, from: from, done: make(chan struct{}), quit: make(chan struct{}), cached: time.Now()}
 	if snap != nil && snap.Done {
 		t.ended = true
@@ -638,7 +732,7 @@ func (m *Member) startTask(p int32, snap *snapshot, from, at int64) error {
 	ro.Parallelism = 1
 	ro.Task = &job.TaskCheckpoints{Store: store{t}, Run: m.run}
 	if snap != nil {
-		ro.Task.Restore, ro.Task.RestoreID, ro.Task.Meta = view(snap.Parts), snap.ID, snap.Meta
+		ro.Task.Restore, ro.Task.RestoreID, ro.Task.Meta = checkpoint.PartsView(snap.Parts), snap.ID, snap.Meta
 	}
 	j, err := job.Open(m.taskPlan(t), ro)
 	if err != nil {
@@ -668,19 +762,6 @@ func (t *task) stop() {
 		t.cancel()
 	}
 	<-t.done
-}
-
-// view is a checkpoint.View of a snapshot's parts.
-type view map[string][]byte
-
-func (v view) Parts(stage, name string) map[int][]byte {
-	out := map[int][]byte{}
-	for k, b := range v {
-		if i, ok := checkpoint.PartIndex(k, stage, name); ok {
-			out[i] = b
-		}
-	}
-	return out
 }
 
 // taskPlan is the plan with the kafka kind replaced by the task's: its
@@ -750,26 +831,33 @@ func (m *Member) commit(ctx context.Context) error {
 	if len(ts) == 0 && !presence {
 		return nil
 	}
-	for _, t := range ts {
-		if t.job != nil && !t.isEnded() {
-			t.job.Env().RequestCheckpoint()
+	// Each task answers with a checkpoint (its Commit wakes the member),
+	// or ends. A task whose run has not started its checkpoints yet
+	// refuses the request: it is asked again shortly.
+	asked := map[int32]bool{}
+	ask := func(t *task) {
+		if !asked[t.p] && t.job != nil && !t.isEnded() {
+			asked[t.p] = t.job.Env().RequestCheckpoint()
 		}
 	}
-	// Each task answers with a checkpoint, or ends.
+	for _, t := range ts {
+		ask(t)
+	}
 	deadline := time.Now().Add(time.Minute)
 	for _, t := range ts {
 		for !t.answered() {
 			if time.Now().After(deadline) {
 				return taskError(t.p, errors.New("no checkpoint within a minute"))
 			}
+			again := 100 * time.Millisecond
+			if !asked[t.p] {
+				again = 5 * time.Millisecond
+			}
 			select {
 			case <-m.wakeCh:
-			case <-time.After(5 * time.Millisecond):
-			case <-ctx.Done():
+			case <-time.After(again):
 			}
-			if t.job != nil && !t.isEnded() {
-				t.job.Env().RequestCheckpoint()
-			}
+			ask(t)
 		}
 	}
 	type result struct {
@@ -1047,7 +1135,7 @@ func (m *Member) groupSummary(ctx context.Context) (job.Summary, error) {
 		if !ok {
 			return sum, taskError(p, errors.New("its committed offset names no checkpoint"))
 		}
-		s, _, err := m.restore(ctx, p, id)
+		s, _, _, err := m.read(ctx, p, id)
 		if err != nil {
 			return sum, taskError(p, err)
 		}

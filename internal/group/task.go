@@ -121,6 +121,7 @@ type inbox struct {
 	p     int32
 	mu    sync.Mutex
 	recs  []*kgo.Record
+	bytes int           // of recs' keys and values
 	more  chan struct{} // signalled when records are put
 	// next is the offset after the last record handed to the reader.
 	next int64
@@ -130,14 +131,28 @@ func newInbox(topic string, p int32, from int64) *inbox {
 	return &inbox{topic: topic, p: p, more: make(chan struct{}, 1), next: from}
 }
 
-func (b *inbox) put(rs []*kgo.Record) {
+// put appends rs, reporting whether the inbox is now full (over
+// inboxRecords or inboxBytes).
+func (b *inbox) put(rs []*kgo.Record) (full bool) {
 	b.mu.Lock()
 	b.recs = append(b.recs, rs...)
+	for _, r := range rs {
+		b.bytes += len(r.Key) + len(r.Value)
+	}
+	full = len(b.recs) >= inboxRecords || b.bytes >= inboxBytes
 	b.mu.Unlock()
 	select {
 	case b.more <- struct{}{}:
 	default:
 	}
+	return full
+}
+
+// roomy reports whether the inbox holds at most half of its bounds.
+func (b *inbox) roomy() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.recs) <= inboxRecords/2 && b.bytes <= inboxBytes/2
 }
 
 // PollRecords implements kafkaio.Fetcher: it waits (until ctx is done)
@@ -152,6 +167,9 @@ func (b *inbox) PollRecords(ctx context.Context, max int) kgo.Fetches {
 			}
 			rs := b.recs[:n:n]
 			b.recs = b.recs[n:]
+			for _, r := range rs {
+				b.bytes -= len(r.Key) + len(r.Value)
+			}
 			b.next = rs[n-1].Offset + 1
 			b.mu.Unlock()
 			return kgo.Fetches{{Topics: []kgo.FetchTopic{{Topic: b.topic, Partitions: []kgo.FetchPartition{{Partition: b.p, Records: rs, HighWatermark: -1, LastStableOffset: -1}}}}}}

@@ -1,14 +1,26 @@
 package cli
 
 import (
+	"bufio"
+	"bytes"
+	"cmp"
 	"context"
+	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
+	"io"
+	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/weirstream/weir/connector/kafkaio"
+	"github.com/weirstream/weir/spec"
 )
 
 // devCmd runs development servers: "weir dev kafka" starts an in-process
@@ -19,8 +31,11 @@ func devCmd(ctx context.Context, args []string, o IO) int {
 	if len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help") {
 		return devCmd(ctx, []string{"kafka", "-h"}, o)
 	}
+	if len(args) > 0 && args[0] == "produce" {
+		return devProduce(ctx, args[1:], o)
+	}
 	if len(args) == 0 || args[0] != "kafka" {
-		fmt.Fprintln(o.Stderr, "usage: weir dev kafka [flags] (run 'weir dev kafka -h' for them)")
+		fmt.Fprintln(o.Stderr, "usage: weir dev kafka [flags] (run 'weir dev kafka -h' for them)\n       weir dev produce JOB.yaml FILE (run 'weir dev produce -h')")
 		return ExitUsage
 	}
 	fs := flag.NewFlagSet("dev kafka", flag.ContinueOnError)
@@ -83,4 +98,109 @@ is for trying weir's Kafka source and sink, not for production.`)
 	fmt.Fprintln(o.Stdout, "Ctrl-C stops it")
 	<-ctx.Done()
 	return ExitOK
+}
+
+// devProduce writes the JSON lines of a file to a job's Kafka input topic,
+// each keyed by the job's key with Kafka's default partitioner (murmur2),
+// as source.kafka.partitioned_by_key expects: "weir dev produce JOB.yaml
+// FILE" (FILE "-" is stdin). A line that is not a JSON object, or lacks a
+// key field, gets the key's empty value: it lands in one partition, and
+// the job sends it to its dead letters.
+func devProduce(ctx context.Context, args []string, o IO) int {
+	fs := flag.NewFlagSet("dev produce", flag.ContinueOnError)
+	fs.SetOutput(o.Stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(o.Stderr, `usage: weir dev produce JOB.yaml FILE
+
+Writes FILE's JSON lines (- for stdin) to the job's Kafka input topic
+(source.kafka.brokers and topic), each keyed by the job's key fields with
+Kafka's default partitioner (murmur2), as partitioned_by_key: true expects.`)
+		fs.PrintDefaults()
+	}
+	paths, ok := parsePaths(fs, args)
+	if !ok {
+		return ExitUsage
+	}
+	if len(paths) != 2 {
+		fs.Usage()
+		return ExitUsage
+	}
+	p, ok := loadSpec(paths[0], o)
+	if !ok {
+		return ExitUsage
+	}
+	if p.Source.Type != "kafka" {
+		fmt.Fprintf(o.Stderr, "weir dev produce: %s reads %s, not Kafka\n", paths[0], p.Source.Type)
+		return ExitUsage
+	}
+	settings := spec.SourceSettings(p)
+	topic := settings.String("kafka.topic")
+	var in io.Reader = o.Stdin
+	if paths[1] != "-" {
+		f, err := os.Open(o.path(paths[1]))
+		if err != nil {
+			fmt.Fprintf(o.Stderr, "weir dev produce: %v\n", err)
+			return ExitUsage
+		}
+		defer f.Close()
+		in = f
+	}
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(settings.Strings("kafka.brokers")...), kgo.DefaultProduceTopic(topic),
+		kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)), kgo.ProducerLinger(5 * time.Millisecond)}, kafkaio.AuthFrom(settings, "kafka.")...)...)
+	if err != nil {
+		fmt.Fprintf(o.Stderr, "weir dev produce: %v\n", err)
+		return ExitFailed
+	}
+	defer cl.Close()
+	var n int64
+	var mu sync.Mutex
+	var perr error
+	sc := bufio.NewScanner(in)
+	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	for sc.Scan() {
+		line := bytes.TrimSpace(sc.Bytes())
+		if len(line) == 0 {
+			continue
+		}
+		n++
+		cl.Produce(ctx, &kgo.Record{Key: recordKey(line, p.Key), Value: append([]byte(nil), line...)}, func(_ *kgo.Record, err error) {
+			mu.Lock()
+			perr = cmp.Or(perr, err)
+			mu.Unlock()
+		})
+	}
+	err = errors.Join(sc.Err(), cl.Flush(ctx))
+	mu.Lock()
+	err = cmp.Or(err, perr)
+	mu.Unlock()
+	if err != nil {
+		fmt.Fprintf(o.Stderr, "weir dev produce: %v\n", err)
+		return ExitFailed
+	}
+	fmt.Fprintf(o.Stdout, "produced %d records to %s, keyed by %s with Kafka's default partitioner\n", n, topic, strings.Join(p.Key, ", "))
+	return ExitOK
+}
+
+// recordKey is a JSON line's key: the values of the key fields (a
+// string's text, other values as JSON), joined by a unit separator.
+func recordKey(line []byte, fields []string) []byte {
+	var obj map[string]json.RawMessage
+	_ = json.Unmarshal(line, &obj)
+	var key []byte
+	for i, f := range fields {
+		if i > 0 {
+			key = append(key, 0x1f)
+		}
+		v := obj[f]
+		var s string
+		if json.Unmarshal(v, &s) == nil {
+			key = append(key, s...)
+		} else {
+			key = append(key, v...)
+		}
+	}
+	if key == nil {
+		key = []byte{}
+	}
+	return key
 }

@@ -331,3 +331,64 @@ func lineDiff(a, b []string) string {
 	}
 	return out.String()
 }
+
+// TestGroupExample follows README.md's group walk-through on
+// examples/group: weir dev kafka, weir dev produce, and two members on
+// the example's job. Both end (stop_at_end) with the same group summary,
+// conserved, of every line of the input.
+func TestGroupExample(t *testing.T) {
+	addr := startDevKafka(t, "orders:4", "order-stats:3", "order-stats-late", "order-stats-bad")
+	dir := t.TempDir()
+	b, err := os.ReadFile("../examples/group/group.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "group.yaml"), bytes.ReplaceAll(b, []byte("127.0.0.1:9092"), []byte(addr)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	in, err := os.ReadFile("../examples/orders/orders.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := bytes.Count(in, []byte("\n"))
+	var out bytes.Buffer
+	if code := Main(context.Background(), []string{"dev", "produce", "group.yaml", "../../" + "orders.jsonl"}, IO{Dir: dir, Stdout: &out, Stderr: &out}); code != ExitUsage {
+		t.Errorf("weir dev produce of a missing file: exit %d, want 2: %s", code, out.String())
+	}
+	out.Reset()
+	code := Main(context.Background(), []string{"dev", "produce", "group.yaml", "-"}, IO{Dir: dir, Stdin: bytes.NewReader(in), Stdout: &out, Stderr: &out})
+	if code != ExitOK || !strings.Contains(out.String(), fmt.Sprintf("produced %d records to orders, keyed by user_id", lines)) {
+		t.Fatalf("weir dev produce: exit %d: %s", code, out.String())
+	}
+	var wg sync.WaitGroup
+	outs := make([]bytes.Buffer, 2)
+	codes := make([]int, 2)
+	for i, name := range []string{"a", "b"} {
+		wg.Go(func() {
+			codes[i] = Main(context.Background(), []string{"run", "group.yaml", "--instance", name, "--state-dir", "state-" + name, "--summary-json", "summary-" + name + ".json"},
+				IO{Dir: dir, Stdout: &outs[i], Stderr: &outs[i], Getenv: func(string) string { return "" }})
+		})
+	}
+	wg.Wait()
+	var sums []string
+	for i := range outs {
+		if codes[i] != ExitOK || !strings.Contains(outs[i].String(), fmt.Sprintf("finished (the whole group): %d records in", lines)) || !strings.Contains(outs[i].String(), "conservation holds") {
+			t.Fatalf("member %d: exit %d:\n%s", i, codes[i], outs[i].String())
+		}
+		if strings.Contains(outs[i].String(), "archive") {
+			t.Errorf("member %d warns of an archive, which group mode does not keep:\n%s", i, outs[i].String())
+		}
+		b, err := os.ReadFile(filepath.Join(dir, fmt.Sprintf("summary-%s.json", []string{"a", "b"}[i])))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sums = append(sums, string(b))
+	}
+	if sums[0] != sums[1] {
+		t.Errorf("the members' group summaries differ:\n%s\n%s", sums[0], sums[1])
+	}
+	t.Logf("member a:\n%s", outs[0].String())
+	if n := len(jobtest.Committed(t, addr, "order-stats")); n == 0 {
+		t.Error("no committed results")
+	}
+}

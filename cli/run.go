@@ -201,6 +201,11 @@ func runCmd(ctx context.Context, args []string, o IO) int {
 	if !ok {
 		return ExitUsage
 	}
+	if f.instance != "" {
+		// Group mode keeps no archive (group.Check refuses one): the
+		// warning's advice to add one does not apply.
+		p.Warnings = slices.DeleteFunc(p.Warnings, func(e spec.FieldError) bool { return e.Path == "archive" })
+	}
 	printWarnings(path, p, o)
 	if f.interval < 0 {
 		fmt.Fprintln(o.Stderr, "weir run: --checkpoint-interval must be positive, such as 5s")
@@ -256,18 +261,27 @@ func runMember(ctx context.Context, p *spec.Plan, dir string, f runFlags, o IO) 
 		Logger: slog.New(warnHandler{w: o.Stderr}),
 		Info:   func(msg string) { fmt.Fprintln(o.Stderr, msg) },
 	}
-	fmt.Fprintf(o.Stderr, "member %s of group %s (transactional id %s)\n", f.instance, group.Name(p), group.TxnID(p, f.instance))
 	began := time.Now()
 	var sum *job.Summary
+	// A member's state is its tasks', which it does not sum: the summary
+	// line leaves the peak out.
+	noPeak := weir.StateInfo{Bytes: -1}
 	err := group.Run(ctx, group.Options{Plan: p, Instance: f.instance, StateDir: o.path(f.stateDir), Run: ro, Logger: ro.Logger, Info: ro.Info,
-		Crash: crashHook(o.Getenv), Summary: func(s job.Summary) { sum = &s }})
+		Crash: crashHook(o.Getenv), Summary: func(s job.Summary) { sum = &s },
+		Stopped: func(tasks []int32, s job.Summary) {
+			printSummary(o.Stderr, p, s, time.Since(began), noPeak, fmt.Sprintf("stopped on member %s: its tasks %v, counted from the group's start; the group goes on", f.instance, tasks), 0)
+		}})
+	if errors.Is(err, group.ErrRefused) {
+		fmt.Fprintf(o.Stderr, "weir run: refused: %v\n", err)
+		return ExitUsage
+	}
 	if err != nil {
 		fmt.Fprintf(o.Stderr, "weir run: %v\n", err)
 		return ExitFailed
 	}
 	if sum != nil {
 		// The group's: every task's counts at its end, whichever member ran it.
-		printSummary(o.Stderr, p, *sum, time.Since(began), weir.StateInfo{}, "finished (the whole group)", 0)
+		printSummary(o.Stderr, p, *sum, time.Since(began), noPeak, "finished (the whole group)", 0)
 		if f.summaryJSON != "" {
 			if err := os.WriteFile(o.path(f.summaryJSON), sum.JSON(), 0o644); err != nil {
 				fmt.Fprintf(o.Stderr, "weir run: %v\n", err)
@@ -536,7 +550,7 @@ func printSummary(w io.Writer, p *spec.Plan, s job.Summary, elapsed time.Duratio
 
 // printRate prints the summary's last line: the time, the rate over the
 // records this process read (in less those read before a resume) and the
-// state's peak.
+// state's peak (left out when peak.Bytes is negative: unknown).
 func printRate(w io.Writer, in int64, elapsed time.Duration, peak weir.StateInfo, resumedAt int64) {
 	read := in - resumedAt
 	rate := fmt.Sprintf("%.0f records/s", float64(read)/max(elapsed.Seconds(), 1e-9))
@@ -545,6 +559,10 @@ func printRate(w io.Writer, in int64, elapsed time.Duration, peak weir.StateInfo
 	}
 	if resumedAt > 0 {
 		rate += fmt.Sprintf(" over the %d records this process read; %d before the resume, as of the checkpoint it resumed from", read, resumedAt)
+	}
+	if peak.Bytes < 0 {
+		fmt.Fprintf(w, "took %v (%s)\n", elapsed.Round(time.Millisecond), rate)
+		return
 	}
 	fmt.Fprintf(w, "took %v (%s); window state peak %s in %d windows\n", elapsed.Round(time.Millisecond), rate, humanBytes(peak.Bytes), peak.OpenWindows)
 }

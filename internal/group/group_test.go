@@ -210,8 +210,23 @@ func TestGroup(t *testing.T) {
 	other := plan(t, "three", broker)
 	other.Key = []string{"amount"}
 	err = Run(context.Background(), Options{Plan: other, Instance: "w", StateDir: filepath.Join(dir, "w")})
-	if err == nil || !strings.Contains(err.Error(), "the members of a group run one spec") {
+	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "the members of a group run one spec") {
 		t.Errorf("a member of another spec: %v", err)
+	}
+
+	// A member of a finished group whose input grew since is refused: the
+	// group would never read the new records.
+	cl, err := kgo.NewClient(kgo.SeedBrokers(broker), kgo.DefaultProduceTopic("in"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if err := cl.ProduceSync(context.Background(), &kgo.Record{Key: []byte("u1"), Value: []byte(`{"user_id":"u1","amount":1,"ts":1767225600000}`)}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	err = Run(context.Background(), Options{Plan: plan(t, "three", broker), Instance: "x", StateDir: filepath.Join(dir, "x")})
+	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "finished its run") || !strings.Contains(err.Error(), "weir reset") {
+		t.Errorf("a member of a finished group whose input grew: %v", err)
 	}
 }
 
@@ -311,8 +326,11 @@ func TestFenced(t *testing.T) {
 		t.Fatal("the first member got no tasks")
 	}
 	second := make(chan error, 1)
+	var stopped []int32
+	var stoppedSum job.Summary
 	go func() {
-		second <- Run(ctx, Options{Plan: p, Instance: "a", StateDir: filepath.Join(dir, "2"), SessionTimeout: time.Second, TransactionTimeout: 3 * time.Second, Info: func(msg string) { t.Log("second:", msg) }})
+		second <- Run(ctx, Options{Plan: p, Instance: "a", StateDir: filepath.Join(dir, "2"), SessionTimeout: time.Second, TransactionTimeout: 3 * time.Second, Info: func(msg string) { t.Log("second:", msg) },
+			Stopped: func(tasks []int32, s job.Summary) { stopped, stoppedSum = tasks, s }})
 	}()
 	select {
 	case err := <-first:
@@ -322,8 +340,15 @@ func TestFenced(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Error("the first member was not fenced off")
 	}
+	time.Sleep(2 * time.Second) // the second member runs its tasks
 	cancel()
-	<-second
+	if err := <-second; err != nil {
+		t.Errorf("the second member: %v", err)
+	}
+	// Its graceful stop tells its tasks' counts.
+	if len(stopped) != 4 || !stoppedSum.Conserved() || stoppedSum.Get("records_in") == 0 {
+		t.Errorf("the stopped member's tasks %v, summary (conserved %v) %s", stopped, stoppedSum.Conserved(), stoppedSum.JSON())
+	}
 }
 
 type tlog struct{ t *testing.T }

@@ -66,6 +66,10 @@ type Options struct {
 	// read its input to the end (stop_at_end): each task's counters at its
 	// end, summed.
 	Summary func(job.Summary)
+	// Stopped, when set, is given at a graceful stop the tasks the member
+	// ran and their counters as they stopped (counted from the group's
+	// start: a task restored from the changelog carries its counts).
+	Stopped func(tasks []int32, s job.Summary)
 	// Crash, when set, is called at named points (crash tests kill the
 	// process there): group-produced (a transaction's records produced,
 	// before it ends), group-committed (after it committed, before the
@@ -73,6 +77,20 @@ type Options struct {
 	// the task starts) and group-revoke (tasks revoked, before they stop).
 	Crash func(point string)
 }
+
+// ErrRefused marks an error of Run that refuses the member before it
+// joined (its state directory, its spec, the group's state): a usage
+// error, which the caller reports as such.
+var ErrRefused = errors.New("refused")
+
+// refused wraps err as a refusal.
+func refused(err error) error { return fmt.Errorf("%w%w", err, refusedMark{}) }
+
+// refusedMark makes an error match ErrRefused without changing its text.
+type refusedMark struct{}
+
+func (refusedMark) Error() string        { return "" }
+func (refusedMark) Is(target error) bool { return target == ErrRefused }
 
 // Name is the group of a job: group.name, else weir-<job>.
 func Name(p *spec.Plan) string {
@@ -232,7 +250,7 @@ func Run(ctx context.Context, o Options) error {
 	}
 	unlock, err := lockStateDir(o.StateDir, o.Plan, o.Instance)
 	if err != nil {
-		return err
+		return refused(err)
 	}
 	defer unlock()
 	s := spec.SourceSettings(o.Plan)
@@ -259,9 +277,13 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	if g.SpecHash != m.specHash {
-		return fmt.Errorf("group %s runs job %s with spec %s, and this member's spec is %s: the members of a group run one spec; stop every member and reset the group (weir reset) to run another, or give this spec another group.name", m.group, g.Job, g.SpecHash, m.specHash)
+		return refused(fmt.Errorf("group %s runs job %s with spec %s, and this member's spec is %s: the members of a group run one spec; stop every member and reset the group (weir reset) to run another, or give this spec another group.name", m.group, g.Job, g.SpecHash, m.specHash))
 	}
 	m.run = g.Run
+	if err := m.checkFinished(ctx); err != nil {
+		return err
+	}
+	o.Info(fmt.Sprintf("member %s of group %s (transactional id %s)", o.Instance, m.group, TxnID(o.Plan, o.Instance)))
 	if err := forgetOtherRuns(o.StateDir, m.run); err != nil {
 		return fmt.Errorf("--state-dir %s: %w", o.StateDir, err)
 	}
@@ -386,7 +408,7 @@ func (m *Member) loop(ctx context.Context) error {
 					}
 					m.o.Summary(sum)
 				}
-				return m.leave()
+				return m.leave(false)
 			}
 		}
 	}
@@ -395,7 +417,11 @@ func (m *Member) loop(ctx context.Context) error {
 // fenced names the other member in an error of a fenced producer.
 func (m *Member) fenced(err error) error {
 	if isFenced(err) {
-		return fmt.Errorf("another process runs instance %q of job %s (transactional id %s) and fenced this one off: %w", m.o.Instance, jobName(m.o.Plan), TxnID(m.o.Plan, m.o.Instance), err)
+		code := "fenced"
+		if ke := (*kerr.Error)(nil); errors.As(err, &ke) {
+			code = ke.Message
+		}
+		return fmt.Errorf("another process runs instance %q of job %s (transactional id %s) and fenced this one off (%s): it took this member's tasks", m.o.Instance, jobName(m.o.Plan), TxnID(m.o.Plan, m.o.Instance), code)
 	}
 	return err
 }
@@ -509,7 +535,7 @@ func (m *Member) sample(rs []*kgo.Record, n *int) error {
 			return fmt.Errorf("source.kafka.partitioned_by_key: the record at offset %d of partition %d of %s has no key, so the input is not partitioned by the job's key; produce with the key, or drop partitioned_by_key", r.Offset, r.Partition, m.topic)
 		}
 		if want := int32(m.keys.Partition(r, m.nparts)); want != r.Partition {
-			return fmt.Errorf("source.kafka.partitioned_by_key: the record at offset %d with key %q is in partition %d, but Kafka's default partitioner (murmur2) puts that key in partition %d: the producer used another partitioner (kcat's default is CRC32: set -X partitioner=murmur2_random), so one key's windows would be split across tasks", r.Offset, r.Key, r.Partition, want)
+			return fmt.Errorf("source.kafka.partitioned_by_key: the record at offset %d with key %q is in partition %d, but Kafka's default partitioner (murmur2) puts that key in partition %d: the producer used another partitioner (kcat's default is CRC32: set -X partitioner=murmur2_random), so one key's windows would be split across tasks. The record stays in the topic and every member stops at it: produce the input again with Kafka's default partitioner into a new (or recreated) topic, then reset the group (weir reset)", r.Offset, r.Key, r.Partition, want)
 		}
 	}
 	return nil
@@ -600,7 +626,7 @@ func (m *Member) assign(ctx context.Context, offsets map[string]map[int32]kgo.Of
 		}
 		out[p] = kgo.NewOffset().At(from)
 	}
-	m.o.Info(fmt.Sprintf("instance %s: assigned tasks %v", m.o.Instance, ids))
+	m.o.Info(fmt.Sprintf("instance %s: assigned tasks %v; it runs tasks %v", m.o.Instance, ids, m.taskIDs()))
 	return map[string]map[int32]kgo.Offset{m.topic: out}, nil
 }
 
@@ -687,7 +713,7 @@ const cacheEvery = 2 * time.Second
 // uncommitted work is dropped; the next owner starts from the last
 // commit.
 func (m *Member) revoke(_ context.Context, _ *kgo.Client, revoked map[string][]int32) {
-	ps := revoked[m.topic]
+	ps := slices.Sorted(slices.Values(revoked[m.topic]))
 	if len(ps) == 0 {
 		return
 	}
@@ -705,7 +731,14 @@ func (m *Member) revoke(_ context.Context, _ *kgo.Client, revoked map[string][]i
 	for _, t := range ts {
 		t.stop()
 	}
-	m.o.Info(fmt.Sprintf("instance %s: revoked tasks %v", m.o.Instance, ps))
+	m.o.Info(fmt.Sprintf("instance %s: revoked tasks %v; it runs tasks %v", m.o.Instance, ps, m.taskIDs()))
+}
+
+// taskIDs are the tasks the member runs, sorted.
+func (m *Member) taskIDs() []int32 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Sorted(maps.Keys(m.tasks))
 }
 
 // startTask opens and runs task p's job, restored from snap (nil:
@@ -729,6 +762,9 @@ func (m *Member) startTask(p int32, snap *snapshot, from, at int64) error {
 		return nil
 	}
 	ro := m.o.Run
+	if ro.Logger != nil {
+		ro.Logger = slog.New(quietAborts{ro.Logger.Handler()})
+	}
 	ro.Parallelism = 1
 	ro.Task = &job.TaskCheckpoints{Store: store{t}, Run: m.run}
 	if snap != nil {
@@ -1002,7 +1038,7 @@ func (m *Member) commit(ctx context.Context) error {
 			}
 		}
 	} else {
-		m.o.Logger.Warn("transaction aborted; the tasks restart from their last commits", "instance", m.o.Instance, "tasks", len(results), "records_err", perr)
+		m.o.Info(fmt.Sprintf("instance %s: a rebalance aborted the transaction; tasks %v restart from their last commits", m.o.Instance, slices.Sorted(maps.Keys(metas))))
 		for _, r := range results {
 			for _, pd := range r.ready {
 				pd.result <- errAborted
@@ -1028,7 +1064,7 @@ func (m *Member) restartTasks(ps map[int32]bool) error {
 			continue
 		}
 		t.stop()
-		if t.runErr != nil && !errors.Is(t.runErr, context.Canceled) {
+		if t.runErr != nil && !errors.Is(t.runErr, context.Canceled) && !errors.Is(t.runErr, errAborted) {
 			m.o.Logger.Warn("task restarts from its last commit", "task", p, "err", t.runErr)
 		}
 		from := t.from
@@ -1084,6 +1120,57 @@ func (m *Member) groupDone(ctx context.Context) (bool, error) {
 		}
 	}
 	return true, nil
+}
+
+// checkFinished refuses a member of a group that finished its run
+// (stop_at_end: every task read its input to the end and committed) when
+// the input has grown since: the group would never read the new records.
+// A member of a finished group whose input did not grow goes on (it
+// reports the group's summary and ends).
+func (m *Member) checkFinished(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	committed, err := m.adm.FetchOffsets(ctx, m.group)
+	if err == nil {
+		err = committed.Error()
+	}
+	if errors.Is(err, kerr.GroupIDNotFound) {
+		return nil // a new group
+	}
+	if err != nil {
+		return fmt.Errorf("group: committed offsets of %s: %w", m.group, err)
+	}
+	ends := map[int32]int64{}
+	for p := range int32(m.nparts) {
+		c, ok := committed.Lookup(m.topic, p)
+		if !ok {
+			return nil
+		}
+		if _, done, ok := parseMeta(c.Metadata); !ok || !done {
+			return nil
+		}
+		ends[p] = c.At
+	}
+	// Committed records (and transaction markers) past the run's end.
+	listed, err := m.adm.ListCommittedOffsets(ctx, m.topic)
+	if err == nil {
+		err = listed.Error()
+	}
+	if err != nil {
+		return fmt.Errorf("group: end offsets of %s: %w", m.topic, err)
+	}
+	var grown []string
+	listed.Each(func(l kadm.ListedOffset) {
+		if end, ok := ends[l.Partition]; ok && l.Offset > end {
+			grown = append(grown, fmt.Sprintf("partition %d ends at offset %d, past the run's end at %d", l.Partition, l.Offset, end))
+		}
+	})
+	if len(grown) == 0 {
+		return nil
+	}
+	slices.Sort(grown)
+	return refused(fmt.Errorf("group %s finished its run (stop_at_end: every task read %s to the end it had at its start, and committed), and the topic has grown since (%s): the group never reads those records; to run the job again over the whole topic, reset the group (weir reset) first; to read only new records, give the job another group.name and kafka.start: latest",
+		m.group, m.topic, strings.Join(grown, "; ")))
 }
 
 // summaryPart names the part of a done task's snapshot that holds its
@@ -1154,21 +1241,34 @@ func (m *Member) stop() error {
 	if err := m.commit(ctx); err != nil {
 		return err
 	}
-	return m.leave()
+	return m.leave(true)
 }
 
 // leave stops the tasks, writes their state to the state directory and
-// leaves the group (a static member leaves through the admin API).
-func (m *Member) leave() error {
+// leaves the group (a static member leaves through the admin API). At a
+// graceful stop (stopped), Options.Stopped is told the tasks' counts.
+func (m *Member) leave(stopped bool) error {
 	m.mu.Lock()
 	ts := slices.Collect(maps.Values(m.tasks))
 	m.tasks = map[int32]*task{}
 	m.mu.Unlock()
+	var sum job.Summary
+	var ids []int32
 	for _, t := range ts {
 		t.stop()
 		if t.last != nil {
 			m.keep(t.p, t.last, t.lastAt)
 		}
+		if b, ok := t.counters(); ok {
+			ids = append(ids, t.p)
+			if err := addSummary(&sum, b); err != nil {
+				m.o.Logger.Warn("a task's summary", "task", t.p, "err", err)
+			}
+		}
+	}
+	if stopped && m.o.Stopped != nil && len(ids) > 0 {
+		slices.Sort(ids)
+		m.o.Stopped(ids, sum)
 	}
 	m.sess.CloseAllowingRebalance()
 	m.sess = nil

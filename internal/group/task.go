@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -221,6 +222,51 @@ func (s *sink) Abort(context.Context) error                      { return nil }
 func (s *sink) Recover(context.Context, int64, []byte) error     { return nil }
 
 var _ connector.Transactional = (*sink)(nil)
+
+// counters are the task's summary counters, encoded (encodeSummary): at
+// its end, else as its run returned; false when it has none.
+func (t *task) counters() ([]byte, bool) {
+	if t.last != nil && t.last.Done {
+		return t.last.Parts[summaryPart], true
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.ended || len(t.sum.Counters) == 0 {
+		return nil, false
+	}
+	return encodeSummary(t.sum), true
+}
+
+// quietAborts is a task's log handler: a checkpoint that failed because
+// the member's transaction aborted (a rebalance) is logged at Debug, not
+// as the warning of a failure; the member tells of it once.
+type quietAborts struct{ slog.Handler }
+
+func (h quietAborts) Handle(ctx context.Context, r slog.Record) error {
+	if r.Level >= slog.LevelWarn {
+		aborted := false
+		r.Attrs(func(a slog.Attr) bool {
+			if err, ok := a.Value.Any().(error); ok && errors.Is(err, errAborted) {
+				aborted = true
+			}
+			return !aborted
+		})
+		if aborted {
+			if !h.Enabled(ctx, slog.LevelDebug) {
+				return nil
+			}
+			d := slog.NewRecord(r.Time, slog.LevelDebug, r.Message, r.PC)
+			r.Attrs(func(a slog.Attr) bool { d.AddAttrs(a); return true })
+			r = d
+		}
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h quietAborts) WithAttrs(as []slog.Attr) slog.Handler {
+	return quietAborts{h.Handler.WithAttrs(as)}
+}
+func (h quietAborts) WithGroup(g string) slog.Handler { return quietAborts{h.Handler.WithGroup(g)} }
 
 // taskError names the task in err.
 func taskError(p int32, err error) error {

@@ -41,7 +41,7 @@ var (
 
 // weirBinary builds cmd/weir once per test binary (without the race
 // detector, so that the crash runs go at full speed).
-func weirBinary(t *testing.T) string {
+func weirBinary(t testing.TB) string {
 	buildOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "weir-crash-bin")
 		if err != nil {

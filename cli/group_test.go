@@ -55,7 +55,7 @@ type member struct {
 
 // startMember starts member name of the job in dir (its spec in
 // job.yaml, its state in dir/name), with env added.
-func startMember(t *testing.T, dir, name string, env ...string) *member {
+func startMember(t testing.TB, dir, name string, env ...string) *member {
 	t.Helper()
 	cmd := exec.Command(weirBinary(t), "run", "job.yaml", "--instance", name, "--state-dir", name, "--summary-json", name+".json")
 	cmd.Dir = dir
@@ -137,7 +137,7 @@ func (m *member) kill() {
 // each job's topics as an OS process (not in the test process, whose race
 // detector, under .ci/run, would slow the broker the members share); it
 // returns its address.
-func startGroupKafka(t *testing.T, jobs ...string) string {
+func startGroupKafka(t testing.TB, jobs ...string) string {
 	t.Helper()
 	args := []string{"--topic", "in:4", "--min-session-timeout", "200ms"}
 	for _, j := range jobs {
@@ -149,7 +149,7 @@ func startGroupKafka(t *testing.T, jobs ...string) string {
 // produceGroupOrders writes n orders of 97 users to topic in, keyed by user
 // (Kafka's default partitioner), out of order within 300 ms, and one in
 // 200 an hour late; every 5000th is malformed.
-func produceGroupOrders(t *testing.T, addr string, n int) {
+func produceGroupOrders(t testing.TB, addr string, n int) {
 	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic("in"))
 	if err != nil {
@@ -175,7 +175,7 @@ func produceGroupOrders(t *testing.T, addr string, n int) {
 }
 
 // groupDir writes the job's spec into a new directory.
-func groupDir(t *testing.T, job, addr string) string {
+func groupDir(t testing.TB, job, addr string) string {
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "job.yaml"), fmt.Appendf(nil, groupJob, job, addr), 0o644); err != nil {
 		t.Fatal(err)

@@ -250,7 +250,7 @@ func readTopic(t *testing.T, addr, topic string) []string {
 // startKafkaProcess starts `weir dev kafka` with args on a free port as an
 // OS process, killed when the test ends, and returns its address once it
 // listens.
-func startKafkaProcess(t *testing.T, args ...string) string {
+func startKafkaProcess(t testing.TB, args ...string) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -137,25 +137,77 @@ func changelogRecords(topic string, p int32, s *snapshot) []*kgo.Record {
 	return append(recs, &kgo.Record{Topic: topic, Partition: p, Key: []byte(headerKey), Value: h})
 }
 
-// commitMeta is the metadata of a task's offset commit.
-func commitMeta(id int64, done bool) string {
-	m := metaPrefix + strconv.FormatInt(id, 10)
-	if done {
+// taskMeta is what a task's offset commit says in its metadata:
+// "weir <id> at=<offset> wm=<ms>[ done]".
+type taskMeta struct {
+	// ID is the task's checkpoint committed with the offset; Done: the
+	// task read its input to the end.
+	ID   int64
+	Done bool
+	// At is the changelog offset of the checkpoint's first record (-1:
+	// unknown, as in metadata of an older weir): a restore reads from
+	// there.
+	At int64
+	// Watermark is the task's watermark at the checkpoint (MinTime: none
+	// yet): any member reads the group's watermarks from the offsets.
+	Watermark etime.Time
+}
+
+func (t taskMeta) String() string {
+	m := metaPrefix + strconv.FormatInt(t.ID, 10)
+	if t.At >= 0 {
+		m += " at=" + strconv.FormatInt(t.At, 10)
+	}
+	if t.Watermark != etime.MinTime {
+		m += " wm=" + strconv.FormatInt(int64(t.Watermark), 10)
+	}
+	if t.Done {
 		m += " done"
 	}
 	return m
 }
 
-// parseMeta reads commitMeta's text; ok is false for metadata weir did
-// not write.
-func parseMeta(m string) (id int64, done, ok bool) {
+// parseMeta reads taskMeta's text; ok is false for metadata weir did not
+// write.
+func parseMeta(m string) (t taskMeta, ok bool) {
 	rest, ok := strings.CutPrefix(m, metaPrefix)
 	if !ok {
-		return 0, false, false
+		return t, false
 	}
-	rest, done = strings.CutSuffix(rest, " done")
-	id, err := strconv.ParseInt(rest, 10, 64)
-	return id, done, err == nil
+	fields := strings.Fields(rest)
+	if len(fields) == 0 {
+		return t, false
+	}
+	t = taskMeta{At: -1, Watermark: etime.MinTime}
+	var err error
+	if t.ID, err = strconv.ParseInt(fields[0], 10, 64); err != nil {
+		return t, false
+	}
+	for _, f := range fields[1:] {
+		k, v, _ := strings.Cut(f, "=")
+		switch k {
+		case "done":
+			t.Done = true
+		case "at":
+			t.At, err = strconv.ParseInt(v, 10, 64)
+		case "wm":
+			var ms int64
+			ms, err = strconv.ParseInt(v, 10, 64)
+			t.Watermark = etime.Time(ms)
+		}
+		if err != nil {
+			return t, false
+		}
+	}
+	return t, true
+}
+
+// readStats tell what a restore read: from the changelog offset from
+// (-1: from the state directory), records records of bytes bytes.
+type readStats struct {
+	from    int64
+	records int
+	bytes   int64
 }
 
 // readSnapshot reads changelog partition p of topic from offset from
@@ -163,24 +215,25 @@ func parseMeta(m string) (id int64, done, ok bool) {
 // chunks, and returns the snapshot. The group's committed offset names id
 // and commits with it, so the header is there once the offset is stable;
 // wait bounds the search.
-func readSnapshot(ctx context.Context, opts []kgo.Opt, topic string, p int32, from int64, id int64, wait time.Duration) (*snapshot, int64, error) {
+func readSnapshot(ctx context.Context, opts []kgo.Opt, topic string, p int32, from int64, id int64, wait time.Duration) (*snapshot, int64, readStats, error) {
+	st := readStats{from: from}
 	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	cl, err := kgo.NewClient(append(slices.Clone(opts),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {p: kgo.NewOffset().At(from)}}),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()))...)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, st, err
 	}
 	defer cl.Close()
 	chunks := map[int][]byte{}
 	for {
 		f := cl.PollFetches(ctx)
 		if err := ctx.Err(); err != nil {
-			return nil, 0, fmt.Errorf("changelog %s partition %d: checkpoint %d not found from offset %d within %v (the group's offsets name it)", topic, p, id, from, wait)
+			return nil, 0, st, fmt.Errorf("changelog %s partition %d: checkpoint %d not found from offset %d within %v (the group's offsets name it)", topic, p, id, from, wait)
 		}
 		for _, fe := range f.Errors() {
-			return nil, 0, fmt.Errorf("changelog %s partition %d: %w", topic, p, fe.Err)
+			return nil, 0, st, fmt.Errorf("changelog %s partition %d: %w", topic, p, fe.Err)
 		}
 		var found *snapshot
 		var at int64
@@ -189,6 +242,8 @@ func readSnapshot(ctx context.Context, opts []kgo.Opt, topic string, p int32, fr
 			if found != nil || ferr != nil {
 				return
 			}
+			st.records++
+			st.bytes += int64(len(r.Key) + len(r.Value))
 			key := string(r.Key)
 			if i, ok := strings.CutPrefix(key, chunkPrefix); ok {
 				n, err := strconv.Atoi(i)
@@ -226,10 +281,10 @@ func readSnapshot(ctx context.Context, opts []kgo.Opt, topic string, p int32, fr
 			at = r.Offset
 		})
 		if ferr != nil {
-			return nil, 0, ferr
+			return nil, 0, st, ferr
 		}
 		if found != nil {
-			return found, at, nil
+			return found, at, st, nil
 		}
 	}
 }

@@ -402,3 +402,22 @@ func TestInbox(t *testing.T) {
 		t.Errorf("took %d records: roomy %v, position %d", n, b.roomy(), b.position())
 	}
 }
+
+// TestMeta: a task's commit metadata reads back, and metadata of an
+// older weir (no offset, no watermark) still names its checkpoint.
+func TestMeta(t *testing.T) {
+	for _, tm := range []taskMeta{{ID: 7, At: 120, Watermark: 1767225600000}, {ID: 8, Done: true, At: 0, Watermark: etime.MaxTime}, {ID: 1, At: -1, Watermark: etime.MinTime}} {
+		got, ok := parseMeta(tm.String())
+		if !ok || got != tm {
+			t.Errorf("%q reads back as %+v (%v), want %+v", tm.String(), got, ok, tm)
+		}
+	}
+	if got, ok := parseMeta("weir 5 done"); !ok || got != (taskMeta{ID: 5, Done: true, At: -1, Watermark: etime.MinTime}) {
+		t.Errorf("older metadata: %+v %v", got, ok)
+	}
+	for _, bad := range []string{"", "weir", "weir x", "weir 5 at=x", "other 5"} {
+		if _, ok := parseMeta(bad); ok {
+			t.Errorf("%q parsed", bad)
+		}
+	}
+}

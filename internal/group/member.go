@@ -610,18 +610,19 @@ func (m *Member) assign(ctx context.Context, offsets map[string]map[int32]kgo.Of
 	for _, p := range ids {
 		var snap *snapshot
 		var at int64
+		first := int64(-1)
 		from := starts[p]
 		if c, ok := committed.Lookup(m.topic, p); ok && c.At >= 0 {
 			from = c.At
-			if id, _, ok := parseMeta(c.Metadata); ok {
-				if snap, at, err = m.restore(ctx, p, id); err != nil {
+			if tm, ok := parseMeta(c.Metadata); ok {
+				if snap, at, err = m.restore(ctx, p, tm); err != nil {
 					return fail(taskError(p, err))
 				}
 				m.o.Crash("group-restore")
-				from = snap.Position
+				from, first = snap.Position, tm.At
 			}
 		}
-		if err := m.startTask(p, snap, from, at); err != nil {
+		if err := m.startTask(p, snap, from, at, first); err != nil {
 			return fail(taskError(p, err))
 		}
 		out[p] = kgo.NewOffset().At(from)
@@ -654,40 +655,48 @@ func (m *Member) starts(ctx context.Context) (map[int32]int64, error) {
 	return out, nil
 }
 
-// restore reads checkpoint id of task p (read), tells what it read, and
-// keeps a copy read from the changelog in the state directory.
-func (m *Member) restore(ctx context.Context, p int32, id int64) (*snapshot, int64, error) {
-	s, at, from, err := m.read(ctx, p, id)
+// restore reads the checkpoint tm names of task p (read), tells what it
+// read, and keeps a copy read from the changelog in the state directory.
+func (m *Member) restore(ctx context.Context, p int32, tm taskMeta) (*snapshot, int64, error) {
+	began := time.Now()
+	s, at, st, err := m.read(ctx, p, tm)
 	switch {
 	case err != nil:
 		return nil, 0, err
-	case from < 0:
-		m.o.Info(fmt.Sprintf("instance %s: task %d restored checkpoint %d from the state directory", m.o.Instance, p, id))
+	case st.from < 0:
+		m.o.Info(fmt.Sprintf("instance %s: task %d restored checkpoint %d from the state directory", m.o.Instance, p, tm.ID))
 	default:
-		m.o.Info(fmt.Sprintf("instance %s: task %d restored checkpoint %d from the changelog (from offset %d)", m.o.Instance, p, id, from))
+		d := time.Since(began)
+		m.o.Info(fmt.Sprintf("instance %s: task %d restored checkpoint %d from the changelog (offsets %d to %d: %d records, %d bytes in %v)",
+			m.o.Instance, p, tm.ID, st.from, at, st.records, st.bytes, d.Round(time.Millisecond)))
 		m.keep(p, s, at)
 	}
 	return s, at, nil
 }
 
-// read reads checkpoint id of task p, and the changelog offset of its
-// header: from the state directory's copy when it is that checkpoint
-// (from is -1), else from the changelog from offset from (after the
-// copy's header when the copy is older).
-func (m *Member) read(ctx context.Context, p int32, id int64) (s *snapshot, at, from int64, err error) {
+// read reads the checkpoint tm names of task p, and the changelog offset
+// of its header: from the state directory's copy when it is that
+// checkpoint (st.from is -1), else from the changelog, from the offset tm
+// names (or, in metadata without one, after the copy's header when the
+// copy is older, else from the start).
+func (m *Member) read(ctx context.Context, p int32, tm taskMeta) (s *snapshot, at int64, st readStats, err error) {
 	cached, at, err := readCache(m.o.StateDir, m.run, p)
 	if err != nil {
 		m.o.Logger.Warn("the task's copy in the state directory is unreadable; restoring from the changelog", "task", p, "err", err)
 		cached = nil
 	}
-	if cached != nil && cached.ID == id {
-		return cached, at, -1, nil
+	if cached != nil && cached.ID == tm.ID {
+		return cached, at, readStats{from: -1}, nil
 	}
-	if cached != nil && cached.ID < id {
+	from := int64(0)
+	switch {
+	case tm.At >= 0:
+		from = tm.At
+	case cached != nil && cached.ID < tm.ID:
 		from = at + 1
 	}
-	s, at, err = readSnapshot(ctx, m.clientOpts(), m.changelog, p, from, id, 2*m.o.TransactionTimeout+30*time.Second)
-	return s, at, from, err
+	s, at, st, err = readSnapshot(ctx, m.clientOpts(), m.changelog, p, from, tm.ID, 2*m.o.TransactionTimeout+30*time.Second)
+	return s, at, st, err
 }
 
 // keep writes task p's snapshot s, whose changelog header is at offset
@@ -743,7 +752,7 @@ func (m *Member) taskIDs() []int32 {
 
 // startTask opens and runs task p's job, restored from snap (nil:
 // fresh, reading from from), whose changelog header is at offset at.
-func (m *Member) startTask(p int32, snap *snapshot, from, at int64) error {
+func (m *Member) startTask(p int32, snap *snapshot, from, at, first int64) error {
 	m.mu.Lock()
 	old := m.tasks[p]
 	m.mu.Unlock()
@@ -752,7 +761,7 @@ func (m *Member) startTask(p int32, snap *snapshot, from, at int64) error {
 		// again from what is committed now.
 		old.stop()
 	}
-	t := &task{p: p, m: m, inbox: newInbox(m.topic, p, from), last: snap, lastAt: at, from: from, done: make(chan struct{}), quit: make(chan struct{}), cached: time.Now()}
+	t := &task{p: p, m: m, inbox: newInbox(m.topic, p, from), last: snap, lastAt: at, lastFirst: first, from: from, done: make(chan struct{}), quit: make(chan struct{}), cached: time.Now()}
 	if snap != nil && snap.Done {
 		t.ended = true
 		close(t.done)
@@ -901,6 +910,7 @@ func (m *Member) commit(ctx context.Context) error {
 		snap  *snapshot
 		ready []*pending
 		hdr   *kgo.Record // the snapshot's header: its offset once produced
+		first *kgo.Record // the snapshot's first changelog record
 	}
 	var results []result
 	var perr error
@@ -943,7 +953,7 @@ func (m *Member) commit(ctx context.Context) error {
 			if t.last != nil {
 				id = t.last.ID + 1
 			}
-			snap = &snapshot{ID: id, Meta: m.meta, Parts: map[string][]byte{summaryPart: encodeSummary(t.sum)}, Done: true, Position: t.inbox.position()}
+			snap = &snapshot{ID: id, Meta: m.meta, Parts: map[string][]byte{summaryPart: encodeSummary(t.sum)}, Done: true, Position: t.inbox.position(), Watermark: etime.MaxTime}
 		default: // the run failed: restart it from its last commit
 			restart[t.p] = true
 			for _, pd := range ready {
@@ -958,25 +968,37 @@ func (m *Member) commit(ctx context.Context) error {
 		for _, r := range recs {
 			m.sess.Produce(ctx, r, produced)
 		}
-		results = append(results, result{t, snap, ready, recs[len(recs)-1]})
+		results = append(results, result{t, snap, ready, recs[len(recs)-1], recs[0]})
 	}
-	metas := map[int32]*snapshot{}
+	// Each task's offset and metadata; the offset of a snapshot's first
+	// changelog record is known once it was produced (End flushes first).
+	type commitAt struct {
+		snap  *snapshot
+		first *kgo.Record // nil: at
+		at    int64
+	}
+	metas := map[int32]commitAt{}
 	for _, r := range results {
-		metas[r.t.p] = r.snap
+		metas[r.t.p] = commitAt{snap: r.snap, first: r.first}
 	}
 	for _, t := range ts {
 		if t.last != nil && t.last.Done {
-			metas[t.p] = t.last
+			metas[t.p] = commitAt{snap: t.last, at: t.lastFirst}
 		}
 	}
 	cctx := kgo.PreTxnCommitFnContext(ctx, func(req *kmsg.TxnOffsetCommitRequest) error {
 		topic := kmsg.NewTxnOffsetCommitRequestTopic()
 		topic.Topic = m.topic
 		for _, p := range slices.Sorted(maps.Keys(metas)) {
-			s := metas[p]
+			c := metas[p]
+			at := c.at
+			if c.first != nil {
+				at = c.first.Offset
+			}
+			s := c.snap
 			tp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
 			tp.Partition, tp.Offset, tp.LeaderEpoch = p, s.Position, -1
-			tp.Metadata = ptr(commitMeta(s.ID, s.Done))
+			tp.Metadata = ptr(taskMeta{ID: s.ID, Done: s.Done, At: at, Watermark: s.Watermark}.String())
 			topic.Partitions = append(topic.Partitions, tp)
 		}
 		req.Topics = nil
@@ -1023,7 +1045,7 @@ func (m *Member) commit(ctx context.Context) error {
 	}
 	if committed {
 		for _, r := range results {
-			r.t.last, r.t.lastAt = r.snap, r.hdr.Offset
+			r.t.last, r.t.lastAt, r.t.lastFirst = r.snap, r.hdr.Offset, r.first.Offset
 			for _, pd := range r.ready {
 				pd.result <- nil
 			}
@@ -1071,7 +1093,7 @@ func (m *Member) restartTasks(ps map[int32]bool) error {
 		if t.last != nil {
 			from = t.last.Position
 		}
-		if err := m.startTask(p, t.last, from, t.lastAt); err != nil {
+		if err := m.startTask(p, t.last, from, t.lastAt, t.lastFirst); err != nil {
 			return taskError(p, err)
 		}
 		seek[p] = kgo.EpochOffset{Epoch: -1, Offset: from}
@@ -1115,7 +1137,7 @@ func (m *Member) groupDone(ctx context.Context) (bool, error) {
 		if !ok {
 			return false, nil
 		}
-		if _, done, ok := parseMeta(c.Metadata); !ok || !done {
+		if tm, ok := parseMeta(c.Metadata); !ok || !tm.Done {
 			return false, nil
 		}
 	}
@@ -1146,7 +1168,7 @@ func (m *Member) checkFinished(ctx context.Context) error {
 		if !ok {
 			return nil
 		}
-		if _, done, ok := parseMeta(c.Metadata); !ok || !done {
+		if tm, ok := parseMeta(c.Metadata); !ok || !tm.Done {
 			return nil
 		}
 		ends[p] = c.At
@@ -1218,11 +1240,11 @@ func (m *Member) groupSummary(ctx context.Context) (job.Summary, error) {
 	}
 	for p := range int32(m.nparts) {
 		c, _ := committed.Lookup(m.topic, p)
-		id, _, ok := parseMeta(c.Metadata)
+		tm, ok := parseMeta(c.Metadata)
 		if !ok {
 			return sum, taskError(p, errors.New("its committed offset names no checkpoint"))
 		}
-		s, _, _, err := m.read(ctx, p, id)
+		s, _, _, err := m.read(ctx, p, tm)
 		if err != nil {
 			return sum, taskError(p, err)
 		}

@@ -42,9 +42,10 @@ type task struct {
 	// started at from). Owned by the member's loop.
 	last *snapshot
 	from int64
-	// lastAt is the changelog offset of last's header; cached when last
-	// was last written to the state directory.
-	lastAt int64
+	// lastAt is the changelog offset of last's header, lastFirst of its
+	// first record (-1: unknown); cached when last was last written to
+	// the state directory.
+	lastAt, lastFirst int64
 	cached time.Time
 
 	mu sync.Mutex

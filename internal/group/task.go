@@ -46,7 +46,7 @@ type task struct {
 	// first record (-1: unknown); cached when last was last written to
 	// the state directory.
 	lastAt, lastFirst int64
-	cached time.Time
+	cached            time.Time
 
 	mu sync.Mutex
 	// outbox holds the records the task's sinks wrote since the member

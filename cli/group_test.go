@@ -57,7 +57,13 @@ type member struct {
 // job.yaml, its state in dir/name), with env added.
 func startMember(t testing.TB, dir, name string, env ...string) *member {
 	t.Helper()
-	cmd := exec.Command(weirBinary(t), "run", "job.yaml", "--instance", name, "--state-dir", name, "--summary-json", name+".json")
+	return startProcess(t, dir, name, []string{"run", "job.yaml", "--instance", name, "--state-dir", name, "--summary-json", name + ".json"}, env...)
+}
+
+// startProcess starts weir with args in dir as process name, with env added.
+func startProcess(t testing.TB, dir, name string, args []string, env ...string) *member {
+	t.Helper()
+	cmd := exec.Command(weirBinary(t), args...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), env...)
 	m := &member{name: name, cmd: cmd, stderr: &bytes.Buffer{}, done: make(chan struct{})}
@@ -95,7 +101,7 @@ func (s *syncWriter) String() string {
 
 // wait waits for the member to exit and fails the test unless it exited
 // 0.
-func (m *member) wait(t *testing.T, d time.Duration) {
+func (m *member) wait(t testing.TB, d time.Duration) {
 	t.Helper()
 	select {
 	case <-m.done:
@@ -304,7 +310,7 @@ func groupRecords() int {
 	return 1_000_000
 }
 
-func kadmClient(t *testing.T, addr string) *kadm.Client {
+func kadmClient(t testing.TB, addr string) *kadm.Client {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
 	if err != nil {
 		t.Fatal(err)

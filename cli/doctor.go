@@ -80,7 +80,11 @@ func doctorCmd(ctx context.Context, args []string, o IO) int {
 		enc.SetIndent("", "  ")
 		enc.Encode(r)
 	} else {
-		fmt.Fprintf(o.Stdout, "weir doctor: job %s\n", d.Snapshot.Job.Name)
+		if d.Group != nil {
+			fmt.Fprintf(o.Stdout, "weir doctor: job %s, group %s (as member %s sees it)\n", d.Group.Job, d.Group.Group, d.Group.Instance)
+		} else {
+			fmt.Fprintf(o.Stdout, "weir doctor: job %s\n", d.Snapshot.Job.Name)
+		}
 		io.WriteString(o.Stdout, r.Text())
 	}
 	if r.Worst() >= doctor.Warning {

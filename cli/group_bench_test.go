@@ -261,4 +261,3 @@ func produceLive(ctx context.Context, addr string, perSecond int) {
 		}
 	}
 }
-

@@ -3,11 +3,15 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand/v2"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -20,6 +24,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/weirstream/weir/internal/jobtest"
+	"github.com/weirstream/weir/internal/monitor"
 )
 
 // groupJob is a job for group mode: orders keyed by user, partitioned by
@@ -396,5 +401,89 @@ func TestGroupExample(t *testing.T) {
 	t.Logf("member a:\n%s", outs[0].String())
 	if n := len(jobtest.Committed(t, addr, "order-stats")); n == 0 {
 		t.Error("no committed results")
+	}
+}
+
+// TestGroupDashboard runs a member with --http: its page, snapshot and
+// metrics show the group, and weir doctor reads it and finds it healthy.
+func TestGroupDashboard(t *testing.T) {
+	addr := startDevKafka(t, "orders:4", "order-stats:3", "order-stats-late", "order-stats-bad")
+	dir := t.TempDir()
+	b, err := os.ReadFile("../examples/group/group.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b = bytes.ReplaceAll(b, []byte("127.0.0.1:9092"), []byte(addr))
+	b = bytes.Replace(b, []byte("stop_at_end: true"), []byte("stop_at_end: false"), 1)
+	if err := os.WriteFile(filepath.Join(dir, "group.yaml"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	in, err := os.ReadFile("../examples/orders/orders.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if code := Main(context.Background(), []string{"dev", "produce", "group.yaml", "-"}, IO{Dir: dir, Stdin: bytes.NewReader(in), Stdout: &out, Stderr: &out}); code != ExitOK {
+		t.Fatalf("weir dev produce: %s", out.String())
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stderr := &syncWriter{w: &bytes.Buffer{}}
+	done := make(chan int, 1)
+	go func() {
+		done <- Main(ctx, []string{"run", "group.yaml", "--instance", "a", "--state-dir", "a", "--http", "127.0.0.1:0"}, IO{Dir: dir, Stdout: io.Discard, Stderr: stderr, Getenv: func(string) string { return "" }})
+	}()
+	var base string
+	for deadline := time.Now().Add(30 * time.Second); base == ""; time.Sleep(50 * time.Millisecond) {
+		if m := regexp.MustCompile(`dashboard at (http://\S+)/ `).FindStringSubmatch(stderr.String()); m != nil {
+			base = m[1]
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no dashboard address:\n%s", stderr.String())
+		}
+	}
+	get := func(path string) string {
+		resp, err := http.Get(base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET %s: %s: %s", path, resp.Status, body)
+		}
+		return string(body)
+	}
+	// Until every non-empty task committed its input.
+	var s monitor.GroupStatus
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if err := json.Unmarshal([]byte(get("/api/v1/snapshot")), &s); err != nil {
+			t.Fatal(err)
+		}
+		ready := len(s.Members) == 1 && len(s.Tasks) == 4
+		for _, tk := range s.Tasks {
+			ready = ready && tk.Owner == "a" && tk.Lag == 0 && tk.Committed >= 0
+		}
+		if ready {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the snapshot never showed the tasks committed: %+v\n%s", s, stderr.String())
+		}
+	}
+	if page := get("/"); !strings.Contains(page, "group weir-order-stats") || !strings.Contains(page, "holds the group") {
+		t.Errorf("the page:\n%s", page)
+	}
+	if m := get("/metrics"); !strings.Contains(m, `weir_group_task_owner{instance="a",task="0"} 1`) || !strings.Contains(m, "weir_group_transactions_total") {
+		t.Errorf("the metrics lack the group's series:\n%s", m)
+	}
+	out.Reset()
+	if code := Main(context.Background(), []string{"doctor", "--addr", strings.TrimPrefix(base, "http://")}, IO{Stdout: &out, Stderr: &out}); code != doctorHealthy ||
+		!strings.Contains(out.String(), "group weir-order-stats") {
+		t.Errorf("weir doctor: exit %d:\n%s", code, out.String())
+	}
+	cancel()
+	if code := <-done; code != ExitOK {
+		t.Errorf("the member: exit %d:\n%s", code, stderr.String())
 	}
 }

@@ -216,12 +216,12 @@ func runCmd(ctx context.Context, args []string, o IO) int {
 		var single []string // flags of single-process mode that were given
 		fs.Visit(func(fl *flag.Flag) {
 			switch fl.Name {
-			case "http", "parallelism", "restarts":
+			case "parallelism", "restarts":
 				single = append(single, "--"+fl.Name)
 			}
 		})
 		if len(single) > 0 {
-			fmt.Fprintf(o.Stderr, "weir run: %s: not supported in group mode yet (a member runs each task at parallelism 1 and restarts a failed task itself; its metrics and dashboard are not built)\n", strings.Join(single, ", "))
+			fmt.Fprintf(o.Stderr, "weir run: %s: not supported in group mode (a member runs each task at parallelism 1 and restarts a failed task itself)\n", strings.Join(single, ", "))
 			return ExitUsage
 		}
 		return runMember(ctx, p, specDir, f, o)
@@ -234,6 +234,7 @@ func runCmd(ctx context.Context, args []string, o IO) int {
 // SIGTERM: it commits and leaves the group) or, with stop_at_end, until
 // every task of the group read its input to the end.
 func runMember(ctx context.Context, p *spec.Plan, dir string, f runFlags, o IO) int {
+	stopAdmin := func() {}
 	refuse := func(msg string) int {
 		fmt.Fprintf(o.Stderr, "weir run: %s\n", msg)
 		return ExitUsage
@@ -266,11 +267,32 @@ func runMember(ctx context.Context, p *spec.Plan, dir string, f runFlags, o IO) 
 	// A member's state is its tasks', which it does not sum: the summary
 	// line leaves the peak out.
 	noPeak := weir.StateInfo{Bytes: -1}
-	err := group.Run(ctx, group.Options{Plan: p, Instance: f.instance, StateDir: o.path(f.stateDir), Run: ro, Logger: ro.Logger, Info: ro.Info,
+	var reg *prometheus.Registry
+	var serve func(func(context.Context) *monitor.GroupStatus) error
+	if f.http != "" {
+		reg = prometheus.NewRegistry()
+		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		serve = func(status func(context.Context) *monitor.GroupStatus) error {
+			srv, err := admin.Start(admin.Options{Addr: f.http, Gatherer: reg, Registerer: reg, Group: status, Thresholds: doctorThresholds(p),
+				Logger: slog.New(warnHandler{w: o.Stderr})})
+			if err != nil {
+				return fmt.Errorf("--http: %w", err)
+			}
+			stopAdmin = func() { srv.Close() }
+			fmt.Fprintf(o.Stderr, "the group's dashboard at http://%s/ (metrics at /metrics)\n", srv.Addr())
+			return nil
+		}
+	}
+	defer func() { stopAdmin() }()
+	opts := group.Options{Plan: p, Instance: f.instance, StateDir: o.path(f.stateDir), Run: ro, Logger: ro.Logger, Info: ro.Info, Serve: serve,
 		Crash: crashHook(o.Getenv), Summary: func(s job.Summary) { sum = &s },
 		Stopped: func(tasks []int32, s job.Summary) {
 			printSummary(o.Stderr, p, s, time.Since(began), noPeak, fmt.Sprintf("stopped on member %s: its tasks %v, counted from the group's start; the group goes on", f.instance, tasks), 0)
-		}})
+		}}
+	if reg != nil {
+		opts.Registerer = reg
+	}
+	err := group.Run(ctx, opts)
 	if errors.Is(err, group.ErrRefused) {
 		fmt.Fprintf(o.Stderr, "weir run: refused: %v\n", err)
 		return ExitUsage

@@ -76,6 +76,10 @@ type Options struct {
 	// reports stuck makes /healthz answer 503.
 	Monitor    *monitor.Monitor
 	Thresholds doctor.Thresholds
+	// Group, set for a group's member (weir run --instance) instead of
+	// Monitor, reads the group's status: the page at /, /api/v1/snapshot
+	// (the status), /api/v1/dump and /api/v1/doctor serve it.
+	Group func(context.Context) *monitor.GroupStatus
 	// Logger is told when the server listens beyond loopback (default:
 	// discard).
 	Logger *slog.Logger
@@ -247,6 +251,22 @@ func Start(o Options) (*Server, error) {
 		mux.HandleFunc("GET /api/v1/events", func(w http.ResponseWriter, r *http.Request) { s.events(w, r, mon) })
 		page, _ := fs.Sub(static, "static")
 		mux.Handle("GET /", http.FileServerFS(page))
+	}
+	if g := o.Group; g != nil {
+		th := o.Thresholds
+		status := func(r *http.Request) *monitor.GroupStatus {
+			ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
+			defer cancel()
+			return g(ctx)
+		}
+		mux.HandleFunc("GET /api/v1/snapshot", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, status(r)) })
+		mux.HandleFunc("GET /api/v1/dump", func(w http.ResponseWriter, r *http.Request) {
+			writeJSON(w, doctor.Dump{Group: status(r), Thresholds: th})
+		})
+		mux.HandleFunc("GET /api/v1/doctor", func(w http.ResponseWriter, r *http.Request) {
+			writeJSON(w, doctor.Diagnose(doctor.Dump{Group: status(r)}, th))
+		})
+		mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) { groupPage(w, status(r)) })
 	}
 	// The server's own complaints (accept retries, clients' malformed
 	// requests) are about clients: debug level, never the job's stderr.

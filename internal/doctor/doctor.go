@@ -129,20 +129,29 @@ type Dump struct {
 	History  []monitor.Point  `json:"history"`
 	// Thresholds are the job's (its spec's doctor: block).
 	Thresholds Thresholds `json:"thresholds"`
+	// Group, set in the dump of a group's member (weir run --instance),
+	// is the group; Snapshot and History are empty then, and the group
+	// rules (D23 to D26) judge it.
+	Group *monitor.GroupStatus `json:"group,omitempty"`
 }
 
 // Diagnose runs the rules on d with d's thresholds, t's non-zero fields
 // taking precedence.
 func Diagnose(d Dump, t Thresholds) Report {
-	t = t.over(d.Thresholds)
-	c := newCase(d, t.Defaults(d.Snapshot.Job))
-	r := c.quadrant()
-	for _, rule := range rules {
-		r.Findings = append(r.Findings, rule(c)...)
-	}
-	if r.Quadrant == "healthy" && r.Worst() >= Warning {
-		// Lag and backlog are normal, but a finding is not.
-		r.Quadrant = "lag and backlog normal, but not healthy: see the findings"
+	var r Report
+	if d.Group != nil {
+		r = diagnoseGroup(d.Group)
+	} else {
+		t = t.over(d.Thresholds)
+		c := newCase(d, t.Defaults(d.Snapshot.Job))
+		r = c.quadrant()
+		for _, rule := range rules {
+			r.Findings = append(r.Findings, rule(c)...)
+		}
+		if r.Quadrant == "healthy" && r.Worst() >= Warning {
+			// Lag and backlog are normal, but a finding is not.
+			r.Quadrant = "lag and backlog normal, but not healthy: see the findings"
+		}
 	}
 	slices.SortStableFunc(r.Findings, func(a, b Finding) int {
 		if a.Severity != b.Severity {

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -21,7 +22,9 @@ import (
 
 	"github.com/weirstream/weir/connector/kafkaio"
 	"github.com/weirstream/weir/etime"
+	"github.com/weirstream/weir/internal/doctor"
 	"github.com/weirstream/weir/internal/jobtest"
+	"github.com/weirstream/weir/internal/monitor"
 	"github.com/weirstream/weir/job"
 	"github.com/weirstream/weir/spec"
 )
@@ -418,6 +421,113 @@ func TestMeta(t *testing.T) {
 	for _, bad := range []string{"", "weir", "weir x", "weir 5 at=x", "other 5"} {
 		if _, ok := parseMeta(bad); ok {
 			t.Errorf("%q parsed", bad)
+		}
+	}
+}
+
+// TestStatus: a running member's status shows the group (its members,
+// every task's owner, checkpoint and watermark, who holds the
+// watermark), its metrics count its commits and hand-overs, and the
+// doctor finds nothing wrong.
+func TestStatus(t *testing.T) {
+	broker := cluster(t, 300, "s")
+	p := plan(t, "s", broker)
+	p.Source.Kafka.StopAtEnd = false
+	reg := prometheus.NewRegistry()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	statusCh := make(chan func(context.Context) *monitor.GroupStatus, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(ctx, Options{Plan: p, Instance: "a", StateDir: t.TempDir(), SessionTimeout: time.Second, TransactionTimeout: 3 * time.Second, Registerer: reg,
+			Serve: func(s func(context.Context) *monitor.GroupStatus) error { statusCh <- s; return nil }})
+	}()
+	var status func(context.Context) *monitor.GroupStatus
+	select {
+	case status = <-statusCh:
+	case err := <-done:
+		t.Fatalf("the member stopped: %v", err)
+	}
+	var s *monitor.GroupStatus
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		s = status(context.Background())
+		ready := len(s.Members) == 1 && len(s.Tasks) == 4
+		for _, tk := range s.Tasks {
+			ready = ready && tk.Owner == "a" && tk.Checkpoint > 0 && (tk.WatermarkMS != nil || tk.End == 0) && tk.Lag == 0
+		}
+		if ready {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the status never showed every task run and committed by a: %+v", s)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if s.Holder == nil || s.InputPartitions != 4 || s.StatePartitions != 4 || s.Committed == 0 || len(s.Rebalances) == 0 || len(s.Errors) > 0 {
+		t.Errorf("status: %+v", s)
+	}
+	if r := doctor.Diagnose(doctor.Dump{Group: s}, doctor.Thresholds{}); len(r.Findings) > 0 {
+		t.Errorf("the doctor on a healthy group: %s", r.Text())
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			v := m.GetCounter().GetValue() + m.GetGauge().GetValue() + float64(m.GetHistogram().GetSampleCount())
+			got[mf.GetName()] += v
+		}
+	}
+	for name, min := range map[string]float64{"weir_group_transactions_total": 1, "weir_group_handover_seconds": 4, "weir_group_tasks_assigned_total": 4,
+		"weir_group_task_owner": 4, "weir_group_members": 1, "weir_group_changelog_bytes_total": 1} {
+		if got[name] < min {
+			t.Errorf("%s = %v, want at least %v", name, got[name], min)
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestDoctorGroup: the group rules on made-up statuses.
+func TestDoctorGroup(t *testing.T) {
+	now := time.Now()
+	wm := int64(1767225600000)
+	base := monitor.GroupStatus{Group: "g", Instance: "a", At: now, Topic: "in", InputPartitions: 2, StatePartitions: 2,
+		Members: []monitor.GroupMember{{Instance: "a", Tasks: []int32{0, 1}}},
+		Tasks:   []monitor.GroupTask{{Task: 0, Owner: "a", WatermarkMS: &wm}, {Task: 1, Owner: "a", WatermarkMS: &wm}}}
+	for _, c := range []struct {
+		name string
+		mod  func(s *monitor.GroupStatus)
+		rule string
+	}{
+		{"healthy", func(*monitor.GroupStatus) {}, ""},
+		{"storm", func(s *monitor.GroupStatus) {
+			for i := range 6 {
+				s.Rebalances = append(s.Rebalances, now.Add(-time.Duration(i)*time.Minute))
+			}
+		}, "D23"},
+		{"no owner", func(s *monitor.GroupStatus) { s.Tasks[1].Owner = "" }, "D24"},
+		{"no member", func(s *monitor.GroupStatus) { s.Members, s.Tasks[0].Owner, s.Tasks[1].Owner = nil, "", "" }, "D24"},
+		{"slow restore", func(s *monitor.GroupStatus) {
+			s.Restores = []monitor.GroupRestore{{Task: 1, Started: now.Add(-time.Minute), Seconds: 60, InProgress: true}}
+		}, "D25"},
+		{"partitions added", func(s *monitor.GroupStatus) { s.InputPartitions = 3 }, "D26"},
+		{"mismatch", func(s *monitor.GroupStatus) { s.Mismatches = []string{"the record at offset 3 ..."} }, "D26"},
+	} {
+		s := base
+		s.Tasks = slices.Clone(base.Tasks)
+		c.mod(&s)
+		r := doctor.Diagnose(doctor.Dump{Group: &s}, doctor.Thresholds{})
+		var rules []string
+		for _, f := range r.Findings {
+			rules = append(rules, f.Rule)
+		}
+		if c.rule == "" && len(rules) > 0 || c.rule != "" && !slices.Contains(rules, c.rule) {
+			t.Errorf("%s: findings %v, want %q:\n%s", c.name, rules, c.rule, r.Text())
 		}
 	}
 }

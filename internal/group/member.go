@@ -21,6 +21,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -30,6 +31,7 @@ import (
 	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/connector/kafkaio"
 	"github.com/weirstream/weir/etime"
+	"github.com/weirstream/weir/internal/monitor"
 	"github.com/weirstream/weir/internal/outfmt"
 	"github.com/weirstream/weir/job"
 	"github.com/weirstream/weir/spec"
@@ -70,6 +72,14 @@ type Options struct {
 	// ran and their counters as they stopped (counted from the group's
 	// start: a task restored from the changelog carries its counts).
 	Stopped func(tasks []int32, s job.Summary)
+	// Registerer, when set, receives the member's metrics (weir_group_*),
+	// the group-wide gauges among them.
+	Registerer prometheus.Registerer
+	// Serve, when set, is called once the member joined its group with
+	// the member's Status, for an admin server; it must not block, and
+	// an error stops the member. The status func may be called from any
+	// goroutine until Run returns.
+	Serve func(status func(context.Context) *monitor.GroupStatus) error
 	// Crash, when set, is called at named points (crash tests kill the
 	// process there): group-produced (a transaction's records produced,
 	// before it ends), group-committed (after it committed, before the
@@ -148,6 +158,9 @@ type Member struct {
 	// paused are the partitions whose fetching the member paused: their
 	// task's inbox is full, or the task ended. Owned by the loop.
 	paused map[int32]bool
+	// met are the member's metrics; ev its events (under mu).
+	met *metrics
+	ev  events
 
 	mu    sync.Mutex
 	tasks map[int32]*task
@@ -282,6 +295,15 @@ func Run(ctx context.Context, o Options) error {
 	m.run = g.Run
 	if err := m.checkFinished(ctx); err != nil {
 		return err
+	}
+	m.ev.assigned = map[int32]time.Time{}
+	if m.met, err = newMetrics(o.Registerer, m.Status); err != nil {
+		return err
+	}
+	if o.Serve != nil {
+		if err := o.Serve(m.Status); err != nil {
+			return err
+		}
 	}
 	o.Info(fmt.Sprintf("member %s of group %s (transactional id %s)", o.Instance, m.group, TxnID(o.Plan, o.Instance)))
 	if err := forgetOtherRuns(o.StateDir, m.run); err != nil {
@@ -532,13 +554,22 @@ func (m *Member) sample(rs []*kgo.Record, n *int) error {
 		}
 		*n++
 		if r.Key == nil {
-			return fmt.Errorf("source.kafka.partitioned_by_key: the record at offset %d of partition %d of %s has no key, so the input is not partitioned by the job's key; produce with the key, or drop partitioned_by_key", r.Offset, r.Partition, m.topic)
+			return m.mismatch(fmt.Errorf("source.kafka.partitioned_by_key: the record at offset %d of partition %d of %s has no key, so the input is not partitioned by the job's key; produce with the key, or drop partitioned_by_key", r.Offset, r.Partition, m.topic))
 		}
 		if want := int32(m.keys.Partition(r, m.nparts)); want != r.Partition {
-			return fmt.Errorf("source.kafka.partitioned_by_key: the record at offset %d with key %q is in partition %d, but Kafka's default partitioner (murmur2) puts that key in partition %d: the producer used another partitioner (kcat's default is CRC32: set -X partitioner=murmur2_random), so one key's windows would be split across tasks. The record stays in the topic and every member stops at it: produce the input again with Kafka's default partitioner into a new (or recreated) topic, then reset the group (weir reset)", r.Offset, r.Key, r.Partition, want)
+			return m.mismatch(fmt.Errorf("source.kafka.partitioned_by_key: the record at offset %d with key %q is in partition %d, but Kafka's default partitioner (murmur2) puts that key in partition %d: the producer used another partitioner (kcat's default is CRC32: set -X partitioner=murmur2_random), so one key's windows would be split across tasks. The record stays in the topic and every member stops at it: produce the input again with Kafka's default partitioner into a new (or recreated) topic, then reset the group (weir reset)", r.Offset, r.Key, r.Partition, want))
 		}
 	}
 	return nil
+}
+
+// mismatch records a partitioner mismatch for the member's status and
+// returns err.
+func (m *Member) mismatch(err error) error {
+	m.mu.Lock()
+	m.ev.mismatches = record(m.ev.mismatches, err.Error())
+	m.mu.Unlock()
+	return err
 }
 
 // pause stops fetching partition p (its records stay buffered in the
@@ -606,6 +637,12 @@ func (m *Member) assign(ctx context.Context, offsets map[string]map[int32]kgo.Of
 	if err != nil {
 		return fail(err)
 	}
+	m.rebalanced(len(ids), 0)
+	m.mu.Lock()
+	for _, p := range ids {
+		m.ev.assigned[p] = time.Now()
+	}
+	m.mu.Unlock()
 	out := map[int32]kgo.Offset{}
 	for _, p := range ids {
 		var snap *snapshot
@@ -659,7 +696,9 @@ func (m *Member) starts(ctx context.Context) (map[int32]int64, error) {
 // read, and keeps a copy read from the changelog in the state directory.
 func (m *Member) restore(ctx context.Context, p int32, tm taskMeta) (*snapshot, int64, error) {
 	began := time.Now()
+	done := m.restoring(p, began)
 	s, at, st, err := m.read(ctx, p, tm)
+	done(st, err)
 	switch {
 	case err != nil:
 		return nil, 0, err
@@ -735,7 +774,11 @@ func (m *Member) revoke(_ context.Context, _ *kgo.Client, revoked map[string][]i
 			delete(m.sampled, p)
 		}
 	}
+	for _, t := range ts {
+		delete(m.ev.assigned, t.p)
+	}
 	m.mu.Unlock()
+	m.rebalanced(0, len(ts))
 	m.o.Crash("group-revoke")
 	for _, t := range ts {
 		t.stop()
@@ -868,6 +911,7 @@ func (m *Member) commit(ctx context.Context) error {
 	// End is bounded by a timeout below); a cancelled End would leave
 	// the producer unusable.
 	ctx = context.WithoutCancel(ctx)
+	began := time.Now()
 	m.mu.Lock()
 	ts := slices.Collect(maps.Values(m.tasks))
 	m.mu.Unlock()
@@ -934,6 +978,7 @@ func (m *Member) commit(ctx context.Context) error {
 		m.present = time.Now()
 	}
 	restart := map[int32]bool{}
+	changelogBytes := 0
 	for _, t := range ts {
 		if t.last != nil && t.last.Done {
 			continue
@@ -967,6 +1012,7 @@ func (m *Member) commit(ctx context.Context) error {
 		recs := changelogRecords(m.changelog, t.p, snap)
 		for _, r := range recs {
 			m.sess.Produce(ctx, r, produced)
+			changelogBytes += len(r.Key) + len(r.Value)
 		}
 		results = append(results, result{t, snap, ready, recs[len(recs)-1], recs[0]})
 	}
@@ -1044,6 +1090,11 @@ func (m *Member) commit(ctx context.Context) error {
 		return m.fenced(fmt.Errorf("group: ending the transaction: %w", err))
 	}
 	if committed {
+		var tasks []int32
+		for _, r := range results {
+			tasks = append(tasks, r.t.p)
+		}
+		m.committedTasks(tasks, changelogBytes, time.Since(began))
 		for _, r := range results {
 			r.t.last, r.t.lastAt, r.t.lastFirst = r.snap, r.hdr.Offset, r.first.Offset
 			for _, pd := range r.ready {
@@ -1060,6 +1111,7 @@ func (m *Member) commit(ctx context.Context) error {
 			}
 		}
 	} else {
+		m.abortedTxn()
 		m.o.Info(fmt.Sprintf("instance %s: a rebalance aborted the transaction; tasks %v restart from their last commits", m.o.Instance, slices.Sorted(maps.Keys(metas))))
 		for _, r := range results {
 			for _, pd := range r.ready {

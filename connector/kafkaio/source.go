@@ -1009,10 +1009,11 @@ func (discard) Watermark(etime.Time) {}
 func (discard) Status(bool)          {}
 
 // Position is a partition's checkpointed position: the offset of its
-// next record and its watermark.
+// next record, its watermark, and whether it was idle.
 type Position struct {
 	Next      int64
 	Watermark etime.Time
+	Idle      bool
 }
 
 // Positions reads a reader's checkpointed position (what
@@ -1024,7 +1025,7 @@ func Positions(b []byte) (map[int32]Position, error) {
 	}
 	out := make(map[int32]Position, len(pos.Partitions))
 	for _, pp := range pos.Partitions {
-		out[pp.Partition] = Position{Next: pp.Next, Watermark: pp.Watermark}
+		out[pp.Partition] = Position{Next: pp.Next, Watermark: pp.Watermark, Idle: pp.Idle}
 	}
 	return out, nil
 }

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -528,6 +529,160 @@ func TestDoctorGroup(t *testing.T) {
 		}
 		if c.rule == "" && len(rules) > 0 || c.rule != "" && !slices.Contains(rules, c.rule) {
 			t.Errorf("%s: findings %v, want %q:\n%s", c.name, rules, c.rule, r.Text())
+		}
+	}
+}
+
+// repartitionJob is groupJob without partitioned_by_key: the members
+// route each record by its key through the repartition topic.
+const repartitionJob = `
+name: %[1]s
+source:
+  type: kafka
+  kafka: {brokers: [%[2]s], topic: %[3]s}
+watermark: {max_out_of_orderness: 300ms, idle_timeout: 1s, interval: 50ms, backlog_every: 20}
+key: [user_id]
+window: {type: tumbling, size: 1s}
+allowed_lateness: 1s
+aggregate:
+  - {name: orders, fn: count}
+  - {name: total, fn: sum, field: amount}
+sinks:
+  results: {type: kafka, brokers: [%[2]s], topic: %[1]s-out}
+  late: {type: kafka, brokers: [%[2]s], topic: %[1]s-late}
+  dead_letter: {type: kafka, brokers: [%[2]s], topic: %[1]s-bad}
+`
+
+// TestRepartition runs a job whose input is not partitioned by its key
+// (orders of 13 users spread round-robin over 4 partitions) with one
+// member and with three: the route tasks send each order to the window
+// task of its user, and the committed results, late records and dead
+// letters are the same, and so are the members' counts, conserved. A
+// window task's watermark follows the route tasks' markers, which come
+// in blocks per route task and commit: while a backlog is read in one
+// go, it waits for every route task's first marker and records are
+// judged by a watermark that trails (leniently). So the input comes in
+// two batches, the second once the group committed the first: its
+// orders an hour late are too late whatever the commits, and every other
+// order is within the out-of-orderness bound of its partition.
+func TestRepartition(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(4, "rr1", "rr3"), kfake.SeedTopics(3, "r1-out", "r3-out"),
+		kfake.SeedTopics(1, "r1-late", "r1-bad", "r3-late", "r3-bad"), kfake.GroupMinSessionTimeout(200*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	broker := c.ListenAddrs()[0]
+	cl, err := kgo.NewClient(kgo.SeedBrokers(broker), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	const n = 6000
+	produce := func(topic string, from, to int) {
+		for i := from; i < to; i++ {
+			ts := int64(1767225600000) + int64(i)*10 - int64(i%7)*30
+			if i >= n/2 && i%97 == 0 {
+				ts -= 3600_000
+			}
+			u := fmt.Sprintf("u%d", i%13)
+			v := fmt.Appendf(nil, `{"user_id":%q,"amount":%d,"ts":%d}`, u, i%10, ts)
+			if i%1000 == 999 {
+				v = []byte(`{"user_id":"u1"}`) // a dead letter
+			}
+			cl.Produce(context.Background(), &kgo.Record{Topic: topic, Value: v}, nil)
+		}
+		if err := cl.Flush(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// caughtUp waits until the group committed every partition of the
+	// input and of the repartition topic to its end.
+	caughtUp := func(group string, topics ...string) {
+		for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("group %s did not catch up", group)
+			}
+			offs, err1 := adm.FetchOffsets(context.Background(), group)
+			ends, err2 := adm.ListEndOffsets(context.Background(), topics...)
+			if err1 != nil || err2 != nil {
+				continue
+			}
+			behind := false
+			ends.Each(func(l kadm.ListedOffset) {
+				if c, ok := offs.Lookup(l.Topic, l.Partition); !ok || c.At < l.Offset {
+					behind = true
+				}
+			})
+			if !behind {
+				return
+			}
+		}
+	}
+	run := func(name, topic string, names ...string) job.Summary {
+		p, err := spec.Parse(fmt.Appendf(nil, repartitionJob, name, broker, topic))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		var mu sync.Mutex
+		var sum job.Summary
+		var wg sync.WaitGroup
+		dir := t.TempDir()
+		for _, m := range names {
+			wg.Go(func() {
+				err := Run(ctx, Options{Plan: p, Instance: m, StateDir: filepath.Join(dir, m), SessionTimeout: time.Second, TransactionTimeout: 3 * time.Second,
+					Info: func(msg string) { t.Log(msg) },
+					Stopped: func(_ []int32, s job.Summary) {
+						mu.Lock()
+						defer mu.Unlock()
+						for _, c := range s.Counters {
+							_ = addSummary(&sum, fmt.Appendf(nil, "%s %d\n", c.Name, c.Value))
+						}
+					}})
+				if err != nil {
+					t.Errorf("member %s: %v", m, err)
+				}
+			})
+		}
+		produce(topic, 0, n/2)
+		caughtUp(Name(p), topic, RepartitionTopic(p))
+		produce(topic, n/2, n)
+		caughtUp(Name(p), topic, RepartitionTopic(p))
+		cancel()
+		wg.Wait()
+		return sum
+	}
+	one := run("r1", "rr1", "a")
+	three := run("r3", "rr3", "x", "y", "z")
+	for i, s := range []job.Summary{one, three} {
+		if !s.Conserved() || s.Get("records_in") != n || s.Get("dead_letter") != 6 || s.Get("late_side_output") < 20 {
+			t.Errorf("summary %d: conserved %v: %s", i, s.Conserved(), s.JSON())
+		}
+	}
+	if string(one.JSON()) != string(three.JSON()) {
+		t.Errorf("three members counted otherwise than one:\n%s\n%s", three.JSON(), one.JSON())
+	}
+	for _, kind := range []string{"out", "late", "bad"} {
+		a, b := committed(t, broker, "r1-"+kind), committed(t, broker, "r3-"+kind)
+		if len(a) == 0 {
+			t.Fatalf("%s: one member wrote nothing", kind)
+		}
+		// The runs read topics of their own; a late record's lateness is
+		// against the watermark when it came, which follows the commits.
+		lateness := regexp.MustCompile(`"lateness_ms":\d+,`)
+		for i := range a {
+			a[i] = lateness.ReplaceAllString(a[i], "")
+		}
+		for i := range b {
+			b[i] = lateness.ReplaceAllString(strings.ReplaceAll(b[i], `"kafka:rr3"`, `"kafka:rr1"`), "")
+		}
+		slices.Sort(a)
+		slices.Sort(b)
+		if !slices.Equal(a, b) {
+			t.Errorf("%s: one member wrote %d records, three wrote %d; first differences:\n%s", kind, len(a), len(b), diff(a, b))
 		}
 	}
 }

@@ -135,14 +135,19 @@ type Member struct {
 	o         Options
 	topic     string
 	changelog string
-	nparts    int
-	brokers   []string
-	auth      []kgo.Opt
-	sess      *kgo.GroupTransactSession
-	adm       *kadm.Client
-	group     string
-	meta      []byte // the spec's fingerprint
-	specHash  string // outfmt.SpecHash of the plan
+	// rt is the repartition topic of a two-stage job ("": the input is
+	// partitioned by key). nparts is the input's partition count; the
+	// tasks are numbered by their changelog partition: input partition p
+	// is task p, repartition partition r task nparts+r.
+	rt       string
+	nparts   int
+	brokers  []string
+	auth     []kgo.Opt
+	sess     *kgo.GroupTransactSession
+	adm      *kadm.Client
+	group    string
+	meta     []byte // the spec's fingerprint
+	specHash string // outfmt.SpecHash of the plan
 	// present is when the member last wrote its presence record.
 	present time.Time
 	run     int64 // the group's run id (its group record's)
@@ -192,9 +197,6 @@ func Check(p *spec.Plan) error {
 		return errors.New("results.archive: group mode (--instance) does not keep an archive yet; remove it")
 	}
 	s := spec.SourceSettings(p)
-	if !s.Bool("kafka.partitioned_by_key") {
-		return errors.New("source.kafka.partitioned_by_key: group mode (--instance) needs the input partitioned by the job's key with Kafka's default partitioner (murmur2), declared with partitioned_by_key: true; a repartition topic for other inputs is not built yet")
-	}
 	if p.Channels > 1 {
 		return errors.New("source.channels: group mode (--instance) reads each partition as a task of its own; remove channels")
 	}
@@ -272,6 +274,9 @@ func Run(ctx context.Context, o Options) error {
 		stopped: make(chan struct{}), wakeCh: make(chan struct{}, 1), tasks: map[int32]*task{}, sampled: map[int32]int{},
 		stopAtEnd: s.Bool("kafka.stop_at_end"), paused: map[int32]bool{}}
 	m.keys = kgo.StickyKeyPartitioner(nil).ForTopic(m.topic)
+	if repartitioned(o.Plan) {
+		m.rt = RepartitionTopic(o.Plan)
+	}
 	defer close(m.stopped)
 	cl, err := kgo.NewClient(m.clientOpts()...)
 	if err != nil {
@@ -331,25 +336,81 @@ func (m *Member) prepareTopics(ctx context.Context) error {
 		return fmt.Errorf("source.kafka.topic: topic %q does not exist on %v; create it first", m.topic, m.brokers)
 	}
 	m.nparts = len(in.Partitions)
+	if m.rt != "" {
+		if err := m.createTopic(ctx, m.rt, m.nparts, map[string]*string{"cleanup.policy": ptr("delete")}, "the records routed by key to their window tasks"); err != nil {
+			return err
+		}
+	}
 	if cd, ok := td[m.changelog]; ok && cd.Err == nil {
-		if n := len(cd.Partitions); n != m.nparts {
-			return fmt.Errorf("the changelog topic %s has %d partitions and the input %s has %d: the job's state is split by the input's partitions, so the input's count must not change; reset the group (weir reset) to start over with %d", m.changelog, n, m.topic, m.nparts, m.nparts)
+		if n := len(cd.Partitions); n != m.ntasks() {
+			return fmt.Errorf("the changelog topic %s has %d partitions and the job has %d tasks (the input %s has %d partitions): the job's state is split by the input's partitions, so the input's count must not change; reset the group (weir reset) to start over with %d", m.changelog, n, m.ntasks(), m.topic, m.nparts, m.nparts)
 		}
 		return nil
 	}
 	cfg := map[string]*string{"cleanup.policy": ptr("compact"), "segment.ms": ptr("60000"), "min.compaction.lag.ms": ptr("0")}
-	resp, err := m.adm.CreateTopic(ctx, int32(m.nparts), -1, cfg, m.changelog)
+	return m.createTopic(ctx, m.changelog, m.ntasks(), cfg, "the tasks' state")
+}
+
+// createTopic creates topic with n partitions and cfg unless it exists
+// (a topic of another count is refused), telling what it is for.
+func (m *Member) createTopic(ctx context.Context, topic string, n int, cfg map[string]*string, what string) error {
+	td, err := m.adm.ListTopics(ctx, topic)
+	if err != nil {
+		return fmt.Errorf("group: topics: %w", err)
+	}
+	if t, ok := td[topic]; ok && t.Err == nil {
+		if len(t.Partitions) != n {
+			return fmt.Errorf("the topic %s has %d partitions, and the job needs %d: reset the group (weir reset) to start over", topic, len(t.Partitions), n)
+		}
+		return nil
+	}
+	resp, err := m.adm.CreateTopic(ctx, int32(n), -1, cfg, topic)
 	if err == nil {
 		err = resp.Err
 	}
 	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
-		return fmt.Errorf("group: creating the changelog topic %s: %w", m.changelog, err)
+		return fmt.Errorf("group: creating the topic %s: %w", topic, err)
 	}
 	if err == nil {
-		m.o.Info(fmt.Sprintf("created Kafka topic %s (%d partitions, cleanup.policy=compact): the tasks' state", m.changelog, m.nparts))
+		m.o.Info(fmt.Sprintf("created Kafka topic %s (%d partitions, cleanup.policy=%s): %s", topic, n, *cfg["cleanup.policy"], what))
 	}
 	return nil
 }
+
+// ntasks is the job's task count.
+func (m *Member) ntasks() int {
+	if m.rt != "" {
+		return 2 * m.nparts
+	}
+	return m.nparts
+}
+
+// where is task id's topic and partition.
+func (m *Member) where(id int32) (string, int32) {
+	if m.rt != "" && int(id) >= m.nparts {
+		return m.rt, id - int32(m.nparts)
+	}
+	return m.topic, id
+}
+
+// taskID is the task of a topic's partition.
+func (m *Member) taskID(topic string, p int32) int32 {
+	if topic == m.rt {
+		return int32(m.nparts) + p
+	}
+	return p
+}
+
+// topics are the topics the member consumes.
+func (m *Member) topics() []string {
+	if m.rt != "" {
+		return []string{m.topic, m.rt}
+	}
+	return []string{m.topic}
+}
+
+// router: task id is a two-stage job's route task.
+func (m *Member) routes(id int32) bool { return m.rt != "" && int(id) < m.nparts }
 
 func ptr[T any](v T) *T { return &v }
 
@@ -361,10 +422,10 @@ func TxnID(p *spec.Plan, instance string) string { return Name(p) + "-" + instan
 
 func (m *Member) loop(ctx context.Context) error {
 	m.ctx = ctx
-	manual := map[string]bool{m.changelog: true}
+	manual := map[string]bool{m.changelog: true, m.rt: true}
 	sess, err := kgo.NewGroupTransactSession(append(m.clientOpts(),
 		kgo.ConsumerGroup(m.group),
-		kgo.ConsumeTopics(m.topic),
+		kgo.ConsumeTopics(m.topics()...),
 		kgo.InstanceID(m.o.Instance),
 		kgo.TransactionalID(TxnID(m.o.Plan, m.o.Instance)),
 		kgo.TransactionTimeout(m.o.TransactionTimeout),
@@ -403,6 +464,9 @@ func (m *Member) loop(ctx context.Context) error {
 				continue
 			}
 			return m.fenced(fmt.Errorf("group: fetching %s partition %d: %w", fe.Topic, fe.Partition, fe.Err))
+		}
+		if err := m.failure(); err != nil {
+			return err // an assignment failed: its partitions have no task
 		}
 		if err := m.dispatch(f); err != nil {
 			return err
@@ -515,28 +579,29 @@ func (m *Member) dispatch(f kgo.Fetches) error {
 		if err != nil || len(fp.Records) == 0 {
 			return
 		}
+		id := m.taskID(fp.Topic, fp.Partition)
 		m.mu.Lock()
-		t := m.tasks[fp.Partition]
-		n := m.sampled[fp.Partition]
+		t := m.tasks[id]
+		n := m.sampled[id]
 		m.mu.Unlock()
 		if t == nil {
-			err = fmt.Errorf("group: records of partition %d, which this member has no task for", fp.Partition)
+			err = fmt.Errorf("group: records of %s partition %d, which this member has no task for", fp.Topic, fp.Partition)
 			return
 		}
 		if t.isEnded() {
-			m.pause(fp.Partition)
+			m.pause(id)
 			return
 		}
-		if n < sampleRecords {
+		if m.rt == "" && n < sampleRecords {
 			if err = m.sample(fp.Records, &n); err != nil {
 				return
 			}
 			m.mu.Lock()
-			m.sampled[fp.Partition] = n
+			m.sampled[id] = n
 			m.mu.Unlock()
 		}
 		if t.inbox.put(fp.Records) {
-			m.pause(fp.Partition)
+			m.pause(id)
 		}
 	})
 	return err
@@ -567,18 +632,19 @@ func (m *Member) sample(rs []*kgo.Record, n *int) error {
 // returns err.
 func (m *Member) mismatch(err error) error {
 	m.mu.Lock()
-	m.ev.mismatches = record(m.ev.mismatches, err.Error())
+	m.ev.mismatches = remember(m.ev.mismatches, err.Error())
 	m.mu.Unlock()
 	return err
 }
 
-// pause stops fetching partition p (its records stay buffered in the
-// client until resume).
-func (m *Member) pause(p int32) {
-	if !m.paused[p] {
-		m.paused[p] = true
+// pause stops fetching task id's partition (its records stay buffered
+// in the client until resume).
+func (m *Member) pause(id int32) {
+	if !m.paused[id] {
+		m.paused[id] = true
 		pauses.Add(1)
-		m.sess.Client().PauseFetchPartitions(map[string][]int32{m.topic: {p}})
+		topic, p := m.where(id)
+		m.sess.Client().PauseFetchPartitions(map[string][]int32{topic: {p}})
 	}
 }
 
@@ -586,18 +652,19 @@ func (m *Member) pause(p int32) {
 // room in its inbox again, and forgets the pauses of partitions that are
 // no longer this member's.
 func (m *Member) resume() {
-	var ps []int32
-	for p := range m.paused {
+	ps := map[string][]int32{}
+	for id := range m.paused {
 		m.mu.Lock()
-		t := m.tasks[p]
+		t := m.tasks[id]
 		m.mu.Unlock()
 		if t == nil || (!t.isEnded() && t.inbox.roomy()) {
-			delete(m.paused, p)
-			ps = append(ps, p)
+			delete(m.paused, id)
+			topic, p := m.where(id)
+			ps[topic] = append(ps[topic], p)
 		}
 	}
 	if len(ps) > 0 {
-		m.sess.Client().ResumeFetchPartitions(map[string][]int32{m.topic: ps})
+		m.sess.Client().ResumeFetchPartitions(ps)
 	}
 }
 
@@ -613,11 +680,16 @@ func (m *Member) resume() {
 // session, calling assign again (which replaces their tasks). Any other
 // failure fails the member.
 func (m *Member) assign(ctx context.Context, offsets map[string]map[int32]kgo.Offset) (map[string]map[int32]kgo.Offset, error) {
-	parts := offsets[m.topic]
-	if len(parts) == 0 {
+	var ids []int32
+	for _, topic := range m.topics() {
+		for p := range offsets[topic] {
+			ids = append(ids, m.taskID(topic, p))
+		}
+	}
+	if len(ids) == 0 {
 		return offsets, nil
 	}
-	ids := slices.Sorted(maps.Keys(parts))
+	slices.Sort(ids)
 	fail := func(err error) (map[string]map[int32]kgo.Offset, error) {
 		if ctx.Err() != nil {
 			m.o.Logger.Info("a rebalance interrupted the tasks' restores; they start again in the next assignment", "tasks", ids, "err", err)
@@ -643,13 +715,14 @@ func (m *Member) assign(ctx context.Context, offsets map[string]map[int32]kgo.Of
 		m.ev.assigned[p] = time.Now()
 	}
 	m.mu.Unlock()
-	out := map[int32]kgo.Offset{}
+	out := map[string]map[int32]kgo.Offset{}
 	for _, p := range ids {
 		var snap *snapshot
 		var at int64
 		first := int64(-1)
+		topic, part := m.where(p)
 		from := starts[p]
-		if c, ok := committed.Lookup(m.topic, p); ok && c.At >= 0 {
+		if c, ok := committed.Lookup(topic, part); ok && c.At >= 0 {
 			from = c.At
 			if tm, ok := parseMeta(c.Metadata); ok {
 				if snap, at, err = m.restore(ctx, p, tm); err != nil {
@@ -662,14 +735,17 @@ func (m *Member) assign(ctx context.Context, offsets map[string]map[int32]kgo.Of
 		if err := m.startTask(p, snap, from, at, first); err != nil {
 			return fail(taskError(p, err))
 		}
-		out[p] = kgo.NewOffset().At(from)
+		if out[topic] == nil {
+			out[topic] = map[int32]kgo.Offset{}
+		}
+		out[topic][part] = kgo.NewOffset().At(from)
 	}
 	m.o.Info(fmt.Sprintf("instance %s: assigned tasks %v; it runs tasks %v", m.o.Instance, ids, m.taskIDs()))
-	return map[string]map[int32]kgo.Offset{m.topic: out}, nil
+	return out, nil
 }
 
-// starts are where each partition starts without a committed offset, by
-// source.kafka.start.
+// starts are where each task starts without a committed offset: an
+// input partition by source.kafka.start, a repartition partition at 0.
 func (m *Member) starts(ctx context.Context) (map[int32]int64, error) {
 	var listed kadm.ListedOffsets
 	var err error
@@ -689,6 +765,13 @@ func (m *Member) starts(ctx context.Context) (map[int32]int64, error) {
 	}
 	out := map[int32]int64{}
 	listed.Each(func(l kadm.ListedOffset) { out[l.Partition] = l.Offset })
+	// A window task without a commit reads its repartition partition
+	// from offset 0: weir does not purge it yet.
+	for p := range int32(m.nparts) {
+		if m.rt != "" {
+			out[m.taskID(m.rt, p)] = 0
+		}
+	}
 	return out, nil
 }
 
@@ -761,10 +844,16 @@ const cacheEvery = 2 * time.Second
 // uncommitted work is dropped; the next owner starts from the last
 // commit.
 func (m *Member) revoke(_ context.Context, _ *kgo.Client, revoked map[string][]int32) {
-	ps := slices.Sorted(slices.Values(revoked[m.topic]))
+	var ps []int32
+	for _, topic := range m.topics() {
+		for _, p := range revoked[topic] {
+			ps = append(ps, m.taskID(topic, p))
+		}
+	}
 	if len(ps) == 0 {
 		return
 	}
+	slices.Sort(ps)
 	m.mu.Lock()
 	var ts []*task
 	for _, p := range ps {
@@ -804,13 +893,36 @@ func (m *Member) startTask(p int32, snap *snapshot, from, at, first int64) error
 		// again from what is committed now.
 		old.stop()
 	}
-	t := &task{p: p, m: m, inbox: newInbox(m.topic, p, from), last: snap, lastAt: at, lastFirst: first, from: from, done: make(chan struct{}), quit: make(chan struct{}), cached: time.Now()}
+	topic, part := m.where(p)
+	t := &task{p: p, topic: topic, part: part, m: m, inbox: newInbox(topic, part, from), last: snap, lastAt: at, lastFirst: first, from: from,
+		done: make(chan struct{}), quit: make(chan struct{}), cached: time.Now()}
 	if snap != nil && snap.Done {
 		t.ended = true
 		close(t.done)
 		m.mu.Lock()
 		m.tasks[p] = t
 		m.mu.Unlock()
+		return nil
+	}
+	if m.routes(p) {
+		r, err := m.newRouter(t, snap, from)
+		if err != nil {
+			return err
+		}
+		t.route = r
+		ctx, cancel := context.WithCancel(context.WithoutCancel(m.ctx))
+		t.cancel = cancel
+		m.mu.Lock()
+		m.tasks[p] = t
+		m.mu.Unlock()
+		go func() {
+			r.run(ctx)
+			t.mu.Lock()
+			t.ended = true
+			t.mu.Unlock()
+			close(t.done)
+			m.wake()
+		}()
 		return nil
 	}
 	ro := m.o.Run
@@ -860,7 +972,10 @@ func (m *Member) taskPlan(t *task) *spec.Plan {
 		if k.Name == "kafka" {
 			src, snk := *k.Source, *k.Sink
 			src.Open = func(ctx context.Context, so connector.SourceOpen) (connector.OpenedSource, error) {
-				return kafkaio.OpenTaskSource(ctx, so, t.inbox, t.p, t.from)
+				if t.topic == m.rt {
+					return openRTReader(so, t, m.topic, m.nparts)
+				}
+				return kafkaio.OpenTaskSource(ctx, so, t.inbox, t.part, t.from)
 			}
 			snk.OpenMessages = func(_ context.Context, o connector.MessagesOpen) (connector.Sink[connector.Message], error) {
 				return &sink{t: t, topic: o.Settings.String("topic"), role: o.Role}, nil
@@ -880,7 +995,7 @@ var sourcePart = checkpoint.PartName("source", 0, "source")
 
 // position is the task's position (next input offset, watermark) in a
 // checkpoint's parts.
-func position(parts map[string][]byte, p int32) (kafkaio.Position, error) {
+func (t *task) position(parts map[string][]byte) (kafkaio.Position, error) {
 	b, ok := parts[sourcePart]
 	if !ok {
 		return kafkaio.Position{}, fmt.Errorf("the checkpoint has no part %s", sourcePart)
@@ -890,13 +1005,22 @@ func position(parts map[string][]byte, p int32) (kafkaio.Position, error) {
 	if r.Err != nil {
 		return kafkaio.Position{}, fmt.Errorf("part %s: %w", sourcePart, r.Err)
 	}
+	if t.topic == t.m.rt {
+		rp, err := rtPositionOf(pos)
+		return kafkaio.Position{Next: rp.Next, Watermark: rp.WM}, err
+	}
+	return partPosition(pos, t.part)
+}
+
+// partPosition is partition p's position in a kafka reader's position.
+func partPosition(pos []byte, p int32) (kafkaio.Position, error) {
 	all, err := kafkaio.Positions(pos)
 	if err != nil {
 		return kafkaio.Position{}, err
 	}
 	at, ok := all[p]
 	if !ok {
-		return kafkaio.Position{}, fmt.Errorf("part %s has no position of partition %d", sourcePart, p)
+		return kafkaio.Position{}, fmt.Errorf("the position has no partition %d", p)
 	}
 	return at, nil
 }
@@ -934,7 +1058,7 @@ func (m *Member) commit(ctx context.Context) error {
 	}
 	deadline := time.Now().Add(time.Minute)
 	for _, t := range ts {
-		for !t.answered() {
+		for t.route == nil && !t.answered() {
 			if time.Now().After(deadline) {
 				return taskError(t.p, errors.New("no checkpoint within a minute"))
 			}
@@ -983,12 +1107,42 @@ func (m *Member) commit(ctx context.Context) error {
 		if t.last != nil && t.last.Done {
 			continue
 		}
-		out, ready := t.take()
+		var out []*kgo.Record
+		var ready []*pending
 		var snap *snapshot
+		if t.route == nil {
+			out, ready = t.take()
+		}
 		switch {
+		case t.route != nil:
+			rr, ok := t.route.snapshot(t.done)
+			if !ok || rr.err != nil {
+				if rr.err != nil {
+					m.o.Logger.Warn("a route task failed; it restarts from its last commit", "task", t.p, "err", rr.err)
+				}
+				restart[t.p] = true
+				continue
+			}
+			pos, err := partPosition(rr.pos, t.part)
+			if err != nil {
+				return taskError(t.p, err)
+			}
+			id := int64(1)
+			if t.last != nil {
+				id = t.last.ID + 1
+			}
+			snap = &snapshot{ID: id, Meta: m.meta, Parts: map[string][]byte{routePart: rr.pos}, Position: pos.Next, Watermark: pos.Watermark, Done: rr.done}
+			// The routed records with their markers; at the end of the
+			// input, a last marker in every repartition partition says so.
+			out = rr.recs
+			if rr.done {
+				for r := range int32(m.nparts) {
+					out = append(out, marker{From: t.part, WM: pos.Watermark, Idle: pos.Idle, Done: true}.record(m.rt, r))
+				}
+			}
 		case len(ready) > 0:
 			pd := ready[len(ready)-1]
-			pos, err := position(pd.parts, t.p)
+			pos, err := t.position(pd.parts)
 			if err != nil {
 				return taskError(t.p, err)
 			}
@@ -1033,23 +1187,29 @@ func (m *Member) commit(ctx context.Context) error {
 		}
 	}
 	cctx := kgo.PreTxnCommitFnContext(ctx, func(req *kmsg.TxnOffsetCommitRequest) error {
-		topic := kmsg.NewTxnOffsetCommitRequestTopic()
-		topic.Topic = m.topic
-		for _, p := range slices.Sorted(maps.Keys(metas)) {
-			c := metas[p]
-			at := c.at
-			if c.first != nil {
-				at = c.first.Offset
-			}
-			s := c.snap
-			tp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
-			tp.Partition, tp.Offset, tp.LeaderEpoch = p, s.Position, -1
-			tp.Metadata = ptr(taskMeta{ID: s.ID, Done: s.Done, At: at, Watermark: s.Watermark}.String())
-			topic.Partitions = append(topic.Partitions, tp)
-		}
 		req.Topics = nil
-		if len(topic.Partitions) > 0 {
-			req.Topics = []kmsg.TxnOffsetCommitRequestTopic{topic}
+		for _, name := range m.topics() {
+			topic := kmsg.NewTxnOffsetCommitRequestTopic()
+			topic.Topic = name
+			for _, p := range slices.Sorted(maps.Keys(metas)) {
+				tn, part := m.where(p)
+				if tn != name {
+					continue
+				}
+				c := metas[p]
+				at := c.at
+				if c.first != nil {
+					at = c.first.Offset
+				}
+				s := c.snap
+				tp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+				tp.Partition, tp.Offset, tp.LeaderEpoch = part, s.Position, -1
+				tp.Metadata = ptr(taskMeta{ID: s.ID, Done: s.Done, At: at, Watermark: s.Watermark}.String())
+				topic.Partitions = append(topic.Partitions, tp)
+			}
+			if len(topic.Partitions) > 0 {
+				req.Topics = append(req.Topics, topic)
+			}
 		}
 		return nil
 	})
@@ -1129,7 +1289,7 @@ func (m *Member) restartTasks(ps map[int32]bool) error {
 	if len(ps) == 0 {
 		return nil
 	}
-	seek := map[int32]kgo.EpochOffset{}
+	seek := map[string]map[int32]kgo.EpochOffset{}
 	for _, p := range slices.Sorted(maps.Keys(ps)) {
 		m.mu.Lock()
 		t := m.tasks[p]
@@ -1148,9 +1308,13 @@ func (m *Member) restartTasks(ps map[int32]bool) error {
 		if err := m.startTask(p, t.last, from, t.lastAt, t.lastFirst); err != nil {
 			return taskError(p, err)
 		}
-		seek[p] = kgo.EpochOffset{Epoch: -1, Offset: from}
+		topic, part := m.where(p)
+		if seek[topic] == nil {
+			seek[topic] = map[int32]kgo.EpochOffset{}
+		}
+		seek[topic][part] = kgo.EpochOffset{Epoch: -1, Offset: from}
 	}
-	m.sess.Client().SetOffsets(map[string]map[int32]kgo.EpochOffset{m.topic: seek})
+	m.sess.Client().SetOffsets(seek)
 	return nil
 }
 
@@ -1184,16 +1348,29 @@ func (m *Member) groupDone(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("group: committed offsets of %s: %w", m.group, err)
 	}
-	for p := range int32(m.nparts) {
-		c, ok := committed.Lookup(m.topic, p)
+	_, done := m.doneTasks(committed)
+	return done, nil
+}
+
+// doneTasks reports whether every task's committed metadata says it read
+// its input to the end, and, when so, the input partitions' committed
+// offsets (their ends).
+func (m *Member) doneTasks(committed kadm.OffsetResponses) (ends map[int32]int64, done bool) {
+	ends = map[int32]int64{}
+	for id := range int32(m.ntasks()) {
+		topic, p := m.where(id)
+		c, ok := committed.Lookup(topic, p)
 		if !ok {
-			return false, nil
+			return nil, false
 		}
 		if tm, ok := parseMeta(c.Metadata); !ok || !tm.Done {
-			return false, nil
+			return nil, false
+		}
+		if topic == m.topic {
+			ends[p] = c.At
 		}
 	}
-	return true, nil
+	return ends, true
 }
 
 // checkFinished refuses a member of a group that finished its run
@@ -1214,16 +1391,9 @@ func (m *Member) checkFinished(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("group: committed offsets of %s: %w", m.group, err)
 	}
-	ends := map[int32]int64{}
-	for p := range int32(m.nparts) {
-		c, ok := committed.Lookup(m.topic, p)
-		if !ok {
-			return nil
-		}
-		if tm, ok := parseMeta(c.Metadata); !ok || !tm.Done {
-			return nil
-		}
-		ends[p] = c.At
+	ends, done := m.doneTasks(committed)
+	if !done {
+		return nil
 	}
 	// Committed records (and transaction markers) past the run's end.
 	listed, err := m.adm.ListCommittedOffsets(ctx, m.topic)
@@ -1290,8 +1460,12 @@ func (m *Member) groupSummary(ctx context.Context) (job.Summary, error) {
 	if err != nil {
 		return sum, fmt.Errorf("group: committed offsets of %s: %w", m.group, err)
 	}
-	for p := range int32(m.nparts) {
-		c, _ := committed.Lookup(m.topic, p)
+	for p := range int32(m.ntasks()) {
+		if m.routes(p) {
+			continue // a route task counts nothing: its records are counted where they are windowed
+		}
+		topic, part := m.where(p)
+		c, _ := committed.Lookup(topic, part)
 		tm, ok := parseMeta(c.Metadata)
 		if !ok {
 			return sum, taskError(p, errors.New("its committed offset names no checkpoint"))

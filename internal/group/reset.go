@@ -63,17 +63,18 @@ func Reset(ctx context.Context, p *spec.Plan) ([]string, error) {
 	default:
 		did = append(did, "deleted consumer group "+group+" (its committed offsets)")
 	}
-	changelog := ChangelogTopic(p)
-	tresp, err := adm.DeleteTopic(ctx, changelog)
-	if err == nil {
-		err = tresp.Err
-	}
-	switch {
-	case errors.Is(err, kerr.UnknownTopicOrPartition):
-	case err != nil:
-		return nil, fmt.Errorf("deleting topic %s: %w", changelog, err)
-	default:
-		did = append(did, "deleted topic "+changelog+" (the tasks' state)")
+	for _, t := range []struct{ topic, what string }{{ChangelogTopic(p), "the tasks' state"}, {RepartitionTopic(p), "the records routed by key"}} {
+		tresp, err := adm.DeleteTopic(ctx, t.topic)
+		if err == nil {
+			err = tresp.Err
+		}
+		switch {
+		case errors.Is(err, kerr.UnknownTopicOrPartition):
+		case err != nil:
+			return nil, fmt.Errorf("deleting topic %s: %w", t.topic, err)
+		default:
+			did = append(did, "deleted topic "+t.topic+" ("+t.what+")")
+		}
 	}
 	return did, nil
 }

@@ -116,8 +116,8 @@ func (c groupCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// record appends v to s, keeping the newest keepEvents.
-func record[T any](s []T, v T) []T {
+// remember appends v to s, keeping the newest keepEvents.
+func remember[T any](s []T, v T) []T {
 	s = append(s, v)
 	if len(s) > keepEvents {
 		s = slices.Delete(s, 0, len(s)-keepEvents)
@@ -128,7 +128,7 @@ func record[T any](s []T, v T) []T {
 // rebalanced records a change of the member's tasks.
 func (m *Member) rebalanced(assigned, revoked int) {
 	m.mu.Lock()
-	m.ev.rebalances = record(m.ev.rebalances, time.Now())
+	m.ev.rebalances = remember(m.ev.rebalances, time.Now())
 	m.mu.Unlock()
 	m.met.rebalances.Inc()
 	m.met.assigned.Add(float64(assigned))
@@ -139,7 +139,7 @@ func (m *Member) rebalanced(assigned, revoked int) {
 // returned func records its end (st from read; err: it failed).
 func (m *Member) restoring(p int32, began time.Time) func(st readStats, err error) {
 	m.mu.Lock()
-	m.ev.restores = record(m.ev.restores, monitor.GroupRestore{Task: p, Started: began, InProgress: true})
+	m.ev.restores = remember(m.ev.restores, monitor.GroupRestore{Task: p, Started: began, InProgress: true})
 	m.mu.Unlock()
 	return func(st readStats, err error) {
 		d := time.Since(began)
@@ -198,7 +198,7 @@ func (m *Member) abortedTxn() {
 // input's end offsets) and from the member's own events. What cannot be
 // read within ctx is said in Errors.
 func (m *Member) Status(ctx context.Context) *monitor.GroupStatus {
-	s := &monitor.GroupStatus{Group: m.group, Job: jobName(m.o.Plan), Run: m.run, SpecHash: m.specHash, Topic: m.topic,
+	s := &monitor.GroupStatus{Group: m.group, Job: jobName(m.o.Plan), Run: m.run, SpecHash: m.specHash, Topic: m.topic, Repartition: m.rt,
 		StatePartitions: m.nparts, Instance: m.o.Instance, At: time.Now().UTC()}
 	m.mu.Lock()
 	s.Rebalances = slices.Clone(m.ev.rebalances)
@@ -225,8 +225,10 @@ func (m *Member) Status(ctx context.Context) *monitor.GroupStatus {
 			mem := monitor.GroupMember{Instance: name, Host: gm.ClientHost}
 			if c, ok := gm.Assigned.AsConsumer(); ok {
 				for _, t := range c.Topics {
-					if t.Topic == m.topic {
-						mem.Tasks = append(mem.Tasks, t.Partitions...)
+					if t.Topic == m.topic || t.Topic == m.rt {
+						for _, p := range t.Partitions {
+							mem.Tasks = append(mem.Tasks, m.taskID(t.Topic, p))
+						}
 					}
 				}
 			}
@@ -245,7 +247,7 @@ func (m *Member) Status(ctx context.Context) *monitor.GroupStatus {
 	if err != nil {
 		fail("the group's committed offsets", err)
 	}
-	ends, err := m.adm.ListCommittedOffsets(ctx, m.topic)
+	ends, err := m.adm.ListCommittedOffsets(ctx, m.topics()...)
 	if err == nil {
 		err = ends.Error()
 	}
@@ -257,9 +259,10 @@ func (m *Member) Status(ctx context.Context) *monitor.GroupStatus {
 	} else if t, ok := td[m.topic]; ok {
 		s.InputPartitions = len(t.Partitions)
 	}
-	for p := range int32(m.nparts) {
+	for p := range int32(m.ntasks()) {
+		topic, part := m.where(p)
 		t := monitor.GroupTask{Task: p, Owner: owner[p], Committed: -1, End: -1, WatermarkWhy: "no checkpoint committed yet"}
-		if c, ok := committed.Lookup(m.topic, p); ok && c.At >= 0 {
+		if c, ok := committed.Lookup(topic, part); ok && c.At >= 0 {
 			t.Committed = c.At
 			if tm, ok := parseMeta(c.Metadata); ok {
 				t.Checkpoint, t.Done = tm.ID, tm.Done
@@ -274,7 +277,7 @@ func (m *Member) Status(ctx context.Context) *monitor.GroupStatus {
 				}
 			}
 		}
-		if e, ok := ends.Lookup(m.topic, p); ok {
+		if e, ok := ends.Lookup(topic, part); ok {
 			t.End = e.Offset
 			if t.Committed >= 0 {
 				t.Lag = max(e.Offset-t.Committed, 0)

@@ -23,10 +23,17 @@ var errAborted = errors.New("group: the member's transaction aborted (a rebalanc
 // parallelism 1 reading that partition through its inbox, its outputs and
 // checkpoints handed to the member's transactions.
 type task struct {
+	// p is the task's number (its changelog partition); part its
+	// partition of topic (the input, or the repartition topic).
 	p     int32
+	topic string
+	part  int32
 	m     *Member
 	inbox *inbox
 	job   *job.Job
+	// route is the work of a two-stage job's route task (nil: the task
+	// runs job).
+	route *router
 	// cancel stops the task's run; done is closed when it returned, with
 	// runErr its error.
 	cancel context.CancelFunc

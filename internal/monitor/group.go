@@ -12,6 +12,10 @@ type GroupStatus struct {
 	Run      int64  `json:"run"`
 	SpecHash string `json:"spec_hash"`
 	Topic    string `json:"topic"`
+	// Repartition is the repartition topic of a two-stage job ("": the
+	// input is partitioned by key); its partition r is task
+	// StatePartitions+r.
+	Repartition string `json:"repartition,omitempty"`
 	// InputPartitions is the input topic's partition count now;
 	// StatePartitions the group's (its changelog's). They differ when
 	// partitions were added to the input since the group started: keys

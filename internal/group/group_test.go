@@ -633,7 +633,7 @@ func TestRepartition(t *testing.T) {
 		dir := t.TempDir()
 		for _, m := range names {
 			wg.Go(func() {
-				err := Run(ctx, Options{Plan: p, Instance: m, StateDir: filepath.Join(dir, m), SessionTimeout: time.Second, TransactionTimeout: 3 * time.Second,
+				err := Run(ctx, Options{Plan: p, Instance: m, StateDir: filepath.Join(dir, m), SessionTimeout: time.Second, TransactionTimeout: 3 * time.Second, Logger: slog.New(slog.NewTextHandler(tlog{t}, nil)),
 					Info: func(msg string) { t.Log(msg) },
 					Stopped: func(_ []int32, s job.Summary) {
 						mu.Lock()
@@ -655,8 +655,23 @@ func TestRepartition(t *testing.T) {
 		wg.Wait()
 		return sum
 	}
+	defer func(d time.Duration) { purgeEvery = d }(purgeEvery)
+	purgeEvery = 0
 	one := run("r1", "rr1", "a")
 	three := run("r3", "rr3", "x", "y", "z")
+	// The members purged the repartition topics up to what they
+	// committed.
+	for _, topic := range []string{"weir-r1-repartition", "weir-r3-repartition"} {
+		starts, err := adm.ListStartOffsets(context.Background(), topic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		starts.Each(func(l kadm.ListedOffset) {
+			if l.Offset == 0 {
+				t.Errorf("%s partition %d was not purged", topic, l.Partition)
+			}
+		})
+	}
 	for i, s := range []job.Summary{one, three} {
 		if !s.Conserved() || s.Get("records_in") != n || s.Get("dead_letter") != 6 || s.Get("late_side_output") < 20 {
 			t.Errorf("summary %d: conserved %v: %s", i, s.Conserved(), s.JSON())

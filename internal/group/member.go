@@ -166,6 +166,11 @@ type Member struct {
 	// met are the member's metrics; ev its events (under mu).
 	met *metrics
 	ev  events
+	// purgeTo are the repartition offsets to purge to, purged when the
+	// member last did (owned by the loop).
+	purgeTo map[int32]int64
+	purged  time.Time
+	purger  *kadm.Client // closed by Run
 
 	mu    sync.Mutex
 	tasks map[int32]*task
@@ -272,7 +277,7 @@ func Run(ctx context.Context, o Options) error {
 	m := &Member{o: o, topic: s.String("kafka.topic"), changelog: ChangelogTopic(o.Plan), brokers: s.Strings("kafka.brokers"),
 		auth: kafkaio.AuthFrom(s, "kafka."), group: Name(o.Plan), meta: job.Fingerprint(o.Plan), specHash: outfmt.SpecHash(o.Plan),
 		stopped: make(chan struct{}), wakeCh: make(chan struct{}, 1), tasks: map[int32]*task{}, sampled: map[int32]int{},
-		stopAtEnd: s.Bool("kafka.stop_at_end"), paused: map[int32]bool{}}
+		stopAtEnd: s.Bool("kafka.stop_at_end"), paused: map[int32]bool{}, purgeTo: map[int32]int64{}}
 	m.keys = kgo.StickyKeyPartitioner(nil).ForTopic(m.topic)
 	if repartitioned(o.Plan) {
 		m.rt = RepartitionTopic(o.Plan)
@@ -284,6 +289,11 @@ func Run(ctx context.Context, o Options) error {
 	}
 	m.adm = kadm.NewClient(cl)
 	defer m.adm.Close()
+	defer func() {
+		if m.purger != nil {
+			m.purger.Close()
+		}
+	}()
 	if err := m.prepareTopics(ctx); err != nil {
 		return err
 	}
@@ -1255,6 +1265,14 @@ func (m *Member) commit(ctx context.Context) error {
 			tasks = append(tasks, r.t.p)
 		}
 		m.committedTasks(tasks, changelogBytes, time.Since(began))
+		if m.rt != "" {
+			for _, r := range results {
+				if r.t.topic == m.rt {
+					m.purgeTo[r.t.part] = r.snap.Position
+				}
+			}
+			m.purge()
+		}
 		for _, r := range results {
 			r.t.last, r.t.lastAt, r.t.lastFirst = r.snap, r.hdr.Offset, r.first.Offset
 			for _, pd := range r.ready {
@@ -1281,6 +1299,46 @@ func (m *Member) commit(ctx context.Context) error {
 		}
 	}
 	return m.restartTasks(restart)
+}
+
+// purgeEvery is how often a member deletes the repartition records its
+// window tasks committed past (a variable for the tests).
+var purgeEvery = 5 * time.Second
+
+// purge deletes, at most every purgeEvery, the records of the
+// repartition partitions before the offsets the member's window tasks
+// committed (purgeTo: their checkpoints cover them, a restore starts
+// there), as Kafka Streams purges its repartition topics.
+func (m *Member) purge() {
+	if len(m.purgeTo) == 0 || time.Since(m.purged) < purgeEvery {
+		return
+	}
+	m.purged = time.Now()
+	var os kadm.Offsets
+	for p, o := range m.purgeTo {
+		os.AddOffset(m.rt, p, o, -1)
+	}
+	clear(m.purgeTo)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if m.purger == nil {
+		// A client of its own: the member's admin client looked the
+		// topic up before creating it, and its sharded requests keep
+		// that answer for a while.
+		cl, err := kgo.NewClient(m.clientOpts()...)
+		if err != nil {
+			m.o.Logger.Warn("purging the repartition topic", "err", err)
+			return
+		}
+		m.purger = kadm.NewClient(cl)
+	}
+	resp, err := m.purger.DeleteRecords(ctx, os)
+	if err == nil {
+		err = resp.Error()
+	}
+	if err != nil {
+		m.o.Logger.Warn("purging the repartition topic failed; it is tried again", "topic", m.rt, "err", err)
+	}
 }
 
 // restartTasks restarts the tasks of ps from their last commits and

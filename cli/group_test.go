@@ -487,3 +487,154 @@ func TestGroupDashboard(t *testing.T) {
 		t.Errorf("the member: exit %d:\n%s", code, stderr.String())
 	}
 }
+
+// TestGroupKillRepartition runs a job whose input is not partitioned by
+// its key (orders spread round-robin over 4 partitions) in group mode as
+// OS processes, on a live input that comes in two halves: once by one
+// member alone, and once by three, of which, as the second half comes,
+// one is killed with SIGKILL and restarted under its name, then crashes
+// after a commit and is restarted, and one is killed for good.
+// The route tasks send each order through the repartition topic to its
+// user's window task. The read_committed results, late records (their
+// lateness_ms aside: it is against the watermark when each came) and dead
+// letters equal the baseline's. A repartitioned job's watermark follows
+// the route tasks' commits, so the input keeps away from what depends on
+// them: every order is within the out-of-orderness bound of its
+// partition, the orders an hour late come in the second half (once the
+// first is committed, every window task has every route task's
+// watermark), and the job has no idle timeout (an idle route task would
+// let the others' watermarks pass its next orders, depending on when each
+// came, as in one process); the second half starts 10 s of event time
+// after the first.
+func TestGroupKillRepartition(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: the group test runs weir processes")
+	}
+	addr := startKafkaProcess(t, "--topic", "rbase-in:4", "--topic", "rkill-in:4", "--min-session-timeout", "200ms",
+		"--topic", "rbase-out:3", "--topic", "rbase-bad", "--topic", "rbase-late", "--topic", "rkill-out:3", "--topic", "rkill-bad", "--topic", "rkill-late")
+	n := groupRecords() / 2
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	produce := func(topic string, from, to int) {
+		r := rand.New(rand.NewPCG(9, uint64(from)))
+		for i := from; i < to; i++ {
+			u := fmt.Sprintf("u%d", i%97)
+			ts := 1767225600000 + int64(i)*2 - int64(r.IntN(300))
+			if i >= n/2 {
+				ts += 10_000 // no order of the second half is near the first's windows
+				if i%200 == 13 {
+					ts -= 3600_000
+				}
+			}
+			v := fmt.Appendf(nil, `{"user_id":%q,"amount":%d,"ts":%d}`, u, i%10, ts)
+			if i%5000 == 17 {
+				v = fmt.Appendf(nil, `{"user_id":%q}`, u)
+			}
+			cl.Produce(context.Background(), &kgo.Record{Topic: topic, Value: v}, nil)
+		}
+		if err := cl.Flush(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	adm := kadmClient(t, addr)
+	// caughtUp waits until the group committed its input and repartition
+	// topics to their ends.
+	caughtUp := func(job string) {
+		for deadline := time.Now().Add(3 * time.Minute); ; time.Sleep(100 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("group weir-%s did not catch up", job)
+			}
+			offs, err1 := adm.FetchOffsets(context.Background(), "weir-"+job)
+			ends, err2 := adm.ListEndOffsets(context.Background(), job+"-in", "weir-"+job+"-repartition")
+			if err1 != nil || err2 != nil || len(ends) < 2 {
+				continue
+			}
+			behind := false
+			ends.Each(func(l kadm.ListedOffset) {
+				if c, ok := offs.Lookup(l.Topic, l.Partition); !ok || c.At < l.Offset {
+					behind = true
+				}
+			})
+			if !behind {
+				return
+			}
+		}
+	}
+	dir := func(job string) string {
+		d := groupDir(t, job, addr)
+		b, err := os.ReadFile(filepath.Join(d, "job.yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b = bytes.Replace(b, []byte("topic: in, stop_at_end: true, partitioned_by_key: true"), fmt.Appendf(nil, "topic: %s-in", job), 1)
+		// No idleness: a route task idle between the halves would let the
+		// others' watermarks close windows its first orders of the second
+		// half belong to, depending on when each saw them (as it would in
+		// one process).
+		b = bytes.Replace(b, []byte("idle_timeout: 1s"), []byte("idle_timeout: 0s"), 1)
+		if err := os.WriteFile(filepath.Join(d, "job.yaml"), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	// The end of a run: caught up, and still after a pause; then every
+	// member leaves.
+	end := func(job string, ms ...*member) {
+		caughtUp(job)
+		time.Sleep(2500 * time.Millisecond)
+		caughtUp(job)
+		for _, m := range ms {
+			_ = m.cmd.Process.Signal(syscall.SIGTERM)
+		}
+		for _, m := range ms {
+			m.wait(t, time.Minute)
+		}
+	}
+
+	d := dir("rbase")
+	a := startMember(t, d, "a")
+	produce("rbase-in", 0, n/2)
+	caughtUp("rbase")
+	produce("rbase-in", n/2, n)
+	end("rbase", a)
+
+	d = dir("rkill")
+	x := startMember(t, d, "x")
+	y := startMember(t, d, "y")
+	z := startMember(t, d, "z")
+	produce("rkill-in", 0, n/2)
+	caughtUp("rkill")
+	y.kill()
+	y = startMember(t, d, "y", "WEIR_TEST_CRASH=group-committed:3")
+	produce("rkill-in", n/2, n)
+	time.Sleep(300 * time.Millisecond)
+	z.kill()
+	if y.crashed(t, "group-committed") {
+		y = startMember(t, d, "y")
+	}
+	end("rkill", x, y)
+	t.Logf("x:\n%s\ny:\n%s", x.stderr, y.stderr)
+
+	lateness := regexp.MustCompile(`"lateness_ms":\d+,`)
+	for _, kind := range []string{"out", "late", "bad"} {
+		want, got := jobtest.Committed(t, addr, "rbase-"+kind), jobtest.Committed(t, addr, "rkill-"+kind)
+		if len(want) == 0 {
+			t.Fatalf("%s: the baseline wrote nothing", kind)
+		}
+		for _, l := range [][]string{want, got} {
+			for i := range l {
+				l[i] = strings.ReplaceAll(lateness.ReplaceAllString(l[i], ""), "kafka:rkill-in", "kafka:rbase-in")
+			}
+			slices.Sort(l)
+		}
+		if !slices.Equal(want, got) {
+			t.Errorf("%s: the baseline wrote %d records, the group with kills %d; first differences:\n%s", kind, len(want), len(got), lineDiff(want, got))
+		}
+	}
+	if late := jobtest.Committed(t, addr, "rbase-late"); len(late) < n/2/200-5 {
+		t.Errorf("the baseline has %d too-late orders, want the %d an hour late", len(late), n/2/200)
+	}
+}

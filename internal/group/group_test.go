@@ -288,6 +288,18 @@ func TestStateDir(t *testing.T) {
 	if _, err := lockStateDir(dir, p, "b"); err == nil {
 		t.Error("instance b took instance a's directory")
 	}
+	// Another spec of the job (after a reset) takes the directory over.
+	other := plan(t, "j", "127.0.0.1:1")
+	other.Key = []string{"amount"}
+	unlock, err = lockStateDir(dir, other, "a")
+	if err != nil {
+		t.Errorf("another spec of the job: %v", err)
+	} else {
+		unlock()
+	}
+	if _, err := lockStateDir(dir, plan(t, "k", "127.0.0.1:1"), "a"); err == nil {
+		t.Error("job k took job j's directory")
+	}
 	if err := os.RemoveAll(dir); err != nil {
 		t.Fatal(err)
 	}

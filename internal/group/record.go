@@ -5,13 +5,17 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// groupKey keys the group record in partition 0 of the changelog: the
-// first one there says which run the group is and which spec it runs.
+// groupKey keys the group record in partition 0 of the changelog, as
+// groupKey/<run> (a weir before that wrote groupKey alone): the first one
+// there says which run the group is and which spec it runs. Each first
+// member writes under a key of its own, so that when two wrote at once
+// compaction, which keeps the newest record of a key, keeps the first.
 const groupKey = "group"
 
 // groupRecord is the group record's value.
@@ -53,7 +57,7 @@ func readGroupRecord(ctx context.Context, opts []kgo.Opt, topic string, quiet ti
 		var found *groupRecord
 		var ferr error
 		f.EachRecord(func(r *kgo.Record) {
-			if found != nil || string(r.Key) != groupKey {
+			if found != nil || (string(r.Key) != groupKey && !strings.HasPrefix(string(r.Key), groupKey+"/")) {
 				return
 			}
 			var g groupRecord
@@ -85,7 +89,7 @@ func (m *Member) groupRun(ctx context.Context) (*groupRecord, error) {
 	}
 	mine := groupRecord{Job: jobName(m.o.Plan), SpecHash: m.specHash, Run: time.Now().UnixMilli()}
 	v, _ := json.Marshal(mine)
-	err = cl.ProduceSync(ctx, &kgo.Record{Topic: m.changelog, Partition: 0, Key: []byte(groupKey), Value: v}).FirstErr()
+	err = cl.ProduceSync(ctx, &kgo.Record{Topic: m.changelog, Partition: 0, Key: fmt.Appendf(nil, "%s/%d", groupKey, mine.Run), Value: v}).FirstErr()
 	cl.Close()
 	if err != nil {
 		return nil, fmt.Errorf("changelog %s: writing the group record: %w", m.changelog, err)

@@ -26,7 +26,8 @@ type identity struct {
 const identityFile = "member.json"
 
 // lockStateDir creates and locks dir for one member process, and refuses
-// a directory of another job, spec or instance.
+// a directory of another job or instance (another spec of the job is
+// recorded: the group judges the spec).
 func lockStateDir(dir string, p *spec.Plan, instance string) (unlock func(), err error) {
 	if dir == "" {
 		return nil, errors.New("--instance needs --state-dir: the member keeps its tasks' state there")
@@ -47,9 +48,18 @@ func lockStateDir(dir string, p *spec.Plan, instance string) (unlock func(), err
 		err = os.WriteFile(path, append(b, '\n'), 0o644)
 	case err == nil:
 		var have identity
-		if err = json.Unmarshal(b, &have); err == nil && have != want {
-			err = fmt.Errorf("--state-dir %s belongs to job %s (spec %s), instance %s, not job %s (spec %s), instance %s: give each member and job its own directory, or empty it",
-				dir, have.Job, have.SpecHash, have.Instance, want.Job, want.SpecHash, want.Instance)
+		err = json.Unmarshal(b, &have)
+		switch {
+		case err != nil:
+		case have.Job != want.Job || have.Instance != want.Instance:
+			err = fmt.Errorf("--state-dir %s belongs to job %s, instance %s, not job %s, instance %s: give each member and job its own directory, or empty it",
+				dir, have.Job, have.Instance, want.Job, want.Instance)
+		case have.SpecHash != want.SpecHash:
+			// Another spec of the job (after weir reset): the group
+			// refuses it if it runs another, and the tasks' copies are
+			// kept per run, so none of an old run is read.
+			b, _ = json.MarshalIndent(want, "", "  ")
+			err = os.WriteFile(path, append(b, '\n'), 0o644)
 		}
 	}
 	if err != nil {

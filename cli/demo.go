@@ -35,6 +35,7 @@ func demoCmd(ctx context.Context, args []string, o IO) int {
 	httpAddr := fs.String("http", "127.0.0.1:0", "serve the live dashboard (and /metrics) here while the demo runs; empty: none")
 	keep := fs.Bool("keep-serving", isTerminal(o.Stdout), "after the demo, keep serving the dashboard with the final state until Ctrl-C (default: when the output is a terminal)")
 	kafka := fs.Bool("kafka", false, "run the demo through an in-process Kafka: orders produced to a 6-partition topic, results, late orders and dead letters to topics, exactly once")
+	procs := fs.Int("processes", 0, "with --kafka: run the job in group mode, by one member and then by this many member processes (at least 2), one of them killed, and compare")
 	if err := fs.Parse(args); err != nil {
 		return parseExit(err)
 	}
@@ -85,8 +86,12 @@ func demoCmd(ctx context.Context, args []string, o IO) int {
 	dash := &demoDashboard{keep: *keep, w: o.Stdout}
 	defer dash.stop()
 	rf := runFlags{parallelism: *par, http: *httpAddr, serving: dash.serving}
+	if *procs != 0 && (!*kafka || *procs < 2) {
+		fmt.Fprintln(o.Stderr, "weir demo: --processes needs --kafka and at least 2 processes, such as --kafka --processes 3")
+		return ExitUsage
+	}
 	if *kafka {
-		if code := kafkaDemo(ctx, s, p, out, rf, o); code != ExitOK {
+		if code := kafkaDemo(ctx, s, p, out, rf, *procs, o); code != ExitOK {
 			return code
 		}
 		dash.wait(ctx)

@@ -29,10 +29,11 @@ const (
 // orders are produced to topic orders (6 partitions, keyed by user), the
 // job reads them with a watermark per partition and writes its results,
 // too-late orders and dead letters to topics, exactly once. s is the demo
-// spec, changed here.
-func kafkaDemo(ctx context.Context, s *spec.Spec, p *spec.Plan, dir string, rf runFlags, o IO) int {
+// spec, changed here. With procs (2 or more), the job runs in group mode
+// instead (groupDemo).
+func kafkaDemo(ctx context.Context, s *spec.Spec, p *spec.Plan, dir string, rf runFlags, procs int, o IO) int {
 	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(6, demoOrders), kfake.SeedTopics(3, demoStats),
-		kfake.SeedTopics(1, demoLate, demoDead))
+		kfake.SeedTopics(1, demoLate, demoDead), kfake.SeedTopics(3, groupDemoTopics...), kfake.GroupMinSessionTimeout(500*time.Millisecond))
 	if err != nil {
 		fmt.Fprintln(o.Stderr, "weir demo:", err)
 		return ExitFailed
@@ -52,6 +53,9 @@ func kafkaDemo(ctx context.Context, s *spec.Spec, p *spec.Plan, dir string, rf r
 		return ExitFailed
 	}
 	fmt.Fprintf(o.Stdout, "produced %d records in %v\n\n", n, time.Since(t0).Round(time.Millisecond))
+	if procs >= 2 {
+		return groupDemo(ctx, broker, dir, procs, o)
+	}
 
 	s.Name = "demo-kafka"
 	s.Source = spec.Source{Type: "kafka", Channels: 2, Kafka: &spec.KafkaSource{Brokers: []string{broker}, Topic: demoOrders, StopAtEnd: true}}

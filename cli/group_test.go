@@ -638,3 +638,19 @@ func TestGroupKillRepartition(t *testing.T) {
 		t.Errorf("the baseline has %d too-late orders, want the %d an hour late", len(late), n/2/200)
 	}
 }
+
+// TestDemoGroup runs weir demo --kafka --processes 3 (members as
+// processes of the weir binary, one killed): it says the results equal
+// one member's.
+func TestDemoGroup(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: the group demo runs weir processes")
+	}
+	out, err := exec.Command(weirBinary(t), "demo", "--kafka", "--processes", "3", "--orders", "300000", "--dir", t.TempDir(), "--http", "").CombinedOutput()
+	if err != nil || !bytes.Contains(out, []byte("the results of 3 members, one killed, equal one member's")) {
+		t.Fatalf("%v:\n%s", err, out)
+	}
+	if !bytes.Contains(out, []byte("killed member m2 with SIGKILL")) {
+		t.Logf("the member was not killed in time (a fast machine):\n%s", out)
+	}
+}

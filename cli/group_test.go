@@ -539,29 +539,10 @@ func TestGroupKillRepartition(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	adm := kadmClient(t, addr)
 	// caughtUp waits until the group committed its input and repartition
 	// topics to their ends.
 	caughtUp := func(job string) {
-		for deadline := time.Now().Add(3 * time.Minute); ; time.Sleep(100 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("group weir-%s did not catch up", job)
-			}
-			offs, err1 := adm.FetchOffsets(context.Background(), "weir-"+job)
-			ends, err2 := adm.ListEndOffsets(context.Background(), job+"-in", "weir-"+job+"-repartition")
-			if err1 != nil || err2 != nil || len(ends) < 2 {
-				continue
-			}
-			behind := false
-			ends.Each(func(l kadm.ListedOffset) {
-				if c, ok := offs.Lookup(l.Topic, l.Partition); !ok || c.At < l.Offset {
-					behind = true
-				}
-			})
-			if !behind {
-				return
-			}
-		}
+		jobtest.CaughtUp(t, addr, "weir-"+job, 3*time.Minute, job+"-in", "weir-"+job+"-repartition")
 	}
 	dir := func(job string) string {
 		d := groupDir(t, job, addr)

@@ -293,6 +293,8 @@ func runMember(ctx context.Context, p *spec.Plan, dir string, f runFlags, o IO) 
 		opts.Registerer = reg
 	}
 	err := group.Run(ctx, opts)
+	stopAdmin() // the status reads Kafka through the member, which is gone
+	stopAdmin = func() {}
 	if errors.Is(err, group.ErrRefused) {
 		fmt.Fprintf(o.Stderr, "weir run: refused: %v\n", err)
 		return ExitUsage

@@ -67,18 +67,16 @@ func (j *Job) sourceRecords(env *weir.Env, o RunOptions, r *read) (weir.Stream[r
 	// right before it emits it, on its channel's goroutine, where decode
 	// runs chained.
 	stamped := make([]stampedRecord, p.Channels)
-	h.Splits = &connector.SplitOptions{EventTime: wm.Time == spec.EventTime, Bound: wm.Bound,
-		Interval: wm.Interval.Std(), IdleTimeout: zeroIsOff(wm.IdleTimeout.Std()), BacklogEvery: zeroIsOff(wm.BacklogEvery), MaxDrift: p.MaxDrift,
-		Stamp: func(l connector.Line) (etime.Time, error) {
-			rec, err := r.decode(l)
-			if err != nil {
-				return 0, err
-			}
-			if ch := l.Channel; ch >= 0 && ch < len(stamped) {
-				stamped[ch] = stampedRecord{split: l.Split, no: l.No, rec: rec, ok: true}
-			}
-			return rec.TS, nil
-		}}
+	h.Splits = SplitOptions(p, wm, func(l connector.Line) (etime.Time, error) {
+		rec, err := r.decode(l)
+		if err != nil {
+			return 0, err
+		}
+		if ch := l.Channel; ch >= 0 && ch < len(stamped) {
+			stamped[ch] = stampedRecord{split: l.Split, no: l.No, rec: rec, ok: true}
+		}
+		return rec.TS, nil
+	})
 	src, kind, err := OpenSource(context.Background(), p, o, h)
 	if err != nil {
 		return weir.Stream[record.Record]{}, err
@@ -108,6 +106,16 @@ func (j *Job) sourceRecords(env *weir.Env, o RunOptions, r *read) (weir.Stream[r
 		}
 		return r.decode(l)
 	}), nil
+}
+
+// SplitOptions are how a kind that reads several splits per channel (a
+// Kafka partition) watermarks each of them for plan p, whose read has
+// watermarks wm: stamp gives a data line's event time (an error makes it
+// a dead letter).
+func SplitOptions(p *spec.Plan, wm *spec.WatermarkOp, stamp func(connector.Line) (etime.Time, error)) *connector.SplitOptions {
+	return &connector.SplitOptions{EventTime: wm.Time == spec.EventTime, Bound: wm.Bound,
+		Interval: wm.Interval.Std(), IdleTimeout: zeroIsOff(wm.IdleTimeout.Std()), BacklogEvery: zeroIsOff(wm.BacklogEvery), MaxDrift: p.MaxDrift,
+		Stamp: stamp}
 }
 
 // stampedRecord is a record decoded when its line was stamped.

@@ -511,11 +511,7 @@ func (r *reader[T]) emit(kr *kgo.Record, now time.Time) bool {
 			ts.Wall().Format(time.RFC3339), r.o.MaxFuture.Std(), now.UTC().Format(time.RFC3339))}
 	}
 	if err != nil {
-		reason, detail := "decode_failed", err.Error()
-		var bad *weir.BadInput
-		if errors.As(err, &bad) {
-			reason, detail = bad.Reason, bad.Detail
-		}
+		reason, detail := DeadLetterReason(err)
 		if d, ok := r.out.(connector.DeadLetterOutput); ok {
 			kept := *rec // the dead letter keeps it
 			kept.Headers = slices.Clone(rec.Headers)
@@ -536,6 +532,17 @@ func (r *reader[T]) emit(kr *kgo.Record, now time.Time) bool {
 		}
 	}
 	return true
+}
+
+// DeadLetterReason is the reason code and detail of a dead letter whose
+// record failed to decode with err: a *weir.BadInput's, else
+// decode_failed and err's text.
+func DeadLetterReason(err error) (reason, detail string) {
+	var bad *weir.BadInput
+	if errors.As(err, &bad) {
+		return bad.Reason, bad.Detail
+	}
+	return "decode_failed", err.Error()
 }
 
 func (r *reader[T]) log(msg string, p *partition[T]) {

@@ -32,8 +32,8 @@ const (
 	// chunkSize keeps each record well under the brokers' default
 	// message.max.bytes (1 MiB).
 	chunkSize = 256 << 10
-	// metaPrefix starts the metadata of the member's offset commits:
-	// "weir <checkpoint id>" or "weir <id> done".
+	// metaPrefix starts the metadata of the member's offset commits
+	// (taskMeta): "weir <checkpoint id> at=<offset> wm=<ms>[ done]".
 	metaPrefix = "weir "
 )
 
@@ -49,7 +49,7 @@ type snapshot struct {
 	Done bool
 	// Position is the task's next input offset; Watermark its
 	// partition's watermark (not stored in the changelog header: a
-	// restore reads it from the parts).
+	// restore takes the committed one from the offset's metadata).
 	Position  int64
 	Watermark etime.Time
 }

@@ -609,29 +609,6 @@ func TestRepartition(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// caughtUp waits until the group committed every partition of the
-	// input and of the repartition topic to its end.
-	caughtUp := func(group string, topics ...string) {
-		for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("group %s did not catch up", group)
-			}
-			offs, err1 := adm.FetchOffsets(context.Background(), group)
-			ends, err2 := adm.ListEndOffsets(context.Background(), topics...)
-			if err1 != nil || err2 != nil {
-				continue
-			}
-			behind := false
-			ends.Each(func(l kadm.ListedOffset) {
-				if c, ok := offs.Lookup(l.Topic, l.Partition); !ok || c.At < l.Offset {
-					behind = true
-				}
-			})
-			if !behind {
-				return
-			}
-		}
-	}
 	run := func(name, topic string, names ...string) job.Summary {
 		p, err := spec.Parse(fmt.Appendf(nil, repartitionJob, name, broker, topic))
 		if err != nil {
@@ -660,9 +637,9 @@ func TestRepartition(t *testing.T) {
 			})
 		}
 		produce(topic, 0, n/2)
-		caughtUp(Name(p), topic, RepartitionTopic(p))
+		jobtest.CaughtUp(t, broker, Name(p), time.Minute, topic, RepartitionTopic(p))
 		produce(topic, n/2, n)
-		caughtUp(Name(p), topic, RepartitionTopic(p))
+		jobtest.CaughtUp(t, broker, Name(p), time.Minute, topic, RepartitionTopic(p))
 		cancel()
 		wg.Wait()
 		return sum

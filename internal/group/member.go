@@ -78,7 +78,7 @@ type Options struct {
 	// Serve, when set, is called once the member joined its group with
 	// the member's Status, for an admin server; it must not block, and
 	// an error stops the member. The status func may be called from any
-	// goroutine until Run returns.
+	// goroutine until Run returns (the caller stops serving then).
 	Serve func(status func(context.Context) *monitor.GroupStatus) error
 	// Crash, when set, is called at named points (crash tests kill the
 	// process there): group-produced (a transaction's records produced,
@@ -171,6 +171,13 @@ type Member struct {
 	purgeTo map[int32]int64
 	purged  time.Time
 	purger  *kadm.Client // closed by Run
+	// purging is set while a purge runs (on a goroutine of its own, which
+	// Run waits for in purgeWG).
+	purging atomic.Bool
+	purgeWG sync.WaitGroup
+	// startMu serializes starting tasks: assign (on kgo's goroutine) and
+	// the loop's restarts.
+	startMu sync.Mutex
 
 	mu    sync.Mutex
 	tasks map[int32]*task
@@ -290,6 +297,7 @@ func Run(ctx context.Context, o Options) error {
 	m.adm = kadm.NewClient(cl)
 	defer m.adm.Close()
 	defer func() {
+		m.purgeWG.Wait()
 		if m.purger != nil {
 			m.purger.Close()
 		}
@@ -347,7 +355,9 @@ func (m *Member) prepareTopics(ctx context.Context) error {
 	}
 	m.nparts = len(in.Partitions)
 	if m.rt != "" {
-		if err := m.createTopic(ctx, m.rt, m.nparts, map[string]*string{"cleanup.policy": ptr("delete")}, "the records routed by key to their window tasks"); err != nil {
+		// Kept until purged (retention.ms -1, as Kafka Streams sets it): a
+		// group that lags or stops must not lose routed records to time.
+		if err := m.createTopic(ctx, m.rt, m.nparts, map[string]*string{"cleanup.policy": ptr("delete"), "retention.ms": ptr("-1")}, "the records routed by key to their window tasks"); err != nil {
 			return err
 		}
 	}
@@ -385,6 +395,15 @@ func (m *Member) createTopic(ctx context.Context, topic string, n int, cfg map[s
 		m.o.Info(fmt.Sprintf("created Kafka topic %s (%d partitions, cleanup.policy=%s): %s", topic, n, *cfg["cleanup.policy"], what))
 	}
 	return nil
+}
+
+// committedOffsets are the group's committed offsets.
+func (m *Member) committedOffsets(ctx context.Context) (kadm.OffsetResponses, error) {
+	committed, err := m.adm.FetchOffsets(ctx, m.group)
+	if err == nil {
+		err = committed.Error()
+	}
+	return committed, err
 }
 
 // ntasks is the job's task count.
@@ -598,8 +617,8 @@ func (m *Member) dispatch(f kgo.Fetches) error {
 			err = fmt.Errorf("group: records of %s partition %d, which this member has no task for", fp.Topic, fp.Partition)
 			return
 		}
-		if t.isEnded() {
-			m.pause(id)
+		if t.isEnded() || (t.route != nil && t.last != nil && t.last.Done) {
+			m.pause(id) // it reads no more
 			return
 		}
 		if m.rt == "" && n < sampleRecords {
@@ -708,10 +727,7 @@ func (m *Member) assign(ctx context.Context, offsets map[string]map[int32]kgo.Of
 		m.fail(err)
 		return offsets, nil
 	}
-	committed, err := m.adm.FetchOffsets(ctx, m.group)
-	if err == nil {
-		err = committed.Error()
-	}
+	committed, err := m.committedOffsets(ctx)
 	if err != nil {
 		return fail(fmt.Errorf("group: committed offsets of %s: %w", m.group, err))
 	}
@@ -739,10 +755,16 @@ func (m *Member) assign(ctx context.Context, offsets map[string]map[int32]kgo.Of
 					return fail(taskError(p, err))
 				}
 				m.o.Crash("group-restore")
+				// The committed watermark (a snapshot read back does not
+				// carry it).
+				snap.Watermark = tm.Watermark
 				from, first = snap.Position, tm.At
 			}
 		}
-		if err := m.startTask(p, snap, from, at, first); err != nil {
+		m.startMu.Lock()
+		err := m.startTask(p, snap, from, at, first)
+		m.startMu.Unlock()
+		if err != nil {
 			return fail(taskError(p, err))
 		}
 		if out[topic] == nil {
@@ -776,7 +798,7 @@ func (m *Member) starts(ctx context.Context) (map[int32]int64, error) {
 	out := map[int32]int64{}
 	listed.Each(func(l kadm.ListedOffset) { out[l.Partition] = l.Offset })
 	// A window task without a commit reads its repartition partition
-	// from offset 0: weir does not purge it yet.
+	// from offset 0: the member purges only below a window task's commit.
 	for p := range int32(m.nparts) {
 		if m.rt != "" {
 			out[m.taskID(m.rt, p)] = 0
@@ -877,6 +899,9 @@ func (m *Member) revoke(_ context.Context, _ *kgo.Client, revoked map[string][]i
 		delete(m.ev.assigned, t.p)
 	}
 	m.mu.Unlock()
+	if len(ts) == 0 {
+		return // the member left (leave stopped its tasks)
+	}
 	m.rebalanced(0, len(ts))
 	m.o.Crash("group-revoke")
 	for _, t := range ts {
@@ -920,19 +945,10 @@ func (m *Member) startTask(p int32, snap *snapshot, from, at, first int64) error
 			return err
 		}
 		t.route = r
-		ctx, cancel := context.WithCancel(context.WithoutCancel(m.ctx))
-		t.cancel = cancel
-		m.mu.Lock()
-		m.tasks[p] = t
-		m.mu.Unlock()
-		go func() {
+		m.launch(t, func(ctx context.Context) (job.Summary, error) {
 			r.run(ctx)
-			t.mu.Lock()
-			t.ended = true
-			t.mu.Unlock()
-			close(t.done)
-			m.wake()
-		}()
+			return job.Summary{}, nil
+		})
 		return nil
 	}
 	ro := m.o.Run
@@ -949,20 +965,26 @@ func (m *Member) startTask(p int32, snap *snapshot, from, at, first int64) error
 		return err
 	}
 	t.job = j
+	m.launch(t, j.Run)
+	return nil
+}
+
+// launch registers task t and runs run on a goroutine of its own until
+// t.stop cancels it; its end is recorded in t and wakes the member.
+func (m *Member) launch(t *task, run func(context.Context) (job.Summary, error)) {
 	ctx, cancel := context.WithCancel(context.WithoutCancel(m.ctx))
 	t.cancel = cancel
 	m.mu.Lock()
-	m.tasks[p] = t
+	m.tasks[t.p] = t
 	m.mu.Unlock()
 	go func() {
-		sum, err := j.Run(ctx)
+		sum, err := run(ctx)
 		t.mu.Lock()
 		t.sum, t.runErr, t.ended = sum, err, true
 		t.mu.Unlock()
 		close(t.done)
 		m.wake()
 	}()
-	return nil
 }
 
 // stop cancels the task's run and waits for it.
@@ -1111,7 +1133,7 @@ func (m *Member) commit(ctx context.Context) error {
 		m.sess.Produce(ctx, &kgo.Record{Topic: m.changelog, Partition: 0, Key: []byte(presencePrefix + m.o.Instance), Value: v}, produced)
 		m.present = time.Now()
 	}
-	restart := map[int32]bool{}
+	restart := map[int32]*task{}
 	changelogBytes := 0
 	for _, t := range ts {
 		if t.last != nil && t.last.Done {
@@ -1130,18 +1152,14 @@ func (m *Member) commit(ctx context.Context) error {
 				if rr.err != nil {
 					m.o.Logger.Warn("a route task failed; it restarts from its last commit", "task", t.p, "err", rr.err)
 				}
-				restart[t.p] = true
+				restart[t.p] = t
 				continue
 			}
 			pos, err := partPosition(rr.pos, t.part)
 			if err != nil {
 				return taskError(t.p, err)
 			}
-			id := int64(1)
-			if t.last != nil {
-				id = t.last.ID + 1
-			}
-			snap = &snapshot{ID: id, Meta: m.meta, Parts: map[string][]byte{routePart: rr.pos}, Position: pos.Next, Watermark: pos.Watermark, Done: rr.done}
+			snap = &snapshot{ID: t.nextID(), Meta: m.meta, Parts: map[string][]byte{routePart: rr.pos}, Position: pos.Next, Watermark: pos.Watermark, Done: rr.done}
 			// The routed records with their markers; at the end of the
 			// input, a last marker in every repartition partition says so.
 			out = rr.recs
@@ -1158,13 +1176,9 @@ func (m *Member) commit(ctx context.Context) error {
 			}
 			snap = &snapshot{ID: pd.id, Meta: m.meta, Parts: pd.parts, Position: pos.Next, Watermark: pos.Watermark}
 		case t.isEnded() && t.runErr == nil && t.job != nil:
-			id := int64(1)
-			if t.last != nil {
-				id = t.last.ID + 1
-			}
-			snap = &snapshot{ID: id, Meta: m.meta, Parts: map[string][]byte{summaryPart: encodeSummary(t.sum)}, Done: true, Position: t.inbox.position(), Watermark: etime.MaxTime}
+			snap = &snapshot{ID: t.nextID(), Meta: m.meta, Parts: map[string][]byte{summaryPart: encodeSummary(t.sum)}, Done: true, Position: t.inbox.position(), Watermark: etime.MaxTime}
 		default: // the run failed: restart it from its last commit
-			restart[t.p] = true
+			restart[t.p] = t
 			for _, pd := range ready {
 				pd.result <- errAborted
 			}
@@ -1271,7 +1285,7 @@ func (m *Member) commit(ctx context.Context) error {
 					m.purgeTo[r.t.part] = r.snap.Position
 				}
 			}
-			m.purge()
+			defer m.purge() // after the checkpoints heard of the commit
 		}
 		for _, r := range results {
 			r.t.last, r.t.lastAt, r.t.lastFirst = r.snap, r.hdr.Offset, r.first.Offset
@@ -1295,7 +1309,7 @@ func (m *Member) commit(ctx context.Context) error {
 			for _, pd := range r.ready {
 				pd.result <- errAborted
 			}
-			restart[r.t.p] = true
+			restart[r.t.p] = r.t
 		}
 	}
 	return m.restartTasks(restart)
@@ -1309,8 +1323,11 @@ var purgeEvery = 5 * time.Second
 // repartition partitions before the offsets the member's window tasks
 // committed (purgeTo: their checkpoints cover them, a restore starts
 // there), as Kafka Streams purges its repartition topics.
+//
+// It runs on the loop; the deletion runs on a goroutine of its own (one
+// at a time), so that the loop never waits for it.
 func (m *Member) purge() {
-	if len(m.purgeTo) == 0 || time.Since(m.purged) < purgeEvery {
+	if len(m.purgeTo) == 0 || time.Since(m.purged) < purgeEvery || m.purging.Load() {
 		return
 	}
 	m.purged = time.Now()
@@ -1319,8 +1336,6 @@ func (m *Member) purge() {
 		os.AddOffset(m.rt, p, o, -1)
 	}
 	clear(m.purgeTo)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
 	if m.purger == nil {
 		// A client of its own: the member's admin client looked the
 		// topic up before creating it, and its sharded requests keep
@@ -1332,28 +1347,37 @@ func (m *Member) purge() {
 		}
 		m.purger = kadm.NewClient(cl)
 	}
-	resp, err := m.purger.DeleteRecords(ctx, os)
-	if err == nil {
-		err = resp.Error()
-	}
-	if err != nil {
-		m.o.Logger.Warn("purging the repartition topic failed; it is tried again", "topic", m.rt, "err", err)
-	}
+	m.purging.Store(true)
+	m.purgeWG.Go(func() {
+		defer m.purging.Store(false)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		resp, err := m.purger.DeleteRecords(ctx, os)
+		if err == nil {
+			err = resp.Error()
+		}
+		if err != nil {
+			m.o.Logger.Warn("purging the repartition topic failed; it is tried again", "topic", m.rt, "err", err)
+		}
+	})
 }
 
-// restartTasks restarts the tasks of ps from their last commits and
-// seeks the consumer to their positions.
-func (m *Member) restartTasks(ps map[int32]bool) error {
+// restartTasks restarts the tasks of ps (by number) from their last
+// commits and seeks the consumer to their positions. It and assign's
+// starts hold startMu: kgo runs assign beside the member's loop.
+func (m *Member) restartTasks(ps map[int32]*task) error {
 	if len(ps) == 0 {
 		return nil
 	}
 	seek := map[string]map[int32]kgo.EpochOffset{}
+	m.startMu.Lock()
+	defer m.startMu.Unlock()
 	for _, p := range slices.Sorted(maps.Keys(ps)) {
 		m.mu.Lock()
 		t := m.tasks[p]
 		m.mu.Unlock()
-		if t == nil {
-			continue
+		if t == nil || t != ps[p] {
+			continue // revoked, or replaced by an assignment meanwhile
 		}
 		t.stop()
 		if t.runErr != nil && !errors.Is(t.runErr, context.Canceled) && !errors.Is(t.runErr, errAborted) {
@@ -1374,6 +1398,15 @@ func (m *Member) restartTasks(ps map[int32]bool) error {
 	}
 	m.sess.Client().SetOffsets(seek)
 	return nil
+}
+
+// nextID is the id of a snapshot the member makes of the task itself (a
+// route task's, a job's end): the one after its last.
+func (t *task) nextID() int64 {
+	if t.last != nil {
+		return t.last.ID + 1
+	}
+	return 1
 }
 
 func (t *task) isEnded() bool {
@@ -1399,10 +1432,7 @@ func (b *inbox) position() int64 {
 // groupDone reports whether every partition's committed offset carries a
 // done task's metadata.
 func (m *Member) groupDone(ctx context.Context) (bool, error) {
-	committed, err := m.adm.FetchOffsets(ctx, m.group)
-	if err == nil {
-		err = committed.Error()
-	}
+	committed, err := m.committedOffsets(ctx)
 	if err != nil {
 		return false, fmt.Errorf("group: committed offsets of %s: %w", m.group, err)
 	}
@@ -1439,10 +1469,7 @@ func (m *Member) doneTasks(committed kadm.OffsetResponses) (ends map[int32]int64
 func (m *Member) checkFinished(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	committed, err := m.adm.FetchOffsets(ctx, m.group)
-	if err == nil {
-		err = committed.Error()
-	}
+	committed, err := m.committedOffsets(ctx)
 	if errors.Is(err, kerr.GroupIDNotFound) {
 		return nil // a new group
 	}
@@ -1511,10 +1538,7 @@ func addSummary(sum *job.Summary, b []byte) error {
 // done: groupDone said so).
 func (m *Member) groupSummary(ctx context.Context) (job.Summary, error) {
 	var sum job.Summary
-	committed, err := m.adm.FetchOffsets(ctx, m.group)
-	if err == nil {
-		err = committed.Error()
-	}
+	committed, err := m.committedOffsets(ctx)
 	if err != nil {
 		return sum, fmt.Errorf("group: committed offsets of %s: %w", m.group, err)
 	}

@@ -1,20 +1,22 @@
 package group
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/clock"
 	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/connector/kafkaio"
 	"github.com/weirstream/weir/etime"
 	"github.com/weirstream/weir/internal/record"
+	"github.com/weirstream/weir/job"
 	"github.com/weirstream/weir/spec"
 )
 
@@ -24,16 +26,16 @@ import (
 // it, stamps each record (its event time and key, by the job's decoder)
 // and writes it to the repartition topic's partition of its key (Kafka's
 // default partitioner); a window task per repartition partition runs the
-// job on what reaches it. At each commit, in the same transaction as the
-// routed records and its input offset, a route task writes a watermark
-// marker into every repartition partition: its partition's watermark at
-// the checkpoint the transaction commits (the kafka reader's, with W10
-// and backlog-aware idleness), whether it is idle and whether it read its
-// input to the end. A window task's watermark is the minimum over the
+// job on what reaches it. Whenever its partition's watermark (the kafka
+// reader's, with W10 and backlog-aware idleness) or idleness changes, and
+// when it read its input to the end, a route task writes a marker into
+// every repartition partition after the records routed before; they go
+// in the member's transaction with the route task's position and input
+// offset. A window task's watermark is the minimum over the
 // route tasks' markers, idle ones left out (all idle: the largest, as H6
 // flushes), once every route task was heard from; it never decreases. A
 // window task's input is thus the repartition partition's records in
-// their committed order, and its watermark advances at commits: the
+// their committed order, the route tasks' blocks per commit: the
 // classification of records near the lateness boundary depends on where
 // commits fall (unlike partitioned_by_key, where a task's watermark
 // follows its own input only).
@@ -52,6 +54,8 @@ func repartitioned(p *spec.Plan) bool {
 const (
 	markerHeader = "weir-wm"
 	srcHeader    = "weir-src"
+	// deadHeader marks a routed dead letter: "reason detail".
+	deadHeader = "weir-dead"
 )
 
 // marker is a route task's watermark, as a window task hears it.
@@ -115,14 +119,14 @@ type routed struct {
 }
 
 // newRouter opens the route task of t (its inbox, from its last snapshot
-// or offset from).
+// or offset from): the plan's source as the task plan opens it (the
+// kafka reader on the inbox), stamped by the job's decoder.
 func (m *Member) newRouter(t *task, snap *snapshot, from int64) (*router, error) {
 	p := m.o.Plan
 	path, err := p.Graph.Path()
 	if err != nil {
 		return nil, err
 	}
-	wm := path.Reads[0].Watermark
 	clk := m.o.Run.Clock
 	if clk == nil {
 		clk = clock.Real{}
@@ -132,24 +136,19 @@ func (m *Member) newRouter(t *task, snap *snapshot, from int64) (*router, error)
 		r.wm = snap.Watermark
 	}
 	dec := record.NewDecoder(p, clk)
-	so := connector.SourceOpen{Settings: spec.SourceSettings(p), Channels: 1, Start: p.Start, Clock: clk, Logger: m.o.Logger,
-		Splits: &connector.SplitOptions{EventTime: wm.Time == spec.EventTime, Bound: wm.Bound,
-			Interval: wm.Interval.Std(), IdleTimeout: zeroIsOff(wm.IdleTimeout.Std()), BacklogEvery: zeroIsOff(wm.BacklogEvery), MaxDrift: p.MaxDrift,
-			Stamp: func(l connector.Line) (etime.Time, error) {
-				rec, err := dec.DecodeSlot(l, 0)
-				if err != nil {
-					return 0, err
-				}
-				if p.TSFromSource() {
-					rec.TS = l.Time
-				}
-				r.key = rec.Key
-				return rec.TS, nil
-			}}}
-	if p.Checks && p.Time == spec.EventTime {
-		so.MaxFuture = p.MaxFuture
+	stamp := func(l connector.Line) (etime.Time, error) {
+		rec, err := dec.DecodeSlot(l, 0)
+		if err != nil {
+			return 0, err
+		}
+		if p.TSFromSource() {
+			rec.TS = l.Time
+		}
+		r.key = rec.Key
+		return rec.TS, nil
 	}
-	src, err := kafkaio.OpenTaskSource(context.Background(), so, t.inbox, t.p, from)
+	src, _, err := job.OpenSource(context.Background(), m.taskPlan(t), m.o.Run,
+		job.SourceHooks{Clock: clk, Splits: job.SplitOptions(p, path.Reads[0].Watermark, stamp)})
 	if err != nil {
 		return nil, err
 	}
@@ -162,14 +161,6 @@ func (m *Member) newRouter(t *task, snap *snapshot, from int64) (*router, error)
 		}
 	}
 	return r, nil
-}
-
-// zeroIsOff turns a zero setting into "off" (negative), as job does.
-func zeroIsOff[T int | time.Duration](v T) T {
-	if v == 0 {
-		return -1
-	}
-	return v
 }
 
 // run reads and routes until ctx is done, answering the member's
@@ -236,17 +227,18 @@ func (r *router) Emit(_ etime.Time, l connector.Line) {
 		Headers: []kgo.RecordHeader{{Key: srcHeader, Value: fmt.Appendf(nil, "%d %d", r.t.p, l.No-1)}}})
 }
 
-// DeadLetter routes a record the reader could not stamp to repartition
-// partition 0, whose window task's decode makes it the same dead letter
-// (decoding is deterministic; a timestamp_future decision is made again
-// there, at its clock).
-func (r *router) DeadLetter(_, _ string, rec any) {
+// DeadLetter routes a record the reader could not stamp, with its reason
+// and detail (header deadHeader), to repartition partition 0, whose
+// window task makes it the job's dead letter as it is: a decision that
+// depends on the clock (timestamp_future) is the route task's.
+func (r *router) DeadLetter(reason, detail string, rec any) {
 	kr, ok := rec.(*kafkaio.Record)
 	if !ok {
+		r.err = cmp.Or(r.err, fmt.Errorf("group: a dead letter of the kafka reader is a %T, not a *kafkaio.Record", rec))
 		return
 	}
 	r.out = append(r.out, &kgo.Record{Topic: r.rt, Partition: 0, Key: kr.Key, Value: kr.Value, Timestamp: kr.Timestamp.Wall(),
-		Headers: []kgo.RecordHeader{{Key: srcHeader, Value: fmt.Appendf(nil, "%d %d", kr.Partition, kr.Offset)}}})
+		Headers: []kgo.RecordHeader{{Key: srcHeader, Value: fmt.Appendf(nil, "%d %d", kr.Partition, kr.Offset)}, {Key: deadHeader, Value: fmt.Appendf(nil, "%s %s", reason, detail)}}})
 }
 
 // EmitWatermark, MarkIdle and MarkActive send the partition's watermark
@@ -340,27 +332,35 @@ func (r *rtReader) Read(ctx context.Context, out connector.Output[connector.Line
 		}
 		if isMarker {
 			r.hear(mk)
+			r.advance(out) // the records after the marker see its watermark
 			return
 		}
 		srcPart, srcOff := int32(0), kr.Offset
+		var dead []byte
 		for _, h := range kr.Headers {
-			if h.Key == srcHeader {
+			switch h.Key {
+			case srcHeader:
 				var p, o int64
 				if _, e := fmt.Sscanf(string(h.Value), "%d %d", &p, &o); e == nil {
 					srcPart, srcOff = int32(p), o
 				}
+			case deadHeader:
+				dead = h.Value
 			}
+		}
+		rec := &kafkaio.Record{Topic: r.topic, Partition: srcPart, Offset: srcOff, Key: kr.Key, Value: kr.Value, Timestamp: etime.FromTime(kr.Timestamp)}
+		if dead != nil {
+			reason, detail, _ := strings.Cut(string(dead), " ")
+			if d, ok := out.(connector.DeadLetterOutput); ok {
+				d.DeadLetter(reason, detail, rec)
+			}
+			return
 		}
 		l := connector.Line{Kind: connector.Data, Text: kr.Value, No: srcOff + 1, Split: srcPart, Time: etime.FromTime(kr.Timestamp), Unchecked: true}
 		ts, serr := r.stamp(l)
 		if serr != nil {
-			reason, detail := "decode_failed", serr.Error()
-			var bad *weir.BadInput
-			if errors.As(serr, &bad) {
-				reason, detail = bad.Reason, bad.Detail
-			}
 			if d, ok := out.(connector.DeadLetterOutput); ok {
-				rec := &kafkaio.Record{Topic: r.topic, Partition: srcPart, Offset: srcOff, Key: kr.Key, Value: kr.Value, Timestamp: etime.FromTime(kr.Timestamp)}
+				reason, detail := kafkaio.DeadLetterReason(serr)
 				d.DeadLetter(reason, fmt.Sprintf("%s (topic %s partition %d offset %d)", detail, r.topic, srcPart, srcOff), rec)
 			}
 			return

@@ -19,9 +19,10 @@ import (
 // errAborted fails a task's checkpoint whose transaction aborted.
 var errAborted = errors.New("group: the member's transaction aborted (a rebalance or a failure); the task restarts from its last committed checkpoint")
 
-// task is one partition of the job's input, run by this member: a job at
-// parallelism 1 reading that partition through its inbox, its outputs and
-// checkpoints handed to the member's transactions.
+// task is one partition, of the job's input or of its repartition topic,
+// run by this member: a job at parallelism 1 reading that partition
+// through its inbox, its outputs and checkpoints handed to the member's
+// transactions (or, for a route task, its router).
 type task struct {
 	// p is the task's number (its changelog partition); part its
 	// partition of topic (the input, or the repartition topic).

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/weirstream/weir/clock"
 	"github.com/weirstream/weir/connector/kafkaio"
@@ -311,3 +312,34 @@ aggregate:
   - {name: smallest, fn: min, field: amount}
   - {name: biggest, fn: max, field: amount}
 `
+
+// CaughtUp waits (up to d) until group committed every partition of
+// topics to its end offset, and fails the test otherwise.
+func CaughtUp(t testing.TB, broker, group string, d time.Duration, topics ...string) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(broker))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	for deadline := time.Now().Add(d); ; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("group %s did not commit %v to their ends within %v", group, topics, d)
+		}
+		offs, err1 := adm.FetchOffsets(context.Background(), group)
+		ends, err2 := adm.ListEndOffsets(context.Background(), topics...)
+		if err1 != nil || err2 != nil || len(ends) < len(topics) {
+			continue
+		}
+		behind := false
+		ends.Each(func(l kadm.ListedOffset) {
+			if c, ok := offs.Lookup(l.Topic, l.Partition); !ok || c.At < l.Offset {
+				behind = true
+			}
+		})
+		if !behind {
+			return
+		}
+	}
+}

@@ -17,9 +17,9 @@ type GroupStatus struct {
 	// StatePartitions+r.
 	Repartition string `json:"repartition,omitempty"`
 	// InputPartitions is the input topic's partition count now;
-	// StatePartitions the group's (its changelog's). They differ when
-	// partitions were added to the input since the group started: keys
-	// then map to other partitions.
+	// StatePartitions the group's (the input's when the member started,
+	// which the changelog's count checks). They differ when partitions
+	// were added to the input since: keys then map to other partitions.
 	InputPartitions int `json:"input_partitions"`
 	StatePartitions int `json:"state_partitions"`
 	// Instance is the member that answered; At when.

@@ -21,6 +21,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"go.uber.org/goleak"
 
+	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/connector/kafkaio"
 	"github.com/weirstream/weir/etime"
 	"github.com/weirstream/weir/internal/doctor"
@@ -688,5 +689,66 @@ func TestRepartition(t *testing.T) {
 		if !slices.Equal(a, b) {
 			t.Errorf("%s: one member wrote %d records, three wrote %d; first differences:\n%s", kind, len(a), len(b), diff(a, b))
 		}
+	}
+}
+
+// rtOut records what an rtReader emits.
+type rtOut struct {
+	wms  []etime.Time
+	idle []bool
+	n    int
+}
+
+func (o *rtOut) Emit(etime.Time, connector.Line) { o.n++ }
+func (o *rtOut) EmitWatermark(wm etime.Time)     { o.wms = append(o.wms, wm) }
+func (o *rtOut) MarkIdle()                       { o.idle = append(o.idle, true) }
+func (o *rtOut) MarkActive()                     { o.idle = append(o.idle, false) }
+
+// TestRTWatermark: a window task's watermark waits for every route task,
+// is the minimum over the active ones, the largest when all are idle,
+// never goes back, and survives a restore; every route task done ends
+// the bounded read.
+func TestRTWatermark(t *testing.T) {
+	r := &rtReader{nup: 2, bound: true, pos: rtPosition{WM: etime.MinTime}, inbox: newInbox("rt", 0, 0)}
+	var o rtOut
+	step := func(mk marker) {
+		r.hear(mk)
+		r.advance(&o)
+	}
+	step(marker{From: 0, WM: 100})
+	if len(o.wms) != 0 {
+		t.Fatalf("a watermark before every route task was heard: %v", o.wms)
+	}
+	step(marker{From: 1, WM: 50})
+	step(marker{From: 0, WM: 200})
+	step(marker{From: 1, WM: 150})
+	if !slices.Equal(o.wms, []etime.Time{50, 150}) {
+		t.Fatalf("watermarks %v, want the minimum over both: [50 150]", o.wms)
+	}
+	step(marker{From: 1, WM: 150, Idle: true}) // the active one alone
+	step(marker{From: 0, WM: 300, Idle: true}) // all idle: the largest
+	if !slices.Equal(o.wms, []etime.Time{50, 150, 200, 300}) || !slices.Equal(o.idle, []bool{true}) {
+		t.Fatalf("watermarks %v idle %v, want [50 150 200 300] then idle", o.wms, o.idle)
+	}
+	step(marker{From: 1, WM: 160}) // active again, behind: no step back
+	if last := o.wms[len(o.wms)-1]; last != 300 || !slices.Equal(o.idle, []bool{true, false}) {
+		t.Fatalf("watermarks %v idle %v after a route task came back behind", o.wms, o.idle)
+	}
+	// A restore keeps what was heard.
+	b, err := r.SnapshotPosition()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2 := &rtReader{nup: 2, bound: true, inbox: newInbox("rt", 0, 0)}
+	if err := r2.RestorePosition(b); err != nil || r2.pos.WM != 300 || len(r2.pos.Up) != 2 {
+		t.Fatalf("restored %+v, %v", r2.pos, err)
+	}
+	if r2.allDone() {
+		t.Fatal("done before any route task was")
+	}
+	r2.hear(marker{From: 0, WM: 400, Done: true})
+	r2.hear(marker{From: 1, WM: 400, Done: true})
+	if st, err := r2.Read(context.Background(), &o); err != nil || st != connector.Done {
+		t.Fatalf("every route task done: %v %v, want Done", st, err)
 	}
 }

@@ -1135,6 +1135,7 @@ func (m *Member) commit(ctx context.Context) error {
 	}
 	restart := map[int32]*task{}
 	changelogBytes := 0
+	var routed [][]*kgo.Record // each route task's, produced interleaved below
 	for _, t := range ts {
 		if t.last != nil && t.last.Done {
 			continue
@@ -1184,8 +1185,12 @@ func (m *Member) commit(ctx context.Context) error {
 			}
 			continue
 		}
-		for _, r := range out {
-			m.sess.Produce(ctx, r, produced)
+		if t.route != nil {
+			routed = append(routed, out)
+		} else {
+			for _, r := range out {
+				m.sess.Produce(ctx, r, produced)
+			}
 		}
 		recs := changelogRecords(m.changelog, t.p, snap)
 		for _, r := range recs {
@@ -1193,6 +1198,23 @@ func (m *Member) commit(ctx context.Context) error {
 			changelogBytes += len(r.Key) + len(r.Value)
 		}
 		results = append(results, result{t, snap, ready, recs[len(recs)-1], recs[0]})
+	}
+	// The route tasks' records (with their markers) go out interleaved,
+	// routeChunk of each in turn, as one process's reader interleaves its
+	// partitions' fetches: a window task hears every route task's markers
+	// soon, rather than one route task's whole commit before the next's.
+	for len(routed) > 0 {
+		rest := routed[:0]
+		for _, out := range routed {
+			n := min(len(out), routeChunk)
+			for _, r := range out[:n] {
+				m.sess.Produce(ctx, r, produced)
+			}
+			if n < len(out) {
+				rest = append(rest, out[n:])
+			}
+		}
+		routed = rest
 	}
 	// Each task's offset and metadata; the offset of a snapshot's first
 	// changelog record is known once it was produced (End flushes first).
@@ -1314,6 +1336,10 @@ func (m *Member) commit(ctx context.Context) error {
 	}
 	return m.restartTasks(restart)
 }
+
+// routeChunk is how many records of one route task a transaction holds
+// before the next route task's.
+const routeChunk = 256
 
 // purgeEvery is how often a member deletes the repartition records its
 // window tasks committed past (a variable for the tests).

@@ -35,7 +35,8 @@ import (
 // route tasks' markers, idle ones left out (all idle: the largest, as H6
 // flushes), once every route task was heard from; it never decreases. A
 // window task's input is thus the repartition partition's records in
-// their committed order, the route tasks' blocks per commit: the
+// their committed order, in blocks per member and commit (a member
+// interleaves its route tasks' records, routeChunk at a time): the
 // classification of records near the lateness boundary depends on where
 // commits fall (unlike partitioned_by_key, where a task's watermark
 // follows its own input only).

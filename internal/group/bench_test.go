@@ -13,12 +13,13 @@ import (
 // BenchmarkGroup runs the group job over one input in one process: by
 // single-process runs (the job without --instance: at parallelism 1 with
 // checkpoints every 200 ms like the members' commits, and at parallelism
-// 2 with the default 5 s), by one member and by two. Each reports records/s; compare them within one run
+// 2 with the default 5 s), by one member and by two, with the input
+// partitioned by key and repartitioned. Each reports records/s; compare them within one run
 // (go test -bench Group -benchtime 1x ./internal/group).
 func BenchmarkGroup(b *testing.B) {
 	const n = 400_000
 	var names []string
-	for i := range 4 * b.N {
+	for i := range 6 * b.N {
 		names = append(names, fmt.Sprintf("b%d", i))
 	}
 	broker := cluster(b, n, names...)
@@ -46,10 +47,21 @@ func BenchmarkGroup(b *testing.B) {
 			}
 		})
 	}
-	for _, members := range []int{1, 2} {
-		b.Run(fmt.Sprintf("members=%d", members), func(b *testing.B) {
+	for _, c := range []struct {
+		members     int
+		repartition bool
+	}{{1, false}, {2, false}, {1, true}, {2, true}} {
+		name := fmt.Sprintf("members=%d", c.members)
+		if c.repartition {
+			name += "-repartition"
+		}
+		members := c.members
+		b.Run(name, func(b *testing.B) {
 			for range b.N {
 				p := plan(b, next(), broker)
+				// Repartitioned: route tasks and window tasks, through
+				// the repartition topic.
+				p.Source.Kafka.PartitionedByKey = !c.repartition
 				dir := b.TempDir()
 				var ms []string
 				for i := range members {

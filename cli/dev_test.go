@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -117,37 +116,23 @@ func TestDemoKafka(t *testing.T) {
 // given --topic arguments and returns its address; it stops with the test.
 func startDevKafka(t *testing.T, topics ...string) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	port, addr := freePort(t)
 	args := []string{"dev", "kafka", "--port", strconv.Itoa(port)}
 	for _, tp := range topics {
 		args = append(args, "--topic", tp)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	var devOut bytes.Buffer
+	devOut := &syncWriter{w: &bytes.Buffer{}}
 	done := make(chan int)
-	go func() { done <- Main(ctx, args, IO{Stdout: &devOut, Stderr: &devOut}) }()
+	go func() { done <- Main(ctx, args, IO{Stdout: devOut, Stderr: devOut}) }()
 	t.Cleanup(func() {
 		cancel()
 		if code := <-done; code != ExitOK {
 			t.Errorf("weir dev kafka exited %d: %s", code, devOut.String())
 		}
 	})
-	for deadline := time.Now().Add(10 * time.Second); ; {
-		if c, err := net.Dial("tcp", addr); err == nil {
-			c.Close()
-			return addr
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("weir dev kafka did not listen on %s: %s", addr, devOut.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	awaitListen(t, addr, devOut.String)
+	return addr
 }
 
 // TestIdlePartitionsFlush (H6): kcat writes a backlog into two of six

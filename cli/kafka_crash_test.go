@@ -252,26 +252,39 @@ func readTopic(t *testing.T, addr, topic string) []string {
 // listens.
 func startKafkaProcess(t testing.TB, args ...string) string {
 	t.Helper()
+	port, addr := freePort(t)
+	kafka := exec.Command(weirBinary(t), append([]string{"dev", "kafka", "--port", strconv.Itoa(port)}, args...)...)
+	if err := kafka.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { kafka.Process.Kill(); kafka.Wait() })
+	awaitListen(t, addr, func() string { return "" })
+	return addr
+}
+
+// freePort is a free port on 127.0.0.1 and its address.
+func freePort(t testing.TB) (int, string) {
+	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	port := l.Addr().(*net.TCPAddr).Port
 	l.Close()
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	kafka := exec.Command(weirBinary(t), append([]string{"dev", "kafka", "--port", strconv.Itoa(port)}, args...)...)
-	if err := kafka.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { kafka.Process.Kill(); kafka.Wait() })
-	for deadline := time.Now().Add(10 * time.Second); ; {
+	return port, fmt.Sprintf("127.0.0.1:%d", port)
+}
+
+// awaitListen waits up to 10 s for weir dev kafka to listen on addr, and
+// fails the test with output()'s text otherwise.
+func awaitListen(t testing.TB, addr string, output func() string) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		if c, err := net.Dial("tcp", addr); err == nil {
 			c.Close()
-			return addr
+			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("weir dev kafka did not listen")
+			t.Fatalf("weir dev kafka did not listen on %s: %s", addr, output())
 		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }

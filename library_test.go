@@ -24,6 +24,7 @@ import (
 	"github.com/weirstream/weir/connector/kafkaio"
 	"github.com/weirstream/weir/connector/pgio"
 	"github.com/weirstream/weir/etime"
+	"github.com/weirstream/weir/internal/jobtest"
 	"github.com/weirstream/weir/internal/testenv"
 	"github.com/weirstream/weir/ledger"
 	"github.com/weirstream/weir/watermark"
@@ -215,7 +216,7 @@ func TestLibraryKillResume(t *testing.T) {
 	gotIDs, wantIDs := ledgerIDs(dir), ledgerIDs(refDir)
 	slices.Sort(gotIDs)
 	if len(wantIDs) < 20 || !slices.Equal(gotIDs, slices.Sorted(slices.Values(wantIDs))) {
-		t.Fatalf("ledger: %d entries, want the uninterrupted run's %d, once each", len(gotIDs), len(wantIDs))
+		t.Fatalf("ledger: %d entries, want the uninterrupted run's %d, once each; first differences:\n%s", len(gotIDs), len(wantIDs), jobtest.Diff(gotIDs, wantIDs))
 	}
 
 	// The ledger folded into the table from Go: as far as the newest

@@ -397,13 +397,26 @@ func (m *Member) createTopic(ctx context.Context, topic string, n int, cfg map[s
 	return nil
 }
 
-// committedOffsets are the group's committed offsets.
+// committedOffsets are the group's committed offsets, stable: while a
+// member's transaction that commits offsets is pending (KIP-447), the
+// fetch is repeated, as kgo repeats its own at an assignment. An
+// assignment's restore therefore never reads a commit older than one a
+// member is finishing.
 func (m *Member) committedOffsets(ctx context.Context) (kadm.OffsetResponses, error) {
-	committed, err := m.adm.FetchOffsets(ctx, m.group)
-	if err == nil {
-		err = committed.Error()
+	for {
+		committed, err := m.adm.FetchOffsets(kadm.RequireStable(ctx), m.group)
+		if err == nil {
+			err = committed.Error()
+		}
+		if !errors.Is(err, kerr.UnstableOffsetCommit) {
+			return committed, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
 	}
-	return committed, err
 }
 
 // ntasks is the job's task count.
@@ -748,7 +761,9 @@ func (m *Member) assign(ctx context.Context, offsets map[string]map[int32]kgo.Of
 		first := int64(-1)
 		topic, part := m.where(p)
 		from := starts[p]
-		if c, ok := committed.Lookup(topic, part); ok && c.At >= 0 {
+		c, ok := committed.Lookup(topic, part)
+		m.o.Logger.Debug("assigned", "task", p, "committed", ok, "at", c.At, "meta", c.Metadata, "start", from)
+		if ok && c.At >= 0 {
 			from = c.At
 			if tm, ok := parseMeta(c.Metadata); ok {
 				if snap, at, err = m.restore(ctx, p, tm); err != nil {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -225,7 +226,13 @@ func (r *router) Emit(_ etime.Time, l connector.Line) {
 	key := []byte(r.key)
 	part := int32(r.keys.Partition(&kgo.Record{Key: key}, r.nout))
 	r.out = append(r.out, &kgo.Record{Topic: r.rt, Partition: part, Key: key, Value: l.Text, Timestamp: time.UnixMilli(int64(l.Time)),
-		Headers: []kgo.RecordHeader{{Key: srcHeader, Value: fmt.Appendf(nil, "%d %d", r.t.p, l.No-1)}}})
+		Headers: []kgo.RecordHeader{{Key: srcHeader, Value: srcValue(r.t.part, l.No-1)}}})
+}
+
+// srcValue is a routed record's srcHeader: its input partition and offset.
+func srcValue(p int32, off int64) []byte {
+	b := strconv.AppendInt(nil, int64(p), 10)
+	return strconv.AppendInt(append(b, ' '), off, 10)
 }
 
 // DeadLetter routes a record the reader could not stamp, with its reason
@@ -239,7 +246,7 @@ func (r *router) DeadLetter(reason, detail string, rec any) {
 		return
 	}
 	r.out = append(r.out, &kgo.Record{Topic: r.rt, Partition: 0, Key: kr.Key, Value: kr.Value, Timestamp: kr.Timestamp.Wall(),
-		Headers: []kgo.RecordHeader{{Key: srcHeader, Value: fmt.Appendf(nil, "%d %d", kr.Partition, kr.Offset)}, {Key: deadHeader, Value: fmt.Appendf(nil, "%s %s", reason, detail)}}})
+		Headers: []kgo.RecordHeader{{Key: srcHeader, Value: srcValue(kr.Partition, kr.Offset)}, {Key: deadHeader, Value: fmt.Appendf(nil, "%s %s", reason, detail)}}})
 }
 
 // EmitWatermark, MarkIdle and MarkActive send the partition's watermark
@@ -372,7 +379,6 @@ func (r *rtReader) Read(ctx context.Context, out connector.Output[connector.Line
 	if err != nil {
 		return connector.Waiting, err
 	}
-	r.advance(out)
 	if r.bound && r.allDone() && r.inbox.empty() {
 		return connector.Done, nil
 	}

@@ -343,3 +343,22 @@ func CaughtUp(t testing.TB, broker, group string, d time.Duration, topics ...str
 		}
 	}
 }
+
+// Diff lists up to five lines of a missing from b ("- ") and up to five
+// of b missing from a ("+ "), for a test's failure message.
+func Diff(a, b []string) string {
+	var out strings.Builder
+	for _, side := range []struct {
+		sign     string
+		from, in []string
+	}{{"- ", a, b}, {"+ ", b, a}} {
+		n := 0
+		for _, x := range side.from {
+			if n < 5 && !slices.Contains(side.in, x) {
+				out.WriteString(side.sign + x + "\n")
+				n++
+			}
+		}
+	}
+	return out.String()
+}

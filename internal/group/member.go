@@ -175,6 +175,9 @@ type Member struct {
 	// Run waits for in purgeWG).
 	purging atomic.Bool
 	purgeWG sync.WaitGroup
+	// pg are the job's Postgres sinks (nil: none), written after each
+	// commit and at restores (pgout.go).
+	pg *pgTables
 	// startMu serializes starting tasks: assign (on kgo's goroutine) and
 	// the loop's restarts.
 	startMu sync.Mutex
@@ -220,6 +223,9 @@ func Check(p *spec.Plan) error {
 		if op.Config == nil {
 			continue
 		}
+		if op.Config.Type == "postgres" {
+			continue // through the outbox (pgout.go)
+		}
 		if op.Config.Type != "kafka" {
 			bad = append(bad, fmt.Sprintf("%s (%s)", op.Path, op.Config.Type))
 			continue
@@ -232,7 +238,7 @@ func Check(p *spec.Plan) error {
 		}
 	}
 	if len(bad) > 0 {
-		return fmt.Errorf("%v: group mode (--instance) writes results, late records and dead letters to Kafka topics, in the member's transaction; other sinks are not supported yet", bad)
+		return fmt.Errorf("%v: group mode (--instance) writes results, late records and dead letters to Kafka topics (in the member's transaction) or Postgres tables (after it); other sinks are not supported yet", bad)
 	}
 	return nil
 }
@@ -318,6 +324,12 @@ func Run(ctx context.Context, o Options) error {
 	m.run = g.Run
 	if err := m.checkFinished(ctx); err != nil {
 		return err
+	}
+	if m.pg, err = m.openPG(ctx); err != nil {
+		return err
+	}
+	if m.pg != nil {
+		defer m.pg.close()
 	}
 	m.ev.assigned = map[int32]time.Time{}
 	if m.met, err = newMetrics(o.Registerer, m.Status); err != nil {
@@ -770,6 +782,11 @@ func (m *Member) assign(ctx context.Context, offsets map[string]map[int32]kgo.Of
 					return fail(taskError(p, err))
 				}
 				m.o.Crash("group-restore")
+				// Its Postgres outputs, which its member may have died
+				// before writing.
+				if err := m.applyPG(ctx, p, snap); err != nil {
+					return fail(err)
+				}
 				// The committed watermark (a snapshot read back does not
 				// carry it).
 				snap.Watermark = tm.Watermark
@@ -1012,7 +1029,8 @@ func (t *task) stop() {
 }
 
 // taskPlan is the plan with the kafka kind replaced by the task's: its
-// source reads the task's inbox, its sinks write the task's outbox.
+// source reads the task's inbox, its sinks write the task's outbox; and
+// the postgres kind's sinks write the task's Postgres outbox (pgSink).
 func (m *Member) taskPlan(t *task) *spec.Plan {
 	reg := connector.NewRegistry()
 	for _, k := range m.o.Plan.Kinds().Kinds() {
@@ -1029,6 +1047,16 @@ func (m *Member) taskPlan(t *task) *spec.Plan {
 			}
 			snk.Committed = nil
 			k.Source, k.Sink = &src, &snk
+		}
+		if k.Name == "postgres" {
+			snk := *k.Sink
+			snk.OpenResults = func(_ context.Context, o connector.ResultsOpen) (connector.ResultsSink, error) {
+				return &pgSink{t: t, path: o.Output}, nil
+			}
+			snk.OpenMessages = func(_ context.Context, o connector.MessagesOpen) (connector.Sink[connector.Message], error) {
+				return &pgRecords{pgSink{t: t, path: o.Output}}, nil
+			}
+			k.Sink = &snk
 		}
 		reg.MustRegister(k)
 	}
@@ -1190,9 +1218,9 @@ func (m *Member) commit(ctx context.Context) error {
 			if err != nil {
 				return taskError(t.p, err)
 			}
-			snap = &snapshot{ID: pd.id, Meta: m.meta, Parts: pd.parts, Position: pos.Next, Watermark: pos.Watermark}
+			snap = &snapshot{ID: pd.id, Meta: m.meta, Parts: withPG(pd.parts, t.takePG()), Position: pos.Next, Watermark: pos.Watermark}
 		case t.isEnded() && t.runErr == nil && t.job != nil:
-			snap = &snapshot{ID: t.nextID(), Meta: m.meta, Parts: map[string][]byte{summaryPart: encodeSummary(t.sum)}, Done: true, Position: t.inbox.position(), Watermark: etime.MaxTime}
+			snap = &snapshot{ID: t.nextID(), Meta: m.meta, Parts: withPG(map[string][]byte{summaryPart: encodeSummary(t.sum)}, t.takePG()), Done: true, Position: t.inbox.position(), Watermark: etime.MaxTime}
 		default: // the run failed: restart it from its last commit
 			restart[t.p] = t
 			for _, pd := range ready {
@@ -1316,6 +1344,12 @@ func (m *Member) commit(ctx context.Context) error {
 			tasks = append(tasks, r.t.p)
 		}
 		m.committedTasks(tasks, changelogBytes, time.Since(began))
+		// The Postgres outputs the transaction holds (pgout.go).
+		for _, r := range results {
+			if err := m.applyPG(m.ctx, r.t.p, r.snap); err != nil {
+				return err
+			}
+		}
 		if m.rt != "" {
 			for _, r := range results {
 				if r.t.topic == m.rt {

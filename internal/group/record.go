@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -28,36 +29,42 @@ type groupRecord struct {
 }
 
 // readGroupRecord returns the first group record of the changelog (nil:
-// none), reading partition 0 from its start until it has one or the
-// partition stayed quiet for quiet.
-func readGroupRecord(ctx context.Context, opts []kgo.Opt, topic string, quiet time.Duration) (*groupRecord, error) {
+// none), reading partition 0 from its start up to the end it had when
+// asked (the record, when there is one, is near the start: the first
+// member writes it before any task commits).
+func readGroupRecord(ctx context.Context, opts []kgo.Opt, topic string) (*groupRecord, error) {
 	cl, err := kgo.NewClient(append(slices.Clone(opts),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().AtStart()}}),
-		kgo.FetchIsolationLevel(kgo.ReadUncommitted()))...)
+		kgo.FetchIsolationLevel(kgo.ReadUncommitted()), kgo.KeepControlRecords())...)
 	if err != nil {
 		return nil, err
 	}
 	defer cl.Close()
+	ends, err := kadm.NewClient(cl).ListEndOffsets(ctx, topic)
+	if err == nil {
+		err = ends.Error()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("changelog %s: %w", topic, err)
+	}
+	end, ok := ends.Lookup(topic, 0)
+	if !ok || end.Offset <= 0 {
+		return nil, nil
+	}
 	for {
-		pctx, cancel := context.WithTimeout(ctx, quiet)
-		f := cl.PollFetches(pctx)
-		cancel()
+		f := cl.PollFetches(ctx)
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		if f.Empty() || f.IsClientClosed() {
-			return nil, nil
-		}
 		for _, fe := range f.Errors() {
-			if pctx.Err() != nil {
-				return nil, nil // quiet: no group record
-			}
 			return nil, fmt.Errorf("changelog %s: %w", topic, fe.Err)
 		}
 		var found *groupRecord
 		var ferr error
+		last := int64(-1)
 		f.EachRecord(func(r *kgo.Record) {
-			if found != nil || (string(r.Key) != groupKey && !strings.HasPrefix(string(r.Key), groupKey+"/")) {
+			last = max(last, r.Offset)
+			if found != nil || r.Attrs.IsControl() || (string(r.Key) != groupKey && !strings.HasPrefix(string(r.Key), groupKey+"/")) {
 				return
 			}
 			var g groupRecord
@@ -70,6 +77,9 @@ func readGroupRecord(ctx context.Context, opts []kgo.Opt, topic string, quiet ti
 		if found != nil || ferr != nil {
 			return found, ferr
 		}
+		if last >= end.Offset-1 {
+			return nil, nil // read to the end: no group record
+		}
 	}
 }
 
@@ -79,7 +89,7 @@ func readGroupRecord(ctx context.Context, opts []kgo.Opt, topic string, quiet ti
 func (m *Member) groupRun(ctx context.Context) (*groupRecord, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	g, err := readGroupRecord(ctx, m.clientOpts(), m.changelog, time.Second)
+	g, err := readGroupRecord(ctx, m.clientOpts(), m.changelog)
 	if err != nil || g != nil {
 		return g, err
 	}
@@ -94,7 +104,7 @@ func (m *Member) groupRun(ctx context.Context) (*groupRecord, error) {
 	if err != nil {
 		return nil, fmt.Errorf("changelog %s: writing the group record: %w", m.changelog, err)
 	}
-	g, err = readGroupRecord(ctx, m.clientOpts(), m.changelog, time.Second)
+	g, err = readGroupRecord(ctx, m.clientOpts(), m.changelog)
 	if err == nil && g == nil {
 		err = fmt.Errorf("changelog %s: the group record written is not there", m.changelog)
 	}

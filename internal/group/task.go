@@ -60,6 +60,9 @@ type task struct {
 	// outbox holds the records the task's sinks wrote since the member
 	// last took them (each sink's pre-commit and end).
 	outbox []*kgo.Record
+	// pg holds the encoded outputs the task's Postgres sinks wrote since
+	// the member last took them (pgout.go).
+	pg []byte
 	// ready holds the checkpoints whose Commit waits for the member.
 	ready []*pending
 	// ended: the run returned (done is closed).

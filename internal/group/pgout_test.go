@@ -1,0 +1,138 @@
+package group
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/weirstream/weir/internal/jobtest"
+	"github.com/weirstream/weir/internal/testenv"
+	"github.com/weirstream/weir/spec"
+)
+
+// pgJob is groupJob with its outputs in Postgres tables (shared by the
+// test's jobs: the job column tells them apart).
+const pgJob = `
+name: %[1]s
+source:
+  type: kafka
+  kafka: {brokers: [%[2]s], topic: in, stop_at_end: true, partitioned_by_key: true}
+watermark: {max_out_of_orderness: 300ms, idle_timeout: 0s, interval: 50ms, backlog_every: 20}
+key: [user_id]
+window: {type: tumbling, size: 1s}
+allowed_lateness: 1s
+aggregate:
+  - {name: orders, fn: count}
+  - {name: total, fn: sum, field: amount}
+sinks:
+  results: {type: postgres, url: '%[3]s', table: %[4]s_results}
+  late: {type: postgres, url: '%[3]s', table: %[4]s_late}
+  dead_letter: {type: postgres, url: '%[3]s', table: %[4]s_bad}
+`
+
+// TestGroupPostgres runs a job whose results, late records and dead
+// letters go to Postgres tables: with one member, with three (whose
+// tasks move while they run), and with one member that fails between a
+// commit and writing its outputs to Postgres, then runs again. The
+// tables hold the same rows for the three runs, every too-late record and
+// dead letter once, as many as the runs counted.
+func TestGroupPostgres(t *testing.T) {
+	url := testenv.Postgres(t)
+	broker := cluster(t, 3000)
+	ctx := context.Background()
+	db, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close(ctx)
+	prefix := "weir_group_" + strconv.FormatInt(time.Now().UnixNano()%1e9, 10)
+	t.Cleanup(func() {
+		for _, s := range []string{"results", "late", "bad"} {
+			db.Exec(ctx, "DROP TABLE IF EXISTS "+prefix+"_"+s)
+		}
+	})
+	plan := func(name string) *spec.Plan {
+		p, err := spec.Parse(fmt.Appendf(nil, pgJob, name, broker, url, prefix))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	query := func(q, job string) []string {
+		rows, err := db.Query(ctx, q, job)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		var out []string
+		for rows.Next() {
+			var s string
+			if err := rows.Scan(&s); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, s)
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	// A run's rows, without its run id (each group is a run of its own).
+	tables := func(job string) [3][]string {
+		return [3][]string{
+			query(`SELECT concat_ws(' ', user_id, window_start, window_end, firing, pane, watermark, orders, total) FROM `+prefix+`_results WHERE job = $1 ORDER BY 1`, job),
+			query(`SELECT concat_ws(' ', id, reason, record::text, (meta - 'run')::text) FROM `+prefix+`_late WHERE job = $1 ORDER BY 1`, job),
+			query(`SELECT concat_ws(' ', id, reason, record::text) FROM `+prefix+`_bad WHERE job = $1 ORDER BY 1`, job),
+		}
+	}
+	dir := t.TempDir()
+	one := runMembers(t, plan("pg1"), filepath.Join(dir, "1"), "a")
+	want := tables("pg1")
+	if len(want[0]) < 100 || int64(len(want[1])) != one[0].Get("late_side_output") || len(want[2]) != 2 {
+		t.Fatalf("one member: %d result rows, %d late records (counted %d), %d dead letters (want 2)", len(want[0]), len(want[1]), one[0].Get("late_side_output"), len(want[2]))
+	}
+	check := func(job string) {
+		t.Helper()
+		got := tables(job)
+		for i, what := range []string{"results", "late", "dead letters"} {
+			if !slices.Equal(got[i], want[i]) {
+				t.Errorf("%s: %s: %d rows, one member wrote %d; first differences:\n%s", job, what, len(got[i]), len(want[i]), jobtest.Diff(got[i], want[i]))
+			}
+		}
+	}
+	runMembers(t, plan("pg3"), filepath.Join(dir, "3"), "x", "y", "z")
+	check("pg3")
+
+	// A member that fails after its third commit, before writing that
+	// commit's outputs to Postgres: the next run restores the commit and
+	// writes them.
+	var applies atomic.Int64
+	pgApplyHook = func() error {
+		if applies.Add(1) == 3 {
+			return errors.New("killed between the commit and Postgres")
+		}
+		return nil
+	}
+	defer func() { pgApplyHook = nil }()
+	p := plan("pgc")
+	rctx, cancel := context.WithTimeout(ctx, time.Minute)
+	err = Run(rctx, Options{Plan: p, Instance: "c", StateDir: filepath.Join(dir, "c"), SessionTimeout: joinSession, TransactionTimeout: 3 * time.Second, Info: func(msg string) { t.Log(msg) }})
+	cancel()
+	if err == nil || !strings.Contains(err.Error(), "killed between the commit and Postgres") {
+		t.Fatalf("the failing member returned %v after %d writes", err, applies.Load())
+	}
+	if got := tables("pgc"); len(got[0]) >= len(want[0]) {
+		t.Fatalf("the failing member wrote %d result rows of %d before it failed: it failed too late to test anything", len(got[0]), len(want[0]))
+	}
+	runMembers(t, p, filepath.Join(dir, "c"), "c")
+	check("pgc")
+}

@@ -136,7 +136,7 @@ func TestLibraryKillResume(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer admin.Close(context.Background())
+	t.Cleanup(func() { admin.Close(context.Background()) }) // after the drops below
 	suffix := strconv.FormatUint(r.Uint64()%1e9, 10)
 	table, ref := "weir_library_"+suffix, "weir_library_ref_"+suffix
 	t.Cleanup(func() {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/weirstream/weir/backfill"
 	"github.com/weirstream/weir/internal/jobtest"
 	"github.com/weirstream/weir/internal/testenv"
 	"github.com/weirstream/weir/spec"
@@ -53,10 +54,10 @@ func TestGroupPostgres(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer db.Close(ctx)
+	t.Cleanup(func() { db.Close(ctx) }) // after the drops below
 	prefix := "weir_group_" + strconv.FormatInt(time.Now().UnixNano()%1e9, 10)
 	t.Cleanup(func() {
-		for _, s := range []string{"results", "late", "bad"} {
+		for _, s := range []string{"results", "late", "bad", "results_backfill_applied"} {
 			db.Exec(ctx, "DROP TABLE IF EXISTS "+prefix+"_"+s)
 		}
 	})
@@ -135,4 +136,19 @@ func TestGroupPostgres(t *testing.T) {
 	}
 	runMembers(t, p, filepath.Join(dir, "c"), "c")
 	check("pgc")
+
+	// weir backfill folds the group's too-late records (its Postgres
+	// ledger holds committed ones only) into its results table, once.
+	late := len(want[1])
+	rep, err := backfill.Backfill(plan("pg3"), backfill.BackfillOptions{Dir: dir})
+	if err != nil || int(rep.Entries) != late || rep.Applied != late || rep.Windows == 0 {
+		t.Fatalf("backfill: %v: %+v, want %d entries applied", err, rep, late)
+	}
+	if n := len(query(`SELECT window_start::text FROM `+prefix+`_results WHERE job = $1 AND firing = 'backfill'`, "pg3")); n != rep.Windows {
+		t.Errorf("backfill revised %d windows, the table has %d backfill rows", rep.Windows, n)
+	}
+	again, err := backfill.Backfill(plan("pg3"), backfill.BackfillOptions{Dir: dir})
+	if err != nil || again.Applied != 0 || again.AlreadyApplied != late {
+		t.Fatalf("a second backfill: %v: %+v, want all %d already applied", err, again, late)
+	}
 }

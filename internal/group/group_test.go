@@ -749,3 +749,18 @@ func TestRTWatermark(t *testing.T) {
 		t.Fatalf("every route task done: %v %v, want Done", st, err)
 	}
 }
+
+// TestTaskNext: a checkpoint taken before the task's reader started
+// (its position says -1) resumes where the task started; committed as
+// -1 it would read as no commit (the next owner starting over and
+// committing the checkpoint's id again), and a restart from it could not
+// rewind the member's fetch (the task waited for records already taken).
+func TestTaskNext(t *testing.T) {
+	tk := &task{from: 7}
+	if got := tk.next(kafkaio.Position{Next: -1}); got != 7 {
+		t.Errorf("before the reader started: %d, want the task's start 7", got)
+	}
+	if got := tk.next(kafkaio.Position{Next: 9}); got != 9 {
+		t.Errorf("%d, want the reader's 9", got)
+	}
+}

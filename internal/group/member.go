@@ -1203,7 +1203,7 @@ func (m *Member) commit(ctx context.Context) error {
 			if err != nil {
 				return taskError(t.p, err)
 			}
-			snap = &snapshot{ID: t.nextID(), Meta: m.meta, Parts: map[string][]byte{routePart: rr.pos}, Position: pos.Next, Watermark: pos.Watermark, Done: rr.done}
+			snap = &snapshot{ID: t.nextID(), Meta: m.meta, Parts: map[string][]byte{routePart: rr.pos}, Position: t.next(pos), Watermark: pos.Watermark, Done: rr.done}
 			// The routed records with their markers; at the end of the
 			// input, a last marker in every repartition partition says so.
 			out = rr.recs
@@ -1218,7 +1218,7 @@ func (m *Member) commit(ctx context.Context) error {
 			if err != nil {
 				return taskError(t.p, err)
 			}
-			snap = &snapshot{ID: pd.id, Meta: m.meta, Parts: withPG(pd.parts, t.takePG()), Position: pos.Next, Watermark: pos.Watermark}
+			snap = &snapshot{ID: pd.id, Meta: m.meta, Parts: withPG(pd.parts, t.takePG()), Position: t.next(pos), Watermark: pos.Watermark}
 		case t.isEnded() && t.runErr == nil && t.job != nil:
 			snap = &snapshot{ID: t.nextID(), Meta: m.meta, Parts: withPG(map[string][]byte{summaryPart: encodeSummary(t.sum)}, t.takePG()), Done: true, Position: t.inbox.position(), Watermark: etime.MaxTime}
 		default: // the run failed: restart it from its last commit
@@ -1473,6 +1473,18 @@ func (m *Member) restartTasks(ps map[int32]*task) error {
 	}
 	m.sess.Client().SetOffsets(seek)
 	return nil
+}
+
+// next is the input offset a checkpoint of the task resumes at: pos's,
+// or where the task started when its reader had not started yet (a
+// checkpoint taken at once says -1 then). A checkpoint must never carry
+// -1: committed, it reads as no commit at all (the next owner would start
+// over), and a restart from it could not rewind the member's fetch.
+func (t *task) next(pos kafkaio.Position) int64 {
+	if pos.Next < 0 {
+		return t.from
+	}
+	return pos.Next
 }
 
 // nextID is the id of a snapshot the member makes of the task itself (a

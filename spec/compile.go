@@ -52,6 +52,8 @@ type Plan struct {
 	Name       string
 	Key        []string
 	Aggregates []Aggregate
+	// NullKeys: a missing or null key field keys by null (Spec.NullKeys).
+	NullKeys bool
 	// Source and Sinks are the connectors' settings, with Compile's
 	// defaults (the graph's SourceOp and SinkOps point into them);
 	// Checkpoint, State, Archive and Doctor the spec's blocks of those

@@ -132,6 +132,7 @@ var stateFields = map[string]bool{
 	"having":               false,
 	"computed":             true,
 	"key":                  true,
+	"null_keys":            true,
 	"window":               true,
 	"allowed_lateness":     true,
 	"late_firing_interval": false,

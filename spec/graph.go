@@ -541,7 +541,7 @@ func (p *Plan) ForWindow(w *WindowOp) *Plan {
 // job.
 func (c *compiler) graph() {
 	p, s := c.p, c.s
-	p.Name, p.Key, p.Aggregates = s.Name, s.Key, s.Aggregate
+	p.Name, p.Key, p.Aggregates, p.NullKeys = s.Name, s.Key, s.Aggregate, s.NullKeys
 	p.Source, p.Sinks, p.Checkpoint, p.State, p.Archive, p.Doctor, p.Group = s.Source, s.Sinks, s.Checkpoint, s.State, s.Archive, s.Doctor, s.Group
 	if p.Source.Type == "generator" {
 		// The source block as its kind opens it: with the generator's

@@ -49,6 +49,11 @@ type Spec struct {
 	// Key lists the fields that key the windows; empty means one key for
 	// every record.
 	Key []string `yaml:"key"`
+	// NullKeys: a record whose key field is missing or null is keyed by
+	// null there (its windows are those of the null key), as SQL's GROUP
+	// BY groups NULLs; false (the default): it is a dead letter
+	// (key_missing). A SQL job sets it.
+	NullKeys bool `yaml:"null_keys"`
 	// Window is the window assigner.
 	Window Window `yaml:"window"`
 	// AllowedLateness keeps window state this long after the window's end

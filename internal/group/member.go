@@ -541,11 +541,11 @@ func (m *Member) loop(ctx context.Context) error {
 			}
 			if done {
 				m.o.Info("every task of the group read its input to the end and committed")
+				sum, err := m.finishGroup(ctx)
+				if err != nil {
+					return err
+				}
 				if m.o.Summary != nil {
-					sum, err := m.groupSummary(ctx)
-					if err != nil {
-						return err
-					}
 					m.o.Summary(sum)
 				}
 				return m.leave(false)
@@ -1621,9 +1621,11 @@ func addSummary(sum *job.Summary, b []byte) error {
 	return nil
 }
 
-// groupSummary sums the summaries of every task's last checkpoint (each
-// done: groupDone said so).
-func (m *Member) groupSummary(ctx context.Context) (job.Summary, error) {
+// finishGroup reads every task's last checkpoint (each done: groupDone
+// said so), writes its Postgres outputs (the member that committed it
+// may have died before it did, and no member restores a done task
+// later) and returns the sum of their summaries.
+func (m *Member) finishGroup(ctx context.Context) (job.Summary, error) {
 	var sum job.Summary
 	committed, err := m.committedOffsets(ctx)
 	if err != nil {
@@ -1642,6 +1644,9 @@ func (m *Member) groupSummary(ctx context.Context) (job.Summary, error) {
 		s, _, _, err := m.read(ctx, p, tm)
 		if err != nil {
 			return sum, taskError(p, err)
+		}
+		if err := m.applyPG(ctx, p, s); err != nil {
+			return sum, err
 		}
 		if err := addSummary(&sum, s.Parts[summaryPart]); err != nil {
 			return sum, taskError(p, err)

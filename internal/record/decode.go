@@ -598,6 +598,10 @@ func short(v *fastjson.Value) string {
 	return v.Type().String() + " " + s
 }
 
+// nullValue is a key field's value when it is missing or null and the
+// plan keys such records by null (spec.Plan.NullKeys).
+var nullValue = fastjson.MustParse("null")
+
 // key renders the record's key, interned so that a repeated key costs no
 // allocation.
 func (d *Decoder) key(sc *scratch) (string, error) {
@@ -609,7 +613,10 @@ func (d *Decoder) key(sc *scratch) (string, error) {
 	for i, k := range keys {
 		f := sc.got[d.keyAt[i]]
 		if f == nil || f.Type() == fastjson.TypeNull {
-			return "", bad("key_missing", "key field %q is missing or null", k)
+			if !d.p.NullKeys {
+				return "", bad("key_missing", "key field %q is missing or null", k)
+			}
+			f = nullValue
 		}
 		if i > 0 {
 			b = append(b, KeySep...)

@@ -75,7 +75,7 @@ func Compile(src, file string) (*Job, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &compiler{tables: map[string]*sqlparse.CreateTable{}, views: map[string]*sqlparse.CreateView{}, outputs: map[string]*sqlparse.Set{}, job: &Job{Spec: &spec.Spec{}}}
+	c := &compiler{tables: map[string]*sqlparse.CreateTable{}, views: map[string]*sqlparse.CreateView{}, outputs: map[string]*sqlparse.Set{}, job: &Job{Spec: &spec.Spec{NullKeys: true}}}
 	c.job.Spec.Name = strings.TrimSuffix(filepath.Base(file), filepath.Ext(file))
 	if err := c.script(script); err != nil {
 		return nil, err
@@ -481,8 +481,38 @@ func (j *Job) Plan() (*spec.Plan, error) {
 	return p, nil
 }
 
+// nullKeys says where GROUP BY groups NULLs (spec.Spec.NullKeys, which
+// a SQL job's specs start with): not in a join, whose keys match only
+// when equal (NULL equals nothing, so a record with a NULL key stays a
+// dead letter, key_missing, rather than meeting the other NULLs), and
+// not into a results table, whose primary key cannot hold NULL (the
+// query is warned about by tableNullKeys).
+func nullKeys(s *spec.Spec, c composition) {
+	if c.join != nil || tableResults(s) {
+		s.NullKeys = false
+		if c.join != nil {
+			c.join.right.NullKeys = false
+			for _, cas := range c.join.cascades {
+				if cas != nil {
+					cas.up.NullKeys = false
+				}
+			}
+		}
+	}
+	if c.cascade != nil && tableResults(s) {
+		c.cascade.up.NullKeys = false
+	}
+}
+
+// tableResults reports whether a results sink of s is a table (postgres
+// or sqlite), which keys its rows by the key columns.
+func tableResults(s *spec.Spec) bool {
+	return slices.ContainsFunc(s.Sinks.Results, func(k *spec.Sink) bool { return k.Type == "postgres" || k.Type == "sqlite" })
+}
+
 // queryPlan compiles one query: spec s's window, composed as c says.
 func queryPlan(s *spec.Spec, c composition) (*spec.Plan, error) {
+	nullKeys(s, c)
 	if c.cascade != nil {
 		return cascadeQueryPlan(s, c.cascade)
 	}

@@ -19,7 +19,8 @@ import (
 // the member commits them as part pgPart of the task's snapshot, in the
 // transaction with the task's Kafka outputs, changelog and offsets, and
 // once it committed writes them to the tables (Member.applyPG). A
-// restore writes the restored snapshot's again. Both writes are
+// restore writes the restored snapshot's again, and so does the end of a
+// stop_at_end group, for every task's last (finishGroup). Both writes are
 // idempotent: a result row is an upsert guarded by (run, pane), a record
 // an insert that keeps the first row of its (job, run, id). So every
 // committed output reaches its table once, even when its member died

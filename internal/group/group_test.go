@@ -109,6 +109,12 @@ func plan(t testing.TB, name, broker string) *spec.Plan {
 // never answered, and hands its tasks on while it still runs them.
 const joinSession = 5 * time.Second
 
+// joinTxnTimeout is their transaction timeout, Kafka's default: on a
+// loaded machine a restore or a commit may keep a transaction open for
+// seconds, and kfake aborts one older than its timeout (the member then
+// fails: its producer is in an invalid state).
+const joinTxnTimeout = 10 * time.Second
+
 // runMembers runs the job with one member per name until the group read
 // its input to the end.
 func runMembers(t testing.TB, p *spec.Plan, dir string, names ...string) []job.Summary {
@@ -138,7 +144,7 @@ func runMembers(t testing.TB, p *spec.Plan, dir string, names ...string) []job.S
 	}
 	for i, n := range names {
 		wg.Go(func() {
-			errs[i] = Run(ctx, Options{Plan: p, Instance: n, StateDir: filepath.Join(dir, n), SessionTimeout: joinSession, TransactionTimeout: 3 * time.Second,
+			errs[i] = Run(ctx, Options{Plan: p, Instance: n, StateDir: filepath.Join(dir, n), SessionTimeout: joinSession, TransactionTimeout: joinTxnTimeout,
 				Info: func(msg string) { t.Log(msg) }, Summary: func(s job.Summary) { sums[i] = s }, OnCommit: onCommit(n)})
 		})
 	}
@@ -620,7 +626,7 @@ func TestRepartition(t *testing.T) {
 		dir := t.TempDir()
 		for _, m := range names {
 			wg.Go(func() {
-				err := Run(ctx, Options{Plan: p, Instance: m, StateDir: filepath.Join(dir, m), SessionTimeout: joinSession, TransactionTimeout: 3 * time.Second, Logger: slog.New(slog.NewTextHandler(tlog{t}, nil)),
+				err := Run(ctx, Options{Plan: p, Instance: m, StateDir: filepath.Join(dir, m), SessionTimeout: joinSession, TransactionTimeout: joinTxnTimeout, Logger: slog.New(slog.NewTextHandler(tlog{t}, nil)),
 					Info: func(msg string) { t.Log(msg) },
 					Stopped: func(_ []int32, s job.Summary) {
 						mu.Lock()

@@ -126,7 +126,7 @@ func TestGroupPostgres(t *testing.T) {
 	defer func() { pgApplyHook = nil }()
 	p := plan("pgc")
 	rctx, cancel := context.WithTimeout(ctx, time.Minute)
-	err = Run(rctx, Options{Plan: p, Instance: "c", StateDir: filepath.Join(dir, "c"), SessionTimeout: joinSession, TransactionTimeout: 3 * time.Second, Info: func(msg string) { t.Log(msg) }})
+	err = Run(rctx, Options{Plan: p, Instance: "c", StateDir: filepath.Join(dir, "c"), SessionTimeout: joinSession, TransactionTimeout: joinTxnTimeout, Info: func(msg string) { t.Log(msg) }})
 	cancel()
 	if err == nil || !strings.Contains(err.Error(), "killed between the commit and Postgres") {
 		t.Fatalf("the failing member returned %v after %d writes", err, applies.Load())

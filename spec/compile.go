@@ -984,6 +984,14 @@ func (c *compiler) aggregates() {
 			names[lower(k)] = "a key field"
 		}
 	}
+	if s.NullKeys && len(s.Key) > 0 {
+		for i, k := range s.Sinks.Results {
+			if k != nil && (k.Type == "sqlite" || k.Type == "postgres") {
+				c.add("null_keys", fmt.Sprintf("sinks.%s is a %s table, whose primary key cannot hold a null key", ResultsPath(i, len(s.Sinks.Results)), k.Type),
+					"remove null_keys (a record without its key is then a dead letter, key_missing), or write the results to a file, Kafka or NATS")
+			}
+		}
+	}
 	if len(s.Aggregate) == 0 {
 		c.add("aggregate", "missing", "list at least one aggregate, such as [{name: orders, fn: count}]")
 	}

@@ -189,6 +189,11 @@ type Options struct {
 	// Job is the job whose result rows a Sink writes (the job column);
 	// default "". A RecordSink takes its job from SetEpoch.
 	Job string
+	// ReplaysExpected: the caller writes records again on purpose (a
+	// group member writes a restored checkpoint's outputs again), so a
+	// RecordSink does not warn of records it found stored (Skipped still
+	// counts them).
+	ReplaysExpected bool
 }
 
 // ErrClosed is returned by Write, WriteRecord and Flush after Close.

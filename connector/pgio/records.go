@@ -404,7 +404,7 @@ func (s *RecordSink) send(ctx context.Context, conn *pgx.Conn) error {
 	if err == nil && len(skipped) > 0 {
 		// Committed: count them once, whatever attempts came before.
 		s.skipped += int64(len(skipped))
-		if s.c.opts.Logger != nil {
+		if s.c.opts.Logger != nil && !s.c.opts.ReplaysExpected {
 			s.c.opts.Logger.Warn("pgio: records not stored: their ids are in the table already (a replay of what it holds, or other input under the same ids)",
 				"table", s.c.table, "job", s.job, "records", len(skipped), "first_id", skipped[0])
 		}

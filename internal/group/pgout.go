@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
 	"sync"
 
 	"github.com/weirstream/weir/connector"
@@ -162,7 +165,13 @@ type pgTables struct {
 
 // openPG opens the plan's Postgres sinks (none: nil).
 func (m *Member) openPG(ctx context.Context) (*pgTables, error) {
-	path, err := m.o.Plan.Graph.Path()
+	return openPGTables(ctx, m.o.Plan, m.o.Logger)
+}
+
+// openPGTables opens plan p's Postgres sinks (none: nil), each
+// retrying while the server is unavailable until ctx is done.
+func openPGTables(ctx context.Context, p *spec.Plan, log *slog.Logger) (*pgTables, error) {
+	path, err := p.Graph.Path()
 	if err != nil {
 		return nil, err
 	}
@@ -172,12 +181,12 @@ func (m *Member) openPG(ctx context.Context) (*pgTables, error) {
 			continue
 		}
 		s := spec.SinkSettings(op.Config)
-		opts := pgio.Options{Logger: m.o.Logger.With("sink", op.Name), Stopping: ctx, Job: jobName(m.o.Plan)}
+		opts := pgio.Options{Logger: log.With("sink", op.Name), Stopping: ctx, Job: jobName(p), ReplaysExpected: true}
 		opts.Timeout, _ = s.Duration("timeout")
 		opts.RetryFor, _ = s.Duration("retry_for")
 		opts.ConnectRetryFor, _ = s.Duration("connect_retry_for")
 		if op.Role == connector.RoleResults {
-			keys, values := pgio.ResultColumns(m.o.Plan.Key, outfmt.ResultColumns(m.o.Plan))
+			keys, values := pgio.ResultColumns(p.Key, outfmt.ResultColumns(p))
 			r, err := pgio.Open(ctx, s.String("url"), s.String("table"), keys, values, opts)
 			if err != nil {
 				return nil, errors.Join(fmt.Errorf("%s: %w", op.Path, err), pg.close())
@@ -292,4 +301,38 @@ func decodePGRow(r *state.Reader, row *connector.Row) {
 	row.Run, row.Pane = r.Int(), r.Int()
 	row.Watermark = etime.Time(r.Int())
 	row.Values = cols(row.Values)
+}
+
+// resetPG deletes the job's rows from its Postgres tables (weir reset:
+// the next run's are its own), saying what it deleted.
+func resetPG(ctx context.Context, p *spec.Plan) ([]string, error) {
+	pg, err := openPGTables(ctx, p, slog.New(slog.DiscardHandler))
+	if err != nil || pg == nil {
+		return nil, err
+	}
+	defer pg.close()
+	job := jobName(p)
+	var did []string
+	note := func(path, table string, n int64, err error) error {
+		if err != nil {
+			return fmt.Errorf("%s: deleting job %s's rows: %w", path, job, err)
+		}
+		did = append(did, fmt.Sprintf("deleted %d rows of job %s from table %s (%s)", n, job, table, path))
+		return nil
+	}
+	for _, path := range slices.Sorted(maps.Keys(pg.results)) {
+		s := pg.results[path]
+		n, err := s.Reset(ctx)
+		if err := note(path, s.Table(), n, err); err != nil {
+			return did, err
+		}
+	}
+	for _, path := range slices.Sorted(maps.Keys(pg.records)) {
+		s := pg.records[path]
+		n, err := s.Reset(ctx, job)
+		if err := note(path, s.Table(), n, err); err != nil {
+			return did, err
+		}
+	}
+	return did, nil
 }

@@ -151,4 +151,18 @@ func TestGroupPostgres(t *testing.T) {
 	if err != nil || again.Applied != 0 || again.AlreadyApplied != late {
 		t.Fatalf("a second backfill: %v: %+v, want all %d already applied", err, again, late)
 	}
+
+	// weir reset deletes the group's own rows (its next run's are its
+	// own) and no other job's.
+	did, err := Reset(ctx, plan("pg3"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Log(strings.Join(did, "\n"))
+	if got := tables("pg3"); len(got[0])+len(got[1])+len(got[2]) != 0 {
+		t.Errorf("after weir reset, job pg3 keeps %d result rows, %d late records and %d dead letters", len(got[0]), len(got[1]), len(got[2]))
+	}
+	if got := tables("pg1"); !slices.Equal(got[0], want[0]) {
+		t.Errorf("weir reset of job pg3 changed job pg1's rows")
+	}
 }

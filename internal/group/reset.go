@@ -76,5 +76,9 @@ func Reset(ctx context.Context, p *spec.Plan) ([]string, error) {
 			did = append(did, "deleted topic "+t.topic+" ("+t.what+")")
 		}
 	}
-	return did, nil
+	// The job's own rows in its Postgres tables: the next run's results
+	// are its own, as a fresh single-process run's are (a backfill would
+	// otherwise fold the ledger into windows two runs share).
+	rows, err := resetPG(ctx, p)
+	return append(did, rows...), err
 }

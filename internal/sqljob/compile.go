@@ -80,7 +80,28 @@ func Compile(src, file string) (*Job, error) {
 	if err := c.script(script); err != nil {
 		return nil, err
 	}
+	c.tableNullKeys()
 	return c.job, nil
+}
+
+// tableNullKeys warns of the queries whose GROUP BY keys go to a jdbc
+// table (nullKeys): a record with a NULL key is a dead letter there, not
+// a group of its own.
+func (c *compiler) tableNullKeys() {
+	specs := []*spec.Spec{c.job.Spec}
+	for _, m := range c.job.more {
+		specs = append(specs, m.spec)
+	}
+	pos := "1:1"
+	if len(c.inserts) > 0 {
+		pos = c.inserts[0].Pos.String()
+	}
+	for _, s := range specs {
+		if len(s.Key) > 0 && tableResults(s) {
+			c.job.Warnings = append(c.job.Warnings, fmt.Sprintf("%s: GROUP BY %s into a jdbc table: a table's primary key cannot hold NULL, so a record whose key is NULL is a dead letter (key_missing) rather than a group of its own, as it is for the other sinks of the query (Flink's insert would fail); map NULL to a value (COALESCE) to keep it",
+				pos, strings.Join(s.Key, ", ")))
+		}
+	}
 }
 
 type compiler struct {
@@ -486,7 +507,7 @@ func (j *Job) Plan() (*spec.Plan, error) {
 // when equal (NULL equals nothing, so a record with a NULL key stays a
 // dead letter, key_missing, rather than meeting the other NULLs), and
 // not into a results table, whose primary key cannot hold NULL (the
-// query is warned about by tableNullKeys).
+// query is warned about: tableNullKeys).
 func nullKeys(s *spec.Spec, c composition) {
 	if c.join != nil || tableResults(s) {
 		s.NullKeys = false

@@ -300,7 +300,7 @@ func TestGroupKill(t *testing.T) {
 			t.Fatalf("%s: the baseline wrote nothing", kind)
 		}
 		if !slices.Equal(want, got) {
-			t.Errorf("%s: the baseline wrote %d records, the group with kills %d; first differences:\n%s", kind, len(want), len(got), lineDiff(want, got))
+			t.Errorf("%s: the baseline wrote %d records, the group with kills %d; first differences:\n%s", kind, len(want), len(got), jobtest.Diff(want, got))
 		}
 	}
 }
@@ -323,24 +323,6 @@ func kadmClient(t testing.TB, addr string) *kadm.Client {
 	adm := kadm.NewClient(cl)
 	t.Cleanup(adm.Close)
 	return adm
-}
-
-// lineDiff shows the first lines only a has (-) and only b has (+).
-func lineDiff(a, b []string) string {
-	var out strings.Builder
-	for _, side := range []struct {
-		mark      string
-		from, not []string
-	}{{"-", a, b}, {"+", b, a}} {
-		n := 0
-		for _, x := range side.from {
-			if _, found := slices.BinarySearch(side.not, x); !found && n < 5 {
-				out.WriteString(side.mark + " " + x + "\n")
-				n++
-			}
-		}
-	}
-	return out.String()
 }
 
 // TestGroupExample follows README.md's group walk-through on
@@ -612,7 +594,7 @@ func TestGroupKillRepartition(t *testing.T) {
 			slices.Sort(l)
 		}
 		if !slices.Equal(want, got) {
-			t.Errorf("%s: the baseline wrote %d records, the group with kills %d; first differences:\n%s", kind, len(want), len(got), lineDiff(want, got))
+			t.Errorf("%s: the baseline wrote %d records, the group with kills %d; first differences:\n%s", kind, len(want), len(got), jobtest.Diff(want, got))
 		}
 	}
 	if late := jobtest.Committed(t, addr, "rbase-late"); len(late) < n/2/200-5 {

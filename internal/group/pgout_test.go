@@ -22,19 +22,7 @@ import (
 
 // pgJob is groupJob with its outputs in Postgres tables (shared by the
 // test's jobs: the job column tells them apart).
-const pgJob = `
-name: %[1]s
-source:
-  type: kafka
-  kafka: {brokers: [%[2]s], topic: in, stop_at_end: true, partitioned_by_key: true}
-watermark: {max_out_of_orderness: 300ms, idle_timeout: 0s, interval: 50ms, backlog_every: 20}
-key: [user_id]
-window: {type: tumbling, size: 1s}
-allowed_lateness: 1s
-aggregate:
-  - {name: orders, fn: count}
-  - {name: total, fn: sum, field: amount}
-sinks:
+var pgJob = groupJob[:strings.Index(groupJob, "sinks:")] + `sinks:
   results: {type: postgres, url: '%[3]s', table: %[4]s_results}
   late: {type: postgres, url: '%[3]s', table: %[4]s_late}
   dead_letter: {type: postgres, url: '%[3]s', table: %[4]s_bad}

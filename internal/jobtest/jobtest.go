@@ -352,9 +352,13 @@ func Diff(a, b []string) string {
 		sign     string
 		from, in []string
 	}{{"- ", a, b}, {"+ ", b, a}} {
+		in := make(map[string]bool, len(side.in))
+		for _, x := range side.in {
+			in[x] = true
+		}
 		n := 0
 		for _, x := range side.from {
-			if n < 5 && !slices.Contains(side.in, x) {
+			if n < 5 && !in[x] {
 				out.WriteString(side.sign + x + "\n")
 				n++
 			}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"strconv"
 	"strings"
@@ -232,11 +233,16 @@ func (c *client) run(ctx context.Context, what string, attempt func(ctx context.
 				what, n, time.Since(start).Round(time.Millisecond), option, limit, err)
 		}
 		if c.opts.Logger != nil {
-			msg := "pgio: Postgres unavailable, retrying"
-			if errors.As(err, new(stallError)) {
+			msg, level := "pgio: Postgres unavailable, retrying", slog.LevelWarn
+			switch {
+			case errors.As(err, new(stallError)):
 				msg = "pgio: Postgres stalled (no answer within the timeout), reconnecting and retrying"
+			case isCreateRace(err):
+				// Another session created the table at the same moment
+				// (two group members starting together): not an outage.
+				msg, level = "pgio: another session created the table at the same moment; retrying", slog.LevelInfo
 			}
-			c.opts.Logger.Warn(msg, "table", c.table, "address", c.addr, "op", what, "attempt", n, "retry_in", backoff, "error", err)
+			c.opts.Logger.Log(context.Background(), level, msg, "table", c.table, "address", c.addr, "op", what, "attempt", n, "retry_in", backoff, "error", err)
 		}
 		if timer == nil {
 			timer = time.NewTimer(backoff)
@@ -529,9 +535,14 @@ func joinIdents(names []string) string {
 // createRace marks the errors two sessions creating the same table at once
 // may get from CREATE TABLE IF NOT EXISTS as retryable.
 func createRace(err error) error {
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && (pgErr.Code == "23505" || pgErr.Code == "42P07") {
+	if isCreateRace(err) {
 		return retryable{err}
 	}
 	return err
+}
+
+// isCreateRace reports whether err is one createRace marks.
+func isCreateRace(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && (pgErr.Code == "23505" || pgErr.Code == "42P07")
 }

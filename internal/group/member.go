@@ -1346,7 +1346,7 @@ func (m *Member) commit(ctx context.Context) error {
 		m.committedTasks(tasks, changelogBytes, time.Since(began))
 		// The Postgres outputs the transaction holds (pgout.go).
 		for _, r := range results {
-			if err := m.applyPG(m.ctx, r.t.p, r.snap); err != nil {
+			if err := m.applyPG(ctx, r.t.p, r.snap); err != nil {
 				return err
 			}
 		}

@@ -37,7 +37,7 @@ trigger: {type: continuous, interval: 1m}
 aggregate:
   - {name: orders, fn: count}
   - {name: total, fn: sum, field: amount}
-group: {commit_interval: 200ms, session_timeout: 1s, transaction_timeout: 3s}
+group: {commit_interval: 200ms, session_timeout: 3s, transaction_timeout: 10s}
 sinks:
   results: {type: kafka, brokers: ['%[2]s'], topic: %[1]s-stats}
   late: {type: kafka, brokers: ['%[2]s'], topic: %[1]s-late}
@@ -103,7 +103,7 @@ func groupDemo(ctx context.Context, broker, dir string, procs int, o IO) int {
 			if err := cmds[kill].Process.Kill(); errors.Is(err, os.ErrProcessDone) {
 				fmt.Fprintf(o.Stdout, "  member %s finished before it could be killed (more --orders make the run longer)\n", kill)
 			} else {
-				fmt.Fprintf(o.Stdout, "  killed member %s with SIGKILL; its tasks move to the others after the session timeout (1s)\n", kill)
+				fmt.Fprintf(o.Stdout, "  killed member %s with SIGKILL; its tasks move to the others after the session timeout (3s)\n", kill)
 			}
 		}
 		wg.Wait()

@@ -986,7 +986,7 @@ func (c *compiler) aggregates() {
 	}
 	if s.NullKeys && len(s.Key) > 0 {
 		for i, k := range s.Sinks.Results {
-			if k != nil && (k.Type == "sqlite" || k.Type == "postgres") {
+			if k != nil && c.reg.Revise(k.Type) == connector.ReviseTable {
 				c.add("null_keys", fmt.Sprintf("sinks.%s is a %s table, whose primary key cannot hold a null key", ResultsPath(i, len(s.Sinks.Results)), k.Type),
 					"remove null_keys (a record without its key is then a dead letter, key_missing), or write the results to a file, Kafka or NATS")
 			}

@@ -67,12 +67,20 @@ func ResultColumns(keys []string, values []connector.ResultColumn) (k, v []Colum
 
 // openResults opens a job spec's postgres results sink: its table gets
 // the columns of ResultColumns.
+// SpecOptions are the Options a job spec's postgres sink sets (timeout,
+// retry_for, connect_retry_for); the caller sets the rest.
+func SpecOptions(s connector.Settings) Options {
+	var o Options
+	o.Timeout, _ = s.Duration("timeout")
+	o.RetryFor, _ = s.Duration("retry_for")
+	o.ConnectRetryFor, _ = s.Duration("connect_retry_for")
+	return o
+}
+
 func openResults(ctx context.Context, o connector.ResultsOpen) (connector.ResultsSink, error) {
 	keys, values := ResultColumns(o.Keys, o.Values)
-	opts := Options{Logger: o.Logger, Stopping: o.Stopping, Job: o.Job}
-	opts.Timeout, _ = o.Settings.Duration("timeout")
-	opts.RetryFor, _ = o.Settings.Duration("retry_for")
-	opts.ConnectRetryFor, _ = o.Settings.Duration("connect_retry_for")
+	opts := SpecOptions(o.Settings)
+	opts.Logger, opts.Stopping, opts.Job = o.Logger, o.Stopping, o.Job
 	url, table := o.Settings.String("url"), o.Settings.String("table")
 	s, err := Open(ctx, url, table, keys, values, opts)
 	if err != nil {

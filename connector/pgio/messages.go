@@ -21,10 +21,8 @@ func openMessages(ctx context.Context, o connector.MessagesOpen) (connector.Sink
 	if o.Role == connector.RoleResults {
 		return nil, errors.New("a postgres results table is opened with OpenResults")
 	}
-	opts := Options{Logger: o.Logger, Stopping: o.Stopping}
-	opts.Timeout, _ = o.Settings.Duration("timeout")
-	opts.RetryFor, _ = o.Settings.Duration("retry_for")
-	opts.ConnectRetryFor, _ = o.Settings.Duration("connect_retry_for")
+	opts := SpecOptions(o.Settings)
+	opts.Logger, opts.Stopping = o.Logger, o.Stopping
 	db, err := OpenRecords(ctx, o.Settings.String("url"), o.Settings.String("table"), opts)
 	if err != nil {
 		return nil, err

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -119,6 +120,13 @@ const joinTxnTimeout = 10 * time.Second
 // its input to the end.
 func runMembers(t testing.TB, p *spec.Plan, dir string, names ...string) []job.Summary {
 	t.Helper()
+	return runGroup(t, p, dir, nil, names...)
+}
+
+// runGroup is runMembers with each member's options changed by opt
+// (unless nil).
+func runGroup(t testing.TB, p *spec.Plan, dir string, opt func(*Options), names ...string) []job.Summary {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	var wg sync.WaitGroup
@@ -144,8 +152,12 @@ func runMembers(t testing.TB, p *spec.Plan, dir string, names ...string) []job.S
 	}
 	for i, n := range names {
 		wg.Go(func() {
-			errs[i] = Run(ctx, Options{Plan: p, Instance: n, StateDir: filepath.Join(dir, n), SessionTimeout: joinSession, TransactionTimeout: joinTxnTimeout,
-				Info: func(msg string) { t.Log(msg) }, Summary: func(s job.Summary) { sums[i] = s }, OnCommit: onCommit(n)})
+			o := Options{Plan: p, Instance: n, StateDir: filepath.Join(dir, n), SessionTimeout: joinSession, TransactionTimeout: joinTxnTimeout,
+				Info: func(msg string) { t.Log(msg) }, Summary: func(s job.Summary) { sums[i] = s }, OnCommit: onCommit(n)}
+			if opt != nil {
+				opt(&o)
+			}
+			errs[i] = Run(ctx, o)
 		})
 	}
 	wg.Wait()
@@ -251,6 +263,49 @@ func TestGroup(t *testing.T) {
 	err = Run(context.Background(), Options{Plan: plan(t, "three", broker), Instance: "x", StateDir: filepath.Join(dir, "x")})
 	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "finished its run") || !strings.Contains(err.Error(), "weir reset") {
 		t.Errorf("a member of a finished group whose input grew: %v", err)
+	}
+}
+
+// TestTransactionLapse: a member whose transaction stays open past its
+// transaction timeout (here a commit stalled between its records and its
+// end, as a stalled rebalance or a paused process does) finds its
+// producer fenced by Kafka. It joins the group again under its name with
+// a new producer, its tasks restart from their commits, and the group's
+// results are those of a run without the stall.
+func TestTransactionLapse(t *testing.T) {
+	broker := cluster(t, 3000, "one", "lapse")
+	dir := t.TempDir()
+	one := runMembers(t, plan(t, "one", broker), dir, "a")
+	var stalls atomic.Int32
+	var rejoined atomic.Bool
+	lapse := runGroup(t, plan(t, "lapse", broker), t.TempDir(), func(o *Options) {
+		o.TransactionTimeout = 2 * time.Second
+		o.Crash = func(point string) {
+			// The first two commits stall past the timeout: the
+			// member joins again twice.
+			if point == "group-produced" && stalls.Add(1) <= 2 {
+				time.Sleep(3 * time.Second)
+			}
+		}
+		info := o.Info
+		o.Info = func(msg string) {
+			if strings.Contains(msg, "past its transaction timeout") && strings.Contains(msg, "joins the group again") {
+				rejoined.Store(true)
+			}
+			info(msg)
+		}
+	}, "a")
+	if !rejoined.Load() {
+		t.Error("the member never said it joined again after a lapsed transaction")
+	}
+	if string(lapse[0].JSON()) != string(one[0].JSON()) {
+		t.Errorf("the summary after lapses:\n%s, without:\n%s", lapse[0].JSON(), one[0].JSON())
+	}
+	for _, kind := range []string{"out", "late", "bad"} {
+		one, lapse := committed(t, broker, "one-"+kind), committed(t, broker, "lapse-"+kind)
+		if !slices.Equal(one, lapse) {
+			t.Errorf("%s: without a lapse %d records, with lapses %d; first differences:\n%s", kind, len(one), len(lapse), jobtest.Diff(one, lapse))
+		}
 	}
 }
 

@@ -150,8 +150,13 @@ type Member struct {
 	specHash string // outfmt.SpecHash of the plan
 	// present is when the member last wrote its presence record.
 	present time.Time
-	run     int64 // the group's run id (its group record's)
-	ctx     context.Context
+	// txnBegan is when the member began its open transaction (zero: none
+	// is open); rejoins counts its sessions lapsed since its last commit
+	// (loop). Both owned by the loop.
+	txnBegan time.Time
+	rejoins  int
+	run      int64 // the group's run id (its group record's)
+	ctx      context.Context
 	// stopped is closed when Run returns: a task's checkpoint waiting for
 	// the member gives up.
 	stopped chan struct{}
@@ -474,7 +479,57 @@ func ptr[T any](v T) *T { return &v }
 // groups of one job (group.name) never fence each other's members.
 func TxnID(p *spec.Plan, instance string) string { return Name(p) + "-" + instance }
 
+// maxRejoins bounds the sessions in a row a member replaces without
+// committing in between (loop).
+const maxRejoins = 5
+
+// loop runs the member's sessions. A session whose transaction Kafka
+// aborted for outliving the transaction timeout (a rebalance that stalled
+// the commit, a paused process) has a fenced producer and cannot go on:
+// the member closes it without leaving and joins again under its name
+// with a new producer, its tasks restarting from their commits, as Kafka
+// Streams does after a TaskMigratedException. Any other error ends it.
 func (m *Member) loop(ctx context.Context) error {
+	for {
+		err := m.session(ctx)
+		var le *lapsedError
+		if !errors.As(err, &le) || ctx.Err() != nil {
+			return err
+		}
+		m.rejoins++
+		if m.rejoins > maxRejoins {
+			return fmt.Errorf("%w; %d sessions in a row lapsed so without a commit: raise group.transaction_timeout, or look for what stalls the member", le, maxRejoins)
+		}
+		m.o.Logger.Warn("the member's transaction outlived the transaction timeout: it joins again with a new producer; its tasks restart from their commits", "instance", m.o.Instance, "open", le.open.Round(time.Millisecond), "timeout", m.o.TransactionTimeout, "err", le.err)
+		m.o.Info(fmt.Sprintf("instance %s: %v; it joins the group again, and its tasks restart from their commits", m.o.Instance, le))
+		m.mu.Lock()
+		m.tasks, m.sampled, m.ev.assigned = map[int32]*task{}, map[int32]int{}, map[int32]time.Time{}
+		m.mu.Unlock()
+		m.paused, m.txnBegan, m.present = map[int32]bool{}, time.Time{}, time.Time{}
+	}
+}
+
+// lapsedError is a session's end by a transaction that outlived the
+// transaction timeout (loop joins again).
+type lapsedError struct {
+	open time.Duration
+	err  error
+}
+
+func (e *lapsedError) Error() string {
+	code := e.err.Error()
+	if ke := (*kerr.Error)(nil); errors.As(e.err, &ke) {
+		code = ke.Message
+	}
+	return fmt.Sprintf("the member's transaction stayed open %v, past its transaction timeout, and Kafka aborted it (%s)", e.open.Round(time.Millisecond), code)
+}
+
+func (e *lapsedError) Unwrap() error { return e.err }
+
+// session runs one group session of the member: it joins, runs its tasks
+// and commits until ctx is done, the group's input ended (stop_at_end) or
+// an error.
+func (m *Member) session(ctx context.Context) error {
 	m.ctx = ctx
 	manual := map[string]bool{m.changelog: true, m.rt: true}
 	sess, err := kgo.NewGroupTransactSession(append(m.clientOpts(),
@@ -517,6 +572,13 @@ func (m *Member) loop(ctx context.Context) error {
 			if errors.Is(fe.Err, context.DeadlineExceeded) || errors.Is(fe.Err, context.Canceled) {
 				continue
 			}
+			if gs := (*kgo.ErrGroupSession)(nil); errors.As(fe.Err, &gs) && !isFenced(fe.Err) {
+				// The client lost its group session (a join that timed
+				// out, the coordinator gone): it revoked the member's
+				// tasks and joins again by itself, as Kafka's consumers do.
+				m.o.Logger.Warn("the member lost its group session; it joins again, and its tasks restart from their commits", "instance", m.o.Instance, "err", fe.Err)
+				continue
+			}
 			return m.fenced(fmt.Errorf("group: fetching %s partition %d: %w", fe.Topic, fe.Partition, fe.Err))
 		}
 		if err := m.failure(); err != nil {
@@ -554,16 +616,22 @@ func (m *Member) loop(ctx context.Context) error {
 	}
 }
 
-// fenced names the other member in an error of a fenced producer.
+// fenced names the other member in an error of a fenced producer, or,
+// when the member's open transaction outlived the transaction timeout
+// (Kafka aborted it and fenced the producer's epoch), says that instead
+// (a lapsedError: loop joins again).
 func (m *Member) fenced(err error) error {
-	if isFenced(err) {
-		code := "fenced"
-		if ke := (*kerr.Error)(nil); errors.As(err, &ke) {
-			code = ke.Message
-		}
-		return fmt.Errorf("another process runs instance %q of job %s (transactional id %s) and fenced this one off (%s): it took this member's tasks", m.o.Instance, jobName(m.o.Plan), TxnID(m.o.Plan, m.o.Instance), code)
+	if !isFenced(err) {
+		return err
 	}
-	return err
+	if open := time.Since(m.txnBegan); !m.txnBegan.IsZero() && open >= m.o.TransactionTimeout && !errors.Is(err, kerr.FencedInstanceID) {
+		return &lapsedError{open: open, err: err}
+	}
+	code := "fenced"
+	if ke := (*kerr.Error)(nil); errors.As(err, &ke) {
+		code = ke.Message
+	}
+	return fmt.Errorf("another process runs instance %q of job %s (transactional id %s) and fenced this one off (%s): it took this member's tasks", m.o.Instance, jobName(m.o.Plan), TxnID(m.o.Plan, m.o.Instance), code)
 }
 
 // isFenced reports whether err says another producer or member took
@@ -1165,6 +1233,7 @@ func (m *Member) commit(ctx context.Context) error {
 			pmu.Unlock()
 		}
 	}
+	m.txnBegan = time.Now()
 	if err := m.sess.Begin(); err != nil {
 		return m.fenced(fmt.Errorf("group: begin transaction: %w", err))
 	}
@@ -1338,7 +1407,9 @@ func (m *Member) commit(ctx context.Context) error {
 		}
 		return m.fenced(fmt.Errorf("group: ending the transaction: %w", err))
 	}
+	m.txnBegan = time.Time{}
 	if committed {
+		m.rejoins = 0
 		var tasks []int32
 		for _, r := range results {
 			tasks = append(tasks, r.t.p)
@@ -1719,6 +1790,7 @@ func (m *Member) close() {
 		t.stop()
 	}
 	m.sess.CloseAllowingRebalance()
+	m.sess = nil
 }
 
 // partitioner places the records of the changelog by their Partition and

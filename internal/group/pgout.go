@@ -181,10 +181,8 @@ func openPGTables(ctx context.Context, p *spec.Plan, log *slog.Logger) (*pgTable
 			continue
 		}
 		s := spec.SinkSettings(op.Config)
-		opts := pgio.Options{Logger: log.With("sink", op.Name), Stopping: ctx, Job: jobName(p), ReplaysExpected: true}
-		opts.Timeout, _ = s.Duration("timeout")
-		opts.RetryFor, _ = s.Duration("retry_for")
-		opts.ConnectRetryFor, _ = s.Duration("connect_retry_for")
+		opts := pgio.SpecOptions(s)
+		opts.Logger, opts.Stopping, opts.Job, opts.ReplaysExpected = log.With("sink", op.Name), ctx, jobName(p), true
 		if op.Role == connector.RoleResults {
 			keys, values := pgio.ResultColumns(p.Key, outfmt.ResultColumns(p))
 			r, err := pgio.Open(ctx, s.String("url"), s.String("table"), keys, values, opts)

@@ -525,11 +525,15 @@ func nullKeys(s *spec.Spec, c composition) {
 	}
 }
 
-// tableResults reports whether a results sink of s is a table (postgres
-// or sqlite), which keys its rows by the key columns.
+// tableResults reports whether a results sink of s is a SQL table,
+// which keys its rows by the key columns.
 func tableResults(s *spec.Spec) bool {
-	return slices.ContainsFunc(s.Sinks.Results, func(k *spec.Sink) bool { return k.Type == "postgres" || k.Type == "sqlite" })
+	return slices.ContainsFunc(s.Sinks.Results, sqlTable)
 }
+
+// sqlTable reports whether sink k is a SQL table: the kinds a jdbc table
+// compiles to (tables.go).
+func sqlTable(k *spec.Sink) bool { return k.Type == "postgres" || k.Type == "sqlite" }
 
 // queryPlan compiles one query: spec s's window, composed as c says.
 func queryPlan(s *spec.Spec, c composition) (*spec.Plan, error) {

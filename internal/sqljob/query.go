@@ -298,7 +298,7 @@ func (c *compiler) mapColumns(in *sqlparse.Insert, sel *sqlparse.Select, items [
 		return errAt(sel.Pos, "SELECT", "select one column per column of "+name+" ("+strings.Join(names, ", ")+"), in its order",
 			"the query has %d columns and table %s has %d", len(items), name, len(written))
 	}
-	jsonRows := k.Type != "sqlite" && k.Type != "postgres"
+	jsonRows := !sqlTable(k)
 	var cols []spec.Column
 	j := 0
 	for _, col := range t.Columns {

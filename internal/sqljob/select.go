@@ -79,7 +79,7 @@ func (c *compiler) compileSelect(in *sqlparse.Insert, sel *sqlparse.Select, sink
 // query without a window or a join of records), which have no key and
 // window to upsert a SQL table by.
 func appendOnly(in *sqlparse.Insert, t *sqlparse.CreateTable, k *spec.Sink, what string) error {
-	if k.Type == "sqlite" || k.Type == "postgres" {
+	if sqlTable(k) {
 		return errAt(in.Pos, tableName(t.Name), "write the rows to a filesystem, kafka, print or blackhole table", "table %s: %s appends rows, which have no key and window to upsert a SQL table by", tableName(t.Name), what)
 	}
 	return nil

@@ -174,6 +174,16 @@ type Fetcher interface {
 	ResumeFetchPartitions(topicPartitions map[string][]int32)
 }
 
+// Aligner is a Fetcher whose reader's partitions align (MaxDrift) with
+// inputs beyond the reader: a group member's task aligns with the
+// group's other input tasks, in other processes too. AlignLow is the
+// lowest watermark among those that are active (neither idle nor at
+// their end); ok is false when there is none. Called on the reader's
+// goroutine at each watermark tick.
+type Aligner interface {
+	AlignLow() (wm etime.Time, ok bool)
+}
+
 // DefaultIdleTimeout is the idle timeout of a source whose
 // SourceOptions.IdleTimeout is 0: one minute, as the source articles use
 // (docs/SOURCES.md).
@@ -790,7 +800,8 @@ func (r *reader[T]) checkIdle(ctx context.Context, now time.Time) error {
 }
 
 // align pauses the partitions whose watermark is more than MaxDrift
-// ahead of the slowest active partition, and resumes those that are not.
+// ahead of the slowest active partition (the Fetcher's other inputs too,
+// when it is an Aligner), and resumes those that are not.
 func (r *reader[T]) align(now time.Time) {
 	if r.o.MaxDrift <= 0 {
 		return
@@ -799,6 +810,11 @@ func (r *reader[T]) align(now time.Time) {
 	for _, p := range r.parts {
 		if !p.idle {
 			lo = etime.Min(lo, p.wm)
+		}
+	}
+	if a, ok := r.cl.(Aligner); ok {
+		if wm, ok := a.AlignLow(); ok {
+			lo = etime.Min(lo, wm)
 		}
 	}
 	if lo == etime.MaxTime {

@@ -48,10 +48,11 @@ type snapshot struct {
 	// committed its last output; it is not run again.
 	Done bool
 	// Position is the task's next input offset; Watermark its
-	// partition's watermark (not stored in the changelog header: a
-	// restore takes the committed one from the offset's metadata).
+	// partition's watermark, Idle whether the partition was idle (not
+	// stored in the changelog header: they go in the offset's metadata).
 	Position  int64
 	Watermark etime.Time
+	Idle      bool
 }
 
 // encodeParts frames the parts, sorted by name.
@@ -150,7 +151,10 @@ type taskMeta struct {
 	At int64
 	// Watermark is the task's watermark at the checkpoint (MinTime: none
 	// yet): any member reads the group's watermarks from the offsets.
+	// Idle: its partition was idle then (the group's alignment leaves
+	// it out).
 	Watermark etime.Time
+	Idle      bool
 }
 
 func (t taskMeta) String() string {
@@ -160,6 +164,9 @@ func (t taskMeta) String() string {
 	}
 	if t.Watermark != etime.MinTime {
 		m += " wm=" + strconv.FormatInt(int64(t.Watermark), 10)
+	}
+	if t.Idle {
+		m += " idle"
 	}
 	if t.Done {
 		m += " done"
@@ -188,6 +195,8 @@ func parseMeta(m string) (t taskMeta, ok bool) {
 		switch k {
 		case "done":
 			t.Done = true
+		case "idle":
+			t.Idle = true
 		case "at":
 			t.At, err = strconv.ParseInt(v, 10, 64)
 		case "wm":

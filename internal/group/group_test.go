@@ -478,7 +478,7 @@ func TestInbox(t *testing.T) {
 // TestMeta: a task's commit metadata reads back, and metadata of an
 // older weir (no offset, no watermark) still names its checkpoint.
 func TestMeta(t *testing.T) {
-	for _, tm := range []taskMeta{{ID: 7, At: 120, Watermark: 1767225600000}, {ID: 8, Done: true, At: 0, Watermark: etime.MaxTime}, {ID: 1, At: -1, Watermark: etime.MinTime}} {
+	for _, tm := range []taskMeta{{ID: 7, At: 120, Watermark: 1767225600000}, {ID: 8, Done: true, At: 0, Watermark: etime.MaxTime}, {ID: 1, At: -1, Watermark: etime.MinTime}, {ID: 3, At: 9, Watermark: 1767225600000, Idle: true}} {
 		got, ok := parseMeta(tm.String())
 		if !ok || got != tm {
 			t.Errorf("%q reads back as %+v (%v), want %+v", tm.String(), got, ok, tm)
@@ -824,4 +824,84 @@ func TestTaskNext(t *testing.T) {
 	if got := tk.next(kafkaio.Position{Next: 9}); got != 9 {
 		t.Errorf("%d, want the reader's 9", got)
 	}
+}
+
+// TestAlignment: with max_drift, a task whose partition's event time runs
+// far ahead of another task's pauses its reader until the slow one
+// catches up, across members (the group's watermarks are read from the
+// committed offsets), and the results equal those of a run without
+// alignment (pauses change when records are read, never how they are
+// classified).
+func TestAlignment(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "in"), kfake.SeedTopics(3, "free-out", "aligned-out"),
+		kfake.SeedTopics(1, "free-late", "free-bad", "aligned-late", "aligned-bad"), kfake.GroupMinSessionTimeout(200*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	broker := c.ListenAddrs()[0]
+	cl, err := kgo.NewClient(kgo.SeedBrokers(broker), kgo.DefaultProduceTopic("in"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	// Partition 0's orders are a second apart in event time, partition
+	// 1's ten milliseconds: read as fast as Kafka gives them, partition
+	// 0's watermark would run hours ahead.
+	keys := kgo.StickyKeyPartitioner(nil).ForTopic("in")
+	var recs []*kgo.Record
+	seq := [2]int64{}
+	for i := range 6000 {
+		u := fmt.Sprintf("u%d", i%13)
+		p := keys.Partition(&kgo.Record{Key: []byte(u)}, 2)
+		step := int64(10)
+		if p == 0 {
+			step = 1000
+		}
+		ts := int64(1767225600000) + seq[p]*step
+		seq[p]++
+		recs = append(recs, &kgo.Record{Key: []byte(u), Value: fmt.Appendf(nil, `{"user_id":%q,"amount":%d,"ts":%d}`, u, i%10, ts)})
+	}
+	if seq[0] == 0 || seq[1] == 0 {
+		t.Fatalf("the keys fall in one partition: %v", seq)
+	}
+	if err := cl.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	runMembers(t, plan(t, "free", broker), t.TempDir(), "a", "b")
+	aligned := plan(t, "aligned", broker)
+	aligned.MaxDrift = etime.Duration(5000)
+	var mu sync.Mutex
+	paused := map[string]int{}
+	runGroup(t, aligned, t.TempDir(), func(o *Options) {
+		o.Run.Logger = slog.New(slog.NewTextHandler(writerFunc(func(b []byte) {
+			if m := regexp.MustCompile(`kafka partition paused \(alignment\)" topic=in partition=(\d+)`).FindSubmatch(b); m != nil {
+				mu.Lock()
+				paused[string(m[1])]++
+				mu.Unlock()
+			}
+		}), nil))
+	}, "a", "b")
+	if paused["0"] == 0 {
+		t.Errorf("the fast partition 0 never paused (pauses by partition: %v)", paused)
+	}
+	if paused["1"] != 0 {
+		t.Errorf("the slow partition 1 paused %d times", paused["1"])
+	}
+	for _, kind := range []string{"out", "late", "bad"} {
+		free, al := committed(t, broker, "free-"+kind), committed(t, broker, "aligned-"+kind)
+		if len(free) == 0 && kind == "out" {
+			t.Fatal("the run without alignment wrote no results")
+		}
+		if !slices.Equal(free, al) {
+			t.Errorf("%s: without alignment %d records, with %d; first differences:\n%s", kind, len(free), len(al), jobtest.Diff(free, al))
+		}
+	}
+}
+
+type writerFunc func([]byte)
+
+func (f writerFunc) Write(b []byte) (int, error) {
+	f(b)
+	return len(b), nil
 }

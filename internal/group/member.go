@@ -183,6 +183,10 @@ type Member struct {
 	// pg are the job's Postgres sinks (nil: none), written after each
 	// commit and at restores (pgout.go).
 	pg *pgTables
+	// align is the group's watermark alignment (nil: no max_drift), read
+	// every watermark interval (alignedAt: last, owned by the loop).
+	align     *alignment
+	alignedAt time.Time
 	// startMu serializes starting tasks: assign (on kgo's goroutine) and
 	// the loop's restarts.
 	startMu sync.Mutex
@@ -297,6 +301,9 @@ func Run(ctx context.Context, o Options) error {
 		stopped: make(chan struct{}), wakeCh: make(chan struct{}, 1), tasks: map[int32]*task{}, sampled: map[int32]int{},
 		stopAtEnd: s.Bool("kafka.stop_at_end"), paused: map[int32]bool{}, purgeTo: map[int32]int64{}}
 	m.keys = kgo.StickyKeyPartitioner(nil).ForTopic(m.topic)
+	if o.Plan.MaxDrift > 0 {
+		m.align = &alignment{}
+	}
 	if repartitioned(o.Plan) {
 		m.rt = RepartitionTopic(o.Plan)
 	}
@@ -595,6 +602,9 @@ func (m *Member) session(ctx context.Context) error {
 			last = time.Now()
 		}
 		sess.AllowRebalance()
+		if m.align != nil && time.Since(m.alignedAt) >= max(etime.Duration(m.o.Plan.Interval).Std(), 100*time.Millisecond) {
+			m.refreshAlign(ctx)
+		}
 		if ctx.Err() == nil && m.stopAtEnd && time.Since(lastDone) >= 500*time.Millisecond {
 			lastDone = time.Now()
 			done, err := m.groupDone(ctx)
@@ -614,6 +624,41 @@ func (m *Member) session(ctx context.Context) error {
 			}
 		}
 	}
+}
+
+// refreshAlign reads the input tasks' committed watermarks into the
+// group's alignment: every member's readers then pause their partitions
+// when more than max_drift ahead of the slowest active input task, in
+// whichever process it runs. A task without a commit yet counts with no
+// watermark (it holds the others, as a partition without one does in one
+// process); an idle one, or one read to its end, does not count.
+func (m *Member) refreshAlign(ctx context.Context) {
+	m.alignedAt = time.Now()
+	actx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	committed, err := m.adm.FetchOffsets(actx, m.group)
+	if err == nil {
+		err = committed.Error()
+	}
+	if err != nil {
+		if ctx.Err() == nil {
+			m.o.Logger.Warn("reading the group's watermarks (max_drift) failed; the alignment stays as it was", "err", err)
+		}
+		return
+	}
+	wm := map[int32]etime.Time{}
+	for p := range int32(m.nparts) {
+		tm := taskMeta{Watermark: etime.MinTime}
+		if c, ok := committed.Lookup(m.topic, p); ok && c.At >= 0 {
+			if t, ok := parseMeta(c.Metadata); ok {
+				tm = t
+			}
+		}
+		if !tm.Done && !tm.Idle {
+			wm[p] = tm.Watermark
+		}
+	}
+	m.align.set(wm)
 }
 
 // fenced names the other member in an error of a fenced producer, or,
@@ -1031,6 +1076,9 @@ func (m *Member) startTask(p int32, snap *snapshot, from, at, first int64) error
 	topic, part := m.where(p)
 	t := &task{p: p, topic: topic, part: part, m: m, inbox: newInbox(topic, part, from), last: snap, lastAt: at, lastFirst: first, from: from,
 		done: make(chan struct{}), quit: make(chan struct{}), cached: time.Now()}
+	if topic == m.topic {
+		t.inbox.align, t.inbox.task = m.align, p // an input task aligns with the group's
+	}
 	if snap != nil && snap.Done {
 		t.ended = true
 		close(t.done)
@@ -1272,7 +1320,7 @@ func (m *Member) commit(ctx context.Context) error {
 			if err != nil {
 				return taskError(t.p, err)
 			}
-			snap = &snapshot{ID: t.nextID(), Meta: m.meta, Parts: map[string][]byte{routePart: rr.pos}, Position: t.next(pos), Watermark: pos.Watermark, Done: rr.done}
+			snap = &snapshot{ID: t.nextID(), Meta: m.meta, Parts: map[string][]byte{routePart: rr.pos}, Position: t.next(pos), Watermark: pos.Watermark, Idle: pos.Idle, Done: rr.done}
 			// The routed records with their markers; at the end of the
 			// input, a last marker in every repartition partition says so.
 			out = rr.recs
@@ -1287,7 +1335,7 @@ func (m *Member) commit(ctx context.Context) error {
 			if err != nil {
 				return taskError(t.p, err)
 			}
-			snap = &snapshot{ID: pd.id, Meta: m.meta, Parts: withPG(pd.parts, t.takePG()), Position: t.next(pos), Watermark: pos.Watermark}
+			snap = &snapshot{ID: pd.id, Meta: m.meta, Parts: withPG(pd.parts, t.takePG()), Position: t.next(pos), Watermark: pos.Watermark, Idle: pos.Idle}
 		case t.isEnded() && t.runErr == nil && t.job != nil:
 			snap = &snapshot{ID: t.nextID(), Meta: m.meta, Parts: withPG(map[string][]byte{summaryPart: encodeSummary(t.sum)}, t.takePG()), Done: true, Position: t.inbox.position(), Watermark: etime.MaxTime}
 		default: // the run failed: restart it from its last commit
@@ -1362,7 +1410,7 @@ func (m *Member) commit(ctx context.Context) error {
 				s := c.snap
 				tp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
 				tp.Partition, tp.Offset, tp.LeaderEpoch = part, s.Position, -1
-				tp.Metadata = ptr(taskMeta{ID: s.ID, Done: s.Done, At: at, Watermark: s.Watermark}.String())
+				tp.Metadata = ptr(taskMeta{ID: s.ID, Done: s.Done, At: at, Watermark: s.Watermark, Idle: s.Idle}.String())
 				topic.Partitions = append(topic.Partitions, tp)
 			}
 			if len(topic.Partitions) > 0 {

@@ -13,6 +13,7 @@ import (
 	"github.com/weirstream/weir/checkpoint"
 	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/connector/kafkaio"
+	"github.com/weirstream/weir/etime"
 	"github.com/weirstream/weir/job"
 )
 
@@ -135,9 +136,17 @@ type inbox struct {
 	mu    sync.Mutex
 	recs  []*kgo.Record
 	bytes int           // of recs' keys and values
-	more  chan struct{} // signalled when records are put
+	more  chan struct{} // signalled when records are put or resumed
 	// next is the offset after the last record handed to the reader.
 	next int64
+	// paused: the reader paused its partition (watermark alignment); it
+	// gets no records until it resumes, while the member fills the inbox
+	// up to its bounds.
+	paused bool
+	// align, when set, is the group's alignment (max_drift) the reader
+	// aligns with; task is the inbox's task id in it.
+	align *alignment
+	task  int32
 }
 
 func newInbox(topic string, p int32, from int64) *inbox {
@@ -173,7 +182,7 @@ func (b *inbox) roomy() bool {
 func (b *inbox) PollRecords(ctx context.Context, max int) kgo.Fetches {
 	for {
 		b.mu.Lock()
-		if len(b.recs) > 0 {
+		if len(b.recs) > 0 && !b.paused {
 			n := len(b.recs)
 			if max > 0 && n > max {
 				n = max
@@ -196,12 +205,68 @@ func (b *inbox) PollRecords(ctx context.Context, max int) kgo.Fetches {
 	}
 }
 
-// The member pauses and resumes fetches (alignment is per task: one
-// partition has nothing to align against).
-func (b *inbox) PauseFetchPartitions(map[string][]int32) map[string][]int32 { return nil }
-func (b *inbox) ResumeFetchPartitions(map[string][]int32)                   {}
+// PauseFetchPartitions and ResumeFetchPartitions pause and resume the
+// reader's partition for watermark alignment (the member pauses and
+// resumes its fetches itself, for full inboxes).
+func (b *inbox) PauseFetchPartitions(map[string][]int32) map[string][]int32 {
+	b.mu.Lock()
+	b.paused = true
+	b.mu.Unlock()
+	return nil
+}
 
-var _ kafkaio.Fetcher = (*inbox)(nil)
+func (b *inbox) ResumeFetchPartitions(map[string][]int32) {
+	b.mu.Lock()
+	b.paused = false
+	b.mu.Unlock()
+	select {
+	case b.more <- struct{}{}:
+	default:
+	}
+}
+
+// AlignLow implements kafkaio.Aligner: the lowest watermark of the
+// group's other active input tasks, as last committed.
+func (b *inbox) AlignLow() (etime.Time, bool) {
+	if b.align == nil {
+		return 0, false
+	}
+	return b.align.low(b.task)
+}
+
+var (
+	_ kafkaio.Fetcher = (*inbox)(nil)
+	_ kafkaio.Aligner = (*inbox)(nil)
+)
+
+// alignment is the group's watermark alignment (max_drift across
+// processes, Flink's alignment group): each input task's watermark as
+// committed (its offset's metadata), read by the member every watermark
+// interval; tasks that are idle or read to their end are left out.
+type alignment struct {
+	mu sync.Mutex
+	wm map[int32]etime.Time // by input task; nil until first read
+}
+
+// low is the lowest watermark of the active input tasks but except.
+func (a *alignment) low(except int32) (etime.Time, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	lo, ok := etime.MaxTime, false
+	for p, wm := range a.wm {
+		if p != except {
+			lo, ok = etime.Min(lo, wm), true
+		}
+	}
+	return lo, ok
+}
+
+// set replaces the watermarks.
+func (a *alignment) set(wm map[int32]etime.Time) {
+	a.mu.Lock()
+	a.wm = wm
+	a.mu.Unlock()
+}
 
 // sink is a task's kafka sink: its records go to the task's outbox, which
 // the member produces in its transaction with the task's checkpoint.

@@ -331,7 +331,10 @@ SELECT k, SUM(p) AS s, SUM(p * 3) AS s3, SUM(p * 1.2 - 0.01) AS s12, MAX(p * 10)
 FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(rt), INTERVAL '1' MINUTE)) WHERE p * 3 <> 0.6 GROUP BY k, window_start, window_end;
 `})
 	code, out, errs := runIn(dir, "run", "q.sql", "--deterministic")
-	if want := `{"k":"a","s":0.8,"s3":2.4,"s12":0.94,"mx":7.0}` + "\n"; code != ExitOK || out != want {
+	// SUM(p) of a DECIMAL(10, 2) column is 0.80, at the column's scale,
+	// as Flink writes it; the expressions' scales are weir's (exact, but
+	// not Flink's type inference: Flink writes 2.40, 0.940 and 7.00).
+	if want := `{"k":"a","s":0.80,"s3":2.4,"s12":0.94,"mx":7.0}` + "\n"; code != ExitOK || out != want {
 		t.Errorf("exit %d\n%s\nwant %s\n%s", code, out, want, errs)
 	}
 }

@@ -31,6 +31,7 @@ func newCascade(from string, up, down *spec.Plan, clk clock.Clock) *cascade {
 	q := *down
 	q.Format, q.Time, q.TSField, q.TSUnit = spec.FormatJSONL, spec.EventTime, spec.ColWindowTime, spec.UnitMillis
 	q.TSFromKafka, q.TSFromNATS, q.NumbersInStrings, q.Checks, q.Channels = false, false, false, false, 0
+	q.Decimals = nil
 	q.Where, q.Computed = "", nil // the source's: not over the feeding window's rows
 	return &cascade{from: from, up: up, dec: record.NewDecoder(&q, clk)}
 }

@@ -76,6 +76,8 @@ type Plan struct {
 	Final     bool
 	// NumbersInStrings: source.numbers_in_strings.
 	NumbersInStrings bool
+	// Decimals: source.decimals (checked).
+	Decimals []DecimalField
 	// Where is the spec's where (checked: it compiles), "" for none;
 	// Computed its computed fields (checked).
 	Where    string
@@ -557,6 +559,22 @@ func (c *compiler) source() {
 	}
 	p.Final = s.FinalWatermark == nil || *s.FinalWatermark
 	p.NumbersInStrings = s.NumbersInStrings
+	seen := map[string]bool{}
+	for i, d := range s.Decimals {
+		path := fmt.Sprintf("source.decimals[%d]", i)
+		switch {
+		case d.Field == "":
+			c.add(path+".field", "missing", "name the field that holds the decimals")
+		case seen[d.Field]:
+			c.add(path+".field", fmt.Sprintf("%q is declared twice", d.Field), "declare each field once")
+		case d.Precision < 1 || d.Precision > 38:
+			c.add(path+".precision", fmt.Sprintf("%d is out of range", d.Precision), "use 1..38 digits, as SQL's DECIMAL(p, s)")
+		case d.Scale < 0 || d.Scale > d.Precision:
+			c.add(path+".scale", fmt.Sprintf("%d is out of range", d.Scale), fmt.Sprintf("use 0..%d (at most the precision)", d.Precision))
+		}
+		seen[d.Field] = true
+	}
+	p.Decimals = s.Decimals
 
 	t := &s.Timestamp
 	switch c.oneOf("source.timestamp.source", t.Source, "record", "record", "kafka", "nats") {

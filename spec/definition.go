@@ -111,6 +111,7 @@ var stateFields = map[string]bool{
 	"source.final_watermark":          false,
 	"source.timestamp":                true,
 	"source.numbers_in_strings":       true,
+	"source.decimals":                 true,
 	"source.generator":                true,
 	"source.nexmark":                  true,
 	"source.kafka.topic":              true,

@@ -64,6 +64,9 @@ func describe1(p *Plan, op Op, dead bool) string {
 		if op.Checks {
 			s += ", timestamps checked, at most " + d(op.MaxFuture) + " ahead"
 		}
+		for _, f := range op.Decimals {
+			s += fmt.Sprintf(", %s as DECIMAL(%d, %d)", f.Field, f.Precision, f.Scale)
+		}
 		for _, f := range op.Computed {
 			s += fmt.Sprintf(", %s = %s", f.Name, f.Expr)
 		}

@@ -227,6 +227,15 @@ type Source struct {
 	// Flink's JSON format reads a DECIMAL column; without it such a
 	// record is a dead letter (value_not_number).
 	NumbersInStrings bool `yaml:"numbers_in_strings" json:",omitempty"`
+	// Decimals declares fields that hold exact decimals of a precision
+	// and scale, as a SQL table's DECIMAL(p, s) columns do: a record's
+	// value (a JSON number, or a string that holds one) is read rounded
+	// half away from zero to the scale (1.005 as DECIMAL(10, 2) is
+	// 1.01), wherever the job reads the field; a value of more than
+	// precision digits then is null (as Flink's JSON format reads it),
+	// and one that is no number makes the record a dead letter
+	// (value_not_number).
+	Decimals []DecimalField `yaml:"decimals" json:",omitempty"`
 	// Generator configures type generator.
 	Generator *Generator `yaml:"generator"`
 	// Nexmark configures type nexmark: the Nexmark benchmark's events as
@@ -533,6 +542,13 @@ type Sink struct {
 	// fields.
 	Extra   map[string]any    `yaml:"-" json:",omitempty"`
 	ExtraAt map[string][2]int `yaml:"-" json:"-"`
+}
+
+// DecimalField is a field of exact decimals (Source.Decimals).
+type DecimalField struct {
+	Field     string `yaml:"field"`
+	Precision int    `yaml:"precision"`
+	Scale     int    `yaml:"scale"`
 }
 
 // ComputedField is a field computed from a record (Spec.Computed).

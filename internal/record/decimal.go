@@ -110,6 +110,44 @@ func (d dec) rescale(s uint8) (dec, bool) {
 	return fromAbs(d.isNeg(), hi, lo, s)
 }
 
+// round returns d at scale s: rounded half away from zero (SQL's and
+// Java's HALF_UP) when d has more fraction digits, else rescaled; ok is
+// false when it would need more than 38 digits.
+func (d dec) round(s uint8) (dec, bool) {
+	if d.scale <= s {
+		return d.rescale(s)
+	}
+	hi, lo := d.abs()
+	// Drop all but the last of the digits beyond s; the last decides.
+	for k := int(d.scale-s) - 1; k > 0; {
+		step := min(k, 19)
+		hi, lo, _ = divU128(hi, lo, pow10[step])
+		k -= step
+	}
+	hi, lo, r := divU128(hi, lo, 10)
+	if r >= 5 {
+		var c uint64
+		lo, c = bits.Add64(lo, 1, 0)
+		hi += c
+	}
+	return fromAbs(d.isNeg(), hi, lo, s)
+}
+
+// divU128 divides the unsigned hi:lo by v (> 0): the quotient and the
+// remainder.
+func divU128(hi, lo, v uint64) (qhi, qlo, r uint64) {
+	qhi = hi / v
+	qlo, r = bits.Div64(hi%v, lo, v)
+	return qhi, qlo, r
+}
+
+// fits reports whether d has at most p digits (|m| < 10^p, p <= 38).
+func (d dec) fits(p int) bool {
+	hi, lo := d.abs()
+	bhi, blo, _ := mulPow10(0, 1, p)
+	return hi < bhi || hi == bhi && lo < blo
+}
+
 // addDec returns a + b at the larger of their scales, as SQL's DECIMAL
 // sum does; ok is false when the sum needs more than 38 digits.
 func addDec(a, b dec) (dec, bool) {

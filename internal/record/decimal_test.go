@@ -237,3 +237,63 @@ func TestOldCheckpointAccumulators(t *testing.T) {
 		t.Errorf("decimals through a checkpoint: %s, want %s", got, want)
 	}
 }
+
+// TestDecimalFields: a field declared in source.decimals is read at its
+// scale, rounded half away from zero, from a number or a string that
+// holds one; beyond its precision it is null, and a value that is no
+// number is a dead letter.
+func TestDecimalFields(t *testing.T) {
+	p, err := spec.Parse([]byte(strings.Replace(jobtest.DecimalJob, "path: in.jsonl}", "path: in.jsonl, decimals: [{field: amount, precision: 6, scale: 2}]}", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := NewDecoder(p, clock.Real{})
+	for _, c := range []struct{ in, want string }{
+		{`1.005`, "1.01"}, {`-1.005`, "-1.01"}, {`1.004999`, "1.00"}, {`1.5`, "1.50"}, {`7`, "7.00"},
+		{`"12.50"`, "12.50"}, {`"-0.125"`, "-0.13"}, {`1e2`, "100.00"}, {`-0.001`, "0.00"},
+		{`9999.994`, "9999.99"}, {`9999.995`, "null"}, {`123456789`, "null"}, {`null`, "null"},
+		{`1` + strings.Repeat("0", 40), "null"},
+	} {
+		r, err := d.Decode(fileio.Line{Kind: fileio.Data, No: 1, Text: []byte(`{"k":"a","ts":1767225600000,"amount":` + c.in + `}`)})
+		if err != nil {
+			t.Errorf("%s: %v", c.in, err)
+			continue
+		}
+		if got, _, _ := strings.Cut(string(r.AppendValues(nil)), "\x00"); got != c.want {
+			t.Errorf("%s reads as %s, want %s", c.in, got, c.want)
+		}
+	}
+	for _, in := range []string{`"bad"`, `true`, `{"x":1}`, `"1,5"`} {
+		_, err := d.Decode(fileio.Line{Kind: fileio.Data, No: 1, Text: []byte(`{"k":"a","ts":1767225600000,"amount":` + in + `}`)})
+		if err == nil || !strings.Contains(err.Error(), "value_not_number") || !strings.Contains(err.Error(), "DECIMAL(6, 2)") {
+			t.Errorf("%s: %v, want a dead letter value_not_number naming DECIMAL(6, 2)", in, err)
+		}
+	}
+}
+
+// TestDecimalRound: round gives math/big's half-away-from-zero rounding
+// of random decimals at every smaller scale, and rescales to larger
+// ones.
+func TestDecimalRound(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for range 20000 {
+		text, x := randDecimal(r)
+		d, ok := parseDec([]byte(text))
+		if !ok {
+			t.Fatalf("%s does not parse", text)
+		}
+		s := uint8(r.IntN(8))
+		got, ok := d.round(s)
+		// The exact answer: |x| * 10^s + 1/2, truncated, with x's sign.
+		scaled := new(big.Rat).Mul(new(big.Rat).Abs(x), new(big.Rat).SetInt(new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(s)), nil)))
+		scaled.Add(scaled, big.NewRat(1, 2))
+		q := new(big.Int).Quo(scaled.Num(), scaled.Denom())
+		if x.Sign() < 0 {
+			q.Neg(q)
+		}
+		want := new(big.Rat).SetFrac(q, new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(s)), nil)).FloatString(int(s))
+		if !ok || string(appendDec(nil, got)) != want && !(q.Sign() == 0 && string(appendDec(nil, got)) == strings.TrimPrefix(want, "-")) {
+			t.Fatalf("%s at scale %d: %s (%v), want %s", text, s, appendDec(nil, got), ok, want)
+		}
+	}
+}

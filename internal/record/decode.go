@@ -148,6 +148,9 @@ type Decoder struct {
 	// computed are the plan's computed fields, in order: each sets its
 	// field (index at in fields) from the fields before it.
 	computed []computed
+	// decimals are the fields read as exact decimals (source.decimals)
+	// that the job reads.
+	decimals []decimalField
 	// staged holds each channel's largest timestamp as its barrier of a
 	// checkpoint passed, for the checkpoint's output part.
 	stagedMu sync.Mutex
@@ -206,13 +209,49 @@ type scratch struct {
 	num  []byte // a number's text (decNumber)
 	slab []val
 	keys map[string]string
-	// arena holds the values of computed fields, for one record.
+	// arena holds the values of computed fields and decimals, for one
+	// record; dnum is a decimal's text.
 	arena fastjson.Arena
+	dnum  []byte
 }
 
 type computed struct {
 	at int
 	x  *expr.Expr
+}
+
+// decimalField is a field of exact decimals at index at of the fields.
+type decimalField struct {
+	at int
+	spec.DecimalField
+}
+
+// read replaces the field's value in sc.got by its decimal at the
+// field's scale (null beyond its precision); a value that is no number
+// (nor a string that holds one) is an error.
+func (f decimalField) read(sc *scratch) error {
+	v := sc.got[f.at]
+	if v == nil || v.Type() == fastjson.TypeNull {
+		return nil
+	}
+	if v.Type() == fastjson.TypeString {
+		v = numberIn(v, sc)
+	}
+	if v.Type() != fastjson.TypeNumber {
+		return bad("value_not_number", "field %q is a DECIMAL(%d, %d), got %s", f.Field, f.Precision, f.Scale, short(v))
+	}
+	sc.num = v.MarshalTo(sc.num[:0])
+	d, ok := parseDec(sc.num)
+	if ok {
+		d, ok = d.round(uint8(f.Scale))
+	}
+	if !ok || !d.fits(f.Precision) {
+		sc.got[f.at] = sc.arena.NewNull()
+		return nil
+	}
+	sc.dnum = appendDec(sc.dnum[:0], d)
+	sc.got[f.at] = sc.arena.NewNumberString(string(sc.dnum))
+	return nil
 }
 
 // maxInterned bounds the interned keys of one scratch; past it the table
@@ -286,6 +325,13 @@ func NewDecoder(p *spec.Plan, clk clock.Clock) *Decoder {
 		// spec.Compile checked that it compiles.
 		if x, err := sqlparse.ParseExpr(p.Where); err == nil {
 			d.where, _ = expr.Compile(x, resolve)
+		}
+	}
+	// The decimals the job reads (not the timestamp's field, read as a
+	// time).
+	for _, f := range p.Decimals {
+		if i := slices.Index(d.fields, f.Field); i >= 0 && i != d.tsAt {
+			d.decimals = append(d.decimals, decimalField{at: i, DecimalField: f})
 		}
 	}
 	d.watch.seen = make([]atomic.Bool, len(d.fields))
@@ -375,8 +421,15 @@ func (d *Decoder) DecodeSlot(l fileio.Line, slot int) (Record, error) {
 	}
 	r := Record{Raw: l.Text, No: l.No, Promised: etime.MinTime}
 	d.gather(o, sc)
-	if len(d.computed) > 0 {
+	if len(d.computed)+len(d.decimals) > 0 {
 		sc.arena.Reset()
+	}
+	for _, f := range d.decimals {
+		if err := f.read(sc); err != nil {
+			return Record{}, err
+		}
+	}
+	if len(d.computed) > 0 {
 		for _, f := range d.computed {
 			sc.got[f.at] = f.x.Value(&sc.arena, sc.got)
 		}

@@ -187,6 +187,11 @@ type Member struct {
 	// every watermark interval (alignedAt: last, owned by the loop).
 	align     *alignment
 	alignedAt time.Time
+	// statusMu guards the last status read (statusLast, at statusAt),
+	// and is held while one is read (Status).
+	statusMu   sync.Mutex
+	statusLast *monitor.GroupStatus
+	statusAt   time.Time
 	// startMu serializes starting tasks: assign (on kgo's goroutine) and
 	// the loop's restarts.
 	startMu sync.Mutex

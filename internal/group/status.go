@@ -193,11 +193,29 @@ func (m *Member) abortedTxn() {
 	m.met.txns.WithLabelValues("aborted").Inc()
 }
 
+// statusTTL is how long a status read from Kafka serves the scrapes and
+// pages that follow (Member.Status).
+const statusTTL = time.Second
+
 // Status is the group as this member sees it: from Kafka (the group's
 // members and assignments, committed offsets and their metadata, the
 // input's end offsets) and from the member's own events. What cannot be
-// read within ctx is said in Errors.
+// read within ctx is said in Errors. A status read less than statusTTL
+// ago is returned again, and callers at once share one read, so that
+// scrapers and pages cost Kafka four admin requests a second at most.
+// The caller must not change the status.
 func (m *Member) Status(ctx context.Context) *monitor.GroupStatus {
+	m.statusMu.Lock()
+	defer m.statusMu.Unlock()
+	if m.statusLast != nil && time.Since(m.statusAt) < statusTTL {
+		return m.statusLast
+	}
+	m.statusLast, m.statusAt = m.readStatus(ctx), time.Now()
+	return m.statusLast
+}
+
+// readStatus reads the status (Status).
+func (m *Member) readStatus(ctx context.Context) *monitor.GroupStatus {
 	s := &monitor.GroupStatus{Group: m.group, Job: jobName(m.o.Plan), Run: m.run, SpecHash: m.specHash, Topic: m.topic, Repartition: m.rt,
 		StatePartitions: m.nparts, Instance: m.o.Instance, At: time.Now().UTC()}
 	m.mu.Lock()

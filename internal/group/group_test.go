@@ -18,6 +18,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"go.uber.org/goleak"
@@ -904,4 +905,38 @@ type writerFunc func([]byte)
 func (f writerFunc) Write(b []byte) (int, error) {
 	f(b)
 	return len(b), nil
+}
+
+// TestFencedOrLapsed: a fenced producer, or an end past its deadline, in
+// a transaction older than the transaction timeout is a lapse (the member
+// joins again); in a young one, a fencing is another process under the
+// member's name, and a fenced instance id always is.
+func TestFencedOrLapsed(t *testing.T) {
+	m := &Member{o: Options{Plan: plan(t, "x", "127.0.0.1:1"), Instance: "a", TransactionTimeout: time.Second}}
+	end := func(err error) error { return fmt.Errorf("group: ending the transaction: %w", err) }
+	for _, c := range []struct {
+		age    time.Duration
+		err    error
+		lapsed bool
+		other  bool
+	}{
+		{2 * time.Second, end(kerr.ProducerFenced), true, false},
+		{2 * time.Second, end(kerr.InvalidProducerEpoch), true, false},
+		{2 * time.Second, end(context.DeadlineExceeded), true, false},
+		{2 * time.Second, end(kerr.FencedInstanceID), false, true},
+		{100 * time.Millisecond, end(kerr.ProducerFenced), false, true},
+		{100 * time.Millisecond, end(context.DeadlineExceeded), false, false},
+		{2 * time.Second, end(kerr.UnknownServerError), false, false},
+	} {
+		m.txnBegan = time.Now().Add(-c.age)
+		err := m.fenced(c.err)
+		var le *lapsedError
+		if errors.As(err, &le) != c.lapsed || strings.Contains(err.Error(), `another process runs instance "a"`) != c.other {
+			t.Errorf("%v after %v: %v", c.err, c.age, err)
+		}
+	}
+	m.txnBegan = time.Time{} // no transaction open: a fetch's fencing
+	if err := m.fenced(kerr.ProducerFenced); !strings.Contains(err.Error(), "another process") {
+		t.Errorf("a fencing without a transaction: %v", err)
+	}
 }

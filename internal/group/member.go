@@ -671,10 +671,18 @@ func (m *Member) refreshAlign(ctx context.Context) {
 // (Kafka aborted it and fenced the producer's epoch), says that instead
 // (a lapsedError: loop joins again).
 func (m *Member) fenced(err error) error {
+	open := time.Since(m.txnBegan)
+	lapsed := !m.txnBegan.IsZero() && open >= m.o.TransactionTimeout
+	if lapsed && errors.Is(err, context.DeadlineExceeded) {
+		// The transaction's end outlived its own deadline (a commit
+		// stalled by a rebalance that never finished): Kafka aborted it
+		// long before, and the producer is in an unknown state.
+		return &lapsedError{open: open, err: err}
+	}
 	if !isFenced(err) {
 		return err
 	}
-	if open := time.Since(m.txnBegan); !m.txnBegan.IsZero() && open >= m.o.TransactionTimeout && !errors.Is(err, kerr.FencedInstanceID) {
+	if lapsed && !errors.Is(err, kerr.FencedInstanceID) {
 		return &lapsedError{open: open, err: err}
 	}
 	code := "fenced"

@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/job"
 )
 
@@ -72,5 +75,21 @@ func BenchmarkGroup(b *testing.B) {
 				b.ReportMetric(float64(n)/time.Since(began).Seconds(), "records/s")
 			}
 		})
+	}
+}
+
+// BenchmarkRouterEmit routes one line per op (a route task's record to
+// its repartition partition): go test -bench RouterEmit -benchmem
+// ./internal/group.
+func BenchmarkRouterEmit(b *testing.B) {
+	r := &router{t: &task{part: 3}, rt: "x-repartition", nout: 4, keys: kgo.StickyKeyPartitioner(nil).ForTopic("x-repartition")}
+	l := connector.Line{Text: []byte(`{"user_id":"u7","amount":5,"ts":1767225600000}`), No: 1000, Time: 1767225600000}
+	b.ReportAllocs()
+	for i := range b.N {
+		r.key = `"u7"`
+		r.Emit(0, l)
+		if i%4096 == 4095 {
+			r.answerRecords() // a commit takes them
+		}
 	}
 }

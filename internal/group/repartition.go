@@ -104,6 +104,15 @@ type router struct {
 	// Emit, on the goroutine).
 	key  string
 	out  []*kgo.Record // routed since the last snapshot
+	// probe is the key partitioner's argument; recs, hdrs and buf are
+	// slabs the routed records, their headers, keys and header values
+	// are cut from (never reused: a full one is replaced, so that a
+	// routed record stays valid until the member produced it), so that
+	// routing a record allocates nothing on its own.
+	probe kgo.Record
+	recs  []kgo.Record
+	hdrs  []kgo.RecordHeader
+	buf   []byte
 	wm   etime.Time    // the last watermark marked
 	idle bool
 	done bool // the reader read to its end
@@ -204,7 +213,12 @@ func (r *router) answer() routed {
 		return routed{err: r.err}
 	}
 	pos, err := r.rd.(connector.CheckpointedReader).SnapshotPosition()
-	out := routed{recs: r.out, pos: pos, done: r.done, err: err}
+	return routed{recs: r.answerRecords(), pos: pos, done: r.done, err: err}
+}
+
+// answerRecords hands over the records routed since the last answer.
+func (r *router) answerRecords() []*kgo.Record {
+	out := r.out
 	r.out = nil
 	return out
 }
@@ -223,15 +237,42 @@ func (r *router) snapshot(quit <-chan struct{}) (routed, bool) {
 
 // Emit routes a stamped line to the repartition partition of its key.
 func (r *router) Emit(_ etime.Time, l connector.Line) {
-	key := []byte(r.key)
-	part := int32(r.keys.Partition(&kgo.Record{Key: key}, r.nout))
-	r.out = append(r.out, &kgo.Record{Topic: r.rt, Partition: part, Key: key, Value: l.Text, Timestamp: time.UnixMilli(int64(l.Time)),
-		Headers: []kgo.RecordHeader{{Key: srcHeader, Value: srcValue(r.t.part, l.No-1)}}})
+	key := r.bytes(len(r.key))
+	copy(key, r.key)
+	r.probe.Key = key
+	part := int32(r.keys.Partition(&r.probe, r.nout))
+	var src [48]byte
+	v := appendSrc(src[:0], r.t.part, l.No-1)
+	hv := r.bytes(len(v))
+	copy(hv, v)
+	if len(r.recs) == cap(r.recs) {
+		r.recs, r.hdrs = make([]kgo.Record, 0, routeSlab), make([]kgo.RecordHeader, 0, routeSlab)
+	}
+	r.hdrs = append(r.hdrs, kgo.RecordHeader{Key: srcHeader, Value: hv})
+	r.recs = append(r.recs, kgo.Record{Topic: r.rt, Partition: part, Key: key, Value: l.Text, Timestamp: time.UnixMilli(int64(l.Time)),
+		Headers: r.hdrs[len(r.hdrs)-1 : len(r.hdrs) : len(r.hdrs)]})
+	r.out = append(r.out, &r.recs[len(r.recs)-1])
+}
+
+// routeSlab is the number of records (and headers) of a router's slab.
+const routeSlab = 256
+
+// bytes cuts n bytes from the router's byte slab.
+func (r *router) bytes(n int) []byte {
+	if cap(r.buf)-len(r.buf) < n {
+		r.buf = make([]byte, 0, max(n, 32<<10))
+	}
+	b := r.buf[len(r.buf) : len(r.buf)+n : len(r.buf)+n]
+	r.buf = r.buf[:len(r.buf)+n]
+	return b
 }
 
 // srcValue is a routed record's srcHeader: its input partition and offset.
-func srcValue(p int32, off int64) []byte {
-	b := strconv.AppendInt(nil, int64(p), 10)
+func srcValue(p int32, off int64) []byte { return appendSrc(nil, p, off) }
+
+// appendSrc appends srcValue(p, off) to b.
+func appendSrc(b []byte, p int32, off int64) []byte {
+	b = strconv.AppendInt(b, int64(p), 10)
 	return strconv.AppendInt(append(b, ' '), off, 10)
 }
 

@@ -782,6 +782,14 @@ func clipString(s string) string {
 	return s
 }
 
+// Discard drops the rows written since the last successful Flush, for a
+// writer that will write them again (an interrupted replay of committed
+// rows): Close then has nothing to warn about.
+func (s *Sink) Discard() {
+	clear(s.ops)
+	s.ops = s.ops[:0]
+}
+
 // Close drops the rows written since the last successful Flush (the engine
 // flushes before it closes; a failed job replays from its last checkpoint)
 // and closes the connection. It is idempotent and returns nil.

@@ -217,8 +217,10 @@ func (pg *pgTables) close() error {
 
 // applyPG writes the Postgres outputs of task p's committed snapshot
 // snap to their tables and flushes them (retrying while Postgres is
-// unavailable, until the member stops).
-func (m *Member) applyPG(ctx context.Context, p int32, snap *snapshot) error {
+// unavailable, until the member stops). When it fails (the member stops,
+// a rebalance cancels a restore), the outputs not flushed are discarded:
+// they are committed, and whoever restores the task writes them again.
+func (m *Member) applyPG(ctx context.Context, p int32, snap *snapshot) (err error) {
 	b := snap.Parts[pgPart]
 	if m.pg == nil || len(b) == 0 {
 		return nil
@@ -233,6 +235,19 @@ func (m *Member) applyPG(ctx context.Context, p int32, snap *snapshot) error {
 	defer pg.mu.Unlock()
 	job := jobName(m.o.Plan)
 	touched := map[string]bool{}
+	defer func() {
+		if err == nil {
+			return
+		}
+		for path := range touched {
+			if s := pg.results[path]; s != nil {
+				s.Discard()
+			} else if s := pg.records[path]; s != nil {
+				_ = s.Abort(ctx)
+			}
+		}
+		m.o.Logger.Debug("writing a commit's Postgres outputs stopped; whoever restores the task writes them again", "task", p, "checkpoint", snap.ID, "err", err)
+	}()
 	r := state.Reader{Buf: b}
 	var row [1]connector.Row
 	for len(r.Buf) > 0 && r.Err == nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -15,9 +16,11 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/weirstream/weir/backfill"
+	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/internal/jobtest"
 	"github.com/weirstream/weir/internal/testenv"
 	"github.com/weirstream/weir/spec"
+	"github.com/weirstream/weir/state"
 )
 
 // pgJob is groupJob with its outputs in Postgres tables (shared by the
@@ -152,5 +155,58 @@ func TestGroupPostgres(t *testing.T) {
 	}
 	if got := tables("pg1"); !slices.Equal(got[0], want[0]) {
 		t.Errorf("weir reset of job pg3 changed job pg1's rows")
+	}
+}
+
+// TestApplyPGDiscards: a write of a commit's Postgres outputs that stops
+// (the member stopping, a rebalance cancelling a restore) discards what
+// it did not flush, rather than leave it for the sink's Close to drop
+// with a warning that rows were lost: the outputs are committed, and the
+// task's next restore writes them again.
+func TestApplyPGDiscards(t *testing.T) {
+	url := testenv.Postgres(t)
+	table := "weir_group_discard_" + strconv.FormatInt(time.Now().UnixNano()%1e9, 10)
+	p, err := spec.Parse(fmt.Appendf(nil, pgJob, "discard", "127.0.0.1:1", url, table))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	pg, err := openPGTables(ctx, p, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pg.close()
+	db, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close(ctx)
+	defer func() {
+		for _, s := range []string{"results", "late", "bad"} {
+			db.Exec(ctx, "DROP TABLE IF EXISTS "+table+"_"+s)
+		}
+	}()
+	var path string
+	for p := range pg.results {
+		path = p
+	}
+	w := state.Writer{}
+	encodePGRow(&w, path, &connector.Row{Keys: []connector.Column{{Name: "user_id", Value: []byte(`"u1"`)}}, Start: 0, End: 1000, Firing: "on_time", Run: 1,
+		Values: []connector.Column{{Name: "orders", Value: []byte("1")}, {Name: "total", Value: []byte("5")}}})
+	m := &Member{o: Options{Plan: p, Logger: slog.New(slog.DiscardHandler)}, pg: pg, run: 1}
+	stopped, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := m.applyPG(stopped, 0, &snapshot{ID: 1, Parts: map[string][]byte{pgPart: w.Buf}}); err == nil {
+		t.Fatal("a write with a cancelled context succeeded")
+	}
+	if n := pg.results[path].Pending(); n != 0 {
+		t.Errorf("%d rows left pending after the write stopped", n)
+	}
+	if err := m.applyPG(ctx, 0, &snapshot{ID: 1, Parts: map[string][]byte{pgPart: w.Buf}}); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := db.QueryRow(ctx, "SELECT count(*) FROM "+table+"_results").Scan(&n); err != nil || n != 1 {
+		t.Errorf("after the next write: %d rows (%v), want 1", n, err)
 	}
 }

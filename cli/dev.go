@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/weirstream/weir/connector/kafkaio"
@@ -173,8 +174,12 @@ Kafka's default partitioner (murmur2), as partitioned_by_key: true expects.`)
 	mu.Lock()
 	err = cmp.Or(err, perr)
 	mu.Unlock()
+	if errors.Is(err, kerr.UnknownTopicOrPartition) {
+		fmt.Fprintf(o.Stderr, "weir dev produce: topic %s: %v: create it first (weir dev kafka --topic %s:4)\n", topic, err, topic)
+		return ExitFailed
+	}
 	if err != nil {
-		fmt.Fprintf(o.Stderr, "weir dev produce: %v\n", err)
+		fmt.Fprintf(o.Stderr, "weir dev produce: topic %s: %v\n", topic, err)
 		return ExitFailed
 	}
 	fmt.Fprintf(o.Stdout, "produced %d records to %s, keyed by %s with Kafka's default partitioner\n", n, topic, strings.Join(p.Key, ", "))

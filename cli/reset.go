@@ -17,12 +17,16 @@ func resetCmd(ctx context.Context, args []string, o IO) int {
 	fs.Usage = func() {
 		fmt.Fprintln(o.Stderr, `usage: weir reset JOB.yaml
 
-Deletes what the job's group keeps in Kafka (group mode, weir run
---instance): the consumer group's committed offsets and the changelog
-topic of its tasks' state. The next members start a new run from
-source.kafka.start. Results, late records and dead letters already
-written stay. Refused while the group has members. Members' --state-dir
-directories need no cleaning: a new run does not read an old run's files.`)
+Deletes what the job's group keeps (group mode, weir run --instance): the
+consumer group's committed offsets, the changelog topic of its tasks'
+state and its repartition topic, and the job's rows in its Postgres
+tables (results, with the results table's record of the late records a
+backfill applied; late records; dead letters), so that a backfill never
+folds into two runs. The next members start a new run from
+source.kafka.start. Records already written to Kafka topics stay (the
+new run's carry a new run id). Refused while the group has members.
+Members' --state-dir directories need no cleaning: a new run does not
+read an old run's files.`)
 	}
 	path, ok := onePath(fs, args)
 	if !ok {

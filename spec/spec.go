@@ -229,7 +229,8 @@ type Source struct {
 	NumbersInStrings bool `yaml:"numbers_in_strings" json:",omitempty"`
 	// Decimals declares fields that hold exact decimals of a precision
 	// and scale, as a SQL table's DECIMAL(p, s) columns do: a record's
-	// value (a JSON number, or a string that holds one) is read rounded
+	// value (a JSON number, or a string that holds one as Java's
+	// BigDecimal reads it) is read rounded
 	// half away from zero to the scale (1.005 as DECIMAL(10, 2) is
 	// 1.01), wherever the job reads the field; a value of more than
 	// precision digits then is null (as Flink's JSON format reads it),

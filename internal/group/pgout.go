@@ -336,7 +336,7 @@ func resetPG(ctx context.Context, p *spec.Plan) ([]string, error) {
 	for _, path := range slices.Sorted(maps.Keys(pg.results)) {
 		s := pg.results[path]
 		n, err := s.Reset(ctx)
-		if err := note(path, s.Table(), n, err); err != nil {
+		if err := note(path+"; and its rows in "+pgio.AppliedTable(s.Table())+", the late records a backfill applied", s.Table(), n, err); err != nil {
 			return did, err
 		}
 	}

@@ -252,7 +252,8 @@ func TestDecimalFields(t *testing.T) {
 		{`1.005`, "1.01"}, {`-1.005`, "-1.01"}, {`1.004999`, "1.00"}, {`1.5`, "1.50"}, {`7`, "7.00"},
 		{`"12.50"`, "12.50"}, {`"-0.125"`, "-0.13"}, {`1e2`, "100.00"}, {`-0.001`, "0.00"},
 		{`9999.994`, "9999.99"}, {`9999.995`, "null"}, {`123456789`, "null"}, {`null`, "null"},
-		{`1` + strings.Repeat("0", 40), "null"},
+		{`1` + strings.Repeat("0", 40), "null"}, {`"1e400"`, "null"},
+		{`"+1.5"`, "1.50"}, {`".5"`, "0.50"}, {`"1."`, "1.00"}, {`"-.125"`, "-0.13"}, {`"2.5E-1"`, "0.25"},
 	} {
 		r, err := d.Decode(fileio.Line{Kind: fileio.Data, No: 1, Text: []byte(`{"k":"a","ts":1767225600000,"amount":` + c.in + `}`)})
 		if err != nil {
@@ -263,7 +264,7 @@ func TestDecimalFields(t *testing.T) {
 			t.Errorf("%s reads as %s, want %s", c.in, got, c.want)
 		}
 	}
-	for _, in := range []string{`"bad"`, `true`, `{"x":1}`, `"1,5"`} {
+	for _, in := range []string{`"bad"`, `true`, `{"x":1}`, `"1,5"`, `""`, `" 3.5"`, `"NaN"`, `"0x10"`, `"."`, `"1e"`, `"++1"`, `"1.2.3"`} {
 		_, err := d.Decode(fileio.Line{Kind: fileio.Data, No: 1, Text: []byte(`{"k":"a","ts":1767225600000,"amount":` + in + `}`)})
 		if err == nil || !strings.Contains(err.Error(), "value_not_number") || !strings.Contains(err.Error(), "DECIMAL(6, 2)") {
 			t.Errorf("%s: %v, want a dead letter value_not_number naming DECIMAL(6, 2)", in, err)

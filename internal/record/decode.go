@@ -234,13 +234,24 @@ func (f decimalField) read(sc *scratch) error {
 	if v == nil || v.Type() == fastjson.TypeNull {
 		return nil
 	}
-	if v.Type() == fastjson.TypeString {
-		v = numberIn(v, sc)
-	}
-	if v.Type() != fastjson.TypeNumber {
+	switch v.Type() {
+	case fastjson.TypeNumber:
+		sc.num = v.MarshalTo(sc.num[:0])
+	case fastjson.TypeString:
+		// A number's text as Java's BigDecimal reads it (Flink's JSON
+		// format reads a string so): a sign, digits with a point
+		// anywhere, an exponent ("+1.5", ".5" and "1." too).
+		b, _ := v.StringBytes()
+		if len(b) > 0 && b[0] == '+' {
+			b = b[1:]
+		}
+		if !decimalText(b) {
+			return bad("value_not_number", "field %q is a DECIMAL(%d, %d), got %s", f.Field, f.Precision, f.Scale, short(v))
+		}
+		sc.num = append(sc.num[:0], b...)
+	default:
 		return bad("value_not_number", "field %q is a DECIMAL(%d, %d), got %s", f.Field, f.Precision, f.Scale, short(v))
 	}
-	sc.num = v.MarshalTo(sc.num[:0])
 	d, ok := parseDec(sc.num)
 	if ok {
 		d, ok = d.round(uint8(f.Scale))
@@ -520,6 +531,50 @@ func (d *Decoder) DecodeSlot(l fileio.Line, slot int) (Record, error) {
 	return r, nil
 }
 
+// decimalText reports whether b is a decimal number's text: an optional
+// minus, digits with at most one point (at least one digit), and an
+// optional exponent (e or E, a sign, digits).
+func decimalText(b []byte) bool {
+	i := 0
+	if i < len(b) && b[i] == '-' {
+		i++
+	}
+	digits, point := 0, false
+	for ; i < len(b); i++ {
+		switch c := b[i]; {
+		case c >= '0' && c <= '9':
+			digits++
+		case c == '.' && !point:
+			point = true
+		default:
+			goto rest
+		}
+	}
+rest:
+	if digits == 0 {
+		return false
+	}
+	if i == len(b) {
+		return true
+	}
+	if b[i] != 'e' && b[i] != 'E' {
+		return false
+	}
+	i++
+	if i < len(b) && (b[i] == '+' || b[i] == '-') {
+		i++
+	}
+	if i == len(b) {
+		return false
+	}
+	for ; i < len(b); i++ {
+		if b[i] < '0' || b[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
 // numberIn is the number a JSON string f holds ("12.50", as JSON writes
 // numbers), parsed with the scratch's own parser (sc.p holds the
 // record); f itself when the string is no JSON number.
@@ -647,6 +702,10 @@ func short(v *fastjson.Value) string {
 	s := string(v.MarshalTo(nil))
 	if len(s) > 40 {
 		s = s[:40] + "..."
+	}
+	switch v.Type() {
+	case fastjson.TypeTrue, fastjson.TypeFalse:
+		return "boolean " + s
 	}
 	return v.Type().String() + " " + s
 }

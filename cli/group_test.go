@@ -384,6 +384,13 @@ func TestGroupExample(t *testing.T) {
 	if n := len(jobtest.Committed(t, addr, "order-stats")); n == 0 {
 		t.Error("no committed results")
 	}
+	// The job without --instance is refused: one process would start the
+	// group's outputs over (a trial lost a group's Postgres rows so).
+	out.Reset()
+	if code := Main(context.Background(), []string{"run", "group.yaml"}, IO{Dir: dir, Stdout: &out, Stderr: &out, Getenv: func(string) string { return "" }}); code != ExitUsage ||
+		!strings.Contains(out.String(), "runs as a group (its changelog topic weir-order-stats-changelog exists)") || !strings.Contains(out.String(), "weir reset") {
+		t.Errorf("the group's job in one process: exit %d:\n%s", code, out.String())
+	}
 }
 
 // TestGroupDashboard runs a member with --http: its page, snapshot and

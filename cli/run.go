@@ -226,6 +226,10 @@ func runCmd(ctx context.Context, args []string, o IO) int {
 		}
 		return runMember(ctx, p, specDir, f, o)
 	}
+	if err := group.CheckSingle(ctx, p); err != nil {
+		fmt.Fprintf(o.Stderr, "weir run: refused: %v\n", err)
+		return ExitUsage
+	}
 	return runPlan(ctx, p, specDir, f, now, o)
 }
 

@@ -14,6 +14,36 @@ import (
 	"github.com/weirstream/weir/spec"
 )
 
+// CheckSingle refuses to run Kafka job p in one process (weir run
+// without --instance) when it runs, or ran, as a group: its changelog
+// topic exists. One process would start the job's outputs over (a new
+// run deletes the earlier runs' rows from its tables) and compete with
+// the group's members for nothing they share. Kafka not answering within
+// a few seconds is no refusal: the run's own source reports it.
+func CheckSingle(ctx context.Context, p *spec.Plan) error {
+	if p.Source.Type != "kafka" {
+		return nil
+	}
+	s := spec.SourceSettings(p)
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(s.Strings("kafka.brokers")...)}, kafkaio.AuthFrom(s, "kafka.")...)...)
+	if err != nil {
+		return nil
+	}
+	adm := kadm.NewClient(cl)
+	defer adm.Close()
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	topic := ChangelogTopic(p)
+	td, err := adm.ListTopics(ctx, topic)
+	if err != nil {
+		return nil
+	}
+	if t, ok := td[topic]; ok && t.Err == nil {
+		return fmt.Errorf("job %s runs as a group (its changelog topic %s exists): start its members with --instance NAME --state-dir DIR; to run it in one process instead, stop every member and delete the group's state with weir reset (one process would start the job's outputs over)", jobName(p), topic)
+	}
+	return nil
+}
+
 // Reset deletes what a job's group keeps in Kafka, as Kafka Streams'
 // reset tool does: the group's committed offsets (its positions and
 // the names of its tasks' checkpoints) and its changelog topic (the

@@ -384,6 +384,11 @@ func TestGroupExample(t *testing.T) {
 	if n := len(jobtest.Committed(t, addr, "order-stats")); n == 0 {
 		t.Error("no committed results")
 	}
+	// The example shows the late-data layers: with backlog_every 5, some
+	// orders are late and some too late (to the late topic).
+	if o := outs[0].String(); strings.Contains(o, "too late: 0 ") || strings.Contains(o, "allowed lateness: 0 ") || len(jobtest.Committed(t, addr, "order-stats-late")) == 0 {
+		t.Errorf("the example judged no order late or too late:\n%s", o)
+	}
 	// The job without --instance is refused: one process would start the
 	// group's outputs over (a trial lost a group's Postgres rows so).
 	out.Reset()

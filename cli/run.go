@@ -290,8 +290,16 @@ func runMember(ctx context.Context, p *spec.Plan, dir string, f runFlags, o IO) 
 	defer func() { stopAdmin() }()
 	opts := group.Options{Plan: p, Instance: f.instance, StateDir: o.path(f.stateDir), Run: ro, Logger: ro.Logger, Info: ro.Info, Serve: serve,
 		Crash: crashHook(o.Getenv), Summary: func(s job.Summary) { sum = &s },
-		Stopped: func(tasks []int32, s job.Summary) {
-			printSummary(o.Stderr, p, s, time.Since(began), noPeak, fmt.Sprintf("stopped on member %s: its tasks %v, counted from the group's start; the group goes on", f.instance, tasks), 0)
+		Stopped: func(tasks []int32, s job.Summary, others []string) {
+			goesOn := "the group goes on"
+			switch {
+			case others == nil:
+			case len(others) == 0:
+				goesOn = "no other member runs: the group's tasks wait, with their state, for the next member"
+			default:
+				goesOn = fmt.Sprintf("the group goes on with %s", strings.Join(others, ", "))
+			}
+			printSummary(o.Stderr, p, s, time.Since(began), noPeak, fmt.Sprintf("stopped on member %s: its tasks %v, counted from the group's start; %s", f.instance, tasks, goesOn), 0)
 		}}
 	if reg != nil {
 		opts.Registerer = reg

@@ -401,9 +401,10 @@ func TestFenced(t *testing.T) {
 	second := make(chan error, 1)
 	var stopped []int32
 	var stoppedSum job.Summary
+	var others []string
 	go func() {
 		second <- Run(ctx, Options{Plan: p, Instance: "a", StateDir: filepath.Join(dir, "2"), SessionTimeout: time.Second, TransactionTimeout: 3 * time.Second, Info: func(msg string) { t.Log("second:", msg) },
-			Stopped: func(tasks []int32, s job.Summary) { stopped, stoppedSum = tasks, s }})
+			Stopped: func(tasks []int32, s job.Summary, o []string) { stopped, stoppedSum, others = tasks, s, o }})
 	}()
 	select {
 	case err := <-first:
@@ -421,6 +422,10 @@ func TestFenced(t *testing.T) {
 	// Its graceful stop tells its tasks' counts.
 	if len(stopped) != 4 || !stoppedSum.Conserved() || stoppedSum.Get("records_in") == 0 {
 		t.Errorf("the stopped member's tasks %v, summary (conserved %v) %s", stopped, stoppedSum.Conserved(), stoppedSum.JSON())
+	}
+	// The fenced member is gone: no other member runs.
+	if others == nil || len(others) != 0 {
+		t.Errorf("the stopped member saw other members %#v, want none", others)
 	}
 }
 
@@ -684,7 +689,7 @@ func TestRepartition(t *testing.T) {
 			wg.Go(func() {
 				err := Run(ctx, Options{Plan: p, Instance: m, StateDir: filepath.Join(dir, m), SessionTimeout: joinSession, TransactionTimeout: joinTxnTimeout, Logger: slog.New(slog.NewTextHandler(tlog{t}, nil)),
 					Info: func(msg string) { t.Log(msg) },
-					Stopped: func(_ []int32, s job.Summary) {
+					Stopped: func(_ []int32, s job.Summary, _ []string) {
 						mu.Lock()
 						defer mu.Unlock()
 						for _, c := range s.Counters {

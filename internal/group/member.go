@@ -8,6 +8,7 @@
 package group
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -70,8 +71,9 @@ type Options struct {
 	Summary func(job.Summary)
 	// Stopped, when set, is given at a graceful stop the tasks the member
 	// ran and their counters as they stopped (counted from the group's
-	// start: a task restored from the changelog carries its counts).
-	Stopped func(tasks []int32, s job.Summary)
+	// start: a task restored from the changelog carries its counts), and
+	// the other members the group had then (nil when it could not tell).
+	Stopped func(tasks []int32, s job.Summary, others []string)
 	// Registerer, when set, receives the member's metrics (weir_group_*),
 	// the group-wide gauges among them.
 	Registerer prometheus.Registerer
@@ -1822,7 +1824,7 @@ func (m *Member) leave(stopped bool) error {
 	}
 	if stopped && m.o.Stopped != nil && len(ids) > 0 {
 		slices.Sort(ids)
-		m.o.Stopped(ids, sum)
+		m.o.Stopped(ids, sum, m.others())
 	}
 	m.sess.CloseAllowingRebalance()
 	m.sess = nil
@@ -1836,6 +1838,36 @@ func (m *Member) leave(stopped bool) error {
 		m.o.Logger.Warn("leaving the group failed: the tasks move after the session timeout", "err", err)
 	}
 	return nil
+}
+
+// others are the group's members but this one, as the broker describes
+// the group (nil when it cannot tell within a few seconds).
+func (m *Member) others() []string {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	described, err := m.adm.DescribeGroups(ctx, m.group)
+	if err != nil {
+		return nil
+	}
+	g, ok := described[m.group]
+	if !ok || g.Err != nil {
+		return nil
+	}
+	others := []string{}
+	for _, gm := range g.Members {
+		if gm.InstanceID == nil || *gm.InstanceID != m.o.Instance {
+			others = append(others, cmp.Or(ptrValue(gm.InstanceID), gm.MemberID))
+		}
+	}
+	slices.Sort(others)
+	return others
+}
+
+func ptrValue(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
 }
 
 // close, after a failure, stops the tasks and closes the session (without

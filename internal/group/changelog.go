@@ -217,6 +217,9 @@ type readStats struct {
 	from    int64
 	records int
 	bytes   int64
+	// cached is the checkpoint id of the state directory's copy when a
+	// restore read the changelog instead (0: none).
+	cached int64
 }
 
 // readSnapshot reads changelog partition p of topic from offset from

@@ -981,8 +981,14 @@ func (m *Member) restore(ctx context.Context, p int32, tm taskMeta) (*snapshot, 
 		m.o.Info(fmt.Sprintf("instance %s: task %d restored checkpoint %d from the state directory", m.o.Instance, p, tm.ID))
 	default:
 		d := time.Since(began)
-		m.o.Info(fmt.Sprintf("instance %s: task %d restored checkpoint %d from the changelog (offsets %d to %d: %d records, %d bytes in %v)",
-			m.o.Instance, p, tm.ID, st.from, at, st.records, st.bytes, d.Round(time.Millisecond)))
+		why := ""
+		if st.cached > 0 {
+			// The copy is written every cacheEvery: after a kill it is
+			// usually a commit or more behind the committed checkpoint.
+			why = fmt.Sprintf("; the state directory's copy is checkpoint %d", st.cached)
+		}
+		m.o.Info(fmt.Sprintf("instance %s: task %d restored checkpoint %d from the changelog (offsets %d to %d: %d records, %d bytes in %v%s)",
+			m.o.Instance, p, tm.ID, st.from, at, st.records, st.bytes, d.Round(time.Millisecond), why))
 		m.keep(p, s, at)
 	}
 	return s, at, nil
@@ -1010,6 +1016,9 @@ func (m *Member) read(ctx context.Context, p int32, tm taskMeta) (s *snapshot, a
 		from = at + 1
 	}
 	s, at, st, err = readSnapshot(ctx, m.clientOpts(), m.changelog, p, from, tm.ID, 2*m.o.TransactionTimeout+30*time.Second)
+	if cached != nil {
+		st.cached = cached.ID
+	}
 	return s, at, st, err
 }
 

@@ -64,6 +64,11 @@ type BackfillOptions struct {
 	// Warn, when set, is told about each retry of a batch that failed
 	// because Postgres was unavailable.
 	Warn func(msg string)
+	// Group: the job runs as a group (weir run --instance), which keeps
+	// no checkpoint directory: its ledger holds committed records only,
+	// each too late for good, so all of it is read, also while the group
+	// runs (only the report says so differently).
+	Group bool
 }
 
 // DefaultWindowsPerTx is BackfillOptions.WindowsPerTx's default.
@@ -208,6 +213,9 @@ func Backfill(p *spec.Plan, o BackfillOptions) (BackfillReport, error) {
 	}
 	defer src.close()
 	cut, wm, desc, since, err := backfillCut(p, job.RunOptions{Dir: o.Dir, CheckpointDir: o.CheckpointDir}, src)
+	if err == nil && cut == nil && o.Group {
+		desc = "all of it; the job runs as a group, whose ledger holds committed records only, each too late for good"
+	}
 	if err != nil {
 		return BackfillReport{}, err
 	}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -11,6 +12,7 @@ import (
 	"strconv"
 
 	"github.com/weirstream/weir/backfill"
+	"github.com/weirstream/weir/internal/group"
 	"github.com/weirstream/weir/job"
 	"github.com/weirstream/weir/ledger"
 )
@@ -76,6 +78,9 @@ func backfillCmd(args []string, o IO) int {
 		KeepRevisions: *dry && *verify}
 	if *ckDir != "" {
 		bo.CheckpointDir = o.path(*ckDir)
+	}
+	if p.Checkpoint == nil && bo.CheckpointDir == "" {
+		bo.Group = group.Ran(context.Background(), p)
 	}
 	if *verbose {
 		bo.Out = o.Stdout

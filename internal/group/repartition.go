@@ -102,8 +102,8 @@ type router struct {
 	keys kgo.TopicPartitioner
 	// key is the key of the line stamped last (Stamp runs right before
 	// Emit, on the goroutine).
-	key  string
-	out  []*kgo.Record // routed since the last snapshot
+	key string
+	out []*kgo.Record // routed since the last snapshot
 	// probe is the key partitioner's argument; recs, hdrs and buf are
 	// slabs the routed records, their headers, keys and header values
 	// are cut from (never reused: a full one is replaced, so that a
@@ -113,11 +113,11 @@ type router struct {
 	recs  []kgo.Record
 	hdrs  []kgo.RecordHeader
 	buf   []byte
-	wm   etime.Time    // the last watermark marked
-	idle bool
-	done bool // the reader read to its end
-	err  error
-	req  chan chan routed
+	wm    etime.Time // the last watermark marked
+	idle  bool
+	done  bool // the reader read to its end
+	err   error
+	req   chan chan routed
 }
 
 // routed is a route task's answer to a commit: what it routed since the

@@ -21,13 +21,23 @@ import (
 // the group's members for nothing they share. Kafka not answering within
 // a few seconds is no refusal: the run's own source reports it.
 func CheckSingle(ctx context.Context, p *spec.Plan) error {
+	if Ran(ctx, p) {
+		return fmt.Errorf("job %s runs as a group (its changelog topic %s exists): start its members with --instance NAME --state-dir DIR; to run it in one process instead, stop every member and delete the group's state with weir reset (one process would start the job's outputs over)", jobName(p), ChangelogTopic(p))
+	}
+	return nil
+}
+
+// Ran reports whether Kafka job p runs, or ran, as a group: its changelog
+// topic exists (false too when Kafka does not answer within a few
+// seconds).
+func Ran(ctx context.Context, p *spec.Plan) bool {
 	if p.Source.Type != "kafka" {
-		return nil
+		return false
 	}
 	s := spec.SourceSettings(p)
 	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(s.Strings("kafka.brokers")...)}, kafkaio.AuthFrom(s, "kafka.")...)...)
 	if err != nil {
-		return nil
+		return false
 	}
 	adm := kadm.NewClient(cl)
 	defer adm.Close()
@@ -36,12 +46,10 @@ func CheckSingle(ctx context.Context, p *spec.Plan) error {
 	topic := ChangelogTopic(p)
 	td, err := adm.ListTopics(ctx, topic)
 	if err != nil {
-		return nil
+		return false
 	}
-	if t, ok := td[topic]; ok && t.Err == nil {
-		return fmt.Errorf("job %s runs as a group (its changelog topic %s exists): start its members with --instance NAME --state-dir DIR; to run it in one process instead, stop every member and delete the group's state with weir reset (one process would start the job's outputs over)", jobName(p), topic)
-	}
-	return nil
+	t, ok := td[topic]
+	return ok && t.Err == nil
 }
 
 // Reset deletes what a job's group keeps in Kafka, as Kafka Streams'

@@ -131,9 +131,12 @@ func TestGroupPostgres(t *testing.T) {
 	// weir backfill folds the group's too-late records (its Postgres
 	// ledger holds committed ones only) into its results table, once.
 	late := len(want[1])
-	rep, err := backfill.Backfill(plan("pg3"), backfill.BackfillOptions{Dir: dir})
+	rep, err := backfill.Backfill(plan("pg3"), backfill.BackfillOptions{Dir: dir, Group: Ran(ctx, plan("pg3"))})
 	if err != nil || int(rep.Entries) != late || rep.Applied != late || rep.Windows == 0 {
 		t.Fatalf("backfill: %v: %+v, want %d entries applied", err, rep, late)
+	}
+	if !strings.Contains(rep.Cut, "the job runs as a group") {
+		t.Errorf("the backfill's cut of a group's ledger: %q", rep.Cut)
 	}
 	if n := len(query(`SELECT window_start::text FROM `+prefix+`_results WHERE job = $1 AND firing = 'backfill'`, "pg3")); n != rep.Windows {
 		t.Errorf("backfill revised %d windows, the table has %d backfill rows", rep.Windows, n)

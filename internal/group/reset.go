@@ -34,12 +34,10 @@ func Ran(ctx context.Context, p *spec.Plan) bool {
 	if p.Source.Type != "kafka" {
 		return false
 	}
-	s := spec.SourceSettings(p)
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(s.Strings("kafka.brokers")...)}, kafkaio.AuthFrom(s, "kafka.")...)...)
+	adm, err := sourceAdmin(p)
 	if err != nil {
 		return false
 	}
-	adm := kadm.NewClient(cl)
 	defer adm.Close()
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
@@ -52,24 +50,33 @@ func Ran(ctx context.Context, p *spec.Plan) bool {
 	return ok && t.Err == nil
 }
 
-// Reset deletes what a job's group keeps in Kafka, as Kafka Streams'
-// reset tool does: the group's committed offsets (its positions and
-// the names of its tasks' checkpoints) and its changelog topic (the
-// tasks' state and the group record). The next member to start begins a
-// new run from source.kafka.start. The job's outputs (results, late
-// records, dead letters) stay: a new run writes them again, under its
-// own run id. It is refused while the group has members. It returns
-// what it deleted, one line each.
-func Reset(ctx context.Context, p *spec.Plan) ([]string, error) {
-	if p.Source.Type != "kafka" {
-		return nil, fmt.Errorf("source.type: %q: weir reset resets the Kafka group of a job in group mode", p.Source.Type)
-	}
+// sourceAdmin is an admin client of plan p's source brokers.
+func sourceAdmin(p *spec.Plan) (*kadm.Client, error) {
 	s := spec.SourceSettings(p)
 	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(s.Strings("kafka.brokers")...)}, kafkaio.AuthFrom(s, "kafka.")...)...)
 	if err != nil {
 		return nil, err
 	}
-	adm := kadm.NewClient(cl)
+	return kadm.NewClient(cl), nil
+}
+
+// Reset deletes what a job's group keeps, as Kafka Streams' reset tool
+// does: the group's committed offsets (its positions and the names of
+// its tasks' checkpoints), its changelog topic (the tasks' state and the
+// group record) and repartition topic, and the job's rows in its
+// Postgres tables (so that a backfill never folds into two runs). The
+// next member to start begins a new run from source.kafka.start. Records
+// in Kafka topics stay: a new run writes its own, under its own run id.
+// It is refused while the group has members. It returns what it
+// deleted, one line each.
+func Reset(ctx context.Context, p *spec.Plan) ([]string, error) {
+	if p.Source.Type != "kafka" {
+		return nil, fmt.Errorf("source.type: %q: weir reset resets the Kafka group of a job in group mode", p.Source.Type)
+	}
+	adm, err := sourceAdmin(p)
+	if err != nil {
+		return nil, err
+	}
 	defer adm.Close()
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()

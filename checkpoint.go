@@ -79,6 +79,11 @@ func (e *Env) OnPreCommit(fn func(id int64, write func(name string, data []byte)
 // finished its input. Safe for concurrent use while the job runs.
 func (e *Env) RequestCheckpoint() bool { return e.job.RequestCheckpoint() }
 
+// RequestLastCheckpoint is RequestCheckpoint for a graceful stop: no
+// periodic checkpoint follows the one it asks for, whose id it returns
+// (false: none can start).
+func (e *Env) RequestLastCheckpoint() (int64, bool) { return e.job.RequestLastCheckpoint() }
+
 // Restored returns the part name written by OnPreCommit in the restored
 // checkpoint, if any.
 func (e *Env) Restored(name string) ([]byte, bool) {

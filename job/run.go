@@ -304,20 +304,21 @@ func Open(plan *spec.Plan, o RunOptions) (*Job, error) {
 // runs.
 func (j *Job) Env() *weir.Env { return j.env }
 
-// Checkpoint takes a checkpoint now, for a graceful stop: it returns the
-// id of the first checkpoint completed after the call, or 0 when the job
-// has no checkpoints or none completed within timeout.
+// Checkpoint takes the last checkpoint of a graceful stop: no periodic
+// one follows it, so a run resumed afterwards starts from it. It returns
+// its id once it completed, or 0 when the job has no checkpoints or it
+// did not complete within timeout.
 func (j *Job) Checkpoint(timeout time.Duration) int64 {
 	if j.ck == nil {
 		return 0
 	}
-	before := j.ck.last.Load()
-	if !j.env.RequestCheckpoint() {
+	want, ok := j.env.RequestLastCheckpoint()
+	if !ok {
 		return 0
 	}
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
-		if id := j.ck.last.Load(); id > before {
+		if id := j.ck.last.Load(); id >= want {
 			return id
 		}
 		if j.sinkUnavailable() {

@@ -146,6 +146,7 @@ type coordinator struct {
 		stopped  bool  // a source finished: no more checkpoints
 		lastTrig time.Time
 		force    bool  // a checkpoint is asked for now, whatever the interval
+		final    bool  // a graceful stop's last was asked for: no periodic ones
 		size     int64 // bytes written for the pending checkpoint so far
 		stats    CheckpointStats
 		// completing: OnComplete is running, without mu; no
@@ -271,7 +272,7 @@ func newCoordinator(j *Job, o *CheckpointOptions) *coordinator {
 func (c *coordinator) due(now time.Time) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return !c.mu.stopped && c.mu.id == 0 && !c.mu.completing && (c.mu.force || now.Sub(c.mu.lastTrig) >= c.opts.Interval)
+	return !c.mu.stopped && c.mu.id == 0 && !c.mu.completing && (c.mu.force || !c.mu.final && now.Sub(c.mu.lastTrig) >= c.opts.Interval)
 }
 
 // RequestCheckpoint asks for a checkpoint as soon as possible (a graceful
@@ -292,6 +293,29 @@ func (j *Job) RequestCheckpoint() bool {
 		}
 	}
 	return c.mu.force
+}
+
+// RequestLastCheckpoint asks for a checkpoint as soon as possible, as
+// RequestCheckpoint does, and takes no periodic one after it (a graceful
+// stop's last, which it names): it returns the id that checkpoint will
+// have (one in progress completes first), false when none can start.
+// Safe for concurrent use.
+func (j *Job) RequestLastCheckpoint() (int64, bool) {
+	c := j.coord.Load()
+	if c == nil {
+		return 0, false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.mu.stopped {
+		return 0, false
+	}
+	c.mu.force, c.mu.final = true, true
+	select {
+	case c.poke <- struct{}{}:
+	default:
+	}
+	return c.mu.next, true
 }
 
 // trigger starts the next checkpoint at now (a time of c.clk); it returns

@@ -187,3 +187,36 @@ func TestOnCompleteWithoutTheLock(t *testing.T) {
 		t.Fatalf("OnComplete told %v, want [1]", told)
 	}
 }
+
+// TestLastCheckpoint: a graceful stop's last checkpoint is named before it
+// starts (after one in progress) and no periodic checkpoint follows it,
+// so the next run resumes from the one the stop message names (a trial
+// saw "took checkpoint 7" and a resume from 8).
+func TestLastCheckpoint(t *testing.T) {
+	st, _, _ := alignSubtask(t)
+	j := st.job
+	c := j.coord.Load()
+	if id := c.trigger(time.Now()); id != 1 {
+		t.Fatalf("trigger: %d", id)
+	}
+	want, ok := j.RequestLastCheckpoint() // while 1 is in progress
+	if !ok || want != 2 {
+		t.Fatalf("RequestLastCheckpoint: %d %v, want 2", want, ok)
+	}
+	st.deliver(envelope{gate: 0, from: 0, barrier: 1})
+	st.deliver(envelope{gate: 0, from: 1, barrier: 1})
+	if !c.due(time.Now()) {
+		t.Fatal("the last checkpoint is not due")
+	}
+	if id := c.trigger(time.Now()); id != want {
+		t.Fatalf("the last checkpoint started as %d, want %d", id, want)
+	}
+	st.deliver(envelope{gate: 0, from: 0, barrier: 2})
+	st.deliver(envelope{gate: 0, from: 1, barrier: 2})
+	if later := time.Now().Add(time.Hour); c.due(later) {
+		t.Error("a periodic checkpoint is due after the last one")
+	}
+	if j.RequestCheckpoint() && !c.due(time.Now()) {
+		t.Error("an explicit request after the last one is not due")
+	}
+}

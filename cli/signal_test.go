@@ -174,6 +174,24 @@ func TestSIGTERM(t *testing.T) {
 	checkStopped(t, p, dir, "endless")
 }
 
+// TestSIGHUP: a closed terminal or SSH session (SIGHUP) stops a job as
+// SIGTERM does (a trial saw it killed at once, its last line torn).
+func TestSIGHUP(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(endlessJob), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := startWeir(t, dir, "run", "job.yaml")
+	waitUntil(t, 30*time.Second, "results", func() bool { return fileSize(filepath.Join(dir, "results.jsonl")) > 300<<10 || !p.running() })
+	if !p.running() {
+		t.Fatalf("the run ended early:\n%s", p.stderr.String())
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	checkStopped(t, p, dir, "endless")
+}
+
 // TestSecondRunRefused: while a run holds its checkpoint directory and
 // its file outputs, a second run on the same checkpoint directory, and
 // one with its own checkpoint directory but the same output files, are

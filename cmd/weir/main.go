@@ -1,7 +1,7 @@
 // Command weir runs weir jobs. It only wires the process to package cli:
-// the first Ctrl-C or SIGTERM (systemd, Docker, Kubernetes, timeout) asks
-// the running job to stop gracefully, a second one of either kills the
-// process.
+// the first Ctrl-C, SIGTERM (systemd, Docker, Kubernetes, timeout) or
+// SIGHUP (a closed terminal; not under nohup) asks the running job to
+// stop gracefully, a second one of any kills the process.
 package main
 
 import (
@@ -15,6 +15,11 @@ import (
 
 func main() {
 	sigs := []os.Signal{os.Interrupt, syscall.SIGTERM}
+	// A closed terminal or SSH session (SIGHUP) stops the job gracefully
+	// too, unless the process was started to survive it (nohup).
+	if !signal.Ignored(syscall.SIGHUP) {
+		sigs = append(sigs, syscall.SIGHUP)
+	}
 	// A signal the process was started with ignored (a background job of
 	// a shell script ignores SIGINT) is handled all the same: weir stops
 	// on it as the user asks. But restoring its default after the first

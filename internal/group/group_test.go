@@ -21,6 +21,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/goleak"
 
 	"github.com/weirstream/weir/connector"
@@ -943,5 +944,58 @@ func TestFencedOrLapsed(t *testing.T) {
 	m.txnBegan = time.Time{} // no transaction open: a fetch's fencing
 	if err := m.fenced(kerr.ProducerFenced); !strings.Contains(err.Error(), "another process") {
 		t.Errorf("a fencing without a transaction: %v", err)
+	}
+}
+
+// TestGroupDoneRetries: a member whose tasks read their input to the end
+// waits while Kafka does not answer its reads of the group's progress (a
+// broker restart), rather than exit 1 without a summary as a trial saw.
+func TestGroupDoneRetries(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(4, "in"), kfake.SeedTopics(3, "r-out"), kfake.SeedTopics(1, "r-late", "r-bad"), kfake.GroupMinSessionTimeout(200*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	broker := c.ListenAddrs()[0]
+	cl, err := kgo.NewClient(kgo.SeedBrokers(broker), kgo.DefaultProduceTopic("in"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	for i := range 200 {
+		u := fmt.Sprintf("u%d", i%13)
+		if err := cl.ProduceSync(context.Background(), &kgo.Record{Key: []byte(u), Value: fmt.Appendf(nil, `{"user_id":%q,"amount":1,"ts":%d}`, u, 1767225600000+int64(i)*10)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var failed atomic.Int32
+	var once sync.Once
+	sums := runGroup(t, plan(t, "r", broker), t.TempDir(), func(o *Options) {
+		o.Logger = slog.New(slog.NewTextHandler(tlog{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		info := o.Info
+		o.Info = func(msg string) {
+			info(msg)
+			if strings.Contains(msg, "read its input to the end") {
+				once.Do(func() {
+					// The next reads of committed offsets fail, as while
+					// a broker restarts.
+					c.ControlKey(int16(kmsg.OffsetFetch), func(kmsg.Request) (kmsg.Response, error, bool) {
+						if failed.Load() >= 4 {
+							c.DropControl()
+							return nil, nil, false
+						}
+						failed.Add(1)
+						c.KeepControl()
+						return nil, errors.New("broker restarting"), true
+					})
+				})
+			}
+		}
+	}, "a")
+	if failed.Load() < 4 {
+		t.Errorf("%d reads of the offsets failed, want 4", failed.Load())
+	}
+	if s := sums[0]; !s.Conserved() || s.Get("records_in") != 200 {
+		t.Errorf("summary: %s", s.JSON())
 	}
 }

@@ -12,14 +12,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"maps"
+	"net"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -157,8 +160,11 @@ type Member struct {
 	// (loop). Both owned by the loop.
 	txnBegan time.Time
 	rejoins  int
-	run      int64 // the group's run id (its group record's)
-	ctx      context.Context
+	// doneWarned is when the loop last warned that the group's progress
+	// could not be read (owned by the loop).
+	doneWarned time.Time
+	run        int64 // the group's run id (its group record's)
+	ctx        context.Context
 	// stopped is closed when Run returns: a task's checkpoint waiting for
 	// the member gives up.
 	stopped chan struct{}
@@ -586,7 +592,7 @@ func (m *Member) session(ctx context.Context) error {
 			if errors.Is(fe.Err, context.DeadlineExceeded) || errors.Is(fe.Err, context.Canceled) {
 				continue
 			}
-			if gs := (*kgo.ErrGroupSession)(nil); errors.As(fe.Err, &gs) && !isFenced(fe.Err) {
+			if gs := (*kgo.ErrGroupSession)(nil); errors.As(fe.Err, &gs) && transient(gs.Err) {
 				// The client lost its group session (a join that timed
 				// out, the coordinator gone): it revoked the member's
 				// tasks and joins again by itself, as Kafka's consumers do.
@@ -616,7 +622,13 @@ func (m *Member) session(ctx context.Context) error {
 			lastDone = time.Now()
 			done, err := m.groupDone(ctx)
 			if err != nil {
-				return err
+				// Kafka unavailable for a while (a broker restart): the
+				// member waits for it, as its fetches and commits do.
+				if time.Since(m.doneWarned) >= 10*time.Second {
+					m.doneWarned = time.Now()
+					m.o.Logger.Warn("reading the group's progress failed; the member tries again", "err", err)
+				}
+				continue
 			}
 			if done {
 				m.o.Info("every task of the group read its input to the end and committed")
@@ -666,6 +678,17 @@ func (m *Member) refreshAlign(ctx context.Context) {
 		}
 	}
 	m.align.set(wm)
+}
+
+// transient reports whether err is one a client retries: a network
+// error, or a Kafka error marked retriable (a refused configuration, an
+// authorization or a fencing is not).
+func transient(err error) bool {
+	if ke := (*kerr.Error)(nil); errors.As(err, &ke) {
+		return ke.Retriable
+	}
+	var ne net.Error
+	return errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET)
 }
 
 // fenced names the other member in an error of a fenced producer, or,

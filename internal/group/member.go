@@ -576,6 +576,11 @@ func (m *Member) session(ctx context.Context) error {
 	}
 	m.sess = sess
 	defer m.close()
+	if m.align != nil {
+		// The group's watermarks before any task runs: a reader aligns
+		// from its first tick (a task without a commit yet holds it).
+		m.refreshAlign(ctx)
+	}
 	last := time.Now()
 	lastDone := time.Now()
 	for {
@@ -659,13 +664,21 @@ func (m *Member) refreshAlign(ctx context.Context) {
 	if err == nil {
 		err = committed.Error()
 	}
+	wm := map[int32]etime.Time{}
 	if err != nil {
 		if ctx.Err() == nil {
 			m.o.Logger.Warn("reading the group's watermarks (max_drift) failed; the alignment stays as it was", "err", err)
 		}
+		if !m.align.known() {
+			// Nothing read yet (a new group has no offsets): every
+			// input task counts without a watermark until it commits.
+			for p := range int32(m.nparts) {
+				wm[p] = etime.MinTime
+			}
+			m.align.set(wm)
+		}
 		return
 	}
-	wm := map[int32]etime.Time{}
 	for p := range int32(m.nparts) {
 		tm := taskMeta{Watermark: etime.MinTime}
 		if c, ok := committed.Lookup(m.topic, p); ok && c.At >= 0 {

@@ -261,6 +261,13 @@ func (a *alignment) low(except int32) (etime.Time, bool) {
 	return lo, ok
 }
 
+// known reports whether the watermarks were read once.
+func (a *alignment) known() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.wm != nil
+}
+
 // set replaces the watermarks.
 func (a *alignment) set(wm map[int32]etime.Time) {
 	a.mu.Lock()

@@ -92,7 +92,9 @@ func publish(t testing.TB, js jetstream.JetStream, subject string, mod, from, n 
 		if strings.Contains(subj, "%d") {
 			subj = fmt.Sprintf(subject, i%mod)
 		}
-		f, err := js.PublishAsync(subj, payload(i))
+		// A loaded machine acknowledges slowly: wait for room rather
+		// than fail after the default 200ms (as the sink waits AckTimeout).
+		f, err := js.PublishAsync(subj, payload(i), jetstream.WithStallWait(30*time.Second))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1005,3 +1005,53 @@ func TestGroupDoneRetries(t *testing.T) {
 		t.Errorf("summary: %s", s.JSON())
 	}
 }
+
+// TestStopLapse: a graceful stop whose last commit lapses (its
+// transaction outlives the timeout while Kafka is unavailable) still
+// leaves the group and ends cleanly, saying that the tasks resume from
+// their previous commits (a trial saw it exit 1 after 30s, without the
+// stopped member's counts).
+func TestStopLapse(t *testing.T) {
+	broker := cluster(t, 300, "sl")
+	p := plan(t, "sl", broker)
+	p.Source.Kafka.StopAtEnd = false
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var stopping, said, stopped atomic.Bool
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(ctx, Options{Plan: p, Instance: "a", StateDir: t.TempDir(), SessionTimeout: joinSession, TransactionTimeout: 2 * time.Second,
+			Crash: func(point string) {
+				if point == "group-stop" {
+					stopping.Store(true)
+				}
+				if point == "group-produced" && stopping.Load() {
+					time.Sleep(3 * time.Second) // the stop's commit stalls past the timeout
+				}
+			},
+			Info: func(msg string) {
+				t.Log(msg)
+				if strings.Contains(msg, "past its transaction timeout") && strings.Contains(msg, "its tasks resume from their previous commits") {
+					said.Store(true)
+				}
+				if strings.Contains(msg, "assigned") {
+					go func() {
+						time.Sleep(500 * time.Millisecond)
+						cancel()
+					}()
+				}
+			},
+			Stopped: func([]int32, job.Summary, []string) { stopped.Store(true) }})
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("the stopped member: %v", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the member did not stop")
+	}
+	if !said.Load() || !stopped.Load() {
+		t.Errorf("said the lapse %v, told its stopped tasks %v", said.Load(), stopped.Load())
+	}
+}

@@ -89,7 +89,8 @@ type Options struct {
 	// process there): group-produced (a transaction's records produced,
 	// before it ends), group-committed (after it committed, before the
 	// tasks hear of it), group-restore (a task's checkpoint read, before
-	// the task starts) and group-revoke (tasks revoked, before they stop).
+	// the task starts), group-revoke (tasks revoked, before they stop) and
+	// group-stop (a graceful stop, before its last commit).
 	Crash func(point string)
 }
 
@@ -513,8 +514,14 @@ func (m *Member) loop(ctx context.Context) error {
 	for {
 		err := m.session(ctx)
 		var le *lapsedError
-		if !errors.As(err, &le) || ctx.Err() != nil {
+		if !errors.As(err, &le) {
 			return err
+		}
+		if ctx.Err() != nil {
+			// Asked to stop while a commit lapsed: the session is
+			// closed, its tasks move after the session timeout.
+			m.o.Info(fmt.Sprintf("instance %s: %v; it stops, and its tasks resume from their previous commits on the next owner", m.o.Instance, le))
+			return nil
 		}
 		m.rejoins++
 		if m.rejoins > maxRejoins {
@@ -1480,8 +1487,11 @@ func (m *Member) commit(ctx context.Context) error {
 		return nil
 	})
 	m.o.Crash("group-produced")
-	// A broker that stops answering fails the member rather than hang it.
-	cctx, cancel := context.WithTimeout(cctx, m.o.TransactionTimeout+30*time.Second)
+	// A broker that stops answering fails the member rather than hang it:
+	// past its timeout (and a margin), Kafka aborts the transaction
+	// anyway, so waiting longer gains nothing (the lapse then makes the
+	// member join again).
+	cctx, cancel := context.WithDeadline(cctx, m.txnBegan.Add(m.o.TransactionTimeout+5*time.Second))
 	defer cancel()
 	// A record that failed in the client (an unknown topic, too large)
 	// does not fail the transaction by itself: flush, and abort rather
@@ -1839,8 +1849,16 @@ func (m *Member) finishGroup(ctx context.Context) (job.Summary, error) {
 func (m *Member) stop() error {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	m.o.Crash("group-stop")
 	if err := m.commit(ctx); err != nil {
-		return err
+		var le *lapsedError
+		if !errors.As(err, &le) {
+			return err
+		}
+		// The last commit lapsed (Kafka unavailable for a while): what
+		// the tasks did since their previous commit is redone by their
+		// next owner; the member still leaves, and says so.
+		m.o.Info(fmt.Sprintf("instance %s: %v; its tasks resume from their previous commits", m.o.Instance, le))
 	}
 	return m.leave(true)
 }

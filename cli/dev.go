@@ -10,12 +10,15 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -65,7 +68,7 @@ is for trying weir's Kafka source and sink, not for production.`)
 		return ExitUsage
 	}
 	opts := []kfake.Opt{kfake.Ports(*port), kfake.AllowAutoTopicCreation(), kfake.GroupMinSessionTimeout(*minSession)}
-	var names []string
+	want := map[string]int32{} // the --topic partitions by name
 	for _, t := range topics {
 		name, parts, hasParts := strings.Cut(t, ":")
 		n := 1
@@ -81,7 +84,7 @@ is for trying weir's Kafka source and sink, not for production.`)
 			return ExitUsage
 		}
 		opts = append(opts, kfake.SeedTopics(int32(n), name))
-		names = append(names, fmt.Sprintf("%s (%d partitions)", name, n))
+		want[name] = int32(n)
 	}
 	if *dataDir != "" {
 		opts = append(opts, kfake.DataDir(o.path(*dataDir)))
@@ -93,12 +96,56 @@ is for trying weir's Kafka source and sink, not for production.`)
 	}
 	defer c.Close()
 	fmt.Fprintf(o.Stdout, "kafka (kfake, in-process) listening on %s\n", strings.Join(c.ListenAddrs(), ", "))
-	if len(names) > 0 {
+	if len(want) > 0 {
+		names, err := devTopics(ctx, c.ListenAddrs(), want)
+		if err != nil {
+			fmt.Fprintf(o.Stderr, "weir dev kafka: --topic: %v\n", err)
+			return ExitFailed
+		}
 		fmt.Fprintf(o.Stdout, "topics: %s\n", strings.Join(names, ", "))
 	}
 	fmt.Fprintln(o.Stdout, "Ctrl-C stops it")
 	<-ctx.Done()
 	return ExitOK
+}
+
+// devTopics makes sure the --topic topics exist (a cluster restored from
+// --data-dir does not seed them) and describes each: created, or there
+// already (with its own partition count, which may differ from want's).
+func devTopics(ctx context.Context, brokers []string, want map[string]int32) ([]string, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		return nil, err
+	}
+	adm := kadm.NewClient(cl)
+	defer adm.Close()
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	have, err := adm.ListTopics(ctx, slices.Sorted(maps.Keys(want))...)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, name := range slices.Sorted(maps.Keys(want)) {
+		n := want[name]
+		if t, ok := have[name]; ok && t.Err == nil {
+			if got := int32(len(t.Partitions)); got != n {
+				names = append(names, fmt.Sprintf("%s (%d partitions, from --data-dir; not the %d asked)", name, got, n))
+			} else {
+				names = append(names, fmt.Sprintf("%s (%d partitions)", name, n))
+			}
+			continue
+		}
+		r, err := adm.CreateTopic(ctx, n, 1, nil, name)
+		if err == nil {
+			err = r.Err
+		}
+		if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+			return nil, fmt.Errorf("creating %s: %w", name, err)
+		}
+		names = append(names, fmt.Sprintf("%s (%d partitions)", name, n))
+	}
+	return names, nil
 }
 
 // devProduce writes the JSON lines of a file to a job's Kafka input topic,

@@ -12,6 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/weirstream/weir/internal/testenv"
 )
 
@@ -210,5 +213,49 @@ sinks:
 	// [0,10) holds 1000 records of each partition, [10,20) 1000 of partition 0.
 	if orders != 3000 {
 		t.Fatalf("the two windows count %d orders, want 3000:\n%s", orders, strings.Join(lines, "\n"))
+	}
+}
+
+// TestDevKafkaDataDirTopics: weir dev kafka started again on its
+// --data-dir creates the --topic topics the directory lacks (a trial saw
+// "topics: x (3 partitions)" printed and x missing) and says when one is
+// there with other partitions.
+func TestDevKafkaDataDirTopics(t *testing.T) {
+	data := t.TempDir()
+	run := func(topics ...string) (string, func()) {
+		port, addr := freePort(t)
+		args := []string{"dev", "kafka", "--port", strconv.Itoa(port), "--data-dir", data}
+		for _, tp := range topics {
+			args = append(args, "--topic", tp)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		out := &syncWriter{w: &bytes.Buffer{}}
+		done := make(chan int)
+		go func() { done <- Main(ctx, args, IO{Stdout: out, Stderr: out}) }()
+		awaitListen(t, addr, out.String)
+		waitUntil(t, 10*time.Second, "the topics line", func() bool { return strings.Contains(out.String(), "topics:") })
+		return out.String(), func() {
+			cancel()
+			if code := <-done; code != ExitOK {
+				t.Errorf("weir dev kafka exited %d: %s", code, out.String())
+			}
+		}
+	}
+	_, stop := run("a:2")
+	stop()
+	out, stop := run("a:3", "b:4")
+	defer stop()
+	if !strings.Contains(out, "a (2 partitions, from --data-dir; not the 3 asked)") || !strings.Contains(out, "b (4 partitions)") {
+		t.Errorf("the second start says:\n%s", out)
+	}
+	addr := strings.Fields(strings.TrimPrefix(out[strings.Index(out, "listening on "):], "listening on "))[0]
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	topics, err := kadm.NewClient(cl).ListTopics(context.Background(), "a", "b")
+	if err != nil || len(topics["b"].Partitions) != 4 || len(topics["a"].Partitions) != 2 {
+		t.Errorf("topics after the restart: %v %v", topics, err)
 	}
 }

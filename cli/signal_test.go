@@ -157,26 +157,16 @@ func checkStopped(t *testing.T, p *weirProc, dir, name string) {
 // Kubernetes and timeout do, with SIGTERM: it stops as on Ctrl-C, so the
 // result and dead-letter files end with whole lines (the bufio buffers
 // are flushed), the summary is printed and the exit is clean.
-func TestSIGTERM(t *testing.T) {
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(endlessJob), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	p := startWeir(t, dir, "run", "job.yaml")
-	// Past the first 256 KiB buffer: a kill would leave a torn line.
-	waitUntil(t, 30*time.Second, "results", func() bool { return fileSize(filepath.Join(dir, "results.jsonl")) > 300<<10 || !p.running() })
-	if !p.running() {
-		t.Fatalf("the run ended early:\n%s", p.stderr.String())
-	}
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	checkStopped(t, p, dir, "endless")
-}
+func TestSIGTERM(t *testing.T) { stopsOn(t, syscall.SIGTERM) }
 
 // TestSIGHUP: a closed terminal or SSH session (SIGHUP) stops a job as
 // SIGTERM does (a trial saw it killed at once, its last line torn).
-func TestSIGHUP(t *testing.T) {
+func TestSIGHUP(t *testing.T) { stopsOn(t, syscall.SIGHUP) }
+
+// stopsOn sends sig to a job without checkpoints once its results are
+// past the first 256 KiB buffer (a kill would leave a torn line) and
+// checks that it stopped gracefully.
+func stopsOn(t *testing.T, sig syscall.Signal) {
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(endlessJob), 0o644); err != nil {
 		t.Fatal(err)
@@ -186,7 +176,7 @@ func TestSIGHUP(t *testing.T) {
 	if !p.running() {
 		t.Fatalf("the run ended early:\n%s", p.stderr.String())
 	}
-	if err := p.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+	if err := p.cmd.Process.Signal(sig); err != nil {
 		t.Fatal(err)
 	}
 	checkStopped(t, p, dir, "endless")

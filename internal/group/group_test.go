@@ -57,13 +57,12 @@ sinks:
   dead_letter: {type: kafka, brokers: [%s], topic: %s-bad}
 `
 
-// cluster starts kfake with topic in (4 partitions) holding n orders of
-// 13 users, keyed by user with Kafka's default partitioner; every 50th
-// order is 4 s late (beyond the lateness), every 7th 800 ms (late but
-// accepted or on time), and two records are malformed.
-func cluster(t testing.TB, n int, jobs ...string) string {
+// fakeKafka starts kfake with topic in (parts partitions) and each job's
+// output topics (<job>-out, -late, -bad), and a client producing to in;
+// both close when the test ends.
+func fakeKafka(t testing.TB, parts int32, jobs ...string) (*kfake.Cluster, *kgo.Client) {
 	t.Helper()
-	opts := []kfake.Opt{kfake.NumBrokers(1), kfake.SeedTopics(4, "in"), kfake.GroupMinSessionTimeout(200 * time.Millisecond)}
+	opts := []kfake.Opt{kfake.NumBrokers(1), kfake.SeedTopics(parts, "in"), kfake.GroupMinSessionTimeout(200 * time.Millisecond)}
 	for _, j := range jobs {
 		opts = append(opts, kfake.SeedTopics(3, j+"-out"), kfake.SeedTopics(1, j+"-late", j+"-bad"))
 	}
@@ -76,7 +75,17 @@ func cluster(t testing.TB, n int, jobs ...string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cl.Close()
+	t.Cleanup(cl.Close)
+	return c, cl
+}
+
+// cluster starts kfake with topic in (4 partitions) holding n orders of
+// 13 users, keyed by user with Kafka's default partitioner; every 50th
+// order is 4 s late (beyond the lateness), every 7th 800 ms (late but
+// accepted or on time), and two records are malformed.
+func cluster(t testing.TB, n int, jobs ...string) string {
+	t.Helper()
+	c, cl := fakeKafka(t, 4, jobs...)
 	var recs []*kgo.Record
 	for i := range n {
 		ts := int64(1767225600000) + int64(i)*10
@@ -840,18 +849,8 @@ func TestTaskNext(t *testing.T) {
 // alignment (pauses change when records are read, never how they are
 // classified).
 func TestAlignment(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "in"), kfake.SeedTopics(3, "free-out", "aligned-out"),
-		kfake.SeedTopics(1, "free-late", "free-bad", "aligned-late", "aligned-bad"), kfake.GroupMinSessionTimeout(200*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c, cl := fakeKafka(t, 2, "free", "aligned")
 	broker := c.ListenAddrs()[0]
-	cl, err := kgo.NewClient(kgo.SeedBrokers(broker), kgo.DefaultProduceTopic("in"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
 	// Partition 0's 5,000 orders are a second apart in event time,
 	// partition 1's 20,000 ten milliseconds: read as fast as Kafka gives
 	// them, partition 0's watermark would run far ahead while partition 1
@@ -957,17 +956,8 @@ func TestFencedOrLapsed(t *testing.T) {
 // waits while Kafka does not answer its reads of the group's progress (a
 // broker restart), rather than exit 1 without a summary as a trial saw.
 func TestGroupDoneRetries(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(4, "in"), kfake.SeedTopics(3, "r-out"), kfake.SeedTopics(1, "r-late", "r-bad"), kfake.GroupMinSessionTimeout(200*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c, cl := fakeKafka(t, 4, "r")
 	broker := c.ListenAddrs()[0]
-	cl, err := kgo.NewClient(kgo.SeedBrokers(broker), kgo.DefaultProduceTopic("in"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
 	for i := range 200 {
 		u := fmt.Sprintf("u%d", i%13)
 		if err := cl.ProduceSync(context.Background(), &kgo.Record{Key: []byte(u), Value: fmt.Appendf(nil, `{"user_id":%q,"amount":1,"ts":%d}`, u, 1767225600000+int64(i)*10)}).FirstErr(); err != nil {

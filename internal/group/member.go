@@ -544,11 +544,16 @@ type lapsedError struct {
 }
 
 func (e *lapsedError) Error() string {
-	code := e.err.Error()
-	if ke := (*kerr.Error)(nil); errors.As(e.err, &ke) {
-		code = ke.Message
+	return fmt.Sprintf("the member's transaction stayed open %v, past its transaction timeout, and Kafka aborted it (%s)", e.open.Round(time.Millisecond), kafkaCode(e.err, e.err.Error()))
+}
+
+// kafkaCode is the Kafka error code err holds (PRODUCER_FENCED), else
+// fallback.
+func kafkaCode(err error, fallback string) string {
+	if ke := (*kerr.Error)(nil); errors.As(err, &ke) {
+		return ke.Message
 	}
-	return fmt.Sprintf("the member's transaction stayed open %v, past its transaction timeout, and Kafka aborted it (%s)", e.open.Round(time.Millisecond), code)
+	return fallback
 }
 
 func (e *lapsedError) Unwrap() error { return e.err }
@@ -730,11 +735,7 @@ func (m *Member) fenced(err error) error {
 	if lapsed && !errors.Is(err, kerr.FencedInstanceID) {
 		return &lapsedError{open: open, err: err}
 	}
-	code := "fenced"
-	if ke := (*kerr.Error)(nil); errors.As(err, &ke) {
-		code = ke.Message
-	}
-	return fmt.Errorf("another process runs instance %q of job %s (transactional id %s) and fenced this one off (%s): it took this member's tasks", m.o.Instance, jobName(m.o.Plan), TxnID(m.o.Plan, m.o.Instance), code)
+	return fmt.Errorf("another process runs instance %q of job %s (transactional id %s) and fenced this one off (%s): it took this member's tasks", m.o.Instance, jobName(m.o.Plan), TxnID(m.o.Plan, m.o.Instance), kafkaCode(err, "fenced"))
 }
 
 // isFenced reports whether err says another producer or member took

@@ -17,6 +17,7 @@ import (
 	"bytes"
 	"fmt"
 	"math"
+	"math/big"
 	"slices"
 	"strconv"
 	"strings"
@@ -38,6 +39,10 @@ const (
 	str
 	raw     // an object or array, as the record holds it
 	decimal // i / 10^sc, exactly: a number with a fraction of up to 18 digits
+	// bigdec is a DECIMAL(p, s) beyond decimal's 18 digits: its text s
+	// (at its scale) and f, the float64 nearest it, which arithmetic
+	// and comparisons use.
+	bigdec
 )
 
 // value is one SQL value; s aliases the record's text or a literal's.
@@ -61,7 +66,9 @@ func (v value) num() float64 {
 	return v.f
 }
 
-func (v value) isNum() bool { return v.k == integer || v.k == float || v.k == decimal }
+func (v value) isNum() bool {
+	return v.k == integer || v.k == float || v.k == decimal || v.k == bigdec
+}
 
 // exact reports whether v is an integer or a decimal: a mantissa and a
 // scale (0 for an integer).
@@ -149,8 +156,8 @@ var Functions = []string{"ABS", "CEIL", "CEILING", "CHAR_LENGTH", "COALESCE", "C
 type Expr struct{ e eval }
 
 // CompileValue compiles x as Compile does, for its value.
-func CompileValue(x sqlparse.Expr, field func(col sqlparse.Ident) (int, *sqlparse.Error)) (*Expr, error) {
-	p, err := Compile(x, field)
+func CompileValue(x sqlparse.Expr, field func(col sqlparse.Ident) (int, *sqlparse.Error), opts ...Option) (*Expr, error) {
+	p, err := Compile(x, field, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -177,6 +184,8 @@ func (x *Expr) Value(a *fastjson.Arena, got []*fastjson.Value) *fastjson.Value {
 		return a.NewNumberFloat64(v.f)
 	case decimal:
 		return a.NewNumberString(string(appendDecimal(nil, v.i, v.sc)))
+	case bigdec:
+		return a.NewNumberString(string(v.s))
 	case str:
 		return a.NewStringBytes(v.s)
 	case raw:
@@ -190,7 +199,9 @@ func (x *Expr) Value(a *fastjson.Arena, got []*fastjson.Value) *fastjson.Value {
 // the index of that top-level field in the values Keep is given, or the
 // *sqlparse.Error that says why it cannot be read. Its errors are
 // *sqlparse.Error, at their place in x.
-func Compile(x sqlparse.Expr, field func(col sqlparse.Ident) (int, *sqlparse.Error)) (p *Pred, err error) {
+//
+// Options tell the compiler more of the fields (Decimals).
+func Compile(x sqlparse.Expr, field func(col sqlparse.Ident) (int, *sqlparse.Error), opts ...Option) (p *Pred, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			e, ok := r.(*sqlparse.Error)
@@ -201,11 +212,92 @@ func Compile(x sqlparse.Expr, field func(col sqlparse.Ident) (int, *sqlparse.Err
 		}
 	}()
 	c := compiler{field: field}
+	for _, o := range opts {
+		o(&c)
+	}
 	return &Pred{e: c.expr(x)}, nil
+}
+
+// An Option tells Compile more of the fields.
+type Option func(*compiler)
+
+// Decimals names the fields that hold DECIMAL(p, s) values and their
+// scales: a reference to one is a decimal at that scale (3.00 stays
+// 3.00, not the integer 3), and a quotient cast to a DECIMAL with one
+// (or a decimal literal, or a cast to DECIMAL) as either operand is a
+// decimal division (CAST(price / qty AS DECIMAL(21, 13))), as Flink
+// divides decimals, where two integers divide as integers.
+func Decimals(scale func(field string) (int, bool)) Option {
+	return func(c *compiler) { c.scale = scale }
+}
+
+// DecimalScale reports whether x is a cast to DECIMAL(p, s), and s.
+func DecimalScale(x sqlparse.Expr) (int, bool) {
+	c, ok := x.(*sqlparse.Cast)
+	if !ok || !isDecimalType(c.Type.Name) {
+		return 0, false
+	}
+	if len(c.Type.Params) == 2 {
+		return c.Type.Params[1], true
+	}
+	return 0, true
+}
+
+// isDecimalType reports whether a type's name is DECIMAL's.
+func isDecimalType(name string) bool {
+	switch strings.ToUpper(name) {
+	case "DECIMAL", "DEC", "NUMERIC":
+		return true
+	}
+	return false
 }
 
 type compiler struct {
 	field func(sqlparse.Ident) (int, *sqlparse.Error)
+	// scale gives a decimal field's scale (nil: no field is one).
+	scale func(string) (int, bool)
+}
+
+// decimal reports whether x is a decimal by its form: a decimal
+// literal, a decimal field, a cast to DECIMAL, or arithmetic, a sign,
+// a CASE or ABS, ROUND, COALESCE, IF or NULLIF of one (and no float).
+func (c compiler) decimal(x sqlparse.Expr) bool {
+	switch x := x.(type) {
+	case *sqlparse.Lit:
+		return x.Kind == "number" && strings.Contains(x.Text, ".") && !strings.ContainsAny(x.Text, "eE")
+	case *sqlparse.Ref:
+		if c.scale == nil || len(x.Parts) != 1 {
+			return false
+		}
+		_, ok := c.scale(x.Parts[0].Name)
+		return ok
+	case *sqlparse.Cast:
+		return isDecimalType(x.Type.Name)
+	case *sqlparse.Unary:
+		return x.Op != "NOT" && c.decimal(x.X)
+	case *sqlparse.Binary:
+		switch x.Op {
+		case "+", "-", "*", "/", "%":
+			return c.decimal(x.X) || c.decimal(x.Y)
+		}
+	case *sqlparse.Case:
+		for _, w := range x.Whens {
+			if c.decimal(w.Result) {
+				return true
+			}
+		}
+		return x.Else != nil && c.decimal(x.Else)
+	case *sqlparse.Call:
+		switch strings.ToUpper(x.Name.Parts[len(x.Name.Parts)-1].Name) {
+		case "ABS", "ROUND", "COALESCE", "IF", "NULLIF":
+			for _, a := range x.Args {
+				if c.decimal(a.Value) {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 func (c compiler) fail(pos sqlparse.Pos, text, hint, format string, args ...any) {
@@ -362,6 +454,9 @@ func (c compiler) ref(x *sqlparse.Ref) eval {
 	for _, p := range x.Parts[1:] {
 		path = append(path, p.Name)
 	}
+	if sc, ok := c.fieldScale(x); ok {
+		return func(g []*fastjson.Value) value { return atScale(fromJSON(g[at]), sc) }
+	}
 	return func(g []*fastjson.Value) value {
 		v := g[at]
 		if v != nil && len(path) > 0 {
@@ -369,6 +464,29 @@ func (c compiler) ref(x *sqlparse.Ref) eval {
 		}
 		return fromJSON(v)
 	}
+}
+
+// fieldScale is the scale of x when it names a decimal field.
+func (c compiler) fieldScale(x *sqlparse.Ref) (uint8, bool) {
+	if c.scale == nil || len(x.Parts) != 1 {
+		return 0, false
+	}
+	sc, ok := c.scale(x.Parts[0].Name)
+	return uint8(sc), ok && sc <= maxScale
+}
+
+// atScale is a decimal field's value v at the field's scale sc (which v,
+// read as the field's rounded text, does not exceed): 3 is 3.00 at
+// scale 2. A value that would leave int64 stays as it is.
+func atScale(v value, sc uint8) value {
+	m, have, ok := v.exact()
+	if !ok || have >= sc || sc == 0 {
+		return v
+	}
+	if m, ok := rescale(m, have, sc); ok {
+		return value{k: decimal, i: m, sc: sc}
+	}
+	return v
 }
 
 // fromJSON is a JSON value as a SQL value (an object or array: one
@@ -591,6 +709,9 @@ func arith(op string, a, b value) value {
 		if v, ok := decArith(op, a, b); ok {
 			return v
 		}
+		if v, ok := bigArith(op, a, b); ok {
+			return v
+		}
 	}
 	if a.k == integer && b.k == integer {
 		x, y := a.i, b.i
@@ -679,6 +800,49 @@ func decArith(op string, a, b value) (value, bool) {
 		}
 	}
 	return nullV, false
+}
+
+// bigArith is a + b, a - b or a * b of exact a and b beyond int64,
+// exactly (38 digits at most, as Flink's DECIMAL; NULL beyond); false
+// for another operator or operand.
+func bigArith(op string, a, b value) (value, bool) {
+	x, xs, ok1 := a.exact()
+	y, ys, ok2 := b.exact()
+	if !ok1 || !ok2 || op != "+" && op != "-" && op != "*" {
+		return nullV, false
+	}
+	bx, by := big.NewInt(x), big.NewInt(y)
+	var m *big.Int
+	sc := int(max(xs, ys))
+	switch op {
+	case "+", "-":
+		bx.Mul(bx, pow10Int(sc-int(xs)))
+		by.Mul(by, pow10Int(sc-int(ys)))
+		if op == "+" {
+			m = bx.Add(bx, by)
+		} else {
+			m = bx.Sub(bx, by)
+		}
+	case "*":
+		m, sc = bx.Mul(bx, by), int(xs)+int(ys)
+	default:
+		return nullV, false
+	}
+	return decimalOf(m, 38, sc), true
+}
+
+// quotient is a / b of exact a and b at scale sc, rounded half away
+// from zero (Java's BigDecimal divide with HALF_UP, as Flink divides
+// decimals), as a mantissa; false when either is not exact or b is zero.
+func quotient(a, b value, sc int) (*big.Int, bool) {
+	x, xs, ok1 := a.exact()
+	y, ys, ok2 := b.exact()
+	if !ok1 || !ok2 || y == 0 {
+		return nil, false
+	}
+	// a / b = (x / 10^xs) / (y / 10^ys) = x * 10^ys / (y * 10^xs).
+	r := new(big.Rat).SetFrac(new(big.Int).Mul(big.NewInt(x), pow10Int(int(ys))), new(big.Int).Mul(big.NewInt(y), pow10Int(int(xs))))
+	return roundRat(r, sc), true
 }
 
 // like matches s against SQL's LIKE pattern p: % any run, _ any one byte
@@ -784,7 +948,7 @@ func (c compiler) cast(x *sqlparse.Cast) eval {
 			}
 			return nullV
 		}
-	case "DECIMAL", "NUMERIC":
+	case "DECIMAL", "NUMERIC", "DEC":
 		// DECIMAL(p, s): s fraction digits exactly, rounded half away
 		// from zero (Flink's cast); NULL beyond p digits. DECIMAL is
 		// DECIMAL(10, 0) and DECIMAL(p) DECIMAL(p, 0), as in Flink.
@@ -795,9 +959,23 @@ func (c compiler) cast(x *sqlparse.Cast) eval {
 		case 2:
 			p, sc = ps[0], ps[1]
 		}
-		if p < 1 || p > 38 || sc < 0 || sc > p || sc > 18 {
-			c.fail(x.Pos, x.Type.Name, "write DECIMAL(p, s) with 1 <= p <= 38 and 0 <= s <= p, s at most 18", "CAST to DECIMAL(%d, %d) is not supported", p, sc)
+		if p < 1 || p > 38 || sc < 0 || sc > p {
+			c.fail(x.Pos, x.Type.Name, "write DECIMAL(p, s) with 1 <= p <= 38 and 0 <= s <= p", "CAST to DECIMAL(%d, %d) is not supported", p, sc)
 			return nil
+		}
+		if div, ok := x.X.(*sqlparse.Binary); ok && div.Op == "/" && c.decimal(div) {
+			// A quotient at the cast's scale, computed there: Flink's
+			// division of decimals has a scale of its own (the SQL
+			// compiler casts each quotient to it), which a float
+			// quotient rounded afterwards would miss in the last digits.
+			a, b := c.expr(div.X), c.expr(div.Y)
+			return func(g []*fastjson.Value) value {
+				x, y := a(g), b(g)
+				if q, ok := quotient(x, y, sc); ok {
+					return decimalOf(q, p, sc)
+				}
+				return toDecimal(arith("/", x, y), p, sc)
+			}
 		}
 		return func(g []*fastjson.Value) value {
 			v := e(g)

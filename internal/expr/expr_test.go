@@ -185,3 +185,61 @@ func TestCastDecimal(t *testing.T) {
 		}
 	}
 }
+
+// TestDecimalFields: with Decimals, a decimal field keeps its scale
+// (3.00 is not the integer 3), and a quotient cast to a DECIMAL with a
+// decimal operand is divided at the cast's scale exactly, rounded half
+// away from zero, as Flink divides decimals (two integers divide as
+// integers); past 18 digits the value is kept as its text.
+func TestDecimalFields(t *testing.T) {
+	const rec = `{"price": 3.00, "cheap": 0.30, "qty": 2, "big": 12345678901234.5}`
+	scales := map[string]int{"price": 2, "cheap": 2, "big": 1}
+	fields := []string{"price", "cheap", "qty", "big"}
+	for src, want := range map[string]string{
+		"price":                                         "3.00",
+		"price * qty":                                   "6.00",
+		"cheap * 3":                                     "0.90",
+		"price + 1":                                     "4.00",
+		"CAST(price / qty AS DECIMAL(21, 13))":          "1.5000000000000",
+		"CAST(cheap / 7 AS DECIMAL(21, 13))":            "0.0428571428571",
+		"CAST(-cheap / 7 AS DECIMAL(21, 13))":           "-0.0428571428571",
+		"CAST(2 / 3 AS DECIMAL(21, 13))":                "0.0000000000000", // INT / INT
+		"CAST(2.0 / 3 AS DECIMAL(21, 13))":              "0.6666666666667",
+		"CAST(qty / 3 AS DECIMAL(10, 2))":               "0.00", // INT / INT
+		"CAST(price / 0 AS DECIMAL(21, 13))":            "null",
+		"CAST(big / qty AS DECIMAL(38, 22))":            "6172839450617.2500000000000000000000",
+		"CAST(big * 1000000 AS DECIMAL(38, 10))":        "12345678901234500000.0000000000",
+		"CAST(big AS DECIMAL(10, 1))":                   "null", // 15 digits
+		"CAST(CAST(big AS DECIMAL(38, 20)) AS STRING)":  `"12345678901234.50000000000000000000"`,
+		"CAST(big AS DECIMAL(38, 20)) > 12345678901234": "true",
+	} {
+		x, err := sqlparse.ParseExpr(src)
+		if err != nil {
+			t.Fatalf("%s: %v", src, err)
+		}
+		e, err := CompileValue(x, func(id sqlparse.Ident) (int, *sqlparse.Error) {
+			for i, f := range fields {
+				if f == id.Name {
+					return i, nil
+				}
+			}
+			return 0, &sqlparse.Error{Pos: id.Pos, Text: id.Name, Msg: "no such field"}
+		}, Decimals(func(f string) (int, bool) { sc, ok := scales[f]; return sc, ok }))
+		if err != nil {
+			t.Fatalf("%s: %v", src, err)
+		}
+		var p fastjson.Parser
+		v, err := p.Parse(rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := make([]*fastjson.Value, len(fields))
+		for i, f := range fields {
+			got[i] = v.Get(f)
+		}
+		var a fastjson.Arena
+		if out := string(e.Value(&a, got).MarshalTo(nil)); out != want {
+			t.Errorf("%s = %s, want %s", src, out, want)
+		}
+	}
+}

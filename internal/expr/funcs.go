@@ -36,6 +36,8 @@ func text(v value) ([]byte, bool) {
 		return strconv.AppendFloat(nil, v.f, 'g', -1, 64), true
 	case decimal:
 		return appendDecimal(nil, v.i, v.sc), true
+	case bigdec:
+		return v.s, true
 	case boolean:
 		return []byte(strconv.FormatBool(v.b)), true
 	}
@@ -443,34 +445,79 @@ func abs64(x int64) int64 {
 
 // toDecimal is v as a DECIMAL(p, sc): rounded half away from zero to sc
 // fraction digits and kept at that scale (10.5 is 10.50 at scale 2);
-// NULL when it has more than p digits or is no number.
+// NULL when it has more than p digits or is no number. A value whose
+// mantissa leaves int64 (more than 18 digits) is a bigdec: its text.
 func toDecimal(v value, p, sc int) value {
-	if v.k == float {
+	switch v.k {
+	case float:
 		if math.IsInf(v.f, 0) || math.IsNaN(v.f) {
 			return nullV
 		}
-		r := round(v, int64(sc))
-		v = number([]byte(strconv.FormatFloat(r.f, 'f', sc, 64)))
-	}
-	if v.k != integer && v.k != decimal {
-		return nullV
-	}
-	r := round(v, int64(sc))
-	m, have := r.i, int64(0)
-	if r.k == decimal {
-		have = int64(r.sc)
-	}
-	for ; have < int64(sc); have++ {
-		if m > math.MaxInt64/10 || m < math.MinInt64/10 {
+		// The float rounded at sc (its shortest text's digits), then
+		// that float's digits at sc.
+		r, ok := new(big.Rat).SetString(strconv.FormatFloat(round(v, int64(sc)).f, 'f', sc, 64))
+		if !ok {
 			return nullV
 		}
-		m *= 10
-	}
-	if digits := len(strings.TrimPrefix(strconv.FormatInt(m, 10), "-")); digits > p {
+		return decimalOf(roundRat(r, sc), p, sc)
+	case bigdec:
+		r, ok := new(big.Rat).SetString(string(v.s))
+		if !ok {
+			return nullV
+		}
+		return decimalOf(roundRat(r, sc), p, sc)
+	case integer, decimal:
+	default:
 		return nullV
 	}
-	if sc == 0 {
-		return value{k: integer, i: m}
+	if r := round(v, int64(sc)); r.k == integer || r.k == decimal {
+		m, have := r.i, uint8(0)
+		if r.k == decimal {
+			have = r.sc
+		}
+		if m, ok := rescale(m, have, uint8(sc)); ok && sc <= maxScale {
+			return decimalOf(big.NewInt(m), p, sc)
+		}
 	}
-	return value{k: decimal, i: m, sc: uint8(sc)}
+	m, have := v.i, 0
+	if v.k == decimal {
+		have = int(v.sc)
+	}
+	return decimalOf(roundRat(new(big.Rat).SetFrac(big.NewInt(m), pow10Int(have)), sc), p, sc)
+}
+
+// pow10Int is 10^n.
+func pow10Int(n int) *big.Int { return new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(n)), nil) }
+
+// roundRat is r's mantissa at scale sc, rounded half away from zero.
+func roundRat(r *big.Rat, sc int) *big.Int {
+	num := new(big.Int).Mul(r.Num(), pow10Int(sc))
+	q, rem := new(big.Int).QuoRem(num, r.Denom(), new(big.Int))
+	if rem.Sign() != 0 && new(big.Int).Abs(new(big.Int).Lsh(rem, 1)).Cmp(r.Denom()) >= 0 {
+		q.Add(q, big.NewInt(int64(num.Sign())))
+	}
+	return q
+}
+
+// decimalOf is the decimal m / 10^sc of at most p digits (NULL beyond):
+// an integer at scale 0, a decimal while m fits int64 and sc is at most
+// 18, else a bigdec (its text, and a float64 near it).
+func decimalOf(m *big.Int, p, sc int) value {
+	var digits [48]byte
+	d := m.Append(digits[:0], 10)
+	if len(d) > 0 && d[0] == '-' {
+		d = d[1:]
+	}
+	if len(d) > p && !(len(d) == 1 && d[0] == '0') {
+		return nullV
+	}
+	if m.IsInt64() && sc <= maxScale {
+		if sc == 0 {
+			return value{k: integer, i: m.Int64()}
+		}
+		return value{k: decimal, i: m.Int64(), sc: uint8(sc)}
+	}
+	t := []byte(new(big.Rat).SetFrac(m, pow10Int(sc)).FloatString(sc))
+	f, _ := strconv.ParseFloat(string(t), 64)
+	return value{k: bigdec, s: t, f: f}
 }

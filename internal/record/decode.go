@@ -151,6 +151,11 @@ type Decoder struct {
 	// decimals are the fields read as exact decimals (source.decimals)
 	// that the job reads.
 	decimals []decimalField
+	// exact marks the fields (by index) that hold decimals at a fixed
+	// scale: decimals and computed DECIMAL casts. A key or a row keeps
+	// their text (1.50), which is canonical for them, where other
+	// numbers are written canonically (1.5).
+	exact []bool
 	// staged holds each channel's largest timestamp as its barrier of a
 	// checkpoint passed, for the checkpoint's output part.
 	stagedMu sync.Mutex
@@ -308,12 +313,27 @@ func NewDecoder(p *spec.Plan, clk clock.Clock) *Decoder {
 		d.needs = append(d.needs, n)
 	}
 	resolve := func(col sqlparse.Ident) (int, *sqlparse.Error) { return d.fieldAt(col.Name), nil }
-	for _, f := range p.Computed {
-		// spec.Compile checked that each compiles.
-		if x, err := sqlparse.ParseExpr(f.Expr); err == nil {
-			if e, err := expr.CompileValue(x, resolve); err == nil {
-				d.computed = append(d.computed, computed{at: d.fieldAt(f.Name), x: e})
-			}
+	// The decimal fields: source.decimals, and computed fields cast to
+	// a DECIMAL (as the SQL compiler casts every decimal it computes).
+	scales := map[string]int{}
+	for _, f := range p.Decimals {
+		scales[f.Field] = f.Scale
+	}
+	xs := make([]sqlparse.Expr, len(p.Computed))
+	for i, f := range p.Computed {
+		// spec.Compile checked that each parses and compiles.
+		xs[i], _ = sqlparse.ParseExpr(f.Expr)
+		if sc, ok := expr.DecimalScale(xs[i]); ok {
+			scales[f.Name] = sc
+		}
+	}
+	decimals := expr.Decimals(func(f string) (int, bool) { sc, ok := scales[f]; return sc, ok })
+	for i, f := range p.Computed {
+		if xs[i] == nil {
+			continue
+		}
+		if e, err := expr.CompileValue(xs[i], resolve, decimals); err == nil {
+			d.computed = append(d.computed, computed{at: d.fieldAt(f.Name), x: e})
 		}
 	}
 	d.tsAt = -1
@@ -335,7 +355,13 @@ func NewDecoder(p *spec.Plan, clk clock.Clock) *Decoder {
 	if p.Where != "" {
 		// spec.Compile checked that it compiles.
 		if x, err := sqlparse.ParseExpr(p.Where); err == nil {
-			d.where, _ = expr.Compile(x, resolve)
+			d.where, _ = expr.Compile(x, resolve, decimals)
+		}
+	}
+	d.exact = make([]bool, len(d.fields))
+	for name := range scales {
+		if i := slices.Index(d.fields, name); i >= 0 {
+			d.exact[i] = true
 		}
 	}
 	// The decimals the job reads (not the timestamp's field, read as a
@@ -525,6 +551,10 @@ func (d *Decoder) DecodeSlot(l fileio.Line, slot int) (Record, error) {
 				return Record{}, bad("value_out_of_range", "field %q of %s is %s, beyond float64", a.Field, a.Fn, short(f))
 			}
 		case needJSON:
+			if d.exact[d.aggAt[i]] && f.Type() == fastjson.TypeNumber {
+				r.vals[i] = val{kind: vJSON, raw: string(f.MarshalTo(sc.num[:0]))}
+				break
+			}
 			r.vals[i] = val{kind: vJSON, raw: canonical(f)}
 		}
 	}
@@ -732,6 +762,10 @@ func (d *Decoder) key(sc *scratch) (string, error) {
 		}
 		if i > 0 {
 			b = append(b, KeySep...)
+		}
+		if d.exact[d.keyAt[i]] && f.Type() == fastjson.TypeNumber {
+			b = f.MarshalTo(b)
+			continue
 		}
 		b = AppendCanonical(b, f)
 	}

@@ -217,7 +217,7 @@ func (c *compiler) nestedKey(ref *sqlparse.Ref, rel *relation) (string, error) {
 	if ferr != nil {
 		return "", ferr
 	}
-	s.Computed = append(s.Computed, spec.ComputedField{Name: name, Expr: sqlparse.FormatExpr(x)})
+	c.addComputed(rel.table, name, x)
 	if c.nested == nil {
 		c.nested = map[string]string{}
 	}
@@ -299,7 +299,7 @@ func (c *compiler) aggregate(call *sqlparse.Call, alias sqlparse.Ident, rel *rel
 			return a, err
 		}
 		a.Field = fmt.Sprintf("_weir_arg_%d", at)
-		c.job.Spec.Computed = append(c.job.Spec.Computed, spec.ComputedField{Name: a.Field, Expr: sqlparse.FormatExpr(x)})
+		c.addComputed(rel.table, a.Field, x)
 	}
 	if call.Distinct {
 		if fn != "COUNT" {

@@ -127,6 +127,9 @@ type compiler struct {
 	// nested are the computed fields of nested keys (GROUP BY
 	// bid.bidder), by the reference's text.
 	nested map[string]string
+	// computedTypes are the numeric types of the computed fields
+	// (addComputed).
+	computedTypes map[string]numType
 }
 
 // errAt is an error at pos.

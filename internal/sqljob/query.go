@@ -625,7 +625,7 @@ func (c *compiler) where(x sqlparse.Expr, rel *relation, filter string) error {
 		if _, err := expr.Compile(x, func(sqlparse.Ident) (int, *sqlparse.Error) { return 0, nil }); err != nil {
 			return err
 		}
-		conds = append(conds, sqlparse.FormatExpr(x))
+		conds = append(conds, sqlparse.FormatExpr(exactQuotients(x, c.fieldType(rel.table))))
 	}
 	if len(conds) == 2 {
 		conds = []string{conds[0] + " AND (" + conds[1] + ")"}

@@ -306,7 +306,7 @@ func (c *compiler) computed(r *relation, skip string) (string, error) {
 		if err != nil {
 			return err
 		}
-		s.Computed = append(s.Computed, spec.ComputedField{Name: name, Expr: sqlparse.FormatExpr(x)})
+		c.addComputed(r.table, name, x)
 		known[name] = true
 		return nil
 	}
@@ -343,5 +343,8 @@ func (c *compiler) computed(r *relation, skip string) (string, error) {
 		}
 	}
 	s.Computed = append(s.Computed, copies...)
+	for _, f := range copies {
+		c.computedTypes[f.Name] = c.computedTypes[f.Expr]
+	}
 	return filter, nil
 }

@@ -112,7 +112,6 @@ func (c *compiler) selectColumns(sel *sqlparse.Select, from *sqlparse.TableRef) 
 	if rel.table, err = tableHint(rel.table, from.Hint); err != nil {
 		return nil, nil, err
 	}
-	s := c.job.Spec
 	timeCol := ""
 	if wm := rel.table.Watermark; wm != nil {
 		timeCol = wm.Column.Name
@@ -171,7 +170,7 @@ func (c *compiler) selectColumns(sel *sqlparse.Select, from *sqlparse.TableRef) 
 			return nil, nil, err
 		}
 		name := fmt.Sprintf("_weir_col_%d", i)
-		s.Computed = append(s.Computed, spec.ComputedField{Name: name, Expr: sqlparse.FormatExpr(x)})
+		c.addComputed(rel.table, name, x)
 		field(it.Pos, name)
 	}
 	if len(fields) == 0 {

@@ -243,6 +243,9 @@ func (*Join) from()      {}
 // Expr is an expression.
 type Expr interface{ exprPos() Pos }
 
+// PosOf is where x starts.
+func PosOf(x Expr) Pos { return x.exprPos() }
+
 // Lit is a literal: Kind is "number", "string", "true", "false" or
 // "null"; Text is the number as written or the string's value.
 type Lit struct {

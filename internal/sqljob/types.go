@@ -1,0 +1,349 @@
+package sqljob
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/weirstream/weir/internal/sqlparse"
+	"github.com/weirstream/weir/spec"
+)
+
+// numType is what the compiler knows of an expression's numeric type:
+// Flink's rules for exact numbers give a computed decimal its precision
+// and scale (docs/SQL.md, "Decimals").
+type numType struct {
+	kind numKind
+	p, s int // tInt: the integer's precision (INT 10, BIGINT 19); tDec: DECIMAL(p, s)
+}
+
+type numKind uint8
+
+const (
+	tOther numKind = iota // not a number, or unknown
+	tInt
+	tDec
+	tFloat
+)
+
+// maxPrecision is DECIMAL's largest precision; minAdjustedScale the
+// fraction digits an adjusted type keeps at least (Flink's
+// LogicalTypeMerging, after SQL Server's rules).
+const (
+	maxPrecision     = 38
+	minAdjustedScale = 6
+)
+
+// decType is DECIMAL(p, s) with a precision beyond 38 adjusted as Flink
+// adjusts it: the integer digits are kept, the scale gives way down to
+// min(s, 6).
+func decType(p, s int) numType {
+	if p > maxPrecision {
+		s = max(maxPrecision-(p-s), min(s, minAdjustedScale))
+		p = maxPrecision
+	}
+	return numType{kind: tDec, p: p, s: s}
+}
+
+// asDec is an exact number as a decimal (an integer of precision p is
+// DECIMAL(p, 0)).
+func (t numType) asDec() (p, s int) {
+	if t.kind == tInt {
+		return t.p, 0
+	}
+	return t.p, t.s
+}
+
+func (t numType) exact() bool { return t.kind == tInt || t.kind == tDec }
+
+// typeOfSQL is a declared type's numType.
+func typeOfSQL(t *sqlparse.Type) numType {
+	if t == nil {
+		return numType{}
+	}
+	switch strings.ToUpper(t.Name) {
+	case "TINYINT":
+		return numType{kind: tInt, p: 3}
+	case "SMALLINT":
+		return numType{kind: tInt, p: 5}
+	case "INT", "INTEGER":
+		return numType{kind: tInt, p: 10}
+	case "BIGINT":
+		return numType{kind: tInt, p: 19}
+	case "DECIMAL", "DEC", "NUMERIC":
+		p, s := 10, 0
+		if len(t.Params) > 0 {
+			p = t.Params[0]
+		}
+		if len(t.Params) > 1 {
+			s = t.Params[1]
+		}
+		return numType{kind: tDec, p: p, s: s}
+	case "FLOAT", "DOUBLE", "REAL":
+		return numType{kind: tFloat}
+	}
+	return numType{}
+}
+
+// typeOfLit is a number literal's type: an integer is an INT, or a
+// BIGINT beyond it; 1.50 is a DECIMAL(3, 2); with an exponent, a DOUBLE.
+func typeOfLit(text string) numType {
+	if strings.ContainsAny(text, "eE") {
+		return numType{kind: tFloat}
+	}
+	whole, frac, point := strings.Cut(strings.TrimLeft(text, "+-"), ".")
+	if !point {
+		n, err := strconv.ParseInt(whole, 10, 64)
+		switch {
+		case err != nil:
+			return numType{kind: tDec, p: min(len(strings.TrimLeft(whole, "0")), maxPrecision)}
+		case n <= 1<<31-1:
+			return numType{kind: tInt, p: 10}
+		}
+		return numType{kind: tInt, p: 19}
+	}
+	digits := len(strings.TrimLeft(whole+frac, "0"))
+	return numType{kind: tDec, p: max(digits, len(frac), 1), s: len(frac)}
+}
+
+// typeOf is x's numeric type, as Flink derives it: field gives the type
+// of a record field (a dotted path into a ROW).
+func typeOf(x sqlparse.Expr, field func(parts []sqlparse.Ident) numType) numType {
+	switch x := x.(type) {
+	case *sqlparse.Lit:
+		if x.Kind == "number" {
+			return typeOfLit(x.Text)
+		}
+	case *sqlparse.Ref:
+		return field(x.Parts)
+	case *sqlparse.Cast:
+		return typeOfSQL(x.Type)
+	case *sqlparse.Unary:
+		if x.Op != "NOT" {
+			return typeOf(x.X, field)
+		}
+	case *sqlparse.Binary:
+		return arithType(x.Op, typeOf(x.X, field), typeOf(x.Y, field))
+	case *sqlparse.Case:
+		var ts []numType
+		for _, w := range x.Whens {
+			ts = append(ts, typeOf(w.Result, field))
+		}
+		if x.Else != nil {
+			ts = append(ts, typeOf(x.Else, field))
+		}
+		return commonType(ts)
+	case *sqlparse.Call:
+		var ts []numType
+		for _, a := range x.Args {
+			ts = append(ts, typeOf(a.Value, field))
+		}
+		switch strings.ToUpper(tableName(x.Name)) {
+		case "ABS":
+			if len(ts) == 1 {
+				return ts[0]
+			}
+		case "COALESCE":
+			return commonType(ts)
+		case "NULLIF":
+			if len(ts) == 2 {
+				return ts[0]
+			}
+		case "IF":
+			if len(ts) == 3 {
+				return commonType(ts[1:])
+			}
+		case "ROUND":
+			// Flink's findRoundDecimalType.
+			if len(ts) == 0 || ts[0].kind != tDec {
+				break
+			}
+			p, s := ts[0].p, ts[0].s
+			r := 0
+			if len(x.Args) == 2 {
+				lit, ok := x.Args[1].Value.(*sqlparse.Lit)
+				n, err := strconv.Atoi(strings.TrimSpace(litText(lit, ok)))
+				if err != nil {
+					return numType{}
+				}
+				r = n
+			}
+			switch {
+			case r >= s:
+				return ts[0]
+			case r < 0:
+				return numType{kind: tDec, p: min(maxPrecision, 1+p-s)}
+			}
+			return numType{kind: tDec, p: 1 + p - s + r, s: r}
+		}
+	}
+	return numType{}
+}
+
+func litText(l *sqlparse.Lit, ok bool) string {
+	if !ok || l.Kind != "number" {
+		return "x"
+	}
+	return l.Text
+}
+
+// arithType is the type of a op b for exact numbers, after Flink's
+// LogicalTypeMerging: decimals by SQL Server's rules, integers as the
+// wider, floats as floats.
+func arithType(op string, a, b numType) numType {
+	switch op {
+	case "+", "-", "*", "/", "%":
+	default:
+		return numType{}
+	}
+	switch {
+	case a.kind == tFloat && (b.kind == tFloat || b.exact()), b.kind == tFloat && a.exact():
+		return numType{kind: tFloat}
+	case a.kind == tInt && b.kind == tInt:
+		return numType{kind: tInt, p: max(a.p, b.p)}
+	case !a.exact() || !b.exact():
+		return numType{}
+	}
+	p1, s1 := a.asDec()
+	p2, s2 := b.asDec()
+	switch op {
+	case "+", "-":
+		s := max(s1, s2)
+		return decType(max(p1-s1, p2-s2)+s+1, s)
+	case "*":
+		return decType(p1+p2+1, s1+s2)
+	case "/":
+		s := max(minAdjustedScale, s1+p2+1)
+		return decType(p1-s1+s2+s, s)
+	}
+	// %: an integer modulo of two integers is the divisor's type.
+	if s1 == 0 && s2 == 0 {
+		return b
+	}
+	s := max(s1, s2)
+	return decType(min(p1-s1, p2-s2)+s, s)
+}
+
+// commonType is the type of CASE's or COALESCE's results: decimals
+// with the most integer digits and the largest scale among them; floats
+// when one is a float; unknown when one is not a number (NULL aside).
+func commonType(ts []numType) numType {
+	var out numType
+	for i, t := range ts {
+		switch {
+		case t.kind == tOther:
+			return numType{}
+		case i == 0:
+			out = t
+		case out.kind == tFloat || t.kind == tFloat:
+			out = numType{kind: tFloat}
+		case out.kind == tInt && t.kind == tInt:
+			out.p = max(out.p, t.p)
+		default:
+			p1, s1 := out.asDec()
+			p2, s2 := t.asDec()
+			s := max(s1, s2)
+			out = numType{kind: tDec, p: min(max(p1-s1, p2-s2)+s, maxPrecision), s: s}
+		}
+	}
+	return out
+}
+
+// decimalCast is x cast to DECIMAL(t.p, t.s).
+func decimalCast(x sqlparse.Expr, t numType) sqlparse.Expr {
+	pos := sqlparse.PosOf(x)
+	return &sqlparse.Cast{Pos: pos, X: x, Type: &sqlparse.Type{Pos: pos, Name: "DECIMAL", Params: []int{t.p, t.s}}}
+}
+
+// exactQuotients casts each quotient of x whose type is a DECIMAL to
+// that type, so that it is divided at its own scale (Flink's), and x
+// too when its type is one: a computed field holds the decimal at the
+// scale Flink gives it (price * 3 of a DECIMAL(10, 2) is 0.90).
+func exactQuotients(x sqlparse.Expr, field func(parts []sqlparse.Ident) numType) sqlparse.Expr {
+	var walk func(x sqlparse.Expr) sqlparse.Expr
+	walk = func(x sqlparse.Expr) sqlparse.Expr {
+		switch y := x.(type) {
+		case *sqlparse.Cast:
+			if strings.EqualFold(y.Type.Name, "DECIMAL") || strings.EqualFold(y.Type.Name, "NUMERIC") {
+				// A quotient cast by the query keeps its cast's scale.
+				if div, ok := y.X.(*sqlparse.Binary); ok && div.Op == "/" {
+					d := *div
+					d.X, d.Y = walk(div.X), walk(div.Y)
+					z := *y
+					z.X = &d
+					return &z
+				}
+			}
+		case *sqlparse.Binary:
+			z := *y
+			z.X, z.Y = walk(y.X), walk(y.Y)
+			if t := typeOf(&z, field); z.Op == "/" && t.kind == tDec {
+				return decimalCast(&z, t)
+			}
+			return &z
+		}
+		return mapChildren(x, walk)
+	}
+	out := walk(x)
+	if t := typeOf(out, field); t.kind == tDec {
+		if c, ok := out.(*sqlparse.Cast); ok && typeOfSQL(c.Type) == t {
+			return out
+		}
+		return decimalCast(out, t)
+	}
+	return out
+}
+
+// mapChildren copies x with each direct subexpression replaced by f's
+// (x itself when it has none).
+func mapChildren(x sqlparse.Expr, f func(sqlparse.Expr) sqlparse.Expr) sqlparse.Expr {
+	top := true
+	return mapExpr(x, func(e sqlparse.Expr) sqlparse.Expr {
+		if top {
+			top = false
+			return e
+		}
+		return f(e)
+	})
+}
+
+// fieldType is the numType of record field parts[0] of table t (a path
+// into its ROW for more parts): a computed field's as compiled, else a
+// physical column's as t declares it.
+func (c *compiler) fieldType(t *sqlparse.CreateTable) func(parts []sqlparse.Ident) numType {
+	return func(parts []sqlparse.Ident) numType {
+		if len(parts) == 1 {
+			if t, ok := c.computedTypes[parts[0].Name]; ok {
+				return t
+			}
+		}
+		col := column(t, parts[0].Name)
+		if col == nil || col.Metadata || col.Computed != nil {
+			return numType{}
+		}
+		typ := col.Type
+		for _, p := range parts[1:] {
+			var next *sqlparse.Type
+			if typ != nil {
+				for _, f := range typ.Fields {
+					if f.Name.Name == p.Name {
+						next = f.Type
+					}
+				}
+			}
+			typ = next
+		}
+		return typeOfSQL(typ)
+	}
+}
+
+// addComputed adds computed field name = x, an expression over the
+// fields of table t, to the job's spec, its quotients and its value as
+// Flink types them (exactQuotients).
+func (c *compiler) addComputed(t *sqlparse.CreateTable, name string, x sqlparse.Expr) {
+	x = exactQuotients(x, c.fieldType(t))
+	if c.computedTypes == nil {
+		c.computedTypes = map[string]numType{}
+	}
+	c.computedTypes[name] = typeOf(x, c.fieldType(t))
+	c.job.Spec.Computed = append(c.job.Spec.Computed, spec.ComputedField{Name: name, Expr: sqlparse.FormatExpr(x)})
+}

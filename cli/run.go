@@ -272,12 +272,12 @@ func runMember(ctx context.Context, p *spec.Plan, dir string, f runFlags, o IO) 
 	// line leaves the peak out.
 	noPeak := weir.StateInfo{Bytes: -1}
 	var reg *prometheus.Registry
-	var serve func(func(context.Context) *monitor.GroupStatus) error
+	var serve func(group.Served) error
 	if f.http != "" {
 		reg = prometheus.NewRegistry()
 		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-		serve = func(status func(context.Context) *monitor.GroupStatus) error {
-			srv, err := admin.Start(admin.Options{Addr: f.http, Gatherer: reg, Registerer: reg, Group: status, Thresholds: doctorThresholds(p),
+		serve = func(m group.Served) error {
+			srv, err := admin.Start(admin.Options{Addr: f.http, Gatherer: reg, Registerer: reg, Group: m.Status, GroupHealth: m.Health, Thresholds: doctorThresholds(p),
 				Logger: slog.New(warnHandler{w: o.Stderr})})
 			if err != nil {
 				return fmt.Errorf("--http: %w", err)
@@ -288,7 +288,7 @@ func runMember(ctx context.Context, p *spec.Plan, dir string, f runFlags, o IO) 
 		}
 	}
 	defer func() { stopAdmin() }()
-	opts := group.Options{Plan: p, Instance: f.instance, StateDir: o.path(f.stateDir), Run: ro, Logger: ro.Logger, Info: ro.Info, Serve: serve,
+	opts := group.Options{Plan: p, Instance: f.instance, StateDir: o.path(f.stateDir), Run: ro, Logger: ro.Logger, Info: ro.Info, Serve: serve, StallAfter: o.StuckAfter,
 		Crash: crashHook(o.Getenv), Summary: func(s job.Summary) { sum = &s },
 		Stopped: func(tasks []int32, s job.Summary, others []string) {
 			goesOn := "the group goes on"

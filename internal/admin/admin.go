@@ -80,6 +80,9 @@ type Options struct {
 	// Monitor, reads the group's status: the page at /, /api/v1/snapshot
 	// (the status), /api/v1/dump and /api/v1/doctor serve it.
 	Group func(context.Context) *monitor.GroupStatus
+	// GroupHealth, set with Group, says why the member is stalled (nil:
+	// it is not): /healthz answers 503 with the reasons.
+	GroupHealth func() []string
 	// Logger is told when the server listens beyond loopback (default:
 	// discard).
 	Logger *slog.Logger
@@ -212,14 +215,21 @@ func Start(o Options) (*Server, error) {
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.Header().Set("Cache-Control", "no-store")
+		var why []string
 		if mon != nil {
-			if stuck := mon.Stuck(); len(stuck) > 0 {
-				w.WriteHeader(http.StatusServiceUnavailable)
-				for _, st := range stuck {
-					fmt.Fprintln(w, st.Why)
-				}
-				return
+			for _, st := range mon.Stuck() {
+				why = append(why, st.Why)
 			}
+		}
+		if o.GroupHealth != nil {
+			why = append(why, o.GroupHealth()...)
+		}
+		if len(why) > 0 {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			for _, s := range why {
+				fmt.Fprintln(w, s)
+			}
+			return
 		}
 		fmt.Fprintln(w, "ok")
 	})

@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -261,5 +262,36 @@ sinks: {results: {type: jsonl, path: out.jsonl}}
 	c.SetReadDeadline(time.Now().Add(10 * timeout))
 	if _, err := c.Read(make([]byte, 1)); err != io.EOF {
 		t.Errorf("a connection that sent nothing: read %v, want EOF after ReadHeaderTimeout", err)
+	}
+}
+
+// TestGroupHealth: a group member's stall (GroupHealth) makes /healthz
+// answer 503 with its reasons; without one it answers ok.
+func TestGroupHealth(t *testing.T) {
+	var mu sync.Mutex
+	var why []string
+	s, _ := start(t, Options{GroupHealth: func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return why
+	}})
+	get := func() (int, string) {
+		t.Helper()
+		r, err := http.Get("http://" + s.Addr() + "/healthz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Body.Close()
+		b, _ := io.ReadAll(r.Body)
+		return r.StatusCode, string(b)
+	}
+	if code, body := get(); code != http.StatusOK || body != "ok\n" {
+		t.Errorf("healthy: %d %q", code, body)
+	}
+	mu.Lock()
+	why = []string{"instance a has committed nothing for 12s"}
+	mu.Unlock()
+	if code, body := get(); code != http.StatusServiceUnavailable || body != "instance a has committed nothing for 12s\n" {
+		t.Errorf("stalled: %d %q", code, body)
 	}
 }

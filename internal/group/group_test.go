@@ -525,7 +525,7 @@ func TestStatus(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		done <- Run(ctx, Options{Plan: p, Instance: "a", StateDir: t.TempDir(), SessionTimeout: time.Second, TransactionTimeout: 3 * time.Second, Registerer: reg,
-			Serve: func(s func(context.Context) *monitor.GroupStatus) error { statusCh <- s; return nil }})
+			Serve: func(s Served) error { statusCh <- s.Status; return nil }})
 	}()
 	var status func(context.Context) *monitor.GroupStatus
 	select {
@@ -1043,5 +1043,124 @@ func TestStopLapse(t *testing.T) {
 	}
 	if !said.Load() || !stopped.Load() {
 		t.Errorf("said the lapse %v, told its stopped tasks %v", said.Load(), stopped.Load())
+	}
+}
+
+// TestStall: a member whose Kafka goes away says so on stderr within its
+// StallAfter, naming the failed connection, and its Health (which the
+// admin server's /healthz answers 503 with) names the stall; while it
+// commits, Health is nil.
+func TestStall(t *testing.T) {
+	c, cl := fakeKafka(t, 2, "st")
+	if err := cl.ProduceSync(context.Background(), &kgo.Record{Key: []byte("u"), Value: []byte(`{"user_id":"u","amount":1,"ts":1767225600000}`)}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	addr := c.ListenAddrs()[0]
+	p := plan(t, "st", addr)
+	p.Source.Kafka.StopAtEnd = false
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	served := make(chan Served, 1)
+	infos := make(chan string, 100)
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(ctx, Options{Plan: p, Instance: "a", StateDir: t.TempDir(), SessionTimeout: time.Second, TransactionTimeout: 3 * time.Second,
+			StallAfter: 2 * time.Second, Info: func(msg string) {
+				select {
+				case infos <- msg:
+				default:
+				}
+			}, Serve: func(s Served) error { served <- s; return nil }})
+	}()
+	var m Served
+	select {
+	case m = <-served:
+	case err := <-done:
+		t.Fatalf("the member stopped: %v", err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		s := m.Status(context.Background())
+		if s.Committed > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the member never committed: %+v", s)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if why := m.Health(); why != nil {
+		t.Fatalf("a committing member is stalled: %q", why)
+	}
+	// A reset while a member runs is refused (weir reset exits 2).
+	if _, err := Reset(context.Background(), p); !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "has members [a]") {
+		t.Errorf("a reset with a live member: %v", err)
+	}
+	c.Close() // the outage
+	var warning string
+	for deadline := time.Now().Add(20 * time.Second); warning == ""; {
+		select {
+		case msg := <-infos:
+			if strings.HasPrefix(msg, "warning: instance a has committed nothing for") {
+				warning = msg
+			}
+		case err := <-done:
+			t.Fatalf("the member stopped: %v", err)
+		case <-time.After(time.Until(deadline)):
+			t.Fatal("no warning on stderr in 20s of outage")
+		}
+	}
+	t.Logf("stderr: %s", warning)
+	why := m.Health()
+	if len(why) != 1 || !strings.Contains(why[0], "committed nothing for") || !strings.Contains(why[0], "Kafka at "+addr+" fails") {
+		t.Errorf("health in an outage: %q (stderr said %q)", why, warning)
+	}
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("the member did not stop in a minute of outage")
+	}
+}
+
+// TestStallRecovery: the stall watch says once that the member stalled,
+// and once that it commits again; a restore under way is no stall.
+func TestStallRecovery(t *testing.T) {
+	infos := make(chan string, 10)
+	m := &Member{o: Options{Instance: "a", StallAfter: 100 * time.Millisecond, Logger: slog.New(slog.DiscardHandler), Info: func(msg string) { infos <- msg }},
+		brokers: []string{"k:9092"}}
+	m.ev.lastCommit = time.Now().Add(-time.Second)
+	m.OnBrokerConnect(kgo.BrokerMetadata{}, 0, nil, errors.New("connection refused"))
+	if why := m.Health(); len(why) != 1 || !strings.Contains(why[0], "Kafka at k:9092 fails: connection refused") {
+		t.Fatalf("health: %q", why)
+	}
+	m.ev.restores = []monitor.GroupRestore{{InProgress: true}}
+	if why := m.Health(); why != nil {
+		t.Errorf("health while restoring: %q", why)
+	}
+	m.ev.restores = nil
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() { m.watchStalls(stop) })
+	defer func() {
+		close(stop)
+		wg.Wait()
+	}()
+	next := func() string {
+		select {
+		case msg := <-infos:
+			return msg
+		case <-time.After(10 * time.Second):
+			t.Fatal("the watch said nothing in 10s")
+			return ""
+		}
+	}
+	if msg := next(); !strings.HasPrefix(msg, "warning: instance a has committed nothing for ") || !strings.Contains(msg, "Kafka at k:9092 fails: connection refused") {
+		t.Errorf("stall: %q", msg)
+	}
+	m.mu.Lock()
+	m.ev.lastCommit = time.Now() // as committedTasks sets it
+	m.mu.Unlock()
+	if msg := next(); !strings.HasPrefix(msg, "instance a commits again") {
+		t.Errorf("recovery: %q", msg)
 	}
 }

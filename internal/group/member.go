@@ -81,10 +81,14 @@ type Options struct {
 	// the group-wide gauges among them.
 	Registerer prometheus.Registerer
 	// Serve, when set, is called once the member joined its group with
-	// the member's Status, for an admin server; it must not block, and
-	// an error stops the member. The status func may be called from any
+	// the member's Status and Health, for an admin server; it must not
+	// block, and an error stops the member. Both may be called from any
 	// goroutine until Run returns (the caller stops serving then).
-	Serve func(status func(context.Context) *monitor.GroupStatus) error
+	Serve func(Served) error
+	// StallAfter is how long the member may commit nothing before it is
+	// stalled (default 10s): it says so on stderr, and Health, which
+	// an admin server's /healthz reads, names the cause.
+	StallAfter time.Duration
 	// Crash, when set, is called at named points (crash tests kill the
 	// process there): group-produced (a transaction's records produced,
 	// before it ends), group-committed (after it committed, before the
@@ -95,8 +99,9 @@ type Options struct {
 }
 
 // ErrRefused marks an error of Run that refuses the member before it
-// joined (its state directory, its spec, the group's state): a usage
-// error, which the caller reports as such.
+// joined (its state directory, its spec, the group's state), or of Reset
+// that refuses a group with members: a usage error, which the caller
+// reports as such (weir exits 2).
 var ErrRefused = errors.New("refused")
 
 // refused wraps err as a refusal.
@@ -134,6 +139,13 @@ func CheckInstance(name string) error {
 		return fmt.Errorf("--instance %q: a member's name is 1-64 characters of A-Z, a-z, 0-9, '.', '_' and '-' (it is part of its transactional id)", name)
 	}
 	return nil
+}
+
+// Served is what a member gives its admin server (Options.Serve): its
+// Status and Health, which any goroutine may call until Run returns.
+type Served struct {
+	Status func(context.Context) *monitor.GroupStatus
+	Health func() []string
 }
 
 // Member is one running member of a job's group.
@@ -304,6 +316,9 @@ func Run(ctx context.Context, o Options) error {
 	if o.TransactionTimeout <= 0 {
 		o.TransactionTimeout = 10 * time.Second
 	}
+	if o.StallAfter <= 0 {
+		o.StallAfter = defaultStallAfter
+	}
 	unlock, err := lockStateDir(o.StateDir, o.Plan, o.Instance)
 	if err != nil {
 		return refused(err)
@@ -358,11 +373,21 @@ func Run(ctx context.Context, o Options) error {
 		defer m.pg.close()
 	}
 	m.ev.assigned = map[int32]time.Time{}
+	m.mu.Lock()
+	m.ev.lastCommit = time.Now()
+	m.mu.Unlock()
+	stopWatch := make(chan struct{})
+	var watchWG sync.WaitGroup
+	watchWG.Go(func() { m.watchStalls(stopWatch) })
+	defer func() {
+		close(stopWatch)
+		watchWG.Wait()
+	}()
 	if m.met, err = newMetrics(o.Registerer, m.Status); err != nil {
 		return err
 	}
 	if o.Serve != nil {
-		if err := o.Serve(m.Status); err != nil {
+		if err := o.Serve(Served{Status: m.Status, Health: m.Health}); err != nil {
 			return err
 		}
 	}
@@ -374,7 +399,7 @@ func Run(ctx context.Context, o Options) error {
 }
 
 func (m *Member) clientOpts() []kgo.Opt {
-	return append([]kgo.Opt{kgo.SeedBrokers(m.brokers...)}, m.auth...)
+	return append([]kgo.Opt{kgo.SeedBrokers(m.brokers...), kgo.WithHooks(m)}, m.auth...)
 }
 
 // prepareTopics reads the input's partition count and creates the

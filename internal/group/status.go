@@ -3,9 +3,12 @@ package group
 import (
 	"context"
 	"fmt"
+	"net"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -27,6 +30,12 @@ type events struct {
 	// assigned is when each task was assigned to the member, until its
 	// first commit here (the hand-over histogram).
 	assigned map[int32]time.Time
+	// lastCommit is when the member last committed a transaction (its
+	// start before its first); connErr is the last failed connection to
+	// a broker, at connErrAt (Health names it).
+	lastCommit time.Time
+	connErr    error
+	connErrAt  time.Time
 }
 
 // metrics are a member's Prometheus series (nil fields: not registered).
@@ -173,6 +182,7 @@ func (m *Member) committedTasks(tasks []int32, bytes int, took time.Duration) {
 	now := time.Now()
 	m.mu.Lock()
 	m.ev.committed++
+	m.ev.lastCommit = now
 	for _, p := range tasks {
 		if at, ok := m.ev.assigned[p]; ok {
 			delete(m.ev.assigned, p)
@@ -325,4 +335,77 @@ func wmBelow(a, b *monitor.GroupTask) bool {
 		return false
 	}
 	return *a.WatermarkMS < *b.WatermarkMS
+}
+
+// defaultStallAfter is how long a member may commit nothing before it is
+// stalled (Options.StallAfter): a member commits at least its presence
+// record every presenceEvery.
+const defaultStallAfter = 10 * time.Second
+
+// Health says why the member is stalled: it committed nothing for
+// Options.StallAfter (a transaction, at least its presence record, is
+// due every 2s), with the last failed broker connection when there is
+// one; nil while it commits, and while a restore is under way (which
+// holds the commits back, and is progress). Any goroutine may call it.
+func (m *Member) Health() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, r := range m.ev.restores {
+		if r.InProgress {
+			return nil
+		}
+	}
+	d := time.Since(m.ev.lastCommit)
+	if d < m.o.StallAfter {
+		return nil
+	}
+	why := fmt.Sprintf("instance %s has committed nothing for %v (a commit is due every %v)", m.o.Instance, d.Round(time.Second), presenceEvery)
+	if m.ev.connErr != nil && m.ev.connErrAt.After(m.ev.lastCommit) {
+		why += fmt.Sprintf(": Kafka at %s fails: %v", strings.Join(m.brokers, ","), m.ev.connErr)
+	} else {
+		why += ": Kafka is slow or unreachable, or a transaction is stalled"
+	}
+	return []string{why}
+}
+
+// OnBrokerConnect implements kgo.HookBrokerConnect: it keeps the last
+// failed connection for Health.
+func (m *Member) OnBrokerConnect(_ kgo.BrokerMetadata, _ time.Duration, _ net.Conn, err error) {
+	if err == nil {
+		return
+	}
+	m.mu.Lock()
+	m.ev.connErr, m.ev.connErrAt = err, time.Now()
+	m.mu.Unlock()
+}
+
+// watchStalls says on stderr (Info) and in the log when the member
+// stalls (Health) and when it commits again, checking every second until
+// stop is closed. Run owns its goroutine.
+func (m *Member) watchStalls(stop <-chan struct{}) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	var since time.Time // when the stall was told (zero: none)
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		if since.IsZero() {
+			if why := m.Health(); len(why) > 0 {
+				since = time.Now()
+				m.o.Logger.Warn("the member is stalled", "instance", m.o.Instance, "why", why[0])
+				m.o.Info("warning: " + why[0] + "; /healthz answers 503 until it commits again")
+			}
+			continue
+		}
+		m.mu.Lock()
+		last := m.ev.lastCommit
+		m.mu.Unlock()
+		if last.After(since) {
+			m.o.Info(fmt.Sprintf("instance %s commits again (stalled for %v)", m.o.Instance, last.Sub(since).Round(time.Second)))
+			since = time.Time{}
+		}
+	}
 }

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 
@@ -39,6 +40,9 @@ read an old run's files.`)
 	did, err := group.Reset(ctx, p)
 	if err != nil {
 		fmt.Fprintf(o.Stderr, "weir reset: %v\n", err)
+		if errors.Is(err, group.ErrRefused) {
+			return ExitUsage // refused, as a spec or a run is: exit 2
+		}
 		return ExitFailed
 	}
 	if len(did) == 0 {

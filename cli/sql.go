@@ -15,7 +15,7 @@ import (
 func isSQL(path string) bool { return strings.HasSuffix(strings.ToLower(path), ".sql") }
 
 // loadSQL reads and compiles a SQL job, printing its error (with the
-// source line and a caret under the place) or its warnings.
+// source line and a caret under the place); its warnings join the plan's.
 func loadSQL(path string, o IO) (*spec.Plan, bool) {
 	data, err := os.ReadFile(o.path(path))
 	if err != nil {
@@ -35,15 +35,17 @@ func loadSQL(path string, o IO) (*spec.Plan, bool) {
 		}
 		return nil, false
 	}
-	for _, w := range j.Warnings {
-		fmt.Fprintf(o.Stderr, "%s:%s\n", path, w)
-	}
 	p, err := j.Plan()
 	if err != nil {
 		// What the SQL compiler let through and the spec refused: said
 		// in the spec's terms, which name the SQL's parts.
 		fmt.Fprintf(o.Stderr, "%s: %v\n", path, err)
 		return nil, false
+	}
+	// The compiler's warnings (each at its line:column) are the plan's,
+	// which weir validate and run print and count as a YAML spec's.
+	for _, w := range j.Warnings {
+		p.Warnings = append(p.Warnings, spec.FieldError{Msg: w})
 	}
 	return p, true
 }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -209,7 +210,7 @@ func compareFields(old, now specFields) (across, added []string, err error) {
 	// too; this weir's class decides.
 	digest := func(f specFields, path string) string {
 		if v, ok := f.state[path]; ok {
-			return fieldDigest(path, []byte(v))
+			return fieldDigest(path, cleanPath(path, []byte(v)))
 		}
 		return f.other[path] // "" when not set
 	}
@@ -365,4 +366,19 @@ func compareSections(now, then []byte) error {
 	slices.Sort(diff)
 	return fmt.Errorf("it was written by a job whose %s differ from this spec's; restore with the spec that wrote it, or start over with --fresh (the outputs start over too)",
 		strings.Join(diff, ", "))
+}
+
+// cleanPath is a state field's JSON value, a file path's cleaned
+// (./out.jsonl and out.jsonl name one file: a run resumes across the
+// spelling).
+func cleanPath(path string, v []byte) []byte {
+	if !strings.HasSuffix(path, ".path") {
+		return v
+	}
+	var p string
+	if json.Unmarshal(v, &p) != nil || p == "" {
+		return v
+	}
+	b, _ := json.Marshal(filepath.Clean(p)) // a string
+	return b
 }

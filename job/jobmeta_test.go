@@ -118,6 +118,7 @@ func TestResumeAcrossChanges(t *testing.T) {
 		v1                 bool // format 1 recorded the changed fields
 	}{
 		{"unchanged", resumeBase, "", true},
+		{"paths spelled with ./", edit(t, resumeBase, "path: in.jsonl", "path: ./in.jsonl", "path: bad.jsonl", "path: dir/../bad.jsonl"), "", true},
 		{"url and added sink", edit(t, resumeBase, url, "url: 'postgres://weir@localhost:5432/weir?sslmode=disable'",
 			"  dead_letter:", "  late: {type: jsonl, path: late.jsonl}\n  dead_letter:"),
 			" across a changed sinks.results.url and an added sink sinks.late ", true},

@@ -94,7 +94,7 @@ func Reset(ctx context.Context, p *spec.Plan) ([]string, error) {
 				names = append(names, m.MemberID)
 			}
 		}
-		return nil, fmt.Errorf("group %s has members %v: stop every member (or wait for the session timeout after a kill), then reset", group, names)
+		return nil, refused(fmt.Errorf("group %s has members %v: stop every member (or wait for the session timeout after a kill), then reset", group, names))
 	}
 	var did []string
 	resp, err := adm.DeleteGroup(ctx, group)

@@ -2,12 +2,14 @@ package record
 
 import (
 	"encoding/hex"
+	"errors"
 	"math/big"
 	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/clock"
 	"github.com/weirstream/weir/connector/fileio"
 	"github.com/weirstream/weir/internal/jobtest"
@@ -296,5 +298,22 @@ func TestDecimalRound(t *testing.T) {
 		if !ok || string(appendDec(nil, got)) != want && !(q.Sign() == 0 && string(appendDec(nil, got)) == strings.TrimPrefix(want, "-")) {
 			t.Fatalf("%s at scale %d: %s (%v), want %s", text, s, appendDec(nil, got), ok, want)
 		}
+	}
+}
+
+// TestJSONErrorDetail: a deeply nested record's json_malformed detail
+// says its cause once, in a few hundred bytes (the record is the dead
+// letter's raw), not once per level.
+func TestJSONErrorDetail(t *testing.T) {
+	p, err := spec.Parse([]byte(jobtest.DecimalJob))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := NewDecoder(p, clock.Real{})
+	deep := strings.Repeat(`{"a":`, 3000) + "1" + strings.Repeat("}", 3000)
+	_, err = d.Decode(fileio.Line{Kind: fileio.Data, No: 1, Text: []byte(deep)})
+	var bi *weir.BadInput
+	if !errors.As(err, &bi) || bi.Reason != "json_malformed" || len(bi.Detail) > maxJSONError+50 || !strings.Contains(bi.Detail, "too big depth") {
+		t.Errorf("deep nesting: %v", err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/valyala/fastjson"
 
@@ -446,11 +447,11 @@ func (d *Decoder) DecodeSlot(l fileio.Line, slot int) (Record, error) {
 	// fastjson's parser is lenient (NaN, 01, raw control characters);
 	// its validator is not.
 	if err := fastjson.ValidateBytes(l.Text); err != nil {
-		return Record{}, bad("json_malformed", "not valid JSON: %v", err)
+		return Record{}, bad("json_malformed", "not valid JSON: %s", jsonError(err))
 	}
 	v, err := sc.p.ParseBytes(l.Text)
 	if err != nil {
-		return Record{}, bad("json_malformed", "not valid JSON: %v", err)
+		return Record{}, bad("json_malformed", "not valid JSON: %s", jsonError(err))
 	}
 	o, err := v.Object()
 	if err != nil {
@@ -559,6 +560,31 @@ func (d *Decoder) DecodeSlot(l fileio.Line, slot int) (Record, error) {
 		}
 	}
 	return r, nil
+}
+
+// maxJSONError bounds a json_malformed detail (the record itself is in
+// the dead letter's raw).
+const maxJSONError = 300
+
+// jsonError is a JSON parser's error as a dead letter's detail: its
+// repeated "cannot parse object: cannot parse object value: " (one per
+// level of a deeply nested record) said once, and cut to maxJSONError
+// bytes, keeping the end, where the cause is.
+func jsonError(err error) string {
+	msg := err.Error()
+	for _, rep := range []string{"cannot parse object: cannot parse object value: ", "cannot parse array: cannot parse array value: "} {
+		if n := strings.Count(msg, rep); n > 1 {
+			msg = strings.Replace(msg, strings.Repeat(rep, n), rep, 1)
+		}
+	}
+	if len(msg) > maxJSONError {
+		cut := len(msg) - maxJSONError
+		for cut < len(msg) && !utf8.RuneStart(msg[cut]) {
+			cut++
+		}
+		msg = "..." + msg[cut:]
+	}
+	return msg
 }
 
 // decimalText reports whether b is a decimal number's text: an optional
@@ -823,9 +849,14 @@ func (d *Decoder) timestamp(f *fastjson.Value) (etime.Time, error) {
 			}
 			return 0, bad("timestamp_unparsable", "field %q = %s is not a number of %s; %s", field, short(f), p.TSUnit, fix)
 		}
+		if unit != spec.UnitSeconds {
+			if x := f.GetFloat64(); x != math.Trunc(x) {
+				return 0, bad("timestamp_unparsable", "field %q = %s has a fraction, and a time in %s is a whole number; send whole %s, or set unit: s for fractional seconds", field, short(f), unitName(unit), unitName(unit))
+			}
+		}
 		var ok bool
 		if ts, ok = toMillis(f, unit); !ok {
-			return 0, bad("timestamp_unit", "field %q = %s does not fit in int64 milliseconds as %s", field, short(f), unit)
+			return 0, bad("timestamp_out_of_range", "field %q = %s (in %s) is beyond what int64 milliseconds hold", field, short(f), unitName(unit))
 		}
 	}
 checks:

@@ -61,8 +61,22 @@ func loadSpec(path string, o IO) (*spec.Plan, bool) {
 // the other commands stay quiet about them).
 func printWarnings(path string, p *spec.Plan, o IO) {
 	for _, w := range p.Warnings {
+		// A SQL job's warning starts at its line:column, which follows
+		// the file's name as an error's does (job.sql:3:1: warning: ...).
+		if pos, msg, ok := strings.Cut(w.Msg, ": "); ok && w.Path == "" && sqlPos(pos) {
+			fmt.Fprintf(o.Stderr, "%s:%s: warning: %s\n", path, pos, msg)
+			continue
+		}
 		fmt.Fprintf(o.Stderr, "%s: warning: %v\n", path, w)
 	}
+}
+
+// sqlPos reports whether s is a position line:column.
+func sqlPos(s string) bool {
+	l, c, ok := strings.Cut(s, ":")
+	_, err1 := strconv.Atoi(l)
+	_, err2 := strconv.Atoi(c)
+	return ok && err1 == nil && err2 == nil
 }
 
 // parseExit is the exit code of a command whose flags did not parse: 0

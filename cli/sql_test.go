@@ -61,7 +61,8 @@ func TestSQLValidate(t *testing.T) {
 	run := func(args ...string) (int, string, string) { return runIn(dir, args...) }
 	code, out, errs := run("validate", "job.sql")
 	if code != ExitOK || !strings.Contains(out, `job "orders", event time, file source, tumbling windows, 1 aggregate(s)`) ||
-		!strings.Contains(errs, `job.sql:3:1: SET key "table.exec.mini-batch.enabled" is not one weir honours; it is ignored`) {
+		!strings.Contains(errs, `job.sql:3:1: warning: SET key "table.exec.mini-batch.enabled" is not one weir honours; it is ignored`) ||
+		!strings.Contains(out, "; 2 warning(s) above") {
 		t.Errorf("validate job.sql: %d\n%s\n%s", code, out, errs)
 	}
 	code, out, _ = run("explain", "job.sql")

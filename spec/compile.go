@@ -1255,8 +1255,8 @@ func checkColumns(path string, cols []Column, key []string, aggs []Aggregate, ad
 		}
 		switch col.Time {
 		case "", "ms", "timestamp", "timestamp_ltz":
-			if col.Time != "" && col.Time != "ms" && !slices.Contains([]string{ColWindowStart, ColWindowEnd, ColWindowTime, "watermark"}, col.From) {
-				add(at+".time", col.From+" is not a time", "remove time; it formats window_start, window_end, window_time and watermark")
+			if col.Time != "" && col.Time != "ms" && slices.Contains([]string{"firing", "run", "pane"}, col.From) {
+				add(at+".time", col.From+" is not a time", "remove time; it formats window_start, window_end, window_time, watermark, and key fields and aggregates that hold epoch milliseconds")
 			}
 		default:
 			add(at+".time", fmt.Sprintf("%q is not a time format", col.Time), "use ms, timestamp or timestamp_ltz")

@@ -568,11 +568,13 @@ type Column struct {
 	// window_time (window_end - 1), an aggregate's name, or the firing's
 	// metadata: firing, run, pane or watermark (default: Name).
 	From string `yaml:"from" json:",omitempty"`
-	// Time is how window_start, window_end, window_time and watermark are
+	// Time is how window_start, window_end, window_time and watermark
+	// (and a key field or an aggregate that holds epoch milliseconds) are
 	// written: ms (default: epoch milliseconds), timestamp (as Flink's
 	// JSON format writes a TIMESTAMP(3), 2026-01-01 00:05:00.000, in
 	// UTC) or timestamp_ltz (a TIMESTAMP_LTZ(3): the same with a Z). An
-	// infinite watermark, and the bounds of the global window, are null.
+	// infinite watermark, and the bounds of the global window, are null;
+	// a field's value that is no integer is written as it is.
 	Time string `yaml:"time" json:",omitempty"`
 	// Expr, instead of From, computes the column from the result: a SQL
 	// expression over its key fields and aggregates by name (such as

@@ -220,7 +220,7 @@ func appendColumns(b []byte, plan *spec.Plan, cols []spec.Column, run int64, r w
 			b = strconv.AppendInt(b, r.Pane, 10)
 		default:
 			if k := slices.Index(plan.Key, c.From); k >= 0 {
-				b = append(b, nth(r.Key, k)...)
+				b = appendFieldTime(b, c.Time, nth(r.Key, k))
 				break
 			}
 			a := slices.IndexFunc(plan.Aggregates, func(a spec.Aggregate) bool { return a.Name == c.From })
@@ -228,7 +228,7 @@ func appendColumns(b []byte, plan *spec.Plan, cols []spec.Column, run int64, r w
 				b = append(b, "null"...)
 				break
 			}
-			b = append(b, nth(r.Value, a)...)
+			b = appendFieldTime(b, c.Time, nth(r.Value, a))
 		}
 	}
 	return append(b, '}')
@@ -271,6 +271,18 @@ func appendTime(b []byte, format string, t etime.Time, inf bool) []byte {
 		return append(b, '"')
 	}
 	return strconv.AppendInt(b, int64(t), 10)
+}
+
+// appendFieldTime appends a key field's or an aggregate's JSON value v,
+// as a time in format (spec.Column.Time) when it is an integer (epoch
+// milliseconds), else as it is.
+func appendFieldTime[S ~string | ~[]byte](b []byte, format string, v S) []byte {
+	if format == "timestamp" || format == "timestamp_ltz" {
+		if ms, err := strconv.ParseInt(string(v), 10, 64); err == nil {
+			return appendTime(b, format, etime.Time(ms), false)
+		}
+	}
+	return append(b, v...)
 }
 
 // ParseTime reads a time written by appendTime in format as epoch

@@ -339,6 +339,9 @@ func (c *compiler) mapColumns(in *sqlparse.Insert, sel *sqlparse.Select, items [
 		if err != nil {
 			return err
 		}
+		if tf == "" && jsonRows {
+			tf = c.fieldTimeFormat(it.from, col.Type)
+		}
 		if !jsonRows && !it.agg && dst != it.from {
 			return errAt(col.Pos, dst, "name the column "+it.from+" (weir's tables keep a key or window column under its field's name)",
 				"table %s: column %s would hold %s", name, dst, it.from)

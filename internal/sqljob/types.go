@@ -23,6 +23,9 @@ const (
 	tInt
 	tDec
 	tFloat
+	// tTimeLTZ is a TIMESTAMP_LTZ(3) that a field holds as epoch
+	// milliseconds (TO_TIMESTAMP_LTZ): a row writes it as a time.
+	tTimeLTZ
 )
 
 // maxPrecision is DECIMAL's largest precision; minAdjustedScale the
@@ -138,6 +141,8 @@ func typeOf(x sqlparse.Expr, field func(parts []sqlparse.Ident) numType) numType
 			ts = append(ts, typeOf(a.Value, field))
 		}
 		switch strings.ToUpper(tableName(x.Name)) {
+		case "TO_TIMESTAMP_LTZ":
+			return numType{kind: tTimeLTZ}
 		case "ABS":
 			if len(ts) == 1 {
 				return ts[0]
@@ -346,4 +351,22 @@ func (c *compiler) addComputed(t *sqlparse.CreateTable, name string, x sqlparse.
 	}
 	c.computedTypes[name] = typeOf(x, c.fieldType(t))
 	c.job.Spec.Computed = append(c.job.Spec.Computed, spec.ComputedField{Name: name, Expr: sqlparse.FormatExpr(x)})
+}
+
+// fieldTimeFormat is how a row writes field from when it holds a
+// TIMESTAMP_LTZ as epoch milliseconds (spec.Column.Time), into a column
+// of type ty (nil: a bare SELECT's, which writes it as Flink's JSON
+// format writes a TIMESTAMP_LTZ(3)); "" for a field that holds no such
+// time.
+func (c *compiler) fieldTimeFormat(from string, ty *sqlparse.Type) string {
+	if c.computedTypes[from].kind != tTimeLTZ {
+		return ""
+	}
+	switch {
+	case ty == nil, ty.Name == "TIMESTAMP_LTZ", ty.Name == "TIMESTAMP" && ty.LocalTZ:
+		return "timestamp_ltz"
+	case ty.Name == "TIMESTAMP", ty.Name == "STRING", ty.Name == "VARCHAR":
+		return "timestamp"
+	}
+	return "ms"
 }

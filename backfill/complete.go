@@ -505,10 +505,18 @@ func (f *resultFold) add(line []byte) error {
 	// it, one without firing no retraction).
 	cols := outfmt.Columns(s)
 	get := func(from string) json.RawMessage {
-		if c := outfmt.ColumnOf(cols, from); c != nil {
-			return m[c.Name]
+		c := outfmt.ColumnOf(cols, from)
+		if c == nil {
+			return nil
 		}
-		return nil
+		// A key field or an aggregate written as a time reads back as
+		// the milliseconds it holds.
+		if raw := m[c.Name]; c.Time != "" && c.Time != "ms" && len(raw) > 0 && raw[0] == '"' {
+			if ms, ok := outfmt.ParseTime(raw, c.Time); ok {
+				return strconv.AppendInt(nil, ms, 10)
+			}
+		}
+		return m[c.Name]
 	}
 	bound := func(from string) (string, error) {
 		c := outfmt.ColumnOf(cols, from)

@@ -455,7 +455,7 @@ func (c compiler) ref(x *sqlparse.Ref) eval {
 		path = append(path, p.Name)
 	}
 	if sc, ok := c.fieldScale(x); ok {
-		return func(g []*fastjson.Value) value { return atScale(fromJSON(g[at]), sc) }
+		return func(g []*fastjson.Value) value { return decimalField(g[at], sc) }
 	}
 	return func(g []*fastjson.Value) value {
 		v := g[at]
@@ -473,6 +473,30 @@ func (c compiler) fieldScale(x *sqlparse.Ref) (uint8, bool) {
 	}
 	sc, ok := c.scale(x.Parts[0].Name)
 	return uint8(sc), ok && sc <= maxScale
+}
+
+// decimalField is the value of a decimal field at scale sc: exactly,
+// also beyond the 15 significant digits a float64 keeps (the field's
+// text then, as the decoder rounded it; read again, which allocates).
+func decimalField(v *fastjson.Value, sc uint8) value {
+	d := fromJSON(v)
+	if m, _, ok := d.exact(); ok && m < 1e14 && m > -1e14 {
+		return atScale(d, sc)
+	}
+	if v == nil || v.Type() != fastjson.TypeNumber {
+		return d
+	}
+	t := v.MarshalTo(nil)
+	if e, ok := parseDecimal(t); ok {
+		return atScale(e, sc)
+	}
+	if i, err := strconv.ParseInt(string(t), 10, 64); err == nil {
+		return atScale(value{k: integer, i: i}, sc)
+	}
+	if r, ok := new(big.Rat).SetString(string(t)); ok {
+		return decimalOf(roundRat(r, int(sc)), 38, int(sc))
+	}
+	return d
 }
 
 // atScale is a decimal field's value v at the field's scale sc (which v,
@@ -570,6 +594,8 @@ func (c compiler) unary(x *sqlparse.Unary) eval {
 				return value{k: integer, i: -v.i}
 			case v.k == decimal && v.i != math.MinInt64:
 				return dec(-v.i, v.sc)
+			case v.k == bigdec:
+				return negBig(v)
 			case v.isNum():
 				return value{k: float, f: -v.num()}
 			}
@@ -629,6 +655,10 @@ func cmpOp(op string, a, b value) value {
 	switch {
 	case a.k == integer && b.k == integer:
 		c = cmpInt(a.i, b.i)
+	case (a.k == bigdec || b.k == bigdec) && a.k != float && b.k != float && a.isNum() && b.isNum():
+		x, _ := ratOf(a)
+		y, _ := ratOf(b)
+		c = x.Cmp(y)
 	case exactPair(a, b):
 		x, y, _ := aligned(a, b)
 		c = cmpInt(x, y)
@@ -704,6 +734,11 @@ func aligned(a, b value) (int64, int64, bool) {
 func arith(op string, a, b value) value {
 	if !a.isNum() || !b.isNum() {
 		return nullV
+	}
+	if (a.k == bigdec || b.k == bigdec) && a.k != float && b.k != float {
+		if v, ok := bigArith(op, a, b); ok {
+			return v
+		}
 	}
 	if (a.k == decimal || b.k == decimal) && a.k != float && b.k != float {
 		if v, ok := decArith(op, a, b); ok {
@@ -802,47 +837,81 @@ func decArith(op string, a, b value) (value, bool) {
 	return nullV, false
 }
 
-// bigArith is a + b, a - b or a * b of exact a and b beyond int64,
-// exactly (38 digits at most, as Flink's DECIMAL; NULL beyond); false
-// for another operator or operand.
+// bigArith is a + b, a - b or a * b of exact a and b (a bigdec among
+// them, or beyond int64), exactly (38 digits at most, as Flink's DECIMAL;
+// NULL beyond); false for another operator or operand.
 func bigArith(op string, a, b value) (value, bool) {
-	x, xs, ok1 := a.exact()
-	y, ys, ok2 := b.exact()
-	if !ok1 || !ok2 || op != "+" && op != "-" && op != "*" {
+	if op != "+" && op != "-" && op != "*" {
 		return nullV, false
 	}
-	bx, by := big.NewInt(x), big.NewInt(y)
+	bx, xs, ok1 := mantissa(a)
+	by, ys, ok2 := mantissa(b)
+	if !ok1 || !ok2 {
+		return nullV, false
+	}
 	var m *big.Int
-	sc := int(max(xs, ys))
+	sc := max(xs, ys)
 	switch op {
 	case "+", "-":
-		bx.Mul(bx, pow10Int(sc-int(xs)))
-		by.Mul(by, pow10Int(sc-int(ys)))
+		bx.Mul(bx, pow10Int(sc-xs))
+		by.Mul(by, pow10Int(sc-ys))
 		if op == "+" {
 			m = bx.Add(bx, by)
 		} else {
 			m = bx.Sub(bx, by)
 		}
 	case "*":
-		m, sc = bx.Mul(bx, by), int(xs)+int(ys)
-	default:
-		return nullV, false
+		m, sc = bx.Mul(bx, by), xs+ys
 	}
 	return decimalOf(m, 38, sc), true
 }
 
-// quotient is a / b of exact a and b at scale sc, rounded half away
-// from zero (Java's BigDecimal divide with HALF_UP, as Flink divides
-// decimals), as a mantissa; false when either is not exact or b is zero.
-func quotient(a, b value, sc int) (*big.Int, bool) {
-	x, xs, ok1 := a.exact()
-	y, ys, ok2 := b.exact()
-	if !ok1 || !ok2 || y == 0 {
+// mantissa is exact v (an integer, a decimal or a bigdec) as a mantissa
+// and a scale.
+func mantissa(v value) (*big.Int, int, bool) {
+	switch v.k {
+	case integer:
+		return big.NewInt(v.i), 0, true
+	case decimal:
+		return big.NewInt(v.i), int(v.sc), true
+	case bigdec:
+		t := string(v.s)
+		whole, frac, _ := strings.Cut(t, ".")
+		m, ok := new(big.Int).SetString(whole+frac, 10)
+		return m, len(frac), ok
+	}
+	return nil, 0, false
+}
+
+// ratOf is exact v as a rational.
+func ratOf(v value) (*big.Rat, bool) {
+	m, sc, ok := mantissa(v)
+	if !ok {
 		return nil, false
 	}
-	// a / b = (x / 10^xs) / (y / 10^ys) = x * 10^ys / (y * 10^xs).
-	r := new(big.Rat).SetFrac(new(big.Int).Mul(big.NewInt(x), pow10Int(int(ys))), new(big.Int).Mul(big.NewInt(y), pow10Int(int(xs))))
-	return roundRat(r, sc), true
+	return new(big.Rat).SetFrac(m, pow10Int(sc)), true
+}
+
+// negBig is -v of a bigdec.
+func negBig(v value) value {
+	t, ok := bytes.CutPrefix(v.s, []byte("-"))
+	if !ok {
+		t = append([]byte("-"), v.s...)
+	}
+	return value{k: bigdec, s: t, f: -v.f}
+}
+
+// quotient is a / b of exact a and b (integers, decimals or bigdecs)
+// at scale sc, rounded half away from zero (Java's BigDecimal divide with
+// HALF_UP, as Flink divides decimals), as a mantissa; false when either
+// is not exact or b is zero.
+func quotient(a, b value, sc int) (*big.Int, bool) {
+	x, ok1 := ratOf(a)
+	y, ok2 := ratOf(b)
+	if !ok1 || !ok2 || y.Sign() == 0 {
+		return nil, false
+	}
+	return roundRat(x.Quo(x, y), sc), true
 }
 
 // like matches s against SQL's LIKE pattern p: % any run, _ any one byte
@@ -943,6 +1012,13 @@ func (c compiler) cast(x *sqlparse.Cast) eval {
 				return v
 			case v.k == decimal:
 				return value{k: integer, i: v.i / int64(pow10[v.sc])}
+			case v.k == bigdec:
+				if r, ok := ratOf(v); ok {
+					if q := new(big.Int).Quo(r.Num(), r.Denom()); q.IsInt64() {
+						return value{k: integer, i: q.Int64()}
+					}
+				}
+				return nullV
 			case v.k == float && v.f >= math.MinInt64 && v.f < math.MaxInt64:
 				return value{k: integer, i: int64(v.f)}
 			}
@@ -1064,6 +1140,8 @@ func (c compiler) call(x *sqlparse.Call) eval {
 				v.f = math.Abs(v.f)
 			case v.k == decimal && v.i < 0 && v.i != math.MinInt64:
 				v.i = -v.i
+			case v.k == bigdec && v.f < 0:
+				return negBig(v)
 			}
 			return v
 		}

@@ -192,9 +192,9 @@ func TestCastDecimal(t *testing.T) {
 // away from zero, as Flink divides decimals (two integers divide as
 // integers); past 18 digits the value is kept as its text.
 func TestDecimalFields(t *testing.T) {
-	const rec = `{"price": 3.00, "cheap": 0.30, "qty": 2, "big": 12345678901234.5}`
-	scales := map[string]int{"price": 2, "cheap": 2, "big": 1}
-	fields := []string{"price", "cheap", "qty", "big"}
+	const rec = `{"price": 3.00, "cheap": 0.30, "qty": 2, "big": 12345678901234.5, "long": 1234567890123456.78, "huge": 123456789012345678901234.5, "million": 1000000.00, "neg": -2000000.50}`
+	scales := map[string]int{"price": 2, "cheap": 2, "big": 1, "long": 2, "huge": 1, "million": 2, "neg": 2}
+	fields := []string{"price", "cheap", "qty", "big", "long", "huge", "million", "neg"}
 	for src, want := range map[string]string{
 		"price":                                         "3.00",
 		"price * qty":                                   "6.00",
@@ -212,6 +212,22 @@ func TestDecimalFields(t *testing.T) {
 		"CAST(big AS DECIMAL(10, 1))":                   "null", // 15 digits
 		"CAST(CAST(big AS DECIMAL(38, 20)) AS STRING)":  `"12345678901234.50000000000000000000"`,
 		"CAST(big AS DECIMAL(38, 20)) > 12345678901234": "true",
+		// Beyond 15 significant digits, exactly.
+		"long + 0":    "1234567890123456.78",
+		"huge * 2":    "246913578024691357802469.0",
+		"huge + 0.05": "123456789012345678901234.55",
+		"-huge":       "-123456789012345678901234.5",
+		// Quotients beyond int64 at their scale (bigdec), then
+		// rounded, floored, cast, negated, compared and summed.
+		"ROUND(CAST(million / qty AS DECIMAL(21, 13)), 2)":       "500000.00",
+		"FLOOR(CAST(neg / 3 AS DECIMAL(21, 13)))":                "-666667",
+		"CEIL(CAST(neg / 3 AS DECIMAL(21, 13)))":                 "-666666",
+		"CAST(CAST(million / qty AS DECIMAL(21, 13)) AS BIGINT)": "500000",
+		"ABS(CAST(neg / 1 AS DECIMAL(21, 13)))":                  "2000000.5000000000000",
+		"-CAST(neg / 1 AS DECIMAL(21, 13))":                      "2000000.5000000000000",
+		"CAST(neg / 7 AS DECIMAL(21, 13)) + 1":                   "-285713.3571428571429",
+		"CAST(million / qty AS DECIMAL(21, 13)) = 500000":        "true",
+		"CAST(million / qty AS DECIMAL(21, 13)) > 500000.01":     "false",
 	} {
 		x, err := sqlparse.ParseExpr(src)
 		if err != nil {

@@ -313,6 +313,13 @@ func (c compiler) moreCall(x *sqlparse.Call, name string, args []eval) eval {
 					}
 				}
 				return value{k: integer, i: q}
+			case bigdec:
+				r, _ := ratOf(v)
+				q, m := new(big.Int).DivMod(r.Num(), r.Denom(), new(big.Int)) // floor
+				if up && m.Sign() != 0 {
+					q.Add(q, big.NewInt(1))
+				}
+				return decimalOf(q, 38, 0)
 			}
 			return nullV
 		}
@@ -371,6 +378,16 @@ func (c compiler) moreCall(x *sqlparse.Call, name string, args []eval) eval {
 // rounded as its shortest decimal text (ROUND(1.005e0, 2) is 1.01).
 func round(v value, d int64) value {
 	switch v.k {
+	case bigdec:
+		_, sc, _ := mantissa(v)
+		if int64(sc) <= d {
+			return v
+		}
+		if d < 0 {
+			return round(value{k: float, f: v.f}, d)
+		}
+		r, _ := ratOf(v)
+		return decimalOf(roundRat(r, int(d)), 38, int(d))
 	case integer, decimal:
 		sc := int64(0)
 		if v.k == decimal {

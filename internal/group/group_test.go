@@ -1123,12 +1123,13 @@ func TestStall(t *testing.T) {
 }
 
 // TestStallRecovery: the stall watch says once that the member stalled,
-// and once that it commits again; a restore under way is no stall.
+// and once that it commits again; a restore under way is no stall, nor
+// is a gap shorter than two commit intervals.
 func TestStallRecovery(t *testing.T) {
 	infos := make(chan string, 10)
 	m := &Member{o: Options{Instance: "a", StallAfter: 100 * time.Millisecond, Logger: slog.New(slog.DiscardHandler), Info: func(msg string) { infos <- msg }},
 		brokers: []string{"k:9092"}}
-	m.ev.lastCommit = time.Now().Add(-time.Second)
+	m.ev.lastCommit = time.Now().Add(-10 * time.Second) // two presence records missed, and more
 	m.OnBrokerConnect(kgo.BrokerMetadata{}, 0, nil, errors.New("connection refused"))
 	if why := m.Health(); len(why) != 1 || !strings.Contains(why[0], "Kafka at k:9092 fails: connection refused") {
 		t.Fatalf("health: %q", why)
@@ -1138,6 +1139,11 @@ func TestStallRecovery(t *testing.T) {
 		t.Errorf("health while restoring: %q", why)
 	}
 	m.ev.restores = nil
+	m.o.CommitInterval = 6 * time.Second // a commit due every 6s: 10s is not two missed
+	if why := m.Health(); why != nil {
+		t.Errorf("health with a 6s commit interval: %q", why)
+	}
+	m.o.CommitInterval = 0
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Go(func() { m.watchStalls(stop) })
@@ -1160,7 +1166,7 @@ func TestStallRecovery(t *testing.T) {
 	m.mu.Lock()
 	m.ev.lastCommit = time.Now() // as committedTasks sets it
 	m.mu.Unlock()
-	if msg := next(); !strings.HasPrefix(msg, "instance a commits again") {
+	if msg := next(); !strings.HasPrefix(msg, "instance a commits again (nothing committed for 1") {
 		t.Errorf("recovery: %q", msg)
 	}
 }

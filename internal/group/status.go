@@ -343,8 +343,9 @@ func wmBelow(a, b *monitor.GroupTask) bool {
 const defaultStallAfter = 10 * time.Second
 
 // Health says why the member is stalled: it committed nothing for
-// Options.StallAfter (a transaction, at least its presence record, is
-// due every 2s), with the last failed broker connection when there is
+// Options.StallAfter, or for two commit intervals when those are longer
+// (a transaction, at least its presence record, is due every commit
+// interval and 2s at most), with the last failed broker connection when there is
 // one; nil while it commits, and while a restore is under way (which
 // holds the commits back, and is progress). Any goroutine may call it.
 func (m *Member) Health() []string {
@@ -355,11 +356,14 @@ func (m *Member) Health() []string {
 			return nil
 		}
 	}
+	// A commit is due every commit interval, and its presence record
+	// every presenceEvery at least: a member stalls once it missed two.
+	due := max(presenceEvery, m.o.CommitInterval)
 	d := time.Since(m.ev.lastCommit)
-	if d < m.o.StallAfter {
+	if d < max(m.o.StallAfter, 2*due+time.Second) {
 		return nil
 	}
-	why := fmt.Sprintf("instance %s has committed nothing for %v (a commit is due every %v)", m.o.Instance, d.Round(time.Second), presenceEvery)
+	why := fmt.Sprintf("instance %s has committed nothing for %v (a commit is due every %v)", m.o.Instance, d.Round(time.Second), due)
 	if m.ev.connErr != nil && m.ev.connErrAt.After(m.ev.lastCommit) {
 		why += fmt.Sprintf(": Kafka at %s fails: %v", strings.Join(m.brokers, ","), m.ev.connErr)
 	} else {
@@ -385,27 +389,28 @@ func (m *Member) OnBrokerConnect(_ kgo.BrokerMetadata, _ time.Duration, _ net.Co
 func (m *Member) watchStalls(stop <-chan struct{}) {
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
-	var since time.Time // when the stall was told (zero: none)
+	// before is the last commit before the stall told (zero: none told).
+	var before time.Time
 	for {
 		select {
 		case <-stop:
 			return
 		case <-t.C:
 		}
-		if since.IsZero() {
+		m.mu.Lock()
+		last := m.ev.lastCommit
+		m.mu.Unlock()
+		if before.IsZero() {
 			if why := m.Health(); len(why) > 0 {
-				since = time.Now()
+				before = last
 				m.o.Logger.Warn("the member is stalled", "instance", m.o.Instance, "why", why[0])
 				m.o.Info("warning: " + why[0] + "; /healthz answers 503 until it commits again")
 			}
 			continue
 		}
-		m.mu.Lock()
-		last := m.ev.lastCommit
-		m.mu.Unlock()
-		if last.After(since) {
-			m.o.Info(fmt.Sprintf("instance %s commits again (stalled for %v)", m.o.Instance, last.Sub(since).Round(time.Second)))
-			since = time.Time{}
+		if last.After(before) {
+			m.o.Info(fmt.Sprintf("instance %s commits again (nothing committed for %v)", m.o.Instance, last.Sub(before).Round(time.Second)))
+			before = time.Time{}
 		}
 	}
 }

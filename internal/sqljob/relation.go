@@ -342,9 +342,14 @@ func (c *compiler) computed(r *relation, skip string) (string, error) {
 			return "", err
 		}
 	}
-	s.Computed = append(s.Computed, copies...)
 	for _, f := range copies {
-		c.computedTypes[f.Name] = c.computedTypes[f.Expr]
+		// The copy keeps the type (and a decimal's scale) of what it copies.
+		t := c.computedTypes[f.Expr]
+		if t.kind == tDec {
+			f.Expr = sqlparse.FormatExpr(decimalCast(&sqlparse.Ref{Parts: []sqlparse.Ident{{Name: f.Expr}}}, t))
+		}
+		s.Computed = append(s.Computed, f)
+		c.computedTypes[f.Name] = t
 	}
 	return filter, nil
 }

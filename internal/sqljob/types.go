@@ -94,6 +94,8 @@ func typeOfLit(text string) numType {
 		return numType{kind: tFloat}
 	}
 	whole, frac, point := strings.Cut(strings.TrimLeft(text, "+-"), ".")
+	// Calcite's precision of a literal is its digits as written, leading
+	// zeros too (0.5 is a DECIMAL(2, 1)).
 	if !point {
 		n, err := strconv.ParseInt(whole, 10, 64)
 		switch {
@@ -104,8 +106,7 @@ func typeOfLit(text string) numType {
 		}
 		return numType{kind: tInt, p: 19}
 	}
-	digits := len(strings.TrimLeft(whole+frac, "0"))
-	return numType{kind: tDec, p: max(digits, len(frac), 1), s: len(frac)}
+	return numType{kind: tDec, p: min(max(len(whole)+len(frac), 1), maxPrecision), s: len(frac)}
 }
 
 // typeOf is x's numeric type, as Flink derives it: field gives the type
@@ -266,27 +267,30 @@ func decimalCast(x sqlparse.Expr, t numType) sqlparse.Expr {
 func exactQuotients(x sqlparse.Expr, field func(parts []sqlparse.Ident) numType) sqlparse.Expr {
 	var walk func(x sqlparse.Expr) sqlparse.Expr
 	walk = func(x sqlparse.Expr) sqlparse.Expr {
-		switch y := x.(type) {
-		case *sqlparse.Cast:
-			if strings.EqualFold(y.Type.Name, "DECIMAL") || strings.EqualFold(y.Type.Name, "NUMERIC") {
-				// A quotient cast by the query keeps its cast's scale.
-				if div, ok := y.X.(*sqlparse.Binary); ok && div.Op == "/" {
-					d := *div
-					d.X, d.Y = walk(div.X), walk(div.Y)
-					z := *y
-					z.X = &d
-					return &z
-				}
-			}
-		case *sqlparse.Binary:
-			z := *y
-			z.X, z.Y = walk(y.X), walk(y.Y)
-			if t := typeOf(&z, field); z.Op == "/" && t.kind == tDec {
-				return decimalCast(&z, t)
-			}
+		y, ok := x.(*sqlparse.Binary)
+		if !ok {
+			return mapChildren(x, walk)
+		}
+		z := *y
+		z.X, z.Y = walk(y.X), walk(y.Y)
+		t := typeOf(&z, field)
+		if z.Op != "/" || t.kind != tDec {
 			return &z
 		}
-		return mapChildren(x, walk)
+		// A decimal quotient, divided at its own type's scale; a query's
+		// own cast of it (CAST(a / b AS DECIMAL(30, 20))) casts that, as
+		// in Flink. A decimal field of a nested ROW is cast to its type
+		// first: the expression knows the record's decimal fields, not
+		// the ROWs', and would divide a whole value of one (2) as an
+		// integer.
+		for _, op := range []*sqlparse.Expr{&z.X, &z.Y} {
+			if ref, ok := (*op).(*sqlparse.Ref); ok && len(ref.Parts) > 1 {
+				if ot := typeOf(ref, field); ot.kind == tDec {
+					*op = decimalCast(ref, ot)
+				}
+			}
+		}
+		return decimalCast(&z, t)
 	}
 	out := walk(x)
 	if t := typeOf(out, field); t.kind == tDec {

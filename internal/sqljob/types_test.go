@@ -39,13 +39,20 @@ func TestDecimalTypes(t *testing.T) {
 		}
 	}
 	fields := map[string]numType{"price": dec(10, 2), "qty": {kind: tInt, p: 10}, "n": {kind: tInt, p: 19}}
-	field := func(parts []sqlparse.Ident) numType { return fields[parts[0].Name] }
+	field := func(parts []sqlparse.Ident) numType {
+		if len(parts) == 2 && parts[0].Name == "meta" && parts[1].Name == "fee" {
+			return dec(5, 2)
+		}
+		return fields[parts[0].Name]
+	}
 	for src, want := range map[string]string{
-		"price * 3":                               "CAST(price * 3 AS DECIMAL(21, 2))",
-		"price * 1.50":                            "CAST(price * 1.50 AS DECIMAL(14, 4))",
-		"price / n":                               "CAST(price / n AS DECIMAL(30, 22))",
-		"(price / qty) * 2":                       "CAST(CAST(price / qty AS DECIMAL(21, 13)) * 2 AS DECIMAL(32, 13))",
-		"CAST(price / qty AS DECIMAL(10, 4))":     "CAST(price / qty AS DECIMAL(10, 4))",
+		"price * 3":                           "CAST(price * 3 AS DECIMAL(21, 2))",
+		"price * 1.50":                        "CAST(price * 1.50 AS DECIMAL(14, 4))",
+		"price / n":                           "CAST(price / n AS DECIMAL(30, 22))",
+		"(price / qty) * 2":                   "CAST(CAST(price / qty AS DECIMAL(21, 13)) * 2 AS DECIMAL(32, 13))",
+		"CAST(price / qty AS DECIMAL(10, 4))": "CAST(CAST(price / qty AS DECIMAL(21, 13)) AS DECIMAL(10, 4))",
+		"meta.fee / 3":                        "CAST(CAST(meta.fee AS DECIMAL(5, 2)) / 3 AS DECIMAL(16, 13))",
+		"price / 0.5":                         "CAST(price / 0.5 AS DECIMAL(15, 6))",
 		"CASE WHEN qty > 1 THEN price ELSE 0 END": "CAST(CASE WHEN qty > 1 THEN price ELSE 0 END AS DECIMAL(12, 2))",
 		"ROUND(price, 1)":                         "CAST(ROUND(price, 1) AS DECIMAL(10, 1))",
 		"qty / 2":                                 "qty / 2",

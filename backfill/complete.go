@@ -545,6 +545,13 @@ func (f *resultFold) add(line []byte) error {
 	if err != nil {
 		return err
 	}
+	if end == "" && start != "" && (s.WindowKind == spec.Tumbling || s.WindowKind == spec.Sliding) {
+		// Columns without window_end: a tumbling or sliding window
+		// ends its size after its start.
+		if ms, err := strconv.ParseInt(start, 10, 64); err == nil {
+			end = strconv.FormatInt(ms+int64(s.WindowSpan), 10)
+		}
+	}
 	k := rowIdentity(keys, start, end)
 	var rev [2]int64 // run, pane
 	var firing string

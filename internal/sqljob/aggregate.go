@@ -292,6 +292,11 @@ func (c *compiler) aggregate(call *sqlparse.Call, alias sqlparse.Ident, rel *rel
 	if err != nil {
 		return a, err
 	}
+	if typeOf(x, c.fieldType(rel.table)).kind == tTimeLTZ && slices.Contains([]string{"min", "max", "first", "last"}, a.Fn) {
+		// MIN, MAX, FIRST_VALUE and LAST_VALUE of a TIMESTAMP_LTZ are
+		// one: a row writes it as a time (fieldTimeFormat).
+		c.setComputedType(a.Name, numType{kind: tTimeLTZ})
+	}
 	if ref, ok := x.(*sqlparse.Ref); ok && len(ref.Parts) == 1 {
 		a.Field = ref.Parts[0].Name
 	} else {

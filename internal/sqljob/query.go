@@ -457,6 +457,10 @@ func (c *compiler) renameAggregate(from, name string) {
 			c.job.Spec.Aggregate[i].Name = name
 		}
 	}
+	if t, ok := c.computedTypes[from]; ok {
+		delete(c.computedTypes, from)
+		c.computedTypes[name] = t
+	}
 }
 
 // timeFormat is how column col of table (holding it) writes a time

@@ -349,7 +349,7 @@ func (c *compiler) computed(r *relation, skip string) (string, error) {
 			f.Expr = sqlparse.FormatExpr(decimalCast(&sqlparse.Ref{Parts: []sqlparse.Ident{{Name: f.Expr}}}, t))
 		}
 		s.Computed = append(s.Computed, f)
-		c.computedTypes[f.Name] = t
+		c.setComputedType(f.Name, t)
 	}
 	return filter, nil
 }

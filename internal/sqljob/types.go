@@ -325,6 +325,9 @@ func (c *compiler) fieldType(t *sqlparse.CreateTable) func(parts []sqlparse.Iden
 				return t
 			}
 		}
+		if t == nil { // a windowed view's results: no table's columns
+			return numType{}
+		}
 		col := column(t, parts[0].Name)
 		if col == nil || col.Metadata || col.Computed != nil {
 			return numType{}
@@ -350,10 +353,7 @@ func (c *compiler) fieldType(t *sqlparse.CreateTable) func(parts []sqlparse.Iden
 // Flink types them (exactQuotients).
 func (c *compiler) addComputed(t *sqlparse.CreateTable, name string, x sqlparse.Expr) {
 	x = exactQuotients(x, c.fieldType(t))
-	if c.computedTypes == nil {
-		c.computedTypes = map[string]numType{}
-	}
-	c.computedTypes[name] = typeOf(x, c.fieldType(t))
+	c.setComputedType(name, typeOf(x, c.fieldType(t)))
 	c.job.Spec.Computed = append(c.job.Spec.Computed, spec.ComputedField{Name: name, Expr: sqlparse.FormatExpr(x)})
 }
 
@@ -373,4 +373,12 @@ func (c *compiler) fieldTimeFormat(from string, ty *sqlparse.Type) string {
 		return "timestamp"
 	}
 	return "ms"
+}
+
+// setComputedType records field (or aggregate) name's type.
+func (c *compiler) setComputedType(name string, t numType) {
+	if c.computedTypes == nil {
+		c.computedTypes = map[string]numType{}
+	}
+	c.computedTypes[name] = t
 }

@@ -189,7 +189,9 @@ func (c *compiler) resultExpr(x sqlparse.Expr, rel *relation) (string, error) {
 	if bad != nil {
 		return "", bad
 	}
-	return sqlparse.FormatExpr(out), nil
+	// Its quotients and value with Flink's types, over the aggregates'
+	// types (SUM(amount) / 3 of a DECIMAL(8, 2) is a DECIMAL(38, 6)).
+	return sqlparse.FormatExpr(exactQuotients(out, c.fieldType(rel.table))), nil
 }
 
 // nestedKey compiles a GROUP BY of a nested field (bid.bidder of a ROW
@@ -272,6 +274,7 @@ func (c *compiler) aggregate(call *sqlparse.Call, alias sqlparse.Ident, rel *rel
 	var arg sqlparse.Expr
 	switch {
 	case call.Star && fn == "COUNT" && call.Filter == nil:
+		c.setComputedType(a.Name, aggType("count", numType{}))
 		return a, nil
 	case call.Star && fn == "COUNT":
 		arg = &sqlparse.Lit{Pos: call.Pos, Kind: "number", Text: "1"} // a row the filter keeps
@@ -292,11 +295,7 @@ func (c *compiler) aggregate(call *sqlparse.Call, alias sqlparse.Ident, rel *rel
 	if err != nil {
 		return a, err
 	}
-	if typeOf(x, c.fieldType(rel.table)).kind == tTimeLTZ && slices.Contains([]string{"min", "max", "first", "last"}, a.Fn) {
-		// MIN, MAX, FIRST_VALUE and LAST_VALUE of a TIMESTAMP_LTZ are
-		// one: a row writes it as a time (fieldTimeFormat).
-		c.setComputedType(a.Name, numType{kind: tTimeLTZ})
-	}
+	c.setComputedType(a.Name, aggType(a.Fn, typeOf(x, c.fieldType(rel.table))))
 	if ref, ok := x.(*sqlparse.Ref); ok && len(ref.Parts) == 1 {
 		a.Field = ref.Parts[0].Name
 	} else {

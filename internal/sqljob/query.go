@@ -325,7 +325,17 @@ func (c *compiler) mapColumns(in *sqlparse.Insert, sel *sqlparse.Select, items [
 			if !jsonRows {
 				return errAt(it.pos, "", "select the aggregates themselves (weir's tables keep a window's aggregates), or write to a JSON table", "table %s: a SQL table's columns cannot hold an expression of the results", name)
 			}
-			cols = append(cols, spec.Column{Name: dst, Expr: it.expr})
+			cols = append(cols, spec.Column{Name: dst, Expr: c.sinkCast(it.expr, col)})
+			continue
+		}
+		if t := typeOfSQL(col.Type); jsonRows && c.job.selectOp != nil && t.kind == tDec && c.computedTypes[it.from] != t &&
+			!slices.Contains(spec.ColumnSources, it.from) {
+			// A query without a window: a record's value into a
+			// DECIMAL(p, s) column is cast on insert, as Flink casts it
+			// (20.21 into a DECIMAL(10, 4) is 20.2100). A window's
+			// aggregate keeps its own scale (SUM's is its input's), which
+			// backfill reads back.
+			cols = append(cols, spec.Column{Name: dst, Expr: c.sinkCast(it.from, col)})
 			continue
 		}
 		if it.agg && (!jsonRows || !c.reserved(dst)) {
@@ -334,6 +344,10 @@ func (c *compiler) mapColumns(in *sqlparse.Insert, sel *sqlparse.Select, items [
 			// field) stays the column's alone.
 			c.renameAggregate(it.from, dst)
 			it.from = dst
+		}
+		if col.Type == nil && name == stdoutName && it.from == spec.ColWindowStart {
+			// A bare SELECT of the time attribute: its own type.
+			col = &sqlparse.Column{Pos: col.Pos, Name: col.Name, Type: c.timeAttrType(col.Pos)}
 		}
 		tf, err := timeFormat(it, col, name)
 		if err != nil {

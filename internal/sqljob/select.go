@@ -59,7 +59,7 @@ func (c *compiler) compileSelect(in *sqlparse.Insert, sel *sqlparse.Select, sink
 			col := &sqlparse.Column{Pos: it.pos, Name: sqlparse.Ident{Pos: it.pos, Name: it.from}}
 			if it.from == spec.ColWindowStart {
 				col.Name.Name = c.timeAttr
-				col.Type = &sqlparse.Type{Pos: it.pos, Name: "TIMESTAMP", Params: []int{3}}
+				col.Type = c.timeAttrType(it.pos)
 			}
 			sinkT.Columns = append(sinkT.Columns, col)
 		}

@@ -279,12 +279,13 @@ func exactQuotients(x sqlparse.Expr, field func(parts []sqlparse.Ident) numType)
 		}
 		// A decimal quotient, divided at its own type's scale; a query's
 		// own cast of it (CAST(a / b AS DECIMAL(30, 20))) casts that, as
-		// in Flink. A decimal field of a nested ROW is cast to its type
-		// first: the expression knows the record's decimal fields, not
-		// the ROWs', and would divide a whole value of one (2) as an
+		// in Flink. A decimal field of a nested ROW, or an aggregate of
+		// a result expression, is cast to its type first: the expression
+		// knows the record's decimal fields, not the ROWs' nor the
+		// results', and would divide a whole value of one (2) as an
 		// integer.
 		for _, op := range []*sqlparse.Expr{&z.X, &z.Y} {
-			if ref, ok := (*op).(*sqlparse.Ref); ok && len(ref.Parts) > 1 {
+			if ref, ok := (*op).(*sqlparse.Ref); ok && (len(ref.Parts) > 1 || resultRef(ref)) {
 				if ot := typeOf(ref, field); ot.kind == tDec {
 					*op = decimalCast(ref, ot)
 				}
@@ -381,4 +382,65 @@ func (c *compiler) setComputedType(name string, t numType) {
 		c.computedTypes = map[string]numType{}
 	}
 	c.computedTypes[name] = t
+}
+
+// aggType is the type of aggregate fn (the spec's) of an argument of
+// type t, as Flink's: SUM of a DECIMAL(p, s) a DECIMAL(38, s), AVG a
+// DECIMAL(38, max(6, s)), MIN, MAX, FIRST_VALUE and LAST_VALUE the
+// argument's (a TIMESTAMP_LTZ stays one: a row writes it as a time),
+// the counts BIGINT; unknown otherwise (weir's AVG of integers is a
+// float).
+func aggType(fn string, t numType) numType {
+	switch fn {
+	case "sum":
+		if t.kind == tDec {
+			return numType{kind: tDec, p: maxPrecision, s: t.s}
+		}
+		if t.kind == tInt {
+			return numType{kind: tInt, p: 19}
+		}
+	case "avg":
+		if t.kind == tDec {
+			return numType{kind: tDec, p: maxPrecision, s: max(minAdjustedScale, t.s)}
+		}
+	case "min", "max", "first", "last":
+		return t
+	case "count", "count_distinct":
+		return numType{kind: tInt, p: 19}
+	}
+	return numType{}
+}
+
+// resultRef reports whether ref names an aggregate of a result
+// expression (resultExpr's _weir_agg_N).
+func resultRef(ref *sqlparse.Ref) bool {
+	return len(ref.Parts) == 1 && strings.HasPrefix(ref.Parts[0].Name, "_weir_agg_")
+}
+
+// timeAttrType is the type of the table's time attribute as a query
+// without a window selects it: a TIMESTAMP_LTZ(3) when TO_TIMESTAMP_LTZ
+// computes it (c.timeAttr), else a TIMESTAMP(3).
+func (c *compiler) timeAttrType(pos sqlparse.Pos) *sqlparse.Type {
+	if c.timeAttr != "" {
+		return &sqlparse.Type{Pos: pos, Name: "TIMESTAMP_LTZ", Params: []int{3}}
+	}
+	return &sqlparse.Type{Pos: pos, Name: "TIMESTAMP", Params: []int{3}}
+}
+
+// sinkCast is expression x (the text of a results column's expression,
+// or a field's name) as written into sink column col: cast to its type
+// when that is a DECIMAL(p, s), as Flink's insert casts.
+func (c *compiler) sinkCast(x string, col *sqlparse.Column) string {
+	t := typeOfSQL(col.Type)
+	if t.kind != tDec {
+		return x
+	}
+	e, err := sqlparse.ParseExpr(x)
+	if err != nil {
+		return x
+	}
+	if cast, ok := e.(*sqlparse.Cast); ok && typeOfSQL(cast.Type) == t {
+		return x
+	}
+	return sqlparse.FormatExpr(decimalCast(e, t))
 }

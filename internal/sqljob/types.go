@@ -267,6 +267,16 @@ func decimalCast(x sqlparse.Expr, t numType) sqlparse.Expr {
 func exactQuotients(x sqlparse.Expr, field func(parts []sqlparse.Ident) numType) sqlparse.Expr {
 	var walk func(x sqlparse.Expr) sqlparse.Expr
 	walk = func(x sqlparse.Expr) sqlparse.Expr {
+		if ref, ok := x.(*sqlparse.Ref); ok && len(ref.Parts) > 1 {
+			// A DECIMAL field of a nested ROW, read as its type (a
+			// number or a string holding one, rounded to its scale), as
+			// Flink's JSON format reads it: the decoder reads only the
+			// record's own decimal fields so.
+			if t := typeOf(ref, field); t.kind == tDec {
+				return decimalCast(ref, t)
+			}
+			return x
+		}
 		y, ok := x.(*sqlparse.Binary)
 		if !ok {
 			return mapChildren(x, walk)
@@ -279,13 +289,12 @@ func exactQuotients(x sqlparse.Expr, field func(parts []sqlparse.Ident) numType)
 		}
 		// A decimal quotient, divided at its own type's scale; a query's
 		// own cast of it (CAST(a / b AS DECIMAL(30, 20))) casts that, as
-		// in Flink. A decimal field of a nested ROW, or an aggregate of
-		// a result expression, is cast to its type first: the expression
-		// knows the record's decimal fields, not the ROWs' nor the
-		// results', and would divide a whole value of one (2) as an
-		// integer.
+		// in Flink. An aggregate of a result expression is cast to its
+		// type first: the expression knows the record's decimal fields,
+		// not the results', and would divide a whole value of one (2)
+		// as an integer.
 		for _, op := range []*sqlparse.Expr{&z.X, &z.Y} {
-			if ref, ok := (*op).(*sqlparse.Ref); ok && (len(ref.Parts) > 1 || resultRef(ref)) {
+			if ref, ok := (*op).(*sqlparse.Ref); ok && resultRef(ref) {
 				if ot := typeOf(ref, field); ot.kind == tDec {
 					*op = decimalCast(ref, ot)
 				}

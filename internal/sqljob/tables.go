@@ -36,10 +36,40 @@ func (c *compiler) source(rel *relation, viewTime string) (string, error) {
 // sourceTable compiles the table a window reads (through a view or
 // not): its connector, its time attribute (timeCol, which its watermark
 // must be on) and its watermark.
-func (c *compiler) sourceTable(t *sqlparse.CreateTable, timeCol string) error {
+func (c *compiler) sourceTable(t *sqlparse.CreateTable, timeCol string) (err error) {
 	s := c.job.Spec
 	name := tableName(t.Name)
 	o := optionsOf(t)
+	// weir's timestamp checks (R2), set once the time attribute is:
+	// how far ahead of processing time a record's time may be, and
+	// whether a record's time is checked at all.
+	var maxFuture *spec.Duration
+	var checks *bool
+	if f := o.take("weir.timestamp.max-future"); f != "" {
+		d, derr := flinkDuration(f)
+		if derr != nil || d <= 0 {
+			return errAt(t.Pos, f, "write a duration such as '1 h' or '30 d'", "table %s: weir.timestamp.max-future '%s' is not a positive duration", name, f)
+		}
+		maxFuture = &d
+	}
+	switch f := o.take("weir.timestamp.checks"); f {
+	case "":
+	case "true", "false":
+		b := f == "true"
+		checks = &b
+	default:
+		return errAt(t.Pos, f, "use 'true' or 'false'", "table %s: weir.timestamp.checks takes a boolean", name)
+	}
+	defer func() {
+		if err == nil {
+			if maxFuture != nil {
+				s.Source.Timestamp.MaxFuture = maxFuture
+			}
+			if checks != nil {
+				s.Source.Timestamp.Checks = checks
+			}
+		}
+	}()
 	connPos := o["connector"].Pos
 	switch conn := o.take("connector"); conn {
 	case "filesystem":
@@ -576,7 +606,7 @@ func nexmarkSource(s *spec.Spec, o options, t *sqlparse.CreateTable) error {
 
 // watermarkOptionKeys are Flink's per-table watermark options and the
 // JSON format's error options, which a source table may give.
-var watermarkOptionKeys = []string{"scan.watermark.idle-timeout", "scan.watermark.emit.strategy", "scan.watermark.alignment.group",
+var watermarkOptionKeys = []string{"weir.timestamp.max-future", "weir.timestamp.checks", "scan.watermark.idle-timeout", "scan.watermark.emit.strategy", "scan.watermark.alignment.group",
 	"scan.watermark.alignment.max-drift", "scan.watermark.alignment.update-interval", "json.ignore-parse-errors", "json.fail-on-missing-field"}
 
 // tableWatermarkOptions compiles Flink's per-table watermark options

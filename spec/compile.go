@@ -25,6 +25,9 @@ import (
 // Plan is a validated spec with every default filled in and the window
 // assigner and trigger built.
 type Plan struct {
+	// SQL: the job is a SQL job's (internal/sqljob), whose messages name
+	// SQL's spelling of a fix rather than a YAML field.
+	SQL bool
 	// Definition is the job's definition as its front end wrote it (a
 	// YAML spec's fields, with Compile's defaults), classified for the
 	// checkpoint meta: what records the definition reads it (the meta,

@@ -871,7 +871,7 @@ checks:
 	}
 	if ts < minValidTS {
 		if guess, ok := unitGuess(ts, p.TSUnit, true); ok {
-			return 0, bad("timestamp_unit", "field %q = %s is before 2000-01-01 as %s; it looks like %s: set source.timestamp.unit: %s", field, short(f), p.TSUnit, unitName(guess), guess)
+			return 0, bad("timestamp_unit", "field %q = %s is before 2000-01-01 as %s; it looks like %s: %s", field, short(f), p.TSUnit, unitName(guess), d.unitFix(guess))
 		}
 		return 0, bad("timestamp_too_old", "field %q is %s, before 2000-01-01", field, ts.Wall().Format(time.RFC3339))
 	}
@@ -882,11 +882,30 @@ checks:
 	}
 	if ts > now.Add(p.MaxFuture) {
 		if guess, ok := unitGuess(ts, p.TSUnit, false); ok && guess != p.TSUnit {
-			return 0, bad("timestamp_unit", "field %q = %s is far in the future as %s; it looks like %s: set source.timestamp.unit: %s", field, short(f), p.TSUnit, unitName(guess), guess)
+			return 0, bad("timestamp_unit", "field %q = %s is far in the future as %s; it looks like %s: %s", field, short(f), p.TSUnit, unitName(guess), d.unitFix(guess))
 		}
 		return 0, bad("timestamp_future", "field %q is %s, more than max_future %v ahead of processing time %s", field, ts.Wall().Format(time.RFC3339), spec.Duration(p.MaxFuture), now.Wall().Format(time.RFC3339))
 	}
 	return ts, nil
+}
+
+// unitFix says how to read a timestamp field in unit u: the spec's
+// field, or for a SQL job TO_TIMESTAMP_LTZ's precision (seconds and
+// milliseconds) or a division into milliseconds.
+func (d *Decoder) unitFix(u spec.TimeUnit) string {
+	if !d.p.SQL {
+		return "set source.timestamp.unit: " + string(u)
+	}
+	f := d.p.TSField
+	switch u {
+	case spec.UnitSeconds:
+		return fmt.Sprintf("read it as TO_TIMESTAMP_LTZ(%s, 0)", f)
+	case spec.UnitMillis:
+		return fmt.Sprintf("read it as TO_TIMESTAMP_LTZ(%s, 3)", f)
+	case spec.UnitMicros:
+		return fmt.Sprintf("read it as TO_TIMESTAMP_LTZ(%s / 1000, 3)", f)
+	}
+	return fmt.Sprintf("read it as TO_TIMESTAMP_LTZ(%s / 1000000, 3)", f)
 }
 
 var unitScale = map[spec.TimeUnit]float64{spec.UnitSeconds: 1e3, spec.UnitMillis: 1, spec.UnitMicros: 1e-3, spec.UnitNanos: 1e-6}

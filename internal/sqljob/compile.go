@@ -499,6 +499,7 @@ func (j *Job) Plan() (*spec.Plan, error) {
 			return nil, inSQLTerms(err)
 		}
 	}
+	p.SQL = true
 	if err := kafkaReads(p); err != nil {
 		return nil, err
 	}

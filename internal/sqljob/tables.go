@@ -177,6 +177,13 @@ func (c *compiler) sourceTable(t *sqlparse.CreateTable, timeCol string) (err err
 	}
 	field, ok := call.Args[0].Value.(*sqlparse.Ref)
 	prec, ok2 := call.Args[1].Value.(*sqlparse.Lit)
+	if ok2 && (prec.Text == "3" || prec.Text == "0") && (!ok || len(field.Parts) != 1) {
+		// TO_TIMESTAMP_LTZ of an expression (ts / 1000 of
+		// microseconds): a computed field holds the time, read as a SQL
+		// timestamp (a number of milliseconds).
+		s.Source.Timestamp = spec.Timestamp{Field: timeCol, Unit: "sql"}
+		return c.watermark(wm, timeCol)
+	}
 	if !ok || !ok2 || len(field.Parts) != 1 || prec.Kind != "number" || prec.Text != "3" && prec.Text != "0" {
 		return errAt(call.Pos, "TO_TIMESTAMP_LTZ", "write TO_TIMESTAMP_LTZ(field, 3) for milliseconds or TO_TIMESTAMP_LTZ(field, 0) for seconds", "TO_TIMESTAMP_LTZ takes a column and the precision 3 or 0")
 	}

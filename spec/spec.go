@@ -235,7 +235,9 @@ type Source struct {
 	// 1.01), wherever the job reads the field; a value of more than
 	// precision digits then is null (as Flink's JSON format reads it),
 	// and one that is no number makes the record a dead letter
-	// (value_not_number).
+	// (value_not_number). A dotted field (ship.fee) is a field of a
+	// nested object, read so in place (a record without the object
+	// lacks it).
 	Decimals []DecimalField `yaml:"decimals" json:",omitempty"`
 	// Generator configures type generator.
 	Generator *Generator `yaml:"generator"`

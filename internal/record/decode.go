@@ -226,9 +226,11 @@ type computed struct {
 	x  *expr.Expr
 }
 
-// decimalField is a field of exact decimals at index at of the fields.
+// decimalField is a field of exact decimals at index at of the fields,
+// or (path set) a field of the object there, by path.
 type decimalField struct {
-	at int
+	at   int
+	path []string
 	spec.DecimalField
 }
 
@@ -237,6 +239,21 @@ type decimalField struct {
 // (nor a string that holds one) is an error.
 func (f decimalField) read(sc *scratch) error {
 	v := sc.got[f.at]
+	var parent *fastjson.Object
+	if len(f.path) > 0 {
+		// A field of a nested object: read, and replaced, in its parent.
+		for _, k := range f.path[:len(f.path)-1] {
+			if v == nil {
+				break
+			}
+			v = v.Get(k)
+		}
+		if v == nil || v.Type() != fastjson.TypeObject {
+			return nil // no such object: the field is missing
+		}
+		o, _ := v.Object()
+		parent, v = o, o.Get(f.path[len(f.path)-1])
+	}
 	if v == nil || v.Type() == fastjson.TypeNull {
 		return nil
 	}
@@ -262,12 +279,18 @@ func (f decimalField) read(sc *scratch) error {
 	if ok {
 		d, ok = d.round(uint8(f.Scale))
 	}
+	var n *fastjson.Value
 	if !ok || !d.fits(f.Precision) {
-		sc.got[f.at] = sc.arena.NewNull()
+		n = sc.arena.NewNull()
+	} else {
+		sc.dnum = appendDec(sc.dnum[:0], d)
+		n = sc.arena.NewNumberString(string(sc.dnum))
+	}
+	if parent != nil {
+		parent.Set(f.path[len(f.path)-1], n)
 		return nil
 	}
-	sc.dnum = appendDec(sc.dnum[:0], d)
-	sc.got[f.at] = sc.arena.NewNumberString(string(sc.dnum))
+	sc.got[f.at] = n
 	return nil
 }
 
@@ -368,8 +391,15 @@ func NewDecoder(p *spec.Plan, clk clock.Clock) *Decoder {
 	// The decimals the job reads (not the timestamp's field, read as a
 	// time).
 	for _, f := range p.Decimals {
-		if i := slices.Index(d.fields, f.Field); i >= 0 && i != d.tsAt {
-			d.decimals = append(d.decimals, decimalField{at: i, DecimalField: f})
+		root, rest, nested := strings.Cut(f.Field, ".")
+		if !nested {
+			if i := slices.Index(d.fields, f.Field); i >= 0 && i != d.tsAt {
+				d.decimals = append(d.decimals, decimalField{at: i, DecimalField: f})
+			}
+			continue
+		}
+		if i := slices.Index(d.fields, root); i >= 0 && i != d.tsAt {
+			d.decimals = append(d.decimals, decimalField{at: i, path: strings.Split(rest, "."), DecimalField: f})
 		}
 	}
 	d.watch.seen = make([]atomic.Bool, len(d.fields))

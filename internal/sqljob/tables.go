@@ -195,34 +195,44 @@ func (c *compiler) sourceTable(t *sqlparse.CreateTable, timeCol string) (err err
 	return c.watermark(wm, timeCol)
 }
 
-// decimalColumns declares the table's physical DECIMAL(p, s) columns as
-// the source's decimals: read at their scale, as Flink's JSON format
-// reads them (a number, or a string that holds one, rounded half up;
-// null beyond the precision). DECIMAL is DECIMAL(10, 0) and DECIMAL(p)
-// DECIMAL(p, 0), as in Flink. Fields of a nested ROW are read as written.
+// decimalColumns declares the table's physical DECIMAL(p, s) columns,
+// and the DECIMAL fields of its nested ROWs (by dotted name), as the
+// source's decimals: read at their scale, as Flink's JSON format reads
+// them (a number, or a string that holds one, rounded half up; null
+// beyond the precision; a dead letter when no number). DECIMAL is
+// DECIMAL(10, 0) and DECIMAL(p) DECIMAL(p, 0), as in Flink.
 func decimalColumns(s *spec.Spec, t *sqlparse.CreateTable) error {
-	for _, col := range t.Columns {
-		if col.Type == nil || col.Metadata || col.Computed != nil {
-			continue
-		}
-		switch col.Type.Name {
-		case "DECIMAL", "DEC", "NUMERIC":
-		default:
-			continue
-		}
-		p, sc := 10, 0
-		if ps := col.Type.Params; len(ps) > 0 {
-			p = ps[0]
-			if len(ps) > 1 {
-				sc = ps[1]
+	var walk func(prefix string, cols []*sqlparse.Column) error
+	walk = func(prefix string, cols []*sqlparse.Column) error {
+		for _, col := range cols {
+			if col.Type == nil || col.Metadata || col.Computed != nil {
+				continue
 			}
+			switch col.Type.Name {
+			case "ROW":
+				if err := walk(prefix+col.Name.Name+".", col.Type.Fields); err != nil {
+					return err
+				}
+				continue
+			case "DECIMAL", "DEC", "NUMERIC":
+			default:
+				continue
+			}
+			p, sc := 10, 0
+			if ps := col.Type.Params; len(ps) > 0 {
+				p = ps[0]
+				if len(ps) > 1 {
+					sc = ps[1]
+				}
+			}
+			if p < 1 || p > 38 || sc < 0 || sc > p || len(col.Type.Params) > 2 {
+				return errAt(col.Type.Pos, col.Type.Name, "write DECIMAL(p, s) with 1 <= p <= 38 and 0 <= s <= p, such as DECIMAL(10, 2)", "column %s: DECIMAL%v is out of range", prefix+col.Name.Name, col.Type.Params)
+			}
+			s.Source.Decimals = append(s.Source.Decimals, spec.DecimalField{Field: prefix + col.Name.Name, Precision: p, Scale: sc})
 		}
-		if p < 1 || p > 38 || sc < 0 || sc > p || len(col.Type.Params) > 2 {
-			return errAt(col.Type.Pos, col.Type.Name, "write DECIMAL(p, s) with 1 <= p <= 38 and 0 <= s <= p, such as DECIMAL(10, 2)", "column %s: DECIMAL%v is out of range", col.Name.Name, col.Type.Params)
-		}
-		s.Source.Decimals = append(s.Source.Decimals, spec.DecimalField{Field: col.Name.Name, Precision: p, Scale: sc})
+		return nil
 	}
-	return nil
+	return walk("", t.Columns)
 }
 
 // watermark compiles the table's WATERMARK on timeCol.

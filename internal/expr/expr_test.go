@@ -259,3 +259,29 @@ func TestDecimalFields(t *testing.T) {
 		}
 	}
 }
+
+// TestDecimalCastAllocs: a cast to DECIMAL within 18 digits, the
+// per-record path of every decimal the SQL compiler computes, allocates
+// nothing.
+func TestDecimalCastAllocs(t *testing.T) {
+	x, err := sqlparse.ParseExpr("CAST(0.908 * price AS DECIMAL(23, 3)) > 1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Compile(x, func(sqlparse.Ident) (int, *sqlparse.Error) { return 0, nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	var parser fastjson.Parser
+	v, err := parser.Parse(`1234`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := []*fastjson.Value{v}
+	if !p.Keep(got) {
+		t.Fatal("0.908 * 1234 > 1 is false")
+	}
+	if n := testing.AllocsPerRun(100, func() { p.Keep(got) }); n > 0 {
+		t.Errorf("%v allocations per record", n)
+	}
+}

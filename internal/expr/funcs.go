@@ -493,7 +493,7 @@ func toDecimal(v value, p, sc int) value {
 			have = r.sc
 		}
 		if m, ok := rescale(m, have, uint8(sc)); ok && sc <= maxScale {
-			return decimalOf(big.NewInt(m), p, sc)
+			return smallDecimal(m, p, sc)
 		}
 	}
 	m, have := v.i, 0
@@ -514,6 +514,26 @@ func roundRat(r *big.Rat, sc int) *big.Int {
 		q.Add(q, big.NewInt(int64(num.Sign())))
 	}
 	return q
+}
+
+// smallDecimal is decimalOf for a mantissa in int64 and a scale of at
+// most 18, without math/big (the per-record path of a decimal cast).
+func smallDecimal(m int64, p, sc int) value {
+	u := uint64(m)
+	if m < 0 {
+		u = -u
+	}
+	digits := 1
+	for ; u >= 10; u /= 10 {
+		digits++
+	}
+	if digits > p && m != 0 {
+		return nullV
+	}
+	if sc == 0 {
+		return value{k: integer, i: m}
+	}
+	return value{k: decimal, i: m, sc: uint8(sc)}
 }
 
 // decimalOf is the decimal m / 10^sc of at most p digits (NULL beyond):

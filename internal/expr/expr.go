@@ -222,7 +222,7 @@ func Compile(x sqlparse.Expr, field func(col sqlparse.Ident) (int, *sqlparse.Err
 type Option func(*compiler)
 
 // Decimals names the fields that hold DECIMAL(p, s) values and their
-// scales: a reference to one is a decimal at that scale (3.00 stays
+// scales (a nested object's by its dotted name, ship.fee): a reference to one is a decimal at that scale (3.00 stays
 // 3.00, not the integer 3), and a quotient cast to a DECIMAL with one
 // (or a decimal literal, or a cast to DECIMAL) as either operand is a
 // decimal division (CAST(price / qty AS DECIMAL(21, 13))), as Flink
@@ -266,10 +266,7 @@ func (c compiler) decimal(x sqlparse.Expr) bool {
 	case *sqlparse.Lit:
 		return x.Kind == "number" && strings.Contains(x.Text, ".") && !strings.ContainsAny(x.Text, "eE")
 	case *sqlparse.Ref:
-		if c.scale == nil || len(x.Parts) != 1 {
-			return false
-		}
-		_, ok := c.scale(x.Parts[0].Name)
+		_, ok := c.fieldScale(x)
 		return ok
 	case *sqlparse.Cast:
 		return isDecimalType(x.Type.Name)
@@ -454,24 +451,35 @@ func (c compiler) ref(x *sqlparse.Ref) eval {
 	for _, p := range x.Parts[1:] {
 		path = append(path, p.Name)
 	}
-	if sc, ok := c.fieldScale(x); ok {
-		return func(g []*fastjson.Value) value { return decimalField(g[at], sc) }
-	}
-	return func(g []*fastjson.Value) value {
+	get := func(g []*fastjson.Value) *fastjson.Value {
 		v := g[at]
 		if v != nil && len(path) > 0 {
 			v = v.Get(path...)
 		}
-		return fromJSON(v)
+		return v
 	}
+	if sc, ok := c.fieldScale(x); ok {
+		return func(g []*fastjson.Value) value { return decimalField(get(g), sc) }
+	}
+	return func(g []*fastjson.Value) value { return fromJSON(get(g)) }
+}
+
+// refName is x's field name: its parts joined by dots (ship.fee, a
+// field of a nested object).
+func refName(x *sqlparse.Ref) string {
+	names := make([]string, len(x.Parts))
+	for i, p := range x.Parts {
+		names[i] = p.Name
+	}
+	return strings.Join(names, ".")
 }
 
 // fieldScale is the scale of x when it names a decimal field.
 func (c compiler) fieldScale(x *sqlparse.Ref) (uint8, bool) {
-	if c.scale == nil || len(x.Parts) != 1 {
+	if c.scale == nil {
 		return 0, false
 	}
-	sc, ok := c.scale(x.Parts[0].Name)
+	sc, ok := c.scale(refName(x))
 	return uint8(sc), ok && sc <= maxScale
 }
 

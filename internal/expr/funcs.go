@@ -540,19 +540,16 @@ func smallDecimal(m int64, p, sc int) value {
 // an integer at scale 0, a decimal while m fits int64 and sc is at most
 // 18, else a bigdec (its text, and a float64 near it).
 func decimalOf(m *big.Int, p, sc int) value {
+	if m.IsInt64() && sc <= maxScale {
+		return smallDecimal(m.Int64(), p, sc)
+	}
 	var digits [48]byte
 	d := m.Append(digits[:0], 10)
 	if len(d) > 0 && d[0] == '-' {
 		d = d[1:]
 	}
-	if len(d) > p && !(len(d) == 1 && d[0] == '0') {
+	if len(d) > p {
 		return nullV
-	}
-	if m.IsInt64() && sc <= maxScale {
-		if sc == 0 {
-			return value{k: integer, i: m.Int64()}
-		}
-		return value{k: decimal, i: m.Int64(), sc: uint8(sc)}
 	}
 	t := []byte(new(big.Rat).SetFrac(m, pow10Int(sc)).FloatString(sc))
 	f, _ := strconv.ParseFloat(string(t), 64)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	neturl "net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -139,7 +140,7 @@ func (c *compiler) sourceTable(t *sqlparse.CreateTable, timeCol string) (err err
 	case "nats":
 		known = append(natsSourceOptions, "connector", "weir.channels")
 	}
-	if err := o.rest(name, append(known, watermarkOptionKeys...)); err != nil {
+	if err := o.rest(name, slices.Concat(known, watermarkOptionKeys, timestampOptionKeys)); err != nil {
 		return err
 	}
 	if timeCol == "" {
@@ -208,23 +209,17 @@ func decimalColumns(s *spec.Spec, t *sqlparse.CreateTable) error {
 			if col.Type == nil || col.Metadata || col.Computed != nil {
 				continue
 			}
-			switch col.Type.Name {
-			case "ROW":
+			if col.Type.Name == "ROW" {
 				if err := walk(prefix+col.Name.Name+".", col.Type.Fields); err != nil {
 					return err
 				}
 				continue
-			case "DECIMAL", "DEC", "NUMERIC":
-			default:
+			}
+			t := typeOfSQL(col.Type) // DECIMAL's defaults: (10, 0)
+			if t.kind != tDec {
 				continue
 			}
-			p, sc := 10, 0
-			if ps := col.Type.Params; len(ps) > 0 {
-				p = ps[0]
-				if len(ps) > 1 {
-					sc = ps[1]
-				}
-			}
+			p, sc := t.p, t.s
 			if p < 1 || p > 38 || sc < 0 || sc > p || len(col.Type.Params) > 2 {
 				return errAt(col.Type.Pos, col.Type.Name, "write DECIMAL(p, s) with 1 <= p <= 38 and 0 <= s <= p, such as DECIMAL(10, 2)", "column %s: DECIMAL%v is out of range", prefix+col.Name.Name, col.Type.Params)
 			}
@@ -621,9 +616,13 @@ func nexmarkSource(s *spec.Spec, o options, t *sqlparse.CreateTable) error {
 	return nil
 }
 
+// timestampOptionKeys are weir's checks of a record's time, which every
+// source table takes (sourceTable).
+var timestampOptionKeys = []string{"weir.timestamp.max-future", "weir.timestamp.checks"}
+
 // watermarkOptionKeys are Flink's per-table watermark options and the
 // JSON format's error options, which a source table may give.
-var watermarkOptionKeys = []string{"weir.timestamp.max-future", "weir.timestamp.checks", "scan.watermark.idle-timeout", "scan.watermark.emit.strategy", "scan.watermark.alignment.group",
+var watermarkOptionKeys = []string{"scan.watermark.idle-timeout", "scan.watermark.emit.strategy", "scan.watermark.alignment.group",
 	"scan.watermark.alignment.max-drift", "scan.watermark.alignment.update-interval", "json.ignore-parse-errors", "json.fail-on-missing-field"}
 
 // tableWatermarkOptions compiles Flink's per-table watermark options

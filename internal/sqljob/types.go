@@ -267,16 +267,6 @@ func decimalCast(x sqlparse.Expr, t numType) sqlparse.Expr {
 func exactQuotients(x sqlparse.Expr, field func(parts []sqlparse.Ident) numType) sqlparse.Expr {
 	var walk func(x sqlparse.Expr) sqlparse.Expr
 	walk = func(x sqlparse.Expr) sqlparse.Expr {
-		if ref, ok := x.(*sqlparse.Ref); ok && len(ref.Parts) > 1 {
-			// A DECIMAL field of a nested ROW, read as its type (a
-			// number or a string holding one, rounded to its scale), as
-			// Flink's JSON format reads it: the decoder reads only the
-			// record's own decimal fields so.
-			if t := typeOf(ref, field); t.kind == tDec {
-				return decimalCast(ref, t)
-			}
-			return x
-		}
 		y, ok := x.(*sqlparse.Binary)
 		if !ok {
 			return mapChildren(x, walk)

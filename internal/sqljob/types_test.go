@@ -51,7 +51,7 @@ func TestDecimalTypes(t *testing.T) {
 		"price / n":                           "CAST(price / n AS DECIMAL(30, 22))",
 		"(price / qty) * 2":                   "CAST(CAST(price / qty AS DECIMAL(21, 13)) * 2 AS DECIMAL(32, 13))",
 		"CAST(price / qty AS DECIMAL(10, 4))": "CAST(CAST(price / qty AS DECIMAL(21, 13)) AS DECIMAL(10, 4))",
-		"meta.fee / 3":                        "CAST(CAST(meta.fee AS DECIMAL(5, 2)) / 3 AS DECIMAL(16, 13))",
+		"meta.fee / 3":                        "CAST(meta.fee / 3 AS DECIMAL(16, 13))",
 		"price / 0.5":                         "CAST(price / 0.5 AS DECIMAL(15, 6))",
 		"CASE WHEN qty > 1 THEN price ELSE 0 END": "CAST(CASE WHEN qty > 1 THEN price ELSE 0 END AS DECIMAL(12, 2))",
 		"ROUND(price, 1)":                         "CAST(ROUND(price, 1) AS DECIMAL(10, 1))",

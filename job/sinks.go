@@ -578,11 +578,13 @@ func (j *Job) lateItem(b *branch, l window.LateRecord[string, record.Record]) it
 	line := append(make([]byte, 0, len(id)+len(r.Raw)+len(meta)+20), `{"id":"`...)
 	line = append(line, id...)
 	line = append(line, `","record":`...)
+	at := len(line)
 	line = append(line, r.Raw...)
+	raw := line[at:len(line):len(line)] // the record's own copy: r.Raw may be cut from a source's slab
 	line = append(line, ',')
 	line = append(line, meta[1:]...)
 	j.recent.add(l, id)
-	return item{kind: itemLate, b: uint8(b.i), line: line, id: id, raw: r.Raw, meta: meta, reason: l.Reason.String(),
+	return item{kind: itemLate, b: uint8(b.i), line: line, id: id, raw: raw, meta: meta, reason: l.Reason.String(),
 		arrived: j.env.Options().Clock.Now().UnixMilli(), wm: l.Watermark}
 }
 

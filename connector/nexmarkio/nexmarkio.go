@@ -79,10 +79,13 @@ func (s *source) Open(_ context.Context, ch, n int) (connector.Reader[fileio.Lin
 	return &reader{s: s}, nil
 }
 
+// slabBytes is the size of the slabs that rows are cut from.
+const slabBytes = 16 << 10
+
 type reader struct {
 	s     *source
 	i     int64
-	buf   []byte
+	slab  []byte
 	until time.Time // lingering until then
 }
 
@@ -110,8 +113,16 @@ func (r *reader) Read(ctx context.Context, out connector.Output[fileio.Line]) (c
 	}
 	for k := 0; k < s.batch && r.i < s.events; k++ {
 		e := s.g.Event(r.i)
-		r.buf = AppendRow(r.buf[:0], &e)
-		out.Emit(etime.MinTime, fileio.Line{Kind: fileio.Data, No: r.i + 1, Text: append([]byte(nil), r.buf...)})
+		// Each row is cut from a slab, whose bytes are never written
+		// again once cut: an allocation per slab, not per event (a row
+		// that outgrows its slab moves the slab, leaving the rows cut
+		// before it where they are).
+		if cap(r.slab)-len(r.slab) < slabBytes/8 {
+			r.slab = make([]byte, 0, slabBytes)
+		}
+		n := len(r.slab)
+		r.slab = AppendRow(r.slab, &e)
+		out.Emit(etime.MinTime, fileio.Line{Kind: fileio.Data, No: r.i + 1, Text: r.slab[n:len(r.slab):len(r.slab)], Valid: true})
 		r.i++
 	}
 	return connector.Emitted, nil

@@ -153,7 +153,13 @@ var Functions = []string{"ABS", "CEIL", "CEILING", "CHAR_LENGTH", "COALESCE", "C
 	"TO_TIMESTAMP_LTZ", "TRIM", "UPPER", "YEAR"}
 
 // Expr is a compiled expression whose value a computed field takes.
-type Expr struct{ e eval }
+type Expr struct {
+	e eval
+	// get (nil: x is no plain reference) reads a field that x names
+	// without a decimal scale: Value passes its value on as it is where
+	// evaluating it would write the same JSON (verbatim).
+	get func(g []*fastjson.Value) *fastjson.Value
+}
 
 // CompileValue compiles x as Compile does, for its value.
 func CompileValue(x sqlparse.Expr, field func(col sqlparse.Ident) (int, *sqlparse.Error), opts ...Option) (*Expr, error) {
@@ -161,13 +167,30 @@ func CompileValue(x sqlparse.Expr, field func(col sqlparse.Ident) (int, *sqlpars
 	if err != nil {
 		return nil, err
 	}
-	return &Expr{e: p.e}, nil
+	e := &Expr{e: p.e}
+	if r, ok := x.(*sqlparse.Ref); ok {
+		c := compiler{field: field}
+		for _, o := range opts {
+			o(&c)
+		}
+		if _, dec := c.fieldScale(r); !dec {
+			at, _ := field(r.Parts[0]) // resolved by Compile above
+			e.get = getter(at, r)
+		}
+	}
+	return e, nil
 }
 
 // Value is the expression's value over the record's fields got, as a
 // JSON value made in a (valid until a is reset; an object or array the
-// record holds is returned as it is).
+// record holds, and a field's own value that would be written alike, are
+// returned as they are).
 func (x *Expr) Value(a *fastjson.Arena, got []*fastjson.Value) *fastjson.Value {
+	if x.get != nil {
+		if v := x.get(got); verbatim(v) {
+			return v
+		}
+	}
 	v := x.e(got)
 	switch v.k {
 	case boolean:
@@ -447,21 +470,59 @@ func (c compiler) ref(x *sqlparse.Ref) eval {
 	if err != nil {
 		panic(err)
 	}
+	get := getter(at, x)
+	if sc, ok := c.fieldScale(x); ok {
+		return func(g []*fastjson.Value) value { return decimalField(get(g), sc) }
+	}
+	return func(g []*fastjson.Value) value { return fromJSON(get(g)) }
+}
+
+// getter reads the field x names, whose first part is at index at of
+// the fields.
+func getter(at int, x *sqlparse.Ref) func(g []*fastjson.Value) *fastjson.Value {
 	var path []string
 	for _, p := range x.Parts[1:] {
 		path = append(path, p.Name)
 	}
-	get := func(g []*fastjson.Value) *fastjson.Value {
+	return func(g []*fastjson.Value) *fastjson.Value {
 		v := g[at]
 		if v != nil && len(path) > 0 {
 			v = v.Get(path...)
 		}
 		return v
 	}
-	if sc, ok := c.fieldScale(x); ok {
-		return func(g []*fastjson.Value) value { return decimalField(get(g), sc) }
+}
+
+// verbatim reports whether v, a field's value, is the JSON that Value
+// would make of it (fromJSON, then back): a string, a boolean, an object
+// or array, or a whole number written plainly within float64's exact
+// integers. A number written otherwise (1.50, 1e3) is read and written
+// again; a missing field is a null.
+func verbatim(v *fastjson.Value) bool {
+	if v == nil {
+		return false
 	}
-	return func(g []*fastjson.Value) value { return fromJSON(get(g)) }
+	switch v.Type() {
+	case fastjson.TypeString, fastjson.TypeTrue, fastjson.TypeFalse, fastjson.TypeObject, fastjson.TypeArray:
+		return true
+	case fastjson.TypeNumber:
+		var buf [24]byte
+		t := v.MarshalTo(buf[:0])
+		neg := len(t) > 0 && t[0] == '-'
+		if neg {
+			t = t[1:]
+		}
+		if len(t) == 0 || len(t) > 15 || t[0] == '0' && (len(t) > 1 || neg) {
+			return false
+		}
+		for _, c := range t {
+			if c < '0' || c > '9' {
+				return false
+			}
+		}
+		return true
+	}
+	return false
 }
 
 // refName is x's field name: its parts joined by dots (ship.fee, a

@@ -285,3 +285,46 @@ func TestDecimalCastAllocs(t *testing.T) {
 		t.Errorf("%v allocations per record", n)
 	}
 }
+
+// TestPlainReference: a computed field that only names a field passes
+// its value on as it is exactly where evaluating it would write the
+// same JSON, and evaluates it otherwise (1.50 is 1.5, 1e3 is 1000).
+func TestPlainReference(t *testing.T) {
+	const rec = `{"a": {"s": "x\"\u00e9y", "n": 42, "neg": -7, "frac": 1.50, "exp": 1e3, "negzero": -0, "long": 1234567890123456789, "big": 123456789012345, "t": true, "f": false, "null": null, "o": {"k": [1, 2]}, "arr": [1]}}`
+	var p fastjson.Parser
+	v, err := p.Parse(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	field := func(id sqlparse.Ident) (int, *sqlparse.Error) { return 0, nil }
+	o, _ := v.Get("a").Object()
+	names := []string{"missing"}
+	o.Visit(func(k []byte, _ *fastjson.Value) { names = append(names, string(k)) })
+	aliased := 0
+	for _, name := range names {
+		x, err := sqlparse.ParseExpr("a." + name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, err := CompileValue(x, field)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.get == nil {
+			t.Fatalf("a.%s: no plain reference", name)
+		}
+		got := []*fastjson.Value{v.Get("a")}
+		var a1, a2 fastjson.Arena
+		fast := e.Value(&a1, got)
+		slow := (&Expr{e: e.e}).Value(&a2, got)
+		if f, s := string(fast.MarshalTo(nil)), string(slow.MarshalTo(nil)); f != s {
+			t.Errorf("a.%s: passed on as %s, evaluated %s", name, f, s)
+		}
+		if fast == v.Get("a", name) {
+			aliased++
+		}
+	}
+	if aliased != 9 { // s n neg big t f o arr, and null
+		t.Errorf("%d of %d values passed on as they are, want 9", aliased, len(names))
+	}
+}

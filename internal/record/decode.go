@@ -147,8 +147,12 @@ type Decoder struct {
 	where  *expr.Pred
 	Filter func(ch int)
 	// computed are the plan's computed fields, in order: each sets its
-	// field (index at in fields) from the fields before it.
+	// field (index at in fields) from the fields before it. The first
+	// nPre end with the last one that the timestamp or the where reads
+	// (or one that those read in turn): only they are evaluated for a
+	// record the where drops, the rest after it keeps one.
 	computed []computed
+	nPre     int
 	// decimals are the fields read as exact decimals (source.decimals)
 	// that the job reads.
 	decimals []decimalField
@@ -352,12 +356,20 @@ func NewDecoder(p *spec.Plan, clk clock.Clock) *Decoder {
 		}
 	}
 	decimals := expr.Decimals(func(f string) (int, bool) { sc, ok := scales[f]; return sc, ok })
+	var deps [][]int // each computed field's, by index of d.computed
 	for i, f := range p.Computed {
 		if xs[i] == nil {
 			continue
 		}
-		if e, err := expr.CompileValue(xs[i], resolve, decimals); err == nil {
+		var uses []int
+		reads := func(col sqlparse.Ident) (int, *sqlparse.Error) {
+			at, err := resolve(col)
+			uses = append(uses, at)
+			return at, err
+		}
+		if e, err := expr.CompileValue(xs[i], reads, decimals); err == nil {
 			d.computed = append(d.computed, computed{at: d.fieldAt(f.Name), x: e})
+			deps = append(deps, uses)
 		}
 	}
 	d.tsAt = -1
@@ -376,10 +388,34 @@ func NewDecoder(p *spec.Plan, clk clock.Clock) *Decoder {
 		}
 		d.aggAt = append(d.aggAt, at)
 	}
+	// The fields the watermark and the where read come first: the
+	// computed fields they need, and those fields' own, are evaluated
+	// before the where, and the rest only for a record it keeps.
+	early := map[int]bool{}
+	if d.tsAt >= 0 {
+		early[d.tsAt] = true
+	}
 	if p.Where != "" {
 		// spec.Compile checked that it compiles.
 		if x, err := sqlparse.ParseExpr(p.Where); err == nil {
-			d.where, _ = expr.Compile(x, resolve, decimals)
+			reads := func(col sqlparse.Ident) (int, *sqlparse.Error) {
+				at, err := resolve(col)
+				early[at] = true
+				return at, err
+			}
+			d.where, _ = expr.Compile(x, reads, decimals)
+		}
+	}
+	d.nPre = len(d.computed)
+	if d.where != nil {
+		d.nPre = 0
+		for i := len(d.computed) - 1; i >= 0; i-- {
+			if early[d.computed[i].at] {
+				d.nPre = max(d.nPre, i+1)
+				for _, at := range deps[i] {
+					early[at] = true
+				}
+			}
 		}
 	}
 	d.exact = make([]bool, len(d.fields))
@@ -403,6 +439,11 @@ func NewDecoder(p *spec.Plan, clk clock.Clock) *Decoder {
 		}
 	}
 	d.watch.seen = make([]atomic.Bool, len(d.fields))
+	for _, f := range d.computed {
+		// Always there (a null at worst), also when the where drops a
+		// record before they are computed.
+		d.watch.seen[f.at].Store(true)
+	}
 	return d
 }
 
@@ -469,15 +510,17 @@ func (d *Decoder) DecodeSlot(l fileio.Line, slot int) (Record, error) {
 	// records, and ledger entries, are checked here: fastjson takes
 	// invalid UTF-8, and canonical text writes every invalid byte as
 	// U+FFFD, which would make distinct keys one.
-	if l.Unchecked {
+	if l.Unchecked && !l.Valid {
 		if i := fileio.InvalidUTF8(l.Text); i >= 0 {
 			return Record{}, bad("utf8_invalid", "invalid UTF-8 at byte offset %d of the record", i)
 		}
 	}
 	// fastjson's parser is lenient (NaN, 01, raw control characters);
 	// its validator is not.
-	if err := fastjson.ValidateBytes(l.Text); err != nil {
-		return Record{}, bad("json_malformed", "not valid JSON: %s", jsonError(err))
+	if !l.Valid {
+		if err := fastjson.ValidateBytes(l.Text); err != nil {
+			return Record{}, bad("json_malformed", "not valid JSON: %s", jsonError(err))
+		}
 	}
 	v, err := sc.p.ParseBytes(l.Text)
 	if err != nil {
@@ -497,10 +540,8 @@ func (d *Decoder) DecodeSlot(l fileio.Line, slot int) (Record, error) {
 			return Record{}, err
 		}
 	}
-	if len(d.computed) > 0 {
-		for _, f := range d.computed {
-			sc.got[f.at] = f.x.Value(&sc.arena, sc.got)
-		}
+	for _, f := range d.computed[:d.nPre] {
+		sc.got[f.at] = f.x.Value(&sc.arena, sc.got)
 	}
 	if !d.watch.Done.Load() {
 		d.observe(o, sc)
@@ -542,6 +583,9 @@ func (d *Decoder) DecodeSlot(l fileio.Line, slot int) (Record, error) {
 			d.Filter(l.Channel)
 		}
 		return r, nil
+	}
+	for _, f := range d.computed[d.nPre:] {
+		sc.got[f.at] = f.x.Value(&sc.arena, sc.got)
 	}
 	if r.Key, err = d.key(sc); err != nil {
 		return Record{}, err

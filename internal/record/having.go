@@ -1,9 +1,12 @@
 package record
 
 import (
+	"bytes"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
+	"unsafe"
 
 	"github.com/valyala/fastjson"
 
@@ -15,18 +18,18 @@ import (
 
 // resultFields reads a window's results as the fields of an expression:
 // its key fields, then its aggregates, parsed from the result's key and
-// value. with is safe for concurrent use (each call takes a scratch
-// from a pool).
+// value; only the fields the expression names are parsed. with is safe
+// for concurrent use (each call takes a scratch from a pool).
 type resultFields struct {
 	names  []string
 	nk, na int
+	used   []bool // by index of names: the expression reads it
 	pool   sync.Pool
 }
 
 type resultScratch struct {
-	p     fastjson.Parser
+	ps    []fastjson.Parser // one per field: a parse lasts until the next
 	arena fastjson.Arena
-	buf   []byte
 	got   []*fastjson.Value
 }
 
@@ -41,15 +44,22 @@ func newResultFields(key []string, aggs []spec.Aggregate) *resultFields {
 // newFields reads fields names: the first nk from a result's key, the
 // last nm from withMore's more, the others from its value.
 func newFields(names []string, nk, nm int) *resultFields {
-	f := &resultFields{names: names, nk: nk, na: len(names) - nk - nm}
-	f.pool.New = func() any { return &resultScratch{got: make([]*fastjson.Value, len(names))} }
+	f := &resultFields{names: names, nk: nk, na: len(names) - nk - nm, used: make([]bool, len(names))}
+	f.pool.New = func() any {
+		return &resultScratch{got: make([]*fastjson.Value, len(names)), ps: make([]fastjson.Parser, len(names))}
+	}
 	return f
 }
 
-// compile compiles expression src over the fields (by name).
+// compile compiles expression src over the fields (by name), noting
+// those it reads.
 func (f *resultFields) compile(src string) (sqlparse.Expr, func(sqlparse.Ident) (int, *sqlparse.Error), error) {
 	x, err := sqlparse.ParseExpr(src)
-	return x, func(id sqlparse.Ident) (int, *sqlparse.Error) { return max(slices.Index(f.names, id.Name), 0), nil }, err
+	return x, func(id sqlparse.Ident) (int, *sqlparse.Error) {
+		i := max(slices.Index(f.names, id.Name), 0)
+		f.used[i] = true
+		return i, nil
+	}, err
 }
 
 // with calls use with the fields of the result of key (its values
@@ -61,53 +71,59 @@ func (f *resultFields) with(key string, value []byte, use func(got []*fastjson.V
 }
 
 // withMore is with, the fields after the aggregates being more (JSON
-// texts: a result expression's window bounds).
+// texts: a result expression's window bounds). A field the expression
+// does not read is nil.
 func (f *resultFields) withMore(key string, value []byte, more [][]byte, use func(got []*fastjson.Value, a *fastjson.Arena)) bool {
 	sc := f.pool.Get().(*resultScratch)
 	defer f.pool.Put(sc)
-	b := append(sc.buf[:0], '[')
-	n := 0
-	if f.nk > 0 {
-		for i := 0; i < len(key); i++ {
-			if key[i] == KeySep[0] {
-				b = append(b, ',')
-				continue
-			}
-			b = append(b, key[i])
+	clear(sc.got)
+	i := 0
+	read := func(text []byte) bool {
+		if i >= len(sc.got) {
+			return false
 		}
-		n = f.nk
+		if f.used[i] {
+			v, err := sc.ps[i].ParseBytes(text)
+			if err != nil {
+				return false
+			}
+			sc.got[i] = v
+		}
+		i++
+		return true
+	}
+	if f.nk > 0 {
+		k := key
+		for {
+			part, rest, more := strings.Cut(k, KeySep)
+			if !read(unsafe.Slice(unsafe.StringData(part), len(part))) {
+				return false
+			}
+			if !more {
+				break
+			}
+			k = rest
+		}
 	}
 	v := value
 	for range f.na {
-		if n > 0 {
-			b = append(b, ',')
-		}
-		end := slices.Index(v, 0)
+		end := bytes.IndexByte(v, 0)
 		if end < 0 {
 			end = len(v)
 		}
-		b = append(b, v[:end]...)
+		if !read(v[:end]) {
+			return false
+		}
 		v = v[min(end+1, len(v)):]
-		n++
 	}
 	for _, m := range more {
-		if n > 0 {
-			b = append(b, ',')
+		if !read(m) {
+			return false
 		}
-		b = append(b, m...)
-		n++
 	}
-	b = append(b, ']')
-	sc.buf = b
-	arr, err := sc.p.ParseBytes(b)
-	if err != nil {
+	if i != len(sc.got) {
 		return false
 	}
-	vals := arr.GetArray()
-	if len(vals) != len(sc.got) {
-		return false
-	}
-	copy(sc.got, vals)
 	sc.arena.Reset()
 	use(sc.got, &sc.arena)
 	return true

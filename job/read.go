@@ -58,6 +58,15 @@ func newReads(plan *spec.Plan, path *spec.Path, clk clock.Clock) ([]*read, []*br
 	for i, r := range reads {
 		r.plan = decodes[i]
 		r.dec = record.NewDecoder(r.plan, clk)
+		// A read that only feeds queries without a window, which write
+		// its records' values as rows and keep none: its decoder cuts
+		// them from slabs.
+		r.dec.Rows = true
+		for _, b := range branches {
+			if b.From < 0 && b.Read == i && b.Select == nil {
+				r.dec.Rows = false
+			}
+		}
 	}
 	return reads, branches, nil
 }

@@ -699,8 +699,19 @@ func (j *Job) buildSelect(b *branch, recs weir.Stream[record.Record]) weir.Strea
 		})
 	}
 	weir.ForEachSubtask(recs, func(sub weir.Subtask) func(etime.Time, record.Record) {
+		// Each row's value is cut from a slab of the subtask's, never
+		// written again once cut (a row may wait in its epoch until a
+		// checkpoint completes): an allocation per slab, not per row.
+		var slab []byte
 		return func(ts etime.Time, r record.Record) {
-			j.out.add(sub, item{kind: itemResult, b: bi, res: row(ts, r)})
+			if cap(slab)-len(slab) < rowSlab/16 {
+				slab = make([]byte, 0, rowSlab)
+			}
+			n := len(slab)
+			slab = r.AppendValues(slab)
+			res := window.Result[string, []byte]{Key: r.Key, Window: window.Window{Start: ts, End: ts.Add(1)}, Firing: window.OnTime,
+				Watermark: etime.MinTime, Value: slab[n:len(slab):len(slab)]}
+			j.out.add(sub, item{kind: itemResult, b: bi, res: res})
 		}
 	})
 	return weir.Stream[window.Result[string, []byte]]{}
@@ -715,6 +726,10 @@ func (j *Job) windowCounters(b *branch, rep weir.Report, rows int64) weir.Window
 	}
 	return rep.Windows[b.stage]
 }
+
+// rowSlab is the size of the slabs a query without a window cuts its
+// rows' values from.
+const rowSlab = 32 << 10
 
 // appendKey is the canonical key encoding (W5 order): the JSON array of
 // the key values.

@@ -206,7 +206,8 @@ func (x *Expr) Value(a *fastjson.Arena, got []*fastjson.Value) *fastjson.Value {
 		}
 		return a.NewNumberFloat64(v.f)
 	case decimal:
-		return a.NewNumberString(string(appendDecimal(nil, v.i, v.sc)))
+		var buf [48]byte
+		return a.NewNumberString(string(appendDecimal(buf[:0], v.i, v.sc)))
 	case bigdec:
 		return a.NewNumberString(string(v.s))
 	case str:

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 	"time"
 	"unicode/utf8"
 
@@ -142,6 +143,11 @@ type Decoder struct {
 	// (nil: none) hears each field it finds missing, once.
 	watch     fieldWatch
 	WarnField func(FieldWarning)
+	// Rows says the records' values only become rows of a query
+	// without a window, written as they come and kept in no window's
+	// state: the decoder then cuts their texts from slabs instead of
+	// allocating each (a slab lives as long as any value cut from it).
+	Rows bool
 	// where is the plan's where, compiled (nil: none); Filter (nil:
 	// none) counts a record it drops, on the channel's goroutine.
 	where  *expr.Pred
@@ -223,6 +229,31 @@ type scratch struct {
 	// record; dnum is a decimal's text.
 	arena fastjson.Arena
 	dnum  []byte
+	// text is the slab the texts of a Rows decoder's values are cut
+	// from: its bytes before len are never written again.
+	text []byte
+}
+
+// textSlab is the size of scratch.text's slabs.
+const textSlab = 32 << 10
+
+// room returns sc.text with room for a value's text: a new slab when
+// little is left.
+func (sc *scratch) room() []byte {
+	if cap(sc.text)-len(sc.text) < textSlab/16 {
+		sc.text = make([]byte, 0, textSlab)
+	}
+	return sc.text
+}
+
+// cut returns the bytes that b, room's slab with a value's text
+// appended, holds past the slab's end as a string that shares them, and
+// keeps them. (A text that outgrew its slab moved it: b is then a new
+// array, the texts cut before staying where they are.)
+func (sc *scratch) cut(b []byte) string {
+	n := len(sc.text)
+	sc.text = b
+	return unsafe.String(unsafe.SliceData(b[n:]), len(b)-n)
 }
 
 type computed struct {
@@ -627,7 +658,15 @@ func (d *Decoder) DecodeSlot(l fileio.Line, slot int) (Record, error) {
 			}
 		case needJSON:
 			if d.exact[d.aggAt[i]] && f.Type() == fastjson.TypeNumber {
+				if d.Rows {
+					r.vals[i] = val{kind: vJSON, raw: sc.cut(f.MarshalTo(sc.room()))}
+					break
+				}
 				r.vals[i] = val{kind: vJSON, raw: string(f.MarshalTo(sc.num[:0]))}
+				break
+			}
+			if d.Rows {
+				r.vals[i] = val{kind: vJSON, raw: sc.cut(AppendCanonical(sc.room(), f))}
 				break
 			}
 			r.vals[i] = val{kind: vJSON, raw: canonical(f)}

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"unsafe"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/valyala/fastjson"
 

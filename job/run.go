@@ -678,9 +678,10 @@ func (j *Job) buildSelect(b *branch, recs weir.Stream[record.Record]) weir.Strea
 		recs = weir.Map(recs, pr.Apply)
 	}
 	bi := uint8(b.i)
-	row := func(ts etime.Time, r record.Record) window.Result[string, []byte] {
+	// row is record r's row, value its values (Record.AppendValues).
+	row := func(ts etime.Time, r record.Record, value []byte) window.Result[string, []byte] {
 		return window.Result[string, []byte]{
-			Key: r.Key, Window: window.Window{Start: ts, End: ts.Add(1)}, Firing: window.OnTime, Watermark: etime.MinTime, Value: r.AppendValues(nil)}
+			Key: r.Key, Window: window.Window{Start: ts, End: ts.Add(1)}, Firing: window.OnTime, Watermark: etime.MinTime, Value: value}
 	}
 	for _, jb := range j.branches {
 		if jb.join == nil || jb.From != b.i || jb.Join.Range == nil {
@@ -695,7 +696,7 @@ func (j *Job) buildSelect(b *branch, recs weir.Stream[record.Record]) weir.Strea
 			}
 		})
 		return weir.FlatMapTimed(recs, func(ts etime.Time, r record.Record, emit func(etime.Time, window.Result[string, []byte])) {
-			emit(ts, row(ts, r))
+			emit(ts, row(ts, r, r.AppendValues(nil)))
 		})
 	}
 	weir.ForEachSubtask(recs, func(sub weir.Subtask) func(etime.Time, record.Record) {
@@ -709,9 +710,7 @@ func (j *Job) buildSelect(b *branch, recs weir.Stream[record.Record]) weir.Strea
 			}
 			n := len(slab)
 			slab = r.AppendValues(slab)
-			res := window.Result[string, []byte]{Key: r.Key, Window: window.Window{Start: ts, End: ts.Add(1)}, Firing: window.OnTime,
-				Watermark: etime.MinTime, Value: slab[n:len(slab):len(slab)]}
-			j.out.add(sub, item{kind: itemResult, b: bi, res: res})
+			j.out.add(sub, item{kind: itemResult, b: bi, res: row(ts, r, slab[n:len(slab):len(slab)])})
 		}
 	})
 	return weir.Stream[window.Result[string, []byte]]{}

@@ -226,6 +226,7 @@ func TestErrors(t *testing.T) {
 CREATE TABLE out (user_id STRING, window_start TIMESTAMP(3), window_end TIMESTAMP(3), n BIGINT) WITH ('connector' = 'filesystem', 'path' = 'out.jsonl');
 `
 	const insert = "INSERT INTO out SELECT user_id, window_start, window_end, COUNT(*) AS n FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '1' MINUTE)) GROUP BY user_id, window_start, window_end;"
+	rowTable := strings.Replace(table, "amount BIGINT,", "amount BIGINT, ship ROW<fee DECIMAL(10, 2), addr ROW<city STRING>>,", 1)
 	for _, c := range []struct{ name, sql, want string }{
 		{"unknown table", table + strings.Replace(insert, "TABLE orders", "TABLE ordrs", 1), `unknown table ordrs (at "ordrs"); did you mean "orders"?`},
 		{"unknown column", table + strings.Replace(insert, "GROUP BY user_id", "GROUP BY usr_id", 1), `table orders has no column usr_id (at "usr_id"); did you mean "user_id"?`},
@@ -250,6 +251,10 @@ CREATE TABLE out (user_id STRING, window_start TIMESTAMP(3), window_end TIMESTAM
 		{"misspelt connector", strings.Replace(table, "'connector' = 'filesystem', 'path' = 'out.jsonl'", "'connector' = 'filesytem', 'path' = 'out.jsonl'", 1) + insert, `2:103: table out: connector 'filesytem' is not compiled as a sink of results (at "filesytem"); did you mean "filesystem"?`},
 		{"negative", table + strings.Replace(insert, "'1' MINUTE", "'-1' MINUTE", 1), "INTERVAL '-1' MINUTE is negative"},
 		{"early without delay", "SET 'table.exec.emit.early-fire.enabled' = 'true';\n" + table + insert, "early firing needs its delay, as in Flink"},
+		{"unknown ROW field in a view", rowTable + "CREATE VIEW v AS SELECT user_id, ship.fe AS fee, ts FROM orders;\n" + strings.Replace(insert, "TABLE orders", "TABLE v", 1),
+			`3:39: ship is a ROW without a field fe (at "fe"); did you mean "fee"?`},
+		{"unknown nested ROW field in a computed column", strings.Replace(rowTable, "ts AS", "c AS ship.addr.cty, ts AS", 1) + insert,
+			`ship.addr is a ROW without a field cty (at "cty"); did you mean "city"?`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := Compile(c.sql, "job.sql")

@@ -88,7 +88,44 @@ func (r *relation) path(x *sqlparse.Ref) (*relCol, sqlparse.Ident, []sqlparse.Id
 	if c == nil {
 		return nil, parts[0], nil, r.unknown(parts[0])
 	}
+	if !r.view && r.table != nil {
+		if err := nestedField(r.table, parts[0], parts[1:]); err != nil {
+			return nil, parts[0], nil, err
+		}
+	}
 	return c, parts[0], parts[1:], nil
+}
+
+// nestedField checks a reference to column col of table t and, through
+// its ROW type, to its nested fields rest: a field that the ROW does not
+// declare is an error with a did-you-mean (Flink refuses it; read, it
+// would be NULL for every record). A column of another type is not
+// checked.
+func nestedField(t *sqlparse.CreateTable, col sqlparse.Ident, rest []sqlparse.Ident) *sqlparse.Error {
+	c := column(t, col.Name)
+	if c == nil || c.Computed != nil || c.Metadata {
+		return nil
+	}
+	typ, path := c.Type, col.Name
+	for _, p := range rest {
+		if typ == nil || typ.Name != "ROW" {
+			return nil
+		}
+		var next *sqlparse.Type
+		names := make([]string, 0, len(typ.Fields))
+		for _, f := range typ.Fields {
+			names = append(names, f.Name.Name)
+			if f.Name.Name == p.Name {
+				next = f.Type
+			}
+		}
+		if next == nil {
+			hint := suggest.Or(p.Name, names, "its fields: "+strings.Join(names, ", "))
+			return errAt(p.Pos, p.Name, hint, "%s is a ROW without a field %s", path, p.Name)
+		}
+		typ, path = next, path+"."+p.Name
+	}
+	return nil
 }
 
 // relationOf resolves a query's FROM name: a table or a view.
@@ -305,6 +342,16 @@ func (c *compiler) computed(r *relation, skip string) (string, error) {
 		})
 		if err != nil {
 			return err
+		}
+		var bad *sqlparse.Error
+		rewriteRefs(x, func(ref *sqlparse.Ref) sqlparse.Expr {
+			if bad == nil {
+				bad = nestedField(r.table, ref.Parts[0], ref.Parts[1:])
+			}
+			return ref
+		})
+		if bad != nil {
+			return bad
 		}
 		c.addComputed(r.table, name, x)
 		known[name] = true

@@ -1245,6 +1245,9 @@ func checkColumns(path string, cols []Column, key []string, aggs []Aggregate, ad
 			add(at+".name", fmt.Sprintf("%q is named twice", col.Name), "give each column its own name")
 		}
 		seen[col.Name] = true
+		if col.Float != "" && col.Float != "double" && col.Float != "float" {
+			add(at+".float", fmt.Sprintf("%q is not a float format", col.Float), "use double (as Flink writes a DOUBLE: 7.0, 2.5E7) or float, or remove it")
+		}
 		if col.Expr != "" {
 			checkColumnExpr(at, col, key, aggs, add)
 			continue
@@ -1268,12 +1271,17 @@ func checkColumns(path string, cols []Column, key []string, aggs []Aggregate, ad
 }
 
 // checkColumnExpr checks a results column's expression (Column.Expr),
-// at path at: one over the key fields and aggregates, without from or
-// time.
+// at path at: one over the key fields and aggregates, without from; its
+// time formats a value that is epoch milliseconds.
 func checkColumnExpr(at string, col *Column, key []string, aggs []Aggregate, add func(path, problem, fix string)) {
-	if col.From != "" || col.Time != "" {
-		add(at, "a column has from and time, or expr", "remove from and time, or expr")
+	if col.From != "" {
+		add(at, "a column has from, or expr", "remove from, or expr")
 		return
+	}
+	switch col.Time {
+	case "", "ms", "timestamp", "timestamp_ltz":
+	default:
+		add(at+".time", fmt.Sprintf("%q is not a time format", col.Time), "use ms, timestamp or timestamp_ltz")
 	}
 	names := slices.Clone(key)
 	for _, a := range aggs {

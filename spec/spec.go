@@ -576,13 +576,20 @@ type Column struct {
 	// JSON format writes a TIMESTAMP(3), 2026-01-01 00:05:00.000, in
 	// UTC) or timestamp_ltz (a TIMESTAMP_LTZ(3): the same with a Z). An
 	// infinite watermark, and the bounds of the global window, are null;
-	// a field's value that is no integer is written as it is.
+	// a field's value that is no integer is written as it is. It applies
+	// to an Expr's value too.
 	Time string `yaml:"time" json:",omitempty"`
 	// Expr, instead of From, computes the column from the result: a SQL
 	// expression over its key fields and aggregates by name (such as
 	// "total / orders"; internal/expr says what it may hold), null in a
 	// retraction.
 	Expr string `yaml:"expr" json:",omitempty"`
+	// Float is how a number in the column is written: "" as Go writes
+	// it (7, 2.953724091e+07), "double" as Flink's JSON format writes a
+	// SQL DOUBLE (Java's Double.toString: 7.0, 2.953724091E7), "float"
+	// as it writes a FLOAT (Float.toString). A value that is no number
+	// is written as it is.
+	Float string `yaml:"float" json:",omitempty"`
 }
 
 // Duration is a length of time in milliseconds. In a spec it is a string

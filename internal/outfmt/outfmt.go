@@ -10,6 +10,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -190,48 +191,121 @@ func appendColumns(b []byte, plan *spec.Plan, cols []spec.Column, run int64, r w
 		}
 		b = weir.AppendJSONString(b, c.Name)
 		b = append(b, ':')
-		global := r.Window == window.Global
-		if c.Expr != "" {
-			if r.Firing == window.Retract {
-				b = append(b, "null"...)
-			} else {
-				var bounds []etime.Time // the global window's: null
-				if !global {
-					bounds = []etime.Time{r.Window.Start, r.Window.End, r.Window.MaxTimestamp()}
-				}
-				b = resultExpr(plan, c.Expr).Append(b, r.Key, r.Value, bounds)
-			}
-			continue
-		}
-		switch c.From {
-		case spec.ColWindowStart:
-			b = appendTime(b, c.Time, r.Window.Start, global)
-		case spec.ColWindowEnd:
-			b = appendTime(b, c.Time, r.Window.End, global)
-		case spec.ColWindowTime:
-			b = appendTime(b, c.Time, r.Window.MaxTimestamp(), global)
-		case "watermark":
-			b = appendTime(b, c.Time, r.Watermark, r.Watermark == etime.MaxTime || r.Watermark == etime.MinTime)
-		case "firing":
-			b = append(append(append(b, '"'), r.Firing.String()...), '"')
-		case "run":
-			b = strconv.AppendInt(b, run, 10)
-		case "pane":
-			b = strconv.AppendInt(b, r.Pane, 10)
-		default:
-			if k := slices.Index(plan.Key, c.From); k >= 0 {
-				b = appendFieldTime(b, c.Time, nth(r.Key, k))
-				break
-			}
-			a := slices.IndexFunc(plan.Aggregates, func(a spec.Aggregate) bool { return a.Name == c.From })
-			if a < 0 || r.Firing == window.Retract {
-				b = append(b, "null"...)
-				break
-			}
-			b = appendFieldTime(b, c.Time, nth(r.Value, a))
+		start := len(b)
+		b = appendColumn(b, plan, &c, run, r)
+		if c.Float != "" {
+			b = javaFloat(b, start, c.Float)
 		}
 	}
 	return append(b, '}')
+}
+
+// appendColumn appends column c of result r.
+func appendColumn(b []byte, plan *spec.Plan, c *spec.Column, run int64, r window.Result[string, []byte]) []byte {
+	global := r.Window == window.Global
+	if c.Expr != "" {
+		if r.Firing == window.Retract {
+			return append(b, "null"...)
+		}
+		var bounds []etime.Time // the global window's: null
+		if !global {
+			bounds = []etime.Time{r.Window.Start, r.Window.End, r.Window.MaxTimestamp()}
+		}
+		if c.Time == "" || c.Time == "ms" {
+			return resultExpr(plan, c.Expr).Append(b, r.Key, r.Value, bounds)
+		}
+		var buf [32]byte
+		return appendFieldTime(b, c.Time, resultExpr(plan, c.Expr).Append(buf[:0], r.Key, r.Value, bounds))
+	}
+	switch c.From {
+	case spec.ColWindowStart:
+		return appendTime(b, c.Time, r.Window.Start, global)
+	case spec.ColWindowEnd:
+		return appendTime(b, c.Time, r.Window.End, global)
+	case spec.ColWindowTime:
+		return appendTime(b, c.Time, r.Window.MaxTimestamp(), global)
+	case "watermark":
+		return appendTime(b, c.Time, r.Watermark, r.Watermark == etime.MaxTime || r.Watermark == etime.MinTime)
+	case "firing":
+		return append(append(append(b, '"'), r.Firing.String()...), '"')
+	case "run":
+		return strconv.AppendInt(b, run, 10)
+	case "pane":
+		return strconv.AppendInt(b, r.Pane, 10)
+	}
+	if k := slices.Index(plan.Key, c.From); k >= 0 {
+		return appendFieldTime(b, c.Time, nth(r.Key, k))
+	}
+	a := slices.IndexFunc(plan.Aggregates, func(a spec.Aggregate) bool { return a.Name == c.From })
+	if a < 0 || r.Firing == window.Retract {
+		return append(b, "null"...)
+	}
+	return appendFieldTime(b, c.Time, nth(r.Value, a))
+}
+
+// javaFloat rewrites the number that b holds from start as Flink's JSON
+// format writes a DOUBLE (kind "double": Java's Double.toString, the
+// shortest digits that read back as the value) or a FLOAT ("float":
+// Float.toString): 7.0, 0.001, 1234567.0, 1.0E7, 2.953724091E7,
+// 1.0E-4. Anything else (null, a string) stays as it is.
+func javaFloat(b []byte, start int, kind string) []byte {
+	bits := 64
+	if kind == "float" {
+		bits = 32
+	}
+	f, err := strconv.ParseFloat(string(b[start:]), bits)
+	if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
+		return b
+	}
+	b = b[:start]
+	if f == 0 {
+		if math.Signbit(f) {
+			return append(b, "-0.0"...)
+		}
+		return append(b, "0.0"...)
+	}
+	var buf [40]byte
+	e := strconv.AppendFloat(buf[:0], f, 'e', -1, bits) // -d.ddde±XX
+	if !strings.Contains(string(e), ".") {
+		// Java writes two digits at least, the closer of them to the
+		// value (Double.MIN_VALUE, 5e-324 at the shortest, is 4.9E-324).
+		e = strconv.AppendFloat(buf[:0], f, 'e', 1, bits)
+	}
+	if e[0] == '-' {
+		b = append(b, '-')
+		e = e[1:]
+	}
+	mant, exps, _ := strings.Cut(string(e), "e")
+	exp, _ := strconv.Atoi(exps)
+	digits := strings.Replace(mant, ".", "", 1)
+	if abs := math.Abs(f); abs >= 1e-3 && abs < 1e7 {
+		// (The two digits are the significand's: 0.1, not 0.10.)
+		if t := strings.TrimRight(digits, "0"); t != "" {
+			digits = t
+		}
+		if exp < 0 {
+			b = append(b, "0."...)
+			b = append(b, strings.Repeat("0", -exp-1)...)
+			return append(b, digits...)
+		}
+		for len(digits) < exp+1 {
+			digits += "0"
+		}
+		b = append(b, digits[:exp+1]...)
+		b = append(b, '.')
+		if frac := digits[exp+1:]; frac != "" {
+			return append(b, frac...)
+		}
+		return append(b, '0')
+	}
+	b = append(b, digits[0], '.')
+	if len(digits) > 1 {
+		b = append(b, digits[1:]...)
+	} else {
+		b = append(b, '0')
+	}
+	b = append(b, 'E')
+	return strconv.AppendInt(b, int64(exp), 10)
 }
 
 // nth is the i-th of s's parts separated by NUL bytes (record.KeySep

@@ -63,3 +63,40 @@ func TestColumnsAllocs(t *testing.T) {
 		t.Errorf("%v allocations per result", n)
 	}
 }
+
+// TestJavaFloat: a DOUBLE or FLOAT column is written as Java's
+// Double.toString and Float.toString write it (Flink's JSON format), the
+// expected texts being Java's own (JDK 19 and later: the shortest
+// digits).
+func TestJavaFloat(t *testing.T) {
+	for _, c := range []struct{ kind, in, want string }{
+		{"double", "7", "7.0"},
+		{"double", "-7", "-7.0"},
+		{"double", "0", "0.0"},
+		{"double", "-0.0", "-0.0"},
+		{"double", "0.001", "0.001"},
+		{"double", "0.0001", "1.0E-4"},
+		{"double", "0.00012345", "1.2345E-4"},
+		{"double", "1234567", "1234567.0"},
+		{"double", "9999999.5", "9999999.5"},
+		{"double", "1e7", "1.0E7"},
+		{"double", "2.953724091e+07", "2.953724091E7"},
+		{"double", "10.436666666666666", "10.436666666666666"},
+		{"double", "0.1", "0.1"},
+		{"double", "123.456", "123.456"},
+		{"double", "1e300", "1.0E300"},
+		{"double", "5e-324", "4.9E-324"},
+		{"double", "1.7976931348623157e308", "1.7976931348623157E308"},
+		{"float", "0.1", "0.1"},
+		{"float", "3.4028235e38", "3.4028235E38"},
+		{"float", "16777216", "1.6777216E7"},
+		{"double", "null", "null"},
+		{"double", `"x"`, `"x"`},
+	} {
+		b := []byte(`{"a":`)
+		got := string(javaFloat(append(b, c.in...), len(b), c.kind)[len(b):])
+		if got != c.want {
+			t.Errorf("%s %s: %s, want %s", c.kind, c.in, got, c.want)
+		}
+	}
+}

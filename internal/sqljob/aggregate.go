@@ -32,6 +32,14 @@ type item struct {
 	// expr, instead of from: an expression over the key fields and
 	// aggregates (spec.Column.Expr).
 	expr string
+	// present (an outer join's column of a side that may be absent: its
+	// join column or window bound) names a column of the join's rows
+	// that is null exactly when that side is absent: the column is null
+	// then too, as SQL pads the missing side.
+	present string
+	// typ is the column's type, where the query knows it (a record's
+	// field in a query without a window); else see computedTypes.
+	typ numType
 }
 
 // aggregation compiles the select list and GROUP BY of a windowed
@@ -295,7 +303,19 @@ func (c *compiler) aggregate(call *sqlparse.Call, alias sqlparse.Ident, rel *rel
 	if err != nil {
 		return a, err
 	}
-	c.setComputedType(a.Name, aggType(a.Fn, typeOf(x, c.fieldType(rel.table))))
+	t := typeOf(x, c.fieldType(rel.table))
+	c.setComputedType(a.Name, aggType(a.Fn, t))
+	switch a.Fn {
+	case "sum", "avg", "min", "max":
+		if t.kind == tFloat {
+			// A DOUBLE's sum is a DOUBLE's, as in Flink (0.1 + 0.2 is
+			// 0.30000000000000004); decimals and integers stay exact.
+			a.Type = "float"
+		}
+		if ty := c.columnType(x, rel); ty != nil && !numeric(ty) {
+			return a, errAt(call.Pos, fn, "aggregate a numeric column, or CAST it to one", "%s of %s, a %s, is not compiled: weir's %s takes numbers", fn, sqlparse.FormatExpr(arg), sqlparse.FormatType(ty), fn)
+		}
+	}
 	if ref, ok := x.(*sqlparse.Ref); ok && len(ref.Parts) == 1 {
 		a.Field = ref.Parts[0].Name
 	} else {

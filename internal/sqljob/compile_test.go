@@ -106,8 +106,8 @@ late_firing_interval: 30s
 trigger: {type: continuous, interval: 10s}
 aggregate:
   - {name: n, fn: count, field: v}
-  - {name: lo, fn: min, field: v}
-  - {name: mean, fn: avg, field: v}
+  - {name: lo, fn: min, field: v, type: float}
+  - {name: mean, fn: avg, field: v, type: float}
   - {name: sensors, fn: count_distinct, field: sensor}
 sinks:
   results: {type: jsonl, path: out.jsonl}
@@ -276,7 +276,7 @@ func TestColumns(t *testing.T) {
 	j, err := Compile(`
 CREATE TABLE orders (user_id STRING, amount BIGINT, ms BIGINT, ts AS TO_TIMESTAMP_LTZ(ms, 3), WATERMARK FOR ts AS ts - INTERVAL '5' SECOND)
   WITH ('connector' = 'filesystem', 'path' = 'o.jsonl');
-CREATE TABLE out (uid STRING, wstart TIMESTAMP(3), wend BIGINT, kind STRING METADATA FROM 'firing', n BIGINT, total BIGINT, wm TIMESTAMP_LTZ(3) METADATA FROM 'watermark', pane BIGINT METADATA)
+CREATE TABLE out (uid STRING, wstart TIMESTAMP(3), wend BIGINT, kind STRING METADATA FROM 'firing', n BIGINT, total DOUBLE, wm TIMESTAMP_LTZ(3) METADATA FROM 'watermark', pane BIGINT METADATA)
   WITH ('connector' = 'filesystem', 'path' = 'out.jsonl');
 INSERT INTO out
 SELECT user_id AS u, TUMBLE_START(ts, INTERVAL '1' MINUTE), TUMBLE_END(ts, INTERVAL '1' MINUTE), COUNT(*), SUM(amount) AS s
@@ -289,7 +289,7 @@ FROM orders GROUP BY TUMBLE(ts, INTERVAL '1' MINUTE), user_id;`, "cols.sql")
 		t.Fatal(err)
 	}
 	got := fmt.Sprint(p.Sinks.Results[0].Columns, p.Aggregates)
-	want := "[{uid user_id  } {wstart window_start timestamp } {wend window_end ms } {kind firing  } {n n  } {total total  } {wm watermark timestamp_ltz } {pane pane  }] [{n count  } {total sum amount }]"
+	want := "[{uid user_id   } {wstart window_start timestamp  } {wend window_end ms  } {kind firing   } {n n   } {total total   double} {wm watermark timestamp_ltz  } {pane pane   }] [{n count  } {total sum amount }]"
 	if got != want {
 		t.Errorf("got  %s\nwant %s", got, want)
 	}

@@ -366,9 +366,35 @@ func joinItems(sel *sqlparse.Select, sides [2]*joinSide, op *spec.JoinOp) ([]ite
 		default:
 			op.Columns = append(op.Columns, spec.JoinColumn{Name: out, Right: side == 1, Field: x.from})
 			items = append(items, item{pos: it.Pos, from: out, agg: true})
+			continue
+		}
+		// A join column or window bound is the row's, which either side
+		// gives; of a side that an outer join may lack, it is null when
+		// that side is (a right-only row of a FULL JOIN has a null
+		// a.window_start and a.user).
+		absent := op.Type == spec.FullJoin || op.Type == spec.LeftJoin && side == 1 || op.Type == spec.RightJoin && side == 0
+		if absent {
+			items[len(items)-1].present = presence(sides[side], side == 1, op)
 		}
 	}
 	return items, nil
+}
+
+// presence returns the name of a column of the join's rows that is null
+// exactly when side s (right: the right one) is absent: its COUNT(*),
+// added (hiddenCount) when it has none.
+func presence(s *joinSide, right bool, op *spec.JoinOp) string {
+	name := "_weir_has_" + s.alias
+	if slices.ContainsFunc(op.Columns, func(c spec.JoinColumn) bool { return c.Name == name }) {
+		return name
+	}
+	i := slices.IndexFunc(s.spec.Aggregate, func(a spec.Aggregate) bool { return a.Fn == "count" && a.Field == "" })
+	if i < 0 {
+		s.spec.Aggregate = append(s.spec.Aggregate, spec.Aggregate{Name: hiddenCount, Fn: "count"})
+		i = len(s.spec.Aggregate) - 1
+	}
+	op.Columns = append(op.Columns, spec.JoinColumn{Name: name, Right: right, Field: s.spec.Aggregate[i].Name})
+	return name
 }
 
 // kafkaReads refuses plan p if two of its reads read one Kafka topic in

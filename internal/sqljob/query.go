@@ -319,13 +319,22 @@ func (c *compiler) mapColumns(in *sqlparse.Insert, sel *sqlparse.Select, items [
 		} else {
 			it = items[j]
 			j++
+			t, ok := c.computedTypes[it.from]
+			if it.typ.kind != tOther {
+				t, ok = it.typ, true
+			}
+			if ok && it.expr == "" && col.Type != nil {
+				if err := insertable(t, col, name, j); err != nil {
+					return err
+				}
+			}
 		}
 		dst := col.Name.Name
 		if it.expr != "" {
 			if !jsonRows {
 				return errAt(it.pos, "", "select the aggregates themselves (weir's tables keep a window's aggregates), or write to a JSON table", "table %s: a SQL table's columns cannot hold an expression of the results", name)
 			}
-			cols = append(cols, spec.Column{Name: dst, Expr: c.sinkCast(it.expr, col)})
+			cols = append(cols, spec.Column{Name: dst, Expr: c.sinkCast(it.expr, col), Float: floatFormat(col)})
 			continue
 		}
 		if t := typeOfSQL(col.Type); jsonRows && c.job.selectOp != nil && t.kind == tDec && c.computedTypes[it.from] != t &&
@@ -363,7 +372,14 @@ func (c *compiler) mapColumns(in *sqlparse.Insert, sel *sqlparse.Select, items [
 		if !jsonRows && it.from == "window_time" {
 			return errAt(it.pos, it.from, "select window_end (window_time is window_end - 1 ms)", "table %s: weir's tables have no window_time column", name)
 		}
-		cols = append(cols, spec.Column{Name: dst, From: it.from, Time: tf})
+		if it.present != "" && jsonRows {
+			// Null when the column's side is absent (an outer join).
+			name := func(n string) string { return sqlparse.FormatExpr(&sqlparse.Ref{Parts: []sqlparse.Ident{{Name: n}}}) }
+			guard := fmt.Sprintf("CASE WHEN %s IS NULL THEN NULL ELSE %s END", name(it.present), name(it.from))
+			cols = append(cols, spec.Column{Name: dst, Expr: guard, Time: tf})
+			continue
+		}
+		cols = append(cols, spec.Column{Name: dst, From: it.from, Time: tf, Float: floatFormat(col)})
 	}
 	if optionsOf(t)["connector"].Value == "upsert-kafka" {
 		if err := c.upsertKey(t, cols); err != nil {
@@ -694,6 +710,47 @@ func (c *compiler) isField(rel *relation, col *relCol) bool {
 	}
 	bc := column(rel.table, col.name)
 	return bc != nil && !bc.Metadata && col.name != c.timeAttr && !isProctime(bc.Computed)
+}
+
+// insertable refuses the query's column i (1-based), of type t, into
+// sink column col of table table where Flink's INSERT refuses it: a
+// DOUBLE or a decimal with a fraction into an integer column, a number
+// into a string column (weir would write it as it is, Flink casts
+// nothing implicitly there).
+func insertable(t numType, col *sqlparse.Column, table string, i int) error {
+	sink := typeOfSQL(col.Type)
+	var what string
+	switch {
+	case t.kind == tFloat:
+		what = "a DOUBLE"
+	case t.kind == tDec:
+		what = fmt.Sprintf("a DECIMAL(%d, %d)", t.p, t.s)
+	case t.kind == tInt:
+		what = "an integer"
+	default:
+		return nil
+	}
+	stringCol := col.Type.Name == "STRING" || col.Type.Name == "VARCHAR" || col.Type.Name == "CHAR"
+	if sink.kind == tInt && (t.kind == tFloat || t.kind == tDec && t.s > 0) || stringCol {
+		return errAt(col.Pos, col.Name.Name, "CAST the query's column to "+sqlparse.FormatType(col.Type)+", as Flink asks",
+			"table %s: column %s is a %s and the query's column %d is %s, which Flink's INSERT refuses", table, col.Name.Name, sqlparse.FormatType(col.Type), i, what)
+	}
+	return nil
+}
+
+// floatFormat is how a sink column writes its numbers (spec.Column.Float):
+// a DOUBLE or a FLOAT as Flink's JSON format writes it.
+func floatFormat(col *sqlparse.Column) string {
+	if col.Type == nil {
+		return ""
+	}
+	switch col.Type.Name {
+	case "DOUBLE":
+		return "double"
+	case "FLOAT", "REAL":
+		return "float"
+	}
+	return ""
 }
 
 // rewriteRefs copies x with each column reference replaced by f's.

@@ -126,7 +126,7 @@ func (c *compiler) selectColumns(sel *sqlparse.Select, from *sqlparse.TableRef) 
 	var items []item
 	var fields []string
 	field := func(pos sqlparse.Pos, name string) {
-		items = append(items, item{pos: pos, from: name})
+		items = append(items, item{pos: pos, from: name, typ: c.fieldType(rel.table)([]sqlparse.Ident{{Name: name}})})
 		if !slices.Contains(fields, name) {
 			fields = append(fields, name)
 		}

@@ -129,6 +129,9 @@ func (c *compiler) sourceTable(t *sqlparse.CreateTable, timeCol string) (err err
 	if err := decimalColumns(s, t); err != nil {
 		return err
 	}
+	// Flink's JSON format reads a number column's value given as a
+	// string that holds a number ("12" into a BIGINT) as that number.
+	s.Source.NumbersInStrings = true
 	known := []string{"connector", "path", "format", "weir.channels", "weir.final-watermark"}
 	switch s.Source.Type {
 	case "generator":

@@ -261,8 +261,9 @@ func decimalCast(x sqlparse.Expr, t numType) sqlparse.Expr {
 }
 
 // exactQuotients casts each quotient of x whose type is a DECIMAL to
-// that type, so that it is divided at its own scale (Flink's), and x
-// too when its type is one: a computed field holds the decimal at the
+// that type, so that it is divided at its own scale (Flink's), each
+// DOUBLE operand of a DOUBLE quotient or remainder to a DOUBLE (a whole
+// value divides as a float), and x too when its type is a DECIMAL: a computed field holds the decimal at the
 // scale Flink gives it (price * 3 of a DECIMAL(10, 2) is 0.90).
 func exactQuotients(x sqlparse.Expr, field func(parts []sqlparse.Ident) numType) sqlparse.Expr {
 	var walk func(x sqlparse.Expr) sqlparse.Expr
@@ -274,6 +275,17 @@ func exactQuotients(x sqlparse.Expr, field func(parts []sqlparse.Ident) numType)
 		z := *y
 		z.X, z.Y = walk(y.X), walk(y.Y)
 		t := typeOf(&z, field)
+		if (z.Op == "/" || z.Op == "%") && t.kind == tFloat {
+			// A DOUBLE's value may be whole in the record (7): each
+			// DOUBLE operand is cast, so that 7 / 3 divides as floats.
+			for _, op := range []*sqlparse.Expr{&z.X, &z.Y} {
+				if typeOf(*op, field).kind == tFloat {
+					pos := sqlparse.PosOf(*op)
+					*op = &sqlparse.Cast{Pos: pos, X: *op, Type: &sqlparse.Type{Pos: pos, Name: "DOUBLE"}}
+				}
+			}
+			return &z
+		}
 		if z.Op != "/" || t.kind != tDec {
 			return &z
 		}
@@ -325,27 +337,57 @@ func (c *compiler) fieldType(t *sqlparse.CreateTable) func(parts []sqlparse.Iden
 				return t
 			}
 		}
-		if t == nil { // a windowed view's results: no table's columns
-			return numType{}
-		}
-		col := column(t, parts[0].Name)
-		if col == nil || col.Metadata || col.Computed != nil {
-			return numType{}
-		}
-		typ := col.Type
-		for _, p := range parts[1:] {
-			var next *sqlparse.Type
-			if typ != nil {
-				for _, f := range typ.Fields {
-					if f.Name.Name == p.Name {
-						next = f.Type
-					}
+		return typeOfSQL(declaredType(t, parts))
+	}
+}
+
+// declaredType is the SQL type that table t declares for the column
+// (and nested ROW field) parts name; nil for a computed or metadata
+// column, or none (t nil: a windowed view's results).
+func declaredType(t *sqlparse.CreateTable, parts []sqlparse.Ident) *sqlparse.Type {
+	if t == nil {
+		return nil
+	}
+	col := column(t, parts[0].Name)
+	if col == nil || col.Metadata || col.Computed != nil {
+		return nil
+	}
+	typ := col.Type
+	for _, p := range parts[1:] {
+		var next *sqlparse.Type
+		if typ != nil {
+			for _, f := range typ.Fields {
+				if f.Name.Name == p.Name {
+					next = f.Type
 				}
 			}
-			typ = next
 		}
-		return typeOfSQL(typ)
+		typ = next
 	}
+	return typ
+}
+
+// columnType is the declared type of x when x names a column of rel's
+// table (nil otherwise: an expression, a computed or view column).
+func (c *compiler) columnType(x sqlparse.Expr, rel *relation) *sqlparse.Type {
+	ref, ok := x.(*sqlparse.Ref)
+	if !ok || rel.table == nil {
+		return nil
+	}
+	if _, computed := c.computedTypes[ref.Parts[0].Name]; computed && len(ref.Parts) == 1 {
+		return nil
+	}
+	return declaredType(rel.table, ref.Parts)
+}
+
+// numeric reports whether type t holds numbers (or times, which MIN and
+// MAX compare as numbers).
+func numeric(t *sqlparse.Type) bool {
+	switch t.Name {
+	case "STRING", "VARCHAR", "CHAR", "BOOLEAN", "ROW", "ARRAY", "MAP", "MULTISET", "BYTES", "BINARY", "VARBINARY":
+		return false
+	}
+	return true
 }
 
 // addComputed adds computed field name = x, an expression over the
@@ -398,9 +440,15 @@ func aggType(fn string, t numType) numType {
 		if t.kind == tInt {
 			return numType{kind: tInt, p: 19}
 		}
+		if t.kind == tFloat {
+			return t
+		}
 	case "avg":
 		if t.kind == tDec {
 			return numType{kind: tDec, p: maxPrecision, s: max(minAdjustedScale, t.s)}
+		}
+		if t.kind == tFloat {
+			return t
 		}
 	case "min", "max", "first", "last":
 		return t

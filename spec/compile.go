@@ -1034,8 +1034,10 @@ func (c *compiler) aggregates() {
 		case a.Type == "":
 		case !numeric && fn != "":
 			c.add(path+".type", fn+" takes no type", "remove type: it is for sum, avg, min and max (decimal or float)")
-		case a.Type != "decimal" && a.Type != "float":
-			c.add(path+".type", fmt.Sprintf("unknown value %q", a.Type), hint(a.Type, []string{"decimal", "float"}, "use decimal (exact, the default) or float (float64)"))
+		case a.Type == "integer" && fn != "avg":
+			c.add(path+".type", "integer is avg's", "remove type, or use decimal or float")
+		case a.Type != "decimal" && a.Type != "float" && a.Type != "integer":
+			c.add(path+".type", fmt.Sprintf("unknown value %q", a.Type), hint(a.Type, []string{"decimal", "float", "integer"}, "use decimal (exact, the default), float (float64) or, for avg, integer"))
 		}
 		if a.Type == "decimal" {
 			s.Aggregate[i].Type = "" // the default: one spec hash with or without it

@@ -27,12 +27,15 @@ func TestHavingChecked(t *testing.T) {
 }
 
 // TestColumnExprChecked: a results column's expression compiles over the
-// key fields and aggregates, and takes neither from nor time.
+// key fields and aggregates, takes no from, and a time format (of the
+// expression's epoch milliseconds) only if it is one.
 func TestColumnExprChecked(t *testing.T) {
 	for _, c := range []struct{ cols, want string }{
 		{"[{name: k}, {name: twice, expr: n * 2}]", ""},
 		{"[{name: x, expr: amount * 2}]", "columns[0].expr: column 1: amount is neither a key field nor an aggregate"},
-		{"[{name: x, expr: n * 2, from: n}]", "a column has from and time, or expr"},
+		{"[{name: x, expr: n * 2, from: n}]", "a column has from, or expr"},
+		{"[{name: x, expr: n * 2, time: timestamp}]", ""},
+		{"[{name: x, expr: n * 2, time: iso}]", `columns[0].time: "iso" is not a time format`},
 		{"[{name: x, expr: 'n +'}]", "columns[0].expr: column"},
 	} {
 		_, err := Parse([]byte(checkJob + "sinks: {results: {type: jsonl, path: o.jsonl, columns: " + c.cols + "}}\n"))

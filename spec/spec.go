@@ -463,8 +463,11 @@ type Aggregate struct {
 	Field string `yaml:"field"`
 	// Type is how sum, avg, min and max read numbers: decimal (the
 	// default: exact, 38 significant digits, as SQL's DECIMAL(38, s)) or
-	// float (float64 arithmetic, as sums of fractions were before decimals). Empty means decimal; it is
-	// left out of the spec hash then, so that older ledgers still match.
+	// float (float64 arithmetic, as sums of fractions were before
+	// decimals), or for avg integer (the average cut toward zero to an
+	// integer, as SQL's AVG of an integer column is, in Flink: 7 / 3 is
+	// 2). Empty means decimal; it is left out of the spec hash then, so
+	// that older ledgers still match.
 	Type string `yaml:"type" json:",omitempty"`
 }
 

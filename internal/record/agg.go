@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"math/big"
 	"slices"
 	"strconv"
 	"strings"
@@ -59,9 +60,10 @@ type collected struct {
 type Aggregator struct {
 	// Fns are the aggregates' functions (count, sum, ...), in output
 	// order.
-	Fns     []string
-	float   []bool
-	withAcc bool
+	Fns []string
+	// float and integer mark the aggregates of type float and integer.
+	float, integer []bool
+	withAcc        bool
 }
 
 // isFloat reports whether aggregate i keeps float64 sums.
@@ -98,14 +100,41 @@ func planFns(p *spec.Plan) []string {
 func NewAggregator(p *spec.Plan, withAcc bool) Aggregator {
 	a := Aggregator{Fns: planFns(p), withAcc: withAcc}
 	for i, ag := range p.Aggregates {
-		if ag.Type == "float" {
+		switch ag.Type {
+		case "float":
 			if a.float == nil {
 				a.float = make([]bool, len(p.Aggregates))
 			}
 			a.float[i] = true
+		case "integer":
+			if a.integer == nil {
+				a.integer = make([]bool, len(p.Aggregates))
+			}
+			a.integer[i] = true
 		}
 	}
 	return a
+}
+
+// appendIntAvg appends the average of s, an avg's state, cut toward zero
+// to an integer (an avg of type integer: SQL's AVG of an integer column,
+// whose type is the column's); null when it leaves int64.
+func appendIntAvg(b []byte, s *slot) []byte {
+	switch {
+	case s.isD:
+		q := new(big.Int).Quo(s.d.big().Num(), new(big.Int).Mul(s.d.big().Denom(), big.NewInt(s.n)))
+		if !q.IsInt64() {
+			return append(b, "null"...)
+		}
+		return strconv.AppendInt(b, q.Int64(), 10)
+	case s.isF:
+		q := math.Trunc(s.f / float64(s.n))
+		if math.IsNaN(q) || q < math.MinInt64 || q >= math.MaxInt64 {
+			return append(b, "null"...)
+		}
+		return strconv.AppendInt(b, int64(q), 10)
+	}
+	return strconv.AppendInt(b, s.i/s.n, 10)
 }
 
 // ownAcc reports whether an aggregate's published value is its whole
@@ -399,6 +428,8 @@ func (a Aggregator) Result(ac *Acc) []byte {
 			b = appendFloat(b, s.f)
 		case fn == "sum":
 			b = strconv.AppendInt(b, s.i, 10)
+		case fn == "avg" && i < len(a.integer) && a.integer[i]:
+			b = appendIntAvg(b, s)
 		case fn == "avg" && s.isD:
 			b = appendAvg(b, s.d, s.n)
 		case fn == "avg":

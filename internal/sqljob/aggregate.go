@@ -312,6 +312,12 @@ func (c *compiler) aggregate(call *sqlparse.Call, alias sqlparse.Ident, rel *rel
 			// 0.30000000000000004); decimals and integers stay exact.
 			a.Type = "float"
 		}
+		if t.kind == tInt && a.Fn == "avg" {
+			// AVG of an integer column has its type, as in Flink: the
+			// average cut toward zero (AVG of 1, 2 and 4 is 2).
+			a.Type = "integer"
+			c.setComputedType(a.Name, t)
+		}
 		if ty := c.columnType(x, rel); ty != nil && !numeric(ty) {
 			return a, errAt(call.Pos, fn, "aggregate a numeric column, or CAST it to one", "%s of %s, a %s, is not compiled: weir's %s takes numbers", fn, sqlparse.FormatExpr(arg), sqlparse.FormatType(ty), fn)
 		}

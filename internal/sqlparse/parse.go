@@ -844,7 +844,11 @@ func (p *parser) predicate(x Expr, pos Pos, not bool) Expr {
 	if not {
 		op = "NOT LIKE"
 	}
-	return &Binary{Pos: pos, Op: op, X: x, Y: p.concat()}
+	y := p.concat()
+	if p.tok.is("ESCAPE") {
+		p.fail("compare with = or SUBSTRING instead, where the pattern needs a literal % or _", "LIKE ... ESCAPE is not supported yet")
+	}
+	return &Binary{Pos: pos, Op: op, X: x, Y: y}
 }
 
 func (p *parser) concat() Expr { return p.leftAssoc(p.additive, "||") }
@@ -1056,6 +1060,9 @@ func (p *parser) refOrCall() Expr {
 		c.Star = true
 	case p.tok.op(")"):
 	default:
+		if fn := strings.ToUpper(parts[len(parts)-1].Name); fn == "TRIM" && (p.tok.is("BOTH") || p.tok.is("LEADING") || p.tok.is("TRAILING")) {
+			p.fail("use TRIM(s), LTRIM(s) or RTRIM(s), which trim spaces", "TRIM(%s ... FROM s) is not supported yet", strings.ToUpper(p.tok.text))
+		}
 		if p.keyword("DISTINCT") {
 			c.Distinct = true
 		} else {

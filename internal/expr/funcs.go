@@ -11,6 +11,7 @@ import (
 
 	"github.com/valyala/fastjson"
 
+	"github.com/weirstream/weir/internal/jsonnum"
 	"github.com/weirstream/weir/internal/sqlparse"
 )
 
@@ -33,7 +34,8 @@ func text(v value) ([]byte, bool) {
 	case integer:
 		return strconv.AppendInt(nil, v.i, 10), true
 	case float:
-		return strconv.AppendFloat(nil, v.f, 'g', -1, 64), true
+		// As Flink's CAST(DOUBLE AS STRING): Java's Double.toString.
+		return jsonnum.AppendJava(nil, v.f, 64), true
 	case decimal:
 		return appendDecimal(nil, v.i, v.sc), true
 	case bigdec:

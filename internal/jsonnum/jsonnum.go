@@ -5,7 +5,11 @@
 // and a backfill address one key the same way.
 package jsonnum
 
-import "strconv"
+import (
+	"math"
+	"strconv"
+	"strings"
+)
 
 // MaxPlainDigits is the most digits an integer is written with in full:
 // every integer up to 40 digits (128-bit integers, SQL decimal(38))
@@ -162,4 +166,68 @@ func parse(lit []byte) (decimal, bool) {
 		d.neg = false
 	}
 	return d, true
+}
+
+// AppendJava appends f as Java's Double.toString writes it (bits 64), or
+// Float.toString (bits 32, f a float32's value), as Flink writes a
+// DOUBLE or a FLOAT (its JSON format, CAST to STRING): the shortest
+// digits that read back as f, at least one after the point; plain from
+// 10^-3 up to 10^7, else d.dddE±n with a capital E and no plus sign:
+// 7.0, 0.001, 1234567.0, 1.0E7, 2.953724091E7, 1.0E-4. Infinities and
+// NaN are written as Java does (Infinity, NaN), which is not JSON.
+func AppendJava(b []byte, f float64, bits int) []byte {
+	switch {
+	case math.IsNaN(f):
+		return append(b, "NaN"...)
+	case math.IsInf(f, 1):
+		return append(b, "Infinity"...)
+	case math.IsInf(f, -1):
+		return append(b, "-Infinity"...)
+	case f == 0 && math.Signbit(f):
+		return append(b, "-0.0"...)
+	case f == 0:
+		return append(b, "0.0"...)
+	}
+	var buf [40]byte
+	e := strconv.AppendFloat(buf[:0], f, 'e', -1, bits) // -d.ddde±XX
+	if !strings.Contains(string(e), ".") {
+		// Java writes two digits at least, the closer of them to the
+		// value (Double.MIN_VALUE, 5e-324 at the shortest, is 4.9E-324).
+		e = strconv.AppendFloat(buf[:0], f, 'e', 1, bits)
+	}
+	if e[0] == '-' {
+		b = append(b, '-')
+		e = e[1:]
+	}
+	mant, exps, _ := strings.Cut(string(e), "e")
+	exp, _ := strconv.Atoi(exps)
+	digits := strings.Replace(mant, ".", "", 1)
+	if abs := math.Abs(f); abs >= 1e-3 && abs < 1e7 {
+		// (The two digits are the significand's: 0.1, not 0.10.)
+		if t := strings.TrimRight(digits, "0"); t != "" {
+			digits = t
+		}
+		if exp < 0 {
+			b = append(b, "0."...)
+			b = append(b, strings.Repeat("0", -exp-1)...)
+			return append(b, digits...)
+		}
+		for len(digits) < exp+1 {
+			digits += "0"
+		}
+		b = append(b, digits[:exp+1]...)
+		b = append(b, '.')
+		if frac := digits[exp+1:]; frac != "" {
+			return append(b, frac...)
+		}
+		return append(b, '0')
+	}
+	b = append(b, digits[0], '.')
+	if len(digits) > 1 {
+		b = append(b, digits[1:]...)
+	} else {
+		b = append(b, '0')
+	}
+	b = append(b, 'E')
+	return strconv.AppendInt(b, int64(exp), 10)
 }

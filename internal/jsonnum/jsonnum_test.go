@@ -85,3 +85,22 @@ func FuzzAppendCanonical(f *testing.F) {
 		}
 	})
 }
+
+// TestAppendJava: Java's Double.toString and Float.toString, their
+// texts as the JDK (19 and later) writes them.
+func TestAppendJava(t *testing.T) {
+	for _, c := range []struct {
+		f    float64
+		bits int
+		want string
+	}{
+		{7, 64, "7.0"}, {-7, 64, "-7.0"}, {0.001, 64, "0.001"}, {0.0001, 64, "1.0E-4"},
+		{1e7, 64, "1.0E7"}, {2.953724091e7, 64, "2.953724091E7"}, {100, 64, "100.0"},
+		{5e-324, 64, "4.9E-324"}, {float64(float32(0.1)), 32, "0.1"}, {float64(float32(1) / 3), 32, "0.33333334"},
+		{math.Inf(1), 64, "Infinity"}, {math.NaN(), 64, "NaN"}, {math.Copysign(0, -1), 64, "-0.0"},
+	} {
+		if got := string(AppendJava(nil, c.f, c.bits)); got != c.want {
+			t.Errorf("%v (%d bits): %s, want %s", c.f, c.bits, got, c.want)
+		}
+	}
+}

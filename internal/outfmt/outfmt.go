@@ -20,6 +20,7 @@ import (
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/etime"
+	"github.com/weirstream/weir/internal/jsonnum"
 	"github.com/weirstream/weir/internal/record"
 	"github.com/weirstream/weir/spec"
 	"github.com/weirstream/weir/window"
@@ -244,10 +245,8 @@ func appendColumn(b []byte, plan *spec.Plan, c *spec.Column, run int64, r window
 }
 
 // javaFloat rewrites the number that b holds from start as Flink's JSON
-// format writes a DOUBLE (kind "double": Java's Double.toString, the
-// shortest digits that read back as the value) or a FLOAT ("float":
-// Float.toString): 7.0, 0.001, 1234567.0, 1.0E7, 2.953724091E7,
-// 1.0E-4. Anything else (null, a string) stays as it is.
+// format writes a DOUBLE (kind "double") or a FLOAT ("float"):
+// jsonnum.AppendJava. Anything else (null, a string) stays as it is.
 func javaFloat(b []byte, start int, kind string) []byte {
 	bits := 64
 	if kind == "float" {
@@ -257,55 +256,7 @@ func javaFloat(b []byte, start int, kind string) []byte {
 	if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
 		return b
 	}
-	b = b[:start]
-	if f == 0 {
-		if math.Signbit(f) {
-			return append(b, "-0.0"...)
-		}
-		return append(b, "0.0"...)
-	}
-	var buf [40]byte
-	e := strconv.AppendFloat(buf[:0], f, 'e', -1, bits) // -d.ddde±XX
-	if !strings.Contains(string(e), ".") {
-		// Java writes two digits at least, the closer of them to the
-		// value (Double.MIN_VALUE, 5e-324 at the shortest, is 4.9E-324).
-		e = strconv.AppendFloat(buf[:0], f, 'e', 1, bits)
-	}
-	if e[0] == '-' {
-		b = append(b, '-')
-		e = e[1:]
-	}
-	mant, exps, _ := strings.Cut(string(e), "e")
-	exp, _ := strconv.Atoi(exps)
-	digits := strings.Replace(mant, ".", "", 1)
-	if abs := math.Abs(f); abs >= 1e-3 && abs < 1e7 {
-		// (The two digits are the significand's: 0.1, not 0.10.)
-		if t := strings.TrimRight(digits, "0"); t != "" {
-			digits = t
-		}
-		if exp < 0 {
-			b = append(b, "0."...)
-			b = append(b, strings.Repeat("0", -exp-1)...)
-			return append(b, digits...)
-		}
-		for len(digits) < exp+1 {
-			digits += "0"
-		}
-		b = append(b, digits[:exp+1]...)
-		b = append(b, '.')
-		if frac := digits[exp+1:]; frac != "" {
-			return append(b, frac...)
-		}
-		return append(b, '0')
-	}
-	b = append(b, digits[0], '.')
-	if len(digits) > 1 {
-		b = append(b, digits[1:]...)
-	} else {
-		b = append(b, '0')
-	}
-	b = append(b, 'E')
-	return strconv.AppendInt(b, int64(exp), 10)
+	return jsonnum.AppendJava(b[:start], f, bits)
 }
 
 // nth is the i-th of s's parts separated by NUL bytes (record.KeySep

@@ -262,12 +262,24 @@ func decimalCast(x sqlparse.Expr, t numType) sqlparse.Expr {
 
 // exactQuotients casts each quotient of x whose type is a DECIMAL to
 // that type, so that it is divided at its own scale (Flink's), each
-// DOUBLE operand of a DOUBLE quotient or remainder to a DOUBLE (a whole
-// value divides as a float), and x too when its type is a DECIMAL: a computed field holds the decimal at the
+// DOUBLE operand of a DOUBLE quotient or remainder, or of a CAST to a
+// string, to a DOUBLE (a whole value divides as a float, and is written
+// 3.0), and x too when its type is a DECIMAL: a computed field holds the decimal at the
 // scale Flink gives it (price * 3 of a DECIMAL(10, 2) is 0.90).
 func exactQuotients(x sqlparse.Expr, field func(parts []sqlparse.Ident) numType) sqlparse.Expr {
 	var walk func(x sqlparse.Expr) sqlparse.Expr
 	walk = func(x sqlparse.Expr) sqlparse.Expr {
+		if cast, ok := x.(*sqlparse.Cast); ok && cast.Type != nil && typeOf(cast.X, field).kind == tFloat {
+			switch cast.Type.Name {
+			case "STRING", "VARCHAR", "CHAR":
+				// A DOUBLE whose value is whole in the record (3) is
+				// written as a DOUBLE ("3.0"), as Flink casts it.
+				z := *cast
+				pos := sqlparse.PosOf(cast.X)
+				z.X = &sqlparse.Cast{Pos: pos, X: walk(cast.X), Type: &sqlparse.Type{Pos: pos, Name: "DOUBLE"}}
+				return &z
+			}
+		}
 		y, ok := x.(*sqlparse.Binary)
 		if !ok {
 			return mapChildren(x, walk)

@@ -169,11 +169,7 @@ func CompileValue(x sqlparse.Expr, field func(col sqlparse.Ident) (int, *sqlpars
 	}
 	e := &Expr{e: p.e}
 	if r, ok := x.(*sqlparse.Ref); ok {
-		c := compiler{field: field}
-		for _, o := range opts {
-			o(&c)
-		}
-		if _, dec := c.fieldScale(r); !dec {
+		if _, dec := newCompiler(field, opts).fieldScale(r); !dec {
 			at, _ := field(r.Parts[0]) // resolved by Compile above
 			e.get = getter(at, r)
 		}
@@ -235,11 +231,17 @@ func Compile(x sqlparse.Expr, field func(col sqlparse.Ident) (int, *sqlparse.Err
 			p, err = nil, e
 		}
 	}()
+	return &Pred{e: newCompiler(field, opts).expr(x)}, nil
+}
+
+// newCompiler is a compiler of the fields field resolves, told more of
+// them by opts.
+func newCompiler(field func(col sqlparse.Ident) (int, *sqlparse.Error), opts []Option) compiler {
 	c := compiler{field: field}
 	for _, o := range opts {
 		o(&c)
 	}
-	return &Pred{e: c.expr(x)}, nil
+	return c
 }
 
 // An Option tells Compile more of the fields.

@@ -132,12 +132,15 @@ func (c *compiler) aggregation(sel *sqlparse.Select, rel *relation, group *sqlpa
 				items = append(items, item{pos: it.Pos, expr: x})
 				continue
 			}
-			a, err := c.aggregate(e, it.Alias, rel, len(items))
+			alias := it.Alias
+			if alias.Name == "" {
+				// As Flink names it; named before it is compiled, so that
+				// its type is known by that name (computedTypes).
+				alias = sqlparse.Ident{Pos: it.Pos, Name: fmt.Sprintf("EXPR$%d", len(items))}
+			}
+			a, err := c.aggregate(e, alias, rel, len(items))
 			if err != nil {
 				return nil, err
-			}
-			if a.Name == "" {
-				a.Name = fmt.Sprintf("EXPR$%d", len(items)) // as Flink names it
 			}
 			s.Aggregate = append(s.Aggregate, a)
 			items = append(items, item{pos: it.Pos, from: a.Name, agg: true})
@@ -199,7 +202,7 @@ func (c *compiler) resultExpr(x sqlparse.Expr, rel *relation) (string, error) {
 	}
 	// Its quotients and value with Flink's types, over the aggregates'
 	// types (SUM(amount) / 3 of a DECIMAL(8, 2) is a DECIMAL(38, 6)).
-	return sqlparse.FormatExpr(exactQuotients(out, c.fieldType(rel.table))), nil
+	return sqlparse.FormatExpr(flinkCasts(out, c.fieldType(rel.table))), nil
 }
 
 // nestedKey compiles a GROUP BY of a nested field (bid.bidder of a ROW

@@ -137,6 +137,34 @@ func errAt(pos sqlparse.Pos, text, hint, format string, args ...any) *sqlparse.E
 	return &sqlparse.Error{Pos: pos, Text: text, Msg: fmt.Sprintf(format, args...), Hint: hint}
 }
 
+// sqlTypes are the type names Flink SQL knows.
+var sqlTypes = []string{"ARRAY", "BIGINT", "BINARY", "BOOLEAN", "BYTES", "CHAR", "DATE", "DEC", "DECIMAL", "DOUBLE", "FLOAT", "INT", "INTEGER",
+	"INTERVAL", "MAP", "MULTISET", "NULL", "NUMERIC", "RAW", "REAL", "ROW", "SMALLINT", "STRING", "TIME", "TIMESTAMP", "TIMESTAMP_LTZ", "TINYINT",
+	"VARBINARY", "VARCHAR"}
+
+// knownType refuses a type (nil: a computed column's, none) whose name,
+// or a nested one's, Flink SQL does not know (DOUBEL), with a
+// did-you-mean.
+func knownType(t *sqlparse.Type) error {
+	if t == nil {
+		return nil
+	}
+	if !slices.Contains(sqlTypes, t.Name) {
+		return errAt(t.Pos, t.Name, suggest.Or(t.Name, sqlTypes, "the types: "+strings.Join(sqlTypes, ", ")), "unknown type %s", t.Name)
+	}
+	for _, f := range t.Fields {
+		if err := knownType(f.Type); err != nil {
+			return err
+		}
+	}
+	for _, e := range t.Elems {
+		if err := knownType(e); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func (c *compiler) script(s *sqlparse.Script) error {
 	for _, st := range s.Stmts {
 		var err error
@@ -147,6 +175,11 @@ func (c *compiler) script(s *sqlparse.Script) error {
 			name := tableName(st.Name)
 			if _, dup := c.tables[name]; dup {
 				return errAt(st.Pos, name, "give it another name", "table %s is created twice", name)
+			}
+			for _, col := range st.Columns {
+				if err := knownType(col.Type); err != nil {
+					return err
+				}
 			}
 			c.tables[name] = st
 		case *sqlparse.Insert:

@@ -662,7 +662,7 @@ func (c *compiler) where(x sqlparse.Expr, rel *relation, filter string) error {
 		if _, err := expr.Compile(x, func(sqlparse.Ident) (int, *sqlparse.Error) { return 0, nil }); err != nil {
 			return err
 		}
-		conds = append(conds, sqlparse.FormatExpr(exactQuotients(x, c.fieldType(rel.table))))
+		conds = append(conds, sqlparse.FormatExpr(flinkCasts(x, c.fieldType(rel.table))))
 	}
 	if len(conds) == 2 {
 		conds = []string{conds[0] + " AND (" + conds[1] + ")"}
@@ -730,8 +730,7 @@ func insertable(t numType, col *sqlparse.Column, table string, i int) error {
 	default:
 		return nil
 	}
-	stringCol := col.Type.Name == "STRING" || col.Type.Name == "VARCHAR" || col.Type.Name == "CHAR"
-	if sink.kind == tInt && (t.kind == tFloat || t.kind == tDec && t.s > 0) || stringCol {
+	if sink.kind == tInt && (t.kind == tFloat || t.kind == tDec && t.s > 0) || isString(col.Type) {
 		return errAt(col.Pos, col.Name.Name, "CAST the query's column to "+sqlparse.FormatType(col.Type)+", as Flink asks",
 			"table %s: column %s is a %s and the query's column %d is %s, which Flink's INSERT refuses", table, col.Name.Name, sqlparse.FormatType(col.Type), i, what)
 	}

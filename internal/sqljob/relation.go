@@ -111,15 +111,12 @@ func nestedField(t *sqlparse.CreateTable, col sqlparse.Ident, rest []sqlparse.Id
 		if typ == nil || typ.Name != "ROW" {
 			return nil
 		}
-		var next *sqlparse.Type
-		names := make([]string, 0, len(typ.Fields))
-		for _, f := range typ.Fields {
-			names = append(names, f.Name.Name)
-			if f.Name.Name == p.Name {
-				next = f.Type
-			}
-		}
+		next := rowField(typ, p.Name)
 		if next == nil {
+			names := make([]string, 0, len(typ.Fields))
+			for _, f := range typ.Fields {
+				names = append(names, f.Name.Name)
+			}
 			hint := suggest.Or(p.Name, names, "its fields: "+strings.Join(names, ", "))
 			return errAt(p.Pos, p.Name, hint, "%s is a ROW without a field %s", path, p.Name)
 		}

@@ -260,25 +260,32 @@ func decimalCast(x sqlparse.Expr, t numType) sqlparse.Expr {
 	return &sqlparse.Cast{Pos: pos, X: x, Type: &sqlparse.Type{Pos: pos, Name: "DECIMAL", Params: []int{t.p, t.s}}}
 }
 
-// exactQuotients casts each quotient of x whose type is a DECIMAL to
+// doubleCast is x cast to a DOUBLE.
+func doubleCast(x sqlparse.Expr) sqlparse.Expr {
+	pos := sqlparse.PosOf(x)
+	return &sqlparse.Cast{Pos: pos, X: x, Type: &sqlparse.Type{Pos: pos, Name: "DOUBLE"}}
+}
+
+// isString reports whether t is a character string type.
+func isString(t *sqlparse.Type) bool {
+	return t != nil && (t.Name == "STRING" || t.Name == "VARCHAR" || t.Name == "CHAR")
+}
+
+// flinkCasts casts each quotient of x whose type is a DECIMAL to
 // that type, so that it is divided at its own scale (Flink's), each
 // DOUBLE operand of a DOUBLE quotient or remainder, or of a CAST to a
 // string, to a DOUBLE (a whole value divides as a float, and is written
 // 3.0), and x too when its type is a DECIMAL: a computed field holds the decimal at the
 // scale Flink gives it (price * 3 of a DECIMAL(10, 2) is 0.90).
-func exactQuotients(x sqlparse.Expr, field func(parts []sqlparse.Ident) numType) sqlparse.Expr {
+func flinkCasts(x sqlparse.Expr, field func(parts []sqlparse.Ident) numType) sqlparse.Expr {
 	var walk func(x sqlparse.Expr) sqlparse.Expr
 	walk = func(x sqlparse.Expr) sqlparse.Expr {
-		if cast, ok := x.(*sqlparse.Cast); ok && cast.Type != nil && typeOf(cast.X, field).kind == tFloat {
-			switch cast.Type.Name {
-			case "STRING", "VARCHAR", "CHAR":
-				// A DOUBLE whose value is whole in the record (3) is
-				// written as a DOUBLE ("3.0"), as Flink casts it.
-				z := *cast
-				pos := sqlparse.PosOf(cast.X)
-				z.X = &sqlparse.Cast{Pos: pos, X: walk(cast.X), Type: &sqlparse.Type{Pos: pos, Name: "DOUBLE"}}
-				return &z
-			}
+		if cast, ok := x.(*sqlparse.Cast); ok && isString(cast.Type) && typeOf(cast.X, field).kind == tFloat {
+			// A DOUBLE whose value is whole in the record (3) is
+			// written as a DOUBLE ("3.0"), as Flink casts it.
+			z := *cast
+			z.X = doubleCast(walk(cast.X))
+			return &z
 		}
 		y, ok := x.(*sqlparse.Binary)
 		if !ok {
@@ -292,8 +299,7 @@ func exactQuotients(x sqlparse.Expr, field func(parts []sqlparse.Ident) numType)
 			// DOUBLE operand is cast, so that 7 / 3 divides as floats.
 			for _, op := range []*sqlparse.Expr{&z.X, &z.Y} {
 				if typeOf(*op, field).kind == tFloat {
-					pos := sqlparse.PosOf(*op)
-					*op = &sqlparse.Cast{Pos: pos, X: *op, Type: &sqlparse.Type{Pos: pos, Name: "DOUBLE"}}
+					*op = doubleCast(*op)
 				}
 			}
 			return &z
@@ -366,17 +372,23 @@ func declaredType(t *sqlparse.CreateTable, parts []sqlparse.Ident) *sqlparse.Typ
 	}
 	typ := col.Type
 	for _, p := range parts[1:] {
-		var next *sqlparse.Type
-		if typ != nil {
-			for _, f := range typ.Fields {
-				if f.Name.Name == p.Name {
-					next = f.Type
-				}
-			}
-		}
-		typ = next
+		typ = rowField(typ, p.Name)
 	}
 	return typ
+}
+
+// rowField is the type of field name of ROW type t (the last of that
+// name); nil when t (nil: unknown) declares none.
+func rowField(t *sqlparse.Type, name string) *sqlparse.Type {
+	var out *sqlparse.Type
+	if t != nil {
+		for _, f := range t.Fields {
+			if f.Name.Name == name {
+				out = f.Type
+			}
+		}
+	}
+	return out
 }
 
 // columnType is the declared type of x when x names a column of rel's
@@ -396,17 +408,17 @@ func (c *compiler) columnType(x sqlparse.Expr, rel *relation) *sqlparse.Type {
 // MAX compare as numbers).
 func numeric(t *sqlparse.Type) bool {
 	switch t.Name {
-	case "STRING", "VARCHAR", "CHAR", "BOOLEAN", "ROW", "ARRAY", "MAP", "MULTISET", "BYTES", "BINARY", "VARBINARY":
+	case "BOOLEAN", "ROW", "ARRAY", "MAP", "MULTISET", "BYTES", "BINARY", "VARBINARY":
 		return false
 	}
-	return true
+	return !isString(t)
 }
 
 // addComputed adds computed field name = x, an expression over the
 // fields of table t, to the job's spec, its quotients and its value as
-// Flink types them (exactQuotients).
+// Flink types them (flinkCasts).
 func (c *compiler) addComputed(t *sqlparse.CreateTable, name string, x sqlparse.Expr) {
-	x = exactQuotients(x, c.fieldType(t))
+	x = flinkCasts(x, c.fieldType(t))
 	c.setComputedType(name, typeOf(x, c.fieldType(t)))
 	c.job.Spec.Computed = append(c.job.Spec.Computed, spec.ComputedField{Name: name, Expr: sqlparse.FormatExpr(x)})
 }

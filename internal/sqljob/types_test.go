@@ -64,7 +64,7 @@ func TestDecimalTypes(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", src, err)
 		}
-		if got := sqlparse.FormatExpr(exactQuotients(x, field)); got != want {
+		if got := sqlparse.FormatExpr(flinkCasts(x, field)); got != want {
 			t.Errorf("%s: %s, want %s", src, got, want)
 		}
 	}

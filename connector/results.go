@@ -39,6 +39,8 @@ type ResultColumn struct {
 	// Float: sum, avg, min and max compute in float64 (else exact
 	// decimals, up to 38 digits).
 	Float bool
+	// String: min and max of strings (a text column).
+	String bool
 }
 
 // Settings is a source's or sink's settings in a job spec, read by their

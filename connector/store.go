@@ -68,8 +68,8 @@ type ColumnDef struct {
 
 // TableColumns are the key and value columns of a results table for
 // keys and values: keys are Text; count and count_distinct BigInt; sum,
-// avg, min and max Numeric, or Double over floats; the accumulators'
-// column (Fn "") Text; the others JSONB.
+// avg, min and max Numeric, or Double over floats, or min and max Text
+// over strings; the accumulators' column (Fn "") Text; the others JSONB.
 func TableColumns(keys []string, values []ResultColumn) (k, v []ColumnDef) {
 	for _, name := range keys {
 		k = append(k, ColumnDef{Name: name, Type: Text})
@@ -82,9 +82,13 @@ func TableColumns(keys []string, values []ResultColumn) (k, v []ColumnDef) {
 		case "count", "count_distinct":
 			t = BigInt
 		case "sum", "avg", "min", "max":
-			t = Numeric
-			if c.Float {
+			switch {
+			case c.String:
+				t = Text
+			case c.Float:
 				t = Double
+			default:
+				t = Numeric
 			}
 		}
 		v = append(v, ColumnDef{Name: c.Name, Type: t})

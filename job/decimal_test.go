@@ -84,6 +84,14 @@ aggregate: [{name: n, fn: count, type: float}]
 `)); err == nil || !strings.Contains(err.Error(), "aggregate[0].type: count takes no type") {
 		t.Fatalf("count with a type: %v", err)
 	}
+	// string is min's and max's alone.
+	_, err = spec.Parse([]byte(fmt.Sprintf(sumJob, ", type: string", "", "")))
+	if err == nil || !strings.Contains(err.Error(), "aggregate[0].type: string is min's and max's") {
+		t.Fatalf("sum of type string: %v", err)
+	}
+	if _, err := spec.Parse([]byte(fmt.Sprintf(sumJob, "", "", ", type: string"))); err != nil {
+		t.Fatalf("min of type string: %v", err)
+	}
 }
 
 // TestSumOverflow: a sum beyond what it can hold is counted and warned

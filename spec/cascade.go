@@ -52,7 +52,7 @@ func checkCascade(upName string, up *WindowOp, downName string, down *WindowOp) 
 		if err := column(fmt.Sprintf("aggregate %s (%s)", a.Name, a.Fn), a.Field); err != nil {
 			return err
 		}
-		if slices.Contains([]string{"sum", "min", "max", "avg"}, a.Fn) && !numeric[a.Field] {
+		if slices.Contains([]string{"sum", "min", "max", "avg"}, a.Fn) && !numeric[a.Field] && a.Type != "string" {
 			return refuse("aggregate %s takes the %s of %q, which is no number in %s's results (a key field's type is not known, and first, last and collect give any value)", a.Name, a.Fn, a.Field, upName)
 		}
 	}
@@ -66,7 +66,7 @@ func resultColumns(op *WindowOp) (cols []string, numeric map[string]bool) {
 	cols = append(slices.Clone(op.Key), ColWindowStart, ColWindowEnd, ColWindowTime)
 	for _, a := range op.Aggregates {
 		cols = append(cols, a.Name)
-		numeric[a.Name] = slices.Contains(numericFns, a.Fn)
+		numeric[a.Name] = slices.Contains(numericFns, a.Fn) && a.Type != "string"
 	}
 	return cols, numeric
 }

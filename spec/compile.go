@@ -1036,8 +1036,10 @@ func (c *compiler) aggregates() {
 			c.add(path+".type", fn+" takes no type", "remove type: it is for sum, avg, min and max (decimal or float)")
 		case a.Type == "integer" && fn != "avg":
 			c.add(path+".type", "integer is avg's", "remove type, or use decimal or float")
-		case a.Type != "decimal" && a.Type != "float" && a.Type != "integer":
-			c.add(path+".type", fmt.Sprintf("unknown value %q", a.Type), hint(a.Type, []string{"decimal", "float", "integer"}, "use decimal (exact, the default), float (float64) or, for avg, integer"))
+		case a.Type == "string" && fn != "min" && fn != "max":
+			c.add(path+".type", "string is min's and max's", "remove type, or use decimal or float")
+		case a.Type != "decimal" && a.Type != "float" && a.Type != "integer" && a.Type != "string":
+			c.add(path+".type", fmt.Sprintf("unknown value %q", a.Type), hint(a.Type, []string{"decimal", "float", "integer", "string"}, "use decimal (exact, the default), float (float64), for avg integer, or for min and max string"))
 		}
 		if a.Type == "decimal" {
 			s.Aggregate[i].Type = "" // the default: one spec hash with or without it

@@ -466,7 +466,10 @@ type Aggregate struct {
 	// float (float64 arithmetic, as sums of fractions were before
 	// decimals), or for avg integer (the average cut toward zero to an
 	// integer, as SQL's AVG of an integer column is, in Flink: 7 / 3 is
-	// 2). Empty means decimal; it is left out of the spec hash then, so
+	// 2), or for min and max string (the smallest or largest text, as
+	// SQL's MIN and MAX of a string column compare them: by their UTF-8
+	// bytes; a value that is no JSON string counts as its JSON text).
+	// Empty means decimal; it is left out of the spec hash then, so
 	// that older ledgers still match.
 	Type string `yaml:"type" json:",omitempty"`
 }

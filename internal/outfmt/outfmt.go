@@ -32,7 +32,7 @@ import (
 func ResultColumns(p *spec.Plan) []connector.ResultColumn {
 	var cols []connector.ResultColumn
 	for _, a := range p.Aggregates {
-		cols = append(cols, connector.ResultColumn{Name: a.Name, Fn: a.Fn, Float: a.Type == "float"})
+		cols = append(cols, connector.ResultColumn{Name: a.Name, Fn: a.Fn, Float: a.Type == "float", String: a.Type == "string"})
 	}
 	if record.KeepsAccs(p) {
 		cols = append(cols, connector.ResultColumn{Name: spec.AccColumn})

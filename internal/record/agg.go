@@ -61,13 +61,17 @@ type Aggregator struct {
 	// Fns are the aggregates' functions (count, sum, ...), in output
 	// order.
 	Fns []string
-	// float and integer mark the aggregates of type float and integer.
-	float, integer []bool
-	withAcc        bool
+	// float, integer and str mark the aggregates of type float, integer
+	// and string.
+	float, integer, str []bool
+	withAcc             bool
 }
 
 // isFloat reports whether aggregate i keeps float64 sums.
 func (a Aggregator) isFloat(i int) bool { return i < len(a.float) && a.float[i] }
+
+// isString reports whether aggregate i (a min or max) is of strings.
+func (a Aggregator) isString(i int) bool { return i < len(a.str) && a.str[i] }
 
 // width is how many values a result of a carries: one per aggregate,
 // and the accumulators' text if it keeps them.
@@ -111,6 +115,11 @@ func NewAggregator(p *spec.Plan, withAcc bool) Aggregator {
 				a.integer = make([]bool, len(p.Aggregates))
 			}
 			a.integer[i] = true
+		case "string":
+			if a.str == nil {
+				a.str = make([]bool, len(p.Aggregates))
+			}
+			a.str[i] = true
 		}
 	}
 	return a
@@ -313,9 +322,12 @@ func asFloat(v val) float64 {
 }
 
 // cmpVal compares two numbers: exactly when both are integers or
-// decimals (1.10 equals 1.1), as float64 when either is a float.
+// decimals (1.10 equals 1.1), as float64 when either is a float; or two
+// strings, by their bytes (SQL's order of strings, UTF-8 byte by byte).
 func cmpVal(a, b val) int {
 	switch {
+	case a.kind == vStr || b.kind == vStr:
+		return strings.Compare(a.raw, b.raw)
 	case a.kind == vInt && b.kind == vInt:
 		return cmp.Compare(a.i, b.i)
 	case a.kind == vFloat || b.kind == vFloat:
@@ -680,6 +692,8 @@ func appendVal(b []byte, v val) []byte {
 		return strconv.AppendInt(b, v.i, 10)
 	case vFloat:
 		return appendFloat(b, v.f)
+	case vStr:
+		return weir.AppendJSONString(b, v.raw)
 	}
 	return append(b, v.raw...)
 }

@@ -71,12 +71,12 @@ const KeySep = "\x00"
 
 // val is one aggregate input.
 type val struct {
-	kind  uint8 // vNone, vInt, vFloat, vJSON or vDec
+	kind  uint8 // vNone, vInt, vFloat, vJSON, vDec or vStr
 	scale uint8 // vDec: the dec's scale
 	i     int64 // vInt; vDec: the low 64 bits of the dec's mantissa
 	hi    int64 // vDec: the high 64 bits of the dec's mantissa
 	f     float64
-	raw   string // vJSON: canonical JSON text
+	raw   string // vJSON: canonical JSON text; vStr: the string's text
 }
 
 // The kinds are numbered as checkpoints store them.
@@ -86,6 +86,7 @@ const (
 	vFloat
 	vJSON
 	vDec // a JSON number with a fraction or beyond int64, exactly
+	vStr // a string (min and max of type string), unquoted
 )
 
 // dec returns a vDec's decimal (an int's, at scale 0, for vInt).
@@ -345,6 +346,7 @@ const (
 	needPresent             // count with a field: present and not null
 	needNumber              // sum, min, max, avg: exact decimals
 	needFloat               // sum, min, max, avg of type float: float64
+	needString              // min, max of type string: a string's text
 	needJSON                // first, last, collect, count_distinct
 )
 
@@ -364,9 +366,13 @@ func NewDecoder(p *spec.Plan, clk clock.Clock) *Decoder {
 				n = needPresent
 			}
 		case "sum", "min", "max", "avg":
-			n = needNumber
-			if a.Type == "float" {
+			switch a.Type {
+			case "float":
 				n = needFloat
+			case "string":
+				n = needString
+			default:
+				n = needNumber
 			}
 		}
 		d.needs = append(d.needs, n)
@@ -655,6 +661,14 @@ func (d *Decoder) DecodeSlot(l fileio.Line, slot int) (Record, error) {
 			}
 			if r.vals[i].kind == vFloat && (math.IsInf(r.vals[i].f, 0) || math.IsNaN(r.vals[i].f)) {
 				return Record{}, bad("value_out_of_range", "field %q of %s is %s, beyond float64", a.Field, a.Fn, short(f))
+			}
+		case needString:
+			// As Flink's JSON format reads a STRING column: a string's
+			// text, any other value's JSON text.
+			if f.Type() == fastjson.TypeString {
+				r.vals[i] = val{kind: vStr, raw: string(f.GetStringBytes())}
+			} else {
+				r.vals[i] = val{kind: vStr, raw: canonical(f)}
 			}
 		case needJSON:
 			if d.exact[d.aggAt[i]] && f.Type() == fastjson.TypeNumber {

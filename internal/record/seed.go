@@ -15,6 +15,10 @@ import (
 func (a Aggregator) Seed(vals []any) (*Acc, error) {
 	ac := a.CreateAccumulator()
 	for i, fn := range a.Fns {
+		if a.isString(i) {
+			seedString(&ac.s[i], vals[i])
+			continue
+		}
 		seedSlot(fn, &ac.s[i], vals[i], a.isFloat(i))
 	}
 	if a.withAcc {
@@ -56,6 +60,23 @@ func seedSlot(fn string, s *slot, v any, float bool) {
 			s.v = x
 		}
 	}
+}
+
+// seedString sets a min or max of strings from its stored text (nil:
+// no value yet).
+func seedString(s *slot, v any) {
+	var text string
+	switch x := v.(type) {
+	case string:
+		text = x
+	case []byte:
+		text = string(x)
+	case NumText: // a text that reads as a number is still the text
+		text = string(x)
+	default:
+		return
+	}
+	s.n, s.v = 1, val{kind: vStr, raw: text}
 }
 
 // NumText is a stored JSON number as its text, for a store that keeps

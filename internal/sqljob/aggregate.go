@@ -321,8 +321,16 @@ func (c *compiler) aggregate(call *sqlparse.Call, alias sqlparse.Ident, rel *rel
 			a.Type = "integer"
 			c.setComputedType(a.Name, t)
 		}
+		if t.kind == tStr && (a.Fn == "min" || a.Fn == "max") {
+			// The smallest or largest string, by its UTF-8 bytes.
+			a.Type = "string"
+			break
+		}
 		if ty := c.columnType(x, rel); ty != nil && !numeric(ty) {
 			return a, errAt(call.Pos, fn, "aggregate a numeric column, or CAST it to one", "%s of %s, a %s, is not compiled: weir's %s takes numbers", fn, sqlparse.FormatExpr(arg), sqlparse.FormatType(ty), fn)
+		}
+		if t.kind == tStr {
+			return a, errAt(call.Pos, fn, "aggregate a numeric column, or CAST it to one", "%s of %s, a string, is not compiled: weir's %s takes numbers", fn, sqlparse.FormatExpr(arg), fn)
 		}
 	}
 	if ref, ok := x.(*sqlparse.Ref); ok && len(ref.Parts) == 1 {

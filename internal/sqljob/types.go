@@ -26,6 +26,9 @@ const (
 	// tTimeLTZ is a TIMESTAMP_LTZ(3) that a field holds as epoch
 	// milliseconds (TO_TIMESTAMP_LTZ): a row writes it as a time.
 	tTimeLTZ
+	// tStr is a string (STRING, VARCHAR, CHAR, a string literal or a
+	// string function's result): MIN and MAX of it compare strings.
+	tStr
 )
 
 // maxPrecision is DECIMAL's largest precision; minAdjustedScale the
@@ -83,6 +86,8 @@ func typeOfSQL(t *sqlparse.Type) numType {
 		return numType{kind: tDec, p: p, s: s}
 	case "FLOAT", "DOUBLE", "REAL":
 		return numType{kind: tFloat}
+	case "STRING", "VARCHAR", "CHAR":
+		return numType{kind: tStr}
 	}
 	return numType{}
 }
@@ -114,8 +119,11 @@ func typeOfLit(text string) numType {
 func typeOf(x sqlparse.Expr, field func(parts []sqlparse.Ident) numType) numType {
 	switch x := x.(type) {
 	case *sqlparse.Lit:
-		if x.Kind == "number" {
+		switch x.Kind {
+		case "number":
 			return typeOfLit(x.Text)
+		case "string":
+			return numType{kind: tStr}
 		}
 	case *sqlparse.Ref:
 		return field(x.Parts)
@@ -126,6 +134,9 @@ func typeOf(x sqlparse.Expr, field func(parts []sqlparse.Ident) numType) numType
 			return typeOf(x.X, field)
 		}
 	case *sqlparse.Binary:
+		if x.Op == "||" {
+			return numType{kind: tStr}
+		}
 		return arithType(x.Op, typeOf(x.X, field), typeOf(x.Y, field))
 	case *sqlparse.Case:
 		var ts []numType
@@ -144,6 +155,8 @@ func typeOf(x sqlparse.Expr, field func(parts []sqlparse.Ident) numType) numType
 		switch strings.ToUpper(tableName(x.Name)) {
 		case "TO_TIMESTAMP_LTZ":
 			return numType{kind: tTimeLTZ}
+		case "CONCAT", "SUBSTRING", "SUBSTR", "TRIM", "LTRIM", "RTRIM", "REPLACE", "LOWER", "UPPER", "DATE_FORMAT", "FROM_UNIXTIME":
+			return numType{kind: tStr}
 		case "ABS":
 			if len(ts) == 1 {
 				return ts[0]
@@ -236,8 +249,10 @@ func commonType(ts []numType) numType {
 	var out numType
 	for i, t := range ts {
 		switch {
-		case t.kind == tOther:
+		case t.kind == tOther, (t.kind == tStr) != (out.kind == tStr) && i > 0:
 			return numType{}
+		case t.kind == tStr:
+			out = t
 		case i == 0:
 			out = t
 		case out.kind == tFloat || t.kind == tFloat:

@@ -926,7 +926,7 @@ func jobInfo(p *spec.Plan) monitor.JobInfo {
 	if p.EveryRecord {
 		interval = 0
 	}
-	return monitor.JobInfo{Name: p.Name, BoundMS: int64(p.Bound), LatenessMS: int64(p.Lateness), WindowMS: int64(p.WindowSpan),
+	return monitor.JobInfo{Name: p.Name, BoundMS: int64(max(p.Bound, 0)), LatenessMS: int64(p.Lateness), WindowMS: int64(p.WindowSpan),
 		IdleMS: int64(p.IdleTimeout), Parallelism: p.Channels, WatermarkIntervalMS: interval}
 }
 

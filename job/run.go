@@ -580,9 +580,9 @@ func (j *Job) watermarked(recs weir.Stream[record.Record], r *read, o RunOptions
 		} else {
 			ws = weir.WatermarkStrategy[record.Record]{Timestamp: func(r record.Record, _ etime.Time) etime.Time { return r.TS }}
 			switch wm.Type {
-			case spec.BoundedOutOfOrderness, spec.Monotonous:
+			case spec.BoundedOutOfOrderness, spec.Monotonous, spec.StrictlyAscending:
 				b := wm.Bound
-				ws.Generator = func() watermark.Generator[record.Record] { return watermark.BoundedOutOfOrderness[record.Record](b) }
+				ws.Generator = func() watermark.Generator[record.Record] { return watermark.ForBound[record.Record](b) }
 			case spec.Punctuated:
 				ws.Generator = func() watermark.Generator[record.Record] {
 					return watermark.Punctuated(func(record.Record, etime.Time) (etime.Time, bool) { return 0, false })

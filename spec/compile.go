@@ -752,7 +752,7 @@ func (c *compiler) watermark() {
 		}
 		p.WMType = Monotonous
 	} else {
-		p.WMType = enum(c, "watermark.type", w.Type, BoundedOutOfOrderness, BoundedOutOfOrderness, Monotonous, Punctuated)
+		p.WMType = enum(c, "watermark.type", w.Type, BoundedOutOfOrderness, BoundedOutOfOrderness, Monotonous, StrictlyAscending, Punctuated)
 	}
 	if p.WMType == Punctuated && c.s.Source.Type == "generator" {
 		c.add("watermark.type", "punctuated watermarks come from $watermark lines, which a generator does not write",
@@ -765,6 +765,11 @@ func (c *compiler) watermark() {
 		}
 		c.nonNegative("watermark.max_out_of_orderness", w.MaxOutOfOrderness)
 		p.Bound = DurOr(w.MaxOutOfOrderness, 0)
+	case StrictlyAscending:
+		p.Bound = -1 // the largest timestamp - (-1 ms) - 1 ms
+		if w.MaxOutOfOrderness != nil {
+			c.add("watermark.max_out_of_orderness", "strictly_ascending watermarks take no bound", "remove it, or use type: bounded_out_of_orderness")
+		}
 	default:
 		if w.MaxOutOfOrderness != nil && p.Time == EventTime {
 			c.add("watermark.max_out_of_orderness", string(p.WMType)+" watermarks take no bound", "remove it, or use type: bounded_out_of_orderness")

@@ -47,6 +47,9 @@ const (
 	BoundedOutOfOrderness WatermarkType = "bounded_out_of_orderness" // the default
 	Monotonous            WatermarkType = "monotonous"
 	Punctuated            WatermarkType = "punctuated" // the replay lines' $watermark only
+	// StrictlyAscending emits the largest timestamp itself (Flink SQL's
+	// WATERMARK FOR t AS t); its plan's Bound is -1 ms.
+	StrictlyAscending WatermarkType = "strictly_ascending"
 )
 
 // WindowKind is the window assigner's kind.

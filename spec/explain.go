@@ -85,6 +85,15 @@ func describe1(p *Plan, op Op, dead bool) string {
 		if op.Bound > 0 {
 			s += " " + d(op.Bound)
 		}
+		if op.Type != Punctuated {
+			// What the watermark is, in the words of Flink SQL's
+			// WATERMARK clause (which has no 1 ms of its own).
+			s += " (the largest timestamp"
+			if op.Bound >= 0 {
+				s += " - " + d(op.Bound+1)
+			}
+			s += ")"
+		}
 		switch {
 		case op.Type == Punctuated:
 			s += ", from the input's watermark lines"

@@ -392,7 +392,11 @@ type DelayBand struct {
 
 // Watermark configures watermark generation (R3, R4).
 type Watermark struct {
-	// Type is bounded_out_of_orderness (default), monotonous or punctuated
+	// Type is bounded_out_of_orderness (default: the largest timestamp
+	// minus the bound minus 1 ms, Flink's DataStream strategy),
+	// monotonous (the bound 0), strictly_ascending (the largest timestamp
+	// itself, Flink SQL's WATERMARK FOR t AS t; SQL's t - INTERVAL 'n'
+	// is bounded_out_of_orderness with the bound n - 1 ms) or punctuated
 	// (only the replay lines' $watermark values).
 	Type string `yaml:"type"`
 	// MaxOutOfOrderness is the bound of bounded_out_of_orderness.

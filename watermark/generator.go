@@ -70,6 +70,24 @@ func (g *boundedOutOfOrderness[T]) OnPeriodicEmit(out Output) {
 	out.EmitWatermark(g.maxTs.Add(-g.bound).Add(-1))
 }
 
+// StrictlyAscending returns the generator of Flink SQL's WATERMARK FOR
+// t AS t: each periodic call emits the largest timestamp seen (MinTime
+// before any), so a record at that timestamp is late for a window whose
+// last millisecond it is. It never emits from OnEvent.
+func StrictlyAscending[T any]() Generator[T] {
+	return &boundedOutOfOrderness[T]{bound: -1, maxTs: etime.MinTime}
+}
+
+// ForBound is BoundedOutOfOrderness(bound) for a bound >= 0, and
+// StrictlyAscending for the bound -1 (a job spec's strictly_ascending
+// watermarks: the largest timestamp - (-1) - 1).
+func ForBound[T any](bound etime.Duration) Generator[T] {
+	if bound == -1 {
+		return StrictlyAscending[T]()
+	}
+	return BoundedOutOfOrderness[T](bound)
+}
+
 // Monotonous returns the generator for ascending timestamps: bounded
 // out-of-orderness with bound 0, emitting maxTs - 1 on each periodic call
 // (Flink's forMonotonousTimestamps).

@@ -97,6 +97,23 @@ func TestMonotonous(t *testing.T) {
 	})
 }
 
+// TestStrictlyAscending: Flink SQL's WATERMARK FOR t AS t emits the
+// largest timestamp itself; ForBound picks it for the bound -1.
+func TestStrictlyAscending(t *testing.T) {
+	for _, g := range []Generator[string]{StrictlyAscending[string](), ForBound[string](-1)} {
+		rec := &recorder{}
+		runGenerator(t, g, newFake(), rec, rec, []step{
+			{"periodic", "wm -inf"},
+			{"event 1000", ""},
+			{"periodic", "wm 1000"},
+			{"event 999", ""},
+			{"periodic", "wm 1000"},
+		})
+	}
+	rec := &recorder{}
+	runGenerator(t, ForBound[string](5), newFake(), rec, rec, []step{{"event 1000", ""}, {"periodic", "wm 994"}})
+}
+
 func TestPunctuated(t *testing.T) {
 	extract := func(v string, ts etime.Time) (etime.Time, bool) {
 		switch {

@@ -93,7 +93,7 @@ func specSourceOptions(so connector.SourceOpen) (SourceOptions[connector.Line], 
 	if w.EventTime {
 		bound := w.Bound
 		o.Watermarks = func() watermark.Generator[connector.Line] {
-			return watermark.BoundedOutOfOrderness[connector.Line](bound)
+			return watermark.ForBound[connector.Line](bound)
 		}
 	}
 	return o, nil

@@ -52,7 +52,7 @@ FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(rowtime), INTERVAL '1' MINUTE))
 GROUP BY user_id, window_start, window_end;`, `
 name: orders
 source: {type: file, path: orders.jsonl, timestamp: {field: ts, unit: ms}}
-watermark: {type: bounded_out_of_orderness, max_out_of_orderness: 5s}
+watermark: {type: bounded_out_of_orderness, max_out_of_orderness: 4999ms}
 key: [user_id]
 window: {type: tumbling, size: 1m}
 allowed_lateness: 2m
@@ -74,7 +74,7 @@ FROM orders
 GROUP BY HOP(ts, INTERVAL '1' MINUTE, INTERVAL '10' MINUTE), user_id;`, `
 name: legacy
 source: {type: file, path: o.jsonl, timestamp: {field: ms, unit: ms}}
-watermark: {max_out_of_orderness: 5s}
+watermark: {max_out_of_orderness: 4999ms}
 key: [user_id]
 window: {type: sliding, size: 10m, slide: 1m}
 aggregate:
@@ -98,7 +98,7 @@ FROM TABLE(HOP(DATA => TABLE readings, TIMECOL => DESCRIPTOR(t), SLIDE => INTERV
 GROUP BY window_start, window_end, sensor;`, `
 name: sliding
 source: {type: file, path: readings.csv, format: csv, timestamp: {field: at_s, unit: s}}
-watermark: {max_out_of_orderness: 0s, idle_timeout: 1m}
+watermark: {type: strictly_ascending, idle_timeout: 1m}
 key: [sensor]
 window: {type: sliding, size: 5m, slide: 1m}
 allowed_lateness: 5m
@@ -122,7 +122,7 @@ FROM TABLE(SESSION(TABLE clicks PARTITION BY user_id, DESCRIPTOR(ts), INTERVAL '
 GROUP BY window_start, window_end, user_id;`, `
 name: sessions
 source: {type: file, path: clicks.jsonl, timestamp: {field: ms, unit: ms}}
-watermark: {max_out_of_orderness: 30s}
+watermark: {max_out_of_orderness: 29999ms}
 key: [user_id]
 window: {type: session, gap: 10m}
 aggregate:
@@ -141,7 +141,7 @@ WHERE MOD(auction, 123) = 0 AND channel IN ('apple', 'google') AND price BETWEEN
 GROUP BY auction, window_start, window_end;`, `
 name: where
 source: {type: file, path: bids.jsonl, timestamp: {field: ms, unit: ms}}
-watermark: {max_out_of_orderness: 4s}
+watermark: {max_out_of_orderness: 3999ms}
 where: "(((MOD(auction, 123) = 0) AND (channel IN ('apple', 'google'))) AND (price BETWEEN 10 AND 1000)) OR (extra.tag IS NOT NULL)"
 key: [auction]
 window: {type: tumbling, size: 10s}
@@ -168,7 +168,7 @@ source:
   type: kafka
   kafka: {brokers: ['127.0.0.1:9092', '127.0.0.1:9093'], topic: payments, group: g, start: committed, stop_at_end: true}
   timestamp: {source: kafka}
-watermark: {max_out_of_orderness: 2s, idle_timeout: 30s}
+watermark: {max_out_of_orderness: 1999ms, idle_timeout: 30s}
 key: [account]
 window: {type: tumbling, size: 10s}
 aggregate:
@@ -191,7 +191,7 @@ source:
   type: kafka
   kafka: {brokers: ['k:9092'], topic: payments, start: '2026-01-01T00:00:00Z'}
   timestamp: {field: ms, unit: ms}
-watermark: {max_out_of_orderness: 2s}
+watermark: {max_out_of_orderness: 1999ms}
 key: [account]
 window: {type: tumbling, size: 10s}
 aggregate:

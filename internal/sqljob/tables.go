@@ -242,7 +242,10 @@ func (c *compiler) watermark(wm *sqlparse.Watermark, timeCol string) error {
 		s.Watermark.Type = "punctuated"
 		return nil
 	}
-	s.Watermark.Type = "bounded_out_of_orderness"
+	// Flink SQL's watermark is the expression itself: the largest
+	// timestamp minus the interval, where the spec's bound takes 1 ms
+	// more (Flink's DataStream strategy); without an interval it is the
+	// largest timestamp, strictly_ascending.
 	bound := spec.Duration(0)
 	switch e := wm.Expr.(type) {
 	case *sqlparse.Ref:
@@ -263,6 +266,12 @@ func (c *compiler) watermark(wm *sqlparse.Watermark, timeCol string) error {
 	default:
 		return errAt(wm.Pos, "", "write WATERMARK FOR "+timeCol+" AS "+timeCol+" - INTERVAL '5' SECOND", "the watermark is %s minus an interval", timeCol)
 	}
+	if bound <= 0 {
+		s.Watermark.Type = "strictly_ascending"
+		return nil
+	}
+	bound-- // milliseconds
+	s.Watermark.Type = "bounded_out_of_orderness"
 	s.Watermark.MaxOutOfOrderness = &bound
 	return nil
 }

@@ -858,6 +858,12 @@ func (c *compiler) window() {
 		size := need("size", w.Size, "a size such as 10m")
 		slide := need("slide", w.Slide, "a slide such as 1m")
 		refuse("gap", w.Gap)
+		if size > 0 && slide > size {
+			// Records between two windows would belong to none: neither
+			// accepted nor late (Flink drops them without a count).
+			c.add("window.size", fmt.Sprintf("%v is less than the slide %v, which leaves gaps between the windows whose records belong to no window", Duration(size), Duration(slide)),
+				"make the size at least the slide (equal: a tumbling window), or swap them if size and slide were swapped")
+		}
 		if size > 0 && slide > 0 {
 			if proc {
 				p.Assigner, err = window.SlidingProcessing(size, slide, DurOr(w.Offset, 0))

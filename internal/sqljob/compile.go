@@ -23,6 +23,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/weirstream/weir/internal/sqlparse"
 	"github.com/weirstream/weir/internal/suggest"
@@ -363,6 +364,9 @@ var setKeys = []string{
 	lateKey, latePartialKey, deadLetterKey, archiveKey,
 }
 
+// weirKeys are weir's own SET keys (below).
+var weirKeys = []string{lateKey, latePartialKey, deadLetterKey, archiveKey}
+
 // weir's own SET keys, for what Flink has no word for: the tables that
 // receive too-late rows (the third layer of late-data defence), partial
 // misses of sliding windows (W7) and dead letters, and the archive of
@@ -425,7 +429,31 @@ func (c *compiler) set(st *sqlparse.Set) error {
 		c.outputs[st.Key] = st
 	case archiveKey:
 		s.Archive = &spec.ArchiveSpec{Dir: st.Value}
+	case "table.local-time-zone":
+		// Flink cuts the windows of a TIMESTAMP_LTZ attribute in this
+		// zone; weir cuts them in UTC, which would give other rows.
+		switch strings.ToUpper(st.Value) {
+		case "UTC", "Z", "GMT", "ETC/UTC", "UTC+00:00", "GMT+00:00":
+			return nil
+		}
+		hint := "leave it out (weir's windows are cut in UTC), and give a day's windows the zone's offset negated: TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL '1' DAY, INTERVAL '-8' HOUR) for UTC+8"
+		if loc, lerr := time.LoadLocation(st.Value); lerr == nil {
+			jan, jul := time.Date(2026, 1, 1, 0, 0, 0, 0, loc), time.Date(2026, 7, 1, 0, 0, 0, 0, loc)
+			_, o1 := jan.Zone()
+			_, o2 := jul.Zone()
+			if o1 == o2 && o1%3600 == 0 {
+				hint = fmt.Sprintf("leave it out (weir's windows are cut in UTC), and give a day's windows the zone's offset negated, INTERVAL '%d' HOUR: TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL '1' DAY, INTERVAL '%d' HOUR)", -o1/3600, -o1/3600)
+			} else if o1 != o2 {
+				hint = "leave it out: weir's windows are cut in UTC, and " + st.Value + " changes its offset over the year (daylight saving), which a window offset cannot follow"
+			}
+		}
+		return errAt(st.Pos, st.Value, hint, "table.local-time-zone %q is not supported: Flink cuts the windows of a TIMESTAMP_LTZ time attribute in that zone, weir in UTC", st.Value)
 	default:
+		if strings.HasPrefix(st.Key, "weir.") {
+			// weir's own keys are weir's to know: a typo would lose
+			// what the key was for (too-late rows, dead letters).
+			return errAt(st.Pos, st.Key, suggest.Or(st.Key, weirKeys, "use one of "+strings.Join(weirKeys, ", ")), "SET key %q is not one of weir's", st.Key)
+		}
 		w := fmt.Sprintf("%s: SET key %q is not one weir honours; it is ignored", st.Pos, st.Key)
 		if k := suggest.Closest(st.Key, setKeys); k != "" {
 			w += " (" + suggest.DidYouMean(k) + ")"

@@ -590,6 +590,17 @@ func (c *compiler) assign(call *sqlparse.Call, fn string, off int) error {
 		if !ok {
 			return nil, errAt(sqlparse.ExprPos(e), "", "write INTERVAL '1' MINUTE", "%s's %s is an INTERVAL", fn, name)
 		}
+		if v, neg := strings.CutPrefix(strings.TrimSpace(iv.Value), "-"); neg && name == "OFFSET" {
+			// An offset may be negative, as Flink's window functions
+			// take it (INTERVAL '-8' HOUR: the days of UTC+8).
+			pos := *iv
+			pos.Value = v
+			d, err := intervalDuration(&pos)
+			if err == nil {
+				*d = -*d
+			}
+			return d, err
+		}
 		return intervalDuration(iv)
 	}
 	w := &c.job.Spec.Window
@@ -610,6 +621,12 @@ func (c *compiler) assign(call *sqlparse.Call, fn string, off int) error {
 		}
 		if _, ok := arg(call, 4+off, "OFFSET"); ok && err == nil {
 			w.Offset, err = interval(4, "OFFSET")
+		}
+		if err == nil && off == 0 && *w.Slide > 0 && *w.Size%*w.Slide != 0 {
+			// Flink's window table function refuses it, so a port never
+			// meets windows that leave gaps or overlap unevenly.
+			return errAt(call.Pos, fn, fmt.Sprintf("make the size a multiple of the slide, such as %v", (*w.Size / *w.Slide + 1) * *w.Slide),
+				"HOP's size (%v) is not a whole number of slides (%v), which Flink's HOP requires", *w.Size, *w.Slide)
 		}
 	case "CUMULATE":
 		if off < 0 {

@@ -625,7 +625,7 @@ func (c *compiler) assign(call *sqlparse.Call, fn string, off int) error {
 		if err == nil && off == 0 && *w.Slide > 0 && *w.Size%*w.Slide != 0 {
 			// Flink's window table function refuses it, so a port never
 			// meets windows that leave gaps or overlap unevenly.
-			return errAt(call.Pos, fn, fmt.Sprintf("make the size a multiple of the slide, such as %v", (*w.Size / *w.Slide + 1) * *w.Slide),
+			return errAt(call.Pos, fn, fmt.Sprintf("make the size a multiple of the slide, such as %v", (*w.Size / *w.Slide + 1)**w.Slide),
 				"HOP's size (%v) is not a whole number of slides (%v), which Flink's HOP requires", *w.Size, *w.Slide)
 		}
 	case "CUMULATE":

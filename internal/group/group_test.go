@@ -2,6 +2,7 @@ package group
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -1168,5 +1169,51 @@ func TestStallRecovery(t *testing.T) {
 	m.mu.Unlock()
 	if msg := next(); !strings.HasPrefix(msg, "instance a commits again (nothing committed for 1") {
 		t.Errorf("recovery: %q", msg)
+	}
+}
+
+// TestMisplacedRecord: with partitioned_by_key, a record in another
+// partition than Kafka's default partitioner gives its key, far past the
+// first records of its partition, stops the member with an error naming
+// it; no output of the records after it is committed, so nothing of a
+// split key's windows reaches a reader.
+func TestMisplacedRecord(t *testing.T) {
+	c, cl := fakeKafka(t, 2, "misplaced")
+	var recs []*kgo.Record
+	for i := range 2000 {
+		u := fmt.Sprintf("u%d", i%13)
+		recs = append(recs, &kgo.Record{Key: []byte(u), Value: fmt.Appendf(nil, `{"user_id":%q,"amount":1,"ts":%d}`, u, 1767225600000+int64(i)*2)})
+	}
+	if err := cl.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	// u0's right partition, and one u0 record put in the other one.
+	right := int32(kgo.StickyKeyPartitioner(nil).ForTopic("in").Partition(&kgo.Record{Key: []byte("u0")}, 2))
+	bad := &kgo.Record{Key: []byte("u0"), Partition: 1 - right, Value: []byte(`{"user_id":"u0","amount":1000,"ts":1767225604000}`)}
+	manual, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.DefaultProduceTopic("in"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer manual.Close()
+	if err := manual.ProduceSync(context.Background(), bad).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	if bad.Offset < 100 {
+		t.Fatalf("the misplaced record is at offset %d: the test wants it past the first 100", bad.Offset)
+	}
+	broker := c.ListenAddrs()[0]
+	p := plan(t, "misplaced", broker)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	err = Run(ctx, Options{Plan: p, Instance: "a", StateDir: t.TempDir(), SessionTimeout: joinSession, TransactionTimeout: joinTxnTimeout, Info: func(msg string) { t.Log(msg) }})
+	want := fmt.Sprintf("the record at offset %d with key \"u0\" is in partition %d, but Kafka's default partitioner (murmur2) puts that key in partition %d", bad.Offset, 1-right, right)
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("got %v, want an error with %q", err, want)
+	}
+	for _, line := range committed(t, broker, "misplaced-out") {
+		var r struct{ Total int64 }
+		if err := json.Unmarshal([]byte(line), &r); err != nil || r.Total >= 1000 {
+			t.Errorf("a result holds the misplaced record (amount 1000): %s (%v)", line, err)
+		}
 	}
 }

@@ -219,10 +219,7 @@ type Member struct {
 
 	mu    sync.Mutex
 	tasks map[int32]*task
-	// sampled counts the records of each partition checked against the
-	// key partitioner (partitioned_by_key).
-	sampled map[int32]int
-	fatal   error
+	fatal error
 }
 
 // Check refuses what group mode cannot run, each with the reason.
@@ -327,7 +324,7 @@ func Run(ctx context.Context, o Options) error {
 	s := spec.SourceSettings(o.Plan)
 	m := &Member{o: o, topic: s.String("kafka.topic"), changelog: ChangelogTopic(o.Plan), brokers: s.Strings("kafka.brokers"),
 		auth: kafkaio.AuthFrom(s, "kafka."), group: Name(o.Plan), meta: job.Fingerprint(o.Plan), specHash: outfmt.SpecHash(o.Plan),
-		stopped: make(chan struct{}), wakeCh: make(chan struct{}, 1), tasks: map[int32]*task{}, sampled: map[int32]int{},
+		stopped: make(chan struct{}), wakeCh: make(chan struct{}, 1), tasks: map[int32]*task{},
 		stopAtEnd: s.Bool("kafka.stop_at_end"), paused: map[int32]bool{}, purgeTo: map[int32]int64{}}
 	m.keys = kgo.StickyKeyPartitioner(nil).ForTopic(m.topic)
 	if o.Plan.MaxDrift > 0 {
@@ -555,7 +552,7 @@ func (m *Member) loop(ctx context.Context) error {
 		m.o.Logger.Warn("the member's transaction outlived the transaction timeout: it joins again with a new producer; its tasks restart from their commits", "instance", m.o.Instance, "open", le.open.Round(time.Millisecond), "timeout", m.o.TransactionTimeout, "err", le.err)
 		m.o.Info(fmt.Sprintf("instance %s: %v; it joins the group again, and its tasks restart from their commits", m.o.Instance, le))
 		m.mu.Lock()
-		m.tasks, m.sampled, m.ev.assigned = map[int32]*task{}, map[int32]int{}, map[int32]time.Time{}
+		m.tasks, m.ev.assigned = map[int32]*task{}, map[int32]time.Time{}
 		m.mu.Unlock()
 		m.paused, m.txnBegan, m.present = map[int32]bool{}, time.Time{}, time.Time{}
 	}
@@ -806,10 +803,6 @@ func (m *Member) waiting() bool {
 	return false
 }
 
-// sampleRecords is how many records of each partition are checked
-// against Kafka's key partitioner (partitioned_by_key).
-const sampleRecords = 100
-
 // inboxRecords and inboxBytes bound a task's inbox: past either, the
 // member pauses fetching its partition until the task took half of it.
 // (Variables for the tests, which lower them.)
@@ -820,8 +813,8 @@ var (
 	pauses atomic.Int64
 )
 
-// dispatch hands each task its partition's records, checking the first
-// ones' keys against Kafka's default partitioner. A partition whose task
+// dispatch hands each task its partition's records, checking their keys
+// against Kafka's default partitioner (partitioned_by_key). A partition whose task
 // ended (its input's end, or a failure it restarts from) or whose inbox
 // is full is paused.
 func (m *Member) dispatch(f kgo.Fetches) error {
@@ -833,7 +826,6 @@ func (m *Member) dispatch(f kgo.Fetches) error {
 		id := m.taskID(fp.Topic, fp.Partition)
 		m.mu.Lock()
 		t := m.tasks[id]
-		n := m.sampled[id]
 		m.mu.Unlock()
 		if t == nil {
 			err = fmt.Errorf("group: records of %s partition %d, which this member has no task for", fp.Topic, fp.Partition)
@@ -843,13 +835,10 @@ func (m *Member) dispatch(f kgo.Fetches) error {
 			m.pause(id) // it reads no more
 			return
 		}
-		if m.rt == "" && n < sampleRecords {
-			if err = m.sample(fp.Records, &n); err != nil {
-				return
+		if m.rt == "" {
+			if err = m.checkKeys(fp.Records); err != nil {
+				return // before the task has any record of the batch
 			}
-			m.mu.Lock()
-			m.sampled[id] = n
-			m.mu.Unlock()
 		}
 		if t.inbox.put(fp.Records) {
 			m.pause(id)
@@ -858,17 +847,15 @@ func (m *Member) dispatch(f kgo.Fetches) error {
 	return err
 }
 
-// sample checks the keys of rs against Kafka's default partitioner until
-// *n records of their partition were checked.
-func (m *Member) sample(rs []*kgo.Record, n *int) error {
+// checkKeys checks the key of every record of rs against Kafka's
+// default partitioner: every record, not a sample, since one misplaced
+// record anywhere splits its key's windows across tasks, and hashing a
+// key costs a few nanoseconds beside the record's decoding.
+func (m *Member) checkKeys(rs []*kgo.Record) error {
 	for _, r := range rs {
-		if *n >= sampleRecords {
-			return nil
-		}
 		if r.Attrs.IsControl() {
 			continue
 		}
-		*n++
 		if r.Key == nil {
 			return m.mismatch(fmt.Errorf("source.kafka.partitioned_by_key: the record at offset %d of partition %d of %s has no key, so the input is not partitioned by the job's key; produce with the key, or drop partitioned_by_key", r.Offset, r.Partition, m.topic))
 		}
@@ -1130,7 +1117,6 @@ func (m *Member) revoke(_ context.Context, _ *kgo.Client, revoked map[string][]i
 		if t := m.tasks[p]; t != nil {
 			ts = append(ts, t)
 			delete(m.tasks, p)
-			delete(m.sampled, p)
 		}
 	}
 	for _, t := range ts {

@@ -1217,3 +1217,46 @@ func TestMisplacedRecord(t *testing.T) {
 		}
 	}
 }
+
+// TestPartitionsAdded: partitions added to the input while the group
+// runs stop the member with the fix (they would never be read: the
+// group's state is split by the partitions it started with).
+func TestPartitionsAdded(t *testing.T) {
+	defer func(d time.Duration) { partsEvery = d }(partsEvery)
+	partsEvery = 100 * time.Millisecond
+	broker := cluster(t, 200, "grown")
+	p, err := spec.Parse([]byte(strings.Replace(fmt.Sprintf(groupJob, "grown", broker, broker, "grown", broker, "grown", broker, "grown"), "stop_at_end: true", "stop_at_end: false", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(ctx, Options{Plan: p, Instance: "a", StateDir: t.TempDir(), SessionTimeout: joinSession, TransactionTimeout: joinTxnTimeout, Info: func(msg string) { t.Log(msg) }})
+	}()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(broker))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	for len(committed(t, broker, "grown-out")) == 0 {
+		select {
+		case err := <-done:
+			t.Fatalf("the member ended before it committed: %v", err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	if _, err := adm.CreatePartitions(ctx, 2, "in"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "the input topic in now has 6 partitions and the group's state 4") || !strings.Contains(err.Error(), "weir reset") {
+			t.Fatalf("got %v, want the partitions added named", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the member did not notice the partitions added within 30 s")
+	}
+}

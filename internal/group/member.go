@@ -197,10 +197,12 @@ type Member struct {
 	purgeTo map[int32]int64
 	purged  time.Time
 	purger  *kadm.Client // closed by Run
-	// purging is set while a purge runs (on a goroutine of its own, which
+	// purging is set while a purge runs, watching while a check of the
+	// input's partition count does (each on a goroutine of its own, which
 	// Run waits for in purgeWG).
-	purging atomic.Bool
-	purgeWG sync.WaitGroup
+	purging, watching atomic.Bool
+	purgeWG           sync.WaitGroup
+	watched           time.Time // the last check of the input's partitions
 	// pg are the job's Postgres sinks (nil: none), written after each
 	// commit and at restores (pgout.go).
 	pg *pgTables
@@ -654,6 +656,7 @@ func (m *Member) session(ctx context.Context) error {
 			last = time.Now()
 		}
 		sess.AllowRebalance()
+		m.watchPartitions()
 		if m.align != nil && time.Since(m.alignedAt) >= max(etime.Duration(m.o.Plan.Interval).Std(), 100*time.Millisecond) {
 			m.refreshAlign(ctx)
 		}
@@ -1590,6 +1593,37 @@ func (m *Member) commit(ctx context.Context) error {
 // routeChunk is how many records of one route task a transaction holds
 // before the next route task's.
 const routeChunk = 256
+
+// partsEvery is how often a member checks the input's partition count
+// (a variable for the tests).
+var partsEvery = 5 * time.Second
+
+// watchPartitions checks, at most every partsEvery and on a goroutine of
+// its own, that the input still has the partitions the group's state was
+// split by: partitions added while the group runs would never be read
+// (the changelog has a partition per task, fixed when it was created), so
+// the member fails, naming the fix, rather than leave them unread without
+// a word. Kafka cannot remove partitions.
+func (m *Member) watchPartitions() {
+	if time.Since(m.watched) < partsEvery || m.watching.Load() {
+		return
+	}
+	m.watched = time.Now()
+	m.watching.Store(true)
+	m.purgeWG.Go(func() {
+		defer m.watching.Store(false)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		td, err := m.adm.ListTopics(ctx, m.topic)
+		if err != nil {
+			return // Kafka unavailable: the fetches and commits say so
+		}
+		if in, ok := td[m.topic]; ok && in.Err == nil && len(in.Partitions) != m.nparts {
+			m.fail(fmt.Errorf("the input topic %s now has %d partitions and the group's state %d: the records of the partitions added while the group ran are not read, since the job's state is split by the input's partitions; reset the group (weir reset) and run the job again to read them all", m.topic, len(in.Partitions), m.nparts))
+			m.wake()
+		}
+	})
+}
 
 // purgeEvery is how often a member deletes the repartition records its
 // window tasks committed past (a variable for the tests).

@@ -376,15 +376,18 @@ func (partOut[T]) MarkActive() {}
 
 // reader reads the partitions of one source channel.
 type reader[T any] struct {
-	o        *SourceOptions[T]
-	adm      *kadm.Client
-	cl       Fetcher
-	own      *kgo.Client // the client the reader made (nil with SourceOptions.Fetcher)
-	parts    []*partition[T]
-	byID     map[int32]*partition[T]
-	combined *watermark.Combined
-	out      connector.Output[T] // the current Read's output
-	channels int                 // the source's channel count
+	o   *SourceOptions[T]
+	adm *kadm.Client
+	cl  Fetcher
+	own *kgo.Client // the client the reader made (nil with SourceOptions.Fetcher)
+	// idleWarned: when the last failed idleness check was warned about
+	// (once per 10 s: Kafka down fails every check).
+	idleWarned time.Time
+	parts      []*partition[T]
+	byID       map[int32]*partition[T]
+	combined   *watermark.Combined
+	out        connector.Output[T] // the current Read's output
+	channels   int                 // the source's channel count
 	// topicID and topicParts identify the topic read (checkpoints keep
 	// them): its id (zero when the broker reports none) and partition
 	// count at Open.
@@ -781,8 +784,9 @@ func (r *reader[T]) checkIdle(ctx context.Context, now time.Time) error {
 		// Not knowing the backlog, keep the partitions active: a wrong
 		// "idle" turns a backlog into late data, a wrong "active" only
 		// delays results. A job that ends (ctx) needs no warning.
-		if r.o.Logger != nil && ctx.Err() == nil {
-			r.o.Logger.Warn("kafka idleness check failed", "topic", r.o.Topic, "err", err)
+		if r.o.Logger != nil && ctx.Err() == nil && now.Sub(r.idleWarned) >= 10*time.Second {
+			r.idleWarned = now
+			r.o.Logger.Warn("kafka idleness check failed (warned once per 10 s while it fails)", "topic", r.o.Topic, "err", err)
 		}
 		return nil
 	}

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -939,6 +940,8 @@ func TestFencedOrLapsed(t *testing.T) {
 		{100 * time.Millisecond, end(kerr.ProducerFenced), false, true},
 		{100 * time.Millisecond, end(context.DeadlineExceeded), false, false},
 		{2 * time.Second, end(kerr.UnknownServerError), false, false},
+		// Kafka not answering: an outage the member waits out.
+		{100 * time.Millisecond, end(syscall.ECONNREFUSED), true, false},
 	} {
 		m.txnBegan = time.Now().Add(-c.age)
 		err := m.fenced(c.err)

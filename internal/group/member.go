@@ -547,17 +547,63 @@ func (m *Member) loop(ctx context.Context) error {
 			m.o.Info(fmt.Sprintf("instance %s: %v; it stops, and its tasks resume from their previous commits on the next owner", m.o.Instance, le))
 			return nil
 		}
+		if le.outage || !m.reachable(ctx) {
+			// Kafka did not answer: an outage, not a stalled member. It
+			// waits for Kafka as long as it takes (its tasks hold no
+			// records meanwhile), then joins again; the lapse does not
+			// count against maxRejoins.
+			m.o.Logger.Warn("Kafka does not answer: the member waits for it, then joins again, and its tasks restart from their commits", "instance", m.o.Instance, "err", le.err)
+			if err := m.awaitKafka(ctx); err != nil {
+				m.o.Info(fmt.Sprintf("instance %s: stopped while Kafka did not answer; its tasks resume from their previous commits on the next owner", m.o.Instance))
+				return nil
+			}
+			m.o.Info(fmt.Sprintf("instance %s: Kafka answers again; it joins the group again, and its tasks restart from their commits", m.o.Instance))
+			m.resetSession()
+			continue
+		}
 		m.rejoins++
 		if m.rejoins > maxRejoins {
 			return fmt.Errorf("%w; %d sessions in a row lapsed so without a commit: raise group.transaction_timeout, or look for what stalls the member", le, maxRejoins)
 		}
 		m.o.Logger.Warn("the member's transaction outlived the transaction timeout: it joins again with a new producer; its tasks restart from their commits", "instance", m.o.Instance, "open", le.open.Round(time.Millisecond), "timeout", m.o.TransactionTimeout, "err", le.err)
 		m.o.Info(fmt.Sprintf("instance %s: %v; it joins the group again, and its tasks restart from their commits", m.o.Instance, le))
-		m.mu.Lock()
-		m.tasks, m.ev.assigned = map[int32]*task{}, map[int32]time.Time{}
-		m.mu.Unlock()
-		m.paused, m.txnBegan, m.present = map[int32]bool{}, time.Time{}, time.Time{}
+		m.resetSession()
 	}
+}
+
+// resetSession forgets the tasks and the transaction of a session that
+// ended (loop joins again).
+func (m *Member) resetSession() {
+	m.mu.Lock()
+	m.tasks, m.ev.assigned = map[int32]*task{}, map[int32]time.Time{}
+	m.mu.Unlock()
+	m.paused, m.txnBegan, m.present = map[int32]bool{}, time.Time{}, time.Time{}
+}
+
+// reachable reports whether Kafka answers a metadata request within 5 s.
+func (m *Member) reachable(ctx context.Context) bool {
+	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	_, err := m.adm.ListTopics(rctx, m.topic)
+	return err == nil
+}
+
+// awaitKafka waits until Kafka answers again, warning every 10 s; ctx's
+// error when the member is asked to stop first.
+func (m *Member) awaitKafka(ctx context.Context) error {
+	since, warned := time.Now(), time.Now()
+	for wait := 500 * time.Millisecond; !m.reachable(ctx); wait = min(2*wait, 5*time.Second) {
+		if time.Since(warned) >= 10*time.Second {
+			warned = time.Now()
+			m.o.Logger.Warn("Kafka still does not answer; the member waits", "instance", m.o.Instance, "for", time.Since(since).Round(time.Second))
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(wait):
+		}
+	}
+	return nil
 }
 
 // lapsedError is a session's end by a transaction that outlived the
@@ -565,9 +611,15 @@ func (m *Member) loop(ctx context.Context) error {
 type lapsedError struct {
 	open time.Duration
 	err  error
+	// outage: the transaction failed because Kafka did not answer (a
+	// refused connection), not because it outlived its timeout.
+	outage bool
 }
 
 func (e *lapsedError) Error() string {
+	if e.outage {
+		return fmt.Sprintf("the member's transaction failed, Kafka not answering (%v)", e.err)
+	}
 	return fmt.Sprintf("the member's transaction stayed open %v, past its transaction timeout, and Kafka aborted it (%s)", e.open.Round(time.Millisecond), kafkaCode(e.err, e.err.Error()))
 }
 
@@ -755,6 +807,12 @@ func (m *Member) fenced(err error) error {
 		return &lapsedError{open: open, err: err}
 	}
 	if !isFenced(err) {
+		if transient(err) && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
+			// Kafka stopped answering (a broker down): within a
+			// transaction the producer's state is unknown; the member
+			// waits for Kafka and joins again (loop).
+			return &lapsedError{open: open, err: err, outage: true}
+		}
 		return err
 	}
 	if lapsed && !errors.Is(err, kerr.FencedInstanceID) {

@@ -13,8 +13,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 

@@ -373,7 +373,7 @@ func (c *compiler) oneOf(path, v, def string, allowed ...string) string {
 	if v == "" {
 		c.add(path, "missing", "use one of "+strings.Join(allowed, ", "))
 	} else {
-		c.add(path, fmt.Sprintf("unknown value %q", v), "use one of "+strings.Join(allowed, ", "))
+		c.add(path, fmt.Sprintf("unknown value %q", v), hint(v, allowed, "use one of "+strings.Join(allowed, ", ")))
 	}
 	return v
 }
@@ -1038,7 +1038,7 @@ func (c *compiler) aggregates() {
 			names[lower(a.Name)] = "an aggregate"
 		}
 		fn := c.oneOf(path+".fn", a.Fn, "", aggFns...)
-		if a.Field == "" && fn != "count" && fn != "" {
+		if a.Field == "" && fn != "count" && slices.Contains(aggFns, fn) {
 			c.add(path+".field", "missing", fn+" needs the record field it aggregates, such as amount")
 		}
 		switch numeric := fn == "sum" || fn == "avg" || fn == "min" || fn == "max"; {

@@ -118,7 +118,7 @@ func TestWhere(t *testing.T) {
 // column and a hint.
 func TestWhereRefused(t *testing.T) {
 	_, err := spec.Parse([]byte(fmt.Sprintf(whereJob, `where: "MODE(amount, 2) = 0"`)))
-	if err == nil || !strings.Contains(err.Error(), `where: column 1: function MODE is not supported in a filter; did you mean "MOD"?`) {
+	if err == nil || !strings.Contains(err.Error(), `where: column 1: function MODE is not supported in weir's expressions; did you mean "MOD"?`) {
 		t.Errorf("got %v", err)
 	}
 }

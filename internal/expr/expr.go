@@ -379,7 +379,7 @@ func (c compiler) expr(x sqlparse.Expr) eval {
 		return c.call(x)
 	}
 	c.fail(sqlparse.ExprPos(x), sqlparse.FormatExpr(x), "filter with comparisons, AND, OR, NOT, IN, BETWEEN, LIKE, IS NULL, CASE, CAST, arithmetic and "+strings.Join(Functions, ", "),
-		"this expression is not supported in a filter")
+		"this expression is not supported in weir's expressions")
 	return nil
 }
 
@@ -394,7 +394,7 @@ func (c compiler) lit(x *sqlparse.Lit) value {
 	case "null":
 		return nullV
 	}
-	c.fail(x.Pos, x.Text, "", "a %s literal is not supported in a filter", x.Kind)
+	c.fail(x.Pos, x.Text, "", "a %s literal is not supported in weir's expressions", x.Kind)
 	return nullV
 }
 
@@ -676,7 +676,7 @@ func (c compiler) unary(x *sqlparse.Unary) eval {
 	case "+":
 		return e
 	}
-	c.fail(x.Pos, x.Op, "", "operator %s is not supported in a filter", x.Op)
+	c.fail(x.Pos, x.Op, "", "operator %s is not supported in weir's expressions", x.Op)
 	return nil
 }
 
@@ -715,7 +715,7 @@ func (c compiler) binary(x *sqlparse.Binary) eval {
 			return boolV(like(s.s, p.s) != not)
 		}
 	}
-	c.fail(x.Pos, x.Op, "", "operator %s is not supported in a filter", x.Op)
+	c.fail(x.Pos, x.Op, "", "operator %s is not supported in weir's expressions", x.Op)
 	return nil
 }
 
@@ -1174,7 +1174,7 @@ func (c compiler) cast(x *sqlparse.Cast) eval {
 			return value{k: str, s: []byte(strconv.FormatBool(v.b))}
 		}
 	default:
-		c.fail(x.Pos, x.Type.Name, "cast to BIGINT, INT, DOUBLE, DECIMAL, BOOLEAN or STRING", "CAST to %s is not supported in a filter", t)
+		c.fail(x.Pos, x.Type.Name, "cast to BIGINT, INT, DOUBLE, DECIMAL, BOOLEAN or STRING", "CAST to %s is not supported in weir's expressions", t)
 	}
 	return nil
 }
@@ -1186,7 +1186,7 @@ func (c compiler) call(x *sqlparse.Call) eval {
 	}
 	if !slices.Contains(Functions, name) {
 		hint := suggest.Or(name, Functions, "the functions of a filter: "+strings.Join(Functions, ", "))
-		c.fail(x.Pos, name, hint, "function %s is not supported in a filter", name)
+		c.fail(x.Pos, name, hint, "function %s is not supported in weir's expressions", name)
 	}
 	args := make([]eval, len(x.Args))
 	for i, a := range x.Args {

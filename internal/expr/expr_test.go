@@ -115,7 +115,7 @@ func TestKeep(t *testing.T) {
 // TestCompileErrors: what a filter cannot hold, at its place.
 func TestCompileErrors(t *testing.T) {
 	for where, want := range map[string]string{
-		"MODE(a, 2) = 0":                 `1:1: function MODE is not supported in a filter (at "MODE"); did you mean "MOD"?`,
+		"MODE(a, 2) = 0":                 `1:1: function MODE is not supported in weir's expressions (at "MODE"); did you mean "MOD"?`,
 		"a > 1 AND nope = 2":             `1:11: unknown column nope (at "nope")`,
 		"CAST(a AS DATE) > 1":            "CAST to DATE is not supported",
 		"CAST(a AS DECIMAL(10, 18)) > 1": "CAST to DECIMAL(10, 18) is not supported",
@@ -124,7 +124,7 @@ func TestCompileErrors(t *testing.T) {
 		"SUBSTRING(a) = 'x'":             "SUBSTRING takes 2 to 3 arguments",
 		"DATE_FORMAT(a, b) = 1":          "DATE_FORMAT's pattern is a string literal",
 		"DATE_FORMAT(a, 'yyyy-QQ') = 1":  `DATE_FORMAT's pattern "yyyy-QQ" has a letter weir does not format`,
-		"a > INTERVAL '1' HOUR":          "this expression is not supported in a filter",
+		"a > INTERVAL '1' HOUR":          "this expression is not supported in weir's expressions",
 	} {
 		x, err := sqlparse.ParseExpr(where)
 		if err != nil {

@@ -159,7 +159,13 @@ func (c *compiler) sourceTable(t *sqlparse.CreateTable, timeCol string) (err err
 	}
 	wm := t.Watermark
 	if wm == nil || wm.Column.Name != timeCol {
-		return errAt(col.Pos, timeCol, "add WATERMARK FOR "+timeCol+" AS "+timeCol+" - INTERVAL '5' SECOND to the table", "%s is not a time attribute of table %s: it has no watermark", timeCol, name)
+		hint := "add WATERMARK FOR " + timeCol + " AS " + timeCol + " - INTERVAL '5' SECOND to the table"
+		if wm != nil {
+			// The table has a time attribute: the query named another
+			// column (a time's source field, DESCRIPTOR(ts) for rowtime).
+			hint = fmt.Sprintf("the table's time attribute is %s, the column of its WATERMARK: write DESCRIPTOR(%s)", wm.Column.Name, wm.Column.Name)
+		}
+		return errAt(col.Pos, timeCol, hint, "%s is not a time attribute of table %s: it has no watermark", timeCol, name)
 	}
 	// The time attribute: the Kafka record's timestamp, or
 	// TO_TIMESTAMP_LTZ(field, 3 or 0) of a number.
@@ -175,6 +181,28 @@ func (c *compiler) sourceTable(t *sqlparse.CreateTable, timeCol string) (err err
 	// TIMESTAMP column is a SQL timestamp: text as Flink's JSON writes it,
 	// or a number of milliseconds.
 	call, ok := col.Computed.(*sqlparse.Call)
+	if ok && strings.EqualFold(tableName(call.Name), "TO_TIMESTAMP") {
+		// TO_TIMESTAMP(field) of a text 'yyyy-MM-dd HH:mm:ss[.SSS]' (in
+		// UTC, weir's only zone): the field read as a SQL timestamp.
+		field, isRef := call.Args[0].Value.(*sqlparse.Ref)
+		format := "yyyy-MM-dd HH:mm:ss"
+		if len(call.Args) == 2 {
+			format = ""
+			if lit, isLit := call.Args[1].Value.(*sqlparse.Lit); isLit && lit.Kind == "string" {
+				format = lit.Text
+			}
+		}
+		if !isRef || len(field.Parts) != 1 || len(call.Args) > 2 || format != "yyyy-MM-dd HH:mm:ss" && format != "yyyy-MM-dd HH:mm:ss.SSS" {
+			return errAt(call.Pos, "TO_TIMESTAMP", "declare the field TIMESTAMP(3) and name it in DESCRIPTOR, or write TO_TIMESTAMP(field) of a text such as '2026-01-01 00:00:05'",
+				"TO_TIMESTAMP as a time attribute takes one column of text in the format 'yyyy-MM-dd HH:mm:ss' (with or without .SSS)")
+		}
+		if column(t, field.Parts[0].Name) == nil {
+			return errAt(call.Pos, field.Parts[0].Name, "", "table %s has no column %s", name, field.Parts[0].Name)
+		}
+		c.timeAttr = timeCol // read as the timestamp: no computed field
+		s.Source.Timestamp = spec.Timestamp{Field: field.Parts[0].Name, Unit: "sql"}
+		return c.watermark(wm, timeCol)
+	}
 	if !ok || !strings.EqualFold(tableName(call.Name), "TO_TIMESTAMP_LTZ") || len(call.Args) != 2 {
 		s.Source.Timestamp = spec.Timestamp{Field: timeCol, Unit: "sql"}
 		return c.watermark(wm, timeCol)

@@ -381,7 +381,11 @@ func (c *compiler) mapColumns(in *sqlparse.Insert, sel *sqlparse.Select, items [
 		}
 		cols = append(cols, spec.Column{Name: dst, From: it.from, Time: tf, Float: floatFormat(col)})
 	}
-	if optionsOf(t)["connector"].Value == "upsert-kafka" {
+	switch conn := optionsOf(t)["connector"].Value; {
+	case conn == "upsert-kafka",
+		// A jdbc table's declared key must be the one weir upserts by:
+		// Flink would upsert by it, and another would give other rows.
+		conn == "jdbc" && t.PrimaryKey != nil && c.job.selectOp == nil:
 		if err := c.upsertKey(t, cols); err != nil {
 			return err
 		}
@@ -398,7 +402,7 @@ func (c *compiler) mapColumns(in *sqlparse.Insert, sel *sqlparse.Select, items [
 }
 
 // upsertKey checks an upsert-kafka table's PRIMARY KEY, which Flink
-// requires: weir keys a result's record by its key fields and window, so
+// requires, or a jdbc table's, when it declares one: weir keys a result's record by its key fields and window, so
 // the primary key is the columns that hold them (cols says what each
 // column holds), no more and no fewer. A query without a window has no
 // key to upsert by. (A join's, a Top-N's or a cascade's rows are keyed by

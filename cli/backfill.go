@@ -123,7 +123,13 @@ func backfillCmd(args []string, o IO) int {
 	if *dry {
 		verb = "would apply"
 	}
-	fmt.Fprintf(o.Stdout, "backfill %s %s entries, %s windows revised (each its next revision, firing backfill); %s already applied\n", verb, thousands(rep.Applied), thousands(rep.Windows), thousands(rep.AlreadyApplied))
+	what := "entries"
+	if rep.Applied+rep.AlreadyApplied+rep.WindowOpen+rep.HorizonExpired > rep.Entries {
+		// Sliding windows: a record that missed several windows is
+		// folded into each, and counted so.
+		what = "(entry, window) pairs"
+	}
+	fmt.Fprintf(o.Stdout, "backfill %s %s %s, %s windows revised (each its next revision, firing backfill); %s already applied\n", verb, thousands(rep.Applied), what, thousands(rep.Windows), thousands(rep.AlreadyApplied))
 	code := ExitOK
 	if rep.Unreadable > 0 {
 		fmt.Fprintf(o.Stdout, "%d records no longer decode (see weir ledger ls); they were not applied\n", rep.Unreadable)

@@ -133,6 +133,10 @@ func ChangelogTopic(p *spec.Plan) string { return Name(p) + "-changelog" }
 
 var instanceRE = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
 
+// groupRE: a group's name is a Kafka topic name's prefix (its changelog
+// topic, <group>-changelog; a topic name has at most 249 characters).
+var groupRE = regexp.MustCompile(`^[A-Za-z0-9._-]{1,200}$`)
+
 // CheckInstance refuses a member name that is not 1-64 of [A-Za-z0-9._-].
 func CheckInstance(name string) error {
 	if !instanceRE.MatchString(name) {
@@ -231,6 +235,13 @@ func Check(p *spec.Plan) error {
 	}
 	if p.Checkpoint != nil {
 		return errors.New("checkpoint: group mode (--instance) keeps each task's state in the group's changelog topic, committed with its outputs; remove the checkpoint block")
+	}
+	if g := Name(p); !groupRE.MatchString(g) {
+		where := "group.name"
+		if p.Group == nil || p.Group.Name == "" {
+			where = "the job's name (the group is weir-<name>)"
+		}
+		return fmt.Errorf("%s: the group %q is no Kafka topic name, which its changelog topic %s-changelog needs: 1-200 characters of A-Z, a-z, 0-9, '.', '_' and '-'; set group.name to one", where, g, g)
 	}
 	if p.Backend == spec.PebbleBackend {
 		return errors.New("state.backend: pebble: group mode (--instance) keeps state in memory and in the changelog topic for now; remove it")
@@ -1878,7 +1889,7 @@ func (m *Member) checkFinished(ctx context.Context) error {
 		return nil
 	}
 	slices.Sort(grown)
-	return refused(fmt.Errorf("group %s finished its run (stop_at_end: every task read %s to the end it had at its start, and committed), and the topic has grown since (%s): the group never reads those records; to run the job again over the whole topic, reset the group (weir reset) first; to read only new records, give the job another group.name and kafka.start: latest",
+	return refused(fmt.Errorf("group %s finished its run (stop_at_end: every task read %s to the end it had at its start, and committed), and the topic has grown since (%s): the group never reads those records; to read them, reset the group (weir reset) and run the job again over the whole topic (a new group.name with source.kafka.start at a time before the first of them reads from there; start: latest would skip them)",
 		m.group, m.topic, strings.Join(grown, "; ")))
 }
 

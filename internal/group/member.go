@@ -359,10 +359,12 @@ func Run(ctx context.Context, o Options) error {
 			m.purger.Close()
 		}
 	}()
-	if err := m.prepareTopics(ctx); err != nil {
+	// The outputs first: a missing results topic refuses the member
+	// before it creates the group's changelog topic.
+	if err := job.PrepareSinks(o.Plan, o.Run); err != nil {
 		return err
 	}
-	if err := job.PrepareSinks(o.Plan, o.Run); err != nil {
+	if err := m.prepareTopics(ctx); err != nil {
 		return err
 	}
 	g, err := m.groupRun(ctx)
@@ -424,7 +426,7 @@ func (m *Member) prepareTopics(ctx context.Context) error {
 	}
 	in, ok := td[m.topic]
 	if !ok || in.Err != nil {
-		return fmt.Errorf("source.kafka.topic: topic %q does not exist on %v; create it first", m.topic, m.brokers)
+		return refused(fmt.Errorf("source.kafka.topic: topic %q does not exist on %v; create it first", m.topic, m.brokers))
 	}
 	m.nparts = len(in.Partitions)
 	if m.rt != "" {
@@ -436,7 +438,7 @@ func (m *Member) prepareTopics(ctx context.Context) error {
 	}
 	if cd, ok := td[m.changelog]; ok && cd.Err == nil {
 		if n := len(cd.Partitions); n != m.ntasks() {
-			return fmt.Errorf("the changelog topic %s has %d partitions and the job has %d tasks (the input %s has %d partitions): the job's state is split by the input's partitions, so the input's count must not change; reset the group (weir reset) to start over with %d", m.changelog, n, m.ntasks(), m.topic, m.nparts, m.nparts)
+			return refused(fmt.Errorf("the changelog topic %s has %d partitions and the job has %d tasks (the input %s has %d partitions): the job's state is split by the input's partitions, so the input's count must not change; reset the group (weir reset) to start over with %d", m.changelog, n, m.ntasks(), m.topic, m.nparts, m.nparts))
 		}
 		return nil
 	}

@@ -1263,3 +1263,28 @@ func TestPartitionsAdded(t *testing.T) {
 		t.Fatal("the member did not notice the partitions added within 30 s")
 	}
 }
+
+// TestChangelogLost: a group whose changelog topic was deleted after it
+// committed progress is refused at once (its state is lost), naming
+// weir reset, rather than recreate the topic and wait for checkpoints
+// that are gone (an SRE trial saw a failure 50 s later).
+func TestChangelogLost(t *testing.T) {
+	broker := cluster(t, 300, "lost")
+	p := plan(t, "lost", broker)
+	dir := t.TempDir()
+	runMembers(t, p, dir, "a")
+	cl, err := kgo.NewClient(kgo.SeedBrokers(broker))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if _, err := kadm.NewClient(cl).DeleteTopics(context.Background(), ChangelogTopic(p)); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err = Run(ctx, Options{Plan: p, Instance: "a", StateDir: filepath.Join(dir, "a"), SessionTimeout: joinSession, TransactionTimeout: joinTxnTimeout})
+	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "is gone (deleted?): the group's state is lost; reset the group (weir reset)") {
+		t.Fatalf("got %v, want a refusal naming the lost changelog", err)
+	}
+}

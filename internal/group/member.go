@@ -442,6 +442,19 @@ func (m *Member) prepareTopics(ctx context.Context) error {
 		}
 		return nil
 	}
+	// No changelog: a new group, unless the group committed progress
+	// whose checkpoints it held (the topic was deleted): that state is
+	// lost, and a new changelog would only make the restores wait for
+	// checkpoints that are gone.
+	if committed, err := m.adm.FetchOffsets(ctx, m.group); err == nil {
+		var lost bool
+		committed.Each(func(o kadm.OffsetResponse) {
+			lost = lost || o.Err == nil && strings.HasPrefix(o.Metadata, metaPrefix)
+		})
+		if lost {
+			return refused(fmt.Errorf("the group %s committed progress, but its changelog topic %s, which holds the checkpoints that progress names, is gone (deleted?): the group's state is lost; reset the group (weir reset) and run the job again", m.group, m.changelog))
+		}
+	}
 	cfg := map[string]*string{"cleanup.policy": ptr("compact"), "segment.ms": ptr("60000"), "min.compaction.lag.ms": ptr("0")}
 	return m.createTopic(ctx, m.changelog, m.ntasks(), cfg, "the tasks' state")
 }

@@ -209,7 +209,9 @@ func runCmd(ctx context.Context, args []string, o IO) int {
 		}
 	} else if f.deterministic {
 		now = time.Now().UTC().Truncate(time.Millisecond)
-		fmt.Fprintf(o.Stderr, "processing time is fixed at %s (--now)\n", now.Format(time.RFC3339Nano))
+		if f.instance == "" && f.stateDir == "" { // group mode refuses it below
+			fmt.Fprintf(o.Stderr, "processing time is fixed at %s (--now)\n", now.Format(time.RFC3339Nano))
+		}
 	}
 	p, ok := loadSpec(path, o)
 	if !ok {

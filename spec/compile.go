@@ -1144,7 +1144,7 @@ func (c *compiler) sinks() {
 		}
 		path := "sinks." + name
 		if role != connector.RoleResults && k.Type == "kafka" && kafkaResults == "" {
-			c.add(path+".type", "a kafka sink for "+name+" writes in the results sink's transactions", "use kafka results too, or a jsonl sink")
+			c.add(path+".type", "a kafka sink for "+name+" writes in the results sink's transactions", "use kafka results too, or write it to a postgres table or, in one process, a jsonl file")
 		}
 		c.kind(path+".type", k.Type, c.reg.Sinks(role))
 		// A sink kind known for another output is still checked, so that

@@ -1288,3 +1288,16 @@ func TestChangelogLost(t *testing.T) {
 		t.Fatalf("got %v, want a refusal naming the lost changelog", err)
 	}
 }
+
+// TestSessionTimeoutRange: a session timeout the brokers refuse names
+// group.session_timeout (the broker's error named its own settings, and
+// no topic).
+func TestSessionTimeoutRange(t *testing.T) {
+	broker := cluster(t, 10, "st")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err := Run(ctx, Options{Plan: plan(t, "st", broker), Instance: "a", StateDir: t.TempDir(), SessionTimeout: 100 * time.Millisecond, TransactionTimeout: joinTxnTimeout})
+	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "group.session_timeout: 100ms is outside the range the brokers allow") {
+		t.Fatalf("got %v", err)
+	}
+}

@@ -718,6 +718,12 @@ func (m *Member) session(ctx context.Context) error {
 				m.o.Logger.Warn("the member lost its group session; it joins again, and its tasks restart from their commits", "instance", m.o.Instance, "err", fe.Err)
 				continue
 			}
+			if errors.Is(fe.Err, kerr.InvalidSessionTimeout) {
+				return refused(fmt.Errorf("group.session_timeout: %v is outside the range the brokers allow (their group.min.session.timeout.ms and group.max.session.timeout.ms, 6s to 30m by default): set group.session_timeout within it (%w)", m.o.SessionTimeout, fe.Err))
+			}
+			if fe.Topic == "" { // the client's own error: the group's
+				return m.fenced(fmt.Errorf("group: in the group %s: %w", m.group, fe.Err))
+			}
 			return m.fenced(fmt.Errorf("group: fetching %s partition %d: %w", fe.Topic, fe.Partition, fe.Err))
 		}
 		if err := m.failure(); err != nil {

@@ -76,7 +76,7 @@ func d1UpstreamDelay(c *kase) []Finding {
 	return []Finding{{Rule: "D1", Severity: Warning, Where: c.win0(),
 		Title:    "data arrives slowly: the watermark lag and the late records rise together while the source is caught up and the job is not busy (an upstream delay)",
 		Evidence: fmt.Sprintf("lag %s rising at %.2fs/s (R² %.2f); late records %.1f/s, %.1f/s before; backlog %s; %s", secs(lag), slope, r2, recent, before, backlogText(back, known), c.busiestText()),
-		Fix:      fmt.Sprintf("fix the upstream delay (producer retries, network); if it is the new normal, raise watermark.max_out_of_orderness toward the p99 lateness (%s) and keep sinks.late for the rest", dur(math.Max(p99, c.b)))}}
+		Fix:      fmt.Sprintf("fix the upstream delay (producer retries, network); if it is the new normal, raise the out-of-orderness bound (watermark.max_out_of_orderness; in SQL the WATERMARK's INTERVAL; a strictly_ascending watermark has none: use bounded_out_of_orderness) toward the p99 lateness (%s) and keep sinks.late for the rest", dur(math.Max(p99, c.b)))}}
 }
 
 func backlogText(b float64, known bool) string {
@@ -150,7 +150,7 @@ func d4WatermarkTooFast(c *kase) []Finding {
 		return nil // (a jump right after a restore is D17's)
 	}
 	p99 := c.latenessP99()
-	fix := fmt.Sprintf("raise watermark.max_out_of_orderness toward the observed p99 lateness (%s; now %s)", dur(math.Max(p99, c.b)), dur(c.b))
+	fix := fmt.Sprintf("raise the out-of-orderness bound (watermark.max_out_of_orderness; in SQL the WATERMARK's INTERVAL; a strictly_ascending watermark has none: use bounded_out_of_orderness) toward the observed p99 lateness (%s; now %s)", dur(math.Max(p99, c.b)), dur(c.b))
 	if c.hasKafka() {
 		fix += "; with several partitions, set watermark.max_drift so a fast partition cannot run ahead of a slow one"
 	}

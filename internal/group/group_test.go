@@ -940,8 +940,12 @@ func TestFencedOrLapsed(t *testing.T) {
 		{100 * time.Millisecond, end(kerr.ProducerFenced), false, true},
 		{100 * time.Millisecond, end(context.DeadlineExceeded), false, false},
 		{2 * time.Second, end(kerr.UnknownServerError), false, false},
-		// Kafka not answering: an outage the member waits out.
+		// Kafka not answering: an outage the member waits out; an
+		// error Kafka answers with is none, retriable or not (a deleted
+		// topic would otherwise make the member rejoin forever).
 		{100 * time.Millisecond, end(syscall.ECONNREFUSED), true, false},
+		{100 * time.Millisecond, end(kerr.UnknownTopicOrPartition), false, false},
+		{100 * time.Millisecond, end(kerr.CorruptMessage), false, false},
 	} {
 		m.txnBegan = time.Now().Add(-c.age)
 		err := m.fenced(c.err)
@@ -1254,9 +1258,24 @@ func TestPartitionsAdded(t *testing.T) {
 	if _, err := adm.CreatePartitions(ctx, 2, "in"); err != nil {
 		t.Fatal(err)
 	}
+	// Records keyed as before, spread over the 6 partitions: some land in
+	// old partitions under keys that 4 partitions would put elsewhere,
+	// which the key check must not blame on the producer.
+	prod, err := kgo.NewClient(kgo.SeedBrokers(broker), kgo.DefaultProduceTopic("in"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	for i := range 100 {
+		u := fmt.Sprintf("u%d", i%13)
+		prod.Produce(ctx, &kgo.Record{Key: []byte(u), Value: fmt.Appendf(nil, `{"user_id":%q,"amount":1,"ts":%d}`, u, 1767225700000+int64(i))}, nil)
+	}
+	if err := prod.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
 	select {
 	case err := <-done:
-		if err == nil || !strings.Contains(err.Error(), "the input topic in now has 6 partitions and the group's state 4") || !strings.Contains(err.Error(), "weir reset") {
+		if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "the input topic in now has 6 partitions and the group's state 4") || !strings.Contains(err.Error(), "weir reset") {
 			t.Fatalf("got %v, want the partitions added named", err)
 		}
 	case <-time.After(30 * time.Second):

@@ -573,17 +573,31 @@ func (m *Member) loop(ctx context.Context) error {
 			m.o.Info(fmt.Sprintf("instance %s: %v; it stops, and its tasks resume from their previous commits on the next owner", m.o.Instance, le))
 			return nil
 		}
-		if le.outage || !m.reachable(ctx) {
-			// Kafka did not answer: an outage, not a stalled member. It
+		if down, err := m.unreachable(ctx); err != nil {
+			return fmt.Errorf("%w; and Kafka refuses the member: %w", le, err)
+		} else if down {
+			// Kafka does not answer: an outage, not a stalled member. It
 			// waits for Kafka as long as it takes (its tasks hold no
 			// records meanwhile), then joins again; the lapse does not
-			// count against maxRejoins.
+			// count against maxRejoins. Only a connection that fails
+			// says so: a Kafka that answers with an error (a deleted
+			// topic, an authorization) is not waited for.
 			m.o.Logger.Warn("Kafka does not answer: the member waits for it, then joins again, and its tasks restart from their commits", "instance", m.o.Instance, "err", le.err)
 			if err := m.awaitKafka(ctx); err != nil {
-				m.o.Info(fmt.Sprintf("instance %s: stopped while Kafka did not answer; its tasks resume from their previous commits on the next owner", m.o.Instance))
-				return nil
+				if ctx.Err() != nil {
+					m.o.Info(fmt.Sprintf("instance %s: stopped while Kafka did not answer; its tasks resume from their previous commits on the next owner", m.o.Instance))
+					return nil
+				}
+				return fmt.Errorf("%w; and Kafka refuses the member: %w", le, err)
 			}
 			m.o.Info(fmt.Sprintf("instance %s: Kafka answers again; it joins the group again, and its tasks restart from their commits", m.o.Instance))
+			m.resetSession()
+			continue
+		}
+		if le.outage {
+			// The connection failed, yet Kafka answers now: the session
+			// ended for nothing lasting; join again without counting it.
+			m.o.Info(fmt.Sprintf("instance %s: %v; Kafka answers: it joins the group again, and its tasks restart from their commits", m.o.Instance, le))
 			m.resetSession()
 			continue
 		}
@@ -606,19 +620,44 @@ func (m *Member) resetSession() {
 	m.paused, m.txnBegan, m.present = map[int32]bool{}, time.Time{}, time.Time{}
 }
 
-// reachable reports whether Kafka answers a metadata request within 5 s.
-func (m *Member) reachable(ctx context.Context) bool {
+// unreachable asks Kafka for metadata (within 5 s): down when it cannot
+// be reached (the connection fails or times out), an error when it
+// answers with one (an authentication, an authorization: waiting would
+// not help).
+func (m *Member) unreachable(ctx context.Context) (down bool, err error) {
 	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	_, err := m.adm.ListTopics(rctx, m.topic)
-	return err == nil
+	_, err = m.adm.ListTopics(rctx, m.topic)
+	switch {
+	case err == nil:
+		return false, nil
+	case connectionLost(err), errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
+		return true, nil
+	}
+	return false, err
+}
+
+// connectionLost reports whether err is a connection's failure (Kafka
+// down or unreachable), not an error Kafka answered with.
+func connectionLost(err error) bool {
+	if ke := (*kerr.Error)(nil); errors.As(err, &ke) {
+		return false
+	}
+	var ne net.Error
+	return errors.As(err, &ne) && !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET)
 }
 
 // awaitKafka waits until Kafka answers again, warning every 10 s; ctx's
-// error when the member is asked to stop first.
+// error when the member is asked to stop first, or the error Kafka
+// answers with.
 func (m *Member) awaitKafka(ctx context.Context) error {
 	since, warned := time.Now(), time.Now()
-	for wait := 500 * time.Millisecond; !m.reachable(ctx); wait = min(2*wait, 5*time.Second) {
+	for wait := 500 * time.Millisecond; ; wait = min(2*wait, 5*time.Second) {
+		down, err := m.unreachable(ctx)
+		if err != nil || !down {
+			return err
+		}
 		if time.Since(warned) >= 10*time.Second {
 			warned = time.Now()
 			m.o.Logger.Warn("Kafka still does not answer; the member waits", "instance", m.o.Instance, "for", time.Since(since).Round(time.Second))
@@ -629,7 +668,6 @@ func (m *Member) awaitKafka(ctx context.Context) error {
 		case <-time.After(wait):
 		}
 	}
-	return nil
 }
 
 // lapsedError is a session's end by a transaction that outlived the
@@ -839,7 +877,7 @@ func (m *Member) fenced(err error) error {
 		return &lapsedError{open: open, err: err}
 	}
 	if !isFenced(err) {
-		if transient(err) && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
+		if connectionLost(err) && !errors.Is(err, context.Canceled) {
 			// Kafka stopped answering (a broker down): within a
 			// transaction the producer's state is unknown; the member
 			// waits for Kafka and joins again (loop).
@@ -953,6 +991,9 @@ func (m *Member) checkKeys(rs []*kgo.Record) error {
 			return m.mismatch(fmt.Errorf("source.kafka.partitioned_by_key: the record at offset %d of partition %d of %s has no key, so the input is not partitioned by the job's key; produce with the key, or drop partitioned_by_key", r.Offset, r.Partition, m.topic))
 		}
 		if want := int32(m.keys.Partition(r, m.nparts)); want != r.Partition {
+			if err := m.partitionsAdded(); err != nil {
+				return err // the cause: the topic grew, not the producer
+			}
 			return m.mismatch(fmt.Errorf("source.kafka.partitioned_by_key: the record at offset %d with key %q is in partition %d, but Kafka's default partitioner (murmur2) puts that key in partition %d: the producer used another partitioner (kcat's default is CRC32: set -X partitioner=murmur2_random), so one key's windows would be split across tasks. The record stays in the topic and every member stops at it: produce the input again with Kafka's default partitioner into a new (or recreated) topic, then reset the group (weir reset)", r.Offset, r.Key, r.Partition, want))
 		}
 	}
@@ -1704,15 +1745,40 @@ func (m *Member) watchPartitions() {
 		defer m.watching.Store(false)
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		td, err := m.adm.ListTopics(ctx, m.topic)
-		if err != nil {
-			return // Kafka unavailable: the fetches and commits say so
-		}
-		if in, ok := td[m.topic]; ok && in.Err == nil && len(in.Partitions) != m.nparts {
-			m.fail(fmt.Errorf("the input topic %s now has %d partitions and the group's state %d: the records of the partitions added while the group ran are not read, since the job's state is split by the input's partitions; reset the group (weir reset) and run the job again to read them all", m.topic, len(in.Partitions), m.nparts))
+		if err := m.partitionsAddedBy(ctx, m.adm); err != nil {
+			m.fail(err)
 			m.wake()
 		}
 	})
+}
+
+// partitionsAdded is partitionsAddedBy within 5 s, through a client of
+// its own: the member's keeps metadata it read for a few seconds, and a
+// record of a partition added since may be what asks.
+func (m *Member) partitionsAdded() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	cl, err := kgo.NewClient(m.clientOpts()...)
+	if err != nil {
+		return nil
+	}
+	defer cl.Close()
+	return m.partitionsAddedBy(ctx, kadm.NewClient(cl))
+}
+
+// partitionsAddedBy returns the refusal of an input that has other
+// partitions than the group's state was split by, asking adm; nil when
+// it has the same, or when Kafka does not say (the fetches and commits
+// report an outage).
+func (m *Member) partitionsAddedBy(ctx context.Context, adm *kadm.Client) error {
+	td, err := adm.ListTopics(ctx, m.topic)
+	if err != nil {
+		return nil
+	}
+	if in, ok := td[m.topic]; ok && in.Err == nil && len(in.Partitions) != m.nparts {
+		return refused(fmt.Errorf("the input topic %s now has %d partitions and the group's state %d: the records of the partitions added while the group ran are not read, since the job's state is split by the input's partitions; reset the group (weir reset) and run the job again to read them all", m.topic, len(in.Partitions), m.nparts))
+	}
+	return nil
 }
 
 // purgeEvery is how often a member deletes the repartition records its

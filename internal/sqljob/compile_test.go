@@ -257,10 +257,11 @@ CREATE TABLE out (user_id STRING, window_start TIMESTAMP(3), window_end TIMESTAM
 		{"a local time zone", "SET 'table.local-time-zone' = 'Asia/Shanghai';\n" + table + insert,
 			"table.local-time-zone \"Asia/Shanghai\" is not supported: Flink cuts the windows of a TIMESTAMP_LTZ time attribute in that zone, weir in UTC (at \"Asia/Shanghai\"); leave it out (weir's windows are cut in UTC), and give a day's windows the zone's offset negated, INTERVAL '-8' HOUR"},
 		{"a local time zone with daylight saving", "SET 'table.local-time-zone' = 'Europe/Berlin';\n" + table + insert, "Europe/Berlin changes its offset over the year"},
-		{"a jdbc table keyed otherwise", strings.Replace(strings.Replace(table, "n BIGINT) WITH", "n BIGINT, PRIMARY KEY (user_id) NOT ENFORCED) WITH", 1), "'connector' = 'filesystem', 'path' = 'out.jsonl'", "'connector' = 'jdbc', 'url' = 'jdbc:sqlite:r.db', 'table-name' = 'out'", 1) + insert,
+		{"a jdbc table keyed by its key alone", strings.Replace(strings.Replace(table, "n BIGINT) WITH", "n BIGINT, PRIMARY KEY (user_id) NOT ENFORCED) WITH", 1), "'connector' = 'filesystem', 'path' = 'out.jsonl'", "'connector' = 'jdbc', 'url' = 'jdbc:sqlite:r.db', 'table-name' = 'out'", 1) + insert,
 			"table out: the primary key leaves out window_start, which keys the query's results (at \"PRIMARY KEY\"); declare PRIMARY KEY (user_id, window_start, window_end) NOT ENFORCED"},
 		{"a jdbc table keyed by no column", strings.Replace(strings.Replace(table, "n BIGINT) WITH", "n BIGINT, PRIMARY KEY (kk, window_start, window_end) NOT ENFORCED) WITH", 1), "'connector' = 'filesystem', 'path' = 'out.jsonl'", "'connector' = 'jdbc', 'url' = 'jdbc:sqlite:r.db', 'table-name' = 'out'", 1) + insert,
 			"table out: primary key column kk holds no key field or window bound of the query"},
+		{"TO_TIMESTAMP without an argument", strings.Replace(table, "ts AS TO_TIMESTAMP_LTZ(ms, 3)", "ts AS TO_TIMESTAMP()", 1) + insert, "TO_TIMESTAMP as a time attribute takes one column of text"},
 		{"a misspelt weir key", "SET 'weir.late.sinks' = 'out';\n" + table + insert, `SET key "weir.late.sinks" is not one of weir's (at "weir.late.sinks"); did you mean "weir.late.sink"?`},
 		{"early without delay", "SET 'table.exec.emit.early-fire.enabled' = 'true';\n" + table + insert, "early firing needs its delay, as in Flink"},
 		{"unknown type", strings.Replace(table, "amount BIGINT", "amount BIGNT", 1) + insert, `1:45: unknown type BIGNT (at "BIGNT"); did you mean "BIGINT"?`},
@@ -449,5 +450,20 @@ CREATE TABLE out (account STRING, n BIGINT, m BIGINT) WITH ('connector' = 'print
 		if got := err != nil && strings.Contains(err.Error(), "two reads of Kafka topic p in consumer group g"); got != refused {
 			t.Errorf("where %q: refused %v, want %v (%v)", where, got, refused, err)
 		}
+	}
+}
+
+// TestJDBCPrimaryKey: a jdbc table keyed by its key columns and one
+// window bound is keyed as weir keys it (a tumbling window's start names
+// it), as is one keyed by both bounds.
+func TestJDBCPrimaryKey(t *testing.T) {
+	const table = `CREATE TABLE orders (user_id STRING, ms BIGINT, ts AS TO_TIMESTAMP_LTZ(ms, 3), WATERMARK FOR ts AS ts - INTERVAL '5' SECOND) WITH ('connector' = 'filesystem', 'path' = 'o.jsonl');
+CREATE TABLE out (user_id STRING, window_start TIMESTAMP(3), n BIGINT, PRIMARY KEY (%s) NOT ENFORCED) WITH ('connector' = 'jdbc', 'url' = 'jdbc:sqlite:r.db', 'table-name' = 'out');
+INSERT INTO out SELECT user_id, window_start, COUNT(*) AS n FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '1' MINUTE)) GROUP BY user_id, window_start, window_end;`
+	if _, err := Compile(fmt.Sprintf(table, "user_id, window_start"), "job.sql"); err != nil {
+		t.Errorf("keyed by user_id, window_start: %v", err)
+	}
+	if _, err := Compile(fmt.Sprintf(table, "window_start"), "job.sql"); err == nil || !strings.Contains(err.Error(), "leaves out user_id") {
+		t.Errorf("keyed by window_start alone: %v", err)
 	}
 }

@@ -436,9 +436,16 @@ func (c *compiler) upsertKey(t *sqlparse.CreateTable, cols []spec.Column) error 
 		got = append(got, cols[i].From)
 	}
 	for _, w := range want {
-		if !slices.Contains(got, w) {
-			return errAt(pk.Pos, "PRIMARY KEY", fix, "table %s: the primary key leaves out %s, which keys the query's results", name, w)
+		if slices.Contains(got, w) {
+			continue
 		}
+		// One window bound names a window as well as both do, except
+		// that cumulating windows share their start.
+		other := map[string]string{spec.ColWindowStart: spec.ColWindowEnd, spec.ColWindowEnd: spec.ColWindowStart}[w]
+		if other != "" && slices.Contains(got, other) && (w == spec.ColWindowStart || c.job.Spec.Window.Type != "cumulate") {
+			continue
+		}
+		return errAt(pk.Pos, "PRIMARY KEY", fix, "table %s: the primary key leaves out %s, which keys the query's results", name, w)
 	}
 	return nil
 }

@@ -184,7 +184,11 @@ func (c *compiler) sourceTable(t *sqlparse.CreateTable, timeCol string) (err err
 	if ok && strings.EqualFold(tableName(call.Name), "TO_TIMESTAMP") {
 		// TO_TIMESTAMP(field) of a text 'yyyy-MM-dd HH:mm:ss[.SSS]' (in
 		// UTC, weir's only zone): the field read as a SQL timestamp.
-		field, isRef := call.Args[0].Value.(*sqlparse.Ref)
+		var field *sqlparse.Ref
+		isRef := false
+		if len(call.Args) > 0 {
+			field, isRef = call.Args[0].Value.(*sqlparse.Ref)
+		}
 		format := "yyyy-MM-dd HH:mm:ss"
 		if len(call.Args) == 2 {
 			format = ""

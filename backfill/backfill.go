@@ -88,6 +88,10 @@ type BackfillReport struct {
 	Applied        int `json:"applied"`
 	AlreadyApplied int `json:"already_applied"`
 	Unreadable     int `json:"unreadable"`
+	// AppliedRecords counts the distinct entries among Applied (fewer
+	// when a sliding window's entry was folded into several windows).
+	AppliedRecords int `json:"applied_records"`
+	appliedIDs     map[string]struct{}
 	// EarlierRuns counts entries of runs before the one whose outputs
 	// the results hold (job.Committed.Since), in a ledger that keeps them
 	// (a Kafka topic): skipped.
@@ -1056,6 +1060,15 @@ func (w *backfillWindow) apply(st windowStore, entries []decodedEntry) error {
 	}
 	applied := len(ids)
 	w.rep.Applied += applied
+	if w.rep.appliedIDs == nil {
+		w.rep.appliedIDs = map[string]struct{}{}
+	}
+	for _, id := range ids {
+		if _, ok := w.rep.appliedIDs[id]; !ok {
+			w.rep.appliedIDs[id] = struct{}{}
+			w.rep.AppliedRecords++
+		}
+	}
 	w.rep.Windows++
 	result, shown, err := w.fold.result(ac, w.rep)
 	if err != nil {

@@ -124,7 +124,7 @@ func backfillCmd(args []string, o IO) int {
 		verb = "would apply"
 	}
 	what := "entries"
-	if rep.Applied+rep.AlreadyApplied+rep.WindowOpen+rep.HorizonExpired > rep.Entries {
+	if rep.Applied > rep.AppliedRecords {
 		// Sliding windows: a record that missed several windows is
 		// folded into each, and counted so.
 		what = "(entry, window) pairs"

@@ -671,3 +671,38 @@ func TestKafkaResultsSinkAdded(t *testing.T) {
 func kafkaSinkOptions(p *spec.Plan, k *spec.Sink) kafkaio.SinkOptions {
 	return kafkaio.SpecSinkOptions(spec.SinkSettings(k), p.Name)
 }
+
+// TestKafkaStrictlyAscending: a Kafka source's per-partition watermarks
+// take strictly_ascending (Flink SQL's WATERMARK FOR t AS t): a record
+// at a window's last millisecond that comes after the watermark reached
+// it is too late; one millisecond earlier, with the DataStream bound 0
+// (monotonous), it would be on time.
+func TestKafkaStrictlyAscending(t *testing.T) {
+	for _, c := range []struct {
+		typ  string
+		late int64
+	}{{"strictly_ascending", 1}, {"monotonous", 0}} {
+		broker, cl := kafkatest.Topic(t, "in", 1)
+		var recs []*kgo.Record
+		for _, ts := range []int64{1767225600500, 1767225600999, 1767225600999, 1767225601000} {
+			recs = append(recs, &kgo.Record{Value: fmt.Appendf(nil, `{"user_id":"u","ts":%d}`, ts)})
+		}
+		if err := cl.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		job := fmt.Sprintf(`name: asc
+source:
+  type: kafka
+  kafka: {brokers: [%s], topic: in, stop_at_end: true}
+watermark: {type: %s, backlog_every: 1}
+key: [user_id]
+window: {type: tumbling, size: 1s}
+aggregate: [{name: n, fn: count}]
+sinks: {results: {type: jsonl, path: out.jsonl}}
+`, broker, c.typ)
+		_, sum := runSpec(t, job, nil, RunOptions{})
+		if got := sum.Get("late_dropped"); got != c.late || !sum.Conserved() {
+			t.Errorf("%s: %v too late, want %v: %s", c.typ, got, c.late, sum.JSON())
+		}
+	}
+}

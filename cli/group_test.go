@@ -290,13 +290,20 @@ func TestGroupKill(t *testing.T) {
 			t.Errorf("member %s's summary %s (%v), the baseline's %s", m.name, got, err, baseSum)
 		}
 	}
+	sameCommitted(t, addr, "base", "kill", "the group with kills")
+}
+
+// sameCommitted compares the committed results, late records and dead
+// letters of job run with those of job base, the baseline.
+func sameCommitted(t *testing.T, addr, base, run, what string) {
+	t.Helper()
 	for _, kind := range []string{"out", "late", "bad"} {
-		want, got := jobtest.Committed(t, addr, "base-"+kind), jobtest.Committed(t, addr, "kill-"+kind)
+		want, got := jobtest.Committed(t, addr, base+"-"+kind), jobtest.Committed(t, addr, run+"-"+kind)
 		if len(want) == 0 {
 			t.Fatalf("%s: the baseline wrote nothing", kind)
 		}
 		if !slices.Equal(want, got) {
-			t.Errorf("%s: the baseline wrote %d records, the group with kills %d; first differences:\n%s", kind, len(want), len(got), jobtest.Diff(want, got))
+			t.Errorf("%s: the baseline wrote %d records, %s %d; first differences:\n%s", kind, len(want), what, len(got), jobtest.Diff(want, got))
 		}
 	}
 }
@@ -704,13 +711,5 @@ func TestGroupKafkaOutage(t *testing.T) {
 	if !strings.Contains(x.stderr.String()+y.stderr.String(), "connection refused") {
 		t.Error("no member met the outage: the group finished first (make the input larger, WEIR_GROUP_RECORDS)")
 	}
-	for _, kind := range []string{"out", "late", "bad"} {
-		want, got := jobtest.Committed(t, addr, "base-"+kind), jobtest.Committed(t, addr, "outage-"+kind)
-		if len(want) == 0 {
-			t.Fatalf("%s: the baseline wrote nothing", kind)
-		}
-		if !slices.Equal(want, got) {
-			t.Errorf("%s: the baseline wrote %d records, the group through an outage %d; first differences:\n%s", kind, len(want), len(got), jobtest.Diff(want, got))
-		}
-	}
+	sameCommitted(t, addr, "base", "outage", "the group through an outage")
 }

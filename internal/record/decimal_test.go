@@ -106,23 +106,7 @@ func TestDecimalSumsAgainstBig(t *testing.T) {
 		}
 		var first []string
 		for order := range 4 {
-			r.Shuffle(n, func(i, j int) { recs[i], recs[j] = recs[j], recs[i] })
-			// Split into parts, each its own accumulator.
-			var parts []*Acc
-			for i := 0; i < n; {
-				k := 1 + r.IntN(n-i)
-				ac := agg.CreateAccumulator()
-				for _, rc := range recs[i : i+k] {
-					agg.Add(ac, rc)
-				}
-				parts = append(parts, throughCheckpoint(t, ac))
-				i += k
-			}
-			for len(parts) > 1 {
-				i := r.IntN(len(parts) - 1)
-				parts = slices.Replace(parts, i, i+2, agg.Merge(parts[i], parts[i+1]))
-			}
-			got := SplitResult(agg.Result(parts[0]), len(agg.Fns))
+			got := SplitResult(agg.Result(shuffleSplitMerge(t, r, agg, recs)), len(agg.Fns))
 			if !slices.Equal(got[:len(want)], want) {
 				t.Fatalf("round %d, order %d: inputs %v\ngot  %v\nwant %v", round, order, texts, got, want)
 			}
@@ -133,6 +117,31 @@ func TestDecimalSumsAgainstBig(t *testing.T) {
 			}
 		}
 	}
+}
+
+// shuffleSplitMerge adds recs, in a random order, to accumulators split
+// at random, each round-tripped through the checkpoint encoding, and
+// merges them in a random order (as sliding and session windows and
+// backfills merge them).
+func shuffleSplitMerge(t *testing.T, r *rand.Rand, agg Aggregator, recs []Record) *Acc {
+	t.Helper()
+	n := len(recs)
+	r.Shuffle(n, func(i, j int) { recs[i], recs[j] = recs[j], recs[i] })
+	var parts []*Acc
+	for i := 0; i < n; {
+		k := 1 + r.IntN(n-i)
+		ac := agg.CreateAccumulator()
+		for _, rc := range recs[i : i+k] {
+			agg.Add(ac, rc)
+		}
+		parts = append(parts, throughCheckpoint(t, ac))
+		i += k
+	}
+	for len(parts) > 1 {
+		i := r.IntN(len(parts) - 1)
+		parts = slices.Replace(parts, i, i+2, agg.Merge(parts[i], parts[i+1]))
+	}
+	return parts[0]
 }
 
 // throughCheckpoint returns ac encoded as a checkpoint holds it and

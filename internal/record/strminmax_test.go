@@ -35,7 +35,7 @@ aggregate:
 	}
 	dec := NewDecoder(p, clock.Real{})
 	agg := NewAggregator(p, false)
-	pieces := []string{"a", "B", "z", "é", "\u00e9", "\\\"", "\\n", "\\u0041", "0", "~", "日", " "}
+	pieces := []string{"a", "B", "z", "é", "\u00e9", "\\\"", "\\n", "\\u0041", "0", "~", "日", " ", "😀", "\uffff"}
 	r := rand.New(rand.NewPCG(3, 9))
 	for round := range 200 {
 		n := 1 + r.IntN(30)
@@ -68,22 +68,7 @@ aggregate:
 				t.Fatal(err)
 			}
 		}
-		r.Shuffle(n, func(i, j int) { recs[i], recs[j] = recs[j], recs[i] })
-		var parts []*Acc
-		for i := 0; i < n; {
-			k := 1 + r.IntN(n-i)
-			ac := agg.CreateAccumulator()
-			for _, rc := range recs[i : i+k] {
-				agg.Add(ac, rc)
-			}
-			parts = append(parts, throughCheckpoint(t, ac))
-			i += k
-		}
-		for len(parts) > 1 {
-			i := r.IntN(len(parts) - 1)
-			parts = slices.Replace(parts, i, i+2, agg.Merge(parts[i], parts[i+1]))
-		}
-		got := SplitResult(agg.Result(parts[0]), 2)
+		got := SplitResult(agg.Result(shuffleSplitMerge(t, r, agg, recs)), 2)
 		if !slices.Equal(got, wantOut) {
 			t.Fatalf("round %d: inputs %q: got %v, want %v", round, texts, got, wantOut)
 		}

@@ -228,6 +228,12 @@ func runCmd(ctx context.Context, args []string, o IO) int {
 		return ExitUsage
 	}
 	specDir := filepath.Dir(o.path(path))
+	emptyName := false // --instance "" given: a bad name, not no name
+	fs.Visit(func(fl *flag.Flag) { emptyName = emptyName || fl.Name == "instance" && f.instance == "" })
+	if emptyName {
+		fmt.Fprintf(o.Stderr, "weir run: %v\n", group.CheckInstance(""))
+		return ExitUsage
+	}
 	if f.instance != "" || f.stateDir != "" {
 		var single []string // flags of single-process mode that were given
 		fs.Visit(func(fl *flag.Flag) {

@@ -859,8 +859,8 @@ func transient(err error) bool {
 	if ke := (*kerr.Error)(nil); errors.As(err, &ke) {
 		return ke.Retriable
 	}
-	var ne net.Error
-	return errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET)
+	// A timeout is a net.Error too, which connectionLost leaves out.
+	return connectionLost(err) || errors.Is(err, context.DeadlineExceeded)
 }
 
 // fenced names the other member in an error of a fenced producer, or,

@@ -152,6 +152,15 @@ var Functions = []string{"ABS", "CEIL", "CEILING", "CHAR_LENGTH", "COALESCE", "C
 	"HOUR", "IF", "LOWER", "LTRIM", "MINUTE", "MOD", "MONTH", "NULLIF", "POWER", "REPLACE", "ROUND", "RTRIM", "SECOND", "SUBSTR", "SUBSTRING",
 	"TO_TIMESTAMP_LTZ", "TRIM", "UPPER", "YEAR"}
 
+// stringFunctions are the Functions whose value is a string (or NULL)
+// whatever their arguments.
+var stringFunctions = map[string]bool{"CONCAT": true, "SUBSTRING": true, "SUBSTR": true, "TRIM": true, "LTRIM": true, "RTRIM": true,
+	"REPLACE": true, "LOWER": true, "UPPER": true, "DATE_FORMAT": true, "FROM_UNIXTIME": true}
+
+// ReturnsString reports whether function name (upper case) always
+// returns a string, which the SQL front end types as STRING.
+func ReturnsString(name string) bool { return stringFunctions[name] }
+
 // Expr is a compiled expression whose value a computed field takes.
 type Expr struct {
 	e eval

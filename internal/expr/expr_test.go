@@ -1,6 +1,7 @@
 package expr
 
 import (
+	"cmp"
 	"strings"
 	"testing"
 
@@ -326,5 +327,33 @@ func TestPlainReference(t *testing.T) {
 	}
 	if aliased != 9 { // s n neg big t f o arr, and null
 		t.Errorf("%d of %d values passed on as they are, want 9", aliased, len(names))
+	}
+}
+
+// TestReturnsString: the functions ReturnsString names give a string
+// and the others do not, so the SQL front end's types match what
+// expressions compute.
+func TestReturnsString(t *testing.T) {
+	args := map[string]string{"CONCAT": "'a', 1", "SUBSTRING": "'abc', 2", "SUBSTR": "'abc', 2", "TRIM": "' a '", "LTRIM": "' a'", "RTRIM": "'a '",
+		"REPLACE": "'abc', 'b', 'x'", "LOWER": "'A'", "UPPER": "'a'", "DATE_FORMAT": "1, 'yyyy'", "FROM_UNIXTIME": "1",
+		"MOD": "5, 3", "NULLIF": "1, 2", "IF": "TRUE, 1, 2", "TO_TIMESTAMP_LTZ": "1, 3", "POWER": "2, 3", "ROUND": "1.5", "CHAR_LENGTH": "'ab'", "COALESCE": "1"}
+	for _, f := range Functions {
+		src := f + "(" + cmp.Or(args[f], "1") + ")"
+		x, err := sqlparse.ParseExpr(src)
+		if err != nil {
+			t.Fatalf("%s: %v", src, err)
+		}
+		e, err := CompileValue(x, func(sqlparse.Ident) (int, *sqlparse.Error) { return 0, nil })
+		if err != nil {
+			t.Fatalf("%s: %v", src, err)
+		}
+		var a fastjson.Arena
+		v := e.Value(&a, nil)
+		if v == nil || v.Type() == fastjson.TypeNull {
+			t.Fatalf("%s is NULL: give the test arguments it takes", src)
+		}
+		if got := v.Type() == fastjson.TypeString; got != ReturnsString(f) {
+			t.Errorf("%s = %s: a string %v, but ReturnsString says %v", src, v, got, ReturnsString(f))
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/weirstream/weir/internal/expr"
 	"github.com/weirstream/weir/internal/sqlparse"
 	"github.com/weirstream/weir/spec"
 )
@@ -152,11 +153,13 @@ func typeOf(x sqlparse.Expr, field func(parts []sqlparse.Ident) numType) numType
 		for _, a := range x.Args {
 			ts = append(ts, typeOf(a.Value, field))
 		}
-		switch strings.ToUpper(tableName(x.Name)) {
+		name := strings.ToUpper(tableName(x.Name))
+		if expr.ReturnsString(name) {
+			return numType{kind: tStr}
+		}
+		switch name {
 		case "TO_TIMESTAMP_LTZ":
 			return numType{kind: tTimeLTZ}
-		case "CONCAT", "SUBSTRING", "SUBSTR", "TRIM", "LTRIM", "RTRIM", "REPLACE", "LOWER", "UPPER", "DATE_FORMAT", "FROM_UNIXTIME":
-			return numType{kind: tStr}
 		case "ABS":
 			if len(ts) == 1 {
 				return ts[0]

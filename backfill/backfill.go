@@ -69,6 +69,10 @@ type BackfillOptions struct {
 	// each too late for good, so all of it is read, also while the group
 	// runs (only the report says so differently).
 	Group bool
+	// GroupArchive opens the archive of a job with an archive block run
+	// as a group (Group), a Kafka topic: the command line sets it to
+	// internal/group's OpenArchive.
+	GroupArchive func(ctx context.Context, p *spec.Plan) (GroupArchive, error)
 }
 
 // DefaultWindowsPerTx is BackfillOptions.WindowsPerTx's default.
@@ -234,6 +238,9 @@ func Backfill(p *spec.Plan, o BackfillOptions) (BackfillReport, error) {
 		// publishes what a killed backfill committed and did not publish.
 		ps.always = true
 		ps.open = func() (windowStore, error) { return openArchiveStore(p, o, wm) }
+		if o.Group {
+			ps.open = func() (windowStore, error) { return openGroupStore(ps.ctx, p, ps.o) }
+		}
 	} else {
 		ps.open = func() (windowStore, error) {
 			t, err := planTable(context.Background(), p, o.Dir, !o.DryRun)

@@ -111,18 +111,28 @@ func openArchiveStore(p *spec.Plan, o BackfillOptions, wm etime.Time) (*archiveS
 
 func (s *archiveStore) horizon() (etime.Time, error) { return s.a.Horizon() }
 
-func (s *archiveStore) begin(w *backfillWindow) error {
-	parts := make([]string, len(s.p.Key))
-	for i, k := range s.p.Key {
+// resultKey is the result key (Record.Key: the key values' canonical
+// JSON joined by record.KeySep) of window w's entries, as the live job
+// archived it.
+func resultKey(p *spec.Plan, w *backfillWindow) (string, error) {
+	parts := make([]string, len(p.Key))
+	for i, k := range p.Key {
 		// The live job's canonical text (a Postgres ledger gives jsonb's,
 		// which writes numbers and escapes its own way).
 		c, err := CanonicalJSON(w.keyVals[k])
 		if err != nil {
-			return fmt.Errorf("ledger entry key %s: %w", k, err)
+			return "", fmt.Errorf("ledger entry key %s: %w", k, err)
 		}
 		parts[i] = string(c)
 	}
-	s.key = strings.Join(parts, record.KeySep)
+	return strings.Join(parts, record.KeySep), nil
+}
+
+func (s *archiveStore) begin(w *backfillWindow) error {
+	var err error
+	if s.key, err = resultKey(s.p, w); err != nil {
+		return err
+	}
 	if !s.open {
 		s.open = true
 		s.o.crash("backfill-begun")
@@ -144,10 +154,16 @@ func (s *archiveStore) load(w *backfillWindow) ([]any, int64, error) {
 		return nil, -1, nil
 	}
 	w.run = run
-	n := s.width
+	vals, err := archivedValues(value, s.width)
+	return vals, pane, err
+}
+
+// archivedValues are an archived row's n values (result bytes), as
+// windowStore.load returns them.
+func archivedValues(value []byte, n int) ([]any, error) {
 	parts := record.SplitResult(value, n)
 	if len(parts) != n {
-		return nil, 0, fmt.Errorf("the archive's row has %d values, want %d", len(parts), n)
+		return nil, fmt.Errorf("the archive's row has %d values, want %d", len(parts), n)
 	}
 	vals := make([]any, n)
 	for i, v := range parts {
@@ -155,23 +171,31 @@ func (s *archiveStore) load(w *backfillWindow) ([]any, int64, error) {
 			vals[i] = record.NumText(v) // exact: the archive keeps the text
 			continue
 		}
+		var err error
 		if vals[i], err = sqliteio.Value([]byte(v)); err != nil {
-			return nil, 0, err
+			return nil, err
 		}
 	}
-	return vals, pane, nil
+	return vals, nil
 }
 
 func (s *archiveStore) write(w *backfillWindow, pane int64, values []string, ids []string) error {
+	s.revs = append(s.revs, revisionOf(s.p, s.key, w, pane, values, ids))
+	return nil
+}
+
+// revisionOf is window w's revision pane of result key key: its
+// values (result bytes), the entry ids it applies, and its results
+// record.
+func revisionOf(p *spec.Plan, key string, w *backfillWindow, pane int64, values []string, ids []string) archive.Revision {
 	var value []byte
 	for _, v := range values {
 		value = append(append(value, v...), 0)
 	}
-	r := window.Result[string, []byte]{Key: s.key, Window: window.Window{Start: etime.Time(w.start), End: etime.Time(w.end)},
+	r := window.Result[string, []byte]{Key: key, Window: window.Window{Start: etime.Time(w.start), End: etime.Time(w.end)},
 		Firing: window.Backfill, Pane: pane, Watermark: w.wm, Value: value}
-	s.revs = append(s.revs, archive.Revision{Key: s.key, Start: r.Window.Start, End: r.Window.End, Run: w.run, Pane: pane, Value: value, IDs: ids,
-		RecordKey: outfmt.AppendResultKey(nil, s.p, r), Line: outfmt.AppendResult(nil, s.p, outfmt.Columns(s.p), w.run, r)})
-	return nil
+	return archive.Revision{Key: key, Start: r.Window.Start, End: r.Window.End, Run: w.run, Pane: pane, Value: value, IDs: ids,
+		RecordKey: outfmt.AppendResultKey(nil, p, r), Line: outfmt.AppendResult(nil, p, outfmt.Columns(p), w.run, r)}
 }
 
 func (s *archiveStore) commit() error {

@@ -15,6 +15,7 @@ import (
 	"github.com/weirstream/weir/internal/group"
 	"github.com/weirstream/weir/job"
 	"github.com/weirstream/weir/ledger"
+	"github.com/weirstream/weir/spec"
 )
 
 // backfillCmd folds a job's late-data ledger into its results table:
@@ -82,6 +83,7 @@ func backfillCmd(args []string, o IO) int {
 	if p.Checkpoint == nil && bo.CheckpointDir == "" {
 		bo.Group = group.Ran(context.Background(), p)
 	}
+	bo.GroupArchive = openGroupArchive
 	if *verbose {
 		bo.Out = o.Stdout
 	}
@@ -215,4 +217,14 @@ func thousands(n int) string {
 		s = s[:i] + "," + s[i:]
 	}
 	return s
+}
+
+// openGroupArchive opens the Kafka archive of a job run as a group
+// (backfill.BackfillOptions.GroupArchive).
+func openGroupArchive(ctx context.Context, p *spec.Plan) (backfill.GroupArchive, error) {
+	a, err := group.OpenArchive(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	return a, nil
 }

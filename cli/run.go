@@ -217,11 +217,6 @@ func runCmd(ctx context.Context, args []string, o IO) int {
 	if !ok {
 		return ExitUsage
 	}
-	if f.instance != "" {
-		// Group mode keeps no archive (group.Check refuses one): the
-		// warning's advice to add one does not apply.
-		p.Warnings = slices.DeleteFunc(p.Warnings, func(e spec.FieldError) bool { return e.Path == "archive" })
-	}
 	printWarnings(path, p, o)
 	if f.interval < 0 {
 		fmt.Fprintln(o.Stderr, "weir run: --checkpoint-interval must be positive, such as 5s")

@@ -1,10 +1,14 @@
 package job
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/weirstream/weir/etime"
@@ -20,9 +24,14 @@ import (
 // revisions for the next one (a backfill then refuses to start until the
 // live mark reaches its cut); the run's last commit waits for it. A job
 // without checkpoints commits every uncheckedBatch windows (due).
+//
+// In a group's task (TaskCheckpoints.Archive), commit hands the
+// revisions to task instead: the member writes them to the group's
+// archive topic in its transaction.
 type archiveWriter struct {
-	dir string
-	run int64 // the run whose revisions these are (Job.run)
+	dir  string
+	task func(key string, start, end etime.Time, run, pane int64, value []byte)
+	run  int64 // the run whose revisions these are (Job.run)
 	// pending is each window's newest revision since the last commit
 	// (the archive keeps only the newest anyway).
 	pending map[archiveWindow]*archivePut
@@ -33,6 +42,11 @@ type archiveWriter struct {
 type archiveWindow struct {
 	key        string
 	start, end etime.Time
+}
+
+// compare orders windows by end, start, then key.
+func (a archiveWindow) compare(b archiveWindow) int {
+	return cmp.Or(cmp.Compare(a.end, b.end), cmp.Compare(a.start, b.start), strings.Compare(a.key, b.key))
 }
 
 type archivePut struct {
@@ -97,6 +111,14 @@ const archiveWait = 10 * time.Minute
 // commit writes the pending revisions; wait > 0 waits that long for a
 // busy archive (then fails), wait 0 keeps them for the next commit.
 func (w *archiveWriter) commit(wm etime.Time, horizon etime.Duration, wait time.Duration) error {
+	if w.task != nil {
+		for _, k := range slices.SortedFunc(maps.Keys(w.pending), archiveWindow.compare) {
+			p := w.pending[k]
+			w.task(k.key, k.start, k.end, w.run, p.pane, p.value)
+		}
+		clear(w.pending)
+		return nil
+	}
 	a, err := archive.OpenWait(w.dir, wait, archivePoll)
 	switch {
 	case errors.Is(err, archive.ErrBusy) && wait == 0:

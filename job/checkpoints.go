@@ -287,6 +287,13 @@ type TaskCheckpoints struct {
 	// Run is the group's run id, which a fresh task's outputs carry (0:
 	// the task's start, as a run's).
 	Run int64
+	// Archive, when the plan keeps an archive, receives the task's
+	// archived revisions (each window's newest since the last
+	// checkpoint, in window end, start and key order) at each
+	// checkpoint, before its Commit, in place of the archive directory:
+	// a group keeps its archive in a Kafka topic, written in the
+	// member's transaction. Called on the task's output goroutine.
+	Archive func(key string, start, end etime.Time, run, pane int64, value []byte)
 }
 
 // Fingerprint is what a checkpoint of p records of its spec (the meta a

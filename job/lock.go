@@ -167,7 +167,7 @@ func runTargets(p *spec.Plan, o RunOptions) []lockTarget {
 			ts = append(ts, target{"sinks." + op.Name, o.Path(k.Path), false})
 		}
 	}
-	if a := p.Archive; a != nil {
+	if a := p.Archive; a != nil && (o.Task == nil || o.Task.Archive == nil) {
 		ts = append(ts, target{"archive", o.Path(a.Dir), true})
 	}
 	return ts

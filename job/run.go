@@ -1157,7 +1157,9 @@ func (j *Job) closeSinks() error {
 	}
 	if j.archive != nil {
 		// What the end of a run that ended well produced is kept; a
-		// failed run replays it from its checkpoint.
+		// failed run replays it from its checkpoint. (A group's task
+		// hands them to its member, which commits them with the task's
+		// end.)
 		if !j.execFailed && !j.failed.Load() {
 			errs = append(errs, j.archive.commit(j.out.c.Watermark, j.plan.ArchiveHorizon, archiveWait))
 		}

@@ -227,7 +227,9 @@ func (j *Job) openSinks(o RunOptions, restoring bool) error {
 			}
 		}
 	}
-	if a := j.plan.Archive; a != nil {
+	if a := j.plan.Archive; a != nil && o.Task != nil && o.Task.Archive != nil {
+		j.archive = &archiveWriter{task: o.Task.Archive, pending: map[archiveWindow]*archivePut{}}
+	} else if a != nil {
 		ar, last, err := newArchiveWriter(RunOptions{Dir: j.runDir}.Path(a.Dir), j.env.Options().Logger, j.fresh, j.appendRuns)
 		if err != nil {
 			return err

@@ -13,6 +13,10 @@
 // revisions committed but not yet published, which the next backfill
 // publishes first.
 //
+// A job run as a group keeps the same rows in a compacted Kafka topic
+// instead (kafka.go: the record formats; internal/group reads and writes
+// the topic).
+//
 // One process at a time has an archive open: a backfill for its whole
 // run, the live job for each commit (so a backfill can run beside it;
 // a live commit that finds the archive busy waits for the next one).

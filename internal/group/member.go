@@ -35,6 +35,7 @@ import (
 	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/connector/kafkaio"
 	"github.com/weirstream/weir/etime"
+	"github.com/weirstream/weir/internal/archive"
 	"github.com/weirstream/weir/internal/monitor"
 	"github.com/weirstream/weir/internal/outfmt"
 	"github.com/weirstream/weir/job"
@@ -131,6 +132,10 @@ func jobName(p *spec.Plan) string {
 // ChangelogTopic is the changelog topic of a job's group.
 func ChangelogTopic(p *spec.Plan) string { return Name(p) + "-changelog" }
 
+// ArchiveTopic is the topic that keeps the group's archive (a job with
+// an archive block): each window's newest revision, for weir backfill.
+func ArchiveTopic(p *spec.Plan) string { return Name(p) + "-archive" }
+
 var instanceRE = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
 
 // groupRE: a group's name is a Kafka topic name's prefix (its changelog
@@ -161,8 +166,12 @@ type Member struct {
 	// partitioned by key). nparts is the input's partition count; the
 	// tasks are numbered by their changelog partition: input partition p
 	// is task p, repartition partition r task nparts+r.
-	rt       string
-	nparts   int
+	rt     string
+	nparts int
+	// archive is the group's archive topic ("": the job keeps no
+	// archive), one partition per input partition, written by each
+	// window task to its partition.
+	archive  string
 	brokers  []string
 	auth     []kgo.Opt
 	sess     *kgo.GroupTransactSession
@@ -252,9 +261,6 @@ func Check(p *spec.Plan) error {
 	}
 	if len(path.Reads) != 1 || len(path.Windows) != 1 {
 		return errors.New("group mode (--instance) runs a job of one source and one window for now; joins, cascades and statement sets run in one process")
-	}
-	if p.Archive != nil {
-		return errors.New("results.archive: group mode (--instance) does not keep an archive yet; remove it")
 	}
 	s := spec.SourceSettings(p)
 	if p.Channels > 1 {
@@ -346,6 +352,9 @@ func Run(ctx context.Context, o Options) error {
 	if repartitioned(o.Plan) {
 		m.rt = RepartitionTopic(o.Plan)
 	}
+	if o.Plan.Archive != nil {
+		m.archive = ArchiveTopic(o.Plan)
+	}
 	defer close(m.stopped)
 	cl, err := kgo.NewClient(m.clientOpts()...)
 	if err != nil {
@@ -365,6 +374,9 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	if err := m.prepareTopics(ctx); err != nil {
+		return err
+	}
+	if err := m.prepareArchive(ctx); err != nil {
 		return err
 	}
 	g, err := m.groupRun(ctx)
@@ -457,6 +469,18 @@ func (m *Member) prepareTopics(ctx context.Context) error {
 	}
 	cfg := map[string]*string{"cleanup.policy": ptr("compact"), "segment.ms": ptr("60000"), "min.compaction.lag.ms": ptr("0")}
 	return m.createTopic(ctx, m.changelog, m.ntasks(), cfg, "the tasks' state")
+}
+
+// prepareArchive creates the group's archive topic (compacted: a
+// window's newest revision replaces its older ones) unless it exists.
+func (m *Member) prepareArchive(ctx context.Context) error {
+	if m.archive == "" {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	cfg := map[string]*string{"cleanup.policy": ptr("compact"), "min.compaction.lag.ms": ptr("0")}
+	return m.createTopic(ctx, m.archive, m.nparts, cfg, "each window's newest result and the late records backfills applied to it, for weir backfill (archive)")
 }
 
 // createTopic creates topic with n partitions and cfg unless it exists
@@ -703,7 +727,7 @@ func (e *lapsedError) Unwrap() error { return e.err }
 // an error.
 func (m *Member) session(ctx context.Context) error {
 	m.ctx = ctx
-	manual := map[string]bool{m.changelog: true, m.rt: true}
+	manual := map[string]bool{m.changelog: true, m.rt: true, m.archive: true}
 	sess, err := kgo.NewGroupTransactSession(append(m.clientOpts(),
 		kgo.ConsumerGroup(m.group),
 		kgo.ConsumeTopics(m.topics()...),
@@ -1318,6 +1342,11 @@ func (m *Member) startTask(p int32, snap *snapshot, from, at, first int64) error
 	}
 	ro.Parallelism = 1
 	ro.Task = &job.TaskCheckpoints{Store: store{t}, Run: m.run}
+	if m.archive != "" {
+		ro.Task.Archive = func(key string, start, end etime.Time, run, pane int64, value []byte) {
+			t.write(&kgo.Record{Topic: m.archive, Partition: t.part, Key: archive.KafkaKey(key, start, end), Value: archive.EncodeKafka(run, pane, value, nil)})
+		}
+	}
 	if snap != nil {
 		ro.Task.Restore, ro.Task.RestoreID, ro.Task.Meta = checkpoint.PartsView(snap.Parts), snap.ID, snap.Meta
 	}

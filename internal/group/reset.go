@@ -63,7 +63,7 @@ func sourceAdmin(p *spec.Plan) (*kadm.Client, error) {
 // Reset deletes what a job's group keeps, as Kafka Streams' reset tool
 // does: the group's committed offsets (its positions and the names of
 // its tasks' checkpoints), its changelog topic (the tasks' state and the
-// group record) and repartition topic, and the job's rows in its
+// group record), repartition topic and archive topic, and the job's rows in its
 // Postgres tables (so that a backfill never folds into two runs). The
 // next member to start begins a new run from source.kafka.start. Records
 // in Kafka topics stay: a new run writes its own, under its own run id.
@@ -108,7 +108,7 @@ func Reset(ctx context.Context, p *spec.Plan) ([]string, error) {
 	default:
 		did = append(did, "deleted consumer group "+group+" (its committed offsets)")
 	}
-	for _, t := range []struct{ topic, what string }{{ChangelogTopic(p), "the tasks' state"}, {RepartitionTopic(p), "the records routed by key"}} {
+	for _, t := range []struct{ topic, what string }{{ChangelogTopic(p), "the tasks' state"}, {RepartitionTopic(p), "the records routed by key"}, {ArchiveTopic(p), "the archive of its windows"}} {
 		tresp, err := adm.DeleteTopic(ctx, t.topic)
 		if err == nil {
 			err = tresp.Err

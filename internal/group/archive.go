@@ -1,0 +1,244 @@
+package group
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/weirstream/weir/connector"
+	"github.com/weirstream/weir/connector/kafkaio"
+	"github.com/weirstream/weir/etime"
+	"github.com/weirstream/weir/internal/archive"
+	"github.com/weirstream/weir/spec"
+)
+
+// Archive is a group's archive as weir backfill reads and revises it
+// (backfill.GroupArchive): the topic ArchiveTopic, which the group's
+// window tasks write each window's newest revision to in their
+// transactions (Member.startTask). A backfill writes its revisions, and
+// their records in the results topic, in one transaction of its own
+// (transactional id <group>-backfill, so that a second backfill fences
+// the first). Its methods are called from one goroutine.
+type Archive struct {
+	p       *spec.Plan
+	opts    []kgo.Opt
+	topic   string
+	results string
+	// windows is the topic whose committed offsets hold the window
+	// tasks' watermarks: the input's, or the repartition topic's.
+	windows string
+	run     int64
+	cl      *kgo.Client // the transactional producer (made at the first Commit)
+	adm     *kadm.Client
+}
+
+// OpenArchive opens the archive of plan p's group, which must have run
+// (its changelog holds the group record).
+func OpenArchive(ctx context.Context, p *spec.Plan) (*Archive, error) {
+	if p.Archive == nil {
+		return nil, errors.New("the job keeps no archive (no archive block)")
+	}
+	s := spec.SourceSettings(p)
+	opts := append([]kgo.Opt{kgo.SeedBrokers(s.Strings("kafka.brokers")...)}, kafkaio.AuthFrom(s, "kafka.")...)
+	a := &Archive{p: p, opts: opts, topic: ArchiveTopic(p), windows: s.String("kafka.topic")}
+	if repartitioned(p) {
+		a.windows = RepartitionTopic(p)
+	}
+	if r := p.Sinks.Primary(); r != nil && r.Type == "kafka" {
+		a.results = spec.SinkSettings(r).String("topic")
+	}
+	if a.results == "" {
+		return nil, fmt.Errorf("sinks.results: a group's archive serves Kafka results, and the job's are %s", p.Sinks.Primary().Type)
+	}
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return nil, err
+	}
+	a.adm = kadm.NewClient(cl)
+	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	g, err := readGroupRecord(rctx, opts, ChangelogTopic(p))
+	if err == nil && g == nil {
+		err = fmt.Errorf("the group %s has not run (its changelog %s holds no group record): run the job first", Name(p), ChangelogTopic(p))
+	}
+	if err != nil {
+		a.Close()
+		return nil, err
+	}
+	a.run = g.Run
+	td, err := a.adm.ListTopics(rctx, a.topic)
+	if err == nil {
+		err = td.Error()
+	}
+	if t, ok := td[a.topic]; err == nil && (!ok || t.Err != nil) {
+		err = fmt.Errorf("the group's archive topic %s is not there: the group's members create it when the job has an archive block; run the job first (a group that ran without one archived nothing)", a.topic)
+	}
+	if err != nil {
+		a.Close()
+		return nil, err
+	}
+	return a, nil
+}
+
+// Run is the group's run id.
+func (a *Archive) Run() int64 { return a.run }
+
+// Live is the group's archiving watermark: the smallest watermark its
+// window tasks committed (MinTime while one has none yet). Every window
+// that ended before it less the archive's horizon is final.
+func (a *Archive) Live(ctx context.Context) (etime.Time, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	committed, err := a.adm.FetchOffsets(kadm.RequireStable(ctx), Name(a.p))
+	if err == nil {
+		err = committed.Error()
+	}
+	if err != nil {
+		return 0, fmt.Errorf("the group's committed offsets: %w", err)
+	}
+	td, err := a.adm.ListTopics(ctx, a.windows)
+	if err == nil {
+		err = td.Error()
+	}
+	if err != nil {
+		return 0, err
+	}
+	live := etime.MaxTime
+	for _, part := range td[a.windows].Partitions.Numbers() {
+		c, ok := committed.Lookup(a.windows, part)
+		tm, parsed := parseMeta(c.Metadata)
+		if !ok || !parsed {
+			return etime.MinTime, nil
+		}
+		live = min(live, tm.Watermark)
+	}
+	return live, nil
+}
+
+// Scan calls fn with every record of the archive that is committed when
+// it is called (it waits for the transactions open then to end), in
+// partition then offset order: its partition, key and value (nil: a
+// tombstone). Records written after the call are left out.
+func (a *Archive) Scan(ctx context.Context, fn func(partition int32, key, value []byte) error) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	ends, err := a.adm.ListEndOffsets(ctx, a.topic)
+	if err == nil {
+		err = ends.Error()
+	}
+	if err != nil {
+		return fmt.Errorf("archive %s: %w", a.topic, err)
+	}
+	starts, err := a.adm.ListStartOffsets(ctx, a.topic)
+	if err == nil {
+		err = starts.Error()
+	}
+	if err != nil {
+		return fmt.Errorf("archive %s: %w", a.topic, err)
+	}
+	from := map[int32]kgo.Offset{}
+	target := map[int32]int64{}
+	ends.Each(func(o kadm.ListedOffset) {
+		if s, ok := starts.Lookup(a.topic, o.Partition); ok && s.Offset < o.Offset {
+			from[o.Partition] = kgo.NewOffset().AtStart()
+			target[o.Partition] = o.Offset
+		}
+	})
+	if len(from) == 0 {
+		return nil
+	}
+	cl, err := kgo.NewClient(append(slices.Clone(a.opts), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{a.topic: from}),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords())...)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	// read_committed stops at the last stable offset: a transaction
+	// open at the call delays its partition's end until it ends (a
+	// live member's within its commit interval).
+	var ferr error
+	for len(target) > 0 && ferr == nil {
+		f := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("archive %s: reading it to the offsets it had when the backfill began (%v): %w", a.topic, target, err)
+		}
+		for _, fe := range f.Errors() {
+			return fmt.Errorf("archive %s: %w", a.topic, fe.Err)
+		}
+		f.EachRecord(func(r *kgo.Record) {
+			end, ok := target[r.Partition]
+			if !ok || ferr != nil || r.Offset >= end {
+				return
+			}
+			if r.Offset >= end-1 {
+				delete(target, r.Partition)
+			}
+			if !r.Attrs.IsControl() {
+				ferr = fn(r.Partition, r.Key, r.Value)
+			}
+		})
+	}
+	return ferr
+}
+
+// Commit writes, in one transaction, the archive's records (each to its
+// Partition; a nil Value is a tombstone) and the results' messages
+// (placed by key, as the group's tasks place them).
+func (a *Archive) Commit(ctx context.Context, recs []archive.KafkaRecord, results []connector.Message) error {
+	if len(recs)+len(results) == 0 {
+		return nil
+	}
+	if a.cl == nil {
+		cl, err := kgo.NewClient(append(slices.Clone(a.opts), kgo.TransactionalID(Name(a.p)+"-backfill"),
+			kgo.RecordPartitioner(partitioner{manual: map[string]bool{a.topic: true}, key: kgo.StickyKeyPartitioner(nil)}))...)
+		if err != nil {
+			return err
+		}
+		a.cl = cl
+	}
+	if err := a.cl.BeginTransaction(); err != nil {
+		return err
+	}
+	all := make([]*kgo.Record, 0, len(recs)+len(results))
+	for _, r := range recs {
+		all = append(all, &kgo.Record{Topic: a.topic, Partition: r.Partition, Key: r.Key, Value: r.Value})
+	}
+	for i := range results {
+		all = append(all, kafkaio.MessageRecord(a.results, &results[i]))
+	}
+	perr := a.cl.ProduceSync(ctx, all...).FirstErr()
+	commit := kgo.TryCommit
+	if perr != nil {
+		commit = kgo.TryAbort
+	}
+	if err := a.cl.EndTransaction(ctx, commit); err != nil || perr != nil {
+		return fmt.Errorf("archive %s: the backfill's transaction: %w", a.topic, errors.Join(perr, err))
+	}
+	return nil
+}
+
+// Partitions is the archive topic's partition count.
+func (a *Archive) Partitions(ctx context.Context) (int, error) {
+	td, err := a.adm.ListTopics(ctx, a.topic)
+	if err == nil {
+		err = td.Error()
+	}
+	if err != nil {
+		return 0, err
+	}
+	return len(td[a.topic].Partitions), nil
+}
+
+// Close closes the archive's clients.
+func (a *Archive) Close() error {
+	if a.cl != nil {
+		a.cl.Close()
+	}
+	a.adm.Close()
+	return nil
+}

@@ -1,0 +1,154 @@
+package group
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/weirstream/weir/backfill"
+	"github.com/weirstream/weir/internal/archive"
+	"github.com/weirstream/weir/ledger"
+	"github.com/weirstream/weir/spec"
+)
+
+// TestGroupArchive: a group job with an archive block keeps each
+// window's newest revision in its archive topic, in the transactions of
+// its results; weir backfill folds the group's too-late records (its
+// Kafka ledger) into those windows and publishes their next revisions to
+// the results topic, after which the results equal the complete answer
+// (every input record grouped without watermarks); a second backfill
+// changes nothing.
+func TestGroupArchive(t *testing.T) {
+	broker := cluster(t, 3000, "ar")
+	p, err := spec.Parse(fmt.Appendf(nil, groupJob+"archive: {dir: archive}\n", "ar", broker, broker, "ar", broker, "ar", broker, "ar"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	sums := runMembers(t, p, filepath.Join(dir, "members"), "x", "y")
+	late := sums[0].Get("late_side_output") // the group's summary
+	if late == 0 {
+		t.Fatal("no too-late records: nothing to backfill")
+	}
+	ctx := context.Background()
+	// The archive holds a record per window the group published, each
+	// the window's newest pane.
+	windows := map[string]int64{}
+	a, err := OpenArchive(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Scan(ctx, func(part int32, k, v []byte) error {
+		_, pane, _, ids, err := archive.DecodeKafka(v)
+		if err != nil || len(ids) > 0 {
+			return fmt.Errorf("partition %d key %q: ids %v, %v", part, k, ids, err)
+		}
+		windows[string(k)] = max(windows[string(k)], pane)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	a.Close()
+	if len(windows) < 13 {
+		t.Fatalf("the archive holds %d windows", len(windows))
+	}
+
+	// The complete answer (every record of cluster's input, grouped
+	// without watermarks), which the results miss the too-late records
+	// of before the backfill, and equal after it.
+	want := map[string][2]int64{}
+	for i := range 3000 {
+		ts := int64(1767225600000) + int64(i)*10
+		switch {
+		case i%50 == 49:
+			ts -= 4000
+		case i%7 == 6:
+			ts -= 800
+		}
+		k := fmt.Sprintf("u%d %d", i%13, ts-ts%1000)
+		want[k] = [2]int64{want[k][0] + 1, want[k][1] + int64(i%10)}
+	}
+	differ := func() []string {
+		type row struct{ pane, orders, total int64 }
+		got := map[string]row{}
+		for _, line := range committed(t, broker, "ar-out") {
+			_, rest, _ := strings.Cut(line, "} ")
+			var r struct {
+				User                       string `json:"user_id"`
+				Start, Pane, Orders, Total int64
+			}
+			v, _, _ := strings.Cut(rest, " weir-")
+			if err := json.Unmarshal([]byte(strings.ReplaceAll(v, "window_start", "start")), &r); err != nil {
+				t.Fatalf("%s: %v", line, err)
+			}
+			k := fmt.Sprintf("%s %d", r.User, r.Start)
+			if old, ok := got[k]; !ok || r.Pane > old.pane {
+				got[k] = row{r.Pane, r.Orders, r.Total}
+			}
+		}
+		var diffs []string
+		for k, w := range want {
+			if g := got[k]; g.orders != w[0] || g.total != w[1] {
+				diffs = append(diffs, fmt.Sprintf("%s: got %d orders totalling %d, want %d and %d", k, g.orders, g.total, w[0], w[1]))
+			}
+		}
+		if len(got) != len(want) {
+			diffs = append(diffs, fmt.Sprintf("%d windows, want %d", len(got), len(want)))
+		}
+		slices.Sort(diffs)
+		return diffs
+	}
+	if d := differ(); len(d) == 0 {
+		t.Fatal("before the backfill the results equal the complete answer: the test's input has no too-late records?")
+	}
+	open := func(ctx context.Context, p *spec.Plan) (backfill.GroupArchive, error) { return OpenArchive(ctx, p) }
+	bo := backfill.BackfillOptions{Dir: dir, Group: Ran(ctx, p), GroupArchive: open}
+	// A dry run changes nothing.
+	before := committed(t, broker, "ar-out")
+	dry := bo
+	dry.DryRun = true
+	if rep, err := backfill.Backfill(p, dry); err != nil || int64(rep.Applied) != late {
+		t.Fatalf("dry run: %v: %+v, want %d entries", err, rep, late)
+	}
+	if after := committed(t, broker, "ar-out"); !slices.Equal(after, before) {
+		t.Fatalf("the dry run wrote %d results", len(after)-len(before))
+	}
+	// u1's entries first, then the rest: the second backfill reads the
+	// first's revisions and applied ids from the archive.
+	some := bo
+	some.Filter = func(e ledger.Entry) bool { return strings.Contains(string(e.Key), `"u1"`) }
+	first, err := backfill.Backfill(p, some)
+	if err != nil || first.Applied == 0 || int64(first.Applied) >= late {
+		t.Fatalf("backfill of u1: %v: %+v", err, first)
+	}
+	rep, err := backfill.Backfill(p, bo)
+	if err != nil || int64(rep.Entries) != late || int64(rep.Applied) != late-int64(first.Applied) || rep.AlreadyApplied != first.Applied || rep.HorizonExpired != 0 {
+		t.Fatalf("backfill: %v: %+v, want %d entries applied and %d already", err, rep, late-int64(first.Applied), first.Applied)
+	}
+	rep.Windows += first.Windows
+	if d := differ(); len(d) != 0 {
+		t.Fatalf("after the backfill %d windows differ from the complete answer:\n%s", len(d), strings.Join(d[:min(len(d), 10)], "\n"))
+	}
+	var backfilled int
+	for _, r := range committed(t, broker, "ar-out") {
+		if strings.Contains(r, "weir-firing=backfill") {
+			backfilled++
+		}
+	}
+	if backfilled != rep.Windows {
+		t.Errorf("the backfill revised %d windows, the results topic has %d backfill records", rep.Windows, backfilled)
+	}
+	again, err := backfill.Backfill(p, bo)
+	if err != nil || again.Applied != 0 || int64(again.AlreadyApplied) != late {
+		t.Fatalf("a second backfill: %v: %+v, want all %d already applied", err, again, late)
+	}
+	// weir reset deletes the archive with the group's other topics.
+	did, err := Reset(ctx, p)
+	if err != nil || !slices.Contains(did, "deleted topic weir-ar-archive (the archive of its windows)") {
+		t.Fatalf("reset: %v: %q", err, did)
+	}
+}

@@ -20,6 +20,7 @@ import (
 	"github.com/weirstream/weir/internal/sqljob"
 	"github.com/weirstream/weir/job"
 	"github.com/weirstream/weir/nexmark"
+	"github.com/weirstream/weir/state/pebblestate"
 )
 
 // benchCmd runs weir bench SUITE.
@@ -39,9 +40,10 @@ func benchCmd(ctx context.Context, args []string, o IO) int {
 	evRate := fs.Int64("rate", 10_000, "event rate in events per second of event time (1000000 gives ~600k auctions per window)")
 	extra := fs.Bool("extra", false, "generate Beam's padding strings (about 70 bytes per bid)")
 	runs := fs.Int("runs", 1, "runs of each side, in turn; the medians are reported")
+	stateFlag := fs.String("state", "memory", "memory, or pebble: also run weir with its keyed state in Pebble (a database per operator instance in a temporary directory, behind the cache of the spec's state.cache default) and report that rate beside the in-memory one")
 	withSQL := fs.Bool("sql", false, "also run the query as the Nexmark project writes it in Flink SQL (on the nexmark source, which renders each event as a JSON row that the job parses), where weir reaches it, and report its rate beside the typed API's")
 	fs.Usage = func() {
-		fmt.Fprintln(o.Stderr, `usage: weir bench nexmark [--query q5] [--events N] [--parallelism N] [--json] [--with-generation]
+		fmt.Fprintln(o.Stderr, `usage: weir bench nexmark [--query q5] [--events N] [--parallelism N] [--json] [--with-generation] [--state pebble] [--sql]
 
 Generates Nexmark events (Beam's generator), then times the query on weir
 and as a hand-written Go loop on the same events, checks that both give the
@@ -51,7 +53,7 @@ same rows, and prints both rates and their ratio.`)
 	if err := fs.Parse(args[1:]); err != nil {
 		return parseExit(err)
 	}
-	if fs.NArg() != 0 || *events <= 0 || *par <= 0 || *runs <= 0 {
+	if fs.NArg() != 0 || *events <= 0 || *par <= 0 || *runs <= 0 || *stateFlag != "memory" && *stateFlag != "pebble" {
 		fs.Usage()
 		return ExitUsage
 	}
@@ -104,6 +106,24 @@ same rows, and prints both rates and their ratio.`)
 			weirRuns = append(weirRuns, m)
 			match = match && got.Digest == hand.Digest
 		}
+		var pebbleRuns []measured
+		for i := 0; *stateFlag == "pebble" && i < *runs; i++ {
+			dir, err := os.MkdirTemp("", "weir-bench-state-")
+			if err != nil {
+				fmt.Fprintln(o.Stderr, "weir: bench nexmark:", err)
+				return ExitFailed
+			}
+			pin := in
+			pin.NewBackend = pebblestate.Backends(dir, job.DefaultStateCache)
+			res, m := timed(func() (nexmark.Result, error) { return nexmark.RunWeir(ctx, q, pin, *par, false) })
+			os.RemoveAll(dir)
+			if m.err != nil {
+				fmt.Fprintf(o.Stderr, "weir: bench nexmark %s --state pebble: %v\n", q.Name, m.err)
+				return ExitFailed
+			}
+			pebbleRuns = append(pebbleRuns, m)
+			match = match && res.Digest == hand.Digest
+		}
 		var sqlRuns []measured
 		sq, inSQL := nexmark.SQL[q.Name]
 		if *withSQL && inSQL {
@@ -139,6 +159,10 @@ same rows, and prints both rates and their ratio.`)
 			WeirCPU: wm.cpuRate, HandCPU: hm.cpuRate,
 		}
 		r.Ratio = r.Weir / r.Hand
+		if len(pebbleRuns) > 0 {
+			r.Pebble = median(pebbleRuns).rate
+			r.PebbleRatio = r.Pebble / r.Weir
+		}
 		if len(sqlRuns) > 0 {
 			sm := median(sqlRuns)
 			r.SQL, r.SQLRatio, r.SQLHandRatio = sm.rate, sm.rate/r.Weir, sm.rate/r.Hand
@@ -163,6 +187,9 @@ same rows, and prints both rates and their ratio.`)
 		fmt.Fprintf(o.Stdout, "  weir       %8.2f M events/s  %8.2f M events/CPU-s\n", r.Weir/1e6, r.WeirCPU/1e6)
 		fmt.Fprintf(o.Stdout, "  hand loop  %8.2f M events/s  %8.2f M events/CPU-s\n", r.Hand/1e6, r.HandCPU/1e6)
 		fmt.Fprintf(o.Stdout, "  ratio      %8.3f            %8.3f per CPU-second\n", r.Ratio, r.CPURatio)
+		if r.Pebble > 0 {
+			fmt.Fprintf(o.Stdout, "  pebble     %8.2f M events/s  %.3f of in memory (%.2fx its time)\n", r.Pebble/1e6, r.PebbleRatio, 1/r.PebbleRatio)
+		}
 		switch {
 		case r.SQL > 0:
 			fmt.Fprintf(o.Stdout, "  SQL        %8.2f M events/s  %.3f of the typed API's, %.3f of the hand loop's (events as JSON rows, parsed)\n", r.SQL/1e6, r.SQLRatio, r.SQLHandRatio)
@@ -196,6 +223,10 @@ type benchReport struct {
 	SQL          float64 `json:"sql_events_per_s,omitempty"`
 	SQLRatio     float64 `json:"sql_ratio_typed,omitempty"`
 	SQLHandRatio float64 `json:"sql_ratio_hand,omitempty"`
+	// With --state pebble: weir's rate with its state in Pebble, and
+	// that as a share of its in-memory rate.
+	Pebble      float64 `json:"pebble_events_per_s,omitempty"`
+	PebbleRatio float64 `json:"pebble_ratio_memory,omitempty"`
 }
 
 // runNexmarkSQL runs query sq's SQL job on events events of the nexmark

@@ -33,7 +33,23 @@ func TestBenchNexmarkSmoke(t *testing.T) {
 			}
 		}
 	}
+	// --state pebble runs the stateful queries with their state in
+	// Pebble too: the same rows, and a rate beside the in-memory one.
+	for _, q := range []string{"q5", "q11"} {
+		var stdout, stderr bytes.Buffer
+		if code := Main(context.Background(), strings.Fields("bench nexmark --events 20000 --json --state pebble --query "+q), IO{Stdout: &stdout, Stderr: &stderr}); code != ExitOK {
+			t.Fatalf("--state pebble %s: exit %d: %s%s", q, code, stdout.String(), stderr.String())
+		}
+		var r benchReport
+		if err := json.Unmarshal(stdout.Bytes(), &r); err != nil || !r.RowsMatch || r.Pebble <= 0 || r.PebbleRatio <= 0 {
+			t.Errorf("--state pebble %s: %s (%v)", q, stdout.String(), err)
+		}
+	}
 	var stderr bytes.Buffer
+	if code := Main(context.Background(), strings.Fields("bench nexmark --state disk"), IO{Stdout: &bytes.Buffer{}, Stderr: &stderr}); code != ExitUsage {
+		t.Errorf("--state disk: exit %d, %q", code, stderr.String())
+	}
+	stderr.Reset()
 	if code := Main(context.Background(), strings.Fields("bench nexmark --query q99"), IO{Stdout: &bytes.Buffer{}, Stderr: &stderr}); code != ExitUsage || !strings.Contains(stderr.String(), "no query") {
 		t.Errorf("an unknown query: exit %d, %q", code, stderr.String())
 	}

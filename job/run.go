@@ -422,18 +422,14 @@ func pebbleBackend(p *spec.Plan, o RunOptions) (func() state.Backend, func(), er
 	}
 	cache := st.Cache
 	if cache == 0 {
-		cache = 100_000
+		cache = DefaultStateCache
 	}
-	var n atomic.Int64
-	return func() state.Backend {
-		dir := filepath.Join(base, fmt.Sprintf("op-%d-%d", os.Getpid(), n.Add(1)))
-		kv, err := pebblestate.Open(dir, pebblestate.Options{RemoveOnClose: true})
-		if err != nil {
-			panic(err) // the job fails to build, with this cause
-		}
-		return state.NewKVBackend(kv, cache)
-	}, remove, nil
+	return pebblestate.Backends(base, cache), remove, nil
 }
+
+// DefaultStateCache is state.cache's default: the live windows each
+// operator instance keeps in memory in front of Pebble.
+const DefaultStateCache = 100_000
 
 // stopped reports whether the run was asked to stop (Ctrl-C) rather than
 // reading all its input.

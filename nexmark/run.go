@@ -7,6 +7,7 @@ import (
 
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/etime"
+	"github.com/weirstream/weir/state"
 )
 
 // Generate returns the first n events of a generator with config c.
@@ -124,6 +125,9 @@ type Input struct {
 	// Generate, with N, makes the run generate its events (timed too).
 	Generate *Config
 	N        int64
+	// NewBackend, when set, makes the keyed state of each of RunWeir's
+	// operator instances (weir.Options.NewBackend; nil: in memory).
+	NewBackend func() state.Backend
 }
 
 func (in Input) count() int64 {
@@ -145,7 +149,7 @@ func RunWeir(ctx context.Context, q *Query, in Input, p int, keep bool) (Result,
 		}
 		src.gen = g
 	}
-	env, err := weir.NewEnv(weir.Options{Parallelism: p})
+	env, err := weir.NewEnv(weir.Options{Parallelism: p, NewBackend: in.NewBackend})
 	if err != nil {
 		return Result{}, err
 	}

@@ -15,6 +15,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
@@ -69,6 +71,24 @@ type KV struct {
 }
 
 var _ state.KV = (*KV)(nil)
+
+// Backends returns a factory of state backends, one per operator
+// instance: each a Pebble database in a directory of its own under base
+// (removed when the backend closes), behind a cache of cache live
+// entries (state.NewKVBackend). A database that cannot be opened panics
+// with the cause: a factory is called while a job is built, which
+// reports the panic as the build's failure.
+func Backends(base string, cache int) func() state.Backend {
+	var n atomic.Int64
+	return func() state.Backend {
+		dir := filepath.Join(base, fmt.Sprintf("op-%d-%d", os.Getpid(), n.Add(1)))
+		kv, err := Open(dir, Options{RemoveOnClose: true})
+		if err != nil {
+			panic(err)
+		}
+		return state.NewKVBackend(kv, cache)
+	}
+}
 
 // Open creates a KV in dir, which must be empty or not exist (it is created).
 func Open(dir string, o Options) (*KV, error) {

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"sync"
 	"testing"
+
+	"github.com/weirstream/weir/state/pebblestate"
 )
 
 var (
@@ -53,6 +55,26 @@ func BenchmarkNexmark(b *testing.B) {
 			in := benchInput(b)
 			for range b.N {
 				RunHand(q, in, false)
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(in.Events)), "ns/event")
+		})
+	}
+}
+
+// BenchmarkNexmarkPebble runs the stateful queries on weir with their
+// keyed state in Pebble (weir bench nexmark --state pebble); ns/op is per
+// event:
+//
+//	go test -run x -bench NexmarkPebble -benchtime 1x ./nexmark/
+func BenchmarkNexmarkPebble(b *testing.B) {
+	for _, name := range []string{"q5", "q11"} {
+		b.Run(name, func(b *testing.B) {
+			in := benchInput(b)
+			for range b.N {
+				in.NewBackend = pebblestate.Backends(b.TempDir(), 100_000)
+				if _, err := RunWeir(context.Background(), Queries[name], in, 1, false); err != nil {
+					b.Fatal(err)
+				}
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(in.Events)), "ns/event")
 		})

@@ -12,7 +12,10 @@ import "fmt"
 //
 // The cache: Ref returns a pointer into it and marks the entry dirty, Get
 // caches clean entries, and Evict writes dirty entries back and drops
-// entries until the cache holds at most its capacity. Pointers returned by
+// entries until the cache holds at most its capacity. It also remembers
+// entries it looked up and did not find (absent), so that a window
+// operator's lookups of panes a key never had, and its deletes of them,
+// do not search the KV again. Pointers returned by
 // Ref stay valid until the next Evict, Flush, Range, Put, Delete or Ref on
 // the same Value: callers evict only between records, where they hold no
 // pointers. A KV error is a broken disk: the methods that cannot return
@@ -34,7 +37,9 @@ type KVValue[K comparable, N comparable, V any] struct {
 type cached[V any] struct {
 	v     V
 	dirty bool
-	size  int // the stored key and value bytes; 0 when not stored yet
+	// absent: the entry is in neither the cache nor the KV (v is zero).
+	absent bool
+	size   int // the stored key and value bytes; 0 when not stored yet
 }
 
 // NewKVValue returns a Value with tag in kv, caching at most cacheSize
@@ -77,12 +82,10 @@ func (t *KVValue[K, N, V]) load(k K, n N) (v V, size int, ok bool) {
 func (t *KVValue[K, N, V]) Get(k K, n N) (V, bool) {
 	ek := entryKey[K, N]{k, n}
 	if c := t.cache[ek]; c != nil {
-		return c.v, true
+		return c.v, !c.absent
 	}
 	v, size, ok := t.load(k, n)
-	if ok {
-		t.cache[ek] = &cached[V]{v: v, size: size}
-	}
+	t.cache[ek] = &cached[V]{v: v, size: size, absent: !ok}
 	return v, ok
 }
 
@@ -94,12 +97,20 @@ func (t *KVValue[K, N, V]) Put(k K, n N, v V) { *t.Ref(k, n, true) = v }
 func (t *KVValue[K, N, V]) Ref(k K, n N, create bool) *V {
 	ek := entryKey[K, N]{k, n}
 	if c := t.cache[ek]; c != nil {
+		if c.absent {
+			if !create {
+				return nil
+			}
+			c.absent = false
+			t.n++
+		}
 		c.dirty = true
 		return &c.v
 	}
 	v, size, ok := t.load(k, n)
 	if !ok {
 		if !create {
+			t.cache[ek] = &cached[V]{absent: true}
 			return nil
 		}
 		t.n++
@@ -113,6 +124,10 @@ func (t *KVValue[K, N, V]) Ref(k K, n N, create bool) *V {
 func (t *KVValue[K, N, V]) Create(k K, n N) *V {
 	ek := entryKey[K, N]{k, n}
 	if c := t.cache[ek]; c != nil {
+		if c.absent {
+			c.absent = false
+			t.n++
+		}
 		c.dirty = true
 		return &c.v
 	}
@@ -126,6 +141,9 @@ func (t *KVValue[K, N, V]) Create(k K, n N) *V {
 func (t *KVValue[K, N, V]) Delete(k K, n N) {
 	ek := entryKey[K, N]{k, n}
 	c, inCache := t.cache[ek]
+	if inCache && c.absent {
+		return
+	}
 	delete(t.cache, ek)
 	key := t.key(k, n)
 	size := 0
@@ -201,7 +219,7 @@ func (t *KVValue[K, N, V]) Range(fn func(k K, n N, v *V) bool) {
 		must(r.Err)
 		n, err := t.nc.Decode(r.Buf)
 		must(err)
-		if c := t.cache[entryKey[K, N]{k, n}]; c != nil {
+		if c := t.cache[entryKey[K, N]{k, n}]; c != nil && !c.absent {
 			return fn(k, n, &c.v)
 		}
 		v, err := t.vc.Decode(val)

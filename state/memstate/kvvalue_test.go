@@ -86,3 +86,39 @@ func dump(v state.Value[string, int, int64]) []string {
 	slices.Sort(out)
 	return out
 }
+
+// countingKV counts a KV's Gets.
+type countingKV struct {
+	state.KV
+	gets int
+}
+
+func (c *countingKV) Get(k []byte) ([]byte, bool, error) {
+	c.gets++
+	return c.KV.Get(k)
+}
+
+// TestKVValueRemembersAbsent: an entry looked up and not found is not
+// looked up in the KV again (a sliding window's firing asks for every
+// pane of the window, most of which a key never had), until it is made.
+func TestKVValueRemembersAbsent(t *testing.T) {
+	kv := &countingKV{KV: NewKV()}
+	v := state.NewKVValue[string, int, int64](kv, 7, state.CodecFor[string](), state.CodecFor[int](), state.CodecFor[int64](),
+		func(string) state.KeyGroup { return 0 }, 100)
+	for range 3 {
+		if p := v.Ref("a", 1, false); p != nil {
+			t.Fatal("Ref of an absent entry")
+		}
+		if _, ok := v.Get("a", 1); ok {
+			t.Fatal("Get of an absent entry")
+		}
+		v.Delete("a", 1)
+	}
+	if kv.gets != 1 || v.Len() != 0 {
+		t.Fatalf("%d KV lookups of one absent entry, want 1; Len %d", kv.gets, v.Len())
+	}
+	*v.Ref("a", 1, true) = 5
+	if got, ok := v.Get("a", 1); !ok || got != 5 || v.Len() != 1 || kv.gets != 1 {
+		t.Fatalf("after Ref(create): %d, %v, Len %d, %d lookups", got, ok, v.Len(), kv.gets)
+	}
+}

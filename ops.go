@@ -109,6 +109,42 @@ type flatMapTimedOp[T, U any] struct {
 
 func (m *flatMapTimedOp[T, U]) Collect(ts etime.Time, v T) { m.ts = ts; m.f(ts, v, m.emit) }
 
+// FlatMapTimedLate is FlatMapTimed whose results at or behind the
+// subtask's input watermark go to late (called on the subtask's
+// goroutine, made once per subtask by newLate) instead of downstream.
+// Downstream they would be late, but a two-input operator judges them by
+// the smaller of its inputs' watermarks, so whether it does depends on
+// how its inputs interleave; judged here, against the watermark of their
+// own input, a result's fate depends on that input's order alone.
+func FlatMapTimedLate[T, U any](s Stream[T], f func(ts etime.Time, v T, emit func(etime.Time, U)), newLate func(sub Subtask) func(ts etime.Time, v U)) Stream[U] {
+	out := derived[T, U](s)
+	s.consume(func(st *runtime.Subtask) runtime.Collector[T] {
+		down := out.n.collector(st)
+		op := &flatMapLateOp[T, U]{flatMapTimedOp: flatMapTimedOp[T, U]{forward: forward{down}, f: f, down: down}, wm: etime.MinTime,
+			late: newLate(Subtask{Stage: st.StageName(), Index: st.Index})}
+		op.emit = func(ts etime.Time, u U) {
+			if ts = max(ts, op.ts); ts <= op.wm {
+				op.late(ts, u)
+				return
+			}
+			op.down.Collect(ts, u)
+		}
+		return op
+	})
+	return out
+}
+
+type flatMapLateOp[T, U any] struct {
+	flatMapTimedOp[T, U]
+	wm   etime.Time
+	late func(etime.Time, U)
+}
+
+func (m *flatMapLateOp[T, U]) Watermark(wm etime.Time) {
+	m.wm = max(m.wm, wm)
+	m.down.Watermark(wm)
+}
+
 // BadInput is the error a TryMap function returns to refuse a record as a
 // dead letter: Reason is a stable code (such as "json_malformed"), Detail
 // is for a person.

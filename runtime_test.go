@@ -294,6 +294,39 @@ func TestTryMapAndMarkers(t *testing.T) {
 	}
 }
 
+// TestFlatMapTimedLate: a result at or behind the watermark its record
+// arrived at goes to late, on its subtask, and is not passed on; the
+// others are, with FlatMapTimed's timestamps.
+func TestFlatMapTimedLate(t *testing.T) {
+	env, err := weir.NewEnv(weir.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Watermarks after every record, 1 behind its time: 10 -> 9, 20 ->
+	// 19, then 5 arrives at 19.
+	in := weir.AssignTimestamps(weir.FromSlice(env, []etime.Time{10, 20, 5, 30}), weir.BoundedOutOfOrderness(0, func(ts etime.Time) etime.Time { return ts }).WithEveryRecord())
+	var late []string
+	out := weir.FlatMapTimedLate(in, func(ts etime.Time, v etime.Time, emit func(etime.Time, string)) {
+		emit(ts, fmt.Sprint("at ", v))
+		emit(ts+15, fmt.Sprint("later ", v))
+	}, func(sub weir.Subtask) func(etime.Time, string) {
+		return func(ts etime.Time, v string) {
+			late = append(late, fmt.Sprintf("%s %d (subtask %d)", v, ts, sub.Index))
+		}
+	})
+	got := weir.Collect(out)
+	if _, err := env.Execute(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	lines := got.Items()
+	if want := []string{"at 10", "later 10", "at 20", "later 20", "later 5", "at 30", "later 30"}; !slices.Equal(lines, want) {
+		t.Errorf("passed on %q, want %q", lines, want)
+	}
+	if want := []string{"at 5 5 (subtask 0)"}; !slices.Equal(late, want) {
+		t.Errorf("late %q, want %q", late, want)
+	}
+}
+
 // TestFlatMapTimed: results take the timestamps f gives them, never
 // earlier than their record's, and a window downstream windows them by
 // those: a record at 9 moved to 10 lands in the next tumbling window.

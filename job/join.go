@@ -282,7 +282,11 @@ func (j *Job) buildJoin(b *branch, left, right weir.Stream[window.Result[string,
 		// range holds its time; the rows of a window group when every
 		// record that meets it is in (Due).
 		a := j.branches[b.Right].Window.Assigner
-		recs := weir.FlatMapTimed(left, func(ts etime.Time, r window.Result[string, []byte], emit func(etime.Time, JoinRow)) {
+		// A row whose window is due by its record's watermark is too
+		// late, judged here: the join's own watermark is the smaller of
+		// its inputs', which depends on how they interleave.
+		bi := uint8(b.i)
+		recs := weir.FlatMapTimedLate(left, func(ts etime.Time, r window.Result[string, []byte], emit func(etime.Time, JoinRow)) {
 			rng.Windows(a, ts, func(w window.Window) {
 				row := jn.row(0, r)
 				// Rows of a group pair in the order of their records'
@@ -291,6 +295,8 @@ func (j *Job) buildJoin(b *branch, left, right weir.Stream[window.Result[string,
 				row.Start, row.End, row.At = w.Start, w.End, ts
 				emit(rng.Due(w), row)
 			})
+		}, func(sub weir.Subtask) func(etime.Time, JoinRow) {
+			return func(etime.Time, JoinRow) { j.out.add(sub, item{kind: itemJoinLate, b: bi}) }
 		})
 		res := weir.FlatMapTimed(right, func(_ etime.Time, r window.Result[string, []byte], emit func(etime.Time, JoinRow)) {
 			if r.Firing != window.Retract {

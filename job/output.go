@@ -136,8 +136,11 @@ type windowCounts struct {
 	// Rows counts a select's rows that a join of records reads (not
 	// written: they are the join's input, W19); JoinIn a join of
 	// records' rows of those (one per record and window it meets).
-	Rows            int64 `json:"rows,omitempty"`
-	JoinIn          int64 `json:"join_in,omitempty"`
+	Rows   int64 `json:"rows,omitempty"`
+	JoinIn int64 `json:"join_in,omitempty"`
+	// JoinLate counts a join of records' rows too late at their record's
+	// watermark (itemJoinLate): dropped, with its operator's own.
+	JoinLate        int64 `json:"join_late,omitempty"`
 	Having          int64 `json:"having,omitempty"`
 	Late            int64 `json:"late"`
 	Partial         int64 `json:"partial"`
@@ -199,6 +202,10 @@ const (
 	// only): b is the select's branch, join the join's, n the join's
 	// rows of it.
 	itemRow
+	// itemJoinLate: a join of records' row of a record for a window
+	// whose rows the join had emitted by the record's watermark (W19;
+	// counted only): b is the join's branch.
+	itemJoinLate
 )
 
 type item struct {
@@ -388,6 +395,13 @@ func (o *output) apply(it *item) {
 		if jc := o.c.window(int(it.join)); wc != nil && jc != nil {
 			wc.Rows++
 			jc.JoinIn += it.n
+		}
+		o.pub.Unlock()
+		o.done(nil)
+	case itemJoinLate:
+		o.pub.Lock()
+		if wc != nil {
+			wc.JoinLate++
 		}
 		o.pub.Unlock()
 		o.done(nil)

@@ -1068,7 +1068,9 @@ func (j *Job) summary(rep weir.Report, open int64) Summary {
 					pre("filtered", oc.ReadFiltered[r.i])
 				}
 			}
-			j.windowSummary(pre, j.windowCounters(b, rep, oc.Windows[b.i].Results+oc.Windows[b.i].Rows), oc.Windows[b.i], states[b.stage].OpenWindows, -1)
+			t := j.windowCounters(b, rep, oc.Windows[b.i].Results+oc.Windows[b.i].Rows)
+			t.LateDropped += oc.Windows[b.i].JoinLate // a join of records' rows, judged before it (W19)
+			j.windowSummary(pre, t, oc.Windows[b.i], states[b.stage].OpenWindows, -1)
 		}
 	}
 	add("control_lines", oc.Controls)

@@ -81,6 +81,8 @@ type Plan struct {
 	NumbersInStrings bool
 	// Decimals: source.decimals (checked).
 	Decimals []DecimalField
+	// Types: source.types (checked).
+	Types []TypedField
 	// Where is the spec's where (checked: it compiles), "" for none;
 	// Computed its computed fields (checked).
 	Where    string
@@ -578,6 +580,18 @@ func (c *compiler) source() {
 		seen[d.Field] = true
 	}
 	p.Decimals = s.Decimals
+	for i, f := range s.Types {
+		path := fmt.Sprintf("source.types[%d]", i)
+		switch {
+		case f.Field == "":
+			c.add(path+".field", "missing", "name the field whose type this is")
+		case seen[f.Field]:
+			c.add(path+".field", fmt.Sprintf("%q is declared twice (in decimals or types)", f.Field), "declare each field once")
+		}
+		seen[f.Field] = true
+		c.oneOf(path+".type", f.Type, "", FieldTypes...)
+	}
+	p.Types = s.Types
 
 	t := &s.Timestamp
 	switch c.oneOf("source.timestamp.source", t.Source, "record", "record", "kafka", "nats") {

@@ -112,6 +112,7 @@ var stateFields = map[string]bool{
 	"source.timestamp":                true,
 	"source.numbers_in_strings":       true,
 	"source.decimals":                 true,
+	"source.types":                    true,
 	"source.generator":                true,
 	"source.nexmark":                  true,
 	"source.kafka.topic":              true,

@@ -111,6 +111,8 @@ type DecodeOp struct {
 	Where    string
 	// Decimals are the fields read as exact decimals (source.decimals).
 	Decimals []DecimalField
+	// Types are the fields read into SQL types (source.types).
+	Types []TypedField
 }
 
 // WatermarkOp assigns event time and watermarks.
@@ -553,7 +555,7 @@ func (c *compiler) graph() {
 	}
 	g := &p.Graph
 	src := g.add("source", &SourceOp{Type: p.Source.Type, Config: &p.Source, Start: p.Start})
-	dec := g.add("decode", &DecodeOp{Format: p.Format, TSField: p.TSField, TSUnit: p.TSUnit, Checks: p.Checks, MaxFuture: p.MaxFuture, Computed: p.Computed, Where: p.Where, Decimals: p.Decimals}, Edge{src, Out})
+	dec := g.add("decode", &DecodeOp{Format: p.Format, TSField: p.TSField, TSUnit: p.TSUnit, Checks: p.Checks, MaxFuture: p.MaxFuture, Computed: p.Computed, Where: p.Where, Decimals: p.Decimals, Types: p.Types}, Edge{src, Out})
 	wm := g.add("watermark", &WatermarkOp{Time: p.Time, Type: p.WMType, Bound: p.Bound, IdleTimeout: p.IdleTimeout, EveryRecord: p.EveryRecord,
 		Interval: p.Interval, Heartbeat: p.Heartbeat, BacklogEvery: p.BacklogEvery}, Edge{dec, Out})
 	shape, trig := windowShape(s.Window, s.Trigger)

@@ -239,6 +239,16 @@ type Source struct {
 	// nested object, read so in place (a record without the object
 	// lacks it).
 	Decimals []DecimalField `yaml:"decimals" json:",omitempty"`
+	// Types declares the SQL types of fields, as a SQL table's columns
+	// do, and reads a record's values as Flink's JSON format reads them
+	// into those types, wherever the job reads the field (keys, filters,
+	// aggregates, the time): "12" and 12.0 into a bigint are 12, "true"
+	// into a boolean is true, 123 into a string is "123", "2.5" into a
+	// double is 2.5. A value that the type cannot take (an integer
+	// beyond it, text that is no number) makes the record a dead letter
+	// (value_not_number, value_out_of_range). A dotted field is a field
+	// of a nested object, as in Decimals.
+	Types []TypedField `yaml:"types" json:",omitempty"`
 	// Generator configures type generator.
 	Generator *Generator `yaml:"generator"`
 	// Nexmark configures type nexmark: the Nexmark benchmark's events as
@@ -563,6 +573,16 @@ type DecimalField struct {
 	Precision int    `yaml:"precision"`
 	Scale     int    `yaml:"scale"`
 }
+
+// TypedField is a field of a SQL type (Source.Types): Type is bigint,
+// int, smallint, tinyint, boolean, string, double or float.
+type TypedField struct {
+	Field string `yaml:"field"`
+	Type  string `yaml:"type"`
+}
+
+// FieldTypes are the types a TypedField may have.
+var FieldTypes = []string{"bigint", "int", "smallint", "tinyint", "boolean", "string", "double", "float"}
 
 // ComputedField is a field computed from a record (Spec.Computed).
 type ComputedField struct {

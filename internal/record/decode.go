@@ -163,6 +163,7 @@ type Decoder struct {
 	// decimals are the fields read as exact decimals (source.decimals)
 	// that the job reads.
 	decimals []decimalField
+	types    []typedField // source.types
 	// exact marks the fields (by index) that hold decimals at a fixed
 	// scale: decimals and computed DECIMAL casts. A key or a row keeps
 	// their text (1.50), which is canonical for them, where other
@@ -274,23 +275,9 @@ type decimalField struct {
 // field's scale (null beyond its precision); a value that is no number
 // (nor a string that holds one) is an error.
 func (f decimalField) read(sc *scratch) error {
-	v := sc.got[f.at]
-	var parent *fastjson.Object
-	if len(f.path) > 0 {
-		// A field of a nested object: read, and replaced, in its parent.
-		for _, k := range f.path[:len(f.path)-1] {
-			if v == nil {
-				break
-			}
-			v = v.Get(k)
-		}
-		if v == nil || v.Type() != fastjson.TypeObject {
-			return nil // no such object: the field is missing
-		}
-		o, _ := v.Object()
-		parent, v = o, o.Get(f.path[len(f.path)-1])
-	}
-	if v == nil || v.Type() == fastjson.TypeNull {
+	// A field of a nested object is read, and replaced, in its parent.
+	v, parent, ok := locate(sc, f.at, f.path)
+	if !ok || v == nil || v.Type() == fastjson.TypeNull {
 		return nil
 	}
 	switch v.Type() {
@@ -461,6 +448,19 @@ func NewDecoder(p *spec.Plan, clk clock.Clock) *Decoder {
 			d.exact[i] = true
 		}
 	}
+	// The typed fields the job reads.
+	for _, f := range p.Types {
+		root, rest, nested := strings.Cut(f.Field, ".")
+		if !nested {
+			if i := slices.Index(d.fields, f.Field); i >= 0 {
+				d.types = append(d.types, newTypedField(i, nil, f))
+			}
+			continue
+		}
+		if i := slices.Index(d.fields, root); i >= 0 {
+			d.types = append(d.types, newTypedField(i, strings.Split(rest, "."), f))
+		}
+	}
 	// The decimals the job reads (not the timestamp's field, read as a
 	// time).
 	for _, f := range p.Decimals {
@@ -569,8 +569,13 @@ func (d *Decoder) DecodeSlot(l fileio.Line, slot int) (Record, error) {
 	}
 	r := Record{Raw: l.Text, No: l.No, Promised: etime.MinTime}
 	d.gather(o, sc)
-	if len(d.computed)+len(d.decimals) > 0 {
+	if len(d.computed)+len(d.decimals)+len(d.types) > 0 {
 		sc.arena.Reset()
+	}
+	for _, f := range d.types {
+		if err := f.read(sc); err != nil {
+			return Record{}, err
+		}
 	}
 	for _, f := range d.decimals {
 		if err := f.read(sc); err != nil {

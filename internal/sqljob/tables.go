@@ -126,7 +126,7 @@ func (c *compiler) sourceTable(t *sqlparse.CreateTable, timeCol string) (err err
 	if err := c.tableWatermarkOptions(o, name); err != nil {
 		return err
 	}
-	if err := decimalColumns(s, t); err != nil {
+	if err := typedColumns(s, t); err != nil {
 		return err
 	}
 	// Flink's JSON format reads a number column's value given as a
@@ -231,13 +231,15 @@ func (c *compiler) sourceTable(t *sqlparse.CreateTable, timeCol string) (err err
 	return c.watermark(wm, timeCol)
 }
 
-// decimalColumns declares the table's physical DECIMAL(p, s) columns,
-// and the DECIMAL fields of its nested ROWs (by dotted name), as the
-// source's decimals: read at their scale, as Flink's JSON format reads
-// them (a number, or a string that holds one, rounded half up; null
-// beyond the precision; a dead letter when no number). DECIMAL is
-// DECIMAL(10, 0) and DECIMAL(p) DECIMAL(p, 0), as in Flink.
-func decimalColumns(s *spec.Spec, t *sqlparse.CreateTable) error {
+// typedColumns declares the table's physical columns, and the fields of
+// its nested ROWs (by dotted name), as the source's decimals and types,
+// so that a record's values are read as Flink's JSON format reads them
+// into the columns' types. DECIMAL(p, s) columns are read at their scale
+// (a number, or a string that holds one, rounded half up; null beyond
+// the precision; a dead letter when no number; DECIMAL is DECIMAL(10, 0)
+// and DECIMAL(p) DECIMAL(p, 0), as in Flink); integer, BOOLEAN, STRING
+// and DOUBLE columns as spec.Source.Types says.
+func typedColumns(s *spec.Spec, t *sqlparse.CreateTable) error {
 	var walk func(prefix string, cols []*sqlparse.Column) error
 	walk = func(prefix string, cols []*sqlparse.Column) error {
 		for _, col := range cols {
@@ -248,6 +250,10 @@ func decimalColumns(s *spec.Spec, t *sqlparse.CreateTable) error {
 				if err := walk(prefix+col.Name.Name+".", col.Type.Fields); err != nil {
 					return err
 				}
+				continue
+			}
+			if typ := fieldType(col.Type); typ != "" {
+				s.Source.Types = append(s.Source.Types, spec.TypedField{Field: prefix + col.Name.Name, Type: typ})
 				continue
 			}
 			t := typeOfSQL(col.Type) // DECIMAL's defaults: (10, 0)
@@ -263,6 +269,31 @@ func decimalColumns(s *spec.Spec, t *sqlparse.CreateTable) error {
 		return nil
 	}
 	return walk("", t.Columns)
+}
+
+// fieldType is the source.types type of a column of SQL type t ("": it
+// has none, such as DECIMAL, read as a decimal, or TIMESTAMP, read as a
+// time).
+func fieldType(t *sqlparse.Type) string {
+	switch strings.ToUpper(t.Name) {
+	case "BIGINT":
+		return "bigint"
+	case "INT", "INTEGER":
+		return "int"
+	case "SMALLINT":
+		return "smallint"
+	case "TINYINT":
+		return "tinyint"
+	case "BOOLEAN":
+		return "boolean"
+	case "STRING", "VARCHAR", "CHAR":
+		return "string"
+	case "DOUBLE":
+		return "double"
+	case "FLOAT", "REAL":
+		return "float"
+	}
+	return ""
 }
 
 // watermark compiles the table's WATERMARK on timeCol.

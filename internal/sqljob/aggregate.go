@@ -165,6 +165,16 @@ func (c *compiler) resultExpr(x sqlparse.Expr, rel *relation) (string, error) {
 	var bad error
 	out := mapExpr(x, func(e sqlparse.Expr) sqlparse.Expr {
 		switch e := e.(type) {
+		case *sqlparse.Cast:
+			// A window bound as a string is its time's text, as Flink
+			// casts a TIMESTAMP(3) (2026-01-01 00:05:00.000), not its
+			// epoch milliseconds.
+			if ref, ok := e.X.(*sqlparse.Ref); ok && isString(e.Type) {
+				if id := ref.Parts[len(ref.Parts)-1]; id.Name == "window_start" || id.Name == "window_end" || id.Name == "window_time" {
+					return &sqlparse.Call{Pos: e.Pos, Name: sqlparse.Name{Parts: []sqlparse.Ident{{Pos: e.Pos, Name: "DATE_FORMAT"}}},
+						Args: []sqlparse.Arg{{Value: &sqlparse.Ref{Parts: []sqlparse.Ident{id}}}, {Value: &sqlparse.Lit{Pos: e.Pos, Kind: "string", Text: "yyyy-MM-dd HH:mm:ss.SSS"}}}}
+				}
+			}
 		case *sqlparse.Call:
 			if _, isAgg := aggregates[strings.ToUpper(tableName(e.Name))]; !isAgg {
 				return e

@@ -1069,6 +1069,13 @@ func (c *compiler) aggregates() {
 		if a.Type == "decimal" {
 			s.Aggregate[i].Type = "" // the default: one spec hash with or without it
 		}
+		switch {
+		case a.Nulls == "":
+		case fn != "collect" && fn != "":
+			c.add(path+".nulls", fn+" takes no nulls", "remove nulls: it is collect's (respect or ignore)")
+		case a.Nulls != "respect" && a.Nulls != "ignore":
+			c.add(path+".nulls", fmt.Sprintf("unknown value %q", a.Nulls), hint(a.Nulls, []string{"respect", "ignore"}, "use respect (collect nulls too) or ignore (skip them)"))
+		}
 	}
 }
 

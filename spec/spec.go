@@ -486,6 +486,12 @@ type Aggregate struct {
 	// Empty means decimal; it is left out of the spec hash then, so
 	// that older ledgers still match.
 	Type string `yaml:"type" json:",omitempty"`
+	// Nulls, for collect, is respect (a null or missing value is
+	// collected as null, as SQL's ARRAY_AGG does by default) or ignore
+	// (skipped, as by default); with either, a window that collected
+	// nothing gives null, not [] (SQL's). Empty is left out of the spec
+	// hash.
+	Nulls string `yaml:"nulls" json:",omitempty"`
 }
 
 // Sinks says where each output goes.

@@ -64,7 +64,10 @@ type Aggregator struct {
 	// float, integer and str mark the aggregates of type float, integer
 	// and string.
 	float, integer, str []bool
-	withAcc             bool
+	// nullEmpty marks the collects with nulls set (SQL's ARRAY_AGG),
+	// whose empty list is null, not [].
+	nullEmpty []bool
+	withAcc   bool
 }
 
 // isFloat reports whether aggregate i keeps float64 sums.
@@ -120,6 +123,12 @@ func NewAggregator(p *spec.Plan, withAcc bool) Aggregator {
 				a.str = make([]bool, len(p.Aggregates))
 			}
 			a.str[i] = true
+		}
+		if ag.Nulls != "" {
+			if a.nullEmpty == nil {
+				a.nullEmpty = make([]bool, len(p.Aggregates))
+			}
+			a.nullEmpty[i] = true
 		}
 	}
 	return a
@@ -423,6 +432,8 @@ func (a Aggregator) Result(ac *Acc) []byte {
 			b = strconv.AppendInt(b, s.n, 10)
 		case fn == "count_distinct":
 			b = strconv.AppendInt(b, int64(len(s.set)), 10)
+		case fn == "collect" && len(s.list) == 0 && i < len(a.nullEmpty) && a.nullEmpty[i]:
+			b = append(b, "null"...)
 		case fn == "collect":
 			b = append(b, '[')
 			for j, it := range s.list {

@@ -647,6 +647,9 @@ func (d *Decoder) DecodeSlot(l fileio.Line, slot int) (Record, error) {
 		}
 		f := sc.got[d.aggAt[i]]
 		if f == nil || f.Type() == fastjson.TypeNull {
+			if a.Nulls == "respect" {
+				r.vals[i] = val{kind: vJSON, raw: "null"} // collected as null
+			}
 			continue
 		}
 		switch n {

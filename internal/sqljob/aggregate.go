@@ -292,6 +292,15 @@ func (c *compiler) aggregate(call *sqlparse.Call, alias sqlparse.Ident, rel *rel
 	if call.Over != nil {
 		return a, errAt(call.Pos, fn, "", "OVER windows are not compiled yet")
 	}
+	switch {
+	case a.Fn == "collect" && call.Nulls == "IGNORE":
+		a.Nulls = "ignore"
+	case a.Fn == "collect":
+		// ARRAY_AGG keeps NULLs unless told to ignore them, as in Flink.
+		a.Nulls = "respect"
+	case call.Nulls != "":
+		return a, errAt(call.Pos, fn, "remove it: it is ARRAY_AGG's", "%s NULLS is not taken by %s, as in Flink", call.Nulls, fn)
+	}
 	var arg sqlparse.Expr
 	switch {
 	case call.Star && fn == "COUNT" && call.Filter == nil:

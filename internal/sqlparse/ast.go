@@ -342,6 +342,9 @@ type Call struct {
 	Distinct bool
 	Star     bool
 	Args     []Arg
+	// Nulls is an aggregate's RESPECT NULLS or IGNORE NULLS ("RESPECT",
+	// "IGNORE"; "": neither).
+	Nulls string
 	// Filter is an aggregate's FILTER (WHERE condition), or nil.
 	Filter Expr
 	Over   *Over

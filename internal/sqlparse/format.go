@@ -363,6 +363,9 @@ func FormatExpr(e Expr) string {
 				}
 				s += FormatExpr(a.Value)
 			}
+			if e.Nulls != "" {
+				s += " " + e.Nulls + " NULLS"
+			}
 		}
 		s += ")"
 		if e.Filter != nil {

@@ -1081,6 +1081,11 @@ func (p *parser) refOrCall() Expr {
 			}
 			p.next()
 		}
+		if (p.tok.is("RESPECT") || p.tok.is("IGNORE")) && p.peek().is("NULLS") {
+			c.Nulls = strings.ToUpper(p.tok.text)
+			p.next()
+			p.next()
+		}
 	}
 	p.expectOp(")", ", or ) in the call of "+parts[len(parts)-1].Name)
 	if p.tok.is("FILTER") && p.peek().op("(") {

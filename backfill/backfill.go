@@ -73,6 +73,15 @@ type BackfillOptions struct {
 	// as a group (Group), a Kafka topic: the command line sets it to
 	// internal/group's OpenArchive.
 	GroupArchive func(ctx context.Context, p *spec.Plan) (GroupArchive, error)
+	// Context, when set, ends the backfill when it is done (Ctrl-C):
+	// between transactions, and inside one by aborting it.
+	Context context.Context
+	// GroupRun is the run of a job run as a group (Group; 0: unknown):
+	// only its entries are folded. Every task of a group writes the
+	// group's run, so entries of another run are of a run before a weir
+	// reset (EarlierRuns), or of another job or group that writes to the
+	// same ledger topic (OtherRuns).
+	GroupRun int64
 }
 
 // DefaultWindowsPerTx is BackfillOptions.WindowsPerTx's default.
@@ -100,6 +109,10 @@ type BackfillReport struct {
 	// the results hold (job.Committed.Since), in a ledger that keeps them
 	// (a Kafka topic): skipped.
 	EarlierRuns int `json:"earlier_runs,omitempty"`
+	// OtherRuns counts entries of a group's ledger (a Kafka topic) that
+	// another run wrote, not before this group's (BackfillOptions.
+	// GroupRun): another job or group that shares the topic. Skipped.
+	OtherRuns int `json:"other_runs,omitempty"`
 	// Corrupt counts ledger lines whose checksum or syntax is wrong:
 	// skipped (weir ledger ls shows them).
 	Corrupt int `json:"corrupt"`
@@ -221,13 +234,16 @@ func Backfill(p *spec.Plan, o BackfillOptions) (BackfillReport, error) {
 	}
 	defer src.close()
 	cut, wm, desc, since, err := backfillCut(p, job.RunOptions{Dir: o.Dir, CheckpointDir: o.CheckpointDir}, src)
+	if o.Group && o.GroupRun != 0 {
+		since = o.GroupRun // the group's run: every task writes it
+	}
 	if err == nil && cut == nil && o.Group {
 		desc = "all of it; the job runs as a group, whose ledger holds committed records only, each too late for good"
 	}
 	if err != nil {
 		return BackfillReport{}, err
 	}
-	ps := pass{ctx: context.Background(), o: &o, src: src, cut: cut, wm: wm, desc: desc, since: since, spec: outfmt.SpecHash(p), lateness: p.Lateness, keys: p.Key,
+	ps := pass{ctx: cmp.Or(o.Context, context.Background()), o: &o, src: src, cut: cut, wm: wm, desc: desc, since: since, spec: outfmt.SpecHash(p), lateness: p.Lateness, keys: p.Key,
 		fold:     &specFolder{agg: record.NewAggregator(p, record.KeepsAccs(p)), dec: record.NewDecoder(p, clock.Real{})},
 		retryFor: pgio.DefaultConnectRetryFor}
 	if p.WindowKind == spec.Session {
@@ -331,6 +347,10 @@ func (ps *pass) run() (BackfillReport, error) {
 			// An earlier run's, in a ledger that cannot start over (a
 			// Kafka topic): the results hold this run's only.
 			rep.EarlierRuns++
+			return nil
+		}
+		if o.GroupRun != 0 && e.Run != o.GroupRun {
+			rep.OtherRuns++ // a later run: another group's
 			return nil
 		}
 		rep.Entries++

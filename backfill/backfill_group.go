@@ -29,6 +29,9 @@ type GroupArchive interface {
 	Live(ctx context.Context) (etime.Time, error)
 	// Partitions is the topic's partition count.
 	Partitions(ctx context.Context) (int, error)
+	// Fence aborts an earlier backfill's transaction left open (it
+	// died): called before Scan, which would wait for it.
+	Fence(ctx context.Context) error
 	// Scan calls fn with each record committed when it is called.
 	Scan(ctx context.Context, fn func(partition int32, key, value []byte) error) error
 	// Commit writes records to the archive and messages to the results
@@ -89,6 +92,11 @@ func openGroupStore(ctx context.Context, p *spec.Plan, o *BackfillOptions) (*gro
 	}
 	if s.nparts, err = ga.Partitions(ctx); err != nil {
 		return fail(err)
+	}
+	if !o.DryRun {
+		if err := ga.Fence(ctx); err != nil {
+			return fail(err)
+		}
 	}
 	// The watermark first: what the archive holds then covers every
 	// window below it.

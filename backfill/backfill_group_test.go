@@ -29,6 +29,7 @@ func (f *fakeArchive) Run() int64                               { return 7 }
 func (f *fakeArchive) Live(context.Context) (etime.Time, error) { return f.live, nil }
 func (f *fakeArchive) Partitions(context.Context) (int, error)  { return f.parts, nil }
 func (f *fakeArchive) Close() error                             { return nil }
+func (f *fakeArchive) Fence(context.Context) error              { return nil }
 func (f *fakeArchive) Scan(_ context.Context, fn func(int32, []byte, []byte) error) error {
 	for _, r := range f.recs {
 		if err := fn(r.Partition, r.Key, r.Value); err != nil {

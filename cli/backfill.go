@@ -20,7 +20,7 @@ import (
 
 // backfillCmd folds a job's late-data ledger into its results table:
 // weir backfill JOB.yaml [--dry-run].
-func backfillCmd(args []string, o IO) int {
+func backfillCmd(ctx context.Context, args []string, o IO) int {
 	fs := flag.NewFlagSet("backfill", flag.ContinueOnError)
 	fs.SetOutput(o.Stderr)
 	dry := fs.Bool("dry-run", false, "show what would change and write nothing")
@@ -81,9 +81,20 @@ func backfillCmd(args []string, o IO) int {
 		bo.CheckpointDir = o.path(*ckDir)
 	}
 	if p.Checkpoint == nil && bo.CheckpointDir == "" {
-		bo.Group = group.Ran(context.Background(), p)
+		bo.Group = group.Ran(ctx, p)
+	}
+	if bo.Group {
+		// Only the group's run's entries: an earlier run's (before a
+		// weir reset) or another group's in the same topic are not its.
+		run, err := group.RunOf(ctx, p)
+		if err != nil {
+			fmt.Fprintln(o.Stderr, "weir backfill:", err)
+			return ExitFailed
+		}
+		bo.GroupRun = run
 	}
 	bo.GroupArchive = openGroupArchive
+	bo.Context = ctx
 	if *verbose {
 		bo.Out = o.Stdout
 	}
@@ -143,6 +154,12 @@ func backfillCmd(args []string, o IO) int {
 	}
 	if rep.WindowOpen > 0 {
 		fmt.Fprintf(o.Stdout, "%d entries left alone: their window is still open at the live job's checkpointed watermark %s (the live job fires it)\n", rep.WindowOpen, rep.Watermark)
+	}
+	if rep.EarlierRuns > 0 {
+		fmt.Fprintf(o.Stdout, "%s entries of earlier runs of the job (before a weir reset or --fresh) skipped: the results hold this run's windows only\n", thousands(rep.EarlierRuns))
+	}
+	if rep.OtherRuns > 0 {
+		fmt.Fprintf(o.Stdout, "%s entries of other runs skipped: another job or group writes to the same ledger (give each job a late topic of its own)\n", thousands(rep.OtherRuns))
 	}
 	if rep.HorizonExpired > 0 {
 		fmt.Fprintf(o.Stdout, "%d entries not applied: their windows ended before the archive's horizon (archive.horizon) and are no longer kept; raise the horizon, or recompute those windows from the input\n", rep.HorizonExpired)

@@ -77,7 +77,7 @@ func Main(ctx context.Context, args []string, o IO) int {
 	case "ledger":
 		return ledgerCmd(args[1:], o)
 	case "backfill":
-		return backfillCmd(args[1:], o)
+		return backfillCmd(ctx, args[1:], o)
 	case "connectors":
 		return connectorsCmd(args[1:], o)
 	case "reset":

@@ -433,6 +433,12 @@ func (c *compiler) compile() {
 		c.warn("archive", fmt.Sprintf("sinks.late (%s) keeps the too-late records for weir backfill, which cannot merge them into %s results without an archive of the closed windows", l.Type, r.Type),
 			"add archive: {dir: archive} (or a sqlite or postgres results table, which keeps the windows in its rows)")
 	}
+	if l := s.Sinks.Late; keepsForBackfill(l) && s.Sinks.LatePartial == nil && s.Window.Type == "sliding" {
+		if k, ok := c.reg.Lookup(l.Type); ok && k.Sink != nil && !k.Sink.Reasons {
+			c.warn("sinks.late_partial", fmt.Sprintf("a record late for only some of its sliding windows (a partial miss) is counted, not kept: sinks.late (%s) keeps records too late for all of them, so weir backfill cannot complete the windows partial misses left out", l.Type),
+				"add sinks.late_partial (such as a second topic or table of the same kind) to keep them for backfill")
+		}
+	}
 	if a := s.Archive; a != nil {
 		c.positive("archive.horizon", a.Horizon, "the horizon")
 		p.ArchiveHorizon = etime.FromDuration(7 * 24 * time.Hour)

@@ -172,18 +172,50 @@ func (a *Archive) Scan(ctx context.Context, fn func(partition int32, key, value 
 		}
 		f.EachRecord(func(r *kgo.Record) {
 			end, ok := target[r.Partition]
-			if !ok || ferr != nil || r.Offset >= end {
+			if !ok || ferr != nil {
 				return
 			}
 			if r.Offset >= end-1 {
+				// The last offset, or past it (the end's records were of
+				// a transaction that aborted: its marker comes after).
 				delete(target, r.Partition)
 			}
-			if !r.Attrs.IsControl() {
+			if r.Offset < end && !r.Attrs.IsControl() {
 				ferr = fn(r.Partition, r.Key, r.Value)
 			}
 		})
 	}
 	return ferr
+}
+
+// Fence makes the archive's transactional producer and takes its id,
+// which aborts the open transaction of an earlier backfill that died
+// (Kafka fences its producer): called before Scan, so that the scan
+// does not wait for that transaction to time out.
+func (a *Archive) Fence(ctx context.Context) error {
+	if err := a.producer(); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if _, _, err := a.cl.ProducerID(ctx); err != nil {
+		return fmt.Errorf("archive %s: taking the backfill's transactional id %s: %w", a.topic, Name(a.p)+"-backfill", err)
+	}
+	return nil
+}
+
+// producer makes the transactional producer unless it is made.
+func (a *Archive) producer() error {
+	if a.cl != nil {
+		return nil
+	}
+	cl, err := kgo.NewClient(append(slices.Clone(a.opts), kgo.TransactionalID(Name(a.p)+"-backfill"),
+		kgo.RecordPartitioner(partitioner{manual: map[string]bool{a.topic: true}, key: kgo.StickyKeyPartitioner(nil)}))...)
+	if err != nil {
+		return err
+	}
+	a.cl = cl
+	return nil
 }
 
 // Commit writes, in one transaction, the archive's records (each to its
@@ -193,13 +225,8 @@ func (a *Archive) Commit(ctx context.Context, recs []archive.KafkaRecord, result
 	if len(recs)+len(results) == 0 {
 		return nil
 	}
-	if a.cl == nil {
-		cl, err := kgo.NewClient(append(slices.Clone(a.opts), kgo.TransactionalID(Name(a.p)+"-backfill"),
-			kgo.RecordPartitioner(partitioner{manual: map[string]bool{a.topic: true}, key: kgo.StickyKeyPartitioner(nil)}))...)
-		if err != nil {
-			return err
-		}
-		a.cl = cl
+	if err := a.producer(); err != nil {
+		return err
 	}
 	if err := a.cl.BeginTransaction(); err != nil {
 		return err

@@ -3,13 +3,18 @@ package group
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/weirstream/weir/backfill"
+	"github.com/weirstream/weir/connector/kafkaio"
 	"github.com/weirstream/weir/internal/archive"
 	"github.com/weirstream/weir/ledger"
 	"github.com/weirstream/weir/spec"
@@ -72,23 +77,31 @@ func TestGroupArchive(t *testing.T) {
 		k := fmt.Sprintf("u%d %d", i%13, ts-ts%1000)
 		want[k] = [2]int64{want[k][0] + 1, want[k][1] + int64(i%10)}
 	}
+	// differ compares each window's newest revision, by run then pane,
+	// with the complete answer.
 	differ := func() []string {
-		type row struct{ pane, orders, total int64 }
+		type row struct{ run, pane, orders, total int64 }
 		got := map[string]row{}
-		for _, line := range committed(t, broker, "ar-out") {
-			_, rest, _ := strings.Cut(line, "} ")
-			var r struct {
-				User                       string `json:"user_id"`
-				Start, Pane, Orders, Total int64
+		rctx, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+		if err := kafkaio.ReadCommitted(rctx, []string{broker}, []string{"ar-out"}, time.Second, func(r *kgo.Record) {
+			var v struct {
+				User                string `json:"user_id"`
+				Start               int64  `json:"window_start"`
+				Pane, Orders, Total int64
+				Run                 int64 `json:"run"`
 			}
-			v, _, _ := strings.Cut(rest, " weir-")
-			if err := json.Unmarshal([]byte(strings.ReplaceAll(v, "window_start", "start")), &r); err != nil {
-				t.Fatalf("%s: %v", line, err)
+			if err := json.Unmarshal(r.Value, &v); err != nil {
+				t.Errorf("%s: %v", r.Value, err)
+				return
 			}
-			k := fmt.Sprintf("%s %d", r.User, r.Start)
-			if old, ok := got[k]; !ok || r.Pane > old.pane {
-				got[k] = row{r.Pane, r.Orders, r.Total}
+			run := v.Run
+			k := fmt.Sprintf("%s %d", v.User, v.Start)
+			if old, ok := got[k]; !ok || run > old.run || run == old.run && v.Pane > old.pane {
+				got[k] = row{run, v.Pane, v.Orders, v.Total}
 			}
+		}); err != nil {
+			t.Fatal(err)
 		}
 		var diffs []string
 		for k, w := range want {
@@ -106,7 +119,11 @@ func TestGroupArchive(t *testing.T) {
 		t.Fatal("before the backfill the results equal the complete answer: the test's input has no too-late records?")
 	}
 	open := func(ctx context.Context, p *spec.Plan) (backfill.GroupArchive, error) { return OpenArchive(ctx, p) }
-	bo := backfill.BackfillOptions{Dir: dir, Group: Ran(ctx, p), GroupArchive: open}
+	run, err := RunOf(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bo := backfill.BackfillOptions{Dir: dir, Group: Ran(ctx, p), GroupArchive: open, GroupRun: run}
 	// A dry run changes nothing.
 	before := committed(t, broker, "ar-out")
 	dry := bo
@@ -146,9 +163,66 @@ func TestGroupArchive(t *testing.T) {
 	if err != nil || again.Applied != 0 || int64(again.AlreadyApplied) != late {
 		t.Fatalf("a second backfill: %v: %+v, want all %d already applied", err, again, late)
 	}
-	// weir reset deletes the archive with the group's other topics.
+	// A backfill killed inside its transaction leaves it open: the next
+	// one fences it (aborting it) before it reads the archive, rather
+	// than wait for it to time out.
+	txn, err := kgo.NewClient(kgo.SeedBrokers(broker), kgo.TransactionalID("weir-ar-backfill"), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.TransactionTimeout(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer txn.Close()
+	if err := txn.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := txn.ProduceSync(ctx, &kgo.Record{Topic: "weir-ar-archive", Partition: 1, Key: []byte("x"), Value: []byte("y")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	quick := bo
+	qctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	quick.Context = qctx
+	if again, err := backfill.Backfill(p, quick); err != nil || again.Applied != 0 {
+		t.Fatalf("a backfill after a killed backfill left its transaction open: %v: %+v", err, again)
+	}
+
+	// weir reset deletes the archive with the group's other topics; the
+	// next run is a new run, whose backfill folds its own too-late
+	// records only (the late topic keeps the first run's too).
 	did, err := Reset(ctx, p)
 	if err != nil || !slices.Contains(did, "deleted topic weir-ar-archive (the archive of its windows)") {
 		t.Fatalf("reset: %v: %q", err, did)
 	}
+	runMembers(t, p, filepath.Join(dir, "members2"), "x")
+	if bo.GroupRun, err = RunOf(ctx, p); err != nil || bo.GroupRun == run {
+		t.Fatalf("the run after a reset: %d (%v), the first was %d", bo.GroupRun, err, run)
+	}
+	rerun, err := backfill.Backfill(p, bo)
+	if err != nil || int64(rerun.Applied) != late || int64(rerun.EarlierRuns) != late {
+		t.Fatalf("the backfill of the second run: %v: %+v, want %d entries of its own and %d of the first run", err, rerun, late, late)
+	}
+	if d := differ(); len(d) != 0 {
+		t.Fatalf("after the second run's backfill %d windows differ from the complete answer:\n%s", len(d), strings.Join(d[:min(len(d), 10)], "\n"))
+	}
+
+	// A group whose archive topic is gone is refused: a new one would
+	// lack the windows published before.
+	adm := kadm.NewClient(txnClient(t, broker))
+	if _, err := adm.DeleteTopic(ctx, "weir-ar-archive"); err != nil {
+		t.Fatal(err)
+	}
+	err = Run(ctx, Options{Plan: p, Instance: "z", StateDir: filepath.Join(dir, "z"), SessionTimeout: joinSession, TransactionTimeout: joinTxnTimeout})
+	if !errors.Is(err, ErrRefused) || !strings.Contains(fmt.Sprint(err), "its archive topic weir-ar-archive") {
+		t.Fatalf("a member of a group whose archive is gone: %v", err)
+	}
+}
+
+// txnClient is a plain client of broker, closed when the test ends.
+func txnClient(t *testing.T, broker string) *kgo.Client {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(broker))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return cl
 }

@@ -458,14 +458,8 @@ func (m *Member) prepareTopics(ctx context.Context) error {
 	// whose checkpoints it held (the topic was deleted): that state is
 	// lost, and a new changelog would only make the restores wait for
 	// checkpoints that are gone.
-	if committed, err := m.adm.FetchOffsets(ctx, m.group); err == nil {
-		var lost bool
-		committed.Each(func(o kadm.OffsetResponse) {
-			lost = lost || o.Err == nil && strings.HasPrefix(o.Metadata, metaPrefix)
-		})
-		if lost {
-			return refused(fmt.Errorf("the group %s committed progress, but its changelog topic %s, which holds the checkpoints that progress names, is gone (deleted?): the group's state is lost; reset the group (weir reset) and run the job again", m.group, m.changelog))
-		}
+	if m.committedProgress(ctx) {
+		return refused(fmt.Errorf("the group %s committed progress, but its changelog topic %s, which holds the checkpoints that progress names, is gone (deleted?): the group's state is lost; reset the group (weir reset) and run the job again", m.group, m.changelog))
 	}
 	cfg := map[string]*string{"cleanup.policy": ptr("compact"), "segment.ms": ptr("60000"), "min.compaction.lag.ms": ptr("0")}
 	return m.createTopic(ctx, m.changelog, m.ntasks(), cfg, "the tasks' state")
@@ -479,8 +473,35 @@ func (m *Member) prepareArchive(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
+	td, err := m.adm.ListTopics(ctx, m.archive)
+	if err != nil {
+		return fmt.Errorf("group: topics: %w", err)
+	}
+	if t, ok := td[m.archive]; !ok || t.Err != nil {
+		// Not there: a new group's, unless the group committed progress
+		// (the topic was deleted): a new archive would lack the windows
+		// published before, and a backfill would publish revisions of
+		// its late records alone over them.
+		if m.committedProgress(ctx) {
+			return refused(fmt.Errorf("the group %s committed progress, but its archive topic %s, which holds the windows it published for weir backfill, is gone (deleted?): reset the group (weir reset) and run the job again, or remove the archive block to run on without backfill", m.group, m.archive))
+		}
+	}
 	cfg := map[string]*string{"cleanup.policy": ptr("compact"), "min.compaction.lag.ms": ptr("0")}
 	return m.createTopic(ctx, m.archive, m.nparts, cfg, "each window's newest result and the late records backfills applied to it, for weir backfill (archive)")
+}
+
+// committedProgress reports whether the group committed offsets that
+// name its tasks' checkpoints (false when that cannot be read).
+func (m *Member) committedProgress(ctx context.Context) bool {
+	committed, err := m.adm.FetchOffsets(ctx, m.group)
+	if err != nil {
+		return false
+	}
+	var some bool
+	committed.Each(func(o kadm.OffsetResponse) {
+		some = some || o.Err == nil && strings.HasPrefix(o.Metadata, metaPrefix)
+	})
+	return some
 }
 
 // createTopic creates topic with n partitions and cfg unless it exists

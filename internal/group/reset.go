@@ -50,6 +50,22 @@ func Ran(ctx context.Context, p *spec.Plan) bool {
 	return ok && t.Err == nil
 }
 
+// RunOf is the run of plan p's group: its group record's (the group
+// must have run).
+func RunOf(ctx context.Context, p *spec.Plan) (int64, error) {
+	s := spec.SourceSettings(p)
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	g, err := readGroupRecord(ctx, append([]kgo.Opt{kgo.SeedBrokers(s.Strings("kafka.brokers")...)}, kafkaio.AuthFrom(s, "kafka.")...), ChangelogTopic(p))
+	if err == nil && g == nil {
+		err = fmt.Errorf("the group %s has not run (its changelog %s holds no group record)", Name(p), ChangelogTopic(p))
+	}
+	if err != nil {
+		return 0, err
+	}
+	return g.Run, nil
+}
+
 // sourceAdmin is an admin client of plan p's source brokers.
 func sourceAdmin(p *spec.Plan) (*kadm.Client, error) {
 	s := spec.SourceSettings(p)

@@ -3,6 +3,7 @@ package backfill
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -13,6 +14,7 @@ import (
 	"github.com/weirstream/weir/etime"
 	"github.com/weirstream/weir/internal/archive"
 	"github.com/weirstream/weir/internal/jobtest"
+	"github.com/weirstream/weir/job"
 	"github.com/weirstream/weir/spec"
 )
 
@@ -135,5 +137,25 @@ func TestGroupStore(t *testing.T) {
 	s.begin(w2)
 	if _, pane, err := s.load(w2); err != nil || pane != -1 || w2.run != 7 {
 		t.Fatalf("a window never archived: pane %d, run %d, %v", pane, w2.run, err)
+	}
+}
+
+// TestBackfillCancelled: a backfill whose context is done (Ctrl-C) stops
+// before its next transaction and says so; what it did not commit a
+// later backfill applies.
+func TestBackfillCancelled(t *testing.T) {
+	dir, sum := runSpec(t, fmt.Sprintf(jobtest.BackfillJob, "10s", "{type: tumbling, size: 1m}"), nil, job.RunOptions{Deterministic: true})
+	p, err := spec.Parse([]byte(fmt.Sprintf(jobtest.BackfillJob, "10s", "{type: tumbling, size: 1m}")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if rep, err := Backfill(p, BackfillOptions{Dir: dir, Context: ctx}); !errors.Is(err, context.Canceled) || rep.Applied != 0 {
+		t.Fatalf("a cancelled backfill: %v, %+v", err, rep)
+	}
+	rep, err := Backfill(p, BackfillOptions{Dir: dir})
+	if err != nil || int64(rep.Applied) != sum.Get("late_side_output") || rep.AlreadyApplied != 0 {
+		t.Fatalf("the backfill after it: %v: %+v, want all %d entries applied", err, rep, sum.Get("late_side_output"))
 	}
 }

@@ -498,3 +498,27 @@ func TestGraphPathOfAJoin(t *testing.T) {
 		t.Errorf("a key of both sides outside the equalities: %v", err)
 	}
 }
+
+// TestPartialMissWarning: sliding windows whose too-late records go to a
+// kind that keeps them without their reasons (a Kafka topic), and no
+// late_partial, are warned about: weir backfill cannot complete the
+// windows partial misses left out. A ledger directory keeps them, and
+// late_partial does.
+func TestPartialMissWarning(t *testing.T) {
+	sliding := strings.Replace(checkJob, "{type: tumbling, size: 1m}", "{type: sliding, size: 2m, slide: 1m}", 1)
+	late := map[string]bool{
+		"late: {type: kafka, brokers: ['127.0.0.1:9092'], topic: l}": true,
+		"late: {type: ledger, dir: l}":                               false,
+		"late: {type: kafka, brokers: ['127.0.0.1:9092'], topic: l}, late_partial: {type: kafka, brokers: ['127.0.0.1:9092'], topic: p}": false,
+	}
+	for sinks, warned := range late {
+		p, err := Parse([]byte(sliding + "archive: {dir: a}\nsinks: {results: {type: kafka, brokers: ['127.0.0.1:9092'], topic: r}, " + sinks + "}\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := slices.ContainsFunc(p.Warnings, func(e FieldError) bool { return e.Path == "sinks.late_partial" })
+		if got != warned {
+			t.Errorf("%s: warned %v, want %v (%v)", sinks, got, warned, p.Warnings)
+		}
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"time"
 
 	"github.com/weirstream/weir/backfill"
 	"github.com/weirstream/weir/internal/group"
@@ -81,7 +82,14 @@ func backfillCmd(ctx context.Context, args []string, o IO) int {
 		bo.CheckpointDir = o.path(*ckDir)
 	}
 	if p.Checkpoint == nil && bo.CheckpointDir == "" {
-		bo.Group = group.Ran(ctx, p)
+		// Whether the job runs as a group decides where its archive and
+		// cut are: a Kafka that does not answer is said, not taken for
+		// a job that runs in one process.
+		var err error
+		if bo.Group, err = group.RanErr(ctx, p, groupProbeWait); err != nil {
+			fmt.Fprintf(o.Stderr, "weir backfill: cannot tell whether the job runs as a group (whose archive and cut are in Kafka): %v\n", err)
+			return ExitFailed
+		}
 	}
 	if bo.Group {
 		// Only the group's run's entries: an earlier run's (before a
@@ -235,6 +243,10 @@ func thousands(n int) string {
 	}
 	return s
 }
+
+// groupProbeWait bounds weir backfill's wait for the source's Kafka to
+// say whether the job runs as a group.
+var groupProbeWait = 10 * time.Second
 
 // openGroupArchive opens the Kafka archive of a job run as a group
 // (backfill.BackfillOptions.GroupArchive).

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"database/sql"
 	"fmt"
 	"math/rand/v2"
@@ -333,5 +334,34 @@ func TestBackfillDuringLiveRun(t *testing.T) {
 			}
 			t.Logf("%d records; %d backfills during the live run applied %d entries (%d waited for a checkpoint); after it: %s", records, runs, applied, waited, strings.SplitN(out, "\n", 3)[1])
 		})
+	}
+}
+
+// TestBackfillKafkaSilent: the backfill of a Kafka job without
+// checkpoints whose brokers do not answer says it cannot tell whether
+// the job runs as a group (whose archive and cut are in Kafka), rather
+// than backfill it as a job of one process.
+func TestBackfillKafkaSilent(t *testing.T) {
+	defer func(w time.Duration) { groupProbeWait = w }(groupProbeWait)
+	groupProbeWait = 500 * time.Millisecond
+	dir := t.TempDir()
+	job := `name: silent
+source: {type: kafka, kafka: {brokers: ['127.0.0.1:1'], topic: in}}
+watermark: {max_out_of_orderness: 1s}
+key: [user_id]
+window: {type: tumbling, size: 1m}
+aggregate: [{name: n, fn: count}]
+archive: {dir: archive}
+sinks:
+  results: {type: kafka, brokers: ['127.0.0.1:1'], topic: out}
+  late: {type: kafka, brokers: ['127.0.0.1:1'], topic: late}
+`
+	if err := os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(job), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	code := Main(context.Background(), []string{"backfill", "job.yaml"}, IO{Dir: dir, Stdout: &out, Stderr: &out, Getenv: func(string) string { return "" }})
+	if code != ExitFailed || !strings.Contains(out.String(), "cannot tell whether the job runs as a group") {
+		t.Errorf("exit %d:\n%s", code, out.String())
 	}
 }

@@ -513,7 +513,7 @@ func (m *Member) createTopic(ctx context.Context, topic string, n int, cfg map[s
 	}
 	if t, ok := td[topic]; ok && t.Err == nil {
 		if len(t.Partitions) != n {
-			return fmt.Errorf("the topic %s has %d partitions, and the job needs %d: reset the group (weir reset) to start over", topic, len(t.Partitions), n)
+			return refused(fmt.Errorf("the topic %s has %d partitions, and the job needs %d: reset the group (weir reset) to start over", topic, len(t.Partitions), n))
 		}
 		return nil
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -31,23 +32,30 @@ func CheckSingle(ctx context.Context, p *spec.Plan) error {
 // topic exists (false too when Kafka does not answer within a few
 // seconds).
 func Ran(ctx context.Context, p *spec.Plan) bool {
+	ran, _ := RanErr(ctx, p, 3*time.Second)
+	return ran
+}
+
+// RanErr is Ran that says when it cannot tell: Kafka did not answer
+// within wait.
+func RanErr(ctx context.Context, p *spec.Plan, wait time.Duration) (bool, error) {
 	if p.Source.Type != "kafka" {
-		return false
+		return false, nil
 	}
 	adm, err := sourceAdmin(p)
 	if err != nil {
-		return false
+		return false, err
 	}
 	defer adm.Close()
-	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	topic := ChangelogTopic(p)
 	td, err := adm.ListTopics(ctx, topic)
 	if err != nil {
-		return false
+		return false, fmt.Errorf("Kafka at %s did not answer within %v (%w)", strings.Join(spec.SourceSettings(p).Strings("kafka.brokers"), ","), wait, err)
 	}
 	t, ok := td[topic]
-	return ok && t.Err == nil
+	return ok && t.Err == nil, nil
 }
 
 // RunOf is the run of plan p's group: its group record's (the group

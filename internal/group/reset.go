@@ -52,7 +52,7 @@ func RanErr(ctx context.Context, p *spec.Plan, wait time.Duration) (bool, error)
 	topic := ChangelogTopic(p)
 	td, err := adm.ListTopics(ctx, topic)
 	if err != nil {
-		return false, fmt.Errorf("Kafka at %s did not answer within %v (%w)", strings.Join(spec.SourceSettings(p).Strings("kafka.brokers"), ","), wait, err)
+		return false, fmt.Errorf("the source's Kafka at %s did not answer within %v (%w)", strings.Join(spec.SourceSettings(p).Strings("kafka.brokers"), ","), wait, err)
 	}
 	t, ok := td[topic]
 	return ok && t.Err == nil, nil

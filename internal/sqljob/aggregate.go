@@ -60,7 +60,7 @@ func (c *compiler) aggregation(sel *sqlparse.Select, rel *relation, group *sqlpa
 		}
 		ref, ok := g.(*sqlparse.Ref)
 		if !ok {
-			return nil, errAt(sqlparse.ExprPos(g), "", "group by window_start, window_end and columns", "only columns are grouped by")
+			return nil, errAt(sqlparse.ExprPos(g), "", "group by window_start, window_end and columns (an expression: give it a name as a computed column of the table or a view's column, and group by that)", "only columns are grouped by")
 		}
 		name := ref.Parts[len(ref.Parts)-1].Name
 		switch name {

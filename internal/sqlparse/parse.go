@@ -637,6 +637,13 @@ func (p *parser) selectStmt() *Select {
 	}
 	if p.keywords("GROUP", "BY") {
 		for {
+			if p.tok.is("GROUPING") && p.peek().is("SETS") || (p.tok.is("ROLLUP") || p.tok.is("CUBE")) && p.peek().op("(") {
+				what := strings.ToUpper(p.tok.text)
+				if what == "GROUPING" {
+					what = "GROUPING SETS"
+				}
+				p.fail("run one query per grouping (a statement set of INSERTs can share the table's read)", "%s is not supported yet", what)
+			}
 			s.GroupBy = append(s.GroupBy, p.expr())
 			if !p.tok.op(",") {
 				break

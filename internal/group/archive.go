@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/weirstream/weir/connector"
@@ -244,7 +245,11 @@ func (a *Archive) Commit(ctx context.Context, recs []archive.KafkaRecord, result
 		commit = kgo.TryAbort
 	}
 	if err := a.cl.EndTransaction(ctx, commit); err != nil || perr != nil {
-		return fmt.Errorf("archive %s: the backfill's transaction: %w", a.topic, errors.Join(perr, err))
+		err = errors.Join(perr, err)
+		if errors.Is(err, kerr.ProducerFenced) || errors.Is(err, kerr.InvalidProducerEpoch) || errors.Is(err, kerr.InvalidTxnState) {
+			return fmt.Errorf("another weir backfill of the group took its transactional id %s and goes on: this one stops, and nothing of its open transaction is kept (%w)", Name(a.p)+"-backfill", err)
+		}
+		return fmt.Errorf("the backfill's transaction writing the results topic %s and the archive %s (nothing of it is kept): %w", a.results, a.topic, err)
 	}
 	return nil
 }

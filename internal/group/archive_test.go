@@ -205,6 +205,26 @@ func TestGroupArchive(t *testing.T) {
 		t.Fatalf("after the second run's backfill %d windows differ from the complete answer:\n%s", len(d), strings.Join(d[:min(len(d), 10)], "\n"))
 	}
 
+	// Of two backfills at once, the second fences the first, whose
+	// commit then says so.
+	a1, err := OpenArchive(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a1.Close()
+	a2, err := OpenArchive(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a2.Close()
+	if err := errors.Join(a1.Fence(ctx), a2.Fence(ctx)); err != nil {
+		t.Fatal(err)
+	}
+	err = a1.Commit(ctx, []archive.KafkaRecord{{Partition: 0, Key: []byte("k"), Value: []byte("v")}}, nil)
+	if err == nil || !strings.Contains(err.Error(), "another weir backfill of the group took its transactional id weir-ar-backfill") {
+		t.Errorf("the fenced backfill's commit: %v", err)
+	}
+
 	// A group whose archive topic is gone is refused: a new one would
 	// lack the windows published before.
 	adm := kadm.NewClient(txnClient(t, broker))

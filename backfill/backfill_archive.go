@@ -28,13 +28,10 @@ import (
 // publishes the record again at the next backfill: the same window and
 // pane, byte for byte, which readers fold by pane.
 type archiveStore struct {
+	batchBegun
 	a    *archive.Archive
-	p    *spec.Plan
-	o    *BackfillOptions
 	pub  connector.LogStore
-	key  string // the result key (values joined by keySep) of the window begun
 	revs []archive.Revision
-	open bool // a batch is begun
 	// newest is the newest run the archive holds (the backfill has it to
 	// itself): a window that never fired gets that run's first revision.
 	newest int64
@@ -75,7 +72,7 @@ func openArchiveStore(p *spec.Plan, o BackfillOptions, wm etime.Time) (*archiveS
 		}
 		return nil, err
 	}
-	st := &archiveStore{a: a, p: p, o: &o, pub: pub, width: record.NewAggregator(p, record.KeepsAccs(p)).Width()}
+	st := &archiveStore{batchBegun: batchBegun{p: p, o: &o}, a: a, pub: pub, width: record.NewAggregator(p, record.KeepsAccs(p)).Width()}
 	if st.newest, err = a.Run(); err != nil {
 		st.close()
 		return nil, err
@@ -128,7 +125,17 @@ func resultKey(p *spec.Plan, w *backfillWindow) (string, error) {
 	return strings.Join(parts, record.KeySep), nil
 }
 
-func (s *archiveStore) begin(w *backfillWindow) error {
+// batchBegun is what an archive store keeps of the batch it revises:
+// the window begun's result key, and whether a batch is begun.
+type batchBegun struct {
+	p    *spec.Plan
+	o    *BackfillOptions
+	key  string // the result key (values joined by record.KeySep) of the window begun
+	open bool   // a batch is begun
+}
+
+// begin begins window w (windowStore.begin).
+func (s *batchBegun) begin(w *backfillWindow) error {
 	var err error
 	if s.key, err = resultKey(s.p, w); err != nil {
 		return err

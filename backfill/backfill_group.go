@@ -46,10 +46,9 @@ type GroupArchive interface {
 // the archive and its record to the results topic at once, so no outbox
 // is needed: a backfill killed before a commit leaves nothing of it.
 type groupStore struct {
+	batchBegun
 	ga  GroupArchive
 	ctx context.Context
-	p   *spec.Plan
-	o   *BackfillOptions
 	// rows are the archived copies of each window, by KafkaKey: one per
 	// partition it is in (the live task's, and a backfill's first
 	// revision of a window that never fired, placed by its key's hash);
@@ -58,8 +57,6 @@ type groupStore struct {
 	nparts int
 	cut    etime.Time // the horizon
 	width  int
-	key    string // the result key of the window begun
-	open   bool
 	recs   []archive.KafkaRecord
 	msgs   []connector.Message
 	next   map[string]groupRow // the rows recs write, once committed
@@ -84,7 +81,7 @@ func openGroupStore(ctx context.Context, p *spec.Plan, o *BackfillOptions) (*gro
 	if err != nil {
 		return nil, err
 	}
-	s := &groupStore{ga: ga, ctx: ctx, p: p, o: o, rows: map[string][]groupRow{}, next: map[string]groupRow{}, cut: etime.MinTime,
+	s := &groupStore{batchBegun: batchBegun{p: p, o: o}, ga: ga, ctx: ctx, rows: map[string][]groupRow{}, next: map[string]groupRow{}, cut: etime.MinTime,
 		width: record.NewAggregator(p, record.KeepsAccs(p)).Width()}
 	fail := func(err error) (*groupStore, error) {
 		ga.Close()
@@ -162,18 +159,6 @@ func (s *groupStore) kafkaKey(w *backfillWindow) string {
 }
 
 func (s *groupStore) horizon() (etime.Time, error) { return s.cut, nil }
-
-func (s *groupStore) begin(w *backfillWindow) error {
-	var err error
-	if s.key, err = resultKey(s.p, w); err != nil {
-		return err
-	}
-	if !s.open {
-		s.open = true
-		s.o.crash("backfill-begun")
-	}
-	return nil
-}
 
 func (s *groupStore) applied(w *backfillWindow) (map[string]bool, error) {
 	r, _ := s.row(s.kafkaKey(w))

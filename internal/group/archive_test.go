@@ -67,13 +67,7 @@ func TestGroupArchive(t *testing.T) {
 	// of before the backfill, and equal after it.
 	want := map[string][2]int64{}
 	for i := range 3000 {
-		ts := int64(1767225600000) + int64(i)*10
-		switch {
-		case i%50 == 49:
-			ts -= 4000
-		case i%7 == 6:
-			ts -= 800
-		}
+		ts := orderTime(i)
 		k := fmt.Sprintf("u%d %d", i%13, ts-ts%1000)
 		want[k] = [2]int64{want[k][0] + 1, want[k][1] + int64(i%10)}
 	}

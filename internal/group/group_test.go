@@ -85,18 +85,25 @@ func fakeKafka(t testing.TB, parts int32, jobs ...string) (*kfake.Cluster, *kgo.
 // 13 users, keyed by user with Kafka's default partitioner; every 50th
 // order is 4 s late (beyond the lateness), every 7th 800 ms (late but
 // accepted or on time), and two records are malformed.
+// orderTime is the time of cluster's order i: 10 ms apart, every 50th
+// 4 s late (beyond the lateness), every 7th 800 ms.
+func orderTime(i int) int64 {
+	ts := int64(1767225600000) + int64(i)*10
+	switch {
+	case i%50 == 49:
+		ts -= 4000
+	case i%7 == 6:
+		ts -= 800
+	}
+	return ts
+}
+
 func cluster(t testing.TB, n int, jobs ...string) string {
 	t.Helper()
 	c, cl := fakeKafka(t, 4, jobs...)
 	var recs []*kgo.Record
 	for i := range n {
-		ts := int64(1767225600000) + int64(i)*10
-		switch {
-		case i%50 == 49:
-			ts -= 4000
-		case i%7 == 6:
-			ts -= 800
-		}
+		ts := orderTime(i)
 		u := fmt.Sprintf("u%d", i%13)
 		recs = append(recs, &kgo.Record{Key: []byte(u), Value: fmt.Appendf(nil, `{"user_id":%q,"amount":%d,"ts":%d}`, u, i%10, ts)})
 	}

@@ -290,9 +290,10 @@ type TaskCheckpoints struct {
 	// Archive, when the plan keeps an archive, receives the task's
 	// archived revisions (each window's newest since the last
 	// checkpoint, in window end, start and key order) at each
-	// checkpoint, before its Commit, in place of the archive directory:
-	// a group keeps its archive in a Kafka topic, written in the
-	// member's transaction. Called on the task's output goroutine.
+	// checkpoint, before its Commit, and at the end of a run that ended
+	// well, in place of the archive directory: a group keeps its archive
+	// in a Kafka topic, written in the member's transaction. Called
+	// under the job's output lock; value is the callee's to keep.
 	Archive func(key string, start, end etime.Time, run, pane int64, value []byte)
 }
 

@@ -292,8 +292,8 @@ type TaskCheckpoints struct {
 	// checkpoint, in window end, start and key order) at each
 	// checkpoint, before its Commit, and at the end of a run that ended
 	// well, in place of the archive directory: a group keeps its archive
-	// in a Kafka topic, written in the member's transaction. Called
-	// under the job's output lock; value is the callee's to keep.
+	// in a Kafka topic, written in the member's transaction. Calls come
+	// one at a time (the job's output's); value is the callee's to keep.
 	Archive func(key string, start, end etime.Time, run, pane int64, value []byte)
 }
 

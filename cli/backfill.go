@@ -26,7 +26,8 @@ func backfillCmd(ctx context.Context, args []string, o IO) int {
 	fs.SetOutput(o.Stderr)
 	dry := fs.Bool("dry-run", false, "show what would change and write nothing")
 	verbose := fs.Bool("v", false, "print each window revised")
-	key := fs.String("key", "", "only entries of this key: FIELD=VALUE")
+	var keys keyFlag
+	fs.Var(&keys, "key", "only entries of this key: FIELD=VALUE (repeat it for each field of a key of several)")
 	reason := fs.String("reason", "", "only entries with this reason: window_expired or window_expired_partial")
 	windows := fs.String("window", "", "only entries that missed a window overlapping START..END (Unix ms or RFC 3339)")
 	perTx := fs.Int("windows-per-tx", backfill.DefaultWindowsPerTx, "windows revised per transaction (each window's revision and applied ids always commit together)")
@@ -59,9 +60,9 @@ func backfillCmd(ctx context.Context, args []string, o IO) int {
 	if !ok {
 		return ExitUsage
 	}
-	f, err := lsFilter(*key, *reason, *windows)
+	f, err := lsFilter(keys, *reason, *windows)
 	if err == nil {
-		err = checkFilter(p, *key, *reason)
+		err = checkFilter(p, keys, *reason)
 	}
 	if err != nil {
 		fmt.Fprintln(o.Stderr, "weir backfill:", err)
@@ -211,7 +212,7 @@ func backfillCmd(ctx context.Context, args []string, o IO) int {
 			for _, d := range c.Diffs {
 				fmt.Fprintln(o.Stdout, "  "+d)
 			}
-			if *key != "" || *reason != "" || *windows != "" || *arrived != "" {
+			if len(keys) > 0 || *reason != "" || *windows != "" || *arrived != "" {
 				fmt.Fprintln(o.Stdout, "note: --key, --reason, --window or --arrived left ledger entries out of this backfill; the windows they missed differ until a backfill folds them in")
 			}
 			if l := job.Running(p, job.RunOptions{Dir: bo.Dir, CheckpointDir: bo.CheckpointDir}); l != nil {

@@ -37,7 +37,7 @@ func TestKeyFilterCanonical(t *testing.T) {
 		{"k=u17", `{"k":"u17"}`, true},
 		{"k=17", `{"k":"17"}`, false},
 	} {
-		f, err := lsFilter(c.flag, "", "")
+		f, err := lsFilter([]string{c.flag}, "", "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -75,7 +75,11 @@ func TestFilterRefused(t *testing.T) {
 		{"customer=u1", "", `--key customer: not a key field of the job; its key fields are user_id`},
 		{"", "expired", `--reason "expired": ledger entries have reason window_expired or window_expired_partial`},
 	} {
-		err := checkFilter(p, c.key, c.reason)
+		var keys []string
+		if c.key != "" {
+			keys = []string{c.key}
+		}
+		err := checkFilter(p, keys, c.reason)
 		if got := fmt.Sprint(err); c.want == "" && err != nil || c.want != "" && got != c.want {
 			t.Errorf("--key %q --reason %q: %v, want %q", c.key, c.reason, err, c.want)
 		}
@@ -146,5 +150,23 @@ func TestLedgerFlagsRefused(t *testing.T) {
 		if code != ExitUsage || !strings.Contains(stderr.String(), c.want) {
 			t.Errorf("%v: exit %d, stderr %q; want %d and %q", c.args, code, stderr.String(), ExitUsage, c.want)
 		}
+	}
+}
+
+// TestKeyFilterFields: --key repeated matches entries whose key has
+// every field's value (a key of several fields); a field given twice is
+// refused, not silently taken by its last value.
+func TestKeyFilterFields(t *testing.T) {
+	f, err := lsFilter([]string{"user_id=u1", "region=eu"}, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for key, want := range map[string]bool{`{"user_id":"u1","region":"eu"}`: true, `{"user_id":"u1","region":"us"}`: false, `{"user_id":"u2","region":"eu"}`: false} {
+		if got := f(ledger.Entry{Key: json.RawMessage(key)}); got != want {
+			t.Errorf("key %s: match %v, want %v", key, got, want)
+		}
+	}
+	if _, err := lsFilter([]string{"user_id=u1", "user_id=u2"}, "", ""); err == nil || !strings.Contains(err.Error(), "--key user_id is given twice") {
+		t.Errorf("a field given twice: %v", err)
 	}
 }

@@ -34,10 +34,11 @@ func ledgerCmd(args []string, o IO) int {
 	fs := flag.NewFlagSet("ledger "+cmd, flag.ContinueOnError)
 	fs.SetOutput(o.Stderr)
 	since := fs.Duration("since", 0, "only entries that arrived within this long before now (0: all)")
-	var key, reason, windows *string
+	var reason, windows *string
+	var keys keyFlag
 	var limit *int
 	if cmd == "ls" {
-		key = fs.String("key", "", "only entries of this key: FIELD=VALUE (a JSON value, or a plain string)")
+		fs.Var(&keys, "key", "only entries of this key: FIELD=VALUE (a JSON value, or a plain string; repeat it for each field of a key of several)")
 		reason = fs.String("reason", "", "only entries with this reason: window_expired or window_expired_partial")
 		windows = fs.String("window", "", "only entries that missed a window overlapping START..END (Unix ms or RFC 3339)")
 		limit = fs.Int("limit", 100, "print at most this many entries (0: all)")
@@ -70,9 +71,9 @@ func ledgerCmd(args []string, o IO) int {
 		return *since == 0 || time.UnixMilli(e.ArrivedAt).After(time.Now().Add(-*since))
 	}
 	if cmd == "ls" {
-		f, err := lsFilter(*key, *reason, *windows)
+		f, err := lsFilter(keys, *reason, *windows)
 		if err == nil {
-			err = checkFilter(p, *key, *reason)
+			err = checkFilter(p, keys, *reason)
 		}
 		if err != nil {
 			fmt.Fprintln(o.Stderr, "weir ledger ls:", err)
@@ -150,12 +151,14 @@ func compareIDs(a, b string) int {
 // checkFilter refuses a --key field that is not one of the job's key
 // fields, and a --reason that no ledger entry has: either would match
 // nothing, without a word.
-func checkFilter(p *spec.Plan, key, reason string) error {
-	if field, _, ok := strings.Cut(key, "="); ok && !slices.Contains(p.Key, field) {
-		if len(p.Key) == 0 {
-			return fmt.Errorf("--key %s: the job has no key fields, so its entries have no key to match", field)
+func checkFilter(p *spec.Plan, keys []string, reason string) error {
+	for _, key := range keys {
+		if field, _, ok := strings.Cut(key, "="); ok && !slices.Contains(p.Key, field) {
+			if len(p.Key) == 0 {
+				return fmt.Errorf("--key %s: the job has no key fields, so its entries have no key to match", field)
+			}
+			return fmt.Errorf("--key %s: not a key field of the job; its key fields are %s%s", field, strings.Join(p.Key, ", "), didYouMean(field, p.Key))
 		}
-		return fmt.Errorf("--key %s: not a key field of the job; its key fields are %s%s", field, strings.Join(p.Key, ", "), didYouMean(field, p.Key))
 	}
 	if reasons := []string{window.Expired.String(), window.ExpiredPartial.String()}; reason != "" && !slices.Contains(reasons, reason) {
 		return fmt.Errorf("--reason %q: ledger entries have reason %s", reason, strings.Join(reasons, " or "))
@@ -172,19 +175,21 @@ func didYouMean(name string, known []string) string {
 	return ""
 }
 
-func lsFilter(key, reason, windows string) (func(ledger.Entry) bool, error) {
-	var field string
-	var value []byte
-	if key != "" {
+func lsFilter(keys []string, reason, windows string) (func(ledger.Entry) bool, error) {
+	want := map[string][]byte{} // each --key's field and canonical value
+	for _, key := range keys {
 		f, v, ok := strings.Cut(key, "=")
 		if !ok {
 			return nil, fmt.Errorf("--key %q: use FIELD=VALUE, such as user_id=u17", key)
 		}
-		field, value = f, []byte(v)
+		if _, twice := want[f]; twice {
+			return nil, fmt.Errorf("--key %s is given twice: an entry has one value of a field (repeat --key for the other fields of a key of several)", f)
+		}
+		value := []byte(v)
 		if !json.Valid(value) {
 			value, _ = json.Marshal(v)
 		}
-		value = canonical(value)
+		want[f] = canonical(value)
 	}
 	lo, hi := int64(math.MinInt64), int64(math.MaxInt64)
 	if windows != "" {
@@ -197,10 +202,15 @@ func lsFilter(key, reason, windows string) (func(ledger.Entry) bool, error) {
 		if reason != "" && e.Reason != reason {
 			return false
 		}
-		if field != "" {
+		if len(want) > 0 {
 			var m map[string]json.RawMessage
-			if json.Unmarshal(e.Key, &m) != nil || !bytes.Equal(canonical(m[field]), value) {
+			if json.Unmarshal(e.Key, &m) != nil {
 				return false
+			}
+			for field, value := range want {
+				if !bytes.Equal(canonical(m[field]), value) {
+					return false
+				}
 			}
 		}
 		if windows != "" {
@@ -209,6 +219,12 @@ func lsFilter(key, reason, windows string) (func(ledger.Entry) bool, error) {
 		return true
 	}, nil
 }
+
+// keyFlag is a repeatable --key FIELD=VALUE.
+type keyFlag []string
+
+func (k *keyFlag) String() string     { return strings.Join(*k, " ") }
+func (k *keyFlag) Set(v string) error { *k = append(*k, v); return nil }
 
 // parseRange parses a FROM..TO flag value (Unix ms, dates or RFC 3339
 // times): FROM must come before TO, and a pair of numbers that reads as

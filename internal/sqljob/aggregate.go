@@ -98,7 +98,25 @@ func (c *compiler) aggregation(sel *sqlparse.Select, rel *relation, group *sqlpa
 		if it.Star {
 			return nil, errAt(it.Pos, "*", "name the keys, window_start, window_end and the aggregates", "SELECT * of an aggregation")
 		}
-		switch e := it.Expr.(type) {
+		x := it.Expr
+		if group != nil {
+			// The group window's bounds inside an expression
+			// (CAST(TUMBLE_START(ts, ...) AS STRING)) are the window's.
+			var berr error
+			x = mapExpr(x, func(e sqlparse.Expr) sqlparse.Expr {
+				if call, ok := e.(*sqlparse.Call); ok {
+					if bound, ok, err := groupBound(call, group); ok {
+						berr = cmp.Or(berr, err)
+						return &sqlparse.Ref{Parts: []sqlparse.Ident{{Pos: call.Pos, Name: bound}}}
+					}
+				}
+				return e
+			})
+			if berr != nil {
+				return nil, berr
+			}
+		}
+		switch e := x.(type) {
 		case *sqlparse.Ref:
 			name := e.Parts[len(e.Parts)-1].Name
 			if k, ok := c.nested[sqlparse.FormatExpr(e)]; ok {
@@ -293,7 +311,9 @@ func (c *compiler) aggregate(call *sqlparse.Call, alias sqlparse.Ident, rel *rel
 		return a, errAt(call.Pos, fn, "", "OVER windows are not compiled yet")
 	}
 	switch {
-	case a.Fn == "collect" && call.Nulls == "IGNORE":
+	case a.Fn == "collect" && (call.Nulls == "IGNORE" || call.Filter != nil):
+		// With FILTER, a row the filter drops reads as NULL (below):
+		// NULLs are skipped then, the kept rows' own NULLs too.
 		a.Nulls = "ignore"
 	case a.Fn == "collect":
 		// ARRAY_AGG keeps NULLs unless told to ignore them, as in Flink.

@@ -73,11 +73,8 @@ func OpenArchive(ctx context.Context, p *spec.Plan) (*Archive, error) {
 	}
 	a.run = g.Run
 	td, err := a.adm.ListTopics(rctx, a.topic)
-	if err == nil {
-		err = td.Error()
-	}
 	if t, ok := td[a.topic]; err == nil && (!ok || t.Err != nil) {
-		err = fmt.Errorf("the group's archive topic %s is not there: the group's members create it when the job has an archive block; run the job first (a group that ran without one archived nothing)", a.topic)
+		err = fmt.Errorf("the group's archive topic %s is not there: the group's members create it when the job has an archive block (a group that ran without one archived nothing); if it was deleted, the windows it held are lost: reset the group (weir reset) and run the job again", a.topic)
 	}
 	if err != nil {
 		a.Close()

@@ -199,6 +199,17 @@ func TestGroupArchive(t *testing.T) {
 		t.Fatalf("after the second run's backfill %d windows differ from the complete answer:\n%s", len(d), strings.Join(d[:min(len(d), 10)], "\n"))
 	}
 
+	// A member that would read on (stop_at_end false) in the finished
+	// group is refused: its tasks are done and would read nothing.
+	on, err := spec.Parse(fmt.Appendf(nil, strings.Replace(groupJob, "stop_at_end: true", "stop_at_end: false", 1)+"archive: {dir: archive}\n", "ar", broker, broker, "ar", broker, "ar", broker, "ar"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = Run(ctx, Options{Plan: on, Instance: "w", StateDir: filepath.Join(dir, "w"), SessionTimeout: joinSession, TransactionTimeout: joinTxnTimeout})
+	if !errors.Is(err, ErrRefused) || !strings.Contains(fmt.Sprint(err), "finished its run") {
+		t.Fatalf("a member reading on in a finished group: %v", err)
+	}
+
 	// Of two backfills at once, the second fences the first, whose
 	// commit then says so.
 	a1, err := OpenArchive(ctx, p)

@@ -2008,6 +2008,11 @@ func (m *Member) checkFinished(ctx context.Context) error {
 	if !done {
 		return nil
 	}
+	if !m.stopAtEnd {
+		// Its tasks are done for good: a member that reads on would sit
+		// idle while records came, without a word.
+		return refused(fmt.Errorf("group %s finished its run (an earlier spec had stop_at_end: every task read %s to its end and committed), and a finished group's tasks read nothing more: to read on, reset the group (weir reset) and run the job again, or give it another group.name with source.kafka.start at the time to read from", m.group, m.topic))
+	}
 	// Committed records (and transaction markers) past the run's end.
 	listed, err := m.adm.ListCommittedOffsets(ctx, m.topic)
 	if err == nil {

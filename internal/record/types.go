@@ -146,7 +146,10 @@ func (f typedField) integer(v *fastjson.Value) (int64, error) {
 		// A fraction or an exponent: Jackson's asLong/asInt cut it
 		// toward zero (SMALLINT and TINYINT parse the text, refused).
 		x := v.GetFloat64()
-		if f.Type == "smallint" || f.Type == "tinyint" || math.IsNaN(x) || x < float64(f.lo) || x >= -float64(f.lo) {
+		if f.Type == "smallint" || f.Type == "tinyint" {
+			return 0, bad("value_not_number", "field %q is a %s, got %s: not an integer", f.Field, strings.ToUpper(f.Type), short(v))
+		}
+		if math.IsNaN(x) || x < float64(f.lo) || x >= -float64(f.lo) {
 			return 0, bad("value_out_of_range", "field %q is a %s, got %s", f.Field, strings.ToUpper(f.Type), short(v))
 		}
 		i = int64(x)

@@ -50,7 +50,7 @@ sinks: {results: {type: jsonl, path: out.jsonl}}
 		{"int", `"-2147483649"`, "", "value_out_of_range"},
 		{"smallint", `32767`, `32767`, ""},
 		{"smallint", `32768`, "", "value_out_of_range"},
-		{"smallint", `1.5`, "", "value_out_of_range"},
+		{"smallint", `1.5`, "", "value_not_number"},
 		{"tinyint", `"-128"`, `-128`, ""},
 		{"tinyint", `128`, "", "value_out_of_range"},
 		{"boolean", `true`, `true`, ""},

@@ -189,8 +189,7 @@ func (c *compiler) resultExpr(x sqlparse.Expr, rel *relation) (string, error) {
 			// epoch milliseconds.
 			if ref, ok := e.X.(*sqlparse.Ref); ok && isString(e.Type) {
 				if id := ref.Parts[len(ref.Parts)-1]; id.Name == "window_start" || id.Name == "window_end" || id.Name == "window_time" {
-					return &sqlparse.Call{Pos: e.Pos, Name: sqlparse.Name{Parts: []sqlparse.Ident{{Pos: e.Pos, Name: "DATE_FORMAT"}}},
-						Args: []sqlparse.Arg{{Value: &sqlparse.Ref{Parts: []sqlparse.Ident{id}}}, {Value: &sqlparse.Lit{Pos: e.Pos, Kind: "string", Text: "yyyy-MM-dd HH:mm:ss.SSS"}}}}
+					return timeText(e.Pos, &sqlparse.Ref{Parts: []sqlparse.Ident{id}})
 				}
 			}
 		case *sqlparse.Call:

@@ -432,10 +432,44 @@ func numeric(t *sqlparse.Type) bool {
 	return !isString(t)
 }
 
+// timeText is time x (epoch milliseconds, or a TIMESTAMP's text) as
+// Flink casts a TIMESTAMP(3) to a string: 2026-01-01 00:05:00.000.
+func timeText(pos sqlparse.Pos, x sqlparse.Expr) sqlparse.Expr {
+	return &sqlparse.Call{Pos: pos, Name: sqlparse.Name{Parts: []sqlparse.Ident{{Pos: pos, Name: "DATE_FORMAT"}}},
+		Args: []sqlparse.Arg{{Value: x}, {Value: &sqlparse.Lit{Pos: pos, Kind: "string", Text: "yyyy-MM-dd HH:mm:ss.SSS"}}}}
+}
+
+// timeCasts makes each CAST to a string of a field of table t that is a
+// TIMESTAMP(3) or TIMESTAMP_LTZ(3) (a column, or a TO_TIMESTAMP_LTZ
+// computed column) its time's text, as Flink casts it, not the text or
+// the milliseconds the record holds.
+func (c *compiler) timeCasts(t *sqlparse.CreateTable, x sqlparse.Expr) sqlparse.Expr {
+	return mapExpr(x, func(e sqlparse.Expr) sqlparse.Expr {
+		cast, ok := e.(*sqlparse.Cast)
+		if !ok || !isString(cast.Type) {
+			return e
+		}
+		ref, ok := cast.X.(*sqlparse.Ref)
+		if !ok {
+			return e
+		}
+		time := c.fieldType(t)(ref.Parts).kind == tTimeLTZ
+		if dt := declaredType(t, ref.Parts); dt != nil {
+			name := strings.ToUpper(dt.Name)
+			time = (name == "TIMESTAMP" || name == "TIMESTAMP_LTZ") && len(dt.Params) == 1 && dt.Params[0] == 3
+		}
+		if !time {
+			return e
+		}
+		return timeText(cast.Pos, ref)
+	})
+}
+
 // addComputed adds computed field name = x, an expression over the
 // fields of table t, to the job's spec, its quotients and its value as
 // Flink types them (flinkCasts).
 func (c *compiler) addComputed(t *sqlparse.CreateTable, name string, x sqlparse.Expr) {
+	x = c.timeCasts(t, x)
 	x = flinkCasts(x, c.fieldType(t))
 	c.setComputedType(name, typeOf(x, c.fieldType(t)))
 	c.job.Spec.Computed = append(c.job.Spec.Computed, spec.ComputedField{Name: name, Expr: sqlparse.FormatExpr(x)})

@@ -126,6 +126,10 @@ func backfillCmd(ctx context.Context, args []string, o IO) int {
 	}
 	bo.Warn = func(msg string) { fmt.Fprintln(o.Stderr, "warning:", msg) }
 	rep, err := backfill.Backfill(p, bo)
+	if err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		fmt.Fprintf(o.Stderr, "weir backfill: stopped (interrupted) after revising %s windows, which are committed; run it again to fold the rest (nothing is applied twice)\n", thousands(rep.Windows))
+		return ExitFailed
+	}
 	if err != nil {
 		fmt.Fprintln(o.Stderr, "weir backfill:", err)
 		if _, ok := errors.AsType[*backfill.RefusedError](err); ok {

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weirstream/weir/internal/jobtest"
 	"github.com/weirstream/weir/internal/sqltest"
 )
 
@@ -363,5 +364,25 @@ sinks:
 	code := Main(context.Background(), []string{"backfill", "job.yaml"}, IO{Dir: dir, Stdout: &out, Stderr: &out, Getenv: func(string) string { return "" }})
 	if code != ExitFailed || !strings.Contains(out.String(), "cannot tell whether the job runs as a group") {
 		t.Errorf("exit %d:\n%s", code, out.String())
+	}
+}
+
+// TestBackfillInterrupted: a backfill asked to stop (Ctrl-C) says what
+// it committed and that running it again finishes the work.
+func TestBackfillInterrupted(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "job.yaml"), fmt.Appendf(nil, jobtest.BackfillJob, "10s", "{type: tumbling, size: 1m}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	std := IO{Dir: dir, Stdout: &out, Stderr: &out, Getenv: func(string) string { return "" }}
+	if code := Main(context.Background(), []string{"run", "job.yaml", "--deterministic"}, std); code != ExitOK {
+		t.Fatalf("run: exit %d:\n%s", code, out.String())
+	}
+	out.Reset()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if code := Main(ctx, []string{"backfill", "job.yaml"}, std); code != ExitFailed || !strings.Contains(out.String(), "stopped (interrupted) after revising 0 windows") {
+		t.Errorf("an interrupted backfill: exit %d:\n%s", code, out.String())
 	}
 }

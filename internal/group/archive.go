@@ -34,7 +34,8 @@ type Archive struct {
 	// tasks' watermarks: the input's, or the repartition topic's.
 	windows string
 	run     int64
-	cl      *kgo.Client // the transactional producer (made at the first Commit)
+	nparts  int         // the archive topic's partitions
+	cl      *kgo.Client // the transactional producer (made by Fence or the first Commit)
 	adm     *kadm.Client
 }
 
@@ -80,6 +81,7 @@ func OpenArchive(ctx context.Context, p *spec.Plan) (*Archive, error) {
 		a.Close()
 		return nil, err
 	}
+	a.nparts = len(td[a.topic].Partitions)
 	return a, nil
 }
 
@@ -251,17 +253,9 @@ func (a *Archive) Commit(ctx context.Context, recs []archive.KafkaRecord, result
 	return nil
 }
 
-// Partitions is the archive topic's partition count.
-func (a *Archive) Partitions(ctx context.Context) (int, error) {
-	td, err := a.adm.ListTopics(ctx, a.topic)
-	if err == nil {
-		err = td.Error()
-	}
-	if err != nil {
-		return 0, err
-	}
-	return len(td[a.topic].Partitions), nil
-}
+// Partitions is the archive topic's partition count, as OpenArchive
+// found it.
+func (a *Archive) Partitions(context.Context) (int, error) { return a.nparts, nil }
 
 // Close closes the archive's clients.
 func (a *Archive) Close() error {

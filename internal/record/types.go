@@ -17,8 +17,19 @@ type typedField struct {
 	at   int
 	path []string
 	spec.TypedField
-	lo, hi int64 // an integer type's range
+	kind   typeKind // the Type, decided once
+	lo, hi int64    // an integer type's range
 }
+
+// typeKind is what a typedField reads its values into.
+type typeKind uint8
+
+const (
+	kindInteger typeKind = iota // bigint, int, smallint, tinyint
+	kindBoolean
+	kindString
+	kindFloat // double, float
+)
 
 func newTypedField(at int, path []string, f spec.TypedField) typedField {
 	t := typedField{at: at, path: path, TypedField: f, lo: math.MinInt64, hi: math.MaxInt64}
@@ -29,6 +40,12 @@ func newTypedField(at int, path []string, f spec.TypedField) typedField {
 		t.lo, t.hi = math.MinInt16, math.MaxInt16
 	case "tinyint":
 		t.lo, t.hi = math.MinInt8, math.MaxInt8
+	case "boolean":
+		t.kind = kindBoolean
+	case "string":
+		t.kind = kindString
+	case "double", "float":
+		t.kind = kindFloat
 	}
 	return t
 }
@@ -67,8 +84,8 @@ func (f typedField) read(sc *scratch) error {
 		return nil
 	}
 	var n *fastjson.Value
-	switch f.Type {
-	case "bigint", "int", "smallint", "tinyint":
+	switch f.kind {
+	case kindInteger:
 		if v.Type() == fastjson.TypeNumber {
 			// An integer in range, as it is (the common case, one parse).
 			if i, err := v.Int64(); err == nil && i >= f.lo && i <= f.hi {
@@ -80,7 +97,7 @@ func (f typedField) read(sc *scratch) error {
 			return err
 		}
 		n = sc.arena.NewNumberString(strconv.FormatInt(i, 10))
-	case "boolean":
+	case kindBoolean:
 		switch v.Type() {
 		case fastjson.TypeTrue, fastjson.TypeFalse:
 			return nil
@@ -92,7 +109,7 @@ func (f typedField) read(sc *scratch) error {
 		default:
 			n = sc.arena.NewFalse() // a number's or an object's text is never "true"
 		}
-	case "string":
+	case kindString:
 		switch v.Type() {
 		case fastjson.TypeString:
 			return nil
@@ -101,7 +118,7 @@ func (f typedField) read(sc *scratch) error {
 		default:
 			n = sc.arena.NewStringBytes(AppendCanonical(sc.num[:0], v))
 		}
-	case "double", "float":
+	case kindFloat:
 		x, err := f.float(v)
 		if err != nil {
 			return err
@@ -110,8 +127,6 @@ func (f typedField) read(sc *scratch) error {
 			return nil // as it is (canonical text makes 3 and 3.0 one)
 		}
 		n = sc.arena.NewNumberString(string(strconv.AppendFloat(sc.num[:0], x, 'g', -1, 64)))
-	default:
-		return nil
 	}
 	if parent != nil {
 		parent.Set(f.path[len(f.path)-1], n)

@@ -57,9 +57,14 @@ type groupStore struct {
 	nparts int
 	cut    etime.Time // the horizon
 	width  int
-	recs   []archive.KafkaRecord
-	msgs   []connector.Message
-	next   map[string]groupRow // the rows recs write, once committed
+	// k, cur and has are the window begun's record key and newest
+	// archived revision (has false: none).
+	k    string
+	cur  groupRow
+	has  bool
+	recs []archive.KafkaRecord
+	msgs []connector.Message
+	next map[string]groupRow // the rows recs write, once committed
 }
 
 type groupRow struct {
@@ -154,23 +159,28 @@ func (s *groupStore) row(k string) (groupRow, bool) {
 	return slices.MaxFunc(rs, func(a, b groupRow) int { return cmp.Or(cmp.Compare(a.run, b.run), cmp.Compare(a.pane, b.pane)) }), true
 }
 
-func (s *groupStore) kafkaKey(w *backfillWindow) string {
-	return string(archive.KafkaKey(s.key, etime.Time(w.start), etime.Time(w.end)))
-}
-
 func (s *groupStore) horizon() (etime.Time, error) { return s.cut, nil }
 
-func (s *groupStore) applied(w *backfillWindow) (map[string]bool, error) {
-	r, _ := s.row(s.kafkaKey(w))
-	m := make(map[string]bool, len(r.ids))
-	for _, id := range r.ids {
+// begin begins window w, and finds its record key and newest revision.
+func (s *groupStore) begin(w *backfillWindow) error {
+	if err := s.batchBegun.begin(w); err != nil {
+		return err
+	}
+	s.k = string(archive.KafkaKey(s.key, etime.Time(w.start), etime.Time(w.end)))
+	s.cur, s.has = s.row(s.k)
+	return nil
+}
+
+func (s *groupStore) applied(*backfillWindow) (map[string]bool, error) {
+	m := make(map[string]bool, len(s.cur.ids))
+	for _, id := range s.cur.ids {
 		m[id] = true
 	}
 	return m, nil
 }
 
 func (s *groupStore) load(w *backfillWindow) ([]any, int64, error) {
-	r, ok := s.row(s.kafkaKey(w))
+	r, ok := s.cur, s.has
 	if !ok {
 		w.run = w.firstRun(s.ga.Run()) // never fired: its entries' run's first revision
 		return nil, -1, nil
@@ -181,9 +191,8 @@ func (s *groupStore) load(w *backfillWindow) ([]any, int64, error) {
 }
 
 func (s *groupStore) write(w *backfillWindow, pane int64, values []string, ids []string) error {
-	k := s.kafkaKey(w)
-	old, ok := s.row(k)
-	if !ok {
+	k, old := s.k, s.cur
+	if !s.has {
 		// A window that never fired: placed by its key.
 		h := fnv.New32a()
 		h.Write([]byte(k))

@@ -127,6 +127,10 @@ func TestGroupStore(t *testing.T) {
 	if err != nil || last.Partition != 1 || run != 7 || pane != 4 || !slices.Equal(ids, []string{"7/a", "7/b"}) || len(f.results) != 1 {
 		t.Fatalf("the revision: partition %d, run %d, pane %d, ids %v (%v); %d results", last.Partition, run, pane, ids, err, len(f.results))
 	}
+	// A later batch that begins the window again sees the commit.
+	if err := s.begin(w); err != nil {
+		t.Fatal(err)
+	}
 	if ids, _ := s.applied(w); !ids["7/b"] {
 		t.Errorf("after the commit the window's applied ids are %v", ids)
 	}

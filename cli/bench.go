@@ -14,12 +14,14 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/weirstream/weir/internal/benchutil"
 	"github.com/weirstream/weir/internal/sqljob"
 	"github.com/weirstream/weir/job"
 	"github.com/weirstream/weir/nexmark"
+	"github.com/weirstream/weir/state"
 	"github.com/weirstream/weir/state/pebblestate"
 )
 
@@ -107,6 +109,7 @@ same rows, and prints both rates and their ratio.`)
 			match = match && got.Digest == hand.Digest
 		}
 		var pebbleRuns []measured
+		pebbleOps := 0 // operator instances whose state was in Pebble
 		for i := 0; *stateFlag == "pebble" && i < *runs; i++ {
 			dir, err := os.MkdirTemp("", "weir-bench-state-")
 			if err != nil {
@@ -114,7 +117,9 @@ same rows, and prints both rates and their ratio.`)
 				return ExitFailed
 			}
 			pin := in
-			pin.NewBackend = pebblestate.Backends(dir, job.DefaultStateCache)
+			backends := pebblestate.Backends(dir, job.DefaultStateCache)
+			var opened atomic.Int64 // made on the subtasks' goroutines
+			pin.NewBackend = func() state.Backend { opened.Add(1); return backends() }
 			res, m := timed(func() (nexmark.Result, error) { return nexmark.RunWeir(ctx, q, pin, *par, false) })
 			os.RemoveAll(dir)
 			if m.err != nil {
@@ -122,6 +127,7 @@ same rows, and prints both rates and their ratio.`)
 				return ExitFailed
 			}
 			pebbleRuns = append(pebbleRuns, m)
+			pebbleOps = int(opened.Load())
 			match = match && res.Digest == hand.Digest
 		}
 		var sqlRuns []measured
@@ -162,6 +168,7 @@ same rows, and prints both rates and their ratio.`)
 		if len(pebbleRuns) > 0 {
 			r.Pebble = median(pebbleRuns).rate
 			r.PebbleRatio = r.Pebble / r.Weir
+			r.PebbleOperators = pebbleOps
 		}
 		if len(sqlRuns) > 0 {
 			sm := median(sqlRuns)
@@ -227,6 +234,9 @@ type benchReport struct {
 	// that as a share of its in-memory rate.
 	Pebble      float64 `json:"pebble_events_per_s,omitempty"`
 	PebbleRatio float64 `json:"pebble_ratio_memory,omitempty"`
+	// PebbleOperators counts the operator instances that kept their
+	// state in Pebble (in the last run).
+	PebbleOperators int `json:"pebble_operators,omitempty"`
 }
 
 // runNexmarkSQL runs query sq's SQL job on events events of the nexmark

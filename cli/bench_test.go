@@ -41,7 +41,7 @@ func TestBenchNexmarkSmoke(t *testing.T) {
 			t.Fatalf("--state pebble %s: exit %d: %s%s", q, code, stdout.String(), stderr.String())
 		}
 		var r benchReport
-		if err := json.Unmarshal(stdout.Bytes(), &r); err != nil || !r.RowsMatch || r.Pebble <= 0 || r.PebbleRatio <= 0 {
+		if err := json.Unmarshal(stdout.Bytes(), &r); err != nil || !r.RowsMatch || r.Pebble <= 0 || r.PebbleRatio <= 0 || r.PebbleOperators == 0 {
 			t.Errorf("--state pebble %s: %s (%v)", q, stdout.String(), err)
 		}
 	}

@@ -52,7 +52,11 @@ func RanErr(ctx context.Context, p *spec.Plan, wait time.Duration) (bool, error)
 	topic := ChangelogTopic(p)
 	td, err := adm.ListTopics(ctx, topic)
 	if err != nil {
-		return false, fmt.Errorf("the source's Kafka at %s did not answer within %v (%w)", strings.Join(spec.SourceSettings(p).Strings("kafka.brokers"), ","), wait, err)
+		brokers := strings.Join(spec.SourceSettings(p).Strings("kafka.brokers"), ",")
+		if ctx.Err() != nil {
+			return false, fmt.Errorf("the source's Kafka at %s did not answer within %v (%w)", brokers, wait, err)
+		}
+		return false, fmt.Errorf("the source's Kafka at %s cannot be reached (%w)", brokers, err)
 	}
 	t, ok := td[topic]
 	return ok && t.Err == nil, nil

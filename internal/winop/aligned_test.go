@@ -402,3 +402,59 @@ func recordSizes(op *Operator[uint64, snapEvent, int64, int64], sizes *[]StateSi
 		}
 	}
 }
+
+// countingKV counts a KV's Gets.
+type countingKV struct {
+	state.KV
+	gets int
+}
+
+func (c *countingKV) Get(k []byte) ([]byte, bool, error) {
+	c.gets++
+	return c.KV.Get(k)
+}
+
+// TestPaneMaskSkipsAbsentPanes: on a KV backend, a sliding window's
+// firing looks up only the panes its key may have (the entry's mask), not
+// every pane of the window: keys with one element each, in windows of 5
+// panes, cost no KV lookup when their windows fire (the lookups of panes a
+// key never had were what made sliding windows on Pebble 30 times slower
+// than in memory). The sums show every window got its element.
+func TestPaneMaskSkipsAbsentPanes(t *testing.T) {
+	kv := &countingKV{KV: memstate.NewKV()}
+	var out lines
+	op, err := New(Config[uint64, snapEvent, int64, int64]{
+		Assigner:   mustA(window.Sliding(10_000, 2_000, 0)),
+		Contents:   AggContents[snapEvent, int64, int64]{F: snapSum{}},
+		Func:       func(ctx *FireContext[uint64, int64], acc *int64) { ctx.Emit(*acc) },
+		KeyEncoder: encU64, Backend: state.NewKVBackend(kv, 100_000),
+		KeyCodec: state.CodecFor[uint64](), AccCodec: state.CodecFor[int64](), KeyGroup: kgOf,
+	}, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if op.al != nil || !op.paneMode {
+		t.Fatal("not the per-key pane path")
+	}
+	const keys = 200
+	for k := range uint64(keys) {
+		ts := etime.Time(20_000 + 37*k)
+		if err := op.ProcessElement(k, snapEvent{key: k, ts: ts}, ts); err != nil {
+			t.Fatal(err)
+		}
+	}
+	kv.gets = 0
+	op.AdvanceWatermark(etime.MaxTime)
+	if kv.gets != 0 {
+		t.Errorf("%d KV lookups while %d keys' windows fired, want 0 (the mask says which panes exist)", kv.gets, keys)
+	}
+	if len(out) != 5*keys {
+		t.Fatalf("%d firings, want %d", len(out), 5*keys)
+	}
+	for _, l := range out {
+		var k uint64
+		if _, err := fmt.Sscanf(l, "R {%d ", &k); err != nil || !strings.HasSuffix(l, fmt.Sprintf(" %d}", k+1)) {
+			t.Fatalf("firing %q, want the element's sum, its key + 1", l)
+		}
+	}
+}

@@ -109,9 +109,9 @@ type noneCodec struct{}
 func (noneCodec) Append(dst []byte, _ none) ([]byte, error) { return dst, nil }
 func (noneCodec) Decode([]byte) (none, error)               { return none{}, nil }
 
-// entryCodec encodes a window's entry: flags, trigger slots, pane index and
-// contents. The timer cache is not kept (it may say "not registered"
-// wrongly, never the reverse).
+// entryCodec encodes a window's entry: flags, trigger slots, pane index,
+// the mask of absent panes and contents. The timer cache is not kept (it
+// may say "not registered" wrongly, never the reverse).
 type entryCodec[ACC any] struct{ acc state.Codec[ACC] }
 
 func (c entryCodec[ACC]) Append(dst []byte, e entry[ACC]) ([]byte, error) {
@@ -126,6 +126,9 @@ func (c entryCodec[ACC]) Append(dst []byte, e entry[ACC]) ([]byte, error) {
 	if e.lateSet {
 		flags |= 1 << 10
 	}
+	if e.paneAbsent != 0 {
+		flags |= 1 << 11
+	}
 	w.Uint(flags)
 	for i := range e.slots {
 		if e.slotSet&(1<<i) != 0 {
@@ -135,6 +138,9 @@ func (c entryCodec[ACC]) Append(dst []byte, e entry[ACC]) ([]byte, error) {
 	w.Int(e.panes)
 	if e.lateSet {
 		w.Int(int64(e.lateDue))
+	}
+	if e.paneAbsent != 0 {
+		w.Uint(e.paneAbsent)
 	}
 	return c.acc.Append(w.Buf, e.acc)
 }
@@ -155,6 +161,9 @@ func (c entryCodec[ACC]) Decode(src []byte) (entry[ACC], error) {
 	e.panes = r.Int()
 	if e.lateSet {
 		e.lateDue = etime.Time(r.Int())
+	}
+	if flags&(1<<11) != 0 {
+		e.paneAbsent = r.Uint()
 	}
 	if r.Err != nil {
 		return e, errCorruptState

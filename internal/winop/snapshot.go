@@ -265,6 +265,11 @@ func (o *Operator[K, IN, ACC, OUT]) Restore(src []byte, first, last state.KeyGro
 				k, mine := key()
 				e := state.ReadValue(&r, ec)
 				if mine && r.Err == nil && !o.implied(e) {
+					if o.al != nil {
+						// The window-major path adds to panes
+						// without keeping the mask.
+						e.paneAbsent = 0
+					}
 					// Each key is in one old subtask's snapshot,
 					// once: nothing restored exists yet.
 					*o.entries.Create(k, x) = e

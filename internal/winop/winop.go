@@ -128,6 +128,11 @@ type entry[ACC any] struct {
 	slotSet uint8
 	slots   [trigger.MaxSlots]int64
 	panes   int64 // the next pane index (W1)
+	// paneAbsent (pane mode): bit i set says the key has no pane
+	// firstPane(w)+i, so a firing and the cleanup skip its lookup. Zero
+	// (an entry restored from an older snapshot, or made by the
+	// window-major path) knows nothing: every pane is looked up.
+	paneAbsent uint64
 	// lateSet: a throttled late firing (W11) is due at lateDue
 	// (processing time), registered as a processing-time timer.
 	lateSet bool
@@ -530,6 +535,11 @@ func (o *Operator[K, IN, ACC, OUT]) ProcessElement(key K, v IN, ts etime.Time) e
 			e = o.entries.Create(key, w)
 		case o.mergedE != nil:
 			e = o.mergedE // the merge's entry, looked up already
+		case o.paneMode:
+			if e = o.entries.Ref(key, w, false); e == nil {
+				e = o.entries.Create(key, w)
+				e.paneAbsent = ^uint64(0)
+			}
 		default:
 			e = o.entries.Ref(key, w, true)
 		}
@@ -539,6 +549,7 @@ func (o *Operator[K, IN, ACC, OUT]) ProcessElement(key K, v IN, ts etime.Time) e
 				o.addToPane(key, v, ts)
 				addedToPane = true
 			}
+			o.notePane(w, e, ts)
 		} else {
 			if !e.has {
 				o.contents.Reset(&e.acc)
@@ -618,6 +629,30 @@ func (o *Operator[K, IN, ACC, OUT]) addToPane(key K, v IN, ts etime.Time) {
 		o.contents.Reset(p)
 	}
 	o.contents.Add(p, v, ts)
+}
+
+// notePane clears the bit of ts's pane in (key, w)'s entry e: the pane
+// may exist now. A pane outside the mask (more than 64 panes per window,
+// or a window whose start saturated) makes the mask know nothing.
+func (o *Operator[K, IN, ACC, OUT]) notePane(w window.Window, e *entry[ACC], ts etime.Time) {
+	if e.paneAbsent == 0 {
+		return
+	}
+	if i := o.paneIndex(ts) - o.firstPane(w); i >= 0 && i < 64 {
+		e.paneAbsent &^= 1 << i
+	} else {
+		e.paneAbsent = 0
+	}
+}
+
+// paneMaybe reports whether the key whose entry of w is e may have pane
+// pi (a nil e knows nothing).
+func (o *Operator[K, IN, ACC, OUT]) paneMaybe(w window.Window, e *entry[ACC], pi int64) bool {
+	if e == nil || e.paneAbsent == 0 {
+		return true
+	}
+	i := pi - o.firstPane(w)
+	return i < 0 || i >= 64 || e.paneAbsent&(1<<i) == 0
 }
 
 // processingTime is the current processing time: the clock when the
@@ -752,8 +787,11 @@ func (o *Operator[K, IN, ACC, OUT]) fire(key K, w window.Window, e *entry[ACC], 
 	if o.paneMode {
 		acc = &o.scratch
 		o.contents.Reset(acc)
-		first := o.firstPane(w)
+		first, absent := o.firstPane(w), e.paneAbsent
 		for pi := range o.paneRange(first, o.panesPerWindow) {
+			if i := pi - first; i < 64 && absent&(1<<i) != 0 {
+				continue
+			}
 			if p := o.panes.Ref(key, pi, false); p != nil {
 				o.contents.Merge(acc, p)
 			}
@@ -1049,14 +1087,21 @@ func (o *Operator[K, IN, ACC, OUT]) lateTimer(t timers.Timer[K], e *entry[ACC]) 
 
 // clearAll is cleanup (C5.3): it never emits.
 func (o *Operator[K, IN, ACC, OUT]) clearAll(key K, w window.Window) {
-	o.tctx.set(key, w, o.entries.Ref(key, w, false))
+	e := o.entries.Ref(key, w, false)
+	o.tctx.set(key, w, e)
 	o.trig.Clear(&o.tctx, w)
+	var absent entry[ACC]
+	if e != nil {
+		absent.paneAbsent = e.paneAbsent
+	}
 	o.entries.Delete(key, w)
 	if o.paneMode {
 		// The panes whose last window is w: those before the next
 		// window's first pane.
 		for pi := range o.ownPanes(w) {
-			o.panes.Delete(key, pi)
+			if o.paneMaybe(w, &absent, pi) {
+				o.panes.Delete(key, pi)
+			}
 		}
 	}
 	if o.sets != nil {

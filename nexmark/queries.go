@@ -1,6 +1,8 @@
 package nexmark
 
 import (
+	"encoding/binary"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -137,6 +139,57 @@ func qCount(events weir.Stream[*Event]) weir.Stream[Row] {
 type top struct {
 	max  int64
 	rows []Row
+}
+
+// MarshalBinary encodes t for state on disk (`--state pebble`) and
+// checkpoints: varints, and each row's text with its length.
+func (t top) MarshalBinary() ([]byte, error) {
+	b := binary.AppendVarint(nil, t.max)
+	b = binary.AppendUvarint(b, uint64(len(t.rows)))
+	for _, r := range t.rows {
+		for _, v := range [...]int64{int64(r.Start), int64(r.End), r.A, r.B, r.C} {
+			b = binary.AppendVarint(b, v)
+		}
+		b = binary.AppendUvarint(b, uint64(len(r.S)))
+		b = append(b, r.S...)
+	}
+	return b, nil
+}
+
+// UnmarshalBinary decodes what MarshalBinary wrote.
+func (t *top) UnmarshalBinary(b []byte) error {
+	bad := errors.New("nexmark: corrupt top rows")
+	next := func() int64 {
+		v, n := binary.Varint(b)
+		if n <= 0 {
+			b = nil
+			return 0
+		}
+		b = b[n:]
+		return v
+	}
+	t.max = next()
+	n, k := binary.Uvarint(b)
+	if k <= 0 || n > uint64(len(b)) {
+		return bad
+	}
+	b = b[k:]
+	t.rows = make([]Row, 0, n)
+	for range n {
+		var r Row
+		r.Start, r.End, r.A, r.B, r.C = etime.Time(next()), etime.Time(next()), next(), next(), next()
+		l, k := binary.Uvarint(b)
+		if b == nil || k <= 0 || l > uint64(len(b)-k) {
+			return bad
+		}
+		r.S = string(b[k : k+int(l)])
+		b = b[k+int(l):]
+		t.rows = append(t.rows, r)
+	}
+	if len(b) != 0 {
+		return bad
+	}
+	return nil
 }
 
 // topAgg keeps the rows with the largest B, or with byC the largest C.

@@ -3,6 +3,7 @@ package nexmark
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"testing"
 )
 
@@ -89,5 +90,25 @@ func TestQueriesUnderDisorder(t *testing.T) {
 	c.Rate = 200 // 5 s of disorder: beyond the bound
 	if err := CheckDisorder(c); err == nil {
 		t.Error("CheckDisorder accepted 5 s of disorder with a 4 s bound")
+	}
+}
+
+// TestTopBinary: q5's and q7's accumulator survives state on disk (the
+// Pebble backend writes it back when its cache overflows or a window
+// fires) and refuses bytes that are not one.
+func TestTopBinary(t *testing.T) {
+	in := top{max: 7, rows: []Row{{Start: 1, End: 2, A: -3, B: 7, C: 1 << 40, S: "é"}, {A: 5, B: 7}}}
+	b, err := in.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out top
+	if err := out.UnmarshalBinary(b); err != nil || !reflect.DeepEqual(in, out) {
+		t.Fatalf("round trip: %+v, %v; want %+v", out, err, in)
+	}
+	for i := range len(b) {
+		if err := new(top).UnmarshalBinary(b[:i]); err == nil {
+			t.Fatalf("%d of %d bytes decoded", i, len(b))
+		}
 	}
 }

@@ -1,6 +1,9 @@
 package state
 
-import "fmt"
+import (
+	"fmt"
+	"math/bits"
+)
 
 // KVValue is a Value kept in a KV (on disk with pebblestate) behind a
 // write-back cache of live Go values, so that hot windows cost no encoding
@@ -8,7 +11,10 @@ import "fmt"
 //
 // Entries are stored under the key [key group][tag][uvarint len, key][ns],
 // so each key group is a contiguous range (snapshots, rescaling) and one
-// KV can hold several Values (distinct tags).
+// KV can hold several Values (distinct tags). A namespace-major Value
+// (NewKVNamespaces) stores [key group][tag][uvarint len, ns][key] instead,
+// so each namespace of a key group is a contiguous range, and implements
+// Namespaces.
 //
 // The cache: Ref returns a pointer into it and marks the entry dirty, Get
 // caches clean entries, and Evict writes dirty entries back and drops
@@ -32,6 +38,19 @@ type KVValue[K comparable, N comparable, V any] struct {
 	n     int
 	bytes int64 // stored key and value bytes
 	buf   []byte
+
+	// Namespace-major only: the entries and stored bytes of each
+	// namespace, and the key groups written to the KV (a bitmap), whose
+	// ranges a namespace's walk and drop visit.
+	nsMajor bool
+	ns      map[N]*nsCount
+	groups  []uint64
+	pbuf    []byte // nsPrefix's
+}
+
+type nsCount struct {
+	n     int
+	bytes int64
 }
 
 type cached[V any] struct {
@@ -48,15 +67,74 @@ func NewKVValue[K comparable, N comparable, V any](kv KV, tag byte, kc Codec[K],
 	return &KVValue[K, N, V]{kv: kv, tag: tag, kc: kc, nc: nc, vc: vc, kg: kg, max: max(cacheSize, 1), cache: map[entryKey[K, N]]*cached[V]{}}
 }
 
+// NewKVNamespaces returns a namespace-major Value with tag in kv, caching
+// at most cacheSize entries between Evicts; it implements Namespaces.
+func NewKVNamespaces[K comparable, N comparable, V any](kv KV, tag byte, kc Codec[K], nc Codec[N], vc Codec[V], kg func(K) KeyGroup, cacheSize int) *KVValue[K, N, V] {
+	t := NewKVValue(kv, tag, kc, nc, vc, kg, cacheSize)
+	t.nsMajor, t.ns, t.groups = true, map[N]*nsCount{}, make([]uint64, 1<<16/64)
+	return t
+}
+
 func (t *KVValue[K, N, V]) key(k K, n N) []byte {
 	b := AppendKeyGroup(t.buf[:0], t.kg(k))
 	b = append(b, t.tag)
 	w := Writer{Buf: b}
-	must(WriteValue(&w, t.kc, k))
-	b, err := t.nc.Append(w.Buf, n)
+	var err error
+	if t.nsMajor {
+		must(WriteValue(&w, t.nc, n))
+		b, err = t.kc.Append(w.Buf, k)
+	} else {
+		must(WriteValue(&w, t.kc, k))
+		b, err = t.nc.Append(w.Buf, n)
+	}
 	must(err)
 	t.buf = b
 	return b
+}
+
+// nsPrefix is the start of namespace n's entries in key group kg.
+func (t *KVValue[K, N, V]) nsPrefix(kg KeyGroup, n N) []byte {
+	w := Writer{Buf: append(AppendKeyGroup(t.pbuf[:0], kg), t.tag)}
+	must(WriteValue(&w, t.nc, n))
+	t.pbuf = w.Buf
+	return w.Buf
+}
+
+// decodeKey reads an entry's key and namespace from its KV key.
+func (t *KVValue[K, N, V]) decodeKey(key []byte) (k K, n N) {
+	r := Reader{Buf: key[KeyGroupLen+1:]}
+	var err error
+	if t.nsMajor {
+		n = ReadValue(&r, t.nc)
+		must(r.Err)
+		k, err = t.kc.Decode(r.Buf)
+	} else {
+		k = ReadValue(&r, t.kc)
+		must(r.Err)
+		n, err = t.nc.Decode(r.Buf)
+	}
+	must(err)
+	return k, n
+}
+
+// count adds dn entries and db stored bytes to the totals (and to
+// namespace n's, namespace-major).
+func (t *KVValue[K, N, V]) count(n N, dn int, db int64) {
+	t.n += dn
+	t.bytes += db
+	if !t.nsMajor {
+		return
+	}
+	c := t.ns[n]
+	if c == nil {
+		c = &nsCount{}
+		t.ns[n] = c
+	}
+	c.n += dn
+	c.bytes += db
+	if c.n == 0 && c.bytes == 0 {
+		delete(t.ns, n)
+	}
 }
 
 func must(err error) {
@@ -102,7 +180,7 @@ func (t *KVValue[K, N, V]) Ref(k K, n N, create bool) *V {
 				return nil
 			}
 			c.absent = false
-			t.n++
+			t.count(n, 1, 0)
 		}
 		c.dirty = true
 		return &c.v
@@ -113,7 +191,7 @@ func (t *KVValue[K, N, V]) Ref(k K, n N, create bool) *V {
 			t.cache[ek] = &cached[V]{absent: true}
 			return nil
 		}
-		t.n++
+		t.count(n, 1, 0)
 	}
 	c := &cached[V]{v: v, dirty: true, size: size}
 	t.cache[ek] = c
@@ -126,12 +204,12 @@ func (t *KVValue[K, N, V]) Create(k K, n N) *V {
 	if c := t.cache[ek]; c != nil {
 		if c.absent {
 			c.absent = false
-			t.n++
+			t.count(n, 1, 0)
 		}
 		c.dirty = true
 		return &c.v
 	}
-	t.n++
+	t.count(n, 1, 0)
 	c := &cached[V]{dirty: true}
 	t.cache[ek] = c
 	return &c.v
@@ -159,9 +237,8 @@ func (t *KVValue[K, N, V]) Delete(k K, n N) {
 	}
 	if size > 0 { // else it was never written back
 		must(t.kv.Delete(key))
-		t.bytes -= int64(size)
 	}
-	t.n--
+	t.count(n, -1, -int64(size))
 }
 
 // Len implements Value.
@@ -184,8 +261,12 @@ func (t *KVValue[K, N, V]) Flush() {
 		key := t.key(ek.k, ek.n)
 		must(t.kv.Set(key, vb))
 		size := len(key) + len(vb)
-		t.bytes += int64(size - c.size)
+		t.count(ek.n, 0, int64(size-c.size))
 		c.size = size
+		if t.nsMajor {
+			kg := t.kg(ek.k)
+			t.groups[kg/64] |= 1 << (kg % 64)
+		}
 		c.dirty = false
 	}
 }
@@ -211,14 +292,10 @@ func (t *KVValue[K, N, V]) Evict() {
 func (t *KVValue[K, N, V]) Range(fn func(k K, n N, v *V) bool) {
 	t.Flush()
 	must(t.kv.Scan([]byte{0, 0}, nil, func(key, val []byte) bool {
-		if len(key) < 3 || key[2] != t.tag {
+		if len(key) < KeyGroupLen+1 || key[KeyGroupLen] != t.tag {
 			return true
 		}
-		r := Reader{Buf: key[3:]}
-		k := ReadValue(&r, t.kc)
-		must(r.Err)
-		n, err := t.nc.Decode(r.Buf)
-		must(err)
+		k, n := t.decodeKey(key)
 		if c := t.cache[entryKey[K, N]{k, n}]; c != nil && !c.absent {
 			return fn(k, n, &c.v)
 		}
@@ -228,7 +305,126 @@ func (t *KVValue[K, N, V]) Range(fn func(k K, n N, v *V) bool) {
 	}))
 }
 
-var _ Value[int, int, int] = (*KVValue[int, int, int])(nil)
+// NamespaceLen implements Namespaces (namespace-major only).
+func (t *KVValue[K, N, V]) NamespaceLen(n N) int {
+	if c := t.ns[n]; c != nil {
+		return c.n
+	}
+	return 0
+}
+
+// RangeNamespace implements Namespaces (namespace-major only): it writes
+// the dirty entries back, then walks namespace n key group by key group.
+// Each entry it visits is put in the cache and marked dirty, so changes
+// through v are kept; v stays valid until the next Evict.
+func (t *KVValue[K, N, V]) RangeNamespace(n N, fn func(k K, v *V) bool) {
+	t.walk(n, true, fn)
+}
+
+// ViewNamespace is RangeNamespace for a reader that changes nothing: the
+// entries not in the cache are decoded into a scratch value, valid only
+// during the call, and stay out of the cache.
+func (t *KVValue[K, N, V]) ViewNamespace(n N, fn func(k K, v *V) bool) {
+	t.walk(n, false, fn)
+}
+
+func (t *KVValue[K, N, V]) walk(n N, keep bool, fn func(k K, v *V) bool) {
+	if !t.nsMajor {
+		panic("weir: state: a namespace walk of a key-major KVValue")
+	}
+	if t.ns[n] == nil {
+		return
+	}
+	t.Flush()
+	var scratch V
+	for kg := range t.writtenGroups() {
+		start := t.nsPrefix(kg, n)
+		end := prefixEnd(start)
+		more := true
+		must(t.kv.Scan(start, end, func(key, val []byte) bool {
+			k, _ := t.decodeKey(key)
+			ek := entryKey[K, N]{k, n}
+			c := t.cache[ek]
+			switch {
+			case c != nil && c.absent:
+				return true
+			case c != nil:
+				c.dirty = c.dirty || keep
+				more = fn(k, &c.v)
+				return more
+			}
+			v, err := t.vc.Decode(val)
+			must(err)
+			if !keep {
+				scratch = v
+				more = fn(k, &scratch)
+				return more
+			}
+			c = &cached[V]{v: v, dirty: true, size: len(key) + len(val)}
+			t.cache[ek] = c
+			more = fn(k, &c.v)
+			return more
+		}))
+		if !more {
+			return
+		}
+	}
+}
+
+// DropNamespace implements Namespaces (namespace-major only): it deletes
+// namespace n's entries from the cache and its ranges from the KV.
+func (t *KVValue[K, N, V]) DropNamespace(n N) {
+	c := t.ns[n]
+	if c == nil {
+		return
+	}
+	for ek := range t.cache {
+		if ek.n == n {
+			delete(t.cache, ek)
+		}
+	}
+	for kg := range t.writtenGroups() {
+		start := t.nsPrefix(kg, n)
+		must(t.kv.DeleteRange(start, prefixEnd(start)))
+	}
+	t.n -= c.n
+	t.bytes -= c.bytes
+	delete(t.ns, n)
+}
+
+// writtenGroups yields the key groups whose entries were written to the
+// KV, in order.
+func (t *KVValue[K, N, V]) writtenGroups() func(func(KeyGroup) bool) {
+	return func(yield func(KeyGroup) bool) {
+		for i, w := range t.groups {
+			for w != 0 {
+				b := bits.TrailingZeros64(w)
+				if !yield(KeyGroup(i*64 + b)) {
+					return
+				}
+				w &^= 1 << b
+			}
+		}
+	}
+}
+
+// prefixEnd returns the least key above every key that starts with p (p
+// copied), or nil when p is all 0xff.
+func prefixEnd(p []byte) []byte {
+	e := append([]byte(nil), p...)
+	for i := len(e) - 1; i >= 0; i-- {
+		if e[i] < 0xff {
+			e[i]++
+			return e[:i+1]
+		}
+	}
+	return nil
+}
+
+var (
+	_ Value[int, int, int]      = (*KVValue[int, int, int])(nil)
+	_ Namespaces[int, int, int] = (*KVValue[int, int, int])(nil)
+)
 
 // KVBackend is a Backend whose Values can live in a KV: window operators
 // put their window contents, merging sets and panes there (as KVValues,

@@ -35,9 +35,12 @@ import (
 type alignedState[K comparable, ACC any] struct {
 	entries state.Namespaces[K, window.Window, entry[ACC]]
 	panes   state.Namespaces[K, int64, ACC] // sliding windows
-	timers  *timers.Service[none]
-	enc     timers.KeyEncoder[K]
-	order   timers.KeyOrder[K]
+	// viewPanes walks a pane that is only read (panes.RangeNamespace, or
+	// a KV's ViewNamespace).
+	viewPanes func(int64, func(K, *ACC) bool)
+	timers    *timers.Service[none]
+	enc       timers.KeyEncoder[K]
+	order     timers.KeyOrder[K]
 
 	// Registration caches: the last window (tumbling) or the last two
 	// panes (sliding) whose window timers were registered. A window that
@@ -64,18 +67,22 @@ func noneEncoder(dst []byte, _ none) []byte { return dst }
 // fire window-major (10 s every 2 s has 5).
 const maxAlignedPanes = 16
 
-// initAligned turns on window-major firing when the operator qualifies:
-// the built-in event-time trigger, tumbling windows or sliding windows in
-// pane mode, event time, no evictor, and in-memory state.
+// alignable reports whether the operator qualifies for window-major
+// firing: the built-in event-time trigger, tumbling windows or sliding
+// windows in pane mode with few panes, event time and no evictor (New
+// decides the rest of its configuration first).
+func (o *Operator[K, IN, ACC, OUT]) alignable(evicts, merging bool) bool {
+	if !o.trigEventTime || !o.eventTime || evicts || merging || (o.tumbleSize == 0 && !o.paneMode) {
+		return false
+	}
+	// Snapshots and state sizes walk each window's panes: with many panes
+	// per window that costs more than per-key timers save.
+	return !o.paneMode || o.panesPerWindow <= maxAlignedPanes
+}
+
+// initAligned turns on window-major firing for an alignable operator
+// whose values are namespace-major (in memory, or in a KV).
 func (o *Operator[K, IN, ACC, OUT]) initAligned(enc timers.KeyEncoder[K]) {
-	if !o.trigEventTime || !o.eventTime || o.evict != nil || o.sets != nil || (o.tumbleSize == 0 && !o.paneMode) {
-		return
-	}
-	if o.paneMode && o.panesPerWindow > maxAlignedPanes {
-		// Snapshots and state sizes walk each window's panes: with many
-		// panes per window that costs more than per-key timers save.
-		return
-	}
 	ents, ok := o.entries.(state.Namespaces[K, window.Window, entry[ACC]])
 	if !ok {
 		return
@@ -84,6 +91,13 @@ func (o *Operator[K, IN, ACC, OUT]) initAligned(enc timers.KeyEncoder[K]) {
 	if o.paneMode {
 		if a.panes, ok = o.panes.(state.Namespaces[K, int64, ACC]); !ok {
 			return
+		}
+		a.viewPanes = a.panes.RangeNamespace
+		if v, ok := a.panes.(interface {
+			ViewNamespace(int64, func(K, *ACC) bool)
+		}); ok {
+			// A KV's walk that keeps what it reads out of the cache.
+			a.viewPanes = v.ViewNamespace
 		}
 		a.idx = make(map[K]int32)
 	}
@@ -222,7 +236,7 @@ func (o *Operator[K, IN, ACC, OUT]) firePanes(w window.Window) {
 	a.accs = a.accs[:0]
 	first := o.firstPane(w)
 	for pi := range o.paneRange(first, o.panesPerWindow) {
-		a.panes.RangeNamespace(pi, func(k K, p *ACC) bool {
+		a.viewPanes(pi, func(k K, p *ACC) bool {
 			i, ok := a.idx[k]
 			if !ok {
 				i = int32(len(a.keys))
@@ -293,7 +307,7 @@ func (o *Operator[K, IN, ACC, OUT]) alignedKeys(w window.Window, fn func(k K) bo
 		if !ok {
 			break
 		}
-		a.panes.RangeNamespace(pi, func(k K, _ *ACC) bool {
+		a.viewPanes(pi, func(k K, _ *ACC) bool {
 			if _, seen := a.idx[k]; !seen {
 				a.idx[k] = 0
 				ok = fn(k)

@@ -15,12 +15,12 @@ import (
 )
 
 // TestAlignedMatchesPerKeyTimers runs random out-of-order streams through
-// a window-major operator (in-memory state) and through one with a timer
-// per (key, window) (the Pebble backend): for tumbling and pane-mode
-// sliding windows, with and without allowed lateness, their output lines
-// (in W5 order), counters and state sizes are the same. A snapshot of
-// either, taken at a cut, restores into the other and continues exactly
-// as the uncut operator does. With the late-firing throttle (W11) the
+// window-major operators and through operators with a timer per (key,
+// window) (PerKeyTimers), each on in-memory state and on Pebble: for
+// tumbling and pane-mode sliding windows, with and without allowed
+// lateness, their output lines (in W5 order), counters and state sizes are
+// the same. A snapshot of any, taken at a cut, restores into each other
+// and continues exactly as the uncut operator does. With the late-firing throttle (W11) the
 // operator stays window-major, and its deferred late firings (by their
 // processing-time timers or at cleanup) match the per-key operator's.
 func TestAlignedMatchesPerKeyTimers(t *testing.T) {
@@ -33,11 +33,13 @@ func TestAlignedMatchesPerKeyTimers(t *testing.T) {
 		t.Cleanup(func() { _ = b.Close() })
 		return b
 	}
+	memory := func(*testing.T) state.Backend { return memstate.New() }
+	// The per-key operators come first: backends[0] is the reference.
 	backends := []struct {
 		name    string
 		new     func(t *testing.T) state.Backend
 		aligned bool
-	}{{"memory", func(*testing.T) state.Backend { return memstate.New() }, true}, {"pebble", pebble, false}}
+	}{{"memory per-key", memory, false}, {"pebble per-key", pebble, false}, {"memory", memory, true}, {"pebble", pebble, true}}
 
 	for _, c := range []struct {
 		name     string
@@ -66,9 +68,9 @@ func TestAlignedMatchesPerKeyTimers(t *testing.T) {
 				}
 				evs = append(evs, snapEvent{key: r.Uint64N(60), ts: etime.Time(i*4 - d)})
 			}
-			newOp := func(t *testing.T, b state.Backend, out *lines) *Operator[uint64, snapEvent, int64, int64] {
+			newOp := func(t *testing.T, b state.Backend, perKey bool, out *lines) *Operator[uint64, snapEvent, int64, int64] {
 				op, err := New(Config[uint64, snapEvent, int64, int64]{
-					Assigner: c.a, Lateness: c.lateness, LateFiringInterval: c.throttle,
+					Assigner: c.a, Lateness: c.lateness, LateFiringInterval: c.throttle, PerKeyTimers: perKey,
 					Contents:   AggContents[snapEvent, int64, int64]{F: snapSum{}},
 					Func:       func(ctx *FireContext[uint64, int64], acc *int64) { ctx.Emit(*acc) },
 					KeyEncoder: encU64, Backend: b, LateOutput: true, PartialOutput: true,
@@ -92,11 +94,11 @@ func TestAlignedMatchesPerKeyTimers(t *testing.T) {
 				})
 			}
 
-			var outs [2]lines
-			var sizes [2][]StateSize
-			var ops [2]*Operator[uint64, snapEvent, int64, int64]
+			outs := make([]lines, len(backends))
+			sizes := make([][]StateSize, len(backends))
+			ops := make([]*Operator[uint64, snapEvent, int64, int64], len(backends))
 			for i, b := range backends {
-				ops[i] = newOp(t, b.new(t), &outs[i])
+				ops[i] = newOp(t, b.new(t), !b.aligned, &outs[i])
 				if got := ops[i].al != nil; got != b.aligned {
 					t.Fatalf("%s: window-major %v, want %v", b.name, got, b.aligned)
 				}
@@ -106,21 +108,23 @@ func TestAlignedMatchesPerKeyTimers(t *testing.T) {
 			if len(outs[0]) < 100 {
 				t.Fatalf("only %d lines", len(outs[0]))
 			}
-			if !slices.Equal(outs[0], outs[1]) {
-				i := 0
-				for i < min(len(outs[0]), len(outs[1])) && outs[0][i] == outs[1][i] {
-					i++
+			for j := 1; j < len(backends); j++ {
+				if !slices.Equal(outs[0], outs[j]) {
+					i := 0
+					for i < min(len(outs[0]), len(outs[j])) && outs[0][i] == outs[j][i] {
+						i++
+					}
+					t.Fatalf("outputs differ at line %d of %d/%d:\n %s %v\n %s %v", i, len(outs[j]), len(outs[0]), backends[j].name, outs[j][i:min(i+3, len(outs[j]))], backends[0].name, outs[0][i:min(i+3, len(outs[0]))])
 				}
-				t.Fatalf("outputs differ at line %d of %d/%d:\n window-major %v\n per-key      %v", i, len(outs[0]), len(outs[1]), outs[0][i:min(i+3, len(outs[0]))], outs[1][i:min(i+3, len(outs[1]))])
-			}
-			if ops[0].Counters() != ops[1].Counters() {
-				t.Fatalf("counters %+v, want %+v", ops[0].Counters(), ops[1].Counters())
+				if ops[0].Counters() != ops[j].Counters() {
+					t.Fatalf("%s: counters %+v, want %+v", backends[j].name, ops[j].Counters(), ops[0].Counters())
+				}
 			}
 			if c.throttle > 0 {
 				// W11: the same counters as without the throttle, but
 				// fewer late firings (deferred ones join).
 				var plain lines
-				un := newOp(t, memstate.New(), &plain)
+				un := newOp(t, memstate.New(), false, &plain)
 				un.lateEvery = 0
 				feedEvents(t, un, evs, 0, len(evs), 40, 300, nil)
 				un.AdvanceWatermark(etime.MaxTime)
@@ -133,21 +137,24 @@ func TestAlignedMatchesPerKeyTimers(t *testing.T) {
 					t.Fatalf("throttled counters %+v, without the throttle %+v", ops[0].Counters(), want)
 				}
 			}
-			if _, _, _, sliding := window.SlidingGeometry(c.a); !sliding && !slices.Equal(sizes[0], sizes[1]) {
-				t.Fatalf("state sizes differ:\n window-major %v\n per-key      %v", sizes[0][:5], sizes[1][:5])
-			}
-			for i := range sizes[0] {
-				// Sliding windows estimate from their largest pane.
-				if a, p := sizes[0][i], sizes[1][i]; a.Windows > p.Windows || a.Timers > p.Timers || (p.Windows > 0) != (a.Windows > 0) {
-					t.Fatalf("advance %d: state size %+v, per-key %+v", i, a, p)
+			_, _, _, sliding := window.SlidingGeometry(c.a)
+			for j := 1; j < len(backends); j++ {
+				if (!sliding || !backends[j].aligned) && !slices.Equal(sizes[0], sizes[j]) {
+					t.Fatalf("state sizes differ:\n %s %v\n %s %v", backends[j].name, sizes[j][:5], backends[0].name, sizes[0][:5])
+				}
+				for i := range sizes[0] {
+					// Sliding windows estimate from their largest pane.
+					if a, p := sizes[j][i], sizes[0][i]; a.Windows > p.Windows || a.Timers > p.Timers || (p.Windows > 0) != (a.Windows > 0) {
+						t.Fatalf("%s, advance %d: state size %+v, per-key %+v", backends[j].name, i, a, p)
+					}
 				}
 			}
 
-			// Cut, snapshot one kind, restore into the other.
+			// Cut, snapshot one kind, restore into each other.
 			for _, cut := range []int{500, 1700} {
-				for from, to := range []int{1, 0} {
+				for from, to := range pairs(len(backends)) {
 					var ref lines
-					src := newOp(t, backends[from].new(t), &ref)
+					src := newOp(t, backends[from].new(t), !backends[from].aligned, &ref)
 					feed(src, 0, cut, nil)
 					snap, err := src.Snapshot(nil)
 					if err != nil {
@@ -159,7 +166,7 @@ func TestAlignedMatchesPerKeyTimers(t *testing.T) {
 					want := ref[before:]
 
 					var got lines
-					dst := newOp(t, backends[to].new(t), &got)
+					dst := newOp(t, backends[to].new(t), !backends[to].aligned, &got)
 					if err := dst.Restore(snap, 0, 127, true); err != nil {
 						t.Fatal(err)
 					}
@@ -174,6 +181,19 @@ func TestAlignedMatchesPerKeyTimers(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// pairs yields every (from, to) of n things, from != to.
+func pairs(n int) func(func(int, int) bool) {
+	return func(yield func(int, int) bool) {
+		for from := range n {
+			for to := range n {
+				if from != to && !yield(from, to) {
+					return
+				}
+			}
+		}
 	}
 }
 
@@ -427,7 +447,7 @@ func TestPaneMaskSkipsAbsentPanes(t *testing.T) {
 		Assigner:   mustA(window.Sliding(10_000, 2_000, 0)),
 		Contents:   AggContents[snapEvent, int64, int64]{F: snapSum{}},
 		Func:       func(ctx *FireContext[uint64, int64], acc *int64) { ctx.Emit(*acc) },
-		KeyEncoder: encU64, Backend: state.NewKVBackend(kv, 100_000),
+		KeyEncoder: encU64, Backend: state.NewKVBackend(kv, 100_000), PerKeyTimers: true,
 		KeyCodec: state.CodecFor[uint64](), AccCodec: state.CodecFor[int64](), KeyGroup: kgOf,
 	}, &out)
 	if err != nil {

@@ -19,10 +19,15 @@ const (
 
 // newValue makes one of the operator's values: in the backend's KV when
 // it has one (behind a write-back cache, evicted between records), else in
-// memory.
-func newValue[K comparable, N comparable, V any, IN, ACC, OUT any](o *Operator[K, IN, ACC, OUT], b state.Backend, name string, tag byte, nc state.Codec[N], vc state.Codec[V], keyMajor bool) state.Value[K, N, V] {
+// memory. In a KV, nsMajor stores it namespace by namespace (for
+// window-major firing); in memory, keyMajor stores it key by key.
+func newValue[K comparable, N comparable, V any, IN, ACC, OUT any](o *Operator[K, IN, ACC, OUT], b state.Backend, name string, tag byte, nc state.Codec[N], vc state.Codec[V], keyMajor, nsMajor bool) state.Value[K, N, V] {
 	if kb, ok := b.(state.KVBackend); ok { // New checked the codecs
-		v := state.NewKVValue[K, N, V](kb.KV(), tag, o.keyCodec, nc, vc, o.keyGroup, kb.CacheSize())
+		newKV := state.NewKVValue[K, N, V]
+		if nsMajor {
+			newKV = state.NewKVNamespaces[K, N, V]
+		}
+		v := newKV(kb.KV(), tag, o.keyCodec, nc, vc, o.keyGroup, kb.CacheSize())
 		o.evicters = append(o.evicters, v.Evict)
 		return v
 	}

@@ -70,6 +70,9 @@ type Config[K comparable, IN, ACC, OUT any] struct {
 	Promised func(IN) etime.Time
 	// Backend holds the operator's keyed state.
 	Backend state.Backend
+	// PerKeyTimers turns window-major firing off (differential tests of
+	// the two paths).
+	PerKeyTimers bool
 	// Now reads processing time, for processing-time assigners and
 	// triggers; nil means "the last AdvanceProcessingTime".
 	Now func() etime.Time
@@ -325,13 +328,6 @@ func New[K comparable, IN, ACC, OUT any](cfg Config[K, IN, ACC, OUT], out Output
 	} else {
 		o.evt, o.proc = timers.New(cfg.KeyEncoder), timers.New(cfg.KeyEncoder)
 	}
-	// Session windows belong to one key each: their entries are stored
-	// key-major, not a map of keys per window.
-	merging := cfg.Assigner.Merging()
-	o.entries = newValue[K, window.Window, entry[ACC]](o, cfg.Backend, "window-contents", tagKVEntries, windowCodec{}, entryCodec[ACC]{cfg.AccCodec}, merging)
-	if merging {
-		o.sets = newValue[K, none, []window.Window](o, cfg.Backend, "merging-windows", tagKVSets, noneCodec{}, windowsCodec{}, false)
-	}
 	// Pane mode needs contents whose merge is order-insensitive: a list
 	// must keep arrival order (E1), so lists are stored per window.
 	// It also needs accumulators that hold no pointers: a window's result
@@ -349,7 +345,6 @@ func New[K comparable, IN, ACC, OUT any](cfg Config[K, IN, ACC, OUT], out Output
 		o.paneOffs = offset
 		o.slide = slide
 		o.panesPerWindow = int64(size / o.paneSize)
-		o.panes = newValue[K, int64, ACC](o, cfg.Backend, "sliding-panes", tagKVPanes, state.CodecFor[int64](), cfg.AccCodec, false)
 	}
 	o.eventTime = cfg.Assigner.IsEventTime()
 	if o.eventTime {
@@ -360,10 +355,24 @@ func New[K comparable, IN, ACC, OUT any](cfg Config[K, IN, ACC, OUT], out Output
 	if size, offs, ok := window.TumblingGeometry(cfg.Assigner); ok {
 		o.tumbleSize, o.tumbleOffs = size, offs
 	}
+	// Session windows belong to one key each: their entries are stored
+	// key-major, not a map of keys per window. Window-major firing needs
+	// its values namespace-major.
+	merging := cfg.Assigner.Merging()
+	aligned := !cfg.PerKeyTimers && o.alignable(cfg.Evict != nil, merging)
+	o.entries = newValue[K, window.Window, entry[ACC]](o, cfg.Backend, "window-contents", tagKVEntries, windowCodec{}, entryCodec[ACC]{cfg.AccCodec}, merging, aligned)
+	if merging {
+		o.sets = newValue[K, none, []window.Window](o, cfg.Backend, "merging-windows", tagKVSets, noneCodec{}, windowsCodec{}, false, false)
+	}
+	if o.paneMode {
+		o.panes = newValue[K, int64, ACC](o, cfg.Backend, "sliding-panes", tagKVPanes, state.CodecFor[int64](), cfg.AccCodec, false, aligned)
+	}
 	o.tctx.o = o
 	o.fctx = window.NewFireContext(out.Result)
 	cfg.Contents.Reset(&o.scratch)
-	o.initAligned(cfg.KeyEncoder)
+	if aligned {
+		o.initAligned(cfg.KeyEncoder)
+	}
 	o.lazy = merging && o.trigEventTime && o.eventTime
 	return o, nil
 }

@@ -11,70 +11,119 @@ import (
 )
 
 // TestKVValueMatchesHeap drives the KV-backed Value (with a tiny cache, so
-// entries are evicted and reloaded all the time), the heap Value and the
-// key-major heap Value with the same random operations: every observation
-// agrees.
+// entries are evicted and reloaded all the time), its namespace-major form,
+// the heap Value and the key-major heap Value with the same random
+// operations: every observation agrees, namespace walks, drops and counts
+// included.
 func TestKVValueMatchesHeap(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		heap := state.NewValue[string, int, int64](New(), "v")
 		keyed := state.NewKeyedValue[string, int, int64](New(), "v")
 		kv := state.NewKVValue[string, int, int64](NewKV(), 7, state.CodecFor[string](), state.CodecFor[int](), state.CodecFor[int64](),
 			func(k string) state.KeyGroup { return state.KeyGroup(len(k) % 5) }, rapid.IntRange(1, 6).Draw(t, "cache"))
+		nsv := state.NewKVNamespaces[string, int, int64](NewKV(), 7, state.CodecFor[string](), state.CodecFor[int](), state.CodecFor[int64](),
+			func(k string) state.KeyGroup { return state.KeyGroup(len(k) % 5) }, rapid.IntRange(1, 6).Draw(t, "nscache"))
+		hns := heap.(state.Namespaces[string, int, int64])
 		keys := []string{"a", "bb", "ccc", "dddd", "", "ff"}
 		for i := range rapid.IntRange(1, 200).Draw(t, "ops") {
 			k := rapid.SampledFrom(keys).Draw(t, "k")
 			n := rapid.IntRange(-2, 3).Draw(t, "n")
-			switch op := rapid.IntRange(0, 6).Draw(t, "op"); op {
+			switch op := rapid.IntRange(0, 9).Draw(t, "op"); op {
 			case 0:
 				v := rapid.Int64().Draw(t, "v")
 				heap.Put(k, n, v)
 				kv.Put(k, n, v)
 				keyed.Put(k, n, v)
+				nsv.Put(k, n, v)
 			case 1:
 				d := rapid.Int64Range(-5, 5).Draw(t, "d")
 				create := rapid.Bool().Draw(t, "create")
-				var ph, pk, py *int64
+				var ph, pk, py, pn *int64
 				if _, exists := heap.Get(k, n); create && !exists && rapid.Bool().Draw(t, "new") {
-					ph, pk, py = heap.Create(k, n), kv.Create(k, n), keyed.Create(k, n)
+					ph, pk, py, pn = heap.Create(k, n), kv.Create(k, n), keyed.Create(k, n), nsv.Create(k, n)
 				} else {
-					ph, pk, py = heap.Ref(k, n, create), kv.Ref(k, n, create), keyed.Ref(k, n, create)
+					ph, pk, py, pn = heap.Ref(k, n, create), kv.Ref(k, n, create), keyed.Ref(k, n, create), nsv.Ref(k, n, create)
 				}
-				if (ph == nil) != (pk == nil) || (ph == nil) != (py == nil) {
-					t.Fatalf("op %d: Ref(%q, %d, %v): heap %v kv %v keyed %v", i, k, n, create, ph != nil, pk != nil, py != nil)
+				if (ph == nil) != (pk == nil) || (ph == nil) != (py == nil) || (ph == nil) != (pn == nil) {
+					t.Fatalf("op %d: Ref(%q, %d, %v): heap %v kv %v keyed %v ns %v", i, k, n, create, ph != nil, pk != nil, py != nil, pn != nil)
 				}
 				if ph != nil {
 					*ph += d
 					*pk += d
 					*py += d
+					*pn += d
 				}
 			case 2:
 				heap.Delete(k, n)
 				kv.Delete(k, n)
 				keyed.Delete(k, n)
+				nsv.Delete(k, n)
 			case 3:
 				vh, okh := heap.Get(k, n)
 				vk, okk := kv.Get(k, n)
 				vy, oky := keyed.Get(k, n)
-				if vh != vk || okh != okk || vh != vy || okh != oky {
-					t.Fatalf("op %d: Get(%q, %d): heap %d,%v kv %d,%v keyed %d,%v", i, k, n, vh, okh, vk, okk, vy, oky)
+				vn, okn := nsv.Get(k, n)
+				if vh != vk || okh != okk || vh != vy || okh != oky || vh != vn || okh != okn {
+					t.Fatalf("op %d: Get(%q, %d): heap %d,%v kv %d,%v keyed %d,%v ns %d,%v", i, k, n, vh, okh, vk, okk, vy, oky, vn, okn)
 				}
 			case 4:
 				kv.Evict()
+				nsv.Evict()
 			case 5:
 				kv.Flush()
-			case 6:
-				if a, b, c := dump(heap), dump(kv), dump(keyed); !slices.Equal(a, b) || !slices.Equal(a, c) {
-					t.Fatalf("op %d: Range: heap %v kv %v keyed %v", i, a, b, c)
+				nsv.Flush()
+				if kv.Bytes() != nsv.Bytes() {
+					t.Fatalf("op %d: Bytes: kv %d ns %d", i, kv.Bytes(), nsv.Bytes())
 				}
+			case 6:
+				if a, b, c, d := dump(heap), dump(kv), dump(keyed), dump(nsv); !slices.Equal(a, b) || !slices.Equal(a, c) || !slices.Equal(a, d) {
+					t.Fatalf("op %d: Range: heap %v kv %v keyed %v ns %v", i, a, b, c, d)
+				}
+			case 7:
+				// A walk that changes what it visits.
+				d := rapid.Int64Range(-5, 5).Draw(t, "d")
+				for _, v := range []state.Namespaces[string, int, int64]{hns, nsv} {
+					v.RangeNamespace(n, func(_ string, x *int64) bool { *x += d; return true })
+				}
+				for _, k := range nsKeys(hns, n) {
+					*kv.Ref(k, n, false) += d
+					*keyed.Ref(k, n, false) += d
+				}
+			case 8:
+				var a, b []string
+				hns.RangeNamespace(n, func(k string, x *int64) bool { a = append(a, fmt.Sprintf("%q=%d", k, *x)); return true })
+				nsv.ViewNamespace(n, func(k string, x *int64) bool { b = append(b, fmt.Sprintf("%q=%d", k, *x)); return true })
+				slices.Sort(a)
+				slices.Sort(b)
+				if !slices.Equal(a, b) {
+					t.Fatalf("op %d: namespace %d: heap %v ns %v", i, n, a, b)
+				}
+			case 9:
+				for _, k := range nsKeys(hns, n) {
+					kv.Delete(k, n)
+					keyed.Delete(k, n)
+				}
+				hns.DropNamespace(n)
+				nsv.DropNamespace(n)
 			}
-			if heap.Len() != kv.Len() || heap.Len() != keyed.Len() {
-				t.Fatalf("op %d: Len: heap %d kv %d keyed %d", i, heap.Len(), kv.Len(), keyed.Len())
+			if heap.Len() != kv.Len() || heap.Len() != keyed.Len() || heap.Len() != nsv.Len() {
+				t.Fatalf("op %d: Len: heap %d kv %d keyed %d ns %d", i, heap.Len(), kv.Len(), keyed.Len(), nsv.Len())
+			}
+			if a, b := hns.NamespaceLen(n), nsv.NamespaceLen(n); a != b {
+				t.Fatalf("op %d: NamespaceLen(%d): heap %d ns %d", i, n, a, b)
 			}
 		}
-		if a, b, c := dump(heap), dump(kv), dump(keyed); !slices.Equal(a, b) || !slices.Equal(a, c) {
-			t.Fatalf("end: heap %v kv %v keyed %v", a, b, c)
+		if a, b, c, d := dump(heap), dump(kv), dump(keyed), dump(nsv); !slices.Equal(a, b) || !slices.Equal(a, c) || !slices.Equal(a, d) {
+			t.Fatalf("end: heap %v kv %v keyed %v ns %v", a, b, c, d)
 		}
 	})
+}
+
+// nsKeys returns namespace n's keys.
+func nsKeys(v state.Namespaces[string, int, int64], n int) []string {
+	var ks []string
+	v.RangeNamespace(n, func(k string, _ *int64) bool { ks = append(ks, k); return true })
+	return ks
 }
 
 func dump(v state.Value[string, int, int64]) []string {

@@ -43,9 +43,10 @@ func benchCmd(ctx context.Context, args []string, o IO) int {
 	extra := fs.Bool("extra", false, "generate Beam's padding strings (about 70 bytes per bid)")
 	runs := fs.Int("runs", 1, "runs of each side, in turn; the medians are reported")
 	stateFlag := fs.String("state", "memory", "memory, or pebble: also run weir with its keyed state in Pebble (a database per operator instance in a temporary directory, behind the cache of the spec's state.cache default) and report that rate beside the in-memory one")
+	stateCache := fs.Int("state-cache", job.DefaultStateCache, "with --state pebble: the entries each state value keeps in memory in front of Pebble (the spec's state.cache); a smaller cache writes more to Pebble")
 	withSQL := fs.Bool("sql", false, "also run the query as the Nexmark project writes it in Flink SQL (on the nexmark source, which renders each event as a JSON row that the job parses), where weir reaches it, and report its rate beside the typed API's")
 	fs.Usage = func() {
-		fmt.Fprintln(o.Stderr, `usage: weir bench nexmark [--query q5] [--events N] [--parallelism N] [--json] [--with-generation] [--state pebble] [--sql]
+		fmt.Fprintln(o.Stderr, `usage: weir bench nexmark [--query q5] [--events N] [--parallelism N] [--json] [--with-generation] [--state pebble [--state-cache N]] [--sql]
 
 Generates Nexmark events (Beam's generator), then times the query on weir
 and as a hand-written Go loop on the same events, checks that both give the
@@ -55,7 +56,7 @@ same rows, and prints both rates and their ratio.`)
 	if err := fs.Parse(args[1:]); err != nil {
 		return parseExit(err)
 	}
-	if fs.NArg() != 0 || *events <= 0 || *par <= 0 || *runs <= 0 || *stateFlag != "memory" && *stateFlag != "pebble" {
+	if fs.NArg() != 0 || *events <= 0 || *par <= 0 || *runs <= 0 || *stateCache <= 0 || *stateFlag != "memory" && *stateFlag != "pebble" {
 		fs.Usage()
 		return ExitUsage
 	}
@@ -110,6 +111,7 @@ same rows, and prints both rates and their ratio.`)
 		}
 		var pebbleRuns []measured
 		pebbleOps := 0 // operator instances whose state was in Pebble
+		var pebbleSets, pebbleBytes atomic.Int64 // written to Pebble, last run
 		for i := 0; *stateFlag == "pebble" && i < *runs; i++ {
 			dir, err := os.MkdirTemp("", "weir-bench-state-")
 			if err != nil {
@@ -117,9 +119,17 @@ same rows, and prints both rates and their ratio.`)
 				return ExitFailed
 			}
 			pin := in
-			backends := pebblestate.Backends(dir, job.DefaultStateCache)
 			var opened atomic.Int64 // made on the subtasks' goroutines
-			pin.NewBackend = func() state.Backend { opened.Add(1); return backends() }
+			pebbleSets.Store(0)
+			pebbleBytes.Store(0)
+			pin.NewBackend = func() state.Backend {
+				n := opened.Add(1)
+				kv, err := pebblestate.Open(filepath.Join(dir, fmt.Sprint("op-", n)), pebblestate.Options{RemoveOnClose: true})
+				if err != nil {
+					panic(err) // a subtask's panic fails the run with this error
+				}
+				return state.NewKVBackend(writeCounter{kv, &pebbleSets, &pebbleBytes}, *stateCache)
+			}
 			res, m := timed(func() (nexmark.Result, error) { return nexmark.RunWeir(ctx, q, pin, *par, false) })
 			os.RemoveAll(dir)
 			if m.err != nil {
@@ -169,6 +179,8 @@ same rows, and prints both rates and their ratio.`)
 			r.Pebble = median(pebbleRuns).rate
 			r.PebbleRatio = r.Pebble / r.Weir
 			r.PebbleOperators = pebbleOps
+			r.PebbleCache = *stateCache
+			r.PebbleWrites, r.PebbleWriteBytes = pebbleSets.Load(), pebbleBytes.Load()
 		}
 		if len(sqlRuns) > 0 {
 			sm := median(sqlRuns)
@@ -195,7 +207,8 @@ same rows, and prints both rates and their ratio.`)
 		fmt.Fprintf(o.Stdout, "  hand loop  %8.2f M events/s  %8.2f M events/CPU-s\n", r.Hand/1e6, r.HandCPU/1e6)
 		fmt.Fprintf(o.Stdout, "  ratio      %8.3f            %8.3f per CPU-second\n", r.Ratio, r.CPURatio)
 		if r.Pebble > 0 {
-			fmt.Fprintf(o.Stdout, "  pebble     %8.2f M events/s  %.3f of in memory (%.2fx its time)\n", r.Pebble/1e6, r.PebbleRatio, 1/r.PebbleRatio)
+			fmt.Fprintf(o.Stdout, "  pebble     %8.2f M events/s  %.3f of in memory (%.2fx its time); %d writes, %.1f MB, to Pebble behind caches of %d entries\n",
+				r.Pebble/1e6, r.PebbleRatio, 1/r.PebbleRatio, r.PebbleWrites, float64(r.PebbleWriteBytes)/1e6, r.PebbleCache)
 		}
 		switch {
 		case r.SQL > 0:
@@ -237,6 +250,25 @@ type benchReport struct {
 	// PebbleOperators counts the operator instances that kept their
 	// state in Pebble (in the last run).
 	PebbleOperators int `json:"pebble_operators,omitempty"`
+	// PebbleWrites and PebbleWriteBytes count the entries (keys and
+	// values) written to Pebble in the last run, behind caches of
+	// PebbleCache entries per state value: how much of the state went to
+	// disk.
+	PebbleWrites     int64 `json:"pebble_writes,omitempty"`
+	PebbleWriteBytes int64 `json:"pebble_write_bytes,omitempty"`
+	PebbleCache      int   `json:"pebble_cache,omitempty"`
+}
+
+// writeCounter counts the writes to a KV (weir bench --state pebble).
+type writeCounter struct {
+	state.KV
+	sets, bytes *atomic.Int64
+}
+
+func (w writeCounter) Set(key, value []byte) error {
+	w.sets.Add(1)
+	w.bytes.Add(int64(len(key) + len(value)))
+	return w.KV.Set(key, value)
 }
 
 // runNexmarkSQL runs query sq's SQL job on events events of the nexmark

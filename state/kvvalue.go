@@ -39,13 +39,23 @@ type KVValue[K comparable, N comparable, V any] struct {
 	bytes int64 // stored key and value bytes
 	buf   []byte
 
-	// Namespace-major only: the entries and stored bytes of each
-	// namespace, and the key groups written to the KV (a bitmap), whose
-	// ranges a namespace's walk and drop visit.
+	// Namespace-major only: the cache is byNS (namespace, then key; cached
+	// counts its entries) instead of cache, so a namespace's cached
+	// entries are found without a walk of the cache; last is the map of
+	// the namespace looked up last. ns holds the entries and stored bytes
+	// of each namespace, and groups the key groups written to the KV (a
+	// bitmap), whose ranges a namespace's walk and drop visit.
 	nsMajor bool
-	ns      map[N]*nsCount
-	groups  []uint64
-	pbuf    []byte // nsPrefix's
+	byNS    map[N]map[K]*cached[V]
+	cached  int
+	last    struct {
+		n  N
+		m  map[K]*cached[V]
+		ok bool
+	}
+	ns     map[N]*nsCount
+	groups []uint64
+	pbuf   []byte // nsPrefix's
 }
 
 type nsCount struct {
@@ -72,7 +82,97 @@ func NewKVValue[K comparable, N comparable, V any](kv KV, tag byte, kc Codec[K],
 func NewKVNamespaces[K comparable, N comparable, V any](kv KV, tag byte, kc Codec[K], nc Codec[N], vc Codec[V], kg func(K) KeyGroup, cacheSize int) *KVValue[K, N, V] {
 	t := NewKVValue(kv, tag, kc, nc, vc, kg, cacheSize)
 	t.nsMajor, t.ns, t.groups = true, map[N]*nsCount{}, make([]uint64, 1<<16/64)
+	t.cache, t.byNS = nil, map[N]map[K]*cached[V]{}
 	return t
+}
+
+// nsMap returns namespace n's cache map (nil when it has none and !make).
+func (t *KVValue[K, N, V]) nsMap(n N, make bool) map[K]*cached[V] {
+	if t.last.ok && t.last.n == n {
+		return t.last.m
+	}
+	m := t.byNS[n]
+	if m == nil {
+		if !make {
+			return nil
+		}
+		m = map[K]*cached[V]{}
+		t.byNS[n] = m
+	}
+	t.last.n, t.last.m, t.last.ok = n, m, true
+	return m
+}
+
+// lookup returns (k, n)'s cache slot, nil when it has none.
+func (t *KVValue[K, N, V]) lookup(k K, n N) *cached[V] {
+	if t.nsMajor {
+		return t.nsMap(n, false)[k]
+	}
+	return t.cache[entryKey[K, N]{k, n}]
+}
+
+// store puts c in (k, n)'s cache slot, which is empty.
+func (t *KVValue[K, N, V]) store(k K, n N, c *cached[V]) {
+	if t.nsMajor {
+		t.nsMap(n, true)[k] = c
+		t.cached++
+		return
+	}
+	t.cache[entryKey[K, N]{k, n}] = c
+}
+
+// uncache empties (k, n)'s cache slot.
+func (t *KVValue[K, N, V]) uncache(k K, n N) {
+	if !t.nsMajor {
+		delete(t.cache, entryKey[K, N]{k, n})
+		return
+	}
+	m := t.nsMap(n, false)
+	if _, ok := m[k]; !ok {
+		return
+	}
+	delete(m, k)
+	t.cached--
+	if len(m) == 0 {
+		t.dropMap(n)
+	}
+}
+
+// dropMap forgets namespace n's cache map.
+func (t *KVValue[K, N, V]) dropMap(n N) {
+	t.cached -= len(t.byNS[n])
+	delete(t.byNS, n)
+	if t.last.ok && t.last.n == n {
+		t.last.ok, t.last.m = false, nil
+	}
+}
+
+// cacheLen is the number of cache slots.
+func (t *KVValue[K, N, V]) cacheLen() int {
+	if t.nsMajor {
+		return t.cached
+	}
+	return len(t.cache)
+}
+
+// eachCached calls fn for every cache slot until it returns false; fn may
+// empty the slot it is given (uncache).
+func (t *KVValue[K, N, V]) eachCached(fn func(k K, n N, c *cached[V]) bool) {
+	if !t.nsMajor {
+		for ek, c := range t.cache {
+			if !fn(ek.k, ek.n, c) {
+				return
+			}
+		}
+		return
+	}
+	for n, m := range t.byNS {
+		for k, c := range m {
+			if !fn(k, n, c) {
+				return
+			}
+		}
+	}
 }
 
 func (t *KVValue[K, N, V]) key(k K, n N) []byte {
@@ -158,12 +258,11 @@ func (t *KVValue[K, N, V]) load(k K, n N) (v V, size int, ok bool) {
 
 // Get implements Value.
 func (t *KVValue[K, N, V]) Get(k K, n N) (V, bool) {
-	ek := entryKey[K, N]{k, n}
-	if c := t.cache[ek]; c != nil {
+	if c := t.lookup(k, n); c != nil {
 		return c.v, !c.absent
 	}
 	v, size, ok := t.load(k, n)
-	t.cache[ek] = &cached[V]{v: v, size: size, absent: !ok}
+	t.store(k, n, &cached[V]{v: v, size: size, absent: !ok})
 	return v, ok
 }
 
@@ -173,8 +272,7 @@ func (t *KVValue[K, N, V]) Put(k K, n N, v V) { *t.Ref(k, n, true) = v }
 // Ref implements Value; the entry is written back at the next Evict or
 // Flush.
 func (t *KVValue[K, N, V]) Ref(k K, n N, create bool) *V {
-	ek := entryKey[K, N]{k, n}
-	if c := t.cache[ek]; c != nil {
+	if c := t.lookup(k, n); c != nil {
 		if c.absent {
 			if !create {
 				return nil
@@ -188,20 +286,19 @@ func (t *KVValue[K, N, V]) Ref(k K, n N, create bool) *V {
 	v, size, ok := t.load(k, n)
 	if !ok {
 		if !create {
-			t.cache[ek] = &cached[V]{absent: true}
+			t.store(k, n, &cached[V]{absent: true})
 			return nil
 		}
 		t.count(n, 1, 0)
 	}
 	c := &cached[V]{v: v, dirty: true, size: size}
-	t.cache[ek] = c
+	t.store(k, n, c)
 	return &c.v
 }
 
 // Create implements Value: it skips the lookup.
 func (t *KVValue[K, N, V]) Create(k K, n N) *V {
-	ek := entryKey[K, N]{k, n}
-	if c := t.cache[ek]; c != nil {
+	if c := t.lookup(k, n); c != nil {
 		if c.absent {
 			c.absent = false
 			t.count(n, 1, 0)
@@ -211,18 +308,18 @@ func (t *KVValue[K, N, V]) Create(k K, n N) *V {
 	}
 	t.count(n, 1, 0)
 	c := &cached[V]{dirty: true}
-	t.cache[ek] = c
+	t.store(k, n, c)
 	return &c.v
 }
 
 // Delete implements Value.
 func (t *KVValue[K, N, V]) Delete(k K, n N) {
-	ek := entryKey[K, N]{k, n}
-	c, inCache := t.cache[ek]
+	c := t.lookup(k, n)
+	inCache := c != nil
 	if inCache && c.absent {
 		return
 	}
-	delete(t.cache, ek)
+	t.uncache(k, n)
 	key := t.key(k, n)
 	size := 0
 	if inCache {
@@ -251,39 +348,38 @@ func (t *KVValue[K, N, V]) Bytes() int64 { return t.bytes }
 // Flush writes every dirty entry back to the KV (the cache stays).
 func (t *KVValue[K, N, V]) Flush() {
 	var vb []byte
-	for ek, c := range t.cache {
+	t.eachCached(func(k K, n N, c *cached[V]) bool {
 		if !c.dirty {
-			continue
+			return true
 		}
 		var err error
 		vb, err = t.vc.Append(vb[:0], c.v)
 		must(err)
-		key := t.key(ek.k, ek.n)
+		key := t.key(k, n)
 		must(t.kv.Set(key, vb))
 		size := len(key) + len(vb)
-		t.count(ek.n, 0, int64(size-c.size))
+		t.count(n, 0, int64(size-c.size))
 		c.size = size
 		if t.nsMajor {
-			kg := t.kg(ek.k)
+			kg := t.kg(k)
 			t.groups[kg/64] |= 1 << (kg % 64)
 		}
 		c.dirty = false
-	}
+		return true
+	})
 }
 
 // Evict writes dirty entries back and shrinks the cache to half its
 // capacity once it is over it.
 func (t *KVValue[K, N, V]) Evict() {
-	if len(t.cache) <= t.max {
+	if t.cacheLen() <= t.max {
 		return
 	}
 	t.Flush()
-	for ek := range t.cache {
-		if len(t.cache) <= t.max/2 {
-			break
-		}
-		delete(t.cache, ek)
-	}
+	t.eachCached(func(k K, n N, _ *cached[V]) bool {
+		t.uncache(k, n)
+		return t.cacheLen() > t.max/2
+	})
 }
 
 // Range implements Value: it flushes, then visits the entries in key order
@@ -296,7 +392,7 @@ func (t *KVValue[K, N, V]) Range(fn func(k K, n N, v *V) bool) {
 			return true
 		}
 		k, n := t.decodeKey(key)
-		if c := t.cache[entryKey[K, N]{k, n}]; c != nil && !c.absent {
+		if c := t.lookup(k, n); c != nil && !c.absent {
 			return fn(k, n, &c.v)
 		}
 		v, err := t.vc.Decode(val)
@@ -313,10 +409,10 @@ func (t *KVValue[K, N, V]) NamespaceLen(n N) int {
 	return 0
 }
 
-// RangeNamespace implements Namespaces (namespace-major only): it writes
-// the dirty entries back, then walks namespace n key group by key group.
-// Each entry it visits is put in the cache and marked dirty, so changes
-// through v are kept; v stays valid until the next Evict.
+// RangeNamespace implements Namespaces (namespace-major only): it visits
+// namespace n's cached entries, then those only in the KV, key group by
+// key group. Each entry it visits is (put in the cache and) marked dirty,
+// so changes through v are kept; v stays valid until the next Evict.
 func (t *KVValue[K, N, V]) RangeNamespace(n N, fn func(k K, v *V) bool) {
 	t.walk(n, true, fn)
 }
@@ -332,26 +428,34 @@ func (t *KVValue[K, N, V]) walk(n N, keep bool, fn func(k K, v *V) bool) {
 	if !t.nsMajor {
 		panic("weir: state: a namespace walk of a key-major KVValue")
 	}
-	if t.ns[n] == nil {
+	cnt := t.ns[n]
+	if cnt == nil {
 		return
 	}
-	t.Flush()
+	m := t.nsMap(n, false)
+	for k, c := range m {
+		if c.absent {
+			continue
+		}
+		c.dirty = c.dirty || keep
+		if !fn(k, &c.v) {
+			return
+		}
+	}
+	if cnt.bytes == 0 {
+		return // nothing of n was written back: all of it is cached
+	}
+	if m == nil {
+		m = t.nsMap(n, true)
+	}
 	var scratch V
 	for kg := range t.writtenGroups() {
 		start := t.nsPrefix(kg, n)
-		end := prefixEnd(start)
 		more := true
-		must(t.kv.Scan(start, end, func(key, val []byte) bool {
+		must(t.kv.Scan(start, prefixEnd(start), func(key, val []byte) bool {
 			k, _ := t.decodeKey(key)
-			ek := entryKey[K, N]{k, n}
-			c := t.cache[ek]
-			switch {
-			case c != nil && c.absent:
-				return true
-			case c != nil:
-				c.dirty = c.dirty || keep
-				more = fn(k, &c.v)
-				return more
+			if m[k] != nil {
+				return true // visited (or deleted) above
 			}
 			v, err := t.vc.Decode(val)
 			must(err)
@@ -360,8 +464,9 @@ func (t *KVValue[K, N, V]) walk(n N, keep bool, fn func(k K, v *V) bool) {
 				more = fn(k, &scratch)
 				return more
 			}
-			c = &cached[V]{v: v, dirty: true, size: len(key) + len(val)}
-			t.cache[ek] = c
+			c := &cached[V]{v: v, dirty: true, size: len(key) + len(val)}
+			m[k] = c
+			t.cached++
 			more = fn(k, &c.v)
 			return more
 		}))
@@ -369,23 +474,25 @@ func (t *KVValue[K, N, V]) walk(n N, keep bool, fn func(k K, v *V) bool) {
 			return
 		}
 	}
+	if len(m) == 0 {
+		t.dropMap(n)
+	}
 }
 
 // DropNamespace implements Namespaces (namespace-major only): it deletes
-// namespace n's entries from the cache and its ranges from the KV.
+// namespace n's entries from the cache and, if any were written back, its
+// ranges from the KV.
 func (t *KVValue[K, N, V]) DropNamespace(n N) {
+	t.dropMap(n)
 	c := t.ns[n]
 	if c == nil {
 		return
 	}
-	for ek := range t.cache {
-		if ek.n == n {
-			delete(t.cache, ek)
+	if c.bytes != 0 {
+		for kg := range t.writtenGroups() {
+			start := t.nsPrefix(kg, n)
+			must(t.kv.DeleteRange(start, prefixEnd(start)))
 		}
-	}
-	for kg := range t.writtenGroups() {
-		start := t.nsPrefix(kg, n)
-		must(t.kv.DeleteRange(start, prefixEnd(start)))
 	}
 	t.n -= c.n
 	t.bytes -= c.bytes

@@ -110,7 +110,7 @@ same rows, and prints both rates and their ratio.`)
 			match = match && got.Digest == hand.Digest
 		}
 		var pebbleRuns []measured
-		pebbleOps := 0 // operator instances whose state was in Pebble
+		pebbleOps := 0                           // operator instances whose state was in Pebble
 		var pebbleSets, pebbleBytes atomic.Int64 // written to Pebble, last run
 		for i := 0; *stateFlag == "pebble" && i < *runs; i++ {
 			dir, err := os.MkdirTemp("", "weir-bench-state-")

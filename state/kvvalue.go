@@ -38,6 +38,12 @@ type KVValue[K comparable, N comparable, V any] struct {
 	n     int
 	bytes int64 // stored key and value bytes
 	buf   []byte
+	// filter holds every key written to the KV under tag since it was
+	// built (a KVValue is the only writer of its tag), so lookups of
+	// entries never written skip the KV; groups (a bitmap) are the key
+	// groups written, which a rebuild and namespace walks visit.
+	filter *written
+	groups []uint64
 
 	// Namespace-major only: the cache is byNS (namespace, then key; cached
 	// counts its entries) instead of cache, so a namespace's cached
@@ -53,9 +59,8 @@ type KVValue[K comparable, N comparable, V any] struct {
 		m  map[K]*cached[V]
 		ok bool
 	}
-	ns     map[N]*nsCount
-	groups []uint64
-	pbuf   []byte // nsPrefix's
+	ns   map[N]*nsCount
+	pbuf []byte // nsPrefix's
 }
 
 type nsCount struct {
@@ -74,14 +79,15 @@ type cached[V any] struct {
 // NewKVValue returns a Value with tag in kv, caching at most cacheSize
 // entries between Evicts.
 func NewKVValue[K comparable, N comparable, V any](kv KV, tag byte, kc Codec[K], nc Codec[N], vc Codec[V], kg func(K) KeyGroup, cacheSize int) *KVValue[K, N, V] {
-	return &KVValue[K, N, V]{kv: kv, tag: tag, kc: kc, nc: nc, vc: vc, kg: kg, max: max(cacheSize, 1), cache: map[entryKey[K, N]]*cached[V]{}}
+	return &KVValue[K, N, V]{kv: kv, tag: tag, kc: kc, nc: nc, vc: vc, kg: kg, max: max(cacheSize, 1), cache: map[entryKey[K, N]]*cached[V]{},
+		filter: newWritten(2 * cacheSize), groups: make([]uint64, 1<<16/64)}
 }
 
 // NewKVNamespaces returns a namespace-major Value with tag in kv, caching
 // at most cacheSize entries between Evicts; it implements Namespaces.
 func NewKVNamespaces[K comparable, N comparable, V any](kv KV, tag byte, kc Codec[K], nc Codec[N], vc Codec[V], kg func(K) KeyGroup, cacheSize int) *KVValue[K, N, V] {
 	t := NewKVValue(kv, tag, kc, nc, vc, kg, cacheSize)
-	t.nsMajor, t.ns, t.groups = true, map[N]*nsCount{}, make([]uint64, 1<<16/64)
+	t.nsMajor, t.ns = true, map[N]*nsCount{}
 	t.cache, t.byNS = nil, map[N]map[K]*cached[V]{}
 	return t
 }
@@ -246,6 +252,9 @@ func must(err error) {
 // load reads (k, n) from the KV; size is its stored bytes.
 func (t *KVValue[K, N, V]) load(k K, n N) (v V, size int, ok bool) {
 	key := t.key(k, n)
+	if !t.filter.may(key) {
+		return v, 0, false
+	}
 	b, ok, err := t.kv.Get(key)
 	must(err)
 	if !ok {
@@ -325,6 +334,9 @@ func (t *KVValue[K, N, V]) Delete(k K, n N) {
 	if inCache {
 		size = c.size
 	} else {
+		if !t.filter.may(key) {
+			return
+		}
 		b, ok, err := t.kv.Get(key)
 		must(err)
 		if !ok {
@@ -348,6 +360,7 @@ func (t *KVValue[K, N, V]) Bytes() int64 { return t.bytes }
 // Flush writes every dirty entry back to the KV (the cache stays).
 func (t *KVValue[K, N, V]) Flush() {
 	var vb []byte
+	full := false
 	t.eachCached(func(k K, n N, c *cached[V]) bool {
 		if !c.dirty {
 			return true
@@ -360,13 +373,30 @@ func (t *KVValue[K, N, V]) Flush() {
 		size := len(key) + len(vb)
 		t.count(n, 0, int64(size-c.size))
 		c.size = size
-		if t.nsMajor {
-			kg := t.kg(k)
-			t.groups[kg/64] |= 1 << (kg % 64)
-		}
+		kg := t.kg(k)
+		t.groups[kg/64] |= 1 << (kg % 64)
+		full = t.filter.add(key) || full
 		c.dirty = false
 		return true
 	})
+	if full {
+		t.rebuildFilter()
+	}
+}
+
+// rebuildFilter builds the filter anew from the keys in the KV, sized for
+// twice as many, so that deleted keys stop answering "maybe".
+func (t *KVValue[K, N, V]) rebuildFilter() {
+	f := newWritten(2 * t.n)
+	for kg := range t.writtenGroups() {
+		start := append(AppendKeyGroup(nil, kg), t.tag)
+		must(t.kv.Scan(start, prefixEnd(start), func(key, _ []byte) bool {
+			f.add(key)
+			return true
+		}))
+	}
+	f.adds = 0
+	t.filter = f
 }
 
 // Evict writes dirty entries back and shrinks the cache to half its

@@ -540,7 +540,9 @@ func (o *Operator[K, IN, ACC, OUT]) ProcessElement(key K, v IN, ts etime.Time) e
 		}
 		var e *entry[ACC]
 		switch {
-		case fresh:
+		case fresh || o.newWin:
+			// A new session has no entry: skip the lookup (a miss on
+			// disk).
 			e = o.entries.Create(key, w)
 		case o.mergedE != nil:
 			e = o.mergedE // the merge's entry, looked up already
@@ -1193,10 +1195,12 @@ func (o *Operator[K, IN, ACC, OUT]) onMerge(key K, merged window.Window) {
 		o.out.Result(window.Result[K, OUT]{Key: key, Window: ab.w, Firing: window.Retract, Pane: ab.e.panes - 1, Watermark: o.wm})
 		panes = max(panes, ab.e.panes)
 	}
+	// merged is a new extent, in the merging set only now, so it has no
+	// entry yet: Create skips the lookup (a miss on disk).
 	var me *entry[ACC]
 	if o.lazy {
 		o.excess += o.lazyMerge(key, merged)
-		me = o.entries.Ref(key, merged, true)
+		me = o.entries.Create(key, merged)
 		// An absorbed window whose end is still ahead brings its pending
 		// end timer along (resolveStale); when all have ended, their end
 		// timers have fired, and the merged window needs its own.
@@ -1206,7 +1210,7 @@ func (o *Operator[K, IN, ACC, OUT]) onMerge(key K, merged window.Window) {
 			o.excess++
 		}
 	} else {
-		me = o.entries.Ref(key, merged, true)
+		me = o.entries.Create(key, merged)
 		o.tctx.set(key, merged, me)
 		o.tctx.merging = o.absorb
 		o.trig.OnMerge(&o.tctx, merged)

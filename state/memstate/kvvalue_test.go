@@ -147,27 +147,76 @@ func (c *countingKV) Get(k []byte) ([]byte, bool, error) {
 	return c.KV.Get(k)
 }
 
-// TestKVValueRemembersAbsent: an entry looked up and not found is not
-// looked up in the KV again (a sliding window's firing asks for every
-// pane of the window, most of which a key never had), until it is made.
+// TestKVValueRemembersAbsent: looking up an entry the Value never wrote
+// to its KV costs no KV lookup (the filter of written keys: a new key, a
+// new session); one it wrote and deleted costs one, after which the miss
+// is remembered until the entry is made (a sliding window's firing asks
+// for every pane of the window, most of which a key never had).
 func TestKVValueRemembersAbsent(t *testing.T) {
 	kv := &countingKV{KV: NewKV()}
 	v := state.NewKVValue[string, int, int64](kv, 7, state.CodecFor[string](), state.CodecFor[int](), state.CodecFor[int64](),
 		func(string) state.KeyGroup { return 0 }, 100)
-	for range 3 {
-		if p := v.Ref("a", 1, false); p != nil {
-			t.Fatal("Ref of an absent entry")
+	for _, k := range []string{"a", "b"} {
+		for range 3 {
+			if p := v.Ref(k, 1, false); p != nil {
+				t.Fatal("Ref of an absent entry")
+			}
+			if _, ok := v.Get(k, 1); ok {
+				t.Fatal("Get of an absent entry")
+			}
+			v.Delete(k, 1)
 		}
-		if _, ok := v.Get("a", 1); ok {
-			t.Fatal("Get of an absent entry")
+		if k == "a" && kv.gets != 0 {
+			t.Fatalf("%d KV lookups of an entry never written, want 0", kv.gets)
 		}
-		v.Delete("a", 1)
+		if k == "a" {
+			// Written back, then deleted: the filter still says maybe.
+			*v.Ref("b", 1, true) = 5
+			v.Flush()
+			v.Delete("b", 1)
+		}
 	}
 	if kv.gets != 1 || v.Len() != 0 {
-		t.Fatalf("%d KV lookups of one absent entry, want 1; Len %d", kv.gets, v.Len())
+		t.Fatalf("%d KV lookups of a deleted entry, want 1; Len %d", kv.gets, v.Len())
 	}
 	*v.Ref("a", 1, true) = 5
 	if got, ok := v.Get("a", 1); !ok || got != 5 || v.Len() != 1 || kv.gets != 1 {
 		t.Fatalf("after Ref(create): %d, %v, Len %d, %d lookups", got, ok, v.Len(), kv.gets)
+	}
+}
+
+// TestKVValueFilterRebuilds: far more keys than the filter was sized for,
+// written back through a small cache and half of them deleted, so the
+// filter is rebuilt several times: every live key is still found, every
+// deleted one is absent, and lookups of keys never written mostly skip
+// the KV.
+func TestKVValueFilterRebuilds(t *testing.T) {
+	kv := &countingKV{KV: NewKV()}
+	v := state.NewKVValue[int, int, int64](kv, 3, state.CodecFor[int](), state.CodecFor[int](), state.CodecFor[int64](),
+		func(k int) state.KeyGroup { return state.KeyGroup(k % 7) }, 10)
+	const n = 30_000
+	for k := range n {
+		*v.Ref(k, k%3, true) = int64(k)
+		if k%2 == 1 {
+			v.Delete(k-1, (k-1)%3)
+		}
+		v.Evict()
+	}
+	v.Flush()
+	for k := range n {
+		got, ok := v.Get(k, k%3)
+		if want := k%2 == 1; ok != want || (ok && got != int64(k)) {
+			t.Fatalf("key %d: %d, %v", k, got, ok)
+		}
+		v.Evict()
+	}
+	kv.gets = 0
+	for k := n; k < 2*n; k++ {
+		if _, ok := v.Get(k, k%3); ok {
+			t.Fatalf("key %d was never written", k)
+		}
+	}
+	if kv.gets > n/20 {
+		t.Fatalf("%d KV lookups of %d keys never written, want under 5%%", kv.gets, n)
 	}
 }

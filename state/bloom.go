@@ -29,16 +29,11 @@ func newWritten(capacity int) *written {
 	return &written{seed: maphash.MakeSeed(), bits: make([]uint64, words), cap: capacity}
 }
 
-func (w *written) hash(key []byte) uint64 { return maphash.Bytes(w.seed, key) }
-
 // add records key; it reports whether the filter is over its capacity.
 func (w *written) add(key []byte) bool {
-	h := w.hash(key)
-	n := uint64(len(w.bits) * 64)
-	h1, h2 := h, h>>32|h<<32|1
+	h1, h2, n := w.probe(key)
 	for range bloomProbes {
-		b := h1 % n
-		w.bits[b/64] |= 1 << (b % 64)
+		w.bits[h1%n/64] |= 1 << (h1 % n % 64)
 		h1 += h2
 	}
 	w.adds++
@@ -47,15 +42,19 @@ func (w *written) add(key []byte) bool {
 
 // may reports whether key may have been added.
 func (w *written) may(key []byte) bool {
-	h := w.hash(key)
-	n := uint64(len(w.bits) * 64)
-	h1, h2 := h, h>>32|h<<32|1
+	h1, h2, n := w.probe(key)
 	for range bloomProbes {
-		b := h1 % n
-		if w.bits[b/64]&(1<<(b%64)) == 0 {
+		if w.bits[h1%n/64]&(1<<(h1%n%64)) == 0 {
 			return false
 		}
 		h1 += h2
 	}
 	return true
+}
+
+// probe returns the start and step of key's probes (double hashing of one
+// 64-bit hash) and the number of bits they are taken modulo.
+func (w *written) probe(key []byte) (h1, h2, n uint64) {
+	h := maphash.Bytes(w.seed, key)
+	return h, h>>32 | h<<32 | 1, uint64(len(w.bits) * 64)
 }

@@ -49,8 +49,7 @@ type KVValue[K comparable, N comparable, V any] struct {
 	// counts its entries) instead of cache, so a namespace's cached
 	// entries are found without a walk of the cache; last is the map of
 	// the namespace looked up last. ns holds the entries and stored bytes
-	// of each namespace, and groups the key groups written to the KV (a
-	// bitmap), whose ranges a namespace's walk and drop visit.
+	// of each namespace.
 	nsMajor bool
 	byNS    map[N]map[K]*cached[V]
 	cached  int
@@ -372,10 +371,14 @@ func (t *KVValue[K, N, V]) Flush() {
 		must(t.kv.Set(key, vb))
 		size := len(key) + len(vb)
 		t.count(n, 0, int64(size-c.size))
+		if c.size == 0 {
+			// Not in the KV before (an entry read from it, or written
+			// back already, is in the filter).
+			kg := t.kg(k)
+			t.groups[kg/64] |= 1 << (kg % 64)
+			full = t.filter.add(key) || full
+		}
 		c.size = size
-		kg := t.kg(k)
-		t.groups[kg/64] |= 1 << (kg % 64)
-		full = t.filter.add(key) || full
 		c.dirty = false
 		return true
 	})

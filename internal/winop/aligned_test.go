@@ -11,6 +11,7 @@ import (
 	"github.com/weirstream/weir/state"
 	"github.com/weirstream/weir/state/memstate"
 	"github.com/weirstream/weir/state/pebblestate"
+	"github.com/weirstream/weir/state/statetest"
 	"github.com/weirstream/weir/window"
 )
 
@@ -423,17 +424,6 @@ func recordSizes(op *Operator[uint64, snapEvent, int64, int64], sizes *[]StateSi
 	}
 }
 
-// countingKV counts a KV's Gets.
-type countingKV struct {
-	state.KV
-	gets int
-}
-
-func (c *countingKV) Get(k []byte) ([]byte, bool, error) {
-	c.gets++
-	return c.KV.Get(k)
-}
-
 // TestPaneMaskSkipsAbsentPanes: on a KV backend, a sliding window's
 // firing looks up only the panes its key may have (the entry's mask), not
 // every pane of the window: keys with one element each, in windows of 5
@@ -441,7 +431,7 @@ func (c *countingKV) Get(k []byte) ([]byte, bool, error) {
 // key never had were what made sliding windows on Pebble 30 times slower
 // than in memory). The sums show every window got its element.
 func TestPaneMaskSkipsAbsentPanes(t *testing.T) {
-	kv := &countingKV{KV: memstate.NewKV()}
+	kv := &statetest.CountingKV{KV: memstate.NewKV()}
 	var out lines
 	op, err := New(Config[uint64, snapEvent, int64, int64]{
 		Assigner:   mustA(window.Sliding(10_000, 2_000, 0)),
@@ -463,10 +453,10 @@ func TestPaneMaskSkipsAbsentPanes(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	kv.gets = 0
+	kv.Gets = 0
 	op.AdvanceWatermark(etime.MaxTime)
-	if kv.gets != 0 {
-		t.Errorf("%d KV lookups while %d keys' windows fired, want 0 (the mask says which panes exist)", kv.gets, keys)
+	if kv.Gets != 0 {
+		t.Errorf("%d KV lookups while %d keys' windows fired, want 0 (the mask says which panes exist)", kv.Gets, keys)
 	}
 	if len(out) != 5*keys {
 		t.Fatalf("%d firings, want %d", len(out), 5*keys)

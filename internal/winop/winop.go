@@ -656,14 +656,14 @@ func (o *Operator[K, IN, ACC, OUT]) notePane(w window.Window, e *entry[ACC], ts 
 	}
 }
 
-// paneMaybe reports whether the key whose entry of w is e may have pane
-// pi (a nil e knows nothing).
-func (o *Operator[K, IN, ACC, OUT]) paneMaybe(w window.Window, e *entry[ACC], pi int64) bool {
-	if e == nil || e.paneAbsent == 0 {
+// paneMaybe reports whether a key whose entry of w has the mask absent
+// (entry.paneAbsent) may have pane pi.
+func (o *Operator[K, IN, ACC, OUT]) paneMaybe(w window.Window, absent uint64, pi int64) bool {
+	if absent == 0 {
 		return true
 	}
 	i := pi - o.firstPane(w)
-	return i < 0 || i >= 64 || e.paneAbsent&(1<<i) == 0
+	return i < 0 || i >= 64 || absent&(1<<i) == 0
 }
 
 // processingTime is the current processing time: the clock when the
@@ -798,9 +798,8 @@ func (o *Operator[K, IN, ACC, OUT]) fire(key K, w window.Window, e *entry[ACC], 
 	if o.paneMode {
 		acc = &o.scratch
 		o.contents.Reset(acc)
-		first, absent := o.firstPane(w), e.paneAbsent
-		for pi := range o.paneRange(first, o.panesPerWindow) {
-			if i := pi - first; i < 64 && absent&(1<<i) != 0 {
+		for pi := range o.paneRange(o.firstPane(w), o.panesPerWindow) {
+			if !o.paneMaybe(w, e.paneAbsent, pi) {
 				continue
 			}
 			if p := o.panes.Ref(key, pi, false); p != nil {
@@ -1101,16 +1100,16 @@ func (o *Operator[K, IN, ACC, OUT]) clearAll(key K, w window.Window) {
 	e := o.entries.Ref(key, w, false)
 	o.tctx.set(key, w, e)
 	o.trig.Clear(&o.tctx, w)
-	var absent entry[ACC]
+	var absent uint64 // e may move when the entry is deleted
 	if e != nil {
-		absent.paneAbsent = e.paneAbsent
+		absent = e.paneAbsent
 	}
 	o.entries.Delete(key, w)
 	if o.paneMode {
 		// The panes whose last window is w: those before the next
 		// window's first pane.
 		for pi := range o.ownPanes(w) {
-			if o.paneMaybe(w, &absent, pi) {
+			if o.paneMaybe(w, absent, pi) {
 				o.panes.Delete(key, pi)
 			}
 		}

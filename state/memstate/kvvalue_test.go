@@ -8,6 +8,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/weirstream/weir/state"
+	"github.com/weirstream/weir/state/statetest"
 )
 
 // TestKVValueMatchesHeap drives the KV-backed Value (with a tiny cache, so
@@ -136,24 +137,13 @@ func dump(v state.Value[string, int, int64]) []string {
 	return out
 }
 
-// countingKV counts a KV's Gets.
-type countingKV struct {
-	state.KV
-	gets int
-}
-
-func (c *countingKV) Get(k []byte) ([]byte, bool, error) {
-	c.gets++
-	return c.KV.Get(k)
-}
-
 // TestKVValueRemembersAbsent: looking up an entry the Value never wrote
 // to its KV costs no KV lookup (the filter of written keys: a new key, a
 // new session); one it wrote and deleted costs one, after which the miss
 // is remembered until the entry is made (a sliding window's firing asks
 // for every pane of the window, most of which a key never had).
 func TestKVValueRemembersAbsent(t *testing.T) {
-	kv := &countingKV{KV: NewKV()}
+	kv := &statetest.CountingKV{KV: NewKV()}
 	v := state.NewKVValue[string, int, int64](kv, 7, state.CodecFor[string](), state.CodecFor[int](), state.CodecFor[int64](),
 		func(string) state.KeyGroup { return 0 }, 100)
 	for _, k := range []string{"a", "b"} {
@@ -166,8 +156,8 @@ func TestKVValueRemembersAbsent(t *testing.T) {
 			}
 			v.Delete(k, 1)
 		}
-		if k == "a" && kv.gets != 0 {
-			t.Fatalf("%d KV lookups of an entry never written, want 0", kv.gets)
+		if k == "a" && kv.Gets != 0 {
+			t.Fatalf("%d KV lookups of an entry never written, want 0", kv.Gets)
 		}
 		if k == "a" {
 			// Written back, then deleted: the filter still says maybe.
@@ -176,12 +166,12 @@ func TestKVValueRemembersAbsent(t *testing.T) {
 			v.Delete("b", 1)
 		}
 	}
-	if kv.gets != 1 || v.Len() != 0 {
-		t.Fatalf("%d KV lookups of a deleted entry, want 1; Len %d", kv.gets, v.Len())
+	if kv.Gets != 1 || v.Len() != 0 {
+		t.Fatalf("%d KV lookups of a deleted entry, want 1; Len %d", kv.Gets, v.Len())
 	}
 	*v.Ref("a", 1, true) = 5
-	if got, ok := v.Get("a", 1); !ok || got != 5 || v.Len() != 1 || kv.gets != 1 {
-		t.Fatalf("after Ref(create): %d, %v, Len %d, %d lookups", got, ok, v.Len(), kv.gets)
+	if got, ok := v.Get("a", 1); !ok || got != 5 || v.Len() != 1 || kv.Gets != 1 {
+		t.Fatalf("after Ref(create): %d, %v, Len %d, %d lookups", got, ok, v.Len(), kv.Gets)
 	}
 }
 
@@ -191,7 +181,7 @@ func TestKVValueRemembersAbsent(t *testing.T) {
 // deleted one is absent, and lookups of keys never written mostly skip
 // the KV.
 func TestKVValueFilterRebuilds(t *testing.T) {
-	kv := &countingKV{KV: NewKV()}
+	kv := &statetest.CountingKV{KV: NewKV()}
 	v := state.NewKVValue[int, int, int64](kv, 3, state.CodecFor[int](), state.CodecFor[int](), state.CodecFor[int64](),
 		func(k int) state.KeyGroup { return state.KeyGroup(k % 7) }, 10)
 	const n = 30_000
@@ -210,13 +200,13 @@ func TestKVValueFilterRebuilds(t *testing.T) {
 		}
 		v.Evict()
 	}
-	kv.gets = 0
+	kv.Gets = 0
 	for k := n; k < 2*n; k++ {
 		if _, ok := v.Get(k, k%3); ok {
 			t.Fatalf("key %d was never written", k)
 		}
 	}
-	if kv.gets > n/20 {
-		t.Fatalf("%d KV lookups of %d keys never written, want under 5%%", kv.gets, n)
+	if kv.Gets > n/20 {
+		t.Fatalf("%d KV lookups of %d keys never written, want under 5%%", kv.Gets, n)
 	}
 }

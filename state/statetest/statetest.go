@@ -970,3 +970,16 @@ func (s *suite) testModel(t *testing.T) {
 		}
 	})
 }
+
+// CountingKV counts the lookups (Gets) made of a KV, for tests that a
+// caller spares its KV the lookups it need not make.
+type CountingKV struct {
+	state.KV
+	Gets int
+}
+
+// Get implements state.KV.
+func (c *CountingKV) Get(k []byte) ([]byte, bool, error) {
+	c.Gets++
+	return c.KV.Get(k)
+}

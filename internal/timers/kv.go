@@ -25,17 +25,21 @@ const DefaultHeadCache = 256
 // with the times as order-preserving big-endian bytes and an empty value,
 // so each key group's timers are a range in time order.
 //
-// Every timer is in the KV. In front of it, each key group with timers has
-// a head cache: an ordered set holding exactly the group's timers whose KV
-// key is below the group's bound (all of them when it has none), so the
-// group's earliest timers are in memory (Flink keeps such a cache in front
-// of RocksDB timers too). Registering, deleting and looking up a timer
-// below the bound, finding the next timestamp and popping due timers touch
-// only memory and write-only KV operations; a timer at or above the bound
-// costs a KV lookup. A group's cache holds at most 2×head timers (trimmed
-// back to head, lowering its bound) and is refilled from the KV, head
-// timers at a time, when it runs empty; popping a timestamp whose timers do
-// not fit in the cache extends it to hold all of them.
+// Each key group with timers has a head cache: an ordered set holding
+// exactly the group's timers whose KV key is below the group's bound (all
+// of them when it has none), so the group's earliest timers are in memory
+// (Flink keeps such a cache in front of RocksDB timers too). Every timer
+// at or above the bound is in the KV; a cached timer is written to the KV
+// only when a trim moves the bound below it (write-back: most timers are
+// registered and fired, or deleted, without touching the KV), or when
+// Range needs the KV to hold them all. Registering, deleting and looking
+// up a timer below the bound, finding the next timestamp and popping due
+// timers touch only memory (and deletes of timers the KV holds); a timer
+// at or above the bound costs a KV lookup. A group's cache holds at most
+// 2×head timers (trimmed back to head, lowering its bound) and is
+// refilled from the KV, head timers at a time, when it runs empty; popping
+// a timestamp whose timers do not fit in the cache extends it to hold all
+// of them.
 //
 // Like Service it is owned by one operator instance; a KV error (a broken
 // disk) panics, which fails the job.
@@ -57,10 +61,12 @@ type KVService[K comparable] struct {
 	order sorter[K]
 }
 
-// kvTimer is a cached timer with its KV key.
+// kvTimer is a cached timer with its KV key; stored says the KV holds it
+// too.
 type kvTimer[K comparable] struct {
-	key string
-	t   Timer[K]
+	key    string
+	t      Timer[K]
+	stored bool
 }
 
 func lessKVTimer[K comparable](a, b kvTimer[K]) bool { return a.key < b.key }
@@ -186,7 +192,7 @@ func (s *KVService[K]) register(t Timer[K], isNew bool) {
 	if g.cache.Has(probe[K](key)) {
 		return
 	}
-	s.set(key)
+	s.count(len(key))
 	g.cache.ReplaceOrInsert(kvTimer[K]{key: string(key), t: t})
 	if g.cache.Len() > 2*s.head {
 		s.trim(g)
@@ -194,11 +200,34 @@ func (s *KVService[K]) register(t Timer[K], isNew bool) {
 	s.fix(g)
 }
 
-// trim shrinks g's cache to head timers, lowering its bound.
+// trim shrinks g's cache to head timers, lowering its bound; the timers
+// it drops that the KV does not hold yet are written to it.
 func (s *KVService[K]) trim(g *kvGroup[K]) {
 	for g.cache.Len() > s.head {
 		it, _ := g.cache.DeleteMax()
+		if !it.stored {
+			must(s.kv.Set(unsafe.Slice(unsafe.StringData(it.key), len(it.key)), nil))
+		}
 		g.bound, g.partial = it.key, true
+	}
+}
+
+// store writes every cached timer the KV does not hold yet (Range).
+func (s *KVService[K]) store() {
+	var items []kvTimer[K]
+	for _, g := range s.groups {
+		items = items[:0]
+		g.cache.Ascend(func(it kvTimer[K]) bool {
+			if !it.stored {
+				items = append(items, it)
+			}
+			return true
+		})
+		for _, it := range items {
+			must(s.kv.Set([]byte(it.key), nil))
+			it.stored = true
+			g.cache.ReplaceOrInsert(it)
+		}
 	}
 }
 
@@ -215,25 +244,37 @@ func (s *KVService[K]) Delete(t Timer[K]) {
 		}
 		return
 	}
-	if _, ok := g.cache.Delete(probe[K](key)); !ok {
+	it, ok := g.cache.Delete(probe[K](key))
+	if !ok {
 		return
 	}
-	s.remove(key)
+	if it.stored {
+		must(s.kv.Delete(key))
+	}
+	s.count(-len(key))
 	s.fix(g)
 }
 
 // set writes a new timer's key and counts it.
 func (s *KVService[K]) set(key []byte) {
 	must(s.kv.Set(key, nil))
-	s.n++
-	s.bytes += int64(len(key))
+	s.count(len(key))
 }
 
 // remove deletes a registered timer's key and uncounts it.
 func (s *KVService[K]) remove(key []byte) {
 	must(s.kv.Delete(key))
-	s.n--
-	s.bytes -= int64(len(key))
+	s.count(-len(key))
+}
+
+// count adds a timer whose key has n bytes (n < 0: removes one).
+func (s *KVService[K]) count(n int) {
+	if n < 0 {
+		s.n--
+	} else {
+		s.n++
+	}
+	s.bytes += int64(n)
 }
 
 // Has implements Timers.
@@ -269,7 +310,7 @@ func (s *KVService[K]) load(g *kvGroup[K], sameTS bool) {
 			g.bound, g.partial = string(k), true
 			return false
 		}
-		g.cache.ReplaceOrInsert(kvTimer[K]{key: string(k), t: t})
+		g.cache.ReplaceOrInsert(kvTimer[K]{key: string(k), t: t, stored: true})
 		last = t.TS
 		n++
 		return true
@@ -364,8 +405,10 @@ func (s *KVService[K]) Order(due []Timer[K]) []Timer[K] {
 	return s.due
 }
 
-// Range implements Timers, in key order (key group, then time).
+// Range implements Timers, in key order (key group, then time). It writes
+// the cached timers to the KV first.
 func (s *KVService[K]) Range(fn func(t Timer[K]) bool) {
+	s.store()
 	kgs := make([]state.KeyGroup, 0, len(s.groups))
 	for kg := range s.groups {
 		kgs = append(kgs, kg)

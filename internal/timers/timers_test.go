@@ -21,21 +21,23 @@ func encInt(dst []byte, k int) []byte { return strconv.AppendInt(dst, int64(k), 
 
 // TestKVServiceMatchesService drives the in-memory service and KV services
 // with tiny head caches (so that trimming, refilling and extending happen
-// all the time) with the same random operations, and checks that they
-// agree on every answer, including the order of due timers.
+// all the time, and cached timers are written back) with the same random
+// operations, and checks that they agree on every answer, including the
+// order of due timers, and that a drained service leaves its KV empty.
 func TestKVServiceMatchesService(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		head := rapid.IntRange(1, 4).Draw(t, "head")
 		groups := rapid.IntRange(1, 4).Draw(t, "groups")
 		ref := New(encInt)
-		kv := NewKVHead(memstate.NewKV(), 9, encInt, state.CodecFor[int](), func(k int) state.KeyGroup { return state.KeyGroup(k % groups) }, head)
+		store := memstate.NewKV()
+		kv := NewKVHead(store, 9, encInt, state.CodecFor[int](), func(k int) state.KeyGroup { return state.KeyGroup(k % groups) }, head)
 		genTimer := rapid.Custom(func(t *rapid.T) Timer[int] {
 			ts := etime.Time(rapid.IntRange(0, 12).Draw(t, "ts"))
 			start := ts - etime.Time(rapid.IntRange(0, 2).Draw(t, "len"))
 			return Timer[int]{TS: ts, Key: rapid.IntRange(0, 9).Draw(t, "key"), Window: window.Window{Start: start, End: ts + 1}}
 		})
 		for i := range rapid.IntRange(1, 200).Draw(t, "ops") {
-			switch op := rapid.IntRange(0, 9).Draw(t, "op"); {
+			switch op := rapid.IntRange(0, 10).Draw(t, "op"); {
 			case op < 5:
 				x := genTimer.Draw(t, "t")
 				ref.Register(x)
@@ -52,6 +54,11 @@ func TestKVServiceMatchesService(t *testing.T) {
 				x := genTimer.Draw(t, "t")
 				if a, b := ref.Has(x), kv.Has(x); a != b {
 					t.Fatalf("op %d: Has(%+v) = %v, want %v", i, x, b, a)
+				}
+			case op == 10:
+				// A snapshot: the cached timers are written back.
+				if a, b := rangeAll(ref), rangeAll(kv); !slices.Equal(a, b) {
+					t.Fatalf("op %d: Range:\n%v\nwant\n%v", i, b, a)
 				}
 			default:
 				upTo := etime.Time(rapid.IntRange(0, 12).Draw(t, "upTo"))
@@ -122,6 +129,9 @@ func TestKVServiceMatchesService(t *testing.T) {
 		}
 		if kv.Len() != 0 || kv.Bytes() != 0 || len(kv.groups) != 0 || len(kv.h) != 0 {
 			t.Fatalf("drained service holds %d timers, %d groups, heap %d", kv.Len(), len(kv.groups), len(kv.h))
+		}
+		if st := store.Stats(); st.Keys != 0 {
+			t.Fatalf("drained service left %d keys in the KV", st.Keys)
 		}
 	})
 }

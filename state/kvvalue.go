@@ -138,9 +138,6 @@ func (t *KVValue[K, N, V]) uncache(k K, n N) {
 	}
 	delete(m, k)
 	t.cached--
-	if len(m) == 0 {
-		t.dropMap(n)
-	}
 }
 
 // dropMap forgets namespace n's cache map.
@@ -478,16 +475,13 @@ func (t *KVValue[K, N, V]) walk(n N, keep bool, fn func(k K, v *V) bool) {
 	if cnt.bytes == 0 {
 		return // nothing of n was written back: all of it is cached
 	}
-	if m == nil {
-		m = t.nsMap(n, true)
-	}
 	var scratch V
 	for kg := range t.writtenGroups() {
 		start := t.nsPrefix(kg, n)
 		more := true
 		must(t.kv.Scan(start, prefixEnd(start), func(key, val []byte) bool {
 			k, _ := t.decodeKey(key)
-			if m[k] != nil {
+			if m[k] != nil { // (a nil map holds nothing)
 				return true // visited (or deleted) above
 			}
 			v, err := t.vc.Decode(val)
@@ -496,6 +490,9 @@ func (t *KVValue[K, N, V]) walk(n N, keep bool, fn func(k K, v *V) bool) {
 				scratch = v
 				more = fn(k, &scratch)
 				return more
+			}
+			if m == nil {
+				m = t.nsMap(n, true)
 			}
 			c := &cached[V]{v: v, dirty: true, size: len(key) + len(val)}
 			m[k] = c
@@ -506,9 +503,6 @@ func (t *KVValue[K, N, V]) walk(n N, keep bool, fn func(k K, v *V) bool) {
 		if !more {
 			return
 		}
-	}
-	if len(m) == 0 {
-		t.dropMap(n)
 	}
 }
 

@@ -35,12 +35,14 @@ import (
 type alignedState[K comparable, ACC any] struct {
 	entries state.Namespaces[K, window.Window, entry[ACC]]
 	panes   state.Namespaces[K, int64, ACC] // sliding windows
-	// viewPanes walks a pane that is only read (panes.RangeNamespace, or
-	// a KV's ViewNamespace).
-	viewPanes func(int64, func(K, *ACC) bool)
-	timers    *timers.Service[none]
-	enc       timers.KeyEncoder[K]
-	order     timers.KeyOrder[K]
+	// viewPanes and viewEntries walk a pane or a window that is only read
+	// (RangeNamespace, or a KV's ViewNamespace, which keeps what it reads
+	// out of the cache and does not mark it to be written back).
+	viewPanes   func(int64, func(K, *ACC) bool)
+	viewEntries func(window.Window, func(K, *entry[ACC]) bool)
+	timers      *timers.Service[none]
+	enc         timers.KeyEncoder[K]
+	order       timers.KeyOrder[K]
 
 	// Registration caches: the last window (tumbling) or the last two
 	// panes (sliding) whose window timers were registered. A window that
@@ -88,6 +90,12 @@ func (o *Operator[K, IN, ACC, OUT]) initAligned(enc timers.KeyEncoder[K]) {
 		return
 	}
 	a := &alignedState[K, ACC]{entries: ents, timers: timers.New[none](noneEncoder), enc: enc}
+	a.viewEntries = ents.RangeNamespace
+	if v, ok := ents.(interface {
+		ViewNamespace(window.Window, func(K, *entry[ACC]) bool)
+	}); ok {
+		a.viewEntries = v.ViewNamespace
+	}
 	if o.paneMode {
 		if a.panes, ok = o.panes.(state.Namespaces[K, int64, ACC]); !ok {
 			return
@@ -294,7 +302,7 @@ func (o *Operator[K, IN, ACC, OUT]) alignedKeys(w window.Window, fn func(k K) bo
 	a := o.al
 	if !o.paneMode {
 		ok := true
-		a.entries.RangeNamespace(w, func(k K, _ *entry[ACC]) bool {
+		a.viewEntries(w, func(k K, _ *entry[ACC]) bool {
 			ok = fn(k)
 			return ok
 		})
@@ -353,8 +361,8 @@ func (o *Operator[K, IN, ACC, OUT]) rangeAlignedEntries(fn func(k K, w window.Wi
 	synth := &entry[ACC]{has: true}
 	for _, w := range o.alignedWindows() {
 		ok := o.alignedKeys(w, func(k K) bool {
-			if o.entries.Ref(k, w, false) != nil {
-				return true
+			if _, has := o.entries.Get(k, w); has {
+				return true // (Get: a snapshot changes nothing)
 			}
 			return fn(k, w, synth)
 		})

@@ -971,11 +971,17 @@ func (s *suite) testModel(t *testing.T) {
 	})
 }
 
-// CountingKV counts the lookups (Gets) made of a KV, for tests that a
-// caller spares its KV the lookups it need not make.
+// CountingKV counts the lookups (Gets) and writes (Sets) made of a KV,
+// for tests that a caller spares its KV the work it need not do.
 type CountingKV struct {
 	state.KV
-	Gets int
+	Gets, Sets int
+}
+
+// Set implements state.KV.
+func (c *CountingKV) Set(k, v []byte) error {
+	c.Sets++
+	return c.KV.Set(k, v)
 }
 
 // Get implements state.KV.

@@ -122,14 +122,10 @@ same rows, and prints both rates and their ratio.`)
 			var opened atomic.Int64 // made on the subtasks' goroutines
 			pebbleSets.Store(0)
 			pebbleBytes.Store(0)
-			pin.NewBackend = func() state.Backend {
-				n := opened.Add(1)
-				kv, err := pebblestate.Open(filepath.Join(dir, fmt.Sprint("op-", n)), pebblestate.Options{RemoveOnClose: true})
-				if err != nil {
-					panic(err) // a subtask's panic fails the run with this error
-				}
-				return state.NewKVBackend(writeCounter{kv, &pebbleSets, &pebbleBytes}, *stateCache)
-			}
+			backends := pebblestate.WrappedBackends(dir, *stateCache, func(kv state.KV) state.KV {
+				return writeCounter{kv, &pebbleSets, &pebbleBytes}
+			})
+			pin.NewBackend = func() state.Backend { opened.Add(1); return backends() }
 			res, m := timed(func() (nexmark.Result, error) { return nexmark.RunWeir(ctx, q, pin, *par, false) })
 			os.RemoveAll(dir)
 			if m.err != nil {

@@ -45,14 +45,14 @@ type KVValue[K comparable, N comparable, V any] struct {
 	filter *written
 	groups []uint64
 
-	// Namespace-major only: the cache is byNS (namespace, then key; cached
+	// Namespace-major only: the cache is byNS (namespace, then key; nCached
 	// counts its entries) instead of cache, so a namespace's cached
 	// entries are found without a walk of the cache; last is the map of
 	// the namespace looked up last. ns holds the entries and stored bytes
 	// of each namespace.
 	nsMajor bool
 	byNS    map[N]map[K]*cached[V]
-	cached  int
+	nCached int
 	last    struct {
 		n  N
 		m  map[K]*cached[V]
@@ -120,7 +120,7 @@ func (t *KVValue[K, N, V]) lookup(k K, n N) *cached[V] {
 func (t *KVValue[K, N, V]) store(k K, n N, c *cached[V]) {
 	if t.nsMajor {
 		t.nsMap(n, true)[k] = c
-		t.cached++
+		t.nCached++
 		return
 	}
 	t.cache[entryKey[K, N]{k, n}] = c
@@ -137,12 +137,12 @@ func (t *KVValue[K, N, V]) uncache(k K, n N) {
 		return
 	}
 	delete(m, k)
-	t.cached--
+	t.nCached--
 }
 
 // dropMap forgets namespace n's cache map.
 func (t *KVValue[K, N, V]) dropMap(n N) {
-	t.cached -= len(t.byNS[n])
+	t.nCached -= len(t.byNS[n])
 	delete(t.byNS, n)
 	if t.last.ok && t.last.n == n {
 		t.last.ok, t.last.m = false, nil
@@ -152,7 +152,7 @@ func (t *KVValue[K, N, V]) dropMap(n N) {
 // cacheLen is the number of cache slots.
 func (t *KVValue[K, N, V]) cacheLen() int {
 	if t.nsMajor {
-		return t.cached
+		return t.nCached
 	}
 	return len(t.cache)
 }
@@ -496,7 +496,7 @@ func (t *KVValue[K, N, V]) walk(n N, keep bool, fn func(k K, v *V) bool) {
 			}
 			c := &cached[V]{v: v, dirty: true, size: len(key) + len(val)}
 			m[k] = c
-			t.cached++
+			t.nCached++
 			more = fn(k, &c.v)
 			return more
 		}))

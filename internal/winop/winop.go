@@ -656,14 +656,11 @@ func (o *Operator[K, IN, ACC, OUT]) notePane(w window.Window, e *entry[ACC], ts 
 	}
 }
 
-// paneMaybe reports whether a key whose entry of w has the mask absent
-// (entry.paneAbsent) may have pane pi.
-func (o *Operator[K, IN, ACC, OUT]) paneMaybe(w window.Window, absent uint64, pi int64) bool {
-	if absent == 0 {
-		return true
-	}
-	i := pi - o.firstPane(w)
-	return i < 0 || i >= 64 || absent&(1<<i) == 0
+// paneMaybe reports whether a key whose entry of a window with first pane
+// first has the mask absent (entry.paneAbsent) may have pane pi.
+func paneMaybe(first int64, absent uint64, pi int64) bool {
+	i := pi - first
+	return absent == 0 || i < 0 || i >= 64 || absent&(1<<i) == 0
 }
 
 // processingTime is the current processing time: the clock when the
@@ -798,8 +795,9 @@ func (o *Operator[K, IN, ACC, OUT]) fire(key K, w window.Window, e *entry[ACC], 
 	if o.paneMode {
 		acc = &o.scratch
 		o.contents.Reset(acc)
-		for pi := range o.paneRange(o.firstPane(w), o.panesPerWindow) {
-			if !o.paneMaybe(w, e.paneAbsent, pi) {
+		first := o.firstPane(w)
+		for pi := range o.paneRange(first, o.panesPerWindow) {
+			if !paneMaybe(first, e.paneAbsent, pi) {
 				continue
 			}
 			if p := o.panes.Ref(key, pi, false); p != nil {
@@ -1108,8 +1106,9 @@ func (o *Operator[K, IN, ACC, OUT]) clearAll(key K, w window.Window) {
 	if o.paneMode {
 		// The panes whose last window is w: those before the next
 		// window's first pane.
+		first := o.firstPane(w)
 		for pi := range o.ownPanes(w) {
-			if o.paneMaybe(w, absent, pi) {
+			if paneMaybe(first, absent, pi) {
 				o.panes.Delete(key, pi)
 			}
 		}

@@ -79,6 +79,12 @@ var _ state.KV = (*KV)(nil)
 // with the cause: a factory is called while a job is built, which
 // reports the panic as the build's failure.
 func Backends(base string, cache int) func() state.Backend {
+	return WrappedBackends(base, cache, nil)
+}
+
+// WrappedBackends is Backends with each database seen through wrap (nil:
+// as it is), e.g. to count its writes.
+func WrappedBackends(base string, cache int, wrap func(state.KV) state.KV) func() state.Backend {
 	var n atomic.Int64
 	return func() state.Backend {
 		dir := filepath.Join(base, fmt.Sprintf("op-%d-%d", os.Getpid(), n.Add(1)))
@@ -86,7 +92,10 @@ func Backends(base string, cache int) func() state.Backend {
 		if err != nil {
 			panic(err)
 		}
-		return state.NewKVBackend(kv, cache)
+		if wrap == nil {
+			return state.NewKVBackend(kv, cache)
+		}
+		return state.NewKVBackend(wrap(kv), cache)
 	}
 }
 

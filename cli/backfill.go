@@ -102,7 +102,14 @@ func backfillCmd(ctx context.Context, args []string, o IO) int {
 		}
 		bo.GroupRun = run
 	}
-	bo.GroupArchive = openGroupArchive
+	bo.GroupArchive = func(ctx context.Context, p *spec.Plan) (backfill.GroupArchive, error) {
+		// The group record was read above (bo.GroupRun): not again.
+		a, err := group.OpenArchive(ctx, p, bo.GroupRun)
+		if err != nil {
+			return nil, err
+		}
+		return a, nil
+	}
 	bo.Context = ctx
 	if *verbose {
 		bo.Out = o.Stdout
@@ -253,12 +260,3 @@ func thousands(n int) string {
 // say whether the job runs as a group.
 var groupProbeWait = 10 * time.Second
 
-// openGroupArchive opens the Kafka archive of a job run as a group
-// (backfill.BackfillOptions.GroupArchive).
-func openGroupArchive(ctx context.Context, p *spec.Plan) (backfill.GroupArchive, error) {
-	a, err := group.OpenArchive(ctx, p)
-	if err != nil {
-		return nil, err
-	}
-	return a, nil
-}

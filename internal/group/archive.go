@@ -40,8 +40,9 @@ type Archive struct {
 }
 
 // OpenArchive opens the archive of plan p's group, which must have run
-// (its changelog holds the group record).
-func OpenArchive(ctx context.Context, p *spec.Plan) (*Archive, error) {
+// (its changelog holds the group record). run is the group's run when
+// the caller has read it (RunOf), else 0: the group record is read here.
+func OpenArchive(ctx context.Context, p *spec.Plan, run int64) (*Archive, error) {
 	if p.Archive == nil {
 		return nil, errors.New("the job keeps no archive (no archive block)")
 	}
@@ -64,15 +65,13 @@ func OpenArchive(ctx context.Context, p *spec.Plan) (*Archive, error) {
 	a.adm = kadm.NewClient(cl)
 	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	g, err := readGroupRecord(rctx, opts, ChangelogTopic(p))
-	if err == nil && g == nil {
-		err = fmt.Errorf("the group %s has not run (its changelog %s holds no group record): run the job first", Name(p), ChangelogTopic(p))
+	a.run = run
+	if run == 0 {
+		if a.run, err = RunOf(rctx, p); err != nil {
+			a.Close()
+			return nil, err
+		}
 	}
-	if err != nil {
-		a.Close()
-		return nil, err
-	}
-	a.run = g.Run
 	td, err := a.adm.ListTopics(rctx, a.topic)
 	if t, ok := td[a.topic]; err == nil && (!ok || t.Err != nil) {
 		err = fmt.Errorf("the group's archive topic %s is not there: the group's members create it when the job has an archive block (a group that ran without one archived nothing); if it was deleted, the windows it held are lost: reset the group (weir reset) and run the job again", a.topic)

@@ -43,7 +43,7 @@ func TestGroupArchive(t *testing.T) {
 	// The archive holds a record per window the group published, each
 	// the window's newest pane.
 	windows := map[string]int64{}
-	a, err := OpenArchive(ctx, p)
+	a, err := OpenArchive(ctx, p, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +112,7 @@ func TestGroupArchive(t *testing.T) {
 	if d := differ(); len(d) == 0 {
 		t.Fatal("before the backfill the results equal the complete answer: the test's input has no too-late records?")
 	}
-	open := func(ctx context.Context, p *spec.Plan) (backfill.GroupArchive, error) { return OpenArchive(ctx, p) }
+	open := func(ctx context.Context, p *spec.Plan) (backfill.GroupArchive, error) { return OpenArchive(ctx, p, 0) }
 	run, err := RunOf(ctx, p)
 	if err != nil {
 		t.Fatal(err)
@@ -212,12 +212,12 @@ func TestGroupArchive(t *testing.T) {
 
 	// Of two backfills at once, the second fences the first, whose
 	// commit then says so.
-	a1, err := OpenArchive(ctx, p)
+	a1, err := OpenArchive(ctx, p, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer a1.Close()
-	a2, err := OpenArchive(ctx, p)
+	a2, err := OpenArchive(ctx, p, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

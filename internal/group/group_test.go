@@ -1327,3 +1327,56 @@ func TestSessionTimeoutRange(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+// TestChangelogRaceNotLost: a new member that listed no changelog while
+// another new member created it and committed progress is not refused
+// (the lost-topic check lists the topic again after reading the progress);
+// a topic still missing after progress was read is gone.
+func TestChangelogRaceNotLost(t *testing.T) {
+	broker := cluster(t, 10, "race")
+	p := plan(t, "race", broker)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(broker))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	ctx := context.Background()
+	m := &Member{adm: adm, group: Name(p)}
+	topic := ChangelogTopic(p)
+	if gone, err := m.goneAfterProgress(ctx, topic); err != nil || gone {
+		t.Fatalf("no progress: gone %v, %v; want a new group", gone, err)
+	}
+	// The other member: it created the topic, then committed progress.
+	if _, err := adm.CreateTopic(ctx, 4, -1, nil, topic); err != nil {
+		t.Fatal(err)
+	}
+	var offs kadm.Offsets
+	offs.Add(kadm.Offset{Topic: "in", Partition: 0, At: 1, LeaderEpoch: -1, Metadata: metaPrefix + "1"})
+	if r, err := adm.CommitOffsets(ctx, Name(p), offs); err != nil || r.Error() != nil {
+		t.Fatal(err, r.Error())
+	}
+	if !m.committedProgress(ctx) {
+		t.Fatal("the progress committed is not read")
+	}
+	if gone, err := m.goneAfterProgress(ctx, topic); err != nil || gone {
+		t.Fatalf("progress and a topic created meanwhile: gone %v, %v; want it found", gone, err)
+	}
+	// A topic that a client has listed stays listed after its deletion
+	// on kfake: the deletion and the check use clients of their own.
+	admin := func() *kadm.Client {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(broker))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(cl.Close)
+		return kadm.NewClient(cl)
+	}
+	if r, err := admin().DeleteTopics(ctx, topic); err != nil || r.Error() != nil {
+		t.Fatal(err, r.Error())
+	}
+	m.adm = admin()
+	if gone, err := m.goneAfterProgress(ctx, topic); err != nil || !gone {
+		t.Fatalf("progress and no topic: gone %v, %v; want it gone", gone, err)
+	}
+}

@@ -458,11 +458,35 @@ func (m *Member) prepareTopics(ctx context.Context) error {
 	// whose checkpoints it held (the topic was deleted): that state is
 	// lost, and a new changelog would only make the restores wait for
 	// checkpoints that are gone.
-	if m.committedProgress(ctx) {
+	gone, err := m.goneAfterProgress(ctx, m.changelog)
+	if err != nil {
+		return err
+	}
+	if gone {
 		return refused(fmt.Errorf("the group %s committed progress, but its changelog topic %s, which holds the checkpoints that progress names, is gone (deleted?): the group's state is lost; reset the group (weir reset) and run the job again", m.group, m.changelog))
 	}
+	// createTopic also checks the count of a changelog that another new
+	// member created since the listing above.
 	cfg := map[string]*string{"cleanup.policy": ptr("compact"), "segment.ms": ptr("60000"), "min.compaction.lag.ms": ptr("0")}
 	return m.createTopic(ctx, m.changelog, m.ntasks(), cfg, "the tasks' state")
+}
+
+// goneAfterProgress reports whether topic, which a listing did not find,
+// was deleted: the group committed progress (which its members commit
+// only once the topic is there) and the topic is still missing when
+// listed after that progress was read. A second new member may create
+// the topic and commit between the first listing and the progress read:
+// the listing after the read sees it, and then it is not gone.
+func (m *Member) goneAfterProgress(ctx context.Context, topic string) (bool, error) {
+	if !m.committedProgress(ctx) {
+		return false, nil
+	}
+	td, err := m.adm.ListTopics(ctx, topic)
+	if err != nil {
+		return false, fmt.Errorf("group: topics: %w", err)
+	}
+	t, ok := td[topic]
+	return !ok || t.Err != nil, nil
 }
 
 // prepareArchive creates the group's archive topic (compacted: a
@@ -482,7 +506,11 @@ func (m *Member) prepareArchive(ctx context.Context) error {
 		// (the topic was deleted): a new archive would lack the windows
 		// published before, and a backfill would publish revisions of
 		// its late records alone over them.
-		if m.committedProgress(ctx) {
+		gone, err := m.goneAfterProgress(ctx, m.archive)
+		if err != nil {
+			return err
+		}
+		if gone {
 			return refused(fmt.Errorf("the group %s committed progress, but its archive topic %s, which holds the windows it published for weir backfill, is gone (deleted?): reset the group (weir reset) and run the job again, or remove the archive block to run on without backfill", m.group, m.archive))
 		}
 	}

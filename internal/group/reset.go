@@ -70,7 +70,7 @@ func RunOf(ctx context.Context, p *spec.Plan) (int64, error) {
 	defer cancel()
 	g, err := readGroupRecord(ctx, append([]kgo.Opt{kgo.SeedBrokers(s.Strings("kafka.brokers")...)}, kafkaio.AuthFrom(s, "kafka.")...), ChangelogTopic(p))
 	if err == nil && g == nil {
-		err = fmt.Errorf("the group %s has not run (its changelog %s holds no group record)", Name(p), ChangelogTopic(p))
+		err = fmt.Errorf("the group %s has not run (its changelog %s holds no group record): run the job first", Name(p), ChangelogTopic(p))
 	}
 	if err != nil {
 		return 0, err

@@ -259,4 +259,3 @@ func thousands(n int) string {
 // groupProbeWait bounds weir backfill's wait for the source's Kafka to
 // say whether the job runs as a group.
 var groupProbeWait = 10 * time.Second
-

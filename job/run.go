@@ -70,6 +70,10 @@ type RunOptions struct {
 	// Warn, when set, is told about suspicious input as it happens (a
 	// channel's event time jumping back by more than an hour).
 	Warn func(msg string)
+	// Warned remembers the warnings given once: runs that share one (the
+	// attempts of RunRestarting, a group member's tasks and their
+	// restarts) give each once between them. nil: the run's own.
+	Warned *Warned
 	// CheckpointDir and CheckpointInterval override the spec's checkpoint
 	// settings; Fresh ignores existing checkpoints (a fresh run).
 	CheckpointDir      string
@@ -286,8 +290,15 @@ func Open(plan *spec.Plan, o RunOptions) (*Job, error) {
 			if len(j.reads) > 1 {
 				src = r.Name + ": " // which source's fields, or event time
 			}
-			r.dec.WarnField = func(w record.FieldWarning) { o.Warn(src + w.String()) }
+			r.dec.WarnField = func(w record.FieldWarning) {
+				if msg := src + w.String(); o.Warned.first(msg) {
+					o.Warn(msg)
+				}
+			}
 			r.dec.Warn = func(where string, from, to etime.Time) {
+				if !o.Warned.first(src + "event time jumped back") {
+					return
+				}
 				o.Warn(fmt.Sprintf("%s%s: event time jumped back from %s to %s (more than 1h; counted in timestamp_regressions, warned once)",
 					src, where, from.Wall().Format(time.RFC3339), to.Wall().Format(time.RFC3339)))
 			}
@@ -1203,6 +1214,9 @@ func RunRestarting(ctx context.Context, plan *spec.Plan, o RunOptions, p Restart
 	}
 	defer func() { err = errors.Join(err, locks.release()) }()
 	o.locks = locks
+	if o.Warned == nil {
+		o.Warned = new(Warned) // a restart does not warn again
+	}
 	var failed error // the previous attempt's
 	_, err = weir.RunRestarting(ctx, p, func(ctx context.Context, n int) error {
 		if n > 0 {
@@ -1228,4 +1242,30 @@ func RunRestarting(ctx context.Context, plan *spec.Plan, o RunOptions, p Restart
 		return err
 	})
 	return sum, err
+}
+
+// Warned remembers which once-only warnings were given (RunOptions.Warned).
+// It is safe for concurrent use.
+type Warned struct {
+	mu    sync.Mutex
+	given map[string]bool
+}
+
+// first reports whether the warning of this kind was not given before by
+// the runs sharing w, and notes it given. A nil w remembers nothing: the
+// decoder's own once decides.
+func (w *Warned) first(kind string) bool {
+	if w == nil {
+		return true
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.given[kind] {
+		return false
+	}
+	if w.given == nil {
+		w.given = map[string]bool{}
+	}
+	w.given[kind] = true
+	return true
 }

@@ -717,3 +717,44 @@ func TestPebbleState(t *testing.T) {
 		}
 	}
 }
+
+// TestWarnedOnceAcrossRuns: runs sharing RunOptions.Warned (a restart's
+// attempts, a group member's tasks) give the event-time regression and
+// the missing-field warnings once between them; runs without one each
+// give their own.
+func TestWarnedOnceAcrossRuns(t *testing.T) {
+	const yaml = `
+name: warned
+source: {type: file, path: in.jsonl}
+watermark: {max_out_of_orderness: 1s}
+key: [user_id]
+window: {type: tumbling, size: 10s}
+aggregate: [{name: total, fn: sum, field: amuont}]
+sinks: {results: {type: jsonl, path: out.jsonl}}
+`
+	var in strings.Builder
+	for i := range 40 {
+		fmt.Fprintf(&in, `{"user_id":"a","amount":1,"ts":%d}`+"\n", 1767225600000+int64(i)*1000)
+	}
+	fmt.Fprintf(&in, `{"user_id":"a","amount":1,"ts":%d}`+"\n", 1767225600000-2*3600*1000)
+	files := map[string]string{"in.jsonl": in.String()}
+	count := func(shared *Warned) (regressions, fields int) {
+		for range 2 {
+			_, _ = runSpec(t, yaml, files, RunOptions{Warned: shared, Warn: func(m string) {
+				switch {
+				case strings.Contains(m, "event time jumped back"):
+					regressions++
+				case strings.Contains(m, "amuont"):
+					fields++
+				}
+			}})
+		}
+		return regressions, fields
+	}
+	if r, f := count(new(Warned)); r != 1 || f != 1 {
+		t.Fatalf("shared: %d regression and %d field warnings over two runs, want 1 and 1", r, f)
+	}
+	if r, f := count(nil); r != 2 || f != 2 {
+		t.Fatalf("not shared: %d regression and %d field warnings over two runs, want 2 and 2", r, f)
+	}
+}

@@ -340,6 +340,10 @@ func Run(ctx context.Context, o Options) error {
 		return refused(err)
 	}
 	defer unlock()
+	if o.Run.Warned == nil {
+		// The member's tasks, and their restarts, warn once between them.
+		o.Run.Warned = new(job.Warned)
+	}
 	s := spec.SourceSettings(o.Plan)
 	m := &Member{o: o, topic: s.String("kafka.topic"), changelog: ChangelogTopic(o.Plan), brokers: s.Strings("kafka.brokers"),
 		auth: kafkaio.AuthFrom(s, "kafka."), group: Name(o.Plan), meta: job.Fingerprint(o.Plan), specHash: outfmt.SpecHash(o.Plan),

@@ -115,7 +115,11 @@ func describe1(p *Plan, op Op, dead bool) string {
 			if a.Type != "" {
 				arg += " as " + a.Type
 			}
-			aggs = append(aggs, fmt.Sprintf("%s = %s(%s)", a.Name, a.Fn, arg))
+			agg := fmt.Sprintf("%s = %s(%s)", a.Name, a.Fn, arg)
+			if a.When != "" {
+				agg += " when " + a.When
+			}
+			aggs = append(aggs, agg)
 		}
 		s += "; " + strings.Join(aggs, ", ")
 		if op.Having != "" {

@@ -492,6 +492,13 @@ type Aggregate struct {
 	// nothing gives null, not [] (SQL's). Empty is left out of the spec
 	// hash.
 	Nulls string `yaml:"nulls" json:",omitempty"`
+	// When names a field (the record's, or a computed one) that decides,
+	// per record, whether the record counts into this aggregate, as SQL's
+	// FILTER (WHERE ...) does: only a record whose field is true does; a
+	// false, null or missing one is skipped by this aggregate alone (the
+	// window still sees the record). Empty: every record counts; it is
+	// left out of the spec hash.
+	When string `yaml:"when" json:",omitempty"`
 }
 
 // Sinks says where each output goes.

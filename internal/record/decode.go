@@ -123,6 +123,9 @@ type Decoder struct {
 	fields       []string
 	tsAt         int
 	keyAt, aggAt []int
+	// whenAt is, per aggregate, the index in fields of its when (-1:
+	// none): a record counts into the aggregate only where it is true.
+	whenAt []int
 	// ChMax holds, per channel, the largest timestamp of each of its
 	// slots: one slot for a file channel, one per partition for a Kafka
 	// channel (slot p / channels of channel p % channels: Kafka partitions
@@ -411,6 +414,11 @@ func NewDecoder(p *spec.Plan, clk clock.Clock) *Decoder {
 			at = d.fieldAt(a.Field)
 		}
 		d.aggAt = append(d.aggAt, at)
+		when := -1
+		if a.When != "" {
+			when = d.fieldAt(a.When)
+		}
+		d.whenAt = append(d.whenAt, when)
 	}
 	// The fields the watermark and the where read come first: the
 	// computed fields they need, and those fields' own, are evaluated
@@ -641,6 +649,9 @@ func (d *Decoder) DecodeSlot(l fileio.Line, slot int) (Record, error) {
 	}
 	for i, n := range d.needs {
 		a := &d.p.Aggregates[i]
+		if w := d.whenAt[i]; w >= 0 && (sc.got[w] == nil || sc.got[w].Type() != fastjson.TypeTrue) {
+			continue // FILTER (WHERE ...): not this aggregate's record
+		}
 		if n == needNothing {
 			r.vals[i].kind = vJSON // count every record
 			continue

@@ -310,9 +310,7 @@ func (c *compiler) aggregate(call *sqlparse.Call, alias sqlparse.Ident, rel *rel
 		return a, errAt(call.Pos, fn, "", "OVER windows are not compiled yet")
 	}
 	switch {
-	case a.Fn == "collect" && (call.Nulls == "IGNORE" || call.Filter != nil):
-		// With FILTER, a row the filter drops reads as NULL (below):
-		// NULLs are skipped then, the kept rows' own NULLs too.
+	case a.Fn == "collect" && call.Nulls == "IGNORE":
 		a.Nulls = "ignore"
 	case a.Fn == "collect":
 		// ARRAY_AGG keeps NULLs unless told to ignore them, as in Flink.
@@ -321,23 +319,31 @@ func (c *compiler) aggregate(call *sqlparse.Call, alias sqlparse.Ident, rel *rel
 		return a, errAt(call.Pos, fn, "remove it: it is ARRAY_AGG's", "%s NULLS is not taken by %s, as in Flink", call.Nulls, fn)
 	}
 	var arg sqlparse.Expr
+	if call.Filter != nil {
+		// FILTER (WHERE c): the aggregate takes only the rows where c
+		// holds (a computed field the decoder reads per aggregate); the
+		// others never reach it, so ARRAY_AGG still collects the kept
+		// rows' NULLs.
+		cond, err := c.fields(call.Filter, rel)
+		if err != nil {
+			return a, err
+		}
+		if _, err := expr.Compile(cond, func(sqlparse.Ident) (int, *sqlparse.Error) { return 0, nil }); err != nil {
+			return a, err
+		}
+		a.When = fmt.Sprintf("_weir_filter_%d", at)
+		c.addComputed(rel.table, a.When, cond)
+	}
 	switch {
-	case call.Star && fn == "COUNT" && call.Filter == nil:
+	case call.Star && fn == "COUNT":
 		c.setComputedType(a.Name, aggType("count", numType{}))
 		return a, nil
-	case call.Star && fn == "COUNT":
-		arg = &sqlparse.Lit{Pos: call.Pos, Kind: "number", Text: "1"} // a row the filter keeps
 	case call.Star:
 		return a, errAt(call.Pos, fn, "", "%s(*) is only COUNT's", fn)
 	case len(call.Args) != 1:
 		return a, errAt(call.Pos, fn, "", "%s takes one column", fn)
 	default:
 		arg = call.Args[0].Value
-	}
-	if call.Filter != nil {
-		// FILTER (WHERE c): the argument where c holds, else NULL,
-		// which every aggregate skips.
-		arg = &sqlparse.Case{Pos: call.Pos, Whens: []sqlparse.When{{Cond: call.Filter, Result: arg}}}
 	}
 	// A column, or an expression, which a computed field holds.
 	x, err := c.fields(arg, rel)

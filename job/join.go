@@ -246,8 +246,11 @@ func (jn *join) pairs(acc JoinAcc, emit func(key string, w window.Window, vals [
 	rightMet := make([]bool, len(acc.Right))
 	for i := range acc.Left {
 		met := false
+		// A NULL join column equals nothing, not even a NULL: the row
+		// meets no row (it is in this group with the other side's NULL
+		// rows, which meet nothing either).
 		for k := range acc.Right {
-			if jn.meets(&acc.Left[i], &acc.Right[k], &buf) {
+			if !slices.Contains(acc.Left[i].On, "null") && !slices.Contains(acc.Right[k].On, "null") && jn.meets(&acc.Left[i], &acc.Right[k], &buf) {
 				one(&acc.Left[i], &acc.Right[k])
 				met, rightMet[k] = true, true
 			}

@@ -76,7 +76,7 @@ func locate(sc *scratch, at int, path []string) (v *fastjson.Value, parent *fast
 // (JsonToRowDataConverters): an integer from a number (cut toward zero)
 // or from a string that holds one; a boolean true from true or text
 // that is "true" in any case, else false; a string from a string, or
-// any other value's text; a double from a number or from a string that
+// any other value's compact text; a double from a number or from a string that
 // holds one. A value the type cannot hold is an error.
 func (f typedField) read(sc *scratch) error {
 	v, parent, ok := locate(sc, f.at, f.path)
@@ -113,10 +113,11 @@ func (f typedField) read(sc *scratch) error {
 		switch v.Type() {
 		case fastjson.TypeString:
 			return nil
-		case fastjson.TypeTrue, fastjson.TypeFalse, fastjson.TypeNumber:
-			n = sc.arena.NewStringBytes(v.MarshalTo(sc.num[:0]))
 		default:
-			n = sc.arena.NewStringBytes(AppendCanonical(sc.num[:0], v))
+			// Its compact JSON text, an object's members in their order,
+			// as Flink's JSON format reads a STRING column (the node's
+			// text): {"b":1,"a":2} and {"a":2,"b":1} are two strings.
+			n = sc.arena.NewStringBytes(v.MarshalTo(sc.num[:0]))
 		}
 	case kindFloat:
 		x, err := f.float(v)

@@ -29,6 +29,7 @@ import (
 	"github.com/weirstream/weir/spec"
 
 	"github.com/weirstream/weir/checkpoint"
+	"github.com/weirstream/weir/connector/connectortest"
 	"github.com/weirstream/weir/connector/kafkaio"
 	"github.com/weirstream/weir/internal/testenv"
 )
@@ -704,5 +705,30 @@ sinks: {results: {type: jsonl, path: out.jsonl}}
 		if got := sum.Get("late_dropped"); got != c.late || !sum.Conserved() {
 			t.Errorf("%s: %v too late, want %v: %s", c.typ, got, c.late, sum.JSON())
 		}
+	}
+}
+
+// TestPrepareSinksSilentBrokers: sinks whose brokers accept connections
+// and never answer are checked at once: the run is refused after one
+// wait (kafkaio.AnswerWait), not one per sink, naming every sink.
+func TestPrepareSinksSilentBrokers(t *testing.T) {
+	addr, _ := connectortest.SilentListener(t)
+	defer func(w time.Duration) { kafkaio.AnswerWait = w }(kafkaio.AnswerWait)
+	kafkaio.AnswerWait = 2 * time.Second
+	yaml := fmt.Sprintf(kafkaJob, "silent", addr, addr, addr) + "  late: {type: kafka, brokers: [" + addr + "], topic: late}\n"
+	p, err := spec.Parse([]byte(yaml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	err = PrepareSinks(p, RunOptions{})
+	d := time.Since(start)
+	for _, s := range []string{"sinks.results", "sinks.dead_letter", "sinks.late"} {
+		if err == nil || !strings.Contains(err.Error(), s+": kafkaio: the brokers ["+addr+"] did not answer within 2s") {
+			t.Fatalf("got %v, want %s named", err, s)
+		}
+	}
+	if d > 5*time.Second { // one sink after another: 6 s at least
+		t.Fatalf("refused after %v: the sinks were not checked at once", d)
 	}
 }

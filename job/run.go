@@ -869,11 +869,30 @@ func (j *Job) RestoredAt() time.Time { return j.restoredAt }
 // recordsIn is the data records read: lines emitted by the source minus
 // control lines.
 func (j *Job) recordsIn(rep weir.Report, controls int64) int64 {
+	if len(j.reads) < 2 {
+		var n int64
+		for _, c := range rep.SourceRecords {
+			n += c
+		}
+		return n - controls
+	}
+	// A source that several reads read (a SQL table that two queries
+	// filter differently) holds its records once: counted once, as the
+	// most any of its reads read (each reads all of it).
+	oc := j.out.counters()
+	in := map[string]int64{}
+	for _, r := range j.reads {
+		id, err := json.Marshal(r.plan.Source)
+		if err != nil {
+			id = []byte(r.stage) // cannot tell: a source of its own
+		}
+		in[string(id)] = max(in[string(id)], rep.SourceRecords[r.stage]-oc.ReadControls[r.i])
+	}
 	var n int64
-	for _, c := range rep.SourceRecords {
+	for _, c := range in {
 		n += c
 	}
-	return n - controls
+	return n
 }
 
 func (j *Job) deadLetter(d weir.DeadLetter) {

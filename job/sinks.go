@@ -312,34 +312,47 @@ func PrepareSinks(p *spec.Plan, o RunOptions) error {
 // prepareSinks readies the sinks' servers before the run
 // (connector.SinkKind.Prepare): a Kafka sink's topic must exist, and
 // with checkpoints its marker topic is created if it is missing; o.Info
-// is told what was done. The late and dead-letter sinks are prepared
-// first, so that a missing topic of theirs refuses the run before a
-// results sink creates anything; every sink is checked, so that the
-// refusal names every problem at once.
+// is told what was done. Every sink is first checked, all at once (so
+// that servers that do not answer cost one wait, not one per sink, and
+// the refusal names every problem); only then are they prepared, the
+// late and dead-letter sinks first, so that nothing is created for a
+// run that is refused.
 func prepareSinks(p *spec.Plan, path *spec.Path, o RunOptions, checkpoints bool) error {
 	ops := path.Sinks()
 	slices.Reverse(ops)
-	var errs []error
-	for _, op := range ops {
+	prepare := func(op *spec.SinkOp, checkOnly bool) error {
 		kind, ok := p.Kinds().Lookup(op.Config.Type)
 		if !ok || kind.Sink == nil || kind.Sink.Prepare == nil {
-			continue
+			return nil
 		}
 		var results connector.Settings
 		if r := p.Sinks.Results.First(op.Config.Type); r != nil {
 			results = spec.SinkSettings(r)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		// After a problem, a sink is only checked: nothing is created
-		// for a run that is refused.
-		err := kind.Sink.Prepare(ctx, connector.PrepareOpen{Settings: spec.SinkSettings(op.Config), Output: op.Path, Role: op.Role, Job: p.Name,
-			Results: results, Checkpoints: checkpoints, CheckOnly: len(errs) > 0, Info: o.Info})
-		cancel()
-		if err != nil {
-			errs = append(errs, err)
+		defer cancel()
+		info := o.Info
+		if checkOnly {
+			info = nil
+		}
+		return kind.Sink.Prepare(ctx, connector.PrepareOpen{Settings: spec.SinkSettings(op.Config), Output: op.Path, Role: op.Role, Job: p.Name,
+			Results: results, Checkpoints: checkpoints, CheckOnly: checkOnly, Info: info})
+	}
+	errs := make([]error, len(ops))
+	var wg sync.WaitGroup
+	for i, op := range ops {
+		wg.Go(func() { errs[i] = prepare(op, true) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	for _, op := range ops {
+		if err := prepare(op, false); err != nil {
+			return err // the rest were checked: nothing more is created
 		}
 	}
-	return errors.Join(errs...)
+	return nil
 }
 
 // openRecords opens a late or dead-letter sink (nil when op is nil).

@@ -94,6 +94,11 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
+// AnswerWait bounds Prepare's wait for the brokers' first answer: a
+// broker that accepts connections and never answers is said at start,
+// not after the client's retries (a minute and more).
+var AnswerWait = 15 * time.Second
+
 // Prepare readies the brokers for a sink before its run, so that a
 // missing topic is found at start rather than at the first checkpoint:
 // every topic of topics (the ones its records go to: results, late
@@ -128,8 +133,13 @@ func Prepare(ctx context.Context, o SinkOptions, topics []string, markers bool) 
 	if len(names) == 0 {
 		return false, nil
 	}
-	md, err := adm.Metadata(ctx, names...)
+	mctx, cancel := context.WithTimeout(ctx, AnswerWait)
+	md, err := adm.Metadata(mctx, names...)
+	cancel()
 	if err != nil {
+		if ctx.Err() == nil && mctx.Err() != nil {
+			return false, fmt.Errorf("kafkaio: the brokers %v did not answer within %v (a metadata request for topics %v): if they accept connections, check that the address is a Kafka listener (the broker's advertised one) and that the broker is up", o.Brokers, AnswerWait, names)
+		}
 		return false, fmt.Errorf("kafkaio: metadata of topics %v: %w", names, err)
 	}
 	rf := int16(-1)

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/weirstream/weir/connector/connectortest"
 )
 
 // TestPrepareCreatesMarkerTopic: on brokers where only the results topic
@@ -144,5 +145,22 @@ func TestPrepareRefusals(t *testing.T) {
 	// Without checkpoints no marker is written: nothing is created.
 	if created, err := Prepare(ctx, o, []string{"out"}, false); err != nil || created || c.TopicInfo(o.MarkerTopic) != nil {
 		t.Fatalf("Prepare without markers: created %v, %v", created, err)
+	}
+}
+
+// TestPrepareSilentBroker: brokers that accept a connection and never
+// answer are said within AnswerWait, naming the brokers and what to
+// check, not after the client's retries.
+func TestPrepareSilentBroker(t *testing.T) {
+	addr, _ := connectortest.SilentListener(t)
+	defer func(w time.Duration) { AnswerWait = w }(AnswerWait)
+	AnswerWait = 300 * time.Millisecond
+	start := time.Now()
+	_, err := Prepare(context.Background(), SinkOptions{Brokers: []string{addr}, TransactionalID: "weir-test-results", MarkerTopic: "m", TransactionTimeout: 10 * time.Second}, []string{"out"}, false)
+	if err == nil || !strings.Contains(err.Error(), "did not answer within 300ms") || !strings.Contains(err.Error(), addr) {
+		t.Fatalf("got %v, want the brokers that did not answer named", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("said after %v", d)
 	}
 }

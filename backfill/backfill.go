@@ -113,6 +113,10 @@ type BackfillReport struct {
 	// another run wrote, not before this group's (BackfillOptions.
 	// GroupRun): another job or group that shares the topic. Skipped.
 	OtherRuns int `json:"other_runs,omitempty"`
+	// OtherJobs counts entries another job wrote (by its name) to a
+	// ledger this one shares (a Kafka late topic, a Postgres table).
+	// Skipped.
+	OtherJobs int `json:"other_jobs,omitempty"`
 	// Corrupt counts ledger lines whose checksum or syntax is wrong:
 	// skipped (weir ledger ls shows them).
 	Corrupt int `json:"corrupt"`
@@ -243,7 +247,7 @@ func Backfill(p *spec.Plan, o BackfillOptions) (BackfillReport, error) {
 	if err != nil {
 		return BackfillReport{}, err
 	}
-	ps := pass{ctx: cmp.Or(o.Context, context.Background()), o: &o, src: src, cut: cut, wm: wm, desc: desc, since: since, spec: outfmt.SpecHash(p), lateness: p.Lateness, keys: p.Key,
+	ps := pass{ctx: cmp.Or(o.Context, context.Background()), o: &o, src: src, cut: cut, wm: wm, desc: desc, since: since, spec: outfmt.SpecHash(p), job: p.Name, lateness: p.Lateness, keys: p.Key,
 		fold:     &specFolder{agg: record.NewAggregator(p, record.KeepsAccs(p)), dec: record.NewDecoder(p, clock.Real{})},
 		retryFor: pgio.DefaultConnectRetryFor}
 	if p.WindowKind == spec.Session {
@@ -308,8 +312,10 @@ type pass struct {
 	// since is the oldest run whose entries count (0: every run's).
 	since int64
 	// spec is the job spec's hash: entries of another are refused unless
-	// o.AcceptSpec names it ("": entries of any).
+	// o.AcceptSpec names it ("": entries of any). job is the job's name:
+	// entries another job wrote are skipped (OtherJobs).
 	spec string
+	job  string
 	// refused, when set, is why every entry is refused (a window kind
 	// backfill cannot revise).
 	refused  string
@@ -341,6 +347,10 @@ func (ps *pass) run() (BackfillReport, error) {
 	var order []*group
 	corrupt, err := ps.src.scan(ps.cut, func(e ledger.Entry) error {
 		if o.Filter != nil && !o.Filter(e) {
+			return nil
+		}
+		if e.Job != "" && e.Job != ps.job {
+			rep.OtherJobs++ // another job's, in a ledger they share
 			return nil
 		}
 		if e.Run != 0 && e.Run < ps.since {
@@ -455,6 +465,17 @@ func (ps *pass) run() (BackfillReport, error) {
 		if err := json.Unmarshal([]byte(g.key), &w.keyVals); err != nil {
 			return rep, fmt.Errorf("window %s [%d,%d): ledger entry key: %w", g.key, g.start, g.end, err)
 		}
+		if ts, ok := st.(trimmedStore); ok {
+			gone, err := ts.trimmed(&w)
+			if err != nil {
+				return rep, err
+			}
+			if gone {
+				// Removed beyond the horizon as the job ran.
+				rep.HorizonExpired += len(g.entries)
+				continue
+			}
+		}
 		if err := ps.ctx.Err(); err != nil {
 			return rep, err
 		}
@@ -551,6 +572,15 @@ func (s *sqlStore) rollback() {
 		s.tx = nil
 		s.cancel()
 	}
+}
+
+// trimmedStore is a windowStore whose windows the live job may remove
+// beyond its horizon after the backfill computed it (a group's archive,
+// which its members trim by the group's watermark as they run): trimmed
+// reports whether window w was so removed, to be counted as expired
+// rather than revised as a window that never fired.
+type trimmedStore interface {
+	trimmed(w *backfillWindow) (bool, error)
 }
 
 // windowStore is where a backfill finds and revises windows: a SQL

@@ -53,7 +53,11 @@ type groupStore struct {
 	// partition it is in (the live task's, and a backfill's first
 	// revision of a window that never fired, placed by its key's hash);
 	// the newest (run, pane) is the window's.
-	rows   map[string][]groupRow
+	rows map[string][]groupRow
+	// gone are the windows whose archived copies were all removed
+	// (tombstones, by KafkaKey): beyond the horizon, trimmed by the live
+	// members or an earlier backfill.
+	gone   map[string]bool
 	nparts int
 	cut    etime.Time // the horizon
 	width  int
@@ -86,7 +90,7 @@ func openGroupStore(ctx context.Context, p *spec.Plan, o *BackfillOptions) (*gro
 	if err != nil {
 		return nil, err
 	}
-	s := &groupStore{batchBegun: batchBegun{p: p, o: o}, ga: ga, ctx: ctx, rows: map[string][]groupRow{}, next: map[string]groupRow{}, cut: etime.MinTime,
+	s := &groupStore{batchBegun: batchBegun{p: p, o: o}, ga: ga, ctx: ctx, rows: map[string][]groupRow{}, gone: map[string]bool{}, next: map[string]groupRow{}, cut: etime.MinTime,
 		width: record.NewAggregator(p, record.KeepsAccs(p)).Width()}
 	fail := func(err error) (*groupStore, error) {
 		ga.Close()
@@ -120,8 +124,10 @@ func openGroupStore(ctx context.Context, p *spec.Plan, o *BackfillOptions) (*gro
 		}
 		if len(rs) == 0 {
 			delete(s.rows, string(k))
+			s.gone[string(k)] = true
 		} else {
 			s.rows[string(k)] = rs
+			delete(s.gone, string(k))
 		}
 		return nil
 	})
@@ -160,6 +166,16 @@ func (s *groupStore) row(k string) (groupRow, bool) {
 }
 
 func (s *groupStore) horizon() (etime.Time, error) { return s.cut, nil }
+
+// trimmed reports whether w's archived copies were removed (a member's
+// trim, beside the cut, or an earlier backfill's).
+func (s *groupStore) trimmed(w *backfillWindow) (bool, error) {
+	key, err := resultKey(s.p, w)
+	if err != nil {
+		return false, err
+	}
+	return s.gone[string(archive.KafkaKey(key, etime.Time(w.start), etime.Time(w.end)))], nil
+}
 
 // begin begins window w, and finds its record key and newest revision.
 func (s *groupStore) begin(w *backfillWindow) error {

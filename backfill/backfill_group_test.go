@@ -104,6 +104,18 @@ func TestGroupStore(t *testing.T) {
 	if got := slices.Sorted(maps.Keys(s.rows)); len(got) != 1 {
 		t.Fatalf("the store keeps %d windows, want u1's", len(got))
 	}
+	// u2's window, within the cut, was removed (a member's trim): its
+	// entries are beyond the horizon, not a window that never fired.
+	for _, c := range []struct {
+		user  string
+		start etime.Time
+		want  bool
+	}{{`"u2"`, 95 * minute, true}, {`"u1"`, 95 * minute, false}, {`"u9"`, 97 * minute, false}} {
+		w := &backfillWindow{keyVals: map[string]json.RawMessage{"user_id": json.RawMessage(c.user)}, start: int64(c.start), end: int64(c.start + minute)}
+		if got, err := s.trimmed(w); err != nil || got != c.want {
+			t.Errorf("trimmed(%s at %d) = %v, %v; want %v", c.user, c.start/minute, got, err, c.want)
+		}
+	}
 
 	w := &backfillWindow{keyVals: map[string]json.RawMessage{"user_id": json.RawMessage(`"u1"`)}, start: 95 * minute, end: 96 * minute, wm: live}
 	if err := s.begin(w); err != nil {

@@ -353,7 +353,8 @@ func TestBackfillSpecMismatch(t *testing.T) {
 // TestBackfillForgedEntries: an entry whose record no longer decodes is
 // reported and not recorded as applied, so every run reports it again;
 // an entry whose own watermark had not closed its window (a ledger
-// written by hand) leaves the window to the live job.
+// written by hand) leaves the window to the live job; an entry another
+// job wrote is skipped.
 func TestBackfillForgedEntries(t *testing.T) {
 	yml := fmt.Sprintf(jobtest.BackfillJob, "10s", "{type: tumbling, size: 1m}")
 	dir, _ := runSpec(t, yml, nil, job.RunOptions{Deterministic: true})
@@ -371,6 +372,8 @@ func TestBackfillForgedEntries(t *testing.T) {
 		`{"id":"x1","kind":"late","reason":"window_expired","key":{"user_id":"u001"},"ts":1767225600000,"windows":[[1767225600000,1767225660000],[1767225660000,1767225720000]],"watermark":1767229200000,"lateness_ms":1,"arrived_at":0,"record":{"user_id":"u001","amount":5}}`,
 		// Its watermark (1767225600000) is before the window's cleanup.
 		`{"id":"x2","kind":"late","reason":"window_expired","key":{"user_id":"u001"},"ts":1767225600000,"windows":[[1767225600000,1767225660000]],"watermark":1767225600000,"lateness_ms":1,"arrived_at":0,"record":{"user_id":"u001","amount":5,"ts":1767225600000}}`,
+		// Another job's, in a ledger they share: skipped, whatever it holds.
+		`{"id":"x3","kind":"late","reason":"window_expired","key":{"user_id":"u001"},"ts":1767225600000,"windows":[[1767225600000,1767225660000]],"watermark":1767229200000,"lateness_ms":1,"arrived_at":0,"job":"other","record":{"user_id":"u001","amount":5,"ts":1767225600000}}`,
 	} {
 		if err := w.Append([]byte(e), jobtest.TestNow); err != nil {
 			t.Fatal(err)
@@ -384,7 +387,7 @@ func TestBackfillForgedEntries(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if rep.Unreadable != 1 || rep.WindowOpen != 1 {
+		if rep.Unreadable != 1 || rep.WindowOpen != 1 || rep.OtherJobs != 1 {
 			t.Fatalf("run %d: %+v", run, rep)
 		}
 	}
@@ -394,7 +397,7 @@ func TestBackfillForgedEntries(t *testing.T) {
 	}
 	defer db.Close()
 	var n int
-	if err := db.QueryRow(`SELECT COUNT(*) FROM results_backfill_applied WHERE id IN ('x1', 'x2')`).Scan(&n); err != nil || n != 0 {
+	if err := db.QueryRow(`SELECT COUNT(*) FROM results_backfill_applied WHERE id IN ('x1', 'x2', 'x3')`).Scan(&n); err != nil || n != 0 {
 		t.Fatalf("forged entries recorded as applied: %d %v", n, err)
 	}
 }

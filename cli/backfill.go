@@ -175,8 +175,11 @@ func backfillCmd(ctx context.Context, args []string, o IO) int {
 	if rep.WindowOpen > 0 {
 		fmt.Fprintf(o.Stdout, "%d entries left alone: their window is still open at the live job's checkpointed watermark %s (the live job fires it)\n", rep.WindowOpen, rep.Watermark)
 	}
+	if rep.OtherJobs > 0 {
+		fmt.Fprintf(o.Stdout, "%s entries of other jobs skipped (they write to the same ledger)\n", thousands(rep.OtherJobs))
+	}
 	if rep.EarlierRuns > 0 {
-		fmt.Fprintf(o.Stdout, "%s entries of earlier runs skipped (of this job before a weir reset or --fresh, or of another job that writes to the same ledger): the results hold this run's windows only\n", thousands(rep.EarlierRuns))
+		fmt.Fprintf(o.Stdout, "%s entries of earlier runs skipped (of this job before a weir reset or --fresh, or, for entries that name no job, of another job that writes to the same ledger): the results hold this run's windows only\n", thousands(rep.EarlierRuns))
 	}
 	if rep.OtherRuns > 0 {
 		fmt.Fprintf(o.Stdout, "%s entries of other runs skipped: another job or group writes to the same ledger (give each job a late topic of its own)\n", thousands(rep.OtherRuns))

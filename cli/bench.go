@@ -56,8 +56,23 @@ same rows, and prints both rates and their ratio.`)
 	if err := fs.Parse(args[1:]); err != nil {
 		return parseExit(err)
 	}
-	if fs.NArg() != 0 || *events <= 0 || *par <= 0 || *runs <= 0 || *stateCache <= 0 || *stateFlag != "memory" && *stateFlag != "pebble" {
-		fs.Usage()
+	var bad []string
+	for _, f := range []struct {
+		name string
+		v    int64
+	}{{"events", *events}, {"parallelism", int64(*par)}, {"runs", int64(*runs)}, {"state-cache", int64(*stateCache)}} {
+		if f.v <= 0 {
+			bad = append(bad, fmt.Sprintf("--%s %d: want a positive number", f.name, f.v))
+		}
+	}
+	if *stateFlag != "memory" && *stateFlag != "pebble" {
+		bad = append(bad, fmt.Sprintf("--state %q: want memory or pebble", *stateFlag))
+	}
+	if fs.NArg() != 0 {
+		bad = append(bad, fmt.Sprintf("%q: bench nexmark takes flags only", fs.Args()))
+	}
+	if len(bad) > 0 {
+		fmt.Fprintln(o.Stderr, "weir: bench nexmark: "+strings.Join(bad, "; "))
 		return ExitUsage
 	}
 	names := []string{*query}

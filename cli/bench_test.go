@@ -49,8 +49,15 @@ func TestBenchNexmarkSmoke(t *testing.T) {
 		}
 	}
 	var stderr bytes.Buffer
-	if code := Main(context.Background(), strings.Fields("bench nexmark --state disk"), IO{Stdout: &bytes.Buffer{}, Stderr: &stderr}); code != ExitUsage {
-		t.Errorf("--state disk: exit %d, %q", code, stderr.String())
+	for args, want := range map[string]string{
+		"--state disk":    `--state "disk": want memory or pebble`,
+		"--state-cache 0": "--state-cache 0: want a positive number",
+		"--events -5":     "--events -5: want a positive number",
+	} {
+		stderr.Reset()
+		if code := Main(context.Background(), strings.Fields("bench nexmark "+args), IO{Stdout: &bytes.Buffer{}, Stderr: &stderr}); code != ExitUsage || !strings.Contains(stderr.String(), want) {
+			t.Errorf("%s: exit %d, %q; want the value named (%s)", args, code, stderr.String(), want)
+		}
 	}
 	stderr.Reset()
 	if code := Main(context.Background(), strings.Fields("bench nexmark --query q99"), IO{Stdout: &bytes.Buffer{}, Stderr: &stderr}); code != ExitUsage || !strings.Contains(stderr.String(), "no query") {

@@ -165,7 +165,7 @@ func groupDemo(ctx context.Context, broker, dir string, procs int, o IO) int {
 }
 
 // readDemoTopic reads topic read_committed, sorted, each value without its
-// firing, pane and run id (the revisions' count may differ by where
+// firing, pane, run id and job name (the revisions' count may differ by where
 // commits fell; their contents do not) and a dead letter's detail (which
 // may name the processing time; its reason stays); fold keeps each key's
 // newest value only.
@@ -179,6 +179,7 @@ func readDemoTopic(ctx context.Context, broker, topic string, fold bool) ([]stri
 			delete(m, "firing")
 			delete(m, "pane")
 			delete(m, "run")
+			delete(m, "job") // the two runs are jobs of two names
 			delete(m, "detail")
 			var b strings.Builder
 			for _, k := range slices.Sorted(maps.Keys(m)) {

@@ -660,7 +660,8 @@ func (j *Job) RecentLate() []LateRecord {
 
 // appendLateMeta renders what a too-late record missed: its key, the
 // windows it missed, the watermark at arrival, how late it was, the hash
-// of the spec that gives those their meaning (specHash) and the run.
+// of the spec that gives those their meaning (specHash), the run and the
+// job's name.
 func (j *Job) appendLateMeta(b []byte, br *branch, l window.LateRecord[string, record.Record]) []byte {
 	b = append(b, `{"key":{`...)
 	keys := br.plan.Key
@@ -685,6 +686,8 @@ func (j *Job) appendLateMeta(b []byte, br *branch, l window.LateRecord[string, r
 	b = append(b, j.specHash...)
 	b = append(b, `","run":`...)
 	b = strconv.AppendInt(b, j.run, 10)
+	b = append(b, `,"job":`...)
+	b = weir.AppendJSONString(b, j.plan.Name)
 	return append(b, '}')
 }
 

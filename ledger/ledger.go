@@ -285,6 +285,10 @@ type Entry struct {
 	// run and ID, since a later run may read other input at the same
 	// positions.
 	Run int64 `json:"run,omitempty"`
+	// Job is the name of the job that wrote the entry ("" in entries
+	// written before weir recorded it): a ledger topic that several jobs
+	// share holds each one's.
+	Job string `json:"job,omitempty"`
 	// Record is the original record.
 	Record json.RawMessage `json:"record"`
 	// Segment and Line say where the entry is.

@@ -91,30 +91,47 @@ func (a *Archive) Run() int64 { return a.run }
 // window tasks committed (MinTime while one has none yet). Every window
 // that ended before it less the archive's horizon is final.
 func (a *Archive) Live(ctx context.Context) (etime.Time, error) {
+	return groupLive(ctx, a.adm, Name(a.p), a.windows)
+}
+
+// groupLive is group's archiving watermark: the smallest watermark its
+// window tasks (the partitions of topic windows) committed, leaving out
+// the idle ones as the group's watermark does (when every one is idle,
+// the largest of theirs, as H6 combines idle splits); MinTime while an
+// active one has none yet, MaxTime once every one read its input to the
+// end.
+func groupLive(ctx context.Context, adm *kadm.Client, group, windows string) (etime.Time, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	committed, err := a.adm.FetchOffsets(kadm.RequireStable(ctx), Name(a.p))
+	committed, err := adm.FetchOffsets(kadm.RequireStable(ctx), group)
 	if err == nil {
 		err = committed.Error()
 	}
 	if err != nil {
 		return 0, fmt.Errorf("the group's committed offsets: %w", err)
 	}
-	td, err := a.adm.ListTopics(ctx, a.windows)
+	td, err := adm.ListTopics(ctx, windows)
 	if err == nil {
 		err = td.Error()
 	}
 	if err != nil {
 		return 0, err
 	}
-	live := etime.MaxTime
-	for _, part := range td[a.windows].Partitions.Numbers() {
-		c, ok := committed.Lookup(a.windows, part)
+	live, idle, active := etime.MaxTime, etime.MinTime, false
+	for _, part := range td[windows].Partitions.Numbers() {
+		c, ok := committed.Lookup(windows, part)
 		tm, parsed := parseMeta(c.Metadata)
-		if !ok || !parsed {
+		switch {
+		case !ok || !parsed:
 			return etime.MinTime, nil
+		case tm.Idle:
+			idle = max(idle, tm.Watermark)
+		default:
+			live, active = min(live, tm.Watermark), true
 		}
-		live = min(live, tm.Watermark)
+	}
+	if !active {
+		return idle, nil
 	}
 	return live, nil
 }
@@ -126,24 +143,39 @@ func (a *Archive) Live(ctx context.Context) (etime.Time, error) {
 func (a *Archive) Scan(ctx context.Context, fn func(partition int32, key, value []byte) error) error {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	ends, err := a.adm.ListEndOffsets(ctx, a.topic)
+	if err := scanCommitted(ctx, a.opts, a.adm, a.topic, nil, fn); err != nil {
+		return fmt.Errorf("archive %s: %w", a.topic, err)
+	}
+	return nil
+}
+
+// scanCommitted calls fn with every record of topic's partitions parts
+// (nil: all) that is committed when it is called (it waits for the
+// transactions open then to end: read_committed stops at the last stable
+// offset), in partition then offset order: its partition, key and value
+// (nil: a tombstone). Records written after the call are left out.
+func scanCommitted(ctx context.Context, opts []kgo.Opt, adm *kadm.Client, topic string, parts []int32, fn func(partition int32, key, value []byte) error) error {
+	ends, err := adm.ListEndOffsets(ctx, topic)
 	if err == nil {
 		err = ends.Error()
 	}
 	if err != nil {
-		return fmt.Errorf("archive %s: %w", a.topic, err)
+		return err
 	}
-	starts, err := a.adm.ListStartOffsets(ctx, a.topic)
+	starts, err := adm.ListStartOffsets(ctx, topic)
 	if err == nil {
 		err = starts.Error()
 	}
 	if err != nil {
-		return fmt.Errorf("archive %s: %w", a.topic, err)
+		return err
 	}
 	from := map[int32]kgo.Offset{}
 	target := map[int32]int64{}
 	ends.Each(func(o kadm.ListedOffset) {
-		if s, ok := starts.Lookup(a.topic, o.Partition); ok && s.Offset < o.Offset {
+		if parts != nil && !slices.Contains(parts, o.Partition) {
+			return
+		}
+		if s, ok := starts.Lookup(topic, o.Partition); ok && s.Offset < o.Offset {
 			from[o.Partition] = kgo.NewOffset().AtStart()
 			target[o.Partition] = o.Offset
 		}
@@ -151,23 +183,20 @@ func (a *Archive) Scan(ctx context.Context, fn func(partition int32, key, value 
 	if len(from) == 0 {
 		return nil
 	}
-	cl, err := kgo.NewClient(append(slices.Clone(a.opts), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{a.topic: from}),
+	cl, err := kgo.NewClient(append(slices.Clone(opts), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: from}),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords())...)
 	if err != nil {
 		return err
 	}
 	defer cl.Close()
-	// read_committed stops at the last stable offset: a transaction
-	// open at the call delays its partition's end until it ends (a
-	// live member's within its commit interval).
 	var ferr error
 	for len(target) > 0 && ferr == nil {
 		f := cl.PollFetches(ctx)
 		if err := ctx.Err(); err != nil {
-			return fmt.Errorf("archive %s: reading it to the offsets it had when the backfill began (%v): %w", a.topic, target, err)
+			return fmt.Errorf("reading it to the offsets it had when the read began (%v): %w", target, err)
 		}
 		for _, fe := range f.Errors() {
-			return fmt.Errorf("archive %s: %w", a.topic, fe.Err)
+			return fe.Err
 		}
 		f.EachRecord(func(r *kgo.Record) {
 			end, ok := target[r.Partition]

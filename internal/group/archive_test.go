@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/weirstream/weir/backfill"
 	"github.com/weirstream/weir/connector/kafkaio"
+	"github.com/weirstream/weir/etime"
 	"github.com/weirstream/weir/internal/archive"
 	"github.com/weirstream/weir/ledger"
 	"github.com/weirstream/weir/spec"
@@ -250,4 +251,75 @@ func txnClient(t *testing.T, broker string) *kgo.Client {
 	}
 	t.Cleanup(cl.Close)
 	return cl
+}
+
+// TestGroupArchiveTrim: a group that is never backfilled keeps its
+// archive to the horizon: its members remove (tombstone, committed with
+// their tasks' checkpoints) the windows that ended before the group's
+// watermark less archive.horizon, and keep the later ones.
+func TestGroupArchiveTrim(t *testing.T) {
+	broker := cluster(t, 3000, "trim") // 30 s of event time
+	// Partition 1 gets no record: idle after a second, it does not hold
+	// the group's archiving watermark.
+	yml := strings.Replace(groupJob, "stop_at_end: true", "stop_at_end: false", 1) + "archive: {dir: archive, horizon: 2s}\n"
+	yml = strings.Replace(yml, "idle_timeout: 0s", "idle_timeout: 1s", 1)
+	p, err := spec.Parse(fmt.Appendf(nil, yml, "trim", broker, broker, "trim", broker, "trim", broker, "trim"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(ctx, Options{Plan: p, Instance: "a", StateDir: t.TempDir(), SessionTimeout: joinSession, TransactionTimeout: joinTxnTimeout, ArchiveTrimEvery: 50 * time.Millisecond})
+	}()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+			t.Errorf("member: %v", err)
+		}
+	}()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(broker))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		live, err := groupLive(ctx, adm, Name(p), "in")
+		if err != nil {
+			live = etime.MinTime // no group yet
+		}
+		cut := live.Add(-p.ArchiveHorizon)
+		var before, after int
+		windows := map[string]bool{}
+		if live > 29_000+1767225600000-1 { // the input's end, less the bound
+			err = scanCommitted(ctx, []kgo.Opt{kgo.SeedBrokers(broker)}, adm, ArchiveTopic(p), nil, func(_ int32, k, v []byte) error {
+				windows[string(k)] = v != nil
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for k, there := range windows {
+				_, _, end, err := archive.ParseKafkaKey([]byte(k))
+				switch {
+				case err != nil:
+					t.Fatal(err)
+				case there && end < cut:
+					before++
+				case there:
+					after++
+				}
+			}
+			if before == 0 && after > 0 {
+				t.Logf("group watermark %d: %d windows after the cut, the %d before it removed", live, after, len(windows)-after)
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("group watermark %d: %d windows before the cut %d still archived, %d after it", live, before, cut, after)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }

@@ -90,6 +90,12 @@ type Options struct {
 	// stalled (default 10s): it says so on stderr, and Health, which
 	// an admin server's /healthz reads, names the cause.
 	StallAfter time.Duration
+	// ArchiveTrimEvery is how often the member removes, from its window
+	// tasks' archive partitions (a job with an archive block), the
+	// windows that ended before the group's archiving watermark less
+	// archive.horizon (default 10m): a group that is never backfilled
+	// keeps its archive to the horizon, as one process does.
+	ArchiveTrimEvery time.Duration
 	// Crash, when set, is called at named points (crash tests kill the
 	// process there): group-produced (a transaction's records produced,
 	// before it ends), group-committed (after it committed, before the
@@ -211,11 +217,13 @@ type Member struct {
 	purged  time.Time
 	purger  *kadm.Client // closed by Run
 	// purging is set while a purge runs, watching while a check of the
-	// input's partition count does (each on a goroutine of its own, which
-	// Run waits for in purgeWG).
-	purging, watching atomic.Bool
-	purgeWG           sync.WaitGroup
-	watched           time.Time // the last check of the input's partitions
+	// input's partition count does, trimming while a trim of the archive
+	// does (each on a goroutine of its own, which Run waits for in
+	// purgeWG).
+	purging, watching, trimming atomic.Bool
+	purgeWG                     sync.WaitGroup
+	watched                     time.Time // the last check of the input's partitions
+	trimmed                     time.Time // the last trim of the archive (owned by the loop)
 	// pg are the job's Postgres sinks (nil: none), written after each
 	// commit and at restores (pgout.go).
 	pg *pgTables
@@ -331,6 +339,9 @@ func Run(ctx context.Context, o Options) error {
 	}
 	if o.TransactionTimeout <= 0 {
 		o.TransactionTimeout = 10 * time.Second
+	}
+	if o.ArchiveTrimEvery <= 0 {
+		o.ArchiveTrimEvery = 10 * time.Minute
 	}
 	if o.StallAfter <= 0 {
 		o.StallAfter = defaultStallAfter
@@ -856,6 +867,7 @@ func (m *Member) session(ctx context.Context) error {
 		}
 		sess.AllowRebalance()
 		m.watchPartitions()
+		m.trimArchive()
 		if m.align != nil && time.Since(m.alignedAt) >= max(etime.Duration(m.o.Plan.Interval).Std(), 100*time.Millisecond) {
 			m.refreshAlign(ctx)
 		}
@@ -2251,3 +2263,103 @@ func (p partitioner) ForTopic(t string) kgo.TopicPartitioner {
 	}
 	return p.key.ForTopic(t)
 }
+
+// trimArchive starts, at most every ArchiveTrimEvery and one at a time
+// (on a goroutine of its own, in purgeWG), the removal of the windows
+// that ended before the group's archiving watermark less archive.horizon
+// from the archive partitions of the member's window tasks: each such
+// window's tombstone goes into its task's outbox, committed with the
+// task's next checkpoint. A window that far behind every task's
+// watermark never fires again (the horizon is at least the allowed
+// lateness); a backfill that read it before its tombstone revises it
+// from what it read, and one that reads the tombstone counts its late
+// records as beyond the horizon, as it counts the windows it trims
+// itself (backfill.GroupArchive).
+func (m *Member) trimArchive() {
+	if m.archive == "" || time.Since(m.trimmed) < m.o.ArchiveTrimEvery || m.trimming.Load() {
+		return
+	}
+	m.trimmed = time.Now()
+	m.mu.Lock()
+	var ts []*task
+	for _, t := range m.tasks {
+		if t.route == nil && t.job != nil && !t.isEnded() {
+			ts = append(ts, t)
+		}
+	}
+	m.mu.Unlock()
+	if len(ts) == 0 {
+		return
+	}
+	windows := m.topic
+	if m.rt != "" {
+		windows = m.rt
+	}
+	m.trimming.Store(true)
+	m.purgeWG.Go(func() {
+		defer m.trimming.Store(false)
+		ctx, cancel := context.WithTimeout(m.ctx, 5*time.Minute)
+		defer cancel()
+		n, err := m.trim(ctx, windows, ts)
+		if err != nil && ctx.Err() == nil {
+			m.o.Logger.Warn("trimming the archive failed; it is tried again", "topic", m.archive, "err", err)
+		}
+		if n > 0 {
+			m.o.Logger.Info("trimmed the archive: windows beyond the horizon removed", "topic", m.archive, "windows", n)
+		}
+	})
+}
+
+// trim writes the tombstones of the windows of tasks ts's archive
+// partitions that ended before the cut (the group's archiving watermark
+// less the horizon; none while a window task has no watermark, or once
+// every one read its input to the end), at most maxTrim a time. It runs
+// beside the loop: a task revoked meanwhile drops its outbox.
+func (m *Member) trim(ctx context.Context, windows string, ts []*task) (int, error) {
+	live, err := groupLive(ctx, m.adm, m.group, windows)
+	if err != nil || live == etime.MinTime || live == etime.MaxTime {
+		return 0, err
+	}
+	cut := live.Add(-m.o.Plan.ArchiveHorizon)
+	byPart := map[int32]*task{}
+	var parts []int32
+	for _, t := range ts {
+		byPart[t.part], parts = t, append(parts, t.part)
+	}
+	gone := map[int32]map[string]bool{}
+	n := 0
+	err = scanCommitted(ctx, m.clientOpts(), m.adm, m.archive, parts, func(part int32, k, v []byte) error {
+		if _, _, end, err := archive.ParseKafkaKey(k); err != nil || end >= cut {
+			return nil
+		}
+		g := gone[part]
+		if g == nil {
+			g = map[string]bool{}
+			gone[part] = g
+		}
+		switch {
+		case v == nil && g[string(k)]:
+			delete(g, string(k)) // removed already
+			n--
+		case v != nil && !g[string(k)] && n < maxTrim:
+			g[string(k)] = true
+			n++
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	for part, keys := range gone {
+		t := byPart[part]
+		for k := range keys {
+			t.write(&kgo.Record{Topic: m.archive, Partition: part, Key: []byte(k)})
+		}
+	}
+	m.met.trimmed.Add(float64(n))
+	return n, nil
+}
+
+// maxTrim bounds the tombstones of one trim (the rest wait for the
+// next): they are held in memory until the next commit.
+const maxTrim = 100_000

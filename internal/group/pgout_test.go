@@ -82,7 +82,7 @@ func TestGroupPostgres(t *testing.T) {
 	tables := func(job string) [3][]string {
 		return [3][]string{
 			query(`SELECT concat_ws(' ', user_id, window_start, window_end, firing, pane, watermark, orders, total) FROM `+prefix+`_results WHERE job = $1 ORDER BY 1`, job),
-			query(`SELECT concat_ws(' ', id, reason, record::text, (meta - 'run')::text) FROM `+prefix+`_late WHERE job = $1 ORDER BY 1`, job),
+			query(`SELECT concat_ws(' ', id, reason, record::text, (meta - 'run' - 'job')::text) FROM `+prefix+`_late WHERE job = $1 ORDER BY 1`, job),
 			query(`SELECT concat_ws(' ', id, reason, record::text) FROM `+prefix+`_bad WHERE job = $1 ORDER BY 1`, job),
 		}
 	}

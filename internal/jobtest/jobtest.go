@@ -200,7 +200,8 @@ func Committed(t *testing.T, broker, topic string) []string {
 
 // stableJSON is a result or dead-letter line without the fields that
 // depend on when it was written (the watermark at firing, a dead letter's
-// detail, which may name the wall clock).
+// detail, which may name the wall clock), its run and job name as R and J
+// (a reference run is another run, often of a job of another name).
 func stableJSON(t testing.TB, line []byte) string {
 	var m map[string]any
 	if err := json.Unmarshal(line, &m); err != nil {
@@ -210,6 +211,9 @@ func stableJSON(t testing.TB, line []byte) string {
 	delete(m, "detail")
 	if _, ok := m["run"]; ok {
 		m["run"] = "R"
+	}
+	if _, ok := m["job"]; ok {
+		m["job"] = "J"
 	}
 	b, _ := json.Marshal(m)
 	return string(b)

@@ -233,7 +233,7 @@ func readTopic(t *testing.T, addr, topic string) []string {
 			t.Errorf("%s: a record without a run: %.100s", topic, r.Value)
 		}
 		runs[fmt.Sprint(run)] = true
-		m["run"] = "R" // the reference run has another id
+		m["run"] = "R"   // the reference run has another id
 		delete(m, "job") // and another job name
 		b, _ := json.Marshal(m)
 		out = append(out, string(r.Key)+" "+string(b))

@@ -370,7 +370,9 @@ func (o *output) apply(it *item) {
 		}
 	case itemDead:
 		o.pub.Lock()
-		o.c.Dead[it.reason]++
+		if !j.reads[it.b].echo {
+			o.c.Dead[it.reason]++ // by reason, in the job's totals
+		}
 		if int(it.b) < len(o.c.ReadDead) {
 			o.c.ReadDead[it.b]++
 		}

@@ -1,6 +1,7 @@
 package job
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 
@@ -32,6 +33,11 @@ type read struct {
 	splits bool
 	// dead is its dead-letter sink (nil: none).
 	dead recordSink
+	// echo: an earlier read reads the same source (a SQL table that two
+	// queries filter differently): this read's records and dead letters
+	// are that one's again, left out of the job's totals (each window
+	// still counts what its read read).
+	echo bool
 }
 
 // newReads returns the reads of path, each with its decoder, and the
@@ -55,8 +61,13 @@ func newReads(plan *spec.Plan, path *spec.Path, clk clock.Clock) ([]*read, []*br
 	if err != nil {
 		return nil, nil, err
 	}
+	sources := map[string]bool{}
 	for i, r := range reads {
 		r.plan = decodes[i]
+		if id, err := json.Marshal(r.plan.Source); err == nil {
+			r.echo = sources[string(id)]
+			sources[string(id)] = true
+		}
 		r.dec = record.NewDecoder(r.plan, clk)
 		// A read that only feeds queries without a window, which write
 		// its records' values as rows and keep none: its decoder cuts

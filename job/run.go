@@ -877,20 +877,13 @@ func (j *Job) recordsIn(rep weir.Report, controls int64) int64 {
 		return n - controls
 	}
 	// A source that several reads read (a SQL table that two queries
-	// filter differently) holds its records once: counted once, as the
-	// most any of its reads read (each reads all of it).
+	// filter differently) holds its records once: its first read's.
 	oc := j.out.counters()
-	in := map[string]int64{}
-	for _, r := range j.reads {
-		id, err := json.Marshal(r.plan.Source)
-		if err != nil {
-			id = []byte(r.stage) // cannot tell: a source of its own
-		}
-		in[string(id)] = max(in[string(id)], rep.SourceRecords[r.stage]-oc.ReadControls[r.i])
-	}
 	var n int64
-	for _, c := range in {
-		n += c
+	for _, r := range j.reads {
+		if !r.echo {
+			n += rep.SourceRecords[r.stage] - oc.ReadControls[r.i]
+		}
 	}
 	return n
 }
@@ -1067,8 +1060,18 @@ func (j *Job) summary(rep weir.Report, open int64) Summary {
 		j.windowSummary(add, t, windowCounts{Results: oc.Results, Late: oc.Late, Partial: oc.Partial}, open, rep.DeadLetters)
 	} else {
 		// Each window's counts, prefixed by its name; the records read
-		// and the dead letters are the read's, shared.
-		add("dead_letter", rep.DeadLetters)
+		// and the dead letters are the read's, shared (a source that
+		// several reads read counts its dead letters once: read.echo).
+		dead := rep.DeadLetters
+		if len(j.reads) > 1 {
+			dead = 0
+			for _, r := range j.reads {
+				if !r.echo {
+					dead += oc.ReadDead[r.i]
+				}
+			}
+		}
+		add("dead_letter", dead)
 		states := j.env.OperatorStates()
 		for _, b := range j.branches {
 			pre := func(name string, v int64) { add(j.counterName(b, name), v) }

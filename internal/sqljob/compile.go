@@ -568,30 +568,27 @@ func (j *Job) Plan() (*spec.Plan, error) {
 }
 
 // nullKeys says where GROUP BY groups NULLs (spec.Spec.NullKeys, which
-// a SQL job's specs start with): in a join only on a side whose rows an
-// outer join keeps (LEFT's left, RIGHT's right, both of FULL), where the
-// NULL group is emitted padded with NULLs, as in Flink (a join's keys
-// match only when equal and NULL equals nothing: the join pairs no row
-// with a NULL join column); on a side a join does not keep, a record
-// with a NULL key is a dead letter (key_missing), which Flink drops
-// without a word; and not into a results table, whose primary key
-// cannot hold NULL (the query is warned about: tableNullKeys).
+// a SQL job's specs start with): in every window, joined or not, as in
+// Flink (a join's equalities match only equal values, and NULL equals
+// nothing, not even a NULL: the join pairs no row with a NULL join
+// column, and an outer join emits such a row of a side it keeps padded
+// with NULLs), except into a results table, whose primary key cannot
+// hold NULL (a record with a NULL key is a dead letter, key_missing,
+// there; the query is warned about: tableNullKeys).
 func nullKeys(s *spec.Spec, c composition) {
-	if c.join != nil || tableResults(s) {
-		keep := s.NullKeys && !tableResults(s)
-		s.NullKeys = false
-		if c.join != nil {
-			t := c.join.op.Type
-			s.NullKeys = keep && (t == spec.LeftJoin || t == spec.FullJoin)
-			c.join.right.NullKeys = c.join.right.NullKeys && !tableResults(s) && (t == spec.RightJoin || t == spec.FullJoin)
-			for _, cas := range c.join.cascades {
-				if cas != nil {
-					cas.up.NullKeys = false
-				}
+	if !tableResults(s) {
+		return
+	}
+	s.NullKeys = false
+	if c.join != nil {
+		c.join.right.NullKeys = false
+		for _, cas := range c.join.cascades {
+			if cas != nil {
+				cas.up.NullKeys = false
 			}
 		}
 	}
-	if c.cascade != nil && tableResults(s) {
+	if c.cascade != nil {
 		c.cascade.up.NullKeys = false
 	}
 }

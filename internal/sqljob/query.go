@@ -687,6 +687,9 @@ func (c *compiler) where(x sqlparse.Expr, rel *relation, filter string) error {
 		if err != nil {
 			return err
 		}
+		if err := c.condition(x, rel, "WHERE"); err != nil {
+			return err
+		}
 		if _, err := expr.Compile(x, func(sqlparse.Ident) (int, *sqlparse.Error) { return 0, nil }); err != nil {
 			return err
 		}
@@ -699,6 +702,26 @@ func (c *compiler) where(x sqlparse.Expr, rel *relation, filter string) error {
 		c.job.Spec.Where = conds[0]
 	}
 	return nil
+}
+
+// condition refuses x, clause's expression over rel's record fields
+// (c.fields), when it is no condition: a number, a string or a time, as
+// Flink's planner refuses a WHERE or FILTER that is not a BOOLEAN (weir
+// would read it as never true).
+func (c *compiler) condition(x sqlparse.Expr, rel *relation, clause string) error {
+	var what string
+	switch typeOf(x, c.fieldType(rel.table)).kind {
+	case tInt, tDec, tFloat:
+		what = "a number"
+	case tStr:
+		what = "a string"
+	case tTimeLTZ:
+		what = "a time"
+	default:
+		return nil
+	}
+	text := sqlparse.FormatExpr(x)
+	return errAt(sqlparse.ExprPos(x), text, "write a comparison, such as "+text+" > 0, or "+text+" IS NOT NULL", "%s takes a condition (a BOOLEAN), and %s is %s", clause, text, what)
 }
 
 // fields rewrites the column references of x, an expression of the

@@ -180,7 +180,7 @@ var reserved = map[string]bool{
 	"CREATE": true, "TABLE": true, "VIEW": true, "SET": true, "WATERMARK": true, "FOR": true, "PRIMARY": true,
 	"DISTINCT": true, "ALL": true, "NULL": true, "TRUE": true, "FALSE": true, "OVER": true, "PARTITION": true,
 	"EXECUTE": true, "BEGIN": true, "INTERVAL": true, "CAST": true, "OUTER": true, "ASC": true, "DESC": true,
-	"CONSTRAINT": true, "LATERAL": true,
+	"CONSTRAINT": true, "LATERAL": true, "FILTER": true,
 }
 
 func isReserved(t token) bool { return t.kind == tIdent && reserved[strings.ToUpper(t.text)] }
@@ -1095,8 +1095,11 @@ func (p *parser) refOrCall() Expr {
 		}
 	}
 	p.expectOp(")", ", or ) in the call of "+parts[len(parts)-1].Name)
-	if p.tok.is("FILTER") && p.peek().op("(") {
+	if p.tok.is("FILTER") {
 		p.next()
+		if !p.tok.op("(") {
+			p.fail("write FILTER (WHERE condition); FILTER is reserved, as in Flink: write a name FILTER as `FILTER`", "expected ( after FILTER, found %s", describe(p.tok))
+		}
 		p.next()
 		if !p.keyword("WHERE") {
 			p.fail("write FILTER (WHERE condition)", "WHERE after FILTER (")

@@ -206,7 +206,10 @@ func Backfill(p *spec.Plan, o BackfillOptions) (BackfillReport, error) {
 			}
 		}
 		how := "set archive: {dir: archive} so that the job keeps its closed windows"
-		if rev == connector.NoRevision {
+		switch {
+		case p.WindowKind == spec.Session:
+			return BackfillReport{}, refused("weir does not revise session windows (a late record can merge sessions, whose published rows would have to be retracted): the ledger keeps the job's too-late records, counted")
+		case rev == connector.NoRevision:
 			how = "weir backfill cannot revise them"
 		}
 		return BackfillReport{}, refused("backfill folds into the windows' stored accumulators: a results table (such as sqlite or postgres) keeps them in its rows; for %s results, %s%s",

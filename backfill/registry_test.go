@@ -460,3 +460,18 @@ func TestBackfillRefusesLostEntries(t *testing.T) {
 		t.Errorf("the failed backfill revised %d rows (%v)", n, err)
 	}
 }
+
+// TestBackfillRefusesSessionsWithoutTable: a session job with appended
+// results is told that weir does not revise session windows, not to add
+// an archive (which session jobs cannot have).
+func TestBackfillRefusesSessionsWithoutTable(t *testing.T) {
+	yaml := strings.Replace(orderJob("sess", "{type: jsonl, path: out.jsonl}", "{type: ledger, dir: ledger}", ""), "{type: tumbling, size: 1m}", "{type: session, gap: 1m}", 1)
+	p, err := spec.Parse([]byte(yaml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Backfill(p, BackfillOptions{Dir: t.TempDir(), DryRun: true})
+	if _, ok := errors.AsType[*RefusedError](err); !ok || !strings.Contains(err.Error(), "weir does not revise session windows") || strings.Contains(err.Error(), "archive:") {
+		t.Errorf("got %v, want a refusal saying sessions are not revised", err)
+	}
+}

@@ -429,7 +429,7 @@ func (c *compiler) compile() {
 			c.add("alerts.late_ratio", fmt.Sprintf("%v is above late_ratio_critical %v", p.LateRatioWarn, p.LateRatioCrit), "make the warning level the lower one")
 		}
 	}
-	if r, l := s.Sinks.Primary(), s.Sinks.Late; s.Archive == nil && r != nil && c.reg.Revise(r.Type) == connector.ReviseLog && keepsForBackfill(l) {
+	if r, l := s.Sinks.Primary(), s.Sinks.Late; s.Archive == nil && r != nil && c.reg.Revise(r.Type) == connector.ReviseLog && keepsForBackfill(l) && s.Window.Type != "session" {
 		c.warn("archive", fmt.Sprintf("sinks.late (%s) keeps the too-late records for weir backfill, which cannot merge them into %s results without an archive of the closed windows", l.Type, r.Type),
 			"add archive: {dir: archive} (or a sqlite or postgres results table, which keeps the windows in its rows)")
 	}

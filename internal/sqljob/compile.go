@@ -560,6 +560,9 @@ func (j *Job) Plan() (*spec.Plan, error) {
 			return nil, inSQLTerms(err)
 		}
 	}
+	for i, w := range p.Warnings {
+		p.Warnings[i] = fieldInSQLTerms(w)
+	}
 	p.SQL = true
 	if err := kafkaReads(p); err != nil {
 		return nil, err

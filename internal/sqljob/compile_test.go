@@ -471,3 +471,43 @@ INSERT INTO out SELECT user_id, window_start, COUNT(*) AS n FROM TABLE(TUMBLE(TA
 		t.Errorf("keyed by window_start alone: %v", err)
 	}
 }
+
+// TestPlanWarningsInSQLTerms: the spec's warnings of a SQL job say what
+// to SET, not the YAML field (a ledger of too-late rows with appended
+// results and no archive); a session job is not told to add an archive,
+// which sessions cannot have.
+func TestPlanWarningsInSQLTerms(t *testing.T) {
+	const job = `SET 'weir.late.sink' = 'late';
+CREATE TABLE o (k STRING, ts TIMESTAMP(3), WATERMARK FOR ts AS ts - INTERVAL '1' SECOND) WITH ('connector' = 'filesystem', 'path' = 'o.jsonl', 'format' = 'json');
+CREATE TABLE late (k STRING) WITH ('connector' = 'ledger', 'dir' = 'ledger');
+CREATE TABLE out (k STRING, n BIGINT) WITH ('connector' = 'filesystem', 'path' = 'out.jsonl');
+INSERT INTO out SELECT k, COUNT(*) FROM TABLE(TUMBLE(TABLE o, DESCRIPTOR(ts), INTERVAL '1' MINUTE)) GROUP BY k, window_start, window_end;`
+	for _, c := range []struct {
+		name, sql string
+		archive   bool
+	}{
+		{"tumbling", job, true},
+		{"session", strings.Replace(job, "TUMBLE(TABLE o, DESCRIPTOR(ts), INTERVAL '1' MINUTE)", "SESSION(TABLE o, DESCRIPTOR(ts), INTERVAL '1' MINUTE)", 1), false},
+	} {
+		j, err := Compile(c.sql, c.name+".sql")
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := j.Plan()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var archive []string
+		for _, w := range p.Warnings {
+			if strings.Contains(w.Path, "archive") {
+				archive = append(archive, w.Path+": "+w.Fix)
+			}
+		}
+		switch {
+		case c.archive && (len(archive) != 1 || !strings.Contains(archive[0], "SET 'weir.archive.dir' = 'archive'") || strings.Contains(archive[0], "{dir:")):
+			t.Errorf("%s: archive warnings %q, want one in SQL terms", c.name, archive)
+		case !c.archive && len(archive) != 0:
+			t.Errorf("%s: archive warnings %q, want none", c.name, archive)
+		}
+	}
+}

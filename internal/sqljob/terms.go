@@ -43,6 +43,7 @@ var sqlTerms = []struct{ path, sql string }{
 // fixTerms rewrite the job spec's spellings in a fix as SQL's.
 var fixTerms = strings.NewReplacer(
 	"add archive: {dir: archive}", "SET 'weir.archive.dir' = 'archive'",
+	"set archive: {dir: archive}", "SET 'weir.archive.dir' = 'archive'",
 	"set allowed_lateness (such as 2m)", "SET 'table.exec.emit.allow-lateness' (such as '2 min')",
 	"remove late_firing_interval", "remove the late-fire delay",
 	"allowed_lateness", "table.exec.emit.allow-lateness",
@@ -58,19 +59,24 @@ func inSQLTerms(err error) error {
 	}
 	out := make(spec.Errors, len(es))
 	for i, e := range es {
-		// The longest prefix of the spec's path, matched on the path as
-		// the spec gave it.
-		var best *struct{ path, sql string }
-		for j, t := range sqlTerms {
-			if (e.Path == t.path || strings.HasPrefix(e.Path, t.path+".") || strings.HasPrefix(e.Path, t.path+"[")) && (best == nil || len(t.path) > len(best.path)) {
-				best = &sqlTerms[j]
-			}
-		}
-		if best != nil {
-			e.Path, e.Line = best.sql+" ("+e.Path+")", 0
-		}
-		e.Fix = fixTerms.Replace(e.Fix)
-		out[i] = e
+		out[i] = fieldInSQLTerms(e)
 	}
 	return out
+}
+
+// fieldInSQLTerms is a spec error or warning in SQL's terms.
+func fieldInSQLTerms(e spec.FieldError) spec.FieldError {
+	// The longest prefix of the spec's path, matched on the path as the
+	// spec gave it.
+	var best *struct{ path, sql string }
+	for j, t := range sqlTerms {
+		if (e.Path == t.path || strings.HasPrefix(e.Path, t.path+".") || strings.HasPrefix(e.Path, t.path+"[")) && (best == nil || len(t.path) > len(best.path)) {
+			best = &sqlTerms[j]
+		}
+	}
+	if best != nil {
+		e.Path, e.Line = best.sql+" ("+e.Path+")", 0
+	}
+	e.Fix = fixTerms.Replace(e.Fix)
+	return e
 }

@@ -370,9 +370,7 @@ func (o *output) apply(it *item) {
 		}
 	case itemDead:
 		o.pub.Lock()
-		if !j.reads[it.b].echo {
-			o.c.Dead[it.reason]++ // by reason, in the job's totals
-		}
+		o.c.Dead[it.reason]++
 		if int(it.b) < len(o.c.ReadDead) {
 			o.c.ReadDead[it.b]++
 		}

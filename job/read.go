@@ -34,9 +34,10 @@ type read struct {
 	// dead is its dead-letter sink (nil: none).
 	dead recordSink
 	// echo: an earlier read reads the same source (a SQL table that two
-	// queries filter differently): this read's records and dead letters
-	// are that one's again, left out of the job's totals (each window
-	// still counts what its read read).
+	// queries filter differently, sourceIdentity): this read's records
+	// are that one's again, left out of the job's records in (each
+	// window still counts what its read read; dead letters are each
+	// read's, which may refuse different records).
 	echo bool
 }
 
@@ -64,9 +65,9 @@ func newReads(plan *spec.Plan, path *spec.Path, clk clock.Clock) ([]*read, []*br
 	sources := map[string]bool{}
 	for i, r := range reads {
 		r.plan = decodes[i]
-		if id, err := json.Marshal(r.plan.Source); err == nil {
-			r.echo = sources[string(id)]
-			sources[string(id)] = true
+		if id, ok := sourceIdentity(r.plan.Source); ok {
+			r.echo = sources[id]
+			sources[id] = true
 		}
 		r.dec = record.NewDecoder(r.plan, clk)
 		// A read that only feeds queries without a window, which write
@@ -123,4 +124,15 @@ func (j *Job) controls() int64 {
 		n += r.dec.Controls.Load()
 	}
 	return n
+}
+
+// sourceIdentity names where source s reads (its kind and location:
+// path, generator, topic or stream), leaving out how its records are
+// read (format checks, types, decimals, the timestamp), which two tables
+// over one file may declare differently; ok is false when it cannot be
+// told.
+func sourceIdentity(s spec.Source) (string, bool) {
+	s.Format, s.Timestamp, s.NumbersInStrings, s.Decimals, s.Types, s.FinalWatermark, s.ExtraAt = "", spec.Timestamp{}, false, nil, nil, nil, nil
+	b, err := json.Marshal(s)
+	return string(b), err == nil
 }

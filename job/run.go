@@ -291,8 +291,10 @@ func Open(plan *spec.Plan, o RunOptions) (*Job, error) {
 				src = r.Name + ": " // which source's fields, or event time
 			}
 			r.dec.WarnField = func(w record.FieldWarning) {
-				if msg := src + w.String(); o.Warned.first(msg) {
-					o.Warn(msg)
+				// Once per field and place, whatever count of records
+				// each run looked at.
+				if o.Warned.first(src + "field " + w.Path + " " + w.Field) {
+					o.Warn(src + w.String())
 				}
 			}
 			r.dec.Warn = func(where string, from, to etime.Time) {
@@ -1060,18 +1062,10 @@ func (j *Job) summary(rep weir.Report, open int64) Summary {
 		j.windowSummary(add, t, windowCounts{Results: oc.Results, Late: oc.Late, Partial: oc.Partial}, open, rep.DeadLetters)
 	} else {
 		// Each window's counts, prefixed by its name; the records read
-		// and the dead letters are the read's, shared (a source that
-		// several reads read counts its dead letters once: read.echo).
-		dead := rep.DeadLetters
-		if len(j.reads) > 1 {
-			dead = 0
-			for _, r := range j.reads {
-				if !r.echo {
-					dead += oc.ReadDead[r.i]
-				}
-			}
-		}
-		add("dead_letter", dead)
+		// and the dead letters are the read's, shared. The dead letters
+		// are every read's: two reads of one source (read.echo) may
+		// refuse different records (their tables' types differ).
+		add("dead_letter", rep.DeadLetters)
 		states := j.env.OperatorStates()
 		for _, b := range j.branches {
 			pre := func(name string, v int64) { add(j.counterName(b, name), v) }

@@ -138,7 +138,7 @@ func Prepare(ctx context.Context, o SinkOptions, topics []string, markers bool) 
 	cancel()
 	if err != nil {
 		if ctx.Err() == nil && mctx.Err() != nil {
-			return false, fmt.Errorf("kafkaio: the brokers %v did not answer within %v (a metadata request for topics %v): if they accept connections, check that the address is a Kafka listener (the broker's advertised one) and that the broker is up", o.Brokers, AnswerWait, names)
+			return false, fmt.Errorf("kafkaio: the brokers %v did not answer within %v (a metadata request for topics %v: %w): if they accept connections, check that the address is a Kafka listener (the broker's advertised one) and that the broker is up", o.Brokers, AnswerWait, names, err)
 		}
 		return false, fmt.Errorf("kafkaio: metadata of topics %v: %w", names, err)
 	}

@@ -95,11 +95,11 @@ func (a *Archive) Live(ctx context.Context) (etime.Time, error) {
 }
 
 // groupLive is group's archiving watermark: the smallest watermark its
-// window tasks (the partitions of topic windows) committed, leaving out
-// the idle ones as the group's watermark does (when every one is idle,
-// the largest of theirs, as H6 combines idle splits); MinTime while an
-// active one has none yet, MaxTime once every one read its input to the
-// end.
+// window tasks (the partitions of topic windows) committed, an idle
+// one's too (a window task fires by its own watermark, so an idle one's
+// windows may still be revised); MinTime while one has none yet, MaxTime
+// once every one read its input to the end. It never goes back: each
+// task's committed watermark does not.
 func groupLive(ctx context.Context, adm *kadm.Client, group, windows string) (etime.Time, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
@@ -117,21 +117,14 @@ func groupLive(ctx context.Context, adm *kadm.Client, group, windows string) (et
 	if err != nil {
 		return 0, err
 	}
-	live, idle, active := etime.MaxTime, etime.MinTime, false
+	live := etime.MaxTime
 	for _, part := range td[windows].Partitions.Numbers() {
 		c, ok := committed.Lookup(windows, part)
 		tm, parsed := parseMeta(c.Metadata)
-		switch {
-		case !ok || !parsed:
+		if !ok || !parsed {
 			return etime.MinTime, nil
-		case tm.Idle:
-			idle = max(idle, tm.Watermark)
-		default:
-			live, active = min(live, tm.Watermark), true
 		}
-	}
-	if !active {
-		return idle, nil
+		live = min(live, tm.Watermark)
 	}
 	return live, nil
 }

@@ -501,7 +501,7 @@ func (m *Member) goneAfterProgress(ctx context.Context, topic string) (bool, err
 		return false, fmt.Errorf("group: topics: %w", err)
 	}
 	t, ok := td[topic]
-	return !ok || t.Err != nil, nil
+	return !ok || errors.Is(t.Err, kerr.UnknownTopicOrPartition), nil
 }
 
 // prepareArchive creates the group's archive topic (compacted: a
@@ -529,7 +529,13 @@ func (m *Member) prepareArchive(ctx context.Context) error {
 			return refused(fmt.Errorf("the group %s committed progress, but its archive topic %s, which holds the windows it published for weir backfill, is gone (deleted?): reset the group (weir reset) and run the job again, or remove the archive block to run on without backfill", m.group, m.archive))
 		}
 	}
-	cfg := map[string]*string{"cleanup.policy": ptr("compact"), "min.compaction.lag.ms": ptr("0")}
+	// A tombstone (a window removed beyond the horizon) stays readable
+	// for the horizon at least (Kafka's default is a day): a backfill
+	// that reads it counts the window's late records as expired, where
+	// one that found nothing would take the window for one that never
+	// fired.
+	keep := max(time.Duration(m.o.Plan.ArchiveHorizon)*time.Millisecond, 24*time.Hour)
+	cfg := map[string]*string{"cleanup.policy": ptr("compact"), "min.compaction.lag.ms": ptr("0"), "delete.retention.ms": ptr(strconv.FormatInt(keep.Milliseconds(), 10))}
 	return m.createTopic(ctx, m.archive, m.nparts, cfg, "each window's newest result and the late records backfills applied to it, for weir backfill (archive)")
 }
 
@@ -2271,7 +2277,9 @@ func (p partitioner) ForTopic(t string) kgo.TopicPartitioner {
 // window's tombstone goes into its task's outbox, committed with the
 // task's next checkpoint. A window that far behind every task's
 // watermark never fires again (the horizon is at least the allowed
-// lateness); a backfill that read it before its tombstone revises it
+// lateness, and the group's archiving watermark is the smallest of its
+// window tasks', idle ones too); a backfill that read it before its
+// tombstone revises it
 // from what it read, and one that reads the tombstone counts its late
 // records as beyond the horizon, as it counts the windows it trims
 // itself (backfill.GroupArchive).

@@ -181,6 +181,12 @@ func (d *Decoder) uses(i int) []fieldUse {
 			out = append(out, fieldUse{fmt.Sprintf("aggregate[%d].field", a), effect})
 		}
 	}
+	for a, at := range d.whenAt {
+		if at == i {
+			ag := d.p.Aggregates[a]
+			out = append(out, fieldUse{fmt.Sprintf("aggregate[%d].when", a), fmt.Sprintf("aggregate %q (%s) takes no record, so its results are null (counts 0)", ag.Name, ag.Fn)})
+		}
+	}
 	return out
 }
 

@@ -135,3 +135,29 @@ sinks: {results: {type: jsonl, path: out.jsonl}}
 
 // testNow is the processing time of the tests' fake clocks.
 var testNow = time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
+
+// TestWhenFieldWatched: an aggregate's when that names a field the
+// records never have is warned about (its aggregate takes nothing).
+func TestWhenFieldWatched(t *testing.T) {
+	p, err := spec.Parse([]byte(`name: when
+source: {type: file, path: in.jsonl}
+watermark: {max_out_of_orderness: 1s}
+key: [user_id]
+window: {type: tumbling, size: 10s}
+computed: [{name: big, expr: "amount > 5"}]
+aggregate: [{name: n, fn: count, when: bgi}, {name: m, fn: count, when: big}]
+sinks: {results: {type: jsonl, path: out.jsonl}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := NewDecoder(p, clock.NewFake(testNow))
+	if _, err := d.Decode(fileio.Line{Kind: fileio.Data, No: 1, Text: []byte(`{"user_id":"u","amount":9,"ts":1767225600000}`)}); err != nil {
+		t.Fatal(err)
+	}
+	d.Judge()
+	w := d.FieldWarnings()
+	if len(w) != 1 || w[0].Field != "bgi" || w[0].Path != "aggregate[0].when" {
+		t.Errorf("field warnings %v, want one for aggregate[0].when bgi", w)
+	}
+}

@@ -140,9 +140,11 @@ func testBackfillCrash(t *testing.T, store string) {
 	ref, dir := t.TempDir(), t.TempDir()
 	copyDir(t, live, ref)
 	copyDir(t, live, dir)
+	start := time.Now()
 	if code, out := weirIn(t, ref, nil, 0, "backfill", "job.yaml", "--verify"); code != 0 {
 		t.Fatalf("weir backfill: exit %d\n%s", code, out)
 	}
+	took := time.Since(start)
 	want := state(ref)
 
 	if store == "jsonl" {
@@ -160,7 +162,10 @@ func testBackfillCrash(t *testing.T, store string) {
 		}
 	}
 	r := rand.New(rand.NewPCG(3, 4))
-	kills := killUntilDone(t, plan, func() time.Duration { return time.Duration(50+r.IntN(500)) * time.Millisecond },
+	// Killed at random moments within the first part of what an
+	// uninterrupted backfill takes (fixed times were either all before
+	// it began or after it ended on a faster or slower machine).
+	kills := killUntilDone(t, plan, func() time.Duration { return took/10 + time.Duration(r.Int64N(int64(took*3/10))) },
 		func(env []string, after time.Duration) bool {
 			code, out := weirIn(t, dir, env, after, "backfill", "job.yaml", "--windows-per-tx", strconv.Itoa(1+r.IntN(3)))
 			if code > 0 {

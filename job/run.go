@@ -643,7 +643,13 @@ func (j *Job) buildWindow(b *branch, recs weir.Stream[record.Record], wm *spec.W
 	keep := func(r window.Result[string, []byte]) bool {
 		// A retraction passes: it takes back a result that passed (a
 		// window that fires once has none, but a session's merge may).
-		return r.Firing == window.Retract || h.Keep(r.Key, r.Value)
+		if r.Firing == window.Retract {
+			return true
+		}
+		if r.Window == window.Global {
+			return h.Keep(r.Key, r.Value, nil)
+		}
+		return h.Keep(r.Key, r.Value, []etime.Time{r.Window.Start, r.Window.End, r.Window.MaxTimestamp()})
 	}
 	if len(b.results) > 0 || h != nil {
 		weir.ForEachSubtask(out.Results, func(sub weir.Subtask) func(etime.Time, window.Result[string, []byte]) {

@@ -1375,9 +1375,10 @@ func (c *compiler) having() {
 	for _, a := range s.Aggregate {
 		names = append(names, a.Name)
 	}
+	names = append(names, ColWindowStart, ColWindowEnd, ColWindowTime)
 	switch pe := checkExpr(s.Having, names, true); {
 	case pe != nil:
-		c.add("having", fmt.Sprintf("column %d: %s", pe.Pos.Col, pe.Msg), cmp.Or(pe.Hint, "write a SQL condition over the key fields and aggregates, such as orders > 3"))
+		c.add("having", fmt.Sprintf("column %d: %s", pe.Pos.Col, pe.Msg), cmp.Or(pe.Hint, "write a SQL condition over the key fields, the aggregates and the window's bounds, such as orders > 3"))
 	case p.Lateness > 0:
 		c.add("having", "a late firing with allowed lateness could not take back a result the having let through", "remove allowed_lateness, or the having")
 	case p.Trigger != nil && !trigger.FiresOnce(p.Trigger):

@@ -491,11 +491,30 @@ func TestGraphPathOfAJoin(t *testing.T) {
 			t.Errorf("%s: Path = %v, want %q", c.name, err, c.want)
 		}
 	}
-	// A key field of both sides outside the equalities is refused.
+	// A key field of both sides outside the equalities is the key's
+	// twice, the right one's named as Flink names a second column of one
+	// name (k0).
 	same := *right
 	same.Key = []string{"k"}
-	if _, err := graph(left, &same, op(func(j *JoinOp) { j.On = []JoinOn{{Left: "total", Right: "top"}} }), false).Path(); err == nil || !strings.Contains(err.Error(), `has "k" twice`) {
-		t.Errorf("a key of both sides outside the equalities: %v", err)
+	j := op(func(j *JoinOp) { j.On = []JoinOn{{Left: "total", Right: "top"}}; j.Columns = j.Columns[:0] })
+	path, err = graph(left, &same, j, false).Path()
+	if err != nil {
+		t.Fatalf("a key of both sides outside the equalities: %v", err)
+	}
+	if k := path.Windows[2].Window.Key; !slices.Equal(k, []string{"total", "k", "k0"}) {
+		t.Errorf("a key of both sides outside the equalities: the joined key is %q, want total, k, k0", k)
+	}
+	for _, c := range []struct {
+		right bool
+		field string
+		want  string
+	}{{false, "total", "total"}, {true, "top", "total"}, {false, "k", "k"}, {true, "k", "k0"}} {
+		if got, ok := j.KeyName(left.Key, same.Key, c.right, c.field); !ok || got != c.want {
+			t.Errorf("KeyName(right %v, %s) = %q, %v; want %q", c.right, c.field, got, ok, c.want)
+		}
+	}
+	if _, ok := j.KeyName(left.Key, same.Key, true, "top2"); ok {
+		t.Errorf("KeyName of no key field is found")
 	}
 }
 

@@ -3,6 +3,7 @@ package spec
 import (
 	"fmt"
 	"slices"
+	"strconv"
 
 	"github.com/weirstream/weir/etime"
 	"github.com/weirstream/weir/window"
@@ -149,23 +150,64 @@ func (*JoinOp) Ports() []Port { return []Port{Out} }
 // JoinKey is the key of a joined row (joinView's): the On columns under
 // their left names, then the left key fields outside On, then the right
 // key fields outside On. Each side's window has one result per key and
-// window, so a row is one per key and window.
+// window, so a row is one per key and window. A right key field whose
+// name the key already has is named as Flink's planner names a second
+// column of one name: with the first free suffix 0, 1, ... (region0).
 func (j *JoinOp) JoinKey(left, right *WindowOp) []string {
+	k, _ := j.joinKey(left.Key, right.Key)
+	return k
+}
+
+// KeyName is the name in JoinKey of a side's (rightSide: the right
+// one's) key field or On column f, the sides keyed by leftKey and
+// rightKey, and false if f is neither.
+func (j *JoinOp) KeyName(leftKey, rightKey []string, rightSide bool, f string) (string, bool) {
+	k, from := j.joinKey(leftKey, rightKey)
+	side := 0
+	if rightSide {
+		side = 1
+	}
+	for i, o := range j.On {
+		if rightSide && o.Right == f || !rightSide && o.Left == f {
+			return k[i], true
+		}
+	}
+	for i, fr := range from {
+		if fr.side == side && fr.field == f {
+			return k[len(j.On)+i], true
+		}
+	}
+	return "", false
+}
+
+// keyFrom is a key field of a join's side outside its On.
+type keyFrom struct {
+	side  int
+	field string
+}
+
+// joinKey returns JoinKey and, for each name after the On columns, the
+// side and field it is.
+func (j *JoinOp) joinKey(leftKey, rightKey []string) ([]string, []keyFrom) {
 	var k []string
+	var from []keyFrom
 	for _, o := range j.On {
 		k = append(k, o.Left)
 	}
-	for _, f := range left.Key {
-		if !slices.ContainsFunc(j.On, func(o JoinOn) bool { return o.Left == f }) {
-			k = append(k, f)
+	for side, key := range [][]string{leftKey, rightKey} {
+		for _, f := range key {
+			if slices.ContainsFunc(j.On, func(o JoinOn) bool { return side == 0 && o.Left == f || side == 1 && o.Right == f }) {
+				continue
+			}
+			name := f
+			for i := 0; slices.Contains(k, name); i++ {
+				name = f + strconv.Itoa(i)
+			}
+			k = append(k, name)
+			from = append(from, keyFrom{side, f})
 		}
 	}
-	for _, f := range right.Key {
-		if !slices.ContainsFunc(j.On, func(o JoinOn) bool { return o.Right == f }) {
-			k = append(k, f)
-		}
-	}
-	return k
+	return k, from
 }
 
 // checkJoin checks that j, node name, may join the results of windows
@@ -175,9 +217,9 @@ func (j *JoinOp) JoinKey(left, right *WindowOp) []string {
 func checkJoin(leftName string, left *WindowOp, rightName string, right *WindowOp, name string, j *JoinOp) error {
 	refuse := func(format string, args ...any) error {
 		if j.Range != nil {
-			return fmt.Errorf("join %s of records %s with window %s: %s (semantics W19)", name, leftName, rightName, fmt.Sprintf(format, args...))
+			return fmt.Errorf("join node %s, of records %s with window %s: %s (semantics W19)", name, leftName, rightName, fmt.Sprintf(format, args...))
 		}
-		return fmt.Errorf("join %s of windows %s and %s: %s (semantics W14)", name, leftName, rightName, fmt.Sprintf(format, args...))
+		return fmt.Errorf("join node %s, of windows %s and %s: %s (semantics W14)", name, leftName, rightName, fmt.Sprintf(format, args...))
 	}
 	sides := []struct {
 		name string
@@ -232,11 +274,6 @@ func checkJoin(leftName string, left *WindowOp, rightName string, right *WindowO
 		}
 	}
 	names := j.JoinKey(left, right)
-	for i, n := range names {
-		if slices.Contains(names[:i], n) {
-			return refuse("the joined row's key has %q twice (a key field of both sides outside the equalities): join on it", n)
-		}
-	}
 	for _, c := range j.Columns {
 		side, cols := leftName, lc
 		if c.Right {

@@ -39,7 +39,9 @@ type Spec struct {
 	// without the key is no dead letter when the where drops it.
 	Where string `yaml:"where" json:",omitempty"`
 	// Having keeps only the window's results for which this expression,
-	// in SQL's syntax over the key fields and the aggregates (by name),
+	// in SQL's syntax over the key fields, the aggregates (by name) and
+	// the window's bounds (window_start, window_end, window_time: epoch
+	// milliseconds, which a TIMESTAMP '...' literal compares with),
 	// is true (such as "orders > 3"), as SQL's HAVING: a result it drops
 	// is counted in the summary's having_filtered, is not written, and
 	// no window fed by this one reads it. The window must fire each

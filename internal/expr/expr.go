@@ -21,6 +21,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/valyala/fastjson"
@@ -341,6 +342,9 @@ func (c compiler) expr(x sqlparse.Expr) eval {
 	case *sqlparse.Lit:
 		v := c.lit(x)
 		return func([]*fastjson.Value) value { return v }
+	case *sqlparse.TypedLit:
+		v := c.timeLit(x)
+		return func([]*fastjson.Value) value { return v }
 	case *sqlparse.Ref:
 		return c.ref(x)
 	case *sqlparse.Unary:
@@ -351,6 +355,9 @@ func (c compiler) expr(x sqlparse.Expr) eval {
 		return c.isNull(x)
 	case *sqlparse.Between:
 		e, lo, hi := c.expr(x.X), c.expr(x.Lo), c.expr(x.Hi)
+		if isTimeLit(x.X, x.Lo, x.Hi) {
+			e, lo, hi = asTime(e), asTime(lo), asTime(hi)
+		}
 		not := x.Not
 		return func(g []*fastjson.Value) value {
 			x := e(g)
@@ -365,6 +372,12 @@ func (c compiler) expr(x sqlparse.Expr) eval {
 		list := make([]eval, len(x.List))
 		for i, l := range x.List {
 			list[i] = c.expr(l)
+		}
+		if isTimeLit(append([]sqlparse.Expr{x.X}, x.List...)...) {
+			e = asTime(e)
+			for i := range list {
+				list[i] = asTime(list[i])
+			}
 		}
 		not := x.Not
 		return func(g []*fastjson.Value) value {
@@ -405,6 +418,43 @@ func (c compiler) lit(x *sqlparse.Lit) value {
 	}
 	c.fail(x.Pos, x.Text, "", "a %s literal is not supported in weir's expressions", x.Kind)
 	return nullV
+}
+
+// timeLit is TIMESTAMP 'yyyy-MM-dd HH:mm:ss[.fff]' or DATE
+// 'yyyy-MM-dd' as epoch milliseconds (in UTC, weir's only time zone), a
+// time as TO_TIMESTAMP_LTZ and a window bound are.
+func (c compiler) timeLit(x *sqlparse.TypedLit) value {
+	layouts := map[string][]string{"TIMESTAMP": {"2006-01-02 15:04:05.999999999", "2006-01-02 15:04:05", "2006-01-02 15:04"}, "DATE": {"2006-01-02"}}[x.Type]
+	if layouts == nil {
+		c.fail(x.Pos, x.Type, "compare with a TIMESTAMP 'yyyy-MM-dd HH:mm:ss' or DATE 'yyyy-MM-dd' literal", "a %s literal is not supported in weir's expressions", x.Type)
+	}
+	for _, l := range layouts {
+		if t, err := time.Parse(l, x.Text); err == nil {
+			return value{k: integer, i: t.UnixMilli()}
+		}
+	}
+	c.fail(x.Pos, x.Text, "write "+map[string]string{"TIMESTAMP": "TIMESTAMP '2026-01-01 00:05:00' (or with .fff)", "DATE": "DATE '2026-01-01'"}[x.Type], "%q is not a %s", x.Text, x.Type)
+	return nullV
+}
+
+// isTimeLit reports whether one of xs is a TIMESTAMP or DATE literal:
+// a comparison with one compares times.
+func isTimeLit(xs ...sqlparse.Expr) bool {
+	return slices.ContainsFunc(xs, func(x sqlparse.Expr) bool {
+		_, ok := x.(*sqlparse.TypedLit)
+		return ok
+	})
+}
+
+// asTime reads e's value as a time (millis: epoch milliseconds, or a
+// TIMESTAMP's text as a record holds it), NULL when it is none.
+func asTime(e eval) eval {
+	return func(g []*fastjson.Value) value {
+		if ms, ok := millis(e(g)); ok {
+			return value{k: integer, i: ms}
+		}
+		return nullV
+	}
 }
 
 // number reads a number's text: an int64 when it is a whole number
@@ -709,6 +759,9 @@ func (c compiler) binary(x *sqlparse.Binary) eval {
 			return or(l, b(g))
 		}
 	case "=", "<>", "<", "<=", ">", ">=":
+		if isTimeLit(x.X, x.Y) {
+			a, b = asTime(a), asTime(b)
+		}
 		return func(g []*fastjson.Value) value { return cmpOp(op, a(g), b(g)) }
 	case "+", "-", "*", "/", "%":
 		return func(g []*fastjson.Value) value { return arith(op, a(g), b(g)) }

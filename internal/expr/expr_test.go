@@ -13,12 +13,20 @@ import (
 // TestKeep: predicates over JSON records, with SQL's three-valued logic:
 // a record is kept only when the predicate is TRUE.
 func TestKeep(t *testing.T) {
-	const rec = `{"amount": 120, "price": 9.5, "region": "eu", "flag": true, "nothing": null, "n": -7, "big": 9223372036854775807, "user": {"name": "ann", "age": 30}, "s": "42"}`
+	const rec = `{"amount": 120, "price": 9.5, "region": "eu", "flag": true, "nothing": null, "n": -7, "big": 9223372036854775807, "user": {"name": "ann", "age": 30}, "s": "42", "ts": "2026-01-01 00:00:05.000", "ms": 1767225605000}`
 	for _, c := range []struct {
 		where string
 		want  bool
 	}{
 		{"amount > 100", true},
+		// A time literal compares times: a TIMESTAMP's text as the
+		// record holds it, or epoch milliseconds; NULL for what is none.
+		{"ts > TIMESTAMP '2026-01-01 00:00:04.999' AND ts < TIMESTAMP '2026-01-01 00:00:05.001'", true},
+		{"ts = TIMESTAMP '2026-01-01 00:00:05' AND ms = TIMESTAMP '2026-01-01 00:00:05'", true},
+		{"ts >= TIMESTAMP '2026-01-01 00:00:06'", false},
+		{"ts BETWEEN DATE '2026-01-01' AND TIMESTAMP '2026-01-01 00:01'", true},
+		{"ms IN (TIMESTAMP '2026-01-01 00:00:00', TIMESTAMP '2026-01-01 00:00:05')", true},
+		{"region > TIMESTAMP '2026-01-01 00:00:00' OR NOT (region <= TIMESTAMP '2026-01-01 00:00:00')", false},
 		{"amount > 100 AND region = 'us'", false},
 		{"amount > 100 AND region IN ('us', 'eu')", true},
 		{"region NOT IN ('us', 'eu')", false},
@@ -126,6 +134,8 @@ func TestCompileErrors(t *testing.T) {
 		"DATE_FORMAT(a, b) = 1":          "DATE_FORMAT's pattern is a string literal",
 		"DATE_FORMAT(a, 'yyyy-QQ') = 1":  `DATE_FORMAT's pattern "yyyy-QQ" has a letter weir does not format`,
 		"a > INTERVAL '1' HOUR":          "this expression is not supported in weir's expressions",
+		"a > TIME '10:00:00'":            "a TIME literal is not supported",
+		"a > TIMESTAMP '2026-13-01'":     `"2026-13-01" is not a TIMESTAMP`,
 	} {
 		x, err := sqlparse.ParseExpr(where)
 		if err != nil {
@@ -354,6 +364,34 @@ func TestReturnsString(t *testing.T) {
 		}
 		if got := v.Type() == fastjson.TypeString; got != ReturnsString(f) {
 			t.Errorf("%s = %s: a string %v, but ReturnsString says %v", src, v, got, ReturnsString(f))
+		}
+	}
+}
+
+// TestSQLMillis: the time texts a comparison with a time literal reads,
+// and those it does not.
+func TestSQLMillis(t *testing.T) {
+	const base = 1767225600000 // 2026-01-01 00:00:00 UTC
+	for text, want := range map[string]int64{
+		"2026-01-01":                     base,
+		"2026-01-01 00:00:05":            base + 5000,
+		"2026-01-01T00:00:05Z":           base + 5000,
+		"2026-01-01 00:00:05.5":          base + 5500,
+		"2026-01-01 00:00:05.123":        base + 5123,
+		"2026-01-01 00:00:05.123999999":  base + 5123,
+		"2026-01-01 00:00:05.":           -1,
+		"2026-02-30":                     -1,
+		"2026-13-01":                     -1,
+		"2026-01-01 24:00:00":            -1,
+		"2026-01-01 00:00":               -1,
+		"2026-1-01":                      -1,
+		"eu":                             -1,
+		"":                               -1,
+		"2026-01-01 00:00:05.1234567890": -1,
+	} {
+		got, ok := sqlMillis([]byte(text))
+		if want < 0 && ok || want >= 0 && (!ok || got != want) {
+			t.Errorf("sqlMillis(%q) = %d, %v; want %d", text, got, ok, want)
 		}
 	}
 }

@@ -33,14 +33,6 @@ type resultScratch struct {
 	got   []*fastjson.Value
 }
 
-func newResultFields(key []string, aggs []spec.Aggregate) *resultFields {
-	names := slices.Clone(key)
-	for _, a := range aggs {
-		names = append(names, a.Name)
-	}
-	return newFields(names, len(key), 0)
-}
-
 // newFields reads fields names: the first nk from a result's key, the
 // last nm from withMore's more, the others from its value.
 func newFields(names []string, nk, nm int) *resultFields {
@@ -142,7 +134,7 @@ func NewHaving(op *spec.WindowOp) *Having {
 	if op.Having == "" {
 		return nil
 	}
-	f := newResultFields(op.Key, op.Aggregates)
+	f := newBoundFields(op.Key, op.Aggregates)
 	x, field, err := f.compile(op.Having)
 	if err != nil {
 		return nil
@@ -154,11 +146,42 @@ func NewHaving(op *spec.WindowOp) *Having {
 	return &Having{f: f, pred: pred}
 }
 
-// Keep reports whether the result of key and value passes the having.
-func (h *Having) Keep(key string, value []byte) bool {
+// Keep reports whether the result of key and value, whose window has
+// bounds (window_start, window_end, window_time; nil: the global
+// window's, null), passes the having.
+func (h *Having) Keep(key string, value []byte, bounds []etime.Time) bool {
 	keep := true
-	h.f.with(key, value, func(got []*fastjson.Value, _ *fastjson.Arena) { keep = h.pred.Keep(got) })
+	var buf [64]byte
+	texts := boundTexts(buf[:0], bounds)
+	h.f.withMore(key, value, texts[:], func(got []*fastjson.Value, _ *fastjson.Arena) { keep = h.pred.Keep(got) })
 	return keep
+}
+
+// newBoundFields reads the fields of a window's results: its key fields,
+// its aggregates, and its bounds (window_start, window_end, window_time).
+func newBoundFields(key []string, aggs []spec.Aggregate) *resultFields {
+	names := slices.Clone(key)
+	for _, a := range aggs {
+		names = append(names, a.Name)
+	}
+	return newFields(append(names, spec.ColWindowStart, spec.ColWindowEnd, spec.ColWindowTime), len(key), 3)
+}
+
+// boundTexts is bounds (window_start, window_end, window_time: epoch
+// milliseconds; nil: the global window's, null) as JSON texts, appended
+// to buf.
+func boundTexts(buf []byte, bounds []etime.Time) [3][]byte {
+	var texts [3][]byte
+	for i := range texts {
+		if len(bounds) != len(texts) {
+			texts[i] = []byte("null")
+			continue
+		}
+		n := len(buf)
+		buf = strconv.AppendInt(buf, int64(bounds[i]), 10)
+		texts[i] = buf[n:]
+	}
+	return texts
 }
 
 // Cond is a join's further condition (spec.JoinOp.Cond) over the texts
@@ -183,7 +206,11 @@ func NewCond(src string, names []string) (*Cond, error) {
 // Keep reports whether the condition is true of vals: the columns' JSON
 // texts in their order, each followed by a 0 byte (a NULL or an unknown
 // is not true).
-func (c *Cond) Keep(vals []byte) bool { return c.h.Keep("", vals) }
+func (c *Cond) Keep(vals []byte) bool {
+	keep := true
+	c.h.f.with("", vals, func(got []*fastjson.Value, _ *fastjson.Arena) { keep = c.h.pred.Keep(got) })
+	return keep
+}
 
 // ResultExpr is an expression over a window's results (a results
 // column's, spec.Column.Expr). Append is safe for concurrent use.
@@ -197,11 +224,7 @@ type ResultExpr struct {
 // window_end, window_time: epoch milliseconds); the plan checked it
 // (spec.Compile).
 func NewResultExpr(src string, key []string, aggs []spec.Aggregate) (*ResultExpr, error) {
-	names := slices.Clone(key)
-	for _, a := range aggs {
-		names = append(names, a.Name)
-	}
-	f := newFields(append(names, spec.ColWindowStart, spec.ColWindowEnd, spec.ColWindowTime), len(key), 3)
+	f := newBoundFields(key, aggs)
 	x, field, err := f.compile(src)
 	if err != nil {
 		return nil, err
@@ -217,18 +240,8 @@ func NewResultExpr(src string, key []string, aggs []spec.Aggregate) (*ResultExpr
 // whose window has bounds (window_start, window_end, window_time; nil:
 // the global window's, null) as JSON (null when it cannot be read).
 func (e *ResultExpr) Append(b []byte, key string, value []byte, bounds []etime.Time) []byte {
-	var texts [3][]byte
 	var buf [64]byte
-	t := buf[:0]
-	for i := range texts {
-		if len(bounds) != len(texts) {
-			texts[i] = []byte("null")
-			continue
-		}
-		n := len(t)
-		t = strconv.AppendInt(t, int64(bounds[i]), 10)
-		texts[i] = t[n:]
-	}
+	texts := boundTexts(buf[:0], bounds)
 	if !e.f.withMore(key, value, texts[:], func(got []*fastjson.Value, a *fastjson.Arena) { b = e.x.Value(a, got).MarshalTo(b) }) {
 		b = append(b, "null"...)
 	}

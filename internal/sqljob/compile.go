@@ -698,7 +698,14 @@ func (c *compiler) stdoutTable(q *sqlparse.Query) *sqlparse.Insert {
 				fn := strings.ToUpper(tableName(e.Name))
 				time = strings.HasSuffix(fn, "_START") || strings.HasSuffix(fn, "_END") || strings.HasSuffix(fn, "_ROWTIME")
 			}
-			col := &sqlparse.Column{Pos: it.Pos, Name: sqlparse.Ident{Pos: it.Pos, Name: cmp.Or(name, fmt.Sprintf("EXPR$%d", i))}}
+			// Two columns of one name are named as Flink's planner
+			// names them: the second with the first free suffix 0, 1,
+			// ... (SELECT a.total, b.total shows total and total0).
+			name = cmp.Or(name, fmt.Sprintf("EXPR$%d", i))
+			for n, base := 0, name; slices.ContainsFunc(t.Columns, func(c *sqlparse.Column) bool { return c.Name.Name == name }); n++ {
+				name = base + strconv.Itoa(n)
+			}
+			col := &sqlparse.Column{Pos: it.Pos, Name: sqlparse.Ident{Pos: it.Pos, Name: name}}
 			if time {
 				col.Type = &sqlparse.Type{Pos: it.Pos, Name: "TIMESTAMP", Params: []int{3}}
 			}

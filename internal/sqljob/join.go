@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/weirstream/weir/internal/expr"
@@ -338,6 +339,7 @@ func joinCond(x sqlparse.Expr, sides [2]*joinSide, op *spec.JoinOp) error {
 // of one side, which op takes as a column of its rows.
 func joinItems(sel *sqlparse.Select, sides [2]*joinSide, op *spec.JoinOp) ([]item, error) {
 	var items []item
+	joined := op.JoinKey(&spec.WindowOp{Key: sides[0].spec.Key}, &spec.WindowOp{Key: sides[1].spec.Key})
 	for _, it := range sel.Items {
 		ref, ok := it.Expr.(*sqlparse.Ref)
 		if it.Star || !ok {
@@ -356,16 +358,20 @@ func joinItems(sel *sqlparse.Select, sides [2]*joinSide, op *spec.JoinOp) ([]ite
 		case isBound(x.from):
 			items = append(items, item{pos: it.Pos, from: x.from})
 		case !x.agg && slices.Contains(keys, x.from):
-			from := x.from
-			for _, o := range op.On {
-				if side == 1 && o.Right == from {
-					from = o.Left
-				}
-			}
+			// The joined row's key names a key field of both sides
+			// outside the equalities twice, the right one's as region0.
+			from, _ := op.KeyName(sides[0].spec.Key, sides[1].spec.Key, side == 1, x.from)
 			items = append(items, item{pos: it.Pos, from: from})
 		default:
-			op.Columns = append(op.Columns, spec.JoinColumn{Name: out, Right: side == 1, Field: x.from})
-			items = append(items, item{pos: it.Pos, from: out, agg: true})
+			// The row's column is the query's column's name, or one
+			// free: two sides' columns of one name (O.total, P.total)
+			// are two columns, the sink's in order.
+			name := out
+			for i := 0; slices.Contains(joined, name) || slices.ContainsFunc(op.Columns, func(c spec.JoinColumn) bool { return c.Name == name }); i++ {
+				name = out + strconv.Itoa(i)
+			}
+			op.Columns = append(op.Columns, spec.JoinColumn{Name: name, Right: side == 1, Field: x.from})
+			items = append(items, item{pos: it.Pos, from: name, agg: true})
 			continue
 		}
 		// A join column or window bound is the row's, which either side

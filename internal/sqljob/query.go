@@ -190,6 +190,11 @@ func (c *compiler) having(sel *sqlparse.Select, rel *relation, items []item) err
 				return &sqlparse.Ref{Parts: []sqlparse.Ident{name}}
 			}
 		}
+		if isBound(name.Name) && rel.col(name.Name) == nil {
+			// The window's bounds, which the results have (a window
+			// query groups by them).
+			return &sqlparse.Ref{Parts: []sqlparse.Ident{name}}
+		}
 		col, id, err := rel.ref(r)
 		switch {
 		case err != nil:
@@ -351,8 +356,9 @@ func (c *compiler) mapColumns(in *sqlparse.Insert, sel *sqlparse.Select, items [
 			// The aggregate takes the column's name; in a JSON row a name
 			// weir's own rows keep for themselves (job, firing, a key
 			// field) stays the column's alone.
-			c.renameAggregate(it.from, dst)
-			it.from = dst
+			if c.renameAggregate(it.from, dst) {
+				it.from = dst
+			}
 		}
 		if col.Type == nil && name == stdoutName && it.from == spec.ColWindowStart {
 			// A bare SELECT of the time attribute: its own type.
@@ -473,9 +479,27 @@ func (c *compiler) reserved(name string) bool {
 }
 
 // renameAggregate renames aggregate from to name: a join's column, in
-// a join; the having's reference to it too.
-func (c *compiler) renameAggregate(from, name string) {
-	if h := c.job.Spec.Having; h != "" && c.job.join == nil {
+// a join; the having's reference to it too. A name another aggregate
+// (column) has already stays that one's, and false says from kept its
+// name: the sink's columns are written in order, whatever the results
+// call them (SUM(a) AS x, COUNT(*) AS y into a table of columns y, x).
+func (c *compiler) renameAggregate(from, name string) bool {
+	if c.job.join != nil {
+		cols := c.job.join.op.Columns
+		if slices.ContainsFunc(cols, func(c spec.JoinColumn) bool { return c.Name != from && strings.EqualFold(c.Name, name) }) {
+			return false
+		}
+		for i := range cols {
+			if cols[i].Name == from {
+				cols[i].Name = name
+			}
+		}
+		return true
+	}
+	if slices.ContainsFunc(c.job.Spec.Aggregate, func(a spec.Aggregate) bool { return a.Name != from && strings.EqualFold(a.Name, name) }) {
+		return false
+	}
+	if h := c.job.Spec.Having; h != "" {
 		if x, err := sqlparse.ParseExpr(h); err == nil {
 			c.job.Spec.Having = sqlparse.FormatExpr(rewriteRefs(x, func(r *sqlparse.Ref) sqlparse.Expr {
 				if len(r.Parts) == 1 && r.Parts[0].Name == from {
@@ -484,14 +508,6 @@ func (c *compiler) renameAggregate(from, name string) {
 				return r
 			}))
 		}
-	}
-	if c.job.join != nil {
-		for i := range c.job.join.op.Columns {
-			if c.job.join.op.Columns[i].Name == from {
-				c.job.join.op.Columns[i].Name = name
-			}
-		}
-		return
 	}
 	for i := range c.job.Spec.Aggregate {
 		if c.job.Spec.Aggregate[i].Name == from {
@@ -502,6 +518,7 @@ func (c *compiler) renameAggregate(from, name string) {
 		delete(c.computedTypes, from)
 		c.computedTypes[name] = t
 	}
+	return true
 }
 
 // timeFormat is how column col of table (holding it) writes a time

@@ -63,6 +63,13 @@ func (r *relation) unknown(id sqlparse.Ident) *sqlparse.Error {
 	if r.view {
 		what = "view"
 	}
+	if isBound(id.Name) {
+		// Flink's window table functions add the bounds to each row;
+		// weir gives them to the results, so what reads a record
+		// before it is windowed (WHERE, FILTER) has none.
+		return errAt(id.Pos, id.Name, "compare the time attribute instead, or filter the window's results with HAVING",
+			"%s is the window's, not a column of %s %s: weir reads a WHERE or a FILTER (WHERE ...) from each record before it is windowed", id.Name, what, r.name)
+	}
 	return errAt(id.Pos, id.Name, hint, "%s %s has no column %s", what, r.name, id.Name)
 }
 

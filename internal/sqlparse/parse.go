@@ -672,6 +672,11 @@ func (p *parser) selectItem() *SelectItem {
 		return it
 	}
 	it.Expr = e
+	if p.tok.is("FILTER") {
+		// A call's FILTER is read with the call: this one follows
+		// what is no call.
+		p.fail("FILTER (WHERE condition) follows an aggregate function's call, such as COUNT(*) FILTER (WHERE amount > 10)", "FILTER after %s, which is not a function's call", FormatExpr(e))
+	}
 	it.Alias = p.alias()
 	return it
 }

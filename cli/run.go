@@ -969,7 +969,7 @@ func printWindows(w io.Writer, s job.Summary, ws []string) {
 	fmt.Fprintf(w, "  dead letters: %d\n", s.Get("dead_letter"))
 	fmt.Fprintf(w, "  results: %d lines (%d retractions); open windows at the end: %d\n", results, retractions, open)
 	if s.Has("having_filtered") {
-		fmt.Fprintf(w, "  having: %d results dropped by the having, not written\n", s.Get("having_filtered"))
+		fmt.Fprintf(w, "  having: %d results dropped by a having or a join's where, not written\n", s.Get("having_filtered"))
 	}
 	fmt.Fprintf(w, "  conservation %s in every window: records in = accepted + side output + dropped + dead letters + filtered\n", conservedMark(s))
 }

@@ -224,9 +224,17 @@ func byWindow[T, ACC, R any](j *Job, b *branch, rows weir.Stream[T], key func(T)
 			fire(r, func(key string, w window.Window, vals []byte) { ctx.Emit(row{key, w, vals}) })
 		})
 	bi := uint8(b.i)
+	var where *record.Having // a join's where, over its rows
+	if b.Join != nil {
+		where = record.NewHaving(b.Window)
+	}
 	weir.ForEachSubtask(out.Results, func(sub weir.Subtask) func(etime.Time, window.Result[string, row]) {
 		return func(_ etime.Time, res window.Result[string, row]) {
 			r := res.Value
+			if where != nil && !where.Keep(r.key, r.vals, []etime.Time{r.w.Start, r.w.End, r.w.MaxTimestamp()}) {
+				j.out.add(sub, item{kind: itemHaving, b: bi})
+				return
+			}
 			j.out.add(sub, item{kind: itemResult, b: bi, res: window.Result[string, []byte]{
 				Key: r.key, Window: r.w, Firing: res.Firing, Watermark: res.Watermark, Value: r.vals}})
 		}

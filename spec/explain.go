@@ -170,6 +170,9 @@ func describe1(p *Plan, op Op, dead bool) string {
 		if len(cols) > 0 {
 			s += "; " + strings.Join(cols, ", ")
 		}
+		if op.Where != "" {
+			s += "; the rows where " + op.Where
+		}
 		return s
 	case *SelectOp:
 		return "every record as a row of " + strings.Join(op.Fields, ", ") + " (no window, no state)"

@@ -53,6 +53,12 @@ type JoinOp struct {
 	// Flink's window join (AuctionBids.num >= MaxBids.maxn).
 	Cond     string       `json:",omitempty"`
 	CondCols []JoinColumn `json:",omitempty"`
+	// Where, when set, is a condition over a joined row (a SQL
+	// expression over JoinKey's names, the Columns' names and the
+	// window's bounds), as SQL's WHERE over a join: a row for which it
+	// is not true is not written (counted in having_filtered). Of an
+	// outer join's row, the absent side's columns are null.
+	Where string `json:",omitempty"`
 	// Range, when set, makes this a join of a table's records with a
 	// window's results on a time range (semantics W19): the left input
 	// is a select's rows, one per record, each joined with the right
@@ -303,6 +309,11 @@ func checkJoin(leftName string, left *WindowOp, rightName string, right *WindowO
 		}
 		conds = append(conds, c.Name)
 	}
+	if j.Where != "" {
+		if pe := checkExpr(j.Where, append(slices.Clone(names), ColWindowStart, ColWindowEnd, ColWindowTime), true); pe != nil {
+			return refuse("its where %q: %v", j.Where, pe)
+		}
+	}
 	switch {
 	case j.Cond == "" && len(j.CondCols) > 0:
 		return refuse("it has condition columns but no condition")
@@ -323,8 +334,8 @@ func joinView(left, right *WindowOp, j *JoinOp) *WindowOp {
 	v := *left
 	if j.Range != nil {
 		v = *right // the left side is records, with no window
-		v.Having = ""
 	}
+	v.Having = j.Where // over the joined rows (a side's having is its own)
 	v.Key = j.JoinKey(left, right)
 	v.Aggregates = nil
 	for _, c := range j.Columns {

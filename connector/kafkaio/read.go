@@ -1,9 +1,11 @@
 package kafkaio
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -13,27 +15,34 @@ import (
 )
 
 // ReadCommitted calls fn for every record of topics that read_committed
-// readers see, from the start, in partition order, and returns once a
-// poll brings nothing for quiet (records of open transactions are
-// invisible, so they are not waited for). While the topics' committed
-// end offsets say there is something to read and nothing came yet, it
-// waits up to firstWait instead of quiet: a busy broker or machine may
-// take longer than quiet to answer the first fetch. It is for tools,
-// demos and tests that look at a job's output topics.
+// readers see, from the start, in partition order, up to the committed
+// end offsets (last stable offsets) that the topics have when it starts
+// (records of open transactions are invisible, so they are not waited
+// for). It reads until every partition's position reaches that end,
+// counting the transactions' commit and abort markers, which fn does not
+// see: a reader that stopped when a poll brought nothing for a while
+// missed the tail of a topic on a busy machine. A partition that brings
+// nothing for quiet, or firstWait while it has not reached its end, is an
+// error naming it. It is for tools, demos, tests and weir backfill's
+// ledger, which look at a job's output topics.
 func ReadCommitted(ctx context.Context, brokers, topics []string, quiet time.Duration, fn func(r *kgo.Record), opts ...kgo.Opt) error {
 	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(topics...),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		kgo.FetchMaxWait(100 * time.Millisecond)}, opts...)...)
+		kgo.KeepControlRecords(), kgo.FetchMaxWait(100 * time.Millisecond)}, opts...)...)
 	if err != nil {
 		return fmt.Errorf("kafkaio: %w", err)
 	}
 	defer cl.Close()
-	wait := quiet
 	// The topics' ends, which also tells unreachable brokers and a topic
 	// that is not there from one that holds nothing: both would read as
 	// no records.
 	lctx, cancel := context.WithTimeout(ctx, listWait)
-	ends, err := kadm.NewClient(cl).ListCommittedOffsets(lctx, topics...)
+	adm := kadm.NewClient(cl)
+	ends, err := adm.ListCommittedOffsets(lctx, topics...)
+	var starts kadm.ListedOffsets
+	if err == nil {
+		starts, err = adm.ListStartOffsets(lctx, topics...)
+	}
 	cancel()
 	if err != nil {
 		return fmt.Errorf("kafkaio: reading %s at %s: %w", strings.Join(topics, ", "), strings.Join(brokers, ","), err)
@@ -51,12 +60,29 @@ func ReadCommitted(ctx context.Context, brokers, topics []string, quiet time.Dur
 			return fmt.Errorf("kafkaio: topic %s at %s does not exist: %w", t, strings.Join(brokers, ","), ErrNoTopic)
 		}
 	}
+	type tp struct {
+		topic string
+		part  int32
+	}
+	left := map[tp]int64{} // the partitions short of their end: the end
+	var listErr error
 	ends.Each(func(o kadm.ListedOffset) {
-		if o.Err == nil && o.Offset > 0 {
-			wait = max(quiet, firstWait)
+		if o.Err != nil {
+			listErr = cmp.Or(listErr, fmt.Errorf("kafkaio: end offset of %s partition %d: %w", o.Topic, o.Partition, o.Err))
+			return
+		}
+		if s, ok := starts.Lookup(o.Topic, o.Partition); ok && s.Err == nil && s.Offset >= o.Offset {
+			return // nothing to read (none written, or all deleted)
+		}
+		if o.Offset > 0 {
+			left[tp{o.Topic, o.Partition}] = o.Offset
 		}
 	})
-	for {
+	if listErr != nil {
+		return listErr
+	}
+	wait := max(quiet, firstWait)
+	for len(left) > 0 {
 		pctx, cancel := context.WithTimeout(ctx, wait)
 		f := cl.PollFetches(pctx)
 		cancel()
@@ -67,11 +93,24 @@ func ReadCommitted(ctx context.Context, brokers, topics []string, quiet time.Dur
 			return err
 		}
 		if f.NumRecords() == 0 {
-			return nil
+			var short []string
+			for p, end := range left {
+				short = append(short, fmt.Sprintf("%s partition %d (end %d)", p.topic, p.part, end))
+			}
+			slices.Sort(short)
+			return fmt.Errorf("kafkaio: reading %s at %s: nothing came for %v before the committed end of %s", strings.Join(topics, ", "), strings.Join(brokers, ","), wait, strings.Join(short, ", "))
 		}
-		wait = quiet
-		f.EachRecord(fn)
+		f.EachRecord(func(r *kgo.Record) {
+			k := tp{r.Topic, r.Partition}
+			if end, ok := left[k]; ok && r.Offset+1 >= end {
+				delete(left, k)
+			}
+			if !r.Attrs.IsControl() {
+				fn(r)
+			}
+		})
 	}
+	return nil
 }
 
 // firstWait bounds ReadCommitted's wait for the first records of topics

@@ -3,6 +3,8 @@ package kafkaio
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -77,5 +79,59 @@ func TestReadCommittedTellsNothingFromNoAnswer(t *testing.T) {
 	}
 	if d := time.Since(start); d > listWait+5*time.Second {
 		t.Errorf("the unreachable brokers took %v to tell", d)
+	}
+}
+
+// TestReadCommittedReadsToTheEnd: a reader reads every committed record
+// up to the topics' committed ends, past an aborted transaction at a
+// partition's tail, however short quiet is and however small each fetch:
+// it used to stop at the first poll that brought nothing within quiet,
+// which on a busy machine left out the tail of a late topic (weir
+// backfill's ledger) or of a test's output.
+func TestReadCommittedReadsToTheEnd(t *testing.T) {
+	brokers := cluster(t, "tail", 3)
+	ctx := context.Background()
+	const per = 3000
+	var want []string
+	for p := range int32(3) {
+		var recs []*kgo.Record
+		for i := range per {
+			v := fmt.Sprintf("%d-%05d", p, i)
+			recs = append(recs, &kgo.Record{Partition: p, Value: []byte(v)})
+			want = append(want, v)
+		}
+		produce(t, brokers, "tail", recs...)
+	}
+	// A committed transaction, then an aborted one at the tail of
+	// partition 0: its records are invisible, its marker is the end.
+	for _, commit := range []bool{true, false} {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.DefaultProduceTopic("tail"), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.TransactionalID("t"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cl.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		v := fmt.Sprintf("tx-%v", commit)
+		if err := cl.ProduceSync(ctx, &kgo.Record{Partition: 0, Value: []byte(v)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		if commit {
+			want = append(want, v)
+		}
+		if err := cl.EndTransaction(ctx, kgo.TransactionEndTry(commit)); err != nil {
+			t.Fatal(err)
+		}
+		cl.Close()
+	}
+	var got []string
+	if err := ReadCommitted(ctx, brokers, []string{"tail"}, time.Nanosecond, func(r *kgo.Record) { got = append(got, string(r.Value)) },
+		kgo.FetchMaxBytes(2000), kgo.FetchMaxPartitionBytes(1000)); err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Fatalf("read %d records, want %d", len(got), len(want))
 	}
 }

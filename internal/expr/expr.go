@@ -292,6 +292,38 @@ type compiler struct {
 	field func(sqlparse.Ident) (int, *sqlparse.Error)
 	// scale gives a decimal field's scale (nil: no field is one).
 	scale func(string) (int, bool)
+	// timeField, timeMillis: the field holding the event time as a
+	// number of another unit than milliseconds, and its conversion.
+	timeField  string
+	timeMillis func(int64) int64
+}
+
+// TimeField says that field holds the event time as a whole number that
+// toMillis turns into epoch milliseconds (seconds: x * 1000): compared
+// with a TIMESTAMP or DATE literal, its number is read so. A field
+// holding epoch milliseconds, or a time's text, needs none.
+func TimeField(field string, toMillis func(int64) int64) Option {
+	return func(c *compiler) { c.timeField, c.timeMillis = field, toMillis }
+}
+
+// asTime is e, x's compiled form, read as a time for a comparison with a
+// time literal: the event-time field in its unit (TimeField), else as
+// millis reads a value.
+func (c compiler) asTime(x sqlparse.Expr, e eval) eval {
+	if r, ok := x.(*sqlparse.Ref); ok && c.timeMillis != nil && len(r.Parts) == 1 && r.Parts[0].Name == c.timeField {
+		conv := c.timeMillis
+		return func(g []*fastjson.Value) value {
+			v := e(g)
+			if v.k == integer {
+				return value{k: integer, i: conv(v.i)}
+			}
+			if ms, ok := millis(v); ok {
+				return value{k: integer, i: ms}
+			}
+			return nullV
+		}
+	}
+	return asTime(e)
 }
 
 // decimal reports whether x is a decimal by its form: a decimal
@@ -356,7 +388,7 @@ func (c compiler) expr(x sqlparse.Expr) eval {
 	case *sqlparse.Between:
 		e, lo, hi := c.expr(x.X), c.expr(x.Lo), c.expr(x.Hi)
 		if isTimeLit(x.X, x.Lo, x.Hi) {
-			e, lo, hi = asTime(e), asTime(lo), asTime(hi)
+			e, lo, hi = c.asTime(x.X, e), c.asTime(x.Lo, lo), c.asTime(x.Hi, hi)
 		}
 		not := x.Not
 		return func(g []*fastjson.Value) value {
@@ -374,9 +406,9 @@ func (c compiler) expr(x sqlparse.Expr) eval {
 			list[i] = c.expr(l)
 		}
 		if isTimeLit(append([]sqlparse.Expr{x.X}, x.List...)...) {
-			e = asTime(e)
+			e = c.asTime(x.X, e)
 			for i := range list {
-				list[i] = asTime(list[i])
+				list[i] = c.asTime(x.List[i], list[i])
 			}
 		}
 		not := x.Not
@@ -760,7 +792,7 @@ func (c compiler) binary(x *sqlparse.Binary) eval {
 		}
 	case "=", "<>", "<", "<=", ">", ">=":
 		if isTimeLit(x.X, x.Y) {
-			a, b = asTime(a), asTime(b)
+			a, b = c.asTime(x.X, a), c.asTime(x.Y, b)
 		}
 		return func(g []*fastjson.Value) value { return cmpOp(op, a(g), b(g)) }
 	case "+", "-", "*", "/", "%":

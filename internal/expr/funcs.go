@@ -79,11 +79,26 @@ func millis(v value) (int64, bool) {
 }
 
 // sqlMillis reads b, yyyy-MM-dd HH:mm:ss with up to nine fraction
-// digits (a T for the space and a trailing Z are read too) or
-// yyyy-MM-dd, without allocating: a WHERE reads a record's time so.
-// False for another form or a date or time that does not exist.
+// digits (a T for the space, and a trailing Z or an offset such as
+// +08:00 as RFC 3339 writes it, are read too) or yyyy-MM-dd, without
+// allocating: a WHERE reads a record's time so. False for another form
+// or a date or time that does not exist.
 func sqlMillis(b []byte) (int64, bool) {
-	b = bytes.TrimSuffix(b, []byte("Z"))
+	var offset int64 // milliseconds east of UTC
+	if n := len(b); n >= 19+6 && (b[n-6] == '+' || b[n-6] == '-') && b[n-3] == ':' {
+		oh, okh := twoDigits(b[n-5 : n-3])
+		om, okm := twoDigits(b[n-2:])
+		if !okh || !okm || oh > 23 || om > 59 {
+			return 0, false
+		}
+		offset = int64(oh*60+om) * 60_000
+		if b[n-6] == '-' {
+			offset = -offset
+		}
+		b = b[:n-6]
+	} else {
+		b = bytes.TrimSuffix(b, []byte("Z"))
+	}
 	num := func(s []byte) (int, bool) {
 		n := 0
 		for _, c := range s {
@@ -124,7 +139,15 @@ func sqlMillis(b []byte) (int64, bool) {
 	if t.Day() != d {
 		return 0, false
 	}
-	return t.UnixMilli(), true
+	return t.UnixMilli() - offset, true
+}
+
+// twoDigits reads two decimal digits.
+func twoDigits(b []byte) (int, bool) {
+	if len(b) != 2 || b[0] < '0' || b[0] > '9' || b[1] < '0' || b[1] > '9' {
+		return 0, false
+	}
+	return int(b[0]-'0')*10 + int(b[1]-'0'), true
 }
 
 // dateTok is a piece of a Java DateTimeFormatter pattern: literal text,

@@ -383,6 +383,13 @@ func NewDecoder(p *spec.Plan, clk clock.Clock) *Decoder {
 		}
 	}
 	decimals := expr.Decimals(func(f string) (int, bool) { sc, ok := scales[f]; return sc, ok })
+	// The event-time field in seconds, microseconds or nanoseconds
+	// compares with a TIMESTAMP literal in that unit.
+	times := expr.TimeField(p.TSField, map[spec.TimeUnit]func(int64) int64{
+		spec.UnitSeconds: func(x int64) int64 { return x * 1000 },
+		spec.UnitMicros:  func(x int64) int64 { return x / 1000 },
+		spec.UnitNanos:   func(x int64) int64 { return x / 1_000_000 },
+	}[p.TSUnit])
 	var deps [][]int // each computed field's, by index of d.computed
 	for i, f := range p.Computed {
 		if xs[i] == nil {
@@ -394,7 +401,7 @@ func NewDecoder(p *spec.Plan, clk clock.Clock) *Decoder {
 			uses = append(uses, at)
 			return at, err
 		}
-		if e, err := expr.CompileValue(xs[i], reads, decimals); err == nil {
+		if e, err := expr.CompileValue(xs[i], reads, decimals, times); err == nil {
 			d.computed = append(d.computed, computed{at: d.fieldAt(f.Name), x: e})
 			deps = append(deps, uses)
 		}
@@ -435,7 +442,7 @@ func NewDecoder(p *spec.Plan, clk clock.Clock) *Decoder {
 				early[at] = true
 				return at, err
 			}
-			d.where, _ = expr.Compile(x, reads, decimals)
+			d.where, _ = expr.Compile(x, reads, decimals, times)
 		}
 	}
 	d.nPre = len(d.computed)

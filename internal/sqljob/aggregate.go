@@ -340,7 +340,7 @@ func (c *compiler) aggregate(call *sqlparse.Call, alias sqlparse.Ident, rel *rel
 		if err != nil {
 			return a, err
 		}
-		if err := c.condition(cond, rel, "FILTER (WHERE ...)"); err != nil {
+		if err := c.condition(cond, rel.table, "FILTER (WHERE ...)"); err != nil {
 			return a, err
 		}
 		if _, err := expr.Compile(cond, func(sqlparse.Ident) (int, *sqlparse.Error) { return 0, nil }); err != nil {

@@ -241,7 +241,7 @@ CREATE TABLE out (user_id STRING, window_start TIMESTAMP(3), window_end TIMESTAM
 		{"unknown aggregate", table + strings.Replace(insert, "COUNT(*) AS n", "SUMM(amount) AS n", 1), `SUMM is not an aggregate weir compiles (at "SUMM"); did you mean "SUM"?`},
 		{"two inserts", table + insert + insert, "a second INSERT; a file holds one"},
 		{"where on an unknown column", table + strings.Replace(insert, "GROUP BY", "WHERE amont > 5 GROUP BY", 1), `table orders has no column amont (at "amont"); did you mean "amount"?`},
-		{"where on the time attribute", table + strings.Replace(insert, "GROUP BY", "WHERE ts > 5 GROUP BY", 1), "ts is not a field of the record (a metadata column, or the time attribute read as the event time)"},
+		{"where comparing the time attribute with a number", table + strings.Replace(insert, "GROUP BY", "WHERE ts > 5 GROUP BY", 1), "5 is a number, which is not compared with a TIMESTAMP_LTZ (as in Flink)"},
 		{"where of a number", table + strings.Replace(insert, "GROUP BY", "WHERE amount + 1 GROUP BY", 1), `WHERE takes a condition (a BOOLEAN), and amount + 1 is a number (at "amount + 1"); write a comparison, such as amount + 1 > 0, or amount + 1 IS NOT NULL`},
 		{"filter of a string", table + strings.Replace(insert, "COUNT(*) AS n", "COUNT(*) FILTER (WHERE user_id) AS n", 1), `FILTER (WHERE ...) takes a condition (a BOOLEAN), and user_id is a string (at "user_id")`},
 		{"filter of a literal", table + strings.Replace(insert, "COUNT(*) AS n", "COUNT(*) FILTER (WHERE 1) AS n", 1), `FILTER (WHERE ...) takes a condition (a BOOLEAN), and 1 is a number`},

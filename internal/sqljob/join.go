@@ -39,6 +39,8 @@ type joinSide struct {
 	// cascade is the window whose results the side's window reads (nil:
 	// it reads a table).
 	cascade *cascaded
+	// types are its aggregates' types, by name.
+	types map[string]numType
 }
 
 // col finds the side's column name.
@@ -78,8 +80,8 @@ func (c *compiler) compileJoin(in *sqlparse.Insert, sel *sqlparse.Select, j *sql
 		}
 	}
 	switch {
-	case sel.Where != nil || sel.Having != nil:
-		return errAt(sel.Pos, "WHERE", "filter each side's rows in its own query", "a filter of a join's rows is not compiled yet")
+	case sel.Having != nil:
+		return errAt(sel.Pos, "HAVING", "filter the join's rows with WHERE, or each side's results with its own HAVING", "a join's rows are not grouped: HAVING needs a GROUP BY")
 	case sel.GroupBy != nil || sel.Distinct:
 		return errAt(sel.Pos, "GROUP BY", "aggregate in each side's query", "an aggregation of a join's rows is not compiled yet (a cascade of a join)")
 	case len(in.Columns) > 0:
@@ -112,9 +114,22 @@ func (c *compiler) compileJoin(in *sqlparse.Insert, sel *sqlparse.Select, j *sql
 	if err := c.joinOn(j, sides, op); err != nil {
 		return err
 	}
-	items, err := joinItems(sel, sides, op)
+	items, err := c.joinItems(sel, sides, op)
 	if err != nil {
 		return err
+	}
+	if sel.Where != nil {
+		// A filter of the joined rows, after the join (an outer join's
+		// padded rows too: WHERE b.k IS NULL keeps a's rows that met
+		// none), as SQL's WHERE over a join.
+		x, err := c.joinExpr(sel.Where, sides, op)
+		if err != nil {
+			return err
+		}
+		if err := c.condition(x, nil, "WHERE"); err != nil {
+			return err
+		}
+		op.Where = sqlparse.FormatExpr(x)
 	}
 	c.job.Spec = left.spec
 	k, err := c.sink(sinkT)
@@ -164,7 +179,14 @@ func (c *compiler) joinSide(f sqlparse.From, base spec.Spec) (*joinSide, error) 
 	if len(s.Aggregate) == 0 {
 		s.Aggregate = []spec.Aggregate{{Name: hiddenCount, Fn: "count"}}
 	}
-	side := &joinSide{alias: sub.Alias.Name, pos: sub.Pos, spec: &s, items: items, cascade: cas}
+	side := &joinSide{alias: sub.Alias.Name, pos: sub.Pos, spec: &s, items: items, cascade: cas, types: map[string]numType{}}
+	for _, a := range s.Aggregate {
+		// The side's aggregates' types, which the other side's
+		// aggregates of the same names would hide.
+		if t, ok := c.computedTypes[a.Name]; ok {
+			side.types[a.Name] = t
+		}
+	}
 	for i, it := range q.Selects[0].Items {
 		name := columnName(it, i)
 		if slices.Contains(side.names, name) {
@@ -337,13 +359,23 @@ func joinCond(x sqlparse.Expr, sides [2]*joinSide, op *spec.JoinOp) error {
 // (alias.column): a window bound, a key of the joined row (the ON
 // equalities under their left names, the sides' other keys), or a value
 // of one side, which op takes as a column of its rows.
-func joinItems(sel *sqlparse.Select, sides [2]*joinSide, op *spec.JoinOp) ([]item, error) {
+func (c *compiler) joinItems(sel *sqlparse.Select, sides [2]*joinSide, op *spec.JoinOp) ([]item, error) {
 	var items []item
 	joined := op.JoinKey(&spec.WindowOp{Key: sides[0].spec.Key}, &spec.WindowOp{Key: sides[1].spec.Key})
 	for _, it := range sel.Items {
+		if it.Star {
+			return nil, errAt(it.Pos, sqlparse.FormatExpr(it.Expr), "select the sides' columns, alias.column, each", "SELECT * of a join is not compiled yet")
+		}
 		ref, ok := it.Expr.(*sqlparse.Ref)
-		if it.Star || !ok {
-			return nil, errAt(it.Pos, sqlparse.FormatExpr(it.Expr), "select the sides' columns, alias.column, each", "only the sides' columns are selected from a join yet")
+		if !ok {
+			// An expression of the joined row's columns (O.total -
+			// P.paid): a results column's expression.
+			x, err := c.joinExpr(it.Expr, sides, op)
+			if err != nil {
+				return nil, err
+			}
+			items = append(items, item{pos: it.Pos, expr: sqlparse.FormatExpr(flinkCasts(x, c.fieldType(nil)))})
+			continue
 		}
 		side, name, x, err := joinRef(ref, sides)
 		if err != nil {
@@ -384,6 +416,73 @@ func joinItems(sel *sqlparse.Select, sides [2]*joinSide, op *spec.JoinOp) ([]ite
 		}
 	}
 	return items, nil
+}
+
+// joinExpr compiles expression x over the join's columns (alias.column)
+// into one over its rows: a window bound or a key of the joined row by
+// its name there (spec.JoinKey's), a value of a side as a column op
+// takes for it (_weir_x_N, typed as its side types it). A bound or an
+// equality's column of a side that an outer join may lack is null when
+// that side is absent, as SQL pads it (the row keeps the other side's).
+func (c *compiler) joinExpr(x sqlparse.Expr, sides [2]*joinSide, op *spec.JoinOp) (sqlparse.Expr, error) {
+	var bad error
+	// A window bound as a string is its time's text, as Flink casts a
+	// TIMESTAMP(3), not its epoch milliseconds.
+	x = mapExpr(x, func(e sqlparse.Expr) sqlparse.Expr {
+		if cast, ok := e.(*sqlparse.Cast); ok && isString(cast.Type) {
+			if ref, ok := cast.X.(*sqlparse.Ref); ok {
+				if _, _, it, err := joinRef(ref, sides); err == nil && isBound(it.from) {
+					return timeText(cast.Pos, ref)
+				}
+			}
+		}
+		return e
+	})
+	out := rewriteRefs(x, func(r *sqlparse.Ref) sqlparse.Expr {
+		side, _, it, err := joinRef(r, sides)
+		if err == nil && it.expr != "" {
+			err = errAt(r.Parts[0].Pos, sqlparse.FormatExpr(r), "select the columns the expression reads, or compute it in the side's query over its aggregates", "%s is an expression of its side's results, which an expression of the join does not read yet", sqlparse.FormatExpr(r))
+		}
+		if err != nil {
+			bad = cmp.Or(bad, err)
+			return r
+		}
+		pos := r.Parts[0].Pos
+		right := side == 1
+		var name string
+		switch {
+		case isBound(it.from):
+			name = it.from
+		case !it.agg && slices.Contains(sides[side].spec.Key, it.from):
+			name, _ = op.KeyName(sides[0].spec.Key, sides[1].spec.Key, right, it.from)
+			if !slices.ContainsFunc(op.On, func(o spec.JoinOn) bool { return right && o.Right == it.from || !right && o.Left == it.from }) {
+				// A key of one side alone: null in a row without it.
+				return &sqlparse.Ref{Parts: []sqlparse.Ident{{Pos: pos, Name: name}}}
+			}
+		default:
+			// A side's value: null in a row without that side.
+			i := slices.IndexFunc(op.Columns, func(col spec.JoinColumn) bool {
+				return col.Right == right && col.Field == it.from && strings.HasPrefix(col.Name, "_weir_x_")
+			})
+			if i < 0 {
+				i = len(op.Columns)
+				op.Columns = append(op.Columns, spec.JoinColumn{Name: fmt.Sprintf("_weir_x_%d", i), Right: right, Field: it.from})
+				if t, ok := sides[side].types[it.from]; ok {
+					c.setComputedType(op.Columns[i].Name, t)
+				}
+			}
+			return &sqlparse.Ref{Parts: []sqlparse.Ident{{Pos: pos, Name: op.Columns[i].Name}}}
+		}
+		ref := &sqlparse.Ref{Parts: []sqlparse.Ident{{Pos: pos, Name: name}}}
+		if op.Type == spec.FullJoin || op.Type == spec.LeftJoin && right || op.Type == spec.RightJoin && !right {
+			has := presence(sides[side], right, op)
+			return &sqlparse.Case{Pos: pos, Whens: []sqlparse.When{{
+				Cond:   &sqlparse.IsNull{Pos: pos, X: &sqlparse.Ref{Parts: []sqlparse.Ident{{Pos: pos, Name: has}}}, What: "NULL"},
+				Result: &sqlparse.Lit{Pos: pos, Kind: "null", Text: "NULL"}}}, Else: ref}
+		}
+		return ref
+	})
+	return out, bad
 }
 
 // presence returns the name of a column of the join's rows that is null

@@ -704,7 +704,7 @@ func (c *compiler) where(x sqlparse.Expr, rel *relation, filter string) error {
 		if err != nil {
 			return err
 		}
-		if err := c.condition(x, rel, "WHERE"); err != nil {
+		if err := c.condition(x, rel.table, "WHERE"); err != nil {
 			return err
 		}
 		if _, err := expr.Compile(x, func(sqlparse.Ident) (int, *sqlparse.Error) { return 0, nil }); err != nil {
@@ -721,13 +721,17 @@ func (c *compiler) where(x sqlparse.Expr, rel *relation, filter string) error {
 	return nil
 }
 
-// condition refuses x, clause's expression over rel's record fields
-// (c.fields), when it is no condition: a number, a string or a time, as
+// condition refuses x, clause's expression over the record fields of
+// table t (c.fields; nil: over results, typed by computedTypes), when it
+// is no condition: a number, a string or a time, as
 // Flink's planner refuses a WHERE or FILTER that is not a BOOLEAN (weir
 // would read it as never true).
-func (c *compiler) condition(x sqlparse.Expr, rel *relation, clause string) error {
+func (c *compiler) condition(x sqlparse.Expr, t *sqlparse.CreateTable, clause string) error {
+	if err := c.timeCompares(x, t); err != nil {
+		return err
+	}
 	var what string
-	switch typeOf(x, c.fieldType(rel.table)).kind {
+	switch typeOf(x, c.fieldType(t)).kind {
 	case tInt, tDec, tFloat:
 		what = "a number"
 	case tStr:
@@ -753,6 +757,15 @@ func (c *compiler) fields(x sqlparse.Expr, rel *relation) (sqlparse.Expr, error)
 		switch {
 		case err != nil:
 			bad = cmp.Or(bad, err)
+		case !c.isField(rel, col) && col.name == c.timeAttr && len(rest) == 0 && rel.results == nil && col.expr == nil && timeAttrExpr(rel, col) != nil:
+			// A computed time attribute (TO_TIMESTAMP_LTZ(ts, 3)),
+			// which no field holds: its expression, over the fields.
+			x, err := c.fields(timeAttrExpr(rel, col), rel)
+			if err != nil {
+				bad = cmp.Or(bad, err.(*sqlparse.Error))
+				return r
+			}
+			return x
 		case !c.isField(rel, col):
 			bad = cmp.Or(bad, errAt(id.Pos, id.Name, "filter and compute on the record's own fields and computed columns", "%s is not a field of the record (a metadata column, or the time attribute read as the event time)", id.Name))
 		default:
@@ -777,7 +790,7 @@ func (c *compiler) isField(rel *relation, col *relCol) bool {
 		return !isProctime(col.expr)
 	}
 	bc := column(rel.table, col.name)
-	return bc != nil && !bc.Metadata && col.name != c.timeAttr && !isProctime(bc.Computed)
+	return bc != nil && !bc.Metadata && (col.name != c.timeAttr || bc.Computed == nil) && !isProctime(bc.Computed)
 }
 
 // insertable refuses the query's column i (1-based), of type t, into
@@ -828,4 +841,76 @@ func rewriteRefs(x sqlparse.Expr, f func(*sqlparse.Ref) sqlparse.Expr) sqlparse.
 		}
 		return e
 	})
+}
+
+// timeCompares refuses a comparison in x (a condition over the fields of
+// table t) of a number with a TIMESTAMP or DATE literal, as Flink's
+// planner does: a BIGINT of epoch seconds would be read as milliseconds.
+func (c *compiler) timeCompares(x sqlparse.Expr, t *sqlparse.CreateTable) error {
+	var bad error
+	// timeOf names what is a time in a comparison: a TIMESTAMP or DATE
+	// literal, a column of such a type ("" for other operands).
+	timeOf := func(e sqlparse.Expr) string {
+		switch e := e.(type) {
+		case *sqlparse.TypedLit:
+			return "a " + e.Type + " literal"
+		case *sqlparse.Call:
+			if strings.EqualFold(tableName(e.Name), "TO_TIMESTAMP_LTZ") {
+				return "a TIMESTAMP_LTZ"
+			}
+		case *sqlparse.Ref:
+			if typeOf(e, c.fieldType(t)).kind == tTimeLTZ {
+				return "a time"
+			}
+			if dt := declaredType(t, e.Parts); dt != nil {
+				switch n := strings.ToUpper(dt.Name); n {
+				case "TIMESTAMP", "TIMESTAMP_LTZ", "DATE":
+					return "a " + n
+				}
+			}
+		}
+		return ""
+	}
+	check := func(xs ...sqlparse.Expr) {
+		var what string
+		for _, e := range xs {
+			what = cmp.Or(what, timeOf(e))
+		}
+		if what == "" {
+			return
+		}
+		for _, e := range xs {
+			switch k := typeOf(e, c.fieldType(t)).kind; k {
+			case tInt, tDec, tFloat:
+				text := sqlparse.FormatExpr(e)
+				bad = cmp.Or(bad, error(errAt(sqlparse.ExprPos(e), text, "compare times: TO_TIMESTAMP_LTZ(x, 3) of a number of epoch milliseconds (0: seconds), TIMESTAMP '2026-01-01 00:00:00' for a literal",
+					"%s is a number, which is not compared with %s (as in Flink)", text, what)))
+			}
+		}
+	}
+	mapExpr(x, func(e sqlparse.Expr) sqlparse.Expr {
+		switch e := e.(type) {
+		case *sqlparse.Binary:
+			switch e.Op {
+			case "=", "<>", "<", "<=", ">", ">=":
+				check(e.X, e.Y)
+			}
+		case *sqlparse.Between:
+			check(e.X, e.Lo, e.Hi)
+		case *sqlparse.In:
+			check(append([]sqlparse.Expr{e.X}, e.List...)...)
+		}
+		return e
+	})
+	return bad
+}
+
+// timeAttrExpr is the expression of rel's computed column col (nil for
+// another column).
+func timeAttrExpr(rel *relation, col *relCol) sqlparse.Expr {
+	bc := column(rel.table, col.name)
+	if bc == nil || bc.Metadata || isProctime(bc.Computed) {
+		return nil
+	}
+	return bc.Computed
 }

@@ -196,6 +196,11 @@ func Backfill(p *spec.Plan, o BackfillOptions) (BackfillReport, error) {
 	if err := oneWindow(p); err != nil {
 		return BackfillReport{}, &RefusedError{Err: err}
 	}
+	if p.Having != "" {
+		// Its results hold the windows the having kept: a window it
+		// dropped has no row or archived revision to fold into.
+		return BackfillReport{}, refused("weir does not revise a job with a having (%s): a window the having dropped was never written, so its revision would be its late records alone, and a revision could pass the having its window failed; the ledger keeps the job's too-late records, counted", p.Having)
+	}
 	switch rev := revision(p); {
 	case s.Archive == nil && rev != connector.ReviseTable:
 		also := ""

@@ -475,3 +475,24 @@ func TestBackfillRefusesSessionsWithoutTable(t *testing.T) {
 		t.Errorf("got %v, want a refusal saying sessions are not revised", err)
 	}
 }
+
+// TestBackfillRefusesHaving: a job with a having is refused, saying why
+// (a window the having dropped has no row to fold its late records
+// into: its revision would be them alone), for a results table and
+// appended results with an archive alike, and validate warns of it.
+func TestBackfillRefusesHaving(t *testing.T) {
+	for results, after := range map[string]string{"{type: sqlite, path: out.db}": "", "{type: jsonl, path: out.jsonl}": "archive: {dir: archive}\n"} {
+		yaml := strings.Replace(orderJob("having", results, "{type: ledger, dir: ledger}", after+"having: total >= 10\n"), "allowed_lateness: 10s\n", "", 1)
+		p, err := spec.Parse([]byte(yaml))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(p.Warnings.Error(), "weir backfill will not merge") {
+			t.Errorf("%s: no warning that backfill will not merge the late records: %q", results, p.Warnings)
+		}
+		_, err = Backfill(p, BackfillOptions{Dir: t.TempDir(), DryRun: true})
+		if _, ok := errors.AsType[*RefusedError](err); !ok || !strings.Contains(err.Error(), "weir does not revise a job with a having (total >= 10)") {
+			t.Errorf("%s: got %v, want a refusal saying a having job is not revised", results, err)
+		}
+	}
+}

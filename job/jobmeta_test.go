@@ -391,3 +391,45 @@ func TestResumePostgresURL(t *testing.T) {
 		t.Fatalf("table after the resume:\n%.2000s\nwant\n%.2000s", got, want)
 	}
 }
+
+// TestResumeRefusesLostTable: a crashed run into SQLite whose database is
+// removed before the resume is refused, naming the table and the
+// checkpoint: the resume would not write again the rows the checkpoint
+// covers (it recreated the table and ran on, its summary counting rows
+// the table did not hold). With the database kept, it resumes.
+func TestResumeRefusesLostTable(t *testing.T) {
+	p, err := spec.Parse([]byte(fmt.Sprintf(jobtest.OrderJob, "sqlite", "out.db")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	o := RunOptions{Dir: dir, Deterministic: true, Now: jobtest.TestNow, CheckpointDir: filepath.Join(dir, "ck"), CheckpointInterval: time.Millisecond}
+	crashRun(t, p, o, "after-manifest", 3)
+	saved := t.TempDir()
+	for _, f := range []string{"out.db", "out.db-wal", "out.db-shm"} {
+		if err := os.Rename(filepath.Join(dir, f), filepath.Join(saved, f)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			t.Fatal(err)
+		}
+	}
+	j, err := Open(p, o)
+	if err == nil {
+		j.Run(context.Background())
+		t.Fatal("a resume into a removed database was not refused")
+	}
+	if !strings.Contains(err.Error(), "table results holds no rows of run") || !strings.Contains(err.Error(), "but checkpoint 3 covers") {
+		t.Fatalf("the refusal: %v", err)
+	}
+	for _, f := range []string{"out.db", "out.db-wal", "out.db-shm"} {
+		os.Remove(filepath.Join(dir, f)) // the empty database the refused open made
+		if err := os.Rename(filepath.Join(saved, f), filepath.Join(dir, f)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			t.Fatal(err)
+		}
+	}
+	j, err = Open(p, o)
+	if err != nil {
+		t.Fatalf("a resume into the kept database: %v", err)
+	}
+	if _, err := j.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -139,7 +139,9 @@ type Job struct {
 	// resume: the outputs are cut back to the checkpoint instead).
 	run        int64
 	appendRuns bool
-	fresh      bool // the run starts here (no checkpoint restored)
+	// task: the job is a group's task (RunOptions.Task set).
+	task  bool
+	fresh bool // the run starts here (no checkpoint restored)
 	// removeState removes the pebble backend's scratch directory.
 	removeState func()
 	// locks are the run's locks when the job took them (Open without
@@ -457,6 +459,7 @@ func (o RunOptions) Path(p string) string {
 }
 
 func (j *Job) build(o RunOptions) error {
+	j.task = o.Task != nil
 	restoring := j.ck != nil && j.ck.restored != nil
 	if restoring {
 		j.restoredAt = time.Now()

@@ -372,7 +372,7 @@ func (j *Job) openRecords(op *spec.SinkOp, role connector.SinkRole, open func(*s
 func (j *Job) openResults(b *branch, op *spec.SinkOp, open func(*spec.SinkOp, connector.SinkRole) (*msgSink, error)) (resultSink, error) {
 	r := op.Config
 	if kind, ok := j.plan.Kinds().Lookup(r.Type); ok && kind.Sink != nil && kind.Sink.OpenResults != nil {
-		return j.openTableResults(b.plan, op, kind.Sink.OpenResults)
+		return j.openTableResults(b, op, kind.Sink.OpenResults)
 	}
 	m, err := open(op, connector.RoleResults)
 	if err != nil {
@@ -449,7 +449,8 @@ type tableResults struct {
 // function; a path setting is resolved from the spec's directory, and
 // the input file is refused. The sink is begun as a fresh start or a
 // run that keeps earlier rows begins it (startTable).
-func (j *Job) openTableResults(plan *spec.Plan, op *spec.SinkOp, open func(context.Context, connector.ResultsOpen) (connector.ResultsSink, error)) (resultSink, error) {
+func (j *Job) openTableResults(b *branch, op *spec.SinkOp, open func(context.Context, connector.ResultsOpen) (connector.ResultsSink, error)) (resultSink, error) {
+	plan := b.plan
 	r := op.Config
 	if err := j.notInput(r); err != nil {
 		return nil, err
@@ -465,11 +466,43 @@ func (j *Job) openTableResults(plan *spec.Plan, op *spec.SinkOp, open func(conte
 		return nil, fmt.Errorf("%s: %w", op.Path, err)
 	}
 	begin, err := j.startTable(op.Name, op.Path, cmp.Or(r.Table, "results"), func() (int64, error) { return s.MaxRun(j.sinkCtx) }, func() (int64, error) { return s.Reset(j.sinkCtx) })
+	if err == nil && begin == nil && !j.startsFresh(op.Name) {
+		err = j.tableKept(b, op, s)
+	}
 	if err != nil {
 		// After an error a sink is only closed.
 		return nil, errors.Join(err, s.Close())
 	}
 	return &tableResults{s: s, j: j, keys: plan.Key, vals: vals, batch: batchRows(r), begin: begin}, nil
+}
+
+// tableKept refuses to resume into table sink s of branch b when the
+// checkpoint restored says results were written to it and the table
+// holds no row of the run: the table (or its database file) was removed
+// or emptied outside weir, and the rows the checkpoint covers would
+// never be written again (a results file shorter than its checkpoint is
+// refused so too). A group's task, whose table rows come from its
+// committed outbox, is not checked here.
+func (j *Job) tableKept(b *branch, op *spec.SinkOp, s connector.ResultsSink) error {
+	if j.ck == nil || j.ck.restored == nil || j.task {
+		return nil
+	}
+	written := j.out.c.Results
+	if w := j.out.c.window(b.i); w != nil {
+		written = w.Results
+	}
+	if written == 0 {
+		return nil
+	}
+	last, err := s.MaxRun(j.sinkCtx)
+	if err != nil {
+		return fmt.Errorf("%s: %w", op.Path, err)
+	}
+	if last < j.out.c.Run {
+		return fmt.Errorf("%s: table %s holds no rows of run %d, but checkpoint %d covers %d results written to it: the table or its database was removed or emptied outside weir, and a resume would not write those rows again; restore it, or start over with a fresh run (--fresh)",
+			op.Path, cmp.Or(op.Config.Table, "results"), j.out.c.Run, j.ck.restored.ID, written)
+	}
+	return nil
 }
 
 // start begins the run in the table (startTable's begin) before the

@@ -429,7 +429,10 @@ func (c *compiler) compile() {
 			c.add("alerts.late_ratio", fmt.Sprintf("%v is above late_ratio_critical %v", p.LateRatioWarn, p.LateRatioCrit), "make the warning level the lower one")
 		}
 	}
-	if r, l := s.Sinks.Primary(), s.Sinks.Late; s.Archive == nil && r != nil && c.reg.Revise(r.Type) == connector.ReviseLog && keepsForBackfill(l) && s.Window.Type != "session" {
+	if s.Having != "" && keepsForBackfill(s.Sinks.Late) {
+		c.warn("having", fmt.Sprintf("sinks.late (%s) keeps the too-late records, which weir backfill will not merge: a window the having dropped was never written, so its revision would be its late records alone, and a revision could pass the having its window failed", s.Sinks.Late.Type),
+			"keep the having out of the job and filter where the results are read, if the too-late records are to be merged back")
+	} else if r, l := s.Sinks.Primary(), s.Sinks.Late; s.Archive == nil && r != nil && c.reg.Revise(r.Type) == connector.ReviseLog && keepsForBackfill(l) && s.Window.Type != "session" {
 		c.warn("archive", fmt.Sprintf("sinks.late (%s) keeps the too-late records for weir backfill, which cannot merge them into %s results without an archive of the closed windows", l.Type, r.Type),
 			"add archive: {dir: archive} (or a sqlite or postgres results table, which keeps the windows in its rows)")
 	}
@@ -1344,8 +1347,12 @@ func checkExpr(src string, names []string, pred bool) *sqlparse.Error {
 		if i := slices.Index(names, id.Name); i >= 0 {
 			return i, nil
 		}
-		return 0, &sqlparse.Error{Pos: id.Pos, Text: id.Name, Msg: fmt.Sprintf("%s is neither a key field nor an aggregate", id.Name),
-			Hint: suggest.Or(id.Name, names, "name a key field or an aggregate: "+strings.Join(names, ", "))}
+		what := "neither a key field nor an aggregate"
+		if slices.Contains(names, ColWindowStart) {
+			what = "neither a key field, an aggregate nor a window bound"
+		}
+		return 0, &sqlparse.Error{Pos: id.Pos, Text: id.Name, Msg: fmt.Sprintf("%s is %s", id.Name, what),
+			Hint: suggest.Or(id.Name, names, "name one of "+strings.Join(names, ", "))}
 	}
 	switch {
 	case err != nil:

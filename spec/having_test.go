@@ -11,7 +11,7 @@ import (
 func TestHavingChecked(t *testing.T) {
 	for _, c := range []struct{ extra, want string }{
 		{"having: n > 2 AND k <> 'x'\n", ""},
-		{"having: amount > 2\n", "having: column 1: amount is neither a key field nor an aggregate; name a key field or an aggregate: k, n"},
+		{"having: amount > 2\n", "having: column 1: amount is neither a key field, an aggregate nor a window bound; name one of k, n, window_start, window_end, window_time"},
 		{"having: n >\n", "having: column"},
 		{"having: n > 2\nallowed_lateness: 1m\n", "a late firing with allowed lateness could not take back"},
 		{"having: n > 2\ntrigger: {type: continuous, interval: 10s}\n", "may fire a window more than once"},
@@ -32,7 +32,7 @@ func TestHavingChecked(t *testing.T) {
 func TestColumnExprChecked(t *testing.T) {
 	for _, c := range []struct{ cols, want string }{
 		{"[{name: k}, {name: twice, expr: n * 2}]", ""},
-		{"[{name: x, expr: amount * 2}]", "columns[0].expr: column 1: amount is neither a key field nor an aggregate"},
+		{"[{name: x, expr: amount * 2}]", "columns[0].expr: column 1: amount is neither a key field, an aggregate nor a window bound"},
 		{"[{name: x, expr: n * 2, from: n}]", "a column has from, or expr"},
 		{"[{name: x, expr: n * 2, time: timestamp}]", ""},
 		{"[{name: x, expr: n * 2, time: iso}]", `columns[0].time: "iso" is not a time format`},

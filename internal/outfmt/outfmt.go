@@ -146,12 +146,26 @@ func SplitKey(k string, n int) []string {
 }
 
 // SpecHash identifies what a ledger entry means to a backfill: the key,
-// the window, the aggregates and how timestamps are read. A backfill
-// refuses entries written under another (their windows or accumulators
-// would not match), unless told to accept that hash.
+// the window, the aggregates, how timestamps are read, and what the
+// aggregates read of a record (the computed fields, the where, the
+// decimal fields). A backfill refuses entries written under another
+// (their windows or accumulators would not match: a sum of a changed
+// computed field would add the new formula's values to the old one's),
+// unless told to accept that hash. The last three count only when set,
+// so that a job without them keeps the hash it had before they did.
 func SpecHash(p *spec.Plan) string {
-	b, _ := json.Marshal(map[string]any{"time": p.Time, "ts_field": p.TSField, "ts_unit": p.TSUnit,
-		"key": p.Key, "window": json.RawMessage(p.Definition.Window), "aggregate": p.Aggregates})
+	m := map[string]any{"time": p.Time, "ts_field": p.TSField, "ts_unit": p.TSUnit,
+		"key": p.Key, "window": json.RawMessage(p.Definition.Window), "aggregate": p.Aggregates}
+	if len(p.Computed) > 0 {
+		m["computed"] = p.Computed
+	}
+	if p.Where != "" {
+		m["where"] = p.Where
+	}
+	if len(p.Decimals) > 0 {
+		m["decimals"] = p.Decimals
+	}
+	b, _ := json.Marshal(m)
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:4])
 }

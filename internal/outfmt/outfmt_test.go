@@ -100,3 +100,32 @@ func TestJavaFloat(t *testing.T) {
 		}
 	}
 }
+
+// TestSpecHashReadsWhatAggregatesRead: a changed computed field, where or
+// decimal field changes the hash (a backfill would add the new formula's
+// values to accumulators of the old one); a plan without them keeps the
+// hash it had before they counted.
+func TestSpecHashReadsWhatAggregatesRead(t *testing.T) {
+	base := func() *spec.Plan {
+		return &spec.Plan{Time: spec.EventTime, TSField: "ts", Key: []string{"u"}, Aggregates: []spec.Aggregate{{Name: "total", Fn: "sum", Field: "amount"}}}
+	}
+	const old = "0e852018" // base's hash before computed fields, wheres and decimals counted
+	if h := SpecHash(base()); h != old {
+		t.Errorf("a plan without computed fields, where or decimals: hash %s, want %s as before", h, old)
+	}
+	seen := map[string]string{SpecHash(base()): "base"}
+	for name, mod := range map[string]func(p *spec.Plan){
+		"computed":         func(p *spec.Plan) { p.Computed = []spec.ComputedField{{Name: "amount", Expr: "p * q"}} },
+		"computed changed": func(p *spec.Plan) { p.Computed = []spec.ComputedField{{Name: "amount", Expr: "p * q * 100"}} },
+		"where":            func(p *spec.Plan) { p.Where = "amount > 1" },
+		"decimals":         func(p *spec.Plan) { p.Decimals = []spec.DecimalField{{Field: "amount", Scale: 2}} },
+	} {
+		p := base()
+		mod(p)
+		h := SpecHash(p)
+		if other, ok := seen[h]; ok {
+			t.Errorf("%s: hash %s, the same as %s's", name, h, other)
+		}
+		seen[h] = name
+	}
+}

@@ -1305,12 +1305,12 @@ func checkColumns(path string, cols []Column, key []string, aggs []Aggregate, ad
 				suggest.Or(col.From, slices.Sorted(maps.Keys(from)), "name a key field, an aggregate or a window bound"))
 		}
 		switch col.Time {
-		case "", "ms", "timestamp", "timestamp_ltz":
+		case "", "ms", "timestamp", "timestamp_ltz", "date":
 			if col.Time != "" && col.Time != "ms" && slices.Contains([]string{"firing", "run", "pane"}, col.From) {
 				add(at+".time", col.From+" is not a time", "remove time; it formats window_start, window_end, window_time, watermark, and key fields and aggregates that hold epoch milliseconds")
 			}
 		default:
-			add(at+".time", fmt.Sprintf("%q is not a time format", col.Time), "use ms, timestamp or timestamp_ltz")
+			add(at+".time", fmt.Sprintf("%q is not a time format", col.Time), "use ms, timestamp, timestamp_ltz or date")
 		}
 	}
 }
@@ -1324,9 +1324,9 @@ func checkColumnExpr(at string, col *Column, key []string, aggs []Aggregate, add
 		return
 	}
 	switch col.Time {
-	case "", "ms", "timestamp", "timestamp_ltz":
+	case "", "ms", "timestamp", "timestamp_ltz", "date":
 	default:
-		add(at+".time", fmt.Sprintf("%q is not a time format", col.Time), "use ms, timestamp or timestamp_ltz")
+		add(at+".time", fmt.Sprintf("%q is not a time format", col.Time), "use ms, timestamp, timestamp_ltz or date")
 	}
 	names := slices.Clone(key)
 	for _, a := range aggs {

@@ -619,7 +619,8 @@ type Column struct {
 	// (and a key field or an aggregate that holds epoch milliseconds) are
 	// written: ms (default: epoch milliseconds), timestamp (as Flink's
 	// JSON format writes a TIMESTAMP(3), 2026-01-01 00:05:00.000, in
-	// UTC) or timestamp_ltz (a TIMESTAMP_LTZ(3): the same with a Z). An
+	// UTC), timestamp_ltz (a TIMESTAMP_LTZ(3): the same with a Z) or
+	// date (a DATE held as its midnight's milliseconds: 2026-01-01). An
 	// infinite watermark, and the bounds of the global window, are null;
 	// a field's value that is no integer is written as it is. It applies
 	// to an Expr's value too.

@@ -1267,11 +1267,29 @@ func (c compiler) cast(x *sqlparse.Cast) eval {
 			}
 			return value{k: str, s: []byte(strconv.FormatBool(v.b))}
 		}
+	case "TIMESTAMP", "TIMESTAMP_LTZ", "DATE":
+		// A time as epoch milliseconds (UTC), as TO_TIMESTAMP_LTZ and a
+		// window bound are: a TIMESTAMP's text (or RFC 3339), or a
+		// number of milliseconds; a DATE at its day's midnight.
+		date := t == "DATE"
+		return func(g []*fastjson.Value) value {
+			ms, ok := millis(e(g))
+			if !ok {
+				return nullV
+			}
+			if date {
+				ms -= ((ms % dayMillis) + dayMillis) % dayMillis
+			}
+			return value{k: integer, i: ms}
+		}
 	default:
-		c.fail(x.Pos, x.Type.Name, "cast to BIGINT, INT, DOUBLE, DECIMAL, BOOLEAN or STRING", "CAST to %s is not supported in weir's expressions", t)
+		c.fail(x.Pos, x.Type.Name, "cast to BIGINT, INT, DOUBLE, DECIMAL, BOOLEAN, STRING, TIMESTAMP or DATE", "CAST to %s is not supported in weir's expressions", t)
 	}
 	return nil
 }
+
+// dayMillis is a day's milliseconds.
+const dayMillis = 24 * 60 * 60 * 1000
 
 func (c compiler) call(x *sqlparse.Call) eval {
 	name := strings.ToUpper(x.Name.Parts[len(x.Name.Parts)-1].Name)

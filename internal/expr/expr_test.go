@@ -25,6 +25,8 @@ func TestKeep(t *testing.T) {
 		{"ts = TIMESTAMP '2026-01-01 00:00:05' AND ms = TIMESTAMP '2026-01-01 00:00:05'", true},
 		{"ts >= TIMESTAMP '2026-01-01 00:00:06'", false},
 		{"ts BETWEEN DATE '2026-01-01' AND TIMESTAMP '2026-01-01 00:01'", true},
+		{"CAST(ts AS TIMESTAMP(3)) = 1767225605000 AND CAST(ts AS DATE) = 1767225600000 AND CAST(ms AS TIMESTAMP_LTZ(3)) = ms", true},
+		{"CAST(region AS TIMESTAMP) IS NULL", true},
 		{"ms IN (TIMESTAMP '2026-01-01 00:00:00', TIMESTAMP '2026-01-01 00:00:05')", true},
 		{"region > TIMESTAMP '2026-01-01 00:00:00' OR NOT (region <= TIMESTAMP '2026-01-01 00:00:00')", false},
 		{"amount > 100 AND region = 'us'", false},
@@ -126,7 +128,7 @@ func TestCompileErrors(t *testing.T) {
 	for where, want := range map[string]string{
 		"MODE(a, 2) = 0":                 `1:1: function MODE is not supported in weir's expressions (at "MODE"); did you mean "MOD"?`,
 		"a > 1 AND nope = 2":             `1:11: unknown column nope (at "nope")`,
-		"CAST(a AS DATE) > 1":            "CAST to DATE is not supported",
+		"CAST(a AS TIME) > 1":            "CAST to TIME is not supported",
 		"CAST(a AS DECIMAL(10, 18)) > 1": "CAST to DECIMAL(10, 18) is not supported",
 		"CAST(a AS DECIMAL(0, 0)) > 1":   "CAST to DECIMAL(0, 0) is not supported",
 		"MOD(a) = 1":                     "MOD takes 2 argument(s)",

@@ -308,15 +308,23 @@ func appendTime(b []byte, format string, t etime.Time, inf bool) []byte {
 			b = append(b, 'Z')
 		}
 		return append(b, '"')
+	case format == "date":
+		b = append(b, '"')
+		b = time.UnixMilli(int64(t)).UTC().AppendFormat(b, DateLayout)
+		return append(b, '"')
 	}
 	return strconv.AppendInt(b, int64(t), 10)
 }
+
+// DateLayout is how a row writes a DATE (format "date"), as Flink's JSON
+// format does.
+const DateLayout = "2006-01-02"
 
 // appendFieldTime appends a key field's or an aggregate's JSON value v,
 // as a time in format (spec.Column.Time) when it is an integer (epoch
 // milliseconds), else as it is.
 func appendFieldTime[S ~string | ~[]byte](b []byte, format string, v S) []byte {
-	if format == "timestamp" || format == "timestamp_ltz" {
+	if format == "timestamp" || format == "timestamp_ltz" || format == "date" {
 		if ms, err := strconv.ParseInt(string(v), 10, 64); err == nil {
 			return appendTime(b, format, etime.Time(ms), false)
 		}
@@ -328,12 +336,16 @@ func appendFieldTime[S ~string | ~[]byte](b []byte, format string, v S) []byte {
 // milliseconds; ok false when it is not one.
 func ParseTime(raw []byte, format string) (ms int64, ok bool) {
 	switch format {
-	case "timestamp", "timestamp_ltz":
+	case "timestamp", "timestamp_ltz", "date":
 		var s string
 		if json.Unmarshal(raw, &s) != nil {
 			return 0, false
 		}
-		t, err := time.Parse(TimeLayout, strings.TrimSuffix(s, "Z"))
+		layout := TimeLayout
+		if format == "date" {
+			layout = DateLayout
+		}
+		t, err := time.Parse(layout, strings.TrimSuffix(s, "Z"))
 		return t.UnixMilli(), err == nil
 	}
 	n, err := strconv.ParseInt(string(raw), 10, 64)

@@ -366,6 +366,9 @@ func (c *compiler) aggregate(call *sqlparse.Call, alias sqlparse.Ident, rel *rel
 		return a, err
 	}
 	t := typeOf(x, c.fieldType(rel.table))
+	if a.Fn == "min" || a.Fn == "max" {
+		x, t = c.timeArg(x, t, rel, call.Pos)
+	}
 	c.setComputedType(a.Name, aggType(a.Fn, t))
 	switch a.Fn {
 	case "sum", "avg", "min", "max":
@@ -412,4 +415,28 @@ func (c *compiler) aggregate(call *sqlparse.Call, alias sqlparse.Ident, rel *rel
 		a.Fn = "count"
 	}
 	return a, nil
+}
+
+// timeArg is x, the argument of a MIN or MAX over rel of type t, as the
+// aggregate reads a time: a column declared TIMESTAMP(3), TIMESTAMP_LTZ
+// or DATE, which the record holds as text, cast to epoch milliseconds
+// (a DATE's midnight), its type a time that rows write as one; a window
+// bound of a windowed view's results (epoch milliseconds already) a
+// TIMESTAMP(3). Other arguments are as they are.
+func (c *compiler) timeArg(x sqlparse.Expr, t numType, rel *relation, pos sqlparse.Pos) (sqlparse.Expr, numType) {
+	if ref, ok := x.(*sqlparse.Ref); ok && rel.results != nil && len(ref.Parts) == 1 {
+		if from, ok := rel.results[ref.Parts[0].Name]; ok && isBound(from) {
+			return x, numType{kind: tTime}
+		}
+	}
+	ty := c.columnType(x, rel)
+	if ty == nil || t.kind == tTimeLTZ {
+		return x, t
+	}
+	switch n := strings.ToUpper(ty.Name); n {
+	case "TIMESTAMP", "TIMESTAMP_LTZ", "DATE":
+		cast := &sqlparse.Cast{Pos: pos, X: x, Type: &sqlparse.Type{Pos: pos, Name: n, LocalTZ: ty.LocalTZ}}
+		return cast, typeOf(cast, c.fieldType(rel.table))
+	}
+	return x, t
 }

@@ -27,6 +27,13 @@ const (
 	// tTimeLTZ is a TIMESTAMP_LTZ(3) that a field holds as epoch
 	// milliseconds (TO_TIMESTAMP_LTZ): a row writes it as a time.
 	tTimeLTZ
+	// tTime is a TIMESTAMP(3) that a field holds as epoch milliseconds
+	// (a CAST to TIMESTAMP, MIN or MAX of a TIMESTAMP column, of a
+	// window bound): a row writes it as a TIMESTAMP(3), without a Z.
+	tTime
+	// tDate is a DATE that a field holds as the epoch milliseconds of
+	// its midnight (UTC): a row writes it as 2026-01-01.
+	tDate
 	// tStr is a string (STRING, VARCHAR, CHAR, a string literal or a
 	// string function's result): MIN and MAX of it compare strings.
 	tStr
@@ -129,6 +136,19 @@ func typeOf(x sqlparse.Expr, field func(parts []sqlparse.Ident) numType) numType
 	case *sqlparse.Ref:
 		return field(x.Parts)
 	case *sqlparse.Cast:
+		// A cast to a time is one as epoch milliseconds; a declared
+		// column of such a type is its record's text (typeOfSQL).
+		switch strings.ToUpper(x.Type.Name) {
+		case "TIMESTAMP":
+			if x.Type.LocalTZ {
+				return numType{kind: tTimeLTZ}
+			}
+			return numType{kind: tTime}
+		case "TIMESTAMP_LTZ":
+			return numType{kind: tTimeLTZ}
+		case "DATE":
+			return numType{kind: tDate}
+		}
 		return typeOfSQL(x.Type)
 	case *sqlparse.Unary:
 		if x.Op != "NOT" {
@@ -425,8 +445,8 @@ func (c *compiler) columnType(x sqlparse.Expr, rel *relation) *sqlparse.Type {
 // numeric reports whether type t holds numbers (or times, which MIN and
 // MAX compare as numbers).
 func numeric(t *sqlparse.Type) bool {
-	switch t.Name {
-	case "BOOLEAN", "ROW", "ARRAY", "MAP", "MULTISET", "BYTES", "BINARY", "VARBINARY":
+	switch strings.ToUpper(t.Name) {
+	case "BOOLEAN", "ROW", "ARRAY", "MAP", "MULTISET", "BYTES", "BINARY", "VARBINARY", "TIMESTAMP", "TIMESTAMP_LTZ", "DATE", "TIME":
 		return false
 	}
 	return !isString(t)
@@ -481,7 +501,14 @@ func (c *compiler) addComputed(t *sqlparse.CreateTable, name string, x sqlparse.
 // format writes a TIMESTAMP_LTZ(3)); "" for a field that holds no such
 // time.
 func (c *compiler) fieldTimeFormat(from string, ty *sqlparse.Type) string {
-	if c.computedTypes[from].kind != tTimeLTZ {
+	switch k := c.computedTypes[from].kind; {
+	case k == tDate && (ty == nil || strings.EqualFold(ty.Name, "DATE") || isString(ty)):
+		return "date"
+	case k == tTime && (ty == nil || isString(ty)):
+		return "timestamp"
+	case k == tTime || k == tDate:
+		// Into a TIMESTAMP, TIMESTAMP_LTZ or BIGINT column, as below.
+	case k != tTimeLTZ:
 		return ""
 	}
 	switch {

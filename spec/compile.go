@@ -1354,12 +1354,14 @@ func checkExpr(src string, names []string, pred bool) *sqlparse.Error {
 		return 0, &sqlparse.Error{Pos: id.Pos, Text: id.Name, Msg: fmt.Sprintf("%s is %s", id.Name, what),
 			Hint: suggest.Or(id.Name, names, "name one of "+strings.Join(names, ", "))}
 	}
+	// A string compared with a window bound is a time (expr.TimeNames).
+	times := expr.TimeNames(ColWindowStart, ColWindowEnd, ColWindowTime)
 	switch {
 	case err != nil:
 	case pred:
-		_, err = expr.Compile(x, field)
+		_, err = expr.Compile(x, field, times)
 	default:
-		_, err = expr.CompileValue(x, field)
+		_, err = expr.CompileValue(x, field, times)
 	}
 	var pe *sqlparse.Error
 	if errors.As(err, &pe) {

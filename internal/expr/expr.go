@@ -296,6 +296,40 @@ type compiler struct {
 	// number of another unit than milliseconds, and its conversion.
 	timeField  string
 	timeMillis func(int64) int64
+	// timeNames are fields that hold times as epoch milliseconds (a
+	// window's bounds), which a string literal compares with as a time.
+	timeNames []string
+}
+
+// TimeNames says that fields names hold times as epoch milliseconds (a
+// window's bounds): compared with one, a string literal is a time, as
+// Flink casts '2026-01-01 00:01:00' compared with a TIMESTAMP; one that
+// is no time is a compile error.
+func TimeNames(names ...string) Option {
+	return func(c *compiler) { c.timeNames = names }
+}
+
+// timeStrings rewrites, in a comparison of x and y, a string literal
+// compared with a field of timeNames as the TIMESTAMP literal it means.
+func (c compiler) timeStrings(xs ...sqlparse.Expr) []sqlparse.Expr {
+	isTime := slices.ContainsFunc(xs, func(x sqlparse.Expr) bool {
+		r, ok := x.(*sqlparse.Ref)
+		return ok && len(r.Parts) == 1 && slices.Contains(c.timeNames, r.Parts[0].Name)
+	})
+	if !isTime {
+		return xs
+	}
+	out := slices.Clone(xs)
+	for i, x := range out {
+		if l, ok := x.(*sqlparse.Lit); ok && l.Kind == "string" {
+			if _, ok := sqlMillis([]byte(l.Text)); !ok {
+				c.fail(l.Pos, "'"+l.Text+"'", "write a time such as '2026-01-01 00:01:00', or TIMESTAMP '2026-01-01 00:01:00'", "'%s' is compared with a time and is none", l.Text)
+			}
+			ms, _ := sqlMillis([]byte(l.Text))
+			out[i] = &sqlparse.Lit{Pos: l.Pos, Kind: "number", Text: strconv.FormatInt(ms, 10)}
+		}
+	}
+	return out
 }
 
 // TimeField says that field holds the event time as a whole number that
@@ -386,6 +420,8 @@ func (c compiler) expr(x sqlparse.Expr) eval {
 	case *sqlparse.IsNull:
 		return c.isNull(x)
 	case *sqlparse.Between:
+		xs := c.timeStrings(x.X, x.Lo, x.Hi)
+		x = &sqlparse.Between{Pos: x.Pos, X: xs[0], Lo: xs[1], Hi: xs[2], Not: x.Not}
 		e, lo, hi := c.expr(x.X), c.expr(x.Lo), c.expr(x.Hi)
 		if isTimeLit(x.X, x.Lo, x.Hi) {
 			e, lo, hi = c.asTime(x.X, e), c.asTime(x.Lo, lo), c.asTime(x.Hi, hi)
@@ -772,6 +808,11 @@ func (c compiler) unary(x *sqlparse.Unary) eval {
 }
 
 func (c compiler) binary(x *sqlparse.Binary) eval {
+	switch x.Op {
+	case "=", "<>", "<", "<=", ">", ">=":
+		xs := c.timeStrings(x.X, x.Y)
+		x = &sqlparse.Binary{Pos: x.Pos, Op: x.Op, X: xs[0], Y: xs[1]}
+	}
 	a, b := c.expr(x.X), c.expr(x.Y)
 	switch op := x.Op; op {
 	case "AND":

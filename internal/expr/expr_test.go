@@ -401,3 +401,40 @@ func TestSQLMillis(t *testing.T) {
 		}
 	}
 }
+
+// TestTimeNames: a string literal compared with a field that TimeNames
+// names is a time; one that is no time does not compile.
+func TestTimeNames(t *testing.T) {
+	v, err := fastjsonParse(`{"window_start": 1767225600000}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	field := func(sqlparse.Ident) (int, *sqlparse.Error) { return 0, nil }
+	got := []*fastjson.Value{v.Get("window_start")}
+	for src, want := range map[string]bool{
+		"window_start = '2026-01-01 00:00:00'":                         true,
+		"window_start BETWEEN '2026-01-01' AND '2026-01-01T00:00:01Z'": true,
+		"'2026-01-01 00:00:01' <= window_start":                        false,
+	} {
+		x, err := sqlparse.ParseExpr(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := Compile(x, field, TimeNames("window_start"))
+		if err != nil {
+			t.Fatalf("%s: %v", src, err)
+		}
+		if p.Keep(got) != want {
+			t.Errorf("%s: kept %v, want %v", src, !want, want)
+		}
+	}
+	x, _ := sqlparse.ParseExpr("window_start > 'soon'")
+	if _, err := Compile(x, field, TimeNames("window_start")); err == nil || !strings.Contains(err.Error(), "'soon' is compared with a time and is none") {
+		t.Errorf("a string that is no time: %v", err)
+	}
+}
+
+func fastjsonParse(s string) (*fastjson.Value, error) {
+	var p fastjson.Parser
+	return p.Parse(s)
+}

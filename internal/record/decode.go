@@ -126,6 +126,9 @@ type Decoder struct {
 	// whenAt is, per aggregate, the index in fields of its when (-1:
 	// none): a record counts into the aggregate only where it is true.
 	whenAt []int
+	// whereAt are the indexes in fields of the record fields (not the
+	// computed ones) the where reads, with their names.
+	whereAt []int
 	// ChMax holds, per channel, the largest timestamp of each of its
 	// slots: one slot for a file channel, one per partition for a Kafka
 	// channel (slot p / channels of channel p % channels: Kafka partitions
@@ -440,6 +443,9 @@ func NewDecoder(p *spec.Plan, clk clock.Clock) *Decoder {
 			reads := func(col sqlparse.Ident) (int, *sqlparse.Error) {
 				at, err := resolve(col)
 				early[at] = true
+				if !slices.ContainsFunc(p.Computed, func(f spec.ComputedField) bool { return f.Name == col.Name }) && !slices.Contains(d.whereAt, at) {
+					d.whereAt = append(d.whereAt, at)
+				}
 				return at, err
 			}
 			d.where, _ = expr.Compile(x, reads, decimals, times)

@@ -42,7 +42,9 @@ type FieldWarning struct {
 
 // Fatal reports whether every record becomes a dead letter without the
 // field (a timestamp or key field).
-func (w FieldWarning) Fatal() bool { return !strings.HasPrefix(w.Path, "aggregate") }
+func (w FieldWarning) Fatal() bool {
+	return !strings.HasPrefix(w.Path, "aggregate") && w.Path != "where"
+}
 
 // String is the warning as weir prints it, with the fix.
 func (w FieldWarning) String() string {
@@ -180,6 +182,9 @@ func (d *Decoder) uses(i int) []fieldUse {
 			}
 			out = append(out, fieldUse{fmt.Sprintf("aggregate[%d].field", a), effect})
 		}
+	}
+	if slices.Contains(d.whereAt, i) {
+		out = append(out, fieldUse{"where", "the where reads it as NULL in every record (a comparison with it is never true, so the where filters them all unless it tests IS NULL)"})
 	}
 	for a, at := range d.whenAt {
 		if at == i {

@@ -139,7 +139,7 @@ func NewHaving(op *spec.WindowOp) *Having {
 	if err != nil {
 		return nil
 	}
-	pred, err := expr.Compile(x, field)
+	pred, err := expr.Compile(x, field, boundTimes)
 	if err != nil {
 		return nil
 	}
@@ -156,6 +156,9 @@ func (h *Having) Keep(key string, value []byte, bounds []etime.Time) bool {
 	h.f.withMore(key, value, texts[:], func(got []*fastjson.Value, _ *fastjson.Arena) { keep = h.pred.Keep(got) })
 	return keep
 }
+
+// boundTimes makes a string literal compared with a window bound a time.
+var boundTimes = expr.TimeNames(spec.ColWindowStart, spec.ColWindowEnd, spec.ColWindowTime)
 
 // newBoundFields reads the fields of a window's results: its key fields,
 // its aggregates, and its bounds (window_start, window_end, window_time).
@@ -229,7 +232,7 @@ func NewResultExpr(src string, key []string, aggs []spec.Aggregate) (*ResultExpr
 	if err != nil {
 		return nil, err
 	}
-	e, err := expr.CompileValue(x, field)
+	e, err := expr.CompileValue(x, field, boundTimes)
 	if err != nil {
 		return nil, err
 	}

@@ -411,6 +411,9 @@ func (c compiler) expr(x sqlparse.Expr) eval {
 	case *sqlparse.TypedLit:
 		v := c.timeLit(x)
 		return func([]*fastjson.Value) value { return v }
+	case *sqlparse.Interval:
+		v := c.interval(x)
+		return func([]*fastjson.Value) value { return v }
 	case *sqlparse.Ref:
 		return c.ref(x)
 	case *sqlparse.Unary:
@@ -503,6 +506,28 @@ func (c compiler) timeLit(x *sqlparse.TypedLit) value {
 	}
 	c.fail(x.Pos, x.Text, "write "+map[string]string{"TIMESTAMP": "TIMESTAMP '2026-01-01 00:05:00' (or with .fff)", "DATE": "DATE '2026-01-01'"}[x.Type], "%q is not a %s", x.Text, x.Type)
 	return nullV
+}
+
+// intervalMillis are the milliseconds of the units an INTERVAL literal
+// may have in an expression (a fixed length of time).
+var intervalMillis = map[string]int64{"MILLISECOND": 1, "SECOND": 1000, "MINUTE": 60_000, "HOUR": 3_600_000, "DAY": 86_400_000}
+
+// interval is INTERVAL 'n' unit as its milliseconds, which a time (epoch
+// milliseconds) adds: window_end - INTERVAL '1' SECOND.
+func (c compiler) interval(x *sqlparse.Interval) value {
+	unit, ok := intervalMillis[strings.ToUpper(x.Unit)]
+	n, err := strconv.ParseInt(strings.TrimSpace(x.Value), 10, 64)
+	switch {
+	case x.To != "" || !ok:
+		unit := x.Unit
+		if x.To != "" {
+			unit += " TO " + x.To
+		}
+		c.fail(x.Pos, "INTERVAL", "write INTERVAL 'n' SECOND, MINUTE, HOUR or DAY", "INTERVAL '%s' %s is not a fixed length of time weir's expressions take", x.Value, unit)
+	case err != nil || n > math.MaxInt64/unit || n < -math.MaxInt64/unit:
+		c.fail(x.Pos, "INTERVAL", "write a whole number of the unit, such as INTERVAL '90' SECOND", "INTERVAL '%s' %s is not a whole number of %s", x.Value, x.Unit, strings.ToLower(x.Unit)+"s")
+	}
+	return value{k: integer, i: n * unit}
 }
 
 // isTimeLit reports whether one of xs is a TIMESTAMP or DATE literal:
@@ -837,6 +862,13 @@ func (c compiler) binary(x *sqlparse.Binary) eval {
 		}
 		return func(g []*fastjson.Value) value { return cmpOp(op, a(g), b(g)) }
 	case "+", "-", "*", "/", "%":
+		if _, ok := x.Y.(*sqlparse.Interval); ok && (op == "+" || op == "-") {
+			// A time plus or minus an interval: the time's epoch
+			// milliseconds (a TIMESTAMP's text read as one), moved.
+			a = c.asTime(x.X, a)
+		} else if _, ok := x.X.(*sqlparse.Interval); ok && op == "+" {
+			b = c.asTime(x.Y, b)
+		}
 		return func(g []*fastjson.Value) value { return arith(op, a(g), b(g)) }
 	case "||":
 		return concat([]eval{a, b})

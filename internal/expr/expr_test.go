@@ -27,6 +27,9 @@ func TestKeep(t *testing.T) {
 		{"ts BETWEEN DATE '2026-01-01' AND TIMESTAMP '2026-01-01 00:01'", true},
 		{"CAST(ts AS TIMESTAMP(3)) = 1767225605000 AND CAST(ts AS DATE) = 1767225600000 AND CAST(ms AS TIMESTAMP_LTZ(3)) = ms", true},
 		{"CAST(region AS TIMESTAMP) IS NULL", true},
+		// A time plus or minus an interval: epoch milliseconds.
+		{"ts + INTERVAL '1' SECOND = TIMESTAMP '2026-01-01 00:00:06' AND ms - INTERVAL '5' SECOND = 1767225600000", true},
+		{"INTERVAL '2' MINUTE + ts > TIMESTAMP '2026-01-01 00:02:04' AND ts - INTERVAL '1' DAY < DATE '2026-01-01'", true},
 		{"ms IN (TIMESTAMP '2026-01-01 00:00:00', TIMESTAMP '2026-01-01 00:00:05')", true},
 		{"region > TIMESTAMP '2026-01-01 00:00:00' OR NOT (region <= TIMESTAMP '2026-01-01 00:00:00')", false},
 		{"amount > 100 AND region = 'us'", false},
@@ -135,7 +138,8 @@ func TestCompileErrors(t *testing.T) {
 		"SUBSTRING(a) = 'x'":             "SUBSTRING takes 2 to 3 arguments",
 		"DATE_FORMAT(a, b) = 1":          "DATE_FORMAT's pattern is a string literal",
 		"DATE_FORMAT(a, 'yyyy-QQ') = 1":  `DATE_FORMAT's pattern "yyyy-QQ" has a letter weir does not format`,
-		"a > INTERVAL '1' HOUR":          "this expression is not supported in weir's expressions",
+		"a > a - INTERVAL '1' MONTH":     "INTERVAL '1' MONTH is not a fixed length of time",
+		"a > a - INTERVAL '1.5' HOUR":    "is not a whole number of hours",
 		"a > TIME '10:00:00'":            "a TIME literal is not supported",
 		"a > TIMESTAMP '2026-13-01'":     `"2026-13-01" is not a TIMESTAMP`,
 	} {

@@ -173,6 +173,10 @@ func (c *compiler) aggregation(sel *sqlparse.Select, rel *relation, group *sqlpa
 	return items, nil
 }
 
+// resultTimes reads a string compared with a window bound as a time, as
+// the spec's results expressions do.
+var resultTimes = expr.TimeNames(spec.ColWindowStart, spec.ColWindowEnd, spec.ColWindowTime)
+
 // resultExpr compiles an expression of the select list over the
 // window's results (SUM(amount) / COUNT(*), ROUND(AVG(price), 2)): each
 // aggregate in it becomes an aggregate of the spec that no column
@@ -226,6 +230,11 @@ func (c *compiler) resultExpr(x sqlparse.Expr, rel *relation) (string, error) {
 	})
 	if bad != nil {
 		return "", bad
+	}
+	// What weir's expressions do not take is refused here, at its place
+	// in the query (the spec would name its results column).
+	if _, err := expr.CompileValue(out, func(sqlparse.Ident) (int, *sqlparse.Error) { return 0, nil }, resultTimes); err != nil {
+		return "", err
 	}
 	// Its quotients and value with Flink's types, over the aggregates'
 	// types (SUM(amount) / 3 of a DECIMAL(8, 2) is a DECIMAL(38, 6)).

@@ -129,6 +129,9 @@ func (c *compiler) compileJoin(in *sqlparse.Insert, sel *sqlparse.Select, j *sql
 		if err := c.condition(x, nil, "WHERE"); err != nil {
 			return err
 		}
+		if _, err := expr.Compile(x, func(sqlparse.Ident) (int, *sqlparse.Error) { return 0, nil }, resultTimes); err != nil {
+			return err
+		}
 		op.Where = sqlparse.FormatExpr(x)
 	}
 	c.job.Spec = left.spec
@@ -372,6 +375,9 @@ func (c *compiler) joinItems(sel *sqlparse.Select, sides [2]*joinSide, op *spec.
 			// P.paid): a results column's expression.
 			x, err := c.joinExpr(it.Expr, sides, op)
 			if err != nil {
+				return nil, err
+			}
+			if _, err := expr.CompileValue(x, func(sqlparse.Ident) (int, *sqlparse.Error) { return 0, nil }, resultTimes); err != nil {
 				return nil, err
 			}
 			items = append(items, item{pos: it.Pos, expr: sqlparse.FormatExpr(flinkCasts(x, c.fieldType(nil)))})

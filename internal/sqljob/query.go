@@ -339,7 +339,13 @@ func (c *compiler) mapColumns(in *sqlparse.Insert, sel *sqlparse.Select, items [
 			if !jsonRows {
 				return errAt(it.pos, "", "select the aggregates themselves (weir's tables keep a window's aggregates), or write to a JSON table", "table %s: a SQL table's columns cannot hold an expression of the results", name)
 			}
-			cols = append(cols, spec.Column{Name: dst, Expr: c.sinkCast(it.expr, col), Float: floatFormat(col)})
+			// A time the expression computes (window_end - INTERVAL '1'
+			// SECOND) is written as its kind, into the column's type.
+			var tf string
+			if x, err := sqlparse.ParseExpr(it.expr); err == nil {
+				tf = timeFormatOf(typeOf(x, c.fieldType(nil)).kind, col.Type)
+			}
+			cols = append(cols, spec.Column{Name: dst, Expr: c.sinkCast(it.expr, col), Float: floatFormat(col), Time: tf})
 			continue
 		}
 		if t := typeOfSQL(col.Type); jsonRows && c.job.selectOp != nil && t.kind == tDec && c.computedTypes[it.from] != t &&

@@ -69,6 +69,9 @@ func (t numType) asDec() (p, s int) {
 
 func (t numType) exact() bool { return t.kind == tInt || t.kind == tDec }
 
+// isTime reports whether t is a time held as epoch milliseconds.
+func (t numType) isTime() bool { return t.kind == tTime || t.kind == tTimeLTZ || t.kind == tDate }
+
 // typeOfSQL is a declared type's numType.
 func typeOfSQL(t *sqlparse.Type) numType {
 	if t == nil {
@@ -157,6 +160,20 @@ func typeOf(x sqlparse.Expr, field func(parts []sqlparse.Ident) numType) numType
 	case *sqlparse.Binary:
 		if x.Op == "||" {
 			return numType{kind: tStr}
+		}
+		_, ivX := x.X.(*sqlparse.Interval)
+		_, ivY := x.Y.(*sqlparse.Interval)
+		if (ivY && (x.Op == "+" || x.Op == "-")) || (ivX && x.Op == "+") {
+			// A time moved by an interval is a time of its kind (a
+			// TIMESTAMP(3) unless it is another).
+			other := x.X
+			if ivX {
+				other = x.Y
+			}
+			if t := typeOf(other, field); t.isTime() {
+				return t
+			}
+			return numType{kind: tTime}
 		}
 		return arithType(x.Op, typeOf(x.X, field), typeOf(x.Y, field))
 	case *sqlparse.Case:
@@ -501,7 +518,14 @@ func (c *compiler) addComputed(t *sqlparse.CreateTable, name string, x sqlparse.
 // format writes a TIMESTAMP_LTZ(3)); "" for a field that holds no such
 // time.
 func (c *compiler) fieldTimeFormat(from string, ty *sqlparse.Type) string {
-	switch k := c.computedTypes[from].kind; {
+	return timeFormatOf(c.computedTypes[from].kind, ty)
+}
+
+// timeFormatOf is how a row writes a value of kind k (epoch
+// milliseconds of a time) into a column of type ty (nil: a bare
+// SELECT's, which writes it as its own type); "" for no time.
+func timeFormatOf(k numKind, ty *sqlparse.Type) string {
+	switch {
 	case k == tDate && (ty == nil || strings.EqualFold(ty.Name, "DATE") || isString(ty)):
 		return "date"
 	case k == tTime && (ty == nil || isString(ty)):

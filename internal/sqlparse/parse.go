@@ -1044,6 +1044,10 @@ func (p *parser) caseExpr() Expr {
 	return c
 }
 
+// extractUnits are the units EXTRACT(unit FROM x) takes, with the
+// functions that compute them.
+var extractUnits = map[string]string{"YEAR": "YEAR", "MONTH": "MONTH", "DAY": "DAYOFMONTH", "HOUR": "HOUR", "MINUTE": "MINUTE", "SECOND": "SECOND"}
+
 // refOrCall reads a column reference (a.b.c) or a function call
 // (name(args) [OVER (...)]).
 func (p *parser) refOrCall() Expr {
@@ -1072,8 +1076,26 @@ func (p *parser) refOrCall() Expr {
 		c.Star = true
 	case p.tok.op(")"):
 	default:
-		if fn := strings.ToUpper(parts[len(parts)-1].Name); fn == "TRIM" && (p.tok.is("BOTH") || p.tok.is("LEADING") || p.tok.is("TRAILING")) {
+		fn := strings.ToUpper(parts[len(parts)-1].Name)
+		if fn == "TRIM" && (p.tok.is("BOTH") || p.tok.is("LEADING") || p.tok.is("TRAILING")) {
 			p.fail("use TRIM(s), LTRIM(s) or RTRIM(s), which trim spaces", "TRIM(%s ... FROM s) is not supported yet", strings.ToUpper(p.tok.text))
+		}
+		if fn == "EXTRACT" && len(parts) == 1 && p.tok.kind == tIdent && p.peek().is("FROM") {
+			// EXTRACT(unit FROM x) is unit's function of x, as Flink
+			// reads it: EXTRACT(MINUTE FROM ts) is MINUTE(ts).
+			unit := p.tok
+			f, ok := extractUnits[strings.ToUpper(unit.text)]
+			if !ok {
+				p.fail("extract YEAR, MONTH, DAY, HOUR, MINUTE or SECOND", "EXTRACT(%s FROM ...) is not supported yet", strings.ToUpper(unit.text))
+			}
+			p.next()
+			p.next()
+			x := p.expr()
+			p.expectOp(")", ") after EXTRACT's value")
+			return &Call{Pos: first.pos, Name: Name{Parts: []Ident{{Pos: first.pos, Name: f}}}, Args: []Arg{{Value: x}}}
+		}
+		if (fn == "TIMESTAMPDIFF" || fn == "TIMESTAMPADD") && p.tok.kind == tIdent && p.peek().op(",") {
+			p.fail("compare times with TIMESTAMP literals, or subtract epoch milliseconds (a TO_TIMESTAMP_LTZ column, CAST(x AS TIMESTAMP(3)))", "%s is not supported yet", fn)
 		}
 		if p.keyword("DISTINCT") {
 			c.Distinct = true
@@ -1087,6 +1109,9 @@ func (p *parser) refOrCall() Expr {
 				p.next()
 			}
 			a.Value = p.expr()
+			if (fn == "FLOOR" || fn == "CEIL" || fn == "CEILING") && p.tok.is("TO") {
+				p.fail("group by a window (TUMBLE) for time buckets, or use DATE_FORMAT(x, 'yyyy-MM-dd HH:mm') for a time's text to the minute", "%s(x TO unit) is not supported yet", fn)
+			}
 			c.Args = append(c.Args, a)
 			if !p.tok.op(",") {
 				break

@@ -383,6 +383,22 @@ func (a *Answer) CompareRevised(p *spec.Plan, dir string, limit int, revisions [
 	if err != nil {
 		return Comparison{}, err
 	}
+	// An aggregate that no column of the results shows (one an
+	// expression column computes from: SUM(x) / COUNT(*)) cannot be read
+	// back, and is compared as "" on both sides.
+	cols := outfmt.Columns(p)
+	hidden := func(row []string) []string {
+		if !log || len(cols) == 0 {
+			return row
+		}
+		out := slices.Clone(row)
+		for i, ag := range p.Aggregates {
+			if i < len(out) && outfmt.ColumnOf(cols, ag.Name) == nil {
+				out[i] = ""
+			}
+		}
+		return out
+	}
 	if len(revisions) > 0 {
 		keyText, err := keyTexter(context.Background(), p, dir)
 		if err != nil {
@@ -407,7 +423,7 @@ func (a *Answer) CompareRevised(p *spec.Plan, dir string, limit int, revisions [
 				// A first revision of an earlier run's entries.
 				earlier[id] = true
 			case !earlier[id]:
-				got[id] = vals
+				got[id] = hidden(vals)
 			}
 		}
 	}
@@ -417,7 +433,7 @@ func (a *Answer) CompareRevised(p *spec.Plan, dir string, limit int, revisions [
 			c.Earlier++
 			continue
 		}
-		want := a.rows[id]
+		want := hidden(a.rows[id])
 		if g, ok := got[id]; !ok || !slices.Equal(g, want) {
 			c.N++
 			if len(c.Diffs) < limit {
@@ -569,7 +585,9 @@ func (f *resultFold) add(line []byte) error {
 	}
 	row := make([]string, len(s.Aggregates))
 	for i, ag := range s.Aggregates {
-		row[i] = valueCanonical(true, get(ag.Name))
+		if outfmt.ColumnOf(cols, ag.Name) != nil { // else unshown: ""
+			row[i] = valueCanonical(true, get(ag.Name))
+		}
 	}
 	f.got[k], f.revs[k] = row, rev
 	return nil

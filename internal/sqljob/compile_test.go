@@ -247,7 +247,7 @@ CREATE TABLE out (user_id STRING, window_start TIMESTAMP(3), window_end TIMESTAM
 		{"filter of a literal", table + strings.Replace(insert, "COUNT(*) AS n", "COUNT(*) FILTER (WHERE 1) AS n", 1), `FILTER (WHERE ...) takes a condition (a BOOLEAN), and 1 is a number`},
 		{"filter of an aggregate", table + strings.Replace(insert, "COUNT(*) AS n", "COUNT(*) FILTER (WHERE COUNT(*) > 1) AS n", 1), `FILTER (WHERE ...) holds an aggregate, COUNT(*), as Flink refuses too (at "COUNT(*)"); filter on the rows' columns; compare aggregates in HAVING`},
 		{"where with an unknown function", table + strings.Replace(insert, "GROUP BY", "WHERE MODE(amount, 2) = 0 GROUP BY", 1), `function MODE is not supported in weir's expressions (at "MODE"); did you mean "MOD"?`},
-		{"having", table + strings.Replace(insert, "user_id, window_start, window_end;", "user_id, window_start, window_end HAVING MAX(amount) > 1;", 1), "MAX(amount) is not in the select list"},
+		{"having of an unknown aggregate", table + strings.Replace(insert, "user_id, window_start, window_end;", "user_id, window_start, window_end HAVING MAXX(amount) > 1;", 1), "amount is neither grouped by nor an aggregate of the select list"},
 		{"columns", table + strings.Replace(insert, ", COUNT(*) AS n", "", 1), "the query has 3 columns and table out has 4 (at \"SELECT\"); select one column per column of out (user_id, window_start, window_end, n), in its order"},
 		{"legacy bounds", table + "INSERT INTO out SELECT user_id, TUMBLE_START(ts, INTERVAL '1' MINUTE), TUMBLE_END(ts, INTERVAL '2' MINUTE), COUNT(*) AS n FROM orders GROUP BY TUMBLE(ts, INTERVAL '1' MINUTE), user_id;",
 			"TUMBLE_END's arguments are not its group window's (at \"TUMBLE_END\"); give it the arguments of TUMBLE(ts, INTERVAL '1' MINUTE)"},

@@ -153,6 +153,7 @@ func (c *compiler) windowed(sel *sqlparse.Select) ([]item, error) {
 func (c *compiler) having(sel *sqlparse.Select, rel *relation, items []item) error {
 	s := c.job.Spec
 	var bad *sqlparse.Error
+	unshown := map[string]string{} // an aggregate's text: its hidden one's name
 	rw := func(x sqlparse.Expr) sqlparse.Expr {
 		if call, ok := x.(*sqlparse.Call); ok {
 			if _, agg := aggregates[strings.ToUpper(tableName(call.Name))]; agg {
@@ -162,8 +163,21 @@ func (c *compiler) having(sel *sqlparse.Select, rel *relation, items []item) err
 						return &sqlparse.Ref{Parts: []sqlparse.Ident{{Pos: call.Pos, Name: items[i].from}}}
 					}
 				}
-				bad = cmp.Or(bad, errAt(call.Pos, text, "select "+text+" too, and HAVING reads it", "%s is not in the select list", text))
-				return x
+				// An aggregate the select list does not show: one of
+				// the window's that no column writes, as Flink computes
+				// it for the HAVING alone.
+				if name, ok := unshown[text]; ok {
+					return &sqlparse.Ref{Parts: []sqlparse.Ident{{Pos: call.Pos, Name: name}}}
+				}
+				name := fmt.Sprintf("_weir_agg_%d", len(s.Aggregate))
+				unshown[text] = name
+				a, err := c.aggregate(call, sqlparse.Ident{Pos: call.Pos, Name: name}, rel, len(s.Aggregate)+1000)
+				if err != nil {
+					bad = cmp.Or(bad, err.(*sqlparse.Error))
+					return x
+				}
+				s.Aggregate = append(s.Aggregate, a)
+				return &sqlparse.Ref{Parts: []sqlparse.Ident{{Pos: call.Pos, Name: name}}}
 			}
 		}
 		return x

@@ -66,6 +66,11 @@ func doctorCmd(ctx context.Context, args []string, o IO) int {
 		fmt.Fprintln(o.Stderr, "weir doctor: not a dump of /api/v1/dump:", err)
 		return doctorNoJob
 	}
+	if d.Group == nil && d.Snapshot.Job.Name == "" {
+		// JSON, but no job's: a dump names its job (or its group).
+		fmt.Fprintln(o.Stderr, "weir doctor: not a dump of /api/v1/dump: it names no job (save one with weir doctor --addr HOST:PORT --save DUMP.json)")
+		return doctorNoJob
+	}
 	var th doctor.Thresholds
 	if *specPath != "" {
 		p, ok := loadSpec(*specPath, o)

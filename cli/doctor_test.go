@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weirstream/weir/ledger"
+
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/weirstream/weir/internal/kafkatest"
@@ -397,5 +399,34 @@ sinks: {results: {type: jsonl, path: out.jsonl}}
 	<-sampled
 	if err := <-ran; err != nil && !errors.Is(err, context.Canceled) {
 		t.Fatal(err)
+	}
+}
+
+// TestDoctorRefusesNoDump: JSON that is no job's dump ({}) is refused,
+// exit 2, not read as a healthy job with an empty name.
+func TestDoctorRefusesNoDump(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "d.json"), []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out := runDoctor(t, dir, "--from", "d.json")
+	if code != 2 || !strings.Contains(out, "it names no job") {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+}
+
+// TestLedgerStatsByJob: a ledger holding entries of several jobs (one
+// copied from another job's) says so, by job, since weir backfill folds
+// only its own job's.
+func TestLedgerStatsByJob(t *testing.T) {
+	var b strings.Builder
+	ledgerStats(&b, "ledger/one", []ledger.Entry{{Job: "one", Reason: "window_expired"}, {Job: "two", Reason: "window_expired"}, {Job: "one", Reason: "window_expired"}}, 0)
+	if !strings.Contains(b.String(), "by job (weir backfill folds its own job's only):\n  one                                      2\n  two                                      1\n") {
+		t.Fatalf("stats:\n%s", b.String())
+	}
+	b.Reset()
+	ledgerStats(&b, "ledger/one", []ledger.Entry{{Job: "one"}}, 0)
+	if strings.Contains(b.String(), "by job") {
+		t.Fatalf("one job's ledger shows its jobs:\n%s", b.String())
 	}
 }

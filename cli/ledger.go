@@ -325,6 +325,15 @@ func ledgerStats(w io.Writer, dir string, entries []ledger.Entry, bad int) {
 			fmt.Fprintf(w, "  %-40s %d\n", k, m[k])
 		}
 	}
+	jobs := map[string]bool{}
+	for _, e := range entries {
+		jobs[e.Job] = true
+	}
+	if len(jobs) > 1 {
+		// A ledger shared by jobs (or copied from another): weir
+		// backfill folds only its own job's entries.
+		count("job (weir backfill folds its own job's only)", func(e ledger.Entry) string { return cmp.Or(e.Job, "(unnamed: written before entries named their job)") }, 0)
+	}
 	count("arrival day", func(e ledger.Entry) string { return time.UnixMilli(e.ArrivedAt).UTC().Format(time.DateOnly) }, 0)
 	count("reason", func(e ledger.Entry) string { return e.Reason }, 0)
 	count("key (top 10)", func(e ledger.Entry) string { return string(compact(e.Key)) }, 10)

@@ -60,7 +60,18 @@ func (c *compiler) aggregation(sel *sqlparse.Select, rel *relation, group *sqlpa
 		}
 		ref, ok := g.(*sqlparse.Ref)
 		if !ok {
-			return nil, errAt(sqlparse.ExprPos(g), "", "group by window_start, window_end and columns (an expression: give it a name as a computed column of the table or a view's column, and group by that)", "only columns are grouped by")
+			// An expression (MOD(id, 4), UPPER(user)): a computed field
+			// holds it, named as the select list's item of the same
+			// expression names it; that item, and the same expression
+			// in the select list or HAVING, read the key.
+			k, err := c.exprKey(g, sel, rel)
+			if err != nil {
+				return nil, err
+			}
+			if !slices.Contains(s.Key, k) {
+				s.Key = append(s.Key, k)
+			}
+			continue
 		}
 		name := ref.Parts[len(ref.Parts)-1].Name
 		switch name {
@@ -114,6 +125,12 @@ func (c *compiler) aggregation(sel *sqlparse.Select, rel *relation, group *sqlpa
 			})
 			if berr != nil {
 				return nil, berr
+			}
+		}
+		if _, isRef := x.(*sqlparse.Ref); !isRef {
+			if k, ok := c.nested[sqlparse.FormatExpr(x)]; ok {
+				items = append(items, item{pos: it.Pos, from: k}) // a grouped expression
+				continue
 			}
 		}
 		switch e := x.(type) {
@@ -186,6 +203,11 @@ func (c *compiler) resultExpr(x sqlparse.Expr, rel *relation) (string, error) {
 	s := c.job.Spec
 	var bad error
 	out := mapExpr(x, func(e sqlparse.Expr) sqlparse.Expr {
+		if _, isRef := e.(*sqlparse.Ref); !isRef {
+			if k, ok := c.nested[sqlparse.FormatExpr(e)]; ok {
+				return &sqlparse.Ref{Parts: []sqlparse.Ident{{Pos: sqlparse.ExprPos(e), Name: k}}} // a grouped expression
+			}
+		}
 		switch e := e.(type) {
 		case *sqlparse.Cast:
 			// A window bound as a string is its time's text, as Flink
@@ -239,6 +261,40 @@ func (c *compiler) resultExpr(x sqlparse.Expr, rel *relation) (string, error) {
 	// Its quotients and value with Flink's types, over the aggregates'
 	// types (SUM(amount) / 3 of a DECIMAL(8, 2) is a DECIMAL(38, 6)).
 	return sqlparse.FormatExpr(flinkCasts(out, c.fieldType(rel.table))), nil
+}
+
+// exprKey compiles a GROUP BY of expression g over rel's fields into a
+// computed field and returns its name: the alias of the select list's
+// item of the same expression (salt of MOD(id, 4) AS salt), unless a
+// column, key or computed field has it, else _weir_key_N. c.nested maps
+// the expression's text to it.
+func (c *compiler) exprKey(g sqlparse.Expr, sel *sqlparse.Select, rel *relation) (string, error) {
+	text := sqlparse.FormatExpr(g)
+	if k, ok := c.nested[text]; ok {
+		return k, nil
+	}
+	x, err := c.fields(g, rel)
+	if err != nil {
+		return "", err
+	}
+	if _, err := expr.CompileValue(x, func(sqlparse.Ident) (int, *sqlparse.Error) { return 0, nil }); err != nil {
+		return "", err
+	}
+	s := c.job.Spec
+	name := fmt.Sprintf("_weir_key_%d", len(s.Key))
+	for _, it := range sel.Items {
+		if a := it.Alias.Name; a != "" && it.Expr != nil && sqlparse.FormatExpr(it.Expr) == text &&
+			rel.col(a) == nil && !slices.Contains(s.Key, a) && !slices.ContainsFunc(s.Computed, func(f spec.ComputedField) bool { return f.Name == a }) {
+			name = a
+			break
+		}
+	}
+	c.addComputed(rel.table, name, x)
+	if c.nested == nil {
+		c.nested = map[string]string{}
+	}
+	c.nested[text] = name
+	return name, nil
 }
 
 // nestedKey compiles a GROUP BY of a nested field (bid.bidder of a ROW

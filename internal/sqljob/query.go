@@ -3,6 +3,7 @@ package sqljob
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -155,6 +156,11 @@ func (c *compiler) having(sel *sqlparse.Select, rel *relation, items []item) err
 	var bad *sqlparse.Error
 	unshown := map[string]string{} // an aggregate's text: its hidden one's name
 	rw := func(x sqlparse.Expr) sqlparse.Expr {
+		if _, isRef := x.(*sqlparse.Ref); !isRef {
+			if k, ok := c.nested[sqlparse.FormatExpr(x)]; ok {
+				return &sqlparse.Ref{Parts: []sqlparse.Ident{{Pos: sqlparse.ExprPos(x), Name: k}}} // a grouped expression
+			}
+		}
 		if call, ok := x.(*sqlparse.Call); ok {
 			if _, agg := aggregates[strings.ToUpper(tableName(call.Name))]; agg {
 				text := sqlparse.FormatExpr(call)
@@ -208,6 +214,9 @@ func (c *compiler) having(sel *sqlparse.Select, rel *relation, items []item) err
 			// The window's bounds, which the results have (a window
 			// query groups by them).
 			return &sqlparse.Ref{Parts: []sqlparse.Ident{name}}
+		}
+		if len(r.Parts) == 1 && slices.Contains(s.Key, name.Name) && slices.Contains(slices.Collect(maps.Values(c.nested)), name.Name) {
+			return r // a grouped expression's key (rw's)
 		}
 		col, id, err := rel.ref(r)
 		switch {

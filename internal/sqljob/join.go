@@ -84,8 +84,6 @@ func (c *compiler) compileJoin(in *sqlparse.Insert, sel *sqlparse.Select, j *sql
 		return errAt(sel.Pos, "HAVING", "filter the join's rows with WHERE, or each side's results with its own HAVING", "a join's rows are not grouped: HAVING needs a GROUP BY")
 	case sel.GroupBy != nil || sel.Distinct:
 		return errAt(sel.Pos, "GROUP BY", "aggregate in each side's query", "an aggregation of a join's rows is not compiled yet (a cascade of a join)")
-	case len(in.Columns) > 0:
-		return errAt(in.Pos, "INSERT", "leave out the column list: the query's columns go to the sink's in order", "INSERT INTO t (columns) is not compiled yet")
 	}
 	base := *c.job.Spec
 	var sides [2]*joinSide

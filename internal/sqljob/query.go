@@ -51,9 +51,6 @@ func (c *compiler) compileInsert(in *sqlparse.Insert) error {
 			c.job.cascade.into = "query"
 		}
 	}
-	if len(in.Columns) > 0 {
-		return errAt(in.Pos, "INSERT", "leave out the column list: the query's columns go to the sink's in order", "INSERT INTO t (columns) is not compiled yet")
-	}
 	k, err := c.sink(sinkT)
 	if err != nil {
 		return err
@@ -318,6 +315,12 @@ func (c *compiler) mapColumns(in *sqlparse.Insert, sel *sqlparse.Select, items [
 			written = append(written, col)
 		}
 	}
+	if len(in.Columns) > 0 {
+		var err error
+		if items, err = listedColumns(in, sel, items, written, name); err != nil {
+			return err
+		}
+	}
 	if len(items) != len(written) {
 		var names []string
 		for _, col := range written {
@@ -359,6 +362,9 @@ func (c *compiler) mapColumns(in *sqlparse.Insert, sel *sqlparse.Select, items [
 		}
 		dst := col.Name.Name
 		if it.expr != "" {
+			if !jsonRows && it.expr == "NULL" && len(in.Columns) > 0 {
+				return errAt(col.Pos, dst, "list it: weir's tables are written whole, each row by its key and window", "table %s: INSERT INTO %s leaves out column %s", name, name, dst)
+			}
 			if !jsonRows {
 				return errAt(it.pos, "", "select the aggregates themselves (weir's tables keep a window's aggregates), or write to a JSON table", "table %s: a SQL table's columns cannot hold an expression of the results", name)
 			}
@@ -548,6 +554,43 @@ func (c *compiler) renameAggregate(from, name string) bool {
 		c.computedTypes[name] = t
 	}
 	return true
+}
+
+// listedColumns maps the query's items onto the sink's written columns
+// as INSERT INTO t (columns) lists them, as Flink does: each listed
+// column takes the query's column of its place in the list, and a
+// column the list leaves out is NULL. It returns the items in the
+// table's column order.
+func listedColumns(in *sqlparse.Insert, sel *sqlparse.Select, items []item, written []*sqlparse.Column, table string) ([]item, error) {
+	if len(in.Columns) != len(items) {
+		return nil, errAt(sel.Pos, "SELECT", "select one column per listed column, in the list's order",
+			"the query has %d columns and INSERT INTO %s lists %d", len(items), table, len(in.Columns))
+	}
+	out := make([]item, len(written))
+	listed := make([]bool, len(written))
+	for i, id := range in.Columns {
+		j := slices.IndexFunc(written, func(c *sqlparse.Column) bool { return c.Name.Name == id.Name })
+		if j < 0 {
+			var names []string
+			for _, c := range written {
+				names = append(names, c.Name.Name)
+			}
+			return nil, errAt(id.Pos, id.Name, suggest.Or(id.Name, names, "its columns: "+strings.Join(names, ", ")), "table %s has no column %s that an INSERT writes", table, id.Name)
+		}
+		if listed[j] {
+			return nil, errAt(id.Pos, id.Name, "list each column once", "column %s is listed twice", id.Name)
+		}
+		listed[j], out[j] = true, items[i]
+	}
+	for j, c := range written {
+		if !listed[j] {
+			if c.NotNull {
+				return nil, errAt(c.Pos, c.Name.Name, "list it, or declare it without NOT NULL", "table %s: column %s is NOT NULL, and INSERT INTO %s leaves it out (NULL)", table, c.Name.Name, table)
+			}
+			out[j] = item{pos: in.Pos, expr: "NULL"}
+		}
+	}
+	return out, nil
 }
 
 // timeFormat is how column col of table (holding it) writes a time

@@ -27,8 +27,6 @@ func (c *compiler) compileRecordJoin(in *sqlparse.Insert, sel *sqlparse.Select, 
 		return errAt(j.Pos, string(j.Type), recordJoinHint, "a %s of records with windowed results is not compiled; weir joins them as an inner join", j.Type)
 	case sel.GroupBy != nil || sel.Having != nil || sel.Distinct:
 		return errAt(sel.Pos, "GROUP BY", "aggregate in the windowed side's query", "an aggregation of a join's rows is not compiled yet")
-	case len(in.Columns) > 0:
-		return errAt(in.Pos, "INSERT", "leave out the column list: the query's columns go to the sink's in order", "INSERT INTO t (columns) is not compiled yet")
 	}
 	base := *c.job.Spec
 	right, err := c.joinSide(j.Right, base)

@@ -36,8 +36,6 @@ func (c *compiler) compileSelect(in *sqlparse.Insert, sel *sqlparse.Select, sink
 	switch {
 	case sel.Distinct:
 		return errAt(sel.Pos, "DISTINCT", "group by the columns in a window: SELECT ... FROM TABLE(TUMBLE(...)) GROUP BY window_start, window_end, columns", "SELECT DISTINCT without a window is not compiled (its state would grow without end)")
-	case len(in.Columns) > 0:
-		return errAt(in.Pos, "INSERT", "leave out the column list: the query's columns go to the sink's in order", "INSERT INTO t (columns) is not compiled yet")
 	}
 	items, fields, err := c.selectColumns(sel, from)
 	if err != nil {

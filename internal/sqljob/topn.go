@@ -37,8 +37,6 @@ func (c *compiler) compileTopN(in *sqlparse.Insert, sel, inner *sqlparse.Select,
 	switch {
 	case sel.GroupBy != nil || sel.Having != nil || sel.Distinct || inner.Where != nil || inner.GroupBy != nil || inner.Having != nil || inner.Distinct:
 		return errAt(sel.Pos, "SELECT", topNHint, "this Top-N query is not compiled yet: filter and aggregate in the ranked query, keep the ranks in the outer WHERE")
-	case len(in.Columns) > 0:
-		return errAt(in.Pos, "INSERT", "leave out the column list: the query's columns go to the sink's in order", "INSERT INTO t (columns) is not compiled yet")
 	case rn.Alias.Name == "":
 		return errAt(rn.Pos, "ROW_NUMBER", "name it: ROW_NUMBER() OVER (...) AS rownum", "the row number has no name")
 	}

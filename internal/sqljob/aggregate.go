@@ -470,10 +470,15 @@ func (c *compiler) aggregate(call *sqlparse.Call, alias sqlparse.Ident, rel *rel
 		c.addComputed(rel.table, a.Field, x)
 	}
 	if call.Distinct {
-		if fn != "COUNT" {
-			return a, errAt(call.Pos, fn, "", "DISTINCT is compiled for COUNT only")
+		switch fn {
+		case "MIN", "MAX":
+			// The smallest or largest of the distinct values is the
+			// smallest or largest value.
+		case "COUNT":
+			a.Fn = "count_distinct"
+		default:
+			return a, errAt(call.Pos, fn, "count the distinct values with COUNT(DISTINCT x), or deduplicate in a first windowed query grouped by x and aggregate its results in a second (a cascade)", "%s(DISTINCT ...) is not compiled yet: weir keeps distinct values for COUNT, MIN and MAX", fn)
 		}
-		a.Fn = "count_distinct"
 	} else if fn == "COUNT" {
 		// COUNT(x): the spec's count of a field, which counts the records
 		// whose field is present and not null, as SQL's COUNT(x) does.

@@ -102,7 +102,11 @@ func (c *compiler) aggregation(sel *sqlparse.Select, rel *relation, group *sqlpa
 		}
 	}
 	if !bounds["window_start"] || !bounds["window_end"] {
-		return nil, errAt(sel.Pos, "GROUP BY", "group by window_start, window_end and the keys", "a window aggregation groups by window_start and window_end")
+		pos, text := sel.Pos, "SELECT"
+		if len(sel.GroupBy) > 0 {
+			pos, text = sqlparse.ExprPos(sel.GroupBy[0]), sqlparse.FormatExpr(sel.GroupBy[0])
+		}
+		return nil, errAt(pos, text, "group by window_start, window_end and the keys (a GROUP BY without both is Flink's unbounded aggregation, which weir does not compile)", "a window aggregation groups by window_start and window_end")
 	}
 	var items []item
 	for _, it := range sel.Items {

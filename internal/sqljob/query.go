@@ -67,6 +67,19 @@ func (c *compiler) windowed(sel *sqlparse.Select) ([]item, error) {
 	saved := c.nested
 	c.nested = nil
 	defer func() { c.nested = saved }()
+	if sel.Distinct && len(sel.GroupBy) == 0 {
+		// SELECT DISTINCT of a window's rows, as Flink plans it: a
+		// grouping by every column selected.
+		d := *sel
+		d.Distinct = false
+		for _, it := range sel.Items {
+			if it.Star {
+				return nil, errAt(it.Pos, "*", "name the columns: SELECT DISTINCT k, window_start, window_end", "SELECT DISTINCT * of a window's rows is not compiled")
+			}
+			d.GroupBy = append(d.GroupBy, it.Expr)
+		}
+		sel = &d
+	}
 	var err error
 	var rel *relation
 	var timeCol string
@@ -140,6 +153,11 @@ func (c *compiler) windowed(sel *sqlparse.Select) ([]item, error) {
 	}
 	if err == nil && sel.Having != nil {
 		err = c.having(sel, rel, items)
+	}
+	if err == nil && len(c.job.Spec.Aggregate) == 0 {
+		// GROUP BY alone (a window's distinct keys): the spec needs an
+		// aggregate; a count no column shows.
+		c.job.Spec.Aggregate = []spec.Aggregate{{Name: hiddenCount, Fn: "count"}}
 	}
 	return items, err
 }

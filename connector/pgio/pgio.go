@@ -798,7 +798,7 @@ func (s *Sink) Close() error {
 		return nil
 	}
 	if n := len(s.ops); n > 0 && s.c.opts.Logger != nil {
-		s.c.opts.Logger.Warn("pgio: closing with unflushed rows; they are dropped", "table", s.c.table, "rows", n)
+		s.c.opts.Logger.Warn("pgio: closing with rows no checkpoint covers yet; not written now: a resume from the last checkpoint writes them again", "table", s.c.table, "rows", n)
 	}
 	s.ops, s.cols = nil, nil
 	s.c.close()

@@ -423,7 +423,7 @@ func (s *RecordSink) Close() error {
 		return nil
 	}
 	if n := len(s.recs); n > 0 && s.c.opts.Logger != nil {
-		s.c.opts.Logger.Warn("pgio: closing with unflushed records; they are dropped", "table", s.c.table, "records", n)
+		s.c.opts.Logger.Warn("pgio: closing with records no checkpoint covers yet; not written now: a resume from the last checkpoint writes them again", "table", s.c.table, "records", n)
 	}
 	s.recs = nil
 	s.c.close()

@@ -255,7 +255,7 @@ func Backfill(p *spec.Plan, o BackfillOptions) (BackfillReport, error) {
 	if err != nil {
 		return BackfillReport{}, err
 	}
-	ps := pass{ctx: cmp.Or(o.Context, context.Background()), o: &o, src: src, cut: cut, wm: wm, desc: desc, since: since, spec: outfmt.SpecHash(p), job: p.Name, lateness: p.Lateness, keys: p.Key,
+	ps := pass{ctx: cmp.Or(o.Context, context.Background()), o: &o, src: src, cut: cut, wm: wm, desc: desc, since: since, spec: outfmt.SpecHash(p), legacySpec: outfmt.LegacySpecHash(p), job: p.Name, lateness: p.Lateness, keys: p.Key,
 		fold:     &specFolder{agg: record.NewAggregator(p, record.KeepsAccs(p)), dec: record.NewDecoder(p, clock.Real{})},
 		retryFor: pgio.DefaultConnectRetryFor}
 	if p.WindowKind == spec.Session {
@@ -324,6 +324,10 @@ type pass struct {
 	// entries another job wrote are skipped (OtherJobs).
 	spec string
 	job  string
+	// legacySpec is the spec's hash as weir computed it before counting
+	// computed fields (outfmt.LegacySpecHash): entries written then are
+	// the spec's.
+	legacySpec string
 	// refused, when set, is why every entry is refused (a window kind
 	// backfill cannot revise).
 	refused  string
@@ -372,7 +376,7 @@ func (ps *pass) run() (BackfillReport, error) {
 			return nil
 		}
 		rep.Entries++
-		if e.Spec != "" && ps.spec != "" && e.Spec != ps.spec && !slices.Contains(o.AcceptSpec, e.Spec) {
+		if e.Spec != "" && ps.spec != "" && e.Spec != ps.spec && e.Spec != ps.legacySpec && !slices.Contains(o.AcceptSpec, e.Spec) {
 			rep.SpecMismatch++
 			if o.Out != nil {
 				fmt.Fprintf(o.Out, "entry %s refused: spec_mismatch (written under spec %s, this one is %s)\n", e.ID, e.Spec, ps.spec)

@@ -695,3 +695,37 @@ sinks:
 		t.Fatalf("%d rows after the refused backfill (%v), want 0", n, err)
 	}
 }
+
+// TestBackfillLegacySpecHash: an entry written before the spec's hash
+// counted its where and computed fields (its hash is
+// outfmt.LegacySpecHash) is the spec's, folded without --accept-spec;
+// one of another hash is refused.
+func TestBackfillLegacySpecHash(t *testing.T) {
+	yml := strings.Replace(fmt.Sprintf(jobtest.BackfillJob, "10s", "{type: tumbling, size: 1m}"), "aggregate:\n", "where: \"amount >= 0\"\naggregate:\n", 1)
+	dir, _ := runSpec(t, yml, nil, job.RunOptions{Deterministic: true})
+	p, err := spec.Parse([]byte(yml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	now, legacy := outfmt.SpecHash(p), outfmt.LegacySpecHash(p)
+	if now == legacy {
+		t.Fatalf("a spec with a where has its legacy hash %s", now)
+	}
+	w, err := ledger.Open(job.LedgerDir(p, dir, p.Sinks.Late), nil, 0, jobtest.TestNow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id, hash := range map[string]string{"old": legacy, "other": "00000000"} {
+		e := `{"id":"` + id + `","kind":"late","reason":"window_expired","key":{"user_id":"u001"},"ts":1767225600000,"windows":[[1767225600000,1767225660000]],"watermark":1767229200000,"lateness_ms":1,"arrived_at":0,"job":"bf","spec":"` + hash + `","record":{"user_id":"u001","amount":5,"order_id":"o","ts":1767225600000}}`
+		if err := w.Append([]byte(e), jobtest.TestNow); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Backfill(p, BackfillOptions{Dir: dir, DryRun: true})
+	if err != nil || rep.SpecMismatch != 1 || rep.Applied != rep.Entries-1 {
+		t.Fatalf("an entry with the legacy hash and one with another: %+v %v", rep, err)
+	}
+}

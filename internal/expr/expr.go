@@ -295,7 +295,7 @@ type compiler struct {
 	// timeField, timeMillis: the field holding the event time as a
 	// number of another unit than milliseconds, and its conversion.
 	timeField  string
-	timeMillis func(int64) int64
+	timeMillis func(value) (int64, bool)
 	// timeNames are fields that hold times as epoch milliseconds (a
 	// window's bounds), which a string literal compares with as a time.
 	timeNames []string
@@ -312,11 +312,7 @@ func TimeNames(names ...string) Option {
 // timeStrings rewrites, in a comparison of x and y, a string literal
 // compared with a field of timeNames as the TIMESTAMP literal it means.
 func (c compiler) timeStrings(xs ...sqlparse.Expr) []sqlparse.Expr {
-	isTime := slices.ContainsFunc(xs, func(x sqlparse.Expr) bool {
-		r, ok := x.(*sqlparse.Ref)
-		return ok && len(r.Parts) == 1 && slices.Contains(c.timeNames, r.Parts[0].Name)
-	})
-	if !isTime {
+	if !slices.ContainsFunc(xs, c.timeNamed) {
 		return xs
 	}
 	out := slices.Clone(xs)
@@ -332,12 +328,62 @@ func (c compiler) timeStrings(xs ...sqlparse.Expr) []sqlparse.Expr {
 	return out
 }
 
-// TimeField says that field holds the event time as a whole number that
-// toMillis turns into epoch milliseconds (seconds: x * 1000): compared
-// with a TIMESTAMP or DATE literal, its number is read so. A field
-// holding epoch milliseconds, or a time's text, needs none.
-func TimeField(field string, toMillis func(int64) int64) Option {
-	return func(c *compiler) { c.timeField, c.timeMillis = field, toMillis }
+// timeNamed reports whether x is a time of timeNames: one of them, one
+// moved by an INTERVAL, or a CASE, COALESCE, IF or NULLIF that gives one
+// (an outer join's padded bound).
+func (c compiler) timeNamed(x sqlparse.Expr) bool {
+	switch x := x.(type) {
+	case *sqlparse.Ref:
+		return len(x.Parts) == 1 && slices.Contains(c.timeNames, x.Parts[0].Name)
+	case *sqlparse.Binary:
+		_, ivX := x.X.(*sqlparse.Interval)
+		_, ivY := x.Y.(*sqlparse.Interval)
+		return ivY && (x.Op == "+" || x.Op == "-") && c.timeNamed(x.X) || ivX && x.Op == "+" && c.timeNamed(x.Y)
+	case *sqlparse.Case:
+		if x.Else != nil && c.timeNamed(x.Else) {
+			return true
+		}
+		return slices.ContainsFunc(x.Whens, func(w sqlparse.When) bool { return c.timeNamed(w.Result) })
+	case *sqlparse.Call:
+		switch strings.ToUpper(x.Name.Parts[len(x.Name.Parts)-1].Name) {
+		case "COALESCE", "IF", "NULLIF":
+			return slices.ContainsFunc(x.Args, func(a sqlparse.Arg) bool { return c.timeNamed(a.Value) })
+		}
+	}
+	return false
+}
+
+// TimeField says that field holds the event time as a number of a unit
+// of unitMillis milliseconds (seconds: 1000), or of 1/perMilli of one
+// (microseconds: perMilli 1000): compared with a TIMESTAMP or DATE
+// literal, or moved by an INTERVAL, its number is read so, a fraction
+// and a time before 1970 rounded down as the decoder reads the event
+// time. A field holding epoch milliseconds, or a time's text, needs none.
+func TimeField(field string, unitMillis, perMilli int64) Option {
+	return func(c *compiler) {
+		if unitMillis <= 1 && perMilli <= 1 {
+			return
+		}
+		c.timeField = field
+		c.timeMillis = func(v value) (int64, bool) {
+			switch {
+			case v.k == integer && perMilli > 1:
+				q := v.i / perMilli
+				if v.i%perMilli < 0 {
+					q--
+				}
+				return q, true
+			case v.k == integer:
+				return v.i * unitMillis, true
+			case v.isNum():
+				f := math.Floor(v.num() * float64(unitMillis) / float64(max(perMilli, 1)))
+				if f >= math.MinInt64 && f < math.MaxInt64 {
+					return int64(f), true
+				}
+			}
+			return 0, false
+		}
+	}
 }
 
 // asTime is e, x's compiled form, read as a time for a comparison with a
@@ -348,8 +394,11 @@ func (c compiler) asTime(x sqlparse.Expr, e eval) eval {
 		conv := c.timeMillis
 		return func(g []*fastjson.Value) value {
 			v := e(g)
-			if v.k == integer {
-				return value{k: integer, i: conv(v.i)}
+			if v.isNum() {
+				if ms, ok := conv(v); ok {
+					return value{k: integer, i: ms}
+				}
+				return nullV
 			}
 			if ms, ok := millis(v); ok {
 				return value{k: integer, i: ms}
@@ -439,6 +488,9 @@ func (c compiler) expr(x sqlparse.Expr) eval {
 			return v
 		}
 	case *sqlparse.In:
+		if xs := c.timeStrings(append([]sqlparse.Expr{x.X}, x.List...)...); len(xs) > 0 {
+			x = &sqlparse.In{Pos: x.Pos, X: xs[0], List: xs[1:], Not: x.Not}
+		}
 		e := c.expr(x.X)
 		list := make([]eval, len(x.List))
 		for i, l := range x.List {

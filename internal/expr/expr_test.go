@@ -416,9 +416,13 @@ func TestTimeNames(t *testing.T) {
 	field := func(sqlparse.Ident) (int, *sqlparse.Error) { return 0, nil }
 	got := []*fastjson.Value{v.Get("window_start")}
 	for src, want := range map[string]bool{
-		"window_start = '2026-01-01 00:00:00'":                         true,
-		"window_start BETWEEN '2026-01-01' AND '2026-01-01T00:00:01Z'": true,
-		"'2026-01-01 00:00:01' <= window_start":                        false,
+		"window_start = '2026-01-01 00:00:00'":                                          true,
+		"window_start BETWEEN '2026-01-01' AND '2026-01-01T00:00:01Z'":                  true,
+		"'2026-01-01 00:00:01' <= window_start":                                         false,
+		"window_start IN ('2026-01-01 00:00:00', '2026-01-02')":                         true,
+		"window_start + INTERVAL '1' SECOND = '2026-01-01 00:00:01'":                    true,
+		"CASE WHEN window_start IS NULL THEN NULL ELSE window_start END = '2026-01-01'": true,
+		"COALESCE(window_start, 0) = '2026-01-01'":                                      true,
 	} {
 		x, err := sqlparse.ParseExpr(src)
 		if err != nil {
@@ -441,4 +445,36 @@ func TestTimeNames(t *testing.T) {
 func fastjsonParse(s string) (*fastjson.Value, error) {
 	var p fastjson.Parser
 	return p.Parse(s)
+}
+
+// TestTimeField: the event-time field in seconds (with a fraction) or
+// microseconds (before 1970 too) compares with a time literal as the
+// decoder reads the event time: rounded down to milliseconds.
+func TestTimeField(t *testing.T) {
+	for _, c := range []struct {
+		value                string
+		unitMillis, perMilli int64
+		where                string
+	}{
+		{"1767225600.25", 1000, 1, "ts = TIMESTAMP '2026-01-01 00:00:00.250'"},
+		{"1767225600", 1000, 1, "ts + INTERVAL '1' SECOND = TIMESTAMP '2026-01-01 00:00:01'"},
+		{"-1500", 1, 1000, "ts < TIMESTAMP '1970-01-01 00:00:00' AND ts >= TIMESTAMP '1969-12-31 23:59:59.998'"},
+		{"-1500", 1, 1000, "ts = TIMESTAMP '1969-12-31 23:59:59.998'"},
+	} {
+		v, err := fastjsonParse(`{"ts": ` + c.value + `}`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		x, err := sqlparse.ParseExpr(c.where)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := Compile(x, func(sqlparse.Ident) (int, *sqlparse.Error) { return 0, nil }, TimeField("ts", c.unitMillis, c.perMilli))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !p.Keep([]*fastjson.Value{v.Get("ts")}) {
+			t.Errorf("%s of %s: not kept", c.where, c.value)
+		}
+	}
 }

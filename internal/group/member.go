@@ -398,7 +398,7 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	if g.SpecHash != m.specHash {
+	if g.SpecHash != m.specHash && g.SpecHash != outfmt.LegacySpecHash(m.o.Plan) { // a group started before weir hashed computed fields runs on
 		return refused(fmt.Errorf("group %s runs job %s with spec %s, and this member's spec is %s: the members of a group run one spec; stop every member and reset the group (weir reset) to run another, or give this spec another group.name", m.group, g.Job, g.SpecHash, m.specHash))
 	}
 	m.run = g.Run

@@ -154,8 +154,7 @@ func SplitKey(k string, n int) []string {
 // unless told to accept that hash. The last three count only when set,
 // so that a job without them keeps the hash it had before they did.
 func SpecHash(p *spec.Plan) string {
-	m := map[string]any{"time": p.Time, "ts_field": p.TSField, "ts_unit": p.TSUnit,
-		"key": p.Key, "window": json.RawMessage(p.Definition.Window), "aggregate": p.Aggregates}
+	m := specHashed(p)
 	if len(p.Computed) > 0 {
 		m["computed"] = p.Computed
 	}
@@ -165,6 +164,25 @@ func SpecHash(p *spec.Plan) string {
 	if len(p.Decimals) > 0 {
 		m["decimals"] = p.Decimals
 	}
+	return hashOf(m)
+}
+
+// LegacySpecHash is SpecHash as weir computed it before it counted the
+// computed fields, the where and the decimal fields: what a group's
+// record and ledger entries written then hold for p. A group whose
+// record holds it runs p (a rolling upgrade of weir keeps the group),
+// and a backfill accepts entries with it (written by p, or by a p whose
+// computed fields differed, which that hash could not tell).
+func LegacySpecHash(p *spec.Plan) string { return hashOf(specHashed(p)) }
+
+// specHashed is what every SpecHash counts.
+func specHashed(p *spec.Plan) map[string]any {
+	return map[string]any{"time": p.Time, "ts_field": p.TSField, "ts_unit": p.TSUnit,
+		"key": p.Key, "window": json.RawMessage(p.Definition.Window), "aggregate": p.Aggregates}
+}
+
+// hashOf is the first 4 bytes of the SHA-256 of m's JSON, in hex.
+func hashOf(m map[string]any) string {
 	b, _ := json.Marshal(m)
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:4])

@@ -122,6 +122,9 @@ func TestSpecHashReadsWhatAggregatesRead(t *testing.T) {
 	} {
 		p := base()
 		mod(p)
+		if l := LegacySpecHash(p); l != old {
+			t.Errorf("%s: legacy hash %s, want %s, the hash weir gave it before", name, l, old)
+		}
 		h := SpecHash(p)
 		if other, ok := seen[h]; ok {
 			t.Errorf("%s: hash %s, the same as %s's", name, h, other)

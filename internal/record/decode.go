@@ -388,11 +388,8 @@ func NewDecoder(p *spec.Plan, clk clock.Clock) *Decoder {
 	decimals := expr.Decimals(func(f string) (int, bool) { sc, ok := scales[f]; return sc, ok })
 	// The event-time field in seconds, microseconds or nanoseconds
 	// compares with a TIMESTAMP literal in that unit.
-	times := expr.TimeField(p.TSField, map[spec.TimeUnit]func(int64) int64{
-		spec.UnitSeconds: func(x int64) int64 { return x * 1000 },
-		spec.UnitMicros:  func(x int64) int64 { return x / 1000 },
-		spec.UnitNanos:   func(x int64) int64 { return x / 1_000_000 },
-	}[p.TSUnit])
+	unit := map[spec.TimeUnit][2]int64{spec.UnitSeconds: {1000, 1}, spec.UnitMicros: {1, 1000}, spec.UnitNanos: {1, 1_000_000}}[p.TSUnit]
+	times := expr.TimeField(p.TSField, unit[0], unit[1])
 	var deps [][]int // each computed field's, by index of d.computed
 	for i, f := range p.Computed {
 		if xs[i] == nil {

@@ -213,15 +213,6 @@ func (c *compiler) resultExpr(x sqlparse.Expr, rel *relation) (string, error) {
 			}
 		}
 		switch e := e.(type) {
-		case *sqlparse.Cast:
-			// A window bound as a string is its time's text, as Flink
-			// casts a TIMESTAMP(3) (2026-01-01 00:05:00.000), not its
-			// epoch milliseconds.
-			if ref, ok := e.X.(*sqlparse.Ref); ok && isString(e.Type) {
-				if id := ref.Parts[len(ref.Parts)-1]; id.Name == "window_start" || id.Name == "window_end" || id.Name == "window_time" {
-					return timeText(e.Pos, &sqlparse.Ref{Parts: []sqlparse.Ident{id}})
-				}
-			}
 		case *sqlparse.Call:
 			if _, isAgg := aggregates[strings.ToUpper(tableName(e.Name))]; !isAgg {
 				return e
@@ -256,6 +247,12 @@ func (c *compiler) resultExpr(x sqlparse.Expr, rel *relation) (string, error) {
 	})
 	if bad != nil {
 		return "", bad
+	}
+	// A time cast to a string is its text (a window bound's, MIN or MAX
+	// of a time's), as Flink casts a TIMESTAMP(3).
+	out = c.timeCasts(nil, out)
+	if err := c.timeCompares(out, nil); err != nil {
+		return "", err
 	}
 	// What weir's expressions do not take is refused here, at its place
 	// in the query (the spec would name its results column).
@@ -504,7 +501,7 @@ func (c *compiler) timeArg(x sqlparse.Expr, t numType, rel *relation, pos sqlpar
 		}
 	}
 	ty := c.columnType(x, rel)
-	if ty == nil || t.kind == tTimeLTZ {
+	if ty == nil {
 		return x, t
 	}
 	switch n := strings.ToUpper(ty.Name); n {

@@ -511,3 +511,24 @@ INSERT INTO out SELECT k, COUNT(*) FROM TABLE(TUMBLE(TABLE o, DESCRIPTOR(ts), IN
 		}
 	}
 }
+
+// TestTableColumnsByPosition: into a SQL table, whose columns keep the
+// aggregates' names, the query's columns go by position even when its
+// aliases are the table's names in another order (COUNT(*) AS b, SUM AS
+// a into columns a, b: a holds the count).
+func TestTableColumnsByPosition(t *testing.T) {
+	src := `CREATE TABLE orders (user_id STRING, amount BIGINT, ts TIMESTAMP(3), WATERMARK FOR ts AS ts - INTERVAL '5' SECOND) WITH ('connector' = 'filesystem', 'path' = 'o.jsonl');
+CREATE TABLE snk (user_id STRING, window_start BIGINT, window_end BIGINT, a BIGINT, b BIGINT) WITH ('connector' = 'jdbc', 'url' = 'jdbc:sqlite:r.db', 'table-name' = 'snk');
+INSERT INTO snk SELECT user_id, window_start, window_end, COUNT(*) AS b, SUM(amount) AS a FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '1' MINUTE)) GROUP BY user_id, window_start, window_end;`
+	j, err := Compile(src, "swap.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, a := range j.Spec.Aggregate {
+		got[a.Name] = a.Fn
+	}
+	if got["a"] != "count" || got["b"] != "sum" {
+		t.Fatalf("aggregates %+v, want a = count, b = sum", j.Spec.Aggregate)
+	}
+}

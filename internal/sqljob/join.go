@@ -407,6 +407,9 @@ func (c *compiler) joinItems(sel *sqlparse.Select, sides [2]*joinSide, op *spec.
 				name = out + strconv.Itoa(i)
 			}
 			op.Columns = append(op.Columns, spec.JoinColumn{Name: name, Right: side == 1, Field: x.from})
+			if t, ok := sides[side].types[x.from]; ok {
+				c.setComputedType(name, t) // its side's aggregate's (a time, a decimal)
+			}
 			items = append(items, item{pos: it.Pos, from: name, agg: true})
 			continue
 		}
@@ -430,18 +433,6 @@ func (c *compiler) joinItems(sel *sqlparse.Select, sides [2]*joinSide, op *spec.
 // that side is absent, as SQL pads it (the row keeps the other side's).
 func (c *compiler) joinExpr(x sqlparse.Expr, sides [2]*joinSide, op *spec.JoinOp) (sqlparse.Expr, error) {
 	var bad error
-	// A window bound as a string is its time's text, as Flink casts a
-	// TIMESTAMP(3), not its epoch milliseconds.
-	x = mapExpr(x, func(e sqlparse.Expr) sqlparse.Expr {
-		if cast, ok := e.(*sqlparse.Cast); ok && isString(cast.Type) {
-			if ref, ok := cast.X.(*sqlparse.Ref); ok {
-				if _, _, it, err := joinRef(ref, sides); err == nil && isBound(it.from) {
-					return timeText(cast.Pos, ref)
-				}
-			}
-		}
-		return e
-	})
 	out := rewriteRefs(x, func(r *sqlparse.Ref) sqlparse.Expr {
 		side, _, it, err := joinRef(r, sides)
 		if err == nil && it.expr != "" {
@@ -486,7 +477,12 @@ func (c *compiler) joinExpr(x sqlparse.Expr, sides [2]*joinSide, op *spec.JoinOp
 		}
 		return ref
 	})
-	return out, bad
+	if bad != nil {
+		return nil, bad
+	}
+	// A time cast to a string is its text, as Flink casts it.
+	out = c.timeCasts(nil, out)
+	return out, c.timeCompares(out, nil)
 }
 
 // presence returns the name of a column of the join's rows that is null

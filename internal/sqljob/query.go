@@ -247,6 +247,14 @@ func (c *compiler) having(sel *sqlparse.Select, rel *relation, items []item) err
 	if bad != nil {
 		return bad
 	}
+	// Times and numbers as Flink's planner takes them, and what weir's
+	// expressions do not take, refused at their place in the query.
+	if err := c.timeCompares(out, nil); err != nil {
+		return err
+	}
+	if _, err := expr.Compile(out, func(sqlparse.Ident) (int, *sqlparse.Error) { return 0, nil }, resultTimes); err != nil {
+		return err
+	}
 	s.Having = sqlparse.FormatExpr(out)
 	return nil
 }
@@ -348,6 +356,18 @@ func (c *compiler) mapColumns(in *sqlparse.Insert, sel *sqlparse.Select, items [
 			"the query has %d columns and table %s has %d", len(items), name, len(written))
 	}
 	jsonRows := !sqlTable(k)
+	if !jsonRows {
+		// A SQL table keeps each aggregate under its column's name:
+		// aggregates first take names of their places, so that a query
+		// whose aliases are the table's names in another order (COUNT(*)
+		// AS b, SUM(x) AS a into columns a, b) is written by position.
+		items = slices.Clone(items)
+		for i := range items {
+			if tmp := fmt.Sprintf("_weir_col_%d", i); items[i].agg && c.renameAggregate(items[i].from, tmp) {
+				items[i].from = tmp
+			}
+		}
+	}
 	var cols []spec.Column
 	j := 0
 	for _, col := range t.Columns {
@@ -547,6 +567,7 @@ func (c *compiler) renameAggregate(from, name string) bool {
 				cols[i].Name = name
 			}
 		}
+		c.renameType(from, name)
 		return true
 	}
 	if slices.ContainsFunc(c.job.Spec.Aggregate, func(a spec.Aggregate) bool { return a.Name != from && strings.EqualFold(a.Name, name) }) {
@@ -567,11 +588,16 @@ func (c *compiler) renameAggregate(from, name string) bool {
 			c.job.Spec.Aggregate[i].Name = name
 		}
 	}
+	c.renameType(from, name)
+	return true
+}
+
+// renameType moves the type known of field from to name.
+func (c *compiler) renameType(from, name string) {
 	if t, ok := c.computedTypes[from]; ok {
 		delete(c.computedTypes, from)
 		c.computedTypes[name] = t
 	}
-	return true
 }
 
 // listedColumns maps the query's items onto the sink's written columns
@@ -826,7 +852,7 @@ func (c *compiler) condition(x sqlparse.Expr, t *sqlparse.CreateTable, clause st
 		what = "a number"
 	case tStr:
 		what = "a string"
-	case tTimeLTZ:
+	case tTimeLTZ, tTime, tDate:
 		what = "a time"
 	default:
 		return nil
@@ -933,35 +959,55 @@ func rewriteRefs(x sqlparse.Expr, f func(*sqlparse.Ref) sqlparse.Expr) sqlparse.
 	})
 }
 
-// timeCompares refuses a comparison in x (a condition over the fields of
-// table t) of a number with a TIMESTAMP or DATE literal, as Flink's
-// planner does: a BIGINT of epoch seconds would be read as milliseconds.
+// timeCompares refuses in x (an expression over the fields of table t;
+// nil: over results, typed by computedTypes) what Flink's planner
+// refuses of times and numbers, which weir would read as epoch
+// milliseconds: a comparison of a number with a time (a BIGINT of epoch
+// seconds with a TIMESTAMP literal), a time plus or minus a number (an
+// INTERVAL moves a time), a number cast to a TIMESTAMP or DATE
+// (TO_TIMESTAMP_LTZ reads one), and a TIMESTAMP(3) column cast to a
+// number (its text is no number).
 func (c *compiler) timeCompares(x sqlparse.Expr, t *sqlparse.CreateTable) error {
 	var bad error
-	// timeOf names what is a time in a comparison: a TIMESTAMP or DATE
-	// literal, a column of such a type ("" for other operands).
+	field := c.fieldType(t)
+	// timeOf names what is a time ("" for other operands).
 	timeOf := func(e sqlparse.Expr) string {
 		switch e := e.(type) {
 		case *sqlparse.TypedLit:
 			return "a " + e.Type + " literal"
-		case *sqlparse.Call:
-			if strings.EqualFold(tableName(e.Name), "TO_TIMESTAMP_LTZ") {
-				return "a TIMESTAMP_LTZ"
-			}
 		case *sqlparse.Ref:
-			if typeOf(e, c.fieldType(t)).kind == tTimeLTZ {
-				return "a time"
+			if dt := declaredType(t, e.Parts); dt != nil && timeKind(dt) != tOther {
+				return "a " + strings.ToUpper(dt.Name)
 			}
-			if dt := declaredType(t, e.Parts); dt != nil {
-				switch n := strings.ToUpper(dt.Name); n {
-				case "TIMESTAMP", "TIMESTAMP_LTZ", "DATE":
-					return "a " + n
-				}
-			}
+		}
+		switch typeOf(e, field).kind {
+		case tTime:
+			return "a TIMESTAMP"
+		case tTimeLTZ:
+			return "a TIMESTAMP_LTZ"
+		case tDate:
+			return "a DATE"
 		}
 		return ""
 	}
+	number := func(e sqlparse.Expr) bool {
+		switch typeOf(e, field).kind {
+		case tInt, tDec, tFloat:
+			return true
+		}
+		return false
+	}
+	refuse := func(e sqlparse.Expr, hint, format string, args ...any) {
+		text := sqlparse.FormatExpr(e)
+		bad = cmp.Or(bad, error(errAt(sqlparse.ExprPos(e), text, hint, format, args...)))
+	}
 	check := func(xs ...sqlparse.Expr) {
+		for _, e := range xs {
+			if _, ok := e.(*sqlparse.Interval); ok {
+				refuse(e, "move a time by it: window_end - INTERVAL '1' SECOND", "an INTERVAL is compared with nothing in weir's expressions")
+				return
+			}
+		}
 		var what string
 		for _, e := range xs {
 			what = cmp.Or(what, timeOf(e))
@@ -970,11 +1016,9 @@ func (c *compiler) timeCompares(x sqlparse.Expr, t *sqlparse.CreateTable) error 
 			return
 		}
 		for _, e := range xs {
-			switch k := typeOf(e, c.fieldType(t)).kind; k {
-			case tInt, tDec, tFloat:
-				text := sqlparse.FormatExpr(e)
-				bad = cmp.Or(bad, error(errAt(sqlparse.ExprPos(e), text, "compare times: TO_TIMESTAMP_LTZ(x, 3) of a number of epoch milliseconds (0: seconds), TIMESTAMP '2026-01-01 00:00:00' for a literal",
-					"%s is a number, which is not compared with %s (as in Flink)", text, what)))
+			if number(e) {
+				refuse(e, "compare times: TO_TIMESTAMP_LTZ(x, 3) of a number of epoch milliseconds (0: seconds), TIMESTAMP '2026-01-01 00:00:00' for a literal",
+					"%s is a number, which is not compared with %s (as in Flink)", sqlparse.FormatExpr(e), what)
 			}
 		}
 	}
@@ -984,11 +1028,28 @@ func (c *compiler) timeCompares(x sqlparse.Expr, t *sqlparse.CreateTable) error 
 			switch e.Op {
 			case "=", "<>", "<", "<=", ">", ">=":
 				check(e.X, e.Y)
+			case "+", "-", "*", "/", "%":
+				_, ivX := e.X.(*sqlparse.Interval)
+				_, ivY := e.Y.(*sqlparse.Interval)
+				switch {
+				case ivX || ivY:
+				case timeOf(e.X) != "" && timeOf(e.Y) != "":
+					refuse(e, "compare the times, or move one by an INTERVAL", "%s computes with two times, which Flink refuses (TIMESTAMPDIFF is not supported yet)", sqlparse.FormatExpr(e))
+				case timeOf(e.X) != "" && number(e.Y), number(e.X) && timeOf(e.Y) != "":
+					refuse(e, "move a time by an INTERVAL, such as window_end - INTERVAL '1' SECOND", "%s mixes a time and a number, which Flink refuses (weir would read the time as epoch milliseconds)", sqlparse.FormatExpr(e))
+				}
 			}
 		case *sqlparse.Between:
 			check(e.X, e.Lo, e.Hi)
 		case *sqlparse.In:
 			check(append([]sqlparse.Expr{e.X}, e.List...)...)
+		case *sqlparse.Cast:
+			switch to := typeOfSQL(e.Type).kind; {
+			case timeKind(e.Type) != tOther && number(e.X):
+				refuse(e, "TO_TIMESTAMP_LTZ(x, 3) reads epoch milliseconds (0: seconds)", "CAST of a number to %s is refused, as Flink refuses it", sqlparse.FormatType(e.Type))
+			case (to == tInt || to == tDec || to == tFloat) && timeOf(e.X) != "":
+				refuse(e, "compare or format the time (DATE_FORMAT, EXTRACT); a TO_TIMESTAMP_LTZ column's number is its source field", "CAST of %s to %s is refused, as Flink refuses it", timeOf(e.X), sqlparse.FormatType(e.Type))
+			}
 		}
 		return e
 	})

@@ -1,6 +1,7 @@
 package sqljob
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 
@@ -37,6 +38,9 @@ const (
 	// tStr is a string (STRING, VARCHAR, CHAR, a string literal or a
 	// string function's result): MIN and MAX of it compare strings.
 	tStr
+	// tNull is a NULL literal among a function's arguments (typeOf
+	// gives it no other type).
+	tNull
 )
 
 // maxPrecision is DECIMAL's largest precision; minAdjustedScale the
@@ -138,6 +142,13 @@ func typeOf(x sqlparse.Expr, field func(parts []sqlparse.Ident) numType) numType
 		}
 	case *sqlparse.Ref:
 		return field(x.Parts)
+	case *sqlparse.TypedLit:
+		switch x.Type {
+		case "TIMESTAMP":
+			return numType{kind: tTime}
+		case "DATE":
+			return numType{kind: tDate}
+		}
 	case *sqlparse.Cast:
 		// A cast to a time is one as epoch milliseconds; a declared
 		// column of such a type is its record's text (typeOfSQL).
@@ -166,28 +177,40 @@ func typeOf(x sqlparse.Expr, field func(parts []sqlparse.Ident) numType) numType
 		if (ivY && (x.Op == "+" || x.Op == "-")) || (ivX && x.Op == "+") {
 			// A time moved by an interval is a time of its kind (a
 			// TIMESTAMP(3) unless it is another).
-			other := x.X
+			other, iv := x.X, x.Y
 			if ivX {
-				other = x.Y
+				other, iv = x.Y, x.X
 			}
-			if t := typeOf(other, field); t.isTime() {
+			t := typeOf(other, field)
+			if t.kind == tDate && !strings.EqualFold(iv.(*sqlparse.Interval).Unit, "DAY") {
+				return numType{kind: tTime} // a DATE moved by hours is a TIMESTAMP
+			}
+			if t.isTime() {
 				return t
 			}
 			return numType{kind: tTime}
 		}
 		return arithType(x.Op, typeOf(x.X, field), typeOf(x.Y, field))
 	case *sqlparse.Case:
+		// A NULL branch takes the others' type (CASE WHEN ... THEN
+		// NULL ELSE window_start END is a time).
 		var ts []numType
 		for _, w := range x.Whens {
-			ts = append(ts, typeOf(w.Result, field))
+			if !isNullLit(w.Result) {
+				ts = append(ts, typeOf(w.Result, field))
+			}
 		}
-		if x.Else != nil {
+		if x.Else != nil && !isNullLit(x.Else) {
 			ts = append(ts, typeOf(x.Else, field))
 		}
 		return commonType(ts)
 	case *sqlparse.Call:
 		var ts []numType
 		for _, a := range x.Args {
+			if isNullLit(a.Value) {
+				ts = append(ts, numType{kind: tNull})
+				continue
+			}
 			ts = append(ts, typeOf(a.Value, field))
 		}
 		name := strings.ToUpper(tableName(x.Name))
@@ -198,13 +221,13 @@ func typeOf(x sqlparse.Expr, field func(parts []sqlparse.Ident) numType) numType
 		case "TO_TIMESTAMP_LTZ":
 			return numType{kind: tTimeLTZ}
 		case "ABS":
-			if len(ts) == 1 {
+			if len(ts) == 1 && ts[0].kind != tNull {
 				return ts[0]
 			}
 		case "COALESCE":
 			return commonType(ts)
 		case "NULLIF":
-			if len(ts) == 2 {
+			if len(ts) == 2 && ts[0].kind != tNull {
 				return ts[0]
 			}
 		case "IF":
@@ -286,9 +309,17 @@ func arithType(op string, a, b numType) numType {
 // with the most integer digits and the largest scale among them; floats
 // when one is a float; unknown when one is not a number (NULL aside).
 func commonType(ts []numType) numType {
+	ts = slices.DeleteFunc(slices.Clone(ts), func(t numType) bool { return t.kind == tNull }) // a NULL takes the others' type
 	var out numType
 	for i, t := range ts {
 		switch {
+		case t.isTime() || out.isTime() && i > 0:
+			// Times of one kind are that kind (COALESCE(MAX(t),
+			// window_end)); a time with anything else is unknown.
+			if i > 0 && t.kind != out.kind {
+				return numType{}
+			}
+			out = t
 		case t.kind == tOther, (t.kind == tStr) != (out.kind == tStr) && i > 0:
 			return numType{}
 		case t.kind == tStr:
@@ -410,8 +441,47 @@ func (c *compiler) fieldType(t *sqlparse.CreateTable) func(parts []sqlparse.Iden
 				return t
 			}
 		}
-		return typeOfSQL(declaredType(t, parts))
+		dt := declaredType(t, parts)
+		if dt == nil && len(parts) == 1 && isBound(parts[0].Name) {
+			// A window's bound (of the results, epoch milliseconds): a
+			// TIMESTAMP(3); window_time is the time attribute's type.
+			if parts[0].Name == "window_time" && c.timeAttrLTZ() {
+				return numType{kind: tTimeLTZ}
+			}
+			return numType{kind: tTime}
+		}
+		if k := timeKind(dt); k != tOther {
+			return numType{kind: k}
+		}
+		return typeOfSQL(dt)
 	}
+}
+
+// isNullLit reports whether x is the literal NULL.
+func isNullLit(x sqlparse.Expr) bool {
+	l, ok := x.(*sqlparse.Lit)
+	return ok && l.Kind == "null"
+}
+
+// timeKind is the time kind of declared type dt (tOther for none): the
+// record holds such a column's text, which a comparison, an interval's
+// arithmetic and a row read as a time.
+func timeKind(dt *sqlparse.Type) numKind {
+	if dt == nil {
+		return tOther
+	}
+	switch strings.ToUpper(dt.Name) {
+	case "TIMESTAMP":
+		if dt.LocalTZ {
+			return tTimeLTZ
+		}
+		return tTime
+	case "TIMESTAMP_LTZ":
+		return tTimeLTZ
+	case "DATE":
+		return tDate
+	}
+	return tOther
 }
 
 // declaredType is the SQL type that table t declares for the column
@@ -476,29 +546,32 @@ func timeText(pos sqlparse.Pos, x sqlparse.Expr) sqlparse.Expr {
 		Args: []sqlparse.Arg{{Value: x}, {Value: &sqlparse.Lit{Pos: pos, Kind: "string", Text: "yyyy-MM-dd HH:mm:ss.SSS"}}}}
 }
 
-// timeCasts makes each CAST to a string of a field of table t that is a
-// TIMESTAMP(3) or TIMESTAMP_LTZ(3) (a column, or a TO_TIMESTAMP_LTZ
-// computed column) its time's text, as Flink casts it, not the text or
-// the milliseconds the record holds.
+// timeCasts makes each CAST to a string of a time (over the fields of
+// table t; nil: the results' names): a TIMESTAMP(3) or TIMESTAMP_LTZ(3)
+// column, a TO_TIMESTAMP_LTZ, a window bound, MIN or MAX of a time, a
+// time literal or interval arithmetic) its time's text, as Flink casts
+// it (2026-01-01 00:05:00.000; a DATE's 2026-01-01), not the text or the
+// milliseconds the record or the results hold.
 func (c *compiler) timeCasts(t *sqlparse.CreateTable, x sqlparse.Expr) sqlparse.Expr {
+	field := c.fieldType(t)
 	return mapExpr(x, func(e sqlparse.Expr) sqlparse.Expr {
 		cast, ok := e.(*sqlparse.Cast)
 		if !ok || !isString(cast.Type) {
 			return e
 		}
-		ref, ok := cast.X.(*sqlparse.Ref)
-		if !ok {
-			return e
+		if ref, ok := cast.X.(*sqlparse.Ref); ok {
+			if dt := declaredType(t, ref.Parts); dt != nil && timeKind(dt) != tDate && len(dt.Params) == 1 && dt.Params[0] != 3 {
+				return e // a TIMESTAMP(0) or (6) is another text
+			}
 		}
-		time := c.fieldType(t)(ref.Parts).kind == tTimeLTZ
-		if dt := declaredType(t, ref.Parts); dt != nil {
-			name := strings.ToUpper(dt.Name)
-			time = (name == "TIMESTAMP" || name == "TIMESTAMP_LTZ") && len(dt.Params) == 1 && dt.Params[0] == 3
+		switch typeOf(cast.X, field).kind {
+		case tTime, tTimeLTZ:
+			return timeText(cast.Pos, cast.X)
+		case tDate:
+			return &sqlparse.Call{Pos: cast.Pos, Name: sqlparse.Name{Parts: []sqlparse.Ident{{Pos: cast.Pos, Name: "DATE_FORMAT"}}},
+				Args: []sqlparse.Arg{{Value: cast.X}, {Value: &sqlparse.Lit{Pos: cast.Pos, Kind: "string", Text: "yyyy-MM-dd"}}}}
 		}
-		if !time {
-			return e
-		}
-		return timeText(cast.Pos, ref)
+		return e
 	})
 }
 
@@ -590,6 +663,10 @@ func aggType(fn string, t numType) numType {
 func resultRef(ref *sqlparse.Ref) bool {
 	return len(ref.Parts) == 1 && strings.HasPrefix(ref.Parts[0].Name, "_weir_agg_")
 }
+
+// timeAttrLTZ reports whether the time attribute is a TIMESTAMP_LTZ(3)
+// (timeAttrType's).
+func (c *compiler) timeAttrLTZ() bool { return c.timeAttr != "" }
 
 // timeAttrType is the type of the table's time attribute as a query
 // without a window selects it: a TIMESTAMP_LTZ(3) when TO_TIMESTAMP_LTZ

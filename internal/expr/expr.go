@@ -553,6 +553,9 @@ func (c compiler) timeLit(x *sqlparse.TypedLit) value {
 	}
 	for _, l := range layouts {
 		if t, err := time.Parse(l, x.Text); err == nil {
+			if t.Nanosecond()%1e6 != 0 {
+				c.fail(x.Pos, x.Text, "write at most 3 fraction digits: weir's times are milliseconds", "%q has a fraction of a millisecond", x.Text)
+			}
 			return value{k: integer, i: t.UnixMilli()}
 		}
 	}
@@ -568,7 +571,17 @@ var intervalMillis = map[string]int64{"MILLISECOND": 1, "SECOND": 1000, "MINUTE"
 // milliseconds) adds: window_end - INTERVAL '1' SECOND.
 func (c compiler) interval(x *sqlparse.Interval) value {
 	unit, ok := intervalMillis[strings.ToUpper(x.Unit)]
-	n, err := strconv.ParseInt(strings.TrimSpace(x.Value), 10, 64)
+	// An amount with a fraction ('0.5' SECOND, '1.5' MINUTE) is one of
+	// whole milliseconds.
+	var err error
+	var n int64
+	if r, rok := new(big.Rat).SetString(strings.TrimSpace(x.Value)); !rok {
+		err = strconv.ErrSyntax
+	} else if ms := new(big.Rat).Mul(r, new(big.Rat).SetInt64(max(unit, 1))); !ms.IsInt() || !ms.Num().IsInt64() {
+		err = strconv.ErrRange
+	} else {
+		n, unit = ms.Num().Int64(), 1
+	}
 	switch {
 	case x.To != "" || !ok:
 		unit := x.Unit
@@ -576,8 +589,8 @@ func (c compiler) interval(x *sqlparse.Interval) value {
 			unit += " TO " + x.To
 		}
 		c.fail(x.Pos, "INTERVAL", "write INTERVAL 'n' SECOND, MINUTE, HOUR or DAY", "INTERVAL '%s' %s is not a fixed length of time weir's expressions take", x.Value, unit)
-	case err != nil || n > math.MaxInt64/unit || n < -math.MaxInt64/unit:
-		c.fail(x.Pos, "INTERVAL", "write a whole number of the unit, such as INTERVAL '90' SECOND", "INTERVAL '%s' %s is not a whole number of %s", x.Value, x.Unit, strings.ToLower(x.Unit)+"s")
+	case err != nil:
+		c.fail(x.Pos, "INTERVAL", "write an amount of whole milliseconds, such as INTERVAL '1.5' SECOND", "INTERVAL '%s' %s is not a whole number of milliseconds", x.Value, x.Unit)
 	}
 	return value{k: integer, i: n * unit}
 }

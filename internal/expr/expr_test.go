@@ -30,6 +30,7 @@ func TestKeep(t *testing.T) {
 		// A time plus or minus an interval: epoch milliseconds.
 		{"ts + INTERVAL '1' SECOND = TIMESTAMP '2026-01-01 00:00:06' AND ms - INTERVAL '5' SECOND = 1767225600000", true},
 		{"INTERVAL '2' MINUTE + ts > TIMESTAMP '2026-01-01 00:02:04' AND ts - INTERVAL '1' DAY < DATE '2026-01-01'", true},
+		{"ts - INTERVAL '0.5' SECOND = TIMESTAMP '2026-01-01 00:00:04.5' AND ms + INTERVAL '1.5' MINUTE = 1767225695000", true},
 		{"ms IN (TIMESTAMP '2026-01-01 00:00:00', TIMESTAMP '2026-01-01 00:00:05')", true},
 		{"region > TIMESTAMP '2026-01-01 00:00:00' OR NOT (region <= TIMESTAMP '2026-01-01 00:00:00')", false},
 		{"amount > 100 AND region = 'us'", false},
@@ -129,19 +130,19 @@ func TestKeep(t *testing.T) {
 // TestCompileErrors: what a filter cannot hold, at its place.
 func TestCompileErrors(t *testing.T) {
 	for where, want := range map[string]string{
-		"MODE(a, 2) = 0":                 `1:1: function MODE is not supported in weir's expressions (at "MODE"); did you mean "MOD"?`,
-		"a > 1 AND nope = 2":             `1:11: unknown column nope (at "nope")`,
-		"CAST(a AS TIME) > 1":            "CAST to TIME is not supported",
-		"CAST(a AS DECIMAL(10, 18)) > 1": "CAST to DECIMAL(10, 18) is not supported",
-		"CAST(a AS DECIMAL(0, 0)) > 1":   "CAST to DECIMAL(0, 0) is not supported",
-		"MOD(a) = 1":                     "MOD takes 2 argument(s)",
-		"SUBSTRING(a) = 'x'":             "SUBSTRING takes 2 to 3 arguments",
-		"DATE_FORMAT(a, b) = 1":          "DATE_FORMAT's pattern is a string literal",
-		"DATE_FORMAT(a, 'yyyy-QQ') = 1":  `DATE_FORMAT's pattern "yyyy-QQ" has a letter weir does not format`,
-		"a > a - INTERVAL '1' MONTH":     "INTERVAL '1' MONTH is not a fixed length of time",
-		"a > a - INTERVAL '1.5' HOUR":    "is not a whole number of hours",
-		"a > TIME '10:00:00'":            "a TIME literal is not supported",
-		"a > TIMESTAMP '2026-13-01'":     `"2026-13-01" is not a TIMESTAMP`,
+		"MODE(a, 2) = 0":                   `1:1: function MODE is not supported in weir's expressions (at "MODE"); did you mean "MOD"?`,
+		"a > 1 AND nope = 2":               `1:11: unknown column nope (at "nope")`,
+		"CAST(a AS TIME) > 1":              "CAST to TIME is not supported",
+		"CAST(a AS DECIMAL(10, 18)) > 1":   "CAST to DECIMAL(10, 18) is not supported",
+		"CAST(a AS DECIMAL(0, 0)) > 1":     "CAST to DECIMAL(0, 0) is not supported",
+		"MOD(a) = 1":                       "MOD takes 2 argument(s)",
+		"SUBSTRING(a) = 'x'":               "SUBSTRING takes 2 to 3 arguments",
+		"DATE_FORMAT(a, b) = 1":            "DATE_FORMAT's pattern is a string literal",
+		"DATE_FORMAT(a, 'yyyy-QQ') = 1":    `DATE_FORMAT's pattern "yyyy-QQ" has a letter weir does not format`,
+		"a > a - INTERVAL '1' MONTH":       "INTERVAL '1' MONTH is not a fixed length of time",
+		"a > a - INTERVAL '1.0001' SECOND": "is not a whole number of milliseconds",
+		"a > TIME '10:00:00'":              "a TIME literal is not supported",
+		"a > TIMESTAMP '2026-13-01'":       `"2026-13-01" is not a TIMESTAMP`,
 	} {
 		x, err := sqlparse.ParseExpr(where)
 		if err != nil {

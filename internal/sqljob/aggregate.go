@@ -369,6 +369,12 @@ func (c *compiler) aggregate(call *sqlparse.Call, alias sqlparse.Ident, rel *rel
 	known := slices.Sorted(maps.Keys(aggregates))
 	var ok bool
 	if a.Fn, ok = aggregates[fn]; !ok {
+		if suggest.Closest(fn, known) == "" {
+			// No misspelt aggregate: a function weir's expressions lack
+			// (GREATEST, LEAST).
+			return a, errAt(call.Pos, fn, "aggregates: "+strings.Join(known, ", ")+"; functions: "+strings.Join(expr.Functions, ", "),
+				"%s is neither an aggregate weir compiles nor a function of weir's expressions", fn)
+		}
 		hint := suggest.Or(fn, known, "use "+strings.Join(known, ", ")+" or COUNT(DISTINCT x)")
 		return a, errAt(call.Pos, fn, hint, "%s is not an aggregate weir compiles", fn)
 	}

@@ -325,7 +325,7 @@ func joinCond(x sqlparse.Expr, sides [2]*joinSide, op *spec.JoinOp) error {
 		case it.expr != "":
 			err = errAt(r.Parts[0].Pos, sqlparse.FormatExpr(r), "compare the columns the expression reads", "a condition of the join reads %s, an expression of its side's results, which is not compiled yet", sqlparse.FormatExpr(r))
 		case isBound(it.from):
-			err = errAt(r.Parts[0].Pos, sqlparse.FormatExpr(r), joinHint, "a condition of the join reads a window bound, which both sides share")
+			err = errAt(r.Parts[0].Pos, sqlparse.FormatExpr(r), "filter the windows in each side's query (HAVING window_end <= ...), which keeps an outer join's rows, or the joined rows in WHERE", "a condition of the join's ON on a window bound is not compiled yet")
 		}
 		if err != nil {
 			bad = cmp.Or(bad, err)
@@ -365,7 +365,7 @@ func (c *compiler) joinItems(sel *sqlparse.Select, sides [2]*joinSide, op *spec.
 	joined := op.JoinKey(&spec.WindowOp{Key: sides[0].spec.Key}, &spec.WindowOp{Key: sides[1].spec.Key})
 	for _, it := range sel.Items {
 		if it.Star {
-			return nil, errAt(it.Pos, sqlparse.FormatExpr(it.Expr), "select the sides' columns, alias.column, each", "SELECT * of a join is not compiled yet")
+			return nil, errAt(it.Pos, "*", "select the sides' columns, alias.column, each", "SELECT * of a join is not compiled yet")
 		}
 		ref, ok := it.Expr.(*sqlparse.Ref)
 		if !ok {

@@ -813,6 +813,8 @@ func (p *parser) comparison() Expr {
 				n.What = "TRUE"
 			case p.keyword("FALSE"):
 				n.What = "FALSE"
+			case p.tok.is("DISTINCT"):
+				p.fail("write (a = b OR (a IS NULL AND b IS NULL)) for IS NOT DISTINCT FROM, its NOT for IS DISTINCT FROM", "IS [NOT] DISTINCT FROM is not supported yet")
 			default:
 				p.fail("", "expected NULL, TRUE or FALSE after IS, found %s", describe(p.tok))
 			}
@@ -1019,6 +1021,13 @@ func (p *parser) unit() string {
 		p.fail(hint, "expected the interval's unit, found %s", describe(p.tok))
 	}
 	p.next()
+	if p.tok.op("(") && p.peek().kind == tNumber {
+		// A leading precision (HOUR(3)) bounds the amount's digits in
+		// Flink; weir's amounts are not bounded, so it is read and left.
+		p.next()
+		p.next()
+		p.expectOp(")", ") after the unit's precision")
+	}
 	return strings.TrimSuffix(u, "S")
 }
 

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/weirstream/weir/backfill"
@@ -281,8 +282,9 @@ func TestGroupArchiveTrim(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
+	reg := prometheus.NewRegistry()
 	go func() {
-		done <- Run(ctx, Options{Plan: p, Instance: "a", StateDir: t.TempDir(), SessionTimeout: joinSession, TransactionTimeout: joinTxnTimeout, ArchiveTrimEvery: 50 * time.Millisecond})
+		done <- Run(ctx, Options{Plan: p, Instance: "a", StateDir: t.TempDir(), SessionTimeout: joinSession, TransactionTimeout: joinTxnTimeout, ArchiveTrimEvery: 50 * time.Millisecond, Registerer: reg})
 	}()
 	defer func() {
 		cancel()
@@ -328,6 +330,19 @@ func TestGroupArchiveTrim(t *testing.T) {
 			}
 			if before == 0 && after > 0 {
 				t.Logf("group watermark %d: %d windows after the cut, the %d before it removed", live, after, len(windows)-after)
+				// The metric counts the tombstones committed: each
+				// removed window's, once (at most once more for a
+				// window a later trim found again before its first
+				// tombstone was read).
+				for wait := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+					n := gathered(t, reg, "weir_group_archive_trimmed_total")
+					if n >= float64(len(windows)-after) {
+						break
+					}
+					if time.Now().After(wait) {
+						t.Fatalf("weir_group_archive_trimmed_total is %v; %d windows were removed", n, len(windows)-after)
+					}
+				}
 				return
 			}
 		}
@@ -336,4 +351,19 @@ func TestGroupArchiveTrim(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+}
+
+// gathered is the value of counter name in reg (0 when absent).
+func gathered(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name && len(mf.GetMetric()) > 0 {
+			return mf.GetMetric()[0].GetCounter().GetValue()
+		}
+	}
+	return 0
 }

@@ -1607,7 +1607,7 @@ func (m *Member) commit(ctx context.Context) error {
 		m.present = time.Now()
 	}
 	restart := map[int32]*task{}
-	changelogBytes := 0
+	changelogBytes, tombstones := 0, 0
 	var routed [][]*kgo.Record // each route task's, produced interleaved below
 	for _, t := range ts {
 		if t.last != nil && t.last.Done {
@@ -1662,6 +1662,9 @@ func (m *Member) commit(ctx context.Context) error {
 			routed = append(routed, out)
 		} else {
 			for _, r := range out {
+				if r.Value == nil && r.Topic == m.archive {
+					tombstones++ // a trim's (counted once committed)
+				}
 				m.sess.Produce(ctx, r, produced)
 			}
 		}
@@ -1779,6 +1782,7 @@ func (m *Member) commit(ctx context.Context) error {
 			tasks = append(tasks, r.t.p)
 		}
 		m.committedTasks(tasks, changelogBytes, time.Since(began))
+		m.met.trimmed.Add(float64(tombstones))
 		// The Postgres outputs the transaction holds (pgout.go).
 		for _, r := range results {
 			if err := m.applyPG(ctx, r.t.p, r.snap); err != nil {
@@ -2364,7 +2368,6 @@ func (m *Member) trim(ctx context.Context, windows string, ts []*task) (int, err
 			t.write(&kgo.Record{Topic: m.archive, Partition: part, Key: []byte(k)})
 		}
 	}
-	m.met.trimmed.Add(float64(n))
 	return n, nil
 }
 

@@ -76,7 +76,7 @@ func newMetrics(reg prometheus.Registerer, status func(context.Context) *monitor
 			Buckets: prometheus.ExponentialBuckets(0.01, 2, 12)}),
 		changelog: prometheus.NewCounter(prometheus.CounterOpts{Name: "weir_group_changelog_bytes_total", Help: "Bytes this member wrote to the changelog (its tasks' checkpoints)."}),
 		trimmed: prometheus.NewCounter(prometheus.CounterOpts{Name: "weir_group_archive_trimmed_total",
-			Help: "Archive windows beyond the horizon whose tombstones this member gave its tasks' transactions (a trim without a backfill)."}),
+			Help: "Archive windows beyond the horizon whose tombstones this member's committed transactions held (a trim without a backfill)."}),
 	}
 	if reg == nil {
 		return m, nil

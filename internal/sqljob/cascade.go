@@ -2,6 +2,7 @@ package sqljob
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/weirstream/weir/internal/sqlparse"
 	"github.com/weirstream/weir/spec"
@@ -78,6 +79,17 @@ func (c *compiler) resultsAggregation(sel *sqlparse.Select, rel *relation, group
 	items, err := c.aggregation(sel, rel, group)
 	if err != nil {
 		return nil, err
+	}
+	for _, g := range sel.GroupBy {
+		// A view's bound under its own name (window_start AS ws) as a
+		// key: the results' field is the window's bound, which the
+		// outer window's rows have as their own.
+		if ref, ok := g.(*sqlparse.Ref); ok {
+			if col, id, err := rel.ref(ref); err == nil && isBound(rel.results[col.name]) && slices.Contains(c.job.Spec.Key, col.name) {
+				return nil, errAt(id.Pos, id.Name, "select MIN("+id.Name+") or MAX("+id.Name+") instead, or group by the outer window's window_start and window_end alone",
+					"grouping by %s, a bound of %s's windows, is not compiled yet", id.Name, rel.name)
+			}
+		}
 	}
 	if err := c.cascadeFields(rel, sel.Pos); err != nil {
 		return nil, err

@@ -336,8 +336,7 @@ func (c compiler) timeNamed(x sqlparse.Expr) bool {
 	case *sqlparse.Ref:
 		return len(x.Parts) == 1 && slices.Contains(c.timeNames, x.Parts[0].Name)
 	case *sqlparse.Binary:
-		_, ivX := x.X.(*sqlparse.Interval)
-		_, ivY := x.Y.(*sqlparse.Interval)
+		ivX, ivY := sqlparse.IsInterval(x.X), sqlparse.IsInterval(x.Y)
 		return ivY && (x.Op == "+" || x.Op == "-") && c.timeNamed(x.X) || ivX && x.Op == "+" && c.timeNamed(x.Y)
 	case *sqlparse.Case:
 		if x.Else != nil && c.timeNamed(x.Else) {
@@ -927,11 +926,11 @@ func (c compiler) binary(x *sqlparse.Binary) eval {
 		}
 		return func(g []*fastjson.Value) value { return cmpOp(op, a(g), b(g)) }
 	case "+", "-", "*", "/", "%":
-		if _, ok := x.Y.(*sqlparse.Interval); ok && (op == "+" || op == "-") {
+		if sqlparse.IsInterval(x.Y) && (op == "+" || op == "-") {
 			// A time plus or minus an interval: the time's epoch
 			// milliseconds (a TIMESTAMP's text read as one), moved.
 			a = c.asTime(x.X, a)
-		} else if _, ok := x.X.(*sqlparse.Interval); ok && op == "+" {
+		} else if sqlparse.IsInterval(x.X) && op == "+" {
 			b = c.asTime(x.Y, b)
 		}
 		return func(g []*fastjson.Value) value { return arith(op, a(g), b(g)) }

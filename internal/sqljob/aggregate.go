@@ -218,6 +218,7 @@ func (c *compiler) resultExpr(x sqlparse.Expr, rel *relation) (string, error) {
 				return e
 			}
 			name := fmt.Sprintf("_weir_agg_%d", len(s.Aggregate))
+			c.showAs(name, e)
 			a, err := c.aggregate(e, sqlparse.Ident{Pos: e.Pos, Name: name}, rel, len(s.Aggregate)+1000)
 			if err != nil {
 				bad = cmp.Or(bad, err)

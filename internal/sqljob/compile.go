@@ -131,6 +131,9 @@ type compiler struct {
 	// computedTypes are the numeric types of the computed fields
 	// (addComputed).
 	computedTypes map[string]numType
+	// shownAs are the query's texts of the names it gives what no column
+	// shows (_weir_agg_3: MAX(ts); _weir_x_0: O.total), for messages.
+	shownAs map[string]string
 }
 
 // errAt is an error at pos.

@@ -462,6 +462,7 @@ func (c *compiler) joinExpr(x sqlparse.Expr, sides [2]*joinSide, op *spec.JoinOp
 			if i < 0 {
 				i = len(op.Columns)
 				op.Columns = append(op.Columns, spec.JoinColumn{Name: fmt.Sprintf("_weir_x_%d", i), Right: right, Field: it.from})
+				c.showAs(op.Columns[i].Name, r)
 				if t, ok := sides[side].types[it.from]; ok {
 					c.setComputedType(op.Columns[i].Name, t)
 				}

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"maps"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -192,6 +193,7 @@ func (c *compiler) having(sel *sqlparse.Select, rel *relation, items []item) err
 				}
 				name := fmt.Sprintf("_weir_agg_%d", len(s.Aggregate))
 				unshown[text] = name
+				c.showAs(name, call)
 				a, err := c.aggregate(call, sqlparse.Ident{Pos: call.Pos, Name: name}, rel, len(s.Aggregate)+1000)
 				if err != nil {
 					bad = cmp.Or(bad, err.(*sqlparse.Error))
@@ -892,7 +894,7 @@ func (c *compiler) fields(x sqlparse.Expr, rel *relation) (sqlparse.Expr, error)
 	if bad != nil {
 		return nil, bad
 	}
-	return out, nil
+	return c.timeOperands(out, rel.table), nil
 }
 
 // isField reports whether rel's column col is a field of the records:
@@ -998,7 +1000,12 @@ func (c *compiler) timeCompares(x sqlparse.Expr, t *sqlparse.CreateTable) error 
 		return false
 	}
 	refuse := func(e sqlparse.Expr, hint, format string, args ...any) {
-		text := sqlparse.FormatExpr(e)
+		text := c.shown(sqlparse.FormatExpr(e))
+		for i, a := range args {
+			if s, ok := a.(string); ok {
+				args[i] = c.shown(s)
+			}
+		}
 		bad = cmp.Or(bad, error(errAt(sqlparse.ExprPos(e), text, hint, format, args...)))
 	}
 	check := func(xs ...sqlparse.Expr) {
@@ -1029,8 +1036,7 @@ func (c *compiler) timeCompares(x sqlparse.Expr, t *sqlparse.CreateTable) error 
 			case "=", "<>", "<", "<=", ">", ">=":
 				check(e.X, e.Y)
 			case "+", "-", "*", "/", "%":
-				_, ivX := e.X.(*sqlparse.Interval)
-				_, ivY := e.Y.(*sqlparse.Interval)
+				ivX, ivY := sqlparse.IsInterval(e.X), sqlparse.IsInterval(e.Y)
 				switch {
 				case ivX || ivY:
 				case timeOf(e.X) != "" && timeOf(e.Y) != "":
@@ -1064,4 +1070,77 @@ func timeAttrExpr(rel *relation, col *relCol) sqlparse.Expr {
 		return nil
 	}
 	return bc.Computed
+}
+
+// timeOperands reads, in x (over the fields of table t), each time that
+// a comparison (or NULLIF) compares with another time as epoch
+// milliseconds (CAST AS TIMESTAMP(3)): a TIMESTAMP or DATE column's text
+// compared with a time computed as milliseconds (ts <= l, t2 <= ts +
+// INTERVAL '1' SECOND, CAST(ts AS DATE) = d) would compare a string with
+// a number, which is never true. A comparison with a number is left to
+// timeCompares to refuse.
+func (c *compiler) timeOperands(x sqlparse.Expr, t *sqlparse.CreateTable) sqlparse.Expr {
+	field := c.fieldType(t)
+	wrap := func(xs []sqlparse.Expr) []sqlparse.Expr {
+		times, numbers := 0, 0
+		for _, e := range xs {
+			switch k := typeOf(e, field).kind; {
+			case typeOf(e, field).isTime():
+				times++
+			case k == tInt || k == tDec || k == tFloat:
+				numbers++
+			}
+		}
+		if times < 2 || numbers > 0 {
+			return xs
+		}
+		out := slices.Clone(xs)
+		for i, e := range out {
+			if _, lit := e.(*sqlparse.TypedLit); !lit && typeOf(e, field).isTime() {
+				out[i] = &sqlparse.Cast{Pos: sqlparse.ExprPos(e), X: e, Type: &sqlparse.Type{Pos: sqlparse.ExprPos(e), Name: "TIMESTAMP", Params: []int{3}}}
+			}
+		}
+		return out
+	}
+	return mapExpr(x, func(e sqlparse.Expr) sqlparse.Expr {
+		switch e := e.(type) {
+		case *sqlparse.Binary:
+			switch e.Op {
+			case "=", "<>", "<", "<=", ">", ">=":
+				xs := wrap([]sqlparse.Expr{e.X, e.Y})
+				return &sqlparse.Binary{Pos: e.Pos, Op: e.Op, X: c.timeOperands(xs[0], t), Y: c.timeOperands(xs[1], t)}
+			}
+		case *sqlparse.Between:
+			xs := wrap([]sqlparse.Expr{e.X, e.Lo, e.Hi})
+			return &sqlparse.Between{Pos: e.Pos, X: c.timeOperands(xs[0], t), Lo: c.timeOperands(xs[1], t), Hi: c.timeOperands(xs[2], t), Not: e.Not}
+		case *sqlparse.Call:
+			if strings.EqualFold(tableName(e.Name), "NULLIF") && len(e.Args) == 2 {
+				xs := wrap([]sqlparse.Expr{e.Args[0].Value, e.Args[1].Value})
+				if xs[0] != e.Args[0].Value {
+					// NULLIF compares as times, and gives its first
+					// argument as it was (its text, or milliseconds).
+					cmp := &sqlparse.Binary{Pos: e.Pos, Op: "=", X: xs[0], Y: xs[1]}
+					return &sqlparse.Case{Pos: e.Pos, Whens: []sqlparse.When{{Cond: cmp, Result: &sqlparse.Lit{Pos: e.Pos, Kind: "null"}}}, Else: c.timeOperands(e.Args[0].Value, t)}
+				}
+			}
+		}
+		return e
+	})
+}
+
+// hiddenName matches the names the compiler gives what no column shows.
+var hiddenName = regexp.MustCompile(`\b_weir_(agg|x)_\d+\b`)
+
+// shown is text with each of the compiler's hidden names as the query
+// wrote it (shownAs).
+func (c *compiler) shown(text string) string {
+	return hiddenName.ReplaceAllStringFunc(text, func(n string) string { return cmp.Or(c.shownAs[n], n) })
+}
+
+// showAs notes that hidden name stands for the query's x.
+func (c *compiler) showAs(name string, x sqlparse.Expr) {
+	if c.shownAs == nil {
+		c.shownAs = map[string]string{}
+	}
+	c.shownAs[name] = sqlparse.FormatExpr(x)
 }

@@ -63,6 +63,12 @@ func (r *relation) unknown(id sqlparse.Ident) *sqlparse.Error {
 	if r.view {
 		what = "view"
 	}
+	switch strings.ToUpper(id.Name) {
+	case "CURRENT_DATE", "CURRENT_TIME", "CURRENT_TIMESTAMP", "LOCALTIME", "LOCALTIMESTAMP":
+		// Flink's functions of the wall clock, written without ().
+		return errAt(id.Pos, id.Name, "compare with a TIMESTAMP or DATE literal, or with the time attribute; a table's PROCTIME() column gives processing time",
+			"%s is not supported in weir's expressions (a job's results would depend on when they were computed)", strings.ToUpper(id.Name))
+	}
 	if isBound(id.Name) {
 		// Flink's window table functions add the bounds to each row;
 		// weir gives them to the results, so what reads a record

@@ -164,6 +164,9 @@ func (c *compiler) selectColumns(sel *sqlparse.Select, from *sqlparse.TableRef) 
 		if err != nil {
 			return nil, nil, err
 		}
+		if err := c.timeCompares(x, rel.table); err != nil {
+			return nil, nil, err
+		}
 		if _, err := expr.CompileValue(x, func(sqlparse.Ident) (int, *sqlparse.Error) { return 0, nil }); err != nil {
 			return nil, nil, err
 		}

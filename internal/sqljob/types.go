@@ -172,8 +172,7 @@ func typeOf(x sqlparse.Expr, field func(parts []sqlparse.Ident) numType) numType
 		if x.Op == "||" {
 			return numType{kind: tStr}
 		}
-		_, ivX := x.X.(*sqlparse.Interval)
-		_, ivY := x.Y.(*sqlparse.Interval)
+		ivX, ivY := sqlparse.IsInterval(x.X), sqlparse.IsInterval(x.Y)
 		if (ivY && (x.Op == "+" || x.Op == "-")) || (ivX && x.Op == "+") {
 			// A time moved by an interval is a time of its kind (a
 			// TIMESTAMP(3) unless it is another).
@@ -182,7 +181,7 @@ func typeOf(x sqlparse.Expr, field func(parts []sqlparse.Ident) numType) numType
 				other, iv = x.Y, x.X
 			}
 			t := typeOf(other, field)
-			if t.kind == tDate && !strings.EqualFold(iv.(*sqlparse.Interval).Unit, "DAY") {
+			if ivl, ok := iv.(*sqlparse.Interval); t.kind == tDate && (!ok || !strings.EqualFold(ivl.Unit, "DAY")) {
 				return numType{kind: tTime} // a DATE moved by hours is a TIMESTAMP
 			}
 			if t.isTime() {

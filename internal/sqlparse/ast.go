@@ -407,3 +407,23 @@ func (e *Index) exprPos() Pos        { return e.Pos }
 
 // ExprPos is where e starts.
 func ExprPos(e Expr) Pos { return e.exprPos() }
+
+// IsInterval reports whether x is an interval: an INTERVAL literal, one
+// times or divided by a number (2 * INTERVAL '1' SECOND), or its
+// negation. A time plus or minus one is a time.
+func IsInterval(x Expr) bool {
+	switch x := x.(type) {
+	case *Interval:
+		return true
+	case *Binary:
+		switch x.Op {
+		case "*":
+			return IsInterval(x.X) != IsInterval(x.Y)
+		case "/":
+			return IsInterval(x.X) && !IsInterval(x.Y)
+		}
+	case *Unary:
+		return x.Op == "-" && IsInterval(x.X)
+	}
+	return false
+}

@@ -86,6 +86,7 @@ func TestDependencyRules(t *testing.T) {
 		"internal/pgproxy":   {},
 		"internal/sqltest":   {},
 		"internal/testenv":   {},
+		"internal/promtest":  {},
 		"internal/jobtest":   {"spec", "clock", "connector/kafkaio", "internal/pgproxy", "internal/testenv"},
 	}
 	// The packages are go list's (every build tag of this platform, test

@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weirstream/weir/internal/promtest"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/weirstream/weir/internal/monitor"
@@ -83,21 +85,11 @@ func start(t *testing.T, o Options) (*Server, *prometheus.Registry) {
 
 func gathered(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
+	v, ok := promtest.Value(t, reg, name)
+	if !ok {
+		t.Fatalf("no %s", name)
 	}
-	for _, mf := range mfs {
-		if mf.GetName() == name {
-			m := mf.GetMetric()[0]
-			if c := m.GetCounter(); c != nil {
-				return c.GetValue()
-			}
-			return m.GetGauge().GetValue()
-		}
-	}
-	t.Fatalf("no %s", name)
-	return 0
+	return v
 }
 
 // TestConnLimit: at MaxConns a new connection is answered 503 and closed

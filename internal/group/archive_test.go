@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weirstream/weir/internal/promtest"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -335,7 +337,7 @@ func TestGroupArchiveTrim(t *testing.T) {
 				// window a later trim found again before its first
 				// tombstone was read).
 				for wait := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-					n := gathered(t, reg, "weir_group_archive_trimmed_total")
+					n, _ := promtest.Value(t, reg, "weir_group_archive_trimmed_total")
 					if n >= float64(len(windows)-after) {
 						break
 					}
@@ -351,19 +353,4 @@ func TestGroupArchiveTrim(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-}
-
-// gathered is the value of counter name in reg (0 when absent).
-func gathered(t *testing.T, reg *prometheus.Registry, name string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() == name && len(mf.GetMetric()) > 0 {
-			return mf.GetMetric()[0].GetCounter().GetValue()
-		}
-	}
-	return 0
 }

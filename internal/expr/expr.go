@@ -149,8 +149,8 @@ func (p *Pred) Keep(got []*fastjson.Value) bool {
 
 // Functions are the functions an expression may call. TO_TIMESTAMP_LTZ
 // (n, 3) is n, (n, 0) n * 1000: times are epoch milliseconds here.
-var Functions = []string{"ABS", "CEIL", "CEILING", "CHAR_LENGTH", "COALESCE", "CONCAT", "DATE_FORMAT", "DAYOFMONTH", "FLOOR", "FROM_UNIXTIME",
-	"HOUR", "IF", "LOWER", "LTRIM", "MINUTE", "MOD", "MONTH", "NULLIF", "POWER", "REPLACE", "ROUND", "RTRIM", "SECOND", "SUBSTR", "SUBSTRING",
+var Functions = []string{"ABS", "CEIL", "CEILING", "CHAR_LENGTH", "COALESCE", "CONCAT", "DATE_FORMAT", "DAYOFMONTH", "FLOOR", "FROM_UNIXTIME", "GREATEST",
+	"HOUR", "IF", "LEAST", "LOWER", "LTRIM", "MINUTE", "MOD", "MONTH", "NULLIF", "POWER", "REPLACE", "ROUND", "RTRIM", "SECOND", "SUBSTR", "SUBSTRING",
 	"TO_TIMESTAMP_LTZ", "TRIM", "UPPER", "YEAR"}
 
 // stringFunctions are the Functions whose value is a string (or NULL)
@@ -345,7 +345,7 @@ func (c compiler) timeNamed(x sqlparse.Expr) bool {
 		return slices.ContainsFunc(x.Whens, func(w sqlparse.When) bool { return c.timeNamed(w.Result) })
 	case *sqlparse.Call:
 		switch strings.ToUpper(x.Name.Parts[len(x.Name.Parts)-1].Name) {
-		case "COALESCE", "IF", "NULLIF":
+		case "COALESCE", "IF", "NULLIF", "GREATEST", "LEAST":
 			return slices.ContainsFunc(x.Args, func(a sqlparse.Arg) bool { return c.timeNamed(a.Value) })
 		}
 	}
@@ -436,7 +436,7 @@ func (c compiler) decimal(x sqlparse.Expr) bool {
 		return x.Else != nil && c.decimal(x.Else)
 	case *sqlparse.Call:
 		switch strings.ToUpper(x.Name.Parts[len(x.Name.Parts)-1].Name) {
-		case "ABS", "ROUND", "COALESCE", "IF", "NULLIF":
+		case "ABS", "ROUND", "COALESCE", "IF", "NULLIF", "GREATEST", "LEAST":
 			for _, a := range x.Args {
 				if c.decimal(a.Value) {
 					return true
@@ -592,6 +592,15 @@ func (c compiler) interval(x *sqlparse.Interval) value {
 		c.fail(x.Pos, "INTERVAL", "write an amount of whole milliseconds, such as INTERVAL '1.5' SECOND", "INTERVAL '%s' %s is not a whole number of milliseconds", x.Value, x.Unit)
 	}
 	return value{k: integer, i: n * unit}
+}
+
+// argExprs are call x's arguments' expressions.
+func argExprs(x *sqlparse.Call) []sqlparse.Expr {
+	out := make([]sqlparse.Expr, len(x.Args))
+	for i, a := range x.Args {
+		out[i] = a.Value
+	}
+	return out
 }
 
 // isTimeLit reports whether one of xs is a TIMESTAMP or DATE literal:
@@ -1445,7 +1454,7 @@ func (c compiler) call(x *sqlparse.Call) eval {
 		return c.moreCall(x, name, args)
 	}
 	want := map[string]int{"ABS": 1, "CHAR_LENGTH": 1, "LOWER": 1, "UPPER": 1, "MOD": 2, "NULLIF": 2, "IF": 3, "TO_TIMESTAMP_LTZ": 2}
-	if n, ok := want[name]; ok && len(args) != n || name == "COALESCE" && len(args) == 0 {
+	if n, ok := want[name]; ok && len(args) != n || (name == "COALESCE" || name == "GREATEST" || name == "LEAST") && len(args) == 0 {
 		c.fail(x.Pos, name, "", "%s takes %d argument(s)", name, want[name])
 	}
 	switch name {
@@ -1506,6 +1515,35 @@ func (c compiler) call(x *sqlparse.Call) eval {
 				}
 			}
 			return nullV
+		}
+	case "GREATEST", "LEAST":
+		// Flink's: NULL when any argument is NULL, or when two cannot be
+		// compared (a number and a string).
+		op := ">"
+		if name == "LEAST" {
+			op = "<"
+		}
+		if isTimeLit(argExprs(x)...) {
+			for i := range args {
+				args[i] = c.asTime(x.Args[i].Value, args[i])
+			}
+		}
+		return func(g []*fastjson.Value) value {
+			best := args[0](g)
+			if best.k == null {
+				return nullV
+			}
+			for _, a := range args[1:] {
+				v := a(g)
+				r := cmpOp(op, v, best)
+				if v.k == null || r.k != boolean {
+					return nullV
+				}
+				if r.b {
+					best = v
+				}
+			}
+			return best
 		}
 	case "NULLIF":
 		return func(g []*fastjson.Value) value {

@@ -27,6 +27,9 @@ func TestKeep(t *testing.T) {
 		{"ts BETWEEN DATE '2026-01-01' AND TIMESTAMP '2026-01-01 00:01'", true},
 		{"CAST(ts AS TIMESTAMP(3)) = 1767225605000 AND CAST(ts AS DATE) = 1767225600000 AND CAST(ms AS TIMESTAMP_LTZ(3)) = ms", true},
 		{"CAST(region AS TIMESTAMP) IS NULL", true},
+		// GREATEST and LEAST: NULL when any argument is.
+		{"GREATEST(amount, 7, price) = 120 AND LEAST(amount, 7, price) = 7 AND GREATEST(amount, nothing) IS NULL", true},
+		{"GREATEST(ts, TIMESTAMP '2026-01-01 00:00:07') = TIMESTAMP '2026-01-01 00:00:07' AND LEAST('b', 'a') = 'a'", true},
 		// A time plus or minus an interval: epoch milliseconds.
 		{"ts + INTERVAL '1' SECOND = TIMESTAMP '2026-01-01 00:00:06' AND ms - INTERVAL '5' SECOND = 1767225600000", true},
 		{"INTERVAL '2' MINUTE + ts > TIMESTAMP '2026-01-01 00:02:04' AND ts - INTERVAL '1' DAY < DATE '2026-01-01'", true},
@@ -353,7 +356,7 @@ func TestPlainReference(t *testing.T) {
 func TestReturnsString(t *testing.T) {
 	args := map[string]string{"CONCAT": "'a', 1", "SUBSTRING": "'abc', 2", "SUBSTR": "'abc', 2", "TRIM": "' a '", "LTRIM": "' a'", "RTRIM": "'a '",
 		"REPLACE": "'abc', 'b', 'x'", "LOWER": "'A'", "UPPER": "'a'", "DATE_FORMAT": "1, 'yyyy'", "FROM_UNIXTIME": "1",
-		"MOD": "5, 3", "NULLIF": "1, 2", "IF": "TRUE, 1, 2", "TO_TIMESTAMP_LTZ": "1, 3", "POWER": "2, 3", "ROUND": "1.5", "CHAR_LENGTH": "'ab'", "COALESCE": "1"}
+		"MOD": "5, 3", "NULLIF": "1, 2", "IF": "TRUE, 1, 2", "TO_TIMESTAMP_LTZ": "1, 3", "POWER": "2, 3", "ROUND": "1.5", "CHAR_LENGTH": "'ab'", "COALESCE": "1", "GREATEST": "1, 2", "LEAST": "1, 2"}
 	for _, f := range Functions {
 		src := f + "(" + cmp.Or(args[f], "1") + ")"
 		x, err := sqlparse.ParseExpr(src)

@@ -1094,10 +1094,20 @@ func (c *compiler) timeOperands(x sqlparse.Expr, t *sqlparse.CreateTable) sqlpar
 		if times < 2 || numbers > 0 {
 			return xs
 		}
+		// As epoch milliseconds: of DATEs alone, as DATEs (GREATEST of
+		// two DATEs is one), else as TIMESTAMP(3)s.
+		to := &sqlparse.Type{Name: "DATE"}
+		for _, e := range xs {
+			if k := typeOf(e, field).kind; k == tTime || k == tTimeLTZ {
+				to = &sqlparse.Type{Name: "TIMESTAMP", Params: []int{3}}
+			}
+		}
 		out := slices.Clone(xs)
 		for i, e := range out {
 			if _, lit := e.(*sqlparse.TypedLit); !lit && typeOf(e, field).isTime() {
-				out[i] = &sqlparse.Cast{Pos: sqlparse.ExprPos(e), X: e, Type: &sqlparse.Type{Pos: sqlparse.ExprPos(e), Name: "TIMESTAMP", Params: []int{3}}}
+				ty := *to
+				ty.Pos = sqlparse.ExprPos(e)
+				out[i] = &sqlparse.Cast{Pos: sqlparse.ExprPos(e), X: e, Type: &ty}
 			}
 		}
 		return out
@@ -1114,6 +1124,19 @@ func (c *compiler) timeOperands(x sqlparse.Expr, t *sqlparse.CreateTable) sqlpar
 			xs := wrap([]sqlparse.Expr{e.X, e.Lo, e.Hi})
 			return &sqlparse.Between{Pos: e.Pos, X: c.timeOperands(xs[0], t), Lo: c.timeOperands(xs[1], t), Hi: c.timeOperands(xs[2], t), Not: e.Not}
 		case *sqlparse.Call:
+			if fn := strings.ToUpper(tableName(e.Name)); (fn == "GREATEST" || fn == "LEAST") && len(e.Args) > 1 {
+				var xs []sqlparse.Expr
+				for _, a := range e.Args {
+					xs = append(xs, a.Value)
+				}
+				if ys := wrap(xs); ys[0] != xs[0] || !slices.Equal(xs, ys) {
+					out := &sqlparse.Call{Pos: e.Pos, Name: e.Name}
+					for _, y := range ys {
+						out.Args = append(out.Args, sqlparse.Arg{Value: c.timeOperands(y, t)})
+					}
+					return out
+				}
+			}
 			if strings.EqualFold(tableName(e.Name), "NULLIF") && len(e.Args) == 2 {
 				xs := wrap([]sqlparse.Expr{e.Args[0].Value, e.Args[1].Value})
 				if xs[0] != e.Args[0].Value {

@@ -223,7 +223,7 @@ func typeOf(x sqlparse.Expr, field func(parts []sqlparse.Ident) numType) numType
 			if len(ts) == 1 && ts[0].kind != tNull {
 				return ts[0]
 			}
-		case "COALESCE":
+		case "COALESCE", "GREATEST", "LEAST":
 			return commonType(ts)
 		case "NULLIF":
 			if len(ts) == 2 && ts[0].kind != tNull {

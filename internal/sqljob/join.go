@@ -112,6 +112,29 @@ func (c *compiler) compileJoin(in *sqlparse.Insert, sel *sqlparse.Select, j *sql
 	if err := c.joinOn(j, sides, op); err != nil {
 		return err
 	}
+	if star := slices.ContainsFunc(sel.Items, func(it *sqlparse.SelectItem) bool { return it.Star }); star {
+		// SELECT * (or a.*) of a join: each side's columns, in order, as
+		// Flink expands it; a bare SELECT shows them under their names,
+		// the second of one name as name0.
+		var err error
+		if sel, err = expandJoinStar(sel, sides); err != nil {
+			return err
+		}
+		if tableName(sinkT.Name) == stdoutName {
+			sinkT.Columns = nil
+			for _, it := range sel.Items {
+				name := it.Expr.(*sqlparse.Ref).Parts[1].Name
+				for n, base := 0, name; slices.ContainsFunc(sinkT.Columns, func(c *sqlparse.Column) bool { return c.Name.Name == name }); n++ {
+					name = base + strconv.Itoa(n)
+				}
+				col := &sqlparse.Column{Pos: it.Pos, Name: sqlparse.Ident{Pos: it.Pos, Name: name}}
+				if b := it.Expr.(*sqlparse.Ref).Parts[1].Name; isBound(b) {
+					col.Type = &sqlparse.Type{Pos: it.Pos, Name: "TIMESTAMP", Params: []int{3}}
+				}
+				sinkT.Columns = append(sinkT.Columns, col)
+			}
+		}
+	}
 	items, err := c.joinItems(sel, sides, op)
 	if err != nil {
 		return err
@@ -142,6 +165,39 @@ func (c *compiler) compileJoin(in *sqlparse.Insert, sel *sqlparse.Select, j *sql
 	right.spec.Sinks.Results = []*spec.Sink{&r} // left out of the plan: the join's rows go to k
 	c.job.join = &joined{right: right.spec, op: op, prefix: right.alias + ".", leftPrefix: left.alias + ".", cascades: [2]*cascaded{left.cascade, right.cascade}}
 	return c.mapColumns(in, sel, items, sinkT, k)
+}
+
+// expandJoinStar is sel with each * (every side's columns) and a.* (side
+// a's) replaced by the columns it stands for, as alias.column.
+func expandJoinStar(sel *sqlparse.Select, sides [2]*joinSide) (*sqlparse.Select, error) {
+	out := *sel
+	out.Items = nil
+	for _, it := range sel.Items {
+		if !it.Star {
+			out.Items = append(out.Items, it)
+			continue
+		}
+		var of []*joinSide
+		switch q := it.Expr.(type) {
+		case nil:
+			of = sides[:]
+		case *sqlparse.Ref:
+			for _, s := range sides {
+				if len(q.Parts) == 1 && q.Parts[0].Name == s.alias {
+					of = append(of, s)
+				}
+			}
+		}
+		if len(of) == 0 {
+			return nil, errAt(it.Pos, sqlparse.FormatExpr(it.Expr)+".*", "write "+sides[0].alias+".* or "+sides[1].alias+".*", "%s is neither side of the join", sqlparse.FormatExpr(it.Expr))
+		}
+		for _, s := range of {
+			for _, n := range s.names {
+				out.Items = append(out.Items, &sqlparse.SelectItem{Pos: it.Pos, Expr: &sqlparse.Ref{Parts: []sqlparse.Ident{{Pos: it.Pos, Name: s.alias}, {Pos: it.Pos, Name: n}}}})
+			}
+		}
+	}
+	return &out, nil
 }
 
 // joinSide compiles one side of a join: a subquery, a windowed
@@ -364,9 +420,6 @@ func (c *compiler) joinItems(sel *sqlparse.Select, sides [2]*joinSide, op *spec.
 	var items []item
 	joined := op.JoinKey(&spec.WindowOp{Key: sides[0].spec.Key}, &spec.WindowOp{Key: sides[1].spec.Key})
 	for _, it := range sel.Items {
-		if it.Star {
-			return nil, errAt(it.Pos, "*", "select the sides' columns, alias.column, each", "SELECT * of a join is not compiled yet")
-		}
 		ref, ok := it.Expr.(*sqlparse.Ref)
 		if !ok {
 			// An expression of the joined row's columns (O.total -

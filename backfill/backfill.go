@@ -196,6 +196,9 @@ func Backfill(p *spec.Plan, o BackfillOptions) (BackfillReport, error) {
 	if err := oneWindow(p); err != nil {
 		return BackfillReport{}, &RefusedError{Err: err}
 	}
+	if t := p.Trigger; !p.CompleteRows() {
+		return BackfillReport{}, refused("weir does not revise a job whose trigger (%v) publishes rows that are not its windows' whole state (a purging trigger's hold what came since its last firing, a count or processing-time trigger's miss the records after it): a revision would fold the late records into a part of the window; the ledger keeps the job's too-late records, counted", t)
+	}
 	if p.Having != "" {
 		// Its results hold the windows the having kept: a window it
 		// dropped has no row or archived revision to fold into.

@@ -496,3 +496,30 @@ func TestBackfillRefusesHaving(t *testing.T) {
 		}
 	}
 }
+
+// TestBackfillRefusesIncompleteTriggers: a job whose trigger publishes
+// rows that are not its windows' whole state (a purging trigger's, a
+// count trigger's) is refused, saying why, and validate warns of it; the
+// default, continuous and final triggers are revised.
+func TestBackfillRefusesIncompleteTriggers(t *testing.T) {
+	for trig, refuse := range map[string]bool{
+		"{type: purging, nested: {type: event_time}}": true,
+		"{type: count, count: 3}":                     true,
+		"{type: continuous, interval: 10s}":           false,
+		"{type: final}":                               false,
+	} {
+		yaml := orderJob("trig", "{type: sqlite, path: out.db}", "{type: ledger, dir: ledger}", "trigger: "+trig+"\n")
+		p, err := spec.Parse([]byte(yaml))
+		if err != nil {
+			t.Fatalf("%s: %v", trig, err)
+		}
+		if warned := strings.Contains(p.Warnings.Error(), "weir backfill will not merge"); warned != refuse {
+			t.Errorf("%s: warned %v, want %v: %q", trig, warned, refuse, p.Warnings)
+		}
+		_, err = Backfill(p, BackfillOptions{Dir: t.TempDir(), DryRun: true})
+		_, refused := errors.AsType[*RefusedError](err)
+		if refused = refused && strings.Contains(err.Error(), "weir does not revise a job whose trigger"); refused != refuse {
+			t.Errorf("%s: got %v, want refused %v", trig, err, refuse)
+		}
+	}
+}

@@ -429,7 +429,10 @@ func (c *compiler) compile() {
 			c.add("alerts.late_ratio", fmt.Sprintf("%v is above late_ratio_critical %v", p.LateRatioWarn, p.LateRatioCrit), "make the warning level the lower one")
 		}
 	}
-	if s.Having != "" && keepsForBackfill(s.Sinks.Late) {
+	if t := c.p.Trigger; !c.p.CompleteRows() && keepsForBackfill(s.Sinks.Late) {
+		c.warn("trigger", fmt.Sprintf("sinks.late (%s) keeps the too-late records, which weir backfill will not merge: trigger %v publishes rows that are not the windows' whole state", s.Sinks.Late.Type, t),
+			"use the default trigger, continuous or final, if the too-late records are to be merged back")
+	} else if s.Having != "" && keepsForBackfill(s.Sinks.Late) {
 		c.warn("having", fmt.Sprintf("sinks.late (%s) keeps the too-late records, which weir backfill will not merge: a window the having dropped was never written, so its revision would be its late records alone, and a revision could pass the having its window failed", s.Sinks.Late.Type),
 			"keep the having out of the job and filter where the results are read, if the too-late records are to be merged back")
 	} else if r, l := s.Sinks.Primary(), s.Sinks.Late; s.Archive == nil && r != nil && c.reg.Revise(r.Type) == connector.ReviseLog && keepsForBackfill(l) && s.Window.Type != "session" {
@@ -1428,3 +1431,8 @@ func (c *compiler) where() {
 		c.p.Where = c.s.Where
 	}
 }
+
+// CompleteRows reports whether each window's last published row is its
+// whole state (trigger.Complete of its trigger, or the default one's):
+// what weir backfill folds late records into.
+func (p *Plan) CompleteRows() bool { return p.Trigger == nil || trigger.Complete(p.Trigger) }

@@ -414,6 +414,23 @@ func NeverPurges(t Trigger) bool {
 	return false
 }
 
+// Complete reports whether t's last firing of a window holds everything
+// the window received, and each late firing the whole updated state, as
+// the event-time trigger's, a continuous one's and Final's do: the
+// published rows are then the windows' states, which a backfill folds
+// late records into. A purging trigger's rows hold what came since the
+// last firing, a count or processing-time trigger leaves the records
+// after its last firing unfired.
+func Complete(t Trigger) bool {
+	switch t := t.(type) {
+	case eventTime, continuous:
+		return true
+	case once:
+		return t.atCleanup
+	}
+	return false
+}
+
 // IsEventTime reports whether t is the built-in EventTime trigger, which
 // the window operator runs inline on its hot path.
 func IsEventTime(t Trigger) bool {

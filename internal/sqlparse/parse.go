@@ -806,6 +806,17 @@ func (p *parser) comparison() Expr {
 		case t.is("IS"):
 			p.next()
 			n := &IsNull{Pos: t.pos, X: x, Not: p.keyword("NOT")}
+			if p.tok.is("DISTINCT") && p.peek().is("FROM") {
+				// x IS [NOT] DISTINCT FROM y: equality with NULL a value.
+				p.next()
+				p.next()
+				op := "IS DISTINCT FROM"
+				if n.Not {
+					op = "IS NOT DISTINCT FROM"
+				}
+				x = &Binary{Pos: t.pos, Op: op, X: x, Y: p.concat()}
+				continue
+			}
 			switch {
 			case p.keyword("NULL"):
 				n.What = "NULL"
@@ -813,8 +824,6 @@ func (p *parser) comparison() Expr {
 				n.What = "TRUE"
 			case p.keyword("FALSE"):
 				n.What = "FALSE"
-			case p.tok.is("DISTINCT"):
-				p.fail("write (a = b OR (a IS NULL AND b IS NULL)) for IS NOT DISTINCT FROM, its NOT for IS DISTINCT FROM", "IS [NOT] DISTINCT FROM is not supported yet")
 			default:
 				p.fail("", "expected NULL, TRUE or FALSE after IS, found %s", describe(p.tok))
 			}

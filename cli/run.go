@@ -573,7 +573,15 @@ func printSummary(w io.Writer, p *spec.Plan, s job.Summary, elapsed time.Duratio
 	fmt.Fprintf(w, "  allowed lateness: %d late records accepted, %d late re-firings with the full updated result\n", g("accepted_late"), g("fired_late"))
 	fmt.Fprintf(w, "  too late: %d to the side output, %d dropped and counted\n", g("late_side_output"), g("late_dropped"))
 	if m := g("window_misses"); m > 0 {
-		fmt.Fprintf(w, "  partial misses: %d window assignments missed by accepted records (%d to late_partial)\n", m, g("late_partial"))
+		kept := fmt.Sprintf("%d to late_partial", g("late_partial"))
+		switch {
+		case p.Sinks.LatePartial != nil:
+		case g("late_partial") > 0:
+			kept = fmt.Sprintf("%d kept by the side output, with their reason", g("late_partial")) // a ledger
+		default:
+			kept = "counted, none kept: no sinks.late_partial"
+		}
+		fmt.Fprintf(w, "  partial misses: %d window assignments missed by accepted records (%s)\n", m, kept)
 	}
 	printDeadLetters(w, s)
 	for _, f := range s.Fields {

@@ -877,13 +877,17 @@ func (c *compiler) fields(x sqlparse.Expr, rel *relation) (sqlparse.Expr, error)
 			bad = cmp.Or(bad, err)
 		case !c.isField(rel, col) && col.name == c.timeAttr && len(rest) == 0 && rel.results == nil && col.expr == nil && timeAttrExpr(rel, col) != nil:
 			// A computed time attribute (TO_TIMESTAMP_LTZ(ts, 3)),
-			// which no field holds: its expression, over the fields.
-			x, err := c.fields(timeAttrExpr(rel, col), rel)
-			if err != nil {
-				bad = cmp.Or(bad, err.(*sqlparse.Error))
-				return r
+			// which the decoder reads as the event time: a computed
+			// field of its name holds it for expressions.
+			if !slices.ContainsFunc(c.job.Spec.Computed, func(f spec.ComputedField) bool { return f.Name == col.name }) {
+				x, err := c.fields(timeAttrExpr(rel, col), rel)
+				if err != nil {
+					bad = cmp.Or(bad, err.(*sqlparse.Error))
+					return r
+				}
+				c.addComputed(rel.table, col.name, x)
 			}
-			return x
+			return &sqlparse.Ref{Parts: []sqlparse.Ident{{Pos: id.Pos, Name: col.name}}}
 		case !c.isField(rel, col):
 			bad = cmp.Or(bad, errAt(id.Pos, id.Name, "filter and compute on the record's own fields and computed columns", "%s is not a field of the record (a metadata column, or the time attribute read as the event time)", id.Name))
 		default:
@@ -1035,6 +1039,12 @@ func (c *compiler) timeCompares(x sqlparse.Expr, t *sqlparse.CreateTable) error 
 			switch e.Op {
 			case "=", "<>", "<", "<=", ">", ">=":
 				check(e.X, e.Y)
+			case "||":
+				for _, o := range []sqlparse.Expr{e.X, e.Y} {
+					if w := timeOf(o); w != "" {
+						refuse(o, "CAST("+c.shown(sqlparse.FormatExpr(o))+" AS STRING) || ... for its text", "%s is %s, which || does not take (Flink refuses it too)", c.shown(sqlparse.FormatExpr(o)), w)
+					}
+				}
 			case "+", "-", "*", "/", "%":
 				ivX, ivY := sqlparse.IsInterval(e.X), sqlparse.IsInterval(e.Y)
 				switch {

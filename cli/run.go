@@ -17,6 +17,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/weirstream/weir/trigger"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
@@ -570,7 +572,13 @@ func printSummary(w io.Writer, p *spec.Plan, s job.Summary, elapsed time.Duratio
 	if n := g("on_time_trailing"); n > 0 {
 		fmt.Fprintf(w, "  on time only because the watermark trailed: %d records more than the bound out of order, in windows the bound's watermark would have closed\n", n)
 	}
-	fmt.Fprintf(w, "  allowed lateness: %d late records accepted, %d late re-firings with the full updated result\n", g("accepted_late"), g("fired_late"))
+	if t := p.Trigger; t != nil && trigger.FiresOnce(t) && !trigger.IsEventTime(t) {
+		// The final trigger fires each window once, at its cleanup:
+		// after its end, so late by timing, but no re-firing.
+		fmt.Fprintf(w, "  allowed lateness: %d late records accepted; the final trigger fired %d windows once each, at their cleanup\n", g("accepted_late"), g("fired_late"))
+	} else {
+		fmt.Fprintf(w, "  allowed lateness: %d late records accepted, %d late re-firings with the full updated result\n", g("accepted_late"), g("fired_late"))
+	}
 	fmt.Fprintf(w, "  too late: %d to the side output, %d dropped and counted\n", g("late_side_output"), g("late_dropped"))
 	if m := g("window_misses"); m > 0 {
 		kept := fmt.Sprintf("%d to late_partial", g("late_partial"))

@@ -17,8 +17,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/weirstream/weir/trigger"
-
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
@@ -572,7 +570,7 @@ func printSummary(w io.Writer, p *spec.Plan, s job.Summary, elapsed time.Duratio
 	if n := g("on_time_trailing"); n > 0 {
 		fmt.Fprintf(w, "  on time only because the watermark trailed: %d records more than the bound out of order, in windows the bound's watermark would have closed\n", n)
 	}
-	if t := p.Trigger; t != nil && trigger.FiresOnce(t) && !trigger.IsEventTime(t) {
+	if p.FinalTrigger() {
 		// The final trigger fires each window once, at its cleanup:
 		// after its end, so late by timing, but no re-firing.
 		fmt.Fprintf(w, "  allowed lateness: %d late records accepted; the final trigger fired %d windows once each, at their cleanup\n", g("accepted_late"), g("fired_late"))

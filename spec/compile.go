@@ -1436,3 +1436,9 @@ func (c *compiler) where() {
 // whole state (trigger.Complete of its trigger, or the default one's):
 // what weir backfill folds late records into.
 func (p *Plan) CompleteRows() bool { return p.Trigger == nil || trigger.Complete(p.Trigger) }
+
+// FinalTrigger reports whether the plan's trigger is final: each window
+// fires once, at its cleanup.
+func (p *Plan) FinalTrigger() bool {
+	return p.Trigger != nil && trigger.FiresOnce(p.Trigger) && !trigger.IsEventTime(p.Trigger)
+}

@@ -907,7 +907,7 @@ func (c compiler) unary(x *sqlparse.Unary) eval {
 
 func (c compiler) binary(x *sqlparse.Binary) eval {
 	switch x.Op {
-	case "=", "<>", "<", "<=", ">", ">=":
+	case "=", "<>", "<", "<=", ">", ">=", "IS DISTINCT FROM", "IS NOT DISTINCT FROM":
 		xs := c.timeStrings(x.X, x.Y)
 		x = &sqlparse.Binary{Pos: x.Pos, Op: x.Op, X: xs[0], Y: xs[1]}
 	}
@@ -934,6 +934,24 @@ func (c compiler) binary(x *sqlparse.Binary) eval {
 			a, b = c.asTime(x.X, a), c.asTime(x.Y, b)
 		}
 		return func(g []*fastjson.Value) value { return cmpOp(op, a(g), b(g)) }
+	case "IS DISTINCT FROM", "IS NOT DISTINCT FROM":
+		// Equality with NULL a value: never NULL itself.
+		if isTimeLit(x.X, x.Y) {
+			a, b = c.asTime(x.X, a), c.asTime(x.Y, b)
+		}
+		not := op == "IS NOT DISTINCT FROM"
+		return func(g []*fastjson.Value) value {
+			l, r := a(g), b(g)
+			var same bool
+			switch {
+			case l.k == null || r.k == null:
+				same = l.k == r.k
+			default:
+				eq := cmpOp("=", l, r)
+				same = eq.k == boolean && eq.b
+			}
+			return boolV(same == not)
+		}
 	case "+", "-", "*", "/", "%":
 		if sqlparse.IsInterval(x.Y) && (op == "+" || op == "-") {
 			// A time plus or minus an interval: the time's epoch

@@ -27,6 +27,8 @@ func TestKeep(t *testing.T) {
 		{"ts BETWEEN DATE '2026-01-01' AND TIMESTAMP '2026-01-01 00:01'", true},
 		{"CAST(ts AS TIMESTAMP(3)) = 1767225605000 AND CAST(ts AS DATE) = 1767225600000 AND CAST(ms AS TIMESTAMP_LTZ(3)) = ms", true},
 		{"CAST(region AS TIMESTAMP) IS NULL", true},
+		// IS [NOT] DISTINCT FROM: NULL is a value.
+		{"nothing IS NOT DISTINCT FROM missing AND amount IS DISTINCT FROM nothing AND amount IS NOT DISTINCT FROM 120 AND NOT (region IS DISTINCT FROM 'eu')", true},
 		// GREATEST and LEAST: NULL when any argument is.
 		{"GREATEST(amount, 7, price) = 120 AND LEAST(amount, 7, price) = 7 AND GREATEST(amount, nothing) IS NULL", true},
 		{"GREATEST(ts, TIMESTAMP '2026-01-01 00:00:07') = TIMESTAMP '2026-01-01 00:00:07' AND LEAST('b', 'a') = 'a'", true},

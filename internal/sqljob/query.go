@@ -1037,7 +1037,7 @@ func (c *compiler) timeCompares(x sqlparse.Expr, t *sqlparse.CreateTable) error 
 		switch e := e.(type) {
 		case *sqlparse.Binary:
 			switch e.Op {
-			case "=", "<>", "<", "<=", ">", ">=":
+			case "=", "<>", "<", "<=", ">", ">=", "IS DISTINCT FROM", "IS NOT DISTINCT FROM":
 				check(e.X, e.Y)
 			case "||":
 				for _, o := range []sqlparse.Expr{e.X, e.Y} {
@@ -1126,7 +1126,7 @@ func (c *compiler) timeOperands(x sqlparse.Expr, t *sqlparse.CreateTable) sqlpar
 		switch e := e.(type) {
 		case *sqlparse.Binary:
 			switch e.Op {
-			case "=", "<>", "<", "<=", ">", ">=":
+			case "=", "<>", "<", "<=", ">", ">=", "IS DISTINCT FROM", "IS NOT DISTINCT FROM":
 				xs := wrap([]sqlparse.Expr{e.X, e.Y})
 				return &sqlparse.Binary{Pos: e.Pos, Op: e.Op, X: c.timeOperands(xs[0], t), Y: c.timeOperands(xs[1], t)}
 			}

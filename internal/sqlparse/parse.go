@@ -1113,7 +1113,7 @@ func (p *parser) refOrCall() Expr {
 			return &Call{Pos: first.pos, Name: Name{Parts: []Ident{{Pos: first.pos, Name: f}}}, Args: []Arg{{Value: x}}}
 		}
 		if (fn == "TIMESTAMPDIFF" || fn == "TIMESTAMPADD") && p.tok.kind == tIdent && p.peek().op(",") {
-			p.fail("compare times with TIMESTAMP literals, or subtract epoch milliseconds (a TO_TIMESTAMP_LTZ column, CAST(x AS TIMESTAMP(3)))", "%s is not supported yet", fn)
+			p.fail("compare the times moved by an INTERVAL instead, such as b > a + INTERVAL '5' SECOND", "%s is not supported yet", fn)
 		}
 		if p.keyword("DISTINCT") {
 			c.Distinct = true

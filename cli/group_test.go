@@ -729,7 +729,13 @@ func TestGroupKafkaOutage(t *testing.T) {
 		return strings.Contains(x.cmd.Stderr.(*syncWriter).String(), "assigned tasks") && strings.Contains(y.cmd.Stderr.(*syncWriter).String(), "assigned tasks")
 	})
 	time.Sleep(500 * time.Millisecond)
-	_ = k.Process.Kill()
+	// The broker stops (SIGTERM): kfake keeps a transaction that is open
+	// then only across a stop that saves its state; after a SIGKILL the
+	// open transaction's records stay neither committed nor aborted, and
+	// read_committed readers stop before them for good (real Kafka
+	// recovers it from its logs). That left the late and bad topics read
+	// short here, now and then, while the members were right.
+	_ = k.Process.Signal(syscall.SIGTERM)
 	_ = k.Wait()
 	time.Sleep(4 * time.Second)
 	select {

@@ -27,6 +27,9 @@ func TestKeep(t *testing.T) {
 		{"ts BETWEEN DATE '2026-01-01' AND TIMESTAMP '2026-01-01 00:01'", true},
 		{"CAST(ts AS TIMESTAMP(3)) = 1767225605000 AND CAST(ts AS DATE) = 1767225600000 AND CAST(ms AS TIMESTAMP_LTZ(3)) = ms", true},
 		{"CAST(region AS TIMESTAMP) IS NULL", true},
+		// FLOOR and CEIL of a time to a unit; TIMESTAMPDIFF in whole units.
+		{"FLOOR(ts, 'MINUTE') = TIMESTAMP '2026-01-01 00:00:00' AND CEIL(ts, 'SECOND') = ms AND CEIL(ts, 'HOUR') = TIMESTAMP '2026-01-01 01:00:00'", true},
+		{"TIMESTAMPDIFF('SECOND', TIMESTAMP '2026-01-01 00:00:00', ts) = 5 AND TIMESTAMPDIFF('MINUTE', ts, TIMESTAMP '2026-01-01 00:00:00') = 0 AND TIMESTAMPDIFF('DAY', DATE '2025-12-30', ts) = 2", true},
 		// IS [NOT] DISTINCT FROM: NULL is a value.
 		{"nothing IS NOT DISTINCT FROM missing AND amount IS DISTINCT FROM nothing AND amount IS NOT DISTINCT FROM 120 AND NOT (region IS DISTINCT FROM 'eu')", true},
 		// GREATEST and LEAST: NULL when any argument is.
@@ -358,7 +361,7 @@ func TestPlainReference(t *testing.T) {
 func TestReturnsString(t *testing.T) {
 	args := map[string]string{"CONCAT": "'a', 1", "SUBSTRING": "'abc', 2", "SUBSTR": "'abc', 2", "TRIM": "' a '", "LTRIM": "' a'", "RTRIM": "'a '",
 		"REPLACE": "'abc', 'b', 'x'", "LOWER": "'A'", "UPPER": "'a'", "DATE_FORMAT": "1, 'yyyy'", "FROM_UNIXTIME": "1",
-		"MOD": "5, 3", "NULLIF": "1, 2", "IF": "TRUE, 1, 2", "TO_TIMESTAMP_LTZ": "1, 3", "POWER": "2, 3", "ROUND": "1.5", "CHAR_LENGTH": "'ab'", "COALESCE": "1", "GREATEST": "1, 2", "LEAST": "1, 2"}
+		"MOD": "5, 3", "NULLIF": "1, 2", "IF": "TRUE, 1, 2", "TO_TIMESTAMP_LTZ": "1, 3", "POWER": "2, 3", "ROUND": "1.5", "CHAR_LENGTH": "'ab'", "COALESCE": "1", "GREATEST": "1, 2", "LEAST": "1, 2", "TIMESTAMPDIFF": "'SECOND', 1, 2"}
 	for _, f := range Functions {
 		src := f + "(" + cmp.Or(args[f], "1") + ")"
 		x, err := sqlparse.ParseExpr(src)

@@ -20,8 +20,9 @@ import (
 // its arity (a minimum and a maximum number of arguments).
 var moreFunctions = map[string][2]int{
 	"CONCAT": {1, 64}, "SUBSTRING": {2, 3}, "SUBSTR": {2, 3}, "TRIM": {1, 1}, "LTRIM": {1, 1}, "RTRIM": {1, 1},
-	"REPLACE": {3, 3}, "ROUND": {1, 2}, "FLOOR": {1, 1}, "CEIL": {1, 1}, "CEILING": {1, 1}, "POWER": {2, 2},
-	"DATE_FORMAT": {2, 2}, "FROM_UNIXTIME": {1, 2}, "YEAR": {1, 1}, "MONTH": {1, 1}, "DAYOFMONTH": {1, 1},
+	"REPLACE": {3, 3}, "ROUND": {1, 2}, "FLOOR": {1, 2}, "CEIL": {1, 2}, "CEILING": {1, 2}, "POWER": {2, 2},
+	"TIMESTAMPDIFF": {3, 3},
+	"DATE_FORMAT":   {2, 2}, "FROM_UNIXTIME": {1, 2}, "YEAR": {1, 1}, "MONTH": {1, 1}, "DAYOFMONTH": {1, 1},
 	"HOUR": {1, 1}, "MINUTE": {1, 1}, "SECOND": {1, 1},
 }
 
@@ -292,6 +293,18 @@ func (c compiler) moreCall(x *sqlparse.Call, name string, args []eval) eval {
 	switch name {
 	case "CONCAT":
 		return concat(args)
+	case "TIMESTAMPDIFF":
+		// TIMESTAMPDIFF(unit, a, b): whole units from a to b, cut toward
+		// zero, as Flink's (of fixed units: SECOND to DAY).
+		unit := c.unitArg(x, 0)
+		a, b := c.asTime(x.Args[1].Value, args[1]), c.asTime(x.Args[2].Value, args[2])
+		return func(g []*fastjson.Value) value {
+			from, to := a(g), b(g)
+			if from.k != integer || to.k != integer {
+				return nullV
+			}
+			return value{k: integer, i: (to.i - from.i) / unit}
+		}
 	case "SUBSTRING", "SUBSTR":
 		// As Flink's: 1-based, in characters; start 0 is 1, a negative
 		// start counts from the end; a negative length is NULL.
@@ -361,6 +374,24 @@ func (c compiler) moreCall(x *sqlparse.Call, name string, args []eval) eval {
 		}
 	case "FLOOR", "CEIL", "CEILING":
 		up := name != "FLOOR"
+		if len(args) == 2 {
+			// FLOOR(t TO unit), CEIL(t TO unit): a time rounded to a
+			// whole unit (epoch milliseconds, UTC).
+			unit := c.unitArg(x, 1)
+			t := c.asTime(x.Args[0].Value, args[0])
+			return func(g []*fastjson.Value) value {
+				v := t(g)
+				if v.k != integer {
+					return nullV
+				}
+				r := ((v.i % unit) + unit) % unit
+				f := v.i - r
+				if up && r != 0 {
+					f += unit
+				}
+				return value{k: integer, i: f}
+			}
+		}
 		return func(g []*fastjson.Value) value {
 			v := arg(g, 0)
 			switch v.k {
@@ -623,4 +654,19 @@ func decimalOf(m *big.Int, p, sc int) value {
 	t := []byte(new(big.Rat).SetFrac(m, pow10Int(sc)).FloatString(sc))
 	f, _ := strconv.ParseFloat(string(t), 64)
 	return value{k: bigdec, s: t, f: f}
+}
+
+// unitArg is call x's argument i, a time unit (the parser makes FLOOR(t
+// TO MINUTE)'s and TIMESTAMPDIFF(SECOND, ...)'s a string), as its
+// milliseconds: SECOND, MINUTE, HOUR or DAY.
+func (c compiler) unitArg(x *sqlparse.Call, i int) int64 {
+	l, ok := x.Args[i].Value.(*sqlparse.Lit)
+	ms, known := int64(0), false
+	if ok && l.Kind == "string" {
+		ms, known = intervalMillis[strings.ToUpper(l.Text)]
+	}
+	if !known || ms < 1000 {
+		c.fail(sqlparse.ExprPos(x.Args[i].Value), sqlparse.FormatExpr(x.Args[i].Value), "use SECOND, MINUTE, HOUR or DAY (a month or a year has no fixed length)", "%s's unit is SECOND, MINUTE, HOUR or DAY", x.Name.Parts[len(x.Name.Parts)-1].Name)
+	}
+	return ms
 }

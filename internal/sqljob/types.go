@@ -219,6 +219,17 @@ func typeOf(x sqlparse.Expr, field func(parts []sqlparse.Ident) numType) numType
 		switch name {
 		case "TO_TIMESTAMP_LTZ":
 			return numType{kind: tTimeLTZ}
+		case "FLOOR", "CEIL", "CEILING":
+			if len(ts) == 2 {
+				// FLOOR(t TO unit): a time of t's kind (a TIMESTAMP of
+				// a column's text), a DATE of a DATE.
+				if ts[0].isTime() {
+					return ts[0]
+				}
+				return numType{kind: tTime}
+			}
+		case "TIMESTAMPDIFF":
+			return numType{kind: tInt, p: 10}
 		case "ABS":
 			if len(ts) == 1 && ts[0].kind != tNull {
 				return ts[0]

@@ -1112,8 +1112,15 @@ func (p *parser) refOrCall() Expr {
 			p.expectOp(")", ") after EXTRACT's value")
 			return &Call{Pos: first.pos, Name: Name{Parts: []Ident{{Pos: first.pos, Name: f}}}, Args: []Arg{{Value: x}}}
 		}
-		if (fn == "TIMESTAMPDIFF" || fn == "TIMESTAMPADD") && p.tok.kind == tIdent && p.peek().op(",") {
-			p.fail("compare the times moved by an INTERVAL instead, such as b > a + INTERVAL '5' SECOND", "%s is not supported yet", fn)
+		if fn == "TIMESTAMPADD" && p.tok.kind == tIdent && p.peek().op(",") {
+			p.fail("move the time by an INTERVAL instead, such as ts + INTERVAL '5' SECOND", "%s is not supported yet", fn)
+		}
+		if fn == "TIMESTAMPDIFF" && p.tok.kind == tIdent && p.peek().op(",") {
+			// TIMESTAMPDIFF(unit, a, b): its unit as a string argument.
+			u := p.tok
+			unit := p.unit()
+			c.Args = append(c.Args, Arg{Value: &Lit{Pos: u.pos, Kind: "string", Text: unit}})
+			p.expectOp(",", ", after TIMESTAMPDIFF's unit")
 		}
 		if p.keyword("DISTINCT") {
 			c.Distinct = true
@@ -1127,10 +1134,13 @@ func (p *parser) refOrCall() Expr {
 				p.next()
 			}
 			a.Value = p.expr()
-			if (fn == "FLOOR" || fn == "CEIL" || fn == "CEILING") && p.tok.is("TO") {
-				p.fail("group by a window (TUMBLE) for time buckets, or use DATE_FORMAT(x, 'yyyy-MM-dd HH:mm') for a time's text to the minute", "%s(x TO unit) is not supported yet", fn)
-			}
 			c.Args = append(c.Args, a)
+			if (fn == "FLOOR" || fn == "CEIL" || fn == "CEILING") && p.keyword("TO") {
+				// FLOOR(t TO unit): its unit as a string argument.
+				u := p.tok
+				c.Args = append(c.Args, Arg{Value: &Lit{Pos: u.pos, Kind: "string", Text: p.unit()}})
+				break
+			}
 			if !p.tok.op(",") {
 				break
 			}

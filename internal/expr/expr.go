@@ -318,10 +318,10 @@ func (c compiler) timeStrings(xs ...sqlparse.Expr) []sqlparse.Expr {
 	out := slices.Clone(xs)
 	for i, x := range out {
 		if l, ok := x.(*sqlparse.Lit); ok && l.Kind == "string" {
-			if _, ok := sqlMillis([]byte(l.Text)); !ok {
+			ms, ok := sqlMillis([]byte(l.Text))
+			if !ok {
 				c.fail(l.Pos, "'"+l.Text+"'", "write a time such as '2026-01-01 00:01:00', or TIMESTAMP '2026-01-01 00:01:00'", "'%s' is compared with a time and is none", l.Text)
 			}
-			ms, _ := sqlMillis([]byte(l.Text))
 			out[i] = &sqlparse.Lit{Pos: l.Pos, Kind: "number", Text: strconv.FormatInt(ms, 10)}
 		}
 	}
@@ -474,8 +474,8 @@ func (c compiler) expr(x sqlparse.Expr) eval {
 		xs := c.timeStrings(x.X, x.Lo, x.Hi)
 		x = &sqlparse.Between{Pos: x.Pos, X: xs[0], Lo: xs[1], Hi: xs[2], Not: x.Not}
 		e, lo, hi := c.expr(x.X), c.expr(x.Lo), c.expr(x.Hi)
-		if isTimeLit(x.X, x.Lo, x.Hi) {
-			e, lo, hi = c.asTime(x.X, e), c.asTime(x.Lo, lo), c.asTime(x.Hi, hi)
+		if ts := c.timed([]sqlparse.Expr{x.X, x.Lo, x.Hi}, []eval{e, lo, hi}); ts != nil {
+			e, lo, hi = ts[0], ts[1], ts[2]
 		}
 		not := x.Not
 		return func(g []*fastjson.Value) value {
@@ -495,11 +495,8 @@ func (c compiler) expr(x sqlparse.Expr) eval {
 		for i, l := range x.List {
 			list[i] = c.expr(l)
 		}
-		if isTimeLit(append([]sqlparse.Expr{x.X}, x.List...)...) {
-			e = c.asTime(x.X, e)
-			for i := range list {
-				list[i] = c.asTime(x.List[i], list[i])
-			}
+		if ts := c.timed(append([]sqlparse.Expr{x.X}, x.List...), append([]eval{e}, list...)); ts != nil {
+			e, list = ts[0], ts[1:]
 		}
 		not := x.Not
 		return func(g []*fastjson.Value) value {
@@ -594,22 +591,18 @@ func (c compiler) interval(x *sqlparse.Interval) value {
 	return value{k: integer, i: n * unit}
 }
 
-// argExprs are call x's arguments' expressions.
-func argExprs(x *sqlparse.Call) []sqlparse.Expr {
-	out := make([]sqlparse.Expr, len(x.Args))
-	for i, a := range x.Args {
-		out[i] = a.Value
+// timed reads es, the compiled xs, as times (asTime) when one of xs is a
+// TIMESTAMP or DATE literal: a comparison (BETWEEN, IN, GREATEST) with
+// one compares times. It returns nil when none is.
+func (c compiler) timed(xs []sqlparse.Expr, es []eval) []eval {
+	if !slices.ContainsFunc(xs, func(x sqlparse.Expr) bool { _, ok := x.(*sqlparse.TypedLit); return ok }) {
+		return nil
+	}
+	out := make([]eval, len(es))
+	for i := range es {
+		out[i] = c.asTime(xs[i], es[i])
 	}
 	return out
-}
-
-// isTimeLit reports whether one of xs is a TIMESTAMP or DATE literal:
-// a comparison with one compares times.
-func isTimeLit(xs ...sqlparse.Expr) bool {
-	return slices.ContainsFunc(xs, func(x sqlparse.Expr) bool {
-		_, ok := x.(*sqlparse.TypedLit)
-		return ok
-	})
 }
 
 // asTime reads e's value as a time (millis: epoch milliseconds, or a
@@ -930,14 +923,14 @@ func (c compiler) binary(x *sqlparse.Binary) eval {
 			return or(l, b(g))
 		}
 	case "=", "<>", "<", "<=", ">", ">=":
-		if isTimeLit(x.X, x.Y) {
-			a, b = c.asTime(x.X, a), c.asTime(x.Y, b)
+		if ts := c.timed([]sqlparse.Expr{x.X, x.Y}, []eval{a, b}); ts != nil {
+			a, b = ts[0], ts[1]
 		}
 		return func(g []*fastjson.Value) value { return cmpOp(op, a(g), b(g)) }
 	case "IS DISTINCT FROM", "IS NOT DISTINCT FROM":
 		// Equality with NULL a value: never NULL itself.
-		if isTimeLit(x.X, x.Y) {
-			a, b = c.asTime(x.X, a), c.asTime(x.Y, b)
+		if ts := c.timed([]sqlparse.Expr{x.X, x.Y}, []eval{a, b}); ts != nil {
+			a, b = ts[0], ts[1]
 		}
 		not := op == "IS NOT DISTINCT FROM"
 		return func(g []*fastjson.Value) value {
@@ -1541,10 +1534,12 @@ func (c compiler) call(x *sqlparse.Call) eval {
 		if name == "LEAST" {
 			op = "<"
 		}
-		if isTimeLit(argExprs(x)...) {
-			for i := range args {
-				args[i] = c.asTime(x.Args[i].Value, args[i])
-			}
+		var xs []sqlparse.Expr
+		for _, a := range x.Args {
+			xs = append(xs, a.Value)
+		}
+		if ts := c.timed(xs, args); ts != nil {
+			args = ts
 		}
 		return func(g []*fastjson.Value) value {
 			best := args[0](g)

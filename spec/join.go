@@ -3,9 +3,9 @@ package spec
 import (
 	"fmt"
 	"slices"
-	"strconv"
 
 	"github.com/weirstream/weir/etime"
+	"github.com/weirstream/weir/internal/suggest"
 	"github.com/weirstream/weir/window"
 )
 
@@ -205,11 +205,7 @@ func (j *JoinOp) joinKey(leftKey, rightKey []string) ([]string, []keyFrom) {
 			if slices.ContainsFunc(j.On, func(o JoinOn) bool { return side == 0 && o.Left == f || side == 1 && o.Right == f }) {
 				continue
 			}
-			name := f
-			for i := 0; slices.Contains(k, name); i++ {
-				name = f + strconv.Itoa(i)
-			}
-			k = append(k, name)
+			k = append(k, suggest.FreeName(f, func(n string) bool { return slices.Contains(k, n) }))
 			from = append(from, keyFrom{side, f})
 		}
 	}

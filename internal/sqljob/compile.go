@@ -701,22 +701,26 @@ func (c *compiler) stdoutTable(q *sqlparse.Query) *sqlparse.Insert {
 				fn := strings.ToUpper(tableName(e.Name))
 				time = strings.HasSuffix(fn, "_START") || strings.HasSuffix(fn, "_END") || strings.HasSuffix(fn, "_ROWTIME")
 			}
-			// Two columns of one name are named as Flink's planner
-			// names them: the second with the first free suffix 0, 1,
-			// ... (SELECT a.total, b.total shows total and total0).
-			name = cmp.Or(name, fmt.Sprintf("EXPR$%d", i))
-			for n, base := 0, name; slices.ContainsFunc(t.Columns, func(c *sqlparse.Column) bool { return c.Name.Name == name }); n++ {
-				name = base + strconv.Itoa(n)
-			}
-			col := &sqlparse.Column{Pos: it.Pos, Name: sqlparse.Ident{Pos: it.Pos, Name: name}}
-			if time {
-				col.Type = &sqlparse.Type{Pos: it.Pos, Name: "TIMESTAMP", Params: []int{3}}
-			}
-			t.Columns = append(t.Columns, col)
+			addStdoutColumn(t, it.Pos, cmp.Or(name, fmt.Sprintf("EXPR$%d", i)), time)
 		}
 	}
 	c.tables[stdoutName] = t
 	return &sqlparse.Insert{Pos: q.Pos, Table: t.Name, Query: q}
+}
+
+// addStdoutColumn adds a column for name to print table t, a bare
+// SELECT's: a second column of one name is named as Flink's planner names
+// it (SELECT a.total, b.total shows total and total0); a window bound
+// (time) is a TIMESTAMP(3).
+func addStdoutColumn(t *sqlparse.CreateTable, pos sqlparse.Pos, name string, time bool) {
+	name = suggest.FreeName(name, func(n string) bool {
+		return slices.ContainsFunc(t.Columns, func(c *sqlparse.Column) bool { return c.Name.Name == n })
+	})
+	col := &sqlparse.Column{Pos: pos, Name: sqlparse.Ident{Pos: pos, Name: name}}
+	if time {
+		col.Type = &sqlparse.Type{Pos: pos, Name: "TIMESTAMP", Params: []int{3}}
+	}
+	t.Columns = append(t.Columns, col)
 }
 
 // earlyFiring applies the early-fire keys to the query's spec, as Flink

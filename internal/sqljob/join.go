@@ -4,11 +4,11 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/weirstream/weir/internal/expr"
 	"github.com/weirstream/weir/internal/sqlparse"
+	"github.com/weirstream/weir/internal/suggest"
 	"github.com/weirstream/weir/spec"
 )
 
@@ -124,14 +124,7 @@ func (c *compiler) compileJoin(in *sqlparse.Insert, sel *sqlparse.Select, j *sql
 			sinkT.Columns = nil
 			for _, it := range sel.Items {
 				name := it.Expr.(*sqlparse.Ref).Parts[1].Name
-				for n, base := 0, name; slices.ContainsFunc(sinkT.Columns, func(c *sqlparse.Column) bool { return c.Name.Name == name }); n++ {
-					name = base + strconv.Itoa(n)
-				}
-				col := &sqlparse.Column{Pos: it.Pos, Name: sqlparse.Ident{Pos: it.Pos, Name: name}}
-				if b := it.Expr.(*sqlparse.Ref).Parts[1].Name; isBound(b) {
-					col.Type = &sqlparse.Type{Pos: it.Pos, Name: "TIMESTAMP", Params: []int{3}}
-				}
-				sinkT.Columns = append(sinkT.Columns, col)
+				addStdoutColumn(sinkT, it.Pos, name, isBound(name))
 			}
 		}
 	}
@@ -455,10 +448,9 @@ func (c *compiler) joinItems(sel *sqlparse.Select, sides [2]*joinSide, op *spec.
 			// The row's column is the query's column's name, or one
 			// free: two sides' columns of one name (O.total, P.total)
 			// are two columns, the sink's in order.
-			name := out
-			for i := 0; slices.Contains(joined, name) || slices.ContainsFunc(op.Columns, func(c spec.JoinColumn) bool { return c.Name == name }); i++ {
-				name = out + strconv.Itoa(i)
-			}
+			name := suggest.FreeName(out, func(n string) bool {
+				return slices.Contains(joined, n) || slices.ContainsFunc(op.Columns, func(c spec.JoinColumn) bool { return c.Name == n })
+			})
 			op.Columns = append(op.Columns, spec.JoinColumn{Name: name, Right: side == 1, Field: x.from})
 			if t, ok := sides[side].types[x.from]; ok {
 				c.setComputedType(name, t) // its side's aggregate's (a time, a decimal)

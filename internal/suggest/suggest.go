@@ -5,6 +5,7 @@ package suggest
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -60,4 +61,15 @@ func levenshtein(a, b string, limit int) int {
 		prev, cur = cur, prev
 	}
 	return min(prev[len(rb)], limit)
+}
+
+// FreeName is base, or when taken says base is taken, base with the
+// first free suffix 0, 1, ... (total0), as Flink's planner names a
+// second column of one name.
+func FreeName(base string, taken func(string) bool) string {
+	name := base
+	for i := 0; taken(name); i++ {
+		name = base + strconv.Itoa(i)
+	}
+	return name
 }

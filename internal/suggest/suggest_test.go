@@ -29,3 +29,15 @@ func TestClosest(t *testing.T) {
 		t.Errorf("DidYouMean: %s", got)
 	}
 }
+
+// TestFreeName: a taken name gets the first free suffix, as Flink names
+// a second column of one name.
+func TestFreeName(t *testing.T) {
+	taken := map[string]bool{"total": true, "total0": true}
+	if got := FreeName("total", func(n string) bool { return taken[n] }); got != "total1" {
+		t.Errorf("FreeName(total) = %s, want total1", got)
+	}
+	if got := FreeName("n", func(n string) bool { return taken[n] }); got != "n" {
+		t.Errorf("FreeName(n) = %s, want n", got)
+	}
+}

@@ -131,11 +131,9 @@ func (c *compiler) aggregation(sel *sqlparse.Select, rel *relation, group *sqlpa
 				return nil, berr
 			}
 		}
-		if _, isRef := x.(*sqlparse.Ref); !isRef {
-			if k, ok := c.nested[sqlparse.FormatExpr(x)]; ok {
-				items = append(items, item{pos: it.Pos, from: k}) // a grouped expression
-				continue
-			}
+		if k, ok := c.groupedExpr(x); ok {
+			items = append(items, item{pos: it.Pos, from: k.Parts[0].Name})
+			continue
 		}
 		switch e := x.(type) {
 		case *sqlparse.Ref:
@@ -198,6 +196,34 @@ func (c *compiler) aggregation(sel *sqlparse.Select, rel *relation, group *sqlpa
 // the spec's results expressions do.
 var resultTimes = expr.TimeNames(spec.ColWindowStart, spec.ColWindowEnd, spec.ColWindowTime)
 
+// groupedExpr is x as the key that holds it when the query groups by x,
+// an expression (GROUP BY MOD(id, 4): c.nested), and false otherwise.
+func (c *compiler) groupedExpr(x sqlparse.Expr) (*sqlparse.Ref, bool) {
+	if _, isRef := x.(*sqlparse.Ref); isRef {
+		return nil, false // a column, or a nested field's path: c.nested by its own rule
+	}
+	k, ok := c.nested[sqlparse.FormatExpr(x)]
+	if !ok {
+		return nil, false
+	}
+	return &sqlparse.Ref{Parts: []sqlparse.Ident{{Pos: sqlparse.ExprPos(x), Name: k}}}, true
+}
+
+// hiddenAggregate adds aggregate call (over rel) to the spec under a
+// name no column shows (_weir_agg_N) and returns a reference to it: an
+// aggregate an expression of the results or a HAVING reads.
+func (c *compiler) hiddenAggregate(call *sqlparse.Call, rel *relation) (*sqlparse.Ref, error) {
+	s := c.job.Spec
+	name := fmt.Sprintf("_weir_agg_%d", len(s.Aggregate))
+	c.showAs(name, call)
+	a, err := c.aggregate(call, sqlparse.Ident{Pos: call.Pos, Name: name}, rel, len(s.Aggregate)+1000)
+	if err != nil {
+		return nil, err
+	}
+	s.Aggregate = append(s.Aggregate, a)
+	return &sqlparse.Ref{Parts: []sqlparse.Ident{{Pos: call.Pos, Name: name}}}, nil
+}
+
 // resultExpr compiles an expression of the select list over the
 // window's results (SUM(amount) / COUNT(*), ROUND(AVG(price), 2)): each
 // aggregate in it becomes an aggregate of the spec that no column
@@ -207,25 +233,20 @@ func (c *compiler) resultExpr(x sqlparse.Expr, rel *relation) (string, error) {
 	s := c.job.Spec
 	var bad error
 	out := mapExpr(x, func(e sqlparse.Expr) sqlparse.Expr {
-		if _, isRef := e.(*sqlparse.Ref); !isRef {
-			if k, ok := c.nested[sqlparse.FormatExpr(e)]; ok {
-				return &sqlparse.Ref{Parts: []sqlparse.Ident{{Pos: sqlparse.ExprPos(e), Name: k}}} // a grouped expression
-			}
+		if k, ok := c.groupedExpr(e); ok {
+			return k
 		}
 		switch e := e.(type) {
 		case *sqlparse.Call:
 			if _, isAgg := aggregates[strings.ToUpper(tableName(e.Name))]; !isAgg {
 				return e
 			}
-			name := fmt.Sprintf("_weir_agg_%d", len(s.Aggregate))
-			c.showAs(name, e)
-			a, err := c.aggregate(e, sqlparse.Ident{Pos: e.Pos, Name: name}, rel, len(s.Aggregate)+1000)
+			ref, err := c.hiddenAggregate(e, rel)
 			if err != nil {
 				bad = cmp.Or(bad, err)
 				return e
 			}
-			s.Aggregate = append(s.Aggregate, a)
-			return &sqlparse.Ref{Parts: []sqlparse.Ident{{Pos: e.Pos, Name: name}}}
+			return ref
 		case *sqlparse.Ref:
 			id := e.Parts[len(e.Parts)-1]
 			switch id.Name {

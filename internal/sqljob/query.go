@@ -172,10 +172,8 @@ func (c *compiler) having(sel *sqlparse.Select, rel *relation, items []item) err
 	var bad *sqlparse.Error
 	unshown := map[string]string{} // an aggregate's text: its hidden one's name
 	rw := func(x sqlparse.Expr) sqlparse.Expr {
-		if _, isRef := x.(*sqlparse.Ref); !isRef {
-			if k, ok := c.nested[sqlparse.FormatExpr(x)]; ok {
-				return &sqlparse.Ref{Parts: []sqlparse.Ident{{Pos: sqlparse.ExprPos(x), Name: k}}} // a grouped expression
-			}
+		if k, ok := c.groupedExpr(x); ok {
+			return k
 		}
 		if call, ok := x.(*sqlparse.Call); ok {
 			if _, agg := aggregates[strings.ToUpper(tableName(call.Name))]; agg {
@@ -191,16 +189,13 @@ func (c *compiler) having(sel *sqlparse.Select, rel *relation, items []item) err
 				if name, ok := unshown[text]; ok {
 					return &sqlparse.Ref{Parts: []sqlparse.Ident{{Pos: call.Pos, Name: name}}}
 				}
-				name := fmt.Sprintf("_weir_agg_%d", len(s.Aggregate))
-				unshown[text] = name
-				c.showAs(name, call)
-				a, err := c.aggregate(call, sqlparse.Ident{Pos: call.Pos, Name: name}, rel, len(s.Aggregate)+1000)
+				ref, err := c.hiddenAggregate(call, rel)
 				if err != nil {
 					bad = cmp.Or(bad, err.(*sqlparse.Error))
 					return x
 				}
-				s.Aggregate = append(s.Aggregate, a)
-				return &sqlparse.Ref{Parts: []sqlparse.Ident{{Pos: call.Pos, Name: name}}}
+				unshown[text] = ref.Parts[0].Name
+				return ref
 			}
 		}
 		return x

@@ -386,14 +386,21 @@ func (a *Answer) CompareRevised(p *spec.Plan, dir string, limit int, revisions [
 	// An aggregate that no column of the results shows (one an
 	// expression column computes from: SUM(x) / COUNT(*)) cannot be read
 	// back, and is compared as "" on both sides.
-	cols := outfmt.Columns(p)
+	var unshown []int // the aggregates no column shows, by index
+	if cols := outfmt.Columns(p); log && len(cols) > 0 {
+		for i, ag := range p.Aggregates {
+			if outfmt.ColumnOf(cols, ag.Name) == nil {
+				unshown = append(unshown, i)
+			}
+		}
+	}
 	hidden := func(row []string) []string {
-		if !log || len(cols) == 0 {
+		if len(unshown) == 0 {
 			return row
 		}
 		out := slices.Clone(row)
-		for i, ag := range p.Aggregates {
-			if i < len(out) && outfmt.ColumnOf(cols, ag.Name) == nil {
+		for _, i := range unshown {
+			if i < len(out) {
 				out[i] = ""
 			}
 		}

@@ -296,12 +296,15 @@ func (c compiler) moreCall(x *sqlparse.Call, name string, args []eval) eval {
 	case "TIMESTAMPDIFF":
 		// TIMESTAMPDIFF(unit, a, b): whole units from a to b, cut toward
 		// zero, as Flink's (of fixed units: SECOND to DAY).
-		unit := c.unitArg(x, 0)
+		unit, months := c.unitArg(x, 0)
 		a, b := c.asTime(x.Args[1].Value, args[1]), c.asTime(x.Args[2].Value, args[2])
 		return func(g []*fastjson.Value) value {
 			from, to := a(g), b(g)
 			if from.k != integer || to.k != integer {
 				return nullV
+			}
+			if months > 0 {
+				return value{k: integer, i: monthsBetween(to.i, from.i) / months}
 			}
 			return value{k: integer, i: (to.i - from.i) / unit}
 		}
@@ -377,12 +380,15 @@ func (c compiler) moreCall(x *sqlparse.Call, name string, args []eval) eval {
 		if len(args) == 2 {
 			// FLOOR(t TO unit), CEIL(t TO unit): a time rounded to a
 			// whole unit (epoch milliseconds, UTC).
-			unit := c.unitArg(x, 1)
+			unit, months := c.unitArg(x, 1)
 			t := c.asTime(x.Args[0].Value, args[0])
 			return func(g []*fastjson.Value) value {
 				v := t(g)
 				if v.k != integer {
 					return nullV
+				}
+				if months > 0 {
+					return value{k: integer, i: roundMonths(v.i, months, up)}
 				}
 				r := ((v.i % unit) + unit) % unit
 				f := v.i - r
@@ -657,16 +663,89 @@ func decimalOf(m *big.Int, p, sc int) value {
 }
 
 // unitArg is call x's argument i, a time unit (the parser makes FLOOR(t
-// TO MINUTE)'s and TIMESTAMPDIFF(SECOND, ...)'s a string), as its
-// milliseconds: SECOND, MINUTE, HOUR or DAY.
-func (c compiler) unitArg(x *sqlparse.Call, i int) int64 {
+// TO MINUTE)'s and TIMESTAMPDIFF(SECOND, ...)'s a string): SECOND,
+// MINUTE, HOUR or DAY as its milliseconds, or MONTH or YEAR as its
+// months (calendar units, 0 milliseconds).
+func (c compiler) unitArg(x *sqlparse.Call, i int) (ms, months int64) {
 	l, ok := x.Args[i].Value.(*sqlparse.Lit)
-	ms, known := int64(0), false
+	known := false
 	if ok && l.Kind == "string" {
-		ms, known = intervalMillis[strings.ToUpper(l.Text)]
+		switch u := strings.ToUpper(l.Text); u {
+		case "MONTH":
+			return 0, 1
+		case "YEAR":
+			return 0, 12
+		default:
+			ms, known = intervalMillis[u]
+		}
 	}
 	if !known || ms < 1000 {
-		c.fail(sqlparse.ExprPos(x.Args[i].Value), sqlparse.FormatExpr(x.Args[i].Value), "use SECOND, MINUTE, HOUR or DAY (a month or a year has no fixed length)", "%s's unit is SECOND, MINUTE, HOUR or DAY", x.Name.Parts[len(x.Name.Parts)-1].Name)
+		c.fail(sqlparse.ExprPos(x.Args[i].Value), sqlparse.FormatExpr(x.Args[i].Value), "use SECOND, MINUTE, HOUR, DAY, MONTH or YEAR", "%s's unit is SECOND, MINUTE, HOUR, DAY, MONTH or YEAR", x.Name.Parts[len(x.Name.Parts)-1].Name)
 	}
-	return ms
+	return ms, 0
 }
+
+// monthsBetween is the number of whole months from t1 to t0 (epoch
+// milliseconds, UTC), as Flink's TIMESTAMPDIFF(MONTH, t1, t0) counts
+// them (Calcite's DateTimeUtils.subtractMonths): a month from January
+// 31 is February's last day, and a day that falls short of t1's time of
+// day is not a whole month yet. Negative when t0 is before t1.
+func monthsBetween(t0, t1 int64) int64 {
+	const day = 86_400_000
+	d0, ms0 := floorDiv(t0, day), floorMod(t0, day)
+	d1, ms1 := floorDiv(t1, day), floorMod(t1, day)
+	x := monthsBetweenDays(d0, d1)
+	if addMonths(d1, x) == d0 && ms0 < ms1 {
+		x--
+	}
+	return x
+}
+
+// monthsBetweenDays is monthsBetween of two dates (days since the epoch).
+func monthsBetweenDays(d0, d1 int64) int64 {
+	if d0 < d1 {
+		return -monthsBetweenDays(d1, d0)
+	}
+	// No month is longer than 31 days: the estimate is at most the
+	// answer.
+	m := (d0 - d1) / 31
+	for addMonths(d1, m+1) <= d0 {
+		m++
+	}
+	return m
+}
+
+// addMonths is date d (days since the epoch) moved by m months, its day
+// cut to the last of the month it lands in.
+func addMonths(d, m int64) int64 {
+	t := time.UnixMilli(d * 86_400_000).UTC()
+	y, mon := int64(t.Year()), int64(t.Month())-1+m
+	y, mon = y+floorDiv(mon, 12), floorMod(mon, 12)
+	last := time.Date(int(y), time.Month(mon+2), 0, 0, 0, 0, 0, time.UTC).Day()
+	return time.Date(int(y), time.Month(mon+1), min(t.Day(), last), 0, 0, 0, 0, time.UTC).UnixMilli() / 86_400_000
+}
+
+// roundMonths is FLOOR (up: CEIL) of time t (epoch milliseconds, UTC)
+// to a whole number of months since year 0: 1 is the month, 12 the
+// year.
+func roundMonths(t, months int64, up bool) int64 {
+	u := time.UnixMilli(t).UTC()
+	n := int64(u.Year())*12 + int64(u.Month()) - 1
+	f := n - floorMod(n, months)
+	start := time.Date(int(floorDiv(f, 12)), time.Month(floorMod(f, 12)+1), 1, 0, 0, 0, 0, time.UTC).UnixMilli()
+	if up && start != t {
+		f += months
+		start = time.Date(int(floorDiv(f, 12)), time.Month(floorMod(f, 12)+1), 1, 0, 0, 0, 0, time.UTC).UnixMilli()
+	}
+	return start
+}
+
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if (a%b != 0) && ((a < 0) != (b < 0)) {
+		q--
+	}
+	return q
+}
+
+func floorMod(a, b int64) int64 { return a - floorDiv(a, b)*b }

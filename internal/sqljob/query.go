@@ -1045,7 +1045,7 @@ func (c *compiler) timeCompares(x sqlparse.Expr, t *sqlparse.CreateTable) error 
 				switch {
 				case ivX || ivY:
 				case timeOf(e.X) != "" && timeOf(e.Y) != "":
-					refuse(e, "compare the times, or move one by an INTERVAL", "%s computes with two times, which Flink refuses (TIMESTAMPDIFF is not supported yet)", sqlparse.FormatExpr(e))
+					refuse(e, "count the units between them with TIMESTAMPDIFF(SECOND, a, b), compare the times, or move one by an INTERVAL", "%s computes with two times, which Flink refuses", sqlparse.FormatExpr(e))
 				case timeOf(e.X) != "" && number(e.Y), number(e.X) && timeOf(e.Y) != "":
 					refuse(e, "move a time by an INTERVAL, such as window_end - INTERVAL '1' SECOND", "%s mixes a time and a number, which Flink refuses (weir would read the time as epoch milliseconds)", sqlparse.FormatExpr(e))
 				}

@@ -68,7 +68,7 @@ type ColumnDef struct {
 
 // TableColumns are the key and value columns of a results table for
 // keys and values: keys are Text; count and count_distinct BigInt; sum,
-// avg, min and max Numeric, or Double over floats, or min and max Text
+// avg (and their _distinct forms), min and max Numeric, or Double over floats, or min and max Text
 // over strings; the accumulators' column (Fn "") Text; the others JSONB.
 func TableColumns(keys []string, values []ResultColumn) (k, v []ColumnDef) {
 	for _, name := range keys {
@@ -81,7 +81,7 @@ func TableColumns(keys []string, values []ResultColumn) (k, v []ColumnDef) {
 			t = Text
 		case "count", "count_distinct":
 			t = BigInt
-		case "sum", "avg", "min", "max":
+		case "sum", "avg", "min", "max", "sum_distinct", "avg_distinct":
 			switch {
 			case c.String:
 				t = Text

@@ -20,7 +20,7 @@ const (
 
 // numericFns are the aggregates whose results are numbers (or null), so
 // that sum, min, max and avg downstream can read them.
-var numericFns = []string{"count", "sum", "min", "max", "avg", "count_distinct"}
+var numericFns = []string{"count", "sum", "min", "max", "avg", "count_distinct", "sum_distinct", "avg_distinct"}
 
 // checkCascade checks that window up, node upName, may feed window down
 // (semantics W12): up fires each window once, on event time, and every
@@ -52,7 +52,7 @@ func checkCascade(upName string, up *WindowOp, downName string, down *WindowOp) 
 		if err := column(fmt.Sprintf("aggregate %s (%s)", a.Name, a.Fn), a.Field); err != nil {
 			return err
 		}
-		if slices.Contains([]string{"sum", "min", "max", "avg"}, a.Fn) && !numeric[a.Field] && a.Type != "string" {
+		if slices.Contains([]string{"sum", "min", "max", "avg"}, BaseFn(a.Fn)) && !numeric[a.Field] && a.Type != "string" {
 			return refuse("aggregate %s takes the %s of %q, which is no number in %s's results (a key field's type is not known, and first, last and collect give any value)", a.Name, a.Fn, a.Field, upName)
 		}
 	}

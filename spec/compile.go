@@ -144,7 +144,17 @@ var ResultColumns = []string{"window_start", "window_end", "firing", "run", "pan
 // aggregates are all count, sum, min and max have no such column.
 const AccColumn = "weir_acc"
 
-var aggFns = []string{"count", "sum", "min", "max", "avg", "first", "last", "first_value", "last_value", "collect", "count_distinct"}
+var aggFns = []string{"count", "sum", "min", "max", "avg", "first", "last", "first_value", "last_value", "collect", "count_distinct", "sum_distinct", "avg_distinct"}
+
+// BaseFn is the aggregate fn computes over its distinct values
+// (sum_distinct is sum's, avg_distinct avg's); another fn itself.
+func BaseFn(fn string) string {
+	switch fn {
+	case "sum_distinct", "avg_distinct":
+		return strings.TrimSuffix(fn, "_distinct")
+	}
+	return fn
+}
 
 // Parse loads and compiles a spec. When the document has structural
 // errors it still compiles what could be read, so that every problem is
@@ -1067,13 +1077,13 @@ func (c *compiler) aggregates() {
 		if a.Field == "" && fn != "count" && slices.Contains(aggFns, fn) {
 			c.add(path+".field", "missing", fn+" needs the record field it aggregates, such as amount")
 		}
-		switch numeric := fn == "sum" || fn == "avg" || fn == "min" || fn == "max"; {
+		switch base := BaseFn(fn); {
 		case a.Type == "":
-		case !numeric && fn != "":
-			c.add(path+".type", fn+" takes no type", "remove type: it is for sum, avg, min and max (decimal or float)")
-		case a.Type == "integer" && fn != "avg":
-			c.add(path+".type", "integer is avg's", "remove type, or use decimal or float")
-		case a.Type == "string" && fn != "min" && fn != "max":
+		case base != "sum" && base != "avg" && base != "min" && base != "max" && fn != "":
+			c.add(path+".type", fn+" takes no type", "remove type: it is for sum, avg, min and max and their _distinct forms (decimal or float)")
+		case a.Type == "integer" && base != "avg":
+			c.add(path+".type", "integer is avg's (and avg_distinct's)", "remove type, or use decimal or float")
+		case a.Type == "string" && base != "min" && base != "max":
 			c.add(path+".type", "string is min's and max's", "remove type, or use decimal or float")
 		case a.Type != "decimal" && a.Type != "float" && a.Type != "integer" && a.Type != "string":
 			c.add(path+".type", fmt.Sprintf("unknown value %q", a.Type), hint(a.Type, []string{"decimal", "float", "integer", "string"}, "use decimal (exact, the default), float (float64), for avg integer, or for min and max string"))

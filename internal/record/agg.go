@@ -245,11 +245,52 @@ func addVal(fn string, s *slot, v val, ts etime.Time, no int64, float bool) {
 	case "collect":
 		s.n++
 		s.list = append(s.list, collected{no: no, raw: v.raw})
-	case "count_distinct":
+	case "count_distinct", "sum_distinct", "avg_distinct":
 		if s.set == nil {
 			s.set = map[string]struct{}{}
 		}
 		s.set[v.raw] = struct{}{}
+	}
+}
+
+// distinctSlot is the sum or avg state of the distinct values of s, the
+// set of a sum_distinct or avg_distinct (float: of type float), added
+// in their sorted order so that a float sum does not depend on the
+// map's.
+func distinctSlot(s *slot, float bool) slot {
+	var t slot
+	for _, k := range slices.Sorted(maps.Keys(s.set)) {
+		t.n++
+		addNumber(&t, distinctVal(k, float), float)
+	}
+	return t
+}
+
+// distinctVal reads back a distinct value's text (a number's canonical
+// JSON): as a float64 for an aggregate of type float, else exactly.
+func distinctVal(text string, float bool) val {
+	if !float {
+		if i, err := strconv.ParseInt(text, 10, 64); err == nil {
+			return val{kind: vInt, i: i}
+		}
+		if d, ok := parseDec([]byte(text)); ok {
+			return decVal(d)
+		}
+	}
+	f, _ := strconv.ParseFloat(text, 64)
+	return val{kind: vFloat, f: f}
+}
+
+// computed returns the slot of aggregate i as sum or avg see it, and
+// its function: a sum_distinct's or avg_distinct's sum over its
+// distinct values (distinctSlot), as sum or avg; any other as it is.
+func (a Aggregator) computed(i int, s *slot) (*slot, string) {
+	switch fn := a.Fns[i]; fn {
+	case "sum_distinct", "avg_distinct":
+		t := distinctSlot(s, a.isFloat(i))
+		return &t, strings.TrimSuffix(fn, "_distinct")
+	default:
+		return s, fn
 	}
 }
 
@@ -382,7 +423,7 @@ func (a Aggregator) Merge(x, y *Acc) *Acc {
 			s.list = make([]collected, 0, len(p.list)+len(q.list))
 			s.list = append(append(s.list, p.list...), q.list...)
 			inputOrder(s.list)
-		case "count_distinct":
+		case "count_distinct", "sum_distinct", "avg_distinct":
 			s.set = make(map[string]struct{}, len(p.set)+len(q.set))
 			for k := range p.set {
 				s.set[k] = struct{}{}
@@ -414,7 +455,8 @@ func (a Aggregator) CollectInInputOrder(ac *Acc) {
 
 // Result renders each aggregate as JSON followed by a 0 byte. Empty
 // aggregates (no non-null input) are null, except count (0) and
-// count_distinct (0). A decimal sum has the largest scale of its inputs
+// count_distinct (0); sum_distinct and avg_distinct are sum and avg of
+// the distinct values. A decimal sum has the largest scale of its inputs
 // (0.10 + 0.2 is 0.30), a decimal avg is rounded half up to max(6, that
 // scale) digits; a float sum that overflowed to ±Inf (or NaN) is null.
 //
@@ -425,8 +467,8 @@ func (a Aggregator) CollectInInputOrder(ac *Acc) {
 // (ResultOverflows).
 func (a Aggregator) Result(ac *Acc) []byte {
 	var b []byte
-	for i, fn := range a.Fns {
-		s := &ac.s[i]
+	for i := range a.Fns {
+		s, fn := a.computed(i, &ac.s[i])
 		switch {
 		case fn == "count":
 			b = strconv.AppendInt(b, s.n, 10)
@@ -490,8 +532,8 @@ const (
 // overflowed (see Result).
 func (a Aggregator) appendOverflows(b []byte, ac *Acc) []byte {
 	start := -1
-	for i, fn := range a.Fns {
-		s := &ac.s[i]
+	for i := range a.Fns {
+		s, fn := a.computed(i, &ac.s[i])
 		c := byte(OverNone)
 		switch {
 		case fn != "sum" && fn != "avg" || s.n == 0:
@@ -563,7 +605,7 @@ func (a Aggregator) appendAccs(b []byte, ac *Acc) []byte {
 				b = append(b, ']')
 			}
 			b = append(b, ']')
-		case fn == "count_distinct":
+		case fn == "count_distinct" || fn == "sum_distinct" || fn == "avg_distinct":
 			b = append(b, '[')
 			for j, k := range slices.Sorted(maps.Keys(s.set)) {
 				if j > 0 {
@@ -658,7 +700,7 @@ func (a Aggregator) seedAccs(ac *Acc, text string) error {
 				}
 				s.n = int64(len(x))
 			}
-		case "count_distinct":
+		case "count_distinct", "sum_distinct", "avg_distinct":
 			var x []json.RawMessage
 			if err = json.Unmarshal(p, &x); err == nil {
 				s.set = make(map[string]struct{}, len(x))

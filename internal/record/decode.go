@@ -337,8 +337,8 @@ type need uint8
 const (
 	needNothing need = iota // count without a field
 	needPresent             // count with a field: present and not null
-	needNumber              // sum, min, max, avg: exact decimals
-	needFloat               // sum, min, max, avg of type float: float64
+	needNumber              // sum, min, max, avg (and _distinct): exact decimals
+	needFloat               // sum, min, max, avg (and _distinct) of type float: float64
 	needString              // min, max of type string: a string's text
 	needJSON                // first, last, collect, count_distinct
 )
@@ -358,7 +358,7 @@ func NewDecoder(p *spec.Plan, clk clock.Clock) *Decoder {
 			if a.Field != "" {
 				n = needPresent
 			}
-		case "sum", "min", "max", "avg":
+		case "sum", "min", "max", "avg", "sum_distinct", "avg_distinct":
 			switch a.Type {
 			case "float":
 				n = needFloat
@@ -690,6 +690,15 @@ func (d *Decoder) DecodeSlot(l fileio.Line, slot int) (Record, error) {
 			}
 			if r.vals[i].kind == vFloat && (math.IsInf(r.vals[i].f, 0) || math.IsNaN(r.vals[i].f)) {
 				return Record{}, bad("value_out_of_range", "field %q of %s is %s, beyond float64", a.Field, a.Fn, short(f))
+			}
+			if a.Fn == "sum_distinct" || a.Fn == "avg_distinct" {
+				// Which values are distinct is count_distinct's: their
+				// canonical JSON (a decimal field's own text).
+				if d.exact[d.aggAt[i]] {
+					r.vals[i].raw = string(f.MarshalTo(nil))
+				} else {
+					r.vals[i].raw = canonical(f)
+				}
 			}
 		case needString:
 			// As Flink's JSON format reads a STRING column: a string's

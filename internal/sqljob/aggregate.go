@@ -503,10 +503,11 @@ func (c *compiler) aggregate(call *sqlparse.Call, alias sqlparse.Ident, rel *rel
 		case "MIN", "MAX":
 			// The smallest or largest of the distinct values is the
 			// smallest or largest value.
-		case "COUNT":
-			a.Fn = "count_distinct"
+		case "COUNT", "SUM", "AVG":
+			// Each distinct value once, kept in a set as COUNT's are.
+			a.Fn += "_distinct"
 		default:
-			return a, errAt(call.Pos, fn, "count the distinct values with COUNT(DISTINCT x), or deduplicate in a first windowed query grouped by x and aggregate its results in a second (a cascade)", "%s(DISTINCT ...) is not compiled yet: weir keeps distinct values for COUNT, MIN and MAX", fn)
+			return a, errAt(call.Pos, fn, "count the distinct values with COUNT(DISTINCT x), or deduplicate in a first windowed query grouped by x and aggregate its results in a second (a cascade)", "%s(DISTINCT ...) is not compiled yet: weir keeps distinct values for COUNT, SUM, AVG, MIN and MAX", fn)
 		}
 	} else if fn == "COUNT" {
 		// COUNT(x): the spec's count of a field, which counts the records

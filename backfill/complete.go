@@ -535,7 +535,7 @@ func (f *resultFold) add(line []byte) error {
 		// A key field or an aggregate written as a time reads back as
 		// the milliseconds it holds.
 		if raw := m[c.Name]; c.Time != "" && c.Time != "ms" && len(raw) > 0 && raw[0] == '"' {
-			if ms, ok := outfmt.ParseTime(raw, c.Time); ok {
+			if ms, ok := outfmt.ParseColumnTime(s, c, raw); ok {
 				return strconv.AppendInt(nil, ms, 10)
 			}
 		}
@@ -550,7 +550,7 @@ func (f *resultFold) add(line []byte) error {
 		if c.Time == "" || c.Time == "ms" || raw == nil {
 			return string(raw), nil
 		}
-		ms, ok := outfmt.ParseTime(raw, c.Time)
+		ms, ok := outfmt.ParseColumnTime(s, c, raw)
 		if !ok {
 			return "", fmt.Errorf("%s %s is not a time", c.Name, raw)
 		}

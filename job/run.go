@@ -649,10 +649,7 @@ func (j *Job) buildWindow(b *branch, recs weir.Stream[record.Record], wm *spec.W
 		if r.Firing == window.Retract {
 			return true
 		}
-		if r.Window == window.Global {
-			return h.Keep(r.Key, r.Value, nil)
-		}
-		return h.Keep(r.Key, r.Value, []etime.Time{r.Window.Start, r.Window.End, r.Window.MaxTimestamp()})
+		return h.Keep(r.Key, r.Value, b.plan.BoundValues(r.Window))
 	}
 	if len(b.results) > 0 || h != nil {
 		weir.ForEachSubtask(out.Results, func(sub weir.Subtask) func(etime.Time, window.Result[string, []byte]) {

@@ -231,7 +231,7 @@ func byWindow[T, ACC, R any](j *Job, b *branch, rows weir.Stream[T], key func(T)
 	weir.ForEachSubtask(out.Results, func(sub weir.Subtask) func(etime.Time, window.Result[string, row]) {
 		return func(_ etime.Time, res window.Result[string, row]) {
 			r := res.Value
-			if where != nil && !where.Keep(r.key, r.vals, []etime.Time{r.w.Start, r.w.End, r.w.MaxTimestamp()}) {
+			if where != nil && !where.Keep(r.key, r.vals, b.plan.BoundValues(r.w)) {
 				j.out.add(sub, item{kind: itemHaving, b: bi})
 				return
 			}

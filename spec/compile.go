@@ -105,8 +105,12 @@ type Plan struct {
 	WindowKind WindowKind
 	WindowSpan etime.Duration
 	Assigner   window.Assigner
-	Trigger    trigger.Trigger // nil: the assigner's default
-	Lateness   etime.Duration
+	// Zone is the offset of the spec's time_zone from UTC (0: none):
+	// windows are cut by its wall clock, and ShownBounds shows their
+	// bounds in it.
+	Zone     etime.Duration
+	Trigger  trigger.Trigger // nil: the assigner's default
+	Lateness etime.Duration
 	// LateFiringInterval throttles late firings (W11); 0: none.
 	LateFiringInterval etime.Duration
 	// LateRatioWarn and LateRatioCrit are the alert levels of the share
@@ -855,6 +859,23 @@ func (c *compiler) watermark() {
 func (c *compiler) window() {
 	w, p := &c.s.Window, c.p
 	proc := p.Time == ProcessingTime
+	if c.s.TimeZone != "" {
+		z, err := ParseZone(c.s.TimeZone)
+		if err != nil {
+			c.add("time_zone", err.Error(), "use a zone with one offset all year, such as Asia/Shanghai or +08:00, or leave time_zone out (windows in UTC)")
+		}
+		p.Zone = z
+	}
+	// Windows cut by the zone's wall clock: a day starts at its midnight,
+	// the zone's offset before UTC's; modulo the windows' period, which
+	// an assigner's offset stays within.
+	offset := func(period etime.Duration) etime.Duration {
+		o := DurOr(w.Offset, 0)
+		if p.Zone == 0 || period <= 0 || o >= period || -o >= period {
+			return o // the assigner refuses an offset beyond the period
+		}
+		return ((o-p.Zone)%period + period) % period
+	}
 	typ := c.oneOf("window.type", w.Type, "", "tumbling", "sliding", "cumulate", "session", "global")
 	p.WindowKind = WindowKind(typ)
 	if w.Size != nil {
@@ -884,9 +905,9 @@ func (c *compiler) window() {
 		refuse("gap", w.Gap)
 		if size > 0 {
 			if proc {
-				p.Assigner, err = window.TumblingProcessing(size, DurOr(w.Offset, 0))
+				p.Assigner, err = window.TumblingProcessing(size, offset(size))
 			} else {
-				p.Assigner, err = window.Tumbling(size, DurOr(w.Offset, 0))
+				p.Assigner, err = window.Tumbling(size, offset(size))
 			}
 		}
 	case "sliding":
@@ -902,9 +923,9 @@ func (c *compiler) window() {
 		}
 		if size > 0 && slide > 0 {
 			if proc {
-				p.Assigner, err = window.SlidingProcessing(size, slide, DurOr(w.Offset, 0))
+				p.Assigner, err = window.SlidingProcessing(size, slide, offset(slide))
 			} else {
-				p.Assigner, err = window.Sliding(size, slide, DurOr(w.Offset, 0))
+				p.Assigner, err = window.Sliding(size, slide, offset(slide))
 			}
 		}
 	case "cumulate":
@@ -914,9 +935,9 @@ func (c *compiler) window() {
 		refuse("gap", w.Gap)
 		if size > 0 && step > 0 {
 			if proc {
-				p.Assigner, err = window.CumulateProcessing(size, step, DurOr(w.Offset, 0))
+				p.Assigner, err = window.CumulateProcessing(size, step, offset(size))
 			} else {
-				p.Assigner, err = window.Cumulate(size, step, DurOr(w.Offset, 0))
+				p.Assigner, err = window.Cumulate(size, step, offset(size))
 			}
 		}
 	case "session":

@@ -68,6 +68,9 @@ func Attach(op, up *WindowOp, upName string) (*WindowOp, error) {
 // letters) are kept under names after prefix. def records the join for
 // the Definition, and right's definition is recorded under prefix.
 func JoinPlans(left, right *Plan, op *JoinOp, name, leftPrefix, prefix string, def any) (*Plan, error) {
+	if left.Zone != right.Zone {
+		return nil, fmt.Errorf("spec: the join's sides cut their windows in different time zones (%v and %v from UTC); give both one time zone", left.Zone, right.Zone)
+	}
 	lw, err := resultsWindow(left)
 	if err != nil {
 		return nil, err
@@ -110,6 +113,10 @@ func JoinPlans(left, right *Plan, op *JoinOp, name, leftPrefix, prefix string, d
 func UnitePlans(p, q *Plan, prefix string) (*Plan, error) {
 	if _, err := q.Graph.Path(); err != nil {
 		return nil, err
+	}
+	if p.Zone != q.Zone {
+		// The job's rows show window bounds in one zone (ShownBounds).
+		return nil, fmt.Errorf("spec: the plans cut their windows in different time zones (%v and %v from UTC); give their windows one time zone", p.Zone, q.Zone)
 	}
 	u := *p
 	nodes := slices.Clone(p.Graph.Nodes)

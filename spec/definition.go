@@ -136,6 +136,7 @@ var stateFields = map[string]bool{
 	"key":                  true,
 	"null_keys":            true,
 	"window":               true,
+	"time_zone":            true,
 	"allowed_lateness":     true,
 	"late_firing_interval": false,
 	"trigger":              true,

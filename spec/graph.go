@@ -559,6 +559,9 @@ func (c *compiler) graph() {
 	wm := g.add("watermark", &WatermarkOp{Time: p.Time, Type: p.WMType, Bound: p.Bound, IdleTimeout: p.IdleTimeout, EveryRecord: p.EveryRecord,
 		Interval: p.Interval, Heartbeat: p.Heartbeat, BacklogEvery: p.BacklogEvery}, Edge{dec, Out})
 	shape, trig := windowShape(s.Window, s.Trigger)
+	if s.TimeZone != "" && p.Zone != 0 {
+		shape += " cut in time zone " + s.TimeZone
+	}
 	win := g.add("window", &WindowOp{Key: p.Key, WindowKind: p.WindowKind, Span: p.WindowSpan, Assigner: p.Assigner, Trigger: p.Trigger, Lateness: p.Lateness,
 		LateFiringInterval: p.LateFiringInterval, Aggregates: p.Aggregates, Shape: shape, TriggerShape: trig, Having: p.Having}, Edge{wm, Out})
 	sinks := &p.Sinks

@@ -58,6 +58,17 @@ type Spec struct {
 	NullKeys bool `yaml:"null_keys"`
 	// Window is the window assigner.
 	Window Window `yaml:"window"`
+	// TimeZone (an IANA name such as Asia/Shanghai, UTC, or an offset
+	// such as +08:00) cuts tumbling, sliding and cumulate windows by that
+	// zone's wall clock (a day's window starts at its midnight) and shows
+	// window_start and window_end as its wall time wherever a row writes
+	// them as text (time: timestamp or date) or an expression reads them;
+	// epoch milliseconds stay instants. A SQL job sets it from
+	// table.local-time-zone for windows over a TIMESTAMP_LTZ, as Flink
+	// cuts them. Only zones without daylight saving (one offset all
+	// year). Left out of the spec's JSON when unset, so that the spec
+	// hash of every other job stays as it was.
+	TimeZone string `yaml:"time_zone" json:",omitempty"`
 	// AllowedLateness keeps window state this long after the window's end
 	// (semantics B2, B3).
 	AllowedLateness *Duration `yaml:"allowed_lateness"`

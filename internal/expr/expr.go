@@ -1453,7 +1453,9 @@ func (c compiler) call(x *sqlparse.Call) eval {
 	if x.Filter != nil || x.Over != nil {
 		c.fail(x.Pos, name, "FILTER and OVER belong to aggregates", "function %s takes no FILTER or OVER here", name)
 	}
-	if !slices.Contains(Functions, name) {
+	// weir's own functions (WEIR_...), which compilers write, are not
+	// offered to users.
+	if _, own := moreFunctions[name]; !slices.Contains(Functions, name) && !(own && strings.HasPrefix(name, "WEIR_")) {
 		hint := suggest.Or(name, Functions, "the functions of a filter: "+strings.Join(Functions, ", "))
 		c.fail(x.Pos, name, hint, "function %s is not supported in weir's expressions", name)
 	}

@@ -24,6 +24,10 @@ var moreFunctions = map[string][2]int{
 	"TIMESTAMPDIFF": {3, 3},
 	"DATE_FORMAT":   {2, 2}, "FROM_UNIXTIME": {1, 2}, "YEAR": {1, 1}, "MONTH": {1, 1}, "DAYOFMONTH": {1, 1},
 	"HOUR": {1, 1}, "MINUTE": {1, 1}, "SECOND": {1, 1},
+	// weir's own, which the SQL compiler writes for
+	// table.local-time-zone (internal/sqljob zone.go): a TIMESTAMP_LTZ's
+	// wall time in a zone of one offset (its milliseconds), and back.
+	"WEIR_WALL_TIME": {2, 2}, "WEIR_INSTANT": {2, 2},
 }
 
 // text is v as CONCAT and || read it: a string's bytes, a number's or a
@@ -307,6 +311,21 @@ func (c compiler) moreCall(x *sqlparse.Call, name string, args []eval) eval {
 				return value{k: integer, i: monthsBetween(to.i, from.i) / months}
 			}
 			return value{k: integer, i: (to.i - from.i) / unit}
+		}
+	case "WEIR_WALL_TIME", "WEIR_INSTANT":
+		// WEIR_WALL_TIME(t, offset): time t moved by the zone's offset
+		// (milliseconds), WEIR_INSTANT(t, offset) back.
+		t := c.asTime(x.Args[0].Value, args[0])
+		sign := int64(1)
+		if name == "WEIR_INSTANT" {
+			sign = -1
+		}
+		return func(g []*fastjson.Value) value {
+			v, off := t(g), arg(g, 1)
+			if v.k != integer || off.k != integer {
+				return nullV
+			}
+			return value{k: integer, i: v.i + sign*off.i}
 		}
 	case "SUBSTRING", "SUBSTR":
 		// As Flink's: 1-based, in characters; start 0 is 1, a negative

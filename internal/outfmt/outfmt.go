@@ -101,10 +101,14 @@ func appendAggregates(b []byte, plan *spec.Plan, value []byte) []byte {
 // event time), then the aggregates. r is no retraction and not of the
 // global window (spec refuses both upstream of a window).
 func AppendRow(b []byte, plan *spec.Plan, r window.Result[string, []byte]) []byte {
+	// window_start and window_end as the rows of the job's time zone
+	// show them, which the other window's expressions and columns read.
+	wt := r.Window.MaxTimestamp() // the instant: the record's event time
+	r.Window.Start, r.Window.End = plan.ShownBounds(r.Window)
 	b = AppendResultKey(b, plan, r)
 	b[len(b)-1] = ',' // for the key's closing brace, after window_end
 	b = append(b, `"`+spec.ColWindowTime+`":`...)
-	b = strconv.AppendInt(b, int64(r.Window.MaxTimestamp()), 10)
+	b = strconv.AppendInt(b, int64(wt), 10)
 	b = appendAggregates(b, plan, r.Value)
 	return append(b, '}')
 }
@@ -240,10 +244,7 @@ func appendColumn(b []byte, plan *spec.Plan, c *spec.Column, run int64, r window
 		if r.Firing == window.Retract {
 			return append(b, "null"...)
 		}
-		var bounds []etime.Time // the global window's: null
-		if !global {
-			bounds = []etime.Time{r.Window.Start, r.Window.End, r.Window.MaxTimestamp()}
-		}
+		bounds := plan.BoundValues(r.Window) // the global window's: null
 		if c.Time == "" || c.Time == "ms" {
 			return resultExpr(plan, c.Expr).Append(b, r.Key, r.Value, bounds)
 		}
@@ -251,12 +252,25 @@ func appendColumn(b []byte, plan *spec.Plan, c *spec.Column, run int64, r window
 		return appendFieldTime(b, c.Time, resultExpr(plan, c.Expr).Append(buf[:0], r.Key, r.Value, bounds))
 	}
 	switch c.From {
-	case spec.ColWindowStart:
-		return appendTime(b, c.Time, r.Window.Start, global)
-	case spec.ColWindowEnd:
-		return appendTime(b, c.Time, r.Window.End, global)
+	case spec.ColWindowStart, spec.ColWindowEnd:
+		// As text, a bound is the job's time zone's wall time (so is
+		// window_time's, below); epoch milliseconds and a TIMESTAMP_LTZ
+		// are the instant.
+		w := r.Window
+		if c.Time == "timestamp" || c.Time == "date" {
+			w.Start, w.End = plan.ShownBounds(r.Window)
+		}
+		t := w.Start
+		if c.From == spec.ColWindowEnd {
+			t = w.End
+		}
+		return appendTime(b, c.Time, t, global)
 	case spec.ColWindowTime:
-		return appendTime(b, c.Time, r.Window.MaxTimestamp(), global)
+		t := r.Window.MaxTimestamp()
+		if (c.Time == "timestamp" || c.Time == "date") && !global {
+			t = t.Add(plan.Zone) // an instant as a wall time in the zone
+		}
+		return appendTime(b, c.Time, t, global)
 	case "watermark":
 		return appendTime(b, c.Time, r.Watermark, r.Watermark == etime.MaxTime || r.Watermark == etime.MinTime)
 	case "firing":
@@ -348,6 +362,18 @@ func appendFieldTime[S ~string | ~[]byte](b []byte, format string, v S) []byte {
 		}
 	}
 	return append(b, v...)
+}
+
+// ParseColumnTime reads column c's time, raw as a row of plan wrote it,
+// back as the epoch milliseconds it was written from: a window bound
+// written as text in the job's time zone less the zone's offset. ok
+// false when raw is no time.
+func ParseColumnTime(plan *spec.Plan, c *spec.Column, raw []byte) (ms int64, ok bool) {
+	ms, ok = ParseTime(raw, c.Time)
+	if ok && c.Expr == "" && (c.From == spec.ColWindowStart || c.From == spec.ColWindowEnd) && (c.Time == "timestamp" || c.Time == "date") {
+		ms -= int64(plan.Zone)
+	}
+	return ms, ok
 }
 
 // ParseTime reads a time written by appendTime in format as epoch

@@ -215,6 +215,11 @@ func cascadePlan(down *spec.Spec, cascade *cascaded, into string) (*spec.Plan, e
 	r.Columns = nil // the view's rows have not the sink's columns
 	up := *cascade.up
 	up.Sinks.Results = []*spec.Sink{&r}
+	if down.TimeZone == "" {
+		// down's time attribute is up's window_time: a TIMESTAMP_LTZ
+		// when up's windows are cut in a zone, and cut in it too.
+		down.TimeZone = up.TimeZone
+	}
 	dp, err := spec.Compile(down)
 	if err != nil {
 		return nil, inSQLTerms(err)

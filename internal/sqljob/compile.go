@@ -23,7 +23,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
+
+	"github.com/weirstream/weir/etime"
 
 	"github.com/weirstream/weir/internal/sqlparse"
 	"github.com/weirstream/weir/internal/suggest"
@@ -113,6 +114,14 @@ type compiler struct {
 	// is read from its field (TO_TIMESTAMP_LTZ(field, p)), which no
 	// computed field then holds.
 	timeAttr string
+	// zone is table.local-time-zone's offset from UTC (0: UTC), and
+	// zoneName the zone as the SET gave it: windows over a TIMESTAMP_LTZ
+	// are cut in it (spec.Spec.TimeZone), and a TIMESTAMP_LTZ read as a
+	// wall time (its text, its hour, a comparison with a TIMESTAMP) is
+	// its wall time there (zoned).
+	zone     etime.Duration
+	zoneName string
+	zonePos  sqlparse.Pos
 	// inserts are the file's INSERT, or its statement set's.
 	inserts []*sqlparse.Insert
 	// early are the early-fire keys as SET (or a query's hint) gave them.
@@ -434,23 +443,21 @@ func (c *compiler) set(st *sqlparse.Set) error {
 		s.Archive = &spec.ArchiveSpec{Dir: st.Value}
 	case "table.local-time-zone":
 		// Flink cuts the windows of a TIMESTAMP_LTZ attribute in this
-		// zone; weir cuts them in UTC, which would give other rows.
-		switch strings.ToUpper(st.Value) {
-		case "UTC", "Z", "GMT", "ETC/UTC", "UTC+00:00", "GMT+00:00":
-			return nil
-		}
-		hint := "leave it out (weir's windows are cut in UTC), and give a day's windows the zone's offset negated: TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL '1' DAY, INTERVAL '-8' HOUR) for UTC+8"
-		if loc, lerr := time.LoadLocation(st.Value); lerr == nil {
-			jan, jul := time.Date(2026, 1, 1, 0, 0, 0, 0, loc), time.Date(2026, 7, 1, 0, 0, 0, 0, loc)
-			_, o1 := jan.Zone()
-			_, o2 := jul.Zone()
-			if o1 == o2 && o1%3600 == 0 {
-				hint = fmt.Sprintf("leave it out (weir's windows are cut in UTC), and give a day's windows the zone's offset negated, INTERVAL '%d' HOUR: TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL '1' DAY, INTERVAL '%d' HOUR)", -o1/3600, -o1/3600)
-			} else if o1 != o2 {
-				hint = "leave it out: weir's windows are cut in UTC, and " + st.Value + " changes its offset over the year (daylight saving), which a window offset cannot follow"
+		// zone and shows a TIMESTAMP_LTZ's wall time in it; weir does
+		// both for a zone with one offset all year.
+		z, zerr := spec.ParseZone(st.Value)
+		if zerr != nil {
+			hint := "use a zone with one offset all year, such as Asia/Shanghai or +08:00, or leave it out (UTC)"
+			if strings.Contains(zerr.Error(), "daylight saving") {
+				hint = "leave it out: weir's windows are cut in UTC or a zone with one offset all year, and " + st.Value + " changes its offset over the year (daylight saving)"
 			}
+			return errAt(st.Pos, st.Value, hint, "table.local-time-zone %q is not supported: %v", st.Value, zerr)
 		}
-		return errAt(st.Pos, st.Value, hint, "table.local-time-zone %q is not supported: Flink cuts the windows of a TIMESTAMP_LTZ time attribute in that zone, weir in UTC", st.Value)
+		c.zone, c.zoneName, c.zonePos = z, st.Value, st.Pos
+		if z == 0 {
+			c.zoneName = ""
+		}
+		return nil
 	default:
 		if strings.HasPrefix(st.Key, "weir.") {
 			// weir's own keys are weir's to know: a typo would lose

@@ -406,10 +406,13 @@ func (c *compiler) mapColumns(in *sqlparse.Insert, sel *sqlparse.Select, items [
 			// A time the expression computes (window_end - INTERVAL '1'
 			// SECOND) is written as its kind, into the column's type.
 			var tf string
-			if x, err := sqlparse.ParseExpr(it.expr); err == nil {
-				tf = timeFormatOf(typeOf(x, c.fieldType(nil)).kind, col.Type)
+			x := it.expr
+			if e, err := sqlparse.ParseExpr(it.expr); err == nil {
+				k := typeOf(e, c.fieldType(nil)).kind
+				x, k = c.wallColumn(x, k, col)
+				tf = timeFormatOf(k, col.Type)
 			}
-			cols = append(cols, spec.Column{Name: dst, Expr: c.sinkCast(it.expr, col), Float: floatFormat(col), Time: tf})
+			cols = append(cols, spec.Column{Name: dst, Expr: c.sinkCast(x, col), Float: floatFormat(col), Time: tf})
 			continue
 		}
 		if t := typeOfSQL(col.Type); jsonRows && c.job.selectOp != nil && t.kind == tDec && c.computedTypes[it.from] != t &&
@@ -439,6 +442,11 @@ func (c *compiler) mapColumns(in *sqlparse.Insert, sel *sqlparse.Select, items [
 			return err
 		}
 		if tf == "" && jsonRows {
+			if x, k := c.wallColumn(it.from, c.computedTypes[it.from].kind, col); x != it.from {
+				// A TIMESTAMP_LTZ into a wall time's column.
+				cols = append(cols, spec.Column{Name: dst, Expr: x, Time: timeFormatOf(k, col.Type)})
+				continue
+			}
 			tf = c.fieldTimeFormat(it.from, col.Type)
 		}
 		if !jsonRows && !it.agg && dst != it.from {
@@ -893,7 +901,7 @@ func (c *compiler) fields(x sqlparse.Expr, rel *relation) (sqlparse.Expr, error)
 	if bad != nil {
 		return nil, bad
 	}
-	return c.timeOperands(out, rel.table), nil
+	return c.timeOperands(c.zoned(out, rel.table), rel.table), nil
 }
 
 // isField reports whether rel's column col is a field of the records:
@@ -1054,6 +1062,11 @@ func (c *compiler) timeCompares(x sqlparse.Expr, t *sqlparse.CreateTable) error 
 			check(e.X, e.Lo, e.Hi)
 		case *sqlparse.In:
 			check(append([]sqlparse.Expr{e.X}, e.List...)...)
+		case *sqlparse.Call, *sqlparse.Case:
+			if c.zone != 0 && mixesZones(e, field) {
+				refuse(e, "CAST the TIMESTAMP_LTZ to TIMESTAMP(3) (its wall time in the zone), or the TIMESTAMP to TIMESTAMP_LTZ(3), first",
+					"%s mixes a TIMESTAMP_LTZ with a TIMESTAMP or DATE, whose common type table.local-time-zone %s would decide", sqlparse.FormatExpr(e), c.zoneName)
+			}
 		case *sqlparse.Cast:
 			switch to := typeOfSQL(e.Type).kind; {
 			case timeKind(e.Type) != tOther && number(e.X):

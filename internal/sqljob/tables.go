@@ -70,6 +70,14 @@ func (c *compiler) sourceTable(t *sqlparse.CreateTable, timeCol string) (err err
 				s.Source.Timestamp.Checks = checks
 			}
 		}
+		if err == nil && c.zone != 0 {
+			// The windows of a TIMESTAMP_LTZ are cut in the zone, as
+			// Flink cuts them; a TIMESTAMP's are its wall times' own.
+			var ltz bool
+			if ltz, err = c.ltzAttr(t, timeCol); ltz {
+				s.TimeZone = c.zoneName
+			}
+		}
 	}()
 	connPos := o["connector"].Pos
 	switch conn := o.take("connector"); conn {

@@ -217,8 +217,10 @@ func typeOf(x sqlparse.Expr, field func(parts []sqlparse.Ident) numType) numType
 			return numType{kind: tStr}
 		}
 		switch name {
-		case "TO_TIMESTAMP_LTZ":
+		case "TO_TIMESTAMP_LTZ", instantFn:
 			return numType{kind: tTimeLTZ}
+		case wallFn:
+			return numType{kind: tTime}
 		case "FLOOR", "CEIL", "CEILING":
 			if len(ts) == 2 {
 				// FLOOR(t TO unit): a time of t's kind (a TIMESTAMP of
@@ -589,7 +591,7 @@ func (c *compiler) timeCasts(t *sqlparse.CreateTable, x sqlparse.Expr) sqlparse.
 // fields of table t, to the job's spec, its quotients and its value as
 // Flink types them (flinkCasts).
 func (c *compiler) addComputed(t *sqlparse.CreateTable, name string, x sqlparse.Expr) {
-	x = c.timeCasts(t, x)
+	x = c.timeCasts(t, c.zoned(x, t))
 	x = flinkCasts(x, c.fieldType(t))
 	c.setComputedType(name, typeOf(x, c.fieldType(t)))
 	c.job.Spec.Computed = append(c.job.Spec.Computed, spec.ComputedField{Name: name, Expr: sqlparse.FormatExpr(x)})

@@ -1,0 +1,208 @@
+package sqljob
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/weirstream/weir/internal/sqlparse"
+)
+
+// ltzAttr reports whether table t's time attribute timeCol ("": the
+// processing time of PROCTIME(), or none) is a TIMESTAMP_LTZ, whose
+// windows Flink cuts in table.local-time-zone. The Kafka record time
+// declared a TIMESTAMP(3) is refused under a zone: Flink shifts it to
+// the zone's wall time.
+func (c *compiler) ltzAttr(t *sqlparse.CreateTable, timeCol string) (bool, error) {
+	if timeCol == "" {
+		return c.job.Spec.Time == "processing", nil
+	}
+	col := column(t, timeCol)
+	switch {
+	case col == nil:
+		return false, nil
+	case col.Metadata && timeKind(col.Type) != tTimeLTZ:
+		return false, errAt(col.Pos, timeCol, "declare it TIMESTAMP_LTZ(3), as Flink types the Kafka record time",
+			"table %s: %s, the Kafka record time, is declared %s, which table.local-time-zone %s would make its wall time there", tableName(t.Name), timeCol, sqlparse.FormatType(col.Type), c.zoneName)
+	case col.Metadata:
+		return true, nil
+	case col.Computed != nil:
+		return typeOf(col.Computed, c.fieldType(t)).kind == tTimeLTZ, nil
+	}
+	return timeKind(col.Type) == tTimeLTZ, nil
+}
+
+// The functions a zoned expression calls (internal/expr): a
+// TIMESTAMP_LTZ's wall time in the zone, a TIMESTAMP(3) holding it, and
+// back.
+const (
+	wallFn    = "WEIR_WALL_TIME"
+	instantFn = "WEIR_INSTANT"
+)
+
+// zoned rewrites x (over the fields of table t; nil: over results) for
+// table.local-time-zone: each TIMESTAMP_LTZ that x reads as a wall time
+// (its text, a DATE of it, its hour, FLOOR to a day, DATE_FORMAT, a
+// comparison with a TIMESTAMP, a DATE or a string) reads its wall time
+// in the zone, and a TIMESTAMP cast to a TIMESTAMP_LTZ is the instant of
+// its wall time there, as Flink reads them. A TIMESTAMP_LTZ compared
+// with another, moved by an INTERVAL or written as a TIMESTAMP_LTZ stays
+// the instant. Without a zone (UTC) x is returned as it is.
+func (c *compiler) zoned(x sqlparse.Expr, t *sqlparse.CreateTable) sqlparse.Expr {
+	if c.zone == 0 || x == nil {
+		return x
+	}
+	field := c.fieldType(t)
+	ltz := func(e sqlparse.Expr) bool { return typeOf(e, field).kind == tTimeLTZ }
+	call := func(pos sqlparse.Pos, name string, e sqlparse.Expr) sqlparse.Expr {
+		return &sqlparse.Call{Pos: pos, Name: sqlparse.Name{Parts: []sqlparse.Ident{{Pos: pos, Name: name}}},
+			Args: []sqlparse.Arg{{Value: e}, {Value: &sqlparse.Lit{Pos: pos, Kind: "number", Text: strconv.FormatInt(int64(c.zone), 10)}}}}
+	}
+	wall := func(e sqlparse.Expr) sqlparse.Expr {
+		if ltz(e) {
+			return call(sqlparse.ExprPos(e), wallFn, e)
+		}
+		return e
+	}
+	// walls are the operands of a comparison: each TIMESTAMP_LTZ as its
+	// wall time when another operand is a wall time (a TIMESTAMP, a
+	// DATE, a string).
+	walls := func(xs []sqlparse.Expr) []sqlparse.Expr {
+		other := false
+		for _, e := range xs {
+			switch k := typeOf(e, field).kind; {
+			case k == tTime || k == tDate || k == tStr:
+				other = true
+			}
+			if _, lit := e.(*sqlparse.TypedLit); lit {
+				other = true
+			}
+		}
+		if !other {
+			return xs
+		}
+		out := make([]sqlparse.Expr, len(xs))
+		for i, e := range xs {
+			out[i] = wall(e)
+		}
+		return out
+	}
+	// mapExpr does not descend into what its function returns: each
+	// case rewrites its operands first.
+	sub := func(e sqlparse.Expr) sqlparse.Expr { return c.zoned(e, t) }
+	subs := func(xs []sqlparse.Expr) []sqlparse.Expr {
+		out := make([]sqlparse.Expr, len(xs))
+		for i, e := range xs {
+			out[i] = sub(e)
+		}
+		return out
+	}
+	return mapExpr(x, func(e sqlparse.Expr) sqlparse.Expr {
+		switch e := e.(type) {
+		case *sqlparse.Cast:
+			to, in := timeKind(e.Type), sub(e.X)
+			switch {
+			case ltz(in) && (to == tTime || to == tDate || isString(e.Type)):
+				return &sqlparse.Cast{Pos: e.Pos, X: wall(in), Type: e.Type}
+			case to == tTimeLTZ && !ltz(in):
+				if k := typeOf(in, field).kind; k == tTime || k == tDate || k == tStr {
+					return call(e.Pos, instantFn, &sqlparse.Cast{Pos: e.Pos, X: in, Type: &sqlparse.Type{Pos: e.Pos, Name: "TIMESTAMP", Params: []int{3}}})
+				}
+			}
+			return &sqlparse.Cast{Pos: e.Pos, X: in, Type: e.Type}
+		case *sqlparse.Binary:
+			switch e.Op {
+			case "=", "<>", "<", "<=", ">", ">=", "IS DISTINCT FROM", "IS NOT DISTINCT FROM":
+				xs := walls(subs([]sqlparse.Expr{e.X, e.Y}))
+				return &sqlparse.Binary{Pos: e.Pos, Op: e.Op, X: xs[0], Y: xs[1]}
+			}
+		case *sqlparse.Between:
+			xs := walls(subs([]sqlparse.Expr{e.X, e.Lo, e.Hi}))
+			return &sqlparse.Between{Pos: e.Pos, X: xs[0], Lo: xs[1], Hi: xs[2], Not: e.Not}
+		case *sqlparse.In:
+			xs := walls(subs(append([]sqlparse.Expr{e.X}, e.List...)))
+			return &sqlparse.In{Pos: e.Pos, X: xs[0], List: xs[1:], Not: e.Not}
+		case *sqlparse.Call:
+			fn := strings.ToUpper(tableName(e.Name))
+			switch fn {
+			case "YEAR", "MONTH", "DAYOFMONTH", "HOUR", "MINUTE", "SECOND", "DATE_FORMAT", "FLOOR", "CEIL", "CEILING", "TIMESTAMPDIFF":
+			default:
+				return e
+			}
+			out := *e
+			out.Args = make([]sqlparse.Arg, len(e.Args))
+			for i, a := range e.Args {
+				out.Args[i] = sqlparse.Arg{Name: a.Name, Value: sub(a.Value)}
+			}
+			switch {
+			case fn == "TIMESTAMPDIFF":
+				// Calendar units count the zone's days and months.
+				for i := 1; i < len(out.Args); i++ {
+					out.Args[i].Value = wall(out.Args[i].Value)
+				}
+			case len(out.Args) == 0 || !ltz(out.Args[0].Value):
+			case fn == "FLOOR" || fn == "CEIL" || fn == "CEILING":
+				if len(out.Args) == 2 {
+					// Rounded on the zone's clock, and an instant again.
+					out.Args[0].Value = wall(out.Args[0].Value)
+					return call(e.Pos, instantFn, &out)
+				}
+			default:
+				out.Args[0].Value = wall(out.Args[0].Value)
+			}
+			return &out
+		}
+		return e
+	})
+}
+
+// mixesZones reports whether x, a call or CASE whose value is one of its
+// operands (GREATEST, LEAST, COALESCE, NULLIF, IF, CASE), takes both a
+// TIMESTAMP_LTZ and a TIMESTAMP or DATE.
+func mixesZones(x sqlparse.Expr, field func([]sqlparse.Ident) numType) bool {
+	var xs []sqlparse.Expr
+	switch x := x.(type) {
+	case *sqlparse.Call:
+		switch strings.ToUpper(tableName(x.Name)) {
+		case "GREATEST", "LEAST", "COALESCE", "NULLIF", "IF":
+		default:
+			return false
+		}
+		for i, a := range x.Args {
+			if i > 0 || !strings.EqualFold(tableName(x.Name), "IF") {
+				xs = append(xs, a.Value)
+			}
+		}
+	case *sqlparse.Case:
+		for _, w := range x.Whens {
+			xs = append(xs, w.Result)
+		}
+		if x.Else != nil {
+			xs = append(xs, x.Else)
+		}
+	}
+	var ltz, wall bool
+	for _, e := range xs {
+		switch typeOf(e, field).kind {
+		case tTimeLTZ:
+			ltz = true
+		case tTime, tDate:
+			wall = true
+		}
+	}
+	return ltz && wall
+}
+
+// wallColumn is x, the text of an expression of kind k (a field's
+// name, a result expression), as written into sink column col: under
+// table.local-time-zone, a TIMESTAMP_LTZ into a wall time's column (a
+// TIMESTAMP, a DATE, a string) is its wall time in the zone, as Flink
+// casts it on insert, of kind TIMESTAMP; else x and k as they are.
+func (c *compiler) wallColumn(x string, k numKind, col *sqlparse.Column) (string, numKind) {
+	if c.zone == 0 || k != tTimeLTZ || col == nil || col.Type == nil {
+		return x, k
+	}
+	if to := timeKind(col.Type); to != tTime && to != tDate && !isString(col.Type) {
+		return x, k
+	}
+	return wallFn + "(" + x + ", " + strconv.FormatInt(int64(c.zone), 10) + ")", tTime
+}

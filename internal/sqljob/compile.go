@@ -114,6 +114,9 @@ type compiler struct {
 	// is read from its field (TO_TIMESTAMP_LTZ(field, p)), which no
 	// computed field then holds.
 	timeAttr string
+	// attrLTZ: the source table's time attribute is a TIMESTAMP_LTZ(3)
+	// (ltzAttr), and so is its windows' window_time.
+	attrLTZ bool
 	// zone is table.local-time-zone's offset from UTC (0: UTC), and
 	// zoneName the zone as the SET gave it: windows over a TIMESTAMP_LTZ
 	// are cut in it (spec.Spec.TimeZone), and a TIMESTAMP_LTZ read as a

@@ -70,11 +70,10 @@ func (c *compiler) sourceTable(t *sqlparse.CreateTable, timeCol string) (err err
 				s.Source.Timestamp.Checks = checks
 			}
 		}
-		if err == nil && c.zone != 0 {
+		if err == nil {
 			// The windows of a TIMESTAMP_LTZ are cut in the zone, as
 			// Flink cuts them; a TIMESTAMP's are its wall times' own.
-			var ltz bool
-			if ltz, err = c.ltzAttr(t, timeCol); ltz {
+			if c.attrLTZ, err = c.ltzAttr(t, timeCol); c.attrLTZ && c.zone != 0 {
 				s.TimeZone = c.zoneName
 			}
 		}
@@ -620,7 +619,7 @@ func postgresURL(url, user, password string) (string, bool) {
 // rel, to its table's time attribute (a view passes it through under
 // its name or another), and compiles the table.
 func (c *compiler) timeAttribute(rel *relation, viewTime string) error {
-	c.timeAttr = "" // this source's, if any, is set by sourceTable
+	c.timeAttr, c.attrLTZ = "", false // this source's, if any, are set by sourceTable
 	if viewTime == "" {
 		return c.sourceTable(rel.table, "")
 	}

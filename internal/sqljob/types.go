@@ -678,13 +678,14 @@ func resultRef(ref *sqlparse.Ref) bool {
 
 // timeAttrLTZ reports whether the time attribute is a TIMESTAMP_LTZ(3)
 // (timeAttrType's).
-func (c *compiler) timeAttrLTZ() bool { return c.timeAttr != "" }
+func (c *compiler) timeAttrLTZ() bool { return c.attrLTZ }
 
 // timeAttrType is the type of the table's time attribute as a query
-// without a window selects it: a TIMESTAMP_LTZ(3) when TO_TIMESTAMP_LTZ
-// computes it (c.timeAttr), else a TIMESTAMP(3).
+// without a window selects it: a TIMESTAMP_LTZ(3) (TO_TIMESTAMP_LTZ, a
+// TIMESTAMP_LTZ(3) column, the Kafka record time, PROCTIME()), else a
+// TIMESTAMP(3).
 func (c *compiler) timeAttrType(pos sqlparse.Pos) *sqlparse.Type {
-	if c.timeAttr != "" {
+	if c.attrLTZ {
 		return &sqlparse.Type{Pos: pos, Name: "TIMESTAMP_LTZ", Params: []int{3}}
 	}
 	return &sqlparse.Type{Pos: pos, Name: "TIMESTAMP", Params: []int{3}}

@@ -9,9 +9,9 @@ import (
 
 // ltzAttr reports whether table t's time attribute timeCol ("": the
 // processing time of PROCTIME(), or none) is a TIMESTAMP_LTZ, whose
-// windows Flink cuts in table.local-time-zone. The Kafka record time
-// declared a TIMESTAMP(3) is refused under a zone: Flink shifts it to
-// the zone's wall time.
+// windows Flink cuts in table.local-time-zone and whose window_time is
+// one too. The Kafka record time declared a TIMESTAMP(3) is refused
+// under a zone: Flink shifts it to the zone's wall time.
 func (c *compiler) ltzAttr(t *sqlparse.CreateTable, timeCol string) (bool, error) {
 	if timeCol == "" {
 		return c.job.Spec.Time == "processing", nil
@@ -20,11 +20,11 @@ func (c *compiler) ltzAttr(t *sqlparse.CreateTable, timeCol string) (bool, error
 	switch {
 	case col == nil:
 		return false, nil
-	case col.Metadata && timeKind(col.Type) != tTimeLTZ:
+	case col.Metadata && timeKind(col.Type) != tTimeLTZ && c.zone != 0:
 		return false, errAt(col.Pos, timeCol, "declare it TIMESTAMP_LTZ(3), as Flink types the Kafka record time",
 			"table %s: %s, the Kafka record time, is declared %s, which table.local-time-zone %s would make its wall time there", tableName(t.Name), timeCol, sqlparse.FormatType(col.Type), c.zoneName)
 	case col.Metadata:
-		return true, nil
+		return timeKind(col.Type) == tTimeLTZ, nil
 	case col.Computed != nil:
 		return typeOf(col.Computed, c.fieldType(t)).kind == tTimeLTZ, nil
 	}

@@ -1114,8 +1114,8 @@ func (c *compiler) aggregates() {
 		}
 		switch {
 		case a.Nulls == "":
-		case fn != "collect" && fn != "":
-			c.add(path+".nulls", fn+" takes no nulls", "remove nulls: it is collect's (respect or ignore)")
+		case fn != "collect" && fn != "first" && fn != "last" && fn != "first_value" && fn != "last_value" && fn != "":
+			c.add(path+".nulls", fn+" takes no nulls", "remove nulls: it is collect's, first's and last's (respect or ignore)")
 		case a.Nulls != "respect" && a.Nulls != "ignore":
 			c.add(path+".nulls", fmt.Sprintf("unknown value %q", a.Nulls), hint(a.Nulls, []string{"respect", "ignore"}, "use respect (collect nulls too) or ignore (skip them)"))
 		}

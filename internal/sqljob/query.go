@@ -704,9 +704,8 @@ func (c *compiler) window(call *sqlparse.Call) (*relation, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	tc, ok := arg(call, 1, "TIMECOL")
-	d, isDesc := tc.(*sqlparse.Descriptor)
-	if !ok || !isDesc || len(d.Columns) != 1 {
+	timeCol, ok := argDescriptor(call)
+	if !ok {
 		return nil, "", errAt(call.Pos, fn, "write DESCRIPTOR(ts) with the table's time attribute", "%s's second argument is DESCRIPTOR of one column", fn)
 	}
 	if err := c.assign(call, fn, 0); err != nil {
@@ -720,10 +719,10 @@ func (c *compiler) window(call *sqlparse.Call) (*relation, string, error) {
 			c.job.Spec.Key = append(c.job.Spec.Key, k.Name)
 		}
 	}
-	if t.col(d.Columns[0].Name) == nil {
-		return nil, "", t.unknown(d.Columns[0])
+	if t.col(timeCol.Name) == nil {
+		return nil, "", t.unknown(timeCol)
 	}
-	return t, d.Columns[0].Name, nil
+	return t, timeCol.Name, nil
 }
 
 // assign compiles a window function's sizes into the spec's window: a

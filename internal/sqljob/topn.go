@@ -34,6 +34,10 @@ func topNQuery(sel *sqlparse.Select) (*sqlparse.Select, *sqlparse.SelectItem, bo
 // window_start, window_end, columns ORDER BY columns), and the outer
 // keeps the ranks up to N and selects columns of them.
 func (c *compiler) compileTopN(in *sqlparse.Insert, sel, inner *sqlparse.Select, rn *sqlparse.SelectItem, sinkT *sqlparse.CreateTable) error {
+	if tvf, ok := inner.From.(*sqlparse.TableFunc); ok && rn.Alias.Name != "" && sel.GroupBy == nil && sel.Having == nil && !sel.Distinct &&
+		inner.GroupBy == nil && inner.Having == nil && !inner.Distinct {
+		return c.compileDedup(in, sel, inner, rn, tvf, sinkT)
+	}
 	switch {
 	case sel.GroupBy != nil || sel.Having != nil || sel.Distinct || inner.Where != nil || inner.GroupBy != nil || inner.Having != nil || inner.Distinct:
 		return errAt(sel.Pos, "SELECT", topNHint, "this Top-N query is not compiled yet: filter and aggregate in the ranked query, keep the ranks in the outer WHERE")
@@ -224,3 +228,184 @@ func (c *compiler) firesOnce(pos sqlparse.Pos, what, verb string) error {
 // windows' results (a join, a Top-N), whose rows the sink's columns
 // describe, not the window's.
 func (c composition) composed() bool { return c.join != nil || c.topN != nil || c.selectOp != nil }
+
+// compileDedup compiles Flink's window deduplication: of a window table
+// function's records, the first (ORDER BY the time attribute ASC) or
+// the last (DESC) of each window and partition,
+//
+//	SELECT ... FROM (SELECT ..., ROW_NUMBER() OVER (PARTITION BY
+//	window_start, window_end, k ORDER BY ts [ASC|DESC]) AS rownum FROM
+//	TABLE(TUMBLE(...))) WHERE rownum = 1
+//
+// as the windowed aggregation it is: grouped by the window and the
+// partition's columns, each other column the value of the first
+// (weir's event-time first: the earliest record, ties by arrival, as
+// Flink keeps the first row of equal times) or last record
+// (FIRST_BY_TIME, LAST_BY_TIME), NULL kept as a value, and rownum 1.
+// So it takes allowed lateness, early firings and the ledger as any
+// windowed aggregation. A Top-N of records that is no deduplication is
+// refused.
+func (c *compiler) compileDedup(in *sqlparse.Insert, sel, inner *sqlparse.Select, rn *sqlparse.SelectItem, tvf *sqlparse.TableFunc, sinkT *sqlparse.CreateTable) error {
+	const hint = "deduplicate a window's records: SELECT * FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY window_start, window_end, k ORDER BY ts DESC) AS rownum FROM TABLE(TUMBLE(...))) WHERE rownum = 1, or rank a windowed aggregation"
+	over := rn.Expr.(*sqlparse.Call).Over
+	refuse := func(pos sqlparse.Pos, text, format string, args ...any) error {
+		return errAt(pos, text, hint, "a Top-N of a window table function's records is compiled as Flink's window deduplication only: "+format, args...)
+	}
+	d, _ := argDescriptor(tvf.Call)
+	timeCol := d.Name
+	if len(over.OrderBy) != 1 {
+		return refuse(rn.Pos, "ORDER BY", "ORDER BY the time attribute %s, ASC or DESC", timeCol)
+	}
+	if ref, ok := over.OrderBy[0].Expr.(*sqlparse.Ref); !ok || len(ref.Parts) != 1 || ref.Parts[0].Name != timeCol {
+		return refuse(sqlparse.ExprPos(over.OrderBy[0].Expr), sqlparse.FormatExpr(over.OrderBy[0].Expr), "ORDER BY the time attribute %s, ASC or DESC", timeCol)
+	}
+	if n, err := rankLimit(sel.Where, rn.Alias.Name); err != nil || n != 1 {
+		pos, text := sel.Pos, "WHERE"
+		if sel.Where != nil {
+			pos, text = sqlparse.ExprPos(sel.Where), sqlparse.FormatExpr(sel.Where)
+		}
+		return refuse(pos, text, "the outer WHERE keeps %s = 1 and nothing else", rn.Alias.Name)
+	}
+	pick := "FIRST_BY_TIME"
+	if over.OrderBy[0].Desc {
+		pick = "LAST_BY_TIME"
+	}
+	keys := map[string]bool{}
+	bounds := 0
+	for _, p := range over.PartitionBy {
+		ref, ok := p.(*sqlparse.Ref)
+		if !ok || len(ref.Parts) != 1 {
+			return refuse(sqlparse.ExprPos(p), sqlparse.FormatExpr(p), "PARTITION BY window_start, window_end and columns")
+		}
+		if n := ref.Parts[0].Name; n == "window_start" || n == "window_end" {
+			bounds++
+		} else {
+			keys[n] = true
+		}
+	}
+	if bounds != 2 {
+		return refuse(rn.Pos, "PARTITION BY", "PARTITION BY window_start, window_end and columns")
+	}
+	// The inner query's columns by name: each is its expression.
+	var names []string
+	exprs := map[string]sqlparse.Expr{}
+	add := func(name string, x sqlparse.Expr) {
+		names = append(names, name)
+		exprs[name] = x
+	}
+	for _, it := range inner.Items {
+		switch {
+		case it == rn:
+			add(rn.Alias.Name, nil)
+		case it.Star:
+			data, _ := arg(tvf.Call, 0, "DATA")
+			ta, ok := data.(*sqlparse.TableArg)
+			t := c.tables[tableName(ta.Name)]
+			if !ok || t == nil {
+				return refuse(it.Pos, "*", "name the columns of a view's records")
+			}
+			for _, col := range t.Columns {
+				add(col.Name.Name, &sqlparse.Ref{Parts: []sqlparse.Ident{{Pos: it.Pos, Name: col.Name.Name}}})
+			}
+			for _, b := range []string{"window_start", "window_end", "window_time"} {
+				add(b, &sqlparse.Ref{Parts: []sqlparse.Ident{{Pos: it.Pos, Name: b}}})
+			}
+		default:
+			name := it.Alias.Name
+			if ref, ok := it.Expr.(*sqlparse.Ref); ok && name == "" {
+				name = ref.Parts[len(ref.Parts)-1].Name
+			}
+			if name == "" {
+				return refuse(it.Pos, sqlparse.FormatExpr(it.Expr), "name the column: %s AS name", sqlparse.FormatExpr(it.Expr))
+			}
+			add(name, it.Expr)
+		}
+	}
+	// The aggregation: the outer query's columns, of the first or last
+	// record.
+	agg := &sqlparse.Select{Pos: sel.Pos, From: tvf, Where: inner.Where, Hint: inner.Hint}
+	item := func(pos sqlparse.Pos, name string) error {
+		x, ok := exprs[name]
+		switch {
+		case !ok:
+			return errAt(pos, name, "select a column of the ranked query", "the ranked query has no column %s", name)
+		case name == rn.Alias.Name:
+			agg.Items = append(agg.Items, &sqlparse.SelectItem{Pos: pos, Alias: sqlparse.Ident{Pos: pos, Name: name},
+				Expr: &sqlparse.Cast{Pos: pos, X: &sqlparse.Lit{Pos: pos, Kind: "number", Text: "1"}, Type: &sqlparse.Type{Pos: pos, Name: "BIGINT"}}})
+		case keys[name] || isBound(name):
+			agg.Items = append(agg.Items, &sqlparse.SelectItem{Pos: pos, Expr: x, Alias: sqlparse.Ident{Pos: pos, Name: name}})
+		default:
+			agg.Items = append(agg.Items, &sqlparse.SelectItem{Pos: pos, Alias: sqlparse.Ident{Pos: pos, Name: name},
+				Expr: &sqlparse.Call{Pos: pos, Name: sqlparse.Name{Parts: []sqlparse.Ident{{Pos: pos, Name: pick}}}, Args: []sqlparse.Arg{{Value: x}}}})
+		}
+		return nil
+	}
+	for _, it := range sel.Items {
+		if it.Star {
+			for _, n := range names {
+				if err := item(it.Pos, n); err != nil {
+					return err
+				}
+			}
+			continue
+		}
+		ref, ok := it.Expr.(*sqlparse.Ref)
+		if !ok || len(ref.Parts) != 1 || it.Alias.Name != "" && it.Alias.Name != ref.Parts[0].Name {
+			return refuse(it.Pos, sqlparse.FormatExpr(it.Expr), "the outer query selects the ranked query's columns as they are")
+		}
+		if err := item(it.Pos, ref.Parts[0].Name); err != nil {
+			return err
+		}
+	}
+	for _, b := range []string{"window_start", "window_end"} {
+		agg.GroupBy = append(agg.GroupBy, &sqlparse.Ref{Parts: []sqlparse.Ident{{Pos: rn.Pos, Name: b}}})
+	}
+	for _, p := range over.PartitionBy {
+		if ref := p.(*sqlparse.Ref); !isBound(ref.Parts[0].Name) {
+			agg.GroupBy = append(agg.GroupBy, exprOr(exprs[ref.Parts[0].Name], ref))
+		}
+	}
+	if tableName(sinkT.Name) == stdoutName {
+		// A bare SELECT prints the columns the aggregation has, * of
+		// the ranked query's expanded.
+		sinkT.Columns = nil
+		for _, it := range agg.Items {
+			addStdoutColumn(sinkT, it.Pos, it.Alias.Name, isBound(it.Alias.Name))
+		}
+	}
+	before := len(c.job.Spec.Aggregate)
+	items, err := c.windowed(agg)
+	if err != nil {
+		return err
+	}
+	for i := before; i < len(c.job.Spec.Aggregate); i++ {
+		// The row's NULLs are its values: every column of one record.
+		if a := &c.job.Spec.Aggregate[i]; a.Fn == "first" || a.Fn == "last" {
+			a.Nulls = "respect"
+		}
+	}
+	k, err := c.sink(sinkT)
+	if err != nil {
+		return err
+	}
+	return c.mapColumns(in, agg, items, sinkT, k)
+}
+
+// exprOr is x, or y when x is nil.
+func exprOr(x, y sqlparse.Expr) sqlparse.Expr {
+	if x == nil {
+		return y
+	}
+	return x
+}
+
+// argDescriptor is the column of a window table function's DESCRIPTOR
+// (its TIMECOL).
+func argDescriptor(call *sqlparse.Call) (sqlparse.Ident, bool) {
+	tc, ok := arg(call, 1, "TIMECOL")
+	d, isDesc := tc.(*sqlparse.Descriptor)
+	if !ok || !isDesc || len(d.Columns) != 1 {
+		return sqlparse.Ident{}, false
+	}
+	return d.Columns[0], true
+}

@@ -44,15 +44,16 @@ func ParseZone(name string) (etime.Duration, error) {
 		return 0, fmt.Errorf("%q is no time zone weir knows: use an IANA name such as Asia/Shanghai, or an offset such as +08:00", name)
 	}
 	// One offset all year: the zone's offset at the start of each month
-	// of this year and the next.
-	year := time.Now().Year()
+	// from 2000 to the year after next (Asia/Shanghai's summer time of
+	// 1986-1991 is before; times before 2000 take the offset since).
+	months := (time.Now().Year()+2-2000)*12 + 12
 	var first int
-	for i := range 24 {
-		_, off := time.Date(year+i/12, time.Month(i%12+1), 1, 12, 0, 0, 0, loc).Zone()
+	for i := range months {
+		_, off := time.Date(2000+i/12, time.Month(i%12+1), 1, 12, 0, 0, 0, loc).Zone()
 		if i == 0 {
 			first = off
 		} else if off != first {
-			return 0, fmt.Errorf("%s changes its offset over the year (daylight saving), which windows cut by an offset of UTC cannot follow", name)
+			return 0, fmt.Errorf("%s changes its offset over the year (daylight saving, since 2000), which windows cut by an offset of UTC cannot follow", name)
 		}
 	}
 	return etime.Duration(first) * 1000, nil

@@ -250,6 +250,9 @@ func addVal(fn string, s *slot, v val, ts etime.Time, no int64, float bool) {
 			s.set = map[string]struct{}{}
 		}
 		s.set[v.raw] = struct{}{}
+		// A DECIMAL(p, 0)'s values are decimals, though their texts are
+		// whole numbers: their avg is exact (distinctSlot).
+		s.isD = s.isD || v.kind == vDec
 	}
 }
 
@@ -261,16 +264,17 @@ func distinctSlot(s *slot, float bool) slot {
 	var t slot
 	for _, k := range slices.Sorted(maps.Keys(s.set)) {
 		t.n++
-		addNumber(&t, distinctVal(k, float), float)
+		addNumber(&t, distinctVal(k, float, s.isD), float)
 	}
 	return t
 }
 
 // distinctVal reads back a distinct value's text (a number's canonical
-// JSON): as a float64 for an aggregate of type float, else exactly.
-func distinctVal(text string, float bool) val {
+// JSON): as a float64 for an aggregate of type float, else exactly (a
+// decimal when dec: the values were decimals, 3 a DECIMAL(p, 0)'s).
+func distinctVal(text string, float, dec bool) val {
 	if !float {
-		if i, err := strconv.ParseInt(text, 10, 64); err == nil {
+		if i, err := strconv.ParseInt(text, 10, 64); err == nil && !dec {
 			return val{kind: vInt, i: i}
 		}
 		if d, ok := parseDec([]byte(text)); ok {
@@ -424,6 +428,7 @@ func (a Aggregator) Merge(x, y *Acc) *Acc {
 			s.list = append(append(s.list, p.list...), q.list...)
 			inputOrder(s.list)
 		case "count_distinct", "sum_distinct", "avg_distinct":
+			s.isD = p.isD || q.isD
 			s.set = make(map[string]struct{}, len(p.set)+len(q.set))
 			for k := range p.set {
 				s.set[k] = struct{}{}

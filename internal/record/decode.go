@@ -685,6 +685,11 @@ func (d *Decoder) DecodeSlot(l fileio.Line, slot int) (Record, error) {
 			}
 			if n == needNumber {
 				r.vals[i] = decNumber(f, sc)
+				if v := r.vals[i]; v.kind == vInt && d.exact[d.aggAt[i]] {
+					// A DECIMAL(p, 0) is a decimal, not an integer: its
+					// avg is exact (DECIMAL(38, 6)), as an integer's is not.
+					r.vals[i] = decVal(decFromInt(v.i))
+				}
 			} else {
 				r.vals[i] = number(f)
 			}

@@ -272,7 +272,7 @@ func (c *compiler) resultExpr(x sqlparse.Expr, rel *relation) (string, error) {
 	}
 	// A time cast to a string is its text (a window bound's, MIN or MAX
 	// of a time's), as Flink casts a TIMESTAMP(3).
-	out = c.timeCasts(nil, c.zoned(out, nil))
+	out = c.timeCasts(nil, c.zoned(c.literalTimes(out, nil), nil))
 	if err := c.timeCompares(out, nil); err != nil {
 		return "", err
 	}

@@ -437,6 +437,11 @@ func (c *compiler) mapColumns(in *sqlparse.Insert, sel *sqlparse.Select, items [
 			// A bare SELECT of the time attribute: its own type.
 			col = &sqlparse.Column{Pos: col.Pos, Name: col.Name, Type: c.timeAttrType(col.Pos)}
 		}
+		if name == stdoutName && it.from == spec.ColWindowTime && c.attrLTZ {
+			// window_time is the time attribute's type: a TIMESTAMP_LTZ
+			// prints as the instant, with its Z.
+			col = &sqlparse.Column{Pos: col.Pos, Name: col.Name, Type: c.timeAttrType(col.Pos)}
+		}
 		tf, err := timeFormat(it, col, name)
 		if err != nil {
 			return err
@@ -900,7 +905,7 @@ func (c *compiler) fields(x sqlparse.Expr, rel *relation) (sqlparse.Expr, error)
 	if bad != nil {
 		return nil, bad
 	}
-	return c.timeOperands(c.zoned(out, rel.table), rel.table), nil
+	return c.timeOperands(c.zoned(c.literalTimes(out, rel.table), rel.table), rel.table), nil
 }
 
 // isField reports whether rel's column col is a field of the records:
@@ -1062,6 +1067,12 @@ func (c *compiler) timeCompares(x sqlparse.Expr, t *sqlparse.CreateTable) error 
 		case *sqlparse.In:
 			check(append([]sqlparse.Expr{e.X}, e.List...)...)
 		case *sqlparse.Call, *sqlparse.Case:
+			if call, ok := e.(*sqlparse.Call); ok && strings.EqualFold(tableName(call.Name), "TIMESTAMPDIFF") && len(call.Args) == 3 {
+				ka, kb := typeOf(call.Args[1].Value, field).kind, typeOf(call.Args[2].Value, field).kind
+				if wall := func(k numKind) bool { return k == tTime || k == tDate }; ka == tTimeLTZ && wall(kb) || kb == tTimeLTZ && wall(ka) {
+					refuse(e, "CAST one of them first: CAST(ts AS TIMESTAMP(3)) is a TIMESTAMP_LTZ's wall time", "%s takes a TIMESTAMP_LTZ and a TIMESTAMP or DATE, which Flink refuses (it counts between times of one type)", sqlparse.FormatExpr(e))
+				}
+			}
 			if c.zone != 0 && mixesZones(e, field) {
 				refuse(e, "CAST the TIMESTAMP_LTZ to TIMESTAMP(3) (its wall time in the zone), or the TIMESTAMP to TIMESTAMP_LTZ(3), first",
 					"%s mixes a TIMESTAMP_LTZ with a TIMESTAMP or DATE, whose common type table.local-time-zone %s would decide", sqlparse.FormatExpr(e), c.zoneName)

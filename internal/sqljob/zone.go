@@ -1,6 +1,7 @@
 package sqljob
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 
@@ -124,8 +125,10 @@ func (c *compiler) zoned(x sqlparse.Expr, t *sqlparse.CreateTable) sqlparse.Expr
 		case *sqlparse.Call:
 			fn := strings.ToUpper(tableName(e.Name))
 			switch fn {
-			case "YEAR", "MONTH", "DAYOFMONTH", "HOUR", "MINUTE", "SECOND", "DATE_FORMAT", "FLOOR", "CEIL", "CEILING", "TIMESTAMPDIFF":
+			case "YEAR", "MONTH", "DAYOFMONTH", "HOUR", "MINUTE", "SECOND", "DATE_FORMAT", "FLOOR", "CEIL", "CEILING":
 			default:
+				// TIMESTAMPDIFF of two TIMESTAMP_LTZ counts on UTC's
+				// calendar, as Flink's does (it never reads the zone).
 				return e
 			}
 			out := *e
@@ -134,11 +137,6 @@ func (c *compiler) zoned(x sqlparse.Expr, t *sqlparse.CreateTable) sqlparse.Expr
 				out.Args[i] = sqlparse.Arg{Name: a.Name, Value: sub(a.Value)}
 			}
 			switch {
-			case fn == "TIMESTAMPDIFF":
-				// Calendar units count the zone's days and months.
-				for i := 1; i < len(out.Args); i++ {
-					out.Args[i].Value = wall(out.Args[i].Value)
-				}
 			case len(out.Args) == 0 || !ltz(out.Args[0].Value):
 			case fn == "FLOOR" || fn == "CEIL" || fn == "CEILING":
 				if len(out.Args) == 2 {
@@ -205,4 +203,63 @@ func (c *compiler) wallColumn(x string, k numKind, col *sqlparse.Column) (string
 		return x, k
 	}
 	return wallFn + "(" + x + ", " + strconv.FormatInt(int64(c.zone), 10) + ")", tTime
+}
+
+// literalTimes reads, in x (over the fields of table t; nil: over
+// results), each string literal that a comparison compares with a time
+// as a TIMESTAMP (or DATE) literal, as Flink casts it to the time's type:
+// a TIMESTAMP_LTZ (epoch milliseconds) compared with '2026-01-01
+// 08:00:00' would compare a number with a string, which is NULL. Under
+// table.local-time-zone, zoned reads the TIMESTAMP_LTZ as its wall time
+// there, as Flink reads the string in the zone.
+func (c *compiler) literalTimes(x sqlparse.Expr, t *sqlparse.CreateTable) sqlparse.Expr {
+	field := c.fieldType(t)
+	typed := func(xs []sqlparse.Expr) []sqlparse.Expr {
+		kind := tOther
+		for _, e := range xs {
+			switch k := typeOf(e, field).kind; k {
+			case tTime, tTimeLTZ:
+				kind = tTime
+			case tDate:
+				if kind == tOther {
+					kind = tDate
+				}
+			}
+		}
+		if kind == tOther {
+			return xs
+		}
+		out := slices.Clone(xs)
+		for i, e := range out {
+			if l, ok := e.(*sqlparse.Lit); ok && l.Kind == "string" {
+				ty := "TIMESTAMP"
+				if kind == tDate || len(strings.TrimSpace(l.Text)) == len("2006-01-02") {
+					ty = "DATE"
+				}
+				out[i] = &sqlparse.TypedLit{Pos: l.Pos, Type: ty, Text: strings.TrimSpace(l.Text)}
+			}
+		}
+		return out
+	}
+	return mapExpr(x, func(e sqlparse.Expr) sqlparse.Expr {
+		switch e := e.(type) {
+		case *sqlparse.Binary:
+			switch e.Op {
+			case "=", "<>", "<", "<=", ">", ">=", "IS DISTINCT FROM", "IS NOT DISTINCT FROM":
+				xs := typed([]sqlparse.Expr{c.literalTimes(e.X, t), c.literalTimes(e.Y, t)})
+				return &sqlparse.Binary{Pos: e.Pos, Op: e.Op, X: xs[0], Y: xs[1]}
+			}
+		case *sqlparse.Between:
+			xs := typed([]sqlparse.Expr{c.literalTimes(e.X, t), c.literalTimes(e.Lo, t), c.literalTimes(e.Hi, t)})
+			return &sqlparse.Between{Pos: e.Pos, X: xs[0], Lo: xs[1], Hi: xs[2], Not: e.Not}
+		case *sqlparse.In:
+			list := []sqlparse.Expr{c.literalTimes(e.X, t)}
+			for _, l := range e.List {
+				list = append(list, c.literalTimes(l, t))
+			}
+			xs := typed(list)
+			return &sqlparse.In{Pos: e.Pos, X: xs[0], List: xs[1:], Not: e.Not}
+		}
+		return e
+	})
 }

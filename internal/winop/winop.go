@@ -198,7 +198,13 @@ type Operator[K comparable, IN, ACC, OUT any] struct {
 	clock     func() etime.Time
 	sample    etime.Time // the clock at the start of the batch
 	sampled   bool       // SampleClock is in use
-	gap       func(IN) etime.Duration
+	// firing is set while a watermark or processing time fires its
+	// timers; fired is the processing time those firings read (firedAt
+	// set once read): one clock reading per batch of firings, not two
+	// per window and key (a reading costs more than a firing here).
+	firing, firedAt bool
+	fired           etime.Time
+	gap             func(IN) etime.Duration
 
 	// Hot-path facts cached at construction.
 	eventTime     bool
@@ -815,7 +821,7 @@ func (o *Operator[K, IN, ACC, OUT]) emitFiring(key K, w window.Window, e *entry[
 		o.evict(acc, w, true, o.wm)
 	}
 	f := &o.fctx
-	f.Begin(key, w, kind, e.panes, o.wm, o.processingTime())
+	f.Begin(key, w, kind, e.panes, o.wm, o.firingTime())
 	o.fn(f, acc)
 	if o.evict != nil {
 		o.evict(acc, w, false, o.wm)
@@ -831,7 +837,7 @@ func (o *Operator[K, IN, ACC, OUT]) emitFiring(key K, w window.Window, e *entry[
 	case window.OnTime:
 		o.c.FiredOnTime++
 		if o.eventTime && w.MaxTimestamp() > o.delayFrom {
-			o.h.FiringDelay.Observe(float64(o.processingTime()-w.End) / 1000)
+			o.h.FiringDelay.Observe(float64(o.firingTime()-w.End) / 1000)
 		}
 	default:
 		o.c.FiredLate++
@@ -850,11 +856,25 @@ func (o *Operator[K, IN, ACC, OUT]) AdvanceWatermark(wm etime.Time) {
 		o.delayFrom = wm
 	}
 	o.wm = wm
+	o.firing, o.firedAt = true, false
+	defer func() { o.firing = false }()
 	if o.al != nil {
 		o.runAligned(wm)
 		return
 	}
 	o.runTimers(o.evt, wm, false)
+}
+
+// firingTime is the processing time a firing reads: while a watermark
+// or processing time fires its timers, the one reading of the batch.
+func (o *Operator[K, IN, ACC, OUT]) firingTime() etime.Time {
+	if !o.firing {
+		return o.processingTime()
+	}
+	if !o.firedAt {
+		o.fired, o.firedAt = o.processingTime(), true
+	}
+	return o.fired
 }
 
 // AdvanceProcessingTime sets the operator's processing time and fires every
@@ -865,6 +885,8 @@ func (o *Operator[K, IN, ACC, OUT]) AdvanceProcessingTime(now etime.Time) {
 		return
 	}
 	o.now = now
+	o.firing, o.firedAt = true, false
+	defer func() { o.firing = false }()
 	o.runTimers(o.proc, now, true)
 }
 

@@ -26,7 +26,7 @@ func ParseZone(name string) (etime.Duration, error) {
 		if m[3] != "" {
 			mins, _ = strconv.Atoi(m[3])
 		}
-		if h > 14 || mins > 59 {
+		if h > 14 || h == 14 && mins > 0 || mins > 59 {
 			return 0, fmt.Errorf("%q is no offset from UTC (at most 14 hours)", name)
 		}
 		off := etime.Duration((h*60 + mins) * 60_000)
@@ -53,7 +53,7 @@ func ParseZone(name string) (etime.Duration, error) {
 		if i == 0 {
 			first = off
 		} else if off != first {
-			return 0, fmt.Errorf("%s changes its offset over the year (daylight saving, since 2000), which windows cut by an offset of UTC cannot follow", name)
+			return 0, fmt.Errorf("%s changes its offset over the year (daylight saving) or changed it since 2000, which windows cut by one offset of UTC cannot follow", name)
 		}
 	}
 	return etime.Duration(first) * 1000, nil
@@ -72,12 +72,19 @@ func (p *Plan) ShownBounds(w window.Window) (start, end etime.Time) {
 
 // BoundValues are window w's bounds as a result expression reads them
 // (window_start, window_end, window_time): the start and end as
-// ShownBounds gives them, and window_time, an instant (the window's
-// last millisecond), as it is. nil for the global window.
+// ShownBounds gives them; window_time, the window's last millisecond,
+// as the zone's wall time too in a YAML job's expressions (which read
+// every time in UTC), and as the instant in a SQL job's, where it is a
+// TIMESTAMP_LTZ that the compiler reads as a wall time where SQL does.
+// nil for the global window.
 func (p *Plan) BoundValues(w window.Window) []etime.Time {
 	if w == window.Global {
 		return nil
 	}
 	s, e := p.ShownBounds(w)
-	return []etime.Time{s, e, w.MaxTimestamp()}
+	wt := w.MaxTimestamp()
+	if !p.SQL {
+		wt = wt.Add(p.Zone)
+	}
+	return []etime.Time{s, e, wt}
 }

@@ -25,7 +25,7 @@ func TestParseZone(t *testing.T) {
 		}
 	}
 	for in, msg := range map[string]string{
-		"Europe/Berlin": "daylight saving", "America/New_York": "daylight saving", "America/Sao_Paulo": "daylight saving",
+		"Europe/Berlin": "daylight saving", "America/New_York": "daylight saving", "America/Sao_Paulo": "daylight saving", "+14:01": "no offset",
 		"Mars/Olympus": "no time zone", "+15:00": "no offset", "": "no time zone",
 	} {
 		if _, err := ParseZone(in); err == nil || !strings.Contains(err.Error(), msg) {

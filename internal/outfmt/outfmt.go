@@ -155,8 +155,9 @@ func SplitKey(k string, n int) []string {
 // decimal fields). A backfill refuses entries written under another
 // (their windows or accumulators would not match: a sum of a changed
 // computed field would add the new formula's values to the old one's),
-// unless told to accept that hash. The last three count only when set,
-// so that a job without them keeps the hash it had before they did.
+// unless told to accept that hash. The last four (and the time zone)
+// count only when set, so that a job without them keeps the hash it had
+// before they did.
 func SpecHash(p *spec.Plan) string {
 	m := specHashed(p)
 	if len(p.Computed) > 0 {
@@ -168,6 +169,9 @@ func SpecHash(p *spec.Plan) string {
 	if len(p.Decimals) > 0 {
 		m["decimals"] = p.Decimals
 	}
+	if p.Zone != 0 {
+		m["time_zone"] = p.Zone // the windows' alignment
+	}
 	return hashOf(m)
 }
 
@@ -177,7 +181,12 @@ func SpecHash(p *spec.Plan) string {
 // record holds it runs p (a rolling upgrade of weir keeps the group),
 // and a backfill accepts entries with it (written by p, or by a p whose
 // computed fields differed, which that hash could not tell).
-func LegacySpecHash(p *spec.Plan) string { return hashOf(specHashed(p)) }
+func LegacySpecHash(p *spec.Plan) string {
+	if p.Zone != 0 {
+		return SpecHash(p) // no weir before time zones wrote p's entries
+	}
+	return hashOf(specHashed(p))
+}
 
 // specHashed is what every SpecHash counts.
 func specHashed(p *spec.Plan) map[string]any {

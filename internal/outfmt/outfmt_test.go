@@ -132,3 +132,26 @@ func TestSpecHashReadsWhatAggregatesRead(t *testing.T) {
 		seen[h] = name
 	}
 }
+
+// TestSpecHashTimeZone: a job's time zone moves its windows, so ledger
+// entries of another zone's run are another spec's (a backfill refuses
+// them unless told), and no hash of weir before time zones stands for
+// a zoned job's; a job without a zone keeps its hash.
+func TestSpecHashTimeZone(t *testing.T) {
+	p := &spec.Plan{Time: spec.EventTime, TSField: "ts", Key: []string{"u"}, Aggregates: []spec.Aggregate{{Name: "n", Fn: "count"}}}
+	utc := SpecHash(p)
+	p.Zone = 8 * 3_600_000
+	shanghai := SpecHash(p)
+	p.Zone = 5*3_600_000 + 1_800_000
+	kolkata := SpecHash(p)
+	if utc == shanghai || shanghai == kolkata || utc == kolkata {
+		t.Errorf("hashes of UTC, +08:00 and +05:30: %s %s %s, want three", utc, shanghai, kolkata)
+	}
+	if l := LegacySpecHash(p); l != kolkata {
+		t.Errorf("legacy hash of a zoned job %s, want its own hash %s", l, kolkata)
+	}
+	p.Zone = 0
+	if h := SpecHash(p); h != utc {
+		t.Errorf("without a zone: %s, want %s", h, utc)
+	}
+}

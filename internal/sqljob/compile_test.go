@@ -487,7 +487,7 @@ INSERT INTO out SELECT k, COUNT(*) FROM TABLE(TUMBLE(TABLE o, DESCRIPTOR(ts), IN
 		archive   bool
 	}{
 		{"tumbling", job, true},
-		{"session", strings.Replace(job, "TUMBLE(TABLE o, DESCRIPTOR(ts), INTERVAL '1' MINUTE)", "SESSION(TABLE o, DESCRIPTOR(ts), INTERVAL '1' MINUTE)", 1), false},
+		{"session", strings.Replace(job, "TUMBLE(TABLE o, DESCRIPTOR(ts), INTERVAL '1' MINUTE)", "SESSION(TABLE o PARTITION BY k, DESCRIPTOR(ts), INTERVAL '1' MINUTE)", 1), false},
 	} {
 		j, err := Compile(c.sql, c.name+".sql")
 		if err != nil {

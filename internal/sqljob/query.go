@@ -151,6 +151,9 @@ func (c *compiler) windowed(sel *sqlparse.Select) ([]item, error) {
 		if err == nil {
 			items, err = c.aggregation(sel, rel, group)
 		}
+		if tf, ok := sel.From.(*sqlparse.TableFunc); ok && err == nil {
+			err = c.sessionKeys(tf.Call, sel)
+		}
 	}
 	if err == nil && sel.Having != nil {
 		err = c.having(sel, rel, items)
@@ -409,7 +412,7 @@ func (c *compiler) mapColumns(in *sqlparse.Insert, sel *sqlparse.Select, items [
 			x := it.expr
 			if e, err := sqlparse.ParseExpr(it.expr); err == nil {
 				k := typeOf(e, c.fieldType(nil)).kind
-				x, k = c.wallColumn(x, k, col)
+				x, k = c.zoneColumn(x, k, col)
 				tf = timeFormatOf(k, col.Type)
 			}
 			cols = append(cols, spec.Column{Name: dst, Expr: c.sinkCast(x, col), Float: floatFormat(col), Time: tf})
@@ -446,9 +449,23 @@ func (c *compiler) mapColumns(in *sqlparse.Insert, sel *sqlparse.Select, items [
 		if err != nil {
 			return err
 		}
+		if tf == "timestamp_ltz" && jsonRows && c.zone != 0 && c.job.Spec.TimeZone == "" {
+			// A window bound of a TIMESTAMP attribute (a wall time) into
+			// a TIMESTAMP_LTZ column: the instant of that wall time in
+			// the zone, as Flink casts it (a zone's windows' bounds are
+			// instants already).
+			if x, k := c.zoneColumn(it.from, tTime, col); x != it.from {
+				cols = append(cols, spec.Column{Name: dst, Expr: x, Time: timeFormatOf(k, col.Type)})
+				continue
+			}
+		}
 		if tf == "" && jsonRows {
-			if x, k := c.wallColumn(it.from, c.computedTypes[it.from].kind, col); x != it.from {
-				// A TIMESTAMP_LTZ into a wall time's column.
+			k := c.computedTypes[it.from].kind
+			if k == tOther {
+				k = it.typ.kind
+			}
+			if x, k := c.zoneColumn(it.from, k, col); x != it.from {
+				// A time into a column of the other kind of time.
 				cols = append(cols, spec.Column{Name: dst, Expr: x, Time: timeFormatOf(k, col.Type)})
 				continue
 			}
@@ -1194,4 +1211,32 @@ func (c *compiler) showAs(name string, x sqlparse.Expr) {
 		c.shownAs = map[string]string{}
 	}
 	c.shownAs[name] = sqlparse.FormatExpr(x)
+}
+
+// sessionKeys refuses a SESSION table function's aggregation grouped by
+// other columns than its PARTITION BY (besides the window), as Flink
+// refuses it: weir's sessions would be the group's, not the table
+// function's (one session of all records without a PARTITION BY).
+func (c *compiler) sessionKeys(call *sqlparse.Call, sel *sqlparse.Select) error {
+	if !strings.EqualFold(tableName(call.Name), "SESSION") {
+		return nil
+	}
+	var parts []string
+	if data, ok := arg(call, 0, "DATA"); ok {
+		if ta, ok := data.(*sqlparse.TableArg); ok {
+			for _, k := range ta.PartitionBy {
+				parts = append(parts, k.Name)
+			}
+		}
+	}
+	keys := slices.Compact(slices.Sorted(slices.Values(c.job.Spec.Key)))
+	if slices.Equal(keys, slices.Compact(slices.Sorted(slices.Values(parts)))) {
+		return nil
+	}
+	want := "window_start, window_end"
+	if len(parts) > 0 {
+		want += ", " + strings.Join(parts, ", ")
+	}
+	return errAt(sel.Pos, "GROUP BY", "group by "+want+", or partition the sessions by the grouped columns: SESSION(TABLE t PARTITION BY k, DESCRIPTOR(ts), ...)",
+		"a SESSION window's aggregation groups by window_start, window_end and the function's PARTITION BY columns alone, as Flink requires (here %s)", strings.Join(keys, ", "))
 }

@@ -253,6 +253,18 @@ func (c *compiler) compileDedup(in *sqlparse.Insert, sel, inner *sqlparse.Select
 	}
 	d, _ := argDescriptor(tvf.Call)
 	timeCol := d.Name
+	if fn := strings.ToUpper(tableName(tvf.Call.Name)); fn != "TUMBLE" && fn != "HOP" && fn != "CUMULATE" {
+		return refuse(tvf.Pos, fn, "of TUMBLE, HOP or CUMULATE windows, as Flink's")
+	}
+	if data, ok := arg(tvf.Call, 0, "DATA"); ok {
+		if ta, ok := data.(*sqlparse.TableArg); ok {
+			if t := c.tables[tableName(ta.Name)]; t != nil {
+				if col := column(t, timeCol); col != nil && isProctime(col.Computed) {
+					return refuse(d.Pos, timeCol, "ORDER BY an event-time attribute, as Flink's (%s is PROCTIME())", timeCol)
+				}
+			}
+		}
+	}
 	if len(over.OrderBy) != 1 {
 		return refuse(rn.Pos, "ORDER BY", "ORDER BY the time attribute %s, ASC or DESC", timeCol)
 	}

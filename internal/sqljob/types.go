@@ -591,7 +591,7 @@ func (c *compiler) timeCasts(t *sqlparse.CreateTable, x sqlparse.Expr) sqlparse.
 // fields of table t, to the job's spec, its quotients and its value as
 // Flink types them (flinkCasts).
 func (c *compiler) addComputed(t *sqlparse.CreateTable, name string, x sqlparse.Expr) {
-	x = c.timeCasts(t, c.zoned(x, t))
+	x = c.timeCasts(t, c.zoned(c.literalTimes(x, t), t))
 	x = flinkCasts(x, c.fieldType(t))
 	c.setComputedType(name, typeOf(x, c.fieldType(t)))
 	c.job.Spec.Computed = append(c.job.Spec.Computed, spec.ComputedField{Name: name, Expr: sqlparse.FormatExpr(x)})

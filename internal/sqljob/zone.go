@@ -190,19 +190,27 @@ func mixesZones(x sqlparse.Expr, field func([]sqlparse.Ident) numType) bool {
 	return ltz && wall
 }
 
-// wallColumn is x, the text of an expression of kind k (a field's
-// name, a result expression), as written into sink column col: under
-// table.local-time-zone, a TIMESTAMP_LTZ into a wall time's column (a
-// TIMESTAMP, a DATE, a string) is its wall time in the zone, as Flink
-// casts it on insert, of kind TIMESTAMP; else x and k as they are.
-func (c *compiler) wallColumn(x string, k numKind, col *sqlparse.Column) (string, numKind) {
-	if c.zone == 0 || k != tTimeLTZ || col == nil || col.Type == nil {
+// zoneColumn is x, the text of an expression of kind k (a field's name,
+// a result expression), as written into sink column col, as Flink casts
+// a time on insert: a TIMESTAMP_LTZ into a wall time's column (a
+// TIMESTAMP, a DATE, a string) is its wall time in the zone (under
+// table.local-time-zone), of kind TIMESTAMP; a TIMESTAMP (or DATE) into
+// a TIMESTAMP_LTZ column is the instant of its wall time there (UTC's
+// without a zone), of kind TIMESTAMP_LTZ, written with its Z; anything
+// else x and k as they are.
+func (c *compiler) zoneColumn(x string, k numKind, col *sqlparse.Column) (string, numKind) {
+	if col == nil || col.Type == nil {
 		return x, k
 	}
-	if to := timeKind(col.Type); to != tTime && to != tDate && !isString(col.Type) {
-		return x, k
+	off := strconv.FormatInt(int64(c.zone), 10)
+	to := timeKind(col.Type)
+	switch {
+	case k == tTimeLTZ && c.zone != 0 && (to == tTime || to == tDate || isString(col.Type)):
+		return wallFn + "(" + x + ", " + off + ")", tTime
+	case (k == tTime || k == tDate) && to == tTimeLTZ:
+		return instantFn + "(" + x + ", " + off + ")", tTimeLTZ
 	}
-	return wallFn + "(" + x + ", " + strconv.FormatInt(int64(c.zone), 10) + ")", tTime
+	return x, k
 }
 
 // literalTimes reads, in x (over the fields of table t; nil: over

@@ -460,6 +460,12 @@ func (c *compiler) aggregate(call *sqlparse.Call, alias sqlparse.Ident, rel *rel
 		return a, err
 	}
 	t := typeOf(x, c.fieldType(rel.table))
+	if (a.Fn == "sum" || a.Fn == "avg" || a.Fn == "min" || a.Fn == "max") && c.boolean(x, rel.table) {
+		// weir's take numbers: every record's TRUE or FALSE would be a
+		// dead letter.
+		return a, errAt(call.Pos, fn, "count the TRUE values with COUNT(*) FILTER (WHERE "+sqlparse.FormatExpr(arg)+"), or take MAX(CASE WHEN "+sqlparse.FormatExpr(arg)+" THEN 1 ELSE 0 END)",
+			"%s of %s, a BOOLEAN, is not compiled: weir's %s takes numbers", fn, sqlparse.FormatExpr(arg), fn)
+	}
 	if a.Fn == "min" || a.Fn == "max" {
 		x, t = c.timeArg(x, t, rel, call.Pos)
 	}
@@ -539,4 +545,36 @@ func (c *compiler) timeArg(x sqlparse.Expr, t numType, rel *relation, pos sqlpar
 		return cast, typeOf(cast, c.fieldType(rel.table))
 	}
 	return x, t
+}
+
+// boolean reports whether x, an expression over the fields of table t,
+// is a BOOLEAN: a comparison, a logical operator, a test (IS, BETWEEN,
+// IN, LIKE), TRUE or FALSE, a computed field holding one, or a column
+// declared BOOLEAN.
+func (c *compiler) boolean(x sqlparse.Expr, t *sqlparse.CreateTable) bool {
+	switch e := x.(type) {
+	case *sqlparse.Binary:
+		switch e.Op {
+		case "=", "<>", "<", "<=", ">", ">=", "AND", "OR", "LIKE", "NOT LIKE", "IS DISTINCT FROM", "IS NOT DISTINCT FROM":
+			return true
+		}
+	case *sqlparse.Unary:
+		return e.Op == "NOT"
+	case *sqlparse.IsNull, *sqlparse.Between, *sqlparse.In:
+		return true
+	case *sqlparse.Lit:
+		return e.Kind == "true" || e.Kind == "false"
+	case *sqlparse.Ref:
+		if len(e.Parts) == 1 {
+			for _, f := range slices.Backward(c.job.Spec.Computed) {
+				if f.Name == e.Parts[0].Name {
+					fx, err := sqlparse.ParseExpr(f.Expr)
+					return err == nil && c.boolean(fx, t)
+				}
+			}
+		}
+		dt := declaredType(t, e.Parts)
+		return dt != nil && strings.EqualFold(dt.Name, "BOOLEAN")
+	}
+	return false
 }

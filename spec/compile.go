@@ -1296,6 +1296,17 @@ func (c *compiler) columns(path string, k *Sink, kind connector.Kind, role conne
 		return
 	}
 	checkColumns(path, k.Columns, c.s.Key, c.s.Aggregate, c.add)
+	for i, col := range k.Columns {
+		// A bound written as a date names a day: windows shorter than
+		// a day (or not aligned to days) would share it, and a reader
+		// (or weir backfill) could not tell their rows apart.
+		day := etime.Duration(86_400_000)
+		if col.Expr == "" && (cmp.Or(col.From, col.Name) == ColWindowStart || cmp.Or(col.From, col.Name) == ColWindowEnd) && col.Time == "date" &&
+			c.p.WindowKind != Global && (c.p.WindowSpan < day || c.p.WindowSpan%day != 0 || c.p.WindowKind == Session) {
+			c.warn(fmt.Sprintf("%s.columns[%d].time", path, i), fmt.Sprintf("%s as a date names a day, which several of this job's %s windows share: their rows cannot be told apart (nor revised by weir backfill)", cmp.Or(col.From, col.Name), c.p.WindowKind),
+				"write it as a timestamp (time: timestamp) or epoch milliseconds")
+		}
+	}
 }
 
 // checkColumns checks the columns cols of a results sink at path, whose

@@ -1157,17 +1157,12 @@ func (c *compiler) timeOperands(x sqlparse.Expr, t *sqlparse.CreateTable) sqlpar
 		}
 		return out
 	}
+	sub := func(e sqlparse.Expr) sqlparse.Expr { return c.timeOperands(e, t) }
 	return mapExpr(x, func(e sqlparse.Expr) sqlparse.Expr {
+		if y, ok := comparison(e, sub, wrap); ok {
+			return y
+		}
 		switch e := e.(type) {
-		case *sqlparse.Binary:
-			switch e.Op {
-			case "=", "<>", "<", "<=", ">", ">=", "IS DISTINCT FROM", "IS NOT DISTINCT FROM":
-				xs := wrap([]sqlparse.Expr{e.X, e.Y})
-				return &sqlparse.Binary{Pos: e.Pos, Op: e.Op, X: c.timeOperands(xs[0], t), Y: c.timeOperands(xs[1], t)}
-			}
-		case *sqlparse.Between:
-			xs := wrap([]sqlparse.Expr{e.X, e.Lo, e.Hi})
-			return &sqlparse.Between{Pos: e.Pos, X: c.timeOperands(xs[0], t), Lo: c.timeOperands(xs[1], t), Hi: c.timeOperands(xs[2], t), Not: e.Not}
 		case *sqlparse.Call:
 			if fn := strings.ToUpper(tableName(e.Name)); (fn == "GREATEST" || fn == "LEAST") && len(e.Args) > 1 {
 				var xs []sqlparse.Expr

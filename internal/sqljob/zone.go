@@ -90,14 +90,10 @@ func (c *compiler) zoned(x sqlparse.Expr, t *sqlparse.CreateTable) sqlparse.Expr
 	// mapExpr does not descend into what its function returns: each
 	// case rewrites its operands first.
 	sub := func(e sqlparse.Expr) sqlparse.Expr { return c.zoned(e, t) }
-	subs := func(xs []sqlparse.Expr) []sqlparse.Expr {
-		out := make([]sqlparse.Expr, len(xs))
-		for i, e := range xs {
-			out[i] = sub(e)
-		}
-		return out
-	}
 	return mapExpr(x, func(e sqlparse.Expr) sqlparse.Expr {
+		if y, ok := comparison(e, sub, walls); ok {
+			return y
+		}
 		switch e := e.(type) {
 		case *sqlparse.Cast:
 			to, in := timeKind(e.Type), sub(e.X)
@@ -110,18 +106,6 @@ func (c *compiler) zoned(x sqlparse.Expr, t *sqlparse.CreateTable) sqlparse.Expr
 				}
 			}
 			return &sqlparse.Cast{Pos: e.Pos, X: in, Type: e.Type}
-		case *sqlparse.Binary:
-			switch e.Op {
-			case "=", "<>", "<", "<=", ">", ">=", "IS DISTINCT FROM", "IS NOT DISTINCT FROM":
-				xs := walls(subs([]sqlparse.Expr{e.X, e.Y}))
-				return &sqlparse.Binary{Pos: e.Pos, Op: e.Op, X: xs[0], Y: xs[1]}
-			}
-		case *sqlparse.Between:
-			xs := walls(subs([]sqlparse.Expr{e.X, e.Lo, e.Hi}))
-			return &sqlparse.Between{Pos: e.Pos, X: xs[0], Lo: xs[1], Hi: xs[2], Not: e.Not}
-		case *sqlparse.In:
-			xs := walls(subs(append([]sqlparse.Expr{e.X}, e.List...)))
-			return &sqlparse.In{Pos: e.Pos, X: xs[0], List: xs[1:], Not: e.Not}
 		case *sqlparse.Call:
 			fn := strings.ToUpper(tableName(e.Name))
 			switch fn {
@@ -249,25 +233,37 @@ func (c *compiler) literalTimes(x sqlparse.Expr, t *sqlparse.CreateTable) sqlpar
 		}
 		return out
 	}
+	sub := func(e sqlparse.Expr) sqlparse.Expr { return c.literalTimes(e, t) }
 	return mapExpr(x, func(e sqlparse.Expr) sqlparse.Expr {
-		switch e := e.(type) {
-		case *sqlparse.Binary:
-			switch e.Op {
-			case "=", "<>", "<", "<=", ">", ">=", "IS DISTINCT FROM", "IS NOT DISTINCT FROM":
-				xs := typed([]sqlparse.Expr{c.literalTimes(e.X, t), c.literalTimes(e.Y, t)})
-				return &sqlparse.Binary{Pos: e.Pos, Op: e.Op, X: xs[0], Y: xs[1]}
-			}
-		case *sqlparse.Between:
-			xs := typed([]sqlparse.Expr{c.literalTimes(e.X, t), c.literalTimes(e.Lo, t), c.literalTimes(e.Hi, t)})
-			return &sqlparse.Between{Pos: e.Pos, X: xs[0], Lo: xs[1], Hi: xs[2], Not: e.Not}
-		case *sqlparse.In:
-			list := []sqlparse.Expr{c.literalTimes(e.X, t)}
-			for _, l := range e.List {
-				list = append(list, c.literalTimes(l, t))
-			}
-			xs := typed(list)
-			return &sqlparse.In{Pos: e.Pos, X: xs[0], List: xs[1:], Not: e.Not}
+		if y, ok := comparison(e, sub, typed); ok {
+			return y
 		}
 		return e
 	})
+}
+
+// comparison rewrites e when it is a comparison (=, <>, <, <=, >, >=,
+// IS [NOT] DISTINCT FROM, BETWEEN, IN): each operand by sub (mapExpr
+// does not descend into what its function returns), then the operands
+// together by f; ok false for another expression.
+func comparison(e sqlparse.Expr, sub func(sqlparse.Expr) sqlparse.Expr, f func([]sqlparse.Expr) []sqlparse.Expr) (sqlparse.Expr, bool) {
+	switch e := e.(type) {
+	case *sqlparse.Binary:
+		switch e.Op {
+		case "=", "<>", "<", "<=", ">", ">=", "IS DISTINCT FROM", "IS NOT DISTINCT FROM":
+			xs := f([]sqlparse.Expr{sub(e.X), sub(e.Y)})
+			return &sqlparse.Binary{Pos: e.Pos, Op: e.Op, X: xs[0], Y: xs[1]}, true
+		}
+	case *sqlparse.Between:
+		xs := f([]sqlparse.Expr{sub(e.X), sub(e.Lo), sub(e.Hi)})
+		return &sqlparse.Between{Pos: e.Pos, X: xs[0], Lo: xs[1], Hi: xs[2], Not: e.Not}, true
+	case *sqlparse.In:
+		list := []sqlparse.Expr{sub(e.X)}
+		for _, l := range e.List {
+			list = append(list, sub(l))
+		}
+		xs := f(list)
+		return &sqlparse.In{Pos: e.Pos, X: xs[0], List: xs[1:], Not: e.Not}, true
+	}
+	return nil, false
 }

@@ -1,8 +1,13 @@
 package sqljob
 
 import (
+	"cmp"
+	"strings"
+
 	"fmt"
 	"slices"
+
+	"github.com/weirstream/weir/internal/expr"
 
 	"github.com/weirstream/weir/internal/sqlparse"
 	"github.com/weirstream/weir/spec"
@@ -64,12 +69,65 @@ func (c *compiler) cascadeRelation(v *sqlparse.CreateView, alias string) (*relat
 // aggregation, then the view's column names as the results'.
 func (c *compiler) cascadeAggregation(sel *sqlparse.Select, rel *relation, group *sqlparse.Call, timeCol string) ([]item, error) {
 	if sel.Where != nil {
-		return nil, errAt(sqlparse.ExprPos(sel.Where), "WHERE", "filter the records in the view's query", "a window over view %s's results filters nothing yet", rel.name)
+		if err := c.cascadeWhere(sel.Where, rel); err != nil {
+			return nil, err
+		}
 	}
 	if err := c.cascadeWindow(rel, timeCol, sel.Pos); err != nil {
 		return nil, err
 	}
 	return c.resultsAggregation(sel, rel, group)
+}
+
+// cascadeWhere compiles the WHERE x of a window over windowed view rel's
+// results, which filters the view's rows before the window reads them:
+// the view's HAVING, over its results' columns (its key fields, bounds
+// and aggregates), as the view's window fires each window once. A row it
+// drops is counted in the view's having_filtered.
+func (c *compiler) cascadeWhere(x sqlparse.Expr, rel *relation) error {
+	var bad *sqlparse.Error
+	out := rewriteRefs(x, func(r *sqlparse.Ref) sqlparse.Expr {
+		col, id, err := rel.ref(r)
+		if err != nil {
+			bad = cmp.Or(bad, err)
+			return r
+		}
+		return &sqlparse.Ref{Parts: []sqlparse.Ident{{Pos: id.Pos, Name: rel.results[col.name]}}}
+	})
+	if bad != nil {
+		return bad
+	}
+	if inner := aggregateIn(out); inner != nil {
+		return errAt(inner.Pos, sqlparse.FormatExpr(inner), "filter on the view's columns; aggregate in the view", "a WHERE over view %s's rows holds an aggregate, %s", rel.name, sqlparse.FormatExpr(inner))
+	}
+	out = c.timeCasts(nil, c.zoned(c.literalTimes(out, nil), nil))
+	if err := c.condition(out, nil, "WHERE"); err != nil {
+		return err
+	}
+	if _, err := expr.Compile(out, func(sqlparse.Ident) (int, *sqlparse.Error) { return 0, nil }, resultTimes); err != nil {
+		return err
+	}
+	up := c.job.cascade.up
+	text := sqlparse.FormatExpr(flinkCasts(out, c.fieldType(nil)))
+	if up.Having != "" {
+		text = "(" + up.Having + ") AND (" + text + ")"
+	}
+	up.Having = text
+	return nil
+}
+
+// aggregateIn is the first aggregate call in x, or nil.
+func aggregateIn(x sqlparse.Expr) *sqlparse.Call {
+	var found *sqlparse.Call
+	mapExpr(x, func(e sqlparse.Expr) sqlparse.Expr {
+		if f, ok := e.(*sqlparse.Call); ok && found == nil {
+			if _, agg := aggregates[strings.ToUpper(tableName(f.Name))]; agg {
+				found = f
+			}
+		}
+		return e
+	})
+	return found
 }
 
 // resultsAggregation compiles the aggregation of sel over windowed

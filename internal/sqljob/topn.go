@@ -271,12 +271,30 @@ func (c *compiler) compileDedup(in *sqlparse.Insert, sel, inner *sqlparse.Select
 	if ref, ok := over.OrderBy[0].Expr.(*sqlparse.Ref); !ok || len(ref.Parts) != 1 || ref.Parts[0].Name != timeCol {
 		return refuse(sqlparse.ExprPos(over.OrderBy[0].Expr), sqlparse.FormatExpr(over.OrderBy[0].Expr), "ORDER BY the time attribute %s, ASC or DESC", timeCol)
 	}
-	if n, err := rankLimit(sel.Where, rn.Alias.Name); err != nil || n != 1 {
+	// WHERE rownum = 1 [AND conditions]: the conditions filter the
+	// deduplicated rows, the aggregation's HAVING.
+	var rank sqlparse.Expr
+	var conds []sqlparse.Expr
+	if sel.Where != nil {
+		for _, x := range conjuncts(sel.Where) {
+			if rank == nil && mentions(x, rn.Alias.Name) {
+				rank = x
+			} else {
+				conds = append(conds, x)
+			}
+		}
+	}
+	if n, err := rankLimit(rank, rn.Alias.Name); err != nil || n != 1 {
 		pos, text := sel.Pos, "WHERE"
 		if sel.Where != nil {
 			pos, text = sqlparse.ExprPos(sel.Where), sqlparse.FormatExpr(sel.Where)
 		}
-		return refuse(pos, text, "the outer WHERE keeps %s = 1 and nothing else", rn.Alias.Name)
+		return refuse(pos, text, "the outer WHERE keeps %s = 1 (AND conditions on the other columns)", rn.Alias.Name)
+	}
+	for _, x := range conds {
+		if mentions(x, rn.Alias.Name) {
+			return refuse(sqlparse.ExprPos(x), sqlparse.FormatExpr(x), "the outer WHERE reads %s once, as %s = 1", rn.Alias.Name, rn.Alias.Name)
+		}
 	}
 	pick := "FIRST_BY_TIME"
 	if over.OrderBy[0].Desc {
@@ -336,6 +354,27 @@ func (c *compiler) compileDedup(in *sqlparse.Insert, sel, inner *sqlparse.Select
 	// The aggregation: the outer query's columns, of the first or last
 	// record.
 	agg := &sqlparse.Select{Pos: sel.Pos, From: tvf, Where: inner.Where, Hint: inner.Hint}
+	for i, x := range conds {
+		// A column the outer query does not select is the kept record's
+		// value all the same: its first or last, which no column shows.
+		conds[i] = mapExpr(x, func(e sqlparse.Expr) sqlparse.Expr {
+			r, ok := e.(*sqlparse.Ref)
+			if !ok || len(r.Parts) != 1 || keys[r.Parts[0].Name] || isBound(r.Parts[0].Name) || selected(sel, r.Parts[0].Name) {
+				return e
+			}
+			if x, ok := exprs[r.Parts[0].Name]; ok && x != nil {
+				return &sqlparse.Call{Pos: r.Parts[0].Pos, Name: sqlparse.Name{Parts: []sqlparse.Ident{{Pos: r.Parts[0].Pos, Name: pick}}}, Args: []sqlparse.Arg{{Value: x}}}
+			}
+			return e
+		})
+	}
+	for _, x := range conds {
+		if agg.Having == nil {
+			agg.Having = x
+		} else {
+			agg.Having = &sqlparse.Binary{Pos: sqlparse.ExprPos(x), Op: "AND", X: agg.Having, Y: x}
+		}
+	}
 	item := func(pos sqlparse.Pos, name string) error {
 		x, ok := exprs[name]
 		switch {
@@ -420,4 +459,30 @@ func argDescriptor(call *sqlparse.Call) (sqlparse.Ident, bool) {
 		return sqlparse.Ident{}, false
 	}
 	return d.Columns[0], true
+}
+
+// mentions reports whether x reads column name.
+func mentions(x sqlparse.Expr, name string) bool {
+	found := false
+	mapExpr(x, func(e sqlparse.Expr) sqlparse.Expr {
+		if r, ok := e.(*sqlparse.Ref); ok && r.Parts[len(r.Parts)-1].Name == name {
+			found = true
+		}
+		return e
+	})
+	return found
+}
+
+// selected reports whether the outer query sel selects column name (or
+// everything).
+func selected(sel *sqlparse.Select, name string) bool {
+	for _, it := range sel.Items {
+		if it.Star {
+			return true
+		}
+		if r, ok := it.Expr.(*sqlparse.Ref); ok && r.Parts[len(r.Parts)-1].Name == name {
+			return true
+		}
+	}
+	return false
 }

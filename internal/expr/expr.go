@@ -1326,7 +1326,7 @@ func (c compiler) cast(x *sqlparse.Cast) eval {
 	switch t := strings.ToUpper(x.Type.Name); t {
 	case "TINYINT", "SMALLINT", "INT", "INTEGER", "BIGINT":
 		return func(g []*fastjson.Value) value {
-			v := e(g)
+			v := boolNumber(e(g))
 			if v.k == str {
 				v = number(bytes.TrimSpace(v.s))
 			}
@@ -1377,7 +1377,7 @@ func (c compiler) cast(x *sqlparse.Cast) eval {
 			}
 		}
 		return func(g []*fastjson.Value) value {
-			v := e(g)
+			v := boolNumber(e(g))
 			if v.k == str {
 				v = number(bytes.TrimSpace(v.s))
 			}
@@ -1386,7 +1386,7 @@ func (c compiler) cast(x *sqlparse.Cast) eval {
 	case "FLOAT", "DOUBLE", "REAL":
 		// A float: CAST(1 AS DOUBLE) / 3 divides as floats.
 		return func(g []*fastjson.Value) value {
-			v := e(g)
+			v := boolNumber(e(g))
 			if v.k == str {
 				v = number(bytes.TrimSpace(v.s))
 			}
@@ -1418,8 +1418,14 @@ func (c compiler) cast(x *sqlparse.Cast) eval {
 			switch v.k {
 			case str, null:
 				return v
+			case boolean:
+				// As Flink casts a BOOLEAN: TRUE or FALSE (read only).
+				if v.b {
+					return value{k: str, s: trueText}
+				}
+				return value{k: str, s: falseText}
 			}
-			if t, ok := text(v); ok { // a number's or a boolean's text
+			if t, ok := text(v); ok { // a number's text
 				return value{k: str, s: t}
 			}
 			return value{k: str, s: []byte(strconv.FormatBool(v.b))}
@@ -1447,6 +1453,19 @@ func (c compiler) cast(x *sqlparse.Cast) eval {
 
 // dayMillis is a day's milliseconds.
 const dayMillis = 24 * 60 * 60 * 1000
+
+// The texts of a BOOLEAN cast to a string (shared: values are read
+// only).
+var trueText, falseText = []byte("TRUE"), []byte("FALSE")
+
+// boolNumber is v as a cast to a number reads it: TRUE 1 and FALSE 0,
+// as Flink casts a BOOLEAN; any other value as it is.
+func boolNumber(v value) value {
+	if v.k == boolean {
+		return value{k: integer, i: b2i(v.b)}
+	}
+	return v
+}
 
 func (c compiler) call(x *sqlparse.Call) eval {
 	name := strings.ToUpper(x.Name.Parts[len(x.Name.Parts)-1].Name)

@@ -30,6 +30,9 @@ func TestKeep(t *testing.T) {
 		// FLOOR and CEIL of a time to a unit; TIMESTAMPDIFF in whole units.
 		{"FLOOR(ts, 'MINUTE') = TIMESTAMP '2026-01-01 00:00:00' AND CEIL(ts, 'SECOND') = ms AND CEIL(ts, 'HOUR') = TIMESTAMP '2026-01-01 01:00:00'", true},
 		{"TIMESTAMPDIFF('SECOND', TIMESTAMP '2026-01-01 00:00:00', ts) = 5 AND TIMESTAMPDIFF('MINUTE', ts, TIMESTAMP '2026-01-01 00:00:00') = 0 AND TIMESTAMPDIFF('DAY', DATE '2025-12-30', ts) = 2", true},
+		// A BOOLEAN cast to a number is 1 or 0, to a string TRUE or
+		// FALSE, as Flink casts it.
+		{"CAST(flag AS INT) = 1 AND CAST(NOT flag AS BIGINT) = 0 AND CAST(flag AS DOUBLE) = 1 AND CAST(flag AS DECIMAL(3, 1)) = 1 AND CAST(flag AS STRING) = 'TRUE'", true},
 		// Calendar units, as Flink (Calcite's subtractMonths) counts
 		// them: a month from January 31 ends on February's last day; a
 		// day short of the first time's time of day is no whole month.

@@ -272,7 +272,7 @@ func (c *compiler) resultExpr(x sqlparse.Expr, rel *relation) (string, error) {
 	}
 	// A time cast to a string is its text (a window bound's, MIN or MAX
 	// of a time's), as Flink casts a TIMESTAMP(3).
-	out = c.timeCasts(nil, c.zoned(c.literalTimes(out, nil), nil))
+	out = c.resultTimes(out)
 	if err := c.timeCompares(out, nil); err != nil {
 		return "", err
 	}
@@ -532,6 +532,10 @@ func (c *compiler) aggregate(call *sqlparse.Call, alias sqlparse.Ident, rel *rel
 func (c *compiler) timeArg(x sqlparse.Expr, t numType, rel *relation, pos sqlparse.Pos) (sqlparse.Expr, numType) {
 	if ref, ok := x.(*sqlparse.Ref); ok && rel.results != nil && len(ref.Parts) == 1 {
 		if from, ok := rel.results[ref.Parts[0].Name]; ok && isBound(from) {
+			if from == spec.ColWindowTime && c.attrLTZ {
+				// The view's window_time, a TIMESTAMP_LTZ.
+				return x, numType{kind: tTimeLTZ}
+			}
 			return x, numType{kind: tTime}
 		}
 	}

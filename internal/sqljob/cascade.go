@@ -26,6 +26,10 @@ type cascaded struct {
 	// attached: the window that reads the view groups its rows by their
 	// windows (W18), not by a window table function of their rowtime.
 	attached bool
+	// ltz: the view's windows are of a TIMESTAMP_LTZ attribute, so its
+	// window_time, the time attribute of the window that reads it, is
+	// one too.
+	ltz bool
 }
 
 // cascadeRelation compiles view v, a windowed aggregation, into a spec of
@@ -51,7 +55,7 @@ func (c *compiler) cascadeRelation(v *sqlparse.CreateView, alias string) (*relat
 	if err != nil {
 		return nil, err
 	}
-	c.job.cascade = &cascaded{up: &up, name: name}
+	c.job.cascade = &cascaded{up: &up, name: name, ltz: c.attrLTZ}
 	r := &relation{name: name, alias: alias, view: true, results: map[string]string{}}
 	for i, it := range q.Selects[0].Items {
 		col := columnName(it, i)
@@ -100,7 +104,7 @@ func (c *compiler) cascadeWhere(x sqlparse.Expr, rel *relation) error {
 	if inner := aggregateIn(out); inner != nil {
 		return errAt(inner.Pos, sqlparse.FormatExpr(inner), "filter on the view's columns; aggregate in the view", "a WHERE over view %s's rows holds an aggregate, %s", rel.name, sqlparse.FormatExpr(inner))
 	}
-	out = c.timeCasts(nil, c.zoned(c.literalTimes(out, nil), nil))
+	out = c.resultTimes(out)
 	if err := c.condition(out, nil, "WHERE"); err != nil {
 		return err
 	}
@@ -223,6 +227,9 @@ func (c *compiler) cascadeWindow(rel *relation, timeCol string, pos sqlparse.Pos
 	}
 	up := c.job.cascade.up
 	s.Source, s.Watermark, s.Time = up.Source, up.Watermark, up.Time
+	// The view's window_time is this window's time attribute: a
+	// TIMESTAMP_LTZ, cut in the view's zone, when the view's is.
+	c.attrLTZ, s.TimeZone = c.job.cascade.ltz, up.TimeZone
 	return nil
 }
 

@@ -527,7 +527,7 @@ func (c *compiler) joinExpr(x sqlparse.Expr, sides [2]*joinSide, op *spec.JoinOp
 		return nil, bad
 	}
 	// A time cast to a string is its text, as Flink casts it.
-	out = c.timeCasts(nil, c.zoned(c.literalTimes(out, nil), nil))
+	out = c.resultTimes(out)
 	return out, c.timeCompares(out, nil)
 }
 

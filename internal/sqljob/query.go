@@ -249,6 +249,7 @@ func (c *compiler) having(sel *sqlparse.Select, rel *relation, items []item) err
 	}
 	// Times and numbers as Flink's planner takes them, and what weir's
 	// expressions do not take, refused at their place in the query.
+	out = c.resultTimes(out)
 	if err := c.timeCompares(out, nil); err != nil {
 		return err
 	}
@@ -1149,6 +1150,11 @@ func (c *compiler) timeOperands(x sqlparse.Expr, t *sqlparse.CreateTable) sqlpar
 		}
 		out := slices.Clone(xs)
 		for i, e := range out {
+			// A literal and a window bound (of results) are epoch
+			// milliseconds already.
+			if r, ok := e.(*sqlparse.Ref); ok && len(r.Parts) == 1 && isBound(r.Parts[0].Name) && t == nil {
+				continue
+			}
 			if _, lit := e.(*sqlparse.TypedLit); !lit && typeOf(e, field).isTime() {
 				ty := *to
 				ty.Pos = sqlparse.ExprPos(e)

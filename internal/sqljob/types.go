@@ -662,7 +662,7 @@ func aggType(fn string, t numType) numType {
 		if t.kind == tFloat {
 			return t
 		}
-	case "min", "max", "first", "last":
+	case "min", "max", "first", "last", "first_value", "last_value":
 		return t
 	case "count", "count_distinct":
 		return numType{kind: tInt, p: 19}

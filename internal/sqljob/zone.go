@@ -267,3 +267,15 @@ func comparison(e sqlparse.Expr, sub func(sqlparse.Expr) sqlparse.Expr, f func([
 	}
 	return nil, false
 }
+
+// resultTimes reads the times of x, an expression over a window's
+// results (a HAVING, a select list's expression, a join's or a
+// cascade's condition), as Flink does: a string compared with a time as
+// a time (literalTimes), a TIMESTAMP_LTZ read as a wall time in the
+// zone (zoned), a time cast to a string as its text (timeCasts), and the
+// times a comparison compares as epoch milliseconds (timeOperands: a
+// FIRST_VALUE of a TIMESTAMP(3) column holds its text, a window bound
+// its milliseconds).
+func (c *compiler) resultTimes(x sqlparse.Expr) sqlparse.Expr {
+	return c.timeOperands(c.timeCasts(nil, c.zoned(c.literalTimes(x, nil), nil)), nil)
+}

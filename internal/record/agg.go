@@ -285,16 +285,33 @@ func distinctVal(text string, float, dec bool) val {
 	return val{kind: vFloat, f: f}
 }
 
-// computed returns the slot of aggregate i as sum or avg see it, and
-// its function: a sum_distinct's or avg_distinct's sum over its
-// distinct values (distinctSlot), as sum or avg; any other as it is.
-func (a Aggregator) computed(i int, s *slot) (*slot, string) {
+// distinctSlots are the sum or avg states of acc's sum_distinct and
+// avg_distinct aggregates over their distinct values (distinctSlot), by
+// aggregate index, computed once for a result (nil without such an
+// aggregate); computed reads them.
+func (a Aggregator) distinctSlots(ac *Acc) []slot {
+	var ds []slot
+	for i, fn := range a.Fns {
+		if fn == "sum_distinct" || fn == "avg_distinct" {
+			if ds == nil {
+				ds = make([]slot, len(a.Fns))
+			}
+			ds[i] = distinctSlot(&ac.s[i], a.isFloat(i))
+		}
+	}
+	return ds
+}
+
+// computed returns the slot of aggregate i of ac as sum or avg see it,
+// and its function: a sum_distinct's or avg_distinct's sum over its
+// distinct values (ds, distinctSlots'), as sum or avg; any other as it
+// is.
+func (a Aggregator) computed(i int, ac *Acc, ds []slot) (*slot, string) {
 	switch fn := a.Fns[i]; fn {
 	case "sum_distinct", "avg_distinct":
-		t := distinctSlot(s, a.isFloat(i))
-		return &t, strings.TrimSuffix(fn, "_distinct")
+		return &ds[i], strings.TrimSuffix(fn, "_distinct")
 	default:
-		return s, fn
+		return &ac.s[i], fn
 	}
 }
 
@@ -472,8 +489,9 @@ func (a Aggregator) CollectInInputOrder(ac *Acc) {
 // (ResultOverflows).
 func (a Aggregator) Result(ac *Acc) []byte {
 	var b []byte
+	ds := a.distinctSlots(ac)
 	for i := range a.Fns {
-		s, fn := a.computed(i, &ac.s[i])
+		s, fn := a.computed(i, ac, ds)
 		switch {
 		case fn == "count":
 			b = strconv.AppendInt(b, s.n, 10)
@@ -519,7 +537,7 @@ func (a Aggregator) Result(ac *Acc) []byte {
 		b = weir.AppendJSONString(b, string(a.appendAccs(nil, ac)))
 		b = append(b, 0)
 	}
-	return a.appendOverflows(b, ac)
+	return a.appendOverflows(b, ac, ds)
 }
 
 // overflowMark starts the segment of a result that says which of its
@@ -534,11 +552,11 @@ const (
 )
 
 // appendOverflows appends the overflow segment if a sum or avg of ac
-// overflowed (see Result).
-func (a Aggregator) appendOverflows(b []byte, ac *Acc) []byte {
+// (of ds, its distinct sums: distinctSlots) overflowed (see Result).
+func (a Aggregator) appendOverflows(b []byte, ac *Acc, ds []slot) []byte {
 	start := -1
 	for i := range a.Fns {
-		s, fn := a.computed(i, &ac.s[i])
+		s, fn := a.computed(i, ac, ds)
 		c := byte(OverNone)
 		switch {
 		case fn != "sum" && fn != "avg" || s.n == 0:

@@ -700,7 +700,7 @@ func (d *Decoder) DecodeSlot(l fileio.Line, slot int) (Record, error) {
 				// Which values are distinct is count_distinct's: their
 				// canonical JSON (a decimal field's own text).
 				if d.exact[d.aggAt[i]] {
-					r.vals[i].raw = string(f.MarshalTo(nil))
+					r.vals[i].raw = string(f.MarshalTo(sc.num[:0]))
 				} else {
 					r.vals[i].raw = canonical(f)
 				}

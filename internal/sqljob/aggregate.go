@@ -418,16 +418,7 @@ func (c *compiler) aggregate(call *sqlparse.Call, alias sqlparse.Ident, rel *rel
 		// holds (a computed field the decoder reads per aggregate); the
 		// others never reach it, so ARRAY_AGG still collects the kept
 		// rows' NULLs.
-		var inner *sqlparse.Call
-		mapExpr(call.Filter, func(x sqlparse.Expr) sqlparse.Expr {
-			if f, ok := x.(*sqlparse.Call); ok && inner == nil {
-				if _, agg := aggregates[strings.ToUpper(tableName(f.Name))]; agg {
-					inner = f
-				}
-			}
-			return x
-		})
-		if inner != nil {
+		if inner := aggregateIn(call.Filter); inner != nil {
 			return a, errAt(inner.Pos, sqlparse.FormatExpr(inner), "filter on the rows' columns; compare aggregates in HAVING", "FILTER (WHERE ...) holds an aggregate, %s, as Flink refuses too", sqlparse.FormatExpr(inner))
 		}
 		cond, err := c.fields(call.Filter, rel)

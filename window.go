@@ -49,6 +49,23 @@ type WindowOptions struct {
 	// (dynamic-gap sessions, A6); it receives the element as any and a
 	// result <= 0 keeps the assigner's gap.
 	SessionGap func(v any) etime.Duration
+	// TwoPhase pre-aggregates, on each subtask that feeds the window,
+	// its records of one key and window before they cross the keyed
+	// exchange, then merges those partial accumulators per key: Flink's
+	// local-global aggregation, which is the usual cure for a hot key
+	// (salting the key, then merging). A hot key's records then cost its
+	// window subtask a merge per bundle instead of an add per record. Only
+	// Aggregate and AggregateProcess take it, with tumbling or sliding
+	// event-time windows and the event-time, a continuous or the final
+	// trigger, and the function's Merge must give exactly what adding the
+	// records one by one gives, in any grouping (counts, integer and
+	// decimal sums, min, max; not float sums) and must not keep its second
+	// argument. Results, panes, late decisions and every counter are
+	// those of the window without it: a bundle holds only records that
+	// are on time for all their windows when they reach the window
+	// subtask, and the window subtask adds a bundle's records one by one
+	// when they are not (TwoPhase in docs/DESIGN.md).
+	TwoPhase bool
 }
 
 // Windowed is a keyed stream with a window assigner, waiting for its window
@@ -109,6 +126,9 @@ func Aggregate[K comparable, T, ACC, R any](w Windowed[K, T], f AggregateFunc[T,
 func AggregateProcess[K comparable, T, ACC, R, OUT any](w Windowed[K, T], f AggregateFunc[T, ACC, R], p func(ctx *WindowContext[K, OUT], r R)) WindowOutput[K, T, OUT] {
 	if w.o.Evictor != nil {
 		w.k.s.n.env.fail(errors.New("weir: evictors need the full element list; use Process instead of an aggregate"))
+	}
+	if w.o.TwoPhase {
+		return twoPhase(w, f, p)
 	}
 	return buildWindow(w, state.CodecFor[ACC](), func() (winop.Contents[T, ACC], winop.WindowFunc[K, ACC, OUT], winop.EvictFunc[ACC]) {
 		return winop.AggContents[T, ACC, R]{F: f}, func(ctx *winop.FireContext[K, OUT], acc *ACC) { p(ctx, f.Result(*acc)) }, nil
@@ -325,6 +345,32 @@ func (o *opStats) state() OperatorState {
 
 // buildWindow adds a window stage fed by w's keyed exchange.
 func buildWindow[K comparable, T, ACC, R any](w Windowed[K, T], accCodec state.Codec[ACC], mk func() (winop.Contents[T, ACC], winop.WindowFunc[K, ACC, R], winop.EvictFunc[ACC])) WindowOutput[K, T, R] {
+	if w.o.TwoPhase {
+		w.k.s.n.env.fail(errors.New("weir: a two-phase window needs an aggregate function (Aggregate, AggregateProcess or Reduce) to pre-aggregate with; remove TwoPhase"))
+	}
+	return windowStage(w, accCodec, mk, exchange[K, T, T]{
+		connect: keyedEdge[K, T], record: func(v T) T { return v }, promised: w.promised})
+}
+
+// exchange is how a window stage's elements (IN) come from its keyed
+// stream of records (T): each record as it is (keyedEdge), or a
+// two-phase window's parts (combineEdge).
+type exchange[K comparable, T, IN any] struct {
+	connect func(k Keyed[K, T], to *runtime.Stage, g int) *runtime.Edge[kv[K, IN]]
+	// record is the record of an element that is not a bundle.
+	record func(IN) T
+	// promised is Windowed.promised of an element (nil: none).
+	promised func(IN) etime.Time
+	// bundled and unbundle, for parts: winop.Config.Bundled, and whether
+	// an element is a bundle, passing its records, in arrival order, to
+	// each as elements (each nil: only the answer).
+	bundled  func(IN) (n, trailing int64, ok bool)
+	unbundle func(v IN, ts etime.Time, each func(etime.Time, IN)) bool
+}
+
+// windowStage adds a window stage whose elements (IN) come from w's keyed
+// exchange as ex says.
+func windowStage[K comparable, T, IN, ACC, R any](w Windowed[K, T], accCodec state.Codec[ACC], mk func() (winop.Contents[IN, ACC], winop.WindowFunc[K, ACC, R], winop.EvictFunc[ACC]), ex exchange[K, T, IN]) WindowOutput[K, T, R] {
 	env := w.k.s.n.env
 	name := w.o.Name
 	if name == "" {
@@ -334,22 +380,26 @@ func buildWindow[K comparable, T, ACC, R any](w Windowed[K, T], accCodec state.C
 	stats := &opStats{name: name, subs: make([]opSnapshot, env.opts.Parallelism), budget: env.opts.StateBudget, log: env.opts.Logger}
 	env.ops = append(env.ops, stats)
 	var out WindowOutput[K, T, R]
-	var edge *runtime.Edge[kv[K, T]]
+	var edge *runtime.Edge[kv[K, IN]]
+	var promised func(IN) etime.Time
+	if w.promised != nil {
+		promised = ex.promised
+	}
 	stage := env.job.AddStage(name, env.opts.Parallelism, 1, func(st *runtime.Subtask) ([]runtime.GateHandler, runtime.Control, error) {
 		contents, fn, evict := mk()
-		wout := winOutput[K, T, R]{res: out.Results.n.collector(st), late: out.Late.n.collector(st)}
+		wout := winOutput[K, T, IN, R]{res: out.Results.n.collector(st), late: out.Late.n.collector(st), record: ex.record}
 		backend := env.opts.NewBackend()
 		maxPar := env.opts.MaxParallelism
 		hasher := state.NewHasher(w.k.enc)
-		op, err := winop.New(winop.Config[K, T, ACC, R]{
+		op, err := winop.New(winop.Config[K, IN, ACC, R]{
 			KeyCodec: state.CodecFor[K](), AccCodec: accCodec,
 			KeyGroup: func(k K) state.KeyGroup { return state.KeyGroupOf(hasher.Hash(k), maxPar) },
 			Assigner: w.a, Trigger: w.o.Trigger, Lateness: w.o.AllowedLateness,
 			Contents: contents, Func: fn, Evict: evict, KeyEncoder: w.k.enc,
 			LateOutput: w.o.LateOutput, PartialOutput: w.o.PartialOutput, Backend: backend,
-			LateFiringInterval: w.o.LateFiringInterval, Promised: w.promised,
+			LateFiringInterval: w.o.LateFiringInterval, Promised: promised, Bundled: ex.bundled,
 			Now: func() etime.Time { return clock.Millis(env.opts.Clock) },
-			Gap: sessionGap[T](w.o.SessionGap),
+			Gap: sessionGap[IN](w.o.SessionGap),
 		}, wout)
 		if err != nil {
 			return nil, nil, errors.Join(err, backend.Close())
@@ -373,7 +423,7 @@ func buildWindow[K comparable, T, ACC, R any](w Windowed[K, T], accCodec state.C
 		if st.Checkpointing() {
 			st.OnSnapshot("window", op.Snapshot)
 		}
-		head := &winHead[K, T, ACC, R]{op: op, out: wout, st: st}
+		head := &winHead[K, T, IN, ACC, R]{op: op, out: wout, st: st, unbundle: ex.unbundle}
 		st.OnProcessingTime(op.AdvanceProcessingTime)
 		st.OnPublish(func() {
 			sz := op.StateSize()
@@ -383,7 +433,7 @@ func buildWindow[K comparable, T, ACC, R any](w Windowed[K, T], accCodec state.C
 		})
 		return []runtime.GateHandler{edge.GateHandler(st, head)}, head, nil
 	})
-	edge = keyedEdge(w.k, stage, 0)
+	edge = ex.connect(w.k, stage, 0)
 	out.Results = newStream[window.Result[K, R]](env, stage)
 	out.Late = newStream[window.LateRecord[K, T]](env, stage)
 	if err := validateWindow(w); err != nil {
@@ -424,44 +474,66 @@ func sessionGap[T any](f func(any) etime.Duration) func(T) etime.Duration {
 	return func(v T) etime.Duration { return f(v) }
 }
 
-type winOutput[K comparable, T, R any] struct {
-	res  runtime.Collector[window.Result[K, R]]
-	late runtime.Collector[window.LateRecord[K, T]]
+type winOutput[K comparable, T, IN, R any] struct {
+	res    runtime.Collector[window.Result[K, R]]
+	late   runtime.Collector[window.LateRecord[K, T]]
+	record func(IN) T
 }
 
-func (o winOutput[K, T, R]) Result(r window.Result[K, R])   { o.res.Collect(r.Window.MaxTimestamp(), r) }
-func (o winOutput[K, T, R]) Late(r window.LateRecord[K, T]) { o.late.Collect(r.Timestamp, r) }
+func (o winOutput[K, T, IN, R]) Result(r window.Result[K, R]) {
+	o.res.Collect(r.Window.MaxTimestamp(), r)
+}
+func (o winOutput[K, T, IN, R]) Late(r window.LateRecord[K, IN]) {
+	o.late.Collect(r.Timestamp, window.LateRecord[K, T]{Record: o.record(r.Record), Timestamp: r.Timestamp, Key: r.Key,
+		Windows: r.Windows, Watermark: r.Watermark, Lateness: r.Lateness, Reason: r.Reason})
+}
 
 // winHead feeds a window operator from its input gate.
-type winHead[K comparable, T, ACC, R any] struct {
-	op  *winop.Operator[K, T, ACC, R]
-	out winOutput[K, T, R]
+type winHead[K comparable, T, IN, ACC, R any] struct {
+	op  *winop.Operator[K, IN, ACC, R]
+	out winOutput[K, T, IN, R]
 	st  *runtime.Subtask
+	// unbundle, for a two-phase window, is exchange.unbundle; nil
+	// otherwise.
+	unbundle func(v IN, ts etime.Time, each func(etime.Time, IN)) bool
+	key      K // the key of the element being processed
 }
 
 // StartBatch implements runtime.BatchStarter.
-func (h *winHead[K, T, ACC, R]) StartBatch() { h.op.SampleClock() }
+func (h *winHead[K, T, IN, ACC, R]) StartBatch() { h.op.SampleClock() }
 
-func (h *winHead[K, T, ACC, R]) Collect(ts etime.Time, r kv[K, T]) {
-	if err := h.op.ProcessElement(r.k, r.v, ts); err != nil {
-		h.st.DeadLetter(runtime.DeadLetter{Reason: "timestamp_missing", Detail: err.Error(), Record: r.v})
+func (h *winHead[K, T, IN, ACC, R]) Collect(ts etime.Time, r kv[K, IN]) {
+	h.key = r.k
+	if h.unbundle != nil && h.unbundle(r.v, ts, nil) && !h.op.OnTime(ts) {
+		// A bundle passes as one element only when none of its records
+		// can be late (winop.Config.Bundled); otherwise each record
+		// passes as it would have without the pre-aggregation.
+		h.unbundle(r.v, ts, h.one)
+		return
+	}
+	h.one(ts, r.v)
+}
+
+func (h *winHead[K, T, IN, ACC, R]) one(ts etime.Time, v IN) {
+	if err := h.op.ProcessElement(h.key, v, ts); err != nil {
+		h.st.DeadLetter(runtime.DeadLetter{Reason: "timestamp_missing", Detail: err.Error(), Record: h.out.record(v)})
 	}
 }
 
 // Watermark advances the operator first, so every result the watermark
 // causes goes out before it (C2).
-func (h *winHead[K, T, ACC, R]) Watermark(wm etime.Time) {
+func (h *winHead[K, T, IN, ACC, R]) Watermark(wm etime.Time) {
 	h.op.AdvanceWatermark(wm)
 	h.out.res.Watermark(wm)
 	h.out.late.Watermark(wm)
 }
 
-func (h *winHead[K, T, ACC, R]) Status(idle bool) {
+func (h *winHead[K, T, IN, ACC, R]) Status(idle bool) {
 	h.out.res.Status(idle)
 	h.out.late.Status(idle)
 }
 
-func (h *winHead[K, T, ACC, R]) Finish() {
+func (h *winHead[K, T, IN, ACC, R]) Finish() {
 	h.out.res.Finish()
 	h.out.late.Finish()
 }

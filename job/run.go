@@ -632,7 +632,7 @@ func (j *Job) buildWindow(b *branch, recs weir.Stream[record.Record], wm *spec.W
 	keyed := weir.KeyByEncoded(recs, func(r record.Record) string { return r.Key }, appendKey)
 	windowed := weir.Window(keyed, win.Assigner, weir.WindowOptions{
 		Name: b.stage, Trigger: win.Trigger, AllowedLateness: win.Lateness, LateFiringInterval: win.LateFiringInterval,
-		LateOutput: b.late != nil, PartialOutput: b.partial != nil,
+		LateOutput: b.late != nil, PartialOutput: b.partial != nil, TwoPhase: win.TwoPhase,
 	})
 	if wm.Time == spec.EventTime && wm.Type != spec.Punctuated && b.From < 0 {
 		// "On time" in the summary means within the bound: records the

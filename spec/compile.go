@@ -113,6 +113,8 @@ type Plan struct {
 	Lateness etime.Duration
 	// LateFiringInterval throttles late firings (W11); 0: none.
 	LateFiringInterval etime.Duration
+	// TwoPhase pre-aggregates before the keyed exchange (Spec.TwoPhase).
+	TwoPhase bool
 	// LateRatioWarn and LateRatioCrit are the alert levels of the share
 	// of too-late records (alerts).
 	LateRatioWarn, LateRatioCrit float64
@@ -422,6 +424,7 @@ func (c *compiler) compile() {
 	c.window()
 	c.trigger()
 	c.aggregates()
+	c.twoPhase()
 	c.where()
 	c.having()
 	c.sinks()
@@ -696,6 +699,9 @@ func (c *compiler) generator() {
 		g.Keys = 100
 	} else if g.Keys < 0 {
 		c.add(path+"keys", fmt.Sprint(g.Keys, " is negative"), "use the number of distinct user_id values, such as 200")
+	}
+	if g.Hot < 0 || g.Hot > 1 || math.IsNaN(g.Hot) {
+		c.add(path+"hot", fmt.Sprint(g.Hot, " is not a share"), "use the share of records that carry the hot key u0, such as 0.33")
 	}
 	if g.Records < 0 {
 		c.add(path+"records", fmt.Sprint(g.Records, " is negative"), "use 0 (rate × duration) or a positive count")
@@ -985,6 +991,37 @@ func (c *compiler) window() {
 			c.add("late_firing_interval", "the late-firing throttle does not support session windows yet", "remove late_firing_interval, or use tumbling or sliding windows")
 		case s.Trigger != nil && s.Trigger.Type == "purging":
 			c.add("late_firing_interval", "a purging trigger clears the window at each firing, which a deferred firing would find empty", "remove late_firing_interval, or the purging trigger")
+		}
+	}
+}
+
+// twoPhase checks two_phase: windows, triggers and aggregates whose
+// pre-aggregated bundles give exactly the one-phase results
+// (weir.WindowOptions.TwoPhase).
+func (c *compiler) twoPhase() {
+	s := c.s
+	if !s.TwoPhase {
+		return
+	}
+	c.p.TwoPhase = true
+	fix := "remove two_phase"
+	switch t := s.Trigger; {
+	case s.Window.Type != "tumbling" && s.Window.Type != "sliding":
+		c.add("two_phase", fmt.Sprintf("%s windows are not pre-aggregated: only tumbling and sliding windows have windows that every record of a key and time shares", s.Window.Type), fix)
+	case c.p.Time == ProcessingTime:
+		c.add("two_phase", "processing-time windows are not pre-aggregated: a record's window is its arrival at the window", fix+", or use time: event")
+	case t != nil && t.Type != "event_time" && t.Type != "continuous" && t.Type != "final":
+		c.add("two_phase", fmt.Sprintf("a %s trigger fires on each record's arrival or count, which a bundle of records would hide", t.Type), fix+", or use the event_time, continuous or final trigger")
+	case s.Group != nil:
+		c.add("two_phase", "group mode does not pre-aggregate yet", fix)
+	}
+	for i, a := range s.Aggregate {
+		path := fmt.Sprintf("aggregate[%d]", i)
+		switch {
+		case a.Fn != "count" && a.Fn != "sum" && a.Fn != "avg" && a.Fn != "min" && a.Fn != "max" && a.Fn != "count_distinct":
+			c.add(path+".fn", fmt.Sprintf("two_phase needs aggregates that merge exactly; %s is not one of them (count, sum, avg, min, max, count_distinct)", a.Fn), fix+", or this aggregate")
+		case a.Type == "float" && (a.Fn == "sum" || a.Fn == "avg"):
+			c.add(path+".type", fmt.Sprintf("a float %s depends on the order it adds in, which pre-aggregation changes", a.Fn), fix+", or read the field as a decimal (the default)")
 		}
 	}
 }

@@ -139,6 +139,7 @@ var stateFields = map[string]bool{
 	"time_zone":            true,
 	"allowed_lateness":     true,
 	"late_firing_interval": false,
+	"two_phase":            false,
 	"trigger":              true,
 	"aggregate":            true,
 

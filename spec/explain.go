@@ -109,6 +109,9 @@ func describe1(p *Plan, op Op, dead bool) string {
 	case *WindowOp:
 		s := op.Shape + fmt.Sprintf(" by [%s]", strings.Join(op.Key, ", ")) + op.TriggerShape
 		s += opt("allowed lateness", op.Lateness) + opt("late firings at most every", op.LateFiringInterval)
+		if op.TwoPhase {
+			s += ", two-phase (pre-aggregated per key and window on each source subtask)"
+		}
 		var aggs []string
 		for _, a := range op.Aggregates {
 			arg := a.Field

@@ -139,7 +139,9 @@ type WindowOp struct {
 	Trigger            trigger.Trigger // nil: the assigner's default
 	Lateness           etime.Duration
 	LateFiringInterval etime.Duration
-	Aggregates         []Aggregate
+	// TwoPhase pre-aggregates before the keyed exchange (Spec.TwoPhase).
+	TwoPhase   bool
+	Aggregates []Aggregate
 	// Having, when set, keeps only the results for which it is true
 	// (Spec.Having, checked).
 	Having string
@@ -537,7 +539,7 @@ func (p *Plan) ForWindow(w *WindowOp) *Plan {
 	q := *p
 	q.Key, q.Aggregates = w.Key, w.Aggregates
 	q.WindowKind, q.WindowSpan, q.Assigner, q.Trigger = w.WindowKind, w.Span, w.Assigner, w.Trigger
-	q.Lateness, q.LateFiringInterval = w.Lateness, w.LateFiringInterval
+	q.Lateness, q.LateFiringInterval, q.TwoPhase = w.Lateness, w.LateFiringInterval, w.TwoPhase
 	return &q
 }
 
@@ -563,7 +565,7 @@ func (c *compiler) graph() {
 		shape += " cut in time zone " + s.TimeZone
 	}
 	win := g.add("window", &WindowOp{Key: p.Key, WindowKind: p.WindowKind, Span: p.WindowSpan, Assigner: p.Assigner, Trigger: p.Trigger, Lateness: p.Lateness,
-		LateFiringInterval: p.LateFiringInterval, Aggregates: p.Aggregates, Shape: shape, TriggerShape: trig, Having: p.Having}, Edge{wm, Out})
+		LateFiringInterval: p.LateFiringInterval, TwoPhase: p.TwoPhase, Aggregates: p.Aggregates, Shape: shape, TriggerShape: trig, Having: p.Having}, Edge{wm, Out})
 	sinks := &p.Sinks
 	for i, r := range sinks.Results {
 		path := "sinks." + ResultsPath(i, len(sinks.Results))

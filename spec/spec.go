@@ -79,6 +79,16 @@ type Spec struct {
 	LateFiringInterval *Duration `yaml:"late_firing_interval"`
 	// Trigger replaces the window's default trigger.
 	Trigger *Trigger `yaml:"trigger"`
+	// TwoPhase pre-aggregates each source subtask's records per key and
+	// window before the keyed exchange, then merges the partial
+	// aggregates per key (local-global aggregation, the cure for a hot
+	// key): the same results, panes, late decisions and counters, with a
+	// hot key's work spread over the subtasks (weir.WindowOptions.TwoPhase).
+	// Tumbling and sliding windows with the event-time, continuous or
+	// final trigger, and aggregates that merge exactly (count, sum and
+	// avg not of type float, min, max, count_distinct). Left out of the
+	// spec hash: it changes no result.
+	TwoPhase bool `yaml:"two_phase" json:",omitempty"`
 	// Aggregate lists the per-window aggregates, in output order.
 	Aggregate []Aggregate `yaml:"aggregate"`
 	// Sinks says where results, late records and dead letters go.
@@ -377,6 +387,10 @@ type Generator struct {
 	Rate float64 `yaml:"rate"`
 	// Keys is the number of distinct user_id values (default 100).
 	Keys int `yaml:"keys"`
+	// Hot is the share of records whose user_id is the first key, u0 (a
+	// hot key, for skew tests); the others spread evenly over the keys.
+	// Default 0: every key alike. Left out of the spec hash when 0.
+	Hot float64 `yaml:"hot" json:",omitempty"`
 	// Duration is the event time the records span (default 1h).
 	Duration *Duration `yaml:"duration"`
 	// Start is the event time of the first record, RFC 3339 (default

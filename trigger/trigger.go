@@ -437,3 +437,19 @@ func IsEventTime(t Trigger) bool {
 	_, ok := t.(eventTime)
 	return ok
 }
+
+// Combinable reports whether t treats a window's on-time elements alike
+// however they are grouped: its OnElement for an element before the
+// window's end never fires and depends on nothing but whether it is the
+// window's first element (its timestamp then). The event-time trigger, a
+// continuous one and Final are; a two-phase window, which passes
+// pre-aggregated bundles of records as single elements, needs one of them.
+func Combinable(t Trigger) bool {
+	switch t := t.(type) {
+	case eventTime, continuous:
+		return true
+	case once:
+		return t.atCleanup
+	}
+	return false
+}

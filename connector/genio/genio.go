@@ -63,6 +63,9 @@ type Options struct {
 	Rate float64
 	// Keys is the number of distinct user_id values.
 	Keys int
+	// Hot is the share of records whose user_id is u0, a hot key; the
+	// others spread evenly over the keys.
+	Hot float64
 	// Start is the event time of record 0.
 	Start etime.Time
 	// Disorder lists the delay bands; records in no band are in order.
@@ -234,6 +237,9 @@ func (r *reader) record(i int64) []byte {
 		p -= b.Share
 	}
 	user := mix(h^3) % uint64(o.Keys)
+	if o.Hot > 0 && unit(mix(h^7)) < o.Hot {
+		user = 0
+	}
 	amount := 1 + int64(mix(h^4)%500)
 	kind := -1
 	if unit(mix(h^5)) < o.Bad {

@@ -41,7 +41,7 @@ func replay(s connector.Settings, _ func(string) string) error {
 // end hooks, the clock and the batch are left to the caller.
 func OptionsFrom(s connector.Settings) (Options, error) {
 	const g = "generator."
-	o := Options{Records: int64(s.Int(g + "records")), Rate: s.Float(g + "rate"), Keys: s.Int(g + "keys"),
+	o := Options{Records: int64(s.Int(g + "records")), Rate: s.Float(g + "rate"), Keys: s.Int(g + "keys"), Hot: s.Float(g + "hot"),
 		Bad: s.Float(g + "bad"), Seed: uint64(s.Int(g + "seed"))}
 	for _, b := range s.List(g + "disorder") {
 		lo, _ := b.Duration("min")

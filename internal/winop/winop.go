@@ -68,6 +68,14 @@ type Config[K comparable, IN, ACC, OUT any] struct {
 	// out-of-orderness bound promises at its arrival, for
 	// Counters.OnTimeTrailing.
 	Promised func(IN) etime.Time
+	// Bundled, when set, says whether an element is a bundle of records
+	// (a two-phase window's pre-aggregation: their accumulator, which
+	// Contents.Add merges), how many records it stands for, and how many
+	// of them Promised would count as OnTimeTrailing. The caller passes a
+	// bundle as one element only when OnTime says its windows are all on
+	// time; otherwise it passes the bundle's records one by one. The
+	// counters then count the records, not the bundle.
+	Bundled func(IN) (n, trailing int64, ok bool)
 	// Backend holds the operator's keyed state.
 	Backend state.Backend
 	// PerKeyTimers turns window-major firing off (differential tests of
@@ -174,6 +182,8 @@ type Operator[K comparable, IN, ACC, OUT any] struct {
 	lateEvery etime.Duration
 	// promised is Config.Promised, nil for processing-time windows.
 	promised func(IN) etime.Time
+	// bundled is Config.Bundled.
+	bundled func(IN) (n, trailing int64, ok bool)
 
 	entries state.Value[K, window.Window, entry[ACC]]
 	sets    state.Value[K, none, []window.Window]
@@ -321,7 +331,7 @@ func New[K comparable, IN, ACC, OUT any](cfg Config[K, IN, ACC, OUT], out Output
 		a: cfg.Assigner, trig: trig, lateness: cfg.Lateness, contents: cfg.Contents, fn: cfg.Func,
 		evict: cfg.Evict, lateOut: cfg.LateOutput, partOut: cfg.PartialOutput, out: out, lateEvery: cfg.LateFiringInterval,
 
-		wm: etime.MinTime, now: etime.MinTime, delayFrom: etime.MinTime, clock: cfg.Now, gap: cfg.Gap,
+		wm: etime.MinTime, now: etime.MinTime, delayFrom: etime.MinTime, clock: cfg.Now, gap: cfg.Gap, bundled: cfg.Bundled,
 		keyCodec: cfg.KeyCodec, accCodec: cfg.AccCodec, keyGroup: cfg.KeyGroup,
 		touch: newToucher[K, ACC](),
 	}
@@ -490,12 +500,9 @@ func (o *Operator[K, IN, ACC, OUT]) ProcessElement(key K, v IN, ts etime.Time) e
 		if end := window.Start(at, o.paneOffs, o.paneSize).Add(o.paneSize); end-1 > o.wm {
 			if p := o.panes.Ref(key, o.paneIndex(at), false); p != nil {
 				o.contents.Add(p, v, ts)
-				o.c.Accepted++
-				if o.promised != nil {
-					// The earliest-ending window of at ends at the first
-					// slide boundary after it.
-					o.noteTrailing(v, window.Start(at, o.paneOffs, o.slide).Add(o.slide)-1)
-				}
+				// The earliest-ending window of at ends at the first
+				// slide boundary after it.
+				o.acceptOnTime(v, func() etime.Time { return window.Start(at, o.paneOffs, o.slide).Add(o.slide) - 1 })
 				return nil
 			}
 		}
@@ -615,11 +622,11 @@ func (o *Operator[K, IN, ACC, OUT]) ProcessElement(key K, v IN, ts etime.Time) e
 		}
 		return nil
 	}
-	o.c.Accepted++
 	if late {
+		o.c.Accepted++
 		o.c.AcceptedLate++
-	} else if o.promised != nil {
-		o.noteTrailing(v, firstMT)
+	} else {
+		o.acceptOnTime(v, func() etime.Time { return firstMT })
 	}
 	if len(o.missed) > 0 {
 		o.c.WindowMisses += int64(len(o.missed))
@@ -1053,13 +1060,48 @@ func (o *Operator[K, IN, ACC, OUT]) onTimer(t timers.Timer[K], proc bool) {
 	}
 }
 
-// noteTrailing counts an on-time element as OnTimeTrailing when the
-// watermark promised at its arrival would have closed its earliest window
-// (whose maxTimestamp is mt).
-func (o *Operator[K, IN, ACC, OUT]) noteTrailing(v IN, mt etime.Time) {
-	if mt <= o.promised(v) {
+// acceptOnTime counts element v accepted on time: one record, or a
+// bundle's records (Config.Bundled). A record is also OnTimeTrailing
+// when the watermark promised at its arrival would have closed its
+// earliest window, whose maxTimestamp mt gives (only called then).
+func (o *Operator[K, IN, ACC, OUT]) acceptOnTime(v IN, mt func() etime.Time) {
+	if o.bundled != nil {
+		if n, trailing, ok := o.bundled(v); ok {
+			o.c.RecordsIn += n - 1
+			o.c.Accepted += n
+			o.c.OnTimeTrailing += trailing
+			return
+		}
+	}
+	o.c.Accepted++
+	if o.promised != nil && mt() <= o.promised(v) {
 		o.c.OnTimeTrailing++
 	}
+}
+
+// OnTime reports whether an element at ts is on time for every window
+// it belongs to (event time, windows that do not merge, each ending
+// after the watermark), so that no trigger fires on it and none of its
+// windows has expired: a bundle (Config.Bundled) may then be passed as
+// one element. It runs on the operator's goroutine.
+func (o *Operator[K, IN, ACC, OUT]) OnTime(ts etime.Time) bool {
+	if !o.eventTime || o.procTime || o.sets != nil || ts == etime.MinTime {
+		return false
+	}
+	if o.tumbleSize > 0 {
+		return window.Aligned(ts, o.tumbleOffs, o.tumbleSize).MaxTimestamp() > o.wm
+	}
+	wins, err := o.a.AssignWindows(ts, o.wins[:0])
+	o.wins = wins
+	if err != nil || len(wins) == 0 {
+		return false
+	}
+	for _, w := range wins {
+		if w.MaxTimestamp() <= o.wm {
+			return false
+		}
+	}
+	return true
 }
 
 // fireOnElement fires (key, w), whose entry is e, for an element that

@@ -1,0 +1,273 @@
+package weir
+
+import (
+	"errors"
+
+	"github.com/weirstream/weir/etime"
+	"github.com/weirstream/weir/internal/runtime"
+	"github.com/weirstream/weir/internal/winop"
+	"github.com/weirstream/weir/state"
+	"github.com/weirstream/weir/trigger"
+	"github.com/weirstream/weir/window"
+)
+
+// A two-phase window (WindowOptions.TwoPhase) puts a combiner between
+// each upstream subtask and the keyed exchange. The combiner gathers the
+// records of one key and pane (a tumbling window, or the slice of a
+// sliding window's grid whose records all share their windows) into a
+// bundle: their accumulator, how many they are, and the records
+// themselves. It sends its bundles, in the order their first records
+// came, before it passes on a watermark, a status, a checkpoint barrier
+// or the end, whenever the subtask flushes its exchanges, and when it
+// holds combineLimit records; a record whose earliest window the
+// upstream watermark has already reached, or without a timestamp, goes
+// as itself, after the bundles before it.
+//
+// The window subtask takes a bundle as one element (its accumulator
+// merged, its records counted) only when every window of its records
+// ends after the window's watermark: then none of them can be late or
+// make a trigger fire (trigger.Combinable), and adding them one by one
+// would leave the same state. Otherwise it adds the records one by one,
+// as the one-phase window would have. Within one upstream channel, the
+// window subtask receives each window's records in their order (the
+// bundles that hold them are sent in the order of their first records),
+// so a continuous trigger's first fire time (D4) is the same too.
+
+// combineLimit is how many records a combiner holds before it sends its
+// bundles.
+const combineLimit = 4096
+
+// part is what a two-phase window's exchange carries: a record (n 0), or
+// a bundle of n >= 2 records of one key and pane, pre-aggregated.
+type part[T, ACC any] struct {
+	v        T // the record, or the bundle's first record
+	n        int32
+	trailing int32 // of a bundle's records, those the window counts as OnTimeTrailing
+	acc      ACC
+	rest     []stamped[T] // the bundle's records after the first, in arrival order
+}
+
+type stamped[T any] struct {
+	ts etime.Time
+	v  T
+}
+
+// partContents is a two-phase window's contents: a record is added, a
+// bundle's accumulator merged.
+type partContents[T, ACC, R any] struct {
+	f state.AggregateFunc[T, ACC, R]
+}
+
+func (c partContents[T, ACC, R]) Reset(acc *ACC) { *acc = c.f.CreateAccumulator() }
+func (c partContents[T, ACC, R]) Add(acc *ACC, p part[T, ACC], _ etime.Time) {
+	if p.n > 1 {
+		*acc = c.f.Merge(*acc, p.acc)
+		return
+	}
+	*acc = c.f.Add(*acc, p.v)
+}
+func (c partContents[T, ACC, R]) Merge(dst, src *ACC) { *dst = c.f.Merge(*dst, *src) }
+
+// twoPhase builds w's window as a two-phase one (WindowOptions.TwoPhase).
+func twoPhase[K comparable, T, ACC, R, OUT any](w Windowed[K, T], f AggregateFunc[T, ACC, R], p func(ctx *WindowContext[K, OUT], r R)) WindowOutput[K, T, OUT] {
+	if err := validateTwoPhase(w.a, w.o); err != nil {
+		w.k.s.n.env.fail(err)
+	}
+	promised := w.promised
+	ex := exchange[K, T, part[T, ACC]]{
+		connect: func(k Keyed[K, T], to *runtime.Stage, g int) *runtime.Edge[kv[K, part[T, ACC]]] {
+			return combineEdge(k, to, g, f, w.a, promised)
+		},
+		record: func(p part[T, ACC]) T { return p.v },
+		promised: func(p part[T, ACC]) etime.Time {
+			return promised(p.v)
+		},
+		bundled: func(p part[T, ACC]) (int64, int64, bool) { return int64(p.n), int64(p.trailing), p.n > 1 },
+		unbundle: func(p part[T, ACC], ts etime.Time, each func(etime.Time, part[T, ACC])) bool {
+			if p.n <= 1 {
+				return false
+			}
+			if each != nil {
+				each(ts, part[T, ACC]{v: p.v})
+				for _, r := range p.rest {
+					each(r.ts, part[T, ACC]{v: r.v})
+				}
+			}
+			return true
+		},
+	}
+	return windowStage(w, state.CodecFor[ACC](), func() (winop.Contents[part[T, ACC], ACC], winop.WindowFunc[K, ACC, OUT], winop.EvictFunc[ACC]) {
+		return partContents[T, ACC, R]{f: f}, func(ctx *winop.FireContext[K, OUT], acc *ACC) { p(ctx, f.Result(*acc)) }, nil
+	}, ex)
+}
+
+// validateTwoPhase refuses a two-phase window whose bundles could not be
+// exact: windows that merge, or are not cut by event time, triggers whose
+// element firings depend on more than a window's first element, and the
+// features that need each record (evictors, dynamic gaps).
+func validateTwoPhase(a window.Assigner, o WindowOptions) error {
+	_, _, tumbling := window.TumblingGeometry(a)
+	_, _, _, sliding := window.SlidingGeometry(a)
+	t := o.Trigger
+	if t == nil {
+		t = trigger.Default(a)
+	}
+	switch {
+	case !tumbling && !sliding || !a.IsEventTime():
+		return errors.New("weir: a two-phase window needs tumbling or sliding event-time windows (" + a.String() + " is not); remove TwoPhase")
+	case !trigger.Combinable(t):
+		return errors.New("weir: a two-phase window needs the event-time, a continuous or the final trigger (" + t.String() + " fires on each element's count or arrival); remove TwoPhase")
+	case o.Evictor != nil || o.SessionGap != nil:
+		return errors.New("weir: a two-phase window takes no evictor or session gap; remove TwoPhase")
+	}
+	return nil
+}
+
+// combineEdge connects k's stage to gate g of stage to through a
+// combiner on each upstream subtask (see the comment at the top).
+func combineEdge[K comparable, T, ACC, R any](k Keyed[K, T], to *runtime.Stage, g int, f AggregateFunc[T, ACC, R], a window.Assigner, promised func(T) etime.Time) *runtime.Edge[kv[K, part[T, ACC]]] {
+	maxPar := k.s.n.env.opts.MaxParallelism
+	edge := runtime.Connect[kv[K, part[T, ACC]]](k.s.n.stage, to, g, func(r kv[K, part[T, ACC]], n int) int {
+		return state.SubtaskOf(state.KeyGroupOf(r.h, maxPar), maxPar, n)
+	})
+	pane, first := combineGrid(a)
+	k.s.consume(func(st *runtime.Subtask) runtime.Collector[T] {
+		c := &combineOp[K, T, ACC, R]{key: k.key, f: f, h: state.NewHasher(k.enc), st: st, pane: pane, first: first,
+			promised: promised, wm: etime.MinTime, idx: map[paneKey[K]]int32{}}
+		// The combiner sends its bundles before the exchange's writer
+		// flushes or forwards a barrier: it registers first.
+		st.OnFlush(c.send)
+		st.OnBarrier(func(int64) { c.send() })
+		c.down = edge.Writer(st)
+		return c
+	})
+	return edge
+}
+
+// combineGrid returns, for assigner a (tumbling or sliding), the pane of
+// a timestamp (its start: the records of one pane share their windows)
+// and the maxTimestamp of its earliest window.
+func combineGrid(a window.Assigner) (pane, first func(ts etime.Time) etime.Time) {
+	if size, offset, ok := window.TumblingGeometry(a); ok {
+		pane = func(ts etime.Time) etime.Time { return window.Start(ts, offset, size) }
+		return pane, func(ts etime.Time) etime.Time { return window.Aligned(ts, offset, size).MaxTimestamp() }
+	}
+	size, slide, offset, _ := window.SlidingGeometry(a)
+	g := gcdDuration(size, slide)
+	return func(ts etime.Time) etime.Time { return window.Start(ts, offset, g) },
+		func(ts etime.Time) etime.Time { return window.Start(ts, offset, slide).Add(slide) - 1 }
+}
+
+func gcdDuration(a, b etime.Duration) etime.Duration {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
+}
+
+type paneKey[K comparable] struct {
+	k    K
+	pane etime.Time
+}
+
+// bundle is a combiner's records of one key and pane since it last sent.
+type bundle[K comparable, T, ACC any] struct {
+	k     K
+	ts    etime.Time // the first record's
+	first T
+	p     part[T, ACC]
+}
+
+// combineOp is a two-phase window's combiner on one upstream subtask; it
+// runs on that subtask's goroutine, chained in front of the exchange.
+type combineOp[K comparable, T, ACC, R any] struct {
+	key      func(T) K
+	f        AggregateFunc[T, ACC, R]
+	down     runtime.Collector[kv[K, part[T, ACC]]]
+	h        *state.Hasher[K]
+	st       *runtime.Subtask
+	pane     func(etime.Time) etime.Time
+	first    func(etime.Time) etime.Time
+	promised func(T) etime.Time
+	wm       etime.Time // the watermark passed on last
+	idx      map[paneKey[K]]int32
+	bundles  []bundle[K, T, ACC] // in the order of their first records
+	held     int                 // records in bundles
+}
+
+func (c *combineOp[K, T, ACC, R]) Collect(ts etime.Time, v T) {
+	k := c.key(v)
+	if k != k {
+		c.st.DeadLetter(runtime.DeadLetter{Reason: "key_invalid", Detail: "the key is not equal to itself (NaN)", Record: v})
+		return
+	}
+	mt := etime.MinTime
+	if ts != etime.MinTime {
+		mt = c.first(ts)
+	}
+	if mt <= c.wm {
+		// Late here already, so perhaps at the window too: the record
+		// goes as itself, after what came before it.
+		c.send()
+		c.down.Collect(ts, kv[K, part[T, ACC]]{k: k, h: c.h.Hash(k), v: part[T, ACC]{v: v}})
+		return
+	}
+	var trailing int32
+	if c.promised != nil && mt <= c.promised(v) {
+		trailing = 1
+	}
+	pk := paneKey[K]{k: k, pane: c.pane(ts)}
+	i, ok := c.idx[pk]
+	if !ok {
+		c.idx[pk] = int32(len(c.bundles))
+		c.bundles = append(c.bundles, bundle[K, T, ACC]{k: k, ts: ts, first: v, p: part[T, ACC]{v: v, n: 1, trailing: trailing}})
+	} else {
+		b := &c.bundles[i]
+		if b.p.n == 1 {
+			b.p.acc = c.f.Add(c.f.CreateAccumulator(), b.first)
+		}
+		b.p.acc = c.f.Add(b.p.acc, v)
+		b.p.rest = append(b.p.rest, stamped[T]{ts: ts, v: v})
+		b.p.n++
+		b.p.trailing += trailing
+	}
+	if c.held++; c.held >= combineLimit {
+		c.send()
+	}
+}
+
+// send passes every bundle on, in the order of their first records: a
+// bundle of one record as that record.
+func (c *combineOp[K, T, ACC, R]) send() {
+	if len(c.bundles) == 0 {
+		return
+	}
+	for i := range c.bundles {
+		b := &c.bundles[i]
+		p := b.p
+		if p.n == 1 {
+			p = part[T, ACC]{v: b.first}
+		}
+		c.down.Collect(b.ts, kv[K, part[T, ACC]]{k: b.k, h: c.h.Hash(b.k), v: p})
+		*b = bundle[K, T, ACC]{}
+	}
+	c.bundles = c.bundles[:0]
+	clear(c.idx)
+	c.held = 0
+}
+
+func (c *combineOp[K, T, ACC, R]) Watermark(wm etime.Time) {
+	c.send()
+	c.wm = wm
+	c.down.Watermark(wm)
+}
+
+func (c *combineOp[K, T, ACC, R]) Status(idle bool) {
+	c.send()
+	c.down.Status(idle)
+}
+
+func (c *combineOp[K, T, ACC, R]) Finish() {
+	c.send()
+	c.down.Finish()
+}

@@ -38,7 +38,9 @@ import (
 const combineLimit = 4096
 
 // part is what a two-phase window's exchange carries: a record (n 0), or
-// a bundle of n >= 2 records of one key and pane, pre-aggregated.
+// a bundle of n >= 2 records of one key and pane, pre-aggregated, with
+// its records after the first when its channel has been idle (see
+// combineOp.wasIdle).
 type part[T, ACC any] struct {
 	v        T // the record, or the bundle's first record
 	n        int32
@@ -84,7 +86,9 @@ func twoPhase[K comparable, T, ACC, R, OUT any](w Windowed[K, T], f AggregateFun
 		},
 		bundled: func(p part[T, ACC]) (int64, int64, bool) { return int64(p.n), int64(p.trailing), p.n > 1 },
 		unbundle: func(p part[T, ACC], ts etime.Time, each func(etime.Time, part[T, ACC])) bool {
-			if p.n <= 1 {
+			if p.n <= 1 || len(p.rest) != int(p.n)-1 {
+				// A record, or a bundle whose records stayed home: its
+				// channel was never idle, so it is on time here.
 				return false
 			}
 			if each != nil {
@@ -133,7 +137,7 @@ func combineEdge[K comparable, T, ACC, R any](k Keyed[K, T], to *runtime.Stage, 
 	pane, first := combineGrid(a)
 	k.s.consume(func(st *runtime.Subtask) runtime.Collector[T] {
 		c := &combineOp[K, T, ACC, R]{key: k.key, f: f, h: state.NewHasher(k.enc), st: st, pane: pane, first: first,
-			promised: promised, wm: etime.MinTime, idx: map[paneKey[K]]int32{}}
+			promised: promised, wm: etime.MinTime}
 		// The combiner sends its bundles before the exchange's writer
 		// flushes or forwards a barrier: it registers first.
 		st.OnFlush(c.send)
@@ -165,21 +169,32 @@ func gcdDuration(a, b etime.Duration) etime.Duration {
 	return a
 }
 
-type paneKey[K comparable] struct {
-	k    K
-	pane etime.Time
-}
+// combineSlots is the size of a combiner's table of bundles: a power of
+// two.
+const combineSlots = 1024
 
-// bundle is a combiner's records of one key and pane since it last sent.
+// bundle is a combiner's records of one key and pane since it last sent
+// them (n 0: an empty slot).
 type bundle[K comparable, T, ACC any] struct {
 	k     K
+	h     uint64 // k's stable hash
+	pane  etime.Time
 	ts    etime.Time // the first record's
 	first T
 	p     part[T, ACC]
+	seq   uint32 // the bundle's number, for order
 }
 
 // combineOp is a two-phase window's combiner on one upstream subtask; it
 // runs on that subtask's goroutine, chained in front of the exchange.
+//
+// Its bundles live in a table indexed by their key's hash, one slot per
+// key: a record whose slot holds another key's bundle of one record
+// sends that record on and takes the slot; one whose slot holds another
+// key's bundle of several records goes on as itself (its key has no
+// bundle: only the key's slot could hold it). A key's records thus reach
+// the exchange in their order, bundled or not, and a hot key keeps its
+// slot against the keys that come once.
 type combineOp[K comparable, T, ACC, R any] struct {
 	key      func(T) K
 	f        AggregateFunc[T, ACC, R]
@@ -190,9 +205,24 @@ type combineOp[K comparable, T, ACC, R any] struct {
 	first    func(etime.Time) etime.Time
 	promised func(T) etime.Time
 	wm       etime.Time // the watermark passed on last
-	idx      map[paneKey[K]]int32
-	bundles  []bundle[K, T, ACC] // in the order of their first records
-	held     int                 // records in bundles
+	// wasIdle: the channel has been idle. Until then the window's
+	// watermark is at most the channel's (its valve's minimum counts
+	// the channel), so a bundle on time here is on time there, and its
+	// records need not travel with it; after, an input that comes back
+	// may be behind the window's watermark (I3), and they do.
+	wasIdle bool
+	slots   [combineSlots]bundle[K, T, ACC]
+	// order lists the slots of the bundles held, in the order of their
+	// first records, with each bundle's number (a slot sent early, and
+	// taken again, is listed again under its new number).
+	order []orderEntry
+	seq   uint32
+	held  int // records in bundles
+}
+
+type orderEntry struct {
+	slot int32
+	seq  uint32
 }
 
 func (c *combineOp[K, T, ACC, R]) Collect(ts etime.Time, v T) {
@@ -201,6 +231,7 @@ func (c *combineOp[K, T, ACC, R]) Collect(ts etime.Time, v T) {
 		c.st.DeadLetter(runtime.DeadLetter{Reason: "key_invalid", Detail: "the key is not equal to itself (NaN)", Record: v})
 		return
 	}
+	h := c.h.Hash(k)
 	mt := etime.MinTime
 	if ts != etime.MinTime {
 		mt = c.first(ts)
@@ -209,50 +240,68 @@ func (c *combineOp[K, T, ACC, R]) Collect(ts etime.Time, v T) {
 		// Late here already, so perhaps at the window too: the record
 		// goes as itself, after what came before it.
 		c.send()
-		c.down.Collect(ts, kv[K, part[T, ACC]]{k: k, h: c.h.Hash(k), v: part[T, ACC]{v: v}})
+		c.down.Collect(ts, kv[K, part[T, ACC]]{k: k, h: h, v: part[T, ACC]{v: v}})
 		return
 	}
 	var trailing int32
 	if c.promised != nil && mt <= c.promised(v) {
 		trailing = 1
 	}
-	pk := paneKey[K]{k: k, pane: c.pane(ts)}
-	i, ok := c.idx[pk]
-	if !ok {
-		c.idx[pk] = int32(len(c.bundles))
-		c.bundles = append(c.bundles, bundle[K, T, ACC]{k: k, ts: ts, first: v, p: part[T, ACC]{v: v, n: 1, trailing: trailing}})
-	} else {
-		b := &c.bundles[i]
+	i := int32(h & (combineSlots - 1))
+	b := &c.slots[i]
+	pane := c.pane(ts)
+	switch {
+	case b.p.n == 0:
+	case b.k == k && b.pane == pane:
 		if b.p.n == 1 {
 			b.p.acc = c.f.Add(c.f.CreateAccumulator(), b.first)
 		}
 		b.p.acc = c.f.Add(b.p.acc, v)
-		b.p.rest = append(b.p.rest, stamped[T]{ts: ts, v: v})
+		if c.wasIdle {
+			b.p.rest = append(b.p.rest, stamped[T]{ts: ts, v: v})
+		}
 		b.p.n++
 		b.p.trailing += trailing
+		if c.held++; c.held >= combineLimit {
+			c.send()
+		}
+		return
+	case b.k == k || b.p.n == 1:
+		// The key's bundle of another pane, or another key's single
+		// record: sent now, before this record.
+		c.sendSlot(b)
+	default:
+		c.down.Collect(ts, kv[K, part[T, ACC]]{k: k, h: h, v: part[T, ACC]{v: v}})
+		return
 	}
+	c.seq++
+	*b = bundle[K, T, ACC]{k: k, h: h, pane: pane, ts: ts, first: v, p: part[T, ACC]{v: v, n: 1, trailing: trailing}, seq: c.seq}
+	c.order = append(c.order, orderEntry{slot: i, seq: c.seq})
 	if c.held++; c.held >= combineLimit {
 		c.send()
 	}
 }
 
-// send passes every bundle on, in the order of their first records: a
-// bundle of one record as that record.
+// sendSlot passes slot b's bundle on (one record as that record) and
+// empties the slot.
+func (c *combineOp[K, T, ACC, R]) sendSlot(b *bundle[K, T, ACC]) {
+	p := b.p
+	if p.n == 1 {
+		p = part[T, ACC]{v: b.first}
+	}
+	c.down.Collect(b.ts, kv[K, part[T, ACC]]{k: b.k, h: b.h, v: p})
+	c.held -= int(b.p.n)
+	*b = bundle[K, T, ACC]{}
+}
+
+// send passes every bundle on, in the order of their first records.
 func (c *combineOp[K, T, ACC, R]) send() {
-	if len(c.bundles) == 0 {
-		return
-	}
-	for i := range c.bundles {
-		b := &c.bundles[i]
-		p := b.p
-		if p.n == 1 {
-			p = part[T, ACC]{v: b.first}
+	for _, o := range c.order {
+		if b := &c.slots[o.slot]; b.p.n > 0 && b.seq == o.seq {
+			c.sendSlot(b)
 		}
-		c.down.Collect(b.ts, kv[K, part[T, ACC]]{k: b.k, h: c.h.Hash(b.k), v: p})
-		*b = bundle[K, T, ACC]{}
 	}
-	c.bundles = c.bundles[:0]
-	clear(c.idx)
+	c.order = c.order[:0]
 	c.held = 0
 }
 
@@ -264,6 +313,7 @@ func (c *combineOp[K, T, ACC, R]) Watermark(wm etime.Time) {
 
 func (c *combineOp[K, T, ACC, R]) Status(idle bool) {
 	c.send()
+	c.wasIdle = c.wasIdle || idle
 	c.down.Status(idle)
 }
 

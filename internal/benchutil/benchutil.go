@@ -126,3 +126,17 @@ func (Sum) Merge(a, b int64) int64 { return a + b }
 
 // Result implements the aggregate function.
 func (Sum) Result(a int64) int64 { return a }
+
+// SkewedEvents is Events with a hot key: each event is key 0's with
+// probability hot, and the others spread evenly over Keys keys (key 0
+// among them). The stream is the same for every call.
+func SkewedEvents(n int, hot float64) []Event {
+	ev := Events(n)
+	r := rand.New(rand.NewPCG(3, 4))
+	for i := range ev {
+		if r.Float64() < hot {
+			ev[i].Key = 0
+		}
+	}
+	return ev
+}

@@ -25,4 +25,3 @@ func BenchmarkSkew(b *testing.B) {
 		})
 	}
 }
-

@@ -1004,26 +1004,51 @@ func (c *compiler) twoPhase() {
 		return
 	}
 	c.p.TwoPhase = true
-	fix := "remove two_phase"
-	switch t := s.Trigger; {
-	case s.Window.Type != "tumbling" && s.Window.Type != "sliding":
-		c.add("two_phase", fmt.Sprintf("%s windows are not pre-aggregated: only tumbling and sliding windows have windows that every record of a key and time shares", s.Window.Type), fix)
-	case c.p.Time == ProcessingTime:
-		c.add("two_phase", "processing-time windows are not pre-aggregated: a record's window is its arrival at the window", fix+", or use time: event")
-	case t != nil && t.Type != "event_time" && t.Type != "continuous" && t.Type != "final":
-		c.add("two_phase", fmt.Sprintf("a %s trigger fires on each record's arrival or count, which a bundle of records would hide", t.Type), fix+", or use the event_time, continuous or final trigger")
-	case s.Group != nil:
+	const fix = "remove two_phase"
+	if c.p.Assigner != nil {
+		if why := TwoPhaseWindow(c.p.Assigner, c.p.Trigger); why != "" {
+			c.add("two_phase", why, fix)
+		}
+	}
+	if s.Group != nil {
 		c.add("two_phase", "group mode does not pre-aggregate yet", fix)
 	}
 	for i, a := range s.Aggregate {
-		path := fmt.Sprintf("aggregate[%d]", i)
-		switch {
-		case a.Fn != "count" && a.Fn != "sum" && a.Fn != "avg" && a.Fn != "min" && a.Fn != "max" && a.Fn != "count_distinct":
-			c.add(path+".fn", fmt.Sprintf("two_phase needs aggregates that merge exactly; %s is not one of them (count, sum, avg, min, max, count_distinct)", a.Fn), fix+", or this aggregate")
-		case a.Type == "float" && (a.Fn == "sum" || a.Fn == "avg"):
-			c.add(path+".type", fmt.Sprintf("a float %s depends on the order it adds in, which pre-aggregation changes", a.Fn), fix+", or read the field as a decimal (the default)")
+		if path, why := TwoPhaseAggregate(a); why != "" {
+			c.add(fmt.Sprintf("aggregate[%d].%s", i, path), why, fix+", or this aggregate")
 		}
 	}
+}
+
+// TwoPhaseWindow is why windows of assigner a with trigger t (nil: the
+// default) cannot be two-phase (weir.WindowOptions.TwoPhase), or "".
+func TwoPhaseWindow(a window.Assigner, t trigger.Trigger) string {
+	_, _, tumbling := window.TumblingGeometry(a)
+	_, _, _, sliding := window.SlidingGeometry(a)
+	if t == nil {
+		t = trigger.Default(a)
+	}
+	switch {
+	case !tumbling && !sliding:
+		return fmt.Sprintf("%s windows are not pre-aggregated: only tumbling and sliding windows have windows that every record of a key and time shares", a.Kind())
+	case !a.IsEventTime():
+		return "processing-time windows are not pre-aggregated: a record's window is its arrival at the window"
+	case !trigger.Combinable(t):
+		return fmt.Sprintf("a %v trigger fires on each record's arrival or count, which a bundle of records would hide; use the event_time, continuous or final trigger", t)
+	}
+	return ""
+}
+
+// TwoPhaseAggregate is why aggregate a does not merge exactly (the field
+// of a at fault and the reason), or "".
+func TwoPhaseAggregate(a Aggregate) (field, why string) {
+	switch {
+	case a.Fn != "count" && a.Fn != "sum" && a.Fn != "avg" && a.Fn != "min" && a.Fn != "max" && a.Fn != "count_distinct":
+		return "fn", fmt.Sprintf("two_phase needs aggregates that merge exactly; %s is not one of them (count, sum, avg, min, max, count_distinct)", a.Fn)
+	case a.Type == "float" && (a.Fn == "sum" || a.Fn == "avg"):
+		return "type", fmt.Sprintf("a float %s depends on the order it adds in, which pre-aggregation changes; read the field as a decimal (the default)", a.Fn)
+	}
+	return "", ""
 }
 
 func (c *compiler) trigger() {

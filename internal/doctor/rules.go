@@ -469,7 +469,7 @@ func d7Skew(c *kase) []Finding {
 		out = append(out, Finding{Rule: "D7", Severity: Warning, Where: op,
 			Title:    "key or data skew: a few subtasks of " + op + " get most records and their watermarks drift apart",
 			Evidence: fmt.Sprintf("records skew %.0f%% over subtasks (above %.0f%%); subtask watermark spread %s against bound %s", 100**o.Skew, 100*c.t.SkewHigh, secs(*o.SpreadS), secs(c.b)),
-			Fix:      "salt the hot key and aggregate in two steps, or key by a finer field (key); more subtasks do not help a single hot key"})
+			Fix:      "for a hot key, set two_phase: true (each source subtask pre-aggregates per key and window, the window merges; tumbling or sliding windows, mergeable aggregates; in SQL, SET 'table.optimizer.agg-phase-strategy' = 'TWO_PHASE'), or key by a finer field (key); more subtasks do not help a single hot key"})
 	}
 	return out
 }

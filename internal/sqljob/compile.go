@@ -44,6 +44,9 @@ type Job struct {
 	// the first's table.
 	more       []moreQuery
 	firstTable string
+	// twoPhase: SET 'table.optimizer.agg-phase-strategy' = 'TWO_PHASE'
+	// (Plan makes each window that can be two-phase so).
+	twoPhase bool
 }
 
 // composition is what a query compiles to besides its spec's window.
@@ -376,6 +379,7 @@ var setKeys = []string{
 	"pipeline.auto-watermark-interval", "table.exec.source.idle-timeout",
 	"table.exec.emit.allow-lateness", "table.exec.emit.early-fire.enabled", "table.exec.emit.early-fire.delay",
 	"table.exec.emit.late-fire.enabled", "table.exec.emit.late-fire.delay",
+	"table.optimizer.agg-phase-strategy",
 	lateKey, latePartialKey, deadLetterKey, archiveKey,
 }
 
@@ -440,6 +444,15 @@ func (c *compiler) set(st *sqlparse.Set) error {
 		c.early.delayPos = st.Pos
 	case "table.exec.emit.late-fire.delay":
 		s.LateFiringInterval, err = dur()
+	case "table.optimizer.agg-phase-strategy":
+		// Flink's local-global aggregation: weir's two_phase, for the
+		// windows it applies to (Plan). AUTO is one phase here.
+		switch v := strings.ToUpper(st.Value); v {
+		case "AUTO", "ONE_PHASE", "TWO_PHASE":
+			c.job.twoPhase = v == "TWO_PHASE"
+		default:
+			return errAt(st.Pos, st.Value, "use 'TWO_PHASE' (pre-aggregate per source subtask, then merge: for a hot key), 'ONE_PHASE' or 'AUTO' (one phase in weir)", "%s takes AUTO, ONE_PHASE or TWO_PHASE", st.Key)
+		}
 	case lateKey, latePartialKey, deadLetterKey:
 		c.outputs[st.Key] = st
 	case archiveKey:
@@ -576,11 +589,38 @@ func (j *Job) Plan() (*spec.Plan, error) {
 	for i, w := range p.Warnings {
 		p.Warnings[i] = fieldInSQLTerms(w)
 	}
+	if j.twoPhase {
+		twoPhase(p)
+	}
 	p.SQL = true
 	if err := kafkaReads(p); err != nil {
 		return nil, err
 	}
 	return p, nil
+}
+
+// twoPhase makes each window of p two-phase (spec.WindowOp.TwoPhase)
+// that can be, as Flink's TWO_PHASE strategy applies where it can, and
+// warns about the others with the reason.
+func twoPhase(p *spec.Plan) {
+	for _, n := range p.Graph.Nodes {
+		op, ok := n.Op.(*spec.WindowOp)
+		if !ok {
+			continue
+		}
+		why := spec.TwoPhaseWindow(op.Assigner, op.Trigger)
+		for _, a := range op.Aggregates {
+			if _, w := spec.TwoPhaseAggregate(a); why == "" && w != "" {
+				why = w
+			}
+		}
+		if why != "" {
+			p.Warnings = append(p.Warnings, spec.FieldError{Path: n.Name, Msg: "table.optimizer.agg-phase-strategy TWO_PHASE: this window aggregates in one phase: " + why,
+				Fix: "nothing to do: its results are the same either way (Flink applies TWO_PHASE where it can, too)"})
+			continue
+		}
+		op.TwoPhase = true
+	}
 }
 
 // nullKeys says where GROUP BY groups NULLs (spec.Spec.NullKeys, which

@@ -179,8 +179,7 @@ type bundle[K comparable, T, ACC any] struct {
 	k     K
 	h     uint64 // k's stable hash
 	pane  etime.Time
-	ts    etime.Time // the first record's
-	first T
+	ts    etime.Time // the first record's (p.v)
 	p     part[T, ACC]
 	seq   uint32 // the bundle's number, for order
 }
@@ -254,7 +253,7 @@ func (c *combineOp[K, T, ACC, R]) Collect(ts etime.Time, v T) {
 	case b.p.n == 0:
 	case b.k == k && b.pane == pane:
 		if b.p.n == 1 {
-			b.p.acc = c.f.Add(c.f.CreateAccumulator(), b.first)
+			b.p.acc = c.f.Add(c.f.CreateAccumulator(), b.p.v)
 		}
 		b.p.acc = c.f.Add(b.p.acc, v)
 		if c.wasIdle {
@@ -275,7 +274,8 @@ func (c *combineOp[K, T, ACC, R]) Collect(ts etime.Time, v T) {
 		return
 	}
 	c.seq++
-	*b = bundle[K, T, ACC]{k: k, h: h, pane: pane, ts: ts, first: v, p: part[T, ACC]{v: v, n: 1, trailing: trailing}, seq: c.seq}
+	b.k, b.h, b.pane, b.ts, b.seq = k, h, pane, ts, c.seq
+	b.p = part[T, ACC]{v: v, n: 1, trailing: trailing}
 	c.order = append(c.order, orderEntry{slot: i, seq: c.seq})
 	if c.held++; c.held >= combineLimit {
 		c.send()
@@ -285,13 +285,14 @@ func (c *combineOp[K, T, ACC, R]) Collect(ts etime.Time, v T) {
 // sendSlot passes slot b's bundle on (one record as that record) and
 // empties the slot.
 func (c *combineOp[K, T, ACC, R]) sendSlot(b *bundle[K, T, ACC]) {
-	p := b.p
-	if p.n == 1 {
-		p = part[T, ACC]{v: b.first}
+	if b.p.n == 1 {
+		c.down.Collect(b.ts, kv[K, part[T, ACC]]{k: b.k, h: b.h, v: part[T, ACC]{v: b.p.v}})
+	} else {
+		c.down.Collect(b.ts, kv[K, part[T, ACC]]{k: b.k, h: b.h, v: b.p})
+		b.p.rest = nil // the window owns it now
 	}
-	c.down.Collect(b.ts, kv[K, part[T, ACC]]{k: b.k, h: b.h, v: p})
 	c.held -= int(b.p.n)
-	*b = bundle[K, T, ACC]{}
+	b.p.n = 0 // empty (its record stays referenced until the slot is taken again)
 }
 
 // send passes every bundle on, in the order of their first records.

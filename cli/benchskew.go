@@ -46,22 +46,32 @@ of the events without two phases and the two rates.`)
 		*events, *hot*100, *par, 100*busiestShare(evs, *par))
 	var one, two []measured
 	var sumOne, sumTwo int64
+	var shares [2][]skewShares
 	for range *runs {
-		for _, twoPhase := range []bool{false, true} {
+		for i, twoPhase := range []bool{false, true} {
 			runtime.GC()
 			start := time.Now()
-			sum, err := runSkew(ctx, evs, *par, twoPhase)
+			sum, sh, err := runSkew(ctx, evs, *par, twoPhase)
 			if err != nil {
 				fmt.Fprintln(o.Stderr, "weir: bench skew:", err)
 				return ExitFailed
 			}
 			m := measured{rate: float64(len(evs)) / time.Since(start).Seconds()}
+			shares[i] = append(shares[i], sh)
 			if twoPhase {
 				two, sumTwo = append(two, m), sum
 			} else {
 				one, sumOne = append(one, m), sum
 			}
 		}
+	}
+	for i, name := range []string{"one-phase", "two-phase"} {
+		var el, busy []float64
+		for _, sh := range shares[i] {
+			el, busy = append(el, sh.elements), append(busy, sh.busy)
+		}
+		fmt.Fprintf(o.Stdout, "%s: the busiest window subtask took %.1f%% of the window's elements and did %.1f%% of its busy time (medians)\n",
+			name, 100*medianOf(el), 100*medianOf(busy))
 	}
 	if sumOne != sumTwo {
 		fmt.Fprintf(o.Stderr, "weir: bench skew: the results differ: one-phase sums add up to %d, two-phase to %d\n", sumOne, sumTwo)
@@ -83,28 +93,52 @@ func busiestShare(evs []benchutil.Event, par int) float64 {
 	return float64(slices.Max(n)) / float64(len(evs))
 }
 
+func medianOf(v []float64) float64 {
+	s := slices.Sorted(slices.Values(v))
+	return s[len(s)/2]
+}
+
+// skewShares are the busiest window subtask's shares of the window
+// stage's elements (records, or records and bundles) and busy time.
+type skewShares struct{ elements, busy float64 }
+
 // runSkew sums V per key in tumbling 10 s windows over evs and returns
 // the sum of every result's value times its window start (a digest that
-// two runs with the same results share).
-func runSkew(ctx context.Context, evs []benchutil.Event, par int, twoPhase bool) (int64, error) {
+// two runs with the same results share) and the window stage's skew.
+func runSkew(ctx context.Context, evs []benchutil.Event, par int, twoPhase bool) (int64, skewShares, error) {
 	opts := weir.DefaultOptions()
 	opts.Parallelism = par
 	env, err := weir.NewEnv(opts)
 	if err != nil {
-		return 0, err
+		return 0, skewShares{}, err
 	}
 	s := weir.AssignTimestamps(weir.FromSource[benchutil.Event](env, "events", blocks(evs), weir.SourceOptions{Channels: par}),
 		weir.BoundedOutOfOrderness(benchutil.Bound*time.Millisecond, func(e benchutil.Event) etime.Time { return e.TS }))
 	a, err := window.Tumbling(10_000, 0)
 	if err != nil {
-		return 0, err
+		return 0, skewShares{}, err
 	}
-	out := weir.Aggregate(weir.Window(weir.KeyBy(s, func(e benchutil.Event) uint64 { return e.Key }), a, weir.WindowOptions{TwoPhase: twoPhase}),
+	out := weir.Aggregate(weir.Window(weir.KeyBy(s, func(e benchutil.Event) uint64 { return e.Key }), a, weir.WindowOptions{Name: "window", TwoPhase: twoPhase}),
 		weir.Sum(func(e benchutil.Event) int64 { return e.V }))
 	var digest int64
 	weir.ForEachSerial(out.Results, func(_ etime.Time, r window.Result[uint64, int64]) { digest += r.Value * int64(r.Window.Start) })
-	_, err = env.Execute(ctx)
-	return digest, err
+	if _, err = env.Execute(ctx); err != nil {
+		return 0, skewShares{}, err
+	}
+	var el, busy []float64
+	for _, st := range env.SubtaskStats() {
+		if st.Stage == "window" {
+			el, busy = append(el, float64(st.RecordsIn)), append(busy, st.Busy.Seconds())
+		}
+	}
+	share := func(v []float64) float64 {
+		var sum float64
+		for _, x := range v {
+			sum += x
+		}
+		return slices.Max(v) / sum
+	}
+	return digest, skewShares{elements: share(el), busy: share(busy)}, nil
 }
 
 // blocks is a source over events: channel c of n reads the blocks of

@@ -17,7 +17,7 @@ func BenchmarkSkew(b *testing.B) {
 	}{{"one-phase", false}, {"two-phase", true}} {
 		b.Run(c.name, func(b *testing.B) {
 			for b.Loop() {
-				if _, err := runSkew(context.Background(), evs, 2, c.twoPhase); err != nil {
+				if _, _, err := runSkew(context.Background(), evs, 2, c.twoPhase); err != nil {
 					b.Fatal(err)
 				}
 			}

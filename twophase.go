@@ -176,12 +176,12 @@ const combineSlots = 1024
 // bundle is a combiner's records of one key and pane since it last sent
 // them (n 0: an empty slot).
 type bundle[K comparable, T, ACC any] struct {
-	k     K
-	h     uint64 // k's stable hash
-	pane  etime.Time
-	ts    etime.Time // the first record's (p.v)
-	p     part[T, ACC]
-	seq   uint32 // the bundle's number, for order
+	k    K
+	h    uint64 // k's stable hash
+	pane etime.Time
+	ts   etime.Time // the first record's (p.v)
+	p    part[T, ACC]
+	seq  uint32 // the bundle's number, for order
 }
 
 // combineOp is a two-phase window's combiner on one upstream subtask; it

@@ -33,8 +33,8 @@ import (
 // bundles that hold them are sent in the order of their first records),
 // so a continuous trigger's first fire time (D4) is the same too.
 
-// combineLimit is how many records a combiner holds before it sends its
-// bundles.
+// combineLimit is how many records (or bundles made, some sent early) a
+// combiner holds before it sends its bundles.
 const combineLimit = 4096
 
 // part is what a two-phase window's exchange carries: a record (n 0), or
@@ -277,7 +277,7 @@ func (c *combineOp[K, T, ACC, R]) Collect(ts etime.Time, v T) {
 	b.k, b.h, b.pane, b.ts, b.seq = k, h, pane, ts, c.seq
 	b.p = part[T, ACC]{v: v, n: 1, trailing: trailing}
 	c.order = append(c.order, orderEntry{slot: i, seq: c.seq})
-	if c.held++; c.held >= combineLimit {
+	if c.held++; c.held >= combineLimit || len(c.order) >= combineLimit {
 		c.send()
 	}
 }

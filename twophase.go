@@ -39,8 +39,8 @@ const combineLimit = 4096
 
 // part is what a two-phase window's exchange carries: a record (n 0), or
 // a bundle of n >= 2 records of one key and pane, pre-aggregated, with
-// its records after the first when its channel has been idle (see
-// combineOp.wasIdle).
+// its records after the first when the window may need them (see
+// combineOp.carry).
 type part[T, ACC any] struct {
 	v        T // the record, or the bundle's first record
 	n        int32
@@ -87,8 +87,8 @@ func twoPhase[K comparable, T, ACC, R, OUT any](w Windowed[K, T], f AggregateFun
 		bundled: func(p part[T, ACC]) (int64, int64, bool) { return int64(p.n), int64(p.trailing), p.n > 1 },
 		unbundle: func(p part[T, ACC], ts etime.Time, each func(etime.Time, part[T, ACC])) bool {
 			if p.n <= 1 || len(p.rest) != int(p.n)-1 {
-				// A record, or a bundle whose records stayed home: its
-				// channel was never idle, so it is on time here.
+				// A record, or a bundle whose records stayed home:
+				// on time here (combineOp.carry).
 				return false
 			}
 			if each != nil {
@@ -137,7 +137,7 @@ func combineEdge[K comparable, T, ACC, R any](k Keyed[K, T], to *runtime.Stage, 
 	pane, first := combineGrid(a)
 	k.s.consume(func(st *runtime.Subtask) runtime.Collector[T] {
 		c := &combineOp[K, T, ACC, R]{key: k.key, f: f, h: state.NewHasher(k.enc), st: st, pane: pane, first: first,
-			promised: promised, wm: etime.MinTime}
+			promised: promised, wm: etime.MinTime, carry: st.Restoring()}
 		// The combiner sends its bundles before the exchange's writer
 		// flushes or forwards a barrier: it registers first.
 		st.OnFlush(c.send)
@@ -204,12 +204,15 @@ type combineOp[K comparable, T, ACC, R any] struct {
 	first    func(etime.Time) etime.Time
 	promised func(T) etime.Time
 	wm       etime.Time // the watermark passed on last
-	// wasIdle: the channel has been idle. Until then the window's
-	// watermark is at most the channel's (its valve's minimum counts
-	// the channel), so a bundle on time here is on time there, and its
-	// records need not travel with it; after, an input that comes back
-	// may be behind the window's watermark (I3), and they do.
-	wasIdle bool
+	// carry: bundles carry their records, for the window to add one by
+	// one should the bundle be late there. Until the channel has been
+	// idle, the window's watermark is at most the channel's (its valve's
+	// minimum counts the channel), so a bundle on time here is on time
+	// there; after, an input that comes back may be behind the window's
+	// watermark (I3). A job restored from a checkpoint carries them from
+	// the start: the window's watermark is the checkpoint's, which this
+	// channel passes on again only with its next watermark.
+	carry bool
 	slots   [combineSlots]bundle[K, T, ACC]
 	// order lists the slots of the bundles held, in the order of their
 	// first records, with each bundle's number (a slot sent early, and
@@ -256,7 +259,7 @@ func (c *combineOp[K, T, ACC, R]) Collect(ts etime.Time, v T) {
 			b.p.acc = c.f.Add(c.f.CreateAccumulator(), b.p.v)
 		}
 		b.p.acc = c.f.Add(b.p.acc, v)
-		if c.wasIdle {
+		if c.carry {
 			b.p.rest = append(b.p.rest, stamped[T]{ts: ts, v: v})
 		}
 		b.p.n++
@@ -314,7 +317,7 @@ func (c *combineOp[K, T, ACC, R]) Watermark(wm etime.Time) {
 
 func (c *combineOp[K, T, ACC, R]) Status(idle bool) {
 	c.send()
-	c.wasIdle = c.wasIdle || idle
+	c.carry = c.carry || idle
 	c.down.Status(idle)
 }
 

@@ -3,10 +3,13 @@ package weir_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/etime"
@@ -288,5 +291,94 @@ func TestTwoPhaseBundleLateAtWindow(t *testing.T) {
 	}
 	if late != 3 || got.counters.AcceptedLate != 3 {
 		t.Fatalf("want 3 late firings of the hot key's window and 3 records accepted late, got %d and %+v:\n%s", late, got.counters, strings.Join(got.results, "\n"))
+	}
+}
+
+// TestTwoPhaseRestore takes a checkpoint before every poll of a
+// deterministic two-phase run, then restores from several of them: the
+// output before the checkpoint plus the restored run's is the one-phase
+// run's, and so are the counters. After a restore the window's
+// watermark is the checkpoint's while a combiner has seen no watermark
+// yet, so a bundle may be late at the window and must bring its records.
+func TestTwoPhaseRestore(t *testing.T) {
+	r := rand.New(rand.NewPCG(21, 5))
+	// After a checkpoint at the watermark 4000, two late records of one
+	// key and window: a bundle the window must take record by record.
+	late := []pev{{Key: "hot", TS: 100, V: 1}, {Key: "a", TS: 5000, V: 1, WM: 4000},
+		{Key: "hot", TS: 150, V: 2}, {Key: "hot", TS: 160, V: 4}, {Key: "a", TS: 6000, V: 1, WM: 5000}}
+	for _, c := range []struct {
+		events []pev
+		batch  int
+	}{{late, 2}, {skewedStream(r, 3000), 64}} {
+		twoPhaseRestore(t, c.events, c.batch)
+	}
+}
+
+func twoPhaseRestore(t *testing.T, events []pev, batch int) {
+	asg, err := window.Tumbling(700, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type recorder struct {
+		mu  sync.Mutex
+		out []string
+	}
+	add := func(r *recorder, line string) { r.mu.Lock(); r.out = append(r.out, line); r.mu.Unlock() }
+	lines := func(r *recorder) []string { r.mu.Lock(); defer r.mu.Unlock(); return slices.Clone(r.out) }
+	run := func(twoPhase bool, ck weir.CheckpointOptions, rec *recorder) weir.WindowCounters {
+		opts := weir.DefaultOptions()
+		opts.Deterministic = true
+		opts.Parallelism = 2
+		opts.BatchSize = batch
+		opts.Checkpoint = ck
+		env, err := weir.NewEnv(opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := weir.AssignTimestamps(weir.FromSlice(env, events), weir.Punctuated(func(e pev) etime.Time { return e.TS },
+			func(e pev, _ etime.Time) (etime.Time, bool) { return e.WM, e.WM != 0 }))
+		o := weir.Aggregate(weir.Window(weir.KeyBy(s, func(e pev) string { return e.Key }), asg, weir.WindowOptions{
+			AllowedLateness: 1400, LateOutput: true, TwoPhase: twoPhase}), spreadAgg{})
+		weir.ForEachSerial(o.Results, func(_ etime.Time, r window.Result[string, spread]) {
+			add(rec, fmt.Sprintf("%s %v %v %d %v %+v", r.Key, r.Window, r.Firing, r.Pane, r.Watermark, r.Value))
+		})
+		weir.ForEachSerial(o.Late, func(_ etime.Time, l window.LateRecord[string, pev]) {
+			add(rec, fmt.Sprintf("late %s %d %d %v", l.Key, l.Timestamp, l.Record.V, l.Watermark))
+		})
+		rep, err := env.Execute(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rep.Total()
+	}
+	one := &recorder{}
+	oneTotal := run(false, weir.CheckpointOptions{}, one)
+	want := slices.Sorted(slices.Values(lines(one)))
+	store := &memStore{}
+	seen := map[int64]int{}
+	two := &recorder{}
+	total := run(true, weir.CheckpointOptions{Interval: time.Nanosecond, Clock: ckEveryPoll(), Store: store,
+		OnComplete: func(id int64) { seen[id] = len(lines(two)) }}, two)
+	if total != oneTotal {
+		t.Fatalf("counters %+v, one-phase %+v", total, oneTotal)
+	}
+	full := lines(two)
+	if !slices.Equal(slices.Sorted(slices.Values(full)), want) {
+		t.Fatal("the two-phase run's output differs from the one-phase run's")
+	}
+	ids := slices.Sorted(maps.Keys(store.done))
+	if len(ids) < 2 {
+		t.Fatalf("only %d checkpoints", len(ids))
+	}
+	for _, id := range ids {
+		rest := &recorder{}
+		total2 := run(true, weir.CheckpointOptions{Restore: view(store.done[id]), NextID: id + 1}, rest)
+		got := append(slices.Clone(full[:seen[id]]), lines(rest)...)
+		if !slices.Equal(slices.Sorted(slices.Values(got)), want) {
+			t.Fatalf("restore from checkpoint %d: %d lines, want %d", id, len(got), len(want))
+		}
+		if total2 != oneTotal {
+			t.Fatalf("restore from checkpoint %d: counters %+v, want %+v", id, total2, oneTotal)
+		}
 	}
 }

@@ -101,6 +101,12 @@ func (st *Subtask) Restored(name string) map[int][]byte {
 	return cp.Restore.Parts(st.stage.Name, name)
 }
 
+// Restoring reports whether the job starts from a restored checkpoint.
+func (st *Subtask) Restoring() bool {
+	cp := st.job.opts.Checkpoint
+	return cp != nil && cp.Restore != nil
+}
+
 // Checkpointing reports whether the job takes checkpoints.
 func (st *Subtask) Checkpointing() bool { return st.job.coord.Load() != nil }
 

@@ -213,7 +213,7 @@ type combineOp[K comparable, T, ACC, R any] struct {
 	// the start: the window's watermark is the checkpoint's, which this
 	// channel passes on again only with its next watermark.
 	carry bool
-	slots   [combineSlots]bundle[K, T, ACC]
+	slots [combineSlots]bundle[K, T, ACC]
 	// order lists the slots of the bundles held, in the order of their
 	// first records, with each bundle's number (a slot sent early, and
 	// taken again, is listed again under its new number).

@@ -229,6 +229,7 @@ type readStats struct {
 // wait bounds the search.
 func readSnapshot(ctx context.Context, opts []kgo.Opt, topic string, p int32, from int64, id int64, wait time.Duration) (*snapshot, int64, readStats, error) {
 	st := readStats{from: from}
+	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	cl, err := kgo.NewClient(append(slices.Clone(opts),
@@ -239,10 +240,25 @@ func readSnapshot(ctx context.Context, opts []kgo.Opt, topic string, p int32, fr
 	}
 	defer cl.Close()
 	chunks := map[int][]byte{}
+	// What the search saw, for its error: the partition's end and last
+	// stable offset in the last fetch, and the checkpoint ids of the
+	// headers read.
+	hwm, lso := int64(-1), int64(-1)
+	var ids []int64
 	for {
 		f := cl.PollFetches(ctx)
+		f.EachPartition(func(fp kgo.FetchTopicPartition) {
+			if fp.Err == nil {
+				hwm, lso = fp.HighWatermark, fp.LastStableOffset
+			}
+		})
 		if err := ctx.Err(); err != nil {
-			return nil, 0, st, fmt.Errorf("changelog %s partition %d: checkpoint %d not found from offset %d within %v (the group's offsets name it)", topic, p, id, from, wait)
+			if perr := parent.Err(); perr != nil {
+				// A rebalance or a stop, not the wait: the caller tells.
+				return nil, 0, st, fmt.Errorf("changelog %s partition %d: reading checkpoint %d interrupted: %w", topic, p, id, perr)
+			}
+			return nil, 0, st, fmt.Errorf("changelog %s partition %d: checkpoint %d not found from offset %d within %v (the group's offsets name it; read %d records, headers of checkpoints %v; the partition ends at %d, its last stable offset is %d)",
+				topic, p, id, from, wait, st.records, ids, hwm, lso)
 		}
 		for _, fe := range f.Errors() {
 			return nil, 0, st, fmt.Errorf("changelog %s partition %d: %w", topic, p, fe.Err)
@@ -268,6 +284,9 @@ func readSnapshot(ctx context.Context, opts []kgo.Opt, topic string, p int32, fr
 				return
 			}
 			h, err := parseHeader(r.Value)
+			if err == nil && h.id != id && len(ids) < 16 {
+				ids = append(ids, h.id)
+			}
 			if err != nil || h.id != id {
 				return
 			}

@@ -843,10 +843,13 @@ func (m *Member) session(ctx context.Context) error {
 			if errors.Is(fe.Err, context.DeadlineExceeded) || errors.Is(fe.Err, context.Canceled) {
 				continue
 			}
-			if gs := (*kgo.ErrGroupSession)(nil); errors.As(fe.Err, &gs) && transient(gs.Err) {
+			if gs := (*kgo.ErrGroupSession)(nil); errors.As(fe.Err, &gs) && (transient(gs.Err) || errors.Is(gs.Err, kerr.UnknownMemberID)) {
 				// The client lost its group session (a join that timed
-				// out, the coordinator gone): it revoked the member's
-				// tasks and joins again by itself, as Kafka's consumers do.
+				// out, the coordinator gone, or a session that expired
+				// while the process stalled, which the coordinator
+				// answers with UNKNOWN_MEMBER_ID): it revoked the
+				// member's tasks and joins again by itself, as Kafka's
+				// consumers do.
 				m.o.Logger.Warn("the member lost its group session; it joins again, and its tasks restart from their commits", "instance", m.o.Instance, "err", fe.Err)
 				continue
 			}

@@ -92,6 +92,18 @@ func (j twoPhaseJob) String() string {
 	return fmt.Sprintf("%v/%s/L%d/side=%v", j.asg, t, j.lateness, j.side)
 }
 
+// spreadWindow is the tests' job: events with punctuated watermarks,
+// keyed by Key, in windows of asg with o, aggregated by spreadAgg.
+func spreadWindow(env *weir.Env, events []pev, asg window.Assigner, o weir.WindowOptions) weir.WindowOutput[string, pev, spread] {
+	s := weir.AssignTimestamps(weir.FromSlice(env, events), weir.Punctuated(func(e pev) etime.Time { return e.TS },
+		func(e pev, _ etime.Time) (etime.Time, bool) { return e.WM, e.WM != 0 }))
+	return weir.Aggregate(weir.Window(weir.KeyBy(s, func(e pev) string { return e.Key }), asg, o), spreadAgg{})
+}
+
+func spreadLine(r window.Result[string, spread]) string {
+	return fmt.Sprintf("%s %v %v %d %v %+v", r.Key, r.Window, r.Firing, r.Pane, r.Watermark, r.Value)
+}
+
 type twoPhaseOut struct {
 	results, late []string
 	counters      weir.WindowCounters
@@ -107,11 +119,8 @@ func runTwoPhase(t *testing.T, j twoPhaseJob, events []pev, twoPhase, det bool, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := weir.AssignTimestamps(weir.FromSlice(env, events), weir.Punctuated(func(e pev) etime.Time { return e.TS },
-		func(e pev, _ etime.Time) (etime.Time, bool) { return e.WM, e.WM != 0 }))
-	w := weir.Window(weir.KeyBy(s, func(e pev) string { return e.Key }), j.asg, weir.WindowOptions{
+	o := spreadWindow(env, events, j.asg, weir.WindowOptions{
 		Trigger: j.trig, AllowedLateness: j.lateness, LateOutput: j.side, PartialOutput: j.side, TwoPhase: twoPhase})
-	o := weir.Aggregate(w, spreadAgg{})
 	res := weir.Collect(o.Results)
 	late := weir.Collect(o.Late)
 	rep, err := env.Execute(context.Background())
@@ -120,7 +129,7 @@ func runTwoPhase(t *testing.T, j twoPhaseJob, events []pev, twoPhase, det bool, 
 	}
 	var out twoPhaseOut
 	for _, r := range res.Items() {
-		out.results = append(out.results, fmt.Sprintf("%s %v %v %d %v %+v", r.Key, r.Window, r.Firing, r.Pane, r.Watermark, r.Value))
+		out.results = append(out.results, spreadLine(r))
 	}
 	for _, l := range late.Items() {
 		out.late = append(out.late, fmt.Sprintf("%s %d %d %v %v %v", l.Key, l.Timestamp, l.Record.V, l.Windows, l.Watermark, l.Reason))
@@ -276,7 +285,7 @@ func TestTwoPhaseBundleLateAtWindow(t *testing.T) {
 		}
 		var out twoPhaseOut
 		for _, r := range res.Items() {
-			out.results = append(out.results, fmt.Sprintf("%s %v %v %d %v %+v", r.Key, r.Window, r.Firing, r.Pane, r.Watermark, r.Value))
+			out.results = append(out.results, spreadLine(r))
 		}
 		out.counters = rep.Total()
 		return out
@@ -335,13 +344,8 @@ func twoPhaseRestore(t *testing.T, events []pev, batch int) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s := weir.AssignTimestamps(weir.FromSlice(env, events), weir.Punctuated(func(e pev) etime.Time { return e.TS },
-			func(e pev, _ etime.Time) (etime.Time, bool) { return e.WM, e.WM != 0 }))
-		o := weir.Aggregate(weir.Window(weir.KeyBy(s, func(e pev) string { return e.Key }), asg, weir.WindowOptions{
-			AllowedLateness: 1400, LateOutput: true, TwoPhase: twoPhase}), spreadAgg{})
-		weir.ForEachSerial(o.Results, func(_ etime.Time, r window.Result[string, spread]) {
-			add(rec, fmt.Sprintf("%s %v %v %d %v %+v", r.Key, r.Window, r.Firing, r.Pane, r.Watermark, r.Value))
-		})
+		o := spreadWindow(env, events, asg, weir.WindowOptions{AllowedLateness: 1400, LateOutput: true, TwoPhase: twoPhase})
+		weir.ForEachSerial(o.Results, func(_ etime.Time, r window.Result[string, spread]) { add(rec, spreadLine(r)) })
 		weir.ForEachSerial(o.Late, func(_ etime.Time, l window.LateRecord[string, pev]) {
 			add(rec, fmt.Sprintf("late %s %d %d %v", l.Key, l.Timestamp, l.Record.V, l.Watermark))
 		})

@@ -2,7 +2,6 @@ package job
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -49,14 +48,11 @@ sinks:
   late_partial: {type: jsonl, path: partial.jsonl}
 `
 
-// sortedLines is a file's lines, sorted, with the run's id cut out.
+// sortedLines is a results file's lines, sorted, with the run's id cut
+// out.
 func sortedLines(t *testing.T, path string) []string {
 	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	lines := jobtest.ResultLines(t, path)
 	for i, l := range lines {
 		if at := strings.Index(l, `"run":`); at >= 0 {
 			end := at + strings.IndexByte(l[at:], ',')

@@ -444,12 +444,5 @@ func IsEventTime(t Trigger) bool {
 // window's first element (its timestamp then). The event-time trigger, a
 // continuous one and Final are; a two-phase window, which passes
 // pre-aggregated bundles of records as single elements, needs one of them.
-func Combinable(t Trigger) bool {
-	switch t := t.(type) {
-	case eventTime, continuous:
-		return true
-	case once:
-		return t.atCleanup
-	}
-	return false
-}
+// They are the triggers Complete names, for a reason of their own.
+func Combinable(t Trigger) bool { return Complete(t) }

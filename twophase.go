@@ -159,7 +159,7 @@ func combineGrid(a window.Assigner) (pane, first func(ts etime.Time) etime.Time)
 	size, slide, offset, _ := window.SlidingGeometry(a)
 	g := gcdDuration(size, slide)
 	return func(ts etime.Time) etime.Time { return window.Start(ts, offset, g) },
-		func(ts etime.Time) etime.Time { return window.Start(ts, offset, slide).Add(slide) - 1 }
+		func(ts etime.Time) etime.Time { return window.SlidingFirstEnd(ts, size, slide, offset) }
 }
 
 func gcdDuration(a, b etime.Duration) etime.Duration {

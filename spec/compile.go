@@ -1034,7 +1034,7 @@ func TwoPhaseWindow(a window.Assigner, t trigger.Trigger) string {
 	case !a.IsEventTime():
 		return "processing-time windows are not pre-aggregated: a record's window is its arrival at the window"
 	case !trigger.Combinable(t):
-		return fmt.Sprintf("a %v trigger fires on each record's arrival or count, which a bundle of records would hide; use the event_time, continuous or final trigger", t)
+		return fmt.Sprintf("two_phase takes only the event_time, continuous or final trigger, whose firings do not depend on how a window's records are grouped (not %v); use one of them", t)
 	}
 	return ""
 }

@@ -121,6 +121,14 @@ func Start(ts etime.Time, offset, size etime.Duration) etime.Time {
 	return ts.Add(-floorMod(ts, offset, size))
 }
 
+// SlidingFirstEnd returns the maxTimestamp of the earliest-ending of
+// the sliding windows (size, slide, offset) that hold ts: the window
+// with the first start after ts - size. (When size is not a multiple of
+// slide, that is not the first slide boundary after ts.)
+func SlidingFirstEnd(ts etime.Time, size, slide, offset etime.Duration) etime.Time {
+	return Start(ts.Add(-size), offset, slide).Add(slide).Add(size) - 1
+}
+
 // floorMod is (ts - offset) mod size in [0, size), computed without
 // overflow.
 func floorMod(ts etime.Time, offset, size etime.Duration) etime.Duration {

@@ -55,6 +55,10 @@ func (x *Executor) RunUntilQuiet() (done bool, err error) {
 				if err != nil {
 					return false, err
 				}
+				// Exchanges deliver each element at once here; what a
+				// chained operator holds (a two-phase window's combiner)
+				// goes out before another source's poll.
+				st.flush()
 				// The poll ran the records through the whole graph
 				// (exchanges are synchronous): every subtask publishes.
 				x.publishAll()

@@ -500,9 +500,9 @@ func (o *Operator[K, IN, ACC, OUT]) ProcessElement(key K, v IN, ts etime.Time) e
 		if end := window.Start(at, o.paneOffs, o.paneSize).Add(o.paneSize); end-1 > o.wm {
 			if p := o.panes.Ref(key, o.paneIndex(at), false); p != nil {
 				o.contents.Add(p, v, ts)
-				// The earliest-ending window of at ends at the first
-				// slide boundary after it.
-				o.acceptOnTime(v, func() etime.Time { return window.Start(at, o.paneOffs, o.slide).Add(o.slide) - 1 })
+				o.acceptOnTime(v, func() etime.Time {
+					return window.SlidingFirstEnd(at, etime.Duration(o.panesPerWindow)*o.paneSize, o.slide, o.paneOffs)
+				})
 				return nil
 			}
 		}

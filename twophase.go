@@ -21,7 +21,7 @@ import (
 // or the end, whenever the subtask flushes its exchanges, and when it
 // holds combineLimit records; a record whose earliest window the
 // upstream watermark has already reached, or without a timestamp, goes
-// as itself, after the bundles before it.
+// as itself, after its key's bundle.
 //
 // The window subtask takes a bundle as one element (its accumulator
 // merged, its records counted) only when every window of its records
@@ -120,7 +120,7 @@ func validateTwoPhase(a window.Assigner, o WindowOptions) error {
 	case !tumbling && !sliding || !a.IsEventTime():
 		return errors.New("weir: a two-phase window needs tumbling or sliding event-time windows (" + a.String() + " is not); remove TwoPhase")
 	case !trigger.Combinable(t):
-		return errors.New("weir: a two-phase window needs the event-time, a continuous or the final trigger (" + t.String() + " fires on each element's count or arrival); remove TwoPhase")
+		return errors.New("weir: a two-phase window needs the event-time, a continuous or the final trigger, whose firings do not depend on how a window's records are grouped (not " + t.String() + "); remove TwoPhase")
 	case o.Evictor != nil || o.SessionGap != nil:
 		return errors.New("weir: a two-phase window takes no evictor or session gap; remove TwoPhase")
 	}
@@ -238,10 +238,16 @@ func (c *combineOp[K, T, ACC, R]) Collect(ts etime.Time, v T) {
 	if ts != etime.MinTime {
 		mt = c.first(ts)
 	}
+	i := int32(h & (combineSlots - 1))
+	b := &c.slots[i]
 	if mt <= c.wm {
 		// Late here already, so perhaps at the window too: the record
-		// goes as itself, after what came before it.
-		c.send()
+		// goes as itself, after its key's bundle (the order of other
+		// keys' records changes no result: only late ones fire, and
+		// they go at once).
+		if b.p.n > 0 && b.k == k {
+			c.sendSlot(b)
+		}
 		c.down.Collect(ts, kv[K, part[T, ACC]]{k: k, h: h, v: part[T, ACC]{v: v}})
 		return
 	}
@@ -249,8 +255,6 @@ func (c *combineOp[K, T, ACC, R]) Collect(ts etime.Time, v T) {
 	if c.promised != nil && mt <= c.promised(v) {
 		trailing = 1
 	}
-	i := int32(h & (combineSlots - 1))
-	b := &c.slots[i]
 	pane := c.pane(ts)
 	switch {
 	case b.p.n == 0:

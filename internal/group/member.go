@@ -843,13 +843,9 @@ func (m *Member) session(ctx context.Context) error {
 			if errors.Is(fe.Err, context.DeadlineExceeded) || errors.Is(fe.Err, context.Canceled) {
 				continue
 			}
-			if gs := (*kgo.ErrGroupSession)(nil); errors.As(fe.Err, &gs) && (transient(gs.Err) || errors.Is(gs.Err, kerr.UnknownMemberID)) {
-				// The client lost its group session (a join that timed
-				// out, the coordinator gone, or a session that expired
-				// while the process stalled, which the coordinator
-				// answers with UNKNOWN_MEMBER_ID): it revoked the
-				// member's tasks and joins again by itself, as Kafka's
-				// consumers do.
+			if sessionLost(fe.Err) {
+				// The client revoked the member's tasks and joins again
+				// by itself, as Kafka's consumers do.
 				m.o.Logger.Warn("the member lost its group session; it joins again, and its tasks restart from their commits", "instance", m.o.Instance, "err", fe.Err)
 				continue
 			}
@@ -953,6 +949,15 @@ func (m *Member) refreshAlign(ctx context.Context) {
 // transient reports whether err is one a client retries: a network
 // error, or a Kafka error marked retriable (a refused configuration, an
 // authorization or a fencing is not).
+// sessionLost reports whether a poll's error says that the client lost
+// its group session and joins again by itself: a join that timed out,
+// the coordinator gone, or a session that expired while the process
+// stalled, which the coordinator answers with UNKNOWN_MEMBER_ID.
+func sessionLost(err error) bool {
+	gs := (*kgo.ErrGroupSession)(nil)
+	return errors.As(err, &gs) && (transient(gs.Err) || errors.Is(gs.Err, kerr.UnknownMemberID))
+}
+
 func transient(err error) bool {
 	if ke := (*kerr.Error)(nil); errors.As(err, &ke) {
 		return ke.Retriable

@@ -86,11 +86,18 @@ func TestTwoPhase(t *testing.T) {
 			t.Fatalf("the stream has no late records: %s", sum.JSON())
 		}
 	}
-	s, err := spec.Parse([]byte(two))
-	if err != nil {
-		t.Fatal(err)
-	}
 	refDir, refSum := runSpec(t, hotJob, nil, RunOptions{Parallelism: 2})
+	// Stopped one-phase and resumed two-phase, and the other way: the
+	// window's state is the same (two_phase is not state-relevant).
+	for _, order := range [][2]string{{two, two}, {hotJob, two}, {two, hotJob}} {
+		twoPhaseResume(t, order, refDir, refSum, files)
+	}
+}
+
+// twoPhaseResume runs specs[0] until its third checkpoint, then resumes
+// with specs[1]: the outputs and counters are refDir's and refSum's.
+func twoPhaseResume(t *testing.T, specs [2]string, refDir string, refSum Summary, files []string) {
+	t.Helper()
 	dir := t.TempDir()
 	for attempt := 0; ; attempt++ {
 		if attempt > 3 {
@@ -110,6 +117,10 @@ func TestTwoPhase(t *testing.T) {
 					}
 				}
 			}}
+		s, err := spec.Parse([]byte(specs[min(attempt, 1)]))
+		if err != nil {
+			t.Fatal(err)
+		}
 		j, err := Open(s, o)
 		if err != nil {
 			t.Fatal(err)

@@ -182,18 +182,23 @@ type bundle[K comparable, T, ACC any] struct {
 	ts   etime.Time // the first record's (p.v)
 	p    part[T, ACC]
 	seq  uint32 // the bundle's number, for order
+	// seen: the slot saw k last (its bundle, or, empty, its record that
+	// went on as itself); k's next record starts a bundle.
+	seen bool
 }
 
 // combineOp is a two-phase window's combiner on one upstream subtask; it
 // runs on that subtask's goroutine, chained in front of the exchange.
 //
 // Its bundles live in a table indexed by their key's hash, one slot per
-// key: a record whose slot holds another key's bundle of one record
-// sends that record on and takes the slot; one whose slot holds another
-// key's bundle of several records goes on as itself (its key has no
-// bundle: only the key's slot could hold it). A key's records thus reach
-// the exchange in their order, bundled or not, and a hot key keeps its
-// slot against the keys that come once.
+// key. A key's first record in an empty slot goes on as itself and marks
+// the slot seen by it; its next record there starts a bundle. A record
+// whose slot holds another key's bundle of one record sends that record
+// on and goes on itself; one whose slot holds another key's bundle of
+// several goes on as itself (its key has no bundle: only the key's slot
+// could hold it). A key's records thus reach the exchange in their
+// order, bundled or not; a key that comes once costs what it costs
+// without the combiner, and a hot key keeps its slot.
 type combineOp[K comparable, T, ACC, R any] struct {
 	key      func(T) K
 	f        AggregateFunc[T, ACC, R]
@@ -257,8 +262,7 @@ func (c *combineOp[K, T, ACC, R]) Collect(ts etime.Time, v T) {
 	}
 	pane := c.pane(ts)
 	switch {
-	case b.p.n == 0:
-	case b.k == k && b.pane == pane:
+	case b.p.n > 0 && b.k == k && b.pane == pane:
 		if b.p.n == 1 {
 			b.p.acc = c.f.Add(c.f.CreateAccumulator(), b.p.v)
 		}
@@ -272,16 +276,30 @@ func (c *combineOp[K, T, ACC, R]) Collect(ts etime.Time, v T) {
 			c.send()
 		}
 		return
-	case b.k == k || b.p.n == 1:
-		// The key's bundle of another pane, or another key's single
-		// record: sent now, before this record.
+	case b.p.n > 0 && b.k == k:
+		// The key's bundle of another pane: sent now, before this
+		// record, which starts the key's next bundle.
 		c.sendSlot(b)
-	default:
+	case b.p.n > 1 || b.p.n == 0 && (!b.seen || b.k != k):
+		// Another key's bundle keeps the slot; a key not seen in an
+		// empty slot just now is marked seen there. Either way the
+		// record goes on as itself: a key that comes once costs no
+		// more than without the combiner.
+		if b.p.n == 0 {
+			b.k, b.seen = k, true
+		}
+		c.down.Collect(ts, kv[K, part[T, ACC]]{k: k, h: h, v: part[T, ACC]{v: v}})
+		return
+	case b.p.n == 1 && b.k != k:
+		// Another key's single record: sent, and this key seen.
+		c.sendSlot(b)
+		b.k, b.seen = k, true
 		c.down.Collect(ts, kv[K, part[T, ACC]]{k: k, h: h, v: part[T, ACC]{v: v}})
 		return
 	}
+	// The slot is empty and saw this key last: a bundle starts.
 	c.seq++
-	b.k, b.h, b.pane, b.ts, b.seq = k, h, pane, ts, c.seq
+	b.k, b.h, b.pane, b.ts, b.seq, b.seen = k, h, pane, ts, c.seq, true
 	b.p = part[T, ACC]{v: v, n: 1, trailing: trailing}
 	c.order = append(c.order, orderEntry{slot: i, seq: c.seq})
 	if c.held++; c.held >= combineLimit || len(c.order) >= combineLimit {

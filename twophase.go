@@ -55,15 +55,29 @@ type stamped[T any] struct {
 }
 
 // partContents is a two-phase window's contents: a record is added, a
-// bundle's accumulator merged.
+// bundle's accumulator merged (in place, when the function can:
+// MergeInto).
 type partContents[T, ACC, R any] struct {
-	f state.AggregateFunc[T, ACC, R]
+	f     state.AggregateFunc[T, ACC, R]
+	merge func(a, b ACC) ACC
+}
+
+// MergeInto is implemented by aggregate functions that can merge b into
+// a in place (sets added to, not copied), as Add adds a record.
+type mergeInto[ACC any] interface{ MergeInto(a, b ACC) ACC }
+
+func newPartContents[T, ACC, R any](f state.AggregateFunc[T, ACC, R]) partContents[T, ACC, R] {
+	c := partContents[T, ACC, R]{f: f, merge: f.Merge}
+	if m, ok := f.(mergeInto[ACC]); ok {
+		c.merge = m.MergeInto
+	}
+	return c
 }
 
 func (c partContents[T, ACC, R]) Reset(acc *ACC) { *acc = c.f.CreateAccumulator() }
 func (c partContents[T, ACC, R]) Add(acc *ACC, p part[T, ACC], _ etime.Time) {
 	if p.n > 1 {
-		*acc = c.f.Merge(*acc, p.acc)
+		*acc = c.merge(*acc, p.acc)
 		return
 	}
 	*acc = c.f.Add(*acc, p.v)
@@ -101,7 +115,7 @@ func twoPhase[K comparable, T, ACC, R, OUT any](w Windowed[K, T], f AggregateFun
 		},
 	}
 	return windowStage(w, state.CodecFor[ACC](), func() (winop.Contents[part[T, ACC], ACC], winop.WindowFunc[K, ACC, OUT], winop.EvictFunc[ACC]) {
-		return partContents[T, ACC, R]{f: f}, func(ctx *winop.FireContext[K, OUT], acc *ACC) { p(ctx, f.Result(*acc)) }, nil
+		return newPartContents(f), func(ctx *winop.FireContext[K, OUT], acc *ACC) { p(ctx, f.Result(*acc)) }, nil
 	}, ex)
 }
 

@@ -33,7 +33,8 @@
 //	subtask_busy_seconds_total{operator,subtask}       time processing; with the next two it adds up to
 //	subtask_backpressured_seconds_total{...}           the running time: blocked on a full downstream
 //	subtask_idle_seconds_total{...}                    queue, waiting for input (rate() gives fractions)
-//	subtask_records_in_total{operator,subtask}         records received from upstream subtasks
+//	subtask_records_in_total{operator,subtask}         records received from upstream subtasks (a
+//	                                                   two-phase window's bundle counts once)
 //	subtask_queue_length{operator,subtask}             input queue, in batches, and its capacity
 //	subtask_queue_capacity{operator,subtask}
 //	operator_skew_ratio{operator}                      skew of records in over the subtasks
@@ -153,7 +154,7 @@ var (
 	idleTime = prometheus.NewDesc("weir_subtask_idle_seconds_total",
 		"Time an operator subtask waited for input (a source: for data).", subLabels, nil)
 	recordsIn = prometheus.NewDesc("weir_subtask_records_in_total",
-		"Records an operator subtask received from upstream subtasks.", subLabels, nil)
+		"Records an operator subtask received from upstream subtasks (of a two-phase window: records and pre-aggregated bundles, each counted once).", subLabels, nil)
 	queueLen = prometheus.NewDesc("weir_subtask_queue_length",
 		"Batches waiting in an operator subtask's input queue.", subLabels, nil)
 	queueCap = prometheus.NewDesc("weir_subtask_queue_capacity",

@@ -414,8 +414,15 @@ func moreDigits(a, b val) bool { return a.kind == vDec && (b.kind != vDec || a.s
 
 // Merge returns a new accumulator of x and y together (merging session
 // windows); x and y are left as they were.
-func (a Aggregator) Merge(x, y *Acc) *Acc {
-	out := a.CreateAccumulator()
+func (a Aggregator) Merge(x, y *Acc) *Acc { return a.merge(a.CreateAccumulator(), x, y) }
+
+// MergeInto adds y into x, in place, and returns x; y is left as it was
+// (a two-phase window's bundle merged into its window, as Add adds a
+// record: without copying the window's sets).
+func (a Aggregator) MergeInto(x, y *Acc) *Acc { return a.merge(x, x, y) }
+
+// merge sets out to x and y together; out may be x.
+func (a Aggregator) merge(out, x, y *Acc) *Acc {
 	for i, fn := range a.Fns {
 		s, p, q := &out.s[i], &x.s[i], &y.s[i]
 		switch fn {
@@ -441,14 +448,17 @@ func (a Aggregator) Merge(x, y *Acc) *Acc {
 			}
 		case "collect":
 			s.n = p.n + q.n
-			s.list = make([]collected, 0, len(p.list)+len(q.list))
-			s.list = append(append(s.list, p.list...), q.list...)
+			list := make([]collected, 0, len(p.list)+len(q.list))
+			s.list = append(append(list, p.list...), q.list...)
 			inputOrder(s.list)
 		case "count_distinct", "sum_distinct", "avg_distinct":
 			s.isD = p.isD || q.isD
-			s.set = make(map[string]struct{}, len(p.set)+len(q.set))
-			for k := range p.set {
-				s.set[k] = struct{}{}
+			if s != p || s.set == nil {
+				set := make(map[string]struct{}, len(p.set)+len(q.set))
+				for k := range p.set {
+					set[k] = struct{}{}
+				}
+				s.set = set
 			}
 			for k := range q.set {
 				s.set[k] = struct{}{}

@@ -1,6 +1,7 @@
 package record
 
 import (
+	"bytes"
 	"encoding/hex"
 	"errors"
 	"math/big"
@@ -139,7 +140,18 @@ func shuffleSplitMerge(t *testing.T, r *rand.Rand, agg Aggregator, recs []Record
 	}
 	for len(parts) > 1 {
 		i := r.IntN(len(parts) - 1)
-		parts = slices.Replace(parts, i, i+2, agg.Merge(parts[i], parts[i+1]))
+		if r.IntN(2) == 0 {
+			parts = slices.Replace(parts, i, i+2, agg.Merge(parts[i], parts[i+1]))
+			continue
+		}
+		// In place, as a two-phase window merges a bundle: the bundle
+		// stays as it was.
+		y := parts[i+1]
+		before, _ := y.MarshalBinary()
+		parts = slices.Replace(parts, i, i+2, agg.MergeInto(parts[i], y))
+		if after, _ := y.MarshalBinary(); !bytes.Equal(before, after) {
+			t.Fatal("MergeInto changed its second accumulator")
+		}
 	}
 	return parts[0]
 }

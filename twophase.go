@@ -42,11 +42,17 @@ const combineLimit = 4096
 // its records after the first when the window may need them (see
 // combineOp.carry).
 type part[T, ACC any] struct {
-	v        T // the record, or the bundle's first record
+	v T                // the record, or the bundle's first record
+	b *bundled[T, ACC] // the bundle; nil for a record
+}
+
+// bundled is a bundle of n >= 2 records as it crosses the exchange (a
+// pointer, so that a record's element stays small).
+type bundled[T, ACC any] struct {
 	n        int32
-	trailing int32 // of a bundle's records, those the window counts as OnTimeTrailing
+	trailing int32 // of its records, those the window counts as OnTimeTrailing
 	acc      ACC
-	rest     []stamped[T] // the bundle's records after the first, in arrival order
+	rest     []stamped[T] // its records after the first, in arrival order, when carried
 }
 
 type stamped[T any] struct {
@@ -76,8 +82,8 @@ func newPartContents[T, ACC, R any](f state.AggregateFunc[T, ACC, R]) partConten
 
 func (c partContents[T, ACC, R]) Reset(acc *ACC) { *acc = c.f.CreateAccumulator() }
 func (c partContents[T, ACC, R]) Add(acc *ACC, p part[T, ACC], _ etime.Time) {
-	if p.n > 1 {
-		*acc = c.merge(*acc, p.acc)
+	if p.b != nil {
+		*acc = c.merge(*acc, p.b.acc)
 		return
 	}
 	*acc = c.f.Add(*acc, p.v)
@@ -98,16 +104,21 @@ func twoPhase[K comparable, T, ACC, R, OUT any](w Windowed[K, T], f AggregateFun
 		promised: func(p part[T, ACC]) etime.Time {
 			return promised(p.v)
 		},
-		bundled: func(p part[T, ACC]) (int64, int64, bool) { return int64(p.n), int64(p.trailing), p.n > 1 },
+		bundled: func(p part[T, ACC]) (int64, int64, bool) {
+			if p.b == nil {
+				return 0, 0, false
+			}
+			return int64(p.b.n), int64(p.b.trailing), true
+		},
 		unbundle: func(p part[T, ACC], ts etime.Time, each func(etime.Time, part[T, ACC])) bool {
-			if p.n <= 1 || len(p.rest) != int(p.n)-1 {
+			if p.b == nil || len(p.b.rest) != int(p.b.n)-1 {
 				// A record, or a bundle whose records stayed home:
 				// on time here (combineOp.carry).
 				return false
 			}
 			if each != nil {
 				each(ts, part[T, ACC]{v: p.v})
-				for _, r := range p.rest {
+				for _, r := range p.b.rest {
 					each(r.ts, part[T, ACC]{v: r.v})
 				}
 			}
@@ -185,17 +196,18 @@ func gcdDuration(a, b etime.Duration) etime.Duration {
 
 // combineSlots is the size of a combiner's table of bundles: a power of
 // two.
-const combineSlots = 1024
+const combineSlots = 256
 
 // bundle is a combiner's records of one key and pane since it last sent
 // them (n 0: an empty slot).
 type bundle[K comparable, T, ACC any] struct {
-	k    K
-	h    uint64 // k's stable hash
-	pane etime.Time
-	ts   etime.Time // the first record's (p.v)
-	p    part[T, ACC]
-	seq  uint32 // the bundle's number, for order
+	k     K
+	h     uint64 // k's stable hash
+	pane  etime.Time
+	ts    etime.Time // the first record's
+	first T
+	d     bundled[T, ACC] // n 0: no bundle
+	seq   uint32          // the bundle's number, for order
 	// seen: the slot saw k last (its bundle, or, empty, its record that
 	// went on as itself); k's next record starts a bundle.
 	seen bool
@@ -264,10 +276,14 @@ func (c *combineOp[K, T, ACC, R]) Collect(ts etime.Time, v T) {
 		// goes as itself, after its key's bundle (the order of other
 		// keys' records changes no result: only late ones fire, and
 		// they go at once).
-		if b.p.n > 0 && b.k == k {
+		if b.d.n > 0 && b.k == k {
 			c.sendSlot(b)
 		}
 		c.down.Collect(ts, kv[K, part[T, ACC]]{k: k, h: h, v: part[T, ACC]{v: v}})
+		return
+	}
+	if b.d.n == 0 && (!b.seen || b.k != k) || b.d.n > 0 && b.k != k {
+		c.other(b, k, h, ts, v)
 		return
 	}
 	var trailing int32
@@ -276,68 +292,69 @@ func (c *combineOp[K, T, ACC, R]) Collect(ts etime.Time, v T) {
 	}
 	pane := c.pane(ts)
 	switch {
-	case b.p.n > 0 && b.k == k && b.pane == pane:
-		if b.p.n == 1 {
-			b.p.acc = c.f.Add(c.f.CreateAccumulator(), b.p.v)
+	case b.d.n > 0 && b.pane == pane:
+		if b.d.n == 1 {
+			b.d.acc = c.f.Add(c.f.CreateAccumulator(), b.first)
 		}
-		b.p.acc = c.f.Add(b.p.acc, v)
+		b.d.acc = c.f.Add(b.d.acc, v)
 		if c.carry {
-			b.p.rest = append(b.p.rest, stamped[T]{ts: ts, v: v})
+			b.d.rest = append(b.d.rest, stamped[T]{ts: ts, v: v})
 		}
-		b.p.n++
-		b.p.trailing += trailing
+		b.d.n++
+		b.d.trailing += trailing
 		if c.held++; c.held >= combineLimit {
 			c.send()
 		}
 		return
-	case b.p.n > 0 && b.k == k:
+	case b.d.n > 0:
 		// The key's bundle of another pane: sent now, before this
 		// record, which starts the key's next bundle.
 		c.sendSlot(b)
-	case b.p.n > 1 || b.p.n == 0 && (!b.seen || b.k != k):
-		// Another key's bundle keeps the slot; a key not seen in an
-		// empty slot just now is marked seen there. Either way the
-		// record goes on as itself: a key that comes once costs no
-		// more than without the combiner.
-		if b.p.n == 0 {
-			b.k, b.seen = k, true
-		}
-		c.down.Collect(ts, kv[K, part[T, ACC]]{k: k, h: h, v: part[T, ACC]{v: v}})
-		return
-	case b.p.n == 1 && b.k != k:
-		// Another key's single record: sent, and this key seen.
-		c.sendSlot(b)
-		b.k, b.seen = k, true
-		c.down.Collect(ts, kv[K, part[T, ACC]]{k: k, h: h, v: part[T, ACC]{v: v}})
-		return
 	}
 	// The slot is empty and saw this key last: a bundle starts.
 	c.seq++
 	b.k, b.h, b.pane, b.ts, b.seq, b.seen = k, h, pane, ts, c.seq, true
-	b.p = part[T, ACC]{v: v, n: 1, trailing: trailing}
+	b.first, b.d = v, bundled[T, ACC]{n: 1, trailing: trailing}
 	c.order = append(c.order, orderEntry{slot: i, seq: c.seq})
 	if c.held++; c.held >= combineLimit || len(c.order) >= combineLimit {
 		c.send()
 	}
 }
 
+// other passes on record v of key k (hash h), whose slot b holds
+// another key's bundle or is empty and did not see k last: another key's
+// bundle of several keeps the slot; an empty slot, or one with another
+// key's single record (sent now), is marked seen by k. Either way the
+// record goes on as itself: a key that comes once costs no more than
+// without the combiner.
+func (c *combineOp[K, T, ACC, R]) other(b *bundle[K, T, ACC], k K, h uint64, ts etime.Time, v T) {
+	if b.d.n == 1 {
+		c.sendSlot(b)
+	}
+	if b.d.n == 0 {
+		b.k, b.seen = k, true
+	}
+	c.down.Collect(ts, kv[K, part[T, ACC]]{k: k, h: h, v: part[T, ACC]{v: v}})
+}
+
 // sendSlot passes slot b's bundle on (one record as that record) and
 // empties the slot.
 func (c *combineOp[K, T, ACC, R]) sendSlot(b *bundle[K, T, ACC]) {
-	if b.p.n == 1 {
-		c.down.Collect(b.ts, kv[K, part[T, ACC]]{k: b.k, h: b.h, v: part[T, ACC]{v: b.p.v}})
+	if b.d.n == 1 {
+		c.down.Collect(b.ts, kv[K, part[T, ACC]]{k: b.k, h: b.h, v: part[T, ACC]{v: b.first}})
 	} else {
-		c.down.Collect(b.ts, kv[K, part[T, ACC]]{k: b.k, h: b.h, v: b.p})
-		b.p.rest = nil // the window owns it now
+		d := b.d
+		c.down.Collect(b.ts, kv[K, part[T, ACC]]{k: b.k, h: b.h, v: part[T, ACC]{v: b.first, b: &d}})
+		b.d.rest = nil // the window owns it now
 	}
-	c.held -= int(b.p.n)
-	b.p.n = 0 // empty (its record stays referenced until the slot is taken again)
+	c.held -= int(b.d.n)
+	b.d.n = 0 // empty (its record stays referenced until the slot is taken again)
 }
 
 // send passes every bundle on, in the order of their first records.
 func (c *combineOp[K, T, ACC, R]) send() {
 	for _, o := range c.order {
-		if b := &c.slots[o.slot]; b.p.n > 0 && b.seq == o.seq {
+		if b := &c.slots[o.slot]; b.d.n > 0 && b.seq == o.seq {
 			c.sendSlot(b)
 		}
 	}

@@ -135,18 +135,10 @@ func twoPhase[K comparable, T, ACC, R, OUT any](w Windowed[K, T], f AggregateFun
 // element firings depend on more than a window's first element, and the
 // features that need each record (evictors, dynamic gaps).
 func validateTwoPhase(a window.Assigner, o WindowOptions) error {
-	_, _, tumbling := window.TumblingGeometry(a)
-	_, _, _, sliding := window.SlidingGeometry(a)
-	t := o.Trigger
-	if t == nil {
-		t = trigger.Default(a)
+	if why := trigger.TwoPhaseRefusal(a, o.Trigger); why != "" {
+		return errors.New("weir: " + why + "; remove TwoPhase")
 	}
-	switch {
-	case !tumbling && !sliding || !a.IsEventTime():
-		return errors.New("weir: a two-phase window needs tumbling or sliding event-time windows (" + a.String() + " is not); remove TwoPhase")
-	case !trigger.Combinable(t):
-		return errors.New("weir: a two-phase window needs the event-time, a continuous or the final trigger, whose firings do not depend on how a window's records are grouped (not " + t.String() + "); remove TwoPhase")
-	case o.Evictor != nil || o.SessionGap != nil:
+	if o.Evictor != nil || o.SessionGap != nil {
 		return errors.New("weir: a two-phase window takes no evictor or session gap; remove TwoPhase")
 	}
 	return nil
@@ -182,16 +174,9 @@ func combineGrid(a window.Assigner) (pane, first func(ts etime.Time) etime.Time)
 		return pane, func(ts etime.Time) etime.Time { return window.Aligned(ts, offset, size).MaxTimestamp() }
 	}
 	size, slide, offset, _ := window.SlidingGeometry(a)
-	g := gcdDuration(size, slide)
+	g := window.PaneSize(size, slide)
 	return func(ts etime.Time) etime.Time { return window.Start(ts, offset, g) },
 		func(ts etime.Time) etime.Time { return window.SlidingFirstEnd(ts, size, slide, offset) }
-}
-
-func gcdDuration(a, b etime.Duration) etime.Duration {
-	for b != 0 {
-		a, b = b, a%b
-	}
-	return a
 }
 
 // combineSlots is the size of a combiner's table of bundles: a power of

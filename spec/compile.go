@@ -1023,20 +1023,7 @@ func (c *compiler) twoPhase() {
 // TwoPhaseWindow is why windows of assigner a with trigger t (nil: the
 // default) cannot be two-phase (weir.WindowOptions.TwoPhase), or "".
 func TwoPhaseWindow(a window.Assigner, t trigger.Trigger) string {
-	_, _, tumbling := window.TumblingGeometry(a)
-	_, _, _, sliding := window.SlidingGeometry(a)
-	if t == nil {
-		t = trigger.Default(a)
-	}
-	switch {
-	case !tumbling && !sliding:
-		return fmt.Sprintf("%s windows are not pre-aggregated: only tumbling and sliding windows have windows that every record of a key and time shares", a.Kind())
-	case !a.IsEventTime():
-		return "processing-time windows are not pre-aggregated: a record's window is its arrival at the window"
-	case !trigger.Combinable(t):
-		return fmt.Sprintf("two_phase takes only the event_time, continuous or final trigger, whose firings do not depend on how a window's records are grouped (not %v); use one of them", t)
-	}
-	return ""
+	return trigger.TwoPhaseRefusal(a, t)
 }
 
 // TwoPhaseAggregate is why aggregate a does not merge exactly (the field

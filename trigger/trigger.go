@@ -446,3 +446,25 @@ func IsEventTime(t Trigger) bool {
 // pre-aggregated bundles of records as single elements, needs one of them.
 // They are the triggers Complete names, for a reason of their own.
 func Combinable(t Trigger) bool { return Complete(t) }
+
+// TwoPhaseRefusal is why windows of assigner a with trigger t (nil: the
+// default) cannot be two-phase (weir.WindowOptions.TwoPhase, a spec's
+// two_phase), or "": only tumbling and sliding event-time windows, whose
+// records of one key and time share their windows, with a Combinable
+// trigger.
+func TwoPhaseRefusal(a window.Assigner, t Trigger) string {
+	_, _, tumbling := window.TumblingGeometry(a)
+	_, _, _, sliding := window.SlidingGeometry(a)
+	if t == nil {
+		t = Default(a)
+	}
+	switch {
+	case !tumbling && !sliding:
+		return fmt.Sprintf("%s windows are not pre-aggregated: only tumbling and sliding windows have windows that every record of a key and time shares", a.Kind())
+	case !a.IsEventTime():
+		return "processing-time windows are not pre-aggregated: a record's window is its arrival at the window"
+	case !Combinable(t):
+		return fmt.Sprintf("two_phase takes only the event_time, continuous or final trigger, whose firings do not depend on how a window's records are grouped (not %v); use one of them", t)
+	}
+	return ""
+}

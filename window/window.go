@@ -129,6 +129,16 @@ func SlidingFirstEnd(ts etime.Time, size, slide, offset etime.Duration) etime.Ti
 	return Start(ts.Add(-size), offset, slide).Add(slide).Add(size) - 1
 }
 
+// PaneSize is the greatest common divisor of a sliding window's size and
+// slide: the slices of its grid whose records all share their windows
+// (window bounds fall on multiples of it from the offset).
+func PaneSize(size, slide etime.Duration) etime.Duration {
+	for slide != 0 {
+		size, slide = slide, size%slide
+	}
+	return size
+}
+
 // floorMod is (ts - offset) mod size in [0, size), computed without
 // overflow.
 func floorMod(ts etime.Time, offset, size etime.Duration) etime.Duration {

@@ -355,9 +355,9 @@ func New[K comparable, IN, ACC, OUT any](cfg Config[K, IN, ACC, OUT], out Output
 	_, isList := any(cfg.Contents).(ListContents[IN])
 	if size, slide, offset, ok := window.SlidingGeometry(cfg.Assigner); ok && !isList && cfg.Evict == nil &&
 		trigger.NeverPurges(trig) && cfg.Assigner.IsEventTime() && !hasPointers(reflect.TypeFor[ACC]()) &&
-		size/gcd(size, slide) <= 4*(size/slide+1) {
+		size/window.PaneSize(size, slide) <= 4*(size/slide+1) {
 		o.paneMode = true
-		o.paneSize = gcd(size, slide)
+		o.paneSize = window.PaneSize(size, slide)
 		o.paneOffs = offset
 		o.slide = slide
 		o.panesPerWindow = int64(size / o.paneSize)
@@ -408,13 +408,6 @@ func hasPointers(t reflect.Type) bool {
 		}
 	}
 	return false
-}
-
-func gcd(a, b etime.Duration) etime.Duration {
-	for b != 0 {
-		a, b = b, a%b
-	}
-	return a
 }
 
 // Counters returns a copy of the operator's counters.

@@ -207,3 +207,42 @@ func TestLateRatioWarning(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
 }
+
+// TestLateRatioDeterministic: a --deterministic run, whose processing
+// time stands still, judges its too-late share once over the whole run,
+// so two runs print the same stderr (the watch by wall-clock intervals
+// made the warning depend on how fast the machine read the input).
+func TestLateRatioDeterministic(t *testing.T) {
+	dir := t.TempDir()
+	job := strings.Replace(stdinJob, "key: [k]", "key: [k]\nalerts: {late_ratio: 0.05, late_ratio_critical: 0.2}", 1)
+	if err := os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(job), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var in strings.Builder
+	fmt.Fprintf(&in, `{"k": "a", "ts": %d}`+"\n", 1767225620000)
+	for i := range 2000 {
+		fmt.Fprintf(&in, `{"k": "a", "ts": %d}`+"\n", 1767225620000+int64(i))
+		if i%10 == 0 {
+			fmt.Fprintf(&in, `{"k": "a", "ts": %d}`+"\n", 1767225560000) // too late
+		}
+	}
+	run := func() string {
+		var stderr syncBuffer
+		code := Main(context.Background(), []string{"run", "--deterministic", "--now", "1767225700000", "job.yaml"},
+			IO{Dir: dir, Stdin: strings.NewReader(in.String()), Stdout: io.Discard, Stderr: &stderr, LateEvery: time.Microsecond})
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, stderr.String())
+		}
+		out := stderr.String()
+		i := strings.Index(out, "warning: too-late records")
+		if i < 0 || strings.Count(out, "warning: too-late records") != 1 {
+			t.Fatalf("want one warning over the run:\n%s", out)
+		}
+		return out[i : i+strings.Index(out[i:], "\n")]
+	}
+	a, b := run(), run()
+	want := "warning: too-late records were 9.09% of the input over the run (200 of 2201), above alerts.late_ratio 5%"
+	if a != b || !strings.HasPrefix(a, want) {
+		t.Fatalf("warnings %q and %q, want both %q", a, b, want)
+	}
+}

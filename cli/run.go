@@ -453,8 +453,12 @@ func runPlan(ctx context.Context, p *spec.Plan, dir string, f runFlags, now time
 			defer stop()
 		}
 	}
-	stopWatch := watchLate(p, cur.Load, o)
-	defer stopWatch()
+	if !f.deterministic {
+		// A deterministic run's processing time stands still: it judges
+		// its too-late share once, over the whole run, at the end.
+		stopWatch := watchLate(p, cur.Load, o)
+		defer stopWatch()
+	}
 	if o.Terminal {
 		every := o.ProgressEvery
 		if every <= 0 {
@@ -494,6 +498,12 @@ func runPlan(ctx context.Context, p *spec.Plan, dir string, f runFlags, now time
 	var resumedAt int64 // records earlier processes of the run read
 	if j := first.Load(); j != nil {
 		resumedAt = j.ResumedRecords()
+	}
+	if f.deterministic {
+		late, in := sum.Get("late_side_output")+sum.Get("late_dropped"), sum.Get("records_in")
+		if in > 0 {
+			warnLate(o.Stderr, p, lateLevel(p, late, in), late, in, "over the run")
+		}
 	}
 	printSummary(o.Stderr, p, sum, elapsed, peak, state, resumedAt)
 	if f.summary != nil {
@@ -911,29 +921,43 @@ func watchLate(p *spec.Plan, cur func() *job.Job, o IO) (stop func()) {
 			if fresh || di <= 0 { // a new attempt: counts start where it restored
 				continue
 			}
-			r := float64(dl) / float64(di)
-			now := 0
-			switch {
-			case r > p.LateRatioCrit:
-				now = 2
-			case r > p.LateRatioWarn:
-				now = 1
-			}
+			now := lateLevel(p, dl, di)
 			switch {
 			case now > level:
-				field, lim := "alerts.late_ratio", p.LateRatioWarn
-				if now == 2 {
-					field, lim = "alerts.late_ratio_critical", p.LateRatioCrit
-				}
-				fmt.Fprintf(o.Stderr, "warning: too-late records were %.2f%% of the input over the last %v (%d of %d), above %s %g%%: an upstream delay, or a watermark that runs ahead of the data (weir doctor tells which)\n",
-					100*r, every, dl, di, field, 100*lim)
+				warnLate(o.Stderr, p, now, dl, di, fmt.Sprintf("over the last %v", every))
 			case now == 0 && level > 0:
-				fmt.Fprintf(o.Stderr, "too-late records are back to %.2f%% of the input (%d of %d over the last %v)\n", 100*r, dl, di, every)
+				fmt.Fprintf(o.Stderr, "too-late records are back to %.2f%% of the input (%d of %d over the last %v)\n", 100*float64(dl)/float64(di), dl, di, every)
 			}
 			level = now
 		}
 	}()
 	return func() { close(quit); <-done }
+}
+
+// lateLevel is where late too-late records of in records stand against
+// the spec's alert levels: 0 normal, 1 warning, 2 critical.
+func lateLevel(p *spec.Plan, late, in int64) int {
+	switch r := float64(late) / float64(in); {
+	case r > p.LateRatioCrit:
+		return 2
+	case r > p.LateRatioWarn:
+		return 1
+	}
+	return 0
+}
+
+// warnLate warns that too-late records (late of in, over what over says)
+// are at level (lateLevel; 0 says nothing).
+func warnLate(w io.Writer, p *spec.Plan, level int, late, in int64, over string) {
+	if level == 0 {
+		return
+	}
+	field, lim := "alerts.late_ratio", p.LateRatioWarn
+	if level == 2 {
+		field, lim = "alerts.late_ratio_critical", p.LateRatioCrit
+	}
+	fmt.Fprintf(w, "warning: too-late records were %.2f%% of the input %s (%d of %d), above %s %g%%: an upstream delay, or a watermark that runs ahead of the data (weir doctor tells which)\n",
+		100*float64(late)/float64(in), over, late, in, field, 100*lim)
 }
 
 // jobInfo is what the monitor judges a job against: its bound, lateness,

@@ -51,7 +51,10 @@ type SourceOpen struct {
 	// objects.
 	CSV bool
 	// Strict: the run is deterministic, so a source that reads one input
-	// for several channels emits its lines in input order.
+	// for several channels emits its lines in input order, and one that
+	// reads several inputs per channel (Kafka partitions) takes them in
+	// an order that does not depend on timing (kafkaio's
+	// SourceOptions.Strict).
 	Strict bool
 	// Unpaced: read as fast as the job reads, whatever the settings say
 	// (a generator's pace: wall): a deterministic run's clock stands

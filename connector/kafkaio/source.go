@@ -142,6 +142,17 @@ type SourceOptions[T any] struct {
 	// StopAtEnd makes the source bounded: it ends once every partition
 	// reached the last stable offset it had when the job started.
 	StopAtEnd bool
+	// Strict is deterministic replay (weir run --deterministic): the
+	// records up to each partition's last stable offset at start are
+	// emitted in one order whatever the timing of the fetches, and each
+	// moves its partition's watermark. The partitions of a reader take
+	// turns by partition number, one record each; a partition leaves the
+	// turns at its end offset of the start; a Read waits (polling, until
+	// ctx is done) for the record whose turn it is and returns after
+	// MaxPollRecords records or at the last turn, so that the records
+	// each Read emits do not depend on timing either. Records written
+	// after the start follow in the order the fetches bring them.
+	Strict bool
 	// Clock is processing time; nil is the real clock.
 	Clock clock.Clock
 	// ClientOptions are passed to franz-go (TLS, SASL, fetch sizes).
@@ -339,6 +350,15 @@ type partition[T any] struct {
 	idleFor     time.Duration // time marked idle, before idleSince
 	end         int64         // StopAtEnd: the last stable offset at start
 
+	// Strict (deterministic) reading: the last stable offset at start,
+	// up to which the partition takes turns; its fetched records not
+	// emitted yet, from head on; held: its fetching is paused because
+	// queue is full.
+	strictEnd int64
+	queue     []*kgo.Record
+	head      int
+	held      bool
+
 	// For Inputs: the newest last stable offset the broker reported (-1:
 	// none yet), the last record's arrival and the largest event time.
 	lso        int64
@@ -398,6 +418,9 @@ type reader[T any] struct {
 	waited     time.Duration // the last Read's poll
 	started    bool
 	lastTick   time.Time
+	// Strict reading (SourceOptions.Strict): the index in parts of the
+	// partition whose turn it is.
+	turn int
 
 	// Group commits (SourceOptions.Group): the offsets of the last
 	// snapshot, and of each checkpoint taken and not completed yet.
@@ -444,25 +467,50 @@ func (r *reader[T]) Read(ctx context.Context, out connector.Output[T]) (connecto
 		}
 		return connector.Waiting, nil
 	}
+	n := 0
+	if r.o.Strict {
+		var err error
+		if n, err = r.readStrict(ctx, now); err != nil || n > 0 || ctx.Err() != nil {
+			return r.afterRead(ctx, now, n, err)
+		}
+	}
+	fetches, err := r.poll(ctx)
+	if err != nil {
+		return connector.Waiting, err
+	}
+	fetches.EachRecord(func(kr *kgo.Record) {
+		if r.emit(kr, now) {
+			n++
+		}
+	})
+	return r.afterRead(ctx, now, n, nil)
+}
+
+// poll polls the fetcher for 20ms at most and notes the last stable
+// offsets the fetches report.
+func (r *reader[T]) poll(ctx context.Context) (kgo.Fetches, error) {
 	pctx, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
 	polled := time.Now()
 	fetches := r.cl.PollRecords(pctx, r.o.MaxPollRecords)
 	r.waited = time.Since(polled) // fetches run in the background: a poll only waits
 	cancel()
 	if err := fetchError(fetches); err != nil {
-		return connector.Waiting, err
+		return nil, err
 	}
-	n := 0
 	fetches.EachPartition(func(fp kgo.FetchTopicPartition) {
 		if p := r.byID[fp.Partition]; p != nil && fp.LastStableOffset >= 0 {
 			p.lso = fp.LastStableOffset
 		}
 	})
-	fetches.EachRecord(func(kr *kgo.Record) {
-		if r.emit(kr, now) {
-			n++
-		}
-	})
+	return fetches, nil
+}
+
+// afterRead ends a Read that emitted n records (err: it failed): the
+// periodic work when due, the end of a bounded source.
+func (r *reader[T]) afterRead(ctx context.Context, now time.Time, n int, err error) (connector.ReadStatus, error) {
+	if err != nil {
+		return connector.Waiting, err
+	}
 	if now.Sub(r.lastTick) >= r.o.WatermarkInterval {
 		prev := r.lastTick
 		r.lastTick = now
@@ -535,16 +583,126 @@ func (r *reader[T]) emit(kr *kgo.Record, now time.Time) bool {
 	p.gen.OnEvent(v, ts, p.out)
 	p.maxTS = max(p.maxTS, ts)
 	r.out.Emit(ts, v)
-	// W10: while records up to the last stable offset this fetch reported
-	// are still to come, the partition reads a backlog and its generator
-	// emits by record count.
-	if p.backlog(r.o.BacklogEvery) {
+	// A deterministic run's watermarks follow every record; otherwise
+	// (W10), while records up to the last stable offset this fetch
+	// reported are still to come, the partition reads a backlog and its
+	// generator emits by record count.
+	if r.o.Strict {
+		p.gen.OnPeriodicEmit(p.out)
+	} else if p.backlog(r.o.BacklogEvery) {
 		if p.sinceEmit++; p.sinceEmit >= r.o.BacklogEvery {
 			p.sinceEmit = 0
 			p.gen.OnPeriodicEmit(p.out)
 		}
 	}
 	return true
+}
+
+// strictHold is how many fetched records (in MaxPollRecords) a partition
+// holds ahead of its turn before its fetching pauses; it resumes at a
+// quarter of that.
+const strictHold = 4
+
+// readStrict is a Read of SourceOptions.Strict: it emits up to
+// MaxPollRecords records in turn order, polling until the record whose
+// turn it is has come (or ctx is done). When the turns are over it emits
+// what the partitions fetched beyond their end of the start and, when
+// nothing is left, returns 0, so that the Read goes on as a plain one.
+func (r *reader[T]) readStrict(ctx context.Context, now time.Time) (int, error) {
+	n := 0
+	for n < r.o.MaxPollRecords {
+		p := r.nextTurn()
+		if p == nil {
+			break
+		}
+		kr := r.pop(p)
+		if kr == nil {
+			if ctx.Err() != nil {
+				return n, nil
+			}
+			f, err := r.poll(ctx)
+			if err != nil {
+				return n, err
+			}
+			r.enqueue(f)
+			continue
+		}
+		if !kr.Attrs.IsControl() && kr.Offset >= p.next {
+			// A record takes a turn (a dead letter too); a transaction
+			// marker or a record before a restored position does not.
+			r.turn = (r.turn + 1) % len(r.parts)
+		}
+		if r.emit(kr, now) {
+			n++
+		}
+	}
+	if n == 0 {
+		for _, p := range r.parts {
+			for kr := r.pop(p); kr != nil; kr = r.pop(p) {
+				if r.emit(kr, now) {
+					n++
+				}
+			}
+		}
+	}
+	return n, nil
+}
+
+// nextTurn returns the partition whose turn it is (r.turn), passing over
+// those at their end of the start; nil when every partition is.
+func (r *reader[T]) nextTurn() *partition[T] {
+	for range r.parts {
+		if p := r.parts[r.turn]; p.next < p.strictEnd {
+			return p
+		}
+		r.turn = (r.turn + 1) % len(r.parts)
+	}
+	return nil
+}
+
+// enqueue queues the fetched records by partition for their turns, and
+// pauses the fetching of a partition that holds strictHold polls' worth.
+func (r *reader[T]) enqueue(f kgo.Fetches) {
+	f.EachRecord(func(kr *kgo.Record) {
+		if p := r.byID[kr.Partition]; p != nil {
+			p.queue = append(p.queue, kr)
+		}
+	})
+	var hold []int32
+	for _, p := range r.parts {
+		if !p.held && len(p.queue)-p.head >= strictHold*r.o.MaxPollRecords {
+			p.held = true
+			hold = append(hold, p.id)
+		}
+	}
+	if len(hold) > 0 {
+		r.cl.PauseFetchPartitions(map[string][]int32{r.o.Topic: hold})
+	}
+}
+
+// pop takes p's first queued record (nil: none), resuming p's fetching
+// when its queue has run down to a quarter of strictHold.
+func (r *reader[T]) pop(p *partition[T]) *kgo.Record {
+	if p.head == len(p.queue) {
+		return nil
+	}
+	kr := p.queue[p.head]
+	p.queue[p.head] = nil
+	p.head++
+	if left := len(p.queue) - p.head; left == 0 {
+		p.queue, p.head = p.queue[:0], 0
+	} else if p.head >= left {
+		m := copy(p.queue, p.queue[p.head:])
+		clear(p.queue[m:])
+		p.queue, p.head = p.queue[:m], 0
+	}
+	if p.held && len(p.queue)-p.head <= r.o.MaxPollRecords {
+		p.held = false
+		if !p.paused {
+			r.cl.ResumeFetchPartitions(map[string][]int32{r.o.Topic: {p.id}})
+		}
+	}
+	return kr
 }
 
 // DeadLetterReason is the reason code and detail of a dead letter whose
@@ -594,6 +752,9 @@ func (r *reader[T]) start(ctx context.Context, now time.Time) error {
 		end, ok := ends[p.id]
 		if r.o.StopAtEnd && p.end < 0 { // a restored task keeps its end
 			p.end = end
+		}
+		if r.o.Strict {
+			p.strictEnd = end
 		}
 		if ok {
 			p.lso = max(p.lso, end)
@@ -836,7 +997,9 @@ func (r *reader[T]) align(now time.Time) {
 			p.paused = false
 			p.pausedFor += now.Sub(p.pausedSince)
 			p.lastActive = now // pause time does not count towards idleness
-			resume = append(resume, p.id)
+			if !p.held {       // a strict reader's full queue holds it still
+				resume = append(resume, p.id)
+			}
 			r.log("partition resumed", p)
 		}
 	}

@@ -454,8 +454,9 @@ func runPlan(ctx context.Context, p *spec.Plan, dir string, f runFlags, now time
 		}
 	}
 	if !f.deterministic {
-		// A deterministic run's processing time stands still: it judges
-		// its too-late share once, over the whole run, at the end.
+		// A deterministic run's processing time stands still: its
+		// summary gives the too-late records, which the wall clock's
+		// intervals would cut at random.
 		stopWatch := watchLate(p, cur.Load, o)
 		defer stopWatch()
 	}
@@ -498,12 +499,6 @@ func runPlan(ctx context.Context, p *spec.Plan, dir string, f runFlags, now time
 	var resumedAt int64 // records earlier processes of the run read
 	if j := first.Load(); j != nil {
 		resumedAt = j.ResumedRecords()
-	}
-	if f.deterministic {
-		late, in := sum.Get("late_side_output")+sum.Get("late_dropped"), sum.Get("records_in")
-		if in > 0 {
-			warnLate(o.Stderr, p, lateLevel(p, late, in), late, in, "over the run")
-		}
 	}
 	printSummary(o.Stderr, p, sum, elapsed, peak, state, resumedAt)
 	if f.summary != nil {

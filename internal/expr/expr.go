@@ -149,9 +149,9 @@ func (p *Pred) Keep(got []*fastjson.Value) bool {
 
 // Functions are the functions an expression may call. TO_TIMESTAMP_LTZ
 // (n, 3) is n, (n, 0) n * 1000: times are epoch milliseconds here.
-var Functions = []string{"ABS", "CEIL", "CEILING", "CHAR_LENGTH", "COALESCE", "CONCAT", "DATE_FORMAT", "DAYOFMONTH", "FLOOR", "FROM_UNIXTIME", "GREATEST",
-	"HOUR", "IF", "LEAST", "LOWER", "LTRIM", "MINUTE", "MOD", "MONTH", "NULLIF", "POWER", "REPLACE", "ROUND", "RTRIM", "SECOND", "SUBSTR", "SUBSTRING", "TIMESTAMPDIFF",
-	"TO_TIMESTAMP_LTZ", "TRIM", "UPPER", "YEAR"}
+var Functions = []string{"ABS", "CEIL", "CEILING", "CHAR_LENGTH", "COALESCE", "CONCAT", "DATE_FORMAT", "DAYOFMONTH", "DAYOFWEEK", "DAYOFYEAR", "FLOOR", "FROM_UNIXTIME", "GREATEST",
+	"HOUR", "IF", "LEAST", "LOWER", "LTRIM", "MINUTE", "MOD", "MONTH", "NULLIF", "POWER", "QUARTER", "REPLACE", "ROUND", "RTRIM", "SECOND", "SUBSTR", "SUBSTRING", "TIMESTAMPDIFF",
+	"TO_TIMESTAMP_LTZ", "TRIM", "UPPER", "WEEK", "YEAR"}
 
 // stringFunctions are the Functions whose value is a string (or NULL)
 // whatever their arguments.

@@ -22,8 +22,8 @@ var moreFunctions = map[string][2]int{
 	"CONCAT": {1, 64}, "SUBSTRING": {2, 3}, "SUBSTR": {2, 3}, "TRIM": {1, 1}, "LTRIM": {1, 1}, "RTRIM": {1, 1},
 	"REPLACE": {3, 3}, "ROUND": {1, 2}, "FLOOR": {1, 2}, "CEIL": {1, 2}, "CEILING": {1, 2}, "POWER": {2, 2},
 	"TIMESTAMPDIFF": {3, 3},
-	"DATE_FORMAT":   {2, 2}, "FROM_UNIXTIME": {1, 2}, "YEAR": {1, 1}, "MONTH": {1, 1}, "DAYOFMONTH": {1, 1},
-	"HOUR": {1, 1}, "MINUTE": {1, 1}, "SECOND": {1, 1},
+	"DATE_FORMAT":   {2, 2}, "FROM_UNIXTIME": {1, 2}, "YEAR": {1, 1}, "QUARTER": {1, 1}, "MONTH": {1, 1}, "WEEK": {1, 1},
+	"DAYOFYEAR": {1, 1}, "DAYOFMONTH": {1, 1}, "DAYOFWEEK": {1, 1}, "HOUR": {1, 1}, "MINUTE": {1, 1}, "SECOND": {1, 1},
 	// weir's own, which the SQL compiler writes for
 	// table.local-time-zone (internal/sqljob zone.go): a TIMESTAMP_LTZ's
 	// wall time in a zone of one offset (its milliseconds), and back.
@@ -485,16 +485,44 @@ func (c compiler) moreCall(x *sqlparse.Call, name string, args []eval) eval {
 			return value{k: str, s: formatDate(nil, time.UnixMilli(ms).UTC(), layout)}
 		}
 	}
-	// YEAR, MONTH, DAYOFMONTH, HOUR, MINUTE, SECOND of a time, in UTC.
+	// YEAR, QUARTER, MONTH, WEEK, DAYOFYEAR, DAYOFMONTH, DAYOFWEEK,
+	// HOUR, MINUTE, SECOND of a time, in UTC.
+	field := calendarField(name)
 	return func(g []*fastjson.Value) value {
 		ms, ok := millis(arg(g, 0))
 		if !ok {
 			return nullV
 		}
-		t := time.UnixMilli(ms).UTC()
-		n := map[string]int{"YEAR": t.Year(), "MONTH": int(t.Month()), "DAYOFMONTH": t.Day(), "HOUR": t.Hour(), "MINUTE": t.Minute(), "SECOND": t.Second()}[name]
-		return value{k: integer, i: int64(n)}
+		return value{k: integer, i: int64(field(time.UnixMilli(ms).UTC()))}
 	}
+}
+
+// calendarField is the calendar function name's field of a time, as
+// Flink (Calcite) computes it: QUARTER 1-4, WEEK the ISO 8601 week
+// (1-53, weeks from Monday, week 1 holding the year's first Thursday),
+// DAYOFWEEK 1 (Sunday) to 7 (Saturday), DAYOFYEAR 1-366.
+func calendarField(name string) func(time.Time) int {
+	switch name {
+	case "YEAR":
+		return time.Time.Year
+	case "QUARTER":
+		return func(t time.Time) int { return (int(t.Month())-1)/3 + 1 }
+	case "MONTH":
+		return func(t time.Time) int { return int(t.Month()) }
+	case "WEEK":
+		return func(t time.Time) int { _, w := t.ISOWeek(); return w }
+	case "DAYOFYEAR":
+		return time.Time.YearDay
+	case "DAYOFMONTH":
+		return time.Time.Day
+	case "DAYOFWEEK":
+		return func(t time.Time) int { return int(t.Weekday()) + 1 }
+	case "HOUR":
+		return time.Time.Hour
+	case "MINUTE":
+		return time.Time.Minute
+	}
+	return time.Time.Second
 }
 
 // round rounds v to d decimal places (d < 0: to tens, hundreds, ...),

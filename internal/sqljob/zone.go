@@ -109,7 +109,7 @@ func (c *compiler) zoned(x sqlparse.Expr, t *sqlparse.CreateTable) sqlparse.Expr
 		case *sqlparse.Call:
 			fn := strings.ToUpper(tableName(e.Name))
 			switch fn {
-			case "YEAR", "MONTH", "DAYOFMONTH", "HOUR", "MINUTE", "SECOND", "DATE_FORMAT", "FLOOR", "CEIL", "CEILING":
+			case "YEAR", "QUARTER", "MONTH", "WEEK", "DAYOFYEAR", "DAYOFMONTH", "DAYOFWEEK", "HOUR", "MINUTE", "SECOND", "DATE_FORMAT", "FLOOR", "CEIL", "CEILING":
 			default:
 				// TIMESTAMPDIFF of two TIMESTAMP_LTZ counts on UTC's
 				// calendar, as Flink's does (it never reads the zone).

@@ -1064,7 +1064,8 @@ func (p *parser) caseExpr() Expr {
 
 // extractUnits are the units EXTRACT(unit FROM x) takes, with the
 // functions that compute them.
-var extractUnits = map[string]string{"YEAR": "YEAR", "MONTH": "MONTH", "DAY": "DAYOFMONTH", "HOUR": "HOUR", "MINUTE": "MINUTE", "SECOND": "SECOND"}
+var extractUnits = map[string]string{"YEAR": "YEAR", "QUARTER": "QUARTER", "MONTH": "MONTH", "WEEK": "WEEK", "DOY": "DAYOFYEAR", "DAY": "DAYOFMONTH",
+	"DOW": "DAYOFWEEK", "HOUR": "HOUR", "MINUTE": "MINUTE", "SECOND": "SECOND"}
 
 // refOrCall reads a column reference (a.b.c) or a function call
 // (name(args) [OVER (...)]).
@@ -1104,7 +1105,7 @@ func (p *parser) refOrCall() Expr {
 			unit := p.tok
 			f, ok := extractUnits[strings.ToUpper(unit.text)]
 			if !ok {
-				p.fail("extract YEAR, MONTH, DAY, HOUR, MINUTE or SECOND", "EXTRACT(%s FROM ...) is not supported yet", strings.ToUpper(unit.text))
+				p.fail("extract YEAR, QUARTER, MONTH, WEEK, DOY, DAY, DOW, HOUR, MINUTE or SECOND", "EXTRACT(%s FROM ...) is not supported yet", strings.ToUpper(unit.text))
 			}
 			p.next()
 			p.next()

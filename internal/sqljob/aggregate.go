@@ -224,6 +224,45 @@ func (c *compiler) hiddenAggregate(call *sqlparse.Call, rel *relation) (*sqlpars
 	return &sqlparse.Ref{Parts: []sqlparse.Ident{{Pos: call.Pos, Name: name}}}, nil
 }
 
+// booleanExtremes returns sel with each MIN or MAX of a BOOLEAN in its
+// select list and HAVING written as weir computes it, over numbers:
+// MIN(b) is (MIN(CASE WHEN b THEN 1 WHEN NOT b THEN 0 END) = 1), as
+// Flink's MIN of a BOOLEAN is FALSE when any row's is, MAX TRUE when
+// any row's is, and either NULL without a row that is not NULL. sel
+// itself is left as it is.
+func (c *compiler) booleanExtremes(sel *sqlparse.Select, rel *relation) *sqlparse.Select {
+	rw := func(e sqlparse.Expr) sqlparse.Expr {
+		call, ok := e.(*sqlparse.Call)
+		if !ok || call.Star || call.Distinct || len(call.Args) != 1 {
+			return e
+		}
+		if fn := strings.ToUpper(tableName(call.Name)); fn != "MIN" && fn != "MAX" {
+			return e
+		}
+		arg := call.Args[0].Value
+		if x, err := c.fields(arg, rel); err != nil || !c.boolean(x, rel.table) {
+			return e
+		}
+		pos := call.Pos
+		one, zero := &sqlparse.Lit{Pos: pos, Kind: "number", Text: "1"}, &sqlparse.Lit{Pos: pos, Kind: "number", Text: "0"}
+		inner := *call
+		inner.Args = []sqlparse.Arg{{Value: &sqlparse.Case{Pos: pos, Whens: []sqlparse.When{
+			{Cond: arg, Result: one}, {Cond: &sqlparse.Unary{Pos: pos, Op: "NOT", X: arg}, Result: zero}}}}}
+		return &sqlparse.Binary{Pos: pos, Op: "=", X: &inner, Y: one}
+	}
+	out := *sel
+	out.Items = slices.Clone(sel.Items)
+	for i := range out.Items {
+		if out.Items[i].Expr != nil {
+			out.Items[i].Expr = mapExpr(out.Items[i].Expr, rw)
+		}
+	}
+	if sel.Having != nil {
+		out.Having = mapExpr(sel.Having, rw)
+	}
+	return &out
+}
+
 // resultExpr compiles an expression of the select list over the
 // window's results (SUM(amount) / COUNT(*), ROUND(AVG(price), 2)): each
 // aggregate in it becomes an aggregate of the spec that no column
@@ -452,10 +491,10 @@ func (c *compiler) aggregate(call *sqlparse.Call, alias sqlparse.Ident, rel *rel
 	}
 	t := typeOf(x, c.fieldType(rel.table))
 	if (a.Fn == "sum" || a.Fn == "avg" || a.Fn == "min" || a.Fn == "max") && c.boolean(x, rel.table) {
-		// weir's take numbers: every record's TRUE or FALSE would be a
-		// dead letter.
-		return a, errAt(call.Pos, fn, "count the TRUE values with COUNT(*) FILTER (WHERE "+sqlparse.FormatExpr(arg)+"), or take MAX(CASE WHEN "+sqlparse.FormatExpr(arg)+" THEN 1 ELSE 0 END)",
-			"%s of %s, a BOOLEAN, is not compiled: weir's %s takes numbers", fn, sqlparse.FormatExpr(arg), fn)
+		// (MIN and MAX of a BOOLEAN were written over numbers before,
+		// booleanExtremes.)
+		return a, errAt(call.Pos, fn, "count the TRUE values with COUNT(*) FILTER (WHERE "+sqlparse.FormatExpr(arg)+") or SUM(CAST("+sqlparse.FormatExpr(arg)+" AS INT))",
+			"%s of %s, a BOOLEAN, is refused, as Flink refuses it", fn, sqlparse.FormatExpr(arg))
 	}
 	if a.Fn == "min" || a.Fn == "max" {
 		x, t = c.timeArg(x, t, rel, call.Pos)
@@ -567,6 +606,15 @@ func (c *compiler) boolean(x sqlparse.Expr, t *sqlparse.CreateTable) bool {
 					return err == nil && c.boolean(fx, t)
 				}
 			}
+		}
+		if col := column(t, e.Parts[0].Name); len(e.Parts) == 1 && col != nil && col.Computed != nil {
+			// The table's computed column, before the query adds it to
+			// the spec's computed fields (a column of its own name in
+			// the expression is another: DDL refuses a cycle).
+			if r, ok := col.Computed.(*sqlparse.Ref); ok && len(r.Parts) == 1 && r.Parts[0].Name == e.Parts[0].Name {
+				return false
+			}
+			return c.boolean(col.Computed, t)
 		}
 		dt := declaredType(t, e.Parts)
 		return dt != nil && strings.EqualFold(dt.Name, "BOOLEAN")

@@ -137,6 +137,7 @@ func (c *compiler) windowed(sel *sqlparse.Select) ([]item, error) {
 	default:
 		return nil, errAt(sel.Pos, "SELECT", "aggregate over a window table function: FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL '1' MINUTE))", "only windowed aggregations are compiled yet")
 	}
+	sel = c.booleanExtremes(sel, rel)
 	var items []item
 	switch {
 	case attached:

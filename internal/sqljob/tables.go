@@ -15,8 +15,11 @@ import (
 	"github.com/weirstream/weir/spec"
 )
 
-// column finds a table's column by name.
+// column finds a table's column by name (nil: none, or no table).
 func column(t *sqlparse.CreateTable, name string) *sqlparse.Column {
+	if t == nil {
+		return nil // a relation that is no table's
+	}
 	for _, col := range t.Columns {
 		if col.Name.Name == name {
 			return col

@@ -126,6 +126,11 @@ type BackfillReport struct {
 	// HorizonExpired counts entries of windows the archive no longer
 	// keeps (older than archive.horizon): reported, not applied.
 	HorizonExpired int `json:"horizon_expired"`
+	// HavingDropped counts entries of windows the job's having (of the
+	// window's bounds alone, spec.BoundsOnly; a SQL WHERE on them)
+	// drops: the live job never wrote them, and their revisions are
+	// dropped alike.
+	HavingDropped int `json:"having_dropped,omitempty"`
 	// SpecMismatch counts entries written under another spec (their
 	// hash differs from SpecHash): refused unless AcceptSpec names it.
 	SpecMismatch int    `json:"spec_mismatch"`
@@ -199,9 +204,11 @@ func Backfill(p *spec.Plan, o BackfillOptions) (BackfillReport, error) {
 	if t := p.Trigger; !p.CompleteRows() {
 		return BackfillReport{}, refused("weir does not revise a job whose trigger (%v) publishes rows that are not its windows' whole state (a purging trigger's hold what came since its last firing, a count or processing-time trigger's miss the records after it): a revision would fold the late records into a part of the window; the ledger keeps the job's too-late records, counted", t)
 	}
-	if p.Having != "" {
+	if p.Having != "" && !spec.BoundsOnly(p.Having) {
 		// Its results hold the windows the having kept: a window it
-		// dropped has no row or archived revision to fold into.
+		// dropped has no row or archived revision to fold into (a
+		// having of the bounds alone drops the same windows from the
+		// revisions, pass.bounds).
 		return BackfillReport{}, refused("weir does not revise a job with a having (%s): a window the having dropped was never written, so its revision would be its late records alone, and a revision could pass the having its window failed; the ledger keeps the job's too-late records, counted", p.Having)
 	}
 	switch rev := revision(p); {
@@ -261,6 +268,9 @@ func Backfill(p *spec.Plan, o BackfillOptions) (BackfillReport, error) {
 	ps := pass{ctx: cmp.Or(o.Context, context.Background()), o: &o, src: src, cut: cut, wm: wm, desc: desc, since: since, spec: outfmt.SpecHash(p), legacySpec: outfmt.LegacySpecHash(p), job: p.Name, lateness: p.Lateness, keys: p.Key,
 		fold:     &specFolder{agg: record.NewAggregator(p, record.KeepsAccs(p)), dec: record.NewDecoder(p, clock.Real{})},
 		retryFor: pgio.DefaultConnectRetryFor}
+	if p.Having != "" { // of the bounds alone: the others were refused
+		ps.bounds = record.NewHaving(&spec.WindowOp{Key: p.Key, Aggregates: p.Aggregates, Having: p.Having})
+	}
 	if p.WindowKind == spec.Session {
 		ps.refused = "session windows: a late record can merge sessions, whose published rows would have to be retracted; weir does not revise session windows"
 	}
@@ -342,6 +352,9 @@ type pass struct {
 	// open opens the window store; always: even with nothing to fold.
 	open   func() (windowStore, error)
 	always bool
+	// bounds is the job's having when it reads the window's bounds
+	// alone (nil: none): windows it drops are not revised.
+	bounds *record.Having
 }
 
 func (ps *pass) run() (BackfillReport, error) {
@@ -469,6 +482,10 @@ func (ps *pass) run() (BackfillReport, error) {
 			}
 		}
 		if g.entries = closed; len(closed) == 0 {
+			continue
+		}
+		if ps.bounds != nil && !ps.bounds.KeepWindow([]etime.Time{etime.Time(g.start), etime.Time(g.end), etime.Time(g.end - 1)}) {
+			rep.HavingDropped += len(g.entries)
 			continue
 		}
 		if etime.Time(g.end) < horizon {

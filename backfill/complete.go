@@ -63,6 +63,10 @@ func Complete(p *spec.Plan, dir string) (*Answer, error) {
 	}
 	agg := record.NewAggregator(p, false)
 	dec := record.NewDecoder(p, clock.Real{})
+	var bounds *record.Having // a having of the bounds alone (CheckComplete)
+	if p.Having != "" {
+		bounds = record.NewHaving(&spec.WindowOp{Key: p.Key, Aggregates: p.Aggregates, Having: p.Having})
+	}
 	accs := map[string]*record.Acc{}
 	a := &Answer{rows: map[string][]string{}}
 	var wins []window.Window
@@ -98,6 +102,9 @@ func Complete(p *spec.Plan, dir string) (*Answer, error) {
 					continue
 				}
 				for _, w := range wins {
+					if bounds != nil && !bounds.KeepWindow([]etime.Time{w.Start, w.End, w.MaxTimestamp()}) {
+						continue
+					}
 					id := rowID(p, keys, rec.Key, w)
 					ac := accs[id]
 					if ac == nil {
@@ -291,6 +298,9 @@ func CheckComplete(p *spec.Plan, dir string) error {
 	}
 	if t := p.WindowKind; t != spec.Tumbling && t != spec.Sliding {
 		return fmt.Errorf("the complete answer is computed for tumbling and sliding windows, not %s", t)
+	}
+	if p.Having != "" && !spec.BoundsOnly(p.Having) {
+		return fmt.Errorf("the complete answer is computed for a having of the window's bounds alone, not %s", p.Having)
 	}
 	reg := s.Kinds()
 	t := s.Source.Type

@@ -184,6 +184,9 @@ func backfillCmd(ctx context.Context, args []string, o IO) int {
 	if rep.OtherRuns > 0 {
 		fmt.Fprintf(o.Stdout, "%s entries of other runs skipped: another job or group writes to the same ledger (give each job a late topic of its own)\n", thousands(rep.OtherRuns))
 	}
+	if rep.HavingDropped > 0 {
+		fmt.Fprintf(o.Stdout, "%d entries not applied: their windows fail the job's having of the window bounds (a SQL WHERE on window_start or window_end), so the job never wrote them\n", rep.HavingDropped)
+	}
 	if rep.HorizonExpired > 0 {
 		fmt.Fprintf(o.Stdout, "%d entries not applied: their windows ended before the archive's horizon (archive.horizon) and are no longer kept; raise the horizon, or recompute those windows from the input\n", rep.HorizonExpired)
 		code = ExitFailed

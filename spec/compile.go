@@ -449,7 +449,7 @@ func (c *compiler) compile() {
 	if t := c.p.Trigger; !c.p.CompleteRows() && keepsForBackfill(s.Sinks.Late) {
 		c.warn("trigger", fmt.Sprintf("sinks.late (%s) keeps the too-late records, which weir backfill will not merge: trigger %v publishes rows that are not the windows' whole state", s.Sinks.Late.Type, t),
 			"use the default trigger, continuous or final, if the too-late records are to be merged back")
-	} else if s.Having != "" && keepsForBackfill(s.Sinks.Late) {
+	} else if s.Having != "" && !BoundsOnly(s.Having) && keepsForBackfill(s.Sinks.Late) {
 		c.warn("having", fmt.Sprintf("sinks.late (%s) keeps the too-late records, which weir backfill will not merge: a window the having dropped was never written, so its revision would be its late records alone, and a revision could pass the having its window failed", s.Sinks.Late.Type),
 			"keep the having out of the job and filter where the results are read, if the too-late records are to be merged back")
 	} else if r, l := s.Sinks.Primary(), s.Sinks.Late; s.Archive == nil && r != nil && c.reg.Revise(r.Type) == connector.ReviseLog && keepsForBackfill(l) && s.Window.Type != "session" {
@@ -1482,6 +1482,9 @@ func (c *compiler) having() {
 	switch pe := checkExpr(s.Having, names, true); {
 	case pe != nil:
 		c.add("having", fmt.Sprintf("column %d: %s", pe.Pos.Col, pe.Msg), cmp.Or(pe.Hint, "write a SQL condition over the key fields, the aggregates and the window's bounds, such as orders > 3"))
+	case BoundsOnly(s.Having):
+		// Every firing of a window decides alike.
+		p.Having = s.Having
 	case p.Lateness > 0:
 		c.add("having", "a late firing with allowed lateness could not take back a result the having let through", "remove allowed_lateness, or the having")
 	case p.Trigger != nil && !trigger.FiresOnce(p.Trigger):
@@ -1489,6 +1492,29 @@ func (c *compiler) having() {
 	default:
 		p.Having = s.Having
 	}
+}
+
+// BoundsOnly reports whether having, a having's condition, reads the
+// window's bounds (window_start, window_end, window_time) and nothing
+// else: no key and no aggregate, so every firing of a window, late ones
+// and a backfill's revision too, decides alike (a SQL WHERE on the
+// bounds, which the SQL compiler makes a having).
+func BoundsOnly(having string) bool {
+	x, err := sqlparse.ParseExpr(having)
+	if err != nil {
+		return false
+	}
+	bounds, other := false, false
+	_, err = expr.Compile(x, func(id sqlparse.Ident) (int, *sqlparse.Error) {
+		switch id.Name {
+		case ColWindowStart, ColWindowEnd, ColWindowTime:
+			bounds = true
+		default:
+			other = true
+		}
+		return 0, nil
+	}, expr.TimeNames(ColWindowStart, ColWindowEnd, ColWindowTime))
+	return err == nil && bounds && !other
 }
 
 // where checks the spec's computed fields and where: expressions

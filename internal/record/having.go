@@ -157,6 +157,12 @@ func (h *Having) Keep(key string, value []byte, bounds []etime.Time) bool {
 	return keep
 }
 
+// KeepWindow reports whether a window of bounds passes a having that
+// reads its bounds only (spec.BoundsOnly), whatever its results.
+func (h *Having) KeepWindow(bounds []etime.Time) bool {
+	return h.Keep(strings.Repeat(KeySep, max(h.f.nk-1, 0)), nil, bounds)
+}
+
 // boundTimes makes a string literal compared with a window bound a time.
 var boundTimes = expr.TimeNames(spec.ColWindowStart, spec.ColWindowEnd, spec.ColWindowTime)
 

@@ -138,6 +138,9 @@ func (c *compiler) windowed(sel *sqlparse.Select) ([]item, error) {
 		return nil, errAt(sel.Pos, "SELECT", "aggregate over a window table function: FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL '1' MINUTE))", "only windowed aggregations are compiled yet")
 	}
 	sel = c.booleanExtremes(sel, rel)
+	if !attached && rel.results == nil {
+		sel = boundsWhere(sel)
+	}
 	var items []item
 	switch {
 	case attached:
@@ -863,6 +866,72 @@ func (c *compiler) where(x sqlparse.Expr, rel *relation, filter string) error {
 		c.job.Spec.Where = conds[0]
 	}
 	return nil
+}
+
+// boundsWhere returns sel (itself when nothing moves) with the
+// conditions of its WHERE that read only the window's bounds
+// (window_start, window_end, window_time) moved to its HAVING: they hold
+// for every row of a window or for none, so filtering the rows is
+// filtering the windows, as Flink's WHERE after a window table function
+// does.
+func boundsWhere(sel *sqlparse.Select) *sqlparse.Select {
+	if sel.Where == nil {
+		return sel
+	}
+	var rows, bounds []sqlparse.Expr
+	for _, x := range conjuncts(sel.Where) {
+		if onlyBounds(x) {
+			bounds = append(bounds, x)
+		} else {
+			rows = append(rows, x)
+		}
+	}
+	if len(bounds) == 0 {
+		return sel
+	}
+	out := *sel
+	out.Where = conjunction(rows)
+	if sel.Having != nil {
+		bounds = append([]sqlparse.Expr{sel.Having}, bounds...)
+	}
+	out.Having = conjunction(bounds)
+	return &out
+}
+
+// conjunction is the AND of xs (nil for none).
+func conjunction(xs []sqlparse.Expr) sqlparse.Expr {
+	var out sqlparse.Expr
+	for _, x := range xs {
+		if out == nil {
+			out = x
+			continue
+		}
+		out = &sqlparse.Binary{Pos: sqlparse.ExprPos(out), Op: "AND", X: out, Y: x}
+	}
+	return out
+}
+
+// onlyBounds reports whether x reads a window bound and no other column
+// (nor an aggregate, which a WHERE cannot hold).
+func onlyBounds(x sqlparse.Expr) bool {
+	bound, other := false, false
+	mapExpr(x, func(e sqlparse.Expr) sqlparse.Expr {
+		switch e := e.(type) {
+		case *sqlparse.Ref:
+			switch e.Parts[len(e.Parts)-1].Name {
+			case "window_start", "window_end", "window_time":
+				bound = true
+			default:
+				other = true
+			}
+		case *sqlparse.Call:
+			if _, agg := aggregates[strings.ToUpper(tableName(e.Name))]; agg || isProctime(e) {
+				other = true
+			}
+		}
+		return e
+	})
+	return bound && !other
 }
 
 // condition refuses x, clause's expression over the record fields of

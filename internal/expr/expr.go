@@ -995,6 +995,10 @@ func cmpOp(op string, a, b value) value {
 		c = bytes.Compare(a.s, b.s)
 	case a.k == boolean && b.k == boolean:
 		c = cmpInt(b2i(a.b), b2i(b.b))
+	case a.k == raw && b.k == raw && (op == "=" || op == "<>"):
+		// Arrays and rows are equal when their elements are, in order
+		// (Flink compares them so; it orders neither).
+		c = cmpInt(0, b2i(!rawEqual(a.r, b.r)))
 	default:
 		return nullV
 	}
@@ -1321,10 +1325,123 @@ func (c compiler) caseExpr(x *sqlparse.Case) eval {
 
 // cast converts to the numeric types and BOOLEAN (a string holding one
 // reads as it; a failure is NULL, as TRY_CAST) or keeps a string.
+// stringOf is v cast to a string as Flink casts it: a string itself,
+// NULL, TRUE or FALSE, a number's text, an array as [a, b] and a row as
+// (a, b), their values as cast (a NULL as NULL).
+func stringOf(v value) value {
+	switch v.k {
+	case str, null:
+		return v
+	case boolean:
+		// As Flink casts a BOOLEAN: TRUE or FALSE (read only).
+		if v.b {
+			return value{k: str, s: trueText}
+		}
+		return value{k: str, s: falseText}
+	case raw:
+		return value{k: str, s: appendFlinkText(nil, v.r)}
+	}
+	if t, ok := text(v); ok { // a number's text
+		return value{k: str, s: t}
+	}
+	return nullV
+}
+
+// appendFlinkText appends JSON value j as Flink's cast to a string writes
+// it: strings bare, arrays [a, b], objects (rows) (a, b) in their order,
+// null as NULL, numbers and booleans as their text.
+func appendFlinkText(b []byte, j *fastjson.Value) []byte {
+	switch j.Type() {
+	case fastjson.TypeString:
+		return append(b, j.GetStringBytes()...)
+	case fastjson.TypeNull:
+		return append(b, "NULL"...)
+	case fastjson.TypeTrue:
+		return append(b, trueText...)
+	case fastjson.TypeFalse:
+		return append(b, falseText...)
+	case fastjson.TypeArray:
+		b = append(b, '[')
+		for i, e := range j.GetArray() {
+			if i > 0 {
+				b = append(b, ", "...)
+			}
+			b = appendFlinkText(b, e)
+		}
+		return append(b, ']')
+	case fastjson.TypeObject:
+		b = append(b, '(')
+		i := 0
+		j.GetObject().Visit(func(_ []byte, e *fastjson.Value) {
+			if i > 0 {
+				b = append(b, ", "...)
+			}
+			i++
+			b = appendFlinkText(b, e)
+		})
+		return append(b, ')')
+	}
+	if t, ok := text(fromJSON(j)); ok {
+		return append(b, t...)
+	}
+	return j.MarshalTo(b)
+}
+
+// rawEqual reports whether JSON values x and y are equal as SQL
+// compares arrays and rows: element by element in order (members by
+// name, in order), numbers by value, a null equal to a null.
+func rawEqual(x, y *fastjson.Value) bool {
+	if x.Type() != y.Type() {
+		return false
+	}
+	switch x.Type() {
+	case fastjson.TypeArray:
+		xs, ys := x.GetArray(), y.GetArray()
+		if len(xs) != len(ys) {
+			return false
+		}
+		for i := range xs {
+			if !rawEqual(xs[i], ys[i]) {
+				return false
+			}
+		}
+		return true
+	case fastjson.TypeObject:
+		xo, yo := x.GetObject(), y.GetObject()
+		if xo.Len() != yo.Len() {
+			return false
+		}
+		same := true
+		xo.Visit(func(k []byte, v *fastjson.Value) {
+			if w := yo.Get(string(k)); same && (w == nil || !rawEqual(v, w)) {
+				same = false
+			}
+		})
+		return same
+	case fastjson.TypeString:
+		return bytes.Equal(x.GetStringBytes(), y.GetStringBytes())
+	case fastjson.TypeNumber:
+		eq := cmpOp("=", fromJSON(x), fromJSON(y))
+		return eq.k == boolean && eq.b
+	}
+	return true // null, true, false: their type is their value
+}
+
 func (c compiler) cast(x *sqlparse.Cast) eval {
 	e := c.expr(x.X)
 	switch t := strings.ToUpper(x.Type.Name); t {
 	case "TINYINT", "SMALLINT", "INT", "INTEGER", "BIGINT":
+		// Flink's (Java's) narrowing: an integer keeps the type's low
+		// bits (CAST(-500 AS TINYINT) is 12); a float is cut toward zero
+		// and saturates at INT's or BIGINT's range first.
+		bits := map[string]uint{"TINYINT": 8, "SMALLINT": 16, "INT": 32, "INTEGER": 32, "BIGINT": 64}[t]
+		narrow := func(i int64) int64 {
+			if bits == 64 {
+				return i
+			}
+			sh := 64 - bits
+			return i << sh >> sh
+		}
 		return func(g []*fastjson.Value) value {
 			v := boolNumber(e(g))
 			if v.k == str {
@@ -1332,18 +1449,22 @@ func (c compiler) cast(x *sqlparse.Cast) eval {
 			}
 			switch {
 			case v.k == integer:
-				return v
+				return value{k: integer, i: narrow(v.i)}
 			case v.k == decimal:
-				return value{k: integer, i: v.i / int64(pow10[v.sc])}
+				return value{k: integer, i: narrow(v.i / int64(pow10[v.sc]))}
 			case v.k == bigdec:
 				if r, ok := ratOf(v); ok {
 					if q := new(big.Int).Quo(r.Num(), r.Denom()); q.IsInt64() {
-						return value{k: integer, i: q.Int64()}
+						return value{k: integer, i: narrow(q.Int64())}
 					}
 				}
 				return nullV
-			case v.k == float && v.f >= math.MinInt64 && v.f < math.MaxInt64:
-				return value{k: integer, i: int64(v.f)}
+			case v.k == float && !math.IsNaN(v.f):
+				lo, hi := float64(math.MinInt64), float64(math.MaxInt64)
+				if bits < 64 {
+					lo, hi = math.MinInt32, math.MaxInt32
+				}
+				return value{k: integer, i: narrow(int64(max(lo, min(math.Trunc(v.f), hi))))}
 			}
 			return nullV
 		}
@@ -1410,25 +1531,37 @@ func (c compiler) cast(x *sqlparse.Cast) eval {
 			if v.k == boolean {
 				return v
 			}
+			if v.isNum() {
+				// A number is TRUE unless it is zero, as Flink casts it.
+				return boolV(v.num() != 0)
+			}
 			return nullV
 		}
 	case "STRING", "VARCHAR", "CHAR":
+		// VARCHAR(n) keeps the first n characters, CHAR(n) is padded
+		// with spaces to n, as Flink casts (STRING, VARCHAR and CHAR
+		// without a length keep every character).
+		n := -1
+		if len(x.Type.Params) == 1 && t != "STRING" {
+			n = x.Type.Params[0]
+		}
+		pad := t == "CHAR"
 		return func(g []*fastjson.Value) value {
-			v := e(g)
-			switch v.k {
-			case str, null:
+			v := stringOf(e(g))
+			if n < 0 || v.k != str {
 				return v
-			case boolean:
-				// As Flink casts a BOOLEAN: TRUE or FALSE (read only).
-				if v.b {
-					return value{k: str, s: trueText}
+			}
+			if k := utf8.RuneCount(v.s); k > n {
+				cut := 0
+				for range n {
+					_, size := utf8.DecodeRune(v.s[cut:])
+					cut += size
 				}
-				return value{k: str, s: falseText}
+				v.s = v.s[:cut:cut]
+			} else if pad && k < n {
+				v.s = append(bytes.Clone(v.s), bytes.Repeat([]byte{' '}, n-k)...)
 			}
-			if t, ok := text(v); ok { // a number's text
-				return value{k: str, s: t}
-			}
-			return value{k: str, s: []byte(strconv.FormatBool(v.b))}
+			return v
 		}
 	case "TIMESTAMP", "TIMESTAMP_LTZ", "DATE":
 		// A time as epoch milliseconds (UTC), as TO_TIMESTAMP_LTZ and a

@@ -108,6 +108,19 @@ func (c *compiler) zoned(x sqlparse.Expr, t *sqlparse.CreateTable) sqlparse.Expr
 			return &sqlparse.Cast{Pos: e.Pos, X: in, Type: e.Type}
 		case *sqlparse.Call:
 			fn := strings.ToUpper(tableName(e.Name))
+			if fn == "FROM_UNIXTIME" && len(e.Args) >= 1 && len(e.Args) <= 2 {
+				// Seconds since the epoch written as a wall time in the
+				// zone, as Flink's FROM_UNIXTIME writes them: the
+				// instant's wall time, formatted.
+				pos := e.Pos
+				ms := &sqlparse.Binary{Pos: pos, Op: "*", X: sub(e.Args[0].Value), Y: &sqlparse.Lit{Pos: pos, Kind: "number", Text: "1000"}}
+				var pattern sqlparse.Expr = &sqlparse.Lit{Pos: pos, Kind: "string", Text: "yyyy-MM-dd HH:mm:ss"}
+				if len(e.Args) == 2 {
+					pattern = e.Args[1].Value
+				}
+				return &sqlparse.Call{Pos: pos, Name: sqlparse.Name{Parts: []sqlparse.Ident{{Pos: pos, Name: "DATE_FORMAT"}}},
+					Args: []sqlparse.Arg{{Value: call(pos, wallFn, ms)}, {Value: pattern}}}
+			}
 			switch fn {
 			case "YEAR", "QUARTER", "MONTH", "WEEK", "DAYOFYEAR", "DAYOFMONTH", "DAYOFWEEK", "HOUR", "MINUTE", "SECOND", "DATE_FORMAT", "FLOOR", "CEIL", "CEILING":
 			default:

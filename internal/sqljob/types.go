@@ -371,7 +371,7 @@ func isString(t *sqlparse.Type) bool {
 
 // flinkCasts casts each quotient of x whose type is a DECIMAL to
 // that type, so that it is divided at its own scale (Flink's), each
-// DOUBLE operand of a DOUBLE quotient or remainder, or of a CAST to a
+// DOUBLE operand of arithmetic whose type is a DOUBLE, or of a CAST to a
 // string, to a DOUBLE (a whole value divides as a float, and is written
 // 3.0), and x too when its type is a DECIMAL: a computed field holds the decimal at the
 // scale Flink gives it (price * 3 of a DECIMAL(10, 2) is 0.90).
@@ -392,9 +392,11 @@ func flinkCasts(x sqlparse.Expr, field func(parts []sqlparse.Ident) numType) sql
 		z := *y
 		z.X, z.Y = walk(y.X), walk(y.Y)
 		t := typeOf(&z, field)
-		if (z.Op == "/" || z.Op == "%") && t.kind == tFloat {
-			// A DOUBLE's value may be whole in the record (7): each
-			// DOUBLE operand is cast, so that 7 / 3 divides as floats.
+		if strings.Contains("+-*/%", z.Op) && t.kind == tFloat {
+			// A DOUBLE's value may be whole in the record (7), or a
+			// decimal text (0.1): each DOUBLE operand is cast, so that
+			// 7 / 3 divides and 0.1 + 0.2 adds as floats, as Flink
+			// computes a DOUBLE (0.30000000000000004).
 			for _, op := range []*sqlparse.Expr{&z.X, &z.Y} {
 				if typeOf(*op, field).kind == tFloat {
 					*op = doubleCast(*op)

@@ -56,7 +56,7 @@ func TestDecimalTypes(t *testing.T) {
 		"CASE WHEN qty > 1 THEN price ELSE 0 END": "CAST(CASE WHEN qty > 1 THEN price ELSE 0 END AS DECIMAL(12, 2))",
 		"ROUND(price, 1)":                         "CAST(ROUND(price, 1) AS DECIMAL(10, 1))",
 		"qty / 2":                                 "qty / 2",
-		"price * 2e0":                             "price * 2e0",
+		"price * 2e0":                             "price * CAST(2e0 AS DOUBLE)",
 		"price > 1 AND price / qty < 0.5":         "(price > 1) AND (CAST(price / qty AS DECIMAL(21, 13)) < 0.5)",
 		"price":                                   "CAST(price AS DECIMAL(10, 2))",
 	} {

@@ -113,6 +113,9 @@ type compiler struct {
 	job    *Job
 	tables map[string]*sqlparse.CreateTable
 	views  map[string]*sqlparse.CreateView
+	// srcTable is the table the query's window reads (sourceTable), whose
+	// declared types its key columns have.
+	srcTable *sqlparse.CreateTable
 	// timeAttr is the source table's time attribute when the timestamp
 	// is read from its field (TO_TIMESTAMP_LTZ(field, p)), which no
 	// computed field then holds.

@@ -397,6 +397,16 @@ func (c *compiler) mapColumns(in *sqlparse.Insert, sel *sqlparse.Select, items [
 			if it.typ.kind != tOther {
 				t, ok = it.typ, true
 			}
+			if !ok && it.from != "" && slices.Contains(c.job.Spec.Key, it.from) {
+				// A key column: the source table's field, as declared.
+				var parts []sqlparse.Ident
+				for _, n := range strings.Split(it.from, ".") {
+					parts = append(parts, sqlparse.Ident{Name: n})
+				}
+				if dt := declaredType(c.srcTable, parts); dt != nil {
+					t, ok = typeOfSQL(dt), true
+				}
+			}
 			if ok && it.expr == "" && col.Type != nil {
 				if err := insertable(t, col, name, j); err != nil {
 					return err
@@ -1013,12 +1023,20 @@ func (c *compiler) isField(rel *relation, col *relCol) bool {
 // insertable refuses the query's column i (1-based), of type t, into
 // sink column col of table table where Flink's INSERT refuses it: a
 // DOUBLE or a decimal with a fraction into an integer column, a number
-// into a string column (weir would write it as it is, Flink casts
-// nothing implicitly there).
+// into a string column, a string into a number or BOOLEAN column (weir
+// would write it as it is, Flink casts nothing implicitly there).
 func insertable(t numType, col *sqlparse.Column, table string, i int) error {
 	sink := typeOfSQL(col.Type)
 	var what string
 	switch {
+	case t.kind == tStr:
+		// A string into a number or BOOLEAN column: Flink's INSERT
+		// casts nothing implicitly (weir would write the string).
+		if sink.kind == tInt || sink.kind == tDec || sink.kind == tFloat || col.Type != nil && strings.EqualFold(col.Type.Name, "BOOLEAN") {
+			return errAt(col.Pos, col.Name.Name, "CAST the query's column to "+sqlparse.FormatType(col.Type)+", as Flink asks",
+				"table %s: column %s is %s and the query's column %d is a STRING, which Flink's INSERT refuses", table, col.Name.Name, withArticle(sqlparse.FormatType(col.Type)), i)
+		}
+		return nil
 	case t.kind == tFloat:
 		what = "a DOUBLE"
 	case t.kind == tDec:
@@ -1030,9 +1048,17 @@ func insertable(t numType, col *sqlparse.Column, table string, i int) error {
 	}
 	if sink.kind == tInt && (t.kind == tFloat || t.kind == tDec && t.s > 0) || isString(col.Type) {
 		return errAt(col.Pos, col.Name.Name, "CAST the query's column to "+sqlparse.FormatType(col.Type)+", as Flink asks",
-			"table %s: column %s is a %s and the query's column %d is %s, which Flink's INSERT refuses", table, col.Name.Name, sqlparse.FormatType(col.Type), i, what)
+			"table %s: column %s is %s and the query's column %d is %s, which Flink's INSERT refuses", table, col.Name.Name, withArticle(sqlparse.FormatType(col.Type)), i, what)
 	}
 	return nil
+}
+
+// withArticle is a type's name after "a" or "an" (an INT, a BIGINT).
+func withArticle(name string) string {
+	if name != "" && strings.ContainsRune("AEIOU", rune(name[0])) {
+		return "an " + name
+	}
+	return "a " + name
 }
 
 // floatFormat is how a sink column writes its numbers (spec.Column.Float):

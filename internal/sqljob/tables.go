@@ -42,6 +42,7 @@ func (c *compiler) source(rel *relation, viewTime string) (string, error) {
 // must be on) and its watermark.
 func (c *compiler) sourceTable(t *sqlparse.CreateTable, timeCol string) (err error) {
 	s := c.job.Spec
+	c.srcTable = t
 	name := tableName(t.Name)
 	o := optionsOf(t)
 	// weir's timestamp checks (R2), set once the time attribute is:

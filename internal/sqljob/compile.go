@@ -113,6 +113,9 @@ type compiler struct {
 	job    *Job
 	tables map[string]*sqlparse.CreateTable
 	views  map[string]*sqlparse.CreateView
+	// hinted is the query's outermost SELECT, whose hint compileInsert
+	// read (windowed reads those of the SELECTs inside it).
+	hinted *sqlparse.Select
 	// srcTable is the table the query's window reads (sourceTable), whose
 	// declared types its key columns have.
 	srcTable *sqlparse.CreateTable
@@ -192,6 +195,12 @@ func (c *compiler) script(s *sqlparse.Script) error {
 		var err error
 		switch st := st.(type) {
 		case *sqlparse.Set:
+			if c.inserts != nil {
+				// Flink's SET applies to the statements after it.
+				c.job.Warnings = append(c.job.Warnings, fmt.Sprintf("%s: SET '%s' comes after the query and applies to nothing, as in Flink, where a SET applies to the statements after it: move it before the query",
+					st.Pos, st.Key))
+				continue
+			}
 			err = c.set(st)
 		case *sqlparse.CreateTable:
 			name := tableName(st.Name)

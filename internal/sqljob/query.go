@@ -30,6 +30,7 @@ func (c *compiler) compileInsert(in *sqlparse.Insert) error {
 	if err := c.queryHint(sel.Hint); err != nil {
 		return err
 	}
+	c.hinted = sel
 	if err := c.earlyFiring(); err != nil {
 		return err
 	}
@@ -64,6 +65,17 @@ func (c *compiler) compileInsert(in *sqlparse.Insert) error {
 // keys (or a legacy group window), into the spec: its source, window,
 // where, key and aggregates. It returns the query's columns.
 func (c *compiler) windowed(sel *sqlparse.Select) ([]item, error) {
+	if sel != c.hinted && sel.Hint != nil {
+		// The hint of a window inside the query (a join's side, a
+		// Top-N's or a cascade's input): its emit options are the
+		// query's, refused where a SET of them would be.
+		if err := c.queryHint(sel.Hint); err != nil {
+			return nil, err
+		}
+		if err := c.earlyFiring(); err != nil {
+			return nil, err
+		}
+	}
 	// Nested keys are computed fields of this aggregation's spec.
 	saved := c.nested
 	c.nested = nil

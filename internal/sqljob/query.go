@@ -405,20 +405,7 @@ func (c *compiler) mapColumns(in *sqlparse.Insert, sel *sqlparse.Select, items [
 		} else {
 			it = items[j]
 			j++
-			t, ok := c.computedTypes[it.from]
-			if it.typ.kind != tOther {
-				t, ok = it.typ, true
-			}
-			if !ok && it.from != "" && slices.Contains(c.job.Spec.Key, it.from) {
-				// A key column: the source table's field, as declared.
-				var parts []sqlparse.Ident
-				for _, n := range strings.Split(it.from, ".") {
-					parts = append(parts, sqlparse.Ident{Name: n})
-				}
-				if dt := declaredType(c.srcTable, parts); dt != nil {
-					t, ok = typeOfSQL(dt), true
-				}
-			}
+			t, ok := c.itemType(it)
 			if ok && it.expr == "" && col.Type != nil {
 				if err := insertable(t, col, name, j); err != nil {
 					return err
@@ -442,7 +429,8 @@ func (c *compiler) mapColumns(in *sqlparse.Insert, sel *sqlparse.Select, items [
 				x, k = c.zoneColumn(x, k, col)
 				tf = timeFormatOf(k, col.Type)
 			}
-			cols = append(cols, spec.Column{Name: dst, Expr: c.sinkCast(x, col), Float: floatFormat(col), Time: tf})
+			t, _ := c.itemType(it)
+			cols = append(cols, spec.Column{Name: dst, Expr: c.sinkCast(x, col), Float: floatFormat(col, t), Time: tf})
 			continue
 		}
 		if t := typeOfSQL(col.Type); jsonRows && c.job.selectOp != nil && t.kind == tDec && c.computedTypes[it.from] != t &&
@@ -512,7 +500,8 @@ func (c *compiler) mapColumns(in *sqlparse.Insert, sel *sqlparse.Select, items [
 			cols = append(cols, spec.Column{Name: dst, Expr: guard, Time: tf})
 			continue
 		}
-		cols = append(cols, spec.Column{Name: dst, From: it.from, Time: tf, Float: floatFormat(col)})
+		t, _ := c.itemType(it)
+		cols = append(cols, spec.Column{Name: dst, From: it.from, Time: tf, Float: floatFormat(col, t)})
 	}
 	switch conn := optionsOf(t)["connector"].Value; {
 	case conn == "upsert-kafka",
@@ -1065,6 +1054,36 @@ func insertable(t numType, col *sqlparse.Column, table string, i int) error {
 	return nil
 }
 
+// itemType is the type of a query's column it, when known: an
+// expression's, a computed field's, or a key's as the source table
+// declares it.
+func (c *compiler) itemType(it item) (numType, bool) {
+	if it.typ.kind != tOther {
+		return it.typ, true
+	}
+	if it.expr != "" {
+		if e, err := sqlparse.ParseExpr(it.expr); err == nil {
+			return typeOf(e, c.fieldType(nil)), true
+		}
+		return numType{}, false
+	}
+	if t, ok := c.computedTypes[it.from]; ok {
+		return t, true
+	}
+	if it.from != "" && (slices.Contains(c.job.Spec.Key, it.from) || c.job.selectOp != nil) {
+		// A key column, or a query without a window's field: the source
+		// table's, as declared.
+		var parts []sqlparse.Ident
+		for _, n := range strings.Split(it.from, ".") {
+			parts = append(parts, sqlparse.Ident{Name: n})
+		}
+		if dt := declaredType(c.srcTable, parts); dt != nil {
+			return typeOfSQL(dt), true
+		}
+	}
+	return numType{}, false
+}
+
 // withArticle is a type's name after "a" or "an" (an INT, a BIGINT).
 func withArticle(name string) string {
 	if name != "" && strings.ContainsRune("AEIOU", rune(name[0])) {
@@ -1074,9 +1093,14 @@ func withArticle(name string) string {
 }
 
 // floatFormat is how a sink column writes its numbers (spec.Column.Float):
-// a DOUBLE or a FLOAT as Flink's JSON format writes it.
-func floatFormat(col *sqlparse.Column) string {
+// a DOUBLE or a FLOAT as Flink's JSON format writes it; a column of no
+// declared type (a bare SELECT's) as its value's type, t (2.0 for a
+// DOUBLE 2, as Flink's SQL client shows it).
+func floatFormat(col *sqlparse.Column, t numType) string {
 	if col.Type == nil {
+		if t.kind == tFloat {
+			return "double"
+		}
 		return ""
 	}
 	switch col.Type.Name {

@@ -148,10 +148,11 @@ type SourceOptions[T any] struct {
 	// moves its partition's watermark. The partitions of a reader take
 	// turns by partition number, one record each; a partition leaves the
 	// turns at its end offset of the start; a Read waits (polling, until
-	// ctx is done) for the record whose turn it is and returns after
-	// MaxPollRecords records or at the last turn, so that the records
-	// each Read emits do not depend on timing either. Records written
-	// after the start follow in the order the fetches bring them.
+	// ctx is done) for the record whose turn it is and returns after one
+	// round of turns, so that the records each Read emits do not depend
+	// on timing either, and several channels interleave by rounds.
+	// Records written after the start follow in the order the fetches
+	// bring them.
 	Strict bool
 	// Clock is processing time; nil is the real clock.
 	Clock clock.Clock
@@ -603,17 +604,21 @@ func (r *reader[T]) emit(kr *kgo.Record, now time.Time) bool {
 // quarter of that.
 const strictHold = 4
 
-// readStrict is a Read of SourceOptions.Strict: it emits up to
-// MaxPollRecords records in turn order, polling until the record whose
-// turn it is has come (or ctx is done). When the turns are over it emits
-// what the partitions fetched beyond their end of the start and, when
-// nothing is left, returns 0, so that the Read goes on as a plain one.
+// readStrict is a Read of SourceOptions.Strict: it emits one round of
+// turns, a record of each partition that has turns left, in partition
+// order, polling until the record whose turn it is has come (or ctx is
+// done). A round per Read interleaves the channels (readers) of a job
+// as finely as one reader interleaves its partitions, so that the
+// channel count changes the order little. When the turns are over it
+// emits what the partitions fetched beyond their end of the start and,
+// when nothing is left, returns 0, so that the Read goes on as a plain
+// one.
 func (r *reader[T]) readStrict(ctx context.Context, now time.Time) (int, error) {
 	n := 0
-	for n < r.o.MaxPollRecords {
+	for taken := false; ; {
 		p := r.nextTurn()
-		if p == nil {
-			break
+		if p == nil || taken && r.turn == 0 {
+			break // the turns are over, or the round is
 		}
 		kr := r.pop(p)
 		if kr == nil {
@@ -631,6 +636,7 @@ func (r *reader[T]) readStrict(ctx context.Context, now time.Time) (int, error) 
 			// A record takes a turn (a dead letter too); a transaction
 			// marker or a record before a restored position does not.
 			r.turn = (r.turn + 1) % len(r.parts)
+			taken = true
 		}
 		if r.emit(kr, now) {
 			n++

@@ -484,9 +484,9 @@ func holdFetchesIf(t *testing.T, cluster *kfake.Cluster, topic string, hold func
 
 // TestKafkaMissingTopics: a run whose marker topic the broker will not
 // let weir create (no CREATE permission, a creation policy), or whose
-// dead-letter topic is missing, is refused before it reads anything, with
-// the topic and the command that creates it; a run without checkpoints
-// writes no markers and needs no marker topic.
+// dead-letter or source topic is missing, is refused before it reads
+// anything, with the topic and the command that creates it; a run
+// without checkpoints writes no markers and needs no marker topic.
 func TestKafkaMissingTopics(t *testing.T) {
 	broker, c := kafkaClusterWith(t, 10, "out")
 	open := func(o RunOptions) error {
@@ -542,6 +542,17 @@ func TestKafkaMissingTopics(t *testing.T) {
 		if err := open(RunOptions{}); err != nil {
 			t.Fatalf("without checkpoints, refused with %s: %v", refusal.Message, err)
 		}
+	}
+	// A source topic that is not there is a missing input: refused when
+	// the job opens (a run with checkpoints restarted on it, three times,
+	// before it failed).
+	if err := c.DeleteTopic("in"); err != nil {
+		t.Fatal(err)
+	}
+	err = open(RunOptions{CheckpointDir: t.TempDir()})
+	if want := `source.kafka.topic: topic "in" does not exist on [` + broker + "]; create it"; err == nil || !strings.HasPrefix(err.Error(), want) ||
+		!strings.Contains(err.Error(), "kafka-topics.sh --bootstrap-server "+broker+" --create --topic in") {
+		t.Fatalf("a missing source topic: %v, want %s ...", err, want)
 	}
 }
 

@@ -3,7 +3,9 @@ package kafkaio
 import (
 	"context"
 	"errors"
+	"fmt"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/etime"
 	"github.com/weirstream/weir/watermark"
@@ -43,13 +45,43 @@ func (r *Record) Line() connector.Line {
 
 // openSource opens a kafka source of a job spec: its records as Lines,
 // each partition watermarked in the reader as so.Splits says.
-func openSource(_ context.Context, so connector.SourceOpen) (connector.OpenedSource, error) {
+func openSource(ctx context.Context, so connector.SourceOpen) (connector.OpenedSource, error) {
 	o, err := specSourceOptions(so)
 	if err != nil {
 		return connector.OpenedSource{}, err
 	}
 	src, err := NewSource(o)
-	return connector.OpenedSource{Source: src, Name: "kafka:" + o.Topic, Bounded: o.StopAtEnd}, err
+	if err != nil {
+		return connector.OpenedSource{}, err
+	}
+	// A topic that is not there is a missing input, refused before the
+	// job runs (as a missing file is), not a failure to restart from.
+	if err := topicExists(ctx, o); err != nil {
+		return connector.OpenedSource{}, err
+	}
+	return connector.OpenedSource{Source: src, Name: "kafka:" + o.Topic, Bounded: o.StopAtEnd}, nil
+}
+
+// topicExists looks o.Topic up, within openTimeout: an error says that
+// it does not exist (with the command that creates it) or that the
+// brokers did not answer.
+func topicExists[T any](ctx context.Context, o SourceOptions[T]) error {
+	ctx, cancel := context.WithTimeout(ctx, openTimeout)
+	defer cancel()
+	adm, err := newAdmin(o.Brokers, o.ClientOptions)
+	if err != nil {
+		return err
+	}
+	defer adm.Close()
+	md, err := adm.Metadata(ctx, o.Topic)
+	if err != nil {
+		return fmt.Errorf("source.kafka.brokers: metadata of topic %q from %v: %w", o.Topic, o.Brokers, err)
+	}
+	if td, ok := md.Topics[o.Topic]; !ok || errors.Is(td.Err, kerr.UnknownTopicOrPartition) || len(td.Partitions) == 0 {
+		te := &TopicError{Topic: o.Topic, Brokers: o.Brokers, ReplicationFactor: -1, Err: kerr.UnknownTopicOrPartition}
+		return fmt.Errorf("source.kafka.topic: topic %q does not exist on %v; create it, or name the topic to read, such as with\n  %s", o.Topic, o.Brokers, te.Command())
+	}
+	return nil
 }
 
 // OpenTaskSource opens a job spec's kafka source as the source of a

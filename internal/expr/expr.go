@@ -642,6 +642,9 @@ func number(b []byte) value {
 	if v, ok := parseDecimal(b); ok {
 		return v
 	}
+	if v, ok := parseBigDecimal(b); ok {
+		return v
+	}
 	f, err := strconv.ParseFloat(string(b), 64)
 	if err != nil {
 		return nullV
@@ -684,6 +687,40 @@ func parseDecimal(b []byte) (value, bool) {
 		m = -m
 	}
 	return dec(m, sc), true
+}
+
+// parseBigDecimal reads a whole number beyond int64 or d.ddd (a sign,
+// digits, at most one point, no exponent) of up to 38 significant
+// digits, beyond parseDecimal's 18, exactly (a bigdec), as Flink reads
+// a DECIMAL literal or casts a string to a DECIMAL.
+func parseBigDecimal(b []byte) (value, bool) {
+	t := b
+	if len(t) > 0 && (t[0] == '-' || t[0] == '+') {
+		t = t[1:]
+	}
+	sc, point := 0, false
+	for _, c := range t {
+		switch {
+		case c == '.' && !point:
+			point = true
+		case c >= '0' && c <= '9':
+			if point {
+				sc++
+			}
+		default:
+			return nullV, false
+		}
+	}
+	r, ok := new(big.Rat).SetString(string(b))
+	if !ok || sc > 38 {
+		return nullV, false
+	}
+	m := new(big.Int).Mul(r.Num(), pow10Int(sc))
+	m.Quo(m, r.Denom())
+	if v := decimalOf(m, 38, sc); v.k != null {
+		return v, true
+	}
+	return nullV, false
 }
 
 func (c compiler) ref(x *sqlparse.Ref) eval {
@@ -826,9 +863,15 @@ func fromJSON(v *fastjson.Value) value {
 		if f == math.Trunc(f) && math.Abs(f) < 1<<53 {
 			return value{k: integer, i: int64(f)}
 		}
-		if f == math.Trunc(f) {
+		if math.Abs(f) >= 1<<53 {
+			// Beyond float64's exact integers, the record's own text
+			// exactly: an int64, or a decimal of up to 38 digits (a
+			// SUM of a DECIMAL(38, 2) in a result; it allocates: rare).
 			if i, err := v.Int64(); err == nil {
 				return value{k: integer, i: i}
+			}
+			if d, ok := parseBigDecimal(v.MarshalTo(nil)); ok {
+				return d
 			}
 			return value{k: float, f: f}
 		}
@@ -1164,11 +1207,11 @@ func decArith(op string, a, b value) (value, bool) {
 	return nullV, false
 }
 
-// bigArith is a + b, a - b or a * b of exact a and b (a bigdec among
+// bigArith is a + b, a - b, a * b or a % b of exact a and b (a bigdec among
 // them, or beyond int64), exactly (38 digits at most, as Flink's DECIMAL;
 // NULL beyond); false for another operator or operand.
 func bigArith(op string, a, b value) (value, bool) {
-	if op != "+" && op != "-" && op != "*" {
+	if op != "+" && op != "-" && op != "*" && op != "%" {
 		return nullV, false
 	}
 	bx, xs, ok1 := mantissa(a)
@@ -1189,6 +1232,16 @@ func bigArith(op string, a, b value) (value, bool) {
 		}
 	case "*":
 		m, sc = bx.Mul(bx, by), xs+ys
+	case "%":
+		// The remainder at the larger scale, with the dividend's sign
+		// (Java's BigDecimal.remainder, as Flink's MOD of decimals):
+		// MOD(999.99, 0.01) is 0.00.
+		if by.Sign() == 0 {
+			return nullV, true
+		}
+		bx.Mul(bx, pow10Int(sc-xs))
+		by.Mul(by, pow10Int(sc-ys))
+		m = bx.Rem(bx, by)
 	}
 	return decimalOf(m, 38, sc), true
 }

@@ -13,7 +13,7 @@ import (
 // TestKeep: predicates over JSON records, with SQL's three-valued logic:
 // a record is kept only when the predicate is TRUE.
 func TestKeep(t *testing.T) {
-	const rec = `{"amount": 120, "price": 9.5, "region": "eu", "flag": true, "nothing": null, "n": -7, "big": 9223372036854775807, "user": {"name": "ann", "age": 30}, "s": "42", "ts": "2026-01-01 00:00:05.000", "ms": 1767225605000, "tags": ["u", "v"], "empty": [], "mixed": [1, null, [true]]}`
+	const rec = `{"amount": 120, "price": 9.5, "region": "eu", "flag": true, "nothing": null, "n": -7, "big": 9223372036854775807, "user": {"name": "ann", "age": 30}, "s": "42", "ts": "2026-01-01 00:00:05.000", "ms": 1767225605000, "tags": ["u", "v"], "empty": [], "mixed": [1, null, [true]], "huge": 12345678901234567.89}`
 	for _, c := range []struct {
 		where string
 		want  bool
@@ -94,6 +94,13 @@ func TestKeep(t *testing.T) {
 		// their elements.
 		{"CAST(tags AS STRING) = '[u, v]' AND CAST(empty AS STRING) = '[]' AND CAST(user AS STRING) = '(ann, 30)' AND CAST(mixed AS VARCHAR) = '[1, NULL, [TRUE]]'", true},
 		{"tags = tags AND tags <> empty AND NOT (tags = empty) AND (tags < tags) IS NULL", true},
+		// Decimals of more than 18 digits stay exact: literals, strings
+		// cast to a DECIMAL, a record's number beyond float64's exact
+		// integers (a SUM of a DECIMAL(38, 2) in a result); MOD and %
+		// of decimals too.
+		{"12345678901234567.88 < 12345678901234567.89 AND 12345678901234567.88 <> 12345678901234567.87 AND CAST('12345678901234567.88' AS DECIMAL(38, 2)) = 12345678901234567.88 AND CAST('12345678901234567.88' AS DECIMAL(38, 2)) <> 12345678901234567.87", true},
+		{"huge > 12345678901234567.88 AND huge < 12345678901234567.9 AND huge - 12345678901234567.88 = 0.01 AND 99999999999999999999 > 99999999999999999998", true},
+		{"MOD(999.99, 0.01) = 0 AND 999.99 % 0.01 = 0 AND MOD(-1.25, 0.5) = -0.25 AND MOD(1.25, 0) IS NULL AND MOD(7, 3) = 1", true},
 		// Narrowing keeps the low bits; a float saturates first.
 		{"CAST(-500 AS TINYINT) = 12 AND CAST(-5000000000 AS INT) = -705032704 AND CAST(70000 AS SMALLINT) = 4464 AND CAST(CAST(1e10 AS DOUBLE) AS INT) = 2147483647 AND CAST(-2.7 AS INT) = -2", true},
 		{"CAST('hello' AS VARCHAR(3)) = 'hel' AND CAST('ab' AS CHAR(4)) = 'ab  ' AND CAST('héllo' AS VARCHAR(2)) = 'hé' AND CAST('hello' AS STRING) = 'hello' AND CAST(amount AS CHAR(2)) = '12'", true},
@@ -194,10 +201,12 @@ func TestCompileErrors(t *testing.T) {
 
 // funcsTest reports whether a test case calls a function of funcs.go,
 // whose strings and times allocate.
-// castsText reports whether where casts an array or a row to a string
-// or pads a CHAR(n): a new text, allocated.
+// castsText reports whether where casts an array or a row to a string,
+// pads a CHAR(n) (a new text, allocated) or computes with decimals beyond
+// int64 (big.Int).
 func castsText(where string) bool {
-	return strings.Contains(where, "CAST(tags AS STRING)") || strings.Contains(where, "CHAR(4)")
+	return strings.Contains(where, "CAST(tags AS STRING)") || strings.Contains(where, "CHAR(4)") || strings.Contains(where, "12345678901234567") ||
+		strings.Contains(where, "9999999999999999999") || strings.Contains(where, "MOD(999.99")
 }
 
 func funcsTest(where string) bool {

@@ -236,6 +236,11 @@ func typeOf(x sqlparse.Expr, field func(parts []sqlparse.Ident) numType) numType
 			if len(ts) == 1 && ts[0].kind != tNull {
 				return ts[0]
 			}
+		case "MOD":
+			// x % y's type (MOD(999.99, 0.01) is a DECIMAL, 0.00).
+			if len(ts) == 2 {
+				return arithType("%", ts[0], ts[1])
+			}
 		case "COALESCE", "GREATEST", "LEAST":
 			return commonType(ts)
 		case "NULLIF":

@@ -343,7 +343,22 @@ func (c *compiler) computed(r *relation, skip string) (string, error) {
 			known[col.Name.Name] = true
 		}
 	}
+	// The time attribute read as the timestamp itself is no field: a
+	// view's filter or column that reads it (rowtime AS et) reads its
+	// expression (TO_TIMESTAMP_LTZ(ts, 3)).
+	var attr sqlparse.Expr
+	if col := column(r.table, skip); skip != "" && col != nil {
+		attr = col.Computed
+	}
 	add := func(name string, x sqlparse.Expr) error {
+		if attr != nil {
+			x = rewriteRefs(x, func(ref *sqlparse.Ref) sqlparse.Expr {
+				if len(ref.Parts) == 1 && ref.Parts[0].Name == skip {
+					return attr
+				}
+				return ref
+			})
+		}
 		_, err := expr.Compile(x, func(id sqlparse.Ident) (int, *sqlparse.Error) {
 			if !known[id.Name] {
 				return 0, errAt(id.Pos, id.Name, "", "table %s has no column %s that an expression can read", tableName(r.table.Name), id.Name)

@@ -1,6 +1,7 @@
 package job
 
 import (
+	"encoding/json"
 	"math/big"
 	"slices"
 	"strconv"
@@ -150,12 +151,13 @@ func (f topFunc) Merge(a, b TopAcc) TopAcc {
 
 func (topFunc) Result(acc TopAcc) []TopRow { return acc.Rows }
 
-// compare orders rows by rank: the order columns as exact numbers (null
-// lowest: first ascending, last descending, as Flink orders nulls by
-// default), then by the result's key, bytewise.
+// compare orders rows by rank: the order columns as exact numbers or
+// strings by their UTF-8 bytes (null lowest: first ascending, last
+// descending, as Flink orders nulls by default), then by the result's
+// key, bytewise.
 func (t *topN) compare(a, b TopRow) int {
 	for i, o := range t.op.OrderBy {
-		c := compareNumbers(a.Order[i], b.Order[i])
+		c := compareValues(a.Order[i], b.Order[i])
 		if o.Desc {
 			c = -c
 		}
@@ -164,6 +166,32 @@ func (t *topN) compare(a, b TopRow) int {
 		}
 	}
 	return strings.Compare(a.Tie, b.Tie)
+}
+
+// compareValues compares two JSON values of an order column: strings by
+// their UTF-8 bytes, numbers exactly (compareNumbers), a string above a
+// number (a column holds one type) and null below both.
+func compareValues(a, b string) int {
+	as, aStr := jsonString(a)
+	bs, bStr := jsonString(b)
+	switch {
+	case aStr && bStr:
+		return strings.Compare(as, bs)
+	case aStr:
+		return 1
+	case bStr:
+		return -1
+	}
+	return compareNumbers(a, b)
+}
+
+// jsonString is JSON text t's string, when it is one.
+func jsonString(t string) (string, bool) {
+	if t == "" || t[0] != '"' {
+		return "", false
+	}
+	var s string
+	return s, json.Unmarshal([]byte(t), &s) == nil
 }
 
 // compareNumbers compares two JSON numbers exactly (null below every

@@ -67,8 +67,12 @@ func checkTopN(upName string, up *WindowOp, name string, t *TopNOp) error {
 		}
 	}
 	for _, o := range t.OrderBy {
-		if !numeric[o.Field] {
-			return refuse("it orders by %q, which is no number in %s's results (order by an aggregate such as count, sum, min, max or avg, or a window column)", o.Field, upName)
+		// Numbers order by value, strings (a key field, a string min or
+		// max) by their UTF-8 bytes, as Flink orders them.
+		ordered := numeric[o.Field] || slices.Contains(up.Key, o.Field) ||
+			slices.ContainsFunc(up.Aggregates, func(a Aggregate) bool { return a.Name == o.Field && a.Type == "string" })
+		if !ordered {
+			return refuse("it orders by %q, which is neither a number nor a key field or string in %s's results (order by an aggregate such as count, sum, min, max or avg, a key field or a window column)", o.Field, upName)
 		}
 	}
 	return nil

@@ -173,8 +173,11 @@ func testBackfillCrash(t *testing.T, store string) {
 			}
 			return code < 0
 		})
-	if kills < 5 {
-		t.Fatalf("only %d kills happened; the test proves little", kills)
+	// The crash points kill every time; of the timed kills, later runs
+	// have less left to do, and on a loaded machine may finish first:
+	// one of them is required.
+	if points := len(slices.DeleteFunc(slices.Clone(plan), func(p string) bool { return p == "" })); kills < points+1 {
+		t.Fatalf("only %d kills happened (%d crash points and no timed kill); the test proves little", kills, points)
 	}
 	if got := state(dir); got != want {
 		t.Fatalf("after %d kills the state differs from an uninterrupted backfill's (%d bytes, want %d)", kills, len(got), len(want))

@@ -832,7 +832,52 @@ func (c *compiler) assign(call *sqlparse.Call, fn string, off int) error {
 		hint := suggest.Or(fn, []string{"TUMBLE", "HOP", "CUMULATE", "SESSION"}, "use TUMBLE, HOP, CUMULATE or SESSION")
 		return errAt(call.Pos, fn, hint, "unknown window function %s", fn)
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	return windowSizes(call, fn, off, w)
+}
+
+// windowSizes refuses, at the argument, the sizes of window function fn
+// (call's, its arguments from off) that its windows cannot have: a
+// CUMULATE size that is no whole number of steps, an offset not shorter
+// than a tumbling or cumulating window's size or a sliding window's
+// slide (the spec refuses them too, without the query's words).
+func windowSizes(call *sqlparse.Call, fn string, off int, w *spec.Window) error {
+	at := func(i int, name string) (sqlparse.Pos, string) {
+		if e, ok := arg(call, i+off, name); ok {
+			return sqlparse.ExprPos(e), sqlparse.FormatExpr(e)
+		}
+		return call.Pos, fn
+	}
+	if fn == "CUMULATE" && *w.Step > 0 {
+		switch {
+		case *w.Step > *w.Size:
+			pos, text := at(2, "STEP")
+			return errAt(pos, text, "make the step at most the size", "CUMULATE's step (%v) is longer than its size (%v)", *w.Step, *w.Size)
+		case *w.Size%*w.Step != 0:
+			pos, text := at(3, "SIZE")
+			return errAt(pos, text, fmt.Sprintf("make the size a multiple of the step, such as %v", (*w.Size / *w.Step + 1)**w.Step),
+				"CUMULATE's size (%v) is not a whole number of steps (%v), which Flink's CUMULATE requires", *w.Size, *w.Step)
+		}
+	}
+	if w.Offset == nil {
+		return nil
+	}
+	limit, of := w.Size, "size"
+	if fn == "HOP" {
+		limit, of = w.Slide, "slide"
+	}
+	i := 4 // HOP's and CUMULATE's offset; TUMBLE's is its third
+	if fn == "TUMBLE" {
+		i = 3
+	}
+	if o := *w.Offset; limit != nil && (o >= *limit || -o >= *limit) {
+		pos, text := at(i, "OFFSET")
+		return errAt(pos, text, fmt.Sprintf("give an offset shorter than the %s (%v), such as %v", of, *limit, o%*limit),
+			"%s's offset (%v) is not shorter than its %s (%v)", fn, o, of, *limit)
+	}
+	return nil
 }
 
 // intervalDuration is an INTERVAL literal's length.

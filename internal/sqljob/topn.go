@@ -295,6 +295,13 @@ func (c *compiler) compileDedup(in *sqlparse.Insert, sel, inner *sqlparse.Select
 		if mentions(x, rn.Alias.Name) {
 			return refuse(sqlparse.ExprPos(x), sqlparse.FormatExpr(x), "the outer WHERE reads %s once, as %s = 1", rn.Alias.Name, rn.Alias.Name)
 		}
+		if !onlyBounds(x) {
+			// The kept row's values may change with a later firing,
+			// which a filter of them could not take back.
+			if err := c.firesOnce(sqlparse.ExprPos(x), "a condition on the deduplicated rows ("+sqlparse.FormatExpr(x)+")", "pass"); err != nil {
+				return err
+			}
+		}
 	}
 	pick := "FIRST_BY_TIME"
 	if over.OrderBy[0].Desc {

@@ -515,7 +515,11 @@ func (c *compiler) mapColumns(in *sqlparse.Insert, sel *sqlparse.Select, items [
 	if jsonRows {
 		k.Columns = cols
 		firing := slices.ContainsFunc(cols, func(c spec.Column) bool { return c.From == "firing" })
-		if c.job.Spec.Window.Type == "session" && !firing {
+		s := c.job.Spec
+		// A fired session is merged into another only by a late firing
+		// (allowed lateness) or after an early one.
+		refires := s.AllowedLateness != nil && *s.AllowedLateness > 0 || s.Trigger != nil
+		if s.Window.Type == "session" && !firing && refires {
 			c.job.Warnings = append(c.job.Warnings, fmt.Sprintf("%s: table %s: sessions merge, and the row of a session absorbed into another is retracted; "+
 				"without a firing STRING METADATA column a retraction is a row whose aggregates are null", t.Pos, name))
 		}

@@ -532,3 +532,26 @@ INSERT INTO snk SELECT user_id, window_start, window_end, COUNT(*) AS b, SUM(amo
 		t.Fatalf("aggregates %+v, want a = count, b = sum", j.Spec.Aggregate)
 	}
 }
+
+// TestSessionRetractionWarning: a session query whose sink has no firing
+// column is warned that merged sessions' rows are retracted only where a
+// fired session can merge: with allowed lateness or early firing.
+func TestSessionRetractionWarning(t *testing.T) {
+	const job = `%sCREATE TABLE orders (user_id STRING, ms BIGINT, ts AS TO_TIMESTAMP_LTZ(ms, 3), WATERMARK FOR ts AS ts) WITH ('connector' = 'filesystem', 'path' = 'o.jsonl');
+CREATE TABLE out (user_id STRING, ws TIMESTAMP(3), n BIGINT) WITH ('connector' = 'filesystem', 'path' = 'out.jsonl');
+INSERT INTO out SELECT user_id, window_start, COUNT(*) FROM TABLE(SESSION(TABLE orders PARTITION BY user_id, DESCRIPTOR(ts), INTERVAL '1' MINUTE)) GROUP BY user_id, window_start, window_end;`
+	for set, want := range map[string]bool{
+		"": false,
+		"SET 'table.exec.emit.allow-lateness' = '1 min';\n":                                                      true,
+		"SET 'table.exec.emit.early-fire.enabled' = 'true';\nSET 'table.exec.emit.early-fire.delay' = '10 s';\n": true,
+	} {
+		j, err := Compile(fmt.Sprintf(job, set), "s.sql")
+		if err != nil {
+			t.Fatal(err)
+		}
+		warned := slices.ContainsFunc(j.Warnings, func(w string) bool { return strings.Contains(w, "sessions merge") })
+		if warned != want {
+			t.Errorf("%q: warned %v, want %v (%q)", set, warned, want, j.Warnings)
+		}
+	}
+}

@@ -116,6 +116,9 @@ type compiler struct {
 	// hinted is the query's outermost SELECT, whose hint compileInsert
 	// read (windowed reads those of the SELECTs inside it).
 	hinted *sqlparse.Select
+	// descriptor is the DESCRIPTOR of the query's window table function
+	// (zero: none), where an error about its time attribute points.
+	descriptor sqlparse.Ident
 	// srcTable is the table the query's window reads (sourceTable), whose
 	// declared types its key columns have.
 	srcTable *sqlparse.CreateTable

@@ -30,7 +30,7 @@ func (c *compiler) compileInsert(in *sqlparse.Insert) error {
 	if err := c.queryHint(sel.Hint); err != nil {
 		return err
 	}
-	c.hinted = sel
+	c.hinted, c.descriptor = sel, sqlparse.Ident{}
 	if err := c.earlyFiring(); err != nil {
 		return err
 	}
@@ -748,8 +748,17 @@ func (c *compiler) window(call *sqlparse.Call) (*relation, string, error) {
 	}
 	timeCol, ok := argDescriptor(call)
 	if !ok {
-		return nil, "", errAt(call.Pos, fn, "write DESCRIPTOR(ts) with the table's time attribute", "%s's second argument is DESCRIPTOR of one column", fn)
+		pos, text, hint := call.Pos, fn, "write DESCRIPTOR(ts) with the table's time attribute"
+		if second, ok := arg(call, 1, "TIMECOL"); ok {
+			pos, text = sqlparse.ExprPos(second), sqlparse.FormatExpr(second)
+			if _, ref := second.(*sqlparse.Ref); ref && fn == "SESSION" && len(ta.PartitionBy) > 0 {
+				// PARTITION BY a, b: b read as the next argument.
+				hint = "partition by several columns in parentheses, PARTITION BY (a, b), then DESCRIPTOR(ts) with the table's time attribute"
+			}
+		}
+		return nil, "", errAt(pos, text, hint, "%s's second argument is DESCRIPTOR of one column", fn)
 	}
+	c.descriptor = timeCol
 	if err := c.assign(call, fn, 0); err != nil {
 		return nil, "", err
 	}

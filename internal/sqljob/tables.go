@@ -176,7 +176,11 @@ func (c *compiler) sourceTable(t *sqlparse.CreateTable, timeCol string) (err err
 			// column (a time's source field, DESCRIPTOR(ts) for rowtime).
 			hint = fmt.Sprintf("the table's time attribute is %s, the column of its WATERMARK: write DESCRIPTOR(%s)", wm.Column.Name, wm.Column.Name)
 		}
-		return errAt(col.Pos, timeCol, hint, "%s is not a time attribute of table %s: it has no watermark", timeCol, name)
+		pos := col.Pos
+		if c.descriptor.Name == timeCol {
+			pos = c.descriptor.Pos // the query's DESCRIPTOR, not the column
+		}
+		return errAt(pos, timeCol, hint, "%s is not a time attribute of table %s: it has no watermark", timeCol, name)
 	}
 	// The time attribute: the Kafka record's timestamp, or
 	// TO_TIMESTAMP_LTZ(field, 3 or 0) of a number.

@@ -973,9 +973,9 @@ func conjunction(xs []sqlparse.Expr) sqlparse.Expr {
 	for _, x := range xs {
 		if out == nil {
 			out = x
-			continue
+		} else {
+			out = andExpr(out, x)
 		}
-		out = &sqlparse.Binary{Pos: sqlparse.ExprPos(out), Op: "AND", X: out, Y: x}
 	}
 	return out
 }

@@ -855,6 +855,14 @@ func (o *Operator[K, IN, ACC, OUT]) AdvanceWatermark(wm etime.Time) {
 	if o.wm == etime.MinTime {
 		o.delayFrom = wm
 	}
+	// Processing-time timers already due (registered at or before the
+	// current processing time: a processing-time trigger of windows that
+	// ended long ago, in a replay) fire first, as Flink fires a timer
+	// registered in the past at once: the event-time timers below may
+	// clean their windows up, which would lose what they hold unfired.
+	if next, ok := o.proc.Next(); ok && next <= o.processingTime() {
+		o.AdvanceProcessingTime(o.processingTime())
+	}
 	o.wm = wm
 	o.firing, o.firedAt = true, false
 	defer func() { o.firing = false }()
@@ -878,10 +886,11 @@ func (o *Operator[K, IN, ACC, OUT]) firingTime() etime.Time {
 }
 
 // AdvanceProcessingTime sets the operator's processing time and fires every
-// processing-time timer at or below it.
+// processing-time timer at or below it (registered since the last call at
+// a time already past, too).
 func (o *Operator[K, IN, ACC, OUT]) AdvanceProcessingTime(now etime.Time) {
 	o.evictCaches()
-	if now <= o.now {
+	if now < o.now {
 		return
 	}
 	o.now = now

@@ -142,6 +142,11 @@ func (d *Decoder) Judge() {
 		if like != "" {
 			fix = suggest.DidYouMean(like) + " (" + fix + ")"
 		}
+		if root, _, nested := strings.Cut(f, "."); nested && slices.Contains(have, root) {
+			// key: [u.id] names a field "u.id"; the records hold u.
+			fix = fmt.Sprintf("a dotted name is a field of that name, not %q's nested field: compute it, computed: [{name: %s, expr: %q}], and name that (%s)",
+				root, strings.ReplaceAll(f, ".", "_"), f, "the records' fields: "+strings.Join(shown, ", "))
+		}
 		for _, u := range d.uses(i) {
 			w.warns = append(w.warns, FieldWarning{Field: f, Path: u.path, Records: n, Effect: u.effect, Fix: fix, Have: shown})
 		}
@@ -170,7 +175,11 @@ func (d *Decoder) uses(i int) []fieldUse {
 			if len(d.keyAt) > 1 {
 				path = fmt.Sprintf("key[%d]", k)
 			}
-			out = append(out, fieldUse{path, "every record becomes a dead letter (key_missing)"})
+			effect := "every record becomes a dead letter (key_missing)"
+			if d.p.NullKeys {
+				effect = "every record's key there is null (null_keys: true), so the records of a window fall into one group"
+			}
+			out = append(out, fieldUse{path, effect})
 		}
 	}
 	for a, at := range d.aggAt {

@@ -161,3 +161,28 @@ sinks: {results: {type: jsonl, path: out.jsonl}}
 		t.Errorf("field warnings %v, want one for aggregate[0].when bgi", w)
 	}
 }
+
+// TestDottedKeyWatched: a key named with a dot is a field of that name;
+// when the records hold its root instead, the warning says how to read
+// the nested field, and with null_keys what its absence does (the records
+// fall into one null key: no dead letters).
+func TestDottedKeyWatched(t *testing.T) {
+	job := strings.Replace(watchJob, "key: [user_id]", "key: [u.id]\nnull_keys: true", 1)
+	p, err := spec.Parse([]byte(job))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := NewDecoder(p, clock.NewFake(testNow))
+	var warned []FieldWarning
+	d.WarnField = func(w FieldWarning) { warned = append(warned, w) }
+	for i := range 10 {
+		if _, err := d.Decode(fileio.Line{Kind: fileio.Data, No: int64(i + 1), Text: fmt.Appendf(nil, `{"u":{"id":%d},"amount":1,"ts":%d}`, i%3, 1780272000000+i)}); err != nil {
+			t.Fatalf("record %d: %v (null_keys: a null key, no dead letter)", i, err)
+		}
+	}
+	d.Judge()
+	if len(warned) != 1 || !strings.Contains(warned[0].String(), "null (null_keys: true)") ||
+		!strings.Contains(warned[0].String(), `computed: [{name: u_id, expr: "u.id"}]`) {
+		t.Fatalf("warned %+v", warned)
+	}
+}

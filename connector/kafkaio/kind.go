@@ -73,13 +73,12 @@ func topicExists[T any](ctx context.Context, o SourceOptions[T]) error {
 		return err
 	}
 	defer adm.Close()
-	md, err := adm.Metadata(ctx, o.Topic)
-	if err != nil {
-		return fmt.Errorf("source.kafka.brokers: metadata of topic %q from %v: %w", o.Topic, o.Brokers, err)
-	}
-	if td, ok := md.Topics[o.Topic]; !ok || errors.Is(td.Err, kerr.UnknownTopicOrPartition) || len(td.Partitions) == 0 {
+	switch _, _, err := topicPartitions(ctx, adm, o.Topic); {
+	case errors.Is(err, ErrNoTopic):
 		te := &TopicError{Topic: o.Topic, Brokers: o.Brokers, ReplicationFactor: -1, Err: kerr.UnknownTopicOrPartition}
 		return fmt.Errorf("source.kafka.topic: topic %q does not exist on %v; create it, or name the topic to read, such as with\n  %s", o.Topic, o.Brokers, te.Command())
+	case err != nil:
+		return fmt.Errorf("source.kafka.brokers %v: %w", o.Brokers, err)
 	}
 	return nil
 }

@@ -304,7 +304,8 @@ func newAdmin(brokers []string, opts []kgo.Opt) (*kadm.Client, error) {
 	return kadm.NewClient(cl), nil
 }
 
-// topicPartitions returns the partitions of topic, sorted.
+// topicPartitions returns the partitions of topic, sorted; its error
+// for a topic that does not exist matches ErrNoTopic.
 func topicPartitions(ctx context.Context, adm *kadm.Client, topic string) ([]int32, kadm.TopicID, error) {
 	md, err := adm.Metadata(ctx, topic)
 	if err != nil {
@@ -312,7 +313,7 @@ func topicPartitions(ctx context.Context, adm *kadm.Client, topic string) ([]int
 	}
 	td, ok := md.Topics[topic]
 	if !ok || errors.Is(td.Err, kerr.UnknownTopicOrPartition) || len(td.Partitions) == 0 {
-		return nil, kadm.TopicID{}, fmt.Errorf("kafkaio: topic %q does not exist (brokers %v)", topic, md.Brokers.NodeIDs())
+		return nil, kadm.TopicID{}, fmt.Errorf("kafkaio: topic %q does not exist (brokers %v): %w", topic, md.Brokers.NodeIDs(), ErrNoTopic)
 	}
 	if td.Err != nil {
 		return nil, kadm.TopicID{}, fmt.Errorf("kafkaio: topic %q: %w", topic, td.Err)

@@ -860,8 +860,10 @@ func (o *Operator[K, IN, ACC, OUT]) AdvanceWatermark(wm etime.Time) {
 	// ended long ago, in a replay) fire first, as Flink fires a timer
 	// registered in the past at once: the event-time timers below may
 	// clean their windows up, which would lose what they hold unfired.
-	if next, ok := o.proc.Next(); ok && next <= o.processingTime() {
-		o.AdvanceProcessingTime(o.processingTime())
+	if next, ok := o.proc.Next(); ok {
+		if now := o.processingTime(); next <= now {
+			o.AdvanceProcessingTime(now)
+		}
 	}
 	o.wm = wm
 	o.firing, o.firedAt = true, false

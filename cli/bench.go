@@ -30,8 +30,11 @@ func benchCmd(ctx context.Context, args []string, o IO) int {
 	if len(args) > 0 && args[0] == "skew" {
 		return benchSkew(ctx, args[1:], o)
 	}
+	if len(args) > 0 && args[0] == "live" {
+		return benchLive(ctx, args[1:], o)
+	}
 	if len(args) == 0 || args[0] != "nexmark" {
-		fmt.Fprintln(o.Stderr, "usage: weir bench nexmark|skew [flags] (run 'weir bench nexmark -h' for them)")
+		fmt.Fprintln(o.Stderr, "usage: weir bench nexmark|skew|live [flags] (run 'weir bench nexmark -h' for them)")
 		return ExitUsage
 	}
 	fs := flag.NewFlagSet("bench nexmark", flag.ContinueOnError)

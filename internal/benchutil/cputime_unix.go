@@ -3,6 +3,8 @@
 package benchutil
 
 import (
+	"os"
+	"runtime"
 	"syscall"
 	"time"
 )
@@ -14,4 +16,16 @@ func CPUTime() time.Duration {
 		return 0
 	}
 	return time.Duration(u.Utime.Nano() + u.Stime.Nano())
+}
+
+// PeakRSS is the largest resident set of the ended process ps, in bytes
+// (0 when the system does not say).
+func PeakRSS(ps *os.ProcessState) int64 {
+	if u, ok := ps.SysUsage().(*syscall.Rusage); ok {
+		if runtime.GOOS == "darwin" {
+			return u.Maxrss // bytes there
+		}
+		return u.Maxrss * 1024 // kilobytes elsewhere
+	}
+	return 0
 }

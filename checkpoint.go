@@ -79,6 +79,12 @@ func (e *Env) OnPreCommit(fn func(id int64, write func(name string, data []byte)
 // finished its input. Safe for concurrent use while the job runs.
 func (e *Env) RequestCheckpoint() bool { return e.job.RequestCheckpoint() }
 
+// RequestCheckpointAfter is RequestCheckpoint unless a checkpoint after
+// checkpoint id has begun already, which covers what a subtask emitted
+// after id's barrier (OnBarrier); -1 asks in any case. A sink that wants
+// its output committed soon asks with the last barrier its subtask saw.
+func (e *Env) RequestCheckpointAfter(id int64) bool { return e.job.RequestCheckpointAfter(id) }
+
 // RequestLastCheckpoint is RequestCheckpoint for a graceful stop: no
 // periodic checkpoint follows the one it asks for, whose id it returns
 // (false: none can start).

@@ -29,6 +29,9 @@ import (
 type output struct {
 	j      *Job
 	epochs *epochs.Buffer[item] // nil without checkpoints
+	// prompt: checkpoint.after_firing; early and on-time results ask for
+	// a checkpoint (epochs.Buffer.AddPrompt).
+	prompt bool
 
 	// mu serializes applying items (they come from many subtasks) and
 	// syncing the sinks, and guards c. It is held across sink I/O, so
@@ -265,6 +268,10 @@ func newOutput(j *Job, checkpoints, deterministic bool) *output {
 		// so that adds past the bound wait for its commit instead of
 		// growing.
 		o.epochs.SetLimit(limit, func() { j.env.RequestCheckpoint() })
+		if c := j.plan.Checkpoint; c != nil && c.AfterFiring {
+			o.prompt = true
+			o.epochs.SetPrompt(func(after int64) { j.env.RequestCheckpointAfter(after) })
+		}
 	}
 	return o
 }
@@ -282,6 +289,10 @@ func (o *output) buffered() (now, peak int64) {
 // add applies it now, or buffers it in subtask s's epoch.
 func (o *output) add(s weir.Subtask, it item) {
 	if o.epochs != nil {
+		if o.prompt && it.kind == itemResult && (it.res.Firing == window.Early || it.res.Firing == window.OnTime) {
+			o.epochs.AddPrompt(epochs.Subtask(s), it) // checkpoint.after_firing
+			return
+		}
 		o.epochs.Add(epochs.Subtask(s), it)
 		return
 	}

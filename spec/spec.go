@@ -224,6 +224,12 @@ type CheckpointSpec struct {
 	// before the bound is reached (what the subtasks emit while its
 	// barriers pass, beyond the other half, is held too until it begins).
 	MaxBuffered int `yaml:"max_buffered"`
+	// AfterFiring: a window's early or on-time firing asks for a
+	// checkpoint at once (unless one that covers it has begun), so its
+	// results commit, and show in an exactly-once sink, one checkpoint's
+	// time after the watermark passed instead of up to Interval later.
+	// Late firings, late records and dead letters wait for the interval.
+	AfterFiring bool `yaml:"after_firing"`
 }
 
 // DefaultMaxBuffered is checkpoint.max_buffered's default.

@@ -55,12 +55,20 @@ type Buffer[T any] struct {
 	committing bool
 	requested  bool      // full was called since the last commit ended
 	drained    sync.Cond // signalled when n drops or committing ends; L is &mu
+	// prompt (SetPrompt) asks for a checkpoint after the given one;
+	// passed is the last checkpoint whose barrier passed each subtask.
+	prompt func(after int64)
+	passed map[Subtask]int64
 }
 
 // chunks is an append-only list kept in chunks that double up to
 // maxChunk items, so a long epoch (a million results fired at once)
 // grows without copying what it holds.
-type chunks[T any] struct{ c [][]T }
+type chunks[T any] struct {
+	c [][]T
+	// prompted: an item of this epoch asked for a checkpoint (AddPrompt).
+	prompted bool
+}
 
 const maxChunk = 4096
 
@@ -81,7 +89,7 @@ func (l *chunks[T]) add(v T) {
 // one list in the order they were added (a deterministic run, where
 // barriers pass every subtask at one instant).
 func New[T any](shared bool) *Buffer[T] {
-	e := &Buffer[T]{shared: shared, cur: map[Subtask]*chunks[T]{}, staged: map[int64]map[Subtask]*chunks[T]{}}
+	e := &Buffer[T]{shared: shared, cur: map[Subtask]*chunks[T]{}, staged: map[int64]map[Subtask]*chunks[T]{}, passed: map[Subtask]int64{}}
 	e.drained.L = &e.mu
 	return e
 }
@@ -92,6 +100,11 @@ func New[T any](shared bool) *Buffer[T] {
 func (e *Buffer[T]) SetLimit(limit int64, full func()) {
 	e.limit, e.full = limit, full
 }
+
+// SetPrompt sets what AddPrompt calls (without the buffer's lock): ask
+// for a checkpoint after checkpoint after (-1: any), unless one after it
+// has begun. Call it before the job runs.
+func (e *Buffer[T]) SetPrompt(prompt func(after int64)) { e.prompt = prompt }
 
 // BeginCommit and EndCommit bracket the writing of a checkpoint's items
 // (the pre-commit, on the coordinator's goroutine): meanwhile add waits
@@ -125,7 +138,16 @@ func (e *Buffer[T]) key(s Subtask) Subtask {
 
 // add buffers v in subtask s's epoch, on s's goroutine; it waits while
 // the bound is reached and a commit is under way (see epochs).
-func (e *Buffer[T]) Add(s Subtask, v T) {
+func (e *Buffer[T]) Add(s Subtask, v T) { e.add(s, v, false) }
+
+// AddPrompt is Add for an item that should not wait for the checkpoint
+// interval (a window's early or on-time result): the first such item of
+// s's epoch calls the prompt function (SetPrompt) with the last
+// checkpoint whose barrier passed s (-1: none yet), whose next one covers
+// the item.
+func (e *Buffer[T]) AddPrompt(s Subtask, v T) { e.add(s, v, true) }
+
+func (e *Buffer[T]) add(s Subtask, v T, prompt bool) {
 	e.mu.Lock()
 	for e.limit > 0 && e.n >= e.limit && e.committing {
 		e.drained.Wait()
@@ -143,6 +165,14 @@ func (e *Buffer[T]) Add(s Subtask, v T) {
 		e.cur[k] = l
 	}
 	l.add(v)
+	if prompt && !l.prompted && e.prompt != nil {
+		l.prompted = true
+		after, ok := e.passed[k]
+		if !ok {
+			after = -1
+		}
+		defer e.prompt(after) // after the unlock below
+	}
 	e.mu.Unlock()
 }
 
@@ -150,6 +180,7 @@ func (e *Buffer[T]) Barrier(s Subtask, id int64) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	k := e.key(s)
+	e.passed[k] = id
 	items := e.cur[k]
 	if items == nil {
 		return

@@ -50,3 +50,27 @@ func TestEpochs(t *testing.T) {
 		t.Fatalf("rest = %v, want [-2]", got)
 	}
 }
+
+// TestAddPrompt: the first prompted item of a subtask's epoch asks once,
+// with the last checkpoint whose barrier passed that subtask (-1 before
+// any); plain items and later prompted ones of the epoch do not ask.
+func TestAddPrompt(t *testing.T) {
+	e := New[int](false)
+	var asked []int64
+	e.SetPrompt(func(after int64) { asked = append(asked, after) })
+	a, b := Subtask{Stage: "w", Index: 0}, Subtask{Stage: "w", Index: 1}
+	e.Add(a, 1)
+	e.AddPrompt(a, 2)
+	e.AddPrompt(a, 3)
+	e.AddPrompt(b, 4)
+	e.Barrier(a, 7)
+	e.Add(a, 5)
+	e.AddPrompt(b, 6) // b's epoch still before 7
+	e.AddPrompt(a, 8)
+	e.AddPrompt(a, 9)
+	e.Barrier(a, 8) // an empty epoch of a
+	e.AddPrompt(a, 10)
+	if want := []int64{-1, -1, 7, 8}; !slices.Equal(asked, want) {
+		t.Fatalf("asked after %v, want %v", asked, want)
+	}
+}

@@ -284,13 +284,22 @@ func (c *coordinator) due(now time.Time) bool {
 // RequestCheckpoint asks for a checkpoint as soon as possible (a graceful
 // stop takes one). It reports false when none can start any more (no
 // checkpoints, or a subtask finished). Safe for concurrent use.
-func (j *Job) RequestCheckpoint() bool {
+func (j *Job) RequestCheckpoint() bool { return j.RequestCheckpointAfter(-1) }
+
+// RequestCheckpointAfter is RequestCheckpoint unless a checkpoint after
+// checkpoint id has begun already (-1: none counts): a subtask that
+// emitted output after id's barrier asks with id, and a checkpoint begun
+// since will cover that output. Safe for concurrent use.
+func (j *Job) RequestCheckpointAfter(id int64) bool {
 	c := j.coord.Load()
 	if c == nil {
 		return false
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if id >= 0 && c.mu.next > id+1 && !c.mu.stopped {
+		return true // checkpoint next-1 began after id
+	}
 	c.mu.force = !c.mu.stopped
 	if c.mu.force {
 		select {

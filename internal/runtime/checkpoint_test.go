@@ -220,3 +220,31 @@ func TestLastCheckpoint(t *testing.T) {
 		t.Error("an explicit request after the last one is not due")
 	}
 }
+
+// TestRequestCheckpointAfter: asking for a checkpoint after id is a no-op
+// once a later checkpoint has begun (it covers what followed id's
+// barrier), and asks as RequestCheckpoint does otherwise.
+func TestRequestCheckpointAfter(t *testing.T) {
+	st, _, _ := alignSubtask(t)
+	j := st.job
+	c := j.coord.Load()
+	if !j.RequestCheckpointAfter(-1) || !c.due(time.Now()) {
+		t.Fatal("a request with -1 did not ask")
+	}
+	if id := c.trigger(time.Now()); id != 1 {
+		t.Fatalf("trigger: %d", id)
+	}
+	st.deliver(envelope{gate: 0, from: 0, barrier: 1})
+	st.deliver(envelope{gate: 0, from: 1, barrier: 1})
+	// Output after no barrier yet is covered by checkpoint 1, which has
+	// begun; output after 1's barrier is not.
+	if !j.RequestCheckpointAfter(0) || c.due(time.Now()) {
+		t.Fatal("a request after 0, which checkpoint 1 covers, made one due")
+	}
+	if !j.RequestCheckpointAfter(1) || !c.due(time.Now()) {
+		t.Fatal("a request after 1 did not make one due")
+	}
+	if id := c.trigger(time.Now()); id != 2 {
+		t.Fatalf("the next trigger: %d, want 2", id)
+	}
+}

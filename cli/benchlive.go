@@ -230,6 +230,11 @@ type wmSample struct {
 	At time.Time
 	WM int64 // the window operator's watermark (ms; math.MinInt64: none yet)
 	In int64 // records the source emitted so far
+	// Checkpoints completed so far, the sum of their durations (s) and
+	// the newest one's size.
+	Checkpoints int64
+	CkSeconds   float64
+	CkBytes     int64
 }
 
 // firingKey names one firing: every row of a window's on-time firing, or
@@ -243,8 +248,8 @@ type firingKey struct {
 
 // firingSeen is what the reader saw of one firing.
 type firingSeen struct {
-	Rows int64
-	Last time.Time // when its rows last grew
+	Rows        int64
+	First, Last time.Time // when its rows first showed, and last grew
 }
 
 // liveRun is what the processes and readers of one run gave.
@@ -399,6 +404,13 @@ func readMetrics(client *http.Client, url string) (wmSample, bool) {
 			s.WM = int64(math.Round(lowest * 1000))
 		}
 	}
+	if f := fams["weir_checkpoint_duration_seconds"]; f != nil && len(f.GetMetric()) > 0 {
+		h := f.GetMetric()[0].GetHistogram()
+		s.Checkpoints, s.CkSeconds = int64(h.GetSampleCount()), h.GetSampleSum()
+	}
+	if f := fams["weir_checkpoint_last_size_bytes"]; f != nil && len(f.GetMetric()) > 0 {
+		s.CkBytes = int64(f.GetMetric()[0].GetGauge().GetValue())
+	}
 	if f := fams["weir_source_records_total"]; f != nil {
 		for _, m := range f.GetMetric() {
 			s.In += int64(m.GetCounter().GetValue())
@@ -425,7 +437,7 @@ func (r *liveRun) see(end, watermark int64, firing string, rows int64, at time.T
 	}
 	f := r.firings[k]
 	if f == nil {
-		f = &firingSeen{}
+		f = &firingSeen{First: at}
 		r.firings[k] = f
 	}
 	f.Rows += rows
@@ -539,6 +551,8 @@ type liveLatency struct {
 	Median float64 `json:"median_ms"`
 	P99    float64 `json:"p99_ms"`
 	Max    float64 `json:"max_ms"`
+	// FirstMedian is the median time to the first row of each firing.
+	FirstMedian float64 `json:"first_row_median_ms"`
 }
 
 // livePoint is one firing's latency at the time its last row was seen
@@ -565,6 +579,9 @@ type liveReport struct {
 	LateRows    int64       `json:"late_rows"`
 	TooLate     int64       `json:"too_late"`
 	Unmeasured  int         `json:"firings_unmeasured"`
+	Checkpoints int64       `json:"checkpoints"`
+	CkMeanMS    float64     `json:"checkpoint_mean_ms"`
+	CkBytes     int64       `json:"checkpoint_last_bytes"`
 	rate        []livePoint // throughput per second of the run (MS: records/s)
 	points      []livePoint
 	cfgDuration time.Duration
@@ -606,6 +623,10 @@ func (r *liveRun) report() *liveReport {
 	if len(trace) > 0 {
 		first, last := trace[0], trace[len(trace)-1]
 		lastWM = last.WM
+		rep.Checkpoints, rep.CkBytes = last.Checkpoints, last.CkBytes
+		if last.Checkpoints > 0 {
+			rep.CkMeanMS = last.CkSeconds / float64(last.Checkpoints) * 1000
+		}
 		rep.Seconds = last.At.Sub(first.At).Seconds()
 		if rep.Seconds > 0 {
 			rep.PerSecond = float64(last.In-first.In) / rep.Seconds
@@ -624,7 +645,7 @@ func (r *liveRun) report() *liveReport {
 	}
 	rep.LagMedian, rep.LagP99, rep.LagMax = quantile(lags, 0.5), quantile(lags, 0.99), quantile(lags, 1)
 	rep.KeptUp = len(lags) > 0 && rep.LagP99 < 2
-	var early, onTime []float64
+	var early, onTime, earlyFirst, onTimeFirst []float64
 	for k, f := range r.firings {
 		if k.Boundary > lastWM {
 			continue // fired by the final watermark
@@ -636,15 +657,16 @@ func (r *liveRun) report() *liveReport {
 		}
 		ms := float64(f.Last.Sub(p).Microseconds()) / 1000
 		rep.points = append(rep.points, livePoint{T: f.Last.Sub(r.began).Seconds(), MS: ms, Early: k.Early})
+		first := float64(f.First.Sub(p).Microseconds()) / 1000
 		if k.Early {
-			early = append(early, ms)
+			early, earlyFirst = append(early, ms), append(earlyFirst, first)
 		} else {
-			onTime = append(onTime, ms)
+			onTime, onTimeFirst = append(onTime, ms), append(onTimeFirst, first)
 		}
 	}
 	slices.SortFunc(rep.points, func(a, b livePoint) int { return cmpFloat(a.T, b.T) })
-	rep.OnTime = latencyOf(onTime)
-	rep.Early = latencyOf(early)
+	rep.OnTime = latencyOf(onTime, onTimeFirst)
+	rep.Early = latencyOf(early, earlyFirst)
 	for i := 1; i < len(trace); i++ {
 		// Throughput per second: the records between the samples about a
 		// second apart.
@@ -689,8 +711,8 @@ func quantile(v []float64, q float64) float64 {
 	return v[max(0, min(i, len(v)-1))]
 }
 
-func latencyOf(ms []float64) liveLatency {
-	return liveLatency{N: len(ms), Median: quantile(ms, 0.5), P99: quantile(ms, 0.99), Max: quantile(ms, 1)}
+func latencyOf(ms, first []float64) liveLatency {
+	return liveLatency{N: len(ms), Median: quantile(ms, 0.5), P99: quantile(ms, 0.99), Max: quantile(ms, 1), FirstMedian: quantile(first, 0.5)}
 }
 
 func (r *liveReport) print(w io.Writer) {
@@ -704,12 +726,12 @@ func (r *liveReport) print(w io.Writer) {
 	if r.KafkaRSS > 0 {
 		fmt.Fprintf(w, ", weir dev kafka %.0f MiB", float64(r.KafkaRSS)/(1<<20))
 	}
-	fmt.Fprintln(w)
+	fmt.Fprintf(w, "; %d checkpoints, trigger to commit %.0f ms on average, the last %.1f MB\n", r.Checkpoints, r.CkMeanMS, float64(r.CkBytes)/1e6)
 	for _, l := range []struct {
 		name string
 		l    liveLatency
 	}{{"on-time firings (last row of each window)", r.OnTime}, {"early firings (last row of each)", r.Early}} {
-		fmt.Fprintf(w, "%s: %d, watermark passed -> visible median %.0f ms, p99 %.0f ms, max %.0f ms\n", l.name, l.l.N, l.l.Median, l.l.P99, l.l.Max)
+		fmt.Fprintf(w, "%s: %d, watermark passed -> visible median %.0f ms, p99 %.0f ms, max %.0f ms (first row: median %.0f ms)\n", l.name, l.l.N, l.l.Median, l.l.P99, l.l.Max, l.l.FirstMedian)
 	}
 	fmt.Fprintf(w, "late rows (re-firings): %d; too late into the ledger: %d", r.LateRows, r.TooLate)
 	if r.Unmeasured > 0 {

@@ -381,6 +381,11 @@ func build(t *testing.T, s *monitor.Snapshot, input string) {
 			s.MissingFields = append(s.MissingFields, m)
 		case "records_in":
 			s.Totals.RecordsIn, _ = strconv.ParseInt(words[0], 10, 64)
+		case "stuck":
+			// stuck WHAT NAME PHASE for=SECONDS
+			d, _ := strconv.ParseFloat(kv["for"], 64)
+			s.Stuck = append(s.Stuck, monitor.Stuck{What: words[0], Name: words[1], Phase: words[2], ForS: d,
+				Why: fmt.Sprintf("%s %s in %s for %.0fs", words[0], words[1], words[2], d)})
 		default:
 			t.Fatalf("snapshot: unknown line %q", line)
 		}

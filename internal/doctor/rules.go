@@ -10,13 +10,43 @@ import (
 	"github.com/weirstream/weir/internal/monitor"
 )
 
-// rules are D1 to D22 of docs/OBSERVABILITY.md: D1 to D19 of the design
-// notes, D20 (the inputs went quiet with windows waiting), D21 (a field
-// the spec reads is not in the records) and D22 (no record read at all).
+// rules are D1 to D22 and D27 of docs/OBSERVABILITY.md: D1 to D19 of the
+// design notes, D20 (the inputs went quiet with windows waiting), D21 (a
+// field the spec reads is not in the records), D22 (no record read at
+// all) and D27 (a checkpoint or sink call stuck).
 var rules = []func(c *kase) []Finding{
 	d1UpstreamDelay, d2Bottleneck, d3OldData, d4WatermarkTooFast, d5d6Holder, d7Skew, d8Future, d9Unit,
 	d10Regression, d11TimerBacklog, d12LatenessTooLarge, d13d14State, d15d16Checkpoints, d17AfterRestore,
-	d18Flapping, d19NoWatermark, d20QuietEnd, d21MissingField, d22NothingRead,
+	d18Flapping, d19NoWatermark, d20QuietEnd, d21MissingField, d22NothingRead, d27Stuck,
+}
+
+// D27: a checkpoint, a sink call or the sampling itself has been in
+// progress for the monitor's StuckAfter (10 s) or longer: a sink's server
+// or the checkpoint store does not answer (an outage, a lock). Output
+// waits meanwhile, and once checkpoint.max_buffered is held the sources
+// stop, so the lag and backlog look normal for a while: this is the rule
+// that says the job is stalled.
+func d27Stuck(c *kase) []Finding {
+	var out []Finding
+	for _, st := range c.s.Stuck {
+		f := Finding{Rule: "D27", Severity: Critical, Evidence: st.Why}
+		switch st.What {
+		case "checkpoint":
+			f.Where = "checkpoint " + st.Name
+			f.Title = fmt.Sprintf("checkpoint %s has been in its %s phase for %s: its output is not committed, and the job stalls once checkpoint.max_buffered is held", st.Name, st.Phase, secs(st.ForS))
+			f.Fix = "a sink it waits for does not answer (a server down, a table locked: for Postgres, pg_stat_activity; a stuck sink call is named too when there is one); the checkpoint completes, or fails and the job restarts from its last one, once the sink answers"
+		case "sink":
+			f.Where = "sink " + st.Name
+			f.Title = fmt.Sprintf("sink %s has been in a %s call for %s: its server does not answer", st.Name, st.Phase, secs(st.ForS))
+			f.Fix = "check that sink's server (reachable, not locked: for Postgres, pg_stat_activity; for Kafka, the brokers); the call's timeout ends it, and the checkpoints make the output exact when it answers"
+		default:
+			f.Where = st.What
+			f.Title = fmt.Sprintf("%s %s has been in progress for %s", st.What, st.Name, secs(st.ForS))
+			f.Fix = "the job's process is overloaded or blocked: look at its CPU and its stderr"
+		}
+		out = append(out, f)
+	}
+	return out
 }
 
 // lateJump reports whether the late rate of the last 2 minutes is above

@@ -234,11 +234,23 @@ sinks:
 				t.Errorf("/healthz does not name the checkpoint: %q", body)
 			}
 
+			// weir run says so on stderr too, without --http's pages
+			// (an SRE trial saw nothing there through an outage), and
+			// says when it goes on.
+			waitUntil(t, 5*time.Second, "a warning on stderr naming the stuck sink", func() bool {
+				return strings.Contains(stderr.String(), "warning: sink results has been in a ")
+			}, stderr.String)
+			if ck && !strings.Contains(stderr.String(), "warning: checkpoint ") {
+				t.Errorf("stderr does not name the stuck checkpoint: %s", stderr.String())
+			}
 			out.release()
 			waitUntil(t, 20*time.Second, "/healthz to answer 200 after the sink moved again", func() bool {
 				code, body, _, err = get(base+"/healthz", 2*time.Second)
 				return code == http.StatusOK
 			}, func() string { return fmt.Sprintf("/healthz: %d %q %v", code, body, err) })
+			waitUntil(t, 5*time.Second, "stderr to say the sink goes on", func() bool {
+				return strings.Contains(stderr.String(), "sink results is no longer stuck")
+			}, stderr.String)
 		})
 	}
 }

@@ -460,6 +460,8 @@ func runPlan(ctx context.Context, p *spec.Plan, dir string, f runFlags, now time
 		stopWatch := watchLate(p, cur.Load, o)
 		defer stopWatch()
 	}
+	stopStuck := watchStuck(cur.Load, o)
+	defer stopStuck()
 	if o.Terminal {
 		every := o.ProgressEvery
 		if every <= 0 {
@@ -924,6 +926,53 @@ func watchLate(p *spec.Plan, cur func() *job.Job, o IO) (stop func()) {
 				fmt.Fprintf(o.Stderr, "too-late records are back to %.2f%% of the input (%d of %d over the last %v)\n", 100*float64(dl)/float64(di), dl, di, every)
 			}
 			level = now
+		}
+	}()
+	return func() { close(quit); <-done }
+}
+
+// watchStuck warns on stderr when a checkpoint or a sink call has been in
+// progress for o.StuckAfter (default 10s) or longer (a sink's server
+// down, a table locked), once per stall, and says when it goes on again;
+// stop ends the watch. Its goroutine reads the job through cur only.
+func watchStuck(cur func() *job.Job, o IO) (stop func()) {
+	after := o.StuckAfter
+	if after <= 0 {
+		after = 10 * time.Second
+	}
+	calls := sinkCalls(cur)
+	quit, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(max(after/5, 20*time.Millisecond))
+		defer t.Stop()
+		warned := map[string]time.Time{} // what and name → when it began
+		for {
+			select {
+			case <-quit:
+				return
+			case <-t.C:
+			}
+			j := cur()
+			if j == nil {
+				continue
+			}
+			now := time.Now()
+			seen := map[string]bool{}
+			for _, st := range monitor.FindStuck(j.Env().CheckpointStats(), calls(), now, after) {
+				k := st.What + " " + st.Name
+				seen[k] = true
+				if _, ok := warned[k]; !ok {
+					warned[k] = time.UnixMilli(st.Since)
+					fmt.Fprintf(o.Stderr, "warning: %s; the job waits for it with bounded memory and goes on when it answers (a server down or a table locked? weir doctor, with --http, tells more)\n", st.Why)
+				}
+			}
+			for k, since := range warned {
+				if !seen[k] {
+					delete(warned, k)
+					fmt.Fprintf(o.Stderr, "%s is no longer stuck, after %s\n", k, now.Sub(since).Round(time.Second))
+				}
+			}
 		}
 	}()
 	return func() { close(quit); <-done }

@@ -172,7 +172,7 @@ func (m *Monitor) Sample() {
 		sinks = m.o.Sinks()
 	}
 	s.Sinks = sinkCalls(sinks, now)
-	s.Stuck = stuck(cs, sinks, now, m.o.StuckAfter)
+	s.Stuck = FindStuck(cs, sinks, now, m.o.StuckAfter)
 	if m.o.Extra != nil {
 		x := m.o.Extra()
 		s.RecentLate, s.Counters, s.MissingFields = x.RecentLate, x.Counters, x.MissingFields
@@ -307,7 +307,7 @@ func (m *Monitor) Stuck() []Stuck {
 		if m.o.Sinks != nil {
 			sinks = m.o.Sinks()
 		}
-		out = stuck(env.CheckpointStats(), sinks, now, m.o.StuckAfter)
+		out = FindStuck(env.CheckpointStats(), sinks, now, m.o.StuckAfter)
 	}
 	m.mu.Lock()
 	s := m.mu.snap

@@ -315,9 +315,9 @@ func sinkCalls(calls []SinkCall, now time.Time) []SinkCallOut {
 	return out
 }
 
-// stuck lists the checkpoint and the sink calls in progress for after or
+// FindStuck lists the checkpoint and the sink calls in progress for after or
 // longer at now (an empty list, not nil, when none is).
-func stuck(cs weir.CheckpointStats, sinks []SinkCall, now time.Time, after time.Duration) []Stuck {
+func FindStuck(cs weir.CheckpointStats, sinks []SinkCall, now time.Time, after time.Duration) []Stuck {
 	out := []Stuck{}
 	if f := cs.InFlight; f.ID != 0 && now.Sub(f.Started) >= after {
 		var at string

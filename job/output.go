@@ -475,6 +475,12 @@ func (o *output) preCommit(id int64, write func(name string, data []byte) error)
 	o.flushing = true
 	defer func() { o.flushing = false }()
 	o.epochs.Take(id, o.apply)
+	if o.j.failed.Load() {
+		// A write of this epoch failed (apply told the job): the
+		// checkpoint must not commit what a sink did not take, or a
+		// restore from it would never write those items again.
+		return fmt.Errorf("checkpoint %d: its output was not all written: %w", id, o.j.firstErr())
+	}
 	if err := o.sync(id); err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package job
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -26,7 +27,8 @@ var memTables = struct {
 func init() {
 	connector.Default.MustRegister(connector.Kind{Name: "memtable", Doc: "keeps results in memory (job tests)",
 		Sink: &connector.SinkKind{Roles: connector.RoleResults, Abilities: connector.AbilityIdempotent | connector.AbilityUpsert,
-			Fields: []connector.Field{{Name: "table", Required: true, Doc: "the table"}, {Name: "capacity", Doc: "a setting of this kind alone"}},
+			Fields: []connector.Field{{Name: "table", Required: true, Doc: "the table"}, {Name: "capacity", Doc: "a setting of this kind alone"},
+				{Name: "fail_write", Doc: "the table's Nth Write (of any opening) fails once, its rows lost, as a refused batch"}},
 			OpenResults: func(_ context.Context, o connector.ResultsOpen) (connector.ResultsSink, error) {
 				memTables.Lock()
 				defer memTables.Unlock()
@@ -37,7 +39,7 @@ func init() {
 					memTables.m[name] = t
 				}
 				t.opened++
-				t.keys, t.values, t.capacity = o.Keys, o.Values, o.Settings.Int("capacity")
+				t.keys, t.values, t.capacity, t.failAt = o.Keys, o.Values, o.Settings.Int("capacity"), o.Settings.Int("fail_write")
 				return t, nil
 			}}})
 }
@@ -56,6 +58,8 @@ type memTable struct {
 	capacity     int
 	closed       bool
 	writtenAfter bool // written after Close
+	failAt       int  // the Write call that fails (0: none)
+	writes       int
 }
 
 func (t *memTable) Write(_ context.Context, rows []connector.Row) error {
@@ -63,6 +67,9 @@ func (t *memTable) Write(_ context.Context, rows []connector.Row) error {
 	defer t.mu.Unlock()
 	if t.closed {
 		t.writtenAfter = true
+	}
+	if t.writes++; t.writes == t.failAt {
+		return errors.New("memtable: permission denied (fail_write)")
 	}
 	for _, r := range rows {
 		c := r

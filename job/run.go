@@ -768,6 +768,13 @@ func (j *Job) check(err error) {
 	j.stopRetrying() // sinks waiting for a database give up: the run failed
 }
 
+// firstErr is the first error check recorded (nil: none).
+func (j *Job) firstErr() error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.mu.err
+}
+
 // Run runs the job to its end and closes its sinks; ctx cancellation
 // aborts it (a graceful stop goes through RunOptions.Stop instead).
 func (j *Job) Run(ctx context.Context) (Summary, error) {

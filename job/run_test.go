@@ -457,6 +457,43 @@ sinks:
 	}
 }
 
+// TestFailedWriteNotCommitted: a results write refused during a
+// checkpoint's pre-commit fails that checkpoint, so the restart resumes
+// from the one before and writes the refused rows again: the table and
+// every count equal a run that never failed. (An SRE trial revoked a
+// Postgres table's INSERT for 1.5 s: the checkpoint whose batch the
+// server refused committed anyway, the restart resumed after it, and
+// the summary counted 400 results fewer.)
+func TestFailedWriteNotCommitted(t *testing.T) {
+	job := strings.Replace(fmt.Sprintf(jobtest.OrderJob, "memtable", "x"), "{type: memtable, path: x}", "{type: memtable, table: %s, fail_write: %d}", 1)
+	_, refSum := runSpec(t, fmt.Sprintf(job, "failref", 0), nil, RunOptions{Deterministic: true})
+	memTables.Lock()
+	want := memTables.m["failref"].dump()
+	memTables.Unlock()
+	p := mustParse(t, fmt.Sprintf(job, "failed", 3))
+	dir := t.TempDir()
+	sum, err := RunRestarting(context.Background(), p, RunOptions{Dir: dir, Deterministic: true, Now: jobtest.TestNow,
+		CheckpointDir: filepath.Join(dir, "ck"), CheckpointInterval: time.Millisecond, CheckpointClock: jobtest.EveryRead()},
+		RestartPolicy{Max: 2, Backoff: time.Millisecond}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	memTables.Lock()
+	got := memTables.m["failed"].dump()
+	memTables.Unlock()
+	if got != want {
+		t.Fatalf("rows after a refused write and a restart differ from a clean run's:\n got %.300s\nwant %.300s", got, want)
+	}
+	if sum.Get("restarts") != 1 {
+		t.Fatalf("restarts %d, want 1", sum.Get("restarts"))
+	}
+	for _, c := range refSum.Counters {
+		if sum.Get(c.Name) != c.Value {
+			t.Errorf("%s = %d after the restart, want %d", c.Name, sum.Get(c.Name), c.Value)
+		}
+	}
+}
+
 // TestRestartStrategy: a job whose checkpointing fails (a crash point that
 // panics once) restarts from its newest checkpoint inside the process and
 // ends with the outputs of a run that never failed; the summary counts the

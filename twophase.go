@@ -61,29 +61,20 @@ type stamped[T any] struct {
 }
 
 // partContents is a two-phase window's contents: a record is added, a
-// bundle's accumulator merged (in place, when the function can:
-// MergeInto).
+// bundle's accumulator merged (in place, when the function's Merge adds
+// its second argument into its first, as state.AggregateFunc allows).
 type partContents[T, ACC, R any] struct {
-	f     state.AggregateFunc[T, ACC, R]
-	merge func(a, b ACC) ACC
+	f state.AggregateFunc[T, ACC, R]
 }
 
-// MergeInto is implemented by aggregate functions that can merge b into
-// a in place (sets added to, not copied), as Add adds a record.
-type mergeInto[ACC any] interface{ MergeInto(a, b ACC) ACC }
-
 func newPartContents[T, ACC, R any](f state.AggregateFunc[T, ACC, R]) partContents[T, ACC, R] {
-	c := partContents[T, ACC, R]{f: f, merge: f.Merge}
-	if m, ok := f.(mergeInto[ACC]); ok {
-		c.merge = m.MergeInto
-	}
-	return c
+	return partContents[T, ACC, R]{f: f}
 }
 
 func (c partContents[T, ACC, R]) Reset(acc *ACC) { *acc = c.f.CreateAccumulator() }
 func (c partContents[T, ACC, R]) Add(acc *ACC, p part[T, ACC], _ etime.Time) {
 	if p.b != nil {
-		*acc = c.merge(*acc, p.b.acc)
+		*acc = c.f.Merge(*acc, p.b.acc)
 		return
 	}
 	*acc = c.f.Add(*acc, p.v)

@@ -414,12 +414,24 @@ func moreDigits(a, b val) bool { return a.kind == vDec && (b.kind != vDec || a.s
 
 // Merge returns a new accumulator of x and y together (merging session
 // windows); x and y are left as they were.
-func (a Aggregator) Merge(x, y *Acc) *Acc { return a.merge(a.CreateAccumulator(), x, y) }
+//
+// It merges in place (as state.AggregateFunc allows): y is added into x,
+// which it returns, and y is left as it was, so that a window's sets and
+// lists are added to, not copied, as Add adds a record.
+func (a Aggregator) Merge(x, y *Acc) *Acc { return a.merge(x, x, y) }
 
-// MergeInto adds y into x, in place, and returns x; y is left as it was
-// (a two-phase window's bundle merged into its window, as Add adds a
-// record: without copying the window's sets).
-func (a Aggregator) MergeInto(x, y *Acc) *Acc { return a.merge(x, x, y) }
+// Take returns x as a merge of x into an empty accumulator would make
+// it (its collect lists in input order), in place: the window operator
+// takes an absorbed window's accumulator over with it instead of copying
+// it into the merged window's (a long session's sets, once per record).
+func (a Aggregator) Take(x *Acc) *Acc {
+	for i, fn := range a.Fns {
+		if fn == "collect" {
+			inputOrder(x.s[i].list)
+		}
+	}
+	return x
+}
 
 // merge sets out to x and y together; out may be x.
 func (a Aggregator) merge(out, x, y *Acc) *Acc {
@@ -448,8 +460,10 @@ func (a Aggregator) merge(out, x, y *Acc) *Acc {
 			}
 		case "collect":
 			s.n = p.n + q.n
-			list := make([]collected, 0, len(p.list)+len(q.list))
-			s.list = append(append(list, p.list...), q.list...)
+			if s != p {
+				s.list = append(make([]collected, 0, len(p.list)+len(q.list)), p.list...)
+			}
+			s.list = append(s.list, q.list...)
 			inputOrder(s.list)
 		case "count_distinct", "sum_distinct", "avg_distinct":
 			s.isD = p.isD || q.isD
@@ -471,7 +485,10 @@ func (a Aggregator) merge(out, x, y *Acc) *Acc {
 // inputOrder sorts collected values by line number, their order in the
 // input.
 func inputOrder(list []collected) {
-	slices.SortStableFunc(list, func(a, b collected) int { return cmp.Compare(a.no, b.no) })
+	byNo := func(a, b collected) int { return cmp.Compare(a.no, b.no) }
+	if !slices.IsSortedFunc(list, byNo) {
+		slices.SortStableFunc(list, byNo)
+	}
 }
 
 // CollectInInputOrder puts ac's collect lists in input order, as a run in

@@ -32,6 +32,27 @@ func (c AggContents[IN, ACC, OUT]) Add(acc *ACC, in IN, _ etime.Time) { *acc = c
 // Merge implements Contents.
 func (c AggContents[IN, ACC, OUT]) Merge(dst, src *ACC) { *dst = c.F.Merge(*dst, *src) }
 
+// Take implements taker: dst takes src over, as Flink's merging states
+// take a source's state when the target has none; a function with a Take
+// method (record.Aggregator) puts it in the order a merge into an empty
+// accumulator would.
+func (c AggContents[IN, ACC, OUT]) Take(dst, src *ACC) {
+	if t, ok := c.F.(interface{ Take(ACC) ACC }); ok {
+		*dst = t.Take(*src)
+		return
+	}
+	*dst = *src
+}
+
+// taker is Contents that can take a window's contents over, with the
+// window dropped: dst is empty, and src is not used again. It replaces a
+// merge into an empty dst, which would copy src (a long session's sets
+// and lists, once per record, made a session's records cost their
+// number squared).
+type taker[ACC any] interface {
+	Take(dst, src *ACC)
+}
+
 // Elem is one stored element of a full-list window.
 type Elem[T any] struct {
 	TS    etime.Time
@@ -51,3 +72,6 @@ func (ListContents[IN]) Add(acc *[]Elem[IN], in IN, ts etime.Time) {
 
 // Merge implements Contents.
 func (ListContents[IN]) Merge(dst, src *[]Elem[IN]) { *dst = append(*dst, *src...) }
+
+// Take implements taker.
+func (ListContents[IN]) Take(dst, src *[]Elem[IN]) { *dst, *src = *src, nil }

@@ -1307,8 +1307,12 @@ func (o *Operator[K, IN, ACC, OUT]) onMerge(key K, merged window.Window) {
 			continue
 		}
 		if !me.has {
-			o.contents.Reset(&me.acc)
 			me.has = true
+			if t, ok := o.contents.(taker[ACC]); ok {
+				t.Take(&me.acc, &ab.e.acc) // the absorbed window's entry is deleted
+				continue
+			}
+			o.contents.Reset(&me.acc)
 		}
 		o.contents.Merge(&me.acc, &ab.e.acc)
 	}

@@ -446,7 +446,10 @@ func (c *compiler) compile() {
 			c.add("alerts.late_ratio", fmt.Sprintf("%v is above late_ratio_critical %v", p.LateRatioWarn, p.LateRatioCrit), "make the warning level the lower one")
 		}
 	}
-	if t := c.p.Trigger; !c.p.CompleteRows() && keepsForBackfill(s.Sinks.Late) {
+	if s.Window.Type == "session" && keepsForBackfill(s.Sinks.Late) {
+		c.warn("window", fmt.Sprintf("sinks.late (%s) keeps the too-late records, which weir backfill will not merge: a late record can merge sessions, whose published rows would have to be retracted, so weir does not revise session windows; the records stay counted in the ledger", s.Sinks.Late.Type),
+			"keep the ledger for the record of what was too late, and raise allowed_lateness if sessions must take such records in")
+	} else if t := c.p.Trigger; !c.p.CompleteRows() && keepsForBackfill(s.Sinks.Late) {
 		c.warn("trigger", fmt.Sprintf("sinks.late (%s) keeps the too-late records, which weir backfill will not merge: trigger %v publishes rows that are not the windows' whole state", s.Sinks.Late.Type, t),
 			"use the default trigger, continuous or final, if the too-late records are to be merged back")
 	} else if s.Having != "" && !BoundsOnly(s.Having) && keepsForBackfill(s.Sinks.Late) {

@@ -749,7 +749,7 @@ func (r *liveReport) svg() []byte {
 	for _, p := range append(slices.Clone(r.rate), r.points...) {
 		tmax = math.Max(tmax, p.T)
 	}
-	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" font-family="sans-serif" font-size="12">`+"\n", w, 2*h+40)
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" font-family="sans-serif" font-size="12">`+"\n", w, 2*h+50)
 	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="white"/>`+"\n")
 	panel := func(y0 float64, title, unit string, pts []livePoint, dots bool) {
 		ymax := 1.0
@@ -763,7 +763,12 @@ func (r *liveReport) svg() []byte {
 		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="black"/>`+"\n", pad, y(0), w-pad, y(0))
 		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="black"/>`+"\n", pad, y(0), pad, y(ymax))
 		fmt.Fprintf(&b, `<text x="4" y="%.1f">%.0f</text><text x="4" y="%.1f">0</text><text x="%.1f" y="%.1f">%s</text>`+"\n",
-			y(ymax/1.1)+4, ymax/1.1, y(0), w-pad-120, y(0)+16, unit)
+			y(ymax/1.1)+4, ymax/1.1, y(0), w-pad-80, y(0)+28, unit)
+		step := math.Max(10, math.Round(tmax/6/10)*10)
+		for t := 0.0; t <= tmax; t += step {
+			fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="black"/><text x="%.1f" y="%.1f" text-anchor="middle">%.0f</text>`+"\n",
+				x(t), y(0), x(t), y(0)+4, x(t), y(0)+16, t)
+		}
 		if dots {
 			for _, p := range pts {
 				color := "crimson"
@@ -781,7 +786,7 @@ func (r *liveReport) svg() []byte {
 		fmt.Fprintf(&b, `<polyline fill="none" stroke="seagreen" points="%s"/>`+"\n", strings.Join(line, " "))
 	}
 	panel(0, fmt.Sprintf("records/s read (target %d)", r.Config.Rate), "s since start", r.rate, false)
-	panel(h+20, "firing latency, ms: watermark passed -> last row visible (blue early, red on time)", "s since start", r.points, true)
+	panel(h+30, "firing latency, ms: watermark passed -> last row visible (blue early, red on time)", "s since start", r.points, true)
 	b.WriteString("</svg>\n")
 	return []byte(b.String())
 }

@@ -609,7 +609,14 @@ func printSummary(w io.Writer, p *spec.Plan, s job.Summary, elapsed time.Duratio
 		fmt.Fprintf(w, "  having: %d results dropped by the having, not written\n", g("having_filtered"))
 	}
 	if n := g("decimal_overflow"); n > 0 {
-		fmt.Fprintf(w, "  warning: %d sums or averages in results went beyond 38 digits and were computed in float64 from there (decimal_overflow)\n", n)
+		how := "were computed in float64 from there"
+		for i := range p.Aggregates {
+			if p.NullOnOverflow(i) {
+				how = "are null where they sum a field declared a DECIMAL (source.decimals, a SQL DECIMAL column), or were computed in float64 from there"
+				break
+			}
+		}
+		fmt.Fprintf(w, "  warning: %d sums or averages in results went beyond 38 digits and %s (decimal_overflow)\n", n, how)
 	}
 	if n := g("float_overflow"); n > 0 {
 		fmt.Fprintf(w, "  warning: %d sums or averages in results went beyond float64 and were written as null (float_overflow)\n", n)

@@ -437,6 +437,9 @@ func (o *output) noteOverflows(b *branch, v []byte) {
 			continue
 		}
 		what := "decimal_overflow: a decimal sum went beyond 38 digits; it is a float64 from here on (declare type: float to have float sums from the start)"
+		if p.NullOnOverflow(i) {
+			what = "decimal_overflow: a decimal sum went beyond 38 digits; the window's result is null, as Flink SQL's SUM and AVG of a DECIMAL are"
+		}
 		o.pub.Lock()
 		if c == record.OverInfinite {
 			o.c.FloatOverflow++

@@ -1562,3 +1562,18 @@ func (p *Plan) CompleteRows() bool { return p.Trigger == nil || trigger.Complete
 func (p *Plan) FinalTrigger() bool {
 	return p.Trigger != nil && trigger.FiresOnce(p.Trigger) && !trigger.IsEventTime(p.Trigger)
 }
+
+// NullOnOverflow reports whether aggregate i of p gives null once its
+// decimal sum goes beyond 38 digits: a sum or avg (of distinct values
+// too) of a field declared a DECIMAL (source.decimals, as a SQL table's
+// DECIMAL column compiles), as Flink SQL's SUM and AVG of a DECIMAL are.
+// Other decimal sums go on in float64.
+func (p *Plan) NullOnOverflow(i int) bool {
+	ag := p.Aggregates[i]
+	switch ag.Fn {
+	case "sum", "avg", "sum_distinct", "avg_distinct":
+	default:
+		return false
+	}
+	return ag.Type == "" && slices.ContainsFunc(p.Decimals, func(d DecimalField) bool { return d.Field == ag.Field })
+}

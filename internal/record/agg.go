@@ -67,7 +67,10 @@ type Aggregator struct {
 	// nullEmpty marks the collects with nulls set (SQL's ARRAY_AGG),
 	// whose empty list is null, not [].
 	nullEmpty []bool
-	withAcc   bool
+	// nullOver marks the sums and averages whose decimal overflow is
+	// null (spec.Plan.NullOnOverflow).
+	nullOver []bool
+	withAcc  bool
 }
 
 // isFloat reports whether aggregate i keeps float64 sums.
@@ -129,6 +132,12 @@ func NewAggregator(p *spec.Plan, withAcc bool) Aggregator {
 				a.nullEmpty = make([]bool, len(p.Aggregates))
 			}
 			a.nullEmpty[i] = true
+		}
+		if p.NullOnOverflow(i) {
+			if a.nullOver == nil {
+				a.nullOver = make([]bool, len(p.Aggregates))
+			}
+			a.nullOver[i] = true
 		}
 	}
 	return a
@@ -537,6 +546,8 @@ func (a Aggregator) Result(ac *Acc) []byte {
 			b = append(b, ']')
 		case s.n == 0:
 			b = append(b, "null"...)
+		case s.over && i < len(a.nullOver) && a.nullOver[i]:
+			b = append(b, "null"...) // a SQL DECIMAL's sum beyond 38 digits
 		case fn == "sum" && s.isD:
 			b = appendDec(b, s.d)
 		case fn == "sum" && s.isF:

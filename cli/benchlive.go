@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -664,7 +665,7 @@ func (r *liveRun) report() *liveReport {
 			onTime, onTimeFirst = append(onTime, ms), append(onTimeFirst, first)
 		}
 	}
-	slices.SortFunc(rep.points, func(a, b livePoint) int { return cmpFloat(a.T, b.T) })
+	slices.SortFunc(rep.points, func(a, b livePoint) int { return cmp.Compare(a.T, b.T) })
 	rep.OnTime = latencyOf(onTime, onTimeFirst)
 	rep.Early = latencyOf(early, earlyFirst)
 	for i := 1; i < len(trace); i++ {
@@ -682,16 +683,6 @@ func (r *liveRun) report() *liveReport {
 		i = j
 	}
 	return rep
-}
-
-func cmpFloat(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 func summaryInt(m map[string]any, name string) int64 {

@@ -904,81 +904,72 @@ func watchLate(p *spec.Plan, cur func() *job.Job, o IO) (stop func()) {
 	if every <= 0 {
 		every = 10 * time.Second
 	}
-	quit, done := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(done)
-		t := time.NewTicker(every)
-		defer t.Stop()
-		var d lateDelta
-		level := 0 // 0 normal, 1 warning, 2 critical
-		for {
-			select {
-			case <-quit:
-				return
-			case <-t.C:
-			}
-			j := cur()
-			if j == nil {
-				continue
-			}
-			dl, di, fresh := d.next(j)
-			if fresh || di <= 0 { // a new attempt: counts start where it restored
-				continue
-			}
-			now := lateLevel(p, dl, di)
-			switch {
-			case now > level:
-				warnLate(o.Stderr, p, now, dl, di, fmt.Sprintf("over the last %v", every))
-			case now == 0 && level > 0:
-				fmt.Fprintf(o.Stderr, "too-late records are back to %.2f%% of the input (%d of %d over the last %v)\n", 100*float64(dl)/float64(di), dl, di, every)
-			}
-			level = now
+	var d lateDelta
+	level := 0 // 0 normal, 1 warning, 2 critical
+	return watchJob(cur, every, func(j *job.Job) {
+		dl, di, fresh := d.next(j)
+		if fresh || di <= 0 { // a new attempt: counts start where it restored
+			return
 		}
-	}()
-	return func() { close(quit); <-done }
+		now := lateLevel(p, dl, di)
+		switch {
+		case now > level:
+			warnLate(o.Stderr, p, now, dl, di, fmt.Sprintf("over the last %v", every))
+		case now == 0 && level > 0:
+			fmt.Fprintf(o.Stderr, "too-late records are back to %.2f%% of the input (%d of %d over the last %v)\n", 100*float64(dl)/float64(di), dl, di, every)
+		}
+		level = now
+	})
 }
 
 // watchStuck warns on stderr when a checkpoint or a sink call has been in
 // progress for o.StuckAfter (default 10s) or longer (a sink's server
 // down, a table locked), once per stall, and says when it goes on again;
-// stop ends the watch. Its goroutine reads the job through cur only.
+// stop ends the watch.
 func watchStuck(cur func() *job.Job, o IO) (stop func()) {
 	after := o.StuckAfter
 	if after <= 0 {
 		after = 10 * time.Second
 	}
 	calls := sinkCalls(cur)
+	warned := map[string]time.Time{} // what and name → when it began
+	return watchJob(cur, max(after/5, 20*time.Millisecond), func(j *job.Job) {
+		now := time.Now()
+		seen := map[string]bool{}
+		for _, st := range monitor.FindStuck(j.Env().CheckpointStats(), calls(), now, after) {
+			k := st.What + " " + st.Name
+			seen[k] = true
+			if _, ok := warned[k]; !ok {
+				warned[k] = time.UnixMilli(st.Since)
+				fmt.Fprintf(o.Stderr, "warning: %s; the job waits for it with bounded memory and goes on when it answers (a server down or a table locked? weir doctor, with --http, tells more)\n", st.Why)
+			}
+		}
+		for k, since := range warned {
+			if !seen[k] {
+				delete(warned, k)
+				fmt.Fprintf(o.Stderr, "%s is no longer stuck, after %s\n", k, now.Sub(since).Round(time.Second))
+			}
+		}
+	})
+}
+
+// watchJob calls fn with the running job (cur's; none yet: skipped) every
+// period, on a goroutine of its own that owns what fn keeps between
+// calls, until stop, which waits for it.
+func watchJob(cur func() *job.Job, period time.Duration, fn func(j *job.Job)) (stop func()) {
 	quit, done := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(done)
-		t := time.NewTicker(max(after/5, 20*time.Millisecond))
+		t := time.NewTicker(period)
 		defer t.Stop()
-		warned := map[string]time.Time{} // what and name → when it began
 		for {
 			select {
 			case <-quit:
 				return
 			case <-t.C:
 			}
-			j := cur()
-			if j == nil {
-				continue
-			}
-			now := time.Now()
-			seen := map[string]bool{}
-			for _, st := range monitor.FindStuck(j.Env().CheckpointStats(), calls(), now, after) {
-				k := st.What + " " + st.Name
-				seen[k] = true
-				if _, ok := warned[k]; !ok {
-					warned[k] = time.UnixMilli(st.Since)
-					fmt.Fprintf(o.Stderr, "warning: %s; the job waits for it with bounded memory and goes on when it answers (a server down or a table locked? weir doctor, with --http, tells more)\n", st.Why)
-				}
-			}
-			for k, since := range warned {
-				if !seen[k] {
-					delete(warned, k)
-					fmt.Fprintf(o.Stderr, "%s is no longer stuck, after %s\n", k, now.Sub(since).Round(time.Second))
-				}
+			if j := cur(); j != nil {
+				fn(j)
 			}
 		}
 	}()

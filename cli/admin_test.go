@@ -249,7 +249,7 @@ sinks:
 				return code == http.StatusOK
 			}, func() string { return fmt.Sprintf("/healthz: %d %q %v", code, body, err) })
 			waitUntil(t, 5*time.Second, "stderr to say the sink goes on", func() bool {
-				return strings.Contains(stderr.String(), "sink results is no longer stuck")
+				return strings.Contains(stderr.String(), "sink results answered again after")
 			}, stderr.String)
 		})
 	}

@@ -333,7 +333,10 @@ func runLive(ctx context.Context, c liveConfig, bin, work string, stderr io.Writ
 	jerr := <-jobDone
 	// The job's last transaction is committed when it exits; give the
 	// reader a moment to see it.
-	time.Sleep(2 * time.Second)
+	select {
+	case <-time.After(2 * time.Second):
+	case <-ctx.Done():
+	}
 	close(stop)
 	wg.Wait()
 	if jerr != nil {
@@ -470,6 +473,11 @@ func readKafkaResults(addr string, stop chan struct{}, r *liveRun) error {
 	for ctx.Err() == nil {
 		fs := cl.PollFetches(ctx)
 		at := time.Now()
+		for _, e := range fs.Errors() {
+			if !errors.Is(e.Err, context.Canceled) {
+				return fmt.Errorf("reading %s: %w", e.Topic, e.Err)
+			}
+		}
 		fs.EachRecord(func(rec *kgo.Record) {
 			v, err := p.ParseBytes(rec.Value)
 			if err != nil {

@@ -947,7 +947,11 @@ func watchStuck(cur func() *job.Job, o IO) (stop func()) {
 		for k, since := range warned {
 			if !seen[k] {
 				delete(warned, k)
-				fmt.Fprintf(o.Stderr, "%s is no longer stuck, after %s\n", k, now.Sub(since).Round(time.Second))
+				ended := "answered again"
+				if strings.HasPrefix(k, "checkpoint ") {
+					ended = "ended (completed or failed)"
+				}
+				fmt.Fprintf(o.Stderr, "%s %s after %s\n", k, ended, now.Sub(since).Round(time.Second))
 			}
 		}
 	})

@@ -1,7 +1,9 @@
 package job
 
 import (
+	"cmp"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -32,6 +34,9 @@ type output struct {
 	// prompt: checkpoint.after_firing; early and on-time results ask for
 	// a checkpoint (epochs.Buffer.AddPrompt).
 	prompt bool
+	// applyErr is the first error of an item applied since the last
+	// pre-commit began; mu guards it.
+	applyErr error
 
 	// mu serializes applying items (they come from many subtasks) and
 	// syncing the sinks, and guards c. It is held across sink I/O, so
@@ -423,6 +428,9 @@ func (o *output) apply(it *item) {
 		}
 		o.done(&o.c.Filtered, per)
 	}
+	if err != nil && o.applyErr == nil {
+		o.applyErr = err
+	}
 	j.check(err)
 }
 
@@ -477,12 +485,15 @@ func (o *output) preCommit(id int64, write func(name string, data []byte) error)
 	defer o.epochs.EndCommit()
 	o.flushing = true
 	defer func() { o.flushing = false }()
+	o.applyErr = nil
 	o.epochs.Take(id, o.apply)
-	if o.j.failed.Load() {
-		// A write of this epoch failed (apply told the job): the
-		// checkpoint must not commit what a sink did not take, or a
-		// restore from it would never write those items again.
-		return fmt.Errorf("checkpoint %d: its output was not all written: %w", id, o.j.firstErr())
+	switch {
+	case o.applyErr != nil:
+		// A sink did not take an item of this epoch: the checkpoint must
+		// not commit, or a restore from it would never write it again.
+		return fmt.Errorf("checkpoint %d: its output was not all written: %w", id, o.applyErr)
+	case o.j.failed.Load():
+		return fmt.Errorf("checkpoint %d: the job failed: %w", id, cmp.Or(o.j.firstErr(), errors.New("see its log")))
 	}
 	if err := o.sync(id); err != nil {
 		return err

@@ -34,7 +34,14 @@ func d27Stuck(c *kase) []Finding {
 		case "checkpoint":
 			f.Where = "checkpoint " + st.Name
 			f.Title = fmt.Sprintf("checkpoint %s has been in its %s phase for %s: its output is not committed, and the job stalls once checkpoint.max_buffered is held", st.Name, st.Phase, secs(st.ForS))
-			f.Fix = "a sink it waits for does not answer (a server down, a table locked: for Postgres, pg_stat_activity; a stuck sink call is named too when there is one); the checkpoint completes, or fails and the job restarts from its last one, once the sink answers"
+			switch st.Phase {
+			case "pre-commit":
+				f.Fix = "a sink it waits for does not answer (a server down, a table locked: for Postgres, pg_stat_activity; a stuck sink call is named too when there is one); the checkpoint completes, or fails and the job restarts from its last one, once the sink answers"
+			case "snapshots":
+				f.Fix = "its barriers wait in the queues: a subtask is busy or backpressured (see D2, D15 and D16)"
+			default: // begin, parts, commit
+				f.Fix = "the checkpoint store is slow or stuck: check the disk under checkpoint.dir (full, slow, a network filesystem)"
+			}
 		case "sink":
 			f.Where = "sink " + st.Name
 			f.Title = fmt.Sprintf("sink %s has been in a %s call for %s: its server does not answer", st.Name, st.Phase, secs(st.ForS))

@@ -42,6 +42,10 @@ type slot struct {
 	no   int64
 	list []collected
 	set  map[string]struct{}
+	// disordered: list may be out of input order (a value added after
+	// one with a later line number, or a list decoded); inputOrder sorts
+	// it then.
+	disordered bool
 }
 
 type collected struct {
@@ -253,6 +257,7 @@ func addVal(fn string, s *slot, v val, ts etime.Time, no int64, float bool) {
 		s.n++
 	case "collect":
 		s.n++
+		s.disordered = s.disordered || len(s.list) > 0 && no < s.list[len(s.list)-1].no
 		s.list = append(s.list, collected{no: no, raw: v.raw})
 	case "count_distinct", "sum_distinct", "avg_distinct":
 		if s.set == nil {
@@ -421,31 +426,13 @@ func cmpVal(a, b val) int {
 // more fraction digits (1.10 over 1.1) is kept.
 func moreDigits(a, b val) bool { return a.kind == vDec && (b.kind != vDec || a.scale > b.scale) }
 
-// Merge returns a new accumulator of x and y together (merging session
-// windows); x and y are left as they were.
-//
-// It merges in place (as state.AggregateFunc allows): y is added into x,
-// which it returns, and y is left as it was, so that a window's sets and
-// lists are added to, not copied, as Add adds a record.
-func (a Aggregator) Merge(x, y *Acc) *Acc { return a.merge(x, x, y) }
-
-// Take returns x as a merge of x into an empty accumulator would make
-// it (its collect lists in input order), in place: the window operator
-// takes an absorbed window's accumulator over with it instead of copying
-// it into the merged window's (a long session's sets, once per record).
-func (a Aggregator) Take(x *Acc) *Acc {
+// Merge adds y into x, in place (as state.AggregateFunc allows), and
+// returns x; y is left as it was. A window's sets and lists are added
+// to, not copied, as Add adds a record (session merges, sliding panes, a
+// two-phase window's bundles).
+func (a Aggregator) Merge(x, y *Acc) *Acc {
 	for i, fn := range a.Fns {
-		if fn == "collect" {
-			inputOrder(x.s[i].list)
-		}
-	}
-	return x
-}
-
-// merge sets out to x and y together; out may be x.
-func (a Aggregator) merge(out, x, y *Acc) *Acc {
-	for i, fn := range a.Fns {
-		s, p, q := &out.s[i], &x.s[i], &y.s[i]
+		s, p, q := &x.s[i], &x.s[i], &y.s[i]
 		switch fn {
 		case "count":
 			s.n = p.n + q.n
@@ -469,34 +456,41 @@ func (a Aggregator) merge(out, x, y *Acc) *Acc {
 			}
 		case "collect":
 			s.n = p.n + q.n
-			if s != p {
-				s.list = append(make([]collected, 0, len(p.list)+len(q.list)), p.list...)
+			if len(q.list) > 0 {
+				s.disordered = s.disordered || q.disordered || len(s.list) > 0 && q.list[0].no < s.list[len(s.list)-1].no
+				s.list = append(s.list, q.list...)
 			}
-			s.list = append(s.list, q.list...)
-			inputOrder(s.list)
+			s.inputOrder()
 		case "count_distinct", "sum_distinct", "avg_distinct":
 			s.isD = p.isD || q.isD
-			if s != p || s.set == nil {
-				set := make(map[string]struct{}, len(p.set)+len(q.set))
-				for k := range p.set {
-					set[k] = struct{}{}
-				}
-				s.set = set
+			if s.set == nil {
+				s.set = make(map[string]struct{}, len(q.set))
 			}
 			for k := range q.set {
 				s.set[k] = struct{}{}
 			}
 		}
 	}
-	return out
+	return x
 }
 
-// inputOrder sorts collected values by line number, their order in the
-// input.
-func inputOrder(list []collected) {
-	byNo := func(a, b collected) int { return cmp.Compare(a.no, b.no) }
-	if !slices.IsSortedFunc(list, byNo) {
-		slices.SortStableFunc(list, byNo)
+// Take returns x as a merge of x into an empty accumulator would make
+// it (its collect lists in input order), in place: the window operator
+// takes an absorbed window's accumulator over with it instead of copying
+// it into the merged window's (a long session's sets, once per record).
+func (a Aggregator) Take(x *Acc) *Acc {
+	a.CollectInInputOrder(x)
+	return x
+}
+
+// inputOrder sorts a collect's values by line number, their order in the
+// input, when they may be out of it (disordered): the check costs
+// nothing for a list that Add and Merge kept in order, so a session that
+// every record extends is not sorted once per record.
+func (s *slot) inputOrder() {
+	if s.disordered {
+		slices.SortStableFunc(s.list, func(a, b collected) int { return cmp.Compare(a.no, b.no) })
+		s.disordered = false
 	}
 }
 
@@ -506,7 +500,7 @@ func inputOrder(list []collected) {
 func (a Aggregator) CollectInInputOrder(ac *Acc) {
 	for i, fn := range a.Fns {
 		if fn == "collect" {
-			inputOrder(ac.s[i].list)
+			ac.s[i].inputOrder()
 		}
 	}
 }
@@ -752,7 +746,7 @@ func (a Aggregator) seedAccs(ac *Acc, text string) error {
 		case "collect":
 			var x [][2]json.RawMessage
 			if err = json.Unmarshal(p, &x); err == nil {
-				s.list = make([]collected, len(x))
+				s.list, s.disordered = make([]collected, len(x)), true
 				for j, it := range x {
 					if err = json.Unmarshal(it[0], &s.list[j].no); err != nil {
 						break
@@ -900,7 +894,7 @@ func (a *Acc) UnmarshalBinary(b []byte) error {
 		s.ts = etime.Time(r.Int())
 		s.no = r.Int()
 		if k := r.Uint(); k > 0 && k <= uint64(len(b)) {
-			s.list = make([]collected, k)
+			s.list, s.disordered = make([]collected, k), true
 			for j := range s.list {
 				s.list[j].no = r.Int()
 				s.list[j].raw = string(r.Bytes())

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"math/big"
 	"math/rand/v2"
 	"slices"
@@ -337,5 +338,50 @@ func TestJSONErrorDetail(t *testing.T) {
 	var bi *weir.BadInput
 	if !errors.As(err, &bi) || bi.Reason != "json_malformed" || len(bi.Detail) > maxJSONError+50 || !strings.Contains(bi.Detail, "too big depth") {
 		t.Errorf("deep nesting: %v", err)
+	}
+}
+
+// TestCollectOrderKept: a collect list that Add and Merge keep in input
+// order is not sorted again (a session that every record extends takes
+// its accumulator over once per record: a sort each time made collect
+// quadratic), and one that falls out of order is sorted at the next
+// merge or take, as before.
+func TestCollectOrderKept(t *testing.T) {
+	p, err := spec.Parse([]byte(`
+name: c
+source: {type: file, path: in.jsonl}
+watermark: {max_out_of_orderness: 1s}
+key: [k]
+window: {type: session, gap: 1m}
+aggregate: [{name: c, fn: collect, field: v}]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	agg := NewAggregator(p, false)
+	d := NewDecoder(p, clock.NewFake(testNow))
+	rec := func(no int64) Record {
+		r, err := d.Decode(fileio.Line{Kind: fileio.Data, No: no, Text: fmt.Appendf(nil, `{"k":"a","v":%d,"ts":1780272000000}`, no)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	acc := agg.CreateAccumulator()
+	for no := range int64(50) {
+		acc = agg.Add(agg.Take(acc), rec(no+1))
+		if acc.s[0].disordered {
+			t.Fatalf("after %d records in order the list is marked out of order", no+1)
+		}
+	}
+	acc = agg.Add(acc, rec(0)) // an earlier line, added last
+	if !acc.s[0].disordered {
+		t.Fatal("a record of an earlier line did not mark the list out of order")
+	}
+	other := agg.Add(agg.CreateAccumulator(), rec(100))
+	acc = agg.Merge(acc, other)
+	res := string(agg.Result(acc))
+	if !strings.HasPrefix(res, "[0,1,2,") || !strings.HasSuffix(res, ",50,100]\x00") || acc.s[0].disordered {
+		t.Fatalf("merged list %q (out of order %v), want 0 to 50 then 100", res, acc.s[0].disordered)
 	}
 }

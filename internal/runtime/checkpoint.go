@@ -284,20 +284,26 @@ func (c *coordinator) due(now time.Time) bool {
 // RequestCheckpoint asks for a checkpoint as soon as possible (a graceful
 // stop takes one). It reports false when none can start any more (no
 // checkpoints, or a subtask finished). Safe for concurrent use.
-func (j *Job) RequestCheckpoint() bool { return j.RequestCheckpointAfter(-1) }
+func (j *Job) RequestCheckpoint() bool { return j.requestCheckpoint(-1, false) }
 
-// RequestCheckpointAfter is RequestCheckpoint unless a checkpoint after
-// checkpoint id has begun already (-1: none counts): a subtask that
-// emitted output after id's barrier asks with id, and a checkpoint begun
-// since will cover that output. Safe for concurrent use.
-func (j *Job) RequestCheckpointAfter(id int64) bool {
+// RequestCheckpointAfter asks for a checkpoint to commit output a subtask
+// emitted after checkpoint id's barrier (-1: before any), unless one begun
+// since will cover it; it never asks after a graceful stop's last
+// (RequestLastCheckpoint). It reports whether a checkpoint will cover
+// that output. Safe for concurrent use.
+func (j *Job) RequestCheckpointAfter(id int64) bool { return j.requestCheckpoint(id, true) }
+
+func (j *Job) requestCheckpoint(id int64, prompt bool) bool {
 	c := j.coord.Load()
 	if c == nil {
 		return false
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if id >= 0 && c.mu.next > id+1 && !c.mu.stopped {
+	switch {
+	case prompt && (c.mu.stopped || c.mu.final):
+		return false
+	case prompt && id >= 0 && c.mu.next > id+1:
 		return true // checkpoint next-1 began after id
 	}
 	c.mu.force = !c.mu.stopped

@@ -248,3 +248,22 @@ func TestRequestCheckpointAfter(t *testing.T) {
 		t.Fatalf("the next trigger: %d, want 2", id)
 	}
 }
+
+// TestRequestCheckpointAfterLast: after a graceful stop's last
+// checkpoint is asked for, a firing's request starts none after it.
+func TestRequestCheckpointAfterLast(t *testing.T) {
+	st, _, _ := alignSubtask(t)
+	j := st.job
+	c := j.coord.Load()
+	if _, ok := j.RequestLastCheckpoint(); !ok {
+		t.Fatal("no last checkpoint")
+	}
+	if id := c.trigger(time.Now()); id != 1 {
+		t.Fatalf("trigger: %d", id)
+	}
+	st.deliver(envelope{gate: 0, from: 0, barrier: 1})
+	st.deliver(envelope{gate: 0, from: 1, barrier: 1})
+	if j.RequestCheckpointAfter(1) || c.due(time.Now()) {
+		t.Fatal("a firing's request made a checkpoint due after the last")
+	}
+}

@@ -37,11 +37,12 @@ func (c AggContents[IN, ACC, OUT]) Merge(dst, src *ACC) { *dst = c.F.Merge(*dst,
 // method (record.Aggregator) puts it in the order a merge into an empty
 // accumulator would.
 func (c AggContents[IN, ACC, OUT]) Take(dst, src *ACC) {
+	var zero ACC
 	if t, ok := c.F.(interface{ Take(ACC) ACC }); ok {
-		*dst = t.Take(*src)
+		*dst, *src = t.Take(*src), zero
 		return
 	}
-	*dst = *src
+	*dst, *src = *src, zero
 }
 
 // taker is Contents that can take a window's contents over, with the

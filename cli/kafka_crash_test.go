@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -266,12 +265,10 @@ func startKafkaProcess(t testing.TB, args ...string) string {
 // freePort is a free port on 127.0.0.1 and its address.
 func freePort(t testing.TB) (int, string) {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := freeLocalPort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
 	return port, fmt.Sprintf("127.0.0.1:%d", port)
 }
 
@@ -279,13 +276,7 @@ func freePort(t testing.TB) (int, string) {
 // fails the test with output()'s text otherwise.
 func awaitListen(t testing.TB, addr string, output func() string) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if c, err := net.Dial("tcp", addr); err == nil {
-			c.Close()
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("weir dev kafka did not listen on %s: %s", addr, output())
-		}
+	if err := awaitTCP(context.Background(), addr, 10*time.Second); err != nil {
+		t.Fatalf("weir dev kafka did not listen on %s: %v: %s", addr, err, output())
 	}
 }

@@ -19,6 +19,14 @@ type CheckpointOptions struct {
 	// once the clock is advanced past the interval, whatever the
 	// machine's speed.
 	Interval time.Duration
+	// MinPause, when > 0, is the least time between the end of a
+	// checkpoint (committed or failed) and the start of the next periodic
+	// one or of one a firing asks for (Env.RequestCheckpointAfter, the
+	// spec's checkpoint.after_firing), as Flink's
+	// execution.checkpointing.min-pause: a job whose checkpoints take long,
+	// or whose firings ask for many, keeps that much time for its records.
+	// A checkpoint asked for with RequestCheckpoint (a stop's) ignores it.
+	MinPause time.Duration
 	// Clock is what Interval and the checkpoints' timestamps and
 	// durations (CheckpointStats) are measured on; nil: Options.Clock.
 	// A run whose processing time stands still (a deterministic replay
@@ -112,7 +120,7 @@ func (o CheckpointOptions) runtime() *runtime.CheckpointOptions {
 	if o.Interval <= 0 && o.Restore == nil {
 		return nil
 	}
-	return &runtime.CheckpointOptions{Interval: o.Interval, Clock: o.Clock, Store: o.Store, NextID: o.NextID, Restore: o.Restore,
+	return &runtime.CheckpointOptions{Interval: o.Interval, MinPause: o.MinPause, Clock: o.Clock, Store: o.Store, NextID: o.NextID, Restore: o.Restore,
 		OnComplete: o.OnComplete, OnError: o.OnError}
 }
 

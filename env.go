@@ -194,6 +194,10 @@ type WindowCounters struct {
 	// channel's bound promised at its arrival: records more than the
 	// bound out of order, on time only because the watermark trailed.
 	OnTimeTrailing int64
+	// Unchanged counts early and late firings skipped because their
+	// results equal the window's last emitted ones
+	// (WindowOptions.SkipUnchanged, W20).
+	Unchanged int64
 }
 
 // Add adds o's counts to c.

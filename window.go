@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"sync"
 
+	"github.com/cespare/xxhash/v2"
+
 	"github.com/weirstream/weir/clock"
 	"github.com/weirstream/weir/etime"
 	"github.com/weirstream/weir/internal/procmem"
@@ -66,6 +68,18 @@ type WindowOptions struct {
 	// subtask, and the window subtask adds a bundle's records one by one
 	// when they are not (TwoPhase in docs/DESIGN.md).
 	TwoPhase bool
+	// SkipUnchanged skips early and late firings whose results equal
+	// those of the window's last firing that emitted, as Flink SQL's
+	// early and late firings emit only updates that changed (W20): such a
+	// firing emits nothing, takes no pane index and is counted in
+	// WindowCounters.Unchanged. On-time firings always emit. Results are
+	// compared by their encoding (a string or []byte as it is, other
+	// types by the state codec of R: state.CodecFor), through a 64-bit
+	// hash kept per window and checkpointed, so results whose encodings
+	// differ count as changed (a gob-encoded map may), and two different
+	// results are taken as equal only when their hashes collide (about
+	// one chance in 2^64 per firing). Not with a purging trigger.
+	SkipUnchanged bool
 }
 
 // Windowed is a keyed stream with a window assigner, waiting for its window
@@ -399,7 +413,7 @@ func windowStage[K comparable, T, IN, ACC, R any](w Windowed[K, T], accCodec sta
 			LateOutput: w.o.LateOutput, PartialOutput: w.o.PartialOutput, Backend: backend,
 			LateFiringInterval: w.o.LateFiringInterval, Promised: promised, Bundled: ex.bundled,
 			Now: func() etime.Time { return clock.Millis(env.opts.Clock) },
-			Gap: sessionGap[IN](w.o.SessionGap),
+			Gap: sessionGap[IN](w.o.SessionGap), Fingerprint: fingerprint[R](w.o.SkipUnchanged),
 		}, wout)
 		if err != nil {
 			return nil, nil, errors.Join(err, backend.Close())
@@ -463,8 +477,35 @@ func restoreWindow[K comparable, T, ACC, R any](st *runtime.Subtask, op *winop.O
 // when it starts (D3, W6, B5).
 func validateWindow[K comparable, T any](w Windowed[K, T]) error {
 	_, err := winop.Validate(winop.Spec{Assigner: w.a, Trigger: w.o.Trigger, Lateness: w.o.AllowedLateness, DynamicGap: w.o.SessionGap != nil,
-		LateFiringInterval: w.o.LateFiringInterval})
+		LateFiringInterval: w.o.LateFiringInterval, SkipUnchanged: w.o.SkipUnchanged})
 	return err
+}
+
+// fingerprint is winop.Config.Fingerprint for WindowOptions.SkipUnchanged
+// (nil without it): xxhash of a string or []byte result as it is, of
+// another result's encoding by state.CodecFor (a result that fails to
+// encode hashes as unique, so it always counts as changed).
+func fingerprint[R any](skip bool) func(R) uint64 {
+	if !skip {
+		return nil
+	}
+	switch any(*new(R)).(type) {
+	case string:
+		return func(v R) uint64 { return xxhash.Sum64String(any(v).(string)) }
+	case []byte:
+		return func(v R) uint64 { return xxhash.Sum64(any(v).([]byte)) }
+	}
+	codec := state.CodecFor[R]()
+	var buf []byte
+	var unique uint64
+	return func(v R) uint64 {
+		var err error
+		if buf, err = codec.Append(buf[:0], v); err != nil {
+			unique++
+			return xxhash.Sum64String(fmt.Sprintf("unencodable %d %v", unique, err))
+		}
+		return xxhash.Sum64(buf)
+	}
 }
 
 func sessionGap[T any](f func(any) etime.Duration) func(T) etime.Duration {

@@ -45,6 +45,8 @@ type liveConfig struct {
 	Bound       time.Duration `json:"-"`
 	Checkpoint  time.Duration `json:"-"`
 	AfterFiring bool          `json:"after_firing"`
+	// MinPause is checkpoint.min_pause (0: none).
+	MinPause    time.Duration `json:"-"`
 	TooLate     float64       `json:"too_late_share"`
 	Late        float64       `json:"late_share"`
 	Sink        string        `json:"sink"`
@@ -95,11 +97,11 @@ aggregate:
 sinks:
   results: %s
   late: {type: ledger, dir: ledger}
-checkpoint: {dir: checkpoints, interval: %d, after_firing: %v}
+checkpoint: {dir: checkpoints, interval: %d, after_firing: %v, min_pause: %d}
 `, c.Rate, ms(c.Duration), c.Keys, ms(c.Bound),
 		c.Late, ms(c.Bound)+1, ms(c.Bound)+max(1, ms(c.Lateness)),
 		c.TooLate, ms(tooLate), ms(tooLate)+60_000,
-		ms(c.Bound), ms(c.Window), ms(c.Lateness), ms(c.Early), results, ms(c.Checkpoint), c.AfterFiring)
+		ms(c.Bound), ms(c.Window), ms(c.Lateness), ms(c.Early), results, ms(c.Checkpoint), c.AfterFiring, ms(c.MinPause))
 }
 
 // benchLive runs weir bench live: `weir dev kafka` and the job as OS
@@ -121,6 +123,7 @@ func benchLive(ctx context.Context, args []string, o IO) int {
 	fs.DurationVar(&c.Bound, "bound", 5*time.Second, "the watermark's out-of-orderness bound")
 	fs.DurationVar(&c.Checkpoint, "checkpoint-interval", 10*time.Second, "time between checkpoints: output becomes visible when the checkpoint covering it commits")
 	fs.BoolVar(&c.AfterFiring, "after-firing", false, "checkpoint.after_firing: each early or on-time firing asks for a checkpoint at once, so its results commit without waiting for the interval")
+	fs.DurationVar(&c.MinPause, "min-pause", 0, "checkpoint.min_pause: the least time from the end of one checkpoint to the start of the next periodic or after-firing one")
 	fs.Float64Var(&c.TooLate, "too-late", 0.01, "share of records delayed beyond the lateness (into the ledger)")
 	fs.Float64Var(&c.Late, "late", 0.01, "share of records delayed by more than the bound but at most the lateness (late firings)")
 	fs.StringVar(&c.Sink, "sink", "kafka", "kafka (exactly once, read back read_committed) or sqlite (a table, read back as committed)")
@@ -175,8 +178,12 @@ a read_committed reader (or in the table).`)
 		work = o.path(work)
 	}
 	if !*asJSON {
-		fmt.Fprintf(o.Stdout, "live load: %d orders/s for %s, %d users, %s windows, early every %s, lateness %s, %.0f%% too late, results to %s, checkpoints every %s%s\n",
-			c.Rate, c.Duration, c.Keys, c.Window, c.Early, c.Lateness, c.TooLate*100, c.Sink, c.Checkpoint, map[bool]string{true: " and after each firing"}[c.AfterFiring])
+		pause := ""
+		if c.MinPause > 0 {
+			pause = fmt.Sprintf(", at least %s apart", c.MinPause)
+		}
+		fmt.Fprintf(o.Stdout, "live load: %d orders/s for %s, %d users, %s windows, early every %s, lateness %s, %.0f%% too late, results to %s, checkpoints every %s%s%s\n",
+			c.Rate, c.Duration, c.Keys, c.Window, c.Early, c.Lateness, c.TooLate*100, c.Sink, c.Checkpoint, map[bool]string{true: " and after each firing"}[c.AfterFiring], pause)
 	}
 	r, err := runLive(ctx, c, bin, work, o.Stderr)
 	if err != nil {
@@ -210,6 +217,9 @@ func (c liveConfig) validate() error {
 	}
 	if c.Lateness < 0 {
 		bad = append(bad, fmt.Sprintf("--lateness %s: want 0 or more", c.Lateness))
+	}
+	if c.MinPause < 0 {
+		bad = append(bad, fmt.Sprintf("--min-pause %s: want 0 or more", c.MinPause))
 	}
 	if c.Rate <= 0 || c.Keys <= 0 || c.Parallelism < 0 {
 		bad = append(bad, "--rate and --keys want a positive number, --parallelism 0 or more")

@@ -66,7 +66,7 @@ func TestSQLValidate(t *testing.T) {
 		t.Errorf("validate job.sql: %d\n%s\n%s", code, out, errs)
 	}
 	code, out, _ = run("explain", "job.sql")
-	if code != ExitOK || !strings.Contains(out, "window ← 2: tumbling 1m0s by [user_id], allowed lateness 2m0s; orders = count()") || !strings.Contains(out, "sqlite results.db, table order_stats") {
+	if code != ExitOK || !strings.Contains(out, "window ← 2: tumbling 1m0s by [user_id], allowed lateness 2m0s, unchanged early and late results skipped; orders = count()") || !strings.Contains(out, "sqlite results.db, table order_stats") {
 		t.Errorf("explain job.sql: %d\n%s", code, out)
 	}
 	code, _, errs = run("validate", "bad.sql")

@@ -28,6 +28,7 @@ type checkpoints struct {
 	dir      string
 	last     atomic.Int64 // the newest checkpoint this run completed
 	interval time.Duration
+	minPause time.Duration // checkpoint.min_pause
 	meta     []byte
 	restored *checkpoint.Checkpoint
 	// added are the sinks the restored checkpoint's job did not have (by
@@ -71,6 +72,9 @@ func openCheckpoints(p *spec.Plan, path *spec.Path, o RunOptions) (*checkpoints,
 		return nil, err
 	}
 	c := &checkpoints{store: store, dir: dir, interval: interval, meta: meta}
+	if k := p.Checkpoint; k != nil && k.MinPause != nil {
+		c.minPause = etime.Duration(*k.MinPause).Std()
+	}
 	marker := filepath.Join(dir, finishedMarker)
 	_, statErr := os.Stat(marker)
 	finished := statErr == nil
@@ -227,7 +231,7 @@ func (c *checkpoints) options(fail func(error), committed func(id int64) error) 
 	if c.task != nil {
 		store = c.task
 	}
-	o := weir.CheckpointOptions{Interval: c.interval, Store: store,
+	o := weir.CheckpointOptions{Interval: c.interval, MinPause: c.minPause, Store: store,
 		OnError: func(id int64, err error) { fail(fmt.Errorf("checkpoint %d failed: %w", id, err)) },
 		OnComplete: func(id int64) {
 			if err := committed(id); err != nil {

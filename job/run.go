@@ -632,7 +632,7 @@ func (j *Job) buildWindow(b *branch, recs weir.Stream[record.Record], wm *spec.W
 	keyed := weir.KeyByEncoded(recs, func(r record.Record) string { return r.Key }, appendKey)
 	windowed := weir.Window(keyed, win.Assigner, weir.WindowOptions{
 		Name: b.stage, Trigger: win.Trigger, AllowedLateness: win.Lateness, LateFiringInterval: win.LateFiringInterval,
-		LateOutput: b.late != nil, PartialOutput: b.partial != nil, TwoPhase: win.TwoPhase,
+		LateOutput: b.late != nil, PartialOutput: b.partial != nil, TwoPhase: win.TwoPhase, SkipUnchanged: win.SkipUnchanged,
 	})
 	if wm.Time == spec.EventTime && wm.Type != spec.Punctuated && b.From < 0 {
 		// "On time" in the summary means within the bound: records the
@@ -1154,6 +1154,10 @@ func (j *Job) windowSummary(add func(string, int64), t weir.WindowCounters, c wi
 	add("fired_early", t.FiredEarly)
 	add("fired_on_time", t.FiredOnTime)
 	add("fired_late", t.FiredLate)
+	if t.Unchanged > 0 {
+		// Only when it happened, so that other summaries read as before.
+		add("unchanged_firings", t.Unchanged)
+	}
 	add("retractions", t.Retractions)
 	add("window_misses", t.WindowMisses)
 	add("late_partial", t.PartialSideOutput)

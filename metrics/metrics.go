@@ -16,6 +16,7 @@
 //	window_partial_late_records_total{operator}        accepted records that missed some windows (W7)
 //	window_misses_total{operator}                      window assignments those records missed
 //	window_firings_total{operator,kind}                results by firing: early, on_time, late, retract
+//	window_unchanged_firings_total{operator}           early and late firings skipped as unchanged (W20)
 //	operator_watermark_timestamp_seconds{operator,subtask}
 //	                                                   input watermark (event time, Unix seconds); NaN
 //	                                                   before the first one (see operator_has_watermark),
@@ -128,6 +129,8 @@ var (
 		"Window assignments missed by accepted records because those windows had expired (semantics W7).", []string{"operator"}, nil)
 	firings = prometheus.NewDesc("weir_window_firings_total",
 		"Results emitted by a window operator, by firing kind: early, on_time, late, retract.", []string{"operator", "kind"}, nil)
+	unchanged = prometheus.NewDesc("weir_window_unchanged_firings_total",
+		"Early and late firings a window operator skipped because their results equalled its last emitted ones (skip_unchanged, semantics W20).", []string{"operator"}, nil)
 	wmTimestamp = prometheus.NewDesc("weir_operator_watermark_timestamp_seconds",
 		"Input watermark of an operator subtask (event time, Unix seconds); NaN before its first watermark (see weir_operator_has_watermark).",
 		[]string{"operator", "subtask"}, nil)
@@ -203,7 +206,7 @@ var (
 		"Time from a checkpoint's trigger to its commit.", nil, nil)
 )
 
-var descs = []*prometheus.Desc{lateness, firingDelay, checkpoints, ckInProgress, ckAge, ckLast, ckSize, ckDuration, sourceRecords, windowRecords, partialLate, windowMisses, firings,
+var descs = []*prometheus.Desc{lateness, firingDelay, checkpoints, ckInProgress, ckAge, ckLast, ckSize, ckDuration, sourceRecords, windowRecords, partialLate, windowMisses, firings, unchanged,
 	wmTimestamp, hasWM, wmLag, idle, stateWindows, stateTimers, stateBytes, deadLetters,
 	busy, backpressured, idleTime, recordsIn, queueLen, queueCap, skew,
 	inWM, inIdle, inPaused, inPausedFor, inIdleFor, inBacklog, inLast, inMaxTS, stateOldest}
@@ -250,6 +253,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		counter(firings, w.FiredOnTime, op, "on_time")
 		counter(firings, w.FiredLate, op, "late")
 		counter(firings, w.Retractions, op, "retract")
+		counter(unchanged, w.Unchanged, op)
 	}
 	counter(deadLetters, r.DeadLetters)
 	now := etime.FromTime(env.Options().Clock.Now())

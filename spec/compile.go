@@ -115,6 +115,9 @@ type Plan struct {
 	LateFiringInterval etime.Duration
 	// TwoPhase pre-aggregates before the keyed exchange (Spec.TwoPhase).
 	TwoPhase bool
+	// SkipUnchanged skips unchanged early and late results
+	// (Spec.SkipUnchanged).
+	SkipUnchanged bool
 	// LateRatioWarn and LateRatioCrit are the alert levels of the share
 	// of too-late records (alerts).
 	LateRatioWarn, LateRatioCrit float64
@@ -425,6 +428,7 @@ func (c *compiler) compile() {
 	c.trigger()
 	c.aggregates()
 	c.twoPhase()
+	c.skipUnchanged()
 	c.where()
 	c.having()
 	c.sinks()
@@ -532,6 +536,7 @@ func (c *compiler) compile() {
 			c.add("checkpoint.dir", "missing", "name the directory for checkpoints, such as checkpoints")
 		}
 		c.positive("checkpoint.interval", k.Interval, "the interval")
+		c.nonNegative("checkpoint.min_pause", k.MinPause)
 		if k.Retain < 0 {
 			c.add("checkpoint.retain", fmt.Sprint(k.Retain, " is negative"), "keep 1 or more checkpoints (default 3)")
 		}
@@ -996,6 +1001,36 @@ func (c *compiler) window() {
 			c.add("late_firing_interval", "a purging trigger clears the window at each firing, which a deferred firing would find empty", "remove late_firing_interval, or the purging trigger")
 		}
 	}
+}
+
+// skipUnchanged checks skip_unchanged: refused with a purging trigger,
+// and a warning where the window fires once.
+func (c *compiler) skipUnchanged() {
+	s := c.s
+	if !s.SkipUnchanged {
+		return
+	}
+	c.p.SkipUnchanged = true
+	switch {
+	case s.Trigger != nil && s.Trigger.Type == "purging":
+		c.add("skip_unchanged", "a purging trigger clears the window at each firing, so an equal result is new contents, not an unchanged one", "remove skip_unchanged, or the purging trigger")
+	case c.p.Assigner != nil && !FiresAgain(c.p.Trigger, c.p.Lateness):
+		c.warn("skip_unchanged", "the window fires once (no early firings, no allowed lateness), so there is nothing to skip", "remove skip_unchanged, or give the window a continuous trigger or allowed_lateness")
+	}
+}
+
+// FiresAgain reports whether a window with trigger t (nil: the
+// assigner's default) and allowed lateness may fire more than once:
+// early firings, or late firings within the lateness.
+func FiresAgain(t trigger.Trigger, lateness etime.Duration) bool {
+	return lateness > 0 || t != nil && !trigger.FiresOnce(t)
+}
+
+// SkipsUnchanged reports whether skip_unchanged has something to skip
+// and is allowed for a window with trigger t (nil: the default) and
+// allowed lateness: it may fire again, and never purges.
+func SkipsUnchanged(t trigger.Trigger, lateness etime.Duration) bool {
+	return FiresAgain(t, lateness) && (t == nil || trigger.NeverPurges(t))
 }
 
 // twoPhase checks two_phase: windows, triggers and aggregates whose

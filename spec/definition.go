@@ -140,6 +140,7 @@ var stateFields = map[string]bool{
 	"allowed_lateness":     true,
 	"late_firing_interval": false,
 	"two_phase":            false,
+	"skip_unchanged":       false,
 	"trigger":              true,
 	"aggregate":            true,
 

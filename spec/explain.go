@@ -112,6 +112,9 @@ func describe1(p *Plan, op Op, dead bool) string {
 		if op.TwoPhase {
 			s += ", two-phase (pre-aggregated per key and window on each source subtask)"
 		}
+		if op.SkipUnchanged {
+			s += ", unchanged early and late results skipped"
+		}
 		var aggs []string
 		for _, a := range op.Aggregates {
 			arg := a.Field

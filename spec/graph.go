@@ -140,8 +140,11 @@ type WindowOp struct {
 	Lateness           etime.Duration
 	LateFiringInterval etime.Duration
 	// TwoPhase pre-aggregates before the keyed exchange (Spec.TwoPhase).
-	TwoPhase   bool
-	Aggregates []Aggregate
+	TwoPhase bool
+	// SkipUnchanged skips unchanged early and late results
+	// (Spec.SkipUnchanged).
+	SkipUnchanged bool
+	Aggregates    []Aggregate
 	// Having, when set, keeps only the results for which it is true
 	// (Spec.Having, checked).
 	Having string
@@ -539,7 +542,7 @@ func (p *Plan) ForWindow(w *WindowOp) *Plan {
 	q := *p
 	q.Key, q.Aggregates = w.Key, w.Aggregates
 	q.WindowKind, q.WindowSpan, q.Assigner, q.Trigger = w.WindowKind, w.Span, w.Assigner, w.Trigger
-	q.Lateness, q.LateFiringInterval, q.TwoPhase = w.Lateness, w.LateFiringInterval, w.TwoPhase
+	q.Lateness, q.LateFiringInterval, q.TwoPhase, q.SkipUnchanged = w.Lateness, w.LateFiringInterval, w.TwoPhase, w.SkipUnchanged
 	return &q
 }
 
@@ -565,7 +568,7 @@ func (c *compiler) graph() {
 		shape += " cut in time zone " + s.TimeZone
 	}
 	win := g.add("window", &WindowOp{Key: p.Key, WindowKind: p.WindowKind, Span: p.WindowSpan, Assigner: p.Assigner, Trigger: p.Trigger, Lateness: p.Lateness,
-		LateFiringInterval: p.LateFiringInterval, TwoPhase: p.TwoPhase, Aggregates: p.Aggregates, Shape: shape, TriggerShape: trig, Having: p.Having}, Edge{wm, Out})
+		LateFiringInterval: p.LateFiringInterval, TwoPhase: p.TwoPhase, SkipUnchanged: p.SkipUnchanged, Aggregates: p.Aggregates, Shape: shape, TriggerShape: trig, Having: p.Having}, Edge{wm, Out})
 	sinks := &p.Sinks
 	for i, r := range sinks.Results {
 		path := "sinks." + ResultsPath(i, len(sinks.Results))

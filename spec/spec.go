@@ -89,6 +89,13 @@ type Spec struct {
 	// avg not of type float, min, max, count_distinct). Left out of the
 	// spec hash: it changes no result.
 	TwoPhase bool `yaml:"two_phase" json:",omitempty"`
+	// SkipUnchanged skips early and late firings whose result equals the
+	// window's last emitted one, as Flink SQL's early and late firings
+	// emit only changed updates (W20; weir.WindowOptions.SkipUnchanged):
+	// such a firing writes no row and takes no pane index. On-time
+	// firings always write. A SQL job sets it for windows with early
+	// firings or allowed lateness. Not with a purging trigger.
+	SkipUnchanged bool `yaml:"skip_unchanged" json:",omitempty"`
 	// Aggregate lists the per-window aggregates, in output order.
 	Aggregate []Aggregate `yaml:"aggregate"`
 	// Sinks says where results, late records and dead letters go.
@@ -230,6 +237,11 @@ type CheckpointSpec struct {
 	// time after the watermark passed instead of up to Interval later.
 	// Late firings, late records and dead letters wait for the interval.
 	AfterFiring bool `yaml:"after_firing"`
+	// MinPause is the least time from the end of one checkpoint to the
+	// start of the next periodic or after_firing one (default 0: none),
+	// as Flink's execution.checkpointing.min-pause: it spaces the
+	// checkpoints that after_firing asks for when firings come often.
+	MinPause *Duration `yaml:"min_pause"`
 }
 
 // DefaultMaxBuffered is checkpoint.max_buffered's default.

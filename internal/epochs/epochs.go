@@ -180,7 +180,9 @@ func (e *Buffer[T]) Barrier(s Subtask, id int64) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	k := e.key(s)
-	e.passed[k] = id
+	if e.prompt != nil {
+		e.passed[k] = id // for AddPrompt
+	}
 	items := e.cur[k]
 	if items == nil {
 		return

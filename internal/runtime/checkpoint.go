@@ -40,6 +40,9 @@ type CheckpointOptions struct {
 	// Interval between checkpoints, in processing time of Clock: with a
 	// fake clock, checkpoints are due when the test advances it.
 	Interval time.Duration
+	// MinPause is the least time from the end of a checkpoint to the
+	// start of the next periodic or prompted one (weir.CheckpointOptions).
+	MinPause time.Duration
 	// Clock is what Interval, the checkpoints' timestamps (CheckpointStats)
 	// and their durations are measured on; nil: the job's Options.Clock.
 	// A run whose processing time stands still (a deterministic replay
@@ -151,10 +154,16 @@ type coordinator struct {
 		written  int   // subtasks whose parts are written
 		stopped  bool  // a source finished: no more checkpoints
 		lastTrig time.Time
-		force    bool  // a checkpoint is asked for now, whatever the interval
-		final    bool  // a graceful stop's last was asked for: no periodic ones
-		size     int64 // bytes written for the pending checkpoint so far
-		stats    CheckpointStats
+		force    bool // a checkpoint is asked for now, whatever the interval
+		// prompted: a firing asked for a checkpoint (RequestCheckpointAfter):
+		// it starts whatever the interval, but after MinPause.
+		prompted bool
+		// lastEnd is when the last checkpoint ended (committed or
+		// failed), for MinPause; zero before the first.
+		lastEnd time.Time
+		final   bool  // a graceful stop's last was asked for: no periodic ones
+		size    int64 // bytes written for the pending checkpoint so far
+		stats   CheckpointStats
 		// completing: OnComplete is running, without mu; no
 		// checkpoint starts meanwhile.
 		completing bool
@@ -273,12 +282,24 @@ func newCoordinator(j *Job, o *CheckpointOptions) *coordinator {
 }
 
 // due reports whether a checkpoint should start at now (a time of c.clk):
-// none is pending or completing, and one was asked for or the interval has
-// passed since the last trigger (or the coordinator's start).
+// none is pending or completing, and one was asked for (RequestCheckpoint),
+// or, once MinPause has passed since the last one ended, a firing asked for
+// one or the interval has passed since the last trigger (or the
+// coordinator's start).
 func (c *coordinator) due(now time.Time) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return !c.mu.stopped && c.mu.id == 0 && !c.mu.completing && (c.mu.force || !c.mu.final && now.Sub(c.mu.lastTrig) >= c.opts.Interval)
+	switch {
+	case c.mu.stopped || c.mu.id != 0 || c.mu.completing:
+		return false
+	case c.mu.force:
+		return true
+	case c.mu.final:
+		return false
+	case c.opts.MinPause > 0 && !c.mu.lastEnd.IsZero() && now.Sub(c.mu.lastEnd) < c.opts.MinPause:
+		return false
+	}
+	return c.mu.prompted || now.Sub(c.mu.lastTrig) >= c.opts.Interval
 }
 
 // RequestCheckpoint asks for a checkpoint as soon as possible (a graceful
@@ -305,15 +326,18 @@ func (j *Job) requestCheckpoint(id int64, prompt bool) bool {
 		return false
 	case prompt && id >= 0 && c.mu.next > id+1:
 		return true // checkpoint next-1 began after id
+	case c.mu.stopped:
+		return false
+	case prompt:
+		c.mu.prompted = true
+	default:
+		c.mu.force = true
 	}
-	c.mu.force = !c.mu.stopped
-	if c.mu.force {
-		select {
-		case c.poke <- struct{}{}: // the trigger goroutine looks now, not at its next tick
-		default:
-		}
+	select {
+	case c.poke <- struct{}{}: // the trigger goroutine looks now, not at its next tick
+	default:
 	}
-	return c.mu.force
+	return true
 }
 
 // RequestLastCheckpoint asks for a checkpoint as soon as possible, as
@@ -357,7 +381,7 @@ func (c *coordinator) trigger(now time.Time) int64 {
 	}
 	c.mu.next++
 	c.mu.lastTrig = now
-	c.mu.force = false
+	c.mu.force, c.mu.prompted = false, false
 	c.mu.pending, c.mu.id, c.mu.acks, c.mu.written, c.mu.size = p, id, 0, 0, 0
 	c.publishLocked(id, now, "")
 	c.triggered.Store(now.UnixNano())
@@ -449,6 +473,7 @@ func (c *coordinator) write(id int64, p checkpoint.Pending, parts []part) {
 	}
 	c.mu.pending, c.mu.id = nil, 0
 	now := c.clk.Now()
+	c.mu.lastEnd = now
 	st := &c.mu.stats
 	st.Completed++
 	st.LastCompleted, st.LastDuration, st.LastSize = now, now.Sub(c.mu.lastTrig), c.mu.size
@@ -471,7 +496,7 @@ func (c *coordinator) complete(id int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.mu.completing = false
-	if c.mu.force {
+	if c.mu.force || c.mu.prompted {
 		select {
 		case c.poke <- struct{}{}: // a checkpoint asked for meanwhile: look now
 		default:
@@ -508,6 +533,9 @@ func (c *coordinator) abortLocked(err error) {
 	id := c.mu.id
 	if c.mu.pending != nil {
 		err = errors.Join(err, c.mu.pending.Abort())
+	}
+	if id != 0 {
+		c.mu.lastEnd = c.clk.Now()
 	}
 	c.mu.pending, c.mu.id = nil, 0
 	if err != nil {

@@ -267,3 +267,45 @@ func TestRequestCheckpointAfterLast(t *testing.T) {
 		t.Fatal("a firing's request made a checkpoint due after the last")
 	}
 }
+
+// TestMinPause: once a checkpoint has ended, neither a firing's request
+// nor the interval starts the next one before MinPause has passed; a
+// RequestCheckpoint (a stop's) does.
+func TestMinPause(t *testing.T) {
+	st, _, _ := alignSubtask(t)
+	j := st.job
+	c := j.coord.Load()
+	c.opts.MinPause = time.Minute
+	if !j.RequestCheckpointAfter(-1) || !c.due(time.Now()) {
+		t.Fatal("before any checkpoint, a firing's request is not due at once")
+	}
+	if id := c.trigger(time.Now()); id != 1 {
+		t.Fatalf("trigger: %d", id)
+	}
+	st.deliver(envelope{gate: 0, from: 0, barrier: 1})
+	st.deliver(envelope{gate: 0, from: 1, barrier: 1})
+	var end time.Time
+	for deadline := time.Now().Add(5 * time.Second); end.IsZero(); {
+		c.mu.Lock()
+		end = c.mu.lastEnd
+		c.mu.Unlock()
+		if time.Now().After(deadline) {
+			t.Fatal("checkpoint 1 did not end")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if !j.RequestCheckpointAfter(1) {
+		t.Fatal("a firing's request after checkpoint 1 was refused")
+	}
+	for _, d := range []time.Duration{0, time.Second, time.Minute - time.Millisecond} {
+		if c.due(end.Add(d)) {
+			t.Fatalf("a checkpoint is due %v after the last ended, within the min pause", d)
+		}
+	}
+	if !c.due(end.Add(time.Minute)) {
+		t.Fatal("the firing's checkpoint is not due once the min pause has passed")
+	}
+	if !j.RequestCheckpoint() || !c.due(end.Add(time.Second)) {
+		t.Fatal("a RequestCheckpoint waits for the min pause")
+	}
+}

@@ -224,6 +224,8 @@ func parseConfig(d *datadriven.TestData) (config, error) {
 			c.opts.PartialOutput = v == "side"
 		case "late-firing":
 			c.opts.LateFiringInterval, err = parseDur(v)
+		case "skip-unchanged":
+			c.opts.SkipUnchanged = v != "off"
 		case "evictor":
 			name, args, err2 := call(v)
 			if err2 != nil {
@@ -576,8 +578,12 @@ func (r *run) command(t *testing.T, d *datadriven.TestData) string {
 			k := c.Windows["cascade"]
 			casc = fmt.Sprintf("cascade in=%d accepted=%d late_side_output=%d late_dropped=%d fired_on_time=%d\n", k.RecordsIn, k.Accepted, k.LateSideOutput, k.LateDropped, k.FiredOnTime)
 		}
-		return fmt.Sprintf("in=%d accepted=%d late_side_output=%d late_dropped=%d dead_letter=%d window_misses=%d partial_side_output=%d retractions=%d fired_early=%d fired_on_time=%d fired_late=%d\n",
-			tot.RecordsIn, tot.Accepted, tot.LateSideOutput, tot.LateDropped, c.DeadLetters, tot.WindowMisses, tot.PartialSideOutput, tot.Retractions, tot.FiredEarly, tot.FiredOnTime, tot.FiredLate) + casc + r.take()
+		unchanged := ""
+		if r.cfg.opts.SkipUnchanged {
+			unchanged = fmt.Sprintf(" unchanged=%d", tot.Unchanged)
+		}
+		return fmt.Sprintf("in=%d accepted=%d late_side_output=%d late_dropped=%d dead_letter=%d window_misses=%d partial_side_output=%d retractions=%d fired_early=%d fired_on_time=%d fired_late=%d%s\n",
+			tot.RecordsIn, tot.Accepted, tot.LateSideOutput, tot.LateDropped, c.DeadLetters, tot.WindowMisses, tot.PartialSideOutput, tot.Retractions, tot.FiredEarly, tot.FiredOnTime, tot.FiredLate, unchanged) + casc + r.take()
 	case "state":
 		if _, err := r.exec.RunUntilQuiet(); err != nil {
 			return "error: " + err.Error() + "\n"

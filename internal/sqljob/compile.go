@@ -390,7 +390,7 @@ func (c *compiler) sideOutputs() error {
 
 // setKeys are the SET keys weir honours.
 var setKeys = []string{
-	"pipeline.name", "parallelism.default", "execution.checkpointing.interval", "state.checkpoints.dir",
+	"pipeline.name", "parallelism.default", "execution.checkpointing.interval", "execution.checkpointing.min-pause", "state.checkpoints.dir",
 	"pipeline.auto-watermark-interval", "table.exec.source.idle-timeout",
 	"table.exec.emit.allow-lateness", "table.exec.emit.early-fire.enabled", "table.exec.emit.early-fire.delay",
 	"table.exec.emit.late-fire.enabled", "table.exec.emit.late-fire.delay",
@@ -432,6 +432,11 @@ func (c *compiler) set(st *sqlparse.Set) error {
 			s.Checkpoint = &spec.CheckpointSpec{}
 		}
 		s.Checkpoint.Interval, err = dur()
+	case "execution.checkpointing.min-pause":
+		if s.Checkpoint == nil {
+			s.Checkpoint = &spec.CheckpointSpec{}
+		}
+		s.Checkpoint.MinPause, err = dur()
 	case "state.checkpoints.dir":
 		if s.Checkpoint == nil {
 			s.Checkpoint = &spec.CheckpointSpec{}
@@ -607,11 +612,23 @@ func (j *Job) Plan() (*spec.Plan, error) {
 	if j.twoPhase {
 		twoPhase(p)
 	}
+	skipUnchanged(p)
 	p.SQL = true
 	if err := kafkaReads(p); err != nil {
 		return nil, err
 	}
 	return p, nil
+}
+
+// skipUnchanged makes each window of p that may fire more than once (early
+// firings, allowed lateness) skip unchanged results (W20), as Flink's
+// early and late firings emit an update only when the result changed.
+func skipUnchanged(p *spec.Plan) {
+	for _, n := range p.Graph.Nodes {
+		if op, ok := n.Op.(*spec.WindowOp); ok && spec.SkipsUnchanged(op.Trigger, op.Lateness) {
+			op.SkipUnchanged = true
+		}
+	}
 }
 
 // twoPhase makes each window of p two-phase (spec.WindowOp.TwoPhase)

@@ -25,10 +25,19 @@ func comparable(p *spec.Plan) string {
 	ck := "none"
 	if p.Checkpoint != nil {
 		ck = fmt.Sprintf("%s %v", p.Checkpoint.Dir, p.Checkpoint.Interval)
+		if m := p.Checkpoint.MinPause; m != nil {
+			ck += fmt.Sprintf(" min pause %v", *m)
+		}
 	}
-	return fmt.Sprintf("where=%s name=%s key=%v aggs=%+v time=%v source=%s %s %+v %+v format=%v ts=%s/%v wm=%v bound=%v idle=%v window=%v span=%v assigner=%v trigger=%v lateness=%v latefiring=%v sinks=%v checkpoint=%s",
+	skip := false
+	for _, n := range p.Graph.Nodes {
+		if w, ok := n.Op.(*spec.WindowOp); ok {
+			skip = skip || w.SkipUnchanged
+		}
+	}
+	return fmt.Sprintf("where=%s name=%s key=%v aggs=%+v time=%v source=%s %s %+v %+v format=%v ts=%s/%v wm=%v bound=%v idle=%v window=%v span=%v assigner=%v trigger=%v lateness=%v latefiring=%v skip=%v sinks=%v checkpoint=%s",
 		p.Where, p.Name, p.Key, p.Aggregates, p.Time, p.Source.Type, p.Source.Path, p.Source.Kafka, p.Source.Timestamp, p.Format, p.TSField, p.TSUnit, p.WMType, p.Bound, p.IdleTimeout,
-		p.WindowKind, p.WindowSpan, p.Assigner, p.Trigger, p.Lateness, p.LateFiringInterval, sinks, ck)
+		p.WindowKind, p.WindowSpan, p.Assigner, p.Trigger, p.Lateness, p.LateFiringInterval, skip, sinks, ck)
 }
 
 // TestTwins: SQL jobs compile to the plans of their YAML twins.
@@ -38,6 +47,7 @@ func TestTwins(t *testing.T) {
 SET 'pipeline.name' = 'orders';
 SET 'table.exec.emit.allow-lateness' = '2 min';
 SET 'execution.checkpointing.interval' = '1s';
+SET 'execution.checkpointing.min-pause' = '500 ms';
 SET 'state.checkpoints.dir' = 'checkpoints';
 CREATE TABLE orders (
   order_id BIGINT, user_id STRING, amount DECIMAL(10, 2), ts BIGINT,
@@ -56,13 +66,14 @@ watermark: {type: bounded_out_of_orderness, max_out_of_orderness: 4999ms}
 key: [user_id]
 window: {type: tumbling, size: 1m}
 allowed_lateness: 2m
+skip_unchanged: true
 aggregate:
   - {name: orders, fn: count}
   - {name: total, fn: sum, field: amount}
   - {name: biggest, fn: max, field: amount}
 sinks:
   results: {type: sqlite, path: results.db, table: order_stats}
-checkpoint: {dir: checkpoints, interval: 1s}
+checkpoint: {dir: checkpoints, interval: 1s, min_pause: 500ms}
 `},
 		{"legacy", `
 CREATE TABLE orders (user_id STRING, amount BIGINT, ms BIGINT, ts AS TO_TIMESTAMP_LTZ(ms, 3), WATERMARK FOR ts AS ts - INTERVAL '5' SECOND)
@@ -102,6 +113,7 @@ watermark: {type: strictly_ascending, idle_timeout: 1m}
 key: [sensor]
 window: {type: sliding, size: 5m, slide: 1m}
 allowed_lateness: 5m
+skip_unchanged: true
 late_firing_interval: 30s
 trigger: {type: continuous, interval: 10s}
 aggregate:

@@ -134,6 +134,9 @@ func (c entryCodec[ACC]) Append(dst []byte, e entry[ACC]) ([]byte, error) {
 	if e.paneAbsent != 0 {
 		flags |= 1 << 11
 	}
+	if e.lastSet {
+		flags |= 1 << 12
+	}
 	w.Uint(flags)
 	for i := range e.slots {
 		if e.slotSet&(1<<i) != 0 {
@@ -146,6 +149,9 @@ func (c entryCodec[ACC]) Append(dst []byte, e entry[ACC]) ([]byte, error) {
 	}
 	if e.paneAbsent != 0 {
 		w.Uint(e.paneAbsent)
+	}
+	if e.lastSet {
+		w.Uint(e.last)
 	}
 	return c.acc.Append(w.Buf, e.acc)
 }
@@ -169,6 +175,9 @@ func (c entryCodec[ACC]) Decode(src []byte) (entry[ACC], error) {
 	}
 	if flags&(1<<11) != 0 {
 		e.paneAbsent = r.Uint()
+	}
+	if e.lastSet = flags&(1<<12) != 0; e.lastSet {
+		e.last = r.Uint()
 	}
 	if r.Err != nil {
 		return e, errCorruptState

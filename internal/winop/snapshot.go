@@ -28,6 +28,8 @@ const (
 	// tagTrailing: Counters.OnTimeTrailing (snapshots of older weir have
 	// none).
 	tagTrailing
+	// tagUnchanged: Counters.Unchanged (W20), when not 0.
+	tagUnchanged
 )
 
 var errNoCodec = errors.New("weir: window operator snapshot needs key and accumulator codecs and a key-group function")
@@ -191,6 +193,10 @@ func (o *Operator[K, IN, ACC, OUT]) Snapshot(dst []byte) ([]byte, error) {
 	}
 	w.Uint(tagTrailing)
 	w.Int(o.c.OnTimeTrailing)
+	if o.c.Unchanged != 0 {
+		w.Uint(tagUnchanged)
+		w.Int(o.c.Unchanged)
+	}
 	w.Uint(tagEnd)
 	return w.Buf, nil
 }
@@ -254,6 +260,10 @@ func (o *Operator[K, IN, ACC, OUT]) Restore(src []byte, first, last state.KeyGro
 		case tagTrailing:
 			if n := r.Int(); counters {
 				o.c.OnTimeTrailing += n
+			}
+		case tagUnchanged:
+			if n := r.Int(); counters {
+				o.c.Unchanged += n
 			}
 		case tagEntries:
 			x := readWindow(&r)
@@ -341,13 +351,14 @@ func (o *Operator[K, IN, ACC, OUT]) implied(e entry[ACC]) bool {
 
 // fields lists every counter, for Counters.Add and snapshots. The first
 // fixedCounters are the snapshot's fixed layout, written in this order
-// after the processing time; a counter added later (OnTimeTrailing) comes
-// after them and is written under a tag of its own (tagTrailing), so that
+// after the processing time; a counter added later (OnTimeTrailing,
+// Unchanged) comes after them and is written under a tag of its own
+// (tagTrailing, tagUnchanged), so that
 // older snapshots still restore.
 func (c *Counters) fields() []*int64 {
 	return []*int64{&c.RecordsIn, &c.Accepted, &c.AcceptedLate, &c.LateSideOutput, &c.LateDropped, &c.NoTimestamp,
 		&c.WindowMisses, &c.PartialSideOutput, &c.Retractions, &c.FiredEarly, &c.FiredOnTime, &c.FiredLate,
-		&c.OnTimeTrailing}
+		&c.OnTimeTrailing, &c.Unchanged}
 }
 
 // fixedCounters is the number of counters in the snapshot's fixed layout

@@ -38,7 +38,8 @@ type lines []string
 // there and restored into a fresh operator (or split by key groups into
 // two, a rescale) continues exactly as the uncut operator does, for
 // tumbling windows with early firings and lateness, pane-mode sliding
-// windows, and merging sessions with lateness.
+// windows, and merging sessions with lateness; and, skipping unchanged
+// results (W20), the restored operator skips what the uncut one skips.
 func TestSnapshotRestore(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	var evs []snapEvent
@@ -54,16 +55,24 @@ func TestSnapshotRestore(t *testing.T) {
 		name string
 		a    window.Assigner
 		trig trigger.Trigger
+		skip bool
 	}{
-		{"tumbling", mustA(window.Tumbling(1000, 0)), cont},
-		{"sliding", mustA(window.Sliding(1000, 250, 0)), nil},
-		{"session", mustA(window.Session(60)), nil},
+		{"tumbling", mustA(window.Tumbling(1000, 0)), cont, false},
+		{"sliding", mustA(window.Sliding(1000, 250, 0)), nil, false},
+		{"session", mustA(window.Session(60)), nil, false},
+		{"tumbling_skip", mustA(window.Tumbling(1000, 0)), cont, true},
+		{"session_skip", mustA(window.Session(60)), cont, true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			var fp func(int64) uint64
+			if c.skip {
+				fp = func(v int64) uint64 { return uint64(v) }
+			}
 			newOp := func(out *lines) *Operator[uint64, snapEvent, int64, int64] {
 				op, err := New(Config[uint64, snapEvent, int64, int64]{
-					Assigner: c.a, Trigger: c.trig, Lateness: 800,
+					Fingerprint: fp,
+					Assigner:    c.a, Trigger: c.trig, Lateness: 800,
 					Contents:   AggContents[snapEvent, int64, int64]{F: snapSum{}},
 					Func:       func(ctx *FireContext[uint64, int64], acc *int64) { ctx.Emit(*acc) },
 					KeyEncoder: encU64, Backend: memstate.New(), LateOutput: true,
@@ -103,6 +112,9 @@ func TestSnapshotRestore(t *testing.T) {
 				}
 				if op.Counters() != refOp.Counters() {
 					t.Fatalf("cut %d: counters %+v, want %+v", cut, op.Counters(), refOp.Counters())
+				}
+				if c.skip && cut > 1 && op.Counters().Unchanged == 0 {
+					t.Fatalf("cut %d: no firing was skipped as unchanged: the case does not test W20", cut)
 				}
 
 				// Rescale 1 -> 2: each half takes its key groups and sees

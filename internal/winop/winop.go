@@ -94,6 +94,13 @@ type Config[K comparable, IN, ACC, OUT any] struct {
 	KeyCodec state.Codec[K]
 	AccCodec state.Codec[ACC]
 	KeyGroup func(K) state.KeyGroup
+	// Fingerprint, when set, skips unchanged results (W20): an early or
+	// late firing whose results have the fingerprints, in order, of the
+	// window's last firing that emitted emits nothing, takes no pane index
+	// and counts as Unchanged. On-time firings always emit. The
+	// fingerprint must depend on the result's value alone and be the same
+	// in every process (it is checkpointed).
+	Fingerprint func(OUT) uint64
 }
 
 // Counters are the operator's exact record and firing counts (W4, W7, W8).
@@ -116,6 +123,10 @@ type Counters struct {
 	// more than the bound out of order, on time only because the
 	// watermark trailed.
 	OnTimeTrailing int64
+	// Unchanged counts early and late firings skipped because their
+	// results equal the window's last emitted ones (Config.Fingerprint,
+	// W20).
+	Unchanged int64
 }
 
 // Add adds o's counts to c.
@@ -152,6 +163,10 @@ type entry[ACC any] struct {
 	// (W8) and continues its pane index (W1); a merged window that has not
 	// emitted yet passes neither on.
 	emitted bool
+	// lastSet: last is the fingerprint of the results of the window's
+	// last firing that emitted (Config.Fingerprint).
+	lastSet bool
+	last    uint64
 	// timers caches which of the window's two hot timers are registered
 	// (bitEnd: the event-time timer at maxTimestamp; bitCleanup: the
 	// cleanup timer), so the per-element registrations of B1 and D2 cost no
@@ -234,13 +249,18 @@ type Operator[K comparable, IN, ACC, OUT any] struct {
 	fresh    bool
 	evicters []func()
 
-	c      Counters
-	h      Hists
-	tctx   trigCtx[K, IN, ACC, OUT]
-	fctx   FireContext[K, OUT]
-	wins   []window.Window
-	missed []window.Window
-	live   []window.Window // the windows not late, in window-major mode
+	c    Counters
+	h    Hists
+	tctx trigCtx[K, IN, ACC, OUT]
+	fctx FireContext[K, OUT]
+	// fingerprint is Config.Fingerprint; with it, a firing's results go
+	// to held (through hctx) until the firing is known to have changed.
+	fingerprint func(OUT) uint64
+	hctx        FireContext[K, OUT]
+	held        []window.Result[K, OUT]
+	wins        []window.Window
+	missed      []window.Window
+	live        []window.Window // the windows not late, in window-major mode
 	// al is the window-major state (aligned.go), nil when per-key timers
 	// are in use.
 	al      *alignedState[K, ACC]
@@ -277,6 +297,8 @@ type Spec struct {
 	DynamicGap bool
 	// LateFiringInterval is Config.LateFiringInterval.
 	LateFiringInterval etime.Duration
+	// SkipUnchanged says Config.Fingerprint is set.
+	SkipUnchanged bool
 }
 
 // Validate refuses invalid combinations (D3, W6, B5) and returns the
@@ -308,6 +330,9 @@ func Validate(s Spec) (trigger.Trigger, error) {
 	case d > 0 && !trigger.NeverPurges(trig):
 		return nil, errors.New("weir: the late-firing throttle needs a built-in trigger that never purges (a deferred firing would find purged contents)")
 	}
+	if s.SkipUnchanged && !trigger.NeverPurges(trig) {
+		return nil, errors.New("weir: skipping unchanged results needs a built-in trigger that never purges: after a purge an equal result is new contents, not the same window state; remove SkipUnchanged or the purging trigger")
+	}
 	return trig, nil
 }
 
@@ -323,7 +348,7 @@ func New[K comparable, IN, ACC, OUT any](cfg Config[K, IN, ACC, OUT], out Output
 		return nil, errors.New("weir: window operator needs a key encoder")
 	}
 	trig, err := Validate(Spec{Assigner: cfg.Assigner, Trigger: cfg.Trigger, Lateness: cfg.Lateness, DynamicGap: cfg.Gap != nil,
-		LateFiringInterval: cfg.LateFiringInterval})
+		LateFiringInterval: cfg.LateFiringInterval, SkipUnchanged: cfg.Fingerprint != nil})
 	if err != nil {
 		return nil, err
 	}
@@ -385,6 +410,10 @@ func New[K comparable, IN, ACC, OUT any](cfg Config[K, IN, ACC, OUT], out Output
 	}
 	o.tctx.o = o
 	o.fctx = window.NewFireContext(out.Result)
+	if cfg.Fingerprint != nil {
+		o.fingerprint = cfg.Fingerprint
+		o.hctx = window.NewFireContext(func(r window.Result[K, OUT]) { o.held = append(o.held, r) })
+	}
 	cfg.Contents.Reset(&o.scratch)
 	if aligned {
 		o.initAligned(cfg.KeyEncoder)
@@ -821,12 +850,19 @@ func (o *Operator[K, IN, ACC, OUT]) emitFiring(key K, w window.Window, e *entry[
 		o.evict(acc, w, true, o.wm)
 	}
 	f := &o.fctx
+	if o.fingerprint != nil {
+		f = &o.hctx
+	}
 	f.Begin(key, w, kind, e.panes, o.wm, o.firingTime())
 	o.fn(f, acc)
 	if o.evict != nil {
 		o.evict(acc, w, false, o.wm)
 	}
 	if f.Emitted() == 0 {
+		return
+	}
+	if o.fingerprint != nil && !o.emitChanged(e, kind) {
+		o.c.Unchanged++
 		return
 	}
 	e.panes++
@@ -842,6 +878,30 @@ func (o *Operator[K, IN, ACC, OUT]) emitFiring(key K, w window.Window, e *entry[
 	default:
 		o.c.FiredLate++
 	}
+}
+
+// emitChanged passes a firing's held results on, unless it is an early or
+// late firing whose results have the fingerprint of the window's last
+// emitted ones (W20); it records the fingerprint of what it passed on and
+// reports whether it passed anything.
+func (o *Operator[K, IN, ACC, OUT]) emitChanged(e *entry[ACC], kind window.Firing) bool {
+	defer func() {
+		clear(o.held)
+		o.held = o.held[:0]
+	}()
+	// FNV-1a over the results' fingerprints, in order.
+	fp := uint64(14695981039346656037)
+	for _, r := range o.held {
+		fp = (fp ^ o.fingerprint(r.Value)) * 1099511628211
+	}
+	if kind != window.OnTime && e.lastSet && e.last == fp {
+		return false
+	}
+	e.lastSet, e.last = true, fp
+	for _, r := range o.held {
+		o.out.Result(r)
+	}
+	return true
 }
 
 // AdvanceWatermark sets the operator watermark and fires every event-time

@@ -26,6 +26,8 @@ type CheckpointOptions struct {
 	// execution.checkpointing.min-pause: a job whose checkpoints take long,
 	// or whose firings ask for many, keeps that much time for its records.
 	// A checkpoint asked for with RequestCheckpoint (a stop's) ignores it.
+	// It is measured on Clock, as Interval is (a clock that stands still
+	// never ends it).
 	MinPause time.Duration
 	// Clock is what Interval and the checkpoints' timestamps and
 	// durations (CheckpointStats) are measured on; nil: Options.Clock.

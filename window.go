@@ -78,7 +78,10 @@ type WindowOptions struct {
 	// hash kept per window and checkpointed, so results whose encodings
 	// differ count as changed (a gob-encoded map may), and two different
 	// results are taken as equal only when their hashes collide (about
-	// one chance in 2^64 per firing). Not with a purging trigger.
+	// one chance in 2^64 per firing). A firing's results are passed on
+	// when its window function has returned, so a function must not
+	// reuse one value's memory for two results of a firing. Not with a
+	// purging trigger.
 	SkipUnchanged bool
 }
 
@@ -482,17 +485,14 @@ func validateWindow[K comparable, T any](w Windowed[K, T]) error {
 }
 
 // fingerprint is winop.Config.Fingerprint for WindowOptions.SkipUnchanged
-// (nil without it): xxhash of a string or []byte result as it is, of
-// another result's encoding by state.CodecFor (a result that fails to
-// encode hashes as unique, so it always counts as changed).
+// (nil without it): xxhash of a []byte result as it is, of another
+// result's encoding by state.CodecFor (a string's is its bytes; a result
+// that fails to encode hashes as unique, so it always counts as changed).
 func fingerprint[R any](skip bool) func(R) uint64 {
 	if !skip {
 		return nil
 	}
-	switch any(*new(R)).(type) {
-	case string:
-		return func(v R) uint64 { return xxhash.Sum64String(any(v).(string)) }
-	case []byte:
+	if _, ok := any(*new(R)).([]byte); ok {
 		return func(v R) uint64 { return xxhash.Sum64(any(v).([]byte)) }
 	}
 	codec := state.CodecFor[R]()

@@ -1012,7 +1012,7 @@ func (c *compiler) skipUnchanged() {
 	}
 	c.p.SkipUnchanged = true
 	switch {
-	case s.Trigger != nil && s.Trigger.Type == "purging":
+	case c.p.Trigger != nil && !trigger.NeverPurges(c.p.Trigger):
 		c.add("skip_unchanged", "a purging trigger clears the window at each firing, so an equal result is new contents, not an unchanged one", "remove skip_unchanged, or the purging trigger")
 	case c.p.Assigner != nil && !FiresAgain(c.p.Trigger, c.p.Lateness):
 		c.warn("skip_unchanged", "the window fires once (no early firings, no allowed lateness), so there is nothing to skip", "remove skip_unchanged, or give the window a continuous trigger or allowed_lateness")
@@ -1021,8 +1021,12 @@ func (c *compiler) skipUnchanged() {
 
 // FiresAgain reports whether a window with trigger t (nil: the
 // assigner's default) and allowed lateness may fire more than once:
-// early firings, or late firings within the lateness.
+// early firings, or late firings within the lateness. The final trigger
+// fires once whatever the lateness (W9).
 func FiresAgain(t trigger.Trigger, lateness etime.Duration) bool {
+	if t != nil && trigger.FiresOnce(t) && !trigger.IsEventTime(t) {
+		return false // final
+	}
 	return lateness > 0 || t != nil && !trigger.FiresOnce(t)
 }
 

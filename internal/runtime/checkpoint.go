@@ -375,6 +375,7 @@ func (c *coordinator) trigger(now time.Time) int64 {
 	c.publishLocked(id, now, PhaseBegin)
 	p, err := c.opts.Store.Begin(id)
 	if err != nil {
+		c.mu.lastEnd = now // for MinPause: a failed checkpoint too
 		c.failLocked(id, err)
 		c.publishLocked(0, time.Time{}, "")
 		return 0

@@ -289,3 +289,61 @@ func BenchmarkSnapshot(b *testing.B) {
 		}
 	}
 }
+
+// TestSkipUnchangedForgetsWhenOff: a window restored with the fingerprint
+// of its last results (W20) into an operator that does not skip forgets it
+// at its next firing, so a later run that skips again never compares with
+// results older than the window's last.
+func TestSkipUnchangedForgetsWhenOff(t *testing.T) {
+	w := window.Window{Start: 0, End: 1000}
+	newOp := func(out *lines, skip bool) *Operator[uint64, snapEvent, int64, int64] {
+		var fp func(int64) uint64
+		if skip {
+			fp = func(v int64) uint64 { return uint64(v) }
+		}
+		op, err := New(Config[uint64, snapEvent, int64, int64]{
+			Assigner: mustA(window.Tumbling(1000, 0)), Lateness: 5000, Fingerprint: fp,
+			Contents:   AggContents[snapEvent, int64, int64]{F: snapSum{}},
+			Func:       func(ctx *FireContext[uint64, int64], acc *int64) { ctx.Emit(*acc) },
+			KeyEncoder: encU64, Backend: memstate.New(), LateOutput: true,
+			KeyCodec: state.CodecFor[uint64](), AccCodec: state.CodecFor[int64](), KeyGroup: kgOf,
+		}, out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return op
+	}
+	last := func(op *Operator[uint64, snapEvent, int64, int64]) bool {
+		e := op.entries.Ref(1, w, false)
+		return e != nil && e.lastSet
+	}
+	var out lines
+	on := newOp(&out, true)
+	if err := on.ProcessElement(1, snapEvent{key: 1, ts: 10}, 10); err != nil {
+		t.Fatal(err)
+	}
+	on.AdvanceWatermark(999) // on time
+	if !last(on) {
+		t.Fatal("the on-time firing kept no fingerprint")
+	}
+	snap, err := on.Snapshot(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	off := newOp(&out, false)
+	if err := off.Restore(snap, 0, 127, true); err != nil {
+		t.Fatal(err)
+	}
+	if !last(off) {
+		t.Fatal("the restore lost the fingerprint")
+	}
+	if err := off.ProcessElement(1, snapEvent{key: 1, ts: 20}, 20); err != nil { // late: fires
+		t.Fatal(err)
+	}
+	if last(off) {
+		t.Fatal("a firing without skipping kept the older fingerprint")
+	}
+	if len(out) != 2 {
+		t.Fatalf("results %v, want an on-time and a late one", out)
+	}
+}

@@ -99,7 +99,11 @@ type Config[K comparable, IN, ACC, OUT any] struct {
 	// window's last firing that emitted emits nothing, takes no pane index
 	// and counts as Unchanged. On-time firings always emit. The
 	// fingerprint must depend on the result's value alone and be the same
-	// in every process (it is checkpointed).
+	// in every process (it is checkpointed). With it, a firing's results
+	// are held until the window function (and an evictor's after step)
+	// returns, then passed on: a value given to FireContext.Emit must not
+	// change until then (the window function must not reuse one buffer
+	// for two results of a firing).
 	Fingerprint func(OUT) uint64
 }
 
@@ -864,6 +868,12 @@ func (o *Operator[K, IN, ACC, OUT]) emitFiring(key K, w window.Window, e *entry[
 	if o.fingerprint != nil && !o.emitChanged(e, kind) {
 		o.c.Unchanged++
 		return
+	}
+	if o.fingerprint == nil {
+		// A fingerprint restored from a run that skipped unchanged
+		// results is not this firing's: a later run that skips again
+		// must not compare with it.
+		e.lastSet = false
 	}
 	e.panes++
 	e.emitted = true

@@ -65,23 +65,8 @@ func TestSnapshotRestore(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			var fp func(int64) uint64
-			if c.skip {
-				fp = func(v int64) uint64 { return uint64(v) }
-			}
 			newOp := func(out *lines) *Operator[uint64, snapEvent, int64, int64] {
-				op, err := New(Config[uint64, snapEvent, int64, int64]{
-					Fingerprint: fp,
-					Assigner:    c.a, Trigger: c.trig, Lateness: 800,
-					Contents:   AggContents[snapEvent, int64, int64]{F: snapSum{}},
-					Func:       func(ctx *FireContext[uint64, int64], acc *int64) { ctx.Emit(*acc) },
-					KeyEncoder: encU64, Backend: memstate.New(), LateOutput: true,
-					KeyCodec: state.CodecFor[uint64](), AccCodec: state.CodecFor[int64](), KeyGroup: kgOf,
-				}, out)
-				if err != nil {
-					t.Fatal(err)
-				}
-				return op
+				return newSnapOp(t, c.a, c.trig, 800, c.skip, out)
 			}
 			feed := func(op *Operator[uint64, snapEvent, int64, int64], from, to int) {
 				feedEvents(t, op, evs, from, to, 50, 500, nil)
@@ -163,6 +148,28 @@ func TestSnapshotRestore(t *testing.T) {
 }
 
 func head(l lines) lines { return l[:min(5, len(l))] }
+
+// newSnapOp is an operator summing snapEvents (snapSum) into lines, with
+// assigner a, trigger trig, the lateness and late records to the side
+// output; skip gives it a fingerprint (W20).
+func newSnapOp(t *testing.T, a window.Assigner, trig trigger.Trigger, lateness etime.Duration, skip bool, out *lines) *Operator[uint64, snapEvent, int64, int64] {
+	t.Helper()
+	var fp func(int64) uint64
+	if skip {
+		fp = func(v int64) uint64 { return uint64(v) }
+	}
+	op, err := New(Config[uint64, snapEvent, int64, int64]{
+		Assigner: a, Trigger: trig, Lateness: lateness, Fingerprint: fp,
+		Contents:   AggContents[snapEvent, int64, int64]{F: snapSum{}},
+		Func:       func(ctx *FireContext[uint64, int64], acc *int64) { ctx.Emit(*acc) },
+		KeyEncoder: encU64, Backend: memstate.New(), LateOutput: true,
+		KeyCodec: state.CodecFor[uint64](), AccCodec: state.CodecFor[int64](), KeyGroup: kgOf,
+	}, out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return op
+}
 
 // feedEvents runs evs[from:to] through op, advancing the watermark to the
 // largest timestamp so far - bound - 1 every `every` records (counted
@@ -297,21 +304,7 @@ func BenchmarkSnapshot(b *testing.B) {
 func TestSkipUnchangedForgetsWhenOff(t *testing.T) {
 	w := window.Window{Start: 0, End: 1000}
 	newOp := func(out *lines, skip bool) *Operator[uint64, snapEvent, int64, int64] {
-		var fp func(int64) uint64
-		if skip {
-			fp = func(v int64) uint64 { return uint64(v) }
-		}
-		op, err := New(Config[uint64, snapEvent, int64, int64]{
-			Assigner: mustA(window.Tumbling(1000, 0)), Lateness: 5000, Fingerprint: fp,
-			Contents:   AggContents[snapEvent, int64, int64]{F: snapSum{}},
-			Func:       func(ctx *FireContext[uint64, int64], acc *int64) { ctx.Emit(*acc) },
-			KeyEncoder: encU64, Backend: memstate.New(), LateOutput: true,
-			KeyCodec: state.CodecFor[uint64](), AccCodec: state.CodecFor[int64](), KeyGroup: kgOf,
-		}, out)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return op
+		return newSnapOp(t, mustA(window.Tumbling(1000, 0)), nil, 5000, skip, out)
 	}
 	last := func(op *Operator[uint64, snapEvent, int64, int64]) bool {
 		e := op.entries.Ref(1, w, false)

@@ -556,9 +556,10 @@ func allDead(s job.Summary) string {
 }
 
 // printUnchanged says how many early and late firings (of the window
-// where names) were skipped as unchanged (W20), when any were.
-func printUnchanged(w io.Writer, n int64, where string) {
-	if n > 0 {
+// where names) were skipped as unchanged (W20), for a window that skips
+// them (skip).
+func printUnchanged(w io.Writer, skip bool, n int64, where string) {
+	if skip {
 		fmt.Fprintf(w, "  unchanged: %d early or late firings%s skipped, their results equal to the last written (skip_unchanged)\n", n, where)
 	}
 }
@@ -592,7 +593,7 @@ func printSummary(w io.Writer, p *spec.Plan, s job.Summary, elapsed time.Duratio
 	} else {
 		fmt.Fprintf(w, "  allowed lateness: %d late records accepted, %d late re-firings with the full updated result\n", g("accepted_late"), g("fired_late"))
 	}
-	printUnchanged(w, g("unchanged_firings"), "")
+	printUnchanged(w, s.Has("unchanged_firings"), g("unchanged_firings"), "")
 	fmt.Fprintf(w, "  too late: %d to the side output, %d dropped and counted\n", g("late_side_output"), g("late_dropped"))
 	if m := g("window_misses"); m > 0 {
 		kept := fmt.Sprintf("%d to late_partial", g("late_partial"))
@@ -1057,7 +1058,7 @@ func printWindows(w io.Writer, s job.Summary, ws []string) {
 		}
 		fmt.Fprintf(w, "  window %s: %s in = %d accepted (%d late) + %d side output + %d dropped%s; firings %d early, %d on time, %d late; %d results\n",
 			name, in, g("accepted"), g("accepted_late"), g("late_side_output"), g("late_dropped"), read, g("fired_early"), g("fired_on_time"), g("fired_late"), g("results"))
-		printUnchanged(w, g("unchanged_firings"), " of window "+name)
+		printUnchanged(w, s.Has(name+".unchanged_firings"), g("unchanged_firings"), " of window "+name)
 		results, retractions, open = results+g("results"), retractions+g("retractions"), open+g("open_windows")
 	}
 	fmt.Fprintf(w, "  dead letters: %d\n", s.Get("dead_letter"))

@@ -1072,7 +1072,7 @@ func (j *Job) summary(rep weir.Report, open int64) Summary {
 		if j.branches[0].Select != nil {
 			t = j.windowCounters(j.branches[0], rep, oc.Results)
 		}
-		j.windowSummary(add, t, windowCounts{Results: oc.Results, Late: oc.Late, Partial: oc.Partial}, open, rep.DeadLetters)
+		j.windowSummary(add, t, windowCounts{Results: oc.Results, Late: oc.Late, Partial: oc.Partial}, open, rep.DeadLetters, j.branches[0].Window.SkipUnchanged)
 	} else {
 		// Each window's counts, prefixed by its name; the records read
 		// and the dead letters are the read's, shared. The dead letters
@@ -1110,7 +1110,7 @@ func (j *Job) summary(rep weir.Report, open int64) Summary {
 			}
 			t := j.windowCounters(b, rep, oc.Windows[b.i].Results+oc.Windows[b.i].Rows)
 			t.LateDropped += oc.Windows[b.i].JoinLate // a join of records' rows, judged before it (W19)
-			j.windowSummary(pre, t, oc.Windows[b.i], states[b.stage].OpenWindows, -1)
+			j.windowSummary(pre, t, oc.Windows[b.i], states[b.stage].OpenWindows, -1, b.Window.SkipUnchanged)
 		}
 	}
 	add("control_lines", oc.Controls)
@@ -1141,7 +1141,7 @@ func (j *Job) summary(rep weir.Report, open int64) Summary {
 // output's counts c and its open windows; dead (the dead letters, -1:
 // not here) goes between late_dropped and results, as a job of one
 // window has always listed it.
-func (j *Job) windowSummary(add func(string, int64), t weir.WindowCounters, c windowCounts, open, dead int64) {
+func (j *Job) windowSummary(add func(string, int64), t weir.WindowCounters, c windowCounts, open, dead int64, skip bool) {
 	add("accepted", t.Accepted)
 	add("accepted_late", t.AcceptedLate)
 	add("on_time_trailing", t.OnTimeTrailing)
@@ -1154,8 +1154,9 @@ func (j *Job) windowSummary(add func(string, int64), t weir.WindowCounters, c wi
 	add("fired_early", t.FiredEarly)
 	add("fired_on_time", t.FiredOnTime)
 	add("fired_late", t.FiredLate)
-	if t.Unchanged > 0 {
-		// Only when it happened, so that other summaries read as before.
+	if skip {
+		// Only for a window that skips unchanged results (W20), so
+		// that other summaries read as before.
 		add("unchanged_firings", t.Unchanged)
 	}
 	add("retractions", t.Retractions)

@@ -1015,7 +1015,14 @@ func (c *compiler) skipUnchanged() {
 	case c.p.Trigger != nil && !trigger.NeverPurges(c.p.Trigger):
 		c.add("skip_unchanged", "a purging trigger clears the window at each firing, so an equal result is new contents, not an unchanged one", "remove skip_unchanged, or the purging trigger")
 	case c.p.Assigner != nil && !FiresAgain(c.p.Trigger, c.p.Lateness):
-		c.warn("skip_unchanged", "the window fires once (no early firings, no allowed lateness), so there is nothing to skip", "remove skip_unchanged, or give the window a continuous trigger or allowed_lateness")
+		why, fix := "the window fires once (no early firings, no allowed lateness)", "remove skip_unchanged, or give the window a continuous trigger or allowed_lateness"
+		switch {
+		case c.p.Trigger != nil && !trigger.IsEventTime(c.p.Trigger):
+			why, fix = "the final trigger fires each window once (W9)", "remove skip_unchanged, or use the event-time trigger with allowed_lateness or a continuous trigger"
+		case c.p.Assigner.ProcessingTime():
+			why, fix = "a processing-time window fires once", "remove skip_unchanged"
+		}
+		c.warn("skip_unchanged", why+", so there is nothing to skip", fix)
 	}
 }
 

@@ -23,6 +23,16 @@ func (p *Plan) Explain() string {
 	for _, n := range p.Graph.Nodes {
 		fmt.Fprintf(&b, "%d %s%s: %s\n", n.ID, n.Name, n.inputs(), describe1(p, n.Op, dead))
 	}
+	if k := p.Checkpoint; k != nil {
+		fmt.Fprintf(&b, "checkpoints every %s in %s", durText(DurOr(k.Interval, etime.Duration(5_000))), k.Dir)
+		if k.AfterFiring {
+			b.WriteString(", and after each early or on-time firing")
+		}
+		if k.MinPause != nil && *k.MinPause > 0 {
+			fmt.Fprintf(&b, ", at least %s apart", durText(etime.Duration(*k.MinPause)))
+		}
+		b.WriteString("\n")
+	}
 	return b.String()
 }
 

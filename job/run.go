@@ -499,20 +499,6 @@ func (j *Job) build(o RunOptions) error {
 		}
 		j.fresh, j.appendRuns = true, o.Append
 	}
-	if err := j.openSinks(o, restoring); err != nil {
-		return err
-	}
-	if !restoring {
-		j.out.c.Since = j.out.c.Run
-		if o.Append {
-			j.out.c.Since = 0 // every earlier run's outputs stay
-		}
-	}
-	j.run = j.out.c.Run
-	if j.archive != nil {
-		j.archive.run = j.run
-	}
-	j.sinkNames = j.listSinks()
 	env := j.env
 	env.OnDeadLetter(j.deadLetter)
 	if j.ck != nil {
@@ -545,6 +531,23 @@ func (j *Job) build(o RunOptions) error {
 			recs[i] = weir.Filter(recs[i], func(r record.Record) bool { return !r.Filtered })
 		}
 	}
+	// The sinks open after the sources: a fresh start empties its
+	// outputs (files, the ledger) when they open, and a source that
+	// cannot be opened (a misspelt path) must leave them as they were.
+	if err := j.openSinks(o, restoring); err != nil {
+		return err
+	}
+	if !restoring {
+		j.out.c.Since = j.out.c.Run
+		if o.Append {
+			j.out.c.Since = 0 // every earlier run's outputs stay
+		}
+	}
+	j.run = j.out.c.Run
+	if j.archive != nil {
+		j.archive.run = j.run
+	}
+	j.sinkNames = j.listSinks()
 	// A window reads the watermarked records of its read, or the results
 	// of the window that feeds it (which comes before it).
 	results := make([]weir.Stream[window.Result[string, []byte]], len(j.branches))

@@ -795,3 +795,70 @@ sinks: {results: {type: jsonl, path: out.jsonl}}
 		t.Fatalf("not shared: %d regression and %d field warnings over two runs, want 2 and 2", r, f)
 	}
 }
+
+// TestUnopenableSourceKeepsOutputs: a fresh run whose source cannot be
+// opened (a misspelt path, a directory) fails before it empties its
+// outputs: the results, the dead letters and the ledger of an earlier run
+// stay as they were (a trial lost a ledger's too-late records so).
+func TestUnopenableSourceKeepsOutputs(t *testing.T) {
+	const job = `
+name: keep
+source: {type: file, path: %s}
+watermark: {max_out_of_orderness: 1s}
+key: [user_id]
+window: {type: tumbling, size: 10s}
+aggregate: [{name: n, fn: count}]
+sinks:
+  results: {type: jsonl, path: out.jsonl}
+  late: {type: ledger, dir: ledger}
+  dead_letter: {type: jsonl, path: bad.jsonl}
+`
+	in := `{"user_id": "a", "ts": 1767225600000}
+{"user_id": "a", "ts": 1767225630000}
+{"user_id": "a", "ts": 1767225601000}
+not json
+`
+	dir, sum := runSpec(t, fmt.Sprintf(job, "in.jsonl"), map[string]string{"in.jsonl": in}, RunOptions{Deterministic: true})
+	if sum.Get("late_side_output") != 1 || sum.Get("dead_letter") != 1 {
+		t.Fatalf("the first run: %s", sum.JSON())
+	}
+	snapshot := func() map[string]string {
+		t.Helper()
+		m := map[string]string{}
+		err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+			if err != nil || d.IsDir() || strings.HasSuffix(path, ".yaml") || strings.Contains(path, ".lock") {
+				return err
+			}
+			b, err := os.ReadFile(path)
+			m[path] = string(b)
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	before := snapshot()
+	if err := os.Mkdir(filepath.Join(dir, "adir"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{"in.jsnl", "adir"} {
+		pl, err := spec.Parse([]byte(fmt.Sprintf(job, path)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		j, err := Open(pl, RunOptions{Dir: dir, Deterministic: true, Now: jobtest.TestNow})
+		if err == nil {
+			_, err = j.Run(context.Background())
+		}
+		if err == nil || !strings.Contains(err.Error(), path) {
+			t.Fatalf("source path %s: the run returned %v", path, err)
+		}
+		after := snapshot()
+		for f, b := range before {
+			if after[f] != b {
+				t.Fatalf("source path %s: %s changed from %q to %q", path, f, b, after[f])
+			}
+		}
+	}
+}

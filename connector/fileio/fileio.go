@@ -237,7 +237,7 @@ func New(o Options) (connector.Source[Line], error) {
 	switch {
 	case fi.IsDir():
 		f.Close()
-		return nil, fmt.Errorf("open %s: is a directory", s.o.Name)
+		return nil, fmt.Errorf("open %s: is a directory: weir reads one file of JSON lines or CSV (Flink's filesystem source reads a directory's files; give one file, or concatenate them: cat %s/* > input.jsonl)", s.o.Name, s.o.Name)
 	case !fi.Mode().IsRegular():
 		// A pipe or a device can be read once only: share it as an Input.
 		s.cur = newCursor(s, f, f)

@@ -211,6 +211,9 @@ func Backfill(p *spec.Plan, o BackfillOptions) (BackfillReport, error) {
 		// revisions, pass.bounds).
 		return BackfillReport{}, refused("weir does not revise a job with a having (%s): a window the having dropped was never written, so its revision would be its late records alone, and a revision could pass the having its window failed; the ledger keeps the job's too-late records, counted", p.Having)
 	}
+	if r := p.Sinks.Primary(); r != nil && r.Layout == spec.LayoutDeclared {
+		return BackfillReport{}, refused("weir does not revise a declared table (sinks.results.layout: declared, %s): it keeps no job, run and pane to revise its rows by; the ledger keeps the job's too-late records, counted; write the results in weir's layout (remove layout) to merge them back", cmp.Or(r.Table, "results"))
+	}
 	switch rev := revision(p); {
 	case s.Archive == nil && rev != connector.ReviseTable:
 		also := ""

@@ -103,6 +103,12 @@ func validateCmd(args []string, o IO) int {
 		if n := len(p.Warnings); n > 0 {
 			warns = fmt.Sprintf("; %d warning(s) above", n)
 		}
+		if g, err := p.Graph.Path(); err == nil && len(g.Windows) > 0 && !slices.ContainsFunc(g.Windows, func(b spec.Branch) bool { return b.Select == nil }) {
+			// Only queries without a window: rows, no windows.
+			fmt.Fprintf(o.Stdout, "%s: ok: job %q, %s time, %s source, rows without a window (no state)%s\n",
+				path, p.Name, p.Time, p.Source.Type, warns)
+			return
+		}
 		fmt.Fprintf(o.Stdout, "%s: ok: job %q, %s time, %s source, %s windows, %d aggregate(s)%s\n",
 			path, p.Name, p.Time, p.Source.Type, p.WindowKind, len(p.Aggregates), warns)
 	})

@@ -227,6 +227,97 @@ END;
 	}
 }
 
+// TestSQLDeclaredPostgres: a Flink job's jdbc table, made beforehand as
+// for Flink (TIMESTAMP(3) bounds, a DECIMAL(38, 2), its own primary key,
+// no column of weir's), takes the job's rows with 'weir.layout' =
+// 'declared'; its mixed-case table-name is the lower-case table, as
+// Postgres reads Flink's unquoted name. The table holds the file's last
+// revision of each window, and a second run, under another file name (so
+// another job name), overwrites them: not a row more.
+func TestSQLDeclaredPostgres(t *testing.T) {
+	pg := testenv.Postgres(t)
+	u, err := url.Parse(pg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	orders, err := os.ReadFile("../examples/orders/orders.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	user := ""
+	if u.User != nil {
+		user = u.User.Username()
+	}
+	table := fmt.Sprintf("Sql_Declared_%d", time.Now().UnixNano())
+	db, err := sql.Open("pgx", pg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	t.Cleanup(func() { db.Exec(`DROP TABLE IF EXISTS ` + table) })
+	if _, err := db.Exec(`CREATE TABLE ` + table + ` (user_id varchar(64), window_start timestamp(3), window_end timestamp(3), total numeric(38, 2), PRIMARY KEY (user_id, window_start, window_end))`); err != nil {
+		t.Fatal(err)
+	}
+	job := fmt.Sprintf(`SET 'table.exec.emit.allow-lateness' = '2 min';
+CREATE TABLE orders (order_id STRING, user_id STRING, amount DECIMAL(10, 2), ts BIGINT,
+  rowtime AS TO_TIMESTAMP_LTZ(ts, 3), WATERMARK FOR rowtime AS rowtime - INTERVAL '5' SECOND
+) WITH ('connector' = 'filesystem', 'path' = 'orders.jsonl', 'format' = 'json');
+CREATE TABLE pg (user_id STRING, window_start TIMESTAMP(3), window_end TIMESTAMP(3), total DECIMAL(38, 2),
+  PRIMARY KEY (user_id, window_start, window_end) NOT ENFORCED
+) WITH ('connector' = 'jdbc', 'url' = 'jdbc:postgresql://%s%s?%s', 'table-name' = '%s', 'username' = '%s', 'weir.layout' = 'declared');
+CREATE TABLE file (user_id STRING, window_start TIMESTAMP(3), window_end TIMESTAMP(3), amount DECIMAL(38, 2))
+  WITH ('connector' = 'filesystem', 'path' = 'totals.jsonl', 'format' = 'json');
+EXECUTE STATEMENT SET BEGIN
+INSERT INTO pg SELECT user_id, window_start, window_end, SUM(amount) FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(rowtime), INTERVAL '1' MINUTE)) GROUP BY user_id, window_start, window_end;
+INSERT INTO file SELECT user_id, window_start, window_end, SUM(amount) FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(rowtime), INTERVAL '1' MINUTE)) GROUP BY user_id, window_start, window_end;
+END;
+`, u.Host, u.Path, u.RawQuery, table, user)
+	dir := filesIn(t, map[string]string{"job.sql": job, "again.sql": job, "orders.jsonl": string(orders)})
+	for _, f := range []string{"job.sql", "again.sql"} {
+		code, _, errs := runIn(dir, "run", f, "--deterministic")
+		if code != ExitOK || !strings.Contains(errs, "conservation holds: 604 in") {
+			t.Fatalf("%s: exit %d\n%s", f, code, errs)
+		}
+		want := map[string]string{}
+		b, err := os.ReadFile(filepath.Join(dir, "totals.jsonl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for l := range strings.Lines(string(b)) {
+			var r struct {
+				User   string          `json:"user_id"`
+				Start  string          `json:"window_start"`
+				Amount json.RawMessage `json:"amount"`
+			}
+			if err := json.Unmarshal([]byte(l), &r); err != nil {
+				t.Fatal(err)
+			}
+			want[r.User+" "+r.Start] = string(r.Amount)
+		}
+		rows, err := db.Query(`SELECT user_id, to_char(window_start, 'YYYY-MM-DD HH24:MI:SS.MS'), total::text FROM ` + table)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]string{}
+		for rows.Next() {
+			var user, start, total string
+			if err := rows.Scan(&user, &start, &total); err != nil {
+				t.Fatal(err)
+			}
+			got[user+" "+start] = total
+		}
+		rows.Close()
+		if len(got) != len(want) || len(want) < 100 {
+			t.Fatalf("%s: %d rows in Postgres, %d windows in the file", f, len(got), len(want))
+		}
+		for k, w := range want {
+			if got[k] != w {
+				t.Errorf("%s: window %s: Postgres %s, the file %s", f, k, got[k], w)
+			}
+		}
+	}
+}
+
 // TestSQLSelect: a bare SELECT prints its rows as JSON lines on stdout,
 // a column per select item (aliases, column names, EXPR$n), window bounds
 // as Flink's TIMESTAMP(3).

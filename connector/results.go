@@ -76,11 +76,48 @@ type ResultsOpen struct {
 	// Keys are the key columns, Values the value columns, in row order.
 	Keys   []string
 	Values []ResultColumn
+	// Layout, if not nil, is the table's own layout, which a kind that
+	// takes one (postgres) writes instead of weir's (spec.Sink.Layout).
+	Layout *TableLayout
 	// Logger receives the sink's warnings (retries, say); Stopping is
 	// done when the job is stopping, so that a sink that waits (for a
 	// server) gives up.
 	Logger   *slog.Logger
 	Stopping context.Context
+}
+
+// TableLayout is a results table of its own declared columns, as Flink's
+// JDBC sink writes a table made for a Flink job, instead of weir's layout
+// (the job column, the keys, window_start, window_end, firing, run, pane,
+// watermark and the values).
+type TableLayout struct {
+	// Columns are the table's columns, in order.
+	Columns []LayoutColumn
+	// PrimaryKey names the columns the rows are upserted by: those
+	// holding the key fields and the window's bounds.
+	PrimaryKey []string
+}
+
+// LayoutColumn is one column of a TableLayout.
+type LayoutColumn struct {
+	// Name is the column's name; From what it holds: a key field, an
+	// aggregate (a value column), window_start, window_end, window_time
+	// or the firing's firing, run, pane or watermark (default Name).
+	Name, From string
+	// Time is how a time is written: "" or ms (epoch milliseconds),
+	// timestamp, timestamp_ltz or date.
+	Time string
+	// Type is the column's SQL type, which a missing table is created
+	// with (default: one that holds what it holds).
+	Type string
+}
+
+// RunlessTable is a ResultsSink whose table may keep no run (a table of
+// its own layout without a run column): when Runless is true, MaxRun
+// cannot tell whether the table holds a run's rows, so a resume does not
+// check it (a removed table is not noticed).
+type RunlessTable interface {
+	Runless() bool
 }
 
 // ResultsSink is a job spec's sink of results opened through the

@@ -99,6 +99,106 @@ func TestPostgresResults(t *testing.T) {
 	check("a crashed and resumed run")
 }
 
+// TestPostgresDeclaredTable writes the orders job (early, on-time and
+// late firings) into a table made beforehand as for a Flink job's JDBC
+// sink (layout: declared): timestamps, a DECIMAL of scale 2, its own
+// primary key and no job column. It holds, per key and window, the newest
+// revision the jsonl file has; a second run and a crashed run resumed
+// from its checkpoint leave the same table, not a row more.
+func TestPostgresDeclaredTable(t *testing.T) {
+	url, conn := jobtest.PgURL(t)
+	table := jobtest.PgTable(t, conn, "weir_declared")
+	ctx := context.Background()
+	create := func() {
+		t.Helper()
+		if _, err := conn.Exec(ctx, `DROP TABLE IF EXISTS `+table); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := conn.Exec(ctx, `CREATE TABLE `+table+` (u varchar(32), window_start timestamp(3), window_end timestamp(3),
+			orders bigint, total numeric(38, 2), firing text, pane bigint, run bigint, note text, PRIMARY KEY (u, window_start, window_end))`); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pgJob := strings.Replace(fmt.Sprintf(jobtest.OrderJob, "postgres", "unused"), "path: unused", "url: '"+url+"', table: "+table+`, layout: declared,
+    columns: [{name: u, from: user_id}, {name: window_start, time: timestamp}, {name: window_end, time: timestamp}, {name: orders}, {name: total}, {name: firing}, {name: pane}, {name: run}]`, 1)
+	pgJob = strings.Replace(pgJob, "  - {name: users, fn: count_distinct, field: user_id}\n", "", 1)
+
+	refDir, _ := runSpec(t, fmt.Sprintf(jobtest.OrderJob, "jsonl", "out.jsonl"), nil, RunOptions{Deterministic: true})
+	b, err := os.ReadFile(filepath.Join(refDir, "out.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{}
+	for line := range strings.SplitSeq(strings.TrimSpace(string(b)), "\n") {
+		var r struct {
+			User   string          `json:"user_id"`
+			Start  int64           `json:"window_start"`
+			End    int64           `json:"window_end"`
+			Firing string          `json:"firing"`
+			Pane   int64           `json:"pane"`
+			Orders json.RawMessage `json:"orders"`
+			Total  json.RawMessage `json:"total"`
+		}
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatal(err)
+		}
+		k := fmt.Sprintf("%s@%s", r.User, time.UnixMilli(r.Start).UTC().Format("2006-01-02 15:04:05.000"))
+		if r.Firing == "retract" {
+			delete(want, k)
+			continue
+		}
+		var total float64
+		if err := json.Unmarshal(r.Total, &total); err != nil {
+			t.Fatal(err)
+		}
+		want[k] = fmt.Sprintf("%s %s %.2f %s %d", time.UnixMilli(r.End).UTC().Format("2006-01-02 15:04:05.000"), r.Orders, total, r.Firing, r.Pane)
+	}
+	check := func(what string) {
+		t.Helper()
+		rows, err := conn.Query(ctx, `SELECT u, to_char(window_start, 'YYYY-MM-DD HH24:MI:SS.MS'), to_char(window_end, 'YYYY-MM-DD HH24:MI:SS.MS'), orders, total::text, firing, pane FROM `+table)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]string{}
+		for rows.Next() {
+			var u, start, end, total, firing string
+			var orders, pane int64
+			if err := rows.Scan(&u, &start, &end, &orders, &total, &firing, &pane); err != nil {
+				t.Fatal(err)
+			}
+			got[u+"@"+start] = fmt.Sprintf("%s %d %s %s %d", end, orders, total, firing, pane)
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != len(want) {
+			t.Fatalf("%s: %d rows, want %d", what, len(got), len(want))
+		}
+		for k, v := range want {
+			if got[k] != v {
+				t.Fatalf("%s: row %s is %q, want %q", what, k, got[k], v)
+			}
+		}
+	}
+	create()
+	runSpec(t, pgJob, nil, RunOptions{Deterministic: true})
+	check("a run")
+	runSpec(t, pgJob, nil, RunOptions{Deterministic: true})
+	check("a second run")
+	create()
+	crashAndResume(t, pgJob, 5, nil)
+	check("a crashed and resumed run")
+	// Missing, the table is made with the declared columns.
+	if _, err := conn.Exec(ctx, `DROP TABLE `+table); err != nil {
+		t.Fatal(err)
+	}
+	runSpec(t, pgJob, nil, RunOptions{Deterministic: true})
+	var typ string
+	if err := conn.QueryRow(ctx, `SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = $1::regclass AND attname = 'window_start'`, table).Scan(&typ); err != nil || typ != "timestamp(3) without time zone" {
+		t.Fatalf("the table made for the declared columns has window_start %q (%v)", typ, err)
+	}
+}
+
 // crashAndResume runs job with a checkpoint before every read, crashing it
 // at the n-th sink commit, calls between (if not nil) with the epoch that
 // commit flushed the record tables as (outCounters.Epoch), then runs it

@@ -461,7 +461,7 @@ func (j *Job) openTableResults(b *branch, op *spec.SinkOp, open func(context.Con
 		vals[i] = c.Name
 	}
 	s, err := open(j.sinkCtx, connector.ResultsOpen{Settings: spec.SinkSettings(r), Output: op.Path, Path: RunOptions{Dir: j.runDir}.Path,
-		Job: j.plan.Name, Keys: plan.Key, Values: cols, Logger: j.env.Options().Logger.With("sink", op.Name), Stopping: j.stopping})
+		Job: j.plan.Name, Keys: plan.Key, Values: cols, Layout: tableLayout(r), Logger: j.env.Options().Logger.With("sink", op.Name), Stopping: j.stopping})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", op.Path, err)
 	}
@@ -476,6 +476,18 @@ func (j *Job) openTableResults(b *branch, op *spec.SinkOp, open func(context.Con
 	return &tableResults{s: s, j: j, keys: plan.Key, vals: vals, batch: batchRows(r), begin: begin}, nil
 }
 
+// tableLayout is the declared layout of results sink r (nil: weir's).
+func tableLayout(r *spec.Sink) *connector.TableLayout {
+	if r.Layout != spec.LayoutDeclared {
+		return nil
+	}
+	l := &connector.TableLayout{PrimaryKey: r.PrimaryKey}
+	for _, c := range r.Columns {
+		l.Columns = append(l.Columns, connector.LayoutColumn{Name: c.Name, From: c.From, Time: c.Time, Type: c.Type})
+	}
+	return l
+}
+
 // tableKept refuses to resume into table sink s of branch b when the
 // checkpoint restored says results were written to it and the table
 // holds no row of the run: the table (or its database file) was removed
@@ -486,6 +498,9 @@ func (j *Job) openTableResults(b *branch, op *spec.SinkOp, open func(context.Con
 func (j *Job) tableKept(b *branch, op *spec.SinkOp, s connector.ResultsSink) error {
 	if j.ck == nil || j.ck.restored == nil || j.task {
 		return nil
+	}
+	if rl, ok := s.(connector.RunlessTable); ok && rl.Runless() {
+		return nil // a table without a run column cannot tell
 	}
 	written := j.out.c.Results
 	if w := j.out.c.window(b.i); w != nil {

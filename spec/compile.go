@@ -459,6 +459,9 @@ func (c *compiler) compile() {
 	} else if s.Having != "" && !BoundsOnly(s.Having) && keepsForBackfill(s.Sinks.Late) {
 		c.warn("having", fmt.Sprintf("sinks.late (%s) keeps the too-late records, which weir backfill will not merge: a window the having dropped was never written, so its revision would be its late records alone, and a revision could pass the having its window failed", s.Sinks.Late.Type),
 			"keep the having out of the job and filter where the results are read, if the too-late records are to be merged back")
+	} else if r := s.Sinks.Primary(); r != nil && r.Layout == LayoutDeclared && keepsForBackfill(s.Sinks.Late) {
+		c.warn("sinks.results.layout", fmt.Sprintf("sinks.late (%s) keeps the too-late records for weir backfill, which does not revise a declared table (it keeps no run and pane to revise by)", s.Sinks.Late.Type),
+			"write the results in weir's layout (remove layout) if the too-late records are to be merged back; the ledger keeps them counted either way")
 	} else if r, l := s.Sinks.Primary(), s.Sinks.Late; s.Archive == nil && r != nil && c.reg.Revise(r.Type) == connector.ReviseLog && keepsForBackfill(l) && s.Window.Type != "session" {
 		c.warn("archive", fmt.Sprintf("sinks.late (%s) keeps the too-late records for weir backfill, which cannot merge them into %s results without an archive of the closed windows", l.Type, r.Type),
 			"add archive: {dir: archive} (or a sqlite or postgres results table, which keeps the windows in its rows)")
@@ -1386,6 +1389,7 @@ var ColumnSources = []string{ColWindowStart, ColWindowEnd, ColWindowTime, "firin
 // sink that writes JSON rows, each column named once and holding a key
 // field, a window bound, an aggregate or the firing's metadata.
 func (c *compiler) columns(path string, k *Sink, kind connector.Kind, role connector.SinkRole) {
+	c.layout(path, k, role)
 	if len(k.Columns) == 0 {
 		return
 	}
@@ -1403,6 +1407,75 @@ func (c *compiler) columns(path string, k *Sink, kind connector.Kind, role conne
 			c.p.WindowKind != Global && (c.p.WindowSpan < day || c.p.WindowSpan%day != 0 || c.p.WindowKind == Session) {
 			c.warn(fmt.Sprintf("%s.columns[%d].time", path, i), fmt.Sprintf("%s as a date names a day, which several of this job's %s windows share: their rows cannot be told apart (nor revised by weir backfill)", cmp.Or(col.From, col.Name), c.p.WindowKind),
 				"write it as a timestamp (time: timestamp) or epoch milliseconds")
+		}
+	}
+}
+
+// layout checks the layout of sink k at path (Sink.Layout): a declared
+// table is a postgres results table of columns without expressions,
+// whose primary key (by default the columns of the key fields and the
+// window's bounds) is those columns.
+func (c *compiler) layout(path string, k *Sink, role connector.SinkRole) {
+	switch k.Layout {
+	case "", "weir":
+		if len(k.PrimaryKey) > 0 {
+			c.add(path+".primary_key", "a primary key is a declared table's", "remove it, or add layout: declared")
+		}
+		if k.Type == "postgres" && len(k.Columns) > 0 {
+			c.add(path+".columns", "weir's layout has its own columns", "remove columns, or add layout: declared to write the table's own columns")
+		}
+		return
+	case LayoutDeclared:
+	default:
+		c.add(path+".layout", fmt.Sprintf("%q is not a layout", k.Layout), "use weir (the default) or declared")
+		return
+	}
+	if k.Type != "postgres" {
+		return // not a setting of its kind (settings says so)
+	}
+	if role != connector.RoleResults {
+		c.add(path+".layout", "a declared layout is a postgres results table's", "remove layout")
+		return
+	}
+	if len(k.Columns) == 0 {
+		c.add(path+".columns", "missing: a declared table has the columns given", "list the columns, each {name, from, time, type}")
+		return
+	}
+	holds := map[string]string{}
+	for i, col := range k.Columns {
+		if col.Expr != "" {
+			c.add(fmt.Sprintf("%s.columns[%d].expr", path, i), "a declared table's column holds a key field, a window bound, an aggregate or the firing's metadata", "select the aggregates themselves, or write the expression's rows to a JSON sink")
+			continue
+		}
+		holds[col.Name] = cmp.Or(col.From, col.Name)
+	}
+	need := append(slices.Clone(c.s.Key), ColWindowStart, ColWindowEnd)
+	if len(k.PrimaryKey) == 0 {
+		for _, col := range k.Columns {
+			if slices.Contains(need, cmp.Or(col.From, col.Name)) && col.Expr == "" {
+				k.PrimaryKey = append(k.PrimaryKey, col.Name)
+			}
+		}
+	}
+	var got []string
+	for i, name := range k.PrimaryKey {
+		from, ok := holds[name]
+		if from == ColWindowTime {
+			from = ColWindowEnd
+		}
+		switch {
+		case !ok:
+			c.add(fmt.Sprintf("%s.primary_key[%d]", path, i), fmt.Sprintf("%q is not a column", name), suggest.Or(name, slices.Sorted(maps.Keys(holds)), "name the columns of the key fields and the window's bounds"))
+		case !slices.Contains(need, from) || slices.Contains(got, from):
+			c.add(fmt.Sprintf("%s.primary_key[%d]", path, i), fmt.Sprintf("column %q holds %s", name, from), "the primary key is the columns of the key fields and of window_start and window_end, each once")
+		default:
+			got = append(got, from)
+		}
+	}
+	for _, n := range need {
+		if !slices.Contains(got, n) && len(got) == len(k.PrimaryKey) {
+			c.add(path+".primary_key", fmt.Sprintf("no column of %s in the primary key", n), "a declared table's rows are upserted by the columns of the key fields and the window's bounds: declare a column of each")
+			break
 		}
 	}
 }

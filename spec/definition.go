@@ -161,6 +161,8 @@ var stateFields = map[string]bool{
 	"sinks.*.connect_retry_for": false,
 	"sinks.*.batch_rows":        false,
 	"sinks.*.columns":           true,
+	"sinks.*.layout":            true,
+	"sinks.*.primary_key":       true,
 
 	"checkpoint": false,
 	"group":      false,

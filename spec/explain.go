@@ -218,6 +218,16 @@ func describe1(p *Plan, op Op, dead bool) string {
 		if c.Table != "" {
 			s += ", table " + c.Table
 		}
+		if c.Layout == LayoutDeclared {
+			cols := make([]string, len(c.Columns))
+			for i, col := range c.Columns {
+				cols[i] = col.Name
+				if col.Type != "" {
+					cols[i] += " " + col.Type
+				}
+			}
+			s += fmt.Sprintf(" of its declared columns (%s), upserted by (%s)", strings.Join(cols, ", "), strings.Join(c.PrimaryKey, ", "))
+		}
 		return s
 	}
 	return op.Kind()

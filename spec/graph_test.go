@@ -220,7 +220,7 @@ func TestSeveralResultsSinksChecked(t *testing.T) {
 // them is refused as a sink would be, and an empty list is refused.
 func TestResultsListShapes(t *testing.T) {
 	wantErrors(t, checkJob+"sinks: {results: stdout}\n", []string{
-		"sinks.results: want a mapping of fields, got \"stdout\"; known fields: batch_rows, brokers, columns, connect_retry_for, dir, marker_topic, path, retention, retry_for, sasl, subject, table, timeout, tls, topic, type, url"})
+		"sinks.results: want a mapping of fields, got \"stdout\"; known fields: batch_rows, brokers, columns, connect_retry_for, dir, layout, marker_topic, path, primary_key, retention, retry_for, sasl, subject, table, timeout, tls, topic, type, url"})
 	wantErrors(t, checkJob+"sinks: {results: []}\n", []string{
 		"sinks.results: an empty list; list one sink at least, or leave results out for stdout"})
 }

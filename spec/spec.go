@@ -616,6 +616,17 @@ type Sink struct {
 	// table declares them; empty: weir's own row (key fields, window,
 	// firing, run, pane, watermark, aggregates).
 	Columns []Column `yaml:"columns" json:",omitempty"`
+	// Layout, for a postgres results sink, is the table's layout: "" or
+	// weir (weir's own: the job column, the key fields, window_start,
+	// window_end, firing, run, pane, watermark and the aggregates, which
+	// weir backfill revises), or declared (LayoutDeclared): the table has
+	// the columns of Columns, of their Type, upserted by PrimaryKey, as
+	// Flink's JDBC sink writes a table made for a Flink job.
+	Layout string `yaml:"layout" json:",omitempty"`
+	// PrimaryKey names the columns a declared table's rows are upserted
+	// by: the columns of the key fields, window_start and window_end
+	// (the default).
+	PrimaryKey []string `yaml:"primary_key" json:",omitempty"`
 	// Extra are the settings of a registered kind's own that no field
 	// above holds (connector.Field names beside these), by name, as YAML
 	// gave them; ExtraAt the line and column each was given at.
@@ -679,7 +690,15 @@ type Column struct {
 	// as it writes a FLOAT (Float.toString). A value that is no number
 	// is written as it is.
 	Float string `yaml:"float" json:",omitempty"`
+	// Type, in a declared table (Sink.Layout), is the column's SQL type,
+	// which a missing table is created with: Postgres's words or Flink
+	// SQL's (DECIMAL(10, 2), TIMESTAMP(3), STRING); default one that
+	// holds what the column holds.
+	Type string `yaml:"type" json:",omitempty"`
 }
+
+// LayoutDeclared is the Sink.Layout of a table of its own columns.
+const LayoutDeclared = "declared"
 
 // Duration is a length of time in milliseconds. In a spec it is a string
 // such as "250ms", "10m" or "1h30m" (units ms, s, m, h, d), or an integer

@@ -26,6 +26,9 @@ func Kinds() []connector.Kind {
 			{Name: "retry_for", Doc: "how long the job waits for an unavailable server (default: until stopped)"},
 			{Name: "connect_retry_for", Doc: "how long the first connect is retried (default 2m)"},
 			{Name: "batch_rows", Doc: "rows per transaction (default 1000)"},
+			{Name: "layout", Doc: "results only: weir (the default: weir's own columns, which weir backfill revises) or declared (the table's own columns, as Flink's JDBC sink writes them)"},
+			{Name: "columns", Doc: "a declared table's columns, in order, each {name, from, time, type}: from a key field, window_start, window_end, window_time, an aggregate, or firing, run, pane, watermark; times as ms, timestamp, timestamp_ltz or date; type its SQL type for a missing table"},
+			{Name: "primary_key", Doc: "the columns a declared table's rows are upserted by (default the columns of the key fields, window_start and window_end)"},
 		}}}}
 }
 
@@ -80,7 +83,7 @@ func SpecOptions(s connector.Settings) Options {
 func openResults(ctx context.Context, o connector.ResultsOpen) (connector.ResultsSink, error) {
 	keys, values := ResultColumns(o.Keys, o.Values)
 	opts := SpecOptions(o.Settings)
-	opts.Logger, opts.Stopping, opts.Job = o.Logger, o.Stopping, o.Job
+	opts.Logger, opts.Stopping, opts.Job, opts.Declared = o.Logger, o.Stopping, o.Job, o.Layout
 	url, table := o.Settings.String("url"), o.Settings.String("table")
 	s, err := Open(ctx, url, table, keys, values, opts)
 	if err != nil {

@@ -189,6 +189,9 @@ type Options struct {
 	// Job is the job whose result rows a Sink writes (the job column);
 	// default "". A RecordSink takes its job from SetEpoch.
 	Job string
+	// Declared, if not nil, gives a results Sink the table's own layout
+	// (see Declared) instead of weir's.
+	Declared *Declared
 	// ReplaysExpected: the caller writes records again on purpose (a
 	// group member writes a restored checkpoint's outputs again), so a
 	// RecordSink does not warn of records it found stored (Skipped still
@@ -222,6 +225,8 @@ type Sink struct {
 	// and bit 2 once it got another value; mixed is set once warned.
 	kinds []uint8
 	mixed bool
+	// decl is the table's own layout (Options.Declared); nil: weir's.
+	decl *declared
 }
 
 // op is one buffered row.
@@ -274,8 +279,13 @@ func Open(ctx context.Context, connString, table string, keys, values []ColumnDe
 	if err != nil {
 		return nil, err
 	}
-	s.buildSQL()
-	if err := s.c.run(ctx, "open table "+s.c.qt, s.setup); err != nil {
+	setup := s.setup
+	if s.decl != nil {
+		setup = s.setupDeclared
+	} else {
+		s.buildSQL()
+	}
+	if err := s.c.run(ctx, "open table "+s.c.qt, setup); err != nil {
 		s.c.closeConn()
 		return nil, err
 	}
@@ -322,7 +332,7 @@ func newSink(ctx context.Context, connString, table string, keys, values []Colum
 			return nil, fmt.Errorf("pgio: column %q has the unknown type %v; use one of the Type constants", d.Name, d.Type)
 		}
 	}
-	return &Sink{
+	s := &Sink{
 		c:        c,
 		job:      o.Job,
 		keys:     slices.Clone(keys),
@@ -330,7 +340,13 @@ func newSink(ctx context.Context, connString, table string, keys, values []Colum
 		keyNames: keyNames,
 		valNames: valueNames,
 		kinds:    make([]uint8, len(keys)),
-	}, nil
+	}
+	if o.Declared != nil {
+		if s.decl, err = newDeclared(o.Declared, keys, values); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
 }
 
 // Names are the names of defs, in order.
@@ -444,7 +460,13 @@ func (s *Sink) compare(got [][2]string, gotPK []string) error {
 	if err := jsonbLayout(s.c.table, s.c.qt, want, got); err != nil {
 		return err
 	}
-	return compareSchema(s.c.qt, want, s.primaryKey(), got, gotPK)
+	err := compareSchema(s.c.qt, want, s.primaryKey(), got, gotPK)
+	if err != nil && !slices.ContainsFunc(got, func(c [2]string) bool { return c[0] == tablerow.JobColumn }) {
+		// A table of its own (made for a Flink job, say).
+		return schemaError{fmt.Errorf("%w; or, to write the table's own columns as Flink's JDBC sink does (upserted by its primary key; weir backfill does not revise such a table), "+
+			"set layout: declared with its columns (in SQL, 'weir.layout' = 'declared' in the table's WITH options)", err)}
+	}
+	return err
 }
 
 // jsonbLayout refuses a table of weir before typed columns: one with the
@@ -495,13 +517,34 @@ func (s *Sink) Reset(ctx context.Context) (int64, error) {
 	}
 	clear(s.cols)
 	s.ops, s.cols = s.ops[:0], s.cols[:0]
+	if s.decl != nil {
+		return 0, nil // a declared table does not tell the job's rows
+	}
 	return s.c.deleteJob(ctx, s.job)
 }
 
-// MaxRun is the highest run among the rows of the sink's job (0: none).
+// MaxRun is the highest run among the rows of the sink's job (0: none);
+// in a declared table, the highest in its run column (0: none, or no run
+// column: see Runless).
 func (s *Sink) MaxRun(ctx context.Context) (int64, error) {
+	if s.decl != nil {
+		if s.decl.runAt < 0 {
+			return 0, nil
+		}
+		var n int64
+		col := quoteIdent(s.decl.cols[s.decl.runAt].name)
+		err := s.c.do(ctx, "read the runs in "+s.c.qt, func(ctx context.Context, conn *pgx.Conn) error {
+			return conn.QueryRow(ctx, `SELECT coalesce(max(`+col+`), 0) FROM `+s.c.qt).Scan(&n)
+		})
+		return n, err
+	}
 	return s.c.maxRun(ctx, s.job)
 }
+
+// Runless reports whether the table keeps no run (a declared table
+// without a run column), so that MaxRun cannot tell whether it holds a
+// run's rows (connector.RunlessTable).
+func (s *Sink) Runless() bool { return s.decl != nil && s.decl.runAt < 0 }
 
 // Pending returns the number of rows written since the last successful
 // Flush.
@@ -658,6 +701,14 @@ func (s *Sink) send(ctx context.Context, conn *pgx.Conn) error {
 	b := &pgx.Batch{QueuedQueries: make([]*pgx.QueuedQuery, 0, len(s.ops)+1)}
 	b.BeginTx(pgx.TxOptions{})
 	for _, o := range s.ops {
+		if s.decl != nil {
+			stmt := s.upsert
+			if o.firing == "" {
+				stmt = s.del
+			}
+			b.Queue(stmt, s.declaredArgs(o)...)
+			continue
+		}
 		if o.firing == "" {
 			args := make([]any, 0, nk+5)
 			args = append(args, s.job)

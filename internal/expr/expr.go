@@ -151,7 +151,7 @@ func (p *Pred) Keep(got []*fastjson.Value) bool {
 // (n, 3) is n, (n, 0) n * 1000: times are epoch milliseconds here.
 var Functions = []string{"ABS", "CEIL", "CEILING", "CHAR_LENGTH", "COALESCE", "CONCAT", "DATE_FORMAT", "DAYOFMONTH", "DAYOFWEEK", "DAYOFYEAR", "FLOOR", "FROM_UNIXTIME", "GREATEST",
 	"HOUR", "IF", "LEAST", "LOWER", "LTRIM", "MINUTE", "MOD", "MONTH", "NULLIF", "POWER", "QUARTER", "REPLACE", "ROUND", "RTRIM", "SECOND", "SUBSTR", "SUBSTRING", "TIMESTAMPDIFF",
-	"TO_TIMESTAMP_LTZ", "TRIM", "UPPER", "WEEK", "YEAR"}
+	"TO_TIMESTAMP", "TO_TIMESTAMP_LTZ", "TRIM", "UPPER", "WEEK", "YEAR"}
 
 // stringFunctions are the Functions whose value is a string (or NULL)
 // whatever their arguments.
@@ -1672,6 +1672,9 @@ func (c compiler) call(x *sqlparse.Call) eval {
 		return c.moreCall(x, name, args)
 	}
 	want := map[string]int{"ABS": 1, "CHAR_LENGTH": 1, "LOWER": 1, "UPPER": 1, "MOD": 2, "NULLIF": 2, "IF": 3, "TO_TIMESTAMP_LTZ": 2}
+	if name == "TO_TIMESTAMP" && (len(args) == 0 || len(args) > 2) {
+		c.fail(x.Pos, name, "", "TO_TIMESTAMP takes a text and, optionally, its format")
+	}
 	if n, ok := want[name]; ok && len(args) != n || (name == "COALESCE" || name == "GREATEST" || name == "LEAST") && len(args) == 0 {
 		c.fail(x.Pos, name, "", "%s takes %d argument(s)", name, want[name])
 	}
@@ -1695,6 +1698,28 @@ func (c compiler) call(x *sqlparse.Call) eval {
 		}
 	case "MOD":
 		return func(g []*fastjson.Value) value { return arith("%", args[0](g), args[1](g)) }
+	case "TO_TIMESTAMP":
+		// TO_TIMESTAMP(text [, format]) of a text in the format
+		// 'yyyy-MM-dd HH:mm:ss' (fractions of a second read too), as the
+		// time attribute reads it: the time in epoch milliseconds of its
+		// wall time in UTC, NULL for a text of another form.
+		if len(x.Args) == 2 {
+			f, ok := x.Args[1].Value.(*sqlparse.Lit)
+			if !ok || f.Kind != "string" || f.Text != "yyyy-MM-dd HH:mm:ss" && f.Text != "yyyy-MM-dd HH:mm:ss.SSS" {
+				c.fail(x.Pos, name, "write TO_TIMESTAMP(text) of a text such as '2026-01-01 00:00:05'", "TO_TIMESTAMP's format may be 'yyyy-MM-dd HH:mm:ss' (with or without .SSS)")
+			}
+		}
+		return func(g []*fastjson.Value) value {
+			v := args[0](g)
+			if v.k != str {
+				return nullV
+			}
+			ms, ok := sqlMillis(v.s)
+			if !ok {
+				return nullV
+			}
+			return value{k: integer, i: ms}
+		}
 	case "TO_TIMESTAMP_LTZ":
 		p, ok := x.Args[1].Value.(*sqlparse.Lit)
 		if !ok || p.Text != "3" && p.Text != "0" {

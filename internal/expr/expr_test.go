@@ -400,7 +400,7 @@ func TestPlainReference(t *testing.T) {
 func TestReturnsString(t *testing.T) {
 	args := map[string]string{"CONCAT": "'a', 1", "SUBSTRING": "'abc', 2", "SUBSTR": "'abc', 2", "TRIM": "' a '", "LTRIM": "' a'", "RTRIM": "'a '",
 		"REPLACE": "'abc', 'b', 'x'", "LOWER": "'A'", "UPPER": "'a'", "DATE_FORMAT": "1, 'yyyy'", "FROM_UNIXTIME": "1",
-		"MOD": "5, 3", "NULLIF": "1, 2", "IF": "TRUE, 1, 2", "TO_TIMESTAMP_LTZ": "1, 3", "POWER": "2, 3", "ROUND": "1.5", "CHAR_LENGTH": "'ab'", "COALESCE": "1", "GREATEST": "1, 2", "LEAST": "1, 2", "TIMESTAMPDIFF": "'SECOND', 1, 2"}
+		"MOD": "5, 3", "NULLIF": "1, 2", "IF": "TRUE, 1, 2", "TO_TIMESTAMP_LTZ": "1, 3", "TO_TIMESTAMP": "'2026-01-01 00:00:01'", "POWER": "2, 3", "ROUND": "1.5", "CHAR_LENGTH": "'ab'", "COALESCE": "1", "GREATEST": "1, 2", "LEAST": "1, 2", "TIMESTAMPDIFF": "'SECOND', 1, 2"}
 	for _, f := range Functions {
 		src := f + "(" + cmp.Or(args[f], "1") + ")"
 		x, err := sqlparse.ParseExpr(src)

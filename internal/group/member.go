@@ -282,6 +282,9 @@ func Check(p *spec.Plan) error {
 		if op.Config == nil {
 			continue
 		}
+		if op.Config.Type == "postgres" && op.Config.Layout == spec.LayoutDeclared {
+			return fmt.Errorf("%s: layout: declared: group mode (--instance) writes a Postgres table through its outbox in weir's layout, whose run and pane columns tell an aborted attempt's rows; remove layout", op.Path)
+		}
 		if op.Config.Type == "postgres" {
 			continue // through the outbox (pgout.go)
 		}

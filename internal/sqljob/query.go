@@ -372,7 +372,10 @@ func (c *compiler) mapColumns(in *sqlparse.Insert, sel *sqlparse.Select, items [
 		return errAt(sel.Pos, "SELECT", "select one column per column of "+name+" ("+strings.Join(names, ", ")+"), in its order",
 			"the query has %d columns and table %s has %d", len(items), name, len(written))
 	}
-	jsonRows := !sqlTable(k)
+	// A declared table (weir.layout = declared) takes the table's own
+	// columns as a JSON sink's rows do, without expressions.
+	declared := k.Layout == spec.LayoutDeclared
+	jsonRows := !sqlTable(k) || declared
 	if !jsonRows {
 		// A SQL table keeps each aggregate under its column's name:
 		// aggregates first take names of their places, so that a query
@@ -413,6 +416,10 @@ func (c *compiler) mapColumns(in *sqlparse.Insert, sel *sqlparse.Select, items [
 			}
 		}
 		dst := col.Name.Name
+		if it.expr != "" && declared {
+			return errAt(it.pos, "", "select the aggregates themselves (a declared table's columns hold key fields, window bounds, aggregates or metadata), or write to a JSON table",
+				"table %s: a declared table's columns cannot hold an expression of the results", name)
+		}
 		if it.expr != "" {
 			if !jsonRows && it.expr == "NULL" && len(in.Columns) > 0 {
 				return errAt(col.Pos, dst, "list it: weir's tables are written whole, each row by its key and window", "table %s: INSERT INTO %s leaves out column %s", name, name, dst)
@@ -512,6 +519,22 @@ func (c *compiler) mapColumns(in *sqlparse.Insert, sel *sqlparse.Select, items [
 			return err
 		}
 	}
+	if declared {
+		for i, col := range cols {
+			if col.Expr != "" {
+				return errAt(t.Pos, col.Name, "select the column's field itself, or write to a JSON table", "table %s: column %s would be computed, which a declared table's columns are not", name, col.Name)
+			}
+			if tc := writtenColumn(t, col.Name); tc != nil && tc.Type != nil {
+				cols[i].Type = sqlparse.FormatType(tc.Type)
+			}
+		}
+		if t.PrimaryKey != nil {
+			k.PrimaryKey = nil
+			for _, id := range t.PrimaryKey.Columns {
+				k.PrimaryKey = append(k.PrimaryKey, id.Name)
+			}
+		}
+	}
 	if jsonRows {
 		k.Columns = cols
 		firing := slices.ContainsFunc(cols, func(c spec.Column) bool { return c.From == "firing" })
@@ -522,6 +545,16 @@ func (c *compiler) mapColumns(in *sqlparse.Insert, sel *sqlparse.Select, items [
 		if s.Window.Type == "session" && !firing && refires {
 			c.job.Warnings = append(c.job.Warnings, fmt.Sprintf("%s: table %s: sessions merge, and the row of a session absorbed into another is retracted; "+
 				"without a firing STRING METADATA column a retraction is a row whose aggregates are null", t.Pos, name))
+		}
+	}
+	return nil
+}
+
+// writtenColumn is table t's column named name (nil: none).
+func writtenColumn(t *sqlparse.CreateTable, name string) *sqlparse.Column {
+	for _, c := range t.Columns {
+		if c.Name.Name == name {
+			return c
 		}
 	}
 	return nil

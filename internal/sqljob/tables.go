@@ -394,7 +394,19 @@ func sinkOf(t *sqlparse.CreateTable, output string) (*spec.Sink, error) {
 			return nil, errAt(t.Pos, url, "write 'jdbc:sqlite:results.db' or 'jdbc:postgresql://host:5432/db'", "table %s: url '%s' is neither SQLite's nor Postgres's", name, url)
 		}
 		k.Table = o.take("table-name")
-		known = append(known, "url", "table-name", "username", "password")
+		if k.Type == "postgres" {
+			k.Table = postgresName(k.Table)
+		}
+		known = append(known, "url", "table-name", "username", "password", "weir.layout")
+		switch l := o.take("weir.layout"); {
+		case l == "" || l == "weir":
+		case l == spec.LayoutDeclared && k.Type == "postgres" && results:
+			k.Layout = l
+		case l == spec.LayoutDeclared:
+			return nil, errAt(t.Pos, l, "remove it", "table %s: 'weir.layout' = 'declared' is a Postgres results table's", name)
+		default:
+			return nil, errAt(t.Pos, l, "use 'weir' (weir's own columns, the default) or 'declared' (the table's columns, as Flink writes them)", "table %s: 'weir.layout' = '%s' is not a layout", name, l)
+		}
 	case conn == "kafka" || conn == "upsert-kafka":
 		// weir's Kafka results are keyed by key and window, exactly once
 		// with checkpoints: kafka and upsert-kafka alike.
@@ -599,6 +611,17 @@ func splitList(v string) []string {
 		}
 	}
 	return out
+}
+
+// postgresName is a jdbc table-name as Postgres reads the name Flink's
+// JDBC sink writes into its statements unquoted: folded to lower case
+// (trialA_stats is triala_stats); one in double quotes ('"Stats"') keeps
+// its case.
+func postgresName(name string) string {
+	if len(name) >= 2 && name[0] == '"' && name[len(name)-1] == '"' {
+		return strings.ReplaceAll(name[1:len(name)-1], `""`, `"`)
+	}
+	return strings.ToLower(name)
 }
 
 // postgresURL turns Flink's jdbc:postgresql://host:port/db URL, with its

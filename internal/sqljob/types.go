@@ -219,7 +219,7 @@ func typeOf(x sqlparse.Expr, field func(parts []sqlparse.Ident) numType) numType
 		switch name {
 		case "TO_TIMESTAMP_LTZ", instantFn:
 			return numType{kind: tTimeLTZ}
-		case wallFn:
+		case wallFn, "TO_TIMESTAMP":
 			return numType{kind: tTime}
 		case "FLOOR", "CEIL", "CEILING":
 			if len(ts) == 2 {

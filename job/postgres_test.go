@@ -544,3 +544,39 @@ func TestPostgresSecondRunRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestPostgresSecondRunRefusedLate: with results in a file, a second live
+// run of the job (another directory) is refused at the Postgres late and
+// dead-letter tables, whose rows of the first run its fresh start would
+// remove (an SRE trial lost a live run's late rows so).
+func TestPostgresSecondRunRefusedLate(t *testing.T) {
+	url, conn := jobtest.PgURL(t)
+	table := jobtest.PgTable(t, conn, "weir_twice_late")
+	job := strings.Replace(fmt.Sprintf(jobtest.OrderJob, "jsonl", "out.jsonl"), "late: {type: jsonl, path: late.jsonl}", "late: {type: postgres, url: '"+url+"', table: "+table+"}", 1)
+	bad := jobtest.PgTable(t, conn, "weir_twice_bad")
+	job = strings.Replace(job, "dead_letter: {type: jsonl, path: bad.jsonl}", "dead_letter: {type: postgres, url: '"+url+"', table: "+bad+"}", 1)
+	_, p := jobtest.Prepare(t, job, nil, "")
+	first, err := Open(p, RunOptions{Dir: t.TempDir(), Deterministic: true, Now: jobtest.TestNow})
+	if err != nil {
+		t.Fatal(err)
+	}
+	copyDir, p2 := jobtest.Prepare(t, job, nil, "")
+	if _, err := Open(p2, RunOptions{Dir: copyDir, Deterministic: true, Now: jobtest.TestNow}); !errors.Is(err, pgio.ErrRowsLocked) || !strings.Contains(err.Error(), "this run would remove them") {
+		t.Fatalf("a second run of the job on the late table: %v, want pgio.ErrRowsLocked", err)
+	}
+	sum, err := first.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	if err := conn.QueryRow(context.Background(), `SELECT (SELECT count(*) FROM `+table+`) + (SELECT count(*) FROM `+bad+`)`).Scan(&n); err != nil || n != sum.Get("late_side_output")+sum.Get("dead_letter") || n == 0 {
+		t.Fatalf("the table holds %d rows (%v); the run sent %d late records and %d dead letters", n, err, sum.Get("late_side_output"), sum.Get("dead_letter"))
+	}
+	second, err := Open(p2, RunOptions{Dir: copyDir, Deterministic: true, Now: jobtest.TestNow})
+	if err != nil {
+		t.Fatalf("after the first run ended: %v", err)
+	}
+	if _, err := second.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/weirstream/weir/connector"
 )
@@ -23,11 +26,20 @@ func openMessages(ctx context.Context, o connector.MessagesOpen) (connector.Sink
 	}
 	opts := SpecOptions(o.Settings)
 	opts.Logger, opts.Stopping = o.Logger, o.Stopping
-	db, err := OpenRecords(ctx, o.Settings.String("url"), o.Settings.String("table"), opts)
+	url, table := o.Settings.String("url"), o.Settings.String("table")
+	// The run's lock on the job's rows of this output (as a results
+	// table's, lockRows): a second live run of the job, in another
+	// directory or on another machine, would remove this one's rows at
+	// its fresh start; it is refused instead.
+	lock, err := lockRecords(ctx, url, table, o.Job, o.Name, opts.Timeout)
 	if err != nil {
 		return nil, err
 	}
-	s := &specRecords{RecordSink: db, log: o.Logger, job: o.Job, run: o.Run, batch: specBatchRows}
+	db, err := OpenRecords(ctx, url, table, opts)
+	if err != nil {
+		return nil, errors.Join(err, lock.Close(context.Background()))
+	}
+	s := &specRecords{RecordSink: db, lock: lock, log: o.Logger, job: o.Job, run: o.Run, batch: specBatchRows}
 	if n := o.Settings.Int("batch_rows"); n > 0 {
 		s.batch = n
 	}
@@ -58,6 +70,9 @@ func openMessages(ctx context.Context, o connector.MessagesOpen) (connector.Sink
 // as the epoch under way, so that memory and transactions stay bounded.
 type specRecords struct {
 	*RecordSink
+	// lock is the session holding the run's lock on the job's rows of
+	// this output (lockRecords), closed by Close.
+	lock  *pgx.Conn
 	log   *slog.Logger
 	job   string
 	run   func() int64
@@ -132,4 +147,31 @@ func (s *specRecords) Recover(ctx context.Context, _ int64, state []byte) error 
 // MaxRun is the newest run of the job's rows.
 func (s *specRecords) MaxRun(ctx context.Context) (int64, error) {
 	return s.RecordSink.MaxRun(ctx, s.job)
+}
+
+// Close closes the sink and the lock's session, which releases the lock.
+func (s *specRecords) Close() error {
+	err := s.RecordSink.Close()
+	if s.lock != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		err = errors.Join(err, s.lock.Close(ctx))
+		s.lock = nil
+	}
+	return err
+}
+
+// lockRecords takes the session advisory lock on job's rows of output
+// (late, dead_letter, ...) in table, as lockRows does for results: a
+// second live run of the job is refused at its start. Outputs of one
+// run sharing a table take locks of their own.
+func lockRecords(ctx context.Context, url, table, job, output string, timeout time.Duration) (*pgx.Conn, error) {
+	conn, ok, err := sessionLock(ctx, url, "weir-run-lock", timeout, `SELECT pg_try_advisory_lock(hashtext($1), hashtext($2))`, "weir "+output+" "+table, job)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("pgio: lock the rows of job %q in table %s: %w", job, table, err)
+	case !ok:
+		return nil, fmt.Errorf("table %s (%s): %w: another live run of job %q writes them (it holds the advisory lock on them, which pg_locks lists), and this run would remove them at its start; stop that run first (the lock of a run that died with its machine is released within about a minute), or give this one another job name", table, output, ErrRowsLocked, job)
+	}
+	return conn, nil
 }

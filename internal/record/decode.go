@@ -1,6 +1,7 @@
 package record
 
 import (
+	"bytes"
 	"fmt"
 	"math"
 	"slices"
@@ -577,6 +578,11 @@ func (d *Decoder) DecodeSlot(l fileio.Line, slot int) (Record, error) {
 			return Record{}, bad("json_malformed", "not valid JSON: %s", jsonError(err))
 		}
 	}
+	if !l.Valid {
+		if i := LoneSurrogate(l.Text); i >= 0 {
+			return Record{}, bad("utf8_invalid", "a lone UTF-16 surrogate escape (%s) at byte offset %d of the record: no Unicode character, so it has no text that keeps it apart from other strings", l.Text[i:i+6], i)
+		}
+	}
 	v, err := sc.p.ParseBytes(l.Text)
 	if err != nil {
 		return Record{}, bad("json_malformed", "not valid JSON: %s", jsonError(err))
@@ -730,6 +736,65 @@ func (d *Decoder) DecodeSlot(l fileio.Line, slot int) (Record, error) {
 		}
 	}
 	return r, nil
+}
+
+// LoneSurrogate returns the byte offset in JSON text b of the first \u
+// escape of a UTF-16 surrogate that is not half of a pair (\ud800 alone,
+// \udc00 before \ud800), or -1. JSON's grammar takes one, but it stands
+// for no Unicode character: the JSON parser keeps such an escape as its
+// six characters of text, which a string with a real backslash (\\ud800)
+// has too, so two different keys would be one.
+func LoneSurrogate(b []byte) int {
+	i := bytes.IndexByte(b, '\\')
+	if i < 0 {
+		return -1
+	}
+	for ; i+1 < len(b); i++ {
+		if b[i] != '\\' {
+			continue
+		}
+		if b[i+1] != 'u' {
+			i++ // an escaped character, a backslash too
+			continue
+		}
+		c, ok := hex4(b, i+2)
+		switch {
+		case !ok:
+			i++
+		case c >= 0xD800 && c <= 0xDBFF:
+			if lo, ok := hex4(b, i+8); i+7 < len(b) && b[i+6] == '\\' && b[i+7] == 'u' && ok && lo >= 0xDC00 && lo <= 0xDFFF {
+				i += 11
+				continue
+			}
+			return i
+		case c >= 0xDC00 && c <= 0xDFFF:
+			return i
+		default:
+			i += 5
+		}
+	}
+	return -1
+}
+
+// hex4 reads the four hex digits of b at i.
+func hex4(b []byte, i int) (rune, bool) {
+	if i+4 > len(b) {
+		return 0, false
+	}
+	var r rune
+	for _, c := range b[i : i+4] {
+		switch {
+		case '0' <= c && c <= '9':
+			r = r<<4 | rune(c-'0')
+		case 'a' <= c && c <= 'f':
+			r = r<<4 | rune(c-'a'+10)
+		case 'A' <= c && c <= 'F':
+			r = r<<4 | rune(c-'A'+10)
+		default:
+			return 0, false
+		}
+	}
+	return r, true
 }
 
 // maxJSONError bounds a json_malformed detail (the record itself is in

@@ -16,8 +16,11 @@
 // else needs the channels.
 //
 // Positions: a reader's position is the stream sequence of the last
-// message it emitted, encoded as "natsio1:<stream>:<seq>" ("natsio1:
-// <stream>:-" before the first message). A reader restored from a position
+// message it emitted, encoded as "natsio1:<stream>:<seq>@<created>" ("natsio1:
+// <stream>:-@<created>" before the first message), created being the
+// stream's creation time in Unix nanoseconds: a restore onto a stream
+// deleted and made again under its name is refused (ErrStreamChanged,
+// matching connector.ErrInputChanged). A reader restored from a position
 // resumes at the next stream sequence. Messages that the stream's own
 // retention removed in between are gone: the reader resumes at the first
 // one left and logs a warning (for an unfiltered source).

@@ -21,6 +21,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/connector/natsio"
 	"github.com/weirstream/weir/etime"
 	"github.com/weirstream/weir/internal/testenv"
@@ -315,10 +316,11 @@ func TestSourceCheckpointRestore(t *testing.T) {
 			if err := r1.Close(); err != nil {
 				t.Fatal(err)
 			}
-			if cut == 0 && string(pos) != "natsio1:LOG:-" {
+			pos0, _, _ := strings.Cut(string(pos), "@")
+			if cut == 0 && pos0 != "natsio1:LOG:-" {
 				t.Fatalf("position before any record: %q", pos)
 			}
-			if cut > 0 && string(pos) != fmt.Sprintf("natsio1:LOG:%d", len(out1.recs)) {
+			if cut > 0 && pos0 != fmt.Sprintf("natsio1:LOG:%d", len(out1.recs)) {
 				t.Fatalf("position %q after %d records", pos, len(out1.recs))
 			}
 			r2 := open(t, natsio.NewSource(opts), 0, 1)
@@ -399,6 +401,46 @@ func TestSourceRestoreRefused(t *testing.T) {
 	}
 	if err := idle.(weir.CheckpointedReader).RestorePosition([]byte("natsio1:A:3")); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestSourceRestoreRecreated: a position keeps the stream's creation
+// time; a restore onto the stream deleted and made again under its name
+// is refused as another input (connector.ErrInputChanged), naming
+// --fresh; a position of an older weir, without it, is taken.
+func TestSourceRestoreRecreated(t *testing.T) {
+	s := runServer(t, t.TempDir(), -1)
+	js := connect(t, s.ClientURL())
+	createStream(t, js, "R", "r")
+	publish(t, js, "r", 1, 0, 10)
+	src := natsio.NewSource(natsio.SourceOptions{URL: s.ClientURL(), Stream: "R", StopAtEnd: true})
+	r := open(t, src, 0, 1)
+	var out fakeOut
+	drain(t, r, &out, 0)
+	pos, err := r.(weir.CheckpointedReader).SnapshotPosition()
+	r.Close()
+	if err != nil || !strings.HasPrefix(string(pos), "natsio1:R:10@") {
+		t.Fatalf("position %q, %v: want the sequence and the stream's creation time", pos, err)
+	}
+	again := open(t, src, 0, 1)
+	if err := again.(weir.CheckpointedReader).RestorePosition(pos); err != nil {
+		t.Fatalf("the same stream: %v", err)
+	}
+	again.Close()
+	if err := js.DeleteStream(t.Context(), "R"); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * time.Millisecond) // another creation time
+	createStream(t, js, "R", "r")
+	publish(t, js, "r", 1, 0, 20)
+	fresh := open(t, src, 0, 1)
+	defer fresh.Close()
+	err = fresh.(weir.CheckpointedReader).RestorePosition(pos)
+	if !errors.Is(err, connector.ErrInputChanged) || !strings.Contains(err.Error(), "--fresh") {
+		t.Fatalf("a restore onto the stream made again: %v, want connector.ErrInputChanged", err)
+	}
+	if err := fresh.(weir.CheckpointedReader).RestorePosition([]byte("natsio1:R:10")); err != nil {
+		t.Fatalf("a position without the creation time: %v", err)
 	}
 }
 

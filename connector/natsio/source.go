@@ -1,6 +1,7 @@
 package natsio
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -235,6 +236,7 @@ func (s *source[T]) Open(ctx context.Context, ch, n int) (connector.Reader[T], e
 		r.log.Warn("natsio: the stream has interest retention: messages delivered to every consumer are removed, so a checkpoint may not be replayable; use limits retention")
 	}
 	r.end = info.State.LastSeq
+	r.created = info.Created.UnixNano()
 	return r, nil
 }
 
@@ -261,10 +263,14 @@ type reader[T any] struct {
 	last uint64
 	has  bool
 
-	end     uint64 // the stream's last sequence at Open (StopAtEnd)
-	started bool   // the consumer was created (RestorePosition no longer allowed)
-	done    bool   // StopAtEnd reached
-	checked bool   // the first message after the start was checked for a gap
+	end uint64 // the stream's last sequence at Open (StopAtEnd)
+	// created is the stream's creation time (Unix nanoseconds), which
+	// positions keep: a stream deleted and made again under its name is
+	// another input.
+	created int64
+	started bool // the consumer was created (RestorePosition no longer allowed)
+	done    bool // StopAtEnd reached
+	checked bool // the first message after the start was checked for a gap
 	closed  bool
 	// pending is the last message's count of stream messages after it not
 	// yet delivered to the consumer (Backlog).
@@ -529,7 +535,11 @@ func (r *reader[T]) Close() error {
 // SnapshotPosition implements connector.CheckpointedReader: the stream sequence
 // of the last emitted message.
 func (r *reader[T]) SnapshotPosition() ([]byte, error) {
-	return appendPosition(nil, r.o.Stream, r.last, r.has), nil
+	b := appendPosition(nil, r.o.Stream, r.last, r.has)
+	if r.created != 0 {
+		b = strconv.AppendInt(append(b, '@'), r.created, 10)
+	}
+	return b, nil
 }
 
 // RestorePosition implements connector.CheckpointedReader: the next Read
@@ -539,12 +549,36 @@ func (r *reader[T]) RestorePosition(pos []byte) error {
 	if r.started {
 		return errors.New("natsio: RestorePosition after the first Read")
 	}
+	pos, created := cutCreated(pos)
 	seq, has, err := parsePosition(pos, r.o.Stream)
 	if err != nil {
 		return err
 	}
+	if created != 0 && r.created != 0 && created != r.created {
+		return fmt.Errorf("%w: stream %q was made at %s, the checkpoint read one made at %s (deleted and made again under its name): its sequences are another stream's; start over with --fresh",
+			ErrStreamChanged, r.o.Stream, time.Unix(0, r.created).UTC().Format(time.RFC3339Nano), time.Unix(0, created).UTC().Format(time.RFC3339Nano))
+	}
 	r.last, r.has = seq, has
 	return nil
+}
+
+// ErrStreamChanged is returned by a restore onto a stream that is not
+// the one the checkpoint read: deleted and made again under its name.
+var ErrStreamChanged = connector.InputChanged("natsio: the stream changed since the checkpoint")
+
+// cutCreated splits a position into the stream and sequence part and the
+// stream's creation time after its @ (0: none, a position of an older
+// weir).
+func cutCreated(pos []byte) ([]byte, int64) {
+	i := bytes.LastIndexByte(pos, '@')
+	if i < 0 || bytes.IndexByte(pos[i:], ':') >= 0 {
+		return pos, 0
+	}
+	n, err := strconv.ParseInt(string(pos[i+1:]), 10, 64)
+	if err != nil {
+		return pos, 0
+	}
+	return pos[:i], n
 }
 
 func appendPosition(dst []byte, stream string, seq uint64, has bool) []byte {
@@ -677,6 +711,7 @@ func (r *idleReader[T]) SnapshotPosition() ([]byte, error) {
 // RestorePosition implements connector.CheckpointedReader: any position of the
 // stream is accepted (an idle channel has nothing to resume).
 func (r *idleReader[T]) RestorePosition(pos []byte) error {
+	pos, _ = cutCreated(pos)
 	_, _, err := parsePosition(pos, r.stream)
 	return err
 }

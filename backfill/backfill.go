@@ -250,7 +250,7 @@ func Backfill(p *spec.Plan, o BackfillOptions) (BackfillReport, error) {
 			return BackfillReport{}, refused("checkpoint.dir %s is not there (%v): a run of the job makes it when it starts; is it misspelt, or was it removed? (a job run with --checkpoint-dir: give that directory to --checkpoint-dir)", dir, cmp.Or(err, errors.New("a file")))
 		}
 	}
-	src, err := openLedgerSource(p, o)
+	src, err := openLedgerSource(p, o, false)
 	if errors.Is(err, connector.ErrNoLedger) {
 		return BackfillReport{}, refused("%v (backfill folds the too-late records the job's runs wrote: run it first)", err)
 	}

@@ -52,8 +52,10 @@ func (c *ledgerCut) of(name string) *connector.LedgerCut {
 }
 
 // openLedgerSource opens the job's ledger and, unless dry, takes the
-// single-writer lock of backfills over it.
-func openLedgerSource(p *spec.Plan, o BackfillOptions) (ledgerSource, error) {
+// single-writer lock of backfills over it. To inspect it (inspect), a
+// late_partial sink of a kind that cannot be read back is left out: the
+// ledger is what is read.
+func openLedgerSource(p *spec.Plan, o BackfillOptions, inspect bool) (ledgerSource, error) {
 	var srcs ledgerSource
 	reg := p.Kinds()
 	for _, k := range []struct {
@@ -64,6 +66,9 @@ func openLedgerSource(p *spec.Plan, o BackfillOptions) (ledgerSource, error) {
 			continue
 		}
 		kind, ok := reg.Lookup(k.sink.Type)
+		if (!ok || kind.Sink == nil || kind.Sink.OpenLedger == nil) && inspect && k.name == "late_partial" {
+			continue
+		}
 		if !ok || kind.Sink == nil || kind.Sink.OpenLedger == nil {
 			srcs.close()
 			kinds := strings.Join(connector.LedgerKinds(reg), ", ")
@@ -143,11 +148,11 @@ func (m ledgerSource) close() error {
 
 // ScanLedger calls fn for every entry of the job's late-data ledger (a
 // ledger directory, a Postgres table or Kafka topics; and late_partial's,
-// if it has its own) and returns the entries it could not read, each said
+// if it has its own and is a kind read back) and returns the entries it could not read, each said
 // where it is and why, and where it read (ledger directories by their
 // path from dir, the spec's directory).
 func ScanLedger(p *spec.Plan, dir string, fn func(ledger.Entry) error) (bad, where []string, err error) {
-	src, err := openLedgerSource(p, BackfillOptions{Dir: dir, DryRun: true})
+	src, err := openLedgerSource(p, BackfillOptions{Dir: dir, DryRun: true}, true)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -208,7 +208,7 @@ func testBackfillOracle(t *testing.T, yml, store string) {
 			t.Fatal(err)
 		}
 	case "pgledger":
-		l, err := openLedgerSource(p, BackfillOptions{Dir: dir})
+		l, err := openLedgerSource(p, BackfillOptions{Dir: dir}, false)
 		if err != nil {
 			t.Fatal(err)
 		}

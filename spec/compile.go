@@ -450,6 +450,10 @@ func (c *compiler) compile() {
 			c.add("alerts.late_ratio", fmt.Sprintf("%v is above late_ratio_critical %v", p.LateRatioWarn, p.LateRatioCrit), "make the warning level the lower one")
 		}
 	}
+	if lp := s.Sinks.LatePartial; lp != nil && keepsForBackfill(s.Sinks.Late) && !keepsForBackfill(lp) && s.Window.Type != "session" {
+		c.warn("sinks.late_partial", fmt.Sprintf("sinks.late (%s) keeps the too-late records for weir backfill, which will refuse while sinks.late_partial is %s: it cannot read those records back, and the windows they missed would stay short", s.Sinks.Late.Type, lp.Type),
+			"leave late_partial out (the ledger then holds those records too), or make it a "+s.Sinks.Late.Type+" sink")
+	}
 	if s.Window.Type == "session" && keepsForBackfill(s.Sinks.Late) {
 		c.warn("window", fmt.Sprintf("sinks.late (%s) keeps the too-late records, which weir backfill will not merge: a late record can merge sessions, whose published rows would have to be retracted, so weir does not revise session windows; the records stay counted in the ledger", s.Sinks.Late.Type),
 			"keep the ledger for the record of what was too late, and raise allowed_lateness if sessions must take such records in")

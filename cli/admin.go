@@ -39,7 +39,7 @@ func sinkCalls(cur func() *job.Job) func() []monitor.SinkCall {
 		calls := j.SinkCalls()
 		out := make([]monitor.SinkCall, len(calls))
 		for i, c := range calls {
-			out[i] = monitor.SinkCall{Sink: c.Sink, Call: c.Call, Since: c.Since}
+			out[i] = monitor.SinkCall{Sink: c.Sink, Call: c.Call, Since: c.Since, Err: c.Err}
 		}
 		return out
 	}

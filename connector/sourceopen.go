@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/weirstream/weir/clock"
@@ -81,6 +82,55 @@ type SourceOpen struct {
 	// (SourceKind.Splits) timestamps and watermarks each of them in its
 	// reader; nil for other kinds.
 	Splits *SplitOptions
+	// Reach, if not nil, is where a kind that reads from a server tells
+	// whether it reaches it, so that a runner reports an outage (a
+	// broker down) rather than a quiet input.
+	Reach *Reach
+}
+
+// Reach is whether a source reaches its server: Fail when a call it
+// makes to the server fails with an error it retries (the server
+// away), OK when one succeeds. The zero value reaches; a nil *Reach
+// takes the calls and keeps nothing. Safe for concurrent use.
+type Reach struct {
+	mu    sync.Mutex
+	since time.Time // zero: reaching
+	err   error
+}
+
+// Fail notes a failed call at now: the first failure since the last OK
+// starts the outage.
+func (r *Reach) Fail(now time.Time, err error) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.since.IsZero() {
+		r.since = now
+	}
+	r.err = err
+}
+
+// OK notes a call that succeeded: the outage, if any, is over.
+func (r *Reach) OK() {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.since, r.err = time.Time{}, nil
+}
+
+// Failing returns since when the source's calls have failed, and the
+// last failure (a zero time: it reaches its server).
+func (r *Reach) Failing() (since time.Time, err error) {
+	if r == nil {
+		return time.Time{}, nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.since, r.err
 }
 
 // SplitOptions are a job's watermarking of each split (a Kafka

@@ -71,6 +71,9 @@ type output struct {
 type SinkCall struct {
 	Sink, Call string
 	Since      time.Time
+	// Err, for a source that does not reach its server (Call "reach"),
+	// is its last failure.
+	Err string
 }
 
 // outCounters are the output's exact counts, part of each checkpoint.

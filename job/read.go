@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/weirstream/weir/clock"
+	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/internal/record"
 	"github.com/weirstream/weir/spec"
 )
@@ -27,6 +28,9 @@ type read struct {
 	// the dashboard name it), the source node's name for the others.
 	stage   string
 	srcName string
+	// reach is whether its source reaches its server (a Kafka broker),
+	// which SinkCalls reports while it does not.
+	reach connector.Reach
 	// splits: the source's kind reads several splits per channel and
 	// watermarks each (connector.SourceKind.Splits); a record's entry id
 	// is split:position.

@@ -102,6 +102,17 @@ func (j *Job) SinkCalls() []SinkCall {
 			out[i] = cur
 		}
 	}
+	// A source that does not reach its server (a Kafka broker down)
+	// waits as a sink does: a call "reach" since its first failure.
+	for _, r := range j.reads {
+		if since, err := r.reach.Failing(); !since.IsZero() {
+			c := SinkCall{Sink: r.stage, Call: "reach", Since: since}
+			if err != nil {
+				c.Err = err.Error()
+			}
+			out = append(out, c)
+		}
+	}
 	return out
 }
 

@@ -162,6 +162,12 @@ type SourceOptions[T any] struct {
 	MaxPollRecords int
 	// Logger receives partition status changes; nil logs nothing.
 	Logger *slog.Logger
+	// Reach, if not nil, is told whether the reader reaches the brokers:
+	// while no record comes, the reader asks them for the end offsets
+	// every ProbeEvery (and at each idleness check), a failure there
+	// being the sign of an outage that fetches do not give (the client
+	// retries them quietly).
+	Reach *connector.Reach
 	// Partitions, when set, are the partitions the source reads (one
 	// channel), instead of every partition split among the channels.
 	Partitions []int32
@@ -405,11 +411,16 @@ type reader[T any] struct {
 	// idleWarned: when the last failed idleness check was warned about
 	// (once per 10 s: Kafka down fails every check).
 	idleWarned time.Time
-	parts      []*partition[T]
-	byID       map[int32]*partition[T]
-	combined   *watermark.Combined
-	out        connector.Output[T] // the current Read's output
-	channels   int                 // the source's channel count
+	// lastRecord and lastProbe: when the last record came and the
+	// brokers were last asked (probe), on the wall clock.
+	lastRecord time.Time
+	lastProbe  time.Time
+
+	parts    []*partition[T]
+	byID     map[int32]*partition[T]
+	combined *watermark.Combined
+	out      connector.Output[T] // the current Read's output
+	channels int                 // the source's channel count
 	// topicID and topicParts identify the topic read (checkpoints keep
 	// them): its id (zero when the broker reports none) and partition
 	// count at Open.
@@ -525,8 +536,11 @@ func (r *reader[T]) afterRead(ctx context.Context, now time.Time, n int, err err
 		return connector.Done, nil
 	}
 	if n > 0 {
+		r.lastRecord = time.Now()
+		r.o.Reach.OK()
 		return connector.Emitted, nil
 	}
+	r.probe(ctx)
 	return connector.Waiting, nil
 }
 
@@ -930,6 +944,43 @@ func (r *reader[T]) Inputs() []connector.InputStatus {
 	return nil
 }
 
+// ProbeEvery is how often a reader without records asks the brokers
+// whether they answer (SourceOptions.Reach).
+var ProbeEvery = 5 * time.Second
+
+// probe asks the brokers for the end offsets when no record came for
+// ProbeEvery and they were not asked for as long, and tells Reach
+// whether they answered.
+func (r *reader[T]) probe(ctx context.Context) {
+	if r.o.Reach == nil || r.adm == nil {
+		return
+	}
+	now := time.Now()
+	if now.Sub(r.lastRecord) < ProbeEvery || now.Sub(r.lastProbe) < ProbeEvery {
+		return
+	}
+	r.lastProbe = now
+	pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	r.reached(ctx, now, r.lsoErr(pctx))
+}
+
+// reached tells Reach how a call to the brokers at now ended (a call
+// cut short by the job's end tells nothing).
+func (r *reader[T]) reached(ctx context.Context, now time.Time, err error) {
+	switch {
+	case err == nil:
+		r.o.Reach.OK()
+	case ctx.Err() == nil:
+		r.o.Reach.Fail(now, err)
+	}
+}
+
+func (r *reader[T]) lsoErr(ctx context.Context) error {
+	_, err := r.lso(ctx)
+	return err
+}
+
 // checkIdle marks idle the partitions that had no record for the idle
 // timeout (pauses excluded) and are caught up to the last stable offset.
 func (r *reader[T]) checkIdle(ctx context.Context, now time.Time) error {
@@ -948,6 +999,7 @@ func (r *reader[T]) checkIdle(ctx context.Context, now time.Time) error {
 	lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	ends, err := r.lso(lctx)
+	r.reached(ctx, time.Now(), err)
 	if err != nil {
 		// Not knowing the backlog, keep the partitions active: a wrong
 		// "idle" turns a backlog into late data, a wrong "active" only

@@ -19,6 +19,7 @@ import (
 
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/clock"
+	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/etime"
 	"github.com/weirstream/weir/watermark"
 	"github.com/weirstream/weir/window"
@@ -668,5 +669,47 @@ func TestEmitAllocatesNothing(t *testing.T) {
 		kr.Offset++
 	}); a > 0 {
 		t.Fatalf("%v allocations per record", a)
+	}
+}
+
+// TestReachBrokerDown: a reader tells its Reach that the brokers answer
+// while they do, and that they do not once they are gone (an outage the
+// client's quiet retries of fetches hide), with the failure.
+func TestReachBrokerDown(t *testing.T) {
+	defer func(p time.Duration) { ProbeEvery = p }(ProbeEvery)
+	ProbeEvery = 50 * time.Millisecond
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "in"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	brokers := c.ListenAddrs()
+	produce(t, brokers, "in", rec(0, "a", 1000), rec(0, "a", 1010))
+	var reach connector.Reach
+	h := newHarness(t, brokers, "in", func(o *SourceOptions[event]) {
+		o.Reach = &reach
+		o.ClientOptions = append(o.ClientOptions, kgo.RetryTimeout(200*time.Millisecond), kgo.RequestTimeoutOverhead(200*time.Millisecond))
+	})
+	h.readUntil(10*time.Millisecond, "the records", func() bool { return len(h.o.recs) == 2 })
+	time.Sleep(2 * ProbeEvery)
+	h.readUntil(10*time.Millisecond, "a probe", func() bool { return !h.r.lastProbe.IsZero() })
+	if since, err := reach.Failing(); !since.IsZero() {
+		t.Fatalf("the broker is up, yet Reach says failing since %v: %v", since, err)
+	}
+	c.Close()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if since, err := reach.Failing(); !since.IsZero() {
+			if err == nil {
+				t.Fatal("failing without the failure")
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the broker is gone, and Reach never said so")
+		}
+		if _, err := h.r.Read(context.Background(), h.o); err != nil {
+			t.Fatalf("a Read failed (%v): the reader waits for the brokers, and Reach tells", err)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

@@ -46,6 +46,10 @@ func d27Stuck(c *kase) []Finding {
 			f.Where = "sink " + st.Name
 			f.Title = fmt.Sprintf("sink %s has been in a %s call for %s: its server does not answer", st.Name, st.Phase, secs(st.ForS))
 			f.Fix = "check that sink's server (reachable, not locked: for Postgres, pg_stat_activity; for Kafka, the brokers); the call's timeout ends it, and the checkpoints make the output exact when it answers"
+		case "source":
+			f.Where = st.Name
+			f.Title = fmt.Sprintf("%s has not reached its server for %s: no record comes, and the watermark and the results wait", st.Name, secs(st.ForS))
+			f.Fix = "bring the server back, or check the source's address (for Kafka, the brokers: running, reachable, the port); the source reads on from its position when it answers"
 		default:
 			f.Where = st.What
 			f.Title = fmt.Sprintf("%s %s has been in progress for %s", st.What, st.Name, secs(st.ForS))

@@ -256,3 +256,19 @@ sinks: {results: {type: jsonl, path: out.jsonl}}
 		}
 	}
 }
+
+// TestFindStuckSource: a source that has not reached its server for the
+// threshold (a "reach" call) is stuck as a source, with its failure; a
+// sink call as a sink; shorter ones are not.
+func TestFindStuckSource(t *testing.T) {
+	now := time.Unix(1_000_000, 0)
+	st := monitor.FindStuck(weir.CheckpointStats{}, []monitor.SinkCall{
+		{Sink: "source", Call: "reach", Since: now.Add(-15 * time.Second), Err: "dial tcp 127.0.0.1:9092: connect: connection refused"},
+		{Sink: "results", Call: "write", Since: now.Add(-12 * time.Second)},
+		{Sink: "late", Call: "write", Since: now.Add(-time.Second)},
+	}, now, 10*time.Second)
+	if len(st) != 2 || st[0].What != "source" || st[0].Name != "source" || !strings.Contains(st[0].Why, "has not reached its server for 15s") ||
+		!strings.Contains(st[0].Why, "connection refused") || st[1].What != "sink" || st[1].Name != "results" {
+		t.Fatalf("stuck %+v", st)
+	}
+}

@@ -77,6 +77,9 @@ type Snapshot struct {
 type SinkCall struct {
 	Sink, Call string
 	Since      time.Time
+	// Err, for a source that does not reach its server (Call "reach"),
+	// is its last failure.
+	Err string
 }
 
 // SinkCallOut is a sink in a snapshot: its call in progress (call empty,
@@ -343,6 +346,11 @@ func FindStuck(cs weir.CheckpointStats, sinks []SinkCall, now time.Time, after t
 			continue
 		}
 		age := now.Sub(c.Since).Seconds()
+		if c.Call == "reach" {
+			out = append(out, Stuck{What: "source", Name: c.Sink, Phase: c.Call, Since: c.Since.UnixMilli(), ForS: age,
+				Why: fmt.Sprintf("%s has not reached its server for %.0fs (since %s): %s; no record comes meanwhile, and the watermark waits", c.Sink, age, c.Since.UTC().Format(time.RFC3339), c.Err)})
+			continue
+		}
 		out = append(out, Stuck{What: "sink", Name: c.Sink, Phase: c.Call, Since: c.Since.UnixMilli(), ForS: age,
 			Why: fmt.Sprintf("sink %s has been in a %s call for %.0fs (since %s)", c.Sink, c.Call, age, c.Since.UTC().Format(time.RFC3339))})
 	}

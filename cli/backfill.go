@@ -10,10 +10,12 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/weirstream/weir/backfill"
 	"github.com/weirstream/weir/internal/group"
+	"github.com/weirstream/weir/internal/sqljob"
 	"github.com/weirstream/weir/job"
 	"github.com/weirstream/weir/ledger"
 	"github.com/weirstream/weir/spec"
@@ -138,7 +140,11 @@ func backfillCmd(ctx context.Context, args []string, o IO) int {
 		return ExitFailed
 	}
 	if err != nil {
-		fmt.Fprintln(o.Stderr, "weir backfill:", err)
+		msg := err.Error()
+		if strings.HasSuffix(path, ".sql") {
+			msg = sqljob.InSQLTerms(msg) // set archive: ... is a SET in SQL
+		}
+		fmt.Fprintln(o.Stderr, "weir backfill:", msg)
 		if _, ok := errors.AsType[*backfill.RefusedError](err); ok {
 			return ExitUsage // the spec, or a flag, cannot be backfilled: nothing was read
 		}

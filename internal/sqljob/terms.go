@@ -40,8 +40,14 @@ var sqlTerms = []struct{ path, sql string }{
 	{"name", "SET 'pipeline.name'"},
 }
 
+// InSQLTerms is a message about a job spec (a refusal of weir backfill,
+// say) with the spec's spellings of its fixes as a SQL job's.
+func InSQLTerms(msg string) string { return fixTerms.Replace(msg) }
+
 // fixTerms rewrite the job spec's spellings in a fix as SQL's.
 var fixTerms = strings.NewReplacer(
+	"sinks.results.layout: declared", "'weir.layout' = 'declared'",
+	"write the results in weir's layout (remove layout)", "write the results in weir's layout (remove 'weir.layout')",
 	"add archive: {dir: archive}", "SET 'weir.archive.dir' = 'archive'",
 	"set archive: {dir: archive}", "SET 'weir.archive.dir' = 'archive'",
 	"set allowed_lateness (such as 2m)", "SET 'table.exec.emit.allow-lateness' (such as '2 min')",

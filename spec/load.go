@@ -481,18 +481,20 @@ func ParseByteSize(s string) (ByteSize, error) {
 	return ByteSize(v), nil
 }
 
-// unitMillis is the length of a duration unit in milliseconds.
+// unitMillis is the length of a duration unit in milliseconds: ms, s,
+// m, h, d, or a word of Flink's configuration (sec, min, minutes, hour,
+// days, ...), as a SQL job's SET takes them.
 func unitMillis(unit string) (uint64, bool) {
 	switch unit {
-	case "ms":
+	case "ms", "milli", "millis", "millisecond", "milliseconds":
 		return 1, true
-	case "s":
+	case "s", "sec", "secs", "second", "seconds":
 		return 1000, true
-	case "m":
+	case "m", "min", "mins", "minute", "minutes":
 		return 60_000, true
-	case "h":
+	case "h", "hour", "hours":
 		return 3_600_000, true
-	case "d":
+	case "d", "day", "days":
 		return 86_400_000, true
 	}
 	return 0, false
@@ -500,7 +502,8 @@ func unitMillis(unit string) (uint64, bool) {
 
 // ParseDuration parses a duration string: an optional "-" and then one or
 // more number+unit pairs such as "1h30m" or "1.5s", with units ms, s, m, h
-// and d (24h). Numbers may have a fraction. The total saturates at the
+// and d (24h), or Flink's words for them, after a space or not ("5 min",
+// "30 seconds"). Numbers may have a fraction. The total saturates at the
 // int64 range instead of overflowing. A total with a sub-millisecond part,
 // and the units ns, us and µs, are errors: durations have millisecond
 // precision. ParseDuration(d.String()) == d for every Duration d.
@@ -534,7 +537,10 @@ func ParseDuration(s string) (Duration, error) {
 		if i < 0 {
 			i = len(rest)
 		}
-		unit := rest[:i]
+		unit := strings.TrimLeft(rest[:i], " ") // "5 min", as Flink writes it, too
+		if i < len(rest) {
+			unit = strings.TrimRight(unit, " ") // "1 hour 30 min"
+		}
 		rest = rest[i:]
 		ms, ok := unitMillis(unit)
 		switch {

@@ -892,6 +892,9 @@ func (m *Member) session(ctx context.Context) error {
 				continue
 			}
 			if done {
+				m.mu.Lock()
+				m.ev.finishing = true
+				m.mu.Unlock()
 				m.o.Info("every task of the group read its input to the end and committed")
 				sum, err := m.finishGroup(ctx)
 				if err != nil {

@@ -36,6 +36,9 @@ type events struct {
 	lastCommit time.Time
 	connErr    error
 	connErrAt  time.Time
+	// finishing: every task of the group read its input to the end
+	// (stop_at_end) and the member is finishing, committing no more.
+	finishing bool
 }
 
 // metrics are a member's Prometheus series (nil fields: not registered).
@@ -349,8 +352,9 @@ const defaultStallAfter = 10 * time.Second
 // Options.StallAfter, or for two commit intervals when those are longer
 // (a transaction, at least its presence record, is due every commit
 // interval and 2s at most), with the last failed broker connection when there is
-// one; nil while it commits, and while a restore is under way (which
-// holds the commits back, and is progress). Any goroutine may call it.
+// one; nil while it commits, while a restore is under way (which
+// holds the commits back, and is progress), and once the group read its
+// input to the end (it commits no more then). Any goroutine may call it.
 func (m *Member) Health() []string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -358,6 +362,9 @@ func (m *Member) Health() []string {
 		if r.InProgress {
 			return nil
 		}
+	}
+	if m.ev.finishing {
+		return nil // done committing: the group read its input to the end
 	}
 	// A commit is due every commit interval, and its presence record
 	// every presenceEvery at least: a member stalls once it missed two.

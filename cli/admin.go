@@ -21,6 +21,9 @@ func sinkCallAges(j *job.Job, ch chan<- prometheus.Metric) {
 	}
 	now := time.Now()
 	for _, c := range j.SinkCalls() {
+		if c.Call == monitor.ReachCall {
+			continue // a source's outage, not a sink's call
+		}
 		age := 0.0
 		if !c.Since.IsZero() {
 			age = max(now.Sub(c.Since).Seconds(), 0)

@@ -88,49 +88,67 @@ type SourceOpen struct {
 	Reach *Reach
 }
 
-// Reach is whether a source reaches its server: Fail when a call it
-// makes to the server fails with an error it retries (the server
-// away), OK when one succeeds. The zero value reaches; a nil *Reach
+// Reach is whether a source reaches its server, per reader (a channel
+// of the source, by its number): Fail when a call the reader makes to
+// the server fails with an error it retries (the server away), OK when
+// one succeeds. A reader whose calls succeed says nothing of another's
+// (one broker of several down). The zero value reaches; a nil *Reach
 // takes the calls and keeps nothing. Safe for concurrent use.
 type Reach struct {
-	mu    sync.Mutex
-	since time.Time // zero: reaching
+	mu      sync.Mutex
+	failing map[int]reachFailure // by reader; none: every reader reaches
+}
+
+type reachFailure struct {
+	since time.Time
 	err   error
 }
 
-// Fail notes a failed call at now: the first failure since the last OK
-// starts the outage.
-func (r *Reach) Fail(now time.Time, err error) {
+// Fail notes a failed call of reader ch at now: its first failure since
+// its last OK starts its outage.
+func (r *Reach) Fail(ch int, now time.Time, err error) {
 	if r == nil {
 		return
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.since.IsZero() {
-		r.since = now
+	if r.failing == nil {
+		r.failing = map[int]reachFailure{}
 	}
-	r.err = err
+	f, ok := r.failing[ch]
+	if !ok {
+		f.since = now
+	}
+	f.err = err
+	r.failing[ch] = f
 }
 
-// OK notes a call that succeeded: the outage, if any, is over.
-func (r *Reach) OK() {
+// OK notes a call of reader ch that succeeded: its outage, if any, is
+// over.
+func (r *Reach) OK(ch int) {
 	if r == nil {
 		return
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.since, r.err = time.Time{}, nil
+	delete(r.failing, ch)
 }
 
-// Failing returns since when the source's calls have failed, and the
-// last failure (a zero time: it reaches its server).
+// Failing returns since when a reader of the source has failed to reach
+// its server (the longest outage of those under way) and its last
+// failure (a zero time: every reader reaches its server).
 func (r *Reach) Failing() (since time.Time, err error) {
 	if r == nil {
 		return time.Time{}, nil
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.since, r.err
+	for _, f := range r.failing {
+		if since.IsZero() || f.since.Before(since) {
+			since, err = f.since, f.err
+		}
+	}
+	return since, err
 }
 
 // SplitOptions are a job's watermarking of each split (a Kafka

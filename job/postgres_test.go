@@ -185,6 +185,17 @@ func TestPostgresDeclaredTable(t *testing.T) {
 	check("a run")
 	runSpec(t, pgJob, nil, RunOptions{Deterministic: true})
 	check("a second run")
+	// A run whose clock is behind the last one's still takes every row:
+	// its run goes above the newest the table holds.
+	var before, after int64
+	if err := conn.QueryRow(ctx, `SELECT max(run) FROM `+table).Scan(&before); err != nil {
+		t.Fatal(err)
+	}
+	runSpec(t, pgJob, nil, RunOptions{Deterministic: true, Now: jobtest.TestNow.Add(-24 * time.Hour)})
+	if err := conn.QueryRow(ctx, `SELECT min(run) FROM `+table).Scan(&after); err != nil || after <= before {
+		t.Fatalf("after a run with an earlier clock the oldest row's run is %d (%v), the last run's was %d: its rows were refused", after, err, before)
+	}
+	check("a run with an earlier clock")
 	create()
 	crashAndResume(t, pgJob, 5, nil)
 	check("a crashed and resumed run")

@@ -106,7 +106,7 @@ func (j *Job) SinkCalls() []SinkCall {
 	// waits as a sink does: a call "reach" since its first failure.
 	for _, r := range j.reads {
 		if since, err := r.reach.Failing(); !since.IsZero() {
-			c := SinkCall{Sink: r.stage, Call: "reach", Since: since}
+			c := SinkCall{Sink: r.stage, Call: "reach", Since: since} // monitor.ReachCall
 			if err != nil {
 				c.Err = err.Error()
 			}
@@ -475,6 +475,17 @@ func (j *Job) openTableResults(b *branch, op *spec.SinkOp, open func(context.Con
 		Job: j.plan.Name, Keys: plan.Key, Values: cols, Layout: tableLayout(r), Logger: j.env.Options().Logger.With("sink", op.Name), Stopping: j.stopping})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", op.Path, err)
+	}
+	if r.Layout == spec.LayoutDeclared && j.startsFresh(op.Name) {
+		// A fresh start cannot remove the job's rows of a declared table
+		// (it does not tell them): the run goes above the newest its run
+		// column holds, so that the pane guard takes its rows (a clock
+		// behind the last run's would have them refused without a word).
+		last, err := s.MaxRun(j.sinkCtx)
+		if err != nil {
+			return nil, errors.Join(fmt.Errorf("%s: %w", op.Path, err), s.Close())
+		}
+		j.noteRun(last)
 	}
 	begin, err := j.startTable(op.Name, op.Path, cmp.Or(r.Table, "results"), func() (int64, error) { return s.MaxRun(j.sinkCtx) }, func() (int64, error) { return s.Reset(j.sinkCtx) })
 	if err == nil && begin == nil && !j.startsFresh(op.Name) {

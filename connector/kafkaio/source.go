@@ -277,7 +277,7 @@ func (s *source[T]) Open(ctx context.Context, ch, n int) (connector.Reader[T], e
 		adm.Close()
 		return nil, err
 	}
-	r := &reader[T]{o: &s.o, adm: adm, byID: map[int32]*partition[T]{}, channels: n, topicID: id, topicParts: len(parts)}
+	r := &reader[T]{o: &s.o, adm: adm, byID: map[int32]*partition[T]{}, channel: ch, channels: n, topicID: id, topicParts: len(parts)}
 	for _, p := range parts {
 		mine := int(p)%n == ch
 		if s.o.Partitions != nil {
@@ -420,6 +420,7 @@ type reader[T any] struct {
 	byID     map[int32]*partition[T]
 	combined *watermark.Combined
 	out      connector.Output[T] // the current Read's output
+	channel  int                 // the reader's channel (its Reach key)
 	channels int                 // the source's channel count
 	// topicID and topicParts identify the topic read (checkpoints keep
 	// them): its id (zero when the broker reports none) and partition
@@ -537,7 +538,7 @@ func (r *reader[T]) afterRead(ctx context.Context, now time.Time, n int, err err
 	}
 	if n > 0 {
 		r.lastRecord = time.Now()
-		r.o.Reach.OK()
+		r.o.Reach.OK(r.channel)
 		return connector.Emitted, nil
 	}
 	r.probe(ctx)
@@ -970,9 +971,9 @@ func (r *reader[T]) probe(ctx context.Context) {
 func (r *reader[T]) reached(ctx context.Context, now time.Time, err error) {
 	switch {
 	case err == nil:
-		r.o.Reach.OK()
+		r.o.Reach.OK(r.channel)
 	case ctx.Err() == nil:
-		r.o.Reach.Fail(now, err)
+		r.o.Reach.Fail(r.channel, now, err)
 	}
 }
 

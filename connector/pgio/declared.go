@@ -156,6 +156,9 @@ func createType(sqlType string, c dcol, keys, vals []ColumnDef) string {
 	}
 	switch c.src {
 	case srcKey:
+		if c.time != "" && c.time != "ms" {
+			return timeType(c.time)
+		}
 		return keys[c.at].Type.String()
 	case srcValue:
 		if c.time != "" && c.time != "ms" {
@@ -275,7 +278,10 @@ func (s *Sink) setupDeclared(ctx context.Context, conn *pgx.Conn) error {
 			diffs = append(diffs, fmt.Sprintf("column %s (%s) is missing", quoteIdent(c.name), c.typ))
 			continue
 		}
-		c.cast = t
+		c.cast = baseType(t)
+		if err := timeFits(*c, t); err != "" {
+			diffs = append(diffs, err)
+		}
 	}
 	if len(gotPK) != len(pk) || slices.ContainsFunc(pk, func(n string) bool { return !slices.Contains(gotPK, n) }) {
 		diffs = append(diffs, fmt.Sprintf("the primary key is (%s), expected (%s): the key columns and the window's bounds, which the rows are upserted by", joinIdents(gotPK), joinIdents(pk)))
@@ -291,6 +297,38 @@ func (s *Sink) setupDeclared(ctx context.Context, conn *pgx.Conn) error {
 	}
 	s.buildDeclaredSQL()
 	return nil
+}
+
+var typmod = regexp.MustCompile(`\(\d+(,\d+)?\)`)
+
+// baseType is a column's type as format_type prints it without its
+// length, precision or scale (character varying(4) is character
+// varying): a parameter cast to the full type would cut a text that is
+// too long without a word, where the insert's own conversion into the
+// column refuses it (and rounds a numeric or a timestamp as the column
+// says).
+func baseType(t string) string {
+	return strings.Join(strings.Fields(typmod.ReplaceAllString(t, "")), " ")
+}
+
+// timeFits says what is wrong ("": nothing) with writing column c, a
+// time written as c.time says, into a column of type t: epoch
+// milliseconds into a timestamp or date, or a timestamp's text into a
+// number.
+func timeFits(c dcol, t string) string {
+	timed := c.src == srcStart || c.src == srcEnd || c.src == srcTime || c.src == srcWatermark || c.time != "" && c.time != "ms"
+	if !timed {
+		return ""
+	}
+	isTime := strings.HasPrefix(t, "timestamp") || t == "date"
+	ms := c.time == "" || c.time == "ms"
+	switch {
+	case ms && isTime:
+		return fmt.Sprintf("column %s is %s, and the column is written as epoch milliseconds: declare it TIMESTAMP(3) (time: timestamp) or make it a bigint", quoteIdent(c.name), t)
+	case !ms && !isTime && t != "text" && !strings.HasPrefix(t, "character"):
+		return fmt.Sprintf("column %s is %s, and the column is written as a %s: declare it BIGINT (epoch milliseconds) or make it a timestamp", quoteIdent(c.name), t, c.time)
+	}
+	return ""
 }
 
 // buildDeclaredSQL makes the upsert and the delete of a declared table:
@@ -322,7 +360,9 @@ func (s *Sink) buildDeclaredSQL() {
 		b.WriteString("UPDATE SET " + strings.Join(sets, ", "))
 		if d.guard {
 			run, pane := d.find(srcRun), d.find(srcPane)
-			fmt.Fprintf(&b, " WHERE (t.%s, t.%s) <= (excluded.%s, excluded.%s)", qcols[run], qcols[pane], qcols[run], qcols[pane])
+			// A row of NULL run or pane (written by another program) is
+			// taken as older.
+			fmt.Fprintf(&b, " WHERE t.%s IS NULL OR t.%s IS NULL OR (t.%s, t.%s) <= (excluded.%s, excluded.%s)", qcols[run], qcols[pane], qcols[run], qcols[pane], qcols[run], qcols[pane])
 		}
 	}
 	s.upsert = b.String()
@@ -336,7 +376,8 @@ func (s *Sink) buildDeclaredSQL() {
 	}
 	if d.guard {
 		n := len(d.pk)
-		fmt.Fprintf(&b, " AND (t.%s, t.%s) <= ($%d::bigint, $%d::bigint)", qcols[d.find(srcRun)], qcols[d.find(srcPane)], n+1, n+2)
+		run, pane := qcols[d.find(srcRun)], qcols[d.find(srcPane)]
+		fmt.Fprintf(&b, " AND (t.%s IS NULL OR t.%s IS NULL OR (t.%s, t.%s) <= ($%d::bigint, $%d::bigint))", run, pane, run, pane, n+1, n+2)
 	}
 	s.del = b.String()
 }

@@ -65,7 +65,7 @@ func TestDeclared(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if !strings.HasPrefix(s.upsert, "INSERT INTO") || !strings.Contains(s.upsert, `WHERE (t."run", t."pane") <= (excluded."run", excluded."pane")`) {
+	if !strings.HasPrefix(s.upsert, "INSERT INTO") || !strings.Contains(s.upsert, `WHERE t."run" IS NULL OR t."pane" IS NULL OR (t."run", t."pane") <= (excluded."run", excluded."pane")`) {
 		t.Fatalf("upsert %s: want the pane guard", s.upsert)
 	}
 	a, b := []string{"k", `"a"`}, []string{"k", `"b"`}
@@ -96,6 +96,28 @@ func TestDeclared(t *testing.T) {
 	}
 	if n, err := s.MaxRun(context.Background()); n != 1 || err != nil || s.Runless() {
 		t.Fatalf("MaxRun %d, %v; Runless %v", n, err, s.Runless())
+	}
+	// A row another program wrote without run and pane is replaced; a
+	// key longer than its varchar(8) fails the flush, never cut to a key
+	// of another window.
+	d.exec(t, `INSERT INTO `+quoteIdent(table)+` (k, ws, we, n) VALUES ('c', '2026-01-01', '2026-01-01 00:01:00+00', 99)`)
+	mustWrite(t, s, inRun(1, row([]string{"k", `"c"`}, min, min+60_000, "on_time", 0, min+60_000, "v", "4")))
+	mustFlush(t, s)
+	if got := d.query(t, `SELECT n::text FROM `+quoteIdent(table)+` WHERE k = 'c'`); len(got) != 1 || got[0][0] != "4.0" {
+		t.Fatalf("a row without run and pane: %v, want it replaced (4.0)", got)
+	}
+	mustWrite(t, s, inRun(1, row([]string{"k", `"toolongkey1"`}, min, min+60_000, "on_time", 0, min+60_000, "v", "1")))
+	if err := s.Flush(context.Background()); err == nil || !strings.Contains(err.Error(), "too long") {
+		t.Fatalf("a key longer than its column: %v, want the server's refusal", err)
+	}
+	s.Discard()
+	// A bound written as epoch milliseconds into a timestamp column is
+	// refused at open, not at the first flush.
+	ms := &Declared{Columns: []connector.LayoutColumn{{Name: "k"}, {Name: "ws", From: "window_start"}, {Name: "we", From: "window_end", Time: "timestamp_ltz"}, {Name: "n", From: "v"}},
+		PrimaryKey: []string{"k", "ws", "we"}}
+	if _, err := Open(context.Background(), d.url, table, Defs(Text, "k"), Defs(Numeric, "v"), Options{Declared: ms, RetryFor: 1}); err == nil ||
+		!strings.Contains(err.Error(), `column "ws" is timestamp(3) without time zone, and the column is written as epoch milliseconds`) {
+		t.Fatalf("epoch milliseconds into a timestamp column: %v", err)
 	}
 	// Without the declared columns: refused, naming them.
 	other := d.table(t, "")

@@ -27,17 +27,17 @@ func openMessages(ctx context.Context, o connector.MessagesOpen) (connector.Sink
 	opts := SpecOptions(o.Settings)
 	opts.Logger, opts.Stopping = o.Logger, o.Stopping
 	url, table := o.Settings.String("url"), o.Settings.String("table")
+	db, err := OpenRecords(ctx, url, table, opts) // waits for the server as Options say
+	if err != nil {
+		return nil, err
+	}
 	// The run's lock on the job's rows of this output (as a results
 	// table's, lockRows): a second live run of the job, in another
 	// directory or on another machine, would remove this one's rows at
 	// its fresh start; it is refused instead.
 	lock, err := lockRecords(ctx, url, table, o.Job, o.Name, opts.Timeout)
 	if err != nil {
-		return nil, err
-	}
-	db, err := OpenRecords(ctx, url, table, opts)
-	if err != nil {
-		return nil, errors.Join(err, lock.Close(context.Background()))
+		return nil, errors.Join(err, db.Close())
 	}
 	s := &specRecords{RecordSink: db, lock: lock, log: o.Logger, job: o.Job, run: o.Run, batch: specBatchRows}
 	if n := o.Settings.Int("batch_rows"); n > 0 {

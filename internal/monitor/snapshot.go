@@ -71,9 +71,15 @@ type Snapshot struct {
 	EndedAt *int64 `json:"ended_at"`
 }
 
+// ReachCall is the Call of a SinkCall that is a source not reaching its
+// server since Since (not a sink's call: the snapshot's sinks and the
+// sink metrics leave it out, the stuck list has it as a source).
+const ReachCall = "reach"
+
 // SinkCall is a call into one of the job's sinks, as the job reports it:
 // the sink, the call (write, sync, pre-commit, commit) and when it began
-// (Call empty and Since zero: none in progress).
+// (Call empty and Since zero: none in progress); or a source's outage
+// (ReachCall).
 type SinkCall struct {
 	Sink, Call string
 	Since      time.Time
@@ -308,6 +314,9 @@ type Totals struct {
 func sinkCalls(calls []SinkCall, now time.Time) []SinkCallOut {
 	out := make([]SinkCallOut, 0, len(calls))
 	for _, c := range calls {
+		if c.Call == ReachCall {
+			continue // a source's outage: the stuck list tells it
+		}
 		o := SinkCallOut{Sink: c.Sink, Call: c.Call}
 		if !c.Since.IsZero() {
 			ms := c.Since.UnixMilli()
@@ -346,7 +355,7 @@ func FindStuck(cs weir.CheckpointStats, sinks []SinkCall, now time.Time, after t
 			continue
 		}
 		age := now.Sub(c.Since).Seconds()
-		if c.Call == "reach" {
+		if c.Call == ReachCall {
 			out = append(out, Stuck{What: "source", Name: c.Sink, Phase: c.Call, Since: c.Since.UnixMilli(), ForS: age,
 				Why: fmt.Sprintf("%s has not reached its server for %.0fs (since %s): %s; no record comes meanwhile, and the watermark waits", c.Sink, age, c.Since.UTC().Format(time.RFC3339), c.Err)})
 			continue

@@ -527,11 +527,14 @@ func (c *compiler) mapColumns(in *sqlparse.Insert, sel *sqlparse.Select, items [
 			if tc := writtenColumn(t, col.Name); tc != nil && tc.Type != nil {
 				cols[i].Type = sqlparse.FormatType(tc.Type)
 			}
+			// Flink's JDBC sink names the columns unquoted, which
+			// Postgres folds to lower case (userId is userid).
+			cols[i].Name = strings.ToLower(col.Name)
 		}
 		if t.PrimaryKey != nil {
 			k.PrimaryKey = nil
 			for _, id := range t.PrimaryKey.Columns {
-				k.PrimaryKey = append(k.PrimaryKey, id.Name)
+				k.PrimaryKey = append(k.PrimaryKey, strings.ToLower(id.Name))
 			}
 		}
 	}

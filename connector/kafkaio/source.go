@@ -963,7 +963,8 @@ func (r *reader[T]) probe(ctx context.Context) {
 	r.lastProbe = now
 	pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	r.reached(ctx, now, r.lsoErr(pctx))
+	_, err := r.lso(pctx)
+	r.reached(ctx, now, err)
 }
 
 // reached tells Reach how a call to the brokers at now ended (a call
@@ -975,11 +976,6 @@ func (r *reader[T]) reached(ctx context.Context, now time.Time, err error) {
 	case ctx.Err() == nil:
 		r.o.Reach.Fail(r.channel, now, err)
 	}
-}
-
-func (r *reader[T]) lsoErr(ctx context.Context) error {
-	_, err := r.lso(ctx)
-	return err
 }
 
 // checkIdle marks idle the partitions that had no record for the idle

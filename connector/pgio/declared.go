@@ -37,7 +37,6 @@ type declared struct {
 	cols  []dcol
 	pk    []int // indexes into cols of the primary key's columns
 	guard bool  // run and pane columns: the pane guard applies
-	runAt int   // the run column (-1: none)
 }
 
 // The sources of a declared column.
@@ -64,8 +63,7 @@ type dcol struct {
 
 // newDeclared checks layout l against the sink's keys and values.
 func newDeclared(l *Declared, keys, vals []ColumnDef) (*declared, error) {
-	d := &declared{runAt: -1}
-	hasPane := false
+	d := &declared{}
 	seen := map[string]bool{}
 	for _, c := range l.Columns {
 		if err := checkIdent("column name", c.Name); err != nil {
@@ -90,9 +88,9 @@ func newDeclared(l *Declared, keys, vals []ColumnDef) (*declared, error) {
 		case "firing":
 			dc.src = srcFiring
 		case "run":
-			dc.src, d.runAt = srcRun, len(d.cols)
+			dc.src = srcRun
 		case "pane":
-			dc.src, hasPane = srcPane, true
+			dc.src = srcPane
 		case "watermark":
 			dc.src = srcWatermark
 		default:
@@ -107,7 +105,7 @@ func newDeclared(l *Declared, keys, vals []ColumnDef) (*declared, error) {
 		dc.typ = createType(c.Type, dc, keys, vals)
 		d.cols = append(d.cols, dc)
 	}
-	d.guard = d.runAt >= 0 && hasPane
+	d.guard = d.find(srcRun) >= 0 && d.find(srcPane) >= 0
 	// The primary key must be the key columns and the window's bounds:
 	// what identifies a window's row.
 	need := map[string]bool{"start": true, "end": true}

@@ -227,12 +227,19 @@ var ErrRowsLocked = errors.New("pgio: the job's rows are in use by another run")
 // 10s apart), so that the lock of a run whose machine died is released
 // within about a minute, not the system's default of hours.
 func lockRows(ctx context.Context, url, table, job string, timeout time.Duration) (*pgx.Conn, error) {
-	conn, ok, err := sessionLock(ctx, url, "weir-run-lock", timeout, `SELECT pg_try_advisory_lock(hashtext($1), hashtext($2))`, "weir results "+table, job)
+	return lockJobRows(ctx, url, "results", table, job, timeout, "table "+table, "")
+}
+
+// lockJobRows takes the session advisory lock on job's rows of output in
+// table (lockRows, lockRecords); where names the table in the refusal,
+// and why, if not empty, says what the second run would do to them.
+func lockJobRows(ctx context.Context, url, output, table, job string, timeout time.Duration, where, why string) (*pgx.Conn, error) {
+	conn, ok, err := sessionLock(ctx, url, "weir-run-lock", timeout, `SELECT pg_try_advisory_lock(hashtext($1), hashtext($2))`, "weir "+output+" "+table, job)
 	switch {
 	case err != nil:
 		return nil, fmt.Errorf("pgio: lock the rows of job %q in table %s: %w", job, table, err)
 	case !ok:
-		return nil, fmt.Errorf("table %s: %w: another live run of job %q writes them (it holds the advisory lock on them, which pg_locks lists); stop that run first (the lock of a run that died with its machine is released within about a minute), or give this one another job name", table, ErrRowsLocked, job)
+		return nil, fmt.Errorf("%s: %w: another live run of job %q writes them (it holds the advisory lock on them, which pg_locks lists)%s; stop that run first (the lock of a run that died with its machine is released within about a minute), or give this one another job name", where, ErrRowsLocked, job, why)
 	}
 	return conn, nil
 }

@@ -166,12 +166,5 @@ func (s *specRecords) Close() error {
 // second live run of the job is refused at its start. Outputs of one
 // run sharing a table take locks of their own.
 func lockRecords(ctx context.Context, url, table, job, output string, timeout time.Duration) (*pgx.Conn, error) {
-	conn, ok, err := sessionLock(ctx, url, "weir-run-lock", timeout, `SELECT pg_try_advisory_lock(hashtext($1), hashtext($2))`, "weir "+output+" "+table, job)
-	switch {
-	case err != nil:
-		return nil, fmt.Errorf("pgio: lock the rows of job %q in table %s: %w", job, table, err)
-	case !ok:
-		return nil, fmt.Errorf("table %s (%s): %w: another live run of job %q writes them (it holds the advisory lock on them, which pg_locks lists), and this run would remove them at its start; stop that run first (the lock of a run that died with its machine is released within about a minute), or give this one another job name", table, output, ErrRowsLocked, job)
-	}
-	return conn, nil
+	return lockJobRows(ctx, url, output, table, job, timeout, fmt.Sprintf("table %s (%s)", table, output), ", and this run would remove them at its start")
 }

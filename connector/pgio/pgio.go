@@ -528,11 +528,12 @@ func (s *Sink) Reset(ctx context.Context) (int64, error) {
 // column: see Runless).
 func (s *Sink) MaxRun(ctx context.Context) (int64, error) {
 	if s.decl != nil {
-		if s.decl.runAt < 0 {
+		run := s.decl.find(srcRun)
+		if run < 0 {
 			return 0, nil
 		}
 		var n int64
-		col := quoteIdent(s.decl.cols[s.decl.runAt].name)
+		col := quoteIdent(s.decl.cols[run].name)
 		err := s.c.do(ctx, "read the runs in "+s.c.qt, func(ctx context.Context, conn *pgx.Conn) error {
 			return conn.QueryRow(ctx, `SELECT coalesce(max(`+col+`), 0) FROM `+s.c.qt).Scan(&n)
 		})
@@ -544,7 +545,7 @@ func (s *Sink) MaxRun(ctx context.Context) (int64, error) {
 // Runless reports whether the table keeps no run (a declared table
 // without a run column), so that MaxRun cannot tell whether it holds a
 // run's rows (connector.RunlessTable).
-func (s *Sink) Runless() bool { return s.decl != nil && s.decl.runAt < 0 }
+func (s *Sink) Runless() bool { return s.decl != nil && s.decl.find(srcRun) < 0 }
 
 // Pending returns the number of rows written since the last successful
 // Flush.

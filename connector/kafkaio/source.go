@@ -415,6 +415,11 @@ type reader[T any] struct {
 	// brokers were last asked (probe), on the wall clock.
 	lastRecord time.Time
 	lastProbe  time.Time
+	// down: the last call to the brokers failed. While it is set, no
+	// call blocks a Read: the brokers are asked in the background
+	// (call), and the partitions' backlog is unknown.
+	down bool
+	call *endsCall // the background call in flight, or nil
 
 	parts    []*partition[T]
 	byID     map[int32]*partition[T]
@@ -538,6 +543,7 @@ func (r *reader[T]) afterRead(ctx context.Context, now time.Time, n int, err err
 	}
 	if n > 0 {
 		r.lastRecord = time.Now()
+		r.down = false
 		r.o.Reach.OK(r.channel)
 		return connector.Emitted, nil
 	}
@@ -949,31 +955,66 @@ func (r *reader[T]) Inputs() []connector.InputStatus {
 // whether they answer (SourceOptions.Reach).
 var ProbeEvery = 5 * time.Second
 
+// endsCall is one background request for the end offsets (probe). Its
+// goroutine writes ends and err, then closes done; the reader reads them
+// after done.
+type endsCall struct {
+	at   time.Time
+	done chan struct{}
+	ends map[int32]int64
+	err  error
+}
+
 // probe asks the brokers for the end offsets when no record came for
-// ProbeEvery and they were not asked for as long, and tells Reach
-// whether they answered.
+// ProbeEvery and they were not asked for as long, or at once while they
+// are down, and tells Reach whether they answered. The request runs in
+// the background (a reader's Read never waits on brokers that do not
+// answer); a later probe takes its answer.
 func (r *reader[T]) probe(ctx context.Context) {
-	if r.o.Reach == nil || r.adm == nil {
+	if r.adm == nil {
 		return
 	}
+	if c := r.call; c != nil {
+		select {
+		case <-c.done:
+		default:
+			return
+		}
+		r.call = nil
+		if c.err == nil || !r.lastRecord.After(c.at) { // records since tell more than a failure before them
+			r.reached(ctx, c.at, c.err)
+		}
+		for id, end := range c.ends {
+			if p := r.byID[id]; p != nil {
+				p.lso = max(p.lso, end)
+			}
+		}
+	}
 	now := time.Now()
-	if now.Sub(r.lastRecord) < ProbeEvery || now.Sub(r.lastProbe) < ProbeEvery {
+	if now.Sub(r.lastProbe) < ProbeEvery || (!r.down && (r.o.Reach == nil || now.Sub(r.lastRecord) < ProbeEvery)) {
 		return
 	}
 	r.lastProbe = now
-	pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	_, err := r.lso(pctx)
-	r.reached(ctx, now, err)
+	c := &endsCall{at: now, done: make(chan struct{})}
+	r.call = c
+	go func() { // owned by the reader: it ends within 2 s; Close waits for it
+		defer close(c.done)
+		pctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		c.ends, c.err = r.lso(pctx)
+	}()
 }
 
 // reached tells Reach how a call to the brokers at now ended (a call
-// cut short by the job's end tells nothing).
+// cut short by the job's end tells nothing), and notes whether they are
+// down.
 func (r *reader[T]) reached(ctx context.Context, now time.Time, err error) {
 	switch {
 	case err == nil:
+		r.down = false
 		r.o.Reach.OK(r.channel)
 	case ctx.Err() == nil:
+		r.down = true
 		r.o.Reach.Fail(r.channel, now, err)
 	}
 }
@@ -991,6 +1032,12 @@ func (r *reader[T]) checkIdle(ctx context.Context, now time.Time) error {
 		}
 	}
 	if len(quiet) == 0 {
+		return nil
+	}
+	if r.down {
+		// The brokers did not answer: ask them in the background (probe)
+		// rather than wait here every tick; the partitions stay active.
+		r.probe(ctx)
 		return nil
 	}
 	lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -1094,7 +1141,7 @@ func (r *reader[T]) status(now time.Time) []PartitionStatus {
 		if p.idle {
 			ps.IdleFor += now.Sub(p.idleSince)
 		}
-		if p.lso >= 0 && p.next >= 0 {
+		if p.lso >= 0 && p.next >= 0 && !r.down {
 			ps.Backlog = max(p.lso-p.next, 0)
 		}
 		out = append(out, ps)
@@ -1149,6 +1196,9 @@ func (r *reader[T]) Close() error {
 	r.mu.Lock()
 	r.closed = true
 	r.mu.Unlock()
+	if r.call != nil {
+		<-r.call.done
+	}
 	if r.own != nil {
 		r.own.Close()
 	}

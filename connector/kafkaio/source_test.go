@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/clock"
@@ -682,6 +683,7 @@ func TestReachBrokerDown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(c.Close)
 	brokers := c.ListenAddrs()
 	produce(t, brokers, "in", rec(0, "a", 1000), rec(0, "a", 1010))
 	var reach connector.Reach
@@ -691,11 +693,17 @@ func TestReachBrokerDown(t *testing.T) {
 	})
 	h.readUntil(10*time.Millisecond, "the records", func() bool { return len(h.o.recs) == 2 })
 	time.Sleep(2 * ProbeEvery)
-	h.readUntil(10*time.Millisecond, "a probe", func() bool { return !h.r.lastProbe.IsZero() })
+	h.readUntil(10*time.Millisecond, "a probe's answer", func() bool { return !h.r.lastProbe.IsZero() && h.r.call == nil })
 	if since, err := reach.Failing(); !since.IsZero() {
 		t.Fatalf("the broker is up, yet Reach says failing since %v: %v", since, err)
 	}
-	c.Close()
+	// The broker stops answering (as one stopped or cut off does): a
+	// request for the end offsets gets no answer, so a probe takes its 2 s,
+	// which a Read must not wait for.
+	c.ControlKey(int16(kmsg.ListOffsets), func(kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		return nil, nil, true
+	})
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		if since, err := reach.Failing(); !since.IsZero() {
@@ -707,9 +715,18 @@ func TestReachBrokerDown(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatal("the broker is gone, and Reach never said so")
 		}
+		start := time.Now()
 		if _, err := h.r.Read(context.Background(), h.o); err != nil {
 			t.Fatalf("a Read failed (%v): the reader waits for the brokers, and Reach tells", err)
 		}
+		if took := time.Since(start); took > time.Second {
+			t.Fatalf("a Read took %v while the broker was gone: it waited on the probe", took)
+		}
 		time.Sleep(10 * time.Millisecond)
+	}
+	// While the brokers are down, the backlog is not known.
+	h.r.publishInputs(time.Now())
+	if in := h.r.Inputs(); len(in) != 1 || in[0].Backlog != -1 {
+		t.Fatalf("inputs while the broker is down: %+v, want the backlog unknown (-1)", in)
 	}
 }

@@ -89,48 +89,85 @@ func openResults(ctx context.Context, o connector.ResultsOpen) (connector.Result
 	if err != nil {
 		return nil, err
 	}
-	lock, err := lockRows(ctx, url, table, o.Job, opts.Timeout)
+	lk, err := takeRowLock(ctx, url, "results", table, o.Job, opts.Timeout, "table "+table, "")
 	if err != nil {
 		return nil, errors.Join(err, s.Close())
 	}
-	return newLockedResults(s, lock, url, table, o.Job, opts.Timeout), nil
+	return &lockedResults{Sink: s, lk: lk}, nil
 }
 
 // lockedResults is a job spec's results table with the run's lock on
-// the job's rows (lockRows), released when it closes. The lock lives as
-// long as its connection: a goroutine of its own (watch, from open to
-// Close) makes sure the run still holds it, every LockCheckInterval, off
-// the write path (a server that stalls stalls only the check), and a
-// write after another run took it fails.
+// the job's rows (rowLock), released when it closes: a write after
+// another run took the lock fails.
 type lockedResults struct {
 	*Sink
-	url, table, job string
-	timeout         time.Duration
-	// lost is the error writes fail with once another run holds the
-	// lock (nil while this run holds it, or may take it again).
+	lk *rowLock
+}
+
+// Flush writes the buffered rows unless another run took the lock.
+func (l *lockedResults) Flush(ctx context.Context) error {
+	if err := l.lk.held(); err != nil {
+		return err
+	}
+	return l.Sink.Flush(ctx)
+}
+
+// Reset removes the job's earlier rows unless another run took the lock.
+func (l *lockedResults) Reset(ctx context.Context) (int64, error) {
+	if err := l.lk.held(); err != nil {
+		return 0, err
+	}
+	return l.Sink.Reset(ctx)
+}
+
+// Close closes the sink, then the lock (rowLock.Close).
+func (l *lockedResults) Close() error {
+	return errors.Join(l.Sink.Close(), l.lk.Close())
+}
+
+// rowLock is a run's session advisory lock on its job's rows of one
+// output in a table (lockJobRows): a second live run of the job, which
+// would remove (a fresh start) or overwrite the first one's rows, is
+// refused at its start. The lock lasts as long as its session: a run
+// that ends, or dies, releases it. So does a lost connection: a
+// goroutine of its own (watch, from takeRowLock to Close) makes sure the
+// run still holds it, every LockCheckInterval, off the write path (a
+// server that stalls stalls only the check), and takes it again after a
+// drop; when another run took it meanwhile, held fails from then on.
+type rowLock struct {
+	url, output, table, job, where, why string
+	timeout                             time.Duration
+	// lost is the error held returns once another run holds the lock
+	// (nil while this run holds it, or may take it again).
 	lost atomic.Pointer[error]
-	// mu guards lock (watch's, and check's when a test calls it).
+	// mu guards conn (watch's, and check's when a test calls it).
 	mu   sync.Mutex
-	lock *pgx.Conn // nil: lost, not taken again yet
+	conn *pgx.Conn // nil: lost, not taken again yet
 	// ctx ends with Close: the check's ping and connect give up then.
 	ctx    context.Context
 	cancel context.CancelFunc
 	done   chan struct{}
 }
 
-// LockCheckInterval is how often a postgres results sink makes sure its
-// run still holds the lock on its job's rows.
+// LockCheckInterval is how often a postgres sink of a job spec makes
+// sure its run still holds the lock on its job's rows.
 var LockCheckInterval = 5 * time.Second
 
-func newLockedResults(s *Sink, lock *pgx.Conn, url, table, job string, timeout time.Duration) *lockedResults {
-	l := &lockedResults{Sink: s, lock: lock, url: url, table: table, job: job, timeout: timeout, done: make(chan struct{})}
+// takeRowLock takes the lock on job's rows of output in table (where
+// and why as lockJobRows takes them) and starts its watch.
+func takeRowLock(ctx context.Context, url, output, table, job string, timeout time.Duration, where, why string) (*rowLock, error) {
+	conn, err := lockJobRows(ctx, url, output, table, job, timeout, where, why)
+	if err != nil {
+		return nil, err
+	}
+	l := &rowLock{url: url, output: output, table: table, job: job, where: where, why: why, timeout: timeout, conn: conn, done: make(chan struct{})}
 	l.ctx, l.cancel = context.WithCancel(context.Background())
 	go l.watch(LockCheckInterval)
-	return l
+	return l, nil
 }
 
 // watch checks the lock every interval until Close.
-func (l *lockedResults) watch(interval time.Duration) {
+func (l *rowLock) watch(interval time.Duration) {
 	defer close(l.done)
 	t := time.NewTicker(interval)
 	defer t.Stop()
@@ -147,92 +184,68 @@ func (l *lockedResults) watch(interval time.Duration) {
 // check makes sure the run still holds its lock. A lock whose connection
 // dropped (a restart of the server, a network cut) was released with it:
 // check takes it again, and when another run took it meanwhile it sets
-// lost, so that this run's next write fails instead of overwriting that
-// run's rows. While the server cannot be reached it tries again at the
-// next check (the sink waits for the server meanwhile).
-func (l *lockedResults) check() {
+// lost, so that this run's next write fails instead of overwriting or
+// removing that run's rows. While the server cannot be reached it tries
+// again at the next check (the sink waits for the server meanwhile).
+func (l *rowLock) check() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.lock != nil {
+	if l.conn != nil {
 		ctx, cancel := context.WithTimeout(l.ctx, cmp.Or(l.timeout, DefaultTimeout))
-		err := l.lock.Ping(ctx)
+		err := l.conn.Ping(ctx)
 		cancel()
 		if err == nil || l.ctx.Err() != nil {
 			return
 		}
-		_ = l.lock.Close(context.Background())
-		l.lock = nil
+		_ = l.conn.Close(context.Background())
+		l.conn = nil
 	}
-	lock, err := lockRows(l.ctx, l.url, l.table, l.job, l.timeout)
+	conn, err := lockJobRows(l.ctx, l.url, l.output, l.table, l.job, l.timeout, l.where, l.why)
 	switch {
 	case errors.Is(err, ErrRowsLocked):
 		err = fmt.Errorf("%w (this run's lock was released when its connection to the server dropped, and another run took it)", err)
 		l.lost.Store(&err)
 	case err == nil:
-		l.lock = lock
+		l.conn = conn
 	}
 }
 
 // held is nil while the run holds its rows, or may take them again.
-func (l *lockedResults) held() error {
+func (l *rowLock) held() error {
 	if p := l.lost.Load(); p != nil {
 		return *p
 	}
 	return nil
 }
 
-// Flush writes the buffered rows unless another run took the lock.
-func (l *lockedResults) Flush(ctx context.Context) error {
-	if err := l.held(); err != nil {
-		return err
-	}
-	return l.Sink.Flush(ctx)
-}
-
-// Reset removes the job's earlier rows unless another run took the lock.
-func (l *lockedResults) Reset(ctx context.Context) (int64, error) {
-	if err := l.held(); err != nil {
-		return 0, err
-	}
-	return l.Sink.Reset(ctx)
-}
-
-// Close ends the check and closes the sink and the lock's session, which
-// releases the lock.
-func (l *lockedResults) Close() error {
+// Close ends the watch and closes the lock's session, which releases
+// the lock.
+func (l *rowLock) Close() error {
 	l.cancel()
 	<-l.done
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	err := l.Sink.Close()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.lock != nil {
-		err = errors.Join(err, l.lock.Close(ctx)) // closing the session releases its lock
+	if l.conn != nil {
+		err := l.conn.Close(ctx) // closing the session releases its lock
+		l.conn = nil
+		return err
 	}
-	return err
+	return nil
 }
 
 // ErrRowsLocked is matched (errors.Is) by the refusal of a results sink
 // of a job whose rows another live run of the job writes.
 var ErrRowsLocked = errors.New("pgio: the job's rows are in use by another run")
 
-// lockRows takes a session advisory lock on job's rows of table, on a
-// connection of its own, and returns it: a second live run of the job on
-// the table, which would remove (a fresh start) or overwrite the first
-// one's rows, is refused at its start. The lock lasts as long as the
-// session: a run that ends, or dies, releases it. So does a lost
-// connection: lockedResults takes it again at its next check. The
-// session asks the server for TCP keepalives (30s idle, then 3 probes
-// 10s apart), so that the lock of a run whose machine died is released
-// within about a minute, not the system's default of hours.
-func lockRows(ctx context.Context, url, table, job string, timeout time.Duration) (*pgx.Conn, error) {
-	return lockJobRows(ctx, url, "results", table, job, timeout, "table "+table, "")
-}
-
 // lockJobRows takes the session advisory lock on job's rows of output in
-// table (lockRows, lockRecords); where names the table in the refusal,
-// and why, if not empty, says what the second run would do to them.
+// table, on a connection of its own, and returns it (rowLock); where
+// names the table in the refusal, and why, if not empty, says what the
+// second run would do to them. The session asks the server for TCP
+// keepalives (30s idle, then 3 probes 10s apart), so that the lock of a
+// run whose machine died is released within about a minute, not the
+// system's default of hours.
 func lockJobRows(ctx context.Context, url, output, table, job string, timeout time.Duration, where, why string) (*pgx.Conn, error) {
 	conn, ok, err := sessionLock(ctx, url, "weir-run-lock", timeout, `SELECT pg_try_advisory_lock(hashtext($1), hashtext($2))`, "weir "+output+" "+table, job)
 	switch {

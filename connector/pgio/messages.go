@@ -6,9 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
-	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/weirstream/weir/connector"
 )
@@ -32,14 +29,15 @@ func openMessages(ctx context.Context, o connector.MessagesOpen) (connector.Sink
 		return nil, err
 	}
 	// The run's lock on the job's rows of this output (as a results
-	// table's, lockRows): a second live run of the job, in another
-	// directory or on another machine, would remove this one's rows at
-	// its fresh start; it is refused instead.
-	lock, err := lockRecords(ctx, url, table, o.Job, o.Name, opts.Timeout)
+	// table's): a second live run of the job, in another directory or on
+	// another machine, would remove this one's rows at its fresh start;
+	// it is refused instead. Outputs of one run sharing a table take
+	// locks of their own.
+	lk, err := takeRowLock(ctx, url, o.Name, table, o.Job, opts.Timeout, fmt.Sprintf("table %s (%s)", table, o.Name), ", and this run would remove them at its start")
 	if err != nil {
 		return nil, errors.Join(err, db.Close())
 	}
-	s := &specRecords{RecordSink: db, lock: lock, log: o.Logger, job: o.Job, run: o.Run, batch: specBatchRows}
+	s := &specRecords{RecordSink: db, lk: lk, log: o.Logger, job: o.Job, run: o.Run, batch: specBatchRows}
 	if n := o.Settings.Int("batch_rows"); n > 0 {
 		s.batch = n
 	}
@@ -70,9 +68,9 @@ func openMessages(ctx context.Context, o connector.MessagesOpen) (connector.Sink
 // as the epoch under way, so that memory and transactions stay bounded.
 type specRecords struct {
 	*RecordSink
-	// lock is the session holding the run's lock on the job's rows of
-	// this output (lockRecords), closed by Close.
-	lock  *pgx.Conn
+	// lk is the run's lock on the job's rows of this output, closed by
+	// Close: once another run took it, no write, cut or reset runs.
+	lk    *rowLock
 	log   *slog.Logger
 	job   string
 	run   func() int64
@@ -104,6 +102,9 @@ func (s *specRecords) Write(ctx context.Context, batch []connector.Message) erro
 }
 
 func (s *specRecords) flushAs(ctx context.Context, epoch int64) error {
+	if err := s.lk.held(); err != nil {
+		return err
+	}
 	if s.reset != nil {
 		if err := s.reset(ctx); err != nil {
 			return err
@@ -137,6 +138,9 @@ func (s *specRecords) Recover(ctx context.Context, _ int64, state []byte) error 
 		}
 		s.epoch = n
 	}
+	if err := s.lk.held(); err != nil {
+		return err
+	}
 	n, err := s.Cut(ctx, s.job, s.run(), s.epoch)
 	if err == nil && n > 0 && s.log != nil {
 		s.log.Info("restore: removed the rows a later checkpoint would have covered", "table", s.Table(), "rows", n, "epoch", s.epoch)
@@ -149,22 +153,7 @@ func (s *specRecords) MaxRun(ctx context.Context) (int64, error) {
 	return s.RecordSink.MaxRun(ctx, s.job)
 }
 
-// Close closes the sink and the lock's session, which releases the lock.
+// Close closes the sink, then the lock (rowLock.Close).
 func (s *specRecords) Close() error {
-	err := s.RecordSink.Close()
-	if s.lock != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		err = errors.Join(err, s.lock.Close(ctx))
-		s.lock = nil
-	}
-	return err
-}
-
-// lockRecords takes the session advisory lock on job's rows of output
-// (late, dead_letter, ...) in table, as lockRows does for results: a
-// second live run of the job is refused at its start. Outputs of one
-// run sharing a table take locks of their own.
-func lockRecords(ctx context.Context, url, table, job, output string, timeout time.Duration) (*pgx.Conn, error) {
-	return lockJobRows(ctx, url, output, table, job, timeout, fmt.Sprintf("table %s (%s)", table, output), ", and this run would remove them at its start")
+	return errors.Join(s.RecordSink.Close(), s.lk.Close())
 }

@@ -98,26 +98,42 @@ func doctorCmd(ctx context.Context, args []string, o IO) int {
 	return doctorHealthy
 }
 
+// dumpTimeout is how long weir doctor --addr waits for the job's answer.
+var dumpTimeout = 10 * time.Second
+
 func fetchDump(ctx context.Context, addr string) ([]byte, error) {
 	url := addr
 	if !strings.Contains(url, "://") {
 		url = "http://" + url
 	}
 	url = strings.TrimSuffix(url, "/") + "/api/v1/dump"
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	parent := ctx
+	ctx, cancel := context.WithTimeout(ctx, dumpTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return nil, err
 	}
+	// A job's HTTP server answers from what the engine published, without
+	// waiting on it: a job that accepts the connection and does not answer
+	// is not running at all.
+	unanswered := func(err error) error {
+		if ctx.Err() != nil && parent.Err() == nil {
+			return fmt.Errorf("the job at %s took the connection but did not answer within %v: its process is not running (stopped by SIGSTOP or a debugger: `ps -o stat= -p PID` shows T; or starved of CPU or memory); a running job answers at once, even when its sinks or checkpoints are stuck: %w", addr, dumpTimeout, err)
+		}
+		return err
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
+		if e := unanswered(err); e != err {
+			return nil, e
+		}
 		return nil, fmt.Errorf("%w (is the job running with --http %s?)", err, addr)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return nil, err
+		return nil, unanswered(err)
 	}
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("%s: %s %s", url, resp.Status, strings.TrimSpace(string(b)))

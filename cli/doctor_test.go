@@ -5,10 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -411,6 +413,45 @@ func TestDoctorRefusesNoDump(t *testing.T) {
 	}
 	code, out := runDoctor(t, dir, "--from", "d.json")
 	if code != 2 || !strings.Contains(out, "it names no job") {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+}
+
+// TestDoctorUnansweredJob: a job that takes the connection and never
+// answers (a process stopped by SIGSTOP: the kernel still accepts) is
+// named as not running, not only "context deadline exceeded".
+func TestDoctorUnansweredJob(t *testing.T) {
+	defer func(was time.Duration) { dumpTimeout = was }(dumpTimeout)
+	dumpTimeout = 200 * time.Millisecond
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var held []net.Conn
+	var mu sync.Mutex
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			held = append(held, c)
+			mu.Unlock()
+		}
+	}()
+	defer func() {
+		ln.Close()
+		<-done
+		for _, c := range held {
+			c.Close()
+		}
+	}()
+	code, out := runDoctor(t, t.TempDir(), "--addr", ln.Addr().String())
+	if code != 2 || !strings.Contains(out, "did not answer within 200ms: its process is not running (stopped by SIGSTOP") {
 		t.Fatalf("exit %d:\n%s", code, out)
 	}
 }

@@ -327,6 +327,7 @@ func runMember(ctx context.Context, p *spec.Plan, dir string, f runFlags, o IO) 
 	if reg != nil {
 		opts.Registerer = reg
 	}
+	defer monitor.WatchPauses()() // the member's stall checks leave out the time it did not run
 	err := group.Run(ctx, opts)
 	stopAdmin() // the status reads Kafka through the member, which is gone
 	stopAdmin = func() {}
@@ -949,8 +950,11 @@ func watchStuck(cur func() *job.Job, o IO) (stop func()) {
 	}
 	calls := sinkCalls(cur)
 	warned := map[string]time.Time{} // what and name → when it began
-	return watchJob(cur, max(after/5, 20*time.Millisecond), func(j *job.Job) {
+	release := monitor.WatchPauses()
+	told := time.Now() // the pauses that began by then were told
+	stopWatch := watchJob(cur, max(after/5, 20*time.Millisecond), func(j *job.Job) {
 		now := time.Now()
+		told = monitor.TellPauses(told, after, func(s string) { fmt.Fprintf(o.Stderr, "note: %s\n", s) })
 		seen := map[string]bool{}
 		for _, st := range monitor.FindStuck(j.Env().CheckpointStats(), calls(), now, after) {
 			k := st.What + " " + st.Name
@@ -971,6 +975,7 @@ func watchStuck(cur func() *job.Job, o IO) (stop func()) {
 			}
 		}
 	})
+	return func() { stopWatch(); release() }
 }
 
 // watchJob calls fn with the running job (cur's; none yet: skipped) every

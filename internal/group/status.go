@@ -370,7 +370,9 @@ func (m *Member) Health() []string {
 	// every presenceEvery at least: a member stalls once it missed two.
 	due := max(presenceEvery, m.o.CommitInterval)
 	d := time.Since(m.ev.lastCommit)
-	if d < max(m.o.StallAfter, 2*due+time.Second) {
+	// A time the process itself did not run (stopped, paused, starved)
+	// is neither Kafka's nor a transaction's.
+	if d-monitor.PausedSince(m.ev.lastCommit) < max(m.o.StallAfter, 2*due+time.Second) {
 		return nil
 	}
 	why := fmt.Sprintf("instance %s has committed nothing for %v (a commit is due every %v)", m.o.Instance, d.Round(time.Second), due)
@@ -401,12 +403,17 @@ func (m *Member) watchStalls(stop <-chan struct{}) {
 	defer t.Stop()
 	// before is the last commit before the stall told (zero: none told).
 	var before time.Time
+	told := time.Now() // the process's pauses that began by then were told
 	for {
 		select {
 		case <-stop:
 			return
 		case <-t.C:
 		}
+		told = monitor.TellPauses(told, m.o.StallAfter, func(s string) {
+			m.o.Logger.Warn("the process did not run", "instance", m.o.Instance, "why", s)
+			m.o.Info("note: " + s)
+		})
 		m.mu.Lock()
 		last := m.ev.lastCommit
 		m.mu.Unlock()

@@ -322,7 +322,7 @@ func (m *Monitor) Stuck() []Stuck {
 // prev is the newest snapshot (nil: none yet).
 func (m *Monitor) sampleStuck(now time.Time, prev *Snapshot) (Stuck, bool) {
 	began := m.sampling.Load()
-	if began == 0 || now.Sub(time.Unix(0, began)) < m.o.StuckAfter {
+	if began == 0 || ranFor(time.Unix(0, began), now) < m.o.StuckAfter {
 		return Stuck{}, false
 	}
 	since := time.Unix(0, began)

@@ -328,10 +328,11 @@ func sinkCalls(calls []SinkCall, now time.Time) []SinkCallOut {
 }
 
 // FindStuck lists the checkpoint and the sink calls in progress for after or
-// longer at now (an empty list, not nil, when none is).
+// longer at now (an empty list, not nil, when none is), not counting the
+// time the process did not run meanwhile (PausedSince).
 func FindStuck(cs weir.CheckpointStats, sinks []SinkCall, now time.Time, after time.Duration) []Stuck {
 	out := []Stuck{}
-	if f := cs.InFlight; f.ID != 0 && now.Sub(f.Started) >= after {
+	if f := cs.InFlight; f.ID != 0 && ranFor(f.Started, now) >= after {
 		var at string
 		switch f.Phase {
 		case "begin":
@@ -351,7 +352,7 @@ func FindStuck(cs weir.CheckpointStats, sinks []SinkCall, now time.Time, after t
 				f.ID, age, f.Started.UTC().Format(time.RFC3339), f.Phase, now.Sub(f.PhaseSince).Seconds(), at)})
 	}
 	for _, c := range sinks {
-		if c.Since.IsZero() || now.Sub(c.Since) < after {
+		if c.Since.IsZero() || ranFor(c.Since, now) < after {
 			continue
 		}
 		age := now.Sub(c.Since).Seconds()
@@ -364,6 +365,12 @@ func FindStuck(cs weir.CheckpointStats, sinks []SinkCall, now time.Time, after t
 			Why: fmt.Sprintf("sink %s has been in a %s call for %.0fs (since %s)", c.Sink, c.Call, age, c.Since.UTC().Format(time.RFC3339))})
 	}
 	return out
+}
+
+// ranFor is how long the process ran from since to now: what is in
+// progress since then is judged on it, not on a pause of the process.
+func ranFor(since, now time.Time) time.Duration {
+	return now.Sub(since) - PausedSince(since)
 }
 
 func wmPtr(t etime.Time) *int64 {

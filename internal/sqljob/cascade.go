@@ -264,7 +264,7 @@ func cascadeQueryPlan(s *spec.Spec, c *cascaded) (*spec.Plan, error) {
 	}
 	if len(k.Columns) > 0 {
 		if err := p.SetResultColumns(k.Columns); err != nil {
-			return nil, inSQLTerms(err)
+			return nil, inSQLTerms(err, nil)
 		}
 	}
 	return p, nil
@@ -287,11 +287,11 @@ func cascadePlan(down *spec.Spec, cascade *cascaded, into string) (*spec.Plan, e
 	}
 	dp, err := spec.Compile(down)
 	if err != nil {
-		return nil, inSQLTerms(err)
+		return nil, inSQLTerms(err, nil)
 	}
 	p, err := spec.Compile(&up)
 	if err != nil {
-		return nil, fmt.Errorf("view %s: %w", cascade.name, inSQLTerms(err))
+		return nil, fmt.Errorf("view %s: %w", cascade.name, inSQLTerms(err, nil))
 	}
 	var win, upWin *spec.WindowOp
 	for _, n := range dp.Graph.Nodes {
@@ -315,7 +315,7 @@ func cascadePlan(down *spec.Spec, cascade *cascaded, into string) (*spec.Plan, e
 		}{down, true}
 	}
 	if p, err = spec.FeedPlan(p, win, into, def); err != nil {
-		return nil, inSQLTerms(err)
+		return nil, inSQLTerms(err, nil)
 	}
 	return p, nil
 }

@@ -47,6 +47,46 @@ type Job struct {
 	// twoPhase: SET 'table.optimizer.agg-phase-strategy' = 'TWO_PHASE'
 	// (Plan makes each window that can be two-phase so).
 	twoPhase bool
+	// at is where in the source each spec field came from, by the spec
+	// of the query it belongs to (nil: a SET's, every query's), so that
+	// an error the spec finds names its line (place, inSQLTerms).
+	at map[*spec.Spec]map[string]sqlparse.Pos
+}
+
+// place notes that the field at path of spec s (nil: every query's) came
+// from pos; the first place of a path is kept.
+func (j *Job) place(s *spec.Spec, path string, pos sqlparse.Pos) {
+	if j.at == nil {
+		j.at = map[*spec.Spec]map[string]sqlparse.Pos{}
+	}
+	m := j.at[s]
+	if m == nil {
+		m = map[string]sqlparse.Pos{}
+		j.at[s] = m
+	}
+	if _, ok := m[path]; !ok {
+		m[path] = pos
+	}
+}
+
+// places finds where a field of spec s came from: the place of the
+// longest path that is path or contains it, the query's before a SET's.
+func (j *Job) places(s *spec.Spec) places {
+	return func(path string) (sqlparse.Pos, bool) {
+		for _, m := range []map[string]sqlparse.Pos{j.at[s], j.at[nil]} {
+			best, found := "", false
+			var pos sqlparse.Pos
+			for p, at := range m {
+				if (path == p || strings.HasPrefix(path, p+".") || strings.HasPrefix(path, p+"[")) && (!found || len(p) > len(best)) {
+					best, pos, found = p, at, true
+				}
+			}
+			if found {
+				return pos, true
+			}
+		}
+		return sqlparse.Pos{}, false
+	}
 }
 
 // composition is what a query compiles to besides its spec's window.
@@ -388,6 +428,15 @@ func (c *compiler) sideOutputs() error {
 	return nil
 }
 
+// setPaths are the spec fields the SET keys set (Job.place).
+var setPaths = map[string]string{
+	"pipeline.name": "name", "execution.checkpointing.interval": "checkpoint.interval", "execution.checkpointing.min-pause": "checkpoint.min_pause",
+	"state.checkpoints.dir": "checkpoint.dir", "pipeline.auto-watermark-interval": "watermark.interval", "table.exec.source.idle-timeout": "watermark.idle_timeout",
+	"table.exec.emit.allow-lateness": "allowed_lateness", "table.exec.emit.early-fire.enabled": "trigger", "table.exec.emit.early-fire.delay": "trigger",
+	"table.exec.emit.late-fire.delay": "late_firing_interval", lateKey: "sinks.late", latePartialKey: "sinks.late_partial", deadLetterKey: "sinks.dead_letter",
+	archiveKey: "archive",
+}
+
 // setKeys are the SET keys weir honours.
 var setKeys = []string{
 	"pipeline.name", "parallelism.default", "execution.checkpointing.interval", "execution.checkpointing.min-pause", "state.checkpoints.dir",
@@ -422,6 +471,9 @@ func (c *compiler) set(st *sqlparse.Set) error {
 		return &d, nil
 	}
 	var err error
+	if path, ok := setPaths[st.Key]; ok {
+		c.job.place(nil, path, st.Pos)
+	}
 	switch st.Key {
 	case "pipeline.name":
 		s.Name = st.Value
@@ -583,7 +635,7 @@ func (o options) rest(table string, known []string) error {
 // compose (queryPlan), a statement set's queries united in one plan.
 // Its errors speak SQL's terms (the field path says what it is in SQL).
 func (j *Job) Plan() (*spec.Plan, error) {
-	p, err := queryPlan(j.Spec, j.composition)
+	p, err := queryPlan(j.Spec, j.composition, j.places(j.Spec))
 	if err != nil {
 		return nil, err
 	}
@@ -598,16 +650,16 @@ func (j *Job) Plan() (*spec.Plan, error) {
 		}
 	}
 	for _, m := range j.more {
-		q, err := queryPlan(m.spec, m.composition)
+		q, err := queryPlan(m.spec, m.composition, j.places(m.spec))
 		if err != nil {
 			return nil, fmt.Errorf("the INSERT INTO %s: %w", strings.TrimSuffix(m.prefix, "."), err)
 		}
 		if p, err = spec.UnitePlans(p, q, m.prefix); err != nil {
-			return nil, inSQLTerms(err)
+			return nil, inSQLTerms(err, j.places(m.spec))
 		}
 	}
 	for i, w := range p.Warnings {
-		p.Warnings[i] = fieldInSQLTerms(w)
+		p.Warnings[i] = fieldInSQLTerms(w, j.places(j.Spec))
 	}
 	if j.twoPhase {
 		twoPhase(p)
@@ -692,7 +744,7 @@ func tableResults(s *spec.Spec) bool {
 func sqlTable(k *spec.Sink) bool { return k.Type == "postgres" || k.Type == "sqlite" }
 
 // queryPlan compiles one query: spec s's window, composed as c says.
-func queryPlan(s *spec.Spec, c composition) (*spec.Plan, error) {
+func queryPlan(s *spec.Spec, c composition, at places) (*spec.Plan, error) {
 	nullKeys(s, c)
 	if c.cascade != nil {
 		return cascadeQueryPlan(s, c.cascade)
@@ -716,11 +768,11 @@ func queryPlan(s *spec.Spec, c composition) (*spec.Plan, error) {
 			p, err = spec.SelectPlan(p, c.join.records, "records", c.join.records)
 		}
 		if err != nil {
-			err = inSQLTerms(err)
+			err = inSQLTerms(err, at)
 		}
 	default:
 		if p, err = spec.Compile(s); err != nil {
-			err = inSQLTerms(err)
+			err = inSQLTerms(err, at)
 		}
 	}
 	if k != nil {
@@ -734,28 +786,28 @@ func queryPlan(s *spec.Spec, c composition) (*spec.Plan, error) {
 		if c.join.cascades[1] != nil {
 			r, err = cascadePlan(c.join.right, c.join.cascades[1], "query")
 		} else if r, err = spec.Compile(c.join.right); err != nil {
-			err = inSQLTerms(err)
+			err = inSQLTerms(err, at)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("the join's right side, %s: %w", strings.TrimSuffix(c.join.prefix, "."), err)
 		}
 		if p, err = spec.JoinPlans(p, r, c.join.op, "join", c.join.leftPrefix, c.join.prefix, c.join.op); err != nil {
-			return nil, inSQLTerms(err)
+			return nil, inSQLTerms(err, at)
 		}
 	}
 	if c.topN != nil {
 		if p, err = spec.FeedPlan(p, c.topN, "topn", c.topN); err != nil {
-			return nil, inSQLTerms(err)
+			return nil, inSQLTerms(err, at)
 		}
 	}
 	if c.selectOp != nil {
 		if p, err = spec.SelectPlan(p, c.selectOp, "select", c.selectOp); err != nil {
-			return nil, inSQLTerms(err)
+			return nil, inSQLTerms(err, at)
 		}
 	}
 	if c.composed() && len(cols) > 0 {
 		if err := p.SetResultColumns(cols); err != nil {
-			return nil, inSQLTerms(err)
+			return nil, inSQLTerms(err, at)
 		}
 	}
 	return p, nil

@@ -188,6 +188,9 @@ func (c *compiler) windowed(sel *sqlparse.Select) ([]item, error) {
 // selected reads n).
 func (c *compiler) having(sel *sqlparse.Select, rel *relation, items []item) error {
 	s := c.job.Spec
+	if sel.Having != nil {
+		c.job.place(s, "having", sqlparse.ExprPos(sel.Having))
+	}
 	var bad *sqlparse.Error
 	unshown := map[string]string{} // an aggregate's text: its hidden one's name
 	rw := func(x sqlparse.Expr) sqlparse.Expr {
@@ -795,6 +798,7 @@ func (c *compiler) window(call *sqlparse.Call) (*relation, string, error) {
 		return nil, "", errAt(pos, text, hint, "%s's second argument is DESCRIPTOR of one column", fn)
 	}
 	c.descriptor = timeCol
+	c.job.place(c.job.Spec, "window", call.Pos)
 	if err := c.assign(call, fn, 0); err != nil {
 		return nil, "", err
 	}
@@ -952,6 +956,7 @@ func (c *compiler) where(x sqlparse.Expr, rel *relation, filter string) error {
 		conds = append(conds, filter)
 	}
 	if x != nil {
+		c.job.place(c.job.Spec, "where", sqlparse.ExprPos(x))
 		x, err := c.fields(x, rel)
 		if err != nil {
 			return err

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 
+	"github.com/weirstream/weir/internal/sqlparse"
 	"github.com/weirstream/weir/spec"
 )
 
@@ -56,22 +57,33 @@ var fixTerms = strings.NewReplacer(
 	"late_firing_interval", "table.exec.emit.late-fire.delay",
 )
 
+// places finds where in the SQL source a spec field came from (Job.places).
+type places func(path string) (sqlparse.Pos, bool)
+
 // inSQLTerms says the spec's errors of a compiled SQL job in SQL's terms:
-// each field path with what it is in SQL, the fix with SQL's spellings.
-func inSQLTerms(err error) error {
+// each field path with what it is in SQL, the fix with SQL's spellings,
+// and the line it came from when at knows it (at may be nil).
+func inSQLTerms(err error, at places) error {
 	var es spec.Errors
 	if !errors.As(err, &es) {
 		return err
 	}
 	out := make(spec.Errors, len(es))
 	for i, e := range es {
-		out[i] = fieldInSQLTerms(e)
+		out[i] = fieldInSQLTerms(e, at)
 	}
 	return out
 }
 
-// fieldInSQLTerms is a spec error or warning in SQL's terms.
-func fieldInSQLTerms(e spec.FieldError) spec.FieldError {
+// fieldInSQLTerms is a spec error or warning in SQL's terms, at its line
+// when at knows it (at may be nil).
+func fieldInSQLTerms(e spec.FieldError, at places) spec.FieldError {
+	line := 0
+	if at != nil {
+		if pos, ok := at(e.Path); ok {
+			line = pos.Line
+		}
+	}
 	// The longest prefix of the spec's path, matched on the path as the
 	// spec gave it.
 	var best *struct{ path, sql string }
@@ -81,8 +93,9 @@ func fieldInSQLTerms(e spec.FieldError) spec.FieldError {
 		}
 	}
 	if best != nil {
-		e.Path, e.Line = best.sql+" ("+e.Path+")", 0
+		e.Path = best.sql + " (" + e.Path + ")"
 	}
+	e.Line = line
 	e.Fix = fixTerms.Replace(e.Fix)
 	return e
 }

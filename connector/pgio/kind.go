@@ -42,7 +42,7 @@ func check(c connector.Checker, output string) {
 	if n := c.Int("batch_rows"); n < 0 {
 		c.Report("batch_rows", fmt.Sprint(n, " is negative"), "give the rows per transaction, such as 1000 (the default)")
 	}
-	tablerow.CheckTable(c, output)
+	tablerow.CheckTable(c, output, true)
 }
 
 // ResultColumns are the key and value columns of a job spec's results
@@ -85,11 +85,15 @@ func openResults(ctx context.Context, o connector.ResultsOpen) (connector.Result
 	opts := SpecOptions(o.Settings)
 	opts.Logger, opts.Stopping, opts.Job, opts.Declared = o.Logger, o.Stopping, o.Job, o.Layout
 	url, table := o.Settings.String("url"), o.Settings.String("table")
-	s, err := Open(ctx, url, table, keys, values, opts)
+	conn, name, err := InSchema(url, table)
 	if err != nil {
 		return nil, err
 	}
-	lk, err := takeRowLock(ctx, url, "results", table, o.Job, opts.Timeout, "table "+table, "")
+	s, err := Open(ctx, conn, name, keys, values, opts)
+	if err != nil {
+		return nil, err
+	}
+	lk, err := takeRowLock(ctx, conn, "results", table, o.Job, opts.Timeout, "table "+table, "")
 	if err != nil {
 		return nil, errors.Join(err, s.Close())
 	}

@@ -31,14 +31,18 @@ func openLedger(ctx context.Context, o connector.LedgerOpen) (connector.LedgerRe
 	if o.Lock {
 		query = `SELECT pg_try_advisory_lock(hashtext($1))`
 	}
-	conn, ok, err := sessionLock(ctx, o.Settings.String("url"), "weir-ledger", timeout, query, "weir backfill "+table)
+	url, name, err := InSchema(o.Settings.String("url"), table)
+	if err != nil {
+		return nil, fmt.Errorf("%s: pgio: %w", o.Output, err)
+	}
+	conn, ok, err := sessionLock(ctx, url, "weir-ledger", timeout, query, "weir backfill "+table)
 	switch {
 	case err != nil:
 		return nil, fmt.Errorf("%s: pgio: %w", o.Output, err)
 	case !ok:
 		return nil, fmt.Errorf("another backfill of the ledger table %s is running (it holds the advisory lock on its name); wait for it to end", table)
 	}
-	r := &ledgerTable{conn: conn, table: table, job: o.Job}
+	r := &ledgerTable{conn: conn, table: name, job: o.Job}
 	return r, nil
 }
 

@@ -24,7 +24,11 @@ func openMessages(ctx context.Context, o connector.MessagesOpen) (connector.Sink
 	opts := SpecOptions(o.Settings)
 	opts.Logger, opts.Stopping = o.Logger, o.Stopping
 	url, table := o.Settings.String("url"), o.Settings.String("table")
-	db, err := OpenRecords(ctx, url, table, opts) // waits for the server as Options say
+	url, name, err := InSchema(url, table)
+	if err != nil {
+		return nil, err
+	}
+	db, err := OpenRecords(ctx, url, name, opts) // waits for the server as Options say
 	if err != nil {
 		return nil, err
 	}

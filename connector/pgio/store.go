@@ -18,7 +18,11 @@ import (
 func openStore(_ context.Context, o connector.StoreOpen) (connector.ResultsStore, error) {
 	keys, values := ResultColumns(o.Keys, o.Values)
 	timeout, _ := o.Settings.Duration("timeout")
-	st, err := OpenTableStore(o.Settings.String("url"), cmp.Or(o.Settings.String("table"), "results"), keys, values, timeout)
+	url, table, err := InSchema(o.Settings.String("url"), cmp.Or(o.Settings.String("table"), "results"))
+	if err != nil {
+		return nil, err
+	}
+	st, err := OpenTableStore(url, table, keys, values, timeout)
 	if err != nil {
 		return nil, err
 	}

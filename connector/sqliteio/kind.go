@@ -26,7 +26,7 @@ func check(c connector.Checker, output string) {
 	if c.String("path") == "" {
 		c.Report("path", "missing", "a sqlite sink needs a file path, such as "+output+".db")
 	}
-	tablerow.CheckTable(c, output)
+	tablerow.CheckTable(c, output, false)
 }
 
 // openResults opens a job spec's sqlite results sink.

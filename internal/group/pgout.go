@@ -183,16 +183,20 @@ func openPGTables(ctx context.Context, p *spec.Plan, log *slog.Logger) (*pgTable
 		s := spec.SinkSettings(op.Config)
 		opts := pgio.SpecOptions(s)
 		opts.Logger, opts.Stopping, opts.Job, opts.ReplaysExpected = log.With("sink", op.Name), ctx, jobName(p), true
+		url, table, err := pgio.InSchema(s.String("url"), s.String("table"))
+		if err != nil {
+			return nil, errors.Join(fmt.Errorf("%s: %w", op.Path, err), pg.close())
+		}
 		if op.Role == connector.RoleResults {
 			keys, values := pgio.ResultColumns(p.Key, outfmt.ResultColumns(p))
-			r, err := pgio.Open(ctx, s.String("url"), s.String("table"), keys, values, opts)
+			r, err := pgio.Open(ctx, url, table, keys, values, opts)
 			if err != nil {
 				return nil, errors.Join(fmt.Errorf("%s: %w", op.Path, err), pg.close())
 			}
 			pg.results[op.Path] = r
 			continue
 		}
-		r, err := pgio.OpenRecords(ctx, s.String("url"), s.String("table"), opts)
+		r, err := pgio.OpenRecords(ctx, url, table, opts)
 		if err != nil {
 			return nil, errors.Join(fmt.Errorf("%s: %w", op.Path, err), pg.close())
 		}

@@ -389,9 +389,25 @@ CREATE TABLE out (user_id STRING, job BIGINT, ` + "`watermark`" + ` BIGINT) WITH
 		t.Fatal(err)
 	}
 	_, err = j.Plan()
-	want := "SET 'table.exec.emit.late-fire.delay' (late_firing_interval): late firings come only from allowed lateness, which is 0; SET 'table.exec.emit.allow-lateness' (such as '2 min'), or remove the late-fire delay"
+	want := "SET 'table.exec.emit.late-fire.delay' (late_firing_interval): late firings come only from allowed lateness, which is 0; SET 'table.exec.emit.allow-lateness' (such as '2 min'), or remove the late-fire delay (line 1)"
 	if err == nil || err.Error() != want {
 		t.Errorf("got  %v\nwant %s", err, want)
+	}
+	// An error the spec finds names the line of the SQL it came from: the
+	// HAVING's, the sink table's.
+	j, err = Compile("SET 'table.exec.emit.allow-lateness' = '1 min';\n"+tables+strings.TrimSuffix(insert, ";")+"\nHAVING COUNT(*) > 1;", "t.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err = j.Plan(); err == nil || !strings.HasPrefix(err.Error(), "HAVING (having): ") || !strings.HasSuffix(err.Error(), " (line 5)") {
+		t.Errorf("HAVING with allowed lateness: %v, want it at line 5", err)
+	}
+	j, err = Compile(strings.Replace(tables, "WITH ('connector' = 'print')", "WITH ('connector' = 'jdbc', 'url' = 'jdbc:sqlite:x.db', 'table-name' = 'a-b')", 1)+insert, "t.sql")
+	if err == nil {
+		_, err = j.Plan()
+	}
+	if err == nil || !strings.Contains(err.Error(), "the sink table (sinks.results.table): \"a-b\" is not a plain SQL name; use letters, digits and _, such as order_stats (line 2)") {
+		t.Errorf("a bad table name: %v, want it at line 2", err)
 	}
 }
 
@@ -564,6 +580,16 @@ INSERT INTO out SELECT user_id, window_start, COUNT(*) FROM TABLE(SESSION(TABLE 
 		warned := slices.ContainsFunc(j.Warnings, func(w string) bool { return strings.Contains(w, "sessions merge") })
 		if warned != want {
 			t.Errorf("%q: warned %v, want %v (%q)", set, warned, want, j.Warnings)
+		}
+	}
+}
+
+// TestPostgresName: a jdbc table-name as Postgres reads it, a schema and a
+// table each part on its own.
+func TestPostgresName(t *testing.T) {
+	for in, want := range map[string]string{"trialA_stats": "triala_stats", `"Stats"`: "Stats", "Analytics.Stats": "analytics.stats", `"A".b`: "A.b", `a."B"`: "a.B", `"x""y"`: `x"y`, "a.b.c": "a.b.c", `"a.b"`: "a.b"} {
+		if got := postgresName(in); got != want {
+			t.Errorf("%s: %s, want %s", in, got, want)
 		}
 	}
 }

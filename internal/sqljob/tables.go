@@ -43,6 +43,10 @@ func (c *compiler) source(rel *relation, viewTime string) (string, error) {
 func (c *compiler) sourceTable(t *sqlparse.CreateTable, timeCol string) (err error) {
 	s := c.job.Spec
 	c.srcTable = t
+	c.job.place(s, "source", t.Pos)
+	if t.Watermark != nil {
+		c.job.place(s, "watermark", t.Watermark.Pos)
+	}
 	name := tableName(t.Name)
 	o := optionsOf(t)
 	// weir's timestamp checks (R2), set once the time attribute is:
@@ -361,6 +365,7 @@ func (c *compiler) sink(t *sqlparse.CreateTable) (*spec.Sink, error) {
 		return nil, err
 	}
 	c.job.Spec.Sinks.Results = append(c.job.Spec.Sinks.Results, k)
+	c.job.place(c.job.Spec, "sinks.results", t.Pos)
 	return k, nil
 }
 
@@ -616,12 +621,39 @@ func splitList(v string) []string {
 // postgresName is a jdbc table-name as Postgres reads the name Flink's
 // JDBC sink writes into its statements unquoted: folded to lower case
 // (trialA_stats is triala_stats); one in double quotes ('"Stats"') keeps
-// its case.
+// its case. A schema and a table (Analytics.Stats, "A".b) are each read
+// so.
 func postgresName(name string) string {
-	if len(name) >= 2 && name[0] == '"' && name[len(name)-1] == '"' {
-		return strings.ReplaceAll(name[1:len(name)-1], `""`, `"`)
+	var parts []string
+	for rest := name; ; {
+		part := rest
+		if len(rest) > 0 && rest[0] == '"' {
+			// A quoted part runs to its closing quote ("" is a quote).
+			i := 1
+			for i < len(rest) && (rest[i] != '"' || i+1 < len(rest) && rest[i+1] == '"') {
+				if rest[i] == '"' {
+					i++
+				}
+				i++
+			}
+			part = rest[:min(i+1, len(rest))]
+		} else if j := strings.IndexByte(rest, '.'); j >= 0 {
+			part = rest[:j]
+		}
+		if len(part) >= 2 && part[0] == '"' && part[len(part)-1] == '"' {
+			parts = append(parts, strings.ReplaceAll(part[1:len(part)-1], `""`, `"`))
+		} else {
+			parts = append(parts, strings.ToLower(part))
+		}
+		rest = rest[len(part):]
+		if !strings.HasPrefix(rest, ".") || len(parts) == 2 {
+			if rest != "" {
+				return name // not a name weir can read: the table check says so
+			}
+			return strings.Join(parts, ".")
+		}
+		rest = rest[1:]
 	}
-	return strings.ToLower(name)
 }
 
 // postgresURL turns Flink's jdbc:postgresql://host:port/db URL, with its

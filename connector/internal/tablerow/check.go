@@ -3,6 +3,7 @@ package tablerow
 import (
 	"fmt"
 	"regexp"
+	"strings"
 
 	"github.com/weirstream/weir/connector"
 )
@@ -10,11 +11,22 @@ import (
 var sqlName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // CheckTable checks a table sink's table setting, which defaults to the
-// output's name (results, late, late_partial or dead_letter).
-func CheckTable(c connector.Checker, output string) {
-	if t := c.String("table"); t == "" {
+// output's name (results, late, late_partial or dead_letter); with
+// schema, it may name its schema too (analytics.order_stats).
+func CheckTable(c connector.Checker, output string, schema bool) {
+	t := c.String("table")
+	if t == "" {
 		c.Default("table", output)
-	} else if !sqlName.MatchString(t) {
-		c.Report("table", fmt.Sprintf("%q is not a plain SQL name", t), "use letters, digits and _, such as order_stats")
+		return
+	}
+	if s, name, ok := strings.Cut(t, "."); schema && ok && sqlName.MatchString(s) && sqlName.MatchString(name) {
+		return
+	}
+	if !sqlName.MatchString(t) {
+		fix := "use letters, digits and _, such as order_stats"
+		if schema {
+			fix += ", or a schema and a table, such as analytics.order_stats"
+		}
+		c.Report("table", fmt.Sprintf("%q is not a plain SQL name", t), fix)
 	}
 }

@@ -439,7 +439,7 @@ func sinkOf(t *sqlparse.CreateTable, output string) (*spec.Sink, error) {
 			return nil, errAt(formatPos, f, "use 'json'", "table %s: a NATS message is written as json", name)
 		}
 		known = append(known, "url", "subject", "format")
-	case conn == "ledger" && output == lateKey:
+	case conn == "ledger" && (output == lateKey || output == latePartialKey):
 		k.Type, k.Dir = "ledger", o.take("dir")
 		known = append(known, "dir", "retention")
 		pos := o["retention"].Pos
@@ -453,13 +453,17 @@ func sinkOf(t *sqlparse.CreateTable, output string) (*spec.Sink, error) {
 	default:
 		use := "filesystem, jdbc, kafka, upsert-kafka, nats, print or blackhole"
 		switch output {
-		case lateKey:
+		case lateKey, latePartialKey:
 			use = "ledger (what weir backfill folds back), filesystem, kafka, nats, jdbc (Postgres), print or blackhole"
-		case latePartialKey, deadLetterKey:
+		case deadLetterKey:
 			use = "filesystem, kafka, nats, jdbc (Postgres), print or blackhole"
 		}
 		known := []string{"filesystem", "jdbc", "kafka", "upsert-kafka", "nats", "print", "blackhole", "ledger"}
-		return nil, errAt(connPos, conn, suggest.Or(conn, known, "use "+use), "table %s: connector '%s' is not compiled as a sink of %s", name, conn, output)
+		hint := "use " + use
+		if !slices.Contains(known, conn) {
+			hint = suggest.Or(conn, known, hint)
+		}
+		return nil, errAt(connPos, conn, hint, "table %s: connector '%s' is not compiled as a sink of %s", name, conn, output)
 	}
 	if err := o.rest(name, known); err != nil {
 		return nil, err

@@ -27,6 +27,11 @@ func (c *compiler) compileInsert(in *sqlparse.Insert) error {
 		return errAt(q.Pos, "", "write one SELECT ... FROM TABLE(TUMBLE(...)) GROUP BY window_start, window_end, keys", "this query is not compiled yet")
 	}
 	sel := q.Selects[0]
+	if merged, ok, err := projectedWindow(sel); err != nil {
+		return err
+	} else if ok {
+		sel = merged
+	}
 	if err := c.queryHint(sel.Hint); err != nil {
 		return err
 	}

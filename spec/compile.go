@@ -596,6 +596,22 @@ func (c *compiler) source() {
 		c.add("source.format", "the nexmark source makes its own rows", "remove format")
 	}
 	p.Format = enum(c, "source.format", s.Format, FormatJSONL, FormatJSONL, FormatCSV)
+	if len(s.CSVColumns) > 0 {
+		seen := map[string]int{}
+		switch {
+		case p.Format != FormatCSV:
+			c.add("source.csv_columns", "names CSV columns, and the source is not CSV", "set format: csv, or remove csv_columns")
+		default:
+			for i, name := range s.CSVColumns {
+				if name == "" {
+					c.add(fmt.Sprintf("source.csv_columns[%d]", i), "is empty", "name each column of the file, in order")
+				} else if j, dup := seen[strings.ToLower(name)]; dup {
+					c.add(fmt.Sprintf("source.csv_columns[%d]", i), fmt.Sprintf("%q is also column %d", name, j+1), "name each column once")
+				}
+				seen[strings.ToLower(name)] = i
+			}
+		}
+	}
 	if typ == "generator" && s.Format != "" {
 		c.add("source.format", "a generator makes its own records", "remove format")
 	}

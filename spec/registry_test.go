@@ -124,7 +124,7 @@ func TestKindChecks(t *testing.T) {
 		{"{results: {type: postgres, url: 'postgres://x', timeout: 0s, batch_rows: -1, table: 'a-b'}}", []string{
 			"sinks.results.timeout: 0s is not positive; the timeout must be positive, such as 1m",
 			"sinks.results.batch_rows: -1 is negative; give the rows per transaction, such as 1000 (the default)",
-			`sinks.results.table: "a-b" is not a plain SQL name; use letters, digits and _, such as order_stats`}},
+			`sinks.results.table: "a-b" is not a plain SQL name; use letters, digits and _, such as order_stats, or a schema and a table, such as analytics.order_stats`}},
 		{"{results: {type: sqlite}, late: {type: ledger, retention: 0s}, dead_letter: {type: nats}}", []string{
 			"sinks.results.path: missing; a sqlite sink needs a file path, such as results.db",
 			"sinks.late.dir: missing; a ledger needs a directory, such as ledger",

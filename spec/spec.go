@@ -255,6 +255,11 @@ type Source struct {
 	Path string `yaml:"path"`
 	// Format is jsonl (default) or csv (a header row names the fields).
 	Format string `yaml:"format"`
+	// CSVColumns name a CSV file's columns in order, as Flink's CSV
+	// format maps them by position: the file's first row is a header only
+	// when it names each of them (in any order and case; they then map by
+	// its names), and data otherwise.
+	CSVColumns []string `yaml:"csv_columns" json:",omitempty"`
 	// Channels is the number of parallel source channels (default 1);
 	// replay lines say which channel a line belongs to.
 	Channels int `yaml:"channels"`

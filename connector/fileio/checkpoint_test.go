@@ -169,19 +169,25 @@ var resumeCSV = []string{
 
 func TestResume(t *testing.T) {
 	type input struct {
-		format Format
-		data   string
+		format  Format
+		data    string
+		columns []string
 	}
-	inputs := []input{{JSONL, resumeJSONL}, {JSONL, ""}, {JSONL, "{}\n"}}
+	inputs := []input{{JSONL, resumeJSONL, nil}, {JSONL, "", nil}, {JSONL, "{}\n", nil}}
 	for _, d := range resumeCSV {
-		inputs = append(inputs, input{CSV, d})
+		inputs = append(inputs, input{CSV, d, nil})
+		// The columns by position: the header, then no header.
+		inputs = append(inputs, input{CSV, d, []string{"ID", "name", "amount"}})
+		if _, rows, ok := strings.Cut(d, "\n"); ok {
+			inputs = append(inputs, input{CSV, rows, []string{"id", "name", "amount"}})
+		}
 	}
 	for i, in := range inputs {
 		path := writeFile(t, fmt.Sprint("in", i), in.data)
 		for n := 1; n <= 3; n++ {
 			for _, strict := range []bool{false, true} {
 				for _, batch := range []int{1, 2, 5} {
-					o := Options{Path: path, Format: in.format, Channels: n, Strict: strict, Batch: batch, MaxLine: 40}
+					o := Options{Path: path, Format: in.format, Columns: in.columns, Channels: n, Strict: strict, Batch: batch, MaxLine: 40}
 					total := reads(t, o)
 					for cut := 0; cut <= total; cut++ {
 						for _, cut2 := range []int{0, 1, 3, total} {

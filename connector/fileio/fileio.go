@@ -148,6 +148,11 @@ type Options struct {
 	Name string
 	// Format is the input format.
 	Format Format
+	// Columns, for CSV, name the columns in order, as Flink's CSV format
+	// maps them by position: the first row is a header only when it
+	// names these columns (compared without case), and the first data row
+	// otherwise. Nil: the first row is the header.
+	Columns []string
 	// Channels is the number of source channels (default 1).
 	Channels int
 	// Strict is deterministic replay: the channels emit the lines strictly
@@ -251,8 +256,12 @@ func New(o Options) (connector.Source[Line], error) {
 		if err != nil {
 			return nil, err
 		}
-		// Kept for a restore, which resumes after the header.
+		// Kept for a restore, which resumes after the header (none when
+		// the first row is data: Columns).
 		s.keys, s.headerEnd, s.headerSum = p.keys, p.f.off, headerSum(p.keys)
+		if p.held {
+			s.headerEnd = 0
+		}
 	} else {
 		f.Close()
 	}
@@ -289,7 +298,7 @@ func (s *source) open() (*os.File, error) {
 }
 
 func (s *source) newParser(r io.Reader, only int) *parser {
-	return newParser(newFramer(r, s.o.Name, s.o.MaxLine), s.o.Format, s.o.Channels, only)
+	return newParser(newFramer(r, s.o.Name, s.o.MaxLine), s.o.Format, s.o.Channels, only, s.o.Columns)
 }
 
 // Open returns the reader of channel ch of n; n must be Options.Channels.

@@ -421,6 +421,29 @@ func TestCSV(t *testing.T) {
 	}
 }
 
+// TestCSVColumns: with Columns, as Flink's CSV format maps columns by
+// position, the first row is data unless it names the columns (in any
+// order and case: a header, which maps them by name), and the records'
+// fields are the columns' names.
+func TestCSVColumns(t *testing.T) {
+	cols := []string{"u", "v"}
+	for name, res := range runModes(t, Options{Format: CSV, Columns: cols}, "\nalice,10\nbob,\"x,y\"\ncarl\n") {
+		check(t, "no header "+name, res, `2:0:data:{"u":"alice","v":10}`, `3:0:data:{"u":"bob","v":"x,y"}`, `4:0:bad:csv_malformed`)
+		if ls := res.all(); len(ls) == 3 && ls[2].Detail != "row has 1 fields, the table 2 columns" {
+			t.Errorf("%s: detail %q", name, ls[2].Detail)
+		}
+	}
+	for name, res := range runModes(t, Options{Format: CSV, Columns: cols}, "U,V\nalice,10\n") {
+		check(t, "header "+name, res, `2:0:data:{"u":"alice","v":10}`)
+	}
+	for name, res := range runModes(t, Options{Format: CSV, Columns: cols}, "v,U\n10,alice\n") {
+		check(t, "header in another order "+name, res, `2:0:data:{"v":10,"u":"alice"}`)
+	}
+	for name, res := range runModes(t, Options{Format: CSV, Columns: cols}, "alice\n") {
+		check(t, "one short row "+name, res, `1:0:bad:csv_malformed`)
+	}
+}
+
 func TestCSVTooLong(t *testing.T) {
 	data := "a,b\n" + "1,\"" + strings.Repeat("x\n", 100) + "\",2\n" + "3,4\n" + "5,\"" + strings.Repeat("y", 100) + "\n\"\n6,7"
 	for name, res := range runModes(t, Options{Format: CSV, MaxLine: 50}, data) {

@@ -51,7 +51,7 @@ func openLines(stdin bool) connector.SourceOpener {
 	return func(_ context.Context, so connector.SourceOpen) (connector.OpenedSource, error) {
 		o := Options{Format: JSONL, Channels: so.Channels, Strict: so.Strict, Final: so.Final, Stop: so.Stop}
 		if so.CSV {
-			o.Format = CSV
+			o.Format, o.Columns = CSV, so.Settings.Strings("csv_columns")
 		}
 		if stdin {
 			o.Input, o.Name = so.Stdin, "stdin"

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/valyala/fastjson"
@@ -28,10 +30,14 @@ type parser struct {
 	headerDone bool
 	keys       [][]byte // the header names as JSON strings followed by ':'
 	row        csvRow
+	// columns are Options.Columns; held: row holds the first row, read
+	// by readHeader and found to be data (columns given, no header).
+	columns []string
+	held    bool
 }
 
-func newParser(f *framer, format Format, nch, only int) *parser {
-	p := &parser{f: f, format: format, nch: nch, only: only}
+func newParser(f *framer, format Format, nch, only int, columns []string) *parser {
+	p := &parser{f: f, format: format, nch: nch, only: only, columns: columns}
 	p.row.max = f.max
 	return p
 }
@@ -299,8 +305,10 @@ func (p *parser) nextCSV() (item, bool, error) {
 			return item{}, false, err
 		}
 	}
-	r, err := p.nextRow()
-	if err != nil {
+	r := &p.row
+	if p.held {
+		p.held = false
+	} else if _, err := p.nextRow(); err != nil {
 		return item{}, false, err
 	}
 	switch {
@@ -311,6 +319,9 @@ func (p *parser) nextCSV() (item, bool, error) {
 	case r.perr != "":
 		return p.bad(r.start, r.raw, "csv_malformed", "%s", r.perr)
 	case len(r.ends) != len(p.keys):
+		if p.columns != nil {
+			return p.bad(r.start, r.raw, "csv_malformed", "row has %d fields, the table %d columns", len(r.ends), len(p.keys))
+		}
 		return p.bad(r.start, r.raw, "csv_malformed", "row has %d fields, header has %d", len(r.ends), len(p.keys))
 	}
 	b := append(p.scratch[:0], '{')
@@ -337,10 +348,26 @@ func (p *parser) nextCSV() (item, bool, error) {
 }
 
 // readHeader reads the header row. An input without rows has no header
-// and no records.
+// and no records. With columns, the first row is the header only when it
+// names them (in any order and case), which then map by its names;
+// otherwise the columns map by position, and the row is held for nextCSV
+// as the first data row.
 func (p *parser) readHeader() error {
 	p.headerDone = true
 	r, err := p.nextRow()
+	if p.columns != nil && (err == io.EOF || err == nil) {
+		order := p.headerOrder(r, err)
+		if order == nil {
+			// No header: the columns by position, and the row read is
+			// data.
+			order, p.held = p.columns, err == nil
+		}
+		for _, c := range order {
+			k := weir.AppendJSONString(nil, c)
+			p.keys = append(p.keys, append(k, ':'))
+		}
+		return nil
+	}
 	if err == io.EOF {
 		return nil
 	}
@@ -372,6 +399,27 @@ func (p *parser) readHeader() error {
 		p.keys = append(p.keys, append(k, ':'))
 	}
 	return nil
+}
+
+// headerOrder is, when row r (read with err) is a header naming each of
+// p.columns once, in any order and case, the columns in its order; nil
+// otherwise.
+func (p *parser) headerOrder(r *csvRow, err error) []string {
+	if err != nil || r.over || r.bad8 >= 0 || r.perr != "" || len(r.ends) != len(p.columns) {
+		return nil
+	}
+	order := make([]string, 0, len(p.columns))
+	prev := 0
+	for _, end := range r.ends {
+		f := string(r.fields[prev:end])
+		prev = end
+		i := slices.IndexFunc(p.columns, func(c string) bool { return strings.EqualFold(c, f) })
+		if i < 0 || slices.Contains(order, p.columns[i]) {
+			return nil
+		}
+		order = append(order, p.columns[i])
+	}
+	return order
 }
 
 // nextRow reads the next non-blank row.

@@ -1701,12 +1701,19 @@ func (c compiler) call(x *sqlparse.Call) eval {
 	case "TO_TIMESTAMP":
 		// TO_TIMESTAMP(text [, format]) of a text in the format
 		// 'yyyy-MM-dd HH:mm:ss' (fractions of a second read too), as the
-		// time attribute reads it: the time in epoch milliseconds of its
-		// wall time in UTC, NULL for a text of another form.
+		// time attribute reads it, or in another Java pattern of numbers
+		// ('yyyyMMddHHmmss'): the time in epoch milliseconds of its wall
+		// time in UTC, NULL for a text of another form.
+		var toks []dateTok
 		if len(x.Args) == 2 {
 			f, ok := x.Args[1].Value.(*sqlparse.Lit)
-			if !ok || f.Kind != "string" || f.Text != "yyyy-MM-dd HH:mm:ss" && f.Text != "yyyy-MM-dd HH:mm:ss.SSS" {
-				c.fail(x.Pos, name, "write TO_TIMESTAMP(text) of a text such as '2026-01-01 00:00:05'", "TO_TIMESTAMP's format may be 'yyyy-MM-dd HH:mm:ss' (with or without .SSS)")
+			if !ok || f.Kind != "string" {
+				c.fail(x.Pos, name, "write the format as a text literal, such as 'yyyyMMddHHmmss'", "TO_TIMESTAMP's format is a literal")
+			} else if f.Text != "yyyy-MM-dd HH:mm:ss" && f.Text != "yyyy-MM-dd HH:mm:ss.SSS" {
+				var okp bool
+				if toks, okp = javaPattern(f.Text); !okp || !parsable(toks) {
+					c.fail(x.Pos, f.Text, "use the letters yyyy, yy, MM, dd, HH, mm, ss and SSS (numbers), and other text in quotes", "TO_TIMESTAMP cannot read the format '%s'", f.Text)
+				}
 			}
 		}
 		return func(g []*fastjson.Value) value {
@@ -1714,7 +1721,13 @@ func (c compiler) call(x *sqlparse.Call) eval {
 			if v.k != str {
 				return nullV
 			}
-			ms, ok := sqlMillis(v.s)
+			var ms int64
+			var ok bool
+			if toks != nil {
+				ms, ok = parseDate(v.s, toks)
+			} else {
+				ms, ok = sqlMillis(v.s)
+			}
 			if !ok {
 				return nullV
 			}

@@ -526,3 +526,41 @@ func TestTimeField(t *testing.T) {
 		}
 	}
 }
+
+// TestParseDate: TO_TIMESTAMP's formats of numbers read a wall time in
+// UTC milliseconds; a text of another form, or a date that does not
+// exist, is not read.
+func TestParseDate(t *testing.T) {
+	for _, c := range []struct {
+		format, text string
+		want         int64 // -1: not read
+	}{
+		{"yyyyMMddHHmmss", "20260101000005", 1767225605000},
+		{"dd/MM/yyyy HH:mm", "01/01/2026 00:01", 1767225660000},
+		{"d/M/yy H:m:s.SSS", "1/1/26 0:0:5.250", 1767225605250},
+		{"ss.SSS", "05.25", -1},
+		{"yyyy-MM-dd'T'HH:mm:ss", "2026-01-01T00:00:05", 1767225605000},
+		{"yyyyMMdd", "20260431", -1},
+		{"yyyyMMdd", "2026010", -1},
+		{"yyyyMMdd", "202601011", -1},
+		{"yyyy/MM/dd", "2026-01-01", -1},
+		{"HH:mm", "24:00", -1},
+	} {
+		toks, ok := javaPattern(c.format)
+		if !ok || !parsable(toks) {
+			t.Fatalf("%s: not a format TO_TIMESTAMP reads", c.format)
+		}
+		ms, ok := parseDate([]byte(c.text), toks)
+		if !ok {
+			ms = -1
+		}
+		if ms != c.want {
+			t.Errorf("%s of %q: %d, want %d", c.format, c.text, ms, c.want)
+		}
+	}
+	for _, f := range []string{"EEE yyyy", "MMM yyyy", "hh:mm a"} {
+		if toks, ok := javaPattern(f); ok && parsable(toks) {
+			t.Errorf("%s: read as a format TO_TIMESTAMP reads", f)
+		}
+	}
+}

@@ -796,3 +796,79 @@ func floorDiv(a, b int64) int64 {
 }
 
 func floorMod(a, b int64) int64 { return a - floorDiv(a, b)*b }
+
+// parsable reports whether toks (javaPattern's) can be parsed back
+// (parseDate): years, months and days, hours, minutes, seconds and
+// fractions as numbers, and literal text.
+func parsable(toks []dateTok) bool {
+	for _, k := range toks {
+		if k.letter != 0 && (!strings.ContainsRune("yMdHmsS", rune(k.letter)) || k.letter == 'M' && k.n > 2) {
+			return false
+		}
+	}
+	return true
+}
+
+// parseDate reads b by toks (javaPattern's, parsable): the wall time it
+// gives, as epoch milliseconds in UTC (TO_TIMESTAMP's; a TIMESTAMP has no
+// zone). A letter repeated n times takes n digits, one taken alone 1 or
+// 2 (a year's yyyy 4, yy 2 in 2000-2099; S the fraction's n digits);
+// literal text must match; false for a text of another form or a date
+// that does not exist.
+func parseDate(b []byte, toks []dateTok) (int64, bool) {
+	y, mo, d, h, mi, s, ms := 1970, 1, 1, 0, 0, 0, 0
+	for _, k := range toks {
+		if k.letter == 0 {
+			if !bytes.HasPrefix(b, []byte(k.lit)) {
+				return 0, false
+			}
+			b = b[len(k.lit):]
+			continue
+		}
+		lo, hi := k.n, k.n // digits taken
+		if k.n == 1 && k.letter != 'S' && k.letter != 'y' {
+			hi = 2
+		}
+		n, v := 0, 0
+		for n < hi && n < len(b) && b[n] >= '0' && b[n] <= '9' {
+			v = v*10 + int(b[n]-'0')
+			n++
+		}
+		if n < lo {
+			return 0, false
+		}
+		b = b[n:]
+		switch k.letter {
+		case 'y':
+			if y = v; k.n == 2 {
+				y = 2000 + v
+			}
+		case 'M':
+			mo = v
+		case 'd':
+			d = v
+		case 'H':
+			h = v
+		case 'm':
+			mi = v
+		case 's':
+			s = v
+		case 'S':
+			for ; n < 3; n++ {
+				v *= 10
+			}
+			for ; n > 3; n-- {
+				v /= 10
+			}
+			ms = v
+		}
+	}
+	if len(b) != 0 || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || s > 59 {
+		return 0, false
+	}
+	t := time.Date(y, time.Month(mo), d, h, mi, s, ms*int(time.Millisecond), time.UTC)
+	if t.Day() != d { // 31 April
+		return 0, false
+	}
+	return t.UnixMilli(), true
+}

@@ -277,7 +277,7 @@ CREATE TABLE out (user_id STRING, window_start TIMESTAMP(3), window_end TIMESTAM
 			"table out: the primary key leaves out window_start, which keys the query's results (at \"PRIMARY KEY\"); declare PRIMARY KEY (user_id, window_start, window_end) NOT ENFORCED"},
 		{"a jdbc table keyed by no column", strings.Replace(strings.Replace(table, "n BIGINT) WITH", "n BIGINT, PRIMARY KEY (kk, window_start, window_end) NOT ENFORCED) WITH", 1), "'connector' = 'filesystem', 'path' = 'out.jsonl'", "'connector' = 'jdbc', 'url' = 'jdbc:sqlite:r.db', 'table-name' = 'out'", 1) + insert,
 			"table out: primary key column kk holds no key field or window bound of the query"},
-		{"TO_TIMESTAMP without an argument", strings.Replace(table, "ts AS TO_TIMESTAMP_LTZ(ms, 3)", "ts AS TO_TIMESTAMP()", 1) + insert, "TO_TIMESTAMP as a time attribute takes one column of text"},
+		{"TO_TIMESTAMP without an argument", strings.Replace(table, "ts AS TO_TIMESTAMP_LTZ(ms, 3)", "ts AS TO_TIMESTAMP()", 1) + insert, "TO_TIMESTAMP as a time attribute takes a text and"},
 		{"a misspelt weir key", "SET 'weir.late.sinks' = 'out';\n" + table + insert, `SET key "weir.late.sinks" is not one of weir's (at "weir.late.sinks"); did you mean "weir.late.sink"?`},
 		{"early without delay", "SET 'table.exec.emit.early-fire.enabled' = 'true';\n" + table + insert, "early firing needs its delay, as in Flink"},
 		{"unknown type", strings.Replace(table, "amount BIGINT", "amount BIGNT", 1) + insert, `1:45: unknown type BIGNT (at "BIGNT"); did you mean "BIGINT"?`},

@@ -85,6 +85,18 @@ func (c *compiler) sourceTable(t *sqlparse.CreateTable, timeCol string) (err err
 				s.TimeZone = c.zoneName
 			}
 		}
+		if err == nil && timeCol != "" && !c.attrLTZ && c.zone > 0 && s.Source.Timestamp.Source == "" {
+			// A TIMESTAMP is a wall time in the session's zone, which
+			// reads ahead of the clock by the zone's offset east of UTC:
+			// max_future allows for it, or every record of now would be
+			// a dead letter (timestamp_future).
+			d := spec.Duration(time.Hour / time.Millisecond)
+			if maxFuture != nil {
+				d = *maxFuture
+			}
+			d += spec.Duration(c.zone)
+			s.Source.Timestamp.MaxFuture = &d
+		}
 	}()
 	connPos := o["connector"].Pos
 	switch conn := o.take("connector"); conn {
@@ -95,7 +107,15 @@ func (c *compiler) sourceTable(t *sqlparse.CreateTable, timeCol string) (err err
 		case "json", "":
 			s.Source.Format = "jsonl"
 		case "csv":
+			// Flink's CSV format maps the columns by position: the
+			// table's physical columns name them, and a first row that
+			// names them is a header.
 			s.Source.Format = "csv"
+			for _, col := range t.Columns {
+				if col.Computed == nil && !col.Metadata {
+					s.Source.CSVColumns = append(s.Source.CSVColumns, col.Name.Name)
+				}
+			}
 		default:
 			return errAt(t.Pos, f, "use 'json' or 'csv'", "table %s: format '%s' is not supported", name, f)
 		}
@@ -215,9 +235,17 @@ func (c *compiler) sourceTable(t *sqlparse.CreateTable, timeCol string) (err err
 				format = lit.Text
 			}
 		}
-		if !isRef || len(field.Parts) != 1 || len(call.Args) > 2 || format != "yyyy-MM-dd HH:mm:ss" && format != "yyyy-MM-dd HH:mm:ss.SSS" {
-			return errAt(call.Pos, "TO_TIMESTAMP", "declare the field TIMESTAMP(3) and name it in DESCRIPTOR, or write TO_TIMESTAMP(field) of a text such as '2026-01-01 00:00:05'",
-				"TO_TIMESTAMP as a time attribute takes one column of text in the format 'yyyy-MM-dd HH:mm:ss' (with or without .SSS)")
+		if len(call.Args) == 0 || len(call.Args) > 2 {
+			return errAt(call.Pos, "TO_TIMESTAMP", "write TO_TIMESTAMP(field) of a text such as '2026-01-01 00:00:05', or TO_TIMESTAMP(field, 'yyyyMMddHHmmss')",
+				"TO_TIMESTAMP as a time attribute takes a text and, if it is not in the format 'yyyy-MM-dd HH:mm:ss', its format")
+		}
+		if !isRef || len(field.Parts) != 1 || format != "yyyy-MM-dd HH:mm:ss" && format != "yyyy-MM-dd HH:mm:ss.SSS" {
+			// TO_TIMESTAMP of an expression (FROM_UNIXTIME(sec)), or in
+			// a format of its own: a computed field holds the time (the
+			// expression's check refuses a format it cannot read), read
+			// as a SQL timestamp.
+			s.Source.Timestamp = spec.Timestamp{Field: timeCol, Unit: "sql"}
+			return c.watermark(wm, timeCol)
 		}
 		if column(t, field.Parts[0].Name) == nil {
 			return errAt(call.Pos, field.Parts[0].Name, "", "table %s has no column %s", name, field.Parts[0].Name)

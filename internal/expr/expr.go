@@ -149,13 +149,13 @@ func (p *Pred) Keep(got []*fastjson.Value) bool {
 
 // Functions are the functions an expression may call. TO_TIMESTAMP_LTZ
 // (n, 3) is n, (n, 0) n * 1000: times are epoch milliseconds here.
-var Functions = []string{"ABS", "CEIL", "CEILING", "CHAR_LENGTH", "COALESCE", "CONCAT", "DATE_FORMAT", "DAYOFMONTH", "DAYOFWEEK", "DAYOFYEAR", "FLOOR", "FROM_UNIXTIME", "GREATEST",
-	"HOUR", "IF", "LEAST", "LOWER", "LTRIM", "MINUTE", "MOD", "MONTH", "NULLIF", "POWER", "QUARTER", "REPLACE", "ROUND", "RTRIM", "SECOND", "SUBSTR", "SUBSTRING", "TIMESTAMPDIFF",
+var Functions = []string{"ABS", "CEIL", "CEILING", "CHAR_LENGTH", "COALESCE", "CONCAT", "CONCAT_WS", "DATE_FORMAT", "DAYOFMONTH", "DAYOFWEEK", "DAYOFYEAR", "FLOOR", "FROM_UNIXTIME", "GREATEST",
+	"HOUR", "IF", "LEAST", "LOWER", "LTRIM", "MINUTE", "MOD", "MONTH", "NULLIF", "POWER", "QUARTER", "REGEXP_EXTRACT", "REPLACE", "ROUND", "RTRIM", "SECOND", "SUBSTR", "SUBSTRING", "TIMESTAMPDIFF",
 	"TO_TIMESTAMP", "TO_TIMESTAMP_LTZ", "TRIM", "UPPER", "WEEK", "YEAR"}
 
 // stringFunctions are the Functions whose value is a string (or NULL)
 // whatever their arguments.
-var stringFunctions = map[string]bool{"CONCAT": true, "SUBSTRING": true, "SUBSTR": true, "TRIM": true, "LTRIM": true, "RTRIM": true,
+var stringFunctions = map[string]bool{"CONCAT": true, "CONCAT_WS": true, "REGEXP_EXTRACT": true, "SUBSTRING": true, "SUBSTR": true, "TRIM": true, "LTRIM": true, "RTRIM": true,
 	"REPLACE": true, "LOWER": true, "UPPER": true, "DATE_FORMAT": true, "FROM_UNIXTIME": true}
 
 // ReturnsString reports whether function name (upper case) always

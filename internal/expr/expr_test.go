@@ -125,6 +125,11 @@ func TestKeep(t *testing.T) {
 		{"DATE_FORMAT(1773570030456, 'yyyy ''Q1'' dd') = '2026 Q1 15' AND DATE_FORMAT(1773570030456, '''Jan'' yyyy') = 'Jan 2026' AND DATE_FORMAT(1773570030456, 'yyyy-MM-dd 1') = '2026-03-15 1'", true},
 		{"DATE_FORMAT(1767225600000, 'yyyy_M_d') = '2026_1_1' AND DATE_FORMAT(0, '''o''''clock'' HH') = 'o''clock 00' AND DATE_FORMAT(1773570030456, 'EEE, d MMM yy h a') = 'Sun, 15 Mar 26 10 AM'", true},
 		{"FROM_UNIXTIME(1767225905) = '2026-01-01 00:05:05' AND FROM_UNIXTIME(0, 'yyyy') = '1970'", true},
+		// SQL's forms of SUBSTRING and TRIM, CONCAT_WS and REGEXP_EXTRACT.
+		{"SUBSTRING('hello' FROM 2 FOR 3) = 'ell' AND SUBSTRING('hello' FROM 4) = 'lo' AND SUBSTR('hello', 2) = 'ello'", true},
+		{"TRIM(BOTH 'hd' FROM 'hello world') = 'ello worl' AND TRIM(LEADING FROM '  x ') = 'x ' AND TRIM(TRAILING 'd' FROM 'dad') = 'da' AND TRIM('x' FROM 'xax') = 'a' AND TRIM(' y ') = 'y' AND TRIM(BOTH nothing FROM 'a') IS NULL", true},
+		{"CONCAT_WS('-', 'a', nothing, 'b', 1) = 'a-b-1' AND CONCAT_WS(nothing, 'a') IS NULL AND CONCAT_WS(',', nothing) = ''", true},
+		{"REGEXP_EXTRACT('hello world', '(\\w+) (\\w+)', 2) = 'world' AND REGEXP_EXTRACT('hello', 'l+') = 'll' AND REGEXP_EXTRACT('hello', 'z') IS NULL AND REGEXP_EXTRACT('hello', '(h)', 3) IS NULL AND REGEXP_EXTRACT(nothing, 'a') IS NULL", true},
 		{"YEAR(1767225905123) = 2026 AND MONTH(1767225905123) = 1 AND DAYOFMONTH(1767225905123) = 1 AND HOUR(1767225905123) = 0 AND MINUTE('2026-01-01 00:05:05.000') = 5 AND SECOND(1767225905123) = 5", true},
 		// Sunday 2026-12-06 (ISO week 49, day 340); Friday 2027-01-01 (ISO
 		// week 53 of 2026); Tuesday 2026-03-31 (quarter 1's last day).
@@ -398,7 +403,7 @@ func TestPlainReference(t *testing.T) {
 // and the others do not, so the SQL front end's types match what
 // expressions compute.
 func TestReturnsString(t *testing.T) {
-	args := map[string]string{"CONCAT": "'a', 1", "SUBSTRING": "'abc', 2", "SUBSTR": "'abc', 2", "TRIM": "' a '", "LTRIM": "' a'", "RTRIM": "'a '",
+	args := map[string]string{"CONCAT": "'a', 1", "SUBSTRING": "'abc', 2", "SUBSTR": "'abc', 2", "TRIM": "' a '", "LTRIM": "' a'", "RTRIM": "'a '", "CONCAT_WS": "',', 'a'", "REGEXP_EXTRACT": "'a', 'a'",
 		"REPLACE": "'abc', 'b', 'x'", "LOWER": "'A'", "UPPER": "'a'", "DATE_FORMAT": "1, 'yyyy'", "FROM_UNIXTIME": "1",
 		"MOD": "5, 3", "NULLIF": "1, 2", "IF": "TRUE, 1, 2", "TO_TIMESTAMP_LTZ": "1, 3", "TO_TIMESTAMP": "'2026-01-01 00:00:01'", "POWER": "2, 3", "ROUND": "1.5", "CHAR_LENGTH": "'ab'", "COALESCE": "1", "GREATEST": "1, 2", "LEAST": "1, 2", "TIMESTAMPDIFF": "'SECOND', 1, 2"}
 	for _, f := range Functions {

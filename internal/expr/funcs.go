@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/big"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -19,7 +20,8 @@ import (
 // expressions take besides Functions' first ones (funcs.go): each with
 // its arity (a minimum and a maximum number of arguments).
 var moreFunctions = map[string][2]int{
-	"CONCAT": {1, 64}, "SUBSTRING": {2, 3}, "SUBSTR": {2, 3}, "TRIM": {1, 1}, "LTRIM": {1, 1}, "RTRIM": {1, 1},
+	"CONCAT": {1, 64}, "SUBSTRING": {2, 3}, "SUBSTR": {2, 3}, "TRIM": {1, 2}, "LTRIM": {1, 2}, "RTRIM": {1, 2},
+	"CONCAT_WS": {2, 64}, "REGEXP_EXTRACT": {2, 3},
 	"REPLACE": {3, 3}, "ROUND": {1, 2}, "FLOOR": {1, 2}, "CEIL": {1, 2}, "CEILING": {1, 2}, "POWER": {2, 2},
 	"TIMESTAMPDIFF": {3, 3},
 	"DATE_FORMAT":   {2, 2}, "FROM_UNIXTIME": {1, 2}, "YEAR": {1, 1}, "QUARTER": {1, 1}, "MONTH": {1, 1}, "WEEK": {1, 1},
@@ -297,6 +299,63 @@ func (c compiler) moreCall(x *sqlparse.Call, name string, args []eval) eval {
 	switch name {
 	case "CONCAT":
 		return concat(args)
+	case "CONCAT_WS":
+		// CONCAT_WS(sep, s1, ...): NULL when sep is; a NULL argument is
+		// left out, as Flink's.
+		return func(g []*fastjson.Value) value {
+			sep, ok := text(args[0](g))
+			if !ok {
+				return nullV
+			}
+			out, first := []byte{}, true
+			for _, a := range args[1:] {
+				t, ok := text(a(g))
+				if !ok {
+					continue
+				}
+				if !first {
+					out = append(out, sep...)
+				}
+				out, first = append(out, t...), false
+			}
+			return value{k: str, s: out}
+		}
+	case "REGEXP_EXTRACT":
+		// REGEXP_EXTRACT(s, pattern [, group]): the group's match
+		// (default 0, the whole match), NULL without a match. The pattern
+		// is a literal, compiled once (Go's RE2 syntax, which is Java's
+		// but for backreferences and lookaround).
+		lit, ok := x.Args[1].Value.(*sqlparse.Lit)
+		var re *regexp.Regexp
+		if !ok || lit.Kind != "string" {
+			c.fail(x.Pos, name, "write the pattern as a text literal", "REGEXP_EXTRACT's pattern is a literal")
+		} else if r, err := regexp.Compile(lit.Text); err != nil {
+			c.fail(lit.Pos, lit.Text, "write a pattern without backreferences or lookaround (RE2 syntax)", "REGEXP_EXTRACT's pattern: %v", err)
+		} else {
+			re = r
+		}
+		return func(g []*fastjson.Value) value {
+			s := args[0](g)
+			if s.k != str || re == nil {
+				return nullV
+			}
+			group := int64(0)
+			if len(args) == 3 {
+				gv := args[2](g)
+				if gv.k != integer {
+					return nullV
+				}
+				group = gv.i
+			}
+			if group < 0 || group > int64(re.NumSubexp()) {
+				return nullV
+			}
+			m := re.FindSubmatchIndex(s.s)
+			if m == nil || m[2*group] < 0 {
+				return nullV
+			}
+			return value{k: str, s: s.s[m[2*group]:m[2*group+1]]}
+		}
 	case "TIMESTAMPDIFF":
 		// TIMESTAMPDIFF(unit, a, b): whole units from a to b, cut toward
 		// zero, as Flink's (of fixed units: SECOND to DAY).
@@ -366,7 +425,16 @@ func (c compiler) moreCall(x *sqlparse.Call, name string, args []eval) eval {
 			if s.k != str {
 				return nullV
 			}
-			return value{k: str, s: f(s.s, " ")}
+			cut := " "
+			if len(args) == 2 {
+				// TRIM(BOTH chars FROM s): the characters of chars.
+				chars := arg(g, 1)
+				if chars.k != str {
+					return nullV
+				}
+				cut = string(chars.s)
+			}
+			return value{k: str, s: f(s.s, cut)}
 		}
 	case "REPLACE":
 		return func(g []*fastjson.Value) value {

@@ -1096,8 +1096,58 @@ func (p *parser) refOrCall() Expr {
 	case p.tok.op(")"):
 	default:
 		fn := strings.ToUpper(parts[len(parts)-1].Name)
-		if fn == "TRIM" && (p.tok.is("BOTH") || p.tok.is("LEADING") || p.tok.is("TRAILING")) {
-			p.fail("use TRIM(s), LTRIM(s) or RTRIM(s), which trim spaces", "TRIM(%s ... FROM s) is not supported yet", strings.ToUpper(p.tok.text))
+		if fn == "TRIM" && len(parts) == 1 {
+			// TRIM([BOTH | LEADING | TRAILING] [chars] FROM s) is
+			// TRIM(s, chars), LTRIM or RTRIM: chars (default a space) cut
+			// from both ends, the start or the end.
+			name := "TRIM"
+			mode := p.tok.is("BOTH") || p.tok.is("LEADING") || p.tok.is("TRAILING")
+			if mode {
+				name = map[string]string{"BOTH": "TRIM", "LEADING": "LTRIM", "TRAILING": "RTRIM"}[strings.ToUpper(p.tok.text)]
+				p.next()
+			}
+			var chars Expr
+			if !p.tok.is("FROM") {
+				chars = p.expr()
+			}
+			if mode || p.tok.is("FROM") {
+				if !p.keyword("FROM") {
+					p.fail("write TRIM(BOTH 'x' FROM s)", "expected FROM in TRIM, found %s", describe(p.tok))
+				}
+				if chars == nil {
+					chars = &Lit{Pos: p.tok.pos, Kind: "string", Text: " "}
+				}
+				s := p.expr()
+				p.expectOp(")", ") after TRIM's value")
+				return &Call{Pos: first.pos, Name: Name{Parts: []Ident{{Pos: first.pos, Name: name}}}, Args: []Arg{{Value: s}, {Value: chars}}}
+			}
+			// TRIM(s [, chars]): a call.
+			c.Args = append(c.Args, Arg{Value: chars})
+			if p.tok.op(",") {
+				p.next()
+				c.Args = append(c.Args, Arg{Value: p.expr()})
+			}
+			p.expectOp(")", ", or ) in the call of TRIM")
+			return c
+		}
+		if (fn == "SUBSTRING" || fn == "SUBSTR") && len(parts) == 1 {
+			// SUBSTRING(s FROM start [FOR length]) is SUBSTRING(s, start
+			// [, length]).
+			c.Args = append(c.Args, Arg{Value: p.expr()})
+			if p.keyword("FROM") {
+				c.Args = append(c.Args, Arg{Value: p.expr()})
+				if p.keyword("FOR") {
+					c.Args = append(c.Args, Arg{Value: p.expr()})
+				}
+				p.expectOp(")", "FOR or ) in SUBSTRING(s FROM start FOR length)")
+				return c
+			}
+			for p.tok.op(",") {
+				p.next()
+				c.Args = append(c.Args, Arg{Value: p.expr()})
+			}
+			p.expectOp(")", ", or ) in the call of "+parts[0].Name)
+			return c
 		}
 		if fn == "EXTRACT" && len(parts) == 1 && p.tok.kind == tIdent && p.peek().is("FROM") {
 			// EXTRACT(unit FROM x) is unit's function of x, as Flink

@@ -16,6 +16,26 @@ type RestartPolicy struct {
 	// OnRestart, when set, is told about each restart (n from 1) and the
 	// failure that caused it.
 	OnRestart func(n int, cause error)
+	// OnReopen, when set, is told about each reopen (Reopen) and why.
+	OnReopen func(cause error)
+}
+
+// reopen marks an attempt's end that is no failure (Reopen).
+type reopen struct{ err error }
+
+func (r reopen) Error() string { return r.err.Error() }
+func (r reopen) Unwrap() error { return r.err }
+
+// Reopen marks err, returned by an attempt of RunRestarting, as an end
+// that is no failure but asks for the job to be opened again from its
+// newest checkpoint (its input gained partitions that only a restore
+// reads): RunRestarting starts the next attempt at once, without a
+// backoff and without counting it against Max.
+func Reopen(err error) error {
+	if err == nil {
+		return nil
+	}
+	return reopen{err}
 }
 
 // permanent marks an error that a restart would meet again.
@@ -40,22 +60,35 @@ func Permanent(err error) error {
 // RunRestarting calls attempt (n counts from 0) until it returns nil, an
 // error marked Permanent, or an error after p.Max restarts, or until ctx
 // is done; between attempts it waits p.Backoff, doubling each time. An
+// error marked Reopen starts the next attempt at once, and does not count
+// against p.Max. An
 // attempt builds and runs the job: NewEnv with Options.Checkpoint from
 // Resume (so it resumes from the newest checkpoint), its sinks, Execute.
 // It returns the number of restarts made and the last attempt's error,
 // without the Permanent mark.
 func RunRestarting(ctx context.Context, p RestartPolicy, attempt func(ctx context.Context, n int) error) (restarts int, err error) {
 	wait := p.Backoff
+	failures := 0
 	for n := 0; ; n++ {
 		err = attempt(ctx, n)
 		if pe, ok := err.(permanent); ok {
 			return n, pe.err
 		}
-		if err == nil || n >= p.Max || ctx.Err() != nil {
+		if r, ok := err.(reopen); ok {
+			if ctx.Err() != nil {
+				return n, r.err
+			}
+			if p.OnReopen != nil {
+				p.OnReopen(r.err)
+			}
+			continue
+		}
+		if err == nil || failures >= p.Max || ctx.Err() != nil {
 			return n, err
 		}
+		failures++
 		if p.OnRestart != nil {
-			p.OnRestart(n+1, err)
+			p.OnRestart(failures, err)
 		}
 		select {
 		case <-ctx.Done():

@@ -43,8 +43,25 @@ func TestRunRestarting(t *testing.T) {
 	if n != 0 || !errors.Is(err, boom) || err.Error() != "bad: boom" {
 		t.Fatalf("permanent: %d restarts, %v", n, err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	// A reopen does not count against Max: five of them between two
+	// failures with Max 1.
+	told = nil
+	var reopened int
 	start := time.Now()
+	n, err = weir.RunRestarting(context.Background(), weir.RestartPolicy{Max: 1, Backoff: time.Millisecond, OnReopen: func(error) { reopened++ }, OnRestart: p.OnRestart}, func(_ context.Context, n int) error {
+		switch {
+		case n == 0 || n == 6:
+			return boom
+		case n < 6:
+			return weir.Reopen(fmt.Errorf("grew: %w", boom))
+		}
+		return nil
+	})
+	if n != 6 || err != boom || reopened != 5 || !slices.Equal(told, []int{1}) || time.Since(start) > 10*time.Second {
+		t.Fatalf("reopens: %d attempts after the first, %v, %d reopened, restarts told %v", n, err, reopened, told)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	start = time.Now()
 	time.AfterFunc(50*time.Millisecond, cancel)
 	n, err = weir.RunRestarting(ctx, weir.RestartPolicy{Max: 5, Backoff: time.Hour}, func(context.Context, int) error { return boom })
 	if n != 0 || err != boom || time.Since(start) > 10*time.Second {

@@ -478,7 +478,9 @@ func runPlan(ctx context.Context, p *spec.Plan, dir string, f runFlags, now time
 		defer stopProgress()
 	}
 	began := time.Now()
-	policy := job.RestartPolicy{Max: f.restarts, Backoff: time.Second, OnRestart: func(n int, cause error) {
+	policy := job.RestartPolicy{Max: f.restarts, Backoff: time.Second, OnReopen: func(cause error) {
+		fmt.Fprintf(o.Stderr, "weir run: %s\n", trimDir(cause, o))
+	}, OnRestart: func(n int, cause error) {
 		fmt.Fprintf(o.Stderr, "weir run: the job failed (%s); restart %d of %d from its newest checkpoint\n", trimDir(cause, o), n, f.restarts)
 	}}
 	sum, err := job.RunRestarting(context.WithoutCancel(ctx), p, ro, policy, onOpen)

@@ -169,6 +169,12 @@ type WaitReporter interface {
 // InputChanged.
 var ErrInputChanged = errors.New("connector: the input changed since the checkpoint")
 
+// ErrInputGrew matches the error of a reader whose input gained splits
+// while it ran (partitions added to a Kafka topic) that it does not read:
+// a runner reopens the job from its newest checkpoint, whose restore reads
+// them from their start, rather than leave them unread.
+var ErrInputGrew = errors.New("connector: the input gained splits while the job ran")
+
 // InputChanged returns an error with text msg that matches
 // ErrInputChanged.
 func InputChanged(msg string) error { return inputChangedError(msg) }

@@ -1272,6 +1272,12 @@ func RunRestarting(ctx context.Context, plan *spec.Plan, o RunOptions, p Restart
 		s, err := j.Run(ctx)
 		s.Counters = append(s.Counters, Counter{"restarts", int64(n)})
 		sum = s
+		if errors.Is(err, connector.ErrInputGrew) && !j.stopped() {
+			if j.ck == nil {
+				return weir.Permanent(fmt.Errorf("%w; this job takes no checkpoints, so it cannot: run it again (a new run reads every partition), or give it checkpoint: {dir: ...} so that it reopens by itself", err))
+			}
+			return weir.Reopen(err)
+		}
 		if err != nil && (j.ck == nil || j.stopped() || inputChanged(err)) {
 			return weir.Permanent(err)
 		}

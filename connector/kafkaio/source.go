@@ -432,11 +432,15 @@ type reader[T any] struct {
 	// count at Open.
 	topicID    kadm.TopicID
 	topicParts int
-	rec        Record // reused by emit for every record
-	inputs     atomic.Pointer[[]connector.InputStatus]
-	waited     time.Duration // the last Read's poll
-	started    bool
-	lastTick   time.Time
+	// checkpointParts is the partition count of the checkpoint restored
+	// (0: none, or one of older weir): partitions from it on were added
+	// since, and are read from their start (resolveStart).
+	checkpointParts int
+	rec             Record // reused by emit for every record
+	inputs          atomic.Pointer[[]connector.InputStatus]
+	waited          time.Duration // the last Read's poll
+	started         bool
+	lastTick        time.Time
 	// Strict reading (SourceOptions.Strict): the index in parts of the
 	// partition whose turn it is.
 	turn int
@@ -541,14 +545,17 @@ func (r *reader[T]) afterRead(ctx context.Context, now time.Time, n int, err err
 		r.publishInputs(now)
 		return connector.Done, nil
 	}
+	status := connector.Waiting
 	if n > 0 {
 		r.lastRecord = time.Now()
 		r.down = false
 		r.o.Reach.OK(r.channel)
-		return connector.Emitted, nil
+		status = connector.Emitted
 	}
-	r.probe(ctx)
-	return connector.Waiting, nil
+	if err := r.probe(ctx); err != nil {
+		return connector.Waiting, err
+	}
+	return status, nil
 }
 
 // fetchError returns the first fetch error that is not the poll's own
@@ -857,6 +864,28 @@ func (r *reader[T]) resolveStart(ctx context.Context) error {
 			p.next = 0
 		}
 	}
+	if r.checkpointParts > 0 && slices.ContainsFunc(fresh, func(p *partition[T]) bool { return int(p.id) >= r.checkpointParts }) {
+		// Partitions added since the checkpoint's run opened the topic
+		// are read from their start, as Flink reads a discovered
+		// partition: their records came while the job ran.
+		starts, err := r.adm.ListStartOffsets(ctx, r.o.Topic)
+		if err == nil {
+			err = starts.Error()
+		}
+		if err != nil {
+			return fmt.Errorf("kafkaio: start offsets of topic %q: %w", r.o.Topic, err)
+		}
+		for _, p := range fresh {
+			if int(p.id) < r.checkpointParts {
+				continue
+			}
+			p.next = 0
+			if l, ok := starts.Lookup(r.o.Topic, p.id); ok {
+				p.next = l.Offset
+			}
+		}
+		fresh = slices.DeleteFunc(fresh, func(p *partition[T]) bool { return int(p.id) >= r.checkpointParts })
+	}
 	if r.o.Start.Kind == StartCommitted {
 		committed, err := r.adm.FetchOffsets(ctx, r.o.Group)
 		if err == nil {
@@ -876,12 +905,20 @@ func (r *reader[T]) resolveStart(ctx context.Context) error {
 
 // lso returns the last stable offset of every partition of the topic.
 func (r *reader[T]) lso(ctx context.Context) (map[int32]int64, error) {
+	ends, _, err := r.endsAndParts(ctx)
+	return ends, err
+}
+
+// endsAndParts is lso's answer with the topic's partition count now. It
+// reads r.parts' ids only (fixed after Open), so a background call
+// (probe) may make it.
+func (r *reader[T]) endsAndParts(ctx context.Context) (map[int32]int64, int, error) {
 	listed, err := r.adm.ListCommittedOffsets(ctx, r.o.Topic)
 	if err == nil {
 		err = listed.Error()
 	}
 	if err != nil {
-		return nil, fmt.Errorf("kafkaio: end offsets of topic %q: %w", r.o.Topic, err)
+		return nil, 0, fmt.Errorf("kafkaio: end offsets of topic %q: %w", r.o.Topic, err)
 	}
 	out := map[int32]int64{}
 	for _, p := range r.parts {
@@ -889,7 +926,19 @@ func (r *reader[T]) lso(ctx context.Context) (map[int32]int64, error) {
 			out[p.id] = l.Offset
 		}
 	}
-	return out, nil
+	return out, len(listed[r.o.Topic]), nil
+}
+
+// grew is the error of a topic that has nparts partitions, more than when
+// the reader opened (ErrInputGrew), or nil.
+func (r *reader[T]) grew(nparts int) error {
+	if nparts <= r.topicParts || r.o.Fetcher != nil || r.o.Partitions != nil {
+		// A group member's task reads one partition (the group stops on
+		// added ones); a reader of named partitions reads those alone.
+		return nil
+	}
+	return fmt.Errorf("%w: topic %q has %d partitions, %d when the job started: a running job reads the partitions it opened, so it reopens from its newest checkpoint, which reads the added ones from their start",
+		connector.ErrInputGrew, r.o.Topic, nparts, r.topicParts)
 }
 
 func (r *reader[T]) atEnd() bool {
@@ -959,26 +1008,34 @@ var ProbeEvery = 5 * time.Second
 // goroutine writes ends and err, then closes done; the reader reads them
 // after done.
 type endsCall struct {
-	at   time.Time
-	done chan struct{}
-	ends map[int32]int64
-	err  error
+	at     time.Time
+	done   chan struct{}
+	ends   map[int32]int64
+	nparts int // the topic's partitions
+	err    error
 }
 
-// probe asks the brokers for the end offsets when no record came for
-// ProbeEvery and they were not asked for as long, or at once while they
-// are down, and tells Reach whether they answered. The request runs in
-// the background (a reader's Read never waits on brokers that do not
-// answer); a later probe takes its answer.
-func (r *reader[T]) probe(ctx context.Context) {
+// DiscoverEvery is how often a reader asks the brokers for its topic's
+// partitions, records or not (probe): added ones reopen the job
+// (ErrInputGrew), as Flink's Kafka source discovers them.
+var DiscoverEvery = 10 * time.Second
+
+// probe asks the brokers for the end offsets and the topic's partitions
+// when no record came for ProbeEvery and they were not asked for as long,
+// every DiscoverEvery in any case, or at once while they are down, and
+// tells Reach whether they answered. The request runs in the background
+// (a reader's Read never waits on brokers that do not answer); a later
+// probe takes its answer, and fails with ErrInputGrew when the topic
+// gained partitions.
+func (r *reader[T]) probe(ctx context.Context) error {
 	if r.adm == nil {
-		return
+		return nil
 	}
 	if c := r.call; c != nil {
 		select {
 		case <-c.done:
 		default:
-			return
+			return nil
 		}
 		r.call = nil
 		if c.err == nil || !r.lastRecord.After(c.at) { // records since tell more than a failure before them
@@ -989,10 +1046,14 @@ func (r *reader[T]) probe(ctx context.Context) {
 				p.lso = max(p.lso, end)
 			}
 		}
+		if err := r.grew(c.nparts); err != nil {
+			return err
+		}
 	}
 	now := time.Now()
-	if now.Sub(r.lastProbe) < ProbeEvery || (!r.down && (r.o.Reach == nil || now.Sub(r.lastRecord) < ProbeEvery)) {
-		return
+	quiet := !r.down && (r.o.Reach == nil || now.Sub(r.lastRecord) < ProbeEvery)
+	if now.Sub(r.lastProbe) < ProbeEvery || quiet && now.Sub(r.lastProbe) < DiscoverEvery {
+		return nil
 	}
 	r.lastProbe = now
 	c := &endsCall{at: now, done: make(chan struct{})}
@@ -1001,8 +1062,9 @@ func (r *reader[T]) probe(ctx context.Context) {
 		defer close(c.done)
 		pctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
-		c.ends, c.err = r.lso(pctx)
+		c.ends, c.nparts, c.err = r.endsAndParts(pctx)
 	}()
+	return nil
 }
 
 // reached tells Reach how a call to the brokers at now ended (a call
@@ -1037,13 +1099,17 @@ func (r *reader[T]) checkIdle(ctx context.Context, now time.Time) error {
 	if r.down {
 		// The brokers did not answer: ask them in the background (probe)
 		// rather than wait here every tick; the partitions stay active.
-		r.probe(ctx)
-		return nil
+		return r.probe(ctx)
 	}
 	lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	ends, err := r.lso(lctx)
+	ends, nparts, err := r.endsAndParts(lctx)
 	r.reached(ctx, time.Now(), err)
+	if err == nil {
+		if err := r.grew(nparts); err != nil {
+			return err
+		}
+	}
 	if err != nil {
 		// Not knowing the backlog, keep the partitions active: a wrong
 		// "idle" turns a backlog into late data, a wrong "active" only
@@ -1278,6 +1344,7 @@ func (r *reader[T]) RestorePosition(b []byte) error {
 	if pos.TopicPartitions > r.topicParts {
 		return fmt.Errorf("%w: topic %q has %d partitions, the checkpoint read %d; start over with --fresh", ErrTopicChanged, r.o.Topic, r.topicParts, pos.TopicPartitions)
 	}
+	r.checkpointParts = pos.TopicPartitions
 	for _, pp := range pos.Partitions {
 		p := r.byID[pp.Partition]
 		if p == nil {

@@ -730,3 +730,65 @@ func TestReachBrokerDown(t *testing.T) {
 		t.Fatalf("inputs while the broker is down: %+v, want the backlog unknown (-1)", in)
 	}
 }
+
+// TestPartitionsAdded: partitions added to the topic while a reader runs
+// (records flowing or not) make its Read fail with ErrInputGrew within
+// DiscoverEvery, rather than stay unread without a word (SRE trial); a
+// reader restored from a position taken before reads the added
+// partitions from their start, even when it starts at the latest offsets
+// (they were added while the job ran).
+func TestPartitionsAdded(t *testing.T) {
+	defer func(d time.Duration) { DiscoverEvery = d }(DiscoverEvery)
+	DiscoverEvery = 50 * time.Millisecond
+	brokers := cluster(t, "in", 2)
+	produce(t, brokers, "in", rec(0, "a", 1000), rec(1, "b", 1010))
+	latest := func(o *SourceOptions[event]) { o.Start = Start{Kind: StartLatest} }
+	h := newHarness(t, brokers, "in", latest)
+	h.readUntil(10*time.Millisecond, "a start", func() bool { return h.r.started })
+	pos, err := h.r.SnapshotPosition()
+	if err != nil {
+		t.Fatal(err)
+	}
+	produce(t, brokers, "in", rec(0, "a", 2000))
+	h.readUntil(10*time.Millisecond, "the record after the start", func() bool { return len(h.o.recs) == 1 })
+
+	adm, err := newAdmin(brokers, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer adm.Close()
+	if _, err := adm.CreatePartitions(context.Background(), 2, "in"); err != nil {
+		t.Fatal(err)
+	}
+	produce(t, brokers, "in", rec(2, "c", 3000), rec(3, "d", 3010))
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, err := h.r.Read(context.Background(), h.o)
+		if errors.Is(err, connector.ErrInputGrew) {
+			if !strings.Contains(err.Error(), `topic "in" has 4 partitions, 2 when the job started`) {
+				t.Fatalf("the error: %v", err)
+			}
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("partitions were added, and the reader never said so")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+
+	h2 := newHarness(t, brokers, "in", latest)
+	if err := h2.r.RestorePosition(pos); err != nil {
+		t.Fatal(err)
+	}
+	h2.readUntil(10*time.Millisecond, "every record after the position", func() bool { return len(h2.o.recs) == 3 })
+	got := map[int32]int{}
+	for _, e := range h2.o.recs {
+		got[e.P]++
+	}
+	if got[0] != 1 || got[2] != 1 || got[3] != 1 {
+		t.Fatalf("records by partition %v, want the one after the position and both added partitions' from their start", got)
+	}
+}

@@ -44,7 +44,7 @@ func d27Stuck(c *kase) []Finding {
 			}
 		case "sink":
 			f.Where = "sink " + st.Name
-			f.Title = fmt.Sprintf("sink %s has been in a %s call for %s: its server does not answer", st.Name, st.Phase, secs(st.ForS))
+			f.Title = fmt.Sprintf("sink %s has been in a %s call for %s: its server has not answered it (down, slow, or a table locked)", st.Name, st.Phase, secs(st.ForS))
 			f.Fix = "check that sink's server (reachable, not locked: for Postgres, pg_stat_activity; for Kafka, the brokers); the call's timeout ends it, and the checkpoints make the output exact when it answers"
 		case "source":
 			f.Where = st.Name

@@ -372,7 +372,7 @@ func (m *Member) Health() []string {
 	d := time.Since(m.ev.lastCommit)
 	// A time the process itself did not run (stopped, paused, starved)
 	// is neither Kafka's nor a transaction's.
-	if d-monitor.PausedSince(m.ev.lastCommit) < max(m.o.StallAfter, 2*due+time.Second) {
+	if d-monitor.PausedBetween(m.ev.lastCommit, time.Now()) < max(m.o.StallAfter, 2*due+time.Second) {
 		return nil
 	}
 	why := fmt.Sprintf("instance %s has committed nothing for %v (a commit is due every %v)", m.o.Instance, d.Round(time.Second), due)

@@ -13,7 +13,7 @@ import (
 // a group member's last commit. Judged by age alone, the pause would be
 // blamed on the sink's server or on Kafka. The pause watch notes when the
 // process did not run, so that those judgements leave that time out
-// (PausedSince).
+// (PausedBetween).
 
 // pauseTick is how often the watch looks at the clock; a gap between two
 // looks longer than pauseTick+pauseMin is a pause of the gap minus
@@ -62,7 +62,7 @@ func WatchPauses() (release func()) {
 			var stop, done chan struct{}
 			if pauses.refs == 0 {
 				stop, done = pauses.stop, pauses.done
-				pauses.last = time.Time{}
+				pauses.last, pauses.list = time.Time{}, nil
 			}
 			pauses.mu.Unlock()
 			if stop != nil {
@@ -104,25 +104,31 @@ func observePause(now time.Time) {
 	pauses.last = now
 }
 
-// PausedSince is how long the process did not run after t, as far as the
-// pause watch saw (0 while none runs): the pauses noted, and one under
-// way that the watch has not noted yet (a caller that runs first after
-// the process runs again).
-func PausedSince(t time.Time) time.Duration {
+// PausedBetween is how long the process did not run between from and
+// to, as far as the pause watch saw (0 while none runs): the pauses noted,
+// and one under way that the watch has not noted yet (a caller that runs
+// first after the process runs again).
+func PausedBetween(from, to time.Time) time.Duration {
 	pauses.mu.Lock()
 	defer pauses.mu.Unlock()
 	var d time.Duration
-	for _, p := range pauses.list {
-		if end := p.At.Add(p.D); end.After(t) {
-			d += end.Sub(later(p.At, t))
+	overlap := func(at, end time.Time) {
+		if at.Before(from) {
+			at = from
 		}
+		if end.After(to) {
+			end = to
+		}
+		if end.After(at) {
+			d += end.Sub(at)
+		}
+	}
+	for _, p := range pauses.list {
+		overlap(p.At, p.At.Add(p.D))
 	}
 	if !pauses.last.IsZero() {
 		if gap := time.Since(pauses.last); gap > pauseTick+pauseMin {
-			from := later(pauses.last, t)
-			if end := pauses.last.Add(gap - pauseTick); end.After(from) {
-				d += end.Sub(from)
-			}
+			overlap(pauses.last, pauses.last.Add(gap-pauseTick))
 		}
 	}
 	return d
@@ -160,9 +166,3 @@ func (p Pause) Tell() string {
 		p.D.Round(time.Second), p.At.UTC().Format(time.RFC3339))
 }
 
-func later(a, b time.Time) time.Time {
-	if a.After(b) {
-		return a
-	}
-	return b
-}

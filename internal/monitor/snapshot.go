@@ -329,7 +329,7 @@ func sinkCalls(calls []SinkCall, now time.Time) []SinkCallOut {
 
 // FindStuck lists the checkpoint and the sink calls in progress for after or
 // longer at now (an empty list, not nil, when none is), not counting the
-// time the process did not run meanwhile (PausedSince).
+// time the process did not run meanwhile (PausedBetween).
 func FindStuck(cs weir.CheckpointStats, sinks []SinkCall, now time.Time, after time.Duration) []Stuck {
 	out := []Stuck{}
 	if f := cs.InFlight; f.ID != 0 && ranFor(f.Started, now) >= after {
@@ -370,7 +370,7 @@ func FindStuck(cs weir.CheckpointStats, sinks []SinkCall, now time.Time, after t
 // ranFor is how long the process ran from since to now: what is in
 // progress since then is judged on it, not on a pause of the process.
 func ranFor(since, now time.Time) time.Duration {
-	return now.Sub(since) - PausedSince(since)
+	return now.Sub(since) - PausedBetween(since, now)
 }
 
 func wmPtr(t etime.Time) *int64 {

@@ -165,4 +165,3 @@ func (p Pause) Tell() string {
 	return fmt.Sprintf("this process did not run for %v (from %s): stopped (SIGSTOP, a debugger), its machine paused, or starved of CPU or memory; what was in progress meanwhile is judged without that time",
 		p.D.Round(time.Second), p.At.UTC().Format(time.RFC3339))
 }
-

@@ -471,3 +471,15 @@ func TestLedgerStatsByJob(t *testing.T) {
 		t.Fatalf("one job's ledger shows its jobs:\n%s", b.String())
 	}
 }
+
+// TestWindowsText: one entry's windows read alike: all by their times of
+// day, or all with their dates when one spans days (a trial found
+// [00:00:00,00:00:20)[1969-12-31T23:59:50,...) in one line).
+func TestWindowsText(t *testing.T) {
+	if got := windowsText([][2]int64{{0, 20_000}, {10_000, 30_000}}); got != "[00:00:00,00:00:20)[00:00:10,00:00:30)" {
+		t.Errorf("one day: %s", got)
+	}
+	if got := windowsText([][2]int64{{0, 20_000}, {-10_000, 10_000}}); got != "[1970-01-01T00:00:00,1970-01-01T00:00:20)[1969-12-31T23:59:50,1970-01-01T00:00:10)" {
+		t.Errorf("across midnight: %s", got)
+	}
+}

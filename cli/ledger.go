@@ -282,18 +282,21 @@ func compact(b []byte) []byte {
 
 func msTime(ms int64) string { return time.UnixMilli(ms).UTC().Format("2006-01-02T15:04:05.000Z") }
 
-// windowsText shows windows by their times of day, or with their dates
-// when a window spans days (a day's window would otherwise read
-// [16:00:00,16:00:00), whichever day it is).
+// windowsText shows windows by their times of day, or all with their
+// dates when one spans days (a day's window would otherwise read
+// [16:00:00,16:00:00), whichever day it is), so that one entry's windows
+// read alike.
 func windowsText(ws [][2]int64) string {
-	var parts []string
+	layout := "15:04:05"
 	for _, w := range ws {
 		s, e := time.UnixMilli(w[0]).UTC(), time.UnixMilli(w[1]).UTC()
-		layout := "15:04:05"
 		if s.YearDay() != e.Add(-time.Millisecond).YearDay() || e.Sub(s) >= 24*time.Hour {
 			layout = "2006-01-02T15:04:05"
 		}
-		parts = append(parts, "["+s.Format(layout)+","+e.Format(layout)+")")
+	}
+	var parts []string
+	for _, w := range ws {
+		parts = append(parts, "["+time.UnixMilli(w[0]).UTC().Format(layout)+","+time.UnixMilli(w[1]).UTC().Format(layout)+")")
 	}
 	return strings.Join(parts, "")
 }

@@ -158,6 +158,16 @@ var Functions = []string{"ABS", "CEIL", "CEILING", "CHAR_LENGTH", "COALESCE", "C
 var stringFunctions = map[string]bool{"CONCAT": true, "CONCAT_WS": true, "REGEXP_EXTRACT": true, "SUBSTRING": true, "SUBSTR": true, "TRIM": true, "LTRIM": true, "RTRIM": true,
 	"REPLACE": true, "LOWER": true, "UPPER": true, "DATE_FORMAT": true, "FROM_UNIXTIME": true}
 
+// upper is UPPER's: Unicode's upper case, with ß as SS, as Java's
+// toUpperCase (Flink's) writes it, where Go's simple mapping keeps ß.
+func upper(s []byte) []byte {
+	u := bytes.ToUpper(s)
+	if bytes.Contains(u, []byte("ß")) {
+		u = bytes.ReplaceAll(u, []byte("ß"), []byte("SS"))
+	}
+	return u
+}
+
 // ReturnsString reports whether function name (upper case) always
 // returns a string, which the SQL front end types as STRING.
 func ReturnsString(name string) bool { return stringFunctions[name] }
@@ -1754,7 +1764,7 @@ func (c compiler) call(x *sqlparse.Call) eval {
 	case "LOWER", "UPPER":
 		f := bytes.ToLower
 		if name == "UPPER" {
-			f = bytes.ToUpper
+			f = upper
 		}
 		return func(g []*fastjson.Value) value {
 			v := args[0](g)

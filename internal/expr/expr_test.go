@@ -125,6 +125,7 @@ func TestKeep(t *testing.T) {
 		{"DATE_FORMAT(1773570030456, 'yyyy ''Q1'' dd') = '2026 Q1 15' AND DATE_FORMAT(1773570030456, '''Jan'' yyyy') = 'Jan 2026' AND DATE_FORMAT(1773570030456, 'yyyy-MM-dd 1') = '2026-03-15 1'", true},
 		{"DATE_FORMAT(1767225600000, 'yyyy_M_d') = '2026_1_1' AND DATE_FORMAT(0, '''o''''clock'' HH') = 'o''clock 00' AND DATE_FORMAT(1773570030456, 'EEE, d MMM yy h a') = 'Sun, 15 Mar 26 10 AM'", true},
 		{"FROM_UNIXTIME(1767225905) = '2026-01-01 00:05:05' AND FROM_UNIXTIME(0, 'yyyy') = '1970'", true},
+		{"UPPER('straße') = 'STRASSE' AND LOWER('STRASSE') = 'strasse' AND UPPER('é') = 'É'", true},
 		// SQL's forms of SUBSTRING and TRIM, CONCAT_WS and REGEXP_EXTRACT.
 		{"SUBSTRING('hello' FROM 2 FOR 3) = 'ell' AND SUBSTRING('hello' FROM 4) = 'lo' AND SUBSTR('hello', 2) = 'ello'", true},
 		{"TRIM(BOTH 'hd' FROM 'hello world') = 'ello worl' AND TRIM(LEADING FROM '  x ') = 'x ' AND TRIM(TRAILING 'd' FROM 'dad') = 'da' AND TRIM('x' FROM 'xax') = 'a' AND TRIM(' y ') = 'y' AND TRIM(BOTH nothing FROM 'a') IS NULL", true},

@@ -26,6 +26,7 @@ import (
 	"github.com/weirstream/weir/internal/admin"
 	"github.com/weirstream/weir/internal/group"
 	"github.com/weirstream/weir/internal/monitor"
+	"github.com/weirstream/weir/internal/outfmt"
 	"github.com/weirstream/weir/job"
 	"github.com/weirstream/weir/metrics"
 	"github.com/weirstream/weir/spec"
@@ -664,21 +665,7 @@ func printRate(w io.Writer, in int64, elapsed time.Duration, peak weir.StateInfo
 		fmt.Fprintf(w, "took %v (%s)\n", elapsed.Round(time.Millisecond), rate)
 		return
 	}
-	fmt.Fprintf(w, "took %v (%s); window state peak %s in %d windows\n", elapsed.Round(time.Millisecond), rate, humanBytes(peak.Bytes), peak.OpenWindows)
-}
-
-// humanBytes formats n bytes with an SI unit.
-func humanBytes(n int64) string {
-	const units = "kMGT"
-	if n < 1000 {
-		return fmt.Sprintf("%d B", n)
-	}
-	f, i := float64(n)/1000, 0
-	for f >= 1000 && i < len(units)-1 {
-		f /= 1000
-		i++
-	}
-	return fmt.Sprintf("%.1f %cB", f, units[i])
+	fmt.Fprintf(w, "took %v (%s); window state peak %s in %d windows\n", elapsed.Round(time.Millisecond), rate, outfmt.Bytes(peak.Bytes), peak.OpenWindows)
 }
 
 // warnHandler prints the engine's warnings and errors (a state budget
@@ -758,7 +745,7 @@ func showProgress(cur func() *job.Job, ready <-chan struct{}, w io.Writer, every
 					wm, lag = "end", "0s"
 				}
 				fmt.Fprintf(w, "\r\033[K%d records (%.0f/s)  watermark %s  lag %s  late re-fires %d  side output %d  dead letters %d  state %s in %d windows",
-					pr.RecordsIn, rate, wm, lag, pr.LateFired, pr.SideOutput, pr.DeadLetters, humanBytes(pr.State.Bytes), pr.State.OpenWindows)
+					pr.RecordsIn, rate, wm, lag, pr.LateFired, pr.SideOutput, pr.DeadLetters, outfmt.Bytes(pr.State.Bytes), pr.State.OpenWindows)
 			}
 		}
 	}()

@@ -10,6 +10,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"math"
 	"slices"
 	"strconv"
@@ -426,4 +427,18 @@ func Columns(p *spec.Plan) []spec.Column {
 		return k.Columns
 	}
 	return nil
+}
+
+// Bytes formats n bytes with an SI unit: 812 B, 3.4 kB, 1.2 MB.
+func Bytes(n int64) string {
+	const units = "kMGT"
+	if n < 1000 {
+		return fmt.Sprintf("%d B", n)
+	}
+	f, i := float64(n)/1000, 0
+	for f >= 1000 && i < len(units)-1 {
+		f /= 1000
+		i++
+	}
+	return fmt.Sprintf("%.1f %cB", f, units[i])
 }

@@ -70,7 +70,7 @@ func TestDependencyRules(t *testing.T) {
 		"internal/admin":   {"internal/monitor", "internal/doctor"},
 		"internal/doctor":  {"internal/monitor"},
 		"internal/monitor": {".", "etime", "metrics"},
-		"cli":              {".", "spec", "job", "backfill", "connector", "connector/all", "etime", "nexmark", "internal/benchutil", "connector/fileio", "connector/genio", "connector/kafkaio", "metrics", "internal/admin", "internal/monitor", "internal/doctor", "ledger", "window", "internal/suggest", "internal/sqljob", "internal/sqlparse", "internal/group", "state", "state/pebblestate"},
+		"cli":              {".", "spec", "job", "backfill", "connector", "connector/all", "etime", "nexmark", "internal/benchutil", "connector/fileio", "connector/genio", "connector/kafkaio", "metrics", "internal/admin", "internal/monitor", "internal/doctor", "ledger", "window", "internal/suggest", "internal/sqljob", "internal/sqlparse", "internal/group", "state", "state/pebblestate", "internal/outfmt"},
 		// main only wires the process.
 		"cmd/weir": {"cli"},
 		// The engine's window operator and the state backends.

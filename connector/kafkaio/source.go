@@ -772,6 +772,9 @@ func (r *reader[T]) start(ctx context.Context, now time.Time) error {
 	ctx, cancel := context.WithTimeout(ctx, openTimeout)
 	defer cancel()
 	if r.o.Fetcher == nil {
+		if err := r.checkRetention(ctx); err != nil {
+			return err
+		}
 		if err := r.resolveStart(ctx); err != nil {
 			return err
 		}
@@ -899,6 +902,35 @@ func (r *reader[T]) resolveStart(ctx context.Context) error {
 				p.next = c.At
 			}
 		}
+	}
+	return nil
+}
+
+// checkRetention moves a restored partition whose next offset the
+// topic's retention removed (it is below the partition's start offset)
+// to the start, and says how many records it lost so: they were never
+// read, and no count of the job's holds them.
+func (r *reader[T]) checkRetention(ctx context.Context) error {
+	if !slices.ContainsFunc(r.parts, func(p *partition[T]) bool { return p.next >= 0 }) {
+		return nil
+	}
+	starts, err := r.adm.ListStartOffsets(ctx, r.o.Topic)
+	if err == nil {
+		err = starts.Error()
+	}
+	if err != nil {
+		return fmt.Errorf("kafkaio: start offsets of topic %q: %w", r.o.Topic, err)
+	}
+	for _, p := range r.parts {
+		l, ok := starts.Lookup(r.o.Topic, p.id)
+		if p.next < 0 || !ok || l.Offset <= p.next {
+			continue
+		}
+		if r.o.Logger != nil {
+			r.o.Logger.Warn("kafka records after the restored position were removed by the topic's retention before they were read: they are lost to this job (raise retention.ms, or resume sooner)",
+				"topic", r.o.Topic, "partition", p.id, "from", p.next, "to", l.Offset-1, "records", l.Offset-p.next)
+		}
+		p.next = l.Offset
 	}
 	return nil
 }

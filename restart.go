@@ -64,19 +64,19 @@ func Permanent(err error) error {
 // against p.Max. An
 // attempt builds and runs the job: NewEnv with Options.Checkpoint from
 // Resume (so it resumes from the newest checkpoint), its sinks, Execute.
-// It returns the number of restarts made and the last attempt's error,
-// without the Permanent mark.
+// It returns the number of restarts made (reopens left out) and the last
+// attempt's error, without the Permanent or Reopen mark.
 func RunRestarting(ctx context.Context, p RestartPolicy, attempt func(ctx context.Context, n int) error) (restarts int, err error) {
 	wait := p.Backoff
-	failures := 0
+	failures := 0 // restarts made after a failure
 	for n := 0; ; n++ {
 		err = attempt(ctx, n)
 		if pe, ok := err.(permanent); ok {
-			return n, pe.err
+			return failures, pe.err
 		}
 		if r, ok := err.(reopen); ok {
 			if ctx.Err() != nil {
-				return n, r.err
+				return failures, r.err
 			}
 			if p.OnReopen != nil {
 				p.OnReopen(r.err)
@@ -84,17 +84,17 @@ func RunRestarting(ctx context.Context, p RestartPolicy, attempt func(ctx contex
 			continue
 		}
 		if err == nil || failures >= p.Max || ctx.Err() != nil {
-			return n, err
+			return failures, err
 		}
-		failures++
 		if p.OnRestart != nil {
-			p.OnRestart(failures, err)
+			p.OnRestart(failures+1, err)
 		}
 		select {
 		case <-ctx.Done():
-			return n, err
+			return failures, err
 		case <-time.After(wait):
 		}
+		failures++
 		wait *= 2
 	}
 }

@@ -62,6 +62,10 @@ type SourceOpen struct {
 	// still, and a second read of the input (a complete answer) has no
 	// schedule to keep.
 	Unpaced bool
+	// Checkpointed: the job takes checkpoints, so a source whose input
+	// gains splits it does not read reports it (ErrInputGrew) once one
+	// completed, for the job to reopen from it.
+	Checkpointed bool
 	// Start is where a broker source starts without a checkpoint.
 	Start Start
 	// Final reports, at the end of the input or at a stop, whether the

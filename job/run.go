@@ -1255,6 +1255,7 @@ func RunRestarting(ctx context.Context, plan *spec.Plan, o RunOptions, p Restart
 		o.Warned = new(Warned) // a restart does not warn again
 	}
 	var failed error // the previous attempt's
+	reopens := 0     // of the attempts before this one
 	_, err = weir.RunRestarting(ctx, p, func(ctx context.Context, n int) error {
 		if n > 0 {
 			o.Fresh = false // a restart resumes, whatever the first run was told
@@ -1270,12 +1271,13 @@ func RunRestarting(ctx context.Context, plan *spec.Plan, o RunOptions, p Restart
 			onOpen(j)
 		}
 		s, err := j.Run(ctx)
-		s.Counters = append(s.Counters, Counter{"restarts", int64(n)})
+		s.Counters = append(s.Counters, Counter{"restarts", int64(n - reopens)})
 		sum = s
 		if errors.Is(err, connector.ErrInputGrew) && !j.stopped() {
 			if j.ck == nil {
 				return weir.Permanent(fmt.Errorf("%w; this job takes no checkpoints, so it cannot: run it again (a new run reads every partition), or give it checkpoint: {dir: ...} so that it reopens by itself", err))
 			}
+			reopens++
 			return weir.Reopen(err)
 		}
 		if err != nil && (j.ck == nil || j.stopped() || inputChanged(err)) {

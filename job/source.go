@@ -25,6 +25,8 @@ type SourceHooks struct {
 	Unpaced bool
 	// Reach is SourceOpen's (nil: not watched).
 	Reach *connector.Reach
+	// Checkpointed is SourceOpen's.
+	Checkpointed bool
 }
 
 // OpenSource opens the plan's source through its kind in the plan's
@@ -37,7 +39,7 @@ func OpenSource(ctx context.Context, p *spec.Plan, o RunOptions, h SourceHooks) 
 		return connector.OpenedSource{}, nil, fmt.Errorf("source.type: %q is no source kind this weir can open", typ)
 	}
 	so := connector.SourceOpen{Settings: spec.SourceSettings(p), Path: o.Path, Stdin: o.Stdin, Channels: p.Channels, CSV: p.Format == spec.FormatCSV,
-		Strict: o.Deterministic, Unpaced: o.Deterministic || h.Unpaced, Start: p.Start, Final: h.Final, Stop: h.Stop, Clock: h.Clock, Logger: o.Logger, Reach: h.Reach}
+		Strict: o.Deterministic, Unpaced: o.Deterministic || h.Unpaced, Start: p.Start, Final: h.Final, Stop: h.Stop, Clock: h.Clock, Logger: o.Logger, Reach: h.Reach, Checkpointed: h.Checkpointed}
 	if p.Checks && p.Time == spec.EventTime {
 		so.MaxFuture = p.MaxFuture
 	}
@@ -57,7 +59,7 @@ func OpenSource(ctx context.Context, p *spec.Plan, o RunOptions, h SourceHooks) 
 func (j *Job) sourceRecords(env *weir.Env, o RunOptions, r *read) (weir.Stream[record.Record], error) {
 	p, wm := r.plan, r.Watermark
 	failedOrStopped := func() bool { return j.failed.Load() || j.stopped() }
-	h := SourceHooks{Clock: env.Options().Clock, Stop: failedOrStopped, Reach: &r.reach,
+	h := SourceHooks{Clock: env.Options().Clock, Stop: failedOrStopped, Reach: &r.reach, Checkpointed: j.ck != nil,
 		Final: func() bool {
 			if failedOrStopped() {
 				return o.Drain && !j.failed.Load()

@@ -107,7 +107,7 @@ var stateFields = map[string]bool{
 	"source.type":                     true,
 	"source.path":                     true,
 	"source.format":                   true,
-	"source.csv_columns":              true,
+	"source.csv_columns":              false,
 	"source.channels":                 true,
 	"source.final_watermark":          false,
 	"source.timestamp":                true,

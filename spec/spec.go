@@ -257,8 +257,8 @@ type Source struct {
 	Format string `yaml:"format"`
 	// CSVColumns name a CSV file's columns in order, as Flink's CSV
 	// format maps them by position: the file's first row is a header only
-	// when it names each of them (in any order and case; they then map by
-	// its names), and data otherwise.
+	// when it names each of them (in any order and case, among others; they
+	// then map by its names), and data otherwise.
 	CSVColumns []string `yaml:"csv_columns" json:",omitempty"`
 	// Channels is the number of parallel source channels (default 1);
 	// replay lines say which channel a line belongs to.

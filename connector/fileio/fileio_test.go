@@ -423,8 +423,8 @@ func TestCSV(t *testing.T) {
 
 // TestCSVColumns: with Columns, as Flink's CSV format maps columns by
 // position, the first row is data unless it names the columns (in any
-// order and case: a header, which maps them by name), and the records'
-// fields are the columns' names.
+// order and case, among others: a header, which maps them by name), and
+// the records' fields are the columns' names.
 func TestCSVColumns(t *testing.T) {
 	cols := []string{"u", "v"}
 	for name, res := range runModes(t, Options{Format: CSV, Columns: cols}, "\nalice,10\nbob,\"x,y\"\ncarl\n") {
@@ -438,6 +438,9 @@ func TestCSVColumns(t *testing.T) {
 	}
 	for name, res := range runModes(t, Options{Format: CSV, Columns: cols}, "v,U\n10,alice\n") {
 		check(t, "header in another order "+name, res, `2:0:data:{"v":10,"u":"alice"}`)
+	}
+	for name, res := range runModes(t, Options{Format: CSV, Columns: cols}, "id,V,u\n7,10,alice\n") {
+		check(t, "header with another column "+name, res, `2:0:data:{"id":7,"v":10,"u":"alice"}`)
 	}
 	for name, res := range runModes(t, Options{Format: CSV, Columns: cols}, "alice\n") {
 		check(t, "one short row "+name, res, `1:0:bad:csv_malformed`)

@@ -402,22 +402,32 @@ func (p *parser) readHeader() error {
 }
 
 // headerOrder is, when row r (read with err) is a header naming each of
-// p.columns once, in any order and case, the columns in its order; nil
-// otherwise.
+// p.columns once, in any order and case, among fields of other names (a
+// file of more columns than the table reads, by name), its names: the
+// columns' spellings for theirs; nil otherwise.
 func (p *parser) headerOrder(r *csvRow, err error) []string {
-	if err != nil || r.over || r.bad8 >= 0 || r.perr != "" || len(r.ends) != len(p.columns) {
+	if err != nil || r.over || r.bad8 >= 0 || r.perr != "" || len(r.ends) < len(p.columns) {
 		return nil
 	}
-	order := make([]string, 0, len(p.columns))
+	order := make([]string, 0, len(r.ends))
+	named := 0
 	prev := 0
 	for _, end := range r.ends {
 		f := string(r.fields[prev:end])
 		prev = end
-		i := slices.IndexFunc(p.columns, func(c string) bool { return strings.EqualFold(c, f) })
-		if i < 0 || slices.Contains(order, p.columns[i]) {
+		if i := slices.IndexFunc(p.columns, func(c string) bool { return strings.EqualFold(c, f) }); i >= 0 {
+			if slices.Contains(order, p.columns[i]) {
+				return nil
+			}
+			f = p.columns[i]
+			named++
+		} else if f == "" || slices.Contains(order, f) {
 			return nil
 		}
-		order = append(order, p.columns[i])
+		order = append(order, f)
+	}
+	if named != len(p.columns) {
+		return nil
 	}
 	return order
 }

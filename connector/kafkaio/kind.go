@@ -105,7 +105,7 @@ func specSourceOptions(so connector.SourceOpen) (SourceOptions[connector.Line], 
 	channels := max(so.Channels, 1)
 	o := SourceOptions[connector.Line]{Brokers: s.Strings("kafka.brokers"), Topic: s.String("kafka.topic"), Group: s.String("kafka.group"),
 		Start: Start{Kind: StartEarliest}, WatermarkInterval: w.Interval, IdleTimeout: w.IdleTimeout, BacklogEvery: w.BacklogEvery,
-		MaxDrift: w.MaxDrift, MaxFuture: so.MaxFuture, StopAtEnd: s.Bool("kafka.stop_at_end"), Strict: so.Strict, Clock: so.Clock, Logger: so.Logger, Reach: so.Reach,
+		MaxDrift: w.MaxDrift, MaxFuture: so.MaxFuture, StopAtEnd: s.Bool("kafka.stop_at_end"), Strict: so.Strict, Clock: so.Clock, Logger: so.Logger, Reach: so.Reach, Checkpointed: so.Checkpointed,
 		ClientOptions: AuthFrom(s, "kafka."),
 		Decode: func(r *Record) (connector.Line, etime.Time, error) {
 			l := r.Line()

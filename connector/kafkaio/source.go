@@ -168,6 +168,11 @@ type SourceOptions[T any] struct {
 	// being the sign of an outage that fetches do not give (the client
 	// retries them quietly).
 	Reach *connector.Reach
+	// Checkpointed: the job takes checkpoints. Partitions added to the
+	// topic are then reported (ErrInputGrew) only once a checkpoint
+	// completed or was restored, so that the job reopens from one that
+	// knows the partitions read so far; without checkpoints at once.
+	Checkpointed bool
 	// Partitions, when set, are the partitions the source reads (one
 	// channel), instead of every partition split among the channels.
 	Partitions []int32
@@ -434,8 +439,14 @@ type reader[T any] struct {
 	topicParts int
 	// checkpointParts is the partition count of the checkpoint restored
 	// (0: none, or one of older weir): partitions from it on were added
-	// since, and are read from their start (resolveStart).
+	// since, and are read from their start (resolveStart). restored: a
+	// position was restored; completed: a checkpoint completed
+	// (CheckpointComplete, from another goroutine); grown: the topic's
+	// largest partition count seen (grew).
 	checkpointParts int
+	restored        bool
+	completed       atomic.Bool
+	grown           int
 	rec             Record // reused by emit for every record
 	inputs          atomic.Pointer[[]connector.InputStatus]
 	waited          time.Duration // the last Read's poll
@@ -961,16 +972,25 @@ func (r *reader[T]) endsAndParts(ctx context.Context) (map[int32]int64, int, err
 	return out, len(listed[r.o.Topic]), nil
 }
 
-// grew is the error of a topic that has nparts partitions, more than when
-// the reader opened (ErrInputGrew), or nil.
+// grew is the error of a topic that has nparts partitions (0: no new
+// count), more than when the reader opened (ErrInputGrew), or nil. A job
+// with checkpoints hears of it once it has one to reopen from (one
+// completed, or restored), which knows the partitions read so far; until
+// then the reader reads on.
 func (r *reader[T]) grew(nparts int) error {
-	if nparts <= r.topicParts || r.o.Fetcher != nil || r.o.Partitions != nil {
+	if r.o.Fetcher != nil || r.o.Partitions != nil || r.o.StopAtEnd {
 		// A group member's task reads one partition (the group stops on
-		// added ones); a reader of named partitions reads those alone.
+		// added ones); a reader of named partitions reads those alone; a
+		// bounded read reads to the ends it fixed at start, as Flink's
+		// bounded source discovers no partitions.
+		return nil
+	}
+	r.grown = max(r.grown, nparts)
+	if r.grown <= r.topicParts || r.o.Checkpointed && !r.restored && !r.completed.Load() {
 		return nil
 	}
 	return fmt.Errorf("%w: topic %q has %d partitions, %d when the job started: a running job reads the partitions it opened, so it reopens from its newest checkpoint, which reads the added ones from their start",
-		connector.ErrInputGrew, r.o.Topic, nparts, r.topicParts)
+		connector.ErrInputGrew, r.o.Topic, r.grown, r.topicParts)
 }
 
 func (r *reader[T]) atEnd() bool {
@@ -1066,21 +1086,24 @@ func (r *reader[T]) probe(ctx context.Context) error {
 	if c := r.call; c != nil {
 		select {
 		case <-c.done:
-		default:
-			return nil
-		}
-		r.call = nil
-		if c.err == nil || !r.lastRecord.After(c.at) { // records since tell more than a failure before them
-			r.reached(ctx, c.at, c.err)
-		}
-		for id, end := range c.ends {
-			if p := r.byID[id]; p != nil {
-				p.lso = max(p.lso, end)
+			r.call = nil
+			if c.err == nil || !r.lastRecord.After(c.at) { // records since tell more than a failure before them
+				r.reached(ctx, c.at, c.err)
 			}
+			for id, end := range c.ends {
+				if p := r.byID[id]; p != nil {
+					p.lso = max(p.lso, end)
+				}
+			}
+			r.grown = max(r.grown, c.nparts)
+		default:
 		}
-		if err := r.grew(c.nparts); err != nil {
-			return err
-		}
+	}
+	if err := r.grew(0); err != nil {
+		return err
+	}
+	if r.call != nil {
+		return nil
 	}
 	now := time.Now()
 	quiet := !r.down && (r.o.Reach == nil || now.Sub(r.lastRecord) < ProbeEvery)
@@ -1258,11 +1281,13 @@ func (r *reader[T]) CheckpointTaken(id int64) {
 	r.mu.Unlock()
 }
 
-// CheckpointComplete implements connector.CheckpointListener: it commits the
-// offsets of checkpoint id to SourceOptions.Group, for lag tools only
+// CheckpointComplete implements connector.CheckpointListener: it notes that
+// a checkpoint completed (grew), and commits the offsets of checkpoint id
+// to SourceOptions.Group, for lag tools only
 // (weir restores from its checkpoints, never from the group). A failed
 // commit is logged; the next checkpoint commits again.
 func (r *reader[T]) CheckpointComplete(id int64) {
+	r.completed.Store(true)
 	r.mu.Lock()
 	var offsets map[int32]int64
 	for len(r.taken) > 0 && r.taken[0].id <= id {
@@ -1350,8 +1375,9 @@ func (r *reader[T]) SnapshotPosition() ([]byte, error) {
 }
 
 // RestorePosition implements connector.CheckpointedReader. A partition of the
-// channel that the position does not name (added to the topic since)
-// starts at the configured start.
+// channel that the position does not name starts at its start when it was
+// added to the topic since (its number is beyond the position's count; a
+// position of older weir has none), and at the configured start otherwise.
 func (r *reader[T]) RestorePosition(b []byte) error {
 	var pos position
 	if err := json.Unmarshal(b, &pos); err != nil {
@@ -1376,7 +1402,7 @@ func (r *reader[T]) RestorePosition(b []byte) error {
 	if pos.TopicPartitions > r.topicParts {
 		return fmt.Errorf("%w: topic %q has %d partitions, the checkpoint read %d; start over with --fresh", ErrTopicChanged, r.o.Topic, r.topicParts, pos.TopicPartitions)
 	}
-	r.checkpointParts = pos.TopicPartitions
+	r.checkpointParts, r.restored = pos.TopicPartitions, true
 	for _, pp := range pos.Partitions {
 		p := r.byID[pp.Partition]
 		if p == nil {

@@ -753,6 +753,11 @@ func TestPartitionsAdded(t *testing.T) {
 	}
 	produce(t, brokers, "in", rec(0, "a", 2000))
 	h.readUntil(10*time.Millisecond, "the record after the start", func() bool { return len(h.o.recs) == 1 })
+	// A job with checkpoints hears of added partitions once one completed
+	// (before, a reopen would start over); a bounded read never.
+	hc := newHarness(t, brokers, "in", func(o *SourceOptions[event]) { o.Checkpointed = true })
+	hb := newHarness(t, brokers, "in", func(o *SourceOptions[event]) { o.StopAtEnd = true })
+	hb.readUntil(10*time.Millisecond, "a start", func() bool { return hb.r.started })
 
 	adm, err := newAdmin(brokers, nil)
 	if err != nil {
@@ -779,6 +784,25 @@ func TestPartitionsAdded(t *testing.T) {
 			t.Fatal("partitions were added, and the reader never said so")
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+
+	for range 20 {
+		for _, x := range []*harness{hc, hb} {
+			if _, err := x.r.Read(context.Background(), x.o); err != nil {
+				t.Fatalf("checkpointed %v, bounded %v: %v", x.r.o.Checkpointed, x.r.o.StopAtEnd, err)
+			}
+		}
+		time.Sleep(DiscoverEvery / 4)
+	}
+	hc.r.CheckpointComplete(1)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		_, err := hc.r.Read(context.Background(), hc.o)
+		if errors.Is(err, connector.ErrInputGrew) {
+			break
+		}
+		if err != nil || time.Now().After(deadline) {
+			t.Fatalf("after a checkpoint completed: %v, want ErrInputGrew", err)
+		}
 	}
 
 	h2 := newHarness(t, brokers, "in", latest)

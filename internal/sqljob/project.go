@@ -61,6 +61,9 @@ func projectedWindow(sel *sqlparse.Select) (merged *sqlparse.Select, ok bool, er
 		if it.Star {
 			return nil, false, nil // SELECT * of a window function's columns: left as it is
 		}
+		if call, isCall := it.Expr.(*sqlparse.Call); isCall && call.Over != nil {
+			return nil, false, nil // ROW_NUMBER() OVER (...): a Top-N, compiled as one
+		}
 		if name := itemName(it); name != "" {
 			if _, dup := cols[name]; !dup {
 				cols[name], names = it, append(names, name)
@@ -114,6 +117,29 @@ func projectedWindow(sel *sqlparse.Select) (merged *sqlparse.Select, ok bool, er
 		out.Items = append(out.Items, &n)
 	}
 	if sel.Where != nil {
+		// The HAVING reads the select list's names first: a WHERE column
+		// that the outer select list names anew (UPPER(page) AS page)
+		// would read the new column, not the windowed query's.
+		shadowed := func(r *sqlparse.Ref) sqlparse.Expr {
+			parts := r.Parts
+			if len(parts) == 2 && from.Alias.Name != "" && strings.EqualFold(parts[0].Name, from.Alias.Name) {
+				parts = parts[1:]
+			}
+			if len(parts) != 1 || bad != nil {
+				return r
+			}
+			for _, it := range sel.Items {
+				if it.Star || !strings.EqualFold(itemName(it), parts[0].Name) {
+					continue
+				}
+				if ref, isRef := it.Expr.(*sqlparse.Ref); !isRef || !strings.EqualFold(ref.Parts[len(ref.Parts)-1].Name, parts[0].Name) {
+					bad = errAt(parts[0].Pos, parts[0].Name, "name the select list's column otherwise (AS "+parts[0].Name+"_2), or filter in the windowed query's HAVING",
+						"the WHERE reads %s of the windowed query, and the select list names another column %s", parts[0].Name, parts[0].Name)
+				}
+			}
+			return r
+		}
+		rewriteRefs(sel.Where, shadowed)
 		out.Having = conjunction([]sqlparse.Expr{inner.Having, subst(sel.Where)})
 		if inner.Having == nil {
 			out.Having = subst(sel.Where)

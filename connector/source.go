@@ -173,7 +173,15 @@ var ErrInputChanged = errors.New("connector: the input changed since the checkpo
 // while it ran (partitions added to a Kafka topic) that it does not read:
 // a runner reopens the job from its newest checkpoint, whose restore reads
 // them from their start, rather than leave them unread.
-var ErrInputGrew = errors.New("connector: the input gained splits while the job ran")
+var ErrInputGrew error = inputGrew{}
+
+// inputGrew is ErrInputGrew's type: its Reopen says to a runner (which
+// matches the method, not this package) that the error ends an attempt
+// without failing it.
+type inputGrew struct{}
+
+func (inputGrew) Error() string { return "connector: the input gained splits while the job ran" }
+func (inputGrew) Reopen() bool  { return true }
 
 // InputChanged returns an error with text msg that matches
 // ErrInputChanged.

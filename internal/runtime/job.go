@@ -717,7 +717,14 @@ func (j *Job) runParallel() error {
 			go func() {
 				defer wg.Done()
 				if err := st.runParallel(ctx); err != nil && err != errStopped {
-					if ctx.Err() == nil {
+					var reopen interface{ Reopen() bool }
+					switch {
+					case ctx.Err() != nil:
+					case errors.As(err, &reopen) && reopen.Reopen():
+						// An end that is no failure (connector.ErrInputGrew):
+						// the runner says why it reopens the job.
+						j.opts.Logger.Info("weir: subtask ends the attempt; stopping the job", "stage", st.stage.Name, "subtask", st.Index, "err", err)
+					default:
 						j.opts.Logger.Error("weir: subtask failed; stopping the job", "stage", st.stage.Name, "subtask", st.Index, "err", err)
 					}
 					cancel(err)

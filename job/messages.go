@@ -53,13 +53,15 @@ type msgSink struct {
 // appends. The sink it returns with an error is nil.
 func (j *Job) openMessages(op *spec.SinkOp, open func(context.Context, connector.MessagesOpen) (connector.Sink[connector.Message], error), role connector.SinkRole, stdout io.Writer, restoring bool) (*msgSink, error) {
 	fresh := j.startsFresh(op.Name) && !j.appendRuns
+	settings := spec.SinkSettings(op.Config)
+	path := settings.String("path")
 	var earlier int64 // the bytes of earlier runs a fresh file sink starts over
-	if path := spec.SinkSettings(op.Config).String("path"); fresh && path != "" && op.Config.Type == "jsonl" {
+	if fresh && path != "" && op.Config.Type == "jsonl" {
 		if fi, err := os.Stat(RunOptions{Dir: j.runDir}.Path(path)); err == nil && fi.Mode().IsRegular() {
 			earlier = fi.Size()
 		}
 	}
-	s, err := open(j.sinkCtx, connector.MessagesOpen{Settings: spec.SinkSettings(op.Config), Output: op.Path, Name: op.Name, Role: role,
+	s, err := open(j.sinkCtx, connector.MessagesOpen{Settings: settings, Output: op.Path, Name: op.Name, Role: role,
 		Path: RunOptions{Dir: j.runDir}.Path, Job: j.plan.Name, Fresh: fresh, Stdout: stdout, Open: j.openMsgs(), Now: j.env.Options().Clock.Now,
 		Run:    func() int64 { return j.out.c.Run },
 		Logger: j.env.Options().Logger.With("sink", op.Name), Stopping: j.stopping})
@@ -68,13 +70,8 @@ func (j *Job) openMessages(op *spec.SinkOp, open func(context.Context, connector
 	}
 	if earlier > 0 {
 		// As a table's rows of earlier runs are (startTable).
-		msg := fmt.Sprintf("%s: a new run of job %q: started %s over (%s of earlier runs; --append keeps them; a resume from a checkpoint keeps what it covers)",
-			op.Path, j.plan.Name, spec.SinkSettings(op.Config).String("path"), outfmt.Bytes(earlier))
-		if j.warn != nil {
-			j.warn(msg)
-		} else {
-			j.env.Options().Logger.Warn(msg)
-		}
+		j.warnOutput(fmt.Sprintf("%s: a new run of job %q: started %s over (%s of earlier runs; --append keeps them; a resume from a checkpoint keeps what it covers)",
+			op.Path, j.plan.Name, path, outfmt.Bytes(earlier)))
 	}
 	m := &msgSink{s: s, name: op.Name, j: j, plan: j.plan}
 	if role == connector.RoleResults {

@@ -421,14 +421,20 @@ func (j *Job) startTable(name, what, table string, maxRun, reset func() (int64, 
 		}
 		if n > 0 {
 			msg := fmt.Sprintf("%s: a new run of job %q: removed its %d rows of earlier runs from table %s (--append keeps them; a resume from a checkpoint keeps what it covers)", what, j.plan.Name, n, table)
-			if j.warn != nil {
-				j.warn(msg)
-			} else {
-				j.env.Options().Logger.Warn(msg)
-			}
+			j.warnOutput(msg)
 		}
 		return nil
 	}, nil
+}
+
+// warnOutput tells of what a run did to its outputs' earlier contents:
+// on RunOptions.Warn, or the engine's logger without one.
+func (j *Job) warnOutput(msg string) {
+	if j.warn != nil {
+		j.warn(msg)
+		return
+	}
+	j.env.Options().Logger.Warn(msg)
 }
 
 // noteRun raises the id of a run being started above last, a run the

@@ -783,10 +783,20 @@ func (r *reader[T]) start(ctx context.Context, now time.Time) error {
 	ctx, cancel := context.WithTimeout(ctx, openTimeout)
 	defer cancel()
 	if r.o.Fetcher == nil {
-		if err := r.checkRetention(ctx); err != nil {
+		// The start offsets are listed once, for both.
+		var starts kadm.ListedOffsets
+		startsOf := func() (kadm.ListedOffsets, error) {
+			if starts != nil {
+				return starts, nil
+			}
+			l, err := r.listed(r.adm.ListStartOffsets(ctx, r.o.Topic))
+			starts = l
+			return l, err
+		}
+		if err := r.checkRetention(startsOf); err != nil {
 			return err
 		}
-		if err := r.resolveStart(ctx); err != nil {
+		if err := r.resolveStart(ctx, startsOf); err != nil {
 			return err
 		}
 	}
@@ -850,7 +860,7 @@ func (r *reader[T]) start(ctx context.Context, now time.Time) error {
 
 // resolveStart sets the next offset of every partition without one (not
 // restored) from the start option.
-func (r *reader[T]) resolveStart(ctx context.Context) error {
+func (r *reader[T]) resolveStart(ctx context.Context, startsOf func() (kadm.ListedOffsets, error)) error {
 	if !slices.ContainsFunc(r.parts, func(p *partition[T]) bool { return p.next < 0 }) {
 		return nil
 	}
@@ -858,17 +868,14 @@ func (r *reader[T]) resolveStart(ctx context.Context) error {
 	var err error
 	switch r.o.Start.Kind {
 	case StartEarliest, StartCommitted:
-		listed, err = r.adm.ListStartOffsets(ctx, r.o.Topic)
+		listed, err = startsOf()
 	case StartLatest:
-		listed, err = r.adm.ListEndOffsets(ctx, r.o.Topic)
+		listed, err = r.listed(r.adm.ListEndOffsets(ctx, r.o.Topic))
 	case StartTime:
-		listed, err = r.adm.ListOffsetsAfterMilli(ctx, int64(r.o.Start.Time), r.o.Topic)
-	}
-	if err == nil {
-		err = listed.Error()
+		listed, err = r.listed(r.adm.ListOffsetsAfterMilli(ctx, int64(r.o.Start.Time), r.o.Topic))
 	}
 	if err != nil {
-		return fmt.Errorf("kafkaio: start offsets of topic %q: %w", r.o.Topic, err)
+		return err
 	}
 	fresh := slices.DeleteFunc(slices.Clone(r.parts), func(p *partition[T]) bool { return p.next >= 0 })
 	for _, p := range fresh {
@@ -882,12 +889,9 @@ func (r *reader[T]) resolveStart(ctx context.Context) error {
 		// Partitions added since the checkpoint's run opened the topic
 		// are read from their start, as Flink reads a discovered
 		// partition: their records came while the job ran.
-		starts, err := r.adm.ListStartOffsets(ctx, r.o.Topic)
-		if err == nil {
-			err = starts.Error()
-		}
+		starts, err := startsOf()
 		if err != nil {
-			return fmt.Errorf("kafkaio: start offsets of topic %q: %w", r.o.Topic, err)
+			return err
 		}
 		for _, p := range fresh {
 			if int(p.id) < r.checkpointParts {
@@ -921,16 +925,13 @@ func (r *reader[T]) resolveStart(ctx context.Context) error {
 // topic's retention removed (it is below the partition's start offset)
 // to the start, and says how many records it lost so: they were never
 // read, and no count of the job's holds them.
-func (r *reader[T]) checkRetention(ctx context.Context) error {
+func (r *reader[T]) checkRetention(startsOf func() (kadm.ListedOffsets, error)) error {
 	if !slices.ContainsFunc(r.parts, func(p *partition[T]) bool { return p.next >= 0 }) {
 		return nil
 	}
-	starts, err := r.adm.ListStartOffsets(ctx, r.o.Topic)
-	if err == nil {
-		err = starts.Error()
-	}
+	starts, err := startsOf()
 	if err != nil {
-		return fmt.Errorf("kafkaio: start offsets of topic %q: %w", r.o.Topic, err)
+		return err
 	}
 	for _, p := range r.parts {
 		l, ok := starts.Lookup(r.o.Topic, p.id)
@@ -944,6 +945,18 @@ func (r *reader[T]) checkRetention(ctx context.Context) error {
 		p.next = l.Offset
 	}
 	return nil
+}
+
+// listed is a listing of the topic's offsets, or the error of the
+// request or of a partition.
+func (r *reader[T]) listed(l kadm.ListedOffsets, err error) (kadm.ListedOffsets, error) {
+	if err == nil {
+		err = l.Error()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("kafkaio: start offsets of topic %q: %w", r.o.Topic, err)
+	}
+	return l, nil
 }
 
 // lso returns the last stable offset of every partition of the topic.

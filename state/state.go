@@ -207,62 +207,221 @@ func NewValue[K comparable, N comparable, V any](b Backend, name string) Value[K
 	return t
 }
 
-// NewKeyedValue creates a Value handle named name on b that stores one
-// entry per (key, namespace) in one map. It suits namespaces that belong
-// to a single key, such as session windows, where NewValue's layout (a map
-// of keys per namespace) would hold a map per window. KV backends store
-// both kinds alike.
+// NewKeyedValue creates a Value handle named name on b that stores its
+// entries key by key: one map entry per key, holding that key's few
+// (namespace, value) pairs in a slice. It suits namespaces that belong to a
+// single key, such as session windows, where NewValue's layout (a map of
+// keys per namespace) would hold a map per window: a session merge looks
+// up, creates and deletes several entries of one key, which cost one
+// lookup by key here (the last key's slot is remembered) instead of one by
+// (key, namespace) each. KV backends store both kinds alike.
 func NewKeyedValue[K comparable, N comparable, V any](b Backend, name string) Value[K, N, V] {
+	v, _ := NewKeyedPair[K, N, V, struct{}, struct{}](b, name)
+	return v
+}
+
+// NewKeyedPair is NewKeyedValue plus a second handle, head, of at most one
+// value per key (its namespace, of type M, is ignored), kept in the same
+// slot as the key's entries: an operator that reads a key's head and its
+// entries together (a session's merging set and the sessions' contents)
+// looks the key up once. The two handles' Ref pointers follow each one's
+// own contract: a Put, Delete or Ref on one handle does not move the other
+// handle's values.
+func NewKeyedPair[K comparable, N comparable, V any, M comparable, H any](b Backend, name string) (Value[K, N, V], Value[K, M, H]) {
 	h := heapOf(b)
-	t := &pairValue[K, N, V]{m: make(map[entryKey[K, N]]*V)}
-	h.tables = append(h.tables, t)
-	return t
+	t := &keyedValue[K, N, V, H]{m: make(map[K]*keySlot[N, V, H])}
+	hd := &keyedHead[K, M, N, V, H]{t: t}
+	h.tables = append(h.tables, t, hd)
+	return t, hd
 }
 
-type pairValue[K comparable, N comparable, V any] struct {
-	m    map[entryKey[K, N]]*V
-	free []*V
+// keyedValue is NewKeyedPair's layout. A key's slot is in m only while it
+// holds an entry or a head; last is the slot of the key looked up last
+// (nil when that key has none).
+type keyedValue[K comparable, N comparable, V any, H any] struct {
+	m     map[K]*keySlot[N, V, H]
+	n     int
+	free  []*V
+	slots []*keySlot[N, V, H] // emptied slots for reuse
+	last  struct {
+		k  K
+		s  *keySlot[N, V, H]
+		ok bool
+	}
 }
 
-func (t *pairValue[K, N, V]) Get(k K, n N) (V, bool) {
-	if p := t.m[entryKey[K, N]{k, n}]; p != nil {
-		return *p, true
+// keySlot holds one key's entries in the order they were made (a key has
+// few at a time, its open sessions, so a scan beats a hash) and its head.
+type keySlot[N comparable, V any, H any] struct {
+	ns      []N
+	vs      []*V
+	head    H
+	hasHead bool
+}
+
+// slot returns k's slot, nil when k has neither entries nor a head.
+func (t *keyedValue[K, N, V, H]) slot(k K) *keySlot[N, V, H] {
+	if t.last.ok && t.last.k == k {
+		return t.last.s
+	}
+	s := t.m[k]
+	t.last.k, t.last.s, t.last.ok = k, s, true
+	return s
+}
+
+// makeSlot returns k's slot, adding an empty one when k has none.
+func (t *keyedValue[K, N, V, H]) makeSlot(k K) *keySlot[N, V, H] {
+	s := t.slot(k)
+	if s == nil {
+		if l := len(t.slots); l > 0 {
+			s = t.slots[l-1]
+			t.slots = t.slots[:l-1]
+		} else {
+			s = &keySlot[N, V, H]{}
+		}
+		t.m[k] = s
+		t.last.s = s // slot(k) cached k
+	}
+	return s
+}
+
+// dropIfEmpty removes k's slot s once it holds nothing.
+func (t *keyedValue[K, N, V, H]) dropIfEmpty(k K, s *keySlot[N, V, H]) {
+	if len(s.ns) > 0 || s.hasHead {
+		return
+	}
+	delete(t.m, k)
+	t.slots = append(t.slots, s)
+	if t.last.ok && t.last.k == k {
+		t.last.s = nil
+	}
+}
+
+func (s *keySlot[N, V, H]) find(n N) int {
+	for i := range s.ns {
+		if s.ns[i] == n {
+			return i
+		}
+	}
+	return -1
+}
+
+func (t *keyedValue[K, N, V, H]) Get(k K, n N) (V, bool) {
+	if s := t.slot(k); s != nil {
+		if i := s.find(n); i >= 0 {
+			return *s.vs[i], true
+		}
 	}
 	var z V
 	return z, false
 }
 
-func (t *pairValue[K, N, V]) Put(k K, n N, v V) { *t.Ref(k, n, true) = v }
+func (t *keyedValue[K, N, V, H]) Put(k K, n N, v V) { *t.Ref(k, n, true) = v }
 
-func (t *pairValue[K, N, V]) Delete(k K, n N) {
-	ek := entryKey[K, N]{k, n}
-	p := t.m[ek]
-	if p == nil {
+func (t *keyedValue[K, N, V, H]) Delete(k K, n N) {
+	s := t.slot(k)
+	if s == nil {
 		return
 	}
-	delete(t.m, ek)
+	i := s.find(n)
+	if i < 0 {
+		return
+	}
+	p := s.vs[i]
 	var z V
 	*p = z
 	t.free = append(t.free, p)
+	last := len(s.ns) - 1
+	s.ns[i], s.vs[i] = s.ns[last], s.vs[last]
+	var zn N
+	s.ns[last], s.vs[last] = zn, nil
+	s.ns, s.vs = s.ns[:last], s.vs[:last]
+	t.n--
+	t.dropIfEmpty(k, s)
 }
 
-func (t *pairValue[K, N, V]) Create(k K, n N) *V { return t.Ref(k, n, true) }
-
-func (t *pairValue[K, N, V]) Ref(k K, n N, create bool) *V {
-	ek := entryKey[K, N]{k, n}
-	if p := t.m[ek]; p != nil || !create {
-		return p
-	}
+func (t *keyedValue[K, N, V, H]) Create(k K, n N) *V {
+	s := t.makeSlot(k)
 	p := reuse(&t.free)
-	t.m[ek] = p
+	s.ns = append(s.ns, n)
+	s.vs = append(s.vs, p)
+	t.n++
 	return p
 }
 
-func (t *pairValue[K, N, V]) Len() int { return len(t.m) }
+func (t *keyedValue[K, N, V, H]) Ref(k K, n N, create bool) *V {
+	if s := t.slot(k); s != nil {
+		if i := s.find(n); i >= 0 {
+			return s.vs[i]
+		}
+	}
+	if !create {
+		return nil
+	}
+	return t.Create(k, n)
+}
 
-func (t *pairValue[K, N, V]) Range(fn func(k K, n N, v *V) bool) {
-	for ek, p := range t.m {
-		if !fn(ek.k, ek.n, p) {
+func (t *keyedValue[K, N, V, H]) Len() int { return t.n }
+
+func (t *keyedValue[K, N, V, H]) Range(fn func(k K, n N, v *V) bool) {
+	for k, s := range t.m {
+		for i := range s.ns {
+			if !fn(k, s.ns[i], s.vs[i]) {
+				return
+			}
+		}
+	}
+}
+
+// keyedHead is NewKeyedPair's head handle: the heads in t's slots.
+type keyedHead[K comparable, M comparable, N comparable, V any, H any] struct {
+	t *keyedValue[K, N, V, H]
+	n int
+}
+
+func (h *keyedHead[K, M, N, V, H]) Get(k K, _ M) (H, bool) {
+	if s := h.t.slot(k); s != nil && s.hasHead {
+		return s.head, true
+	}
+	var z H
+	return z, false
+}
+
+func (h *keyedHead[K, M, N, V, H]) Put(k K, m M, v H) { *h.Ref(k, m, true) = v }
+
+func (h *keyedHead[K, M, N, V, H]) Delete(k K, _ M) {
+	s := h.t.slot(k)
+	if s == nil || !s.hasHead {
+		return
+	}
+	var z H
+	s.head, s.hasHead = z, false
+	h.n--
+	h.t.dropIfEmpty(k, s)
+}
+
+func (h *keyedHead[K, M, N, V, H]) Create(k K, m M) *H { return h.Ref(k, m, true) }
+
+func (h *keyedHead[K, M, N, V, H]) Ref(k K, _ M, create bool) *H {
+	s := h.t.slot(k)
+	if s != nil && s.hasHead {
+		return &s.head
+	}
+	if !create {
+		return nil
+	}
+	s = h.t.makeSlot(k)
+	s.hasHead = true
+	h.n++
+	return &s.head
+}
+
+func (h *keyedHead[K, M, N, V, H]) Len() int { return h.n }
+
+func (h *keyedHead[K, M, N, V, H]) Range(fn func(k K, m M, v *H) bool) {
+	var m M
+	for k, s := range h.t.m {
+		if s.hasHead && !fn(k, m, &s.head) {
 			return
 		}
 	}

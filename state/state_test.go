@@ -1,6 +1,8 @@
 package state_test
 
 import (
+	"maps"
+	"math/rand/v2"
 	"slices"
 	"testing"
 
@@ -127,5 +129,66 @@ func TestKeyGroups(t *testing.T) {
 	h := state.NewHasher[string](nil)
 	if h.Hash("order-42") != state.NewHasher[string](nil).Hash("order-42") {
 		t.Fatal("hash not stable")
+	}
+}
+
+// TestKeyedPairMatchesMaps drives NewKeyedPair's two handles with random
+// operations on few keys (so slots empty, are reused and share keys) and
+// compares every answer with plain maps.
+func TestKeyedPairMatchesMaps(t *testing.T) {
+	type ek struct{ k, n int }
+	rng := rand.New(rand.NewPCG(1, 2))
+	b := memstate.New()
+	v, h := state.NewKeyedPair[int, int, int, struct{}, string](b, "v")
+	want := map[ek]int{}
+	heads := map[int]string{}
+	for i := range 20000 {
+		k, n := rng.IntN(6), rng.IntN(4)
+		switch rng.IntN(8) {
+		case 0:
+			v.Put(k, n, i)
+			want[ek{k, n}] = i
+		case 1:
+			if _, ok := want[ek{k, n}]; !ok {
+				*v.Create(k, n) = i
+				want[ek{k, n}] = i
+			}
+		case 2:
+			if p := v.Ref(k, n, rng.IntN(2) == 0); p != nil {
+				*p += 1
+				want[ek{k, n}]++
+			}
+		case 3:
+			v.Delete(k, n)
+			delete(want, ek{k, n})
+		case 4:
+			*h.Ref(k, struct{}{}, true) += "x"
+			heads[k] += "x"
+		case 5:
+			h.Delete(k, struct{}{})
+			delete(heads, k)
+		case 6:
+			got, ok := v.Get(k, n)
+			w, wok := want[ek{k, n}]
+			if got != w || ok != wok {
+				t.Fatalf("op %d: Get(%d, %d) = %d, %v; want %d, %v", i, k, n, got, ok, w, wok)
+			}
+		case 7:
+			got, ok := h.Get(k, struct{}{})
+			w, wok := heads[k]
+			if got != w || ok != wok {
+				t.Fatalf("op %d: head Get(%d) = %q, %v; want %q, %v", i, k, got, ok, w, wok)
+			}
+		}
+		if v.Len() != len(want) || h.Len() != len(heads) || b.Entries() != len(want)+len(heads) {
+			t.Fatalf("op %d: Len %d, %d, Entries %d; want %d, %d", i, v.Len(), h.Len(), b.Entries(), len(want), len(heads))
+		}
+	}
+	got := map[ek]int{}
+	v.Range(func(k, n int, p *int) bool { got[ek{k, n}] = *p; return true })
+	gotHeads := map[int]string{}
+	h.Range(func(k int, _ struct{}, p *string) bool { gotHeads[k] = *p; return true })
+	if !maps.Equal(got, want) || !maps.Equal(gotHeads, heads) {
+		t.Fatalf("Range: %v %v; want %v %v", got, gotHeads, want, heads)
 	}
 }

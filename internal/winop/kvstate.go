@@ -20,8 +20,8 @@ const (
 // newValue makes one of the operator's values: in the backend's KV when
 // it has one (behind a write-back cache, evicted between records), else in
 // memory. In a KV, nsMajor stores it namespace by namespace (for
-// window-major firing); in memory, keyMajor stores it key by key.
-func newValue[K comparable, N comparable, V any, IN, ACC, OUT any](o *Operator[K, IN, ACC, OUT], b state.Backend, name string, tag byte, nc state.Codec[N], vc state.Codec[V], keyMajor, nsMajor bool) state.Value[K, N, V] {
+// window-major firing).
+func newValue[K comparable, N comparable, V any, IN, ACC, OUT any](o *Operator[K, IN, ACC, OUT], b state.Backend, name string, tag byte, nc state.Codec[N], vc state.Codec[V], nsMajor bool) state.Value[K, N, V] {
 	if kb, ok := b.(state.KVBackend); ok { // New checked the codecs
 		newKV := state.NewKVValue[K, N, V]
 		if nsMajor {
@@ -30,9 +30,6 @@ func newValue[K comparable, N comparable, V any, IN, ACC, OUT any](o *Operator[K
 		v := newKV(kb.KV(), tag, o.keyCodec, nc, vc, o.keyGroup, kb.CacheSize())
 		o.evicters = append(o.evicters, v.Evict)
 		return v
-	}
-	if keyMajor {
-		return state.NewKeyedValue[K, N, V](b, name)
 	}
 	return state.NewValue[K, N, V](b, name)
 }

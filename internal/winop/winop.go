@@ -405,12 +405,18 @@ func New[K comparable, IN, ACC, OUT any](cfg Config[K, IN, ACC, OUT], out Output
 	// its values namespace-major.
 	merging := cfg.Assigner.Merging()
 	aligned := !cfg.PerKeyTimers && o.alignable(cfg.Evict != nil, merging)
-	o.entries = newValue[K, window.Window, entry[ACC]](o, cfg.Backend, "window-contents", tagKVEntries, windowCodec{}, entryCodec[ACC]{cfg.AccCodec}, merging, aligned)
-	if merging {
-		o.sets = newValue[K, none, []window.Window](o, cfg.Backend, "merging-windows", tagKVSets, noneCodec{}, windowsCodec{}, false, false)
+	if _, kv := cfg.Backend.(state.KVBackend); merging && !kv {
+		// In memory, a key's merging set and its sessions' contents share
+		// one slot: a merge looks the key up once.
+		o.entries, o.sets = state.NewKeyedPair[K, window.Window, entry[ACC], none, []window.Window](cfg.Backend, "window-contents")
+	} else {
+		o.entries = newValue[K, window.Window, entry[ACC]](o, cfg.Backend, "window-contents", tagKVEntries, windowCodec{}, entryCodec[ACC]{cfg.AccCodec}, aligned)
+		if merging {
+			o.sets = newValue[K, none, []window.Window](o, cfg.Backend, "merging-windows", tagKVSets, noneCodec{}, windowsCodec{}, false)
+		}
 	}
 	if o.paneMode {
-		o.panes = newValue[K, int64, ACC](o, cfg.Backend, "sliding-panes", tagKVPanes, state.CodecFor[int64](), cfg.AccCodec, false, aligned)
+		o.panes = newValue[K, int64, ACC](o, cfg.Backend, "sliding-panes", tagKVPanes, state.CodecFor[int64](), cfg.AccCodec, aligned)
 	}
 	o.tctx.o = o
 	o.fctx = window.NewFireContext(out.Result)

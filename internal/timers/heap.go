@@ -2,21 +2,30 @@ package timers
 
 import "github.com/weirstream/weir/etime"
 
-// heapItem is what a posHeap holds: a timestamp to order by, and its
-// position in the heap, which the heap keeps up to date (-1 outside it).
+// heapItem is what a posHeap holds: something that knows its position in
+// the heap, which the heap keeps up to date (-1 outside it).
 type heapItem interface {
-	heapTS() etime.Time
 	heapPos() *int
+}
+
+// heapSlot is one place of a posHeap: the item, the timestamp it is
+// ordered by and its position field, kept inline so that sifting compares
+// and moves slots without calling the item's methods or reading it.
+type heapSlot[T any] struct {
+	ts  etime.Time
+	pos *int
+	x   T
 }
 
 // posHeap is a min-heap by timestamp whose items know their position, so
 // that any item can be removed or put back in place in O(log n). Service
 // and KVService order their timer groups with it.
-type posHeap[T heapItem] []T
+type posHeap[T heapItem] []heapSlot[T]
 
-func (h *posHeap[T]) push(x T) {
-	*x.heapPos() = len(*h)
-	*h = append(*h, x)
+func (h *posHeap[T]) push(ts etime.Time, x T) {
+	p := x.heapPos()
+	*p = len(*h)
+	*h = append(*h, heapSlot[T]{ts: ts, pos: p, x: x})
 	h.up(len(*h) - 1)
 }
 
@@ -24,21 +33,21 @@ func (h *posHeap[T]) push(x T) {
 func (h *posHeap[T]) remove(i int) {
 	s := *h
 	n := len(s) - 1
-	x := s[i]
+	p := s[i].pos
 	if i != n {
 		h.swap(i, n)
 	}
-	var zero T
-	s[n] = zero
+	s[n] = heapSlot[T]{}
 	*h = s[:n]
-	*x.heapPos() = -1
+	*p = -1
 	if i < n {
-		h.fix(i)
+		h.fix(i, s[i].ts)
 	}
 }
 
-// fix restores the order after the timestamp of the item at i changed.
-func (h *posHeap[T]) fix(i int) {
+// fix sets the timestamp of the item at i and restores the order.
+func (h *posHeap[T]) fix(i int, ts etime.Time) {
+	(*h)[i].ts = ts
 	if !h.down(i) {
 		h.up(i)
 	}
@@ -47,14 +56,14 @@ func (h *posHeap[T]) fix(i int) {
 func (h *posHeap[T]) swap(i, j int) {
 	s := *h
 	s[i], s[j] = s[j], s[i]
-	*s[i].heapPos(), *s[j].heapPos() = i, j
+	*s[i].pos, *s[j].pos = i, j
 }
 
 func (h *posHeap[T]) up(i int) {
 	s := *h
 	for i > 0 {
 		p := (i - 1) / 2
-		if s[p].heapTS() <= s[i].heapTS() {
+		if s[p].ts <= s[i].ts {
 			return
 		}
 		h.swap(p, i)
@@ -72,10 +81,10 @@ func (h *posHeap[T]) down(i int) bool {
 			break
 		}
 		m := l
-		if r := l + 1; r < n && s[r].heapTS() < s[l].heapTS() {
+		if r := l + 1; r < n && s[r].ts < s[l].ts {
 			m = r
 		}
-		if s[i].heapTS() <= s[m].heapTS() {
+		if s[i].ts <= s[m].ts {
 			break
 		}
 		h.swap(i, m)

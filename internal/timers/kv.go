@@ -79,12 +79,10 @@ type kvGroup[K comparable] struct {
 	// below bound, and the KV may hold more from bound on.
 	bound   string
 	partial bool
-	min     etime.Time // the smallest cached timestamp, when the cache is not empty
-	at      int        // index in the heap
+	at      int // index in the heap, ordered by the smallest cached timestamp
 }
 
-func (g *kvGroup[K]) heapTS() etime.Time { return g.min }
-func (g *kvGroup[K]) heapPos() *int      { return &g.at }
+func (g *kvGroup[K]) heapPos() *int { return &g.at }
 
 // below reports whether key is in the range the cache holds exactly.
 func (g *kvGroup[K]) below(key []byte) bool {
@@ -335,12 +333,11 @@ func (s *KVService[K]) fix(g *kvGroup[K]) {
 		return
 	}
 	m, _ := g.cache.Min()
-	g.min = m.t.TS
 	if g.at < 0 {
-		s.h.push(g)
+		s.h.push(m.t.TS, g)
 		return
 	}
-	s.h.fix(g.at)
+	s.h.fix(g.at, m.t.TS)
 }
 
 // Next implements Timers.
@@ -348,7 +345,7 @@ func (s *KVService[K]) Next() (etime.Time, bool) {
 	if len(s.h) == 0 {
 		return 0, false
 	}
-	return s.h[0].min, true
+	return s.h[0].ts, true
 }
 
 // PopDue implements Timers: the timers with the smallest timestamp, from
@@ -370,10 +367,10 @@ func (s *KVService[K]) PopDue(upTo etime.Time) []Timer[K] {
 // collect appends the timers at ts of the groups in the heap from index i
 // on whose minimum is ts.
 func (s *KVService[K]) collect(i int, ts etime.Time) {
-	if i >= len(s.h) || s.h[i].min != ts {
+	if i >= len(s.h) || s.h[i].ts != ts {
 		return
 	}
-	g := s.h[i]
+	g := s.h[i].x
 	for {
 		complete := true
 		g.cache.Ascend(func(it kvTimer[K]) bool {

@@ -64,8 +64,7 @@ type Timer[K comparable] struct {
 // KeyEncoder appends the canonical encoding of k to dst.
 type KeyEncoder[K comparable] func(dst []byte, k K) []byte
 
-func (g *group[K]) heapTS() etime.Time { return g.ts }
-func (g *group[K]) heapPos() *int      { return &g.idx }
+func (g *group[K]) heapPos() *int { return &g.idx }
 
 type groupKey struct {
 	ts etime.Time
@@ -74,8 +73,109 @@ type groupKey struct {
 
 type group[K comparable] struct {
 	groupKey
-	keys map[K]struct{}
-	idx  int // position in the heap, -1 when not in it
+	keySet[K]
+	idx int // position in the heap, -1 when not in it
+}
+
+// keySet is a group's keys: a slice while there are few (a session
+// window's group holds its one key), a map once there are more (a
+// tumbling window's group holds every key of the window).
+type keySet[K comparable] struct {
+	few  []K
+	many map[K]struct{}
+	big  bool // the keys are in many
+}
+
+// fewKeys is the most keys a keySet keeps in its slice.
+const fewKeys = 8
+
+func (ks *keySet[K]) has(k K) bool {
+	if ks.big {
+		_, ok := ks.many[k]
+		return ok
+	}
+	for _, x := range ks.few {
+		if x == k {
+			return true
+		}
+	}
+	return false
+}
+
+// add adds k, which the set does not hold.
+func (ks *keySet[K]) add(k K) {
+	if !ks.big {
+		if len(ks.few) < fewKeys {
+			ks.few = append(ks.few, k)
+			return
+		}
+		if ks.many == nil {
+			ks.many = make(map[K]struct{}, 2*fewKeys)
+		}
+		for _, x := range ks.few {
+			ks.many[x] = struct{}{}
+		}
+		clear(ks.few)
+		ks.few = ks.few[:0]
+		ks.big = true
+	}
+	ks.many[k] = struct{}{}
+}
+
+// del removes k and reports whether the set held it.
+func (ks *keySet[K]) del(k K) bool {
+	if ks.big {
+		if _, ok := ks.many[k]; !ok {
+			return false
+		}
+		delete(ks.many, k)
+		return true
+	}
+	for i, x := range ks.few {
+		if x == k {
+			last := len(ks.few) - 1
+			ks.few[i] = ks.few[last]
+			var z K
+			ks.few[last] = z
+			ks.few = ks.few[:last]
+			return true
+		}
+	}
+	return false
+}
+
+func (ks *keySet[K]) len() int {
+	if ks.big {
+		return len(ks.many)
+	}
+	return len(ks.few)
+}
+
+// each calls fn for every key until fn returns false.
+func (ks *keySet[K]) each(fn func(k K) bool) {
+	if ks.big {
+		for k := range ks.many {
+			if !fn(k) {
+				return
+			}
+		}
+		return
+	}
+	for _, k := range ks.few {
+		if !fn(k) {
+			return
+		}
+	}
+}
+
+// reset empties the set for reuse. clear drops the tombstones of the
+// deleted keys, which would otherwise make the map grow again as it
+// refills.
+func (ks *keySet[K]) reset() {
+	clear(ks.few)
+	ks.few = ks.few[:0]
+	clear(ks.many)
+	ks.big = false
 }
 
 // Service holds the timers of one time domain (event or processing time).
@@ -111,7 +211,7 @@ func (s *Service[K]) group(ts etime.Time, w window.Window, create bool) *group[K
 			s.free = s.free[:l-1]
 			g.groupKey = gk
 		} else {
-			g = &group[K]{groupKey: gk, keys: make(map[K]struct{}), idx: -1}
+			g = &group[K]{groupKey: gk, idx: -1}
 		}
 		s.groups[gk] = g
 	}
@@ -122,13 +222,13 @@ func (s *Service[K]) group(ts etime.Time, w window.Window, create bool) *group[K
 // Register adds a timer; registering an existing timer is a no-op.
 func (s *Service[K]) Register(t Timer[K]) {
 	g := s.group(t.TS, t.Window, true)
-	if _, ok := g.keys[t.Key]; ok {
+	if g.has(t.Key) {
 		return
 	}
-	g.keys[t.Key] = struct{}{}
+	g.add(t.Key)
 	s.n++
 	if g.idx < 0 {
-		s.h.push(g)
+		s.h.push(g.ts, g)
 	}
 }
 
@@ -141,10 +241,9 @@ func (s *Service[K]) Delete(t Timer[K]) {
 	if g == nil {
 		return
 	}
-	if _, ok := g.keys[t.Key]; !ok {
+	if !g.del(t.Key) {
 		return
 	}
-	delete(g.keys, t.Key)
 	s.n--
 	s.maybeDrop(g)
 }
@@ -153,7 +252,7 @@ func (s *Service[K]) Delete(t Timer[K]) {
 // it and its map are reused: session windows make a group per window,
 // emptied by every merge.
 func (s *Service[K]) maybeDrop(g *group[K]) {
-	if len(g.keys) == 0 {
+	if g.len() == 0 {
 		if g.idx >= 0 {
 			s.h.remove(g.idx)
 		}
@@ -162,9 +261,7 @@ func (s *Service[K]) maybeDrop(g *group[K]) {
 			s.last = nil
 		}
 		if len(s.free) < 4096 {
-			// clear drops the tombstones of the deleted keys, which
-			// would otherwise make the map grow again as it refills.
-			clear(g.keys)
+			g.reset()
 			s.free = append(s.free, g)
 		}
 	}
@@ -176,8 +273,7 @@ func (s *Service[K]) Has(t Timer[K]) bool {
 	if g == nil {
 		return false
 	}
-	_, ok := g.keys[t.Key]
-	return ok
+	return g.has(t.Key)
 }
 
 // Len returns the number of registered timers.
@@ -186,8 +282,8 @@ func (s *Service[K]) Len() int { return s.n }
 // Next returns the smallest registered timestamp.
 func (s *Service[K]) Next() (etime.Time, bool) {
 	for len(s.h) > 0 {
-		g := s.h[0]
-		if len(g.keys) > 0 {
+		g := s.h[0].x
+		if g.len() > 0 {
 			return g.ts, true
 		}
 		s.h.remove(0)
@@ -209,10 +305,16 @@ func (s *Service[K]) PopDue(upTo etime.Time) []Timer[K] {
 	}
 	s.due = s.due[:0]
 	for len(s.h) > 0 && s.h[0].ts == ts {
-		g := s.h[0]
+		g := s.h[0].x
 		s.h.remove(0)
-		for k := range g.keys {
-			s.due = append(s.due, Timer[K]{TS: g.ts, Key: k, Window: g.w})
+		if g.big {
+			for k := range g.many {
+				s.due = append(s.due, Timer[K]{TS: g.ts, Key: k, Window: g.w})
+			}
+		} else {
+			for _, k := range g.few {
+				s.due = append(s.due, Timer[K]{TS: g.ts, Key: k, Window: g.w})
+			}
 		}
 		s.maybeDrop(g)
 	}
@@ -419,10 +521,13 @@ func keyPrefix(k string) uint64 {
 // (snapshots). The order is unspecified.
 func (s *Service[K]) Range(fn func(t Timer[K]) bool) {
 	for gk, g := range s.groups {
-		for k := range g.keys {
-			if !fn(Timer[K]{TS: gk.ts, Key: k, Window: gk.w}) {
-				return
-			}
+		more := true
+		g.each(func(k K) bool {
+			more = fn(Timer[K]{TS: gk.ts, Key: k, Window: gk.w})
+			return more
+		})
+		if !more {
+			return
 		}
 	}
 }

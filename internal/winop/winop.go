@@ -539,6 +539,18 @@ func (o *Operator[K, IN, ACC, OUT]) ProcessElement(key K, v IN, ts etime.Time) e
 			}
 		}
 	}
+	if o.al != nil && o.tumbleSize > 0 && at != etime.MinTime {
+		// The fast path of window-major tumbling windows: an element of
+		// a window that has not ended is neither late nor missed (its
+		// cleanup time is at or after its end), so the loop below would
+		// only hand it to processAligned and accept it on time.
+		if w := window.Aligned(at, o.tumbleOffs, o.tumbleSize); w.MaxTimestamp() > o.wm {
+			o.live = append(o.live[:0], w)
+			o.processAligned(key, v, ts, o.live)
+			o.acceptOnTime(v, w.MaxTimestamp)
+			return nil
+		}
+	}
 	var wins []window.Window
 	if o.tumbleSize > 0 && at != etime.MinTime {
 		wins = append(o.wins[:0], window.Aligned(at, o.tumbleOffs, o.tumbleSize))

@@ -49,6 +49,13 @@ func KeyGroupRange(i, maxParallelism, par int) (first, last KeyGroup) {
 type Hasher[K comparable] struct {
 	enc func(dst []byte, k K) []byte
 	buf []byte
+	// last is the key hashed last through enc and its hash: the keys of a
+	// window's results (a key by window end) repeat.
+	last struct {
+		k  K
+		h  uint64
+		ok bool
+	}
 }
 
 // NewHasher returns a Hasher; enc gives the canonical encoding of keys that
@@ -75,8 +82,13 @@ func (h *Hasher[K]) Hash(k K) uint64 {
 	case uint:
 		return mix64(uint64(v))
 	}
+	if h.last.ok && h.last.k == k {
+		return h.last.h
+	}
 	h.buf = h.enc(h.buf[:0], k)
-	return hashBytes(h.buf)
+	x := hashBytes(h.buf)
+	h.last.k, h.last.h, h.last.ok = k, x, true
+	return x
 }
 
 // mix64 is the murmur3 64-bit finalizer.

@@ -11,6 +11,8 @@
 package runtime
 
 import (
+	"sync"
+
 	"github.com/weirstream/weir/etime"
 )
 
@@ -55,9 +57,12 @@ type elem[T any] struct {
 	v    T
 }
 
-// batch is the unit that crosses goroutines.
+// batch is the unit that crosses goroutines. home is the pool of the edge
+// whose writer took it (nil in the deterministic executor), where the
+// receiver puts it back.
 type batch[T any] struct {
 	elems []elem[T]
+	home  *sync.Pool
 }
 
 // envelope carries one batch, or a checkpoint barrier, to a subtask's

@@ -27,16 +27,17 @@ func Connect[T any](from, to *Stage, g int, part func(v T, targets int) int) *Ed
 	e := &Edge[T]{to: to, gate: g, base: gt.Channels, part: part}
 	gt.From = append(gt.From, GateFrom{Stage: from.Name, Base: gt.Channels, Par: from.Par})
 	gt.Channels += from.Par
-	e.pool.New = func() any { return &batch[T]{} }
+	e.pool.New = func() any { return &batch[T]{home: &e.pool} }
 	return e
 }
 
 // handler returns the gate handler for the downstream side of an edge:
 // head receives records; control elements go through the subtask's valve;
-// batches go back to pool when it is set.
-func handler[T any](st *Subtask, g int, head Collector[T], pool *sync.Pool) GateHandler {
+// with pooled, batches go back to the pool of the edge that sent them
+// (several edges may feed the gate: a union).
+func handler[T any](st *Subtask, g int, head Collector[T], pooled bool) GateHandler {
 	starter, _ := head.(BatchStarter)
-	if pool == nil {
+	if !pooled {
 		starter = nil // deterministic: no batch sampling
 	}
 	return func(from int, b any) {
@@ -60,20 +61,17 @@ func handler[T any](st *Subtask, g int, head Collector[T], pool *sync.Pool) Gate
 			}
 		}
 		st.recordsIn.Add(int64(n))
-		if pool != nil {
+		if pooled {
 			clear(bt.elems)
 			bt.elems = bt.elems[:0]
-			pool.Put(bt)
+			bt.home.Put(bt)
 		}
 	}
 }
 
 // GateHandler returns the handler of this edge's gate for subtask st.
 func (e *Edge[T]) GateHandler(st *Subtask, head Collector[T]) GateHandler {
-	if st.job.opts.Deterministic {
-		return handler[T](st, e.gate, head, nil)
-	}
-	return handler[T](st, e.gate, head, &e.pool)
+	return handler[T](st, e.gate, head, !st.job.opts.Deterministic)
 }
 
 // Writer returns the collector that upstream subtask st writes into.

@@ -307,6 +307,7 @@ func (s *Service[K]) PopDue(upTo etime.Time) []Timer[K] {
 	for len(s.h) > 0 && s.h[0].ts == ts {
 		g := s.h[0].x
 		s.h.remove(0)
+		s.due = slices.Grow(s.due, g.len())
 		if g.big {
 			for k := range g.many {
 				s.due = append(s.due, Timer[K]{TS: g.ts, Key: k, Window: g.w})
@@ -339,15 +340,33 @@ func (s *Service[K]) sortDue() { s.due = s.order.sort(s.due, s.enc) }
 // sorter orders due timers by W5: window end, key encoding, window start.
 // Its buffers are reused from call to call.
 type sorter[K comparable] struct {
-	keys  keyArena
-	items []sortItem
-	tmp   []Timer[K]
+	keys   keyArena
+	items  []sortItem
+	tmp    []Timer[K]
+	byKey  KeyOrder[K]
+	keyBuf []K
 }
 
 // sort returns due in W5 order (the slice may be another one).
 func (o *sorter[K]) sort(due []Timer[K], enc KeyEncoder[K]) []Timer[K] {
+	o.tmp = slices.Grow(o.tmp[:0], len(due))
+	if sameWindow(due) {
+		// One window (every key's timer of a processing-time window):
+		// W5 is the keys' order, which KeyOrder radix-sorts.
+		o.keyBuf = slices.Grow(o.keyBuf[:0], len(due))
+		for _, t := range due {
+			o.keyBuf = append(o.keyBuf, t.Key)
+		}
+		for _, i := range o.byKey.Sort(o.keyBuf, enc) {
+			o.tmp = append(o.tmp, due[i])
+		}
+		clear(o.keyBuf)
+		out := o.tmp
+		o.tmp = due
+		return out
+	}
 	encodeKeys(&o.keys, len(due), func(i int) K { return due[i].Key }, enc)
-	o.items = o.items[:0]
+	o.items = slices.Grow(o.items[:0], len(due))
 	for i, t := range due {
 		o.items = append(o.items, sortItem{end: t.Window.End, start: t.Window.Start, keyItem: o.keys.item(i)})
 	}
@@ -360,13 +379,22 @@ func (o *sorter[K]) sort(due []Timer[K], enc KeyEncoder[K]) []Timer[K] {
 		}
 		return cmp.Compare(a.start, b.start)
 	})
-	o.tmp = o.tmp[:0]
 	for _, it := range o.items {
 		o.tmp = append(o.tmp, due[it.i])
 	}
 	out := o.tmp
 	o.tmp = due
 	return out
+}
+
+// sameWindow reports whether every timer of due has the same window.
+func sameWindow[K comparable](due []Timer[K]) bool {
+	for i := 1; i < len(due); i++ {
+		if due[i].Window != due[0].Window {
+			return false
+		}
+	}
+	return true
 }
 
 type sortItem struct {

@@ -201,3 +201,32 @@ func TestKeyOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestSorterOrder checks the due timers' W5 order (window end, key
+// encoding bytewise, window start) against a plain sort, for timers of
+// one window (sorted by KeyOrder's radix sort) and of several.
+func TestSorterOrder(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	var o sorter[int]
+	for _, n := range []int{1, 2, 31, 32, 33, 1000, 5000} {
+		for _, windows := range []int{1, 3} {
+			due := make([]Timer[int], n)
+			for i := range due {
+				w := window.Window{Start: etime.Time(r.IntN(windows)), End: 10 + etime.Time(r.IntN(windows))}
+				due[i] = Timer[int]{TS: 9, Key: r.IntN(4*n) - 2*n, Window: w}
+			}
+			due = slices.CompactFunc(slices.SortedFunc(slices.Values(due), func(a, b Timer[int]) int {
+				return cmp.Or(cmp.Compare(a.Key, b.Key), cmp.Compare(a.Window.Start, b.Window.Start), cmp.Compare(a.Window.End, b.Window.End))
+			}), func(a, b Timer[int]) bool { return a == b })
+			r.Shuffle(len(due), func(i, j int) { due[i], due[j] = due[j], due[i] })
+			want := slices.SortedFunc(slices.Values(due), func(a, b Timer[int]) int {
+				return cmp.Or(cmp.Compare(a.Window.End, b.Window.End),
+					strings.Compare(string(encInt(nil, a.Key)), string(encInt(nil, b.Key))),
+					cmp.Compare(a.Window.Start, b.Window.Start))
+			})
+			if got := o.sort(slices.Clone(due), encInt); !slices.Equal(got, want) {
+				t.Fatalf("%d timers in %d windows: order differs\ngot  %v\nwant %v", len(due), windows, got[:min(10, len(got))], want[:min(10, len(want))])
+			}
+		}
+	}
+}

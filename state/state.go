@@ -15,6 +15,7 @@ package state
 
 import (
 	"errors"
+	"reflect"
 )
 
 // DefaultMaxParallelism is the default number of key groups.
@@ -49,9 +50,11 @@ func KeyGroupRange(i, maxParallelism, par int) (first, last KeyGroup) {
 type Hasher[K comparable] struct {
 	enc func(dst []byte, k K) []byte
 	buf []byte
-	// last is the key hashed last through enc and its hash: the keys of a
+	// last is the key hashed last through enc and its hash, when keys
+	// that compare equal have equal encodings (remember): the keys of a
 	// window's results (a key by window end) repeat.
-	last struct {
+	remember bool
+	last     struct {
 		k  K
 		h  uint64
 		ok bool
@@ -61,7 +64,16 @@ type Hasher[K comparable] struct {
 // NewHasher returns a Hasher; enc gives the canonical encoding of keys that
 // are neither integers nor strings (it may be nil for those).
 func NewHasher[K comparable](enc func(dst []byte, k K) []byte) *Hasher[K] {
-	return &Hasher[K]{enc: enc}
+	h := &Hasher[K]{enc: enc}
+	// Equal keys of a kind whose == compares every bit (named integers
+	// and strings, booleans) encode alike; equal floats need not (0 and
+	// -0), nor structs and interfaces holding them or pointers.
+	switch reflect.TypeFor[K]().Kind() {
+	case reflect.Bool, reflect.String, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		h.remember = true
+	}
+	return h
 }
 
 // Hash returns the stable hash of k. It is not safe for concurrent use.
@@ -82,12 +94,14 @@ func (h *Hasher[K]) Hash(k K) uint64 {
 	case uint:
 		return mix64(uint64(v))
 	}
-	if h.last.ok && h.last.k == k {
+	if h.remember && h.last.ok && h.last.k == k {
 		return h.last.h
 	}
 	h.buf = h.enc(h.buf[:0], k)
 	x := hashBytes(h.buf)
-	h.last.k, h.last.h, h.last.ok = k, x, true
+	if h.remember {
+		h.last.k, h.last.h, h.last.ok = k, x, true
+	}
 	return x
 }
 

@@ -2,8 +2,10 @@ package state_test
 
 import (
 	"maps"
+	"math"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"testing"
 
 	"github.com/weirstream/weir/state"
@@ -190,5 +192,25 @@ func TestKeyedPairMatchesMaps(t *testing.T) {
 	h.Range(func(k int, _ struct{}, p *string) bool { gotHeads[k] = *p; return true })
 	if !maps.Equal(got, want) || !maps.Equal(gotHeads, heads) {
 		t.Fatalf("Range: %v %v; want %v %v", got, gotHeads, want, heads)
+	}
+}
+
+// TestHasherStable: a key's hash does not depend on the key hashed before
+// it. Equal float keys may encode differently (0 and -0): a Hasher that
+// remembered the last key would give -0 the hash of the 0 before it.
+func TestHasherStable(t *testing.T) {
+	enc := func(dst []byte, k float64) []byte { return strconv.AppendFloat(dst, k, 'g', -1, 64) }
+	negZero := math.Copysign(0, -1)
+	alone := state.NewHasher(enc).Hash(negZero)
+	h := state.NewHasher(enc)
+	h.Hash(0)
+	if got := h.Hash(negZero); got != alone {
+		t.Fatalf("hash of -0 after 0 = %x, alone %x", got, alone)
+	}
+	type day int64 // a named integer: hashed through its encoding, remembered
+	dayEnc := func(dst []byte, k day) []byte { return strconv.AppendInt(dst, int64(k), 10) }
+	hd := state.NewHasher(dayEnc)
+	if a, b, c := hd.Hash(7), hd.Hash(7), state.NewHasher(dayEnc).Hash(7); a != b || a != c {
+		t.Fatalf("hashes of day 7: %x %x %x", a, b, c)
 	}
 }

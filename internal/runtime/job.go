@@ -175,7 +175,7 @@ type DeadLetterFunc func(DeadLetter)
 // NewJob returns an empty job.
 func NewJob(opts Options) *Job {
 	if opts.BatchSize <= 0 {
-		opts.BatchSize = 256
+		opts.BatchSize = 1024 // weir.Options' default
 	}
 	if opts.QueueBatches <= 0 {
 		opts.QueueBatches = 8

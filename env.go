@@ -173,6 +173,10 @@ type Report struct {
 	SourceRestored map[string]int64
 	// DeadLetters counts bad input refused anywhere in the job.
 	DeadLetters int64
+	// SourceLost counts, by source, the records this process's readers
+	// reported lost before they read them (LossOutput: retention removed
+	// them); absent: none. They are in no term of conservation.
+	SourceLost map[string]int64
 }
 
 // WindowCounters are a window operator's exact counts (W4, W7, W8).
@@ -331,6 +335,12 @@ func (e *Env) Report() Report {
 	for _, s := range e.sources {
 		r.SourceRecords[s.name] = s.n.Load()
 		r.SourceRestored[s.name] = s.restored.Load()
+		if n := s.lost.Load(); n > 0 {
+			if r.SourceLost == nil {
+				r.SourceLost = map[string]int64{}
+			}
+			r.SourceLost[s.name] = n
+		}
 	}
 	if e.job.Built() {
 		r.DeadLetters = e.job.DeadLetters()

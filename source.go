@@ -46,6 +46,11 @@ type SourceOutput[T any] = connector.Output[T]
 // readers (connector.DeadLetterOutput).
 type DeadLetterOutput = connector.DeadLetterOutput
 
+// LossOutput is implemented by the SourceOutput the engine gives readers
+// (connector.LossOutput): records lost before they were read are counted
+// in Report.SourceLost.
+type LossOutput = connector.LossOutput
+
 // CheckpointListener is implemented by readers that act on checkpoints
 // beyond their position (connector.CheckpointListener).
 type CheckpointListener = connector.CheckpointListener
@@ -104,6 +109,9 @@ type sourceStats struct {
 	// n counts the records emitted; restored those of n that the
 	// checkpoint restored (emitted by an earlier process).
 	n, restored atomic.Int64
+	// lost counts the records this process's readers reported lost
+	// before they read them (LossOutput).
+	lost atomic.Int64
 }
 
 // FromSource creates a stream from src.
@@ -128,7 +136,7 @@ func FromSource[T any](env *Env, name string, src Source[T], o SourceOptions) St
 			st.SetBacklog(true)
 			st.SetBacklogEvery(o.BacklogEvery)
 			head := out.n.collector(st)
-			so := &srcOut[T]{head: head, SourceOutput: watermark.NewSourceOutput(ctrlOutput{head}), st: st}
+			so := &srcOut[T]{head: head, SourceOutput: watermark.NewSourceOutput(ctrlOutput{head}), st: st, stats: stats}
 			p := &poller[T]{r: r, out: so, stats: stats, stop: o.Stop, final: o.Final}
 			p.waits, _ = r.(WaitReporter)
 			p.backlog, _ = r.(BacklogReporter)
@@ -271,9 +279,10 @@ func (p *poller[T]) publish() {
 // watermarks and status through the channel's watermark.SourceOutput.
 type srcOut[T any] struct {
 	*watermark.SourceOutput
-	head runtime.Collector[T]
-	n    int64
-	st   *runtime.Subtask
+	head  runtime.Collector[T]
+	n     int64
+	st    *runtime.Subtask
+	stats *sourceStats
 }
 
 func (s *srcOut[T]) Emit(ts etime.Time, v T) {
@@ -286,6 +295,10 @@ func (s *srcOut[T]) DeadLetter(reason, detail string, record any) {
 	s.n++
 	s.st.DeadLetter(runtime.DeadLetter{Reason: reason, Detail: detail, Record: record})
 }
+
+// Lost implements LossOutput: the records are counted (Report.SourceLost),
+// not read; the reader has logged where they were.
+func (s *srcOut[T]) Lost(n int64, _ string) { s.stats.lost.Add(n) }
 
 // srcControl is the control the runtime drives at end of input.
 type srcControl[T any] struct{ so *srcOut[T] }

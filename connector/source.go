@@ -87,6 +87,24 @@ type DeadLetterOutput interface {
 	DeadLetter(reason, detail string, record any)
 }
 
+// LossOutput is implemented by the Output the engine gives readers: a
+// reader whose records were removed before it read them (a Kafka topic's
+// or a NATS stream's retention passed a restored position) says how many,
+// so that the job's summary counts them beside conservation's terms
+// (they were never read, so no term of conservation holds them). It is
+// called during Read, on the reader's goroutine.
+type LossOutput interface {
+	Lost(n int64, detail string)
+}
+
+// ReportLost tells out, when it is a LossOutput, that n records were lost
+// before they were read (detail: where and why, for a person).
+func ReportLost(out any, n int64, detail string) {
+	if l, ok := out.(LossOutput); ok && n > 0 {
+		l.Lost(n, detail)
+	}
+}
+
 // CheckpointedReader is a Reader that can be checkpointed: it says where
 // it is, and a fresh reader resumes there. A job with checkpoints refuses
 // sources whose readers are not CheckpointedReaders. Both methods are

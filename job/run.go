@@ -1126,6 +1126,12 @@ func (j *Job) summary(rep weir.Report, open int64) Summary {
 	if oc.FloatOverflow > 0 {
 		add("float_overflow", oc.FloatOverflow)
 	}
+	// Records the source lost before it read them (retention passed a
+	// restored position): in no term of conservation, since never read,
+	// but counted, so that nothing is gone without a number.
+	if n := sumValues(rep.SourceLost); n > 0 {
+		add("lost_before_read", n)
+	}
 	for _, r := range slices.Sorted(maps.Keys(oc.Dead)) {
 		add("dead_letter_"+r, oc.Dead[r])
 	}
@@ -1138,6 +1144,15 @@ func (j *Job) summary(rep weir.Report, open int64) Summary {
 		return true
 	})
 	return s
+}
+
+// sumValues is the sum of m's values.
+func sumValues(m map[string]int64) int64 {
+	var n int64
+	for _, v := range m {
+		n += v
+	}
+	return n
 }
 
 // windowSummary adds one window's counters: its operator's counts t, its

@@ -120,6 +120,8 @@ func NewCollector(env func() *weir.Env, o Options) *Collector {
 var (
 	sourceRecords = prometheus.NewDesc("weir_source_records_total",
 		"Records emitted by each source.", []string{"source"}, nil)
+	sourceLost = prometheus.NewDesc("weir_source_records_lost_total",
+		"Records a source lost before it read them (a Kafka topic's or NATS stream's retention removed them after a restored position): in no outcome of weir_window_records_total. Only sources that lost some have the series.", []string{"source"}, nil)
 	windowRecords = prometheus.NewDesc("weir_window_records_total",
 		"Records a window operator processed, by outcome: on_time, late_accepted (within the allowed lateness), side_output and dropped (too late for every window), no_timestamp; they add up to its records in.",
 		[]string{"operator", "outcome"}, nil)
@@ -206,7 +208,7 @@ var (
 		"Time from a checkpoint's trigger to its commit.", nil, nil)
 )
 
-var descs = []*prometheus.Desc{lateness, firingDelay, checkpoints, ckInProgress, ckAge, ckLast, ckSize, ckDuration, sourceRecords, windowRecords, partialLate, windowMisses, firings, unchanged,
+var descs = []*prometheus.Desc{lateness, firingDelay, checkpoints, ckInProgress, ckAge, ckLast, ckSize, ckDuration, sourceRecords, sourceLost, windowRecords, partialLate, windowMisses, firings, unchanged,
 	wmTimestamp, hasWM, wmLag, idle, stateWindows, stateTimers, stateBytes, deadLetters,
 	busy, backpressured, idleTime, recordsIn, queueLen, queueCap, skew,
 	inWM, inIdle, inPaused, inPausedFor, inIdleFor, inBacklog, inLast, inMaxTS, stateOldest}
@@ -239,6 +241,9 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	r := env.Report()
 	for _, name := range sortedKeys(r.SourceRecords) {
 		counter(sourceRecords, r.SourceRecords[name], name)
+	}
+	for _, name := range sortedKeys(r.SourceLost) {
+		counter(sourceLost, r.SourceLost[name], name)
 	}
 	for _, op := range sortedKeys(r.Windows) {
 		w := r.Windows[op]

@@ -923,8 +923,9 @@ func (r *reader[T]) resolveStart(ctx context.Context, startsOf func() (kadm.List
 
 // checkRetention moves a restored partition whose next offset the
 // topic's retention removed (it is below the partition's start offset)
-// to the start, and says how many records it lost so: they were never
-// read, and no count of the job's holds them.
+// to the start, and says how many records it lost so, in the log and to
+// the output (connector.ReportLost): they were never read, so no term of
+// conservation holds them. It runs in Read (r.out is set).
 func (r *reader[T]) checkRetention(startsOf func() (kadm.ListedOffsets, error)) error {
 	if !slices.ContainsFunc(r.parts, func(p *partition[T]) bool { return p.next >= 0 }) {
 		return nil
@@ -942,6 +943,7 @@ func (r *reader[T]) checkRetention(startsOf func() (kadm.ListedOffsets, error)) 
 			r.o.Logger.Warn("kafka records after the restored position were removed by the topic's retention before they were read: they are lost to this job (raise retention.ms, or resume sooner)",
 				"topic", r.o.Topic, "partition", p.id, "from", p.next, "to", l.Offset-1, "records", l.Offset-p.next)
 		}
+		connector.ReportLost(r.out, l.Offset-p.next, fmt.Sprintf("kafka topic %q partition %d, offsets %d to %d: removed by the topic's retention before they were read", r.o.Topic, p.id, p.next, l.Offset-1))
 		p.next = l.Offset
 	}
 	return nil

@@ -79,6 +79,7 @@ type out struct {
 	wms  []etime.Time
 	idle bool
 	dead []string
+	lost int64
 }
 
 func (o *out) Emit(_ etime.Time, v event)         { o.recs = append(o.recs, v) }
@@ -86,6 +87,7 @@ func (o *out) EmitWatermark(wm etime.Time)        { o.wms = append(o.wms, wm) }
 func (o *out) MarkIdle()                          { o.idle = true }
 func (o *out) MarkActive()                        { o.idle = false }
 func (o *out) DeadLetter(reason, _ string, _ any) { o.dead = append(o.dead, reason) }
+func (o *out) Lost(n int64, _ string)             { o.lost += n }
 func (o *out) wm() etime.Time                     { return o.last(etime.MinTime) }
 func (o *out) last(def etime.Time) etime.Time     { return lastOr(o.wms, def) }
 func lastOr(s []etime.Time, def etime.Time) etime.Time {
@@ -862,5 +864,8 @@ func TestRestoreRetentionGap(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), "removed by the topic's retention") || !strings.Contains(logs.String(), "records=3") {
 		t.Fatalf("the loss was not told: %s", logs.String())
+	}
+	if h2.o.lost != 3 {
+		t.Fatalf("the output was told of %d lost records, want 3 (connector.LossOutput)", h2.o.lost)
 	}
 }

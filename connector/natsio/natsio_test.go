@@ -128,12 +128,14 @@ type fakeOut struct {
 	recs       []rec
 	wms        []etime.Time
 	idle, actv int
+	lost       int64
 }
 
 func (o *fakeOut) Emit(ts etime.Time, m natsio.Message) { o.recs = append(o.recs, rec{ts, m}) }
 func (o *fakeOut) EmitWatermark(wm etime.Time)          { o.wms = append(o.wms, wm) }
 func (o *fakeOut) MarkIdle()                            { o.idle++ }
 func (o *fakeOut) MarkActive()                          { o.actv++ }
+func (o *fakeOut) Lost(n int64, _ string)               { o.lost += n }
 
 func (o *fakeOut) seqs() []uint64 {
 	s := make([]uint64, len(o.recs))
@@ -362,6 +364,44 @@ func TestSourceCheckpointRestore(t *testing.T) {
 		checkSeqs(t, "before the restart + after", append(out1.seqs(), out2.seqs()...), seqRange(1, n))
 		checkPayloads(t, append(out1.recs, out2.recs...), 0)
 	})
+}
+
+// TestSourceRestoreRetentionGap: messages after a restored position that
+// the stream removed (a purge here, as its limits would) are counted as
+// lost to the output (connector.LossOutput), and the reader goes on at
+// the first message the stream kept.
+func TestSourceRestoreRetentionGap(t *testing.T) {
+	s := runServer(t, t.TempDir(), -1)
+	url := s.ClientURL()
+	js := connect(t, url)
+	st := createStream(t, js, "GAP", "gap")
+	publish(t, js, "gap", 1, 0, 10)
+	opts := natsio.SourceOptions{URL: url, Stream: "GAP", StopAtEnd: true, FetchBatch: 4, FetchWait: 20 * time.Millisecond}
+	r1 := open(t, natsio.NewSource(opts), 0, 1)
+	var out1 fakeOut
+	drain(t, r1, &out1, 4)
+	pos, err := r1.(weir.CheckpointedReader).SnapshotPosition()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r1.Close()
+	n := uint64(len(out1.recs))
+	// The stream removes every message below 8: those after the
+	// position (n+1..7) were never read.
+	if err := st.Purge(t.Context(), jetstream.WithPurgeSequence(8)); err != nil {
+		t.Fatal(err)
+	}
+	r2 := open(t, natsio.NewSource(opts), 0, 1)
+	defer r2.Close()
+	if err := r2.(weir.CheckpointedReader).RestorePosition(pos); err != nil {
+		t.Fatal(err)
+	}
+	var out2 fakeOut
+	drain(t, r2, &out2, 0)
+	checkSeqs(t, "after the gap", out2.seqs(), seqRange(8, 10))
+	if out2.lost != int64(7-n) {
+		t.Fatalf("the output was told of %d lost messages, want %d (sequences %d to 7)", out2.lost, 7-n, n+1)
+	}
 }
 
 // TestSourceRestoreRefused: positions of another stream, positions that

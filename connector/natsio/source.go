@@ -476,6 +476,7 @@ func (r *reader[T]) emit(out connector.Output[T], m jetstream.Msg) (bool, error)
 		if r.has && len(r.o.Subjects) == 0 && seq != r.last+1 {
 			r.log.Warn("natsio: messages after the restored position were removed by the stream's retention",
 				"from", r.last+1, "to", seq-1)
+			connector.ReportLost(out, int64(seq-1-r.last), fmt.Sprintf("nats stream %q, sequences %d to %d: removed by the stream's retention before they were read", r.o.Stream, r.last+1, seq-1))
 		}
 	}
 	msg := Message{

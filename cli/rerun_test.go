@@ -187,6 +187,22 @@ func TestRerunAppend(t *testing.T) {
 	if got := rows(dir); !slices.Equal(got, want) {
 		t.Fatalf("the appended table has %d rows, the days apart %d; first difference at %v", len(got), len(want), firstDiff(got, want))
 	}
+
+	// A third day whose window changed is refused with --append, naming
+	// the change, before it touches the outputs; without --append it
+	// starts the outputs over (and records its definition), after which
+	// --append of the changed job runs.
+	changed := strings.Replace(job(1, 7), "size: 1m}", "size: 5m}", 1)
+	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(changed), 0o644)
+	code, out = weirIn(t, dir, nil, 0, "run", "job.yaml", "--append")
+	if code == 0 || !strings.Contains(out, `--append: the outputs of job "rerun" hold earlier runs of another definition (changed: window.size)`) {
+		t.Fatalf("an appended run with another window: exit %d\n%s", code, out)
+	}
+	if got := rows(dir); !slices.Equal(got, want) || ledgerEntries(t, dir) != wantLate {
+		t.Fatal("the refused run changed the outputs")
+	}
+	runTooLate(t, dir)
+	runTooLate(t, dir, "--append")
 }
 
 // firstDiff is the first row where a and b differ.

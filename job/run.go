@@ -534,10 +534,16 @@ func (j *Job) build(o RunOptions) error {
 	// The sinks open after the sources: a fresh start empties its
 	// outputs (files, the ledger) when they open, and a source that
 	// cannot be opened (a misspelt path) must leave them as they were.
+	if !restoring {
+		if err := j.checkAppend(o); err != nil {
+			return err
+		}
+	}
 	if err := j.openSinks(o, restoring); err != nil {
 		return err
 	}
 	if !restoring {
+		j.noteDefinition(o)
 		j.out.c.Since = j.out.c.Run
 		if o.Append {
 			j.out.c.Since = 0 // every earlier run's outputs stay

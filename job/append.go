@@ -1,0 +1,116 @@
+package job
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/weirstream/weir/internal/outfmt"
+)
+
+// A fresh start records what its outputs' rows and ledger entries mean
+// (the spec hash a backfill checks, outfmt.SpecHash, and the
+// state-relevant fields it is made of) in a file beside the spec, so that
+// a later run with --append (RunOptions.Append), which keeps the earlier
+// runs' outputs, is refused when it would add rows of another meaning to
+// them: windows of two sizes in one table, sums of two formulas, and
+// ledger entries that a backfill under either spec would refuse.
+
+// definitionFile is the file, in the spec's directory dir, that holds the
+// definition of job's newest fresh run.
+func definitionFile(dir, job string) string {
+	return filepath.Join(dir, "."+url.PathEscape(job)+".definition.json")
+}
+
+// definition is what definitionFile holds.
+type definition struct {
+	// Spec is the hash of every window's plan (outfmt.SpecHash).
+	Spec string `json:"spec"`
+	// Fields are the state-relevant fields of the spec outside its
+	// source, sinks and checkpoints (a daily run reads another file and
+	// may write elsewhere), by path, as JSON.
+	Fields map[string]string `json:"fields"`
+}
+
+// currentDefinition is the job's definition.
+func (j *Job) currentDefinition() definition {
+	var hashes []string
+	for _, b := range j.branches {
+		hashes = append(hashes, outfmt.SpecHash(b.plan))
+	}
+	d := definition{Spec: strings.Join(hashes, ","), Fields: map[string]string{}}
+	for path, v := range planFields(j.plan).state {
+		sec, _, _ := strings.Cut(path, ".")
+		sec, _, _ = strings.Cut(sec, "[")
+		if sec == "source" || sec == "sinks" || sec == "checkpoint" || sec == "name" {
+			continue
+		}
+		d.Fields[path] = v
+	}
+	return d
+}
+
+// checkAppend refuses a fresh start with --append (o.Append) whose
+// definition differs from that of the job's newest fresh run in dir, if
+// one recorded it. It runs before the sinks open.
+func (j *Job) checkAppend(o RunOptions) error {
+	if !o.Append || o.Dir == "" || o.Task != nil {
+		return nil
+	}
+	b, err := os.ReadFile(definitionFile(o.Dir, j.plan.Name))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil // no earlier run recorded one
+	}
+	var then definition
+	if err != nil || json.Unmarshal(b, &then) != nil {
+		return nil // unreadable: the outputs are what they are
+	}
+	now := j.currentDefinition()
+	if then.Spec == now.Spec {
+		return nil
+	}
+	var diffs []string
+	for path := range keysOf(then.Fields, now.Fields) {
+		if then.Fields[path] != now.Fields[path] {
+			diffs = append(diffs, path)
+		}
+	}
+	slices.Sort(diffs)
+	what := "its key, window, aggregates or how they read records changed"
+	if len(diffs) > 0 {
+		what = "changed: " + strings.Join(diffs, ", ")
+	}
+	return fmt.Errorf("--append: the outputs of job %q hold earlier runs of another definition (%s): appended rows would mean something else than the rows beside them, and weir backfill would refuse one side's ledger entries; run without --append (the outputs start over), or give the changed job another name and its own outputs (the earlier definition is recorded in %s)",
+		j.plan.Name, what, definitionFile(o.Dir, j.plan.Name))
+}
+
+// noteDefinition records the job's definition for a later --append, at a
+// fresh start that opened its outputs. A failure to write it is told, not
+// fatal: the run's outputs are right without it.
+func (j *Job) noteDefinition(o RunOptions) {
+	if o.Dir == "" || o.Task != nil {
+		return
+	}
+	b, _ := json.Marshal(j.currentDefinition()) // plain data
+	if err := os.WriteFile(definitionFile(o.Dir, j.plan.Name), append(b, '\n'), 0o644); err != nil {
+		j.warnOutput(fmt.Sprintf("could not record the job's definition for a later --append: %v", err))
+	}
+}
+
+// keysOf is the set of the keys of a and b.
+func keysOf(a, b map[string]string) map[string]bool {
+	m := map[string]bool{}
+	for k := range a {
+		m[k] = true
+	}
+	for k := range b {
+		m[k] = true
+	}
+	return m
+}

@@ -3,6 +3,7 @@ package job
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -55,6 +56,9 @@ const dirLock = ".run.lock"
 // is killed, releases them; the empty lock files stay.
 type runLocks struct {
 	unlock []func() error
+	// files are the file outputs whose file was not there to lock when
+	// the run began (lockFiles locks them once the sinks made them).
+	files []lockTarget
 }
 
 // lockRun takes the locks of plan's run, or none and an error (a
@@ -94,8 +98,50 @@ func lockRun(p *spec.Plan, o RunOptions) (*runLocks, error) {
 		}
 		l.unlock = append(l.unlock, unlock)
 		taken = append(taken, lock)
+		if !t.dir && !t.database {
+			l.files = append(l.files, t)
+		}
+	}
+	if err := l.lockFiles(); err != nil {
+		return nil, errors.Join(err, l.release())
 	}
 	return l, nil
+}
+
+// lockFiles takes the lock of each file output's file itself (of its
+// inode, flock.TryLockFile) where the file is there, so that a run that
+// reaches it by another name, a hard link that no path resolution sees,
+// is refused too; the files not there yet stay for a later call (after
+// the sinks opened). It is called when the run begins and after its
+// sinks opened, on the goroutine that opens the job.
+func (l *runLocks) lockFiles() error {
+	if l == nil {
+		return nil
+	}
+	var later []lockTarget
+	for _, t := range l.files {
+		file := t.path
+		if target, err := filepath.EvalSymlinks(file); err == nil {
+			file = target
+		}
+		if fi, err := os.Stat(file); err != nil || !fi.Mode().IsRegular() {
+			later = append(later, t)
+			continue
+		}
+		unlock, err := flock.TryLockFile(file)
+		switch {
+		case errors.Is(err, flock.ErrBusy):
+			return &LockedError{What: t.what, Path: t.path, Lock: file + " (the file itself, reached by another name: a hard link)"}
+		case errors.Is(err, fs.ErrNotExist):
+			later = append(later, t)
+		case err != nil:
+			return fmt.Errorf("%s %s: taking the run's lock: %w", t.what, t.path, err)
+		default:
+			l.unlock = append(l.unlock, unlock)
+		}
+	}
+	l.files = later
+	return nil
 }
 
 // Running returns a *LockedError naming a run of plan that holds one of
@@ -125,6 +171,10 @@ func Running(p *spec.Plan, o RunOptions) *LockedError {
 type lockTarget struct {
 	what, path string
 	dir        bool
+	// database: a SQLite file, whose inode is not locked (lockFiles):
+	// closing another descriptor of the file would release the POSIX
+	// locks SQLite holds on it in this process.
+	database bool
 }
 
 // lock is the target's lock file: in a directory, or beside a file
@@ -146,7 +196,7 @@ func runTargets(p *spec.Plan, o RunOptions) []lockTarget {
 	type target = lockTarget
 	var ts []target
 	if dir := checkpointDir(p, o); dir != "" {
-		ts = append(ts, target{"checkpoint directory", dir, true})
+		ts = append(ts, target{"checkpoint directory", dir, true, false})
 	}
 	// A sink that writes a file (a path setting: jsonl, sqlite) or a
 	// directory (a dir setting: the ledger's, under the job's name) is
@@ -162,13 +212,13 @@ func runTargets(p *spec.Plan, o RunOptions) []lockTarget {
 		switch {
 		case k == nil:
 		case k.Dir != "" && op.Role != connector.RoleResults:
-			ts = append(ts, target{"sinks." + op.Name + " " + k.Type, LedgerDir(p, o.Dir, k), true})
+			ts = append(ts, target{"sinks." + op.Name + " " + k.Type, LedgerDir(p, o.Dir, k), true, false})
 		default:
-			ts = append(ts, target{"sinks." + op.Name, o.Path(k.Path), false})
+			ts = append(ts, target{"sinks." + op.Name, o.Path(k.Path), false, k.Type == "sqlite"})
 		}
 	}
 	if a := p.Archive; a != nil && (o.Task == nil || o.Task.Archive == nil) {
-		ts = append(ts, target{"archive", o.Path(a.Dir), true})
+		ts = append(ts, target{"archive", o.Path(a.Dir), true, false})
 	}
 	return ts
 }

@@ -54,6 +54,10 @@ checkpoint: {dir: %s}
 	if err := os.WriteFile(in, []byte(`{"k": "a", "ts": 1767225600000}`+"\n"+"not json\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// An earlier run's results are there.
+	if err := os.WriteFile(filepath.Join(dir, "out.jsonl"), []byte("{}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	first, err := Open(p, RunOptions{Dir: dir})
 	if err != nil {
 		t.Fatalf("after a failed Open: %v", err)
@@ -82,6 +86,14 @@ checkpoint: {dir: %s}
 	}
 	if _, err := Open(parse("link.jsonl", "ledger2", "bad2.jsonl", "archive2", "ck2"), RunOptions{Dir: dir}); !errors.Is(err, ErrLocked) {
 		t.Fatalf("results through a link: Open = %v", err)
+	}
+	// And through a hard link, which no path resolution sees: the file
+	// itself is locked.
+	if err := os.Link(filepath.Join(dir, "out.jsonl"), filepath.Join(dir, "hard.jsonl")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(parse("hard.jsonl", "ledger2", "bad2.jsonl", "archive2", "ck2"), RunOptions{Dir: dir}); !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), "hard link") {
+		t.Fatalf("results through a hard link: Open = %v", err)
 	}
 	for what, p2 := range map[string]*spec.Plan{
 		"sinks.late ledger": parse("out2.jsonl", "ledger", "bad2.jsonl", "archive2", "ck2"),

@@ -1,6 +1,7 @@
 package job
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -540,6 +541,10 @@ func (j *Job) build(o RunOptions) error {
 		}
 	}
 	if err := j.openSinks(o, restoring); err != nil {
+		return err
+	}
+	// The file outputs the sinks made are locked as files now too.
+	if err := cmp.Or(j.locks, o.locks).lockFiles(); err != nil {
 		return err
 	}
 	if !restoring {

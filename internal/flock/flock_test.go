@@ -39,3 +39,38 @@ func TestTryLock(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestTryLockFile: the lock of a file itself is taken through any of its
+// names (a hard link), leaves the file's content alone, and is free
+// again after unlock; a missing file is an error, not created.
+func TestTryLockFile(t *testing.T) {
+	dir := t.TempDir()
+	path, link := filepath.Join(dir, "out.jsonl"), filepath.Join(dir, "link.jsonl")
+	if _, err := TryLockFile(path); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("TryLockFile of a missing file: %v", err)
+	}
+	if err := os.WriteFile(path, []byte("row\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(path, link); err != nil {
+		t.Skipf("no hard links here: %v", err)
+	}
+	unlock, err := TryLockFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := TryLockFile(link); !errors.Is(err, ErrBusy) {
+		t.Fatalf("TryLockFile through a hard link: %v, want ErrBusy", err)
+	}
+	if err := unlock(); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(path); string(b) != "row\n" {
+		t.Fatalf("the file holds %q after its lock", b)
+	}
+	unlock, err = TryLockFile(link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unlock()
+}

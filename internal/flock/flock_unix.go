@@ -39,3 +39,23 @@ func TryLock(path string) (unlock func() error, err error) {
 	}
 	return func() error { return errors.Join(f.Truncate(0), f.Close()) }, nil
 }
+
+// TryLockFile takes the exclusive lock of the existing file at path
+// itself, without writing to it or creating it: another name of the same
+// file (a hard link) takes the same lock. ErrBusy as TryLock; an error
+// satisfying errors.Is(err, fs.ErrNotExist) when there is no file.
+// Locks of SQLite's (fcntl) are not flock locks: the two do not meet.
+func TryLockFile(path string) (unlock func() error, err error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, ErrBusy
+		}
+		return nil, err
+	}
+	return f.Close, nil
+}

@@ -59,6 +59,9 @@ type runLocks struct {
 	// files are the file outputs whose file was not there to lock when
 	// the run began (lockFiles locks them once the sinks made them).
 	files []lockTarget
+	// locked are the files lockFiles locked (two outputs of a run may
+	// be one file by two names).
+	locked []os.FileInfo
 }
 
 // lockRun takes the locks of plan's run, or none and an error (a
@@ -124,9 +127,13 @@ func (l *runLocks) lockFiles() error {
 		if target, err := filepath.EvalSymlinks(file); err == nil {
 			file = target
 		}
-		if fi, err := os.Stat(file); err != nil || !fi.Mode().IsRegular() {
+		fi, err := os.Stat(file)
+		if err != nil || !fi.Mode().IsRegular() {
 			later = append(later, t)
 			continue
+		}
+		if slices.ContainsFunc(l.locked, func(o os.FileInfo) bool { return os.SameFile(o, fi) }) {
+			continue // this run's other output, by another name
 		}
 		unlock, err := flock.TryLockFile(file)
 		switch {
@@ -138,6 +145,7 @@ func (l *runLocks) lockFiles() error {
 			return fmt.Errorf("%s %s: taking the run's lock: %w", t.what, t.path, err)
 		default:
 			l.unlock = append(l.unlock, unlock)
+			l.locked = append(l.locked, fi)
 		}
 	}
 	l.files = later

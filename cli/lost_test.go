@@ -14,7 +14,7 @@ import (
 func TestPrintLost(t *testing.T) {
 	lost := job.Summary{Counters: []job.Counter{{Name: "records_in", Value: 6}, {Name: "accepted", Value: 6}, {Name: "lost_before_read", Value: 34}}}
 	var b strings.Builder
-	printLost(&b, lost)
+	printRunWarnings(&b, lost)
 	printSelect(&b, lost)
 	printWindows(&b, lost, nil)
 	if got := strings.Count(b.String(), "warning: 34 records were lost before this job read them"); got != 3 {

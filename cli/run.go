@@ -641,20 +641,27 @@ func printSummary(w io.Writer, p *spec.Plan, s job.Summary, elapsed time.Duratio
 	if n := g("float_overflow"); n > 0 {
 		fmt.Fprintf(w, "  warning: %d sums or averages in results went beyond float64 and were written as null (float_overflow)\n", n)
 	}
+	if n := g("future_dated"); n > 0 {
+		fmt.Fprintf(w, "  warning: %d records were accepted with timestamps more than %v ahead of the clock (future_dated): the watermark ran ahead with them, so records of the time in between were judged late; check the producer's clock, or lower source.timestamp.max_future\n", n, spec.Duration(p.WarnAhead))
+	}
 	if n := g("timestamp_regressions"); n > 0 {
 		fmt.Fprintf(w, "  warning: %d records jumped back more than 1h in event time within their channel (upstream clock?)\n", n)
 	}
-	printLost(w, s)
+	printRunWarnings(w, s)
 	fmt.Fprintf(w, "  conservation %s: %d in = %d accepted (on time or late) + %d side output + %d dropped + %d dead letters%s\n",
 		conservedMark(s), g("records_in"), g("accepted"), g("late_side_output"), g("late_dropped"), g("dead_letter"), filteredTerm(s))
 	printRate(w, g("records_in"), elapsed, peak, resumedAt)
 }
 
-// printLost warns of the records the source lost before the job read
-// them (lost_before_read): they are in no term of conservation.
-func printLost(w io.Writer, s job.Summary) {
+// printRunWarnings warns of the records the source lost before the job
+// read them (lost_before_read: they are in no term of conservation) and
+// of the NULLs expressions gave where Flink fails the job.
+func printRunWarnings(w io.Writer, s job.Summary) {
 	if n := s.Get("lost_before_read"); n > 0 {
 		fmt.Fprintf(w, "  warning: %d records were lost before this job read them: the source's retention removed them (lost_before_read; the warning above says where), so they are in no count below\n", n)
+	}
+	if n, d := s.Get("null_cast_invalid"), s.Get("null_division_by_zero"); n+d > 0 {
+		fmt.Fprintf(w, "  warning: expressions gave NULL where Flink fails the job (or gives a DOUBLE's Infinity): %d casts of a value not of the type (null_cast_invalid), %d divisions by zero (null_division_by_zero)\n", n, d)
 	}
 }
 
@@ -1075,7 +1082,7 @@ func printWindows(w io.Writer, s job.Summary, ws []string) {
 	if s.Has("having_filtered") {
 		fmt.Fprintf(w, "  having: %d results dropped by a having or a join's where, not written\n", s.Get("having_filtered"))
 	}
-	printLost(w, s)
+	printRunWarnings(w, s)
 	fmt.Fprintf(w, "  conservation %s in every window: records in = accepted + side output + dropped + dead letters + filtered\n", conservedMark(s))
 }
 
@@ -1122,6 +1129,6 @@ func printSelect(w io.Writer, s job.Summary) {
 	g := s.Get
 	fmt.Fprintf(w, "  rows: %d, one per record past the where (a query without a window)\n", g("results"))
 	printDeadLetters(w, s)
-	printLost(w, s)
+	printRunWarnings(w, s)
 	fmt.Fprintf(w, "  conservation %s: %d in = %d rows + %d dead letters%s\n", conservedMark(s), g("records_in"), g("accepted"), g("dead_letter"), filteredTerm(s))
 }

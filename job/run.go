@@ -300,6 +300,16 @@ func Open(plan *spec.Plan, o RunOptions) (*Job, error) {
 					o.Warn(src + w.String())
 				}
 			}
+			r.dec.OnNull = func(w string) {
+				if o.Warned.first(src + "null") {
+					o.Warn(src + w)
+				}
+			}
+			r.dec.OnFuture = func(w string) {
+				if o.Warned.first(src + "future-dated") {
+					o.Warn(src + w)
+				}
+			}
 			r.dec.Warn = func(where string, from, to etime.Time) {
 				if !o.Warned.first(src + "event time jumped back") {
 					return
@@ -1136,6 +1146,27 @@ func (j *Job) summary(rep weir.Report, open int64) Summary {
 	}
 	if oc.FloatOverflow > 0 {
 		add("float_overflow", oc.FloatOverflow)
+	}
+	// Records accepted with a timestamp more than the plan's WarnAhead
+	// ahead of the clock: the watermark runs ahead with them (counted in this
+	// process; only when there were some).
+	var future int64
+	for _, r := range j.reads {
+		future += r.dec.Future.Load()
+	}
+	if future > 0 {
+		add("future_dated", future)
+	}
+	// NULLs of expressions where Flink fails the job (a CAST of a value
+	// not of its type, a division by zero): only when there were some.
+	for i, name := range record.NullCounters {
+		var n int64
+		for _, r := range j.reads {
+			n += r.dec.Nulls[i].Load()
+		}
+		if n > 0 {
+			add(name, n)
+		}
 	}
 	// Records the source lost before it read them (retention passed a
 	// restored position): in no term of conservation, since never read,

@@ -862,3 +862,39 @@ not json
 		}
 	}
 }
+
+// TestFutureDated: records accepted with timestamps more than
+// record.FutureWarnAt ahead of the clock (within max_future) are counted
+// (future_dated) and warned of once, live; records within it, and a
+// generator's (ahead by design), are not.
+func TestFutureDated(t *testing.T) {
+	now := jobtest.TestNow.UnixMilli()
+	var in strings.Builder
+	for i, ahead := range []int64{0, 60_000, 20 * 60_000, 30 * 60_000, 4 * 60_000} {
+		fmt.Fprintf(&in, `{"user_id":"u","amount":%d,"ts":%d}`+"\n", i, now+ahead)
+	}
+	var warnings []string
+	_, sum := runSpec(t, badJob, map[string]string{"in.jsonl": in.String()},
+		RunOptions{Deterministic: true, Warn: func(m string) { warnings = append(warnings, m) }})
+	if sum.Get("future_dated") != 2 || sum.Get("dead_letter") != 0 {
+		t.Fatalf("summary %s: want future_dated 2 and no dead letters", sum.JSON())
+	}
+	var told []string
+	for _, w := range warnings {
+		if strings.Contains(w, "ahead of processing time") {
+			told = append(told, w)
+		}
+	}
+	if len(told) != 1 || !strings.Contains(told[0], `field "ts" is 2026-06-01T00:20:00Z, 20m0s ahead`) || !strings.Contains(told[0], "source.timestamp.max_future") {
+		t.Fatalf("warnings %q: want one naming the first future-dated record and the fix", warnings)
+	}
+	// The same records in time: nothing to count or tell.
+	warnings = nil
+	in.Reset()
+	fmt.Fprintf(&in, `{"user_id":"u","amount":1,"ts":%d}`+"\n", now-60_000)
+	_, sum = runSpec(t, badJob, map[string]string{"in.jsonl": in.String()},
+		RunOptions{Deterministic: true, Warn: func(m string) { warnings = append(warnings, m) }})
+	if sum.Has("future_dated") || len(warnings) > 0 {
+		t.Fatalf("records in time: summary %s, warnings %q", sum.JSON(), warnings)
+	}
+}

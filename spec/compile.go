@@ -76,6 +76,11 @@ type Plan struct {
 	TSUnit    TimeUnit
 	Checks    bool
 	MaxFuture etime.Duration
+	// WarnAhead (0: never) is how far ahead of processing time a
+	// timestamp that max_future accepts is counted as future-dated and
+	// warned of (the doctor's rule D8): WarnAhead by default, none where
+	// the spec raised max_future itself.
+	WarnAhead etime.Duration
 	Final     bool
 	// NumbersInStrings: source.numbers_in_strings.
 	NumbersInStrings bool
@@ -399,6 +404,9 @@ func (c *compiler) oneOf(path, v, def string, allowed ...string) string {
 	return v
 }
 
+// WarnAhead is Plan.WarnAhead's default: 5 minutes, the doctor's D8.
+const WarnAhead etime.Duration = 5 * 60 * 1000
+
 // DurOr is d in event-time milliseconds, or def when d is unset.
 func DurOr(d *Duration, def etime.Duration) etime.Duration {
 	if d == nil {
@@ -680,6 +688,12 @@ func (c *compiler) source() {
 	p.Checks = t.Checks == nil || *t.Checks
 	c.positive("source.timestamp.max_future", t.MaxFuture, "max_future")
 	p.MaxFuture = DurOr(t.MaxFuture, etime.FromDuration(time.Hour))
+	switch {
+	case t.WarnAhead != nil:
+		p.WarnAhead = etime.Duration(*t.WarnAhead)
+	case t.MaxFuture == nil:
+		p.WarnAhead = WarnAhead
+	}
 	if p.Time != EventTime && (t.Field != "" || t.Unit != "" || t.MaxFuture != nil || t.Checks != nil) {
 		c.add("source.timestamp", string(p.Time)+" time takes no timestamp from records", "remove source.timestamp, or use time: event")
 	}

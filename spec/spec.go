@@ -397,6 +397,11 @@ type Timestamp struct {
 	// MaxFuture is how far ahead of processing time a timestamp may be
 	// (default 1h).
 	MaxFuture *Duration `yaml:"max_future"`
+	// WarnAhead, set by a front end (not in YAML), is how far ahead of
+	// processing time an accepted timestamp is counted and warned of
+	// (Plan.WarnAhead); nil: 5m when max_future is not set, else never
+	// (who raised max_future expects such records).
+	WarnAhead *Duration `yaml:"-" json:"-"`
 }
 
 // Generator is a synthetic source of orders: each record is

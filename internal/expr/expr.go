@@ -309,6 +309,8 @@ type compiler struct {
 	// timeNames are fields that hold times as epoch milliseconds (a
 	// window's bounds), which a string literal compares with as a time.
 	timeNames []string
+	// onNull (nil: none) is OnNull's.
+	onNull NullNote
 }
 
 // TimeNames says that fields names hold times as epoch milliseconds (a
@@ -1006,6 +1008,17 @@ func (c compiler) binary(x *sqlparse.Binary) eval {
 		} else if sqlparse.IsInterval(x.X) && op == "+" {
 			b = c.asTime(x.Y, b)
 		}
+		if (op == "/" || op == "%") && c.onNull != nil {
+			note, pos, text := c.onNull, x.Pos, sqlparse.FormatExpr(x)
+			return func(g []*fastjson.Value) value {
+				l, r := a(g), b(g)
+				v := arith(op, l, r)
+				if v.k == null && l.isNum() && r.isNum() && r.num() == 0 {
+					note(pos, NullDivision, text)
+				}
+				return v
+			}
+		}
 		return func(g []*fastjson.Value) value { return arith(op, a(g), b(g)) }
 	case "||":
 		return concat([]eval{a, b})
@@ -1490,7 +1503,50 @@ func rawEqual(x, y *fastjson.Value) bool {
 	return true // null, true, false: their type is their value
 }
 
+// NullNote is told, on the evaluating goroutine, of a NULL that an
+// expression gave where Flink fails the job: a CAST (not TRY_CAST) of a
+// value that is not of its type, or a division by zero; text is the
+// expression as written, at its place in the text compiled; what is
+// NullCast or NullDivision.
+type NullNote func(at sqlparse.Pos, what, text string)
+
+// The kinds of NULL a NullNote is told of.
+const (
+	NullCast     = "cast_invalid"     // CAST of a value not of its type
+	NullDivision = "division_by_zero" // a / 0, a % 0, MOD(a, 0)
+)
+
+// OnNull makes the compiled expressions tell note of the NULLs that stand
+// for Flink's failures (NullNote). It costs nothing on values that are
+// not NULL.
+func OnNull(note NullNote) Option {
+	return func(c *compiler) { c.onNull = note }
+}
+
+// cast is castValue, telling the compiler's onNull of a NULL from a value
+// that was not NULL (its input is evaluated again then: expressions have
+// no side effects).
 func (c compiler) cast(x *sqlparse.Cast) eval {
+	e := c.castValue(x)
+	if e == nil || c.onNull == nil || x.Try {
+		return e
+	}
+	in := c.expr(x.X)
+	note, pos, text := c.onNull, x.Pos, sqlparse.FormatExpr(x)
+	return func(g []*fastjson.Value) value {
+		r := e(g)
+		if r.k == null {
+			if v := in(g); v.k != null {
+				note(pos, NullCast, text)
+			}
+		}
+		return r
+	}
+}
+
+// castValue is CAST(x AS type)'s value: NULL where x is NULL or not of
+// the type (TRY_CAST's value, and CAST's in weir).
+func (c compiler) castValue(x *sqlparse.Cast) eval {
 	e := c.expr(x.X)
 	switch t := strings.ToUpper(x.Type.Name); t {
 	case "TINYINT", "SMALLINT", "INT", "INTEGER", "BIGINT":
@@ -1707,6 +1763,17 @@ func (c compiler) call(x *sqlparse.Call) eval {
 			return v
 		}
 	case "MOD":
+		if c.onNull != nil {
+			note, pos, text := c.onNull, x.Pos, sqlparse.FormatExpr(x)
+			return func(g []*fastjson.Value) value {
+				l, r := args[0](g), args[1](g)
+				v := arith("%", l, r)
+				if v.k == null && l.isNum() && r.isNum() && r.num() == 0 {
+					note(pos, NullDivision, text)
+				}
+				return v
+			}
+		}
 		return func(g []*fastjson.Value) value { return arith("%", args[0](g), args[1](g)) }
 	case "TO_TIMESTAMP":
 		// TO_TIMESTAMP(text [, format]) of a text in the format

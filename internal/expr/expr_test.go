@@ -570,3 +570,48 @@ func TestParseDate(t *testing.T) {
 		}
 	}
 }
+
+// TestOnNull: OnNull is told of a CAST of a value not of its type and of
+// a division by zero (a / 0, a % 0, MOD(a, 0)), where Flink fails the
+// job; not of TRY_CAST, of a NULL input, or of values that cast and
+// divide.
+func TestOnNull(t *testing.T) {
+	rec, err := fastjson.Parse(`{"s": "abc", "n": "12", "z": 0, "x": 5, "d": 2.5, "nothing": null}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		where string
+		want  []string // what, text
+	}{
+		{"CAST(s AS INT) IS NULL", []string{NullCast + " CAST(s AS INT)"}},
+		{"CAST(n AS INT) = 12 AND CAST(nothing AS INT) IS NULL AND TRY_CAST(s AS INT) IS NULL", nil},
+		{"x / z IS NULL AND x % z IS NULL", []string{NullDivision + " x / z", NullDivision + " x % z"}},
+		{"MOD(x, z) IS NULL AND d / 0 IS NULL", []string{NullDivision + " MOD(x, z)", NullDivision + " d / 0"}},
+		{"x / 2 = 2 AND MOD(x, 3) = 2 AND nothing / z IS NULL", nil},
+	} {
+		x, err := sqlparse.ParseExpr(c.where)
+		if err != nil {
+			t.Fatalf("%s: %v", c.where, err)
+		}
+		var fields []string
+		var told []string
+		p, err := Compile(x, func(col sqlparse.Ident) (int, *sqlparse.Error) {
+			fields = append(fields, col.Name)
+			return len(fields) - 1, nil
+		}, OnNull(func(_ sqlparse.Pos, what, text string) { told = append(told, what+" "+text) }))
+		if err != nil {
+			t.Fatalf("%s: %v", c.where, err)
+		}
+		got := make([]*fastjson.Value, len(fields))
+		for i, f := range fields {
+			got[i] = rec.Get(f)
+		}
+		if !p.Keep(got) {
+			t.Errorf("%s: not kept", c.where)
+		}
+		if strings.Join(told, "; ") != strings.Join(c.want, "; ") {
+			t.Errorf("%s: told %q, want %q", c.where, told, c.want)
+		}
+	}
+}

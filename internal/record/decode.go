@@ -115,6 +115,23 @@ type Decoder struct {
 	// moves forward, so a stale now can only make the check stricter, and
 	// then the clock is read).
 	now atomic.Int64
+	// futureAt (0: off) is the plan's WarnAhead where its timestamps are
+	// checked, read from a source that is not a generator (whose records
+	// run ahead of the clock by design); Future counts the timestamps
+	// accepted beyond it; OnFuture, when set, is called with a warning
+	// for the first (futureTold), on the decoding goroutine.
+	futureAt   etime.Duration
+	Future     atomic.Int64
+	OnFuture   func(warning string)
+	futureTold atomic.Bool
+	// Nulls counts the NULLs the computed fields and the where gave
+	// where Flink fails the job (expr.NullNote: a CAST of a value not of
+	// its type, a division by zero), by kind (expr.NullCast,
+	// expr.NullDivision); OnNull, when set, is called with a warning for
+	// the first (nullTold), on the decoding goroutine.
+	Nulls    [2]atomic.Int64
+	OnNull   func(warning string)
+	nullTold atomic.Bool
 	// needs says, per aggregate, what kind of input it takes.
 	needs []need
 	// fields are the record fields the job reads (the timestamp, the
@@ -348,6 +365,9 @@ const (
 // processing clock (max_future checks, the field watch's second).
 func NewDecoder(p *spec.Plan, clk clock.Clock) *Decoder {
 	d := &Decoder{p: p, clk: clk, ChMax: make([][]etime.Time, p.Channels)}
+	if p.Checks && p.Time == spec.EventTime && p.WarnAhead > 0 && p.WarnAhead < p.MaxFuture && p.Source.Type != "generator" && p.Source.Type != "nexmark" {
+		d.futureAt = p.WarnAhead
+	}
 	for i := range d.ChMax {
 		d.ChMax[i] = []etime.Time{etime.MinTime}
 	}
@@ -391,6 +411,7 @@ func NewDecoder(p *spec.Plan, clk clock.Clock) *Decoder {
 	// compares with a TIMESTAMP literal in that unit.
 	unit := map[spec.TimeUnit][2]int64{spec.UnitSeconds: {1000, 1}, spec.UnitMicros: {1, 1000}, spec.UnitNanos: {1, 1_000_000}}[p.TSUnit]
 	times := expr.TimeField(p.TSField, unit[0], unit[1])
+	nulls := expr.OnNull(func(_ sqlparse.Pos, what, text string) { d.nullNote(what, text) })
 	var deps [][]int // each computed field's, by index of d.computed
 	for i, f := range p.Computed {
 		if xs[i] == nil {
@@ -402,7 +423,7 @@ func NewDecoder(p *spec.Plan, clk clock.Clock) *Decoder {
 			uses = append(uses, at)
 			return at, err
 		}
-		if e, err := expr.CompileValue(xs[i], reads, decimals, times); err == nil {
+		if e, err := expr.CompileValue(xs[i], reads, decimals, times, nulls); err == nil {
 			d.computed = append(d.computed, computed{at: d.fieldAt(f.Name), x: e})
 			deps = append(deps, uses)
 		}
@@ -446,7 +467,7 @@ func NewDecoder(p *spec.Plan, clk clock.Clock) *Decoder {
 				}
 				return at, err
 			}
-			d.where, _ = expr.Compile(x, reads, decimals, times)
+			d.where, _ = expr.Compile(x, reads, decimals, times, nulls)
 		}
 	}
 	d.nPre = len(d.computed)
@@ -1111,7 +1132,13 @@ checks:
 		return 0, bad("timestamp_too_old", "field %q is %s, before 2000-01-01", field, ts.Wall().Format(time.RFC3339))
 	}
 	now := etime.Time(d.now.Load())
-	if ts > now.Add(p.MaxFuture) {
+	// The first bound a timestamp passes (the warning's, else max_future)
+	// reads the clock again.
+	first := p.MaxFuture
+	if d.futureAt > 0 {
+		first = d.futureAt
+	}
+	if ts > now.Add(first) {
 		now = clock.Millis(d.clk)
 		d.now.Store(int64(now))
 	}
@@ -1121,7 +1148,30 @@ checks:
 		}
 		return 0, bad("timestamp_future", "field %q is %s, more than max_future %v ahead of processing time %s", field, ts.Wall().Format(time.RFC3339), spec.Duration(p.MaxFuture), now.Wall().Format(time.RFC3339))
 	}
+	if d.futureAt > 0 && ts > now.Add(d.futureAt) {
+		d.Future.Add(1)
+		if d.OnFuture != nil && d.futureTold.CompareAndSwap(false, true) {
+			d.OnFuture(fmt.Sprintf("field %q is %s, %v ahead of processing time %s (within max_future %v, so accepted): the watermark runs ahead with it, and the records of the minutes in between will be late; check the producer's clock, or lower source.timestamp.max_future to make such records dead letters (future_dated counts them)",
+				field, ts.Wall().Format(time.RFC3339), time.Duration(ts-now)*time.Millisecond, now.Wall().Format(time.RFC3339), spec.Duration(p.MaxFuture)))
+		}
+	}
 	return ts, nil
+}
+
+// NullCounters name Decoder.Nulls' counts in a run's summary, in order.
+var NullCounters = [2]string{"null_" + expr.NullCast, "null_" + expr.NullDivision}
+
+// nullNote counts a NULL that stands for Flink's failure (expr.OnNull)
+// and warns of the first.
+func (d *Decoder) nullNote(what, text string) {
+	i, why := 0, "a value that is not of its type"
+	if what == expr.NullDivision {
+		i, why = 1, "a division by zero"
+	}
+	d.Nulls[i].Add(1)
+	if d.OnNull != nil && d.nullTold.CompareAndSwap(false, true) {
+		d.OnNull(fmt.Sprintf("%s gave NULL for %s, where Flink fails the job (or, dividing a DOUBLE, gives Infinity or NaN); weir goes on with the NULL and counts each (%s; TRY_CAST, or a CASE that tests the divisor, says it is meant)", text, why, what))
+	}
 }
 
 // unitFix says how to read a timestamp field in unit u: the spec's

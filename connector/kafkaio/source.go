@@ -789,7 +789,7 @@ func (r *reader[T]) start(ctx context.Context, now time.Time) error {
 			if starts != nil {
 				return starts, nil
 			}
-			l, err := r.listed(r.adm.ListStartOffsets(ctx, r.o.Topic))
+			l, err := r.listed("start offsets")(r.adm.ListStartOffsets(ctx, r.o.Topic))
 			starts = l
 			return l, err
 		}
@@ -870,9 +870,9 @@ func (r *reader[T]) resolveStart(ctx context.Context, startsOf func() (kadm.List
 	case StartEarliest, StartCommitted:
 		listed, err = startsOf()
 	case StartLatest:
-		listed, err = r.listed(r.adm.ListEndOffsets(ctx, r.o.Topic))
+		listed, err = r.listed("end offsets")(r.adm.ListEndOffsets(ctx, r.o.Topic))
 	case StartTime:
-		listed, err = r.listed(r.adm.ListOffsetsAfterMilli(ctx, int64(r.o.Start.Time), r.o.Topic))
+		listed, err = r.listed("offsets at the start time")(r.adm.ListOffsetsAfterMilli(ctx, int64(r.o.Start.Time), r.o.Topic))
 	}
 	if err != nil {
 		return err
@@ -949,16 +949,18 @@ func (r *reader[T]) checkRetention(startsOf func() (kadm.ListedOffsets, error)) 
 	return nil
 }
 
-// listed is a listing of the topic's offsets, or the error of the
-// request or of a partition.
-func (r *reader[T]) listed(l kadm.ListedOffsets, err error) (kadm.ListedOffsets, error) {
-	if err == nil {
-		err = l.Error()
+// listed checks a listing of the topic's offsets (what: which, for the
+// error): the listing, or the error of the request or of a partition.
+func (r *reader[T]) listed(what string) func(kadm.ListedOffsets, error) (kadm.ListedOffsets, error) {
+	return func(l kadm.ListedOffsets, err error) (kadm.ListedOffsets, error) {
+		if err == nil {
+			err = l.Error()
+		}
+		if err != nil {
+			return nil, fmt.Errorf("kafkaio: %s of topic %q: %w", what, r.o.Topic, err)
+		}
+		return l, nil
 	}
-	if err != nil {
-		return nil, fmt.Errorf("kafkaio: start offsets of topic %q: %w", r.o.Topic, err)
-	}
-	return l, nil
 }
 
 // lso returns the last stable offset of every partition of the topic.

@@ -97,9 +97,15 @@ func (a *Archive) Live(ctx context.Context) (etime.Time, error) {
 // groupLive is group's archiving watermark: the smallest watermark its
 // window tasks (the partitions of topic windows) committed, an idle
 // one's too (a window task fires by its own watermark, so an idle one's
-// windows may still be revised); MinTime while one has none yet, MaxTime
-// once every one read its input to the end. It never goes back: each
-// task's committed watermark does not.
+// windows may still be revised); MinTime while one that has records to
+// read has no watermark yet, MaxTime once every one read its input to
+// the end. A partition that holds no records, and whose task committed
+// no watermark, has no windows to revise: it is left out, or an empty
+// partition would hold the archive's trim for ever. The mark never goes
+// back but for such a partition's first records (its task then starts
+// at its own watermark: its windows are new ones, none of them trimmed,
+// and none of them in any ledger entry, which only a task past its
+// windows writes).
 func groupLive(ctx context.Context, adm *kadm.Client, group, windows string) (etime.Time, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
@@ -117,16 +123,46 @@ func groupLive(ctx context.Context, adm *kadm.Client, group, windows string) (et
 	if err != nil {
 		return 0, err
 	}
+	var starts, ends kadm.ListedOffsets // listed when a partition needs them
+	empty := func(part int32) (bool, error) {
+		if ends == nil {
+			var err error
+			if starts, err = listedOffsets(adm.ListStartOffsets(ctx, windows)); err == nil {
+				ends, err = listedOffsets(adm.ListEndOffsets(ctx, windows))
+			}
+			if err != nil {
+				return false, fmt.Errorf("the offsets of topic %s: %w", windows, err)
+			}
+		}
+		s, okS := starts.Lookup(windows, part)
+		e, okE := ends.Lookup(windows, part)
+		return okS && okE && s.Offset == e.Offset, nil
+	}
 	live := etime.MaxTime
 	for _, part := range td[windows].Partitions.Numbers() {
 		c, ok := committed.Lookup(windows, part)
 		tm, parsed := parseMeta(c.Metadata)
-		if !ok || !parsed {
+		if !ok || !parsed || tm.Watermark == etime.MinTime {
+			switch none, err := empty(part); {
+			case err != nil:
+				return 0, err
+			case none:
+				continue
+			}
 			return etime.MinTime, nil
 		}
 		live = min(live, tm.Watermark)
 	}
 	return live, nil
+}
+
+// listedOffsets is a listing of offsets, or the error of the request or
+// of a partition.
+func listedOffsets(l kadm.ListedOffsets, err error) (kadm.ListedOffsets, error) {
+	if err == nil {
+		err = l.Error()
+	}
+	return l, err
 }
 
 // Scan calls fn with every record of the archive that is committed when

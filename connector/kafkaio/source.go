@@ -782,20 +782,22 @@ func (r *reader[T]) start(ctx context.Context, now time.Time) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, openTimeout)
 	defer cancel()
+	// The start offsets are listed once, for both.
+	var starts kadm.ListedOffsets
+	startsOf := func() (kadm.ListedOffsets, error) {
+		if starts != nil {
+			return starts, nil
+		}
+		l, err := r.listed("start offsets")(r.adm.ListStartOffsets(ctx, r.o.Topic))
+		starts = l
+		return l, err
+	}
+	// A group member's task (a Fetcher) checks its restored positions
+	// too: its consumer starts past a gap without a word.
+	if err := r.checkRetention(startsOf); err != nil {
+		return err
+	}
 	if r.o.Fetcher == nil {
-		// The start offsets are listed once, for both.
-		var starts kadm.ListedOffsets
-		startsOf := func() (kadm.ListedOffsets, error) {
-			if starts != nil {
-				return starts, nil
-			}
-			l, err := r.listed("start offsets")(r.adm.ListStartOffsets(ctx, r.o.Topic))
-			starts = l
-			return l, err
-		}
-		if err := r.checkRetention(startsOf); err != nil {
-			return err
-		}
 		if err := r.resolveStart(ctx, startsOf); err != nil {
 			return err
 		}

@@ -1386,3 +1386,79 @@ func TestChangelogRaceNotLost(t *testing.T) {
 		t.Fatalf("progress and no topic: gone %v, %v; want it gone", gone, err)
 	}
 }
+
+// TestRetentionLossRouted: in a repartitioning group, input records that
+// the topic's retention removed after a route task's committed position,
+// before it read them, are counted in the group's summary
+// (lost_before_read), as a single process counts them: the route task's
+// report goes through the repartition topic to a window task.
+func TestRetentionLossRouted(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "rl"), kfake.SeedTopics(3, "rl-out"),
+		kfake.SeedTopics(1, "rl-late", "rl-bad"), kfake.GroupMinSessionTimeout(200*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	broker := c.ListenAddrs()[0]
+	cl, err := kgo.NewClient(kgo.SeedBrokers(broker), kgo.DefaultProduceTopic("rl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	produce := func(from, to int) {
+		var recs []*kgo.Record
+		for i := from; i < to; i++ {
+			u := fmt.Sprintf("u%d", i%5)
+			recs = append(recs, &kgo.Record{Value: fmt.Appendf(nil, `{"user_id":%q,"amount":1,"ts":%d}`, u, int64(1767225600000)+int64(i)*10)})
+		}
+		if err := cl.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p, err := spec.Parse(fmt.Appendf(nil, repartitionJob, "rl", broker, "rl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	run := func(between func()) job.Summary {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		var mu sync.Mutex
+		var sum job.Summary
+		done := make(chan error, 1)
+		go func() {
+			done <- Run(ctx, Options{Plan: p, Instance: "a", StateDir: filepath.Join(dir, "a"), SessionTimeout: joinSession, TransactionTimeout: joinTxnTimeout,
+				Logger: slog.New(slog.NewTextHandler(tlog{t}, nil)),
+				Stopped: func(_ []int32, s job.Summary, _ []string) {
+					mu.Lock()
+					defer mu.Unlock()
+					for _, c := range s.Counters {
+						_ = addSummary(&sum, fmt.Appendf(nil, "%s %d\n", c.Name, c.Value))
+					}
+				}})
+		}()
+		between()
+		jobtest.CaughtUp(t, broker, Name(p), time.Minute, "rl", RepartitionTopic(p))
+		cancel()
+		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+			t.Fatalf("member: %v", err)
+		}
+		return sum
+	}
+	produce(0, 100)
+	if s := run(func() {}); s.Has("lost_before_read") {
+		t.Fatalf("the first run lost records: %s", s.JSON())
+	}
+	// While no member runs: 50 more records, of which retention removes
+	// the first 30 before any route task read them.
+	produce(100, 150)
+	adm := kadm.NewClient(cl)
+	var del kadm.Offsets
+	del.Add(kadm.Offset{Topic: "rl", Partition: 0, At: 130})
+	if _, err := adm.DeleteRecords(context.Background(), del); err != nil {
+		t.Fatal(err)
+	}
+	if s := run(func() {}); s.Get("lost_before_read") != 30 {
+		t.Fatalf("the second run's summary %s: want lost_before_read 30", s.JSON())
+	}
+}

@@ -58,6 +58,9 @@ const (
 	srcHeader    = "weir-src"
 	// deadHeader marks a routed dead letter: "reason detail".
 	deadHeader = "weir-dead"
+	// lostHeader marks a route task's report of input records lost
+	// before it read them (connector.LossOutput): "n detail".
+	lostHeader = "weir-lost"
 )
 
 // marker is a route task's watermark, as a window task hears it.
@@ -290,6 +293,18 @@ func (r *router) DeadLetter(reason, detail string, rec any) {
 		Headers: []kgo.RecordHeader{{Key: srcHeader, Value: srcValue(kr.Partition, kr.Offset)}, {Key: deadHeader, Value: fmt.Appendf(nil, "%s %s", reason, detail)}}})
 }
 
+// Lost routes the reader's report of records lost before it read them
+// (a retention gap after a restored position: connector.LossOutput), in
+// a record with header lostHeader, to repartition partition 0, whose
+// window task counts them in its summary as a single process counts its
+// own (lost_before_read). The report is in the route task's transaction:
+// a route task that restores the same position again reports it again,
+// and only the committed report counts.
+func (r *router) Lost(n int64, detail string) {
+	r.out = append(r.out, &kgo.Record{Topic: r.rt, Partition: 0, Value: []byte{},
+		Headers: []kgo.RecordHeader{{Key: lostHeader, Value: fmt.Appendf(nil, "%d %s", n, detail)}}})
+}
+
 // EmitWatermark, MarkIdle and MarkActive send the partition's watermark
 // and status to every window task, in a marker after the records routed
 // before it: a window task's watermark follows the route tasks' as the
@@ -395,6 +410,13 @@ func (r *rtReader) Read(ctx context.Context, out connector.Output[connector.Line
 				}
 			case deadHeader:
 				dead = h.Value
+			case lostHeader:
+				// A route task's input records lost before it read them.
+				num, detail, _ := strings.Cut(string(h.Value), " ")
+				if lost, e := strconv.ParseInt(num, 10, 64); e == nil {
+					connector.ReportLost(out, lost, detail)
+				}
+				return
 			}
 		}
 		rec := &kafkaio.Record{Topic: r.topic, Partition: srcPart, Offset: srcOff, Key: kr.Key, Value: kr.Value, Timestamp: etime.FromTime(kr.Timestamp)}

@@ -173,9 +173,10 @@ type Report struct {
 	SourceRestored map[string]int64
 	// DeadLetters counts bad input refused anywhere in the job.
 	DeadLetters int64
-	// SourceLost counts, by source, the records this process's readers
-	// reported lost before they read them (LossOutput: retention removed
-	// them); absent: none. They are in no term of conservation.
+	// SourceLost counts, by source, the records its readers reported
+	// lost before they read them (LossOutput: retention removed them),
+	// with those of the checkpoint the job resumed from; absent: none.
+	// They are in no term of conservation.
 	SourceLost map[string]int64
 }
 

@@ -109,8 +109,8 @@ type sourceStats struct {
 	// n counts the records emitted; restored those of n that the
 	// checkpoint restored (emitted by an earlier process).
 	n, restored atomic.Int64
-	// lost counts the records this process's readers reported lost
-	// before they read them (LossOutput).
+	// lost counts the records the readers reported lost before they
+	// read them (LossOutput), those of a restored checkpoint's too.
 	lost atomic.Int64
 }
 
@@ -235,6 +235,10 @@ func (p *poller[T]) checkpointing(st *runtime.Subtask, name string) error {
 		pos := r.Bytes()
 		out := r.Bytes()
 		n := r.Int()
+		var lost int64
+		if len(r.Buf) > 0 { // checkpoints before LossOutput end at n
+			lost = r.Int()
+		}
 		if r.Err != nil {
 			return fmt.Errorf("source %s channel %d: corrupt checkpoint: %w", name, st.Index, r.Err)
 		}
@@ -247,6 +251,8 @@ func (p *poller[T]) checkpointing(st *runtime.Subtask, name string) error {
 		p.out.n, p.seen = n, n
 		p.stats.n.Add(n)
 		p.stats.restored.Add(n)
+		p.out.lost = lost
+		p.stats.lost.Add(lost)
 	}
 	if !st.Checkpointing() {
 		return nil
@@ -263,6 +269,7 @@ func (p *poller[T]) checkpointing(st *runtime.Subtask, name string) error {
 		w.Bytes(pos)
 		w.Bytes(p.out.SourceOutput.AppendState(nil))
 		w.Int(p.out.n)
+		w.Int(p.out.lost)
 		return w.Buf, nil
 	})
 	return nil
@@ -283,6 +290,9 @@ type srcOut[T any] struct {
 	n     int64
 	st    *runtime.Subtask
 	stats *sourceStats
+	// lost counts the channel's records lost before they were read
+	// (Lost), checkpointed beside n.
+	lost int64
 }
 
 func (s *srcOut[T]) Emit(ts etime.Time, v T) {
@@ -298,7 +308,10 @@ func (s *srcOut[T]) DeadLetter(reason, detail string, record any) {
 
 // Lost implements LossOutput: the records are counted (Report.SourceLost),
 // not read; the reader has logged where they were.
-func (s *srcOut[T]) Lost(n int64, _ string) { s.stats.lost.Add(n) }
+func (s *srcOut[T]) Lost(n int64, _ string) {
+	s.lost += n
+	s.stats.lost.Add(n)
+}
 
 // srcControl is the control the runtime drives at end of input.
 type srcControl[T any] struct{ so *srcOut[T] }

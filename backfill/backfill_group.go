@@ -134,6 +134,18 @@ func openGroupStore(ctx context.Context, p *spec.Plan, o *BackfillOptions) (*gro
 	if err != nil {
 		return fail(err)
 	}
+	// And again after the scan: a window task whose partition held no
+	// record may have committed its first, older, watermark meanwhile
+	// (its windows are new, and in the scan or after it); the smaller
+	// mark is the cut.
+	if again, err := ga.Live(ctx); err != nil {
+		return fail(err)
+	} else if again < live {
+		s.cut = etime.MinTime
+		if again > etime.MinTime {
+			s.cut = again.Add(-p.ArchiveHorizon)
+		}
+	}
 	if o.DryRun || s.cut == etime.MinTime {
 		return s, nil
 	}

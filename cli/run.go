@@ -641,9 +641,6 @@ func printSummary(w io.Writer, p *spec.Plan, s job.Summary, elapsed time.Duratio
 	if n := g("float_overflow"); n > 0 {
 		fmt.Fprintf(w, "  warning: %d sums or averages in results went beyond float64 and were written as null (float_overflow)\n", n)
 	}
-	if n := g("future_dated"); n > 0 {
-		fmt.Fprintf(w, "  warning: %d records were accepted with timestamps more than %v ahead of the clock (future_dated): the watermark ran ahead with them, so records of the time in between were judged late; check the producer's clock, or lower source.timestamp.max_future\n", n, spec.Duration(p.WarnAhead))
-	}
 	if n := g("timestamp_regressions"); n > 0 {
 		fmt.Fprintf(w, "  warning: %d records jumped back more than 1h in event time within their channel (upstream clock?)\n", n)
 	}
@@ -654,11 +651,15 @@ func printSummary(w io.Writer, p *spec.Plan, s job.Summary, elapsed time.Duratio
 }
 
 // printRunWarnings warns of the records the source lost before the job
-// read them (lost_before_read: they are in no term of conservation) and
-// of the NULLs expressions gave where Flink fails the job.
+// read them (lost_before_read: they are in no term of conservation), of
+// those read far ahead of the clock (future_dated) and of the NULLs
+// expressions gave where Flink fails the job.
 func printRunWarnings(w io.Writer, s job.Summary) {
 	if n := s.Get("lost_before_read"); n > 0 {
 		fmt.Fprintf(w, "  warning: %d records were lost before this job read them: the source's retention removed them (lost_before_read; the warning above says where), so they are in no count below\n", n)
+	}
+	if n := s.Get("future_dated"); n > 0 {
+		fmt.Fprintf(w, "  warning: %d records were read with timestamps far ahead of the clock (future_dated; the warning above says how far): the watermark ran ahead with them, so records of the time in between were judged late; check the producer's clock, or lower source.timestamp.max_future\n", n)
 	}
 	if n, d := s.Get("null_cast_invalid"), s.Get("null_division_by_zero"); n+d > 0 {
 		fmt.Fprintf(w, "  warning: expressions gave NULL where Flink fails the job (or gives a DOUBLE's Infinity): %d casts of a value not of the type (null_cast_invalid), %d divisions by zero (null_division_by_zero)\n", n, d)

@@ -2,9 +2,7 @@ package job
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -23,9 +21,41 @@ import (
 // ledger entries that a backfill under either spec would refuse.
 
 // definitionFile is the file, in the spec's directory dir, that holds the
-// definition of job's newest fresh run.
+// definition of job's newest fresh run into each set of outputs: a JSON
+// object of definitions by outputsKey (two specs of one job name may
+// write to different outputs).
 func definitionFile(dir, job string) string {
 	return filepath.Join(dir, "."+url.PathEscape(job)+".definition.json")
+}
+
+// outputsKey names the job's outputs: a digest of its sinks' fields.
+func (j *Job) outputsKey() string {
+	f := planFields(j.plan)
+	var parts []string
+	for path, v := range f.state {
+		if strings.HasPrefix(path, "sinks.") {
+			parts = append(parts, path+"="+v)
+		}
+	}
+	for path, v := range f.other {
+		if strings.HasPrefix(path, "sinks.") {
+			parts = append(parts, path+"~"+v)
+		}
+	}
+	slices.Sort(parts)
+	return fieldDigest("sinks", []byte(strings.Join(parts, "\n")))
+}
+
+// readDefinitions is the definitions dir holds for job (none when the
+// file is missing or unreadable: the outputs are what they are).
+func readDefinitions(dir, job string) map[string]definition {
+	m := map[string]definition{}
+	if b, err := os.ReadFile(definitionFile(dir, job)); err == nil {
+		if json.Unmarshal(b, &m) != nil {
+			return map[string]definition{}
+		}
+	}
+	return m
 }
 
 // definition is what definitionFile holds.
@@ -63,13 +93,9 @@ func (j *Job) checkAppend(o RunOptions) error {
 	if !o.Append || o.Dir == "" || o.Task != nil {
 		return nil
 	}
-	b, err := os.ReadFile(definitionFile(o.Dir, j.plan.Name))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil // no earlier run recorded one
-	}
-	var then definition
-	if err != nil || json.Unmarshal(b, &then) != nil {
-		return nil // unreadable: the outputs are what they are
+	then, ok := readDefinitions(o.Dir, j.plan.Name)[j.outputsKey()]
+	if !ok {
+		return nil // no earlier run into these outputs recorded one
 	}
 	now := j.currentDefinition()
 	if then.Spec == now.Spec {
@@ -97,7 +123,9 @@ func (j *Job) noteDefinition(o RunOptions) {
 	if o.Dir == "" || o.Task != nil {
 		return
 	}
-	b, _ := json.Marshal(j.currentDefinition()) // plain data
+	m := readDefinitions(o.Dir, j.plan.Name)
+	m[j.outputsKey()] = j.currentDefinition()
+	b, _ := json.Marshal(m) // plain data
 	if err := os.WriteFile(definitionFile(o.Dir, j.plan.Name), append(b, '\n'), 0o644); err != nil {
 		j.warnOutput(fmt.Sprintf("could not record the job's definition for a later --append: %v", err))
 	}

@@ -806,8 +806,10 @@ sinks:
 
 // TestKafkaRetentionLoss: records after a checkpoint's position that the
 // topic's retention removed before a resume read them are counted in the
-// summary (lost_before_read): what was produced is what the runs read
-// plus what was lost, and conservation holds over what was read.
+// summary (lost_before_read), also after the run that found them crashed
+// and a later one resumed from its checkpoint: what was produced is what
+// the runs read plus what was lost, and conservation holds over what was
+// read.
 func TestKafkaRetentionLoss(t *testing.T) {
 	const n = 40
 	broker, cl := kafkatest.Topic(t, "in", 1)
@@ -840,6 +842,9 @@ sinks: {results: {type: jsonl, path: out.jsonl}}
 	if _, err := adm.DeleteRecords(context.Background(), del); err != nil {
 		t.Fatal(err)
 	}
+	// The run that finds the gap crashes after a checkpoint took the
+	// count; the last run resumes from it, and the count with it.
+	crashRun(t, p, o, "after-manifest", 2)
 	j, err := Open(p, o)
 	if err != nil {
 		t.Fatal(err)

@@ -864,7 +864,7 @@ not json
 }
 
 // TestFutureDated: records accepted with timestamps more than
-// record.FutureWarnAt ahead of the clock (within max_future) are counted
+// spec.WarnAhead ahead of the clock (within max_future) are counted
 // (future_dated) and warned of once, live; records within it, and a
 // generator's (ahead by design), are not.
 func TestFutureDated(t *testing.T) {
@@ -885,7 +885,7 @@ func TestFutureDated(t *testing.T) {
 			told = append(told, w)
 		}
 	}
-	if len(told) != 1 || !strings.Contains(told[0], `field "ts" is 2026-06-01T00:20:00Z, 20m0s ahead`) || !strings.Contains(told[0], "source.timestamp.max_future") {
+	if len(told) != 1 || !strings.Contains(told[0], `field "ts" is 2026-06-01T00:20:00Z, 20m ahead`) || !strings.Contains(told[0], "source.timestamp.max_future") {
 		t.Fatalf("warnings %q: want one naming the first future-dated record and the fix", warnings)
 	}
 	// The same records in time: nothing to count or tell.

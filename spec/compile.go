@@ -79,7 +79,7 @@ type Plan struct {
 	// WarnAhead (0: never) is how far ahead of processing time a
 	// timestamp that max_future accepts is counted as future-dated and
 	// warned of (the doctor's rule D8): WarnAhead by default, none where
-	// the spec raised max_future itself.
+	// the spec set max_future itself.
 	WarnAhead etime.Duration
 	Final     bool
 	// NumbersInStrings: source.numbers_in_strings.

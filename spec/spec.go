@@ -400,7 +400,7 @@ type Timestamp struct {
 	// WarnAhead, set by a front end (not in YAML), is how far ahead of
 	// processing time an accepted timestamp is counted and warned of
 	// (Plan.WarnAhead); nil: 5m when max_future is not set, else never
-	// (who raised max_future expects such records).
+	// (who set max_future chose what is ahead enough to refuse).
 	WarnAhead *Duration `yaml:"-" json:"-"`
 }
 

@@ -1523,20 +1523,24 @@ func OnNull(note NullNote) Option {
 	return func(c *compiler) { c.onNull = note }
 }
 
-// cast is castValue, telling the compiler's onNull of a NULL from a value
-// that was not NULL (its input is evaluated again then: expressions have
-// no side effects).
+// cast is castValue, telling the compiler's onNull of a NULL from a text
+// that is no value of the type (its input is evaluated again then, with
+// no notes: expressions have no side effects).
 func (c compiler) cast(x *sqlparse.Cast) eval {
 	e := c.castValue(x)
 	if e == nil || c.onNull == nil || x.Try {
 		return e
 	}
-	in := c.expr(x.X)
+	quiet := c
+	quiet.onNull = nil // the input's own NULLs were told by e
+	in := quiet.expr(x.X)
 	note, pos, text := c.onNull, x.Pos, sqlparse.FormatExpr(x)
 	return func(g []*fastjson.Value) value {
 		r := e(g)
 		if r.k == null {
-			if v := in(g); v.k != null {
+			// A text that is no value of the type: Flink fails the job. A
+			// number beyond a DECIMAL's precision is NULL in Flink too.
+			if v := in(g); v.k == str {
 				note(pos, NullCast, text)
 			}
 		}
@@ -1608,10 +1612,14 @@ func (c compiler) castValue(x *sqlparse.Cast) eval {
 			// compiler casts each quotient to it), which a float
 			// quotient rounded afterwards would miss in the last digits.
 			a, b := c.expr(div.X), c.expr(div.Y)
+			note, pos, text := c.onNull, div.Pos, sqlparse.FormatExpr(div)
 			return func(g []*fastjson.Value) value {
 				x, y := a(g), b(g)
 				if q, ok := quotient(x, y, sc); ok {
 					return decimalOf(q, p, sc)
+				}
+				if note != nil && x.isNum() && y.isNum() && y.num() == 0 {
+					note(pos, NullDivision, text)
 				}
 				return toDecimal(arith("/", x, y), p, sc)
 			}

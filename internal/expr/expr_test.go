@@ -589,6 +589,12 @@ func TestOnNull(t *testing.T) {
 		{"x / z IS NULL AND x % z IS NULL", []string{NullDivision + " x / z", NullDivision + " x % z"}},
 		{"MOD(x, z) IS NULL AND d / 0 IS NULL", []string{NullDivision + " MOD(x, z)", NullDivision + " d / 0"}},
 		{"x / 2 = 2 AND MOD(x, 3) = 2 AND nothing / z IS NULL", nil},
+		// Each NULL once, at its own level; a number beyond a DECIMAL's
+		// precision is NULL in Flink too.
+		{"CAST(x / z AS DOUBLE) IS NULL", []string{NullDivision + " x / z"}},
+		{"CAST(CAST(CAST(s AS INT) AS VARCHAR) AS INT) IS NULL", []string{NullCast + " CAST(s AS INT)"}},
+		{"CAST(x * 1000 AS DECIMAL(3, 1)) IS NULL", nil},
+		{"CAST(x / z AS DECIMAL(10, 2)) IS NULL", []string{NullDivision + " x / z"}},
 	} {
 		x, err := sqlparse.ParseExpr(c.where)
 		if err != nil {

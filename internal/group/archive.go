@@ -87,9 +87,12 @@ func OpenArchive(ctx context.Context, p *spec.Plan, run int64) (*Archive, error)
 // Run is the group's run id.
 func (a *Archive) Run() int64 { return a.run }
 
-// Live is the group's archiving watermark: the smallest watermark its
-// window tasks committed (MinTime while one has none yet). Every window
-// that ended before it less the archive's horizon is final.
+// Live is the group's archiving watermark (groupLive): the smallest
+// watermark its window tasks committed (MinTime while one that has
+// records to read has none yet; a task whose partition holds no record is
+// left out). Every window that ended before it less the archive's
+// horizon is final; it may go back when such a task commits its first
+// watermark, so a reader that scans after reading it reads it again.
 func (a *Archive) Live(ctx context.Context) (etime.Time, error) {
 	return groupLive(ctx, a.adm, Name(a.p), a.windows)
 }
@@ -99,9 +102,10 @@ func (a *Archive) Live(ctx context.Context) (etime.Time, error) {
 // one's too (a window task fires by its own watermark, so an idle one's
 // windows may still be revised); MinTime while one that has records to
 // read has no watermark yet, MaxTime once every one read its input to
-// the end. A partition that holds no records, and whose task committed
-// no watermark, has no windows to revise: it is left out, or an empty
-// partition would hold the archive's trim for ever. The mark never goes
+// the end. A partition without records to read (none, or the task's
+// committed offset at its end: a group that started at latest) whose
+// task committed no watermark has no windows to revise: it is left out,
+// or an empty partition would hold the archive's trim for ever. The mark never goes
 // back but for such a partition's first records (its task then starts
 // at its own watermark: its windows are new ones, none of them trimmed,
 // and none of them in any ledger entry, which only a task past its
@@ -124,7 +128,7 @@ func groupLive(ctx context.Context, adm *kadm.Client, group, windows string) (et
 		return 0, err
 	}
 	var starts, ends kadm.ListedOffsets // listed when a partition needs them
-	empty := func(part int32) (bool, error) {
+	empty := func(part int32, at int64) (bool, error) {
 		if ends == nil {
 			var err error
 			if starts, err = listedOffsets(adm.ListStartOffsets(ctx, windows)); err == nil {
@@ -136,19 +140,21 @@ func groupLive(ctx context.Context, adm *kadm.Client, group, windows string) (et
 		}
 		s, okS := starts.Lookup(windows, part)
 		e, okE := ends.Lookup(windows, part)
-		return okS && okE && s.Offset == e.Offset, nil
+		return okS && okE && (s.Offset == e.Offset || at >= e.Offset), nil
 	}
 	live := etime.MaxTime
 	for _, part := range td[windows].Partitions.Numbers() {
 		c, ok := committed.Lookup(windows, part)
 		tm, parsed := parseMeta(c.Metadata)
 		if !ok || !parsed || tm.Watermark == etime.MinTime {
-			switch none, err := empty(part); {
-			case err != nil:
-				return 0, err
-			case none:
+			at := int64(-1)
+			if ok {
+				at = c.At
+			}
+			if none, err := empty(part, at); err == nil && none {
 				continue
 			}
+			// Records to read, or their offsets unknown: no mark yet.
 			return etime.MinTime, nil
 		}
 		live = min(live, tm.Watermark)

@@ -2376,10 +2376,25 @@ func (m *Member) trim(ctx context.Context, windows string, ts []*task) (int, err
 	if err != nil {
 		return 0, err
 	}
+	// The mark again after the scan: a window task whose partition held
+	// no record may have committed its first, older, watermark meanwhile
+	// (groupLive); the smaller cut holds.
+	again, err := groupLive(ctx, m.adm, m.group, windows)
+	if err != nil || again == etime.MinTime {
+		return 0, err
+	}
+	if again < live {
+		cut = again.Add(-m.o.Plan.ArchiveHorizon)
+	}
+	n = 0
 	for part, keys := range gone {
 		t := byPart[part]
 		for k := range keys {
+			if _, _, end, err := archive.ParseKafkaKey([]byte(k)); err != nil || end >= cut {
+				continue
+			}
 			t.write(&kgo.Record{Topic: m.archive, Partition: part, Key: []byte(k)})
+			n++
 		}
 	}
 	return n, nil

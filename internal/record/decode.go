@@ -669,6 +669,9 @@ func (d *Decoder) DecodeSlot(l fileio.Line, slot int) (Record, error) {
 		if d.Filter != nil {
 			d.Filter(l.Channel)
 		}
+		if d.tsAt >= 0 {
+			d.ahead(r.TS)
+		}
 		return r, nil
 	}
 	for _, f := range d.computed[d.nPre:] {
@@ -755,6 +758,9 @@ func (d *Decoder) DecodeSlot(l fileio.Line, slot int) (Record, error) {
 			}
 			r.vals[i] = val{kind: vJSON, raw: canonical(f)}
 		}
+	}
+	if d.tsAt >= 0 {
+		d.ahead(r.TS)
 	}
 	return r, nil
 }
@@ -1148,14 +1154,23 @@ checks:
 		}
 		return 0, bad("timestamp_future", "field %q is %s, more than max_future %v ahead of processing time %s", field, ts.Wall().Format(time.RFC3339), spec.Duration(p.MaxFuture), now.Wall().Format(time.RFC3339))
 	}
-	if d.futureAt > 0 && ts > now.Add(d.futureAt) {
-		d.Future.Add(1)
-		if d.OnFuture != nil && d.futureTold.CompareAndSwap(false, true) {
-			d.OnFuture(fmt.Sprintf("field %q is %s, %v ahead of processing time %s (within max_future %v, so accepted): the watermark runs ahead with it, and the records of the minutes in between will be late; check the producer's clock, or lower source.timestamp.max_future to make such records dead letters (future_dated counts them)",
-				field, ts.Wall().Format(time.RFC3339), time.Duration(ts-now)*time.Millisecond, now.Wall().Format(time.RFC3339), spec.Duration(p.MaxFuture)))
-		}
-	}
 	return ts, nil
+}
+
+// ahead counts, and warns of the first, a record decoded without error
+// whose timestamp ts is more than futureAt ahead of the clock (read again
+// by timestamp for such a record, so d.now is fresh): it moves the
+// watermark ahead, whether the where keeps it or not.
+func (d *Decoder) ahead(ts etime.Time) {
+	now := etime.Time(d.now.Load())
+	if d.futureAt <= 0 || ts <= now.Add(d.futureAt) {
+		return
+	}
+	d.Future.Add(1)
+	if d.OnFuture != nil && d.futureTold.CompareAndSwap(false, true) {
+		d.OnFuture(fmt.Sprintf("field %q is %s, %v ahead of processing time %s (within max_future %v, so accepted): the watermark runs ahead with it, and the records of the minutes in between will be late; check the producer's clock (or, for a replay, its --now), or lower source.timestamp.max_future to make such records dead letters (future_dated counts them)",
+			d.p.TSField, ts.Wall().Format(time.RFC3339), spec.Duration(ts-now), now.Wall().Format(time.RFC3339), spec.Duration(d.p.MaxFuture)))
+	}
 }
 
 // NullCounters name Decoder.Nulls' counts in a run's summary, in order.

@@ -176,6 +176,20 @@ func drain(t testing.TB, r weir.SourceReader[natsio.Message], out *fakeOut, stop
 	return 0
 }
 
+// drainRestored opens a reader of opts (one channel), restores pos and
+// reads until Done.
+func drainRestored(t testing.TB, opts natsio.SourceOptions, pos []byte) *fakeOut {
+	t.Helper()
+	r := open(t, natsio.NewSource(opts), 0, 1)
+	defer r.Close()
+	if err := r.(weir.CheckpointedReader).RestorePosition(pos); err != nil {
+		t.Fatal(err)
+	}
+	var out fakeOut
+	drain(t, r, &out, 0)
+	return &out
+}
+
 func seqRange(from, to uint64) []uint64 {
 	var s []uint64
 	for i := from; i <= to; i++ {
@@ -354,13 +368,7 @@ func TestSourceCheckpointRestore(t *testing.T) {
 		if s2.ClientURL() != url {
 			t.Fatalf("restarted at %s, want %s", s2.ClientURL(), url)
 		}
-		r2 := open(t, natsio.NewSource(opts), 0, 1)
-		defer r2.Close()
-		if err := r2.(weir.CheckpointedReader).RestorePosition(pos); err != nil {
-			t.Fatal(err)
-		}
-		var out2 fakeOut
-		drain(t, r2, &out2, 0)
+		out2 := drainRestored(t, opts, pos)
 		checkSeqs(t, "before the restart + after", append(out1.seqs(), out2.seqs()...), seqRange(1, n))
 		checkPayloads(t, append(out1.recs, out2.recs...), 0)
 	})
@@ -391,13 +399,7 @@ func TestSourceRestoreRetentionGap(t *testing.T) {
 	if err := st.Purge(t.Context(), jetstream.WithPurgeSequence(8)); err != nil {
 		t.Fatal(err)
 	}
-	r2 := open(t, natsio.NewSource(opts), 0, 1)
-	defer r2.Close()
-	if err := r2.(weir.CheckpointedReader).RestorePosition(pos); err != nil {
-		t.Fatal(err)
-	}
-	var out2 fakeOut
-	drain(t, r2, &out2, 0)
+	out2 := drainRestored(t, opts, pos)
 	checkSeqs(t, "after the gap", out2.seqs(), seqRange(8, 10))
 	if out2.lost != int64(7-n) {
 		t.Fatalf("the output was told of %d lost messages, want %d (sequences %d to 7)", out2.lost, 7-n, n+1)

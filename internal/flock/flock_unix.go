@@ -22,15 +22,8 @@ var ErrBusy = errors.New("flock: held by another process")
 // process id into the file; unlock empties the file and releases the
 // lock.
 func TryLock(path string) (unlock func() error, err error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	f, err := lockOpen(os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644))
 	if err != nil {
-		return nil, err
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		f.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, ErrBusy
-		}
 		return nil, err
 	}
 	if err := writePID(f); err != nil {
@@ -46,7 +39,17 @@ func TryLock(path string) (unlock func() error, err error) {
 // satisfying errors.Is(err, fs.ErrNotExist) when there is no file.
 // Locks of SQLite's (fcntl) are not flock locks: the two do not meet.
 func TryLockFile(path string) (unlock func() error, err error) {
-	f, err := os.Open(path)
+	f, err := lockOpen(os.Open(path))
+	if err != nil {
+		return nil, err
+	}
+	return f.Close, nil
+}
+
+// lockOpen takes the exclusive flock of f, just opened (or err), without
+// waiting: ErrBusy when another open file holds it; f is closed unless
+// it is returned.
+func lockOpen(f *os.File, err error) (*os.File, error) {
 	if err != nil {
 		return nil, err
 	}
@@ -57,5 +60,5 @@ func TryLockFile(path string) (unlock func() error, err error) {
 		}
 		return nil, err
 	}
-	return f.Close, nil
+	return f, nil
 }

@@ -9,7 +9,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/internal/outfmt"
+	"github.com/weirstream/weir/spec"
 )
 
 // A fresh start records what its outputs' rows and ledger entries mean
@@ -28,22 +30,42 @@ func definitionFile(dir, job string) string {
 	return filepath.Join(dir, "."+url.PathEscape(job)+".definition.json")
 }
 
-// outputsKey names the job's outputs: a digest of its sinks' fields.
+// outputsKey names the job's results outputs (two specs of one job name
+// in one directory may write to different ones): each results sink's
+// file, its symbolic links resolved (two spellings of one path are one),
+// or for a sink of a server its type and settings.
 func (j *Job) outputsKey() string {
+	o := RunOptions{Dir: j.runDir}
 	f := planFields(j.plan)
 	var parts []string
-	for path, v := range f.state {
-		if strings.HasPrefix(path, "sinks.") {
-			parts = append(parts, path+"="+v)
-		}
+	ops := []*spec.SinkOp(nil)
+	if path, err := j.plan.Graph.Path(); err == nil {
+		ops = path.Sinks()
 	}
-	for path, v := range f.other {
-		if strings.HasPrefix(path, "sinks.") {
-			parts = append(parts, path+"~"+v)
+	for _, op := range ops {
+		k := op.Config
+		switch {
+		case k == nil || op.Role != connector.RoleResults:
+		case k.Path != "":
+			parts = append(parts, "file "+lockTarget{path: o.Path(k.Path)}.lock())
+		default:
+			var fields []string
+			for path, v := range f.state {
+				if strings.HasPrefix(path, "sinks."+op.Name) {
+					fields = append(fields, strings.TrimPrefix(path, "sinks."+op.Name)+"="+v)
+				}
+			}
+			for path, v := range f.other {
+				if strings.HasPrefix(path, "sinks."+op.Name) {
+					fields = append(fields, strings.TrimPrefix(path, "sinks."+op.Name)+"~"+v)
+				}
+			}
+			slices.Sort(fields)
+			parts = append(parts, k.Type+" "+strings.Join(fields, " "))
 		}
 	}
 	slices.Sort(parts)
-	return fieldDigest("sinks", []byte(strings.Join(parts, "\n")))
+	return fieldDigest("results", []byte(strings.Join(parts, "\n")))
 }
 
 // readDefinitions is the definitions dir holds for job (none when the
@@ -62,10 +84,23 @@ func readDefinitions(dir, job string) map[string]definition {
 type definition struct {
 	// Spec is the hash of every window's plan (outfmt.SpecHash).
 	Spec string `json:"spec"`
-	// Fields are the state-relevant fields of the spec outside its
-	// source, sinks and checkpoints (a daily run reads another file and
-	// may write elsewhere), by path, as JSON.
+	// Fields are the spec's fields that Spec is made of (hashed), by
+	// path: a state-relevant one's JSON, another's digest; they name what
+	// changed.
 	Fields map[string]string `json:"fields"`
+}
+
+// hashed reports whether the spec's field at path is one of what
+// outfmt.SpecHash counts: the key, the window, the aggregates, how the
+// event time is read, the computed fields, the where, the decimal fields
+// and the time zone.
+func hashed(path string) bool {
+	for _, p := range []string{"key", "window", "aggregate", "time", "time_zone", "where", "computed", "source.timestamp", "source.decimals"} {
+		if path == p || strings.HasPrefix(path, p+".") || strings.HasPrefix(path, p+"[") {
+			return true
+		}
+	}
+	return false
 }
 
 // currentDefinition is the job's definition.
@@ -75,13 +110,13 @@ func (j *Job) currentDefinition() definition {
 		hashes = append(hashes, outfmt.SpecHash(b.plan))
 	}
 	d := definition{Spec: strings.Join(hashes, ","), Fields: map[string]string{}}
-	for path, v := range planFields(j.plan).state {
-		sec, _, _ := strings.Cut(path, ".")
-		sec, _, _ = strings.Cut(sec, "[")
-		if sec == "source" || sec == "sinks" || sec == "checkpoint" || sec == "name" {
-			continue
+	f := planFields(j.plan)
+	for _, m := range []map[string]string{f.state, f.other} {
+		for path, v := range m {
+			if hashed(path) {
+				d.Fields[path] = v
+			}
 		}
-		d.Fields[path] = v
 	}
 	return d
 }

@@ -59,9 +59,10 @@ type runLocks struct {
 	// files are the file outputs whose file was not there to lock when
 	// the run began (lockFiles locks them once the sinks made them).
 	files []lockTarget
-	// locked are the files lockFiles locked (two outputs of a run may
-	// be one file by two names).
-	locked []os.FileInfo
+	// locked are the files lockFiles locked, and whose (lockedBy): two
+	// outputs of a run that are one file by two names are refused.
+	locked   []os.FileInfo
+	lockedBy []string
 }
 
 // lockRun takes the locks of plan's run, or none and an error (a
@@ -69,7 +70,7 @@ type runLocks struct {
 func lockRun(p *spec.Plan, o RunOptions) (*runLocks, error) {
 	ts := runTargets(p, o)
 	l := &runLocks{}
-	var taken []string
+	var taken, takenBy []string // lock files, and whose
 	for _, t := range ts {
 		if t.path == "" {
 			continue
@@ -87,8 +88,11 @@ func lockRun(p *spec.Plan, o RunOptions) (*runLocks, error) {
 		} else {
 			lock = t.lock()
 		}
-		if slices.Contains(taken, lock) {
-			continue // two outputs of this run in one file
+		if i := slices.Index(taken, lock); i >= 0 {
+			// Two outputs of this run in one file, by two names (a
+			// symbolic link: the same path is refused by the spec):
+			// their lines would interleave and tear.
+			return nil, errors.Join(fmt.Errorf("%s %s is the file of %s too (%s): give each output a file of its own", t.what, t.path, takenBy[i], lock), l.release())
 		}
 		unlock, err := flock.TryLock(lock)
 		if errors.Is(err, flock.ErrBusy) {
@@ -100,7 +104,7 @@ func lockRun(p *spec.Plan, o RunOptions) (*runLocks, error) {
 			return nil, errors.Join(err, l.release())
 		}
 		l.unlock = append(l.unlock, unlock)
-		taken = append(taken, lock)
+		taken, takenBy = append(taken, lock), append(takenBy, t.what)
 		if !t.dir && !t.database {
 			l.files = append(l.files, t)
 		}
@@ -132,20 +136,20 @@ func (l *runLocks) lockFiles() error {
 			later = append(later, t)
 			continue
 		}
-		if slices.ContainsFunc(l.locked, func(o os.FileInfo) bool { return os.SameFile(o, fi) }) {
-			continue // this run's other output, by another name
+		if i := slices.IndexFunc(l.locked, func(o os.FileInfo) bool { return os.SameFile(o, fi) }); i >= 0 {
+			return fmt.Errorf("%s %s is the file of %s too (a hard link): give each output a file of its own", t.what, t.path, l.lockedBy[i])
 		}
 		unlock, err := flock.TryLockFile(file)
 		switch {
 		case errors.Is(err, flock.ErrBusy):
-			return &LockedError{What: t.what, Path: t.path, Lock: file + " (the file itself, reached by another name: a hard link)"}
+			return &LockedError{What: t.what, Path: t.path, Lock: "the file itself under another name (a hard link)"}
 		case errors.Is(err, fs.ErrNotExist):
 			later = append(later, t)
 		case err != nil:
 			return fmt.Errorf("%s %s: taking the run's lock: %w", t.what, t.path, err)
 		default:
 			l.unlock = append(l.unlock, unlock)
-			l.locked = append(l.locked, fi)
+			l.locked, l.lockedBy = append(l.locked, fi), append(l.lockedBy, t.what)
 		}
 	}
 	l.files = later

@@ -176,3 +176,39 @@ sinks:
 		t.Fatalf("after the run: %v", l)
 	}
 }
+
+// TestOneFileTwoOutputs: two outputs of one run that are one file by two
+// names, through a symbolic link or a hard link, are refused before the
+// run writes (their lines would interleave).
+func TestOneFileTwoOutputs(t *testing.T) {
+	for _, link := range []string{"symbolic", "hard"} {
+		dir := t.TempDir()
+		os.WriteFile(filepath.Join(dir, "in.jsonl"), []byte(`{"k": "a", "ts": 1767225600000}`+"\n"), 0o644)
+		os.WriteFile(filepath.Join(dir, "out.jsonl"), nil, 0o644)
+		mk := os.Symlink
+		if link == "hard" {
+			mk = func(old, name string) error { return os.Link(filepath.Join(dir, old), name) }
+		}
+		if err := mk("out.jsonl", filepath.Join(dir, "bad.jsonl")); err != nil {
+			t.Fatal(err)
+		}
+		p, err := spec.Parse([]byte(`
+name: onefile
+source: {type: file, path: in.jsonl}
+watermark: {max_out_of_orderness: 1s}
+key: [k]
+window: {type: tumbling, size: 10s}
+aggregate: [{name: n, fn: count}]
+sinks:
+  results: {type: jsonl, path: out.jsonl}
+  dead_letter: {type: jsonl, path: bad.jsonl}
+`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = Open(p, RunOptions{Dir: dir})
+		if err == nil || !strings.Contains(err.Error(), "is the file of sinks.results too") {
+			t.Errorf("a %s link: Open = %v, want a refusal", link, err)
+		}
+	}
+}

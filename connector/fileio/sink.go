@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strconv"
 )
 
@@ -22,6 +23,10 @@ import (
 type FileSink struct {
 	path string
 	f    *os.File
+	// stream: the path is a device, a pipe or the process's standard
+	// output or error (Stream): written in order, never cut or
+	// truncated, not fsynced; its lines are at least once.
+	stream bool
 	w    *bufio.Writer
 	// base is the length the file had at open once its torn tail was
 	// cut (0 when opened fresh): what a Recover without a checkpoint
@@ -40,6 +45,14 @@ type FileSinkOptions struct {
 // OpenFileSink opens (creating if needed) the file at path for a
 // FileSink.
 func OpenFileSink(path string, o FileSinkOptions) (*FileSink, error) {
+	if Stream(path) {
+		// O_RDWR: a FIFO opened so does not wait for a reader.
+		f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND, 0)
+		if err != nil {
+			return nil, err
+		}
+		return &FileSink{path: path, f: f, w: bufio.NewWriterSize(f, 256<<10), stream: true}, nil
+	}
 	flags := os.O_RDWR | os.O_CREATE
 	if o.Fresh {
 		flags |= os.O_TRUNC
@@ -57,6 +70,20 @@ func OpenFileSink(path string, o FileSinkOptions) (*FileSink, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return &FileSink{path: path, f: f, w: bufio.NewWriterSize(f, 256<<10), base: end, committed: end}, nil
+}
+
+// Stream reports whether path is written as a stream, in order and never
+// cut or truncated: a device (/dev/null) or a pipe, or the process's
+// standard output or error by name (/dev/stdout, /dev/fd/1,
+// /proc/self/fd/2...), which may be a file the shell appends to
+// (weir run job.yaml >> log) that a fresh run must not empty.
+func Stream(path string) bool {
+	switch filepath.Clean(path) {
+	case "/dev/stdout", "/dev/stderr", "/dev/fd/1", "/dev/fd/2", "/proc/self/fd/1", "/proc/self/fd/2":
+		return true
+	}
+	fi, err := os.Stat(path)
+	return err == nil && !fi.Mode().IsRegular() && !fi.IsDir()
 }
 
 // wholeLines is the length of f up to the end of its last whole line.
@@ -142,6 +169,9 @@ func (s *FileSink) sync() (int64, error) {
 	if err := s.w.Flush(); err != nil {
 		return 0, fmt.Errorf("%s: %w", s.path, err)
 	}
+	if s.stream {
+		return 0, nil // a device or a pipe has nothing to fsync, nor a length
+	}
 	if err := s.f.Sync(); err != nil {
 		return 0, fmt.Errorf("%s: %w", s.path, err)
 	}
@@ -165,6 +195,9 @@ func (s *FileSink) Commit(context.Context, int64) error { return nil }
 // Abort drops the lines written since the last PreCommit.
 func (s *FileSink) Abort(context.Context) error {
 	s.w.Reset(s.f)
+	if s.stream {
+		return nil // what a stream was given stays given
+	}
 	if err := cut(s.f, s.committed); err != nil {
 		return fmt.Errorf("%s: %w", s.path, err)
 	}
@@ -185,6 +218,9 @@ func (s *FileSink) Recover(_ context.Context, _ int64, state []byte) error {
 	}
 	if err := s.w.Flush(); err != nil {
 		return fmt.Errorf("%s: %w", s.path, err)
+	}
+	if s.stream {
+		return nil // a stream cannot be cut back: its lines are at least once
 	}
 	fi, err := s.f.Stat()
 	if err != nil {

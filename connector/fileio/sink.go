@@ -27,7 +27,7 @@ type FileSink struct {
 	// output or error (Stream): written in order, never cut or
 	// truncated, not fsynced; its lines are at least once.
 	stream bool
-	w    *bufio.Writer
+	w      *bufio.Writer
 	// base is the length the file had at open once its torn tail was
 	// cut (0 when opened fresh): what a Recover without a checkpoint
 	// state keeps. committed is the length at the last PreCommit.

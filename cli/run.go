@@ -656,10 +656,10 @@ func printSummary(w io.Writer, p *spec.Plan, s job.Summary, elapsed time.Duratio
 // expressions gave where Flink fails the job.
 func printRunWarnings(w io.Writer, s job.Summary) {
 	if n := s.Get("lost_before_read"); n > 0 {
-		fmt.Fprintf(w, "  warning: %d records were lost before this job read them: the source's retention removed them (lost_before_read; the warning above says where), so they are in no count below\n", n)
+		fmt.Fprintf(w, "  warning: %d records were lost before this job read them: the source removed them (retention, or a deletion) after the position it resumed at (lost_before_read; the run that found them warned of where), so they are in no count below\n", n)
 	}
 	if n := s.Get("future_dated"); n > 0 {
-		fmt.Fprintf(w, "  warning: %d records were read with timestamps far ahead of the clock (future_dated; the warning above says how far): the watermark ran ahead with them, so records of the time in between were judged late; check the producer's clock, or lower source.timestamp.max_future\n", n)
+		fmt.Fprintf(w, "  warning: %d records were read with timestamps far ahead of the clock (future_dated; the run's first warning says how far): the watermark ran ahead with them, so records of the time in between may have been judged late; check the producer's clock, or lower source.timestamp.max_future\n", n)
 	}
 	if n, d := s.Get("null_cast_invalid"), s.Get("null_division_by_zero"); n+d > 0 {
 		fmt.Fprintf(w, "  warning: expressions gave NULL where Flink fails the job (or gives a DOUBLE's Infinity): %d casts of a value not of the type (null_cast_invalid), %d divisions by zero (null_division_by_zero)\n", n, d)

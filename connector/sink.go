@@ -1,6 +1,10 @@
 package connector
 
-import "context"
+import (
+	"context"
+	"os"
+	"path/filepath"
+)
 
 // Sink receives a job's output in batches: results, late records or dead
 // letters, as values of T (a connector's row, message or line type).
@@ -120,4 +124,18 @@ type Drainer interface {
 // goes above, so that readers can tell the runs apart.
 type RunKeeper interface {
 	MaxRun(ctx context.Context) (int64, error)
+}
+
+// StreamPath reports whether path is written as a stream, in order and never
+// cut or truncated: a device (/dev/null) or a pipe, or the process's
+// standard output or error by name (/dev/stdout, /dev/fd/1,
+// /proc/self/fd/2...), which may be a file the shell appends to
+// (weir run job.yaml >> log) that a fresh run must not empty.
+func StreamPath(path string) bool {
+	switch filepath.Clean(path) {
+	case "/dev/stdout", "/dev/stderr", "/dev/fd/1", "/dev/fd/2", "/proc/self/fd/1", "/proc/self/fd/2":
+		return true
+	}
+	fi, err := os.Stat(path)
+	return err == nil && !fi.Mode().IsRegular() && !fi.IsDir()
 }

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/weirstream/weir/connector"
-	"github.com/weirstream/weir/connector/fileio"
 	"github.com/weirstream/weir/internal/outfmt"
 	"github.com/weirstream/weir/spec"
 	"github.com/weirstream/weir/window"
@@ -57,7 +56,7 @@ func (j *Job) openMessages(op *spec.SinkOp, open func(context.Context, connector
 	settings := spec.SinkSettings(op.Config)
 	path := settings.String("path")
 	var earlier int64 // the bytes of earlier runs a fresh file sink starts over
-	if full := (RunOptions{Dir: j.runDir}).Path(path); fresh && path != "" && op.Config.Type == "jsonl" && !fileio.Stream(full) {
+	if full := (RunOptions{Dir: j.runDir}).Path(path); fresh && path != "" && op.Config.Type == "jsonl" && !connector.StreamPath(full) {
 		if fi, err := os.Stat(full); err == nil && fi.Mode().IsRegular() {
 			earlier = fi.Size()
 		}

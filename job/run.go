@@ -301,7 +301,9 @@ func Open(plan *spec.Plan, o RunOptions) (*Job, error) {
 				}
 			}
 			r.dec.OnNull = func(w string) {
-				if o.Warned.first(src + "null") {
+				// The decoder tells each kind's first; a restart's
+				// decoder tells the same again.
+				if o.Warned.first(src + w) {
 					o.Warn(src + w)
 				}
 			}

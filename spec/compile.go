@@ -78,8 +78,9 @@ type Plan struct {
 	MaxFuture etime.Duration
 	// WarnAhead (0: never) is how far ahead of processing time a
 	// timestamp that max_future accepts is counted as future-dated and
-	// warned of (the doctor's rule D8): WarnAhead by default, none where
-	// the spec set max_future itself.
+	// warned of (the doctor's rule D8): WarnAhead, or a front end's
+	// (Timestamp.WarnAhead); nothing to warn of when max_future is not
+	// beyond it.
 	WarnAhead etime.Duration
 	Final     bool
 	// NumbersInStrings: source.numbers_in_strings.
@@ -688,11 +689,9 @@ func (c *compiler) source() {
 	p.Checks = t.Checks == nil || *t.Checks
 	c.positive("source.timestamp.max_future", t.MaxFuture, "max_future")
 	p.MaxFuture = DurOr(t.MaxFuture, etime.FromDuration(time.Hour))
-	switch {
-	case t.WarnAhead != nil:
+	p.WarnAhead = WarnAhead
+	if t.WarnAhead != nil {
 		p.WarnAhead = etime.Duration(*t.WarnAhead)
-	case t.MaxFuture == nil:
-		p.WarnAhead = WarnAhead
 	}
 	if p.Time != EventTime && (t.Field != "" || t.Unit != "" || t.MaxFuture != nil || t.Checks != nil) {
 		c.add("source.timestamp", string(p.Time)+" time takes no timestamp from records", "remove source.timestamp, or use time: event")

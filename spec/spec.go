@@ -399,8 +399,7 @@ type Timestamp struct {
 	MaxFuture *Duration `yaml:"max_future"`
 	// WarnAhead, set by a front end (not in YAML), is how far ahead of
 	// processing time an accepted timestamp is counted and warned of
-	// (Plan.WarnAhead); nil: 5m when max_future is not set, else never
-	// (who set max_future chose what is ahead enough to refuse).
+	// (Plan.WarnAhead); nil: 5m.
 	WarnAhead *Duration `yaml:"-" json:"-"`
 }
 

@@ -7,8 +7,9 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strconv"
+
+	"github.com/weirstream/weir/connector"
 )
 
 // FileSink writes lines to a file, exactly once with checkpoints: it is a
@@ -72,19 +73,9 @@ func OpenFileSink(path string, o FileSinkOptions) (*FileSink, error) {
 	return &FileSink{path: path, f: f, w: bufio.NewWriterSize(f, 256<<10), base: end, committed: end}, nil
 }
 
-// Stream reports whether path is written as a stream, in order and never
-// cut or truncated: a device (/dev/null) or a pipe, or the process's
-// standard output or error by name (/dev/stdout, /dev/fd/1,
-// /proc/self/fd/2...), which may be a file the shell appends to
-// (weir run job.yaml >> log) that a fresh run must not empty.
-func Stream(path string) bool {
-	switch filepath.Clean(path) {
-	case "/dev/stdout", "/dev/stderr", "/dev/fd/1", "/dev/fd/2", "/proc/self/fd/1", "/proc/self/fd/2":
-		return true
-	}
-	fi, err := os.Stat(path)
-	return err == nil && !fi.Mode().IsRegular() && !fi.IsDir()
-}
+// Stream reports whether path is written as a stream
+// (connector.StreamPath).
+func Stream(path string) bool { return connector.StreamPath(path) }
 
 // wholeLines is the length of f up to the end of its last whole line.
 func wholeLines(f *os.File) (int64, error) {

@@ -1567,10 +1567,15 @@ func (c compiler) castValue(x *sqlparse.Cast) eval {
 		}
 		return func(g []*fastjson.Value) value {
 			v := boolNumber(e(g))
-			if v.k == str {
+			text := v.k == str
+			if text {
 				v = number(bytes.TrimSpace(v.s))
 			}
 			switch {
+			case text && v.k == integer && narrow(v.i) != v.i:
+				// A text beyond the type's range: Flink fails the job
+				// (Integer.parseInt), where a number keeps its low bits.
+				return nullV
 			case v.k == integer:
 				return value{k: integer, i: narrow(v.i)}
 			case v.k == decimal:
@@ -1647,10 +1652,11 @@ func (c compiler) castValue(x *sqlparse.Cast) eval {
 		return func(g []*fastjson.Value) value {
 			v := e(g)
 			if v.k == str {
+				// Flink's texts of a BOOLEAN (BinaryStringDataUtil).
 				switch strings.ToUpper(string(bytes.TrimSpace(v.s))) {
-				case "TRUE":
+				case "TRUE", "T", "YES", "Y", "1":
 					return boolV(true)
-				case "FALSE":
+				case "FALSE", "F", "NO", "N", "0":
 					return boolV(false)
 				}
 				return nullV

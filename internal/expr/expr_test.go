@@ -594,6 +594,10 @@ func TestOnNull(t *testing.T) {
 		{"CAST(x / z AS DOUBLE) IS NULL", []string{NullDivision + " x / z"}},
 		{"CAST(CAST(CAST(s AS INT) AS VARCHAR) AS INT) IS NULL", []string{NullCast + " CAST(s AS INT)"}},
 		{"CAST(x * 1000 AS DECIMAL(3, 1)) IS NULL", nil},
+		// A text beyond INT's range is no INT (a number keeps its low
+		// bits, as Java narrows); Flink's texts of a BOOLEAN.
+		{"CAST('9999999999' AS INT) IS NULL AND CAST('9999999999' AS BIGINT) = 9999999999 AND CAST(9999999999 AS INT) = 1410065407", []string{NullCast + " CAST('9999999999' AS INT)"}},
+		{"CAST('yes' AS BOOLEAN) AND CAST(' 1' AS BOOLEAN) AND CAST('t' AS BOOLEAN) AND NOT CAST('N' AS BOOLEAN) AND NOT CAST('0' AS BOOLEAN) AND CAST('maybe' AS BOOLEAN) IS NULL", []string{NullCast + " CAST('maybe' AS BOOLEAN)"}},
 		{"CAST(x / z AS DECIMAL(10, 2)) IS NULL", []string{NullDivision + " x / z"}},
 	} {
 		x, err := sqlparse.ParseExpr(c.where)

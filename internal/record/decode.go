@@ -131,7 +131,7 @@ type Decoder struct {
 	// the first (nullTold), on the decoding goroutine.
 	Nulls    [2]atomic.Int64
 	OnNull   func(warning string)
-	nullTold atomic.Bool
+	nullTold [2]atomic.Bool
 	// needs says, per aggregate, what kind of input it takes.
 	needs []need
 	// fields are the record fields the job reads (the timestamp, the
@@ -1168,8 +1168,8 @@ func (d *Decoder) ahead(ts etime.Time) {
 	}
 	d.Future.Add(1)
 	if d.OnFuture != nil && d.futureTold.CompareAndSwap(false, true) {
-		d.OnFuture(fmt.Sprintf("field %q is %s, %v ahead of processing time %s (within max_future %v, so accepted): the watermark runs ahead with it, and the records of the minutes in between will be late; check the producer's clock (or, for a replay, its --now), or lower source.timestamp.max_future to make such records dead letters (future_dated counts them)",
-			d.p.TSField, ts.Wall().Format(time.RFC3339), spec.Duration(ts-now), now.Wall().Format(time.RFC3339), spec.Duration(d.p.MaxFuture)))
+		d.OnFuture(fmt.Sprintf("field %q is %s, %v ahead of processing time %s (within max_future %v, so accepted): the watermark runs ahead with it, and the records of the time in between may be late; check the producer's clock (or, for a replay, its --now), or lower source.timestamp.max_future to make such records dead letters (future_dated counts them)",
+			d.p.TSField, ts.Wall().Format(time.RFC3339), spec.Duration((ts-now+500)/1000*1000), now.Wall().Format(time.RFC3339), spec.Duration(d.p.MaxFuture)))
 	}
 }
 
@@ -1179,13 +1179,13 @@ var NullCounters = [2]string{"null_" + expr.NullCast, "null_" + expr.NullDivisio
 // nullNote counts a NULL that stands for Flink's failure (expr.OnNull)
 // and warns of the first.
 func (d *Decoder) nullNote(what, text string) {
-	i, why := 0, "a value that is not of its type"
+	i, why, fix := 0, "a text that is no value of the type", "TRY_CAST says the NULL is meant"
 	if what == expr.NullDivision {
-		i, why = 1, "a division by zero"
+		i, why, fix = 1, "a division by zero", "a CASE that tests the divisor says the NULL is meant"
 	}
 	d.Nulls[i].Add(1)
-	if d.OnNull != nil && d.nullTold.CompareAndSwap(false, true) {
-		d.OnNull(fmt.Sprintf("%s gave NULL for %s, where Flink fails the job (or, dividing a DOUBLE, gives Infinity or NaN); weir goes on with the NULL and counts each (%s; TRY_CAST, or a CASE that tests the divisor, says it is meant)", text, why, what))
+	if d.OnNull != nil && d.nullTold[i].CompareAndSwap(false, true) {
+		d.OnNull(fmt.Sprintf("%s gave NULL for %s, where Flink fails the job (or, dividing a DOUBLE, gives Infinity or NaN); weir goes on with the NULL and counts each (%s; %s)", text, why, NullCounters[i], fix))
 	}
 }
 

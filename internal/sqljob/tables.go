@@ -96,11 +96,9 @@ func (c *compiler) sourceTable(t *sqlparse.CreateTable, timeCol string) (err err
 			}
 			d += spec.Duration(c.zone)
 			s.Source.Timestamp.MaxFuture = &d
-			if maxFuture == nil {
-				// Warned of beyond the default, past the offset.
-				w := spec.Duration(spec.WarnAhead) + spec.Duration(c.zone)
-				s.Source.Timestamp.WarnAhead = &w
-			}
+			// Warned of past the offset too.
+			w := spec.Duration(spec.WarnAhead) + spec.Duration(c.zone)
+			s.Source.Timestamp.WarnAhead = &w
 		}
 	}()
 	connPos := o["connector"].Pos

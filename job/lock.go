@@ -89,6 +89,9 @@ func lockRun(p *spec.Plan, o RunOptions) (*runLocks, error) {
 			lock = t.lock()
 		}
 		if i := slices.Index(taken, lock); i >= 0 {
+			if takenBy[i] == t.what {
+				continue // one sink that several windows or reads share
+			}
 			// Two outputs of this run in one file, by two names (a
 			// symbolic link: the same path is refused by the spec):
 			// their lines would interleave and tear.

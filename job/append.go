@@ -50,14 +50,11 @@ func (j *Job) outputsKey() string {
 			parts = append(parts, "file "+lockTarget{path: o.Path(k.Path)}.lock())
 		default:
 			var fields []string
-			for path, v := range f.state {
-				if strings.HasPrefix(path, "sinks."+op.Name) {
-					fields = append(fields, strings.TrimPrefix(path, "sinks."+op.Name)+"="+v)
-				}
-			}
-			for path, v := range f.other {
-				if strings.HasPrefix(path, "sinks."+op.Name) {
-					fields = append(fields, strings.TrimPrefix(path, "sinks."+op.Name)+"~"+v)
+			for _, m := range []map[string]string{f.state, f.other} {
+				for path, v := range m {
+					if rest, ok := strings.CutPrefix(path, "sinks."+op.Name); ok {
+						fields = append(fields, rest+"="+v)
+					}
 				}
 			}
 			slices.Sort(fields)

@@ -130,10 +130,7 @@ func (l *runLocks) lockFiles() error {
 	}
 	var later []lockTarget
 	for _, t := range l.files {
-		file := t.path
-		if target, err := filepath.EvalSymlinks(file); err == nil {
-			file = target
-		}
+		file := t.file()
 		fi, err := os.Stat(file)
 		if err != nil || !fi.Mode().IsRegular() {
 			later = append(later, t)
@@ -199,11 +196,16 @@ func (t lockTarget) lock() string {
 	if t.dir {
 		return realPath(filepath.Join(t.path, dirLock))
 	}
-	file := t.path
-	if target, err := filepath.EvalSymlinks(file); err == nil {
-		file = target
+	return realPath(lockName(t.file()))
+}
+
+// file is a file target's path with its symbolic links resolved: the
+// file itself.
+func (t lockTarget) file() string {
+	if target, err := filepath.EvalSymlinks(t.path); err == nil {
+		return target
 	}
-	return realPath(lockName(file))
+	return t.path
 }
 
 // runTargets are the directories and files plan's run locks.

@@ -192,7 +192,7 @@ func TestOneFileTwoOutputs(t *testing.T) {
 		if err := mk("out.jsonl", filepath.Join(dir, "bad.jsonl")); err != nil {
 			t.Fatal(err)
 		}
-		p, err := spec.Parse([]byte(`
+		p := mustParse(t, `
 name: onefile
 source: {type: file, path: in.jsonl}
 watermark: {max_out_of_orderness: 1s}
@@ -202,11 +202,8 @@ aggregate: [{name: n, fn: count}]
 sinks:
   results: {type: jsonl, path: out.jsonl}
   dead_letter: {type: jsonl, path: bad.jsonl}
-`))
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, err = Open(p, RunOptions{Dir: dir})
+`)
+		_, err := Open(p, RunOptions{Dir: dir})
 		if err == nil || !strings.Contains(err.Error(), "is the file of sinks.results too") {
 			t.Errorf("a %s link: Open = %v, want a refusal", link, err)
 		}

@@ -1008,15 +1008,13 @@ func (c compiler) binary(x *sqlparse.Binary) eval {
 		} else if sqlparse.IsInterval(x.X) && op == "+" {
 			b = c.asTime(x.Y, b)
 		}
-		if (op == "/" || op == "%") && c.onNull != nil {
-			note, pos, text := c.onNull, x.Pos, sqlparse.FormatExpr(x)
-			return func(g []*fastjson.Value) value {
-				l, r := a(g), b(g)
-				v := arith(op, l, r)
-				if v.k == null && l.isNum() && r.isNum() && r.num() == 0 {
-					note(pos, NullDivision, text)
+		if op == "/" || op == "%" {
+			if zero := c.divisionNote(x.Pos, x); zero != nil {
+				return func(g []*fastjson.Value) value {
+					l, r := a(g), b(g)
+					zero(l, r)
+					return arith(op, l, r)
 				}
-				return v
 			}
 		}
 		return func(g []*fastjson.Value) value { return arith(op, a(g), b(g)) }
@@ -1523,6 +1521,21 @@ func OnNull(note NullNote) Option {
 	return func(c *compiler) { c.onNull = note }
 }
 
+// divisionNote is, with OnNull, what tells it of a division by zero
+// (x / 0, x % 0, MOD(x, 0): NULL in weir, a failure in Flink) of the
+// expression x at pos, given its operands; nil without OnNull.
+func (c compiler) divisionNote(pos sqlparse.Pos, x sqlparse.Expr) func(l, r value) {
+	if c.onNull == nil {
+		return nil
+	}
+	note, text := c.onNull, sqlparse.FormatExpr(x)
+	return func(l, r value) {
+		if l.isNum() && r.isNum() && r.num() == 0 {
+			note(pos, NullDivision, text)
+		}
+	}
+}
+
 // cast is castValue, telling the compiler's onNull of a NULL from a text
 // that is no value of the type (its input is evaluated again then, with
 // no notes: expressions have no side effects).
@@ -1617,14 +1630,14 @@ func (c compiler) castValue(x *sqlparse.Cast) eval {
 			// compiler casts each quotient to it), which a float
 			// quotient rounded afterwards would miss in the last digits.
 			a, b := c.expr(div.X), c.expr(div.Y)
-			note, pos, text := c.onNull, div.Pos, sqlparse.FormatExpr(div)
+			zero := c.divisionNote(div.Pos, div)
 			return func(g []*fastjson.Value) value {
 				x, y := a(g), b(g)
 				if q, ok := quotient(x, y, sc); ok {
 					return decimalOf(q, p, sc)
 				}
-				if note != nil && x.isNum() && y.isNum() && y.num() == 0 {
-					note(pos, NullDivision, text)
+				if zero != nil {
+					zero(x, y)
 				}
 				return toDecimal(arith("/", x, y), p, sc)
 			}
@@ -1777,15 +1790,11 @@ func (c compiler) call(x *sqlparse.Call) eval {
 			return v
 		}
 	case "MOD":
-		if c.onNull != nil {
-			note, pos, text := c.onNull, x.Pos, sqlparse.FormatExpr(x)
+		if zero := c.divisionNote(x.Pos, x); zero != nil {
 			return func(g []*fastjson.Value) value {
 				l, r := args[0](g), args[1](g)
-				v := arith("%", l, r)
-				if v.k == null && l.isNum() && r.isNum() && r.num() == 0 {
-					note(pos, NullDivision, text)
-				}
-				return v
+				zero(l, r)
+				return arith("%", l, r)
 			}
 		}
 		return func(g []*fastjson.Value) value { return arith("%", args[0](g), args[1](g)) }

@@ -272,7 +272,7 @@ func Backfill(p *spec.Plan, o BackfillOptions) (BackfillReport, error) {
 		fold:     &specFolder{agg: record.NewAggregator(p, record.KeepsAccs(p)), dec: record.NewDecoder(p, clock.Real{})},
 		retryFor: pgio.DefaultConnectRetryFor}
 	if p.Having != "" { // of the bounds alone: the others were refused
-		ps.bounds = record.NewHaving(&spec.WindowOp{Key: p.Key, Aggregates: p.Aggregates, Having: p.Having})
+		ps.bounds = record.NewHaving(&spec.WindowOp{Key: p.Key, Aggregates: p.Aggregates, Having: p.Having}, nil)
 	}
 	if p.WindowKind == spec.Session {
 		ps.refused = "session windows: a late record can merge sessions, whose published rows would have to be retracted; weir does not revise session windows"

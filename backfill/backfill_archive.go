@@ -202,7 +202,7 @@ func revisionOf(p *spec.Plan, key string, w *backfillWindow, pane int64, values 
 	r := window.Result[string, []byte]{Key: key, Window: window.Window{Start: etime.Time(w.start), End: etime.Time(w.end)},
 		Firing: window.Backfill, Pane: pane, Watermark: w.wm, Value: value}
 	return archive.Revision{Key: key, Start: r.Window.Start, End: r.Window.End, Run: w.run, Pane: pane, Value: value, IDs: ids,
-		RecordKey: outfmt.AppendResultKey(nil, p, r), Line: outfmt.AppendResult(nil, p, outfmt.Columns(p), w.run, r)}
+		RecordKey: outfmt.AppendResultKey(nil, p, r), Line: outfmt.AppendResult(nil, p, outfmt.Columns(p), nil, w.run, r)}
 }
 
 func (s *archiveStore) commit() error {

@@ -65,7 +65,7 @@ func Complete(p *spec.Plan, dir string) (*Answer, error) {
 	dec := record.NewDecoder(p, clock.Real{})
 	var bounds *record.Having // a having of the bounds alone (CheckComplete)
 	if p.Having != "" {
-		bounds = record.NewHaving(&spec.WindowOp{Key: p.Key, Aggregates: p.Aggregates, Having: p.Having})
+		bounds = record.NewHaving(&spec.WindowOp{Key: p.Key, Aggregates: p.Aggregates, Having: p.Having}, nil)
 	}
 	accs := map[string]*record.Acc{}
 	a := &Answer{rows: map[string][]string{}}

@@ -50,7 +50,7 @@ type branch struct {
 // window fed by another window's results (semantics W12) reads them
 // through its own decoder (cascade.go); a Top-N or a join ranks or pairs
 // results (topn.go, join.go).
-func newBranches(plan *spec.Plan, path *spec.Path, decodes []*spec.Plan, clk clock.Clock) ([]*branch, error) {
+func newBranches(plan *spec.Plan, path *spec.Path, decodes []*spec.Plan, nulls *record.NullCount, clk clock.Clock) ([]*branch, error) {
 	fed := make([][]*spec.WindowOp, len(decodes)) // per read, the windows it feeds
 	for i := range path.Windows {
 		if w := &path.Windows[i]; w.From < 0 {
@@ -77,7 +77,7 @@ func newBranches(plan *spec.Plan, path *spec.Path, decodes []*spec.Plan, clk clo
 		}
 		switch {
 		case b.Join != nil:
-			jn, err := newJoin(bs[b.From].plan, bs[b.Right].plan, b.Join)
+			jn, err := newJoin(bs[b.From].plan, bs[b.Right].plan, b.Join, nulls)
 			if err != nil {
 				return nil, err
 			}

@@ -39,14 +39,14 @@ type joinSide struct {
 	condMine []bool
 }
 
-func newJoin(left, right *spec.Plan, op *spec.JoinOp) (*join, error) {
+func newJoin(left, right *spec.Plan, op *spec.JoinOp, nulls *record.NullCount) (*join, error) {
 	jn := &join{op: op}
 	if op.Cond != "" {
 		names := make([]string, len(op.CondCols))
 		for i, c := range op.CondCols {
 			names[i] = c.Name
 		}
-		cond, err := record.NewCond(op.Cond, names)
+		cond, err := record.NewCond(op.Cond, names, nulls)
 		if err != nil {
 			return nil, fmt.Errorf("job: the join's condition %q: %w", op.Cond, err)
 		}

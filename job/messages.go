@@ -112,7 +112,7 @@ func (j *Job) openMsgs() []connector.Sink[connector.Message] {
 // the id and headers of its revision.
 func (m *msgSink) write(r window.Result[string, []byte]) error {
 	run := m.j.run
-	m.val = outfmt.AppendResult(m.val[:0], m.plan, m.cols, run, r)
+	m.val = outfmt.AppendResult(m.val[:0], m.plan, m.cols, m.j.nulls, run, r)
 	m.key = outfmt.AppendResultKey(m.key[:0], m.plan, r)
 	id := strconv.AppendInt(append(append(m.id[:0], m.key...), '#'), run, 10)
 	id = strconv.AppendInt(append(id, '#'), r.Pane, 10)

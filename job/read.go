@@ -48,7 +48,7 @@ type read struct {
 // newReads returns the reads of path, each with its decoder, and the
 // windows' branches (whose projections cut a read's records down to
 // theirs).
-func newReads(plan *spec.Plan, path *spec.Path, clk clock.Clock) ([]*read, []*branch, error) {
+func newReads(plan *spec.Plan, path *spec.Path, nulls *record.NullCount, clk clock.Clock) ([]*read, []*branch, error) {
 	reads := make([]*read, len(path.Reads))
 	decodes := make([]*spec.Plan, len(path.Reads))
 	for i := range path.Reads {
@@ -62,7 +62,7 @@ func newReads(plan *spec.Plan, path *spec.Path, clk clock.Clock) ([]*read, []*br
 		}
 		reads[i], decodes[i] = r, base
 	}
-	branches, err := newBranches(plan, path, decodes, clk)
+	branches, err := newBranches(plan, path, decodes, nulls, clk)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -150,6 +150,10 @@ type Job struct {
 	locks *runLocks
 	out   *output
 	ck    *checkpoints // nil without checkpoints
+	// nulls counts the NULLs of the expressions over results (a
+	// having, a join's condition, a sink column's cast) where Flink fails
+	// the job; the decoders count those of the records' own.
+	nulls *record.NullCount
 	// sinkNames are the open sinks, set once they are open (SinkCalls).
 	sinkNames []string
 	// warn is RunOptions.Warn (nil: no warnings).
@@ -229,14 +233,15 @@ func Open(plan *spec.Plan, o RunOptions) (*Job, error) {
 	case o.Clock != nil:
 		opts.Clock = o.Clock
 	}
-	reads, branches, err := newReads(plan, path, opts.Clock)
+	nulls := new(record.NullCount)
+	reads, branches, err := newReads(plan, path, nulls, opts.Clock)
 	if err != nil {
 		if removeState != nil {
 			removeState()
 		}
 		return nil, err
 	}
-	j := &Job{plan: plan, path: path, reads: reads, branches: branches, stop: o.Stop, drain: o.Drain, deterministic: o.Deterministic, removeState: removeState, runDir: o.Dir, specHash: outfmt.SpecHash(plan)}
+	j := &Job{plan: plan, path: path, reads: reads, branches: branches, stop: o.Stop, drain: o.Drain, deterministic: o.Deterministic, removeState: removeState, runDir: o.Dir, specHash: outfmt.SpecHash(plan), nulls: nulls}
 	j.sinkCtx, j.cancelSinks = context.WithCancel(context.Background())
 	j.stopping, j.stopRetrying = context.WithCancel(context.Background())
 	if o.locks == nil {
@@ -277,6 +282,13 @@ func Open(plan *spec.Plan, o RunOptions) (*Job, error) {
 	}
 	j.out = newOutput(j, ck != nil, o.Deterministic)
 	j.warn = o.Warn
+	if o.Warn != nil {
+		j.nulls.OnNull = func(w string) {
+			if o.Warned.first(w) {
+				o.Warn(w)
+			}
+		}
+	}
 	for _, r := range j.reads {
 		r.dec.Note = func(ch int, regression bool) {
 			k := itemControl
@@ -300,7 +312,7 @@ func Open(plan *spec.Plan, o RunOptions) (*Job, error) {
 					o.Warn(src + w.String())
 				}
 			}
-			r.dec.OnNull = func(w string) {
+			r.dec.Nulls.OnNull = func(w string) {
 				// The decoder tells each kind's first; a restart's
 				// decoder tells the same again.
 				if o.Warned.first(src + w) {
@@ -668,15 +680,18 @@ func (j *Job) buildWindow(b *branch, recs weir.Stream[record.Record], wm *spec.W
 	}
 	out := weir.Aggregate(windowed, record.NewAggregator(b.plan, record.KeepsAccs(b.plan)))
 	bi := uint8(b.i)
-	h := record.NewHaving(win)
-	keep := func(r window.Result[string, []byte]) bool {
-		// A retraction passes: it takes back a result that passed (a
-		// window that fires once has none, but a session's merge may).
-		if r.Firing == window.Retract {
-			return true
+	h := record.NewHaving(win, j.nulls)
+	keeper := func(h *record.Having) func(r window.Result[string, []byte]) bool {
+		return func(r window.Result[string, []byte]) bool {
+			// A retraction passes: it takes back a result that passed (a
+			// window that fires once has none, but a session's merge may).
+			if r.Firing == window.Retract {
+				return true
+			}
+			return h.Keep(r.Key, r.Value, b.plan.BoundValues(r.Window))
 		}
-		return h.Keep(r.Key, r.Value, b.plan.BoundValues(r.Window))
 	}
+	keep := keeper(h)
 	if len(b.results) > 0 || h != nil {
 		weir.ForEachSubtask(out.Results, func(sub weir.Subtask) func(etime.Time, window.Result[string, []byte]) {
 			return func(_ etime.Time, r window.Result[string, []byte]) {
@@ -701,8 +716,9 @@ func (j *Job) buildWindow(b *branch, recs weir.Stream[record.Record], wm *spec.W
 		})
 	}
 	if h != nil {
-		// A window fed by this one reads what the having keeps.
-		return weir.Filter(out.Results, keep)
+		// A window fed by this one reads what the having keeps (its
+		// NULLs counted once, above).
+		return weir.Filter(out.Results, keeper(record.NewHaving(win, nil)))
 	}
 	return out.Results
 }
@@ -1162,9 +1178,9 @@ func (j *Job) summary(rep weir.Report, open int64) Summary {
 	// NULLs of expressions where Flink fails the job (a CAST of a value
 	// not of its type, a division by zero): only when there were some.
 	for i, name := range record.NullCounters {
-		var n int64
+		n := j.nulls.Load(i)
 		for _, r := range j.reads {
-			n += r.dec.Nulls[i].Load()
+			n += r.dec.Nulls.Load(i)
 		}
 		if n > 0 {
 			add(name, n)

@@ -254,7 +254,7 @@ func byWindow[T, ACC, R any](j *Job, b *branch, rows weir.Stream[T], key func(T)
 	bi := uint8(b.i)
 	var where *record.Having // a join's where, over its rows
 	if b.Join != nil {
-		where = record.NewHaving(b.Window)
+		where = record.NewHaving(b.Window, j.nulls)
 	}
 	weir.ForEachSubtask(out.Results, func(sub weir.Subtask) func(etime.Time, window.Result[string, row]) {
 		return func(_ etime.Time, res window.Result[string, row]) {

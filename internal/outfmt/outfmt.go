@@ -55,10 +55,11 @@ func ResultHeaders(firing window.Firing, run, pane int64) []connector.Header {
 
 // AppendResult renders a result as a JSON object: key fields, window,
 // firing, run, pane, watermark, then the aggregates; or, when cols are
-// given (spec.Sink.Columns, as Compile completed them), those columns.
-func AppendResult(b []byte, plan *spec.Plan, cols []spec.Column, run int64, r window.Result[string, []byte]) []byte {
+// given (spec.Sink.Columns, as Compile completed them), those columns,
+// counting the NULLs of their expressions into nulls (nil: uncounted).
+func AppendResult(b []byte, plan *spec.Plan, cols []spec.Column, nulls *record.NullCount, run int64, r window.Result[string, []byte]) []byte {
 	if len(cols) > 0 {
-		return appendColumns(b, plan, cols, run, r)
+		return appendColumns(b, plan, cols, nulls, run, r)
 	}
 	start := len(b)
 	b = AppendResultKey(b, plan, r)
@@ -204,25 +205,27 @@ func hashOf(m map[string]any) string {
 
 // exprs caches the compiled expressions of results columns
 // (spec.Column.Expr), by the plan (as a branch's sink reads it: its key
-// and aggregates) and the expression. A job's plans live as long as it,
-// so the cache holds a few entries per job.
+// and aggregates), the expression and the count of its NULLs. A job's
+// plans live as long as it, so the cache holds a few entries per job.
 var exprs sync.Map // exprKey → *record.ResultExpr
 
 type exprKey struct {
-	plan *spec.Plan
-	src  string
+	plan  *spec.Plan
+	src   string
+	nulls *record.NullCount
 }
 
-// resultExpr is the compiled expression src over plan's results; the
-// plan checked it, so it compiles (else it renders null).
-func resultExpr(plan *spec.Plan, src string) *record.ResultExpr {
-	k := exprKey{plan, src}
+// resultExpr is the compiled expression src over plan's results,
+// counting its NULLs into nulls; the plan checked it, so it compiles
+// (else it renders null).
+func resultExpr(plan *spec.Plan, src string, nulls *record.NullCount) *record.ResultExpr {
+	k := exprKey{plan, src, nulls}
 	if e, ok := exprs.Load(k); ok {
 		return e.(*record.ResultExpr)
 	}
-	e, err := record.NewResultExpr(src, plan.Key, plan.Aggregates)
+	e, err := record.NewResultExpr(src, plan.Key, plan.Aggregates, nulls)
 	if err != nil {
-		e, _ = record.NewResultExpr("NULL", nil, nil)
+		e, _ = record.NewResultExpr("NULL", nil, nil, nil)
 	}
 	v, _ := exprs.LoadOrStore(k, e)
 	return v.(*record.ResultExpr)
@@ -230,7 +233,7 @@ func resultExpr(plan *spec.Plan, src string) *record.ResultExpr {
 
 // appendColumns renders a result as the JSON object of columns cols. A
 // retraction's aggregates, and the global window's bounds, are null.
-func appendColumns(b []byte, plan *spec.Plan, cols []spec.Column, run int64, r window.Result[string, []byte]) []byte {
+func appendColumns(b []byte, plan *spec.Plan, cols []spec.Column, nulls *record.NullCount, run int64, r window.Result[string, []byte]) []byte {
 	b = append(b, '{')
 	for i, c := range cols {
 		if i > 0 {
@@ -239,7 +242,7 @@ func appendColumns(b []byte, plan *spec.Plan, cols []spec.Column, run int64, r w
 		b = weir.AppendJSONString(b, c.Name)
 		b = append(b, ':')
 		start := len(b)
-		b = appendColumn(b, plan, &c, run, r)
+		b = appendColumn(b, plan, &c, nulls, run, r)
 		if c.Float != "" {
 			b = javaFloat(b, start, c.Float)
 		}
@@ -247,8 +250,9 @@ func appendColumns(b []byte, plan *spec.Plan, cols []spec.Column, run int64, r w
 	return append(b, '}')
 }
 
-// appendColumn appends column c of result r.
-func appendColumn(b []byte, plan *spec.Plan, c *spec.Column, run int64, r window.Result[string, []byte]) []byte {
+// appendColumn appends column c of result r, counting the NULLs of its
+// expression into nulls.
+func appendColumn(b []byte, plan *spec.Plan, c *spec.Column, nulls *record.NullCount, run int64, r window.Result[string, []byte]) []byte {
 	global := r.Window == window.Global
 	if c.Expr != "" {
 		if r.Firing == window.Retract {
@@ -256,10 +260,10 @@ func appendColumn(b []byte, plan *spec.Plan, c *spec.Column, run int64, r window
 		}
 		bounds := plan.BoundValues(r.Window) // the global window's: null
 		if c.Time == "" || c.Time == "ms" {
-			return resultExpr(plan, c.Expr).Append(b, r.Key, r.Value, bounds)
+			return resultExpr(plan, c.Expr, nulls).Append(b, r.Key, r.Value, bounds)
 		}
 		var buf [32]byte
-		return appendFieldTime(b, c.Time, resultExpr(plan, c.Expr).Append(buf[:0], r.Key, r.Value, bounds))
+		return appendFieldTime(b, c.Time, resultExpr(plan, c.Expr, nulls).Append(buf[:0], r.Key, r.Value, bounds))
 	}
 	switch c.From {
 	case spec.ColWindowStart, spec.ColWindowEnd:

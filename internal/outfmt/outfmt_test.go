@@ -35,7 +35,7 @@ func TestColumns(t *testing.T) {
 			return r
 		}, `{"r":"eu","ws":null,"we":null,"wt":null,"total":12.50,"u":"ann","kind":"on_time","run":7,"pane":2,"wm":"2026-01-01 00:01:00.123","n":3}`},
 	} {
-		got := string(AppendResult(nil, p, cols, 7, c.r(r)))
+		got := string(AppendResult(nil, p, cols, nil, 7, c.r(r)))
 		if got != c.want {
 			t.Errorf("%s:\ngot  %s\nwant %s", c.name, got, c.want)
 		}
@@ -59,7 +59,7 @@ func TestColumnsAllocs(t *testing.T) {
 	cols := []spec.Column{{Name: "u", From: "user"}, {Name: "ws", From: "window_start", Time: "timestamp"}, {Name: "n", From: "n"}, {Name: "pane", From: "pane"}}
 	r := window.Result[string, []byte]{Key: `"ann"`, Window: window.Window{Start: 0, End: 60000}, Firing: window.OnTime, Value: []byte("3\x00")}
 	b := make([]byte, 0, 256)
-	if n := testing.AllocsPerRun(100, func() { b = AppendResult(b[:0], p, cols, 1, r) }); n != 0 {
+	if n := testing.AllocsPerRun(100, func() { b = AppendResult(b[:0], p, cols, nil, 1, r) }); n != 0 {
 		t.Errorf("%v allocations per result", n)
 	}
 }

@@ -125,13 +125,9 @@ type Decoder struct {
 	OnFuture   func(warning string)
 	futureTold atomic.Bool
 	// Nulls counts the NULLs the computed fields and the where gave
-	// where Flink fails the job (expr.NullNote: a CAST of a value not of
-	// its type, a division by zero), by kind (expr.NullCast,
-	// expr.NullDivision); OnNull, when set, is called with a warning for
-	// the first (nullTold), on the decoding goroutine.
-	Nulls    [2]atomic.Int64
-	OnNull   func(warning string)
-	nullTold [2]atomic.Bool
+	// where Flink fails the job (its own count unless replaced before
+	// the first Decode); its OnNull is called on the decoding goroutine.
+	Nulls *NullCount
 	// needs says, per aggregate, what kind of input it takes.
 	needs []need
 	// fields are the record fields the job reads (the timestamp, the
@@ -411,7 +407,8 @@ func NewDecoder(p *spec.Plan, clk clock.Clock) *Decoder {
 	// compares with a TIMESTAMP literal in that unit.
 	unit := map[spec.TimeUnit][2]int64{spec.UnitSeconds: {1000, 1}, spec.UnitMicros: {1, 1000}, spec.UnitNanos: {1, 1_000_000}}[p.TSUnit]
 	times := expr.TimeField(p.TSField, unit[0], unit[1])
-	nulls := expr.OnNull(func(_ sqlparse.Pos, what, text string) { d.nullNote(what, text) })
+	d.Nulls = new(NullCount)
+	nulls := expr.OnNull(func(_ sqlparse.Pos, what, text string) { d.Nulls.note(what, text) })
 	var deps [][]int // each computed field's, by index of d.computed
 	for i, f := range p.Computed {
 		if xs[i] == nil {
@@ -1173,19 +1170,41 @@ func (d *Decoder) ahead(ts etime.Time) {
 	}
 }
 
-// NullCounters name Decoder.Nulls' counts in a run's summary, in order.
+// NullCounters name NullCount's kinds in a run's summary, in order.
 var NullCounters = [2]string{"null_" + expr.NullCast, "null_" + expr.NullDivision}
 
-// nullNote counts a NULL that stands for Flink's failure (expr.OnNull)
-// and warns of the first.
-func (d *Decoder) nullNote(what, text string) {
+// NullCount counts the NULLs that compiled expressions gave where Flink
+// fails the job (expr.NullNote: a CAST of a value not of its type, a
+// division by zero), by kind in NullCounters' order, and warns of the
+// first of each kind. Safe for concurrent use; a nil *NullCount counts
+// nothing.
+type NullCount struct {
+	n    [2]atomic.Int64
+	told [2]atomic.Bool
+	// OnNull, when set before the expressions run, is called with a
+	// warning for the first NULL of each kind, on the evaluating
+	// goroutine.
+	OnNull func(warning string)
+}
+
+// Load returns the count of kind i (NullCounters' order); 0 for nil.
+func (c *NullCount) Load(i int) int64 {
+	if c == nil {
+		return 0
+	}
+	return c.n[i].Load()
+}
+
+// note counts a NULL of kind what (of expression text) and warns of the
+// first of its kind.
+func (c *NullCount) note(what, text string) {
 	i, why, fix := 0, "a text that is no value of the type", "TRY_CAST says the NULL is meant"
 	if what == expr.NullDivision {
 		i, why, fix = 1, "a division by zero", "a CASE that tests the divisor says the NULL is meant"
 	}
-	d.Nulls[i].Add(1)
-	if d.OnNull != nil && d.nullTold[i].CompareAndSwap(false, true) {
-		d.OnNull(fmt.Sprintf("%s gave NULL for %s, where Flink fails the job (or, dividing a DOUBLE, gives Infinity or NaN); weir goes on with the NULL and counts each (%s; %s)", text, why, NullCounters[i], fix))
+	c.n[i].Add(1)
+	if c.OnNull != nil && c.told[i].CompareAndSwap(false, true) {
+		c.OnNull(fmt.Sprintf("%s gave NULL for %s, where Flink fails the job (or, dividing a DOUBLE, gives Infinity or NaN); weir goes on with the NULL and counts each (%s; %s)", text, why, NullCounters[i], fix))
 	}
 }
 

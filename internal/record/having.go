@@ -128,9 +128,10 @@ type Having struct {
 	pred *expr.Pred
 }
 
-// NewHaving compiles window op's having (nil when it has none). The
-// plan checked it (spec.Compile), so it compiles.
-func NewHaving(op *spec.WindowOp) *Having {
+// NewHaving compiles window op's having (nil when it has none), counting
+// its NULLs into nulls (nil: uncounted). The plan checked it
+// (spec.Compile), so it compiles.
+func NewHaving(op *spec.WindowOp, nulls *NullCount) *Having {
 	if op.Having == "" {
 		return nil
 	}
@@ -139,7 +140,7 @@ func NewHaving(op *spec.WindowOp) *Having {
 	if err != nil {
 		return nil
 	}
-	pred, err := expr.Compile(x, field, boundTimes)
+	pred, err := expr.Compile(x, field, boundTimes, nulls.overResults(op.Aggregates))
 	if err != nil {
 		return nil
 	}
@@ -197,15 +198,15 @@ func boundTexts(buf []byte, bounds []etime.Time) [3][]byte {
 // of its columns. Keep is safe for concurrent use.
 type Cond struct{ h Having }
 
-// NewCond compiles condition src over the columns names; the plan
-// checked it (spec.Compile).
-func NewCond(src string, names []string) (*Cond, error) {
+// NewCond compiles condition src over the columns names, counting its
+// NULLs into nulls (nil: uncounted); the plan checked it (spec.Compile).
+func NewCond(src string, names []string, nulls *NullCount) (*Cond, error) {
 	f := newFields(slices.Clone(names), 0, 0)
 	x, field, err := f.compile(src)
 	if err != nil {
 		return nil, err
 	}
-	pred, err := expr.Compile(x, field)
+	pred, err := expr.Compile(x, field, nulls.overResults(nil))
 	if err != nil {
 		return nil, err
 	}
@@ -230,15 +231,15 @@ type ResultExpr struct {
 
 // NewResultExpr compiles src over the results of windows keyed by key
 // with aggregates aggs, and their window bounds (window_start,
-// window_end, window_time: epoch milliseconds); the plan checked it
-// (spec.Compile).
-func NewResultExpr(src string, key []string, aggs []spec.Aggregate) (*ResultExpr, error) {
+// window_end, window_time: epoch milliseconds), counting its NULLs into
+// nulls (nil: uncounted); the plan checked it (spec.Compile).
+func NewResultExpr(src string, key []string, aggs []spec.Aggregate, nulls *NullCount) (*ResultExpr, error) {
 	f := newBoundFields(key, aggs)
 	x, field, err := f.compile(src)
 	if err != nil {
 		return nil, err
 	}
-	e, err := expr.CompileValue(x, field, boundTimes)
+	e, err := expr.CompileValue(x, field, boundTimes, nulls.overResults(aggs))
 	if err != nil {
 		return nil, err
 	}
@@ -255,4 +256,42 @@ func (e *ResultExpr) Append(b []byte, key string, value []byte, bounds []etime.T
 		b = append(b, "null"...)
 	}
 	return b
+}
+
+// overResults is the expression option that counts NULLs into c (none
+// for a nil c) for an expression over the results of aggregates aggs,
+// whose warning shows each aggregate a SQL job named for itself
+// (_weir_agg_N) as its call: SUM(amount), COUNT(*).
+func (c *NullCount) overResults(aggs []spec.Aggregate) expr.Option {
+	if c == nil {
+		return expr.OnNull(nil)
+	}
+	var shown []string // old, new pairs
+	for _, a := range aggs {
+		if !strings.HasPrefix(a.Name, "_weir_") {
+			continue
+		}
+		arg := a.Field
+		switch {
+		case arg == "":
+			arg = "*"
+		case strings.HasPrefix(arg, "_weir_"):
+			arg = "..." // an expression of the record's
+		}
+		call := strings.ToUpper(a.Fn) + "(" + arg + ")"
+		if a.Fn == "count_distinct" {
+			call = "COUNT(DISTINCT " + arg + ")"
+		}
+		shown = append(shown, a.Name, call)
+	}
+	// Longest first: _weir_agg_10 before _weir_agg_1.
+	for i := 0; i < len(shown); i += 2 {
+		for k := i + 2; k < len(shown); k += 2 {
+			if len(shown[k]) > len(shown[i]) {
+				shown[i], shown[i+1], shown[k], shown[k+1] = shown[k], shown[k+1], shown[i], shown[i+1]
+			}
+		}
+	}
+	r := strings.NewReplacer(shown...)
+	return expr.OnNull(func(_ sqlparse.Pos, what, text string) { c.note(what, r.Replace(text)) })
 }

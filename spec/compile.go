@@ -1246,6 +1246,18 @@ func (c *compiler) aggregates() {
 		if a.Type == "decimal" {
 			s.Aggregate[i].Type = "" // the default: one spec hash with or without it
 		}
+		if d := a.Decimal; d != nil {
+			switch base := BaseFn(fn); {
+			case base != "count" && base != "sum" && base != "avg" && base != "min" && base != "max" && fn != "":
+				c.add(path+".decimal", fn+" gives no number to cast", "remove decimal: it casts a count, sum, avg, min or max")
+			case a.Type == "string":
+				c.add(path+".decimal", "a "+fn+" of strings gives no number to cast", "remove decimal, or type: string")
+			case d.Precision < 1 || d.Precision > 38:
+				c.add(path+".decimal.precision", fmt.Sprintf("%d is out of range", d.Precision), "use 1..38 digits, as SQL's DECIMAL(p, s)")
+			case d.Scale < 0 || d.Scale > d.Precision:
+				c.add(path+".decimal.scale", fmt.Sprintf("%d is out of range", d.Scale), fmt.Sprintf("use 0..%d (at most the precision)", d.Precision))
+			}
+		}
 		switch {
 		case a.Nulls == "":
 		case fn != "collect" && fn != "first" && fn != "last" && fn != "first_value" && fn != "last_value" && fn != "":

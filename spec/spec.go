@@ -553,6 +553,23 @@ type Aggregate struct {
 	// window still sees the record). Empty: every record counts; it is
 	// left out of the spec hash.
 	When string `yaml:"when" json:",omitempty"`
+	// Decimal casts a count's, sum's, avg's, min's or max's result (a
+	// number) to a DECIMAL(precision, scale) wherever the results are
+	// written, as Flink casts a value into a DECIMAL sink column: rounded
+	// half away from zero to the scale (a SUM of 3.236 as a
+	// DECIMAL(10, 2) is 3.24, a COUNT of 2 as a DECIMAL(5, 1) 2.0), null
+	// beyond the precision. The windows keep the exact value: a late
+	// firing and weir backfill add to it, not to the written one (a
+	// results table keeps it in its accumulators' column). Nil: the
+	// result in its own type (a SUM at its input's scale); left out of
+	// the spec hash.
+	Decimal *DecimalType `yaml:"decimal" json:",omitempty"`
+}
+
+// DecimalType is a DECIMAL(Precision, Scale) (Aggregate.Decimal).
+type DecimalType struct {
+	Precision int `yaml:"precision"`
+	Scale     int `yaml:"scale"`
 }
 
 // Sinks says where each output goes.

@@ -412,3 +412,18 @@ func appendAvg(b []byte, sum dec, n int64) []byte {
 
 // isFinite reports whether f is neither infinite nor NaN.
 func isFinite(f float64) bool { return !math.IsInf(f, 0) && !math.IsNaN(f) }
+
+// AppendDecimalCast appends JSON value v cast to a DECIMAL(p, s), as
+// Flink casts a value into a DECIMAL sink column (spec.Column.Decimal):
+// a number rounded half away from zero to scale s, null beyond p digits;
+// null, and a value that is no number, as they are.
+func AppendDecimalCast(b, v []byte, p, s int) []byte {
+	d, ok := parseDec(v)
+	if !ok {
+		return append(b, v...)
+	}
+	if d, ok = d.round(uint8(s)); !ok || !d.fits(p) {
+		return append(b, "null"...)
+	}
+	return appendDec(b, d)
+}

@@ -453,8 +453,8 @@ func (c *compiler) mapColumns(in *sqlparse.Insert, sel *sqlparse.Select, items [
 			// A query without a window: a record's value into a
 			// DECIMAL(p, s) column is cast on insert, as Flink casts it
 			// (20.21 into a DECIMAL(10, 4) is 20.2100). A window's
-			// aggregate keeps its own scale (SUM's is its input's), which
-			// backfill reads back.
+			// aggregate is cast by the aggregate (spec.Aggregate.Decimal,
+			// below).
 			cols = append(cols, spec.Column{Name: dst, Expr: c.sinkCast(it.from, col)})
 			continue
 		}
@@ -516,6 +516,15 @@ func (c *compiler) mapColumns(in *sqlparse.Insert, sel *sqlparse.Select, items [
 			continue
 		}
 		t, _ := c.itemType(it)
+		if ct := typeOfSQL(col.Type); it.agg && ct.kind == tDec && t != ct {
+			// A window's aggregate into a DECIMAL(p, s) column is cast
+			// on insert, as Flink casts it (a SUM of 3.236 into a
+			// DECIMAL(10, 2) is 3.24); its window keeps the value.
+			aggs := c.job.Spec.Aggregate
+			if i := slices.IndexFunc(aggs, func(a spec.Aggregate) bool { return a.Name == it.from }); i >= 0 {
+				aggs[i].Decimal = &spec.DecimalType{Precision: ct.p, Scale: ct.s}
+			}
+		}
 		cols = append(cols, spec.Column{Name: dst, From: it.from, Time: tf, Float: floatFormat(col, t)})
 	}
 	switch conn := optionsOf(t)["connector"].Value; {

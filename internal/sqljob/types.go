@@ -383,6 +383,17 @@ func isString(t *sqlparse.Type) bool {
 func flinkCasts(x sqlparse.Expr, field func(parts []sqlparse.Ident) numType) sqlparse.Expr {
 	var walk func(x sqlparse.Expr) sqlparse.Expr
 	walk = func(x sqlparse.Expr) sqlparse.Expr {
+		if ref, ok := x.(*sqlparse.Ref); ok && resultRef(ref) {
+			// An aggregate of a result expression is cast to its type
+			// first, wherever it stands: the expression knows the
+			// record's decimal fields, not the results', and would
+			// divide a whole value of one (2) as an integer, or write
+			// SUM's 3.10 as a string without its scale ("3.1").
+			if t := typeOf(ref, field); t.kind == tDec {
+				return decimalCast(ref, t)
+			}
+			return x
+		}
 		if cast, ok := x.(*sqlparse.Cast); ok && isString(cast.Type) && typeOf(cast.X, field).kind == tFloat {
 			// A DOUBLE whose value is whole in the record (3) is
 			// written as a DOUBLE ("3.0"), as Flink casts it.
@@ -414,17 +425,7 @@ func flinkCasts(x sqlparse.Expr, field func(parts []sqlparse.Ident) numType) sql
 		}
 		// A decimal quotient, divided at its own type's scale; a query's
 		// own cast of it (CAST(a / b AS DECIMAL(30, 20))) casts that, as
-		// in Flink. An aggregate of a result expression is cast to its
-		// type first: the expression knows the record's decimal fields,
-		// not the results', and would divide a whole value of one (2)
-		// as an integer.
-		for _, op := range []*sqlparse.Expr{&z.X, &z.Y} {
-			if ref, ok := (*op).(*sqlparse.Ref); ok && resultRef(ref) {
-				if ot := typeOf(ref, field); ot.kind == tDec {
-					*op = decimalCast(ref, ot)
-				}
-			}
-		}
+		// in Flink.
 		return decimalCast(&z, t)
 	}
 	out := walk(x)

@@ -1198,13 +1198,13 @@ func (c *NullCount) Load(i int) int64 {
 // note counts a NULL of kind what (of expression text) and warns of the
 // first of its kind.
 func (c *NullCount) note(what, text string) {
-	i, why, fix := 0, "a text that is no value of the type", "TRY_CAST says the NULL is meant"
+	i, why, flink, fix := 0, "a text that is no value of the type", "Flink fails the job", "TRY_CAST says the NULL is meant"
 	if what == expr.NullDivision {
-		i, why, fix = 1, "a division by zero", "a CASE that tests the divisor says the NULL is meant"
+		i, why, flink, fix = 1, "a division by zero", "Flink fails the job (or, dividing a DOUBLE, gives Infinity or NaN)", "a CASE that tests the divisor says the NULL is meant"
 	}
 	c.n[i].Add(1)
 	if c.OnNull != nil && c.told[i].CompareAndSwap(false, true) {
-		c.OnNull(fmt.Sprintf("%s gave NULL for %s, where Flink fails the job (or, dividing a DOUBLE, gives Infinity or NaN); weir goes on with the NULL and counts each (%s; %s)", text, why, NullCounters[i], fix))
+		c.OnNull(fmt.Sprintf("%s gave NULL for %s, where %s; weir goes on with the NULL and counts each (%s; %s)", text, why, flink, NullCounters[i], fix))
 	}
 }
 

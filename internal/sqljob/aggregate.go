@@ -141,7 +141,11 @@ func (c *compiler) aggregation(sel *sqlparse.Select, rel *relation, group *sqlpa
 			if k, ok := c.nested[sqlparse.FormatExpr(e)]; ok {
 				name = k
 			} else if name != "window_start" && name != "window_end" && name != "window_time" {
-				if col, _, err := rel.ref(e); err == nil {
+				col, _, err := rel.ref(e)
+				if err != nil && !slices.Contains(s.Key, name) {
+					return nil, err // no such column: its did-you-mean
+				}
+				if err == nil {
 					name = col.name
 				}
 			}

@@ -552,6 +552,12 @@ func (c *compiler) set(st *sqlparse.Set) error {
 			// what the key was for (too-late rows, dead letters).
 			return errAt(st.Pos, st.Key, suggest.Or(st.Key, weirKeys, "use one of "+strings.Join(weirKeys, ", ")), "SET key %q is not one of weir's", st.Key)
 		}
+		if k := suggest.Closest(st.Key, setKeys); strings.HasPrefix(st.Key, "table.exec.emit.") && k != "" {
+			// A typo of a key that decides which records count (allowed
+			// lateness, early and late firings) would lose what it was
+			// for without a word.
+			return errAt(st.Pos, st.Key, suggest.DidYouMean(k), "SET key %q is not one weir honours", st.Key)
+		}
 		w := fmt.Sprintf("%s: SET key %q is not one weir honours; it is ignored", st.Pos, st.Key)
 		if k := suggest.Closest(st.Key, setKeys); k != "" {
 			w += " (" + suggest.DidYouMean(k) + ")"

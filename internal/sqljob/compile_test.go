@@ -242,6 +242,12 @@ CREATE TABLE out (user_id STRING, window_start TIMESTAMP(3), window_end TIMESTAM
 	for _, c := range []struct{ name, sql, want string }{
 		{"unknown table", table + strings.Replace(insert, "TABLE orders", "TABLE ordrs", 1), `unknown table ordrs (at "ordrs"); did you mean "orders"?`},
 		{"unknown column", table + strings.Replace(insert, "GROUP BY user_id", "GROUP BY usr_id", 1), `table orders has no column usr_id (at "usr_id"); did you mean "user_id"?`},
+		{"unknown selected column", table + strings.Replace(insert, "SELECT user_id", "SELECT usr_id", 1), `table orders has no column usr_id (at "usr_id"); did you mean "user_id"?`},
+		{"jdbc without table-name", strings.Replace(table, "'connector' = 'filesystem', 'path' = 'out.jsonl'", "'connector' = 'jdbc', 'url' = 'jdbc:sqlite:out.db'", 1) + insert,
+			`table out: a jdbc table needs 'table-name', the database table it writes (at "jdbc"); add 'table-name' = 'out' to its WITH options`},
+		{"a typo of an emit key", "SET 'table.exec.emit.allow-latenes' = '1 min';\n" + table + insert,
+			`SET key "table.exec.emit.allow-latenes" is not one weir honours (at "table.exec.emit.allow-latenes"); did you mean "table.exec.emit.allow-lateness"?`},
+		{"decimal out of range", strings.Replace(table, "amount BIGINT", "amount DECIMAL(40, 2)", 1) + insert, `column amount: DECIMAL(40, 2) is out of range`},
 		{"unknown option", strings.Replace(table, "'path' = 'o.jsonl'", "'pth' = 'o.jsonl'", 1) + insert, `table orders: unknown option 'pth' (at "pth"); did you mean "path"?`},
 		{"no watermark", strings.Replace(table, ", WATERMARK FOR ts AS ts - INTERVAL '5' SECOND", "", 1) + insert, "ts is not a time attribute of table orders: it has no watermark"},
 		{"the time's source field", strings.Replace(table, "ms BIGINT, ts AS", "ms BIGINT, at BIGINT, ts AS", 1) + strings.Replace(insert, "DESCRIPTOR(ts)", "DESCRIPTOR(at)", 1),

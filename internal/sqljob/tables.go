@@ -312,7 +312,7 @@ func typedColumns(s *spec.Spec, t *sqlparse.CreateTable) error {
 			}
 			p, sc := t.p, t.s
 			if p < 1 || p > 38 || sc < 0 || sc > p || len(col.Type.Params) > 2 {
-				return errAt(col.Type.Pos, col.Type.Name, "write DECIMAL(p, s) with 1 <= p <= 38 and 0 <= s <= p, such as DECIMAL(10, 2)", "column %s: DECIMAL%v is out of range", prefix+col.Name.Name, col.Type.Params)
+				return errAt(col.Type.Pos, col.Type.Name, "write DECIMAL(p, s) with 1 <= p <= 38 and 0 <= s <= p, such as DECIMAL(10, 2)", "column %s: %s is out of range", prefix+col.Name.Name, sqlparse.FormatType(col.Type))
 			}
 			s.Source.Decimals = append(s.Source.Decimals, spec.DecimalField{Field: prefix + col.Name.Name, Precision: p, Scale: sc})
 		}
@@ -429,7 +429,11 @@ func sinkOf(t *sqlparse.CreateTable, output string) (*spec.Sink, error) {
 		} else {
 			return nil, errAt(t.Pos, url, "write 'jdbc:sqlite:results.db' or 'jdbc:postgresql://host:5432/db'", "table %s: url '%s' is neither SQLite's nor Postgres's", name, url)
 		}
-		k.Table = o.take("table-name")
+		if k.Table = o.take("table-name"); k.Table == "" {
+			// Flink's JDBC connector requires it; a default would put
+			// the rows where no one looks for them.
+			return nil, errAt(connPos, conn, "add 'table-name' = '"+strings.ToLower(name)+"' to its WITH options", "table %s: a jdbc table needs 'table-name', the database table it writes", name)
+		}
 		if k.Type == "postgres" {
 			k.Table = postgresName(k.Table)
 		}

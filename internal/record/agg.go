@@ -112,7 +112,6 @@ func KeepsAccs(p *spec.Plan) bool {
 		(needsAccColumn(planFns(p)) || slices.ContainsFunc(p.Aggregates, func(a spec.Aggregate) bool { return a.Decimal != nil }))
 }
 
-
 // aggFns lists the functions of the job's aggregates, in order.
 func planFns(p *spec.Plan) []string {
 	fns := make([]string, len(p.Aggregates))

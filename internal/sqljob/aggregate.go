@@ -101,6 +101,12 @@ func (c *compiler) aggregation(sel *sqlparse.Select, rel *relation, group *sqlpa
 			}
 		}
 	}
+	if len(sel.GroupBy) == 0 {
+		// No GROUP BY: the table function's records themselves, as
+		// rows (Flink's window projection or a window join of records).
+		return nil, errAt(sel.Pos, "SELECT", "aggregate them (GROUP BY window_start, window_end and the keys), deduplicate them (ROW_NUMBER() OVER (PARTITION BY window_start, window_end ... ORDER BY the time attribute) = 1), or select from the table itself",
+			"the records of a window table function are compiled into a window aggregation or deduplication only; selecting or joining them as rows is not compiled yet")
+	}
 	if !bounds["window_start"] || !bounds["window_end"] {
 		pos, text := sel.Pos, "SELECT"
 		if len(sel.GroupBy) > 0 {

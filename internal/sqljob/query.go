@@ -801,15 +801,7 @@ func (c *compiler) window(call *sqlparse.Call) (*relation, string, error) {
 	}
 	timeCol, ok := argDescriptor(call)
 	if !ok {
-		pos, text, hint := call.Pos, fn, "write DESCRIPTOR(ts) with the table's time attribute"
-		if second, ok := arg(call, 1, "TIMECOL"); ok {
-			pos, text = sqlparse.ExprPos(second), sqlparse.FormatExpr(second)
-			if _, ref := second.(*sqlparse.Ref); ref && fn == "SESSION" && len(ta.PartitionBy) > 0 {
-				// PARTITION BY a, b: b read as the next argument.
-				hint = "partition by several columns in parentheses, PARTITION BY (a, b), then DESCRIPTOR(ts) with the table's time attribute"
-			}
-		}
-		return nil, "", errAt(pos, text, hint, "%s's second argument is DESCRIPTOR of one column", fn)
+		return nil, "", noDescriptor(call, fn, len(ta.PartitionBy) > 0)
 	}
 	c.descriptor = timeCol
 	c.job.place(c.job.Spec, "window", call.Pos)

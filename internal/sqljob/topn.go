@@ -251,9 +251,13 @@ func (c *compiler) compileDedup(in *sqlparse.Insert, sel, inner *sqlparse.Select
 	refuse := func(pos sqlparse.Pos, text, format string, args ...any) error {
 		return errAt(pos, text, hint, "a Top-N of a window table function's records is compiled as Flink's window deduplication only: "+format, args...)
 	}
-	d, _ := argDescriptor(tvf.Call)
+	fn := strings.ToUpper(tableName(tvf.Call.Name))
+	d, ok := argDescriptor(tvf.Call)
+	if !ok {
+		return noDescriptor(tvf.Call, fn, false)
+	}
 	timeCol := d.Name
-	if fn := strings.ToUpper(tableName(tvf.Call.Name)); fn != "TUMBLE" && fn != "HOP" && fn != "CUMULATE" {
+	if fn != "TUMBLE" && fn != "HOP" && fn != "CUMULATE" {
 		return refuse(tvf.Pos, fn, "of TUMBLE, HOP or CUMULATE windows, as Flink's")
 	}
 	if data, ok := arg(tvf.Call, 0, "DATA"); ok {
@@ -455,6 +459,21 @@ func exprOr(x, y sqlparse.Expr) sqlparse.Expr {
 		return y
 	}
 	return x
+}
+
+// noDescriptor is the error of window table function call (fn, its
+// table partitioned or not) whose second argument is no DESCRIPTOR of
+// one column.
+func noDescriptor(call *sqlparse.Call, fn string, partitioned bool) error {
+	pos, text, hint := call.Pos, fn, "write DESCRIPTOR(ts) with the table's time attribute"
+	if second, ok := arg(call, 1, "TIMECOL"); ok {
+		pos, text = sqlparse.ExprPos(second), sqlparse.FormatExpr(second)
+		if _, ref := second.(*sqlparse.Ref); ref && fn == "SESSION" && partitioned {
+			// PARTITION BY a, b: b read as the next argument.
+			hint = "partition by several columns in parentheses, PARTITION BY (a, b), then DESCRIPTOR(ts) with the table's time attribute"
+		}
+	}
+	return errAt(pos, text, hint, "%s's second argument is DESCRIPTOR of one column", fn)
 }
 
 // argDescriptor is the column of a window table function's DESCRIPTOR

@@ -150,13 +150,14 @@ func (p *Pred) Keep(got []*fastjson.Value) bool {
 // Functions are the functions an expression may call. TO_TIMESTAMP_LTZ
 // (n, 3) is n, (n, 0) n * 1000: times are epoch milliseconds here.
 var Functions = []string{"ABS", "CEIL", "CEILING", "CHAR_LENGTH", "COALESCE", "CONCAT", "CONCAT_WS", "DATE_FORMAT", "DAYOFMONTH", "DAYOFWEEK", "DAYOFYEAR", "FLOOR", "FROM_UNIXTIME", "GREATEST",
-	"HOUR", "IF", "LEAST", "LOWER", "LTRIM", "MINUTE", "MOD", "MONTH", "NULLIF", "POWER", "QUARTER", "REGEXP_EXTRACT", "REPLACE", "ROUND", "RTRIM", "SECOND", "SUBSTR", "SUBSTRING", "TIMESTAMPDIFF",
-	"TO_TIMESTAMP", "TO_TIMESTAMP_LTZ", "TRIM", "UPPER", "WEEK", "YEAR"}
+	"HOUR", "IF", "INITCAP", "LEAST", "LEFT", "LOCATE", "LOWER", "LPAD", "LTRIM", "MINUTE", "MOD", "MONTH", "NULLIF", "POWER", "QUARTER", "REGEXP_EXTRACT", "REGEXP_REPLACE", "REPLACE", "ROUND", "RIGHT", "RPAD", "RTRIM", "SECOND",
+	"SPLIT_INDEX", "SUBSTR", "SUBSTRING", "TIMESTAMPDIFF", "TO_TIMESTAMP", "TO_TIMESTAMP_LTZ", "TRIM", "UPPER", "WEEK", "YEAR"}
 
 // stringFunctions are the Functions whose value is a string (or NULL)
 // whatever their arguments.
 var stringFunctions = map[string]bool{"CONCAT": true, "CONCAT_WS": true, "REGEXP_EXTRACT": true, "SUBSTRING": true, "SUBSTR": true, "TRIM": true, "LTRIM": true, "RTRIM": true,
-	"REPLACE": true, "LOWER": true, "UPPER": true, "DATE_FORMAT": true, "FROM_UNIXTIME": true}
+	"REPLACE": true, "LOWER": true, "UPPER": true, "DATE_FORMAT": true, "FROM_UNIXTIME": true,
+	"REGEXP_REPLACE": true, "LPAD": true, "RPAD": true, "INITCAP": true, "SPLIT_INDEX": true, "LEFT": true, "RIGHT": true}
 
 // upper is UPPER's: Unicode's upper case, with ß as SS, as Java's
 // toUpperCase (Flink's) writes it, where Go's simple mapping keeps ß.

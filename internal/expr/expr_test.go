@@ -131,6 +131,12 @@ func TestKeep(t *testing.T) {
 		{"TRIM(BOTH 'hd' FROM 'hello world') = 'ello worl' AND TRIM(LEADING FROM '  x ') = 'x ' AND TRIM(TRAILING 'd' FROM 'dad') = 'da' AND TRIM('x' FROM 'xax') = 'a' AND TRIM(' y ') = 'y' AND TRIM(BOTH nothing FROM 'a') IS NULL", true},
 		{"CONCAT_WS('-', 'a', nothing, 'b', 1) = 'a-b-1' AND CONCAT_WS(nothing, 'a') IS NULL AND CONCAT_WS(',', nothing) = ''", true},
 		{"REGEXP_EXTRACT('hello world', '(\\w+) (\\w+)', 2) = 'world' AND REGEXP_EXTRACT('hello', 'l+') = 'll' AND REGEXP_EXTRACT('hello', 'z') IS NULL AND REGEXP_EXTRACT('hello', '(h)', 3) IS NULL AND REGEXP_EXTRACT(nothing, 'a') IS NULL", true},
+		// More of Flink's string functions.
+		{"LPAD('hi', 4, '??') = '??hi' AND LPAD('hi', 1, '??') = 'h' AND RPAD('hi', 5, 'ab') = 'hiaba' AND RPAD('héllo', 2, 'x') = 'hé' AND LPAD('a', -1, 'x') IS NULL AND LPAD('a', 3, '') IS NULL", true},
+		{"LEFT('héllo', 2) = 'hé' AND RIGHT('héllo', 3) = 'llo' AND LEFT('ab', 9) = 'ab' AND RIGHT('ab', -1) = '' AND LEFT(nothing, 1) IS NULL", true},
+		{"POSITION('l' IN 'héllo') = 3 AND LOCATE('l', 'héllo', 4) = 4 AND LOCATE('z', 'abc') = 0 AND LOCATE('a', 'abc', 0) = 0 AND POSITION(nothing IN 'a') IS NULL", true},
+		{"INITCAP('hello wORLD-foo 9x') = 'Hello World-Foo 9x' AND REGEXP_REPLACE('a1b22c', '[0-9]+', '#') = 'a#b#c' AND REGEXP_REPLACE('ab', '(a)(b)', '$2$1') = 'ba'", true},
+		{"SPLIT_INDEX('a,b,c', ',', 2) = 'c' AND SPLIT_INDEX('a,b,c', ',', 3) IS NULL AND SPLIT_INDEX('a', ',', -1) IS NULL AND IFNULL(nothing, 'z') = 'z' AND IFNULL('y', 'z') = 'y'", true},
 		{"YEAR(1767225905123) = 2026 AND MONTH(1767225905123) = 1 AND DAYOFMONTH(1767225905123) = 1 AND HOUR(1767225905123) = 0 AND MINUTE('2026-01-01 00:05:05.000') = 5 AND SECOND(1767225905123) = 5", true},
 		// Sunday 2026-12-06 (ISO week 49, day 340); Friday 2027-01-01 (ISO
 		// week 53 of 2026); Tuesday 2026-03-31 (quarter 1's last day).
@@ -406,7 +412,8 @@ func TestPlainReference(t *testing.T) {
 func TestReturnsString(t *testing.T) {
 	args := map[string]string{"CONCAT": "'a', 1", "SUBSTRING": "'abc', 2", "SUBSTR": "'abc', 2", "TRIM": "' a '", "LTRIM": "' a'", "RTRIM": "'a '", "CONCAT_WS": "',', 'a'", "REGEXP_EXTRACT": "'a', 'a'",
 		"REPLACE": "'abc', 'b', 'x'", "LOWER": "'A'", "UPPER": "'a'", "DATE_FORMAT": "1, 'yyyy'", "FROM_UNIXTIME": "1",
-		"MOD": "5, 3", "NULLIF": "1, 2", "IF": "TRUE, 1, 2", "TO_TIMESTAMP_LTZ": "1, 3", "TO_TIMESTAMP": "'2026-01-01 00:00:01'", "POWER": "2, 3", "ROUND": "1.5", "CHAR_LENGTH": "'ab'", "COALESCE": "1", "GREATEST": "1, 2", "LEAST": "1, 2", "TIMESTAMPDIFF": "'SECOND', 1, 2"}
+		"MOD": "5, 3", "NULLIF": "1, 2", "IF": "TRUE, 1, 2", "TO_TIMESTAMP_LTZ": "1, 3", "TO_TIMESTAMP": "'2026-01-01 00:00:01'", "POWER": "2, 3", "ROUND": "1.5", "CHAR_LENGTH": "'ab'", "COALESCE": "1", "GREATEST": "1, 2", "LEAST": "1, 2", "TIMESTAMPDIFF": "'SECOND', 1, 2",
+		"INITCAP": "'ab'", "LEFT": "'ab', 1", "RIGHT": "'ab', 1", "LPAD": "'a', 3, 'x'", "RPAD": "'a', 3, 'x'", "LOCATE": "'b', 'ab'", "REGEXP_REPLACE": "'ab', 'a', 'x'", "SPLIT_INDEX": "'a,b', ',', 1"}
 	for _, f := range Functions {
 		src := f + "(" + cmp.Or(args[f], "1") + ")"
 		x, err := sqlparse.ParseExpr(src)

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/valyala/fastjson"
 
@@ -21,7 +23,8 @@ import (
 // its arity (a minimum and a maximum number of arguments).
 var moreFunctions = map[string][2]int{
 	"CONCAT": {1, 64}, "SUBSTRING": {2, 3}, "SUBSTR": {2, 3}, "TRIM": {1, 2}, "LTRIM": {1, 2}, "RTRIM": {1, 2},
-	"CONCAT_WS": {2, 64}, "REGEXP_EXTRACT": {2, 3},
+	"CONCAT_WS": {2, 64}, "REGEXP_EXTRACT": {2, 3}, "REGEXP_REPLACE": {3, 3},
+	"LPAD": {3, 3}, "RPAD": {3, 3}, "LEFT": {2, 2}, "RIGHT": {2, 2}, "INITCAP": {1, 1}, "SPLIT_INDEX": {3, 3}, "LOCATE": {2, 3},
 	"REPLACE": {3, 3}, "ROUND": {1, 2}, "FLOOR": {1, 2}, "CEIL": {1, 2}, "CEILING": {1, 2}, "POWER": {2, 2},
 	"TIMESTAMPDIFF": {3, 3},
 	"DATE_FORMAT":   {2, 2}, "FROM_UNIXTIME": {1, 2}, "YEAR": {1, 1}, "QUARTER": {1, 1}, "MONTH": {1, 1}, "WEEK": {1, 1},
@@ -285,6 +288,23 @@ func formatDate(b []byte, t time.Time, toks []dateTok) []byte {
 	return b
 }
 
+// literalPattern compiles the pattern of regular expression function
+// call x (name), its second argument, which is a text literal; nil (the
+// compiler failed) otherwise.
+func (c compiler) literalPattern(x *sqlparse.Call, name string) *regexp.Regexp {
+	lit, ok := x.Args[1].Value.(*sqlparse.Lit)
+	if !ok || lit.Kind != "string" {
+		c.fail(x.Pos, name, "write the pattern as a text literal", "%s's pattern is a literal", name)
+		return nil
+	}
+	re, err := regexp.Compile(lit.Text)
+	if err != nil {
+		c.fail(lit.Pos, lit.Text, "write a pattern without backreferences or lookaround (RE2 syntax)", "%s's pattern: %v", name, err)
+		return nil
+	}
+	return re
+}
+
 // moreCall compiles the functions of moreFunctions.
 func (c compiler) moreCall(x *sqlparse.Call, name string, args []eval) eval {
 	if n := moreFunctions[name]; len(args) < n[0] || len(args) > n[1] {
@@ -325,15 +345,7 @@ func (c compiler) moreCall(x *sqlparse.Call, name string, args []eval) eval {
 		// (default 0, the whole match), NULL without a match. The pattern
 		// is a literal, compiled once (Go's RE2 syntax, which is Java's
 		// but for backreferences and lookaround).
-		lit, ok := x.Args[1].Value.(*sqlparse.Lit)
-		var re *regexp.Regexp
-		if !ok || lit.Kind != "string" {
-			c.fail(x.Pos, name, "write the pattern as a text literal", "REGEXP_EXTRACT's pattern is a literal")
-		} else if r, err := regexp.Compile(lit.Text); err != nil {
-			c.fail(lit.Pos, lit.Text, "write a pattern without backreferences or lookaround (RE2 syntax)", "REGEXP_EXTRACT's pattern: %v", err)
-		} else {
-			re = r
-		}
+		re := c.literalPattern(x, name)
 		return func(g []*fastjson.Value) value {
 			s := args[0](g)
 			if s.k != str || re == nil {
@@ -355,6 +367,124 @@ func (c compiler) moreCall(x *sqlparse.Call, name string, args []eval) eval {
 				return nullV
 			}
 			return value{k: str, s: s.s[m[2*group]:m[2*group+1]]}
+		}
+	case "REGEXP_REPLACE":
+		// REGEXP_REPLACE(s, pattern, replacement): every match replaced
+		// ($1 names a group, as in Java). The pattern is a literal,
+		// compiled once (RE2 syntax).
+		re := c.literalPattern(x, name)
+		return func(g []*fastjson.Value) value {
+			s, r := args[0](g), args[2](g)
+			if s.k != str || r.k != str || re == nil {
+				return nullV
+			}
+			return value{k: str, s: re.ReplaceAll(s.s, r.s)}
+		}
+	case "LPAD", "RPAD":
+		// As Flink's: s padded with pad (repeated) to n characters, or
+		// cut to its first n; NULL for a negative n or an empty pad.
+		left := name == "LPAD"
+		return func(g []*fastjson.Value) value {
+			s, n, pad := arg(g, 0), arg(g, 1), arg(g, 2)
+			if s.k != str || n.k != integer || pad.k != str || n.i < 0 || len(pad.s) == 0 || n.i > 1<<20 {
+				return nullV
+			}
+			base, fill := []rune(string(s.s)), []rune(string(pad.s))
+			out := make([]rune, 0, n.i)
+			need := max(int(n.i)-len(base), 0)
+			if !left {
+				out = append(out, base[:min(len(base), int(n.i))]...)
+			}
+			for i := 0; i < need; i++ {
+				out = append(out, fill[i%len(fill)])
+			}
+			if left {
+				out = append(out, base[:min(len(base), int(n.i)-need)]...)
+			}
+			return value{k: str, s: []byte(string(out))}
+		}
+	case "LEFT", "RIGHT":
+		// The first (last) n characters of s; all of it for n beyond
+		// its length, "" for n <= 0, as Flink's.
+		right := name == "RIGHT"
+		return func(g []*fastjson.Value) value {
+			s, n := arg(g, 0), arg(g, 1)
+			if s.k != str || n.k != integer {
+				return nullV
+			}
+			rs := []rune(string(s.s))
+			k := int(max(min(n.i, int64(len(rs))), 0))
+			if right {
+				return value{k: str, s: []byte(string(rs[len(rs)-k:]))}
+			}
+			return value{k: str, s: []byte(string(rs[:k]))}
+		}
+	case "INITCAP":
+		// Each word's first character in upper case, the others in
+		// lower case; a word is a run of letters and digits.
+		return func(g []*fastjson.Value) value {
+			s := arg(g, 0)
+			if s.k != str {
+				return nullV
+			}
+			out, start := make([]rune, 0, len(s.s)), true
+			for _, r := range string(s.s) {
+				word := unicode.IsLetter(r) || unicode.IsDigit(r)
+				switch {
+				case word && start:
+					out = append(out, unicode.ToUpper(r))
+				case word:
+					out = append(out, unicode.ToLower(r))
+				default:
+					out = append(out, r)
+				}
+				start = !word
+			}
+			return value{k: str, s: []byte(string(out))}
+		}
+	case "SPLIT_INDEX":
+		// SPLIT_INDEX(s, sep, i): the i-th (from 0) piece of s split at
+		// sep; NULL when there is none.
+		return func(g []*fastjson.Value) value {
+			s, sep, i := arg(g, 0), arg(g, 1), arg(g, 2)
+			if s.k != str || sep.k != str || i.k != integer || i.i < 0 || len(sep.s) == 0 {
+				return nullV
+			}
+			parts := bytes.Split(s.s, sep.s)
+			if i.i >= int64(len(parts)) {
+				return nullV
+			}
+			return value{k: str, s: parts[i.i]}
+		}
+	case "LOCATE":
+		// LOCATE(needle, s [, from]) and POSITION(needle IN s): where
+		// needle first starts in s at or after character from (1 by
+		// default), counting characters from 1; 0 when it does not.
+		return func(g []*fastjson.Value) value {
+			needle, s := arg(g, 0), arg(g, 1)
+			from := int64(1)
+			if len(args) == 3 {
+				f := arg(g, 2)
+				if f.k != integer {
+					return nullV
+				}
+				from = f.i
+			}
+			if needle.k != str || s.k != str {
+				return nullV
+			}
+			if from < 1 {
+				return value{k: integer}
+			}
+			rs := []rune(string(s.s))
+			if from-1 > int64(len(rs)) {
+				return value{k: integer}
+			}
+			i := strings.Index(string(rs[from-1:]), string(needle.s))
+			if i < 0 {
+				return value{k: integer}
+			}
+			return value{k: integer, i: from + int64(utf8.RuneCountInString(string(rs[from-1:])[:i]))}
 		}
 	case "TIMESTAMPDIFF":
 		// TIMESTAMPDIFF(unit, a, b): whole units from a to b, cut toward

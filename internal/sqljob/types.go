@@ -230,7 +230,7 @@ func typeOf(x sqlparse.Expr, field func(parts []sqlparse.Ident) numType) numType
 				}
 				return numType{kind: tTime}
 			}
-		case "TIMESTAMPDIFF":
+		case "TIMESTAMPDIFF", "LOCATE":
 			return numType{kind: tInt, p: 10}
 		case "ABS":
 			if len(ts) == 1 && ts[0].kind != tNull {

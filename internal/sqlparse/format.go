@@ -347,6 +347,9 @@ func FormatExpr(e Expr) string {
 		return fn + "(" + FormatExpr(e.X) + " AS " + FormatType(e.Type) + ")"
 	case *Call:
 		s := formatName(e.Name) + "("
+		if n := e.Name.Parts; len(n) == 1 && !n[0].Quoted && keywordCall(n[0].Name) {
+			s = strings.ToUpper(n[0].Name) + "(" // LEFT(s, 2): a keyword as a function
+		}
 		switch {
 		case e.Star:
 			s += "*"

@@ -185,6 +185,13 @@ var reserved = map[string]bool{
 
 func isReserved(t token) bool { return t.kind == tIdent && reserved[strings.ToUpper(t.text)] }
 
+// keywordCall reports whether keyword name is also a function's name
+// before a parenthesis: LEFT(s, n) and RIGHT(s, n), as in Flink.
+func keywordCall(name string) bool {
+	n := strings.ToUpper(name)
+	return n == "LEFT" || n == "RIGHT"
+}
+
 // ident reads a name (what names it in a message).
 func (p *parser) ident(what string) Ident {
 	switch {
@@ -1011,7 +1018,7 @@ func (p *parser) primary() Expr {
 		case "EXISTS":
 			p.fail("", "EXISTS (subqueries) is not supported")
 		}
-		if isReserved(t) {
+		if isReserved(t) && !(keywordCall(t.text) && p.peek().op("(")) {
 			p.fail("quote it with backquotes (`"+t.text+"`) to use the keyword as a name", "expected an expression, found the keyword %s", strings.ToUpper(t.text))
 		}
 		return p.refOrCall()
@@ -1096,6 +1103,22 @@ func (p *parser) refOrCall() Expr {
 	case p.tok.op(")"):
 	default:
 		fn := strings.ToUpper(parts[len(parts)-1].Name)
+		if fn == "POSITION" && len(parts) == 1 {
+			// POSITION(needle IN s) is LOCATE(needle, s).
+			needle := p.concat()
+			if !p.keyword("IN") {
+				p.fail("write POSITION(needle IN s)", "expected IN in POSITION, found %s", describe(p.tok))
+			}
+			s := p.expr()
+			p.expectOp(")", ") after POSITION's string")
+			c.Name = Name{Parts: []Ident{{Pos: first.pos, Name: "LOCATE"}}}
+			c.Args = []Arg{{Value: needle}, {Value: s}}
+			return c
+		}
+		if fn == "IFNULL" && len(parts) == 1 {
+			// IFNULL(a, b) is COALESCE(a, b).
+			c.Name = Name{Parts: []Ident{{Pos: first.pos, Name: "COALESCE"}}}
+		}
 		if fn == "TRIM" && len(parts) == 1 {
 			// TRIM([BOTH | LEADING | TRAILING] [chars] FROM s) is
 			// TRIM(s, chars), LTRIM or RTRIM: chars (default a space) cut

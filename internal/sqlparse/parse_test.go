@@ -91,6 +91,7 @@ func FuzzParse(f *testing.F) {
 		"SELECT CASE WHEN a IS NULL THEN 'x' ELSE CAST(a AS STRING) END, ROW_NUMBER() OVER (PARTITION BY k ORDER BY v DESC) FROM t",
 		"SELECT `select`, 'it''s' FROM `my table` /*+ OPTIONS('a'='b') */",
 		"SELECT COUNT(*) FILTER (WHERE a > 1), SUM(b) FILTER (WHERE c IN ('x', 'y')) AS s, filter FROM t",
+		"SELECT LEFT(k, 2), RIGHT(k, 1), POSITION(a IN k), IFNULL(k, 1) FROM t",
 	} {
 		f.Add(s)
 	}

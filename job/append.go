@@ -85,6 +85,8 @@ type definition struct {
 	// path: a state-relevant one's JSON, another's digest; they name what
 	// changed.
 	Fields map[string]string `json:"fields"`
+	// Run is the id of that run (outCounters.Run).
+	Run int64 `json:"run,omitempty"`
 }
 
 // hashed reports whether the spec's field at path is one of what
@@ -148,6 +150,29 @@ func (j *Job) checkAppend(o RunOptions) error {
 		j.plan.Name, what, definitionFile(o.Dir, j.plan.Name))
 }
 
+// aboveEarlierRun raises the id of a fresh start above that of the job's
+// newest fresh run into the same outputs (as recorded in dir) when an
+// output is a Kafka topic or a NATS subject, which keep earlier runs'
+// messages: readers fold results by (run, pane), and NATS would drop a
+// message whose id (of run, key, window and pane) it saw, so two runs
+// of one id (--deterministic with one --now) would be one run to them.
+// Outputs that start over (files, tables) keep a repeated id, so that a
+// deterministic rerun writes the same bytes.
+func (j *Job) aboveEarlierRun(o RunOptions) {
+	if o.Dir == "" || o.Task != nil {
+		return
+	}
+	path, err := j.plan.Graph.Path()
+	if err != nil || !slices.ContainsFunc(path.Sinks(), func(op *spec.SinkOp) bool {
+		return op.Config != nil && (op.Config.Type == "kafka" || op.Config.Type == "nats")
+	}) {
+		return
+	}
+	if then, ok := readDefinitions(o.Dir, j.plan.Name)[j.outputsKey()]; ok {
+		j.noteRun(then.Run)
+	}
+}
+
 // noteDefinition records the job's definition for a later --append, at a
 // fresh start that opened its outputs. A failure to write it is told, not
 // fatal: the run's outputs are right without it.
@@ -156,7 +181,9 @@ func (j *Job) noteDefinition(o RunOptions) {
 		return
 	}
 	m := readDefinitions(o.Dir, j.plan.Name)
-	m[j.outputsKey()] = j.currentDefinition()
+	d := j.currentDefinition()
+	d.Run = j.out.c.Run
+	m[j.outputsKey()] = d
 	b, _ := json.Marshal(m) // plain data
 	if err := os.WriteFile(definitionFile(o.Dir, j.plan.Name), append(b, '\n'), 0o644); err != nil {
 		j.warnOutput(fmt.Sprintf("could not record the job's definition for a later --append: %v", err))

@@ -861,3 +861,37 @@ sinks: {results: {type: jsonl, path: out.jsonl}}
 		t.Fatalf("summary %s: want lost_before_read > 0 and records_in + lost_before_read = %d", sum.JSON(), n)
 	}
 }
+
+// TestKafkaRerunsAreRunsApart: two fresh --deterministic runs with one
+// --now into one Kafka topic (which keeps the first run's results) get
+// two run ids, the second above the first, so that readers, which fold
+// results by (run, pane), take the second run's; into a file, which
+// starts over, the id stays, so that a rerun writes the same bytes.
+func TestKafkaRerunsAreRunsApart(t *testing.T) {
+	broker := kafkaCluster(t, 0)
+	one := fmt.Sprintf(jobtest.OrderJob, "jsonl", "out.jsonl")
+	two := strings.Replace(one, "  results: {type: jsonl, path: out.jsonl}\n", "  results: {type: kafka, brokers: ["+broker+"], topic: out}\n", 1)
+	if two == one {
+		t.Fatal("the job was not rewritten")
+	}
+	for _, c := range []struct {
+		spec string
+		want int64 // the second run's id less the first's
+	}{{one, 0}, {two, 1}} {
+		dir := t.TempDir()
+		var runs []int64
+		for range 2 {
+			j, err := Open(mustParse(t, c.spec), RunOptions{Dir: dir, Deterministic: true, Now: jobtest.TestNow})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := j.Run(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			runs = append(runs, j.run)
+		}
+		if runs[1]-runs[0] != c.want {
+			t.Errorf("runs %v: the second is %d above the first, want %d", runs, runs[1]-runs[0], c.want)
+		}
+	}
+}

@@ -563,6 +563,7 @@ func (j *Job) build(o RunOptions) error {
 		if err := j.checkAppend(o); err != nil {
 			return err
 		}
+		j.aboveEarlierRun(o)
 	}
 	if err := j.openSinks(o, restoring); err != nil {
 		return err

@@ -1009,13 +1009,11 @@ func (c compiler) binary(x *sqlparse.Binary) eval {
 		} else if sqlparse.IsInterval(x.X) && op == "+" {
 			b = c.asTime(x.Y, b)
 		}
-		if op == "/" || op == "%" {
-			if zero := c.divisionNote(x.Pos, x); zero != nil {
-				return func(g []*fastjson.Value) value {
-					l, r := a(g), b(g)
-					zero(l, r)
-					return arith(op, l, r)
-				}
+		if note := c.arithNote(x.Pos, x, op == "/" || op == "%"); note != nil {
+			return func(g []*fastjson.Value) value {
+				l, r := a(g), b(g)
+				note(l, r)
+				return arith(op, l, r)
 			}
 		}
 		return func(g []*fastjson.Value) value { return arith(op, a(g), b(g)) }
@@ -1520,6 +1518,31 @@ const (
 // not NULL.
 func OnNull(note NullNote) Option {
 	return func(c *compiler) { c.onNull = note }
+}
+
+// arithNote is, with OnNull, what tells it of the NULL of arithmetic x
+// at pos on an operand that is no number (a text such as "x", a boolean:
+// Flink refuses the job or fails it casting the text) and, for a
+// division (div), of a division by zero, given its operands; nil without
+// OnNull.
+func (c compiler) arithNote(pos sqlparse.Pos, x sqlparse.Expr, div bool) func(l, r value) {
+	if c.onNull == nil {
+		return nil
+	}
+	var zero func(l, r value)
+	if div {
+		zero = c.divisionNote(pos, x)
+	}
+	note, text := c.onNull, sqlparse.FormatExpr(x)
+	return func(l, r value) {
+		switch {
+		case l.k == null || r.k == null:
+		case !l.isNum() || !r.isNum():
+			note(pos, NullCast, text)
+		case zero != nil:
+			zero(l, r)
+		}
+	}
 }
 
 // divisionNote is, with OnNull, what tells it of a division by zero

@@ -606,6 +606,9 @@ func TestOnNull(t *testing.T) {
 		{"CAST('9999999999' AS INT) IS NULL AND CAST('9999999999' AS BIGINT) = 9999999999 AND CAST(9999999999 AS INT) = 1410065407", []string{NullCast + " CAST('9999999999' AS INT)"}},
 		{"CAST('yes' AS BOOLEAN) AND CAST(' 1' AS BOOLEAN) AND CAST('t' AS BOOLEAN) AND NOT CAST('N' AS BOOLEAN) AND NOT CAST('0' AS BOOLEAN) AND CAST('maybe' AS BOOLEAN) IS NULL", []string{NullCast + " CAST('maybe' AS BOOLEAN)"}},
 		{"CAST(x / z AS DECIMAL(10, 2)) IS NULL", []string{NullDivision + " x / z"}},
+		// Arithmetic on a text (a string field, even one holding a
+		// number) is NULL: Flink refuses it, or fails casting the text.
+		{"s * 2 IS NULL AND 1 + n IS NULL AND s / z IS NULL AND nothing * 2 IS NULL", []string{NullCast + " s * 2", NullCast + " 1 + n", NullCast + " s / z"}},
 	} {
 		x, err := sqlparse.ParseExpr(c.where)
 		if err != nil {

@@ -113,6 +113,12 @@ type BackfillReport struct {
 	// another run wrote, not before this group's (BackfillOptions.
 	// GroupRun): another job or group that shares the topic. Skipped.
 	OtherRuns int `json:"other_runs,omitempty"`
+	// ReadAgain counts entries of a record that a later run of the job
+	// read again and wrote to the ledger too (the same input position
+	// and record: an --append rerun of one day's input, or an --append
+	// run killed before a checkpoint and started again): folded once, as
+	// the latest run's entry.
+	ReadAgain int `json:"read_again,omitempty"`
 	// OtherJobs counts entries another job wrote (by its name) to a
 	// ledger this one shares (a Kafka late topic, a Postgres table).
 	// Skipped.
@@ -376,6 +382,10 @@ func (ps *pass) run() (BackfillReport, error) {
 	}
 	groups := map[keyWindow]*group{}
 	var order []*group
+	// newest is, by a record's identity (its entry id and text), the
+	// newest run whose entry holds it: a run that read the same input
+	// again (--append) wrote the same record again.
+	newest := map[string]int64{}
 	corrupt, err := ps.src.scan(ps.cut, func(e ledger.Entry) error {
 		if o.Filter != nil && !o.Filter(e) {
 			return nil
@@ -406,6 +416,10 @@ func (ps *pass) run() (BackfillReport, error) {
 			fmt.Fprintf(o.Out, "entry %s refused: unsupported_window_kind (%s)\n", e.ID, ps.refused)
 		}
 		de := decodedEntry{id: appliedID(e), watermark: etime.Time(e.Watermark), run: e.Run}
+		if e.Run != 0 {
+			de.same = e.ID + "\x00" + string(e.Record)
+			newest[de.same] = max(newest[de.same], e.Run)
+		}
 		if ps.refused == "" { // refused entries are only counted
 			r, err := ps.fold.decode(e)
 			if err != nil {
@@ -428,6 +442,17 @@ func (ps *pass) run() (BackfillReport, error) {
 		}
 		return nil
 	})
+	again := map[string]bool{} // the entries read again, by id
+	for _, g := range order {
+		g.entries = slices.DeleteFunc(g.entries, func(e decodedEntry) bool {
+			if e.same == "" || newest[e.same] == e.run {
+				return false
+			}
+			again[e.id] = true
+			return true
+		})
+	}
+	rep.ReadAgain = len(again)
 	rep.Corrupt = len(corrupt)
 	if o.Out != nil {
 		for _, c := range corrupt {
@@ -1090,6 +1115,9 @@ type decodedEntry struct {
 	watermark etime.Time
 	r         any   // folder.decode's
 	run       int64 // of the run that wrote it (0: not recorded)
+	// same identifies its record among runs: its entry id and text (""
+	// for an entry of no run).
+	same string
 }
 
 // firstRun is the run of the first revision of a window that never fired:

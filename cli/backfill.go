@@ -187,6 +187,9 @@ func backfillCmd(ctx context.Context, args []string, o IO) int {
 	if rep.EarlierRuns > 0 {
 		fmt.Fprintf(o.Stdout, "%s entries of earlier runs skipped (of this job before a weir reset or --fresh, or, for entries that name no job, of another job that writes to the same ledger): the results hold this run's windows only\n", thousands(rep.EarlierRuns))
 	}
+	if rep.ReadAgain > 0 {
+		fmt.Fprintf(o.Stdout, "%s entries of records a later run read again (an --append rerun of the same input) folded once, as the later run's\n", thousands(rep.ReadAgain))
+	}
 	if rep.OtherRuns > 0 {
 		fmt.Fprintf(o.Stdout, "%s entries of other runs skipped: another job or group writes to the same ledger (give each job a late topic of its own)\n", thousands(rep.OtherRuns))
 	}

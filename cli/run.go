@@ -661,6 +661,9 @@ func printRunWarnings(w io.Writer, s job.Summary) {
 	if n := s.Get("future_dated"); n > 0 {
 		fmt.Fprintf(w, "  warning: %d records were read with timestamps far ahead of the clock (future_dated; the run's first warning says how far): the watermark ran ahead with them, so records of the time in between may have been judged late; check the producer's clock, or lower source.timestamp.max_future\n", n)
 	}
+	if n := s.Get("over_earlier_runs"); n > 0 {
+		fmt.Fprintf(w, "  warning: %d results of windows within the time earlier runs kept in the outputs (--append) cover (over_earlier_runs): each replaced an earlier run's row of its key and window, if there was one, with this run's records alone; give each run's input whole windows\n", n)
+	}
 	if n, d := s.Get("null_cast_invalid"), s.Get("null_division_by_zero"); n+d > 0 {
 		fmt.Fprintf(w, "  warning: expressions gave NULL where Flink fails the job (or gives a DOUBLE's Infinity): %d casts of a value not of the type (null_cast_invalid), %d divisions by zero (null_division_by_zero)\n", n, d)
 	}

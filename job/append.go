@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/weirstream/weir/connector"
+	"github.com/weirstream/weir/etime"
 	"github.com/weirstream/weir/internal/outfmt"
 	"github.com/weirstream/weir/spec"
 )
@@ -87,6 +88,13 @@ type definition struct {
 	Fields map[string]string `json:"fields"`
 	// Run is the id of that run (outCounters.Run).
 	Run int64 `json:"run,omitempty"`
+	// Before is the end of the latest window the runs before it into the
+	// same outputs wrote (epoch milliseconds; 0: none, or not known), and
+	// Through that of this run and those before it, once it finished:
+	// the time the outputs cover, which a later --append run's windows
+	// should not overlap (Job.earlier).
+	Before  int64 `json:"before,omitempty"`
+	Through int64 `json:"through,omitempty"`
 }
 
 // hashed reports whether the spec's field at path is one of what
@@ -183,9 +191,41 @@ func (j *Job) noteDefinition(o RunOptions) {
 	m := readDefinitions(o.Dir, j.plan.Name)
 	d := j.currentDefinition()
 	d.Run = j.out.c.Run
+	if then, ok := m[j.outputsKey()]; ok && o.Append {
+		d.Before = max(then.Through, then.Before)
+	}
 	m[j.outputsKey()] = d
 	b, _ := json.Marshal(m) // plain data
 	if err := os.WriteFile(definitionFile(o.Dir, j.plan.Name), append(b, '\n'), 0o644); err != nil {
+		j.warnOutput(fmt.Sprintf("could not record the job's definition for a later --append: %v", err))
+	}
+}
+
+// earlierRuns reads, for a run into outputs that earlier runs wrote and
+// kept (--append, or a resume of such a run), the end of the latest
+// window those runs wrote (definition.Before; 0 when none is recorded).
+func (j *Job) earlierRuns() etime.Time {
+	if j.runDir == "" || j.task {
+		return 0
+	}
+	return etime.Time(readDefinitions(j.runDir, j.plan.Name)[j.outputsKey()].Before)
+}
+
+// noteThrough records, once the run finished, the end of the latest
+// window the job's outputs now hold results of (definition.Through).
+func (j *Job) noteThrough(through etime.Time) {
+	if j.runDir == "" || j.task {
+		return
+	}
+	m := readDefinitions(j.runDir, j.plan.Name)
+	d, ok := m[j.outputsKey()]
+	if !ok || d.Run != j.run {
+		return // another run's record (or none): leave it
+	}
+	d.Through = max(d.Before, int64(through))
+	m[j.outputsKey()] = d
+	b, _ := json.Marshal(m) // plain data
+	if err := os.WriteFile(definitionFile(j.runDir, j.plan.Name), append(b, '\n'), 0o644); err != nil {
 		j.warnOutput(fmt.Sprintf("could not record the job's definition for a later --append: %v", err))
 	}
 }

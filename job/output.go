@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/weirstream/weir"
@@ -45,6 +46,12 @@ type output struct {
 	c  outCounters
 	// warned holds the aggregates and overflow kinds warned about.
 	warned map[string]bool
+	// through is the end of the latest window this process wrote a
+	// result of, and overEarlier counts the results of windows that
+	// start before the earlier runs' end (Job.earlier); mu guards
+	// through.
+	through     etime.Time
+	overEarlier atomic.Int64
 	// flushing: items applied now are covered by a checkpoint being
 	// committed (preCommit), or are the end of a run that did not fail
 	// (finish), so a Postgres sink may commit them in batches as they
@@ -361,6 +368,9 @@ func (o *output) apply(it *item) {
 		if err == nil {
 			if it.res.Firing != window.Retract {
 				o.noteOverflows(b, it.res.Value)
+				if b.Select == nil { // a row of a query without a window: appended
+					o.noteWindow(it.res.Window)
+				}
 			}
 			o.c.noteWatermark(it.res.Watermark)
 			if j.archive != nil && it.res.Firing != window.Retract {
@@ -630,4 +640,19 @@ func (o *output) call() SinkCall {
 	o.pub.Lock()
 	defer o.pub.Unlock()
 	return o.pub.call
+}
+
+// noteWindow notes the window of a result written (under mu): the latest
+// end, and whether it starts within the time earlier runs kept in the
+// outputs cover (Job.earlier), which the first such result warns of.
+func (o *output) noteWindow(w window.Window) {
+	if w == window.Global {
+		return
+	}
+	o.through = max(o.through, w.End)
+	if o.j.earlier == 0 || w.Start >= o.j.earlier || o.overEarlier.Add(1) > 1 {
+		return
+	}
+	o.j.warnOutput(fmt.Sprintf("--append: this run wrote a result of window [%s, %s), which starts before the end of the windows earlier runs wrote (%s): where one of them wrote the same key and window, this run's row replaces it, holding this run's records alone (counted in over_earlier_runs); give each run's input whole windows (records of the earlier runs' time belong in their input, or in a backfill of their ledger)",
+		w.Start.Wall().Format(time.RFC3339), w.End.Wall().Format(time.RFC3339), o.j.earlier.Wall().Format(time.RFC3339)))
 }

@@ -150,6 +150,10 @@ type Job struct {
 	locks *runLocks
 	out   *output
 	ck    *checkpoints // nil without checkpoints
+	// earlier is the end of the latest window that earlier runs kept in
+	// the outputs wrote (--append; 0: none): a result of a window that
+	// starts before it may replace an earlier run's row (output.overEarlier).
+	earlier etime.Time
 	// nulls counts the NULLs of the expressions over results (a
 	// having, a join's condition, a sink column's cast) where Flink fails
 	// the job; the decoders count those of the records' own.
@@ -579,6 +583,7 @@ func (j *Job) build(o RunOptions) error {
 			j.out.c.Since = 0 // every earlier run's outputs stay
 		}
 	}
+	j.earlier = j.earlierRuns()
 	j.run = j.out.c.Run
 	if j.archive != nil {
 		j.archive.run = j.run
@@ -840,7 +845,9 @@ func (j *Job) Run(ctx context.Context) (Summary, error) {
 	// Only a run that read all its input, without failing, is finished:
 	// a failed or stopped one must be resumed.
 	if err == nil && !j.failed.Load() && !j.stopped() {
-		err = j.ck.finished()
+		if err = j.ck.finished(); err == nil {
+			j.noteThrough(j.out.through)
+		}
 	}
 	err = errors.Join(err, j.ck.close(), j.cleanup())
 	sum := j.summary(rep, open)
@@ -1175,6 +1182,12 @@ func (j *Job) summary(rep weir.Report, open int64) Summary {
 	}
 	if future > 0 {
 		add("future_dated", future)
+	}
+	// Results of windows within the time that earlier runs kept in the
+	// outputs cover (--append): each may replace an earlier run's row of
+	// the same key and window with this run's records alone.
+	if n := j.out.overEarlier.Load(); n > 0 {
+		add("over_earlier_runs", n)
 	}
 	// NULLs of expressions where Flink fails the job (a CAST of a value
 	// not of its type, a division by zero): only when there were some.

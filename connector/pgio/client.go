@@ -220,11 +220,12 @@ func (c *client) run(ctx context.Context, what string, attempt func(ctx context.
 		if c.opts.Stopping != nil && c.opts.Stopping.Err() != nil {
 			return stopped(n, err)
 		}
-		limit, option := c.opts.RetryFor, "Options.RetryFor"
+		// Named as a job spec's sink names them, and as Options does.
+		limit, option := c.opts.RetryFor, "retry_for (Options.RetryFor)"
 		if !c.connected && (c.opts.RetryFor == 0 || c.opts.ConnectRetryFor < c.opts.RetryFor) {
-			limit, option = c.opts.ConnectRetryFor, "Options.ConnectRetryFor"
+			limit, option = c.opts.ConnectRetryFor, "connect_retry_for (Options.ConnectRetryFor)"
 		}
-		if limit > 0 && time.Since(start)+backoff > limit {
+		if limit > 0 && time.Since(start) >= limit {
 			if !c.connected {
 				return fmt.Errorf("pgio: %s: cannot reach Postgres at %s: gave up after %d attempts in %v (%s is %v): %w",
 					what, c.addr, n, time.Since(start).Round(time.Millisecond), option, limit, err)
@@ -244,10 +245,15 @@ func (c *client) run(ctx context.Context, what string, attempt func(ctx context.
 			}
 			c.opts.Logger.Log(context.Background(), level, msg, "table", c.table, "address", c.addr, "op", what, "attempt", n, "retry_in", backoff, "error", err)
 		}
+		wait := backoff
+		if limit > 0 {
+			// The last attempt is at the bound, not a backoff before it.
+			wait = max(min(wait, limit-time.Since(start)), 0)
+		}
 		if timer == nil {
-			timer = time.NewTimer(backoff)
+			timer = time.NewTimer(wait)
 		} else {
-			timer.Reset(backoff)
+			timer.Reset(wait)
 		}
 		select {
 		case <-timer.C:

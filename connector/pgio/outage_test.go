@@ -99,14 +99,14 @@ func TestWrongPort(t *testing.T) {
 		s.Close()
 		t.Fatal("Open on a closed port succeeded")
 	}
-	if msg := err.Error(); !strings.Contains(msg, "cannot reach Postgres at "+addr) || !strings.Contains(msg, "ConnectRetryFor is 500ms") ||
+	if msg := err.Error(); !strings.Contains(msg, "cannot reach Postgres at "+addr) || !strings.Contains(msg, "connect_retry_for (Options.ConnectRetryFor) is 500ms") ||
 		!strings.Contains(msg, "connection refused") {
 		t.Fatalf("Open = %v, want an error naming %s, the bound and the refusal", err, addr)
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Open = %v: a deadline, not the refusal", err)
 	}
-	if took < 300*time.Millisecond {
+	if took < 500*time.Millisecond {
 		t.Fatalf("Open gave up after %v, before ConnectRetryFor", took)
 	}
 	if l := logs.String(); !strings.Contains(l, "address="+addr) || !strings.Contains(l, "attempt=2") {

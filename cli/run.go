@@ -625,6 +625,11 @@ func printSummary(w io.Writer, p *spec.Plan, s job.Summary, elapsed time.Duratio
 		open += fmt.Sprintf(" (%d still open, %d fired and kept only for the allowed lateness)", g("open_windows")-*past, *past)
 	}
 	fmt.Fprintf(w, "  results: %d lines (%d retractions); open windows at the end: %s\n", g("results"), g("retractions"), open)
+	if p.Time == spec.ProcessingTime && g("open_windows") > 0 && state == "finished" {
+		// Rule J2: the end of a bounded input fires no processing-time
+		// window; a clock's timer does.
+		fmt.Fprintf(w, "  warning: %d processing-time windows were still open when the input ended and were not fired (rule J2: an input's end is no time on the clock); their records are in no result: let the job run past the windows' ends (source.nexmark.linger for the nexmark source, a follow or Kafka source for others), or window by event time\n", g("open_windows"))
+	}
 	if s.Has("having_filtered") {
 		fmt.Fprintf(w, "  having: %d results dropped by the having, not written\n", g("having_filtered"))
 	}

@@ -153,7 +153,11 @@ type coordinator struct {
 		acks     int   // subtasks that took their snapshot
 		written  int   // subtasks whose parts are written
 		stopped  bool  // a source finished: no more checkpoints
-		lastTrig time.Time
+		// stoppedAt is when one did (c.clk's time); stopWarned: the
+		// checkpoints it kept from starting were warned of.
+		stoppedAt  time.Time
+		stopWarned bool
+		lastTrig   time.Time
 		force    bool // a checkpoint is asked for now, whatever the interval
 		// prompted: a firing asked for a checkpoint (RequestCheckpointAfter):
 		// it starts whatever the interval, but after MinPause.
@@ -290,6 +294,14 @@ func (c *coordinator) due(now time.Time) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	switch {
+	case c.mu.stopped && !c.mu.stopWarned && !c.mu.final && now.Sub(c.mu.stoppedAt) >= c.opts.Interval && now.Sub(c.mu.lastTrig) >= c.opts.Interval:
+		// The job reads on for an interval after a subtask finished:
+		// its progress is no longer saved, which a failure would show.
+		c.mu.stopWarned = true
+		ago := now.Sub(c.mu.stoppedAt)
+		ago = ago.Round(max(time.Millisecond, min(time.Second, ago/100)))
+		c.job.opts.Logger.Warn(fmt.Sprintf("weir: no checkpoint since a subtask finished its input %v ago while others read on (a source channel or partition with less input): checkpoints are taken only while every subtask runs, so a failure now resumes from the last one and reads again what came after it", ago))
+		return false
 	case c.mu.stopped || c.mu.id != 0 || c.mu.completing:
 		return false
 	case c.mu.force:
@@ -552,6 +564,7 @@ func (c *coordinator) finished() {
 	defer c.mu.Unlock()
 	if !c.mu.stopped {
 		c.job.opts.Logger.Info("weir: a subtask finished its input; no further checkpoints are taken")
+		c.mu.stoppedAt = c.clk.Now()
 	}
 	c.mu.stopped = true
 	if c.mu.id != 0 && c.mu.acks < c.total {

@@ -1,6 +1,9 @@
 package runtime
 
 import (
+	"bytes"
+	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -307,5 +310,24 @@ func TestMinPause(t *testing.T) {
 	}
 	if !j.RequestCheckpoint() || !c.due(end.Add(time.Second)) {
 		t.Fatal("a RequestCheckpoint waits for the min pause")
+	}
+}
+
+// TestFinishedWarned: once a subtask finished its input while the job
+// reads on, the checkpoints that can no longer start are warned of, once,
+// after an interval: a failure would resume from the last one.
+func TestFinishedWarned(t *testing.T) {
+	var logs bytes.Buffer
+	j := NewJob(Options{Logger: slog.New(slog.NewTextHandler(&logs, nil)), Checkpoint: &CheckpointOptions{Interval: time.Minute, Store: &nopStore{}}})
+	c := newCoordinator(j, j.opts.Checkpoint)
+	start := c.clk.Now()
+	c.finished()
+	for _, at := range []time.Duration{time.Second, 2 * time.Minute, 3 * time.Minute} {
+		if c.due(start.Add(at)) {
+			t.Fatalf("a checkpoint is due %v after a subtask finished", at)
+		}
+	}
+	if n := strings.Count(logs.String(), "no checkpoint since a subtask finished its input"); n != 1 {
+		t.Errorf("warned %d times, want once:\n%s", n, logs.String())
 	}
 }

@@ -1093,8 +1093,22 @@ func (d *Decoder) timestamp(f *fastjson.Value) (etime.Time, error) {
 		}
 		s := string(f.GetStringBytes())
 		t, err := time.Parse(time.RFC3339Nano, s)
+		if err != nil && len(s) > 10 && strings.ContainsAny(s[10:], "tz ") {
+			// RFC 3339 (5.6) allows a lower-case t and z, and a space
+			// for the T; Go's layout takes the upper-case forms only.
+			b := []byte(s)
+			if b[10] == 't' || b[10] == ' ' {
+				b[10] = 'T'
+			}
+			if b[len(b)-1] == 'z' {
+				b[len(b)-1] = 'Z'
+			}
+			s = string(b)
+			t, err = time.Parse(time.RFC3339Nano, s)
+		}
 		if err != nil {
 			if _, err2 := time.Parse("2006-01-02T15:04:05.999999999", s); err2 == nil {
+				s = string(f.GetStringBytes())
 				return 0, bad("timestamp_no_zone", "field %q = %q has no time zone; add Z or an offset such as +08:00", field, s)
 			}
 			return 0, bad("timestamp_unparsable", "field %q = %q is not an RFC 3339 time", field, s)

@@ -108,14 +108,23 @@ func ledgerCmd(args []string, o IO) int {
 		// the window subtasks write the ledger in parallel, so the order
 		// it holds entries in is not the order they were read in.
 		slices.SortStableFunc(entries, func(a, b ledger.Entry) int { return compareIDs(a.ID, b.ID) })
+		// A ledger that runs appended to (--append) may hold one id of
+		// each: then each entry says its run.
+		runs := map[int64]bool{}
+		for _, e := range entries {
+			runs[e.Run] = true
+		}
 		for i, e := range entries {
 			if *limit > 0 && i == *limit {
 				fmt.Fprintf(o.Stdout, "... %d more (--limit 0 for all)\n", len(entries)-i)
 				break
 			}
 			spec := ""
+			if len(runs) > 1 {
+				spec = " run=" + strconv.FormatInt(e.Run, 10)
+			}
 			if e.Spec != "" {
-				spec = " spec=" + e.Spec
+				spec += " spec=" + e.Spec
 			}
 			fmt.Fprintf(o.Stdout, "%s %s key=%s ts=%s windows=%s watermark=%s late_by=%s arrived=%s%s record=%s\n",
 				e.ID, e.Reason, e.Key, msTime(e.TS), windowsText(e.Windows), msTime(e.Watermark), (time.Duration(e.LatenessMS) * time.Millisecond).String(),

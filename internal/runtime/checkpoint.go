@@ -147,18 +147,18 @@ type coordinator struct {
 
 	mu struct {
 		sync.Mutex
-		next     int64
-		pending  checkpoint.Pending
-		id       int64 // the pending checkpoint, 0 if none
-		acks     int   // subtasks that took their snapshot
-		written  int   // subtasks whose parts are written
-		stopped  bool  // a source finished: no more checkpoints
+		next    int64
+		pending checkpoint.Pending
+		id      int64 // the pending checkpoint, 0 if none
+		acks    int   // subtasks that took their snapshot
+		written int   // subtasks whose parts are written
+		stopped bool  // a source finished: no more checkpoints
 		// stoppedAt is when one did (c.clk's time); stopWarned: the
 		// checkpoints it kept from starting were warned of.
 		stoppedAt  time.Time
 		stopWarned bool
 		lastTrig   time.Time
-		force    bool // a checkpoint is asked for now, whatever the interval
+		force      bool // a checkpoint is asked for now, whatever the interval
 		// prompted: a firing asked for a checkpoint (RequestCheckpointAfter):
 		// it starts whatever the interval, but after MinPause.
 		prompted bool

@@ -387,6 +387,12 @@ func (ps *pass) run() (BackfillReport, error) {
 	// again (--append) wrote the same record again.
 	newest := map[string]int64{}
 	corrupt, err := ps.src.scan(ps.cut, func(e ledger.Entry) error {
+		if e.Run != 0 && (e.Job == "" || e.Job == ps.job) {
+			// Before the filter: a backfill of some entries folds a
+			// record read again as the one a full backfill would.
+			same := e.ID + "\x00" + string(e.Record)
+			newest[same] = max(newest[same], e.Run)
+		}
 		if o.Filter != nil && !o.Filter(e) {
 			return nil
 		}
@@ -418,7 +424,6 @@ func (ps *pass) run() (BackfillReport, error) {
 		de := decodedEntry{id: appliedID(e), watermark: etime.Time(e.Watermark), run: e.Run}
 		if e.Run != 0 {
 			de.same = e.ID + "\x00" + string(e.Record)
-			newest[de.same] = max(newest[de.same], e.Run)
 		}
 		if ps.refused == "" { // refused entries are only counted
 			r, err := ps.fold.decode(e)

@@ -133,11 +133,12 @@ func Complete(p *spec.Plan, dir string) (*Answer, error) {
 		}
 	}
 	log := revision(p) == connector.ReviseLog
+	casts := outfmt.Casts(p, outfmt.Columns(p)) // as the results show them
 	for id, ac := range accs {
 		agg.CollectInInputOrder(ac)
 		vals := record.SplitResult(agg.Result(ac), len(agg.Fns))
 		for i, v := range vals {
-			vals[i] = valueCanonical(log, []byte(v))
+			vals[i] = valueCanonical(log, outfmt.AppendCast(nil, casts, i, []byte(v)))
 		}
 		a.rows[id] = vals
 	}
@@ -385,6 +386,7 @@ func (a *Answer) CompareRevised(p *spec.Plan, dir string, limit int, revisions [
 	var newest int64
 	var err error
 	log := revision(p) == connector.ReviseLog
+	casts := outfmt.Casts(p, outfmt.Columns(p))
 	if log {
 		got, earlier, newest, err = latestResults(p, dir)
 	} else {
@@ -432,7 +434,7 @@ func (a *Answer) CompareRevised(p *spec.Plan, dir string, limit int, revisions [
 			}
 			vals := make([]string, len(r.Values))
 			for i, v := range r.Values {
-				vals[i] = valueCanonical(log, []byte(v))
+				vals[i] = valueCanonical(log, outfmt.AppendCast(nil, casts, i, []byte(v)))
 			}
 			id := rowIdentity(keys, strconv.FormatInt(r.Start, 10), strconv.FormatInt(r.End, 10))
 			switch {

@@ -1246,18 +1246,6 @@ func (c *compiler) aggregates() {
 		if a.Type == "decimal" {
 			s.Aggregate[i].Type = "" // the default: one spec hash with or without it
 		}
-		if d := a.Decimal; d != nil {
-			switch base := BaseFn(fn); {
-			case base != "count" && base != "sum" && base != "avg" && base != "min" && base != "max" && fn != "":
-				c.add(path+".decimal", fn+" gives no number to cast", "remove decimal: it casts a count, sum, avg, min or max")
-			case a.Type == "string":
-				c.add(path+".decimal", "a "+fn+" of strings gives no number to cast", "remove decimal, or type: string")
-			case d.Precision < 1 || d.Precision > 38:
-				c.add(path+".decimal.precision", fmt.Sprintf("%d is out of range", d.Precision), "use 1..38 digits, as SQL's DECIMAL(p, s)")
-			case d.Scale < 0 || d.Scale > d.Precision:
-				c.add(path+".decimal.scale", fmt.Sprintf("%d is out of range", d.Scale), fmt.Sprintf("use 0..%d (at most the precision)", d.Precision))
-			}
-		}
 		switch {
 		case a.Nulls == "":
 		case fn != "collect" && fn != "first" && fn != "last" && fn != "first_value" && fn != "last_value" && fn != "":
@@ -1555,11 +1543,25 @@ func checkColumns(path string, cols []Column, key []string, aggs []Aggregate, ad
 			add(at+".float", fmt.Sprintf("%q is not a float format", col.Float), "use double (as Flink writes a DOUBLE: 7.0, 2.5E7) or float, or remove it")
 		}
 		if col.Expr != "" {
+			if col.Decimal != nil {
+				add(at+".decimal", "an expression's column casts in its expression", "remove decimal, and write CAST(... AS DECIMAL(p, s)) in expr")
+			}
 			checkColumnExpr(at, col, key, aggs, add)
 			continue
 		}
 		if col.From == "" {
 			col.From = col.Name
+		}
+		if d := col.Decimal; d != nil {
+			i := slices.IndexFunc(aggs, func(a Aggregate) bool { return a.Name == col.From })
+			switch {
+			case i < 0 || !CastsToDecimal(aggs[i]):
+				add(at+".decimal", fmt.Sprintf("%s is no aggregate of numbers", col.From), "remove decimal: it writes a count's, sum's, avg's, min's or max's value")
+			case d.Precision < 1 || d.Precision > 38:
+				add(at+".decimal.precision", fmt.Sprintf("%d is out of range", d.Precision), "use 1..38 digits, as SQL's DECIMAL(p, s)")
+			case d.Scale < 0 || d.Scale > d.Precision:
+				add(at+".decimal.scale", fmt.Sprintf("%d is out of range", d.Scale), fmt.Sprintf("use 0..%d (at most the precision)", d.Precision))
+			}
 		}
 		if !from[col.From] {
 			add(at+".from", fmt.Sprintf("%q is neither a key field, an aggregate nor one of %s", col.From, strings.Join(ColumnSources, ", ")),
@@ -1574,6 +1576,19 @@ func checkColumns(path string, cols []Column, key []string, aggs []Aggregate, ad
 			add(at+".time", fmt.Sprintf("%q is not a time format", col.Time), "use ms, timestamp, timestamp_ltz or date")
 		}
 	}
+}
+
+// CastsToDecimal reports whether aggregate a gives a number a results
+// column may write as a DECIMAL (Column.Decimal): a count, sum, avg, min
+// or max (of numbers), or a count, sum or avg of distinct values.
+func CastsToDecimal(a Aggregate) bool {
+	switch a.Fn {
+	case "count", "sum", "avg", "count_distinct", "sum_distinct", "avg_distinct":
+		return true
+	case "min", "max":
+		return a.Type != "string"
+	}
+	return false
 }
 
 // checkColumnExpr checks a results column's expression (Column.Expr),

@@ -135,9 +135,6 @@ func describe1(p *Plan, op Op, dead bool) string {
 			if a.When != "" {
 				agg += " when " + a.When
 			}
-			if d := a.Decimal; d != nil {
-				agg += fmt.Sprintf(" written as DECIMAL(%d, %d)", d.Precision, d.Scale)
-			}
 			aggs = append(aggs, agg)
 		}
 		s += "; " + strings.Join(aggs, ", ")

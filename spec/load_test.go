@@ -276,7 +276,7 @@ func TestLoadErrors(t *testing.T) {
 				`window.slide: bad duration "1.0005s": durations have millisecond precision` + durFix + " (line 4)\n" +
 				"window.type: want a string, got a list (line 5)\n" +
 				"aggregate[0].fn: want a string, got a mapping (line 7)\n" +
-				`aggregate[1]: want a mapping of fields, got "5"; known fields: decimal, field, fn, name, nulls, type, when (line 8)` + "\n" +
+				`aggregate[1]: want a mapping of fields, got "5"; known fields: field, fn, name, nulls, type, when (line 8)` + "\n" +
 				"key: want a list, got a mapping; put each item on its own line starting with \"- \" (line 9)\n" +
 				"nmae: given twice (first on line 1); keep only one (line 10)"},
 	} {

@@ -553,23 +553,6 @@ type Aggregate struct {
 	// window still sees the record). Empty: every record counts; it is
 	// left out of the spec hash.
 	When string `yaml:"when" json:",omitempty"`
-	// Decimal casts a count's, sum's, avg's, min's or max's result (a
-	// number) to a DECIMAL(precision, scale) wherever the results are
-	// written, as Flink casts a value into a DECIMAL sink column: rounded
-	// half away from zero to the scale (a SUM of 3.236 as a
-	// DECIMAL(10, 2) is 3.24, a COUNT of 2 as a DECIMAL(5, 1) 2.0), null
-	// beyond the precision. The windows keep the exact value: a late
-	// firing and weir backfill add to it, not to the written one (a
-	// results table keeps it in its accumulators' column). Nil: the
-	// result in its own type (a SUM at its input's scale); left out of
-	// the spec hash.
-	Decimal *DecimalType `yaml:"decimal" json:",omitempty"`
-}
-
-// DecimalType is a DECIMAL(Precision, Scale) (Aggregate.Decimal).
-type DecimalType struct {
-	Precision int `yaml:"precision"`
-	Scale     int `yaml:"scale"`
 }
 
 // Sinks says where each output goes.
@@ -716,11 +699,30 @@ type Column struct {
 	// as it writes a FLOAT (Float.toString). A value that is no number
 	// is written as it is.
 	Float string `yaml:"float" json:",omitempty"`
+	// Decimal, for a column of a number aggregate (count, sum, avg, min,
+	// max, count_distinct) in JSON rows, writes its value as a
+	// DECIMAL(precision, scale), as Flink casts a value into a DECIMAL
+	// sink column: rounded half away from zero to the scale (a SUM of
+	// 3.236 into a DECIMAL(10, 2) is 3.24, a COUNT of 2 into a
+	// DECIMAL(5, 1) 2.0), null beyond the precision; a null, or a value
+	// that is no number, as it is. The window, a having and backfill keep
+	// the exact value; without it an aggregate is written in its own type
+	// (a SUM at its input's scale). Tables keep the exact value in weir's
+	// layout (a declared table's DECIMAL column rounds as the database
+	// does).
+	Decimal *ColumnDecimal `yaml:"decimal" json:",omitempty"`
 	// Type, in a declared table (Sink.Layout), is the column's SQL type,
 	// which a missing table is created with: Postgres's words or Flink
 	// SQL's (DECIMAL(10, 2), TIMESTAMP(3), STRING); default one that
 	// holds what the column holds.
 	Type string `yaml:"type" json:",omitempty"`
+}
+
+// ColumnDecimal is the DECIMAL(Precision, Scale) that a results column
+// writes its value as (Column.Decimal).
+type ColumnDecimal struct {
+	Precision int `yaml:"precision"`
+	Scale     int `yaml:"scale"`
 }
 
 // LayoutDeclared is the Sink.Layout of a table of its own columns.

@@ -136,6 +136,9 @@ func TestKeep(t *testing.T) {
 		{"LEFT('héllo', 2) = 'hé' AND RIGHT('héllo', 3) = 'llo' AND LEFT('ab', 9) = 'ab' AND RIGHT('ab', -1) = '' AND LEFT(nothing, 1) IS NULL", true},
 		{"POSITION('l' IN 'héllo') = 3 AND LOCATE('l', 'héllo', 4) = 4 AND LOCATE('z', 'abc') = 0 AND LOCATE('a', 'abc', 0) = 0 AND POSITION(nothing IN 'a') IS NULL", true},
 		{"INITCAP('hello wORLD-foo 9x') = 'Hello World-Foo 9x' AND REGEXP_REPLACE('a1b22c', '[0-9]+', '#') = 'a#b#c' AND REGEXP_REPLACE('ab', '(a)(b)', '$2$1') = 'ba'", true},
+		// Java's replacement text: $1_ is group 1 then _, $10 with one
+		// group is group 1 then 0, \$ a dollar; a missing group is NULL.
+		{"REGEXP_REPLACE('bob@x', '(\\w+)@', '$1_at_') = 'bob_at_x' AND REGEXP_REPLACE('5', '(5)', '$10') = '50' AND REGEXP_REPLACE('5', '5', '\\$') = '$' AND REGEXP_REPLACE('5', '5', '$2') IS NULL", true},
 		{"SPLIT_INDEX('a,b,c', ',', 2) = 'c' AND SPLIT_INDEX('a,b,c', ',', 3) IS NULL AND SPLIT_INDEX('a', ',', -1) IS NULL AND IFNULL(nothing, 'z') = 'z' AND IFNULL('y', 'z') = 'y'", true},
 		{"YEAR(1767225905123) = 2026 AND MONTH(1767225905123) = 1 AND DAYOFMONTH(1767225905123) = 1 AND HOUR(1767225905123) = 0 AND MINUTE('2026-01-01 00:05:05.000') = 5 AND SECOND(1767225905123) = 5", true},
 		// Sunday 2026-12-06 (ISO week 49, day 340); Friday 2027-01-01 (ISO

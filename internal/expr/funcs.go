@@ -288,6 +288,46 @@ func formatDate(b []byte, t time.Time, toks []dateTok) []byte {
 	return b
 }
 
+// javaReplacement is Java's replacement text r (Matcher.appendReplacement:
+// $n a group, its number as many digits as name a group of the n groups,
+// \x the character x) as a template of Go's Regexp.Expand; false for a
+// reference to a group the pattern lacks, or a trailing \ or $.
+func javaReplacement(r []byte, n int) ([]byte, bool) {
+	out := make([]byte, 0, len(r)+8)
+	for i := 0; i < len(r); i++ {
+		switch c := r[i]; {
+		case c == '\\':
+			if i++; i == len(r) {
+				return nil, false
+			}
+			if r[i] == '$' {
+				out = append(out, '$', '$')
+			} else {
+				out = append(out, r[i])
+			}
+		case c == '$':
+			if i+1 == len(r) || r[i+1] < '0' || r[i+1] > '9' {
+				return nil, false // ${name}: named groups are not taken
+			}
+			g := int(r[i+1] - '0')
+			i++
+			for i+1 < len(r) && r[i+1] >= '0' && r[i+1] <= '9' && g*10+int(r[i+1]-'0') <= n {
+				g = g*10 + int(r[i+1]-'0')
+				i++
+			}
+			if g > n {
+				return nil, false
+			}
+			out = append(out, '$', '{')
+			out = strconv.AppendInt(out, int64(g), 10)
+			out = append(out, '}')
+		default:
+			out = append(out, c)
+		}
+	}
+	return out, true
+}
+
 // literalPattern compiles the pattern of regular expression function
 // call x (name), its second argument, which is a text literal; nil (the
 // compiler failed) otherwise.
@@ -378,7 +418,11 @@ func (c compiler) moreCall(x *sqlparse.Call, name string, args []eval) eval {
 			if s.k != str || r.k != str || re == nil {
 				return nullV
 			}
-			return value{k: str, s: re.ReplaceAll(s.s, r.s)}
+			tmpl, ok := javaReplacement(r.s, re.NumSubexp())
+			if !ok {
+				return nullV // a group the pattern lacks: Java fails
+			}
+			return value{k: str, s: re.ReplaceAll(s.s, tmpl)}
 		}
 	case "LPAD", "RPAD":
 		// As Flink's: s padded with pad (repeated) to n characters, or
@@ -447,8 +491,8 @@ func (c compiler) moreCall(x *sqlparse.Call, name string, args []eval) eval {
 		// sep; NULL when there is none.
 		return func(g []*fastjson.Value) value {
 			s, sep, i := arg(g, 0), arg(g, 1), arg(g, 2)
-			if s.k != str || sep.k != str || i.k != integer || i.i < 0 || len(sep.s) == 0 {
-				return nullV
+			if s.k != str || sep.k != str || i.k != integer || i.i < 0 || len(sep.s) == 0 || len(s.s) == 0 {
+				return nullV // an empty string has no pieces, as in Flink
 			}
 			parts := bytes.Split(s.s, sep.s)
 			if i.i >= int64(len(parts)) {

@@ -41,6 +41,30 @@ func ResultColumns(p *spec.Plan) []connector.ResultColumn {
 	return cols
 }
 
+// Casts are the DECIMAL casts (spec.Column.Decimal) that columns cols
+// give plan p's aggregates, by index of p.Aggregates: nil where none
+// casts, and nil when no column does.
+func Casts(p *spec.Plan, cols []spec.Column) []*spec.ColumnDecimal {
+	var casts []*spec.ColumnDecimal
+	for i, a := range p.Aggregates {
+		if c := ColumnOf(cols, a.Name); c != nil && c.Decimal != nil {
+			if casts == nil {
+				casts = make([]*spec.ColumnDecimal, len(p.Aggregates))
+			}
+			casts[i] = c.Decimal
+		}
+	}
+	return casts
+}
+
+// AppendCast appends aggregate i's value v as casts (Casts) write it.
+func AppendCast(b []byte, casts []*spec.ColumnDecimal, i int, v []byte) []byte {
+	if i < len(casts) && casts[i] != nil {
+		return record.AppendDecimalCast(b, v, casts[i].Precision, casts[i].Scale)
+	}
+	return append(b, v...)
+}
+
 // ResultHeaders are the headers of a result record in Kafka: its firing
 // kind, run and pane, by which readers fold revisions: the highest (run,
 // pane) of a window wins, so a new run's pane 0 replaces an earlier
@@ -300,6 +324,9 @@ func appendColumn(b []byte, plan *spec.Plan, c *spec.Column, nulls *record.NullC
 	a := slices.IndexFunc(plan.Aggregates, func(a spec.Aggregate) bool { return a.Name == c.From })
 	if a < 0 || r.Firing == window.Retract {
 		return append(b, "null"...)
+	}
+	if d := c.Decimal; d != nil {
+		return record.AppendDecimalCast(b, nth(r.Value, a), d.Precision, d.Scale)
 	}
 	return appendFieldTime(b, c.Time, nth(r.Value, a))
 }

@@ -74,18 +74,7 @@ type Aggregator struct {
 	// nullOver marks the sums and averages whose decimal overflow is
 	// null (spec.Plan.NullOnOverflow).
 	nullOver []bool
-	// cast holds the aggregates' casts (spec.Aggregate.Decimal; nil
-	// when none has one): the value a count, sum, min or max of them
-	// stores is not its accumulator, so the accumulators' text keeps
-	// that (appendAccs).
-	cast    []*spec.DecimalType
-	withAcc bool
-}
-
-// ownStored reports whether aggregate i's stored value is its own
-// accumulator (a count, sum, min or max that no column casts).
-func (a Aggregator) ownStored(i int) bool {
-	return ownAcc(a.Fns[i]) && (i >= len(a.cast) || a.cast[i] == nil)
+	withAcc  bool
 }
 
 // isFloat reports whether aggregate i keeps float64 sums.
@@ -108,8 +97,7 @@ func (a Aggregator) Width() int {
 // the archive's rows).
 func KeepsAccs(p *spec.Plan) bool {
 	r := p.Sinks.Results
-	return len(r) > 0 && (r.First("sqlite") != nil || r.First("postgres") != nil || p.Archive != nil) &&
-		(needsAccColumn(planFns(p)) || slices.ContainsFunc(p.Aggregates, func(a spec.Aggregate) bool { return a.Decimal != nil }))
+	return len(r) > 0 && (r.First("sqlite") != nil || r.First("postgres") != nil || p.Archive != nil) && needsAccColumn(planFns(p))
 }
 
 // aggFns lists the functions of the job's aggregates, in order.
@@ -125,14 +113,6 @@ func planFns(p *spec.Plan) []string {
 // results have it (KeepsAccs).
 func NewAggregator(p *spec.Plan, withAcc bool) Aggregator {
 	a := Aggregator{Fns: planFns(p), withAcc: withAcc}
-	for i, ag := range p.Aggregates {
-		if ag.Decimal != nil {
-			if a.cast == nil {
-				a.cast = make([]*spec.DecimalType, len(p.Aggregates))
-			}
-			a.cast[i] = ag.Decimal
-		}
-	}
 	for i, ag := range p.Aggregates {
 		switch ag.Type {
 		case "float":
@@ -525,8 +505,7 @@ func (a Aggregator) CollectInInputOrder(ac *Acc) {
 	}
 }
 
-// Result renders each aggregate as JSON followed by a 0 byte, cast to its
-// DECIMAL type if it has one (spec.Aggregate.Decimal). Empty
+// Result renders each aggregate as JSON followed by a 0 byte. Empty
 // aggregates (no non-null input) are null, except count (0) and
 // count_distinct (0); sum_distinct and avg_distinct are sum and avg of
 // the distinct values. A decimal sum has the largest scale of its inputs
@@ -542,7 +521,6 @@ func (a Aggregator) Result(ac *Acc) []byte {
 	var b []byte
 	ds := a.distinctSlots(ac)
 	for i := range a.Fns {
-		at := len(b)
 		s, fn := a.computed(i, ac, ds)
 		switch {
 		case fn == "count":
@@ -584,12 +562,6 @@ func (a Aggregator) Result(ac *Acc) []byte {
 			b = appendVal(b, s.v)
 		default: // first, last, first_value, last_value
 			b = append(b, s.v.raw...)
-		}
-		if i < len(a.cast) && a.cast[i] != nil {
-			// As the sink column's type (spec.Aggregate.Decimal).
-			var buf [48]byte
-			v := append(buf[:0], b[at:]...)
-			b = AppendDecimalCast(b[:at], v, a.cast[i].Precision, a.cast[i].Scale)
 		}
 		b = append(b, 0)
 	}
@@ -697,18 +669,22 @@ func (a Aggregator) appendAccs(b []byte, ac *Acc) []byte {
 				b = append(b, k...)
 			}
 			b = append(b, ']')
-		case a.ownStored(i) || s.n == 0:
+		case ownAcc(fn) || s.n == 0:
 			b = append(b, "null"...)
-		case fn == "count":
-			// Cast where stored: its value as it is.
-			b = strconv.AppendInt(b, s.n, 10)
-		case fn == "min" || fn == "max":
-			b = appendVal(b, s.v)
-		case fn == "sum":
-			b = a.appendAccSum(b, i, s)
 		case fn == "avg":
 			b = append(b, '[')
-			b = a.appendAccSum(b, i, s)
+			switch {
+			case s.isD:
+				b = appendDec(b, s.d)
+			case s.isF && !a.isFloat(i):
+				// Quoted: a decimal sum that fell back to float64
+				// stays one when it is read back.
+				b = strconv.AppendQuote(b, strconv.FormatFloat(s.f, 'g', -1, 64))
+			case s.isF:
+				b = appendAccFloat(b, s.f)
+			default:
+				b = strconv.AppendInt(b, s.i, 10)
+			}
 			b = append(b, ',')
 			b = strconv.AppendInt(b, s.n, 10)
 			b = append(b, ']')
@@ -723,22 +699,6 @@ func (a Aggregator) appendAccs(b []byte, ac *Acc) []byte {
 		}
 	}
 	return append(b, ']')
-}
-
-// appendAccSum writes the sum of slot s of aggregate i in an
-// accumulators' text; seedSum reads it back.
-func (a Aggregator) appendAccSum(b []byte, i int, s *slot) []byte {
-	switch {
-	case s.isD:
-		return appendDec(b, s.d)
-	case s.isF && !a.isFloat(i):
-		// Quoted: a decimal sum that fell back to float64 stays one
-		// when it is read back.
-		return strconv.AppendQuote(b, strconv.FormatFloat(s.f, 'g', -1, 64))
-	case s.isF:
-		return appendAccFloat(b, s.f)
-	}
-	return strconv.AppendInt(b, s.i, 10)
 }
 
 // appendAccFloat writes a float sum of an accumulator: infinities and NaN
@@ -760,20 +720,11 @@ func (a Aggregator) seedAccs(ac *Acc, text string) error {
 	}
 	for i, fn := range a.Fns {
 		s, p := &ac.s[i], parts[i]
-		if a.ownStored(i) || string(p) == "null" {
+		if ownAcc(fn) || string(p) == "null" {
 			continue
 		}
 		var err error
 		switch fn {
-		case "count":
-			// Cast where stored (Aggregator.cast): its value as it is.
-			err = json.Unmarshal(p, &s.n)
-		case "sum":
-			*s = slot{n: 1}
-			err = a.seedSum(s, i, string(p))
-		case "min", "max":
-			*s = slot{}
-			seedSlot(fn, s, NumText(p), a.isFloat(i))
 		case "avg":
 			var x [2]json.RawMessage
 			if err = json.Unmarshal(p, &x); err == nil {

@@ -420,7 +420,24 @@ func isFinite(f float64) bool { return !math.IsInf(f, 0) && !math.IsNaN(f) }
 func AppendDecimalCast(b, v []byte, p, s int) []byte {
 	d, ok := parseDec(v)
 	if !ok {
-		return append(b, v...)
+		// A float beyond 38 digits at its scale (1.5e+40, 1e-40): exactly,
+		// through a fraction.
+		f, err := strconv.ParseFloat(string(v), 64)
+		if err != nil || !isFinite(f) {
+			return append(b, v...)
+		}
+		r := new(big.Rat).SetFloat64(f)
+		scaled := new(big.Rat).Mul(r, new(big.Rat).SetInt(new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(s)), nil)))
+		q, m := new(big.Int).QuoRem(scaled.Num(), scaled.Denom(), new(big.Int))
+		if new(big.Int).Mul(new(big.Int).Abs(m), big.NewInt(2)).Cmp(scaled.Denom()) >= 0 {
+			q.Add(q, big.NewInt(int64(q.Sign()|m.Sign()))) // half away from zero
+		}
+		if new(big.Int).Abs(q).Cmp(new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(p)), nil)) >= 0 {
+			return append(b, "null"...)
+		}
+		hi, lo := new(big.Int).Rsh(new(big.Int).Abs(q), 64).Uint64(), new(big.Int).Abs(q).Uint64()
+		d, _ = fromAbs(q.Sign() < 0, hi, lo, uint8(s))
+		return appendDec(b, d)
 	}
 	if d, ok = d.round(uint8(s)); !ok || !d.fits(p) {
 		return append(b, "null"...)

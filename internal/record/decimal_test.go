@@ -385,3 +385,21 @@ aggregate: [{name: c, fn: collect, field: v}]
 		t.Fatalf("merged list %q (out of order %v), want 0 to 50 then 100", res, acc.s[0].disordered)
 	}
 }
+
+// TestAppendDecimalCast: a value written as a sink's DECIMAL(p, s),
+// rounded half away from zero, null beyond p digits, floats too.
+func TestAppendDecimalCast(t *testing.T) {
+	for _, c := range []struct {
+		v    string
+		p, s int
+		want string
+	}{
+		{"3.236", 10, 2, "3.24"}, {"-3.235", 10, 2, "-3.24"}, {"2", 5, 1, "2.0"}, {"9999.99", 5, 1, "null"},
+		{"1.5e+40", 10, 2, "null"}, {"1e-40", 10, 2, "0.00"}, {"-1.2345678901234567e-30", 10, 2, "0.00"},
+		{"2.953724091e+07", 12, 1, "29537240.9"}, {"-0.005", 4, 2, "-0.01"}, {"null", 4, 2, "null"}, {`"x"`, 4, 2, `"x"`},
+	} {
+		if got := string(AppendDecimalCast(nil, []byte(c.v), c.p, c.s)); got != c.want {
+			t.Errorf("%s as DECIMAL(%d, %d) = %s, want %s", c.v, c.p, c.s, got, c.want)
+		}
+	}
+}

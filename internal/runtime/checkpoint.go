@@ -157,8 +157,10 @@ type coordinator struct {
 		// checkpoints it kept from starting were warned of.
 		stoppedAt  time.Time
 		stopWarned bool
-		lastTrig   time.Time
-		force      bool // a checkpoint is asked for now, whatever the interval
+		// sourcesDone counts the source subtasks that finished.
+		sourcesDone int
+		lastTrig    time.Time
+		force       bool // a checkpoint is asked for now, whatever the interval
 		// prompted: a firing asked for a checkpoint (RequestCheckpointAfter):
 		// it starts whatever the interval, but after MinPause.
 		prompted bool
@@ -294,7 +296,8 @@ func (c *coordinator) due(now time.Time) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	switch {
-	case c.mu.stopped && !c.mu.stopWarned && !c.mu.final && now.Sub(c.mu.stoppedAt) >= c.opts.Interval && now.Sub(c.mu.lastTrig) >= c.opts.Interval:
+	case c.mu.stopped && !c.mu.stopWarned && !c.mu.final && c.mu.sourcesDone < c.job.sourceSubtasks() &&
+		now.Sub(c.mu.stoppedAt) >= c.opts.Interval && now.Sub(c.mu.lastTrig) >= c.opts.Interval:
 		// The job reads on for an interval after a subtask finished:
 		// its progress is no longer saved, which a failure would show.
 		c.mu.stopWarned = true
@@ -559,9 +562,12 @@ func (c *coordinator) abortLocked(err error) {
 
 // finished is told that a subtask finished: a pending checkpoint cannot
 // complete any more, and no new one may start.
-func (c *coordinator) finished() {
+func (c *coordinator) finished(source bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if source {
+		c.mu.sourcesDone++
+	}
 	if !c.mu.stopped {
 		c.job.opts.Logger.Info("weir: a subtask finished its input; no further checkpoints are taken")
 		c.mu.stoppedAt = c.clk.Now()

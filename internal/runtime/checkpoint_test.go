@@ -313,21 +313,30 @@ func TestMinPause(t *testing.T) {
 	}
 }
 
-// TestFinishedWarned: once a subtask finished its input while the job
-// reads on, the checkpoints that can no longer start are warned of, once,
-// after an interval: a failure would resume from the last one.
+// TestFinishedWarned: once a source subtask finished its input while
+// another reads on, the checkpoints that can no longer start are warned
+// of, once, after an interval: a failure would resume from the last one.
+// When every source finished (the job drains to its end), nothing is.
 func TestFinishedWarned(t *testing.T) {
-	var logs bytes.Buffer
-	j := NewJob(Options{Logger: slog.New(slog.NewTextHandler(&logs, nil)), Checkpoint: &CheckpointOptions{Interval: time.Minute, Store: &nopStore{}}})
-	c := newCoordinator(j, j.opts.Checkpoint)
-	start := c.clk.Now()
-	c.finished()
-	for _, at := range []time.Duration{time.Second, 2 * time.Minute, 3 * time.Minute} {
-		if c.due(start.Add(at)) {
-			t.Fatalf("a checkpoint is due %v after a subtask finished", at)
+	for _, c := range []struct {
+		finished int // of the two source subtasks
+		want     int // warnings
+	}{{1, 1}, {2, 0}} {
+		var logs bytes.Buffer
+		j := NewJob(Options{Logger: slog.New(slog.NewTextHandler(&logs, nil)), Checkpoint: &CheckpointOptions{Interval: time.Minute, Store: &nopStore{}}})
+		j.stages = []*Stage{{job: j, Name: "source", Par: 2, src: &SourceSpec{}}}
+		co := newCoordinator(j, j.opts.Checkpoint)
+		start := co.clk.Now()
+		for range c.finished {
+			co.finished(true)
 		}
-	}
-	if n := strings.Count(logs.String(), "no checkpoint since a subtask finished its input"); n != 1 {
-		t.Errorf("warned %d times, want once:\n%s", n, logs.String())
+		for _, at := range []time.Duration{time.Second, 2 * time.Minute, 3 * time.Minute} {
+			if co.due(start.Add(at)) {
+				t.Fatalf("a checkpoint is due %v after a subtask finished", at)
+			}
+		}
+		if n := strings.Count(logs.String(), "no checkpoint since a subtask finished its input"); n != c.want {
+			t.Errorf("%d of 2 sources finished: warned %d times, want %d:\n%s", c.finished, n, c.want, logs.String())
+		}
 	}
 }

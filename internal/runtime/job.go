@@ -530,8 +530,19 @@ func (st *Subtask) inputEnd(g int) {
 func (st *Subtask) finish() {
 	st.finished = true
 	if c := st.job.coord.Load(); c != nil {
-		c.finished()
+		c.finished(st.stage.src != nil)
 	}
+}
+
+// sourceSubtasks counts the job's source subtasks.
+func (j *Job) sourceSubtasks() int {
+	n := 0
+	for _, s := range j.stages {
+		if s.src != nil {
+			n += s.Par
+		}
+	}
+	return n
 }
 
 func (st *Subtask) flush() {

@@ -332,7 +332,7 @@ FROM orders GROUP BY TUMBLE(ts, INTERVAL '1' MINUTE), user_id;`, "cols.sql")
 		t.Fatal(err)
 	}
 	got := fmt.Sprint(p.Sinks.Results[0].Columns, p.Aggregates)
-	want := "[{uid user_id    } {wstart window_start timestamp   } {wend window_end ms   } {kind firing    } {n n    } {total total   double } {wm watermark timestamp_ltz   } {pane pane    }] [{n count     <nil>} {total sum amount    <nil>}]"
+	want := "[{uid user_id    <nil> } {wstart window_start timestamp   <nil> } {wend window_end ms   <nil> } {kind firing    <nil> } {n n    <nil> } {total total   double <nil> } {wm watermark timestamp_ltz   <nil> } {pane pane    <nil> }] [{n count    } {total sum amount   }]"
 	if got != want {
 		t.Errorf("got  %s\nwant %s", got, want)
 	}

@@ -516,16 +516,18 @@ func (c *compiler) mapColumns(in *sqlparse.Insert, sel *sqlparse.Select, items [
 			continue
 		}
 		t, _ := c.itemType(it)
-		if ct := typeOfSQL(col.Type); it.agg && ct.kind == tDec && t != ct {
-			// A window's aggregate into a DECIMAL(p, s) column is cast
-			// on insert, as Flink casts it (a SUM of 3.236 into a
-			// DECIMAL(10, 2) is 3.24); its window keeps the value.
+		k := spec.Column{Name: dst, From: it.from, Time: tf, Float: floatFormat(col, t)}
+		if ct := typeOfSQL(col.Type); jsonRows && it.agg && ct.kind == tDec && t != ct && c.job.join == nil && c.job.topN == nil {
+			// A window's aggregate into a DECIMAL(p, s) column of JSON
+			// rows is written cast, as Flink casts it on insert (a SUM
+			// of 3.236 into a DECIMAL(10, 2) is 3.24); the window, a
+			// having and backfill keep the value.
 			aggs := c.job.Spec.Aggregate
-			if i := slices.IndexFunc(aggs, func(a spec.Aggregate) bool { return a.Name == it.from }); i >= 0 {
-				aggs[i].Decimal = &spec.DecimalType{Precision: ct.p, Scale: ct.s}
+			if i := slices.IndexFunc(aggs, func(a spec.Aggregate) bool { return a.Name == it.from }); i >= 0 && spec.CastsToDecimal(aggs[i]) {
+				k.Decimal = &spec.ColumnDecimal{Precision: ct.p, Scale: ct.s}
 			}
 		}
-		cols = append(cols, spec.Column{Name: dst, From: it.from, Time: tf, Float: floatFormat(col, t)})
+		cols = append(cols, k)
 	}
 	switch conn := optionsOf(t)["connector"].Value; {
 	case conn == "upsert-kafka",

@@ -182,8 +182,7 @@ func (j *Job) aboveEarlierRun(o RunOptions) {
 }
 
 // noteDefinition records the job's definition for a later --append, at a
-// fresh start that opened its outputs. A failure to write it is told, not
-// fatal: the run's outputs are right without it.
+// fresh start that opened its outputs.
 func (j *Job) noteDefinition(o RunOptions) {
 	if o.Dir == "" || o.Task != nil {
 		return
@@ -195,8 +194,14 @@ func (j *Job) noteDefinition(o RunOptions) {
 		d.Before = max(then.Through, then.Before)
 	}
 	m[j.outputsKey()] = d
+	j.writeDefinitions(o.Dir, m)
+}
+
+// writeDefinitions writes definitions m of the job in dir. A failure is
+// told, not fatal: the run's outputs are right without it.
+func (j *Job) writeDefinitions(dir string, m map[string]definition) {
 	b, _ := json.Marshal(m) // plain data
-	if err := os.WriteFile(definitionFile(o.Dir, j.plan.Name), append(b, '\n'), 0o644); err != nil {
+	if err := os.WriteFile(definitionFile(dir, j.plan.Name), append(b, '\n'), 0o644); err != nil {
 		j.warnOutput(fmt.Sprintf("could not record the job's definition for a later --append: %v", err))
 	}
 }
@@ -224,10 +229,7 @@ func (j *Job) noteThrough(through etime.Time) {
 	}
 	d.Through = max(d.Before, int64(through))
 	m[j.outputsKey()] = d
-	b, _ := json.Marshal(m) // plain data
-	if err := os.WriteFile(definitionFile(j.runDir, j.plan.Name), append(b, '\n'), 0o644); err != nil {
-		j.warnOutput(fmt.Sprintf("could not record the job's definition for a later --append: %v", err))
-	}
+	j.writeDefinitions(j.runDir, m)
 }
 
 // keysOf is the set of the keys of a and b.

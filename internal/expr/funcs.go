@@ -413,12 +413,20 @@ func (c compiler) moreCall(x *sqlparse.Call, name string, args []eval) eval {
 		// ($1 names a group, as in Java). The pattern is a literal,
 		// compiled once (RE2 syntax).
 		re := c.literalPattern(x, name)
+		var fixed []byte // a literal replacement's template, made once
+		fixedOK := false
+		if lit, ok := x.Args[2].Value.(*sqlparse.Lit); ok && lit.Kind == "string" && re != nil {
+			fixed, fixedOK = javaReplacement([]byte(lit.Text), re.NumSubexp())
+		}
 		return func(g []*fastjson.Value) value {
 			s, r := args[0](g), args[2](g)
 			if s.k != str || r.k != str || re == nil {
 				return nullV
 			}
-			tmpl, ok := javaReplacement(r.s, re.NumSubexp())
+			tmpl, ok := fixed, fixedOK
+			if fixed == nil && !fixedOK {
+				tmpl, ok = javaReplacement(r.s, re.NumSubexp())
+			}
 			if !ok {
 				return nullV // a group the pattern lacks: Java fails
 			}

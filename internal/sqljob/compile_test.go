@@ -369,6 +369,26 @@ CREATE TABLE out (user_id STRING, s TIMESTAMP(3), n BIGINT) WITH ('connector' = 
 	if s.AllowedLateness == nil || *s.AllowedLateness != 180_000 || s.LateFiringInterval == nil || *s.LateFiringInterval != 10_000 || s.Source.Path != "other.jsonl" {
 		t.Errorf("lateness %v, late firing %v, path %q", s.AllowedLateness, s.LateFiringInterval, s.Source.Path)
 	}
+	// A table's hint in a view's FROM is of the view's scan: of a
+	// window table function over the view, a select from it, a view of
+	// it, and the records of a join.
+	for _, q := range []string{
+		`CREATE VIEW v AS SELECT * FROM orders /*+ OPTIONS('path' = 'other.jsonl') */;
+INSERT INTO out SELECT user_id, window_start, COUNT(*) FROM TABLE(TUMBLE(TABLE v, DESCRIPTOR(ts), INTERVAL '1' MINUTE)) GROUP BY user_id, window_start, window_end;`,
+		`CREATE VIEW v AS SELECT user_id, ts FROM orders /*+ OPTIONS('path' = 'other.jsonl') */ WHERE user_id <> 'x';
+INSERT INTO out SELECT user_id, ts, 1 FROM v;`,
+		`CREATE VIEW v AS SELECT * FROM orders;
+CREATE VIEW w AS SELECT * FROM v /*+ OPTIONS('path' = 'other.jsonl') */;
+INSERT INTO out SELECT user_id, window_start, COUNT(*) FROM TABLE(TUMBLE(TABLE w, DESCRIPTOR(ts), INTERVAL '1' MINUTE)) GROUP BY user_id, window_start, window_end;`,
+	} {
+		j, err := Compile(tables+q, "v.sql")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p := j.Spec.Source.Path; p != "other.jsonl" {
+			t.Errorf("%s: path %q", q, p)
+		}
+	}
 	for hint, want := range map[string]string{
 		"/*+ BROADCAST(orders) */":              "this hint is not one weir reads",
 		"/*+ OPTIONS('pipeline.name' = 'x') */": "pipeline.name is not an option of a query",

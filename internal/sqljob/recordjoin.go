@@ -51,6 +51,11 @@ func (c *compiler) compileRecordJoin(in *sqlparse.Insert, sel *sqlparse.Select, 
 	if err != nil {
 		return err
 	}
+	if rel.table != nil {
+		if rel.table, err = tableHint(rel.table, from.Hint); err != nil {
+			return err
+		}
+	}
 	if rel.table != nil && rel.table.Watermark == nil {
 		return errAt(from.Name.Pos(), tableName(from.Name), "declare the table's WATERMARK FOR its time attribute", "a join of records needs the records' event time")
 	}

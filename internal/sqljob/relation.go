@@ -221,6 +221,12 @@ func (c *compiler) viewRelation(v *sqlparse.CreateView) (*relation, error) {
 func (c *compiler) viewBase(v *sqlparse.CreateView, from *sqlparse.TableRef) (*relation, error) {
 	name := tableName(from.Name)
 	if t, ok := c.tables[name]; ok {
+		// A hint in the view's FROM is of the scan of its table, as in
+		// a query's FROM.
+		t, err := tableHint(t, from.Hint)
+		if err != nil {
+			return nil, err
+		}
 		base := &relation{name: tableName(t.Name), alias: from.Alias.Name, table: t}
 		for _, col := range t.Columns {
 			base.cols = append(base.cols, relCol{name: col.Name.Name, pos: col.Pos})
@@ -241,6 +247,9 @@ func (c *compiler) viewBase(v *sqlparse.CreateView, from *sqlparse.TableRef) (*r
 	}
 	base, err := c.viewRelation(inner)
 	if err != nil {
+		return nil, err
+	}
+	if base.table, err = tableHint(base.table, from.Hint); err != nil {
 		return nil, err
 	}
 	base.alias = from.Alias.Name

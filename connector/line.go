@@ -62,7 +62,7 @@ type Line struct {
 	// it is; 0 for sources without one.
 	Time etime.Time
 	// Text is the record (Data) or the raw line (Bad); nil for Watermark
-	// and Idle lines.
+	// and Idle lines, and for a data line whose record is Typed.
 	Text []byte
 	// Raw is the input as read when it differs from Text: a data line
 	// whose $ keys were removed, or a CSV row (Text is its JSON object).
@@ -83,6 +83,59 @@ type Line struct {
 	// (valid JSON in UTF-8, as the nexmark source writes its events):
 	// whoever decodes it need not check it again.
 	Valid bool
+	// Typed, when set, is a data line's record as typed columns
+	// (SourceKind.Columns), made by a source kind that has them rather
+	// than text: Text is then nil, and whoever needs the text renders it
+	// (TypedRecord.AppendJSON). It is immutable once emitted: like Text,
+	// it may be kept and sent to other goroutines.
+	Typed TypedRecord
+}
+
+// Data returns a data line's record as JSON text: Text, or its typed
+// record rendered (an allocation) when it has no Text.
+func (l Line) Data() []byte {
+	if l.Text == nil && l.Typed != nil {
+		return l.Typed.AppendJSON(nil)
+	}
+	return l.Text
+}
+
+// TypedRecord is a record as typed columns: the values of the columns its source
+// kind declares (SourceKind.Columns), by index. Its values are what its
+// JSON text (AppendJSON) holds at the column's path, so that a job reads
+// either form alike: a missing or null member (or a member of a null
+// object) is ValueNull.
+type TypedRecord interface {
+	// Column returns the value of column c of the kind's Columns.
+	Column(c int) Value
+	// AppendJSON appends the record as the JSON object (valid JSON in
+	// UTF-8) that a source without typed records would emit as Text.
+	AppendJSON(b []byte) []byte
+}
+
+// TypedColumn is a column of a source kind's typed records: its path in
+// their JSON form (a nested object's member as object.member) and the
+// kind its values have when they are not ValueNull.
+type TypedColumn struct {
+	Name string
+	Kind ValueKind
+}
+
+// ValueKind is the kind of a typed column's Value.
+type ValueKind uint8
+
+// The kinds of values.
+const (
+	ValueNull   ValueKind = iota
+	ValueInt              // Value.Int: a JSON integer
+	ValueString           // Value.Str: a JSON string's text (unescaped)
+)
+
+// Value is a typed column's value in a TypedRecord.
+type Value struct {
+	Kind ValueKind
+	Int  int64
+	Str  string
 }
 
 // Liner is implemented by what a source sends to the dead letters in a

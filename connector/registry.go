@@ -128,6 +128,10 @@ type SourceKind struct {
 	// watermarks each in its reader (SourceOpen.Splits), and a record's
 	// position is its split's (its entry id is split:position).
 	Splits bool
+	// Columns, when set, are the columns of the typed records the kind's
+	// readers emit (Line.Typed) instead of text: a job reads the columns
+	// it needs from them, rather than parse each record's JSON text.
+	Columns []TypedColumn
 }
 
 // SinkKind describes a kind as a sink.

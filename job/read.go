@@ -74,6 +74,9 @@ func newReads(plan *spec.Plan, path *spec.Path, nulls *record.NullCount, clk clo
 			sources[id] = true
 		}
 		r.dec = record.NewDecoder(r.plan, clk)
+		// A record of a typed source keeps its JSON form where a late
+		// output writes it.
+		r.dec.KeepRaw = slices.ContainsFunc(path.Windows, func(b spec.Branch) bool { return b.Late != nil || b.LatePartial != nil })
 		// A read that only feeds queries without a window, which write
 		// its records' values as rows and keep none: its decoder cuts
 		// them from slabs.

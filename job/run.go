@@ -966,7 +966,7 @@ func (j *Job) deadLetter(d weir.DeadLetter) {
 	line := deadLine{Run: j.run, Source: src.srcName, Reason: d.Reason, Detail: d.Detail}
 	kafka, part := false, int32(0)
 	fromLine := func(l connector.Line) {
-		line.Line, line.Raw = l.No, string(l.Text)
+		line.Line, line.Raw = l.No, string(l.Data())
 		if l.Raw != nil {
 			line.Raw = string(l.Raw)
 		}

@@ -87,6 +87,7 @@ func (j *Job) sourceRecords(env *weir.Env, o RunOptions, r *read) (weir.Stream[r
 	}
 	r.srcName, r.splits = src.Name, kind.Splits
 	r.dec.Splits = kind.Splits
+	r.dec.UseColumns(kind.Columns)
 	so := weir.SourceOptions{Channels: p.Channels, NoFinalWatermark: true}
 	if !kind.OwnEnd {
 		so = weir.SourceOptions{Channels: p.Channels, Stop: failedOrStopped,

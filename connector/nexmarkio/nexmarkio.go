@@ -26,7 +26,7 @@ import (
 func Kinds() []connector.Kind {
 	return []connector.Kind{{Name: "nexmark",
 		Doc: "generates the Nexmark benchmark's events (people, auctions, bids; Beam's generator) as JSON rows of the Nexmark project's Flink table",
-		Source: &connector.SourceKind{Abilities: connector.AbilityPositions, Open: open, OwnEnd: true, Fields: []connector.Field{
+		Source: &connector.SourceKind{Abilities: connector.AbilityPositions, Open: open, OwnEnd: true, Columns: Columns, Fields: []connector.Field{
 			{Name: "nexmark.events", Doc: "events to generate", Required: true},
 			{Name: "nexmark.rate", Doc: "events per second of event time (default 10000)"},
 			{Name: "nexmark.linger", Doc: "processing time the source stays open after its last event, so that processing-time windows open at its end fire (default 0)"},
@@ -79,13 +79,13 @@ func (s *source) Open(_ context.Context, ch, n int) (connector.Reader[fileio.Lin
 	return &reader{s: s}, nil
 }
 
-// slabBytes is the size of the slabs that rows are cut from.
-const slabBytes = 16 << 10
+// slabEvents is the size of the slabs that events are cut from.
+const slabEvents = 512
 
 type reader struct {
 	s     *source
 	i     int64
-	slab  []byte
+	slab  []Event
 	until time.Time // lingering until then
 }
 
@@ -112,17 +112,13 @@ func (r *reader) Read(ctx context.Context, out connector.Output[fileio.Line]) (c
 		return connector.Done, nil
 	}
 	for k := 0; k < s.batch && r.i < s.events; k++ {
-		e := s.g.Event(r.i)
-		// Each row is cut from a slab, whose bytes are never written
-		// again once cut: an allocation per slab, not per event (a row
-		// that outgrows its slab moves the slab, leaving the rows cut
-		// before it where they are).
-		if cap(r.slab)-len(r.slab) < slabBytes/8 {
-			r.slab = make([]byte, 0, slabBytes)
+		// Each event is cut from a slab, never written again once cut:
+		// an allocation per slab, not per event.
+		if len(r.slab) == cap(r.slab) {
+			r.slab = make([]Event, 0, slabEvents)
 		}
-		n := len(r.slab)
-		r.slab = AppendRow(r.slab, &e)
-		out.Emit(etime.MinTime, fileio.Line{Kind: fileio.Data, No: r.i + 1, Text: r.slab[n:len(r.slab):len(r.slab)], Valid: true})
+		r.slab = append(r.slab, Event(s.g.Event(r.i)))
+		out.Emit(etime.MinTime, fileio.Line{Kind: fileio.Data, No: r.i + 1, Typed: &r.slab[len(r.slab)-1]})
 		r.i++
 	}
 	return connector.Emitted, nil
@@ -151,6 +147,124 @@ func (r *reader) RestorePosition(pos []byte) error {
 }
 
 var _ connector.CheckpointedReader = (*reader)(nil)
+
+// Event is a generated event as a typed record of the Nexmark project's
+// Flink table (Columns), whose JSON form is AppendRow's.
+type Event nexmark.Event
+
+// Columns are the columns of the nexmark source's typed records (Event):
+// event_type, then the person's, the auction's and the bid's, by their
+// paths in the row's JSON form. Times are epoch milliseconds.
+var Columns = []connector.TypedColumn{
+	{Name: "event_type", Kind: connector.ValueInt},
+	{Name: "person.id", Kind: connector.ValueInt},
+	{Name: "person.name", Kind: connector.ValueString},
+	{Name: "person.emailAddress", Kind: connector.ValueString},
+	{Name: "person.creditCard", Kind: connector.ValueString},
+	{Name: "person.city", Kind: connector.ValueString},
+	{Name: "person.state", Kind: connector.ValueString},
+	{Name: "person.dateTime", Kind: connector.ValueInt},
+	{Name: "person.extra", Kind: connector.ValueString},
+	{Name: "auction.id", Kind: connector.ValueInt},
+	{Name: "auction.itemName", Kind: connector.ValueString},
+	{Name: "auction.description", Kind: connector.ValueString},
+	{Name: "auction.initialBid", Kind: connector.ValueInt},
+	{Name: "auction.reserve", Kind: connector.ValueInt},
+	{Name: "auction.dateTime", Kind: connector.ValueInt},
+	{Name: "auction.expires", Kind: connector.ValueInt},
+	{Name: "auction.seller", Kind: connector.ValueInt},
+	{Name: "auction.category", Kind: connector.ValueInt},
+	{Name: "auction.extra", Kind: connector.ValueString},
+	{Name: "bid.auction", Kind: connector.ValueInt},
+	{Name: "bid.bidder", Kind: connector.ValueInt},
+	{Name: "bid.price", Kind: connector.ValueInt},
+	{Name: "bid.dateTime", Kind: connector.ValueInt},
+	{Name: "bid.extra", Kind: connector.ValueString},
+}
+
+// Column implements connector.TypedRecord: the value at Columns[c], null
+// for the columns of the kinds the event is not.
+func (e *Event) Column(c int) connector.Value {
+	num := func(i int64) connector.Value { return connector.Value{Kind: connector.ValueInt, Int: i} }
+	str := func(s string) connector.Value { return connector.Value{Kind: connector.ValueString, Str: s} }
+	switch {
+	case c == 0:
+		return num(int64(e.Kind))
+	case c <= 8:
+		p := e.Person
+		if e.Kind != nexmark.KindPerson || p == nil {
+			break
+		}
+		switch c {
+		case 1:
+			return num(p.ID)
+		case 2:
+			return str(p.Name)
+		case 3:
+			return str(p.Email)
+		case 4:
+			return str(p.CreditCard)
+		case 5:
+			return str(p.City)
+		case 6:
+			return str(p.State)
+		case 7:
+			return num(int64(p.DateTime))
+		case 8:
+			return str(p.Extra)
+		}
+	case c <= 18:
+		a := e.Auction
+		if e.Kind != nexmark.KindAuction || a == nil {
+			break
+		}
+		switch c {
+		case 9:
+			return num(a.ID)
+		case 10:
+			return str(a.ItemName)
+		case 11:
+			return str(a.Description)
+		case 12:
+			return num(a.InitialBid)
+		case 13:
+			return num(a.Reserve)
+		case 14:
+			return num(int64(a.DateTime))
+		case 15:
+			return num(int64(a.Expires))
+		case 16:
+			return num(a.Seller)
+		case 17:
+			return num(a.Category)
+		case 18:
+			return str(a.Extra)
+		}
+	case c <= 23:
+		if e.Kind != nexmark.KindBid {
+			break
+		}
+		b := &e.Bid
+		switch c {
+		case 19:
+			return num(b.Auction)
+		case 20:
+			return num(b.Bidder)
+		case 21:
+			return num(b.Price)
+		case 22:
+			return num(int64(b.DateTime))
+		case 23:
+			return str(b.Extra)
+		}
+	}
+	return connector.Value{}
+}
+
+// AppendJSON implements connector.TypedRecord (AppendRow).
+func (e *Event) AppendJSON(b []byte) []byte { return AppendRow(b, (*nexmark.Event)(e)) }
+
+var _ connector.TypedRecord = (*Event)(nil)
 
 // AppendRow appends event e as the JSON row of the Nexmark project's
 // Flink table: {"event_type", "person", "auction", "bid"}, the row of

@@ -23,6 +23,7 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/valyala/fastjson"
 
@@ -190,7 +191,11 @@ func CompileValue(x sqlparse.Expr, field func(col sqlparse.Ident) (int, *sqlpars
 	}
 	e := &Expr{e: p.e}
 	if r, ok := x.(*sqlparse.Ref); ok {
-		if _, dec := newCompiler(field, opts).fieldScale(r); !dec {
+		c := newCompiler(field, opts)
+		if _, typed := c.typedSlot(r); typed {
+			return e, nil // no field to pass on as it is
+		}
+		if _, dec := c.fieldScale(r); !dec {
 			at, _ := field(r.Parts[0]) // resolved by Compile above
 			e.get = getter(at, r)
 		}
@@ -312,6 +317,50 @@ type compiler struct {
 	timeNames []string
 	// onNull (nil: none) is OnNull's.
 	onNull NullNote
+	// cols and column (nil: none) are Typed's.
+	cols   *Columns
+	column func(name string) (int, bool)
+}
+
+// Columns are the values of a typed record's columns (a source's typed
+// records, connector.TypedRecord), by slot, that expressions compiled
+// with Typed over them read. Its owner sets them before each evaluation;
+// they are not safe for concurrent use (a set per evaluating goroutine,
+// with its own compiled expressions).
+type Columns struct{ v []value }
+
+// NewColumns returns n column slots, each null.
+func NewColumns(n int) *Columns { return &Columns{v: make([]value, n)} }
+
+// SetNull sets slot i to NULL.
+func (c *Columns) SetNull(i int) { c.v[i] = nullV }
+
+// SetInt sets slot i to the integer x.
+func (c *Columns) SetInt(i int, x int64) { c.v[i] = value{k: integer, i: x} }
+
+// SetString sets slot i to the string s, which must not change while
+// the slot holds it.
+func (c *Columns) SetString(i int, s string) {
+	c.v[i] = value{k: str, s: unsafe.Slice(unsafe.StringData(s), len(s))}
+}
+
+// Typed makes a reference whose dotted name column resolves read slot
+// of cols, the typed record's value there, which must be the value the
+// record's JSON form holds there as a JSON number (an integer) or string
+// (its text) would be read: so the expressions give what they would over
+// the JSON form. Other references read the fields given to Keep and
+// Value, as without it. A reference to a decimal field (Decimals) that
+// column resolves is a compile error.
+func Typed(cols *Columns, column func(name string) (slot int, ok bool)) Option {
+	return func(c *compiler) { c.cols, c.column = cols, column }
+}
+
+// typedSlot is the slot of cols that x reads under Typed, if any.
+func (c compiler) typedSlot(x *sqlparse.Ref) (int, bool) {
+	if c.column == nil {
+		return 0, false
+	}
+	return c.column(refName(x))
 }
 
 // TimeNames says that fields names hold times as epoch milliseconds (a
@@ -737,6 +786,13 @@ func parseBigDecimal(b []byte) (value, bool) {
 }
 
 func (c compiler) ref(x *sqlparse.Ref) eval {
+	if slot, ok := c.typedSlot(x); ok {
+		if _, dec := c.fieldScale(x); dec {
+			panic(&sqlparse.Error{Pos: x.Parts[0].Pos, Text: refName(x), Msg: "a typed column read as a DECIMAL"})
+		}
+		cols := c.cols
+		return func([]*fastjson.Value) value { return cols.v[slot] }
+	}
 	at, err := c.field(x.Parts[0])
 	if err != nil {
 		panic(err)

@@ -252,7 +252,7 @@ func (r *router) Emit(_ etime.Time, l connector.Line) {
 		r.recs, r.hdrs = make([]kgo.Record, 0, routeSlab), make([]kgo.RecordHeader, 0, routeSlab)
 	}
 	r.hdrs = append(r.hdrs, kgo.RecordHeader{Key: srcHeader, Value: hv})
-	r.recs = append(r.recs, kgo.Record{Topic: r.rt, Partition: part, Key: key, Value: l.Text, Timestamp: time.UnixMilli(int64(l.Time)),
+	r.recs = append(r.recs, kgo.Record{Topic: r.rt, Partition: part, Key: key, Value: l.Data(), Timestamp: time.UnixMilli(int64(l.Time)),
 		Headers: r.hdrs[len(r.hdrs)-1 : len(r.hdrs) : len(r.hdrs)]})
 	r.out = append(r.out, &r.recs[len(r.recs)-1])
 }

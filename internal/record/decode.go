@@ -171,8 +171,19 @@ type Decoder struct {
 	Rows bool
 	// where is the plan's where, compiled (nil: none); Filter (nil:
 	// none) counts a record it drops, on the channel's goroutine.
-	where  *expr.Pred
-	Filter func(ch int)
+	where    *expr.Pred
+	whereSrc sqlparse.Expr // what where was compiled from
+	Filter   func(ch int)
+	// opts are the options the computed fields and the where were
+	// compiled with; typed (nil: none) reads typed records
+	// (UseColumns).
+	opts  []expr.Option
+	typed *typedPlan
+	// asText counts the typed records read as their JSON form.
+	asText atomic.Int64
+	// KeepRaw: a record read from a typed record keeps its JSON form
+	// (Record.Raw), for a late output; without it Raw is nil.
+	KeepRaw bool
 	// computed are the plan's computed fields, in order: each sets its
 	// field (index at in fields) from the fields before it. The first
 	// nPre end with the last one that the timestamp or the where reads
@@ -251,6 +262,9 @@ type scratch struct {
 	// record; dnum is a decimal's text.
 	arena fastjson.Arena
 	dnum  []byte
+	// typed are the decoder's expressions over typed records, compiled
+	// for this scratch (typedOf).
+	typed *typedExprs
 	// text is the slab the texts of a Rows decoder's values are cut
 	// from: its bytes before len are never written again.
 	text []byte
@@ -268,6 +282,13 @@ func (sc *scratch) room() []byte {
 	return sc.text
 }
 
+// cutBytes is cut's, as bytes.
+func (sc *scratch) cutBytes(b []byte) []byte {
+	n := len(sc.text)
+	sc.text = b
+	return b[n:len(b):len(b)]
+}
+
 // cut returns the bytes that b, room's slab with a value's text
 // appended, holds past the slab's end as a string that shares them, and
 // keeps them. (A text that outgrew its slab moved it: b is then a new
@@ -279,8 +300,9 @@ func (sc *scratch) cut(b []byte) string {
 }
 
 type computed struct {
-	at int
-	x  *expr.Expr
+	at  int
+	x   *expr.Expr
+	src sqlparse.Expr // what x was compiled from
 }
 
 // decimalField is a field of exact decimals at index at of the fields,
@@ -421,7 +443,7 @@ func NewDecoder(p *spec.Plan, clk clock.Clock) *Decoder {
 			return at, err
 		}
 		if e, err := expr.CompileValue(xs[i], reads, decimals, times, nulls); err == nil {
-			d.computed = append(d.computed, computed{at: d.fieldAt(f.Name), x: e})
+			d.computed = append(d.computed, computed{at: d.fieldAt(f.Name), x: e, src: xs[i]})
 			deps = append(deps, uses)
 		}
 	}
@@ -465,8 +487,10 @@ func NewDecoder(p *spec.Plan, clk clock.Clock) *Decoder {
 				return at, err
 			}
 			d.where, _ = expr.Compile(x, reads, decimals, times, nulls)
+			d.whereSrc = x
 		}
 	}
+	d.opts = []expr.Option{decimals, times, nulls}
 	d.nPre = len(d.computed)
 	if d.where != nil {
 		d.nPre = 0
@@ -580,56 +604,95 @@ func (d *Decoder) DecodeSlot(l fileio.Line, slot int) (Record, error) {
 		sc = &scratch{keys: map[string]string{}}
 	}
 	defer d.scratch.Put(sc)
+	cs, where := d.computed, d.where
+	var r Record
+	if l.Typed != nil {
+		if t := d.typedOf(sc); t != nil && t.gather(d, l.Typed, sc) {
+			cs, where = t.computed, t.where
+			r = Record{No: l.No, Promised: etime.MinTime}
+			if d.KeepRaw {
+				r.Raw = sc.cutBytes(l.Typed.AppendJSON(sc.room()))
+			}
+			for _, f := range cs[:d.nPre] {
+				sc.got[f.at] = f.x.Value(&sc.arena, sc.got)
+			}
+			return d.decoded(l, slot, sc, r, cs, where)
+		}
+		// Read as its JSON form: a source's typed records the decoder
+		// cannot read as they are, or one holding a value the spec's
+		// types check (a typed record is read as its JSON form is).
+		l.Text, l.Valid = l.Typed.AppendJSON(nil), true
+		d.asText.Add(1)
+	}
+	o, err := d.gatherJSON(l, sc)
+	if err != nil {
+		return Record{}, err
+	}
+	r = Record{Raw: l.Text, No: l.No, Promised: etime.MinTime}
+	for _, f := range cs[:d.nPre] {
+		sc.got[f.at] = f.x.Value(&sc.arena, sc.got)
+	}
+	if !d.watch.Done.Load() {
+		d.observe(o, sc)
+	}
+	return d.decoded(l, slot, sc, r, cs, where)
+}
+
+// gatherJSON checks and parses a data line's JSON text into sc.got (the
+// fields' values, in the spec's types and decimals) and returns its
+// object.
+func (d *Decoder) gatherJSON(l fileio.Line, sc *scratch) (*fastjson.Object, error) {
 	// A file's lines are checked when they are framed; Kafka and NATS
 	// records, and ledger entries, are checked here: fastjson takes
 	// invalid UTF-8, and canonical text writes every invalid byte as
 	// U+FFFD, which would make distinct keys one.
 	if l.Unchecked && !l.Valid {
 		if i := fileio.InvalidUTF8(l.Text); i >= 0 {
-			return Record{}, bad("utf8_invalid", "invalid UTF-8 at byte offset %d of the record", i)
+			return nil, bad("utf8_invalid", "invalid UTF-8 at byte offset %d of the record", i)
 		}
 	}
 	// fastjson's parser is lenient (NaN, 01, raw control characters);
 	// its validator is not.
 	if !l.Valid {
 		if err := fastjson.ValidateBytes(l.Text); err != nil {
-			return Record{}, bad("json_malformed", "not valid JSON: %s", jsonError(err))
+			return nil, bad("json_malformed", "not valid JSON: %s", jsonError(err))
 		}
 	}
 	if !l.Valid {
 		if i := LoneSurrogate(l.Text); i >= 0 {
-			return Record{}, bad("utf8_invalid", "a lone UTF-16 surrogate escape (%s) at byte offset %d of the record: no Unicode character, so it has no text that keeps it apart from other strings", l.Text[i:i+6], i)
+			return nil, bad("utf8_invalid", "a lone UTF-16 surrogate escape (%s) at byte offset %d of the record: no Unicode character, so it has no text that keeps it apart from other strings", l.Text[i:i+6], i)
 		}
 	}
 	v, err := sc.p.ParseBytes(l.Text)
 	if err != nil {
-		return Record{}, bad("json_malformed", "not valid JSON: %s", jsonError(err))
+		return nil, bad("json_malformed", "not valid JSON: %s", jsonError(err))
 	}
 	o, err := v.Object()
 	if err != nil {
-		return Record{}, bad("json_malformed", "a record must be a JSON object, not %s", v.Type())
+		return nil, bad("json_malformed", "a record must be a JSON object, not %s", v.Type())
 	}
-	r := Record{Raw: l.Text, No: l.No, Promised: etime.MinTime}
 	d.gather(o, sc)
 	if len(d.computed)+len(d.decimals)+len(d.types) > 0 {
 		sc.arena.Reset()
 	}
 	for _, f := range d.types {
 		if err := f.read(sc); err != nil {
-			return Record{}, err
+			return nil, err
 		}
 	}
 	for _, f := range d.decimals {
 		if err := f.read(sc); err != nil {
-			return Record{}, err
+			return nil, err
 		}
 	}
-	for _, f := range d.computed[:d.nPre] {
-		sc.got[f.at] = f.x.Value(&sc.arena, sc.got)
-	}
-	if !d.watch.Done.Load() {
-		d.observe(o, sc)
-	}
+	return o, nil
+}
+
+// decoded finishes the decoding of record r of line l, whose fields
+// sc.got holds with the first nPre computed fields (of cs) set: its
+// timestamp, the where, the other computed fields, its key and values.
+func (d *Decoder) decoded(l fileio.Line, slot int, sc *scratch, r Record, cs []computed, where *expr.Pred) (Record, error) {
+	var err error
 	if d.tsAt >= 0 {
 		if r.TS, err = d.timestamp(sc.got[d.tsAt]); err != nil {
 			return Record{}, err
@@ -661,7 +724,7 @@ func (d *Decoder) DecodeSlot(l fileio.Line, slot int) (Record, error) {
 	// row a view filters out need not have the query's key, as in SQL,
 	// where WHERE comes before GROUP BY); after its timestamp, which
 	// moves the watermark before the record is dropped.
-	if d.where != nil && !d.where.Keep(sc.got) {
+	if where != nil && !where.Keep(sc.got) {
 		r.Filtered = true
 		if d.Filter != nil {
 			d.Filter(l.Channel)
@@ -671,7 +734,7 @@ func (d *Decoder) DecodeSlot(l fileio.Line, slot int) (Record, error) {
 		}
 		return r, nil
 	}
-	for _, f := range d.computed[d.nPre:] {
+	for _, f := range cs[d.nPre:] {
 		sc.got[f.at] = f.x.Value(&sc.arena, sc.got)
 	}
 	if r.Key, err = d.key(sc); err != nil {

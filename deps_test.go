@@ -55,7 +55,7 @@ func TestDependencyRules(t *testing.T) {
 		// resolves type: through the connector registry.
 		"spec": {"connector", "etime", "window", "trigger", "internal/suggest", "internal/sqlparse", "internal/expr"},
 		// Record decoding and the declarative aggregates of a plan.
-		"internal/record": {".", "spec", "etime", "clock", "state", "connector/fileio", "internal/jsonnum", "internal/suggest", "internal/sqlparse", "internal/expr"},
+		"internal/record": {".", "spec", "etime", "clock", "state", "connector", "connector/fileio", "internal/jsonnum", "internal/suggest", "internal/sqlparse", "internal/expr"},
 		// The format of a job spec's outputs, shared by the runner and backfill.
 		"internal/outfmt": {".", "spec", "window", "etime", "internal/record", "connector", "internal/jsonnum"},
 		// Backfill and the complete answer read what the runner wrote.

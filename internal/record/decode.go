@@ -2,6 +2,7 @@ package record
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -1142,8 +1143,13 @@ func (d *Decoder) timestamp(f *fastjson.Value) (etime.Time, error) {
 		if f.Type() == fastjson.TypeString {
 			b := f.GetStringBytes()
 			t, err := time.Parse(sqlLayout(b), string(b))
+			if err == nil && !sqlShaped(b) {
+				// Go's layout takes a one-digit hour (0:00:09), which
+				// Flink's SQL format, and weir's expressions, do not.
+				err = errors.New("not two digits each")
+			}
 			if err != nil {
-				return 0, bad("timestamp_unparsable", "field %q = %q is not a SQL TIMESTAMP(3) such as 2026-01-01 00:00:05.000", field, b)
+				return 0, bad("timestamp_unparsable", "field %q = %q is not a SQL timestamp such as 2026-01-01 00:00:05.000 (two digits each for month, day, hour, minute and second)", field, b)
 			}
 			ts = etime.FromTime(t)
 			goto checks
@@ -1314,6 +1320,34 @@ func unitName(u spec.TimeUnit) string {
 // refusing what does not fit.
 // sqlLayout is the layout of a SQL timestamp's text b: a date and a
 // time separated by a space or a T, a fraction or none, a Z or none.
+// sqlShaped reports whether b, a time sqlLayout's layout reads, writes
+// its date and time in two digits each (four for the year), as Flink's
+// SQL timestamp format (yyyy-MM-dd HH:mm:ss) and weir's expressions read
+// it.
+func sqlShaped(b []byte) bool {
+	if len(b) < 19 {
+		return false
+	}
+	for i, c := range b[:19] {
+		switch i {
+		case 4, 7:
+			if c != '-' {
+				return false
+			}
+		case 10:
+		case 13, 16:
+			if c != ':' {
+				return false
+			}
+		default:
+			if c < '0' || c > '9' {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 func sqlLayout(b []byte) string {
 	const space, iso = "2006-01-02 15:04:05.999999999", "2006-01-02T15:04:05.999999999"
 	t := len(b) > 10 && b[10] == 'T'

@@ -323,6 +323,11 @@ func Open(plan *spec.Plan, o RunOptions) (*Job, error) {
 					o.Warn(src + w)
 				}
 			}
+			r.dec.OnText = func(w string) {
+				if o.Warned.first(src + "csv number text") {
+					o.Warn(src + w)
+				}
+			}
 			r.dec.OnFuture = func(w string) {
 				if o.Warned.first(src + "future-dated") {
 					o.Warn(src + w)

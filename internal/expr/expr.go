@@ -1118,6 +1118,20 @@ func cmpOp(op string, a, b value) value {
 		// Arrays and rows are equal when their elements are, in order
 		// (Flink compares them so; it orders neither).
 		c = cmpInt(0, b2i(!rawEqual(a.r, b.r)))
+	case a.isNum() && b.k == str:
+		// A text compared with a number is the number it holds, as
+		// Flink casts a string to the numeric side's type in a
+		// comparison (store_id = '12345' of a CSV cell read as a
+		// number); a text that holds none compares as NULL.
+		if n := number(bytes.TrimSpace(b.s)); n.isNum() {
+			return cmpOp(op, a, n)
+		}
+		return nullV
+	case a.k == str && b.isNum():
+		if n := number(bytes.TrimSpace(a.s)); n.isNum() {
+			return cmpOp(op, n, b)
+		}
+		return nullV
 	default:
 		return nullV
 	}

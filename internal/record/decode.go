@@ -182,6 +182,12 @@ type Decoder struct {
 	typed *typedPlan
 	// asText counts the typed records read as their JSON form.
 	asText atomic.Int64
+	// OnText (nil: none) hears, once, of a CSV cell read as a number
+	// whose text the number does not keep (1.10 is the number 1.1, one
+	// key with a cell 1.1), where a key or a distinct value reads it; on
+	// the decoding goroutine.
+	OnText   func(warning string)
+	textTold atomic.Bool
 	// KeepRaw: a record read from a typed record keeps its JSON form
 	// (Record.Raw), for a late output; without it Raw is nil.
 	KeepRaw bool
@@ -818,6 +824,9 @@ func (d *Decoder) decoded(l fileio.Line, slot int, sc *scratch, r Record, cs []c
 				break
 			}
 			r.vals[i] = val{kind: vJSON, raw: canonical(f)}
+			if d.p.Format == spec.FormatCSV {
+				d.noteText(a.Field, f, []byte(r.vals[i].raw))
+			}
 		}
 	}
 	if d.tsAt >= 0 {
@@ -1089,6 +1098,18 @@ func short(v *fastjson.Value) string {
 	return v.Type().String() + " " + s
 }
 
+// noteText warns, once, of a CSV cell of field that is a number whose
+// canonical text (the key's, the distinct value's) is not the cell's.
+func (d *Decoder) noteText(field string, f *fastjson.Value, canon []byte) {
+	if d.OnText == nil || d.p.Format != spec.FormatCSV || f.Type() != fastjson.TypeNumber || d.textTold.Load() {
+		return
+	}
+	var buf [64]byte
+	if t := f.MarshalTo(buf[:0]); !bytes.Equal(t, canon) && d.textTold.CompareAndSwap(false, true) {
+		d.OnText(fmt.Sprintf("field %q: the CSV cell %s is read as the number %s, so cells that are one number (1.10 and 1.1, 2 and 2.0) are one key or value; declare source.types: [{field: %s, type: string}] to read the column as text (versions, codes, identifiers)", field, t, canon, field))
+	}
+}
+
 // nullValue is a key field's value when it is missing or null and the
 // plan keys such records by null (spec.Plan.NullKeys).
 var nullValue = fastjson.MustParse("null")
@@ -1116,7 +1137,9 @@ func (d *Decoder) key(sc *scratch) (string, error) {
 			b = f.MarshalTo(b)
 			continue
 		}
+		n := len(b)
 		b = AppendCanonical(b, f)
+		d.noteText(k, f, b[n:])
 	}
 	sc.buf = b
 	if s, ok := sc.keys[string(b)]; ok {

@@ -658,6 +658,11 @@ func (d *Decoder) gatherJSON(l fileio.Line, sc *scratch) (*fastjson.Object, erro
 			return nil, bad("utf8_invalid", "invalid UTF-8 at byte offset %d of the record", i)
 		}
 	}
+	if len(l.Text) == 0 {
+		// A compacted topic's tombstone (Flink's JSON format skips it):
+		// counted, as every record is.
+		return nil, bad("json_malformed", "an empty record, no JSON object: a Kafka tombstone (a record without a value, which deletes its key from a compacted topic) or an empty message")
+	}
 	// fastjson's parser is lenient (NaN, 01, raw control characters);
 	// its validator is not.
 	if !l.Valid {

@@ -2,6 +2,7 @@ package record
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/weirstream/weir/clock"
@@ -61,6 +62,30 @@ sinks: {results: {type: jsonl, path: out.jsonl}}
 			if got != w {
 				t.Errorf("rows %v, amount %d: %s, want %s", rows, amount, got, w)
 			}
+		}
+	}
+}
+
+// TestEmptyRecord: a record without a value (a Kafka tombstone, an empty
+// message) is a dead letter that says so, not a JSON parser's error.
+func TestEmptyRecord(t *testing.T) {
+	p, err := spec.Parse([]byte(`
+name: empty
+source: {type: file, path: in.jsonl}
+watermark: {max_out_of_orderness: 1s}
+key: [user]
+window: {type: tumbling, size: 10s}
+aggregate: [{name: n, fn: count}]
+sinks: {results: {type: jsonl, path: out.jsonl}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := NewDecoder(p, clock.Real{})
+	for _, text := range [][]byte{nil, {}} {
+		_, err := d.Decode(fileio.Line{Kind: fileio.Data, No: 1, Text: text, Unchecked: true})
+		if err == nil || !strings.Contains(err.Error(), "json_malformed") || !strings.Contains(err.Error(), "tombstone") {
+			t.Errorf("%q: %v", text, err)
 		}
 	}
 }

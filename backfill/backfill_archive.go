@@ -202,7 +202,16 @@ func revisionOf(p *spec.Plan, key string, w *backfillWindow, pane int64, values 
 	r := window.Result[string, []byte]{Key: key, Window: window.Window{Start: etime.Time(w.start), End: etime.Time(w.end)},
 		Firing: window.Backfill, Pane: pane, Watermark: w.wm, Value: value}
 	return archive.Revision{Key: key, Start: r.Window.Start, End: r.Window.End, Run: w.run, Pane: pane, Value: value, IDs: ids,
-		RecordKey: outfmt.AppendResultKey(nil, p, r), Line: outfmt.AppendResult(nil, p, outfmt.Columns(p), nil, w.run, r)}
+		RecordKey: outfmt.AppendMessageKey(nil, p, outfmt.KeyColumns(outfmt.Columns(p), primaryKey(p)), w.run, r), Line: outfmt.AppendResult(nil, p, outfmt.Columns(p), nil, w.run, r)}
+}
+
+// primaryKey is the primary key of p's results sink (the columns of a
+// Kafka message's key), nil without one.
+func primaryKey(p *spec.Plan) []string {
+	if k := p.Sinks.Primary(); k != nil {
+		return k.PrimaryKey
+	}
+	return nil
 }
 
 func (s *archiveStore) commit() error {

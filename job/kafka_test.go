@@ -895,3 +895,68 @@ func TestKafkaRerunsAreRunsApart(t *testing.T) {
 		}
 	}
 }
+
+// TestKafkaPrimaryKey: a Kafka results sink of columns with a primary key
+// keys each message by the JSON object of those columns, as Flink's
+// upsert-kafka does (times as the columns write them), and a retraction
+// (a session absorbed by a late record) is the key's tombstone, so a
+// compacted topic forgets the absorbed session.
+func TestKafkaPrimaryKey(t *testing.T) {
+	broker, _ := kafkaClusterWith(t, 0, "sess")
+	dir := t.TempDir()
+	in := strings.Join([]string{
+		`{"user":"a","ts":1767225600000}`,
+		`{"user":"a","ts":1767225630000}`,
+		`{"user":"a","ts":1767225605000}`,
+	}, "\n") + "\n"
+	if err := os.WriteFile(filepath.Join(dir, "in.jsonl"), []byte(in), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	spec := `
+name: sessions
+source: {type: file, path: in.jsonl}
+watermark: {max_out_of_orderness: 1s}
+key: [user]
+window: {type: session, gap: 10s}
+allowed_lateness: 1m
+aggregate: [{name: n, fn: count}]
+sinks:
+  results:
+    type: kafka
+    brokers: [` + broker + `]
+    topic: sess
+    columns: [{name: who, from: user}, {name: ws, from: window_start, time: timestamp}, {name: n}]
+    primary_key: [who, ws]
+`
+	j, err := Open(mustParse(t, spec), RunOptions{Dir: dir, Deterministic: true, Now: jobtest.TestNow})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := j.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	err = kafkaio.ReadCommitted(ctx, []string{broker}, []string{"sess"}, time.Second, func(r *kgo.Record) {
+		v := string(r.Value)
+		if r.Value == nil {
+			v = "<tombstone>"
+		}
+		got = append(got, string(r.Key)+" "+v)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		`{"who":"a","ws":"2026-01-01 00:00:00.000"} {"who":"a","ws":"2026-01-01 00:00:00.000","n":1}`,
+		`{"who":"a","ws":"2026-01-01 00:00:00.000"} <tombstone>`,
+		`{"who":"a","ws":"2026-01-01 00:00:00.000"} {"who":"a","ws":"2026-01-01 00:00:00.000","n":2}`,
+		`{"who":"a","ws":"2026-01-01 00:00:30.000"} {"who":"a","ws":"2026-01-01 00:00:30.000","n":1}`,
+	}
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("messages:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}

@@ -36,8 +36,10 @@ type msgSink struct {
 	// plan is the plan as it reads for the window whose results the sink
 	// writes (set for a results sink; the job's plan otherwise).
 	plan *spec.Plan
-	// cols are a results sink's columns (spec.Sink.Columns).
-	cols []spec.Column
+	// cols are a results sink's columns (spec.Sink.Columns); keyCols
+	// those of its primary key (a Kafka topic's message key, and a
+	// retraction its tombstone), nil without one.
+	cols, keyCols []spec.Column
 	// one is the message being written; entry, val, key, id, hbuf and hdr
 	// are its reused parts.
 	one                [1]connector.Message
@@ -76,6 +78,7 @@ func (j *Job) openMessages(op *spec.SinkOp, open func(context.Context, connector
 	m := &msgSink{s: s, name: op.Name, j: j, plan: j.plan}
 	if role == connector.RoleResults {
 		m.cols = op.Config.Columns
+		m.keyCols = outfmt.KeyColumns(m.cols, op.Config.PrimaryKey)
 	}
 	m.txn, _ = s.(connector.Transactional)
 	if r, ok := s.(connector.RunKeeper); ok && j.appendRuns && j.startsFresh(op.Name) {
@@ -108,12 +111,14 @@ func (j *Job) openMsgs() []connector.Sink[connector.Message] {
 	return out
 }
 
-// write writes a result: its JSON line, keyed by its key and window, with
-// the id and headers of its revision.
+// write writes a result: its JSON line, keyed by its key and window (or
+// its primary key's columns), with the id and headers of its revision.
+// With a primary key, a retraction is the key's tombstone: a message
+// without a value, as Flink's upsert-kafka deletes a row.
 func (m *msgSink) write(r window.Result[string, []byte]) error {
 	run := m.j.run
 	m.val = outfmt.AppendResult(m.val[:0], m.plan, m.cols, m.j.nulls, run, r)
-	m.key = outfmt.AppendResultKey(m.key[:0], m.plan, r)
+	m.key = outfmt.AppendMessageKey(m.key[:0], m.plan, m.keyCols, run, r)
 	id := strconv.AppendInt(append(append(m.id[:0], m.key...), '#'), run, 10)
 	id = strconv.AppendInt(append(id, '#'), r.Pane, 10)
 	if r.Firing == window.Retract {
@@ -127,7 +132,11 @@ func (m *msgSink) write(r window.Result[string, []byte]) error {
 	h = strconv.AppendInt(h, r.Pane, 10)
 	m.hbuf = h
 	m.hdr = [3]connector.Header{{Key: "weir-firing", Value: h[:f:f]}, {Key: "weir-run", Value: h[f:rn:rn]}, {Key: "weir-pane", Value: h[rn:]}}
-	m.one[0] = connector.Message{Value: m.val, Key: m.key, ID: string(id), Headers: m.hdr[:]}
+	val := m.val
+	if r.Firing == window.Retract && len(m.keyCols) > 0 {
+		val = nil
+	}
+	m.one[0] = connector.Message{Value: val, Key: m.key, ID: string(id), Headers: m.hdr[:]}
 	return m.send()
 }
 

@@ -1451,8 +1451,23 @@ func (c *compiler) columns(path string, k *Sink, kind connector.Kind, role conne
 func (c *compiler) layout(path string, k *Sink, role connector.SinkRole) {
 	switch k.Layout {
 	case "", "weir":
-		if len(k.PrimaryKey) > 0 {
-			c.add(path+".primary_key", "a primary key is a declared table's", "remove it, or add layout: declared")
+		switch {
+		case len(k.PrimaryKey) > 0 && k.Type == "kafka" && role == connector.RoleResults && len(k.Columns) > 0:
+			// The columns of each message's key, as Flink's upsert-kafka
+			// keys a message by its table's primary key (a retraction is
+			// the key's tombstone).
+			for i, name := range k.PrimaryKey {
+				j := slices.IndexFunc(k.Columns, func(col Column) bool { return col.Name == name })
+				if j < 0 {
+					c.add(fmt.Sprintf("%s.primary_key[%d]", path, i), fmt.Sprintf("%q is no column of the sink", name), "name columns of sinks.results.columns that hold the key fields and window bounds")
+					continue
+				}
+				if from := cmp.Or(k.Columns[j].From, k.Columns[j].Name); k.Columns[j].Expr != "" || from != ColWindowStart && from != ColWindowEnd && !slices.Contains(c.s.Key, from) {
+					c.add(fmt.Sprintf("%s.primary_key[%d]", path, i), fmt.Sprintf("column %q holds no key field or window bound", name), "name the columns of the key fields and window_start, window_end")
+				}
+			}
+		case len(k.PrimaryKey) > 0:
+			c.add(path+".primary_key", "a primary key is a declared table's, or a kafka results sink's of columns (its messages' key)", "remove it, or add layout: declared")
 		}
 		if k.Type == "postgres" && len(k.Columns) > 0 {
 			c.add(path+".columns", "weir's layout has its own columns", "remove columns, or add layout: declared to write the table's own columns")

@@ -78,7 +78,7 @@ func yamlFields(t reflect.Type, prefix string) []string {
 func TestSettingOfAnotherKind(t *testing.T) {
 	for _, c := range []struct{ yaml, path, msg, fix string }{
 		{"sinks: {results: {type: kafka, brokers: ['127.0.0.1:9092'], topic: t, table: x}}", "sinks.results.table",
-			"table is not a setting of a kafka sink", "remove it; a kafka sink takes brokers, topic, marker_topic, tls, sasl, columns (table is a setting of postgres, sqlite sinks)"},
+			"table is not a setting of a kafka sink", "remove it; a kafka sink takes brokers, topic, marker_topic, tls, sasl, columns, primary_key (table is a setting of postgres, sqlite sinks)"},
 		{"sinks: {late: {type: ledger, dir: l, path: x}}", "sinks.late.path",
 			"path is not a setting of a ledger sink", "remove it; a ledger sink takes dir, retention (path is a setting of jsonl, sqlite sinks)"},
 		{"sinks: {results: {type: stdout, timeout: 5s}}", "sinks.results.timeout",

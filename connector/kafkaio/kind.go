@@ -34,6 +34,7 @@ func Kinds() []connector.Kind {
 			{Name: "tls", Doc: "connect with TLS (the system's roots)"},
 			{Name: "sasl", Doc: "authentication: {mechanism: plain|scram-sha-256|scram-sha-512, user, password}"},
 			connector.ColumnsField,
+			{Name: "primary_key", Doc: "results of columns only: the columns whose JSON object keys each message (the key fields' and window bounds'), as Flink's upsert-kafka keys a message by its table's primary key; a retraction is then the key's tombstone (a message without a value) (default: weir's own key, the key fields and the window's bounds in epoch ms)"},
 		}}}}
 }
 

@@ -460,6 +460,30 @@ func Columns(p *spec.Plan) []spec.Column {
 	return nil
 }
 
+// KeyColumns are the columns, of cols, that primary key pk names: the
+// columns of a Kafka results message's key (Sink.PrimaryKey); nil
+// without pk.
+func KeyColumns(cols []spec.Column, pk []string) []spec.Column {
+	var out []spec.Column
+	for _, name := range pk {
+		if i := slices.IndexFunc(cols, func(c spec.Column) bool { return c.Name == name }); i >= 0 {
+			out = append(out, cols[i])
+		}
+	}
+	return out
+}
+
+// AppendMessageKey appends the key of result r's message: the JSON
+// object of key columns keyCols (KeyColumns, as Flink's upsert-kafka
+// keys a message by its table's primary key), or weir's own
+// (AppendResultKey) without them.
+func AppendMessageKey(b []byte, plan *spec.Plan, keyCols []spec.Column, run int64, r window.Result[string, []byte]) []byte {
+	if len(keyCols) > 0 {
+		return appendColumns(b, plan, keyCols, nil, run, r)
+	}
+	return AppendResultKey(b, plan, r)
+}
+
 // Bytes formats n bytes with an SI unit: 812 B, 3.4 kB, 1.2 MB.
 func Bytes(n int64) string {
 	const units = "kMGT"

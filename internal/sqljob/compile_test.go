@@ -232,6 +232,26 @@ sinks:
 	}
 }
 
+// TestUpsertKafkaKey: an upsert-kafka table's records are keyed by its
+// primary key's columns (spec.Sink.PrimaryKey), as Flink's are.
+func TestUpsertKafkaKey(t *testing.T) {
+	j, err := Compile(`CREATE TABLE orders (user_id STRING, amount BIGINT, ts TIMESTAMP(3), WATERMARK FOR ts AS ts - INTERVAL '5' SECOND)
+  WITH ('connector' = 'filesystem', 'path' = 'orders.jsonl', 'format' = 'json');
+CREATE TABLE totals (who STRING, ws TIMESTAMP(3), we TIMESTAMP(3), total BIGINT, PRIMARY KEY (who, ws, we) NOT ENFORCED)
+  WITH ('connector' = 'upsert-kafka', 'topic' = 'totals', 'properties.bootstrap.servers' = '127.0.0.1:9092', 'key.format' = 'json', 'value.format' = 'json');
+INSERT INTO totals SELECT user_id, window_start, window_end, SUM(amount)
+FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '1' MINUTE)) GROUP BY user_id, window_start, window_end;`, "u.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := j.Plan(); err != nil {
+		t.Fatal(err)
+	}
+	if k := j.Spec.Sinks.Results[0]; !slices.Equal(k.PrimaryKey, []string{"who", "ws", "we"}) {
+		t.Errorf("primary key %q", k.PrimaryKey)
+	}
+}
+
 // TestErrors: what the compiler refuses, with its place and a hint.
 func TestErrors(t *testing.T) {
 	const table = `CREATE TABLE orders (user_id STRING, amount BIGINT, ms BIGINT, ts AS TO_TIMESTAMP_LTZ(ms, 3), WATERMARK FOR ts AS ts - INTERVAL '5' SECOND) WITH ('connector' = 'filesystem', 'path' = 'o.jsonl');

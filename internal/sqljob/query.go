@@ -537,6 +537,15 @@ func (c *compiler) mapColumns(in *sqlparse.Insert, sel *sqlparse.Select, items [
 		if err := c.upsertKey(t, cols); err != nil {
 			return err
 		}
+		if conn == "upsert-kafka" && c.job.join == nil && c.job.topN == nil && c.job.cascade == nil {
+			// Its messages are keyed by the primary key's columns, a
+			// retraction the key's tombstone, as Flink's upsert-kafka
+			// writes them.
+			k.PrimaryKey = nil
+			for _, id := range t.PrimaryKey.Columns {
+				k.PrimaryKey = append(k.PrimaryKey, id.Name)
+			}
+		}
 	}
 	if declared {
 		for i, col := range cols {
@@ -564,7 +573,10 @@ func (c *compiler) mapColumns(in *sqlparse.Insert, sel *sqlparse.Select, items [
 		// A fired session is merged into another only by a late firing
 		// (allowed lateness) or after an early one.
 		refires := s.AllowedLateness != nil && *s.AllowedLateness > 0 || s.Trigger != nil
-		if s.Window.Type == "session" && !firing && refires {
+		// (A jdbc table deletes the row, an upsert-kafka topic gets
+		// the key's tombstone.)
+		rowsRetract := !slices.Contains([]string{"jdbc", "upsert-kafka"}, optionsOf(t)["connector"].Value)
+		if s.Window.Type == "session" && !firing && refires && rowsRetract {
 			c.job.Warnings = append(c.job.Warnings, fmt.Sprintf("%s: table %s: sessions merge, and the row of a session absorbed into another is retracted; "+
 				"without a firing STRING METADATA column a retraction is a row whose aggregates are null", t.Pos, name))
 		}

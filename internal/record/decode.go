@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -498,6 +499,33 @@ func NewDecoder(p *spec.Plan, clk clock.Clock) *Decoder {
 		}
 	}
 	d.opts = []expr.Option{decimals, times, nulls}
+	// A computed field that nothing reads (a view's column the query
+	// does not select) is not computed, as a SQL engine prunes it.
+	live := maps.Clone(early)
+	for _, at := range slices.Concat(d.keyAt, d.aggAt, d.whenAt) {
+		live[at] = true
+	}
+	for changed := true; changed; {
+		changed = false
+		for i, f := range d.computed {
+			if !live[f.at] {
+				continue
+			}
+			for _, at := range deps[i] {
+				if !live[at] {
+					live[at], changed = true, true
+				}
+			}
+		}
+	}
+	kept := 0
+	for i, f := range d.computed {
+		if live[f.at] {
+			d.computed[kept], deps[kept] = f, deps[i]
+			kept++
+		}
+	}
+	d.computed, deps = d.computed[:kept], deps[:kept]
 	d.nPre = len(d.computed)
 	if d.where != nil {
 		d.nPre = 0

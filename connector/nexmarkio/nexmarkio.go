@@ -1,8 +1,10 @@
 // Package nexmarkio is the Nexmark benchmark's event generator (package
 // nexmark, Beam's generator) as a job spec's source kind, nexmark: each
-// event is a JSON row in the shape of the Nexmark project's Flink table
-// (event_type 0, 1 or 2 for a person, an auction or a bid, and the row of
-// its kind; the others null), so that the project's SQL runs on it.
+// event is a typed record (Event, of Columns) whose JSON form is a row in
+// the shape of the Nexmark project's Flink table (event_type 0, 1 or 2
+// for a person, an auction or a bid, and the row of its kind; the others
+// null), so that the project's SQL runs on it; a job reads the columns it
+// needs without rendering the row.
 // Times (dateTime, expires) are epoch milliseconds, as weir's JSON holds
 // a TIMESTAMP(3). One channel reads every event in order; its position
 // is the next event's number.
@@ -25,7 +27,7 @@ import (
 // Kinds are the job spec's kinds of this package: the nexmark source.
 func Kinds() []connector.Kind {
 	return []connector.Kind{{Name: "nexmark",
-		Doc: "generates the Nexmark benchmark's events (people, auctions, bids; Beam's generator) as JSON rows of the Nexmark project's Flink table",
+		Doc: "generates the Nexmark benchmark's events (people, auctions, bids; Beam's generator) as typed rows of the Nexmark project's Flink table",
 		Source: &connector.SourceKind{Abilities: connector.AbilityPositions, Open: open, OwnEnd: true, Columns: Columns, Fields: []connector.Field{
 			{Name: "nexmark.events", Doc: "events to generate", Required: true},
 			{Name: "nexmark.rate", Doc: "events per second of event time (default 10000)"},

@@ -34,6 +34,14 @@ type Sink[T any] interface {
 	Close() error
 }
 
+// Discarder is implemented by a sink that keeps nothing it is given (a
+// blackhole): Discards reporting true lets the runner skip making the
+// messages, when making them has no effect of its own (no count of a
+// column's NULLs).
+type Discarder interface {
+	Discards() bool
+}
+
 // Transactional is the two-phase commit ability of a Sink, which makes its
 // output exactly once with checkpoints (Flink's TwoPhaseCommitSinkFunction,
 // a Kafka transaction per checkpoint, a file cut back on restore).

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -40,6 +41,10 @@ type msgSink struct {
 	// those of its primary key (a Kafka topic's message key, and a
 	// retraction its tombstone), nil without one.
 	cols, keyCols []spec.Column
+	// discard: the sink keeps nothing (connector.Discarder) and its
+	// results' columns count nothing (no expression, no cast), so a
+	// result's message is not made.
+	discard bool
 	// one is the message being written; entry, val, key, id, hbuf and hdr
 	// are its reused parts.
 	one                [1]connector.Message
@@ -81,6 +86,9 @@ func (j *Job) openMessages(op *spec.SinkOp, open func(context.Context, connector
 		m.keyCols = outfmt.KeyColumns(m.cols, op.Config.PrimaryKey)
 	}
 	m.txn, _ = s.(connector.Transactional)
+	if d, ok := s.(connector.Discarder); ok && d.Discards() && role == connector.RoleResults {
+		m.discard = !slices.ContainsFunc(m.cols, func(c spec.Column) bool { return c.Expr != "" || c.Decimal != nil })
+	}
 	if r, ok := s.(connector.RunKeeper); ok && j.appendRuns && j.startsFresh(op.Name) {
 		// Earlier runs' output stays; this run's id goes above theirs.
 		last, err := r.MaxRun(j.sinkCtx)
@@ -116,6 +124,9 @@ func (j *Job) openMsgs() []connector.Sink[connector.Message] {
 // With a primary key, a retraction is the key's tombstone: a message
 // without a value, as Flink's upsert-kafka deletes a row.
 func (m *msgSink) write(r window.Result[string, []byte]) error {
+	if m.discard {
+		return nil
+	}
 	run := m.j.run
 	m.val = outfmt.AppendResult(m.val[:0], m.plan, m.cols, m.j.nulls, run, r)
 	m.key = outfmt.AppendMessageKey(m.key[:0], m.plan, m.keyCols, run, r)

@@ -90,5 +90,6 @@ func openBlackhole(context.Context, connector.MessagesOpen) (connector.Sink[conn
 }
 
 func (blackhole) Write(context.Context, []connector.Message) error { return nil }
+func (blackhole) Discards() bool                                   { return true }
 func (blackhole) Flush(context.Context) error                      { return nil }
 func (blackhole) Close() error                                     { return nil }

@@ -670,6 +670,12 @@ func (r *reader[T]) readStrict(ctx context.Context, now time.Time) (int, error) 
 				return n, err
 			}
 			r.enqueue(f)
+			// Brokers that stopped answering while the record waited
+			// for are told of (Reach), as a plain Read tells them: the
+			// wait does not end the Read, whose order the turns keep.
+			if err := r.probe(ctx); err != nil {
+				return n, err
+			}
 			continue
 		}
 		if !kr.Attrs.IsControl() && kr.Offset >= p.next {

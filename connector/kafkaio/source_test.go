@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -732,6 +733,58 @@ func TestReachBrokerDown(t *testing.T) {
 	h.r.publishInputs(time.Now())
 	if in := h.r.Inputs(); len(in) != 1 || in[0].Backlog != -1 {
 		t.Fatalf("inputs while the broker is down: %+v, want the backlog unknown (-1)", in)
+	}
+}
+
+// TestReachStrict: a deterministic read (Strict) waiting for the record
+// whose turn it is tells Reach that the brokers stopped answering, where
+// it waited without a word (SRE trial: a broker down under a
+// --deterministic run, /healthz ok and no warning for 40 s).
+func TestReachStrict(t *testing.T) {
+	defer func(p time.Duration) { ProbeEvery = p }(ProbeEvery)
+	ProbeEvery = 50 * time.Millisecond
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "in"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	brokers := c.ListenAddrs()
+	produce(t, brokers, "in", rec(0, "a", 1000), rec(1, "b", 1010))
+	// The broker answers no fetch, and once one was asked for (the
+	// reader started: its end offsets listed), no listing either.
+	var down atomic.Bool
+	c.ControlKey(int16(kmsg.Fetch), func(kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		down.Store(true)
+		return nil, nil, true
+	})
+	c.ControlKey(int16(kmsg.ListOffsets), func(kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		return nil, nil, down.Load()
+	})
+	var reach connector.Reach
+	h := newHarness(t, brokers, "in", func(o *SourceOptions[event]) {
+		o.Reach, o.Strict = &reach, true
+		o.ClientOptions = append(o.ClientOptions, kgo.RetryTimeout(200*time.Millisecond), kgo.RequestTimeoutOverhead(200*time.Millisecond))
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { // the Read waits for the records' turns until cancelled
+		_, err := h.r.Read(ctx, h.o)
+		done <- err
+	}()
+	deadline := time.Now().Add(20 * time.Second)
+	for since, _ := reach.Failing(); since.IsZero(); since, _ = reach.Failing() {
+		if time.Now().After(deadline) {
+			cancel()
+			<-done
+			t.Fatal("the broker is gone under a deterministic read, and Reach never said so")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
 	}
 }
 

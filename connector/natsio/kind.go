@@ -31,7 +31,7 @@ func Kinds() []connector.Kind {
 func openSource(_ context.Context, so connector.SourceOpen) (connector.OpenedSource, error) {
 	s := so.Settings
 	o := SourceOptions{URL: s.String("nats.url"), Stream: s.String("nats.stream"), Subjects: s.Strings("nats.subjects"),
-		StopAtEnd: s.Bool("nats.stop_at_end"), Logger: so.Logger}
+		StopAtEnd: s.Bool("nats.stop_at_end"), Logger: so.Logger, Reach: so.Reach}
 	switch so.Start.Kind {
 	case connector.StartSequence:
 		o.Start = StartAtSequence(so.Start.Seq)

@@ -653,6 +653,46 @@ func TestSourceLive(t *testing.T) {
 	checkPayloads(t, out.recs, 0)
 }
 
+// TestSourceReach: a reader whose server goes away says so (Reach fails
+// from the disconnection) and reaches it again once the client
+// reconnects, so that the runner can warn of an outage that reads as a
+// quiet stream otherwise.
+func TestSourceReach(t *testing.T) {
+	dir := t.TempDir()
+	s := runServer(t, dir, -1)
+	port := serverPort(s)
+	url := s.ClientURL()
+	createStream(t, connect(t, url), "REACH", "reach")
+	reach := new(connector.Reach)
+	src := natsio.NewSource(natsio.SourceOptions{URL: url, Stream: "REACH", FetchWait: 20 * time.Millisecond, Reach: reach,
+		ConnectOptions: []nats.Option{nats.ReconnectWait(50 * time.Millisecond), nats.MaxReconnects(-1)}})
+	r := open(t, src, 0, 1)
+	defer r.Close()
+	var out fakeOut
+	waitFor := func(what string, ok func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); !ok(); {
+			if time.Now().After(deadline) {
+				t.Fatalf("no %s in 10s", what)
+			}
+			if _, err := r.Read(context.Background(), &out); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if _, err := r.Read(context.Background(), &out); err != nil {
+		t.Fatal(err)
+	}
+	if since, _ := reach.Failing(); !since.IsZero() {
+		t.Fatalf("failing since %v with the server up", since)
+	}
+	s.Shutdown()
+	s.WaitForShutdown()
+	waitFor("failure", func() bool { since, _ := reach.Failing(); return !since.IsZero() })
+	runServer(t, dir, port)
+	waitFor("recovery", func() bool { since, _ := reach.Failing(); return since.IsZero() })
+}
+
 // TestSourceIdleChannels: channels other than 0 emit nothing, mark
 // themselves idle and wait (or end at once with StopAtEnd), and connect to
 // nothing (a bad URL does not matter to them).

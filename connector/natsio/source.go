@@ -102,6 +102,10 @@ type SourceOptions struct {
 	// FetchWait is the longest a Read waits for a first message before it
 	// returns connector.Waiting (default 100ms).
 	FetchWait time.Duration
+	// Reach, if not nil, is told whether the reader reaches the server:
+	// a disconnection is its failure until the client reconnects (the
+	// runner warns of an outage, and its health check fails).
+	Reach *connector.Reach
 	// ResetAttempts is how many times in a row the ordered consumer tries
 	// to recreate itself after losing its server-side consumer (a
 	// reconnect, a missed heartbeat), waiting 1 s, 2 s, 4 s, 8 s, then
@@ -197,6 +201,13 @@ func (s *source[T]) Open(ctx context.Context, ch, n int) (connector.Reader[T], e
 	opts := append([]nats.Option{
 		nats.Name("weir natsio source " + o.Stream),
 		nats.ClosedHandler(r.onClosed),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			if err == nil {
+				err = errors.New("disconnected")
+			}
+			o.Reach.Fail(ch, time.Now(), fmt.Errorf("natsio: %s: %w", o.URL, err))
+		}),
+		nats.ReconnectHandler(func(*nats.Conn) { o.Reach.OK(ch) }),
 	}, o.ConnectOptions...)
 	opts = append(opts, dialer.option())
 	nc, err := nats.Connect(o.URL, opts...)

@@ -58,6 +58,6 @@
 // # Errors
 //
 // The errors a caller may want to tell apart are the sentinels of errors.go,
-// matched with errors.Is: [ErrAlreadyRun], [ErrGlobalLateness],
+// matched with errors.Is: [ErrAlreadyRun], [ErrNotStarted], [ErrGlobalLateness],
 // [ErrNonMergeableTrigger] and [window.ErrNoTimestamp].
 package weir

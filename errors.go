@@ -10,6 +10,11 @@ import (
 var (
 	// ErrAlreadyRun: Execute or Step was called on an Env that has run.
 	ErrAlreadyRun = runtime.ErrAlreadyRun
+	// ErrNotStarted: the job failed before it ran (a source that did not
+	// open, an operator that could not be built or restored); it read
+	// nothing, and the Report of a resumed job is not its checkpoint's
+	// counts.
+	ErrNotStarted = runtime.ErrNotStarted
 	// ErrGlobalLateness: a global window was given allowed lateness,
 	// which cannot apply to a window without an end (rule W6).
 	ErrGlobalLateness = winop.ErrGlobalLateness

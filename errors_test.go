@@ -3,6 +3,7 @@ package weir_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/weirstream/weir"
@@ -34,5 +35,44 @@ func TestSentinels(t *testing.T) {
 	}
 	if _, err := build(window.GlobalWindows(), weir.WindowOptions{AllowedLateness: 5}).Execute(context.Background()); !errors.Is(err, weir.ErrGlobalLateness) {
 		t.Fatalf("lateness on the global window: %v, want ErrGlobalLateness", err)
+	}
+}
+
+// downSource is a source whose channels cannot open (its server down).
+type downSource struct{}
+
+func (downSource) Open(context.Context, int, int) (weir.SourceReader[int64], error) {
+	return nil, errors.New("connection refused")
+}
+
+// TestNotStarted: a job whose source cannot open fails with an error that
+// reads as the source's and matches ErrNotStarted (it read nothing), for
+// both executors; one that failed while it ran does not match it.
+func TestNotStarted(t *testing.T) {
+	for _, det := range []bool{false, true} {
+		opts := weir.DefaultOptions()
+		opts.Deterministic = det
+		env, err := weir.NewEnv(opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		weir.Collect(weir.FromSource[int64](env, "down", downSource{}, weir.SourceOptions{}))
+		_, err = env.Execute(context.Background())
+		if !errors.Is(err, weir.ErrNotStarted) || !strings.Contains(err.Error(), "connection refused") || strings.Contains(err.Error(), "did not start") {
+			t.Fatalf("deterministic %v: %v, want the source's error matching ErrNotStarted", det, err)
+		}
+	}
+	env, err := weir.NewEnv(weir.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	weir.Collect(weir.Map(weir.FromSlice(env, []int64{1, 2}), func(v int64) int64 {
+		if v == 2 {
+			panic("bad record")
+		}
+		return v
+	}))
+	if _, err := env.Execute(context.Background()); err == nil || errors.Is(err, weir.ErrNotStarted) {
+		t.Fatalf("a job that failed while it ran: %v, want an error that is not ErrNotStarted", err)
 	}
 }

@@ -495,6 +495,20 @@ func runPlan(ctx context.Context, p *spec.Plan, dir string, f runFlags, now time
 		fmt.Fprintf(o.Stderr, "weir run: %s\n", trimDir(err, o))
 		return ExitUsage
 	}
+	if j := cur.Load(); errors.Is(err, weir.ErrNotStarted) && j != nil && !j.RestoredAt().IsZero() {
+		// A resume that failed before it ran (a source's server down)
+		// has no counts of its own, and the checkpoint's are not
+		// restored: a summary of them would contradict itself.
+		fmt.Fprintf(o.Stderr, "job %s failed before it resumed from its checkpoint of %s: it read nothing, and its counts stand as that checkpoint holds them (weir run resumes from it again)\n",
+			p.Name, j.RestoredAt().UTC().Format(time.RFC3339))
+		if f.summaryJSON != "" {
+			if werr := os.WriteFile(o.path(f.summaryJSON), []byte("{\"not_started\":1}\n"), 0o644); werr != nil {
+				fmt.Fprintf(o.Stderr, "weir run: %v\n", werr)
+			}
+		}
+		fmt.Fprintf(o.Stderr, "weir run: job failed: %s\n", trimDir(err, o))
+		return ExitFailed
+	}
 	elapsed := time.Since(began)
 	var peak weir.StateInfo
 	if j := cur.Load(); j != nil {

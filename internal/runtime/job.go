@@ -642,6 +642,19 @@ func (st *Subtask) buildChain() (err error) {
 // ErrAlreadyRun is returned when a job is run twice.
 var ErrAlreadyRun = errors.New("weir: job already ran; build a new one")
 
+// ErrNotStarted is matched (errors.Is) by the error of a job that failed
+// before it ran: a source that did not open, an operator that could not
+// be built or restored. It read nothing, and a resumed job's counters are
+// not restored (they stand as its checkpoint holds them).
+var ErrNotStarted = errors.New("weir: the job did not start")
+
+// notStarted is a build's error, which reads as it does and matches
+// ErrNotStarted.
+type notStarted struct{ error }
+
+func (e notStarted) Is(target error) bool { return target == ErrNotStarted }
+func (e notStarted) Unwrap() error        { return e.error }
+
 // Run builds and runs the job to the end of its input or until ctx is done.
 // A panic in user code fails the job with its cause and stack.
 func (j *Job) Run(ctx context.Context) error {
@@ -656,7 +669,7 @@ func (j *Job) Run(ctx context.Context) error {
 			// Opening a source gave up because the run was cancelled.
 			return ctx.Err()
 		}
-		return err
+		return notStarted{err}
 	}
 	if j.opts.Deterministic {
 		ex := &Executor{job: j}

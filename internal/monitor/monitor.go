@@ -363,6 +363,11 @@ func (m *Monitor) Subscribe() (<-chan Point, func()) {
 // subtasks says anything about skew (a last batch or two does not).
 const minSkewRecords = 100
 
+// restoreSettle is how long after a resume (Snapshot.RestoredAt, when the
+// job opened its checkpoint) its operators may still be restoring their
+// counters: no rate spans it.
+const restoreSettle = 3000 // ms
+
 // point derives a history point from a snapshot and the previous one.
 func point(s, prev *Snapshot, dt time.Duration) Point {
 	p := Point{T: s.Now, Ops: map[string]OpPoint{}, Job: JobPoint{Checkpoints: s.Totals.Checkpoints, Regressions: s.Counters["timestamp_regressions"],
@@ -396,6 +401,13 @@ func point(s, prev *Snapshot, dt time.Duration) Point {
 	}
 	p.Job.Backlog, p.Job.MaxEventAheadS, p.Job.CheckpointDelayS = backlog, ahead, ckDelay
 	secs := dt.Seconds()
+	if prev != nil && s.RestoredAt != nil && prev.Now < *s.RestoredAt+restoreSettle {
+		// A resumed job's counters jump to its checkpoint's as its
+		// operators are restored, after it opened: an interval from
+		// before that is no rate (the doctor took the jump for a spike
+		// of late records, D17, after every resume).
+		prev = nil
+	}
 	var prevOps map[string]*Operator
 	if prev != nil && secs > 0 {
 		prevOps = map[string]*Operator{}

@@ -34,3 +34,26 @@ func TestPointFiringDelayPerInterval(t *testing.T) {
 		t.Fatalf("an interval without firings: p99 %v, want 0", p.Ops["window"].FiringDelayP99S)
 	}
 }
+
+// TestPointAcrossRestore: no rate spans a resume, whose counters jump to
+// its checkpoint's as its operators restore them (the doctor read the
+// jump as a spike of late records after every resume, D17); after it
+// settled, rates are the run's again.
+func TestPointAcrossRestore(t *testing.T) {
+	restored := int64(100_000)
+	snap := func(now, side int64) *Snapshot {
+		return &Snapshot{Now: now, RestoredAt: &restored, Operators: []Operator{{Name: "window",
+			Subtasks: []Subtask{{}}, Window: &WindowOut{SideOutput: side}}}}
+	}
+	s0, s1, s2 := snap(restored, 0), snap(restored+1000, 4439), snap(restored+restoreSettle+1000, 4440)
+	if p := point(s1, s0, time.Second); p.Ops["window"].SideOutputPerS != nil {
+		t.Fatalf("a rate across the restore: %v/s", *p.Ops["window"].SideOutputPerS)
+	}
+	if p := point(s2, s1, time.Duration(restoreSettle)*time.Millisecond); p.Ops["window"].SideOutputPerS != nil {
+		t.Fatalf("a rate from within the restore's settling: %v/s", *p.Ops["window"].SideOutputPerS)
+	}
+	s3 := snap(restored+restoreSettle+2000, 4442)
+	if p := point(s3, s2, time.Second); p.Ops["window"].SideOutputPerS == nil || *p.Ops["window"].SideOutputPerS != 2 {
+		t.Fatalf("after the restore settled: %v, want 2/s", p.Ops["window"].SideOutputPerS)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -114,6 +115,11 @@ type Monitor struct {
 		ended  time.Time              // when every operator first had the final watermark (zero: not yet)
 		idle   map[string]bool        // source input -> idle at the last sample
 		flips  map[string][]time.Time // source input -> its idle/active changes
+		// read and readAt: a source subtask that reports no inputs of
+		// its own, by operator and index: its records in at the last
+		// sample, and when that count last grew (channelInput).
+		read   map[string]int64
+		readAt map[string]time.Time
 		subs   map[chan Point]struct{}
 	}
 }
@@ -185,6 +191,7 @@ func (m *Monitor) Sample() {
 	defer m.mu.Unlock()
 	m.holdingFor(&s, now)
 	m.endedAt(&s, now)
+	m.channelInputs(&s, now)
 	m.countFlips(&s, now)
 	p := point(&s, m.mu.snap, now.Sub(m.mu.snapAt))
 	m.mu.ring[m.mu.next] = p
@@ -252,6 +259,48 @@ func (m *Monitor) endedAt(s *Snapshot, now time.Time) {
 
 // countFlips counts each source input's idle/active changes over the
 // last 10 minutes.
+// channelInputs gives a source subtask whose reader reports no inputs
+// of its own (a file, a NATS stream: only Kafka's report partitions) its
+// channel as its one input, with the subtask's watermark and state, and
+// the age of the source's last record as the samples saw its count grow
+// (a count per source, not per channel: each channel of a source that
+// read records since the last sample is taken to have), so that the
+// doctor sees such a source go quiet (D20) as it sees a Kafka partition.
+// m.mu is held.
+func (m *Monitor) channelInputs(s *Snapshot, now time.Time) {
+	if m.mu.read == nil {
+		m.mu.read, m.mu.readAt = map[string]int64{}, map[string]time.Time{}
+	}
+	for i := range s.Operators {
+		op := &s.Operators[i]
+		if !op.Source {
+			continue
+		}
+		for j := range op.Subtasks {
+			st := &op.Subtasks[j]
+			if len(st.Inputs) > 0 {
+				continue
+			}
+			key := op.Name + "\x00" + strconv.Itoa(st.Index)
+			if op.emitted > m.mu.read[key] {
+				m.mu.readAt[key] = now
+			}
+			m.mu.read[key] = op.emitted
+			in := Input{Name: "channel " + strconv.Itoa(st.Index), Watermark: st.Watermark, State: "active"}
+			switch st.State {
+			case "idle":
+				in.State, in.Why = "idle", "the channel is idle"
+			case "no watermark yet":
+				in.State, in.Why = st.State, st.Why
+			}
+			if at, ok := m.mu.readAt[key]; ok {
+				in.LastRecordAgeS = fptr(now.Sub(at).Seconds())
+			}
+			st.Inputs = []Input{in}
+		}
+	}
+}
+
 func (m *Monitor) countFlips(s *Snapshot, now time.Time) {
 	for i := range s.Operators {
 		op := &s.Operators[i]

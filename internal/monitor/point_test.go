@@ -57,3 +57,39 @@ func TestPointAcrossRestore(t *testing.T) {
 		t.Fatalf("after the restore settled: %v, want 2/s", p.Ops["window"].SideOutputPerS)
 	}
 }
+
+// TestChannelInputs: a source whose reader reports no inputs (a file, a
+// NATS stream) gets its channel as its input, whose last record's age
+// grows once the source's count stops growing, so that the doctor sees
+// it go quiet (D20); a reader's own inputs (Kafka's partitions) stay.
+func TestChannelInputs(t *testing.T) {
+	m := New(Options{})
+	t0 := time.UnixMilli(1_000_000)
+	snap := func(emitted int64, own []Input) *Snapshot {
+		return &Snapshot{Operators: []Operator{{Name: "source", Source: true, emitted: emitted,
+			Subtasks: []Subtask{{Index: 0, State: "active", Inputs: own}}}, {Name: "window"}}}
+	}
+	age := func(s *Snapshot) *float64 { return s.Operators[0].Subtasks[0].Inputs[0].LastRecordAgeS }
+	s := snap(0, nil)
+	m.channelInputs(s, t0)
+	if in := s.Operators[0].Subtasks[0].Inputs; len(in) != 1 || in[0].Name != "channel 0" || in[0].LastRecordAgeS != nil {
+		t.Fatalf("no record yet: %+v", in)
+	}
+	for i, c := range []struct {
+		emitted int64
+		at      time.Duration
+		age     float64
+	}{{10, time.Second, 0}, {20, 2 * time.Second, 0}, {20, 30 * time.Second, 28}} {
+		s := snap(c.emitted, nil)
+		m.channelInputs(s, t0.Add(c.at))
+		if a := age(s); a == nil || *a != c.age {
+			t.Fatalf("sample %d: age %v, want %v", i, a, c.age)
+		}
+	}
+	own := []Input{{Name: "partition 0"}}
+	s = snap(30, own)
+	m.channelInputs(s, t0.Add(time.Minute))
+	if in := s.Operators[0].Subtasks[0].Inputs; len(in) != 1 || in[0].Name != "partition 0" {
+		t.Fatalf("a reader's own inputs: %+v", in)
+	}
+}

@@ -183,6 +183,9 @@ type Operator struct {
 	LagS         *float64   `json:"lag_s"`
 	SpreadS      *float64   `json:"spread_s"`
 	Subtasks     []Subtask  `json:"subtasks"`
+	// emitted is a source's records emitted, over its channels (not
+	// served: each channel's input says when the count last grew).
+	emitted int64
 	Window       *WindowOut `json:"window,omitempty"`
 }
 
@@ -396,7 +399,7 @@ func take(env *weir.Env, cs weir.CheckpointStats, info JobInfo, now time.Time) S
 	states := env.OperatorStates()
 	hists := env.WindowHists()
 	for _, g := range graph {
-		op := Operator{Name: g.Name, Parallelism: g.Parallelism, Source: g.Source, Subtasks: make([]Subtask, g.Parallelism)}
+		op := Operator{Name: g.Name, Parallelism: g.Parallelism, Source: g.Source, Subtasks: make([]Subtask, g.Parallelism), emitted: rep.SourceRecords[g.Name]}
 		for _, gate := range g.Gates {
 			for _, f := range gate {
 				if !slices.Contains(op.Upstream, f.Stage) {

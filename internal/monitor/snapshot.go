@@ -178,15 +178,15 @@ type Operator struct {
 	// Watermark is the lowest subtask watermark (null: some subtask has
 	// none yet, WatermarkWhy says why); LagS is Now minus it in seconds;
 	// SpreadS is the highest minus the lowest subtask watermark.
-	Watermark    *int64     `json:"watermark"`
-	WatermarkWhy string     `json:"watermark_why,omitempty"`
-	LagS         *float64   `json:"lag_s"`
-	SpreadS      *float64   `json:"spread_s"`
-	Subtasks     []Subtask  `json:"subtasks"`
+	Watermark    *int64    `json:"watermark"`
+	WatermarkWhy string    `json:"watermark_why,omitempty"`
+	LagS         *float64  `json:"lag_s"`
+	SpreadS      *float64  `json:"spread_s"`
+	Subtasks     []Subtask `json:"subtasks"`
 	// emitted is a source's records emitted, over its channels (not
 	// served: each channel's input says when the count last grew).
 	emitted int64
-	Window       *WindowOut `json:"window,omitempty"`
+	Window  *WindowOut `json:"window,omitempty"`
 }
 
 // WindowOut is what a window operator did so far.

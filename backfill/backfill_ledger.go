@@ -51,10 +51,11 @@ func (c *ledgerCut) of(name string) *connector.LedgerCut {
 	return &connector.LedgerCut{State: c.states[name], Run: c.run}
 }
 
-// openLedgerSource opens the job's ledger and, unless dry, takes the
-// single-writer lock of backfills over it. To inspect it (inspect), a
-// late_partial sink of a kind that cannot be read back is left out: the
-// ledger is what is read.
+// openLedgerSource opens the job's ledger and takes the single-writer
+// lock of backfills over it (a dry run's too: beside a backfill half
+// applied, its comparison would show differences that are not there). To
+// inspect it (inspect: no lock), a late_partial sink of a kind that
+// cannot be read back is left out: the ledger is what is read.
 func openLedgerSource(p *spec.Plan, o BackfillOptions, inspect bool) (ledgerSource, error) {
 	var srcs ledgerSource
 	reg := p.Kinds()
@@ -82,7 +83,7 @@ func openLedgerSource(p *spec.Plan, o BackfillOptions, inspect bool) (ledgerSour
 			results = spec.SinkSettings(r)
 		}
 		r, err := kind.Sink.OpenLedger(context.Background(), connector.LedgerOpen{Settings: spec.SinkSettings(k.sink), Output: "sinks." + k.name,
-			Name: k.name, Reason: k.reason, Job: p.Name, Path: job.RunOptions{Dir: o.Dir}.Path, Lock: !o.DryRun, Results: results})
+			Name: k.name, Reason: k.reason, Job: p.Name, Path: job.RunOptions{Dir: o.Dir}.Path, Lock: !inspect, Results: results})
 		if err != nil {
 			srcs.close()
 			return nil, err

@@ -51,7 +51,7 @@ func TestPostgresLedgerCutAcrossRuns(t *testing.T) {
 	if _, err := j.Run(context.Background()); err == nil {
 		t.Fatal("the crash hook never fired")
 	}
-	src, err := openLedgerSource(p, BackfillOptions{Dir: dir, DryRun: true}, false)
+	src, err := openLedgerSource(p, BackfillOptions{Dir: dir, DryRun: true}, true)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -54,7 +54,7 @@ func (c *compiler) compileSelect(in *sqlparse.Insert, sel *sqlparse.Select, sink
 		// A bare SELECT * prints the columns * stands for.
 		sinkT.Columns = nil
 		for _, it := range items {
-			col := &sqlparse.Column{Pos: it.pos, Name: sqlparse.Ident{Pos: it.pos, Name: it.from}}
+			col := &sqlparse.Column{Pos: it.pos, Name: sqlparse.Ident{Pos: it.pos, Name: strings.TrimPrefix(it.from, hiddenField)}}
 			if it.from == spec.ColWindowStart {
 				col.Name.Name = c.timeAttr
 				col.Type = c.timeAttrType(it.pos)
@@ -95,6 +95,10 @@ func selectSpec(s *spec.Spec, fields []string) {
 	}
 }
 
+// hiddenField prefixes the name a row's value takes for a record's field
+// of a result line's name (window_start, run, pane).
+const hiddenField = "_weir_field_"
+
 // selectColumns compiles the read, where and select list of SELECT
 // columns FROM from [WHERE ...] into the job's spec: the items (each a
 // field of the record, or window_start for the table's time attribute,
@@ -124,7 +128,18 @@ func (c *compiler) selectColumns(sel *sqlparse.Select, from *sqlparse.TableRef) 
 	var items []item
 	var fields []string
 	field := func(pos sqlparse.Pos, name string) {
-		items = append(items, item{pos: pos, from: name, typ: c.fieldType(rel.table)([]sqlparse.Ident{{Name: name}})})
+		typ := c.fieldType(rel.table)([]sqlparse.Ident{{Name: name}})
+		if slices.Contains(spec.ResultColumns, name) {
+			// A record's field of a result line's name (weir's own
+			// results read back: window_start, run, pane) is a row's
+			// value under a name of its own.
+			hidden := hiddenField + name
+			if !slices.Contains(fields, hidden) {
+				c.addComputed(rel.table, hidden, &sqlparse.Ref{Parts: []sqlparse.Ident{{Pos: pos, Name: name}}})
+			}
+			name = hidden
+		}
+		items = append(items, item{pos: pos, from: name, typ: typ})
 		if !slices.Contains(fields, name) {
 			fields = append(fields, name)
 		}

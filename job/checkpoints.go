@@ -54,7 +54,9 @@ func openCheckpoints(p *spec.Plan, path *spec.Path, o RunOptions) (*checkpoints,
 	}
 	interval, retain := 5*time.Second, 0
 	if c := p.Checkpoint; c != nil {
-		retain = c.Retain
+		if c.Retain != nil {
+			retain = *c.Retain
+		}
 		if c.Interval != nil {
 			interval = etime.Duration(*c.Interval).Std()
 		}

@@ -553,8 +553,8 @@ func (c *compiler) compile() {
 		}
 		c.positive("checkpoint.interval", k.Interval, "the interval")
 		c.nonNegative("checkpoint.min_pause", k.MinPause)
-		if k.Retain < 0 {
-			c.add("checkpoint.retain", fmt.Sprint(k.Retain, " is negative"), "keep 1 or more checkpoints (default 3)")
+		if k.Retain != nil && *k.Retain < 1 {
+			c.add("checkpoint.retain", fmt.Sprint(*k.Retain, " keeps no checkpoint"), "keep 1 or more checkpoints (default 3)")
 		}
 		if k.MaxBuffered < 0 {
 			c.add("checkpoint.max_buffered", fmt.Sprint(k.MaxBuffered, " is negative"), fmt.Sprintf("give the most output items held for a checkpoint, such as %d (the default)", DefaultMaxBuffered))

@@ -220,8 +220,8 @@ type CheckpointSpec struct {
 	Dir string `yaml:"dir"`
 	// Interval between checkpoints (default 5s).
 	Interval *Duration `yaml:"interval"`
-	// Retain is how many complete checkpoints are kept (default 3).
-	Retain int `yaml:"retain"`
+	// Retain is how many complete checkpoints are kept (nil: 3).
+	Retain *int `yaml:"retain"`
 	// MaxBuffered bounds the output (results, late records, dead
 	// letters) held in memory for checkpoints that have not committed
 	// (default DefaultMaxBuffered): while a checkpoint's commit waits for

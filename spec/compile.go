@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"bytes"
 	"cmp"
 	"errors"
 	"fmt"
@@ -187,13 +188,35 @@ func ParseFile(path string, data []byte) (*Plan, error) {
 	return parse(data, strings.TrimSuffix(filepath.Base(path), filepath.Ext(path)), connector.Default)
 }
 
+// unexpanded warns of the first ${NAME} in a spec's text: weir expands
+// no variables, so it is taken as it is written (a path named ${IN}).
+func unexpanded(data []byte) []FieldError {
+	i := bytes.Index(data, []byte("${"))
+	if i < 0 {
+		return nil
+	}
+	line := 1 + bytes.Count(data[:i], []byte("\n"))
+	end := bytes.IndexByte(data[i:], '}')
+	if end < 0 {
+		end = min(len(data)-i, 20)
+	} else {
+		end++
+	}
+	return []FieldError{{Path: fmt.Sprintf("line %d", line), Msg: fmt.Sprintf("%s is taken as it is written: weir expands no variables in a spec", data[i:i+end]),
+		Fix: "write the value itself, or expand the variables before weir reads the spec (envsubst < job.tmpl.yaml > job.yaml)"}}
+}
+
 func parse(data []byte, name string, reg *connector.Registry) (*Plan, error) {
 	s, err := Load(data)
 	if s != nil && s.Name == "" {
 		s.Name = name
 	}
 	if err == nil {
-		return CompileWith(s, reg)
+		p, err := CompileWith(s, reg)
+		if p != nil {
+			p.Warnings = append(p.Warnings, unexpanded(data)...)
+		}
+		return p, err
 	}
 	var les Errors
 	if s == nil || !errors.As(err, &les) {

@@ -539,10 +539,11 @@ func (c compiler) expr(x sqlparse.Expr) eval {
 		if ts := c.timed([]sqlparse.Expr{x.X, x.Lo, x.Hi}, []eval{e, lo, hi}); ts != nil {
 			e, lo, hi = ts[0], ts[1], ts[2]
 		}
+		nlo, nhi := numericLit(x.Lo), numericLit(x.Hi)
 		not := x.Not
 		return func(g []*fastjson.Value) value {
 			x := e(g)
-			v := and(cmpOp(">=", x, lo(g)), cmpOp("<=", x, hi(g)))
+			v := and(cmpOp(">=", x, against(nlo, lo(g), x)), cmpOp("<=", x, against(nhi, hi(g), x)))
 			if not {
 				return notV(v)
 			}
@@ -560,11 +561,15 @@ func (c compiler) expr(x sqlparse.Expr) eval {
 		if ts := c.timed(append([]sqlparse.Expr{x.X}, x.List...), append([]eval{e}, list...)); ts != nil {
 			e, list = ts[0], ts[1:]
 		}
+		nums := make([]*value, len(x.List))
+		for i, l := range x.List {
+			nums[i] = numericLit(l)
+		}
 		not := x.Not
 		return func(g []*fastjson.Value) value {
 			v, r := e(g), boolV(false)
-			for _, l := range list {
-				r = or(r, cmpOp("=", v, l(g)))
+			for i, l := range list {
+				r = or(r, cmpOp("=", v, against(nums[i], l(g), v)))
 				if r.k == boolean && r.b {
 					break
 				}
@@ -1038,6 +1043,12 @@ func (c compiler) binary(x *sqlparse.Binary) eval {
 		if ts := c.timed([]sqlparse.Expr{x.X, x.Y}, []eval{a, b}); ts != nil {
 			a, b = ts[0], ts[1]
 		}
+		if nx, ny := numericLit(x.X), numericLit(x.Y); nx != nil || ny != nil {
+			return func(g []*fastjson.Value) value {
+				l, r := a(g), b(g)
+				return cmpOp(op, against(nx, l, r), against(ny, r, l))
+			}
+		}
 		return func(g []*fastjson.Value) value { return cmpOp(op, a(g), b(g)) }
 	case "IS DISTINCT FROM", "IS NOT DISTINCT FROM":
 		// Equality with NULL a value: never NULL itself.
@@ -1092,6 +1103,31 @@ func (c compiler) binary(x *sqlparse.Binary) eval {
 // cmpOp compares a and b by op: numbers by value, strings by their bytes,
 // booleans (false before true); NULL when either is NULL or their types
 // differ.
+// numericLit is the number string literal x holds, if it is one that
+// holds a number: compared with a number, the literal is that number, as
+// Flink casts a literal to the other side's type (store_id = '12345' of
+// a CSV cell read as the number 12345). A record's text is not cast:
+// only a literal is.
+func numericLit(x sqlparse.Expr) *value {
+	l, ok := x.(*sqlparse.Lit)
+	if !ok || l.Kind != "string" {
+		return nil
+	}
+	if n := number(bytes.TrimSpace([]byte(l.Text))); n.isNum() {
+		return &n
+	}
+	return nil
+}
+
+// against is v, a side's value, compared with other's: the number n its
+// literal holds (numericLit) where other is a number.
+func against(n *value, v, other value) value {
+	if n != nil && other.isNum() {
+		return *n
+	}
+	return v
+}
+
 func cmpOp(op string, a, b value) value {
 	var c int
 	switch {
@@ -1118,20 +1154,6 @@ func cmpOp(op string, a, b value) value {
 		// Arrays and rows are equal when their elements are, in order
 		// (Flink compares them so; it orders neither).
 		c = cmpInt(0, b2i(!rawEqual(a.r, b.r)))
-	case a.isNum() && b.k == str:
-		// A text compared with a number is the number it holds, as
-		// Flink casts a string to the numeric side's type in a
-		// comparison (store_id = '12345' of a CSV cell read as a
-		// number); a text that holds none compares as NULL.
-		if n := number(bytes.TrimSpace(b.s)); n.isNum() {
-			return cmpOp(op, a, n)
-		}
-		return nullV
-	case a.k == str && b.isNum():
-		if n := number(bytes.TrimSpace(a.s)); n.isNum() {
-			return cmpOp(op, n, b)
-		}
-		return nullV
 	default:
 		return nullV
 	}

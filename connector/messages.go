@@ -12,10 +12,13 @@ import (
 // stream files it under. A kind uses the parts it needs (a file the
 // Value, a Kafka topic the Key and Headers, a JetStream stream the ID).
 type Message struct {
-	// Value is the output as one line of JSON text (no newline).
+	// Value is the output as one line of JSON text (no newline); nil for
+	// a retraction of a results sink with a primary key (its key's
+	// tombstone, spec.Sink.PrimaryKey).
 	Value []byte
 	// Key is what a keyed log partitions and compacts by: a result's key
-	// fields and window as a JSON object (each window's newest revision
+	// fields and window as a JSON object, or, for a results sink with a
+	// primary key, its columns' object (each window's newest revision
 	// wins); a late record's or dead letter's entry id.
 	Key []byte
 	// ID is the message's stable id: the same output written again after

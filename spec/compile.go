@@ -1479,15 +1479,41 @@ func (c *compiler) layout(path string, k *Sink, role connector.SinkRole) {
 			// The columns of each message's key, as Flink's upsert-kafka
 			// keys a message by its table's primary key (a retraction is
 			// the key's tombstone).
+			// It must tell every result apart, as the results' own key
+			// does: each key field, and a window bound (window_end for
+			// cumulating windows, which share their start), none as a
+			// date (windows of one day share it).
+			fix := "name the columns of the key fields and window_start, window_end"
+			held := map[string]bool{}
 			for i, name := range k.PrimaryKey {
 				j := slices.IndexFunc(k.Columns, func(col Column) bool { return col.Name == name })
-				if j < 0 {
-					c.add(fmt.Sprintf("%s.primary_key[%d]", path, i), fmt.Sprintf("%q is no column of the sink", name), "name columns of sinks.results.columns that hold the key fields and window bounds")
-					continue
+				at := fmt.Sprintf("%s.primary_key[%d]", path, i)
+				switch from := ""; {
+				case j < 0:
+					c.add(at, fmt.Sprintf("%q is no column of the sink", name), fix)
+				case k.Columns[j].Expr != "":
+					c.add(at, fmt.Sprintf("column %q is computed, not a key field or window bound", name), fix)
+				default:
+					from = cmp.Or(k.Columns[j].From, k.Columns[j].Name)
+					switch {
+					case from != ColWindowStart && from != ColWindowEnd && !slices.Contains(c.s.Key, from):
+						c.add(at, fmt.Sprintf("column %q holds no key field or window bound", name), fix)
+					case held[from]:
+						c.add(at, fmt.Sprintf("column %q holds %s, as another key column does", name, from), fix)
+					case k.Columns[j].Time == "date" && (from == ColWindowStart || from == ColWindowEnd):
+						c.add(at, fmt.Sprintf("column %q writes %s as a date, which windows of one day share", name, from), "write it as a timestamp (time: timestamp) or epoch milliseconds")
+					}
+					held[from] = true
 				}
-				if from := cmp.Or(k.Columns[j].From, k.Columns[j].Name); k.Columns[j].Expr != "" || from != ColWindowStart && from != ColWindowEnd && !slices.Contains(c.s.Key, from) {
-					c.add(fmt.Sprintf("%s.primary_key[%d]", path, i), fmt.Sprintf("column %q holds no key field or window bound", name), "name the columns of the key fields and window_start, window_end")
+			}
+			for _, f := range c.s.Key {
+				if !held[f] {
+					c.add(path+".primary_key", fmt.Sprintf("no column of key field %q: results of two keys would share a message key", f), fix)
 				}
+			}
+			bound := held[ColWindowEnd] || held[ColWindowStart] && c.p.WindowKind != Cumulate
+			if c.p.WindowKind != Global && !bound {
+				c.add(path+".primary_key", "no column of a window bound: results of two windows would share a message key", fix)
 			}
 		case len(k.PrimaryKey) > 0:
 			c.add(path+".primary_key", "a primary key is a declared table's, or a kafka results sink's of columns (its messages' key)", "remove it, or add layout: declared")

@@ -691,6 +691,14 @@ func TestSourceReach(t *testing.T) {
 	waitFor("failure", func() bool { since, _ := reach.Failing(); return !since.IsZero() })
 	runServer(t, dir, port)
 	waitFor("recovery", func() bool { since, _ := reach.Failing(); return since.IsZero() })
+	// The reader's own Close is no outage.
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if since, err := reach.Failing(); !since.IsZero() {
+		t.Fatalf("failing since %v after the reader closed: %v", since, err)
+	}
 }
 
 // TestSourceIdleChannels: channels other than 0 emit nothing, mark

@@ -201,7 +201,15 @@ func (s *source[T]) Open(ctx context.Context, ch, n int) (connector.Reader[T], e
 	opts := append([]nats.Option{
 		nats.Name("weir natsio source " + o.Stream),
 		nats.ClosedHandler(r.onClosed),
-		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+		nats.DisconnectErrHandler(func(nc *nats.Conn, err error) {
+			select {
+			case <-r.stop:
+				return // the reader's own Close
+			default:
+			}
+			if nc.IsClosed() {
+				return
+			}
 			if err == nil {
 				err = errors.New("disconnected")
 			}

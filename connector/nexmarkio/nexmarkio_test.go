@@ -23,7 +23,7 @@ func TestConformance(t *testing.T) {
 			return src
 		},
 		Records: 3000,
-		ID:      func(l fileio.Line) string { return fmt.Sprint(l.No, string(l.Text)) },
+		ID:      func(l fileio.Line) string { return fmt.Sprint(l.No, string(l.Data())) },
 	})
 }
 

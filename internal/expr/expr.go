@@ -233,11 +233,64 @@ func (x *Expr) Value(a *fastjson.Arena, got []*fastjson.Value) *fastjson.Value {
 	case bigdec:
 		return a.NewNumberString(string(v.s))
 	case str:
-		return a.NewStringBytes(v.s)
+		if ArenaSafe(unsafe.String(unsafe.SliceData(v.s), len(v.s))) {
+			return a.NewStringBytes(v.s)
+		}
+		// The arena would escape it as Go does (\x01, \v), which no
+		// JSON reader takes back: a string parsed from its JSON text
+		// instead (rare: an allocation).
+		j, err := fastjson.ParseBytes(appendJSONText(nil, v.s))
+		if err != nil {
+			return a.NewNull()
+		}
+		return j
 	case raw:
 		return v.r
 	}
 	return a.NewNull()
+}
+
+// ArenaSafe reports whether fastjson's arena (Arena.NewString) keeps
+// text s as it is: it escapes it as Go's strconv.Quote does, which JSON
+// reads back only for text without control characters but \b, \f, \n, \r
+// and \t, without DEL, in valid UTF-8, and without unprintable runes
+// beyond the BMP.
+func ArenaSafe(s string) bool {
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c < 0x20 && c != '\b' && c != '\f' && c != '\n' && c != '\r' && c != '\t' || c == 0x7f {
+				return false
+			}
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && n == 1 || r > 0xffff && !strconv.IsPrint(r) {
+			return false
+		}
+		i += n
+	}
+	return true
+}
+
+// appendJSONText appends s as a JSON string: quotes and backslashes
+// escaped, control characters and DEL as \u escapes, other bytes as
+// they are.
+func appendJSONText(b, s []byte) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	for _, c := range s {
+		switch {
+		case c == '"' || c == '\\':
+			b = append(b, '\\', c)
+		case c < 0x20 || c == 0x7f:
+			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+		default:
+			b = append(b, c)
+		}
+	}
+	return append(b, '"')
 }
 
 // Compile compiles x, resolving each column it names (the first part of

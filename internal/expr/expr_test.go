@@ -643,3 +643,34 @@ func TestOnNull(t *testing.T) {
 		}
 	}
 }
+
+// TestValueControlCharacters: a computed text with control characters,
+// DEL or an unprintable rune beyond the BMP is its own text when read
+// back, where fastjson's arena escapes it as Go does (\x01), which no
+// JSON reader takes back.
+func TestValueControlCharacters(t *testing.T) {
+	var p fastjson.Parser
+	v, err := p.Parse(`{"s": "a\u0001b\u000bc\u007fd\ud83b\udc01e", "q": "x\"y\\z"}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	field := func(id sqlparse.Ident) (int, *sqlparse.Error) { return 0, nil }
+	for src, want := range map[string]string{
+		"UPPER(r.s)":        "A\x01B\vC\x7fD\U0001EC01E",
+		"CONCAT(r.q, r.s)":  "x\"y\\za\x01b\vc\x7fd\U0001EC01e",
+		"CONCAT(r.q, 'ok')": "x\"y\\zok",
+	} {
+		x, err := sqlparse.ParseExpr(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, err := CompileValue(x, field)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var a fastjson.Arena
+		if got := string(e.Value(&a, []*fastjson.Value{v}).GetStringBytes()); got != want {
+			t.Errorf("%s: %q, want %q", src, got, want)
+		}
+	}
+}

@@ -257,8 +257,6 @@ func (m *Monitor) endedAt(s *Snapshot, now time.Time) {
 	}
 }
 
-// countFlips counts each source input's idle/active changes over the
-// last 10 minutes.
 // channelInputs gives a source subtask whose reader reports no inputs
 // of its own (a file, a NATS stream: only Kafka's report partitions) its
 // channel as its one input, with the subtask's watermark and state, and
@@ -301,6 +299,8 @@ func (m *Monitor) channelInputs(s *Snapshot, now time.Time) {
 	}
 }
 
+// countFlips counts each source input's idle/active changes over the
+// last 10 minutes.
 func (m *Monitor) countFlips(s *Snapshot, now time.Time) {
 	for i := range s.Operators {
 		op := &s.Operators[i]

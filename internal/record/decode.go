@@ -1372,10 +1372,6 @@ func unitName(u spec.TimeUnit) string {
 	return map[spec.TimeUnit]string{spec.UnitSeconds: "seconds", spec.UnitMillis: "milliseconds", spec.UnitMicros: "microseconds", spec.UnitNanos: "nanoseconds"}[u]
 }
 
-// toMillis converts a JSON number in unit to milliseconds (floor),
-// refusing what does not fit.
-// sqlLayout is the layout of a SQL timestamp's text b: a date and a
-// time separated by a space or a T, a fraction or none, a Z or none.
 // sqlShaped reports whether b, a time sqlLayout's layout reads, writes
 // its date and time in two digits each (four for the year), as Flink's
 // SQL timestamp format (yyyy-MM-dd HH:mm:ss) and weir's expressions read
@@ -1404,6 +1400,8 @@ func sqlShaped(b []byte) bool {
 	return true
 }
 
+// sqlLayout is the layout of a SQL timestamp's text b: a date and a
+// time separated by a space or a T, a fraction or none, a Z or none.
 func sqlLayout(b []byte) string {
 	const space, iso = "2006-01-02 15:04:05.999999999", "2006-01-02T15:04:05.999999999"
 	t := len(b) > 10 && b[10] == 'T'
@@ -1419,6 +1417,8 @@ func sqlLayout(b []byte) string {
 	return space
 }
 
+// toMillis converts a JSON number in unit to milliseconds (floor),
+// refusing what does not fit.
 func toMillis(f *fastjson.Value, unit spec.TimeUnit) (etime.Time, bool) {
 	if i, err := f.Int64(); err == nil {
 		switch unit {

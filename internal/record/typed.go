@@ -53,9 +53,9 @@ type typedExprs struct {
 // UseColumns tells the decoder that its lines may come as typed records
 // of these columns (connector.SourceKind.Columns), and reports whether it
 // reads them as they are; where it does not (a field or expression that
-// reads what no column is, a decimal field, a computed field named as a
-// column, a type that converts a column's values), it reads their JSON
-// form. Call it before the first Decode.
+// reads what no column is, a decimal field, a type that converts a
+// column's values or a whole object), it reads their JSON form. Call it
+// before the first Decode.
 func (d *Decoder) UseColumns(cols []connector.TypedColumn) bool {
 	d.typed = nil
 	if len(cols) == 0 || len(d.decimals) > 0 {
@@ -94,6 +94,9 @@ func (d *Decoder) UseColumns(cols []connector.TypedColumn) bool {
 		}
 		c, ok := index[name]
 		if !ok {
+			if roots[name] {
+				return false // a type of a whole object, which the JSON form converts
+			}
 			continue // no such member: nothing to type, in the JSON form too
 		}
 		chk := typeCheck{col: c, kind: cols[c].Kind, lo: math.MinInt64, hi: math.MaxInt64}
@@ -137,11 +140,18 @@ func (d *Decoder) UseColumns(cols []connector.TypedColumn) bool {
 // attribute that reads the record's auction.dateTime): the computed
 // field, once it is, else the column.
 func (d *Decoder) compileTyped(cols *expr.Columns, column func(string) (int, bool)) (*typedExprs, bool) {
-	field := func(col sqlparse.Ident) (int, *sqlparse.Error) {
-		if i := slices.Index(d.fields, col.Name); i >= 0 && slices.ContainsFunc(d.computed, func(f computed) bool { return f.at == i }) {
-			return i, nil
+	// field resolves, for an expression evaluated once the first n
+	// computed fields are, a name that is one of them (its value is in
+	// sc.got); any other name that no column is would read the record's
+	// member of that name (an object, a field of no column), which only
+	// the JSON form has.
+	field := func(n int) func(col sqlparse.Ident) (int, *sqlparse.Error) {
+		return func(col sqlparse.Ident) (int, *sqlparse.Error) {
+			if i := slices.Index(d.fields, col.Name); i >= 0 && slices.ContainsFunc(d.computed[:n], func(f computed) bool { return f.at == i }) {
+				return i, nil
+			}
+			return 0, &sqlparse.Error{Pos: col.Pos, Text: col.Name, Msg: "no typed column"}
 		}
-		return 0, &sqlparse.Error{Pos: col.Pos, Text: col.Name, Msg: "no typed column"}
 	}
 	// over are the options of an expression evaluated once the first n
 	// computed fields are.
@@ -159,14 +169,14 @@ func (d *Decoder) compileTyped(cols *expr.Columns, column func(string) (int, boo
 	}
 	t := &typedExprs{cols: cols}
 	for i, f := range d.computed {
-		x, err := expr.CompileValue(f.src, field, over(i)...)
+		x, err := expr.CompileValue(f.src, field(i), over(i)...)
 		if err != nil {
 			return nil, false
 		}
 		t.computed = append(t.computed, computed{at: f.at, x: x, src: f.src})
 	}
 	if d.where != nil {
-		w, err := expr.Compile(d.whereSrc, field, over(d.nPre)...)
+		w, err := expr.Compile(d.whereSrc, field(d.nPre), over(d.nPre)...)
 		if err != nil {
 			return nil, false
 		}
@@ -229,6 +239,9 @@ func (t *typedExprs) gather(d *Decoder, rec connector.TypedRecord, sc *scratch) 
 		case connector.ValueInt:
 			sc.got[f.at] = sc.arena.NewNumberInt(int(v.Int))
 		default:
+			if !expr.ArenaSafe(v.Str) {
+				return false // a text the arena would escape as no JSON does
+			}
 			sc.got[f.at] = sc.arena.NewString(v.Str)
 		}
 	}

@@ -648,9 +648,6 @@ func (d *Decoder) DecodeSlot(l fileio.Line, slot int) (Record, error) {
 			if d.KeepRaw {
 				r.Raw = sc.cutBytes(l.Typed.AppendJSON(sc.room()))
 			}
-			for _, f := range cs[:d.nPre] {
-				sc.got[f.at] = f.x.Value(&sc.arena, sc.got)
-			}
 			return d.decoded(l, slot, sc, r, cs, where)
 		}
 		// Read as its JSON form: a source's typed records the decoder
@@ -664,9 +661,6 @@ func (d *Decoder) DecodeSlot(l fileio.Line, slot int) (Record, error) {
 		return Record{}, err
 	}
 	r = Record{Raw: l.Text, No: l.No, Promised: etime.MinTime}
-	for _, f := range cs[:d.nPre] {
-		sc.got[f.at] = f.x.Value(&sc.arena, sc.got)
-	}
 	if !d.watch.Done.Load() {
 		d.observe(o, sc)
 	}
@@ -729,9 +723,13 @@ func (d *Decoder) gatherJSON(l fileio.Line, sc *scratch) (*fastjson.Object, erro
 }
 
 // decoded finishes the decoding of record r of line l, whose fields
-// sc.got holds with the first nPre computed fields (of cs) set: its
-// timestamp, the where, the other computed fields, its key and values.
+// sc.got holds: its computed fields (cs) that the timestamp and the
+// where read, its timestamp, the where, the other computed fields, its
+// key and values.
 func (d *Decoder) decoded(l fileio.Line, slot int, sc *scratch, r Record, cs []computed, where *expr.Pred) (Record, error) {
+	for _, f := range cs[:d.nPre] {
+		sc.got[f.at] = f.x.Value(&sc.arena, sc.got)
+	}
 	var err error
 	if d.tsAt >= 0 {
 		if r.TS, err = d.timestamp(sc.got[d.tsAt]); err != nil {

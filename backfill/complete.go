@@ -490,7 +490,12 @@ func latestResults(p *spec.Plan, dir string) (got map[string][]string, earlier m
 	if !ok {
 		return nil, nil, 0, fmt.Errorf("sinks.results: kind %s keeps no log of results", p.Sinks.Primary().Type)
 	}
-	if err := l.Scan(ctx, f.add); err != nil {
+	if kl, ok := l.(connector.KeyedLogStore); ok {
+		err = kl.ScanKeyed(ctx, f.addKeyed)
+	} else {
+		err = l.Scan(ctx, f.add)
+	}
+	if err != nil {
 		return nil, nil, 0, err
 	}
 	runs := map[string]int64{}
@@ -530,11 +535,69 @@ func (f *resultFold) add(line []byte) error {
 	if len(line) == 0 {
 		return nil
 	}
-	s := f.p
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(line, &m); err != nil {
 		return err
 	}
+	k, get, err := f.identity(m)
+	if err != nil {
+		return err
+	}
+	var rev [2]int64 // run, pane
+	var firing string
+	json.Unmarshal(get("run"), &rev[0])
+	json.Unmarshal(get("pane"), &rev[1])
+	json.Unmarshal(get("firing"), &firing)
+	old, ok := f.revs[k]
+	if ok && (old[0] > rev[0] || old[0] == rev[0] && old[1] > rev[1]) {
+		return nil
+	}
+	if firing == "retract" {
+		delete(f.got, k)
+		delete(f.revs, k)
+		return nil
+	}
+	row := make([]string, len(f.p.Aggregates))
+	for i, ag := range f.p.Aggregates {
+		if outfmt.ColumnOf(outfmt.Columns(f.p), ag.Name) != nil { // else unshown: ""
+			row[i] = valueCanonical(true, get(ag.Name))
+		}
+	}
+	f.got[k], f.revs[k] = row, rev
+	return nil
+}
+
+// addKeyed is add for a keyed log's record (connector.KeyedLogStore): a
+// record without a value is its key's tombstone (a results sink with a
+// primary key retracts so), which removes the row of that key: the row
+// of that identity, or, where the key holds no window end (a session
+// keyed by its start), every row of its keys and start.
+func (f *resultFold) addKeyed(key, line []byte) error {
+	if line != nil || len(key) == 0 {
+		return f.add(line)
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(key, &m); err != nil {
+		return err
+	}
+	k, _, err := f.identity(m)
+	if err != nil {
+		return err
+	}
+	for row := range f.got {
+		if row == k || strings.HasSuffix(k, ",") && strings.HasPrefix(row, k) {
+			delete(f.got, row)
+			delete(f.revs, row)
+		}
+	}
+	return nil
+}
+
+// identity is the row identity of result line m (its key fields and
+// window bounds, by the results sink's columns, if it has them), and how
+// to read a field of it by what it holds.
+func (f *resultFold) identity(m map[string]json.RawMessage) (string, func(from string) json.RawMessage, error) {
+	s := f.p
 	// The fields by what they hold (the results sink's columns, if it
 	// has them: a row without run and pane is newer than the rows before
 	// it, one without firing no retraction).
@@ -574,11 +637,11 @@ func (f *resultFold) add(line []byte) error {
 	}
 	start, err := bound(spec.ColWindowStart)
 	if err != nil {
-		return err
+		return "", nil, err
 	}
 	end, err := bound(spec.ColWindowEnd)
 	if err != nil {
-		return err
+		return "", nil, err
 	}
 	if end == "" && start != "" && (s.WindowKind == spec.Tumbling || s.WindowKind == spec.Sliding) {
 		// Columns without window_end: a tumbling or sliding window
@@ -587,29 +650,7 @@ func (f *resultFold) add(line []byte) error {
 			end = strconv.FormatInt(ms+int64(s.WindowSpan), 10)
 		}
 	}
-	k := rowIdentity(keys, start, end)
-	var rev [2]int64 // run, pane
-	var firing string
-	json.Unmarshal(get("run"), &rev[0])
-	json.Unmarshal(get("pane"), &rev[1])
-	json.Unmarshal(get("firing"), &firing)
-	old, ok := f.revs[k]
-	if ok && (old[0] > rev[0] || old[0] == rev[0] && old[1] > rev[1]) {
-		return nil
-	}
-	if firing == "retract" {
-		delete(f.got, k)
-		delete(f.revs, k)
-		return nil
-	}
-	row := make([]string, len(s.Aggregates))
-	for i, ag := range s.Aggregates {
-		if outfmt.ColumnOf(cols, ag.Name) != nil { // else unshown: ""
-			row[i] = valueCanonical(true, get(ag.Name))
-		}
-	}
-	f.got[k], f.revs[k] = row, rev
-	return nil
+	return rowIdentity(keys, start, end), get, nil
 }
 
 // tableRows reads a SQL results table by row identity: the job's rows of

@@ -222,3 +222,11 @@ type LogStore interface {
 	Forget(ctx context.Context) error
 	Close() error
 }
+
+// KeyedLogStore is a LogStore of keyed records (a topic): ScanKeyed is
+// Scan with each record's key, and a record without a value (a results
+// sink with a primary key retracts a row with its key's tombstone,
+// Message.Value nil) is given with a nil line.
+type KeyedLogStore interface {
+	ScanKeyed(ctx context.Context, fn func(key, line []byte) error) error
+}

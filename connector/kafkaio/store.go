@@ -33,6 +33,12 @@ type resultsTopic struct {
 }
 
 func (t *resultsTopic) Scan(ctx context.Context, fn func(line []byte) error) error {
+	return t.ScanKeyed(ctx, func(_, line []byte) error { return fn(line) })
+}
+
+// ScanKeyed implements connector.KeyedLogStore: a tombstone (a record
+// without a value) is given with a nil line.
+func (t *resultsTopic) ScanKeyed(ctx context.Context, fn func(key, line []byte) error) error {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
 	if err := t.exists(ctx); err != nil {
@@ -41,7 +47,7 @@ func (t *resultsTopic) Scan(ctx context.Context, fn func(line []byte) error) err
 	var ferr error
 	err := ReadCommitted(ctx, t.brokers, []string{t.topic}, time.Second, func(rec *kgo.Record) {
 		if ferr == nil {
-			if ferr = fn(rec.Value); ferr != nil {
+			if ferr = fn(rec.Key, rec.Value); ferr != nil {
 				cancel() // stop at fn's first error
 			}
 		}

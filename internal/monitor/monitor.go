@@ -412,10 +412,31 @@ func (m *Monitor) Subscribe() (<-chan Point, func()) {
 // subtasks says anything about skew (a last batch or two does not).
 const minSkewRecords = 100
 
-// restoreSettle is how long after a resume (Snapshot.RestoredAt, when the
-// job opened its checkpoint) its operators may still be restoring their
-// counters: no rate spans it.
-const restoreSettle = 3000 // ms
+// notStarted is the Why of a subtask of a job not yet built: its
+// operators have not restored their counters.
+const notStarted = "not started"
+
+// built reports whether snapshot s is of a built job (its operators, a
+// resumed job's with its checkpoint's counters).
+func built(s *Snapshot) bool {
+	for _, op := range s.Operators {
+		for _, st := range op.Subtasks {
+			if st.Why == notStarted {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// sameRestore reports whether snapshots a and b are of one restore (or
+// of none).
+func sameRestore(a, b *Snapshot) bool {
+	if a.RestoredAt == nil || b.RestoredAt == nil {
+		return a.RestoredAt == b.RestoredAt
+	}
+	return *a.RestoredAt == *b.RestoredAt
+}
 
 // point derives a history point from a snapshot and the previous one.
 func point(s, prev *Snapshot, dt time.Duration) Point {
@@ -450,11 +471,12 @@ func point(s, prev *Snapshot, dt time.Duration) Point {
 	}
 	p.Job.Backlog, p.Job.MaxEventAheadS, p.Job.CheckpointDelayS = backlog, ahead, ckDelay
 	secs := dt.Seconds()
-	if prev != nil && s.RestoredAt != nil && prev.Now < *s.RestoredAt+restoreSettle {
+	if prev != nil && (!built(prev) || !sameRestore(prev, s)) {
 		// A resumed job's counters jump to its checkpoint's as its
-		// operators are restored, after it opened: an interval from
-		// before that is no rate (the doctor took the jump for a spike
-		// of late records, D17, after every resume).
+		// operators are built and restored, after it opened: an
+		// interval from before that (or across another resume) is no
+		// rate (the doctor took the jump for a spike of late records,
+		// D17, after every resume).
 		prev = nil
 	}
 	var prevOps map[string]*Operator

@@ -408,7 +408,7 @@ func take(env *weir.Env, cs weir.CheckpointStats, info JobInfo, now time.Time) S
 			}
 		}
 		for i := range op.Subtasks {
-			op.Subtasks[i] = Subtask{Index: i, State: "no watermark yet", Why: "not started"}
+			op.Subtasks[i] = Subtask{Index: i, State: "no watermark yet", Why: notStarted}
 		}
 		for _, w := range wms {
 			if w.Stage != g.Name || w.Subtask >= len(op.Subtasks) {

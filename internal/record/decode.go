@@ -302,9 +302,17 @@ func (sc *scratch) cutBytes(b []byte) []byte {
 // keeps them. (A text that outgrew its slab moved it: b is then a new
 // array, the texts cut before staying where they are.)
 func (sc *scratch) cut(b []byte) string {
-	n := len(sc.text)
-	sc.text = b
-	return unsafe.String(unsafe.SliceData(b[n:]), len(b)-n)
+	t := sc.cutBytes(b)
+	return unsafe.String(unsafe.SliceData(t), len(t))
+}
+
+// clearGot makes sc.got n fields, each nil (missing).
+func (sc *scratch) clearGot(n int) {
+	if cap(sc.got) < n {
+		sc.got = make([]*fastjson.Value, n)
+	}
+	sc.got = sc.got[:n]
+	clear(sc.got)
 }
 
 type computed struct {
@@ -597,11 +605,7 @@ func (d *Decoder) gather(o *fastjson.Object, sc *scratch) {
 		sc.got = sc.got[:0]
 		return
 	}
-	if cap(sc.got) < len(d.fields) {
-		sc.got = make([]*fastjson.Value, len(d.fields))
-	}
-	sc.got = sc.got[:len(d.fields)]
-	clear(sc.got)
+	sc.clearGot(len(d.fields))
 	o.Visit(func(k []byte, v *fastjson.Value) {
 		for i, f := range d.fields {
 			if string(k) == f {
@@ -855,9 +859,7 @@ func (d *Decoder) decoded(l fileio.Line, slot int, sc *scratch, r Record, cs []c
 				break
 			}
 			r.vals[i] = val{kind: vJSON, raw: canonical(f)}
-			if d.p.Format == spec.FormatCSV {
-				d.noteText(a.Field, f, []byte(r.vals[i].raw))
-			}
+			d.noteText(a.Field, f, r.vals[i].raw)
 		}
 	}
 	if d.tsAt >= 0 {
@@ -1131,12 +1133,12 @@ func short(v *fastjson.Value) string {
 
 // noteText warns, once, of a CSV cell of field that is a number whose
 // canonical text (the key's, the distinct value's) is not the cell's.
-func (d *Decoder) noteText(field string, f *fastjson.Value, canon []byte) {
+func (d *Decoder) noteText(field string, f *fastjson.Value, canon string) {
 	if d.OnText == nil || d.p.Format != spec.FormatCSV || f.Type() != fastjson.TypeNumber || d.textTold.Load() {
 		return
 	}
 	var buf [64]byte
-	if t := f.MarshalTo(buf[:0]); !bytes.Equal(t, canon) && d.textTold.CompareAndSwap(false, true) {
+	if t := f.MarshalTo(buf[:0]); string(t) != canon && d.textTold.CompareAndSwap(false, true) {
 		d.OnText(fmt.Sprintf("field %q: the CSV cell %s is read as the number %s, so cells that are one number (1.10 and 1.1, 2 and 2.0) are one key or value; declare source.types: [{field: %s, type: string}] to read the column as text (versions, codes, identifiers)", field, t, canon, field))
 	}
 }
@@ -1170,7 +1172,7 @@ func (d *Decoder) key(sc *scratch) (string, error) {
 		}
 		n := len(b)
 		b = AppendCanonical(b, f)
-		d.noteText(k, f, b[n:])
+		d.noteText(k, f, unsafe.String(unsafe.SliceData(b[n:]), len(b)-n))
 	}
 	sc.buf = b
 	if s, ok := sc.keys[string(b)]; ok {

@@ -5,8 +5,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/valyala/fastjson"
-
 	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/internal/expr"
 	"github.com/weirstream/weir/internal/sqlparse"
@@ -227,11 +225,7 @@ func (t *typedExprs) gather(d *Decoder, rec connector.TypedRecord, sc *scratch) 
 		}
 	}
 	sc.arena.Reset()
-	if cap(sc.got) < len(d.fields) {
-		sc.got = make([]*fastjson.Value, len(d.fields))
-	}
-	sc.got = sc.got[:len(d.fields)]
-	clear(sc.got)
+	sc.clearGot(len(d.fields))
 	for _, f := range p.direct {
 		switch v := rec.Column(f.col); v.Kind {
 		case connector.ValueNull:

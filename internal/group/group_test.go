@@ -1061,6 +1061,41 @@ func TestStopLapse(t *testing.T) {
 	}
 }
 
+// TestStopWhileFinishing: a stop (SIGTERM) that comes while the member
+// reads the tasks' last checkpoints after the group's end stops it
+// cleanly, as at any other time (the multi-process test saw it exit 1
+// with "reading checkpoint 8 interrupted: context canceled").
+func TestStopWhileFinishing(t *testing.T) {
+	broker := cluster(t, 300, "sf")
+	p := plan(t, "sf", broker)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var finishing, stopped atomic.Bool
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(ctx, Options{Plan: p, Instance: "a", StateDir: t.TempDir(), SessionTimeout: joinSession, TransactionTimeout: joinTxnTimeout,
+			Info: func(msg string) {
+				t.Log(msg)
+				if strings.Contains(msg, "every task of the group read its input to the end") {
+					finishing.Store(true)
+					cancel()
+				}
+			},
+			Stopped: func([]int32, job.Summary, []string) { stopped.Store(true) }})
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("the member stopped while finishing: %v", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the member did not stop")
+	}
+	if !finishing.Load() || !stopped.Load() {
+		t.Errorf("finishing %v, told its stopped tasks %v", finishing.Load(), stopped.Load())
+	}
+}
+
 // TestStall: a member whose Kafka goes away says so on stderr within its
 // StallAfter, naming the failed connection, and its Health (which the
 // admin server's /healthz answers 503 with) names the stall; while it

@@ -898,6 +898,12 @@ func (m *Member) session(ctx context.Context) error {
 				m.o.Info("every task of the group read its input to the end and committed")
 				sum, err := m.finishGroup(ctx)
 				if err != nil {
+					if ctx.Err() != nil {
+						// A stop (SIGTERM) while it read the tasks'
+						// last checkpoints: it stops as at any other
+						// time, not with the interrupted read's error.
+						return m.stop()
+					}
 					return err
 				}
 				if m.o.Summary != nil {
@@ -2146,6 +2152,9 @@ func (m *Member) finishGroup(ctx context.Context) (job.Summary, error) {
 		return sum, fmt.Errorf("group: committed offsets of %s: %w", m.group, err)
 	}
 	for p := range int32(m.ntasks()) {
+		if err := ctx.Err(); err != nil {
+			return sum, err // a stop: the caller stops the member
+		}
 		if m.routes(p) {
 			continue // a route task counts nothing: its records are counted where they are windowed
 		}

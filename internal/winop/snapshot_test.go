@@ -98,6 +98,18 @@ func TestSnapshotRestore(t *testing.T) {
 				if op.Counters() != refOp.Counters() {
 					t.Fatalf("cut %d: counters %+v, want %+v", cut, op.Counters(), refOp.Counters())
 				}
+				// The snapshot cut into items, shuffled and put together
+				// again (a keyed changelog's restore), restores the same.
+				var joined lines
+				op = newOp(&joined)
+				if err := op.Restore(rejoin(t, snap, r), 0, 127, true); err != nil {
+					t.Fatal(err)
+				}
+				feed(op, cut, len(evs))
+				op.AdvanceWatermark(etime.MaxTime)
+				if !slices.Equal(joined, want) || op.Counters() != refOp.Counters() {
+					t.Fatalf("cut %d: output restored from the snapshot's items differs:\n got %d lines %v\nwant %d lines %v", cut, len(joined), head(joined), len(want), head(want))
+				}
 				if c.skip && cut > 1 && op.Counters().Unchanged == 0 {
 					t.Fatalf("cut %d: no firing was skipped as unchanged: the case does not test W20", cut)
 				}
@@ -339,4 +351,34 @@ func TestSkipUnchangedForgetsWhenOff(t *testing.T) {
 	if len(out) != 2 {
 		t.Fatalf("results %v, want an on-time and a late one", out)
 	}
+}
+
+// rejoin cuts snap into its items (SplitSnapshot), checks that each id
+// comes once, and puts them together again in a random order.
+func rejoin(t *testing.T, snap []byte, r *rand.Rand) []byte {
+	t.Helper()
+	type item struct{ id, val string }
+	var items []item
+	seen := map[string]bool{}
+	if err := SplitSnapshot(snap, func(id, val []byte) {
+		if seen[string(id)] {
+			t.Fatalf("item %q twice", id)
+		}
+		seen[string(id)] = true
+		items = append(items, item{string(id), string(val)})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	r.Shuffle(len(items), func(i, j int) { items[i], items[j] = items[j], items[i] })
+	out, err := JoinSnapshot(func(yield func(id, val []byte) bool) {
+		for _, it := range items {
+			if !yield([]byte(it.id), []byte(it.val)) {
+				return
+			}
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }

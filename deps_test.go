@@ -82,7 +82,7 @@ func TestDependencyRules(t *testing.T) {
 		"internal/scenario":  {".", "etime", "clock", "window", "trigger", "state"},
 		"internal/benchutil": {"etime", "window"},
 		"internal/kafkatest": {},
-		"internal/group":     {"spec", "etime", "job", "connector", "connector/kafkaio", "connector/pgio", "checkpoint", "state", "internal/flock", "internal/outfmt", "internal/monitor", "internal/record", "internal/archive", "clock", "."},
+		"internal/group":     {"spec", "etime", "job", "connector", "connector/kafkaio", "connector/pgio", "checkpoint", "state", "internal/flock", "internal/outfmt", "internal/monitor", "internal/record", "internal/archive", "internal/winop", "clock", "."},
 		"internal/pgproxy":   {},
 		"internal/sqltest":   {},
 		"internal/testenv":   {},

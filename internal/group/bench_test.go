@@ -1,16 +1,20 @@
 package group
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/weirstream/weir/connector"
+	"github.com/weirstream/weir/internal/promtest"
 	"github.com/weirstream/weir/job"
+	"github.com/weirstream/weir/spec"
 )
 
 // BenchmarkGroup runs the group job over one input in one process: by
@@ -91,5 +95,53 @@ func BenchmarkRouterEmit(b *testing.B) {
 		if i%4096 == 4095 {
 			r.answerRecords() // a commit takes them
 		}
+	}
+}
+
+// BenchmarkGroupState runs one member over a job whose state is large
+// beside what a commit changes (100,000 users in 10-minute windows,
+// 400,000 orders over 400 s, commits every 50 ms), with the keyed
+// changelog and with every commit a whole checkpoint (as before it), and
+// reports records/s and the changelog bytes written per record (go test
+// -run XXX -bench GroupState -benchtime 1x ./internal/group).
+func BenchmarkGroupState(b *testing.B) {
+	const n, users = 400_000, 100_000
+	var names []string
+	for i := range 16 {
+		names = append(names, fmt.Sprintf("s%d", i))
+	}
+	c, cl := fakeKafka(b, 4, names...)
+	var recs []*kgo.Record
+	for i := range n {
+		u := fmt.Sprintf("u%d", (i*7919)%users)
+		recs = append(recs, &kgo.Record{Key: []byte(u), Value: fmt.Appendf(nil, `{"user_id":%q,"amount":%d,"ts":%d}`, u, i%10, 1767225600000+int64(i))})
+	}
+	if err := cl.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
+		b.Fatal(err)
+	}
+	broker := c.ListenAddrs()[0]
+	run := 0
+	for _, full := range []bool{false, true} {
+		name := "keyed"
+		if full {
+			name = "whole"
+		}
+		b.Run(name, func(b *testing.B) {
+			fullCheckpoints = full
+			defer func() { fullCheckpoints = false }()
+			for range b.N {
+				p, err := spec.Parse(bytes.ReplaceAll(fmt.Appendf(nil, groupJob, names[run], broker, broker, names[run], broker, names[run], broker, names[run]), []byte("size: 1s"), []byte("size: 10m")))
+				if err != nil {
+					b.Fatal(err)
+				}
+				run++
+				reg := prometheus.NewRegistry()
+				began := time.Now()
+				runGroup(b, p, b.TempDir(), func(o *Options) { o.Registerer, o.CommitInterval = reg, 50*time.Millisecond }, "m")
+				b.ReportMetric(float64(n)/time.Since(began).Seconds(), "records/s")
+				v, _ := promtest.Value(b, reg, "weir_group_changelog_bytes_total")
+				b.ReportMetric(v/n, "changelog-B/record")
+			}
+		})
 	}
 }

@@ -217,18 +217,24 @@ type readStats struct {
 	from    int64
 	records int
 	bytes   int64
+	// deltas is the delta records (buckets) applied.
+	deltas int
 	// cached is the checkpoint id of the state directory's copy when a
 	// restore read the changelog instead (0: none).
 	cached int64
 }
 
 // readSnapshot reads changelog partition p of topic from offset from
-// (read_committed) until it has the header of checkpoint id and its
-// chunks, and returns the snapshot. The group's committed offset names id
-// and commits with it, so the header is there once the offset is stable;
-// wait bounds the search.
-func readSnapshot(ctx context.Context, opts []kgo.Opt, topic string, p int32, from int64, id int64, wait time.Duration) (*snapshot, int64, readStats, error) {
+// (read_committed) until it has the header of checkpoint id and what it
+// needs (scan), and returns the snapshot and the offset of its header.
+// start holds the items of a copy of an earlier checkpoint the read
+// starts after (nil: none). The group's committed offset names id and
+// commits with it, so the header is there once the offset is stable;
+// wait bounds the search. The rebuild returned tells the chain of the
+// snapshot.
+func readSnapshot(ctx context.Context, opts []kgo.Opt, topic string, p int32, from int64, id int64, wait time.Duration, start *rebuild) (*snapshot, int64, readStats, *rebuild, error) {
 	st := readStats{from: from}
+	sc := newScan(fmt.Sprintf("changelog %s partition %d", topic, p), id, start)
 	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
@@ -236,15 +242,12 @@ func readSnapshot(ctx context.Context, opts []kgo.Opt, topic string, p int32, fr
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {p: kgo.NewOffset().At(from)}}),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()))...)
 	if err != nil {
-		return nil, 0, st, err
+		return nil, 0, st, nil, err
 	}
 	defer cl.Close()
-	chunks := map[int][]byte{}
 	// What the search saw, for its error: the partition's end and last
-	// stable offset in the last fetch, and the checkpoint ids of the
-	// headers read.
+	// stable offset in the last fetch.
 	hwm, lso := int64(-1), int64(-1)
-	var ids []int64
 	for {
 		f := cl.PollFetches(ctx)
 		f.EachPartition(func(fp kgo.FetchTopicPartition) {
@@ -255,13 +258,13 @@ func readSnapshot(ctx context.Context, opts []kgo.Opt, topic string, p int32, fr
 		if err := ctx.Err(); err != nil {
 			if perr := parent.Err(); perr != nil {
 				// A rebalance or a stop, not the wait: the caller tells.
-				return nil, 0, st, fmt.Errorf("changelog %s partition %d: reading checkpoint %d interrupted: %w", topic, p, id, perr)
+				return nil, 0, st, nil, fmt.Errorf("%s: reading checkpoint %d interrupted: %w", sc.where, id, perr)
 			}
-			return nil, 0, st, fmt.Errorf("changelog %s partition %d: checkpoint %d not found from offset %d within %v (the group's offsets name it; read %d records, headers of checkpoints %v; the partition ends at %d, its last stable offset is %d)",
-				topic, p, id, from, wait, st.records, ids, hwm, lso)
+			return nil, 0, st, nil, fmt.Errorf("%s: checkpoint %d not found from offset %d within %v (the group's offsets name it; read %d records, headers of checkpoints %v; the partition ends at %d, its last stable offset is %d)",
+				sc.where, id, from, wait, st.records, sc.ids, hwm, lso)
 		}
 		for _, fe := range f.Errors() {
-			return nil, 0, st, fmt.Errorf("changelog %s partition %d: %w", topic, p, fe.Err)
+			return nil, 0, st, nil, fmt.Errorf("%s: %w", sc.where, fe.Err)
 		}
 		var found *snapshot
 		var at int64
@@ -272,50 +275,127 @@ func readSnapshot(ctx context.Context, opts []kgo.Opt, topic string, p int32, fr
 			}
 			st.records++
 			st.bytes += int64(len(r.Key) + len(r.Value))
-			key := string(r.Key)
-			if i, ok := strings.CutPrefix(key, chunkPrefix); ok {
-				n, err := strconv.Atoi(i)
-				if err == nil && len(r.Value) >= 8 && int64(binary.BigEndian.Uint64(r.Value)) == id {
-					chunks[n] = bytes.Clone(r.Value[8:])
-				}
-				return
+			if found, ferr = sc.record(r.Key, r.Value); found != nil {
+				at = r.Offset
 			}
-			if key != headerKey {
-				return
+			if len(r.Value) > 0 && bytes.HasPrefix(r.Key, []byte(deltaPrefix)) {
+				st.deltas++
 			}
-			h, err := parseHeader(r.Value)
-			if err == nil && h.id != id && len(ids) < 16 {
-				ids = append(ids, h.id)
-			}
-			if err != nil || h.id != id {
-				return
-			}
-			var data []byte
-			for i := range h.chunks {
-				c, ok := chunks[i]
-				if !ok {
-					ferr = fmt.Errorf("changelog %s partition %d: checkpoint %d lacks chunk %d", topic, p, id, i)
-					return
-				}
-				data = append(data, c...)
-			}
-			if crc32.Checksum(data, castagnoli) != h.crc {
-				ferr = fmt.Errorf("changelog %s partition %d: checkpoint %d fails its checksum", topic, p, id)
-				return
-			}
-			parts, err := decodeParts(data)
-			if err != nil {
-				ferr = fmt.Errorf("changelog %s partition %d: checkpoint %d: %w", topic, p, id, err)
-				return
-			}
-			found = &snapshot{ID: id, Meta: h.meta, Parts: parts, Done: h.done, Position: h.position}
-			at = r.Offset
 		})
 		if ferr != nil {
-			return nil, 0, st, ferr
+			return nil, 0, st, nil, ferr
 		}
 		if found != nil {
-			return found, at, st, nil
+			return found, at, st, sc.b, nil
 		}
+	}
+}
+
+// scan is a restore's reading of a changelog partition, record by
+// record, in order, until the header of checkpoint id: a base needs its
+// chunks, read before its header; a delta (keyed.go) needs the base it is
+// on and the deltas after it, applied to the base's items (or to those of
+// a copy of an earlier checkpoint on that base, which the read starts
+// after).
+type scan struct {
+	where string
+	id    int64
+	b     *rebuild
+	// chunks are the newest chunk of each index, with its checkpoint id.
+	chunks map[int]scanChunk
+	// ids are the checkpoint ids of the other headers read (16 at most),
+	// for an error.
+	ids []int64
+}
+
+type scanChunk struct {
+	id   int64
+	data []byte
+}
+
+func newScan(where string, id int64, start *rebuild) *scan {
+	if start == nil {
+		start = &rebuild{}
+	}
+	return &scan{where: where, id: id, b: start, chunks: map[int]scanChunk{}}
+}
+
+// base assembles base checkpoint h's parts from its chunks.
+func (sc *scan) base(h header) (map[string][]byte, error) {
+	var data []byte
+	for i := range h.chunks {
+		c, ok := sc.chunks[i]
+		if !ok || c.id != h.id {
+			return nil, fmt.Errorf("%s: checkpoint %d lacks chunk %d", sc.where, h.id, i)
+		}
+		data = append(data, c.data...)
+	}
+	if crc32.Checksum(data, castagnoli) != h.crc {
+		return nil, fmt.Errorf("%s: checkpoint %d fails its checksum", sc.where, h.id)
+	}
+	parts, err := decodeParts(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: checkpoint %d: %w", sc.where, h.id, err)
+	}
+	return parts, nil
+}
+
+// record reads the next record (committed, in offset order); it returns
+// the checkpoint once its header was read. The key and value must stay
+// unchanged.
+func (sc *scan) record(key, value []byte) (*snapshot, error) {
+	k := string(key)
+	if d, ok := strings.CutPrefix(k, deltaPrefix); ok {
+		sc.b.onDelta(d, value)
+		return nil, nil
+	}
+	if i, ok := strings.CutPrefix(k, chunkPrefix); ok {
+		n, err := strconv.Atoi(i)
+		if err == nil && len(value) >= 8 {
+			sc.chunks[n] = scanChunk{int64(binary.BigEndian.Uint64(value)), value[8:]}
+		}
+		return nil, nil
+	}
+	switch k {
+	case headerKey:
+		h, err := parseHeader(value)
+		if err != nil {
+			return nil, nil
+		}
+		if h.id != sc.id {
+			sc.other(h.id)
+			// A base a later delta may be on.
+			if parts, err := sc.base(h); err == nil {
+				sc.b.onBase(h.id, parts)
+			}
+			return nil, nil
+		}
+		parts, err := sc.base(h)
+		if err != nil {
+			return nil, err
+		}
+		sc.b.onBase(h.id, parts)
+		return &snapshot{ID: h.id, Meta: h.meta, Parts: parts, Done: h.done, Position: h.position}, nil
+	case deltaHeaderKey:
+		h, err := parseDeltaHeader(value)
+		if err != nil {
+			return nil, nil
+		}
+		if h.id != sc.id {
+			sc.other(h.id)
+			return nil, nil
+		}
+		parts, err := sc.b.finish(h)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", sc.where, err)
+		}
+		return &snapshot{ID: h.id, Meta: bytes.Clone(h.meta), Parts: parts, Done: h.done, Position: h.position}, nil
+	}
+	return nil, nil
+}
+
+func (sc *scan) other(id int64) {
+	if len(sc.ids) < 16 {
+		sc.ids = append(sc.ids, id)
 	}
 }

@@ -485,7 +485,9 @@ func (m *Member) prepareTopics(ctx context.Context) error {
 	}
 	// createTopic also checks the count of a changelog that another new
 	// member created since the listing above.
-	cfg := map[string]*string{"cleanup.policy": ptr("compact"), "segment.ms": ptr("60000"), "min.compaction.lag.ms": ptr("0")}
+	// delete.retention.ms (a day, the default, set so that it stays one)
+	// keeps a rebase's tombstones far longer than a base lives (keyed.go).
+	cfg := map[string]*string{"cleanup.policy": ptr("compact"), "segment.ms": ptr("60000"), "min.compaction.lag.ms": ptr("0"), "delete.retention.ms": ptr("86400000")}
 	return m.createTopic(ctx, m.changelog, m.ntasks(), cfg, "the tasks' state")
 }
 
@@ -1204,6 +1206,9 @@ func (m *Member) assign(ctx context.Context, offsets map[string]map[int32]kgo.Of
 		var snap *snapshot
 		var at int64
 		first := int64(-1)
+		// The task's first commit on this member writes a base, which
+		// tombstones the delta keys of the chain it restored.
+		kc := &keyed{}
 		topic, part := m.where(p)
 		from := starts[p]
 		c, ok := committed.Lookup(topic, part)
@@ -1211,9 +1216,11 @@ func (m *Member) assign(ctx context.Context, offsets map[string]map[int32]kgo.Of
 		if ok && c.At >= 0 {
 			from = c.At
 			if tm, ok := parseMeta(c.Metadata); ok {
-				if snap, at, err = m.restore(ctx, p, tm); err != nil {
+				var ch chain
+				if snap, at, ch, err = m.restore(ctx, p, tm); err != nil {
 					return fail(taskError(p, err))
 				}
+				kc.written = ch.written
 				m.o.Crash("group-restore")
 				// Its Postgres outputs, which its member may have died
 				// before writing.
@@ -1227,7 +1234,7 @@ func (m *Member) assign(ctx context.Context, offsets map[string]map[int32]kgo.Of
 			}
 		}
 		m.startMu.Lock()
-		err := m.startTask(p, snap, from, at, first)
+		err := m.startTask(p, snap, from, at, first, kc)
 		m.startMu.Unlock()
 		if err != nil {
 			return fail(taskError(p, err))
@@ -1274,14 +1281,15 @@ func (m *Member) starts(ctx context.Context) (map[int32]int64, error) {
 
 // restore reads the checkpoint tm names of task p (read), tells what it
 // read, and keeps a copy read from the changelog in the state directory.
-func (m *Member) restore(ctx context.Context, p int32, tm taskMeta) (*snapshot, int64, error) {
+// The chain is the checkpoint's in the changelog.
+func (m *Member) restore(ctx context.Context, p int32, tm taskMeta) (*snapshot, int64, chain, error) {
 	began := time.Now()
 	done := m.restoring(p, began)
-	s, at, st, err := m.read(ctx, p, tm)
+	s, at, c, st, err := m.read(ctx, p, tm)
 	done(st, err)
 	switch {
 	case err != nil:
-		return nil, 0, err
+		return nil, 0, c, err
 	case st.from < 0:
 		m.o.Info(fmt.Sprintf("instance %s: task %d restored checkpoint %d from the state directory", m.o.Instance, p, tm.ID))
 	default:
@@ -1292,45 +1300,67 @@ func (m *Member) restore(ctx context.Context, p int32, tm taskMeta) (*snapshot, 
 			// usually a commit or more behind the committed checkpoint.
 			why = fmt.Sprintf("; the state directory's copy is checkpoint %d", st.cached)
 		}
-		m.o.Info(fmt.Sprintf("instance %s: task %d restored checkpoint %d from the changelog (offsets %d to %d: %d records, %d bytes in %v%s)",
-			m.o.Instance, p, tm.ID, st.from, at, st.records, st.bytes, d.Round(time.Millisecond), why))
-		m.keep(p, s, at)
+		m.o.Info(fmt.Sprintf("instance %s: task %d restored checkpoint %d from the changelog (offsets %d to %d: %d records, %d of them deltas, %d bytes in %v%s)",
+			m.o.Instance, p, tm.ID, st.from, at, st.records, st.deltas, st.bytes, d.Round(time.Millisecond), why))
+		m.keep(p, s, at, c)
 	}
-	return s, at, nil
+	return s, at, c, nil
 }
 
-// read reads the checkpoint tm names of task p, and the changelog offset
-// of its header: from the state directory's copy when it is that
-// checkpoint (st.from is -1), else from the changelog, from the offset tm
-// names (or, in metadata without one, after the copy's header when the
-// copy is older, else from the start).
-func (m *Member) read(ctx context.Context, p int32, tm taskMeta) (s *snapshot, at int64, st readStats, err error) {
-	cached, at, err := readCache(m.o.StateDir, m.run, p)
+// read reads the checkpoint tm names of task p, the changelog offset of
+// its header and its chain: from the state directory's copy when it is
+// that checkpoint (st.from is -1), else from the changelog, from the
+// offset tm names (the checkpoint's base: after the copy's header when
+// the copy is an older checkpoint on that base; in metadata without an
+// offset, after the copy's header when the copy is older, else from the
+// start).
+func (m *Member) read(ctx context.Context, p int32, tm taskMeta) (s *snapshot, at int64, c chain, st readStats, err error) {
+	cached, cachedAt, cc, err := readCache(m.o.StateDir, m.run, p)
 	if err != nil {
 		m.o.Logger.Warn("the task's copy in the state directory is unreadable; restoring from the changelog", "task", p, "err", err)
 		cached = nil
 	}
 	if cached != nil && cached.ID == tm.ID {
-		return cached, at, readStats{from: -1}, nil
+		return cached, cachedAt, cc, readStats{from: -1}, nil
 	}
 	from := int64(0)
+	var start *rebuild
 	switch {
 	case tm.At >= 0:
 		from = tm.At
+		if cached != nil && cached.ID < tm.ID && cachedAt >= tm.At && cc.base >= 0 {
+			// The copy is the checkpoint's base or a delta on it: only
+			// the deltas after it are read.
+			start = &rebuild{}
+			if start.startFrom(cached, cc) == nil {
+				from = cachedAt + 1
+			} else {
+				start = nil
+			}
+		}
 	case cached != nil && cached.ID < tm.ID:
 		from = at + 1
 	}
-	s, at, st, err = readSnapshot(ctx, m.clientOpts(), m.changelog, p, from, tm.ID, 2*m.o.TransactionTimeout+30*time.Second)
+	wait := 2*m.o.TransactionTimeout + 30*time.Second
+	s, at, st, b, err := readSnapshot(ctx, m.clientOpts(), m.changelog, p, from, tm.ID, wait, start)
+	if err != nil && start != nil && ctx.Err() == nil {
+		m.o.Logger.Warn("the task's copy in the state directory does not lead to the committed checkpoint; restoring from its base", "task", p, "err", err)
+		s, at, st, b, err = readSnapshot(ctx, m.clientOpts(), m.changelog, p, tm.At, tm.ID, wait, nil)
+	}
 	if cached != nil {
 		st.cached = cached.ID
 	}
-	return s, at, st, err
+	if err != nil {
+		return nil, 0, c, st, err
+	}
+	return s, at, b.chain(), st, nil
 }
 
 // keep writes task p's snapshot s, whose changelog header is at offset
-// at, to the state directory; a failure is logged (it is a cache).
-func (m *Member) keep(p int32, s *snapshot, at int64) {
-	if err := writeCache(m.o.StateDir, m.run, p, s, at); err != nil {
+// at and whose chain is c, to the state directory; a failure is logged
+// (it is a cache).
+func (m *Member) keep(p int32, s *snapshot, at int64, c chain) {
+	if err := writeCache(m.o.StateDir, m.run, p, s, at, c); err != nil {
 		m.o.Logger.Warn("cannot keep the task's state in the state directory", "task", p, "err", err)
 	}
 }
@@ -1391,8 +1421,9 @@ func (m *Member) taskIDs() []int32 {
 }
 
 // startTask opens and runs task p's job, restored from snap (nil:
-// fresh, reading from from), whose changelog header is at offset at.
-func (m *Member) startTask(p int32, snap *snapshot, from, at, first int64) error {
+// fresh, reading from from), whose changelog header is at offset at and
+// whose keyed changelog side is kc.
+func (m *Member) startTask(p int32, snap *snapshot, from, at, first int64, kc *keyed) error {
 	m.mu.Lock()
 	old := m.tasks[p]
 	m.mu.Unlock()
@@ -1402,7 +1433,7 @@ func (m *Member) startTask(p int32, snap *snapshot, from, at, first int64) error
 		old.stop()
 	}
 	topic, part := m.where(p)
-	t := &task{p: p, topic: topic, part: part, m: m, inbox: newInbox(topic, part, from), last: snap, lastAt: at, lastFirst: first, from: from,
+	t := &task{p: p, topic: topic, part: part, m: m, inbox: newInbox(topic, part, from), last: snap, lastAt: at, lastFirst: first, from: from, kc: kc,
 		done: make(chan struct{}), quit: make(chan struct{}), cached: time.Now()}
 	if topic == m.topic {
 		t.inbox.align, t.inbox.task = m.align, p // an input task aligns with the group's
@@ -1601,8 +1632,7 @@ func (m *Member) commit(ctx context.Context) error {
 		t     *task
 		snap  *snapshot
 		ready []*pending
-		hdr   *kgo.Record // the snapshot's header: its offset once produced
-		first *kgo.Record // the snapshot's first changelog record
+		kc    keyedCommit // the snapshot's changelog records
 	}
 	var results []result
 	var perr error
@@ -1688,12 +1718,12 @@ func (m *Member) commit(ctx context.Context) error {
 				m.sess.Produce(ctx, r, produced)
 			}
 		}
-		recs := changelogRecords(m.changelog, t.p, snap)
-		for _, r := range recs {
+		kc := t.kc.commit(m.changelog, t.p, snap, time.Now())
+		for _, r := range kc.recs {
 			m.sess.Produce(ctx, r, produced)
 			changelogBytes += len(r.Key) + len(r.Value)
 		}
-		results = append(results, result{t, snap, ready, recs[len(recs)-1], recs[0]})
+		results = append(results, result{t, snap, ready, kc})
 	}
 	// The route tasks' records (with their markers) go out interleaved,
 	// routeChunk of each in turn, as one process's reader interleaves its
@@ -1721,7 +1751,7 @@ func (m *Member) commit(ctx context.Context) error {
 	}
 	metas := map[int32]commitAt{}
 	for _, r := range results {
-		metas[r.t.p] = commitAt{snap: r.snap, first: r.first}
+		metas[r.t.p] = commitAt{snap: r.snap, first: r.kc.first, at: r.t.kc.baseAt}
 	}
 	for _, t := range ts {
 		if t.last != nil && t.last.Done {
@@ -1818,13 +1848,19 @@ func (m *Member) commit(ctx context.Context) error {
 			defer m.purge() // after the checkpoints heard of the commit
 		}
 		for _, r := range results {
-			r.t.last, r.t.lastAt, r.t.lastFirst = r.snap, r.hdr.Offset, r.first.Offset
+			r.t.last, r.t.lastAt, r.t.lastFirst = r.snap, r.kc.hdr.Offset, r.kc.at(r.t.kc)
+			r.kc.apply()
+			kind := "delta"
+			if r.kc.base {
+				kind = "base"
+			}
+			m.met.checkpoints.WithLabelValues(kind).Inc()
 			for _, pd := range r.ready {
 				pd.result <- nil
 			}
 			if time.Since(r.t.cached) >= cacheEvery || r.snap.Done {
 				r.t.cached = time.Now()
-				m.keep(r.t.p, r.snap, r.t.lastAt)
+				m.keep(r.t.p, r.snap, r.t.lastAt, r.t.kc.chain())
 			}
 			if r.snap.Done {
 				m.o.Info(fmt.Sprintf("instance %s: task %d read its input to the end and committed", m.o.Instance, r.t.p))
@@ -1977,7 +2013,7 @@ func (m *Member) restartTasks(ps map[int32]*task) error {
 		if t.last != nil {
 			from = t.last.Position
 		}
-		if err := m.startTask(p, t.last, from, t.lastAt, t.lastFirst); err != nil {
+		if err := m.startTask(p, t.last, from, t.lastAt, t.lastFirst, t.kc); err != nil {
 			return taskError(p, err)
 		}
 		topic, part := m.where(p)
@@ -2164,7 +2200,7 @@ func (m *Member) finishGroup(ctx context.Context) (job.Summary, error) {
 		if !ok {
 			return sum, taskError(p, errors.New("its committed offset names no checkpoint"))
 		}
-		s, _, _, err := m.read(ctx, p, tm)
+		s, _, _, _, err := m.read(ctx, p, tm)
 		if err != nil {
 			return sum, taskError(p, err)
 		}
@@ -2210,7 +2246,7 @@ func (m *Member) leave(stopped bool) error {
 	for _, t := range ts {
 		t.stop()
 		if t.last != nil {
-			m.keep(t.p, t.last, t.lastAt)
+			m.keep(t.p, t.last, t.lastAt, t.kc.chain())
 		}
 		if b, ok := t.counters(); ok {
 			ids = append(ids, t.p)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"maps"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -76,15 +77,18 @@ func cachePath(dir string, run int64, p int32) string {
 }
 
 // writeCache keeps task p's committed snapshot s of the group's run, whose changelog header
-// is at offset at, in the state directory (written whole, then renamed).
-func writeCache(dir string, run int64, p int32, s *snapshot, at int64) error {
+// is at offset at and whose chain is c, in the state directory (written
+// whole, then renamed).
+func writeCache(dir string, run int64, p int32, s *snapshot, at int64, c chain) error {
 	if dir == "" {
 		return nil
 	}
 	if err := os.MkdirAll(filepath.Dir(cachePath(dir, run, p)), 0o755); err != nil {
 		return err
 	}
-	data := encodeParts(s.Parts)
+	parts := maps.Clone(s.Parts)
+	parts[chainPart] = c.encode()
+	data := encodeParts(parts)
 	b := binary.BigEndian.AppendUint64(nil, uint64(at))
 	b = binary.BigEndian.AppendUint32(b, uint32(len(data)))
 	b = append(b, data...)
@@ -97,9 +101,21 @@ func writeCache(dir string, run int64, p int32, s *snapshot, at int64) error {
 	return os.Rename(tmp, cachePath(dir, run, p))
 }
 
-// readCache reads task p's snapshot from the state directory (nil: none)
-// and the changelog offset of its header.
-func readCache(dir string, run int64, p int32) (*snapshot, int64, error) {
+// readCache reads task p's snapshot from the state directory (nil: none),
+// the changelog offset of its header and its chain.
+func readCache(dir string, run int64, p int32) (*snapshot, int64, chain, error) {
+	s, at, err := readCacheFile(dir, run, p)
+	c := chain{base: -1}
+	if s != nil {
+		if b, ok := s.Parts[chainPart]; ok {
+			delete(s.Parts, chainPart)
+			c = decodeChain(b)
+		}
+	}
+	return s, at, c, err
+}
+
+func readCacheFile(dir string, run int64, p int32) (*snapshot, int64, error) {
 	if dir == "" {
 		return nil, 0, nil
 	}

@@ -54,6 +54,7 @@ type metrics struct {
 	commitTime   prometheus.Histogram
 	handover     prometheus.Histogram
 	changelog    prometheus.Counter
+	checkpoints  *prometheus.CounterVec
 	trimmed      prometheus.Counter
 }
 
@@ -78,13 +79,15 @@ func newMetrics(reg prometheus.Registerer, status func(context.Context) *monitor
 			Help:    "From a task's assignment to this member until its first commit here (restore and catch-up; the time the previous owner took to go is not included).",
 			Buckets: prometheus.ExponentialBuckets(0.01, 2, 12)}),
 		changelog: prometheus.NewCounter(prometheus.CounterOpts{Name: "weir_group_changelog_bytes_total", Help: "Bytes this member wrote to the changelog (its tasks' checkpoints)."}),
+		checkpoints: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "weir_group_changelog_checkpoints_total",
+			Help: "Task checkpoints this member committed to the changelog, by kind (base: whole; delta: the items changed since the task's last commit)."}, []string{"kind"}),
 		trimmed: prometheus.NewCounter(prometheus.CounterOpts{Name: "weir_group_archive_trimmed_total",
 			Help: "Archive windows beyond the horizon whose tombstones this member's committed transactions held (a trim without a backfill)."}),
 	}
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.rebalances, m.assigned, m.revoked, m.restores, m.restoreRecs, m.restoreBytes, m.restoreTime, m.txns, m.commitTime, m.handover, m.changelog, m.trimmed, groupCollector{status}} {
+	for _, c := range []prometheus.Collector{m.rebalances, m.assigned, m.revoked, m.restores, m.restoreRecs, m.restoreBytes, m.restoreTime, m.txns, m.commitTime, m.handover, m.changelog, m.checkpoints, m.trimmed, groupCollector{status}} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("group metrics: %w", err)
 		}

@@ -56,6 +56,9 @@ type task struct {
 	// the state directory.
 	lastAt, lastFirst int64
 	cached            time.Time
+	// kc is the task's side of the keyed changelog (keyed.go), as of
+	// last.
+	kc *keyed
 
 	mu sync.Mutex
 	// outbox holds the records the task's sinks wrote since the member

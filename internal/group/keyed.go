@@ -1,0 +1,564 @@
+package group
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"maps"
+	"math/bits"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cespare/xxhash/v2"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/weirstream/weir/internal/winop"
+)
+
+// The keyed changelog. A task's checkpoint is a set of items: each window
+// operator snapshot cut into one item per window contents, merging set,
+// pane and timer (winop.SplitSnapshot), and every other part of the
+// checkpoint whole. Items fall into buckets by the hash of their id. A
+// base writes the whole checkpoint (chunks and a header "h",
+// changelog.go); every commit after it writes only the buckets whose
+// items changed since the task's last commit, one record each (key
+// "d/<buckets>/<bucket>", value every item of the bucket now), and a
+// delta header "hd" naming the base and a checksum of the whole item set.
+// Compaction keeps each key's newest record; a restore reads from the
+// base's first record (the offset the commit's metadata names) to the
+// checkpoint's header, replacing the base's buckets by the deltas' in
+// order. A new base comes when the deltas written since the last one
+// outgrow it (so a restore reads at most about twice the state), after
+// rebaseEvery, at a task's end, and at a task's first commit on its
+// member; it starts with a tombstone for every delta key written since
+// the previous base, so the topic keeps about one base's worth of keys,
+// and it sizes the buckets for the state it holds (bucketItems each).
+//
+// Finding what changed costs a pass over the checkpoint: every item
+// hashed and added to its bucket's sum, compared with the last commit's
+// sums (a flat array, not a map of items: on this machine a map lookup
+// per item cost more than writing the whole checkpoint). Only the items
+// of changed buckets are copied. Where one commit changes more than the
+// base holds (the state churns faster than the commits come), the next
+// commits write bases without that pass, twice as many each time it
+// repeats (up to maxBackoff).
+const (
+	deltaPrefix    = "d/"
+	deltaHeaderKey = "hd"
+	// rebaseBytes: deltas of a small state rebase only past this many
+	// bytes.
+	rebaseBytes = 64 << 10
+	// rebaseEvery bounds a base's age, far below the changelog's
+	// delete.retention.ms (a day) that keeps the rebase's tombstones.
+	rebaseEvery = 10 * time.Minute
+	// bucketItems is the items per bucket a base aims at; minBuckets the
+	// fewest buckets.
+	bucketItems = 4
+	minBuckets  = 64
+)
+
+// fullCheckpoints makes every commit a base, as before the keyed
+// changelog (BenchmarkGroupState and BenchmarkKeyedCommit compare the
+// two).
+var fullCheckpoints = false
+
+// splitParts calls fn with each item of parts (in no order): a window
+// operator snapshot's items under 'w', the part's name and the item's
+// id; any other part whole under 'p' and its name. id aliases scratch
+// space.
+func splitParts(parts map[string][]byte, fn func(id, val []byte)) error {
+	var id []byte
+	for _, name := range slices.Sorted(maps.Keys(parts)) {
+		b := parts[name]
+		if winop.IsSnapshot(b) {
+			id = binary.AppendUvarint(append(id[:0], 'w'), uint64(len(name)))
+			id = append(id, name...)
+			n := len(id)
+			if err := winop.SplitSnapshot(b, func(item, val []byte) {
+				id = append(id[:n], item...)
+				fn(id, val)
+			}); err != nil {
+				return fmt.Errorf("part %s: %w", name, err)
+			}
+			continue
+		}
+		fn(append(append(id[:0], 'p'), name...), b)
+	}
+	return nil
+}
+
+// joinParts puts items (by id, as splitParts gives them) together into
+// a checkpoint's parts.
+func joinParts(items map[string][]byte) (map[string][]byte, error) {
+	parts := map[string][]byte{}
+	snaps := map[string]map[string][]byte{}
+	for id, val := range items {
+		switch {
+		case len(id) > 0 && id[0] == 'p':
+			parts[id[1:]] = val
+		case len(id) > 0 && id[0] == 'w':
+			n, k := binary.Uvarint([]byte(id[1:]))
+			if k <= 0 || uint64(len(id)-1-k) < n {
+				return nil, fmt.Errorf("bad item id %q", id)
+			}
+			name := id[1+k : 1+k+int(n)]
+			if snaps[name] == nil {
+				snaps[name] = map[string][]byte{}
+			}
+			snaps[name][id[1+k+int(n):]] = val
+		default:
+			return nil, fmt.Errorf("bad item id %q", id)
+		}
+	}
+	for name, its := range snaps {
+		b, err := winop.JoinSnapshot(func(yield func(id, val []byte) bool) {
+			for id, val := range its {
+				if !yield([]byte(id), val) {
+					return
+				}
+			}
+		})
+		if err != nil {
+			return nil, fmt.Errorf("part %s: %w", name, err)
+		}
+		parts[name] = b
+	}
+	return parts, nil
+}
+
+// hashItem returns the hash of an item's id, which picks its bucket, and
+// the item's hash, a checkpoint's checksum being the sum of its items'
+// hashes (so that a bucket's sum and the checksum do not depend on the
+// items' order).
+func hashItem(id, val []byte) (idh, h uint64) {
+	idh = xxhash.Sum64(id)
+	return idh, bits.RotateLeft64(idh*0x9E3779B97F4A7C15+xxhash.Sum64(val), 31) * 0xC2B2AE3D27D4EB4F
+}
+
+// itemHash is an item's hash (hashItem's second).
+func itemHash(id, val []byte) uint64 {
+	_, h := hashItem(id, val)
+	return h
+}
+
+// bucketOf is the bucket of the item id among nb (a power of 2).
+func bucketOf(id []byte, nb int) int { return int(xxhash.Sum64(id) & uint64(nb-1)) }
+
+// bucketsFor is the bucket count of a base of n items.
+func bucketsFor(n int) int {
+	nb := minBuckets
+	for nb*bucketItems < n {
+		nb *= 2
+	}
+	return nb
+}
+
+// deltaKey is the changelog key of bucket b of nb.
+func deltaKey(nb, b int) string { return deltaPrefix + strconv.Itoa(nb) + "/" + strconv.Itoa(b) }
+
+// chain is where a committed checkpoint stands in its changelog
+// partition: the base it is on (-1: unknown, a copy of an older weir's)
+// and the delta keys written since that base.
+type chain struct {
+	base    int64
+	written map[string]struct{}
+}
+
+// chainPart names a state directory copy's chain among its parts.
+const chainPart = "\x00chain"
+
+func (c chain) encode() []byte {
+	b := binary.AppendVarint(nil, c.base)
+	for _, k := range slices.Sorted(maps.Keys(c.written)) {
+		b = binary.AppendUvarint(b, uint64(len(k)))
+		b = append(b, k...)
+	}
+	return b
+}
+
+func decodeChain(b []byte) chain {
+	base, k := binary.Varint(b)
+	if k <= 0 {
+		return chain{base: -1}
+	}
+	c := chain{base: base, written: map[string]struct{}{}}
+	for b = b[k:]; len(b) > 0; {
+		n, k := binary.Uvarint(b)
+		if k <= 0 || uint64(len(b)-k) < n {
+			return chain{base: -1}
+		}
+		c.written[string(b[k:k+int(n)])] = struct{}{}
+		b = b[k+int(n):]
+	}
+	return c
+}
+
+// keyed is a task's side of the keyed changelog: its last committed
+// checkpoint's bucket sums and the base the deltas since are on. Owned by
+// the member's loop.
+type keyed struct {
+	// sums are each bucket's sum of item hashes (its length is the
+	// bucket count); spare is the array the next commit sums into, where
+	// the bucket of each of its items (scratch space).
+	sums, spare []uint64
+	where       []int32
+	// based: the deltas since base, the id of the base checkpoint, are
+	// on it (false: the next commit writes a base); baseAt is the
+	// changelog offset of its first record, baseSize its bytes, baseTime
+	// when it was written.
+	based    bool
+	base     int64
+	baseAt   int64
+	baseSize int
+	baseTime time.Time
+	// since is the bytes of deltas written since the base; written their
+	// keys (each tombstoned by the next base).
+	since   int
+	written map[string]struct{}
+	// skip is the commits that write bases without looking for changes
+	// (the state churned); backoff how many the last churn skipped.
+	skip, backoff int
+}
+
+// errChurn: a base written without its items (keyed.skip).
+var errChurn = errors.New("the state churns")
+
+// maxBackoff bounds keyed.backoff.
+const maxBackoff = 64
+
+// chain is the chain of the task's last committed checkpoint.
+func (k *keyed) chain() chain {
+	if !k.based {
+		return chain{base: -1, written: k.written}
+	}
+	return chain{base: k.base, written: k.written}
+}
+
+// keyedCommit is what one checkpoint of a task writes to its changelog
+// partition, and how the task's keyed side changes once it commits.
+type keyedCommit struct {
+	recs []*kgo.Record
+	// first is a base's first record (its offset is the restore's start);
+	// nil for a delta, whose restore starts at its base's.
+	first *kgo.Record
+	hdr   *kgo.Record
+	base  bool
+	apply func()
+}
+
+// at is the changelog offset a restore of the checkpoint reads from,
+// once its records were produced.
+func (c keyedCommit) at(k *keyed) int64 {
+	if c.first != nil {
+		return c.first.Offset
+	}
+	return k.baseAt
+}
+
+// sumBuckets sums the hashes of parts' items into nb buckets (reusing
+// into), and gives each item's bucket in the order splitParts gives
+// them (reusing where) and the count of items.
+func sumBuckets(parts map[string][]byte, nb int, into []uint64, where []int32) ([]uint64, []int32, error) {
+	sums := slices.Grow(into[:0], nb)[:nb]
+	clear(sums)
+	where = where[:0]
+	err := splitParts(parts, func(id, val []byte) {
+		idh, h := hashItem(id, val)
+		b := idh & uint64(nb-1)
+		sums[b] += h
+		where = append(where, int32(b))
+	})
+	return sums, where, err
+}
+
+// commit returns the changelog records of checkpoint s of the task whose
+// partition p of topic is: a base, or the buckets whose items changed
+// since the task's last commit. Its apply makes the checkpoint the last
+// one, after the transaction committed (an aborted one leaves k as it
+// was).
+func (k *keyed) commit(topic string, p int32, s *snapshot, now time.Time) keyedCommit {
+	if fullCheckpoints {
+		return k.commitBase(topic, p, s, now, nil, errors.New("full checkpoints"))
+	}
+	if k.skip > 0 {
+		c := k.commitBase(topic, p, s, now, nil, errChurn)
+		apply := c.apply
+		c.apply = func() { apply(); k.skip-- }
+		return c
+	}
+	nb := len(k.sums)
+	if !k.based || s.Done || now.Sub(k.baseTime) >= rebaseEvery {
+		return k.commitBase(topic, p, s, now, nil, nil)
+	}
+	sums, where, err := sumBuckets(s.Parts, nb, k.spare, k.where)
+	k.where = where
+	n := len(where)
+	if err != nil {
+		return k.commitBase(topic, p, s, now, nil, err)
+	}
+	var dirty []int
+	for b := range nb {
+		if sums[b] != k.sums[b] {
+			dirty = append(dirty, b)
+		}
+	}
+	// The changed buckets' items, then a record per bucket.
+	bufs := make([][]byte, len(dirty))
+	if len(dirty) > 0 {
+		// at is each bucket's index in dirty (-1: unchanged).
+		at := make([]int32, nb)
+		for i := range at {
+			at[i] = -1
+		}
+		for i, b := range dirty {
+			at[b] = int32(i)
+			bufs[i] = []byte{0} // a version byte
+		}
+		item := 0
+		_ = splitParts(s.Parts, func(id, val []byte) {
+			i := at[where[item]]
+			item++
+			if i >= 0 {
+				buf := binary.AppendUvarint(bufs[i], uint64(len(id)))
+				buf = append(buf, id...)
+				buf = binary.AppendUvarint(buf, uint64(len(val)))
+				bufs[i] = append(buf, val...)
+			}
+		})
+	}
+	var recs []*kgo.Record
+	deltaBytes := 0
+	for i, b := range dirty {
+		r := &kgo.Record{Topic: topic, Partition: p, Key: []byte(deltaKey(nb, b)), Value: bufs[i]}
+		recs = append(recs, r)
+		deltaBytes += len(r.Key) + len(r.Value)
+	}
+	if deltaBytes > max(k.baseSize, rebaseBytes) {
+		// One commit changed more than the base holds: the state
+		// churns faster than the commits come; the next commits write
+		// bases without looking for changes, more of them each time
+		// this repeats.
+		c := k.commitBase(topic, p, s, now, nil, errChurn)
+		apply := c.apply
+		c.apply = func() {
+			apply()
+			k.backoff = min(max(2*k.backoff, 1), maxBackoff)
+			k.skip = k.backoff
+		}
+		return c
+	}
+	if k.since+deltaBytes > max(k.baseSize, rebaseBytes) || bucketsFor(n) > 2*nb {
+		return k.commitBase(topic, p, s, now, sums, nil)
+	}
+	var sum uint64
+	for _, v := range sums {
+		sum += v
+	}
+	h := &kgo.Record{Topic: topic, Partition: p, Key: []byte(deltaHeaderKey), Value: appendDeltaHeader(nil, s, k.base, sum)}
+	return keyedCommit{recs: append(recs, h), hdr: h, apply: func() {
+		k.sums, k.spare = sums, k.sums
+		k.backoff = 0
+		k.since += deltaBytes
+		if k.written == nil {
+			k.written = map[string]struct{}{}
+		}
+		for _, b := range dirty {
+			k.written[deltaKey(nb, b)[len(deltaPrefix):]] = struct{}{}
+		}
+	}}
+}
+
+// commitBase is commit's base: the tombstones of the previous base's
+// delta keys, then the checkpoint whole. Its apply makes it the base, its
+// buckets sized for its items (sums, when of that size, are theirs); a
+// checkpoint that could not be cut into items (serr) leaves the task
+// without a base, so its next commit writes one too.
+func (k *keyed) commitBase(topic string, p int32, s *snapshot, now time.Time, sums []uint64, serr error) keyedCommit {
+	var recs []*kgo.Record
+	for _, key := range slices.Sorted(maps.Keys(k.written)) {
+		recs = append(recs, &kgo.Record{Topic: topic, Partition: p, Key: []byte(deltaPrefix + key)})
+	}
+	cp := changelogRecords(topic, p, s)
+	size := 0
+	for _, r := range cp {
+		size += len(r.Key) + len(r.Value)
+	}
+	if serr == nil && !s.Done {
+		// The buckets for the base's items.
+		n := 0
+		if sums == nil {
+			sums, k.where, serr = sumBuckets(s.Parts, max(len(k.sums), minBuckets), k.spare, k.where)
+			n = len(k.where)
+		} else {
+			n = len(k.where) // commit's sums
+		}
+		if nb := bucketsFor(n); serr == nil && nb != len(sums) {
+			sums, k.where, serr = sumBuckets(s.Parts, nb, nil, k.where)
+		}
+	}
+	c := keyedCommit{recs: append(recs, cp...), first: cp[0], hdr: cp[len(cp)-1], base: true}
+	c.apply = func() {
+		if serr != nil || s.Done {
+			k.sums, k.based = nil, false
+		} else {
+			k.sums, k.spare, k.based, k.base = sums, nil, true, s.ID
+		}
+		k.baseAt, k.baseSize, k.baseTime, k.since, k.written = c.first.Offset, size, now, 0, nil
+	}
+	return c
+}
+
+// appendDeltaHeader is a delta header's value: the checkpoint id, its
+// base's id, the checksum of its items, done, position, meta.
+func appendDeltaHeader(b []byte, s *snapshot, base int64, sum uint64) []byte {
+	b = binary.BigEndian.AppendUint64(b, uint64(s.ID))
+	b = binary.BigEndian.AppendUint64(b, uint64(base))
+	b = binary.BigEndian.AppendUint64(b, sum)
+	done := byte(0)
+	if s.Done {
+		done = 1
+	}
+	b = append(b, done)
+	b = binary.BigEndian.AppendUint64(b, uint64(s.Position))
+	return append(b, s.Meta...)
+}
+
+type deltaHeader struct {
+	id, base int64
+	sum      uint64
+	done     bool
+	position int64
+	meta     []byte
+}
+
+func parseDeltaHeader(v []byte) (deltaHeader, error) {
+	if len(v) < 33 {
+		return deltaHeader{}, errors.New("short changelog delta header")
+	}
+	return deltaHeader{id: int64(binary.BigEndian.Uint64(v)), base: int64(binary.BigEndian.Uint64(v[8:])), sum: binary.BigEndian.Uint64(v[16:]),
+		done: v[24] == 1, position: int64(binary.BigEndian.Uint64(v[25:])), meta: v[33:]}, nil
+}
+
+// rebuild is a restore's view of the keyed changelog as it reads it in
+// order: the items of the last base read and the deltas after it.
+type rebuild struct {
+	// items are the current items (nil: no base read yet, unless the
+	// restore started from a copy of a checkpoint), or, once a delta was
+	// read, buckets holds them by bucket of nb; base is the id of the
+	// base they are on.
+	items   map[string][]byte
+	buckets []map[string][]byte
+	base    int64
+	// written are the delta keys read since the base.
+	written map[string]struct{}
+	// bad: a delta record was malformed (the restore fails its checksum).
+	bad bool
+}
+
+// startFrom makes s, a checkpoint on chain c, the rebuild's start (a
+// copy from the state directory).
+func (b *rebuild) startFrom(s *snapshot, c chain) error {
+	items := map[string][]byte{}
+	if err := splitParts(s.Parts, func(id, val []byte) { items[string(id)] = val }); err != nil {
+		return err
+	}
+	b.items, b.buckets, b.base, b.written = items, nil, c.base, maps.Clone(c.written)
+	return nil
+}
+
+// chain is the chain of the checkpoint the rebuild read last.
+func (b *rebuild) chain() chain { return chain{base: b.base, written: b.written} }
+
+// onBase takes the parts of base checkpoint id, read whole.
+func (b *rebuild) onBase(id int64, parts map[string][]byte) {
+	b.items, b.buckets, b.base, b.written, b.bad = nil, nil, id, nil, false
+	items := map[string][]byte{}
+	if splitParts(parts, func(id, val []byte) { items[string(id)] = val }) == nil {
+		b.items = items
+	}
+}
+
+// flat gives the items as one map.
+func (b *rebuild) flat() map[string][]byte {
+	if b.buckets != nil {
+		b.items = map[string][]byte{}
+		for _, m := range b.buckets {
+			maps.Copy(b.items, m)
+		}
+		b.buckets = nil
+	}
+	return b.items
+}
+
+// onDelta applies a delta record (key without its prefix).
+func (b *rebuild) onDelta(key string, v []byte) {
+	if len(v) == 0 {
+		return // a base's tombstone of an older delta key
+	}
+	if b.written == nil {
+		b.written = map[string]struct{}{}
+	}
+	b.written[key] = struct{}{}
+	if b.items == nil && b.buckets == nil {
+		return
+	}
+	ns, bs, ok := strings.Cut(key, "/")
+	nb, err1 := strconv.Atoi(ns)
+	bk, err2 := strconv.Atoi(bs)
+	if !ok || err1 != nil || err2 != nil || nb <= 0 || nb&(nb-1) != 0 || bk < 0 || bk >= nb || v[0] != 0 {
+		b.bad = true
+		return
+	}
+	if len(b.buckets) != nb {
+		items := b.flat()
+		b.buckets = make([]map[string][]byte, nb)
+		for id, val := range items {
+			i := bucketOf([]byte(id), nb)
+			if b.buckets[i] == nil {
+				b.buckets[i] = map[string][]byte{}
+			}
+			b.buckets[i][id] = val
+		}
+		b.items = nil
+	}
+	m := map[string][]byte{}
+	for r := v[1:]; len(r) > 0; {
+		id, rest, ok1 := cutBytes(r)
+		val, rest, ok2 := cutBytes(rest)
+		if !ok1 || !ok2 || bucketOf(id, nb) != bk {
+			b.bad = true
+			return
+		}
+		m[string(id)] = val
+		r = rest
+	}
+	b.buckets[bk] = m
+}
+
+// cutBytes cuts a uvarint-length-prefixed byte string off the front of b.
+func cutBytes(b []byte) (v, rest []byte, ok bool) {
+	n, k := binary.Uvarint(b)
+	if k <= 0 || uint64(len(b)-k) < n {
+		return nil, nil, false
+	}
+	return b[k : k+int(n)], b[k+int(n):], true
+}
+
+// finish returns the parts of the delta checkpoint h names, checked
+// against its checksum.
+func (b *rebuild) finish(h deltaHeader) (map[string][]byte, error) {
+	items := b.flat()
+	if items == nil || b.base != h.base {
+		return nil, fmt.Errorf("checkpoint %d is a delta on base %d, which the read did not start from", h.id, h.base)
+	}
+	var sum uint64
+	for id, val := range items {
+		sum += itemHash([]byte(id), val)
+	}
+	if b.bad || sum != h.sum {
+		return nil, fmt.Errorf("checkpoint %d fails its checksum", h.id)
+	}
+	return joinParts(items)
+}

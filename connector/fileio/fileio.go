@@ -41,7 +41,9 @@
 //
 // CSV follows encoding/csv (comma separator, RFC 4180 quoting, a quoted
 // field may span lines; the No of such a row is the line where it starts),
-// except that white-space-only lines between rows are skipped. The first
+// except that white-space-only lines between rows are skipped and a line
+// break inside a quoted field is kept as written ("\r\n" stays "\r\n",
+// as RFC 4180 and Flink's CSV format keep it). The first
 // non-blank row is the header: it names the fields and is not emitted. Each
 // later row becomes a Data line whose Text is a JSON object with the
 // fields in header order: a cell that is a JSON number (and that

@@ -385,7 +385,7 @@ func TestCSV(t *testing.T) {
 		"10,\"open,1,2,3\n"
 	want := []string{
 		`4:0:data:{"id":1,"name":"alice","amount":2.50,"$channel":1,"note":null}`,
-		`6:0:data:{"id":2,"name":"bob, \"the\" builder","amount":-3e2,"$channel":"x","note":"multi\nline\n\nnote"}`,
+		`6:0:data:{"id":2,"name":"bob, \"the\" builder","amount":-3e2,"$channel":"x","note":"multi\r\nline\n\nnote"}`,
 		`10:0:data:{"id":3,"name":"é\tü","amount":"007","$channel":null,"note":"+1"}`,
 		`11:0:bad:csv_malformed`,
 		`12:0:bad:csv_malformed`,

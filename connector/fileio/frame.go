@@ -22,6 +22,7 @@ type framer struct {
 	no   int64  // number of the last line returned
 	off  int64  // bytes consumed
 	mid  bool   // inside an overlong line whose rest is unread
+	cr   bool   // the last line returned ended with "\r\n"
 	eof  bool
 	err  error // sticky read error
 }
@@ -31,7 +32,7 @@ func newFramer(r io.Reader, name string, max int) *framer {
 }
 
 // next returns the next line without its "\n" and without one trailing
-// "\r". A line longer than max bytes is too long; when f.mid is then set,
+// "\r" (f.cr tells whether it had one). A line longer than max bytes is too long; when f.mid is then set,
 // line is only the part read so far (more than max bytes) and the rest is
 // still unread: call skipRest, or next skips it. err is io.EOF at the end
 // of input, or a read error wrapped with the input's name.
@@ -82,8 +83,9 @@ func (f *framer) next() (line []byte, err error) {
 			line = f.acc
 		}
 		f.no++
+		f.cr = false
 		if n := len(line); n > 0 && line[n-1] == '\r' {
-			line = line[:n-1]
+			line, f.cr = line[:n-1], true
 		}
 		return f.trimBOM(line), nil
 	}

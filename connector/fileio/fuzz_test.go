@@ -339,6 +339,11 @@ func checkObject(t *testing.T, l Line, header, rec []string) {
 			t.Fatalf("line %d: key %q, want %q in %q", l.No, k, h, l.Text)
 		}
 		v := tok()
+		if s, ok := v.(string); ok {
+			// encoding/csv drops the "\r" of a line break inside a
+			// quoted field; fileio keeps it (RFC 4180).
+			v = strings.ReplaceAll(s, "\r\n", "\n")
+		}
 		f := rec[i]
 		_, ferr := strconv.ParseFloat(f, 64)
 		var want json.Token = f

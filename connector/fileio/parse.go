@@ -460,7 +460,7 @@ func (p *parser) nextRow() (*csvRow, error) {
 				return nil, err
 			}
 		}
-		if r.eol() {
+		if r.eol(p.f.cr) {
 			return r, nil
 		}
 	}
@@ -593,10 +593,16 @@ func (r *csvRow) feed(b []byte) {
 	r.col += len(b)
 }
 
-// eol ends the current line and reports whether the row is complete.
-func (r *csvRow) eol() bool {
+// eol ends the current line (which ended with "\r\n" when cr) and
+// reports whether the row is complete. A line break inside a quoted field
+// is kept as it was, "\r\n" or "\n" (RFC 4180; encoding/csv would turn
+// "\r\n" into "\n").
+func (r *csvRow) eol(cr bool) bool {
 	switch r.state {
 	case csvQuoted:
+		if cr {
+			r.add('\r')
+		}
 		r.add('\n')
 		return false
 	case csvError:

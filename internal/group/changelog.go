@@ -20,11 +20,12 @@ import (
 
 // A task's changelog partition (the task's partition number of the
 // changelog topic) holds, per transaction of its owner, the task's
-// checkpoint: chunk records (key "c/<i>") and then a header record (key
-// "h"). Compaction keeps the newest of each key; a header names its
-// checkpoint id and chunk count, and each chunk starts with the id, so a
-// restore takes the header of the id the group's committed offset names
-// (its metadata) and that id's chunks, read before it.
+// checkpoint: a base, chunk records (key "c/<i>") and then a header
+// record (key "h"), or a delta on the last base (keyed.go). Compaction
+// keeps the newest of each key; a header names its checkpoint id and
+// chunk count, and each chunk starts with the id, so a restore reads from
+// the offset the group's committed offset names (its metadata: the
+// base's first record) to the header of the id it names.
 
 const (
 	headerKey   = "h"
@@ -145,9 +146,9 @@ type taskMeta struct {
 	// task read its input to the end.
 	ID   int64
 	Done bool
-	// At is the changelog offset of the checkpoint's first record (-1:
-	// unknown, as in metadata of an older weir): a restore reads from
-	// there.
+	// At is the changelog offset of the first record of the checkpoint's
+	// base (the checkpoint's own first record for a base; -1: unknown, as
+	// in metadata of an older weir): a restore reads from there.
 	At int64
 	// Watermark is the task's watermark at the checkpoint (MinTime: none
 	// yet): any member reads the group's watermarks from the offsets.

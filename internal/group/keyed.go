@@ -57,6 +57,9 @@ const (
 	// fewest buckets.
 	bucketItems = 4
 	minBuckets  = 64
+	// maxBuckets bounds the bucket count (a restore allocates a slot per
+	// bucket, whatever a record's key says).
+	maxBuckets = 1 << 22
 )
 
 // fullCheckpoints makes every commit a base, as before the keyed
@@ -149,7 +152,7 @@ func bucketOf(id []byte, nb int) int { return int(xxhash.Sum64(id) & uint64(nb-1
 // bucketsFor is the bucket count of a base of n items.
 func bucketsFor(n int) int {
 	nb := minBuckets
-	for nb*bucketItems < n {
+	for nb*bucketItems < n && nb < maxBuckets {
 		nb *= 2
 	}
 	return nb
@@ -217,6 +220,9 @@ type keyed struct {
 	// keys (each tombstoned by the next base).
 	since   int
 	written map[string]struct{}
+	// onBase is the base the last committed checkpoint is on (itself, for
+	// a base; -1: unknown), for the state directory's copy.
+	onBase int64
 	// skip is the commits that write bases without looking for changes
 	// (the state churned); backoff how many the last churn skipped.
 	skip, backoff int
@@ -229,12 +235,12 @@ var errChurn = errors.New("the state churns")
 const maxBackoff = 64
 
 // chain is the chain of the task's last committed checkpoint.
-func (k *keyed) chain() chain {
-	if !k.based {
-		return chain{base: -1, written: k.written}
-	}
-	return chain{base: k.base, written: k.written}
-}
+func (k *keyed) chain() chain { return chain{base: k.onBase, written: k.written} }
+
+// restored is the keyed side of a task restored from a checkpoint on
+// chain c: its first commit writes a base, which tombstones c's delta
+// keys.
+func restored(c chain) *keyed { return &keyed{written: c.written, onBase: c.base} }
 
 // keyedCommit is what one checkpoint of a task writes to its changelog
 // partition, and how the task's keyed side changes once it commits.
@@ -357,6 +363,7 @@ func (k *keyed) commit(topic string, p int32, s *snapshot, now time.Time) keyedC
 		sum += v
 	}
 	h := &kgo.Record{Topic: topic, Partition: p, Key: []byte(deltaHeaderKey), Value: appendDeltaHeader(nil, s, k.base, sum)}
+	deltaBytes += len(h.Key) + len(h.Value)
 	return keyedCommit{recs: append(recs, h), hdr: h, apply: func() {
 		k.sums, k.spare = sums, k.sums
 		k.backoff = 0
@@ -405,7 +412,7 @@ func (k *keyed) commitBase(topic string, p int32, s *snapshot, now time.Time, su
 		} else {
 			k.sums, k.spare, k.based, k.base = sums, nil, true, s.ID
 		}
-		k.baseAt, k.baseSize, k.baseTime, k.since, k.written = c.first.Offset, size, now, 0, nil
+		k.baseAt, k.baseSize, k.baseTime, k.since, k.written, k.onBase = c.first.Offset, size, now, 0, nil, s.ID
 	}
 	return c
 }
@@ -507,7 +514,7 @@ func (b *rebuild) onDelta(key string, v []byte) {
 	ns, bs, ok := strings.Cut(key, "/")
 	nb, err1 := strconv.Atoi(ns)
 	bk, err2 := strconv.Atoi(bs)
-	if !ok || err1 != nil || err2 != nil || nb <= 0 || nb&(nb-1) != 0 || bk < 0 || bk >= nb || v[0] != 0 {
+	if !ok || err1 != nil || err2 != nil || nb <= 0 || nb > maxBuckets || nb&(nb-1) != 0 || bk < 0 || bk >= nb || v[0] != 0 {
 		b.bad = true
 		return
 	}

@@ -396,3 +396,45 @@ func deltaCheckpoints(t *testing.T, reg *prometheus.Registry) int {
 	}
 	return 0
 }
+
+// TestKeyedMalformed: a restore fed malformed changelog records (bucket
+// counts beyond any allocation, cut values, garbage headers) fails or
+// ignores them, never panics.
+func TestKeyedMalformed(t *testing.T) {
+	op := kcOperator(t, nil)
+	for i := range 500 {
+		if err := op.ProcessElement(uint64(i%50), kcEvent{uint64(i), etime.Time(i)}, etime.Time(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	part, err := op.Snapshot(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := &keyed{}
+	c := k.commit("cl", 0, &snapshot{ID: 1, Parts: map[string][]byte{"s/0/window": part}}, time.Now())
+	var base []logRecord
+	for i, r := range c.recs {
+		base = append(base, logRecord{int64(i), r.Key, r.Value})
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	keys := []string{"d/4611686018427387904/0", "d/1073741824/5", "d/64/3", "d/64/99", "d/-1/0", "d/x/y", "d/64", "hd", "h", "c/0", "c/-1"}
+	for range 2000 {
+		sc := newScan("test", 2, nil)
+		for _, rec := range base {
+			if _, err := sc.record(rec.key, rec.value); err != nil {
+				t.Fatal(err)
+			}
+		}
+		v := make([]byte, r.IntN(40))
+		for i := range v {
+			v[i] = byte(r.IntN(256))
+		}
+		if r.IntN(2) == 0 && len(v) > 0 {
+			v[0] = 0
+		}
+		_, _ = sc.record([]byte(keys[r.IntN(len(keys))]), v)
+		hd := appendDeltaHeader(nil, &snapshot{ID: 2}, 1, r.Uint64())
+		_, _ = sc.record([]byte(deltaHeaderKey), hd)
+	}
+}

@@ -1208,7 +1208,7 @@ func (m *Member) assign(ctx context.Context, offsets map[string]map[int32]kgo.Of
 		first := int64(-1)
 		// The task's first commit on this member writes a base, which
 		// tombstones the delta keys of the chain it restored.
-		kc := &keyed{}
+		kc := restored(chain{base: -1})
 		topic, part := m.where(p)
 		from := starts[p]
 		c, ok := committed.Lookup(topic, part)
@@ -1220,7 +1220,7 @@ func (m *Member) assign(ctx context.Context, offsets map[string]map[int32]kgo.Of
 				if snap, at, ch, err = m.restore(ctx, p, tm); err != nil {
 					return fail(taskError(p, err))
 				}
-				kc.written = ch.written
+				kc = restored(ch)
 				m.o.Crash("group-restore")
 				// Its Postgres outputs, which its member may have died
 				// before writing.
@@ -1339,7 +1339,7 @@ func (m *Member) read(ctx context.Context, p int32, tm taskMeta) (s *snapshot, a
 			}
 		}
 	case cached != nil && cached.ID < tm.ID:
-		from = at + 1
+		from = cachedAt + 1
 	}
 	wait := 2*m.o.TransactionTimeout + 30*time.Second
 	s, at, st, b, err := readSnapshot(ctx, m.clientOpts(), m.changelog, p, from, tm.ID, wait, start)

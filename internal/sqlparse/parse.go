@@ -1225,6 +1225,10 @@ func (p *parser) refOrCall() Expr {
 			p.next()
 			p.next()
 		}
+		if fn == "IFNULL" && len(parts) == 1 && len(c.Args) != 2 {
+			// Flink's IFNULL takes a value and its replacement.
+			p.fail("write IFNULL(value, replacement), or COALESCE(a, b, ...) for more", "IFNULL takes 2 arguments, found %d", len(c.Args))
+		}
 	}
 	p.expectOp(")", ", or ) in the call of "+parts[len(parts)-1].Name)
 	if p.tok.is("FILTER") {

@@ -121,27 +121,19 @@ func BenchmarkGroupState(b *testing.B) {
 	}
 	broker := c.ListenAddrs()[0]
 	run := 0
-	for _, full := range []bool{false, true} {
-		name := "keyed"
-		if full {
-			name = "whole"
-		}
-		b.Run(name, func(b *testing.B) {
-			fullCheckpoints = full
-			defer func() { fullCheckpoints = false }()
-			for range b.N {
-				p, err := spec.Parse(bytes.ReplaceAll(fmt.Appendf(nil, groupJob, names[run], broker, broker, names[run], broker, names[run], broker, names[run]), []byte("size: 1s"), []byte("size: 10m")))
-				if err != nil {
-					b.Fatal(err)
-				}
-				run++
-				reg := prometheus.NewRegistry()
-				began := time.Now()
-				runGroup(b, p, b.TempDir(), func(o *Options) { o.Registerer, o.CommitInterval = reg, 50*time.Millisecond }, "m")
-				b.ReportMetric(float64(n)/time.Since(began).Seconds(), "records/s")
-				v, _ := promtest.Value(b, reg, "weir_group_changelog_bytes_total")
-				b.ReportMetric(v/n, "changelog-B/record")
+	changelogModes(b, func(b *testing.B) {
+		for range b.N {
+			p, err := spec.Parse(bytes.ReplaceAll(fmt.Appendf(nil, groupJob, names[run], broker, broker, names[run], broker, names[run], broker, names[run]), []byte("size: 1s"), []byte("size: 10m")))
+			if err != nil {
+				b.Fatal(err)
 			}
-		})
-	}
+			run++
+			reg := prometheus.NewRegistry()
+			began := time.Now()
+			runGroup(b, p, b.TempDir(), func(o *Options) { o.Registerer, o.CommitInterval = reg, 50*time.Millisecond }, "m")
+			b.ReportMetric(float64(n)/time.Since(began).Seconds(), "records/s")
+			v, _ := promtest.Value(b, reg, "weir_group_changelog_bytes_total")
+			b.ReportMetric(v/n, "changelog-B/record")
+		}
+	})
 }

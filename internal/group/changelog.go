@@ -99,6 +99,11 @@ func appendHeader(b []byte, s *snapshot, chunks int, crc uint32) []byte {
 	b = binary.BigEndian.AppendUint64(b, uint64(s.ID))
 	b = binary.BigEndian.AppendUint32(b, uint32(chunks))
 	b = binary.BigEndian.AppendUint32(b, crc)
+	return appendHeaderTail(b, s)
+}
+
+// appendHeaderTail ends both kinds of header: done, position, meta.
+func appendHeaderTail(b []byte, s *snapshot) []byte {
 	done := byte(0)
 	if s.Done {
 		done = 1

@@ -423,13 +423,7 @@ func appendDeltaHeader(b []byte, s *snapshot, base int64, sum uint64) []byte {
 	b = binary.BigEndian.AppendUint64(b, uint64(s.ID))
 	b = binary.BigEndian.AppendUint64(b, uint64(base))
 	b = binary.BigEndian.AppendUint64(b, sum)
-	done := byte(0)
-	if s.Done {
-		done = 1
-	}
-	b = append(b, done)
-	b = binary.BigEndian.AppendUint64(b, uint64(s.Position))
-	return append(b, s.Meta...)
+	return appendHeaderTail(b, s)
 }
 
 type deltaHeader struct {

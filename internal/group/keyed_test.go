@@ -249,6 +249,51 @@ func checkRestored(t *testing.T, got, want *snapshot) {
 // writes, and its time (the snapshot, cut into items and hashed; or
 // chunked).
 func BenchmarkKeyedCommit(b *testing.B) {
+	changelogModes(b, func(b *testing.B) {
+		a, err := window.Tumbling(3600_000, 0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		op := kcOperator(b, a)
+		const keys = 100_000
+		k := &keyed{}
+		now := time.Unix(1767225600, 0)
+		id := int64(0)
+		commit := func(changed int) int {
+			for j := range changed {
+				key := uint64((int(id)*changed + j) % keys)
+				if err := op.ProcessElement(key, kcEvent{key, 1000}, 1000); err != nil {
+					b.Fatal(err)
+				}
+			}
+			part, err := op.Snapshot(nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			now = now.Add(200 * time.Millisecond)
+			id++
+			c := k.commit("cl", 0, &snapshot{ID: id, Parts: map[string][]byte{"s/0/window": part}}, now)
+			n := 0
+			for i, r := range c.recs {
+				r.Offset = int64(i)
+				n += len(r.Key) + len(r.Value)
+			}
+			c.apply()
+			return n
+		}
+		commit(keys) // the base
+		bytes := 0
+		b.ResetTimer()
+		for range b.N {
+			bytes += commit(keys / 100)
+		}
+		b.ReportMetric(float64(bytes)/float64(b.N), "changelog-B/commit")
+	})
+}
+
+// changelogModes runs f as sub-benchmark "keyed" and, with every commit
+// a whole checkpoint (fullCheckpoints), as "whole".
+func changelogModes(b *testing.B, f func(b *testing.B)) {
 	for _, full := range []bool{false, true} {
 		name := "keyed"
 		if full {
@@ -257,44 +302,7 @@ func BenchmarkKeyedCommit(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			fullCheckpoints = full
 			defer func() { fullCheckpoints = false }()
-			a, err := window.Tumbling(3600_000, 0)
-			if err != nil {
-				b.Fatal(err)
-			}
-			op := kcOperator(b, a)
-			const keys = 100_000
-			k := &keyed{}
-			now := time.Unix(1767225600, 0)
-			id := int64(0)
-			commit := func(changed int) int {
-				for j := range changed {
-					key := uint64((int(id)*changed + j) % keys)
-					if err := op.ProcessElement(key, kcEvent{key, 1000}, 1000); err != nil {
-						b.Fatal(err)
-					}
-				}
-				part, err := op.Snapshot(nil)
-				if err != nil {
-					b.Fatal(err)
-				}
-				now = now.Add(200 * time.Millisecond)
-				id++
-				c := k.commit("cl", 0, &snapshot{ID: id, Parts: map[string][]byte{"s/0/window": part}}, now)
-				n := 0
-				for i, r := range c.recs {
-					r.Offset = int64(i)
-					n += len(r.Key) + len(r.Value)
-				}
-				c.apply()
-				return n
-			}
-			commit(keys) // the base
-			bytes := 0
-			b.ResetTimer()
-			for range b.N {
-				bytes += commit(keys / 100)
-			}
-			b.ReportMetric(float64(bytes)/float64(b.N), "changelog-B/commit")
+			f(b)
 		})
 	}
 }

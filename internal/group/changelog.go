@@ -372,7 +372,7 @@ func (sc *scan) record(key, value []byte) (*snapshot, error) {
 			sc.other(h.id)
 			// A base a later delta may be on.
 			if parts, err := sc.base(h); err == nil {
-				sc.b.onBase(h.id, parts)
+				sc.b.onBase(h.id, parts, h.meta)
 			}
 			return nil, nil
 		}
@@ -380,7 +380,7 @@ func (sc *scan) record(key, value []byte) (*snapshot, error) {
 		if err != nil {
 			return nil, err
 		}
-		sc.b.onBase(h.id, parts)
+		sc.b.onBase(h.id, parts, h.meta)
 		return &snapshot{ID: h.id, Meta: h.meta, Parts: parts, Done: h.done, Position: h.position}, nil
 	case deltaHeaderKey:
 		h, err := parseDeltaHeader(value)
@@ -395,7 +395,7 @@ func (sc *scan) record(key, value []byte) (*snapshot, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", sc.where, err)
 		}
-		return &snapshot{ID: h.id, Meta: bytes.Clone(h.meta), Parts: parts, Done: h.done, Position: h.position}, nil
+		return &snapshot{ID: h.id, Meta: sc.b.meta, Parts: parts, Done: h.done, Position: h.position}, nil
 	}
 	return nil, nil
 }

@@ -418,12 +418,14 @@ func (k *keyed) commitBase(topic string, p int32, s *snapshot, now time.Time, su
 }
 
 // appendDeltaHeader is a delta header's value: the checkpoint id, its
-// base's id, the checksum of its items, done, position, meta.
+// base's id, the checksum of its items, done, position. Not the meta (the
+// spec's fingerprint, a kilobyte or two): a chain's checkpoints are of
+// one spec, whose meta the base's header holds.
 func appendDeltaHeader(b []byte, s *snapshot, base int64, sum uint64) []byte {
 	b = binary.BigEndian.AppendUint64(b, uint64(s.ID))
 	b = binary.BigEndian.AppendUint64(b, uint64(base))
 	b = binary.BigEndian.AppendUint64(b, sum)
-	return appendHeaderTail(b, s)
+	return appendHeaderTail(b, &snapshot{Done: s.Done, Position: s.Position})
 }
 
 type deltaHeader struct {
@@ -431,7 +433,6 @@ type deltaHeader struct {
 	sum      uint64
 	done     bool
 	position int64
-	meta     []byte
 }
 
 func parseDeltaHeader(v []byte) (deltaHeader, error) {
@@ -439,7 +440,7 @@ func parseDeltaHeader(v []byte) (deltaHeader, error) {
 		return deltaHeader{}, errors.New("short changelog delta header")
 	}
 	return deltaHeader{id: int64(binary.BigEndian.Uint64(v)), base: int64(binary.BigEndian.Uint64(v[8:])), sum: binary.BigEndian.Uint64(v[16:]),
-		done: v[24] == 1, position: int64(binary.BigEndian.Uint64(v[25:])), meta: v[33:]}, nil
+		done: v[24] == 1, position: int64(binary.BigEndian.Uint64(v[25:]))}, nil
 }
 
 // rebuild is a restore's view of the keyed changelog as it reads it in
@@ -452,6 +453,8 @@ type rebuild struct {
 	items   map[string][]byte
 	buckets []map[string][]byte
 	base    int64
+	// meta is the base's meta, which its deltas' checkpoints have.
+	meta []byte
 	// written are the delta keys read since the base.
 	written map[string]struct{}
 	// bad: a delta record was malformed (the restore fails its checksum).
@@ -465,16 +468,16 @@ func (b *rebuild) startFrom(s *snapshot, c chain) error {
 	if err := splitParts(s.Parts, func(id, val []byte) { items[string(id)] = val }); err != nil {
 		return err
 	}
-	b.items, b.buckets, b.base, b.written = items, nil, c.base, maps.Clone(c.written)
+	b.items, b.buckets, b.base, b.written, b.meta = items, nil, c.base, maps.Clone(c.written), s.Meta
 	return nil
 }
 
 // chain is the chain of the checkpoint the rebuild read last.
 func (b *rebuild) chain() chain { return chain{base: b.base, written: b.written} }
 
-// onBase takes the parts of base checkpoint id, read whole.
-func (b *rebuild) onBase(id int64, parts map[string][]byte) {
-	b.items, b.buckets, b.base, b.written, b.bad = nil, nil, id, nil, false
+// onBase takes the parts of base checkpoint id, read whole, and its meta.
+func (b *rebuild) onBase(id int64, parts map[string][]byte, meta []byte) {
+	b.items, b.buckets, b.base, b.written, b.bad, b.meta = nil, nil, id, nil, false, meta
 	items := map[string][]byte{}
 	if splitParts(parts, func(id, val []byte) { items[string(id)] = val }) == nil {
 		b.items = items

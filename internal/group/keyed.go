@@ -337,6 +337,12 @@ func (k *keyed) commit(topic string, p int32, s *snapshot, now time.Time) keyedC
 	var recs []*kgo.Record
 	deltaBytes := 0
 	for i, b := range dirty {
+		if len(bufs[i]) > chunkSize {
+			// A bucket too large for one record (an item of a large
+			// distinct set or session): the checkpoint goes whole, in
+			// chunks, as a base.
+			return k.commitBase(topic, p, s, now, sums, nil)
+		}
 		r := &kgo.Record{Topic: topic, Partition: p, Key: []byte(deltaKey(nb, b)), Value: bufs[i]}
 		recs = append(recs, r)
 		deltaBytes += len(r.Key) + len(r.Value)

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -444,5 +446,49 @@ func TestKeyedMalformed(t *testing.T) {
 		_, _ = sc.record([]byte(keys[r.IntN(len(keys))]), v)
 		hd := appendDeltaHeader(nil, &snapshot{ID: 2}, 1, r.Uint64())
 		_, _ = sc.record([]byte(deltaHeaderKey), hd)
+	}
+}
+
+// TestKeyedLargeItem: an item too large for one record (a large distinct
+// set) makes its commits bases, in chunks: no record of any commit is
+// larger than a chunk (a trial saw MESSAGE_TOO_LARGE end every member).
+func TestKeyedLargeItem(t *testing.T) {
+	k := &keyed{}
+	now := time.Unix(1767225600, 0)
+	big := make([]byte, 3*chunkSize)
+	for id := int64(1); id <= 4; id++ {
+		big[id] = byte(id) // it changes every commit
+		s := &snapshot{ID: id, Parts: map[string][]byte{"s/0/distinct": big, "s/0/source": fmt.Appendf(nil, "pos %d", id)}}
+		now = now.Add(time.Second)
+		c := k.commit("cl", 0, s, now)
+		for i, r := range c.recs {
+			if len(r.Value) > chunkSize+64 {
+				t.Fatalf("commit %d: a record of %d bytes (base %v)", id, len(r.Value), c.base)
+			}
+			r.Offset = int64(i)
+		}
+		c.apply()
+	}
+}
+
+// TestCacheOfAnotherTask: a state directory copy moved to another task's
+// file is refused (the member then restores from the changelog); a trial
+// swapped two copies of one checkpoint id and the task restarted 43
+// times a second, its source refusing the other partition's position.
+func TestCacheOfAnotherTask(t *testing.T) {
+	dir := t.TempDir()
+	s := &snapshot{ID: 3, Parts: map[string][]byte{"s/0/source": []byte("pos")}, Position: 7}
+	if err := writeCache(dir, 5, 1, s, 42, chain{base: 2}); err != nil {
+		t.Fatal(err)
+	}
+	got, at, c, err := readCache(dir, 5, 1)
+	if err != nil || got == nil || at != 42 || c.base != 2 || len(got.Parts) != 1 {
+		t.Fatalf("read back: %v at %d, chain %v, %v", got, at, c, err)
+	}
+	if err := os.Rename(cachePath(dir, 5, 1), cachePath(dir, 5, 0)); err != nil {
+		t.Fatal(err)
+	}
+	if got, _, _, err := readCache(dir, 5, 0); err == nil || got != nil || !strings.Contains(err.Error(), "task 1's, not task 0's") {
+		t.Fatalf("another task's copy: %v, %v", got, err)
 	}
 }

@@ -1637,10 +1637,14 @@ func (m *Member) commit(ctx context.Context) error {
 	var results []result
 	var perr error
 	var pmu sync.Mutex
-	produced := func(_ *kgo.Record, err error) {
+	produced := func(r *kgo.Record, err error) {
 		if err != nil {
+			key := string(r.Key)
+			if len(key) > 64 {
+				key = key[:64] + "..."
+			}
 			pmu.Lock()
-			perr = errors.Join(perr, err)
+			perr = errors.Join(perr, fmt.Errorf("a record of %d bytes to %s (key %q): %w", len(r.Key)+len(r.Value), r.Topic, key, err))
 			pmu.Unlock()
 		}
 	}

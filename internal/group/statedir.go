@@ -88,6 +88,7 @@ func writeCache(dir string, run int64, p int32, s *snapshot, at int64, c chain) 
 	}
 	parts := maps.Clone(s.Parts)
 	parts[chainPart] = c.encode()
+	parts[taskPart] = strconv.AppendInt(nil, int64(p), 10)
 	data := encodeParts(parts)
 	b := binary.BigEndian.AppendUint64(nil, uint64(at))
 	b = binary.BigEndian.AppendUint32(b, uint32(len(data)))
@@ -111,9 +112,19 @@ func readCache(dir string, run int64, p int32) (*snapshot, int64, chain, error) 
 			delete(s.Parts, chainPart)
 			c = decodeChain(b)
 		}
+		if b, ok := s.Parts[taskPart]; ok {
+			delete(s.Parts, taskPart)
+			if string(b) != strconv.Itoa(int(p)) {
+				// A file moved or copied from another task's.
+				return nil, 0, c, fmt.Errorf("the copy is task %s's, not task %d's", b, p)
+			}
+		}
 	}
 	return s, at, c, err
 }
+
+// taskPart names a state directory copy's task among its parts.
+const taskPart = "\x00task"
 
 func readCacheFile(dir string, run int64, p int32) (*snapshot, int64, error) {
 	if dir == "" {

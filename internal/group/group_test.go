@@ -1497,3 +1497,53 @@ func TestRetentionLossRouted(t *testing.T) {
 		t.Fatalf("the second run's summary %s: want lost_before_read 30", s.JSON())
 	}
 }
+
+// TestRestartBackoff: a task whose run fails again and again restarts
+// at once the first time, then after a delay that doubles with each
+// failure in a row (it restarted 43 times a second before); once it
+// runs, the group's results are those of a run without failures.
+func TestRestartBackoff(t *testing.T) {
+	broker := cluster(t, 600, "base", "bo")
+	dir := t.TempDir()
+	runMembers(t, plan(t, "base", broker), dir, "a")
+
+	defer func(b, mx time.Duration) { restartBackoff, restartMaxBackoff = b, mx }(restartBackoff, restartMaxBackoff)
+	restartBackoff, restartMaxBackoff = 50*time.Millisecond, 300*time.Millisecond
+	const fails = 6
+	var mu sync.Mutex
+	var runs []time.Time
+	failTask = func(p int32) error {
+		if p != 1 {
+			return nil
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		runs = append(runs, time.Now())
+		if len(runs) <= fails {
+			return fmt.Errorf("failure %d on purpose", len(runs))
+		}
+		return nil
+	}
+	defer func() { failTask = nil }()
+	runMembers(t, plan(t, "bo", broker), dir, "b")
+	mu.Lock()
+	defer mu.Unlock()
+	if len(runs) != fails+1 {
+		t.Fatalf("task 1 ran %d times, want %d", len(runs), fails+1)
+	}
+	// The restarts after failures 2, 3, ... wait 50, 100, 200, 300 and
+	// 300 ms (less a commit interval's slack at most, never less).
+	for i, want := range []time.Duration{0, 50, 100, 200, 300, 300} {
+		if gap := runs[i+1].Sub(runs[i]); gap < want*time.Millisecond {
+			t.Errorf("restart after failure %d came %v after the run, want at least %v", i+1, gap, want*time.Millisecond)
+		}
+	}
+	if total := runs[fails].Sub(runs[0]); total > 5*time.Second {
+		t.Errorf("six failures took %v to restart from", total)
+	}
+	for _, kind := range []string{"out", "late", "bad"} {
+		if a, b := committed(t, broker, "base-"+kind), committed(t, broker, "bo-"+kind); !slices.Equal(a, b) {
+			t.Errorf("%s differs from the run without failures:\n%s", kind, jobtest.Diff(a, b))
+		}
+	}
+}

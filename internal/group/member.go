@@ -239,6 +239,9 @@ type Member struct {
 	// startMu serializes starting tasks: assign (on kgo's goroutine) and
 	// the loop's restarts.
 	startMu sync.Mutex
+	// failures counts each task's failed runs in a row (restartTasks,
+	// under startMu).
+	failures map[int32]failures
 
 	mu    sync.Mutex
 	tasks map[int32]*task
@@ -1042,7 +1045,7 @@ func (m *Member) waiting() bool {
 	defer m.mu.Unlock()
 	for _, t := range m.tasks {
 		t.mu.Lock()
-		w := len(t.ready) > 0 || (t.ended && t.last != nil && !t.last.Done)
+		w := len(t.ready) > 0 || (t.ended && t.last != nil && !t.last.Done && !time.Now().Before(t.retryAt))
 		t.mu.Unlock()
 		if w {
 			return true
@@ -1490,7 +1493,14 @@ func (m *Member) launch(t *task, run func(context.Context) (job.Summary, error))
 	m.tasks[t.p] = t
 	m.mu.Unlock()
 	go func() {
-		sum, err := run(ctx)
+		var sum job.Summary
+		var err error
+		if failTask != nil {
+			err = failTask(t.p)
+		}
+		if err == nil {
+			sum, err = run(ctx)
+		}
 		t.mu.Lock()
 		t.sum, t.runErr, t.ended = sum, err, true
 		t.mu.Unlock()
@@ -1678,7 +1688,9 @@ func (m *Member) commit(ctx context.Context) error {
 			rr, ok := t.route.snapshot(t.done)
 			if !ok || rr.err != nil {
 				if rr.err != nil {
-					m.o.Logger.Warn("a route task failed; it restarts from its last commit", "task", t.p, "err", rr.err)
+					t.mu.Lock()
+					t.runErr = rr.err // restartTasks warns of it
+					t.mu.Unlock()
 				}
 				restart[t.p] = t
 				continue
@@ -1995,6 +2007,13 @@ func (m *Member) purge() {
 // restartTasks restarts the tasks of ps (by number) from their last
 // commits and seeks the consumer to their positions. It and assign's
 // starts hold startMu: kgo runs assign beside the member's loop.
+//
+// A task whose run failed restarts at once the first time, then after
+// restartBackoff, doubling with each failure in a row up to
+// restartMaxBackoff (as Flink's exponential-delay restart strategy
+// does); a task that ran restartReset without failing starts counting
+// again. Until its time the failed task stays as it is: its partition
+// paused, its last commit kept.
 func (m *Member) restartTasks(ps map[int32]*task) error {
 	if len(ps) == 0 {
 		return nil
@@ -2009,10 +2028,10 @@ func (m *Member) restartTasks(ps map[int32]*task) error {
 		if t == nil || t != ps[p] {
 			continue // revoked, or replaced by an assignment meanwhile
 		}
-		t.stop()
-		if t.runErr != nil && !errors.Is(t.runErr, context.Canceled) && !errors.Is(t.runErr, errAborted) {
-			m.o.Logger.Warn("task restarts from its last commit", "task", p, "err", t.runErr)
+		if !m.restartDue(t) {
+			continue
 		}
+		t.stop()
 		from := t.from
 		if t.last != nil {
 			from = t.last.Position
@@ -2028,6 +2047,66 @@ func (m *Member) restartTasks(ps map[int32]*task) error {
 	}
 	m.sess.Client().SetOffsets(seek)
 	return nil
+}
+
+// failures is a task's count of failed runs in a row and the time of
+// its last restart.
+type failures struct {
+	n         int
+	restarted time.Time
+}
+
+// failTask, when set (by a test), is asked before each run of task p:
+// an error fails the run at once.
+var failTask func(p int32) error
+
+// The restart delays of a task that fails again and again (variables
+// for the tests, which lower them).
+var (
+	restartBackoff    = time.Second
+	restartMaxBackoff = time.Minute
+	restartReset      = 10 * time.Minute
+)
+
+// restartDue reports whether task t restarts now: at once when it did
+// not fail (a rebalance aborted its transaction), else when its backoff
+// has passed; the first call for a failure warns of it with the delay.
+// Called under startMu.
+func (m *Member) restartDue(t *task) bool {
+	t.mu.Lock()
+	err, at := t.runErr, t.retryAt
+	t.mu.Unlock()
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, errAborted) {
+		return true
+	}
+	now := time.Now()
+	if at.IsZero() {
+		if m.failures == nil {
+			m.failures = map[int32]failures{}
+		}
+		f := m.failures[t.p]
+		if now.Sub(f.restarted) >= restartReset {
+			f.n = 0
+		}
+		f.n++
+		delay := time.Duration(0)
+		if f.n > 1 {
+			delay = min(restartBackoff<<min(f.n-2, 30), restartMaxBackoff)
+		}
+		m.failures[t.p] = f
+		m.o.Logger.Warn("task failed; it restarts from its last commit", "task", t.p, "in", delay, "failures_in_a_row", f.n, "err", err)
+		at = now.Add(delay)
+		t.mu.Lock()
+		t.retryAt = at
+		t.mu.Unlock()
+	}
+	if now.Before(at) {
+		return false
+	}
+	f := m.failures[t.p]
+	f.restarted = now
+	m.failures[t.p] = f
+	return true
 }
 
 // next is the input offset a checkpoint of the task resumes at: pos's,

@@ -71,6 +71,9 @@ type task struct {
 	ready []*pending
 	// ended: the run returned (done is closed).
 	ended bool
+	// retryAt is when the task restarts after its run failed (zero: not
+	// decided yet; restartDue).
+	retryAt time.Time
 }
 
 // take returns the task's outbox and waiting checkpoints, emptying them.

@@ -401,6 +401,11 @@ func TestGroupExample(t *testing.T) {
 		if strings.Contains(outs[i].String(), "warning") {
 			t.Errorf("member %d warns:\n%s", i, outs[i].String())
 		}
+		// The counts are the group's: a member gives no rate of them
+		// over its own time.
+		if strings.Contains(outs[i].String(), "records/s") || !strings.Contains(outs[i].String(), "this member's time") {
+			t.Errorf("member %d's took line:\n%s", i, outs[i].String())
+		}
 		b, err := os.ReadFile(filepath.Join(dir, fmt.Sprintf("summary-%s.json", []string{"a", "b"}[i])))
 		if err != nil {
 			t.Fatal(err)

@@ -323,7 +323,7 @@ func runMember(ctx context.Context, p *spec.Plan, dir string, f runFlags, o IO) 
 			default:
 				goesOn = fmt.Sprintf("the group goes on with %s", strings.Join(others, ", "))
 			}
-			printSummary(o.Stderr, p, s, time.Since(began), noPeak, fmt.Sprintf("stopped on member %s: its tasks %v, counted from the group's start; %s", f.instance, tasks, goesOn), 0)
+			printSummary(o.Stderr, p, s, time.Since(began), noPeak, fmt.Sprintf("stopped on member %s: its tasks %v, counted from the group's start; %s", f.instance, tasks, goesOn), -1)
 		}}
 	if reg != nil {
 		opts.Registerer = reg
@@ -342,7 +342,7 @@ func runMember(ctx context.Context, p *spec.Plan, dir string, f runFlags, o IO) 
 	}
 	if sum != nil {
 		// The group's: every task's counts at its end, whichever member ran it.
-		printSummary(o.Stderr, p, *sum, time.Since(began), noPeak, "finished (the whole group)", 0)
+		printSummary(o.Stderr, p, *sum, time.Since(began), noPeak, "finished (the whole group)", -1)
 		if f.summaryJSON != "" {
 			if err := os.WriteFile(o.path(f.summaryJSON), sum.JSON(), 0o644); err != nil {
 				fmt.Fprintf(o.Stderr, "weir run: %v\n", err)
@@ -591,8 +591,10 @@ func printUnchanged(w io.Writer, skip bool, n int64, where string) {
 // printSummary prints what the run did; state is how it ended:
 // finished, stopped or failed; resumedAt the records an earlier process
 // of the run had read (its checkpoint's records_in), which the rate
-// leaves out. Every line but the "took" line (time and state size) is a
-// pure function of the counters, so golden tests can compare it.
+// leaves out (negative: a group member's, whose counts are the group's
+// and whose line gives no rate). Every line but the "took" line (time
+// and state size) is a pure function of the counters, so golden tests
+// can compare it.
 func printSummary(w io.Writer, p *spec.Plan, s job.Summary, elapsed time.Duration, peak weir.StateInfo, state string, resumedAt int64) {
 	g := s.Get
 	fmt.Fprintf(w, "job %s %s: %d records in\n", p.Name, state, g("records_in"))
@@ -690,8 +692,14 @@ func printRunWarnings(w io.Writer, s job.Summary) {
 
 // printRate prints the summary's last line: the time, the rate over the
 // records this process read (in less those read before a resume) and the
-// state's peak (left out when peak.Bytes is negative: unknown).
+// state's peak (left out when peak.Bytes is negative: unknown). A
+// negative resumedAt marks a group member's summary: the time alone.
 func printRate(w io.Writer, in int64, elapsed time.Duration, peak weir.StateInfo, resumedAt int64) {
+	if resumedAt < 0 {
+		// A group member's: the counts are the group's, the time its own.
+		fmt.Fprintf(w, "took %v (this member's time; the counts above are the whole group's, so no rate)\n", elapsed.Round(time.Millisecond))
+		return
+	}
 	read := in - resumedAt
 	rate := fmt.Sprintf("%.0f records/s", float64(read)/max(elapsed.Seconds(), 1e-9))
 	if r := float64(read) / max(elapsed.Seconds(), 1e-9); read > 0 && r < 10 {

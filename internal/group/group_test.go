@@ -1547,3 +1547,78 @@ func TestRestartBackoff(t *testing.T) {
 		}
 	}
 }
+
+// TestNoTasksAfterStop: members stopped one after another while the
+// group rebalances take no task after they told their stop (a SIGTERM'd
+// member printed its summary, then took and restored a task before
+// leaving), and each stops cleanly.
+func TestNoTasksAfterStop(t *testing.T) {
+	broker := cluster(t, 20000, "ns")
+	p := plan(t, "ns", broker)
+	p.Source.Kafka.StopAtEnd = false
+	dir := t.TempDir()
+	names := []string{"x", "y", "z"}
+	var mu sync.Mutex
+	stopped := map[string]bool{}
+	assigned := map[string]int{}
+	cancels := make([]context.CancelFunc, len(names))
+	errs := make([]error, len(names))
+	var wg sync.WaitGroup
+	ended := make([]chan struct{}, len(names))
+	for i, n := range names {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancels[i] = cancel
+		defer cancel()
+		ended[i] = make(chan struct{})
+		wg.Go(func() {
+			defer close(ended[i])
+			errs[i] = Run(ctx, Options{Plan: p, Instance: n, StateDir: filepath.Join(dir, n), SessionTimeout: joinSession, TransactionTimeout: joinTxnTimeout,
+				Info: func(msg string) {
+					t.Log(msg)
+					if strings.Contains(msg, "assigned tasks") {
+						mu.Lock()
+						defer mu.Unlock()
+						assigned[n]++
+						if stopped[n] {
+							t.Errorf("member %s took tasks after it stopped: %s", n, msg)
+						}
+					}
+				},
+				Stopped: func([]int32, job.Summary, []string) {
+					mu.Lock()
+					stopped[n] = true
+					mu.Unlock()
+					if n == "x" {
+						// While x tells its stop, y leaves: the group
+						// rebalances, x's share of y's tasks waiting
+						// for x's next poll.
+						cancels[1]()
+						time.Sleep(time.Second)
+					}
+				}})
+		})
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		mu.Lock()
+		all := len(assigned) == len(names)
+		mu.Unlock()
+		if all {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("not every member was assigned tasks within a minute")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cancels[0]()
+	<-ended[0]
+	<-ended[1]
+	cancels[2]()
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("member %s: %v", names[i], err)
+		}
+	}
+}

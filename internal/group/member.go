@@ -242,6 +242,9 @@ type Member struct {
 	// failures counts each task's failed runs in a row (restartTasks,
 	// under startMu).
 	failures map[int32]failures
+	// leaving is set (under startMu) once the member stops its tasks to
+	// leave or close: an assignment after it starts no task.
+	leaving bool
 
 	mu    sync.Mutex
 	tasks map[int32]*task
@@ -805,6 +808,9 @@ func (e *lapsedError) Unwrap() error { return e.err }
 // an error.
 func (m *Member) session(ctx context.Context) error {
 	m.ctx = ctx
+	m.startMu.Lock()
+	m.leaving = false // a session after a closed one (joining again)
+	m.startMu.Unlock()
 	manual := map[string]bool{m.changelog: true, m.rt: true, m.archive: true}
 	sess, err := kgo.NewGroupTransactSession(append(m.clientOpts(),
 		kgo.ConsumerGroup(m.group),
@@ -1182,6 +1188,12 @@ func (m *Member) assign(ctx context.Context, offsets map[string]map[int32]kgo.Of
 		return offsets, nil
 	}
 	slices.Sort(ids)
+	if m.isLeaving() {
+		// The member told its stop and closes: a rebalance its close
+		// let through hands it no task (the group gives them to others).
+		m.o.Logger.Debug("assigned while leaving; no task starts", "tasks", ids)
+		return offsets, nil
+	}
 	fail := func(err error) (map[string]map[int32]kgo.Offset, error) {
 		if ctx.Err() != nil {
 			m.o.Logger.Info("a rebalance interrupted the tasks' restores; they start again in the next assignment", "tasks", ids, "err", err)
@@ -1237,6 +1249,10 @@ func (m *Member) assign(ctx context.Context, offsets map[string]map[int32]kgo.Of
 			}
 		}
 		m.startMu.Lock()
+		if m.leaving {
+			m.startMu.Unlock()
+			return out, nil // see above
+		}
 		err := m.startTask(p, snap, from, at, first, kc)
 		m.startMu.Unlock()
 		if err != nil {
@@ -2320,8 +2336,8 @@ func (m *Member) stop() error {
 // leaves the group (a static member leaves through the admin API). At a
 // graceful stop (stopped), Options.Stopped is told the tasks' counts.
 func (m *Member) leave(stopped bool) error {
+	ts := m.leaveTasks()
 	m.mu.Lock()
-	ts := slices.Collect(maps.Values(m.tasks))
 	m.tasks = map[int32]*task{}
 	m.mu.Unlock()
 	var sum job.Summary
@@ -2354,6 +2370,24 @@ func (m *Member) leave(stopped bool) error {
 		m.o.Logger.Warn("leaving the group failed: the tasks move after the session timeout", "err", err)
 	}
 	return nil
+}
+
+// leaveTasks marks the member leaving, so that no assignment starts a
+// task any more, and returns its tasks.
+func (m *Member) leaveTasks() []*task {
+	m.startMu.Lock()
+	m.leaving = true
+	m.startMu.Unlock()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Collect(maps.Values(m.tasks))
+}
+
+// isLeaving reports whether leaveTasks was called.
+func (m *Member) isLeaving() bool {
+	m.startMu.Lock()
+	defer m.startMu.Unlock()
+	return m.leaving
 }
 
 // others are the group's members but this one, as the broker describes
@@ -2392,10 +2426,7 @@ func (m *Member) close() {
 	if m.sess == nil {
 		return
 	}
-	m.mu.Lock()
-	ts := slices.Collect(maps.Values(m.tasks))
-	m.mu.Unlock()
-	for _, t := range ts {
+	for _, t := range m.leaveTasks() {
 		t.stop()
 	}
 	m.sess.CloseAllowingRebalance()

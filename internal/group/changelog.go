@@ -284,14 +284,12 @@ func readSnapshot(ctx context.Context, opts []kgo.Opt, topic string, p int32, fr
 			if found, ferr = sc.record(r.Key, r.Value); found != nil {
 				at = r.Offset
 			}
-			if len(r.Value) > 0 && bytes.HasPrefix(r.Key, []byte(deltaPrefix)) {
-				st.deltas++
-			}
 		})
 		if ferr != nil {
 			return nil, 0, st, nil, ferr
 		}
 		if found != nil {
+			st.deltas = sc.deltas
 			return found, at, st, sc.b, nil
 		}
 	}
@@ -312,6 +310,8 @@ type scan struct {
 	// ids are the checkpoint ids of the other headers read (16 at most),
 	// for an error.
 	ids []int64
+	// deltas counts the delta records read (not their tombstones).
+	deltas int
 }
 
 type scanChunk struct {
@@ -352,6 +352,9 @@ func (sc *scan) base(h header) (map[string][]byte, error) {
 func (sc *scan) record(key, value []byte) (*snapshot, error) {
 	k := string(key)
 	if d, ok := strings.CutPrefix(k, deltaPrefix); ok {
+		if len(value) > 0 {
+			sc.deltas++
+		}
 		sc.b.onDelta(d, value)
 		return nil, nil
 	}

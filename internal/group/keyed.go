@@ -228,8 +228,15 @@ type keyed struct {
 	skip, backoff int
 }
 
-// errChurn: a base written without its items (keyed.skip).
-var errChurn = errors.New("the state churns")
+// Why a base is written without its items (commitBase's serr): the
+// state churned faster than the commits came (errChurn: the next commits
+// skip looking for changes), a commit skipping (errSkip), or every commit
+// written whole (errFull: fullCheckpoints).
+var (
+	errChurn = errors.New("the state churns")
+	errSkip  = errors.New("skipping after a churn")
+	errFull  = errors.New("full checkpoints")
+)
 
 // maxBackoff bounds keyed.backoff.
 const maxBackoff = 64
@@ -286,13 +293,10 @@ func sumBuckets(parts map[string][]byte, nb int, into []uint64, where []int32) (
 // was).
 func (k *keyed) commit(topic string, p int32, s *snapshot, now time.Time) keyedCommit {
 	if fullCheckpoints {
-		return k.commitBase(topic, p, s, now, nil, errors.New("full checkpoints"))
+		return k.commitBase(topic, p, s, now, nil, errFull)
 	}
 	if k.skip > 0 {
-		c := k.commitBase(topic, p, s, now, nil, errChurn)
-		apply := c.apply
-		c.apply = func() { apply(); k.skip-- }
-		return c
+		return k.commitBase(topic, p, s, now, nil, errSkip)
 	}
 	nb := len(k.sums)
 	if !k.based || s.Done || now.Sub(k.baseTime) >= rebaseEvery {
@@ -352,14 +356,7 @@ func (k *keyed) commit(topic string, p int32, s *snapshot, now time.Time) keyedC
 		// churns faster than the commits come; the next commits write
 		// bases without looking for changes, more of them each time
 		// this repeats.
-		c := k.commitBase(topic, p, s, now, nil, errChurn)
-		apply := c.apply
-		c.apply = func() {
-			apply()
-			k.backoff = min(max(2*k.backoff, 1), maxBackoff)
-			k.skip = k.backoff
-		}
-		return c
+		return k.commitBase(topic, p, s, now, nil, errChurn)
 	}
 	if k.since+deltaBytes > max(k.baseSize, rebaseBytes) || bucketsFor(n) > 2*nb {
 		return k.commitBase(topic, p, s, now, sums, nil)
@@ -386,8 +383,10 @@ func (k *keyed) commit(topic string, p int32, s *snapshot, now time.Time) keyedC
 // commitBase is commit's base: the tombstones of the previous base's
 // delta keys, then the checkpoint whole. Its apply makes it the base, its
 // buckets sized for its items (sums, when of that size, are theirs); a
-// checkpoint that could not be cut into items (serr) leaves the task
-// without a base, so its next commit writes one too.
+// checkpoint that could not be cut into items, or written without them
+// (serr), leaves the task without a base, so its next commit writes one
+// too; errChurn and errSkip count the commits that skip looking for
+// changes.
 func (k *keyed) commitBase(topic string, p int32, s *snapshot, now time.Time, sums []uint64, serr error) keyedCommit {
 	var recs []*kgo.Record
 	for _, key := range slices.Sorted(maps.Keys(k.written)) {
@@ -419,6 +418,13 @@ func (k *keyed) commitBase(topic string, p int32, s *snapshot, now time.Time, su
 			k.sums, k.spare, k.based, k.base = sums, nil, true, s.ID
 		}
 		k.baseAt, k.baseSize, k.baseTime, k.since, k.written, k.onBase = c.first.Offset, size, now, 0, nil, s.ID
+		switch serr {
+		case errChurn:
+			k.backoff = min(max(2*k.backoff, 1), maxBackoff)
+			k.skip = k.backoff
+		case errSkip:
+			k.skip--
+		}
 	}
 	return c
 }
@@ -470,12 +476,19 @@ type rebuild struct {
 // startFrom makes s, a checkpoint on chain c, the rebuild's start (a
 // copy from the state directory).
 func (b *rebuild) startFrom(s *snapshot, c chain) error {
-	items := map[string][]byte{}
-	if err := splitParts(s.Parts, func(id, val []byte) { items[string(id)] = val }); err != nil {
+	items, err := itemsOf(s.Parts)
+	if err != nil {
 		return err
 	}
 	b.items, b.buckets, b.base, b.written, b.meta = items, nil, c.base, maps.Clone(c.written), s.Meta
 	return nil
+}
+
+// itemsOf is the items of parts by id (splitParts).
+func itemsOf(parts map[string][]byte) (map[string][]byte, error) {
+	items := map[string][]byte{}
+	err := splitParts(parts, func(id, val []byte) { items[string(id)] = val })
+	return items, err
 }
 
 // chain is the chain of the checkpoint the rebuild read last.
@@ -484,8 +497,7 @@ func (b *rebuild) chain() chain { return chain{base: b.base, written: b.written}
 // onBase takes the parts of base checkpoint id, read whole, and its meta.
 func (b *rebuild) onBase(id int64, parts map[string][]byte, meta []byte) {
 	b.items, b.buckets, b.base, b.written, b.bad, b.meta = nil, nil, id, nil, false, meta
-	items := map[string][]byte{}
-	if splitParts(parts, func(id, val []byte) { items[string(id)] = val }) == nil {
+	if items, err := itemsOf(parts); err == nil {
 		b.items = items
 	}
 }

@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -359,19 +358,9 @@ func TestKeyedRestore(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("member a: %v", err)
 	}
-	var mu sync.Mutex
-	deltas := 0
-	runGroup(t, plan(t, "kr", broker), t.TempDir(), func(o *Options) {
-		o.Info = func(msg string) {
-			t.Log(msg)
-			var task, id, from, to, recs, d int
-			if _, err := fmt.Sscanf(msg, "instance b: task %d restored checkpoint %d from the changelog (offsets %d to %d: %d records, %d of them deltas", &task, &id, &from, &to, &recs, &d); err == nil {
-				mu.Lock()
-				deltas += d
-				mu.Unlock()
-			}
-		}
-	}, "b")
+	reg = prometheus.NewRegistry()
+	runGroup(t, plan(t, "kr", broker), t.TempDir(), func(o *Options) { o.Registerer = reg }, "b")
+	deltas := counter(t, reg, "weir_group_restore_deltas_total", "", "")
 	if deltas == 0 && !fullCheckpoints {
 		t.Error("no restore read deltas: the test does not exercise the keyed changelog")
 	}
@@ -388,17 +377,27 @@ func TestKeyedRestore(t *testing.T) {
 // registry.
 func deltaCheckpoints(t *testing.T, reg *prometheus.Registry) int {
 	t.Helper()
+	return counter(t, reg, "weir_group_changelog_checkpoints_total", "kind", "delta")
+}
+
+// counter is the value of reg's counter name (of the series whose label
+// has value, unless label is empty).
+func counter(t *testing.T, reg *prometheus.Registry, name, label, value string) int {
+	t.Helper()
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, mf := range mfs {
-		if mf.GetName() != "weir_group_changelog_checkpoints_total" {
+		if mf.GetName() != name {
 			continue
 		}
 		for _, m := range mf.GetMetric() {
+			if label == "" {
+				return int(m.GetCounter().GetValue())
+			}
 			for _, l := range m.GetLabel() {
-				if l.GetName() == "kind" && l.GetValue() == "delta" {
+				if l.GetName() == label && l.GetValue() == value {
 					return int(m.GetCounter().GetValue())
 				}
 			}
@@ -490,5 +489,73 @@ func TestCacheOfAnotherTask(t *testing.T) {
 	}
 	if got, _, _, err := readCache(dir, 5, 0); err == nil || got != nil || !strings.Contains(err.Error(), "task 1's, not task 0's") {
 		t.Fatalf("another task's copy: %v, %v", got, err)
+	}
+}
+
+// TestKeyedChurn: a commit that changes more than its base holds is
+// written as a base, and the next commits write bases without looking
+// for changes: 1, then 2, 4, ... up to 64 as the churn repeats; a commit
+// that finds a delta again starts the count over. An aborted commit
+// changes none of it.
+func TestKeyedChurn(t *testing.T) {
+	k := &keyed{}
+	now := time.Unix(1767225600, 0)
+	id := int64(0)
+	// commit commits a checkpoint of 100 parts of 1 kB: every part
+	// changed (churn), or only the first.
+	commit := func(churn, abort bool) keyedCommit {
+		id++
+		s := &snapshot{ID: id, Meta: []byte("m"), Parts: map[string][]byte{}, Position: id}
+		for i := range 100 {
+			v := id
+			if !churn && i > 0 {
+				v = 0
+			}
+			s.Parts[fmt.Sprintf("p%d", i)] = bytes.Repeat(fmt.Appendf(nil, "%08d", v), 128)
+		}
+		now = now.Add(time.Second)
+		c := k.commit("cl", 0, s, now)
+		for i, r := range c.recs {
+			r.Offset = id*1000 + int64(i)
+		}
+		if !abort {
+			c.apply()
+		}
+		return c
+	}
+	if c := commit(false, false); !c.base {
+		t.Fatal("the first commit is no base")
+	}
+	if c := commit(false, false); c.base {
+		t.Fatal("one changed part made a base")
+	}
+	// Churn after churn: each a base, then 1, 2, 4, ... skipped bases,
+	// then a base to find changes against again.
+	for n, skipped := range []int{1, 2, 4, 8, 16, 32, 64, 64} {
+		if n > 0 {
+			if c := commit(true, false); !c.base || k.skip != 0 {
+				t.Fatalf("the base after skipping: base %v, skip %d", c.base, k.skip)
+			}
+		}
+		if c := commit(true, false); !c.base || k.skip != skipped || k.backoff != skipped {
+			t.Fatalf("a churning commit: base %v, skip %d, backoff %d; want a base and %d", c.base, k.skip, k.backoff, skipped)
+		}
+		for i := range skipped {
+			if i == 0 {
+				// An aborted commit counts nothing.
+				if c := commit(false, true); !c.base || k.skip != skipped {
+					t.Fatalf("an aborted skipping commit: base %v, skip %d, want %d", c.base, k.skip, skipped)
+				}
+			}
+			if c := commit(false, false); !c.base || k.skip != skipped-i-1 {
+				t.Fatalf("skipping commit %d of %d: base %v, skip %d", i+1, skipped, c.base, k.skip)
+			}
+		}
+	}
+	// Quiet again: a commit after the skips is a base (nothing based),
+	// then deltas, and the backoff starts over.
+	commit(false, false)
+	if c := commit(false, false); c.base || k.backoff != 0 {
+		t.Fatalf("after the churn: base %v, backoff %d", c.base, k.backoff)
 	}
 }

@@ -49,6 +49,7 @@ type metrics struct {
 	restores     *prometheus.CounterVec
 	restoreRecs  prometheus.Counter
 	restoreBytes prometheus.Counter
+	restoreDelta prometheus.Counter
 	restoreTime  prometheus.Histogram
 	txns         *prometheus.CounterVec
 	commitTime   prometheus.Histogram
@@ -69,6 +70,7 @@ func newMetrics(reg prometheus.Registerer, status func(context.Context) *monitor
 			Help: "Task restores on this member, by where the state came from (changelog, state_dir)."}, []string{"from"}),
 		restoreRecs:  prometheus.NewCounter(prometheus.CounterOpts{Name: "weir_group_restore_records_total", Help: "Changelog records read by restores."}),
 		restoreBytes: prometheus.NewCounter(prometheus.CounterOpts{Name: "weir_group_restore_bytes_total", Help: "Changelog bytes read by restores."}),
+		restoreDelta: prometheus.NewCounter(prometheus.CounterOpts{Name: "weir_group_restore_deltas_total", Help: "Delta records (the keyed changelog's changed buckets) among the records restores read."}),
 		restoreTime: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "weir_group_restore_seconds", Help: "Time of a task's restore.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 4, 10)}),
 		txns: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "weir_group_transactions_total",
@@ -87,7 +89,7 @@ func newMetrics(reg prometheus.Registerer, status func(context.Context) *monitor
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.rebalances, m.assigned, m.revoked, m.restores, m.restoreRecs, m.restoreBytes, m.restoreTime, m.txns, m.commitTime, m.handover, m.changelog, m.checkpoints, m.trimmed, groupCollector{status}} {
+	for _, c := range []prometheus.Collector{m.rebalances, m.assigned, m.revoked, m.restores, m.restoreRecs, m.restoreBytes, m.restoreDelta, m.restoreTime, m.txns, m.commitTime, m.handover, m.changelog, m.checkpoints, m.trimmed, groupCollector{status}} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("group metrics: %w", err)
 		}
@@ -179,6 +181,7 @@ func (m *Member) restoring(p int32, began time.Time) func(st readStats, err erro
 			r.Records, r.Bytes = int64(st.records), st.bytes
 			m.met.restoreRecs.Add(float64(st.records))
 			m.met.restoreBytes.Add(float64(st.bytes))
+			m.met.restoreDelta.Add(float64(st.deltas))
 		}
 		m.met.restores.WithLabelValues(r.From).Inc()
 		m.met.restoreTime.Observe(d.Seconds())

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -94,34 +95,40 @@ func splitParts(parts map[string][]byte, fn func(id, val []byte)) error {
 
 // joinParts puts items (by id, as splitParts gives them) together into
 // a checkpoint's parts.
-func joinParts(items map[string][]byte) (map[string][]byte, error) {
+func joinParts(items func(yield func(id, val []byte) bool)) (map[string][]byte, error) {
 	parts := map[string][]byte{}
-	snaps := map[string]map[string][]byte{}
-	for id, val := range items {
+	// The window operators' names, then each one's snapshot from its
+	// items (a task has a few operators at most).
+	names := map[string]bool{}
+	var err error
+	items(func(id, val []byte) bool {
 		switch {
 		case len(id) > 0 && id[0] == 'p':
-			parts[id[1:]] = val
+			parts[string(id[1:])] = val
 		case len(id) > 0 && id[0] == 'w':
-			n, k := binary.Uvarint([]byte(id[1:]))
-			if k <= 0 || uint64(len(id)-1-k) < n {
-				return nil, fmt.Errorf("bad item id %q", id)
+			name, _, ok := itemName(id)
+			if !ok {
+				err = fmt.Errorf("bad item id %q", id)
+				return false
 			}
-			name := id[1+k : 1+k+int(n)]
-			if snaps[name] == nil {
-				snaps[name] = map[string][]byte{}
-			}
-			snaps[name][id[1+k+int(n):]] = val
+			names[string(name)] = true
 		default:
-			return nil, fmt.Errorf("bad item id %q", id)
+			err = fmt.Errorf("bad item id %q", id)
+			return false
 		}
+		return true
+	})
+	if err != nil {
+		return nil, err
 	}
-	for name, its := range snaps {
+	for name := range names {
 		b, err := winop.JoinSnapshot(func(yield func(id, val []byte) bool) {
-			for id, val := range its {
-				if !yield([]byte(id), val) {
-					return
+			items(func(id, val []byte) bool {
+				if n, item, ok := itemName(id); ok && id[0] == 'w' && string(n) == name {
+					return yield(item, val)
 				}
-			}
+				return true
+			})
 		})
 		if err != nil {
 			return nil, fmt.Errorf("part %s: %w", name, err)
@@ -129,6 +136,16 @@ func joinParts(items map[string][]byte) (map[string][]byte, error) {
 		parts[name] = b
 	}
 	return parts, nil
+}
+
+// itemName cuts a window operator's item id ('w', the part's name, the
+// operator's item id) into the name and the item id.
+func itemName(id []byte) (name, item []byte, ok bool) {
+	n, k := binary.Uvarint(id[1:])
+	if k <= 0 || uint64(len(id)-1-k) < n {
+		return nil, nil, false
+	}
+	return id[1+k : 1+k+int(n)], id[1+k+int(n):], true
 }
 
 // hashItem returns the hash of an item's id, which picks its bucket, and
@@ -145,6 +162,9 @@ func itemHash(id, val []byte) uint64 {
 	_, h := hashItem(id, val)
 	return h
 }
+
+// bytesOf is s's bytes, not copied: for reading only.
+func bytesOf(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
 
 // bucketOf is the bucket of the item id among nb (a power of 2).
 func bucketOf(id []byte, nb int) int { return int(xxhash.Sum64(id) & uint64(nb-1)) }
@@ -456,15 +476,22 @@ func parseDeltaHeader(v []byte) (deltaHeader, error) {
 }
 
 // rebuild is a restore's view of the keyed changelog as it reads it in
-// order: the items of the last base read and the deltas after it.
+// order: the items of the last base read and the deltas after it. A
+// delta replaces its bucket whole, so the items are the base's, less
+// those of the buckets a delta replaced, plus the newest delta of each
+// such bucket: no item is copied until the restore's end.
 type rebuild struct {
-	// items are the current items (nil: no base read yet, unless the
-	// restore started from a copy of a checkpoint), or, once a delta was
-	// read, buckets holds them by bucket of nb; base is the id of the
-	// base they are on.
-	items   map[string][]byte
-	buckets []map[string][]byte
-	base    int64
+	// parts are the base's parts (or a copy's: a checkpoint on the
+	// base), read item by item (splitParts); nil: no base read. After a
+	// delta of another bucket count, items holds them instead.
+	parts map[string][]byte
+	items map[string][]byte
+	// base is the id of the base the items are on.
+	base int64
+	// nb is the bucket count of the deltas read since the base (0: none),
+	// over the items of each bucket a delta replaced, by bucket.
+	nb   int
+	over map[int]map[string][]byte
 	// meta is the base's meta, which its deltas' checkpoints have.
 	meta []byte
 	// written are the delta keys read since the base.
@@ -476,19 +503,11 @@ type rebuild struct {
 // startFrom makes s, a checkpoint on chain c, the rebuild's start (a
 // copy from the state directory).
 func (b *rebuild) startFrom(s *snapshot, c chain) error {
-	items, err := itemsOf(s.Parts)
-	if err != nil {
+	if err := splitParts(s.Parts, func(_, _ []byte) {}); err != nil {
 		return err
 	}
-	b.items, b.buckets, b.base, b.written, b.meta = items, nil, c.base, maps.Clone(c.written), s.Meta
+	*b = rebuild{parts: s.Parts, base: c.base, written: maps.Clone(c.written), meta: s.Meta}
 	return nil
-}
-
-// itemsOf is the items of parts by id (splitParts).
-func itemsOf(parts map[string][]byte) (map[string][]byte, error) {
-	items := map[string][]byte{}
-	err := splitParts(parts, func(id, val []byte) { items[string(id)] = val })
-	return items, err
 }
 
 // chain is the chain of the checkpoint the rebuild read last.
@@ -496,22 +515,48 @@ func (b *rebuild) chain() chain { return chain{base: b.base, written: b.written}
 
 // onBase takes the parts of base checkpoint id, read whole, and its meta.
 func (b *rebuild) onBase(id int64, parts map[string][]byte, meta []byte) {
-	b.items, b.buckets, b.base, b.written, b.bad, b.meta = nil, nil, id, nil, false, meta
-	if items, err := itemsOf(parts); err == nil {
-		b.items = items
-	}
+	*b = rebuild{parts: parts, base: id, meta: meta}
 }
 
-// flat gives the items as one map.
-func (b *rebuild) flat() map[string][]byte {
-	if b.buckets != nil {
-		b.items = map[string][]byte{}
-		for _, m := range b.buckets {
-			maps.Copy(b.items, m)
+// based reports whether the rebuild has a base to apply deltas to.
+func (b *rebuild) based() bool { return b.parts != nil || b.items != nil }
+
+// each calls fn with the current items (in no order), once each, until
+// fn returns false; the id is fn's to read during the call only.
+func (b *rebuild) each(fn func(id, val []byte) bool) error {
+	replaced := func(id []byte) bool { return len(b.over) > 0 && b.over[bucketOf(id, b.nb)] != nil }
+	more := true
+	if b.items != nil {
+		for id, val := range b.items {
+			if more && !replaced(bytesOf(id)) {
+				more = fn(bytesOf(id), val)
+			}
 		}
-		b.buckets = nil
+	} else if err := splitParts(b.parts, func(id, val []byte) {
+		if more && !replaced(id) {
+			more = fn(id, val)
+		}
+	}); err != nil {
+		return err
 	}
-	return b.items
+	for _, m := range b.over {
+		for id, val := range m {
+			if more {
+				more = fn(bytesOf(id), val)
+			}
+		}
+	}
+	return nil
+}
+
+// fold applies the deltas read to the items (when a delta of another
+// bucket count comes).
+func (b *rebuild) fold() {
+	items := map[string][]byte{}
+	if b.each(func(id, val []byte) bool { items[string(id)] = val; return true }) != nil {
+		b.bad = true
+	}
+	b.parts, b.items, b.nb, b.over = nil, items, 0, nil
 }
 
 // onDelta applies a delta record (key without its prefix).
@@ -523,7 +568,7 @@ func (b *rebuild) onDelta(key string, v []byte) {
 		b.written = map[string]struct{}{}
 	}
 	b.written[key] = struct{}{}
-	if b.items == nil && b.buckets == nil {
+	if !b.based() {
 		return
 	}
 	ns, bs, ok := strings.Cut(key, "/")
@@ -533,17 +578,11 @@ func (b *rebuild) onDelta(key string, v []byte) {
 		b.bad = true
 		return
 	}
-	if len(b.buckets) != nb {
-		items := b.flat()
-		b.buckets = make([]map[string][]byte, nb)
-		for id, val := range items {
-			i := bucketOf([]byte(id), nb)
-			if b.buckets[i] == nil {
-				b.buckets[i] = map[string][]byte{}
-			}
-			b.buckets[i][id] = val
+	if b.nb != nb {
+		if b.nb != 0 {
+			b.fold()
 		}
-		b.items = nil
+		b.nb, b.over = nb, map[int]map[string][]byte{}
 	}
 	m := map[string][]byte{}
 	for r := v[1:]; len(r) > 0; {
@@ -556,7 +595,7 @@ func (b *rebuild) onDelta(key string, v []byte) {
 		m[string(id)] = val
 		r = rest
 	}
-	b.buckets[bk] = m
+	b.over[bk] = m
 }
 
 // cutBytes cuts a uvarint-length-prefixed byte string off the front of b.
@@ -571,16 +610,12 @@ func cutBytes(b []byte) (v, rest []byte, ok bool) {
 // finish returns the parts of the delta checkpoint h names, checked
 // against its checksum.
 func (b *rebuild) finish(h deltaHeader) (map[string][]byte, error) {
-	items := b.flat()
-	if items == nil || b.base != h.base {
+	if !b.based() || b.base != h.base {
 		return nil, fmt.Errorf("checkpoint %d is a delta on base %d, which the read did not start from", h.id, h.base)
 	}
 	var sum uint64
-	for id, val := range items {
-		sum += itemHash([]byte(id), val)
-	}
-	if b.bad || sum != h.sum {
+	if err := b.each(func(id, val []byte) bool { sum += itemHash(id, val); return true }); err != nil || b.bad || sum != h.sum {
 		return nil, fmt.Errorf("checkpoint %d fails its checksum", h.id)
 	}
-	return joinParts(items)
+	return joinParts(func(fn func(id, val []byte) bool) { _ = b.each(fn) })
 }

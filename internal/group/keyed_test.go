@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/weirstream/weir/etime"
 	"github.com/weirstream/weir/internal/jobtest"
@@ -557,5 +558,95 @@ func TestKeyedChurn(t *testing.T) {
 	commit(false, false)
 	if c := commit(false, false); c.base || k.backoff != 0 {
 		t.Fatalf("after the churn: base %v, backoff %d", c.base, k.backoff)
+	}
+}
+
+// BenchmarkRestore restores a task the way a new owner does: it reads
+// the task's changelog partition (an in-process kfake) from its base to
+// the committed checkpoint, a base of a window operator holding keys
+// hour windows then 20 deltas of 1% of the keys each, and restores the
+// operator from it (go test -run XXX -bench Restore ./internal/group):
+// changelog records/s and MB/s of the whole restore, the read's share.
+func BenchmarkRestore(b *testing.B) {
+	for _, keys := range []int{10_000, 100_000} {
+		b.Run(fmt.Sprintf("keys=%d", keys), func(b *testing.B) {
+			c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "cl"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer c.Close()
+			opts := []kgo.Opt{kgo.SeedBrokers(c.ListenAddrs()...)}
+			cl, err := kgo.NewClient(append(opts, kgo.DefaultProduceTopic("cl"), kgo.ProducerBatchMaxBytes(1<<20))...)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer cl.Close()
+			a, err := window.Tumbling(3600_000, 0)
+			if err != nil {
+				b.Fatal(err)
+			}
+			op := kcOperator(b, a)
+			k := &keyed{}
+			now := time.Unix(1767225600, 0)
+			var id, from int64
+			for n := range 21 {
+				changed := keys / 100
+				if n == 0 {
+					changed = keys // the base
+				}
+				for j := range changed {
+					key := uint64((n*changed + j) % keys)
+					if err := op.ProcessElement(key, kcEvent{key, 1000}, 1000); err != nil {
+						b.Fatal(err)
+					}
+				}
+				part, err := op.Snapshot(nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				id++
+				now = now.Add(time.Second)
+				kc := k.commit("cl", 0, &snapshot{ID: id, Meta: []byte("m"), Parts: map[string][]byte{"s/0/window": part}}, now)
+				var recs []*kgo.Record
+				for _, r := range kc.recs {
+					recs = append(recs, &kgo.Record{Topic: "cl", Partition: 0, Key: r.Key, Value: r.Value})
+				}
+				res := cl.ProduceSync(context.Background(), recs...)
+				if err := res.FirstErr(); err != nil {
+					b.Fatal(err)
+				}
+				for i, r := range res {
+					kc.recs[i].Offset = r.Record.Offset
+				}
+				kc.apply()
+				from = kc.at(k)
+			}
+			if k.since == 0 {
+				b.Fatal("the chain has no deltas")
+			}
+			var st readStats
+			var read time.Duration
+			b.ResetTimer()
+			for range b.N {
+				began := time.Now()
+				s, _, rs, _, err := readSnapshot(context.Background(), opts, "cl", 0, from, id, time.Minute, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				read += time.Since(began)
+				st = rs
+				op2 := kcOperator(b, a)
+				if err := op2.Restore(s.Parts["s/0/window"], 0, 127, true); err != nil {
+					b.Fatal(err)
+				}
+			}
+			sec := b.Elapsed().Seconds()
+			b.ReportMetric(float64(st.records*b.N)/sec, "records/s")
+			b.ReportMetric(float64(st.bytes*int64(b.N))/sec/1e6, "MB/s")
+			b.ReportMetric(float64(st.deltas), "deltas")
+			b.ReportMetric(float64(st.records), "records")
+			b.ReportMetric(float64(st.bytes)/1e6, "MB")
+			b.ReportMetric(read.Seconds()/sec, "read-share")
+		})
 	}
 }

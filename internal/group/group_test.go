@@ -1622,3 +1622,50 @@ func TestNoTasksAfterStop(t *testing.T) {
 		}
 	}
 }
+
+// TestEmptyPartition: an input partition that never holds a record,
+// beside a partition whose orders are an hour older than the others'
+// (all of them a backlog when the members start): the group finishes its
+// stop_at_end run (the empty partition's task commits its end too), and
+// two members' committed results, late records and dead letters equal
+// one member's.
+func TestEmptyPartition(t *testing.T) {
+	c, cl := fakeKafka(t, 4, "e1", "e2")
+	broker := c.ListenAddrs()[0]
+	part := kgo.StickyKeyPartitioner(nil).ForTopic("in")
+	partOf := func(u string) int { return part.Partition(&kgo.Record{Key: []byte(u)}, 4) }
+	var users []string
+	for i := 0; len(users) < 20; i++ {
+		if u := fmt.Sprintf("u%d", i); partOf(u) != 3 {
+			users = append(users, u)
+		}
+	}
+	var recs []*kgo.Record
+	for i := range 4000 {
+		u := users[i%len(users)]
+		ts := orderTime(i)
+		if partOf(u) == 0 {
+			ts -= 3600_000
+		}
+		recs = append(recs, &kgo.Record{Key: []byte(u), Value: fmt.Appendf(nil, `{"user_id":%q,"amount":%d,"ts":%d}`, u, i%10, ts)})
+	}
+	if err := cl.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	one := runMembers(t, plan(t, "e1", broker), t.TempDir(), "a")
+	two := runMembers(t, plan(t, "e2", broker), t.TempDir(), "x", "y")
+	for i, s := range append(one, two...) {
+		if !s.Conserved() || s.Get("records_in") != 4000 || string(s.JSON()) != string(one[0].JSON()) {
+			t.Errorf("summary %d: conserved %v: %s", i, s.Conserved(), s.JSON())
+		}
+	}
+	for _, kind := range []string{"out", "late", "bad"} {
+		a, b := committed(t, broker, "e1-"+kind), committed(t, broker, "e2-"+kind)
+		if len(a) == 0 && kind == "out" {
+			t.Fatal("no results")
+		}
+		if !slices.Equal(a, b) {
+			t.Errorf("%s: one member wrote %d records, two wrote %d:\n%s", kind, len(a), len(b), jobtest.Diff(a, b))
+		}
+	}
+}

@@ -44,7 +44,7 @@ This member committed {{.S.Committed}} transactions and aborted {{.S.Aborted}}.<
 {{range .S.Tasks}}<tr><td>{{.Task}}</td><td>{{owner .Owner}}</td><td>{{wm .}}</td><td>{{.Committed}}</td><td>{{.End}}</td><td>{{.Lag}}</td><td>{{.Checkpoint}}</td><td>{{.Done}}</td></tr>{{end}}</table>
 <h2>restores on this member</h2>
 <table><tr><th>task</th><th>from</th><th>started</th><th>seconds</th><th>records</th><th>bytes</th></tr>
-{{range .S.Restores}}<tr><td>{{.Task}}</td><td>{{if .InProgress}}in progress{{else}}{{.From}}{{end}}</td><td>{{.Started.Format "15:04:05.000"}}</td><td>{{printf "%.3f" .Seconds}}</td><td>{{.Records}}</td><td>{{.Bytes}}</td></tr>{{else}}<tr><td colspan="6">none</td></tr>{{end}}</table>
+{{range .S.Restores}}<tr><td>{{.Task}}</td><td>{{if .InProgress}}in progress, {{.Remaining}} changelog records left{{else}}{{.From}}{{end}}</td><td>{{.Started.Format "15:04:05.000"}}</td><td>{{printf "%.3f" .Seconds}}</td><td>{{.Records}}</td><td>{{.Bytes}}</td></tr>{{else}}<tr><td colspan="6">none</td></tr>{{end}}</table>
 {{with .S.Errors}}<h2>not read</h2><ul>{{range .}}<li>{{.}}</li>{{end}}</ul>{{end}}
 <p>JSON: <a href="/api/v1/snapshot">/api/v1/snapshot</a>, <a href="/api/v1/doctor">/api/v1/doctor</a>; metrics: <a href="/metrics">/metrics</a></p>
 </body></html>

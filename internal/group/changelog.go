@@ -237,8 +237,9 @@ type readStats struct {
 // starts after (nil: none). The group's committed offset names id and
 // commits with it, so the header is there once the offset is stable;
 // wait bounds the search. The rebuild returned tells the chain of the
-// snapshot.
-func readSnapshot(ctx context.Context, opts []kgo.Opt, topic string, p int32, from int64, id int64, wait time.Duration, start *rebuild) (*snapshot, int64, readStats, *rebuild, error) {
+// snapshot. progress, unless nil, is told after each fetch the records
+// and bytes read and the records left to the partition's end.
+func readSnapshot(ctx context.Context, opts []kgo.Opt, topic string, p int32, from int64, id int64, wait time.Duration, start *rebuild, progress func(records, bytes, remaining int64)) (*snapshot, int64, readStats, *rebuild, error) {
 	st := readStats{from: from}
 	sc := newScan(fmt.Sprintf("changelog %s partition %d", topic, p), id, start)
 	parent := ctx
@@ -287,6 +288,13 @@ func readSnapshot(ctx context.Context, opts []kgo.Opt, topic string, p int32, fr
 		})
 		if ferr != nil {
 			return nil, 0, st, nil, ferr
+		}
+		if progress != nil {
+			f.EachPartition(func(fp kgo.FetchTopicPartition) {
+				if fp.Err == nil && len(fp.Records) > 0 {
+					progress(int64(st.records), st.bytes, max(fp.HighWatermark-fp.Records[len(fp.Records)-1].Offset-1, 0))
+				}
+			})
 		}
 		if found != nil {
 			st.deltas = sc.deltas

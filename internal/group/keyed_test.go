@@ -570,73 +570,20 @@ func TestKeyedChurn(t *testing.T) {
 func BenchmarkRestore(b *testing.B) {
 	for _, keys := range []int{10_000, 100_000} {
 		b.Run(fmt.Sprintf("keys=%d", keys), func(b *testing.B) {
-			c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "cl"))
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer c.Close()
-			opts := []kgo.Opt{kgo.SeedBrokers(c.ListenAddrs()...)}
-			cl, err := kgo.NewClient(append(opts, kgo.DefaultProduceTopic("cl"), kgo.ProducerBatchMaxBytes(1<<20))...)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer cl.Close()
-			a, err := window.Tumbling(3600_000, 0)
-			if err != nil {
-				b.Fatal(err)
-			}
-			op := kcOperator(b, a)
-			k := &keyed{}
-			now := time.Unix(1767225600, 0)
-			var id, from int64
-			for n := range 21 {
-				changed := keys / 100
-				if n == 0 {
-					changed = keys // the base
-				}
-				for j := range changed {
-					key := uint64((n*changed + j) % keys)
-					if err := op.ProcessElement(key, kcEvent{key, 1000}, 1000); err != nil {
-						b.Fatal(err)
-					}
-				}
-				part, err := op.Snapshot(nil)
-				if err != nil {
-					b.Fatal(err)
-				}
-				id++
-				now = now.Add(time.Second)
-				kc := k.commit("cl", 0, &snapshot{ID: id, Meta: []byte("m"), Parts: map[string][]byte{"s/0/window": part}}, now)
-				var recs []*kgo.Record
-				for _, r := range kc.recs {
-					recs = append(recs, &kgo.Record{Topic: "cl", Partition: 0, Key: r.Key, Value: r.Value})
-				}
-				res := cl.ProduceSync(context.Background(), recs...)
-				if err := res.FirstErr(); err != nil {
-					b.Fatal(err)
-				}
-				for i, r := range res {
-					kc.recs[i].Offset = r.Record.Offset
-				}
-				kc.apply()
-				from = kc.at(k)
-			}
-			if k.since == 0 {
-				b.Fatal("the chain has no deltas")
-			}
+			ch := changelogChain(b, keys)
 			var st readStats
 			var read time.Duration
 			b.ResetTimer()
 			for range b.N {
 				began := time.Now()
-				s, _, rs, _, err := readSnapshot(context.Background(), opts, "cl", 0, from, id, time.Minute, nil)
+				s, _, rs, _, err := readSnapshot(context.Background(), ch.opts, "cl", 0, ch.from, ch.id, time.Minute, nil, nil)
 				if err != nil {
 					b.Fatal(err)
 				}
 				read += time.Since(began)
 				st = rs
-				op2 := kcOperator(b, a)
-				if err := op2.Restore(s.Parts["s/0/window"], 0, 127, true); err != nil {
+				op := kcOperator(b, ch.assigner)
+				if err := op.Restore(s.Parts["s/0/window"], 0, 127, true); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -648,5 +595,104 @@ func BenchmarkRestore(b *testing.B) {
 			b.ReportMetric(float64(st.bytes)/1e6, "MB")
 			b.ReportMetric(read.Seconds()/sec, "read-share")
 		})
+	}
+}
+
+// testChain is a task's changelog partition in an in-process kfake
+// (topic cl, partition 0), which changelogChain writes: a base of a
+// window operator holding keys hour windows, then 20 deltas of 1% of the
+// keys each; a restore of checkpoint id reads from offset from.
+type testChain struct {
+	opts     []kgo.Opt
+	assigner window.Assigner
+	from, id int64
+}
+
+func changelogChain(tb testing.TB, keys int) testChain {
+	tb.Helper()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "cl"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(c.Close)
+	opts := []kgo.Opt{kgo.SeedBrokers(c.ListenAddrs()...)}
+	cl, err := kgo.NewClient(append(opts, kgo.DefaultProduceTopic("cl"), kgo.ProducerBatchMaxBytes(1<<20))...)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer cl.Close()
+	a, err := window.Tumbling(3600_000, 0)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	op := kcOperator(tb, a)
+	k := &keyed{}
+	now := time.Unix(1767225600, 0)
+	ch := testChain{opts: opts, assigner: a}
+	for n := range 21 {
+		changed := keys / 100
+		if n == 0 {
+			changed = keys // the base
+		}
+		for j := range changed {
+			key := uint64((n*changed + j) % keys)
+			if err := op.ProcessElement(key, kcEvent{key, 1000}, 1000); err != nil {
+				tb.Fatal(err)
+			}
+		}
+		part, err := op.Snapshot(nil)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		ch.id++
+		now = now.Add(time.Second)
+		kc := k.commit("cl", 0, &snapshot{ID: ch.id, Meta: []byte("m"), Parts: map[string][]byte{"s/0/window": part}}, now)
+		var recs []*kgo.Record
+		for _, r := range kc.recs {
+			recs = append(recs, &kgo.Record{Topic: "cl", Partition: 0, Key: r.Key, Value: r.Value})
+		}
+		res := cl.ProduceSync(context.Background(), recs...)
+		if err := res.FirstErr(); err != nil {
+			tb.Fatal(err)
+		}
+		for i, r := range res {
+			kc.recs[i].Offset = r.Record.Offset
+		}
+		kc.apply()
+		ch.from = kc.at(k)
+	}
+	if k.since == 0 {
+		tb.Fatal("the chain has no deltas")
+	}
+	return ch
+}
+
+// TestRestoreProgress: a restore reading a changelog partition larger
+// than a fetch tells its progress after each fetch: the records and
+// bytes read so far, growing, and the records left to the partition's
+// end, shrinking, the last call giving what the read returns.
+func TestRestoreProgress(t *testing.T) {
+	ch := changelogChain(t, 60_000)
+	type call struct{ records, bytes, remaining int64 }
+	var calls []call
+	_, _, st, _, err := readSnapshot(context.Background(), ch.opts, "cl", 0, ch.from, ch.id, time.Minute, nil, func(r, b, left int64) {
+		calls = append(calls, call{r, b, left})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(calls) < 2 {
+		t.Fatalf("%d progress calls for a read of %d bytes: want one per fetch", len(calls), st.bytes)
+	}
+	for i := 1; i < len(calls); i++ {
+		if calls[i].records <= calls[i-1].records || calls[i].bytes <= calls[i-1].bytes || calls[i].remaining >= calls[i-1].remaining {
+			t.Errorf("progress %d: %+v after %+v", i, calls[i], calls[i-1])
+		}
+	}
+	if last := calls[len(calls)-1]; last.records != int64(st.records) || last.bytes != st.bytes || last.remaining != 0 {
+		t.Errorf("last progress %+v; the read: %d records, %d bytes", last, st.records, st.bytes)
+	}
+	if calls[0].remaining == 0 {
+		t.Error("the first fetch left nothing to read")
 	}
 }

@@ -1303,8 +1303,8 @@ func (m *Member) starts(ctx context.Context) (map[int32]int64, error) {
 // The chain is the checkpoint's in the changelog.
 func (m *Member) restore(ctx context.Context, p int32, tm taskMeta) (*snapshot, int64, chain, error) {
 	began := time.Now()
-	done := m.restoring(p, began)
-	s, at, c, st, err := m.read(ctx, p, tm)
+	progress, done := m.restoring(p, began)
+	s, at, c, st, err := m.read(ctx, p, tm, progress)
 	done(st, err)
 	switch {
 	case err != nil:
@@ -1333,7 +1333,7 @@ func (m *Member) restore(ctx context.Context, p int32, tm taskMeta) (*snapshot, 
 // the copy is an older checkpoint on that base; in metadata without an
 // offset, after the copy's header when the copy is older, else from the
 // start).
-func (m *Member) read(ctx context.Context, p int32, tm taskMeta) (s *snapshot, at int64, c chain, st readStats, err error) {
+func (m *Member) read(ctx context.Context, p int32, tm taskMeta, progress func(records, bytes, remaining int64)) (s *snapshot, at int64, c chain, st readStats, err error) {
 	cached, cachedAt, cc, err := readCache(m.o.StateDir, m.run, p)
 	if err != nil {
 		m.o.Logger.Warn("the task's copy in the state directory is unreadable; restoring from the changelog", "task", p, "err", err)
@@ -1361,10 +1361,10 @@ func (m *Member) read(ctx context.Context, p int32, tm taskMeta) (s *snapshot, a
 		from = cachedAt + 1
 	}
 	wait := 2*m.o.TransactionTimeout + 30*time.Second
-	s, at, st, b, err := readSnapshot(ctx, m.clientOpts(), m.changelog, p, from, tm.ID, wait, start)
+	s, at, st, b, err := readSnapshot(ctx, m.clientOpts(), m.changelog, p, from, tm.ID, wait, start, progress)
 	if err != nil && start != nil && ctx.Err() == nil {
 		m.o.Logger.Warn("the task's copy in the state directory does not lead to the committed checkpoint; restoring from its base", "task", p, "err", err)
-		s, at, st, b, err = readSnapshot(ctx, m.clientOpts(), m.changelog, p, tm.At, tm.ID, wait, nil)
+		s, at, st, b, err = readSnapshot(ctx, m.clientOpts(), m.changelog, p, tm.At, tm.ID, wait, nil, progress)
 	}
 	if cached != nil {
 		st.cached = cached.ID
@@ -2299,7 +2299,7 @@ func (m *Member) finishGroup(ctx context.Context) (job.Summary, error) {
 		if !ok {
 			return sum, taskError(p, errors.New("its committed offset names no checkpoint"))
 		}
-		s, _, _, _, err := m.read(ctx, p, tm)
+		s, _, _, _, err := m.read(ctx, p, tm, nil)
 		if err != nil {
 			return sum, taskError(p, err)
 		}

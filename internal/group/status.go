@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -51,6 +52,7 @@ type metrics struct {
 	restoreBytes prometheus.Counter
 	restoreDelta prometheus.Counter
 	restoreTime  prometheus.Histogram
+	restoreLag   *prometheus.GaugeVec
 	txns         *prometheus.CounterVec
 	commitTime   prometheus.Histogram
 	handover     prometheus.Histogram
@@ -83,13 +85,15 @@ func newMetrics(reg prometheus.Registerer, status func(context.Context) *monitor
 		changelog: prometheus.NewCounter(prometheus.CounterOpts{Name: "weir_group_changelog_bytes_total", Help: "Bytes this member wrote to the changelog (its tasks' checkpoints)."}),
 		checkpoints: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "weir_group_changelog_checkpoints_total",
 			Help: "Task checkpoints this member committed to the changelog, by kind (base: whole; delta: the items changed since the task's last commit)."}, []string{"kind"}),
+		restoreLag: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "weir_group_restore_remaining_records",
+			Help: "Changelog records each restore under way on this member has left to read (its partition's end less its position): the restore's changelog lag."}, []string{"task"}),
 		trimmed: prometheus.NewCounter(prometheus.CounterOpts{Name: "weir_group_archive_trimmed_total",
 			Help: "Archive windows beyond the horizon whose tombstones this member's committed transactions held (a trim without a backfill)."}),
 	}
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.rebalances, m.assigned, m.revoked, m.restores, m.restoreRecs, m.restoreBytes, m.restoreDelta, m.restoreTime, m.txns, m.commitTime, m.handover, m.changelog, m.checkpoints, m.trimmed, groupCollector{status}} {
+	for _, c := range []prometheus.Collector{m.rebalances, m.assigned, m.revoked, m.restores, m.restoreRecs, m.restoreBytes, m.restoreDelta, m.restoreTime, m.restoreLag, m.txns, m.commitTime, m.handover, m.changelog, m.checkpoints, m.trimmed, groupCollector{status}} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("group metrics: %w", err)
 		}
@@ -155,20 +159,39 @@ func (m *Member) rebalanced(assigned, revoked int) {
 	m.met.revoked.Add(float64(revoked))
 }
 
-// restoring records the start of task p's restore, at began; the
-// returned func records its end (st from read; err: it failed).
-func (m *Member) restoring(p int32, began time.Time) func(st readStats, err error) {
+// restoring records the start of task p's restore, at began; progress
+// records the records and bytes it read so far and the changelog records
+// left, done its end (st from read; err: it failed).
+func (m *Member) restoring(p int32, began time.Time) (progress func(records, bytes, remaining int64), done func(st readStats, err error)) {
 	m.mu.Lock()
 	m.ev.restores = remember(m.ev.restores, monitor.GroupRestore{Task: p, Started: began, InProgress: true})
 	m.mu.Unlock()
-	return func(st readStats, err error) {
+	task := strconv.Itoa(int(p))
+	find := func() *monitor.GroupRestore {
+		i := slices.IndexFunc(m.ev.restores, func(r monitor.GroupRestore) bool { return r.Task == p && r.Started.Equal(began) })
+		if i < 0 {
+			return nil
+		}
+		return &m.ev.restores[i]
+	}
+	progress = func(records, bytes, remaining int64) {
+		m.met.restoreLag.WithLabelValues(task).Set(float64(remaining))
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		if r := find(); r != nil {
+			r.Records, r.Bytes, r.Remaining = records, bytes, remaining
+		}
+	}
+	return progress, func(st readStats, err error) {
 		d := time.Since(began)
+		m.met.restoreLag.DeleteLabelValues(task)
 		m.mu.Lock()
 		defer m.mu.Unlock()
 		i := slices.IndexFunc(m.ev.restores, func(r monitor.GroupRestore) bool { return r.Task == p && r.Started.Equal(began) })
 		if i < 0 {
 			return
 		}
+		m.ev.restores[i].Remaining = 0
 		if err != nil {
 			m.ev.restores = slices.Delete(m.ev.restores, i, i+1)
 			return

@@ -87,4 +87,8 @@ type GroupRestore struct {
 	Records    int64   `json:"records"`
 	Bytes      int64   `json:"bytes"`
 	InProgress bool    `json:"in_progress"`
+	// Remaining is, while in progress, the changelog records left to
+	// read: the partition's end less the read's position (the restore's
+	// changelog lag; it stops at the checkpoint's header, often before).
+	Remaining int64 `json:"remaining"`
 }

@@ -227,7 +227,7 @@ func (topAgg) Result(t top) []Row { return t.rows }
 // slide holds the rows of exactly one window end.
 func maxPerWindow(rows weir.Stream[Row], every etime.Duration, agg topAgg) weir.Stream[Row] {
 	k := weir.KeyBy(rows, func(r Row) etime.Time { return r.End })
-	res := weir.Aggregate(weir.Window(k, must(window.Tumbling(every, 0)), weir.WindowOptions{}), agg).Results
+	res := weir.Aggregate(weir.Window(k, must(window.Tumbling(every, 0)), weir.WindowOptions{TwoPhase: true}), agg).Results
 	return weir.FlatMap(res, func(r window.Result[etime.Time, []Row], emit func(Row)) {
 		for _, row := range r.Value {
 			emit(row)

@@ -202,6 +202,22 @@ func runGroup(t testing.TB, p *spec.Plan, dir string, opt func(*Options), names 
 	return sums
 }
 
+// sameOutputs compares the committed results, late records and dead
+// letters of job got with those of job want (the baseline, which must
+// have written results).
+func sameOutputs(t *testing.T, broker, want, got string) {
+	t.Helper()
+	for _, kind := range []string{"out", "late", "bad"} {
+		a, b := committed(t, broker, want+"-"+kind), committed(t, broker, got+"-"+kind)
+		if len(a) == 0 && kind == "out" {
+			t.Fatalf("%s wrote no results", want)
+		}
+		if !slices.Equal(a, b) {
+			t.Errorf("%s: %s wrote %d records, %s %d; first differences:\n%s", kind, want, len(a), got, len(b), jobtest.Diff(a, b))
+		}
+	}
+}
+
 // committed is topic as read_committed readers see it.
 func committed(t *testing.T, broker, topic string) []string {
 	return jobtest.Committed(t, broker, topic)
@@ -232,15 +248,7 @@ func TestGroup(t *testing.T) {
 			t.Errorf("summary %d differs from one member's:\n%s%s", i, s.JSON(), one[0].JSON())
 		}
 	}
-	for _, kind := range []string{"out", "late", "bad"} {
-		one, three := committed(t, broker, "one-"+kind), committed(t, broker, "three-"+kind)
-		if len(one) == 0 && kind != "bad" {
-			t.Fatalf("%s: the baseline wrote nothing", kind)
-		}
-		if !slices.Equal(one, three) {
-			t.Errorf("%s: one member wrote %d records, three wrote %d; first differences:\n%s", kind, len(one), len(three), jobtest.Diff(one, three))
-		}
-	}
+	sameOutputs(t, broker, "one", "three")
 	if n := len(committed(t, broker, "one-late")); n < 50 {
 		t.Errorf("%d late records, want the 60 orders 4 s late", n)
 	}
@@ -321,12 +329,7 @@ func TestTransactionLapse(t *testing.T) {
 	if string(lapse[0].JSON()) != string(one[0].JSON()) {
 		t.Errorf("the summary after lapses:\n%s, without:\n%s", lapse[0].JSON(), one[0].JSON())
 	}
-	for _, kind := range []string{"out", "late", "bad"} {
-		one, lapse := committed(t, broker, "one-"+kind), committed(t, broker, "lapse-"+kind)
-		if !slices.Equal(one, lapse) {
-			t.Errorf("%s: without a lapse %d records, with lapses %d; first differences:\n%s", kind, len(one), len(lapse), jobtest.Diff(one, lapse))
-		}
-	}
+	sameOutputs(t, broker, "one", "lapse")
 }
 
 // runIDs are the weir-run headers of topic's committed records.
@@ -909,15 +912,7 @@ func TestAlignment(t *testing.T) {
 	// commit yet holds the others, as a partition without a watermark
 	// does in one process.
 	t.Logf("pauses by partition: %v", paused)
-	for _, kind := range []string{"out", "late", "bad"} {
-		free, al := committed(t, broker, "free-"+kind), committed(t, broker, "aligned-"+kind)
-		if len(free) == 0 && kind == "out" {
-			t.Fatal("the run without alignment wrote no results")
-		}
-		if !slices.Equal(free, al) {
-			t.Errorf("%s: without alignment %d records, with %d; first differences:\n%s", kind, len(free), len(al), jobtest.Diff(free, al))
-		}
-	}
+	sameOutputs(t, broker, "free", "aligned")
 }
 
 type writerFunc func([]byte)
@@ -1541,11 +1536,7 @@ func TestRestartBackoff(t *testing.T) {
 	if total := runs[fails].Sub(runs[0]); total > 5*time.Second {
 		t.Errorf("six failures took %v to restart from", total)
 	}
-	for _, kind := range []string{"out", "late", "bad"} {
-		if a, b := committed(t, broker, "base-"+kind), committed(t, broker, "bo-"+kind); !slices.Equal(a, b) {
-			t.Errorf("%s differs from the run without failures:\n%s", kind, jobtest.Diff(a, b))
-		}
-	}
+	sameOutputs(t, broker, "base", "bo")
 }
 
 // TestNoTasksAfterStop: members stopped one after another while the
@@ -1659,13 +1650,5 @@ func TestEmptyPartition(t *testing.T) {
 			t.Errorf("summary %d: conserved %v: %s", i, s.Conserved(), s.JSON())
 		}
 	}
-	for _, kind := range []string{"out", "late", "bad"} {
-		a, b := committed(t, broker, "e1-"+kind), committed(t, broker, "e2-"+kind)
-		if len(a) == 0 && kind == "out" {
-			t.Fatal("no results")
-		}
-		if !slices.Equal(a, b) {
-			t.Errorf("%s: one member wrote %d records, two wrote %d:\n%s", kind, len(a), len(b), jobtest.Diff(a, b))
-		}
-	}
+	sameOutputs(t, broker, "e1", "e2")
 }

@@ -27,6 +27,10 @@ func TestKeep(t *testing.T) {
 		{"ts BETWEEN DATE '2026-01-01' AND TIMESTAMP '2026-01-01 00:01'", true},
 		{"CAST(ts AS TIMESTAMP(3)) = 1767225605000 AND CAST(ts AS DATE) = 1767225600000 AND CAST(ms AS TIMESTAMP_LTZ(3)) = ms", true},
 		{"CAST(region AS TIMESTAMP) IS NULL", true},
+		// A one-digit month or day, and spaces around, read as Flink's
+		// casts read them; a two-digit year or a bad day is no date.
+		{"CAST('2026-1-2' AS DATE) = CAST('2026-01-02' AS DATE) AND CAST(' 2026-1-1 00:00:05 ' AS TIMESTAMP) = ms AND CAST('2026-1-01T00:00:05' AS TIMESTAMP) = ms", true},
+		{"CAST('26-1-2' AS DATE) IS NULL AND CAST('2026-1-2x' AS DATE) IS NULL AND CAST('2026-13-1' AS DATE) IS NULL AND CAST('2026-123-1' AS DATE) IS NULL", true},
 		// FLOOR and CEIL of a time to a unit; TIMESTAMPDIFF in whole units.
 		{"FLOOR(ts, 'MINUTE') = TIMESTAMP '2026-01-01 00:00:00' AND CEIL(ts, 'SECOND') = ms AND CEIL(ts, 'HOUR') = TIMESTAMP '2026-01-01 01:00:00'", true},
 		{"TIMESTAMPDIFF('SECOND', TIMESTAMP '2026-01-01 00:00:00', ts) = 5 AND TIMESTAMPDIFF('MINUTE', ts, TIMESTAMP '2026-01-01 00:00:00') = 0 AND TIMESTAMPDIFF('DAY', DATE '2025-12-30', ts) = 2", true},

@@ -83,9 +83,52 @@ func millis(v value) (int64, bool) {
 	case integer:
 		return v.i, true
 	case str:
-		return sqlMillis(v.s)
+		if ms, ok := sqlMillis(v.s); ok {
+			return ms, true
+		}
+		var buf [48]byte
+		if b, ok := padDate(buf[:0], v.s); ok {
+			return sqlMillis(b)
+		}
 	}
 	return 0, false
+}
+
+// padDate appends to out b with spaces around it trimmed and a
+// one-digit month or day given its zero (2026-1-2 10:00:00 is 2026-01-02
+// 10:00:00), as Flink's casts read a date (DateTimeUtils splits it at
+// '-'); false when b has no yyyy-m-d date first.
+func padDate(out, b []byte) ([]byte, bool) {
+	b = bytes.TrimSpace(b)
+	i := 0
+	for part, width := range []int{4, 2, 2} {
+		j := i
+		for j < len(b) && b[j] >= '0' && b[j] <= '9' {
+			j++
+		}
+		n := j - i
+		if n == 0 || n > width || part == 0 && n != 4 {
+			return nil, false
+		}
+		if part > 0 {
+			out = append(out, '-')
+		}
+		for range width - n {
+			out = append(out, '0')
+		}
+		out = append(out, b[i:j]...)
+		if part < 2 {
+			if j >= len(b) || b[j] != '-' {
+				return nil, false
+			}
+			j++
+		}
+		i = j
+	}
+	if i < len(b) && b[i] != ' ' && b[i] != 'T' {
+		return nil, false
+	}
+	return append(out, b[i:]...), true
 }
 
 // sqlMillis reads b, yyyy-MM-dd HH:mm:ss with up to nine fraction

@@ -282,6 +282,8 @@ CREATE TABLE out (user_id STRING, window_start TIMESTAMP(3), window_end TIMESTAM
 			`table out: column uid would hold user_id (at "uid"); name the column user_id`},
 		{"unknown aggregate", table + strings.Replace(insert, "COUNT(*) AS n", "SUMM(amount) AS n", 1), `SUMM is not an aggregate weir compiles (at "SUMM"); did you mean "SUM"?`},
 		{"two inserts", table + insert + insert, "a second INSERT; a file holds one"},
+		{"an implicit join", table + "INSERT INTO out SELECT a.user_id, 1, 2, a.amount FROM orders a, orders b WHERE a.user_id = b.user_id;",
+			"FROM a, b (an implicit join, its condition in the WHERE) is not compiled; nor is a join of two tables' records (an interval join, Flink's window join of table functions) (at \",\"); write the join as ... JOIN ... ON its condition"},
 		{"where on an unknown column", table + strings.Replace(insert, "GROUP BY", "WHERE amont > 5 GROUP BY", 1), `table orders has no column amont (at "amont"); did you mean "amount"?`},
 		{"where comparing the time attribute with a number", table + strings.Replace(insert, "GROUP BY", "WHERE ts > 5 GROUP BY", 1), "5 is a number, which is not compared with a TIMESTAMP_LTZ (as in Flink)"},
 		{"where of a number", table + strings.Replace(insert, "GROUP BY", "WHERE amount + 1 GROUP BY", 1), `WHERE takes a condition (a BOOLEAN), and amount + 1 is a number (at "amount + 1"); write a comparison, such as amount + 1 > 0, or amount + 1 IS NOT NULL`},

@@ -71,7 +71,11 @@ const joinHint = "join two windowed aggregations, (SELECT ... GROUP BY window_st
 // join's rows go to sinkT.
 func (c *compiler) compileJoin(in *sqlparse.Insert, sel *sqlparse.Select, j *sqlparse.Join, sinkT *sqlparse.CreateTable) error {
 	typ, ok := joinTypes[j.Type]
-	if !ok {
+	switch {
+	case j.Type == sqlparse.CommaJoin:
+		return errAt(j.Pos, string(j.Type), "write the join as ... JOIN ... ON its condition; "+joinHint+"; or a table's records with a windowed aggregation on a time range",
+			"FROM a, b (an implicit join, its condition in the WHERE) is not compiled; nor is a join of two tables' records (an interval join, Flink's window join of table functions)")
+	case !ok:
 		return errAt(j.Pos, string(j.Type), joinHint, "a %s is not compiled; weir joins windowed results on their window", j.Type)
 	}
 	if from, ok := j.Left.(*sqlparse.TableRef); ok {

@@ -47,7 +47,8 @@
 // non-blank row is the header: it names the fields and is not emitted. Each
 // later row becomes a Data line whose Text is a JSON object with the
 // fields in header order: a cell that is a JSON number (and that
-// strconv.ParseFloat accepts) is a number, an empty cell is null, any
+// strconv.ParseFloat accepts) is a number, an unquoted empty cell is null
+// (a quoted one, "", is the empty string), any
 // other cell a string. A row that cannot be parsed or has the wrong number
 // of fields is a Bad line "csv_malformed" with the raw row as Text. The
 // limit MaxLine applies to a whole row. CSV rows all belong to channel 0.

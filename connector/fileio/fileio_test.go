@@ -382,6 +382,7 @@ func TestCSV(t *testing.T) {
 		"7,\xff,1,2,3\n" +
 		"8,NaN,Inf,1e999,0.5\n" +
 		"9,\" \",.5,5.,-0\n" +
+		"11,\"\",,\"\",\"\"\n" + // a quoted empty cell is "", an unquoted one null
 		"10,\"open,1,2,3\n"
 	want := []string{
 		`4:0:data:{"id":1,"name":"alice","amount":2.50,"$channel":1,"note":null}`,
@@ -393,7 +394,8 @@ func TestCSV(t *testing.T) {
 		`14:0:bad:utf8_invalid`,
 		`15:0:data:{"id":8,"name":"NaN","amount":"Inf","$channel":"1e999","note":0.5}`,
 		`16:0:data:{"id":9,"name":" ","amount":".5","$channel":"5.","note":-0}`,
-		`17:0:bad:csv_malformed`,
+		`17:0:data:{"id":11,"name":"","amount":null,"$channel":"","note":""}`,
+		`18:0:bad:csv_malformed`,
 	}
 	for name, res := range runModes(t, Options{Format: CSV, Channels: 2}, data) {
 		check(t, name, res, want...)
@@ -402,18 +404,18 @@ func TestCSV(t *testing.T) {
 			continue
 		}
 		details := map[int]string{
-			3: "row has 3 fields, header has 5",
-			4: `bare " in non-quoted field (line 12, column 4)`,
-			5: `extraneous or missing " in quoted field (line 13, column 5)`,
-			9: `extraneous or missing " in quoted field (line 17, column 15)`,
+			3:  "row has 3 fields, header has 5",
+			4:  `bare " in non-quoted field (line 12, column 4)`,
+			5:  `extraneous or missing " in quoted field (line 13, column 5)`,
+			10: `extraneous or missing " in quoted field (line 18, column 15)`,
 		}
 		for i, d := range details {
 			if ls[i].Detail != d {
 				t.Errorf("%s: line %d: detail %q, want %q", name, ls[i].No, ls[i].Detail, d)
 			}
 		}
-		if string(ls[3].Text) != "4,a,b" || string(ls[9].Text) != "10,\"open,1,2,3" {
-			t.Errorf("%s: raw rows %q, %q", name, ls[3].Text, ls[9].Text)
+		if string(ls[3].Text) != "4,a,b" || string(ls[10].Text) != "10,\"open,1,2,3" {
+			t.Errorf("%s: raw rows %q, %q", name, ls[3].Text, ls[10].Text)
 		}
 		if len(res.chans[1].lines) != 0 || len(res.chans[1].wms) != 1 {
 			t.Errorf("%s: channel 1 emitted %d lines, %v", name, len(res.chans[1].lines), res.chans[1].wms)

@@ -334,7 +334,9 @@ func (p *parser) nextCSV() (item, bool, error) {
 		cell := r.fields[prev:r.ends[i]]
 		prev = r.ends[i]
 		switch {
-		case len(cell) == 0:
+		case len(cell) == 0 && !r.quoted[i]:
+			// An unquoted empty cell is NULL, a quoted one ("") the
+			// empty string, as PostgreSQL's COPY ... CSV reads them.
 			b = append(b, "null"...)
 		case isJSONNumber(cell):
 			b = append(b, cell...)
@@ -490,6 +492,7 @@ type csvRow struct {
 	over   bool   // the row is longer than max
 	fields []byte // the fields' contents, concatenated
 	ends   []int  // the end of each field in fields
+	quoted []bool // whether each field was quoted (by its index)
 	perr   string // the parse error
 	bad8   int    // the offset of invalid UTF-8 in the row, or -1
 }
@@ -498,7 +501,7 @@ func (r *csvRow) begin(no int64) {
 	r.start, r.no, r.col = no, no, 0
 	r.state = csvFieldStart
 	r.raw, r.over = r.raw[:0], false
-	r.fields, r.ends = r.fields[:0], r.ends[:0]
+	r.fields, r.ends, r.quoted = r.fields[:0], r.ends[:0], r.quoted[:0]
 	r.perr, r.bad8 = "", -1
 }
 
@@ -532,7 +535,17 @@ func (r *csvRow) add(c byte) {
 	}
 }
 
-func (r *csvRow) endField() { r.ends = append(r.ends, len(r.fields)) }
+func (r *csvRow) endField() {
+	r.ends = append(r.ends, len(r.fields))
+	if len(r.quoted) < len(r.ends) {
+		r.quoted = append(r.quoted, false)
+	}
+}
+
+// quote marks the current field quoted.
+func (r *csvRow) quote() {
+	r.quoted = append(r.quoted, true)
+}
 
 func (r *csvRow) fail(err string, col int) {
 	r.state = csvError
@@ -551,6 +564,7 @@ func (r *csvRow) feed(b []byte) {
 		case csvFieldStart:
 			switch c {
 			case '"':
+				r.quote()
 				r.state = csvQuoted
 			case ',':
 				r.endField()

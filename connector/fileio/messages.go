@@ -3,8 +3,11 @@ package fileio
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"syscall"
 
+	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/connector"
 )
 
@@ -50,6 +53,9 @@ func (s *fileMessages) Drain() error { return s.WriteOut() }
 type stdoutMessages struct {
 	w    io.Writer
 	line []byte
+	// failed: a write failed (its error was returned); nothing more is
+	// written or flushed.
+	failed bool
 }
 
 func openStdout(_ context.Context, o connector.MessagesOpen) (connector.Sink[connector.Message], error) {
@@ -60,19 +66,38 @@ func openStdout(_ context.Context, o connector.MessagesOpen) (connector.Sink[con
 }
 
 func (s *stdoutMessages) Write(_ context.Context, batch []connector.Message) error {
+	if s.failed {
+		return errStdoutFailed
+	}
 	for i := range batch {
 		s.line = append(append(s.line[:0], batch[i].Value...), '\n')
 		if _, err := s.w.Write(s.line); err != nil {
-			return err
+			return s.fail(err)
 		}
 	}
 	return nil
 }
 
+// errStdoutFailed is a write after a failed one.
+var errStdoutFailed = weir.Permanent(errors.New("standard output failed before"))
+
+// fail is the error of a failed write to standard output: a closed
+// pipe (the reader went away: weir run ... | head) says so, and a
+// restart would meet it again.
+func (s *stdoutMessages) fail(err error) error {
+	s.failed = true
+	if errors.Is(err, syscall.EPIPE) {
+		return weir.Permanent(fmt.Errorf("standard output was closed by its reader (%w): the job stops, and the results after the last line it took are not written", err))
+	}
+	return fmt.Errorf("standard output: %w", err)
+}
+
 // Flush flushes the shared output, when it buffers.
 func (s *stdoutMessages) Flush(context.Context) error {
-	if f, ok := s.w.(interface{ Flush() error }); ok {
-		return f.Flush()
+	if f, ok := s.w.(interface{ Flush() error }); ok && !s.failed {
+		if err := f.Flush(); err != nil {
+			return s.fail(err)
+		}
 	}
 	return nil
 }

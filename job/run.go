@@ -1355,6 +1355,12 @@ func RunRestarting(ctx context.Context, plan *spec.Plan, o RunOptions, p Restart
 			o.Fresh = false // a restart resumes, whatever the first run was told
 		}
 		j, err := Open(plan, o)
+		if n > 0 {
+			// The first attempt opened the job, so a restart that cannot
+			// reach a server meets an outage, not a bad address: it waits
+			// for the server, as the running job does.
+			j, err = reopenWaiting(ctx, o, j, err, failed, func() (*Job, error) { return Open(plan, o) })
+		}
 		if err != nil {
 			if failed != nil {
 				err = fmt.Errorf("%w; restart %d could not open the job: %w", failed, n, err)
@@ -1381,6 +1387,32 @@ func RunRestarting(ctx context.Context, plan *spec.Plan, o RunOptions, p Restart
 		return err
 	})
 	return sum, err
+}
+
+// reopenWaits are the waits between a restart's opens while a server
+// does not answer (the last repeats; a variable for the tests).
+var reopenWaits = []time.Duration{time.Second, 2 * time.Second, 5 * time.Second, 10 * time.Second, 30 * time.Second}
+
+// reopenWaiting opens the job again (open), after waits, while its open
+// fails because a server does not answer (connector.Unreachable),
+// warning each time, until it opens, fails otherwise, or the run is
+// asked to stop (ctx, or o.Stop): the error then is the last open's. j
+// and err are the first open's, failed the failure the restart is for.
+func reopenWaiting(ctx context.Context, o RunOptions, j *Job, err, failed error, open func() (*Job, error)) (*Job, error) {
+	for i := 0; err != nil && connector.Unreachable(err); i++ {
+		wait := reopenWaits[min(i, len(reopenWaits)-1)]
+		if o.Warn != nil {
+			o.Warn(fmt.Sprintf("the restart after %v cannot open the job: %v; it tries again in %v, for as long as the server does not answer (Ctrl-C stops)", failed, err, wait))
+		}
+		for end := time.Now().Add(wait); time.Now().Before(end); {
+			if ctx.Err() != nil || o.Stop != nil && o.Stop() {
+				return nil, err
+			}
+			time.Sleep(min(100*time.Millisecond, time.Until(end)))
+		}
+		j, err = open()
+	}
+	return j, err
 }
 
 // Warned remembers which once-only warnings were given (RunOptions.Warned).

@@ -8,17 +8,20 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
 	"go.uber.org/goleak"
 
 	"github.com/weirstream/weir/clock"
+	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/internal/jobtest"
 	"github.com/weirstream/weir/spec"
 )
@@ -896,5 +899,45 @@ func TestFutureDated(t *testing.T) {
 		RunOptions{Deterministic: true, Warn: func(m string) { warnings = append(warnings, m) }})
 	if sum.Has("future_dated") || len(warnings) > 0 {
 		t.Fatalf("records in time: summary %s, warnings %q", sum.JSON(), warnings)
+	}
+}
+
+// TestReopenWaits: a restart whose open cannot reach a server (a broker
+// restarting when the job failed) waits and opens again, warning each
+// time, for as long as the server does not answer; another error ends
+// it, as does a stop (a restart once gave up after one open, its
+// remaining restarts unused, while the broker came back).
+func TestReopenWaits(t *testing.T) {
+	defer func(w []time.Duration) { reopenWaits = w }(reopenWaits)
+	reopenWaits = []time.Duration{time.Millisecond, 2 * time.Millisecond}
+	refused := &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}
+	down := fmt.Errorf("kafkaio: the brokers did not answer (%w)", refused)
+	failed := errors.New("commit transaction: unable to dial")
+	opens := 0
+	var warned []string
+	o := RunOptions{Warn: func(m string) { warned = append(warned, m) }}
+	want := &Job{}
+	j, err := reopenWaiting(context.Background(), o, nil, down, failed, func() (*Job, error) {
+		if opens++; opens < 5 {
+			return nil, down
+		}
+		return want, nil
+	})
+	if j != want || err != nil || opens != 5 || len(warned) != 5 || !strings.Contains(warned[0], "tries again") {
+		t.Fatalf("job %p, %v after %d opens, warned %q", j, err, opens, warned)
+	}
+	// Another error than an outage ends the waiting with it.
+	bad := errors.New("a checkpoint of another spec")
+	opens = 0
+	if _, err := reopenWaiting(context.Background(), o, nil, down, failed, func() (*Job, error) { opens++; return nil, bad }); err != bad || opens != 1 {
+		t.Fatalf("%v after %d opens, want the refusal at once", err, opens)
+	}
+	// A stop ends it.
+	o.Stop = func() bool { return true }
+	if _, err := reopenWaiting(context.Background(), o, nil, down, failed, func() (*Job, error) { t.Fatal("opened after a stop"); return nil, nil }); err != down {
+		t.Fatalf("%v, want the outage", err)
+	}
+	if connector.Unreachable(bad) || connector.Unreachable(context.DeadlineExceeded) {
+		t.Error("an error a server answered with, or a deadline, reads as an outage")
 	}
 }

@@ -12,17 +12,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"maps"
-	"net"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -748,9 +745,7 @@ func connectionLost(err error) bool {
 	if ke := (*kerr.Error)(nil); errors.As(err, &ke) {
 		return false
 	}
-	var ne net.Error
-	return errors.As(err, &ne) && !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
-		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET)
+	return connector.Unreachable(err)
 }
 
 // awaitKafka waits until Kafka answers again, warning every 10 s; ctx's

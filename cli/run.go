@@ -199,8 +199,8 @@ func runCmd(ctx context.Context, args []string, o IO) int {
 	if !ok {
 		return ExitUsage
 	}
-	if f.parallelism < 0 {
-		fmt.Fprintln(o.Stderr, "weir run: --parallelism must be 1 or more")
+	if f.parallelism < 0 || f.parallelism > maxParallelism {
+		fmt.Fprintf(o.Stderr, "weir run: --parallelism %d is out of range: use 1..%d (0, the default, is all cores)\n", f.parallelism, maxParallelism)
 		return ExitUsage
 	}
 	var now time.Time
@@ -395,6 +395,10 @@ func parseNow(s string) (time.Time, error) {
 	}
 	return time.Parse(time.RFC3339Nano, s)
 }
+
+// maxParallelism bounds --parallelism: the key groups a job has at most
+// (weir.Options.MaxParallelism), each subtask holding one or more.
+const maxParallelism = 32768
 
 // runPlan runs a validated plan and prints its summary.
 func runPlan(ctx context.Context, p *spec.Plan, dir string, f runFlags, now time.Time, o IO) int {

@@ -652,7 +652,7 @@ func (c *compiler) source() {
 	case s.Channels == 0:
 		p.Channels = 1
 	case s.Channels < 0 || s.Channels > 1024:
-		c.add("source.channels", fmt.Sprintf("%d is out of range", s.Channels), "use 1..1024")
+		c.add("source.channels", fmt.Sprintf("%d is out of range", s.Channels), "use 1..1024 (0 or none: 1)")
 	}
 	p.Final = s.FinalWatermark == nil || *s.FinalWatermark
 	p.NumbersInStrings = s.NumbersInStrings

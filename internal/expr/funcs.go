@@ -2,6 +2,7 @@ package expr
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"math"
 	"math/big"
@@ -33,6 +34,9 @@ var moreFunctions = map[string][2]int{
 	// table.local-time-zone (internal/sqljob zone.go): a TIMESTAMP_LTZ's
 	// wall time in a zone of one offset (its milliseconds), and back.
 	"WEIR_WALL_TIME": {2, 2}, "WEIR_INSTANT": {2, 2},
+	// WEIR_ROW(v, fields): a ROW column's value as its declared type
+	// reads it (RowFields writes fields).
+	"WEIR_ROW": {2, 2},
 }
 
 // text is v as CONCAT and || read it: a string's bytes, a number's or a
@@ -611,6 +615,29 @@ func (c compiler) moreCall(x *sqlparse.Call, name string, args []eval) eval {
 			}
 			return value{k: integer, i: v.i + sign*off.i}
 		}
+	case "WEIR_ROW":
+		lit, ok := x.Args[1].Value.(*sqlparse.Lit)
+		var fields []rowField
+		if ok && lit.Kind == "string" {
+			fields, ok = parseRowFields([]byte(lit.Text))
+		}
+		if !ok {
+			c.fail(x.Pos, name, "", "WEIR_ROW takes a value and its fields (RowFields)")
+			return nil
+		}
+		return func(g []*fastjson.Value) value {
+			v := args[0](g)
+			if v.k != raw || v.r.Type() != fastjson.TypeObject {
+				return nullV
+			}
+			// A new value of its own (an allocation: a ROW column is rare
+			// on a hot path).
+			o, err := fastjson.ParseBytes(appendRow(nil, v.r, fields))
+			if err != nil {
+				return nullV
+			}
+			return value{k: raw, r: o}
+		}
 	case "SUBSTRING", "SUBSTR":
 		// As Flink's: 1-based, in characters; start 0 is 1, a negative
 		// start counts from the end; a negative length is NULL.
@@ -1164,4 +1191,97 @@ func parseDate(b []byte, toks []dateTok) (int64, bool) {
 		return 0, false
 	}
 	return t.UnixMilli(), true
+}
+
+// rowField is a field of a ROW type as WEIR_ROW projects it: its name
+// and, for a nested ROW, its fields.
+type rowField struct {
+	name   string
+	key    []byte     // the name as a JSON object's key, with its colon
+	fields []rowField // nil: not a ROW
+}
+
+// RowFields is the fields argument of WEIR_ROW for a ROW type's fields
+// (names, and each field's nested fields, nil when it is not a ROW): a
+// JSON array of each field's name, or of [name, [its fields]].
+func RowFields(names []string, nested []string) string {
+	b := []byte{'['}
+	for i, n := range names {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		q, _ := json.Marshal(n)
+		if nested[i] == "" {
+			b = append(b, q...)
+			continue
+		}
+		b = append(append(append(b, '['), q...), ',')
+		b = append(append(b, nested[i]...), ']')
+	}
+	return string(append(b, ']'))
+}
+
+// newRowField is field name, of fields when it is a ROW.
+func newRowField(name string, fields []rowField) rowField {
+	q, _ := json.Marshal(name)
+	return rowField{name: name, key: append(q, ':'), fields: fields}
+}
+
+// parseRowFields reads RowFields' text.
+func parseRowFields(b []byte) ([]rowField, bool) {
+	v, err := fastjson.ParseBytes(b)
+	if err != nil {
+		return nil, false
+	}
+	var walk func(v *fastjson.Value) ([]rowField, bool)
+	walk = func(v *fastjson.Value) ([]rowField, bool) {
+		a, err := v.Array()
+		if err != nil {
+			return nil, false
+		}
+		out := make([]rowField, 0, len(a))
+		for _, e := range a {
+			if n, err := e.StringBytes(); err == nil {
+				out = append(out, newRowField(string(n), nil))
+				continue
+			}
+			pair, err := e.Array()
+			if err != nil || len(pair) != 2 {
+				return nil, false
+			}
+			n, err := pair[0].StringBytes()
+			sub, ok := walk(pair[1])
+			if err != nil || !ok {
+				return nil, false
+			}
+			out = append(out, newRowField(string(n), sub))
+		}
+		return out, true
+	}
+	return walk(v)
+}
+
+// appendRow appends object o as a ROW of fields writes it, as Flink
+// reads a ROW column: the declared fields alone, in their order, a field
+// the object lacks (or a nested ROW that is no object) null.
+func appendRow(b []byte, o *fastjson.Value, fields []rowField) []byte {
+	b = append(b, '{')
+	for i, f := range fields {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, f.key...)
+		v := o.Get(f.name)
+		switch {
+		case v == nil || v.Type() == fastjson.TypeNull:
+			b = append(b, "null"...)
+		case f.fields != nil && v.Type() == fastjson.TypeObject:
+			b = appendRow(b, v, f.fields)
+		case f.fields != nil:
+			b = append(b, "null"...)
+		default:
+			b = v.MarshalTo(b)
+		}
+	}
+	return append(b, '}')
 }

@@ -445,7 +445,16 @@ func (c *compiler) mapColumns(in *sqlparse.Insert, sel *sqlparse.Select, items [
 				tf = timeFormatOf(k, col.Type)
 			}
 			t, _ := c.itemType(it)
-			cols = append(cols, spec.Column{Name: dst, Expr: c.sinkCast(x, col), Float: floatFormat(col, t), Time: tf})
+			cast := col
+			if rc := c.rowColumn(it, col, name); rc != nil && c.job.selectOp != nil {
+				cast = rc
+			}
+			cols = append(cols, spec.Column{Name: dst, Expr: c.sinkCast(x, cast), Float: floatFormat(col, t), Time: tf})
+			continue
+		}
+		if rc := c.rowColumn(it, col, name); jsonRows && c.job.selectOp != nil && !it.agg && it.expr == "" && rc != nil {
+			// A ROW column of the record: its declared fields (sinkCast).
+			cols = append(cols, spec.Column{Name: dst, Expr: c.sinkCast("`"+strings.ReplaceAll(it.from, ".", "`.`")+"`", rc)})
 			continue
 		}
 		if t := typeOfSQL(col.Type); jsonRows && c.job.selectOp != nil && t.kind == tDec && c.computedTypes[it.from] != t &&
@@ -1201,6 +1210,36 @@ func (c *compiler) itemType(it item) (numType, bool) {
 		}
 	}
 	return numType{}, false
+}
+
+// rowColumn is the column of a ROW type that item it, written into
+// column col of sink name, is cast to (sinkCast): col when it declares a
+// ROW; for a printed row (a bare SELECT) the source table's declared
+// ROW type of the field or nested field it selects; nil otherwise.
+func (c *compiler) rowColumn(it item, col *sqlparse.Column, name string) *sqlparse.Column {
+	if isRowType(col.Type) {
+		return col
+	}
+	if col.Type != nil || name != stdoutName {
+		return nil
+	}
+	var parts []sqlparse.Ident
+	if it.expr == "" {
+		for _, n := range strings.Split(it.from, ".") {
+			parts = append(parts, sqlparse.Ident{Name: n})
+		}
+	} else if e, err := sqlparse.ParseExpr(it.expr); err == nil {
+		if ref, ok := e.(*sqlparse.Ref); ok {
+			parts = ref.Parts
+		}
+	}
+	if len(parts) == 0 {
+		return nil
+	}
+	if t := declaredType(c.srcTable, parts); isRowType(t) {
+		return &sqlparse.Column{Pos: col.Pos, Name: col.Name, Type: t}
+	}
+	return nil
 }
 
 // withArticle is a type's name after "a" or "an" (an INT, a BIGINT).

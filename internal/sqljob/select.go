@@ -185,6 +185,14 @@ func (c *compiler) selectColumns(sel *sqlparse.Select, from *sqlparse.TableRef) 
 		if _, err := expr.CompileValue(x, func(sqlparse.Ident) (int, *sqlparse.Error) { return 0, nil }); err != nil {
 			return nil, nil, err
 		}
+		if ref, ok := it.Expr.(*sqlparse.Ref); ok {
+			if t := declaredType(rel.table, ref.Parts); isRowType(t) {
+				// A nested ROW: its declared fields alone (sinkCast).
+				if x, err = sqlparse.ParseExpr(c.sinkCast(sqlparse.FormatExpr(x), &sqlparse.Column{Type: t})); err != nil {
+					return nil, nil, err
+				}
+			}
+		}
 		name := fmt.Sprintf("_weir_col_%d", i)
 		c.addComputed(rel.table, name, x)
 		field(it.Pos, name)

@@ -703,6 +703,12 @@ func (c *compiler) timeAttrType(pos sqlparse.Pos) *sqlparse.Type {
 // or a field's name) as written into sink column col: cast to its type
 // when that is a DECIMAL(p, s), as Flink's insert casts.
 func (c *compiler) sinkCast(x string, col *sqlparse.Column) string {
+	if isRowType(col.Type) {
+		// A ROW column holds its declared fields alone, in their order,
+		// a missing one null, as Flink reads and writes a ROW (a
+		// record's other fields are not passed through).
+		return "WEIR_ROW(" + x + ", '" + strings.ReplaceAll(rowFields(col.Type), "'", "''") + "')"
+	}
 	t := typeOfSQL(col.Type)
 	if t.kind != tDec {
 		return x
@@ -715,4 +721,23 @@ func (c *compiler) sinkCast(x string, col *sqlparse.Column) string {
 		return x
 	}
 	return sqlparse.FormatExpr(decimalCast(e, t))
+}
+
+// isRowType reports whether t is a ROW type with fields.
+func isRowType(t *sqlparse.Type) bool {
+	return t != nil && strings.EqualFold(t.Name, "ROW") && len(t.Fields) > 0
+}
+
+// rowFields is WEIR_ROW's fields argument for ROW type t
+// (expr.RowFields).
+func rowFields(t *sqlparse.Type) string {
+	names := make([]string, len(t.Fields))
+	nested := make([]string, len(t.Fields))
+	for i, f := range t.Fields {
+		names[i] = f.Name.Name
+		if isRowType(f.Type) {
+			nested[i] = rowFields(f.Type)
+		}
+	}
+	return expr.RowFields(names, nested)
 }

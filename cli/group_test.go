@@ -759,3 +759,68 @@ func TestGroupKafkaOutage(t *testing.T) {
 	}
 	sameCommitted(t, addr, "base", "outage", "the group through an outage")
 }
+
+// TestGroupEmptyPartition runs the rig's scenario of an empty partition
+// beside a partition with an old backlog as OS processes on weir dev
+// kafka: partition 3 of the input never holds a record, partition 0's
+// orders are an hour behind the others', and all of it is a backlog when
+// the members start. Two members, one killed with SIGKILL and restarted
+// under its name, write the committed results, late records and dead
+// letters of one uninterrupted member, and each exits 0 with its
+// summary.
+func TestGroupEmptyPartition(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: the group test runs weir processes")
+	}
+	addr := startGroupKafka(t, "ebase", "empty")
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic("in"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	part := kgo.StickyKeyPartitioner(nil).ForTopic("in")
+	partOf := func(u string) int { return part.Partition(&kgo.Record{Key: []byte(u)}, 4) }
+	var users []string
+	for i := 0; len(users) < 60; i++ {
+		if u := fmt.Sprintf("u%d", i); partOf(u) != 3 {
+			users = append(users, u)
+		}
+	}
+	r := rand.New(rand.NewPCG(3, 4))
+	for i := range 30000 {
+		u := users[i%len(users)]
+		ts := 1767225600000 + int64(i)*2 - int64(r.IntN(300))
+		if partOf(u) == 0 {
+			ts -= 3600_000
+		}
+		if i%300 == 11 {
+			ts -= 5000 // too late
+		}
+		v := fmt.Appendf(nil, `{"user_id":%q,"amount":%d,"ts":%d}`, u, i%10, ts)
+		if i%5000 == 17 {
+			v = fmt.Appendf(nil, `{"user_id":%q}`, u) // a dead letter
+		}
+		cl.Produce(context.Background(), &kgo.Record{Key: []byte(u), Value: v}, nil)
+	}
+	if err := cl.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	base := startMember(t, groupDir(t, "ebase", addr), "a")
+	base.wait(t, 3*time.Minute)
+	dir := groupDir(t, "empty", addr)
+	x := startMember(t, dir, "x")
+	y := startMember(t, dir, "y")
+	time.Sleep(700 * time.Millisecond)
+	x.kill()
+	x = startMember(t, dir, "x")
+	x.wait(t, 3*time.Minute)
+	y.wait(t, 3*time.Minute)
+	baseSum, _ := os.ReadFile(filepath.Join(base.cmd.Dir, "a.json"))
+	for _, m := range []*member{x, y} {
+		got, err := os.ReadFile(filepath.Join(m.cmd.Dir, m.name+".json"))
+		if err != nil || len(baseSum) == 0 || string(got) != string(baseSum) {
+			t.Errorf("member %s's summary %s (%v), the baseline's %s", m.name, got, err, baseSum)
+		}
+	}
+	sameCommitted(t, addr, "ebase", "empty", "two members, one killed, beside an empty partition")
+}

@@ -1533,7 +1533,7 @@ func TestRestartBackoff(t *testing.T) {
 			t.Errorf("restart after failure %d came %v after the run, want at least %v", i+1, gap, want*time.Millisecond)
 		}
 	}
-	if total := runs[fails].Sub(runs[0]); total > 5*time.Second {
+	if total := runs[fails].Sub(runs[0]); total > 20*time.Second {
 		t.Errorf("six failures took %v to restart from", total)
 	}
 	sameOutputs(t, broker, "base", "bo")

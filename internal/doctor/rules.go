@@ -552,7 +552,7 @@ func d9Unit(c *kase) []Finding {
 	}
 	// A few such records are bad input the checks caught (dead letters
 	// with their reason); many mean the spec reads the wrong unit.
-	many := float64(bad) > 0.01*float64(c.s.Totals.RecordsIn)
+	many := float64(bad) > 0.01*float64(c.counted())
 	for _, op := range c.s.Operators {
 		if op.Watermark == nil || atEnd(op.Watermark) {
 			continue
@@ -568,7 +568,7 @@ func d9Unit(c *kase) []Finding {
 	if !many && !strings.Contains(strings.Join(ev, ";"), "year") {
 		return []Finding{{Rule: "D9", Severity: Info, Where: "timestamp",
 			Title:    "a few records had timestamps in the wrong unit or range; the checks made them dead letters",
-			Evidence: fmt.Sprintf("%s, of %d records in", strings.Join(ev, "; "), c.s.Totals.RecordsIn),
+			Evidence: fmt.Sprintf("%s, of %d records in", strings.Join(ev, "; "), c.counted()),
 			Fix:      "nothing in the spec; fix the producers that send them (sinks.dead_letter has each with its reason)"}}
 	}
 	return []Finding{{Rule: "D9", Severity: Critical, Where: "timestamp",
@@ -712,6 +712,18 @@ func d15d16Checkpoints(c *kase) []Finding {
 }
 
 // justRestored reports a restore within the last 2 minutes.
+// counted is the records the job's counters count in (records_in, of
+// the same reading as their dead letters), else the sources' count: the
+// sources read ahead of the decoder, by a queue's worth and more while a
+// sink holds the job back, so a share of dead letters over the sources'
+// count would mix two moments.
+func (c *kase) counted() int64 {
+	if n, ok := c.s.Counters["records_in"]; ok {
+		return n
+	}
+	return c.s.Totals.RecordsIn
+}
+
 func (c *kase) justRestored() bool {
 	return c.s.RestoredAt != nil && c.s.Now-*c.s.RestoredAt <= 120_000
 }
@@ -807,7 +819,7 @@ func d21MissingField(c *kase) []Finding {
 		}
 		out = append(out, Finding{Rule: "D21", Severity: sev, Where: m.Path,
 			Title:    fmt.Sprintf("the spec reads field %q, which the records do not have (a misspelled name, or a CSV header that does not match)", m.Field),
-			Evidence: fmt.Sprintf("%s %q was in none of the first %d records; %s; %d dead letters of %d records in", m.Path, m.Field, m.Records, m.Effect, c.s.Counters["dead_letter"], c.s.Totals.RecordsIn),
+			Evidence: fmt.Sprintf("%s %q was in none of the first %d records; %s; %d dead letters of %d records in", m.Path, m.Field, m.Records, m.Effect, c.s.Counters["dead_letter"], c.counted()),
 			Fix:      fmt.Sprintf("set %s to the records' name for it: %s", m.Path, m.Fix)})
 	}
 	return out

@@ -14,10 +14,14 @@ import (
 )
 
 func main() {
-	// A reader of stdout that went away (weir run ... | head -1) makes a
-	// write fail with EPIPE, which the job reports, instead of killing
-	// the process silently before its file sinks are flushed.
-	signal.Ignore(syscall.SIGPIPE)
+	// A reader of a job's stdout that went away (weir run ... | head -1)
+	// makes a write fail with EPIPE, which the job reports, instead of
+	// killing the process silently before its file sinks are flushed.
+	// Other commands die of it at once, as Unix tools do (weir ledger ls
+	// | head).
+	if len(os.Args) > 1 && os.Args[1] == "run" {
+		signal.Ignore(syscall.SIGPIPE)
+	}
 	sigs := []os.Signal{os.Interrupt, syscall.SIGTERM}
 	// A closed terminal or SSH session (SIGHUP) stops the job gracefully
 	// too, unless the process was started to survive it (nohup).

@@ -233,14 +233,26 @@ func TestStdinPipe(t *testing.T) {
 		}
 		writes := []string{"{\"a\":", "1}\n", "{\"$channel\":1,\"b\":2}\n{\"c\":3}\n", "\n", "{\"d\":4}"}
 		counts := []int{0, 1, 3, 3, 3}
+		// Each write on a goroutine of its own (an io.Pipe write waits
+		// for the reader), after the one before it: on a loaded machine
+		// two goroutines may otherwise write in either order.
+		prev := make(chan struct{})
+		close(prev)
 		for i, w := range writes {
-			go func() { pw.Write([]byte(w)) }()
+			done := make(chan struct{})
+			go func(prev <-chan struct{}) {
+				<-prev
+				pw.Write([]byte(w))
+				close(done)
+			}(prev)
+			prev = done
 			waitFor(counts[i])
 			time.Sleep(5 * time.Millisecond)
 			if sts := readAll(); sts[0] != weir.Waiting && sts[1] != weir.Waiting {
 				t.Fatalf("statuses %v while the pipe is open", sts)
 			}
 		}
+		<-prev
 		pw.Close()
 		waitFor(4)
 		var sts [2]weir.ReadStatus

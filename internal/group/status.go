@@ -167,18 +167,16 @@ func (m *Member) restoring(p int32, began time.Time) (progress func(records, byt
 	m.ev.restores = remember(m.ev.restores, monitor.GroupRestore{Task: p, Started: began, InProgress: true})
 	m.mu.Unlock()
 	task := strconv.Itoa(int(p))
-	find := func() *monitor.GroupRestore {
-		i := slices.IndexFunc(m.ev.restores, func(r monitor.GroupRestore) bool { return r.Task == p && r.Started.Equal(began) })
-		if i < 0 {
-			return nil
-		}
-		return &m.ev.restores[i]
+	// find is the restore's index in m.ev.restores (-1: gone), under m.mu.
+	find := func() int {
+		return slices.IndexFunc(m.ev.restores, func(r monitor.GroupRestore) bool { return r.Task == p && r.Started.Equal(began) })
 	}
 	progress = func(records, bytes, remaining int64) {
 		m.met.restoreLag.WithLabelValues(task).Set(float64(remaining))
 		m.mu.Lock()
 		defer m.mu.Unlock()
-		if r := find(); r != nil {
+		if i := find(); i >= 0 {
+			r := &m.ev.restores[i]
 			r.Records, r.Bytes, r.Remaining = records, bytes, remaining
 		}
 	}
@@ -187,17 +185,16 @@ func (m *Member) restoring(p int32, began time.Time) (progress func(records, byt
 		m.met.restoreLag.DeleteLabelValues(task)
 		m.mu.Lock()
 		defer m.mu.Unlock()
-		i := slices.IndexFunc(m.ev.restores, func(r monitor.GroupRestore) bool { return r.Task == p && r.Started.Equal(began) })
+		i := find()
 		if i < 0 {
 			return
 		}
-		m.ev.restores[i].Remaining = 0
 		if err != nil {
 			m.ev.restores = slices.Delete(m.ev.restores, i, i+1)
 			return
 		}
 		r := &m.ev.restores[i]
-		r.InProgress, r.Seconds, r.From = false, d.Seconds(), "changelog"
+		r.InProgress, r.Seconds, r.From, r.Remaining = false, d.Seconds(), "changelog", 0
 		if st.from < 0 {
 			r.From = "state_dir"
 		} else {

@@ -1201,11 +1201,7 @@ func (c *compiler) itemType(it item) (numType, bool) {
 	if it.from != "" && (slices.Contains(c.job.Spec.Key, it.from) || c.job.selectOp != nil) {
 		// A key column, or a query without a window's field: the source
 		// table's, as declared.
-		var parts []sqlparse.Ident
-		for _, n := range strings.Split(it.from, ".") {
-			parts = append(parts, sqlparse.Ident{Name: n})
-		}
-		if dt := declaredType(c.srcTable, parts); dt != nil {
+		if dt := declaredType(c.srcTable, fieldParts(it.from)); dt != nil {
 			return typeOfSQL(dt), true
 		}
 	}
@@ -1225,9 +1221,7 @@ func (c *compiler) rowColumn(it item, col *sqlparse.Column, name string) *sqlpar
 	}
 	var parts []sqlparse.Ident
 	if it.expr == "" {
-		for _, n := range strings.Split(it.from, ".") {
-			parts = append(parts, sqlparse.Ident{Name: n})
-		}
+		parts = fieldParts(it.from)
 	} else if e, err := sqlparse.ParseExpr(it.expr); err == nil {
 		if ref, ok := e.(*sqlparse.Ref); ok {
 			parts = ref.Parts
@@ -1240,6 +1234,16 @@ func (c *compiler) rowColumn(it item, col *sqlparse.Column, name string) *sqlpar
 		return &sqlparse.Column{Pos: col.Pos, Name: col.Name, Type: t}
 	}
 	return nil
+}
+
+// fieldParts is a record field's dotted name (an item's from) as the
+// parts of a reference.
+func fieldParts(from string) []sqlparse.Ident {
+	var parts []sqlparse.Ident
+	for _, n := range strings.Split(from, ".") {
+		parts = append(parts, sqlparse.Ident{Name: n})
+	}
+	return parts
 }
 
 // withArticle is a type's name after "a" or "an" (an INT, a BIGINT).
